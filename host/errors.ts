@@ -1,0 +1,89 @@
+// One error module for the whole service: stable SCREAMING_SNAKE codes, one base class, and one
+// table from code to HTTP status that only the API's error handler reads. Foreign errors
+// (dockerode, isolated-vm, libsql) are translated once at their boundary, keeping `cause`.
+
+/** Every stable error code the service can return. Codes never change meaning once shipped. */
+export const ERROR_CODES = {
+  // tool runtime (seed 003)
+  UNKNOWN_TOOL: 404,
+  INVALID_ARGUMENTS: 400,
+  DENIED: 403,
+  ABORTED_BEFORE_DISPATCH: 409,
+  ABORTED: 409,
+  TOOL_TIMEOUT: 504,
+  TOOL_FAILED: 500,
+  TOOL_ACTIVATION_FAILED: 500,
+  DUPLICATE_TOOL: 409,
+  RESERVED_TOOL_NAME: 400,
+  DUPLICATE_EXECUTOR: 409,
+  NO_EXECUTOR: 500,
+  // sandbox
+  SANDBOX_UNAVAILABLE: 503,
+  SANDBOX_PROTOCOL: 502,
+  PATH_OUTSIDE_WORKSPACE: 400,
+  FILE_NOT_FOUND: 404,
+  NOT_A_FILE: 400,
+  NOT_A_DIRECTORY: 400,
+  FILE_TOO_LARGE: 413,
+  BINARY_FILE: 400,
+  ARCHIVE_REJECTED: 400,
+  JOB_NOT_FOUND: 404,
+  // code mode / isolates
+  CODE_RUN_FAILED: 422,
+  ISOLATE_UNAVAILABLE: 503,
+  // store
+  STORE_FAILED: 500,
+  // control plane
+  BAD_REQUEST: 400,
+  MALFORMED_JSON: 400,
+  UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  CONFLICT: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  RATE_LIMITED: 429,
+  REQUEST_EXPIRED: 410,
+  SHUTTING_DOWN: 503,
+  CONFIG_INVALID: 500,
+  INTERNAL: 500,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export interface SandboxErrorOptions {
+  /** Structured detail for logs and API results; never shown to the model. */
+  data?: Record<string, unknown>;
+  cause?: unknown;
+}
+
+/** Base class of every error the service raises on purpose. */
+export class SandboxError extends Error {
+  readonly code: ErrorCode;
+  readonly data: Record<string, unknown> | undefined;
+
+  constructor(code: ErrorCode, message: string, options: SandboxErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'SandboxError';
+    this.code = code;
+    this.data = options.data;
+  }
+}
+
+export const isSandboxError = (value: unknown): value is SandboxError => value instanceof SandboxError;
+
+/** HTTP status for a code; used only by the API's error handler. */
+export const httpStatusOf = (code: ErrorCode): number => ERROR_CODES[code];
+
+export const isErrorCode = (value: unknown): value is ErrorCode =>
+  typeof value === 'string' && Object.hasOwn(ERROR_CODES, value);
+
+/** The message of anything thrown, without trusting its shape. */
+export const messageOf = (error: unknown): string => {
+  if (error instanceof Error) return error.message;
+  if (typeof error === 'string') return error;
+  try {
+    return JSON.stringify(error) ?? String(error);
+  } catch {
+    return String(error);
+  }
+};
