@@ -1,0 +1,186 @@
+// Ports of the sandbox: the agent's file system (`ctx.fs`), processes, background jobs and bulk
+// transfer. Tools depend only on these interfaces, never on Docker. Every provider (memory, docker)
+// runs the one contract suite in tests/contract/sandbox.
+// Paths: a relative path resolves against the workspace root; an absolute path must lie inside it.
+// A path that leaves the workspace (lexically, after normalisation) fails with PATH_OUTSIDE_WORKSPACE.
+// Every method rejects with a SandboxError (host/errors.ts); nothing a sandbox says is trusted.
+
+import type { Readable } from 'node:stream';
+
+export type FileType = 'file' | 'directory' | 'symlink' | 'other';
+
+export interface FileStat {
+  /** Normalised absolute path inside the sandbox. */
+  path: string;
+  type: FileType;
+  size: number;
+  mtimeMs: number;
+  /** Permission bits, e.g. 0o644. */
+  mode: number;
+}
+
+export interface DirEntry {
+  name: string;
+  type: FileType;
+  size: number;
+}
+
+export interface ReadOptions {
+  /** Byte offset to start at. Default 0. */
+  offset?: number;
+  /** At most this many bytes. Default: the provider's maximum (see SandboxLimits.maxReadBytes). */
+  length?: number;
+}
+
+export interface GrepMatch {
+  /** Absolute path of the matching file. */
+  path: string;
+  /** 1-based line number. */
+  line: number;
+  text: string;
+}
+
+export interface GrepOptions {
+  /** Directory or file to search. Default: the workspace root. */
+  path?: string;
+  /** Glob that file names must match, e.g. `*.ts`. */
+  include?: string;
+  ignoreCase?: boolean;
+  /** At most this many matches. Default 1000. */
+  limit?: number;
+}
+
+export interface GlobOptions {
+  /** Directory the pattern is relative to. Default: the workspace root. */
+  cwd?: string;
+  /** At most this many paths. Default 1000. */
+  limit?: number;
+}
+
+/** The agent's file system (`ctx.fs`). */
+export interface SandboxFs {
+  readonly root: string;
+  /** Normalise and confine a path; throws PATH_OUTSIDE_WORKSPACE. */
+  resolve(path: string): string;
+  readFile(path: string, options?: ReadOptions): Promise<Buffer>;
+  /** Creates parent directories. Replaces an existing file. */
+  writeFile(path: string, data: Uint8Array | string, options?: { mode?: number }): Promise<void>;
+  stat(path: string): Promise<FileStat>;
+  exists(path: string): Promise<boolean>;
+  list(path: string): Promise<DirEntry[]>;
+  mkdir(path: string, options?: { recursive?: boolean }): Promise<void>;
+  remove(path: string, options?: { recursive?: boolean }): Promise<void>;
+  rename(from: string, to: string): Promise<void>;
+  /** Matching paths, absolute, sorted, files only. `**` crosses directories. */
+  glob(pattern: string, options?: GlobOptions): Promise<{ paths: string[]; truncated: boolean }>;
+  /** Regular-expression search (ripgrep syntax where the provider has ripgrep). */
+  grep(pattern: string, options?: GrepOptions): Promise<{ matches: GrepMatch[]; truncated: boolean }>;
+}
+
+export interface ExecOptions {
+  /** Working directory; default the workspace root. */
+  cwd?: string;
+  env?: Record<string, string>;
+  /** Kill the whole process group after this long. Default 120000. */
+  timeoutMs?: number;
+  stdin?: string;
+  signal?: AbortSignal;
+  onStdout?: (chunk: Buffer) => void;
+  onStderr?: (chunk: Buffer) => void;
+}
+
+export interface ExecResult {
+  /** null when killed by a signal or timeout. */
+  exitCode: number | null;
+  stdout: string;
+  stderr: string;
+  timedOut: boolean;
+  /** True when stdout or stderr was cut at the provider's output cap. */
+  truncated: boolean;
+  durationMs: number;
+}
+
+export type JobStatus = 'running' | 'exited' | 'killed';
+
+export interface JobInfo {
+  id: string;
+  command: string;
+  cwd: string;
+  status: JobStatus;
+  exitCode: number | null;
+  startedAt: number;
+  endedAt: number | null;
+}
+
+export interface JobOutput extends JobInfo {
+  /** Combined stdout and stderr, from `offset`. */
+  output: string;
+  /** Byte offset to pass next time to read only what is new. */
+  nextOffset: number;
+  truncated: boolean;
+}
+
+/** Background jobs: their output goes to files inside the sandbox, so they outlive a control-plane restart. */
+export interface SandboxJobs {
+  start(command: string, options?: { cwd?: string; env?: Record<string, string> }): Promise<JobInfo>;
+  list(): Promise<JobInfo[]>;
+  /** With `wait`, resolves when the job ends or after `timeoutMs` (default 30000). */
+  output(id: string, options?: { wait?: boolean; timeoutMs?: number; offset?: number; signal?: AbortSignal }): Promise<JobOutput>;
+  kill(id: string, signal?: 'SIGTERM' | 'SIGKILL' | 'SIGINT'): Promise<JobInfo>;
+}
+
+/** Bulk transfer as uncompressed tar: only regular files and directories, paths confined. */
+export interface SandboxArchive {
+  /** Extract a tar stream into directory `path`. Rejects hostile archives with ARCHIVE_REJECTED. */
+  upload(path: string, tar: Readable, options?: { maxBytes?: number }): Promise<{ files: number; bytes: number }>;
+  /** A tar stream of `path` (file or directory). */
+  download(path: string): Promise<Readable>;
+}
+
+export interface SandboxLimits {
+  memoryBytes: number;
+  nanoCpus: number;
+  pids: number;
+  maxReadBytes: number;
+  maxOutputBytes: number;
+}
+
+/** One agent's sandbox. */
+export interface Sandbox {
+  readonly id: string;
+  readonly agentId: string;
+  readonly fs: SandboxFs;
+  readonly jobs: SandboxJobs;
+  readonly archive: SandboxArchive;
+  exec(command: string, options?: ExecOptions): Promise<ExecResult>;
+  /** Releases host-side resources (streams); the sandbox itself keeps running. */
+  detach(): Promise<void>;
+}
+
+export interface SandboxSpec {
+  tenantId: string;
+  agentId: string;
+  limits?: Partial<SandboxLimits>;
+}
+
+/** Optional capabilities, declared as data. */
+export interface ProviderFlags {
+  /** Jobs survive a control-plane restart. */
+  durableJobs: boolean;
+  /** Real process isolation (false for the memory provider: never for untrusted work). */
+  isolated: boolean;
+  terminals: boolean;
+}
+
+export interface SandboxProvider {
+  readonly name: string;
+  readonly flags: ProviderFlags;
+  /** Creates (or takes from the warm pool) the agent's sandbox. */
+  create(spec: SandboxSpec): Promise<Sandbox>;
+  /** Re-attaches to an existing sandbox of this agent; undefined when there is none. */
+  get(agentId: string): Promise<Sandbox | undefined>;
+  /** Removes the agent's sandbox and everything in it. */
+  destroy(agentId: string): Promise<void>;
+  /** Stops background work (pool, reaper) and detaches; sandboxes stay for re-adoption. */
+  close(): Promise<void>;
+}
