@@ -1,0 +1,106 @@
+// The memory provider: an in-process double of the SandboxProvider port for unit tests. Files live
+// in a Map; exec and jobs run only through an injected `run` collaborator (no fake shell). Never use
+// it for untrusted work: flags.isolated is false.
+// Invariant: at most one sandbox (one fs) per agent id; handles returned by create/get share it.
+
+import type { Readable } from 'node:stream';
+import { nanoid } from 'nanoid';
+import { SandboxError } from '../../errors.ts';
+import { relativeTo } from '../paths.ts';
+import { packEntries, readUpload } from '../tar.ts';
+import type { ProviderFlags, Sandbox, SandboxArchive, SandboxLimits, SandboxProvider } from '../types.ts';
+import { createMemoryExec, type MemoryRun } from './exec.ts';
+import { createMemoryFs, type MemoryFs } from './fs.ts';
+import { createMemoryJobs } from './jobs.ts';
+
+export type { MemoryProcess, MemoryRun } from './exec.ts';
+
+export const MEMORY_DEFAULT_LIMITS: SandboxLimits = {
+  memoryBytes: 512 * 1024 * 1024,
+  nanoCpus: 1e9,
+  pids: 256,
+  maxReadBytes: 10 * 1024 * 1024,
+  maxOutputBytes: 1024 * 1024,
+};
+
+export interface MemoryProviderOptions {
+  /** Runs exec and job commands; without it they reject with SANDBOX_UNAVAILABLE. */
+  run?: MemoryRun;
+  /** Workspace root. Default '/workspace'. */
+  root?: string;
+  /** Default MEMORY_DEFAULT_LIMITS; a spec's limits override per agent. */
+  limits?: Partial<SandboxLimits>;
+  /** Clock. Default Date.now. */
+  now?: () => number;
+}
+
+export interface MemorySandbox extends Sandbox {
+  readonly fs: MemoryFs;
+  readonly limits: SandboxLimits;
+}
+
+const createArchive = (fs: MemoryFs): SandboxArchive => ({
+  async upload(path, tar: Readable, options = {}) {
+    const dir = fs.resolve(path);
+    const entries = await readUpload(tar, options.maxBytes === undefined ? {} : { maxBytes: options.maxBytes });
+    if ((await fs.exists(dir)) && (await fs.stat(dir)).type !== 'directory') {
+      throw new SandboxError('NOT_A_DIRECTORY', `Upload target ${dir} is not a directory.`, { data: { path: dir } });
+    }
+    await fs.mkdir(dir, { recursive: true });
+    let files = 0;
+    let bytes = 0;
+    for (const e of entries) {
+      const target = fs.resolve(e.name === '' ? dir : `${dir}/${e.name}`);
+      if (e.type === 'directory') await fs.mkdir(target, { recursive: true });
+      else {
+        await fs.writeFile(target, e.data ?? Buffer.alloc(0), { mode: e.mode });
+        files++;
+        bytes += e.data?.length ?? 0;
+      }
+    }
+    return { files, bytes };
+  },
+  async download(path) {
+    const abs = fs.resolve(path);
+    const st = await fs.stat(abs);
+    const base = st.type === 'directory' ? abs : abs.slice(0, abs.lastIndexOf('/')) || '/';
+    const entries = fs.entries(abs).map((e) => {
+      const rel = relativeTo(base, e.path);
+      return { name: e.type === 'directory' ? `${rel || '.'}/` : rel, type: e.type, mode: e.mode, mtimeMs: e.mtimeMs, ...(e.data ? { data: e.data } : {}) };
+    });
+    return packEntries(entries);
+  },
+});
+
+export const createMemoryProvider = (options: MemoryProviderOptions = {}): SandboxProvider & { create(spec: Parameters<SandboxProvider['create']>[0]): Promise<MemorySandbox> } => {
+  const flags: ProviderFlags = { durableJobs: false, isolated: false, terminals: false };
+  const sandboxes = new Map<string, MemorySandbox>();
+
+  const build = (agentId: string, limits: SandboxLimits): MemorySandbox => {
+    const fs = createMemoryFs({ ...(options.root ? { root: options.root } : {}), maxReadBytes: limits.maxReadBytes, ...(options.now ? { now: options.now } : {}) });
+    const exec = createMemoryExec({ ...(options.run ? { run: options.run } : {}), fs, maxOutputBytes: limits.maxOutputBytes });
+    const jobs = createMemoryJobs({ exec, root: fs.root, resolve: fs.resolve, maxOutputBytes: limits.maxOutputBytes });
+    return { id: `mem_${nanoid(12)}`, agentId, fs, jobs, archive: createArchive(fs), limits, exec, detach: async () => {} };
+  };
+
+  return {
+    name: 'memory',
+    flags,
+    async create(spec) {
+      const existing = sandboxes.get(spec.agentId);
+      if (existing) return existing;
+      const sb = build(spec.agentId, { ...MEMORY_DEFAULT_LIMITS, ...options.limits, ...spec.limits });
+      sandboxes.set(spec.agentId, sb);
+      return sb;
+    },
+    async get(agentId) {
+      return sandboxes.get(agentId);
+    },
+    async destroy(agentId) {
+      const sb = sandboxes.get(agentId);
+      sandboxes.delete(agentId);
+      if (sb) for (const j of await sb.jobs.list()) if (j.status === 'running') await sb.jobs.kill(j.id);
+    },
+    async close() {},
+  };
+};
