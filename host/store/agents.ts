@@ -1,0 +1,122 @@
+// The agents repository. Invariants: every read takes the tenant id, and another tenant's agent
+// reads as absent (the API answers 404, never 403, so ids leak nothing); deletion is a soft
+// `deleted_at` stamp so start-up re-adoption can still find and remove the agent's sandbox.
+import { nanoid } from 'nanoid';
+import { SandboxError } from '../errors.ts';
+import { type Database, guarded, storeError } from './db.ts';
+import type { JsonValue } from './types.ts';
+
+export interface AgentRecord {
+  id: string;
+  tenantId: string;
+  preset: string;
+  mode: string;
+  config: JsonValue;
+  /** The provider's id for the agent's sandbox, once it has one. */
+  sandboxId?: string;
+  createdAt: number;
+  deletedAt?: number;
+}
+
+export interface CreateAgentInput {
+  tenantId: string;
+  preset: string;
+  mode: string;
+  config: JsonValue;
+}
+
+export interface AgentStore {
+  create(input: CreateAgentInput): AgentRecord;
+  /** Undefined for unknown, deleted, or another tenant's agents. */
+  get(tenantId: string, id: string): AgentRecord | undefined;
+  /** The tenant's live agents, oldest first. */
+  list(tenantId: string): AgentRecord[];
+  /** False when there was no live agent of that tenant with that id. */
+  markDeleted(tenantId: string, id: string): boolean;
+  setSandboxId(id: string, sandboxId: string | undefined): void;
+  /** Every agent of every tenant, for re-adoption at start; deleted ones only when asked. */
+  listAll(options?: { includeDeleted?: boolean }): AgentRecord[];
+}
+
+interface AgentRow {
+  id: string;
+  tenant_id: string;
+  preset: string;
+  mode: string;
+  config: string;
+  sandbox_id: string | null;
+  created_at: number;
+  deleted_at: number | null;
+}
+
+const toRecord = (r: AgentRow): AgentRecord => {
+  const record: AgentRecord = {
+    id: r.id,
+    tenantId: r.tenant_id,
+    preset: r.preset,
+    mode: r.mode,
+    config: JSON.parse(r.config),
+    createdAt: r.created_at,
+  };
+  if (r.sandbox_id !== null) record.sandboxId = r.sandbox_id;
+  if (r.deleted_at !== null) record.deletedAt = r.deleted_at;
+  return record;
+};
+
+export const createAgentStore = (db: Database, now: () => number = Date.now): AgentStore => {
+  const insert = db.prepare(
+    'INSERT INTO agents (id, tenant_id, preset, mode, config, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+  );
+  const select = db.prepare('SELECT * FROM agents WHERE id = ? AND tenant_id = ? AND deleted_at IS NULL');
+  const selectTenant = db.prepare(
+    'SELECT * FROM agents WHERE tenant_id = ? AND deleted_at IS NULL ORDER BY created_at, id',
+  );
+  const selectLive = db.prepare('SELECT * FROM agents WHERE deleted_at IS NULL ORDER BY created_at, id');
+  const selectAll = db.prepare('SELECT * FROM agents ORDER BY created_at, id');
+  const remove = db.prepare(
+    'UPDATE agents SET deleted_at = ? WHERE id = ? AND tenant_id = ? AND deleted_at IS NULL',
+  );
+  const setSandbox = db.prepare('UPDATE agents SET sandbox_id = ? WHERE id = ?');
+
+  return {
+    create(input) {
+      const config = JSON.stringify(input.config ?? {});
+      const record: AgentRecord = {
+        id: `agt_${nanoid()}`,
+        tenantId: input.tenantId,
+        preset: input.preset,
+        mode: input.mode,
+        config: JSON.parse(config),
+        createdAt: now(),
+      };
+      try {
+        insert.run(record.id, record.tenantId, record.preset, record.mode, config, record.createdAt);
+      } catch (cause) {
+        if ((cause as { code?: unknown }).code === 'SQLITE_CONSTRAINT_FOREIGNKEY') {
+          throw new SandboxError('NOT_FOUND', `no tenant ${input.tenantId}`, { cause, data: { tenantId: input.tenantId } });
+        }
+        throw storeError('create agent', cause);
+      }
+      return record;
+    },
+
+    get: (tenantId, id) =>
+      guarded('read agent', () => {
+        const row = select.all(id, tenantId)[0] as AgentRow | undefined;
+        return row === undefined ? undefined : toRecord(row);
+      }),
+
+    list: (tenantId) => guarded('list agents', () => (selectTenant.all(tenantId) as AgentRow[]).map(toRecord)),
+
+    markDeleted: (tenantId, id) => guarded('delete agent', () => remove.run(now(), id, tenantId).changes > 0),
+
+    setSandboxId(id, sandboxId) {
+      guarded('set agent sandbox', () => setSandbox.run(sandboxId ?? null, id));
+    },
+
+    listAll: (options = {}) =>
+      guarded('list all agents', () =>
+        ((options.includeDeleted ? selectAll : selectLive).all() as AgentRow[]).map(toRecord),
+      ),
+  };
+};

@@ -1,0 +1,79 @@
+// The libsql EventLog: the shared batching core (event-log-core.ts) over the `events` and
+// `sessions` tables. Invariants: one BEGIN IMMEDIATE transaction per batch; a session row exists
+// (and its last_seq is raised) before its events are inserted; a session's last seq is loaded
+// once from max(sessions.last_seq, max(events.seq)), so a reopened log continues without gaps.
+import { type Database, guarded, immediate } from './db.ts';
+import {
+  type ClosableEventLog,
+  type EventBackend,
+  type EventLogOptions,
+  type EventRow,
+  createEventLog,
+} from './event-log-core.ts';
+import type { EventSurface } from './types.ts';
+
+interface StoredEvent {
+  session_id: string;
+  seq: number;
+  type: string;
+  surface: EventSurface;
+  call_id: string | null;
+  parent_call_id: string | null;
+  data: string;
+  at: number;
+}
+
+export const createLibsqlEventBackend = (db: Database): EventBackend => {
+  const lastSeq = db.prepare(
+    `SELECT max(coalesce((SELECT last_seq FROM sessions WHERE id = ?1), 0),
+                coalesce((SELECT max(seq) FROM events WHERE session_id = ?1), 0)) AS seq`,
+  );
+  const upsertSession = db.prepare(
+    `INSERT INTO sessions (id, created_at, last_seq) VALUES (?, ?, ?)
+     ON CONFLICT (id) DO UPDATE SET last_seq = max(last_seq, excluded.last_seq)`,
+  );
+  const insert = db.prepare(
+    `INSERT INTO events (session_id, seq, type, surface, call_id, parent_call_id, data, at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+  );
+  const read = db.prepare(
+    `SELECT session_id, seq, type, surface, call_id, parent_call_id, data, at FROM events
+     WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
+  );
+
+  return {
+    lastSeq: (sessionId) =>
+      guarded('read last event seq', () => (lastSeq.all(sessionId)[0] as { seq: number }).seq),
+
+    write: (rows) =>
+      guarded('write events', () =>
+        immediate(db, () => {
+          // Rows are in append order, so the last row of a session carries its highest seq.
+          const sessions = new Map<string, EventRow>();
+          for (const row of rows) sessions.set(row.sessionId, row);
+          for (const row of sessions.values()) upsertSession.run(row.sessionId, row.at, row.seq);
+          for (const r of rows) {
+            insert.run(r.sessionId, r.seq, r.type, r.surface, r.callId ?? null, r.parentCallId ?? null, r.data, r.at);
+          }
+        }),
+      ),
+
+    read: (sessionId, afterSeq, limit) =>
+      guarded('read events', () =>
+        (read.all(sessionId, afterSeq, limit) as StoredEvent[]).map((r) => ({
+          sessionId: r.session_id,
+          seq: r.seq,
+          type: r.type,
+          surface: r.surface,
+          callId: r.call_id ?? undefined,
+          parentCallId: r.parent_call_id ?? undefined,
+          data: r.data,
+          at: r.at,
+        })),
+      ),
+  };
+};
+
+/** An EventLog persisted in the store database. Call `close()` before closing the database. */
+export const createLibsqlEventLog = (db: Database, options: EventLogOptions = {}): ClosableEventLog =>
+  createEventLog(createLibsqlEventBackend(db), options);

@@ -1,0 +1,107 @@
+// The store's public entry: openStore() opens the database, runs migrations and wires the
+// repositories; everything else is named re-exports. Invariant: close() stops the request timers,
+// writes every queued event, and only then closes the database.
+import { join } from 'node:path';
+import { type AgentStore, createAgentStore } from './agents.ts';
+import { type Database, openDatabase } from './db.ts';
+import type { ClosableEventLog, EventLogOptions } from './event-log-core.ts';
+import { createLibsqlEventLog } from './event-log.ts';
+import { migrate } from './migrations.ts';
+import type { ClosableRequestStore } from './request-core.ts';
+import { createLibsqlRequestStore } from './requests.ts';
+import { type TenantStore, createTenantStore } from './tenants.ts';
+
+export interface OpenStoreOptions {
+  /** Directory for the database file `store.db` (created with mode 0700). */
+  dataDir?: string;
+  /** Exact database path, or `:memory:`; wins over dataDir. */
+  path?: string;
+  /** Busy timeout in ms. Default 5000. */
+  busyTimeoutMs?: number;
+  /** Clock for every repository. Default Date.now. */
+  now?: () => number;
+  /** Told about background event-write failures (the events stay queued and are retried). */
+  onError?: EventLogOptions['onError'];
+}
+
+export interface Store {
+  db: Database;
+  events: ClosableEventLog;
+  requests: ClosableRequestStore;
+  tenants: TenantStore;
+  agents: AgentStore;
+  /** Flushes events, stops timers, closes the database. Idempotent. */
+  close(): void;
+}
+
+export const STORE_FILE = 'store.db';
+
+export const openStore = (options: OpenStoreOptions): Store => {
+  const path = options.path ?? (options.dataDir === undefined ? undefined : join(options.dataDir, STORE_FILE));
+  const db = openDatabase({ path, busyTimeoutMs: options.busyTimeoutMs });
+  try {
+    migrate(db);
+    const now = options.now ?? Date.now;
+    const events = createLibsqlEventLog(db, { now, onError: options.onError });
+    const requests = createLibsqlRequestStore(db, { events, now });
+    let closed = false;
+    return {
+      db,
+      events,
+      requests,
+      tenants: createTenantStore(db, now),
+      agents: createAgentStore(db, now),
+      close() {
+        if (closed) return;
+        closed = true;
+        try {
+          requests.close();
+          events.close();
+        } finally {
+          db.close();
+        }
+      },
+    };
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+};
+
+export { type AgentRecord, type AgentStore, type CreateAgentInput, createAgentStore } from './agents.ts';
+export {
+  type Database,
+  type OpenDatabaseOptions,
+  firstRow,
+  guarded,
+  immediate,
+  openDatabase,
+  storeError,
+  stripMetadata,
+} from './db.ts';
+export {
+  type ClosableEventLog,
+  type EventBackend,
+  type EventLogOptions,
+  type EventRow,
+  createEventLog,
+} from './event-log-core.ts';
+export { createLibsqlEventLog } from './event-log.ts';
+export { createMemoryEventLog, createMemoryRequestStore } from './memory.ts';
+export { MIGRATIONS, type Migration, latestSchemaVersion, migrate, schemaVersion } from './migrations.ts';
+export {
+  type ClosableRequestStore,
+  type RequestBackend,
+  type RequestStoreOptions,
+  createRequestStore,
+} from './request-core.ts';
+export { createLibsqlRequestStore } from './requests.ts';
+export {
+  API_KEY_PREFIX,
+  type ApiKeyInfo,
+  type CreatedKey,
+  type Tenant,
+  type TenantStore,
+  createTenantStore,
+} from './tenants.ts';
+export type * from './types.ts';

@@ -1,0 +1,132 @@
+// Versioned schema migrations, run at start. Invariants: `schema_migrations` lists every applied
+// version; each migration runs in its own BEGIN IMMEDIATE transaction and re-checks its version
+// inside it (two processes starting at once apply it once); a database whose schema is newer than
+// this code is refused, never touched. Migrations are append-only: never edit a shipped one.
+import { SandboxError } from '../errors.ts';
+import { type Database, guarded, immediate } from './db.ts';
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'initial schema',
+    sql: `
+      CREATE TABLE tenants (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+      );
+      CREATE TABLE api_keys (
+        id TEXT PRIMARY KEY,
+        tenant_id TEXT NOT NULL REFERENCES tenants(id),
+        hash BLOB NOT NULL,
+        prefix TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        revoked_at INTEGER
+      );
+      CREATE INDEX api_keys_prefix ON api_keys(prefix);
+      CREATE INDEX api_keys_tenant ON api_keys(tenant_id);
+      CREATE TABLE agents (
+        id TEXT PRIMARY KEY,
+        tenant_id TEXT NOT NULL REFERENCES tenants(id),
+        preset TEXT NOT NULL,
+        mode TEXT NOT NULL,
+        config TEXT NOT NULL,
+        sandbox_id TEXT,
+        created_at INTEGER NOT NULL,
+        deleted_at INTEGER
+      );
+      CREATE INDEX agents_tenant ON agents(tenant_id, created_at);
+      CREATE TABLE sessions (
+        id TEXT PRIMARY KEY,
+        agent_id TEXT,
+        tenant_id TEXT,
+        created_at INTEGER NOT NULL,
+        last_seq INTEGER NOT NULL DEFAULT 0
+      );
+      CREATE INDEX sessions_agent ON sessions(agent_id);
+      CREATE TABLE events (
+        session_id TEXT NOT NULL REFERENCES sessions(id),
+        seq INTEGER NOT NULL,
+        type TEXT NOT NULL,
+        surface TEXT NOT NULL,
+        call_id TEXT,
+        parent_call_id TEXT,
+        data TEXT NOT NULL,
+        at INTEGER NOT NULL,
+        PRIMARY KEY (session_id, seq)
+      ) WITHOUT ROWID;
+      CREATE TABLE requests (
+        id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        call_id TEXT NOT NULL,
+        state TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        answer TEXT,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL,
+        answered_at INTEGER
+      );
+      CREATE INDEX requests_session ON requests(session_id, state);
+      CREATE INDEX requests_pending ON requests(state, expires_at);
+      CREATE TABLE jobs (
+        id TEXT PRIMARY KEY,
+        agent_id TEXT NOT NULL REFERENCES agents(id),
+        sandbox_job_id TEXT NOT NULL,
+        command TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+      );
+      CREATE INDEX jobs_agent ON jobs(agent_id, created_at);
+    `,
+  },
+];
+
+export const latestSchemaVersion = (migrations: readonly Migration[] = MIGRATIONS): number =>
+  migrations.reduce((max, m) => Math.max(max, m.version), 0);
+
+/** The highest applied version, 0 for a fresh database. */
+export const schemaVersion = (db: Database): number =>
+  guarded('read schema version', () => {
+    db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`);
+    const row = db.prepare('SELECT max(version) AS v FROM schema_migrations').all()[0] as { v: number | null };
+    return row.v ?? 0;
+  });
+
+/**
+ * Brings the schema up to date. Returns the versions applied now. Throws CONFIG_INVALID when the
+ * database was written by newer code, STORE_FAILED (with the migration named) when one fails.
+ */
+export const migrate = (db: Database, migrations: readonly Migration[] = MIGRATIONS): number[] => {
+  const latest = latestSchemaVersion(migrations);
+  const current = schemaVersion(db);
+  if (current > latest) {
+    throw new SandboxError(
+      'CONFIG_INVALID',
+      `the database schema is version ${current} but this build knows only up to ${latest}; ` +
+        'upgrade dsh-sandbox or point it at another data directory',
+      { data: { schemaVersion: current, supportedVersion: latest } },
+    );
+  }
+  const applied: number[] = [];
+  const has = db.prepare('SELECT 1 AS x FROM schema_migrations WHERE version = ?');
+  const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
+  for (const migration of [...migrations].sort((a, b) => a.version - b.version)) {
+    if (migration.version <= current) continue;
+    guarded(`migration ${migration.version} (${migration.name})`, () =>
+      immediate(db, () => {
+        if (has.all(migration.version).length > 0) return;
+        db.exec(migration.sql);
+        record.run(migration.version, migration.name, Date.now());
+        applied.push(migration.version);
+      }),
+    );
+  }
+  return applied;
+};

@@ -1,0 +1,125 @@
+// Tenants and their API keys. Invariants: a raw key (`dsk_` + 40 base64url chars, 240 random bits)
+// exists only in the value returned at creation; the database holds its SHA-256 and a short
+// non-secret prefix used to find candidate rows; verification compares hashes in constant time
+// (crypto.timingSafeEqual) and ignores revoked keys.
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { nanoid } from 'nanoid';
+import { SandboxError } from '../errors.ts';
+import { type Database, guarded, immediate } from './db.ts';
+
+export interface Tenant {
+  id: string;
+  name: string;
+  createdAt: number;
+}
+
+export interface CreatedKey {
+  keyId: string;
+  /** The raw key. Shown once; the store cannot give it back. */
+  apiKey: string;
+}
+
+export interface ApiKeyInfo {
+  id: string;
+  tenantId: string;
+  prefix: string;
+  createdAt: number;
+  revokedAt?: number;
+}
+
+export interface TenantStore {
+  createTenant(name: string): Tenant & CreatedKey;
+  getTenant(id: string): Tenant | undefined;
+  listTenants(): Tenant[];
+  /** A further key for an existing tenant (rotation). */
+  createKey(tenantId: string): CreatedKey;
+  listKeys(tenantId: string): ApiKeyInfo[];
+  /** The key's tenant, or undefined for unknown, malformed or revoked keys. */
+  verifyKey(apiKey: string): Tenant | undefined;
+  /** False when the key does not exist or was already revoked. */
+  revokeKey(keyId: string): boolean;
+}
+
+export const API_KEY_PREFIX = 'dsk_';
+const PREFIX_LENGTH = API_KEY_PREFIX.length + 8;
+const KEY_SHAPE = /^dsk_[A-Za-z0-9_-]{32,128}$/;
+
+const sha256 = (key: string): Buffer => createHash('sha256').update(key, 'utf8').digest();
+
+interface KeyRow {
+  id: string;
+  tenant_id: string;
+  hash: Uint8Array;
+  prefix: string;
+  created_at: number;
+  revoked_at: number | null;
+}
+
+export const createTenantStore = (db: Database, now: () => number = Date.now): TenantStore => {
+  const insertTenant = db.prepare('INSERT INTO tenants (id, name, created_at) VALUES (?, ?, ?)');
+  const insertKey = db.prepare('INSERT INTO api_keys (id, tenant_id, hash, prefix, created_at) VALUES (?, ?, ?, ?, ?)');
+  const selectTenant = db.prepare('SELECT id, name, created_at AS createdAt FROM tenants WHERE id = ?');
+  const selectTenants = db.prepare('SELECT id, name, created_at AS createdAt FROM tenants ORDER BY created_at, id');
+  const keysByPrefix = db.prepare('SELECT * FROM api_keys WHERE prefix = ? AND revoked_at IS NULL');
+  const keysByTenant = db.prepare('SELECT * FROM api_keys WHERE tenant_id = ? ORDER BY created_at, id');
+  const revoke = db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL');
+
+  const getTenant = (id: string) => guarded('read tenant', () => selectTenant.all(id)[0] as Tenant | undefined);
+
+  const addKey = (tenantId: string): CreatedKey => {
+    const apiKey = API_KEY_PREFIX + randomBytes(30).toString('base64url');
+    const keyId = `key_${nanoid()}`;
+    insertKey.run(keyId, tenantId, sha256(apiKey), apiKey.slice(0, PREFIX_LENGTH), now());
+    return { keyId, apiKey };
+  };
+
+  return {
+    createTenant(name) {
+      if (typeof name !== 'string' || name.trim() === '') {
+        throw new SandboxError('BAD_REQUEST', 'a tenant needs a non-empty name');
+      }
+      return guarded('create tenant', () =>
+        immediate(db, () => {
+          const tenant: Tenant = { id: `ten_${nanoid()}`, name, createdAt: now() };
+          insertTenant.run(tenant.id, tenant.name, tenant.createdAt);
+          return { ...tenant, ...addKey(tenant.id) };
+        }),
+      );
+    },
+
+    getTenant,
+
+    listTenants: () => guarded('list tenants', () => selectTenants.all() as Tenant[]),
+
+    createKey(tenantId) {
+      if (getTenant(tenantId) === undefined) {
+        throw new SandboxError('NOT_FOUND', `no tenant ${tenantId}`, { data: { tenantId } });
+      }
+      return guarded('create api key', () => addKey(tenantId));
+    },
+
+    listKeys: (tenantId) =>
+      guarded('list api keys', () =>
+        (keysByTenant.all(tenantId) as KeyRow[]).map((k) => {
+          const info: ApiKeyInfo = { id: k.id, tenantId: k.tenant_id, prefix: k.prefix, createdAt: k.created_at };
+          if (k.revoked_at !== null) info.revokedAt = k.revoked_at;
+          return info;
+        }),
+      ),
+
+    verifyKey(apiKey) {
+      if (typeof apiKey !== 'string' || !KEY_SHAPE.test(apiKey)) return undefined;
+      const hash = sha256(apiKey);
+      const candidates = guarded('verify api key', () => keysByPrefix.all(apiKey.slice(0, PREFIX_LENGTH)) as KeyRow[]);
+      // Compare against every candidate so timing does not depend on which one matches.
+      let match: KeyRow | undefined;
+      for (const row of candidates) {
+        const stored = Buffer.from(row.hash);
+        if (stored.length === hash.length && timingSafeEqual(stored, hash)) match = row;
+      }
+      return match === undefined ? undefined : getTenant(match.tenant_id);
+    },
+
+    revokeKey: (keyId) => guarded('revoke api key', () => revoke.run(now(), keyId).changes > 0),
+  };
+};
