@@ -19,7 +19,10 @@ export interface EventRow {
   at: number;
 }
 
-/** Where rows go. All methods are synchronous; `write` is atomic (all rows or none). */
+/**
+ * Where rows go. All methods are synchronous; `write` is atomic (all rows or none) and may raise
+ * the seqs of a session's rows (keeping their order) when another writer got there first.
+ */
 export interface EventBackend {
   /** The highest seq stored for the session, 0 when none. Called once per session. */
   lastSeq(sessionId: string): number;
@@ -116,6 +119,10 @@ export const createEventLog = (backend: EventBackend, options: EventLogOptions =
       throw error;
     }
     failures = 0;
+    // The backend may have renumbered rows after another process's writes: follow it.
+    for (const row of batch) {
+      if (row.seq > (lastSeq.get(row.sessionId) ?? 0)) lastSeq.set(row.sessionId, row.seq);
+    }
     notify(batch);
   };
 

@@ -2,6 +2,9 @@
 // `sessions` tables. Invariants: one BEGIN IMMEDIATE transaction per batch; a session row exists
 // (and its last_seq is raised) before its events are inserted; a session's last seq is loaded
 // once from max(sessions.last_seq, max(events.seq)), so a reopened log continues without gaps.
+// Sessions have one writing process by design; if a second one wrote the session meanwhile, the
+// batch is renumbered after the stored rows inside the transaction, so stored seqs stay unique and
+// gap-free (readers and subscribers see the stored seq; append's return value was a guess).
 import { type Database, guarded, immediate } from './db.ts';
 import {
   type ClosableEventLog,
@@ -28,6 +31,7 @@ export const createLibsqlEventBackend = (db: Database): EventBackend => {
     `SELECT max(coalesce((SELECT last_seq FROM sessions WHERE id = ?1), 0),
                 coalesce((SELECT max(seq) FROM events WHERE session_id = ?1), 0)) AS seq`,
   );
+  const storedSeq = db.prepare('SELECT last_seq FROM sessions WHERE id = ?');
   const upsertSession = db.prepare(
     `INSERT INTO sessions (id, created_at, last_seq) VALUES (?, ?, ?)
      ON CONFLICT (id) DO UPDATE SET last_seq = max(last_seq, excluded.last_seq)`,
@@ -48,10 +52,18 @@ export const createLibsqlEventBackend = (db: Database): EventBackend => {
     write: (rows) =>
       guarded('write events', () =>
         immediate(db, () => {
-          // Rows are in append order, so the last row of a session carries its highest seq.
-          const sessions = new Map<string, EventRow>();
-          for (const row of rows) sessions.set(row.sessionId, row);
-          for (const row of sessions.values()) upsertSession.run(row.sessionId, row.at, row.seq);
+          const bySession = new Map<string, EventRow[]>();
+          for (const row of rows) {
+            const group = bySession.get(row.sessionId);
+            if (group === undefined) bySession.set(row.sessionId, [row]);
+            else group.push(row);
+          }
+          for (const [sessionId, group] of bySession) {
+            // Another process wrote this session since we loaded its seq: renumber after its rows.
+            const stored = (storedSeq.all(sessionId)[0] as { last_seq: number } | undefined)?.last_seq ?? 0;
+            if (stored >= group[0]!.seq) group.forEach((row, i) => (row.seq = stored + 1 + i));
+            upsertSession.run(sessionId, group[0]!.at, group.at(-1)!.seq);
+          }
           for (const r of rows) {
             insert.run(r.sessionId, r.seq, r.type, r.surface, r.callId ?? null, r.parentCallId ?? null, r.data, r.at);
           }

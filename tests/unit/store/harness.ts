@@ -1,0 +1,119 @@
+// Harnesses that let one contract suite run against every EventLog / RequestStore implementation.
+// `reopen` is an optional capability (data, not a subclass): it opens a second instance on the same
+// storage while the first stays open, i.e. what a restarted or second process would see. Memory
+// implementations have no storage to reopen, so the durability tests skip for them.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type Database, openDatabase } from '../../../host/store/db.ts';
+import type { ClosableEventLog } from '../../../host/store/event-log-core.ts';
+import { createLibsqlEventLog } from '../../../host/store/event-log.ts';
+import { createMemoryEventLog, createMemoryRequestStore } from '../../../host/store/memory.ts';
+import { migrate } from '../../../host/store/migrations.ts';
+import type { ClosableRequestStore } from '../../../host/store/request-core.ts';
+import { createLibsqlRequestStore } from '../../../host/store/requests.ts';
+
+export interface EventLogInstance {
+  log: ClosableEventLog;
+  /** Another instance over the same storage (a restart / second process). */
+  reopen?: () => ClosableEventLog;
+  cleanup(): void;
+}
+
+export interface RequestStoreInstance {
+  store: ClosableRequestStore;
+  events: ClosableEventLog;
+  reopen?: () => { store: ClosableRequestStore; events: ClosableEventLog };
+  cleanup(): void;
+}
+
+export interface Harness<T> {
+  name: string;
+  open(options?: { now?: () => number }): T;
+}
+
+/** A temp dir with a migrated database file; `connect()` opens another connection to it. */
+export const tempDatabase = () => {
+  const dir = mkdtempSync(join(tmpdir(), 'dsh-store-'));
+  const path = join(dir, 'store.db');
+  const connections: Database[] = [];
+  const connect = () => {
+    const db = openDatabase({ path });
+    migrate(db);
+    connections.push(db);
+    return db;
+  };
+  const cleanup = () => {
+    for (const db of connections) if (db.open) db.close();
+    rmSync(dir, { recursive: true, force: true });
+  };
+  return { dir, path, connect, cleanup };
+};
+
+export const libsqlEventLogHarness: Harness<EventLogInstance> = {
+  name: 'libsql',
+  open(options = {}) {
+    const temp = tempDatabase();
+    const logs: ClosableEventLog[] = [];
+    const make = () => {
+      const log = createLibsqlEventLog(temp.connect(), options);
+      logs.push(log);
+      return log;
+    };
+    return {
+      log: make(),
+      reopen: make,
+      cleanup() {
+        for (const log of logs) log.close();
+        temp.cleanup();
+      },
+    };
+  },
+};
+
+export const memoryEventLogHarness: Harness<EventLogInstance> = {
+  name: 'memory',
+  open(options = {}) {
+    const log = createMemoryEventLog(options);
+    return { log, cleanup: () => log.close() };
+  },
+};
+
+export const libsqlRequestStoreHarness: Harness<RequestStoreInstance> = {
+  name: 'libsql',
+  open(options = {}) {
+    const temp = tempDatabase();
+    const opened: { store: ClosableRequestStore; events: ClosableEventLog }[] = [];
+    const make = () => {
+      const db = temp.connect();
+      const events = createLibsqlEventLog(db, options);
+      const pair = { store: createLibsqlRequestStore(db, { ...options, events }), events };
+      opened.push(pair);
+      return pair;
+    };
+    return {
+      ...make(),
+      reopen: make,
+      cleanup() {
+        for (const { store, events } of opened) {
+          store.close();
+          events.close();
+        }
+        temp.cleanup();
+      },
+    };
+  },
+};
+
+export const memoryRequestStoreHarness: Harness<RequestStoreInstance> = {
+  name: 'memory',
+  open(options = {}) {
+    const events = createMemoryEventLog(options);
+    const store = createMemoryRequestStore({ ...options, events });
+    const cleanup = () => {
+      store.close();
+      events.close();
+    };
+    return { store, events, cleanup };
+  },
+};
