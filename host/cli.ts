@@ -1,0 +1,80 @@
+#!/usr/bin/env -S node --no-node-snapshot
+// The command line: `serve` (the control plane), `doctor`, `tenant create`. `npm start` runs
+// `serve` after scripts/run.sh prepared Node 24, the Docker engine and the sandbox image.
+
+import { parseArgs } from 'node:util';
+import { loadConfig } from './config.ts';
+
+const HELP = `usage: dsh-sandbox <command> [options]
+
+commands:
+  serve                 run the control plane (HTTP API on loopback by default)
+  tenant create <name>  create a tenant and print its API key once
+  doctor                check the prerequisites (npm run doctor)
+
+options:
+  --host <addr>         listen address (env DSH_HOST, default 127.0.0.1)
+  --port <n>            port (env DSH_PORT, default 7070; 0 picks a free one)
+  --data-dir <dir>      data directory (env DSH_DATA_DIR, default ./.data)
+  -h, --help            this text
+`;
+
+const main = async (argv: string[]): Promise<number> => {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    strict: true,
+    options: {
+      host: { type: 'string' },
+      port: { type: 'string' },
+      'data-dir': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help || positionals.length === 0) {
+    process.stdout.write(HELP);
+    return values.help ? 0 : 2;
+  }
+  const config = loadConfig({
+    ...(values.host ? { host: values.host } : {}),
+    ...(values.port ? { port: Number(values.port) } : {}),
+    ...(values['data-dir'] ? { dataDir: values['data-dir'] } : {}),
+  });
+  const [command, ...rest] = positionals;
+  switch (command) {
+    case 'serve': {
+      const { serve } = await import('./serve.ts');
+      await serve(config);
+      return 0;
+    }
+    case 'tenant': {
+      if (rest[0] !== 'create' || !rest[1]) {
+        process.stderr.write('usage: dsh-sandbox tenant create <name>\n');
+        return 2;
+      }
+      const { openStore } = await import('./store/index.ts');
+      const store = openStore({ dataDir: config.dataDir });
+      try {
+        const tenant = store.tenants.createTenant(rest[1]);
+        process.stdout.write(`${JSON.stringify(tenant)}\n`);
+      } finally {
+        store.close();
+      }
+      return 0;
+    }
+    case 'doctor': {
+      const { doctor } = await import('../scripts/setup/doctor.ts');
+      return (await doctor()) ? 0 : 1;
+    }
+    default:
+      process.stderr.write(`unknown command "${command}"\n${HELP}`);
+      return 2;
+  }
+};
+
+try {
+  process.exitCode = await main(process.argv.slice(2));
+} catch (error) {
+  process.stderr.write(`dsh-sandbox: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exitCode = 1;
+}

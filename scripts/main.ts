@@ -1,0 +1,82 @@
+// Runs on Node 24 after scripts/run.sh made sure of Node and the npm packages. One command each
+// for the npm scripts: setup (Docker engine + sandbox image), test, serve, doctor, bench.
+
+import { spawn } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { loadConfig } from '../host/config.ts';
+import { doctor } from './setup/doctor.ts';
+import { ensureDockerEngine } from './setup/docker-engine.ts';
+import { log } from './setup/exec.ts';
+import { ensureSandboxImage } from './setup/image.ts';
+
+const ROOT = join(import.meta.dirname, '..');
+
+/** Docker engine and sandbox image; returns the image tag. */
+const setup = async (): Promise<string> => {
+  const started = Date.now();
+  const config = loadConfig();
+  const engine = await ensureDockerEngine(config.dataDir);
+  const image = await ensureSandboxImage();
+  const seconds = ((Date.now() - started) / 1000).toFixed(1);
+  log(`Docker ${engine.version}${engine.started ? ' (started)' : ''}; sandbox image ${image.tag}${image.built ? ' (built)' : ''}; ready in ${seconds} s`);
+  return image.tag;
+};
+
+const runNode = (args: string[], env: NodeJS.ProcessEnv): Promise<number> =>
+  new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--no-node-snapshot', ...args], { stdio: 'inherit', env, cwd: ROOT });
+    const forward = (signal: NodeJS.Signals) => child.kill(signal);
+    process.on('SIGINT', forward);
+    process.on('SIGTERM', forward);
+    child.on('close', (code, signal) => resolve(code ?? (signal ? 128 : 1)));
+  });
+
+const testEnv = (image: string | undefined): NodeJS.ProcessEnv => ({
+  ...process.env,
+  ...(image ? { DSH_SANDBOX_IMAGE: image } : {}),
+  TESTCONTAINERS_RYUK_DISABLED: 'true',
+  TESTCONTAINERS_HOST_OVERRIDE: process.env.TESTCONTAINERS_HOST_OVERRIDE ?? 'localhost',
+});
+
+const commands: Record<string, (args: string[]) => Promise<number>> = {
+  async setup() {
+    await setup();
+    return 0;
+  },
+  async test(args) {
+    const unitOnly = args.join(' ').includes('--project unit');
+    const image = unitOnly ? undefined : await setup();
+    return runNode([join(ROOT, 'node_modules', 'vitest', 'vitest.mjs'), 'run', ...args], testEnv(image));
+  },
+  async serve(args) {
+    const image = await setup();
+    return runNode([join(ROOT, 'host', 'cli.ts'), 'serve', ...args], { ...process.env, DSH_SANDBOX_IMAGE: process.env.DSH_SANDBOX_IMAGE ?? image });
+  },
+  async doctor() {
+    return (await doctor()) ? 0 : 1;
+  },
+  async bench(args) {
+    const image = await setup();
+    const names = args.length > 0 ? args : readdirSync(join(ROOT, 'bench')).filter((f) => f.endsWith('.ts')).sort();
+    let status = 0;
+    for (const name of names) {
+      log(`bench ${name}`);
+      status ||= await runNode([join(ROOT, 'bench', name.endsWith('.ts') ? name : `${name}.ts`)], testEnv(image));
+    }
+    return status;
+  },
+};
+
+const [command = 'help', ...rest] = process.argv.slice(2);
+const handler = commands[command];
+if (!handler) {
+  process.stderr.write(`usage: npm run {setup|test|start|doctor|bench}\n`);
+  process.exit(2);
+}
+try {
+  process.exitCode = await handler(rest);
+} catch (error) {
+  log(error instanceof Error ? error.message : String(error));
+  process.exitCode = 1;
+}

@@ -1,0 +1,24 @@
+// Integration tests need the real Docker engine and the sandbox image. `npm test` prepares both
+// before vitest starts; this makes a direct `npx vitest --project integration` work too (fast
+// when everything is there) and hands the image tag to the tests (env DSH_SANDBOX_IMAGE and
+// inject('sandboxImage')).
+
+import type { TestProject } from 'vitest/node';
+import { loadConfig } from '../../host/config.ts';
+import { ensureDockerEngine } from '../../scripts/setup/docker-engine.ts';
+import { ensureSandboxImage } from '../../scripts/setup/image.ts';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    sandboxImage: string;
+  }
+}
+
+export default async function setup(project: TestProject): Promise<void> {
+  process.env.TESTCONTAINERS_RYUK_DISABLED = 'true';
+  process.env.TESTCONTAINERS_HOST_OVERRIDE ??= 'localhost';
+  await ensureDockerEngine(loadConfig().dataDir);
+  const image = process.env.DSH_SANDBOX_IMAGE ?? (await ensureSandboxImage()).tag;
+  process.env.DSH_SANDBOX_IMAGE = image;
+  project.provide('sandboxImage', image);
+}
