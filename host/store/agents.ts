@@ -93,7 +93,10 @@ export const createAgentStore = (db: Database, now: () => number = Date.now): Ag
         insert.run(record.id, record.tenantId, record.preset, record.mode, config, record.createdAt);
       } catch (cause) {
         if ((cause as { code?: unknown }).code === 'SQLITE_CONSTRAINT_FOREIGNKEY') {
-          throw new SandboxError('NOT_FOUND', `no tenant ${input.tenantId}`, { cause, data: { tenantId: input.tenantId } });
+          throw new SandboxError('NOT_FOUND', `no tenant ${input.tenantId}`, {
+            cause,
+            data: { tenantId: input.tenantId },
+          });
         }
         throw storeError('create agent', cause);
       }
@@ -106,7 +109,8 @@ export const createAgentStore = (db: Database, now: () => number = Date.now): Ag
         return row === undefined ? undefined : toRecord(row);
       }),
 
-    list: (tenantId) => guarded('list agents', () => (selectTenant.all(tenantId) as AgentRow[]).map(toRecord)),
+    list: (tenantId) =>
+      guarded('list agents', () => (selectTenant.all(tenantId) as AgentRow[]).map(toRecord)),
 
     markDeleted: (tenantId, id) => guarded('delete agent', () => remove.run(now(), id, tenantId).changes > 0),
 

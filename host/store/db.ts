@@ -8,7 +8,7 @@ import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type LibsqlDatabase from 'libsql';
-import { SandboxError, isSandboxError, messageOf } from '../errors.ts';
+import { isSandboxError, messageOf, SandboxError } from '../errors.ts';
 
 export type Database = LibsqlDatabase.Database;
 export type Row = Record<string, unknown>;
@@ -35,10 +35,14 @@ export const openDatabase = (options: OpenDatabaseOptions): Database => {
     try {
       mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
     } catch (cause) {
-      throw new SandboxError('CONFIG_INVALID', `cannot create the data directory for ${path}: ${messageOf(cause)}`, {
-        cause,
-        data: { path },
-      });
+      throw new SandboxError(
+        'CONFIG_INVALID',
+        `cannot create the data directory for ${path}: ${messageOf(cause)}`,
+        {
+          cause,
+          data: { path },
+        },
+      );
     }
   }
   let db: Database;

@@ -65,10 +65,15 @@ const serialize = (input: SessionEventInput): string => {
     throw new SandboxError('STORE_FAILED', 'event needs a non-empty sessionId');
   }
   if (typeof input.type !== 'string' || input.type === '') {
-    throw new SandboxError('STORE_FAILED', 'event needs a non-empty type', { data: { sessionId: input.sessionId } });
+    throw new SandboxError('STORE_FAILED', 'event needs a non-empty type', {
+      data: { sessionId: input.sessionId },
+    });
   }
   if (!SURFACES.has(input.surface)) {
-    throw new SandboxError('STORE_FAILED', `event surface must be 'current' or 'log-only', got ${input.surface}`);
+    throw new SandboxError(
+      'STORE_FAILED',
+      `event surface must be 'current' or 'log-only', got ${input.surface}`,
+    );
   }
   let json: string | undefined;
   try {
@@ -201,8 +206,8 @@ export const createEventLog = (backend: EventBackend, options: EventLogOptions =
     },
 
     subscribe(sessionId, listener) {
-      let set = listeners.get(sessionId);
-      if (set === undefined) listeners.set(sessionId, (set = new Set()));
+      const set = listeners.get(sessionId) ?? new Set();
+      listeners.set(sessionId, set);
       set.add(listener);
       return () => {
         set.delete(listener);

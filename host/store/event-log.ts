@@ -8,10 +8,10 @@
 import { type Database, guarded, immediate } from './db.ts';
 import {
   type ClosableEventLog,
+  createEventLog,
   type EventBackend,
   type EventLogOptions,
   type EventRow,
-  createEventLog,
 } from './event-log-core.ts';
 import type { EventSurface } from './types.ts';
 
@@ -61,11 +61,24 @@ export const createLibsqlEventBackend = (db: Database): EventBackend => {
           for (const [sessionId, group] of bySession) {
             // Another process wrote this session since we loaded its seq: renumber after its rows.
             const stored = (storedSeq.all(sessionId)[0] as { last_seq: number } | undefined)?.last_seq ?? 0;
-            if (stored >= group[0]!.seq) group.forEach((row, i) => (row.seq = stored + 1 + i));
+            if (stored >= group[0]!.seq) {
+              group.forEach((row, i) => {
+                row.seq = stored + 1 + i;
+              });
+            }
             upsertSession.run(sessionId, group[0]!.at, group.at(-1)!.seq);
           }
           for (const r of rows) {
-            insert.run(r.sessionId, r.seq, r.type, r.surface, r.callId ?? null, r.parentCallId ?? null, r.data, r.at);
+            insert.run(
+              r.sessionId,
+              r.seq,
+              r.type,
+              r.surface,
+              r.callId ?? null,
+              r.parentCallId ?? null,
+              r.data,
+              r.at,
+            );
           }
         }),
       ),

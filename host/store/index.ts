@@ -4,12 +4,12 @@
 import { join } from 'node:path';
 import { type AgentStore, createAgentStore } from './agents.ts';
 import { type Database, openDatabase } from './db.ts';
-import type { ClosableEventLog, EventLogOptions } from './event-log-core.ts';
 import { createLibsqlEventLog } from './event-log.ts';
+import type { ClosableEventLog, EventLogOptions } from './event-log-core.ts';
 import { migrate } from './migrations.ts';
 import type { ClosableRequestStore } from './request-core.ts';
 import { createLibsqlRequestStore } from './requests.ts';
-import { type TenantStore, createTenantStore } from './tenants.ts';
+import { createTenantStore, type TenantStore } from './tenants.ts';
 
 export interface OpenStoreOptions {
   /** Directory for the database file `store.db` (created with mode 0700). */
@@ -37,7 +37,8 @@ export interface Store {
 export const STORE_FILE = 'store.db';
 
 export const openStore = (options: OpenStoreOptions): Store => {
-  const path = options.path ?? (options.dataDir === undefined ? undefined : join(options.dataDir, STORE_FILE));
+  const path =
+    options.path ?? (options.dataDir === undefined ? undefined : join(options.dataDir, STORE_FILE));
   const db = openDatabase({ path, busyTimeoutMs: options.busyTimeoutMs });
   try {
     migrate(db);
@@ -71,37 +72,37 @@ export const openStore = (options: OpenStoreOptions): Store => {
 export { type AgentRecord, type AgentStore, type CreateAgentInput, createAgentStore } from './agents.ts';
 export {
   type Database,
-  type OpenDatabaseOptions,
   firstRow,
   guarded,
   immediate,
+  type OpenDatabaseOptions,
   openDatabase,
   storeError,
   stripMetadata,
 } from './db.ts';
+export { createLibsqlEventLog } from './event-log.ts';
 export {
   type ClosableEventLog,
+  createEventLog,
   type EventBackend,
   type EventLogOptions,
   type EventRow,
-  createEventLog,
 } from './event-log-core.ts';
-export { createLibsqlEventLog } from './event-log.ts';
 export { createMemoryEventLog, createMemoryRequestStore } from './memory.ts';
-export { MIGRATIONS, type Migration, latestSchemaVersion, migrate, schemaVersion } from './migrations.ts';
+export { latestSchemaVersion, MIGRATIONS, type Migration, migrate, schemaVersion } from './migrations.ts';
 export {
   type ClosableRequestStore,
+  createRequestStore,
   type RequestBackend,
   type RequestStoreOptions,
-  createRequestStore,
 } from './request-core.ts';
 export { createLibsqlRequestStore } from './requests.ts';
 export {
   API_KEY_PREFIX,
   type ApiKeyInfo,
   type CreatedKey,
+  createTenantStore,
   type Tenant,
   type TenantStore,
-  createTenantStore,
 } from './tenants.ts';
 export type * from './types.ts';

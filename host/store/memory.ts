@@ -2,12 +2,18 @@
 // they behave the same (batched writes, seq rules, first-writer-wins, expiry, waiters). Unit-test
 // doubles for other modules; nothing here survives the process. Stored values are kept as JSON
 // strings or copies so callers cannot change what was stored.
-import { type ClosableEventLog, type EventBackend, type EventLogOptions, type EventRow, createEventLog } from './event-log-core.ts';
+import {
+  type ClosableEventLog,
+  createEventLog,
+  type EventBackend,
+  type EventLogOptions,
+  type EventRow,
+} from './event-log-core.ts';
 import {
   type ClosableRequestStore,
+  createRequestStore,
   type RequestBackend,
   type RequestStoreOptions,
-  createRequestStore,
 } from './request-core.ts';
 import type { HostRequest } from './types.ts';
 
@@ -17,8 +23,8 @@ export const createMemoryEventBackend = (): EventBackend => {
     lastSeq: (sessionId) => sessions.get(sessionId)?.at(-1)?.seq ?? 0,
     write(rows) {
       for (const row of rows) {
-        let list = sessions.get(row.sessionId);
-        if (list === undefined) sessions.set(row.sessionId, (list = []));
+        const list = sessions.get(row.sessionId) ?? [];
+        sessions.set(row.sessionId, list);
         list.push(row);
       }
     },

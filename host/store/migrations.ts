@@ -95,7 +95,9 @@ export const schemaVersion = (db: Database): number =>
   guarded('read schema version', () => {
     db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`);
-    const row = db.prepare('SELECT max(version) AS v FROM schema_migrations').all()[0] as { v: number | null };
+    const row = db.prepare('SELECT max(version) AS v FROM schema_migrations').all()[0] as {
+      v: number | null;
+    };
     return row.v ?? 0;
   });
 

@@ -38,7 +38,10 @@ export interface ClosableRequestStore extends RequestStore {
 // setTimeout fires at most 2^31-1 ms ahead; longer expiries re-arm.
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
-export const createRequestStore = (backend: RequestBackend, options: RequestStoreOptions = {}): ClosableRequestStore => {
+export const createRequestStore = (
+  backend: RequestBackend,
+  options: RequestStoreOptions = {},
+): ClosableRequestStore => {
   const now = options.now ?? Date.now;
   const timers = new Map<string, NodeJS.Timeout>();
   const waiters = new Map<string, Set<{ resolve: (r: HostRequest) => void; reject: (e: unknown) => void }>>();
@@ -46,7 +49,13 @@ export const createRequestStore = (backend: RequestBackend, options: RequestStor
 
   const emit = (request: HostRequest, type: string, data: { [key: string]: JsonValue }) => {
     options.events?.append([
-      { sessionId: request.sessionId, type, surface: 'log-only', callId: request.callId, data: { requestId: request.id, ...data } },
+      {
+        sessionId: request.sessionId,
+        type,
+        surface: 'log-only',
+        callId: request.callId,
+        data: { requestId: request.id, ...data },
+      },
     ]);
   };
 
@@ -77,13 +86,17 @@ export const createRequestStore = (backend: RequestBackend, options: RequestStor
       expireIfDue(request);
       return;
     }
-    const timer = setTimeout(() => {
-      timers.delete(request.id);
-      const current = backend.get(request.id);
-      if (current === undefined || current.state !== 'pending') return;
-      if (current.expiresAt > now()) arm(current); // fired early, or a long expiry re-arming
-      else expireIfDue(current);
-    }, Math.min(delay, MAX_TIMER_MS)).unref();
+    const timer = setTimeout(
+      () => {
+        timers.delete(request.id);
+        const current = backend.get(request.id);
+        if (current === undefined || current.state !== 'pending') return;
+        if (current.expiresAt > now())
+          arm(current); // fired early, or a long expiry re-arming
+        else expireIfDue(current);
+      },
+      Math.min(delay, MAX_TIMER_MS),
+    ).unref();
     timers.set(request.id, timer);
   };
 
@@ -111,7 +124,11 @@ export const createRequestStore = (backend: RequestBackend, options: RequestStor
         expiresAt: input.expiresAt,
       };
       backend.insert(request);
-      emit(request, 'request.created', { kind: request.kind, payload: request.payload, expiresAt: request.expiresAt });
+      emit(request, 'request.created', {
+        kind: request.kind,
+        payload: request.payload,
+        expiresAt: request.expiresAt,
+      });
       arm(request);
       return backend.get(request.id) ?? request;
     },
@@ -150,8 +167,8 @@ export const createRequestStore = (backend: RequestBackend, options: RequestStor
         }
         if (request.state !== 'pending') return resolve(request);
         if (closed) return reject(new SandboxError('SHUTTING_DOWN', 'the request store is closed'));
-        let set = waiters.get(id);
-        if (set === undefined) waiters.set(id, (set = new Set()));
+        const set = waiters.get(id) ?? new Set();
+        waiters.set(id, set);
         const onAbort = () => {
           set.delete(waiter);
           reject(abortError(id, signal!));
@@ -183,4 +200,7 @@ export const createRequestStore = (backend: RequestBackend, options: RequestStor
 };
 
 const abortError = (id: string, signal: AbortSignal) =>
-  new SandboxError('ABORTED', `stopped waiting for request ${id}`, { cause: signal.reason, data: { requestId: id } });
+  new SandboxError('ABORTED', `stopped waiting for request ${id}`, {
+    cause: signal.reason,
+    data: { requestId: id },
+  });

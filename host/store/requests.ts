@@ -5,9 +5,9 @@
 import { type Database, guarded } from './db.ts';
 import {
   type ClosableRequestStore,
+  createRequestStore,
   type RequestBackend,
   type RequestStoreOptions,
-  createRequestStore,
 } from './request-core.ts';
 import type { HostRequest, HostRequestKind, HostRequestState } from './types.ts';
 
@@ -63,7 +63,15 @@ export const createLibsqlRequestBackend = (db: Database): RequestBackend => {
   return {
     insert: (r) =>
       guarded('create request', () => {
-        insert.run(r.id, r.sessionId, r.kind, r.callId, JSON.stringify(r.payload) ?? 'null', r.createdAt, r.expiresAt);
+        insert.run(
+          r.id,
+          r.sessionId,
+          r.kind,
+          r.callId,
+          JSON.stringify(r.payload) ?? 'null',
+          r.createdAt,
+          r.expiresAt,
+        );
       }),
     get: (id) => guarded('read request', () => one(get.all(id))),
     list: (sessionId, state) =>
@@ -78,10 +86,13 @@ export const createLibsqlRequestBackend = (db: Database): RequestBackend => {
           ? one(answer.all(JSON.stringify(value) ?? 'null', now, id, now))
           : one(close.all(state, now, id)),
       ),
-    listPending: () => guarded('list pending requests', () => pending.all().map((r) => toRequest(r as StoredRequest))),
+    listPending: () =>
+      guarded('list pending requests', () => pending.all().map((r) => toRequest(r as StoredRequest))),
   };
 };
 
 /** A RequestStore persisted in the store database. Call `close()` before closing the database. */
-export const createLibsqlRequestStore = (db: Database, options: RequestStoreOptions = {}): ClosableRequestStore =>
-  createRequestStore(createLibsqlRequestBackend(db), options);
+export const createLibsqlRequestStore = (
+  db: Database,
+  options: RequestStoreOptions = {},
+): ClosableRequestStore => createRequestStore(createLibsqlRequestBackend(db), options);

@@ -57,14 +57,19 @@ interface KeyRow {
 
 export const createTenantStore = (db: Database, now: () => number = Date.now): TenantStore => {
   const insertTenant = db.prepare('INSERT INTO tenants (id, name, created_at) VALUES (?, ?, ?)');
-  const insertKey = db.prepare('INSERT INTO api_keys (id, tenant_id, hash, prefix, created_at) VALUES (?, ?, ?, ?, ?)');
+  const insertKey = db.prepare(
+    'INSERT INTO api_keys (id, tenant_id, hash, prefix, created_at) VALUES (?, ?, ?, ?, ?)',
+  );
   const selectTenant = db.prepare('SELECT id, name, created_at AS createdAt FROM tenants WHERE id = ?');
-  const selectTenants = db.prepare('SELECT id, name, created_at AS createdAt FROM tenants ORDER BY created_at, id');
+  const selectTenants = db.prepare(
+    'SELECT id, name, created_at AS createdAt FROM tenants ORDER BY created_at, id',
+  );
   const keysByPrefix = db.prepare('SELECT * FROM api_keys WHERE prefix = ? AND revoked_at IS NULL');
   const keysByTenant = db.prepare('SELECT * FROM api_keys WHERE tenant_id = ? ORDER BY created_at, id');
   const revoke = db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL');
 
-  const getTenant = (id: string) => guarded('read tenant', () => selectTenant.all(id)[0] as Tenant | undefined);
+  const getTenant = (id: string) =>
+    guarded('read tenant', () => selectTenant.all(id)[0] as Tenant | undefined);
 
   const addKey = (tenantId: string): CreatedKey => {
     const apiKey = API_KEY_PREFIX + randomBytes(30).toString('base64url');
@@ -101,7 +106,12 @@ export const createTenantStore = (db: Database, now: () => number = Date.now): T
     listKeys: (tenantId) =>
       guarded('list api keys', () =>
         (keysByTenant.all(tenantId) as KeyRow[]).map((k) => {
-          const info: ApiKeyInfo = { id: k.id, tenantId: k.tenant_id, prefix: k.prefix, createdAt: k.created_at };
+          const info: ApiKeyInfo = {
+            id: k.id,
+            tenantId: k.tenant_id,
+            prefix: k.prefix,
+            createdAt: k.created_at,
+          };
           if (k.revoked_at !== null) info.revokedAt = k.revoked_at;
           return info;
         }),
@@ -110,7 +120,10 @@ export const createTenantStore = (db: Database, now: () => number = Date.now): T
     verifyKey(apiKey) {
       if (typeof apiKey !== 'string' || !KEY_SHAPE.test(apiKey)) return undefined;
       const hash = sha256(apiKey);
-      const candidates = guarded('verify api key', () => keysByPrefix.all(apiKey.slice(0, PREFIX_LENGTH)) as KeyRow[]);
+      const candidates = guarded(
+        'verify api key',
+        () => keysByPrefix.all(apiKey.slice(0, PREFIX_LENGTH)) as KeyRow[],
+      );
       // Compare against every candidate so timing does not depend on which one matches.
       let match: KeyRow | undefined;
       for (const row of candidates) {

@@ -3,7 +3,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { SessionEvent, SessionEventInput } from '../../../host/store/types.ts';
 import type { EventLogInstance, Harness } from './harness.ts';
 
-const ev = (sessionId: string, type = 'tool.call', data: SessionEventInput['data'] = {}): SessionEventInput => ({
+const ev = (
+  sessionId: string,
+  type = 'tool.call',
+  data: SessionEventInput['data'] = {},
+): SessionEventInput => ({
   sessionId,
   type,
   surface: 'current',
@@ -50,11 +54,20 @@ export const runEventLogContract = (harness: Harness<EventLogInstance>) => {
       const { log } = open();
       log.append([{ ...ev('s', 'tool.call'), callId: 'c1' }]);
       await log.flush();
-      log.append([{ ...ev('s', 'tool.result', { ok: true }), callId: 'c1', parentCallId: 'p1', surface: 'log-only' }]);
+      log.append([
+        { ...ev('s', 'tool.result', { ok: true }), callId: 'c1', parentCallId: 'p1', surface: 'log-only' },
+      ]);
       const before = log.list('s');
       await log.flush();
       expect(log.list('s')).toEqual(before);
-      expect(before[1]).toMatchObject({ seq: 2, type: 'tool.result', callId: 'c1', parentCallId: 'p1', surface: 'log-only', data: { ok: true } });
+      expect(before[1]).toMatchObject({
+        seq: 2,
+        type: 'tool.result',
+        callId: 'c1',
+        parentCallId: 'p1',
+        surface: 'log-only',
+        data: { ok: true },
+      });
       expect(before[0]).not.toHaveProperty('parentCallId');
     });
 
@@ -148,7 +161,11 @@ export const runEventLogContract = (harness: Harness<EventLogInstance>) => {
         if (reopen === undefined) return ctx.skip();
         log.append(range(1, 20).map((i) => ev('s', 'x', i)));
         await log.flush();
-        expect(reopen().list('s').map((e) => e.data)).toEqual(range(1, 20));
+        expect(
+          reopen()
+            .list('s')
+            .map((e) => e.data),
+        ).toEqual(range(1, 20));
       });
 
       it('keeps every event across close and reopen, and continues the seq without gaps', async (ctx) => {

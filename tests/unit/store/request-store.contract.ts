@@ -27,7 +27,12 @@ export const runRequestStoreContract = (harness: Harness<RequestStoreInstance>) 
       const a = store.create(input());
       const b = store.create(input(60_000, 's2'));
       expect(a.id).toMatch(/^req_[\w-]{21}$/);
-      expect(a).toMatchObject({ state: 'pending', kind: 'approval', callId: 'call_1', payload: input().payload });
+      expect(a).toMatchObject({
+        state: 'pending',
+        kind: 'approval',
+        callId: 'call_1',
+        payload: input().payload,
+      });
       expect(store.get(a.id)).toEqual(a);
       expect(store.list('s1').map((r) => r.id)).toEqual([a.id]);
       expect(store.list('s2', 'pending').map((r) => r.id)).toEqual([b.id]);
@@ -116,7 +121,11 @@ export const runRequestStoreContract = (harness: Harness<RequestStoreInstance>) 
         ['request.created', expired.id],
         ['request.expired', expired.id],
       ]);
-      expect(events.list('s1')[1]).toMatchObject({ surface: 'log-only', callId: 'call_1', data: { answer: { allow: true } } });
+      expect(events.list('s1')[1]).toMatchObject({
+        surface: 'log-only',
+        callId: 'call_1',
+        data: { answer: { allow: true } },
+      });
     });
 
     it('rejects waiters with SHUTTING_DOWN on close', async () => {
