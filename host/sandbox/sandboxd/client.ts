@@ -1,0 +1,178 @@
+// Host-side client of sandboxd: SandboxFs, exec and SandboxJobs over one framed RPC connection
+// (connection.ts). Every path is confined here before it is sent (and again by sandboxd, which also
+// refuses to follow symlinks out of the root). Output that sandboxd streams is capped here too, since
+// nothing sandboxd says is trusted.
+// The streams belong to the caller (the docker provider): `close()` detaches, it never ends them.
+
+import type { Readable, Writable } from 'node:stream';
+import { SandboxError } from '../../errors.ts';
+import { createResolver } from '../paths.ts';
+import type { ExecOptions, ExecResult, JobInfo, JobOutput, SandboxFs, SandboxJobs } from '../types.ts';
+import { type HelloInfo, openConnection } from './connection.ts';
+import { MAX_BINARY_BYTES } from './protocol.ts';
+
+export interface ConnectSandboxdOptions {
+  /** sandboxd's stdout (for a container: the demuxed stdout of its attach stream). */
+  input: Readable;
+  /** sandboxd's stdin (for a container: the attach stream). */
+  output: Writable;
+  /** Workspace root inside the sandbox; must equal sandboxd's. Default '/workspace'. */
+  root?: string;
+  /** How long to wait for the hello answer. Default 10000. */
+  timeoutMs?: number;
+  /** Default per-call deadline for file operations. Default 60000. */
+  callTimeoutMs?: number;
+  /** Largest read without an explicit `length`, and the cap on any read. Default 10 MiB. */
+  maxReadBytes?: number;
+  /** Cap per stream on exec output kept (and streamed). Default 1 MiB. */
+  maxOutputBytes?: number;
+}
+
+export interface SandboxdClient {
+  readonly fs: SandboxFs;
+  readonly jobs: SandboxJobs;
+  /** What sandboxd said in its hello: its pid, root and Node version. */
+  readonly info: HelloInfo;
+  /** Resolves with the reason once the connection is gone (closed, lost, or a protocol error). */
+  readonly closed: Promise<SandboxError>;
+  exec(command: string, options?: ExecOptions): Promise<ExecResult>;
+  /** One round trip; resolves with its duration in milliseconds. */
+  ping(): Promise<number>;
+  /** Detach: pending calls reject with SANDBOX_UNAVAILABLE; the streams stay open. */
+  close(): void;
+}
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const GRACE_MS = 5000;
+
+const checkEnv = (env: Record<string, string> | undefined): Record<string, string> | undefined => {
+  if (env === undefined) return undefined;
+  for (const [k, val] of Object.entries(env)) {
+    if (!ENV_NAME.test(k) || typeof val !== 'string' || val.includes('\0')) {
+      throw new SandboxError('INVALID_ARGUMENTS', `Environment variable ${JSON.stringify(k)} is not a valid NAME=string pair.`);
+    }
+  }
+  return env;
+};
+
+export const connectSandboxd = async (options: ConnectSandboxdOptions): Promise<SandboxdClient> => {
+  const resolve = createResolver(options.root ?? '/workspace');
+  const root = resolve('.');
+  const callTimeoutMs = options.callTimeoutMs ?? 60_000;
+  const maxReadBytes = options.maxReadBytes ?? 10 * 1024 * 1024;
+  const maxOutputBytes = options.maxOutputBytes ?? 1024 * 1024;
+  const conn = await openConnection({ input: options.input, output: options.output, root, helloTimeoutMs: options.timeoutMs ?? 10_000 });
+  const plain = { timeoutMs: callTimeoutMs };
+
+  const fs: SandboxFs = {
+    root,
+    resolve,
+    async readFile(path, opts = {}) {
+      const length = opts.length === undefined ? undefined : Math.max(0, Math.floor(opts.length));
+      const args = { path: resolve(path), offset: Math.max(0, Math.floor(opts.offset ?? 0)), length, maxBytes: maxReadBytes };
+      const { data } = await conn.call('readFile', args, plain);
+      const buf = Buffer.from(data, 'base64');
+      if (buf.length > Math.min(length ?? maxReadBytes, maxReadBytes)) {
+        conn.close();
+        throw new SandboxError('SANDBOX_PROTOCOL', 'sandboxd returned more bytes than asked for; the connection was closed.');
+      }
+      return buf;
+    },
+    async writeFile(path, data, opts = {}) {
+      const abs = resolve(path);
+      const buf = typeof data === 'string' ? Buffer.from(data) : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+      if (buf.length > MAX_BINARY_BYTES) {
+        throw new SandboxError('FILE_TOO_LARGE', `${abs}: ${buf.length} bytes is more than one write can carry (${MAX_BINARY_BYTES}); upload it as an archive.`, {
+          data: { path: abs, size: buf.length },
+        });
+      }
+      await conn.call('writeFile', { path: abs, data: buf.toString('base64'), mode: opts.mode }, plain);
+    },
+    stat: (path) => conn.call('stat', { path: resolve(path) }, plain),
+    async exists(path) {
+      try {
+        await conn.call('stat', { path: resolve(path) }, plain);
+        return true;
+      } catch (e) {
+        if (e instanceof SandboxError && (e.code === 'FILE_NOT_FOUND' || e.code === 'NOT_A_DIRECTORY')) return false;
+        throw e;
+      }
+    },
+    async list(path) {
+      return (await conn.call('list', { path: resolve(path) }, plain)).entries;
+    },
+    async mkdir(path, opts = {}) {
+      await conn.call('mkdir', { path: resolve(path), recursive: opts.recursive === true }, plain);
+    },
+    async remove(path, opts = {}) {
+      await conn.call('remove', { path: resolve(path), recursive: opts.recursive === true }, plain);
+    },
+    async rename(from, to) {
+      await conn.call('rename', { from: resolve(from), to: resolve(to) }, plain);
+    },
+    glob: (pattern, opts = {}) =>
+      conn.call('glob', { pattern: String(pattern), cwd: resolve(opts.cwd ?? '.'), limit: opts.limit ?? 1000 }, plain),
+    grep: (pattern, opts = {}) =>
+      conn.call(
+        'grep',
+        { pattern: String(pattern), path: resolve(opts.path ?? '.'), include: opts.include, ignoreCase: opts.ignoreCase === true, limit: opts.limit ?? 1000 },
+        plain,
+      ),
+  };
+
+  const exec = async (command: string, opts: ExecOptions = {}): Promise<ExecResult> => {
+    const timeoutMs = opts.timeoutMs ?? 120_000;
+    const out = { stdout: [] as Buffer[], stderr: [] as Buffer[] };
+    const size = { stdout: 0, stderr: 0 };
+    let cut = false;
+    const onOut = (stream: 'stdout' | 'stderr', data: Buffer): void => {
+      const room = maxOutputBytes - size[stream];
+      if (room <= 0) {
+        cut = true;
+        return;
+      }
+      const chunk = data.length > room ? data.subarray(0, room) : data;
+      if (chunk !== data) cut = true;
+      out[stream].push(chunk);
+      size[stream] += chunk.length;
+      (stream === 'stdout' ? opts.onStdout : opts.onStderr)?.(chunk);
+    };
+    const args = { command: String(command), cwd: resolve(opts.cwd ?? '.'), env: checkEnv(opts.env), timeoutMs, stdin: opts.stdin, maxOutputBytes };
+    const value = await conn.call('exec', args, { timeoutMs: timeoutMs + GRACE_MS, signal: opts.signal, onOut });
+    return {
+      exitCode: value.exitCode,
+      stdout: Buffer.concat(out.stdout).toString('utf8'),
+      stderr: Buffer.concat(out.stderr).toString('utf8'),
+      timedOut: value.timedOut,
+      truncated: value.truncated || cut,
+      durationMs: value.durationMs,
+    };
+  };
+
+  const jobs: SandboxJobs = {
+    start: (command, opts = {}) => conn.call('jobStart', { command: String(command), cwd: resolve(opts.cwd ?? '.'), env: checkEnv(opts.env) }, plain),
+    async list(): Promise<JobInfo[]> {
+      return (await conn.call('jobList', {}, plain)).jobs;
+    },
+    output(id, opts = {}): Promise<JobOutput> {
+      const waitMs = opts.wait ? (opts.timeoutMs ?? 30_000) : 0;
+      const args = { id: String(id), offset: Math.max(0, Math.floor(opts.offset ?? 0)), waitMs, maxBytes: maxOutputBytes };
+      return conn.call('jobOutput', args, { timeoutMs: callTimeoutMs + waitMs, signal: opts.signal });
+    },
+    kill: (id, signal = 'SIGTERM') => conn.call('jobKill', { id: String(id), signal }, plain),
+  };
+
+  return {
+    fs,
+    jobs,
+    info: conn.hello,
+    closed: conn.closed,
+    exec,
+    async ping() {
+      const t0 = performance.now();
+      await conn.call('ping', {}, plain);
+      return performance.now() - t0;
+    },
+    close: () => conn.close(),
+  };
+};

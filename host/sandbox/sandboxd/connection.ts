@@ -1,0 +1,245 @@
+// One RPC session with sandboxd over a pair of streams (the container's demuxed attach stdout and
+// its stdin). Owns framing, the hello handshake, request ids, per-call timeouts and cancellation.
+// Invariants: the host process never crashes on what sandboxd sends; a frame that is oversized,
+// not JSON, or fails its schema fails the whole connection (pending calls reject with
+// SANDBOX_PROTOCOL); a dead stream fails it with SANDBOX_UNAVAILABLE; once failed, every call
+// rejects at once. Answers to unknown ids (late, cancelled or timed out calls) are ignored.
+// The streams belong to the caller: closing the connection detaches from them but never ends them.
+
+import { randomBytes } from 'node:crypto';
+import type { Readable, Writable } from 'node:stream';
+import * as v from 'valibot';
+import { isErrorCode, SandboxError } from '../../errors.ts';
+import { daemonMessageSchema, type OpValue, valueSchemas } from './schemas.ts';
+import { encodeFrame, FrameDecoder, FrameError, type HostMessage, type Op, PROTOCOL_VERSION, RESYNC_MARKER } from './protocol.ts';
+
+export interface HelloInfo {
+  pid: number;
+  root: string;
+  node: string;
+}
+
+export interface CallOptions {
+  /** Reject with SANDBOX_UNAVAILABLE when no answer comes in this long. */
+  timeoutMs: number;
+  signal?: AbortSignal | undefined;
+  /** Streamed output of this call (exec). */
+  onOut?: ((stream: 'stdout' | 'stderr', data: Buffer) => void) | undefined;
+}
+
+export interface Connection {
+  readonly hello: HelloInfo;
+  /** Resolves (never rejects) with the reason once the connection is gone. */
+  readonly closed: Promise<SandboxError>;
+  call<O extends Op>(op: O, args: Record<string, unknown>, options: CallOptions): Promise<OpValue<O>>;
+  close(): void;
+}
+
+interface Pending {
+  op: Op;
+  resolve(value: unknown): void;
+  reject(error: SandboxError): void;
+  onOut: CallOptions['onOut'];
+}
+
+export interface OpenOptions {
+  input: Readable;
+  output: Writable;
+  root: string;
+  helloTimeoutMs: number;
+}
+
+export const openConnection = (options: OpenOptions): Promise<Connection> => {
+  const { input, output, root } = options;
+  const schemas = valueSchemas(root);
+  const session = randomBytes(12).toString('hex');
+  const pending = new Map<number, Pending>();
+  let nextId = 1;
+  let synced = false;
+  let hello: HelloInfo | undefined;
+  let failure: SandboxError | undefined;
+  let draining: Promise<void> | undefined;
+  let settleClosed: (e: SandboxError) => void = () => {};
+  const closed = new Promise<SandboxError>((r) => {
+    settleClosed = r;
+  });
+  let helloDone: { resolve(c: Connection): void; reject(e: SandboxError): void } | undefined;
+
+  const ignore = (): void => {};
+  const fail = (error: SandboxError): void => {
+    if (failure) return;
+    failure = error;
+    input.off('data', onData);
+    input.off('end', onGone);
+    input.off('close', onGone);
+    input.off('error', onGone);
+    output.off('error', onGone);
+    output.off('close', onGone);
+    // Swallow late stream errors: with our listeners gone, one would crash the process.
+    if (input.listenerCount('error') === 0) input.on('error', ignore);
+    if (output.listenerCount('error') === 0) output.on('error', ignore);
+    for (const p of pending.values()) p.reject(error);
+    pending.clear();
+    helloDone?.reject(error);
+    settleClosed(error);
+  };
+  const protocolError = (why: string): void =>
+    fail(new SandboxError('SANDBOX_PROTOCOL', `sandboxd broke the protocol (${why}); the connection was closed. Reconnect to the sandbox.`));
+
+  const onMessage = (raw: Record<string, unknown>): void => {
+    if (!synced || failure) return;
+    const parsed = v.safeParse(daemonMessageSchema, raw);
+    if (!parsed.success) return protocolError(`bad frame: ${parsed.issues[0]?.message ?? 'schema'}`);
+    const m = parsed.output;
+    if (m.t === 'hello') {
+      if (m.session !== session) {
+        if (hello) fail(new SandboxError('SANDBOX_UNAVAILABLE', 'Another client took over this sandbox; reconnect to use it.'));
+        return; // a stale answer to an earlier client's hello
+      }
+      if (m.v !== PROTOCOL_VERSION) return protocolError(`protocol version ${m.v}, expected ${PROTOCOL_VERSION}`);
+      if (m.root !== root) return protocolError(`sandboxd root ${m.root}, expected ${root}`);
+      hello = { pid: m.pid, root: m.root, node: m.node };
+      helloDone?.resolve(connection);
+      return;
+    }
+    if (!hello) return; // output of the previous session
+    const p = pending.get(m.id);
+    if (!p) return;
+    if (m.t === 'out') {
+      try {
+        p.onOut?.(m.stream, Buffer.from(m.data, 'base64'));
+      } catch {
+        // a caller's callback must not break the connection
+      }
+      return;
+    }
+    pending.delete(m.id);
+    if (!m.ok) {
+      const code = isErrorCode(m.error.code) ? m.error.code : 'SANDBOX_PROTOCOL';
+      return p.reject(new SandboxError(code, m.error.message, { data: { op: p.op, sandboxdCode: m.error.code } }));
+    }
+    const value = v.safeParse(schemas[p.op], m.value);
+    if (!value.success) return protocolError(`bad ${p.op} answer: ${value.issues[0]?.message ?? 'schema'}`);
+    p.resolve(value.output);
+  };
+
+  const decoder = new FrameDecoder({
+    onMessage,
+    onError: (e: FrameError) => {
+      if (synced) protocolError(e.message);
+    },
+    onResync: () => {
+      synced = true;
+    },
+  });
+  const onData = (chunk: Buffer | string): void => {
+    try {
+      decoder.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
+    } catch (e) {
+      protocolError(e instanceof Error ? e.message : 'decoder failure');
+    }
+  };
+  const onGone = (): void => fail(new SandboxError('SANDBOX_UNAVAILABLE', 'The connection to sandboxd was lost; reconnect to the sandbox.'));
+
+  const send = async (message: HostMessage | Buffer): Promise<void> => {
+    while (draining) await draining;
+    if (failure) throw failure;
+    const frame = Buffer.isBuffer(message) ? message : encodeFrame(message);
+    if (!output.write(frame)) {
+      draining = new Promise<void>((resolve) => {
+        const done = (): void => {
+          output.off('drain', done);
+          output.off('close', done);
+          draining = undefined;
+          resolve();
+        };
+        output.on('drain', done);
+        output.on('close', done);
+      });
+    }
+  };
+
+  const call = <O extends Op>(op: O, args: Record<string, unknown>, opts: CallOptions): Promise<OpValue<O>> => {
+    if (failure) return Promise.reject(failure);
+    if (opts.signal?.aborted) return Promise.reject(new SandboxError('ABORTED', `${op} was aborted before it started.`));
+    const id = nextId;
+    nextId = nextId >= 2 ** 31 ? 1 : nextId + 1;
+    return new Promise<OpValue<O>>((resolve, reject) => {
+      const cleanup = (): void => {
+        clearTimeout(timer);
+        opts.signal?.removeEventListener('abort', onAbort);
+      };
+      const onAbort = (): void => {
+        if (!pending.delete(id)) return;
+        cleanup();
+        send({ t: 'cancel', id }).catch(() => {});
+        reject(new SandboxError('ABORTED', `${op} was aborted.`));
+      };
+      const timer = setTimeout(() => {
+        if (!pending.delete(id)) return;
+        cleanup();
+        send({ t: 'cancel', id }).catch(() => {});
+        reject(new SandboxError('SANDBOX_UNAVAILABLE', `sandboxd did not answer ${op} within ${opts.timeoutMs} ms.`, { data: { op } }));
+      }, opts.timeoutMs);
+      opts.signal?.addEventListener('abort', onAbort, { once: true });
+      pending.set(id, {
+        op,
+        onOut: opts.onOut,
+        resolve: (value) => {
+          cleanup();
+          resolve(value as OpValue<O>);
+        },
+        reject: (error) => {
+          cleanup();
+          reject(error);
+        },
+      });
+      let frame: Buffer;
+      try {
+        frame = encodeFrame({ t: 'req', id, op, args });
+      } catch (e) {
+        pending.delete(id);
+        cleanup();
+        const why = e instanceof FrameError ? e.message : String(e);
+        return reject(new SandboxError('PAYLOAD_TOO_LARGE', `${op} request is too large for one frame (${why}).`, { cause: e }));
+      }
+      send(frame).catch((e: unknown) => pending.get(id)?.reject(e instanceof SandboxError ? e : new SandboxError('SANDBOX_UNAVAILABLE', String(e))));
+    });
+  };
+
+  const connection: Connection = {
+    get hello(): HelloInfo {
+      return hello as HelloInfo;
+    },
+    closed,
+    call,
+    close: () => fail(new SandboxError('SANDBOX_UNAVAILABLE', 'The sandboxd connection was closed by the host.')),
+  };
+
+  return new Promise<Connection>((resolve, reject) => {
+    const timer = setTimeout(
+      () => fail(new SandboxError('SANDBOX_UNAVAILABLE', `sandboxd did not answer hello within ${options.helloTimeoutMs} ms; is the container running?`)),
+      options.helloTimeoutMs,
+    );
+    helloDone = {
+      resolve: (c) => {
+        clearTimeout(timer);
+        helloDone = undefined;
+        resolve(c);
+      },
+      reject: (e) => {
+        clearTimeout(timer);
+        helloDone = undefined;
+        reject(e);
+      },
+    };
+    input.on('data', onData);
+    input.on('end', onGone);
+    input.on('close', onGone);
+    input.on('error', onGone);
+    output.on('error', onGone);
+    output.on('close', onGone);
+    const helloFrame = Buffer.concat([RESYNC_MARKER, encodeFrame({ t: 'hello', v: PROTOCOL_VERSION, session })]);
+    send(helloFrame).catch(() => {});
+  });
+};

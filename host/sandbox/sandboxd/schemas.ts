@@ -1,0 +1,63 @@
+// Host-side schemas for everything sandboxd sends. sandboxd runs next to untrusted code, so each
+// frame is checked here before any field is used: the envelope (hello, res, out) and, per op, the
+// value of a successful answer. Paths in answers must lie inside the workspace root.
+// Not bundled into the image (sandboxd never imports this module).
+
+import * as v from 'valibot';
+import { isInside } from '../paths.ts';
+import type { Op } from './protocol.ts';
+
+const int = v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(Number.MAX_SAFE_INTEGER));
+const id = v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(2 ** 31));
+const text = (max: number) => v.pipe(v.string(), v.maxLength(max));
+const base64 = v.pipe(v.string(), v.regex(/^[A-Za-z0-9+/]*={0,2}$/));
+
+export const daemonMessageSchema = v.variant('t', [
+  v.object({ t: v.literal('hello'), v: v.number(), session: text(64), pid: int, root: text(4096), node: text(64) }),
+  v.object({ t: v.literal('res'), id, ok: v.literal(true), value: v.unknown() }),
+  v.object({ t: v.literal('res'), id, ok: v.literal(false), error: v.object({ code: text(64), message: text(8192) }) }),
+  v.object({ t: v.literal('out'), id, stream: v.picklist(['stdout', 'stderr']), data: base64 }),
+]);
+export type ParsedDaemonMessage = v.InferOutput<typeof daemonMessageSchema>;
+
+const fileType = v.picklist(['file', 'directory', 'symlink', 'other']);
+const jobInfoEntries = {
+  id: v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{1,64}$/)),
+  command: text(1024 * 1024),
+  cwd: text(4096),
+  status: v.picklist(['running', 'exited', 'killed']),
+  exitCode: v.nullable(v.pipe(v.number(), v.integer())),
+  startedAt: int,
+  endedAt: v.nullable(int),
+};
+
+/** Schemas of each op's successful value; `root` confines every path sandboxd reports. */
+export const valueSchemas = (root: string) => {
+  const inRoot = v.pipe(
+    text(4096),
+    v.check((p) => p.startsWith('/') && isInside(root, p), 'path outside the workspace'),
+  );
+  const jobInfo = v.object({ ...jobInfoEntries, cwd: inRoot });
+  return {
+    ping: v.object({}),
+    readFile: v.object({ data: base64 }),
+    writeFile: v.object({}),
+    stat: v.object({ path: inRoot, type: fileType, size: int, mtimeMs: v.number(), mode: int }),
+    list: v.object({ entries: v.array(v.object({ name: v.pipe(text(255), v.regex(/^[^/\0]+$/)), type: fileType, size: int })) }),
+    mkdir: v.object({}),
+    remove: v.object({}),
+    rename: v.object({}),
+    glob: v.object({ paths: v.array(inRoot), truncated: v.boolean() }),
+    grep: v.object({
+      matches: v.array(v.object({ path: inRoot, line: v.pipe(int, v.minValue(1)), text: text(64 * 1024) })),
+      truncated: v.boolean(),
+    }),
+    exec: v.object({ exitCode: v.nullable(v.pipe(v.number(), v.integer())), timedOut: v.boolean(), truncated: v.boolean(), durationMs: v.number() }),
+    jobStart: jobInfo,
+    jobList: v.object({ jobs: v.array(jobInfo) }),
+    jobOutput: v.object({ ...jobInfo.entries, output: v.string(), nextOffset: int, truncated: v.boolean() }),
+    jobKill: jobInfo,
+  } satisfies Record<Op, v.GenericSchema>;
+};
+export type ValueSchemas = ReturnType<typeof valueSchemas>;
+export type OpValue<O extends Op> = v.InferOutput<ValueSchemas[O]>;
