@@ -1,0 +1,69 @@
+// `read`: a bounded range of a text file with line numbers (seed 000). Long lines are cut, binary
+// files refused with a clear error. The canonical value is the selected text itself, so code
+// mode gets the file's content; the model sees it numbered.
+
+import * as v from 'valibot';
+import { SandboxError } from '../../errors.ts';
+import { defineTool } from '../define.ts';
+import { LIMITS, sandboxOf } from './services.ts';
+
+/** A NUL byte in the first 8 KiB marks a binary file, as git and ripgrep decide it. */
+export const looksBinary = (data: Uint8Array): boolean => data.subarray(0, 8192).includes(0);
+
+const Output = v.object({
+  file_path: v.string(),
+  content: v.string(),
+  startLine: v.number(),
+  lineCount: v.number(),
+  totalLines: v.number(),
+});
+
+export const readTool = defineTool({
+  name: 'read',
+  description: `Read a text file from the sandbox with line numbers. Reads up to ${LIMITS.readLines} lines from \`offset\` (1-based line, default 1); lines over ${LIMITS.lineChars} characters are cut. Use read_image for images.`,
+  parameters: v.object({
+    file_path: v.pipe(v.string(), v.minLength(1), v.description('Path of the file, absolute or relative to the workspace')),
+    offset: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.description('First line to read, 1-based'))),
+    limit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(LIMITS.readLines), v.description('How many lines to read'))),
+  }),
+  output: {
+    schema: Output,
+    render: (_args, value) => {
+      if (value.totalLines === 0) return [{ type: 'text', text: `(${value.file_path} is empty)` }];
+      const lines = value.content.split('\n');
+      const width = String(value.startLine + lines.length - 1).length;
+      const numbered = lines.map((line, i) => {
+        const cut = line.length > LIMITS.lineChars ? `${line.slice(0, LIMITS.lineChars)} [line cut]` : line;
+        return `${String(value.startLine + i).padStart(width, ' ')}\t${cut}`;
+      });
+      const end = value.startLine + value.lineCount - 1;
+      if (end < value.totalLines) {
+        numbered.push(`[showing lines ${value.startLine}-${end} of ${value.totalLines}; use offset ${end + 1} to read on]`);
+      }
+      return [{ type: 'text', text: numbered.join('\n') }];
+    },
+  },
+  isConcurrencySafe: () => true,
+  async execute(args, exec) {
+    const sandbox = await sandboxOf(exec);
+    const stat = await sandbox.fs.stat(args.file_path);
+    if (stat.type === 'directory') {
+      throw new SandboxError('NOT_A_FILE', `${args.file_path} is a directory; use glob or bash ls to list it.`);
+    }
+    if (stat.size > LIMITS.readBytes) {
+      throw new SandboxError('FILE_TOO_LARGE', `${args.file_path} has ${stat.size} bytes, more than read handles (${LIMITS.readBytes}); use bash (head, sed -n, rg) to look into it.`);
+    }
+    const data = await sandbox.fs.readFile(args.file_path);
+    if (looksBinary(data)) {
+      throw new SandboxError('BINARY_FILE', `${args.file_path} is a binary file; use read_image for images or bash (file, xxd) to inspect it.`);
+    }
+    const text = data.toString('utf8');
+    const all = text.length === 0 ? [] : text.replace(/\n$/, '').split('\n');
+    const start = args.offset ?? 1;
+    if (all.length > 0 && start > all.length) {
+      throw new SandboxError('INVALID_ARGUMENTS', `offset ${start} is past the end of ${args.file_path}, which has ${all.length} lines.`);
+    }
+    const selected = all.slice(start - 1, start - 1 + (args.limit ?? LIMITS.readLines));
+    return { file_path: stat.path, content: selected.join('\n'), startLine: start, lineCount: selected.length, totalLines: all.length };
+  },
+});

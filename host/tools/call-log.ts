@@ -1,0 +1,47 @@
+// Shapes call events for the durable log. Root calls are part of the model's history (surface
+// `current`); inner calls of programs, workflows and plugins are `log-only` and name their parent.
+// Appends are synchronous enqueues; the store batches the writes.
+import type { EventLog, JsonValue, SessionEventInput } from '../store/types.ts';
+import type { ToolResult } from './types.ts';
+
+export const callEvent = (sessionId: string, id: string, name: string, args: unknown, parentCallId: string | undefined): SessionEventInput => {
+  const event: SessionEventInput = {
+    sessionId,
+    type: 'tool.call',
+    surface: parentCallId === undefined ? 'current' : 'log-only',
+    callId: id,
+    data: { name, arguments: (args ?? null) as JsonValue },
+  };
+  if (parentCallId !== undefined) event.parentCallId = parentCallId;
+  return event;
+};
+
+export const resultEvent = (sessionId: string, result: ToolResult, parentCallId: string | undefined): SessionEventInput => {
+  const data: { [key: string]: JsonValue } = {
+    name: result.name,
+    ok: result.ok,
+    content: result.content as unknown as JsonValue,
+    durationMs: result.durationMs,
+  };
+  if (result.value !== undefined) data.value = result.value;
+  if (result.error !== undefined) data.error = result.error as unknown as JsonValue;
+  const event: SessionEventInput = {
+    sessionId,
+    type: 'tool.result',
+    surface: parentCallId === undefined ? 'current' : 'log-only',
+    callId: result.id,
+    data,
+  };
+  if (parentCallId !== undefined) event.parentCallId = parentCallId;
+  return event;
+};
+
+/** Appends one event; false when the store refused it (the caller decides what that means). */
+export const tryAppend = (log: EventLog, event: SessionEventInput): boolean => {
+  try {
+    log.append([event]);
+    return true;
+  } catch {
+    return false;
+  }
+};

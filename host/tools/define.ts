@@ -1,0 +1,98 @@
+// defineTool: typed tool definitions from valibot schemas. The model-facing JSON Schema is computed
+// once here; arguments are parsed with valibot (so transforms and defaults apply) and the body is
+// typed from the schema's output. Invalid definitions fail here, not at the first call.
+import { toJsonSchema } from '@valibot/to-json-schema';
+import * as v from 'valibot';
+import { SandboxError } from '../errors.ts';
+import { renderValue } from './content.ts';
+import type { ContentPart, ExecContext, JsonSchema, ToolDefinition, ToolResult, Validation } from './types.ts';
+
+type ObjectSchema = v.ObjectSchema<v.ObjectEntries, v.ErrorMessage<v.ObjectIssue> | undefined>
+  | v.StrictObjectSchema<v.ObjectEntries, v.ErrorMessage<v.StrictObjectIssue> | undefined>
+  | v.LooseObjectSchema<v.ObjectEntries, v.ErrorMessage<v.LooseObjectIssue> | undefined>;
+type AnySchema = v.GenericSchema;
+
+export interface ToolOptions<P extends ObjectSchema, O extends AnySchema> {
+  /** Model-facing name: letters, digits, `_` and `-`, at most 128 characters. */
+  name: string;
+  description: string;
+  /** A valibot object schema; its JSON Schema is what the model sees. */
+  parameters: P;
+  output: {
+    schema: O;
+    /** Default: a string value as text, any other value as pretty-printed JSON. */
+    render?: (args: v.InferOutput<P>, value: v.InferOutput<O>) => ContentPart[];
+  };
+  execute: (args: v.InferOutput<P>, exec: ExecContext) => v.InferInput<O> | Promise<v.InferInput<O>>;
+  /** Default: exclusive. Return true only when overlapping siblings is safe for these arguments. */
+  isConcurrencySafe?: (args: v.InferOutput<P>) => boolean;
+  /** Declared deadline; enforced only when the timeout policy is installed. */
+  timeoutMs?: number;
+  projectContent?: (args: v.InferOutput<P>, value: v.InferOutput<O>, rendered: ContentPart[]) => ContentPart[];
+  finalizeContent?: (args: v.InferOutput<P>, content: ContentPart[], value: v.InferOutput<O>) => ContentPart[];
+  presentCall?: (args: v.InferOutput<P>) => unknown;
+  presentResult?: (args: v.InferOutput<P>, result: ToolResult) => unknown;
+  deferLoading?: boolean;
+}
+
+const NAME = /^[A-Za-z0-9_-]{1,128}$/;
+
+/** Checks what every definition shares; throws CONFIG_INVALID with the fix. */
+export const checkDefinitionBasics = (name: unknown, description: unknown, timeoutMs: unknown): void => {
+  if (typeof name !== 'string' || !NAME.test(name)) {
+    throw new SandboxError('CONFIG_INVALID', `Tool name ${JSON.stringify(name)} is invalid; use 1-128 letters, digits, "_" or "-".`);
+  }
+  if (typeof description !== 'string' || description.length === 0) {
+    throw new SandboxError('CONFIG_INVALID', `Tool ${name} needs a non-empty description; the model chooses tools by it.`);
+  }
+  if (timeoutMs !== undefined && !(typeof timeoutMs === 'number' && Number.isFinite(timeoutMs) && timeoutMs > 0)) {
+    throw new SandboxError('CONFIG_INVALID', `Tool ${name} has timeoutMs ${String(timeoutMs)}; use a positive number of milliseconds.`);
+  }
+};
+
+/** `path.to.field: message` for each issue, `(root)` when the issue is about the whole value. */
+export const valibotIssues = (issues: readonly v.BaseIssue<unknown>[]): string[] =>
+  issues.map((issue) => `${v.getDotPath(issue) ?? '(root)'}: ${issue.message}`);
+
+const validator = <T>(schema: AnySchema): ((input: unknown) => Validation<T>) => (input) => {
+  const result = v.safeParse(schema, input);
+  return result.success ? { ok: true, value: result.output as T } : { ok: false, issues: valibotIssues(result.issues) };
+};
+
+const modelSchema = (schema: AnySchema, name: string, strict = true): JsonSchema => {
+  try {
+    const json = toJsonSchema(schema, { errorMode: strict ? 'throw' : 'ignore' }) as JsonSchema;
+    delete json.$schema;
+    return json;
+  } catch (error) {
+    throw new SandboxError('CONFIG_INVALID', `Tool ${name} has a schema that cannot be shown to the model as JSON Schema; use plain valibot types.`, { cause: error });
+  }
+};
+
+export const defineTool = <P extends ObjectSchema, O extends AnySchema>(
+  options: ToolOptions<P, O>,
+): ToolDefinition<v.InferOutput<P>, v.InferOutput<O>> => {
+  checkDefinitionBasics(options.name, options.description, options.timeoutMs);
+  const kinds = ['object', 'strict_object', 'loose_object'];
+  if (!kinds.includes((options.parameters as { type?: string }).type ?? '')) {
+    throw new SandboxError('CONFIG_INVALID', `Tool ${options.name} parameters must be a valibot object schema (v.object({...})).`);
+  }
+  const render = options.output.render ?? ((_args: unknown, value: unknown) => renderValue(value));
+  return Object.freeze({
+    name: options.name,
+    description: options.description,
+    parameters: Object.freeze(modelSchema(options.parameters, options.name)),
+    outputSchema: modelSchema(options.output.schema, options.name, false),
+    validateArguments: validator<v.InferOutput<P>>(options.parameters),
+    validateOutput: validator<v.InferOutput<O>>(options.output.schema),
+    render,
+    execute: options.execute as ToolDefinition['execute'],
+    isConcurrencySafe: options.isConcurrencySafe,
+    timeoutMs: options.timeoutMs,
+    projectContent: options.projectContent,
+    finalizeContent: options.finalizeContent,
+    presentCall: options.presentCall,
+    presentResult: options.presentResult,
+    deferLoading: options.deferLoading,
+  });
+};

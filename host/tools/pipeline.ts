@@ -1,0 +1,332 @@
+// The one host pipeline every call goes through, root or inner, in seed order:
+//   lookup + argument validation → tools/pre-execute waterfall → monotonic guards → (ask → approvals)
+//   → tools/execute wrappers → body (exec.signal) → output validation, render, projectContent
+//   → tools/post-execute → finalizeContent → tools/result (observe) → durable log.
+// Invariants: a call never throws out of `runPrepared`, it settles as a frozen ToolResult; a failed
+// call's content is exactly `Error: <message>`; cancellation before the body is
+// ABORTED_BEFORE_DISPATCH, after the body started it replaces only a successful outcome (ABORTED);
+// denials, wrapper and tool failures, post-policy failures and TOOL_TIMEOUT stay as they are.
+import { isSandboxError, messageOf } from '../errors.ts';
+import type { EventLog } from '../store/types.ts';
+import type { Approvals } from './approvals.ts';
+import { callEvent, resultEvent, tryAppend } from './call-log.ts';
+import { errorContent, isContent } from './content.ts';
+import { createGate, type Gate } from './gate.ts';
+import type { CallView, Decision, ExecuteView, Outcome } from './hooks.ts';
+import { chainsOf, dispatchOf, type Layer, type RegistryState, visibleOf } from './layers.ts';
+import type { Registration, ResolvedToolSet } from './resolved-set.ts';
+import type { AgentScope, ExecContext, JsonValue, ToolCall, ToolDefinition, ToolError, ToolResult } from './types.ts';
+
+/** Everything one batch (or one program's inner calls) shares. */
+export interface CallEnv {
+  readonly state: RegistryState;
+  readonly layer: Layer;
+  readonly agent: AgentScope;
+  readonly toolSet: ResolvedToolSet | undefined;
+  readonly signal: AbortSignal;
+  readonly log: EventLog | undefined;
+  readonly approvals: Approvals | undefined;
+  readonly concurrency: number;
+}
+
+/** A call after the synchronous stage: looked up, validated and classified for the scheduler. */
+export interface Prepared {
+  readonly call: ToolCall;
+  readonly parentCallId: string | undefined;
+  readonly registration: Registration | undefined;
+  readonly definition: ToolDefinition | undefined;
+  readonly args: unknown;
+  readonly failure: ToolError | undefined;
+  readonly version: number;
+  readonly safe: boolean;
+}
+
+interface InternalView extends ExecuteView {
+  readonly env: CallEnv;
+  readonly prepared: Prepared;
+  readonly callerSignal: AbortSignal;
+  started: boolean;
+}
+
+const fail = (code: ToolError['code'], message: string, userReason?: string): ToolError =>
+  userReason === undefined ? { code, message } : { code, message, userReason };
+
+const unknownTool = (name: string): ToolError =>
+  fail('UNKNOWN_TOOL', `Unknown tool "${name}"; call one of the tools listed for this agent.`);
+
+/** The execution lookup: the set's admitted registration, or why the name cannot run now. */
+export const lookup = (env: CallEnv, name: string): Registration | ToolError => {
+  const set = env.toolSet;
+  if (set?.disposed) {
+    return fail('ABORTED_BEFORE_DISPATCH', `The tool set of this step was disposed before ${name} started; repeat the call in a new step.`);
+  }
+  const registration = visibleOf(env.state, env.layer).get(name);
+  if (registration === undefined) return unknownTool(name);
+  if (set === undefined ? registration.when !== undefined : set.scopeId !== env.layer.id || !set.admits(registration)) {
+    return unknownTool(name);
+  }
+  return registration;
+};
+
+const deepFreeze = (value: unknown): unknown => {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const key in value) deepFreeze((value as Record<string, unknown>)[key]);
+  }
+  return value;
+};
+
+export const prepare = (env: CallEnv, call: ToolCall, parentCallId?: string, override?: ToolDefinition): Prepared => {
+  const version = env.state.version;
+  let registration: Registration | undefined;
+  let definition = override;
+  let failure: ToolError | undefined;
+  let args: unknown;
+  let safe = true; // a call that cannot run touches nothing, so it never needs to be alone
+  if (definition === undefined) {
+    const found = lookup(env, call.name);
+    if ('code' in found) failure = found;
+    else {
+      registration = found;
+      definition = found.definition;
+    }
+  }
+  if (definition !== undefined) {
+    const parsed = definition.validateArguments(call.arguments);
+    if (parsed.ok) {
+      args = deepFreeze(parsed.value);
+      try {
+        safe = definition.isConcurrencySafe?.(args) === true;
+      } catch {
+        safe = false;
+      }
+    } else {
+      failure = fail('INVALID_ARGUMENTS', `Invalid arguments for ${call.name}: ${parsed.issues.join('; ')}. Fix them and call again.`);
+    }
+  }
+  return { call, parentCallId, registration, definition, args, failure, version, safe };
+};
+
+/** Maps anything a body or wrapper threw to structured detail; the signal tells cancellation apart. */
+const toToolError = (error: unknown, signal: AbortSignal, name: string): ToolError => {
+  if (isSandboxError(error)) {
+    const userReason = error.data?.userReason;
+    return fail(error.code, error.message, typeof userReason === 'string' ? userReason : undefined);
+  }
+  if (signal.aborted && (error === signal.reason || (error instanceof Error && error.name === 'AbortError'))) {
+    const reason: unknown = signal.reason;
+    if (isSandboxError(reason)) return fail(reason.code, reason.message);
+    return fail('ABORTED', `Tool ${name} was cancelled.`);
+  }
+  return fail('TOOL_FAILED', messageOf(error));
+};
+
+const failed = (error: ToolError): Outcome => ({ ok: false, error });
+
+/** The innermost dispatch: the tool body, then output validation, render and projectContent. */
+export const runBody = async (outer: ExecuteView): Promise<Outcome> => {
+  const view = outer as InternalView;
+  const { env, prepared, callerSignal } = view;
+  const definition = prepared.definition as ToolDefinition;
+  const name = prepared.call.name;
+  // A wrapper may replace the signal; the caller's cancellation must still reach the body.
+  const signal = view.signal === callerSignal ? callerSignal : AbortSignal.any([callerSignal, view.signal]);
+  if (signal.aborted) return failed(callerSignal.aborted ? beforeDispatch(name) : toToolError(signal.reason, signal, name));
+  view.started = true;
+  let value: unknown;
+  try {
+    value = await definition.execute(prepared.args, execContext(env, prepared, signal));
+  } catch (error) {
+    return failed(toToolError(error, signal, name));
+  }
+  const checked = definition.validateOutput(value);
+  if (!checked.ok) {
+    return failed(fail('TOOL_FAILED', `Tool ${name} returned output that does not match its declared schema: ${checked.issues.join('; ')}.`));
+  }
+  try {
+    let content = definition.render(prepared.args, checked.value);
+    if (definition.projectContent !== undefined) content = definition.projectContent(prepared.args, checked.value, content);
+    if (!isContent(content)) return failed(fail('TOOL_FAILED', `Tool ${name} rendered invalid content; renderers must return text or image parts.`));
+    return { ok: true, value: checked.value as JsonValue, content };
+  } catch (error) {
+    return failed(fail('TOOL_FAILED', `Tool ${name} could not render its result: ${messageOf(error)}`));
+  }
+};
+
+const execContext = (env: CallEnv, prepared: Prepared, signal: AbortSignal): ExecContext => {
+  const callId = prepared.call.id;
+  let gate: Gate | undefined;
+  let seq = 0;
+  const exec: ExecContext = {
+    signal,
+    callId,
+    agent: env.agent,
+    toolSet: env.toolSet,
+    callTool(name, args) {
+      const innerEnv: CallEnv = signal === env.signal ? env : { ...env, signal };
+      const inner = prepare(innerEnv, { id: `${callId}.${++seq}`, name, arguments: args }, callId);
+      gate ??= createGate(env.concurrency);
+      return gate.run(inner.safe, () => runPrepared(innerEnv, inner));
+    },
+  };
+  if (prepared.parentCallId !== undefined) exec.parentCallId = prepared.parentCallId;
+  return exec;
+};
+
+/** Re-checks a lookup made before awaiting: replaced, restricted or disposed registrations stop here. */
+const stale = (env: CallEnv, prepared: Prepared): ToolError | undefined => {
+  if (prepared.registration === undefined) return undefined;
+  if (env.state.version === prepared.version && !env.toolSet?.disposed) return undefined;
+  const found = lookup(env, prepared.call.name);
+  if ('code' in found) return found;
+  return found === prepared.registration ? undefined : fail('UNKNOWN_TOOL', `Tool ${prepared.call.name} changed before the call started; call it again.`);
+};
+
+const beforeDispatch = (name: string): ToolError =>
+  fail('ABORTED_BEFORE_DISPATCH', `The call to ${name} was cancelled before it started.`);
+
+const decide = async (env: CallEnv, prepared: Prepared, view: CallView): Promise<ToolError | undefined> => {
+  const chains = chainsOf(env.state, env.layer);
+  const name = prepared.call.name;
+  let decision: Decision = { kind: 'allow' };
+  for (const listener of chains.pre) {
+    try {
+      decision = (await listener(view, decision)) ?? decision;
+    } catch (error) {
+      // Fail closed: a policy that cannot decide does not let the call through.
+      return fail('DENIED', `A policy check for ${name} failed (${messageOf(error)}); the call was not run.`);
+    }
+  }
+  if (decision.kind === 'deny') return fail('DENIED', decision.reason || `Tool ${name} is not allowed by policy.`, decision.userReason);
+  for (const guard of chains.guards) {
+    let reason: ReturnType<typeof guard>;
+    try {
+      reason = guard(view);
+    } catch (error) {
+      reason = `a guard failed (${messageOf(error)})`;
+    }
+    if (reason) return fail('DENIED', reason);
+  }
+  if (decision.kind === 'ask') {
+    if (env.signal.aborted) return beforeDispatch(name);
+    if (env.approvals === undefined) {
+      return fail('DENIED', `Tool ${name} needs approval (${decision.reason}) but no approver is configured for this agent.`);
+    }
+    try {
+      const answer = await env.approvals.request({
+        sessionId: env.agent.sessionId,
+        callId: prepared.call.id,
+        toolName: name,
+        arguments: prepared.args,
+        reason: decision.reason,
+        signal: env.signal,
+      });
+      if (!answer.allow) return fail('DENIED', `Tool ${name} was not approved${answer.reason ? `: ${answer.reason}` : '.'}`);
+    } catch (error) {
+      if (env.signal.aborted) return beforeDispatch(name);
+      return fail('DENIED', `The approval request for ${name} failed (${messageOf(error)}); the call was not run.`);
+    }
+  }
+  return undefined;
+};
+
+const postExecute = async (env: CallEnv, view: CallView, first: Outcome): Promise<Outcome> => {
+  let outcome = first;
+  for (const listener of chainsOf(env.state, env.layer).post) {
+    let action: Awaited<ReturnType<typeof listener>>;
+    try {
+      action = await listener(view, outcome);
+    } catch (error) {
+      return failed(fail('TOOL_FAILED', `A post-execute policy for ${view.name} failed: ${messageOf(error)}`));
+    }
+    if (action === undefined) continue;
+    if (action.kind === 'block') {
+      outcome = failed(fail('DENIED', action.feedback, action.userReason));
+    } else if (outcome.ok) {
+      const content: unknown = action.kind === 'replace' ? (action.content ?? outcome.content) : [...outcome.content, ...action.contexts];
+      if (!isContent(content)) return failed(fail('TOOL_FAILED', `A post-execute policy for ${view.name} produced invalid content.`));
+      const value = action.kind === 'replace' && action.value !== undefined ? action.value : outcome.value;
+      outcome = { ok: true, value, content };
+    }
+  }
+  return outcome;
+};
+
+const settle = (env: CallEnv, prepared: Prepared, view: CallView | undefined, outcome: Outcome, start: number): ToolResult => {
+  const { call } = prepared;
+  let result: ToolResult;
+  if (outcome.ok) {
+    let content = outcome.content;
+    const finalize = prepared.definition?.finalizeContent;
+    if (finalize !== undefined) {
+      try {
+        const finalContent = finalize(prepared.args, content, outcome.value);
+        if (!isContent(finalContent)) throw new Error('finalizeContent returned invalid content');
+        content = finalContent;
+      } catch (error) {
+        return settle(env, prepared, view, failed(fail('TOOL_FAILED', `Tool ${call.name} could not finalize its content: ${messageOf(error)}`)), start);
+      }
+    }
+    result = { id: call.id, name: call.name, ok: true, content, value: outcome.value, durationMs: performance.now() - start };
+    if (outcome.value === undefined) delete result.value;
+  } else {
+    const content = errorContent(outcome.error.message);
+    result = { id: call.id, name: call.name, ok: false, content, error: outcome.error, durationMs: performance.now() - start };
+  }
+  Object.freeze(result);
+  for (const observer of chainsOf(env.state, env.layer).result) {
+    try {
+      observer(view, result);
+    } catch {
+      // Observers cannot change or fail a settled call.
+    }
+  }
+  if (env.log !== undefined) tryAppend(env.log, resultEvent(env.agent.sessionId, result, prepared.parentCallId));
+  return result;
+};
+
+/** Cancellation replaces only a successful outcome; which code depends on whether the body started. */
+const cancelled = (env: CallEnv, view: InternalView, outcome: Outcome): Outcome => {
+  if (!outcome.ok || !env.signal.aborted) return outcome;
+  const name = view.call.name;
+  return failed(view.started ? fail('ABORTED', `Tool ${name} was cancelled.`) : beforeDispatch(name));
+};
+
+/** Runs one prepared call to a settled result. Never throws. */
+export const runPrepared = async (env: CallEnv, prepared: Prepared): Promise<ToolResult> => {
+  const start = performance.now();
+  const { call, definition } = prepared;
+  if (env.log !== undefined && !tryAppend(env.log, callEvent(env.agent.sessionId, call.id, call.name, call.arguments, prepared.parentCallId))) {
+    return settle(env, prepared, undefined, failed(fail('STORE_FAILED', `The call to ${call.name} could not be recorded, so it was not run; try again.`)), start);
+  }
+  if (prepared.failure !== undefined || definition === undefined) {
+    return settle(env, prepared, undefined, failed(prepared.failure ?? unknownTool(call.name)), start);
+  }
+  const view: CallView = {
+    id: call.id,
+    name: call.name,
+    arguments: prepared.args,
+    parentCallId: prepared.parentCallId,
+    agent: env.agent,
+    definition,
+    toolSet: env.toolSet,
+  };
+  let outcome: Outcome;
+  try {
+    const refused = env.signal.aborted ? beforeDispatch(call.name) : (stale(env, prepared) ?? (await decide(env, prepared, view)));
+    const blocked = refused ?? (env.signal.aborted ? beforeDispatch(call.name) : stale(env, prepared));
+    if (blocked !== undefined) return settle(env, prepared, view, failed(blocked), start);
+    const execute: InternalView = { call: view, signal: env.signal, env, prepared, callerSignal: env.signal, started: false };
+    try {
+      outcome = await dispatchOf(env.state, env.layer)(execute);
+    } catch (error) {
+      outcome = failed(toToolError(error, execute.signal, call.name));
+    }
+    outcome = cancelled(env, execute, outcome);
+    outcome = await postExecute(env, view, outcome);
+    outcome = cancelled(env, execute, outcome);
+  } catch (error) {
+    outcome = failed(fail('TOOL_FAILED', messageOf(error)));
+  }
+  return settle(env, prepared, view, outcome, start);
+};

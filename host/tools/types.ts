@@ -1,0 +1,129 @@
+// The shared vocabulary of the tool runtime: what a call, a result, a definition and an execution
+// context look like. Everything here is data or an interface; behaviour lives in the modules that
+// use it. The result shape is what the API returns as-is, so it stays JSON-serialisable.
+import type { ErrorCode } from '../errors.ts';
+import type { JsonValue } from '../store/types.ts';
+
+export type { JsonValue };
+
+/** One piece of model-facing content. Images are base64 without a data: prefix. */
+export type ContentPart = { type: 'text'; text: string } | { type: 'image'; data: string; mimeType: string };
+
+/** A JSON Schema document as it travels on the wire (model-facing or from a remote tool). */
+export type JsonSchema = { [key: string]: unknown };
+
+/** What the model sees of a tool: nothing else of a definition ever leaves the registry. */
+export interface ToolSchema {
+  name: string;
+  description: string;
+  parameters: JsonSchema;
+  /** Preserved from the definition so prompt assembly can defer loading; present only when true. */
+  deferLoading?: true;
+}
+
+/** A raw call as the model (or a client) emitted it. */
+export interface ToolCall {
+  id: string;
+  name: string;
+  arguments: unknown;
+}
+
+/** Structured failure detail; the model only ever sees `Error: <message>`. */
+export interface ToolError {
+  code: ErrorCode;
+  message: string;
+  /** A reason meant for a person (e.g. in an approval UI), never shown to the model. */
+  userReason?: string;
+}
+
+/** The settled outcome of one call, returned by the API as-is and written to the durable log. */
+export interface ToolResult {
+  id: string;
+  name: string;
+  ok: boolean;
+  content: ContentPart[];
+  /** The canonical output value of a successful call (what code mode receives). */
+  value?: JsonValue;
+  error?: ToolError;
+  durationMs: number;
+}
+
+/**
+ * Host services a tool may use (e.g. `sandbox`). Filled by host/agents; host/tools never imports
+ * their implementations. Owners add typed members by module augmentation of this interface.
+ */
+// biome-ignore lint/suspicious/noEmptyInterface: augmented by the modules that provide services
+export interface ToolServices {}
+
+/** The agent a call runs for, opaque to host/tools apart from these fields. */
+export interface AgentScope {
+  id: string;
+  /** The session whose durable log receives this agent's call events. */
+  sessionId: string;
+  services: ToolServices & Record<string, unknown>;
+}
+
+/** The model choice captured for a step; conditions may use it to decide tool availability. */
+export interface ModelSelection {
+  provider?: string;
+  model?: string;
+  reasoningEffort?: string;
+}
+
+/** What a tool body receives besides its arguments. */
+export interface ExecContext {
+  /** Cooperative cancellation: every body must observe it. */
+  signal: AbortSignal;
+  callId: string;
+  /** Set for inner calls made from a program, workflow or plugin. */
+  parentCallId?: string;
+  agent: AgentScope;
+  /** The step's resolved tool set, applied to nested calls too. */
+  toolSet?: ResolvedToolSetHandle;
+  /**
+   * Re-enters the pipeline as an inner call of this one: validated, policed and logged (log-only,
+   * linked to this call). Concurrency-safe inner calls overlap; exclusive ones run alone.
+   */
+  callTool(name: string, args: unknown): Promise<ToolResult>;
+}
+
+/** The part of a resolved set that tool bodies may hold; the full type lives in resolved-set.ts. */
+export interface ResolvedToolSetHandle {
+  readonly disposed: boolean;
+}
+
+/** Output of a body before it is rendered: validated canonical value. */
+export type Validation<T> = { ok: true; value: T } | { ok: false; issues: string[] };
+
+/**
+ * The runtime form of every tool, however it was defined (valibot or raw JSON Schema). The pipeline
+ * only uses this shape; `defineTool` and `defineJsonSchemaTool` build it.
+ */
+export interface ToolDefinition<Args = any, Value = any> {
+  readonly name: string;
+  readonly description: string;
+  /** Model-facing JSON Schema of the arguments, computed once. */
+  readonly parameters: JsonSchema;
+  readonly outputSchema?: JsonSchema;
+  validateArguments(input: unknown): Validation<Args>;
+  validateOutput(value: unknown): Validation<Value>;
+  render(args: Args, value: Value): ContentPart[];
+  execute(args: Args, exec: ExecContext): Value | Promise<Value>;
+  /** True lets this call overlap with sibling safe calls. Absent or throwing means exclusive. */
+  isConcurrencySafe?(args: Args): boolean;
+  /** Declarative only: enforced by the timeout policy (a tools/execute wrapper). */
+  readonly timeoutMs?: number;
+  /** Execution-prepared content, installed before post-execute policies. */
+  projectContent?(args: Args, value: Value, rendered: ContentPart[]): ContentPart[];
+  /** The last content transform of a successful call, after post-execute policies. */
+  finalizeContent?(args: Args, content: ContentPart[], value: Value): ContentPart[];
+  /** Pure presenters for host-local UI consumers; never sent to the model. */
+  presentCall?(args: Args): unknown;
+  presentResult?(args: Args, result: ToolResult): unknown;
+  readonly deferLoading?: boolean;
+}
+
+/** Presentation mode: which surface the model sees and calls. */
+export type PresentationMode = 'native' | 'code' | 'both';
+
+export const PRESENTATION_MODES: readonly PresentationMode[] = ['native', 'code', 'both'];
