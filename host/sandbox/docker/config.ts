@@ -1,0 +1,115 @@
+// The hardened container definition of an agent sandbox, and per-agent limits within tenant maxima.
+// Invariants (asserted from `docker inspect` by tests/integration/sandbox/cis.test.ts, CIS Docker
+// Benchmark 5.x): no network, all capabilities dropped, no-new-privileges, read-only root with only
+// the workspace volume and a size-limited /tmp writable, memory (swap equal) / CPU / pids limits,
+// non-root user, init process, log driver none, no privileged mode, no host namespaces, no devices,
+// no bind mounts (so never the Docker socket), restart policy "no".
+
+import type Docker from 'dockerode';
+import { SandboxError } from '../../errors.ts';
+import { WORKSPACE_ROOT } from '../paths.ts';
+import type { SandboxLimits } from '../types.ts';
+
+export const LABEL_MANAGED = 'dsh.managed';
+export const LABEL_TENANT = 'dsh.tenant';
+export const LABEL_AGENT = 'dsh.agent';
+export const LABEL_POOL = 'dsh.pool';
+
+export const DOCKER_DEFAULT_LIMITS: SandboxLimits = {
+  memoryBytes: 512 * 1024 * 1024,
+  nanoCpus: 1_000_000_000,
+  pids: 256,
+  maxReadBytes: 10 * 1024 * 1024,
+  maxOutputBytes: 1024 * 1024,
+};
+
+export const DOCKER_DEFAULT_MAXIMA: SandboxLimits = {
+  memoryBytes: 4 * 1024 * 1024 * 1024,
+  nanoCpus: 2_000_000_000,
+  pids: 1024,
+  maxReadBytes: 64 * 1024 * 1024,
+  maxOutputBytes: 16 * 1024 * 1024,
+};
+
+/** Requested limits over defaults; a request above a maximum (or not a positive integer) is refused. */
+export const resolveLimits = (defaults: SandboxLimits, maxima: SandboxLimits, requested: Partial<SandboxLimits> = {}): SandboxLimits => {
+  const out = { ...defaults };
+  for (const key of Object.keys(defaults) as Array<keyof SandboxLimits>) {
+    const v = requested[key];
+    if (v === undefined) continue;
+    if (!Number.isSafeInteger(v) || v <= 0) {
+      throw new SandboxError('LIMIT_EXCEEDED', `Sandbox limit ${key} must be a positive integer, got ${JSON.stringify(v)}.`, { data: { key, value: v } });
+    }
+    if (v > maxima[key]) {
+      throw new SandboxError('LIMIT_EXCEEDED', `Sandbox limit ${key}=${v} exceeds the tenant maximum ${maxima[key]}; ask for at most ${maxima[key]}.`, {
+        data: { key, value: v, maximum: maxima[key] },
+      });
+    }
+    out[key] = v;
+  }
+  return out;
+};
+
+/** The resource part of HostConfig, also what `container.update()` takes when a pooled container is assigned. */
+export const resourceConfig = (limits: SandboxLimits) => ({
+  Memory: limits.memoryBytes,
+  MemorySwap: limits.memoryBytes,
+  NanoCpus: limits.nanoCpus,
+  PidsLimit: limits.pids,
+});
+
+export interface ContainerSpec {
+  image: string;
+  name: string;
+  volume: string;
+  labels: Record<string, string>;
+  limits: SandboxLimits;
+  /** Size of the /tmp tmpfs in bytes. */
+  tmpBytes: number;
+  /** Extra environment for sandboxd. */
+  env?: Record<string, string>;
+}
+
+export const containerConfig = (spec: ContainerSpec): Docker.ContainerCreateOptions => ({
+  name: spec.name,
+  Image: spec.image,
+  Labels: spec.labels,
+  User: '1000:1000',
+  WorkingDir: WORKSPACE_ROOT,
+  Env: Object.entries({ SANDBOXD_ROOT: WORKSPACE_ROOT, ...spec.env }).map(([k, v]) => `${k}=${v}`),
+  // sandboxd speaks its framed RPC over the attach stream: stdin stays open across detaches.
+  OpenStdin: true,
+  StdinOnce: false,
+  AttachStdin: true,
+  AttachStdout: true,
+  AttachStderr: true,
+  Tty: false,
+  NetworkDisabled: true,
+  HostConfig: {
+    NetworkMode: 'none',
+    CapDrop: ['ALL'],
+    CapAdd: [],
+    SecurityOpt: ['no-new-privileges:true'],
+    Privileged: false,
+    ReadonlyRootfs: true,
+    Mounts: [{ Type: 'volume', Source: spec.volume, Target: WORKSPACE_ROOT, ReadOnly: false }],
+    // bash runs scripts from /tmp, so no noexec; nosuid/nodev still apply.
+    Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${spec.tmpBytes},mode=1777` },
+    ...resourceConfig(spec.limits),
+    Ulimits: [
+      // No nproc: RLIMIT_NPROC counts every process of uid 1000 on the host, across all agents;
+      // the per-container pids cgroup (PidsLimit) is the limit that is actually per agent.
+      { Name: 'nofile', Soft: 4096, Hard: 8192 },
+      { Name: 'core', Soft: 0, Hard: 0 },
+    ],
+    Init: true,
+    LogConfig: { Type: 'none', Config: {} },
+    RestartPolicy: { Name: 'no', MaximumRetryCount: 0 },
+    IpcMode: 'private',
+    PidMode: '',
+    UTSMode: '',
+    UsernsMode: '',
+    Devices: [],
+    AutoRemove: false,
+  },
+});

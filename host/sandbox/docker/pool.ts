@@ -1,0 +1,66 @@
+// The warm pool: started, attached, sandboxd-verified containers that no agent owns yet, so that
+// create() assigns one in milliseconds. Invariants: never more than `size` ready + in flight;
+// refill is single-flight and runs in the background; close() discards ready items and stops
+// refilling (a container being made when close() runs is discarded when it arrives).
+
+import type Docker from 'dockerode';
+import type { Live } from './session.ts';
+
+export interface PoolItem {
+  container: Docker.Container;
+  live: Live;
+}
+
+export interface WarmPool {
+  /** Ready items now. */
+  readonly ready: number;
+  /** A ready item, or undefined; always triggers a refill. */
+  take(): PoolItem | undefined;
+  /** Resolves when the pool is full (or refilling failed). */
+  filled(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export const createWarmPool = (o: { size: number; make: () => Promise<PoolItem>; discard: (item: PoolItem) => Promise<void>; onError: (e: unknown) => void }): WarmPool => {
+  const items: PoolItem[] = [];
+  let closed = false;
+  let filling: Promise<void> | undefined;
+
+  const refill = (): Promise<void> => {
+    if (filling || closed || o.size <= 0) return filling ?? Promise.resolve();
+    filling = (async () => {
+      let failures = 0;
+      while (!closed && items.length < o.size && failures < 3) {
+        try {
+          const item = await o.make();
+          if (closed) await o.discard(item);
+          else items.push(item);
+        } catch (e) {
+          failures++;
+          o.onError(e);
+        }
+      }
+    })().finally(() => {
+      filling = undefined;
+    });
+    return filling;
+  };
+  void refill();
+
+  return {
+    get ready() {
+      return items.length;
+    },
+    take() {
+      const item = items.shift();
+      void refill();
+      return item;
+    },
+    filled: () => refill(),
+    async close() {
+      closed = true;
+      await filling;
+      for (const item of items.splice(0)) await o.discard(item).catch(o.onError);
+    },
+  };
+};

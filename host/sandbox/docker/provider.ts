@@ -1,0 +1,265 @@
+// The docker provider: one hardened container per agent (config.ts), reached only through sandboxd
+// over the container's attach stream. Owns the agent → container mapping, the warm pool, the idle
+// reaper and re-adoption.
+// Invariants: an assigned container is named `<prefix>-agent-<slug(agentId)>` (Docker cannot
+// relabel, but it can rename), so `get(agentId)` finds it after a restart by name alone; pooled
+// containers are named `<prefix>-pool-<id>` and carry `dsh.pool=1`; every container and volume
+// carries `dsh.managed=1` plus the caller's labels; at most one live session per agent here.
+
+import { createHash } from 'node:crypto';
+import Docker from 'dockerode';
+import { nanoid } from 'nanoid';
+import { connectSandboxd } from '../sandboxd/client.ts';
+import { createResolver, WORKSPACE_ROOT } from '../paths.ts';
+import type { ProviderFlags, Sandbox, SandboxLimits, SandboxProvider, SandboxSpec } from '../types.ts';
+import { containerConfig, DOCKER_DEFAULT_LIMITS, DOCKER_DEFAULT_MAXIMA, LABEL_AGENT, LABEL_MANAGED, LABEL_POOL, LABEL_TENANT, resolveLimits, resourceConfig } from './config.ts';
+import { fromDocker, isNotFound, isNotModified } from './errors.ts';
+import { createSandboxHandle } from './sandbox.ts';
+import { closeLive, type ConnectSandboxd, type Live, openSession } from './session.ts';
+import { createWarmPool, type WarmPool } from './pool.ts';
+
+export interface DockerProviderOptions {
+  /** Default `new Docker()` (the local socket). */
+  docker?: Docker;
+  /** The sandbox image tag (Dockerfile.sandbox). Required. */
+  image: string;
+  /** Extra labels on every container and volume (e.g. a test run id). Default {}. */
+  labels?: Record<string, string>;
+  /** Default limits of a new sandbox. Default DOCKER_DEFAULT_LIMITS. */
+  defaults?: Partial<SandboxLimits>;
+  /** The most a spec may ask for; above it create() fails with LIMIT_EXCEEDED. Default DOCKER_DEFAULT_MAXIMA. */
+  maxima?: Partial<SandboxLimits>;
+  /** Started, unassigned containers kept ready. Default { size: 0 }. */
+  pool?: { size: number };
+  /** Stop an agent's container after this long without a call (no running jobs). 0 disables. Default 900000. */
+  idleMs?: number;
+  /** Size of the /tmp tmpfs. Default 64 MiB. */
+  tmpBytes?: number;
+  /** Container and volume name prefix; one per deployment. Default 'dsh'. */
+  prefix?: string;
+  /** Default connectSandboxd (host/sandbox/sandboxd/client.ts). */
+  connect?: ConnectSandboxd;
+  /** Background failures (pool refill, reaper). Default: ignored. */
+  onError?: (error: unknown) => void;
+}
+
+interface Entry {
+  agentId: string;
+  container: Docker.Container;
+  limits: SandboxLimits;
+  live?: Promise<Live>;
+  lastUsed: number;
+}
+
+const slug = (agentId: string): string =>
+  /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,80}$/.test(agentId) ? agentId : `h${createHash('sha256').update(agentId).digest('hex').slice(0, 40)}`;
+
+export const createDockerProvider = (options: DockerProviderOptions): SandboxProvider & { readonly pool: WarmPool; adopt(): Promise<string[]> } => {
+  const docker = options.docker ?? new Docker();
+  const prefix = options.prefix ?? 'dsh';
+  const extraLabels = options.labels ?? {};
+  const defaults = resolveLimits(DOCKER_DEFAULT_LIMITS, { ...DOCKER_DEFAULT_MAXIMA, ...options.maxima }, options.defaults);
+  const maxima = { ...DOCKER_DEFAULT_MAXIMA, ...options.maxima };
+  const idleMs = options.idleMs ?? 900_000;
+  const tmpBytes = options.tmpBytes ?? 64 * 1024 * 1024;
+  const connect = options.connect ?? ((o) => connectSandboxd(o));
+  const onError = options.onError ?? (() => {});
+  const resolve = createResolver(WORKSPACE_ROOT);
+  const flags: ProviderFlags = { durableJobs: true, isolated: true, terminals: false };
+  const entries = new Map<string, Entry>();
+  const agentName = (agentId: string): string => `${prefix}-agent-${slug(agentId)}`;
+
+  const createContainer = async (name: string, labels: Record<string, string>, limits: SandboxLimits): Promise<Docker.Container> => {
+    const volume = `${name}-ws`;
+    try {
+      await docker.createVolume({ Name: volume, Labels: labels });
+      return await docker.createContainer(containerConfig({ image: options.image, name, volume, labels, limits, tmpBytes }));
+    } catch (e) {
+      await docker.getVolume(volume).remove().catch(() => {});
+      throw fromDocker(e, 'Creating the sandbox container', { name });
+    }
+  };
+
+  const pool = createWarmPool({
+    size: options.pool?.size ?? 0,
+    onError,
+    make: async () => {
+      const name = `${prefix}-pool-${nanoid(10).replace(/[^a-zA-Z0-9]/g, 'x')}`;
+      const container = await createContainer(name, { ...extraLabels, [LABEL_MANAGED]: '1', [LABEL_POOL]: '1' }, defaults);
+      try {
+        return { container, live: await openSession(docker, container, connect, defaults) };
+      } catch (e) {
+        await removeContainer(container);
+        throw e;
+      }
+    },
+    discard: async (item) => {
+      await closeLive(item.live);
+      await removeContainer(item.container);
+    },
+  });
+
+  const removeContainer = async (container: Docker.Container): Promise<void> => {
+    let volumes: string[] = [];
+    try {
+      const info = await container.inspect();
+      volumes = (info.Mounts ?? []).filter((m) => m.Type === 'volume' && m.Name).map((m) => m.Name as string);
+      await container.remove({ force: true });
+    } catch (e) {
+      if (!isNotFound(e)) throw fromDocker(e, 'Removing the sandbox', { container: container.id });
+    }
+    for (const v of volumes) {
+      await docker
+        .getVolume(v)
+        .remove()
+        .catch((e) => {
+          if (!isNotFound(e)) throw fromDocker(e, 'Removing the sandbox volume', { volume: v });
+        });
+    }
+  };
+
+  const track = (entry: Entry, opening: Promise<Live>): Promise<Live> => {
+    entry.live = opening;
+    const forget = (): void => {
+      if (entry.live === opening) entry.live = undefined;
+    };
+    opening.then((l) => {
+      void l.attachment.closed.then(forget);
+      void l.session.closed?.then(forget, forget);
+    }, forget);
+    return opening;
+  };
+
+  const live = (entry: Entry): Promise<Live> => {
+    entry.lastUsed = Date.now();
+    return entry.live ?? track(entry, openSession(docker, entry.container, connect, entry.limits));
+  };
+
+  const detachEntry = async (entry: Entry): Promise<void> => {
+    const l = entry.live;
+    entry.live = undefined;
+    if (l) await closeLive(await l.catch(() => undefined));
+  };
+
+  const handle = (entry: Entry, id: string): Sandbox =>
+    createSandboxHandle({
+      id,
+      agentId: entry.agentId,
+      root: WORKSPACE_ROOT,
+      resolve,
+      live: async () => (await live(entry)).session,
+      detach: () => detachEntry(entry),
+    });
+
+  const lookup = async (agentId: string): Promise<{ entry: Entry; id: string } | undefined> => {
+    const known = entries.get(agentId);
+    const container = known?.container ?? docker.getContainer(agentName(agentId));
+    try {
+      const info = await container.inspect();
+      const entry = known ?? { agentId, container: docker.getContainer(info.Id), limits: { ...defaults, ...limitsOf(info) }, lastUsed: Date.now() };
+      entries.set(agentId, entry);
+      return { entry, id: info.Id };
+    } catch (e) {
+      if (isNotFound(e)) {
+        entries.delete(agentId);
+        return undefined;
+      }
+      throw fromDocker(e, 'Looking up the sandbox', { agentId });
+    }
+  };
+
+  // Reaper: stop containers idle longer than idleMs that run no job; the next call restarts them.
+  const reaper =
+    idleMs > 0
+      ? setInterval(
+          () => {
+            void (async () => {
+              for (const entry of entries.values()) {
+                if (!entry.live || Date.now() - entry.lastUsed < idleMs) continue;
+                try {
+                  const l = await entry.live;
+                  if ((await l.session.jobs.list()).some((j) => j.status === 'running')) continue;
+                  if (Date.now() - entry.lastUsed < idleMs) continue;
+                  await detachEntry(entry);
+                  await entry.container.stop({ t: 2 }).catch((e) => {
+                    if (!isNotModified(e)) throw e;
+                  });
+                } catch (e) {
+                  onError(e);
+                }
+              }
+            })();
+          },
+          Math.max(250, Math.min(idleMs / 2, 30_000)),
+        )
+      : undefined;
+  reaper?.unref();
+
+  return {
+    name: 'docker',
+    flags,
+    pool,
+    async create(spec: SandboxSpec) {
+      const limits = resolveLimits(defaults, maxima, spec.limits);
+      const existing = await lookup(spec.agentId);
+      if (existing) return handle(existing.entry, existing.id);
+      const name = agentName(spec.agentId);
+      const warm = pool.take();
+      let container: Docker.Container;
+      let opened: Live | undefined;
+      if (warm) {
+        container = warm.container;
+        opened = warm.live;
+        try {
+          await container.rename({ name });
+          if (JSON.stringify(limits) !== JSON.stringify(defaults)) await container.update(resourceConfig(limits));
+        } catch (e) {
+          await closeLive(opened);
+          await removeContainer(container).catch(onError);
+          throw fromDocker(e, 'Assigning a pooled sandbox', { agentId: spec.agentId });
+        }
+      } else {
+        container = await createContainer(name, { ...extraLabels, [LABEL_MANAGED]: '1', [LABEL_TENANT]: spec.tenantId, [LABEL_AGENT]: spec.agentId }, limits);
+      }
+      const entry: Entry = { agentId: spec.agentId, container, limits, lastUsed: Date.now() };
+      entries.set(spec.agentId, entry);
+      if (opened) track(entry, Promise.resolve(opened));
+      await live(entry);
+      return handle(entry, container.id);
+    },
+    async get(agentId) {
+      const found = await lookup(agentId);
+      return found && handle(found.entry, found.id);
+    },
+    async destroy(agentId) {
+      const found = await lookup(agentId);
+      if (!found) return;
+      await detachEntry(found.entry);
+      entries.delete(agentId);
+      await removeContainer(found.entry.container);
+    },
+    async close() {
+      if (reaper) clearInterval(reaper);
+      await pool.close();
+      for (const entry of entries.values()) await detachEntry(entry);
+      entries.clear();
+    },
+    /** Names of the agent containers of this prefix found on the engine (re-adoption at start). */
+    async adopt() {
+      const list = await docker.listContainers({ all: true, filters: { label: [`${LABEL_MANAGED}=1`] } }).catch((e) => {
+        throw fromDocker(e, 'Listing sandboxes');
+      });
+      const p = `/${prefix}-agent-`;
+      return list.flatMap((c) => c.Names.filter((n) => n.startsWith(p)).map((n) => n.slice(1)));
+    },
+  };
+};
+
+const limitsOf = (info: Docker.ContainerInspectInfo): Partial<SandboxLimits> => {
+  const h = info.HostConfig as { Memory?: number; NanoCpus?: number; PidsLimit?: number };
+  return {
+    ...(h.Memory ? { memoryBytes: h.Memory } : {}),
+    ...(h.NanoCpus ? { nanoCpus: h.NanoCpus } : {}),
+    ...(h.PidsLimit ? { pids: h.PidsLimit } : {}),
+  };
+};

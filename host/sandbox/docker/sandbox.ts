@@ -1,0 +1,58 @@
+// The Sandbox handle of a docker-backed agent: a thin façade whose every call goes through the
+// agent's live sandboxd session, (re)opened on demand. A container the idle reaper stopped is
+// restarted by the next call, so a handle stays valid for the sandbox's whole life.
+
+import type { Sandbox, SandboxFs, SandboxJobs } from '../types.ts';
+import { createContainerArchive } from './archive.ts';
+import type { SandboxdSession } from './session.ts';
+
+export interface HandleOptions {
+  id: string;
+  agentId: string;
+  resolve: (path: string) => string;
+  root: string;
+  /** The live session, reopened when needed; also marks the agent as used (idle reaper). */
+  live: () => Promise<SandboxdSession>;
+  detach: () => Promise<void>;
+}
+
+type FsMethod = Exclude<keyof SandboxFs, 'root' | 'resolve'>;
+const FS_METHODS: FsMethod[] = ['readFile', 'writeFile', 'stat', 'exists', 'list', 'mkdir', 'remove', 'rename', 'glob', 'grep'];
+const JOB_METHODS: Array<keyof SandboxJobs> = ['start', 'list', 'output', 'kill'];
+
+export const createSandboxHandle = (o: HandleOptions): Sandbox => {
+  const fs = { root: o.root, resolve: o.resolve } as Record<string, unknown>;
+  for (const m of FS_METHODS) {
+    fs[m] = async (...args: unknown[]) => {
+      // Confine before anything crosses; glob and grep take a pattern first, their dirs in options.
+      if (m === 'glob' || m === 'grep') {
+        const opt = args[1] as { cwd?: string; path?: string } | undefined;
+        const dir = m === 'glob' ? opt?.cwd : opt?.path;
+        if (dir !== undefined) o.resolve(dir);
+      } else if (typeof args[0] === 'string') o.resolve(args[0]);
+      if (m === 'rename' && typeof args[1] === 'string') o.resolve(args[1]);
+      const s = await o.live();
+      return (s.fs[m] as (...a: unknown[]) => Promise<unknown>)(...args);
+    };
+  }
+  const jobs = {} as Record<string, unknown>;
+  for (const m of JOB_METHODS) {
+    jobs[m] = async (...args: unknown[]) => {
+      const s = await o.live();
+      return (s.jobs[m] as (...a: unknown[]) => Promise<unknown>)(...args);
+    };
+  }
+  const sandboxFs = fs as unknown as SandboxFs;
+  return {
+    id: o.id,
+    agentId: o.agentId,
+    fs: sandboxFs,
+    jobs: jobs as unknown as SandboxJobs,
+    archive: createContainerArchive({ fs: async () => (await o.live()).fs, resolve: o.resolve }),
+    exec: async (command, options) => {
+      if (options?.cwd !== undefined) o.resolve(options.cwd);
+      return (await o.live()).exec(command, options);
+    },
+    detach: o.detach,
+  };
+};

@@ -1,0 +1,95 @@
+// One agent container's live connection: attach (before start when the container is not running),
+// hand the demuxed streams to the sandboxd client, verify with a ping. Invariant: at most one
+// attachment per container from this process; when the socket closes the session is forgotten and
+// the next call re-attaches, which resumes the same sandboxd process.
+
+import type { Readable, Writable } from 'node:stream';
+import type Docker from 'dockerode';
+import { SandboxError } from '../../errors.ts';
+import { WORKSPACE_ROOT } from '../paths.ts';
+import type { Sandbox, SandboxFs, SandboxJobs, SandboxLimits } from '../types.ts';
+import { attach, type Attachment } from './attach.ts';
+import { fromDocker, isNotModified } from './errors.ts';
+
+/** What the docker provider needs from host/sandbox/sandboxd/client.ts (`connectSandboxd`). */
+export interface SandboxdSession {
+  fs: SandboxFs;
+  exec: Sandbox['exec'];
+  jobs: SandboxJobs;
+  ping(): Promise<unknown>;
+  close(): Promise<void> | void;
+  /** Settles when the connection is gone (protocol error, socket closed). */
+  readonly closed?: Promise<unknown>;
+}
+
+export interface ConnectOptions {
+  input: Readable;
+  output: Writable;
+  root: string;
+  maxReadBytes: number;
+  maxOutputBytes: number;
+}
+
+export type ConnectSandboxd = (options: ConnectOptions) => Promise<SandboxdSession> | SandboxdSession;
+
+export interface Live {
+  session: SandboxdSession;
+  attachment: Attachment;
+}
+
+/** Attach, start if needed, connect and ping. Fails with SANDBOX_UNAVAILABLE, detaching on failure. */
+export const openSession = async (
+  docker: Docker,
+  container: Docker.Container,
+  connect: ConnectSandboxd,
+  limits: SandboxLimits,
+  readyMs = 15_000,
+): Promise<Live> => {
+  let running: boolean;
+  try {
+    running = (await container.inspect()).State.Running;
+  } catch (e) {
+    throw fromDocker(e, 'Inspecting the sandbox', { container: container.id });
+  }
+  const attachment = await attach(docker, container);
+  try {
+    if (!running) {
+      try {
+        await container.start();
+      } catch (e) {
+        if (!isNotModified(e)) throw fromDocker(e, 'Starting the sandbox', { container: container.id });
+      }
+    }
+    const session = await connect({
+      input: attachment.stdout,
+      output: attachment.stdin,
+      root: WORKSPACE_ROOT,
+      maxReadBytes: limits.maxReadBytes,
+      maxOutputBytes: limits.maxOutputBytes,
+    });
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      session.ping(),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new SandboxError('SANDBOX_UNAVAILABLE', `sandboxd did not answer within ${readyMs} ms; the sandbox image may be broken.`)), readyMs);
+      }),
+      attachment.closed.then(() => {
+        throw new SandboxError('SANDBOX_UNAVAILABLE', 'The sandbox container closed its stdio before sandboxd answered (did it exit?).');
+      }),
+    ]).finally(() => clearTimeout(timer));
+    return { session, attachment };
+  } catch (e) {
+    attachment.close();
+    throw e;
+  }
+};
+
+export const closeLive = async (live: Live | undefined): Promise<void> => {
+  if (!live) return;
+  try {
+    await live.session.close();
+  } catch {
+    // Detaching must never fail; the socket is destroyed below either way.
+  }
+  live.attachment.close();
+};
