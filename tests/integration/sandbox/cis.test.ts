@@ -1,0 +1,88 @@
+// CIS Docker Benchmark v1.6.0 section 5 (container runtime) checks that apply to an agent sandbox,
+// read back from `docker inspect` of a container the provider made (docker-bench-security's fields).
+
+import type Docker from 'dockerode';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dockerFixture, pingOnlyConnect } from './fixtures.ts';
+
+const fx = dockerFixture();
+let info: Docker.ContainerInspectInfo;
+let host: Record<string, unknown>;
+
+beforeAll(async () => {
+  const provider = fx.provider({ connect: pingOnlyConnect });
+  const sb = await provider.create({ tenantId: 't1', agentId: 'cis-agent', limits: { memoryBytes: 256 * 1024 * 1024, pids: 128 } });
+  await provider.close();
+  info = await fx.docker.getContainer(sb.id).inspect();
+  host = info.HostConfig as unknown as Record<string, unknown>;
+});
+afterAll(() => fx.sweep());
+
+describe('CIS 5.x container runtime checks on an agent sandbox', () => {
+  it('is running, labelled with tenant and agent, and managed', () => {
+    expect(info.State.Running).toBe(true);
+    expect(info.Config.Labels).toMatchObject({ 'dsh.managed': '1', 'dsh.tenant': 't1', 'dsh.agent': 'cis-agent' });
+  });
+  it('5.4 drops all capabilities and adds none; 5.5 is not privileged', () => {
+    expect(host.CapDrop).toEqual(['ALL']);
+    expect(host.CapAdd ?? []).toEqual([]);
+    expect(host.Privileged).toBe(false);
+  });
+  it('5.2/5.22/5.26: no-new-privileges, seccomp and AppArmor not disabled', () => {
+    const opts = (host.SecurityOpt as string[]) ?? [];
+    expect(opts.some((o) => /^no-new-privileges(:true)?$/.test(o))).toBe(true);
+    expect(opts.some((o) => /seccomp[=:]unconfined|apparmor[=:]unconfined/.test(o))).toBe(false);
+  });
+  it('5.6/5.32: no bind mounts, only the workspace volume (so never the Docker socket)', () => {
+    expect(host.Binds ?? null).toBeNull();
+    expect(info.Mounts.map((m) => [m.Type, m.Destination, m.RW])).toEqual([['volume', '/workspace', true]]);
+    expect(JSON.stringify(info.Mounts)).not.toMatch(/docker\.sock/);
+  });
+  it('5.10/5.30: network none', () => {
+    expect(host.NetworkMode).toBe('none');
+    expect(info.Config.NetworkDisabled).toBe(true);
+    expect(Object.keys(info.NetworkSettings.Networks ?? {}).filter((n) => n !== 'none')).toEqual([]);
+  });
+  it('5.11/5.12/5.29: memory (swap equal), CPU and pids limits as asked', () => {
+    expect(host.Memory).toBe(256 * 1024 * 1024);
+    expect(host.MemorySwap).toBe(256 * 1024 * 1024);
+    expect(host.NanoCpus).toBeGreaterThan(0);
+    expect(host.PidsLimit).toBe(128);
+  });
+  it('5.13: read-only root with a size-limited /tmp tmpfs', () => {
+    expect(host.ReadonlyRootfs).toBe(true);
+    expect((host.Tmpfs as Record<string, string>)['/tmp']).toMatch(/size=\d+/);
+  });
+  it('5.15: restart policy "no"', () => {
+    expect((host.RestartPolicy as { Name: string }).Name).toMatch(/^(no|)$/);
+  });
+  it('5.16/5.17/5.21/5.31: no host PID, IPC, UTS or user namespace', () => {
+    expect(host.PidMode).not.toBe('host');
+    expect(host.IpcMode).not.toBe('host');
+    expect(host.UTSMode).not.toBe('host');
+    expect(host.UsernsMode).not.toBe('host');
+  });
+  it('5.18: no host devices; 5.25: default cgroup parent', () => {
+    expect((host.Devices as unknown[] | null) ?? []).toEqual([]);
+    expect(host.CgroupParent ?? '').toBe('');
+  });
+  it('4.1/5.24: runs as a non-root user, with an init process and log driver none', () => {
+    expect(info.Config.User).toBe('1000:1000');
+    expect(host.Init).toBe(true);
+    expect((host.LogConfig as { Type: string }).Type).toBe('none');
+  });
+  it('its processes really run as uid 1000, with no capabilities, a read-only root and only loopback', async () => {
+    const exec = await fx.docker.getContainer(info.Id).exec({ Cmd: ['sh', '-c', 'id -u; grep CapEff /proc/self/status; touch /etc/x 2>&1 || echo ro; echo net: $(ls /sys/class/net)'], AttachStdout: true, AttachStderr: true });
+    const stream = await exec.start({});
+    const chunks: Buffer[] = [];
+    await new Promise((r) => {
+      stream.on('data', (c: Buffer) => chunks.push(c));
+      stream.on('end', r);
+    });
+    const out = Buffer.concat(chunks).toString();
+    expect(out).toMatch(/\b1000\b/);
+    expect(out).toMatch(/CapEff:\s+0000000000000000/);
+    expect(out).toMatch(/Read-only file system|ro/);
+    expect(out).toMatch(/net: lo\s*$/m);
+  });
+});

@@ -1,0 +1,61 @@
+// Fixtures for docker-provider integration tests: one run id per test file, every container and
+// volume labelled with it, and a sweep that removes by that label only (the engine may be shared).
+
+import Docker from 'dockerode';
+import { nanoid } from 'nanoid';
+import { SandboxError } from '../../../host/errors.ts';
+import { createDockerProvider, type DockerProviderOptions } from '../../../host/sandbox/docker/index.ts';
+import type { ConnectSandboxd } from '../../../host/sandbox/docker/session.ts';
+
+export const TEST_LABEL = 'dsh.test';
+
+export const sandboxImage = (): string => {
+  const image = process.env.DSH_SANDBOX_IMAGE;
+  if (!image) throw new Error('DSH_SANDBOX_IMAGE is not set (tests/integration/global-setup.ts sets it)');
+  return image;
+};
+
+export interface Fixture {
+  docker: Docker;
+  runId: string;
+  options: (extra?: Partial<DockerProviderOptions>) => DockerProviderOptions;
+  provider: (extra?: Partial<DockerProviderOptions>) => ReturnType<typeof createDockerProvider>;
+  sweep: () => Promise<void>;
+}
+
+export const dockerFixture = (): Fixture => {
+  const docker = new Docker();
+  const runId = nanoid(8).toLowerCase().replace(/[^a-z0-9]/g, 'x');
+  const options = (extra: Partial<DockerProviderOptions> = {}): DockerProviderOptions => ({
+    docker,
+    image: sandboxImage(),
+    labels: { [TEST_LABEL]: runId },
+    prefix: `dsht-${runId}`,
+    idleMs: 0,
+    ...extra,
+  });
+  return {
+    docker,
+    runId,
+    options,
+    provider: (extra) => createDockerProvider(options(extra)),
+    async sweep() {
+      const filters = { label: [`${TEST_LABEL}=${runId}`] };
+      for (const c of await docker.listContainers({ all: true, filters })) await docker.getContainer(c.Id).remove({ force: true }).catch(() => {});
+      const { Volumes } = await docker.listVolumes({ filters });
+      for (const v of Volumes ?? []) await docker.getVolume(v.Name).remove().catch(() => {});
+    },
+  };
+};
+
+/**
+ * A stand-in for sandboxd that answers ping and nothing else: for tests of the container itself
+ * (its configuration, pool, lifecycle) that must not depend on sandboxd's features.
+ */
+export const pingOnlyConnect: ConnectSandboxd = () => {
+  const no = async (): Promise<never> => {
+    throw new SandboxError('SANDBOX_UNAVAILABLE', 'ping-only test session');
+  };
+  const fs = new Proxy({}, { get: () => no });
+  return { fs: fs as never, jobs: fs as never, exec: no, ping: async () => 0, close: () => {} };
+};
