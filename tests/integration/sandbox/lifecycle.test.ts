@@ -1,0 +1,81 @@
+// Docker provider lifecycle, independent of sandboxd's features (a ping-only session stands in):
+// warm pool, cold create, limits within maxima, re-adoption after a restart, idle reaper, destroy.
+
+import { afterAll, describe, expect, it } from 'vitest';
+import { codeOf } from '../../contract/sandbox/suite.ts';
+import { dockerFixture, pingOnlyConnect } from './fixtures.ts';
+
+const fx = dockerFixture();
+afterAll(() => fx.sweep());
+
+const state = async (id: string) => (await fx.docker.getContainer(id).inspect()).State;
+
+describe('docker provider lifecycle', () => {
+  it('hands out a warm pooled container in milliseconds and refills the pool', async () => {
+    const provider = fx.provider({ connect: pingOnlyConnect, pool: { size: 1 } });
+    await provider.pool.filled();
+    expect(provider.pool.ready).toBe(1);
+    const t0 = performance.now();
+    const sb = await provider.create({ tenantId: 't', agentId: 'pooled' });
+    const ms = performance.now() - t0;
+    expect(ms).toBeLessThan(300);
+    const info = await fx.docker.getContainer(sb.id).inspect();
+    expect(info.Name).toBe(`/dsht-${fx.runId}-agent-pooled`);
+    expect(info.State.Running).toBe(true);
+    await provider.pool.filled();
+    expect(provider.pool.ready).toBe(1);
+    await provider.close();
+    // close() removes unassigned pool containers but keeps agents' sandboxes running.
+    const left = await fx.docker.listContainers({ all: true, filters: { label: [`dsh.test=${fx.runId}`, 'dsh.pool=1'] } });
+    expect(left.map((c) => c.Names[0])).toEqual([`/dsht-${fx.runId}-agent-pooled`]);
+  });
+
+  it('applies per-agent limits to a pooled container and refuses limits above the maxima', async () => {
+    const provider = fx.provider({ connect: pingOnlyConnect, pool: { size: 1 }, maxima: { memoryBytes: 1024 * 1024 * 1024 } });
+    await provider.pool.filled();
+    const sb = await provider.create({ tenantId: 't', agentId: 'limited', limits: { memoryBytes: 300 * 1024 * 1024, pids: 99 } });
+    const host = (await fx.docker.getContainer(sb.id).inspect()).HostConfig;
+    expect([host.Memory, host.MemorySwap, host.PidsLimit]).toEqual([300 * 1024 * 1024, 300 * 1024 * 1024, 99]);
+    expect(await codeOf(provider.create({ tenantId: 't', agentId: 'greedy', limits: { memoryBytes: 2 * 1024 * 1024 * 1024 } }))).toBe('LIMIT_EXCEEDED');
+    expect(await provider.get('greedy')).toBeUndefined();
+    await provider.close();
+  });
+
+  it('re-adopts agents after a control-plane restart, and destroy removes container and volume', async () => {
+    const first = fx.provider({ connect: pingOnlyConnect });
+    const sb = await first.create({ tenantId: 't', agentId: 'agent/with:odd chars' });
+    await first.close();
+    expect((await state(sb.id)).Running).toBe(true);
+
+    const second = fx.provider({ connect: pingOnlyConnect });
+    expect(await second.adopt()).toEqual(expect.arrayContaining([expect.stringMatching(new RegExp(`^dsht-${fx.runId}-agent-h[0-9a-f]{40}$`))]));
+    const again = await second.get('agent/with:odd chars');
+    expect(again?.id).toBe(sb.id);
+    expect(await second.get('nobody')).toBeUndefined();
+    const volumes = (await fx.docker.getContainer(sb.id).inspect()).Mounts.map((m) => m.Name);
+    await second.destroy('agent/with:odd chars');
+    expect(await second.get('agent/with:odd chars')).toBeUndefined();
+    expect(await codeOf(fx.docker.getContainer(sb.id).inspect())).toBeDefined();
+    const { Volumes } = await fx.docker.listVolumes({ filters: { label: [`dsh.test=${fx.runId}`] } });
+    expect((Volumes ?? []).map((v) => v.Name)).not.toContain(volumes[0]);
+    await second.destroy('agent/with:odd chars'); // idempotent
+    await second.close();
+  });
+
+  it('stops idle sandboxes and restarts them on the next call', async () => {
+    let connects = 0;
+    const provider = fx.provider({
+      idleMs: 500,
+      connect: (o) => {
+        connects++;
+        return { ...pingOnlyConnect(o), jobs: { list: async () => [] } } as never;
+      },
+    });
+    const sb = await provider.create({ tenantId: 't', agentId: 'sleepy' });
+    await expect.poll(async () => (await state(sb.id)).Running, { timeout: 15_000, interval: 250 }).toBe(false);
+    await sb.fs.stat('.').catch(() => {}); // any call revives it (the ping-only session refuses the call itself)
+    expect((await state(sb.id)).Running).toBe(true);
+    expect(connects).toBe(2);
+    await provider.close();
+  });
+});
