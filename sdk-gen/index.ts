@@ -4,5 +4,10 @@ export { generateSdk, SDK_BANNER } from './generate.ts';
 export { bindToolNames, toIdentifier } from './names.ts';
 export { runCodeDescription } from './run-code-description.ts';
 export type {
-  GeneratedSdk, GenerateOptions, JSONSchema, NameBinding, SdkDiagnostic, SdkTool,
+  GeneratedSdk,
+  GenerateOptions,
+  JSONSchema,
+  NameBinding,
+  SdkDiagnostic,
+  SdkTool,
 } from './types.ts';

@@ -10,9 +10,7 @@
 //   such as `not`, `if`, `format`, `minLength`), so the type never rejects a valid value.
 //   Throwing (hostile getters, exhausted stack) is the caller's per-tool fallback.
 import { toPascal } from './names.ts';
-import {
-  intersection, keyword, NEVER, type TsMember, type TsType, union, UNKNOWN,
-} from './ts-type.ts';
+import { intersection, keyword, NEVER, type TsMember, type TsType, UNKNOWN, union } from './ts-type.ts';
 
 export interface NamedType {
   name: string;
@@ -109,7 +107,11 @@ export function convertSchema(schema: unknown, options: ConvertOptions): Convert
       const names = type.filter((name): name is string => typeof name === 'string');
       return names.length === 0 ? UNKNOWN : union(names.map((name) => forType(name, node, depth)));
     }
-    if (['properties', 'additionalProperties', 'patternProperties', 'required'].some((k) => Object.hasOwn(node, k))) {
+    if (
+      ['properties', 'additionalProperties', 'patternProperties', 'required'].some((k) =>
+        Object.hasOwn(node, k),
+      )
+    ) {
       return object(node, depth);
     }
     if (Object.hasOwn(node, 'items') || Object.hasOwn(node, 'prefixItems')) return array(node, depth);
@@ -148,8 +150,12 @@ export function convertSchema(schema: unknown, options: ConvertOptions): Convert
           name,
           type: convert(sub, depth + 1, true),
           optional: !required.has(name),
-          description: isRecord(sub) && typeof own(sub, 'description') === 'string' ? (own(sub, 'description') as string) : undefined,
-          default: isRecord(sub) && Object.hasOwn(sub, 'default') ? { value: own(sub, 'default') } : undefined,
+          description:
+            isRecord(sub) && typeof own(sub, 'description') === 'string'
+              ? (own(sub, 'description') as string)
+              : undefined,
+          default:
+            isRecord(sub) && Object.hasOwn(sub, 'default') ? { value: own(sub, 'default') } : undefined,
         });
       }
     }
@@ -162,7 +168,8 @@ export function convertSchema(schema: unknown, options: ConvertOptions): Convert
     const additional = own(node, 'additionalProperties');
     if (additional === true || isRecord(additional)) indexParts.push(convert(additional, depth + 1, true));
     const patterns = own(node, 'patternProperties');
-    if (isRecord(patterns)) for (const key of Object.keys(patterns)) indexParts.push(convert(patterns[key], depth + 1, true));
+    if (isRecord(patterns))
+      for (const key of Object.keys(patterns)) indexParts.push(convert(patterns[key], depth + 1, true));
     if (additional === undefined && !isRecord(properties) && !isRecord(patterns)) indexParts.push(UNKNOWN);
     let index: TsType | undefined = indexParts.length > 0 ? union(indexParts) : undefined;
     if (index !== undefined && index.kind === 'keyword' && index.name === 'never') index = undefined;
@@ -191,26 +198,36 @@ export function convertSchema(schema: unknown, options: ConvertOptions): Convert
     }
     const elements = tuple.map((item) => convert(item, depth + 1, true));
     const minItems = own(node, 'minItems');
-    const required = typeof minItems === 'number' && minItems > 0 ? Math.min(elements.length, Math.floor(minItems)) : 0;
+    const required =
+      typeof minItems === 'number' && minItems > 0 ? Math.min(elements.length, Math.floor(minItems)) : 0;
     // No rest keyword: closed. JSON Schema would allow extra items, but no tool means that.
     let restType = rest === undefined || rest === false ? undefined : convert(rest, depth + 1, true);
-    if (restType !== undefined && restType.kind === 'keyword' && restType.name === 'never') restType = undefined;
+    if (restType !== undefined && restType.kind === 'keyword' && restType.name === 'never')
+      restType = undefined;
     return { kind: 'tuple', elements, required, rest: restType };
   };
 
   const literal = (value: unknown, depth: number): TsType => {
     if (depth > options.maxDepth) return UNKNOWN;
     if (value === null) return keyword('null');
-    if (typeof value === 'string' || typeof value === 'boolean') return { kind: 'literal', text: JSON.stringify(value) };
-    if (typeof value === 'number') return Number.isFinite(value) ? { kind: 'literal', text: String(value) } : keyword('number');
+    if (typeof value === 'string' || typeof value === 'boolean')
+      return { kind: 'literal', text: JSON.stringify(value) };
+    if (typeof value === 'number')
+      return Number.isFinite(value) ? { kind: 'literal', text: String(value) } : keyword('number');
     if (Array.isArray(value)) {
       const elements = value.map((item) => literal(item, depth + 1));
       return { kind: 'tuple', elements, required: elements.length, rest: undefined };
     }
     if (isRecord(value)) {
-      const members = Object.keys(value).map((name): TsMember => ({
-        name, type: literal(value[name], depth + 1), optional: false, description: undefined, default: undefined,
-      }));
+      const members = Object.keys(value).map(
+        (name): TsMember => ({
+          name,
+          type: literal(value[name], depth + 1),
+          optional: false,
+          description: undefined,
+          default: undefined,
+        }),
+      );
       return { kind: 'object', members, index: undefined };
     }
     return UNKNOWN;
@@ -225,7 +242,11 @@ export function convertSchema(schema: unknown, options: ConvertOptions): Convert
   for (const [pointer, target] of targets) {
     if (pointer === '#') continue;
     const description = isRecord(target.schema) ? own(target.schema, 'description') : undefined;
-    named.push({ name: target.name, type: target.type, description: typeof description === 'string' ? description : undefined });
+    named.push({
+      name: target.name,
+      type: target.type,
+      description: typeof description === 'string' ? description : undefined,
+    });
   }
   return { root: rootTarget.type, named };
 }
@@ -241,7 +262,9 @@ function own(node: Record<string, unknown>, key: string): unknown {
 /** JSON Pointer segments of a URI fragment, or undefined when it is malformed. */
 function decodePointer(path: string): string[] | undefined {
   try {
-    return path.split('/').map((segment) => decodeURIComponent(segment).replace(/~1/g, '/').replace(/~0/g, '~'));
+    return path
+      .split('/')
+      .map((segment) => decodeURIComponent(segment).replace(/~1/g, '/').replace(/~0/g, '~'));
   } catch {
     return undefined;
   }

@@ -92,7 +92,9 @@ export function printType(type: TsType, indent: string): string {
       return type.members.map((member) => printType(member, indent)).join(' | ');
     case 'intersection':
       return type.members
-        .map((member) => (member.kind === 'union' ? `(${printType(member, indent)})` : printType(member, indent)))
+        .map((member) =>
+          member.kind === 'union' ? `(${printType(member, indent)})` : printType(member, indent),
+        )
         .join(' & ');
   }
 }

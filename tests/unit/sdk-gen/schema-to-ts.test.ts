@@ -9,7 +9,12 @@ function typeOf(schema: unknown, maxDepth = 8): string {
 }
 
 function namedOf(schema: unknown): Record<string, string> {
-  const result = convertSchema(schema, { rootName: 'Root', prefix: 'T', maxDepth: 8, allocate: (base) => base });
+  const result = convertSchema(schema, {
+    rootName: 'Root',
+    prefix: 'T',
+    maxDepth: 8,
+    allocate: (base) => base,
+  });
   return Object.fromEntries(result.named.map((named) => [named.name, printType(named.type, '')]));
 }
 
@@ -41,7 +46,9 @@ describe('convertSchema', () => {
 
   it('maps type arrays and OpenAPI nullable to unions', () => {
     expect(typeOf({ type: ['string', 'null'] })).toBe('string | null');
-    expect(typeOf({ type: ['object', 'null'], properties: { a: { type: 'string' } } })).toBe('{\n  a?: string;\n} | null');
+    expect(typeOf({ type: ['object', 'null'], properties: { a: { type: 'string' } } })).toBe(
+      '{\n  a?: string;\n} | null',
+    );
     expect(typeOf({ type: 'string', nullable: true })).toBe('string | null');
   });
 
@@ -49,7 +56,9 @@ describe('convertSchema', () => {
     expect(typeOf({ type: 'array', items: { type: 'string' } })).toBe('string[]');
     expect(typeOf({ type: 'array' })).toBe('unknown[]');
     expect(typeOf({ type: 'array', items: { type: ['string', 'number'] } })).toBe('(string | number)[]');
-    expect(typeOf({ type: 'array', items: { type: 'array', items: { type: 'integer' } } })).toBe('number[][]');
+    expect(typeOf({ type: 'array', items: { type: 'array', items: { type: 'integer' } } })).toBe(
+      'number[][]',
+    );
   });
 
   it('maps tuples: prefixItems and draft-07 items arrays, minItems, rest items', () => {
@@ -61,7 +70,9 @@ describe('convertSchema', () => {
     expect(typeOf({ type: 'array', prefixItems: pair, minItems: 2, items: { type: 'boolean' } })).toBe(
       '[number, string, ...boolean[]]',
     );
-    expect(typeOf({ type: 'array', items: pair, minItems: 2, additionalItems: true })).toBe('[number, string, ...unknown[]]');
+    expect(typeOf({ type: 'array', items: pair, minItems: 2, additionalItems: true })).toBe(
+      '[number, string, ...unknown[]]',
+    );
     expect(typeOf({ type: 'array', prefixItems: pair, minItems: 2, items: false })).toBe('[number, string]');
     expect(typeOf({ type: 'array', prefixItems: [{ type: ['string', 'null'] }] })).toBe('[(string | null)?]');
   });
@@ -94,11 +105,15 @@ describe('convertSchema', () => {
   it('maps additionalProperties: absent or false closed, true or a schema an index signature', () => {
     const props = { a: { type: 'string' } };
     expect(typeOf({ type: 'object', properties: props })).toBe('{\n  a?: string;\n}');
-    expect(typeOf({ type: 'object', properties: props, additionalProperties: false })).toBe('{\n  a?: string;\n}');
+    expect(typeOf({ type: 'object', properties: props, additionalProperties: false })).toBe(
+      '{\n  a?: string;\n}',
+    );
     expect(typeOf({ type: 'object', properties: props, additionalProperties: true })).toBe(
       '{\n  a?: string;\n  [key: string]: unknown;\n}',
     );
-    expect(typeOf({ type: 'object', additionalProperties: { type: 'number' } })).toBe('{\n  [key: string]: number;\n}');
+    expect(typeOf({ type: 'object', additionalProperties: { type: 'number' } })).toBe(
+      '{\n  [key: string]: number;\n}',
+    );
     expect(typeOf({ type: 'object' })).toBe('{\n  [key: string]: unknown;\n}');
     expect(typeOf({ type: 'object', properties: {} })).toBe('{}');
     expect(typeOf({ type: 'object', patternProperties: { '^x-': { type: 'string' } } })).toBe(
@@ -113,7 +128,9 @@ describe('convertSchema', () => {
       required: ['b'],
       additionalProperties: { type: 'number' },
     };
-    expect(typeOf(schema)).toBe('{\n  a?: string;\n  b: boolean;\n  [key: string]: number | string | boolean | undefined;\n}');
+    expect(typeOf(schema)).toBe(
+      '{\n  a?: string;\n  b: boolean;\n  [key: string]: number | string | boolean | undefined;\n}',
+    );
   });
 
   it('infers object and array from their keywords when type is absent', () => {
@@ -137,14 +154,18 @@ describe('convertSchema', () => {
   });
 
   it('ignores format, narrowing-only and unknown keywords', () => {
-    expect(typeOf({ type: 'string', format: 'date-time', minLength: 1, 'x-vendor': 1, not: { const: '' } })).toBe(
-      'string',
-    );
-    expect(typeOf({ type: 'string', if: { const: 'a' }, then: false })).toBe('string');
+    expect(
+      typeOf({ type: 'string', format: 'date-time', minLength: 1, 'x-vendor': 1, not: { const: '' } }),
+    ).toBe('string');
+    // Built with JSON.parse: a literal `then` key makes an object look like a promise.
+    expect(typeOf(JSON.parse('{"type":"string","if":{"const":"a"},"then":false}'))).toBe('string');
   });
 
   it('caps nesting depth: deeper subschemas become unknown', () => {
-    const nested = { type: 'array', items: { type: 'array', items: { type: 'array', items: { type: 'string' } } } };
+    const nested = {
+      type: 'array',
+      items: { type: 'array', items: { type: 'array', items: { type: 'string' } } },
+    };
     expect(typeOf(nested, 3)).toBe('string[][][]');
     expect(typeOf(nested, 2)).toBe('unknown[][][]');
     expect(typeOf(nested, 0)).toBe('unknown[]');
@@ -153,7 +174,11 @@ describe('convertSchema', () => {
   it('turns local $refs into named types, once each, with cycles by name', () => {
     const schema = {
       type: 'object',
-      properties: { a: { $ref: '#/$defs/Node' }, b: { $ref: '#/definitions/Leaf' }, c: { $ref: '#/$defs/Node' } },
+      properties: {
+        a: { $ref: '#/$defs/Node' },
+        b: { $ref: '#/definitions/Leaf' },
+        c: { $ref: '#/$defs/Node' },
+      },
       $defs: { Node: { type: 'object', properties: { next: { $ref: '#/$defs/Node' } } } },
       definitions: { Leaf: { type: 'string' } },
     };
@@ -162,7 +187,10 @@ describe('convertSchema', () => {
   });
 
   it('never lets a named type contain itself outside a property or element', () => {
-    const schema = { $ref: '#/$defs/A', $defs: { A: { anyOf: [{ $ref: '#/$defs/A' }, { type: 'string' }] } } };
+    const schema = {
+      $ref: '#/$defs/A',
+      $defs: { A: { anyOf: [{ $ref: '#/$defs/A' }, { type: 'string' }] } },
+    };
     expect(typeOf(schema)).toBe('TA');
     expect(namedOf(schema)).toEqual({ TA: 'unknown' });
     expect(typeOf({ anyOf: [{ $ref: '#' }, { type: 'string' }] })).toBe('unknown');
@@ -170,7 +198,13 @@ describe('convertSchema', () => {
   });
 
   it('never follows non-local references', () => {
-    for (const ref of ['file:///etc/passwd', 'https://example.com/s.json', 'other.json#/$defs/A', '#/properties/a', '#x']) {
+    for (const ref of [
+      'file:///etc/passwd',
+      'https://example.com/s.json',
+      'other.json#/$defs/A',
+      '#/properties/a',
+      '#x',
+    ]) {
       expect(typeOf({ $ref: ref, $defs: { A: { type: 'string' } } })).toBe('unknown');
     }
     expect(typeOf({ $ref: '#/$defs/Missing' })).toBe('unknown');
@@ -183,7 +217,11 @@ describe('convertSchema', () => {
   });
 
   it('reads only own properties (a schema cannot smuggle in Object.prototype)', () => {
-    const schema = { type: 'object', properties: { constructor: { type: 'string' } }, required: ['constructor'] };
+    const schema = {
+      type: 'object',
+      properties: { constructor: { type: 'string' } },
+      required: ['constructor'],
+    };
     expect(typeOf(schema)).toBe('{\n  constructor: string;\n}');
     expect(typeOf({ $ref: '#/$defs/constructor', $defs: {} })).toBe('unknown');
   });
