@@ -1,0 +1,77 @@
+// rulesPolicy: an ordered list of { tool glob, optional argument conditions, decision } installed
+// as a tools/pre-execute listener. The first rule whose glob and every condition match decides;
+// when none matches, the earlier decision stands. Conditions test the argument at a dotted path
+// (`a.b.0`) against a regular expression; a missing or non-scalar argument never matches.
+import * as v from 'valibot';
+import { SandboxError } from '../host/errors.ts';
+import type { Decision, PreExecuteListener } from '../host/tools/index.ts';
+import { globToRegExp } from './glob.ts';
+import { type Policy, parseConfig } from './types.ts';
+
+const Rule = v.strictObject({
+  tool: v.pipe(v.string(), v.minLength(1)),
+  when: v.optional(v.record(v.pipe(v.string(), v.minLength(1)), v.string())),
+  decision: v.picklist(['allow', 'deny', 'ask']),
+  /** What the model (deny) or the approver (ask) reads. */
+  reason: v.optional(v.string()),
+});
+
+const Config = v.strictObject({ rules: v.array(Rule) });
+
+export type RulesPolicyConfig = v.InferInput<typeof Config>;
+
+interface CompiledRule {
+  tool: RegExp;
+  when: [path: string[], pattern: RegExp][];
+  decision: Decision;
+}
+
+const valueAt = (args: unknown, path: readonly string[]): unknown => {
+  let value = args;
+  for (const key of path) {
+    if (typeof value !== 'object' || value === null || !Object.hasOwn(value, key)) return undefined;
+    value = (value as Record<string, unknown>)[key];
+  }
+  return value;
+};
+
+const matches = (rule: CompiledRule, name: string, args: unknown): boolean => {
+  if (!rule.tool.test(name)) return false;
+  for (const [path, pattern] of rule.when) {
+    const value = valueAt(args, path);
+    if (!(typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean')) return false;
+    if (!pattern.test(String(value))) return false;
+  }
+  return true;
+};
+
+const compile = (rule: v.InferOutput<typeof Rule>, index: number): CompiledRule => {
+  const when = Object.entries(rule.when ?? {}).map(([path, source]): [string[], RegExp] => {
+    try {
+      return [path.split('.'), new RegExp(source)];
+    } catch (error) {
+      throw new SandboxError('CONFIG_INVALID', `Invalid rules policy config: rules.${index}.when.${path} is not a valid regular expression (${(error as Error).message}).`);
+    }
+  });
+  const decision: Decision = rule.decision === 'allow'
+    ? { kind: 'allow' }
+    : rule.decision === 'deny'
+      ? { kind: 'deny', reason: rule.reason ?? `Policy rule ${index + 1} denies this call to a tool matching "${rule.tool}".` }
+      : { kind: 'ask', reason: rule.reason ?? `Policy rule ${index + 1} requires approval for tools matching "${rule.tool}".` };
+  return { tool: globToRegExp(rule.tool), when, decision };
+};
+
+export const rulesListener = (rules: readonly CompiledRule[]): PreExecuteListener => (call) => {
+  for (const rule of rules) if (matches(rule, call.name, call.arguments)) return rule.decision;
+  return undefined;
+};
+
+export const rulesPolicy = (config: RulesPolicyConfig): Policy => {
+  const parsed = parseConfig('rules', Config, config);
+  const compiled = parsed.rules.map(compile);
+  return {
+    name: 'rules',
+    config: JSON.parse(JSON.stringify(parsed)),
+    install: (scope) => scope.on('tools/pre-execute', rulesListener(compiled)),
+  };
+};
