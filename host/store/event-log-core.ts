@@ -35,6 +35,12 @@ export interface EventLogOptions {
   now?: () => number;
   /** Told about background write failures (the rows stay queued and are retried). */
   onError?: (error: unknown) => void;
+  /**
+   * How long appends may wait to be written together. 0 (the default) writes at the next
+   * setImmediate; a few ms coalesces calls that arrive in different ticks into one transaction.
+   * flush() and close() always write at once.
+   */
+  batchWindowMs?: number;
 }
 
 export interface ClosableEventLog extends EventLog {
@@ -86,6 +92,7 @@ const serialize = (input: SessionEventInput): string => {
 
 export const createEventLog = (backend: EventBackend, options: EventLogOptions = {}): ClosableEventLog => {
   const now = options.now ?? Date.now;
+  const batchWindowMs = options.batchWindowMs ?? 0;
   const lastSeq = new Map<string, number>();
   const listeners = new Map<string, Set<(event: SessionEvent) => void>>();
   let queue: EventRow[] = [];
@@ -143,6 +150,7 @@ export const createEventLog = (backend: EventBackend, options: EventLogOptions =
       }
     };
     if (failures > 0) later(run, 50);
+    else if (batchWindowMs > 0) later(run, batchWindowMs);
     else {
       const handle = setImmediate(run);
       scheduled = () => clearImmediate(handle);

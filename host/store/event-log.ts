@@ -3,8 +3,9 @@
 // (and its last_seq is raised) before its events are inserted; a session's last seq is loaded
 // once from max(sessions.last_seq, max(events.seq)), so a reopened log continues without gaps.
 // Sessions have one writing process by design; if a second one wrote the session meanwhile, the
-// batch is renumbered after the stored rows inside the transaction, so stored seqs stay unique and
-// gap-free (readers and subscribers see the stored seq; append's return value was a guess).
+// insert hits the primary key and the batch is retried once, renumbered after the stored rows, so
+// stored seqs stay unique and gap-free (readers and subscribers see the stored seq; append's
+// return value was a guess). The common path reads nothing: a read costs as much as two inserts.
 import { type Database, guarded, immediate } from './db.ts';
 import {
   type ClosableEventLog,
@@ -45,43 +46,53 @@ export const createLibsqlEventBackend = (db: Database): EventBackend => {
      WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
   );
 
+  /** One transaction; `renumber` checks each session's stored last seq first (the rare retry path). */
+  const writeBatch = (rows: EventRow[], renumber: boolean) =>
+    immediate(db, () => {
+      const bySession = new Map<string, EventRow[]>();
+      for (const row of rows) {
+        const group = bySession.get(row.sessionId);
+        if (group === undefined) bySession.set(row.sessionId, [row]);
+        else group.push(row);
+      }
+      for (const [sessionId, group] of bySession) {
+        if (renumber) {
+          const stored = (storedSeq.all(sessionId)[0] as { last_seq: number } | undefined)?.last_seq ?? 0;
+          if (stored >= group[0]!.seq) {
+            group.forEach((row, i) => {
+              row.seq = stored + 1 + i;
+            });
+          }
+        }
+        upsertSession.run(sessionId, group[0]!.at, group.at(-1)!.seq);
+      }
+      for (const r of rows) {
+        insert.run(
+          r.sessionId,
+          r.seq,
+          r.type,
+          r.surface,
+          r.callId ?? null,
+          r.parentCallId ?? null,
+          r.data,
+          r.at,
+        );
+      }
+    });
+
   return {
     lastSeq: (sessionId) =>
       guarded('read last event seq', () => (lastSeq.all(sessionId)[0] as { seq: number }).seq),
 
     write: (rows) =>
-      guarded('write events', () =>
-        immediate(db, () => {
-          const bySession = new Map<string, EventRow[]>();
-          for (const row of rows) {
-            const group = bySession.get(row.sessionId);
-            if (group === undefined) bySession.set(row.sessionId, [row]);
-            else group.push(row);
-          }
-          for (const [sessionId, group] of bySession) {
-            // Another process wrote this session since we loaded its seq: renumber after its rows.
-            const stored = (storedSeq.all(sessionId)[0] as { last_seq: number } | undefined)?.last_seq ?? 0;
-            if (stored >= group[0]!.seq) {
-              group.forEach((row, i) => {
-                row.seq = stored + 1 + i;
-              });
-            }
-            upsertSession.run(sessionId, group[0]!.at, group.at(-1)!.seq);
-          }
-          for (const r of rows) {
-            insert.run(
-              r.sessionId,
-              r.seq,
-              r.type,
-              r.surface,
-              r.callId ?? null,
-              r.parentCallId ?? null,
-              r.data,
-              r.at,
-            );
-          }
-        }),
-      ),
+      guarded('write events', () => {
+        try {
+          writeBatch(rows, false);
+        } catch (error) {
+          if ((error as { code?: unknown }).code !== 'SQLITE_CONSTRAINT_PRIMARYKEY') throw error;
+          writeBatch(rows, true);
+        }
+      }),
 
     read: (sessionId, afterSeq, limit) =>
       guarded('read events', () =>

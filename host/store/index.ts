@@ -22,6 +22,12 @@ export interface OpenStoreOptions {
   now?: () => number;
   /** Told about background event-write failures (the events stay queued and are retried). */
   onError?: EventLogOptions['onError'];
+  /**
+   * How long appended events may wait to share one transaction. Default 2 ms: measured on this
+   * machine it cuts durable logging from ~200 to ~40-70 µs per tool call when calls arrive in
+   * different ticks (bench/store-log.ts); readers see queued events at once either way.
+   */
+  eventBatchWindowMs?: number;
 }
 
 export interface Store {
@@ -43,7 +49,11 @@ export const openStore = (options: OpenStoreOptions): Store => {
   try {
     migrate(db);
     const now = options.now ?? Date.now;
-    const events = createLibsqlEventLog(db, { now, onError: options.onError });
+    const events = createLibsqlEventLog(db, {
+      now,
+      onError: options.onError,
+      batchWindowMs: options.eventBatchWindowMs ?? 2,
+    });
     const requests = createLibsqlRequestStore(db, { events, now });
     let closed = false;
     return {

@@ -21,8 +21,8 @@ const tick = () => new Promise((resolve) => setImmediate(resolve));
 export const runEventLogContract = (harness: Harness<EventLogInstance>) => {
   describe(`EventLog contract (${harness.name})`, () => {
     let instance: EventLogInstance;
-    const open = () => {
-      instance = harness.open();
+    const open = (options?: { batchWindowMs?: number }) => {
+      instance = harness.open(options);
       return instance;
     };
     afterEach(() => instance?.cleanup());
@@ -135,6 +135,19 @@ export const runEventLogContract = (harness: Harness<EventLogInstance>) => {
       await tick();
       await tick();
       expect(got).toMatchObject([{ seq: 1, type: 'tool.call', data: { n: 1 } }]);
+    });
+
+    it('with a batch window, delivers appends after the window while readers see them at once', async () => {
+      const { log } = open({ batchWindowMs: 5 });
+      const got: number[] = [];
+      log.subscribe('s', (e) => got.push(e.seq));
+      log.append([ev('s')]);
+      await tick();
+      log.append([ev('s')]);
+      expect(seqs(log.list('s'))).toEqual([1, 2]); // readers never wait for the window
+      expect(got).toEqual([]);
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      expect(got).toEqual([1, 2]);
     });
 
     it('keeps notifying other subscribers when one throws', async () => {
