@@ -40,7 +40,7 @@ describe('CIS 5.x container runtime checks on an agent sandbox', () => {
   });
   it('5.10/5.30: network none', () => {
     expect(host.NetworkMode).toBe('none');
-    expect(info.Config.NetworkDisabled).toBe(true);
+    expect((info.Config as { NetworkDisabled?: boolean }).NetworkDisabled).toBe(true);
     expect(Object.keys(info.NetworkSettings.Networks ?? {}).filter((n) => n !== 'none')).toEqual([]);
   });
   it('5.11/5.12/5.29: memory (swap equal), CPU and pids limits as asked', () => {
