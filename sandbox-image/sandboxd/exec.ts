@@ -1,0 +1,112 @@
+// exec for sandboxd: `bash -c command` in a process group of its own, output streamed as it comes.
+// Invariants: the call never outlives its process group: on exit, timeout or cancel the whole group
+// gets SIGKILL (a `cmd &` left behind is killed; background work belongs in jobs); at most
+// maxOutputBytes per stream is sent, the rest is drained and dropped (truncated: true); when the host
+// is slow to read (send() returns false) the child's pipes are paused until the writer drains.
+
+import { spawn } from 'node:child_process';
+import { promises as fsp } from 'node:fs';
+import { SandboxError } from '../../host/errors.ts';
+import { type Args, env, killGroup, optInt, optStr, str } from './util.ts';
+import type { Workspace } from './workspace.ts';
+
+export interface ExecIo {
+  /** Send one chunk of output; false means "wait for drain". */
+  send(stream: 'stdout' | 'stderr', data: Buffer): boolean;
+  onDrain(fn: () => void): void;
+}
+
+const MAX_TIMEOUT_MS = 24 * 60 * 60 * 1000;
+const CLOSE_GRACE_MS = 200;
+
+/** Environment for children: ours, minus sandboxd's own settings. */
+export const childEnv = (extra: Record<string, string>): NodeJS.ProcessEnv => {
+  const base: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('SANDBOXD_')) base[k] = v;
+  return { ...base, ...extra };
+};
+
+/** Confined, existing working directory (real path). */
+export const workdir = async (ws: Workspace, cwdArg: string | undefined): Promise<{ abs: string; real: string }> => {
+  const abs = ws.resolve(cwdArg ?? '.');
+  const real = await ws.real(abs, true);
+  const st = await fsp.stat(real).catch(() => undefined);
+  if (!st) throw new SandboxError('FILE_NOT_FOUND', `Working directory does not exist: ${abs}`, { data: { path: abs } });
+  if (!st.isDirectory()) throw new SandboxError('NOT_A_DIRECTORY', `Working directory is not a directory: ${abs}`, { data: { path: abs } });
+  return { abs, real };
+};
+
+export const runExec = async (ws: Workspace, args: Args, io: ExecIo, signal: AbortSignal) => {
+  const command = str(args, 'command');
+  const timeoutMs = optInt(args, 'timeoutMs', 120_000, MAX_TIMEOUT_MS);
+  const maxOutputBytes = optInt(args, 'maxOutputBytes', 1024 * 1024);
+  const stdin = optStr(args, 'stdin');
+  const { real } = await workdir(ws, optStr(args, 'cwd'));
+  const started = Date.now();
+  const child = spawn('bash', ['-c', command], { cwd: real, env: childEnv(env(args, 'env')), detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+  const pid = child.pid;
+  const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
+  let timedOut = false;
+  let truncated = false;
+  const sent = { stdout: 0, stderr: 0 };
+
+  const pump = (stream: 'stdout' | 'stderr') => (chunk: Buffer) => {
+    const room = maxOutputBytes - sent[stream];
+    if (room <= 0) {
+      truncated = true;
+      return;
+    }
+    const part = chunk.length > room ? chunk.subarray(0, room) : chunk;
+    if (part !== chunk) truncated = true;
+    sent[stream] += part.length;
+    if (!io.send(stream, part)) {
+      child.stdout?.pause();
+      child.stderr?.pause();
+      io.onDrain(() => {
+        child.stdout?.resume();
+        child.stderr?.resume();
+      });
+    }
+  };
+  child.stdout?.on('data', pump('stdout'));
+  child.stderr?.on('data', pump('stderr'));
+  child.stdin?.on('error', () => {}); // EPIPE when the command ignores its stdin
+  if (stdin !== undefined) child.stdin?.end(stdin);
+  else child.stdin?.end();
+
+  const timer = setTimeout(() => {
+    timedOut = true;
+    killGroup(pid, 'SIGKILL');
+  }, timeoutMs);
+  const onAbort = (): void => killGroup(pid, 'SIGKILL');
+  signal.addEventListener('abort', onAbort, { once: true });
+
+  try {
+    const [code, sig] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve, reject) => {
+      child.once('error', reject);
+      child.once('exit', (c, s) => resolve([c, s]));
+    });
+    // Whatever the command left running in its group goes too, so the pipes can close.
+    killGroup(pid, 'SIGKILL');
+    let grace: NodeJS.Timeout | undefined;
+    await Promise.race([
+      closed,
+      new Promise<void>((resolve) => {
+        // A grandchild that left the group (setsid, nohup) may still hold the pipes open.
+        grace = setTimeout(() => {
+          child.stdout?.destroy();
+          child.stderr?.destroy();
+          resolve();
+        }, CLOSE_GRACE_MS);
+      }),
+    ]);
+    clearTimeout(grace);
+    const killed = timedOut || signal.aborted;
+    return { exitCode: killed || sig !== null ? null : code, timedOut, truncated, durationMs: Date.now() - started };
+  } catch (e) {
+    throw new SandboxError('TOOL_FAILED', `Could not start bash: ${(e as Error).message}`, { cause: e });
+  } finally {
+    clearTimeout(timer);
+    signal.removeEventListener('abort', onAbort);
+  }
+};

@@ -1,0 +1,200 @@
+// Background jobs for sandboxd. Each job is `bash -c command` in a session (and process group) of its
+// own, its stdout and stderr appended to one file in the state directory, described by job.json and,
+// once it ends, exit.json. The records live on disk so that a new host connection (after a
+// control-plane restart) lists every job with its complete output; the state directory defaults to
+// /tmp/sandboxd, which lasts exactly as long as the container (and so as the jobs' processes).
+// Invariants: a job's output file only grows; exit.json is written once (atomically) and makes the
+// status final; status is `killed` when the job died from a signal or after a kill request.
+
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { closeSync, openSync, promises as fsp } from 'node:fs';
+import { posix } from 'node:path';
+import { SandboxError } from '../../host/errors.ts';
+import { childEnv, workdir } from './exec.ts';
+import { type Args, env, killGroup, optInt, sleep, str } from './util.ts';
+import type { Workspace } from './workspace.ts';
+
+interface JobRecord {
+  id: string;
+  command: string;
+  cwd: string;
+  pid: number;
+  startedAt: number;
+  killRequested?: boolean;
+}
+interface ExitRecord {
+  exitCode: number | null;
+  signal: string | null;
+  endedAt: number;
+}
+
+const SIGNALS = ['SIGTERM', 'SIGKILL', 'SIGINT'] as const;
+const MAX_OUTPUT_BYTES = 8 * 1024 * 1024;
+
+const writeJson = async (file: string, value: unknown): Promise<void> => {
+  const tmp = `${file}.${randomBytes(4).toString('hex')}.tmp`;
+  await fsp.writeFile(tmp, JSON.stringify(value));
+  await fsp.rename(tmp, file);
+};
+const readJson = async <T>(file: string): Promise<T | undefined> => {
+  try {
+    return JSON.parse(await fsp.readFile(file, 'utf8')) as T;
+  } catch {
+    return undefined;
+  }
+};
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+};
+
+/** Longest prefix of `buf` that does not end inside a UTF-8 character. */
+const utf8Prefix = (buf: Buffer): Buffer => {
+  let i = buf.length;
+  let back = 0;
+  while (i > 0 && back < 4 && ((buf[i - 1] as number) & 0xc0) === 0x80) {
+    i--;
+    back++;
+  }
+  if (i === 0) return buf;
+  const lead = buf[i - 1] as number;
+  const need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+  return need > back + 1 ? buf.subarray(0, i - 1) : buf;
+};
+
+export const createJobs = async (ws: Workspace, stateDir: string) => {
+  const dir = posix.join(stateDir, 'jobs');
+  await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
+  const children = new Map<string, { child: ChildProcess; exited: Promise<void> }>();
+  const paths = (id: string) => ({ job: posix.join(dir, id, 'job.json'), exit: posix.join(dir, id, 'exit.json'), out: posix.join(dir, id, 'output') });
+
+  const load = async (id: string): Promise<{ rec: JobRecord; exit: ExitRecord | undefined }> => {
+    const rec = /^[a-z0-9]{1,32}$/.test(id) ? await readJson<JobRecord>(paths(id).job) : undefined;
+    if (!rec) throw new SandboxError('JOB_NOT_FOUND', `No job with id ${JSON.stringify(id)}; list jobs to see their ids.`, { data: { id } });
+    let exit = await readJson<ExitRecord>(paths(id).exit);
+    if (!exit && !children.has(id) && !alive(rec.pid)) {
+      // Started by an earlier sandboxd that could not see it end: the exit status is lost.
+      exit = { exitCode: null, signal: null, endedAt: Date.now() };
+      await writeJson(paths(id).exit, exit);
+    }
+    return { rec, exit };
+  };
+  const info = ({ rec, exit }: { rec: JobRecord; exit: ExitRecord | undefined }) => ({
+    id: rec.id,
+    command: rec.command,
+    cwd: rec.cwd,
+    status: !exit ? ('running' as const) : exit.signal !== null || rec.killRequested ? ('killed' as const) : ('exited' as const),
+    exitCode: exit ? exit.exitCode : null,
+    startedAt: rec.startedAt,
+    endedAt: exit ? exit.endedAt : null,
+  });
+  const waitForEnd = async (id: string, rec: JobRecord, ms: number, signal?: AbortSignal): Promise<void> => {
+    const tracked = children.get(id);
+    const ac = new AbortController();
+    const stop = (): void => ac.abort();
+    signal?.addEventListener('abort', stop, { once: true });
+    if (tracked) await Promise.race([tracked.exited, sleep(ms, ac.signal)]);
+    else for (const end = Date.now() + ms; Date.now() < end && alive(rec.pid) && !ac.signal.aborted; ) await sleep(100, ac.signal);
+    ac.abort();
+    signal?.removeEventListener('abort', stop);
+  };
+
+  return {
+    async jobStart(args: Args) {
+      const command = str(args, 'command');
+      const { abs, real } = await workdir(ws, args.cwd === undefined ? undefined : str(args, 'cwd'));
+      const id = randomBytes(5).toString('hex');
+      const p = paths(id);
+      await fsp.mkdir(posix.dirname(p.job), { mode: 0o700 });
+      const fd = openSync(p.out, 'a', 0o600);
+      let child: ChildProcess;
+      try {
+        child = spawn('bash', ['-c', command], { cwd: real, env: childEnv(env(args, 'env')), detached: true, stdio: ['ignore', fd, fd] });
+      } finally {
+        closeSync(fd);
+      }
+      const pid = child.pid;
+      if (pid === undefined) throw new SandboxError('TOOL_FAILED', 'Could not start bash for the job.');
+      const rec: JobRecord = { id, command, cwd: abs, pid, startedAt: Date.now() };
+      await writeJson(p.job, rec);
+      const exited = new Promise<void>((resolve) =>
+        child.once('exit', (code, sig) => {
+          writeJson(p.exit, { exitCode: sig ? null : code, signal: sig, endedAt: Date.now() })
+            .catch(() => {})
+            .finally(() => {
+              children.delete(id);
+              resolve();
+            });
+        }),
+      );
+      child.on('error', () => {});
+      children.set(id, { child, exited });
+      return info({ rec, exit: undefined });
+    },
+
+    async jobList() {
+      const ids = await fsp.readdir(dir).catch(() => [] as string[]);
+      const jobs: Array<ReturnType<typeof info>> = [];
+      for (const id of ids) {
+        try {
+          jobs.push(info(await load(id)));
+        } catch {
+          // not a job's directory (or a half-written one): skip it
+        }
+      }
+      return { jobs: jobs.sort((a, b) => a.startedAt - b.startedAt || (a.id < b.id ? -1 : 1)) };
+    },
+
+    async jobOutput(args: Args, signal: AbortSignal) {
+      const id = str(args, 'id');
+      const offset = optInt(args, 'offset', 0);
+      const waitMs = optInt(args, 'waitMs', 0, 60 * 60 * 1000);
+      const maxBytes = optInt(args, 'maxBytes', 1024 * 1024, MAX_OUTPUT_BYTES);
+      let job = await load(id);
+      if (waitMs > 0 && !job.exit) {
+        await waitForEnd(id, job.rec, waitMs, signal);
+        job = await load(id);
+      }
+      const out = paths(id).out;
+      const size = await fsp.stat(out).then((s) => s.size, () => 0);
+      const want = Math.max(0, Math.min(size - offset, maxBytes));
+      let data: Buffer = Buffer.alloc(0);
+      if (want > 0) {
+        const fh = await fsp.open(out, 'r');
+        try {
+          const buf = Buffer.alloc(want);
+          const { bytesRead } = await fh.read(buf, 0, want, offset);
+          data = buf.subarray(0, bytesRead);
+        } finally {
+          await fh.close();
+        }
+      }
+      const truncated = size - offset > data.length;
+      if (truncated) data = utf8Prefix(data);
+      return { ...info(job), output: data.toString('utf8'), nextOffset: offset + data.length, truncated };
+    },
+
+    async jobKill(args: Args) {
+      const id = str(args, 'id');
+      const sig = (SIGNALS as readonly string[]).includes(String(args.signal)) ? (args.signal as NodeJS.Signals) : 'SIGTERM';
+      const job = await load(id);
+      if (!job.exit) {
+        job.rec.killRequested = true;
+        await writeJson(paths(id).job, job.rec);
+        killGroup(job.rec.pid, sig);
+        await waitForEnd(id, job.rec, 2000);
+      }
+      return info(await load(id));
+    },
+
+    /** Stop every job's process group (tests; a container simply dies with its jobs). */
+    killAll(): void {
+      for (const { child } of children.values()) killGroup(child.pid, 'SIGKILL');
+    },
+  };
+};

@@ -1,0 +1,140 @@
+// sandboxd's session loop: reads frames from the host, dispatches each call to its handler and writes
+// the answer. One session at a time: a `hello` (always preceded by a RESYNC marker) starts a new one,
+// kills the previous session's running execs and cancels its waits, and from then on answers of the
+// old session are dropped, so a re-attached host never sees them under its own request ids.
+// Invariants: nothing a request carries can crash this process (every handler's error becomes an
+// error answer with a stable code); a frame we cannot parse is logged and skipped up to the next
+// RESYNC; an answer too big for a frame becomes a PAYLOAD_TOO_LARGE error.
+
+import type { Readable, Writable } from 'node:stream';
+import { encodeFrame, FrameDecoder, FrameError, type Op, OPS, PROTOCOL_VERSION, RESYNC_MARKER } from '../../host/sandbox/sandboxd/protocol.ts';
+import { runExec } from './exec.ts';
+import { createFsOps } from './fsops.ts';
+import { createJobs } from './jobs.ts';
+import { createSearchOps } from './search.ts';
+import { type Args, wireError } from './util.ts';
+import { openWorkspace } from './workspace.ts';
+
+export interface ServerOptions {
+  input: Readable;
+  output: Writable;
+  root: string;
+  stateDir: string;
+  log: (line: string) => void;
+}
+
+type Handler = (args: Args, ctx: { id: number; signal: AbortSignal; session: number }) => Promise<object>;
+
+export const startServer = async (options: ServerOptions) => {
+  const { input, output, log } = options;
+  const ws = await openWorkspace(options.root);
+  const fsOps = createFsOps(ws);
+  const search = createSearchOps(ws);
+  const jobs = await createJobs(ws, options.stateDir);
+  let session = 0; // 0: no hello yet
+  const inflight = new Map<number, AbortController>();
+  const drainWaiters: Array<() => void> = [];
+
+  const write = (frame: Buffer): boolean => {
+    const ok = output.write(frame);
+    if (!ok) output.once('drain', () => drainWaiters.splice(0).forEach((fn) => fn()));
+    return ok;
+  };
+  const send = (forSession: number, message: object): boolean => {
+    if (forSession !== session) return true; // a previous session's output: nobody is listening for it
+    try {
+      return write(encodeFrame(message));
+    } catch (e) {
+      if (!(e instanceof FrameError) || !('id' in message)) throw e;
+      const error = { code: 'PAYLOAD_TOO_LARGE', message: `The answer is too large for one frame (${e.message}); ask for less (a smaller limit or length).` };
+      return write(encodeFrame({ t: 'res', id: (message as { id: number }).id, ok: false, error }));
+    }
+  };
+
+  const handlers: Record<Op, Handler> = {
+    ping: async () => ({}),
+    readFile: fsOps.readFile,
+    writeFile: fsOps.writeFile,
+    stat: fsOps.stat,
+    list: fsOps.list,
+    mkdir: fsOps.mkdir,
+    remove: fsOps.remove,
+    rename: fsOps.rename,
+    glob: search.glob,
+    grep: (args, ctx) => search.grep(args, ctx.signal),
+    exec: (args, ctx) =>
+      runExec(
+        ws,
+        args,
+        {
+          send: (stream, data) => send(ctx.session, { t: 'out', id: ctx.id, stream, data: data.toString('base64') }),
+          onDrain: (fn) => drainWaiters.push(fn),
+        },
+        ctx.signal,
+      ),
+    jobStart: jobs.jobStart,
+    jobList: jobs.jobList,
+    jobOutput: (args, ctx) => jobs.jobOutput(args, ctx.signal),
+    jobKill: jobs.jobKill,
+  };
+
+  const onRequest = async (id: number, op: Op, args: Args): Promise<void> => {
+    const mine = session;
+    const ac = new AbortController();
+    inflight.set(id, ac);
+    try {
+      const value = await handlers[op](args, { id, signal: ac.signal, session: mine });
+      send(mine, { t: 'res', id, ok: true, value });
+    } catch (e) {
+      send(mine, { t: 'res', id, ok: false, error: wireError(e) });
+    } finally {
+      if (inflight.get(id) === ac) inflight.delete(id);
+    }
+  };
+
+  const onMessage = (m: Record<string, unknown>): void => {
+    if (m.t === 'hello') {
+      for (const ac of inflight.values()) ac.abort();
+      inflight.clear();
+      drainWaiters.length = 0;
+      session++;
+      const reply = { t: 'hello', v: PROTOCOL_VERSION, session: String(m.session).slice(0, 64), pid: process.pid, root: ws.root, node: process.version };
+      write(Buffer.concat([RESYNC_MARKER, encodeFrame(reply)]));
+      if (m.v !== PROTOCOL_VERSION) log(`host speaks protocol ${String(m.v)}, we speak ${PROTOCOL_VERSION}`);
+      return;
+    }
+    if (session === 0) return; // no session: nobody to answer
+    const id = m.id;
+    if (typeof id !== 'number' || !Number.isInteger(id) || id < 1 || id > 2 ** 31) return log('frame without a valid id skipped');
+    if (m.t === 'cancel') return void inflight.get(id)?.abort();
+    if (m.t !== 'req') return log(`unknown frame type ${String(m.t).slice(0, 32)} skipped`);
+    const op = m.op as Op;
+    const args = m.args;
+    if (!(OPS as readonly string[]).includes(String(op)) || typeof args !== 'object' || args === null || Array.isArray(args)) {
+      send(session, { t: 'res', id, ok: false, error: { code: 'INVALID_ARGUMENTS', message: `Unknown operation ${String(op).slice(0, 32)} or malformed args.` } });
+      return;
+    }
+    void onRequest(id, op, args as Args);
+  };
+
+  const decoder = new FrameDecoder({
+    onMessage: (m) => {
+      try {
+        onMessage(m);
+      } catch (e) {
+        log(`frame handling failed: ${(e as Error).message}`);
+      }
+    },
+    onError: (e) => log(`bad input (${e.message}); skipping to the next hello`),
+  });
+  input.on('data', (chunk: Buffer) => decoder.push(chunk));
+
+  return {
+    /** Kill every job this process started (used when running outside a container). */
+    killJobs: () => jobs.killAll(),
+    /** For tests: the session counter. */
+    get session() {
+      return session;
+    },
+  };
+};

@@ -1,0 +1,102 @@
+// Small helpers shared by sandboxd's handlers: argument readers that turn a malformed request into
+// INVALID_ARGUMENTS, the errno → stable code table, and the wire form of an error.
+// Runs on Node 18 inside the image (bundled by esbuild); nothing here may need a newer Node.
+
+import { type ErrorCode, isErrorCode, SandboxError } from '../../host/errors.ts';
+
+export type Args = Record<string, unknown>;
+
+const bad = (name: string, what: string): SandboxError => new SandboxError('INVALID_ARGUMENTS', `Argument ${name} must be ${what}.`);
+
+export const str = (args: Args, name: string): string => {
+  const v = args[name];
+  if (typeof v !== 'string') throw bad(name, 'a string');
+  return v;
+};
+export const optStr = (args: Args, name: string): string | undefined => (args[name] === undefined || args[name] === null ? undefined : str(args, name));
+export const optInt = (args: Args, name: string, fallback: number, max = Number.MAX_SAFE_INTEGER): number => {
+  const v = args[name];
+  if (v === undefined || v === null) return fallback;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) throw bad(name, 'a non-negative integer');
+  return Math.min(v, max);
+};
+export const bool = (args: Args, name: string): boolean => args[name] === true;
+export const env = (args: Args, name: string): Record<string, string> => {
+  const v = args[name];
+  if (v === undefined || v === null) return {};
+  if (typeof v !== 'object' || Array.isArray(v)) throw bad(name, 'an object of strings');
+  const out: Record<string, string> = {};
+  for (const [k, val] of Object.entries(v as Record<string, unknown>)) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k) || typeof val !== 'string' || val.includes('\0')) throw bad(name, 'an object of NAME: string');
+    out[k] = val;
+  }
+  return out;
+};
+
+const ERRNO: Record<string, ErrorCode> = {
+  ENOENT: 'FILE_NOT_FOUND',
+  ENOTDIR: 'NOT_A_DIRECTORY',
+  EISDIR: 'NOT_A_FILE',
+  ENOTEMPTY: 'DIRECTORY_NOT_EMPTY',
+  EEXIST: 'CONFLICT',
+  EACCES: 'FORBIDDEN',
+  EPERM: 'FORBIDDEN',
+  EROFS: 'FORBIDDEN',
+  ELOOP: 'INVALID_ARGUMENTS',
+  EINVAL: 'INVALID_ARGUMENTS',
+  ENAMETOOLONG: 'PATH_OUTSIDE_WORKSPACE',
+  EFBIG: 'FILE_TOO_LARGE',
+};
+const HINT: Record<string, string> = {
+  ENOENT: 'No such file or directory',
+  ENOTDIR: 'Not a directory',
+  EISDIR: 'Is a directory',
+  ENOTEMPTY: 'Directory not empty',
+  EEXIST: 'Already exists',
+  EACCES: 'Permission denied',
+  EPERM: 'Operation not permitted',
+  EROFS: 'Read-only file system (only the workspace and /tmp are writable)',
+  ENOSPC: 'No space left on device',
+  EDQUOT: 'Disk quota exceeded',
+};
+
+/** Translate anything thrown by a handler into a SandboxError with a stable code. */
+export const toSandboxError = (error: unknown, path?: string): SandboxError => {
+  if (error instanceof SandboxError) return error;
+  const errno = (error as NodeJS.ErrnoException | undefined)?.code;
+  if (typeof errno === 'string') {
+    const code = ERRNO[errno] ?? 'TOOL_FAILED';
+    const where = path ?? (error as NodeJS.ErrnoException).path;
+    return new SandboxError(code, `${HINT[errno] ?? errno}${where ? `: ${where}` : ''}`, { cause: error });
+  }
+  return new SandboxError('INTERNAL', `sandboxd: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+};
+
+/** What goes on the wire for a failed call. */
+export const wireError = (error: unknown): { code: string; message: string } => {
+  const e = toSandboxError(error);
+  return { code: isErrorCode(e.code) ? e.code : 'INTERNAL', message: e.message.slice(0, 4000) };
+};
+
+/** Kill a whole process group, ignoring one that is already gone. */
+export const killGroup = (pid: number | undefined, signal: NodeJS.Signals): void => {
+  if (pid === undefined || pid <= 1) return;
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // ESRCH: the group is gone
+  }
+};
+
+/** Resolves after `ms`, or at once when `signal` aborts. */
+export const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
+  new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const t = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(t);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });

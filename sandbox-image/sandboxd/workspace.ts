@@ -1,0 +1,67 @@
+// The workspace root as sandboxd sees it, and the two confinement checks every handler applies:
+// lexical (paths.ts `confine`, the same rule the host applies before sending) and real (resolving
+// the symlinks that exist on disk, so that a link inside the root pointing at `/` is refused).
+// Invariant: a handler only touches a path that `real()` returned, i.e. one whose existing part
+// resolves inside realpath(root). Inside a container this is defence in depth (the container's own
+// root is the real boundary); run locally it is the only boundary.
+
+import { constants, promises as fsp } from 'node:fs';
+import { posix } from 'node:path';
+import { SandboxError } from '../../host/errors.ts';
+import { confine, isInside, normaliseRoot } from '../../host/sandbox/paths.ts';
+
+export interface Workspace {
+  /** Lexical root, as the host knows it. */
+  root: string;
+  /** realpath(root). */
+  realRoot: string;
+  /** Lexical confinement; throws PATH_OUTSIDE_WORKSPACE. */
+  resolve(path: string): string;
+  /**
+   * The on-disk path for lexical `abs`, with symlinks resolved (all of them when `followLast`,
+   * else all but the last component) and proven to lie inside the root.
+   */
+  real(abs: string, followLast: boolean): Promise<string>;
+}
+
+const escapes = (path: string, root: string): SandboxError =>
+  new SandboxError('PATH_OUTSIDE_WORKSPACE', `Path ${JSON.stringify(path)} leads outside the workspace ${root} through a symlink; use a path inside ${root}.`, {
+    data: { path, root },
+  });
+
+export const openWorkspace = async (rootPath: string): Promise<Workspace> => {
+  const root = normaliseRoot(rootPath);
+  const realRoot = await fsp.realpath(root);
+
+  // realpath of the longest existing prefix, plus the missing tail (which holds no symlink).
+  const realOf = async (abs: string): Promise<string> => {
+    let head = abs;
+    let tail = '';
+    for (;;) {
+      try {
+        const r = await fsp.realpath(head);
+        return tail ? posix.join(r, tail) : r;
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        if ((code !== 'ENOENT' && code !== 'ENOTDIR') || head === '/' || head === root) throw e;
+        tail = tail ? posix.join(posix.basename(head), tail) : posix.basename(head);
+        head = posix.dirname(head);
+      }
+    }
+  };
+
+  return {
+    root,
+    realRoot,
+    resolve: (path) => confine(root, path),
+    async real(abs, followLast) {
+      if (abs === root) return realRoot;
+      const real = followLast ? await realOf(abs) : posix.join(await realOf(posix.dirname(abs)), posix.basename(abs));
+      if (!isInside(realRoot, real)) throw escapes(abs, root);
+      return real;
+    },
+  };
+};
+
+/** Open flags for reading a file we have already resolved: never follow, never block on a FIFO. */
+export const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
