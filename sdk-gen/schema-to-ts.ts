@@ -8,7 +8,8 @@
 // - Every keyword is read as an own property and shape-checked: schemas are untrusted.
 // - Anything unsupported widens to `unknown` (or is ignored, for keywords that only narrow,
 //   such as `not`, `if`, `format`, `minLength`), so the type never rejects a valid value.
-//   Throwing (hostile getters, exhausted stack) is the caller's per-tool fallback.
+//   Throwing (hostile getters, exhausted stack, over MAX_SUBSCHEMAS) is the caller's per-tool
+//   fallback.
 import { toPascal } from './names.ts';
 import { intersection, keyword, NEVER, type TsMember, type TsType, UNKNOWN, union } from './ts-type.ts';
 
@@ -43,6 +44,12 @@ interface Target {
 
 const LOCAL_REF = /^#\/(\$defs|definitions)\/(.+)$/;
 
+/**
+ * Subschemas converted per root before conversion gives up (and the caller falls back to
+ * `unknown`): bounds the time and the size of the text a single schema can cost.
+ */
+export const MAX_SUBSCHEMAS = 10_000;
+
 export function convertSchema(schema: unknown, options: ConvertOptions): ConvertResult {
   const targets = new Map<string, Target>();
   const queue: Target[] = [];
@@ -76,8 +83,10 @@ export function convertSchema(schema: unknown, options: ConvertOptions): Convert
     return { kind: 'ref', name: target.name };
   };
 
+  let visited = 0;
   const convert = (node: unknown, depth: number, deferred: boolean): TsType => {
     if (depth > options.maxDepth) return UNKNOWN;
+    if (++visited > MAX_SUBSCHEMAS) throw new Error(`schema has more than ${MAX_SUBSCHEMAS} subschemas`);
     if (node === true) return UNKNOWN;
     if (node === false) return NEVER;
     if (!isRecord(node)) return UNKNOWN;
