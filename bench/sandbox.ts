@@ -1,0 +1,133 @@
+// Sandbox provider benchmark: `node --no-node-snapshot bench/sandbox.ts` (image: DSH_SANDBOX_IMAGE,
+// else the one setup builds). Every item is measured against raw dockerode in the same run:
+// agent ready from the warm pool vs cold create; `exec true` through sandboxd vs a raw Docker exec;
+// read/write 1 KiB and 1 MiB through sandboxd vs raw exec `cat`; archive upload through sandboxd vs
+// putArchive; grep over a small repo through sandboxd vs raw exec `rg`. Prints medians and ratios.
+// Everything it makes is labelled dsh.bench=<run> and removed by that label at the end.
+
+import { PassThrough, Readable } from 'node:stream';
+import Docker from 'dockerode';
+import { nanoid } from 'nanoid';
+import { pack } from 'tar-stream';
+import { loadConfig } from '../host/config.ts';
+import { createDockerProvider } from '../host/sandbox/docker/index.ts';
+import type { Sandbox } from '../host/sandbox/types.ts';
+
+const REPS = Number(process.argv[2] ?? 20);
+const docker = new Docker();
+const run = nanoid(6).toLowerCase().replace(/[^a-z0-9]/g, 'x');
+const labels = { 'dsh.bench': run };
+const image = loadConfig().sandboxImage ?? (await (await import('../scripts/setup/image.ts')).ensureSandboxImage()).tag;
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
+};
+const time = async (n: number, fn: (i: number) => Promise<unknown>, warm = 2): Promise<number> => {
+  for (let i = 0; i < warm; i++) await fn(-1 - i);
+  const xs: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t = performance.now();
+    await fn(i);
+    xs.push(performance.now() - t);
+  }
+  return median(xs);
+};
+
+/** Raw dockerode exec: create, hijacked start, demux, wait for end, inspect exit code. */
+const rawExec = async (c: Docker.Container, cmd: string[], stdin?: Buffer): Promise<{ stdout: Buffer; exitCode: number | null }> => {
+  const exec = await c.exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true, AttachStdin: stdin !== undefined, User: '1000:1000', WorkingDir: '/workspace' });
+  const stream = await exec.start({ hijack: true, stdin: stdin !== undefined });
+  const out = new PassThrough();
+  const err = new PassThrough();
+  docker.modem.demuxStream(stream, out, err);
+  const chunks: Buffer[] = [];
+  out.on('data', (b: Buffer) => chunks.push(b));
+  err.resume();
+  const ended = new Promise((r) => stream.on('end', r));
+  if (stdin !== undefined) {
+    stream.write(stdin);
+    (stream as unknown as { end(): void }).end();
+  }
+  await ended;
+  let info = await exec.inspect();
+  while (info.Running) {
+    await new Promise((r) => setTimeout(r, 5));
+    info = await exec.inspect();
+  }
+  return { stdout: Buffer.concat(chunks), exitCode: info.ExitCode };
+};
+
+const tarOf = (name: string, body: Buffer): Readable => {
+  const p = pack();
+  p.entry({ name, mode: 0o644, uid: 1000, gid: 1000 }, body);
+  p.finalize();
+  return Readable.from(p);
+};
+
+const rows: Array<[string, number, number, string]> = [];
+const row = (what: string, ours: number, raw: number, rawWhat: string): void => {
+  rows.push([what, ours, raw, rawWhat]);
+  console.log(`${what.padEnd(34)} ${ours.toFixed(2).padStart(9)} ms   ${rawWhat.padEnd(28)} ${raw.toFixed(2).padStart(9)} ms   ×${(raw / ours).toFixed(1)}`);
+};
+
+const sweep = async (): Promise<void> => {
+  const filters = { label: [`dsh.bench=${run}`] };
+  for (const c of await docker.listContainers({ all: true, filters })) await docker.getContainer(c.Id).remove({ force: true }).catch(() => {});
+  for (const v of (await docker.listVolumes({ filters })).Volumes ?? []) await docker.getVolume(v.Name).remove().catch(() => {});
+};
+
+try {
+  console.log(`image ${image}, ${REPS} reps (medians; ×N = how many times faster than the raw way)\n`);
+  // 1. Agent ready: warm pool vs cold create.
+  const pooled = createDockerProvider({ docker, image, labels, prefix: `dshb-${run}-p`, pool: { size: 1 }, idleMs: 0 });
+  const cold = createDockerProvider({ docker, image, labels, prefix: `dshb-${run}-c`, idleMs: 0 });
+  const readyReps = Math.max(3, Math.min(REPS, 6));
+  const warmMs: number[] = [];
+  const coldMs: number[] = [];
+  for (let i = 0; i < readyReps; i++) {
+    await pooled.pool.filled();
+    let t = performance.now();
+    await pooled.create({ tenantId: 'b', agentId: `warm${i}` });
+    warmMs.push(performance.now() - t);
+    t = performance.now();
+    await cold.create({ tenantId: 'b', agentId: `cold${i}` });
+    coldMs.push(performance.now() - t);
+  }
+  row('agent ready (warm pool)', median(warmMs), median(coldMs), 'cold create+start+ready');
+  for (let i = 0; i < readyReps; i++) {
+    await pooled.destroy(`warm${i}`);
+    await cold.destroy(`cold${i}`);
+  }
+  await pooled.close();
+
+  const sb: Sandbox = await cold.create({ tenantId: 'b', agentId: 'bench' });
+  const c = docker.getContainer(sb.id);
+  // 2. exec true.
+  row('exec true (sandboxd)', await time(REPS, () => sb.exec('true')), await time(REPS, () => rawExec(c, ['true'])), 'raw docker exec');
+  // 3. write/read 1 KiB and 1 MiB.
+  for (const [label, size] of [
+    ['1 KiB', 1024],
+    ['1 MiB', 1024 * 1024],
+  ] as const) {
+    const body = Buffer.alloc(size, 97);
+    row(`write ${label} (sandboxd)`, await time(REPS, () => sb.fs.writeFile(`w-${size}`, body)), await time(REPS, () => rawExec(c, ['sh', '-c', `cat > raw-${size}`], body)), 'raw exec cat > f');
+    row(`read ${label} (sandboxd)`, await time(REPS, () => sb.fs.readFile(`w-${size}`)), await time(REPS, () => rawExec(c, ['cat', `raw-${size}`])), 'raw exec cat f');
+  }
+  // 4. archive upload 1 KiB: validated tar written through sandboxd vs putArchive.
+  const kib = Buffer.alloc(1024, 98);
+  row(
+    'upload tar 1 KiB (sandboxd)',
+    await time(REPS, () => sb.archive.upload('up', tarOf('f.txt', kib))),
+    await time(REPS, () => c.putArchive(tarOf('f.txt', kib) as unknown as NodeJS.ReadableStream, { path: '/workspace' })),
+    'raw putArchive',
+  );
+  // 5. grep over a small repo: 200 files in 20 directories.
+  for (let d = 0; d < 20; d++) for (let f = 0; f < 10; f++) await sb.fs.writeFile(`repo/d${d}/f${f}.ts`, `export const x${f} = ${f};\n// TODO item ${d}-${f}\n`.repeat(20));
+  row('grep TODO, 200 files (sandboxd)', await time(REPS, () => sb.fs.grep('TODO', { path: 'repo', limit: 10_000 })), await time(REPS, () => rawExec(c, ['rg', '-n', 'TODO', 'repo'])), 'raw exec rg -n');
+  await cold.destroy('bench');
+  await cold.close();
+} finally {
+  await sweep();
+}
