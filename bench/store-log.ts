@@ -14,7 +14,7 @@ import { createMemoryEventLog } from '../host/store/memory.ts';
 import { migrate } from '../host/store/migrations.ts';
 import type { SessionEventInput } from '../host/store/types.ts';
 
-const RESULT_TEXT = 'total 48\n' + 'drwxr-xr-x 2 agent agent 4096 Dec  2 10:40 src\n'.repeat(10);
+const RESULT_TEXT = `total 48\n${'drwxr-xr-x 2 agent agent 4096 Dec  2 10:40 src\n'.repeat(10)}`;
 const call = (sessionId: string, i: number): SessionEventInput => ({
   sessionId,
   type: 'tool.call',
@@ -88,7 +88,11 @@ const libsqlSink = (batchWindowMs = 0): Sink => {
   const db = openDatabase({ path: join(dir, `bench-${opened.length}.db`) });
   migrate(db);
   const log = createLibsqlEventLog(db, { batchWindowMs });
-  opened.push({ log, close: () => (log.close(), db.close()) });
+  const close = () => {
+    log.close();
+    db.close();
+  };
+  opened.push({ log, close });
   return log;
 };
 const memorySink = (): Sink => {

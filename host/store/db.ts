@@ -97,10 +97,6 @@ export const stripMetadata = <T extends Row>(row: T): Omit<T, '_metadata'> => {
   return rest;
 };
 
-/** First row of a statement (via `.all()`, which carries no `_metadata`), or undefined. */
-export const firstRow = (statement: LibsqlDatabase.Statement, ...params: unknown[]): Row | undefined =>
-  statement.all(...params)[0] as Row | undefined;
-
 /**
  * Runs a SYNC function inside `BEGIN IMMEDIATE … COMMIT`, rolling back when it throws. Never pass
  * an async function: the commit would happen before its awaits. Nested calls join the outer one.

@@ -82,7 +82,6 @@ export const openStore = (options: OpenStoreOptions): Store => {
 export { type AgentRecord, type AgentStore, type CreateAgentInput, createAgentStore } from './agents.ts';
 export {
   type Database,
-  firstRow,
   guarded,
   immediate,
   type OpenDatabaseOptions,

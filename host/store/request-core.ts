@@ -28,6 +28,11 @@ export interface RequestStoreOptions {
   events?: EventLog;
   /** Clock. Default Date.now. */
   now?: () => number;
+  /**
+   * While someone waits, how often to re-read waited requests, so an answer written by another
+   * process sharing the database still wakes them. Default 1000 ms.
+   */
+  pollMs?: number;
 }
 
 export interface ClosableRequestStore extends RequestStore {
@@ -59,14 +64,36 @@ export const createRequestStore = (
     ]);
   };
 
-  const settled = (request: HostRequest) => {
+  /** Resolves the waiters of a request that is no longer pending (settled here or elsewhere). */
+  const wake = (request: HostRequest) => {
     clearTimeout(timers.get(request.id));
     timers.delete(request.id);
-    if (request.state === 'answered') emit(request, 'request.answered', { answer: request.answer ?? null });
-    else emit(request, `request.${request.state}`, {});
     const set = waiters.get(request.id);
     waiters.delete(request.id);
     for (const waiter of set ?? []) waiter.resolve(request);
+    if (waiters.size === 0) stopPolling();
+  };
+
+  /** This process settled the request: log it, then wake waiters. */
+  const settled = (request: HostRequest) => {
+    if (request.state === 'answered') emit(request, 'request.answered', { answer: request.answer ?? null });
+    else emit(request, `request.${request.state}`, {});
+    wake(request);
+  };
+
+  let poller: NodeJS.Timeout | undefined;
+  const stopPolling = () => {
+    clearInterval(poller);
+    poller = undefined;
+  };
+  const startPolling = () => {
+    if (poller !== undefined) return;
+    poller = setInterval(() => {
+      for (const id of [...waiters.keys()]) {
+        const current = get(id);
+        if (current !== undefined && current.state !== 'pending') wake(current);
+      }
+    }, options.pollMs ?? 1000).unref();
   };
 
   const expireIfDue = (request: HostRequest): HostRequest => {
@@ -90,7 +117,8 @@ export const createRequestStore = (
       () => {
         timers.delete(request.id);
         const current = backend.get(request.id);
-        if (current === undefined || current.state !== 'pending') return;
+        if (current === undefined) return;
+        if (current.state !== 'pending') return wake(current); // settled by another process
         if (current.expiresAt > now())
           arm(current); // fired early, or a long expiry re-arming
         else expireIfDue(current);
@@ -171,6 +199,8 @@ export const createRequestStore = (
         waiters.set(id, set);
         const onAbort = () => {
           set.delete(waiter);
+          if (set.size === 0 && waiters.get(id) === set) waiters.delete(id);
+          if (waiters.size === 0) stopPolling();
           reject(abortError(id, signal!));
         };
         const waiter = {
@@ -185,11 +215,13 @@ export const createRequestStore = (
         };
         set.add(waiter);
         signal?.addEventListener('abort', onAbort, { once: true });
+        startPolling();
       });
     },
 
     close() {
       closed = true;
+      stopPolling();
       for (const timer of timers.values()) clearTimeout(timer);
       timers.clear();
       const error = new SandboxError('SHUTTING_DOWN', 'the request store closed while waiting');

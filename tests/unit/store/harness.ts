@@ -29,7 +29,7 @@ export interface RequestStoreInstance {
 
 export interface Harness<T> {
   name: string;
-  open(options?: { now?: () => number; batchWindowMs?: number }): T;
+  open(options?: { now?: () => number; batchWindowMs?: number; pollMs?: number }): T;
 }
 
 /** A temp dir with a migrated database file; `connect()` opens another connection to it. */

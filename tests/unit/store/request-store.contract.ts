@@ -16,7 +16,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 export const runRequestStoreContract = (harness: Harness<RequestStoreInstance>) => {
   describe(`RequestStore contract (${harness.name})`, () => {
     let instance: RequestStoreInstance;
-    const open = (options?: { now?: () => number }) => {
+    const open = (options?: { now?: () => number; pollMs?: number }) => {
       instance = harness.open(options);
       return instance;
     };
@@ -170,6 +170,15 @@ export const runRequestStoreContract = (harness: Harness<RequestStoreInstance>) 
         const next = reopen();
         const settled: HostRequest = await next.store.wait(r.id);
         expect(settled.state).toBe('expired');
+      });
+
+      it('wakes a waiter when another process answers', async (ctx) => {
+        const { store, reopen } = open({ pollMs: 20 });
+        if (reopen === undefined) return ctx.skip();
+        const r = store.create(input());
+        const waiting = store.wait(r.id);
+        expect(reopen().store.answer(r.id, { allow: true })).toBe(true);
+        await expect(waiting).resolves.toMatchObject({ state: 'answered', answer: { allow: true } });
       });
 
       it('lets exactly one of two processes answer the same request', async (ctx) => {
