@@ -1,0 +1,225 @@
+import * as v from 'valibot';
+import { describe, expect, it } from 'vitest';
+import { SandboxError } from '../../../host/errors.ts';
+import { type CallView, createRegistry, type Decision, defineTool } from '../../../host/tools/index.ts';
+import { agent, call, echoTool } from './helpers.ts';
+
+const setup = () => {
+  const registry = createRegistry();
+  registry.global.register(echoTool('echo'));
+  return { registry, scope: registry.global.child('agent') };
+};
+const run = async (scope: ReturnType<typeof setup>['scope'], name = 'echo', args: unknown = { text: 'hi' }) =>
+  (await scope.execute([call('c1', name, args)], { agent }))[0];
+
+describe('pipeline order and errors', () => {
+  it('invalid arguments fail with INVALID_ARGUMENTS listing each issue with its path, before any policy', async () => {
+    const { scope } = setup();
+    let policyRan = false;
+    scope.on('tools/pre-execute', () => { policyRan = true; return undefined; });
+    const r = await run(scope, 'echo', { text: 42 });
+    expect(r?.error).toEqual({ code: 'INVALID_ARGUMENTS', message: 'Invalid arguments for echo: text: Invalid type: Expected string but received 42. Fix them and call again.' });
+    expect(r?.content).toEqual([{ type: 'text', text: `Error: ${r?.error?.message}` }]);
+    expect(policyRan).toBe(false);
+  });
+
+  it('the stages run in seed order', async () => {
+    const registry = createRegistry();
+    const order: string[] = [];
+    registry.global.register(defineTool({
+      name: 't', description: 'd', parameters: v.object({}), output: { schema: v.string() },
+      execute: () => { order.push('body'); return 'v'; },
+      projectContent: (_a, _v, c) => { order.push('projectContent'); return c; },
+      finalizeContent: (_a, c) => { order.push('finalizeContent'); return c; },
+    }));
+    const s = registry.global;
+    s.on('tools/pre-execute', () => { order.push('pre'); return undefined; });
+    s.guard(() => { order.push('guard'); return undefined; });
+    s.on('tools/execute', async (_view, next) => { order.push('wrap:in'); const o = await next(); order.push('wrap:out'); return o; });
+    s.on('tools/post-execute', () => { order.push('post'); return undefined; });
+    s.on('tools/result', () => { order.push('result'); });
+    await s.execute([call('1', 't')], { agent });
+    expect(order).toEqual(['pre', 'guard', 'wrap:in', 'body', 'projectContent', 'wrap:out', 'post', 'finalizeContent', 'result']);
+  });
+
+  it('an unknown hook phase fails at registration', () => {
+    const { scope } = setup();
+    expect(() => scope.on('tools/before' as never, (() => undefined) as never)).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID' }));
+  });
+
+  it('a thrown body becomes a TOOL_FAILED result the model sees as exactly "Error: <message>"', async () => {
+    const registry = createRegistry();
+    registry.global.register(defineTool({ name: 'boom', description: 'd', parameters: v.object({}), output: { schema: v.null() }, execute: () => { throw new Error('disk on fire'); } }));
+    const [r] = await registry.global.execute([call('1', 'boom')], { agent });
+    expect(r).toMatchObject({ ok: false, content: [{ type: 'text', text: 'Error: disk on fire' }], error: { code: 'TOOL_FAILED', message: 'disk on fire' } });
+    expect(r?.value).toBeUndefined();
+  });
+
+  it('a SandboxError thrown by a body keeps its code', async () => {
+    const registry = createRegistry();
+    registry.global.register(defineTool({ name: 'rd', description: 'd', parameters: v.object({}), output: { schema: v.null() }, execute: () => { throw new SandboxError('FILE_NOT_FOUND', 'No such file /x; list the directory first.'); } }));
+    const [r] = await registry.global.execute([call('1', 'rd')], { agent });
+    expect(r?.error?.code).toBe('FILE_NOT_FOUND');
+  });
+
+  it('the result has the API shape with a duration', async () => {
+    const { scope } = setup();
+    const r = await run(scope);
+    expect(Object.keys(r ?? {})).toEqual(['id', 'name', 'ok', 'content', 'value', 'durationMs']);
+    expect(r?.durationMs).toBeGreaterThanOrEqual(0);
+    expect(Object.isFrozen(r)).toBe(true);
+  });
+});
+
+describe('tools/pre-execute and guards', () => {
+  it('a deny decision becomes DENIED with the reason for the model and userReason only in the error field', async () => {
+    const { scope } = setup();
+    scope.on('tools/pre-execute', () => ({ kind: 'deny', reason: 'echo is disabled here', userReason: 'Admin turned echo off' }));
+    const r = await run(scope);
+    expect(r?.content).toEqual([{ type: 'text', text: 'Error: echo is disabled here' }]);
+    expect(r?.error).toEqual({ code: 'DENIED', message: 'echo is disabled here', userReason: 'Admin turned echo off' });
+  });
+
+  it('later pre-execute listeners see earlier decisions and may change them', async () => {
+    const { scope } = setup();
+    const seen: Decision[] = [];
+    scope.on('tools/pre-execute', () => ({ kind: 'deny', reason: 'first says no' }));
+    scope.on('tools/pre-execute', (_c, current) => { seen.push(current); return { kind: 'allow' }; });
+    const r = await run(scope);
+    expect(seen).toEqual([{ kind: 'deny', reason: 'first says no' }]);
+    expect(r?.ok).toBe(true);
+  });
+
+  it('a guard reason denies and no listener can turn it back', async () => {
+    const { scope } = setup();
+    scope.guard((c: CallView) => (c.name === 'echo' ? 'guards never allow echo' : undefined));
+    scope.on('tools/pre-execute', () => ({ kind: 'allow' }));
+    const r = await run(scope);
+    expect(r?.error).toEqual({ code: 'DENIED', message: 'guards never allow echo' });
+  });
+
+  it('a throwing pre-execute listener fails closed (DENIED, body not run)', async () => {
+    const registry = createRegistry();
+    let ran = false;
+    registry.global.register(defineTool({ name: 't', description: 'd', parameters: v.object({}), output: { schema: v.null() }, execute: () => { ran = true; return null; } }));
+    registry.global.on('tools/pre-execute', () => { throw new Error('rules db down'); });
+    const [r] = await registry.global.execute([call('1', 't')], { agent });
+    expect(r?.error?.code).toBe('DENIED');
+    expect(ran).toBe(false);
+  });
+
+  it('listeners see frozen validated arguments', async () => {
+    const { scope } = setup();
+    let frozen = false;
+    scope.on('tools/pre-execute', (c) => { frozen = Object.isFrozen(c.arguments); return undefined; });
+    await run(scope);
+    expect(frozen).toBe(true);
+  });
+
+  it('hooks of a child scope do not affect the parent', async () => {
+    const { registry, scope } = setup();
+    scope.on('tools/pre-execute', () => ({ kind: 'deny', reason: 'agent only' }));
+    const [parent] = await registry.global.execute([call('1', 'echo', { text: 'x' })], { agent });
+    expect(parent?.ok).toBe(true);
+    expect((await run(scope))?.ok).toBe(false);
+  });
+
+  it('disposing a listener removes it', async () => {
+    const { scope } = setup();
+    const off = scope.on('tools/pre-execute', () => ({ kind: 'deny', reason: 'no' }));
+    off();
+    expect((await run(scope))?.ok).toBe(true);
+  });
+});
+
+describe('tools/execute wrappers', () => {
+  it('a wrapper may observe and transform the outcome', async () => {
+    const { scope } = setup();
+    scope.on('tools/execute', async (_view, next) => {
+      const o = await next();
+      return o.ok ? { ...o, content: [{ type: 'text', text: 'wrapped' }] } : o;
+    });
+    expect((await run(scope))?.content).toEqual([{ type: 'text', text: 'wrapped' }]);
+  });
+
+  it('calling next() twice fails the call instead of running the body twice', async () => {
+    const registry = createRegistry();
+    let runs = 0;
+    registry.global.register(defineTool({ name: 't', description: 'd', parameters: v.object({}), output: { schema: v.null() }, execute: () => { runs++; return null; } }));
+    registry.global.on('tools/execute', async (_view, next) => { await next(); return next(); });
+    const [r] = await registry.global.execute([call('1', 't')], { agent });
+    expect(runs).toBe(1);
+    expect(r?.error?.code).toBe('TOOL_FAILED');
+    expect(r?.error?.message).toMatch(/next\(\) more than once/);
+  });
+
+  it('a wrapper failure stays specific and the body does not run', async () => {
+    const registry = createRegistry();
+    let ran = false;
+    registry.global.register(defineTool({ name: 't', description: 'd', parameters: v.object({}), output: { schema: v.null() }, execute: () => { ran = true; return null; } }));
+    registry.global.on('tools/execute', () => { throw new SandboxError('RATE_LIMITED', 'Too many calls; wait a minute.'); });
+    const [r] = await registry.global.execute([call('1', 't')], { agent });
+    expect(r?.error?.code).toBe('RATE_LIMITED');
+    expect(ran).toBe(false);
+  });
+});
+
+describe('tools/post-execute, finalizeContent and tools/result', () => {
+  it('post-execute may replace content and value', async () => {
+    const { scope } = setup();
+    scope.on('tools/post-execute', () => ({ kind: 'replace', content: [{ type: 'text', text: '[redacted]' }], value: 'redacted' }));
+    const r = await run(scope);
+    expect(r?.content).toEqual([{ type: 'text', text: '[redacted]' }]);
+    expect(r?.value).toBe('redacted');
+  });
+
+  it('post-execute may block with feedback (DENIED)', async () => {
+    const { scope } = setup();
+    scope.on('tools/post-execute', () => ({ kind: 'block', feedback: 'output contained a secret' }));
+    const r = await run(scope);
+    expect(r?.content).toEqual([{ type: 'text', text: 'Error: output contained a secret' }]);
+    expect(r?.error?.code).toBe('DENIED');
+  });
+
+  it('post-execute contexts are appended in listener order', async () => {
+    const { scope } = setup();
+    scope.on('tools/post-execute', () => ({ kind: 'attach', contexts: [{ type: 'text', text: 'ctx1' }] }));
+    scope.on('tools/post-execute', () => ({ kind: 'attach', contexts: [{ type: 'text', text: 'ctx2' }] }));
+    expect((await run(scope))?.content.map((p) => (p.type === 'text' ? p.text : ''))).toEqual(['hi', 'ctx1', 'ctx2']);
+  });
+
+  it('a failing post-execute policy fails the call', async () => {
+    const { scope } = setup();
+    scope.on('tools/post-execute', () => { throw new Error('scanner crashed'); });
+    const r = await run(scope);
+    expect(r?.error?.code).toBe('TOOL_FAILED');
+    expect(r?.error?.message).toContain('scanner crashed');
+  });
+
+  it('projectContent runs before post-execute and finalizeContent after it', async () => {
+    const registry = createRegistry();
+    registry.global.register(defineTool({
+      name: 't', description: 'd', parameters: v.object({}), output: { schema: v.string() }, execute: () => 'raw',
+      projectContent: () => [{ type: 'text', text: 'projected' }],
+      finalizeContent: (_a, content) => [...content, { type: 'text', text: 'final' }],
+    }));
+    let seenByPolicy: unknown;
+    registry.global.on('tools/post-execute', (_c, o) => { seenByPolicy = o.ok ? o.content : undefined; return undefined; });
+    const [r] = await registry.global.execute([call('1', 't')], { agent });
+    expect(seenByPolicy).toEqual([{ type: 'text', text: 'projected' }]);
+    expect(r?.content).toEqual([{ type: 'text', text: 'projected' }, { type: 'text', text: 'final' }]);
+  });
+
+  it('tools/result observes the frozen final result of every call, failed ones included, and cannot change it', async () => {
+    const { scope } = setup();
+    const seen: unknown[] = [];
+    scope.on('tools/result', (_c, result) => {
+      seen.push(result.ok);
+      (result as { ok: boolean }).ok = !result.ok; // frozen: ignored in sloppy code, throws in strict
+    });
+    const [ok, bad] = await scope.execute([call('1', 'echo', { text: 'x' }), call('2', 'nope')], { agent });
+    expect(seen).toEqual([true, false]);
+    expect(ok?.ok).toBe(true);
+    expect(bad?.ok).toBe(false);
+  });
+});
