@@ -1,3 +1,7 @@
+import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openStore } from '../../../host/store/index.ts';
 import { tempDatabase } from './harness.ts';
@@ -25,6 +29,30 @@ describe('openStore', () => {
       expect(second.requests.list('s', 'pending').map((r) => r.id)).toEqual([request.id]);
     } finally {
       second.close();
+    }
+  });
+
+  it('keeps flushed events and created requests when the process is killed without closing', () => {
+    temp = tempDatabase();
+    const entry = fileURLToPath(new URL('../../../host/store/index.ts', import.meta.url));
+    const script = join(temp.dir, 'crash.ts');
+    writeFileSync(
+      script,
+      `import { openStore } from ${JSON.stringify(entry)};
+      const store = openStore({ dataDir: ${JSON.stringify(temp.dir)} });
+      for (let i = 0; i < 100; i++) store.events.append([{ sessionId: 's', type: 'tool.call', surface: 'current', data: i }]);
+      store.requests.create({ sessionId: 's', kind: 'approval', callId: 'c', payload: {}, expiresAt: Date.now() + 60000 });
+      await store.events.flush();
+      process.kill(process.pid, 'SIGKILL');`,
+    );
+    const child = spawnSync(process.execPath, [script], { encoding: 'utf8', timeout: 15_000 });
+    expect(child.signal).toBe('SIGKILL');
+    const store = openStore({ dataDir: temp.dir });
+    try {
+      expect(store.events.list('s').map((e) => e.seq)).toEqual(Array.from({ length: 101 }, (_, i) => i + 1));
+      expect(store.requests.list('s', 'pending')).toHaveLength(1);
+    } finally {
+      store.close();
     }
   });
 
