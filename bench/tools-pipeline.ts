@@ -1,0 +1,88 @@
+// Pipeline overhead benchmark: a no-op tool called through the full host pipeline versus its body
+// called directly, in the same run. Run: node --no-node-snapshot bench/tools-pipeline.ts
+// Figures: median per-call time over rounds (single sequential calls, with and without the
+// in-memory durable log) and a 1,000-call batch of concurrency-safe no-op calls.
+import * as v from 'valibot';
+import { createMemoryEventLog } from '../host/store/memory.ts';
+import { type AgentScope, createRegistry, defineTool, type ExecContext, type ToolCall } from '../host/tools/index.ts';
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 9);
+const CALLS = Number(process.env.BENCH_CALLS ?? 20_000);
+const BATCH = 1_000;
+
+const noop = defineTool({
+  name: 'noop',
+  description: 'Does nothing.',
+  parameters: v.object({ n: v.number() }),
+  output: { schema: v.number() },
+  execute: (args) => args.n,
+  isConcurrencySafe: () => true,
+});
+
+const agent: AgentScope = { id: 'bench', sessionId: 'bench-session', services: {} };
+const exec: ExecContext = {
+  signal: new AbortController().signal,
+  callId: 'direct',
+  agent,
+  callTool: () => Promise.reject(new Error('not used')),
+};
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)] as number;
+};
+
+/** Median over rounds of (round time / calls) in microseconds. */
+const measure = async (calls: number, body: (i: number) => Promise<unknown>): Promise<number> => {
+  for (let i = 0; i < Math.min(calls, 2_000); i++) await body(i); // warm-up
+  const perCall: number[] = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    const start = performance.now();
+    for (let i = 0; i < calls; i++) await body(i);
+    perCall.push(((performance.now() - start) * 1000) / calls);
+  }
+  return median(perCall);
+};
+
+const plain = createRegistry();
+plain.global.register(noop);
+const plainScope = plain.scope('preset:bench').child('agent:bench');
+
+const log = createMemoryEventLog();
+const logged = createRegistry({ log });
+logged.global.register(noop);
+const loggedScope = logged.scope('preset:bench').child('agent:bench');
+
+const one = (i: number): ToolCall[] => [{ id: `c${i}`, name: 'noop', arguments: { n: i } }];
+const batchCalls: ToolCall[] = Array.from({ length: BATCH }, (_, i) => ({ id: `b${i}`, name: 'noop', arguments: { n: i } }));
+
+const direct = await measure(CALLS, async (i) => noop.execute({ n: i }, exec));
+const pipeline = await measure(CALLS, (i) => plainScope.execute(one(i), { agent }));
+const withLog = await measure(CALLS, async (i) => {
+  const r = await loggedScope.execute(one(i), { agent });
+  if (i % 1000 === 999) await log.flush();
+  return r;
+});
+
+const batchRounds = Math.max(5, Math.round(CALLS / BATCH));
+const directBatch = await measure(batchRounds, async () => Promise.all(batchCalls.map((c) => noop.execute(c.arguments as { n: number }, exec))));
+const pipelineBatch = await measure(batchRounds, () => plainScope.execute(batchCalls, { agent }));
+const loggedBatch = await measure(batchRounds, async () => {
+  await loggedScope.execute(batchCalls, { agent });
+  await log.flush();
+});
+log.close();
+
+const f = (us: number) => `${us.toFixed(2)} µs`;
+const rows: [string, string, string][] = [
+  ['direct body call (await)', f(direct), '1.0x'],
+  ['pipeline, no log', f(pipeline), `${(pipeline / direct).toFixed(1)}x`],
+  ['pipeline, in-memory log', f(withLog), `${(withLog / direct).toFixed(1)}x`],
+  [`${BATCH}-call safe batch, direct (Promise.all), per batch`, `${(directBatch / 1000).toFixed(2)} ms`, '1.0x'],
+  [`${BATCH}-call safe batch, pipeline no log, per batch`, `${(pipelineBatch / 1000).toFixed(2)} ms`, `${(pipelineBatch / directBatch).toFixed(1)}x`],
+  [`${BATCH}-call safe batch, pipeline + in-memory log, per batch`, `${(loggedBatch / 1000).toFixed(2)} ms`, `${(loggedBatch / directBatch).toFixed(1)}x`],
+];
+console.log(`tools-pipeline bench (node ${process.version}, ${ROUNDS} rounds x ${CALLS} calls; medians)`);
+for (const [label, value, ratio] of rows) console.log(`${label.padEnd(58)} ${value.padStart(12)}  ${ratio}`);
+console.log(`overhead per call: no log ${f(pipeline - direct)}, in-memory log ${f(withLog - direct)}; ` +
+  `per call in a ${BATCH}-call batch: ${f((pipelineBatch - directBatch) / BATCH)} (no log), ${f((loggedBatch - directBatch) / BATCH)} (log)`);
