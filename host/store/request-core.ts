@@ -19,7 +19,7 @@ export interface RequestBackend {
    * `now`), returning the settled request; undefined when someone else got there first.
    */
   settle(id: string, state: SettledState, now: number, answer?: JsonValue): HostRequest | undefined;
-  /** Every pending request, oldest first (read at start to arm expiry timers). */
+  /** Every pending request, soonest expiry first (read at start to arm expiry timers). */
   listPending(): HostRequest[];
 }
 
@@ -164,7 +164,9 @@ export const createRequestStore = (
     get,
 
     list(sessionId, state) {
-      const all = backend.list(sessionId).map(expireIfDue);
+      // 'pending' and 'expired' depend on the clock, so those lists are checked here, not by the backend.
+      const final = state === 'answered' || state === 'cancelled';
+      const all = backend.list(sessionId, final ? state : undefined).map(expireIfDue);
       return state === undefined ? all : all.filter((r) => r.state === state);
     },
 
