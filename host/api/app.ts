@@ -1,18 +1,123 @@
-// The Hono application of the control plane. Grows route by route; every error leaves through
-// the one error handler in ./errors.ts as { error: { code, message } }.
-
+// The Hono application of the control plane: middleware (request id, shutdown gate, body limits,
+// timeouts, auth, per-tenant concurrency), the v1 routes, /openapi.json generated from the same
+// valibot schemas that validate, and the one error handler (./errors.ts).
 import { Hono } from 'hono';
+import { openAPIRouteHandler } from 'hono-openapi';
+import { bodyLimit } from 'hono/body-limit';
+import { HTTPException } from 'hono/http-exception';
+import { requestId } from 'hono/request-id';
+import { timeout } from 'hono/timeout';
+import type { AgentService } from '../agents/service.ts';
+import { SandboxError } from '../errors.ts';
+import type { Store } from '../store/index.ts';
+import { tenantAuth } from './auth.ts';
+import type { ApiEnv } from './env.ts';
+import { errorBody, errorHandler } from './errors.ts';
+import { createLifecycle, type Lifecycle, refuseWhenShuttingDown } from './lifecycle.ts';
+import { createTenantLimiter, tenantConcurrency } from './limits.ts';
+import { createMetrics, type Metrics } from './metrics.ts';
+import { agentRoutes } from './routes/agents.ts';
+import { callRoutes } from './routes/calls.ts';
+import { eventRoutes } from './routes/events.ts';
+import { fileRoutes } from './routes/files.ts';
+import { requestRoutes } from './routes/requests.ts';
+import { systemRoutes } from './routes/system.ts';
+import { tenantRoutes } from './routes/tenants.ts';
+
+export interface ApiLimits {
+  /** Largest JSON request body. Default 1 MiB. */
+  maxJsonBytes: number;
+  /** Largest file or archive upload. Default 64 MiB. */
+  maxUploadBytes: number;
+  /** Requests of one tenant in flight at once (streams included). Default 16. */
+  tenantConcurrency: number;
+  /** Deadline of ordinary requests (not call batches, not streams). Default 30 s. */
+  requestTimeoutMs: number;
+  /** Deadline of one call batch; the batch is cancelled after it. Default 10 min. */
+  callTimeoutMs: number;
+}
+
+export const DEFAULT_LIMITS: ApiLimits = {
+  maxJsonBytes: 1024 * 1024,
+  maxUploadBytes: 64 * 1024 * 1024,
+  tenantConcurrency: 16,
+  requestTimeoutMs: 30_000,
+  callTimeoutMs: 600_000,
+};
 
 export interface AppDeps {
   startedAt: number;
   version: string;
+  store: Pick<Store, 'tenants' | 'events' | 'requests'>;
+  agents: AgentService;
+  /** Admin key for POST /v1/tenants; none turns that route off. */
+  adminKey?: string;
+  limits?: Partial<ApiLimits>;
+  /** Default: a fresh registry. Pass one to share it with the agent service's observe hook. */
+  metrics?: Metrics;
+  /** Default: a fresh lifecycle (never shutting down unless begin() is called). */
+  lifecycle?: Lifecycle;
+  /** Live isolate worker processes, for /metrics. */
+  isolateWorkers?: () => number;
 }
 
-export const createApp = (deps: AppDeps): Hono => {
-  const app = new Hono();
-  app.get('/v1/health', (c) =>
-    c.json({ ok: true, version: deps.version, uptimeMs: Date.now() - deps.startedAt }),
+const isStreamingRoute = (method: string, path: string): boolean =>
+  (method === 'POST' && path.endsWith('/calls')) || (method === 'GET' && path.endsWith('/events'));
+
+export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
+  const limits = { ...DEFAULT_LIMITS, ...deps.limits };
+  const metrics = deps.metrics ?? createMetrics();
+  const lifecycle = deps.lifecycle ?? createLifecycle();
+  metrics.gauge('dsh_sandboxes_live', 'Sandboxes this control plane holds a handle to.', () => deps.agents.liveSandboxes());
+  metrics.gauge('dsh_call_batches_in_flight', 'Call batches running now.', () => deps.agents.inFlight());
+  metrics.gauge('dsh_isolate_workers', 'Live isolate worker processes.', () => deps.isolateWorkers?.() ?? 0);
+
+  const app = new Hono<ApiEnv>();
+  app.onError(errorHandler({ onError: (code) => metrics.error(code) }));
+  app.notFound((c) => {
+    metrics.error('NOT_FOUND');
+    return c.json(errorBody('NOT_FOUND', `No route ${c.req.method} ${c.req.path}.`), 404);
+  });
+  app.use(requestId());
+  app.route('/', systemRoutes({ version: deps.version, startedAt: deps.startedAt, metrics, lifecycle }));
+
+  app.use('/v1/*', refuseWhenShuttingDown(lifecycle));
+  app.use('/v1/*', async function jsonLimit(c, next) {
+    if (c.req.method === 'PUT') return next();
+    return bodyLimit({
+      maxSize: limits.maxJsonBytes,
+      onError: () => {
+        throw new SandboxError('PAYLOAD_TOO_LARGE', `The request body is larger than ${limits.maxJsonBytes} bytes.`);
+      },
+    })(c, next);
+  });
+  const deadline = timeout(limits.requestTimeoutMs, () => new HTTPException(504, { message: `The request took longer than ${limits.requestTimeoutMs} ms.` }));
+  app.use('/v1/*', async function requestDeadline(c, next) {
+    return isStreamingRoute(c.req.method, c.req.path) ? next() : deadline(c, next);
+  });
+  app.route('/', tenantRoutes(deps.store.tenants, deps.adminKey));
+
+  app.use('/v1/agents', tenantAuth(deps.store.tenants));
+  app.use('/v1/agents/*', tenantAuth(deps.store.tenants));
+  const limiter = createTenantLimiter(limits.tenantConcurrency);
+  app.use('/v1/agents', tenantConcurrency(limiter));
+  app.use('/v1/agents/*', tenantConcurrency(limiter));
+  app.route('/', agentRoutes(deps.agents));
+  app.route('/', callRoutes(deps.agents, limits.callTimeoutMs));
+  app.route('/', eventRoutes(deps.agents, deps.store.events, lifecycle));
+  app.route('/', fileRoutes(deps.agents, limits.maxUploadBytes));
+  app.route('/', requestRoutes(deps.agents, deps.store.requests));
+
+  app.get(
+    '/openapi.json',
+    openAPIRouteHandler(app, {
+      documentation: {
+        openapi: '3.1.0',
+        info: { title: 'dsh-sandbox control plane', version: deps.version, description: 'Runs AI agents\' tool calls in isolation. Errors: { "error": { "code", "message" } }.' },
+        components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+        security: [{ bearer: [] }],
+      },
+    }),
   );
-  app.notFound((c) => c.json({ error: { code: 'NOT_FOUND', message: `no route ${c.req.method} ${c.req.path}` } }, 404));
   return app;
 };

@@ -1,0 +1,83 @@
+// The ToolRuntime adapter over host/tools' registry: presets are named child scopes of the global
+// layer with a restriction mask; each agent gets its own child of its preset (its restrictions,
+// its policy as a rules policy, its remote tools). Conditional tools are resolved once per
+// describe and per batch, the way a model step would.
+import { SandboxError, messageOf } from '../errors.ts';
+import { rulesPolicy } from '../../policies/index.ts';
+import type { Disposer, ToolRegistry, ToolScope } from '../tools/index.ts';
+import { presetToolNames } from './presets.ts';
+import type { AgentPolicy, AgentTools, AgentToolsSpec, Preset, ToolRuntime } from './types.ts';
+
+const presetMask = (preset: Preset): { allow: string[] } | { deny: string[] } =>
+  preset === 'creator' ? { deny: ['str_replace_editor'] } : { allow: [...presetToolNames(preset)] };
+
+const policyRules = (policy: AgentPolicy): unknown[] => [
+  ...(policy.deny ?? []).map((tool) => ({ tool, decision: 'deny', reason: `Tool ${tool} is not allowed for this agent.` })),
+  ...(policy.rules ?? []),
+  ...(policy.ask ?? []).map((tool) => ({ tool, decision: 'ask', reason: `The agent's policy asks before running ${tool}.` })),
+];
+
+/** Installs; a bad user-supplied config is INVALID_ARGUMENTS (the client's mistake), not a server fault. */
+const installPolicy = (scope: ToolScope, policy: AgentPolicy | undefined): Disposer | undefined => {
+  if (policy === undefined) return undefined;
+  const rules = policyRules(policy);
+  if (rules.length === 0) return undefined;
+  try {
+    return rulesPolicy({ rules } as never).install(scope);
+  } catch (error) {
+    throw new SandboxError('INVALID_ARGUMENTS', messageOf(error), { cause: error });
+  }
+};
+
+export const createRegistryRuntime = (registry: ToolRegistry): ToolRuntime => {
+  const presets = new Map<Preset, ToolScope>();
+  const presetScope = (preset: Preset): ToolScope => {
+    let scope = presets.get(preset);
+    if (scope === undefined) {
+      scope = registry.scope(preset);
+      scope.restrict(presetMask(preset));
+      presets.set(preset, scope);
+    }
+    return scope;
+  };
+
+  return {
+    presetTools: (preset) => presetScope(preset).definitions().map((d) => d.name),
+
+    forAgent(spec: AgentToolsSpec): AgentTools {
+      const scope = presetScope(spec.preset).child(`agent:${spec.agent.id}`);
+      const disposers: Disposer[] = [];
+      try {
+        if (spec.restrict) disposers.push(scope.restrict(spec.restrict));
+        const policy = installPolicy(scope, spec.policy);
+        if (policy) disposers.push(policy);
+        for (const definition of spec.own) disposers.push(scope.register(definition));
+      } catch (error) {
+        for (const dispose of disposers) dispose();
+        throw error;
+      }
+      return {
+        async describe() {
+          const set = await scope.resolve({ agent: spec.agent });
+          try {
+            return scope.surface(spec.mode, set);
+          } finally {
+            set.dispose();
+          }
+        },
+        async execute(calls, signal) {
+          const set = await scope.resolve({ agent: spec.agent, signal });
+          try {
+            return await scope.execute(calls, { agent: spec.agent, mode: spec.mode, toolSet: set, signal });
+          } finally {
+            set.dispose();
+          }
+        },
+        register: (definition) => scope.register(definition),
+        dispose() {
+          for (const dispose of disposers.splice(0)) dispose();
+        },
+      };
+    },
+  };
+};

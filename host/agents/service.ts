@@ -1,0 +1,252 @@
+// The agent service: create/get/list/delete agents per tenant, what each agent's model sees, and
+// its call batches through the one pipeline. State: per-agent caches (tool scope, sandbox handle)
+// rebuilt from the store on first use, so a restart loses nothing: agents live in store.agents,
+// later remote-tool registrations in the agent's session log (`agent.remote_tools`), sandboxes in
+// the provider (re-adopted by agent id). Sandboxes are created lazily, when the first tool or file
+// transfer needs one (tools get `services.sandbox` as a function), so creating an agent is a cheap
+// store write and agents that only use remote tools never hold a container.
+// Invariants: another tenant's agent reads as NOT_FOUND; results come back in call order.
+import { SandboxError, messageOf } from '../errors.ts';
+import type { SandboxProvider, Sandbox } from '../sandbox/types.ts';
+import type { AgentRecord, Store } from '../store/index.ts';
+import type { JsonValue } from '../store/types.ts';
+import type { Disposer } from '../tools/disposer.ts';
+import type { ToolRegistry } from '../tools/index.ts';
+import type { AgentScope, ToolCall, ToolResult } from '../tools/types.ts';
+import { defaultModeOf } from './presets.ts';
+import { defineRemoteTool } from './remote-tools.ts';
+import { createRegistryRuntime } from './runtime.ts';
+import { sandboxLimits } from './sandbox-limits.ts';
+import { trackBatch } from './progress.ts';
+import type {
+  Agent, AgentConfig, AgentTools, CallOptions, CreateAgentRequest, PresentationMode, Preset,
+  RemoteToolSpec, ToolRuntime, ToolSurface,
+} from './types.ts';
+
+export interface AgentServiceOptions {
+  store: Pick<Store, 'agents' | 'events' | 'requests'>;
+  /** The tool registry (global layer holds the installed tools); adapted by createRegistryRuntime. */
+  registry?: ToolRegistry;
+  /** Overrides the registry adapter (tests, other runtimes). One of registry or runtime is required. */
+  runtime?: ToolRuntime;
+  sandboxes: SandboxProvider;
+  /** Told about every settled root result (metrics); `remote` marks client-defined tool names. */
+  observe?: (result: ToolResult, remote: boolean) => void;
+  now?: () => number;
+}
+
+export interface AgentService {
+  create(tenantId: string, input: CreateAgentRequest): Promise<Agent>;
+  /** Throws NOT_FOUND for unknown, deleted or another tenant's agents. */
+  get(tenantId: string, id: string): Agent;
+  list(tenantId: string): Agent[];
+  /** Marks the agent deleted and destroys its sandbox. */
+  delete(tenantId: string, id: string): Promise<void>;
+  tools(agent: Agent): Promise<ToolSurface>;
+  call(agent: Agent, calls: ToolCall[], options: CallOptions): Promise<ToolResult[]>;
+  /** The agent's sandbox, created on first use (or re-adopted after a restart). */
+  sandbox(agent: Agent): Promise<Sandbox>;
+  /** Adds or replaces client-executed tools; returns every remote tool name of the agent. */
+  registerRemoteTools(agent: Agent, tools: RemoteToolSpec[]): Promise<string[]>;
+  /** Sandboxes this process holds a handle to. */
+  liveSandboxes(): number;
+  inFlight(): number;
+  /** Lets in-flight batches finish for `graceMs`, then aborts them (SHUTTING_DOWN); leaves sandboxes running. */
+  close(graceMs?: number): Promise<void>;
+}
+
+interface Live {
+  scope: AgentScope;
+  tools: AgentTools;
+  remote: Map<string, { spec: RemoteToolSpec; dispose: Disposer }>;
+}
+
+const toAgent = (record: AgentRecord): Agent => ({
+  id: record.id,
+  tenantId: record.tenantId,
+  preset: record.preset as Preset,
+  mode: record.mode as PresentationMode,
+  sessionId: record.id,
+  config: (record.config ?? {}) as AgentConfig,
+  createdAt: record.createdAt,
+});
+
+const SHUTDOWN = 'SHUTTING_DOWN';
+
+export const createAgentService = (options: AgentServiceOptions): AgentService => {
+  const { store, sandboxes: provider } = options;
+  const runtime = options.runtime ?? (options.registry ? createRegistryRuntime(options.registry) : undefined);
+  if (runtime === undefined) throw new SandboxError('CONFIG_INVALID', 'createAgentService needs a registry (or a runtime).');
+  const live = new Map<string, Live>();
+  const sandboxes = new Map<string, Promise<Sandbox>>();
+  const running = new Set<{ controller: AbortController; done: Promise<unknown> }>();
+  let closing = false;
+
+  /** The remote tools of an agent: its creation config, replaced by the last registration event. */
+  const remoteSpecs = (agent: Agent): RemoteToolSpec[] => {
+    let specs = agent.config.remoteTools ?? [];
+    for (let after = 0; ;) {
+      const page = store.events.list(agent.sessionId, { afterSeq: after, limit: 5000 });
+      for (const event of page) if (event.type === 'agent.remote_tools') specs = (event.data as unknown as { tools: RemoteToolSpec[] }).tools;
+      if (page.length < 5000) return specs;
+      after = (page.at(-1) as { seq: number }).seq;
+    }
+  };
+
+  const register = (state: Live, spec: RemoteToolSpec): void => {
+    let definition;
+    try {
+      definition = defineRemoteTool(spec, store.requests, options.now);
+    } catch (error) {
+      throw new SandboxError('INVALID_ARGUMENTS', `Remote tool ${spec.name}: ${messageOf(error)}`, { cause: error });
+    }
+    state.remote.get(spec.name)?.dispose();
+    state.remote.delete(spec.name);
+    state.remote.set(spec.name, { spec, dispose: state.tools.register(definition) });
+  };
+
+  const liveOf = (agent: Agent): Live => {
+    const existing = live.get(agent.id);
+    if (existing !== undefined) return existing;
+    const scope: AgentScope = {
+      id: agent.id,
+      sessionId: agent.sessionId,
+      services: { tenantId: agent.tenantId, sandbox: () => sandboxOf(agent) },
+    };
+    const tools = runtime.forAgent({
+      agent: scope,
+      preset: agent.preset,
+      mode: agent.mode,
+      own: [],
+      ...(agent.config.restrict ? { restrict: agent.config.restrict } : {}),
+      ...(agent.config.policy ? { policy: agent.config.policy } : {}),
+    });
+    const state: Live = { scope, tools, remote: new Map() };
+    for (const spec of remoteSpecs(agent)) register(state, spec);
+    live.set(agent.id, state);
+    return state;
+  };
+
+  const sandboxOf = (agent: Agent): Promise<Sandbox> => {
+    let pending = sandboxes.get(agent.id);
+    if (pending === undefined) {
+      pending = (async () => {
+        const existing = await provider.get(agent.id);
+        const sandbox = existing ?? (await provider.create({
+          tenantId: agent.tenantId,
+          agentId: agent.id,
+          limits: sandboxLimits(agent.config.sandbox),
+        }));
+        store.agents.setSandboxId(agent.id, sandbox.id);
+        return sandbox;
+      })();
+      sandboxes.set(agent.id, pending);
+      pending.catch(() => sandboxes.delete(agent.id));
+    }
+    return pending;
+  };
+
+  const service: AgentService = {
+    async create(tenantId, input) {
+      if (closing) throw new SandboxError('SHUTTING_DOWN', 'The service is shutting down; create the agent after it restarts.');
+      const preset = input.preset ?? 'standard';
+      const { preset: _p, mode: _m, ...config } = input;
+      const record = store.agents.create({ tenantId, preset, mode: input.mode ?? defaultModeOf(preset), config: config as JsonValue });
+      const agent = toAgent(record);
+      try {
+        liveOf(agent); // fails now, not at the first call, when remote tools are invalid
+      } catch (error) {
+        store.agents.markDeleted(tenantId, agent.id);
+        throw error;
+      }
+      return agent;
+    },
+
+    get(tenantId, id) {
+      const record = store.agents.get(tenantId, id);
+      if (record === undefined) throw new SandboxError('NOT_FOUND', `No agent ${id}.`, { data: { agentId: id } });
+      return toAgent(record);
+    },
+
+    list: (tenantId) => store.agents.list(tenantId).map(toAgent),
+
+    async delete(tenantId, id) {
+      service.get(tenantId, id);
+      store.agents.markDeleted(tenantId, id);
+      const state = live.get(id);
+      live.delete(id);
+      state?.tools.dispose();
+      sandboxes.delete(id);
+      await provider.destroy(id);
+    },
+
+    async tools(agent) {
+      return { mode: agent.mode, tools: await liveOf(agent).tools.describe() };
+    },
+
+    async call(agent, calls, { signal, onProgress }) {
+      if (closing) throw new SandboxError('SHUTTING_DOWN', 'The service is shutting down; retry the calls after it restarts.');
+      const state = liveOf(agent);
+      const controller = new AbortController();
+      const onAbort = () => controller.abort(signal.reason);
+      signal.addEventListener('abort', onAbort, { once: true });
+      if (signal.aborted) controller.abort(signal.reason);
+      const untrack = onProgress ? trackBatch(store.events, agent.sessionId, calls, onProgress) : undefined;
+      const work = state.tools.execute(calls, controller.signal);
+      const entry = { controller, done: work.catch(() => undefined) };
+      running.add(entry);
+      try {
+        let results = await work;
+        if (controller.signal.reason === SHUTDOWN) results = results.map(shutdownResult);
+        for (const result of results) options.observe?.(result, state.remote.has(result.name));
+        return results;
+      } finally {
+        running.delete(entry);
+        signal.removeEventListener('abort', onAbort);
+        untrack?.();
+      }
+    },
+
+    sandbox: (agent) => sandboxOf(agent),
+
+    async registerRemoteTools(agent, tools) {
+      const state = liveOf(agent);
+      const names = new Set<string>();
+      for (const spec of tools) {
+        if (names.has(spec.name)) throw new SandboxError('INVALID_ARGUMENTS', `Remote tool ${spec.name} is listed twice.`);
+        names.add(spec.name);
+      }
+      for (const spec of tools) register(state, spec);
+      const all = [...state.remote.values()].map((r) => r.spec);
+      store.events.append([{ sessionId: agent.sessionId, type: 'agent.remote_tools', surface: 'log-only', data: { tools: all as unknown as JsonValue } }]);
+      await store.events.flush();
+      return all.map((s) => s.name);
+    },
+
+    liveSandboxes: () => sandboxes.size,
+    inFlight: () => running.size,
+
+    async close(graceMs = 10_000) {
+      closing = true;
+      const all = Promise.all([...running].map((r) => r.done));
+      let timer: NodeJS.Timeout | undefined;
+      const grace = new Promise<void>((resolve) => { timer = setTimeout(resolve, graceMs); });
+      await Promise.race([all, grace]);
+      clearTimeout(timer);
+      for (const r of running) r.controller.abort(SHUTDOWN);
+      await all;
+      for (const state of live.values()) state.tools.dispose();
+      live.clear();
+      await provider.close();
+    },
+  };
+
+  const shutdownResult = (result: ToolResult): ToolResult => {
+    const code = result.error?.code;
+    if (code !== 'ABORTED' && code !== 'ABORTED_BEFORE_DISPATCH') return result;
+    const message = 'The service shut down before this call finished; retry it after the restart.';
+    return { ...result, content: [{ type: 'text', text: `Error: ${message}` }], error: { code: 'SHUTTING_DOWN', message } };
+  };
+
+  return service;
+};

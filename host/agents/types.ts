@@ -1,0 +1,115 @@
+// The agent vocabulary shared by host/agents and host/api: what an agent is, what it is created
+// from, and the port to the tool runtime (host/tools) the agent service drives. Types only.
+// An Agent = tenant + preset + presentation mode + restrictions + policy + its own registrations
+// (remote tools) + its sandbox (provider-owned, keyed by agent id) + its session (the event log
+// session id, equal to the agent id).
+import type { Disposer } from '../tools/disposer.ts';
+import type { AgentScope, JsonSchema, PresentationMode, ToolCall, ToolDefinition, ToolResult, ToolSchema } from '../tools/types.ts';
+import type { SessionEvent } from '../store/types.ts';
+
+export type { PresentationMode };
+
+/** Tool tiers (seed 000 "Presets"). */
+export type Preset = 'standard' | 'code' | 'minimal' | 'creator';
+export const PRESETS: readonly Preset[] = ['standard', 'code', 'minimal', 'creator'];
+
+/** `allow`: only these inherited tools stay visible; `deny`: these are hidden. */
+export type AgentRestriction = { allow: string[] } | { deny: string[] };
+
+/**
+ * Per-agent policy, installed as a rules policy (policies/rules.ts) in the agent's own scope, so it
+ * sees inner calls of programs too. Order: `deny` names, then `rules`, then `ask` names.
+ */
+export interface AgentPolicy {
+  /** Tools that need a person's approval (an `approval` host request) before they run. */
+  ask?: string[];
+  /** Tools that are always refused. */
+  deny?: string[];
+  /** Rules as policies/rules.ts takes them: `{ tool: glob, when?: { path: regex }, decision, reason? }`. */
+  rules?: unknown[];
+}
+
+export interface SandboxOptions {
+  memoryMb?: number;
+  cpus?: number;
+  pids?: number;
+}
+
+/** A tool the client executes: calls become `remote_tool` host requests the client answers. */
+export interface RemoteToolSpec {
+  name: string;
+  description: string;
+  /** Object-rooted JSON Schema of the arguments, validated by a real JSON Schema validator. */
+  parameters: JsonSchema;
+  /** How long the client has to answer one call. Default 300000 ms. */
+  timeoutMs?: number;
+  /** True lets calls overlap with sibling concurrency-safe calls. Default false. */
+  concurrencySafe?: boolean;
+}
+
+/** What an agent is created from; stored as the agent's config. */
+export interface AgentConfig {
+  restrict?: AgentRestriction;
+  policy?: AgentPolicy;
+  sandbox?: SandboxOptions;
+  remoteTools?: RemoteToolSpec[];
+}
+
+export interface CreateAgentRequest extends AgentConfig {
+  preset?: Preset;
+  mode?: PresentationMode;
+}
+
+export interface Agent {
+  id: string;
+  tenantId: string;
+  preset: Preset;
+  mode: PresentationMode;
+  /** The durable log session of this agent's calls (equal to its id). */
+  sessionId: string;
+  config: AgentConfig;
+  createdAt: number;
+}
+
+export interface CallOptions {
+  signal: AbortSignal;
+  /** Every session event of this batch (calls, inner calls, results, host requests) as it is appended. */
+  onProgress?: (event: SessionEvent) => void;
+}
+
+/** The tool surface the model sees for one agent. */
+export interface ToolSurface {
+  mode: PresentationMode;
+  tools: ToolSchema[];
+}
+
+// ---- the port to host/tools -------------------------------------------------------------
+
+export interface AgentToolsSpec {
+  agent: AgentScope;
+  preset: Preset;
+  mode: PresentationMode;
+  restrict?: AgentRestriction;
+  /** Definitions owned by this agent (remote tools): they shadow inherited names. */
+  own: ToolDefinition[];
+  /** Pre-execute decisions of the agent's policy. */
+  policy?: AgentPolicy;
+}
+
+/** One agent's view of the registry: its scope (global → preset → agent) and its executor. */
+export interface AgentTools {
+  /** Exactly what the model sees in the agent's mode. */
+  describe(): Promise<ToolSchema[]>;
+  /** Runs one batch through the one pipeline; results in call order; never rejects for tool failures. */
+  execute(calls: ToolCall[], signal: AbortSignal): Promise<ToolResult[]>;
+  /** Adds an agent-owned tool (remote tools registered later). */
+  register(definition: ToolDefinition): Disposer;
+  dispose(): void;
+}
+
+/** What the agent service needs from host/tools. */
+export interface ToolRuntime {
+  forAgent(spec: AgentToolsSpec): AgentTools;
+  /** Names of the tools a preset inherits (for validation of restrictions and docs). */
+  presetTools(preset: Preset): string[];
+}

@@ -1,0 +1,15 @@
+// The Hono environment of the API: what middleware puts on the context for the handlers.
+import type { RequestIdVariables } from 'hono/request-id';
+import type { Agent } from '../agents/types.ts';
+import type { Tenant } from '../store/index.ts';
+
+export interface ApiEnv {
+  Variables: RequestIdVariables & {
+    /** The caller's tenant (set by auth). */
+    tenant: Tenant;
+    /** The addressed agent, already checked to belong to `tenant` (set by the agent loader). */
+    agent: Agent;
+    /** The validated JSON body (set by jsonBody). */
+    body: unknown;
+  };
+}

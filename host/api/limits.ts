@@ -1,0 +1,74 @@
+// Per-tenant concurrency: at most `limit` requests of one tenant in flight at once; the next one
+// answers 429 RATE_LIMITED with Retry-After, so one tenant cannot occupy the whole service.
+// Invariant: a slot is released exactly once, when the handler's response (or stream) is done.
+import type { MiddlewareHandler } from 'hono';
+import { SandboxError } from '../errors.ts';
+import type { ApiEnv } from './env.ts';
+
+export interface TenantLimiter {
+  tryAcquire(tenantId: string): (() => void) | undefined;
+  inFlight(tenantId: string): number;
+}
+
+export const createTenantLimiter = (limit: number): TenantLimiter => {
+  const counts = new Map<string, number>();
+  return {
+    tryAcquire(tenantId) {
+      const n = counts.get(tenantId) ?? 0;
+      if (n >= limit) return undefined;
+      counts.set(tenantId, n + 1);
+      let released = false;
+      return () => {
+        if (released) return;
+        released = true;
+        const left = (counts.get(tenantId) ?? 1) - 1;
+        if (left <= 0) counts.delete(tenantId);
+        else counts.set(tenantId, left);
+      };
+    },
+    inFlight: (tenantId) => counts.get(tenantId) ?? 0,
+  };
+};
+
+/** Holds a slot for the request; streamed responses hold it until the stream ends. */
+export const tenantConcurrency = (limiter: TenantLimiter): MiddlewareHandler<ApiEnv> =>
+  async function tenantConcurrency(c, next) {
+    const release = limiter.tryAcquire(c.get('tenant').id);
+    if (release === undefined) {
+      throw new SandboxError('RATE_LIMITED', 'Too many concurrent requests for this tenant; retry shortly.', { data: { retryAfterS: 1 } });
+    }
+    try {
+      await next();
+    } catch (error) {
+      release();
+      throw error;
+    }
+    const body = c.res.body;
+    if (body === null || !c.res.headers.get('content-type')?.startsWith('text/event-stream')) {
+      release();
+      return;
+    }
+    // Release when the stream is fully read or cancelled.
+    const reader = body.getReader();
+    c.res = new Response(
+      new ReadableStream({
+        async pull(controller) {
+          try {
+            const { done, value } = await reader.read();
+            if (done) {
+              release();
+              controller.close();
+            } else controller.enqueue(value);
+          } catch (error) {
+            release();
+            controller.error(error);
+          }
+        },
+        cancel(reason) {
+          release();
+          return reader.cancel(reason);
+        },
+      }),
+      c.res,
+    );
+  };

@@ -1,0 +1,82 @@
+// Agents: create, list, get, delete, and the exact tool surface the agent's model sees. Another
+// tenant's agent id answers 404 like an unknown one, so ids leak nothing.
+import { Hono, type MiddlewareHandler } from 'hono';
+import { describeRoute } from 'hono-openapi';
+import * as v from 'valibot';
+import type { AgentService } from '../../agents/service.ts';
+import type { Agent as AgentModel, CreateAgentRequest } from '../../agents/types.ts';
+import { SandboxError } from '../../errors.ts';
+import { jsonBody, jsonRequest, jsonResponse } from '../body.ts';
+import type { ApiEnv } from '../env.ts';
+import { Agent, AgentList, CreateAgent, ErrorBody, ID, ToolList } from '../schemas.ts';
+
+export const agentView = (agent: AgentModel) => ({
+  id: agent.id,
+  preset: agent.preset,
+  mode: agent.mode,
+  sessionId: agent.sessionId,
+  config: agent.config,
+  createdAt: agent.createdAt,
+});
+
+/** Loads `:id` as the caller's agent (NOT_FOUND otherwise) into `c.get('agent')`. */
+export const loadAgent = (agents: AgentService): MiddlewareHandler<ApiEnv> =>
+  async function loadAgent(c, next) {
+    const id: string = c.req.param('id') ?? '';
+    if (!v.is(ID, id)) throw new SandboxError('NOT_FOUND', `No agent ${JSON.stringify(id.slice(0, 80))}.`);
+    c.set('agent', agents.get(c.get('tenant').id, id));
+    await next();
+  };
+
+const notFound = { 404: jsonResponse('No such agent for this tenant', ErrorBody) };
+
+export const agentRoutes = (agents: AgentService): Hono<ApiEnv> => {
+  const app = new Hono<ApiEnv>();
+  app.post(
+    '/v1/agents',
+    describeRoute({
+      operationId: 'createAgent',
+      tags: ['agents'],
+      description: 'The sandbox is created on first use (first call or file transfer), not here.',
+      requestBody: jsonRequest(CreateAgent),
+      responses: { 201: jsonResponse('Created', Agent), 400: jsonResponse('Invalid', ErrorBody) },
+    }),
+    jsonBody(CreateAgent),
+    async (c) => {
+      const agent = await agents.create(c.get('tenant').id, c.get('body') as CreateAgentRequest);
+      return c.json(agentView(agent), 201, { Location: `/v1/agents/${agent.id}` });
+    },
+  );
+  app.get(
+    '/v1/agents',
+    describeRoute({ operationId: 'listAgents', tags: ['agents'], responses: { 200: jsonResponse('The tenant\'s agents', AgentList) } }),
+    (c) => c.json({ agents: agents.list(c.get('tenant').id).map(agentView) }),
+  );
+  app.get(
+    '/v1/agents/:id',
+    describeRoute({ operationId: 'getAgent', tags: ['agents'], responses: { 200: jsonResponse('The agent', Agent), ...notFound } }),
+    loadAgent(agents),
+    (c) => c.json(agentView(c.get('agent'))),
+  );
+  app.delete(
+    '/v1/agents/:id',
+    describeRoute({ operationId: 'deleteAgent', tags: ['agents'], description: 'Also destroys the agent\'s sandbox.', responses: { 204: { description: 'Deleted' }, ...notFound } }),
+    loadAgent(agents),
+    async (c) => {
+      await agents.delete(c.get('tenant').id, c.get('agent').id);
+      return c.body(null, 204);
+    },
+  );
+  app.get(
+    '/v1/agents/:id/tools',
+    describeRoute({
+      operationId: 'listTools',
+      tags: ['agents'],
+      description: 'Exactly what the model sees in the agent\'s mode; run_code\'s description carries the generated SDK.',
+      responses: { 200: jsonResponse('The model-facing tools', ToolList), ...notFound },
+    }),
+    loadAgent(agents),
+    async (c) => c.json(await agents.tools(c.get('agent'))),
+  );
+  return app;
+};

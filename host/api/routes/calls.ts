@@ -1,0 +1,66 @@
+// POST /v1/agents/:id/calls: one batch through the one pipeline, results in call order. With
+// `Accept: text/event-stream` the same batch streams: `progress` events (the batch's session
+// events: calls, inner calls, host requests, results, with their seq as id) and then one `results`
+// event. A client that disconnects cancels the batch (cooperatively; the log records it); a batch
+// that outlives `callTimeoutMs` is cancelled the same way.
+import { Hono } from 'hono';
+import { describeRoute } from 'hono-openapi';
+import { streamSSE } from 'hono/streaming';
+import type * as v from 'valibot';
+import type { AgentService } from '../../agents/service.ts';
+import type { SessionEvent } from '../../store/types.ts';
+import { jsonBody, jsonRequest, jsonResponse } from '../body.ts';
+import type { ApiEnv } from '../env.ts';
+import { Calls, ErrorBody, Results } from '../schemas.ts';
+import { loadAgent } from './agents.ts';
+
+export const eventView = (e: SessionEvent) => ({
+  seq: e.seq,
+  at: e.at,
+  type: e.type,
+  surface: e.surface,
+  ...(e.callId === undefined ? {} : { callId: e.callId }),
+  ...(e.parentCallId === undefined ? {} : { parentCallId: e.parentCallId }),
+  data: e.data,
+});
+
+export const wantsSse = (accept: string | undefined): boolean => (accept ?? '').includes('text/event-stream');
+
+export const callRoutes = (agents: AgentService, callTimeoutMs: number): Hono<ApiEnv> => {
+  const app = new Hono<ApiEnv>();
+  app.post(
+    '/v1/agents/:id/calls',
+    describeRoute({
+      operationId: 'callTools',
+      tags: ['calls'],
+      description: 'Runs a batch of tool calls. With Accept: text/event-stream: `progress` events, then one `results` event.',
+      requestBody: jsonRequest(Calls),
+      responses: {
+        200: { ...jsonResponse('Results in call order', Results), content: { ...jsonResponse('', Results).content, 'text/event-stream': {} } },
+        404: jsonResponse('No such agent', ErrorBody),
+      },
+    }),
+    loadAgent(agents),
+    jsonBody(Calls),
+    async (c) => {
+      const { calls } = c.get('body') as v.InferOutput<typeof Calls>;
+      const agent = c.get('agent');
+      const signal = AbortSignal.any([c.req.raw.signal, AbortSignal.timeout(callTimeoutMs)]);
+      if (!wantsSse(c.req.header('accept'))) {
+        return c.json({ results: await agents.call(agent, calls, { signal }) });
+      }
+      return streamSSE(c, async (stream) => {
+        const queue: Promise<void>[] = [];
+        const onProgress = (event: SessionEvent) => {
+          queue.push(stream.writeSSE({ event: 'progress', id: String(event.seq), data: JSON.stringify(eventView(event)) }));
+        };
+        const results = await agents.call(agent, calls, { signal, onProgress });
+        await Promise.all(queue);
+        await stream.writeSSE({ event: 'results', data: JSON.stringify({ results }) });
+      }, async (error, stream) => {
+        await stream.writeSSE({ event: 'error', data: JSON.stringify({ error: { code: (error as { code?: string }).code ?? 'INTERNAL', message: error.message } }) });
+      });
+    },
+  );
+  return app;
+};

@@ -1,0 +1,77 @@
+// Files in and out of the agent's sandbox: `files?path=P` moves one file's raw bytes,
+// `archive?path=P` an uncompressed tar of a directory. Paths are confined by the sandbox
+// (PATH_OUTSIDE_WORKSPACE); uploads are capped (PAYLOAD_TOO_LARGE) before they reach it.
+import { Readable } from 'node:stream';
+import { Hono, type MiddlewareHandler } from 'hono';
+import { describeRoute } from 'hono-openapi';
+import { bodyLimit } from 'hono/body-limit';
+import type { AgentService } from '../../agents/service.ts';
+import { SandboxError } from '../../errors.ts';
+import { queryOf } from '../body.ts';
+import type { ApiEnv } from '../env.ts';
+import { PathQuery } from '../schemas.ts';
+import { loadAgent } from './agents.ts';
+
+const pathParam = { name: 'path', in: 'query' as const, required: true, schema: { type: 'string' as const }, description: 'Path inside the workspace' };
+
+export const uploadLimit = (maxBytes: number): MiddlewareHandler =>
+  bodyLimit({
+    maxSize: maxBytes,
+    onError: () => {
+      throw new SandboxError('PAYLOAD_TOO_LARGE', `The upload is larger than ${maxBytes} bytes.`);
+    },
+  });
+
+export const fileRoutes = (agents: AgentService, maxUploadBytes: number): Hono<ApiEnv> => {
+  const app = new Hono<ApiEnv>();
+  app.get(
+    '/v1/agents/:id/files',
+    describeRoute({ operationId: 'readFile', tags: ['files'], parameters: [pathParam], responses: { 200: { description: 'The file\'s bytes', content: { 'application/octet-stream': {} } } } }),
+    loadAgent(agents),
+    async (c) => {
+      const { path } = queryOf(PathQuery, c.req.query());
+      const sandbox = await agents.sandbox(c.get('agent'));
+      const data = await sandbox.fs.readFile(path);
+      return c.body(new Uint8Array(data), 200, { 'Content-Type': 'application/octet-stream' });
+    },
+  );
+  app.put(
+    '/v1/agents/:id/files',
+    describeRoute({ operationId: 'writeFile', tags: ['files'], parameters: [pathParam], requestBody: { content: { 'application/octet-stream': {} } }, responses: { 200: { description: '{ path, bytes }' } } }),
+    loadAgent(agents),
+    uploadLimit(maxUploadBytes),
+    async (c) => {
+      const { path } = queryOf(PathQuery, c.req.query());
+      const sandbox = await agents.sandbox(c.get('agent'));
+      const data = new Uint8Array(await c.req.arrayBuffer());
+      await sandbox.fs.writeFile(path, data);
+      return c.json({ path: sandbox.fs.resolve(path), bytes: data.byteLength });
+    },
+  );
+  app.get(
+    '/v1/agents/:id/archive',
+    describeRoute({ operationId: 'downloadArchive', tags: ['files'], parameters: [pathParam], responses: { 200: { description: 'Uncompressed tar', content: { 'application/x-tar': {} } } } }),
+    loadAgent(agents),
+    async (c) => {
+      const { path } = queryOf(PathQuery, c.req.query());
+      const sandbox = await agents.sandbox(c.get('agent'));
+      const tar = await sandbox.archive.download(path);
+      return c.body(Readable.toWeb(tar) as ReadableStream, 200, { 'Content-Type': 'application/x-tar' });
+    },
+  );
+  app.put(
+    '/v1/agents/:id/archive',
+    describeRoute({ operationId: 'uploadArchive', tags: ['files'], parameters: [pathParam], requestBody: { content: { 'application/x-tar': {} } }, responses: { 200: { description: '{ files, bytes }' } } }),
+    loadAgent(agents),
+    uploadLimit(maxUploadBytes),
+    async (c) => {
+      const { path } = queryOf(PathQuery, c.req.query());
+      const sandbox = await agents.sandbox(c.get('agent'));
+      const body = c.req.raw.body;
+      if (body === null) throw new SandboxError('BAD_REQUEST', 'Send the tar as the request body.');
+      const result = await sandbox.archive.upload(path, Readable.fromWeb(body as never), { maxBytes: maxUploadBytes });
+      return c.json(result);
+    },
+  );
+  return app;
+};

@@ -1,0 +1,98 @@
+// Host requests (things only the client can answer) and remote tools. POST remote-tools adds
+// client-executed tools; their calls and `ask` approvals appear as pending requests here and in
+// the events; POST requests/:rid answers one (first answer wins; a settled one is CONFLICT, an
+// expired one REQUEST_EXPIRED). A request of another agent reads as NOT_FOUND.
+import { Hono } from 'hono';
+import { describeRoute } from 'hono-openapi';
+import * as v from 'valibot';
+import type { AgentService } from '../../agents/service.ts';
+import { SandboxError } from '../../errors.ts';
+import type { HostRequest as HostRequestModel, JsonValue, RequestStore } from '../../store/types.ts';
+import { jsonBody, jsonRequest, jsonResponse, queryOf } from '../body.ts';
+import type { ApiEnv } from '../env.ts';
+import { Answer, Answered, ErrorBody, HostRequest, ID, RegisterRemoteTools, RemoteToolNames, RequestList, RequestsQuery } from '../schemas.ts';
+import { loadAgent } from './agents.ts';
+
+const requestView = (r: HostRequestModel) => ({
+  id: r.id,
+  kind: r.kind,
+  callId: r.callId,
+  state: r.state,
+  payload: r.payload,
+  ...(r.answer === undefined ? {} : { answer: r.answer }),
+  createdAt: r.createdAt,
+  expiresAt: r.expiresAt,
+});
+
+export const requestRoutes = (agents: AgentService, requests: RequestStore): Hono<ApiEnv> => {
+  const app = new Hono<ApiEnv>();
+  app.post(
+    '/v1/agents/:id/remote-tools',
+    describeRoute({
+      operationId: 'registerRemoteTools',
+      tags: ['requests'],
+      description: 'Adds or replaces client-executed tools (JSON Schema parameters). A call becomes a `remote_tool` request the client answers with { result } or { error }.',
+      requestBody: jsonRequest(RegisterRemoteTools),
+      responses: { 200: jsonResponse('Every remote tool of the agent', RemoteToolNames), 400: jsonResponse('Invalid tool', ErrorBody) },
+    }),
+    loadAgent(agents),
+    jsonBody(RegisterRemoteTools),
+    async (c) => {
+      const { tools } = c.get('body') as v.InferOutput<typeof RegisterRemoteTools>;
+      return c.json({ tools: await agents.registerRemoteTools(c.get('agent'), tools) });
+    },
+  );
+  app.get(
+    '/v1/agents/:id/requests',
+    describeRoute({
+      operationId: 'listRequests',
+      tags: ['requests'],
+      parameters: [{ name: 'state', in: 'query', schema: { type: 'string', enum: ['pending', 'answered', 'expired', 'cancelled'] } }],
+      responses: { 200: jsonResponse('Requests', RequestList) },
+    }),
+    loadAgent(agents),
+    (c) => {
+      const { state } = queryOf(RequestsQuery, c.req.query());
+      return c.json({ requests: requests.list(c.get('agent').sessionId, state).map(requestView) });
+    },
+  );
+  app.get(
+    '/v1/agents/:id/requests/:rid',
+    describeRoute({ operationId: 'getRequest', tags: ['requests'], responses: { 200: jsonResponse('The request', HostRequest), 404: jsonResponse('No such request', ErrorBody) } }),
+    loadAgent(agents),
+    (c) => c.json(requestView(owned(requests, c.get('agent').sessionId, c.req.param('rid')))),
+  );
+  app.post(
+    '/v1/agents/:id/requests/:rid',
+    describeRoute({
+      operationId: 'answerRequest',
+      tags: ['requests'],
+      description: 'Approval: { allow, reason? }. Remote tool: { result } or { error }. Subagent: { output }.',
+      requestBody: jsonRequest(Answer),
+      responses: { 200: jsonResponse('Answered', Answered), 409: jsonResponse('Already settled', ErrorBody), 410: jsonResponse('Expired', ErrorBody) },
+    }),
+    loadAgent(agents),
+    jsonBody(Answer),
+    (c) => {
+      const request = owned(requests, c.get('agent').sessionId, c.req.param('rid'));
+      const answer = c.get('body') as JsonValue;
+      const shapeOk = request.kind === 'approval' ? 'allow' in (answer as object) : !('allow' in (answer as object));
+      if (!shapeOk) {
+        throw new SandboxError('BAD_REQUEST', request.kind === 'approval' ? 'Answer an approval with { "allow": true|false }.' : 'Answer with { "result": … } or { "error": … }.');
+      }
+      if (!requests.answer(request.id, answer)) {
+        const now = requests.get(request.id);
+        if (now?.state === 'expired') throw new SandboxError('REQUEST_EXPIRED', `Request ${request.id} expired before the answer arrived.`);
+        throw new SandboxError('CONFLICT', `Request ${request.id} is already ${now?.state ?? 'settled'}.`);
+      }
+      return c.json({ id: request.id, state: 'answered' });
+    },
+  );
+  return app;
+};
+
+const owned = (requests: RequestStore, sessionId: string, rid: string | undefined): HostRequestModel => {
+  const request = rid !== undefined && v.is(ID, rid) ? requests.get(rid) : undefined;
+  if (request === undefined || request.sessionId !== sessionId) throw new SandboxError('NOT_FOUND', `No request ${JSON.stringify((rid ?? '').slice(0, 80))}.`);
+  return request;
+};

@@ -1,0 +1,31 @@
+// POST /v1/tenants (admin key): creates a tenant and returns its API key, once.
+import { Hono } from 'hono';
+import { describeRoute } from 'hono-openapi';
+import type * as v from 'valibot';
+import type { TenantStore } from '../../store/index.ts';
+import { adminAuth } from '../auth.ts';
+import { jsonBody, jsonRequest, jsonResponse } from '../body.ts';
+import type { ApiEnv } from '../env.ts';
+import { CreateTenant, ErrorBody, TenantCreated } from '../schemas.ts';
+
+export const tenantRoutes = (tenants: TenantStore, adminKey: string | undefined): Hono<ApiEnv> => {
+  const app = new Hono<ApiEnv>();
+  app.post(
+    '/v1/tenants',
+    describeRoute({
+      operationId: 'createTenant',
+      tags: ['tenants'],
+      description: 'Needs the admin key (DSH_ADMIN_KEY) as the bearer token. The API key is returned once.',
+      requestBody: jsonRequest(CreateTenant),
+      responses: { 201: jsonResponse('Created', TenantCreated), 401: jsonResponse('Wrong admin key', ErrorBody), 403: jsonResponse('No admin key configured', ErrorBody) },
+    }),
+    adminAuth(adminKey),
+    jsonBody(CreateTenant),
+    (c) => {
+      const { name } = c.get('body') as v.InferOutput<typeof CreateTenant>;
+      const tenant = tenants.createTenant(name);
+      return c.json({ id: tenant.id, name: tenant.name, apiKey: tenant.apiKey }, 201);
+    },
+  );
+  return app;
+};

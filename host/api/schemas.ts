@@ -1,0 +1,129 @@
+// Valibot schemas of the v1 API: the same objects validate requests and generate /openapi.json
+// (through hono-openapi's resolver). Limits here are the API's promises; change them knowingly.
+import * as v from 'valibot';
+import { PRESETS } from '../agents/types.ts';
+import { PRESENTATION_MODES } from '../tools/types.ts';
+
+const NAME = /^[A-Za-z0-9_-]{1,128}$/;
+export const ID = v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{1,64}$/, 'ids are 1-64 letters, digits, "_" or "-"'));
+const toolName = v.pipe(v.string(), v.regex(NAME, 'tool names are 1-128 letters, digits, "_" or "-"'));
+const names = v.pipe(v.array(toolName), v.maxLength(256));
+const jsonObject = v.record(v.string(), v.unknown());
+
+export const ErrorBody = v.object({ error: v.object({ code: v.string(), message: v.string() }) });
+
+export const Health = v.object({ ok: v.boolean(), version: v.string(), uptimeMs: v.number() });
+
+export const CreateTenant = v.strictObject({ name: v.pipe(v.string(), v.trim(), v.minLength(1), v.maxLength(200)) });
+export const TenantCreated = v.object({ id: v.string(), name: v.string(), apiKey: v.string() });
+
+export const Restrict = v.union([v.strictObject({ allow: names }), v.strictObject({ deny: names })]);
+
+export const Policy = v.strictObject({
+  ask: v.optional(names),
+  deny: v.optional(names),
+  rules: v.optional(v.pipe(v.array(jsonObject), v.maxLength(256))),
+});
+
+export const SandboxOptions = v.strictObject({
+  memoryMb: v.optional(v.pipe(v.number(), v.integer(), v.minValue(64), v.maxValue(65_536))),
+  cpus: v.optional(v.pipe(v.number(), v.minValue(0.1), v.maxValue(64))),
+  pids: v.optional(v.pipe(v.number(), v.integer(), v.minValue(16), v.maxValue(65_536))),
+});
+
+export const RemoteTool = v.strictObject({
+  name: toolName,
+  description: v.pipe(v.string(), v.minLength(1), v.maxLength(10_000)),
+  parameters: jsonObject,
+  timeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(100), v.maxValue(86_400_000))),
+  concurrencySafe: v.optional(v.boolean()),
+});
+const remoteTools = v.pipe(v.array(RemoteTool), v.maxLength(128));
+
+export const CreateAgent = v.strictObject({
+  preset: v.optional(v.picklist(PRESETS)),
+  mode: v.optional(v.picklist(PRESENTATION_MODES)),
+  restrict: v.optional(Restrict),
+  policy: v.optional(Policy),
+  sandbox: v.optional(SandboxOptions),
+  remoteTools: v.optional(remoteTools),
+});
+
+export const Agent = v.object({
+  id: v.string(),
+  preset: v.picklist(PRESETS),
+  mode: v.picklist(PRESENTATION_MODES),
+  sessionId: v.string(),
+  config: jsonObject,
+  createdAt: v.number(),
+});
+export const AgentList = v.object({ agents: v.array(Agent) });
+
+export const ToolSchema = v.object({ name: v.string(), description: v.string(), parameters: jsonObject });
+export const ToolList = v.object({ mode: v.picklist(PRESENTATION_MODES), tools: v.array(ToolSchema) });
+
+export const Call = v.strictObject({
+  id: v.pipe(v.string(), v.minLength(1), v.maxLength(128)),
+  name: v.pipe(v.string(), v.minLength(1), v.maxLength(256)),
+  arguments: v.optional(v.unknown(), () => ({})),
+});
+export const Calls = v.strictObject({ calls: v.pipe(v.array(Call), v.minLength(1), v.maxLength(64)) });
+
+const Content = v.variant('type', [
+  v.object({ type: v.literal('text'), text: v.string() }),
+  v.object({ type: v.literal('image'), data: v.string(), mimeType: v.string() }),
+]);
+export const Result = v.object({
+  id: v.string(),
+  name: v.string(),
+  ok: v.boolean(),
+  content: v.array(Content),
+  value: v.optional(v.unknown()),
+  error: v.optional(v.object({ code: v.string(), message: v.string() })),
+  durationMs: v.number(),
+});
+export const Results = v.object({ results: v.array(Result) });
+
+export const Event = v.object({
+  seq: v.number(),
+  at: v.number(),
+  type: v.string(),
+  surface: v.picklist(['current', 'log-only']),
+  callId: v.optional(v.string()),
+  parentCallId: v.optional(v.string()),
+  data: v.unknown(),
+});
+export const EventsQuery = v.object({
+  after: v.optional(v.pipe(v.string(), v.regex(/^\d{1,15}$/, 'after is a sequence number'), v.transform(Number))),
+  limit: v.optional(v.pipe(v.string(), v.regex(/^\d{1,4}$/, 'limit is 1-5000'), v.transform(Number), v.minValue(1), v.maxValue(5000))),
+});
+export const EventPage = v.object({ events: v.array(Event), next: v.number() });
+
+export const PathQuery = v.object({
+  path: v.pipe(v.string(), v.minLength(1), v.maxLength(4096), v.check((p) => !p.includes('\0'), 'path contains a NUL byte')),
+});
+
+export const RegisterRemoteTools = v.strictObject({ tools: v.pipe(remoteTools, v.minLength(1)) });
+export const RemoteToolNames = v.object({ tools: v.array(v.string()) });
+
+export const RequestsQuery = v.object({ state: v.optional(v.picklist(['pending', 'answered', 'expired', 'cancelled'])) });
+export const HostRequest = v.object({
+  id: v.string(),
+  kind: v.string(),
+  callId: v.string(),
+  state: v.string(),
+  payload: v.unknown(),
+  answer: v.optional(v.unknown()),
+  createdAt: v.number(),
+  expiresAt: v.number(),
+});
+export const RequestList = v.object({ requests: v.array(HostRequest) });
+
+/** An answer: a remote tool's `{ result }` or `{ error }`, an approval's `{ allow, reason? }`, a subagent's `{ output }`. */
+export const Answer = v.union([
+  v.strictObject({ allow: v.boolean(), reason: v.optional(v.pipe(v.string(), v.maxLength(2000))) }),
+  v.strictObject({ result: v.unknown() }),
+  v.strictObject({ error: v.union([v.string(), v.object({ message: v.string() })]) }),
+  v.strictObject({ output: v.unknown() }),
+]);
+export const Answered = v.object({ id: v.string(), state: v.string() });

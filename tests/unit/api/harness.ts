@@ -1,0 +1,62 @@
+// The API in-process: a libsql store in memory, the real registry and pipeline with the builtin
+// sandbox tools, the memory sandbox provider, and two tenants. Requests go through app.request().
+import { createAgentService } from '../../../host/agents/index.ts';
+import { createApp, type ApiLimits } from '../../../host/api/app.ts';
+import { createLifecycle } from '../../../host/api/lifecycle.ts';
+import { createMetrics, observeCalls } from '../../../host/api/metrics.ts';
+import { createMemoryProvider } from '../../../host/sandbox/memory/provider.ts';
+import { openStore } from '../../../host/store/index.ts';
+import { standardSandboxTools, strReplaceEditorTool } from '../../../host/tools/builtin/index.ts';
+import { createRegistry, createRequestApprovals } from '../../../host/tools/index.ts';
+
+export const ADMIN_KEY = 'admin-key-for-tests-0123456789';
+
+export const makeApi = (limits: Partial<ApiLimits> = {}) => {
+  const store = openStore({ path: ':memory:' });
+  const registry = createRegistry({ log: store.events, approvals: createRequestApprovals(store.requests) });
+  for (const tool of [...standardSandboxTools(), strReplaceEditorTool]) registry.global.register(tool);
+  const sandboxes = createMemoryProvider();
+  const metrics = createMetrics();
+  const agents = createAgentService({ store, registry, sandboxes, observe: observeCalls(metrics) });
+  const lifecycle = createLifecycle();
+  const app = createApp({ startedAt: Date.now(), version: 'test', store, agents, adminKey: ADMIN_KEY, limits, metrics, lifecycle });
+  const a = store.tenants.createTenant('tenant-a');
+  const b = store.tenants.createTenant('tenant-b');
+
+  const request = async (key: string | undefined, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
+    const init: RequestInit = { method, headers: { ...(key ? { Authorization: `Bearer ${key}` } : {}), ...headers } };
+    if (body !== undefined) {
+      init.body = typeof body === 'string' || body instanceof Uint8Array ? (body as BodyInit) : JSON.stringify(body);
+      if (!('Content-Type' in (init.headers as Record<string, string>)) && typeof body !== 'string' && !(body instanceof Uint8Array)) {
+        (init.headers as Record<string, string>)['Content-Type'] = 'application/json';
+      }
+    }
+    const res = await app.request(path, init);
+    const text = await res.text();
+    let json: any;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      json = undefined;
+    }
+    return { status: res.status, headers: res.headers, text, json };
+  };
+
+  const createAgent = async (key: string, body: unknown = {}) => {
+    const res = await request(key, 'POST', '/v1/agents', body);
+    if (res.status !== 201) throw new Error(`create agent: ${res.status} ${res.text}`);
+    return res.json as { id: string; mode: string; preset: string };
+  };
+
+  const call = async (key: string, agentId: string, calls: unknown[]) =>
+    request(key, 'POST', `/v1/agents/${agentId}/calls`, { calls });
+
+  const close = async () => {
+    await agents.close(0);
+    store.close();
+  };
+
+  return { app, store, registry, agents, sandboxes, metrics, lifecycle, keyA: a.apiKey, keyB: b.apiKey, request, createAgent, call, close };
+};
+
+export type Api = ReturnType<typeof makeApi>;
