@@ -16,6 +16,8 @@ export interface OpenStoreOptions {
   dataDir?: string;
   /** Exact database path, or `:memory:`; wins over dataDir. */
   path?: string;
+  /** A `file:` url. Remote libsql urls are refused with CONFIG_INVALID (not supported yet). */
+  url?: string;
   /** Busy timeout in ms. Default 5000. */
   busyTimeoutMs?: number;
   /** Clock for every repository. Default Date.now. */
@@ -44,8 +46,11 @@ export const STORE_FILE = 'store.db';
 
 export const openStore = (options: OpenStoreOptions): Store => {
   const path =
-    options.path ?? (options.dataDir === undefined ? undefined : join(options.dataDir, STORE_FILE));
-  const db = openDatabase({ path, busyTimeoutMs: options.busyTimeoutMs });
+    options.path ??
+    (options.dataDir === undefined || options.url !== undefined
+      ? undefined
+      : join(options.dataDir, STORE_FILE));
+  const db = openDatabase({ path, url: options.url, busyTimeoutMs: options.busyTimeoutMs });
   try {
     migrate(db);
     const now = options.now ?? Date.now;
