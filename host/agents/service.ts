@@ -203,6 +203,8 @@ export const createAgentService = (options: AgentServiceOptions): AgentService =
       } finally {
         running.delete(entry);
         signal.removeEventListener('abort', onAbort);
+        // Subscribers hear an event once its batch is written; let the batch's last ones through.
+        if (untrack !== undefined) await store.events.flush().catch(() => undefined);
         untrack?.();
       }
     },
