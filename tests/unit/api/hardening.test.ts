@@ -1,0 +1,149 @@
+// Hostile and careless input: each answer is a clear 4xx with a stable code, and the service
+// keeps serving afterwards.
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { parseJson } from '../../../host/api/body.ts';
+import { type Api, makeApi } from './harness.ts';
+
+let api: Api;
+beforeEach(() => {
+  api = makeApi({ maxJsonBytes: 4096, maxUploadBytes: 8192, tenantConcurrency: 2 });
+});
+afterEach(async () => {
+  await api.close();
+});
+
+const stillServing = async () => {
+  const res = await api.request(api.keyA, 'GET', '/v1/agents');
+  expect(res.status).toBe(200);
+};
+
+describe('bad input', () => {
+  it('malformed JSON is 400 MALFORMED_JSON', async () => {
+    for (const body of ['{"preset":', '', 'nope', '{"a":1}}']) {
+      const res = await api.request(api.keyA, 'POST', '/v1/agents', body, { 'Content-Type': 'application/json' });
+      expect(res.status, body).toBe(400);
+      expect(res.json.error.code).toBe('MALFORMED_JSON');
+    }
+    await stillServing();
+  });
+
+  it('wrong types are 400 BAD_REQUEST naming the issue paths', async () => {
+    const res = await api.request(api.keyA, 'POST', '/v1/agents', { preset: 'everything', restrict: { allow: [1] }, extra: true });
+    expect(res.status).toBe(400);
+    expect(res.json.error.code).toBe('BAD_REQUEST');
+    expect(res.json.error.message).toContain('preset');
+    const agent = await api.createAgent(api.keyA);
+    const calls = await api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/calls`, { calls: [{ id: 5, name: 'read' }] });
+    expect(calls.status).toBe(400);
+    expect(calls.json.error.message).toContain('calls.0.id');
+    const empty = await api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/calls`, { calls: [] });
+    expect(empty.status).toBe(400);
+    const wrongType = await api.request(api.keyA, 'POST', '/v1/agents', 'preset=code', { 'Content-Type': 'text/plain' });
+    expect(wrongType.status).toBe(400);
+    const badQuery = await api.request(api.keyA, 'GET', `/v1/agents/${agent.id}/events?after=-1`);
+    expect(badQuery.status).toBe(400);
+    await stillServing();
+  });
+
+  it('oversized bodies are 413 PAYLOAD_TOO_LARGE', async () => {
+    const agent = await api.createAgent(api.keyA);
+    const big = await api.call(api.keyA, agent.id, [{ id: 'w', name: 'write', arguments: { file_path: 'a', content: 'x'.repeat(10_000) } }]);
+    expect(big.status).toBe(413);
+    expect(big.json.error.code).toBe('PAYLOAD_TOO_LARGE');
+    const upload = await api.request(api.keyA, 'PUT', `/v1/agents/${agent.id}/files?path=big.bin`, new Uint8Array(9000), { 'Content-Type': 'application/octet-stream' });
+    expect(upload.status).toBe(413);
+    await stillServing();
+  });
+
+  it('traversal in every path field stays inside the workspace', async () => {
+    const agent = await api.createAgent(api.keyA);
+    const base = `/v1/agents/${agent.id}`;
+    for (const path of ['../etc/passwd', '/etc/passwd', 'a/../../x', '/workspace/../etc']) {
+      const q = encodeURIComponent(path);
+      for (const [method, route, body] of [
+        ['GET', `${base}/files?path=${q}`],
+        ['PUT', `${base}/files?path=${q}`, new Uint8Array([1])],
+        ['GET', `${base}/archive?path=${q}`],
+      ] as [string, string, Uint8Array?][]) {
+        const res = await api.request(api.keyA, method, route, body, { 'Content-Type': 'application/octet-stream' });
+        expect(res.status, `${method} ${path}`).toBe(400);
+        expect(res.json.error.code).toBe('PATH_OUTSIDE_WORKSPACE');
+      }
+      const calls = await api.call(api.keyA, agent.id, [
+        { id: 'r', name: 'read', arguments: { file_path: path } },
+        { id: 'w', name: 'write', arguments: { file_path: path, content: 'x' } },
+        { id: 'g', name: 'glob', arguments: { pattern: '*', path } },
+        { id: 'e', name: 'edit', arguments: { file_path: path, old_string: 'a', new_string: 'b' } },
+      ]);
+      for (const result of calls.json.results) expect(result.ok, `${result.name} ${path}`).toBe(false);
+    }
+    for (const id of ['..', '..%2F..%2Fetc', 'agt_x%00']) {
+      const res = await api.request(api.keyA, 'GET', `/v1/agents/${id}`);
+      expect(res.status).toBe(404);
+    }
+    const nul = await api.request(api.keyA, 'GET', `${base}/files?path=a%00b`);
+    expect(nul.status).toBe(400);
+    await stillServing();
+  });
+
+  it('prototype-poisoning keys never reach an object prototype', async () => {
+    const parsed = parseJson('{"__proto__":{"polluted":1},"a":{"constructor":{"prototype":{"polluted":2}}},"b":[{"__proto__":{"x":1}}]}') as Record<string, any>;
+    expect(Object.hasOwn(parsed, '__proto__')).toBe(false);
+    expect(Object.getPrototypeOf(parsed)).toBe(Object.prototype);
+    expect(parsed.a).toEqual({});
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+
+    const agent = await api.createAgent(api.keyA);
+    const raw = `{"calls":[{"id":"w","name":"write","arguments":{"file_path":"p.txt","content":"ok","__proto__":{"isAdmin":true}}}],"__proto__":{"polluted":true}}`;
+    const res = await api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/calls`, raw, { 'Content-Type': 'application/json' });
+    expect(res.status).toBe(200);
+    expect(res.json.results[0].ok).toBe(true);
+    const events = await api.request(api.keyA, 'GET', `/v1/agents/${agent.id}/events`);
+    expect(JSON.stringify(events.json)).not.toContain('isAdmin');
+    const created = await api.request(api.keyA, 'POST', '/v1/agents', '{"constructor":{"prototype":{"x":1}},"preset":"minimal"}', { 'Content-Type': 'application/json' });
+    expect(created.status).toBe(201);
+    expect(({} as Record<string, unknown>).x).toBeUndefined();
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    await stillServing();
+  });
+
+  it('unknown routes and methods are 404 with a code', async () => {
+    const res = await api.request(api.keyA, 'GET', '/v1/nothing');
+    expect(res.status).toBe(404);
+    expect(res.json.error.code).toBe('NOT_FOUND');
+  });
+});
+
+describe('limits', () => {
+  it('per-tenant concurrency: the request over the limit is 429 RATE_LIMITED; other tenants are unaffected', async () => {
+    const agent = await api.createAgent(api.keyA, { remoteTools: [{ name: 'hold', description: 'waits for the client', parameters: { type: 'object' } }] });
+    const held = [
+      api.call(api.keyA, agent.id, [{ id: 'h1', name: 'hold', arguments: {} }]),
+      api.call(api.keyA, agent.id, [{ id: 'h2', name: 'hold', arguments: {} }]),
+    ];
+    let pending: { id: string }[] = [];
+    while (pending.length < 2) {
+      await new Promise((r) => setTimeout(r, 10));
+      pending = api.store.requests.list(agent.id, 'pending');
+    }
+    const over = await api.request(api.keyA, 'GET', '/v1/agents');
+    expect(over.status).toBe(429);
+    expect(over.json.error.code).toBe('RATE_LIMITED');
+    expect(over.headers.get('retry-after')).toBe('1');
+    expect((await api.request(api.keyB, 'GET', '/v1/agents')).status).toBe(200);
+    for (const r of pending) api.store.requests.answer(r.id, { result: 'done' });
+    for (const res of await Promise.all(held)) expect(res.json.results[0].ok).toBe(true);
+    await stillServing();
+  });
+
+  it('shutdown: in-flight calls fail with SHUTTING_DOWN after the grace period, new requests get 503', async () => {
+    const agent = await api.createAgent(api.keyA, { remoteTools: [{ name: 'hold', description: 'waits', parameters: { type: 'object' } }] });
+    const call = api.call(api.keyA, agent.id, [{ id: 'h', name: 'hold', arguments: {} }]);
+    while (api.agents.inFlight() === 0) await new Promise((r) => setTimeout(r, 5));
+    api.lifecycle.begin();
+    await api.agents.close(50);
+    const result = (await call).json.results[0];
+    expect(result).toMatchObject({ ok: false, error: { code: 'SHUTTING_DOWN' } });
+    expect((await api.request(api.keyA, 'GET', '/v1/health')).status).toBe(503);
+  });
+});
