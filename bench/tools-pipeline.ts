@@ -4,7 +4,13 @@
 // in-memory durable log) and a 1,000-call batch of concurrency-safe no-op calls.
 import * as v from 'valibot';
 import { createMemoryEventLog } from '../host/store/memory.ts';
-import { type AgentScope, createRegistry, defineTool, type ExecContext, type ToolCall } from '../host/tools/index.ts';
+import {
+  type AgentScope,
+  createRegistry,
+  defineTool,
+  type ExecContext,
+  type ToolCall,
+} from '../host/tools/index.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 9);
 const CALLS = Number(process.env.BENCH_CALLS ?? 20_000);
@@ -54,7 +60,11 @@ logged.global.register(noop);
 const loggedScope = logged.scope('preset:bench').child('agent:bench');
 
 const one = (i: number): ToolCall[] => [{ id: `c${i}`, name: 'noop', arguments: { n: i } }];
-const batchCalls: ToolCall[] = Array.from({ length: BATCH }, (_, i) => ({ id: `b${i}`, name: 'noop', arguments: { n: i } }));
+const batchCalls: ToolCall[] = Array.from({ length: BATCH }, (_, i) => ({
+  id: `b${i}`,
+  name: 'noop',
+  arguments: { n: i },
+}));
 
 const direct = await measure(CALLS, async (i) => noop.execute({ n: i }, exec));
 const pipeline = await measure(CALLS, (i) => plainScope.execute(one(i), { agent }));
@@ -65,7 +75,9 @@ const withLog = await measure(CALLS, async (i) => {
 });
 
 const batchRounds = Math.max(5, Math.round(CALLS / BATCH));
-const directBatch = await measure(batchRounds, async () => Promise.all(batchCalls.map((c) => noop.execute(c.arguments as { n: number }, exec))));
+const directBatch = await measure(batchRounds, async () =>
+  Promise.all(batchCalls.map((c) => noop.execute(c.arguments as { n: number }, exec))),
+);
 const pipelineBatch = await measure(batchRounds, () => plainScope.execute(batchCalls, { agent }));
 const loggedBatch = await measure(batchRounds, async () => {
   await loggedScope.execute(batchCalls, { agent });
@@ -78,11 +90,25 @@ const rows: [string, string, string][] = [
   ['direct body call (await)', f(direct), '1.0x'],
   ['pipeline, no log', f(pipeline), `${(pipeline / direct).toFixed(1)}x`],
   ['pipeline, in-memory log', f(withLog), `${(withLog / direct).toFixed(1)}x`],
-  [`${BATCH}-call safe batch, direct (Promise.all), per batch`, `${(directBatch / 1000).toFixed(2)} ms`, '1.0x'],
-  [`${BATCH}-call safe batch, pipeline no log, per batch`, `${(pipelineBatch / 1000).toFixed(2)} ms`, `${(pipelineBatch / directBatch).toFixed(1)}x`],
-  [`${BATCH}-call safe batch, pipeline + in-memory log, per batch`, `${(loggedBatch / 1000).toFixed(2)} ms`, `${(loggedBatch / directBatch).toFixed(1)}x`],
+  [
+    `${BATCH}-call safe batch, direct (Promise.all), per batch`,
+    `${(directBatch / 1000).toFixed(2)} ms`,
+    '1.0x',
+  ],
+  [
+    `${BATCH}-call safe batch, pipeline no log, per batch`,
+    `${(pipelineBatch / 1000).toFixed(2)} ms`,
+    `${(pipelineBatch / directBatch).toFixed(1)}x`,
+  ],
+  [
+    `${BATCH}-call safe batch, pipeline + in-memory log, per batch`,
+    `${(loggedBatch / 1000).toFixed(2)} ms`,
+    `${(loggedBatch / directBatch).toFixed(1)}x`,
+  ],
 ];
 console.log(`tools-pipeline bench (node ${process.version}, ${ROUNDS} rounds x ${CALLS} calls; medians)`);
 for (const [label, value, ratio] of rows) console.log(`${label.padEnd(58)} ${value.padStart(12)}  ${ratio}`);
-console.log(`overhead per call: no log ${f(pipeline - direct)}, in-memory log ${f(withLog - direct)}; ` +
-  `per call in a ${BATCH}-call batch: ${f((pipelineBatch - directBatch) / BATCH)} (no log), ${f((loggedBatch - directBatch) / BATCH)} (log)`);
+console.log(
+  `overhead per call: no log ${f(pipeline - direct)}, in-memory log ${f(withLog - direct)}; ` +
+    `per call in a ${BATCH}-call batch: ${f((pipelineBatch - directBatch) / BATCH)} (no log), ${f((loggedBatch - directBatch) / BATCH)} (log)`,
+);

@@ -6,8 +6,8 @@ import { timeoutPolicy } from './timeout.ts';
 import { type Policy, parseConfig } from './types.ts';
 
 export { globToRegExp } from './glob.ts';
-export { rulesPolicy, type RulesPolicyConfig } from './rules.ts';
-export { timeoutPolicy, type TimeoutPolicyConfig } from './timeout.ts';
+export { type RulesPolicyConfig, rulesPolicy } from './rules.ts';
+export { type TimeoutPolicyConfig, timeoutPolicy } from './timeout.ts';
 export type { Policy, PolicyTarget } from './types.ts';
 
 const Spec = v.variant('type', [
@@ -18,5 +18,7 @@ const Spec = v.variant('type', [
 /** `{ type: 'timeout' | 'rules', config }` → a validated policy; anything else is CONFIG_INVALID. */
 export const policyFromConfig = (spec: unknown): Policy => {
   const parsed = parseConfig('policy', Spec, spec);
-  return parsed.type === 'timeout' ? timeoutPolicy((parsed.config ?? {}) as never) : rulesPolicy(parsed.config as never);
+  return parsed.type === 'timeout'
+    ? timeoutPolicy((parsed.config ?? {}) as never)
+    : rulesPolicy(parsed.config as never);
 };

@@ -50,21 +50,35 @@ const compile = (rule: v.InferOutput<typeof Rule>, index: number): CompiledRule 
     try {
       return [path.split('.'), new RegExp(source)];
     } catch (error) {
-      throw new SandboxError('CONFIG_INVALID', `Invalid rules policy config: rules.${index}.when.${path} is not a valid regular expression (${(error as Error).message}).`);
+      throw new SandboxError(
+        'CONFIG_INVALID',
+        `Invalid rules policy config: rules.${index}.when.${path} is not a valid regular expression (${(error as Error).message}).`,
+      );
     }
   });
-  const decision: Decision = rule.decision === 'allow'
-    ? { kind: 'allow' }
-    : rule.decision === 'deny'
-      ? { kind: 'deny', reason: rule.reason ?? `Policy rule ${index + 1} denies this call to a tool matching "${rule.tool}".` }
-      : { kind: 'ask', reason: rule.reason ?? `Policy rule ${index + 1} requires approval for tools matching "${rule.tool}".` };
+  const decision: Decision =
+    rule.decision === 'allow'
+      ? { kind: 'allow' }
+      : rule.decision === 'deny'
+        ? {
+            kind: 'deny',
+            reason:
+              rule.reason ?? `Policy rule ${index + 1} denies this call to a tool matching "${rule.tool}".`,
+          }
+        : {
+            kind: 'ask',
+            reason:
+              rule.reason ?? `Policy rule ${index + 1} requires approval for tools matching "${rule.tool}".`,
+          };
   return { tool: globToRegExp(rule.tool), when, decision };
 };
 
-export const rulesListener = (rules: readonly CompiledRule[]): PreExecuteListener => (call) => {
-  for (const rule of rules) if (matches(rule, call.name, call.arguments)) return rule.decision;
-  return undefined;
-};
+export const rulesListener =
+  (rules: readonly CompiledRule[]): PreExecuteListener =>
+  (call) => {
+    for (const rule of rules) if (matches(rule, call.name, call.arguments)) return rule.decision;
+    return undefined;
+  };
 
 export const rulesPolicy = (config: RulesPolicyConfig): Policy => {
   const parsed = parseConfig('rules', Config, config);

@@ -14,21 +14,23 @@ const Config = v.strictObject({
 
 export type TimeoutPolicyConfig = v.InferInput<typeof Config>;
 
-export const timeoutWrapper = (defaultMs: number | undefined): ExecuteWrapper => (view, next) => {
-  const ms = view.call.definition.timeoutMs ?? defaultMs;
-  if (ms === undefined) return next();
-  const controller = new AbortController();
-  view.signal = AbortSignal.any([view.signal, controller.signal]);
-  let timer: NodeJS.Timeout | undefined;
-  const expired = new Promise<Outcome>((resolve) => {
-    timer = setTimeout(() => {
-      const error = new SandboxError('TOOL_TIMEOUT', `Tool ${view.call.name} timed out after ${ms} ms`);
-      controller.abort(error);
-      resolve({ ok: false, error: { code: error.code, message: error.message } });
-    }, ms);
-  });
-  return Promise.race([next(), expired]).finally(() => clearTimeout(timer));
-};
+export const timeoutWrapper =
+  (defaultMs: number | undefined): ExecuteWrapper =>
+  (view, next) => {
+    const ms = view.call.definition.timeoutMs ?? defaultMs;
+    if (ms === undefined) return next();
+    const controller = new AbortController();
+    view.signal = AbortSignal.any([view.signal, controller.signal]);
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<Outcome>((resolve) => {
+      timer = setTimeout(() => {
+        const error = new SandboxError('TOOL_TIMEOUT', `Tool ${view.call.name} timed out after ${ms} ms`);
+        controller.abort(error);
+        resolve({ ok: false, error: { code: error.code, message: error.message } });
+      }, ms);
+    });
+    return Promise.race([next(), expired]).finally(() => clearTimeout(timer));
+  };
 
 export const timeoutPolicy = (config: TimeoutPolicyConfig = {}): Policy => {
   const parsed = parseConfig('timeout', Config, config);

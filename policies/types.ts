@@ -16,9 +16,16 @@ export interface Policy {
 }
 
 /** Parses a policy's config or throws CONFIG_INVALID naming each bad field. */
-export const parseConfig = <S extends v.GenericSchema>(policy: string, schema: S, config: unknown): v.InferOutput<S> => {
+export const parseConfig = <S extends v.GenericSchema>(
+  policy: string,
+  schema: S,
+  config: unknown,
+): v.InferOutput<S> => {
   const result = v.safeParse(schema, config);
   if (result.success) return result.output;
   const issues = result.issues.map((i) => `${v.getDotPath(i) ?? '(root)'}: ${i.message}`).join('; ');
-  throw new SandboxError('CONFIG_INVALID', `Invalid ${policy} policy config: ${issues}. Fix the config and install it again.`);
+  throw new SandboxError(
+    'CONFIG_INVALID',
+    `Invalid ${policy} policy config: ${issues}. Fix the config and install it again.`,
+  );
 };

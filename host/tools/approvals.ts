@@ -32,12 +32,20 @@ export interface RequestApprovalsOptions {
 }
 
 const readAnswer = (answer: JsonValue | undefined): ApprovalAnswer => {
-  if (typeof answer !== 'object' || answer === null || Array.isArray(answer)) return { allow: false, reason: 'the approval answer was malformed' };
+  if (typeof answer !== 'object' || answer === null || Array.isArray(answer))
+    return { allow: false, reason: 'the approval answer was malformed' };
   const reason = typeof answer.reason === 'string' ? answer.reason : undefined;
-  return answer.allow === true ? { allow: true } : reason === undefined ? { allow: false } : { allow: false, reason };
+  return answer.allow === true
+    ? { allow: true }
+    : reason === undefined
+      ? { allow: false }
+      : { allow: false, reason };
 };
 
-export const createRequestApprovals = (store: RequestStore, options: RequestApprovalsOptions = {}): Approvals => {
+export const createRequestApprovals = (
+  store: RequestStore,
+  options: RequestApprovalsOptions = {},
+): Approvals => {
   const ttlMs = options.ttlMs ?? 300_000;
   const now = options.now ?? Date.now;
   return {
@@ -58,7 +66,13 @@ export const createRequestApprovals = (store: RequestStore, options: RequestAppr
         throw error;
       }
       if (settled.state === 'answered') return readAnswer(settled.answer);
-      return { allow: false, reason: settled.state === 'expired' ? 'nobody answered the approval request in time' : 'the approval request was cancelled' };
+      return {
+        allow: false,
+        reason:
+          settled.state === 'expired'
+            ? 'nobody answered the approval request in time'
+            : 'the approval request was cancelled',
+      };
     },
   };
 };

@@ -12,14 +12,28 @@ export interface RunOptions {
   refuse?: (call: ToolCall) => ToolError;
 }
 
-export const runBatch = (env: CallEnv, calls: readonly ToolCall[], options: RunOptions = {}): Promise<ToolResult[]> => {
+export const runBatch = (
+  env: CallEnv,
+  calls: readonly ToolCall[],
+  options: RunOptions = {},
+): Promise<ToolResult[]> => {
   const gate = createGate(env.concurrency);
   const pending: Promise<ToolResult>[] = new Array(calls.length);
   for (let i = 0; i < calls.length; i++) {
     const call = calls[i] as ToolCall;
-    const p: Prepared = options.refuse === undefined
-      ? prepare(env, call, undefined, options.definition)
-      : { call, parentCallId: undefined, registration: undefined, definition: undefined, args: undefined, failure: options.refuse(call), version: env.state.version, safe: true };
+    const p: Prepared =
+      options.refuse === undefined
+        ? prepare(env, call, undefined, options.definition)
+        : {
+            call,
+            parentCallId: undefined,
+            registration: undefined,
+            definition: undefined,
+            args: undefined,
+            failure: options.refuse(call),
+            version: env.state.version,
+            safe: true,
+          };
     pending[i] = calls.length === 1 ? runPrepared(env, p) : gate.run(p.safe, () => runPrepared(env, p));
   }
   return Promise.all(pending);

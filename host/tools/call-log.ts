@@ -4,7 +4,13 @@
 import type { EventLog, JsonValue, SessionEventInput } from '../store/types.ts';
 import type { ToolResult } from './types.ts';
 
-export const callEvent = (sessionId: string, id: string, name: string, args: unknown, parentCallId: string | undefined): SessionEventInput => {
+export const callEvent = (
+  sessionId: string,
+  id: string,
+  name: string,
+  args: unknown,
+  parentCallId: string | undefined,
+): SessionEventInput => {
   const event: SessionEventInput = {
     sessionId,
     type: 'tool.call',
@@ -16,7 +22,11 @@ export const callEvent = (sessionId: string, id: string, name: string, args: unk
   return event;
 };
 
-export const resultEvent = (sessionId: string, result: ToolResult, parentCallId: string | undefined): SessionEventInput => {
+export const resultEvent = (
+  sessionId: string,
+  result: ToolResult,
+  parentCallId: string | undefined,
+): SessionEventInput => {
   const data: { [key: string]: JsonValue } = {
     name: result.name,
     ok: result.ok,

@@ -12,7 +12,9 @@ export const compose = (wrappers: readonly ExecuteWrapper[], body: Dispatch): Di
     let index = -1;
     const step = (i: number): Promise<Outcome> => {
       if (i <= index) {
-        return Promise.reject(new SandboxError('TOOL_FAILED', 'A tools/execute wrapper called next() more than once.'));
+        return Promise.reject(
+          new SandboxError('TOOL_FAILED', 'A tools/execute wrapper called next() more than once.'),
+        );
       }
       index = i;
       const wrapper = wrappers[i];

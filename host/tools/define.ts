@@ -5,9 +5,17 @@ import { toJsonSchema } from '@valibot/to-json-schema';
 import * as v from 'valibot';
 import { SandboxError } from '../errors.ts';
 import { renderValue } from './content.ts';
-import type { ContentPart, ExecContext, JsonSchema, ToolDefinition, ToolResult, Validation } from './types.ts';
+import type {
+  ContentPart,
+  ExecContext,
+  JsonSchema,
+  ToolDefinition,
+  ToolResult,
+  Validation,
+} from './types.ts';
 
-type ObjectSchema = v.ObjectSchema<v.ObjectEntries, v.ErrorMessage<v.ObjectIssue> | undefined>
+type ObjectSchema =
+  | v.ObjectSchema<v.ObjectEntries, v.ErrorMessage<v.ObjectIssue> | undefined>
   | v.StrictObjectSchema<v.ObjectEntries, v.ErrorMessage<v.StrictObjectIssue> | undefined>
   | v.LooseObjectSchema<v.ObjectEntries, v.ErrorMessage<v.LooseObjectIssue> | undefined>;
 type AnySchema = v.GenericSchema;
@@ -28,8 +36,16 @@ export interface ToolOptions<P extends ObjectSchema, O extends AnySchema> {
   isConcurrencySafe?: (args: v.InferOutput<P>) => boolean;
   /** Declared deadline; enforced only when the timeout policy is installed. */
   timeoutMs?: number;
-  projectContent?: (args: v.InferOutput<P>, value: v.InferOutput<O>, rendered: ContentPart[]) => ContentPart[];
-  finalizeContent?: (args: v.InferOutput<P>, content: ContentPart[], value: v.InferOutput<O>) => ContentPart[];
+  projectContent?: (
+    args: v.InferOutput<P>,
+    value: v.InferOutput<O>,
+    rendered: ContentPart[],
+  ) => ContentPart[];
+  finalizeContent?: (
+    args: v.InferOutput<P>,
+    content: ContentPart[],
+    value: v.InferOutput<O>,
+  ) => ContentPart[];
   presentCall?: (args: v.InferOutput<P>) => unknown;
   presentResult?: (args: v.InferOutput<P>, result: ToolResult) => unknown;
   deferLoading?: boolean;
@@ -40,13 +56,25 @@ const NAME = /^[A-Za-z0-9_-]{1,128}$/;
 /** Checks what every definition shares; throws CONFIG_INVALID with the fix. */
 export const checkDefinitionBasics = (name: unknown, description: unknown, timeoutMs: unknown): void => {
   if (typeof name !== 'string' || !NAME.test(name)) {
-    throw new SandboxError('CONFIG_INVALID', `Tool name ${JSON.stringify(name)} is invalid; use 1-128 letters, digits, "_" or "-".`);
+    throw new SandboxError(
+      'CONFIG_INVALID',
+      `Tool name ${JSON.stringify(name)} is invalid; use 1-128 letters, digits, "_" or "-".`,
+    );
   }
   if (typeof description !== 'string' || description.length === 0) {
-    throw new SandboxError('CONFIG_INVALID', `Tool ${name} needs a non-empty description; the model chooses tools by it.`);
+    throw new SandboxError(
+      'CONFIG_INVALID',
+      `Tool ${name} needs a non-empty description; the model chooses tools by it.`,
+    );
   }
-  if (timeoutMs !== undefined && !(typeof timeoutMs === 'number' && Number.isFinite(timeoutMs) && timeoutMs > 0)) {
-    throw new SandboxError('CONFIG_INVALID', `Tool ${name} has timeoutMs ${String(timeoutMs)}; use a positive number of milliseconds.`);
+  if (
+    timeoutMs !== undefined &&
+    !(typeof timeoutMs === 'number' && Number.isFinite(timeoutMs) && timeoutMs > 0)
+  ) {
+    throw new SandboxError(
+      'CONFIG_INVALID',
+      `Tool ${name} has timeoutMs ${String(timeoutMs)}; use a positive number of milliseconds.`,
+    );
   }
 };
 
@@ -54,10 +82,14 @@ export const checkDefinitionBasics = (name: unknown, description: unknown, timeo
 export const valibotIssues = (issues: readonly v.BaseIssue<unknown>[]): string[] =>
   issues.map((issue) => `${v.getDotPath(issue) ?? '(root)'}: ${issue.message}`);
 
-const validator = <T>(schema: AnySchema): ((input: unknown) => Validation<T>) => (input) => {
-  const result = v.safeParse(schema, input);
-  return result.success ? { ok: true, value: result.output as T } : { ok: false, issues: valibotIssues(result.issues) };
-};
+const validator =
+  <T>(schema: AnySchema): ((input: unknown) => Validation<T>) =>
+  (input) => {
+    const result = v.safeParse(schema, input);
+    return result.success
+      ? { ok: true, value: result.output as T }
+      : { ok: false, issues: valibotIssues(result.issues) };
+  };
 
 const modelSchema = (schema: AnySchema, name: string, strict = true): JsonSchema => {
   try {
@@ -65,7 +97,11 @@ const modelSchema = (schema: AnySchema, name: string, strict = true): JsonSchema
     delete json.$schema;
     return json;
   } catch (error) {
-    throw new SandboxError('CONFIG_INVALID', `Tool ${name} has a schema that cannot be shown to the model as JSON Schema; use plain valibot types.`, { cause: error });
+    throw new SandboxError(
+      'CONFIG_INVALID',
+      `Tool ${name} has a schema that cannot be shown to the model as JSON Schema; use plain valibot types.`,
+      { cause: error },
+    );
   }
 };
 
@@ -75,7 +111,10 @@ export const defineTool = <P extends ObjectSchema, O extends AnySchema>(
   checkDefinitionBasics(options.name, options.description, options.timeoutMs);
   const kinds = ['object', 'strict_object', 'loose_object'];
   if (!kinds.includes((options.parameters as { type?: string }).type ?? '')) {
-    throw new SandboxError('CONFIG_INVALID', `Tool ${options.name} parameters must be a valibot object schema (v.object({...})).`);
+    throw new SandboxError(
+      'CONFIG_INVALID',
+      `Tool ${options.name} parameters must be a valibot object schema (v.object({...})).`,
+    );
   }
   const render = options.output.render ?? ((_args: unknown, value: unknown) => renderValue(value));
   return Object.freeze({

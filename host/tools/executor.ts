@@ -46,7 +46,11 @@ export interface PtcExecutor extends Executor {
 
 /** The model-facing projection: name, description, parameters (and deferLoading when set). */
 export const toToolSchema = (definition: ToolDefinition): ToolSchema => {
-  const schema: ToolSchema = { name: definition.name, description: definition.description, parameters: definition.parameters };
+  const schema: ToolSchema = {
+    name: definition.name,
+    description: definition.description,
+    parameters: definition.parameters,
+  };
   if (definition.deferLoading === true) schema.deferLoading = true;
   return schema;
 };

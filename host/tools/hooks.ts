@@ -2,8 +2,8 @@
 // a listener for any other name fails at registration (CONFIG_INVALID), never at the first call.
 // Decisions and actions are discriminated unions so every branch is handled explicitly.
 import { SandboxError } from '../errors.ts';
-import type { AgentScope, ContentPart, JsonValue, ToolDefinition, ToolError, ToolResult } from './types.ts';
 import type { ResolvedToolSet } from './resolved-set.ts';
+import type { AgentScope, ContentPart, JsonValue, ToolDefinition, ToolError, ToolResult } from './types.ts';
 
 /** The frozen view of the call every listener sees. Arguments are the validated, frozen ones. */
 export interface CallView {
@@ -25,7 +25,10 @@ export type Decision =
   | { kind: 'ask'; reason: string };
 
 /** tools/pre-execute: a waterfall; return a decision to replace the current one, nothing to keep it. */
-export type PreExecuteListener = (call: CallView, current: Decision) => Decision | undefined | Promise<Decision | undefined>;
+export type PreExecuteListener = (
+  call: CallView,
+  current: Decision,
+) => Decision | undefined | Promise<Decision | undefined>;
 
 /** A monotonic synchronous guard: a returned reason denies the call; nothing later undoes it. */
 export type Guard = (call: CallView) => string | undefined | null | false;
@@ -72,11 +75,19 @@ export interface PhaseListeners {
 
 export type Phase = keyof PhaseListeners;
 
-export const PHASES: readonly Phase[] = ['tools/pre-execute', 'tools/execute', 'tools/post-execute', 'tools/result'];
+export const PHASES: readonly Phase[] = [
+  'tools/pre-execute',
+  'tools/execute',
+  'tools/post-execute',
+  'tools/result',
+];
 
 export const checkPhase = (phase: string, listener: unknown): Phase => {
   if (!(PHASES as readonly string[]).includes(phase)) {
-    throw new SandboxError('CONFIG_INVALID', `Unknown hook phase "${phase}"; use one of ${PHASES.join(', ')}.`);
+    throw new SandboxError(
+      'CONFIG_INVALID',
+      `Unknown hook phase "${phase}"; use one of ${PHASES.join(', ')}.`,
+    );
   }
   if (typeof listener !== 'function') {
     throw new SandboxError('CONFIG_INVALID', `The ${phase} listener must be a function.`);

@@ -5,7 +5,15 @@ import { Validator } from '@cfworker/json-schema';
 import { SandboxError } from '../errors.ts';
 import { renderValue } from './content.ts';
 import { checkDefinitionBasics } from './define.ts';
-import type { ContentPart, ExecContext, JsonSchema, JsonValue, ToolDefinition, ToolResult, Validation } from './types.ts';
+import type {
+  ContentPart,
+  ExecContext,
+  JsonSchema,
+  JsonValue,
+  ToolDefinition,
+  ToolResult,
+  Validation,
+} from './types.ts';
 
 type Draft = '4' | '7' | '2019-09' | '2020-12';
 
@@ -15,12 +23,23 @@ export interface JsonSchemaToolOptions {
   /** An object-rooted JSON Schema for the arguments. */
   parameters: JsonSchema;
   /** Output schema and renderer; without a schema any JSON value is accepted. */
-  output?: { schema?: JsonSchema; render?: (args: Record<string, unknown>, value: JsonValue) => ContentPart[] };
+  output?: {
+    schema?: JsonSchema;
+    render?: (args: Record<string, unknown>, value: JsonValue) => ContentPart[];
+  };
   execute: (args: Record<string, unknown>, exec: ExecContext) => unknown;
   isConcurrencySafe?: (args: Record<string, unknown>) => boolean;
   timeoutMs?: number;
-  projectContent?: (args: Record<string, unknown>, value: JsonValue, rendered: ContentPart[]) => ContentPart[];
-  finalizeContent?: (args: Record<string, unknown>, content: ContentPart[], value: JsonValue) => ContentPart[];
+  projectContent?: (
+    args: Record<string, unknown>,
+    value: JsonValue,
+    rendered: ContentPart[],
+  ) => ContentPart[];
+  finalizeContent?: (
+    args: Record<string, unknown>,
+    content: ContentPart[],
+    value: JsonValue,
+  ) => ContentPart[];
   presentCall?: (args: Record<string, unknown>) => unknown;
   presentResult?: (args: Record<string, unknown>, result: ToolResult) => unknown;
   deferLoading?: boolean;
@@ -48,7 +67,10 @@ export const jsonSchemaValidator = <T>(schema: JsonSchema): ((input: unknown) =>
     if (result.valid) return { ok: true, value: input as T };
     // Aggregating keywords (properties, items, allOf …) repeat what their children already say.
     const leaves = result.errors.filter(
-      (e) => !result.errors.some((other) => other !== e && other.keywordLocation.startsWith(`${e.keywordLocation}/`)),
+      (e) =>
+        !result.errors.some(
+          (other) => other !== e && other.keywordLocation.startsWith(`${e.keywordLocation}/`),
+        ),
     );
     return { ok: false, issues: leaves.map((e) => `${pointerPath(e.instanceLocation)}: ${e.error}`) };
   };
@@ -62,11 +84,21 @@ const isJsonRoot = (value: unknown): boolean => {
   }
 };
 
-export const defineJsonSchemaTool = (options: JsonSchemaToolOptions): ToolDefinition<Record<string, unknown>, JsonValue> => {
+export const defineJsonSchemaTool = (
+  options: JsonSchemaToolOptions,
+): ToolDefinition<Record<string, unknown>, JsonValue> => {
   checkDefinitionBasics(options.name, options.description, options.timeoutMs);
   const params = options.parameters;
-  if (typeof params !== 'object' || params === null || Array.isArray(params) || (params.type !== undefined && params.type !== 'object')) {
-    throw new SandboxError('CONFIG_INVALID', `Tool ${options.name} parameters must be an object-rooted JSON Schema ({ "type": "object", ... }).`);
+  if (
+    typeof params !== 'object' ||
+    params === null ||
+    Array.isArray(params) ||
+    (params.type !== undefined && params.type !== 'object')
+  ) {
+    throw new SandboxError(
+      'CONFIG_INVALID',
+      `Tool ${options.name} parameters must be an object-rooted JSON Schema ({ "type": "object", ... }).`,
+    );
   }
   let validateArguments: ToolDefinition['validateArguments'];
   let checkOutput: ToolDefinition['validateOutput'] | undefined;
@@ -74,7 +106,11 @@ export const defineJsonSchemaTool = (options: JsonSchemaToolOptions): ToolDefini
     validateArguments = jsonSchemaValidator<Record<string, unknown>>(params);
     checkOutput = options.output?.schema ? jsonSchemaValidator<JsonValue>(options.output.schema) : undefined;
   } catch (error) {
-    throw new SandboxError('CONFIG_INVALID', `Tool ${options.name} has a JSON Schema the validator cannot compile; fix the schema.`, { cause: error });
+    throw new SandboxError(
+      'CONFIG_INVALID',
+      `Tool ${options.name} has a JSON Schema the validator cannot compile; fix the schema.`,
+      { cause: error },
+    );
   }
   const { $schema: _ignored, ...parameters } = params;
   const render = options.output?.render ?? ((_args: unknown, value: unknown) => renderValue(value));

@@ -10,14 +10,23 @@ import type { Approvals } from './approvals.ts';
 import { compose, type Dispatch } from './compose.ts';
 import { type Disposer, disposer } from './disposer.ts';
 import type { Executor, ExecutorKind } from './executor.ts';
-import { checkPhase, emptyChains, type Guard, type HookChains, type Phase, type PhaseListeners } from './hooks.ts';
+import {
+  checkPhase,
+  emptyChains,
+  type Guard,
+  type HookChains,
+  type Phase,
+  type PhaseListeners,
+} from './hooks.ts';
 import type { Condition, Registration } from './resolved-set.ts';
 import type { ToolDefinition } from './types.ts';
 
 export const RESERVED_NAME = 'run_code';
 
 /** `allow`: only these inherited names stay visible; `deny`: these inherited names are hidden. */
-export type Restriction = { allow: readonly string[]; deny?: never } | { deny: readonly string[]; allow?: never };
+export type Restriction =
+  | { allow: readonly string[]; deny?: never }
+  | { deny: readonly string[]; allow?: never };
 
 type Mask = { allow: boolean; names: ReadonlySet<string> };
 
@@ -29,7 +38,9 @@ export interface Layer {
   readonly masks: Set<Mask>;
   readonly hooks: HookChains;
   readonly executors: Map<ExecutorKind, Executor>;
-  cache: { version: number; visible: Map<string, Registration>; chains: HookChains; dispatch?: Dispatch } | undefined;
+  cache:
+    | { version: number; visible: Map<string, Registration>; chains: HookChains; dispatch?: Dispatch }
+    | undefined;
 }
 
 export interface RegistryState {
@@ -109,7 +120,8 @@ const cached = (state: RegistryState, layer: Layer) => {
 };
 
 /** Name → nearest visible registration (conditional ones included). */
-export const visibleOf = (state: RegistryState, layer: Layer): Map<string, Registration> => cached(state, layer).visible;
+export const visibleOf = (state: RegistryState, layer: Layer): Map<string, Registration> =>
+  cached(state, layer).visible;
 
 export const chainsOf = (state: RegistryState, layer: Layer): HookChains => cached(state, layer).chains;
 
@@ -126,20 +138,40 @@ const bump = (state: RegistryState): void => {
 
 const isDefinition = (value: unknown): value is ToolDefinition => {
   const d = value as Partial<ToolDefinition> | null;
-  return typeof d === 'object' && d !== null && typeof d.name === 'string' && typeof d.execute === 'function'
-    && typeof d.validateArguments === 'function' && typeof d.render === 'function';
+  return (
+    typeof d === 'object' &&
+    d !== null &&
+    typeof d.name === 'string' &&
+    typeof d.execute === 'function' &&
+    typeof d.validateArguments === 'function' &&
+    typeof d.render === 'function'
+  );
 };
 
-export const registerIn = (state: RegistryState, layer: Layer, definition: ToolDefinition, when?: Condition): Disposer => {
+export const registerIn = (
+  state: RegistryState,
+  layer: Layer,
+  definition: ToolDefinition,
+  when?: Condition,
+): Disposer => {
   if (!isDefinition(definition)) {
-    throw new SandboxError('CONFIG_INVALID', 'register() takes a definition made by defineTool() or defineJsonSchemaTool().');
+    throw new SandboxError(
+      'CONFIG_INVALID',
+      'register() takes a definition made by defineTool() or defineJsonSchemaTool().',
+    );
   }
   const name = definition.name;
   if (name === RESERVED_NAME) {
-    throw new SandboxError('RESERVED_TOOL_NAME', `"${RESERVED_NAME}" is reserved for code mode and cannot be registered or shadowed; choose another name.`);
+    throw new SandboxError(
+      'RESERVED_TOOL_NAME',
+      `"${RESERVED_NAME}" is reserved for code mode and cannot be registered or shadowed; choose another name.`,
+    );
   }
   if (layer.tools.has(name)) {
-    throw new SandboxError('DUPLICATE_TOOL', `Tool ${name} is already registered in scope ${layer.name}; dispose the existing registration first or register it in a nearer scope.`);
+    throw new SandboxError(
+      'DUPLICATE_TOOL',
+      `Tool ${name} is already registered in scope ${layer.name}; dispose the existing registration first or register it in a nearer scope.`,
+    );
   }
   if (when !== undefined && typeof when !== 'function') {
     throw new SandboxError('CONFIG_INVALID', `The "when" condition of tool ${name} must be a function.`);
@@ -157,10 +189,17 @@ export const registerIn = (state: RegistryState, layer: Layer, definition: ToolD
 export const restrictIn = (state: RegistryState, layer: Layer, restriction: Restriction): Disposer => {
   const r = restriction as { allow?: unknown; deny?: unknown } | null;
   const list = r?.allow ?? r?.deny;
-  const valid = r !== null && typeof r === 'object' && (r.allow === undefined) !== (r.deny === undefined)
-    && Array.isArray(list) && list.every((n) => typeof n === 'string');
+  const valid =
+    r !== null &&
+    typeof r === 'object' &&
+    (r.allow === undefined) !== (r.deny === undefined) &&
+    Array.isArray(list) &&
+    list.every((n) => typeof n === 'string');
   if (!valid) {
-    throw new SandboxError('CONFIG_INVALID', 'restrict() takes exactly one of { allow: string[] } or { deny: string[] }.');
+    throw new SandboxError(
+      'CONFIG_INVALID',
+      'restrict() takes exactly one of { allow: string[] } or { deny: string[] }.',
+    );
   }
   const mask: Mask = { allow: r.allow !== undefined, names: new Set(list as string[]) };
   layer.masks.add(mask);
@@ -176,7 +215,12 @@ const remove = <T>(list: T[], item: T): void => {
   if (index >= 0) list.splice(index, 1);
 };
 
-export const hookIn = <P extends Phase>(state: RegistryState, layer: Layer, phase: P, listener: PhaseListeners[P]): Disposer => {
+export const hookIn = <P extends Phase>(
+  state: RegistryState,
+  layer: Layer,
+  phase: P,
+  listener: PhaseListeners[P],
+): Disposer => {
   checkPhase(phase, listener);
   const list = {
     'tools/pre-execute': layer.hooks.pre,
@@ -204,10 +248,16 @@ export const guardIn = (state: RegistryState, layer: Layer, guard: Guard): Dispo
 
 export const mountIn = (state: RegistryState, layer: Layer, executor: Executor): Disposer => {
   if (executor.kind !== 'native' && executor.kind !== 'ptc') {
-    throw new SandboxError('CONFIG_INVALID', `Executor ${executor.name} has kind ${String(executor.kind)}; use "native" or "ptc".`);
+    throw new SandboxError(
+      'CONFIG_INVALID',
+      `Executor ${executor.name} has kind ${String(executor.kind)}; use "native" or "ptc".`,
+    );
   }
   if (layer.executors.has(executor.kind)) {
-    throw new SandboxError('DUPLICATE_EXECUTOR', `Scope ${layer.name} already has a ${executor.kind} executor; dispose it before mounting ${executor.name}.`);
+    throw new SandboxError(
+      'DUPLICATE_EXECUTOR',
+      `Scope ${layer.name} already has a ${executor.kind} executor; dispose it before mounting ${executor.name}.`,
+    );
   }
   layer.executors.set(executor.kind, executor);
   bump(state);

@@ -15,7 +15,15 @@ import { createGate, type Gate } from './gate.ts';
 import type { CallView, Decision, ExecuteView, Outcome } from './hooks.ts';
 import { chainsOf, dispatchOf, type Layer, type RegistryState, visibleOf } from './layers.ts';
 import type { Registration, ResolvedToolSet } from './resolved-set.ts';
-import type { AgentScope, ExecContext, JsonValue, ToolCall, ToolDefinition, ToolError, ToolResult } from './types.ts';
+import type {
+  AgentScope,
+  ExecContext,
+  JsonValue,
+  ToolCall,
+  ToolDefinition,
+  ToolError,
+  ToolResult,
+} from './types.ts';
 
 /** Everything one batch (or one program's inner calls) shares. */
 export interface CallEnv {
@@ -58,11 +66,18 @@ const unknownTool = (name: string): ToolError =>
 export const lookup = (env: CallEnv, name: string): Registration | ToolError => {
   const set = env.toolSet;
   if (set?.disposed) {
-    return fail('ABORTED_BEFORE_DISPATCH', `The tool set of this step was disposed before ${name} started; repeat the call in a new step.`);
+    return fail(
+      'ABORTED_BEFORE_DISPATCH',
+      `The tool set of this step was disposed before ${name} started; repeat the call in a new step.`,
+    );
   }
   const registration = visibleOf(env.state, env.layer).get(name);
   if (registration === undefined) return unknownTool(name);
-  if (set === undefined ? registration.when !== undefined : set.scopeId !== env.layer.id || !set.admits(registration)) {
+  if (
+    set === undefined
+      ? registration.when !== undefined
+      : set.scopeId !== env.layer.id || !set.admits(registration)
+  ) {
     return unknownTool(name);
   }
   return registration;
@@ -76,7 +91,12 @@ const deepFreeze = (value: unknown): unknown => {
   return value;
 };
 
-export const prepare = (env: CallEnv, call: ToolCall, parentCallId?: string, override?: ToolDefinition): Prepared => {
+export const prepare = (
+  env: CallEnv,
+  call: ToolCall,
+  parentCallId?: string,
+  override?: ToolDefinition,
+): Prepared => {
   const version = env.state.version;
   let registration: Registration | undefined;
   let definition = override;
@@ -101,7 +121,10 @@ export const prepare = (env: CallEnv, call: ToolCall, parentCallId?: string, ove
         safe = false;
       }
     } else {
-      failure = fail('INVALID_ARGUMENTS', `Invalid arguments for ${call.name}: ${parsed.issues.join('; ')}. Fix them and call again.`);
+      failure = fail(
+        'INVALID_ARGUMENTS',
+        `Invalid arguments for ${call.name}: ${parsed.issues.join('; ')}. Fix them and call again.`,
+      );
     }
   }
   return { call, parentCallId, registration, definition, args, failure, version, safe };
@@ -113,7 +136,10 @@ const toToolError = (error: unknown, signal: AbortSignal, name: string): ToolErr
     const userReason = error.data?.userReason;
     return fail(error.code, error.message, typeof userReason === 'string' ? userReason : undefined);
   }
-  if (signal.aborted && (error === signal.reason || (error instanceof Error && error.name === 'AbortError'))) {
+  if (
+    signal.aborted &&
+    (error === signal.reason || (error instanceof Error && error.name === 'AbortError'))
+  ) {
     const reason: unknown = signal.reason;
     if (isSandboxError(reason)) return fail(reason.code, reason.message);
     return fail('ABORTED', `Tool ${name} was cancelled.`);
@@ -131,7 +157,8 @@ export const runBody = async (outer: ExecuteView): Promise<Outcome> => {
   const name = prepared.call.name;
   // A wrapper may replace the signal; the caller's cancellation must still reach the body.
   const signal = view.signal === callerSignal ? callerSignal : AbortSignal.any([callerSignal, view.signal]);
-  if (signal.aborted) return failed(callerSignal.aborted ? beforeDispatch(name) : toToolError(signal.reason, signal, name));
+  if (signal.aborted)
+    return failed(callerSignal.aborted ? beforeDispatch(name) : toToolError(signal.reason, signal, name));
   view.started = true;
   let value: unknown;
   try {
@@ -141,12 +168,24 @@ export const runBody = async (outer: ExecuteView): Promise<Outcome> => {
   }
   const checked = definition.validateOutput(value);
   if (!checked.ok) {
-    return failed(fail('TOOL_FAILED', `Tool ${name} returned output that does not match its declared schema: ${checked.issues.join('; ')}.`));
+    return failed(
+      fail(
+        'TOOL_FAILED',
+        `Tool ${name} returned output that does not match its declared schema: ${checked.issues.join('; ')}.`,
+      ),
+    );
   }
   try {
     let content = definition.render(prepared.args, checked.value);
-    if (definition.projectContent !== undefined) content = definition.projectContent(prepared.args, checked.value, content);
-    if (!isContent(content)) return failed(fail('TOOL_FAILED', `Tool ${name} rendered invalid content; renderers must return text or image parts.`));
+    if (definition.projectContent !== undefined)
+      content = definition.projectContent(prepared.args, checked.value, content);
+    if (!isContent(content))
+      return failed(
+        fail(
+          'TOOL_FAILED',
+          `Tool ${name} rendered invalid content; renderers must return text or image parts.`,
+        ),
+      );
     return { ok: true, value: checked.value as JsonValue, content };
   } catch (error) {
     return failed(fail('TOOL_FAILED', `Tool ${name} could not render its result: ${messageOf(error)}`));
@@ -179,7 +218,9 @@ const stale = (env: CallEnv, prepared: Prepared): ToolError | undefined => {
   if (env.state.version === prepared.version && !env.toolSet?.disposed) return undefined;
   const found = lookup(env, prepared.call.name);
   if ('code' in found) return found;
-  return found === prepared.registration ? undefined : fail('UNKNOWN_TOOL', `Tool ${prepared.call.name} changed before the call started; call it again.`);
+  return found === prepared.registration
+    ? undefined
+    : fail('UNKNOWN_TOOL', `Tool ${prepared.call.name} changed before the call started; call it again.`);
 };
 
 const beforeDispatch = (name: string): ToolError =>
@@ -197,7 +238,8 @@ const decide = async (env: CallEnv, prepared: Prepared, view: CallView): Promise
       return fail('DENIED', `A policy check for ${name} failed (${messageOf(error)}); the call was not run.`);
     }
   }
-  if (decision.kind === 'deny') return fail('DENIED', decision.reason || `Tool ${name} is not allowed by policy.`, decision.userReason);
+  if (decision.kind === 'deny')
+    return fail('DENIED', decision.reason || `Tool ${name} is not allowed by policy.`, decision.userReason);
   for (const guard of chains.guards) {
     let reason: ReturnType<typeof guard>;
     try {
@@ -210,7 +252,10 @@ const decide = async (env: CallEnv, prepared: Prepared, view: CallView): Promise
   if (decision.kind === 'ask') {
     if (env.signal.aborted) return beforeDispatch(name);
     if (env.approvals === undefined) {
-      return fail('DENIED', `Tool ${name} needs approval (${decision.reason}) but no approver is configured for this agent.`);
+      return fail(
+        'DENIED',
+        `Tool ${name} needs approval (${decision.reason}) but no approver is configured for this agent.`,
+      );
     }
     try {
       const answer = await env.approvals.request({
@@ -221,10 +266,14 @@ const decide = async (env: CallEnv, prepared: Prepared, view: CallView): Promise
         reason: decision.reason,
         signal: env.signal,
       });
-      if (!answer.allow) return fail('DENIED', `Tool ${name} was not approved${answer.reason ? `: ${answer.reason}` : '.'}`);
+      if (!answer.allow)
+        return fail('DENIED', `Tool ${name} was not approved${answer.reason ? `: ${answer.reason}` : '.'}`);
     } catch (error) {
       if (env.signal.aborted) return beforeDispatch(name);
-      return fail('DENIED', `The approval request for ${name} failed (${messageOf(error)}); the call was not run.`);
+      return fail(
+        'DENIED',
+        `The approval request for ${name} failed (${messageOf(error)}); the call was not run.`,
+      );
     }
   }
   return undefined;
@@ -237,14 +286,22 @@ const postExecute = async (env: CallEnv, view: CallView, first: Outcome): Promis
     try {
       action = await listener(view, outcome);
     } catch (error) {
-      return failed(fail('TOOL_FAILED', `A post-execute policy for ${view.name} failed: ${messageOf(error)}`));
+      return failed(
+        fail('TOOL_FAILED', `A post-execute policy for ${view.name} failed: ${messageOf(error)}`),
+      );
     }
     if (action === undefined) continue;
     if (action.kind === 'block') {
       outcome = failed(fail('DENIED', action.feedback, action.userReason));
     } else if (outcome.ok) {
-      const content: unknown = action.kind === 'replace' ? (action.content ?? outcome.content) : [...outcome.content, ...action.contexts];
-      if (!isContent(content)) return failed(fail('TOOL_FAILED', `A post-execute policy for ${view.name} produced invalid content.`));
+      const content: unknown =
+        action.kind === 'replace'
+          ? (action.content ?? outcome.content)
+          : [...outcome.content, ...action.contexts];
+      if (!isContent(content))
+        return failed(
+          fail('TOOL_FAILED', `A post-execute policy for ${view.name} produced invalid content.`),
+        );
       const value = action.kind === 'replace' && action.value !== undefined ? action.value : outcome.value;
       outcome = { ok: true, value, content };
     }
@@ -252,7 +309,13 @@ const postExecute = async (env: CallEnv, view: CallView, first: Outcome): Promis
   return outcome;
 };
 
-const settle = (env: CallEnv, prepared: Prepared, view: CallView | undefined, outcome: Outcome, start: number): ToolResult => {
+const settle = (
+  env: CallEnv,
+  prepared: Prepared,
+  view: CallView | undefined,
+  outcome: Outcome,
+  start: number,
+): ToolResult => {
   const { call } = prepared;
   let result: ToolResult;
   if (outcome.ok) {
@@ -264,14 +327,36 @@ const settle = (env: CallEnv, prepared: Prepared, view: CallView | undefined, ou
         if (!isContent(finalContent)) throw new Error('finalizeContent returned invalid content');
         content = finalContent;
       } catch (error) {
-        return settle(env, prepared, view, failed(fail('TOOL_FAILED', `Tool ${call.name} could not finalize its content: ${messageOf(error)}`)), start);
+        return settle(
+          env,
+          prepared,
+          view,
+          failed(
+            fail('TOOL_FAILED', `Tool ${call.name} could not finalize its content: ${messageOf(error)}`),
+          ),
+          start,
+        );
       }
     }
-    result = { id: call.id, name: call.name, ok: true, content, value: outcome.value, durationMs: performance.now() - start };
+    result = {
+      id: call.id,
+      name: call.name,
+      ok: true,
+      content,
+      value: outcome.value,
+      durationMs: performance.now() - start,
+    };
     if (outcome.value === undefined) delete result.value;
   } else {
     const content = errorContent(outcome.error.message);
-    result = { id: call.id, name: call.name, ok: false, content, error: outcome.error, durationMs: performance.now() - start };
+    result = {
+      id: call.id,
+      name: call.name,
+      ok: false,
+      content,
+      error: outcome.error,
+      durationMs: performance.now() - start,
+    };
   }
   Object.freeze(result);
   for (const observer of chainsOf(env.state, env.layer).result) {
@@ -281,7 +366,8 @@ const settle = (env: CallEnv, prepared: Prepared, view: CallView | undefined, ou
       // Observers cannot change or fail a settled call.
     }
   }
-  if (env.log !== undefined) tryAppend(env.log, resultEvent(env.agent.sessionId, result, prepared.parentCallId));
+  if (env.log !== undefined)
+    tryAppend(env.log, resultEvent(env.agent.sessionId, result, prepared.parentCallId));
   return result;
 };
 
@@ -296,8 +382,22 @@ const cancelled = (env: CallEnv, view: InternalView, outcome: Outcome): Outcome 
 export const runPrepared = async (env: CallEnv, prepared: Prepared): Promise<ToolResult> => {
   const start = performance.now();
   const { call, definition } = prepared;
-  if (env.log !== undefined && !tryAppend(env.log, callEvent(env.agent.sessionId, call.id, call.name, call.arguments, prepared.parentCallId))) {
-    return settle(env, prepared, undefined, failed(fail('STORE_FAILED', `The call to ${call.name} could not be recorded, so it was not run; try again.`)), start);
+  if (
+    env.log !== undefined &&
+    !tryAppend(
+      env.log,
+      callEvent(env.agent.sessionId, call.id, call.name, call.arguments, prepared.parentCallId),
+    )
+  ) {
+    return settle(
+      env,
+      prepared,
+      undefined,
+      failed(
+        fail('STORE_FAILED', `The call to ${call.name} could not be recorded, so it was not run; try again.`),
+      ),
+      start,
+    );
   }
   if (prepared.failure !== undefined || definition === undefined) {
     return settle(env, prepared, undefined, failed(prepared.failure ?? unknownTool(call.name)), start);
@@ -313,10 +413,19 @@ export const runPrepared = async (env: CallEnv, prepared: Prepared): Promise<Too
   };
   let outcome: Outcome;
   try {
-    const refused = env.signal.aborted ? beforeDispatch(call.name) : (stale(env, prepared) ?? (await decide(env, prepared, view)));
+    const refused = env.signal.aborted
+      ? beforeDispatch(call.name)
+      : (stale(env, prepared) ?? (await decide(env, prepared, view)));
     const blocked = refused ?? (env.signal.aborted ? beforeDispatch(call.name) : stale(env, prepared));
     if (blocked !== undefined) return settle(env, prepared, view, failed(blocked), start);
-    const execute: InternalView = { call: view, signal: env.signal, env, prepared, callerSignal: env.signal, started: false };
+    const execute: InternalView = {
+      call: view,
+      signal: env.signal,
+      env,
+      prepared,
+      callerSignal: env.signal,
+      started: false,
+    };
     try {
       outcome = await dispatchOf(env.state, env.layer)(execute);
     } catch (error) {

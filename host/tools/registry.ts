@@ -10,14 +10,31 @@ import type { Disposer } from './disposer.ts';
 import { createNativeExecutor, type Executor, type ExecutorBatch } from './executor.ts';
 import type { Guard, Phase, PhaseListeners } from './hooks.ts';
 import {
-  createLayer, executorOf, guardIn, hookIn, type Layer, mountIn, RESERVED_NAME, type RegistryOptions,
-  type RegistryState, type Restriction, registerIn, restrictIn, visibleOf,
+  createLayer,
+  executorOf,
+  guardIn,
+  hookIn,
+  type Layer,
+  mountIn,
+  RESERVED_NAME,
+  type RegistryOptions,
+  type RegistryState,
+  type Restriction,
+  registerIn,
+  restrictIn,
+  visibleOf,
 } from './layers.ts';
 import { type CallEnv, runBody } from './pipeline.ts';
 import { type Condition, type Registration, type ResolvedToolSet, resolveToolSet } from './resolved-set.ts';
 import {
-  type AgentScope, type ModelSelection, PRESENTATION_MODES, type PresentationMode, type ToolCall,
-  type ToolDefinition, type ToolResult, type ToolSchema,
+  type AgentScope,
+  type ModelSelection,
+  PRESENTATION_MODES,
+  type PresentationMode,
+  type ToolCall,
+  type ToolDefinition,
+  type ToolResult,
+  type ToolSchema,
 } from './types.ts';
 
 export interface ResolveContext {
@@ -79,15 +96,28 @@ export interface ToolRegistry {
 
 const NEVER = new AbortController().signal;
 
-const admitted = (layer: Layer, registration: Registration, toolSet: ResolvedToolSet | undefined, executable: boolean): boolean =>
-  toolSet === undefined ? !(executable && registration.when !== undefined) : toolSet.scopeId === layer.id && toolSet.admits(registration);
+const admitted = (
+  layer: Layer,
+  registration: Registration,
+  toolSet: ResolvedToolSet | undefined,
+  executable: boolean,
+): boolean =>
+  toolSet === undefined
+    ? !(executable && registration.when !== undefined)
+    : toolSet.scopeId === layer.id && toolSet.admits(registration);
 
 const noExecutor = (kind: string, layer: Layer): SandboxError =>
-  new SandboxError('NO_EXECUTOR', `No ${kind} executor is mounted for scope ${layer.name}; mount one before describing or running tools in this mode.`);
+  new SandboxError(
+    'NO_EXECUTOR',
+    `No ${kind} executor is mounted for scope ${layer.name}; mount one before describing or running tools in this mode.`,
+  );
 
 const checkMode = (mode: unknown): PresentationMode => {
   if (!PRESENTATION_MODES.includes(mode as PresentationMode)) {
-    throw new SandboxError('CONFIG_INVALID', `Presentation mode ${JSON.stringify(mode)} is unknown; use native, code or both.`);
+    throw new SandboxError(
+      'CONFIG_INVALID',
+      `Presentation mode ${JSON.stringify(mode)} is unknown; use native, code or both.`,
+    );
   }
   return mode as PresentationMode;
 };
@@ -95,7 +125,10 @@ const checkMode = (mode: unknown): PresentationMode => {
 export const createRegistry = (options: RegistryOptions = {}): ToolRegistry => {
   const concurrency = options.concurrency ?? 8;
   if (!Number.isInteger(concurrency) || concurrency < 1) {
-    throw new SandboxError('CONFIG_INVALID', `concurrency must be a positive integer, got ${String(concurrency)}.`);
+    throw new SandboxError(
+      'CONFIG_INVALID',
+      `concurrency must be a positive integer, got ${String(concurrency)}.`,
+    );
   }
   const state: RegistryState = { version: 0, nextLayerId: 1, options, body: runBody };
 
@@ -107,9 +140,15 @@ export const createRegistry = (options: RegistryOptions = {}): ToolRegistry => {
       }
       return out;
     };
-    const lookup = (name: string, toolSet: ResolvedToolSet | undefined, executable: boolean): ToolDefinition | undefined => {
+    const lookup = (
+      name: string,
+      toolSet: ResolvedToolSet | undefined,
+      executable: boolean,
+    ): ToolDefinition | undefined => {
       const registration = visibleOf(state, layer).get(name);
-      return registration !== undefined && admitted(layer, registration, toolSet, executable) ? registration.definition : undefined;
+      return registration !== undefined && admitted(layer, registration, toolSet, executable)
+        ? registration.definition
+        : undefined;
     };
     const batchOf = (env: CallEnv, calls: readonly ToolCall[]): ExecutorBatch => ({
       calls,
@@ -133,7 +172,11 @@ export const createRegistry = (options: RegistryOptions = {}): ToolRegistry => {
       get: (name, toolSet) => lookup(name, toolSet, false),
       definitions: (toolSet) => definitionsOf(toolSet, false),
       schemas: (toolSet) =>
-        definitionsOf(toolSet, false).map((d) => ({ name: d.name, description: d.description, parameters: d.parameters })),
+        definitionsOf(toolSet, false).map((d) => ({
+          name: d.name,
+          description: d.description,
+          parameters: d.parameters,
+        })),
       executable: (name, toolSet) => lookup(name, toolSet, true),
       resolve: (context) =>
         resolveToolSet(layer.id, visibleOf(state, layer).values(), {
@@ -145,11 +188,19 @@ export const createRegistry = (options: RegistryOptions = {}): ToolRegistry => {
         const definitions = definitionsOf(toolSet, true);
         const out: ToolSchema[] = [];
         if (checkMode(mode) !== 'code') {
-          const native = executorOf(layer, 'native') ?? (() => { throw noExecutor('native', layer); })();
+          const native =
+            executorOf(layer, 'native') ??
+            (() => {
+              throw noExecutor('native', layer);
+            })();
           out.push(...native.describe(definitions));
         }
         if (mode !== 'native') {
-          const ptc = executorOf(layer, 'ptc') ?? (() => { throw noExecutor('ptc', layer); })();
+          const ptc =
+            executorOf(layer, 'ptc') ??
+            (() => {
+              throw noExecutor('ptc', layer);
+            })();
           out.push(...ptc.describe(definitions));
         }
         return out;
@@ -182,12 +233,14 @@ export const createRegistry = (options: RegistryOptions = {}): ToolRegistry => {
           if (program) results.push(...(await ptc.execute(batchOf(env, segment))));
           else if (native !== undefined) results.push(...(await native.execute(batchOf(env, segment))));
           else {
-            results.push(...(await runBatch(env, segment, {
-              refuse: (call) => ({
-                code: 'UNKNOWN_TOOL',
-                message: `Only run_code is callable in code mode; call ${call.name} as tools.${call.name}() inside a program.`,
-              }),
-            })));
+            results.push(
+              ...(await runBatch(env, segment, {
+                refuse: (call) => ({
+                  code: 'UNKNOWN_TOOL',
+                  message: `Only run_code is callable in code mode; call ${call.name} as tools.${call.name}() inside a program.`,
+                }),
+              })),
+            );
           }
           i = j;
         }
@@ -206,7 +259,10 @@ export const createRegistry = (options: RegistryOptions = {}): ToolRegistry => {
     global,
     scope(name) {
       let scope = presets.get(name);
-      if (scope === undefined) presets.set(name, (scope = global.child(name)));
+      if (scope === undefined) {
+        scope = global.child(name);
+        presets.set(name, scope);
+      }
       return scope;
     },
     get: (name, scope, toolSet) => scope.get(name, toolSet),

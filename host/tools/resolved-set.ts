@@ -2,7 +2,7 @@
 // are evaluated once here; the set is then used for the step's description and its whole batch.
 // Invariants: a set admits only the exact registrations it saw (a same-name replacement, a new
 // restriction or disposal of the set makes unstarted calls fail); it never changes after creation.
-import { SandboxError, messageOf } from '../errors.ts';
+import { messageOf, SandboxError } from '../errors.ts';
 import type { AgentScope, ModelSelection, ResolvedToolSetHandle, ToolDefinition } from './types.ts';
 
 export interface ConditionContext {
@@ -51,7 +51,11 @@ export const resolveToolSet = async (
         try {
           on = await when(context);
         } catch (error) {
-          throw new SandboxError('TOOL_ACTIVATION_FAILED', `The availability condition of tool ${name} failed: ${messageOf(error)}. Fix the condition; the step cannot be prepared.`, { cause: error, data: { tool: name } });
+          throw new SandboxError(
+            'TOOL_ACTIVATION_FAILED',
+            `The availability condition of tool ${name} failed: ${messageOf(error)}. Fix the condition; the step cannot be prepared.`,
+            { cause: error, data: { tool: name } },
+          );
         }
         if (on === true) admitted.add(registration);
       })(),

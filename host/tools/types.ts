@@ -92,13 +92,14 @@ export interface ResolvedToolSetHandle {
   readonly disposed: boolean;
 }
 
-/** Output of a body before it is rendered: validated canonical value. */
+/** The outcome of checking arguments or an output value: the parsed value, or readable issues. */
 export type Validation<T> = { ok: true; value: T } | { ok: false; issues: string[] };
 
 /**
  * The runtime form of every tool, however it was defined (valibot or raw JSON Schema). The pipeline
  * only uses this shape; `defineTool` and `defineJsonSchemaTool` build it.
  */
+// biome-ignore lint/suspicious/noExplicitAny: definitions of any argument type share one registry; `unknown` would make execute() contravariant-incompatible
 export interface ToolDefinition<Args = any, Value = any> {
   readonly name: string;
   readonly description: string;

@@ -4,7 +4,9 @@ import { globToRegExp, policyFromConfig, rulesPolicy } from '../../../policies/i
 import { agent, call, echoTool } from '../tools/helpers.ts';
 
 const setup = () => {
-  const registry = createRegistry({ approvals: { request: async () => ({ allow: false, reason: 'asked and refused' }) } });
+  const registry = createRegistry({
+    approvals: { request: async () => ({ allow: false, reason: 'asked and refused' }) },
+  });
   for (const n of ['bash', 'read', 'read_image', 'write']) registry.global.register(echoTool(n));
   return registry;
 };
@@ -12,26 +14,38 @@ const setup = () => {
 describe('rulesPolicy', () => {
   it('the first matching rule wins', async () => {
     const registry = setup();
-    rulesPolicy({ rules: [
-      { tool: 'read*', decision: 'allow' },
-      { tool: '*', decision: 'deny', reason: 'only reads are allowed' },
-    ] }).install(registry.global);
-    const results = await registry.global.execute(['read', 'read_image', 'bash'].map((n, i) => call(`${i}`, n, { text: 'x' })), { agent });
+    rulesPolicy({
+      rules: [
+        { tool: 'read*', decision: 'allow' },
+        { tool: '*', decision: 'deny', reason: 'only reads are allowed' },
+      ],
+    }).install(registry.global);
+    const results = await registry.global.execute(
+      ['read', 'read_image', 'bash'].map((n, i) => call(`${i}`, n, { text: 'x' })),
+      { agent },
+    );
     expect(results.map((r) => r.ok)).toEqual([true, true, false]);
     expect(results[2]?.content).toEqual([{ type: 'text', text: 'Error: only reads are allowed' }]);
   });
 
   it('argument conditions match by dotted path and regex', async () => {
     const registry = setup();
-    rulesPolicy({ rules: [{ tool: 'bash', when: { text: '^rm\\s' }, decision: 'deny', reason: 'no rm' }] }).install(registry.global);
-    const [rm, ls] = await registry.global.execute([call('1', 'bash', { text: 'rm -rf /' }), call('2', 'bash', { text: 'ls' })], { agent });
+    rulesPolicy({
+      rules: [{ tool: 'bash', when: { text: '^rm\\s' }, decision: 'deny', reason: 'no rm' }],
+    }).install(registry.global);
+    const [rm, ls] = await registry.global.execute(
+      [call('1', 'bash', { text: 'rm -rf /' }), call('2', 'bash', { text: 'ls' })],
+      { agent },
+    );
     expect(rm?.error?.message).toBe('no rm');
     expect(ls?.ok).toBe(true);
   });
 
   it('ask rules go to the approver', async () => {
     const registry = setup();
-    rulesPolicy({ rules: [{ tool: 'write', decision: 'ask', reason: 'writes need review' }] }).install(registry.global);
+    rulesPolicy({ rules: [{ tool: 'write', decision: 'ask', reason: 'writes need review' }] }).install(
+      registry.global,
+    );
     const [r] = await registry.global.execute([call('1', 'write', { text: 'x' })], { agent });
     expect(r?.error).toEqual({ code: 'DENIED', message: 'Tool write was not approved: asked and refused' });
   });
@@ -54,9 +68,15 @@ describe('rulesPolicy', () => {
   });
 
   it('invalid config fails at install time with CONFIG_INVALID', () => {
-    expect(() => rulesPolicy({ rules: [{ tool: 'x', decision: 'maybe' }] } as never)).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID' }));
-    expect(() => rulesPolicy({ rules: [{ tool: 'x', when: { a: '(' }, decision: 'deny' }] })).toThrow(/not a valid regular expression/);
-    expect(() => policyFromConfig({ type: 'firewall' })).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID' }));
+    expect(() => rulesPolicy({ rules: [{ tool: 'x', decision: 'maybe' }] } as never)).toThrow(
+      expect.objectContaining({ code: 'CONFIG_INVALID' }),
+    );
+    expect(() => rulesPolicy({ rules: [{ tool: 'x', when: { a: '(' }, decision: 'deny' }] })).toThrow(
+      /not a valid regular expression/,
+    );
+    expect(() => policyFromConfig({ type: 'firewall' })).toThrow(
+      expect.objectContaining({ code: 'CONFIG_INVALID' }),
+    );
   });
 
   it('disposing an installed policy removes it', async () => {

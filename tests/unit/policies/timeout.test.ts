@@ -6,14 +6,22 @@ import { agent, call } from '../tools/helpers.ts';
 
 const sleeper = (timeoutMs: number | undefined, honour: boolean, seen: { aborted?: unknown }) =>
   defineTool({
-    name: 'sleep', description: 'd', parameters: v.object({ ms: v.number() }), output: { schema: v.string() }, timeoutMs,
-    execute: (args, exec) => new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => resolve('woke'), args.ms);
-      exec.signal.addEventListener('abort', () => {
-        seen.aborted = exec.signal.reason;
-        if (honour) { clearTimeout(timer); reject(exec.signal.reason); }
-      });
-    }),
+    name: 'sleep',
+    description: 'd',
+    parameters: v.object({ ms: v.number() }),
+    output: { schema: v.string() },
+    timeoutMs,
+    execute: (args, exec) =>
+      new Promise<string>((resolve, reject) => {
+        const timer = setTimeout(() => resolve('woke'), args.ms);
+        exec.signal.addEventListener('abort', () => {
+          seen.aborted = exec.signal.reason;
+          if (honour) {
+            clearTimeout(timer);
+            reject(exec.signal.reason);
+          }
+        });
+      }),
   });
 
 describe('timeoutPolicy', () => {
@@ -49,7 +57,10 @@ describe('timeoutPolicy', () => {
     const registry = createRegistry();
     registry.global.register(sleeper(undefined, true, {}));
     timeoutPolicy({ defaultMs: 20 }).install(registry.global);
-    const [slow, fast] = await registry.global.execute([call('1', 'sleep', { ms: 1000 }), call('2', 'sleep', { ms: 1 })], { agent });
+    const [slow, fast] = await registry.global.execute(
+      [call('1', 'sleep', { ms: 1000 }), call('2', 'sleep', { ms: 1 })],
+      { agent },
+    );
     expect(slow?.error?.code).toBe('TOOL_TIMEOUT');
     expect(fast?.ok).toBe(true);
   });
@@ -60,12 +71,19 @@ describe('timeoutPolicy', () => {
     timeoutPolicy().install(registry.global);
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 15);
-    const [r] = await registry.global.execute([call('1', 'sleep', { ms: 40 })], { agent, signal: controller.signal });
+    const [r] = await registry.global.execute([call('1', 'sleep', { ms: 40 })], {
+      agent,
+      signal: controller.signal,
+    });
     expect(r?.error?.code).toBe('TOOL_TIMEOUT');
   });
 
   it('invalid config fails at install time with CONFIG_INVALID', () => {
-    expect(() => timeoutPolicy({ defaultMs: -5 })).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID' }));
-    expect(() => timeoutPolicy({ defaultMS: 5 } as never)).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID' }));
+    expect(() => timeoutPolicy({ defaultMs: -5 })).toThrow(
+      expect.objectContaining({ code: 'CONFIG_INVALID' }),
+    );
+    expect(() => timeoutPolicy({ defaultMS: 5 } as never)).toThrow(
+      expect.objectContaining({ code: 'CONFIG_INVALID' }),
+    );
   });
 });

@@ -18,17 +18,37 @@ describe('ask decisions', () => {
 
   it('ask goes to the approvals port with the call details; allow runs the call', async () => {
     const requests: ApprovalRequest[] = [];
-    const registry = createRegistry({ approvals: { request: async (req) => { requests.push(req); return { allow: true }; } } });
+    const registry = createRegistry({
+      approvals: {
+        request: async (req) => {
+          requests.push(req);
+          return { allow: true };
+        },
+      },
+    });
     registry.global.register(echoTool());
     askEverything(registry);
     const [r] = await registry.global.execute([call('c9', 'echo', { text: 'x' })], { agent });
     expect(r?.ok).toBe(true);
-    expect(requests[0]).toMatchObject({ sessionId: 'session-1', callId: 'c9', toolName: 'echo', arguments: { text: 'x' }, reason: 'echo needs a human' });
+    expect(requests[0]).toMatchObject({
+      sessionId: 'session-1',
+      callId: 'c9',
+      toolName: 'echo',
+      arguments: { text: 'x' },
+      reason: 'echo needs a human',
+    });
   });
 
   it('a guard denies before anyone is asked', async () => {
     let asked = false;
-    const registry = createRegistry({ approvals: { request: async () => { asked = true; return { allow: true }; } } });
+    const registry = createRegistry({
+      approvals: {
+        request: async () => {
+          asked = true;
+          return { allow: true };
+        },
+      },
+    });
     registry.global.register(echoTool());
     askEverything(registry);
     registry.global.guard(() => 'never');
@@ -52,7 +72,11 @@ describe('approvals over the RequestStore', () => {
     const pending = registry.global.execute([call('c1', 'echo', { text: 'x' })], { agent });
     await tick(5);
     const [req] = store.list('session-1', 'pending');
-    expect(req).toMatchObject({ kind: 'approval', callId: 'c1', payload: { toolName: 'echo', arguments: { text: 'x' }, reason: 'echo needs a human' } });
+    expect(req).toMatchObject({
+      kind: 'approval',
+      callId: 'c1',
+      payload: { toolName: 'echo', arguments: { text: 'x' }, reason: 'echo needs a human' },
+    });
     store.answer(req?.id as string, { allow: true });
     expect((await pending)[0]?.ok).toBe(true);
     store.close?.();
@@ -62,7 +86,10 @@ describe('approvals over the RequestStore', () => {
     const { store, registry } = setup();
     const pending = registry.global.execute([call('c1', 'echo', { text: 'x' })], { agent });
     await tick(5);
-    store.answer(store.list('session-1', 'pending')[0]?.id as string, { allow: false, reason: 'not on prod' });
+    store.answer(store.list('session-1', 'pending')[0]?.id as string, {
+      allow: false,
+      reason: 'not on prod',
+    });
     const [r] = await pending;
     expect(r?.error).toEqual({ code: 'DENIED', message: 'Tool echo was not approved: not on prod' });
     store.close?.();
@@ -79,7 +106,10 @@ describe('approvals over the RequestStore', () => {
   it('cancelling the call while waiting cancels the request and is ABORTED_BEFORE_DISPATCH', async () => {
     const { store, registry } = setup();
     const controller = new AbortController();
-    const pending = registry.global.execute([call('c1', 'echo', { text: 'x' })], { agent, signal: controller.signal });
+    const pending = registry.global.execute([call('c1', 'echo', { text: 'x' })], {
+      agent,
+      signal: controller.signal,
+    });
     await tick(5);
     controller.abort();
     const [r] = await pending;

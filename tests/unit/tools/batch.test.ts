@@ -6,7 +6,10 @@ import { agent, call, gatedTool, tick } from './helpers.ts';
 /** A tool that records how many of its calls run at the same time. */
 const counting = (name: string, safe: boolean, stats: { now: number; max: number; order: string[] }) =>
   defineTool({
-    name, description: 'd', parameters: v.object({ key: v.string() }), output: { schema: v.string() },
+    name,
+    description: 'd',
+    parameters: v.object({ key: v.string() }),
+    output: { schema: v.string() },
     isConcurrencySafe: () => safe,
     async execute(args) {
       stats.order.push(args.key);
@@ -45,7 +48,10 @@ describe('batch scheduler', () => {
     const registry = createRegistry();
     const stats = { now: 0, max: 0, order: [] as string[] };
     registry.global.register(counting('write', false, stats));
-    await registry.global.execute([1, 2, 3].map((i) => call(`c${i}`, 'write', { key: `${i}` })), { agent });
+    await registry.global.execute(
+      [1, 2, 3].map((i) => call(`c${i}`, 'write', { key: `${i}` })),
+      { agent },
+    );
     expect(stats.max).toBe(1);
   });
 
@@ -57,7 +63,12 @@ describe('batch scheduler', () => {
     registry.global.register(read.definition);
     registry.global.register(write.definition);
     const pending = registry.global.execute(
-      [call('1', 'read', { key: 'r1' }), call('2', 'read', { key: 'r2' }), call('3', 'write', { key: 'w' }), call('4', 'read', { key: 'r3' })],
+      [
+        call('1', 'read', { key: 'r1' }),
+        call('2', 'read', { key: 'r2' }),
+        call('3', 'write', { key: 'w' }),
+        call('4', 'read', { key: 'r3' }),
+      ],
       { agent },
     );
     await tick(5);
@@ -80,27 +91,58 @@ describe('batch scheduler', () => {
   it('a throwing classifier makes the call exclusive', async () => {
     const registry = createRegistry();
     const stats = { now: 0, max: 0, order: [] as string[] };
-    registry.global.register(defineTool({
-      name: 'odd', description: 'd', parameters: v.object({ key: v.string() }), output: { schema: v.string() },
-      isConcurrencySafe: () => { throw new Error('cannot tell'); },
-      async execute(args) { stats.max = Math.max(stats.max, ++stats.now); await tick(2); stats.now--; return args.key; },
-    }));
-    await registry.global.execute([1, 2, 3].map((i) => call(`c${i}`, 'odd', { key: `${i}` })), { agent });
+    registry.global.register(
+      defineTool({
+        name: 'odd',
+        description: 'd',
+        parameters: v.object({ key: v.string() }),
+        output: { schema: v.string() },
+        isConcurrencySafe: () => {
+          throw new Error('cannot tell');
+        },
+        async execute(args) {
+          stats.max = Math.max(stats.max, ++stats.now);
+          await tick(2);
+          stats.now--;
+          return args.key;
+        },
+      }),
+    );
+    await registry.global.execute(
+      [1, 2, 3].map((i) => call(`c${i}`, 'odd', { key: `${i}` })),
+      { agent },
+    );
     expect(stats.max).toBe(1);
   });
 
   it('the classifier sees the validated arguments', async () => {
     const registry = createRegistry();
     const stats = { now: 0, max: 0, order: [] as string[] };
-    registry.global.register(defineTool({
-      name: 'maybe', description: 'd', parameters: v.object({ key: v.string(), readonly: v.boolean() }), output: { schema: v.string() },
-      isConcurrencySafe: (args) => args.readonly,
-      async execute(args) { stats.max = Math.max(stats.max, ++stats.now); await tick(2); stats.now--; return args.key; },
-    }));
-    await registry.global.execute([1, 2, 3].map((i) => call(`c${i}`, 'maybe', { key: `${i}`, readonly: true })), { agent });
+    registry.global.register(
+      defineTool({
+        name: 'maybe',
+        description: 'd',
+        parameters: v.object({ key: v.string(), readonly: v.boolean() }),
+        output: { schema: v.string() },
+        isConcurrencySafe: (args) => args.readonly,
+        async execute(args) {
+          stats.max = Math.max(stats.max, ++stats.now);
+          await tick(2);
+          stats.now--;
+          return args.key;
+        },
+      }),
+    );
+    await registry.global.execute(
+      [1, 2, 3].map((i) => call(`c${i}`, 'maybe', { key: `${i}`, readonly: true })),
+      { agent },
+    );
     expect(stats.max).toBe(3);
     stats.max = 0;
-    await registry.global.execute([1, 2, 3].map((i) => call(`c${i}`, 'maybe', { key: `${i}`, readonly: false })), { agent });
+    await registry.global.execute(
+      [1, 2, 3].map((i) => call(`c${i}`, 'maybe', { key: `${i}`, readonly: false })),
+      { agent },
+    );
     expect(stats.max).toBe(1);
   });
 
@@ -108,7 +150,10 @@ describe('batch scheduler', () => {
     const registry = createRegistry();
     const stats = { now: 0, max: 0, order: [] as string[] };
     registry.global.register(counting('read', true, stats));
-    const results = await registry.global.execute([call('1', 'read', { key: 'a' }), call('2', 'missing'), call('3', 'read', { key: 'b' })], { agent });
+    const results = await registry.global.execute(
+      [call('1', 'read', { key: 'a' }), call('2', 'missing'), call('3', 'read', { key: 'b' })],
+      { agent },
+    );
     expect(results.map((r) => r.ok)).toEqual([true, false, true]);
   });
 });

@@ -6,20 +6,36 @@ import { agent, call, tick } from './helpers.ts';
 
 const slow = (onStart: () => void, honour = true) =>
   defineTool({
-    name: 'slow', description: 'd', parameters: v.object({}), output: { schema: v.string() },
-    execute: (_a, exec) => new Promise<string>((resolve, reject) => {
-      onStart();
-      const timer = setTimeout(() => resolve('done'), 200);
-      if (honour) exec.signal.addEventListener('abort', () => { clearTimeout(timer); reject(exec.signal.reason); });
-      else exec.signal.addEventListener('abort', () => { clearTimeout(timer); resolve('finished anyway'); });
-    }),
+    name: 'slow',
+    description: 'd',
+    parameters: v.object({}),
+    output: { schema: v.string() },
+    execute: (_a, exec) =>
+      new Promise<string>((resolve, reject) => {
+        onStart();
+        const timer = setTimeout(() => resolve('done'), 200);
+        if (honour)
+          exec.signal.addEventListener('abort', () => {
+            clearTimeout(timer);
+            reject(exec.signal.reason);
+          });
+        else
+          exec.signal.addEventListener('abort', () => {
+            clearTimeout(timer);
+            resolve('finished anyway');
+          });
+      }),
   });
 
 describe('cancellation', () => {
   it('cancellation before dispatch is ABORTED_BEFORE_DISPATCH and the body never runs', async () => {
     const registry = createRegistry();
     let started = false;
-    registry.global.register(slow(() => { started = true; }));
+    registry.global.register(
+      slow(() => {
+        started = true;
+      }),
+    );
     const controller = new AbortController();
     controller.abort();
     const [r] = await registry.global.execute([call('1', 'slow')], { agent, signal: controller.signal });
@@ -30,9 +46,17 @@ describe('cancellation', () => {
   it('cancellation while waiting in a pre-execute listener is ABORTED_BEFORE_DISPATCH', async () => {
     const registry = createRegistry();
     let started = false;
-    registry.global.register(slow(() => { started = true; }));
+    registry.global.register(
+      slow(() => {
+        started = true;
+      }),
+    );
     const controller = new AbortController();
-    registry.global.on('tools/pre-execute', async () => { controller.abort(); await tick(); return undefined; });
+    registry.global.on('tools/pre-execute', async () => {
+      controller.abort();
+      await tick();
+      return undefined;
+    });
     const [r] = await registry.global.execute([call('1', 'slow')], { agent, signal: controller.signal });
     expect(r?.error?.code).toBe('ABORTED_BEFORE_DISPATCH');
     expect(started).toBe(false);
@@ -58,10 +82,18 @@ describe('cancellation', () => {
   it('a tool failure after cancellation stays TOOL_FAILED (more specific than ABORTED)', async () => {
     const registry = createRegistry();
     const controller = new AbortController();
-    registry.global.register(defineTool({
-      name: 'f', description: 'd', parameters: v.object({}), output: { schema: v.null() },
-      execute: () => { controller.abort(); throw new Error('disk full'); },
-    }));
+    registry.global.register(
+      defineTool({
+        name: 'f',
+        description: 'd',
+        parameters: v.object({}),
+        output: { schema: v.null() },
+        execute: () => {
+          controller.abort();
+          throw new Error('disk full');
+        },
+      }),
+    );
     const [r] = await registry.global.execute([call('1', 'f')], { agent, signal: controller.signal });
     expect(r?.error).toEqual({ code: 'TOOL_FAILED', message: 'disk full' });
   });
@@ -70,7 +102,10 @@ describe('cancellation', () => {
     const registry = createRegistry();
     registry.global.register(slow(() => {}));
     const controller = new AbortController();
-    registry.global.on('tools/pre-execute', () => { controller.abort(); return { kind: 'deny', reason: 'not today' }; });
+    registry.global.on('tools/pre-execute', () => {
+      controller.abort();
+      return { kind: 'deny', reason: 'not today' };
+    });
     const [r] = await registry.global.execute([call('1', 'slow')], { agent, signal: controller.signal });
     expect(r?.error?.code).toBe('DENIED');
   });
@@ -79,7 +114,10 @@ describe('cancellation', () => {
     const registry = createRegistry();
     const controller = new AbortController();
     registry.global.register(slow(() => setTimeout(() => controller.abort(), 5)));
-    registry.global.on('tools/execute', (view, next) => { view.signal = new AbortController().signal; return next(); });
+    registry.global.on('tools/execute', (view, next) => {
+      view.signal = new AbortController().signal;
+      return next();
+    });
     const started = performance.now();
     const [r] = await registry.global.execute([call('1', 'slow')], { agent, signal: controller.signal });
     expect(r?.error?.code).toBe('ABORTED');
@@ -92,7 +130,10 @@ describe('cancellation', () => {
     registry.global.on('tools/execute', (view, next) => {
       const c = new AbortController();
       view.signal = c.signal;
-      setTimeout(() => c.abort(new SandboxError('SHUTTING_DOWN', 'The service is restarting; retry shortly.')), 5);
+      setTimeout(
+        () => c.abort(new SandboxError('SHUTTING_DOWN', 'The service is restarting; retry shortly.')),
+        5,
+      );
       return next();
     });
     const [r] = await registry.global.execute([call('1', 'slow')], { agent });

@@ -15,7 +15,10 @@ describe('conditional tools and resolve()', () => {
     const scope = registry.global;
     const on = await scope.resolve({ agent, modelSelection: { model: 'big' } });
     const off = await scope.resolve({ agent, modelSelection: { model: 'small' } });
-    expect(seen).toEqual([['agent-1', 'big'], ['agent-1', 'small']]);
+    expect(seen).toEqual([
+      ['agent-1', 'big'],
+      ['agent-1', 'small'],
+    ]);
     expect(scope.schemas(on).map((s) => s.name)).toEqual(['vision']);
     expect(scope.schemas(off)).toEqual([]);
     expect(scope.surface('native', on).map((s) => s.name)).toEqual(['vision']);
@@ -28,15 +31,24 @@ describe('conditional tools and resolve()', () => {
 
   it('a throwing condition fails step preparation with TOOL_ACTIVATION_FAILED', async () => {
     const registry = createRegistry();
-    registry.global.register(echoTool('flaky'), { when: () => { throw new Error('no model info'); } });
-    await expect(registry.global.resolve({ agent })).rejects.toMatchObject({ code: 'TOOL_ACTIVATION_FAILED' });
+    registry.global.register(echoTool('flaky'), {
+      when: () => {
+        throw new Error('no model info');
+      },
+    });
+    await expect(registry.global.resolve({ agent })).rejects.toMatchObject({
+      code: 'TOOL_ACTIVATION_FAILED',
+    });
   });
 
   it('conditional calls in a batch without a resolved set are UNKNOWN_TOOL', async () => {
     const registry = createRegistry();
     registry.global.register(echoTool('cond'), { when: () => true });
     registry.global.register(echoTool('plain'));
-    const [a, b] = await registry.global.execute([call('1', 'cond', { text: 'x' }), call('2', 'plain', { text: 'x' })], { agent });
+    const [a, b] = await registry.global.execute(
+      [call('1', 'cond', { text: 'x' }), call('2', 'plain', { text: 'x' })],
+      { agent },
+    );
     expect(a?.error?.code).toBe('UNKNOWN_TOOL');
     expect(b?.ok).toBe(true);
   });
@@ -78,13 +90,24 @@ describe('conditional tools and resolve()', () => {
     let lift: (() => void) | undefined;
     const { defineTool } = await import('../../../host/tools/index.ts');
     const v = await import('valibot');
-    registry.global.register(defineTool({
-      name: 'first', description: 'd', parameters: v.object({}), output: { schema: v.null() },
-      execute: () => { lift = scope.restrict({ deny: ['second'] }); return null; },
-    }));
+    registry.global.register(
+      defineTool({
+        name: 'first',
+        description: 'd',
+        parameters: v.object({}),
+        output: { schema: v.null() },
+        execute: () => {
+          lift = scope.restrict({ deny: ['second'] });
+          return null;
+        },
+      }),
+    );
     registry.global.register(echoTool('second'));
     const set = await scope.resolve({ agent });
-    const [a, b] = await scope.execute([call('1', 'first'), call('2', 'second', { text: 'x' })], { agent, toolSet: set });
+    const [a, b] = await scope.execute([call('1', 'first'), call('2', 'second', { text: 'x' })], {
+      agent,
+      toolSet: set,
+    });
     expect(a?.ok).toBe(true);
     expect(b?.error?.code).toBe('UNKNOWN_TOOL');
     lift?.();

@@ -1,14 +1,21 @@
 import * as v from 'valibot';
 import { describe, expect, it } from 'vitest';
 import {
-  createRegistry, defineTool, type Executor, type PtcExecutor, type ToolDefinition, type ToolResult,
+  createRegistry,
+  defineTool,
+  type Executor,
+  type PtcExecutor,
+  type ToolDefinition,
+  type ToolResult,
 } from '../../../host/tools/index.ts';
 import { agent, call, echoTool } from './helpers.ts';
 
 /** A stand-in for the code-mode executor: one run_code schema listing the tools; programs are JSON lists of calls. */
 const fakePtc = (): PtcExecutor => {
   const runCode: ToolDefinition = defineTool({
-    name: 'run_code', description: 'Run a program', parameters: v.object({ code: v.string(), description: v.string() }),
+    name: 'run_code',
+    description: 'Run a program',
+    parameters: v.object({ code: v.string(), description: v.string() }),
     output: { schema: v.array(v.unknown()) },
     async execute(args, exec) {
       const steps = JSON.parse(args.code) as { name: string; args: unknown }[];
@@ -19,7 +26,13 @@ const fakePtc = (): PtcExecutor => {
   return {
     name: 'fake-ptc',
     kind: 'ptc',
-    describe: (definitions) => [{ name: 'run_code', description: `SDK: ${definitions.map((d) => d.name).join(',')}`, parameters: runCode.parameters }],
+    describe: (definitions) => [
+      {
+        name: 'run_code',
+        description: `SDK: ${definitions.map((d) => d.name).join(',')}`,
+        parameters: runCode.parameters,
+      },
+    ],
     execute: (batch) => batch.run(batch.calls, { definition: runCode }),
   };
 };
@@ -44,7 +57,9 @@ describe('executors and presentation modes', () => {
   it('code mode shows only run_code, whose description embeds the visible tools', () => {
     const { scope } = setup();
     scope.restrict({ deny: ['grep'] });
-    expect(scope.surface('code')).toEqual([{ name: 'run_code', description: 'SDK: read', parameters: expect.any(Object) }]);
+    expect(scope.surface('code')).toEqual([
+      { name: 'run_code', description: 'SDK: read', parameters: expect.any(Object) },
+    ]);
   });
 
   it('both mode shows native schemas and run_code', () => {
@@ -55,8 +70,25 @@ describe('executors and presentation modes', () => {
   it('a code-mode program re-enters the pipeline for each binding call', async () => {
     const { scope } = setup();
     const denied: string[] = [];
-    scope.on('tools/pre-execute', (c) => (c.name === 'grep' ? (denied.push(c.parentCallId ?? ''), { kind: 'deny', reason: 'no grep' }) : undefined));
-    const [r] = await scope.execute([call('p1', 'run_code', program([{ name: 'read', args: { text: 'a' } }, { name: 'grep', args: { text: 'b' } }, { name: 'read', args: { text: 1 } }]))], { agent, mode: 'code' });
+    scope.on('tools/pre-execute', (c) => {
+      if (c.name !== 'grep') return undefined;
+      denied.push(c.parentCallId ?? '');
+      return { kind: 'deny', reason: 'no grep' };
+    });
+    const [r] = await scope.execute(
+      [
+        call(
+          'p1',
+          'run_code',
+          program([
+            { name: 'read', args: { text: 'a' } },
+            { name: 'grep', args: { text: 'b' } },
+            { name: 'read', args: { text: 1 } },
+          ]),
+        ),
+      ],
+      { agent, mode: 'code' },
+    );
     expect(r?.value).toEqual(['a', 'failed: DENIED', 'failed: INVALID_ARGUMENTS']);
     expect(denied).toEqual(['p1']);
   });
@@ -73,18 +105,32 @@ describe('executors and presentation modes', () => {
   it('both mode runs native calls and programs in one batch, results in model order', async () => {
     const { scope } = setup();
     const results = await scope.execute(
-      [call('1', 'read', { text: 'a' }), call('2', 'run_code', program([{ name: 'grep', args: { text: 'b' } }])), call('3', 'grep', { text: 'c' })],
+      [
+        call('1', 'read', { text: 'a' }),
+        call('2', 'run_code', program([{ name: 'grep', args: { text: 'b' } }])),
+        call('3', 'grep', { text: 'c' }),
+      ],
       { agent, mode: 'both' },
     );
-    expect(results.map((r) => [r.id, r.value])).toEqual([['1', 'a'], ['2', ['b']], ['3', 'c']]);
+    expect(results.map((r) => [r.id, r.value])).toEqual([
+      ['1', 'a'],
+      ['2', ['b']],
+      ['3', 'c'],
+    ]);
   });
 
   it('the nearest mounted executor wins; a duplicate in one scope fails with DUPLICATE_EXECUTOR', async () => {
     const { preset, scope } = setup();
     expect(() => preset.mount(fakePtc())).toThrow(expect.objectContaining({ code: 'DUPLICATE_EXECUTOR' }));
     const custom: Executor = {
-      name: 'shouty', kind: 'native',
-      describe: (defs) => defs.map((d) => ({ name: d.name, description: d.description.toUpperCase(), parameters: d.parameters })),
+      name: 'shouty',
+      kind: 'native',
+      describe: (defs) =>
+        defs.map((d) => ({
+          name: d.name,
+          description: d.description.toUpperCase(),
+          parameters: d.parameters,
+        })),
       execute: (batch) => batch.run(batch.calls),
     };
     const dispose = scope.mount(custom);
@@ -97,13 +143,29 @@ describe('executors and presentation modes', () => {
   it('code mode without a PTC executor fails with NO_EXECUTOR', async () => {
     const registry = createRegistry();
     expect(() => registry.global.surface('code')).toThrow(expect.objectContaining({ code: 'NO_EXECUTOR' }));
-    await expect(registry.global.execute([call('1', 'run_code', program([]))], { agent, mode: 'code' })).rejects.toMatchObject({ code: 'NO_EXECUTOR' });
+    await expect(
+      registry.global.execute([call('1', 'run_code', program([]))], { agent, mode: 'code' }),
+    ).rejects.toMatchObject({ code: 'NO_EXECUTOR' });
   });
 
   it('schemas carry only name, description and parameters; deferLoading survives surface projection', () => {
     const registry = createRegistry();
-    registry.global.register(defineTool({ name: 'lazy', description: 'd', parameters: v.object({}), output: { schema: v.null() }, execute: () => null, deferLoading: true, timeoutMs: 5 }));
-    expect(Object.keys(registry.schemas(registry.global)[0] ?? {})).toEqual(['name', 'description', 'parameters']);
+    registry.global.register(
+      defineTool({
+        name: 'lazy',
+        description: 'd',
+        parameters: v.object({}),
+        output: { schema: v.null() },
+        execute: () => null,
+        deferLoading: true,
+        timeoutMs: 5,
+      }),
+    );
+    expect(Object.keys(registry.schemas(registry.global)[0] ?? {})).toEqual([
+      'name',
+      'description',
+      'parameters',
+    ]);
     expect(registry.surface(registry.global, 'native')[0]?.deferLoading).toBe(true);
   });
 });

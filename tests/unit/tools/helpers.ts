@@ -4,7 +4,11 @@ import { type AgentScope, defineTool, type ToolCall } from '../../../host/tools/
 
 export const agent: AgentScope = { id: 'agent-1', sessionId: 'session-1', services: {} };
 
-export const call = (id: string, name: string, args: unknown = {}): ToolCall => ({ id, name, arguments: args });
+export const call = (id: string, name: string, args: unknown = {}): ToolCall => ({
+  id,
+  name,
+  arguments: args,
+});
 
 export const echoTool = (name = 'echo', extra: { safe?: boolean; description?: string } = {}) =>
   defineTool({
@@ -32,7 +36,11 @@ export const gatedTool = (name: string, safe: boolean, events: string[]) => {
       return args.key;
     },
   });
-  return { definition, release: (key: string) => releases.get(key)?.() , started: (key: string) => releases.has(key) };
+  return {
+    definition,
+    release: (key: string) => releases.get(key)?.(),
+    started: (key: string) => releases.has(key),
+  };
 };
 
 export const tick = (ms = 0) => new Promise((resolve) => setTimeout(resolve, ms));

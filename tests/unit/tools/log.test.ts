@@ -1,12 +1,15 @@
 import * as v from 'valibot';
 import { describe, expect, it } from 'vitest';
 import { createMemoryEventLog } from '../../../host/store/memory.ts';
-import { createRegistry, defineTool } from '../../../host/tools/index.ts';
 import type { EventLog } from '../../../host/store/types.ts';
+import { createRegistry, defineTool } from '../../../host/tools/index.ts';
 import { agent, call, echoTool, tick } from './helpers.ts';
 
 const nested = defineTool({
-  name: 'prog', description: 'runs inner calls', parameters: v.object({}), output: { schema: v.array(v.unknown()) },
+  name: 'prog',
+  description: 'runs inner calls',
+  parameters: v.object({}),
+  output: { schema: v.array(v.unknown()) },
   async execute(_a, exec) {
     const a = await exec.callTool('echo', { text: 'inner' });
     const b = await exec.callTool('echo', { text: 5 });
@@ -24,9 +27,17 @@ describe('durable log', () => {
     registry.global.register(echoTool());
     await registry.global.execute([call('c1', 'echo', { text: 'hi' })], { agent });
     const events = log.list('session-1');
-    expect(events.map((e) => [e.type, e.surface, e.callId])).toEqual([['tool.call', 'current', 'c1'], ['tool.result', 'current', 'c1']]);
+    expect(events.map((e) => [e.type, e.surface, e.callId])).toEqual([
+      ['tool.call', 'current', 'c1'],
+      ['tool.result', 'current', 'c1'],
+    ]);
     expect(events[0]?.data).toEqual({ name: 'echo', arguments: { text: 'hi' } });
-    expect(events[1]?.data).toMatchObject({ name: 'echo', ok: true, content: [{ type: 'text', text: 'hi' }], value: 'hi' });
+    expect(events[1]?.data).toMatchObject({
+      name: 'echo',
+      ok: true,
+      content: [{ type: 'text', text: 'hi' }],
+      value: 'hi',
+    });
     log.close?.();
   });
 
@@ -34,12 +45,21 @@ describe('durable log', () => {
     const log = createMemoryEventLog();
     const registry = createRegistry({ log });
     registry.global.register(echoTool());
-    registry.global.on('tools/pre-execute', (c) => (c.id === 'c2' ? { kind: 'deny', reason: 'no', userReason: 'blocked by admin' } : undefined));
+    registry.global.on('tools/pre-execute', (c) =>
+      c.id === 'c2' ? { kind: 'deny', reason: 'no', userReason: 'blocked by admin' } : undefined,
+    );
     await registry.global.execute([call('c1', 'nope'), call('c2', 'echo', { text: 'x' })], { agent });
-    const results = log.list('session-1').filter((e) => e.type === 'tool.result').map((e) => e.data);
+    const results = log
+      .list('session-1')
+      .filter((e) => e.type === 'tool.result')
+      .map((e) => e.data);
     expect(results).toEqual([
       expect.objectContaining({ ok: false, error: expect.objectContaining({ code: 'UNKNOWN_TOOL' }) }),
-      expect.objectContaining({ ok: false, content: [{ type: 'text', text: 'Error: no' }], error: { code: 'DENIED', message: 'no', userReason: 'blocked by admin' } }),
+      expect.objectContaining({
+        ok: false,
+        content: [{ type: 'text', text: 'Error: no' }],
+        error: { code: 'DENIED', message: 'no', userReason: 'blocked by admin' },
+      }),
     ]);
     log.close?.();
   });
@@ -73,9 +93,27 @@ describe('durable log', () => {
 
   it('a call that cannot be recorded is not run', async () => {
     let ran = false;
-    const broken: EventLog = { append: () => { throw new Error('disk full'); }, flush: async () => {}, list: () => [], subscribe: () => () => {} };
+    const broken: EventLog = {
+      append: () => {
+        throw new Error('disk full');
+      },
+      flush: async () => {},
+      list: () => [],
+      subscribe: () => () => {},
+    };
     const registry = createRegistry({ log: broken });
-    registry.global.register(defineTool({ name: 't', description: 'd', parameters: v.object({}), output: { schema: v.null() }, execute: () => { ran = true; return null; } }));
+    registry.global.register(
+      defineTool({
+        name: 't',
+        description: 'd',
+        parameters: v.object({}),
+        output: { schema: v.null() },
+        execute: () => {
+          ran = true;
+          return null;
+        },
+      }),
+    );
     const [r] = await registry.global.execute([call('c1', 't')], { agent });
     expect(r?.error?.code).toBe('STORE_FAILED');
     expect(ran).toBe(false);
@@ -86,16 +124,34 @@ describe('inner calls (exec.callTool)', () => {
   it('concurrency-safe inner calls overlap; exclusive ones run alone', async () => {
     const registry = createRegistry();
     const stats = { now: 0, max: 0 };
-    const mk = (name: string, safe: boolean) => defineTool({
-      name, description: 'd', parameters: v.object({}), output: { schema: v.null() }, isConcurrencySafe: () => safe,
-      async execute() { stats.max = Math.max(stats.max, ++stats.now); await tick(3); stats.now--; return null; },
-    });
+    const mk = (name: string, safe: boolean) =>
+      defineTool({
+        name,
+        description: 'd',
+        parameters: v.object({}),
+        output: { schema: v.null() },
+        isConcurrencySafe: () => safe,
+        async execute() {
+          stats.max = Math.max(stats.max, ++stats.now);
+          await tick(3);
+          stats.now--;
+          return null;
+        },
+      });
     registry.global.register(mk('safe', true));
     registry.global.register(mk('excl', false));
-    registry.global.register(defineTool({
-      name: 'prog', description: 'd', parameters: v.object({ tool: v.string() }), output: { schema: v.null() },
-      async execute(args, exec) { await Promise.all([1, 2, 3, 4].map(() => exec.callTool(args.tool, {}))); return null; },
-    }));
+    registry.global.register(
+      defineTool({
+        name: 'prog',
+        description: 'd',
+        parameters: v.object({ tool: v.string() }),
+        output: { schema: v.null() },
+        async execute(args, exec) {
+          await Promise.all([1, 2, 3, 4].map(() => exec.callTool(args.tool, {})));
+          return null;
+        },
+      }),
+    );
     await registry.global.execute([call('p1', 'prog', { tool: 'safe' })], { agent });
     expect(stats.max).toBe(4);
     stats.max = 0;
@@ -106,10 +162,17 @@ describe('inner calls (exec.callTool)', () => {
   it('inner calls use the batch tool set: a conditional tool outside the set is UNKNOWN_TOOL', async () => {
     const registry = createRegistry();
     registry.global.register(echoTool('hidden'), { when: () => false });
-    registry.global.register(defineTool({
-      name: 'prog', description: 'd', parameters: v.object({}), output: { schema: v.string() },
-      async execute(_a, exec) { return (await exec.callTool('hidden', { text: 'x' })).error?.code ?? 'ok'; },
-    }));
+    registry.global.register(
+      defineTool({
+        name: 'prog',
+        description: 'd',
+        parameters: v.object({}),
+        output: { schema: v.string() },
+        async execute(_a, exec) {
+          return (await exec.callTool('hidden', { text: 'x' })).error?.code ?? 'ok';
+        },
+      }),
+    );
     const set = await registry.global.resolve({ agent });
     const [r] = await registry.global.execute([call('p', 'prog')], { agent, toolSet: set });
     expect(r?.value).toBe('UNKNOWN_TOOL');

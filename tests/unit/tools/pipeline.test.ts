@@ -16,9 +16,16 @@ describe('pipeline order and errors', () => {
   it('invalid arguments fail with INVALID_ARGUMENTS listing each issue with its path, before any policy', async () => {
     const { scope } = setup();
     let policyRan = false;
-    scope.on('tools/pre-execute', () => { policyRan = true; return undefined; });
+    scope.on('tools/pre-execute', () => {
+      policyRan = true;
+      return undefined;
+    });
     const r = await run(scope, 'echo', { text: 42 });
-    expect(r?.error).toEqual({ code: 'INVALID_ARGUMENTS', message: 'Invalid arguments for echo: text: Invalid type: Expected string but received 42. Fix them and call again.' });
+    expect(r?.error).toEqual({
+      code: 'INVALID_ARGUMENTS',
+      message:
+        'Invalid arguments for echo: text: Invalid type: Expected string but received 42. Fix them and call again.',
+    });
     expect(r?.content).toEqual([{ type: 'text', text: `Error: ${r?.error?.message}` }]);
     expect(policyRan).toBe(false);
   });
@@ -26,38 +33,104 @@ describe('pipeline order and errors', () => {
   it('the stages run in seed order', async () => {
     const registry = createRegistry();
     const order: string[] = [];
-    registry.global.register(defineTool({
-      name: 't', description: 'd', parameters: v.object({}), output: { schema: v.string() },
-      execute: () => { order.push('body'); return 'v'; },
-      projectContent: (_a, _v, c) => { order.push('projectContent'); return c; },
-      finalizeContent: (_a, c) => { order.push('finalizeContent'); return c; },
-    }));
+    registry.global.register(
+      defineTool({
+        name: 't',
+        description: 'd',
+        parameters: v.object({}),
+        output: { schema: v.string() },
+        execute: () => {
+          order.push('body');
+          return 'v';
+        },
+        projectContent: (_a, _v, c) => {
+          order.push('projectContent');
+          return c;
+        },
+        finalizeContent: (_a, c) => {
+          order.push('finalizeContent');
+          return c;
+        },
+      }),
+    );
     const s = registry.global;
-    s.on('tools/pre-execute', () => { order.push('pre'); return undefined; });
-    s.guard(() => { order.push('guard'); return undefined; });
-    s.on('tools/execute', async (_view, next) => { order.push('wrap:in'); const o = await next(); order.push('wrap:out'); return o; });
-    s.on('tools/post-execute', () => { order.push('post'); return undefined; });
-    s.on('tools/result', () => { order.push('result'); });
+    s.on('tools/pre-execute', () => {
+      order.push('pre');
+      return undefined;
+    });
+    s.guard(() => {
+      order.push('guard');
+      return undefined;
+    });
+    s.on('tools/execute', async (_view, next) => {
+      order.push('wrap:in');
+      const o = await next();
+      order.push('wrap:out');
+      return o;
+    });
+    s.on('tools/post-execute', () => {
+      order.push('post');
+      return undefined;
+    });
+    s.on('tools/result', () => {
+      order.push('result');
+    });
     await s.execute([call('1', 't')], { agent });
-    expect(order).toEqual(['pre', 'guard', 'wrap:in', 'body', 'projectContent', 'wrap:out', 'post', 'finalizeContent', 'result']);
+    expect(order).toEqual([
+      'pre',
+      'guard',
+      'wrap:in',
+      'body',
+      'projectContent',
+      'wrap:out',
+      'post',
+      'finalizeContent',
+      'result',
+    ]);
   });
 
   it('an unknown hook phase fails at registration', () => {
     const { scope } = setup();
-    expect(() => scope.on('tools/before' as never, (() => undefined) as never)).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID' }));
+    expect(() => scope.on('tools/before' as never, (() => undefined) as never)).toThrow(
+      expect.objectContaining({ code: 'CONFIG_INVALID' }),
+    );
   });
 
   it('a thrown body becomes a TOOL_FAILED result the model sees as exactly "Error: <message>"', async () => {
     const registry = createRegistry();
-    registry.global.register(defineTool({ name: 'boom', description: 'd', parameters: v.object({}), output: { schema: v.null() }, execute: () => { throw new Error('disk on fire'); } }));
+    registry.global.register(
+      defineTool({
+        name: 'boom',
+        description: 'd',
+        parameters: v.object({}),
+        output: { schema: v.null() },
+        execute: () => {
+          throw new Error('disk on fire');
+        },
+      }),
+    );
     const [r] = await registry.global.execute([call('1', 'boom')], { agent });
-    expect(r).toMatchObject({ ok: false, content: [{ type: 'text', text: 'Error: disk on fire' }], error: { code: 'TOOL_FAILED', message: 'disk on fire' } });
+    expect(r).toMatchObject({
+      ok: false,
+      content: [{ type: 'text', text: 'Error: disk on fire' }],
+      error: { code: 'TOOL_FAILED', message: 'disk on fire' },
+    });
     expect(r?.value).toBeUndefined();
   });
 
   it('a SandboxError thrown by a body keeps its code', async () => {
     const registry = createRegistry();
-    registry.global.register(defineTool({ name: 'rd', description: 'd', parameters: v.object({}), output: { schema: v.null() }, execute: () => { throw new SandboxError('FILE_NOT_FOUND', 'No such file /x; list the directory first.'); } }));
+    registry.global.register(
+      defineTool({
+        name: 'rd',
+        description: 'd',
+        parameters: v.object({}),
+        output: { schema: v.null() },
+        execute: () => {
+          throw new SandboxError('FILE_NOT_FOUND', 'No such file /x; list the directory first.');
+        },
+      }),
+    );
     const [r] = await registry.global.execute([call('1', 'rd')], { agent });
     expect(r?.error?.code).toBe('FILE_NOT_FOUND');
   });
@@ -74,17 +147,28 @@ describe('pipeline order and errors', () => {
 describe('tools/pre-execute and guards', () => {
   it('a deny decision becomes DENIED with the reason for the model and userReason only in the error field', async () => {
     const { scope } = setup();
-    scope.on('tools/pre-execute', () => ({ kind: 'deny', reason: 'echo is disabled here', userReason: 'Admin turned echo off' }));
+    scope.on('tools/pre-execute', () => ({
+      kind: 'deny',
+      reason: 'echo is disabled here',
+      userReason: 'Admin turned echo off',
+    }));
     const r = await run(scope);
     expect(r?.content).toEqual([{ type: 'text', text: 'Error: echo is disabled here' }]);
-    expect(r?.error).toEqual({ code: 'DENIED', message: 'echo is disabled here', userReason: 'Admin turned echo off' });
+    expect(r?.error).toEqual({
+      code: 'DENIED',
+      message: 'echo is disabled here',
+      userReason: 'Admin turned echo off',
+    });
   });
 
   it('later pre-execute listeners see earlier decisions and may change them', async () => {
     const { scope } = setup();
     const seen: Decision[] = [];
     scope.on('tools/pre-execute', () => ({ kind: 'deny', reason: 'first says no' }));
-    scope.on('tools/pre-execute', (_c, current) => { seen.push(current); return { kind: 'allow' }; });
+    scope.on('tools/pre-execute', (_c, current) => {
+      seen.push(current);
+      return { kind: 'allow' };
+    });
     const r = await run(scope);
     expect(seen).toEqual([{ kind: 'deny', reason: 'first says no' }]);
     expect(r?.ok).toBe(true);
@@ -101,8 +185,21 @@ describe('tools/pre-execute and guards', () => {
   it('a throwing pre-execute listener fails closed (DENIED, body not run)', async () => {
     const registry = createRegistry();
     let ran = false;
-    registry.global.register(defineTool({ name: 't', description: 'd', parameters: v.object({}), output: { schema: v.null() }, execute: () => { ran = true; return null; } }));
-    registry.global.on('tools/pre-execute', () => { throw new Error('rules db down'); });
+    registry.global.register(
+      defineTool({
+        name: 't',
+        description: 'd',
+        parameters: v.object({}),
+        output: { schema: v.null() },
+        execute: () => {
+          ran = true;
+          return null;
+        },
+      }),
+    );
+    registry.global.on('tools/pre-execute', () => {
+      throw new Error('rules db down');
+    });
     const [r] = await registry.global.execute([call('1', 't')], { agent });
     expect(r?.error?.code).toBe('DENIED');
     expect(ran).toBe(false);
@@ -111,7 +208,10 @@ describe('tools/pre-execute and guards', () => {
   it('listeners see frozen validated arguments', async () => {
     const { scope } = setup();
     let frozen = false;
-    scope.on('tools/pre-execute', (c) => { frozen = Object.isFrozen(c.arguments); return undefined; });
+    scope.on('tools/pre-execute', (c) => {
+      frozen = Object.isFrozen(c.arguments);
+      return undefined;
+    });
     await run(scope);
     expect(frozen).toBe(true);
   });
@@ -145,8 +245,22 @@ describe('tools/execute wrappers', () => {
   it('calling next() twice fails the call instead of running the body twice', async () => {
     const registry = createRegistry();
     let runs = 0;
-    registry.global.register(defineTool({ name: 't', description: 'd', parameters: v.object({}), output: { schema: v.null() }, execute: () => { runs++; return null; } }));
-    registry.global.on('tools/execute', async (_view, next) => { await next(); return next(); });
+    registry.global.register(
+      defineTool({
+        name: 't',
+        description: 'd',
+        parameters: v.object({}),
+        output: { schema: v.null() },
+        execute: () => {
+          runs++;
+          return null;
+        },
+      }),
+    );
+    registry.global.on('tools/execute', async (_view, next) => {
+      await next();
+      return next();
+    });
     const [r] = await registry.global.execute([call('1', 't')], { agent });
     expect(runs).toBe(1);
     expect(r?.error?.code).toBe('TOOL_FAILED');
@@ -156,8 +270,21 @@ describe('tools/execute wrappers', () => {
   it('a wrapper failure stays specific and the body does not run', async () => {
     const registry = createRegistry();
     let ran = false;
-    registry.global.register(defineTool({ name: 't', description: 'd', parameters: v.object({}), output: { schema: v.null() }, execute: () => { ran = true; return null; } }));
-    registry.global.on('tools/execute', () => { throw new SandboxError('RATE_LIMITED', 'Too many calls; wait a minute.'); });
+    registry.global.register(
+      defineTool({
+        name: 't',
+        description: 'd',
+        parameters: v.object({}),
+        output: { schema: v.null() },
+        execute: () => {
+          ran = true;
+          return null;
+        },
+      }),
+    );
+    registry.global.on('tools/execute', () => {
+      throw new SandboxError('RATE_LIMITED', 'Too many calls; wait a minute.');
+    });
     const [r] = await registry.global.execute([call('1', 't')], { agent });
     expect(r?.error?.code).toBe('RATE_LIMITED');
     expect(ran).toBe(false);
@@ -167,7 +294,11 @@ describe('tools/execute wrappers', () => {
 describe('tools/post-execute, finalizeContent and tools/result', () => {
   it('post-execute may replace content and value', async () => {
     const { scope } = setup();
-    scope.on('tools/post-execute', () => ({ kind: 'replace', content: [{ type: 'text', text: '[redacted]' }], value: 'redacted' }));
+    scope.on('tools/post-execute', () => ({
+      kind: 'replace',
+      content: [{ type: 'text', text: '[redacted]' }],
+      value: 'redacted',
+    }));
     const r = await run(scope);
     expect(r?.content).toEqual([{ type: 'text', text: '[redacted]' }]);
     expect(r?.value).toBe('redacted');
@@ -185,12 +316,18 @@ describe('tools/post-execute, finalizeContent and tools/result', () => {
     const { scope } = setup();
     scope.on('tools/post-execute', () => ({ kind: 'attach', contexts: [{ type: 'text', text: 'ctx1' }] }));
     scope.on('tools/post-execute', () => ({ kind: 'attach', contexts: [{ type: 'text', text: 'ctx2' }] }));
-    expect((await run(scope))?.content.map((p) => (p.type === 'text' ? p.text : ''))).toEqual(['hi', 'ctx1', 'ctx2']);
+    expect((await run(scope))?.content.map((p) => (p.type === 'text' ? p.text : ''))).toEqual([
+      'hi',
+      'ctx1',
+      'ctx2',
+    ]);
   });
 
   it('a failing post-execute policy fails the call', async () => {
     const { scope } = setup();
-    scope.on('tools/post-execute', () => { throw new Error('scanner crashed'); });
+    scope.on('tools/post-execute', () => {
+      throw new Error('scanner crashed');
+    });
     const r = await run(scope);
     expect(r?.error?.code).toBe('TOOL_FAILED');
     expect(r?.error?.message).toContain('scanner crashed');
@@ -198,16 +335,28 @@ describe('tools/post-execute, finalizeContent and tools/result', () => {
 
   it('projectContent runs before post-execute and finalizeContent after it', async () => {
     const registry = createRegistry();
-    registry.global.register(defineTool({
-      name: 't', description: 'd', parameters: v.object({}), output: { schema: v.string() }, execute: () => 'raw',
-      projectContent: () => [{ type: 'text', text: 'projected' }],
-      finalizeContent: (_a, content) => [...content, { type: 'text', text: 'final' }],
-    }));
+    registry.global.register(
+      defineTool({
+        name: 't',
+        description: 'd',
+        parameters: v.object({}),
+        output: { schema: v.string() },
+        execute: () => 'raw',
+        projectContent: () => [{ type: 'text', text: 'projected' }],
+        finalizeContent: (_a, content) => [...content, { type: 'text', text: 'final' }],
+      }),
+    );
     let seenByPolicy: unknown;
-    registry.global.on('tools/post-execute', (_c, o) => { seenByPolicy = o.ok ? o.content : undefined; return undefined; });
+    registry.global.on('tools/post-execute', (_c, o) => {
+      seenByPolicy = o.ok ? o.content : undefined;
+      return undefined;
+    });
     const [r] = await registry.global.execute([call('1', 't')], { agent });
     expect(seenByPolicy).toEqual([{ type: 'text', text: 'projected' }]);
-    expect(r?.content).toEqual([{ type: 'text', text: 'projected' }, { type: 'text', text: 'final' }]);
+    expect(r?.content).toEqual([
+      { type: 'text', text: 'projected' },
+      { type: 'text', text: 'final' },
+    ]);
   });
 
   it('tools/result observes the frozen final result of every call, failed ones included, and cannot change it', async () => {

@@ -8,7 +8,9 @@ describe('registry layers', () => {
   it('a duplicate name inside one layer fails', () => {
     const registry = createRegistry();
     registry.global.register(echoTool('read'));
-    expect(() => registry.global.register(echoTool('read'))).toThrow(expect.objectContaining({ code: 'DUPLICATE_TOOL' }));
+    expect(() => registry.global.register(echoTool('read'))).toThrow(
+      expect.objectContaining({ code: 'DUPLICATE_TOOL' }),
+    );
   });
 
   it('a nearer layer shadows an inherited name', async () => {
@@ -49,7 +51,9 @@ describe('registry layers', () => {
   it('run_code is reserved and cannot be registered or shadowed', () => {
     const registry = createRegistry();
     const scope = registry.scope('p').child('a');
-    expect(() => scope.register(echoTool(RESERVED_NAME))).toThrow(expect.objectContaining({ code: 'RESERVED_TOOL_NAME' }));
+    expect(() => scope.register(echoTool(RESERVED_NAME))).toThrow(
+      expect.objectContaining({ code: 'RESERVED_TOOL_NAME' }),
+    );
   });
 
   it('disposing a registration removes it, and the name can be registered again', () => {
@@ -74,7 +78,9 @@ describe('registry layers', () => {
 
   it('register rejects things that are not definitions', () => {
     const registry = createRegistry();
-    expect(() => registry.global.register({ name: 'x' } as never)).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID' }));
+    expect(() => registry.global.register({ name: 'x' } as never)).toThrow(
+      expect.objectContaining({ code: 'CONFIG_INVALID' }),
+    );
   });
 });
 
@@ -114,7 +120,9 @@ describe('restrictions', () => {
     agentScope.restrict({ deny: ['bash'] });
     const [r] = await agentScope.execute([call('1', 'bash', { text: 'x' })], { agent });
     expect(r?.error?.code).toBe('UNKNOWN_TOOL');
-    expect(r?.content).toEqual([{ type: 'text', text: 'Error: Unknown tool "bash"; call one of the tools listed for this agent.' }]);
+    expect(r?.content).toEqual([
+      { type: 'text', text: 'Error: Unknown tool "bash"; call one of the tools listed for this agent.' },
+    ]);
   });
 
   it('disposing a restriction lifts it', () => {
@@ -127,7 +135,11 @@ describe('restrictions', () => {
 
   it('a malformed restriction fails with CONFIG_INVALID', () => {
     const { agentScope } = setup();
-    expect(() => agentScope.restrict({ allow: ['a'], deny: ['b'] } as never)).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID' }));
-    expect(() => agentScope.restrict({ allow: 'read' } as never)).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID' }));
+    expect(() => agentScope.restrict({ allow: ['a'], deny: ['b'] } as never)).toThrow(
+      expect.objectContaining({ code: 'CONFIG_INVALID' }),
+    );
+    expect(() => agentScope.restrict({ allow: 'read' } as never)).toThrow(
+      expect.objectContaining({ code: 'CONFIG_INVALID' }),
+    );
   });
 });
