@@ -1,0 +1,274 @@
+// The isolate host as the rest of the service sees it: `createIsolateHost(options).run(request)`.
+// It validates and compiles the program in this process, queues it for a supervised worker,
+// brokers the program's tool calls to `onCall` through the per-run scheduler, and turns whatever
+// the worker reports (or its death, or its silence) into one RunOutcome.
+// Invariants: run() never rejects; every run settles exactly once (finishRun); a worker's message
+// is honoured only for runs dispatched to that worker; nothing of a worker's text reaches the caller
+// without a size cap and a shape check; every deadline has a host-side backstop that kills the worker.
+import { isSandboxError, messageOf } from '../errors.ts';
+import { compileProgram } from './compile.ts';
+import { MAX_ERROR_CHARS, clip } from './protocol.ts';
+import type { WorkerOutcome, WorkerToHost } from './protocol.ts';
+import { createCallScheduler } from './scheduler.ts';
+import type { CallScheduler } from './scheduler.ts';
+import { mapStack } from './stack.ts';
+import { createSupervisor } from './supervisor.ts';
+import type { WorkerHandle } from './supervisor.ts';
+import { DEFAULT_LIMITS } from './types.ts';
+import type { FailureKind, IsolateHost, IsolateHostOptions, JsonValue, RunLimits, RunOutcome, RunRequest } from './types.ts';
+import { checkRequest } from './validate.ts';
+
+type Settled = { ok: true; value: JsonValue | undefined; logs: string[] } | { ok: false; kind: FailureKind; message: string; logs: string[] };
+
+interface HostRun {
+  id: number;
+  request: RunRequest;
+  limits: RunLimits;
+  src: string;
+  map: string;
+  globalsJson: string;
+  startedAt: number;
+  worker?: WorkerHandle;
+  scheduler: CallScheduler;
+  calls: AbortController;
+  callCount: number;
+  timers: NodeJS.Timeout[];
+  detach: () => void;
+  resolve: (outcome: RunOutcome) => void;
+  settled: boolean;
+}
+
+const FAILURE_KINDS = new Set<FailureKind>(['compile', 'runtime', 'timeout', 'memory', 'output_limit', 'aborted', 'crash', 'limit']);
+const MAX_LOG_LINES = 10_000;
+
+export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost => {
+  const defaults: RunLimits = { ...DEFAULT_LIMITS, ...options.limits };
+  const killGraceMs = options.killGraceMs ?? 1000;
+  const maxRunsPerWorker = options.maxRunsPerWorker ?? 64;
+  const runs = new Map<number, HostRun>();
+  const queue: HostRun[] = [];
+  let nextId = 0;
+  let closed = false;
+
+  const finishRun = (run: HostRun, outcome: Settled): void => {
+    if (run.settled) return;
+    run.settled = true;
+    for (const timer of run.timers) clearTimeout(timer);
+    run.detach();
+    run.calls.abort();
+    run.scheduler.clear();
+    runs.delete(run.id);
+    run.worker?.runs.delete(run.id);
+    const index = queue.indexOf(run);
+    if (index >= 0) queue.splice(index, 1);
+    const stats = { calls: run.callCount, maxInFlight: run.scheduler.maxObserved, wallMs: performance.now() - run.startedAt };
+    run.resolve({ ...outcome, stats } as RunOutcome);
+    setImmediate(pump);
+  };
+
+  const supervisor = createSupervisor({
+    count: options.workers ?? 2,
+    heapMb: options.workerHeapMb ?? 256,
+    rssMb: options.workerRssMb ?? 1024,
+    killGraceMs,
+    workerArgs: { prewarm: options.prewarm ?? 2, memoryMb: defaults.memoryMb },
+    onReady: () => pump(),
+    onMessage: (handle, message) => onWorkerMessage(handle, message),
+    onExit: (handle, description) => {
+      for (const id of [...handle.runs]) {
+        const run = runs.get(id);
+        if (run) finishRun(run, { ok: false, kind: 'crash', message: `the isolate worker stopped (${description}); the run was lost`, logs: [] });
+      }
+      handle.runs.clear();
+    },
+    ...(options.onEvent ? { onEvent: options.onEvent } : {}),
+  });
+
+  const pump = (): void => {
+    while (queue.length > 0) {
+      const candidates = supervisor.handles().filter((h) => h.ready && h.runs.size < maxRunsPerWorker);
+      if (candidates.length === 0) return;
+      const handle = candidates.reduce((a, b) => (b.runs.size < a.runs.size ? b : a));
+      dispatch(queue.shift()!, handle);
+    }
+  };
+
+  const dispatch = (run: HostRun, handle: WorkerHandle): void => {
+    run.worker = handle;
+    handle.runs.add(run.id);
+    const { limits } = run;
+    const sent = supervisor.send(handle, {
+      t: 'run',
+      id: run.id,
+      src: run.src,
+      bindings: [...new Set(run.request.bindings)],
+      globalsJson: run.globalsJson,
+      limits: {
+        wallMs: limits.wallMs,
+        cpuMs: limits.cpuMs,
+        memoryMb: limits.memoryMb,
+        maxOutputBytes: limits.maxOutputBytes,
+        maxCallBytes: limits.maxCallBytes,
+        maxResultBytes: limits.maxResultBytes,
+        maxCalls: limits.maxCalls,
+      },
+    });
+    if (!sent) return finishRun(run, { ok: false, kind: 'crash', message: 'the isolate worker could not take the run', logs: [] });
+    // Backstop: the worker ends the run itself at wallMs; if it has not answered by then plus the
+    // grace period it is stuck (uninterruptible V8 work, a hung dispose) and is killed.
+    run.timers.push(
+      setTimeout(() => {
+        finishRun(run, { ok: false, kind: 'timeout', message: `the program ran longer than ${limits.wallMs} ms`, logs: [] });
+        supervisor.kill(handle, 'run deadline passed without an answer');
+      }, limits.wallMs + killGraceMs),
+    );
+  };
+
+  const onWorkerMessage = (handle: WorkerHandle, message: WorkerToHost): void => {
+    const run = typeof message.t === 'string' && 'id' in message ? runs.get(message.id) : undefined;
+    if (!run || run.worker !== handle) return;
+    if (message.t === 'done') return finishRun(run, settle(run, message.outcome));
+    if (message.t === 'call') onProgramCall(run, handle, message);
+  };
+
+  const onProgramCall = (run: HostRun, handle: WorkerHandle, message: Extract<WorkerToHost, { t: 'call' }>): void => {
+    const reply = (envelope: string) => {
+      if (!run.settled) supervisor.send(handle, { t: 'result', id: run.id, callId: message.callId, envelope });
+    };
+    const { name, argsJson, callId } = message;
+    if (typeof name !== 'string' || !run.request.bindings.includes(name) || typeof argsJson !== 'string' || typeof callId !== 'number') {
+      return finishRun(run, { ok: false, kind: 'crash', message: 'the isolate worker sent a malformed call', logs: [] });
+    }
+    if (++run.callCount > run.limits.maxCalls || argsJson.length > run.limits.maxCallBytes) {
+      return finishRun(run, { ok: false, kind: 'limit', message: `call limits exceeded (${run.limits.maxCalls} calls)`, logs: [] });
+    }
+    let args: JsonValue;
+    try {
+      args = JSON.parse(argsJson) as JsonValue;
+    } catch {
+      return reply(errorEnvelope('INVALID_ARGUMENTS', 'the arguments are not valid JSON'));
+    }
+    let safe = false;
+    try {
+      safe = run.request.isConcurrencySafe?.(name, args) === true;
+    } catch {
+      safe = false;
+    }
+    run.scheduler.submit(safe, async () => {
+      if (run.settled) return;
+      try {
+        const value = await run.request.onCall(name, args, run.calls.signal);
+        reply(valueEnvelope(value, run.limits.maxCallResultBytes));
+      } catch (error) {
+        const code = isSandboxError(error) ? error.code : 'TOOL_FAILED';
+        reply(errorEnvelope(code, messageOf(error)));
+      }
+    });
+  };
+
+  const run = (request: RunRequest): Promise<RunOutcome> =>
+    new Promise<RunOutcome>((resolve) => {
+      const startedAt = performance.now();
+      const limits: RunLimits = { ...defaults, ...request.limits };
+      const fail = (kind: FailureKind, message: string) =>
+        resolve({ ok: false, kind, message, logs: [], stats: { calls: 0, maxInFlight: 0, wallMs: performance.now() - startedAt } });
+      if (closed) return fail('aborted', 'the isolate host is shut down');
+      const problem = checkRequest(request, limits);
+      if (problem) return fail(problem.kind, problem.message);
+      if (request.signal?.aborted) return fail('aborted', 'the run was aborted before it started');
+      void compileProgram(request.code, request.language ?? 'ts').then((compiled) => {
+        if (!compiled.ok) return fail('compile', compiled.message);
+        const hostRun: HostRun = {
+          id: ++nextId,
+          request,
+          limits,
+          src: compiled.program.js,
+          map: compiled.program.map,
+          globalsJson: JSON.stringify(request.globals ?? {}),
+          startedAt,
+          scheduler: createCallScheduler(limits.maxInFlight),
+          calls: new AbortController(),
+          callCount: 0,
+          timers: [],
+          detach: () => undefined,
+          resolve,
+          settled: false,
+        };
+        const signal = request.signal;
+        if (signal) {
+          const onAbort = () => onRunAborted(hostRun);
+          signal.addEventListener('abort', onAbort, { once: true });
+          hostRun.detach = () => signal.removeEventListener('abort', onAbort);
+          if (signal.aborted) return fail('aborted', 'the run was aborted before it started');
+        }
+        runs.set(hostRun.id, hostRun);
+        queue.push(hostRun);
+        pump();
+      });
+    });
+
+  const onRunAborted = (run: HostRun): void => {
+    const aborted: Settled = { ok: false, kind: 'aborted', message: 'the run was aborted', logs: [] };
+    if (!run.worker) return finishRun(run, aborted);
+    const handle = run.worker;
+    run.calls.abort();
+    supervisor.send(handle, { t: 'cancel', id: run.id });
+    run.timers.push(
+      setTimeout(() => {
+        finishRun(run, aborted);
+        supervisor.kill(handle, 'cancelled run did not end');
+      }, killGraceMs),
+    );
+  };
+
+  return {
+    run,
+    workerPids: () => supervisor.handles().map((h) => h.pid),
+    close: async () => {
+      closed = true;
+      for (const hostRun of [...runs.values()]) {
+        finishRun(hostRun, { ok: false, kind: 'aborted', message: 'the isolate host is shutting down', logs: [] });
+      }
+      await supervisor.close();
+    },
+  };
+};
+
+const errorEnvelope = (code: string, message: string): string =>
+  JSON.stringify({ ok: false, error: { code: clip(code, 64), message: clip(message, MAX_ERROR_CHARS) } });
+
+/** Serialise a host value for the isolate; the size is checked here, before anything is copied in. */
+const valueEnvelope = (value: JsonValue | undefined, maxBytes: number): string => {
+  let json: string | undefined;
+  try {
+    json = value === undefined ? undefined : JSON.stringify(value);
+  } catch {
+    return errorEnvelope('TOOL_FAILED', 'the tool returned a value that is not JSON');
+  }
+  if (json === undefined) return '{"ok":true}';
+  if (json.length > maxBytes) {
+    return errorEnvelope('LIMIT_EXCEEDED', `the tool result is ${json.length} bytes of JSON, over the ${maxBytes}-byte limit for programs`);
+  }
+  return `{"ok":true,"value":${json}}`;
+};
+
+/** Turn a worker's report into the caller's outcome: shape-checked, capped, stack mapped to the model's lines. */
+const settle = (run: HostRun, outcome: WorkerOutcome): Settled => {
+  const raw = outcome as Partial<Record<string, unknown>>;
+  const logs = Array.isArray(raw.logs) ? raw.logs.filter((l): l is string => typeof l === 'string').slice(0, MAX_LOG_LINES) : [];
+  if (raw.ok === true) {
+    if (raw.valueJson === undefined) return { ok: true, value: undefined, logs };
+    try {
+      return { ok: true, value: JSON.parse(String(raw.valueJson)) as JsonValue, logs };
+    } catch {
+      return { ok: false, kind: 'runtime', message: 'the program returned an unreadable value', logs };
+    }
+  }
+  const kind = FAILURE_KINDS.has(raw.kind as FailureKind) ? (raw.kind as FailureKind) : 'crash';
+  let message = clip(typeof raw.message === 'string' ? raw.message : 'the run failed', MAX_ERROR_CHARS);
+  if (kind === 'runtime' && typeof raw.stack === 'string') {
+    const frames = mapStack(raw.stack, run.map);
+    if (frames.length > 0) message = `${message}\n${frames.join('\n')}`;
+  }
+  return { ok: false, kind, message, logs };
+};

@@ -1,0 +1,18 @@
+// Public entry of the isolate host. Loading this module does not load isolated-vm: only the worker
+// processes it forks do, so the API process never holds an isolate.
+export { createIsolateHost } from './host.ts';
+export { renderOutcome, NO_OUTPUT } from './render.ts';
+export { compileProgram } from './compile.ts';
+export { DEFAULT_LIMITS } from './types.ts';
+export type {
+  CallHandler,
+  FailureKind,
+  IsolateHost,
+  IsolateHostEvent,
+  IsolateHostOptions,
+  JsonValue,
+  RunLimits,
+  RunOutcome,
+  RunRequest,
+  RunStats,
+} from './types.ts';

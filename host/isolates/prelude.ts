@@ -1,0 +1,134 @@
+// The only code that runs in an isolate before the program: it receives the two bridge callbacks as
+// arguments (never as globals), strips globals the program must not have, and returns
+// `{ start, deliver }` to the worker (as References the program never sees). The bridge is one-way each direction:
+// `call(id, name, argsJson)` (ignored-mode Callback) goes out, `deliver(id, envelopeJson)` comes
+// back; no promise, function or object ever crosses.
+// Invariants: no Reference, host function or ivm object is ever stored where the program can reach
+// it; both callbacks are held in this closure only and are called with primitive strings and numbers
+// built here with intrinsics captured before any program code ran. Whatever the program does to the
+// realm afterwards (prototypes, JSON, Promise) changes only its own result, which the worker treats
+// as untrusted text. The isolate is the security boundary; this prelude only keeps the shape honest.
+
+/** Log channel codes (first argument of the log callback). */
+export const LOG_LINE = 0;
+/** A cap was hit inside the isolate; the text says which. The worker ends the run as `limit`. */
+export const LOG_LIMIT = 1;
+
+/** Tags on the string `start` resolves to: V<json> value, U undefined, E<json {kind,name,message,stack}> failure. */
+export const PRELUDE_FILENAME = 'sandbox:///prelude.js';
+/** Script name of the program itself; the AsyncFunction header adds 2 lines before its first line. */
+export const PROGRAM_FILENAME = 'program.js';
+export const PROGRAM_LINE_OFFSET = 2;
+
+export const PRELUDE_SOURCE = String.raw`'use strict';
+(function install(call, log) {
+  const G = globalThis;
+  const stringify = JSON.stringify, parse = JSON.parse, String_ = String, Error_ = Error;
+  const TypeError_ = TypeError, RangeError_ = RangeError;
+  const freeze = Object.freeze, defineProperty = Object.defineProperty, create = Object.create;
+  const keys = Object.keys, isArray = Array.isArray;
+  const AsyncFunction = (async function () {}).constructor;
+  for (const name of ['WebAssembly', 'SharedArrayBuffer', 'Atomics']) delete G[name];
+  let limits = { maxOutputBytes: 0, maxCallBytes: 0, maxResultBytes: 0, maxCalls: 0 };
+  let outBytes = 0, calls = 0, over = false;
+  const waiting = create(null);
+  const Promise_ = Promise;
+
+  const clip = (s, n) => (s.length > n ? s.slice(0, n) : s);
+  const text = (v) => { try { return String_(v); } catch { return '[unprintable]'; } };
+  const replacer = (_k, v) => (typeof v === 'bigint' ? text(v) + 'n' : v);
+  const format = (v) => {
+    if (typeof v === 'string') return v;
+    if (v === undefined || typeof v === 'symbol' || typeof v === 'number' || typeof v === 'boolean') return text(v);
+    if (typeof v === 'bigint') return text(v) + 'n';
+    if (typeof v === 'function') return '[Function]';
+    try {
+      if (v instanceof Error_) return text(v.name) + ': ' + text(v.message);
+      const s = stringify(v, replacer);
+      return s === undefined ? text(v) : s;
+    } catch { return text(v); }
+  };
+  const fail = (message) => { over = true; log(${LOG_LIMIT}, clip(text(message), 2000)); return new RangeError_(message); };
+
+  const emit = (args) => {
+    if (over) throw new RangeError_('output is closed');
+    let line = '';
+    for (let i = 0; i < args.length; i++) line += (i === 0 ? '' : ' ') + format(args[i]);
+    const room = limits.maxOutputBytes - outBytes;
+    outBytes += line.length + 1;
+    // Past the cap the worker ends the run; it still gets the part that fits plus one character.
+    log(${LOG_LINE}, clip(line, room < 0 ? 1 : room + 1));
+    if (outBytes > limits.maxOutputBytes) { over = true; throw new RangeError_('console output limit reached'); }
+  };
+  const console_ = freeze({
+    log: (...a) => emit(a), info: (...a) => emit(a), warn: (...a) => emit(a),
+    error: (...a) => emit(a), debug: (...a) => emit(a),
+  });
+
+  const binding = (name) => async function (args) {
+    if (over) throw new RangeError_('the run has ended');
+    if (++calls > limits.maxCalls) throw fail('more than ' + limits.maxCalls + ' tool calls in one run');
+    let json;
+    try { json = args === undefined ? '{}' : stringify(args); }
+    catch (e) { throw new TypeError_('tools.' + name + ': arguments are not JSON-serialisable (' + format(e) + ')'); }
+    if (json === undefined) json = 'null';
+    if (json.length > limits.maxCallBytes)
+      throw fail('tools.' + name + ' arguments are ' + json.length + ' bytes of JSON, over the ' + limits.maxCallBytes + '-byte limit');
+    const id = calls;
+    const reply = new Promise_((resolve) => { waiting[id] = resolve; });
+    call(id, name, json);
+    const envelope = parse(await reply);
+    if (envelope.ok) return envelope.value;
+    const error = new Error_(text(envelope.error.message));
+    error.name = 'ToolError';
+    error.code = text(envelope.error.code);
+    throw error;
+  };
+  const makeTools = (names) => {
+    const tools = create(null);
+    for (const name of names) defineProperty(tools, name, { value: freeze(binding(name)), enumerable: true });
+    return freeze(tools);
+  };
+  const describe = (kind, e) => {
+    let name = 'Error', message = '', stack = '';
+    try {
+      if (e instanceof Error_) {
+        try { name = text(e.name); } catch {}
+        try { message = text(e.message); } catch {}
+        try { const s = e.stack; stack = typeof s === 'string' ? s : ''; } catch {}
+      } else { message = 'Uncaught ' + format(e); }
+    } catch { message = 'unprintable error'; }
+    return 'E' + stringify({ kind, name: clip(name, 200), message: clip(message, 2000), stack: clip(stack, 4000) });
+  };
+
+  const deliver = (id, envelope) => {
+    const resolve = waiting[id];
+    if (resolve === undefined) return;
+    delete waiting[id];
+    resolve(envelope);
+  };
+
+  const start = async function start(src, bindingsJson, globalsJson, limitsJson) {
+    limits = parse(limitsJson);
+    const tools = makeTools(parse(bindingsJson));
+    const globals = parse(globalsJson);
+    for (const key of keys(globals)) defineProperty(G, key, { value: globals[key], writable: true, configurable: true });
+    defineProperty(G, 'console', { value: console_, writable: true, configurable: true });
+    let main;
+    try { main = new AsyncFunction('tools', 'console', src + '\nreturn __main(tools, console);\n//# sourceURL=${PROGRAM_FILENAME}'); }
+    catch (e) { return describe('compile', e); }
+    let value;
+    try { value = await main(tools, console_); } catch (e) { return describe('runtime', e); }
+    let json;
+    try { json = stringify(value); }
+    catch (e) { return describe('runtime', new TypeError_('the return value is not JSON-serialisable: ' + format(e))); }
+    if (json === undefined) return 'U';
+    if (json.length > limits.maxResultBytes)
+      return describe('limit', new RangeError_('the return value is ' + json.length + ' bytes of JSON, over the ' + limits.maxResultBytes + '-byte limit'));
+    return 'V' + json;
+  };
+  const api = create(null);
+  api.start = start;
+  api.deliver = deliver;
+  return freeze(api);
+})`;

@@ -1,0 +1,53 @@
+// The IPC vocabulary between the isolate host (API process) and a worker process. Messages carry
+// strings and numbers only: values cross as JSON text so that both sides can check sizes before
+// parsing, and nothing but data ever reaches the worker or comes back from it.
+import type { FailureKind } from './types.ts';
+
+/** The limits a worker enforces itself (the host keeps the scheduler and the call caps it brokers). */
+export interface WorkerLimits {
+  wallMs: number;
+  cpuMs: number;
+  memoryMb: number;
+  maxOutputBytes: number;
+  maxCallBytes: number;
+  maxResultBytes: number;
+  maxCalls: number;
+}
+
+export type HostToWorker =
+  /** Start a program: `src` is esbuild output defining `async function __main(tools, console)`. */
+  | { t: 'run'; id: number; src: string; bindings: string[]; globalsJson: string; limits: WorkerLimits }
+  /** A call settled: `envelope` is `{"ok":true,"value":…}` or `{"ok":false,"error":{"code","message"}}`. */
+  | { t: 'result'; id: number; callId: number; envelope: string }
+  /** Stop a run now (caller aborted); the worker answers with a `done` of kind aborted. */
+  | { t: 'cancel'; id: number }
+  /** Finish nothing further; exit. */
+  | { t: 'shutdown' };
+
+export interface WorkerFailure {
+  ok: false;
+  kind: FailureKind;
+  message: string;
+  /** Raw isolate stack of a runtime error (mapped and filtered by the host, never shown as-is). */
+  stack?: string;
+  logs: string[];
+}
+
+export type WorkerOutcome = { ok: true; valueJson: string | undefined; logs: string[] } | WorkerFailure;
+
+export type WorkerToHost =
+  | { t: 'ready'; pid: number }
+  | { t: 'call'; id: number; callId: number; name: string; argsJson: string }
+  | { t: 'done'; id: number; outcome: WorkerOutcome };
+
+/** Longest error message or code that crosses in either direction. */
+export const MAX_ERROR_CHARS = 2_000;
+/** Longest raw stack a worker forwards. */
+export const MAX_STACK_CHARS = 4_000;
+
+export const clip = (text: string, max: number): string =>
+  text.length <= max ? text : `${text.slice(0, max)}… [${text.length - max} more characters]`;
+
+/** Shape check for anything read off the IPC channel: the other side may be a crashed or hostile process. */
+export const isMessage = (value: unknown): value is { t: string; [key: string]: unknown } =>
+  typeof value === 'object' && value !== null && typeof (value as { t?: unknown }).t === 'string';

@@ -1,0 +1,160 @@
+// Keeps N isolate worker processes alive: forks them (--no-node-snapshot, a heap cap, an empty
+// environment), restarts them with exponential backoff when they crash in a loop, kills them when
+// their resident memory passes a cap, and kills them after a grace period when they do not exit.
+// Invariants: a handle is `ready` only between its `ready` message and its exit; `runs` holds the
+// ids of the runs dispatched to it and is emptied by the owner (host.ts) on exit; at most one live
+// child per index.
+import { fork } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { isMessage } from './protocol.ts';
+import type { HostToWorker, WorkerToHost } from './protocol.ts';
+import type { IsolateHostEvent } from './types.ts';
+
+const WORKER_PATH = fileURLToPath(new URL('./worker.ts', import.meta.url));
+const STDERR_TAIL = 4096;
+const STABLE_AFTER_MS = 10_000;
+const MAX_BACKOFF_MS = 10_000;
+const PAGE_SIZE = 4096;
+
+export interface WorkerHandle {
+  index: number;
+  pid: number;
+  ready: boolean;
+  runs: Set<number>;
+}
+
+export interface SupervisorOptions {
+  count: number;
+  heapMb: number;
+  rssMb: number;
+  killGraceMs: number;
+  /** Passed to worker.ts as its argv JSON. */
+  workerArgs: { prewarm: number; memoryMb: number };
+  onMessage(handle: WorkerHandle, message: WorkerToHost): void;
+  onReady(handle: WorkerHandle): void;
+  onExit(handle: WorkerHandle, description: string): void;
+  onEvent?: (event: IsolateHostEvent) => void;
+}
+
+export interface Supervisor {
+  handles(): readonly WorkerHandle[];
+  send(handle: WorkerHandle, message: HostToWorker): boolean;
+  /** SIGKILL now; the exit is reported through onExit like any other. */
+  kill(handle: WorkerHandle, reason: string): void;
+  close(): Promise<void>;
+}
+
+interface Entry {
+  handle: WorkerHandle;
+  child: ChildProcess;
+  startedAt: number;
+  stderr: string;
+  exited: Promise<void>;
+}
+
+export const createSupervisor = (options: SupervisorOptions): Supervisor => {
+  const entries: Array<Entry | undefined> = [];
+  const failures: number[] = [];
+  let closing = false;
+
+  const start = (index: number): void => {
+    const child = fork(WORKER_PATH, [JSON.stringify(options.workerArgs)], {
+      execArgv: ['--no-node-snapshot', `--max-old-space-size=${options.heapMb}`],
+      env: {},
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+      serialization: 'json',
+    });
+    const handle: WorkerHandle = { index, pid: child.pid ?? -1, ready: false, runs: new Set() };
+    let resolveExit = (): void => undefined;
+    const entry: Entry = { handle, child, startedAt: Date.now(), stderr: '', exited: new Promise((r) => (resolveExit = r)) };
+    entries[index] = entry;
+    child.stderr?.setEncoding('utf8');
+    child.stderr?.on('data', (chunk: string) => {
+      entry.stderr = (entry.stderr + chunk).slice(-STDERR_TAIL);
+    });
+    child.on('message', (raw: unknown) => {
+      if (!isMessage(raw)) return;
+      const message = raw as WorkerToHost;
+      if (message.t === 'ready') {
+        handle.ready = true;
+        options.onEvent?.({ type: 'worker_started', worker: index, pid: handle.pid });
+        options.onReady(handle);
+        return;
+      }
+      if (handle.ready) options.onMessage(handle, message);
+    });
+    child.on('error', () => undefined); // spawn and IPC errors end in 'exit' or are retried there
+    child.on('exit', (code, signal) => {
+      handle.ready = false;
+      resolveExit();
+      if (entries[index] === entry) entries[index] = undefined;
+      options.onEvent?.({ type: 'worker_exited', worker: index, pid: handle.pid, code, signal, stderr: entry.stderr });
+      options.onExit(handle, signal ? `signal ${signal}` : `exit code ${code}`);
+      if (closing) return;
+      // Crash loops back off exponentially; a worker that lived a while restarts at once.
+      const lived = Date.now() - entry.startedAt;
+      failures[index] = lived > STABLE_AFTER_MS ? 0 : (failures[index] ?? 0) + 1;
+      const delay = failures[index] <= 1 ? 0 : Math.min(100 * 2 ** (failures[index] - 2), MAX_BACKOFF_MS);
+      setTimeout(() => !closing && start(index), delay).unref();
+    });
+  };
+
+  const kill = (handle: WorkerHandle, reason: string): void => {
+    const entry = entries[handle.index];
+    if (!entry || entry.handle !== handle) return;
+    options.onEvent?.({ type: 'worker_killed', worker: handle.index, pid: handle.pid, reason });
+    handle.ready = false;
+    entry.child.kill('SIGKILL');
+  };
+
+  // Isolate memory limits are guidelines (and some builtins ignore them): the process cap is real.
+  const rssWatch = setInterval(() => {
+    for (const entry of entries) {
+      if (!entry) continue;
+      try {
+        const pages = Number(readFileSync(`/proc/${entry.handle.pid}/statm`, 'utf8').split(' ')[1]);
+        if (pages * PAGE_SIZE > options.rssMb * 1024 * 1024) kill(entry.handle, `resident memory over ${options.rssMb} MB`);
+      } catch {
+        // no /proc (not Linux) or the process just exited
+      }
+    }
+  }, 100);
+  rssWatch.unref();
+
+  for (let i = 0; i < options.count; i++) start(i);
+
+  return {
+    handles: () => entries.flatMap((entry) => (entry ? [entry.handle] : [])),
+    send: (handle, message) => {
+      const entry = entries[handle.index];
+      if (!entry || entry.handle !== handle || !entry.child.connected) return false;
+      try {
+        return entry.child.send(message);
+      } catch {
+        return false;
+      }
+    },
+    kill,
+    close: async () => {
+      closing = true;
+      clearInterval(rssWatch);
+      const live = entries.filter((entry): entry is Entry => entry !== undefined);
+      for (const entry of live) {
+        try {
+          entry.child.send({ t: 'shutdown' } satisfies HostToWorker);
+        } catch {
+          entry.child.kill('SIGKILL');
+        }
+      }
+      await Promise.all(
+        live.map(async (entry) => {
+          const timer = setTimeout(() => entry.child.kill('SIGKILL'), options.killGraceMs);
+          await entry.exited;
+          clearTimeout(timer);
+        }),
+      );
+    },
+  };
+};

@@ -1,0 +1,121 @@
+// The public vocabulary of the isolate host: what a run asks for, which limits bound it and what
+// comes back. Everything here is data; the host (host.ts) and the worker (worker.ts) implement it.
+// Invariant: an outcome is always one of these two shapes; untrusted work never throws through run().
+import type { JsonValue } from '../store/types.ts';
+
+export type { JsonValue };
+
+/** Per-run bounds. Every field has a default (DEFAULT_LIMITS); a run may only narrow or widen them explicitly. */
+export interface RunLimits {
+  /** Wall-clock deadline from dispatch to the worker, awaiting tool calls included. Default 30 000. */
+  wallMs: number;
+  /** CPU time the isolate may burn. Default 10 000. */
+  cpuMs: number;
+  /** Isolate heap limit (isolated-vm `memoryLimit`, a guideline V8 may overshoot 2-3x). Default 64. */
+  memoryMb: number;
+  /** Captured console output in bytes (UTF-16 code units); past it the run ends as output_limit. Default 64 KiB. */
+  maxOutputBytes: number;
+  /** JSON size of one call's arguments, checked inside the isolate before copying. Default 1 MiB. */
+  maxCallBytes: number;
+  /** JSON size of one call's result, checked on the host before copying in. Default 4 MiB. */
+  maxCallResultBytes: number;
+  /** JSON size of the program's return value, checked inside the isolate. Default 1 MiB. */
+  maxResultBytes: number;
+  /** Tool calls per run; one more ends the run as `limit`. Default 1 000. */
+  maxCalls: number;
+  /** Calls dispatched to onCall at once; further safe calls queue. Default 16. */
+  maxInFlight: number;
+  /** Size of the source code. Default 256 KiB. */
+  maxCodeBytes: number;
+}
+
+export const DEFAULT_LIMITS: Readonly<RunLimits> = Object.freeze({
+  wallMs: 30_000,
+  cpuMs: 10_000,
+  memoryMb: 64,
+  maxOutputBytes: 64 * 1024,
+  maxCallBytes: 1024 * 1024,
+  maxCallResultBytes: 4 * 1024 * 1024,
+  maxResultBytes: 1024 * 1024,
+  maxCalls: 1_000,
+  maxInFlight: 16,
+  maxCodeBytes: 256 * 1024,
+});
+
+/** Brokers one `tools.<name>(args)` call back to the host pipeline. Throw to fail the call. */
+export type CallHandler = (name: string, args: JsonValue, signal: AbortSignal) => Promise<JsonValue>;
+
+export interface RunRequest {
+  /** The body of an async function. `tools`, `console` and the `globals` are in scope. */
+  code: string;
+  /**
+   * 'ts' (default): TypeScript, types stripped by esbuild in the host process.
+   * 'js': JavaScript; still passed through esbuild (loader js) so errors map to the same lines.
+   */
+  language?: 'ts' | 'js';
+  /** Extra read-only globals, copied in as JSON (e.g. `args` for workflow scripts). */
+  globals?: Record<string, JsonValue>;
+  /** Names the program may call as `tools.<name>(args)`. Nothing else is reachable. */
+  bindings: readonly string[];
+  onCall: CallHandler;
+  /** Decides per call whether it may overlap others. Default: every call is exclusive. */
+  isConcurrencySafe?: (name: string, args: JsonValue) => boolean;
+  limits?: Partial<RunLimits>;
+  signal?: AbortSignal;
+}
+
+/** Why a run failed; each member is what the model sees in `code run failed (<kind>)`. */
+export type FailureKind =
+  | 'compile' // the source does not parse (line:column are the model's own)
+  | 'runtime' // the program threw or rejected
+  | 'timeout' // wall-clock or CPU deadline
+  | 'memory' // isolate heap limit
+  | 'output_limit' // captured console output over maxOutputBytes
+  | 'aborted' // the caller's signal fired
+  | 'crash' // the worker process died or stopped answering
+  | 'limit'; // a size or count cap (call args, return value, calls, code size)
+
+export type RunOutcome =
+  | { ok: true; value: JsonValue | undefined; logs: string[]; stats: RunStats }
+  | { ok: false; kind: FailureKind; message: string; logs: string[]; stats: RunStats };
+
+export interface RunStats {
+  /** Tool calls the program made. */
+  calls: number;
+  /** Highest number of calls dispatched to onCall at the same time. */
+  maxInFlight: number;
+  /** Host-observed time from run() to outcome. */
+  wallMs: number;
+}
+
+export interface IsolateHostOptions {
+  /** Worker processes. Default 2. */
+  workers?: number;
+  /** Default limits for every run. */
+  limits?: Partial<RunLimits>;
+  /** Idle isolates each worker keeps ready (created with the default memory limit). Default 2. */
+  prewarm?: number;
+  /** Runs one worker hosts at once; more wait in the host's queue. Default 64. */
+  maxRunsPerWorker?: number;
+  /** `--max-old-space-size` of a worker (its own heap, not the isolates'). Default 256. */
+  workerHeapMb?: number;
+  /** Resident set size past which the supervisor kills a worker (Linux /proc). Default 1024. */
+  workerRssMb?: number;
+  /** Time a worker gets to exit after being told to, or after a deadline, before SIGKILL. Default 1000. */
+  killGraceMs?: number;
+  /** Diagnostics (worker exits, restarts, stderr tails); never shown to a model. */
+  onEvent?: (event: IsolateHostEvent) => void;
+}
+
+export type IsolateHostEvent =
+  | { type: 'worker_started'; worker: number; pid: number }
+  | { type: 'worker_exited'; worker: number; pid: number; code: number | null; signal: string | null; stderr: string }
+  | { type: 'worker_killed'; worker: number; pid: number; reason: string };
+
+export interface IsolateHost {
+  run(request: RunRequest): Promise<RunOutcome>;
+  /** Live worker pids (for diagnostics and tests). */
+  workerPids(): number[];
+  /** Ends every worker (kill after grace); pending runs fail as aborted. */
+  close(): Promise<void>;
+}
