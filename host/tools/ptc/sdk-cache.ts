@@ -1,0 +1,61 @@
+// The generated `tools.*` SDK for a list of tool definitions, cached by content so that describing
+// the surface and running a batch over the same tools generate it once. Keyed by each definition's
+// name, description and schemas (in order), so a re-registered tool with the same schemas hits and a
+// changed schema misses. Invariant: a hit returns exactly what generateSdk would return for the list.
+import { generateSdk, runCodeDescription, type NameBinding } from '../../../sdk-gen/index.ts';
+import { RESERVED_NAME } from '../layers.ts';
+import type { ToolDefinition } from '../types.ts';
+
+export interface CodeModeSdk {
+  /** run_code's model-facing description: instructions plus the generated declarations. */
+  readonly description: string;
+  /** `tools.<binding>` → real tool name, one entry per visible tool, in order. */
+  readonly names: readonly NameBinding[];
+}
+
+export interface SdkCache {
+  get(definitions: readonly ToolDefinition[]): CodeModeSdk;
+}
+
+// Definitions are frozen by defineTool/defineJsonSchemaTool, so one key per object is enough.
+const keys = new WeakMap<ToolDefinition, string>();
+
+const keyOf = (definition: ToolDefinition): string => {
+  let key = keys.get(definition);
+  if (key === undefined) {
+    key = JSON.stringify([definition.name, definition.description, definition.parameters, definition.outputSchema ?? null]);
+    keys.set(definition, key);
+  }
+  return key;
+};
+
+/** The definitions code mode turns into bindings: everything but run_code itself. */
+export const bindableOf = (definitions: readonly ToolDefinition[]): ToolDefinition[] =>
+  definitions.filter((definition) => definition.name !== RESERVED_NAME);
+
+/** @param size distinct tool lists kept (least recently used goes first). Default 32. */
+export const createSdkCache = (size = 32): SdkCache => {
+  const entries = new Map<string, CodeModeSdk>();
+  return {
+    get(definitions) {
+      const tools = bindableOf(definitions);
+      const key = tools.map(keyOf).join('\n');
+      const hit = entries.get(key);
+      if (hit !== undefined) {
+        entries.delete(key);
+        entries.set(key, hit);
+        return hit;
+      }
+      const sdk = generateSdk(
+        tools.map((d) => ({ name: d.name, description: d.description, parameters: d.parameters, output: d.outputSchema })),
+      );
+      const entry: CodeModeSdk = Object.freeze({
+        description: runCodeDescription(sdk.declarations),
+        names: Object.freeze(sdk.names.map((n) => Object.freeze({ ...n }))),
+      });
+      entries.set(key, entry);
+      if (entries.size > size) entries.delete(entries.keys().next().value as string);
+      return entry;
+    },
+  };
+};
