@@ -150,15 +150,18 @@ export const createEventLog = (backend: EventBackend, options: EventLogOptions =
       }
     };
     if (failures > 0) later(run, 50);
-    else if (batchWindowMs > 0) later(run, batchWindowMs);
+    else if (batchWindowMs > 0)
+      later(run, batchWindowMs, true); // ref'd: queued events keep the process up
     else {
       const handle = setImmediate(run);
       scheduled = () => clearImmediate(handle);
     }
   };
 
-  const later = (run: () => void, ms: number) => {
-    const handle = setTimeout(run, ms).unref();
+  /** Retries are unref'd so a store that keeps failing never holds the process open. */
+  const later = (run: () => void, ms: number, ref = false) => {
+    const handle = setTimeout(run, ms);
+    if (!ref) handle.unref();
     scheduled = () => clearTimeout(handle);
   };
 
