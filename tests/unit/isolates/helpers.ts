@@ -1,0 +1,42 @@
+// Shared fixtures for the isolate host tests: a real host (real worker processes, real isolated-vm)
+// that is warmed up before the first test and always closed after the last.
+import { createIsolateHost } from '../../../host/isolates/index.ts';
+import type { IsolateHost, IsolateHostOptions, JsonValue, RunOutcome, RunRequest } from '../../../host/isolates/index.ts';
+
+export const echo = async (name: string, args: JsonValue): Promise<JsonValue> => ({ name, args });
+
+export const startHost = async (options: IsolateHostOptions = {}): Promise<IsolateHost> => {
+  const host = createIsolateHost({ workers: 1, prewarm: 1, ...options });
+  // Wait until every worker answers (first start loads isolated-vm and esbuild).
+  await Promise.all(Array.from({ length: options.workers ?? 1 }, () => host.run({ code: 'return 1', bindings: [], onCall: echo })));
+  return host;
+};
+
+export type RunInput = Partial<RunRequest> & { code: string };
+
+export const runner =
+  (host: () => IsolateHost) =>
+  (input: RunInput): Promise<RunOutcome> =>
+    host().run({ bindings: ['echo'], onCall: echo, ...input });
+
+export const failure = (outcome: RunOutcome): { kind: string; message: string } => {
+  if (outcome.ok) throw new Error(`expected a failure, got ${JSON.stringify(outcome.value)}`);
+  return { kind: outcome.kind, message: outcome.message };
+};
+
+export const value = (outcome: RunOutcome): JsonValue | undefined => {
+  if (!outcome.ok) throw new Error(`run failed (${outcome.kind}): ${outcome.message}`);
+  return outcome.value;
+};
+
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** True while a process with this pid exists. */
+export const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
