@@ -12,29 +12,32 @@ export interface RunOptions {
   refuse?: (call: ToolCall) => ToolError;
 }
 
-export const runBatch = (
+const prepareOne = (env: CallEnv, call: ToolCall, options: RunOptions): Prepared =>
+  options.refuse === undefined
+    ? prepare(env, call, undefined, options.definition)
+    : {
+        call,
+        parentCallId: undefined,
+        registration: undefined,
+        definition: undefined,
+        args: undefined,
+        failure: options.refuse(call),
+        version: env.state.version,
+        safe: true,
+      };
+
+export const runBatch = async (
   env: CallEnv,
   calls: readonly ToolCall[],
   options: RunOptions = {},
 ): Promise<ToolResult[]> => {
+  // A single call needs no pool.
+  if (calls.length === 1) return [await runPrepared(env, prepareOne(env, calls[0] as ToolCall, options))];
   const gate = createGate(env.concurrency);
   const pending: Promise<ToolResult>[] = new Array(calls.length);
   for (let i = 0; i < calls.length; i++) {
-    const call = calls[i] as ToolCall;
-    const p: Prepared =
-      options.refuse === undefined
-        ? prepare(env, call, undefined, options.definition)
-        : {
-            call,
-            parentCallId: undefined,
-            registration: undefined,
-            definition: undefined,
-            args: undefined,
-            failure: options.refuse(call),
-            version: env.state.version,
-            safe: true,
-          };
-    pending[i] = calls.length === 1 ? runPrepared(env, p) : gate.run(p.safe, () => runPrepared(env, p));
+    const p = prepareOne(env, calls[i] as ToolCall, options);
+    pending[i] = gate.run(p.safe, () => runPrepared(env, p));
   }
   return Promise.all(pending);
 };

@@ -50,11 +50,11 @@ export interface ExecuteView {
 export type ExecuteWrapper = (view: ExecuteView, next: () => Promise<Outcome>) => Promise<Outcome>;
 
 export type PostExecuteAction =
-  /** Replace the content and/or the canonical value of a successful call. */
+  /** Replace the content and/or the canonical value of a successful call (ignored for failures). */
   | { kind: 'replace'; content?: ContentPart[]; value?: JsonValue }
   /** Turn the call into a DENIED failure; `feedback` is what the model reads. */
   | { kind: 'block'; feedback: string; userReason?: string }
-  /** Append context parts after the content, in listener order. */
+  /** Append context parts after a successful call's content, in listener order (ignored for failures). */
   | { kind: 'attach'; contexts: ContentPart[] };
 
 /** tools/post-execute: inspect the outcome so far; return an action or nothing. */

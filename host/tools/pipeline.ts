@@ -412,10 +412,13 @@ export const runPrepared = async (env: CallEnv, prepared: Prepared): Promise<Too
     toolSet: env.toolSet,
   };
   let outcome: Outcome;
+  const chains = chainsOf(env.state, env.layer);
+  // Fast path: with no pre-execute listeners and no guards there is nothing to decide or await.
+  const policed = chains.pre.length > 0 || chains.guards.length > 0;
   try {
     const refused = env.signal.aborted
       ? beforeDispatch(call.name)
-      : (stale(env, prepared) ?? (await decide(env, prepared, view)));
+      : (stale(env, prepared) ?? (policed ? await decide(env, prepared, view) : undefined));
     const blocked = refused ?? (env.signal.aborted ? beforeDispatch(call.name) : stale(env, prepared));
     if (blocked !== undefined) return settle(env, prepared, view, failed(blocked), start);
     const execute: InternalView = {
@@ -432,7 +435,7 @@ export const runPrepared = async (env: CallEnv, prepared: Prepared): Promise<Too
       outcome = failed(toToolError(error, execute.signal, call.name));
     }
     outcome = cancelled(env, execute, outcome);
-    outcome = await postExecute(env, view, outcome);
+    if (chains.post.length > 0) outcome = await postExecute(env, view, outcome);
     outcome = cancelled(env, execute, outcome);
   } catch (error) {
     outcome = failed(fail('TOOL_FAILED', messageOf(error)));
