@@ -27,12 +27,21 @@ export const childEnv = (extra: Record<string, string>): NodeJS.ProcessEnv => {
 };
 
 /** Confined, existing working directory (real path). */
-export const workdir = async (ws: Workspace, cwdArg: string | undefined): Promise<{ abs: string; real: string }> => {
+export const workdir = async (
+  ws: Workspace,
+  cwdArg: string | undefined,
+): Promise<{ abs: string; real: string }> => {
   const abs = ws.resolve(cwdArg ?? '.');
   const real = await ws.real(abs, true);
   const st = await fsp.stat(real).catch(() => undefined);
-  if (!st) throw new SandboxError('FILE_NOT_FOUND', `Working directory does not exist: ${abs}`, { data: { path: abs } });
-  if (!st.isDirectory()) throw new SandboxError('NOT_A_DIRECTORY', `Working directory is not a directory: ${abs}`, { data: { path: abs } });
+  if (!st)
+    throw new SandboxError('FILE_NOT_FOUND', `Working directory does not exist: ${abs}`, {
+      data: { path: abs },
+    });
+  if (!st.isDirectory())
+    throw new SandboxError('NOT_A_DIRECTORY', `Working directory is not a directory: ${abs}`, {
+      data: { path: abs },
+    });
   return { abs, real };
 };
 
@@ -43,7 +52,12 @@ export const runExec = async (ws: Workspace, args: Args, io: ExecIo, signal: Abo
   const stdin = optStr(args, 'stdin');
   const { real } = await workdir(ws, optStr(args, 'cwd'));
   const started = Date.now();
-  const child = spawn('bash', ['-c', command], { cwd: real, env: childEnv(env(args, 'env')), detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn('bash', ['-c', command], {
+    cwd: real,
+    env: childEnv(env(args, 'env')),
+    detached: true,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   const pid = child.pid;
   const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
   let timedOut = false;
@@ -102,7 +116,12 @@ export const runExec = async (ws: Workspace, args: Args, io: ExecIo, signal: Abo
     ]);
     clearTimeout(grace);
     const killed = timedOut || signal.aborted;
-    return { exitCode: killed || sig !== null ? null : code, timedOut, truncated, durationMs: Date.now() - started };
+    return {
+      exitCode: killed || sig !== null ? null : code,
+      timedOut,
+      truncated,
+      durationMs: Date.now() - started,
+    };
   } catch (e) {
     throw new SandboxError('TOOL_FAILED', `Could not start bash: ${(e as Error).message}`, { cause: e });
   } finally {

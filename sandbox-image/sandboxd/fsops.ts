@@ -14,10 +14,13 @@ import { READ_FLAGS, type Workspace } from './workspace.ts';
 
 type FileType = 'file' | 'directory' | 'symlink' | 'other';
 
-export const typeOf = (s: Stats | { isFile(): boolean; isDirectory(): boolean; isSymbolicLink(): boolean }): FileType =>
+export const typeOf = (
+  s: Stats | { isFile(): boolean; isDirectory(): boolean; isSymbolicLink(): boolean },
+): FileType =>
   s.isFile() ? 'file' : s.isDirectory() ? 'directory' : s.isSymbolicLink() ? 'symlink' : 'other';
 
-const notFile = (path: string, what: string): SandboxError => new SandboxError('NOT_A_FILE', `Not a file: ${path} (it is ${what})`, { data: { path } });
+const notFile = (path: string, what: string): SandboxError =>
+  new SandboxError('NOT_A_FILE', `Not a file: ${path} (it is ${what})`, { data: { path } });
 const conflict = (message: string): SandboxError => new SandboxError('CONFLICT', message);
 
 /** Run `fn`, translating errno errors with the lexical path in the message. */
@@ -34,16 +37,21 @@ export const createFsOps = (ws: Workspace) => ({
     const abs = ws.resolve(str(args, 'path'));
     const offset = optInt(args, 'offset', 0);
     const maxBytes = optInt(args, 'maxBytes', MAX_BINARY_BYTES, MAX_BINARY_BYTES);
-    const length = args.length === undefined || args.length === null ? undefined : optInt(args, 'length', 0, maxBytes);
+    const length =
+      args.length === undefined || args.length === null ? undefined : optInt(args, 'length', 0, maxBytes);
     return at(abs, async () => {
       const real = await ws.real(abs, true);
       const st = await fsp.stat(real);
       if (st.isDirectory()) throw notFile(abs, 'a directory');
       if (!st.isFile()) throw notFile(abs, 'not a regular file');
       if (length === undefined && st.size - offset > maxBytes) {
-        throw new SandboxError('FILE_TOO_LARGE', `${abs} is ${st.size} bytes, more than the ${maxBytes}-byte read limit; read it in parts with offset and length.`, {
-          data: { path: abs, size: st.size, maxReadBytes: maxBytes },
-        });
+        throw new SandboxError(
+          'FILE_TOO_LARGE',
+          `${abs} is ${st.size} bytes, more than the ${maxBytes}-byte read limit; read it in parts with offset and length.`,
+          {
+            data: { path: abs, size: st.size, maxReadBytes: maxBytes },
+          },
+        );
       }
       const want = Math.max(0, Math.min(length ?? maxBytes, st.size - offset));
       const fh = await fsp.open(real, READ_FLAGS);
@@ -65,7 +73,8 @@ export const createFsOps = (ws: Workspace) => ({
   async writeFile(args: Args) {
     const abs = ws.resolve(str(args, 'path'));
     const data = Buffer.from(str(args, 'data'), 'base64');
-    const mode = args.mode === undefined || args.mode === null ? undefined : optInt(args, 'mode', 0o644, 0o7777);
+    const mode =
+      args.mode === undefined || args.mode === null ? undefined : optInt(args, 'mode', 0o644, 0o7777);
     if (abs === ws.root) throw notFile(abs, 'the workspace root');
     return at(abs, async () => {
       const real = await ws.real(abs, true);
@@ -73,7 +82,10 @@ export const createFsOps = (ws: Workspace) => ({
       if (existing?.isDirectory()) throw notFile(abs, 'a directory');
       const dir = posix.dirname(real);
       await fsp.mkdir(dir, { recursive: true });
-      const tmp = posix.join(dir, `.${posix.basename(real).slice(0, 200)}.${randomBytes(6).toString('hex')}.sandboxd-tmp`);
+      const tmp = posix.join(
+        dir,
+        `.${posix.basename(real).slice(0, 200)}.${randomBytes(6).toString('hex')}.sandboxd-tmp`,
+      );
       const fh = await fsp.open(tmp, 'wx', 0o600);
       try {
         await fh.writeFile(data);
@@ -94,7 +106,13 @@ export const createFsOps = (ws: Workspace) => ({
     return at(abs, async () => {
       const st = await fsp.lstat(await ws.real(abs, false));
       const type = typeOf(st);
-      return { path: abs, type, size: type === 'directory' ? 0 : st.size, mtimeMs: st.mtimeMs, mode: st.mode & 0o7777 };
+      return {
+        path: abs,
+        type,
+        size: type === 'directory' ? 0 : st.size,
+        mtimeMs: st.mtimeMs,
+        mode: st.mode & 0o7777,
+      };
     });
   },
 
@@ -103,12 +121,19 @@ export const createFsOps = (ws: Workspace) => ({
     return at(abs, async () => {
       const real = await ws.real(abs, true);
       const st = await fsp.stat(real);
-      if (!st.isDirectory()) throw new SandboxError('NOT_A_DIRECTORY', `Not a directory: ${abs}`, { data: { path: abs } });
+      if (!st.isDirectory())
+        throw new SandboxError('NOT_A_DIRECTORY', `Not a directory: ${abs}`, { data: { path: abs } });
       const dirents = await fsp.readdir(real, { withFileTypes: true });
       const entries = await Promise.all(
         dirents.map(async (d) => {
           const type = typeOf(d);
-          const size = type === 'file' ? await fsp.lstat(posix.join(real, d.name)).then((s) => s.size, () => 0) : 0;
+          const size =
+            type === 'file'
+              ? await fsp.lstat(posix.join(real, d.name)).then(
+                  (s) => s.size,
+                  () => 0,
+                )
+              : 0;
           return { name: d.name, type, size };
         }),
       );
@@ -125,7 +150,10 @@ export const createFsOps = (ws: Workspace) => ({
       } catch (e) {
         const code = (e as NodeJS.ErrnoException).code;
         if (code === 'EEXIST' && (await fsp.stat(real)).isDirectory()) return {};
-        if (code === 'EEXIST' || code === 'ENOTDIR') throw new SandboxError('NOT_A_DIRECTORY', `Not a directory: ${abs} (a file is in the way)`, { data: { path: abs } });
+        if (code === 'EEXIST' || code === 'ENOTDIR')
+          throw new SandboxError('NOT_A_DIRECTORY', `Not a directory: ${abs} (a file is in the way)`, {
+            data: { path: abs },
+          });
         throw e;
       }
       return {};
@@ -134,7 +162,8 @@ export const createFsOps = (ws: Workspace) => ({
 
   async remove(args: Args) {
     const abs = ws.resolve(str(args, 'path'));
-    if (abs === ws.root) throw conflict('The workspace root cannot be removed; remove the entries inside it instead.');
+    if (abs === ws.root)
+      throw conflict('The workspace root cannot be removed; remove the entries inside it instead.');
     return at(abs, async () => {
       const real = await ws.real(abs, false);
       const st = await fsp.lstat(real);
@@ -144,8 +173,16 @@ export const createFsOps = (ws: Workspace) => ({
         try {
           await fsp.rmdir(real);
         } catch (e) {
-          if ((e as NodeJS.ErrnoException).code !== 'ENOTEMPTY' && (e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-          throw new SandboxError('DIRECTORY_NOT_EMPTY', `Directory not empty: ${abs}; pass recursive to remove it with its contents.`, { data: { path: abs } });
+          if (
+            (e as NodeJS.ErrnoException).code !== 'ENOTEMPTY' &&
+            (e as NodeJS.ErrnoException).code !== 'EEXIST'
+          )
+            throw e;
+          throw new SandboxError(
+            'DIRECTORY_NOT_EMPTY',
+            `Directory not empty: ${abs}; pass recursive to remove it with its contents.`,
+            { data: { path: abs } },
+          );
         }
       }
       return {};
@@ -155,7 +192,8 @@ export const createFsOps = (ws: Workspace) => ({
   async rename(args: Args) {
     const from = ws.resolve(str(args, 'from'));
     const to = ws.resolve(str(args, 'to'));
-    if (from === ws.root || to === ws.root) throw conflict('The workspace root cannot be renamed or replaced.');
+    if (from === ws.root || to === ws.root)
+      throw conflict('The workspace root cannot be renamed or replaced.');
     if (to.startsWith(`${from}/`)) throw conflict(`Cannot move ${from} into itself (${to}).`);
     return at(from, async () => {
       const src = await ws.real(from, false);
@@ -165,7 +203,10 @@ export const createFsOps = (ws: Workspace) => ({
         await fsp.rename(src, dst);
       } catch (e) {
         const code = (e as NodeJS.ErrnoException).code;
-        if (code === 'ENOTEMPTY' || code === 'EEXIST') throw new SandboxError('DIRECTORY_NOT_EMPTY', `Cannot replace directory ${to}: it is not empty.`, { data: { path: to } });
+        if (code === 'ENOTEMPTY' || code === 'EEXIST')
+          throw new SandboxError('DIRECTORY_NOT_EMPTY', `Cannot replace directory ${to}: it is not empty.`, {
+            data: { path: to },
+          });
         if (code === 'EISDIR') throw notFile(to, 'a directory');
         throw toSandboxError(e, to);
       }

@@ -8,7 +8,7 @@
 
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, openSync, promises as fsp } from 'node:fs';
+import { closeSync, promises as fsp, openSync } from 'node:fs';
 import { posix } from 'node:path';
 import { SandboxError } from '../../host/errors.ts';
 import { childEnv, workdir } from './exec.ts';
@@ -71,11 +71,20 @@ export const createJobs = async (ws: Workspace, stateDir: string) => {
   const dir = posix.join(stateDir, 'jobs');
   await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
   const children = new Map<string, { child: ChildProcess; exited: Promise<void> }>();
-  const paths = (id: string) => ({ job: posix.join(dir, id, 'job.json'), exit: posix.join(dir, id, 'exit.json'), out: posix.join(dir, id, 'output') });
+  const paths = (id: string) => ({
+    job: posix.join(dir, id, 'job.json'),
+    exit: posix.join(dir, id, 'exit.json'),
+    out: posix.join(dir, id, 'output'),
+  });
 
   const load = async (id: string): Promise<{ rec: JobRecord; exit: ExitRecord | undefined }> => {
     const rec = /^[a-z0-9]{1,32}$/.test(id) ? await readJson<JobRecord>(paths(id).job) : undefined;
-    if (!rec) throw new SandboxError('JOB_NOT_FOUND', `No job with id ${JSON.stringify(id)}; list jobs to see their ids.`, { data: { id } });
+    if (!rec)
+      throw new SandboxError(
+        'JOB_NOT_FOUND',
+        `No job with id ${JSON.stringify(id)}; list jobs to see their ids.`,
+        { data: { id } },
+      );
     let exit = await readJson<ExitRecord>(paths(id).exit);
     if (!exit && !children.has(id) && !alive(rec.pid)) {
       // Started by an earlier sandboxd that could not see it end: the exit status is lost.
@@ -88,7 +97,11 @@ export const createJobs = async (ws: Workspace, stateDir: string) => {
     id: rec.id,
     command: rec.command,
     cwd: rec.cwd,
-    status: !exit ? ('running' as const) : exit.signal !== null || rec.killRequested ? ('killed' as const) : ('exited' as const),
+    status: !exit
+      ? ('running' as const)
+      : exit.signal !== null || rec.killRequested
+        ? ('killed' as const)
+        : ('exited' as const),
     exitCode: exit ? exit.exitCode : null,
     startedAt: rec.startedAt,
     endedAt: exit ? exit.endedAt : null,
@@ -99,7 +112,9 @@ export const createJobs = async (ws: Workspace, stateDir: string) => {
     const stop = (): void => ac.abort();
     signal?.addEventListener('abort', stop, { once: true });
     if (tracked) await Promise.race([tracked.exited, sleep(ms, ac.signal)]);
-    else for (const end = Date.now() + ms; Date.now() < end && alive(rec.pid) && !ac.signal.aborted; ) await sleep(100, ac.signal);
+    else
+      for (const end = Date.now() + ms; Date.now() < end && alive(rec.pid) && !ac.signal.aborted; )
+        await sleep(100, ac.signal);
     ac.abort();
     signal?.removeEventListener('abort', stop);
   };
@@ -114,7 +129,12 @@ export const createJobs = async (ws: Workspace, stateDir: string) => {
       const fd = openSync(p.out, 'a', 0o600);
       let child: ChildProcess;
       try {
-        child = spawn('bash', ['-c', command], { cwd: real, env: childEnv(env(args, 'env')), detached: true, stdio: ['ignore', fd, fd] });
+        child = spawn('bash', ['-c', command], {
+          cwd: real,
+          env: childEnv(env(args, 'env')),
+          detached: true,
+          stdio: ['ignore', fd, fd],
+        });
       } finally {
         closeSync(fd);
       }
@@ -161,7 +181,10 @@ export const createJobs = async (ws: Workspace, stateDir: string) => {
         job = await load(id);
       }
       const out = paths(id).out;
-      const size = await fsp.stat(out).then((s) => s.size, () => 0);
+      const size = await fsp.stat(out).then(
+        (s) => s.size,
+        () => 0,
+      );
       const want = Math.max(0, Math.min(size - offset, maxBytes));
       let data: Buffer = Buffer.alloc(0);
       if (want > 0) {
@@ -181,7 +204,9 @@ export const createJobs = async (ws: Workspace, stateDir: string) => {
 
     async jobKill(args: Args) {
       const id = str(args, 'id');
-      const sig = (SIGNALS as readonly string[]).includes(String(args.signal)) ? (args.signal as NodeJS.Signals) : 'SIGTERM';
+      const sig = (SIGNALS as readonly string[]).includes(String(args.signal))
+        ? (args.signal as NodeJS.Signals)
+        : 'SIGTERM';
       const job = await load(id);
       if (!job.exit) {
         job.rec.killRequested = true;

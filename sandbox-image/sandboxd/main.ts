@@ -12,8 +12,12 @@ const log = (line: string): void => {
   process.stderr.write(`sandboxd: ${line}\n`);
 };
 
-process.on('uncaughtException', (e) => log(`uncaught: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`));
-process.on('unhandledRejection', (e) => log(`unhandled rejection: ${e instanceof Error ? e.message : String(e)}`));
+process.on('uncaughtException', (e) =>
+  log(`uncaught: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`),
+);
+process.on('unhandledRejection', (e) =>
+  log(`unhandled rejection: ${e instanceof Error ? e.message : String(e)}`),
+);
 process.stdout.on('error', (e) => log(`stdout: ${e.message}`));
 
 const main = async (): Promise<void> => {

@@ -24,7 +24,9 @@ const walk = async (dir: string, maxDepth: number, keep: (rel: string) => boolea
   let visits = 0;
   while (stack.length > 0) {
     const [rel, depth] = stack.pop() as [string, number];
-    const entries = await fsp.readdir(rel ? posix.join(dir, rel) : dir, { withFileTypes: true }).catch(() => []);
+    const entries = await fsp
+      .readdir(rel ? posix.join(dir, rel) : dir, { withFileTypes: true })
+      .catch(() => []);
     for (const d of entries) {
       if (++visits > MAX_VISITS) return found;
       const r = rel ? `${rel}/${d.name}` : d.name;
@@ -37,16 +39,33 @@ const walk = async (dir: string, maxDepth: number, keep: (rel: string) => boolea
 
 let hasRg: boolean | undefined;
 const ripgrep = (): boolean => {
-  if (hasRg === undefined) hasRg = process.env.SANDBOXD_NO_RG !== '1' && spawnSync('rg', ['--version'], { stdio: 'ignore' }).status === 0;
+  if (hasRg === undefined)
+    hasRg =
+      process.env.SANDBOXD_NO_RG !== '1' && spawnSync('rg', ['--version'], { stdio: 'ignore' }).status === 0;
   return hasRg;
 };
 
 type Match = { path: string; line: number; text: string };
 const clip = (line: string): string => line.replace(/\r?\n$/, '').slice(0, MAX_LINE_CHARS);
 
-const grepWithRg = (pattern: string, real: string, include: string | undefined, ignoreCase: boolean, limit: number, signal: AbortSignal) =>
+const grepWithRg = (
+  pattern: string,
+  real: string,
+  include: string | undefined,
+  ignoreCase: boolean,
+  limit: number,
+  signal: AbortSignal,
+) =>
   new Promise<{ matches: Array<Match>; truncated: boolean }>((resolve, reject) => {
-    const args = ['--json', '--sort', 'path', '--hidden', '--no-ignore', '--no-messages', ignoreCase ? '-i' : '-s'];
+    const args = [
+      '--json',
+      '--sort',
+      'path',
+      '--hidden',
+      '--no-ignore',
+      '--no-messages',
+      ignoreCase ? '-i' : '-s',
+    ];
     if (include) args.push('--glob', include);
     args.push('-e', pattern, '--', real);
     const rg = spawn('rg', args, { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -62,14 +81,18 @@ const grepWithRg = (pattern: string, real: string, include: string | undefined, 
     });
     createInterface({ input: rg.stdout }).on('line', (line) => {
       if (truncated) return;
-      let m: { type?: string; data?: { path?: { text?: string }; lines?: { text?: string; bytes?: string }; line_number?: number } };
+      let m: {
+        type?: string;
+        data?: { path?: { text?: string }; lines?: { text?: string; bytes?: string }; line_number?: number };
+      };
       try {
         m = JSON.parse(line);
       } catch {
         return;
       }
       const d = m.data;
-      if (m.type !== 'match' || typeof d?.path?.text !== 'string' || typeof d.line_number !== 'number') return;
+      if (m.type !== 'match' || typeof d?.path?.text !== 'string' || typeof d.line_number !== 'number')
+        return;
       if (matches.length >= limit) {
         truncated = true;
         return stop();
@@ -81,18 +104,29 @@ const grepWithRg = (pattern: string, real: string, include: string | undefined, 
     rg.on('close', (code) => {
       signal.removeEventListener('abort', stop);
       if (code === 2 && matches.length === 0 && !truncated) {
-        return reject(new SandboxError('INVALID_ARGUMENTS', `ripgrep failed: ${stderr.trim() || 'invalid pattern'}`));
+        return reject(
+          new SandboxError('INVALID_ARGUMENTS', `ripgrep failed: ${stderr.trim() || 'invalid pattern'}`),
+        );
       }
       resolve({ matches, truncated });
     });
   });
 
-const grepWithJs = async (pattern: string, real: string, include: string | undefined, ignoreCase: boolean, limit: number) => {
+const grepWithJs = async (
+  pattern: string,
+  real: string,
+  include: string | undefined,
+  ignoreCase: boolean,
+  limit: number,
+) => {
   let re: RegExp;
   try {
     re = new RegExp(pattern, ignoreCase ? 'i' : '');
   } catch (e) {
-    throw new SandboxError('INVALID_ARGUMENTS', `Invalid regular expression ${JSON.stringify(pattern)}: ${(e as Error).message}`);
+    throw new SandboxError(
+      'INVALID_ARGUMENTS',
+      `Invalid regular expression ${JSON.stringify(pattern)}: ${(e as Error).message}`,
+    );
   }
   const st = await fsp.stat(real);
   const keep = includeMatcher(include);
@@ -100,7 +134,10 @@ const grepWithJs = async (pattern: string, real: string, include: string | undef
   const matches: Match[] = [];
   for (const rel of files) {
     const file = rel ? posix.join(real, rel) : real;
-    const size = await fsp.stat(file).then((s) => s.size, () => -1);
+    const size = await fsp.stat(file).then(
+      (s) => s.size,
+      () => -1,
+    );
     if (size < 0 || size > MAX_GREP_FILE_BYTES) continue;
     const data = await fsp.readFile(file).catch(() => undefined);
     if (!data || data.subarray(0, 8192).includes(0)) continue; // binary, as ripgrep skips it
@@ -136,7 +173,9 @@ export const createSearchOps = (ws: Workspace) => ({
       const real = await ws.real(cwd, true);
       const st = await fsp.stat(real).catch(() => undefined);
       if (!st?.isDirectory()) return { paths: [], truncated: false };
-      const all = (await walk(real, maxDepth, (rel) => re.test(rel))).sort().map((rel) => (cwd === '/' ? `/${rel}` : `${cwd}/${rel}`));
+      const all = (await walk(real, maxDepth, (rel) => re.test(rel)))
+        .sort()
+        .map((rel) => (cwd === '/' ? `/${rel}` : `${cwd}/${rel}`));
       return { paths: all.slice(0, limit), truncated: all.length > limit };
     } catch (e) {
       throw toSandboxError(e, cwd);

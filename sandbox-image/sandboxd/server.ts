@@ -7,7 +7,15 @@
 // RESYNC; an answer too big for a frame becomes a PAYLOAD_TOO_LARGE error.
 
 import type { Readable, Writable } from 'node:stream';
-import { encodeFrame, FrameDecoder, FrameError, type Op, OPS, PROTOCOL_VERSION, RESYNC_MARKER } from '../../host/sandbox/sandboxd/protocol.ts';
+import {
+  encodeFrame,
+  FrameDecoder,
+  FrameError,
+  OPS,
+  type Op,
+  PROTOCOL_VERSION,
+  RESYNC_MARKER,
+} from '../../host/sandbox/sandboxd/protocol.ts';
 import { runExec } from './exec.ts';
 import { createFsOps } from './fsops.ts';
 import { createJobs } from './jobs.ts';
@@ -37,7 +45,10 @@ export const startServer = async (options: ServerOptions) => {
 
   const write = (frame: Buffer): boolean => {
     const ok = output.write(frame);
-    if (!ok) output.once('drain', () => drainWaiters.splice(0).forEach((fn) => fn()));
+    if (!ok)
+      output.once('drain', () => {
+        for (const fn of drainWaiters.splice(0)) fn();
+      });
     return ok;
   };
   const send = (forSession: number, message: object): boolean => {
@@ -46,7 +57,10 @@ export const startServer = async (options: ServerOptions) => {
       return write(encodeFrame(message));
     } catch (e) {
       if (!(e instanceof FrameError) || !('id' in message)) throw e;
-      const error = { code: 'PAYLOAD_TOO_LARGE', message: `The answer is too large for one frame (${e.message}); ask for less (a smaller limit or length).` };
+      const error = {
+        code: 'PAYLOAD_TOO_LARGE',
+        message: `The answer is too large for one frame (${e.message}); ask for less (a smaller limit or length).`,
+      };
       return write(encodeFrame({ t: 'res', id: (message as { id: number }).id, ok: false, error }));
     }
   };
@@ -67,7 +81,8 @@ export const startServer = async (options: ServerOptions) => {
         ws,
         args,
         {
-          send: (stream, data) => send(ctx.session, { t: 'out', id: ctx.id, stream, data: data.toString('base64') }),
+          send: (stream, data) =>
+            send(ctx.session, { t: 'out', id: ctx.id, stream, data: data.toString('base64') }),
           onDrain: (fn) => drainWaiters.push(fn),
         },
         ctx.signal,
@@ -98,20 +113,49 @@ export const startServer = async (options: ServerOptions) => {
       inflight.clear();
       drainWaiters.length = 0;
       session++;
-      const reply = { t: 'hello', v: PROTOCOL_VERSION, session: String(m.session).slice(0, 64), pid: process.pid, root: ws.root, node: process.version };
+      const reply = {
+        t: 'hello',
+        v: PROTOCOL_VERSION,
+        session: String(m.session).slice(0, 64),
+        pid: process.pid,
+        root: ws.root,
+        node: process.version,
+      };
       write(Buffer.concat([RESYNC_MARKER, encodeFrame(reply)]));
       if (m.v !== PROTOCOL_VERSION) log(`host speaks protocol ${String(m.v)}, we speak ${PROTOCOL_VERSION}`);
       return;
     }
     if (session === 0) return; // no session: nobody to answer
     const id = m.id;
-    if (typeof id !== 'number' || !Number.isInteger(id) || id < 1 || id > 2 ** 31) return log('frame without a valid id skipped');
-    if (m.t === 'cancel') return void inflight.get(id)?.abort();
-    if (m.t !== 'req') return log(`unknown frame type ${String(m.t).slice(0, 32)} skipped`);
+    if (typeof id !== 'number' || !Number.isInteger(id) || id < 1 || id > 2 ** 31) {
+      log('frame without a valid id skipped');
+      return;
+    }
+    if (m.t === 'cancel') {
+      inflight.get(id)?.abort();
+      return;
+    }
+    if (m.t !== 'req') {
+      log(`unknown frame type ${String(m.t).slice(0, 32)} skipped`);
+      return;
+    }
     const op = m.op as Op;
     const args = m.args;
-    if (!(OPS as readonly string[]).includes(String(op)) || typeof args !== 'object' || args === null || Array.isArray(args)) {
-      send(session, { t: 'res', id, ok: false, error: { code: 'INVALID_ARGUMENTS', message: `Unknown operation ${String(op).slice(0, 32)} or malformed args.` } });
+    if (
+      !(OPS as readonly string[]).includes(String(op)) ||
+      typeof args !== 'object' ||
+      args === null ||
+      Array.isArray(args)
+    ) {
+      send(session, {
+        t: 'res',
+        id,
+        ok: false,
+        error: {
+          code: 'INVALID_ARGUMENTS',
+          message: `Unknown operation ${String(op).slice(0, 32)} or malformed args.`,
+        },
+      });
       return;
     }
     void onRequest(id, op, args as Args);

@@ -6,14 +6,16 @@ import { type ErrorCode, isErrorCode, SandboxError } from '../../host/errors.ts'
 
 export type Args = Record<string, unknown>;
 
-const bad = (name: string, what: string): SandboxError => new SandboxError('INVALID_ARGUMENTS', `Argument ${name} must be ${what}.`);
+const bad = (name: string, what: string): SandboxError =>
+  new SandboxError('INVALID_ARGUMENTS', `Argument ${name} must be ${what}.`);
 
 export const str = (args: Args, name: string): string => {
   const v = args[name];
   if (typeof v !== 'string') throw bad(name, 'a string');
   return v;
 };
-export const optStr = (args: Args, name: string): string | undefined => (args[name] === undefined || args[name] === null ? undefined : str(args, name));
+export const optStr = (args: Args, name: string): string | undefined =>
+  args[name] === undefined || args[name] === null ? undefined : str(args, name);
 export const optInt = (args: Args, name: string, fallback: number, max = Number.MAX_SAFE_INTEGER): number => {
   const v = args[name];
   if (v === undefined || v === null) return fallback;
@@ -27,7 +29,8 @@ export const env = (args: Args, name: string): Record<string, string> => {
   if (typeof v !== 'object' || Array.isArray(v)) throw bad(name, 'an object of strings');
   const out: Record<string, string> = {};
   for (const [k, val] of Object.entries(v as Record<string, unknown>)) {
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k) || typeof val !== 'string' || val.includes('\0')) throw bad(name, 'an object of NAME: string');
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k) || typeof val !== 'string' || val.includes('\0'))
+      throw bad(name, 'an object of NAME: string');
     out[k] = val;
   }
   return out;
@@ -69,7 +72,9 @@ export const toSandboxError = (error: unknown, path?: string): SandboxError => {
     const where = path ?? (error as NodeJS.ErrnoException).path;
     return new SandboxError(code, `${HINT[errno] ?? errno}${where ? `: ${where}` : ''}`, { cause: error });
   }
-  return new SandboxError('INTERNAL', `sandboxd: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  return new SandboxError('INTERNAL', `sandboxd: ${error instanceof Error ? error.message : String(error)}`, {
+    cause: error,
+  });
 };
 
 /** What goes on the wire for a failed call. */

@@ -25,9 +25,13 @@ export interface Workspace {
 }
 
 const escapes = (path: string, root: string): SandboxError =>
-  new SandboxError('PATH_OUTSIDE_WORKSPACE', `Path ${JSON.stringify(path)} leads outside the workspace ${root} through a symlink; use a path inside ${root}.`, {
-    data: { path, root },
-  });
+  new SandboxError(
+    'PATH_OUTSIDE_WORKSPACE',
+    `Path ${JSON.stringify(path)} leads outside the workspace ${root} through a symlink; use a path inside ${root}.`,
+    {
+      data: { path, root },
+    },
+  );
 
 export const openWorkspace = async (rootPath: string): Promise<Workspace> => {
   const root = normaliseRoot(rootPath);
@@ -56,7 +60,9 @@ export const openWorkspace = async (rootPath: string): Promise<Workspace> => {
     resolve: (path) => confine(root, path),
     async real(abs, followLast) {
       if (abs === root) return realRoot;
-      const real = followLast ? await realOf(abs) : posix.join(await realOf(posix.dirname(abs)), posix.basename(abs));
+      const real = followLast
+        ? await realOf(abs)
+        : posix.join(await realOf(posix.dirname(abs)), posix.basename(abs));
       if (!isInside(realRoot, real)) throw escapes(abs, root);
       return real;
     },

@@ -49,7 +49,10 @@ const checkEnv = (env: Record<string, string> | undefined): Record<string, strin
   if (env === undefined) return undefined;
   for (const [k, val] of Object.entries(env)) {
     if (!ENV_NAME.test(k) || typeof val !== 'string' || val.includes('\0')) {
-      throw new SandboxError('INVALID_ARGUMENTS', `Environment variable ${JSON.stringify(k)} is not a valid NAME=string pair.`);
+      throw new SandboxError(
+        'INVALID_ARGUMENTS',
+        `Environment variable ${JSON.stringify(k)} is not a valid NAME=string pair.`,
+      );
     }
   }
   return env;
@@ -61,7 +64,12 @@ export const connectSandboxd = async (options: ConnectSandboxdOptions): Promise<
   const callTimeoutMs = options.callTimeoutMs ?? 60_000;
   const maxReadBytes = options.maxReadBytes ?? 10 * 1024 * 1024;
   const maxOutputBytes = options.maxOutputBytes ?? 1024 * 1024;
-  const conn = await openConnection({ input: options.input, output: options.output, root, helloTimeoutMs: options.timeoutMs ?? 10_000 });
+  const conn = await openConnection({
+    input: options.input,
+    output: options.output,
+    root,
+    helloTimeoutMs: options.timeoutMs ?? 10_000,
+  });
   const plain = { timeoutMs: callTimeoutMs };
 
   const fs: SandboxFs = {
@@ -69,22 +77,37 @@ export const connectSandboxd = async (options: ConnectSandboxdOptions): Promise<
     resolve,
     async readFile(path, opts = {}) {
       const length = opts.length === undefined ? undefined : Math.max(0, Math.floor(opts.length));
-      const args = { path: resolve(path), offset: Math.max(0, Math.floor(opts.offset ?? 0)), length, maxBytes: maxReadBytes };
+      const args = {
+        path: resolve(path),
+        offset: Math.max(0, Math.floor(opts.offset ?? 0)),
+        length,
+        maxBytes: maxReadBytes,
+      };
       const { data } = await conn.call('readFile', args, plain);
       const buf = Buffer.from(data, 'base64');
       if (buf.length > Math.min(length ?? maxReadBytes, maxReadBytes)) {
         conn.close();
-        throw new SandboxError('SANDBOX_PROTOCOL', 'sandboxd returned more bytes than asked for; the connection was closed.');
+        throw new SandboxError(
+          'SANDBOX_PROTOCOL',
+          'sandboxd returned more bytes than asked for; the connection was closed.',
+        );
       }
       return buf;
     },
     async writeFile(path, data, opts = {}) {
       const abs = resolve(path);
-      const buf = typeof data === 'string' ? Buffer.from(data) : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+      const buf =
+        typeof data === 'string'
+          ? Buffer.from(data)
+          : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
       if (buf.length > MAX_BINARY_BYTES) {
-        throw new SandboxError('FILE_TOO_LARGE', `${abs}: ${buf.length} bytes is more than one write can carry (${MAX_BINARY_BYTES}); upload it as an archive.`, {
-          data: { path: abs, size: buf.length },
-        });
+        throw new SandboxError(
+          'FILE_TOO_LARGE',
+          `${abs}: ${buf.length} bytes is more than one write can carry (${MAX_BINARY_BYTES}); upload it as an archive.`,
+          {
+            data: { path: abs, size: buf.length },
+          },
+        );
       }
       await conn.call('writeFile', { path: abs, data: buf.toString('base64'), mode: opts.mode }, plain);
     },
@@ -94,7 +117,8 @@ export const connectSandboxd = async (options: ConnectSandboxdOptions): Promise<
         await conn.call('stat', { path: resolve(path) }, plain);
         return true;
       } catch (e) {
-        if (e instanceof SandboxError && (e.code === 'FILE_NOT_FOUND' || e.code === 'NOT_A_DIRECTORY')) return false;
+        if (e instanceof SandboxError && (e.code === 'FILE_NOT_FOUND' || e.code === 'NOT_A_DIRECTORY'))
+          return false;
         throw e;
       }
     },
@@ -111,11 +135,21 @@ export const connectSandboxd = async (options: ConnectSandboxdOptions): Promise<
       await conn.call('rename', { from: resolve(from), to: resolve(to) }, plain);
     },
     glob: (pattern, opts = {}) =>
-      conn.call('glob', { pattern: String(pattern), cwd: resolve(opts.cwd ?? '.'), limit: opts.limit ?? 1000 }, plain),
+      conn.call(
+        'glob',
+        { pattern: String(pattern), cwd: resolve(opts.cwd ?? '.'), limit: opts.limit ?? 1000 },
+        plain,
+      ),
     grep: (pattern, opts = {}) =>
       conn.call(
         'grep',
-        { pattern: String(pattern), path: resolve(opts.path ?? '.'), include: opts.include, ignoreCase: opts.ignoreCase === true, limit: opts.limit ?? 1000 },
+        {
+          pattern: String(pattern),
+          path: resolve(opts.path ?? '.'),
+          include: opts.include,
+          ignoreCase: opts.ignoreCase === true,
+          limit: opts.limit ?? 1000,
+        },
         plain,
       ),
   };
@@ -137,8 +171,19 @@ export const connectSandboxd = async (options: ConnectSandboxdOptions): Promise<
       size[stream] += chunk.length;
       (stream === 'stdout' ? opts.onStdout : opts.onStderr)?.(chunk);
     };
-    const args = { command: String(command), cwd: resolve(opts.cwd ?? '.'), env: checkEnv(opts.env), timeoutMs, stdin: opts.stdin, maxOutputBytes };
-    const value = await conn.call('exec', args, { timeoutMs: timeoutMs + GRACE_MS, signal: opts.signal, onOut });
+    const args = {
+      command: String(command),
+      cwd: resolve(opts.cwd ?? '.'),
+      env: checkEnv(opts.env),
+      timeoutMs,
+      stdin: opts.stdin,
+      maxOutputBytes,
+    };
+    const value = await conn.call('exec', args, {
+      timeoutMs: timeoutMs + GRACE_MS,
+      signal: opts.signal,
+      onOut,
+    });
     return {
       exitCode: value.exitCode,
       stdout: Buffer.concat(out.stdout).toString('utf8'),
@@ -150,13 +195,23 @@ export const connectSandboxd = async (options: ConnectSandboxdOptions): Promise<
   };
 
   const jobs: SandboxJobs = {
-    start: (command, opts = {}) => conn.call('jobStart', { command: String(command), cwd: resolve(opts.cwd ?? '.'), env: checkEnv(opts.env) }, plain),
+    start: (command, opts = {}) =>
+      conn.call(
+        'jobStart',
+        { command: String(command), cwd: resolve(opts.cwd ?? '.'), env: checkEnv(opts.env) },
+        plain,
+      ),
     async list(): Promise<JobInfo[]> {
       return (await conn.call('jobList', {}, plain)).jobs;
     },
     output(id, opts = {}): Promise<JobOutput> {
       const waitMs = opts.wait ? (opts.timeoutMs ?? 30_000) : 0;
-      const args = { id: String(id), offset: Math.max(0, Math.floor(opts.offset ?? 0)), waitMs, maxBytes: maxOutputBytes };
+      const args = {
+        id: String(id),
+        offset: Math.max(0, Math.floor(opts.offset ?? 0)),
+        waitMs,
+        maxBytes: maxOutputBytes,
+      };
       return conn.call('jobOutput', args, { timeoutMs: callTimeoutMs + waitMs, signal: opts.signal });
     },
     kill: (id, signal = 'SIGTERM') => conn.call('jobKill', { id: String(id), signal }, plain),

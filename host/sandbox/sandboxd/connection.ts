@@ -10,8 +10,16 @@ import { randomBytes } from 'node:crypto';
 import type { Readable, Writable } from 'node:stream';
 import * as v from 'valibot';
 import { isErrorCode, SandboxError } from '../../errors.ts';
+import {
+  encodeFrame,
+  FrameDecoder,
+  FrameError,
+  type HostMessage,
+  type Op,
+  PROTOCOL_VERSION,
+  RESYNC_MARKER,
+} from './protocol.ts';
 import { daemonMessageSchema, type OpValue, valueSchemas } from './schemas.ts';
-import { encodeFrame, FrameDecoder, FrameError, type HostMessage, type Op, PROTOCOL_VERSION, RESYNC_MARKER } from './protocol.ts';
 
 export interface HelloInfo {
   pid: number;
@@ -84,20 +92,40 @@ export const openConnection = (options: OpenOptions): Promise<Connection> => {
     settleClosed(error);
   };
   const protocolError = (why: string): void =>
-    fail(new SandboxError('SANDBOX_PROTOCOL', `sandboxd broke the protocol (${why}); the connection was closed. Reconnect to the sandbox.`));
+    fail(
+      new SandboxError(
+        'SANDBOX_PROTOCOL',
+        `sandboxd broke the protocol (${why}); the connection was closed. Reconnect to the sandbox.`,
+      ),
+    );
 
   const onMessage = (raw: Record<string, unknown>): void => {
     if (!synced || failure) return;
     const parsed = v.safeParse(daemonMessageSchema, raw);
-    if (!parsed.success) return protocolError(`bad frame: ${parsed.issues[0]?.message ?? 'schema'}`);
+    if (!parsed.success) {
+      protocolError(`bad frame: ${parsed.issues[0]?.message ?? 'schema'}`);
+      return;
+    }
     const m = parsed.output;
     if (m.t === 'hello') {
       if (m.session !== session) {
-        if (hello) fail(new SandboxError('SANDBOX_UNAVAILABLE', 'Another client took over this sandbox; reconnect to use it.'));
+        if (hello)
+          fail(
+            new SandboxError(
+              'SANDBOX_UNAVAILABLE',
+              'Another client took over this sandbox; reconnect to use it.',
+            ),
+          );
         return; // a stale answer to an earlier client's hello
       }
-      if (m.v !== PROTOCOL_VERSION) return protocolError(`protocol version ${m.v}, expected ${PROTOCOL_VERSION}`);
-      if (m.root !== root) return protocolError(`sandboxd root ${m.root}, expected ${root}`);
+      if (m.v !== PROTOCOL_VERSION) {
+        protocolError(`protocol version ${m.v}, expected ${PROTOCOL_VERSION}`);
+        return;
+      }
+      if (m.root !== root) {
+        protocolError(`sandboxd root ${m.root}, expected ${root}`);
+        return;
+      }
       hello = { pid: m.pid, root: m.root, node: m.node };
       helloDone?.resolve(connection);
       return;
@@ -116,10 +144,19 @@ export const openConnection = (options: OpenOptions): Promise<Connection> => {
     pending.delete(m.id);
     if (!m.ok) {
       const code = isErrorCode(m.error.code) ? m.error.code : 'SANDBOX_PROTOCOL';
-      return p.reject(new SandboxError(code, m.error.message, { data: { op: p.op, sandboxdCode: m.error.code } }));
+      p.reject(new SandboxError(code, m.error.message, { data: { op: p.op, sandboxdCode: m.error.code } }));
+      return;
     }
     const value = v.safeParse(schemas[p.op], m.value);
-    if (!value.success) return protocolError(`bad ${p.op} answer: ${value.issues[0]?.message ?? 'schema'}`);
+    if (!value.success) {
+      const e = new SandboxError(
+        'SANDBOX_PROTOCOL',
+        `sandboxd broke the protocol (bad ${p.op} answer: ${value.issues[0]?.message ?? 'schema'}); the connection was closed.`,
+      );
+      p.reject(e);
+      fail(e);
+      return;
+    }
     p.resolve(value.output);
   };
 
@@ -139,7 +176,13 @@ export const openConnection = (options: OpenOptions): Promise<Connection> => {
       protocolError(e instanceof Error ? e.message : 'decoder failure');
     }
   };
-  const onGone = (): void => fail(new SandboxError('SANDBOX_UNAVAILABLE', 'The connection to sandboxd was lost; reconnect to the sandbox.'));
+  const onGone = (): void =>
+    fail(
+      new SandboxError(
+        'SANDBOX_UNAVAILABLE',
+        'The connection to sandboxd was lost; reconnect to the sandbox.',
+      ),
+    );
 
   const send = async (message: HostMessage | Buffer): Promise<void> => {
     while (draining) await draining;
@@ -159,9 +202,14 @@ export const openConnection = (options: OpenOptions): Promise<Connection> => {
     }
   };
 
-  const call = <O extends Op>(op: O, args: Record<string, unknown>, opts: CallOptions): Promise<OpValue<O>> => {
+  const call = <O extends Op>(
+    op: O,
+    args: Record<string, unknown>,
+    opts: CallOptions,
+  ): Promise<OpValue<O>> => {
     if (failure) return Promise.reject(failure);
-    if (opts.signal?.aborted) return Promise.reject(new SandboxError('ABORTED', `${op} was aborted before it started.`));
+    if (opts.signal?.aborted)
+      return Promise.reject(new SandboxError('ABORTED', `${op} was aborted before it started.`));
     const id = nextId;
     nextId = nextId >= 2 ** 31 ? 1 : nextId + 1;
     return new Promise<OpValue<O>>((resolve, reject) => {
@@ -179,7 +227,13 @@ export const openConnection = (options: OpenOptions): Promise<Connection> => {
         if (!pending.delete(id)) return;
         cleanup();
         send({ t: 'cancel', id }).catch(() => {});
-        reject(new SandboxError('SANDBOX_UNAVAILABLE', `sandboxd did not answer ${op} within ${opts.timeoutMs} ms.`, { data: { op } }));
+        reject(
+          new SandboxError(
+            'SANDBOX_UNAVAILABLE',
+            `sandboxd did not answer ${op} within ${opts.timeoutMs} ms.`,
+            { data: { op } },
+          ),
+        );
       }, opts.timeoutMs);
       opts.signal?.addEventListener('abort', onAbort, { once: true });
       pending.set(id, {
@@ -201,9 +255,17 @@ export const openConnection = (options: OpenOptions): Promise<Connection> => {
         pending.delete(id);
         cleanup();
         const why = e instanceof FrameError ? e.message : String(e);
-        return reject(new SandboxError('PAYLOAD_TOO_LARGE', `${op} request is too large for one frame (${why}).`, { cause: e }));
+        return reject(
+          new SandboxError('PAYLOAD_TOO_LARGE', `${op} request is too large for one frame (${why}).`, {
+            cause: e,
+          }),
+        );
       }
-      send(frame).catch((e: unknown) => pending.get(id)?.reject(e instanceof SandboxError ? e : new SandboxError('SANDBOX_UNAVAILABLE', String(e))));
+      send(frame).catch((e: unknown) =>
+        pending
+          .get(id)
+          ?.reject(e instanceof SandboxError ? e : new SandboxError('SANDBOX_UNAVAILABLE', String(e))),
+      );
     });
   };
 
@@ -213,12 +275,19 @@ export const openConnection = (options: OpenOptions): Promise<Connection> => {
     },
     closed,
     call,
-    close: () => fail(new SandboxError('SANDBOX_UNAVAILABLE', 'The sandboxd connection was closed by the host.')),
+    close: () =>
+      fail(new SandboxError('SANDBOX_UNAVAILABLE', 'The sandboxd connection was closed by the host.')),
   };
 
   return new Promise<Connection>((resolve, reject) => {
     const timer = setTimeout(
-      () => fail(new SandboxError('SANDBOX_UNAVAILABLE', `sandboxd did not answer hello within ${options.helloTimeoutMs} ms; is the container running?`)),
+      () =>
+        fail(
+          new SandboxError(
+            'SANDBOX_UNAVAILABLE',
+            `sandboxd did not answer hello within ${options.helloTimeoutMs} ms; is the container running?`,
+          ),
+        ),
       options.helloTimeoutMs,
     );
     helloDone = {
@@ -239,7 +308,10 @@ export const openConnection = (options: OpenOptions): Promise<Connection> => {
     input.on('error', onGone);
     output.on('error', onGone);
     output.on('close', onGone);
-    const helloFrame = Buffer.concat([RESYNC_MARKER, encodeFrame({ t: 'hello', v: PROTOCOL_VERSION, session })]);
+    const helloFrame = Buffer.concat([
+      RESYNC_MARKER,
+      encodeFrame({ t: 'hello', v: PROTOCOL_VERSION, session }),
+    ]);
     send(helloFrame).catch(() => {});
   });
 };

@@ -65,7 +65,8 @@ export class FrameError extends Error {
 /** Encode one message as a frame; throws FrameError when it exceeds MAX_FRAME_BYTES. */
 export const encodeFrame = (message: object, maxBytes: number = MAX_FRAME_BYTES): Buffer => {
   const body = Buffer.from(JSON.stringify(message), 'utf8');
-  if (body.length > maxBytes) throw new FrameError(`frame of ${body.length} bytes exceeds the ${maxBytes}-byte limit`);
+  if (body.length > maxBytes)
+    throw new FrameError(`frame of ${body.length} bytes exceeds the ${maxBytes}-byte limit`);
   const frame = Buffer.allocUnsafe(4 + body.length);
   frame.writeUInt32BE(body.length, 0);
   body.copy(frame, 4);
@@ -147,7 +148,10 @@ export class FrameDecoder {
         const all = this.take(this.buffered);
         const length = all.readUInt32BE(0);
         this.putBack(all.subarray(4));
-        if (length < 2 || length > this.maxBytes) return this.fail(`frame length ${length} is outside 2..${this.maxBytes}`);
+        if (length < 2 || length > this.maxBytes) {
+          this.fail(`frame length ${length} is outside 2..${this.maxBytes}`);
+          return;
+        }
         this.need = length;
       }
       if (this.buffered < this.need) return;
@@ -159,16 +163,21 @@ export class FrameDecoder {
       try {
         message = JSON.parse(body.toString('utf8'));
       } catch {
-        return this.fail('frame is not JSON');
+        this.fail('frame is not JSON');
+        return;
       }
-      if (typeof message !== 'object' || message === null || Array.isArray(message)) return this.fail('frame is not a JSON object');
+      if (typeof message !== 'object' || message === null || Array.isArray(message)) {
+        this.fail('frame is not a JSON object');
+        return;
+      }
       this.handlers.onMessage(message as Record<string, unknown>);
       if (this.broken) return;
     }
   }
 
   private take(n: number): Buffer {
-    const all = this.chunks.length === 1 ? (this.chunks[0] as Buffer) : Buffer.concat(this.chunks, this.buffered);
+    const all =
+      this.chunks.length === 1 ? (this.chunks[0] as Buffer) : Buffer.concat(this.chunks, this.buffered);
     this.chunks = [];
     this.buffered = 0;
     return n === all.length ? all : all.subarray(0, n);
@@ -189,5 +198,6 @@ export class FrameDecoder {
 }
 
 /** Base64 of bytes, and back; the only binary encoding on the wire. */
-export const toWire = (data: Uint8Array): string => Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('base64');
+export const toWire = (data: Uint8Array): string =>
+  Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('base64');
 export const fromWire = (data: string): Buffer => Buffer.from(data, 'base64');

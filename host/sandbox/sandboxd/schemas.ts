@@ -13,9 +13,21 @@ const text = (max: number) => v.pipe(v.string(), v.maxLength(max));
 const base64 = v.pipe(v.string(), v.regex(/^[A-Za-z0-9+/]*={0,2}$/));
 
 export const daemonMessageSchema = v.variant('t', [
-  v.object({ t: v.literal('hello'), v: v.number(), session: text(64), pid: int, root: text(4096), node: text(64) }),
+  v.object({
+    t: v.literal('hello'),
+    v: v.number(),
+    session: text(64),
+    pid: int,
+    root: text(4096),
+    node: text(64),
+  }),
   v.object({ t: v.literal('res'), id, ok: v.literal(true), value: v.unknown() }),
-  v.object({ t: v.literal('res'), id, ok: v.literal(false), error: v.object({ code: text(64), message: text(8192) }) }),
+  v.object({
+    t: v.literal('res'),
+    id,
+    ok: v.literal(false),
+    error: v.object({ code: text(64), message: text(8192) }),
+  }),
   v.object({ t: v.literal('out'), id, stream: v.picklist(['stdout', 'stderr']), data: base64 }),
 ]);
 export type ParsedDaemonMessage = v.InferOutput<typeof daemonMessageSchema>;
@@ -43,7 +55,11 @@ export const valueSchemas = (root: string) => {
     readFile: v.object({ data: base64 }),
     writeFile: v.object({}),
     stat: v.object({ path: inRoot, type: fileType, size: int, mtimeMs: v.number(), mode: int }),
-    list: v.object({ entries: v.array(v.object({ name: v.pipe(text(255), v.regex(/^[^/\0]+$/)), type: fileType, size: int })) }),
+    list: v.object({
+      entries: v.array(
+        v.object({ name: v.pipe(text(255), v.regex(/^[^/\0]+$/)), type: fileType, size: int }),
+      ),
+    }),
     mkdir: v.object({}),
     remove: v.object({}),
     rename: v.object({}),
@@ -52,7 +68,12 @@ export const valueSchemas = (root: string) => {
       matches: v.array(v.object({ path: inRoot, line: v.pipe(int, v.minValue(1)), text: text(64 * 1024) })),
       truncated: v.boolean(),
     }),
-    exec: v.object({ exitCode: v.nullable(v.pipe(v.number(), v.integer())), timedOut: v.boolean(), truncated: v.boolean(), durationMs: v.number() }),
+    exec: v.object({
+      exitCode: v.nullable(v.pipe(v.number(), v.integer())),
+      timedOut: v.boolean(),
+      truncated: v.boolean(),
+      durationMs: v.number(),
+    }),
     jobStart: jobInfo,
     jobList: v.object({ jobs: v.array(jobInfo) }),
     jobOutput: v.object({ ...jobInfo.entries, output: v.string(), nextOffset: int, truncated: v.boolean() }),

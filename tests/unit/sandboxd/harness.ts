@@ -3,11 +3,15 @@
 // `stop()` closes stdin (sandboxd then kills its jobs and exits) and removes the temp directories.
 
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type ConnectSandboxdOptions, connectSandboxd, type SandboxdClient } from '../../../host/sandbox/sandboxd/client.ts';
+import {
+  type ConnectSandboxdOptions,
+  connectSandboxd,
+  type SandboxdClient,
+} from '../../../host/sandbox/sandboxd/client.ts';
 
 const MAIN = join(import.meta.dirname, '..', '..', '..', 'sandbox-image', 'sandboxd', 'main.ts');
 
@@ -29,7 +33,13 @@ export const startLocalSandboxd = async (env: Record<string, string> = {}): Prom
   await mkdir(root);
   await mkdir(outside);
   const child = spawn(process.execPath, ['--no-warnings', MAIN], {
-    env: { ...process.env, ...env, SANDBOXD_ROOT: root, SANDBOXD_STATE: join(base, 'state'), SANDBOXD_EXIT_ON_EOF: '1' },
+    env: {
+      ...process.env,
+      ...env,
+      SANDBOXD_ROOT: root,
+      SANDBOXD_STATE: join(base, 'state'),
+      SANDBOXD_EXIT_ON_EOF: '1',
+    },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   let err = '';
@@ -41,7 +51,8 @@ export const startLocalSandboxd = async (env: Record<string, string> = {}): Prom
     outside,
     child,
     stderr: () => err,
-    connect: (options = {}) => connectSandboxd({ input: child.stdout, output: child.stdin, root, timeoutMs: 15_000, ...options }),
+    connect: (options = {}) =>
+      connectSandboxd({ input: child.stdout, output: child.stdin, root, timeoutMs: 15_000, ...options }),
     async stop() {
       if (child.exitCode === null && child.signalCode === null) {
         const exited = new Promise((r) => child.once('exit', r));
@@ -53,4 +64,15 @@ export const startLocalSandboxd = async (env: Record<string, string> = {}): Prom
       rmSync(base, { recursive: true, force: true });
     },
   };
+};
+
+/** A pid is gone when /proc has no entry for it or only a zombie awaiting its reaper. */
+export const gone = (pid: number): boolean => {
+  const path = `/proc/${pid}/stat`;
+  if (!existsSync(path)) return true;
+  try {
+    return readFileSync(path, 'utf8').split(') ')[1]?.startsWith('Z') ?? true;
+  } catch {
+    return true;
+  }
 };

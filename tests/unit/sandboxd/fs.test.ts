@@ -1,0 +1,179 @@
+import { existsSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SandboxdClient } from '../../../host/sandbox/sandboxd/client.ts';
+import { type LocalSandboxd, startLocalSandboxd } from './harness.ts';
+
+const codeOf = async (p: Promise<unknown>): Promise<string | undefined> =>
+  p.then(
+    () => undefined,
+    (e: { code?: string }) => e.code,
+  );
+
+let sd: LocalSandboxd;
+let c: SandboxdClient;
+beforeAll(async () => {
+  sd = await startLocalSandboxd();
+  c = await sd.connect();
+});
+afterAll(async () => {
+  c?.close();
+  await sd?.stop();
+});
+
+describe('sandboxd file operations', () => {
+  it('writes (creating parents), reads back, and reads a range', async () => {
+    await c.fs.writeFile('deep/er/file.bin', Buffer.from([0, 1, 2, 255, 254]));
+    expect([...(await c.fs.readFile('deep/er/file.bin'))]).toEqual([0, 1, 2, 255, 254]);
+    expect([...(await c.fs.readFile(`${sd.root}/deep/er/file.bin`, { offset: 1, length: 3 }))]).toEqual([
+      1, 2, 255,
+    ]);
+    expect(readFileSync(join(sd.root, 'deep/er/file.bin'))).toEqual(Buffer.from([0, 1, 2, 255, 254]));
+  });
+
+  it('replaces a file atomically, keeps its mode, and leaves no temp files', async () => {
+    await c.fs.writeFile('m.sh', 'echo 1', { mode: 0o755 });
+    await c.fs.writeFile('m.sh', 'echo 2');
+    const st = await c.fs.stat('m.sh');
+    expect(st).toMatchObject({ path: `${sd.root}/m.sh`, type: 'file', size: 6, mode: 0o755 });
+    expect((await c.fs.list('.')).map((e) => e.name).filter((n) => n.includes('sandboxd-tmp'))).toEqual([]);
+  });
+
+  it('refuses large reads without a length, and directories as files', async () => {
+    await c.fs.writeFile('five.txt', '12345');
+    // A second client takes the session over; the first one learns it at its next answer.
+    const small = await sd.connect({ maxReadBytes: 4 });
+    try {
+      expect(await codeOf(small.fs.readFile('five.txt'))).toBe('FILE_TOO_LARGE');
+      expect((await small.fs.readFile('five.txt', { offset: 1, length: 100 })).toString()).toBe('2345');
+      expect(await codeOf(c.fs.stat('five.txt'))).toBe('SANDBOX_UNAVAILABLE');
+    } finally {
+      small.close();
+      c = await sd.connect();
+    }
+    expect(await codeOf(c.fs.readFile('deep'))).toBe('NOT_A_FILE');
+    expect(await codeOf(c.fs.writeFile('deep', 'x'))).toBe('NOT_A_FILE');
+    expect(await codeOf(c.fs.readFile('nope.txt'))).toBe('FILE_NOT_FOUND');
+  });
+
+  it('stats, lists sorted, and answers exists', async () => {
+    await c.fs.mkdir('ls/b', { recursive: true });
+    await c.fs.writeFile('ls/a.txt', 'aa');
+    await c.fs.writeFile('ls/c.txt', 'ccc');
+    expect(await c.fs.list('ls')).toEqual([
+      { name: 'a.txt', type: 'file', size: 2 },
+      { name: 'b', type: 'directory', size: 0 },
+      { name: 'c.txt', type: 'file', size: 3 },
+    ]);
+    expect(await c.fs.exists('ls/a.txt')).toBe(true);
+    expect(await c.fs.exists('ls/zzz')).toBe(false);
+    expect(await c.fs.exists('ls/a.txt/under-a-file')).toBe(false);
+    expect(await codeOf(c.fs.list('ls/a.txt'))).toBe('NOT_A_DIRECTORY');
+    symlinkSync('a.txt', join(sd.root, 'ls/link'));
+    expect((await c.fs.stat('ls/link')).type).toBe('symlink');
+  });
+
+  it('mkdir, remove and rename', async () => {
+    expect(await codeOf(c.fs.mkdir('no/parent'))).toBe('FILE_NOT_FOUND');
+    await c.fs.mkdir('mk');
+    await c.fs.mkdir('mk'); // exists: fine
+    await c.fs.writeFile('mk/f', 'x');
+    expect(await codeOf(c.fs.mkdir('mk/f'))).toBe('NOT_A_DIRECTORY');
+    expect(await codeOf(c.fs.remove('mk'))).toBe('DIRECTORY_NOT_EMPTY');
+    await c.fs.rename('mk/f', 'mk/g');
+    expect(await c.fs.exists('mk/f')).toBe(false);
+    expect((await c.fs.readFile('mk/g')).toString()).toBe('x');
+    expect(await codeOf(c.fs.rename('mk', 'mk/inside'))).toBe('CONFLICT');
+    await c.fs.rename('mk', 'mk2');
+    await c.fs.remove('mk2', { recursive: true });
+    expect(existsSync(join(sd.root, 'mk2'))).toBe(false);
+    expect(await codeOf(c.fs.remove('.'))).toBe('CONFLICT');
+    expect(await codeOf(c.fs.remove('gone'))).toBe('FILE_NOT_FOUND');
+  });
+
+  it('globs files only, sorted, with ** crossing directories and * not', async () => {
+    for (const f of ['g/a.ts', 'g/b.js', 'g/sub/c.ts', 'g/sub/deeper/d.ts', 'g/.hidden.ts'])
+      await c.fs.writeFile(f, 'x');
+    const rel = (paths: string[]) => paths.map((p) => p.slice(sd.root.length + 1));
+    expect(rel((await c.fs.glob('g/*.ts')).paths)).toEqual(['g/.hidden.ts', 'g/a.ts']);
+    expect(rel((await c.fs.glob('**/*.ts', { cwd: 'g' })).paths)).toEqual([
+      'g/.hidden.ts',
+      'g/a.ts',
+      'g/sub/c.ts',
+      'g/sub/deeper/d.ts',
+    ]);
+    expect(await c.fs.glob(`${sd.root}/g/sub/*.ts`)).toEqual({
+      paths: [`${sd.root}/g/sub/c.ts`],
+      truncated: false,
+    });
+    expect(await c.fs.glob('**/*.ts', { cwd: 'g', limit: 2 })).toMatchObject({
+      truncated: true,
+      paths: { length: 2 },
+    });
+    expect(await c.fs.glob('*.ts', { cwd: 'missing' })).toEqual({ paths: [], truncated: false });
+  });
+
+  it('greps with line numbers, include, ignoreCase and limit', async () => {
+    await c.fs.writeFile('gr/one.txt', 'alpha\nBeta\ngamma beta\n');
+    await c.fs.writeFile('gr/two.md', 'beta\n');
+    await c.fs.writeFile('gr/bin.dat', Buffer.from('beta\0beta'));
+    expect((await c.fs.grep('beta', { path: 'gr' })).matches).toEqual([
+      { path: `${sd.root}/gr/one.txt`, line: 3, text: 'gamma beta' },
+      { path: `${sd.root}/gr/two.md`, line: 1, text: 'beta' },
+    ]);
+    expect(
+      (await c.fs.grep('beta', { path: 'gr', include: '*.txt', ignoreCase: true })).matches.map(
+        (m) => m.line,
+      ),
+    ).toEqual([2, 3]);
+    expect(await c.fs.grep('a', { path: 'gr/one.txt', limit: 1 })).toMatchObject({
+      truncated: true,
+      matches: [{ line: 1 }],
+    });
+    expect(await codeOf(c.fs.grep('(unclosed', { path: 'gr' }))).toBe('INVALID_ARGUMENTS');
+  });
+});
+
+describe('confinement', () => {
+  it('refuses lexical escapes on the host, before anything is sent', async () => {
+    expect(await codeOf(c.fs.readFile('../outside/x'))).toBe('PATH_OUTSIDE_WORKSPACE');
+    expect(await codeOf(c.fs.writeFile('/etc/passwd', 'x'))).toBe('PATH_OUTSIDE_WORKSPACE');
+    expect(await codeOf(c.fs.writeFile(`${sd.outside}/x`, 'x'))).toBe('PATH_OUTSIDE_WORKSPACE');
+    expect(await codeOf(c.fs.rename('a', '../b'))).toBe('PATH_OUTSIDE_WORKSPACE');
+    expect(await codeOf(c.exec('true', { cwd: '..' }))).toBe('PATH_OUTSIDE_WORKSPACE');
+    expect(existsSync(join(sd.outside, 'x'))).toBe(false);
+  });
+
+  it('refuses to read or write through a symlink that leaves the root', async () => {
+    writeFileSync(join(sd.outside, 'secret'), 'top secret');
+    symlinkSync('/', join(sd.root, 'slash'));
+    symlinkSync(sd.outside, join(sd.root, 'out'));
+    symlinkSync(join(sd.outside, 'secret'), join(sd.root, 'secret-link'));
+    expect(await codeOf(c.fs.readFile('out/secret'))).toBe('PATH_OUTSIDE_WORKSPACE');
+    expect(await codeOf(c.fs.readFile('secret-link'))).toBe('PATH_OUTSIDE_WORKSPACE');
+    expect(await codeOf(c.fs.readFile('slash/etc/hostname'))).toBe('PATH_OUTSIDE_WORKSPACE');
+    expect(await codeOf(c.fs.writeFile('out/planted', 'x'))).toBe('PATH_OUTSIDE_WORKSPACE');
+    expect(await codeOf(c.fs.writeFile('secret-link', 'overwritten'))).toBe('PATH_OUTSIDE_WORKSPACE');
+    expect(await codeOf(c.fs.mkdir('out/newdir', { recursive: true }))).toBe('PATH_OUTSIDE_WORKSPACE');
+    expect(await codeOf(c.fs.list('slash'))).toBe('PATH_OUTSIDE_WORKSPACE');
+    expect(await codeOf(c.fs.remove('out/secret'))).toBe('PATH_OUTSIDE_WORKSPACE');
+    expect(await codeOf(c.fs.glob('*', { cwd: 'out' }))).toBe('PATH_OUTSIDE_WORKSPACE');
+    expect(await codeOf(c.fs.grep('secret', { path: 'out' }))).toBe('PATH_OUTSIDE_WORKSPACE');
+    expect(await codeOf(c.exec('pwd', { cwd: 'out' }))).toBe('PATH_OUTSIDE_WORKSPACE');
+    expect(readFileSync(join(sd.outside, 'secret'), 'utf8')).toBe('top secret');
+    expect(existsSync(join(sd.outside, 'planted'))).toBe(false);
+    expect(existsSync(join(sd.outside, 'newdir'))).toBe(false);
+    // The links themselves are ordinary entries: stat sees them, remove deletes the link only.
+    expect((await c.fs.stat('out')).type).toBe('symlink');
+    await c.fs.remove('out');
+    expect(existsSync(join(sd.outside, 'secret'))).toBe(true);
+  });
+
+  it('follows symlinks that stay inside the root', async () => {
+    await c.fs.writeFile('real/target.txt', 'inside');
+    symlinkSync(join(sd.root, 'real'), join(sd.root, 'alias'));
+    expect((await c.fs.readFile('alias/target.txt')).toString()).toBe('inside');
+    await c.fs.writeFile('alias/new.txt', 'via link');
+    expect(readFileSync(join(sd.root, 'real/new.txt'), 'utf8')).toBe('via link');
+  });
+});

@@ -1,0 +1,221 @@
+// The host client against a fake sandboxd whose every byte the test controls: whatever it sends,
+// the client's calls fail with a stable code and the host process keeps running.
+import { PassThrough } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { connectSandboxd, type SandboxdClient } from '../../../host/sandbox/sandboxd/client.ts';
+import {
+  encodeFrame,
+  FrameDecoder,
+  MAX_FRAME_BYTES,
+  RESYNC_MARKER,
+} from '../../../host/sandbox/sandboxd/protocol.ts';
+
+const ROOT = '/workspace';
+
+/** A fake sandboxd: answers hello properly, then hands each request to `onRequest`. */
+const fake = async (onRequest: (req: Record<string, unknown>, reply: (bytes: Buffer) => void) => void) => {
+  const toHost = new PassThrough();
+  const fromHost = new PassThrough();
+  const reply = (bytes: Buffer): void => {
+    toHost.write(bytes);
+  };
+  const decoder = new FrameDecoder({
+    onMessage: (m) => {
+      if (m.t === 'hello')
+        reply(
+          Buffer.concat([
+            Buffer.from('stale bytes of an old session'),
+            RESYNC_MARKER,
+            encodeFrame({ t: 'hello', v: 1, session: m.session, pid: 1, root: ROOT, node: 'v18.19.0' }),
+          ]),
+        );
+      else if (m.t === 'req') onRequest(m, reply);
+    },
+    onError: () => {},
+  });
+  fromHost.on('data', (b: Buffer) => decoder.push(b));
+  const client = await connectSandboxd({
+    input: toHost,
+    output: fromHost,
+    root: ROOT,
+    timeoutMs: 2000,
+    callTimeoutMs: 2000,
+  });
+  return { client, toHost, fromHost };
+};
+const res = (id: unknown, value: unknown) => encodeFrame({ t: 'res', id, ok: true, value });
+const codeOf = (p: Promise<unknown>) =>
+  p.then(
+    () => undefined,
+    (e: { code?: string }) => e.code,
+  );
+const expectDead = async (client: SandboxdClient, code: string) => {
+  expect((await client.closed).code).toBe(code);
+  expect(await codeOf(client.ping())).toBe(code);
+};
+
+describe('host client against a hostile sandboxd', () => {
+  it('works with a well-behaved fake (skipping bytes before the marker)', async () => {
+    const { client } = await fake((req, reply) => reply(res(req.id, {})));
+    expect(await client.ping()).toBeGreaterThanOrEqual(0);
+    client.close();
+  });
+
+  it('garbage after the handshake fails pending calls with SANDBOX_PROTOCOL', async () => {
+    const { client } = await fake((_req, reply) =>
+      reply(Buffer.from([0, 0, 0, 5, 0x7b, 0x7b, 0x7b, 0x7b, 0x7b])),
+    );
+    expect(await codeOf(client.fs.stat('a'))).toBe('SANDBOX_PROTOCOL');
+    await expectDead(client, 'SANDBOX_PROTOCOL');
+  });
+
+  it('an oversized frame header fails the connection without buffering the body', async () => {
+    const huge = Buffer.alloc(4);
+    huge.writeUInt32BE(MAX_FRAME_BYTES + 1);
+    const { client } = await fake((_req, reply) => reply(huge));
+    const pending = [client.fs.stat('a'), client.exec('true'), client.jobs.list()];
+    expect(await Promise.all(pending.map(codeOf))).toEqual([
+      'SANDBOX_PROTOCOL',
+      'SANDBOX_PROTOCOL',
+      'SANDBOX_PROTOCOL',
+    ]);
+  });
+
+  it('schema violations fail the connection: wrong types, paths outside the root', async () => {
+    const bad = [
+      {
+        t: 'res',
+        id: 1,
+        ok: true,
+        value: { path: '/etc/passwd', type: 'file', size: 1, mtimeMs: 1, mode: 420 },
+      },
+      { t: 'res', id: 1, ok: 'yes' },
+      { t: 'out', id: 1, stream: 'stdin', data: '' },
+      {
+        t: 'res',
+        id: 1,
+        ok: true,
+        value: { path: `${ROOT}/a`, type: 'socket', size: -1, mtimeMs: 1, mode: 420 },
+      },
+    ];
+    for (const frame of bad) {
+      const { client } = await fake((req, reply) => reply(encodeFrame({ ...frame, id: req.id })));
+      expect(await codeOf(client.fs.stat('a'))).toBe('SANDBOX_PROTOCOL');
+    }
+  });
+
+  it('ignores answers to unknown ids and keeps working', async () => {
+    const { client } = await fake((req, reply) => {
+      reply(res(999, { anything: true }));
+      reply(encodeFrame({ t: 'out', id: 12345, stream: 'stdout', data: 'aGk=' }));
+      reply(res(req.id, {}));
+    });
+    expect(await client.ping()).toBeGreaterThanOrEqual(0);
+    expect(await client.ping()).toBeGreaterThanOrEqual(0);
+  });
+
+  it('passes through a known error code and maps an unknown one to SANDBOX_PROTOCOL', async () => {
+    const { client } = await fake((req, reply) =>
+      reply(
+        encodeFrame({
+          t: 'res',
+          id: req.id,
+          ok: false,
+          error: {
+            code: (req.args as { path: string }).path.endsWith('a') ? 'FILE_NOT_FOUND' : 'EVIL',
+            message: 'm',
+          },
+        }),
+      ),
+    );
+    expect(await codeOf(client.fs.stat('a'))).toBe('FILE_NOT_FOUND');
+    expect(await codeOf(client.fs.stat('b'))).toBe('SANDBOX_PROTOCOL');
+    expect(await client.fs.exists('a')).toBe(false);
+  });
+
+  it('caps streamed exec output on the host even when sandboxd ignores the cap', async () => {
+    const toHost = new PassThrough();
+    const fromHost = new PassThrough();
+    const decoder = new FrameDecoder({
+      onMessage: (m) => {
+        if (m.t === 'hello')
+          toHost.write(
+            Buffer.concat([
+              RESYNC_MARKER,
+              encodeFrame({ t: 'hello', v: 1, session: m.session, pid: 1, root: ROOT, node: 'x' }),
+            ]),
+          );
+        if (m.t === 'req') {
+          for (let i = 0; i < 10; i++)
+            toHost.write(
+              encodeFrame({
+                t: 'out',
+                id: m.id,
+                stream: 'stdout',
+                data: Buffer.alloc(1000, 97).toString('base64'),
+              }),
+            );
+          toHost.write(
+            encodeFrame({
+              t: 'res',
+              id: m.id,
+              ok: true,
+              value: { exitCode: 0, timedOut: false, truncated: false, durationMs: 1 },
+            }),
+          );
+        }
+      },
+      onError: () => {},
+    });
+    fromHost.on('data', (b: Buffer) => decoder.push(b));
+    const client = await connectSandboxd({
+      input: toHost,
+      output: fromHost,
+      root: ROOT,
+      maxOutputBytes: 2500,
+    });
+    const r = await client.exec('yes');
+    expect(r.stdout.length).toBe(2500);
+    expect(r.truncated).toBe(true);
+  });
+
+  it('a lost stream fails pending calls with SANDBOX_UNAVAILABLE', async () => {
+    const { client, toHost } = await fake(() => {});
+    const pending = client.fs.readFile('x');
+    toHost.destroy(new Error('attach stream reset'));
+    expect(await codeOf(pending)).toBe('SANDBOX_UNAVAILABLE');
+    await expectDead(client, 'SANDBOX_UNAVAILABLE');
+  });
+
+  it('a sandboxd that never answers: hello and calls time out with SANDBOX_UNAVAILABLE', async () => {
+    const silent = new PassThrough();
+    const t0 = Date.now();
+    await expect(
+      connectSandboxd({ input: silent, output: new PassThrough(), root: ROOT, timeoutMs: 200 }),
+    ).rejects.toMatchObject({ code: 'SANDBOX_UNAVAILABLE' });
+    expect(Date.now() - t0).toBeLessThan(2000);
+    const { client } = await fake(() => {});
+    const started = Date.now();
+    expect(await codeOf(client.fs.stat('a'))).toBe('SANDBOX_UNAVAILABLE');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1900);
+  });
+
+  it('a wrong protocol version or root is refused', async () => {
+    for (const hello of [
+      { v: 2, root: ROOT },
+      { v: 1, root: '/' },
+    ]) {
+      const toHost = new PassThrough();
+      const fromHost = new PassThrough();
+      const first = new Promise<Buffer>((r) => fromHost.once('data', r));
+      const connecting = connectSandboxd({ input: toHost, output: fromHost, root: ROOT, timeoutMs: 2000 });
+      // The session id is random: read it from the hello frame the client sent.
+      const sent = await first;
+      const session = JSON.parse(sent.subarray(RESYNC_MARKER.length + 4).toString()).session;
+      toHost.write(
+        Buffer.concat([RESYNC_MARKER, encodeFrame({ t: 'hello', session, pid: 1, node: 'x', ...hello })]),
+      );
+      await expect(connecting).rejects.toMatchObject({ code: 'SANDBOX_PROTOCOL' });
+    }
+  });
+});
