@@ -17,6 +17,16 @@ options:
   --port <n>            port (env DSH_PORT, default 7070; 0 picks a free one)
   --data-dir <dir>      data directory (env DSH_DATA_DIR, default ./.data)
   -h, --help            this text
+
+environment (serve):
+  DSH_ADMIN_KEY           bearer key for POST /v1/tenants (unset: tenants only via the CLI)
+  DSH_SANDBOX_IMAGE       sandbox image tag (default: the one setup built for this checkout)
+  DSH_POOL_SIZE           warm containers kept ready (default 2)
+  DSH_ISOLATE_WORKERS     isolate worker processes for run_code (default 2)
+  DSH_TENANT_CONCURRENCY  requests of one tenant in flight; more answer 429 (default 16)
+  DSH_MAX_UPLOAD_BYTES    largest file/archive upload (default 67108864)
+  DSH_CALL_TIMEOUT_MS     deadline of one call batch (default 600000)
+  DSH_SHUTDOWN_GRACE_MS   how long shutdown lets running calls finish (default 10000)
 `;
 
 const main = async (argv: string[]): Promise<number> => {

@@ -21,6 +21,14 @@ export interface Config {
   poolSize: number;
   /** Isolate worker processes. Default 2 (env DSH_ISOLATE_WORKERS). */
   isolateWorkers: number;
+  /** Requests of one tenant in flight at once; more answer 429. Default 16 (env DSH_TENANT_CONCURRENCY). */
+  tenantConcurrency: number;
+  /** Largest file or archive upload in bytes. Default 64 MiB (env DSH_MAX_UPLOAD_BYTES). */
+  maxUploadBytes: number;
+  /** Deadline of one call batch in ms. Default 600000 (env DSH_CALL_TIMEOUT_MS). */
+  callTimeoutMs: number;
+  /** How long shutdown lets in-flight calls finish before failing them. Default 10000 ms (env DSH_SHUTDOWN_GRACE_MS). */
+  shutdownGraceMs: number;
 }
 
 const intFrom = (name: string, raw: string | undefined, fallback: number, min: number, max: number): number => {
@@ -47,5 +55,9 @@ export const loadConfig = (
     sandboxImage: overrides.sandboxImage ?? (env.DSH_SANDBOX_IMAGE || undefined),
     poolSize: overrides.poolSize ?? intFrom('DSH_POOL_SIZE', env.DSH_POOL_SIZE, 2, 0, 64),
     isolateWorkers: overrides.isolateWorkers ?? intFrom('DSH_ISOLATE_WORKERS', env.DSH_ISOLATE_WORKERS, 2, 1, 64),
+    tenantConcurrency: overrides.tenantConcurrency ?? intFrom('DSH_TENANT_CONCURRENCY', env.DSH_TENANT_CONCURRENCY, 16, 1, 10_000),
+    maxUploadBytes: overrides.maxUploadBytes ?? intFrom('DSH_MAX_UPLOAD_BYTES', env.DSH_MAX_UPLOAD_BYTES, 64 * 1024 * 1024, 1024, 2 ** 40),
+    callTimeoutMs: overrides.callTimeoutMs ?? intFrom('DSH_CALL_TIMEOUT_MS', env.DSH_CALL_TIMEOUT_MS, 600_000, 1000, 86_400_000),
+    shutdownGraceMs: overrides.shutdownGraceMs ?? intFrom('DSH_SHUTDOWN_GRACE_MS', env.DSH_SHUTDOWN_GRACE_MS, 10_000, 0, 600_000),
   };
 };

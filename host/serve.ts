@@ -1,46 +1,131 @@
-// `serve`: opens the store, makes the default tenant on first start, and runs the HTTP API on
-// loopback until SIGINT/SIGTERM, then shuts down gracefully.
+// `serve`: opens the store, makes the default tenant on first start, re-adopts the agents'
+// containers, starts the isolate workers and runs the HTTP API on loopback until SIGINT/SIGTERM.
+// Shutdown order: stop accepting, refuse new requests (503), end SSE streams with a final
+// `shutdown` event, let in-flight batches finish for the grace period and fail the rest with
+// SHUTTING_DOWN, detach from containers (they stay running for re-adoption), stop the isolate
+// workers, flush and close the store.
 
 import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { type ServerType, serve as listen } from '@hono/node-server';
+import { serve as listen } from '@hono/node-server';
+import { assembleAgents } from './agents/assemble.ts';
 import { createApp } from './api/app.ts';
+import { createLifecycle } from './api/lifecycle.ts';
+import { createMetrics, observeCalls } from './api/metrics.ts';
 import type { Config } from './config.ts';
-import { openStore } from './store/index.ts';
+import type { IsolateHost } from './isolates/index.ts';
+import type { SandboxProvider } from './sandbox/types.ts';
+import { openStore, type Store } from './store/index.ts';
 
-const VERSION = '0.1.0';
+export const VERSION = '0.1.0';
 export const DEFAULT_KEY_FILE = 'default-tenant.key';
 
-export const serve = async (config: Config): Promise<void> => {
-  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
-  const store = openStore({ dataDir: config.dataDir });
+export interface StartOptions {
+  /** Default: the docker provider on the local engine with config.sandboxImage. */
+  sandboxes?: SandboxProvider;
+  /** Default: createIsolateHost({ workers: config.isolateWorkers }). */
+  isolates?: IsolateHost;
+  /** Default: a libsql file in config.dataDir. */
+  store?: Store;
+  /** Where start-up messages go. Default stdout. */
+  log?: (line: string) => void;
+}
+
+export interface Running {
+  url: string;
+  port: number;
+  store: Store;
+  /** Graceful shutdown; idempotent. */
+  close(): Promise<void>;
+}
+
+const ensureDefaultTenant = (store: Store, config: Config, log: (line: string) => void): void => {
+  const keyFile = join(config.dataDir, DEFAULT_KEY_FILE);
   if (store.tenants.listTenants().length === 0) {
     const tenant = store.tenants.createTenant('default');
-    const keyFile = join(config.dataDir, DEFAULT_KEY_FILE);
     writeFileSync(keyFile, `${tenant.apiKey}\n`, { mode: 0o600 });
     chmodSync(keyFile, 0o600);
-    process.stdout.write(`created the default tenant ${tenant.id}; its API key (shown once, kept in ${keyFile}):\n  ${tenant.apiKey}\n`);
-  } else if (existsSync(join(config.dataDir, DEFAULT_KEY_FILE))) {
-    process.stdout.write(`default tenant key: ${join(config.dataDir, DEFAULT_KEY_FILE)}\n`);
+    log(`created the default tenant ${tenant.id}; its API key (shown once, kept in ${keyFile}):\n  ${tenant.apiKey}`);
+  } else if (existsSync(keyFile)) {
+    log(`default tenant key: ${keyFile}`);
   }
-  const app = createApp({ startedAt: Date.now(), version: VERSION });
-  const server: ServerType = await new Promise((resolve) => {
-    const s = listen({ fetch: app.fetch, hostname: config.host, port: config.port }, (info) => {
-      process.stdout.write(`dsh-sandbox listening on http://${info.address}:${info.port}\n`);
-      resolve(s);
-    });
+};
+
+const defaultProvider = async (config: Config, log: (line: string) => void): Promise<SandboxProvider> => {
+  const { createDockerProvider } = await import('./sandbox/docker/index.ts');
+  const image = config.sandboxImage ?? (await import('../scripts/setup/image.ts').then((m) => m.imageInputs())).tag;
+  const provider = createDockerProvider({ image, pool: { size: config.poolSize }, onError: (e) => log(`sandbox: ${String(e)}`) });
+  const adopted = await provider.adopt().catch((e: unknown) => {
+    log(`could not list existing sandboxes: ${String(e)}`);
+    return [];
   });
+  if (adopted.length > 0) log(`re-adopted ${adopted.length} agent sandbox(es)`);
+  return provider;
+};
+
+export const startServer = async (config: Config, options: StartOptions = {}): Promise<Running> => {
+  const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
+  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  const store = options.store ?? openStore({ dataDir: config.dataDir });
+  ensureDefaultTenant(store, config, log);
+  const sandboxes = options.sandboxes ?? (await defaultProvider(config, log));
+  const isolates = options.isolates ?? (await import('./isolates/index.ts')).createIsolateHost({ workers: config.isolateWorkers });
+  const metrics = createMetrics();
+  const lifecycle = createLifecycle();
+  const { agents } = assembleAgents({ store, sandboxes, isolates, observe: observeCalls(metrics) });
+  const app = createApp({
+    startedAt: Date.now(),
+    version: VERSION,
+    store,
+    agents,
+    metrics,
+    lifecycle,
+    isolateWorkers: () => isolates.workerPids().length,
+    ...(config.adminKey === undefined ? {} : { adminKey: config.adminKey }),
+    limits: { tenantConcurrency: config.tenantConcurrency, maxUploadBytes: config.maxUploadBytes, callTimeoutMs: config.callTimeoutMs },
+  });
+  const server = await new Promise<Server>((resolve) => {
+    const s = listen({ fetch: app.fetch, hostname: config.host, port: config.port }, () => resolve(s as Server)) as Server;
+  });
+  // Slow clients cannot hold a socket forever while sending a request.
+  server.requestTimeout = 60_000;
+  server.headersTimeout = 20_000;
+  const { address, port } = server.address() as AddressInfo;
+  const host = address.includes(':') ? `[${address}]` : address;
+
+  let closing: Promise<void> | undefined;
+  const close = () => {
+    closing ??= (async () => {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      lifecycle.begin();
+      const idle = setInterval(() => server.closeIdleConnections(), 50);
+      await agents.close(config.shutdownGraceMs);
+      const hard = setTimeout(() => server.closeAllConnections(), 5000);
+      await closed;
+      clearInterval(idle);
+      clearTimeout(hard);
+      await isolates.close();
+      if (options.store === undefined) store.close();
+    })();
+    return closing;
+  };
+  return { url: `http://${host}:${port}`, port, store, close };
+};
+
+export const serve = async (config: Config): Promise<void> => {
+  const running = await startServer(config);
+  process.stdout.write(`dsh-sandbox listening on ${running.url}\n`);
   await new Promise<void>((resolve) => {
     const stop = () => {
       process.off('SIGINT', stop);
       process.off('SIGTERM', stop);
-      server.close(() => resolve());
-      const idle = setInterval(() => (server as import('node:http').Server).closeIdleConnections?.(), 50);
-      setTimeout(() => (server as import('node:http').Server).closeAllConnections?.(), 5000).unref();
-      idle.unref();
+      process.stdout.write('shutting down…\n');
+      resolve();
     };
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
   });
-  store.close();
+  await running.close();
 };

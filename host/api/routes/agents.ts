@@ -23,7 +23,7 @@ export const agentView = (agent: AgentModel) => ({
 export const loadAgent = (agents: AgentService): MiddlewareHandler<ApiEnv> =>
   async function loadAgent(c, next) {
     const id: string = c.req.param('id') ?? '';
-    if (!v.is(ID, id)) throw new SandboxError('NOT_FOUND', `No agent ${JSON.stringify(id.slice(0, 80))}.`);
+    if (!v.is(ID, id)) throw new SandboxError('NOT_FOUND', `No agent ${JSON.stringify(String(id).slice(0, 80))}.`);
     c.set('agent', agents.get(c.get('tenant').id, id));
     await next();
   };

@@ -42,7 +42,7 @@ describe('health, openapi, metrics', () => {
 
 describe('auth', () => {
   it('401 with a WWW-Authenticate challenge without a key, with a wrong key or scheme', async () => {
-    for (const headers of [{}, { Authorization: 'Bearer dsk_wrongwrongwrongwrongwrongwrongwrongwrong' }, { Authorization: 'Basic Zm9vOmJhcg==' }]) {
+    for (const headers of [{} as Record<string, string>, { Authorization: 'Bearer dsk_wrongwrongwrongwrongwrongwrongwrongwrong' }, { Authorization: 'Basic Zm9vOmJhcg==' }]) {
       const res = await api.request(undefined, 'GET', '/v1/agents', undefined, headers);
       expect(res.status).toBe(401);
       expect(res.json.error.code).toBe('UNAUTHORIZED');

@@ -26,7 +26,7 @@ export const makeApi = (limits: Partial<ApiLimits> = {}) => {
   const request = async (key: string | undefined, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
     const init: RequestInit = { method, headers: { ...(key ? { Authorization: `Bearer ${key}` } : {}), ...headers } };
     if (body !== undefined) {
-      init.body = typeof body === 'string' || body instanceof Uint8Array ? (body as BodyInit) : JSON.stringify(body);
+      init.body = typeof body === 'string' || body instanceof Uint8Array ? (body as string) : JSON.stringify(body);
       if (!('Content-Type' in (init.headers as Record<string, string>)) && typeof body !== 'string' && !(body instanceof Uint8Array)) {
         (init.headers as Record<string, string>)['Content-Type'] = 'application/json';
       }

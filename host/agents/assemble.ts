@@ -1,0 +1,48 @@
+// Composition of the tool side of the control plane: the registry with the builtin sandbox tools
+// installed globally, the timeout policy (the one place declared deadlines are enforced), the
+// code-mode executor over an isolate host, approvals as host requests, and the agent service.
+// The sandbox provider and the isolate host are injected, so this module loads neither dockerode
+// nor isolated-vm; serve.ts, the integration tests and the bench pass the real ones.
+import { timeoutPolicy } from '../../policies/index.ts';
+import type { IsolateHost } from '../isolates/index.ts';
+import type { SandboxProvider } from '../sandbox/types.ts';
+import type { Store } from '../store/index.ts';
+import { standardSandboxTools, strReplaceEditorTool } from '../tools/builtin/index.ts';
+import { createRegistry, createRequestApprovals, type ToolRegistry, type ToolResult } from '../tools/index.ts';
+import { createPtcExecutor } from '../tools/ptc/index.ts';
+import { type AgentService, createAgentService } from './service.ts';
+
+export interface AssembleOptions {
+  store: Pick<Store, 'agents' | 'events' | 'requests'>;
+  sandboxes: SandboxProvider;
+  /** Runs run_code programs; without one, code and both modes answer NO_EXECUTOR. */
+  isolates?: IsolateHost;
+  /** How long a person has to answer an `ask`. Default 300000 ms. */
+  approvalTtlMs?: number;
+  /** Deadline for tools that declare none. Default: none. */
+  defaultToolTimeoutMs?: number;
+  observe?: (result: ToolResult, remote: boolean) => void;
+}
+
+export interface Assembled {
+  registry: ToolRegistry;
+  agents: AgentService;
+}
+
+export const assembleAgents = (options: AssembleOptions): Assembled => {
+  const { store } = options;
+  const registry = createRegistry({
+    log: store.events,
+    approvals: createRequestApprovals(store.requests, options.approvalTtlMs === undefined ? {} : { ttlMs: options.approvalTtlMs }),
+  });
+  for (const tool of [...standardSandboxTools(), strReplaceEditorTool]) registry.global.register(tool);
+  timeoutPolicy(options.defaultToolTimeoutMs === undefined ? {} : { defaultMs: options.defaultToolTimeoutMs }).install(registry.global);
+  if (options.isolates !== undefined) registry.global.mount(createPtcExecutor({ isolates: options.isolates }));
+  const agents = createAgentService({
+    store,
+    registry,
+    sandboxes: options.sandboxes,
+    ...(options.observe ? { observe: options.observe } : {}),
+  });
+  return { registry, agents };
+};
