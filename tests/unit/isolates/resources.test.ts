@@ -1,0 +1,123 @@
+// Resource attacks end in a bounded, typed failure while a concurrent run on the other worker and
+// the host process (this test process) carry on; a worker that dies fails only its own runs and is
+// replaced. Limits are kept small so the suite stays cheap on a shared 2-core machine.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { IsolateHost, IsolateHostEvent, RunOutcome } from '../../../host/isolates/index.ts';
+import { alive, failure, runner, sleep, startHost, value } from './helpers.ts';
+
+let host: IsolateHost;
+const events: IsolateHostEvent[] = [];
+const run = runner(() => host);
+const limits = { wallMs: 3_000, cpuMs: 600, memoryMb: 32 };
+
+beforeAll(async () => {
+  host = await startHost({ workers: 2, workerRssMb: 600, limits, onEvent: (e) => events.push(e) });
+});
+afterAll(() => host.close());
+
+/** Runs `attack` while a well-behaved program with tool calls runs beside it; both must settle. */
+const alongside = async (code: string, extra: Partial<Parameters<typeof run>[0]> = {}): Promise<RunOutcome> => {
+  const attack = run({ code, ...extra });
+  const calm = run({
+    code: 'let n = 0; for (let i = 0; i < 5; i++) n += (await tools.echo({ i })).args.i; return n',
+    onCall: async (name, args) => (await sleep(20), { name, args }),
+  });
+  const [outcome, neighbour] = await Promise.all([attack, calm]);
+  expect(value(neighbour)).toBe(10);
+  return outcome;
+};
+
+describe('resource attacks end in a bounded error', () => {
+  it('for(;;){} → timeout (CPU)', async () => {
+    const outcome = await alongside('for (;;) {}');
+    expect(failure(outcome)).toEqual({ kind: 'timeout', message: 'the program used more than 600 ms of CPU time' });
+    expect(outcome.stats.wallMs).toBeLessThan(3_000);
+  });
+
+  it('endless microtasks → timeout', async () => {
+    const outcome = await alongside('const f = () => Promise.resolve().then(f); f(); await new Promise(() => {});');
+    expect(failure(outcome).kind).toBe('timeout');
+  });
+
+  it('catastrophic regex → timeout', async () => {
+    expect(failure(await alongside('return /^(a+)+$/.test("a".repeat(40) + "b")')).kind).toBe('timeout');
+  });
+
+  it('await new Promise(() => {}) → timeout at the wall-clock deadline', async () => {
+    const outcome = await alongside('await new Promise(() => {})', { limits: { wallMs: 500 } });
+    expect(failure(outcome)).toEqual({ kind: 'timeout', message: 'the program ran longer than 500 ms' });
+    expect(outcome.stats.wallMs).toBeGreaterThanOrEqual(480);
+    expect(outcome.stats.wallMs).toBeLessThan(1_500);
+  });
+
+  it('a growing heap → memory', async () => {
+    const outcome = await alongside('const keep = []; for (;;) keep.push(new Array(100000).fill(keep.length));');
+    expect(failure(outcome)).toEqual({ kind: 'memory', message: 'the program ran out of memory (limit 32 MB)' });
+  });
+
+  it("huge strings → a bounded error ('x'.repeat(2**29) and 2**27)", async () => {
+    expect(failure(await alongside("return 'x'.repeat(2 ** 29).length")).kind).toBe('runtime');
+    const joined = await alongside("const s = 'x'.repeat(2 ** 27); return [s + 'a', s + 'b'].join('').length");
+    expect(['memory', 'runtime', 'timeout']).toContain(failure(joined).kind);
+  });
+
+  it('new Array(2**31).fill(0) → memory or crash, never the host', async () => {
+    const outcome = await alongside('new Array(2 ** 31).fill(0); return 1', { limits: { wallMs: 8_000, cpuMs: 8_000 } });
+    expect(['memory', 'crash', 'timeout']).toContain(failure(outcome).kind);
+    expect(process.memoryUsage().rss).toBeLessThan(1024 * 1024 * 1024);
+    expect(value(await run({ code: 'return "after"' }))).toBe('after');
+  }, 30_000);
+
+  it('a flood of tool calls → limit', async () => {
+    let calls = 0;
+    const outcome = await alongside('for (let i = 0; i < 100000; i++) tools.echo({ i }); await new Promise(() => {});', {
+      limits: { maxCalls: 50 },
+      onCall: async () => (calls++, null),
+    });
+    expect(failure(outcome)).toEqual({ kind: 'limit', message: 'more than 50 tool calls in one run' });
+    expect(calls).toBeLessThanOrEqual(50);
+  });
+
+  it('huge return values → limit, checked before copying', async () => {
+    const outcome = await alongside("return 'x'.repeat(2_000_000)", { limits: { maxResultBytes: 1_000_000 } });
+    expect(failure(outcome)).toEqual({ kind: 'limit', message: 'the return value is 2000002 bytes of JSON, over the 1000000-byte limit' });
+  });
+
+  it('huge call arguments → limit; huge call results → a catchable LIMIT_EXCEEDED', async () => {
+    const args = await run({ code: "await tools.echo({ s: 'x'.repeat(200000) })", limits: { maxCallBytes: 100_000 } });
+    expect(failure(args).kind).toBe('limit');
+    expect(failure(args).message).toMatch(/^tools\.echo arguments are 200008 bytes of JSON/);
+    const result = await run({
+      code: 'try { await tools.echo({}) } catch (e) { return e.code }',
+      limits: { maxCallResultBytes: 1000 },
+      onCall: async () => 'y'.repeat(5000),
+    });
+    expect(value(result)).toBe('LIMIT_EXCEEDED');
+  });
+
+  it('huge console output → output_limit with the output up to the cap', async () => {
+    const outcome = await alongside("for (;;) console.log('x'.repeat(1000))", { limits: { maxOutputBytes: 10_000 } });
+    expect(failure(outcome).kind).toBe('output_limit');
+    expect(outcome.logs.join('\n').length).toBeLessThanOrEqual(10_000);
+    expect(outcome.logs.length).toBeGreaterThanOrEqual(9);
+  });
+});
+
+describe('worker failures', () => {
+  it('a worker killed mid-run fails only its runs as crash, and the next run succeeds', async () => {
+    let entered = (): void => undefined;
+    const inCall = new Promise<void>((resolve) => (entered = resolve));
+    const before = host.workerPids();
+    const victim = run({ code: 'await tools.echo({}); return 1', onCall: () => (entered(), new Promise(() => undefined)) });
+    await inCall;
+    for (const pid of before) process.kill(pid, 'SIGKILL');
+    expect(failure(await victim)).toMatchObject({ kind: 'crash' });
+    // Both deaths reported (a run sent to a worker in its last milliseconds would be lost too).
+    while (host.workerPids().some((pid) => before.includes(pid))) await sleep(10);
+    expect(value(await run({ code: 'return "recovered"' }))).toBe('recovered');
+    const after = host.workerPids();
+    expect(after.some((pid) => !before.includes(pid))).toBe(true);
+    for (const pid of before) expect(alive(pid)).toBe(false);
+    expect(events.some((e) => e.type === 'worker_exited' && e.signal === 'SIGKILL')).toBe(true);
+  });
+});
