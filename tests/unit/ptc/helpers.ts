@@ -8,7 +8,11 @@ import { createPtcExecutor, type PtcExecutorOptions } from '../../../host/tools/
 
 export const agent: AgentScope = { id: 'agent-1', sessionId: 'session-1', services: {} };
 
-export const program = (id: string, code: string): ToolCall => ({ id, name: 'run_code', arguments: { code, description: 'test program' } });
+export const program = (id: string, code: string): ToolCall => ({
+  id,
+  name: 'run_code',
+  arguments: { code, description: 'test program' },
+});
 
 /** Text of a result's content, text parts joined. */
 export const textOf = (content: readonly { type: string; text?: string }[]): string =>

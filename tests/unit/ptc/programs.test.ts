@@ -26,7 +26,10 @@ const screenshot = defineTool({
   parameters: v.object({ page: v.string() }),
   output: {
     schema: v.object({ page: v.string(), bytes: v.number() }),
-    render: (args) => [{ type: 'text', text: `screenshot of ${args.page}` }, { type: 'image', data: `PNG:${args.page}`, mimeType: 'image/png' }],
+    render: (args) => [
+      { type: 'text', text: `screenshot of ${args.page}` },
+      { type: 'image', data: `PNG:${args.page}`, mimeType: 'image/png' },
+    ],
   },
   execute: (args) => ({ page: args.page, bytes: 4 }),
 });
@@ -40,9 +43,14 @@ const run = async (s: ReturnType<typeof setup>, code: string, id = 'p1') => {
 describe('run_code programs', () => {
   it('renders printed lines, then the return value as JSON', async () => {
     const s = setup(isolates);
-    const result = await run(s, 'console.log("hello", 1);\nconsole.log({ a: 1 });\nreturn { files: ["a.ts"], n: 2 };');
+    const result = await run(
+      s,
+      'console.log("hello", 1);\nconsole.log({ a: 1 });\nreturn { files: ["a.ts"], n: 2 };',
+    );
     expect(result.ok).toBe(true);
-    expect(result.content).toEqual([{ type: 'text', text: 'hello 1\n{"a":1}\n{\n  "files": [\n    "a.ts"\n  ],\n  "n": 2\n}' }]);
+    expect(result.content).toEqual([
+      { type: 'text', text: 'hello 1\n{"a":1}\n{\n  "files": [\n    "a.ts"\n  ],\n  "n": 2\n}' },
+    ]);
     expect(result.value).toEqual({ logs: ['hello 1', '{"a":1}'], value: { files: ['a.ts'], n: 2 } });
   });
 
@@ -54,11 +62,13 @@ describe('run_code programs', () => {
     expect(quiet.value).toEqual({ logs: [] });
   });
 
-  it('a compile error names the model\'s own line', async () => {
+  it("a compile error names the model's own line", async () => {
     const s = setup(isolates);
     const result = await run(s, 'const a = 1;\nconst b = ;\nreturn a;');
     expect(result.ok).toBe(false);
-    expect(textOf(result.content)).toMatch(/^Error: code run failed \(compile\): program\.ts:2:\d+: Unexpected ";"$/);
+    expect(textOf(result.content)).toMatch(
+      /^Error: code run failed \(compile\): program\.ts:2:\d+: Unexpected ";"$/,
+    );
     expect(result.error).toMatchObject({ code: 'CODE_RUN_FAILED', data: { kind: 'compile' } });
   });
 
@@ -76,16 +86,27 @@ describe('run_code programs', () => {
   it('a failing inner call is an error the program can catch, with code and message', async () => {
     const s = setup(isolates);
     s.scope.register(missing);
-    const result = await run(s, 'try { await tools.read({ path: "/x" }); } catch (e) { return [e.name, e.code, e.message]; }');
-    expect(result.value).toEqual({ logs: [], value: ['ToolError', 'FILE_NOT_FOUND', '/x does not exist; list the directory first.'] });
+    const result = await run(
+      s,
+      'try { await tools.read({ path: "/x" }); } catch (e) { return [e.name, e.code, e.message]; }',
+    );
+    expect(result.value).toEqual({
+      logs: [],
+      value: ['ToolError', 'FILE_NOT_FOUND', '/x does not exist; list the directory first.'],
+    });
   });
 
   it('an inner call denied by policy reaches the program as DENIED and the outer result still renders', async () => {
     const s = setup(isolates);
     const grep = sleeper('grep', true, 1);
     s.scope.register(grep.definition);
-    s.scope.on('tools/pre-execute', (call) => (call.name === 'grep' ? { kind: 'deny', reason: 'grep is off for this agent' } : undefined));
-    const result = await run(s, 'try { await tools.grep({ key: "k" }); } catch (e) { console.log(e.code + ": " + e.message); }\nreturn "after";');
+    s.scope.on('tools/pre-execute', (call) =>
+      call.name === 'grep' ? { kind: 'deny', reason: 'grep is off for this agent' } : undefined,
+    );
+    const result = await run(
+      s,
+      'try { await tools.grep({ key: "k" }); } catch (e) { console.log(e.code + ": " + e.message); }\nreturn "after";',
+    );
     expect(result.ok).toBe(true);
     expect(textOf(result.content)).toBe('DENIED: grep is off for this agent\nafter');
     expect(grep.stats.calls).toBe(0);
@@ -119,7 +140,10 @@ describe('run_code programs', () => {
     const s = setup(isolates);
     s.scope.register(screenshot);
     s.scope.register(sleeper('grep', true, 1).definition);
-    const result = await run(s, 'await tools.grep({ key: "k" });\nconst shot = await tools.screenshot({ page: "home" });\nconsole.log(shot.bytes);\nreturn "ok";');
+    const result = await run(
+      s,
+      'await tools.grep({ key: "k" });\nconst shot = await tools.screenshot({ page: "home" });\nconsole.log(shot.bytes);\nreturn "ok";',
+    );
     expect(result.ok).toBe(true);
     expect(result.content).toEqual([
       { type: 'text', text: '4\nok' },
@@ -142,8 +166,14 @@ describe('run_code programs', () => {
     const s = setup(isolates);
     s.scope.register(sleeper('grep', true, 1).definition);
     s.scope.register(missing);
-    await run(s, 'await tools.grep({ key: "k" });\ntry { await tools.read({ path: "/y" }); } catch {}\nreturn 1;', 'outer-7');
-    const events = s.log.list(agent.sessionId).map((e) => [e.type, e.surface, e.callId, e.parentCallId ?? null, (e.data as { name: string }).name]);
+    await run(
+      s,
+      'await tools.grep({ key: "k" });\ntry { await tools.read({ path: "/y" }); } catch {}\nreturn 1;',
+      'outer-7',
+    );
+    const events = s.log
+      .list(agent.sessionId)
+      .map((e) => [e.type, e.surface, e.callId, e.parentCallId ?? null, (e.data as { name: string }).name]);
     expect(events).toEqual([
       ['tool.call', 'current', 'outer-7', null, 'run_code'],
       ['tool.call', 'log-only', 'outer-7.1', 'outer-7', 'grep'],
@@ -152,21 +182,29 @@ describe('run_code programs', () => {
       ['tool.result', 'log-only', 'outer-7.2', 'outer-7', 'read'],
       ['tool.result', 'current', 'outer-7', null, 'run_code'],
     ]);
-    expect(s.log.list(agent.sessionId)[0]?.data).toMatchObject({ arguments: { description: 'test program' } });
+    expect(s.log.list(agent.sessionId)[0]?.data).toMatchObject({
+      arguments: { description: 'test program' },
+    });
   });
 
   it('a policy denying run_code stops the program before it runs', async () => {
     const s = setup(isolates);
     const grep = sleeper('grep', true, 1);
     s.scope.register(grep.definition);
-    s.scope.on('tools/pre-execute', (call) => (call.name === 'run_code' ? { kind: 'deny', reason: 'Programs are disabled; call tools directly.' } : undefined));
+    s.scope.on('tools/pre-execute', (call) =>
+      call.name === 'run_code'
+        ? { kind: 'deny', reason: 'Programs are disabled; call tools directly.' }
+        : undefined,
+    );
     const result = await run(s, 'console.log("ran"); await tools.grep({ key: "k" });');
     expect(result).toMatchObject({ ok: false, error: { code: 'DENIED' } });
-    expect(result.content).toEqual([{ type: 'text', text: 'Error: Programs are disabled; call tools directly.' }]);
+    expect(result.content).toEqual([
+      { type: 'text', text: 'Error: Programs are disabled; call tools directly.' },
+    ]);
     expect(grep.stats.calls).toBe(0);
   });
 
-  it('a tool outside the agent\'s set has no binding', async () => {
+  it("a tool outside the agent's set has no binding", async () => {
     const s = setup(isolates);
     s.preset.register(sleeper('grep', true, 1).definition);
     s.scope.restrict({ deny: ['grep'] });
@@ -178,16 +216,24 @@ describe('run_code programs', () => {
     const s = setup(isolates);
     s.scope.register(sleeper('grep', true, 1).definition);
     const results = await s.scope.execute(
-      [{ id: 'n1', name: 'grep', arguments: { key: 'native' } }, program('p2', 'return await tools.grep({ key: "coded" });')],
+      [
+        { id: 'n1', name: 'grep', arguments: { key: 'native' } },
+        program('p2', 'return await tools.grep({ key: "coded" });'),
+      ],
       { agent, mode: 'both' },
     );
-    expect(results.map((r) => [r.id, textOf(r.content)])).toEqual([['n1', 'native'], ['p2', 'coded']]);
+    expect(results.map((r) => [r.id, textOf(r.content)])).toEqual([
+      ['n1', 'native'],
+      ['p2', 'coded'],
+    ]);
   });
 
   it('a program over its deadline fails as timeout with what it printed so far', async () => {
     const s = setup(isolates, { limits: { wallMs: 300 } });
     const result = await run(s, 'console.log("spinning");\nwhile (true) {}');
-    expect(textOf(result.content)).toMatch(/^Error: code run failed \(timeout\): .+\nCaptured output:\nspinning$/s);
+    expect(textOf(result.content)).toMatch(
+      /^Error: code run failed \(timeout\): .+\nCaptured output:\nspinning$/s,
+    );
     expect(result.error).toMatchObject({ code: 'CODE_RUN_FAILED', data: { kind: 'timeout' } });
   });
 
@@ -197,7 +243,10 @@ describe('run_code programs', () => {
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 150);
     const started = performance.now();
-    const [result] = await s.scope.execute([program('p9', 'await tools.slow({ key: "k" });\nreturn "never";')], { agent, mode: 'code', signal: controller.signal });
+    const [result] = await s.scope.execute(
+      [program('p9', 'await tools.slow({ key: "k" });\nreturn "never";')],
+      { agent, mode: 'code', signal: controller.signal },
+    );
     expect(performance.now() - started).toBeLessThan(3_000);
     expect(result?.ok).toBe(false);
     expect(textOf(result?.content ?? [])).toMatch(/^Error: code run failed \(aborted\): /);

@@ -27,7 +27,9 @@ describe('code-mode surface', () => {
     expect(surface.map((s) => s.name)).toEqual(['run_code']);
     const [runCode] = surface;
     expect(runCode?.parameters).toMatchObject({ type: 'object', required: ['code', 'description'] });
-    expect(Object.keys((runCode?.parameters as { properties: object }).properties)).toEqual(['code', 'description']);
+    expect(
+      Object.keys((runCode?.parameters as { properties?: object } | undefined)?.properties ?? {}),
+    ).toEqual(['code', 'description']);
     // The non-identifier name is bound to a valid identifier; the SDK declares both tools with their docs.
     expect(runCode?.description).toContain('declare const tools');
     expect(runCode?.description).toContain('Read a file from the workspace.');
@@ -60,7 +62,13 @@ describe('code-mode surface', () => {
     expect(cache.get([a, readFile])).toBe(first);
     expect(cache.get([sleeper('a', true).definition, readFile])).toBe(first); // same content, new objects
     expect(cache.get([readFile, a])).not.toBe(first); // order is part of the text
-    const changed = defineTool({ ...readFile, name: 'read-file', description: 'Read a file, differently.', parameters: v.object({ path: v.string() }), output: { schema: v.string() }, execute: () => '' });
+    const changed = defineTool({
+      name: 'read-file',
+      description: 'Read a file, differently.',
+      parameters: v.object({ path: v.string() }),
+      output: { schema: v.string() },
+      execute: () => '',
+    });
     expect(cache.get([a, changed]).description).toContain('Read a file, differently.');
   });
 });
