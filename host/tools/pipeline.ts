@@ -6,15 +6,17 @@
 // call's content is exactly `Error: <message>`; cancellation before the body is
 // ABORTED_BEFORE_DISPATCH, after the body started it replaces only a successful outcome (ABORTED);
 // denials, wrapper and tool failures, post-policy failures and TOOL_TIMEOUT stay as they are.
-import { isSandboxError, messageOf } from '../errors.ts';
+import { messageOf } from '../errors.ts';
 import type { EventLog } from '../store/types.ts';
 import type { Approvals } from './approvals.ts';
 import { callEvent, resultEvent, tryAppend } from './call-log.ts';
 import { errorContent, isContent } from './content.ts';
 import { createGate, type Gate } from './gate.ts';
-import type { CallView, Decision, ExecuteView, Outcome } from './hooks.ts';
+import type { CallView, ExecuteView, Outcome } from './hooks.ts';
 import { chainsOf, dispatchOf, type Layer, type RegistryState, visibleOf } from './layers.ts';
+import { beforeDispatch, fail, failed, toToolError, unknownTool } from './outcomes.ts';
 import type { Registration, ResolvedToolSet } from './resolved-set.ts';
+import { decide, postExecute } from './stages.ts';
 import type {
   AgentScope,
   ExecContext,
@@ -55,12 +57,6 @@ interface InternalView extends ExecuteView {
   readonly callerSignal: AbortSignal;
   started: boolean;
 }
-
-const fail = (code: ToolError['code'], message: string, userReason?: string): ToolError =>
-  userReason === undefined ? { code, message } : { code, message, userReason };
-
-const unknownTool = (name: string): ToolError =>
-  fail('UNKNOWN_TOOL', `Unknown tool "${name}"; call one of the tools listed for this agent.`);
 
 /** The execution lookup: the set's admitted registration, or why the name cannot run now. */
 export const lookup = (env: CallEnv, name: string): Registration | ToolError => {
@@ -129,25 +125,6 @@ export const prepare = (
   }
   return { call, parentCallId, registration, definition, args, failure, version, safe };
 };
-
-/** Maps anything a body or wrapper threw to structured detail; the signal tells cancellation apart. */
-const toToolError = (error: unknown, signal: AbortSignal, name: string): ToolError => {
-  if (isSandboxError(error)) {
-    const userReason = error.data?.userReason;
-    return fail(error.code, error.message, typeof userReason === 'string' ? userReason : undefined);
-  }
-  if (
-    signal.aborted &&
-    (error === signal.reason || (error instanceof Error && error.name === 'AbortError'))
-  ) {
-    const reason: unknown = signal.reason;
-    if (isSandboxError(reason)) return fail(reason.code, reason.message);
-    return fail('ABORTED', `Tool ${name} was cancelled.`);
-  }
-  return fail('TOOL_FAILED', messageOf(error));
-};
-
-const failed = (error: ToolError): Outcome => ({ ok: false, error });
 
 /** The innermost dispatch: the tool body, then output validation, render and projectContent. */
 export const runBody = async (outer: ExecuteView): Promise<Outcome> => {
@@ -221,92 +198,6 @@ const stale = (env: CallEnv, prepared: Prepared): ToolError | undefined => {
   return found === prepared.registration
     ? undefined
     : fail('UNKNOWN_TOOL', `Tool ${prepared.call.name} changed before the call started; call it again.`);
-};
-
-const beforeDispatch = (name: string): ToolError =>
-  fail('ABORTED_BEFORE_DISPATCH', `The call to ${name} was cancelled before it started.`);
-
-const decide = async (env: CallEnv, prepared: Prepared, view: CallView): Promise<ToolError | undefined> => {
-  const chains = chainsOf(env.state, env.layer);
-  const name = prepared.call.name;
-  let decision: Decision = { kind: 'allow' };
-  for (const listener of chains.pre) {
-    try {
-      decision = (await listener(view, decision)) ?? decision;
-    } catch (error) {
-      // Fail closed: a policy that cannot decide does not let the call through.
-      return fail('DENIED', `A policy check for ${name} failed (${messageOf(error)}); the call was not run.`);
-    }
-  }
-  if (decision.kind === 'deny')
-    return fail('DENIED', decision.reason || `Tool ${name} is not allowed by policy.`, decision.userReason);
-  for (const guard of chains.guards) {
-    let reason: ReturnType<typeof guard>;
-    try {
-      reason = guard(view);
-    } catch (error) {
-      reason = `a guard failed (${messageOf(error)})`;
-    }
-    if (reason) return fail('DENIED', reason);
-  }
-  if (decision.kind === 'ask') {
-    if (env.signal.aborted) return beforeDispatch(name);
-    if (env.approvals === undefined) {
-      return fail(
-        'DENIED',
-        `Tool ${name} needs approval (${decision.reason}) but no approver is configured for this agent.`,
-      );
-    }
-    try {
-      const answer = await env.approvals.request({
-        sessionId: env.agent.sessionId,
-        callId: prepared.call.id,
-        toolName: name,
-        arguments: prepared.args,
-        reason: decision.reason,
-        signal: env.signal,
-      });
-      if (!answer.allow)
-        return fail('DENIED', `Tool ${name} was not approved${answer.reason ? `: ${answer.reason}` : '.'}`);
-    } catch (error) {
-      if (env.signal.aborted) return beforeDispatch(name);
-      return fail(
-        'DENIED',
-        `The approval request for ${name} failed (${messageOf(error)}); the call was not run.`,
-      );
-    }
-  }
-  return undefined;
-};
-
-const postExecute = async (env: CallEnv, view: CallView, first: Outcome): Promise<Outcome> => {
-  let outcome = first;
-  for (const listener of chainsOf(env.state, env.layer).post) {
-    let action: Awaited<ReturnType<typeof listener>>;
-    try {
-      action = await listener(view, outcome);
-    } catch (error) {
-      return failed(
-        fail('TOOL_FAILED', `A post-execute policy for ${view.name} failed: ${messageOf(error)}`),
-      );
-    }
-    if (action === undefined) continue;
-    if (action.kind === 'block') {
-      outcome = failed(fail('DENIED', action.feedback, action.userReason));
-    } else if (outcome.ok) {
-      const content: unknown =
-        action.kind === 'replace'
-          ? (action.content ?? outcome.content)
-          : [...outcome.content, ...action.contexts];
-      if (!isContent(content))
-        return failed(
-          fail('TOOL_FAILED', `A post-execute policy for ${view.name} produced invalid content.`),
-        );
-      const value = action.kind === 'replace' && action.value !== undefined ? action.value : outcome.value;
-      outcome = { ok: true, value, content };
-    }
-  }
-  return outcome;
 };
 
 const settle = (

@@ -1,0 +1,34 @@
+// How failures are expressed: the one constructor of ToolError, the stock messages the model reads,
+// and the mapping from anything thrown to a stable code (a SandboxError keeps its own; an abort
+// keeps its SandboxError reason, else ABORTED; anything else is TOOL_FAILED with its message).
+import { isSandboxError, messageOf } from '../errors.ts';
+import type { Outcome } from './hooks.ts';
+import type { ToolError } from './types.ts';
+
+export const fail = (code: ToolError['code'], message: string, userReason?: string): ToolError =>
+  userReason === undefined ? { code, message } : { code, message, userReason };
+
+export const unknownTool = (name: string): ToolError =>
+  fail('UNKNOWN_TOOL', `Unknown tool "${name}"; call one of the tools listed for this agent.`);
+
+export const beforeDispatch = (name: string): ToolError =>
+  fail('ABORTED_BEFORE_DISPATCH', `The call to ${name} was cancelled before it started.`);
+
+/** Maps anything a body or wrapper threw to structured detail; the signal tells cancellation apart. */
+export const toToolError = (error: unknown, signal: AbortSignal, name: string): ToolError => {
+  if (isSandboxError(error)) {
+    const userReason = error.data?.userReason;
+    return fail(error.code, error.message, typeof userReason === 'string' ? userReason : undefined);
+  }
+  if (
+    signal.aborted &&
+    (error === signal.reason || (error instanceof Error && error.name === 'AbortError'))
+  ) {
+    const reason: unknown = signal.reason;
+    if (isSandboxError(reason)) return fail(reason.code, reason.message);
+    return fail('ABORTED', `Tool ${name} was cancelled.`);
+  }
+  return fail('TOOL_FAILED', messageOf(error));
+};
+
+export const failed = (error: ToolError): Outcome => ({ ok: false, error });
