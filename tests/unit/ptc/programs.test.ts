@@ -112,6 +112,21 @@ describe('run_code programs', () => {
     expect(grep.stats.calls).toBe(0);
   });
 
+  it('a tool without a canonical value gives the program its text content', async () => {
+    const s = setup(isolates);
+    s.scope.register(
+      defineTool({
+        name: 'touch',
+        description: 'Touch a file.',
+        parameters: v.object({}),
+        output: { schema: v.undefined(), render: () => [{ type: 'text', text: 'touched' }] },
+        execute: () => undefined,
+      }),
+    );
+    const result = await run(s, 'return await tools.touch({});');
+    expect(result.value).toEqual({ logs: [], value: 'touched' });
+  });
+
   it('invalid arguments to a binding are caught like any tool error', async () => {
     const s = setup(isolates);
     s.scope.register(sleeper('grep', true, 1).definition);
