@@ -1,0 +1,94 @@
+// HTTP cost of the control plane: a one-call batch sent over real HTTP on 127.0.0.1 versus the same
+// call made in-process through the agent service, in the same run, against the same agent.
+// Run: node --no-node-snapshot bench/http.ts            (memory sandbox: isolates the HTTP cost)
+//      BENCH_DOCKER=1 node --no-node-snapshot bench/http.ts   (also on a real container; needs DSH_SANDBOX_IMAGE)
+// Figures: median per-call time over rounds of sequential calls, and the ratio HTTP / in-process.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from '../host/config.ts';
+import type { IsolateHost } from '../host/isolates/index.ts';
+import { createMemoryProvider } from '../host/sandbox/memory/provider.ts';
+import type { SandboxProvider } from '../host/sandbox/types.ts';
+import { startServer } from '../host/serve.ts';
+import { openStore } from '../host/store/index.ts';
+import { assembleAgents } from '../host/agents/assemble.ts';
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
+const CALLS = Number(process.env.BENCH_CALLS ?? 300);
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)] as number;
+};
+
+// No programs run here; the bench needs no isolate workers.
+const noIsolates = { run: async () => { throw new Error('unused'); }, workerPids: () => [], close: async () => {} } as unknown as IsolateHost;
+
+const measure = async (label: string, sandboxes: SandboxProvider): Promise<void> => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'dsh-bench-http-'));
+  const store = openStore({ dataDir });
+  const config = loadConfig({ host: '127.0.0.1', port: 0, dataDir, tenantConcurrency: 1000 }, {});
+  const server = await startServer(config, { sandboxes, isolates: noIsolates, store, log: () => {} });
+  // The in-process path uses its own service over the same store and provider: same agent, same pipeline.
+  const { agents } = assembleAgents({ store, sandboxes });
+  try {
+    const { apiKey, id: tenantId } = store.tenants.createTenant('bench');
+    const res = await fetch(`${server.url}/v1/agents`, { method: 'POST', headers: { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' }, body: '{}' });
+    const agentId = ((await res.json()) as { id: string }).id;
+    const agent = agents.get(tenantId, agentId);
+    const write = await agents.call(agent, [{ id: 'w', name: 'write', arguments: { file_path: 'bench.txt', content: 'x'.repeat(1000) } }], { signal: new AbortController().signal });
+    if (!write[0]?.ok) throw new Error(`setup failed: ${JSON.stringify(write[0])}`);
+    const call = { id: 'r', name: 'read', arguments: { file_path: 'bench.txt' } };
+    const body = JSON.stringify({ calls: [call] });
+    const headers = { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' };
+    const viaHttp = async () => {
+      const r = await fetch(`${server.url}/v1/agents/${agentId}/calls`, { method: 'POST', headers, body });
+      const json = (await r.json()) as { results: { ok: boolean }[] };
+      if (!json.results[0]?.ok) throw new Error('http call failed');
+    };
+    const inProcess = async () => {
+      const [result] = await agents.call(agent, [call], { signal: new AbortController().signal });
+      if (!result?.ok) throw new Error('in-process call failed');
+    };
+    const n = label === 'docker' ? Math.min(CALLS, 100) : CALLS;
+    for (let i = 0; i < 30; i++) {
+      await viaHttp();
+      await inProcess();
+    }
+    const httpMs: number[] = [];
+    const localMs: number[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      let t = performance.now();
+      for (let i = 0; i < n; i++) await inProcess();
+      localMs.push((performance.now() - t) / n);
+      t = performance.now();
+      for (let i = 0; i < n; i++) await viaHttp();
+      httpMs.push((performance.now() - t) / n);
+    }
+    const h = median(httpMs);
+    const l = median(localMs);
+    process.stdout.write(
+      `${label.padEnd(7)} one-call batch (read 1 KB): in-process ${(l * 1000).toFixed(0)} µs, HTTP ${(h * 1000).toFixed(0)} µs, ` +
+        `HTTP adds ${((h - l) * 1000).toFixed(0)} µs, ratio ${(h / l).toFixed(2)}x (median of ${ROUNDS} rounds × ${n} calls)\n`,
+    );
+    await agents.delete(tenantId, agentId).catch(() => undefined);
+  } finally {
+    await server.close();
+    store.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+};
+
+await measure('memory', createMemoryProvider());
+if (process.env.BENCH_DOCKER === '1') {
+  const image = process.env.DSH_SANDBOX_IMAGE;
+  if (!image) throw new Error('BENCH_DOCKER=1 needs DSH_SANDBOX_IMAGE');
+  const { createDockerProvider } = await import('../host/sandbox/docker/index.ts');
+  const provider = createDockerProvider({ image, prefix: `dshbench${process.pid}`, idleMs: 0 });
+  try {
+    await measure('docker', provider);
+  } finally {
+    await provider.close();
+  }
+}
