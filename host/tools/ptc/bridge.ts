@@ -36,7 +36,11 @@ const callNumber = (parentId: string, innerId: string): number => {
   return Number.isSafeInteger(n) ? n : 0;
 };
 
-export const createBridge = (sdk: CodeModeSdk, definitions: readonly ToolDefinition[], exec: ExecContext): ProgramBridge => {
+export const createBridge = (
+  sdk: CodeModeSdk,
+  definitions: readonly ToolDefinition[],
+  exec: ExecContext,
+): ProgramBridge => {
   const byName = new Map(definitions.map((d) => [d.name, d]));
   const toolOf = new Map<string, string>();
   const definitionOf = new Map<string, ToolDefinition>();
@@ -50,8 +54,13 @@ export const createBridge = (sdk: CodeModeSdk, definitions: readonly ToolDefinit
 
   const onCall: CallHandler = async (binding, args, signal) => {
     const tool = toolOf.get(binding);
-    if (tool === undefined) throw new SandboxError('UNKNOWN_TOOL', `tools.${binding} is not available in this program.`);
-    if (signal.aborted) throw new SandboxError('ABORTED_BEFORE_DISPATCH', `The call to ${tool} was cancelled before it started.`);
+    if (tool === undefined)
+      throw new SandboxError('UNKNOWN_TOOL', `tools.${binding} is not available in this program.`);
+    if (signal.aborted)
+      throw new SandboxError(
+        'ABORTED_BEFORE_DISPATCH',
+        `The call to ${tool} was cancelled before it started.`,
+      );
     const result = await exec.callTool(tool, args);
     if (!result.ok) {
       const error = result.error ?? { code: 'TOOL_FAILED' as const, message: `${tool} failed.` };

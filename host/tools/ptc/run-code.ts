@@ -5,7 +5,7 @@
 // `Error: ` prefix, reads `Error: code run failed (<kind>): <message>[\nCaptured output:\n<lines>]`.
 import * as v from 'valibot';
 import { SandboxError } from '../../errors.ts';
-import { renderOutcome, type FailureKind } from '../../isolates/index.ts';
+import { type FailureKind, renderOutcome } from '../../isolates/index.ts';
 import { defineTool } from '../define.ts';
 import { RESERVED_NAME } from '../layers.ts';
 import type { ContentPart, ExecContext, JsonValue, ToolDefinition, ToolSchema } from '../types.ts';
@@ -25,7 +25,10 @@ export interface RunCodeValue {
 }
 
 /** What run_code's body returns: the canonical value, and images kept out of it for the content. */
-export type RunCodeBody = (args: RunCodeArgs, exec: ExecContext) => Promise<{ value: RunCodeValue; images: SubImage[] }>;
+export type RunCodeBody = (
+  args: RunCodeArgs,
+  exec: ExecContext,
+) => Promise<{ value: RunCodeValue; images: SubImage[] }>;
 
 const base = defineTool({
   name: RESERVED_NAME,
@@ -34,7 +37,9 @@ const base = defineTool({
   output: {
     // The value came out of JSON.parse in the isolate host, so it is JSON by construction.
     schema: v.object({ logs: v.array(v.string()), value: v.optional(v.custom<JsonValue>(() => true)) }),
-    render: (_args, value) => [{ type: 'text', text: renderOutcome({ ok: true, logs: value.logs, value: value.value }) }],
+    render: (_args, value) => [
+      { type: 'text', text: renderOutcome({ ok: true, logs: value.logs, value: value.value }) },
+    ],
   },
   execute: () => {
     throw new SandboxError('INTERNAL', 'run_code runs only through the PTC executor.');
@@ -42,7 +47,11 @@ const base = defineTool({
 });
 
 /** The one schema code mode shows, with the SDK-bearing description. */
-export const runCodeSchema = (description: string): ToolSchema => ({ name: RESERVED_NAME, description, parameters: base.parameters });
+export const runCodeSchema = (description: string): ToolSchema => ({
+  name: RESERVED_NAME,
+  description,
+  parameters: base.parameters,
+});
 
 /** The message a failed run throws; the pipeline prefixes it with `Error: `. */
 export const failureMessage = (kind: FailureKind, message: string, logs: readonly string[]): string =>
@@ -57,7 +66,11 @@ export const imageContext = (images: readonly SubImage[], max: number): ContentP
   for (const image of images.slice(0, max)) {
     out.push({ type: 'text', text: `Image from ${image.tool} (call ${image.call}):` }, image.part);
   }
-  if (images.length > max) out.push({ type: 'text', text: `(${images.length - max} more images from tool calls were not attached)` });
+  if (images.length > max)
+    out.push({
+      type: 'text',
+      text: `(${images.length - max} more images from tool calls were not attached)`,
+    });
   return out;
 };
 
@@ -65,7 +78,10 @@ export const imageContext = (images: readonly SubImage[], max: number): ContentP
  * run_code for one batch: `body` runs the program. Images travel beside the value, keyed by the
  * call's frozen arguments object (the pipeline passes the same one to execute and projectContent).
  */
-export const runCodeDefinition = (body: RunCodeBody, maxImages: number): ToolDefinition<RunCodeArgs, RunCodeValue> => {
+export const runCodeDefinition = (
+  body: RunCodeBody,
+  maxImages: number,
+): ToolDefinition<RunCodeArgs, RunCodeValue> => {
   const images = new WeakMap<object, SubImage[]>();
   return Object.freeze({
     ...base,

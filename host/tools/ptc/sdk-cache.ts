@@ -2,7 +2,7 @@
 // the surface and running a batch over the same tools generate it once. Keyed by each definition's
 // name, description and schemas (in order), so a re-registered tool with the same schemas hits and a
 // changed schema misses. Invariant: a hit returns exactly what generateSdk would return for the list.
-import { generateSdk, runCodeDescription, type NameBinding } from '../../../sdk-gen/index.ts';
+import { generateSdk, type NameBinding, runCodeDescription } from '../../../sdk-gen/index.ts';
 import { RESERVED_NAME } from '../layers.ts';
 import type { ToolDefinition } from '../types.ts';
 
@@ -23,7 +23,12 @@ const keys = new WeakMap<ToolDefinition, string>();
 const keyOf = (definition: ToolDefinition): string => {
   let key = keys.get(definition);
   if (key === undefined) {
-    key = JSON.stringify([definition.name, definition.description, definition.parameters, definition.outputSchema ?? null]);
+    key = JSON.stringify([
+      definition.name,
+      definition.description,
+      definition.parameters,
+      definition.outputSchema ?? null,
+    ]);
     keys.set(definition, key);
   }
   return key;
@@ -47,7 +52,12 @@ export const createSdkCache = (size = 32): SdkCache => {
         return hit;
       }
       const sdk = generateSdk(
-        tools.map((d) => ({ name: d.name, description: d.description, parameters: d.parameters, output: d.outputSchema })),
+        tools.map((d) => ({
+          name: d.name,
+          description: d.description,
+          parameters: d.parameters,
+          output: d.outputSchema,
+        })),
       );
       const entry: CodeModeSdk = Object.freeze({
         description: runCodeDescription(sdk.declarations),
