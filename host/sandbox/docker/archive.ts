@@ -8,11 +8,14 @@
 import { SandboxError } from '../../errors.ts';
 import { relativeTo } from '../paths.ts';
 import { packEntries, readUpload, type PackEntry } from '../tar.ts';
-import type { SandboxArchive, SandboxFs } from '../types.ts';
+import type { Sandbox, SandboxArchive, SandboxFs } from '../types.ts';
+
+/** One write or read through sandboxd carries at most this much (a frame holds 12 MiB of binary). */
+export const CHUNK_BYTES = 8 * 1024 * 1024;
 
 export interface ArchiveOptions {
-  /** The live fs (through sandboxd) of the sandbox, fetched per operation. */
-  fs: () => Promise<SandboxFs>;
+  /** The live session (through sandboxd) of the sandbox, fetched per operation. */
+  live: () => Promise<{ fs: SandboxFs; exec: Sandbox['exec'] }>;
   /** Confines a path (paths.ts). */
   resolve: (path: string) => string;
   /** Largest download in bytes. Default 1 GiB. */
@@ -26,7 +29,7 @@ export const createContainerArchive = (options: ArchiveOptions): SandboxArchive 
       const dir = options.resolve(path);
       // Validate everything first: a hostile archive writes nothing.
       const entries = await readUpload(tar, opts.maxBytes === undefined ? {} : { maxBytes: opts.maxBytes });
-      const fs = await options.fs();
+      const { fs, exec } = await options.live();
       if ((await fs.exists(dir)) && (await fs.stat(dir)).type !== 'directory') {
         throw new SandboxError('NOT_A_DIRECTORY', `Upload target ${dir} is not a directory.`, { data: { path: dir } });
       }
@@ -37,7 +40,7 @@ export const createContainerArchive = (options: ArchiveOptions): SandboxArchive 
         const target = options.resolve(e.name === '' ? dir : `${dir}/${e.name}`);
         if (e.type === 'directory') await fs.mkdir(target, { recursive: true });
         else {
-          await fs.writeFile(target, e.data ?? Buffer.alloc(0), { mode: e.mode });
+          await writeLarge(fs, exec, target, e.data ?? Buffer.alloc(0), e.mode);
           files++;
           bytes += e.data?.length ?? 0;
         }
@@ -46,7 +49,7 @@ export const createContainerArchive = (options: ArchiveOptions): SandboxArchive 
     },
     async download(path) {
       const abs = options.resolve(path);
-      const fs = await options.fs();
+      const { fs } = await options.live();
       const top = await fs.stat(abs);
       if (top.type !== 'file' && top.type !== 'directory') {
         throw new SandboxError('NOT_A_FILE', `${abs} is a ${top.type}; only files and directories can be downloaded.`, { data: { path: abs } });
@@ -70,7 +73,13 @@ export const createContainerArchive = (options: ArchiveOptions): SandboxArchive 
         const st = await fs.stat(p);
         total += st.size;
         if (total > maxDownload) throw new SandboxError('FILE_TOO_LARGE', `Download of ${abs} exceeds ${maxDownload} bytes; download a smaller directory.`);
-        const data = st.size === 0 ? Buffer.alloc(0) : await fs.readFile(p, { offset: 0, length: st.size });
+        const parts: Buffer[] = [];
+        for (let offset = 0; offset < st.size; offset += CHUNK_BYTES) {
+          const part = await fs.readFile(p, { offset, length: Math.min(CHUNK_BYTES, st.size - offset) });
+          parts.push(part);
+          if (part.length === 0) break; // the file shrank meanwhile
+        }
+        const data = Buffer.concat(parts);
         return { name: relativeTo(base, p), type: 'file', mode: st.mode, mtimeMs: st.mtimeMs, data };
       }
       async function* all(): AsyncGenerator<PackEntry> {
@@ -80,4 +89,29 @@ export const createContainerArchive = (options: ArchiveOptions): SandboxArchive 
       return packEntries(all());
     },
   };
+};
+
+/**
+ * Write a file of any size through sandboxd. Small files are one writeFile; a larger one is appended
+ * in base64 chunks by a shell that sandboxd runs as the agent user (so it can do no more than the
+ * agent itself), into a fresh name beside the target, then renamed into place by sandboxd.
+ */
+const writeLarge = async (fs: SandboxFs, exec: Sandbox['exec'], target: string, data: Buffer, mode: number): Promise<void> => {
+  if (data.length <= CHUNK_BYTES) return fs.writeFile(target, data, { mode });
+  const temp = `${target}.dsh-upload-${process.pid}-${Date.now()}`;
+  await fs.writeFile(temp, data.subarray(0, CHUNK_BYTES), { mode });
+  try {
+    for (let offset = CHUNK_BYTES; offset < data.length; offset += CHUNK_BYTES) {
+      const r = await exec('base64 -d >> "$DSH_UPLOAD_TARGET"', {
+        env: { DSH_UPLOAD_TARGET: temp },
+        stdin: data.subarray(offset, offset + CHUNK_BYTES).toString('base64'),
+        timeoutMs: 120_000,
+      });
+      if (r.exitCode !== 0) throw new SandboxError('SANDBOX_UNAVAILABLE', `Writing ${target} failed: ${r.stderr.trim() || `exit ${r.exitCode}`}`, { data: { path: target } });
+    }
+    await fs.rename(temp, target);
+  } catch (e) {
+    await fs.remove(temp).catch(() => {});
+    throw e;
+  }
 };

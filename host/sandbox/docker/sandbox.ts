@@ -48,7 +48,7 @@ export const createSandboxHandle = (o: HandleOptions): Sandbox => {
     agentId: o.agentId,
     fs: sandboxFs,
     jobs: jobs as unknown as SandboxJobs,
-    archive: createContainerArchive({ fs: async () => (await o.live()).fs, resolve: o.resolve }),
+    archive: createContainerArchive({ live: o.live, resolve: o.resolve }),
     exec: async (command, options) => {
       if (options?.cwd !== undefined) o.resolve(options.cwd);
       return (await o.live()).exec(command, options);

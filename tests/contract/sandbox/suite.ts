@@ -26,18 +26,16 @@ export const codeOf = async (p: Promise<unknown>): Promise<string | undefined> =
   return undefined;
 };
 
-type TarEntry = { name: string; type?: 'file' | 'directory' | 'symlink' | 'link' | 'fifo'; body?: string; linkname?: string };
+type TarEntry = { name: string; type?: 'file' | 'directory' | 'symlink' | 'link' | 'fifo'; body?: string | Buffer; linkname?: string };
 
 /** Build an (optionally hostile) tar in memory. */
 export const makeTar = async (entries: TarEntry[]): Promise<Readable> => {
   const p = pack();
+  // Entries are queued without waiting: a large body only drains once the stream is read.
   for (const e of entries) {
-    await new Promise<void>((resolve, reject) => {
-      const header = { name: e.name, type: e.type ?? 'file', mode: e.type === 'directory' ? 0o755 : 0o644, ...(e.linkname ? { linkname: e.linkname } : {}) };
-      const cb = (err?: Error | null) => (err ? reject(err) : resolve());
-      if ((e.type ?? 'file') === 'file') p.entry(header, e.body ?? '', cb);
-      else p.entry(header, cb);
-    });
+    const header = { name: e.name, type: e.type ?? 'file', mode: e.type === 'directory' ? 0o755 : 0o644, ...(e.linkname ? { linkname: e.linkname } : {}) };
+    if ((e.type ?? 'file') === 'file') p.entry(header, e.body ?? '');
+    else p.entry(header);
   }
   p.finalize();
   return Readable.from(p);
