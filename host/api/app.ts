@@ -97,11 +97,9 @@ export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
   });
   app.route('/', tenantRoutes(deps.store.tenants, deps.adminKey));
 
-  app.use('/v1/agents', tenantAuth(deps.store.tenants));
+  // `/v1/agents/*` matches `/v1/agents` itself too: one registration, so one slot per request.
   app.use('/v1/agents/*', tenantAuth(deps.store.tenants));
-  const limiter = createTenantLimiter(limits.tenantConcurrency);
-  app.use('/v1/agents', tenantConcurrency(limiter));
-  app.use('/v1/agents/*', tenantConcurrency(limiter));
+  app.use('/v1/agents/*', tenantConcurrency(createTenantLimiter(limits.tenantConcurrency)));
   app.route('/', agentRoutes(deps.agents));
   app.route('/', callRoutes(deps.agents, limits.callTimeoutMs));
   app.route('/', eventRoutes(deps.agents, deps.store.events, lifecycle));

@@ -15,6 +15,7 @@ const CODE_BY_STATUS: Record<number, ErrorCode> = {
   413: 'PAYLOAD_TOO_LARGE',
   429: 'RATE_LIMITED',
   503: 'SHUTTING_DOWN',
+  504: 'REQUEST_TIMEOUT',
 };
 
 export const errorBody = (code: string, message: string) => ({ error: { code, message } });
