@@ -43,12 +43,16 @@ export const startServer = async (options: ServerOptions) => {
   const inflight = new Map<number, AbortController>();
   const drainWaiters: Array<() => void> = [];
 
+  let waitingForDrain = false;
   const write = (frame: Buffer): boolean => {
     const ok = output.write(frame);
-    if (!ok)
+    if (!ok && !waitingForDrain) {
+      waitingForDrain = true;
       output.once('drain', () => {
+        waitingForDrain = false;
         for (const fn of drainWaiters.splice(0)) fn();
       });
+    }
     return ok;
   };
   const send = (forSession: number, message: object): boolean => {

@@ -22,7 +22,7 @@ export interface ConnectSandboxdOptions {
   timeoutMs?: number;
   /** Default per-call deadline for file operations. Default 60000. */
   callTimeoutMs?: number;
-  /** Largest read without an explicit `length`, and the cap on any read. Default 10 MiB. */
+  /** Largest read without an explicit `length`, and the cap on any read. Default 10 MiB; at most one frame's MAX_BINARY_BYTES. */
   maxReadBytes?: number;
   /** Cap per stream on exec output kept (and streamed). Default 1 MiB. */
   maxOutputBytes?: number;
@@ -62,7 +62,7 @@ export const connectSandboxd = async (options: ConnectSandboxdOptions): Promise<
   const resolve = createResolver(options.root ?? '/workspace');
   const root = resolve('.');
   const callTimeoutMs = options.callTimeoutMs ?? 60_000;
-  const maxReadBytes = options.maxReadBytes ?? 10 * 1024 * 1024;
+  const maxReadBytes = Math.min(options.maxReadBytes ?? 10 * 1024 * 1024, MAX_BINARY_BYTES);
   const maxOutputBytes = options.maxOutputBytes ?? 1024 * 1024;
   const conn = await openConnection({
     input: options.input,

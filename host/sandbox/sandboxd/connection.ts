@@ -279,6 +279,14 @@ export const openConnection = (options: OpenOptions): Promise<Connection> => {
       fail(new SandboxError('SANDBOX_UNAVAILABLE', 'The sandboxd connection was closed by the host.')),
   };
 
+  if (input.readableEnded || input.destroyed || output.writableEnded || output.destroyed) {
+    return Promise.reject(
+      new SandboxError(
+        'SANDBOX_UNAVAILABLE',
+        'The streams to sandboxd are already closed; re-attach to the sandbox.',
+      ),
+    );
+  }
   return new Promise<Connection>((resolve, reject) => {
     const timer = setTimeout(
       () =>

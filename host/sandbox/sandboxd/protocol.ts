@@ -14,8 +14,8 @@
 export const PROTOCOL_VERSION = 1;
 /** Largest frame body in either direction. */
 export const MAX_FRAME_BYTES = 16 * 1024 * 1024;
-/** Raw bytes that fit in one frame once base64-encoded, with room for the JSON around them. */
-export const MAX_BINARY_BYTES = 12 * 1024 * 1024;
+/** Raw bytes that fit in one frame once base64-encoded (4/3), with 85 KiB left for the JSON around them. */
+export const MAX_BINARY_BYTES = 12 * 1024 * 1024 - 64 * 1024;
 export const RESYNC_BYTE = 0xff;
 export const RESYNC_LENGTH = 8;
 export const RESYNC_MARKER: Buffer = Buffer.alloc(RESYNC_LENGTH, RESYNC_BYTE);

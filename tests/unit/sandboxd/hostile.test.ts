@@ -200,6 +200,16 @@ describe('host client against a hostile sandboxd', () => {
     expect(Date.now() - started).toBeGreaterThanOrEqual(1900);
   });
 
+  it('streams that are already closed are refused at once', async () => {
+    const ended = new PassThrough();
+    ended.end();
+    ended.resume();
+    await new Promise((r) => ended.once('end', r));
+    await expect(
+      connectSandboxd({ input: ended, output: new PassThrough(), root: ROOT }),
+    ).rejects.toMatchObject({ code: 'SANDBOX_UNAVAILABLE' });
+  });
+
   it('a wrong protocol version or root is refused', async () => {
     for (const hello of [
       { v: 2, root: ROOT },
