@@ -6,13 +6,13 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { assembleAgents } from '../host/agents/assemble.ts';
 import { loadConfig } from '../host/config.ts';
 import type { IsolateHost } from '../host/isolates/index.ts';
 import { createMemoryProvider } from '../host/sandbox/memory/provider.ts';
 import type { SandboxProvider } from '../host/sandbox/types.ts';
 import { startServer } from '../host/serve.ts';
 import { openStore } from '../host/store/index.ts';
-import { assembleAgents } from '../host/agents/assemble.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 const CALLS = Number(process.env.BENCH_CALLS ?? 300);
@@ -23,7 +23,13 @@ const median = (xs: number[]): number => {
 };
 
 // No programs run here; the bench needs no isolate workers.
-const noIsolates = { run: async () => { throw new Error('unused'); }, workerPids: () => [], close: async () => {} } as unknown as IsolateHost;
+const noIsolates = {
+  run: async () => {
+    throw new Error('unused');
+  },
+  workerPids: () => [],
+  close: async () => {},
+} as unknown as IsolateHost;
 
 const measure = async (label: string, sandboxes: SandboxProvider): Promise<void> => {
   const dataDir = mkdtempSync(join(tmpdir(), 'dsh-bench-http-'));
@@ -34,10 +40,18 @@ const measure = async (label: string, sandboxes: SandboxProvider): Promise<void>
   const { agents } = assembleAgents({ store, sandboxes });
   try {
     const { apiKey, id: tenantId } = store.tenants.createTenant('bench');
-    const res = await fetch(`${server.url}/v1/agents`, { method: 'POST', headers: { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' }, body: '{}' });
+    const res = await fetch(`${server.url}/v1/agents`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' },
+      body: '{}',
+    });
     const agentId = ((await res.json()) as { id: string }).id;
     const agent = agents.get(tenantId, agentId);
-    const write = await agents.call(agent, [{ id: 'w', name: 'write', arguments: { file_path: 'bench.txt', content: 'x'.repeat(1000) } }], { signal: new AbortController().signal });
+    const write = await agents.call(
+      agent,
+      [{ id: 'w', name: 'write', arguments: { file_path: 'bench.txt', content: 'x'.repeat(1000) } }],
+      { signal: new AbortController().signal },
+    );
     if (!write[0]?.ok) throw new Error(`setup failed: ${JSON.stringify(write[0])}`);
     const call = { id: 'r', name: 'read', arguments: { file_path: 'bench.txt' } };
     const body = JSON.stringify({ calls: [call] });

@@ -47,7 +47,9 @@ const ensureDefaultTenant = (store: Store, config: Config, log: (line: string) =
     const tenant = store.tenants.createTenant('default');
     writeFileSync(keyFile, `${tenant.apiKey}\n`, { mode: 0o600 });
     chmodSync(keyFile, 0o600);
-    log(`created the default tenant ${tenant.id}; its API key (shown once, kept in ${keyFile}):\n  ${tenant.apiKey}`);
+    log(
+      `created the default tenant ${tenant.id}; its API key (shown once, kept in ${keyFile}):\n  ${tenant.apiKey}`,
+    );
   } else if (existsSync(keyFile)) {
     log(`default tenant key: ${keyFile}`);
   }
@@ -55,8 +57,13 @@ const ensureDefaultTenant = (store: Store, config: Config, log: (line: string) =
 
 const defaultProvider = async (config: Config, log: (line: string) => void): Promise<SandboxProvider> => {
   const { createDockerProvider } = await import('./sandbox/docker/index.ts');
-  const image = config.sandboxImage ?? (await import('../scripts/setup/image.ts').then((m) => m.imageInputs())).tag;
-  const provider = createDockerProvider({ image, pool: { size: config.poolSize }, onError: (e) => log(`sandbox: ${String(e)}`) });
+  const image =
+    config.sandboxImage ?? (await import('../scripts/setup/image.ts').then((m) => m.imageInputs())).tag;
+  const provider = createDockerProvider({
+    image,
+    pool: { size: config.poolSize },
+    onError: (e) => log(`sandbox: ${String(e)}`),
+  });
   const adopted = await provider.adopt().catch((e: unknown) => {
     log(`could not list existing sandboxes: ${String(e)}`);
     return [];
@@ -71,7 +78,9 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
   const store = options.store ?? openStore({ dataDir: config.dataDir });
   ensureDefaultTenant(store, config, log);
   const sandboxes = options.sandboxes ?? (await defaultProvider(config, log));
-  const isolates = options.isolates ?? (await import('./isolates/index.ts')).createIsolateHost({ workers: config.isolateWorkers });
+  const isolates =
+    options.isolates ??
+    (await import('./isolates/index.ts')).createIsolateHost({ workers: config.isolateWorkers });
   const metrics = createMetrics();
   const lifecycle = createLifecycle();
   const { agents } = assembleAgents({ store, sandboxes, isolates, observe: observeCalls(metrics) });
@@ -84,10 +93,16 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
     lifecycle,
     isolateWorkers: () => isolates.workerPids().length,
     ...(config.adminKey === undefined ? {} : { adminKey: config.adminKey }),
-    limits: { tenantConcurrency: config.tenantConcurrency, maxUploadBytes: config.maxUploadBytes, callTimeoutMs: config.callTimeoutMs },
+    limits: {
+      tenantConcurrency: config.tenantConcurrency,
+      maxUploadBytes: config.maxUploadBytes,
+      callTimeoutMs: config.callTimeoutMs,
+    },
   });
   const server = await new Promise<Server>((resolve) => {
-    const s = listen({ fetch: app.fetch, hostname: config.host, port: config.port }, () => resolve(s as Server)) as Server;
+    const s = listen({ fetch: app.fetch, hostname: config.host, port: config.port }, () =>
+      resolve(s as Server),
+    ) as Server;
   });
   // Slow clients cannot hold a socket forever while sending a request.
   server.requestTimeout = 60_000;

@@ -8,7 +8,12 @@ import type { IsolateHost } from '../isolates/index.ts';
 import type { SandboxProvider } from '../sandbox/types.ts';
 import type { Store } from '../store/index.ts';
 import { standardSandboxTools, strReplaceEditorTool } from '../tools/builtin/index.ts';
-import { createRegistry, createRequestApprovals, type ToolRegistry, type ToolResult } from '../tools/index.ts';
+import {
+  createRegistry,
+  createRequestApprovals,
+  type ToolRegistry,
+  type ToolResult,
+} from '../tools/index.ts';
 import { createPtcExecutor } from '../tools/ptc/index.ts';
 import { type AgentService, createAgentService } from './service.ts';
 
@@ -33,11 +38,17 @@ export const assembleAgents = (options: AssembleOptions): Assembled => {
   const { store } = options;
   const registry = createRegistry({
     log: store.events,
-    approvals: createRequestApprovals(store.requests, options.approvalTtlMs === undefined ? {} : { ttlMs: options.approvalTtlMs }),
+    approvals: createRequestApprovals(
+      store.requests,
+      options.approvalTtlMs === undefined ? {} : { ttlMs: options.approvalTtlMs },
+    ),
   });
   for (const tool of [...standardSandboxTools(), strReplaceEditorTool]) registry.global.register(tool);
-  timeoutPolicy(options.defaultToolTimeoutMs === undefined ? {} : { defaultMs: options.defaultToolTimeoutMs }).install(registry.global);
-  if (options.isolates !== undefined) registry.global.mount(createPtcExecutor({ isolates: options.isolates }));
+  timeoutPolicy(
+    options.defaultToolTimeoutMs === undefined ? {} : { defaultMs: options.defaultToolTimeoutMs },
+  ).install(registry.global);
+  if (options.isolates !== undefined)
+    registry.global.mount(createPtcExecutor({ isolates: options.isolates }));
   const agents = createAgentService({
     store,
     registry,

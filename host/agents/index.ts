@@ -1,7 +1,8 @@
 // host/agents public entry: the agent service, its registry adapter, presets and types.
-export { createAgentService, type AgentService, type AgentServiceOptions } from './service.ts';
-export { createRegistryRuntime } from './runtime.ts';
+
 export { defaultModeOf, presetAdmits, presetToolNames } from './presets.ts';
 export { defineRemoteTool, REMOTE_TOOL_TIMEOUT_MS } from './remote-tools.ts';
+export { createRegistryRuntime } from './runtime.ts';
+export { type AgentService, type AgentServiceOptions, createAgentService } from './service.ts';
 export type * from './types.ts';
 export { PRESETS } from './types.ts';

@@ -13,7 +13,8 @@ export const trackBatch = (
 ): (() => void) => {
   const ids = new Set(calls.map((c) => c.id));
   return events.subscribe(sessionId, (event) => {
-    if (event.parentCallId !== undefined && ids.has(event.parentCallId) && event.callId !== undefined) ids.add(event.callId);
+    if (event.parentCallId !== undefined && ids.has(event.parentCallId) && event.callId !== undefined)
+      ids.add(event.callId);
     if (event.callId === undefined || !ids.has(event.callId)) return;
     try {
       onEvent(event);

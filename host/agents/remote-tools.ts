@@ -13,13 +13,22 @@ export const REMOTE_TOOL_TIMEOUT_MS = 300_000;
 
 const readAnswer = (name: string, answer: JsonValue | undefined): JsonValue => {
   if (typeof answer !== 'object' || answer === null || Array.isArray(answer)) {
-    throw new SandboxError('TOOL_FAILED', `The client answered the ${name} call with something other than { result } or { error }.`);
+    throw new SandboxError(
+      'TOOL_FAILED',
+      `The client answered the ${name} call with something other than { result } or { error }.`,
+    );
   }
   if (answer.error !== undefined) {
     const error = answer.error;
-    const message = typeof error === 'string' ? error
-      : typeof error === 'object' && error !== null && !Array.isArray(error) && typeof error.message === 'string' ? error.message
-      : `${name} failed in the client`;
+    const message =
+      typeof error === 'string'
+        ? error
+        : typeof error === 'object' &&
+            error !== null &&
+            !Array.isArray(error) &&
+            typeof error.message === 'string'
+          ? error.message
+          : `${name} failed in the client`;
     throw new SandboxError('TOOL_FAILED', message);
   }
   return answer.result ?? null;
@@ -54,7 +63,10 @@ export const defineRemoteTool = (
       }
       if (settled.state === 'answered') return readAnswer(spec.name, settled.answer);
       if (settled.state === 'expired') {
-        throw new SandboxError('REQUEST_EXPIRED', `The client did not answer the ${spec.name} call within ${ttl} ms.`);
+        throw new SandboxError(
+          'REQUEST_EXPIRED',
+          `The client did not answer the ${spec.name} call within ${ttl} ms.`,
+        );
       }
       throw new SandboxError('ABORTED', `The ${spec.name} call was cancelled before the client answered.`);
     },

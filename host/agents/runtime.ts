@@ -2,8 +2,9 @@
 // layer with a restriction mask; each agent gets its own child of its preset (its restrictions,
 // its policy as a rules policy, its remote tools). Conditional tools are resolved once per
 // describe and per batch, the way a model step would.
-import { SandboxError, messageOf } from '../errors.ts';
+
 import { rulesPolicy } from '../../policies/index.ts';
+import { messageOf, SandboxError } from '../errors.ts';
 import type { Disposer, ToolRegistry, ToolScope } from '../tools/index.ts';
 import { presetToolNames } from './presets.ts';
 import type { AgentPolicy, AgentTools, AgentToolsSpec, Preset, ToolRuntime } from './types.ts';
@@ -12,9 +13,17 @@ const presetMask = (preset: Preset): { allow: string[] } | { deny: string[] } =>
   preset === 'creator' ? { deny: ['str_replace_editor'] } : { allow: [...presetToolNames(preset)] };
 
 const policyRules = (policy: AgentPolicy): unknown[] => [
-  ...(policy.deny ?? []).map((tool) => ({ tool, decision: 'deny', reason: `Tool ${tool} is not allowed for this agent.` })),
+  ...(policy.deny ?? []).map((tool) => ({
+    tool,
+    decision: 'deny',
+    reason: `Tool ${tool} is not allowed for this agent.`,
+  })),
   ...(policy.rules ?? []),
-  ...(policy.ask ?? []).map((tool) => ({ tool, decision: 'ask', reason: `The agent's policy asks before running ${tool}.` })),
+  ...(policy.ask ?? []).map((tool) => ({
+    tool,
+    decision: 'ask',
+    reason: `The agent's policy asks before running ${tool}.`,
+  })),
 ];
 
 /** Installs; a bad user-supplied config is INVALID_ARGUMENTS (the client's mistake), not a server fault. */
@@ -42,7 +51,10 @@ export const createRegistryRuntime = (registry: ToolRegistry): ToolRuntime => {
   };
 
   return {
-    presetTools: (preset) => presetScope(preset).definitions().map((d) => d.name),
+    presetTools: (preset) =>
+      presetScope(preset)
+        .definitions()
+        .map((d) => d.name),
 
     forAgent(spec: AgentToolsSpec): AgentTools {
       const scope = presetScope(spec.preset).child(`agent:${spec.agent.id}`);

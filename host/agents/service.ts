@@ -6,21 +6,29 @@
 // transfer needs one (tools get `services.sandbox` as a function), so creating an agent is a cheap
 // store write and agents that only use remote tools never hold a container.
 // Invariants: another tenant's agent reads as NOT_FOUND; results come back in call order.
-import { SandboxError, messageOf } from '../errors.ts';
-import type { SandboxProvider, Sandbox } from '../sandbox/types.ts';
+import { messageOf, SandboxError } from '../errors.ts';
+import type { Sandbox, SandboxProvider } from '../sandbox/types.ts';
 import type { AgentRecord, Store } from '../store/index.ts';
 import type { JsonValue } from '../store/types.ts';
 import type { Disposer } from '../tools/disposer.ts';
 import type { ToolRegistry } from '../tools/index.ts';
-import type { AgentScope, ToolCall, ToolResult } from '../tools/types.ts';
+import type { AgentScope, ToolCall, ToolDefinition, ToolResult } from '../tools/types.ts';
 import { defaultModeOf } from './presets.ts';
+import { trackBatch } from './progress.ts';
 import { defineRemoteTool } from './remote-tools.ts';
 import { createRegistryRuntime } from './runtime.ts';
 import { sandboxLimits } from './sandbox-limits.ts';
-import { trackBatch } from './progress.ts';
 import type {
-  Agent, AgentConfig, AgentTools, CallOptions, CreateAgentRequest, PresentationMode, Preset,
-  RemoteToolSpec, ToolRuntime, ToolSurface,
+  Agent,
+  AgentConfig,
+  AgentTools,
+  CallOptions,
+  CreateAgentRequest,
+  PresentationMode,
+  Preset,
+  RemoteToolSpec,
+  ToolRuntime,
+  ToolSurface,
 } from './types.ts';
 
 export interface AgentServiceOptions {
@@ -76,7 +84,8 @@ const SHUTDOWN = 'SHUTTING_DOWN';
 export const createAgentService = (options: AgentServiceOptions): AgentService => {
   const { store, sandboxes: provider } = options;
   const runtime = options.runtime ?? (options.registry ? createRegistryRuntime(options.registry) : undefined);
-  if (runtime === undefined) throw new SandboxError('CONFIG_INVALID', 'createAgentService needs a registry (or a runtime).');
+  if (runtime === undefined)
+    throw new SandboxError('CONFIG_INVALID', 'createAgentService needs a registry (or a runtime).');
   const live = new Map<string, Live>();
   const sandboxes = new Map<string, Promise<Sandbox>>();
   const running = new Set<{ controller: AbortController; done: Promise<unknown> }>();
@@ -85,20 +94,24 @@ export const createAgentService = (options: AgentServiceOptions): AgentService =
   /** The remote tools of an agent: its creation config, replaced by the last registration event. */
   const remoteSpecs = (agent: Agent): RemoteToolSpec[] => {
     let specs = agent.config.remoteTools ?? [];
-    for (let after = 0; ;) {
+    for (let after = 0; ; ) {
       const page = store.events.list(agent.sessionId, { afterSeq: after, limit: 5000 });
-      for (const event of page) if (event.type === 'agent.remote_tools') specs = (event.data as unknown as { tools: RemoteToolSpec[] }).tools;
+      for (const event of page)
+        if (event.type === 'agent.remote_tools')
+          specs = (event.data as unknown as { tools: RemoteToolSpec[] }).tools;
       if (page.length < 5000) return specs;
       after = (page.at(-1) as { seq: number }).seq;
     }
   };
 
   const register = (state: Live, spec: RemoteToolSpec): void => {
-    let definition;
+    let definition: ToolDefinition;
     try {
       definition = defineRemoteTool(spec, store.requests, options.now);
     } catch (error) {
-      throw new SandboxError('INVALID_ARGUMENTS', `Remote tool ${spec.name}: ${messageOf(error)}`, { cause: error });
+      throw new SandboxError('INVALID_ARGUMENTS', `Remote tool ${spec.name}: ${messageOf(error)}`, {
+        cause: error,
+      });
     }
     state.remote.get(spec.name)?.dispose();
     state.remote.delete(spec.name);
@@ -132,11 +145,13 @@ export const createAgentService = (options: AgentServiceOptions): AgentService =
     if (pending === undefined) {
       pending = (async () => {
         const existing = await provider.get(agent.id);
-        const sandbox = existing ?? (await provider.create({
-          tenantId: agent.tenantId,
-          agentId: agent.id,
-          limits: sandboxLimits(agent.config.sandbox),
-        }));
+        const sandbox =
+          existing ??
+          (await provider.create({
+            tenantId: agent.tenantId,
+            agentId: agent.id,
+            limits: sandboxLimits(agent.config.sandbox),
+          }));
         store.agents.setSandboxId(agent.id, sandbox.id);
         return sandbox;
       })();
@@ -148,10 +163,19 @@ export const createAgentService = (options: AgentServiceOptions): AgentService =
 
   const service: AgentService = {
     async create(tenantId, input) {
-      if (closing) throw new SandboxError('SHUTTING_DOWN', 'The service is shutting down; create the agent after it restarts.');
+      if (closing)
+        throw new SandboxError(
+          'SHUTTING_DOWN',
+          'The service is shutting down; create the agent after it restarts.',
+        );
       const preset = input.preset ?? 'standard';
       const { preset: _p, mode: _m, ...config } = input;
-      const record = store.agents.create({ tenantId, preset, mode: input.mode ?? defaultModeOf(preset), config: config as JsonValue });
+      const record = store.agents.create({
+        tenantId,
+        preset,
+        mode: input.mode ?? defaultModeOf(preset),
+        config: config as JsonValue,
+      });
       const agent = toAgent(record);
       try {
         liveOf(agent); // fails now, not at the first call, when remote tools are invalid
@@ -164,7 +188,8 @@ export const createAgentService = (options: AgentServiceOptions): AgentService =
 
     get(tenantId, id) {
       const record = store.agents.get(tenantId, id);
-      if (record === undefined) throw new SandboxError('NOT_FOUND', `No agent ${id}.`, { data: { agentId: id } });
+      if (record === undefined)
+        throw new SandboxError('NOT_FOUND', `No agent ${id}.`, { data: { agentId: id } });
       return toAgent(record);
     },
 
@@ -185,7 +210,11 @@ export const createAgentService = (options: AgentServiceOptions): AgentService =
     },
 
     async call(agent, calls, { signal, onProgress }) {
-      if (closing) throw new SandboxError('SHUTTING_DOWN', 'The service is shutting down; retry the calls after it restarts.');
+      if (closing)
+        throw new SandboxError(
+          'SHUTTING_DOWN',
+          'The service is shutting down; retry the calls after it restarts.',
+        );
       const state = liveOf(agent);
       const controller = new AbortController();
       const onAbort = () => controller.abort(signal.reason);
@@ -215,12 +244,20 @@ export const createAgentService = (options: AgentServiceOptions): AgentService =
       const state = liveOf(agent);
       const names = new Set<string>();
       for (const spec of tools) {
-        if (names.has(spec.name)) throw new SandboxError('INVALID_ARGUMENTS', `Remote tool ${spec.name} is listed twice.`);
+        if (names.has(spec.name))
+          throw new SandboxError('INVALID_ARGUMENTS', `Remote tool ${spec.name} is listed twice.`);
         names.add(spec.name);
       }
       for (const spec of tools) register(state, spec);
       const all = [...state.remote.values()].map((r) => r.spec);
-      store.events.append([{ sessionId: agent.sessionId, type: 'agent.remote_tools', surface: 'log-only', data: { tools: all as unknown as JsonValue } }]);
+      store.events.append([
+        {
+          sessionId: agent.sessionId,
+          type: 'agent.remote_tools',
+          surface: 'log-only',
+          data: { tools: all as unknown as JsonValue },
+        },
+      ]);
       await store.events.flush();
       return all.map((s) => s.name);
     },
@@ -232,7 +269,9 @@ export const createAgentService = (options: AgentServiceOptions): AgentService =
       closing = true;
       const all = Promise.all([...running].map((r) => r.done));
       let timer: NodeJS.Timeout | undefined;
-      const grace = new Promise<void>((resolve) => { timer = setTimeout(resolve, graceMs); });
+      const grace = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, graceMs);
+      });
       await Promise.race([all, grace]);
       clearTimeout(timer);
       for (const r of running) r.controller.abort(SHUTDOWN);
@@ -247,7 +286,11 @@ export const createAgentService = (options: AgentServiceOptions): AgentService =
     const code = result.error?.code;
     if (code !== 'ABORTED' && code !== 'ABORTED_BEFORE_DISPATCH') return result;
     const message = 'The service shut down before this call finished; retry it after the restart.';
-    return { ...result, content: [{ type: 'text', text: `Error: ${message}` }], error: { code: 'SHUTTING_DOWN', message } };
+    return {
+      ...result,
+      content: [{ type: 'text', text: `Error: ${message}` }],
+      error: { code: 'SHUTTING_DOWN', message },
+    };
   };
 
   return service;

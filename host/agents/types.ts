@@ -3,9 +3,18 @@
 // An Agent = tenant + preset + presentation mode + restrictions + policy + its own registrations
 // (remote tools) + its sandbox (provider-owned, keyed by agent id) + its session (the event log
 // session id, equal to the agent id).
-import type { Disposer } from '../tools/disposer.ts';
-import type { AgentScope, JsonSchema, PresentationMode, ToolCall, ToolDefinition, ToolResult, ToolSchema } from '../tools/types.ts';
+
 import type { SessionEvent } from '../store/types.ts';
+import type { Disposer } from '../tools/disposer.ts';
+import type {
+  AgentScope,
+  JsonSchema,
+  PresentationMode,
+  ToolCall,
+  ToolDefinition,
+  ToolResult,
+  ToolSchema,
+} from '../tools/types.ts';
 
 export type { PresentationMode };
 

@@ -2,11 +2,11 @@
 // timeouts, auth, per-tenant concurrency), the v1 routes, /openapi.json generated from the same
 // valibot schemas that validate, and the one error handler (./errors.ts).
 import { Hono } from 'hono';
-import { openAPIRouteHandler } from 'hono-openapi';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
 import { requestId } from 'hono/request-id';
 import { timeout } from 'hono/timeout';
+import { openAPIRouteHandler } from 'hono-openapi';
 import type { AgentService } from '../agents/service.ts';
 import { SandboxError } from '../errors.ts';
 import type { Store } from '../store/index.ts';
@@ -68,7 +68,9 @@ export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
   const limits = { ...DEFAULT_LIMITS, ...deps.limits };
   const metrics = deps.metrics ?? createMetrics();
   const lifecycle = deps.lifecycle ?? createLifecycle();
-  metrics.gauge('dsh_sandboxes_live', 'Sandboxes this control plane holds a handle to.', () => deps.agents.liveSandboxes());
+  metrics.gauge('dsh_sandboxes_live', 'Sandboxes this control plane holds a handle to.', () =>
+    deps.agents.liveSandboxes(),
+  );
   metrics.gauge('dsh_call_batches_in_flight', 'Call batches running now.', () => deps.agents.inFlight());
   metrics.gauge('dsh_isolate_workers', 'Live isolate worker processes.', () => deps.isolateWorkers?.() ?? 0);
 
@@ -87,11 +89,17 @@ export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
     return bodyLimit({
       maxSize: limits.maxJsonBytes,
       onError: () => {
-        throw new SandboxError('PAYLOAD_TOO_LARGE', `The request body is larger than ${limits.maxJsonBytes} bytes.`);
+        throw new SandboxError(
+          'PAYLOAD_TOO_LARGE',
+          `The request body is larger than ${limits.maxJsonBytes} bytes.`,
+        );
       },
     })(c, next);
   });
-  const deadline = timeout(limits.requestTimeoutMs, () => new HTTPException(504, { message: `The request took longer than ${limits.requestTimeoutMs} ms.` }));
+  const deadline = timeout(
+    limits.requestTimeoutMs,
+    () => new HTTPException(504, { message: `The request took longer than ${limits.requestTimeoutMs} ms.` }),
+  );
   app.use('/v1/*', async function requestDeadline(c, next) {
     return isStreamingRoute(c.req.method, c.req.path) ? next() : deadline(c, next);
   });
@@ -111,7 +119,12 @@ export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
     openAPIRouteHandler(app, {
       documentation: {
         openapi: '3.1.0',
-        info: { title: 'dsh-sandbox control plane', version: deps.version, description: 'Runs AI agents\' tool calls in isolation. Errors: { "error": { "code", "message" } }.' },
+        info: {
+          title: 'dsh-sandbox control plane',
+          version: deps.version,
+          description:
+            'Runs AI agents\' tool calls in isolation. Errors: { "error": { "code", "message" } }.',
+        },
         components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
         security: [{ bearer: [] }],
       },

@@ -19,7 +19,10 @@ export const bearerToken = (header: string | undefined): string => {
   }
   const match = /^Bearer +([A-Za-z0-9._~+/=-]+) *$/i.exec(header);
   if (match === null) {
-    throw unauthorized('The Authorization header must be "Bearer <api key>".', `${REALM}, error="invalid_request"`);
+    throw unauthorized(
+      'The Authorization header must be "Bearer <api key>".',
+      `${REALM}, error="invalid_request"`,
+    );
   }
   return match[1] as string;
 };
@@ -41,7 +44,10 @@ export const adminAuth = (adminKey: string | undefined): MiddlewareHandler<ApiEn
   return async function adminAuth(c, next) {
     const token = bearerToken(c.req.header('authorization'));
     if (expected === undefined) {
-      throw new SandboxError('FORBIDDEN', 'Tenant creation over HTTP is off: set DSH_ADMIN_KEY, or use `dsh-sandbox tenant create <name>`.');
+      throw new SandboxError(
+        'FORBIDDEN',
+        'Tenant creation over HTTP is off: set DSH_ADMIN_KEY, or use `dsh-sandbox tenant create <name>`.',
+      );
     }
     if (!timingSafeEqual(digest(token), expected)) {
       throw unauthorized('The admin key is wrong.', `${REALM}, error="invalid_token"`);

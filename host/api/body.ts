@@ -33,19 +33,27 @@ export const readJson = async (req: Request): Promise<unknown> => {
   try {
     return parseJson(text);
   } catch (error) {
-    throw new SandboxError('MALFORMED_JSON', `The request body is not valid JSON: ${(error as Error).message}`);
+    throw new SandboxError(
+      'MALFORMED_JSON',
+      `The request body is not valid JSON: ${(error as Error).message}`,
+    );
   }
 };
 
 /** Validates the JSON body; the handler reads it with `c.req.valid('json' as never)` or `bodyOf(c)`. */
-export const jsonBody = <S extends v.GenericSchema>(schema: S): MiddlewareHandler => async (c, next) => {
-  const result = v.safeParse(schema, await readJson(c.req.raw));
-  if (!result.success) throw invalid('request body', result.issues);
-  c.set('body' as never, result.output as never);
-  await next();
-};
+export const jsonBody =
+  <S extends v.GenericSchema>(schema: S): MiddlewareHandler =>
+  async (c, next) => {
+    const result = v.safeParse(schema, await readJson(c.req.raw));
+    if (!result.success) throw invalid('request body', result.issues);
+    c.set('body' as never, result.output as never);
+    await next();
+  };
 
-export const queryOf = <S extends v.GenericSchema>(schema: S, query: Record<string, string>): v.InferOutput<S> => {
+export const queryOf = <S extends v.GenericSchema>(
+  schema: S,
+  query: Record<string, string>,
+): v.InferOutput<S> => {
   const result = v.safeParse(schema, query);
   if (!result.success) throw invalid('query', result.issues);
   return result.output;

@@ -25,35 +25,40 @@ export interface ErrorHandlerOptions {
   onError?: (code: ErrorCode, status: number, error: unknown) => void;
 }
 
-export const errorHandler = (options: ErrorHandlerOptions = {}) => (error: Error, c: Context): Response => {
-  let code: ErrorCode;
-  let status: number;
-  let message: string;
-  let headers: Headers | undefined;
-  if (isSandboxError(error)) {
-    code = error.code;
-    status = httpStatusOf(code);
-    message = error.message;
-    headers = new Headers();
-    const retry = error.data?.retryAfterS;
-    if (typeof retry === 'number') headers.set('Retry-After', String(retry));
-    const challenge = error.data?.wwwAuthenticate;
-    if (typeof challenge === 'string') headers.set('WWW-Authenticate', challenge);
-  } else if (error instanceof HTTPException) {
-    status = error.status;
-    code = CODE_BY_STATUS[status] ?? (status >= 500 ? 'INTERNAL' : 'BAD_REQUEST');
-    message = error.message || `HTTP ${status}`;
-    headers = error.getResponse().headers;
-  } else {
-    code = 'INTERNAL';
-    status = 500;
-    message = `Internal error (request ${c.get('requestId') ?? 'unknown'}); the server log has the details.`;
-    process.stderr.write(`[${c.get('requestId') ?? '-'}] ${c.req.method} ${c.req.path}: ${error.stack ?? String(error)}\n`);
-  }
-  options.onError?.(code, status, error);
-  const response = c.json(errorBody(code, message), status as ContentfulStatusCode);
-  headers?.forEach((value, key) => {
-    if (key.toLowerCase() !== 'content-type' && key.toLowerCase() !== 'content-length') response.headers.set(key, value);
-  });
-  return response;
-};
+export const errorHandler =
+  (options: ErrorHandlerOptions = {}) =>
+  (error: Error, c: Context): Response => {
+    let code: ErrorCode;
+    let status: number;
+    let message: string;
+    let headers: Headers | undefined;
+    if (isSandboxError(error)) {
+      code = error.code;
+      status = httpStatusOf(code);
+      message = error.message;
+      headers = new Headers();
+      const retry = error.data?.retryAfterS;
+      if (typeof retry === 'number') headers.set('Retry-After', String(retry));
+      const challenge = error.data?.wwwAuthenticate;
+      if (typeof challenge === 'string') headers.set('WWW-Authenticate', challenge);
+    } else if (error instanceof HTTPException) {
+      status = error.status;
+      code = CODE_BY_STATUS[status] ?? (status >= 500 ? 'INTERNAL' : 'BAD_REQUEST');
+      message = error.message || `HTTP ${status}`;
+      headers = error.getResponse().headers;
+    } else {
+      code = 'INTERNAL';
+      status = 500;
+      message = `Internal error (request ${c.get('requestId') ?? 'unknown'}); the server log has the details.`;
+      process.stderr.write(
+        `[${c.get('requestId') ?? '-'}] ${c.req.method} ${c.req.path}: ${error.stack ?? String(error)}\n`,
+      );
+    }
+    options.onError?.(code, status, error);
+    const response = c.json(errorBody(code, message), status as ContentfulStatusCode);
+    headers?.forEach((value, key) => {
+      if (key.toLowerCase() !== 'content-type' && key.toLowerCase() !== 'content-length')
+        response.headers.set(key, value);
+    });
+    return response;
+  };

@@ -23,7 +23,11 @@ export const createLifecycle = (): Lifecycle => {
 export const refuseWhenShuttingDown = (lifecycle: Lifecycle): MiddlewareHandler =>
   async function refuseWhenShuttingDown(_c, next) {
     if (lifecycle.shuttingDown) {
-      throw new SandboxError('SHUTTING_DOWN', 'The service is shutting down; retry against the restarted service.', { data: { retryAfterS: 5 } });
+      throw new SandboxError(
+        'SHUTTING_DOWN',
+        'The service is shutting down; retry against the restarted service.',
+        { data: { retryAfterS: 5 } },
+      );
     }
     await next();
   };

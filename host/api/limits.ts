@@ -35,7 +35,9 @@ export const tenantConcurrency = (limiter: TenantLimiter): MiddlewareHandler<Api
   async function tenantConcurrency(c, next) {
     const release = limiter.tryAcquire(c.get('tenant').id);
     if (release === undefined) {
-      throw new SandboxError('RATE_LIMITED', 'Too many concurrent requests for this tenant; retry shortly.', { data: { retryAfterS: 1 } });
+      throw new SandboxError('RATE_LIMITED', 'Too many concurrent requests for this tenant; retry shortly.', {
+        data: { retryAfterS: 1 },
+      });
     }
     try {
       await next();

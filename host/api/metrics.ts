@@ -3,9 +3,10 @@
 
 type Labels = Record<string, string>;
 
-const escape = (value: string): string => value.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"');
+const escapeLabel = (value: string): string =>
+  value.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"');
 const labelText = (labels: Labels): string => {
-  const parts = Object.entries(labels).map(([k, v]) => `${k}="${escape(v)}"`);
+  const parts = Object.entries(labels).map(([k, v]) => `${k}="${escapeLabel(v)}"`);
   return parts.length === 0 ? '' : `{${parts.join(',')}}`;
 };
 const key = (labels: Labels): string => JSON.stringify(Object.entries(labels).sort());
@@ -53,15 +54,30 @@ export const createMetrics = (): Metrics => {
     },
     render() {
       const out: string[] = [];
-      out.push('# HELP dsh_tool_calls_total Tool calls settled, by tool and outcome (ok or error code).', '# TYPE dsh_tool_calls_total counter');
-      for (const { labels, value } of calls.values()) out.push(`dsh_tool_calls_total${labelText(labels)} ${value}`);
-      out.push('# HELP dsh_api_errors_total API error responses by code.', '# TYPE dsh_api_errors_total counter');
-      for (const { labels, value } of errors.values()) out.push(`dsh_api_errors_total${labelText(labels)} ${value}`);
+      out.push(
+        '# HELP dsh_tool_calls_total Tool calls settled, by tool and outcome (ok or error code).',
+        '# TYPE dsh_tool_calls_total counter',
+      );
+      for (const { labels, value } of calls.values())
+        out.push(`dsh_tool_calls_total${labelText(labels)} ${value}`);
+      out.push(
+        '# HELP dsh_api_errors_total API error responses by code.',
+        '# TYPE dsh_api_errors_total counter',
+      );
+      for (const { labels, value } of errors.values())
+        out.push(`dsh_api_errors_total${labelText(labels)} ${value}`);
       out.push('# HELP dsh_tool_call_seconds Tool call latency.', '# TYPE dsh_tool_call_seconds histogram');
       for (const h of latency.values()) {
-        BUCKETS.forEach((le, i) => out.push(`dsh_tool_call_seconds_bucket${labelText({ ...h.labels, le: String(le) })} ${h.buckets[i]}`));
+        BUCKETS.forEach((le, i) => {
+          out.push(
+            `dsh_tool_call_seconds_bucket${labelText({ ...h.labels, le: String(le) })} ${h.buckets[i]}`,
+          );
+        });
         out.push(`dsh_tool_call_seconds_bucket${labelText({ ...h.labels, le: '+Inf' })} ${h.count}`);
-        out.push(`dsh_tool_call_seconds_sum${labelText(h.labels)} ${h.sum}`, `dsh_tool_call_seconds_count${labelText(h.labels)} ${h.count}`);
+        out.push(
+          `dsh_tool_call_seconds_sum${labelText(h.labels)} ${h.sum}`,
+          `dsh_tool_call_seconds_count${labelText(h.labels)} ${h.count}`,
+        );
       }
       for (const g of gauges) {
         let value: number;
@@ -78,8 +94,12 @@ export const createMetrics = (): Metrics => {
 };
 
 /** The agent service's `observe` hook: client-defined and unknown names collapse to one label each. */
-export const observeCalls = (metrics: Metrics) =>
-  (result: { name: string; ok: boolean; error?: { code: string }; durationMs: number }, remote: boolean): void => {
+export const observeCalls =
+  (metrics: Metrics) =>
+  (
+    result: { name: string; ok: boolean; error?: { code: string }; durationMs: number },
+    remote: boolean,
+  ): void => {
     const tool = remote ? '(remote)' : result.error?.code === 'UNKNOWN_TOOL' ? '(unknown)' : result.name;
     metrics.call(tool, result.ok ? 'ok' : (result.error?.code ?? 'TOOL_FAILED'), result.durationMs / 1000);
   };

@@ -5,7 +5,10 @@ import { PRESETS } from '../agents/types.ts';
 import { PRESENTATION_MODES } from '../tools/types.ts';
 
 const NAME = /^[A-Za-z0-9_-]{1,128}$/;
-export const ID = v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{1,64}$/, 'ids are 1-64 letters, digits, "_" or "-"'));
+export const ID = v.pipe(
+  v.string(),
+  v.regex(/^[A-Za-z0-9_-]{1,64}$/, 'ids are 1-64 letters, digits, "_" or "-"'),
+);
 const toolName = v.pipe(v.string(), v.regex(NAME, 'tool names are 1-128 letters, digits, "_" or "-"'));
 const names = v.pipe(v.array(toolName), v.maxLength(256));
 const jsonObject = v.record(v.string(), v.unknown());
@@ -14,7 +17,9 @@ export const ErrorBody = v.object({ error: v.object({ code: v.string(), message:
 
 export const Health = v.object({ ok: v.boolean(), version: v.string(), uptimeMs: v.number() });
 
-export const CreateTenant = v.strictObject({ name: v.pipe(v.string(), v.trim(), v.minLength(1), v.maxLength(200)) });
+export const CreateTenant = v.strictObject({
+  name: v.pipe(v.string(), v.trim(), v.minLength(1), v.maxLength(200)),
+});
 export const TenantCreated = v.object({ id: v.string(), name: v.string(), apiKey: v.string() });
 
 export const Restrict = v.union([v.strictObject({ allow: names }), v.strictObject({ deny: names })]);
@@ -94,19 +99,36 @@ export const Event = v.object({
   data: v.unknown(),
 });
 export const EventsQuery = v.object({
-  after: v.optional(v.pipe(v.string(), v.regex(/^\d{1,15}$/, 'after is a sequence number'), v.transform(Number))),
-  limit: v.optional(v.pipe(v.string(), v.regex(/^\d{1,4}$/, 'limit is 1-5000'), v.transform(Number), v.minValue(1), v.maxValue(5000))),
+  after: v.optional(
+    v.pipe(v.string(), v.regex(/^\d{1,15}$/, 'after is a sequence number'), v.transform(Number)),
+  ),
+  limit: v.optional(
+    v.pipe(
+      v.string(),
+      v.regex(/^\d{1,4}$/, 'limit is 1-5000'),
+      v.transform(Number),
+      v.minValue(1),
+      v.maxValue(5000),
+    ),
+  ),
 });
 export const EventPage = v.object({ events: v.array(Event), next: v.number() });
 
 export const PathQuery = v.object({
-  path: v.pipe(v.string(), v.minLength(1), v.maxLength(4096), v.check((p) => !p.includes('\0'), 'path contains a NUL byte')),
+  path: v.pipe(
+    v.string(),
+    v.minLength(1),
+    v.maxLength(4096),
+    v.check((p) => !p.includes('\0'), 'path contains a NUL byte'),
+  ),
 });
 
 export const RegisterRemoteTools = v.strictObject({ tools: v.pipe(remoteTools, v.minLength(1)) });
 export const RemoteToolNames = v.object({ tools: v.array(v.string()) });
 
-export const RequestsQuery = v.object({ state: v.optional(v.picklist(['pending', 'answered', 'expired', 'cancelled'])) });
+export const RequestsQuery = v.object({
+  state: v.optional(v.picklist(['pending', 'answered', 'expired', 'cancelled'])),
+});
 export const HostRequest = v.object({
   id: v.string(),
   kind: v.string(),

@@ -23,7 +23,8 @@ export const agentView = (agent: AgentModel) => ({
 export const loadAgent = (agents: AgentService): MiddlewareHandler<ApiEnv> =>
   async function loadAgent(c, next) {
     const id: string = c.req.param('id') ?? '';
-    if (!v.is(ID, id)) throw new SandboxError('NOT_FOUND', `No agent ${JSON.stringify(String(id).slice(0, 80))}.`);
+    if (!v.is(ID, id))
+      throw new SandboxError('NOT_FOUND', `No agent ${JSON.stringify(String(id).slice(0, 80))}.`);
     c.set('agent', agents.get(c.get('tenant').id, id));
     await next();
   };
@@ -49,18 +50,31 @@ export const agentRoutes = (agents: AgentService): Hono<ApiEnv> => {
   );
   app.get(
     '/v1/agents',
-    describeRoute({ operationId: 'listAgents', tags: ['agents'], responses: { 200: jsonResponse('The tenant\'s agents', AgentList) } }),
+    describeRoute({
+      operationId: 'listAgents',
+      tags: ['agents'],
+      responses: { 200: jsonResponse("The tenant's agents", AgentList) },
+    }),
     (c) => c.json({ agents: agents.list(c.get('tenant').id).map(agentView) }),
   );
   app.get(
     '/v1/agents/:id',
-    describeRoute({ operationId: 'getAgent', tags: ['agents'], responses: { 200: jsonResponse('The agent', Agent), ...notFound } }),
+    describeRoute({
+      operationId: 'getAgent',
+      tags: ['agents'],
+      responses: { 200: jsonResponse('The agent', Agent), ...notFound },
+    }),
     loadAgent(agents),
     (c) => c.json(agentView(c.get('agent'))),
   );
   app.delete(
     '/v1/agents/:id',
-    describeRoute({ operationId: 'deleteAgent', tags: ['agents'], description: 'Also destroys the agent\'s sandbox.', responses: { 204: { description: 'Deleted' }, ...notFound } }),
+    describeRoute({
+      operationId: 'deleteAgent',
+      tags: ['agents'],
+      description: "Also destroys the agent's sandbox.",
+      responses: { 204: { description: 'Deleted' }, ...notFound },
+    }),
     loadAgent(agents),
     async (c) => {
       await agents.delete(c.get('tenant').id, c.get('agent').id);
@@ -72,7 +86,8 @@ export const agentRoutes = (agents: AgentService): Hono<ApiEnv> => {
     describeRoute({
       operationId: 'listTools',
       tags: ['agents'],
-      description: 'Exactly what the model sees in the agent\'s mode; run_code\'s description carries the generated SDK.',
+      description:
+        "Exactly what the model sees in the agent's mode; run_code's description carries the generated SDK.",
       responses: { 200: jsonResponse('The model-facing tools', ToolList), ...notFound },
     }),
     loadAgent(agents),

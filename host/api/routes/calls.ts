@@ -4,8 +4,8 @@
 // event. A client that disconnects cancels the batch (cooperatively; the log records it); a batch
 // that outlives `callTimeoutMs` is cancelled the same way.
 import { Hono } from 'hono';
-import { describeRoute } from 'hono-openapi';
 import { streamSSE } from 'hono/streaming';
+import { describeRoute } from 'hono-openapi';
 import type * as v from 'valibot';
 import type { AgentService } from '../../agents/service.ts';
 import type { SessionEvent } from '../../store/types.ts';
@@ -33,10 +33,14 @@ export const callRoutes = (agents: AgentService, callTimeoutMs: number): Hono<Ap
     describeRoute({
       operationId: 'callTools',
       tags: ['calls'],
-      description: 'Runs a batch of tool calls. With Accept: text/event-stream: `progress` events, then one `results` event.',
+      description:
+        'Runs a batch of tool calls. With Accept: text/event-stream: `progress` events, then one `results` event.',
       requestBody: jsonRequest(Calls),
       responses: {
-        200: { ...jsonResponse('Results in call order', Results), content: { ...jsonResponse('', Results).content, 'text/event-stream': {} } },
+        200: {
+          ...jsonResponse('Results in call order', Results),
+          content: { ...jsonResponse('', Results).content, 'text/event-stream': {} },
+        },
         404: jsonResponse('No such agent', ErrorBody),
       },
     }),
@@ -49,17 +53,32 @@ export const callRoutes = (agents: AgentService, callTimeoutMs: number): Hono<Ap
       if (!wantsSse(c.req.header('accept'))) {
         return c.json({ results: await agents.call(agent, calls, { signal }) });
       }
-      return streamSSE(c, async (stream) => {
-        const queue: Promise<void>[] = [];
-        const onProgress = (event: SessionEvent) => {
-          queue.push(stream.writeSSE({ event: 'progress', id: String(event.seq), data: JSON.stringify(eventView(event)) }));
-        };
-        const results = await agents.call(agent, calls, { signal, onProgress });
-        await Promise.all(queue);
-        await stream.writeSSE({ event: 'results', data: JSON.stringify({ results }) });
-      }, async (error, stream) => {
-        await stream.writeSSE({ event: 'error', data: JSON.stringify({ error: { code: (error as { code?: string }).code ?? 'INTERNAL', message: error.message } }) });
-      });
+      return streamSSE(
+        c,
+        async (stream) => {
+          const queue: Promise<void>[] = [];
+          const onProgress = (event: SessionEvent) => {
+            queue.push(
+              stream.writeSSE({
+                event: 'progress',
+                id: String(event.seq),
+                data: JSON.stringify(eventView(event)),
+              }),
+            );
+          };
+          const results = await agents.call(agent, calls, { signal, onProgress });
+          await Promise.all(queue);
+          await stream.writeSSE({ event: 'results', data: JSON.stringify({ results }) });
+        },
+        async (error, stream) => {
+          await stream.writeSSE({
+            event: 'error',
+            data: JSON.stringify({
+              error: { code: (error as { code?: string }).code ?? 'INTERNAL', message: error.message },
+            }),
+          });
+        },
+      );
     },
   );
   return app;

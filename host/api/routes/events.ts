@@ -4,8 +4,8 @@
 // so a reconnect resumes exactly. Invariant: no event is skipped or repeated between replay and
 // live (we subscribe before reading and drop anything at or below the last seq sent).
 import { Hono } from 'hono';
-import { describeRoute } from 'hono-openapi';
 import { streamSSE } from 'hono/streaming';
+import { describeRoute } from 'hono-openapi';
 import type { AgentService } from '../../agents/service.ts';
 import { SandboxError } from '../../errors.ts';
 import type { EventLog, SessionEvent } from '../../store/types.ts';
@@ -26,11 +26,27 @@ export const eventRoutes = (agents: AgentService, events: EventLog, lifecycle: L
       operationId: 'listEvents',
       tags: ['events'],
       parameters: [
-        { name: 'after', in: 'query', schema: { type: 'integer', minimum: 0 }, description: 'Only events with seq > after' },
+        {
+          name: 'after',
+          in: 'query',
+          schema: { type: 'integer', minimum: 0 },
+          description: 'Only events with seq > after',
+        },
         { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 5000 } },
-        { name: 'Last-Event-ID', in: 'header', schema: { type: 'string' }, description: 'SSE resume point (wins over after)' },
+        {
+          name: 'Last-Event-ID',
+          in: 'header',
+          schema: { type: 'string' },
+          description: 'SSE resume point (wins over after)',
+        },
       ],
-      responses: { 200: { ...jsonResponse('A page of events', EventPage), content: { ...jsonResponse('', EventPage).content, 'text/event-stream': {} } }, 404: jsonResponse('No such agent', ErrorBody) },
+      responses: {
+        200: {
+          ...jsonResponse('A page of events', EventPage),
+          content: { ...jsonResponse('', EventPage).content, 'text/event-stream': {} },
+        },
+        404: jsonResponse('No such agent', ErrorBody),
+      },
     }),
     loadAgent(agents),
     async (c) => {
@@ -42,7 +58,8 @@ export const eventRoutes = (agents: AgentService, events: EventLog, lifecycle: L
         return c.json({ events: page.map(eventView), next: page.at(-1)?.seq ?? query.after ?? 0 });
       }
       const header = c.req.header('last-event-id');
-      if (header !== undefined && !/^\d{1,15}$/.test(header)) throw new SandboxError('BAD_REQUEST', 'Last-Event-ID must be an event seq.');
+      if (header !== undefined && !/^\d{1,15}$/.test(header))
+        throw new SandboxError('BAD_REQUEST', 'Last-Event-ID must be an event seq.');
       let last = header === undefined ? (query.after ?? 0) : Number(header);
       return streamSSE(c, async (stream) => {
         const buffered: SessionEvent[] = [];
@@ -61,9 +78,16 @@ export const eventRoutes = (agents: AgentService, events: EventLog, lifecycle: L
         const send = async (event: SessionEvent) => {
           if (event.seq <= last) return;
           last = event.seq;
-          await stream.writeSSE({ event: 'event', id: String(event.seq), data: JSON.stringify(eventView(event)) });
+          await stream.writeSSE({
+            event: 'event',
+            id: String(event.seq),
+            data: JSON.stringify(eventView(event)),
+          });
         };
-        const heartbeat = setInterval(() => void stream.write(': ping\n\n').catch(() => undefined), HEARTBEAT_MS);
+        const heartbeat = setInterval(
+          () => void stream.write(': ping\n\n').catch(() => undefined),
+          HEARTBEAT_MS,
+        );
         try {
           for (;;) {
             const page = events.list(sessionId, { afterSeq: last, limit: 1000 });
@@ -73,12 +97,20 @@ export const eventRoutes = (agents: AgentService, events: EventLog, lifecycle: L
           live = true;
           while (!stream.aborted && !lifecycle.shuttingDown) {
             // Arm the wake-up before draining, so an event appended during a write is not missed.
-            const next = new Promise<void>((resolve) => { wake = resolve; });
+            const next = new Promise<void>((resolve) => {
+              wake = resolve;
+            });
             while (buffered.length > 0) await send(buffered.shift() as SessionEvent);
             await Promise.race([done, next]);
           }
           if (lifecycle.shuttingDown && !stream.aborted) {
-            await stream.writeSSE({ event: 'shutdown', data: JSON.stringify({ lastEventId: last, message: 'The service is shutting down; reconnect with Last-Event-ID.' }) });
+            await stream.writeSSE({
+              event: 'shutdown',
+              data: JSON.stringify({
+                lastEventId: last,
+                message: 'The service is shutting down; reconnect with Last-Event-ID.',
+              }),
+            });
           }
         } finally {
           clearInterval(heartbeat);

@@ -3,8 +3,8 @@
 // (PATH_OUTSIDE_WORKSPACE); uploads are capped (PAYLOAD_TOO_LARGE) before they reach it.
 import { Readable } from 'node:stream';
 import { Hono, type MiddlewareHandler } from 'hono';
-import { describeRoute } from 'hono-openapi';
 import { bodyLimit } from 'hono/body-limit';
+import { describeRoute } from 'hono-openapi';
 import type { AgentService } from '../../agents/service.ts';
 import { SandboxError } from '../../errors.ts';
 import { queryOf } from '../body.ts';
@@ -12,7 +12,13 @@ import type { ApiEnv } from '../env.ts';
 import { PathQuery } from '../schemas.ts';
 import { loadAgent } from './agents.ts';
 
-const pathParam = { name: 'path', in: 'query' as const, required: true, schema: { type: 'string' as const }, description: 'Path inside the workspace' };
+const pathParam = {
+  name: 'path',
+  in: 'query' as const,
+  required: true,
+  schema: { type: 'string' as const },
+  description: 'Path inside the workspace',
+};
 
 export const uploadLimit = (maxBytes: number): MiddlewareHandler =>
   bodyLimit({
@@ -26,7 +32,12 @@ export const fileRoutes = (agents: AgentService, maxUploadBytes: number): Hono<A
   const app = new Hono<ApiEnv>();
   app.get(
     '/v1/agents/:id/files',
-    describeRoute({ operationId: 'readFile', tags: ['files'], parameters: [pathParam], responses: { 200: { description: 'The file\'s bytes', content: { 'application/octet-stream': {} } } } }),
+    describeRoute({
+      operationId: 'readFile',
+      tags: ['files'],
+      parameters: [pathParam],
+      responses: { 200: { description: "The file's bytes", content: { 'application/octet-stream': {} } } },
+    }),
     loadAgent(agents),
     async (c) => {
       const { path } = queryOf(PathQuery, c.req.query());
@@ -37,7 +48,13 @@ export const fileRoutes = (agents: AgentService, maxUploadBytes: number): Hono<A
   );
   app.put(
     '/v1/agents/:id/files',
-    describeRoute({ operationId: 'writeFile', tags: ['files'], parameters: [pathParam], requestBody: { content: { 'application/octet-stream': {} } }, responses: { 200: { description: '{ path, bytes }' } } }),
+    describeRoute({
+      operationId: 'writeFile',
+      tags: ['files'],
+      parameters: [pathParam],
+      requestBody: { content: { 'application/octet-stream': {} } },
+      responses: { 200: { description: '{ path, bytes }' } },
+    }),
     loadAgent(agents),
     uploadLimit(maxUploadBytes),
     async (c) => {
@@ -50,7 +67,12 @@ export const fileRoutes = (agents: AgentService, maxUploadBytes: number): Hono<A
   );
   app.get(
     '/v1/agents/:id/archive',
-    describeRoute({ operationId: 'downloadArchive', tags: ['files'], parameters: [pathParam], responses: { 200: { description: 'Uncompressed tar', content: { 'application/x-tar': {} } } } }),
+    describeRoute({
+      operationId: 'downloadArchive',
+      tags: ['files'],
+      parameters: [pathParam],
+      responses: { 200: { description: 'Uncompressed tar', content: { 'application/x-tar': {} } } },
+    }),
     loadAgent(agents),
     async (c) => {
       const { path } = queryOf(PathQuery, c.req.query());
@@ -61,7 +83,13 @@ export const fileRoutes = (agents: AgentService, maxUploadBytes: number): Hono<A
   );
   app.put(
     '/v1/agents/:id/archive',
-    describeRoute({ operationId: 'uploadArchive', tags: ['files'], parameters: [pathParam], requestBody: { content: { 'application/x-tar': {} } }, responses: { 200: { description: '{ files, bytes }' } } }),
+    describeRoute({
+      operationId: 'uploadArchive',
+      tags: ['files'],
+      parameters: [pathParam],
+      requestBody: { content: { 'application/x-tar': {} } },
+      responses: { 200: { description: '{ files, bytes }' } },
+    }),
     loadAgent(agents),
     uploadLimit(maxUploadBytes),
     async (c) => {
@@ -69,7 +97,9 @@ export const fileRoutes = (agents: AgentService, maxUploadBytes: number): Hono<A
       const sandbox = await agents.sandbox(c.get('agent'));
       const body = c.req.raw.body;
       if (body === null) throw new SandboxError('BAD_REQUEST', 'Send the tar as the request body.');
-      const result = await sandbox.archive.upload(path, Readable.fromWeb(body as never), { maxBytes: maxUploadBytes });
+      const result = await sandbox.archive.upload(path, Readable.fromWeb(body as never), {
+        maxBytes: maxUploadBytes,
+      });
       return c.json(result);
     },
   );

@@ -10,7 +10,17 @@ import { SandboxError } from '../../errors.ts';
 import type { HostRequest as HostRequestModel, JsonValue, RequestStore } from '../../store/types.ts';
 import { jsonBody, jsonRequest, jsonResponse, queryOf } from '../body.ts';
 import type { ApiEnv } from '../env.ts';
-import { Answer, Answered, ErrorBody, HostRequest, ID, RegisterRemoteTools, RemoteToolNames, RequestList, RequestsQuery } from '../schemas.ts';
+import {
+  Answer,
+  Answered,
+  ErrorBody,
+  HostRequest,
+  ID,
+  RegisterRemoteTools,
+  RemoteToolNames,
+  RequestList,
+  RequestsQuery,
+} from '../schemas.ts';
 import { loadAgent } from './agents.ts';
 
 const requestView = (r: HostRequestModel) => ({
@@ -31,9 +41,13 @@ export const requestRoutes = (agents: AgentService, requests: RequestStore): Hon
     describeRoute({
       operationId: 'registerRemoteTools',
       tags: ['requests'],
-      description: 'Adds or replaces client-executed tools (JSON Schema parameters). A call becomes a `remote_tool` request the client answers with { result } or { error }.',
+      description:
+        'Adds or replaces client-executed tools (JSON Schema parameters). A call becomes a `remote_tool` request the client answers with { result } or { error }.',
       requestBody: jsonRequest(RegisterRemoteTools),
-      responses: { 200: jsonResponse('Every remote tool of the agent', RemoteToolNames), 400: jsonResponse('Invalid tool', ErrorBody) },
+      responses: {
+        200: jsonResponse('Every remote tool of the agent', RemoteToolNames),
+        400: jsonResponse('Invalid tool', ErrorBody),
+      },
     }),
     loadAgent(agents),
     jsonBody(RegisterRemoteTools),
@@ -47,7 +61,13 @@ export const requestRoutes = (agents: AgentService, requests: RequestStore): Hon
     describeRoute({
       operationId: 'listRequests',
       tags: ['requests'],
-      parameters: [{ name: 'state', in: 'query', schema: { type: 'string', enum: ['pending', 'answered', 'expired', 'cancelled'] } }],
+      parameters: [
+        {
+          name: 'state',
+          in: 'query',
+          schema: { type: 'string', enum: ['pending', 'answered', 'expired', 'cancelled'] },
+        },
+      ],
       responses: { 200: jsonResponse('Requests', RequestList) },
     }),
     loadAgent(agents),
@@ -58,7 +78,14 @@ export const requestRoutes = (agents: AgentService, requests: RequestStore): Hon
   );
   app.get(
     '/v1/agents/:id/requests/:rid',
-    describeRoute({ operationId: 'getRequest', tags: ['requests'], responses: { 200: jsonResponse('The request', HostRequest), 404: jsonResponse('No such request', ErrorBody) } }),
+    describeRoute({
+      operationId: 'getRequest',
+      tags: ['requests'],
+      responses: {
+        200: jsonResponse('The request', HostRequest),
+        404: jsonResponse('No such request', ErrorBody),
+      },
+    }),
     loadAgent(agents),
     (c) => c.json(requestView(owned(requests, c.get('agent').sessionId, c.req.param('rid')))),
   );
@@ -67,22 +94,37 @@ export const requestRoutes = (agents: AgentService, requests: RequestStore): Hon
     describeRoute({
       operationId: 'answerRequest',
       tags: ['requests'],
-      description: 'Approval: { allow, reason? }. Remote tool: { result } or { error }. Subagent: { output }.',
+      description:
+        'Approval: { allow, reason? }. Remote tool: { result } or { error }. Subagent: { output }.',
       requestBody: jsonRequest(Answer),
-      responses: { 200: jsonResponse('Answered', Answered), 409: jsonResponse('Already settled', ErrorBody), 410: jsonResponse('Expired', ErrorBody) },
+      responses: {
+        200: jsonResponse('Answered', Answered),
+        409: jsonResponse('Already settled', ErrorBody),
+        410: jsonResponse('Expired', ErrorBody),
+      },
     }),
     loadAgent(agents),
     jsonBody(Answer),
     (c) => {
       const request = owned(requests, c.get('agent').sessionId, c.req.param('rid'));
       const answer = c.get('body') as JsonValue;
-      const shapeOk = request.kind === 'approval' ? 'allow' in (answer as object) : !('allow' in (answer as object));
+      const shapeOk =
+        request.kind === 'approval' ? 'allow' in (answer as object) : !('allow' in (answer as object));
       if (!shapeOk) {
-        throw new SandboxError('BAD_REQUEST', request.kind === 'approval' ? 'Answer an approval with { "allow": true|false }.' : 'Answer with { "result": … } or { "error": … }.');
+        throw new SandboxError(
+          'BAD_REQUEST',
+          request.kind === 'approval'
+            ? 'Answer an approval with { "allow": true|false }.'
+            : 'Answer with { "result": … } or { "error": … }.',
+        );
       }
       if (!requests.answer(request.id, answer)) {
         const now = requests.get(request.id);
-        if (now?.state === 'expired') throw new SandboxError('REQUEST_EXPIRED', `Request ${request.id} expired before the answer arrived.`);
+        if (now?.state === 'expired')
+          throw new SandboxError(
+            'REQUEST_EXPIRED',
+            `Request ${request.id} expired before the answer arrived.`,
+          );
         throw new SandboxError('CONFLICT', `Request ${request.id} is already ${now?.state ?? 'settled'}.`);
       }
       return c.json({ id: request.id, state: 'answered' });
@@ -93,6 +135,7 @@ export const requestRoutes = (agents: AgentService, requests: RequestStore): Hon
 
 const owned = (requests: RequestStore, sessionId: string, rid: string | undefined): HostRequestModel => {
   const request = rid !== undefined && v.is(ID, rid) ? requests.get(rid) : undefined;
-  if (request === undefined || request.sessionId !== sessionId) throw new SandboxError('NOT_FOUND', `No request ${JSON.stringify((rid ?? '').slice(0, 80))}.`);
+  if (request === undefined || request.sessionId !== sessionId)
+    throw new SandboxError('NOT_FOUND', `No request ${JSON.stringify((rid ?? '').slice(0, 80))}.`);
   return request;
 };

@@ -19,16 +19,32 @@ export const systemRoutes = (options: SystemRoutesOptions): Hono<ApiEnv> => {
   const app = new Hono<ApiEnv>();
   app.get(
     '/v1/health',
-    describeRoute({ operationId: 'health', tags: ['system'], security: [], responses: { 200: jsonResponse('The service is up', Health), 503: { description: 'Shutting down' } } }),
-    (c) => c.json(
-      { ok: !options.lifecycle.shuttingDown, version: options.version, uptimeMs: Date.now() - options.startedAt },
-      options.lifecycle.shuttingDown ? 503 : 200,
-    ),
+    describeRoute({
+      operationId: 'health',
+      tags: ['system'],
+      security: [],
+      responses: { 200: jsonResponse('The service is up', Health), 503: { description: 'Shutting down' } },
+    }),
+    (c) =>
+      c.json(
+        {
+          ok: !options.lifecycle.shuttingDown,
+          version: options.version,
+          uptimeMs: Date.now() - options.startedAt,
+        },
+        options.lifecycle.shuttingDown ? 503 : 200,
+      ),
   );
   app.get(
     '/metrics',
-    describeRoute({ operationId: 'metrics', tags: ['system'], security: [], responses: { 200: { description: 'Prometheus text exposition', content: { 'text/plain': {} } } } }),
-    (c) => c.text(options.metrics.render(), 200, { 'Content-Type': 'text/plain; version=0.0.4; charset=utf-8' }),
+    describeRoute({
+      operationId: 'metrics',
+      tags: ['system'],
+      security: [],
+      responses: { 200: { description: 'Prometheus text exposition', content: { 'text/plain': {} } } },
+    }),
+    (c) =>
+      c.text(options.metrics.render(), 200, { 'Content-Type': 'text/plain; version=0.0.4; charset=utf-8' }),
   );
   return app;
 };

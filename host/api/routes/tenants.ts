@@ -17,7 +17,11 @@ export const tenantRoutes = (tenants: TenantStore, adminKey: string | undefined)
       tags: ['tenants'],
       description: 'Needs the admin key (DSH_ADMIN_KEY) as the bearer token. The API key is returned once.',
       requestBody: jsonRequest(CreateTenant),
-      responses: { 201: jsonResponse('Created', TenantCreated), 401: jsonResponse('Wrong admin key', ErrorBody), 403: jsonResponse('No admin key configured', ErrorBody) },
+      responses: {
+        201: jsonResponse('Created', TenantCreated),
+        401: jsonResponse('Wrong admin key', ErrorBody),
+        403: jsonResponse('No admin key configured', ErrorBody),
+      },
     }),
     adminAuth(adminKey),
     jsonBody(CreateTenant),

@@ -4,11 +4,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
+import { extract, pack } from 'tar-stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pack } from 'tar-stream';
-import { extract } from 'tar-stream';
 import { loadConfig } from '../../../host/config.ts';
 import { type Running, startServer } from '../../../host/serve.ts';
+import type { Loose } from '../../unit/api/harness.ts';
 import { readSse } from '../../unit/api/sse.ts';
 import { dockerFixture } from '../sandbox/fixtures.ts';
 
@@ -18,7 +18,13 @@ let server: Running;
 let keyA: string;
 let keyB: string;
 
-const http = async (key: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
+const http = async (
+  key: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+) => {
   const init: RequestInit = { method, headers: { Authorization: `Bearer ${key}`, ...headers } };
   if (body !== undefined) {
     if (body instanceof Uint8Array || typeof body === 'string') init.body = body as never;
@@ -30,7 +36,7 @@ const http = async (key: string, method: string, path: string, body?: unknown, h
   const res = await fetch(`${server.url}${path}`, init);
   const buf = new Uint8Array(await res.arrayBuffer());
   const text = new TextDecoder().decode(buf);
-  let json: any;
+  let json: Loose;
   try {
     json = JSON.parse(text);
   } catch {}
@@ -38,11 +44,13 @@ const http = async (key: string, method: string, path: string, body?: unknown, h
 };
 
 const calls = async (key: string, agentId: string, list: [string, string, Record<string, unknown>][]) => {
-  const res = await http(key, 'POST', `/v1/agents/${agentId}/calls`, { calls: list.map(([id, name, args]) => ({ id, name, arguments: args })) });
+  const res = await http(key, 'POST', `/v1/agents/${agentId}/calls`, {
+    calls: list.map(([id, name, args]) => ({ id, name, arguments: args })),
+  });
   expect(res.status, res.text).toBe(200);
-  return res.json.results as any[];
+  return res.json.results as Loose[];
 };
-const text = (r: any): string => r.content.map((p: any) => p.text ?? '').join('');
+const text = (r: Loose): string => r.content.map((p: Loose) => p.text ?? '').join('');
 
 const pendingOf = async (agentId: string) => {
   for (let i = 0; i < 500; i++) {
@@ -54,7 +62,10 @@ const pendingOf = async (agentId: string) => {
 };
 
 beforeAll(async () => {
-  const config = loadConfig({ host: '127.0.0.1', port: 0, dataDir, poolSize: 0, isolateWorkers: 1, shutdownGraceMs: 1000 }, {});
+  const config = loadConfig(
+    { host: '127.0.0.1', port: 0, dataDir, poolSize: 0, isolateWorkers: 1, shutdownGraceMs: 1000 },
+    {},
+  );
   server = await startServer(config, { sandboxes: fixture.provider(), log: () => {} });
   keyA = server.store.tenants.createTenant('a').apiKey;
   keyB = server.store.tenants.createTenant('b').apiKey;
@@ -75,7 +86,11 @@ describe('control plane over HTTP with Docker and isolates', () => {
     agentId = created.json.id;
     const results = await calls(keyA, agentId, [
       ['w', 'write', { file_path: 'src/app.ts', content: 'const port = 3000\nexport { port }\n' }],
-      ['e', 'edit', { file_path: 'src/app.ts', old_string: 'const port = 3000', new_string: 'const port = 8080' }],
+      [
+        'e',
+        'edit',
+        { file_path: 'src/app.ts', old_string: 'const port = 3000', new_string: 'const port = 8080' },
+      ],
       ['r', 'read', { file_path: 'src/app.ts' }],
       ['g', 'grep', { pattern: 'port = 8080' }],
       ['b', 'bash', { command: 'cat src/app.ts | wc -l; id -un', description: 'count lines' }],
@@ -88,7 +103,13 @@ describe('control plane over HTTP with Docker and isolates', () => {
 
   it('moves files in and out as raw bytes and as tar', async () => {
     const bytes = new Uint8Array([0, 1, 2, 250, 255]);
-    expect((await http(keyA, 'PUT', `/v1/agents/${agentId}/files?path=bin/blob`, bytes, { 'Content-Type': 'application/octet-stream' })).status).toBe(200);
+    expect(
+      (
+        await http(keyA, 'PUT', `/v1/agents/${agentId}/files?path=bin/blob`, bytes, {
+          'Content-Type': 'application/octet-stream',
+        })
+      ).status,
+    ).toBe(200);
     const back = await http(keyA, 'GET', `/v1/agents/${agentId}/files?path=bin/blob`);
     expect([...back.buf]).toEqual([...bytes]);
 
@@ -98,10 +119,18 @@ describe('control plane over HTTP with Docker and isolates', () => {
     tar.finalize();
     const chunks: Buffer[] = [];
     for await (const chunk of tar) chunks.push(chunk as Buffer);
-    const up = await http(keyA, 'PUT', `/v1/agents/${agentId}/archive?path=imported`, new Uint8Array(Buffer.concat(chunks)), { 'Content-Type': 'application/x-tar' });
+    const up = await http(
+      keyA,
+      'PUT',
+      `/v1/agents/${agentId}/archive?path=imported`,
+      new Uint8Array(Buffer.concat(chunks)),
+      { 'Content-Type': 'application/x-tar' },
+    );
     expect(up.status, up.text).toBe(200);
     expect(up.json.files).toBe(2);
-    const [ls] = await calls(keyA, agentId, [['ls', 'bash', { command: 'cat imported/docs/readme.md', description: 'read' }]]);
+    const [ls] = await calls(keyA, agentId, [
+      ['ls', 'bash', { command: 'cat imported/docs/readme.md', description: 'read' }],
+    ]);
     expect(text(ls)).toBe('# hello');
 
     const down = await http(keyA, 'GET', `/v1/agents/${agentId}/archive?path=imported`);
@@ -119,7 +148,11 @@ describe('control plane over HTTP with Docker and isolates', () => {
       Readable.from([Buffer.from(down.buf)]).pipe(ex);
     });
     expect(names.some((n) => n.endsWith('docs/readme.md'))).toBe(true);
-    const outside = await http(keyA, 'GET', `/v1/agents/${agentId}/files?path=${encodeURIComponent('../../etc/passwd')}`);
+    const outside = await http(
+      keyA,
+      'GET',
+      `/v1/agents/${agentId}/files?path=${encodeURIComponent('../../etc/passwd')}`,
+    );
     expect(outside.status).toBe(400);
   });
 
@@ -127,33 +160,54 @@ describe('control plane over HTTP with Docker and isolates', () => {
     const created = await http(keyA, 'POST', '/v1/agents', { preset: 'code' });
     const codeAgent = created.json.id;
     const tools = await http(keyA, 'GET', `/v1/agents/${codeAgent}/tools`);
-    expect(tools.json.tools.map((t: any) => t.name)).toEqual(['run_code']);
+    expect(tools.json.tools.map((t: Loose) => t.name)).toEqual(['run_code']);
     expect(tools.json.tools[0].description).toContain('declare const tools');
     const code = `
       await Promise.all([1, 2, 3].map((i) => tools.write({ file_path: 'f' + i + '.txt', content: 'file ' + i })));
       const [a, b, found] = await Promise.all([tools.read({ file_path: 'f1.txt' }), tools.read({ file_path: 'f2.txt' }), tools.glob({ pattern: 'f*.txt' })]);
       console.log(typeof a === 'string' ? a : JSON.stringify(a));
       return found;`;
-    const [result] = await calls(keyA, codeAgent, [['p', 'run_code', { code, description: 'write and read files' }]]);
+    const [result] = await calls(keyA, codeAgent, [
+      ['p', 'run_code', { code, description: 'write and read files' }],
+    ]);
     expect(result.ok, text(result)).toBe(true);
     expect(text(result)).toContain('file 1');
     expect(text(result)).toContain('f3.txt');
     const native = await calls(keyA, codeAgent, [['n', 'read', { file_path: 'f1.txt' }]]);
     expect(native[0].error.code).toBe('UNKNOWN_TOOL');
     const events = await http(keyA, 'GET', `/v1/agents/${codeAgent}/events`);
-    const inner = events.json.events.filter((e: any) => e.parentCallId === 'p' && e.type === 'tool.call');
-    expect(inner.map((e: any) => e.data.name).sort()).toEqual(['glob', 'read', 'read', 'write', 'write', 'write']);
+    const inner = events.json.events.filter((e: Loose) => e.parentCallId === 'p' && e.type === 'tool.call');
+    expect(inner.map((e: Loose) => e.data.name).sort()).toEqual([
+      'glob',
+      'read',
+      'read',
+      'write',
+      'write',
+      'write',
+    ]);
   });
 
   it('a remote tool is answered by the client', async () => {
     const reg = await http(keyA, 'POST', `/v1/agents/${agentId}/remote-tools`, {
-      tools: [{ name: 'ask_weather', description: 'Weather from the client', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } }],
+      tools: [
+        {
+          name: 'ask_weather',
+          description: 'Weather from the client',
+          parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+        },
+      ],
     });
     expect(reg.json.tools).toEqual(['ask_weather']);
     const pending = calls(keyA, agentId, [['rw', 'ask_weather', { city: 'Oslo' }]]);
     const request = await pendingOf(agentId);
-    expect(request).toMatchObject({ kind: 'remote_tool', payload: { toolName: 'ask_weather', arguments: { city: 'Oslo' } } });
-    expect((await http(keyA, 'POST', `/v1/agents/${agentId}/requests/${request.id}`, { result: { tempC: -3 } })).status).toBe(200);
+    expect(request).toMatchObject({
+      kind: 'remote_tool',
+      payload: { toolName: 'ask_weather', arguments: { city: 'Oslo' } },
+    });
+    expect(
+      (await http(keyA, 'POST', `/v1/agents/${agentId}/requests/${request.id}`, { result: { tempC: -3 } }))
+        .status,
+    ).toBe(200);
     const [result] = await pending;
     expect(result).toMatchObject({ ok: true, value: { tempC: -3 } });
   });
@@ -166,7 +220,9 @@ describe('control plane over HTTP with Docker and isolates', () => {
     expect(r1).toMatchObject({ kind: 'approval', callId: 'b1' });
     await http(keyA, 'POST', `/v1/agents/${asking}/requests/${r1.id}`, { allow: true });
     expect(text((await first)[0])).toBe('allowed');
-    const second = calls(keyA, asking, [['b2', 'bash', { command: 'touch /workspace/denied', description: 'denied' }]]);
+    const second = calls(keyA, asking, [
+      ['b2', 'bash', { command: 'touch /workspace/denied', description: 'denied' }],
+    ]);
     const r2 = await pendingOf(asking);
     await http(keyA, 'POST', `/v1/agents/${asking}/requests/${r2.id}`, { allow: false, reason: 'no writes' });
     const [denied] = await second;
@@ -176,29 +232,45 @@ describe('control plane over HTTP with Docker and isolates', () => {
   });
 
   it('replays events after a reconnect with Last-Event-ID, without gaps or repeats', async () => {
-    const first = await fetch(`${server.url}/v1/agents/${agentId}/events`, { headers: { Authorization: `Bearer ${keyA}`, Accept: 'text/event-stream' } });
+    const first = await fetch(`${server.url}/v1/agents/${agentId}/events`, {
+      headers: { Authorization: `Bearer ${keyA}`, Accept: 'text/event-stream' },
+    });
     const seen = await readSse(first.body as ReadableStream<Uint8Array>, (m) => m.length >= 4);
     const lastId = seen.at(-1)?.id as string;
     await calls(keyA, agentId, [['after', 'read', { file_path: 'src/app.ts' }]]);
-    const again = await fetch(`${server.url}/v1/agents/${agentId}/events`, { headers: { Authorization: `Bearer ${keyA}`, Accept: 'text/event-stream', 'Last-Event-ID': lastId } });
+    const again = await fetch(`${server.url}/v1/agents/${agentId}/events`, {
+      headers: { Authorization: `Bearer ${keyA}`, Accept: 'text/event-stream', 'Last-Event-ID': lastId },
+    });
     const page = await http(keyA, 'GET', `/v1/agents/${agentId}/events?limit=5000`);
     const total = page.json.events.length;
-    const rest = await readSse(again.body as ReadableStream<Uint8Array>, (m) => Number(m.at(-1)?.id) >= total);
+    const rest = await readSse(
+      again.body as ReadableStream<Uint8Array>,
+      (m) => Number(m.at(-1)?.id) >= total,
+    );
     const ids = [...seen, ...rest].map((m) => Number(m.id));
     expect(ids).toEqual(Array.from({ length: total }, (_, i) => i + 1));
     expect(rest.at(-1)?.data).toMatchObject({ type: 'tool.result', callId: 'after' });
   });
 
-  it('a second tenant cannot see or touch the first one\'s agent', async () => {
+  it("a second tenant cannot see or touch the first one's agent", async () => {
     expect((await http(keyB, 'GET', `/v1/agents/${agentId}`)).status).toBe(404);
     expect((await http(keyB, 'GET', `/v1/agents/${agentId}/files?path=src/app.ts`)).status).toBe(404);
-    expect((await http(keyB, 'POST', `/v1/agents/${agentId}/calls`, { calls: [{ id: 'x', name: 'bash', arguments: { command: 'ls', description: 'x' } }] })).status).toBe(404);
+    expect(
+      (
+        await http(keyB, 'POST', `/v1/agents/${agentId}/calls`, {
+          calls: [{ id: 'x', name: 'bash', arguments: { command: 'ls', description: 'x' } }],
+        })
+      ).status,
+    ).toBe(404);
     expect((await http(keyB, 'GET', '/v1/agents')).json.agents).toEqual([]);
   });
 
   it('deleting an agent removes its container', async () => {
     expect((await http(keyA, 'DELETE', `/v1/agents/${agentId}`)).status).toBe(204);
-    const containers = await fixture.docker.listContainers({ all: true, filters: { label: [`dsh.test=${fixture.runId}`] } });
+    const containers = await fixture.docker.listContainers({
+      all: true,
+      filters: { label: [`dsh.test=${fixture.runId}`] },
+    });
     expect(containers.map((c) => c.Names.join(',')).join(' ')).not.toContain(agentId);
   });
 });

@@ -21,14 +21,24 @@ describe('health, openapi, metrics', () => {
     const res = await api.request(undefined, 'GET', '/openapi.json');
     expect(res.status).toBe(200);
     expect(res.json.openapi).toBe('3.1.0');
-    expect(Object.keys(res.json.paths)).toEqual(expect.arrayContaining(['/v1/agents', '/v1/agents/{id}/calls', '/v1/agents/{id}/events', '/v1/tenants']));
+    expect(Object.keys(res.json.paths)).toEqual(
+      expect.arrayContaining([
+        '/v1/agents',
+        '/v1/agents/{id}/calls',
+        '/v1/agents/{id}/events',
+        '/v1/tenants',
+      ]),
+    );
     const create = res.json.paths['/v1/agents'].post.requestBody.content['application/json'].schema;
     expect(create.properties.preset.enum).toEqual(['standard', 'code', 'minimal', 'creator']);
   });
 
   it('exports Prometheus metrics for calls and errors', async () => {
     const agent = await api.createAgent(api.keyA);
-    await api.call(api.keyA, agent.id, [{ id: 'c1', name: 'write', arguments: { file_path: 'a.txt', content: 'x' } }, { id: 'c2', name: 'nope', arguments: {} }]);
+    await api.call(api.keyA, agent.id, [
+      { id: 'c1', name: 'write', arguments: { file_path: 'a.txt', content: 'x' } },
+      { id: 'c2', name: 'nope', arguments: {} },
+    ]);
     await api.request(api.keyA, 'GET', '/v1/agents/agt_missing');
     const res = await api.request(undefined, 'GET', '/metrics');
     expect(res.headers.get('content-type')).toContain('text/plain');
@@ -42,7 +52,11 @@ describe('health, openapi, metrics', () => {
 
 describe('auth', () => {
   it('401 with a WWW-Authenticate challenge without a key, with a wrong key or scheme', async () => {
-    for (const headers of [{} as Record<string, string>, { Authorization: 'Bearer dsk_wrongwrongwrongwrongwrongwrongwrongwrong' }, { Authorization: 'Basic Zm9vOmJhcg==' }]) {
+    for (const headers of [
+      {} as Record<string, string>,
+      { Authorization: 'Bearer dsk_wrongwrongwrongwrongwrongwrongwrongwrong' },
+      { Authorization: 'Basic Zm9vOmJhcg==' },
+    ]) {
       const res = await api.request(undefined, 'GET', '/v1/agents', undefined, headers);
       expect(res.status).toBe(401);
       expect(res.json.error.code).toBe('UNAUTHORIZED');
@@ -64,24 +78,37 @@ describe('agents', () => {
   it('creates, lists, gets and deletes an agent; the sandbox is made on first use and destroyed with it', async () => {
     const agent = await api.createAgent(api.keyA, { preset: 'standard' });
     expect(agent).toMatchObject({ preset: 'standard', mode: 'native' });
-    expect((await api.request(api.keyA, 'GET', '/v1/agents')).json.agents.map((a: { id: string }) => a.id)).toEqual([agent.id]);
+    expect(
+      (await api.request(api.keyA, 'GET', '/v1/agents')).json.agents.map((a: { id: string }) => a.id),
+    ).toEqual([agent.id]);
     expect((await api.request(api.keyA, 'GET', `/v1/agents/${agent.id}`)).json.id).toBe(agent.id);
     expect(await api.sandboxes.get(agent.id)).toBeUndefined();
-    await api.request(api.keyA, 'PUT', `/v1/agents/${agent.id}/files?path=f.txt`, 'hi', { 'Content-Type': 'application/octet-stream' });
+    await api.request(api.keyA, 'PUT', `/v1/agents/${agent.id}/files?path=f.txt`, 'hi', {
+      'Content-Type': 'application/octet-stream',
+    });
     expect(await api.sandboxes.get(agent.id)).toBeDefined();
     expect((await api.request(api.keyA, 'DELETE', `/v1/agents/${agent.id}`)).status).toBe(204);
     expect((await api.request(api.keyA, 'GET', `/v1/agents/${agent.id}`)).status).toBe(404);
     expect(await api.sandboxes.get(agent.id)).toBeUndefined();
   });
 
-  it('another tenant\'s agent is 404 on every route, exactly like an unknown id', async () => {
+  it("another tenant's agent is 404 on every route, exactly like an unknown id", async () => {
     const agent = await api.createAgent(api.keyA);
     const base = `/v1/agents/${agent.id}`;
     const routes: [string, string, unknown?][] = [
-      ['GET', base], ['DELETE', base], ['GET', `${base}/tools`], ['GET', `${base}/events`], ['GET', `${base}/requests`],
+      ['GET', base],
+      ['DELETE', base],
+      ['GET', `${base}/tools`],
+      ['GET', `${base}/events`],
+      ['GET', `${base}/requests`],
       ['POST', `${base}/calls`, { calls: [{ id: '1', name: 'read', arguments: { file_path: 'a' } }] }],
-      ['GET', `${base}/files?path=a`], ['GET', `${base}/archive?path=.`],
-      ['POST', `${base}/remote-tools`, { tools: [{ name: 't', description: 'd', parameters: { type: 'object' } }] }],
+      ['GET', `${base}/files?path=a`],
+      ['GET', `${base}/archive?path=.`],
+      [
+        'POST',
+        `${base}/remote-tools`,
+        { tools: [{ name: 't', description: 'd', parameters: { type: 'object' } }] },
+      ],
       ['POST', `${base}/requests/req_x`, { allow: true }],
     ];
     for (const [method, path, body] of routes) {
@@ -95,10 +122,25 @@ describe('agents', () => {
 
   it('tools: presets and modes decide exactly what the model sees', async () => {
     const standard = await api.createAgent(api.keyA, { preset: 'standard' });
-    const names = (await api.request(api.keyA, 'GET', `/v1/agents/${standard.id}/tools`)).json.tools.map((t: { name: string }) => t.name);
-    expect(names).toEqual(['bash', 'read', 'read_image', 'write', 'edit', 'glob', 'grep', 'job_list', 'job_output', 'job_kill']);
+    const names = (await api.request(api.keyA, 'GET', `/v1/agents/${standard.id}/tools`)).json.tools.map(
+      (t: { name: string }) => t.name,
+    );
+    expect(names).toEqual([
+      'bash',
+      'read',
+      'read_image',
+      'write',
+      'edit',
+      'glob',
+      'grep',
+      'job_list',
+      'job_output',
+      'job_kill',
+    ]);
     const minimal = await api.createAgent(api.keyA, { preset: 'minimal' });
-    const minimalNames = (await api.request(api.keyA, 'GET', `/v1/agents/${minimal.id}/tools`)).json.tools.map((t: { name: string }) => t.name);
+    const minimalNames = (
+      await api.request(api.keyA, 'GET', `/v1/agents/${minimal.id}/tools`)
+    ).json.tools.map((t: { name: string }) => t.name);
     expect(minimalNames).toEqual(['bash', 'str_replace_editor']);
     const restricted = await api.createAgent(api.keyA, { restrict: { allow: ['read', 'grep'] } });
     const tools = (await api.request(api.keyA, 'GET', `/v1/agents/${restricted.id}/tools`)).json;

@@ -30,7 +30,11 @@ describe('calls', () => {
     const agent = await api.createAgent(api.keyA);
     const res = await api.call(api.keyA, agent.id, [
       { id: 'w', name: 'write', arguments: { file_path: 'src/a.ts', content: 'const enabled = false\n' } },
-      { id: 'e', name: 'edit', arguments: { file_path: 'src/a.ts', old_string: 'false', new_string: 'true' } },
+      {
+        id: 'e',
+        name: 'edit',
+        arguments: { file_path: 'src/a.ts', old_string: 'false', new_string: 'true' },
+      },
       { id: 'r', name: 'read', arguments: { file_path: 'src/a.ts' } },
       { id: 'g', name: 'grep', arguments: { pattern: 'enabled' } },
       { id: 'u', name: 'does_not_exist', arguments: {} },
@@ -52,8 +56,14 @@ describe('calls', () => {
     const agent = await api.createAgent(api.keyA);
     const res = await api.app.request(`/v1/agents/${agent.id}/calls`, {
       method: 'POST',
-      headers: { Authorization: `Bearer ${api.keyA}`, 'Content-Type': 'application/json', Accept: 'text/event-stream' },
-      body: JSON.stringify({ calls: [{ id: 'c1', name: 'write', arguments: { file_path: 'x.txt', content: 'x' } }] }),
+      headers: {
+        Authorization: `Bearer ${api.keyA}`,
+        'Content-Type': 'application/json',
+        Accept: 'text/event-stream',
+      },
+      body: JSON.stringify({
+        calls: [{ id: 'c1', name: 'write', arguments: { file_path: 'x.txt', content: 'x' } }],
+      }),
     });
     expect(res.headers.get('content-type')).toContain('text/event-stream');
     const messages = await readSse(res.body as ReadableStream<Uint8Array>);
@@ -65,57 +75,98 @@ describe('calls', () => {
 
   it('an ask policy suspends the call until a person allows or denies it', async () => {
     const agent = await api.createAgent(api.keyA, { policy: { ask: ['write'] } });
-    const allowed = api.call(api.keyA, agent.id, [{ id: 'w1', name: 'write', arguments: { file_path: 'ok.txt', content: 'yes' } }]);
+    const allowed = api.call(api.keyA, agent.id, [
+      { id: 'w1', name: 'write', arguments: { file_path: 'ok.txt', content: 'yes' } },
+    ]);
     const [request] = await waitFor(pending(agent.id));
     expect(request).toMatchObject({ kind: 'approval', callId: 'w1', payload: { toolName: 'write' } });
-    expect((await api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/requests/${request.id}`, { allow: true })).status).toBe(200);
+    expect(
+      (await api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/requests/${request.id}`, { allow: true }))
+        .status,
+    ).toBe(200);
     expect((await allowed).json.results[0]).toMatchObject({ ok: true });
 
-    const denied = api.call(api.keyA, agent.id, [{ id: 'w2', name: 'write', arguments: { file_path: 'no.txt', content: 'no' } }]);
+    const denied = api.call(api.keyA, agent.id, [
+      { id: 'w2', name: 'write', arguments: { file_path: 'no.txt', content: 'no' } },
+    ]);
     const [second] = await waitFor(pending(agent.id));
-    await api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/requests/${second.id}`, { allow: false, reason: 'not today' });
+    await api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/requests/${second.id}`, {
+      allow: false,
+      reason: 'not today',
+    });
     const result = (await denied).json.results[0];
     expect(result).toMatchObject({ ok: false, error: { code: 'DENIED' } });
     expect(result.error.message).toContain('not today');
-    const again = await api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/requests/${second.id}`, { allow: true });
+    const again = await api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/requests/${second.id}`, {
+      allow: true,
+    });
     expect(again.status).toBe(409);
     expect((await api.request(api.keyA, 'GET', `/v1/agents/${agent.id}/files?path=no.txt`)).status).toBe(404);
   });
 
   it('deny policy refuses a tool', async () => {
     const agent = await api.createAgent(api.keyA, { policy: { deny: ['write'] } });
-    const res = await api.call(api.keyA, agent.id, [{ id: 'w', name: 'write', arguments: { file_path: 'a', content: 'b' } }]);
+    const res = await api.call(api.keyA, agent.id, [
+      { id: 'w', name: 'write', arguments: { file_path: 'a', content: 'b' } },
+    ]);
     expect(res.json.results[0]).toMatchObject({ ok: false, error: { code: 'DENIED' } });
   });
 
-  it('remote tools: the call waits for the client\'s answer, which can be a result or an error', async () => {
+  it("remote tools: the call waits for the client's answer, which can be a result or an error", async () => {
     const agent = await api.createAgent(api.keyA);
     const reg = await api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/remote-tools`, {
-      tools: [{ name: 'lookup_user', description: 'Looks a user up in the client', parameters: { type: 'object', properties: { id: { type: 'integer' } }, required: ['id'] } }],
+      tools: [
+        {
+          name: 'lookup_user',
+          description: 'Looks a user up in the client',
+          parameters: { type: 'object', properties: { id: { type: 'integer' } }, required: ['id'] },
+        },
+      ],
     });
     expect(reg.json).toEqual({ tools: ['lookup_user'] });
     const tools = (await api.request(api.keyA, 'GET', `/v1/agents/${agent.id}/tools`)).json.tools;
-    expect(tools.at(-1)).toMatchObject({ name: 'lookup_user', parameters: { properties: { id: { type: 'integer' } } } });
+    expect(tools.at(-1)).toMatchObject({
+      name: 'lookup_user',
+      parameters: { properties: { id: { type: 'integer' } } },
+    });
 
-    const invalid = await api.call(api.keyA, agent.id, [{ id: 'x', name: 'lookup_user', arguments: { id: 'seven' } }]);
+    const invalid = await api.call(api.keyA, agent.id, [
+      { id: 'x', name: 'lookup_user', arguments: { id: 'seven' } },
+    ]);
     expect(invalid.json.results[0].error.code).toBe('INVALID_ARGUMENTS');
 
     const call = api.call(api.keyA, agent.id, [{ id: 'u1', name: 'lookup_user', arguments: { id: 7 } }]);
     const [request] = await waitFor(pending(agent.id));
-    expect(request).toMatchObject({ kind: 'remote_tool', callId: 'u1', payload: { toolName: 'lookup_user', arguments: { id: 7 } } });
-    expect((await api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/requests/${request.id}`, { allow: true })).status).toBe(400);
-    await api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/requests/${request.id}`, { result: { name: 'Ada' } });
+    expect(request).toMatchObject({
+      kind: 'remote_tool',
+      callId: 'u1',
+      payload: { toolName: 'lookup_user', arguments: { id: 7 } },
+    });
+    expect(
+      (await api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/requests/${request.id}`, { allow: true }))
+        .status,
+    ).toBe(400);
+    await api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/requests/${request.id}`, {
+      result: { name: 'Ada' },
+    });
     expect((await call).json.results[0]).toMatchObject({ ok: true, value: { name: 'Ada' } });
 
     const failing = api.call(api.keyA, agent.id, [{ id: 'u2', name: 'lookup_user', arguments: { id: 8 } }]);
     const [r2] = await waitFor(pending(agent.id));
-    await api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/requests/${r2.id}`, { error: { message: 'no such user' } });
-    expect((await failing).json.results[0]).toMatchObject({ ok: false, error: { code: 'TOOL_FAILED', message: 'no such user' } });
+    await api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/requests/${r2.id}`, {
+      error: { message: 'no such user' },
+    });
+    expect((await failing).json.results[0]).toMatchObject({
+      ok: false,
+      error: { code: 'TOOL_FAILED', message: 'no such user' },
+    });
   });
 
   it('a remote tool call fails when the client does not answer in time', async () => {
     const agent = await api.createAgent(api.keyA, {
-      remoteTools: [{ name: 'slow', description: 'never answered', parameters: { type: 'object' }, timeoutMs: 150 }],
+      remoteTools: [
+        { name: 'slow', description: 'never answered', parameters: { type: 'object' }, timeoutMs: 150 },
+      ],
     });
     const res = await api.call(api.keyA, agent.id, [{ id: 's', name: 'slow', arguments: {} }]);
     expect(res.json.results[0]).toMatchObject({ ok: false });
@@ -126,9 +177,13 @@ describe('calls', () => {
 
   it('rejects remote tools with invalid schemas or reserved names', async () => {
     const agent = await api.createAgent(api.keyA);
-    const bad = await api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/remote-tools`, { tools: [{ name: 'x', description: 'd', parameters: { type: 'array' } }] });
+    const bad = await api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/remote-tools`, {
+      tools: [{ name: 'x', description: 'd', parameters: { type: 'array' } }],
+    });
     expect(bad.status).toBe(400);
-    const reserved = await api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/remote-tools`, { tools: [{ name: 'run_code', description: 'd', parameters: { type: 'object' } }] });
+    const reserved = await api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/remote-tools`, {
+      tools: [{ name: 'run_code', description: 'd', parameters: { type: 'object' } }],
+    });
     expect(reserved.status).toBe(400);
     expect(reserved.json.error.code).toBe('RESERVED_TOOL_NAME');
   });
@@ -137,7 +192,9 @@ describe('calls', () => {
 describe('events', () => {
   it('pages the durable log and streams it with resume by Last-Event-ID', async () => {
     const agent = await api.createAgent(api.keyA);
-    await api.call(api.keyA, agent.id, [{ id: 'a', name: 'write', arguments: { file_path: 'a', content: '1' } }]);
+    await api.call(api.keyA, agent.id, [
+      { id: 'a', name: 'write', arguments: { file_path: 'a', content: '1' } },
+    ]);
     const page = await api.request(api.keyA, 'GET', `/v1/agents/${agent.id}/events?after=0&limit=1`);
     expect(page.json.events).toHaveLength(1);
     expect(page.json.events[0]).toMatchObject({ seq: 1, type: 'tool.call', callId: 'a' });
@@ -159,7 +216,9 @@ describe('events', () => {
 
   it('a shutdown closes open streams with a final shutdown event', async () => {
     const agent = await api.createAgent(api.keyA);
-    const res = await api.app.request(`/v1/agents/${agent.id}/events`, { headers: { Authorization: `Bearer ${api.keyA}`, Accept: 'text/event-stream' } });
+    const res = await api.app.request(`/v1/agents/${agent.id}/events`, {
+      headers: { Authorization: `Bearer ${api.keyA}`, Accept: 'text/event-stream' },
+    });
     const stream = readSse(res.body as ReadableStream<Uint8Array>);
     await new Promise((r) => setTimeout(r, 20));
     api.lifecycle.begin();

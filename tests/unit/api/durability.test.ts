@@ -34,19 +34,43 @@ describe('restart', () => {
     const first = bootApp(dataDir, sandboxes);
     const { apiKey } = first.store.tenants.createTenant('t');
     const H = { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' };
-    const agent = (await (await first.app.request('/v1/agents', { method: 'POST', headers: H, body: '{"preset":"minimal"}' })).json()) as { id: string };
+    const agent = (await (
+      await first.app.request('/v1/agents', { method: 'POST', headers: H, body: '{"preset":"minimal"}' })
+    ).json()) as { id: string };
     await first.app.request(`/v1/agents/${agent.id}/remote-tools`, {
-      method: 'POST', headers: H, body: JSON.stringify({ tools: [{ name: 'client_echo', description: 'echo in the client', parameters: { type: 'object' } }] }),
+      method: 'POST',
+      headers: H,
+      body: JSON.stringify({
+        tools: [{ name: 'client_echo', description: 'echo in the client', parameters: { type: 'object' } }],
+      }),
     });
-    await first.app.request(`/v1/agents/${agent.id}/calls`, { method: 'POST', headers: H, body: JSON.stringify({ calls: [{ id: 'c', name: 'str_replace_editor', arguments: { command: 'create', path: 'a.txt', file_text: 'hi' } }] }) });
+    await first.app.request(`/v1/agents/${agent.id}/calls`, {
+      method: 'POST',
+      headers: H,
+      body: JSON.stringify({
+        calls: [
+          {
+            id: 'c',
+            name: 'str_replace_editor',
+            arguments: { command: 'create', path: 'a.txt', file_text: 'hi' },
+          },
+        ],
+      }),
+    });
     await first.agents.close(0);
     first.store.close();
 
     const second = bootApp(dataDir, sandboxes);
-    const tools = (await (await second.app.request(`/v1/agents/${agent.id}/tools`, { headers: H })).json()) as { tools: { name: string }[] };
+    const tools = (await (
+      await second.app.request(`/v1/agents/${agent.id}/tools`, { headers: H })
+    ).json()) as { tools: { name: string }[] };
     expect(tools.tools.map((t) => t.name)).toEqual(['bash', 'str_replace_editor', 'client_echo']);
-    const events = (await (await second.app.request(`/v1/agents/${agent.id}/events`, { headers: H })).json()) as { events: { type: string }[] };
-    expect(events.events.map((e) => e.type)).toEqual(expect.arrayContaining(['agent.remote_tools', 'tool.call', 'tool.result']));
+    const events = (await (
+      await second.app.request(`/v1/agents/${agent.id}/events`, { headers: H })
+    ).json()) as { events: { type: string }[] };
+    expect(events.events.map((e) => e.type)).toEqual(
+      expect.arrayContaining(['agent.remote_tools', 'tool.call', 'tool.result']),
+    );
     await second.agents.close(0);
     second.store.close();
   });
@@ -61,7 +85,13 @@ describe('request deadlines and ids', () => {
     const { store, agents, app } = bootApp(dataDir, stuck, { requestTimeoutMs: 100 });
     const { apiKey } = store.tenants.createTenant('t');
     const H = { Authorization: `Bearer ${apiKey}` };
-    const agent = (await (await app.request('/v1/agents', { method: 'POST', headers: { ...H, 'Content-Type': 'application/json' }, body: '{}' })).json()) as { id: string };
+    const agent = (await (
+      await app.request('/v1/agents', {
+        method: 'POST',
+        headers: { ...H, 'Content-Type': 'application/json' },
+        body: '{}',
+      })
+    ).json()) as { id: string };
     const res = await app.request(`/v1/agents/${agent.id}/files?path=a.txt`, { headers: H });
     expect(res.status).toBe(504);
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe('REQUEST_TIMEOUT');
@@ -72,7 +102,9 @@ describe('request deadlines and ids', () => {
 
   it('every response carries a request id; a well-formed client id is echoed, also on errors', async () => {
     api = makeApi();
-    const own = await api.request(api.keyA, 'GET', '/v1/agents/agt_nope', undefined, { 'X-Request-Id': 'client-req-42' });
+    const own = await api.request(api.keyA, 'GET', '/v1/agents/agt_nope', undefined, {
+      'X-Request-Id': 'client-req-42',
+    });
     expect(own.status).toBe(404);
     expect(own.headers.get('x-request-id')).toBe('client-req-42');
     const generated = await api.request(undefined, 'GET', '/v1/agents');
@@ -85,7 +117,11 @@ describe('request deadlines and ids', () => {
     for (let i = 0; i < 3; i++) {
       const res = await api.app.request(`/v1/agents/${agent.id}/calls`, {
         method: 'POST',
-        headers: { Authorization: `Bearer ${api.keyA}`, 'Content-Type': 'application/json', Accept: 'text/event-stream' },
+        headers: {
+          Authorization: `Bearer ${api.keyA}`,
+          'Content-Type': 'application/json',
+          Accept: 'text/event-stream',
+        },
         body: JSON.stringify({ calls: [{ id: `c${i}`, name: 'glob', arguments: { pattern: '*' } }] }),
       });
       expect(res.status).toBe(200);

@@ -2,7 +2,7 @@
 // keeps serving afterwards.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parseJson } from '../../../host/api/body.ts';
-import { type Api, makeApi } from './harness.ts';
+import { type Api, type Loose, makeApi } from './harness.ts';
 
 let api: Api;
 beforeEach(() => {
@@ -20,7 +20,9 @@ const stillServing = async () => {
 describe('bad input', () => {
   it('malformed JSON is 400 MALFORMED_JSON', async () => {
     for (const body of ['{"preset":', '', 'nope', '{"a":1}}']) {
-      const res = await api.request(api.keyA, 'POST', '/v1/agents', body, { 'Content-Type': 'application/json' });
+      const res = await api.request(api.keyA, 'POST', '/v1/agents', body, {
+        'Content-Type': 'application/json',
+      });
       expect(res.status, body).toBe(400);
       expect(res.json.error.code).toBe('MALFORMED_JSON');
     }
@@ -28,17 +30,25 @@ describe('bad input', () => {
   });
 
   it('wrong types are 400 BAD_REQUEST naming the issue paths', async () => {
-    const res = await api.request(api.keyA, 'POST', '/v1/agents', { preset: 'everything', restrict: { allow: [1] }, extra: true });
+    const res = await api.request(api.keyA, 'POST', '/v1/agents', {
+      preset: 'everything',
+      restrict: { allow: [1] },
+      extra: true,
+    });
     expect(res.status).toBe(400);
     expect(res.json.error.code).toBe('BAD_REQUEST');
     expect(res.json.error.message).toContain('preset');
     const agent = await api.createAgent(api.keyA);
-    const calls = await api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/calls`, { calls: [{ id: 5, name: 'read' }] });
+    const calls = await api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/calls`, {
+      calls: [{ id: 5, name: 'read' }],
+    });
     expect(calls.status).toBe(400);
     expect(calls.json.error.message).toContain('calls.0.id');
     const empty = await api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/calls`, { calls: [] });
     expect(empty.status).toBe(400);
-    const wrongType = await api.request(api.keyA, 'POST', '/v1/agents', 'preset=code', { 'Content-Type': 'text/plain' });
+    const wrongType = await api.request(api.keyA, 'POST', '/v1/agents', 'preset=code', {
+      'Content-Type': 'text/plain',
+    });
     expect(wrongType.status).toBe(400);
     const badQuery = await api.request(api.keyA, 'GET', `/v1/agents/${agent.id}/events?after=-1`);
     expect(badQuery.status).toBe(400);
@@ -47,10 +57,18 @@ describe('bad input', () => {
 
   it('oversized bodies are 413 PAYLOAD_TOO_LARGE', async () => {
     const agent = await api.createAgent(api.keyA);
-    const big = await api.call(api.keyA, agent.id, [{ id: 'w', name: 'write', arguments: { file_path: 'a', content: 'x'.repeat(10_000) } }]);
+    const big = await api.call(api.keyA, agent.id, [
+      { id: 'w', name: 'write', arguments: { file_path: 'a', content: 'x'.repeat(10_000) } },
+    ]);
     expect(big.status).toBe(413);
     expect(big.json.error.code).toBe('PAYLOAD_TOO_LARGE');
-    const upload = await api.request(api.keyA, 'PUT', `/v1/agents/${agent.id}/files?path=big.bin`, new Uint8Array(9000), { 'Content-Type': 'application/octet-stream' });
+    const upload = await api.request(
+      api.keyA,
+      'PUT',
+      `/v1/agents/${agent.id}/files?path=big.bin`,
+      new Uint8Array(9000),
+      { 'Content-Type': 'application/octet-stream' },
+    );
     expect(upload.status).toBe(413);
     await stillServing();
   });
@@ -65,7 +83,9 @@ describe('bad input', () => {
         ['PUT', `${base}/files?path=${q}`, new Uint8Array([1])],
         ['GET', `${base}/archive?path=${q}`],
       ] as [string, string, Uint8Array?][]) {
-        const res = await api.request(api.keyA, method, route, body, { 'Content-Type': 'application/octet-stream' });
+        const res = await api.request(api.keyA, method, route, body, {
+          'Content-Type': 'application/octet-stream',
+        });
         expect(res.status, `${method} ${path}`).toBe(400);
         expect(res.json.error.code).toBe('PATH_OUTSIDE_WORKSPACE');
       }
@@ -87,7 +107,9 @@ describe('bad input', () => {
   });
 
   it('prototype-poisoning keys never reach an object prototype', async () => {
-    const parsed = parseJson('{"__proto__":{"polluted":1},"a":{"constructor":{"prototype":{"polluted":2}}},"b":[{"__proto__":{"x":1}}]}') as Record<string, any>;
+    const parsed = parseJson(
+      '{"__proto__":{"polluted":1},"a":{"constructor":{"prototype":{"polluted":2}}},"b":[{"__proto__":{"x":1}}]}',
+    ) as Record<string, Loose>;
     expect(Object.hasOwn(parsed, '__proto__')).toBe(false);
     expect(Object.getPrototypeOf(parsed)).toBe(Object.prototype);
     expect(parsed.a).toEqual({});
@@ -95,12 +117,20 @@ describe('bad input', () => {
 
     const agent = await api.createAgent(api.keyA);
     const raw = `{"calls":[{"id":"w","name":"write","arguments":{"file_path":"p.txt","content":"ok","__proto__":{"isAdmin":true}}}],"__proto__":{"polluted":true}}`;
-    const res = await api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/calls`, raw, { 'Content-Type': 'application/json' });
+    const res = await api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/calls`, raw, {
+      'Content-Type': 'application/json',
+    });
     expect(res.status).toBe(200);
     expect(res.json.results[0].ok).toBe(true);
     const events = await api.request(api.keyA, 'GET', `/v1/agents/${agent.id}/events`);
     expect(JSON.stringify(events.json)).not.toContain('isAdmin');
-    const created = await api.request(api.keyA, 'POST', '/v1/agents', '{"constructor":{"prototype":{"x":1}},"preset":"minimal"}', { 'Content-Type': 'application/json' });
+    const created = await api.request(
+      api.keyA,
+      'POST',
+      '/v1/agents',
+      '{"constructor":{"prototype":{"x":1}},"preset":"minimal"}',
+      { 'Content-Type': 'application/json' },
+    );
     expect(created.status).toBe(201);
     expect(({} as Record<string, unknown>).x).toBeUndefined();
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
@@ -116,7 +146,9 @@ describe('bad input', () => {
 
 describe('limits', () => {
   it('per-tenant concurrency: the request over the limit is 429 RATE_LIMITED; other tenants are unaffected', async () => {
-    const agent = await api.createAgent(api.keyA, { remoteTools: [{ name: 'hold', description: 'waits for the client', parameters: { type: 'object' } }] });
+    const agent = await api.createAgent(api.keyA, {
+      remoteTools: [{ name: 'hold', description: 'waits for the client', parameters: { type: 'object' } }],
+    });
     const held = [
       api.call(api.keyA, agent.id, [{ id: 'h1', name: 'hold', arguments: {} }]),
       api.call(api.keyA, agent.id, [{ id: 'h2', name: 'hold', arguments: {} }]),
@@ -137,7 +169,9 @@ describe('limits', () => {
   });
 
   it('shutdown: in-flight calls fail with SHUTTING_DOWN after the grace period, new requests get 503', async () => {
-    const agent = await api.createAgent(api.keyA, { remoteTools: [{ name: 'hold', description: 'waits', parameters: { type: 'object' } }] });
+    const agent = await api.createAgent(api.keyA, {
+      remoteTools: [{ name: 'hold', description: 'waits', parameters: { type: 'object' } }],
+    });
     const call = api.call(api.keyA, agent.id, [{ id: 'h', name: 'hold', arguments: {} }]);
     while (api.agents.inFlight() === 0) await new Promise((r) => setTimeout(r, 5));
     api.lifecycle.begin();

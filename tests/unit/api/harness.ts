@@ -1,13 +1,17 @@
 // The API in-process: a libsql store in memory, the real registry and pipeline with the builtin
 // sandbox tools, the memory sandbox provider, and two tenants. Requests go through app.request().
 import { createAgentService } from '../../../host/agents/index.ts';
-import { createApp, type ApiLimits } from '../../../host/api/app.ts';
+import { type ApiLimits, createApp } from '../../../host/api/app.ts';
 import { createLifecycle } from '../../../host/api/lifecycle.ts';
 import { createMetrics, observeCalls } from '../../../host/api/metrics.ts';
 import { createMemoryProvider } from '../../../host/sandbox/memory/provider.ts';
 import { openStore } from '../../../host/store/index.ts';
 import { standardSandboxTools, strReplaceEditorTool } from '../../../host/tools/builtin/index.ts';
 import { createRegistry, createRequestApprovals } from '../../../host/tools/index.ts';
+
+/** Response JSON as tests read it: loosely, by path. */
+// biome-ignore lint/suspicious/noExplicitAny: tests read response JSON by path
+export type Loose = any;
 
 export const ADMIN_KEY = 'admin-key-for-tests-0123456789';
 
@@ -19,21 +23,44 @@ export const makeApi = (limits: Partial<ApiLimits> = {}) => {
   const metrics = createMetrics();
   const agents = createAgentService({ store, registry, sandboxes, observe: observeCalls(metrics) });
   const lifecycle = createLifecycle();
-  const app = createApp({ startedAt: Date.now(), version: 'test', store, agents, adminKey: ADMIN_KEY, limits, metrics, lifecycle });
+  const app = createApp({
+    startedAt: Date.now(),
+    version: 'test',
+    store,
+    agents,
+    adminKey: ADMIN_KEY,
+    limits,
+    metrics,
+    lifecycle,
+  });
   const a = store.tenants.createTenant('tenant-a');
   const b = store.tenants.createTenant('tenant-b');
 
-  const request = async (key: string | undefined, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
-    const init: RequestInit = { method, headers: { ...(key ? { Authorization: `Bearer ${key}` } : {}), ...headers } };
+  const request = async (
+    key: string | undefined,
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ) => {
+    const init: RequestInit = {
+      method,
+      headers: { ...(key ? { Authorization: `Bearer ${key}` } : {}), ...headers },
+    };
     if (body !== undefined) {
-      init.body = typeof body === 'string' || body instanceof Uint8Array ? (body as string) : JSON.stringify(body);
-      if (!('Content-Type' in (init.headers as Record<string, string>)) && typeof body !== 'string' && !(body instanceof Uint8Array)) {
+      init.body =
+        typeof body === 'string' || body instanceof Uint8Array ? (body as string) : JSON.stringify(body);
+      if (
+        !('Content-Type' in (init.headers as Record<string, string>)) &&
+        typeof body !== 'string' &&
+        !(body instanceof Uint8Array)
+      ) {
         (init.headers as Record<string, string>)['Content-Type'] = 'application/json';
       }
     }
     const res = await app.request(path, init);
     const text = await res.text();
-    let json: any;
+    let json: Loose;
     try {
       json = JSON.parse(text);
     } catch {
@@ -56,7 +83,21 @@ export const makeApi = (limits: Partial<ApiLimits> = {}) => {
     store.close();
   };
 
-  return { app, store, registry, agents, sandboxes, metrics, lifecycle, keyA: a.apiKey, keyB: b.apiKey, request, createAgent, call, close };
+  return {
+    app,
+    store,
+    registry,
+    agents,
+    sandboxes,
+    metrics,
+    lifecycle,
+    keyA: a.apiKey,
+    keyB: b.apiKey,
+    request,
+    createAgent,
+    call,
+    close,
+  };
 };
 
 export type Api = ReturnType<typeof makeApi>;

@@ -1,8 +1,10 @@
 // Reads a text/event-stream body into { event, id, data } messages until `until` says stop.
+import type { Loose } from './harness.ts';
+
 export interface SseMessage {
   event: string;
   id: string | undefined;
-  data: any;
+  data: Loose;
 }
 
 export const readSse = async (
@@ -25,9 +27,16 @@ export const readSse = async (
         end = buffer.indexOf('\n\n');
         const lines = block.split('\n').filter((l) => !l.startsWith(':'));
         if (lines.length === 0) continue;
-        const field = (name: string) => lines.filter((l) => l.startsWith(`${name}:`)).map((l) => l.slice(name.length + 1).replace(/^ /, ''));
+        const field = (name: string) =>
+          lines
+            .filter((l) => l.startsWith(`${name}:`))
+            .map((l) => l.slice(name.length + 1).replace(/^ /, ''));
         const data = field('data').join('\n');
-        messages.push({ event: field('event')[0] ?? 'message', id: field('id')[0], data: data === '' ? undefined : JSON.parse(data) });
+        messages.push({
+          event: field('event')[0] ?? 'message',
+          id: field('id')[0],
+          data: data === '' ? undefined : JSON.parse(data),
+        });
         if (until(messages)) return messages;
       }
     }
