@@ -4,8 +4,8 @@
 // 2. Per-call cost of `tools.x()` inside a program vs calling onCall directly.
 // 3. 200 concurrent programs x 50 calls each: total time and calls per second.
 import ivm from 'isolated-vm';
-import { createIsolateHost } from '../host/isolates/index.ts';
 import type { JsonValue } from '../host/isolates/index.ts';
+import { createIsolateHost } from '../host/isolates/index.ts';
 
 const stats = (samples: number[]) => {
   const sorted = [...samples].sort((a, b) => a - b);
@@ -21,7 +21,8 @@ const time = async (fn: () => Promise<unknown>): Promise<number> => {
 
 const onCall = async (_name: string, args: JsonValue): Promise<JsonValue> => args;
 const host = createIsolateHost({ workers: 2, prewarm: 4 });
-const run = (code: string, bindings: string[] = []) => host.run({ code, bindings, onCall, isConcurrencySafe: () => true });
+const run = (code: string, bindings: string[] = []) =>
+  host.run({ code, bindings, onCall, isConcurrencySafe: () => true });
 
 // --- 1. trivial run -----------------------------------------------------------------------------
 for (let i = 0; i < 20; i++) await run('return 1');
@@ -52,7 +53,9 @@ const b = stats(bareSamples);
 console.log('1. trivial run `return 1`');
 console.log(`   host end to end (compile cached, pre-warmed): median ${fmt(h.median)}  p99 ${fmt(h.p99)}`);
 console.log(`   host end to end (fresh source, esbuild each): median ${fmt(u.median)}  p99 ${fmt(u.p99)}`);
-console.log(`   bare isolated-vm in-process (isolate+context+eval+dispose): median ${fmt(b.median)}  p99 ${fmt(b.p99)}`);
+console.log(
+  `   bare isolated-vm in-process (isolate+context+eval+dispose): median ${fmt(b.median)}  p99 ${fmt(b.p99)}`,
+);
 console.log(`   ratio host/bare (median): ${(h.median / b.median).toFixed(2)}x`);
 
 // --- 2. per-call cost ---------------------------------------------------------------------------
@@ -60,7 +63,9 @@ const CALLS = 2000;
 const sequential = `for (let i = 0; i < ${CALLS}; i++) await tools.x({ i }); return 1`;
 await run(sequential, ['x']);
 const withCalls = await time(() => run(sequential, ['x']));
-const without = await time(() => run(`for (let i = 0; i < ${CALLS}; i++) await Promise.resolve({ i }); return 1`));
+const without = await time(() =>
+  run(`for (let i = 0; i < ${CALLS}; i++) await Promise.resolve({ i }); return 1`),
+);
 const direct = await time(async () => {
   for (let i = 0; i < CALLS; i++) await onCall('x', { i });
 });
@@ -80,6 +85,8 @@ const total = await time(async () => {
   ok = outcomes.filter((o) => o.ok && o.value === (EACH * (EACH - 1)) / 2).length;
 });
 console.log(`3. ${PROGRAMS} concurrent programs x ${EACH} calls`);
-console.log(`   total ${fmt(total)}, ${ok}/${PROGRAMS} correct, ${Math.round((PROGRAMS * EACH) / (total / 1000))} calls/s`);
+console.log(
+  `   total ${fmt(total)}, ${ok}/${PROGRAMS} correct, ${Math.round((PROGRAMS * EACH) / (total / 1000))} calls/s`,
+);
 
 await host.close();

@@ -4,8 +4,9 @@
 // return/await), types are stripped (no type checking), and the sourcemap is kept so that compile
 // errors and runtime stack frames point at the model's own lines. Invariant: the wrapper adds
 // exactly WRAPPER_LINES line before the body, so "wrapped line - 1" is the model's line.
-import { transform } from 'esbuild';
+
 import type { TransformFailure } from 'esbuild';
+import { transform } from 'esbuild';
 
 const WRAPPER_HEAD = 'async function __main(tools, console) {\n';
 export const WRAPPER_LINES = 1;
@@ -63,7 +64,8 @@ const transformBody = async (code: string, language: 'ts' | 'js'): Promise<Compi
       if (!loc) return e.text;
       const line = loc.line - WRAPPER_LINES;
       // Past the model's last line means the wrapper's closing `}`: the code ended too early.
-      if (line > userLines) return `${SOURCE_NAME}:${userLines}:${lastLineLength + 1}: Unexpected end of code`;
+      if (line > userLines)
+        return `${SOURCE_NAME}:${userLines}:${lastLineLength + 1}: Unexpected end of code`;
       return `${SOURCE_NAME}:${Math.max(line, 1)}:${loc.column + 1}: ${e.text}`;
     });
     if (errors.length > 5) lines.push(`… and ${errors.length - 5} more errors`);

@@ -7,18 +7,28 @@
 // without a size cap and a shape check; every deadline has a host-side backstop that kills the worker.
 import { isSandboxError, messageOf } from '../errors.ts';
 import { compileProgram } from './compile.ts';
-import { MAX_ERROR_CHARS, clip } from './protocol.ts';
 import type { WorkerOutcome, WorkerToHost } from './protocol.ts';
-import { createCallScheduler } from './scheduler.ts';
+import { clip, MAX_ERROR_CHARS } from './protocol.ts';
 import type { CallScheduler } from './scheduler.ts';
+import { createCallScheduler } from './scheduler.ts';
 import { mapStack } from './stack.ts';
-import { createSupervisor } from './supervisor.ts';
 import type { WorkerHandle } from './supervisor.ts';
+import { createSupervisor } from './supervisor.ts';
+import type {
+  FailureKind,
+  IsolateHost,
+  IsolateHostOptions,
+  JsonValue,
+  RunLimits,
+  RunOutcome,
+  RunRequest,
+} from './types.ts';
 import { DEFAULT_LIMITS } from './types.ts';
-import type { FailureKind, IsolateHost, IsolateHostOptions, JsonValue, RunLimits, RunOutcome, RunRequest } from './types.ts';
 import { checkRequest } from './validate.ts';
 
-type Settled = { ok: true; value: JsonValue | undefined; logs: string[] } | { ok: false; kind: FailureKind; message: string; logs: string[] };
+type Settled =
+  | { ok: true; value: JsonValue | undefined; logs: string[] }
+  | { ok: false; kind: FailureKind; message: string; logs: string[] };
 
 interface HostRun {
   id: number;
@@ -38,7 +48,16 @@ interface HostRun {
   settled: boolean;
 }
 
-const FAILURE_KINDS = new Set<FailureKind>(['compile', 'runtime', 'timeout', 'memory', 'output_limit', 'aborted', 'crash', 'limit']);
+const FAILURE_KINDS = new Set<FailureKind>([
+  'compile',
+  'runtime',
+  'timeout',
+  'memory',
+  'output_limit',
+  'aborted',
+  'crash',
+  'limit',
+]);
 const MAX_LOG_LINES = 10_000;
 
 export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost => {
@@ -61,7 +80,11 @@ export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost
     run.worker?.runs.delete(run.id);
     const index = queue.indexOf(run);
     if (index >= 0) queue.splice(index, 1);
-    const stats = { calls: run.callCount, maxInFlight: run.scheduler.maxObserved, wallMs: performance.now() - run.startedAt };
+    const stats = {
+      calls: run.callCount,
+      maxInFlight: run.scheduler.maxObserved,
+      wallMs: performance.now() - run.startedAt,
+    };
     run.resolve({ ...outcome, stats } as RunOutcome);
     setImmediate(pump);
   };
@@ -77,7 +100,13 @@ export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost
     onExit: (handle, description) => {
       for (const id of [...handle.runs]) {
         const run = runs.get(id);
-        if (run) finishRun(run, { ok: false, kind: 'crash', message: `the isolate worker stopped (${description}); the run was lost`, logs: [] });
+        if (run)
+          finishRun(run, {
+            ok: false,
+            kind: 'crash',
+            message: `the isolate worker stopped (${description}); the run was lost`,
+            logs: [],
+          });
       }
       handle.runs.clear();
     },
@@ -93,7 +122,7 @@ export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost
     }
   };
 
-  const dispatch = (run: HostRun, handle: WorkerHandle): void => {
+  const dispatch = (run: HostRun, handle: WorkerHandle) => {
     run.worker = handle;
     handle.runs.add(run.id);
     const { limits } = run;
@@ -113,34 +142,65 @@ export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost
         maxCalls: limits.maxCalls,
       },
     });
-    if (!sent) return finishRun(run, { ok: false, kind: 'crash', message: 'the isolate worker could not take the run', logs: [] });
+    if (!sent)
+      return finishRun(run, {
+        ok: false,
+        kind: 'crash',
+        message: 'the isolate worker could not take the run',
+        logs: [],
+      });
     // Backstop: the worker ends the run itself at wallMs; if it has not answered by then plus the
     // grace period it is stuck (uninterruptible V8 work, a hung dispose) and is killed.
     run.timers.push(
       setTimeout(() => {
-        finishRun(run, { ok: false, kind: 'timeout', message: `the program ran longer than ${limits.wallMs} ms`, logs: [] });
+        finishRun(run, {
+          ok: false,
+          kind: 'timeout',
+          message: `the program ran longer than ${limits.wallMs} ms`,
+          logs: [],
+        });
         supervisor.kill(handle, 'run deadline passed without an answer');
       }, limits.wallMs + killGraceMs),
     );
   };
 
-  const onWorkerMessage = (handle: WorkerHandle, message: WorkerToHost): void => {
+  const onWorkerMessage = (handle: WorkerHandle, message: WorkerToHost) => {
     const run = typeof message.t === 'string' && 'id' in message ? runs.get(message.id) : undefined;
     if (!run || run.worker !== handle) return;
     if (message.t === 'done') return finishRun(run, settle(run, message.outcome));
     if (message.t === 'call') onProgramCall(run, handle, message);
   };
 
-  const onProgramCall = (run: HostRun, handle: WorkerHandle, message: Extract<WorkerToHost, { t: 'call' }>): void => {
+  const onProgramCall = (
+    run: HostRun,
+    handle: WorkerHandle,
+    message: Extract<WorkerToHost, { t: 'call' }>,
+  ) => {
     const reply = (envelope: string) => {
-      if (!run.settled) supervisor.send(handle, { t: 'result', id: run.id, callId: message.callId, envelope });
+      if (!run.settled)
+        supervisor.send(handle, { t: 'result', id: run.id, callId: message.callId, envelope });
     };
     const { name, argsJson, callId } = message;
-    if (typeof name !== 'string' || !run.request.bindings.includes(name) || typeof argsJson !== 'string' || typeof callId !== 'number') {
-      return finishRun(run, { ok: false, kind: 'crash', message: 'the isolate worker sent a malformed call', logs: [] });
+    if (
+      typeof name !== 'string' ||
+      !run.request.bindings.includes(name) ||
+      typeof argsJson !== 'string' ||
+      typeof callId !== 'number'
+    ) {
+      return finishRun(run, {
+        ok: false,
+        kind: 'crash',
+        message: 'the isolate worker sent a malformed call',
+        logs: [],
+      });
     }
     if (++run.callCount > run.limits.maxCalls || argsJson.length > run.limits.maxCallBytes) {
-      return finishRun(run, { ok: false, kind: 'limit', message: `call limits exceeded (${run.limits.maxCalls} calls)`, logs: [] });
+      return finishRun(run, {
+        ok: false,
+        kind: 'limit',
+        message: `call limits exceeded (${run.limits.maxCalls} calls)`,
+        logs: [],
+      });
     }
     let args: JsonValue;
     try {
@@ -171,13 +231,20 @@ export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost
       const startedAt = performance.now();
       const limits: RunLimits = { ...defaults, ...request.limits };
       const fail = (kind: FailureKind, message: string) =>
-        resolve({ ok: false, kind, message, logs: [], stats: { calls: 0, maxInFlight: 0, wallMs: performance.now() - startedAt } });
+        resolve({
+          ok: false,
+          kind,
+          message,
+          logs: [],
+          stats: { calls: 0, maxInFlight: 0, wallMs: performance.now() - startedAt },
+        });
       if (closed) return fail('aborted', 'the isolate host is shut down');
       const problem = checkRequest(request, limits);
       if (problem) return fail(problem.kind, problem.message);
       if (request.signal?.aborted) return fail('aborted', 'the run was aborted before it started');
       void compileProgram(request.code, request.language ?? 'ts').then((compiled) => {
         if (!compiled.ok) return fail('compile', compiled.message);
+        if (closed) return fail('aborted', 'the isolate host is shut down');
         const hostRun: HostRun = {
           id: ++nextId,
           request,
@@ -207,7 +274,7 @@ export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost
       });
     });
 
-  const onRunAborted = (run: HostRun): void => {
+  const onRunAborted = (run: HostRun) => {
     const aborted: Settled = { ok: false, kind: 'aborted', message: 'the run was aborted', logs: [] };
     if (!run.worker) return finishRun(run, aborted);
     const handle = run.worker;
@@ -227,7 +294,12 @@ export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost
     close: async () => {
       closed = true;
       for (const hostRun of [...runs.values()]) {
-        finishRun(hostRun, { ok: false, kind: 'aborted', message: 'the isolate host is shutting down', logs: [] });
+        finishRun(hostRun, {
+          ok: false,
+          kind: 'aborted',
+          message: 'the isolate host is shutting down',
+          logs: [],
+        });
       }
       await supervisor.close();
     },
@@ -247,7 +319,10 @@ const valueEnvelope = (value: JsonValue | undefined, maxBytes: number): string =
   }
   if (json === undefined) return '{"ok":true}';
   if (json.length > maxBytes) {
-    return errorEnvelope('LIMIT_EXCEEDED', `the tool result is ${json.length} bytes of JSON, over the ${maxBytes}-byte limit for programs`);
+    return errorEnvelope(
+      'LIMIT_EXCEEDED',
+      `the tool result is ${json.length} bytes of JSON, over the ${maxBytes}-byte limit for programs`,
+    );
   }
   return `{"ok":true,"value":${json}}`;
 };
@@ -255,7 +330,9 @@ const valueEnvelope = (value: JsonValue | undefined, maxBytes: number): string =
 /** Turn a worker's report into the caller's outcome: shape-checked, capped, stack mapped to the model's lines. */
 const settle = (run: HostRun, outcome: WorkerOutcome): Settled => {
   const raw = outcome as Partial<Record<string, unknown>>;
-  const logs = Array.isArray(raw.logs) ? raw.logs.filter((l): l is string => typeof l === 'string').slice(0, MAX_LOG_LINES) : [];
+  const logs = Array.isArray(raw.logs)
+    ? raw.logs.filter((l): l is string => typeof l === 'string').slice(0, MAX_LOG_LINES)
+    : [];
   if (raw.ok === true) {
     if (raw.valueJson === undefined) return { ok: true, value: undefined, logs };
     try {

@@ -1,9 +1,9 @@
 // Public entry of the isolate host. Loading this module does not load isolated-vm: only the worker
 // processes it forks do, so the API process never holds an isolate.
-export { createIsolateHost } from './host.ts';
-export { renderOutcome, NO_OUTPUT } from './render.ts';
+
 export { compileProgram } from './compile.ts';
-export { DEFAULT_LIMITS } from './types.ts';
+export { createIsolateHost } from './host.ts';
+export { NO_OUTPUT, renderOutcome } from './render.ts';
 export type {
   CallHandler,
   FailureKind,
@@ -16,3 +16,4 @@ export type {
   RunRequest,
   RunStats,
 } from './types.ts';
+export { DEFAULT_LIMITS } from './types.ts';

@@ -6,7 +6,9 @@ import type { RunOutcome } from './types.ts';
 
 export const NO_OUTPUT = '(run_code completed with no output)';
 
-export const renderOutcome = (outcome: Pick<RunOutcome, 'ok' | 'logs'> & Partial<{ value: unknown; kind: string; message: string }>): string => {
+export const renderOutcome = (
+  outcome: Pick<RunOutcome, 'ok' | 'logs'> & Partial<{ value: unknown; kind: string; message: string }>,
+): string => {
   if (!outcome.ok) {
     const head = `Error: code run failed (${outcome.kind}): ${outcome.message}`;
     return outcome.logs.length > 0 ? `${head}\nCaptured output:\n${outcome.logs.join('\n')}` : head;

@@ -1,7 +1,7 @@
 // Maps a runtime error's stack from the isolate back to the model's own source and drops
 // everything else: prelude frames, `<isolated-vm>` boundary frames, anything naming a host path.
 // Only frames of the program itself survive, as `at <fn> (program.ts:<line>:<column>)`.
-import { TraceMap, originalPositionFor } from '@jridgewell/trace-mapping';
+import { originalPositionFor, TraceMap } from '@jridgewell/trace-mapping';
 import { SOURCE_NAME, WRAPPER_LINES } from './compile.ts';
 import { PROGRAM_FILENAME, PROGRAM_LINE_OFFSET } from './prelude.ts';
 
@@ -36,5 +36,5 @@ const cleanName = (name: string | undefined): string | undefined => {
   if (!name || name === '__main' || name === 'eval' || name.startsWith('eval at')) return undefined;
   const clean = name.replace(/^async /, '');
   // Names come from the program itself; keep them short and free of anything that looks like a location.
-  return /^[\w$.<>\[\] ]{1,80}$/.test(clean) && clean !== '__main' ? clean : undefined;
+  return /^[\w$.<>[\] ]{1,80}$/.test(clean) && clean !== '__main' ? clean : undefined;
 };

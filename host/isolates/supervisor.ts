@@ -4,12 +4,13 @@
 // Invariants: a handle is `ready` only between its `ready` message and its exit; `runs` holds the
 // ids of the runs dispatched to it and is emptied by the owner (host.ts) on exit; at most one live
 // child per index.
-import { fork } from 'node:child_process';
+
 import type { ChildProcess } from 'node:child_process';
+import { fork } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { isMessage } from './protocol.ts';
 import type { HostToWorker, WorkerToHost } from './protocol.ts';
+import { isMessage } from './protocol.ts';
 import type { IsolateHostEvent } from './types.ts';
 
 const WORKER_PATH = fileURLToPath(new URL('./worker.ts', import.meta.url));
@@ -68,7 +69,13 @@ export const createSupervisor = (options: SupervisorOptions): Supervisor => {
     });
     const handle: WorkerHandle = { index, pid: child.pid ?? -1, ready: false, runs: new Set() };
     let resolveExit = (): void => undefined;
-    const entry: Entry = { handle, child, startedAt: Date.now(), stderr: '', exited: new Promise((r) => (resolveExit = r)) };
+    const entry: Entry = {
+      handle,
+      child,
+      startedAt: Date.now(),
+      stderr: '',
+      exited: new Promise((r) => (resolveExit = r)),
+    };
     entries[index] = entry;
     child.stderr?.setEncoding('utf8');
     child.stderr?.on('data', (chunk: string) => {
@@ -90,7 +97,14 @@ export const createSupervisor = (options: SupervisorOptions): Supervisor => {
       handle.ready = false;
       resolveExit();
       if (entries[index] === entry) entries[index] = undefined;
-      options.onEvent?.({ type: 'worker_exited', worker: index, pid: handle.pid, code, signal, stderr: entry.stderr });
+      options.onEvent?.({
+        type: 'worker_exited',
+        worker: index,
+        pid: handle.pid,
+        code,
+        signal,
+        stderr: entry.stderr,
+      });
       options.onExit(handle, signal ? `signal ${signal}` : `exit code ${code}`);
       if (closing) return;
       // Crash loops back off exponentially; a worker that lived a while restarts at once.
@@ -115,7 +129,8 @@ export const createSupervisor = (options: SupervisorOptions): Supervisor => {
       if (!entry) continue;
       try {
         const pages = Number(readFileSync(`/proc/${entry.handle.pid}/statm`, 'utf8').split(' ')[1]);
-        if (pages * PAGE_SIZE > options.rssMb * 1024 * 1024) kill(entry.handle, `resident memory over ${options.rssMb} MB`);
+        if (pages * PAGE_SIZE > options.rssMb * 1024 * 1024)
+          kill(entry.handle, `resident memory over ${options.rssMb} MB`);
       } catch {
         // no /proc (not Linux) or the process just exited
       }

@@ -109,7 +109,14 @@ export interface IsolateHostOptions {
 
 export type IsolateHostEvent =
   | { type: 'worker_started'; worker: number; pid: number }
-  | { type: 'worker_exited'; worker: number; pid: number; code: number | null; signal: string | null; stderr: string }
+  | {
+      type: 'worker_exited';
+      worker: number;
+      pid: number;
+      code: number | null;
+      signal: string | null;
+      stderr: string;
+    }
   | { type: 'worker_killed'; worker: number; pid: number; reason: string };
 
 export interface IsolateHost {

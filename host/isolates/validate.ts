@@ -4,7 +4,17 @@
 import type { FailureKind, RunLimits, RunRequest } from './types.ts';
 
 const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
-const RESERVED = new Set(['tools', 'console', 'globalThis', '__main', 'undefined', 'NaN', 'Infinity', 'eval', 'arguments']);
+const RESERVED = new Set([
+  'tools',
+  'console',
+  'globalThis',
+  '__main',
+  'undefined',
+  'NaN',
+  'Infinity',
+  'eval',
+  'arguments',
+]);
 const MAX_BINDINGS = 1_000;
 const MAX_BINDING_NAME = 128;
 
@@ -22,7 +32,10 @@ export const checkRequest = (request: RunRequest, limits: RunLimits): RequestPro
   if (typeof request.code !== 'string') return { kind: 'compile', message: 'the code must be a string' };
   const codeBytes = Buffer.byteLength(request.code, 'utf8');
   if (codeBytes > limits.maxCodeBytes) {
-    return { kind: 'limit', message: `the code is ${codeBytes} bytes, over the ${limits.maxCodeBytes}-byte limit` };
+    return {
+      kind: 'limit',
+      message: `the code is ${codeBytes} bytes, over the ${limits.maxCodeBytes}-byte limit`,
+    };
   }
   if (typeof request.onCall !== 'function') return { kind: 'crash', message: 'the run has no call handler' };
   if (!Array.isArray(request.bindings) || request.bindings.length > MAX_BINDINGS) {
@@ -46,7 +59,10 @@ export const checkRequest = (request: RunRequest, limits: RunLimits): RequestPro
     return { kind: 'limit', message: 'globals must be JSON' };
   }
   if (json.length > limits.maxCallResultBytes) {
-    return { kind: 'limit', message: `globals are ${json.length} bytes of JSON, over the ${limits.maxCallResultBytes}-byte limit` };
+    return {
+      kind: 'limit',
+      message: `globals are ${json.length} bytes of JSON, over the ${limits.maxCallResultBytes}-byte limit`,
+    };
   }
   return undefined;
 };

@@ -5,8 +5,8 @@
 // the isolate is treated as untrusted text and size-checked.
 import ivm from 'isolated-vm';
 import { LOG_LIMIT, PRELUDE_FILENAME, PRELUDE_SOURCE } from './prelude.ts';
-import { MAX_ERROR_CHARS, MAX_STACK_CHARS, clip } from './protocol.ts';
 import type { HostToWorker, WorkerOutcome } from './protocol.ts';
+import { clip, MAX_ERROR_CHARS, MAX_STACK_CHARS } from './protocol.ts';
 
 type RunMessage = Extract<HostToWorker, { t: 'run' }>;
 type Failure = Omit<Extract<WorkerOutcome, { ok: false }>, 'ok' | 'logs'> & { ok?: false };
@@ -41,9 +41,14 @@ export const createSlot = async (memoryMb: number): Promise<Slot> => {
     const context = await isolate.createContext();
     const script = await isolate.compileScript(PRELUDE_SOURCE, { filename: PRELUDE_FILENAME });
     const install = await script.run(context, { reference: true });
-    const call = new ivm.Callback((id: unknown, name: unknown, args: unknown) => hooks?.call(id, name, args), { ignored: true });
+    const call = new ivm.Callback(
+      (id: unknown, name: unknown, args: unknown) => hooks?.call(id, name, args),
+      { ignored: true },
+    );
     const log = new ivm.Callback((code: unknown, text: unknown) => hooks?.log(code, text), { ignored: true });
-    const api = (await install.apply(undefined, [call, log], { result: { reference: true } })) as ivm.Reference<{
+    const api = (await install.apply(undefined, [call, log], {
+      result: { reference: true },
+    })) as ivm.Reference<{
       start: unknown;
       deliver: unknown;
     }>;
@@ -52,7 +57,15 @@ export const createSlot = async (memoryMb: number): Promise<Slot> => {
     api.release();
     install.release();
     script.release();
-    return { memoryMb, isolate, start, deliver, attach: (h) => void (hooks = h) };
+    return {
+      memoryMb,
+      isolate,
+      start,
+      deliver,
+      attach: (h) => {
+        hooks = h;
+      },
+    };
   } catch (error) {
     if (!isolate.isDisposed) isolate.dispose();
     throw error;
@@ -93,11 +106,19 @@ export const startRun = (slot: Slot, msg: RunMessage, send: (outcome: WorkerOutc
   slot.attach({
     call: (isolateCallId, name, argsJson) => {
       if (finished) return;
-      if (typeof isolateCallId !== 'number' || typeof name !== 'string' || typeof argsJson !== 'string' || !bindings.has(name)) {
+      if (
+        typeof isolateCallId !== 'number' ||
+        typeof name !== 'string' ||
+        typeof argsJson !== 'string' ||
+        !bindings.has(name)
+      ) {
         return finish({ kind: 'runtime', message: 'the bridge was called with an unknown tool name' });
       }
       if (++calls > limits.maxCalls || argsJson.length > limits.maxCallBytes) {
-        return finish({ kind: 'limit', message: `call limits exceeded (${limits.maxCalls} calls, ${limits.maxCallBytes} bytes)` });
+        return finish({
+          kind: 'limit',
+          message: `call limits exceeded (${limits.maxCalls} calls, ${limits.maxCallBytes} bytes)`,
+        });
       }
       const callId = ++nextCallId;
       pending.set(callId, isolateCallId);
@@ -165,7 +186,8 @@ export const startRun = (slot: Slot, msg: RunMessage, send: (outcome: WorkerOutc
       } catch {
         return finish(lostIsolate());
       }
-      if (cpu > cpuBudget) finish({ kind: 'timeout', message: `the program used more than ${limits.cpuMs} ms of CPU time` });
+      if (cpu > cpuBudget)
+        finish({ kind: 'timeout', message: `the program used more than ${limits.cpuMs} ms of CPU time` });
     },
   };
 };
@@ -173,11 +195,13 @@ export const startRun = (slot: Slot, msg: RunMessage, send: (outcome: WorkerOutc
 const FAILURE_KINDS = new Set(['compile', 'runtime', 'limit']);
 
 const parseResult = (result: unknown, maxResultBytes: number): Settled => {
-  if (typeof result !== 'string' || result.length === 0) return { kind: 'runtime', message: 'the program produced no result' };
+  if (typeof result !== 'string' || result.length === 0)
+    return { kind: 'runtime', message: 'the program produced no result' };
   const tag = result[0];
   if (tag === 'U') return { ok: true, valueJson: undefined };
   if (tag === 'V') {
-    if (result.length - 1 > maxResultBytes) return { kind: 'limit', message: 'the return value is over the size limit' };
+    if (result.length - 1 > maxResultBytes)
+      return { kind: 'limit', message: 'the return value is over the size limit' };
     return { ok: true, valueJson: result.slice(1) };
   }
   try {
@@ -187,7 +211,11 @@ const parseResult = (result: unknown, maxResultBytes: number): Settled => {
     const message = typeof parsed.message === 'string' ? parsed.message : '';
     const stack = typeof parsed.stack === 'string' ? clip(parsed.stack, MAX_STACK_CHARS) : undefined;
     const text = kind === 'limit' ? message : `${name}: ${message}`;
-    return { kind: kind as Failure['kind'], message: clip(text, MAX_ERROR_CHARS), ...(stack ? { stack } : {}) };
+    return {
+      kind: kind as Failure['kind'],
+      message: clip(text, MAX_ERROR_CHARS),
+      ...(stack ? { stack } : {}),
+    };
   } catch {
     return { kind: 'runtime', message: 'the program produced an unreadable result' };
   }

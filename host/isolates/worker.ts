@@ -3,10 +3,11 @@
 // protocol.ts messages over the IPC channel. Invariants: a slot is used by one run and then disposed;
 // the pool only ever holds slots no program has touched; losing the parent ends this process (with a
 // SIGKILL fallback, because a disposed isolate can hang process.exit).
-import { createSlot, startRun } from './worker-run.ts';
-import type { ActiveRun, Slot } from './worker-run.ts';
-import { isMessage } from './protocol.ts';
+
 import type { HostToWorker, WorkerOutcome, WorkerToHost } from './protocol.ts';
+import { isMessage } from './protocol.ts';
+import type { ActiveRun, Slot } from './worker-run.ts';
+import { createSlot, startRun } from './worker-run.ts';
 
 interface WorkerArgs {
   prewarm: number;
@@ -52,7 +53,12 @@ const onRun = async (msg: Extract<HostToWorker, { t: 'run' }>): Promise<void> =>
   try {
     slot = await takeSlot(msg.limits.memoryMb);
   } catch (error) {
-    return done({ ok: false, kind: 'crash', message: `could not create an isolate: ${String(error).slice(0, 200)}`, logs: [] });
+    return done({
+      ok: false,
+      kind: 'crash',
+      message: `could not create an isolate: ${String(error).slice(0, 200)}`,
+      logs: [],
+    });
   }
   runs.set(msg.id, startRun(slot, msg, done));
 };
@@ -85,7 +91,9 @@ process.on('message', (raw: unknown) => {
 // The parent is gone: nobody would kill us after a hang, so end without the graceful path.
 process.on('disconnect', () => process.kill(process.pid, 'SIGKILL'));
 // Stray rejections from isolates disposed mid-operation are expected; they must not end the worker.
-process.on('unhandledRejection', (reason) => process.stderr.write(`unhandled rejection: ${String(reason).slice(0, 300)}\n`));
+process.on('unhandledRejection', (reason) =>
+  process.stderr.write(`unhandled rejection: ${String(reason).slice(0, 300)}\n`),
+);
 
 setInterval(() => {
   for (const run of runs.values()) run.check();

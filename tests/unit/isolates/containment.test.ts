@@ -20,7 +20,9 @@ const isPlain = (v: unknown): boolean =>
   v === null ||
   ['string', 'number', 'boolean'].includes(typeof v) ||
   (Array.isArray(v) && v.every(isPlain)) ||
-  (typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype && Object.values(v as object).every(isPlain));
+  (typeof v === 'object' &&
+    Object.getPrototypeOf(v) === Object.prototype &&
+    Object.values(v as object).every(isPlain));
 
 describe('the isolate reaches nothing of the host', () => {
   it('has only the ECMAScript builtins and console as globals', async () => {
@@ -28,7 +30,17 @@ describe('the isolate reaches nothing of the host', () => {
     const builtins = new Set(runInNewContext('Object.getOwnPropertyNames(globalThis)') as string[]);
     expect(names.filter((name) => !builtins.has(name))).toEqual([]);
     expect(names).toContain('console');
-    for (const name of ['process', 'require', 'module', 'Buffer', 'fetch', 'setTimeout', 'WebAssembly', 'SharedArrayBuffer', 'Atomics']) {
+    for (const name of [
+      'process',
+      'require',
+      'module',
+      'Buffer',
+      'fetch',
+      'setTimeout',
+      'WebAssembly',
+      'SharedArrayBuffer',
+      'Atomics',
+    ]) {
       expect(names).not.toContain(name);
     }
   });
@@ -43,7 +55,13 @@ describe('the isolate reaches nothing of the host', () => {
       tryIt(() => Object.getOwnPropertyNames(tools.echo.constructor('return globalThis')()).includes('process'));
       tryIt(() => (async () => {}).constructor('return this')() instanceof Promise);
       return probes;`;
-    expect(value(await run({ code }))).toEqual(['undefined', 'undefined', 'undefinedundefined', 'false', 'true']);
+    expect(value(await run({ code }))).toEqual([
+      'undefined',
+      'undefined',
+      'undefinedundefined',
+      'false',
+      'true',
+    ]);
   });
 
   it('gets no bridge function or host frame through CallSites', async () => {
@@ -119,7 +137,13 @@ describe('the isolate reaches nothing of the host', () => {
       Promise.prototype.then = function () { throw new Error('hijacked'); };
       const r = await tools.echo({ real: 1 });
       return 1;`;
-    const outcome = await run({ code, onCall: async (_n, args) => (received.push(args), args) });
+    const outcome = await run({
+      code,
+      onCall: async (_n, args) => {
+        received.push(args);
+        return args;
+      },
+    });
     expect(received).toEqual([{ real: 1 }]);
     // Whatever the program did to its own realm only changes its own result, never the host's view.
     if (!outcome.ok) expect(outcome.message).not.toMatch(HOST_TRACES);

@@ -1,14 +1,25 @@
 // Shared fixtures for the isolate host tests: a real host (real worker processes, real isolated-vm)
 // that is warmed up before the first test and always closed after the last.
+
+import type {
+  IsolateHost,
+  IsolateHostOptions,
+  JsonValue,
+  RunOutcome,
+  RunRequest,
+} from '../../../host/isolates/index.ts';
 import { createIsolateHost } from '../../../host/isolates/index.ts';
-import type { IsolateHost, IsolateHostOptions, JsonValue, RunOutcome, RunRequest } from '../../../host/isolates/index.ts';
 
 export const echo = async (name: string, args: JsonValue): Promise<JsonValue> => ({ name, args });
 
 export const startHost = async (options: IsolateHostOptions = {}): Promise<IsolateHost> => {
   const host = createIsolateHost({ workers: 1, prewarm: 1, ...options });
   // Wait until every worker answers (first start loads isolated-vm and esbuild).
-  await Promise.all(Array.from({ length: options.workers ?? 1 }, () => host.run({ code: 'return 1', bindings: [], onCall: echo })));
+  await Promise.all(
+    Array.from({ length: options.workers ?? 1 }, () =>
+      host.run({ code: 'return 1', bindings: [], onCall: echo }),
+    ),
+  );
   return host;
 };
 

@@ -16,11 +16,17 @@ beforeAll(async () => {
 afterAll(() => host.close());
 
 /** Runs `attack` while a well-behaved program with tool calls runs beside it; both must settle. */
-const alongside = async (code: string, extra: Partial<Parameters<typeof run>[0]> = {}): Promise<RunOutcome> => {
+const alongside = async (
+  code: string,
+  extra: Partial<Parameters<typeof run>[0]> = {},
+): Promise<RunOutcome> => {
   const attack = run({ code, ...extra });
   const calm = run({
     code: 'let n = 0; for (let i = 0; i < 5; i++) n += (await tools.echo({ i })).args.i; return n',
-    onCall: async (name, args) => (await sleep(20), { name, args }),
+    onCall: async (name, args) => {
+      await sleep(20);
+      return { name, args };
+    },
   });
   const [outcome, neighbour] = await Promise.all([attack, calm]);
   expect(value(neighbour)).toBe(10);
@@ -30,12 +36,17 @@ const alongside = async (code: string, extra: Partial<Parameters<typeof run>[0]>
 describe('resource attacks end in a bounded error', () => {
   it('for(;;){} → timeout (CPU)', async () => {
     const outcome = await alongside('for (;;) {}');
-    expect(failure(outcome)).toEqual({ kind: 'timeout', message: 'the program used more than 600 ms of CPU time' });
+    expect(failure(outcome)).toEqual({
+      kind: 'timeout',
+      message: 'the program used more than 600 ms of CPU time',
+    });
     expect(outcome.stats.wallMs).toBeLessThan(3_000);
   });
 
   it('endless microtasks → timeout', async () => {
-    const outcome = await alongside('const f = () => Promise.resolve().then(f); f(); await new Promise(() => {});');
+    const outcome = await alongside(
+      'const f = () => Promise.resolve().then(f); f(); await new Promise(() => {});',
+    );
     expect(failure(outcome).kind).toBe('timeout');
   });
 
@@ -51,18 +62,27 @@ describe('resource attacks end in a bounded error', () => {
   });
 
   it('a growing heap → memory', async () => {
-    const outcome = await alongside('const keep = []; for (;;) keep.push(new Array(100000).fill(keep.length));');
-    expect(failure(outcome)).toEqual({ kind: 'memory', message: 'the program ran out of memory (limit 32 MB)' });
+    const outcome = await alongside(
+      'const keep = []; for (;;) keep.push(new Array(100000).fill(keep.length));',
+    );
+    expect(failure(outcome)).toEqual({
+      kind: 'memory',
+      message: 'the program ran out of memory (limit 32 MB)',
+    });
   });
 
   it("huge strings → a bounded error ('x'.repeat(2**29) and 2**27)", async () => {
     expect(failure(await alongside("return 'x'.repeat(2 ** 29).length")).kind).toBe('runtime');
-    const joined = await alongside("const s = 'x'.repeat(2 ** 27); return [s + 'a', s + 'b'].join('').length");
+    const joined = await alongside(
+      "const s = 'x'.repeat(2 ** 27); return [s + 'a', s + 'b'].join('').length",
+    );
     expect(['memory', 'runtime', 'timeout']).toContain(failure(joined).kind);
   });
 
   it('new Array(2**31).fill(0) → memory or crash, never the host', async () => {
-    const outcome = await alongside('new Array(2 ** 31).fill(0); return 1', { limits: { wallMs: 8_000, cpuMs: 8_000 } });
+    const outcome = await alongside('new Array(2 ** 31).fill(0); return 1', {
+      limits: { wallMs: 8_000, cpuMs: 8_000 },
+    });
     expect(['memory', 'crash', 'timeout']).toContain(failure(outcome).kind);
     expect(process.memoryUsage().rss).toBeLessThan(1024 * 1024 * 1024);
     expect(value(await run({ code: 'return "after"' }))).toBe('after');
@@ -70,21 +90,35 @@ describe('resource attacks end in a bounded error', () => {
 
   it('a flood of tool calls → limit', async () => {
     let calls = 0;
-    const outcome = await alongside('for (let i = 0; i < 100000; i++) tools.echo({ i }); await new Promise(() => {});', {
-      limits: { maxCalls: 50 },
-      onCall: async () => (calls++, null),
-    });
+    const outcome = await alongside(
+      'for (let i = 0; i < 100000; i++) tools.echo({ i }); await new Promise(() => {});',
+      {
+        limits: { maxCalls: 50 },
+        onCall: async () => {
+          calls++;
+          return null;
+        },
+      },
+    );
     expect(failure(outcome)).toEqual({ kind: 'limit', message: 'more than 50 tool calls in one run' });
     expect(calls).toBeLessThanOrEqual(50);
   });
 
   it('huge return values → limit, checked before copying', async () => {
-    const outcome = await alongside("return 'x'.repeat(2_000_000)", { limits: { maxResultBytes: 1_000_000 } });
-    expect(failure(outcome)).toEqual({ kind: 'limit', message: 'the return value is 2000002 bytes of JSON, over the 1000000-byte limit' });
+    const outcome = await alongside("return 'x'.repeat(2_000_000)", {
+      limits: { maxResultBytes: 1_000_000 },
+    });
+    expect(failure(outcome)).toEqual({
+      kind: 'limit',
+      message: 'the return value is 2000002 bytes of JSON, over the 1000000-byte limit',
+    });
   });
 
   it('huge call arguments → limit; huge call results → a catchable LIMIT_EXCEEDED', async () => {
-    const args = await run({ code: "await tools.echo({ s: 'x'.repeat(200000) })", limits: { maxCallBytes: 100_000 } });
+    const args = await run({
+      code: "await tools.echo({ s: 'x'.repeat(200000) })",
+      limits: { maxCallBytes: 100_000 },
+    });
     expect(failure(args).kind).toBe('limit');
     expect(failure(args).message).toMatch(/^tools\.echo arguments are 200008 bytes of JSON/);
     const result = await run({
@@ -96,7 +130,9 @@ describe('resource attacks end in a bounded error', () => {
   });
 
   it('huge console output → output_limit with the output up to the cap', async () => {
-    const outcome = await alongside("for (;;) console.log('x'.repeat(1000))", { limits: { maxOutputBytes: 10_000 } });
+    const outcome = await alongside("for (;;) console.log('x'.repeat(1000))", {
+      limits: { maxOutputBytes: 10_000 },
+    });
     expect(failure(outcome).kind).toBe('output_limit');
     expect(outcome.logs.join('\n').length).toBeLessThanOrEqual(10_000);
     expect(outcome.logs.length).toBeGreaterThanOrEqual(9);
@@ -108,7 +144,13 @@ describe('worker failures', () => {
     let entered = (): void => undefined;
     const inCall = new Promise<void>((resolve) => (entered = resolve));
     const before = host.workerPids();
-    const victim = run({ code: 'await tools.echo({}); return 1', onCall: () => (entered(), new Promise(() => undefined)) });
+    const victim = run({
+      code: 'await tools.echo({}); return 1',
+      onCall: () => {
+        entered();
+        return new Promise(() => undefined);
+      },
+    });
     await inCall;
     for (const pid of before) process.kill(pid, 'SIGKILL');
     expect(failure(await victim)).toMatchObject({ kind: 'crash' });
@@ -119,5 +161,34 @@ describe('worker failures', () => {
     expect(after.some((pid) => !before.includes(pid))).toBe(true);
     for (const pid of before) expect(alive(pid)).toBe(false);
     expect(events.some((e) => e.type === 'worker_exited' && e.signal === 'SIGKILL')).toBe(true);
+  });
+
+  it('a worker that stops answering is killed after the deadline plus grace; its run times out', async () => {
+    const before = host.workerPids();
+    let entered = (): void => undefined;
+    const inCall = new Promise<void>((resolve) => (entered = resolve));
+    const frozen = run({
+      code: 'await tools.echo({}); return 1',
+      limits: { wallMs: 300 },
+      onCall: () => {
+        entered();
+        return new Promise(() => undefined);
+      },
+    });
+    await inCall;
+    for (const pid of before) process.kill(pid, 'SIGSTOP');
+    try {
+      const outcome = await frozen;
+      expect(failure(outcome)).toEqual({ kind: 'timeout', message: 'the program ran longer than 300 ms' });
+      expect(outcome.stats.wallMs).toBeGreaterThanOrEqual(1_250);
+      expect(
+        events.some(
+          (e) => e.type === 'worker_killed' && e.reason === 'run deadline passed without an answer',
+        ),
+      ).toBe(true);
+    } finally {
+      for (const pid of before) if (alive(pid)) process.kill(pid, 'SIGCONT');
+    }
+    expect(value(await run({ code: 'return "thawed"' }))).toBe('thawed');
   });
 });
