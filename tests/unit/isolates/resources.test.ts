@@ -43,11 +43,12 @@ describe('resource attacks end in a bounded error', () => {
     expect(outcome.stats.wallMs).toBeLessThan(3_000);
   });
 
-  it('endless microtasks → timeout', async () => {
+  it('endless microtasks → timeout or memory (the promise chain grows), whichever comes first', async () => {
     const outcome = await alongside(
       'const f = () => Promise.resolve().then(f); f(); await new Promise(() => {});',
     );
-    expect(failure(outcome).kind).toBe('timeout');
+    expect(['timeout', 'memory']).toContain(failure(outcome).kind);
+    expect(outcome.stats.wallMs).toBeLessThan(3_000);
   });
 
   it('catastrophic regex → timeout', async () => {
