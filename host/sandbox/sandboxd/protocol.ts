@@ -91,6 +91,7 @@ export class FrameDecoder {
   private need = -1; // body length of the current frame, or -1 while reading its header
   private broken = false;
   private heldFF = 0; // trailing 0xFF bytes not yet fed: they may be the start of a marker
+  private afterMarker = false; // the last chunk ended with a marker: skip its further 0xFF bytes
 
   constructor(handlers: DecoderHandlers, maxBytes: number = MAX_FRAME_BYTES) {
     this.handlers = handlers;
@@ -105,7 +106,16 @@ export class FrameDecoder {
     this.broken = false;
   }
 
-  push(chunk: Buffer): void {
+  push(data: Buffer): void {
+    let chunk = data;
+    if (this.afterMarker) {
+      // Further 0xFF bytes right after a marker are part of it: no frame header starts with 0xFF.
+      let k = 0;
+      while (k < chunk.length && chunk[k] === RESYNC_BYTE) k++;
+      if (k === chunk.length) return;
+      this.afterMarker = false;
+      chunk = chunk.subarray(k);
+    }
     let segStart = 0;
     let i = chunk.indexOf(RESYNC_BYTE);
     if (this.heldFF > 0 && i !== 0) this.releaseHeld();
@@ -118,8 +128,8 @@ export class FrameDecoder {
         this.heldFF = 0;
         this.reset();
         this.handlers.onResync?.();
-        // Further 0xFF bytes after a marker are part of it: no frame header starts with 0xFF.
         segStart = j;
+        if (j === chunk.length) this.afterMarker = true;
       } else if (j === chunk.length) {
         this.feed(chunk.subarray(segStart, i));
         this.heldFF = carried + (j - i);

@@ -54,6 +54,17 @@ describe('frames', () => {
     expect(resyncs()).toBe(1);
   });
 
+  it('treats a run of more than eight 0xFF bytes as one marker, across chunks', () => {
+    const { decoder, messages, errors, resyncs } = collect();
+    decoder.push(Buffer.alloc(5, 0xff));
+    decoder.push(Buffer.alloc(5, 0xff));
+    decoder.push(Buffer.alloc(3, 0xff));
+    decoder.push(encodeFrame({ after: true }));
+    expect(messages).toEqual([{ after: true }]);
+    expect(errors).toEqual([]);
+    expect(resyncs()).toBe(1);
+  });
+
   it('reports garbage and oversized frames once, then skips until the next marker', () => {
     const { decoder, messages, errors } = collect();
     const tooBig = Buffer.alloc(4);
