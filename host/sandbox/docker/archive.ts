@@ -14,8 +14,8 @@ import type { Sandbox, SandboxArchive, SandboxFs } from '../types.ts';
 export const CHUNK_BYTES = 8 * 1024 * 1024;
 
 export interface ArchiveOptions {
-  /** The live session (through sandboxd) of the sandbox, fetched per operation. */
-  live: () => Promise<{ fs: SandboxFs; exec: Sandbox['exec'] }>;
+  /** Runs one operation on the live session (through sandboxd), counted as in flight. */
+  use: <T>(fn: (session: { fs: SandboxFs; exec: Sandbox['exec'] }) => Promise<T>) => Promise<T>;
   /** Confines a path (paths.ts). */
   resolve: (path: string) => string;
   /** Largest download in bytes. Default 1 GiB. */
@@ -29,7 +29,7 @@ export const createContainerArchive = (options: ArchiveOptions): SandboxArchive 
       const dir = options.resolve(path);
       // Validate everything first: a hostile archive writes nothing.
       const entries = await readUpload(tar, opts.maxBytes === undefined ? {} : { maxBytes: opts.maxBytes });
-      const { fs, exec } = await options.live();
+      return options.use(async ({ fs, exec }) => {
       if ((await fs.exists(dir)) && (await fs.stat(dir)).type !== 'directory') {
         throw new SandboxError('NOT_A_DIRECTORY', `Upload target ${dir} is not a directory.`, { data: { path: dir } });
       }
@@ -46,10 +46,14 @@ export const createContainerArchive = (options: ArchiveOptions): SandboxArchive 
         }
       }
       return { files, bytes };
+      });
     },
     async download(path) {
       const abs = options.resolve(path);
-      const { fs } = await options.live();
+      // The walk runs while the tar is read, after download() returned; each read is its own call.
+      const fs = new Proxy({} as SandboxFs, {
+        get: (_, m: keyof SandboxFs) => (...a: unknown[]) => options.use(({ fs: live }) => (live[m] as (...x: unknown[]) => Promise<unknown>)(...a)),
+      });
       const top = await fs.stat(abs);
       if (top.type !== 'file' && top.type !== 'directory') {
         throw new SandboxError('NOT_A_FILE', `${abs} is a ${top.type}; only files and directories can be downloaded.`, { data: { path: abs } });

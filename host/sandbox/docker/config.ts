@@ -14,6 +14,8 @@ export const LABEL_MANAGED = 'dsh.managed';
 export const LABEL_TENANT = 'dsh.tenant';
 export const LABEL_AGENT = 'dsh.agent';
 export const LABEL_POOL = 'dsh.pool';
+/** Which provider instance made a pool container; another instance's leftovers are removed on adopt(). */
+export const LABEL_POOL_OWNER = 'dsh.pool.owner';
 
 export const DOCKER_DEFAULT_LIMITS: SandboxLimits = {
   memoryBytes: 512 * 1024 * 1024,

@@ -12,7 +12,7 @@ import { nanoid } from 'nanoid';
 import { connectSandboxd } from '../sandboxd/client.ts';
 import { createResolver, WORKSPACE_ROOT } from '../paths.ts';
 import type { ProviderFlags, Sandbox, SandboxLimits, SandboxProvider, SandboxSpec } from '../types.ts';
-import { containerConfig, DOCKER_DEFAULT_LIMITS, DOCKER_DEFAULT_MAXIMA, LABEL_AGENT, LABEL_MANAGED, LABEL_POOL, LABEL_TENANT, resolveLimits, resourceConfig } from './config.ts';
+import { containerConfig, DOCKER_DEFAULT_LIMITS, DOCKER_DEFAULT_MAXIMA, LABEL_AGENT, LABEL_MANAGED, LABEL_POOL, LABEL_POOL_OWNER, LABEL_TENANT, resolveLimits, resourceConfig } from './config.ts';
 import { fromDocker, isNotFound, isNotModified } from './errors.ts';
 import { createSandboxHandle } from './sandbox.ts';
 import { closeLive, type ConnectSandboxd, type Live, openSession } from './session.ts';
@@ -49,6 +49,10 @@ interface Entry {
   limits: SandboxLimits;
   live?: Promise<Live>;
   lastUsed: number;
+  /** Calls in flight; the reaper never stops a sandbox with one. */
+  inFlight: number;
+  /** Set while the reaper stops the container; new calls wait for it, then restart it. */
+  stopping?: Promise<void>;
 }
 
 const slug = (agentId: string): string =>
@@ -68,6 +72,7 @@ export const createDockerProvider = (options: DockerProviderOptions): SandboxPro
   const flags: ProviderFlags = { durableJobs: true, isolated: true, terminals: false };
   const entries = new Map<string, Entry>();
   const agentName = (agentId: string): string => `${prefix}-agent-${slug(agentId)}`;
+  const owner = nanoid(10);
 
   const createContainer = async (name: string, labels: Record<string, string>, limits: SandboxLimits): Promise<Docker.Container> => {
     const volume = `${name}-ws`;
@@ -85,7 +90,7 @@ export const createDockerProvider = (options: DockerProviderOptions): SandboxPro
     onError,
     make: async () => {
       const name = `${prefix}-pool-${nanoid(10).replace(/[^a-zA-Z0-9]/g, 'x')}`;
-      const container = await createContainer(name, { ...extraLabels, [LABEL_MANAGED]: '1', [LABEL_POOL]: '1' }, defaults);
+      const container = await createContainer(name, { ...extraLabels, [LABEL_MANAGED]: '1', [LABEL_POOL]: '1', [LABEL_POOL_OWNER]: owner }, defaults);
       try {
         return { container, live: await openSession(docker, container, connect, defaults) };
       } catch (e) {
@@ -130,8 +135,9 @@ export const createDockerProvider = (options: DockerProviderOptions): SandboxPro
     return opening;
   };
 
-  const live = (entry: Entry): Promise<Live> => {
+  const live = async (entry: Entry): Promise<Live> => {
     entry.lastUsed = Date.now();
+    if (entry.stopping) await entry.stopping;
     return entry.live ?? track(entry, openSession(docker, entry.container, connect, entry.limits));
   };
 
@@ -147,7 +153,15 @@ export const createDockerProvider = (options: DockerProviderOptions): SandboxPro
       agentId: entry.agentId,
       root: WORKSPACE_ROOT,
       resolve,
-      live: async () => (await live(entry)).session,
+      use: async (fn) => {
+        entry.inFlight++;
+        try {
+          return await fn((await live(entry)).session);
+        } finally {
+          entry.inFlight--;
+          entry.lastUsed = Date.now();
+        }
+      },
       detach: () => detachEntry(entry),
     });
 
@@ -156,7 +170,7 @@ export const createDockerProvider = (options: DockerProviderOptions): SandboxPro
     const container = known?.container ?? docker.getContainer(agentName(agentId));
     try {
       const info = await container.inspect();
-      const entry = known ?? { agentId, container: docker.getContainer(info.Id), limits: { ...defaults, ...limitsOf(info) }, lastUsed: Date.now() };
+      const entry: Entry = known ?? { agentId, container: docker.getContainer(info.Id), limits: { ...defaults, ...limitsOf(info) }, lastUsed: Date.now(), inFlight: 0 };
       entries.set(agentId, entry);
       return { entry, id: info.Id };
     } catch (e) {
@@ -168,30 +182,40 @@ export const createDockerProvider = (options: DockerProviderOptions): SandboxPro
     }
   };
 
-  // Reaper: stop containers idle longer than idleMs that run no job; the next call restarts them.
+  // Reaper: stop containers idle longer than idleMs with no call in flight and no running job;
+  // the next call restarts them (live() waits for a stop in progress first).
+  const reapIdle = async (): Promise<void> => {
+    for (const entry of entries.values()) {
+      const idle = (): boolean => entry.inFlight === 0 && !entry.stopping && Date.now() - entry.lastUsed >= idleMs;
+      if (!entry.live || !idle()) continue;
+      try {
+        const l = await entry.live;
+        if ((await l.session.jobs.list()).some((j) => j.status === 'running')) continue;
+        if (!idle()) continue;
+        entry.stopping = (async () => {
+          await detachEntry(entry);
+          await entry.container.stop({ t: 2 }).catch((e) => {
+            if (!isNotModified(e)) throw e;
+          });
+        })().finally(() => {
+          entry.stopping = undefined;
+        });
+        await entry.stopping;
+      } catch (e) {
+        onError(e);
+      }
+    }
+  };
+  let reaping = false;
   const reaper =
     idleMs > 0
-      ? setInterval(
-          () => {
-            void (async () => {
-              for (const entry of entries.values()) {
-                if (!entry.live || Date.now() - entry.lastUsed < idleMs) continue;
-                try {
-                  const l = await entry.live;
-                  if ((await l.session.jobs.list()).some((j) => j.status === 'running')) continue;
-                  if (Date.now() - entry.lastUsed < idleMs) continue;
-                  await detachEntry(entry);
-                  await entry.container.stop({ t: 2 }).catch((e) => {
-                    if (!isNotModified(e)) throw e;
-                  });
-                } catch (e) {
-                  onError(e);
-                }
-              }
-            })();
-          },
-          Math.max(250, Math.min(idleMs / 2, 30_000)),
-        )
+      ? setInterval(() => {
+          if (reaping) return;
+          reaping = true;
+          void reapIdle().finally(() => {
+            reaping = false;
+          });
+        }, Math.max(250, Math.min(idleMs / 2, 30_000)))
       : undefined;
   reaper?.unref();
 
@@ -221,9 +245,10 @@ export const createDockerProvider = (options: DockerProviderOptions): SandboxPro
       } else {
         container = await createContainer(name, { ...extraLabels, [LABEL_MANAGED]: '1', [LABEL_TENANT]: spec.tenantId, [LABEL_AGENT]: spec.agentId }, limits);
       }
-      const entry: Entry = { agentId: spec.agentId, container, limits, lastUsed: Date.now() };
+      const entry: Entry = { agentId: spec.agentId, container, limits, lastUsed: Date.now(), inFlight: 0 };
       entries.set(spec.agentId, entry);
-      if (opened) track(entry, Promise.resolve(opened));
+      if (opened && limits.maxReadBytes === defaults.maxReadBytes && limits.maxOutputBytes === defaults.maxOutputBytes) track(entry, Promise.resolve(opened));
+      else await closeLive(opened); // the client's caps differ: reconnect with this agent's
       await live(entry);
       return handle(entry, container.id);
     },
@@ -244,13 +269,21 @@ export const createDockerProvider = (options: DockerProviderOptions): SandboxPro
       for (const entry of entries.values()) await detachEntry(entry);
       entries.clear();
     },
-    /** Names of the agent containers of this prefix found on the engine (re-adoption at start). */
+    /**
+     * Re-adoption at start: the names of this prefix's agent containers on the engine (get() finds
+     * each by name), after removing unassigned pool containers a previous process left behind.
+     */
     async adopt() {
       const list = await docker.listContainers({ all: true, filters: { label: [`${LABEL_MANAGED}=1`] } }).catch((e) => {
         throw fromDocker(e, 'Listing sandboxes');
       });
-      const p = `/${prefix}-agent-`;
-      return list.flatMap((c) => c.Names.filter((n) => n.startsWith(p)).map((n) => n.slice(1)));
+      const agents = `/${prefix}-agent-`;
+      const pooled = `/${prefix}-pool-`;
+      for (const c of list) {
+        const stale = c.Names.some((n) => n.startsWith(pooled)) && c.Labels[LABEL_POOL_OWNER] !== owner;
+        if (stale) await removeContainer(docker.getContainer(c.Id)).catch(onError);
+      }
+      return list.flatMap((c) => c.Names.filter((n) => n.startsWith(agents)).map((n) => n.slice(1)));
     },
   };
 };

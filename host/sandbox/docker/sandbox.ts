@@ -11,8 +11,11 @@ export interface HandleOptions {
   agentId: string;
   resolve: (path: string) => string;
   root: string;
-  /** The live session, reopened when needed; also marks the agent as used (idle reaper). */
-  live: () => Promise<SandboxdSession>;
+  /**
+   * Run one call on the live session, reopened when needed. The provider counts calls in flight
+   * and marks the agent as used, so the idle reaper never stops a sandbox mid-call.
+   */
+  use: <T>(fn: (session: SandboxdSession) => Promise<T>) => Promise<T>;
   detach: () => Promise<void>;
 }
 
@@ -31,15 +34,13 @@ export const createSandboxHandle = (o: HandleOptions): Sandbox => {
         if (dir !== undefined) o.resolve(dir);
       } else if (typeof args[0] === 'string') o.resolve(args[0]);
       if (m === 'rename' && typeof args[1] === 'string') o.resolve(args[1]);
-      const s = await o.live();
-      return (s.fs[m] as (...a: unknown[]) => Promise<unknown>)(...args);
+      return o.use((s) => (s.fs[m] as (...a: unknown[]) => Promise<unknown>)(...args));
     };
   }
   const jobs = {} as Record<string, unknown>;
   for (const m of JOB_METHODS) {
     jobs[m] = async (...args: unknown[]) => {
-      const s = await o.live();
-      return (s.jobs[m] as (...a: unknown[]) => Promise<unknown>)(...args);
+      return o.use((s) => (s.jobs[m] as (...a: unknown[]) => Promise<unknown>)(...args));
     };
   }
   const sandboxFs = fs as unknown as SandboxFs;
@@ -48,10 +49,10 @@ export const createSandboxHandle = (o: HandleOptions): Sandbox => {
     agentId: o.agentId,
     fs: sandboxFs,
     jobs: jobs as unknown as SandboxJobs,
-    archive: createContainerArchive({ live: o.live, resolve: o.resolve }),
+    archive: createContainerArchive({ use: o.use, resolve: o.resolve }),
     exec: async (command, options) => {
       if (options?.cwd !== undefined) o.resolve(options.cwd);
-      return (await o.live()).exec(command, options);
+      return o.use((s) => s.exec(command, options));
     },
     detach: o.detach,
   };

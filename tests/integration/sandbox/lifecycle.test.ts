@@ -79,3 +79,28 @@ describe('docker provider lifecycle', () => {
     await provider.close();
   });
 });
+
+describe('docker provider lifecycle with sandboxd', () => {
+  it('never reaps a sandbox in the middle of a call, and resumes after reaping', async () => {
+    const provider = fx.provider({ idleMs: 400 });
+    const sb = await provider.create({ tenantId: 't', agentId: 'busy' });
+    const r = await sb.exec('sleep 2; echo done');
+    expect(r.stdout).toBe('done\n');
+    await expect.poll(async () => (await state(sb.id)).Running, { timeout: 15_000, interval: 200 }).toBe(false);
+    expect((await sb.exec('echo back')).stdout).toBe('back\n');
+    await provider.destroy('busy');
+    await provider.close();
+  });
+
+  it('removes pool containers a previous process left behind, on adopt()', async () => {
+    const crashed = fx.provider({ pool: { size: 1 } });
+    await crashed.pool.filled();
+    // no close(): as if the process died
+    const next = fx.provider();
+    await next.adopt();
+    const left = await fx.docker.listContainers({ all: true, filters: { label: [`dsh.test=${fx.runId}`, 'dsh.pool=1'] } });
+    expect(left.filter((c) => c.Names[0]?.includes('-pool-'))).toEqual([]);
+    await next.close();
+    await crashed.close();
+  });
+});
