@@ -6,7 +6,7 @@
 // transfer needs one (tools get `services.sandbox` as a function), so creating an agent is a cheap
 // store write and agents that only use remote tools never hold a container.
 // Invariants: another tenant's agent reads as NOT_FOUND; results come back in call order.
-import { messageOf, SandboxError } from '../errors.ts';
+import { isSandboxError, messageOf, SandboxError } from '../errors.ts';
 import type { Sandbox, SandboxProvider } from '../sandbox/types.ts';
 import type { AgentRecord, Store } from '../store/index.ts';
 import type { JsonValue } from '../store/types.ts';
@@ -177,10 +177,20 @@ export const createAgentService = (options: AgentServiceOptions): AgentService =
         config: config as JsonValue,
       });
       const agent = toAgent(record);
+      // Fail now, not at the first call: invalid remote tools or policy, a mode nobody can serve.
       try {
-        liveOf(agent); // fails now, not at the first call, when remote tools are invalid
+        await liveOf(agent).tools.describe();
       } catch (error) {
         store.agents.markDeleted(tenantId, agent.id);
+        live.get(agent.id)?.tools.dispose();
+        live.delete(agent.id);
+        if (isSandboxError(error) && error.code === 'NO_EXECUTOR') {
+          throw new SandboxError(
+            'BAD_REQUEST',
+            `Mode ${agent.mode} needs code mode (run_code), which this service was started without; use mode "native".`,
+            { cause: error },
+          );
+        }
         throw error;
       }
       return agent;

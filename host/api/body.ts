@@ -23,13 +23,14 @@ export const invalid = (where: string, issues: readonly v.BaseIssue<unknown>[]):
     data: { issues: issues.map((i) => ({ path: v.getDotPath(i) ?? '', message: i.message })) },
   });
 
-/** Reads and parses the body as JSON; an empty body is MALFORMED_JSON too. */
-export const readJson = async (req: Request): Promise<unknown> => {
+/** Reads and parses the body as JSON; an empty body is `empty` when given, else MALFORMED_JSON. */
+export const readJson = async (req: Request, empty?: () => unknown): Promise<unknown> => {
   const type = (req.headers.get('content-type') ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
   if (type !== '' && !/^application\/([\w.-]+\+)?json$/.test(type)) {
     throw new SandboxError('BAD_REQUEST', `Send the body as application/json (got ${type}).`);
   }
   const text = await req.text();
+  if (empty !== undefined && text.trim() === '') return empty();
   try {
     return parseJson(text);
   } catch (error) {
@@ -42,9 +43,9 @@ export const readJson = async (req: Request): Promise<unknown> => {
 
 /** Validates the JSON body; the handler reads it with `c.req.valid('json' as never)` or `bodyOf(c)`. */
 export const jsonBody =
-  <S extends v.GenericSchema>(schema: S): MiddlewareHandler =>
+  <S extends v.GenericSchema>(schema: S, options: { empty?: () => unknown } = {}): MiddlewareHandler =>
   async (c, next) => {
-    const result = v.safeParse(schema, await readJson(c.req.raw));
+    const result = v.safeParse(schema, await readJson(c.req.raw, options.empty));
     if (!result.success) throw invalid('request body', result.issues);
     c.set('body' as never, result.output as never);
     await next();

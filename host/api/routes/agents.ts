@@ -42,7 +42,7 @@ export const agentRoutes = (agents: AgentService): Hono<ApiEnv> => {
       requestBody: jsonRequest(CreateAgent),
       responses: { 201: jsonResponse('Created', Agent), 400: jsonResponse('Invalid', ErrorBody) },
     }),
-    jsonBody(CreateAgent),
+    jsonBody(CreateAgent, { empty: () => ({}) }),
     async (c) => {
       const agent = await agents.create(c.get('tenant').id, c.get('body') as CreateAgentRequest);
       return c.json(agentView(agent), 201, { Location: `/v1/agents/${agent.id}` });

@@ -148,4 +148,25 @@ describe('agents', () => {
     expect(tools.tools.map((t: { name: string }) => t.name)).toEqual(['read', 'grep']);
     expect(tools.tools[0].parameters.properties.file_path.type).toBe('string');
   });
+
+  it('refuses a mode the service cannot serve at creation, not at the first call', async () => {
+    const res = await api.request(api.keyA, 'POST', '/v1/agents', { preset: 'code' });
+    expect(res.status).toBe(400);
+    expect(res.json.error.message).toContain('code mode');
+    expect((await api.request(api.keyA, 'GET', '/v1/agents')).json.agents).toEqual([]);
+  });
+
+  it('rejects an invalid policy rule with 400 and the reason', async () => {
+    const res = await api.request(api.keyA, 'POST', '/v1/agents', {
+      policy: { rules: [{ tool: 'bash', decision: 'maybe' }] },
+    });
+    expect(res.status).toBe(400);
+    expect(res.json.error.message).toContain('decision');
+  });
+
+  it('an empty body creates a standard agent', async () => {
+    const res = await api.request(api.keyA, 'POST', '/v1/agents');
+    expect(res.status).toBe(201);
+    expect(res.json).toMatchObject({ preset: 'standard', mode: 'native' });
+  });
 });

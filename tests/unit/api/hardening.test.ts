@@ -19,13 +19,18 @@ const stillServing = async () => {
 
 describe('bad input', () => {
   it('malformed JSON is 400 MALFORMED_JSON', async () => {
-    for (const body of ['{"preset":', '', 'nope', '{"a":1}}']) {
+    for (const body of ['{"preset":', 'nope', '{"a":1}}', '\u0000']) {
       const res = await api.request(api.keyA, 'POST', '/v1/agents', body, {
         'Content-Type': 'application/json',
       });
       expect(res.status, body).toBe(400);
       expect(res.json.error.code).toBe('MALFORMED_JSON');
     }
+    const agent = await api.createAgent(api.keyA);
+    const empty = await api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/calls`, '', {
+      'Content-Type': 'application/json',
+    });
+    expect(empty.json.error.code).toBe('MALFORMED_JSON');
     await stillServing();
   });
 
