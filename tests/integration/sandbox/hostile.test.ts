@@ -36,15 +36,14 @@ afterAll(async () => {
 describe('planted symlinks', () => {
   it('cannot be read through', async () => {
     for (const p of ['root/etc/passwd', 'procroot/etc/passwd', 'up/etc/passwd', 'd/passwd', 'tmplink/outside.txt']) {
-      const code = await codeOf(sb.fs.readFile(p));
-      expect(code, p).toBeDefined();
+      expect(await codeOf(sb.fs.readFile(p)), p).toBe('PATH_OUTSIDE_WORKSPACE');
     }
     expect((await sb.fs.readFile('inside.txt')).toString()).toBe('ok\n');
   });
   it('cannot be written through, listed through or searched through', async () => {
-    expect(await codeOf(sb.fs.writeFile('tmplink/pwned', 'x'))).toBeDefined();
-    expect(await codeOf(sb.fs.mkdir('tmplink/newdir', { recursive: true }))).toBeDefined();
-    expect(await codeOf(sb.fs.list('root'))).toBeDefined();
+    expect(await codeOf(sb.fs.writeFile('tmplink/pwned', 'x'))).toBe('PATH_OUTSIDE_WORKSPACE');
+    expect(await codeOf(sb.fs.mkdir('tmplink/newdir', { recursive: true }))).toBe('PATH_OUTSIDE_WORKSPACE');
+    expect(await codeOf(sb.fs.list('root'))).toBe('PATH_OUTSIDE_WORKSPACE');
     expect(await codeOf(sb.fs.rename('inside.txt', 'tmplink/moved.txt'))).toBeDefined();
     const g = await sb.fs.grep('root:', {}).catch(() => ({ matches: [] }));
     expect(g.matches.filter((m) => !m.path.startsWith('/workspace/'))).toEqual([]);
@@ -52,9 +51,9 @@ describe('planted symlinks', () => {
     expect(await raw('ls /tmp; cat /workspace/inside.txt')).not.toMatch(/pwned|newdir|moved/);
   });
   it('are refused by uploads, including the two-step link-then-write shape', async () => {
-    expect(await codeOf(sb.archive.upload('tmplink', await makeTar([{ name: 'evil.txt', body: 'x' }])))).toBeDefined();
-    expect(await codeOf(sb.archive.upload('.', await makeTar([{ name: 'tmplink/evil2.txt', body: 'x' }])))).toBeDefined();
-    expect(await codeOf(sb.archive.upload('.', await makeTar([{ name: 'up/evil3.txt', body: 'x' }])))).toBeDefined();
+    expect(await codeOf(sb.archive.upload('tmplink', await makeTar([{ name: 'evil.txt', body: 'x' }])))).toMatch(/^(NOT_A_DIRECTORY|PATH_OUTSIDE_WORKSPACE)$/);
+    expect(await codeOf(sb.archive.upload('.', await makeTar([{ name: 'tmplink/evil2.txt', body: 'x' }])))).toBe('PATH_OUTSIDE_WORKSPACE');
+    expect(await codeOf(sb.archive.upload('.', await makeTar([{ name: 'up/evil3.txt', body: 'x' }])))).toBe('PATH_OUTSIDE_WORKSPACE');
     expect(await raw('ls / /tmp')).not.toMatch(/evil/);
   });
   it('never leave the sandbox in a download', async () => {
@@ -62,8 +61,8 @@ describe('planted symlinks', () => {
     expect(files['inside.txt']).toBe('ok\n');
     for (const name of Object.keys(files)) expect(name).not.toMatch(/^(root|procroot|up|tmplink)(\/|$)|^d\/passwd$/);
     expect(Object.values(files).join('\n')).not.toMatch(/root:x:0:0|secret/);
-    expect(await codeOf(sb.archive.download('root'))).toBeDefined();
-    expect(await codeOf(sb.archive.download('d/passwd'))).toBeDefined();
+    expect(await codeOf(sb.archive.download('root'))).toBe('NOT_A_FILE');
+    expect(await codeOf(sb.archive.download('d/passwd'))).toBe('NOT_A_FILE');
   });
   it('cannot win a swap race against reads', async () => {
     await raw('mkdir -p race && echo inside > race/f');
