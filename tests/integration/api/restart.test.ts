@@ -1,0 +1,68 @@
+// Graceful shutdown and restart over real HTTP with real containers: open event streams end with a
+// `shutdown` event, an in-flight call fails with SHUTTING_DOWN, the agent's container is left
+// running, and a new control plane on the same data directory re-adopts it with its files.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, expect, it } from 'vitest';
+import { loadConfig } from '../../../host/config.ts';
+import { type Running, startServer } from '../../../host/serve.ts';
+import type { Loose } from '../../unit/api/harness.ts';
+import { readSse } from '../../unit/api/sse.ts';
+import { dockerFixture } from '../sandbox/fixtures.ts';
+
+const fixture = dockerFixture();
+const dataDir = mkdtempSync(join(tmpdir(), 'dsh-api-restart-'));
+const config = loadConfig({ host: '127.0.0.1', port: 0, dataDir, poolSize: 0, isolateWorkers: 1, shutdownGraceMs: 300 }, {});
+const running: Running[] = [];
+
+afterAll(async () => {
+  for (const r of running) await r.close();
+  await fixture.sweep();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+const json = async (server: Running, key: string, method: string, path: string, body?: unknown): Promise<{ status: number; json: Loose }> => {
+  const res = await fetch(`${server.url}${path}`, {
+    method,
+    headers: { Authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return { status: res.status, json: await res.json().catch(() => undefined) };
+};
+
+it('shuts down gracefully and re-adopts the agent\'s container after a restart', async () => {
+  const first = await startServer(config, { sandboxes: fixture.provider(), log: () => {} });
+  running.push(first);
+  const key = first.store.tenants.createTenant('restart').apiKey;
+  const agent = (await json(first, key, 'POST', '/v1/agents', { remoteTools: [{ name: 'wait_for_client', description: 'never answered', parameters: { type: 'object' } }] })).json;
+  const [written] = (await json(first, key, 'POST', `/v1/agents/${agent.id}/calls`, { calls: [{ id: 'w', name: 'bash', arguments: { command: 'echo survived > keep.txt && cat keep.txt', description: 'write' } }] })).json.results;
+  expect(written.ok).toBe(true);
+
+  const stream = await fetch(`${first.url}/v1/agents/${agent.id}/events`, { headers: { Authorization: `Bearer ${key}`, Accept: 'text/event-stream' } });
+  const events = readSse(stream.body as ReadableStream<Uint8Array>, (m) => m.at(-1)?.event === 'shutdown');
+  const inFlight = json(first, key, 'POST', `/v1/agents/${agent.id}/calls`, { calls: [{ id: 'h', name: 'wait_for_client', arguments: {} }] });
+  while ((await json(first, key, 'GET', `/v1/agents/${agent.id}/requests?state=pending`)).json.requests.length === 0) {
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const started = Date.now();
+  await first.close();
+  running.splice(running.indexOf(first), 1);
+  expect(Date.now() - started).toBeLessThan(5000);
+  const [failed] = (await inFlight).json.results;
+  expect(failed).toMatchObject({ ok: false, error: { code: 'SHUTTING_DOWN' } });
+  const messages = await events;
+  expect(messages.at(-1)?.event).toBe('shutdown');
+
+  const containers = await fixture.docker.listContainers({ filters: { label: [`dsh.test=${fixture.runId}`] } });
+  expect(containers.length).toBe(1);
+
+  const second = await startServer(config, { sandboxes: fixture.provider(), log: () => {} });
+  running.push(second);
+  const file = await fetch(`${second.url}/v1/agents/${agent.id}/files?path=keep.txt`, { headers: { Authorization: `Bearer ${key}` } });
+  expect(await file.text()).toBe('survived\n');
+  const tools = (await json(second, key, 'GET', `/v1/agents/${agent.id}/tools`)).json.tools.map((t: { name: string }) => t.name);
+  expect(tools).toContain('wait_for_client');
+  const log = (await json(second, key, 'GET', `/v1/agents/${agent.id}/events`)).json.events;
+  expect(log.some((e: Loose) => e.callId === 'h' && e.type === 'tool.result' && e.data.error.code === 'ABORTED')).toBe(true);
+});
