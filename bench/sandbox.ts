@@ -104,7 +104,9 @@ try {
 
   const sb: Sandbox = await cold.create({ tenantId: 'b', agentId: 'bench' });
   const c = docker.getContainer(sb.id);
-  // 2. exec true.
+  // 2. The smallest call: stat through sandboxd (one round trip) vs a raw exec of stat.
+  row('stat (sandboxd round trip)', await time(REPS, () => sb.fs.stat('.')), await time(REPS, () => rawExec(c, ['stat', '-c', '%s', '.'])), 'raw exec stat');
+  // exec true.
   row('exec true (sandboxd)', await time(REPS, () => sb.exec('true')), await time(REPS, () => rawExec(c, ['true'])), 'raw docker exec');
   // 3. write/read 1 KiB and 1 MiB.
   for (const [label, size] of [
