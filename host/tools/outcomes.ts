@@ -8,6 +8,16 @@ import type { ToolError } from './types.ts';
 export const fail = (code: ToolError['code'], message: string, userReason?: string): ToolError =>
   userReason === undefined ? { code, message } : { code, message, userReason };
 
+/** Structured detail for the log and the API (never the model): JSON-safe or dropped. */
+const jsonData = (data: Record<string, unknown>): ToolError['data'] => {
+  if (Object.keys(data).length === 0) return undefined;
+  try {
+    return JSON.parse(JSON.stringify(data)) as ToolError['data'];
+  } catch {
+    return undefined;
+  }
+};
+
 export const unknownTool = (name: string): ToolError =>
   fail('UNKNOWN_TOOL', `Unknown tool "${name}"; call one of the tools listed for this agent.`);
 
@@ -17,8 +27,10 @@ export const beforeDispatch = (name: string): ToolError =>
 /** Maps anything a body or wrapper threw to structured detail; the signal tells cancellation apart. */
 export const toToolError = (error: unknown, signal: AbortSignal, name: string): ToolError => {
   if (isSandboxError(error)) {
-    const userReason = error.data?.userReason;
-    return fail(error.code, error.message, typeof userReason === 'string' ? userReason : undefined);
+    const { userReason, ...rest } = error.data ?? {};
+    const failure = fail(error.code, error.message, typeof userReason === 'string' ? userReason : undefined);
+    const data = jsonData(rest);
+    return data === undefined ? failure : { ...failure, data };
   }
   if (
     signal.aborted &&

@@ -34,6 +34,8 @@ export interface ToolError {
   message: string;
   /** A reason meant for a person (e.g. in an approval UI), never shown to the model. */
   userReason?: string;
+  /** Structured detail from the failing layer (e.g. `{ kind: 'timeout' }` of a code run); API and log only. */
+  data?: { [key: string]: JsonValue };
 }
 
 /** The settled outcome of one call, returned by the API as-is and written to the durable log. */

@@ -81,6 +81,9 @@ describe('run_code programs', () => {
     expect(text).toMatch(/program\.ts:2/);
     expect(text.endsWith('\nCaptured output:\nstep 1')).toBe(true);
     expect(result.error).toMatchObject({ code: 'CODE_RUN_FAILED', data: { kind: 'runtime' } });
+    await s.log.flush();
+    const logged = s.log.list(agent.sessionId).find((e) => e.type === 'tool.result' && e.callId === result.id);
+    expect(logged?.data).toMatchObject({ error: { code: 'CODE_RUN_FAILED', data: { kind: 'runtime' } } });
   });
 
   it('a failing inner call is an error the program can catch, with code and message', async () => {
