@@ -81,7 +81,12 @@ export const createFsOps = (ws: Workspace) => ({
       const existing = await fsp.lstat(real).catch(() => undefined);
       if (existing?.isDirectory()) throw notFile(abs, 'a directory');
       const dir = posix.dirname(real);
-      await fsp.mkdir(dir, { recursive: true });
+      await fsp.mkdir(dir, { recursive: true }).catch((e: NodeJS.ErrnoException) => {
+        if (e.code !== 'EEXIST' && e.code !== 'ENOTDIR') throw e;
+        throw new SandboxError('NOT_A_DIRECTORY', `Not a directory: a file is in the way of ${abs}`, {
+          data: { path: abs },
+        });
+      });
       const tmp = posix.join(
         dir,
         `.${posix.basename(real).slice(0, 200)}.${randomBytes(6).toString('hex')}.sandboxd-tmp`,

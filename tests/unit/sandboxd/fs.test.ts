@@ -54,6 +54,8 @@ describe('sandboxd file operations', () => {
     expect(await codeOf(c.fs.readFile('deep'))).toBe('NOT_A_FILE');
     expect(await codeOf(c.fs.writeFile('deep', 'x'))).toBe('NOT_A_FILE');
     expect(await codeOf(c.fs.readFile('nope.txt'))).toBe('FILE_NOT_FOUND');
+    expect(await codeOf(c.fs.writeFile('five.txt/under', 'x'))).toBe('NOT_A_DIRECTORY');
+    expect(await codeOf(c.fs.writeFile('five.txt/deeper/under', 'x'))).toBe('NOT_A_DIRECTORY');
   });
 
   it('stats, lists sorted, and answers exists', async () => {
