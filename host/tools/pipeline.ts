@@ -178,8 +178,10 @@ const execContext = (env: CallEnv, prepared: Prepared, signal: AbortSignal): Exe
     callId,
     agent: env.agent,
     toolSet: env.toolSet,
-    callTool(name, args) {
-      const innerEnv: CallEnv = signal === env.signal ? env : { ...env, signal };
+    callTool(name, args, options) {
+      // An inner call ends with its parent, and also with the program that made it (options.signal).
+      const innerSignal = options?.signal ? AbortSignal.any([signal, options.signal]) : signal;
+      const innerEnv: CallEnv = innerSignal === env.signal ? env : { ...env, signal: innerSignal };
       const inner = prepare(innerEnv, { id: `${callId}.${++seq}`, name, arguments: args }, callId);
       gate ??= createGate(env.concurrency);
       return gate.run(inner.safe, () => runPrepared(innerEnv, inner));

@@ -86,7 +86,7 @@ export interface ExecContext {
    * Re-enters the pipeline as an inner call of this one: validated, policed and logged (log-only,
    * linked to this call). Concurrency-safe inner calls overlap; exclusive ones run alone.
    */
-  callTool(name: string, args: unknown): Promise<ToolResult>;
+  callTool(name: string, args: unknown, options?: { signal?: AbortSignal }): Promise<ToolResult>;
 }
 
 /** The part of a resolved set that tool bodies may hold; the full type lives in resolved-set.ts. */

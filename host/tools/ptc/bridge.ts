@@ -61,7 +61,7 @@ export const createBridge = (
         'ABORTED_BEFORE_DISPATCH',
         `The call to ${tool} was cancelled before it started.`,
       );
-    const result = await exec.callTool(tool, args);
+    const result = await exec.callTool(tool, args, { signal });
     if (!result.ok) {
       const error = result.error ?? { code: 'TOOL_FAILED' as const, message: `${tool} failed.` };
       throw new SandboxError(error.code, error.message);

@@ -86,6 +86,31 @@ describe('run_code programs', () => {
     expect(logged?.data).toMatchObject({ error: { code: 'CODE_RUN_FAILED', data: { kind: 'runtime' } } });
   });
 
+  it('an inner call still running when its program ends is cancelled', async () => {
+    let sawAbort: Promise<boolean> = Promise.resolve(false);
+    const slow = defineTool({
+      name: 'slow',
+      description: 'Waits until cancelled (at most 5 s).',
+      parameters: v.object({}),
+      output: { schema: v.string() },
+      execute: (_args, exec) => {
+        sawAbort = new Promise((resolve) => {
+          const timer = setTimeout(() => resolve(false), 5000);
+          exec.signal.addEventListener('abort', () => {
+            clearTimeout(timer);
+            resolve(true);
+          });
+        });
+        return sawAbort.then(() => 'done');
+      },
+    });
+    const s = setup(isolates);
+    s.preset.register(slow);
+    const result = await run(s, 'tools.slow({}); return "left early";');
+    expect(textOf(result.content)).toBe('left early');
+    expect(await sawAbort).toBe(true);
+  });
+
   it('a failing inner call is an error the program can catch, with code and message', async () => {
     const s = setup(isolates);
     s.scope.register(missing);
