@@ -1,0 +1,82 @@
+// Upload validation on the host: the hostile-archive corpus of security.md §3.6, including names
+// that arrive through PAX and GNU long-name records rather than the plain header.
+
+import { Readable } from 'node:stream';
+import { pack } from 'tar-stream';
+import { describe, expect, it } from 'vitest';
+import { readUpload } from '../../../host/sandbox/tar.ts';
+import { codeOf, makeTar } from '../../contract/sandbox/suite.ts';
+
+type Raw = Parameters<ReturnType<typeof pack>['entry']>[0] & { body?: Buffer | string };
+const rawTar = (entries: Raw[]): Readable => {
+  const p = pack();
+  for (const { body, ...h } of entries) p.entry(h, body ?? '');
+  p.finalize();
+  return Readable.from(p);
+};
+
+/** A GNU-format tar (typeflag L long-name record, then the entry), built byte by byte as GNU tar does. */
+const gnuLongNameTar = (longName: string, body: string): Readable => {
+  const header = (name: string, size: number, type: string): Buffer => {
+    const h = Buffer.alloc(512);
+    h.write(name.slice(0, 99), 0);
+    h.write('0000644\0', 100);
+    h.write('0001750\0', 108);
+    h.write('0001750\0', 116);
+    h.write(`${size.toString(8).padStart(11, '0')}\0`, 124);
+    h.write('00000000000\0', 136);
+    h.write('        ', 148);
+    h.write(type, 156);
+    h.write('ustar  \0', 257);
+    let sum = 0;
+    for (const b of h) sum += b;
+    h.write(`${sum.toString(8).padStart(6, '0')}\0 `, 148);
+    return h;
+  };
+  const pad = (b: Buffer): Buffer => Buffer.concat([b, Buffer.alloc((512 - (b.length % 512)) % 512)]);
+  const nameBuf = Buffer.from(`${longName}\0`);
+  return Readable.from([
+    Buffer.concat([header('././@LongLink', nameBuf.length, 'L'), pad(nameBuf), header('placeholder', body.length, '0'), pad(Buffer.from(body)), Buffer.alloc(1024)]),
+  ]);
+};
+
+describe('readUpload', () => {
+  it('returns normalised files and directories with their modes', async () => {
+    const entries = await readUpload(await makeTar([{ name: './a/', type: 'directory' }, { name: 'a/b.txt', body: 'hi' }]));
+    expect(entries.map((e) => [e.name, e.type, e.mode.toString(8), e.data?.toString()])).toEqual([
+      ['a', 'directory', '755', undefined],
+      ['a/b.txt', 'file', '644', 'hi'],
+    ]);
+  });
+
+  const hostile: Array<[string, () => Readable | Promise<Readable>]> = [
+    ['a PAX path override with ..', () => rawTar([{ name: 'ok.txt', pax: { path: '../../etc/evil' }, body: 'x' }])],
+    ['a long (PAX-encoded) name that climbs out', () => rawTar([{ name: `${'d/'.repeat(60)}${'../'.repeat(70)}evil`, body: 'x' }])],
+    ['a GNU long name that climbs out', () => gnuLongNameTar(`${'../'.repeat(50)}evil`, 'x')],
+    ['a NUL byte in the name', () => rawTar([{ name: 'ok.txt', pax: { path: 'a\0/../../evil' }, body: 'x' }])],
+    ['a 300-byte name component', () => rawTar([{ name: `${'n'.repeat(300)}`, body: 'x' }])],
+    ['a 5000-byte path', () => rawTar([{ name: 'd/'.repeat(2500), type: 'directory' }])],
+    ['a character device', () => rawTar([{ name: 'tty', type: 'character-device', devmajor: 5, devminor: 0 }])],
+    ['a block device', () => rawTar([{ name: 'sda', type: 'block-device', devmajor: 8, devminor: 0 }])],
+    ['a contiguous file', () => rawTar([{ name: 'c', type: 'contiguous-file', body: 'x' }])],
+    ['a symlink that stays inside', () => rawTar([{ name: 'l', type: 'symlink', linkname: 'a' }])],
+    ['garbage instead of tar', () => Readable.from([Buffer.alloc(1024, 7)])],
+  ];
+  for (const [what, make] of hostile) {
+    it(`rejects ${what}`, async () => {
+      const error = await readUpload(await make()).then(() => undefined, (e: { code?: string; message?: string }) => e);
+      expect(error?.code).toBe('ARCHIVE_REJECTED');
+      if (what !== 'garbage instead of tar') expect(error?.message).not.toMatch(/not a readable tar/);
+    });
+  }
+
+  it('reads a GNU long name that stays inside', async () => {
+    const name = `${'d'.repeat(120)}/file.txt`;
+    expect((await readUpload(gnuLongNameTar(name, 'x'))).map((e) => e.name)).toEqual([name]);
+  });
+
+  it('stops reading at the byte and entry limits', async () => {
+    expect(await codeOf(readUpload(rawTar([{ name: 'a', body: 'x'.repeat(100) }]), { maxBytes: 10 }))).toBe('FILE_TOO_LARGE');
+    expect(await codeOf(readUpload(rawTar([{ name: 'a' }, { name: 'b' }, { name: 'c' }]), { maxEntries: 2 }))).toBe('ARCHIVE_REJECTED');
+  });
+});
