@@ -2,7 +2,11 @@
 // called directly, in the same run. Run: node --no-node-snapshot bench/tools-pipeline.ts
 // Figures: median per-call time over rounds (single sequential calls, with and without the
 // in-memory durable log) and a 1,000-call batch of concurrency-safe no-op calls.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import * as v from 'valibot';
+import { openStore } from '../host/store/index.ts';
 import { createMemoryEventLog } from '../host/store/memory.ts';
 import {
   type AgentScope,
@@ -59,6 +63,13 @@ const logged = createRegistry({ log });
 logged.global.register(noop);
 const loggedScope = logged.scope('preset:bench').child('agent:bench');
 
+// The durable log as the service runs it: libsql in a file (WAL), events batched per 2 ms window.
+const dataDir = mkdtempSync(join(tmpdir(), 'dsh-bench-'));
+const store = openStore({ dataDir });
+const durable = createRegistry({ log: store.events });
+durable.global.register(noop);
+const durableScope = durable.scope('preset:bench').child('agent:bench');
+
 const one = (i: number): ToolCall[] => [{ id: `c${i}`, name: 'noop', arguments: { n: i } }];
 const batchCalls: ToolCall[] = Array.from({ length: BATCH }, (_, i) => ({
   id: `b${i}`,
@@ -74,6 +85,12 @@ const withLog = await measure(CALLS, async (i) => {
   return r;
 });
 
+const withDurable = await measure(Math.min(CALLS, 5_000), async (i) => {
+  const r = await durableScope.execute(one(i), { agent });
+  if (i % 1000 === 999) await store.events.flush();
+  return r;
+});
+
 const batchRounds = Math.max(5, Math.round(CALLS / BATCH));
 const directBatch = await measure(batchRounds, async () =>
   Promise.all(batchCalls.map((c) => noop.execute(c.arguments as { n: number }, exec))),
@@ -83,13 +100,20 @@ const loggedBatch = await measure(batchRounds, async () => {
   await loggedScope.execute(batchCalls, { agent });
   await log.flush();
 });
+const durableBatch = await measure(batchRounds, async () => {
+  await durableScope.execute(batchCalls, { agent });
+  await store.events.flush();
+});
 log.close();
+store.close();
+rmSync(dataDir, { recursive: true, force: true });
 
 const f = (us: number) => `${us.toFixed(2)} µs`;
 const rows: [string, string, string][] = [
   ['direct body call (await)', f(direct), '1.0x'],
   ['pipeline, no log', f(pipeline), `${(pipeline / direct).toFixed(1)}x`],
   ['pipeline, in-memory log', f(withLog), `${(withLog / direct).toFixed(1)}x`],
+  ['pipeline, durable libsql log (file, WAL)', f(withDurable), `${(withDurable / direct).toFixed(1)}x`],
   [
     `${BATCH}-call safe batch, direct (Promise.all), per batch`,
     `${(directBatch / 1000).toFixed(2)} ms`,
@@ -105,10 +129,15 @@ const rows: [string, string, string][] = [
     `${(loggedBatch / 1000).toFixed(2)} ms`,
     `${(loggedBatch / directBatch).toFixed(1)}x`,
   ],
+  [
+    `${BATCH}-call safe batch, pipeline + durable libsql log, per batch`,
+    `${(durableBatch / 1000).toFixed(2)} ms`,
+    `${(durableBatch / directBatch).toFixed(1)}x`,
+  ],
 ];
 console.log(`tools-pipeline bench (node ${process.version}, ${ROUNDS} rounds x ${CALLS} calls; medians)`);
 for (const [label, value, ratio] of rows) console.log(`${label.padEnd(58)} ${value.padStart(12)}  ${ratio}`);
 console.log(
   `overhead per call: no log ${f(pipeline - direct)}, in-memory log ${f(withLog - direct)}; ` +
-    `per call in a ${BATCH}-call batch: ${f((pipelineBatch - directBatch) / BATCH)} (no log), ${f((loggedBatch - directBatch) / BATCH)} (log)`,
+    `per call in a ${BATCH}-call batch: ${f((pipelineBatch - directBatch) / BATCH)} (no log), ${f((loggedBatch - directBatch) / BATCH)} (log), ${f((durableBatch - directBatch) / BATCH)} (durable log)`,
 );
