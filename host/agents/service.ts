@@ -135,7 +135,12 @@ export const createAgentService = (options: AgentServiceOptions): AgentService =
       ...(agent.config.policy ? { policy: agent.config.policy } : {}),
     });
     const state: Live = { scope, tools, remote: new Map() };
-    for (const spec of remoteSpecs(agent)) register(state, spec);
+    try {
+      for (const spec of remoteSpecs(agent)) register(state, spec);
+    } catch (error) {
+      tools.dispose();
+      throw error;
+    }
     live.set(agent.id, state);
     return state;
   };

@@ -8,9 +8,11 @@ import { streamSSE } from 'hono/streaming';
 import { describeRoute } from 'hono-openapi';
 import type * as v from 'valibot';
 import type { AgentService } from '../../agents/service.ts';
+import { isSandboxError } from '../../errors.ts';
 import type { SessionEvent } from '../../store/types.ts';
 import { jsonBody, jsonRequest, jsonResponse } from '../body.ts';
 import type { ApiEnv } from '../env.ts';
+import { errorBody } from '../errors.ts';
 import { Calls, ErrorBody, Results } from '../schemas.ts';
 import { loadAgent } from './agents.ts';
 
@@ -59,11 +61,13 @@ export const callRoutes = (agents: AgentService, callTimeoutMs: number): Hono<Ap
           const queue: Promise<void>[] = [];
           const onProgress = (event: SessionEvent) => {
             queue.push(
-              stream.writeSSE({
-                event: 'progress',
-                id: String(event.seq),
-                data: JSON.stringify(eventView(event)),
-              }),
+              stream
+                .writeSSE({
+                  event: 'progress',
+                  id: String(event.seq),
+                  data: JSON.stringify(eventView(event)),
+                })
+                .catch(() => undefined), // a gone client must not fail the batch
             );
           };
           const results = await agents.call(agent, calls, { signal, onProgress });
@@ -71,12 +75,13 @@ export const callRoutes = (agents: AgentService, callTimeoutMs: number): Hono<Ap
           await stream.writeSSE({ event: 'results', data: JSON.stringify({ results }) });
         },
         async (error, stream) => {
-          await stream.writeSSE({
-            event: 'error',
-            data: JSON.stringify({
-              error: { code: (error as { code?: string }).code ?? 'INTERNAL', message: error.message },
-            }),
-          });
+          const known = isSandboxError(error);
+          const body = errorBody(
+            known ? error.code : 'INTERNAL',
+            known ? error.message : 'Internal error; the server log has the details.',
+          );
+          if (!known) process.stderr.write(`SSE call stream failed: ${error.stack ?? String(error)}\n`);
+          await stream.writeSSE({ event: 'error', data: JSON.stringify(body) }).catch(() => undefined);
         },
       );
     },
