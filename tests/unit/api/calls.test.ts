@@ -175,6 +175,34 @@ describe('calls', () => {
     expect(expired.json.requests).toHaveLength(1);
   });
 
+  it('a client that disconnects cancels its batch: the pending request is cancelled and the log says ABORTED', async () => {
+    const agent = await api.createAgent(api.keyA, {
+      remoteTools: [{ name: 'hold', description: 'waits', parameters: { type: 'object' } }],
+    });
+    const controller = new AbortController();
+    const gone = api.app
+      .request(`/v1/agents/${agent.id}/calls`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${api.keyA}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ calls: [{ id: 'h', name: 'hold', arguments: {} }] }),
+        signal: controller.signal,
+      })
+      .catch(() => undefined);
+    await waitFor(pending(agent.id));
+    controller.abort();
+    await gone;
+    const cancelled = await waitFor(async () => {
+      const res = await api.request(api.keyA, 'GET', `/v1/agents/${agent.id}/requests?state=cancelled`);
+      return res.json.requests.length > 0 ? res.json.requests : undefined;
+    });
+    expect(cancelled[0].callId).toBe('h');
+    const log = await waitFor(async () => {
+      const res = await api.request(api.keyA, 'GET', `/v1/agents/${agent.id}/events`);
+      return res.json.events.find((e: { type: string }) => e.type === 'tool.result');
+    });
+    expect(log.data.error.code).toBe('ABORTED');
+  });
+
   it('rejects remote tools with invalid schemas or reserved names', async () => {
     const agent = await api.createAgent(api.keyA);
     const bad = await api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/remote-tools`, {
