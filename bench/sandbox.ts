@@ -15,9 +15,12 @@ import type { Sandbox } from '../host/sandbox/types.ts';
 
 const REPS = Number(process.argv[2] ?? 20);
 const docker = new Docker();
-const run = nanoid(6).toLowerCase().replace(/[^a-z0-9]/g, 'x');
+const run = nanoid(6)
+  .toLowerCase()
+  .replace(/[^a-z0-9]/g, 'x');
 const labels = { 'dsh.bench': run };
-const image = loadConfig().sandboxImage ?? (await (await import('../scripts/setup/image.ts')).ensureSandboxImage()).tag;
+const image =
+  loadConfig().sandboxImage ?? (await (await import('../scripts/setup/image.ts')).ensureSandboxImage()).tag;
 
 const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
@@ -36,8 +39,19 @@ const time = async (n: number, fn: (i: number) => Promise<unknown>, warm = 2): P
 };
 
 /** Raw dockerode exec: create, hijacked start, demux, wait for end, inspect exit code. */
-const rawExec = async (c: Docker.Container, cmd: string[], stdin?: Buffer): Promise<{ stdout: Buffer; exitCode: number | null }> => {
-  const exec = await c.exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true, AttachStdin: stdin !== undefined, User: '1000:1000', WorkingDir: '/workspace' });
+const rawExec = async (
+  c: Docker.Container,
+  cmd: string[],
+  stdin?: Buffer,
+): Promise<{ stdout: Buffer; exitCode: number | null }> => {
+  const exec = await c.exec({
+    Cmd: cmd,
+    AttachStdout: true,
+    AttachStderr: true,
+    AttachStdin: stdin !== undefined,
+    User: '1000:1000',
+    WorkingDir: '/workspace',
+  });
   const stream = await exec.start({ hijack: true, stdin: stdin !== undefined });
   const out = new PassThrough();
   const err = new PassThrough();
@@ -69,19 +83,36 @@ const tarOf = (name: string, body: Buffer): Readable => {
 const rows: Array<[string, number, number, string]> = [];
 const row = (what: string, ours: number, raw: number, rawWhat: string): void => {
   rows.push([what, ours, raw, rawWhat]);
-  console.log(`${what.padEnd(34)} ${ours.toFixed(2).padStart(9)} ms   ${rawWhat.padEnd(28)} ${raw.toFixed(2).padStart(9)} ms   ×${(raw / ours).toFixed(1)}`);
+  console.log(
+    `${what.padEnd(34)} ${ours.toFixed(2).padStart(9)} ms   ${rawWhat.padEnd(28)} ${raw.toFixed(2).padStart(9)} ms   ×${(raw / ours).toFixed(1)}`,
+  );
 };
 
 const sweep = async (): Promise<void> => {
   const filters = { label: [`dsh.bench=${run}`] };
-  for (const c of await docker.listContainers({ all: true, filters })) await docker.getContainer(c.Id).remove({ force: true }).catch(() => {});
-  for (const v of (await docker.listVolumes({ filters })).Volumes ?? []) await docker.getVolume(v.Name).remove().catch(() => {});
+  for (const c of await docker.listContainers({ all: true, filters }))
+    await docker
+      .getContainer(c.Id)
+      .remove({ force: true })
+      .catch(() => {});
+  for (const v of (await docker.listVolumes({ filters })).Volumes ?? [])
+    await docker
+      .getVolume(v.Name)
+      .remove()
+      .catch(() => {});
 };
 
 try {
   console.log(`image ${image}, ${REPS} reps (medians; ×N = how many times faster than the raw way)\n`);
   // 1. Agent ready: warm pool vs cold create.
-  const pooled = createDockerProvider({ docker, image, labels, prefix: `dshb-${run}-p`, pool: { size: 1 }, idleMs: 0 });
+  const pooled = createDockerProvider({
+    docker,
+    image,
+    labels,
+    prefix: `dshb-${run}-p`,
+    pool: { size: 1 },
+    idleMs: 0,
+  });
   const cold = createDockerProvider({ docker, image, labels, prefix: `dshb-${run}-c`, idleMs: 0 });
   const readyReps = Math.max(3, Math.min(REPS, 6));
   const warmMs: number[] = [];
@@ -105,29 +136,61 @@ try {
   const sb: Sandbox = await cold.create({ tenantId: 'b', agentId: 'bench' });
   const c = docker.getContainer(sb.id);
   // 2. The smallest call: stat through sandboxd (one round trip) vs a raw exec of stat.
-  row('stat (sandboxd round trip)', await time(REPS, () => sb.fs.stat('.')), await time(REPS, () => rawExec(c, ['stat', '-c', '%s', '.'])), 'raw exec stat');
+  row(
+    'stat (sandboxd round trip)',
+    await time(REPS, () => sb.fs.stat('.')),
+    await time(REPS, () => rawExec(c, ['stat', '-c', '%s', '.'])),
+    'raw exec stat',
+  );
   // exec true.
-  row('exec true (sandboxd)', await time(REPS, () => sb.exec('true')), await time(REPS, () => rawExec(c, ['true'])), 'raw docker exec');
+  row(
+    'exec true (sandboxd)',
+    await time(REPS, () => sb.exec('true')),
+    await time(REPS, () => rawExec(c, ['true'])),
+    'raw docker exec',
+  );
   // 3. write/read 1 KiB and 1 MiB.
   for (const [label, size] of [
     ['1 KiB', 1024],
     ['1 MiB', 1024 * 1024],
   ] as const) {
     const body = Buffer.alloc(size, 97);
-    row(`write ${label} (sandboxd)`, await time(REPS, () => sb.fs.writeFile(`w-${size}`, body)), await time(REPS, () => rawExec(c, ['sh', '-c', `cat > raw-${size}`], body)), 'raw exec cat > f');
-    row(`read ${label} (sandboxd)`, await time(REPS, () => sb.fs.readFile(`w-${size}`)), await time(REPS, () => rawExec(c, ['cat', `raw-${size}`])), 'raw exec cat f');
+    row(
+      `write ${label} (sandboxd)`,
+      await time(REPS, () => sb.fs.writeFile(`w-${size}`, body)),
+      await time(REPS, () => rawExec(c, ['sh', '-c', `cat > raw-${size}`], body)),
+      'raw exec cat > f',
+    );
+    row(
+      `read ${label} (sandboxd)`,
+      await time(REPS, () => sb.fs.readFile(`w-${size}`)),
+      await time(REPS, () => rawExec(c, ['cat', `raw-${size}`])),
+      'raw exec cat f',
+    );
   }
   // 4. archive upload 1 KiB: validated tar written through sandboxd vs putArchive.
   const kib = Buffer.alloc(1024, 98);
   row(
     'upload tar 1 KiB (sandboxd)',
     await time(REPS, () => sb.archive.upload('up', tarOf('f.txt', kib))),
-    await time(REPS, () => c.putArchive(tarOf('f.txt', kib) as unknown as NodeJS.ReadableStream, { path: '/workspace' })),
+    await time(REPS, () =>
+      c.putArchive(tarOf('f.txt', kib) as unknown as NodeJS.ReadableStream, { path: '/workspace' }),
+    ),
     'raw putArchive',
   );
   // 5. grep over a small repo: 200 files in 20 directories.
-  for (let d = 0; d < 20; d++) for (let f = 0; f < 10; f++) await sb.fs.writeFile(`repo/d${d}/f${f}.ts`, `export const x${f} = ${f};\n// TODO item ${d}-${f}\n`.repeat(20));
-  row('grep TODO, 200 files (sandboxd)', await time(REPS, () => sb.fs.grep('TODO', { path: 'repo', limit: 10_000 })), await time(REPS, () => rawExec(c, ['rg', '-n', 'TODO', 'repo'])), 'raw exec rg -n');
+  for (let d = 0; d < 20; d++)
+    for (let f = 0; f < 10; f++)
+      await sb.fs.writeFile(
+        `repo/d${d}/f${f}.ts`,
+        `export const x${f} = ${f};\n// TODO item ${d}-${f}\n`.repeat(20),
+      );
+  row(
+    'grep TODO, 200 files (sandboxd)',
+    await time(REPS, () => sb.fs.grep('TODO', { path: 'repo', limit: 10_000 })),
+    await time(REPS, () => rawExec(c, ['rg', '-n', 'TODO', 'repo'])),
+    'raw exec rg -n',
+  );
   await cold.destroy('bench');
   await cold.close();
 } finally {

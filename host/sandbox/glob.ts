@@ -3,7 +3,7 @@
 // including none), `?`, `[abc]`/`[!abc]`, `{a,b}`. Patterns are matched against paths relative to the
 // glob's cwd, with `/` separators.
 
-const escape = (c: string): string => (/[\\^$.*+?()[\]{}|/]/.test(c) ? `\\${c}` : c);
+const escapeChar = (c: string): string => (/[\\^$.*+?()[\]{}|/]/.test(c) ? `\\${c}` : c);
 
 /** Compile a glob to an anchored RegExp over relative POSIX paths. */
 export const globToRegExp = (pattern: string): RegExp => {
@@ -52,7 +52,7 @@ export const globToRegExp = (pattern: string): RegExp => {
     } else if (c === ',' && braces > 0) {
       re += '|';
     } else {
-      re += escape(c);
+      re += escapeChar(c);
     }
   }
   while (braces-- > 0) re += ')';

@@ -16,14 +16,21 @@ export const MAX_PATH_BYTES = 4096;
 export const MAX_NAME_BYTES = 255;
 
 const outside = (path: string, root: string, why: string): SandboxError =>
-  new SandboxError('PATH_OUTSIDE_WORKSPACE', `Path ${JSON.stringify(path)} is outside the workspace ${root} (${why}); use a path inside ${root}.`, {
-    data: { path, root },
-  });
+  new SandboxError(
+    'PATH_OUTSIDE_WORKSPACE',
+    `Path ${JSON.stringify(path)} is outside the workspace ${root} (${why}); use a path inside ${root}.`,
+    {
+      data: { path, root },
+    },
+  );
 
 /** Normalise `root` once: absolute, no trailing slash (except `/`). */
 export const normaliseRoot = (root: string): string => {
   if (typeof root !== 'string' || !root.startsWith('/') || root.includes('\0')) {
-    throw new SandboxError('CONFIG_INVALID', `Sandbox root must be an absolute POSIX path, got ${JSON.stringify(root)}.`);
+    throw new SandboxError(
+      'CONFIG_INVALID',
+      `Sandbox root must be an absolute POSIX path, got ${JSON.stringify(root)}.`,
+    );
   }
   const n = posix.normalize(root);
   return n.length > 1 && n.endsWith('/') ? n.slice(0, -1) : n;
@@ -47,7 +54,8 @@ export const confine = (root: string, path: string): string => {
   if (n.length > 1 && n.endsWith('/')) n = n.slice(0, -1);
   if (!isInside(root, n)) throw outside(path, root, 'leaves the workspace');
   for (const part of n.split('/')) {
-    if (Buffer.byteLength(part) > MAX_NAME_BYTES) throw outside(path.slice(0, 64), root, 'a name is longer than 255 bytes');
+    if (Buffer.byteLength(part) > MAX_NAME_BYTES)
+      throw outside(path.slice(0, 64), root, 'a name is longer than 255 bytes');
   }
   return n;
 };

@@ -29,7 +29,11 @@ export const DEFAULT_UPLOAD_MAX_BYTES = 256 * 1024 * 1024;
 export const DEFAULT_UPLOAD_MAX_ENTRIES = 100_000;
 
 const rejected = (why: string, data: Record<string, unknown> = {}): SandboxError =>
-  new SandboxError('ARCHIVE_REJECTED', `Archive rejected: ${why}. Send an uncompressed tar of regular files and directories with relative paths.`, { data });
+  new SandboxError(
+    'ARCHIVE_REJECTED',
+    `Archive rejected: ${why}. Send an uncompressed tar of regular files and directories with relative paths.`,
+    { data },
+  );
 
 /** Parse and validate a whole tar stream. Rejects (and destroys the input) on the first bad entry. */
 export const readUpload = async (tar: Readable, limits: UploadLimits = {}): Promise<UploadEntry[]> => {
@@ -45,26 +49,44 @@ export const readUpload = async (tar: Readable, limits: UploadLimits = {}): Prom
       const h = entry.header;
       const type = h.type ?? 'file';
       if (type !== 'file' && type !== 'directory') {
-        throw rejected(`entry ${JSON.stringify(h.name)} is a ${type}; only files and directories are allowed`, { name: h.name, type });
+        throw rejected(
+          `entry ${JSON.stringify(h.name)} is a ${type}; only files and directories are allowed`,
+          { name: h.name, type },
+        );
       }
       const name = safeRelativeName(h.name);
-      if (name === undefined) throw rejected(`entry name ${JSON.stringify(h.name.slice(0, 200))} is absolute, contains '..' or NUL, or is too long`, { name: h.name });
+      if (name === undefined)
+        throw rejected(
+          `entry name ${JSON.stringify(h.name.slice(0, 200))} is absolute, contains '..' or NUL, or is too long`,
+          { name: h.name },
+        );
       if (type === 'file' && name === '') throw rejected('a file entry has an empty name');
       if (entries.length >= maxEntries) throw rejected(`more than ${maxEntries} entries`);
       const declared = h.size ?? 0;
       if (total + declared > maxBytes) {
-        throw new SandboxError('FILE_TOO_LARGE', `Archive content exceeds ${maxBytes} bytes; upload smaller parts.`, { data: { maxBytes } });
+        throw new SandboxError(
+          'FILE_TOO_LARGE',
+          `Archive content exceeds ${maxBytes} bytes; upload smaller parts.`,
+          { data: { maxBytes } },
+        );
       }
       const chunks: Buffer[] = [];
       let size = 0;
       for await (const chunk of entry as AsyncIterable<Buffer>) {
         size += chunk.length;
-        if (total + size > maxBytes) throw new SandboxError('FILE_TOO_LARGE', `Archive content exceeds ${maxBytes} bytes; upload smaller parts.`, { data: { maxBytes } });
+        if (total + size > maxBytes)
+          throw new SandboxError(
+            'FILE_TOO_LARGE',
+            `Archive content exceeds ${maxBytes} bytes; upload smaller parts.`,
+            { data: { maxBytes } },
+          );
         chunks.push(chunk);
       }
       total += size;
       const mode = (h.mode ?? (type === 'directory' ? 0o755 : 0o644)) & 0o777;
-      entries.push(type === 'file' ? { name, type, mode, data: Buffer.concat(chunks, size) } : { name, type, mode });
+      entries.push(
+        type === 'file' ? { name, type, mode, data: Buffer.concat(chunks, size) } : { name, type, mode },
+      );
     }
   } catch (e) {
     tar.unpipe(ex);
@@ -86,7 +108,10 @@ export interface PackEntry {
 }
 
 /** Pack entries (already validated, files and directories only) into an uncompressed tar stream. */
-export const packEntries = (source: Iterable<PackEntry> | AsyncIterable<PackEntry>, owner = { uid: 1000, gid: 1000 }): Readable => {
+export const packEntries = (
+  source: Iterable<PackEntry> | AsyncIterable<PackEntry>,
+  owner = { uid: 1000, gid: 1000 },
+): Readable => {
   const p = pack();
   void (async () => {
     try {

@@ -7,7 +7,7 @@
 
 import { SandboxError } from '../../errors.ts';
 import { relativeTo } from '../paths.ts';
-import { packEntries, readUpload, type PackEntry } from '../tar.ts';
+import { type PackEntry, packEntries, readUpload } from '../tar.ts';
 import type { Sandbox, SandboxArchive, SandboxFs } from '../types.ts';
 
 /** One write or read through sandboxd carries at most this much (a frame holds 12 MiB of binary). */
@@ -30,33 +30,42 @@ export const createContainerArchive = (options: ArchiveOptions): SandboxArchive 
       // Validate everything first: a hostile archive writes nothing.
       const entries = await readUpload(tar, opts.maxBytes === undefined ? {} : { maxBytes: opts.maxBytes });
       return options.use(async ({ fs, exec }) => {
-      if ((await fs.exists(dir)) && (await fs.stat(dir)).type !== 'directory') {
-        throw new SandboxError('NOT_A_DIRECTORY', `Upload target ${dir} is not a directory.`, { data: { path: dir } });
-      }
-      await fs.mkdir(dir, { recursive: true });
-      let files = 0;
-      let bytes = 0;
-      for (const e of entries) {
-        const target = options.resolve(e.name === '' ? dir : `${dir}/${e.name}`);
-        if (e.type === 'directory') await fs.mkdir(target, { recursive: true });
-        else {
-          await writeLarge(fs, exec, target, e.data ?? Buffer.alloc(0), e.mode);
-          files++;
-          bytes += e.data?.length ?? 0;
+        if ((await fs.exists(dir)) && (await fs.stat(dir)).type !== 'directory') {
+          throw new SandboxError('NOT_A_DIRECTORY', `Upload target ${dir} is not a directory.`, {
+            data: { path: dir },
+          });
         }
-      }
-      return { files, bytes };
+        await fs.mkdir(dir, { recursive: true });
+        let files = 0;
+        let bytes = 0;
+        for (const e of entries) {
+          const target = options.resolve(e.name === '' ? dir : `${dir}/${e.name}`);
+          if (e.type === 'directory') await fs.mkdir(target, { recursive: true });
+          else {
+            await writeLarge(fs, exec, target, e.data ?? Buffer.alloc(0), e.mode);
+            files++;
+            bytes += e.data?.length ?? 0;
+          }
+        }
+        return { files, bytes };
       });
     },
     async download(path) {
       const abs = options.resolve(path);
       // The walk runs while the tar is read, after download() returned; each read is its own call.
       const fs = new Proxy({} as SandboxFs, {
-        get: (_, m: keyof SandboxFs) => (...a: unknown[]) => options.use(({ fs: live }) => (live[m] as (...x: unknown[]) => Promise<unknown>)(...a)),
+        get:
+          (_, m: keyof SandboxFs) =>
+          (...a: unknown[]) =>
+            options.use(({ fs: live }) => (live[m] as (...x: unknown[]) => Promise<unknown>)(...a)),
       });
       const top = await fs.stat(abs);
       if (top.type !== 'file' && top.type !== 'directory') {
-        throw new SandboxError('NOT_A_FILE', `${abs} is a ${top.type}; only files and directories can be downloaded.`, { data: { path: abs } });
+        throw new SandboxError(
+          'NOT_A_FILE',
+          `${abs} is a ${top.type}; only files and directories can be downloaded.`,
+          { data: { path: abs } },
+        );
       }
       const base = top.type === 'directory' ? abs : abs.slice(0, abs.lastIndexOf('/'));
       let total = 0;
@@ -65,7 +74,12 @@ export const createContainerArchive = (options: ArchiveOptions): SandboxArchive 
           const child = `${dir}/${e.name}`;
           if (e.type === 'directory') {
             const st = await fs.stat(child);
-            yield { name: `${relativeTo(base, child)}/`, type: 'directory', mode: st.mode, mtimeMs: st.mtimeMs };
+            yield {
+              name: `${relativeTo(base, child)}/`,
+              type: 'directory',
+              mode: st.mode,
+              mtimeMs: st.mtimeMs,
+            };
             yield* walk(child);
           } else if (e.type === 'file') {
             yield await file(child);
@@ -76,7 +90,11 @@ export const createContainerArchive = (options: ArchiveOptions): SandboxArchive 
       async function file(p: string): Promise<PackEntry> {
         const st = await fs.stat(p);
         total += st.size;
-        if (total > maxDownload) throw new SandboxError('FILE_TOO_LARGE', `Download of ${abs} exceeds ${maxDownload} bytes; download a smaller directory.`);
+        if (total > maxDownload)
+          throw new SandboxError(
+            'FILE_TOO_LARGE',
+            `Download of ${abs} exceeds ${maxDownload} bytes; download a smaller directory.`,
+          );
         const parts: Buffer[] = [];
         for (let offset = 0; offset < st.size; offset += CHUNK_BYTES) {
           const part = await fs.readFile(p, { offset, length: Math.min(CHUNK_BYTES, st.size - offset) });
@@ -100,7 +118,13 @@ export const createContainerArchive = (options: ArchiveOptions): SandboxArchive 
  * in base64 chunks by a shell that sandboxd runs as the agent user (so it can do no more than the
  * agent itself), into a fresh name beside the target, then renamed into place by sandboxd.
  */
-const writeLarge = async (fs: SandboxFs, exec: Sandbox['exec'], target: string, data: Buffer, mode: number): Promise<void> => {
+const writeLarge = async (
+  fs: SandboxFs,
+  exec: Sandbox['exec'],
+  target: string,
+  data: Buffer,
+  mode: number,
+): Promise<void> => {
   if (data.length <= CHUNK_BYTES) return fs.writeFile(target, data, { mode });
   const temp = `${target}.dsh-upload-${process.pid}-${Date.now()}`;
   await fs.writeFile(temp, data.subarray(0, CHUNK_BYTES), { mode });
@@ -111,7 +135,12 @@ const writeLarge = async (fs: SandboxFs, exec: Sandbox['exec'], target: string, 
         stdin: data.subarray(offset, offset + CHUNK_BYTES).toString('base64'),
         timeoutMs: 120_000,
       });
-      if (r.exitCode !== 0) throw new SandboxError('SANDBOX_UNAVAILABLE', `Writing ${target} failed: ${r.stderr.trim() || `exit ${r.exitCode}`}`, { data: { path: target } });
+      if (r.exitCode !== 0)
+        throw new SandboxError(
+          'SANDBOX_UNAVAILABLE',
+          `Writing ${target} failed: ${r.stderr.trim() || `exit ${r.exitCode}`}`,
+          { data: { path: target } },
+        );
     }
     await fs.rename(temp, target);
   } catch (e) {

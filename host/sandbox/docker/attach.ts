@@ -22,7 +22,13 @@ export interface Attachment {
 export const attach = async (docker: Docker, container: Docker.Container): Promise<Attachment> => {
   let socket: NodeJS.ReadWriteStream;
   try {
-    socket = (await container.attach({ stream: true, stdin: true, stdout: true, stderr: true, hijack: true })) as NodeJS.ReadWriteStream;
+    socket = (await container.attach({
+      stream: true,
+      stdin: true,
+      stdout: true,
+      stderr: true,
+      hijack: true,
+    })) as NodeJS.ReadWriteStream;
   } catch (e) {
     throw fromDocker(e, 'Attaching to the sandbox', { container: container.id });
   }

@@ -34,18 +34,30 @@ export const DOCKER_DEFAULT_MAXIMA: SandboxLimits = {
 };
 
 /** Requested limits over defaults; a request above a maximum (or not a positive integer) is refused. */
-export const resolveLimits = (defaults: SandboxLimits, maxima: SandboxLimits, requested: Partial<SandboxLimits> = {}): SandboxLimits => {
+export const resolveLimits = (
+  defaults: SandboxLimits,
+  maxima: SandboxLimits,
+  requested: Partial<SandboxLimits> = {},
+): SandboxLimits => {
   const out = { ...defaults };
   for (const key of Object.keys(defaults) as Array<keyof SandboxLimits>) {
     const v = requested[key];
     if (v === undefined) continue;
     if (!Number.isSafeInteger(v) || v <= 0) {
-      throw new SandboxError('LIMIT_EXCEEDED', `Sandbox limit ${key} must be a positive integer, got ${JSON.stringify(v)}.`, { data: { key, value: v } });
+      throw new SandboxError(
+        'LIMIT_EXCEEDED',
+        `Sandbox limit ${key} must be a positive integer, got ${JSON.stringify(v)}.`,
+        { data: { key, value: v } },
+      );
     }
     if (v > maxima[key]) {
-      throw new SandboxError('LIMIT_EXCEEDED', `Sandbox limit ${key}=${v} exceeds the tenant maximum ${maxima[key]}; ask for at most ${maxima[key]}.`, {
-        data: { key, value: v, maximum: maxima[key] },
-      });
+      throw new SandboxError(
+        'LIMIT_EXCEEDED',
+        `Sandbox limit ${key}=${v} exceeds the tenant maximum ${maxima[key]}; ask for at most ${maxima[key]}.`,
+        {
+          data: { key, value: v, maximum: maxima[key] },
+        },
+      );
     }
     out[key] = v;
   }

@@ -34,10 +34,18 @@ export const fromDocker = (e: unknown, what: string, data: Record<string, unknow
   const status = statusOf(e);
   const msg = dockerMessage(e);
   if (status === 404 && /no such image/i.test(msg)) {
-    return new SandboxError('CONFIG_INVALID', `${what}: the sandbox image is missing (${msg}); build it with \`npm run setup\`.`, { cause: e, data: { ...data, status } });
+    return new SandboxError(
+      'CONFIG_INVALID',
+      `${what}: the sandbox image is missing (${msg}); build it with \`npm run setup\`.`,
+      { cause: e, data: { ...data, status } },
+    );
   }
-  return new SandboxError('SANDBOX_UNAVAILABLE', `${what} failed: ${msg}${status ? ` (HTTP ${status})` : ''}. Check that the Docker engine is running.`, {
-    cause: e,
-    data: { ...data, status },
-  });
+  return new SandboxError(
+    'SANDBOX_UNAVAILABLE',
+    `${what} failed: ${msg}${status ? ` (HTTP ${status})` : ''}. Check that the Docker engine is running.`,
+    {
+      cause: e,
+      data: { ...data, status },
+    },
+  );
 };

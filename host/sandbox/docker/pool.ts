@@ -21,7 +21,12 @@ export interface WarmPool {
   close(): Promise<void>;
 }
 
-export const createWarmPool = (o: { size: number; make: () => Promise<PoolItem>; discard: (item: PoolItem) => Promise<void>; onError: (e: unknown) => void }): WarmPool => {
+export const createWarmPool = (o: {
+  size: number;
+  make: () => Promise<PoolItem>;
+  discard: (item: PoolItem) => Promise<void>;
+  onError: (e: unknown) => void;
+}): WarmPool => {
   const items: PoolItem[] = [];
   let closed = false;
   let filling: Promise<void> | undefined;

@@ -9,14 +9,25 @@
 import { createHash } from 'node:crypto';
 import Docker from 'dockerode';
 import { nanoid } from 'nanoid';
-import { connectSandboxd } from '../sandboxd/client.ts';
 import { createResolver, WORKSPACE_ROOT } from '../paths.ts';
+import { connectSandboxd } from '../sandboxd/client.ts';
 import type { ProviderFlags, Sandbox, SandboxLimits, SandboxProvider, SandboxSpec } from '../types.ts';
-import { containerConfig, DOCKER_DEFAULT_LIMITS, DOCKER_DEFAULT_MAXIMA, LABEL_AGENT, LABEL_MANAGED, LABEL_POOL, LABEL_POOL_OWNER, LABEL_TENANT, resolveLimits, resourceConfig } from './config.ts';
+import {
+  containerConfig,
+  DOCKER_DEFAULT_LIMITS,
+  DOCKER_DEFAULT_MAXIMA,
+  LABEL_AGENT,
+  LABEL_MANAGED,
+  LABEL_POOL,
+  LABEL_POOL_OWNER,
+  LABEL_TENANT,
+  resolveLimits,
+  resourceConfig,
+} from './config.ts';
 import { fromDocker, isNotFound, isNotModified } from './errors.ts';
-import { createSandboxHandle } from './sandbox.ts';
-import { closeLive, type ConnectSandboxd, type Live, openSession } from './session.ts';
 import { createWarmPool, type WarmPool } from './pool.ts';
+import { createSandboxHandle } from './sandbox.ts';
+import { type ConnectSandboxd, closeLive, type Live, openSession } from './session.ts';
 
 export interface DockerProviderOptions {
   /** Default `new Docker()` (the local socket). */
@@ -56,13 +67,21 @@ interface Entry {
 }
 
 const slug = (agentId: string): string =>
-  /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,80}$/.test(agentId) ? agentId : `h${createHash('sha256').update(agentId).digest('hex').slice(0, 40)}`;
+  /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,80}$/.test(agentId)
+    ? agentId
+    : `h${createHash('sha256').update(agentId).digest('hex').slice(0, 40)}`;
 
-export const createDockerProvider = (options: DockerProviderOptions): SandboxProvider & { readonly pool: WarmPool; adopt(): Promise<string[]> } => {
+export const createDockerProvider = (
+  options: DockerProviderOptions,
+): SandboxProvider & { readonly pool: WarmPool; adopt(): Promise<string[]> } => {
   const docker = options.docker ?? new Docker();
   const prefix = options.prefix ?? 'dsh';
   const extraLabels = options.labels ?? {};
-  const defaults = resolveLimits(DOCKER_DEFAULT_LIMITS, { ...DOCKER_DEFAULT_MAXIMA, ...options.maxima }, options.defaults);
+  const defaults = resolveLimits(
+    DOCKER_DEFAULT_LIMITS,
+    { ...DOCKER_DEFAULT_MAXIMA, ...options.maxima },
+    options.defaults,
+  );
   const maxima = { ...DOCKER_DEFAULT_MAXIMA, ...options.maxima };
   const idleMs = options.idleMs ?? 900_000;
   const tmpBytes = options.tmpBytes ?? 64 * 1024 * 1024;
@@ -74,13 +93,22 @@ export const createDockerProvider = (options: DockerProviderOptions): SandboxPro
   const agentName = (agentId: string): string => `${prefix}-agent-${slug(agentId)}`;
   const owner = nanoid(10);
 
-  const createContainer = async (name: string, labels: Record<string, string>, limits: SandboxLimits): Promise<Docker.Container> => {
+  const createContainer = async (
+    name: string,
+    labels: Record<string, string>,
+    limits: SandboxLimits,
+  ): Promise<Docker.Container> => {
     const volume = `${name}-ws`;
     try {
       await docker.createVolume({ Name: volume, Labels: labels });
-      return await docker.createContainer(containerConfig({ image: options.image, name, volume, labels, limits, tmpBytes }));
+      return await docker.createContainer(
+        containerConfig({ image: options.image, name, volume, labels, limits, tmpBytes }),
+      );
     } catch (e) {
-      await docker.getVolume(volume).remove().catch(() => {});
+      await docker
+        .getVolume(volume)
+        .remove()
+        .catch(() => {});
       throw fromDocker(e, 'Creating the sandbox container', { name });
     }
   };
@@ -90,7 +118,11 @@ export const createDockerProvider = (options: DockerProviderOptions): SandboxPro
     onError,
     make: async () => {
       const name = `${prefix}-pool-${nanoid(10).replace(/[^a-zA-Z0-9]/g, 'x')}`;
-      const container = await createContainer(name, { ...extraLabels, [LABEL_MANAGED]: '1', [LABEL_POOL]: '1', [LABEL_POOL_OWNER]: owner }, defaults);
+      const container = await createContainer(
+        name,
+        { ...extraLabels, [LABEL_MANAGED]: '1', [LABEL_POOL]: '1', [LABEL_POOL_OWNER]: owner },
+        defaults,
+      );
       try {
         return { container, live: await openSession(docker, container, connect, defaults) };
       } catch (e) {
@@ -170,7 +202,13 @@ export const createDockerProvider = (options: DockerProviderOptions): SandboxPro
     const container = known?.container ?? docker.getContainer(agentName(agentId));
     try {
       const info = await container.inspect();
-      const entry: Entry = known ?? { agentId, container: docker.getContainer(info.Id), limits: { ...defaults, ...limitsOf(info) }, lastUsed: Date.now(), inFlight: 0 };
+      const entry: Entry = known ?? {
+        agentId,
+        container: docker.getContainer(info.Id),
+        limits: { ...defaults, ...limitsOf(info) },
+        lastUsed: Date.now(),
+        inFlight: 0,
+      };
       entries.set(agentId, entry);
       return { entry, id: info.Id };
     } catch (e) {
@@ -186,7 +224,8 @@ export const createDockerProvider = (options: DockerProviderOptions): SandboxPro
   // the next call restarts them (live() waits for a stop in progress first).
   const reapIdle = async (): Promise<void> => {
     for (const entry of entries.values()) {
-      const idle = (): boolean => entry.inFlight === 0 && !entry.stopping && Date.now() - entry.lastUsed >= idleMs;
+      const idle = (): boolean =>
+        entry.inFlight === 0 && !entry.stopping && Date.now() - entry.lastUsed >= idleMs;
       if (!entry.live || !idle()) continue;
       try {
         const l = await entry.live;
@@ -209,13 +248,16 @@ export const createDockerProvider = (options: DockerProviderOptions): SandboxPro
   let reaping = false;
   const reaper =
     idleMs > 0
-      ? setInterval(() => {
-          if (reaping) return;
-          reaping = true;
-          void reapIdle().finally(() => {
-            reaping = false;
-          });
-        }, Math.max(250, Math.min(idleMs / 2, 30_000)))
+      ? setInterval(
+          () => {
+            if (reaping) return;
+            reaping = true;
+            void reapIdle().finally(() => {
+              reaping = false;
+            });
+          },
+          Math.max(250, Math.min(idleMs / 2, 30_000)),
+        )
       : undefined;
   reaper?.unref();
 
@@ -236,18 +278,33 @@ export const createDockerProvider = (options: DockerProviderOptions): SandboxPro
         opened = warm.live;
         try {
           await container.rename({ name });
-          if (JSON.stringify(limits) !== JSON.stringify(defaults)) await container.update(resourceConfig(limits));
+          if (JSON.stringify(limits) !== JSON.stringify(defaults))
+            await container.update(resourceConfig(limits));
         } catch (e) {
           await closeLive(opened);
           await removeContainer(container).catch(onError);
           throw fromDocker(e, 'Assigning a pooled sandbox', { agentId: spec.agentId });
         }
       } else {
-        container = await createContainer(name, { ...extraLabels, [LABEL_MANAGED]: '1', [LABEL_TENANT]: spec.tenantId, [LABEL_AGENT]: spec.agentId }, limits);
+        container = await createContainer(
+          name,
+          {
+            ...extraLabels,
+            [LABEL_MANAGED]: '1',
+            [LABEL_TENANT]: spec.tenantId,
+            [LABEL_AGENT]: spec.agentId,
+          },
+          limits,
+        );
       }
       const entry: Entry = { agentId: spec.agentId, container, limits, lastUsed: Date.now(), inFlight: 0 };
       entries.set(spec.agentId, entry);
-      if (opened && limits.maxReadBytes === defaults.maxReadBytes && limits.maxOutputBytes === defaults.maxOutputBytes) track(entry, Promise.resolve(opened));
+      if (
+        opened &&
+        limits.maxReadBytes === defaults.maxReadBytes &&
+        limits.maxOutputBytes === defaults.maxOutputBytes
+      )
+        track(entry, Promise.resolve(opened));
       else await closeLive(opened); // the client's caps differ: reconnect with this agent's
       await live(entry);
       return handle(entry, container.id);
@@ -274,9 +331,11 @@ export const createDockerProvider = (options: DockerProviderOptions): SandboxPro
      * each by name), after removing unassigned pool containers a previous process left behind.
      */
     async adopt() {
-      const list = await docker.listContainers({ all: true, filters: { label: [`${LABEL_MANAGED}=1`] } }).catch((e) => {
-        throw fromDocker(e, 'Listing sandboxes');
-      });
+      const list = await docker
+        .listContainers({ all: true, filters: { label: [`${LABEL_MANAGED}=1`] } })
+        .catch((e) => {
+          throw fromDocker(e, 'Listing sandboxes');
+        });
       const agents = `/${prefix}-agent-`;
       const pooled = `/${prefix}-pool-`;
       for (const c of list) {

@@ -20,7 +20,18 @@ export interface HandleOptions {
 }
 
 type FsMethod = Exclude<keyof SandboxFs, 'root' | 'resolve'>;
-const FS_METHODS: FsMethod[] = ['readFile', 'writeFile', 'stat', 'exists', 'list', 'mkdir', 'remove', 'rename', 'glob', 'grep'];
+const FS_METHODS: FsMethod[] = [
+  'readFile',
+  'writeFile',
+  'stat',
+  'exists',
+  'list',
+  'mkdir',
+  'remove',
+  'rename',
+  'glob',
+  'grep',
+];
 const JOB_METHODS: Array<keyof SandboxJobs> = ['start', 'list', 'output', 'kill'];
 
 export const createSandboxHandle = (o: HandleOptions): Sandbox => {

@@ -8,7 +8,7 @@ import type Docker from 'dockerode';
 import { SandboxError } from '../../errors.ts';
 import { WORKSPACE_ROOT } from '../paths.ts';
 import type { Sandbox, SandboxFs, SandboxJobs, SandboxLimits } from '../types.ts';
-import { attach, type Attachment } from './attach.ts';
+import { type Attachment, attach } from './attach.ts';
 import { fromDocker, isNotModified } from './errors.ts';
 
 /** What the docker provider needs from host/sandbox/sandboxd/client.ts (`connectSandboxd`). */
@@ -71,10 +71,22 @@ export const openSession = async (
     await Promise.race([
       session.ping(),
       new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new SandboxError('SANDBOX_UNAVAILABLE', `sandboxd did not answer within ${readyMs} ms; the sandbox image may be broken.`)), readyMs);
+        timer = setTimeout(
+          () =>
+            reject(
+              new SandboxError(
+                'SANDBOX_UNAVAILABLE',
+                `sandboxd did not answer within ${readyMs} ms; the sandbox image may be broken.`,
+              ),
+            ),
+          readyMs,
+        );
       }),
       attachment.closed.then(() => {
-        throw new SandboxError('SANDBOX_UNAVAILABLE', 'The sandbox container closed its stdio before sandboxd answered (did it exit?).');
+        throw new SandboxError(
+          'SANDBOX_UNAVAILABLE',
+          'The sandbox container closed its stdio before sandboxd answered (did it exit?).',
+        );
       }),
     ]).finally(() => clearTimeout(timer));
     return { session, attachment };

@@ -20,13 +20,21 @@ export interface MemoryProcess {
   stderr(chunk: string | Uint8Array): void;
 }
 
-/** A scripted process: resolves with its exit code (void = 0). */
-export type MemoryRun = (process: MemoryProcess) => Promise<number | void> | number | void;
+/** A scripted process: resolves with its exit code (undefined = 0). */
+export type MemoryRun = (process: MemoryProcess) => Promise<number | undefined> | number | undefined;
 
 export const execUnsupported = (): SandboxError =>
-  new SandboxError('SANDBOX_UNAVAILABLE', 'exec is not supported by the memory provider; construct it with a `run` collaborator, or use the docker provider.');
+  new SandboxError(
+    'SANDBOX_UNAVAILABLE',
+    'exec is not supported by the memory provider; construct it with a `run` collaborator, or use the docker provider.',
+  );
 
-export const createMemoryExec = (options: { run?: MemoryRun; fs: SandboxFs; maxOutputBytes: number; now?: () => number }) => {
+export const createMemoryExec = (options: {
+  run?: MemoryRun;
+  fs: SandboxFs;
+  maxOutputBytes: number;
+  now?: () => number;
+}) => {
   const { run, fs, maxOutputBytes } = options;
   const now = options.now ?? Date.now;
   return async (command: string, opts: ExecOptions = {}): Promise<ExecResult> => {
@@ -35,10 +43,13 @@ export const createMemoryExec = (options: { run?: MemoryRun; fs: SandboxFs; maxO
     const started = now();
     const abort = new AbortController();
     let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      abort.abort();
-    }, Math.min(opts.timeoutMs ?? 120_000, 2 ** 31 - 1));
+    const timer = setTimeout(
+      () => {
+        timedOut = true;
+        abort.abort();
+      },
+      Math.min(opts.timeoutMs ?? 120_000, 2 ** 31 - 1),
+    );
     const onAbort = (): void => abort.abort();
     opts.signal?.addEventListener('abort', onAbort, { once: true });
     if (opts.signal?.aborted) abort.abort();
@@ -63,9 +74,13 @@ export const createMemoryExec = (options: { run?: MemoryRun; fs: SandboxFs; maxO
       stdout: writer('stdout'),
       stderr: writer('stderr'),
     };
-    const aborted = new Promise<null>((resolve) => abort.signal.addEventListener('abort', () => resolve(null), { once: true }));
+    const aborted = new Promise<null>((resolve) =>
+      abort.signal.addEventListener('abort', () => resolve(null), { once: true }),
+    );
     try {
-      const code = abort.signal.aborted ? null : await Promise.race([Promise.resolve(run(proc)).then((c) => c ?? 0), aborted]);
+      const code = abort.signal.aborted
+        ? null
+        : await Promise.race([Promise.resolve(run(proc)).then((c) => c ?? 0), aborted]);
       return {
         exitCode: abort.signal.aborted ? null : code,
         stdout: Buffer.concat(out.stdout).toString('utf8'),

@@ -6,9 +6,19 @@ import { posix } from 'node:path';
 import { SandboxError } from '../../errors.ts';
 import { globToRegExp, hasMagic, includeMatcher } from '../glob.ts';
 import { createResolver, relativeTo } from '../paths.ts';
-import type { DirEntry, FileStat, GlobOptions, GrepMatch, GrepOptions, ReadOptions, SandboxFs } from '../types.ts';
+import type {
+  DirEntry,
+  FileStat,
+  GlobOptions,
+  GrepMatch,
+  GrepOptions,
+  ReadOptions,
+  SandboxFs,
+} from '../types.ts';
 
-type Node = { type: 'file'; data: Buffer; mode: number; mtimeMs: number } | { type: 'directory'; mode: number; mtimeMs: number };
+type Node =
+  | { type: 'file'; data: Buffer; mode: number; mtimeMs: number }
+  | { type: 'directory'; mode: number; mtimeMs: number };
 
 export interface MemoryFsOptions {
   /** Workspace root. Default '/workspace'. */
@@ -21,7 +31,9 @@ export interface MemoryFsOptions {
 
 export interface MemoryFs extends SandboxFs {
   /** Every node, for archive download and test assertions (absolute path, sorted). */
-  entries(under: string): Array<{ path: string; type: 'file' | 'directory'; mode: number; mtimeMs: number; data?: Buffer }>;
+  entries(
+    under: string,
+  ): Array<{ path: string; type: 'file' | 'directory'; mode: number; mtimeMs: number; data?: Buffer }>;
 }
 
 const MAX_LINE_CHARS = 2000;
@@ -30,7 +42,8 @@ const notFound = (path: string): SandboxError =>
   new SandboxError('FILE_NOT_FOUND', `No such file or directory: ${path}`, { data: { path } });
 const notDir = (path: string): SandboxError =>
   new SandboxError('NOT_A_DIRECTORY', `Not a directory: ${path}`, { data: { path } });
-const notFile = (path: string): SandboxError => new SandboxError('NOT_A_FILE', `Not a file: ${path} (it is a directory)`, { data: { path } });
+const notFile = (path: string): SandboxError =>
+  new SandboxError('NOT_A_FILE', `Not a file: ${path} (it is a directory)`, { data: { path } });
 
 export const createMemoryFs = (options: MemoryFsOptions = {}): MemoryFs => {
   const resolve = createResolver(options.root ?? '/workspace');
@@ -50,7 +63,9 @@ export const createMemoryFs = (options: MemoryFsOptions = {}): MemoryFs => {
   };
   const children = (dir: string): string[] => {
     const prefix = dir === '/' ? '/' : `${dir}/`;
-    return [...nodes.keys()].filter((k) => k !== dir && k.startsWith(prefix) && !k.slice(prefix.length).includes('/'));
+    return [...nodes.keys()].filter(
+      (k) => k !== dir && k.startsWith(prefix) && !k.slice(prefix.length).includes('/'),
+    );
   };
   const descendants = (dir: string): string[] => {
     const prefix = dir === '/' ? '/' : `${dir}/`;
@@ -85,9 +100,13 @@ export const createMemoryFs = (options: MemoryFsOptions = {}): MemoryFs => {
       if (n.type !== 'file') throw notFile(abs);
       const offset = Math.max(0, opts.offset ?? 0);
       if (opts.length === undefined && n.data.length - offset > maxReadBytes) {
-        throw new SandboxError('FILE_TOO_LARGE', `${abs} is ${n.data.length} bytes, more than the ${maxReadBytes}-byte read limit; read it in parts with offset and length.`, {
-          data: { path: abs, size: n.data.length, maxReadBytes },
-        });
+        throw new SandboxError(
+          'FILE_TOO_LARGE',
+          `${abs} is ${n.data.length} bytes, more than the ${maxReadBytes}-byte read limit; read it in parts with offset and length.`,
+          {
+            data: { path: abs, size: n.data.length, maxReadBytes },
+          },
+        );
       }
       const length = Math.min(opts.length ?? maxReadBytes, maxReadBytes);
       return Buffer.from(n.data.subarray(offset, offset + Math.max(0, length)));
@@ -99,7 +118,12 @@ export const createMemoryFs = (options: MemoryFsOptions = {}): MemoryFs => {
       if (existing?.type === 'directory') throw notFile(abs);
       mkdirp(posix.dirname(abs));
       const buf = typeof data === 'string' ? Buffer.from(data) : Buffer.from(data);
-      nodes.set(abs, { type: 'file', data: buf, mode: (opts.mode ?? existing?.mode ?? 0o644) & 0o7777, mtimeMs: now() });
+      nodes.set(abs, {
+        type: 'file',
+        data: buf,
+        mode: (opts.mode ?? existing?.mode ?? 0o644) & 0o7777,
+        mtimeMs: now(),
+      });
     },
     async stat(path) {
       const abs = resolve(path);
@@ -131,12 +155,20 @@ export const createMemoryFs = (options: MemoryFsOptions = {}): MemoryFs => {
     },
     async remove(path, opts = {}) {
       const abs = resolve(path);
-      if (abs === root) throw new SandboxError('CONFLICT', 'The workspace root cannot be removed; remove the entries inside it instead.');
+      if (abs === root)
+        throw new SandboxError(
+          'CONFLICT',
+          'The workspace root cannot be removed; remove the entries inside it instead.',
+        );
       const n = get(abs);
       if (n.type === 'directory') {
         const inside = descendants(abs);
         if (inside.length > 0 && !opts.recursive) {
-          throw new SandboxError('DIRECTORY_NOT_EMPTY', `Directory not empty: ${abs}; pass recursive to remove it with its contents.`, { data: { path: abs } });
+          throw new SandboxError(
+            'DIRECTORY_NOT_EMPTY',
+            `Directory not empty: ${abs}; pass recursive to remove it with its contents.`,
+            { data: { path: abs } },
+          );
         }
         for (const k of inside) nodes.delete(k);
       }
@@ -145,7 +177,8 @@ export const createMemoryFs = (options: MemoryFsOptions = {}): MemoryFs => {
     async rename(from, to) {
       const src = resolve(from);
       const dst = resolve(to);
-      if (src === root || dst === root) throw new SandboxError('CONFLICT', 'The workspace root cannot be renamed or replaced.');
+      if (src === root || dst === root)
+        throw new SandboxError('CONFLICT', 'The workspace root cannot be renamed or replaced.');
       const n = get(src);
       if (src === dst) return;
       if (n.type === 'directory' && dst.startsWith(`${src}/`)) {
@@ -153,7 +186,11 @@ export const createMemoryFs = (options: MemoryFsOptions = {}): MemoryFs => {
       }
       const target = nodes.get(dst);
       if (target?.type === 'directory' && (n.type === 'file' || descendants(dst).length > 0)) {
-        throw new SandboxError(n.type === 'file' ? 'NOT_A_FILE' : 'DIRECTORY_NOT_EMPTY', `Cannot replace directory ${dst}.`, { data: { path: dst } });
+        throw new SandboxError(
+          n.type === 'file' ? 'NOT_A_FILE' : 'DIRECTORY_NOT_EMPTY',
+          `Cannot replace directory ${dst}.`,
+          { data: { path: dst } },
+        );
       }
       if (target?.type === 'file' && n.type === 'directory') throw notDir(dst);
       const parent = get(posix.dirname(dst));
@@ -184,13 +221,18 @@ export const createMemoryFs = (options: MemoryFsOptions = {}): MemoryFs => {
       try {
         re = new RegExp(pattern, opts.ignoreCase ? 'i' : '');
       } catch (e) {
-        throw new SandboxError('INVALID_ARGUMENTS', `Invalid regular expression ${JSON.stringify(pattern)}: ${(e as Error).message}`, { cause: e });
+        throw new SandboxError(
+          'INVALID_ARGUMENTS',
+          `Invalid regular expression ${JSON.stringify(pattern)}: ${(e as Error).message}`,
+          { cause: e },
+        );
       }
       const base = resolve(opts.path ?? '.');
       const node = get(base);
       const limit = opts.limit ?? 1000;
       const include = includeMatcher(opts.include);
-      const files = node.type === 'file' ? [base] : filesUnder(base).filter((k) => include(relativeTo(base, k)));
+      const files =
+        node.type === 'file' ? [base] : filesUnder(base).filter((k) => include(relativeTo(base, k)));
       const matches: GrepMatch[] = [];
       for (const file of files) {
         const data = (nodes.get(file) as { data: Buffer }).data;
@@ -213,7 +255,9 @@ export const createMemoryFs = (options: MemoryFsOptions = {}): MemoryFs => {
         .sort()
         .map((k) => {
           const n = nodes.get(k) as Node;
-          return n.type === 'file' ? { path: k, type: n.type, mode: n.mode, mtimeMs: n.mtimeMs, data: n.data } : { path: k, type: n.type, mode: n.mode, mtimeMs: n.mtimeMs };
+          return n.type === 'file'
+            ? { path: k, type: n.type, mode: n.mode, mtimeMs: n.mtimeMs, data: n.data }
+            : { path: k, type: n.type, mode: n.mode, mtimeMs: n.mtimeMs };
         });
     },
   };

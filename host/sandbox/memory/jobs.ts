@@ -3,7 +3,7 @@
 // this process only (ProviderFlags.durableJobs = false).
 
 import { SandboxError } from '../../errors.ts';
-import type { ExecOptions, ExecResult, JobInfo, JobOutput, SandboxJobs } from '../types.ts';
+import type { ExecOptions, ExecResult, JobInfo, SandboxJobs } from '../types.ts';
 
 export type ExecFn = (command: string, options?: ExecOptions) => Promise<ExecResult>;
 
@@ -34,7 +34,12 @@ export const createMemoryJobs = (options: MemoryJobsOptions): SandboxJobs => {
 
   const find = (id: string): Job => {
     const j = jobs.get(id);
-    if (!j) throw new SandboxError('JOB_NOT_FOUND', `No job with id ${JSON.stringify(id)}; list jobs to see their ids.`, { data: { id } });
+    if (!j)
+      throw new SandboxError(
+        'JOB_NOT_FOUND',
+        `No job with id ${JSON.stringify(id)}; list jobs to see their ids.`,
+        { data: { id } },
+      );
     return j;
   };
   const append = (j: Job, chunk: Buffer): void => {
@@ -48,7 +53,15 @@ export const createMemoryJobs = (options: MemoryJobsOptions): SandboxJobs => {
     async start(command, opts = {}) {
       const cwd = resolve(opts.cwd ?? '.');
       const id = `job-${++seq}`;
-      const info: JobInfo = { id, command, cwd, status: 'running', exitCode: null, startedAt: now(), endedAt: null };
+      const info: JobInfo = {
+        id,
+        command,
+        cwd,
+        status: 'running',
+        exitCode: null,
+        startedAt: now(),
+        endedAt: null,
+      };
       const abort = new AbortController();
       const job: Job = { info, output: [], size: 0, abort, done: Promise.resolve() };
       job.done = exec(command, {
@@ -94,7 +107,12 @@ export const createMemoryJobs = (options: MemoryJobsOptions): SandboxJobs => {
       }
       const all = Buffer.concat(j.output, j.size);
       const offset = Math.min(Math.max(0, opts.offset ?? 0), all.length);
-      return { ...j.info, output: all.subarray(offset).toString('utf8'), nextOffset: all.length, truncated: j.size >= max };
+      return {
+        ...j.info,
+        output: all.subarray(offset).toString('utf8'),
+        nextOffset: all.length,
+        truncated: j.size >= max,
+      };
     },
     async kill(id) {
       const j = find(id);

@@ -42,9 +42,14 @@ export interface MemorySandbox extends Sandbox {
 const createArchive = (fs: MemoryFs): SandboxArchive => ({
   async upload(path, tar: Readable, options = {}) {
     const dir = fs.resolve(path);
-    const entries = await readUpload(tar, options.maxBytes === undefined ? {} : { maxBytes: options.maxBytes });
+    const entries = await readUpload(
+      tar,
+      options.maxBytes === undefined ? {} : { maxBytes: options.maxBytes },
+    );
     if ((await fs.exists(dir)) && (await fs.stat(dir)).type !== 'directory') {
-      throw new SandboxError('NOT_A_DIRECTORY', `Upload target ${dir} is not a directory.`, { data: { path: dir } });
+      throw new SandboxError('NOT_A_DIRECTORY', `Upload target ${dir} is not a directory.`, {
+        data: { path: dir },
+      });
     }
     await fs.mkdir(dir, { recursive: true });
     let files = 0;
@@ -66,21 +71,51 @@ const createArchive = (fs: MemoryFs): SandboxArchive => ({
     const base = st.type === 'directory' ? abs : abs.slice(0, abs.lastIndexOf('/')) || '/';
     const entries = fs.entries(abs).map((e) => {
       const rel = relativeTo(base, e.path);
-      return { name: e.type === 'directory' ? `${rel || '.'}/` : rel, type: e.type, mode: e.mode, mtimeMs: e.mtimeMs, ...(e.data ? { data: e.data } : {}) };
+      return {
+        name: e.type === 'directory' ? `${rel || '.'}/` : rel,
+        type: e.type,
+        mode: e.mode,
+        mtimeMs: e.mtimeMs,
+        ...(e.data ? { data: e.data } : {}),
+      };
     });
     return packEntries(entries);
   },
 });
 
-export const createMemoryProvider = (options: MemoryProviderOptions = {}): SandboxProvider & { create(spec: Parameters<SandboxProvider['create']>[0]): Promise<MemorySandbox> } => {
+export const createMemoryProvider = (
+  options: MemoryProviderOptions = {},
+): SandboxProvider & { create(spec: Parameters<SandboxProvider['create']>[0]): Promise<MemorySandbox> } => {
   const flags: ProviderFlags = { durableJobs: false, isolated: false, terminals: false };
   const sandboxes = new Map<string, MemorySandbox>();
 
   const build = (agentId: string, limits: SandboxLimits): MemorySandbox => {
-    const fs = createMemoryFs({ ...(options.root ? { root: options.root } : {}), maxReadBytes: limits.maxReadBytes, ...(options.now ? { now: options.now } : {}) });
-    const exec = createMemoryExec({ ...(options.run ? { run: options.run } : {}), fs, maxOutputBytes: limits.maxOutputBytes });
-    const jobs = createMemoryJobs({ exec, root: fs.root, resolve: fs.resolve, maxOutputBytes: limits.maxOutputBytes });
-    return { id: `mem_${nanoid(12)}`, agentId, fs, jobs, archive: createArchive(fs), limits, exec, detach: async () => {} };
+    const fs = createMemoryFs({
+      ...(options.root ? { root: options.root } : {}),
+      maxReadBytes: limits.maxReadBytes,
+      ...(options.now ? { now: options.now } : {}),
+    });
+    const exec = createMemoryExec({
+      ...(options.run ? { run: options.run } : {}),
+      fs,
+      maxOutputBytes: limits.maxOutputBytes,
+    });
+    const jobs = createMemoryJobs({
+      exec,
+      root: fs.root,
+      resolve: fs.resolve,
+      maxOutputBytes: limits.maxOutputBytes,
+    });
+    return {
+      id: `mem_${nanoid(12)}`,
+      agentId,
+      fs,
+      jobs,
+      archive: createArchive(fs),
+      limits,
+      exec,
+      detach: async () => {},
+    };
   };
 
   return {

@@ -3,8 +3,8 @@
 // Shell-dependent parts (exec, jobs) run only where the provider declares real isolation
 // (flags.isolated): a provider without a shell must not pretend to have one.
 
-import { text } from 'node:stream/consumers';
 import { Readable } from 'node:stream';
+import { text } from 'node:stream/consumers';
 import { nanoid } from 'nanoid';
 import { pack } from 'tar-stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -26,14 +26,24 @@ export const codeOf = async (p: Promise<unknown>): Promise<string | undefined> =
   return undefined;
 };
 
-type TarEntry = { name: string; type?: 'file' | 'directory' | 'symlink' | 'link' | 'fifo'; body?: string | Buffer; linkname?: string };
+type TarEntry = {
+  name: string;
+  type?: 'file' | 'directory' | 'symlink' | 'link' | 'fifo';
+  body?: string | Buffer;
+  linkname?: string;
+};
 
 /** Build an (optionally hostile) tar in memory. */
 export const makeTar = async (entries: TarEntry[]): Promise<Readable> => {
   const p = pack();
   // Entries are queued without waiting: a large body only drains once the stream is read.
   for (const e of entries) {
-    const header = { name: e.name, type: e.type ?? 'file', mode: e.type === 'directory' ? 0o755 : 0o644, ...(e.linkname ? { linkname: e.linkname } : {}) };
+    const header = {
+      name: e.name,
+      type: e.type ?? 'file',
+      mode: e.type === 'directory' ? 0o755 : 0o644,
+      ...(e.linkname ? { linkname: e.linkname } : {}),
+    };
     if ((e.type ?? 'file') === 'file') p.entry(header, e.body ?? '');
     else p.entry(header);
   }
@@ -153,7 +163,9 @@ export const runSandboxContract = (name: string, setup: () => Promise<ContractTa
       const escapes = ['../x', '/etc/passwd', 'a/../../x', '/', '/workspace-evil/x'];
       it('refuses every path that leaves the workspace, in every operation', async () => {
         for (const p of escapes) {
-          expect(() => sb.fs.resolve(p), p).toThrow(expect.objectContaining({ code: 'PATH_OUTSIDE_WORKSPACE' }));
+          expect(() => sb.fs.resolve(p), p).toThrow(
+            expect.objectContaining({ code: 'PATH_OUTSIDE_WORKSPACE' }),
+          );
           expect(await codeOf(sb.fs.readFile(p)), p).toBe('PATH_OUTSIDE_WORKSPACE');
           expect(await codeOf(sb.fs.writeFile(p, 'x')), p).toBe('PATH_OUTSIDE_WORKSPACE');
           expect(await codeOf(sb.fs.stat(p)), p).toBe('PATH_OUTSIDE_WORKSPACE');
@@ -164,7 +176,9 @@ export const runSandboxContract = (name: string, setup: () => Promise<ContractTa
           expect(await codeOf(sb.fs.grep('x', { path: p })), p).toBe('PATH_OUTSIDE_WORKSPACE');
           expect(await codeOf(sb.fs.glob('*', { cwd: p })), p).toBe('PATH_OUTSIDE_WORKSPACE');
           expect(await codeOf(sb.archive.download(p)), p).toBe('PATH_OUTSIDE_WORKSPACE');
-          expect(await codeOf(sb.archive.upload(p, await makeTar([{ name: 'a', body: 'x' }]))), p).toBe('PATH_OUTSIDE_WORKSPACE');
+          expect(await codeOf(sb.archive.upload(p, await makeTar([{ name: 'a', body: 'x' }]))), p).toBe(
+            'PATH_OUTSIDE_WORKSPACE',
+          );
         }
       });
     });
@@ -179,7 +193,10 @@ export const runSandboxContract = (name: string, setup: () => Promise<ContractTa
       });
       it('globs files with ** across directories, sorted and absolute', async () => {
         const r = await sb.fs.glob('**/*.ts', { cwd: 'repo' });
-        expect(r).toEqual({ paths: [`${sb.fs.root}/repo/src/index.ts`, `${sb.fs.root}/repo/src/lib/util.ts`], truncated: false });
+        expect(r).toEqual({
+          paths: [`${sb.fs.root}/repo/src/index.ts`, `${sb.fs.root}/repo/src/lib/util.ts`],
+          truncated: false,
+        });
         expect((await sb.fs.glob('*.md', { cwd: 'repo' })).paths).toEqual([`${sb.fs.root}/repo/README.md`]);
         expect((await sb.fs.glob('repo/src/*')).paths).toEqual([`${sb.fs.root}/repo/src/index.ts`]);
         expect((await sb.fs.glob('**', { cwd: 'repo' })).paths).toHaveLength(4);
@@ -227,12 +244,36 @@ export const runSandboxContract = (name: string, setup: () => Promise<ContractTa
         expect(await readTar(await sb.archive.download('arc/one.txt'))).toEqual({ 'one.txt': 'single' });
       });
       const hostile: Array<[string, TarEntry[]]> = [
-        ['parent traversal', [{ name: 'ok.txt', body: 'x' }, { name: '../escape.txt', body: 'x' }]],
+        [
+          'parent traversal',
+          [
+            { name: 'ok.txt', body: 'x' },
+            { name: '../escape.txt', body: 'x' },
+          ],
+        ],
         ['nested traversal', [{ name: 'a/../../escape.txt', body: 'x' }]],
         ['absolute path', [{ name: '/etc/escape.txt', body: 'x' }]],
-        ['symlink', [{ name: 'link', type: 'symlink', linkname: '/etc' }, { name: 'link/passwd', body: 'x' }]],
-        ['symlink to parent (tar-fs invalid.tar)', [{ name: 'foo', type: 'symlink', linkname: '../' }, { name: 'foo/bar', body: 'x' }]],
-        ['hardlink', [{ name: 'd/', type: 'directory' }, { name: 'd/x', type: 'link', linkname: '../secret.txt' }]],
+        [
+          'symlink',
+          [
+            { name: 'link', type: 'symlink', linkname: '/etc' },
+            { name: 'link/passwd', body: 'x' },
+          ],
+        ],
+        [
+          'symlink to parent (tar-fs invalid.tar)',
+          [
+            { name: 'foo', type: 'symlink', linkname: '../' },
+            { name: 'foo/bar', body: 'x' },
+          ],
+        ],
+        [
+          'hardlink',
+          [
+            { name: 'd/', type: 'directory' },
+            { name: 'd/x', type: 'link', linkname: '../secret.txt' },
+          ],
+        ],
         ['fifo', [{ name: 'pipe', type: 'fifo' }]],
       ];
       for (const [what, entries] of hostile) {
@@ -287,7 +328,13 @@ export const runSandboxContract = (name: string, setup: () => Promise<ContractTa
           stdin: 'from-stdin\n',
           onStdout: (c) => chunks.push(c.toString()),
         });
-        expect(r).toMatchObject({ exitCode: 3, stdout: `${sb.fs.root}/work\nhi\nfrom-stdin\n`, stderr: 'oops\n', timedOut: false, truncated: false });
+        expect(r).toMatchObject({
+          exitCode: 3,
+          stdout: `${sb.fs.root}/work\nhi\nfrom-stdin\n`,
+          stderr: 'oops\n',
+          timedOut: false,
+          truncated: false,
+        });
         expect(chunks.join('')).toBe(r.stdout);
         expect(await codeOf(sb.exec('true', { cwd: '../..' }))).toBe('PATH_OUTSIDE_WORKSPACE');
       });

@@ -11,7 +11,11 @@ let host: Record<string, unknown>;
 
 beforeAll(async () => {
   const provider = fx.provider({ connect: pingOnlyConnect });
-  const sb = await provider.create({ tenantId: 't1', agentId: 'cis-agent', limits: { memoryBytes: 256 * 1024 * 1024, pids: 128 } });
+  const sb = await provider.create({
+    tenantId: 't1',
+    agentId: 'cis-agent',
+    limits: { memoryBytes: 256 * 1024 * 1024, pids: 128 },
+  });
   await provider.close();
   info = await fx.docker.getContainer(sb.id).inspect();
   host = info.HostConfig as unknown as Record<string, unknown>;
@@ -21,7 +25,11 @@ afterAll(() => fx.sweep());
 describe('CIS 5.x container runtime checks on an agent sandbox', () => {
   it('is running, labelled with tenant and agent, and managed', () => {
     expect(info.State.Running).toBe(true);
-    expect(info.Config.Labels).toMatchObject({ 'dsh.managed': '1', 'dsh.tenant': 't1', 'dsh.agent': 'cis-agent' });
+    expect(info.Config.Labels).toMatchObject({
+      'dsh.managed': '1',
+      'dsh.tenant': 't1',
+      'dsh.agent': 'cis-agent',
+    });
   });
   it('5.4 drops all capabilities and adds none; 5.5 is not privileged', () => {
     expect(host.CapDrop).toEqual(['ALL']);
@@ -72,7 +80,15 @@ describe('CIS 5.x container runtime checks on an agent sandbox', () => {
     expect((host.LogConfig as { Type: string }).Type).toBe('none');
   });
   it('its processes really run as uid 1000, with no capabilities, a read-only root and only loopback', async () => {
-    const exec = await fx.docker.getContainer(info.Id).exec({ Cmd: ['sh', '-c', 'id -u; grep CapEff /proc/self/status; touch /etc/x 2>&1 || echo ro; echo net: $(ls /sys/class/net)'], AttachStdout: true, AttachStderr: true });
+    const exec = await fx.docker.getContainer(info.Id).exec({
+      Cmd: [
+        'sh',
+        '-c',
+        'id -u; grep CapEff /proc/self/status; touch /etc/x 2>&1 || echo ro; echo net: $(ls /sys/class/net)',
+      ],
+      AttachStdout: true,
+      AttachStderr: true,
+    });
     const stream = await exec.start({});
     const chunks: Buffer[] = [];
     await new Promise((r) => {

@@ -25,7 +25,9 @@ export interface Fixture {
 
 export const dockerFixture = (): Fixture => {
   const docker = new Docker();
-  const runId = nanoid(8).toLowerCase().replace(/[^a-z0-9]/g, 'x');
+  const runId = nanoid(8)
+    .toLowerCase()
+    .replace(/[^a-z0-9]/g, 'x');
   const options = (extra: Partial<DockerProviderOptions> = {}): DockerProviderOptions => ({
     docker,
     image: sandboxImage(),
@@ -41,9 +43,17 @@ export const dockerFixture = (): Fixture => {
     provider: (extra) => createDockerProvider(options(extra)),
     async sweep() {
       const filters = { label: [`${TEST_LABEL}=${runId}`] };
-      for (const c of await docker.listContainers({ all: true, filters })) await docker.getContainer(c.Id).remove({ force: true }).catch(() => {});
+      for (const c of await docker.listContainers({ all: true, filters }))
+        await docker
+          .getContainer(c.Id)
+          .remove({ force: true })
+          .catch(() => {});
       const { Volumes } = await docker.listVolumes({ filters });
-      for (const v of Volumes ?? []) await docker.getVolume(v.Name).remove().catch(() => {});
+      for (const v of Volumes ?? [])
+        await docker
+          .getVolume(v.Name)
+          .remove()
+          .catch(() => {});
     },
   };
 };

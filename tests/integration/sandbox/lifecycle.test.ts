@@ -26,17 +26,40 @@ describe('docker provider lifecycle', () => {
     expect(provider.pool.ready).toBe(1);
     await provider.close();
     // close() removes unassigned pool containers but keeps agents' sandboxes running.
-    const left = await fx.docker.listContainers({ all: true, filters: { label: [`dsh.test=${fx.runId}`, 'dsh.pool=1'] } });
+    const left = await fx.docker.listContainers({
+      all: true,
+      filters: { label: [`dsh.test=${fx.runId}`, 'dsh.pool=1'] },
+    });
     expect(left.map((c) => c.Names[0])).toEqual([`/dsht-${fx.runId}-agent-pooled`]);
   });
 
   it('applies per-agent limits to a pooled container and refuses limits above the maxima', async () => {
-    const provider = fx.provider({ connect: pingOnlyConnect, pool: { size: 1 }, maxima: { memoryBytes: 1024 * 1024 * 1024 } });
+    const provider = fx.provider({
+      connect: pingOnlyConnect,
+      pool: { size: 1 },
+      maxima: { memoryBytes: 1024 * 1024 * 1024 },
+    });
     await provider.pool.filled();
-    const sb = await provider.create({ tenantId: 't', agentId: 'limited', limits: { memoryBytes: 300 * 1024 * 1024, pids: 99 } });
+    const sb = await provider.create({
+      tenantId: 't',
+      agentId: 'limited',
+      limits: { memoryBytes: 300 * 1024 * 1024, pids: 99 },
+    });
     const host = (await fx.docker.getContainer(sb.id).inspect()).HostConfig;
-    expect([host.Memory, host.MemorySwap, host.PidsLimit]).toEqual([300 * 1024 * 1024, 300 * 1024 * 1024, 99]);
-    expect(await codeOf(provider.create({ tenantId: 't', agentId: 'greedy', limits: { memoryBytes: 2 * 1024 * 1024 * 1024 } }))).toBe('LIMIT_EXCEEDED');
+    expect([host.Memory, host.MemorySwap, host.PidsLimit]).toEqual([
+      300 * 1024 * 1024,
+      300 * 1024 * 1024,
+      99,
+    ]);
+    expect(
+      await codeOf(
+        provider.create({
+          tenantId: 't',
+          agentId: 'greedy',
+          limits: { memoryBytes: 2 * 1024 * 1024 * 1024 },
+        }),
+      ),
+    ).toBe('LIMIT_EXCEEDED');
     expect(await provider.get('greedy')).toBeUndefined();
     await provider.close();
   });
@@ -48,7 +71,9 @@ describe('docker provider lifecycle', () => {
     expect((await state(sb.id)).Running).toBe(true);
 
     const second = fx.provider({ connect: pingOnlyConnect });
-    expect(await second.adopt()).toEqual(expect.arrayContaining([expect.stringMatching(new RegExp(`^dsht-${fx.runId}-agent-h[0-9a-f]{40}$`))]));
+    expect(await second.adopt()).toEqual(
+      expect.arrayContaining([expect.stringMatching(new RegExp(`^dsht-${fx.runId}-agent-h[0-9a-f]{40}$`))]),
+    );
     const again = await second.get('agent/with:odd chars');
     expect(again?.id).toBe(sb.id);
     expect(await second.get('nobody')).toBeUndefined();
@@ -72,7 +97,9 @@ describe('docker provider lifecycle', () => {
       },
     });
     const sb = await provider.create({ tenantId: 't', agentId: 'sleepy' });
-    await expect.poll(async () => (await state(sb.id)).Running, { timeout: 15_000, interval: 250 }).toBe(false);
+    await expect
+      .poll(async () => (await state(sb.id)).Running, { timeout: 15_000, interval: 250 })
+      .toBe(false);
     await sb.fs.stat('.').catch(() => {}); // any call revives it (the ping-only session refuses the call itself)
     expect((await state(sb.id)).Running).toBe(true);
     expect(connects).toBe(2);
@@ -86,7 +113,9 @@ describe('docker provider lifecycle with sandboxd', () => {
     const sb = await provider.create({ tenantId: 't', agentId: 'busy' });
     const r = await sb.exec('sleep 2; echo done');
     expect(r.stdout).toBe('done\n');
-    await expect.poll(async () => (await state(sb.id)).Running, { timeout: 15_000, interval: 200 }).toBe(false);
+    await expect
+      .poll(async () => (await state(sb.id)).Running, { timeout: 15_000, interval: 200 })
+      .toBe(false);
     expect((await sb.exec('echo back')).stdout).toBe('back\n');
     await provider.destroy('busy');
     await provider.close();
@@ -98,7 +127,10 @@ describe('docker provider lifecycle with sandboxd', () => {
     // no close(): as if the process died
     const next = fx.provider();
     await next.adopt();
-    const left = await fx.docker.listContainers({ all: true, filters: { label: [`dsh.test=${fx.runId}`, 'dsh.pool=1'] } });
+    const left = await fx.docker.listContainers({
+      all: true,
+      filters: { label: [`dsh.test=${fx.runId}`, 'dsh.pool=1'] },
+    });
     expect(left.filter((c) => c.Names[0]?.includes('-pool-'))).toEqual([]);
     await next.close();
     await crashed.close();

@@ -1,20 +1,43 @@
 import { describe, expect, it } from 'vitest';
-import { containerConfig, DOCKER_DEFAULT_LIMITS, DOCKER_DEFAULT_MAXIMA, resolveLimits } from '../../../host/sandbox/docker/config.ts';
+import {
+  containerConfig,
+  DOCKER_DEFAULT_LIMITS,
+  DOCKER_DEFAULT_MAXIMA,
+  resolveLimits,
+} from '../../../host/sandbox/docker/config.ts';
 import { codeOf } from '../../contract/sandbox/suite.ts';
 
 describe('docker sandbox limits', () => {
   it('takes requests within the maxima and refuses the rest with LIMIT_EXCEEDED', async () => {
-    expect(resolveLimits(DOCKER_DEFAULT_LIMITS, DOCKER_DEFAULT_MAXIMA, { pids: 64 })).toEqual({ ...DOCKER_DEFAULT_LIMITS, pids: 64 });
+    expect(resolveLimits(DOCKER_DEFAULT_LIMITS, DOCKER_DEFAULT_MAXIMA, { pids: 64 })).toEqual({
+      ...DOCKER_DEFAULT_LIMITS,
+      pids: 64,
+    });
     for (const bad of [{ pids: 1e6 }, { memoryBytes: -1 }, { nanoCpus: 1.5 }]) {
-      expect(await codeOf((async () => resolveLimits(DOCKER_DEFAULT_LIMITS, DOCKER_DEFAULT_MAXIMA, bad))())).toBe('LIMIT_EXCEEDED');
+      expect(
+        await codeOf((async () => resolveLimits(DOCKER_DEFAULT_LIMITS, DOCKER_DEFAULT_MAXIMA, bad))()),
+      ).toBe('LIMIT_EXCEEDED');
     }
   });
 });
 
 describe('docker container config', () => {
-  const c = containerConfig({ image: 'img', name: 'n', volume: 'v', labels: { a: 'b' }, limits: DOCKER_DEFAULT_LIMITS, tmpBytes: 1024 });
+  const c = containerConfig({
+    image: 'img',
+    name: 'n',
+    volume: 'v',
+    labels: { a: 'b' },
+    limits: DOCKER_DEFAULT_LIMITS,
+    tmpBytes: 1024,
+  });
   it('is hardened by default', () => {
-    expect(c).toMatchObject({ User: '1000:1000', OpenStdin: true, StdinOnce: false, Tty: false, NetworkDisabled: true });
+    expect(c).toMatchObject({
+      User: '1000:1000',
+      OpenStdin: true,
+      StdinOnce: false,
+      Tty: false,
+      NetworkDisabled: true,
+    });
     expect(c.HostConfig).toMatchObject({
       NetworkMode: 'none',
       CapDrop: ['ALL'],
@@ -26,7 +49,9 @@ describe('docker container config', () => {
       PidsLimit: DOCKER_DEFAULT_LIMITS.pids,
     });
     expect(c.HostConfig?.Binds).toBeUndefined();
-    expect(c.HostConfig?.Mounts).toEqual([{ Type: 'volume', Source: 'v', Target: '/workspace', ReadOnly: false }]);
+    expect(c.HostConfig?.Mounts).toEqual([
+      { Type: 'volume', Source: 'v', Target: '/workspace', ReadOnly: false },
+    ]);
     expect(c.HostConfig?.Ulimits?.map((u) => u.Name)).not.toContain('nproc');
   });
 });

@@ -27,15 +27,28 @@ describe('memory provider', () => {
     });
     const sb = await p.create({ tenantId: 't', agentId: 'a' });
     const seen: string[] = [];
-    const r = await sb.exec('cmd', { cwd: '.', env: { X: 'y' }, stdin: 'in', onStdout: (c) => seen.push(c.toString()) });
-    expect(r).toMatchObject({ exitCode: 2, stdout: '/workspa', stderr: '', truncated: true, timedOut: false });
+    const r = await sb.exec('cmd', {
+      cwd: '.',
+      env: { X: 'y' },
+      stdin: 'in',
+      onStdout: (c) => seen.push(c.toString()),
+    });
+    expect(r).toMatchObject({
+      exitCode: 2,
+      stdout: '/workspa',
+      stderr: '',
+      truncated: true,
+      timedOut: false,
+    });
     expect(seen.join('')).toBe('/workspace|y|in');
     expect((await sb.fs.readFile('ran.txt')).toString()).toBe('cmd');
     expect(await codeOf(sb.exec('cmd', { cwd: '/etc' }))).toBe('PATH_OUTSIDE_WORKSPACE');
   });
 
   it('times out, honours abort signals, and kills jobs', async () => {
-    const p = createMemoryProvider({ run: (io) => new Promise((resolve) => io.signal.addEventListener('abort', () => resolve(0))) });
+    const p = createMemoryProvider({
+      run: (io) => new Promise((resolve) => io.signal.addEventListener('abort', () => resolve(0))),
+    });
     const sb = await p.create({ tenantId: 't', agentId: 'a' });
     expect(await sb.exec('hang', { timeoutMs: 20 })).toMatchObject({ timedOut: true, exitCode: null });
     const ac = new AbortController();
@@ -48,7 +61,10 @@ describe('memory provider', () => {
   });
 
   it('refuses reads larger than maxReadBytes unless a length is given', async () => {
-    const sb = await createMemoryProvider({ limits: { maxReadBytes: 4 } }).create({ tenantId: 't', agentId: 'a' });
+    const sb = await createMemoryProvider({ limits: { maxReadBytes: 4 } }).create({
+      tenantId: 't',
+      agentId: 'a',
+    });
     await sb.fs.writeFile('big', '0123456789');
     expect(await codeOf(sb.fs.readFile('big'))).toBe('FILE_TOO_LARGE');
     expect((await sb.fs.readFile('big', { offset: 2, length: 100 })).toString()).toBe('2345');

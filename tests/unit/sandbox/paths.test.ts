@@ -20,8 +20,20 @@ describe('confine', () => {
     expect(resolve('/workspace//x/./y')).toBe('/workspace/x/y');
   });
   it('refuses paths that leave the workspace', () => {
-    for (const p of ['..', '../x', 'a/../../x', '/etc/passwd', '/workspace-evil/x', '/', '/workspace/../etc', 'a\0b']) {
-      expect(code(() => resolve(p)), p).toBe('PATH_OUTSIDE_WORKSPACE');
+    for (const p of [
+      '..',
+      '../x',
+      'a/../../x',
+      '/etc/passwd',
+      '/workspace-evil/x',
+      '/',
+      '/workspace/../etc',
+      'a\0b',
+    ]) {
+      expect(
+        code(() => resolve(p)),
+        p,
+      ).toBe('PATH_OUTSIDE_WORKSPACE');
     }
     expect(code(() => resolve('a'.repeat(300)))).toBe('PATH_OUTSIDE_WORKSPACE');
     expect(code(() => resolve('a/'.repeat(2100)))).toBe('PATH_OUTSIDE_WORKSPACE');

@@ -36,13 +36,24 @@ const gnuLongNameTar = (longName: string, body: string): Readable => {
   const pad = (b: Buffer): Buffer => Buffer.concat([b, Buffer.alloc((512 - (b.length % 512)) % 512)]);
   const nameBuf = Buffer.from(`${longName}\0`);
   return Readable.from([
-    Buffer.concat([header('././@LongLink', nameBuf.length, 'L'), pad(nameBuf), header('placeholder', body.length, '0'), pad(Buffer.from(body)), Buffer.alloc(1024)]),
+    Buffer.concat([
+      header('././@LongLink', nameBuf.length, 'L'),
+      pad(nameBuf),
+      header('placeholder', body.length, '0'),
+      pad(Buffer.from(body)),
+      Buffer.alloc(1024),
+    ]),
   ]);
 };
 
 describe('readUpload', () => {
   it('returns normalised files and directories with their modes', async () => {
-    const entries = await readUpload(await makeTar([{ name: './a/', type: 'directory' }, { name: 'a/b.txt', body: 'hi' }]));
+    const entries = await readUpload(
+      await makeTar([
+        { name: './a/', type: 'directory' },
+        { name: 'a/b.txt', body: 'hi' },
+      ]),
+    );
     expect(entries.map((e) => [e.name, e.type, e.mode.toString(8), e.data?.toString()])).toEqual([
       ['a', 'directory', '755', undefined],
       ['a/b.txt', 'file', '644', 'hi'],
@@ -50,13 +61,25 @@ describe('readUpload', () => {
   });
 
   const hostile: Array<[string, () => Readable | Promise<Readable>]> = [
-    ['a PAX path override with ..', () => rawTar([{ name: 'ok.txt', pax: { path: '../../etc/evil' }, body: 'x' }])],
-    ['a long (PAX-encoded) name that climbs out', () => rawTar([{ name: `${'d/'.repeat(60)}${'../'.repeat(70)}evil`, body: 'x' }])],
+    [
+      'a PAX path override with ..',
+      () => rawTar([{ name: 'ok.txt', pax: { path: '../../etc/evil' }, body: 'x' }]),
+    ],
+    [
+      'a long (PAX-encoded) name that climbs out',
+      () => rawTar([{ name: `${'d/'.repeat(60)}${'../'.repeat(70)}evil`, body: 'x' }]),
+    ],
     ['a GNU long name that climbs out', () => gnuLongNameTar(`${'../'.repeat(50)}evil`, 'x')],
-    ['a NUL byte in the name', () => rawTar([{ name: 'ok.txt', pax: { path: 'a\0/../../evil' }, body: 'x' }])],
+    [
+      'a NUL byte in the name',
+      () => rawTar([{ name: 'ok.txt', pax: { path: 'a\0/../../evil' }, body: 'x' }]),
+    ],
     ['a 300-byte name component', () => rawTar([{ name: `${'n'.repeat(300)}`, body: 'x' }])],
     ['a 5000-byte path', () => rawTar([{ name: 'd/'.repeat(2500), type: 'directory' }])],
-    ['a character device', () => rawTar([{ name: 'tty', type: 'character-device', devmajor: 5, devminor: 0 }])],
+    [
+      'a character device',
+      () => rawTar([{ name: 'tty', type: 'character-device', devmajor: 5, devminor: 0 }]),
+    ],
     ['a block device', () => rawTar([{ name: 'sda', type: 'block-device', devmajor: 8, devminor: 0 }])],
     ['a contiguous file', () => rawTar([{ name: 'c', type: 'contiguous-file', body: 'x' }])],
     ['a symlink that stays inside', () => rawTar([{ name: 'l', type: 'symlink', linkname: 'a' }])],
@@ -64,7 +87,10 @@ describe('readUpload', () => {
   ];
   for (const [what, make] of hostile) {
     it(`rejects ${what}`, async () => {
-      const error = await readUpload(await make()).then(() => undefined, (e: { code?: string; message?: string }) => e);
+      const error = await readUpload(await make()).then(
+        () => undefined,
+        (e: { code?: string; message?: string }) => e,
+      );
       expect(error?.code).toBe('ARCHIVE_REJECTED');
       if (what !== 'garbage instead of tar') expect(error?.message).not.toMatch(/not a readable tar/);
     });
@@ -76,7 +102,11 @@ describe('readUpload', () => {
   });
 
   it('stops reading at the byte and entry limits', async () => {
-    expect(await codeOf(readUpload(rawTar([{ name: 'a', body: 'x'.repeat(100) }]), { maxBytes: 10 }))).toBe('FILE_TOO_LARGE');
-    expect(await codeOf(readUpload(rawTar([{ name: 'a' }, { name: 'b' }, { name: 'c' }]), { maxEntries: 2 }))).toBe('ARCHIVE_REJECTED');
+    expect(await codeOf(readUpload(rawTar([{ name: 'a', body: 'x'.repeat(100) }]), { maxBytes: 10 }))).toBe(
+      'FILE_TOO_LARGE',
+    );
+    expect(
+      await codeOf(readUpload(rawTar([{ name: 'a' }, { name: 'b' }, { name: 'c' }]), { maxEntries: 2 })),
+    ).toBe('ARCHIVE_REJECTED');
   });
 });

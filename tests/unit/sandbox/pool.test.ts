@@ -1,0 +1,54 @@
+import { describe, expect, it } from 'vitest';
+import { createWarmPool, type PoolItem } from '../../../host/sandbox/docker/pool.ts';
+
+const item = (n: number): PoolItem => ({ container: { id: `c${n}` }, live: {} }) as unknown as PoolItem;
+
+describe('warm pool', () => {
+  it('fills to size, refills after take, and discards what is left on close', async () => {
+    let made = 0;
+    const discarded: string[] = [];
+    const pool = createWarmPool({
+      size: 2,
+      make: async () => item(made++),
+      discard: async (i) => void discarded.push(i.container.id),
+      onError: () => {},
+    });
+    await pool.filled();
+    expect(pool.ready).toBe(2);
+    expect(pool.take()?.container.id).toBe('c0');
+    await pool.filled();
+    expect([pool.ready, made]).toEqual([2, 3]);
+    await pool.close();
+    expect(discarded).toEqual(['c1', 'c2']);
+    expect(pool.take()).toBeUndefined();
+  });
+
+  it('gives up after repeated failures instead of spinning, and reports them', async () => {
+    const errors: unknown[] = [];
+    const pool = createWarmPool({
+      size: 1,
+      make: async () => Promise.reject(new Error('no image')),
+      discard: async () => {},
+      onError: (e) => errors.push(e),
+    });
+    await pool.filled();
+    expect(pool.ready).toBe(0);
+    expect(errors).toHaveLength(3);
+    await pool.close();
+  });
+
+  it('discards an item that arrives after close', async () => {
+    let release: () => void = () => {};
+    const discarded: string[] = [];
+    const pool = createWarmPool({
+      size: 1,
+      make: () => new Promise<PoolItem>((r) => (release = () => r(item(9)))),
+      discard: async (i) => void discarded.push(i.container.id),
+      onError: () => {},
+    });
+    const closing = pool.close();
+    release();
+    await closing;
+    expect(discarded).toEqual(['c9']);
+  });
+});
