@@ -6,14 +6,12 @@
 // containers are named `<prefix>-pool-<id>` and carry `dsh.pool=1`; every container and volume
 // carries `dsh.managed=1` plus the caller's labels; at most one live session per agent here.
 
-import { createHash } from 'node:crypto';
 import Docker from 'dockerode';
 import { nanoid } from 'nanoid';
 import { createResolver, WORKSPACE_ROOT } from '../paths.ts';
 import { connectSandboxd } from '../sandboxd/client.ts';
 import type { ProviderFlags, Sandbox, SandboxLimits, SandboxProvider, SandboxSpec } from '../types.ts';
 import {
-  containerConfig,
   DOCKER_DEFAULT_LIMITS,
   DOCKER_DEFAULT_MAXIMA,
   LABEL_AGENT,
@@ -24,8 +22,10 @@ import {
   resolveLimits,
   resourceConfig,
 } from './config.ts';
-import { fromDocker, isNotFound, isNotModified } from './errors.ts';
+import { agentSlug, createSandboxContainer, limitsOf, removeSandboxContainer } from './containers.ts';
+import { fromDocker, isNotFound } from './errors.ts';
 import { createWarmPool, type WarmPool } from './pool.ts';
+import { type Reapable, startReaper } from './reaper.ts';
 import { createSandboxHandle } from './sandbox.ts';
 import { type ConnectSandboxd, closeLive, type Live, openSession } from './session.ts';
 
@@ -54,22 +54,11 @@ export interface DockerProviderOptions {
   onError?: (error: unknown) => void;
 }
 
-interface Entry {
+/** One agent known to this process; the reaper reads and writes its Reapable part. */
+interface Entry extends Reapable {
   agentId: string;
-  container: Docker.Container;
   limits: SandboxLimits;
-  live?: Promise<Live>;
-  lastUsed: number;
-  /** Calls in flight; the reaper never stops a sandbox with one. */
-  inFlight: number;
-  /** Set while the reaper stops the container; new calls wait for it, then restart it. */
-  stopping?: Promise<void>;
 }
-
-const slug = (agentId: string): string =>
-  /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,80}$/.test(agentId)
-    ? agentId
-    : `h${createHash('sha256').update(agentId).digest('hex').slice(0, 40)}`;
 
 export const createDockerProvider = (
   options: DockerProviderOptions,
@@ -90,28 +79,12 @@ export const createDockerProvider = (
   const resolve = createResolver(WORKSPACE_ROOT);
   const flags: ProviderFlags = { durableJobs: true, isolated: true, terminals: false };
   const entries = new Map<string, Entry>();
-  const agentName = (agentId: string): string => `${prefix}-agent-${slug(agentId)}`;
+  const agentName = (agentId: string): string => `${prefix}-agent-${agentSlug(agentId)}`;
   const owner = nanoid(10);
 
-  const createContainer = async (
-    name: string,
-    labels: Record<string, string>,
-    limits: SandboxLimits,
-  ): Promise<Docker.Container> => {
-    const volume = `${name}-ws`;
-    try {
-      await docker.createVolume({ Name: volume, Labels: labels });
-      return await docker.createContainer(
-        containerConfig({ image: options.image, name, volume, labels, limits, tmpBytes }),
-      );
-    } catch (e) {
-      await docker
-        .getVolume(volume)
-        .remove()
-        .catch(() => {});
-      throw fromDocker(e, 'Creating the sandbox container', { name });
-    }
-  };
+  const createContainer = (name: string, labels: Record<string, string>, limits: SandboxLimits) =>
+    createSandboxContainer(docker, { image: options.image, name, labels, limits, tmpBytes });
+  const removeContainer = (container: Docker.Container) => removeSandboxContainer(docker, container);
 
   const pool = createWarmPool({
     size: options.pool?.size ?? 0,
@@ -135,25 +108,6 @@ export const createDockerProvider = (
       await removeContainer(item.container);
     },
   });
-
-  const removeContainer = async (container: Docker.Container): Promise<void> => {
-    let volumes: string[] = [];
-    try {
-      const info = await container.inspect();
-      volumes = (info.Mounts ?? []).filter((m) => m.Type === 'volume' && m.Name).map((m) => m.Name as string);
-      await container.remove({ force: true });
-    } catch (e) {
-      if (!isNotFound(e)) throw fromDocker(e, 'Removing the sandbox', { container: container.id });
-    }
-    for (const v of volumes) {
-      await docker
-        .getVolume(v)
-        .remove()
-        .catch((e) => {
-          if (!isNotFound(e)) throw fromDocker(e, 'Removing the sandbox volume', { volume: v });
-        });
-    }
-  };
 
   const track = (entry: Entry, opening: Promise<Live>): Promise<Live> => {
     entry.live = opening;
@@ -220,46 +174,12 @@ export const createDockerProvider = (
     }
   };
 
-  // Reaper: stop containers idle longer than idleMs with no call in flight and no running job;
-  // the next call restarts them (live() waits for a stop in progress first).
-  const reapIdle = async (): Promise<void> => {
-    for (const entry of entries.values()) {
-      const idle = (): boolean =>
-        entry.inFlight === 0 && !entry.stopping && Date.now() - entry.lastUsed >= idleMs;
-      if (!entry.live || !idle()) continue;
-      try {
-        const l = await entry.live;
-        if ((await l.session.jobs.list()).some((j) => j.status === 'running')) continue;
-        if (!idle()) continue;
-        entry.stopping = (async () => {
-          await detachEntry(entry);
-          await entry.container.stop({ t: 2 }).catch((e) => {
-            if (!isNotModified(e)) throw e;
-          });
-        })().finally(() => {
-          entry.stopping = undefined;
-        });
-        await entry.stopping;
-      } catch (e) {
-        onError(e);
-      }
-    }
-  };
-  let reaping = false;
-  const reaper =
-    idleMs > 0
-      ? setInterval(
-          () => {
-            if (reaping) return;
-            reaping = true;
-            void reapIdle().finally(() => {
-              reaping = false;
-            });
-          },
-          Math.max(250, Math.min(idleMs / 2, 30_000)),
-        )
-      : undefined;
-  reaper?.unref();
+  const stopReaper = startReaper({
+    idleMs,
+    entries: () => entries.values(),
+    detach: (entry) => detachEntry(entry as Entry),
+    onError,
+  });
 
   return {
     name: 'docker',
@@ -321,7 +241,7 @@ export const createDockerProvider = (
       await removeContainer(found.entry.container);
     },
     async close() {
-      if (reaper) clearInterval(reaper);
+      stopReaper();
       await pool.close();
       for (const entry of entries.values()) await detachEntry(entry);
       entries.clear();
@@ -344,14 +264,5 @@ export const createDockerProvider = (
       }
       return list.flatMap((c) => c.Names.filter((n) => n.startsWith(agents)).map((n) => n.slice(1)));
     },
-  };
-};
-
-const limitsOf = (info: Docker.ContainerInspectInfo): Partial<SandboxLimits> => {
-  const h = info.HostConfig as { Memory?: number; NanoCpus?: number; PidsLimit?: number };
-  return {
-    ...(h.Memory ? { memoryBytes: h.Memory } : {}),
-    ...(h.NanoCpus ? { nanoCpus: h.NanoCpus } : {}),
-    ...(h.PidsLimit ? { pids: h.PidsLimit } : {}),
   };
 };

@@ -1,0 +1,69 @@
+// The idle reaper: stops the containers of agents idle longer than idleMs that have no call in flight
+// and no running job. The next call restarts them (the provider waits for a stop in progress first).
+// Invariants: at most one sweep at a time; an agent is stopped at most once per sweep, and never
+// while `inFlight > 0`.
+
+import type Docker from 'dockerode';
+import { isNotModified } from './errors.ts';
+import type { Live } from './session.ts';
+
+/** The per-agent state the reaper reads and writes (the provider's entry). */
+export interface Reapable {
+  container: Docker.Container;
+  live?: Promise<Live>;
+  lastUsed: number;
+  /** Calls in flight. */
+  inFlight: number;
+  /** Set while the container is being stopped. */
+  stopping?: Promise<void>;
+}
+
+export interface ReaperOptions {
+  idleMs: number;
+  entries: () => Iterable<Reapable>;
+  detach: (entry: Reapable) => Promise<void>;
+  onError: (error: unknown) => void;
+}
+
+/** One sweep. Exported for tests; `startReaper` runs it on a timer. */
+export const reapIdle = async (o: ReaperOptions): Promise<void> => {
+  for (const entry of o.entries()) {
+    const idle = (): boolean =>
+      entry.inFlight === 0 && !entry.stopping && Date.now() - entry.lastUsed >= o.idleMs;
+    if (!entry.live || !idle()) continue;
+    try {
+      const l = await entry.live;
+      if ((await l.session.jobs.list()).some((j) => j.status === 'running')) continue;
+      if (!idle()) continue;
+      entry.stopping = (async () => {
+        await o.detach(entry);
+        await entry.container.stop({ t: 2 }).catch((e) => {
+          if (!isNotModified(e)) throw e;
+        });
+      })().finally(() => {
+        entry.stopping = undefined;
+      });
+      await entry.stopping;
+    } catch (e) {
+      o.onError(e);
+    }
+  }
+};
+
+/** Sweeps every min(idleMs/2, 30 s) (at least 250 ms); idleMs 0 disables it. Returns a stopper. */
+export const startReaper = (o: ReaperOptions): (() => void) => {
+  if (o.idleMs <= 0) return () => {};
+  let sweeping = false;
+  const timer = setInterval(
+    () => {
+      if (sweeping) return;
+      sweeping = true;
+      void reapIdle(o).finally(() => {
+        sweeping = false;
+      });
+    },
+    Math.max(250, Math.min(o.idleMs / 2, 30_000)),
+  );
+  timer.unref();
+  return () => clearInterval(timer);
+};
