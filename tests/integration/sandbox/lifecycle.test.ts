@@ -136,3 +136,24 @@ describe('docker provider lifecycle with sandboxd', () => {
     await crashed.close();
   });
 });
+
+describe('control-plane restart', () => {
+  it('keeps files and background jobs: a new provider re-adopts the agent and reads the job it did not start', async () => {
+    const first = fx.provider();
+    const sb = await first.create({ tenantId: 't', agentId: 'durable' });
+    await sb.fs.writeFile('kept.txt', 'still here');
+    const job = await sb.jobs.start('echo started; sleep 1; echo finished');
+    await first.close();
+
+    const second = fx.provider();
+    expect(await second.adopt()).toContain(`dsht-${fx.runId}-agent-durable`);
+    const again = await second.get('durable');
+    expect(again?.id).toBe(sb.id);
+    expect((await again?.fs.readFile('kept.txt'))?.toString()).toBe('still here');
+    expect((await again?.jobs.list())?.map((j) => j.id)).toContain(job.id);
+    const out = await again?.jobs.output(job.id, { wait: true, timeoutMs: 15_000 });
+    expect(out).toMatchObject({ status: 'exited', exitCode: 0, output: 'started\nfinished\n' });
+    await second.destroy('durable');
+    await second.close();
+  });
+});

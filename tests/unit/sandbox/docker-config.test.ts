@@ -55,3 +55,14 @@ describe('docker container config', () => {
     expect(c.HostConfig?.Ulimits?.map((u) => u.Name)).not.toContain('nproc');
   });
 });
+
+describe('docker provider source', () => {
+  it('never uses the Docker archive API (CVE-2018-15664 class): bulk transfer goes through sandboxd', async () => {
+    const { readdir, readFile } = await import('node:fs/promises');
+    const dir = new URL('../../../host/sandbox/docker/', import.meta.url);
+    for (const f of await readdir(dir)) {
+      const src = await readFile(new URL(f, dir), 'utf8');
+      expect(src, f).not.toMatch(/\.(putArchive|getArchive|infoArchive)\(/);
+    }
+  });
+});
