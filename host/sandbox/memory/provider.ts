@@ -69,16 +69,20 @@ const createArchive = (fs: MemoryFs): SandboxArchive => ({
     const abs = fs.resolve(path);
     const st = await fs.stat(abs);
     const base = st.type === 'directory' ? abs : abs.slice(0, abs.lastIndexOf('/')) || '/';
-    const entries = fs.entries(abs).map((e) => {
-      const rel = relativeTo(base, e.path);
-      return {
-        name: e.type === 'directory' ? `${rel || '.'}/` : rel,
-        type: e.type,
-        mode: e.mode,
-        mtimeMs: e.mtimeMs,
-        ...(e.data ? { data: e.data } : {}),
-      };
-    });
+    // Like the docker provider: entries below the directory, not the directory itself.
+    const entries = fs
+      .entries(abs)
+      .filter((e) => e.path !== base)
+      .map((e) => {
+        const rel = relativeTo(base, e.path);
+        return {
+          name: e.type === 'directory' ? `${rel}/` : rel,
+          type: e.type,
+          mode: e.mode,
+          mtimeMs: e.mtimeMs,
+          ...(e.data ? { data: e.data } : {}),
+        };
+      });
     return packEntries(entries);
   },
 });
