@@ -2,7 +2,7 @@
 // for the npm scripts: setup (Docker engine + sandbox image), test, serve, doctor, bench.
 
 import { spawn } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig } from '../host/config.ts';
 import { doctor } from './setup/doctor.ts';
@@ -39,6 +39,13 @@ const testEnv = (image: string | undefined): NodeJS.ProcessEnv => ({
   TESTCONTAINERS_HOST_OVERRIDE: process.env.TESTCONTAINERS_HOST_OVERRIDE ?? 'localhost',
 });
 
+/** The plain closing line any CI can read: `tests: N passed, N failed, N skipped`. */
+const printSummary = (report: string): void => {
+  if (!existsSync(report)) return;
+  const r = JSON.parse(readFileSync(report, 'utf8')) as { numPassedTests: number; numFailedTests: number; numPendingTests: number; numTodoTests: number };
+  process.stdout.write(`\ntests: ${r.numPassedTests} passed, ${r.numFailedTests} failed, ${r.numPendingTests + r.numTodoTests} skipped\n`);
+};
+
 const commands: Record<string, (args: string[]) => Promise<number>> = {
   async setup() {
     await setup();
@@ -47,7 +54,12 @@ const commands: Record<string, (args: string[]) => Promise<number>> = {
   async test(args) {
     const unitOnly = args.join(' ').includes('--project unit');
     const image = unitOnly ? undefined : await setup();
-    return runNode([join(ROOT, 'node_modules', 'vitest', 'vitest.mjs'), 'run', ...args], testEnv(image));
+    const report = join(loadConfig().dataDir, 'vitest-report.json');
+    rmSync(report, { force: true });
+    const reporters = args.some((a) => a.startsWith('--reporter')) ? [] : ['--reporter=default', '--reporter=json', `--outputFile.json=${report}`];
+    const status = await runNode([join(ROOT, 'node_modules', 'vitest', 'vitest.mjs'), 'run', ...reporters, ...args], testEnv(image));
+    printSummary(report);
+    return status;
   },
   async serve(args) {
     const image = await setup();
