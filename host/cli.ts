@@ -63,7 +63,7 @@ const main = async (argv: string[]): Promise<number> => {
         return 2;
       }
       const { openStore } = await import('./store/index.ts');
-      const store = openStore({ dataDir: config.dataDir });
+      const store = openStore({ path: config.database });
       try {
         const tenant = store.tenants.createTenant(rest[1]);
         process.stdout.write(`${JSON.stringify(tenant)}\n`);

@@ -11,7 +11,7 @@ export interface Config {
   port: number;
   /** Folder for the libsql file, the default tenant's key and logs. Default ./.data (env DSH_DATA_DIR). */
   dataDir: string;
-  /** libsql database: a file path (default <dataDir>/dsh.db) (env DSH_DB). */
+  /** libsql database file (default <dataDir>/store.db) (env DSH_DB). */
   database: string;
   /** Admin key for POST /v1/tenants; none means tenant creation only through the CLI (env DSH_ADMIN_KEY). */
   adminKey: string | undefined;
@@ -50,7 +50,7 @@ export const loadConfig = (
     host: overrides.host ?? env.DSH_HOST ?? '127.0.0.1',
     port: overrides.port ?? intFrom('DSH_PORT', env.DSH_PORT, 7070, 0, 65535),
     dataDir,
-    database: overrides.database ?? env.DSH_DB ?? resolve(dataDir, 'dsh.db'),
+    database: overrides.database ?? env.DSH_DB ?? resolve(dataDir, 'store.db'),
     adminKey: overrides.adminKey ?? (env.DSH_ADMIN_KEY || undefined),
     sandboxImage: overrides.sandboxImage ?? (env.DSH_SANDBOX_IMAGE || undefined),
     poolSize: overrides.poolSize ?? intFrom('DSH_POOL_SIZE', env.DSH_POOL_SIZE, 2, 0, 64),

@@ -75,7 +75,7 @@ const defaultProvider = async (config: Config, log: (line: string) => void): Pro
 export const startServer = async (config: Config, options: StartOptions = {}): Promise<Running> => {
   const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
-  const store = options.store ?? openStore({ dataDir: config.dataDir });
+  const store = options.store ?? openStore({ path: config.database });
   ensureDefaultTenant(store, config, log);
   const sandboxes = options.sandboxes ?? (await defaultProvider(config, log));
   const isolates =
