@@ -1,0 +1,178 @@
+// A hostile model with `bash` in its own container, through the public API. Guarantees: no
+// network, no capabilities, no Docker socket, a read-only root, no privilege gain through setuid
+// binaries, no view of other containers, and resource abuse (fork bomb, memory hog, /tmp filler)
+// ends inside the agent's own limits while the service and other tenants keep working.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Harness, type Loose, startHarness, text } from './harness.ts';
+
+let h: Harness;
+let agentA: string;
+let agentB: string;
+
+/** Runs a probe and returns stdout+stderr of the command as the model sees it. */
+const sh = async (command: string, agent = agentA, key?: string, timeoutMs?: number): Promise<string> => {
+  const r: Loose = await h.bash(key ?? h.keyA, agent, command, timeoutMs);
+  return text(r);
+};
+
+const serviceAndNeighbourStillWork = async () => {
+  expect((await h.http(undefined, 'GET', '/v1/health')).status).toBe(200);
+  expect(await sh('echo neighbour-ok', agentB, h.keyB)).toBe('neighbour-ok');
+};
+
+beforeAll(async () => {
+  h = await startHarness();
+  agentA = await h.agent(h.keyA, { sandbox: { memoryMb: 128, pids: 64 } });
+  agentB = await h.agent(h.keyB);
+  // B runs a recognisable process that A must not see.
+  await h.calls(h.keyB, agentB, [
+    ['bg', 'bash', { command: 'exec sleep 3600 # tenant-b-marker', description: 'bg', run_in_background: true }],
+  ]);
+  expect(await sh('id -u')).toBe('1000');
+});
+
+afterAll(async () => {
+  await h?.close();
+});
+
+describe('container escape and abuse from bash', () => {
+  it('has no network: only loopback, no routes, connecting out fails at once', async () => {
+    const out = await sh(
+      [
+        "awk 'NR>2{print $1}' /proc/net/dev | tr -d ':' | sort | tr '\\n' ' '; echo",
+        "echo routes=$(awk 'NR>1' /proc/net/route | wc -l)",
+        // TEST-NET-1 (RFC 5737): with no interface but lo the kernel refuses before any packet exists.
+        "timeout 5 bash -c 'echo > /dev/tcp/192.0.2.1/80' 2>&1 | tail -1",
+        "timeout 5 python3 -c \"import socket; socket.create_connection(('192.0.2.1', 443), 3)\" 2>&1 | tail -1",
+      ].join('; '),
+    );
+    const [ifaces, routes, bashConnect, pyConnect] = out.split('\n');
+    expect(ifaces?.trim()).toBe('lo');
+    expect(routes).toBe('routes=0');
+    expect(bashConnect).toMatch(/unreachable/i);
+    expect(pyConnect).toMatch(/unreachable|OSError/i);
+  });
+
+  it('has no capabilities: mount, chown to root, raw sockets, user namespaces all fail', async () => {
+    const out = await sh(
+      [
+        "grep -E '^Cap(Eff|Prm|Inh|Bnd|Amb)' /proc/self/status | awk '{print $2}' | sort -u | tr -d '\\n'; echo",
+        'mkdir -p /tmp/m; mount -t tmpfs none /tmp/m >/dev/null 2>&1 && echo MOUNTED || echo mount-refused',
+        'touch f; chown 0:0 f >/dev/null 2>&1 && echo CHOWNED || echo chown-refused',
+        'python3 -c "import socket; socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)" >/dev/null 2>&1 && echo RAW || echo raw-refused',
+        'python3 -c "import socket; socket.socket(socket.AF_PACKET, socket.SOCK_RAW)" >/dev/null 2>&1 && echo PACKET || echo packet-refused',
+        'unshare -r id >/dev/null 2>&1 && echo USERNS || echo userns-refused',
+        'unshare -m true >/dev/null 2>&1 && echo MNTNS || echo mntns-refused',
+      ].join('; '),
+    );
+    expect(out.split('\n')).toEqual([
+      '0000000000000000',
+      'mount-refused',
+      'chown-refused',
+      'raw-refused',
+      'packet-refused',
+      'userns-refused',
+      'mntns-refused',
+    ]);
+  });
+
+  it('has no Docker socket or Docker endpoint anywhere', async () => {
+    const out = await sh(
+      [
+        'find / -xdev \\( -name "docker.sock" -o -name "containerd.sock" -o -name "*.sock" \\) 2>/dev/null | grep -v "^/proc" | head',
+        'ls /var/run/docker.sock /run/docker.sock 2>&1 | grep -c "No such file"',
+        'grep -c docker.sock /proc/self/mountinfo',
+        'env | grep -ci docker || true',
+      ].join('; '),
+    );
+    expect(out.split('\n')).toEqual(['2', '0', '0']);
+  });
+
+  it('has a read-only root: writes to /usr, /etc, / and /home fail; only /workspace and /tmp are writable', async () => {
+    const out = await sh(
+      [
+        'for p in /usr/pwned /etc/pwned /pwned /bin/pwned /home/agent/pwned /opt/sandboxd/sandboxd.cjs; do (echo x > $p) 2>/dev/null && echo "WROTE $p"; done',
+        '(echo x >> /etc/passwd) 2>/dev/null && echo "WROTE passwd"',
+        'echo x > /workspace/ok && echo x > /tmp/ok && echo writable-ok',
+      ].join('; '),
+    );
+    expect(out).toBe('writable-ok');
+  });
+
+  it('setuid binaries give no root (no-new-privileges), and /proc/sys is not writable', async () => {
+    const out = await sh(
+      [
+        'echo | su -c id root >/dev/null 2>&1 && echo SU || echo su-refused',
+        "grep NoNewPrivs /proc/self/status | awk '{print $2}'",
+        'for f in $(find / -xdev -perm -4000 -type f 2>/dev/null); do [ -u "$f" ] && echo "$f"; done | wc -l | xargs test 0 -lt && echo has-setuid-files',
+        'mount -t tmpfs none /tmp >/dev/null 2>&1 && echo MOUNTED || echo setuid-mount-refused',
+        '(echo 1 > /proc/sys/kernel/sysrq) 2>/dev/null && echo SYSCTL || echo sysctl-refused',
+        '(echo 1 > /proc/sys/vm/drop_caches) 2>/dev/null && echo DROP || echo drop-refused',
+        '(echo c > /proc/sysrq-trigger) 2>/dev/null && echo SYSRQ || echo sysrq-refused',
+        'id -u',
+      ].join('; '),
+    );
+    expect(out.split('\n')).toEqual([
+      'su-refused',
+      '1',
+      'has-setuid-files',
+      'setuid-mount-refused',
+      'sysctl-refused',
+      'drop-refused',
+      'sysrq-refused',
+      '1000',
+    ]);
+  });
+
+  it("cannot see other containers' or the host's processes", async () => {
+    const out = await sh('ps -eo pid,user,args --no-headers');
+    expect(out).not.toContain('tenant-b-marker');
+    expect(out).not.toContain('dockerd');
+    expect(out).not.toContain('containerd');
+    expect(out).not.toMatch(/vitest|node .*host\//);
+    const pids = out.split('\n').map((l) => Number(l.trim().split(/\s+/)[0]));
+    expect(Math.min(...pids)).toBe(1);
+  });
+
+  it('a fork bomb hits the pids limit; the sandbox, the service and another tenant keep working', async () => {
+    const started = Date.now();
+    const bomb: Loose = await h.bash(h.keyA, agentA, 'b(){ b|b & }; b; sleep 8', 20_000);
+    expect(Date.now() - started).toBeLessThan(60_000);
+    expect(bomb).toBeDefined();
+    await serviceAndNeighbourStillWork();
+    // The agent's own sandbox recovers: leftovers can be killed and new commands run.
+    let ok = '';
+    for (let i = 0; i < 20 && ok !== 'alive'; i++) {
+      const r: Loose = await h.bash(h.keyA, agentA, 'pkill -9 -u 1000 -f "b$" 2>/dev/null; echo alive', 10_000);
+      ok = text(r).split('\n').at(-1) ?? '';
+      if (ok !== 'alive') await new Promise((r) => setTimeout(r, 500));
+    }
+    expect(ok).toBe('alive');
+    const count = Number(await sh('ps -e --no-headers | wc -l'));
+    expect(count).toBeLessThanOrEqual(64);
+  });
+
+  it('a memory hog is killed inside its own limit; the sandbox, the service and another tenant keep working', async () => {
+    const r: Loose = await h.bash(
+      h.keyA,
+      agentA,
+      'python3 -c "x = bytearray(1024*1024*1024); print(\'ALLOC\' + \'ATED\')"; echo "exit=$?"',
+      60_000,
+    );
+    expect(text(r)).not.toContain('ALLOCATED');
+    expect(text(r)).toMatch(/exit=(137|1)\b/);
+    await serviceAndNeighbourStillWork();
+    expect(await sh('echo still-here')).toBe('still-here');
+  });
+
+  it('/tmp is size-limited', async () => {
+    const out = await sh(
+      'dd if=/dev/zero of=/tmp/fill bs=1M count=1024 2>&1 | grep -o "No space left" | head -1; du -sm /tmp/fill | cut -f1; rm -f /tmp/fill',
+      agentB,
+      h.keyB,
+    );
+    const [msg, mb] = out.split('\n');
+    expect(msg).toBe('No space left');
+    expect(Number(mb)).toBeLessThanOrEqual(64);
+  });
+});
