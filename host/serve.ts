@@ -133,11 +133,18 @@ export const serve = async (config: Config): Promise<void> => {
   const running = await startServer(config);
   process.stdout.write(`dsh-sandbox listening on ${running.url}\n`);
   await new Promise<void>((resolve) => {
+    let firstAt = 0;
     const stop = () => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
-      process.stdout.write('shutting down…\n');
-      resolve();
+      // Ctrl-C reaches this process twice (from the terminal and forwarded by `npm start`'s
+      // launcher): a repeat within 2 s is the same request; a later one forces an exit.
+      if (firstAt === 0) {
+        firstAt = Date.now();
+        process.stdout.write('shutting down… (again to force)\n');
+        resolve();
+      } else if (Date.now() - firstAt > 2000) {
+        process.stdout.write('forced exit; containers stay for re-adoption\n');
+        process.exit(130);
+      }
     };
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
