@@ -129,6 +129,91 @@ export interface SandboxJobs {
   kill(id: string, signal?: 'SIGTERM' | 'SIGKILL' | 'SIGINT'): Promise<JobInfo>;
 }
 
+export type TerminalSignal = 'SIGINT' | 'SIGTERM' | 'SIGKILL' | 'SIGTSTP' | 'SIGHUP' | 'SIGQUIT' | 'SIGCONT';
+
+export interface TerminalInfo {
+  id: string;
+  /** Set at open; a running terminal's name is unique in its sandbox. */
+  name: string | null;
+  /** The program and its arguments (default ['bash']). */
+  command: string[];
+  cwd: string;
+  cols: number;
+  rows: number;
+  /** The program's pid inside the sandbox (null before it started). */
+  pid: number | null;
+  status: 'running' | 'exited';
+  /** null while running, or when the program died from a signal (see `signal`). */
+  exitCode: number | null;
+  signal: string | null;
+  startedAt: number;
+  endedAt: number | null;
+  /** Absolute offset of the oldest output byte still buffered (earlier bytes were dropped). */
+  startOffset: number;
+  /** Absolute offset just past the newest output byte. */
+  endOffset: number;
+}
+
+export interface TerminalOpenOptions {
+  /** Program and arguments. Default ['bash']. */
+  command?: string[];
+  /** Working directory. Default: the workspace root. */
+  cwd?: string;
+  env?: Record<string, string>;
+  /** Default 80 x 24. */
+  cols?: number;
+  rows?: number;
+  /** 1-64 of [A-Za-z0-9._-]; unique among running terminals. */
+  name?: string;
+  /** With a name: return the running terminal of that name instead of failing with CONFLICT. */
+  reuse?: boolean;
+  /** The terminal echoes input. Default true. */
+  echo?: boolean;
+}
+
+export interface TerminalRead extends TerminalInfo {
+  data: Buffer;
+  /** Where `data` starts: the asked offset, moved up to startOffset when that was dropped. */
+  offset: number;
+  /** Pass as the next offset to read only what is new. */
+  nextOffset: number;
+  /** Bytes between the asked offset and `offset` that the buffer no longer holds. */
+  dropped: number;
+}
+
+/**
+ * Persistent terminals (PTYs) in the sandbox. They live as long as the sandbox, not the host
+ * connection: after a control-plane restart `list()` shows them with their buffered output.
+ * Output is kept in a bounded ring (1 MiB per terminal) addressed by absolute byte offsets.
+ */
+export interface SandboxTerminals {
+  open(options?: TerminalOpenOptions): Promise<TerminalInfo>;
+  list(): Promise<TerminalInfo[]>;
+  /** Raw input (keystrokes): a newline is `\r`, Ctrl-C is `\x03`. */
+  write(id: string, data: string | Uint8Array): Promise<void>;
+  /**
+   * Buffered output from `offset` (default: where the previous read without an offset ended), at
+   * most `count` bytes (default 64 KiB). With `waitMs`, waits that long for output past `offset`.
+   */
+  read(
+    id: string,
+    options?: { offset?: number; count?: number; waitMs?: number; signal?: AbortSignal },
+  ): Promise<TerminalRead>;
+  resize(id: string, cols: number, rows: number): Promise<TerminalInfo>;
+  /** Sends the signal to the terminal's foreground process group. */
+  signal(id: string, signal: TerminalSignal): Promise<TerminalInfo>;
+  /** Hangs up (SIGHUP, then SIGKILL) and forgets the terminal. */
+  close(id: string): Promise<TerminalInfo>;
+  /**
+   * Live output: replays from `offset` (default: the oldest byte held), then streams until the
+   * terminal ends (resolves with its final info) or `signal` aborts (resolves with its info then).
+   */
+  attach(
+    id: string,
+    options: { offset?: number; signal?: AbortSignal; onData: (data: Buffer, offset: number) => void },
+  ): Promise<TerminalInfo>;
+}
+
 /** Bulk transfer as uncompressed tar: only regular files and directories, paths confined. */
 export interface SandboxArchive {
   /** Extract a tar stream into directory `path`. Rejects hostile archives with ARCHIVE_REJECTED. */
@@ -153,6 +238,8 @@ export interface Sandbox {
   readonly jobs: SandboxJobs;
   readonly archive: SandboxArchive;
   exec(command: string, options?: ExecOptions): Promise<ExecResult>;
+  /** Persistent terminals; present when the provider's `flags.terminals` is true. */
+  readonly terminals?: SandboxTerminals;
   /** Releases host-side resources (streams); the sandbox itself keeps running. */
   detach(): Promise<void>;
 }

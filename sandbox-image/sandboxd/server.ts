@@ -20,6 +20,7 @@ import { runExec } from './exec.ts';
 import { createFsOps } from './fsops.ts';
 import { createJobs } from './jobs.ts';
 import { createSearchOps } from './search.ts';
+import { createTerminals } from './terminals.ts';
 import { type Args, wireError } from './util.ts';
 import { openWorkspace } from './workspace.ts';
 
@@ -39,6 +40,8 @@ export const startServer = async (options: ServerOptions) => {
   const fsOps = createFsOps(ws);
   const search = createSearchOps(ws);
   const jobs = await createJobs(ws, options.stateDir);
+  // Terminals outlive sessions: a new hello aborts a previous session's attach streams, never a terminal.
+  const terms = createTerminals(ws, log);
   let session = 0; // 0: no hello yet
   const inflight = new Map<number, AbortController>();
   const drainWaiters: Array<() => void> = [];
@@ -95,6 +98,23 @@ export const startServer = async (options: ServerOptions) => {
     jobList: jobs.jobList,
     jobOutput: (args, ctx) => jobs.jobOutput(args, ctx.signal),
     jobKill: jobs.jobKill,
+    termOpen: terms.termOpen,
+    termList: terms.termList,
+    termWrite: terms.termWrite,
+    termRead: (args, ctx) => terms.termRead(args, ctx.signal),
+    termResize: terms.termResize,
+    termSignal: terms.termSignal,
+    termClose: terms.termClose,
+    termAttach: (args, ctx) =>
+      terms.termAttach(
+        args,
+        {
+          send: (offset, data) =>
+            send(ctx.session, { t: 'tout', id: ctx.id, offset, data: data.toString('base64') }),
+          onDrain: (fn) => drainWaiters.push(fn),
+        },
+        ctx.signal,
+      ),
   };
 
   const onRequest = async (id: number, op: Op, args: Args): Promise<void> => {
@@ -178,8 +198,11 @@ export const startServer = async (options: ServerOptions) => {
   input.on('data', (chunk: Buffer) => decoder.push(chunk));
 
   return {
-    /** Kill every job this process started (used when running outside a container). */
-    killJobs: () => jobs.killAll(),
+    /** Kill every job and terminal this process started (used when running outside a container). */
+    killJobs: () => {
+      jobs.killAll();
+      terms.killAll();
+    },
     /** For tests: the session counter. */
     get session() {
       return session;

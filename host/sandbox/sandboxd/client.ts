@@ -7,9 +7,18 @@
 import type { Readable, Writable } from 'node:stream';
 import { SandboxError } from '../../errors.ts';
 import { createResolver } from '../paths.ts';
-import type { ExecOptions, ExecResult, JobInfo, JobOutput, SandboxFs, SandboxJobs } from '../types.ts';
+import type {
+  ExecOptions,
+  ExecResult,
+  JobInfo,
+  JobOutput,
+  SandboxFs,
+  SandboxJobs,
+  SandboxTerminals,
+} from '../types.ts';
 import { type HelloInfo, openConnection } from './connection.ts';
 import { MAX_BINARY_BYTES } from './protocol.ts';
+import { createTerminalClient } from './terminals.ts';
 
 export interface ConnectSandboxdOptions {
   /** sandboxd's stdout (for a container: the demuxed stdout of its attach stream). */
@@ -31,6 +40,7 @@ export interface ConnectSandboxdOptions {
 export interface SandboxdClient {
   readonly fs: SandboxFs;
   readonly jobs: SandboxJobs;
+  readonly terminals: SandboxTerminals;
   /** What sandboxd said in its hello: its pid, root and Node version. */
   readonly info: HelloInfo;
   /** Resolves with the reason once the connection is gone (closed, lost, or a protocol error). */
@@ -220,6 +230,7 @@ export const connectSandboxd = async (options: ConnectSandboxdOptions): Promise<
   return {
     fs,
     jobs,
+    terminals: createTerminalClient(conn, resolve, callTimeoutMs),
     info: conn.hello,
     closed: conn.closed,
     exec,

@@ -33,6 +33,8 @@ export interface CallOptions {
   signal?: AbortSignal | undefined;
   /** Streamed output of this call (exec). */
   onOut?: ((stream: 'stdout' | 'stderr', data: Buffer) => void) | undefined;
+  /** Streamed terminal output of this call (termAttach), at its absolute offset. */
+  onTerm?: ((offset: number, data: Buffer) => void) | undefined;
 }
 
 export interface Connection {
@@ -48,6 +50,7 @@ interface Pending {
   resolve(value: unknown): void;
   reject(error: SandboxError): void;
   onOut: CallOptions['onOut'];
+  onTerm?: CallOptions['onTerm'];
 }
 
 export interface OpenOptions {
@@ -136,6 +139,14 @@ export const openConnection = (options: OpenOptions): Promise<Connection> => {
     if (m.t === 'out') {
       try {
         p.onOut?.(m.stream, Buffer.from(m.data, 'base64'));
+      } catch {
+        // a caller's callback must not break the connection
+      }
+      return;
+    }
+    if (m.t === 'tout') {
+      try {
+        p.onTerm?.(m.offset, Buffer.from(m.data, 'base64'));
       } catch {
         // a caller's callback must not break the connection
       }
@@ -239,6 +250,7 @@ export const openConnection = (options: OpenOptions): Promise<Connection> => {
       pending.set(id, {
         op,
         onOut: opts.onOut,
+        onTerm: opts.onTerm,
         resolve: (value) => {
           cleanup();
           resolve(value as OpValue<O>);

@@ -37,6 +37,14 @@ export const OPS = [
   'jobList',
   'jobOutput',
   'jobKill',
+  'termOpen',
+  'termList',
+  'termWrite',
+  'termRead',
+  'termResize',
+  'termSignal',
+  'termClose',
+  'termAttach',
 ] as const;
 export type Op = (typeof OPS)[number];
 
@@ -56,7 +64,12 @@ export type DaemonMessage =
   | { t: 'res'; id: number; ok: true; value: unknown }
   | { t: 'res'; id: number; ok: false; error: { code: string; message: string } }
   /** Streamed output of an exec call, base64. */
-  | { t: 'out'; id: number; stream: 'stdout' | 'stderr'; data: string };
+  | { t: 'out'; id: number; stream: 'stdout' | 'stderr'; data: string }
+  /**
+   * Streamed output of a termAttach call, base64: the terminal's bytes from absolute `offset` on.
+   * A gap between one frame's end and the next frame's offset is output the ring buffer dropped.
+   */
+  | { t: 'tout'; id: number; offset: number; data: string };
 
 export class FrameError extends Error {
   override name = 'FrameError';

@@ -29,6 +29,7 @@ export const daemonMessageSchema = v.variant('t', [
     error: v.object({ code: text(64), message: text(8192) }),
   }),
   v.object({ t: v.literal('out'), id, stream: v.picklist(['stdout', 'stderr']), data: base64 }),
+  v.object({ t: v.literal('tout'), id, offset: int, data: base64 }),
 ]);
 export type ParsedDaemonMessage = v.InferOutput<typeof daemonMessageSchema>;
 
@@ -43,6 +44,24 @@ const jobInfoEntries = {
   endedAt: v.nullable(int),
 };
 
+const terminalInfoEntries = {
+  id: v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{1,64}$/)),
+  name: v.nullable(v.pipe(v.string(), v.regex(/^[A-Za-z0-9._-]{1,64}$/))),
+  command: v.pipe(v.array(text(4096)), v.maxLength(64)),
+  cols: v.pipe(int, v.maxValue(1000)),
+  rows: v.pipe(int, v.maxValue(1000)),
+  pid: v.nullable(int),
+  status: v.picklist(['running', 'exited']),
+  exitCode: v.nullable(v.pipe(v.number(), v.integer())),
+  signal: v.nullable(text(32)),
+  startedAt: int,
+  endedAt: v.nullable(int),
+  startOffset: int,
+  endOffset: int,
+};
+/** Bytes of terminal output in one read answer (1 MiB of data, base64). */
+const TERMINAL_READ_CHARS = Math.ceil((1024 * 1024) / 3) * 4;
+
 /** Schemas of each op's successful value; `root` confines every path sandboxd reports. */
 export const valueSchemas = (root: string) => {
   const inRoot = v.pipe(
@@ -50,6 +69,7 @@ export const valueSchemas = (root: string) => {
     v.check((p) => p.startsWith('/') && isInside(root, p), 'path outside the workspace'),
   );
   const jobInfo = v.object({ ...jobInfoEntries, cwd: inRoot });
+  const terminalInfo = v.object({ ...terminalInfoEntries, cwd: inRoot });
   return {
     ping: v.object({}),
     readFile: v.object({ data: base64 }),
@@ -78,6 +98,20 @@ export const valueSchemas = (root: string) => {
     jobList: v.object({ jobs: v.array(jobInfo) }),
     jobOutput: v.object({ ...jobInfo.entries, output: v.string(), nextOffset: int, truncated: v.boolean() }),
     jobKill: jobInfo,
+    termOpen: terminalInfo,
+    termList: v.object({ terminals: v.pipe(v.array(terminalInfo), v.maxLength(64)) }),
+    termWrite: v.object({ bytes: int }),
+    termRead: v.object({
+      ...terminalInfo.entries,
+      data: v.pipe(base64, v.maxLength(TERMINAL_READ_CHARS)),
+      offset: int,
+      nextOffset: int,
+      dropped: int,
+    }),
+    termResize: terminalInfo,
+    termSignal: terminalInfo,
+    termClose: terminalInfo,
+    termAttach: terminalInfo,
   } satisfies Record<Op, v.GenericSchema>;
 };
 export type ValueSchemas = ReturnType<typeof valueSchemas>;

@@ -1,0 +1,395 @@
+// Persistent terminals for sandboxd: each is a program (bash by default) on a pseudo-terminal of its
+// own, run by the python PTY helper (pty-helper.ts), with its output kept in a 1 MiB ring of
+// absolute offsets. Terminals belong to this process, not to a host session: a re-attached host (a
+// new `hello`) lists them with their buffers, and only `close` or the program's own exit ends one.
+// Live readers subscribe with `attach`, which streams from a cursor into the ring: a slow host
+// never blocks the terminal; it just skips what the ring has dropped (the offsets show the gap).
+// Invariants: at most MAX_RUNNING terminals run at once and MAX_KEPT are remembered (ended ones are
+// forgotten oldest first); a terminal's status becomes `exited` once, after its last output is in
+// the ring; every waiter and subscriber hears about each append and about the end.
+
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { constants } from 'node:os';
+import type { Writable } from 'node:stream';
+import { SandboxError } from '../../host/errors.ts';
+import { childEnv, workdir } from './exec.ts';
+import { PTY_HELPER } from './pty-helper.ts';
+import { ByteRing } from './ring.ts';
+import { type Args, bool, env, optInt, optStr, sleep, str } from './util.ts';
+import type { Workspace } from './workspace.ts';
+
+export const RING_BYTES = 1024 * 1024;
+const MAX_RUNNING = 16;
+const MAX_KEPT = 32;
+const MAX_READ_BYTES = 1024 * 1024;
+const DEFAULT_READ_BYTES = 64 * 1024;
+const MAX_WRITE_BYTES = 1024 * 1024;
+/** Input the helper has not taken yet beyond which writes are refused (the program is not reading). */
+const MAX_QUEUED_INPUT = 4 * 1024 * 1024;
+const STREAM_CHUNK = 64 * 1024;
+const MAX_WAIT_MS = 60 * 60 * 1000;
+const START_TIMEOUT_MS = 10_000;
+export const TERMINAL_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGKILL', 'SIGTSTP', 'SIGHUP', 'SIGQUIT', 'SIGCONT'];
+
+interface Terminal {
+  id: string;
+  name: string | null;
+  command: string[];
+  cwd: string;
+  cols: number;
+  rows: number;
+  pid: number | null;
+  status: 'running' | 'exited';
+  exitCode: number | null;
+  signal: string | null;
+  startedAt: number;
+  endedAt: number | null;
+  ring: ByteRing;
+  /** Where a read without an offset starts: the end of the previous read. */
+  cursor: number;
+  helper: ChildProcess;
+  control: Writable;
+  /** Told about every append and about the end. */
+  listeners: Set<() => void>;
+  ended: Promise<void>;
+}
+
+export interface TerminalStreamIo {
+  /** Send one chunk of output at its absolute offset; false means "wait for drain". */
+  send(offset: number, data: Buffer): boolean;
+  onDrain(fn: () => void): void;
+}
+
+const notFound = (id: string): SandboxError =>
+  new SandboxError('TERMINAL_NOT_FOUND', `No terminal ${JSON.stringify(id)}; list terminals to see their ids.`, {
+    data: { id },
+  });
+const signalName = (n: number): string | null =>
+  Object.entries(constants.signals).find(([, v]) => v === n)?.[0] ?? null;
+const dims = (args: Args, fallbackCols: number, fallbackRows: number) => {
+  const cols = optInt(args, 'cols', fallbackCols);
+  const rows = optInt(args, 'rows', fallbackRows);
+  if (cols < 1 || cols > 1000 || rows < 1 || rows > 1000)
+    throw new SandboxError('INVALID_ARGUMENTS', 'cols and rows must be between 1 and 1000.');
+  return { cols, rows };
+};
+const commandOf = (args: Args): string[] => {
+  const v = args.command;
+  if (v === undefined || v === null) return ['bash'];
+  if (
+    !Array.isArray(v) ||
+    v.length === 0 ||
+    v.length > 64 ||
+    !v.every((a) => typeof a === 'string' && a.length <= 4096 && !a.includes('\0'))
+  )
+    throw new SandboxError('INVALID_ARGUMENTS', 'Argument command must be a non-empty array of strings.');
+  return v as string[];
+};
+
+export const createTerminals = (ws: Workspace, log: (line: string) => void) => {
+  const terminals = new Map<string, Terminal>();
+
+  const info = (t: Terminal) => ({
+    id: t.id,
+    name: t.name,
+    command: t.command,
+    cwd: t.cwd,
+    cols: t.cols,
+    rows: t.rows,
+    pid: t.pid,
+    status: t.status,
+    exitCode: t.exitCode,
+    signal: t.signal,
+    startedAt: t.startedAt,
+    endedAt: t.endedAt,
+    startOffset: t.ring.start,
+    endOffset: t.ring.end,
+  });
+  const get = (args: Args): Terminal => {
+    const id = str(args, 'id');
+    const t = terminals.get(id);
+    if (!t) throw notFound(id);
+    return t;
+  };
+  const notify = (t: Terminal): void => {
+    for (const fn of [...t.listeners]) fn();
+  };
+  /** Resolves at the next append or end, after `ms`, or when `signal` aborts. */
+  const change = (t: Terminal, ms: number, signal?: AbortSignal): Promise<void> => {
+    const ac = new AbortController();
+    const wake = (): void => ac.abort();
+    t.listeners.add(wake);
+    signal?.addEventListener('abort', wake, { once: true });
+    return sleep(ms, ac.signal).finally(() => {
+      t.listeners.delete(wake);
+      signal?.removeEventListener('abort', wake);
+    });
+  };
+  const running = (t: Terminal): Terminal => {
+    if (t.status !== 'running')
+      throw new SandboxError('CONFLICT', `Terminal ${t.id} has exited; open a new one.`, { data: { id: t.id } });
+    return t;
+  };
+  const makeRoom = (): void => {
+    const all = [...terminals.values()];
+    if (all.filter((t) => t.status === 'running').length >= MAX_RUNNING)
+      throw new SandboxError(
+        'LIMIT_EXCEEDED',
+        `At most ${MAX_RUNNING} terminals can run at once; close one first.`,
+      );
+    const ended = all.filter((t) => t.status !== 'running').sort((a, b) => a.startedAt - b.startedAt);
+    while (terminals.size >= MAX_KEPT && ended.length > 0) terminals.delete((ended.shift() as Terminal).id);
+  };
+
+  const start = async (args: Args): Promise<Terminal> => {
+    const command = commandOf(args);
+    const { cols, rows } = dims(args, 80, 24);
+    const { abs, real } = await workdir(ws, optStr(args, 'cwd'));
+    const echo = args.echo !== false;
+    makeRoom();
+    const helper = spawn(
+      'python3',
+      ['-c', PTY_HELPER, String(rows), String(cols), echo ? '1' : '0', ...command],
+      {
+        cwd: real,
+        env: { TERM: 'xterm-256color', ...childEnv(env(args, 'env')) },
+        detached: true,
+        stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
+      },
+    );
+    const control = helper.stdio[3] as Writable;
+    const t: Terminal = {
+      id: `terminal-${randomBytes(5).toString('hex')}`,
+      name: optStr(args, 'name') ?? null,
+      command,
+      cwd: abs,
+      cols,
+      rows,
+      pid: null,
+      status: 'running',
+      exitCode: null,
+      signal: null,
+      startedAt: Date.now(),
+      endedAt: null,
+      ring: new ByteRing(RING_BYTES),
+      cursor: 0,
+      helper,
+      control,
+      listeners: new Set(),
+      ended: Promise.resolve(),
+    };
+    let statusCode: number | undefined;
+    let stderr = '';
+    let started: (() => void) | undefined;
+    const pidKnown = new Promise<void>((resolve) => {
+      started = resolve;
+    });
+    helper.stderr?.on('data', (b: Buffer) => {
+      stderr = (stderr + b.toString('utf8')).slice(-8192);
+      for (;;) {
+        const nl = stderr.indexOf('\n');
+        if (nl === -1) break;
+        const line = stderr.slice(0, nl);
+        stderr = stderr.slice(nl + 1);
+        const m = /^(pid|status) (-?\d+)$/.exec(line);
+        if (m?.[1] === 'pid') {
+          t.pid = Number(m[2]);
+          started?.();
+        } else if (m?.[1] === 'status') statusCode = Number(m[2]);
+        else if (line.trim() !== '') log(`terminal ${t.id}: ${line.slice(0, 500)}`);
+      }
+    });
+    helper.stdout?.on('data', (b: Buffer) => {
+      t.ring.append(b);
+      notify(t);
+    });
+    for (const s of [helper.stdin, control]) s?.on('error', () => {}); // EPIPE once the helper is gone
+    let spawnError: Error | undefined;
+    t.ended = new Promise<void>((resolve) => {
+      helper.once('error', (e) => {
+        spawnError = e;
+      });
+      helper.once('close', (code) => {
+        t.status = 'exited';
+        t.endedAt = Date.now();
+        const s = statusCode ?? (code === null ? null : code);
+        t.exitCode = s !== null && s >= 0 ? s : null;
+        t.signal = s !== null && s < 0 ? signalName(-s) : null;
+        started?.();
+        notify(t);
+        resolve();
+      });
+    });
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      pidKnown,
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, START_TIMEOUT_MS);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (t.pid === null) {
+      helper.kill('SIGKILL');
+      const why = spawnError?.message ?? (stderr.trim().slice(0, 500) || 'no answer from the PTY helper');
+      throw new SandboxError('TOOL_FAILED', `Could not open a terminal (python3 PTY helper): ${why}`);
+    }
+    terminals.set(t.id, t);
+    return t;
+  };
+
+  const closeTerminal = async (t: Terminal): Promise<void> => {
+    if (t.status === 'running') {
+      t.control.write('hangup\n');
+      await Promise.race([t.ended, sleep(1000)]);
+    }
+    if (t.status === 'running') {
+      if (t.pid !== null) {
+        try {
+          process.kill(-t.pid, 'SIGKILL');
+        } catch {
+          // the group is gone
+        }
+      }
+      t.helper.kill('SIGKILL');
+      await Promise.race([t.ended, sleep(1000)]);
+    }
+    terminals.delete(t.id);
+  };
+
+  return {
+    async termOpen(args: Args) {
+      const name = optStr(args, 'name');
+      if (name !== undefined && !/^[A-Za-z0-9._-]{1,64}$/.test(name))
+        throw new SandboxError('INVALID_ARGUMENTS', 'A terminal name is 1-64 letters, digits, dots, dashes or underscores.');
+      if (name !== undefined) {
+        const same = [...terminals.values()].find((t) => t.name === name && t.status === 'running');
+        if (same && bool(args, 'reuse')) return info(same);
+        if (same)
+          throw new SandboxError('CONFLICT', `A terminal named ${name} is already running (${same.id}).`, {
+            data: { id: same.id },
+          });
+      }
+      return info(await start(args));
+    },
+
+    async termList() {
+      return { terminals: [...terminals.values()].sort((a, b) => a.startedAt - b.startedAt).map(info) };
+    },
+
+    async termWrite(args: Args) {
+      const t = running(get(args));
+      const data = Buffer.from(str(args, 'data'), 'base64');
+      if (data.length > MAX_WRITE_BYTES)
+        throw new SandboxError('PAYLOAD_TOO_LARGE', `One write carries at most ${MAX_WRITE_BYTES} bytes.`);
+      if ((t.helper.stdin?.writableLength ?? 0) > MAX_QUEUED_INPUT)
+        throw new SandboxError(
+          'LIMIT_EXCEEDED',
+          `Terminal ${t.id} is not reading its input; wait, or send a signal (SIGINT) to its program.`,
+        );
+      t.helper.stdin?.write(data);
+      return { bytes: data.length };
+    },
+
+    async termRead(args: Args, signal: AbortSignal) {
+      const t = get(args);
+      const asked = args.offset === undefined || args.offset === null ? t.cursor : optInt(args, 'offset', 0);
+      const count = optInt(args, 'count', DEFAULT_READ_BYTES, MAX_READ_BYTES);
+      const waitMs = optInt(args, 'waitMs', 0, MAX_WAIT_MS);
+      if (waitMs > 0 && t.status === 'running' && asked >= t.ring.end) await change(t, waitMs, signal);
+      const { data, offset } = t.ring.read(asked, count);
+      const nextOffset = offset + data.length;
+      t.cursor = Math.max(t.cursor, nextOffset);
+      return {
+        ...info(t),
+        data: data.toString('base64'),
+        offset,
+        nextOffset,
+        dropped: Math.max(0, t.ring.start - asked),
+      };
+    },
+
+    async termResize(args: Args) {
+      const t = running(get(args));
+      const { cols, rows } = dims(args, t.cols, t.rows);
+      t.control.write(`resize ${rows} ${cols}\n`);
+      t.cols = cols;
+      t.rows = rows;
+      return info(t);
+    },
+
+    async termSignal(args: Args) {
+      const t = running(get(args));
+      const name = str(args, 'signal');
+      const num = TERMINAL_SIGNALS.includes(name)
+        ? constants.signals[name as keyof typeof constants.signals]
+        : undefined;
+      if (num === undefined)
+        throw new SandboxError('INVALID_ARGUMENTS', `signal must be one of ${TERMINAL_SIGNALS.join(', ')}.`);
+      t.control.write(`signal ${num}\n`);
+      return info(t);
+    },
+
+    async termClose(args: Args) {
+      const t = get(args);
+      await closeTerminal(t);
+      return info(t);
+    },
+
+    /** Streams the terminal's output from `offset` (default: the oldest byte held) until it ends. */
+    async termAttach(args: Args, io: TerminalStreamIo, signal: AbortSignal) {
+      const t = get(args);
+      let cursor = optInt(args, 'offset', t.ring.start);
+      let blocked = false;
+      let wake: () => void = () => {};
+      const pump = (): void => {
+        while (!blocked && !signal.aborted && cursor < t.ring.end) {
+          const { data, offset } = t.ring.read(cursor, STREAM_CHUNK);
+          cursor = offset + data.length;
+          if (!io.send(offset, data)) {
+            blocked = true;
+            io.onDrain(() => {
+              blocked = false;
+              pump();
+              wake();
+            });
+          }
+        }
+      };
+      t.listeners.add(pump);
+      try {
+        for (;;) {
+          pump();
+          if (signal.aborted || (t.status !== 'running' && cursor >= t.ring.end)) break;
+          await new Promise<void>((resolve) => {
+            const done = (): void => {
+              t.listeners.delete(done);
+              signal.removeEventListener('abort', done);
+              resolve();
+            };
+            wake = done;
+            t.listeners.add(done);
+            signal.addEventListener('abort', done, { once: true });
+          });
+        }
+      } finally {
+        t.listeners.delete(pump);
+      }
+      return info(t);
+    },
+
+    /** Kill every terminal (when sandboxd runs outside a container and its host goes away). */
+    killAll(): void {
+      for (const t of terminals.values()) {
+        if (t.pid !== null) {
+          try {
+            process.kill(-t.pid, 'SIGKILL');
+          } catch {
+            // gone
+          }
+        }
+        t.helper.kill('SIGKILL');
+      }
+    },
+  };
+};
