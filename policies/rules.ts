@@ -2,14 +2,18 @@
 // as a tools/pre-execute listener. The first rule whose glob and every condition match decides;
 // when none matches, the earlier decision stands. Conditions test the argument at a dotted path
 // (`a.b.0`) against a regular expression; a missing or non-scalar argument never matches.
+// Tenant patterns run on the API's event loop, so they are compiled for the linear-time engine
+// (./linear-regexp.ts) and one call may spend at most MATCH_BUDGET on them: a condition past the
+// budget fails closed (a deny or ask rule counts it as matching, an allow rule as not matching).
 import * as v from 'valibot';
 import { SandboxError } from '../host/errors.ts';
 import type { Decision, PreExecuteListener } from '../host/tools/index.ts';
 import { globToRegExp } from './glob.ts';
+import { linearRegExp, MATCH_BUDGET, MAX_PATTERN_CHARS } from './linear-regexp.ts';
 import { type Policy, parseConfig } from './types.ts';
 
 const Rule = v.strictObject({
-  tool: v.pipe(v.string(), v.minLength(1)),
+  tool: v.pipe(v.string(), v.minLength(1), v.maxLength(MAX_PATTERN_CHARS)),
   when: v.optional(v.record(v.pipe(v.string(), v.minLength(1)), v.string())),
   decision: v.picklist(['allow', 'deny', 'ask']),
   /** What the model (deny) or the approver (ask) reads. */
@@ -35,12 +39,25 @@ const valueAt = (args: unknown, path: readonly string[]): unknown => {
   return value;
 };
 
-const matches = (rule: CompiledRule, name: string, args: unknown): boolean => {
+/** Matching cost left for one call's conditions (see MATCH_BUDGET). */
+interface Budget {
+  left: number;
+}
+
+const matches = (rule: CompiledRule, name: string, args: unknown, budget: Budget): boolean => {
   if (!rule.tool.test(name)) return false;
   for (const [path, pattern] of rule.when) {
     const value = valueAt(args, path);
     if (!(typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean')) return false;
-    if (!pattern.test(String(value))) return false;
+    const text = String(value);
+    const cost = (text.length + 1) * (pattern.source.length + 1);
+    if (cost > budget.left) {
+      // Too costly to decide on the shared event loop: fail closed.
+      if (rule.decision.kind === 'allow') return false;
+      continue;
+    }
+    budget.left -= cost;
+    if (!pattern.test(text)) return false;
   }
   return true;
 };
@@ -48,7 +65,7 @@ const matches = (rule: CompiledRule, name: string, args: unknown): boolean => {
 const compile = (rule: v.InferOutput<typeof Rule>, index: number): CompiledRule => {
   const when = Object.entries(rule.when ?? {}).map(([path, source]): [string[], RegExp] => {
     try {
-      return [path.split('.'), new RegExp(source)];
+      return [path.split('.'), linearRegExp(source)];
     } catch (error) {
       throw new SandboxError(
         'CONFIG_INVALID',
@@ -76,7 +93,8 @@ const compile = (rule: v.InferOutput<typeof Rule>, index: number): CompiledRule 
 export const rulesListener =
   (rules: readonly CompiledRule[]): PreExecuteListener =>
   (call) => {
-    for (const rule of rules) if (matches(rule, call.name, call.arguments)) return rule.decision;
+    const budget: Budget = { left: MATCH_BUDGET };
+    for (const rule of rules) if (matches(rule, call.name, call.arguments, budget)) return rule.decision;
     return undefined;
   };
 
