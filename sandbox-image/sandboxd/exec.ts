@@ -1,12 +1,14 @@
 // exec for sandboxd: `bash -c command` in a process group of its own, output streamed as it comes.
+// The command is started by the spawner when it is up (launch.ts: a fork of sandboxd itself costs
+// 10-20 ms), else by child_process.spawn; the rest is the same either way.
 // Invariants: the call never outlives its process group: on exit, timeout or cancel the whole group
 // gets SIGKILL (a `cmd &` left behind is killed; background work belongs in jobs); at most
 // maxOutputBytes per stream is sent, the rest is drained and dropped (truncated: true); when the host
 // is slow to read (send() returns false) the child's pipes are paused until the writer drains.
 
-import { spawn } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
 import { SandboxError } from '../../host/errors.ts';
+import { launch, type Proc, sharedSpawner } from './launch.ts';
 import { type Args, env, killGroup, optInt, optStr, str } from './util.ts';
 import type { Workspace } from './workspace.ts';
 
@@ -52,14 +54,23 @@ export const runExec = async (ws: Workspace, args: Args, io: ExecIo, signal: Abo
   const stdin = optStr(args, 'stdin');
   const { real } = await workdir(ws, optStr(args, 'cwd'));
   const started = Date.now();
-  const child = spawn('bash', ['-c', command], {
-    cwd: real,
-    env: childEnv(env(args, 'env')),
-    detached: true,
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
+  let child: Proc;
+  try {
+    child = await launch(
+      {
+        file: 'bash',
+        args: ['-c', command],
+        cwd: real,
+        env: childEnv(env(args, 'env')),
+        stdin: stdin !== undefined,
+      },
+      sharedSpawner(),
+    );
+  } catch (e) {
+    if (e instanceof SandboxError) throw e;
+    throw new SandboxError('TOOL_FAILED', `Could not start bash: ${(e as Error).message}`, { cause: e });
+  }
   const pid = child.pid;
-  const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
   let timedOut = false;
   let truncated = false;
   const sent = { stdout: 0, stderr: 0 };
@@ -74,19 +85,17 @@ export const runExec = async (ws: Workspace, args: Args, io: ExecIo, signal: Abo
     if (part !== chunk) truncated = true;
     sent[stream] += part.length;
     if (!io.send(stream, part)) {
-      child.stdout?.pause();
-      child.stderr?.pause();
+      child.stdout.pause();
+      child.stderr.pause();
       io.onDrain(() => {
-        child.stdout?.resume();
-        child.stderr?.resume();
+        child.stdout.resume();
+        child.stderr.resume();
       });
     }
   };
-  child.stdout?.on('data', pump('stdout'));
-  child.stderr?.on('data', pump('stderr'));
-  child.stdin?.on('error', () => {}); // EPIPE when the command ignores its stdin
+  child.stdout.on('data', pump('stdout'));
+  child.stderr.on('data', pump('stderr'));
   if (stdin !== undefined) child.stdin?.end(stdin);
-  else child.stdin?.end();
 
   const timer = setTimeout(() => {
     timedOut = true;
@@ -94,22 +103,20 @@ export const runExec = async (ws: Workspace, args: Args, io: ExecIo, signal: Abo
   }, timeoutMs);
   const onAbort = (): void => killGroup(pid, 'SIGKILL');
   signal.addEventListener('abort', onAbort, { once: true });
+  if (signal.aborted) onAbort(); // aborted while the command was being started
 
   try {
-    const [code, sig] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve, reject) => {
-      child.once('error', reject);
-      child.once('exit', (c, s) => resolve([c, s]));
-    });
+    const { code, signal: sig } = await child.exited;
     // Whatever the command left running in its group goes too, so the pipes can close.
     killGroup(pid, 'SIGKILL');
     let grace: NodeJS.Timeout | undefined;
     await Promise.race([
-      closed,
+      child.closed,
       new Promise<void>((resolve) => {
         // A grandchild that left the group (setsid, nohup) may still hold the pipes open.
         grace = setTimeout(() => {
-          child.stdout?.destroy();
-          child.stderr?.destroy();
+          child.stdout.destroy();
+          child.stderr.destroy();
           resolve();
         }, CLOSE_GRACE_MS);
       }),
@@ -122,8 +129,6 @@ export const runExec = async (ws: Workspace, args: Args, io: ExecIo, signal: Abo
       truncated,
       durationMs: Date.now() - started,
     };
-  } catch (e) {
-    throw new SandboxError('TOOL_FAILED', `Could not start bash: ${(e as Error).message}`, { cause: e });
   } finally {
     clearTimeout(timer);
     signal.removeEventListener('abort', onAbort);

@@ -1,0 +1,313 @@
+// sandboxd's side of the spawner (the python3 loop in spawner-script.ts): starts it once, asks it to
+// start commands, opens the commands' pipes through /proc/<spawner>/fd/<fd> (Node 18 cannot receive
+// descriptors over a unix socket; opening a pipe through /proc gives a new descriptor on the same
+// pipe) and hands them out as sockets, with the exit status the spawner reports.
+// States: idle (not started, or died and may be restarted) → starting → ready; off when python3 is
+// missing, the /proc probe fails, it hangs, it died too often, or after stop(). `spawn()` returns
+// undefined unless ready, and the caller starts the command itself (child_process.spawn).
+// Invariants: nothing the spawner (or anyone writing to its pipes) sends can throw out of here; a
+// command whose spawner died is still waited for (until its pid is gone; the exit status is then
+// unknown: code and signal null); a spawn the spawner does not answer in time rejects and the spawner
+// is killed, so a stuck spawner never holds execs for long.
+
+import { type ChildProcess, spawn as nodeSpawn } from 'node:child_process';
+import { closeSync, constants, openSync, readSync } from 'node:fs';
+import { Socket } from 'node:net';
+import { SandboxError } from '../../host/errors.ts';
+import { SPAWNER_SCRIPT } from './spawner-script.ts';
+
+export interface SpawnRequest {
+  file: string;
+  args: string[];
+  /** Working directory (an existing real path). */
+  cwd: string;
+  /** The command's whole environment. */
+  env: NodeJS.ProcessEnv;
+  /** Whether the caller will write to stdin; if not, the command reads EOF at once. */
+  stdin: boolean;
+}
+export interface Exit {
+  code: number | null;
+  signal: string | null;
+}
+export interface Spawned {
+  pid: number;
+  /** Present when the request asked for stdin. */
+  stdin: Socket | undefined;
+  stdout: Socket;
+  stderr: Socket;
+  exit: Promise<Exit>;
+}
+
+export interface SpawnerOptions {
+  /** The interpreter. Default `python3` (on PATH). */
+  python?: string;
+  /** Longest wait for the spawner's answer to a spawn (or for it to start) before it is killed as stuck. Default 5000 ms. */
+  answerTimeoutMs?: number;
+  /** Unexpected deaths tolerated (each followed by a restart at the next spawn) before giving up. Default 10. */
+  maxRestarts?: number;
+  log?: (line: string) => void;
+}
+
+type Pending = {
+  req: SpawnRequest;
+  resolve: (s: Spawned) => void;
+  reject: (e: Error) => void;
+  timer: NodeJS.Timeout;
+};
+type Running = { pid: number; resolve: (e: Exit) => void };
+type Message = Record<string, unknown>;
+
+const MAX_LINE = 64 * 1024;
+const b64 = (s: string): string => Buffer.from(s, 'utf8').toString('base64');
+const isFd = (v: unknown): v is number =>
+  Number.isInteger(v) && (v as number) >= -1 && (v as number) < 1 << 20;
+const isPid = (v: unknown): v is number => Number.isInteger(v) && (v as number) > 1;
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+};
+const killGroup = (pid: number): void => {
+  try {
+    process.kill(-pid, 'SIGKILL');
+  } catch {
+    // gone already
+  }
+};
+
+export const createSpawner = (options: SpawnerOptions = {}) => {
+  const { python = 'python3', answerTimeoutMs = 5000, maxRestarts = 10 } = options;
+  const log = options.log ?? ((line: string) => process.stderr.write(`sandboxd: spawner: ${line}\n`));
+  let state: 'idle' | 'starting' | 'ready' | 'off' = 'idle';
+  let child: ChildProcess | undefined;
+  let spawnerPid = 0;
+  let deaths = 0;
+  let nextId = 1;
+  let startTimer: NodeJS.Timeout | undefined;
+  const pending = new Map<number, Pending>();
+  const running = new Map<number, Running>();
+
+  const write = (m: Message): void => {
+    child?.stdin?.write(`${JSON.stringify(m)}\n`);
+  };
+  const openPipe = (fd: number, flags: number): number =>
+    openSync(`/proc/${spawnerPid}/fd/${fd}`, flags | constants.O_NONBLOCK);
+  const giveUp = (why: string): void => {
+    if (state !== 'off') log(`${why}; exec falls back to child_process.spawn`);
+    state = 'off';
+    child?.kill('SIGKILL');
+  };
+
+  /** The spawner is up: check that its pipes can be opened through /proc before using it. */
+  const onReady = (m: Message): void => {
+    const probe = m.probe as unknown[];
+    if (!isPid(m.pid) || !Array.isArray(probe) || !isFd(probe[0]) || !isFd(probe[1])) {
+      giveUp('bad hello');
+      return;
+    }
+    spawnerPid = m.pid;
+    try {
+      const r = openPipe(probe[0], constants.O_RDONLY);
+      const buf = Buffer.alloc(2);
+      const n = readSync(r, buf, 0, 2, null);
+      closeSync(r);
+      closeSync(openPipe(probe[1], constants.O_WRONLY));
+      if (n !== 2 || buf.toString() !== 'ok') throw new Error('probe pipe did not hold "ok"');
+    } catch (e) {
+      giveUp(`cannot open its pipes through /proc (${(e as Error).message})`);
+      return;
+    }
+    write({ t: 'release', id: 0 });
+    clearTimeout(startTimer);
+    state = 'ready';
+  };
+
+  const onSpawned = (m: Message, p: Pending): void => {
+    const fds = m.fds as unknown[];
+    if (!isPid(m.pid) || !Array.isArray(fds) || !fds.every(isFd) || fds.length !== 3) {
+      p.reject(new SandboxError('TOOL_FAILED', 'The spawner sent a malformed answer.'));
+      giveUp('malformed answer');
+      return;
+    }
+    const pid = m.pid;
+    const opened: number[] = [];
+    try {
+      const [inW, outR, errR] = fds as [number, number, number];
+      const sockets = [outR, errR].map((fd) => {
+        opened.push(openPipe(fd, constants.O_RDONLY));
+        return new Socket({ fd: opened[opened.length - 1], readable: true, writable: false });
+      }) as [Socket, Socket];
+      let stdin: Socket | undefined;
+      if (p.req.stdin && inW >= 0) {
+        opened.push(openPipe(inW, constants.O_WRONLY));
+        stdin = new Socket({ fd: opened[opened.length - 1], readable: false, writable: true });
+      }
+      write({ t: 'release', id: m.id });
+      const exit = new Promise<Exit>((resolve) => running.set(m.id as number, { pid, resolve }));
+      p.resolve({ pid, stdin, stdout: sockets[0], stderr: sockets[1], exit });
+    } catch (e) {
+      for (const fd of opened) closeSync(fd);
+      write({ t: 'release', id: m.id });
+      killGroup(pid);
+      p.reject(
+        new SandboxError('TOOL_FAILED', `Could not open the command's pipes: ${(e as Error).message}`),
+      );
+    }
+  };
+
+  const onMessage = (m: Message): void => {
+    if (m.t === 'ready') {
+      onReady(m);
+      return;
+    }
+    const id = m.id as number;
+    if (m.t === 'exit') {
+      const r = running.get(id);
+      running.delete(id);
+      r?.resolve({
+        code: Number.isInteger(m.code) ? (m.code as number) : null,
+        signal: typeof m.signal === 'string' ? m.signal : null,
+      });
+      return;
+    }
+    const p = pending.get(id);
+    if (!p) return;
+    pending.delete(id);
+    clearTimeout(p.timer);
+    if (m.t === 'spawned') {
+      onSpawned(m, p);
+      return;
+    }
+    const code = typeof m.code === 'string' ? m.code : 'ESPAWN';
+    const error = Object.assign(
+      new Error(`spawn ${p.req.file} ${code}: ${String(m.message).slice(0, 500)}`),
+      {
+        code,
+      },
+    );
+    p.reject(error);
+  };
+
+  const onDeath = (proc: ChildProcess, why: string): void => {
+    if (proc !== child) return;
+    child = undefined;
+    clearTimeout(startTimer);
+    for (const p of pending.values()) {
+      clearTimeout(p.timer);
+      p.reject(
+        new SandboxError('TOOL_FAILED', 'The command could not be started (the spawner stopped); try again.'),
+      );
+    }
+    pending.clear();
+    // Commands it started run on; wait for each to end, with its exit status lost.
+    for (const r of running.values()) {
+      const poll = setInterval(() => {
+        if (alive(r.pid)) return;
+        clearInterval(poll);
+        r.resolve({ code: null, signal: null });
+      }, 50);
+    }
+    running.clear();
+    if (state === 'off') return;
+    deaths++;
+    if (deaths > maxRestarts) {
+      giveUp(`died ${deaths} times (last: ${why})`);
+      return;
+    }
+    log(`stopped (${why}); restarting at the next exec`);
+    state = 'idle';
+  };
+
+  const start = (): void => {
+    state = 'starting';
+    let proc: ChildProcess;
+    try {
+      // argv0 and the short -c keep `ps` readable and `pkill -f python` away from it.
+      proc = nodeSpawn(python, ['-I', '-S', '-c', 'exec(open(3).read())'], {
+        argv0: 'sandboxd-spawner',
+        cwd: '/',
+        stdio: ['pipe', 'pipe', 'inherit', 'pipe'],
+      });
+    } catch (e) {
+      giveUp(`could not start ${python}: ${(e as Error).message}`);
+      return;
+    }
+    child = proc;
+    proc.on('error', (e) => {
+      if (state === 'starting' && (e as NodeJS.ErrnoException).code === 'ENOENT')
+        giveUp(`${python} not found`);
+      onDeath(proc, e.message);
+    });
+    proc.on('exit', (code, sig) => onDeath(proc, sig ?? `exit code ${code}`));
+    for (const s of proc.stdio) s?.on('error', () => {}); // EPIPE once it is gone: 'exit' handles it
+    const script = proc.stdio[3] as NodeJS.WritableStream | null;
+    script?.end(SPAWNER_SCRIPT);
+    let buf = '';
+    proc.stdout?.setEncoding('utf8');
+    proc.stdout?.on('data', (chunk: string) => {
+      buf += chunk;
+      let nl = buf.indexOf('\n');
+      while (nl >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        try {
+          const m = JSON.parse(line) as unknown;
+          if (typeof m === 'object' && m !== null) onMessage(m as Message);
+        } catch {
+          // not one of ours: skip the line
+        }
+        nl = buf.indexOf('\n');
+      }
+      if (buf.length > MAX_LINE) giveUp('sent an overlong line');
+    });
+    startTimer = setTimeout(() => giveUp(`not ready after ${answerTimeoutMs} ms`), answerTimeoutMs);
+  };
+
+  return {
+    /** Start the spawner now rather than at the first spawn. */
+    start(): void {
+      if (state === 'idle') start();
+    },
+    /** Start a command through the spawner; undefined when it is not ready (start it yourself). */
+    spawn(req: SpawnRequest): Promise<Spawned> | undefined {
+      if (state === 'idle') start();
+      if (state !== 'ready') return undefined;
+      const id = nextId++;
+      return new Promise<Spawned>((resolve, reject) => {
+        const timer = setTimeout(() => {
+          pending.delete(id);
+          reject(new SandboxError('TOOL_FAILED', 'The spawner did not answer; try again.'));
+          log(`no answer in ${answerTimeoutMs} ms; killing it`);
+          child?.kill('SIGKILL');
+        }, answerTimeoutMs);
+        pending.set(id, { req, resolve, reject, timer });
+        write({
+          t: 'spawn',
+          id,
+          argv: [req.file, ...req.args].map(b64),
+          cwd: b64(req.cwd),
+          env: Object.entries(req.env).flatMap(([k, v]) => (v === undefined ? [] : [[b64(k), b64(v)]])),
+          stdin: req.stdin,
+        });
+      });
+    },
+    get state() {
+      return state;
+    },
+    /** The spawner's pid (0 before it is ready); for tests. */
+    get pid() {
+      return spawnerPid;
+    },
+    /** Stop the spawner for good (it kills the commands it started). */
+    stop(): void {
+      state = 'off';
+      child?.stdin?.end();
+    },
+  };
+};
+
+export type Spawner = ReturnType<typeof createSpawner>;
