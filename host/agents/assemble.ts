@@ -7,7 +7,12 @@ import { timeoutPolicy } from '../../policies/index.ts';
 import type { IsolateHost } from '../isolates/index.ts';
 import type { SandboxProvider } from '../sandbox/types.ts';
 import type { Store } from '../store/index.ts';
-import { standardSandboxTools, strReplaceEditorTool } from '../tools/builtin/index.ts';
+import {
+  persistentBashTool,
+  standardSandboxTools,
+  strReplaceEditorTool,
+  terminalTools,
+} from '../tools/builtin/index.ts';
 import {
   createRegistry,
   createRequestApprovals,
@@ -43,7 +48,12 @@ export const assembleAgents = (options: AssembleOptions): Assembled => {
       options.approvalTtlMs === undefined ? {} : { ttlMs: options.approvalTtlMs },
     ),
   });
-  for (const tool of [...standardSandboxTools(), strReplaceEditorTool]) registry.global.register(tool);
+  for (const tool of [...standardSandboxTools(), strReplaceEditorTool, ...terminalTools()])
+    registry.global.register(tool);
+  // The minimal preset's `bash` is the persistent PTY shell: it shadows the one-shot global `bash`.
+  // The editor is registered there too, so the preset lists its two tools in catalog order.
+  registry.scope('minimal').register(persistentBashTool);
+  registry.scope('minimal').register(strReplaceEditorTool);
   timeoutPolicy(
     options.defaultToolTimeoutMs === undefined ? {} : { defaultMs: options.defaultToolTimeoutMs },
   ).install(registry.global);

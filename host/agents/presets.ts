@@ -5,16 +5,24 @@ import type { PresentationMode, Preset } from './types.ts';
 
 const FS_SHELL = ['bash', 'read', 'read_image', 'write', 'edit', 'glob', 'grep'];
 const JOBS = ['job_list', 'job_output', 'job_kill'];
+const TERMINALS = [
+  'terminal_list',
+  'terminal_open',
+  'terminal_read',
+  'terminal_send',
+  'terminal_signal',
+  'terminal_close',
+];
 
 const TOOLS: Record<Preset, readonly string[]> = {
   /** The full coding surface: native fs/shell tools and background jobs. */
   standard: [...FS_SHELL, ...JOBS],
   /** The same end capabilities, reached only through run_code's tools.* bindings. */
   code: [...FS_SHELL, ...JOBS],
-  /** One shell and one combined editor. */
+  /** One persistent PTY shell (`bash`, registered in this preset's own layer) and one combined editor. */
   minimal: ['bash', 'str_replace_editor'],
-  /** standard + runtime inspection and plugin tools (cordis_*, terminal_*) once installed. */
-  creator: [...FS_SHELL, ...JOBS, 'terminal_open', 'terminal_write', 'terminal_read', 'terminal_close'],
+  /** standard + persistent terminals + runtime inspection and plugin tools (cordis_*) once installed. */
+  creator: [...FS_SHELL, ...JOBS, ...TERMINALS],
 };
 
 const DEFAULT_MODE: Record<Preset, PresentationMode> = {

@@ -152,6 +152,8 @@ export interface TerminalInfo {
   startOffset: number;
   /** Absolute offset just past the newest output byte. */
   endOffset: number;
+  /** A job other than the program itself holds the foreground (for a shell: a command is running). */
+  busy: boolean;
 }
 
 export interface TerminalOpenOptions {

@@ -10,6 +10,7 @@
 
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
 import { constants } from 'node:os';
 import type { Writable } from 'node:stream';
 import { SandboxError } from '../../host/errors.ts';
@@ -30,6 +31,8 @@ const MAX_QUEUED_INPUT = 4 * 1024 * 1024;
 const STREAM_CHUNK = 64 * 1024;
 const MAX_WAIT_MS = 60 * 60 * 1000;
 const START_TIMEOUT_MS = 10_000;
+/** The system python (the image's; also sidesteps slow version-manager shims when run locally). */
+const PYTHON = existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';
 export const TERMINAL_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGKILL', 'SIGTSTP', 'SIGHUP', 'SIGQUIT', 'SIGCONT'];
 
 interface Terminal {
@@ -62,9 +65,13 @@ export interface TerminalStreamIo {
 }
 
 const notFound = (id: string): SandboxError =>
-  new SandboxError('TERMINAL_NOT_FOUND', `No terminal ${JSON.stringify(id)}; list terminals to see their ids.`, {
-    data: { id },
-  });
+  new SandboxError(
+    'TERMINAL_NOT_FOUND',
+    `No terminal ${JSON.stringify(id)}; list terminals to see their ids.`,
+    {
+      data: { id },
+    },
+  );
 const signalName = (n: number): string | null =>
   Object.entries(constants.signals).find(([, v]) => v === n)?.[0] ?? null;
 const dims = (args: Args, fallbackCols: number, fallbackRows: number) => {
@@ -87,8 +94,25 @@ const commandOf = (args: Args): string[] => {
   return v as string[];
 };
 
+/**
+ * Whether a job other than the program itself holds the terminal's foreground (a command is running
+ * in the shell), from field 8 (tpgid) of /proc/PID/stat. False where /proc cannot tell.
+ */
+const busyOf = (t: Terminal): boolean => {
+  if (t.status !== 'running' || t.pid === null) return false;
+  try {
+    const stat = readFileSync(`/proc/${t.pid}/stat`, 'utf8');
+    const tpgid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[5]);
+    return tpgid > 0 && tpgid !== t.pid;
+  } catch {
+    return false;
+  }
+};
+
 export const createTerminals = (ws: Workspace, log: (line: string) => void) => {
   const terminals = new Map<string, Terminal>();
+  /** Opens in progress by name, so two opens of one name (with reuse) make one terminal. */
+  const opening = new Map<string, Promise<Terminal>>();
 
   const info = (t: Terminal) => ({
     id: t.id,
@@ -105,6 +129,7 @@ export const createTerminals = (ws: Workspace, log: (line: string) => void) => {
     endedAt: t.endedAt,
     startOffset: t.ring.start,
     endOffset: t.ring.end,
+    busy: busyOf(t),
   });
   const get = (args: Args): Terminal => {
     const id = str(args, 'id');
@@ -128,7 +153,9 @@ export const createTerminals = (ws: Workspace, log: (line: string) => void) => {
   };
   const running = (t: Terminal): Terminal => {
     if (t.status !== 'running')
-      throw new SandboxError('CONFLICT', `Terminal ${t.id} has exited; open a new one.`, { data: { id: t.id } });
+      throw new SandboxError('CONFLICT', `Terminal ${t.id} has exited; open a new one.`, {
+        data: { id: t.id },
+      });
     return t;
   };
   const makeRoom = (): void => {
@@ -149,7 +176,7 @@ export const createTerminals = (ws: Workspace, log: (line: string) => void) => {
     const echo = args.echo !== false;
     makeRoom();
     const helper = spawn(
-      'python3',
+      PYTHON,
       ['-c', PTY_HELPER, String(rows), String(cols), echo ? '1' : '0', ...command],
       {
         cwd: real,
@@ -261,16 +288,30 @@ export const createTerminals = (ws: Workspace, log: (line: string) => void) => {
     async termOpen(args: Args) {
       const name = optStr(args, 'name');
       if (name !== undefined && !/^[A-Za-z0-9._-]{1,64}$/.test(name))
-        throw new SandboxError('INVALID_ARGUMENTS', 'A terminal name is 1-64 letters, digits, dots, dashes or underscores.');
-      if (name !== undefined) {
-        const same = [...terminals.values()].find((t) => t.name === name && t.status === 'running');
-        if (same && bool(args, 'reuse')) return info(same);
-        if (same)
-          throw new SandboxError('CONFLICT', `A terminal named ${name} is already running (${same.id}).`, {
-            data: { id: same.id },
-          });
+        throw new SandboxError(
+          'INVALID_ARGUMENTS',
+          'A terminal name is 1-64 letters, digits, dots, dashes or underscores.',
+        );
+      if (name === undefined) return info(await start(args));
+      const pending = opening.get(name);
+      if (pending && bool(args, 'reuse')) return info(await pending);
+      const same = [...terminals.values()].find((t) => t.name === name && t.status === 'running');
+      if (same && bool(args, 'reuse')) return info(same);
+      if (same || pending)
+        throw new SandboxError(
+          'CONFLICT',
+          `A terminal named ${name} is already running${same ? ` (${same.id})` : ''}.`,
+          {
+            data: { id: same?.id },
+          },
+        );
+      const started = start(args);
+      opening.set(name, started);
+      try {
+        return info(await started);
+      } finally {
+        opening.delete(name);
       }
-      return info(await start(args));
     },
 
     async termList() {

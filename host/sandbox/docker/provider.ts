@@ -77,7 +77,7 @@ export const createDockerProvider = (
   const connect = options.connect ?? ((o) => connectSandboxd(o));
   const onError = options.onError ?? (() => {});
   const resolve = createResolver(WORKSPACE_ROOT);
-  const flags: ProviderFlags = { durableJobs: true, isolated: true, terminals: false };
+  const flags: ProviderFlags = { durableJobs: true, isolated: true, terminals: true };
   const entries = new Map<string, Entry>();
   const agentName = (agentId: string): string => `${prefix}-agent-${agentSlug(agentId)}`;
   const owner = nanoid(10);

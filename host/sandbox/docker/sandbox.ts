@@ -2,7 +2,8 @@
 // agent's live sandboxd session, (re)opened on demand. A container the idle reaper stopped is
 // restarted by the next call, so a handle stays valid for the sandbox's whole life.
 
-import type { Sandbox, SandboxFs, SandboxJobs } from '../types.ts';
+import { SandboxError } from '../../errors.ts';
+import type { Sandbox, SandboxFs, SandboxJobs, SandboxTerminals } from '../types.ts';
 import { createContainerArchive } from './archive.ts';
 import type { SandboxdSession } from './session.ts';
 
@@ -33,6 +34,16 @@ const FS_METHODS: FsMethod[] = [
   'grep',
 ];
 const JOB_METHODS: Array<keyof SandboxJobs> = ['start', 'list', 'output', 'kill'];
+const TERMINAL_METHODS: Array<keyof SandboxTerminals> = [
+  'open',
+  'list',
+  'write',
+  'read',
+  'resize',
+  'signal',
+  'close',
+  'attach',
+];
 
 export const createSandboxHandle = (o: HandleOptions): Sandbox => {
   const fs = { root: o.root, resolve: o.resolve } as Record<string, unknown>;
@@ -54,12 +65,28 @@ export const createSandboxHandle = (o: HandleOptions): Sandbox => {
       return o.use((s) => (s.jobs[m] as (...a: unknown[]) => Promise<unknown>)(...args));
     };
   }
+  // An attach holds its call open (and so keeps the reaper away) while a person is attached.
+  const terminals = {} as Record<string, unknown>;
+  for (const m of TERMINAL_METHODS) {
+    terminals[m] = async (...args: unknown[]) => {
+      if (m === 'open') {
+        const cwd = (args[0] as { cwd?: string } | undefined)?.cwd;
+        if (cwd !== undefined) o.resolve(cwd);
+      }
+      return o.use((s) => {
+        if (!s.terminals)
+          throw new SandboxError('SANDBOX_UNAVAILABLE', 'This sandbox session has no terminals.');
+        return (s.terminals[m] as (...a: unknown[]) => Promise<unknown>)(...args);
+      });
+    };
+  }
   const sandboxFs = fs as unknown as SandboxFs;
   return {
     id: o.id,
     agentId: o.agentId,
     fs: sandboxFs,
     jobs: jobs as unknown as SandboxJobs,
+    terminals: terminals as unknown as SandboxTerminals,
     archive: createContainerArchive({ use: o.use, resolve: o.resolve }),
     exec: async (command, options) => {
       if (options?.cwd !== undefined) o.resolve(options.cwd);

@@ -7,7 +7,7 @@ import type { Readable, Writable } from 'node:stream';
 import type Docker from 'dockerode';
 import { SandboxError } from '../../errors.ts';
 import { WORKSPACE_ROOT } from '../paths.ts';
-import type { Sandbox, SandboxFs, SandboxJobs, SandboxLimits } from '../types.ts';
+import type { Sandbox, SandboxFs, SandboxJobs, SandboxLimits, SandboxTerminals } from '../types.ts';
 import { type Attachment, attach } from './attach.ts';
 import { fromDocker, isNotModified } from './errors.ts';
 
@@ -16,6 +16,8 @@ export interface SandboxdSession {
   fs: SandboxFs;
   exec: Sandbox['exec'];
   jobs: SandboxJobs;
+  /** Persistent terminals (sandboxd has them; test doubles may not). */
+  terminals?: SandboxTerminals;
   ping(): Promise<unknown>;
   close(): Promise<void> | void;
   /** Settles when the connection is gone (protocol error, socket closed). */

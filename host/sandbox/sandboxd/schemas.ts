@@ -58,6 +58,7 @@ const terminalInfoEntries = {
   endedAt: v.nullable(int),
   startOffset: int,
   endOffset: int,
+  busy: v.boolean(),
 };
 /** Bytes of terminal output in one read answer (1 MiB of data, base64). */
 const TERMINAL_READ_CHARS = Math.ceil((1024 * 1024) / 3) * 4;

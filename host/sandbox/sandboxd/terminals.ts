@@ -48,7 +48,9 @@ export const createTerminalClient = (
     },
     async write(id, data) {
       const buf =
-        typeof data === 'string' ? Buffer.from(data) : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+        typeof data === 'string'
+          ? Buffer.from(data)
+          : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
       idOf(id);
       for (let at = 0; at < buf.length; at += MAX_WRITE_BYTES) {
         const data = buf.subarray(at, at + MAX_WRITE_BYTES).toString('base64');

@@ -154,7 +154,9 @@ describe('sandboxd terminals', () => {
     expect(all).toContain('live-4');
     expect(chunks[0]?.offset).toBe(0);
     for (let i = 1; i < chunks.length; i++)
-      expect(chunks[i]?.offset).toBe((chunks[i - 1]?.offset ?? 0) + Buffer.byteLength(chunks[i - 1]?.text ?? ''));
+      expect(chunks[i]?.offset).toBe(
+        (chunks[i - 1]?.offset ?? 0) + Buffer.byteLength(chunks[i - 1]?.text ?? ''),
+      );
 
     // Detaching (abort) ends the stream and leaves the terminal alone.
     const u = await c.terminals.open();
