@@ -24,7 +24,14 @@ const pendingOf = async (agentId: string): Promise<Loose> => {
   throw new Error('no pending request');
 };
 
-const HOST_LEAKS = [/\/work\//, /node_modules/, /host\/isolates/, /\b(?!program\.ts)[\w-]+\.[cm]?[jt]s:\d+/, /at .*\(node:/, /isolated-vm/];
+const HOST_LEAKS = [
+  /\/work\//,
+  /node_modules/,
+  /host\/isolates/,
+  /\b(?!program\.ts)[\w-]+\.[cm]?[jt]s:\d+/,
+  /at .*\(node:/,
+  /isolated-vm/,
+];
 
 beforeAll(async () => {
   h = await startHarness({ isolateWorkers: 2 });
@@ -64,7 +71,19 @@ describe('code mode (run_code) as an attacker', () => {
     );
     expect(r.ok, text(r)).toBe(true);
     const out = JSON.parse(text(r).slice(text(r).indexOf('{')));
-    for (const name of ['require', 'process', 'module', 'Buffer', 'fetch', 'XMLHttpRequest', 'WebSocket', 'Deno', 'Bun', 'ivm', '_ivm'])
+    for (const name of [
+      'require',
+      'process',
+      'module',
+      'Buffer',
+      'fetch',
+      'XMLHttpRequest',
+      'WebSocket',
+      'Deno',
+      'Bun',
+      'ivm',
+      '_ivm',
+    ])
       expect(out.probe[name], name).toBe('undefined');
     for (const name of ['setTimeout', 'setInterval', 'setImmediate'])
       expect(['undefined', 'function']).toContain(out.probe[name]);
@@ -156,7 +175,12 @@ describe('code mode (run_code) as an attacker', () => {
       'flood',
     );
     const started = Date.now();
-    const other = await run(h.keyB, codeB, `await tools.write({ file_path: 'b.txt', content: 'fine' }); return await tools.read({ file_path: 'b.txt' });`, 'other');
+    const other = await run(
+      h.keyB,
+      codeB,
+      `await tools.write({ file_path: 'b.txt', content: 'fine' }); return await tools.read({ file_path: 'b.txt' });`,
+      'other',
+    );
     expect(other.ok, text(other)).toBe(true);
     expect(text(other)).toContain('fine');
     expect(Date.now() - started).toBeLessThan(30_000);

@@ -26,7 +26,11 @@ beforeAll(async () => {
   agentB = await h.agent(h.keyB);
   // B runs a recognisable process that A must not see.
   await h.calls(h.keyB, agentB, [
-    ['bg', 'bash', { command: 'exec sleep 3600 # tenant-b-marker', description: 'bg', run_in_background: true }],
+    [
+      'bg',
+      'bash',
+      { command: 'exec sleep 3600 # tenant-b-marker', description: 'bg', run_in_background: true },
+    ],
   ]);
   expect(await sh('id -u')).toBe('1000');
 });
@@ -43,7 +47,7 @@ describe('container escape and abuse from bash', () => {
         "echo routes=$(awk 'NR>1' /proc/net/route | wc -l)",
         // TEST-NET-1 (RFC 5737): with no interface but lo the kernel refuses before any packet exists.
         "timeout 5 bash -c 'echo > /dev/tcp/192.0.2.1/80' 2>&1 | tail -1",
-        "timeout 5 python3 -c \"import socket; socket.create_connection(('192.0.2.1', 443), 3)\" 2>&1 | tail -1",
+        'timeout 5 python3 -c "import socket; socket.create_connection((\'192.0.2.1\', 443), 3)" 2>&1 | tail -1',
       ].join('; '),
     );
     const [ifaces, routes, bashConnect, pyConnect] = out.split('\n');
@@ -143,7 +147,12 @@ describe('container escape and abuse from bash', () => {
     // The agent's own sandbox recovers: leftovers can be killed and new commands run.
     let ok = '';
     for (let i = 0; i < 20 && ok !== 'alive'; i++) {
-      const r: Loose = await h.bash(h.keyA, agentA, 'pkill -9 -u 1000 -f "b$" 2>/dev/null; echo alive', 10_000);
+      const r: Loose = await h.bash(
+        h.keyA,
+        agentA,
+        'pkill -9 -u 1000 -f "b$" 2>/dev/null; echo alive',
+        10_000,
+      );
       ok = text(r).split('\n').at(-1) ?? '';
       if (ok !== 'alive') await new Promise((r) => setTimeout(r, 500));
     }

@@ -67,7 +67,11 @@ describe('tenant isolation over HTTP', () => {
       ['GET', ''],
       ['DELETE', ''],
       ['GET', '/tools'],
-      ['POST', '/calls', { calls: [{ id: 'x', name: 'bash', arguments: { command: 'id', description: 'x' } }] }],
+      [
+        'POST',
+        '/calls',
+        { calls: [{ id: 'x', name: 'bash', arguments: { command: 'id', description: 'x' } }] },
+      ],
       ['GET', '/events'],
       ['GET', '/events?after=0'],
       ['GET', '/requests?state=pending'],
@@ -129,7 +133,12 @@ describe('tenant isolation over HTTP', () => {
       expect(direct.status).toBe(404);
       const viaOwn = await h.http(h.keyB, 'POST', `/v1/agents/${agentB}/requests/${req.id}`, answer);
       expect(viaOwn.status).toBe(404);
-      const nobody = await h.http(h.keyB, 'POST', `/v1/agents/${agentB}/requests/req_${'y'.repeat(21)}`, answer);
+      const nobody = await h.http(
+        h.keyB,
+        'POST',
+        `/v1/agents/${agentB}/requests/req_${'y'.repeat(21)}`,
+        answer,
+      );
       expect(shape(viaOwn, req.id)).toEqual(shape(nobody, `req_${'y'.repeat(21)}`));
       expect((await h.http(h.keyB, 'GET', `/v1/agents/${agentB}/requests/${req.id}`)).status).toBe(404);
       const still = await h.http(h.keyA, 'GET', `/v1/agents/${agentA}/requests/${req.id}`);
@@ -163,7 +172,8 @@ describe('tenant isolation over HTTP', () => {
   it('ids are long random strings, not counters', async () => {
     const ids = [agentA, agentB, await h.agent(h.keyA), await h.agent(h.keyA)];
     for (const id of ids) expect(id).toMatch(/^agt_[A-Za-z0-9_-]{16,}$/);
-    for (const rid of [pendingApproval.id, pendingRemote.id]) expect(rid).toMatch(/^[a-z]+_[A-Za-z0-9_-]{16,}$/);
+    for (const rid of [pendingApproval.id, pendingRemote.id])
+      expect(rid).toMatch(/^[a-z]+_[A-Za-z0-9_-]{16,}$/);
     // No shared prefix beyond the type tag: consecutive ids differ early.
     const [x, y] = ids.slice(2) as [string, string];
     expect(x.slice(0, 8)).not.toBe(y.slice(0, 8));
@@ -173,7 +183,13 @@ describe('tenant isolation over HTTP', () => {
     const bad = [undefined, 'dsk_', `${h.keyA.slice(0, 12)}${'A'.repeat(40)}`, 'Basic abc'];
     for (const key of bad) {
       const headers: Record<string, string> = key?.startsWith('Basic') ? { Authorization: key } : {};
-      const res = await h.http(key?.startsWith('Basic') ? undefined : key, 'GET', `/v1/agents/${agentA}`, undefined, headers);
+      const res = await h.http(
+        key?.startsWith('Basic') ? undefined : key,
+        'GET',
+        `/v1/agents/${agentA}`,
+        undefined,
+        headers,
+      );
       expect(res.status, String(key)).toBe(401);
       expect(res.json.error.code).toBe('UNAUTHORIZED');
       expect(res.text).not.toContain(agentA);
