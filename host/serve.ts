@@ -14,6 +14,7 @@ import { assembleAgents } from './agents/assemble.ts';
 import { createApp } from './api/app.ts';
 import { createLifecycle } from './api/lifecycle.ts';
 import { createMetrics, observeCalls } from './api/metrics.ts';
+import { createWebSocketServer } from './api/routes/terminals.ts';
 import type { Config } from './config.ts';
 import type { IsolateHost } from './isolates/index.ts';
 import type { SandboxProvider } from './sandbox/types.ts';
@@ -99,9 +100,12 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
       callTimeoutMs: config.callTimeoutMs,
     },
   });
+  // Terminal WebSockets (/v1/agents/:id/terminals/:tid) upgrade through this ws server.
+  const wss = createWebSocketServer();
   const server = await new Promise<Server>((resolve) => {
-    const s = listen({ fetch: app.fetch, hostname: config.host, port: config.port }, () =>
-      resolve(s as Server),
+    const s = listen(
+      { fetch: app.fetch, hostname: config.host, port: config.port, websocket: { server: wss } },
+      () => resolve(s as Server),
     ) as Server;
   });
   // Slow clients cannot hold a socket forever while sending a request.
@@ -115,6 +119,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
     closing ??= (async () => {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       lifecycle.begin();
+      for (const ws of wss.clients) ws.close(1001, 'server shutting down');
       const idle = setInterval(() => server.closeIdleConnections(), 50);
       await agents.close(config.shutdownGraceMs);
       const hard = setTimeout(() => server.closeAllConnections(), 5000);

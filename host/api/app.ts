@@ -23,6 +23,7 @@ import { fileRoutes } from './routes/files.ts';
 import { requestRoutes } from './routes/requests.ts';
 import { systemRoutes } from './routes/system.ts';
 import { tenantRoutes } from './routes/tenants.ts';
+import { terminalRoutes } from './routes/terminals.ts';
 
 export interface ApiLimits {
   /** Largest JSON request body. Default 1 MiB. */
@@ -105,6 +106,9 @@ export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
   });
   app.route('/', tenantRoutes(deps.store.tenants, deps.adminKey));
 
+  // Terminal WebSockets authenticate themselves (browsers cannot send the header) and hold no
+  // request slot while open; registered first, they answer before the header auth below.
+  app.route('/', terminalRoutes(deps.agents, deps.store.tenants));
   // `/v1/agents/*` matches `/v1/agents` itself too: one registration, so one slot per request.
   app.use('/v1/agents/*', tenantAuth(deps.store.tenants));
   app.use('/v1/agents/*', tenantConcurrency(createTenantLimiter(limits.tenantConcurrency)));
