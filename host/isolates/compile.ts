@@ -23,18 +23,16 @@ export interface CompiledProgram {
 export type CompileResult = { ok: true; program: CompiledProgram } | { ok: false; message: string };
 
 const CACHE_SIZE = 256;
-// Workflow and plugin scripts are compiled again and again; model programs rarely repeat.
-const cache = new Map<string, CompileResult>();
+// Workflow and plugin scripts are compiled again and again; model programs rarely repeat. The
+// promise is cached, so identical code compiled concurrently goes to esbuild once; transformBody
+// never rejects.
+const cache = new Map<string, Promise<CompileResult>>();
 
-export const compileProgram = async (code: string, language: 'ts' | 'js' = 'ts'): Promise<CompileResult> => {
+export const compileProgram = (code: string, language: 'ts' | 'js' = 'ts'): Promise<CompileResult> => {
   const key = `${language}\0${code}`;
-  const hit = cache.get(key);
-  if (hit) {
-    cache.delete(key);
-    cache.set(key, hit);
-    return hit;
-  }
-  const result = await transformBody(code, language);
+  let result = cache.get(key);
+  if (result !== undefined) cache.delete(key);
+  else result = transformBody(code, language);
   cache.set(key, result);
   if (cache.size > CACHE_SIZE) cache.delete(cache.keys().next().value as string);
   return result;

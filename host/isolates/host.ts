@@ -117,7 +117,7 @@ export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost
     while (queue.length > 0) {
       const candidates = supervisor.handles().filter((h) => h.ready && h.runs.size < maxRunsPerWorker);
       if (candidates.length === 0) return;
-      const handle = candidates.reduce((a, b) => (b.runs.size < a.runs.size ? b : a));
+      const handle = candidates.reduce((a, b) => (preferred(b, a) ? b : a));
       dispatch(queue.shift()!, handle);
     }
   };
@@ -125,6 +125,7 @@ export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost
   const dispatch = (run: HostRun, handle: WorkerHandle) => {
     run.worker = handle;
     handle.runs.add(run.id);
+    handle.slots = Math.max(0, handle.slots - 1);
     const { limits } = run;
     const sent = supervisor.send(handle, {
       t: 'run',
@@ -165,6 +166,11 @@ export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost
   };
 
   const onWorkerMessage = (handle: WorkerHandle, message: WorkerToHost) => {
+    if (message.t === 'pool') {
+      handle.slots = Number.isSafeInteger(message.ready) ? Math.max(0, message.ready) : 0;
+      handle.warming = message.warming === true;
+      return;
+    }
     const run = typeof message.t === 'string' && 'id' in message ? runs.get(message.id) : undefined;
     if (!run || run.worker !== handle) return;
     if (message.t === 'done') return finishRun(run, settle(run, message.outcome));
@@ -176,9 +182,10 @@ export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost
     handle: WorkerHandle,
     message: Extract<WorkerToHost, { t: 'call' }>,
   ) => {
+    // Replies of one tick leave in one frame (see outbox.ts).
     const reply = (envelope: string) => {
       if (!run.settled)
-        supervisor.send(handle, { t: 'result', id: run.id, callId: message.callId, envelope });
+        supervisor.post(handle, { t: 'result', id: run.id, callId: message.callId, envelope });
     };
     const { name, argsJson, callId } = message;
     if (
@@ -304,6 +311,18 @@ export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost
       await supervisor.close();
     },
   };
+};
+
+/**
+ * Routing: a worker that can start a run at once (an untouched isolate ready, no isolate being
+ * created on its loop) beats one that cannot; then fewer runs in flight; then more ready isolates.
+ */
+const preferred = (a: WorkerHandle, b: WorkerHandle): boolean => {
+  const aNow = a.slots > 0 && !a.warming;
+  const bNow = b.slots > 0 && !b.warming;
+  if (aNow !== bNow) return aNow;
+  if (a.runs.size !== b.runs.size) return a.runs.size < b.runs.size;
+  return a.slots > b.slots;
 };
 
 const errorEnvelope = (code: string, message: string): string =>

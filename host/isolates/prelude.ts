@@ -1,8 +1,9 @@
 // The only code that runs in an isolate before the program: it receives the two bridge callbacks as
 // arguments (never as globals), strips globals the program must not have, and returns
 // `{ start, deliver }` to the worker (as References the program never sees). The bridge is one-way each direction:
-// `call(id, name, argsJson)` (ignored-mode Callback) goes out, `deliver(id, envelopeJson)` comes
-// back; no promise, function or object ever crosses.
+// `call(id, name, argsJson)` (ignored-mode Callback) goes out, `deliver(ids, envelopeJsons)` comes
+// back (several settled calls per entry, as copied arrays of numbers and strings); no promise,
+// function or other object ever crosses.
 // Invariants: no Reference, host function or ivm object is ever stored where the program can reach
 // it; both callbacks are held in this closure only and are called with primitive strings and numbers
 // built here with intrinsics captured before any program code ran. Whatever the program does to the
@@ -101,11 +102,14 @@ export const PRELUDE_SOURCE = String.raw`'use strict';
     return 'E' + stringify({ kind, name: clip(name, 200), message: clip(message, 2000), stack: clip(stack, 4000) });
   };
 
-  const deliver = (id, envelope) => {
-    const resolve = waiting[id];
-    if (resolve === undefined) return;
-    delete waiting[id];
-    resolve(envelope);
+  // Copies made by the worker: real arrays of numbers and strings, read by index only.
+  const deliver = (ids, envelopes) => {
+    for (let i = 0; i < ids.length; i++) {
+      const resolve = waiting[ids[i]];
+      if (resolve === undefined) continue;
+      delete waiting[ids[i]];
+      resolve(envelopes[i]);
+    }
   };
 
   const start = async function start(src, bindingsJson, globalsJson, limitsJson) {

@@ -1,6 +1,8 @@
 // The IPC vocabulary between the isolate host (API process) and a worker process. Messages carry
 // strings and numbers only: values cross as JSON text so that both sides can check sizes before
-// parsing, and nothing but data ever reaches the worker or comes back from it.
+// parsing, and nothing but data ever reaches the worker or comes back from it. Messages produced in
+// the same tick travel as one `batch` frame (one write, one wake-up of the other process); a batch
+// holds plain messages only, never another batch.
 import type { FailureKind } from './types.ts';
 
 /** The limits a worker enforces itself (the host keeps the scheduler and the call caps it brokers). */
@@ -22,7 +24,14 @@ export type HostToWorker =
   /** Stop a run now (caller aborted); the worker answers with a `done` of kind aborted. */
   | { t: 'cancel'; id: number }
   /** Finish nothing further; exit. */
-  | { t: 'shutdown' };
+  | { t: 'shutdown' }
+  | Batch<'result'>;
+
+/** Several messages of one tick in one frame (the receiver handles them in order). */
+export interface Batch<T extends string> {
+  t: 'batch';
+  messages: Array<{ t: T; [key: string]: unknown }>;
+}
 
 export interface WorkerFailure {
   ok: false;
@@ -38,7 +47,13 @@ export type WorkerOutcome = { ok: true; valueJson: string | undefined; logs: str
 export type WorkerToHost =
   | { t: 'ready'; pid: number }
   | { t: 'call'; id: number; callId: number; name: string; argsJson: string }
-  | { t: 'done'; id: number; outcome: WorkerOutcome };
+  | { t: 'done'; id: number; outcome: WorkerOutcome }
+  /**
+   * The worker's pool of idle isolates: `ready` slots no program has touched, `warming` true while it
+   * is still creating more (its event loop is then busy for a few ms at a time). Routing hint only.
+   */
+  | { t: 'pool'; ready: number; warming: boolean }
+  | Batch<'call' | 'done' | 'pool'>;
 
 /** Longest error message or code that crosses in either direction. */
 export const MAX_ERROR_CHARS = 2_000;
@@ -51,3 +66,13 @@ export const clip = (text: string, max: number): string =>
 /** Shape check for anything read off the IPC channel: the other side may be a crashed or hostile process. */
 export const isMessage = (value: unknown): value is { t: string; [key: string]: unknown } =>
   typeof value === 'object' && value !== null && typeof (value as { t?: unknown }).t === 'string';
+
+/** The messages of a frame: itself, or a batch's members that pass the shape check. */
+export const unbatch = (value: {
+  t: string;
+  [key: string]: unknown;
+}): Array<{ t: string; [key: string]: unknown }> => {
+  if (value.t !== 'batch') return [value];
+  const messages = value.messages;
+  return Array.isArray(messages) ? messages.filter((m) => isMessage(m) && m.t !== 'batch') : [];
+};

@@ -9,8 +9,10 @@ import type { ChildProcess } from 'node:child_process';
 import { fork } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import type { Outbox } from './outbox.ts';
+import { createOutbox } from './outbox.ts';
 import type { HostToWorker, WorkerToHost } from './protocol.ts';
-import { isMessage } from './protocol.ts';
+import { isMessage, unbatch } from './protocol.ts';
 import type { IsolateHostEvent } from './types.ts';
 
 const WORKER_PATH = fileURLToPath(new URL('./worker.ts', import.meta.url));
@@ -24,6 +26,10 @@ export interface WorkerHandle {
   pid: number;
   ready: boolean;
   runs: Set<number>;
+  /** Untouched isolates the worker last reported, minus runs sent since (routing hint). */
+  slots: number;
+  /** The worker is (or is about to be) creating isolates, which blocks its loop a few ms at a time. */
+  warming: boolean;
 }
 
 export interface SupervisorOptions {
@@ -41,7 +47,10 @@ export interface SupervisorOptions {
 
 export interface Supervisor {
   handles(): readonly WorkerHandle[];
+  /** Send now (after anything posted earlier, in order). */
   send(handle: WorkerHandle, message: HostToWorker): boolean;
+  /** Queue for the frame that leaves at the end of this tick. */
+  post(handle: WorkerHandle, message: HostToWorker): void;
   /** SIGKILL now; the exit is reported through onExit like any other. */
   kill(handle: WorkerHandle, reason: string): void;
   close(): Promise<void>;
@@ -53,6 +62,7 @@ interface Entry {
   startedAt: number;
   stderr: string;
   exited: Promise<void>;
+  outbox: Outbox<HostToWorker>;
 }
 
 export const createSupervisor = (options: SupervisorOptions): Supervisor => {
@@ -67,7 +77,14 @@ export const createSupervisor = (options: SupervisorOptions): Supervisor => {
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
       serialization: 'json',
     });
-    const handle: WorkerHandle = { index, pid: child.pid ?? -1, ready: false, runs: new Set() };
+    const handle: WorkerHandle = {
+      index,
+      pid: child.pid ?? -1,
+      ready: false,
+      runs: new Set(),
+      slots: 0,
+      warming: true,
+    };
     let resolveExit = (): void => undefined;
     const entry: Entry = {
       handle,
@@ -75,26 +92,38 @@ export const createSupervisor = (options: SupervisorOptions): Supervisor => {
       startedAt: Date.now(),
       stderr: '',
       exited: new Promise((r) => (resolveExit = r)),
+      outbox: createOutbox((frame) => {
+        if (!child.connected) return false;
+        try {
+          return child.send(frame);
+        } catch {
+          return false;
+        }
+      }),
     };
     entries[index] = entry;
     child.stderr?.setEncoding('utf8');
     child.stderr?.on('data', (chunk: string) => {
       entry.stderr = (entry.stderr + chunk).slice(-STDERR_TAIL);
     });
+    let announced = false; // `ready` counts once: a killed worker's late frames never revive it
     child.on('message', (raw: unknown) => {
       if (!isMessage(raw)) return;
-      const message = raw as WorkerToHost;
-      if (message.t === 'ready') {
-        handle.ready = true;
-        options.onEvent?.({ type: 'worker_started', worker: index, pid: handle.pid });
-        options.onReady(handle);
-        return;
+      for (const item of unbatch(raw)) {
+        const message = item as WorkerToHost;
+        if (message.t === 'ready') {
+          if (announced) continue;
+          announced = true;
+          handle.ready = true;
+          options.onEvent?.({ type: 'worker_started', worker: index, pid: handle.pid });
+          options.onReady(handle);
+        } else if (handle.ready) options.onMessage(handle, message);
       }
-      if (handle.ready) options.onMessage(handle, message);
     });
     child.on('error', () => undefined); // spawn and IPC errors end in 'exit' or are retried there
     child.on('exit', (code, signal) => {
       handle.ready = false;
+      entry.outbox.clear();
       resolveExit();
       if (entries[index] === entry) entries[index] = undefined;
       options.onEvent?.({
@@ -145,11 +174,11 @@ export const createSupervisor = (options: SupervisorOptions): Supervisor => {
     send: (handle, message) => {
       const entry = entries[handle.index];
       if (!entry || entry.handle !== handle || !entry.child.connected) return false;
-      try {
-        return entry.child.send(message);
-      } catch {
-        return false;
-      }
+      return entry.outbox.send(message);
+    },
+    post: (handle, message) => {
+      const entry = entries[handle.index];
+      if (entry && entry.handle === handle) entry.outbox.post(message);
     },
     kill,
     close: async () => {

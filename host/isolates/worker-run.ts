@@ -5,7 +5,7 @@
 // the isolate is treated as untrusted text and size-checked.
 import ivm from 'isolated-vm';
 import { LOG_LIMIT, PRELUDE_FILENAME, PRELUDE_SOURCE } from './prelude.ts';
-import type { HostToWorker, WorkerOutcome } from './protocol.ts';
+import type { HostToWorker, WorkerOutcome, WorkerToHost } from './protocol.ts';
 import { clip, MAX_ERROR_CHARS, MAX_STACK_CHARS } from './protocol.ts';
 
 type RunMessage = Extract<HostToWorker, { t: 'run' }>;
@@ -22,8 +22,8 @@ export interface Slot {
   memoryMb: number;
   isolate: ivm.Isolate;
   start: ivm.Reference<(...args: string[]) => Promise<string>>;
-  /** Settles one call inside the isolate: (callId, envelopeJson). */
-  deliver: ivm.Reference<(callId: number, envelope: string) => void>;
+  /** Settles calls inside the isolate: (callIds, envelopeJsons), one entry of the isolate for many. */
+  deliver: ivm.Reference<(callIds: number[], envelopes: string[]) => void>;
   attach(hooks: RunHooks): void;
 }
 
@@ -74,13 +74,20 @@ export const createSlot = async (memoryMb: number): Promise<Slot> => {
 
 export interface ActiveRun {
   id: number;
-  deliver(callId: number, envelope: string): void;
+  /** Settles the given calls (host call id, envelope); unknown ids and non-strings are ignored. */
+  deliver(results: ReadonlyArray<readonly [unknown, unknown]>): void;
   cancel(): void;
   /** Called by the worker's poll: ends the run if the isolate burned its CPU budget or died. */
   check(): void;
 }
 
-export const startRun = (slot: Slot, msg: RunMessage, send: (outcome: WorkerOutcome) => void): ActiveRun => {
+/** Where a run's messages go: calls are queued for the tick's frame, the outcome leaves at once. */
+export interface RunIo {
+  call(message: Extract<WorkerToHost, { t: 'call' }>): void;
+  done(outcome: WorkerOutcome): void;
+}
+
+export const startRun = (slot: Slot, msg: RunMessage, io: RunIo): ActiveRun => {
   const { limits } = msg;
   const bindings = new Set(msg.bindings);
   const logs: string[] = [];
@@ -95,7 +102,7 @@ export const startRun = (slot: Slot, msg: RunMessage, send: (outcome: WorkerOutc
     finished = true;
     clearTimeout(wall);
     pending.clear();
-    send(outcome.ok === true ? { ...outcome, logs } : { ...outcome, ok: false, logs });
+    io.done(outcome.ok === true ? { ...outcome, logs } : { ...outcome, ok: false, logs });
     try {
       if (!slot.isolate.isDisposed) slot.isolate.dispose();
     } catch {
@@ -122,7 +129,7 @@ export const startRun = (slot: Slot, msg: RunMessage, send: (outcome: WorkerOutc
       }
       const callId = ++nextCallId;
       pending.set(callId, isolateCallId);
-      process.send?.({ t: 'call', id: msg.id, callId, name, argsJson });
+      io.call({ t: 'call', id: msg.id, callId, name, argsJson });
     },
     log: (code, text) => {
       if (finished || typeof text !== 'string') return;
@@ -167,14 +174,25 @@ export const startRun = (slot: Slot, msg: RunMessage, send: (outcome: WorkerOutc
 
   return {
     id: msg.id,
-    deliver: (callId, envelope) => {
-      const isolateCallId = pending.get(callId);
-      if (finished || isolateCallId === undefined || typeof envelope !== 'string') return;
-      pending.delete(callId);
-      // Rejections here mean the isolate is gone; the run's own promise reports why.
-      slot.deliver
-        .apply(undefined, [isolateCallId, envelope], { arguments: { copy: true } })
-        .catch(() => undefined);
+    deliver: (results) => {
+      if (finished) return;
+      const ids: number[] = [];
+      const envelopes: string[] = [];
+      for (const [callId, envelope] of results) {
+        const isolateCallId = pending.get(callId as number);
+        if (isolateCallId === undefined || typeof envelope !== 'string') continue;
+        pending.delete(callId as number);
+        ids.push(isolateCallId);
+        envelopes.push(envelope);
+      }
+      if (ids.length === 0) return;
+      // Fire and forget: nothing comes back, so the isolate's thread never wakes this one for it.
+      // A failure here means the isolate is gone; the run's own promise reports why.
+      try {
+        slot.deliver.applyIgnored(undefined, [ids, envelopes], { arguments: { copy: true } });
+      } catch {
+        // disposed under us (memory limit): the start promise settles the run
+      }
     },
     cancel: () => finish({ kind: 'aborted', message: 'the run was cancelled' }),
     check: () => {

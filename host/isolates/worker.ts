@@ -4,8 +4,9 @@
 // the pool only ever holds slots no program has touched; losing the parent ends this process (with a
 // SIGKILL fallback, because a disposed isolate can hang process.exit).
 
+import { createOutbox } from './outbox.ts';
 import type { HostToWorker, WorkerOutcome, WorkerToHost } from './protocol.ts';
-import { isMessage } from './protocol.ts';
+import { isMessage, unbatch } from './protocol.ts';
 import type { ActiveRun, Slot } from './worker-run.ts';
 import { createSlot, startRun } from './worker-run.ts';
 
@@ -17,37 +18,48 @@ interface WorkerArgs {
 const args: WorkerArgs = { prewarm: 2, memoryMb: 64, ...JSON.parse(process.argv[2] ?? '{}') };
 const runs = new Map<number, ActiveRun>();
 const pool: Slot[] = [];
-let warming = 0;
+let warming = false;
 
-const send = (message: WorkerToHost): void => {
+const outbox = createOutbox<WorkerToHost>((frame) => {
   try {
-    process.send?.(message);
+    return process.send?.(frame) ?? false;
   } catch {
-    // channel gone: the disconnect handler ends the process
+    return false; // channel gone: the disconnect handler ends the process
   }
-};
+});
 
+// One slot at a time, each in its own macrotask: `new Isolate` blocks this thread for a few ms, and
+// runs that arrive meanwhile (or calls of runs in flight) get the loop between two creations.
+// Called at start and after a run has finished, never when a run starts: creation is paid before
+// the next request arrives, not by the request that took the slot.
 const refill = (): void => {
-  while (pool.length + warming < args.prewarm) {
-    warming++;
-    createSlot(args.memoryMb)
-      .then((slot) => void pool.push(slot))
-      .catch((error: unknown) => process.stderr.write(`prewarm failed: ${String(error)}\n`))
-      .finally(() => void warming--);
-  }
+  if (warming || pool.length >= args.prewarm) return;
+  warming = true;
+  createSlot(args.memoryMb)
+    .then((slot) => void pool.push(slot))
+    .catch((error: unknown) => process.stderr.write(`prewarm failed: ${String(error)}\n`))
+    .finally(() => {
+      warming = false;
+      const more = pool.length < args.prewarm;
+      outbox.post({ t: 'pool', ready: pool.length, warming: more });
+      if (more) setImmediate(refill);
+    });
 };
 
 const takeSlot = async (memoryMb: number): Promise<Slot> => {
   const index = pool.findIndex((slot) => slot.memoryMb === memoryMb);
   const slot = index >= 0 ? pool.splice(index, 1)[0] : undefined;
-  setImmediate(refill);
   return slot ?? createSlot(memoryMb);
 };
 
 const onRun = async (msg: Extract<HostToWorker, { t: 'run' }>): Promise<void> => {
   const done = (outcome: WorkerOutcome) => {
     runs.delete(msg.id);
-    send({ t: 'done', id: msg.id, outcome });
+    // One frame: the pool state tells the host this worker is about to be busy creating isolates.
+    outbox.post({ t: 'pool', ready: pool.length, warming: warming || pool.length < args.prewarm });
+    outbox.send({ t: 'done', id: msg.id, outcome });
+    // The run's isolate is disposed right after this returns; then the pool is topped up.
+    setImmediate(refill);
   };
   let slot: Slot;
   try {
@@ -60,7 +72,18 @@ const onRun = async (msg: Extract<HostToWorker, { t: 'run' }>): Promise<void> =>
       logs: [],
     });
   }
-  runs.set(msg.id, startRun(slot, msg, done));
+  runs.set(msg.id, startRun(slot, msg, { call: outbox.post, done }));
+};
+
+/** Results of one frame, grouped per run so that each run's isolate is entered once. */
+const deliverAll = (results: Array<Extract<HostToWorker, { t: 'result' }>>): void => {
+  const byRun = new Map<number, Array<[number, string]>>();
+  for (const { id, callId, envelope } of results) {
+    const list = byRun.get(id);
+    if (list === undefined) byRun.set(id, [[callId, envelope]]);
+    else list.push([callId, envelope]);
+  }
+  for (const [id, list] of byRun) runs.get(id)?.deliver(list);
 };
 
 // A graceful exit can hang inside a disposed isolate; the supervisor kills us after its grace period.
@@ -72,21 +95,26 @@ const exit = (code: number): void => {
 
 process.on('message', (raw: unknown) => {
   if (!isMessage(raw)) return;
-  const msg = raw as HostToWorker;
-  switch (msg.t) {
-    case 'run':
-      void onRun(msg);
-      break;
-    case 'result':
-      runs.get(msg.id)?.deliver(msg.callId, msg.envelope);
-      break;
-    case 'cancel':
-      runs.get(msg.id)?.cancel();
-      break;
-    case 'shutdown':
-      exit(0);
-      break;
+  const results: Array<Extract<HostToWorker, { t: 'result' }>> = [];
+  for (const msg of unbatch(raw) as HostToWorker[]) {
+    if (msg.t === 'result') {
+      results.push(msg);
+      continue;
+    }
+    if (results.length > 0) deliverAll(results.splice(0));
+    switch (msg.t) {
+      case 'run':
+        void onRun(msg);
+        break;
+      case 'cancel':
+        runs.get(msg.id)?.cancel();
+        break;
+      case 'shutdown':
+        exit(0);
+        break;
+    }
   }
+  if (results.length > 0) deliverAll(results);
 });
 // The parent is gone: nobody would kill us after a hang, so end without the graceful path.
 process.on('disconnect', () => process.kill(process.pid, 'SIGKILL'));
@@ -99,5 +127,5 @@ setInterval(() => {
   for (const run of runs.values()) run.check();
 }, 20).unref();
 
+outbox.send({ t: 'ready', pid: process.pid });
 refill();
-send({ t: 'ready', pid: process.pid });

@@ -173,6 +173,16 @@ const execContext = (env: CallEnv, prepared: Prepared, signal: AbortSignal): Exe
   const callId = prepared.call.id;
   let gate: Gate | undefined;
   let seq = 0;
+  // The env of the last extra signal: a program passes the same one on every call, and
+  // AbortSignal.any per call would cost more than the rest of the inner call.
+  let joined: { extra: AbortSignal | undefined; env: CallEnv } | undefined;
+  const innerEnvOf = (extra: AbortSignal | undefined): CallEnv => {
+    if (joined !== undefined && joined.extra === extra) return joined.env;
+    const innerSignal = extra ? AbortSignal.any([signal, extra]) : signal;
+    const innerEnv: CallEnv = innerSignal === env.signal ? env : { ...env, signal: innerSignal };
+    joined = { extra, env: innerEnv };
+    return innerEnv;
+  };
   const exec: ExecContext = {
     signal,
     callId,
@@ -180,8 +190,7 @@ const execContext = (env: CallEnv, prepared: Prepared, signal: AbortSignal): Exe
     toolSet: env.toolSet,
     callTool(name, args, options) {
       // An inner call ends with its parent, and also with the program that made it (options.signal).
-      const innerSignal = options?.signal ? AbortSignal.any([signal, options.signal]) : signal;
-      const innerEnv: CallEnv = innerSignal === env.signal ? env : { ...env, signal: innerSignal };
+      const innerEnv = innerEnvOf(options?.signal);
       const inner = prepare(innerEnv, { id: `${callId}.${++seq}`, name, arguments: args }, callId);
       gate ??= createGate(env.concurrency);
       return gate.run(inner.safe, () => runPrepared(innerEnv, inner));
