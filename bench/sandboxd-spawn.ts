@@ -1,7 +1,8 @@
 // Micro-benchmark inside a sandbox container: how long sandboxd takes to run `bash -c true` (start,
 // exit, pipes closed) through the spawner vs child_process.spawn, interleaved in the same process,
-// without the RPC or the host. `node --no-node-snapshot bench/sandboxd-spawn.ts [reps]` (image:
-// DSH_SANDBOX_IMAGE, else the one setup builds). The container is labelled dsh.bench and removed.
+// without the RPC or the host; and, as the floor, python3 running it in a loop of its own.
+// `node --no-node-snapshot bench/sandboxd-spawn.ts [reps]` (image: DSH_SANDBOX_IMAGE, else the one
+// setup builds). The container is labelled dsh.bench and removed.
 
 import { PassThrough } from 'node:stream';
 import Docker from 'dockerode';
@@ -13,8 +14,19 @@ const docker = new Docker();
 const image =
   loadConfig().sandboxImage ?? (await (await import('../scripts/setup/image.ts')).ensureSandboxImage()).tag;
 
+const FLOOR = `
+import json, subprocess, sys, time
+xs = []
+for i in range(int(sys.argv[1]) + 3):
+    t = time.perf_counter()
+    subprocess.run(['bash', '-c', 'true'], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, cwd='/workspace')
+    xs.append((time.perf_counter() - t) * 1000)
+print(json.dumps(xs[3:]))
+`;
 // Runs in the container (Node 18): interleaves the two ways and prints one JSON line of samples.
 const inner = `
+import { execFileSync } from 'node:child_process';
+const FLOOR = ${JSON.stringify(FLOOR)};
 import { launch, spawnWithNode } from './sandbox-image/sandboxd/launch.ts';
 import { createSpawner } from './sandbox-image/sandboxd/spawner.ts';
 const reps = Number(process.argv[process.argv.length - 1]);
@@ -32,8 +44,11 @@ for (let i = 0; i < reps + 3; i++) {
   await run(spawnWithNode(req));
   if (i >= 3) out.node.push(performance.now() - t);
 }
-console.log(JSON.stringify(out));
 spawner.stop();
+// The floor: python3 itself starting the same command in a loop (no sandboxd, no messages).
+const floor = execFileSync('python3', ['-c', FLOOR, String(reps)], { encoding: 'utf8' });
+out.python = JSON.parse(floor);
+console.log(JSON.stringify(out));
 `;
 
 const bundle = await build({

@@ -2,9 +2,9 @@
 // start commands, opens the commands' pipes through /proc/<spawner>/fd/<fd> (Node 18 cannot receive
 // descriptors over a unix socket; opening a pipe through /proc gives a new descriptor on the same
 // pipe) and hands them out as sockets, with the exit status the spawner reports.
-// States: idle (not started, or died and may be restarted) → starting → ready; off when python3 is
-// missing, the /proc probe fails, it hangs, it died too often, or after stop(). `spawn()` returns
-// undefined unless ready, and the caller starts the command itself (child_process.spawn).
+// States: idle (not started, or died or hung and may be restarted) → starting → ready; off when
+// python3 is missing, the /proc probe fails, it sent garbage, it died too often, or after stop().
+// `spawn()` returns undefined unless ready: the caller then starts the command itself.
 // Invariants: nothing the spawner (or anyone writing to its pipes) sends can throw out of here; a
 // command whose spawner died is still waited for (until its pid is gone; the exit status is then
 // unknown: code and signal null); a spawn the spawner does not answer in time rejects and the spawner
@@ -42,7 +42,7 @@ export interface Spawned {
 export interface SpawnerOptions {
   /** The interpreter. Default `python3` (on PATH). */
   python?: string;
-  /** Longest wait for the spawner's answer to a spawn (or for it to start) before it is killed as stuck. Default 5000 ms. */
+  /** Longest wait for the spawner's answer to a spawn (or for it to start) before it is killed as stuck. Default 10000 ms. */
   answerTimeoutMs?: number;
   /** Unexpected deaths tolerated (each followed by a restart at the next spawn) before giving up. Default 10. */
   maxRestarts?: number;
@@ -80,7 +80,7 @@ const killGroup = (pid: number): void => {
 };
 
 export const createSpawner = (options: SpawnerOptions = {}) => {
-  const { python = 'python3', answerTimeoutMs = 5000, maxRestarts = 10 } = options;
+  const { python = 'python3', answerTimeoutMs = 10_000, maxRestarts = 10 } = options;
   const log = options.log ?? ((line: string) => process.stderr.write(`sandboxd: spawner: ${line}\n`));
   let state: 'idle' | 'starting' | 'ready' | 'off' = 'idle';
   let child: ChildProcess | undefined;
@@ -238,8 +238,9 @@ export const createSpawner = (options: SpawnerOptions = {}) => {
     }
     child = proc;
     proc.on('error', (e) => {
-      if (state === 'starting' && (e as NodeJS.ErrnoException).code === 'ENOENT')
-        giveUp(`${python} not found`);
+      if (proc.pid !== undefined) return; // a failed kill, not a death: 'exit' reports deaths
+      const code = (e as NodeJS.ErrnoException).code;
+      giveUp(code === 'ENOENT' ? `${python} not found` : `could not start ${python}: ${e.message}`);
       onDeath(proc, e.message);
     });
     proc.on('exit', (code, sig) => onDeath(proc, sig ?? `exit code ${code}`));
@@ -264,7 +265,10 @@ export const createSpawner = (options: SpawnerOptions = {}) => {
       }
       if (buf.length > MAX_LINE) giveUp('sent an overlong line');
     });
-    startTimer = setTimeout(() => giveUp(`not ready after ${answerTimeoutMs} ms`), answerTimeoutMs);
+    startTimer = setTimeout(() => {
+      log(`not ready after ${answerTimeoutMs} ms; killing it`);
+      proc.kill('SIGKILL');
+    }, answerTimeoutMs);
   };
 
   return {
