@@ -144,6 +144,27 @@ describe('sandboxd in the sandbox image', () => {
     expect((await c.jobs.list()).map((j) => j.id)).toContain(job.id);
   });
 
+  it('starts commands through its spawner, which pkill -f python misses and a kill only restarts', async () => {
+    const parent = async (): Promise<string> => {
+      for (let i = 0; i < 100; i++) {
+        const args = (await c.exec('ps -o args= -p $PPID')).stdout.trim();
+        if (args.startsWith('sandboxd-spawner')) return args;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      return 'never';
+    };
+    expect(await parent()).toBe('sandboxd-spawner -I -S -c exec(open(3).read())');
+    expect((await c.exec('pgrep -f pyth[o]n || echo none')).stdout).toBe('none\n');
+    // The command outlives its spawner; its exit status is then unknown.
+    expect(await c.exec('kill -9 $PPID; sleep 0.2; echo after')).toMatchObject({
+      stdout: 'after\n',
+      exitCode: null,
+    });
+    expect((await c.exec('echo still fine')).stdout).toBe('still fine\n');
+    expect(await parent()).toMatch(/^sandboxd-spawner/);
+    expect(stderr).toMatch(/spawner: stopped \(SIGKILL\); restarting/);
+  });
+
   it('measures round trips: stat and exec over the attach stream vs docker exec', async () => {
     await c.fs.writeFile('probe.txt', 'x');
     for (let i = 0; i < 20; i++) await c.fs.stat('probe.txt'); // warm up
