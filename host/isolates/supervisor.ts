@@ -99,7 +99,7 @@ export const createSupervisor = (options: SupervisorOptions): Supervisor => {
         } catch {
           return false;
         }
-      }),
+      }, process.nextTick),
     };
     entries[index] = entry;
     child.stderr?.setEncoding('utf8');
