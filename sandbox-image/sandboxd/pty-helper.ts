@@ -15,6 +15,7 @@ export const PTY_HELPER = String.raw`
 import os, pty, sys, select, signal, struct, fcntl, termios, errno
 rows, cols, echo = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == '1'
 argv = sys.argv[4:]
+os.set_inheritable(3, False)  # the program must not hold the control pipe (nor keep it open)
 pid, master = pty.fork()
 if pid == 0:
     try:

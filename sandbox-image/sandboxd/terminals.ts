@@ -10,7 +10,7 @@
 
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { constants } from 'node:os';
 import type { Writable } from 'node:stream';
 import { SandboxError } from '../../host/errors.ts';
@@ -106,6 +106,25 @@ const busyOf = (t: Terminal): boolean => {
     return tpgid > 0 && tpgid !== t.pid;
   } catch {
     return false;
+  }
+};
+
+/** SIGKILL every process of session `sid` (a terminal's program and all it started, jobs included). */
+const killSession = (sid: number): void => {
+  let pids: string[] = [];
+  try {
+    pids = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+  } catch {
+    return;
+  }
+  for (const pid of pids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[3]) === sid)
+        process.kill(Number(pid), 'SIGKILL');
+    } catch {
+      // gone meanwhile, or not ours
+    }
   }
 };
 
@@ -270,14 +289,9 @@ export const createTerminals = (ws: Workspace, log: (line: string) => void) => {
       t.control.write('hangup\n');
       await Promise.race([t.ended, sleep(1000)]);
     }
+    // Whatever the hangup left (jobs that ignore SIGHUP, their children) goes too.
+    if (t.pid !== null) killSession(t.pid);
     if (t.status === 'running') {
-      if (t.pid !== null) {
-        try {
-          process.kill(-t.pid, 'SIGKILL');
-        } catch {
-          // the group is gone
-        }
-      }
       t.helper.kill('SIGKILL');
       await Promise.race([t.ended, sleep(1000)]);
     }
@@ -422,13 +436,7 @@ export const createTerminals = (ws: Workspace, log: (line: string) => void) => {
     /** Kill every terminal (when sandboxd runs outside a container and its host goes away). */
     killAll(): void {
       for (const t of terminals.values()) {
-        if (t.pid !== null) {
-          try {
-            process.kill(-t.pid, 'SIGKILL');
-          } catch {
-            // gone
-          }
-        }
+        if (t.pid !== null) killSession(t.pid);
         t.helper.kill('SIGKILL');
       }
     },
