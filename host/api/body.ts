@@ -1,7 +1,8 @@
 // Request bodies and queries: parsed safely, validated with valibot, documented from the same
 // schema. Invariants: a JSON body never yields a `__proto__`, `constructor` or `prototype` key
 // (the reviver drops them, at any depth), so nothing a client sends can reach an object
-// prototype; malformed JSON is MALFORMED_JSON; schema failures name every issue's path.
+// prototype; malformed JSON (invalid UTF-8 included: it is refused, never rewritten to U+FFFD)
+// is MALFORMED_JSON; schema failures name every issue's path.
 import type { MiddlewareHandler } from 'hono';
 import { resolver } from 'hono-openapi';
 import * as v from 'valibot';
@@ -29,7 +30,18 @@ export const readJson = async (req: Request, empty?: () => unknown): Promise<unk
   if (type !== '' && !/^application\/([\w.-]+\+)?json$/.test(type)) {
     throw new SandboxError('BAD_REQUEST', `Send the body as application/json (got ${type}).`);
   }
-  const text = await req.text();
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(await req.arrayBuffer());
+  } catch (error) {
+    if ((error as { code?: unknown }).code === 'ERR_ENCODING_INVALID_ENCODED_DATA')
+      throw new SandboxError('MALFORMED_JSON', 'The request body is not valid UTF-8.');
+    // A client that goes away (or is cut off by the server's request timeout) mid-body is the
+    // client's problem, not an internal error with a stack trace in the server log.
+    if (req.signal.aborted || (error as Error | undefined)?.message === 'aborted')
+      throw new SandboxError('BAD_REQUEST', 'The request body ended before it was complete.');
+    throw error;
+  }
   if (empty !== undefined && text.trim() === '') return empty();
   try {
     return parseJson(text);
