@@ -57,6 +57,25 @@ describe('running programs', () => {
     ]);
   });
 
+  it('settles many calls of one tick with their own results (batched frames both ways)', async () => {
+    const outcome = await run({
+      code: 'const r = await Promise.all(Array.from({ length: 300 }, (_, i) => tools.echo({ i })));\nreturn r.every((x, i) => x.args.i === i) && r.length',
+      isConcurrencySafe: () => true,
+      limits: { maxInFlight: 64 },
+    });
+    expect(value(outcome)).toBe(300);
+  });
+
+  it('runs back to back each in an isolate of its own', async () => {
+    const codes = Array.from(
+      { length: 12 },
+      (_, i) => `const seen = globalThis.mark; globalThis.mark = ${i}; return seen`,
+    );
+    for (const code of codes) expect(value(await run({ code }))).toBeUndefined();
+    const together = await Promise.all(codes.map((code) => run({ code })));
+    for (const outcome of together) expect(value(outcome)).toBeUndefined();
+  });
+
   it('keeps the function shape even when the body closes the wrapper', async () => {
     const outcome = await run({ code: 'return 1;\n}\nglobalThis.pwned = 1;\n{' });
     expect(outcome.ok).toBe(true);

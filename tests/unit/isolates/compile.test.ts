@@ -1,0 +1,28 @@
+// The compile cache: identical code is transformed by esbuild once, even when asked for concurrently,
+// and a different language is a different entry.
+import { describe, expect, it } from 'vitest';
+import { compileProgram } from '../../../host/isolates/compile.ts';
+
+describe('compileProgram', () => {
+  it('compiles identical code once, also when the requests overlap', async () => {
+    const code = `const n: number = ${Math.random()};\nreturn n`;
+    const [a, b] = await Promise.all([compileProgram(code), compileProgram(code)]);
+    expect(a).toBe(b);
+    expect(await compileProgram(code)).toBe(a);
+    expect(a.ok).toBe(true);
+  });
+
+  it('keys the cache by language as well as by code', async () => {
+    const code = 'return 1';
+    const ts = await compileProgram(code, 'ts');
+    const js = await compileProgram(code, 'js');
+    expect(js).not.toBe(ts);
+    expect(js.ok && ts.ok).toBe(true);
+  });
+
+  it('caches failures like successes, with the model-facing position', async () => {
+    const first = await compileProgram('return (');
+    expect(first).toMatchObject({ ok: false });
+    expect(await compileProgram('return (')).toBe(first);
+  });
+});

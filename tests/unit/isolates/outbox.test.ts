@@ -1,0 +1,87 @@
+// The IPC framing: what one tick posts leaves as one batch frame in order, an immediate send goes
+// after what was queued, and a receiver only unpacks plain messages from a batch.
+import { describe, expect, it } from 'vitest';
+import { createOutbox } from '../../../host/isolates/outbox.ts';
+import { unbatch } from '../../../host/isolates/protocol.ts';
+
+type Message = { t: string; n: number };
+
+const recorder = () => {
+  const frames: unknown[] = [];
+  const write = (frame: unknown): boolean => {
+    frames.push(frame);
+    return true;
+  };
+  return { frames, write };
+};
+};
+
+describe('outbox', () => {
+  it('sends the messages posted in one tick as one frame, in order', async () => {
+    const { frames, write } = recorder();
+    const outbox = createOutbox<Message>(write);
+    outbox.post({ t: 'call', n: 1 });
+    outbox.post({ t: 'call', n: 2 });
+    outbox.post({ t: 'call', n: 3 });
+    expect(frames).toEqual([]);
+    await new Promise((r) => setImmediate(r));
+    expect(frames).toEqual([
+      {
+        t: 'batch',
+        messages: [
+          { t: 'call', n: 1 },
+          { t: 'call', n: 2 },
+          { t: 'call', n: 3 },
+        ],
+      },
+    ]);
+  });
+
+  it('sends a lone message as itself, and an immediate send after what was queued', async () => {
+    const { frames, write } = recorder();
+    const outbox = createOutbox<Message>(write, process.nextTick);
+    outbox.post({ t: 'call', n: 1 });
+    await new Promise((r) => process.nextTick(r));
+    outbox.post({ t: 'call', n: 2 });
+    outbox.send({ t: 'done', n: 3 });
+    await new Promise((r) => setImmediate(r));
+    expect(frames).toEqual([
+      { t: 'call', n: 1 },
+      {
+        t: 'batch',
+        messages: [
+          { t: 'call', n: 2 },
+          { t: 'done', n: 3 },
+        ],
+      },
+    ]);
+  });
+
+  it('drops what is queued when cleared', async () => {
+    const { frames, write } = recorder();
+    const outbox = createOutbox<Message>(write);
+    outbox.post({ t: 'call', n: 1 });
+    outbox.clear();
+    await new Promise((r) => setImmediate(r));
+    expect(frames).toEqual([]);
+  });
+});
+
+describe('unbatch', () => {
+  it('unpacks plain messages and drops nested batches and non-messages', () => {
+    expect(unbatch({ t: 'done', id: 1 })).toEqual([{ t: 'done', id: 1 }]);
+    expect(
+      unbatch({
+        t: 'batch',
+        messages: [
+          { t: 'call', id: 1 },
+          { t: 'batch', messages: [{ t: 'call', id: 2 }] },
+          'x',
+          null,
+          { id: 3 },
+        ],
+      }),
+    ).toEqual([{ t: 'call', id: 1 }]);
+    expect(unbatch({ t: 'batch', messages: 'nope' })).toEqual([]);
+  });
+});
