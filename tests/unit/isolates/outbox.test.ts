@@ -14,7 +14,6 @@ const recorder = () => {
   };
   return { frames, write };
 };
-};
 
 describe('outbox', () => {
   it('sends the messages posted in one tick as one frame, in order', async () => {
