@@ -1,5 +1,6 @@
-// The idle reaper: stops the containers of agents idle longer than idleMs that have no call in flight,
-// no running job and no running terminal. The next call restarts them (the provider waits for a stop in progress first).
+// The idle reaper: stops the containers of agents idle longer than idleMs that have no call in flight
+// (a person attached to a terminal is one), no running job and no command running in a terminal.
+// The next call restarts them (the provider waits for a stop in progress first).
 // Invariants: at most one sweep at a time; an agent is stopped at most once per sweep, and never
 // while `inFlight > 0`.
 
@@ -34,8 +35,9 @@ export const reapIdle = async (o: ReaperOptions): Promise<void> => {
     try {
       const l = await entry.live;
       if ((await l.session.jobs.list()).some((j) => j.status === 'running')) continue;
-      // An open terminal is work in progress too (a shell the agent or a person comes back to).
-      if ((await l.session.terminals?.list())?.some((t) => t.status === 'running')) continue;
+      // A command running in a terminal (a dev server, a build) is work in progress too; an idle
+      // shell is not: stopping the container ends it, and the next use opens a new one.
+      if ((await l.session.terminals?.list())?.some((t) => t.busy)) continue;
       if (!idle()) continue;
       entry.stopping = (async () => {
         await o.detach(entry);
