@@ -60,7 +60,11 @@ def main():
         except Exception as e:
             close_all(fds)
             code = errno.errorcode.get(getattr(e, 'errno', None) or 0, 'ESPAWN')
-            send({'t': 'error', 'id': rid, 'code': code, 'message': str(e)})
+            where = getattr(e, 'filename', None)
+            text = getattr(e, 'strerror', None) or str(e)
+            if isinstance(where, (bytes, str)):
+                text += ': ' + os.fsdecode(where)
+            send({'t': 'error', 'id': rid, 'code': code, 'message': text})
             return
         close_all([out_w, err_w])
         if m.get('stdin'):

@@ -134,21 +134,12 @@ export const createSpawner = (options: SpawnerOptions = {}) => {
       return;
     }
     const pid = m.pid;
+    const [inW, outR, errR] = fds as [number, number, number];
     const opened: number[] = [];
     try {
-      const [inW, outR, errR] = fds as [number, number, number];
-      const sockets = [outR, errR].map((fd) => {
-        opened.push(openPipe(fd, constants.O_RDONLY));
-        return new Socket({ fd: opened[opened.length - 1], readable: true, writable: false });
-      }) as [Socket, Socket];
-      let stdin: Socket | undefined;
-      if (p.req.stdin && inW >= 0) {
-        opened.push(openPipe(inW, constants.O_WRONLY));
-        stdin = new Socket({ fd: opened[opened.length - 1], readable: false, writable: true });
-      }
-      write({ t: 'release', id: m.id });
-      const exit = new Promise<Exit>((resolve) => running.set(m.id as number, { pid, resolve }));
-      p.resolve({ pid, stdin, stdout: sockets[0], stderr: sockets[1], exit });
+      opened.push(openPipe(outR, constants.O_RDONLY));
+      opened.push(openPipe(errR, constants.O_RDONLY));
+      if (p.req.stdin && inW >= 0) opened.push(openPipe(inW, constants.O_WRONLY));
     } catch (e) {
       for (const fd of opened) closeSync(fd);
       write({ t: 'release', id: m.id });
@@ -156,12 +147,23 @@ export const createSpawner = (options: SpawnerOptions = {}) => {
       p.reject(
         new SandboxError('TOOL_FAILED', `Could not open the command's pipes: ${(e as Error).message}`),
       );
+      return;
     }
+    write({ t: 'release', id: m.id });
+    const [outFd, errFd, inFd] = opened as [number, number, number | undefined];
+    const exit = new Promise<Exit>((resolve) => running.set(m.id as number, { pid, resolve }));
+    p.resolve({
+      pid,
+      stdin: inFd === undefined ? undefined : new Socket({ fd: inFd, readable: false, writable: true }),
+      stdout: new Socket({ fd: outFd, readable: true, writable: false }),
+      stderr: new Socket({ fd: errFd, readable: true, writable: false }),
+      exit,
+    });
   };
 
   const onMessage = (m: Message): void => {
     if (m.t === 'ready') {
-      onReady(m);
+      if (state === 'starting') onReady(m);
       return;
     }
     const id = m.id as number;
