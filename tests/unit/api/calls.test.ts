@@ -180,14 +180,14 @@ describe('calls', () => {
       remoteTools: [{ name: 'hold', description: 'waits', parameters: { type: 'object' } }],
     });
     const controller = new AbortController();
-    const gone = api.app
-      .request(`/v1/agents/${agent.id}/calls`, {
+    const gone = Promise.resolve(
+      api.app.request(`/v1/agents/${agent.id}/calls`, {
         method: 'POST',
         headers: { Authorization: `Bearer ${api.keyA}`, 'Content-Type': 'application/json' },
         body: JSON.stringify({ calls: [{ id: 'h', name: 'hold', arguments: {} }] }),
         signal: controller.signal,
-      })
-      .catch(() => undefined);
+      }),
+    ).catch(() => undefined);
     await waitFor(pending(agent.id));
     controller.abort();
     await gone;
