@@ -225,6 +225,7 @@ export const createSpawner = (options: SpawnerOptions = {}) => {
   };
 
   const start = (): void => {
+    if (state === 'off') return; // stopped before a deferred start ran
     state = 'starting';
     let proc: ChildProcess;
     try {
@@ -280,7 +281,11 @@ export const createSpawner = (options: SpawnerOptions = {}) => {
     },
     /** Start a command through the spawner; undefined when it is not ready (start it yourself). */
     spawn(req: SpawnRequest): Promise<Spawned> | undefined {
-      if (state === 'idle') start();
+      if (state === 'idle') {
+        // After the caller's own spawn: forking sandboxd twice in one turn would delay its command.
+        state = 'starting';
+        setImmediate(start);
+      }
       if (state !== 'ready') return undefined;
       const id = nextId++;
       return new Promise<Spawned>((resolve, reject) => {
