@@ -168,7 +168,9 @@ export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost
   const onWorkerMessage = (handle: WorkerHandle, message: WorkerToHost) => {
     if (message.t === 'pool') {
       handle.slots = Number.isSafeInteger(message.ready) ? Math.max(0, message.ready) : 0;
-      handle.warming = message.warming === true;
+      const warming = message.warming === true;
+      if (warming && !handle.warming) handle.warmingSince = performance.now();
+      handle.warming = warming;
       return;
     }
     const run = typeof message.t === 'string' && 'id' in message ? runs.get(message.id) : undefined;
@@ -315,13 +317,16 @@ export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost
 
 /**
  * Routing: a worker that can start a run at once (an untouched isolate ready, no isolate being
- * created on its loop) beats one that cannot; then fewer runs in flight; then more ready isolates.
+ * created on its loop) beats one that cannot; then fewer runs in flight; then more ready isolates;
+ * between two workers still creating isolates, the one that began first (it frees its loop sooner).
  */
 const preferred = (a: WorkerHandle, b: WorkerHandle): boolean => {
   const aNow = a.slots > 0 && !a.warming;
   const bNow = b.slots > 0 && !b.warming;
   if (aNow !== bNow) return aNow;
   if (a.runs.size !== b.runs.size) return a.runs.size < b.runs.size;
+  if (a.slots > 0 !== b.slots > 0) return a.slots > 0;
+  if (a.warming && b.warming) return a.warmingSince < b.warmingSince;
   return a.slots > b.slots;
 };
 

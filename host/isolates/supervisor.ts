@@ -30,6 +30,8 @@ export interface WorkerHandle {
   slots: number;
   /** The worker is (or is about to be) creating isolates, which blocks its loop a few ms at a time. */
   warming: boolean;
+  /** When the host learned that the current warming began (performance.now()). */
+  warmingSince: number;
 }
 
 export interface SupervisorOptions {
@@ -84,6 +86,7 @@ export const createSupervisor = (options: SupervisorOptions): Supervisor => {
       runs: new Set(),
       slots: 0,
       warming: true,
+      warmingSince: performance.now(),
     };
     let resolveExit = (): void => undefined;
     const entry: Entry = {

@@ -1,5 +1,6 @@
-// The IPC framing: what one tick posts leaves as one batch frame in order, an immediate send goes
-// after what was queued, and a receiver only unpacks plain messages from a batch.
+// The IPC framing: the first message of a tick leaves at once, the rest of the tick's burst as one
+// batch frame in order, an immediate send goes after what was queued, and a receiver only unpacks
+// plain messages from a batch.
 import { describe, expect, it } from 'vitest';
 import { createOutbox } from '../../../host/isolates/outbox.ts';
 import { unbatch } from '../../../host/isolates/protocol.ts';
@@ -16,33 +17,13 @@ const recorder = () => {
 };
 
 describe('outbox', () => {
-  it('sends the messages posted in one tick as one frame, in order', async () => {
+  it('sends the first message of a tick at once and the rest of the burst as one frame, in order', async () => {
     const { frames, write } = recorder();
     const outbox = createOutbox<Message>(write);
     outbox.post({ t: 'call', n: 1 });
     outbox.post({ t: 'call', n: 2 });
     outbox.post({ t: 'call', n: 3 });
-    expect(frames).toEqual([]);
-    await new Promise((r) => setImmediate(r));
-    expect(frames).toEqual([
-      {
-        t: 'batch',
-        messages: [
-          { t: 'call', n: 1 },
-          { t: 'call', n: 2 },
-          { t: 'call', n: 3 },
-        ],
-      },
-    ]);
-  });
-
-  it('sends a lone message as itself, and an immediate send after what was queued', async () => {
-    const { frames, write } = recorder();
-    const outbox = createOutbox<Message>(write, process.nextTick);
-    outbox.post({ t: 'call', n: 1 });
-    await new Promise((r) => process.nextTick(r));
-    outbox.post({ t: 'call', n: 2 });
-    outbox.send({ t: 'done', n: 3 });
+    expect(frames).toEqual([{ t: 'call', n: 1 }]);
     await new Promise((r) => setImmediate(r));
     expect(frames).toEqual([
       { t: 'call', n: 1 },
@@ -50,7 +31,33 @@ describe('outbox', () => {
         t: 'batch',
         messages: [
           { t: 'call', n: 2 },
-          { t: 'done', n: 3 },
+          { t: 'call', n: 3 },
+        ],
+      },
+    ]);
+    outbox.post({ t: 'call', n: 4 });
+    expect(frames).toHaveLength(3);
+  });
+
+  it('sends a lone queued message as itself, and an immediate send after what was queued', async () => {
+    const { frames, write } = recorder();
+    const outbox = createOutbox<Message>(write, process.nextTick);
+    outbox.post({ t: 'call', n: 1 });
+    outbox.post({ t: 'call', n: 2 });
+    await new Promise((r) => process.nextTick(r));
+    outbox.post({ t: 'call', n: 3 });
+    outbox.post({ t: 'call', n: 4 });
+    outbox.send({ t: 'done', n: 5 });
+    await new Promise((r) => setImmediate(r));
+    expect(frames).toEqual([
+      { t: 'call', n: 1 },
+      { t: 'call', n: 2 },
+      { t: 'call', n: 3 },
+      {
+        t: 'batch',
+        messages: [
+          { t: 'call', n: 4 },
+          { t: 'done', n: 5 },
         ],
       },
     ]);
@@ -60,9 +67,10 @@ describe('outbox', () => {
     const { frames, write } = recorder();
     const outbox = createOutbox<Message>(write);
     outbox.post({ t: 'call', n: 1 });
+    outbox.post({ t: 'call', n: 2 });
     outbox.clear();
     await new Promise((r) => setImmediate(r));
-    expect(frames).toEqual([]);
+    expect(frames).toEqual([{ t: 'call', n: 1 }]);
   });
 });
 
