@@ -7,11 +7,11 @@
 // `spawn()` returns undefined unless ready: the caller then starts the command itself.
 // Invariants: nothing the spawner (or anyone writing to its pipes) sends can throw out of here; a
 // command whose spawner died is still waited for (until its pid is gone; the exit status is then
-// unknown: code and signal null); a spawn the spawner does not answer in time rejects and the spawner
-// is killed, so a stuck spawner never holds execs for long.
+// unknown: code and signal null); a spawn the spawner does not answer in time rejects, and a command
+// it leaves a zombie for seconds gets it killed, so a stuck (or stopped) spawner never holds execs.
 
 import { type ChildProcess, spawn as nodeSpawn } from 'node:child_process';
-import { closeSync, constants, openSync, readSync } from 'node:fs';
+import { closeSync, constants, openSync, readFileSync, readSync } from 'node:fs';
 import { Socket } from 'node:net';
 import { SandboxError } from '../../host/errors.ts';
 import { SPAWNER_SCRIPT } from './spawner-script.ts';
@@ -59,6 +59,8 @@ type Running = { pid: number; resolve: (e: Exit) => void };
 type Message = Record<string, unknown>;
 
 const MAX_LINE = 64 * 1024;
+const WATCHDOG_MS = 1000;
+const WATCHDOG_CHECKS = 3;
 const b64 = (s: string): string => Buffer.from(s, 'utf8').toString('base64');
 const isFd = (v: unknown): v is number =>
   Number.isInteger(v) && (v as number) >= -1 && (v as number) < 1 << 20;
@@ -69,6 +71,14 @@ const alive = (pid: number): boolean => {
     return true;
   } catch (e) {
     return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+};
+const zombie = (pid: number): boolean => {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
+  } catch {
+    return false;
   }
 };
 const killGroup = (pid: number): void => {
@@ -90,6 +100,27 @@ export const createSpawner = (options: SpawnerOptions = {}) => {
   let startTimer: NodeJS.Timeout | undefined;
   const pending = new Map<number, Pending>();
   const running = new Map<number, Running>();
+  // A command that stays a zombie is one the spawner does not reap (stopped, or stuck): kill the
+  // spawner, so that its commands are waited for the other way and the calls end.
+  let watchdog: NodeJS.Timeout | undefined;
+  const unreaped = new Map<number, number>(); // pid -> checks it has been seen a zombie at
+  const watch = (): void => {
+    if (running.size === 0) {
+      clearInterval(watchdog);
+      watchdog = undefined;
+      unreaped.clear();
+      return;
+    }
+    for (const { pid } of running.values()) {
+      const seen = zombie(pid) ? (unreaped.get(pid) ?? 0) + 1 : 0;
+      unreaped.set(pid, seen);
+      if (seen >= WATCHDOG_CHECKS) {
+        log(`does not reap pid ${pid}; killing it`);
+        child?.kill('SIGKILL');
+        return;
+      }
+    }
+  };
 
   const write = (m: Message): void => {
     child?.stdin?.write(`${JSON.stringify(m)}\n`);
@@ -152,6 +183,10 @@ export const createSpawner = (options: SpawnerOptions = {}) => {
     write({ t: 'release', id: m.id });
     const [outFd, errFd, inFd] = opened as [number, number, number | undefined];
     const exit = new Promise<Exit>((resolve) => running.set(m.id as number, { pid, resolve }));
+    if (!watchdog) {
+      watchdog = setInterval(watch, WATCHDOG_MS);
+      watchdog.unref();
+    }
     p.resolve({
       pid,
       stdin: inFd === undefined ? undefined : new Socket({ fd: inFd, readable: false, writable: true }),
@@ -170,6 +205,7 @@ export const createSpawner = (options: SpawnerOptions = {}) => {
     if (m.t === 'exit') {
       const r = running.get(id);
       running.delete(id);
+      if (r) unreaped.delete(r.pid);
       r?.resolve({
         code: Number.isInteger(m.code) ? (m.code as number) : null,
         signal: typeof m.signal === 'string' ? m.signal : null,

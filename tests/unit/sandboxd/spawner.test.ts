@@ -95,6 +95,16 @@ describe('spawner', () => {
     expect((await launch(bash('true'), s)).via).toBe('spawner');
     expect(logs.join('\n')).toMatch(/restarting/);
   });
+
+  it('a stopped spawner does not hold a command that ended: it is killed and the call ends', async () => {
+    const before = s.pid;
+    const r = collect(await launch(bash('sleep 0.2; echo done'), s));
+    process.kill(before, 'SIGSTOP');
+    expect(await r).toEqual({ code: null, signal: null, stdout: 'done\n', stderr: '' });
+    expect(logs.join('\n')).toMatch(/does not reap pid/);
+    await ready(s);
+    expect(s.pid).not.toBe(before);
+  });
 });
 
 describe('spawner unavailable', () => {
