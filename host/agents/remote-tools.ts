@@ -2,11 +2,13 @@
 // request (visible in the events and in GET /requests), and resumes when the client answers
 // `{ result }` or `{ error: { message } }`. Invariants: an unanswered request fails the call at
 // its expiry (REQUEST_EXPIRED); an aborted call cancels its request; arguments are validated
-// against the client's JSON Schema by @cfworker/json-schema before any request exists.
+// against the client's JSON Schema by @cfworker/json-schema before any request exists, with every
+// `pattern` run on the linear-time engine (./safe-schema.ts), never by backtracking.
 import { SandboxError } from '../errors.ts';
 import type { JsonValue, RequestStore } from '../store/types.ts';
 import { defineJsonSchemaTool } from '../tools/json-schema-tool.ts';
 import type { ToolDefinition } from '../tools/types.ts';
+import { validationSchemaOf, withClientSchema } from './safe-schema.ts';
 import type { RemoteToolSpec } from './types.ts';
 
 export const REMOTE_TOOL_TIMEOUT_MS = 300_000;
@@ -40,10 +42,10 @@ export const defineRemoteTool = (
   now: () => number = Date.now,
 ): ToolDefinition => {
   const ttl = spec.timeoutMs ?? REMOTE_TOOL_TIMEOUT_MS;
-  return defineJsonSchemaTool({
+  const tool = defineJsonSchemaTool({
     name: spec.name,
     description: spec.description,
-    parameters: spec.parameters,
+    parameters: validationSchemaOf(spec.parameters, `remote tool ${spec.name}`),
     isConcurrencySafe: () => spec.concurrencySafe === true,
     async execute(args, exec) {
       exec.signal.throwIfAborted();
@@ -71,4 +73,5 @@ export const defineRemoteTool = (
       throw new SandboxError('ABORTED', `The ${spec.name} call was cancelled before the client answered.`);
     },
   });
+  return withClientSchema(tool, spec.parameters);
 };
