@@ -74,6 +74,7 @@ export const runExec = async (ws: Workspace, args: Args, io: ExecIo, signal: Abo
   let timedOut = false;
   let truncated = false;
   const sent = { stdout: 0, stderr: 0 };
+  let paused = false; // waiting for the host to drain: output left in the pipes is not lost
 
   const pump = (stream: 'stdout' | 'stderr') => (chunk: Buffer) => {
     const room = maxOutputBytes - sent[stream];
@@ -84,10 +85,12 @@ export const runExec = async (ws: Workspace, args: Args, io: ExecIo, signal: Abo
     const part = chunk.length > room ? chunk.subarray(0, room) : chunk;
     if (part !== chunk) truncated = true;
     sent[stream] += part.length;
-    if (!io.send(stream, part)) {
+    if (!io.send(stream, part) && !paused) {
+      paused = true;
       child.stdout.pause();
       child.stderr.pause();
       io.onDrain(() => {
+        paused = false;
         child.stdout.resume();
         child.stderr.resume();
       });
@@ -114,11 +117,16 @@ export const runExec = async (ws: Workspace, args: Args, io: ExecIo, signal: Abo
       child.closed,
       new Promise<void>((resolve) => {
         // A grandchild that left the group (setsid, nohup) may still hold the pipes open.
-        grace = setTimeout(() => {
-          child.stdout.destroy();
-          child.stderr.destroy();
-          resolve();
-        }, CLOSE_GRACE_MS);
+        // The grace runs while we read: time spent paused for a slow host does not count.
+        const arm = (): void => {
+          grace = setTimeout(() => {
+            if (paused && !signal.aborted) return arm();
+            child.stdout.destroy();
+            child.stderr.destroy();
+            resolve();
+          }, CLOSE_GRACE_MS);
+        };
+        arm();
       }),
     ]);
     clearTimeout(grace);

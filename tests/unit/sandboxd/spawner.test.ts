@@ -146,3 +146,28 @@ describe('exec through sandboxd', () => {
     expect(gone(Number(r.stdout.trim()))).toBe(true);
   });
 });
+
+describe('exec under load', () => {
+  let sd: LocalSandboxd;
+  let c: SandboxdClient;
+  beforeAll(async () => {
+    sd = await startLocalSandboxd();
+    c = await sd.connect();
+  });
+  afterAll(async () => {
+    c?.close();
+    await sd?.stop();
+  });
+
+  it('keeps all the output of many concurrent commands while the host reads slowly', async () => {
+    const rs = await Promise.all(
+      Array.from({ length: 80 }, (_, i) =>
+        c.exec(`head -c ${i * 2000} /dev/zero | tr "\\0" x; echo e${i} >&2; exit ${i % 7}`),
+      ),
+    );
+    const wrong = rs.flatMap((r, i) =>
+      r.exitCode === i % 7 && r.stdout.length === i * 2000 && r.stderr === `e${i}\n` ? [] : [i],
+    );
+    expect(wrong).toEqual([]);
+  });
+});
