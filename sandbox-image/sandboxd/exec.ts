@@ -4,7 +4,8 @@
 // Invariants: the call never outlives its process group: on exit, timeout or cancel the whole group
 // gets SIGKILL (a `cmd &` left behind is killed; background work belongs in jobs); at most
 // maxOutputBytes per stream is sent, the rest is drained and dropped (truncated: true); when the host
-// is slow to read (send() returns false) the child's pipes are paused until the writer drains.
+// is slow to read (send() returns false) the child's pipes are paused until the writer drains, and
+// the grace for pipes held open after the exit (CLOSE_GRACE_MS) only counts while they are read.
 
 import { promises as fsp } from 'node:fs';
 import { SandboxError } from '../../host/errors.ts';
