@@ -174,6 +174,18 @@ describe('container escape and abuse from bash', () => {
     expect(await sh('echo still-here')).toBe('still-here');
   });
 
+  it('a tenant cannot raise its sandbox limits above the service maxima', async () => {
+    const greedy = await h.agent(h.keyA, { sandbox: { memoryMb: 65_536, pids: 65_536, cpus: 64 } });
+    const [r] = await h.calls(h.keyA, greedy, [['g', 'bash', { command: 'echo ran', description: 'x' }]]);
+    expect(r.ok).toBe(false);
+    expect(r.error.code).toBe('LIMIT_EXCEEDED');
+    const containers = await h.fixture.docker.listContainers({
+      all: true,
+      filters: { label: [`dsh.agent=${greedy}`] },
+    });
+    expect(containers).toEqual([]);
+  });
+
   it('/tmp is size-limited', async () => {
     const out = await sh(
       'dd if=/dev/zero of=/tmp/fill bs=1M count=1024 2>&1 | grep -o "No space left" | head -1; du -sm /tmp/fill | cut -f1; rm -f /tmp/fill',

@@ -146,6 +146,8 @@ describe('host-side paths', () => {
       calls.push([`s${i}`, 'grep', { pattern: 'root:|outside-secret', path: p }]);
     });
     calls.push(['gall', 'grep', { pattern: 'root:x:0:0|outside-secret' }]);
+    calls.push(['jo', 'job_output', { job_id: '../../../../etc/passwd' }]);
+    calls.push(['jk', 'job_kill', { job_id: '../../../../proc/1' }]);
     calls.push(['glob', 'glob', { pattern: '**/passwd' }]);
     const results = await h.calls(h.keyA, agent, calls);
     for (const r of results) {
