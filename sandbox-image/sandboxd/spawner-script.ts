@@ -48,7 +48,7 @@ def main():
                 pass
 
     def spawn(m):
-        rid = m['id']
+        rid = int(m['id'])
         fds = []
         try:
             in_r, in_w = os.pipe(); fds += [in_r, in_w]
@@ -112,15 +112,17 @@ def main():
                 break
             buf += data
             *lines, buf = buf.split(b'\n')
+            if len(buf) > 1 << 24:
+                buf = b''  # no request is that long: drop it
             for line in lines:
                 try:
                     m = json.loads(line)
-                except ValueError:
-                    continue
-                if m.get('t') == 'spawn':
-                    spawn(m)
-                elif m.get('t') == 'release':
-                    close_all(held.pop(m.get('id'), []))
+                    if m['t'] == 'spawn':
+                        spawn(m)
+                    elif m['t'] == 'release':
+                        close_all(held.pop(m['id'], []))
+                except (ValueError, KeyError, TypeError):
+                    continue  # not a request of ours
             reap()
     finally:
         for pid in children:
