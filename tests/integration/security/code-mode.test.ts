@@ -204,6 +204,17 @@ describe('code mode (run_code) as an attacker', () => {
     expect(text(r)).toMatch(/^Error: code run failed \((memory|crash|timeout|limit)\)/);
   });
 
+  it("a tenant saturating code mode with CPU-bound programs does not starve another tenant's run", async () => {
+    const flood = Array.from({ length: 6 }, (_, k) =>
+      run(h.keyA, codeA, 'for (;;) {}', `spin${k}`).catch((e: unknown) => String(e)),
+    );
+    await new Promise((r) => setTimeout(r, 1000));
+    const started = Date.now();
+    expect(text(await run(h.keyB, codeB, 'return "b-served";', 'served'))).toBe('b-served');
+    expect(Date.now() - started).toBeLessThan(5000);
+    for (const r of await Promise.all(flood)) expect(text(r as Loose)).toMatch(/code run failed \(timeout\)/);
+  });
+
   it('the API process survives new Array(2**31).fill(0), and code mode keeps working afterwards', async () => {
     const r = await run(h.keyA, codeA, 'const a = new Array(2 ** 31).fill(0); return a.length;', 'huge');
     expect(r.ok).toBe(false);
