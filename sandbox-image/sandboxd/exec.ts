@@ -10,6 +10,7 @@
 import { promises as fsp } from 'node:fs';
 import { SandboxError } from '../../host/errors.ts';
 import { launch, type Proc, sharedSpawner } from './launch.ts';
+import type { Spawner } from './spawner.ts';
 import { type Args, env, killGroup, optInt, optStr, str } from './util.ts';
 import type { Workspace } from './workspace.ts';
 
@@ -48,7 +49,14 @@ export const workdir = async (
   return { abs, real };
 };
 
-export const runExec = async (ws: Workspace, args: Args, io: ExecIo, signal: AbortSignal) => {
+/** Runs one exec; `spawner` defaults to the process-wide one (started by the first exec). */
+export const runExec = async (
+  ws: Workspace,
+  args: Args,
+  io: ExecIo,
+  signal: AbortSignal,
+  spawner: Spawner = sharedSpawner(),
+) => {
   const command = str(args, 'command');
   const timeoutMs = optInt(args, 'timeoutMs', 120_000, MAX_TIMEOUT_MS);
   const maxOutputBytes = optInt(args, 'maxOutputBytes', 1024 * 1024);
@@ -65,7 +73,7 @@ export const runExec = async (ws: Workspace, args: Args, io: ExecIo, signal: Abo
         env: childEnv(env(args, 'env')),
         stdin: stdin !== undefined,
       },
-      sharedSpawner(),
+      spawner,
     );
   } catch (e) {
     if (e instanceof SandboxError) throw e;
