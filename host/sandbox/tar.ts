@@ -105,7 +105,29 @@ export interface PackEntry {
   mode: number;
   mtimeMs?: number;
   data?: Buffer;
+  /**
+   * Streamed content instead of `data`: exactly `size` bytes are written (a source that ends early
+   * is padded with zeros, one that runs long is cut), with backpressure, so a large file never
+   * sits in memory whole.
+   */
+  size?: number;
+  chunks?: () => AsyncIterable<Buffer>;
 }
+
+/** Writes a streamed entry's chunks into a tar entry stream, honouring backpressure. */
+const writeChunks = async (stream: NodeJS.WritableStream, size: number, chunks: AsyncIterable<Buffer>): Promise<void> => {
+  let written = 0;
+  const put = async (chunk: Buffer): Promise<void> => {
+    if (!stream.write(chunk)) await new Promise<void>((resolve) => stream.once('drain', () => resolve()));
+    written += chunk.length;
+  };
+  for await (const chunk of chunks) {
+    if (written >= size) break;
+    await put(chunk.length > size - written ? chunk.subarray(0, size - written) : chunk);
+  }
+  while (written < size) await put(Buffer.alloc(Math.min(64 * 1024, size - written)));
+  stream.end();
+};
 
 /** Pack entries (already validated, files and directories only) into an uncompressed tar stream. */
 export const packEntries = (
@@ -123,11 +145,14 @@ export const packEntries = (
           mtime: new Date(e.mtimeMs ?? Date.now()),
           uid: owner.uid,
           gid: owner.gid,
-          size: e.type === 'file' ? (e.data?.length ?? 0) : 0,
+          size: e.type === 'file' ? (e.chunks ? (e.size ?? 0) : (e.data?.length ?? 0)) : 0,
         };
         await new Promise<void>((resolve, reject) => {
           const done = (err?: Error | null): void => (err ? reject(err) : resolve());
-          if (e.type === 'file') p.entry(header, e.data ?? Buffer.alloc(0), done);
+          if (e.type === 'file' && e.chunks) {
+            const stream = p.entry(header, done) as unknown as NodeJS.WritableStream;
+            writeChunks(stream, header.size, e.chunks()).catch(reject);
+          } else if (e.type === 'file') p.entry(header, e.data ?? Buffer.alloc(0), done);
           else p.entry(header, done);
         });
       }

@@ -18,7 +18,7 @@ export default async function setup(project: TestProject): Promise<void> {
   process.env.TESTCONTAINERS_RYUK_DISABLED = 'true';
   process.env.TESTCONTAINERS_HOST_OVERRIDE ??= 'localhost';
   await ensureDockerEngine(loadConfig().dataDir);
-  const image = process.env.DSH_SANDBOX_IMAGE ?? (await ensureSandboxImage()).tag;
+  const image = process.env.DSH_SANDBOX_IMAGE || (await ensureSandboxImage()).tag;
   process.env.DSH_SANDBOX_IMAGE = image;
   project.provide('sandboxImage', image);
 }

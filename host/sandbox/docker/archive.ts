@@ -20,10 +20,13 @@ export interface ArchiveOptions {
   resolve: (path: string) => string;
   /** Largest download in bytes. Default 1 GiB. */
   maxDownloadBytes?: number;
+  /** Most entries (files and directories) in one download. Default 100 000. */
+  maxDownloadEntries?: number;
 }
 
 export const createContainerArchive = (options: ArchiveOptions): SandboxArchive => {
   const maxDownload = options.maxDownloadBytes ?? 1024 * 1024 * 1024;
+  const maxEntries = options.maxDownloadEntries ?? 100_000;
   return {
     async upload(path, tar, opts = {}) {
       const dir = options.resolve(path);
@@ -68,47 +71,46 @@ export const createContainerArchive = (options: ArchiveOptions): SandboxArchive 
         );
       }
       const base = top.type === 'directory' ? abs : abs.slice(0, abs.lastIndexOf('/'));
+      // First the listing (metadata only), so an oversized download fails before any byte is
+      // sent; then the content, streamed chunk by chunk with backpressure.
+      const listing: Array<PackEntry & { path: string }> = [];
       let total = 0;
-      async function* walk(dir: string): AsyncGenerator<PackEntry> {
+      const add = (path: string, type: 'file' | 'directory', st: { size: number; mode: number; mtimeMs: number }) => {
+        if (listing.length >= maxEntries) {
+          throw new SandboxError('FILE_TOO_LARGE', `Download of ${abs} has more than ${maxEntries} entries; download a smaller directory.`);
+        }
+        if (type === 'file') total += st.size;
+        if (total > maxDownload) {
+          throw new SandboxError('FILE_TOO_LARGE', `Download of ${abs} exceeds ${maxDownload} bytes; download a smaller directory.`);
+        }
+        const name = type === 'directory' ? `${relativeTo(base, path)}/` : relativeTo(base, path);
+        listing.push({ path, name, type, mode: st.mode, mtimeMs: st.mtimeMs, size: type === 'file' ? st.size : 0 });
+      };
+      const walk = async (dir: string): Promise<void> => {
         for (const e of await fs.list(dir)) {
           const child = `${dir}/${e.name}`;
-          if (e.type === 'directory') {
-            const st = await fs.stat(child);
-            yield {
-              name: `${relativeTo(base, child)}/`,
-              type: 'directory',
-              mode: st.mode,
-              mtimeMs: st.mtimeMs,
-            };
-            yield* walk(child);
-          } else if (e.type === 'file') {
-            yield await file(child);
-          }
           // symlinks and special files are dropped: they never leave the sandbox.
+          if (e.type !== 'directory' && e.type !== 'file') continue;
+          const st = await fs.stat(child);
+          if (st.type !== e.type) continue; // changed under us: skip rather than follow
+          add(child, e.type, st);
+          if (e.type === 'directory') await walk(child);
         }
-      }
-      async function file(p: string): Promise<PackEntry> {
-        const st = await fs.stat(p);
-        total += st.size;
-        if (total > maxDownload)
-          throw new SandboxError(
-            'FILE_TOO_LARGE',
-            `Download of ${abs} exceeds ${maxDownload} bytes; download a smaller directory.`,
-          );
-        const parts: Buffer[] = [];
-        for (let offset = 0; offset < st.size; offset += CHUNK_BYTES) {
-          const part = await fs.readFile(p, { offset, length: Math.min(CHUNK_BYTES, st.size - offset) });
-          parts.push(part);
-          if (part.length === 0) break; // the file shrank meanwhile
+      };
+      if (top.type === 'file') add(abs, 'file', top);
+      else await walk(abs);
+      const chunks = async function* (path: string, size: number): AsyncGenerator<Buffer> {
+        for (let offset = 0; offset < size; offset += CHUNK_BYTES) {
+          const part = await fs.readFile(path, { offset, length: Math.min(CHUNK_BYTES, size - offset) });
+          if (part.length === 0) return; // the file shrank meanwhile; packEntries pads
+          yield part;
         }
-        const data = Buffer.concat(parts);
-        return { name: relativeTo(base, p), type: 'file', mode: st.mode, mtimeMs: st.mtimeMs, data };
-      }
-      async function* all(): AsyncGenerator<PackEntry> {
-        if (top.type === 'file') yield await file(abs);
-        else yield* walk(abs);
-      }
-      return packEntries(all());
+      };
+      return packEntries(
+        listing.map(({ path, ...entry }) =>
+          entry.type === 'file' ? { ...entry, chunks: () => chunks(path, entry.size ?? 0) } : entry,
+        ),
+      );
     },
   };
 };

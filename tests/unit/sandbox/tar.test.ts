@@ -4,7 +4,7 @@
 import { Readable } from 'node:stream';
 import { pack } from 'tar-stream';
 import { describe, expect, it } from 'vitest';
-import { readUpload } from '../../../host/sandbox/tar.ts';
+import { packEntries, readUpload } from '../../../host/sandbox/tar.ts';
 import { codeOf, makeTar } from '../../contract/sandbox/suite.ts';
 
 type Raw = Parameters<ReturnType<typeof pack>['entry']>[0] & { body?: Buffer | string };
@@ -108,5 +108,43 @@ describe('readUpload', () => {
     expect(
       await codeOf(readUpload(rawTar([{ name: 'a' }, { name: 'b' }, { name: 'c' }]), { maxEntries: 2 })),
     ).toBe('ARCHIVE_REJECTED');
+  });
+});
+
+describe('packEntries with streamed content', () => {
+  it('writes exactly the declared size: a short source is padded, a long one cut', async () => {
+    async function* parts(...chunks: string[]) {
+      for (const c of chunks) yield Buffer.from(c);
+    }
+    const tar = packEntries([
+      { name: 'short.txt', type: 'file', mode: 0o644, size: 6, chunks: () => parts('abc') },
+      { name: 'long.txt', type: 'file', mode: 0o644, size: 4, chunks: () => parts('0123', '456789') },
+      { name: 'exact.txt', type: 'file', mode: 0o644, size: 5, chunks: () => parts('he', 'llo') },
+    ]);
+    const entries = await readUpload(tar);
+    expect(entries.map((e) => [e.name, e.data?.toString('latin1')])).toEqual([
+      ['short.txt', 'abc\0\0\0'],
+      ['long.txt', '0123'],
+      ['exact.txt', 'hello'],
+    ]);
+  });
+
+  it('pulls a large streamed file chunk by chunk instead of holding it whole', async () => {
+    let pulled = 0;
+    async function* big() {
+      for (let i = 0; i < 64; i++) {
+        pulled++;
+        yield Buffer.alloc(1024 * 1024, i);
+      }
+    }
+    const tar = packEntries([{ name: 'big.bin', type: 'file', mode: 0o644, size: 64 * 1024 * 1024, chunks: big }]);
+    let bytes = 0;
+    let pulledAtFirstByte = -1;
+    for await (const chunk of tar) {
+      if (pulledAtFirstByte < 0) pulledAtFirstByte = pulled;
+      bytes += (chunk as Buffer).length;
+    }
+    expect(bytes).toBeGreaterThan(64 * 1024 * 1024);
+    expect(pulledAtFirstByte).toBeLessThan(64);
   });
 });
