@@ -17,7 +17,7 @@ import { defaultModeOf } from './presets.ts';
 import { trackBatch } from './progress.ts';
 import { defineRemoteTool } from './remote-tools.ts';
 import { createRegistryRuntime } from './runtime.ts';
-import { sandboxLimits } from './sandbox-limits.ts';
+import { checkLimits, sandboxLimits } from './sandbox-limits.ts';
 import type {
   Agent,
   AgentConfig,
@@ -175,6 +175,7 @@ export const createAgentService = (options: AgentServiceOptions): AgentService =
         );
       const preset = input.preset ?? 'standard';
       const { preset: _p, mode: _m, ...config } = input;
+      checkLimits(sandboxLimits(input.sandbox), provider.maxima);
       const record = store.agents.create({
         tenantId,
         preset,

@@ -264,6 +264,8 @@ export interface ProviderFlags {
 export interface SandboxProvider {
   readonly name: string;
   readonly flags: ProviderFlags;
+  /** The most a spec may ask for; create() refuses more with LIMIT_EXCEEDED. Absent: no maxima. */
+  readonly maxima?: SandboxLimits;
   /** Creates (or takes from the warm pool) the agent's sandbox. */
   create(spec: SandboxSpec): Promise<Sandbox>;
   /** Re-attaches to an existing sandbox of this agent; undefined when there is none. */

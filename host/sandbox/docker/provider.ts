@@ -184,6 +184,7 @@ export const createDockerProvider = (
   return {
     name: 'docker',
     flags,
+    maxima,
     pool,
     async create(spec: SandboxSpec) {
       const limits = resolveLimits(defaults, maxima, spec.limits);
