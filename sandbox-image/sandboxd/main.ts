@@ -6,6 +6,7 @@
 // detach and re-attach, and sandboxd must outlive any one host connection).
 // Invariant: no request, frame or stray error ends this process.
 
+import { sharedSpawner } from './launch.ts';
 import { startServer } from './server.ts';
 
 const log = (line: string): void => {
@@ -24,6 +25,8 @@ const main = async (): Promise<void> => {
   const root = process.env.SANDBOXD_ROOT || '/workspace';
   const stateDir = process.env.SANDBOXD_STATE || '/tmp/sandboxd';
   const server = await startServer({ input: process.stdin, output: process.stdout, root, stateDir, log });
+  // Start the command spawner now, so that the agent's first exec is as fast as the rest.
+  sharedSpawner().start();
   // Keep running whatever happens to stdin (a container's stdin only closes if the host asks).
   const keepAlive = setInterval(() => {}, 1 << 30);
   process.stdin.on('end', () => {
