@@ -27,6 +27,7 @@ environment (serve):
   DSH_MAX_UPLOAD_BYTES    largest file/archive upload (default 67108864)
   DSH_CALL_TIMEOUT_MS     deadline of one call batch (default 600000)
   DSH_SHUTDOWN_GRACE_MS   how long shutdown lets running calls finish (default 10000)
+  DSH_MAX_CONNECTIONS     open HTTP connections at once (default 1024)
 `;
 
 const main = async (argv: string[]): Promise<number> => {

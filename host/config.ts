@@ -27,6 +27,8 @@ export interface Config {
   maxUploadBytes: number;
   /** Deadline of one call batch in ms. Default 600000 (env DSH_CALL_TIMEOUT_MS). */
   callTimeoutMs: number;
+  /** Open HTTP connections at once; more are refused. Default 1024 (env DSH_MAX_CONNECTIONS). */
+  maxConnections: number;
   /** How long shutdown lets in-flight calls finish before failing them. Default 10000 ms (env DSH_SHUTDOWN_GRACE_MS). */
   shutdownGraceMs: number;
 }
@@ -58,6 +60,7 @@ export const loadConfig = (
     tenantConcurrency: overrides.tenantConcurrency ?? intFrom('DSH_TENANT_CONCURRENCY', env.DSH_TENANT_CONCURRENCY, 16, 1, 10_000),
     maxUploadBytes: overrides.maxUploadBytes ?? intFrom('DSH_MAX_UPLOAD_BYTES', env.DSH_MAX_UPLOAD_BYTES, 64 * 1024 * 1024, 1024, 2 ** 40),
     callTimeoutMs: overrides.callTimeoutMs ?? intFrom('DSH_CALL_TIMEOUT_MS', env.DSH_CALL_TIMEOUT_MS, 600_000, 1000, 86_400_000),
+    maxConnections: overrides.maxConnections ?? intFrom('DSH_MAX_CONNECTIONS', env.DSH_MAX_CONNECTIONS, 1024, 16, 1_000_000),
     shutdownGraceMs: overrides.shutdownGraceMs ?? intFrom('DSH_SHUTDOWN_GRACE_MS', env.DSH_SHUTDOWN_GRACE_MS, 10_000, 0, 600_000),
   };
 };

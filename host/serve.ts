@@ -104,13 +104,22 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
   const wss = createWebSocketServer();
   const server = await new Promise<Server>((resolve) => {
     const s = listen(
-      { fetch: app.fetch, hostname: config.host, port: config.port, websocket: { server: wss } },
+      {
+        fetch: app.fetch,
+        hostname: config.host,
+        port: config.port,
+        websocket: { server: wss },
+        // Request and header timeouts are checked every 5 s (Node's default is 30 s).
+        serverOptions: { connectionsCheckingInterval: 5_000 },
+      },
       () => resolve(s as Server),
     ) as Server;
   });
   // Slow clients cannot hold a socket forever while sending a request.
   server.requestTimeout = 60_000;
   server.headersTimeout = 20_000;
+  // A ceiling on open sockets, so slow clients cannot exhaust the process's descriptors.
+  server.maxConnections = config.maxConnections;
   const { address, port } = server.address() as AddressInfo;
   const host = address.includes(':') ? `[${address}]` : address;
 
