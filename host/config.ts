@@ -33,11 +33,20 @@ export interface Config {
   shutdownGraceMs: number;
 }
 
-const intFrom = (name: string, raw: string | undefined, fallback: number, min: number, max: number): number => {
+const intFrom = (
+  name: string,
+  raw: string | undefined,
+  fallback: number,
+  min: number,
+  max: number,
+): number => {
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
   if (!Number.isInteger(value) || value < min || value > max) {
-    throw new SandboxError('CONFIG_INVALID', `${name} must be an integer between ${min} and ${max}, got "${raw}"`);
+    throw new SandboxError(
+      'CONFIG_INVALID',
+      `${name} must be an integer between ${min} and ${max}, got "${raw}"`,
+    );
   }
   return value;
 };
@@ -56,11 +65,22 @@ export const loadConfig = (
     adminKey: overrides.adminKey ?? (env.DSH_ADMIN_KEY || undefined),
     sandboxImage: overrides.sandboxImage ?? (env.DSH_SANDBOX_IMAGE || undefined),
     poolSize: overrides.poolSize ?? intFrom('DSH_POOL_SIZE', env.DSH_POOL_SIZE, 2, 0, 64),
-    isolateWorkers: overrides.isolateWorkers ?? intFrom('DSH_ISOLATE_WORKERS', env.DSH_ISOLATE_WORKERS, 2, 1, 64),
-    tenantConcurrency: overrides.tenantConcurrency ?? intFrom('DSH_TENANT_CONCURRENCY', env.DSH_TENANT_CONCURRENCY, 16, 1, 10_000),
-    maxUploadBytes: overrides.maxUploadBytes ?? intFrom('DSH_MAX_UPLOAD_BYTES', env.DSH_MAX_UPLOAD_BYTES, 64 * 1024 * 1024, 1024, 2 ** 40),
-    callTimeoutMs: overrides.callTimeoutMs ?? intFrom('DSH_CALL_TIMEOUT_MS', env.DSH_CALL_TIMEOUT_MS, 600_000, 1000, 86_400_000),
-    maxConnections: overrides.maxConnections ?? intFrom('DSH_MAX_CONNECTIONS', env.DSH_MAX_CONNECTIONS, 1024, 16, 1_000_000),
-    shutdownGraceMs: overrides.shutdownGraceMs ?? intFrom('DSH_SHUTDOWN_GRACE_MS', env.DSH_SHUTDOWN_GRACE_MS, 10_000, 0, 600_000),
+    isolateWorkers:
+      overrides.isolateWorkers ?? intFrom('DSH_ISOLATE_WORKERS', env.DSH_ISOLATE_WORKERS, 2, 1, 64),
+    tenantConcurrency:
+      overrides.tenantConcurrency ??
+      intFrom('DSH_TENANT_CONCURRENCY', env.DSH_TENANT_CONCURRENCY, 16, 1, 10_000),
+    maxUploadBytes:
+      overrides.maxUploadBytes ??
+      intFrom('DSH_MAX_UPLOAD_BYTES', env.DSH_MAX_UPLOAD_BYTES, 64 * 1024 * 1024, 1024, 2 ** 40),
+    callTimeoutMs:
+      overrides.callTimeoutMs ??
+      intFrom('DSH_CALL_TIMEOUT_MS', env.DSH_CALL_TIMEOUT_MS, 600_000, 1000, 86_400_000),
+    maxConnections:
+      overrides.maxConnections ??
+      intFrom('DSH_MAX_CONNECTIONS', env.DSH_MAX_CONNECTIONS, 1024, 16, 1_000_000),
+    shutdownGraceMs:
+      overrides.shutdownGraceMs ??
+      intFrom('DSH_SHUTDOWN_GRACE_MS', env.DSH_SHUTDOWN_GRACE_MS, 10_000, 0, 600_000),
   };
 };

@@ -5,8 +5,8 @@ import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig } from '../host/config.ts';
-import { doctor } from './setup/doctor.ts';
 import { ensureDockerEngine } from './setup/docker-engine.ts';
+import { doctor } from './setup/doctor.ts';
 import { log } from './setup/exec.ts';
 import { ensureSandboxImage } from './setup/image.ts';
 
@@ -19,13 +19,19 @@ const setup = async (): Promise<string> => {
   const engine = await ensureDockerEngine(config.dataDir);
   const image = await ensureSandboxImage();
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
-  log(`Docker ${engine.version}${engine.started ? ' (started)' : ''}; sandbox image ${image.tag}${image.built ? ' (built)' : ''}; ready in ${seconds} s`);
+  log(
+    `Docker ${engine.version}${engine.started ? ' (started)' : ''}; sandbox image ${image.tag}${image.built ? ' (built)' : ''}; ready in ${seconds} s`,
+  );
   return image.tag;
 };
 
 const runNode = (args: string[], env: NodeJS.ProcessEnv): Promise<number> =>
   new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--no-node-snapshot', ...args], { stdio: 'inherit', env, cwd: ROOT });
+    const child = spawn(process.execPath, ['--no-node-snapshot', ...args], {
+      stdio: 'inherit',
+      env,
+      cwd: ROOT,
+    });
     const forward = (signal: NodeJS.Signals) => child.kill(signal);
     process.on('SIGINT', forward);
     process.on('SIGTERM', forward);
@@ -42,8 +48,15 @@ const testEnv = (image: string | undefined): NodeJS.ProcessEnv => ({
 /** The plain closing line any CI can read: `tests: N passed, N failed, N skipped`. */
 const printSummary = (report: string): void => {
   if (!existsSync(report)) return;
-  const r = JSON.parse(readFileSync(report, 'utf8')) as { numPassedTests: number; numFailedTests: number; numPendingTests: number; numTodoTests: number };
-  process.stdout.write(`\ntests: ${r.numPassedTests} passed, ${r.numFailedTests} failed, ${r.numPendingTests + r.numTodoTests} skipped\n`);
+  const r = JSON.parse(readFileSync(report, 'utf8')) as {
+    numPassedTests: number;
+    numFailedTests: number;
+    numPendingTests: number;
+    numTodoTests: number;
+  };
+  process.stdout.write(
+    `\ntests: ${r.numPassedTests} passed, ${r.numFailedTests} failed, ${r.numPendingTests + r.numTodoTests} skipped\n`,
+  );
 };
 
 const commands: Record<string, (args: string[]) => Promise<number>> = {
@@ -52,29 +65,58 @@ const commands: Record<string, (args: string[]) => Promise<number>> = {
     return 0;
   },
   async test(args) {
+    // The whole suite (no filters) starts with the static checks: types and lint, seconds each.
+    if (args.length === 0) {
+      log('type-checking (tsc) and linting (biome) ...');
+      const tsc = await runNode(
+        [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'],
+        process.env,
+      );
+      const lint = await runNode(
+        [join(ROOT, 'node_modules', '@biomejs', 'biome', 'bin', 'biome'), 'ci', '.'],
+        process.env,
+      );
+      if (tsc !== 0 || lint !== 0) return 1;
+    }
     const unitOnly = args.join(' ').includes('--project unit');
     const image = unitOnly ? undefined : await setup();
     const report = join(loadConfig().dataDir, 'vitest-report.json');
     rmSync(report, { force: true });
-    const reporters = args.some((a) => a.startsWith('--reporter')) ? [] : ['--reporter=default', '--reporter=json', `--outputFile.json=${report}`];
-    const status = await runNode([join(ROOT, 'node_modules', 'vitest', 'vitest.mjs'), 'run', ...reporters, ...args], testEnv(image));
+    const reporters = args.some((a) => a.startsWith('--reporter'))
+      ? []
+      : ['--reporter=default', '--reporter=json', `--outputFile.json=${report}`];
+    const status = await runNode(
+      [join(ROOT, 'node_modules', 'vitest', 'vitest.mjs'), 'run', ...reporters, ...args],
+      testEnv(image),
+    );
     printSummary(report);
     return status;
   },
   async serve(args) {
     const image = await setup();
-    return runNode([join(ROOT, 'host', 'cli.ts'), 'serve', ...args], { ...process.env, DSH_SANDBOX_IMAGE: process.env.DSH_SANDBOX_IMAGE ?? image });
+    return runNode([join(ROOT, 'host', 'cli.ts'), 'serve', ...args], {
+      ...process.env,
+      DSH_SANDBOX_IMAGE: process.env.DSH_SANDBOX_IMAGE ?? image,
+    });
   },
   async doctor() {
     return (await doctor()) ? 0 : 1;
   },
   async bench(args) {
     const image = await setup();
-    const names = args.length > 0 ? args : readdirSync(join(ROOT, 'bench')).filter((f) => f.endsWith('.ts')).sort();
+    const names =
+      args.length > 0
+        ? args
+        : readdirSync(join(ROOT, 'bench'))
+            .filter((f) => f.endsWith('.ts'))
+            .sort();
     let status = 0;
     for (const name of names) {
       log(`bench ${name}`);
-      status ||= await runNode([join(ROOT, 'bench', name.endsWith('.ts') ? name : `${name}.ts`)], testEnv(image));
+      status ||= await runNode(
+        [join(ROOT, 'bench', name.endsWith('.ts') ? name : `${name}.ts`)],
+        testEnv(image),
+      );
     }
     return status;
   },

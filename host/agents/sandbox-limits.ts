@@ -14,11 +14,17 @@ export const sandboxLimits = (options: SandboxOptions | undefined): Partial<Sand
 /** Refuses, at agent creation, limits the sandbox provider would refuse at the first call. */
 export const checkLimits = (limits: Partial<SandboxLimits>, maxima: SandboxLimits | undefined): void => {
   if (maxima === undefined) return;
-  const over = (Object.keys(limits) as Array<keyof SandboxLimits>).filter((key) => (limits[key] ?? 0) > maxima[key]);
+  const over = (Object.keys(limits) as Array<keyof SandboxLimits>).filter(
+    (key) => (limits[key] ?? 0) > maxima[key],
+  );
   if (over.length > 0) {
     const shown = over.map((key) => `${key} ${limits[key]} > ${maxima[key]}`).join(', ');
-    throw new SandboxError('LIMIT_EXCEEDED', `The sandbox limits exceed this service's maxima (${shown}); ask for less.`, {
-      data: { over },
-    });
+    throw new SandboxError(
+      'LIMIT_EXCEEDED',
+      `The sandbox limits exceed this service's maxima (${shown}); ask for less.`,
+      {
+        data: { over },
+      },
+    );
   }
 };

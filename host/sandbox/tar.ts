@@ -115,7 +115,11 @@ export interface PackEntry {
 }
 
 /** Writes a streamed entry's chunks into a tar entry stream, honouring backpressure. */
-const writeChunks = async (stream: NodeJS.WritableStream, size: number, chunks: AsyncIterable<Buffer>): Promise<void> => {
+const writeChunks = async (
+  stream: NodeJS.WritableStream,
+  size: number,
+  chunks: AsyncIterable<Buffer>,
+): Promise<void> => {
   let written = 0;
   const put = async (chunk: Buffer): Promise<void> => {
     if (!stream.write(chunk)) await new Promise<void>((resolve) => stream.once('drain', () => resolve()));

@@ -125,7 +125,10 @@ export interface SandboxJobs {
   start(command: string, options?: { cwd?: string; env?: Record<string, string> }): Promise<JobInfo>;
   list(): Promise<JobInfo[]>;
   /** With `wait`, resolves when the job ends or after `timeoutMs` (default 30000). */
-  output(id: string, options?: { wait?: boolean; timeoutMs?: number; offset?: number; signal?: AbortSignal }): Promise<JobOutput>;
+  output(
+    id: string,
+    options?: { wait?: boolean; timeoutMs?: number; offset?: number; signal?: AbortSignal },
+  ): Promise<JobOutput>;
   kill(id: string, signal?: 'SIGTERM' | 'SIGKILL' | 'SIGINT'): Promise<JobInfo>;
 }
 
@@ -219,7 +222,11 @@ export interface SandboxTerminals {
 /** Bulk transfer as uncompressed tar: only regular files and directories, paths confined. */
 export interface SandboxArchive {
   /** Extract a tar stream into directory `path`. Rejects hostile archives with ARCHIVE_REJECTED. */
-  upload(path: string, tar: Readable, options?: { maxBytes?: number }): Promise<{ files: number; bytes: number }>;
+  upload(
+    path: string,
+    tar: Readable,
+    options?: { maxBytes?: number },
+  ): Promise<{ files: number; bytes: number }>;
   /** A tar stream of `path` (file or directory). */
   download(path: string): Promise<Readable>;
 }

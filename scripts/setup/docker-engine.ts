@@ -36,24 +36,35 @@ export const engineAnswers = async (docker = new Docker()): Promise<boolean> => 
 export const ensureDockerEngine = async (dataDir: string, docker = new Docker()): Promise<EngineInfo> => {
   if (await ping(docker)) return describe(docker, false);
   if (process.env.DOCKER_HOST) {
-    throw new Error(`no Docker engine answers at DOCKER_HOST=${process.env.DOCKER_HOST}; start it or unset DOCKER_HOST`);
+    throw new Error(
+      `no Docker engine answers at DOCKER_HOST=${process.env.DOCKER_HOST}; start it or unset DOCKER_HOST`,
+    );
   }
   const isRoot = process.getuid?.() === 0;
   if (!isRoot || !existsSync('/etc/debian_version')) {
-    throw new Error('no Docker engine answers on /var/run/docker.sock; install and start Docker (https is not needed: any engine >= 20.10), or set DOCKER_HOST');
+    throw new Error(
+      'no Docker engine answers on /var/run/docker.sock; install and start Docker (https is not needed: any engine >= 20.10), or set DOCKER_HOST',
+    );
   }
   if (!(await which('dockerd'))) {
     log('no Docker engine: installing Debian docker.io (one time, about a minute) ...');
     const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
     await run('apt-get', ['update', '-qq'], { env, inherit: true });
-    const install = await run('apt-get', ['install', '-y', '-qq', '--no-install-recommends', 'docker.io'], { env, inherit: true });
-    if (install.code !== 0) throw new Error('apt-get install docker.io failed; install a Docker engine by hand');
+    const install = await run('apt-get', ['install', '-y', '-qq', '--no-install-recommends', 'docker.io'], {
+      env,
+      inherit: true,
+    });
+    if (install.code !== 0)
+      throw new Error('apt-get install docker.io failed; install a Docker engine by hand');
   }
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const logFile = join(dataDir, 'dockerd.log');
   log(`starting dockerd --bridge=none --iptables=false (log: ${logFile})`);
   const out = openSync(logFile, 'a');
-  const child = spawn('dockerd', ['--bridge=none', '--iptables=false'], { detached: true, stdio: ['ignore', out, out] });
+  const child = spawn('dockerd', ['--bridge=none', '--iptables=false'], {
+    detached: true,
+    stdio: ['ignore', out, out],
+  });
   child.unref();
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {

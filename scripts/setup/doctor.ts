@@ -28,7 +28,8 @@ const checks: Check[] = [
     name: 'isolated-vm',
     fix: 'npm ci with Node 24 on PATH (package.json allowScripts lets its install script run)',
     run: async () => {
-      const probe = "const ivm=require('isolated-vm');const i=new ivm.Isolate({memoryLimit:8});process.stdout.write(String(i.compileScriptSync('6*7').runSync(i.createContextSync())))";
+      const probe =
+        "const ivm=require('isolated-vm');const i=new ivm.Isolate({memoryLimit:8});process.stdout.write(String(i.compileScriptSync('6*7').runSync(i.createContextSync())))";
       const result = await run(process.execPath, ['--no-node-snapshot', '-e', probe], { timeoutMs: 15_000 });
       if (result.stdout !== '42') throw new Error(result.stderr.trim().split('\n').pop() ?? 'does not load');
       return 'loads (--no-node-snapshot)';

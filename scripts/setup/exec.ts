@@ -17,7 +17,11 @@ export const run = (
   new Promise((resolve) => {
     const child = spawn(command, args, {
       env: options.env ?? process.env,
-      stdio: [options.input === undefined ? 'ignore' : 'pipe', options.inherit ? 'inherit' : 'pipe', options.inherit ? 'inherit' : 'pipe'],
+      stdio: [
+        options.input === undefined ? 'ignore' : 'pipe',
+        options.inherit ? 'inherit' : 'pipe',
+        options.inherit ? 'inherit' : 'pipe',
+      ],
       timeout: options.timeoutMs,
     });
     let stdout = '';

@@ -53,10 +53,17 @@ export interface ImageInputs {
   sandboxd: Buffer;
 }
 
-export const imageInputs = async (base = process.env.DSH_BASE_IMAGE ?? DEFAULT_BASE): Promise<ImageInputs> => {
+export const imageInputs = async (
+  base = process.env.DSH_BASE_IMAGE ?? DEFAULT_BASE,
+): Promise<ImageInputs> => {
   const dockerfile = readFileSync(join(ROOT, 'Dockerfile.sandbox'));
   const sandboxd = await bundleSandboxd();
-  const hash = createHash('sha256').update(dockerfile).update('\0').update(sandboxd).update('\0').update(base);
+  const hash = createHash('sha256')
+    .update(dockerfile)
+    .update('\0')
+    .update(sandboxd)
+    .update('\0')
+    .update(base);
   return { tag: `${IMAGE_REPO}:${hash.digest('hex').slice(0, 12)}`, base, dockerfile, sandboxd };
 };
 
@@ -88,20 +95,27 @@ const aptSourceFiles = (): string[] => {
 };
 
 const debianCodename = (): string | undefined =>
-  /^VERSION_CODENAME=(.+)$/m.exec(existsSync('/etc/os-release') ? readFileSync('/etc/os-release', 'utf8') : '')?.[1];
+  /^VERSION_CODENAME=(.+)$/m.exec(
+    existsSync('/etc/os-release') ? readFileSync('/etc/os-release', 'utf8') : '',
+  )?.[1];
 
 const makeBaseWithMmdebstrap = async (docker: Docker): Promise<string> => {
   const codename = debianCodename();
   if (!codename || process.getuid?.() !== 0) {
-    throw new Error(`base image ${DEFAULT_BASE} is missing and cannot be pulled; load it (docker load) or set DSH_BASE_IMAGE`);
+    throw new Error(
+      `base image ${DEFAULT_BASE} is missing and cannot be pulled; load it (docker load) or set DSH_BASE_IMAGE`,
+    );
   }
   const name = `dsh-base:${codename}`;
   if (await imageExists(docker, name)) return name;
   if (!(await which('mmdebstrap'))) {
-    log('installing mmdebstrap to make a base image from the machine\'s apt sources ...');
+    log("installing mmdebstrap to make a base image from the machine's apt sources ...");
     const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
     await run('apt-get', ['update', '-qq'], { env, inherit: true });
-    const install = await run('apt-get', ['install', '-y', '-qq', '--no-install-recommends', 'mmdebstrap'], { env, inherit: true });
+    const install = await run('apt-get', ['install', '-y', '-qq', '--no-install-recommends', 'mmdebstrap'], {
+      env,
+      inherit: true,
+    });
     if (install.code !== 0) throw new Error('apt-get install mmdebstrap failed');
   }
   log(`making base image ${name} with mmdebstrap (one time, a minute or two) ...`);
@@ -112,10 +126,13 @@ const makeBaseWithMmdebstrap = async (docker: Docker): Promise<string> => {
   const [repo, tag] = name.split(':') as [string, string];
   const imported = await docker.importImage(child.stdout as never, { repo, tag });
   await new Promise<void>((resolve, reject) =>
-    docker.modem.followProgress(imported as NodeJS.ReadableStream, (error: Error | null) => (error ? reject(error) : resolve())),
+    docker.modem.followProgress(imported as NodeJS.ReadableStream, (error: Error | null) =>
+      error ? reject(error) : resolve(),
+    ),
   );
   const code = await exited;
-  if (code !== 0 || !(await imageExists(docker, name))) throw new Error(`mmdebstrap failed with exit code ${code}`);
+  if (code !== 0 || !(await imageExists(docker, name)))
+    throw new Error(`mmdebstrap failed with exit code ${code}`);
   return name;
 };
 
@@ -172,6 +189,7 @@ export const ensureSandboxImage = async (docker = new Docker()): Promise<{ tag: 
       },
     ),
   );
-  if (!(await imageExists(docker, inputs.tag))) throw new Error(`sandbox image ${inputs.tag} missing after build`);
+  if (!(await imageExists(docker, inputs.tag)))
+    throw new Error(`sandbox image ${inputs.tag} missing after build`);
   return { tag: inputs.tag, built: true };
 };

@@ -46,7 +46,9 @@ describe('sandbox image', () => {
   });
 
   it('ships sandboxd as a bundle that Node in the image can load', async () => {
-    const result = await sh('test -s /opt/sandboxd/sandboxd.cjs && node --check /opt/sandboxd/sandboxd.cjs && echo ok');
+    const result = await sh(
+      'test -s /opt/sandboxd/sandboxd.cjs && node --check /opt/sandboxd/sandboxd.cjs && echo ok',
+    );
     expect(result.stdout.trim()).toBe('ok');
   });
 });

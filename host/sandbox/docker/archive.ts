@@ -75,16 +75,33 @@ export const createContainerArchive = (options: ArchiveOptions): SandboxArchive 
       // sent; then the content, streamed chunk by chunk with backpressure.
       const listing: Array<PackEntry & { path: string }> = [];
       let total = 0;
-      const add = (path: string, type: 'file' | 'directory', st: { size: number; mode: number; mtimeMs: number }) => {
+      const add = (
+        path: string,
+        type: 'file' | 'directory',
+        st: { size: number; mode: number; mtimeMs: number },
+      ) => {
         if (listing.length >= maxEntries) {
-          throw new SandboxError('FILE_TOO_LARGE', `Download of ${abs} has more than ${maxEntries} entries; download a smaller directory.`);
+          throw new SandboxError(
+            'FILE_TOO_LARGE',
+            `Download of ${abs} has more than ${maxEntries} entries; download a smaller directory.`,
+          );
         }
         if (type === 'file') total += st.size;
         if (total > maxDownload) {
-          throw new SandboxError('FILE_TOO_LARGE', `Download of ${abs} exceeds ${maxDownload} bytes; download a smaller directory.`);
+          throw new SandboxError(
+            'FILE_TOO_LARGE',
+            `Download of ${abs} exceeds ${maxDownload} bytes; download a smaller directory.`,
+          );
         }
         const name = type === 'directory' ? `${relativeTo(base, path)}/` : relativeTo(base, path);
-        listing.push({ path, name, type, mode: st.mode, mtimeMs: st.mtimeMs, size: type === 'file' ? st.size : 0 });
+        listing.push({
+          path,
+          name,
+          type,
+          mode: st.mode,
+          mtimeMs: st.mtimeMs,
+          size: type === 'file' ? st.size : 0,
+        });
       };
       const walk = async (dir: string): Promise<void> => {
         for (const e of await fs.list(dir)) {

@@ -3,7 +3,7 @@
 
 import * as v from 'valibot';
 import { defineTool } from '../define.ts';
-import { LIMITS, capText, sandboxOf } from './services.ts';
+import { capText, LIMITS, sandboxOf } from './services.ts';
 
 const DEFAULT_TIMEOUT_MS = 120_000;
 const MAX_TIMEOUT_MS = 600_000;
@@ -27,15 +27,31 @@ export const bashTool = defineTool({
     command: v.pipe(v.string(), v.minLength(1), v.description('The command to run')),
     description: v.pipe(v.string(), v.description('What the command does, in a few words')),
     timeoutMs: v.optional(
-      v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(MAX_TIMEOUT_MS), v.description(`Kill the command after this many ms (default ${DEFAULT_TIMEOUT_MS}, max ${MAX_TIMEOUT_MS})`)),
+      v.pipe(
+        v.number(),
+        v.integer(),
+        v.minValue(1),
+        v.maxValue(MAX_TIMEOUT_MS),
+        v.description(
+          `Kill the command after this many ms (default ${DEFAULT_TIMEOUT_MS}, max ${MAX_TIMEOUT_MS})`,
+        ),
+      ),
     ),
     workdir: v.optional(v.pipe(v.string(), v.description('Working directory (default: the workspace)'))),
-    run_in_background: v.optional(v.pipe(v.boolean(), v.description('Start as a background job and return its id'))),
+    run_in_background: v.optional(
+      v.pipe(v.boolean(), v.description('Start as a background job and return its id')),
+    ),
   }),
   output: {
     schema: Output,
     render: (_args, value) => {
-      if ('jobId' in value) return [{ type: 'text', text: `Started background job ${value.jobId}. Read its output with job_output, stop it with job_kill.` }];
+      if ('jobId' in value)
+        return [
+          {
+            type: 'text',
+            text: `Started background job ${value.jobId}. Read its output with job_output, stop it with job_kill.`,
+          },
+        ];
       const parts: string[] = [];
       if (value.stdout) parts.push(value.stdout.replace(/\n$/, ''));
       if (value.stderr) parts.push(value.stderr.replace(/\n$/, ''));

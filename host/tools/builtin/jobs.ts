@@ -3,7 +3,7 @@
 
 import * as v from 'valibot';
 import { defineTool } from '../define.ts';
-import { LIMITS, capText, sandboxOf } from './services.ts';
+import { capText, LIMITS, sandboxOf } from './services.ts';
 
 const Job = v.object({
   id: v.string(),
@@ -24,7 +24,9 @@ export const jobListTool = defineTool({
   parameters: v.object({}),
   output: {
     schema: v.array(Job),
-    render: (_args, value) => [{ type: 'text', text: value.length === 0 ? 'No background jobs' : value.map(describeJob).join('\n') }],
+    render: (_args, value) => [
+      { type: 'text', text: value.length === 0 ? 'No background jobs' : value.map(describeJob).join('\n') },
+    ],
   },
   isConcurrencySafe: () => true,
   async execute(_args, exec) {
@@ -34,22 +36,38 @@ export const jobListTool = defineTool({
 
 export const jobOutputTool = defineTool({
   name: 'job_output',
-  description: 'Read the output of a background job. With wait, block until the job ends or timeout_ms passes (default 30000).',
+  description:
+    'Read the output of a background job. With wait, block until the job ends or timeout_ms passes (default 30000).',
   parameters: v.object({
     job_id: v.pipe(v.string(), v.minLength(1), v.description('The id bash returned')),
     wait: v.optional(v.pipe(v.boolean(), v.description('Wait for the job to end'))),
-    timeout_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(600_000), v.description('How long to wait, in ms'))),
+    timeout_ms: v.optional(
+      v.pipe(
+        v.number(),
+        v.integer(),
+        v.minValue(0),
+        v.maxValue(600_000),
+        v.description('How long to wait, in ms'),
+      ),
+    ),
   }),
   output: {
     schema: v.object({ ...Job.entries, output: v.string(), nextOffset: v.number(), truncated: v.boolean() }),
     render: (_args, value) => [
-      { type: 'text', text: `${describeJob(value)}\n${capText(value.output, LIMITS.bashOutput) || '(no output yet)'}` },
+      {
+        type: 'text',
+        text: `${describeJob(value)}\n${capText(value.output, LIMITS.bashOutput) || '(no output yet)'}`,
+      },
     ],
   },
   isConcurrencySafe: () => true,
   async execute(args, exec) {
     const sandbox = await sandboxOf(exec);
-    return sandbox.jobs.output(args.job_id, { wait: args.wait, timeoutMs: args.timeout_ms, signal: exec.signal });
+    return sandbox.jobs.output(args.job_id, {
+      wait: args.wait,
+      timeoutMs: args.timeout_ms,
+      signal: exec.signal,
+    });
   },
 });
 

@@ -11,7 +11,14 @@ export const imageMimeType = (data: Uint8Array): string | undefined => {
   if (starts(0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a)) return 'image/png';
   if (starts(0xff, 0xd8, 0xff)) return 'image/jpeg';
   if (starts(0x47, 0x49, 0x46, 0x38)) return 'image/gif';
-  if (starts(0x52, 0x49, 0x46, 0x46) && data[8] === 0x57 && data[9] === 0x45 && data[10] === 0x42 && data[11] === 0x50) return 'image/webp';
+  if (
+    starts(0x52, 0x49, 0x46, 0x46) &&
+    data[8] === 0x57 &&
+    data[9] === 0x45 &&
+    data[10] === 0x42 &&
+    data[11] === 0x50
+  )
+    return 'image/webp';
   return undefined;
 };
 
@@ -19,7 +26,11 @@ export const readImageTool = defineTool({
   name: 'read_image',
   description: 'Load an image file (png, jpeg, gif or webp) from the sandbox so that you can see it.',
   parameters: v.object({
-    file_path: v.pipe(v.string(), v.minLength(1), v.description('Path of the image, absolute or relative to the workspace')),
+    file_path: v.pipe(
+      v.string(),
+      v.minLength(1),
+      v.description('Path of the image, absolute or relative to the workspace'),
+    ),
   }),
   output: {
     schema: v.object({ file_path: v.string(), mimeType: v.string(), size: v.number(), data: v.string() }),
@@ -31,12 +42,18 @@ export const readImageTool = defineTool({
     const stat = await sandbox.fs.stat(args.file_path);
     if (stat.type !== 'file') throw new SandboxError('NOT_A_FILE', `${args.file_path} is not a file.`);
     if (stat.size > LIMITS.imageBytes) {
-      throw new SandboxError('FILE_TOO_LARGE', `${args.file_path} has ${stat.size} bytes; images up to ${LIMITS.imageBytes} bytes can be loaded. Scale it down first (e.g. with python3).`);
+      throw new SandboxError(
+        'FILE_TOO_LARGE',
+        `${args.file_path} has ${stat.size} bytes; images up to ${LIMITS.imageBytes} bytes can be loaded. Scale it down first (e.g. with python3).`,
+      );
     }
     const data = await sandbox.fs.readFile(args.file_path);
     const mimeType = imageMimeType(data);
     if (!mimeType) {
-      throw new SandboxError('INVALID_ARGUMENTS', `${args.file_path} is not a png, jpeg, gif or webp image; use read for text files.`);
+      throw new SandboxError(
+        'INVALID_ARGUMENTS',
+        `${args.file_path} is not a png, jpeg, gif or webp image; use read for text files.`,
+      );
     }
     return { file_path: stat.path, mimeType, size: data.length, data: data.toString('base64') };
   },

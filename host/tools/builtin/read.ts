@@ -22,9 +22,23 @@ export const readTool = defineTool({
   name: 'read',
   description: `Read a text file from the sandbox with line numbers. Reads up to ${LIMITS.readLines} lines from \`offset\` (1-based line, default 1); lines over ${LIMITS.lineChars} characters are cut. Use read_image for images.`,
   parameters: v.object({
-    file_path: v.pipe(v.string(), v.minLength(1), v.description('Path of the file, absolute or relative to the workspace')),
-    offset: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.description('First line to read, 1-based'))),
-    limit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(LIMITS.readLines), v.description('How many lines to read'))),
+    file_path: v.pipe(
+      v.string(),
+      v.minLength(1),
+      v.description('Path of the file, absolute or relative to the workspace'),
+    ),
+    offset: v.optional(
+      v.pipe(v.number(), v.integer(), v.minValue(1), v.description('First line to read, 1-based')),
+    ),
+    limit: v.optional(
+      v.pipe(
+        v.number(),
+        v.integer(),
+        v.minValue(1),
+        v.maxValue(LIMITS.readLines),
+        v.description('How many lines to read'),
+      ),
+    ),
   }),
   output: {
     schema: Output,
@@ -38,7 +52,9 @@ export const readTool = defineTool({
       });
       const end = value.startLine + value.lineCount - 1;
       if (end < value.totalLines) {
-        numbered.push(`[showing lines ${value.startLine}-${end} of ${value.totalLines}; use offset ${end + 1} to read on]`);
+        numbered.push(
+          `[showing lines ${value.startLine}-${end} of ${value.totalLines}; use offset ${end + 1} to read on]`,
+        );
       }
       return [{ type: 'text', text: numbered.join('\n') }];
     },
@@ -48,22 +64,40 @@ export const readTool = defineTool({
     const sandbox = await sandboxOf(exec);
     const stat = await sandbox.fs.stat(args.file_path);
     if (stat.type === 'directory') {
-      throw new SandboxError('NOT_A_FILE', `${args.file_path} is a directory; use glob or bash ls to list it.`);
+      throw new SandboxError(
+        'NOT_A_FILE',
+        `${args.file_path} is a directory; use glob or bash ls to list it.`,
+      );
     }
     if (stat.size > LIMITS.readBytes) {
-      throw new SandboxError('FILE_TOO_LARGE', `${args.file_path} has ${stat.size} bytes, more than read handles (${LIMITS.readBytes}); use bash (head, sed -n, rg) to look into it.`);
+      throw new SandboxError(
+        'FILE_TOO_LARGE',
+        `${args.file_path} has ${stat.size} bytes, more than read handles (${LIMITS.readBytes}); use bash (head, sed -n, rg) to look into it.`,
+      );
     }
     const data = await sandbox.fs.readFile(args.file_path);
     if (looksBinary(data)) {
-      throw new SandboxError('BINARY_FILE', `${args.file_path} is a binary file; use read_image for images or bash (file, xxd) to inspect it.`);
+      throw new SandboxError(
+        'BINARY_FILE',
+        `${args.file_path} is a binary file; use read_image for images or bash (file, xxd) to inspect it.`,
+      );
     }
     const text = data.toString('utf8');
     const all = text.length === 0 ? [] : text.replace(/\n$/, '').split('\n');
     const start = args.offset ?? 1;
     if (all.length > 0 && start > all.length) {
-      throw new SandboxError('INVALID_ARGUMENTS', `offset ${start} is past the end of ${args.file_path}, which has ${all.length} lines.`);
+      throw new SandboxError(
+        'INVALID_ARGUMENTS',
+        `offset ${start} is past the end of ${args.file_path}, which has ${all.length} lines.`,
+      );
     }
     const selected = all.slice(start - 1, start - 1 + (args.limit ?? LIMITS.readLines));
-    return { file_path: stat.path, content: selected.join('\n'), startLine: start, lineCount: selected.length, totalLines: all.length };
+    return {
+      file_path: stat.path,
+      content: selected.join('\n'),
+      startLine: start,
+      lineCount: selected.length,
+      totalLines: all.length,
+    };
   },
 });

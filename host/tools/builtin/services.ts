@@ -15,7 +15,10 @@ declare module '../types.ts' {
 export const sandboxOf = async (exec: ExecContext): Promise<Sandbox> => {
   const service = exec.agent.services.sandbox as Sandbox | (() => Promise<Sandbox>) | undefined;
   if (!service) {
-    throw new SandboxError('SANDBOX_UNAVAILABLE', 'This agent has no sandbox; create the agent with a sandbox provider.');
+    throw new SandboxError(
+      'SANDBOX_UNAVAILABLE',
+      'This agent has no sandbox; create the agent with a sandbox provider.',
+    );
   }
   return typeof service === 'function' ? service() : service;
 };

@@ -20,19 +20,30 @@ const numbered = (lines: string[], first: number): string =>
 
 export const strReplaceEditorTool = defineTool({
   name: 'str_replace_editor',
-  description: 'View, create, replace or insert file content. view: path (+ view_range [start,end]); create: path, file_text; str_replace: path, old_str (must match exactly once), new_str; insert: path, insert_line (0 = top), new_str.',
+  description:
+    'View, create, replace or insert file content. view: path (+ view_range [start,end]); create: path, file_text; str_replace: path, old_str (must match exactly once), new_str; insert: path, insert_line (0 = top), new_str.',
   parameters: v.object({
     command: v.pipe(v.picklist(['view', 'create', 'str_replace', 'insert']), v.description('What to do')),
     path: v.pipe(v.string(), v.minLength(1), v.description('File or directory path')),
     file_text: v.optional(v.pipe(v.string(), v.description('create: the file content'))),
-    insert_line: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.description('insert: insert after this line'))),
+    insert_line: v.optional(
+      v.pipe(v.number(), v.integer(), v.minValue(0), v.description('insert: insert after this line')),
+    ),
     new_str: v.optional(v.pipe(v.string(), v.description('str_replace / insert: the new text'))),
     old_str: v.optional(v.pipe(v.string(), v.description('str_replace: the exact text to replace'))),
-    view_range: v.optional(v.pipe(v.array(v.pipe(v.number(), v.integer())), v.length(2), v.description('view: [start, end] lines, 1-based; end -1 = to the end'))),
+    view_range: v.optional(
+      v.pipe(
+        v.array(v.pipe(v.number(), v.integer())),
+        v.length(2),
+        v.description('view: [start, end] lines, 1-based; end -1 = to the end'),
+      ),
+    ),
   }),
   output: { schema: v.string() },
   async execute(args, exec) {
-    const missing = (REQUIRED[args.command] ?? []).filter((key) => args[key as keyof typeof args] === undefined);
+    const missing = (REQUIRED[args.command] ?? []).filter(
+      (key) => args[key as keyof typeof args] === undefined,
+    );
     if (missing.length > 0) {
       throw new SandboxError('INVALID_ARGUMENTS', `${args.command} needs ${missing.join(', ')}.`);
     }
@@ -45,7 +56,9 @@ export const strReplaceEditorTool = defineTool({
     const stat = await fs.stat(path);
     if (args.command === 'view' && stat.type === 'directory') {
       const entries = await fs.list(path);
-      return entries.map((e) => `${e.name}${e.type === 'directory' ? '/' : ''}`).join('\n') || '(empty directory)';
+      return (
+        entries.map((e) => `${e.name}${e.type === 'directory' ? '/' : ''}`).join('\n') || '(empty directory)'
+      );
     }
     const data = await fs.readFile(path);
     if (looksBinary(data)) throw new SandboxError('BINARY_FILE', `${args.path} is a binary file.`);
@@ -55,22 +68,35 @@ export const strReplaceEditorTool = defineTool({
       const [start = 1, end = -1] = args.view_range ?? [];
       const last = end === -1 ? lines.length : end;
       if (start < 1 || last < start || start > lines.length) {
-        throw new SandboxError('INVALID_ARGUMENTS', `view_range [${start}, ${end}] is outside the file's ${lines.length} lines.`);
+        throw new SandboxError(
+          'INVALID_ARGUMENTS',
+          `view_range [${start}, ${end}] is outside the file's ${lines.length} lines.`,
+        );
       }
       return numbered(lines.slice(start - 1, last), start);
     }
     if (args.command === 'str_replace') {
       const count = countOccurrences(text, args.old_str!);
       if (count !== 1) {
-        throw new SandboxError('INVALID_ARGUMENTS', count === 0
-          ? `old_str was not found in ${args.path}; copy it exactly, including whitespace.`
-          : `old_str appears ${count} times in ${args.path}; include more context to make it unique.`);
+        throw new SandboxError(
+          'INVALID_ARGUMENTS',
+          count === 0
+            ? `old_str was not found in ${args.path}; copy it exactly, including whitespace.`
+            : `old_str appears ${count} times in ${args.path}; include more context to make it unique.`,
+        );
       }
-      await fs.writeFile(path, text.replace(args.old_str!, () => args.new_str!));
+      await fs.writeFile(
+        path,
+        text.replace(args.old_str!, () => args.new_str!),
+      );
       return `Replaced text in ${path}`;
     }
     const at = args.insert_line!;
-    if (at > lines.length) throw new SandboxError('INVALID_ARGUMENTS', `insert_line ${at} is past the file's ${lines.length} lines.`);
+    if (at > lines.length)
+      throw new SandboxError(
+        'INVALID_ARGUMENTS',
+        `insert_line ${at} is past the file's ${lines.length} lines.`,
+      );
     lines.splice(at, 0, ...args.new_str!.split('\n'));
     await fs.writeFile(path, lines.join('\n'));
     return `Inserted ${args.new_str!.split('\n').length} line(s) after line ${at} of ${path}`;

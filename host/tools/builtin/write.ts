@@ -6,15 +6,23 @@ import { sandboxOf } from './services.ts';
 
 export const writeTool = defineTool({
   name: 'write',
-  description: 'Create a file or replace its whole content. Parent directories are created. Prefer edit for changing part of an existing file.',
+  description:
+    'Create a file or replace its whole content. Parent directories are created. Prefer edit for changing part of an existing file.',
   parameters: v.object({
-    file_path: v.pipe(v.string(), v.minLength(1), v.description('Path of the file, absolute or relative to the workspace')),
+    file_path: v.pipe(
+      v.string(),
+      v.minLength(1),
+      v.description('Path of the file, absolute or relative to the workspace'),
+    ),
     content: v.pipe(v.string(), v.description('The complete new content')),
   }),
   output: {
     schema: v.object({ file_path: v.string(), bytes: v.number(), created: v.boolean() }),
     render: (_args, value) => [
-      { type: 'text', text: `${value.created ? 'Created' : 'Replaced'} ${value.file_path} (${value.bytes} bytes)` },
+      {
+        type: 'text',
+        text: `${value.created ? 'Created' : 'Replaced'} ${value.file_path} (${value.bytes} bytes)`,
+      },
     ],
   },
   async execute(args, exec) {

@@ -13,7 +13,10 @@ import { dockerFixture } from '../sandbox/fixtures.ts';
 
 const fixture = dockerFixture();
 const dataDir = mkdtempSync(join(tmpdir(), 'dsh-api-restart-'));
-const config = loadConfig({ host: '127.0.0.1', port: 0, dataDir, poolSize: 0, isolateWorkers: 1, shutdownGraceMs: 300 }, {});
+const config = loadConfig(
+  { host: '127.0.0.1', port: 0, dataDir, poolSize: 0, isolateWorkers: 1, shutdownGraceMs: 300 },
+  {},
+);
 const running: Running[] = [];
 
 afterAll(async () => {
@@ -22,27 +25,59 @@ afterAll(async () => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-const json = async (server: Running, key: string, method: string, path: string, body?: unknown): Promise<{ status: number; json: Loose }> => {
+const json = async (
+  server: Running,
+  key: string,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; json: Loose }> => {
   const res = await fetch(`${server.url}${path}`, {
     method,
-    headers: { Authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
+    headers: {
+      Authorization: `Bearer ${key}`,
+      ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   return { status: res.status, json: await res.json().catch(() => undefined) };
 };
 
-it('shuts down gracefully and re-adopts the agent\'s container after a restart', async () => {
+it("shuts down gracefully and re-adopts the agent's container after a restart", async () => {
   const first = await startServer(config, { sandboxes: fixture.provider(), log: () => {} });
   running.push(first);
   const key = first.store.tenants.createTenant('restart').apiKey;
-  const agent = (await json(first, key, 'POST', '/v1/agents', { remoteTools: [{ name: 'wait_for_client', description: 'never answered', parameters: { type: 'object' } }] })).json;
-  const [written] = (await json(first, key, 'POST', `/v1/agents/${agent.id}/calls`, { calls: [{ id: 'w', name: 'bash', arguments: { command: 'echo survived > keep.txt && cat keep.txt', description: 'write' } }] })).json.results;
+  const agent = (
+    await json(first, key, 'POST', '/v1/agents', {
+      remoteTools: [
+        { name: 'wait_for_client', description: 'never answered', parameters: { type: 'object' } },
+      ],
+    })
+  ).json;
+  const [written] = (
+    await json(first, key, 'POST', `/v1/agents/${agent.id}/calls`, {
+      calls: [
+        {
+          id: 'w',
+          name: 'bash',
+          arguments: { command: 'echo survived > keep.txt && cat keep.txt', description: 'write' },
+        },
+      ],
+    })
+  ).json.results;
   expect(written.ok).toBe(true);
 
-  const stream = await fetch(`${first.url}/v1/agents/${agent.id}/events`, { headers: { Authorization: `Bearer ${key}`, Accept: 'text/event-stream' } });
+  const stream = await fetch(`${first.url}/v1/agents/${agent.id}/events`, {
+    headers: { Authorization: `Bearer ${key}`, Accept: 'text/event-stream' },
+  });
   const events = readSse(stream.body as ReadableStream<Uint8Array>, (m) => m.at(-1)?.event === 'shutdown');
-  const inFlight = json(first, key, 'POST', `/v1/agents/${agent.id}/calls`, { calls: [{ id: 'h', name: 'wait_for_client', arguments: {} }] });
-  while ((await json(first, key, 'GET', `/v1/agents/${agent.id}/requests?state=pending`)).json.requests.length === 0) {
+  const inFlight = json(first, key, 'POST', `/v1/agents/${agent.id}/calls`, {
+    calls: [{ id: 'h', name: 'wait_for_client', arguments: {} }],
+  });
+  while (
+    (await json(first, key, 'GET', `/v1/agents/${agent.id}/requests?state=pending`)).json.requests.length ===
+    0
+  ) {
     await new Promise((r) => setTimeout(r, 20));
   }
   const started = Date.now();
@@ -54,15 +89,23 @@ it('shuts down gracefully and re-adopts the agent\'s container after a restart',
   const messages = await events;
   expect(messages.at(-1)?.event).toBe('shutdown');
 
-  const containers = await fixture.docker.listContainers({ filters: { label: [`dsh.test=${fixture.runId}`] } });
+  const containers = await fixture.docker.listContainers({
+    filters: { label: [`dsh.test=${fixture.runId}`] },
+  });
   expect(containers.length).toBe(1);
 
   const second = await startServer(config, { sandboxes: fixture.provider(), log: () => {} });
   running.push(second);
-  const file = await fetch(`${second.url}/v1/agents/${agent.id}/files?path=keep.txt`, { headers: { Authorization: `Bearer ${key}` } });
+  const file = await fetch(`${second.url}/v1/agents/${agent.id}/files?path=keep.txt`, {
+    headers: { Authorization: `Bearer ${key}` },
+  });
   expect(await file.text()).toBe('survived\n');
-  const tools = (await json(second, key, 'GET', `/v1/agents/${agent.id}/tools`)).json.tools.map((t: { name: string }) => t.name);
+  const tools = (await json(second, key, 'GET', `/v1/agents/${agent.id}/tools`)).json.tools.map(
+    (t: { name: string }) => t.name,
+  );
   expect(tools).toContain('wait_for_client');
   const log = (await json(second, key, 'GET', `/v1/agents/${agent.id}/events`)).json.events;
-  expect(log.some((e: Loose) => e.callId === 'h' && e.type === 'tool.result' && e.data.error.code === 'ABORTED')).toBe(true);
+  expect(
+    log.some((e: Loose) => e.callId === 'h' && e.type === 'tool.result' && e.data.error.code === 'ABORTED'),
+  ).toBe(true);
 });

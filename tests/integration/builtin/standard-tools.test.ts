@@ -17,8 +17,10 @@ const batch = (calls: Array<[string, Record<string, unknown>]>): Promise<ToolRes
     calls.map(([name, args], i) => ({ id: `c${i}`, name, arguments: args })),
     { agent: { id: 'agent-std', sessionId: 'session-std', services: { sandbox } }, log: null },
   );
-const call = async (name: string, args: Record<string, unknown>): Promise<ToolResult> => (await batch([[name, args]]))[0]!;
-const text = (result: ToolResult): string => result.content.map((p) => (p.type === 'text' ? p.text : '')).join('');
+const call = async (name: string, args: Record<string, unknown>): Promise<ToolResult> =>
+  (await batch([[name, args]]))[0]!;
+const text = (result: ToolResult): string =>
+  result.content.map((p) => (p.type === 'text' ? p.text : '')).join('');
 
 beforeAll(async () => {
   sandbox = await provider.create({ tenantId: 'tenant-std', agentId: `std-${fixture.runId}` });
@@ -68,7 +70,11 @@ describe('standard tools on the docker provider', () => {
   });
 
   it('background jobs: start, list, wait for output, kill', async () => {
-    const started = await call('bash', { command: 'echo begin; sleep 0.3; echo end', description: 'job', run_in_background: true });
+    const started = await call('bash', {
+      command: 'echo begin; sleep 0.3; echo end',
+      description: 'job',
+      run_in_background: true,
+    });
     const jobId = (started.value as { jobId: string }).jobId;
     expect(jobId).toBeTruthy();
     const listed = await call('job_list', {});

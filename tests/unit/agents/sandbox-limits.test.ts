@@ -23,12 +23,18 @@ describe('sandbox limits at agent creation', () => {
   });
 
   it('refuses limits above the maxima with LIMIT_EXCEEDED', () => {
-    expect(codeOf(() => checkLimits(sandboxLimits({ memoryMb: 65_536 }), DOCKER_DEFAULT_MAXIMA))).toBe('LIMIT_EXCEEDED');
-    expect(codeOf(() => checkLimits(sandboxLimits({ cpus: 64 }), DOCKER_DEFAULT_MAXIMA))).toBe('LIMIT_EXCEEDED');
+    expect(codeOf(() => checkLimits(sandboxLimits({ memoryMb: 65_536 }), DOCKER_DEFAULT_MAXIMA))).toBe(
+      'LIMIT_EXCEEDED',
+    );
+    expect(codeOf(() => checkLimits(sandboxLimits({ cpus: 64 }), DOCKER_DEFAULT_MAXIMA))).toBe(
+      'LIMIT_EXCEEDED',
+    );
   });
 
   it('accepts limits within the maxima, and anything when the provider has none', () => {
-    expect(codeOf(() => checkLimits(sandboxLimits({ memoryMb: 1024, cpus: 1, pids: 512 }), DOCKER_DEFAULT_MAXIMA))).toBeUndefined();
+    expect(
+      codeOf(() => checkLimits(sandboxLimits({ memoryMb: 1024, cpus: 1, pids: 512 }), DOCKER_DEFAULT_MAXIMA)),
+    ).toBeUndefined();
     expect(codeOf(() => checkLimits(sandboxLimits({ memoryMb: 65_536 }), undefined))).toBeUndefined();
   });
 });

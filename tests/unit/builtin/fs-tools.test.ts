@@ -17,7 +17,8 @@ const call = async (name: string, args: Record<string, unknown>): Promise<ToolRe
   });
   return result!;
 };
-const text = (result: ToolResult): string => result.content.map((p) => (p.type === 'text' ? p.text : `[image ${p.mimeType}]`)).join('');
+const text = (result: ToolResult): string =>
+  result.content.map((p) => (p.type === 'text' ? p.text : `[image ${p.mimeType}]`)).join('');
 
 beforeEach(async () => {
   sandbox = await createMemoryProvider().create({ tenantId: 't', agentId: 'agent-1' });
@@ -57,24 +58,36 @@ describe('read', () => {
 
 describe('write and edit', () => {
   it('write creates parents and reports created vs replaced', async () => {
-    expect(text(await call('write', { file_path: 'src/x.ts', content: 'let a = 1\n' }))).toMatch(/^Created \/workspace\/src\/x.ts/);
+    expect(text(await call('write', { file_path: 'src/x.ts', content: 'let a = 1\n' }))).toMatch(
+      /^Created \/workspace\/src\/x.ts/,
+    );
     expect(text(await call('write', { file_path: 'src/x.ts', content: 'let a = 2\n' }))).toMatch(/^Replaced/);
     expect((await sandbox.fs.readFile('src/x.ts')).toString()).toBe('let a = 2\n');
   });
 
   it('edit replaces exactly one match', async () => {
     await sandbox.fs.writeFile('f.ts', 'const enabled = false\n');
-    const result = await call('edit', { file_path: 'f.ts', old_string: 'enabled = false', new_string: 'enabled = true' });
+    const result = await call('edit', {
+      file_path: 'f.ts',
+      old_string: 'enabled = false',
+      new_string: 'enabled = true',
+    });
     expect(result.ok).toBe(true);
     expect((await sandbox.fs.readFile('f.ts')).toString()).toBe('const enabled = true\n');
   });
 
   it('edit says when old_string is missing or not unique, and changes nothing', async () => {
     await sandbox.fs.writeFile('f.ts', 'a\na\n');
-    expect(text(await call('edit', { file_path: 'f.ts', old_string: 'zzz', new_string: 'b' }))).toMatch(/^Error: old_string was not found/);
-    expect(text(await call('edit', { file_path: 'f.ts', old_string: 'a', new_string: 'b' }))).toMatch(/^Error: old_string appears 2 times/);
+    expect(text(await call('edit', { file_path: 'f.ts', old_string: 'zzz', new_string: 'b' }))).toMatch(
+      /^Error: old_string was not found/,
+    );
+    expect(text(await call('edit', { file_path: 'f.ts', old_string: 'a', new_string: 'b' }))).toMatch(
+      /^Error: old_string appears 2 times/,
+    );
     expect((await sandbox.fs.readFile('f.ts')).toString()).toBe('a\na\n');
-    expect(text(await call('edit', { file_path: 'f.ts', old_string: 'a', new_string: 'b', replace_all: true }))).toMatch(/2 replacements/);
+    expect(
+      text(await call('edit', { file_path: 'f.ts', old_string: 'a', new_string: 'b', replace_all: true })),
+    ).toMatch(/2 replacements/);
   });
 });
 
@@ -92,7 +105,10 @@ describe('glob and grep', () => {
 
   it('grep filters by include and prints path:line:text', async () => {
     const result = await call('grep', { pattern: 'registerTool', include: '*.ts' });
-    expect(text(result).split('\n').sort()).toEqual(['/workspace/src/a.ts:1:export const registerTool = 1', '/workspace/src/deep/b.ts:1:registerTool()']);
+    expect(text(result).split('\n').sort()).toEqual([
+      '/workspace/src/a.ts:1:export const registerTool = 1',
+      '/workspace/src/deep/b.ts:1:registerTool()',
+    ]);
   });
 
   it('say so when nothing matches', async () => {
@@ -118,14 +134,18 @@ describe('read_image', () => {
 describe('str_replace_editor', () => {
   it('creates, views a range, replaces and inserts', async () => {
     await call('str_replace_editor', { command: 'create', path: 'e.txt', file_text: 'a\nb\nc' });
-    expect(text(await call('str_replace_editor', { command: 'view', path: 'e.txt', view_range: [2, 3] }))).toBe('     2\tb\n     3\tc');
+    expect(
+      text(await call('str_replace_editor', { command: 'view', path: 'e.txt', view_range: [2, 3] })),
+    ).toBe('     2\tb\n     3\tc');
     await call('str_replace_editor', { command: 'str_replace', path: 'e.txt', old_str: 'b', new_str: 'B' });
     await call('str_replace_editor', { command: 'insert', path: 'e.txt', insert_line: 0, new_str: 'top' });
     expect((await sandbox.fs.readFile('e.txt')).toString()).toBe('top\na\nB\nc');
   });
 
   it('names the arguments a command is missing', async () => {
-    expect(text(await call('str_replace_editor', { command: 'insert', path: 'e.txt' }))).toBe('Error: insert needs insert_line, new_str.');
+    expect(text(await call('str_replace_editor', { command: 'insert', path: 'e.txt' }))).toBe(
+      'Error: insert needs insert_line, new_str.',
+    );
   });
 });
 

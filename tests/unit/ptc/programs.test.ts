@@ -82,7 +82,9 @@ describe('run_code programs', () => {
     expect(text.endsWith('\nCaptured output:\nstep 1')).toBe(true);
     expect(result.error).toMatchObject({ code: 'CODE_RUN_FAILED', data: { kind: 'runtime' } });
     await s.log.flush();
-    const logged = s.log.list(agent.sessionId).find((e) => e.type === 'tool.result' && e.callId === result.id);
+    const logged = s.log
+      .list(agent.sessionId)
+      .find((e) => e.type === 'tool.result' && e.callId === result.id);
     expect(logged?.data).toMatchObject({ error: { code: 'CODE_RUN_FAILED', data: { kind: 'runtime' } } });
   });
 

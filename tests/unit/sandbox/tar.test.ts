@@ -137,7 +137,9 @@ describe('packEntries with streamed content', () => {
         yield Buffer.alloc(1024 * 1024, i);
       }
     }
-    const tar = packEntries([{ name: 'big.bin', type: 'file', mode: 0o644, size: 64 * 1024 * 1024, chunks: big }]);
+    const tar = packEntries([
+      { name: 'big.bin', type: 'file', mode: 0o644, size: 64 * 1024 * 1024, chunks: big },
+    ]);
     let bytes = 0;
     let pulledAtFirstByte = -1;
     for await (const chunk of tar) {
