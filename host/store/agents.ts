@@ -69,10 +69,10 @@ export const createAgentStore = (db: Database, now: () => number = Date.now): Ag
   );
   const select = db.prepare('SELECT * FROM agents WHERE id = ? AND tenant_id = ? AND deleted_at IS NULL');
   const selectTenant = db.prepare(
-    'SELECT * FROM agents WHERE tenant_id = ? AND deleted_at IS NULL ORDER BY created_at, id',
+    'SELECT * FROM agents WHERE tenant_id = ? AND deleted_at IS NULL ORDER BY created_at, rowid',
   );
-  const selectLive = db.prepare('SELECT * FROM agents WHERE deleted_at IS NULL ORDER BY created_at, id');
-  const selectAll = db.prepare('SELECT * FROM agents ORDER BY created_at, id');
+  const selectLive = db.prepare('SELECT * FROM agents WHERE deleted_at IS NULL ORDER BY created_at, rowid');
+  const selectAll = db.prepare('SELECT * FROM agents ORDER BY created_at, rowid');
   const remove = db.prepare(
     'UPDATE agents SET deleted_at = ? WHERE id = ? AND tenant_id = ? AND deleted_at IS NULL',
   );

@@ -46,9 +46,9 @@ export const createLibsqlRequestBackend = (db: Database): RequestBackend => {
      VALUES (?, ?, ?, ?, 'pending', ?, ?, ?)`,
   );
   const get = db.prepare(`SELECT ${COLUMNS} FROM requests WHERE id = ?`);
-  const list = db.prepare(`SELECT ${COLUMNS} FROM requests WHERE session_id = ? ORDER BY created_at, id`);
+  const list = db.prepare(`SELECT ${COLUMNS} FROM requests WHERE session_id = ? ORDER BY created_at, rowid`);
   const listState = db.prepare(
-    `SELECT ${COLUMNS} FROM requests WHERE session_id = ? AND state = ? ORDER BY created_at, id`,
+    `SELECT ${COLUMNS} FROM requests WHERE session_id = ? AND state = ? ORDER BY created_at, rowid`,
   );
   const pending = db.prepare(`SELECT ${COLUMNS} FROM requests WHERE state = 'pending' ORDER BY expires_at`);
   const answer = db.prepare(

@@ -62,10 +62,10 @@ export const createTenantStore = (db: Database, now: () => number = Date.now): T
   );
   const selectTenant = db.prepare('SELECT id, name, created_at AS createdAt FROM tenants WHERE id = ?');
   const selectTenants = db.prepare(
-    'SELECT id, name, created_at AS createdAt FROM tenants ORDER BY created_at, id',
+    'SELECT id, name, created_at AS createdAt FROM tenants ORDER BY created_at, rowid',
   );
   const keysByPrefix = db.prepare('SELECT * FROM api_keys WHERE prefix = ? AND revoked_at IS NULL');
-  const keysByTenant = db.prepare('SELECT * FROM api_keys WHERE tenant_id = ? ORDER BY created_at, id');
+  const keysByTenant = db.prepare('SELECT * FROM api_keys WHERE tenant_id = ? ORDER BY created_at, rowid');
   const revoke = db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL');
 
   const getTenant = (id: string) =>
