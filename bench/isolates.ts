@@ -80,6 +80,21 @@ console.log(`   tools.x() inside a program: ${(perCall * 1000).toFixed(1)} µs/c
 console.log(`   onCall directly:            ${((direct / CALLS) * 1000).toFixed(2)} µs/call`);
 console.log(`   ratio: ${(perCall / (direct / CALLS)).toFixed(0)}x`);
 
+// --- 2b. per call by program size: every run is a fresh (cold) isolate, so short programs pay more
+for (const n of [20, 200]) {
+  const reps = Math.max(5, Math.round(4000 / n));
+  const code = `for (let i = 0; i < ${n}; i++) await tools.x({ i }); return 1`;
+  const base = `for (let i = 0; i < ${n}; i++) await Promise.resolve({ i }); return 1`;
+  await run(code, ['x']);
+  const calls = await time(async () => {
+    for (let r = 0; r < reps; r++) await run(code, ['x']);
+  });
+  const plain = await time(async () => {
+    for (let r = 0; r < reps; r++) await run(base);
+  });
+  console.log(`   ${n} calls per program: ${(((calls - plain) / (reps * n)) * 1000).toFixed(1)} µs/call net`);
+}
+
 // --- 3. 200 programs x 50 calls ------------------------------------------------------------------
 const PROGRAMS = 200;
 const EACH = 50;
