@@ -1,7 +1,7 @@
 // Tool-name globs for policy rules: `*` matches any run of characters, `?` exactly one; everything
 // else is literal. Compiled once per rule, for the linear-time engine where the runtime has it (a
 // glob such as `*a*a*a*a*b` is polynomial-time backtracking otherwise); runs of `*` collapse.
-import { hasLinearEngine, LINEAR } from './linear-regexp.ts';
+import { hasLinearEngine, LINEAR } from '../host/tools/linear-regexp.ts';
 
 export const globToRegExp = (glob: string): RegExp => {
   let source = '';

@@ -3,13 +3,13 @@
 // when none matches, the earlier decision stands. Conditions test the argument at a dotted path
 // (`a.b.0`) against a regular expression; a missing or non-scalar argument never matches.
 // Tenant patterns run on the API's event loop, so they are compiled for the linear-time engine
-// (./linear-regexp.ts) and one call may spend at most MATCH_BUDGET on them: a condition past the
+// (host/tools/linear-regexp.ts) and one call may spend at most MATCH_BUDGET on them: a condition past the
 // budget fails closed (a deny or ask rule counts it as matching, an allow rule as not matching).
 import * as v from 'valibot';
 import { SandboxError } from '../host/errors.ts';
 import type { Decision, PreExecuteListener } from '../host/tools/index.ts';
+import { linearRegExp, MATCH_BUDGET, MAX_PATTERN_CHARS } from '../host/tools/linear-regexp.ts';
 import { globToRegExp } from './glob.ts';
-import { linearRegExp, MATCH_BUDGET, MAX_PATTERN_CHARS } from './linear-regexp.ts';
 import { type Policy, parseConfig } from './types.ts';
 
 const Rule = v.strictObject({

@@ -3,12 +3,12 @@
 // `{ result }` or `{ error: { message } }`. Invariants: an unanswered request fails the call at
 // its expiry (REQUEST_EXPIRED); an aborted call cancels its request; arguments are validated
 // against the client's JSON Schema by @cfworker/json-schema before any request exists, with every
-// `pattern` run on the linear-time engine (./safe-schema.ts), never by backtracking.
+// `pattern` run on the linear-time engine (host/tools/safe-schema.ts), never by backtracking.
 import { SandboxError } from '../errors.ts';
 import type { JsonValue, RequestStore } from '../store/types.ts';
 import { defineJsonSchemaTool } from '../tools/json-schema-tool.ts';
+import { validationSchemaOf, withClientSchema } from '../tools/safe-schema.ts';
 import type { ToolDefinition } from '../tools/types.ts';
-import { validationSchemaOf, withClientSchema } from './safe-schema.ts';
 import type { RemoteToolSpec } from './types.ts';
 
 export const REMOTE_TOOL_TIMEOUT_MS = 300_000;

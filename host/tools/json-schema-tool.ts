@@ -5,6 +5,7 @@ import { Validator } from '@cfworker/json-schema';
 import { SandboxError } from '../errors.ts';
 import { renderValue } from './content.ts';
 import { checkDefinitionBasics } from './define.ts';
+import { resetMatchBudget, validationSchemaOf } from './safe-schema.ts';
 import type {
   ContentPart,
   ExecContext,
@@ -61,8 +62,12 @@ const pointerPath = (location: string): string => {
 
 /** Compiles a schema into a validator that reports only the innermost failures, with paths. */
 export const jsonSchemaValidator = <T>(schema: JsonSchema): ((input: unknown) => Validation<T>) => {
-  const compiled = new Validator(schema as never, detectDraft(schema), false);
+  // Every `pattern` runs on the linear-time engine within a budget, never by backtracking
+  // (./safe-schema.ts): a schema's regex must not be able to stall the API's event loop.
+  const safe = validationSchemaOf(schema, '(schema)');
+  const compiled = new Validator(safe as never, detectDraft(schema), false);
   return (input) => {
+    resetMatchBudget();
     const result = compiled.validate(input);
     if (result.valid) return { ok: true, value: input as T };
     // Aggregating keywords (properties, items, allOf …) repeat what their children already say.

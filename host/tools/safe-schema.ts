@@ -1,14 +1,14 @@
-// Client-supplied JSON Schemas (remote tools) are validated on the API's one event loop, and
+// JSON Schemas from outside (remote tools, plugins, MCP) are validated on the API's one event loop, and
 // @cfworker/json-schema runs every `pattern` with the backtracking engine: `^(a+)+$` against 30
 // characters of an argument stalls every tenant. So before a schema reaches the validator, each
 // `pattern` keyword is rewritten into a format check that runs on V8's linear-time engine
-// (policies/linear-regexp.ts) within a per-validation budget, and `patternProperties` (whose keys
+// (./linear-regexp.ts) within a per-validation budget, and `patternProperties` (whose keys
 // would also run backtracking) is refused. Invariant: no client regex ever runs on the
 // backtracking engine in the API process.
 import { format } from '@cfworker/json-schema';
-import { linearRegExp, MATCH_BUDGET } from '../../policies/linear-regexp.ts';
 import { messageOf, SandboxError } from '../errors.ts';
-import type { JsonSchema, ToolDefinition, Validation } from '../tools/types.ts';
+import { linearRegExp, MATCH_BUDGET } from './linear-regexp.ts';
+import type { JsonSchema, ToolDefinition, Validation } from './types.ts';
 
 const FORMAT_PREFIX = 'dsh-linear-pattern:';
 
@@ -91,6 +91,11 @@ const rewrite = (schema: unknown, where: string, depth: number): unknown => {
     out.allOf = Array.isArray(out.allOf) ? [...out.allOf, check] : [check];
   }
   return out;
+};
+
+/** Starts a fresh matching budget for one (synchronous) validation. */
+export const resetMatchBudget = (): void => {
+  budget.left = MATCH_BUDGET;
 };
 
 /** The schema the validator gets: every `pattern` as a linear-time format check. Throws INVALID_ARGUMENTS. */
