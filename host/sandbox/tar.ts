@@ -8,6 +8,7 @@ import { Readable } from 'node:stream';
 import { extract, pack } from 'tar-stream';
 import { SandboxError } from '../errors.ts';
 import { safeRelativeName } from './paths.ts';
+import type { SandboxFs } from './types.ts';
 
 export interface UploadEntry {
   /** Safe relative name ('' is the target directory itself). */
@@ -96,6 +97,37 @@ export const readUpload = async (tar: Readable, limits: UploadLimits = {}): Prom
     throw rejected(`not a readable tar (${(e as Error)?.message ?? e})`, {});
   }
   return entries;
+};
+
+/**
+ * Writes validated upload entries under `dir` (created when missing; an existing non-directory
+ * fails with NOT_A_DIRECTORY). `writeFile` is the provider's way to write one file of any size.
+ */
+export const extractEntries = async (
+  fs: Pick<SandboxFs, 'exists' | 'stat' | 'mkdir' | 'resolve'>,
+  dir: string,
+  entries: readonly UploadEntry[],
+  writeFile: (target: string, data: Buffer, mode: number) => Promise<void>,
+): Promise<{ files: number; bytes: number }> => {
+  if ((await fs.exists(dir)) && (await fs.stat(dir)).type !== 'directory') {
+    throw new SandboxError('NOT_A_DIRECTORY', `Upload target ${dir} is not a directory.`, {
+      data: { path: dir },
+    });
+  }
+  await fs.mkdir(dir, { recursive: true });
+  let files = 0;
+  let bytes = 0;
+  for (const e of entries) {
+    const target = fs.resolve(e.name === '' ? dir : `${dir}/${e.name}`);
+    if (e.type === 'directory') await fs.mkdir(target, { recursive: true });
+    else {
+      const data = e.data ?? Buffer.alloc(0);
+      await writeFile(target, data, e.mode);
+      files++;
+      bytes += data.length;
+    }
+  }
+  return { files, bytes };
 };
 
 export interface PackEntry {

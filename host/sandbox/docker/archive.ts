@@ -7,7 +7,7 @@
 
 import { SandboxError } from '../../errors.ts';
 import { relativeTo } from '../paths.ts';
-import { type PackEntry, packEntries, readUpload } from '../tar.ts';
+import { extractEntries, type PackEntry, packEntries, readUpload } from '../tar.ts';
 import type { Sandbox, SandboxArchive, SandboxFs } from '../types.ts';
 
 /** One write or read through sandboxd carries at most this much (a frame holds 12 MiB of binary). */
@@ -32,26 +32,19 @@ export const createContainerArchive = (options: ArchiveOptions): SandboxArchive 
       const dir = options.resolve(path);
       // Validate everything first: a hostile archive writes nothing.
       const entries = await readUpload(tar, opts.maxBytes === undefined ? {} : { maxBytes: opts.maxBytes });
-      return options.use(async ({ fs, exec }) => {
-        if ((await fs.exists(dir)) && (await fs.stat(dir)).type !== 'directory') {
-          throw new SandboxError('NOT_A_DIRECTORY', `Upload target ${dir} is not a directory.`, {
-            data: { path: dir },
-          });
-        }
-        await fs.mkdir(dir, { recursive: true });
-        let files = 0;
-        let bytes = 0;
-        for (const e of entries) {
-          const target = options.resolve(e.name === '' ? dir : `${dir}/${e.name}`);
-          if (e.type === 'directory') await fs.mkdir(target, { recursive: true });
-          else {
-            await writeLarge(fs, exec, target, e.data ?? Buffer.alloc(0), e.mode);
-            files++;
-            bytes += e.data?.length ?? 0;
-          }
-        }
-        return { files, bytes };
-      });
+      return options.use(({ fs, exec }) =>
+        extractEntries(
+          {
+            exists: (p) => fs.exists(p),
+            stat: (p) => fs.stat(p),
+            mkdir: (p, o) => fs.mkdir(p, o),
+            resolve: options.resolve,
+          },
+          dir,
+          entries,
+          (target, data, mode) => writeLarge(fs, exec, target, data, mode),
+        ),
+      );
     },
     async download(path) {
       const abs = options.resolve(path);

@@ -5,9 +5,8 @@
 
 import type { Readable } from 'node:stream';
 import { nanoid } from 'nanoid';
-import { SandboxError } from '../../errors.ts';
 import { relativeTo } from '../paths.ts';
-import { packEntries, readUpload } from '../tar.ts';
+import { extractEntries, packEntries, readUpload } from '../tar.ts';
 import type { ProviderFlags, Sandbox, SandboxArchive, SandboxLimits, SandboxProvider } from '../types.ts';
 import { createMemoryExec, type MemoryRun } from './exec.ts';
 import { createMemoryFs, type MemoryFs } from './fs.ts';
@@ -46,24 +45,7 @@ const createArchive = (fs: MemoryFs): SandboxArchive => ({
       tar,
       options.maxBytes === undefined ? {} : { maxBytes: options.maxBytes },
     );
-    if ((await fs.exists(dir)) && (await fs.stat(dir)).type !== 'directory') {
-      throw new SandboxError('NOT_A_DIRECTORY', `Upload target ${dir} is not a directory.`, {
-        data: { path: dir },
-      });
-    }
-    await fs.mkdir(dir, { recursive: true });
-    let files = 0;
-    let bytes = 0;
-    for (const e of entries) {
-      const target = fs.resolve(e.name === '' ? dir : `${dir}/${e.name}`);
-      if (e.type === 'directory') await fs.mkdir(target, { recursive: true });
-      else {
-        await fs.writeFile(target, e.data ?? Buffer.alloc(0), { mode: e.mode });
-        files++;
-        bytes += e.data?.length ?? 0;
-      }
-    }
-    return { files, bytes };
+    return extractEntries(fs, dir, entries, (target, data, mode) => fs.writeFile(target, data, { mode }));
   },
   async download(path) {
     const abs = fs.resolve(path);
