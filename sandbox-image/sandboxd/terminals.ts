@@ -14,6 +14,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { constants } from 'node:os';
 import type { Writable } from 'node:stream';
 import { SandboxError } from '../../host/errors.ts';
+import type { TerminalInfo } from '../../host/sandbox/types.ts';
 import { childEnv, workdir } from './exec.ts';
 import { PTY_HELPER } from './pty-helper.ts';
 import { ByteRing } from './ring.ts';
@@ -35,19 +36,8 @@ const START_TIMEOUT_MS = 10_000;
 const PYTHON = existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';
 export const TERMINAL_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGKILL', 'SIGTSTP', 'SIGHUP', 'SIGQUIT', 'SIGCONT'];
 
-interface Terminal {
-  id: string;
-  name: string | null;
-  command: string[];
-  cwd: string;
-  cols: number;
-  rows: number;
-  pid: number | null;
-  status: 'running' | 'exited';
-  exitCode: number | null;
-  signal: string | null;
-  startedAt: number;
-  endedAt: number | null;
+/** A live terminal: the fields it reports (TerminalInfo, offsets and busy derived on demand) plus its plumbing. */
+interface Terminal extends Omit<TerminalInfo, 'startOffset' | 'endOffset' | 'busy'> {
   ring: ByteRing;
   /** Where a read without an offset starts: the end of the previous read. */
   cursor: number;
