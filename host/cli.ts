@@ -28,6 +28,10 @@ environment (serve):
   DSH_CALL_TIMEOUT_MS     deadline of one call batch (default 600000)
   DSH_SHUTDOWN_GRACE_MS   how long shutdown lets running calls finish (default 10000)
   DSH_MAX_CONNECTIONS     open HTTP connections at once (default 1024)
+  DSH_DISK_QUOTA          on: each workspace is its own size-limited file system (default on;
+                          needs root and a local engine); off: Docker volumes, no disk limit
+  DSH_WORKSPACES_DIR      workspace images and mount points (default <data-dir>/workspaces)
+  DSH_WORKSPACE_MB        default workspace size in MiB (default 1024)
 `;
 
 const main = async (argv: string[]): Promise<number> => {

@@ -31,7 +31,23 @@ export interface Config {
   maxConnections: number;
   /** How long shutdown lets in-flight calls finish before failing them. Default 10000 ms (env DSH_SHUTDOWN_GRACE_MS). */
   shutdownGraceMs: number;
+  /**
+   * Give every workspace its own size-limited file system (loop-mounted ext4; needs root and a
+   * local engine). Default on; off keeps plain Docker volumes without any disk limit (env DSH_DISK_QUOTA=on|off).
+   */
+  diskQuota: boolean;
+  /** Where workspace images and their mount points live. Default <dataDir>/workspaces (env DSH_WORKSPACES_DIR). */
+  workspacesDir: string;
+  /** Default workspace size in MiB; an agent may ask for another (sandbox.diskMb). Default 1024 (env DSH_WORKSPACE_MB). */
+  workspaceMb: number;
 }
+
+const switchFrom = (name: string, raw: string | undefined, fallback: boolean): boolean => {
+  if (raw === undefined || raw === '') return fallback;
+  if (/^(on|true|1|yes)$/i.test(raw)) return true;
+  if (/^(off|false|0|no)$/i.test(raw)) return false;
+  throw new SandboxError('CONFIG_INVALID', `${name} must be on or off, got "${raw}"`);
+};
 
 const intFrom = (
   name: string,
@@ -82,5 +98,12 @@ export const loadConfig = (
     shutdownGraceMs:
       overrides.shutdownGraceMs ??
       intFrom('DSH_SHUTDOWN_GRACE_MS', env.DSH_SHUTDOWN_GRACE_MS, 10_000, 0, 600_000),
+    diskQuota: overrides.diskQuota ?? switchFrom('DSH_DISK_QUOTA', env.DSH_DISK_QUOTA, true),
+    workspacesDir: resolve(
+      cwd,
+      overrides.workspacesDir ?? env.DSH_WORKSPACES_DIR ?? resolve(dataDir, 'workspaces'),
+    ),
+    workspaceMb:
+      overrides.workspaceMb ?? intFrom('DSH_WORKSPACE_MB', env.DSH_WORKSPACE_MB, 1024, 16, 16 * 1024 * 1024),
   };
 };

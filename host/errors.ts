@@ -31,6 +31,8 @@ export const ERROR_CODES = {
   TERMINAL_NOT_FOUND: 404,
   DIRECTORY_NOT_EMPTY: 409,
   LIMIT_EXCEEDED: 400,
+  /** The agent's workspace file system is full (its disk limit); other agents are unaffected. */
+  DISK_FULL: 507,
   // code mode / isolates
   CODE_RUN_FAILED: 422,
   ISOLATE_UNAVAILABLE: 503,

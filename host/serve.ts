@@ -16,6 +16,7 @@ import { createLifecycle } from './api/lifecycle.ts';
 import { createMetrics, observeCalls } from './api/metrics.ts';
 import { createWebSocketServer } from './api/routes/terminals.ts';
 import type { Config } from './config.ts';
+import { SandboxError } from './errors.ts';
 import type { IsolateHost } from './isolates/index.ts';
 import type { SandboxProvider } from './sandbox/types.ts';
 import { openStore, type Store } from './store/index.ts';
@@ -56,6 +57,27 @@ const ensureDefaultTenant = (store: Store, config: Config, log: (line: string) =
   }
 };
 
+/** Loop workspaces (a size-limited file system each) unless the operator turned the quota off. */
+const workspaceStore = async (config: Config, log: (line: string) => void) => {
+  const { createLoopWorkspaces, createVolumeWorkspaces, loopUnavailable } = await import(
+    './sandbox/docker/workspaces.ts'
+  );
+  if (!config.diskQuota) {
+    log('workspaces: Docker volumes WITHOUT a disk limit (DSH_DISK_QUOTA=off)');
+    const Docker = (await import('dockerode')).default;
+    return createVolumeWorkspaces(new Docker());
+  }
+  const why = await loopUnavailable();
+  if (why !== undefined) {
+    throw new SandboxError(
+      'CONFIG_INVALID',
+      `Workspaces cannot get a disk limit here: ${why}. Fix that, or set DSH_DISK_QUOTA=off to run without one (any agent can then fill the host's disk).`,
+    );
+  }
+  log(`workspaces: one ${config.workspaceMb} MiB file system each (default) in ${config.workspacesDir}`);
+  return createLoopWorkspaces(config.workspacesDir);
+};
+
 const defaultProvider = async (config: Config, log: (line: string) => void): Promise<SandboxProvider> => {
   const { createDockerProvider } = await import('./sandbox/docker/index.ts');
   const image =
@@ -64,6 +86,8 @@ const defaultProvider = async (config: Config, log: (line: string) => void): Pro
     image,
     pool: { size: config.poolSize },
     onError: (e) => log(`sandbox: ${String(e)}`),
+    defaults: { diskBytes: config.workspaceMb * 1024 * 1024 },
+    workspaces: await workspaceStore(config, log),
   });
   const adopted = await provider.adopt().catch((e: unknown) => {
     log(`could not list existing sandboxes: ${String(e)}`);

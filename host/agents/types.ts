@@ -42,6 +42,8 @@ export interface SandboxOptions {
   memoryMb?: number;
   cpus?: number;
   pids?: number;
+  /** Size of the workspace file system in MiB. */
+  diskMb?: number;
 }
 
 /** A tool the client executes: calls become `remote_tool` host requests the client answers. */

@@ -34,6 +34,7 @@ export const SandboxOptions = v.strictObject({
   memoryMb: v.optional(v.pipe(v.number(), v.integer(), v.minValue(64), v.maxValue(65_536))),
   cpus: v.optional(v.pipe(v.number(), v.minValue(0.1), v.maxValue(64))),
   pids: v.optional(v.pipe(v.number(), v.integer(), v.minValue(16), v.maxValue(65_536))),
+  diskMb: v.optional(v.pipe(v.number(), v.integer(), v.minValue(16), v.maxValue(16 * 1024 * 1024))),
 });
 
 export const RemoteTool = v.strictObject({

@@ -237,6 +237,8 @@ export interface SandboxLimits {
   pids: number;
   maxReadBytes: number;
   maxOutputBytes: number;
+  /** Size of the workspace file system; enforced where the provider can (docker with loop workspaces). */
+  diskBytes?: number;
 }
 
 /** One agent's sandbox. */

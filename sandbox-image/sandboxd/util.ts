@@ -49,6 +49,8 @@ const ERRNO: Record<string, ErrorCode> = {
   EINVAL: 'INVALID_ARGUMENTS',
   ENAMETOOLONG: 'PATH_OUTSIDE_WORKSPACE',
   EFBIG: 'FILE_TOO_LARGE',
+  ENOSPC: 'DISK_FULL',
+  EDQUOT: 'DISK_FULL',
 };
 const HINT: Record<string, string> = {
   ENOENT: 'No such file or directory',
@@ -59,7 +61,7 @@ const HINT: Record<string, string> = {
   EACCES: 'Permission denied',
   EPERM: 'Operation not permitted',
   EROFS: 'Read-only file system (only the workspace and /tmp are writable)',
-  ENOSPC: 'No space left on device',
+  ENOSPC: 'No space left on device (the workspace is at its disk limit; delete files to make room)',
   EDQUOT: 'Disk quota exceeded',
 };
 

@@ -74,6 +74,18 @@ const checks: Check[] = [
     },
   },
   {
+    name: 'workspace disk limit',
+    fix: 'run as root with loop devices, mkfs.ext4 (e2fsprogs) and a local engine, or set DSH_DISK_QUOTA=off (no disk limit)',
+    run: async () => {
+      const config = loadConfig();
+      if (!config.diskQuota) return 'off (DSH_DISK_QUOTA=off): workspaces have no disk limit';
+      const { loopUnavailable } = await import('../../host/sandbox/docker/workspaces.ts');
+      const why = await loopUnavailable();
+      if (why !== undefined) throw new Error(why);
+      return `a ${config.workspaceMb} MiB ext4 file system per workspace in ${config.workspacesDir}`;
+    },
+  },
+  {
     name: 'data directory',
     fix: 'set DSH_DATA_DIR to a writable folder',
     run: async () => {

@@ -1,9 +1,9 @@
 // The hardened container definition of an agent sandbox, and per-agent limits within tenant maxima.
 // Invariants (asserted from `docker inspect` by tests/integration/sandbox/cis.test.ts, CIS Docker
 // Benchmark 5.x): no network, all capabilities dropped, no-new-privileges, read-only root with only
-// the workspace volume and a size-limited /tmp writable, memory (swap equal) / CPU / pids limits,
+// the workspace and a size-limited /tmp writable, memory (swap equal) / CPU / pids limits,
 // non-root user, init process, log driver none, no privileged mode, no host namespaces, no devices,
-// no bind mounts (so never the Docker socket), restart policy "no".
+// no bind mount but the workspace's own file system (so never the Docker socket), restart policy "no".
 
 import type Docker from 'dockerode';
 import { SandboxError } from '../../errors.ts';
@@ -23,6 +23,7 @@ export const DOCKER_DEFAULT_LIMITS: SandboxLimits = {
   pids: 256,
   maxReadBytes: 10 * 1024 * 1024,
   maxOutputBytes: 1024 * 1024,
+  diskBytes: 1024 * 1024 * 1024,
 };
 
 export const DOCKER_DEFAULT_MAXIMA: SandboxLimits = {
@@ -31,6 +32,7 @@ export const DOCKER_DEFAULT_MAXIMA: SandboxLimits = {
   pids: 1024,
   maxReadBytes: 64 * 1024 * 1024,
   maxOutputBytes: 16 * 1024 * 1024,
+  diskBytes: 64 * 1024 * 1024 * 1024,
 };
 
 /** Requested limits over defaults; a request above a maximum (or not a positive integer) is refused. */
@@ -50,13 +52,12 @@ export const resolveLimits = (
         { data: { key, value: v } },
       );
     }
-    if (v > maxima[key]) {
+    const maximum = maxima[key];
+    if (maximum !== undefined && v > maximum) {
       throw new SandboxError(
         'LIMIT_EXCEEDED',
-        `Sandbox limit ${key}=${v} exceeds the tenant maximum ${maxima[key]}; ask for at most ${maxima[key]}.`,
-        {
-          data: { key, value: v, maximum: maxima[key] },
-        },
+        `Sandbox limit ${key}=${v} exceeds the tenant maximum ${maximum}; ask for at most ${maximum}.`,
+        { data: { key, value: v, maximum } },
       );
     }
     out[key] = v;
@@ -75,7 +76,8 @@ export const resourceConfig = (limits: SandboxLimits) => ({
 export interface ContainerSpec {
   image: string;
   name: string;
-  volume: string;
+  /** The /workspace mount (workspaces.ts): a loop-mounted file system or a named volume. */
+  workspace: Docker.MountSettings;
   labels: Record<string, string>;
   limits: SandboxLimits;
   /** Size of the /tmp tmpfs in bytes. */
@@ -106,7 +108,7 @@ export const containerConfig = (spec: ContainerSpec): Docker.ContainerCreateOpti
     SecurityOpt: ['no-new-privileges:true'],
     Privileged: false,
     ReadonlyRootfs: true,
-    Mounts: [{ Type: 'volume', Source: spec.volume, Target: WORKSPACE_ROOT, ReadOnly: false }],
+    Mounts: [{ ...spec.workspace, Target: WORKSPACE_ROOT, ReadOnly: false }],
     // bash runs scripts from /tmp, so no noexec; nosuid/nodev still apply.
     Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${spec.tmpBytes},mode=1777` },
     ...resourceConfig(spec.limits),

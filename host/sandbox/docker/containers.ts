@@ -1,12 +1,13 @@
-// Creating and removing one sandbox container with its workspace volume, and naming agents'
-// containers. A failed create leaves no volume behind; removal takes the container's volumes with it
-// and treats "already gone" as done.
+// Creating and removing one sandbox container with its workspace (workspaces.ts), and naming
+// agents' containers. A failed create leaves no workspace behind; removal takes the container's
+// workspace with it and treats "already gone" as done.
 
 import { createHash } from 'node:crypto';
 import type Docker from 'dockerode';
 import type { SandboxLimits } from '../types.ts';
-import { containerConfig } from './config.ts';
+import { containerConfig, DOCKER_DEFAULT_LIMITS } from './config.ts';
 import { fromDocker, isNotFound } from './errors.ts';
+import { type WorkspaceMount, type WorkspaceStore, workspaceOf } from './workspaces.ts';
 
 /** A Docker-safe name part for an agent id: the id itself when it is one, else a hash of it. */
 export const agentSlug = (agentId: string): string =>
@@ -22,50 +23,53 @@ export interface NewContainer {
   tmpBytes: number;
 }
 
-/** Creates the volume `<name>-ws` and the container (not started), both carrying `labels`. */
+/** Creates the workspace `<name>-ws` and the container (not started), both carrying `labels`. */
 export const createSandboxContainer = async (
   docker: Docker,
+  workspaces: WorkspaceStore,
   spec: NewContainer,
-): Promise<Docker.Container> => {
-  const volume = `${spec.name}-ws`;
+): Promise<{ container: Docker.Container; workspace: WorkspaceMount }> => {
+  const name = `${spec.name}-ws`;
+  const bytes = spec.limits.diskBytes ?? DOCKER_DEFAULT_LIMITS.diskBytes ?? 0;
+  const mount = await workspaces.create(name, bytes, spec.labels);
+  const workspace = { type: mount.Type ?? 'volume', source: mount.Source ?? name };
   try {
-    await docker.createVolume({ Name: volume, Labels: spec.labels });
-    return await docker.createContainer(containerConfig({ ...spec, volume }));
+    const container = await docker.createContainer(containerConfig({ ...spec, workspace: mount }));
+    return { container, workspace };
   } catch (e) {
-    await docker
-      .getVolume(volume)
-      .remove()
-      .catch(() => {});
+    await workspaces.remove(workspace).catch(() => {});
     throw fromDocker(e, 'Creating the sandbox container', { name: spec.name });
   }
 };
 
-/** Force-removes the container and then its named volumes. */
-export const removeSandboxContainer = async (docker: Docker, container: Docker.Container): Promise<void> => {
-  let volumes: string[] = [];
+/** Force-removes the container and then its workspace. */
+export const removeSandboxContainer = async (
+  workspaces: WorkspaceStore,
+  container: Docker.Container,
+): Promise<WorkspaceMount | undefined> => {
+  let workspace: WorkspaceMount | undefined;
   try {
-    const info = await container.inspect();
-    volumes = (info.Mounts ?? []).filter((m) => m.Type === 'volume' && m.Name).map((m) => m.Name as string);
+    workspace = workspaceOf(await container.inspect());
     await container.remove({ force: true });
   } catch (e) {
     if (!isNotFound(e)) throw fromDocker(e, 'Removing the sandbox', { container: container.id });
   }
-  for (const v of volumes) {
-    await docker
-      .getVolume(v)
-      .remove()
-      .catch((e) => {
-        if (!isNotFound(e)) throw fromDocker(e, 'Removing the sandbox volume', { volume: v });
-      });
-  }
+  if (workspace) await workspaces.remove(workspace);
+  return workspace;
 };
 
 /** The resource limits a (re-adopted) container actually has. */
-export const limitsOf = (info: Docker.ContainerInspectInfo): Partial<SandboxLimits> => {
+export const limitsOf = async (
+  info: Docker.ContainerInspectInfo,
+  workspaces: WorkspaceStore,
+): Promise<Partial<SandboxLimits>> => {
   const h = info.HostConfig as { Memory?: number; NanoCpus?: number; PidsLimit?: number };
+  const workspace = workspaceOf(info);
+  const diskBytes = workspace ? await workspaces.limitOf(workspace) : undefined;
   return {
     ...(h.Memory ? { memoryBytes: h.Memory } : {}),
     ...(h.NanoCpus ? { nanoCpus: h.NanoCpus } : {}),
     ...(h.PidsLimit ? { pids: h.PidsLimit } : {}),
+    ...(diskBytes ? { diskBytes } : {}),
   };
 };

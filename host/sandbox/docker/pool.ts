@@ -5,10 +5,12 @@
 
 import type Docker from 'dockerode';
 import type { Live } from './session.ts';
+import type { WorkspaceMount } from './workspaces.ts';
 
 export interface PoolItem {
   container: Docker.Container;
   live: Live;
+  workspace: WorkspaceMount;
 }
 
 export interface WarmPool {

@@ -28,6 +28,12 @@ import { createWarmPool, type WarmPool } from './pool.ts';
 import { type Reapable, startReaper } from './reaper.ts';
 import { createSandboxHandle } from './sandbox.ts';
 import { type ConnectSandboxd, closeLive, type Live, openSession } from './session.ts';
+import {
+  createVolumeWorkspaces,
+  type WorkspaceMount,
+  type WorkspaceStore,
+  workspaceOf,
+} from './workspaces.ts';
 
 export interface DockerProviderOptions {
   /** Default `new Docker()` (the local socket). */
@@ -52,12 +58,19 @@ export interface DockerProviderOptions {
   connect?: ConnectSandboxd;
   /** Background failures (pool refill, reaper). Default: ignored. */
   onError?: (error: unknown) => void;
+  /**
+   * Where workspaces live and what bounds them (workspaces.ts). One store root per provider.
+   * Default: plain Docker volumes without a size limit; the service passes loop workspaces.
+   */
+  workspaces?: WorkspaceStore;
 }
 
 /** One agent known to this process; the reaper reads and writes its Reapable part. */
 interface Entry extends Reapable {
   agentId: string;
   limits: SandboxLimits;
+  /** Mounted again before the container starts (it is not, after a reboot). */
+  workspace: WorkspaceMount | undefined;
 }
 
 export const createDockerProvider = (
@@ -82,22 +95,23 @@ export const createDockerProvider = (
   const agentName = (agentId: string): string => `${prefix}-agent-${agentSlug(agentId)}`;
   const owner = nanoid(10);
 
+  const workspaces = options.workspaces ?? createVolumeWorkspaces(docker);
   const createContainer = (name: string, labels: Record<string, string>, limits: SandboxLimits) =>
-    createSandboxContainer(docker, { image: options.image, name, labels, limits, tmpBytes });
-  const removeContainer = (container: Docker.Container) => removeSandboxContainer(docker, container);
+    createSandboxContainer(docker, workspaces, { image: options.image, name, labels, limits, tmpBytes });
+  const removeContainer = (container: Docker.Container) => removeSandboxContainer(workspaces, container);
 
   const pool = createWarmPool({
     size: options.pool?.size ?? 0,
     onError,
     make: async () => {
       const name = `${prefix}-pool-${nanoid(10).replace(/[^a-zA-Z0-9]/g, 'x')}`;
-      const container = await createContainer(
+      const { container, workspace } = await createContainer(
         name,
         { ...extraLabels, [LABEL_MANAGED]: '1', [LABEL_POOL]: '1', [LABEL_POOL_OWNER]: owner },
         defaults,
       );
       try {
-        return { container, live: await openSession(docker, container, connect, defaults) };
+        return { container, workspace, live: await openSession(docker, container, connect, defaults) };
       } catch (e) {
         await removeContainer(container);
         throw e;
@@ -124,7 +138,12 @@ export const createDockerProvider = (
   const live = async (entry: Entry): Promise<Live> => {
     entry.lastUsed = Date.now();
     if (entry.stopping) await entry.stopping;
-    return entry.live ?? track(entry, openSession(docker, entry.container, connect, entry.limits));
+    return entry.live ?? track(entry, open(entry));
+  };
+
+  const open = async (entry: Entry): Promise<Live> => {
+    if (entry.workspace) await workspaces.ready(entry.workspace);
+    return openSession(docker, entry.container, connect, entry.limits);
   };
 
   const detachEntry = async (entry: Entry): Promise<void> => {
@@ -159,7 +178,8 @@ export const createDockerProvider = (
       const entry: Entry = known ?? {
         agentId,
         container: docker.getContainer(info.Id),
-        limits: { ...defaults, ...limitsOf(info) },
+        limits: { ...defaults, ...(await limitsOf(info, workspaces)) },
+        workspace: workspaceOf(info),
         lastUsed: Date.now(),
         inFlight: 0,
       };
@@ -191,11 +211,14 @@ export const createDockerProvider = (
       const existing = await lookup(spec.agentId);
       if (existing) return handle(existing.entry, existing.id);
       const name = agentName(spec.agentId);
-      const warm = pool.take();
+      // A pooled workspace has the default size; a file system is not resized on assignment.
+      const warm = limits.diskBytes === defaults.diskBytes ? pool.take() : undefined;
       let container: Docker.Container;
+      let workspace: WorkspaceMount;
       let opened: Live | undefined;
       if (warm) {
         container = warm.container;
+        workspace = warm.workspace;
         opened = warm.live;
         try {
           await container.rename({ name });
@@ -207,7 +230,7 @@ export const createDockerProvider = (
           throw fromDocker(e, 'Assigning a pooled sandbox', { agentId: spec.agentId });
         }
       } else {
-        container = await createContainer(
+        ({ container, workspace } = await createContainer(
           name,
           {
             ...extraLabels,
@@ -216,9 +239,16 @@ export const createDockerProvider = (
             [LABEL_AGENT]: spec.agentId,
           },
           limits,
-        );
+        ));
       }
-      const entry: Entry = { agentId: spec.agentId, container, limits, lastUsed: Date.now(), inFlight: 0 };
+      const entry: Entry = {
+        agentId: spec.agentId,
+        container,
+        limits,
+        workspace,
+        lastUsed: Date.now(),
+        inFlight: 0,
+      };
       entries.set(spec.agentId, entry);
       if (
         opened &&
@@ -259,10 +289,16 @@ export const createDockerProvider = (
         });
       const agents = `/${prefix}-agent-`;
       const pooled = `/${prefix}-pool-`;
+      const inUse: WorkspaceMount[] = [];
       for (const c of list) {
         const stale = c.Names.some((n) => n.startsWith(pooled)) && c.Labels[LABEL_POOL_OWNER] !== owner;
         if (stale) await removeContainer(docker.getContainer(c.Id)).catch(onError);
+        else
+          for (const m of c.Mounts ?? [])
+            if (m.Destination === WORKSPACE_ROOT) inUse.push({ type: m.Type, source: m.Source });
       }
+      // Workspaces whose container is gone (a crash between the two creations, a removal by hand).
+      await workspaces.sweep(inUse).catch(onError);
       return list.flatMap((c) => c.Names.filter((n) => n.startsWith(agents)).map((n) => n.slice(1)));
     },
   };

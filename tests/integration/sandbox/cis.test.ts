@@ -41,9 +41,11 @@ describe('CIS 5.x container runtime checks on an agent sandbox', () => {
     expect(opts.some((o) => /^no-new-privileges(:true)?$/.test(o))).toBe(true);
     expect(opts.some((o) => /seccomp[=:]unconfined|apparmor[=:]unconfined/.test(o))).toBe(false);
   });
-  it('5.6/5.32: no bind mounts, only the workspace volume (so never the Docker socket)', () => {
+  it('5.6/5.32: one mount, the workspace (its own file system in the run folder), never the Docker socket', () => {
     expect(host.Binds ?? null).toBeNull();
-    expect(info.Mounts.map((m) => [m.Type, m.Destination, m.RW])).toEqual([['volume', '/workspace', true]]);
+    const kind = fx.workspacesDir ? 'bind' : 'volume';
+    expect(info.Mounts.map((m) => [m.Type, m.Destination, m.RW])).toEqual([[kind, '/workspace', true]]);
+    if (fx.workspacesDir) expect(info.Mounts[0]?.Source).toBe(`${fx.workspacesDir}/${info.Name.slice(1)}-ws`);
     expect(JSON.stringify(info.Mounts)).not.toMatch(/docker\.sock/);
   });
   it('5.10/5.30: network none', () => {

@@ -1,11 +1,25 @@
 // Fixtures for docker-provider integration tests: one run id per test file, every container and
 // volume labelled with it, and a sweep that removes by that label only (the engine may be shared).
+// Workspaces are the service's own kind: loop-mounted file systems in a folder of this run (as root,
+// which CI is), else Docker volumes.
 
+import { existsSync } from 'node:fs';
+import { rmdir } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import Docker from 'dockerode';
 import { nanoid } from 'nanoid';
 import { SandboxError } from '../../../host/errors.ts';
 import { createDockerProvider, type DockerProviderOptions } from '../../../host/sandbox/docker/index.ts';
 import type { ConnectSandboxd } from '../../../host/sandbox/docker/session.ts';
+import {
+  createLoopWorkspaces,
+  createVolumeWorkspaces,
+  type WorkspaceStore,
+} from '../../../host/sandbox/docker/workspaces.ts';
+
+/** Loop workspaces need root and loop devices; the suite runs as root on CI. */
+export const loopWorkspaces = process.getuid?.() === 0 && existsSync('/dev/loop-control');
 
 export const TEST_LABEL = 'dsh.test';
 
@@ -20,6 +34,10 @@ export interface Fixture {
   runId: string;
   options: (extra?: Partial<DockerProviderOptions>) => DockerProviderOptions;
   provider: (extra?: Partial<DockerProviderOptions>) => ReturnType<typeof createDockerProvider>;
+  /** This run's workspace store (every provider of the fixture shares it, as one service would). */
+  workspaces: WorkspaceStore;
+  /** Where loop workspaces live (undefined with volumes). */
+  workspacesDir: string | undefined;
   sweep: () => Promise<void>;
 }
 
@@ -28,18 +46,23 @@ export const dockerFixture = (): Fixture => {
   const runId = nanoid(8)
     .toLowerCase()
     .replace(/[^a-z0-9]/g, 'x');
+  const workspacesDir = loopWorkspaces ? join(tmpdir(), `dsh-ws-${runId}`) : undefined;
+  const workspaces = workspacesDir ? createLoopWorkspaces(workspacesDir) : createVolumeWorkspaces(docker);
   const options = (extra: Partial<DockerProviderOptions> = {}): DockerProviderOptions => ({
     docker,
     image: sandboxImage(),
     labels: { [TEST_LABEL]: runId },
     prefix: `dsht-${runId}`,
     idleMs: 0,
+    workspaces,
     ...extra,
   });
   return {
     docker,
     runId,
     options,
+    workspaces,
+    workspacesDir,
     provider: (extra) => createDockerProvider(options(extra)),
     async sweep() {
       const filters = { label: [`${TEST_LABEL}=${runId}`] };
@@ -54,6 +77,9 @@ export const dockerFixture = (): Fixture => {
           .getVolume(v.Name)
           .remove()
           .catch(() => {});
+      // Unmounts and deletes every workspace of this run, then its (now empty) folder.
+      await workspaces.sweep([], true);
+      if (workspacesDir) await rmdir(workspacesDir).catch(() => {});
     },
   };
 };

@@ -1,6 +1,7 @@
 // Docker provider lifecycle, independent of sandboxd's features (a ping-only session stands in):
 // warm pool, cold create, limits within maxima, re-adoption after a restart, idle reaper, destroy.
 
+import { existsSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { codeOf } from '../../contract/sandbox/suite.ts';
 import { dockerFixture, pingOnlyConnect } from './fixtures.ts';
@@ -77,12 +78,16 @@ describe('docker provider lifecycle', () => {
     const again = await second.get('agent/with:odd chars');
     expect(again?.id).toBe(sb.id);
     expect(await second.get('nobody')).toBeUndefined();
-    const volumes = (await fx.docker.getContainer(sb.id).inspect()).Mounts.map((m) => m.Name);
+    const [mount] = (await fx.docker.getContainer(sb.id).inspect()).Mounts;
     await second.destroy('agent/with:odd chars');
     expect(await second.get('agent/with:odd chars')).toBeUndefined();
     expect(await codeOf(fx.docker.getContainer(sb.id).inspect())).toBeDefined();
     const { Volumes } = await fx.docker.listVolumes({ filters: { label: [`dsh.test=${fx.runId}`] } });
-    expect((Volumes ?? []).map((v) => v.Name)).not.toContain(volumes[0]);
+    expect((Volumes ?? []).map((v) => v.Name)).not.toContain(mount?.Name);
+    if (fx.workspacesDir) {
+      expect(existsSync(`${mount?.Source}.img`)).toBe(false);
+      expect(existsSync(mount?.Source ?? '')).toBe(false);
+    }
     await second.destroy('agent/with:odd chars'); // idempotent
     await second.close();
   });

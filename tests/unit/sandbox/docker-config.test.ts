@@ -13,7 +13,7 @@ describe('docker sandbox limits', () => {
       ...DOCKER_DEFAULT_LIMITS,
       pids: 64,
     });
-    for (const bad of [{ pids: 1e6 }, { memoryBytes: -1 }, { nanoCpus: 1.5 }]) {
+    for (const bad of [{ pids: 1e6 }, { memoryBytes: -1 }, { nanoCpus: 1.5 }, { diskBytes: 2 ** 50 }]) {
       expect(
         await codeOf((async () => resolveLimits(DOCKER_DEFAULT_LIMITS, DOCKER_DEFAULT_MAXIMA, bad))()),
       ).toBe('LIMIT_EXCEEDED');
@@ -25,7 +25,7 @@ describe('docker container config', () => {
   const c = containerConfig({
     image: 'img',
     name: 'n',
-    volume: 'v',
+    workspace: { Type: 'bind', Source: '/srv/ws/n-ws', Target: '/workspace' },
     labels: { a: 'b' },
     limits: DOCKER_DEFAULT_LIMITS,
     tmpBytes: 1024,
@@ -50,7 +50,7 @@ describe('docker container config', () => {
     });
     expect(c.HostConfig?.Binds).toBeUndefined();
     expect(c.HostConfig?.Mounts).toEqual([
-      { Type: 'volume', Source: 'v', Target: '/workspace', ReadOnly: false },
+      { Type: 'bind', Source: '/srv/ws/n-ws', Target: '/workspace', ReadOnly: false },
     ]);
     expect(c.HostConfig?.Ulimits?.map((u) => u.Name)).not.toContain('nproc');
   });

@@ -1,0 +1,44 @@
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../host/config.ts';
+import { codeOf } from '../contract/sandbox/suite.ts';
+
+describe('configuration from the environment', () => {
+  it('has safe defaults: loopback, a disk limit on every workspace, data under ./.data', () => {
+    const c = loadConfig({}, {}, '/srv/app');
+    expect(c).toMatchObject({
+      host: '127.0.0.1',
+      port: 7070,
+      dataDir: '/srv/app/.data',
+      database: '/srv/app/.data/store.db',
+      diskQuota: true,
+      workspacesDir: '/srv/app/.data/workspaces',
+      workspaceMb: 1024,
+    });
+  });
+
+  it('reads the workspace settings, explicit options winning over the environment', () => {
+    const env = { DSH_DISK_QUOTA: 'off', DSH_WORKSPACES_DIR: 'ws', DSH_WORKSPACE_MB: '256' };
+    expect(loadConfig({}, env, '/srv')).toMatchObject({
+      diskQuota: false,
+      workspacesDir: '/srv/ws',
+      workspaceMb: 256,
+    });
+    expect(loadConfig({ diskQuota: true, workspaceMb: 64 }, env, '/srv')).toMatchObject({
+      diskQuota: true,
+      workspaceMb: 64,
+    });
+  });
+
+  it('refuses bad values at start with CONFIG_INVALID', async () => {
+    for (const env of [
+      { DSH_DISK_QUOTA: 'maybe' },
+      { DSH_WORKSPACE_MB: '8' },
+      { DSH_PORT: '70000' },
+      { DSH_POOL_SIZE: 'two' },
+    ]) {
+      expect(await codeOf((async () => loadConfig({}, env, '/srv'))()), JSON.stringify(env)).toBe(
+        'CONFIG_INVALID',
+      );
+    }
+  });
+});
