@@ -1,16 +1,25 @@
 // Sandbox provider benchmark: `node --no-node-snapshot bench/sandbox.ts` (image: DSH_SANDBOX_IMAGE,
 // else the one setup builds). Every item is measured against raw dockerode in the same run:
-// agent ready from the warm pool vs cold create; `exec true` through sandboxd vs a raw Docker exec;
+// agent ready from the warm pool vs cold create (and a cold create's loop workspace vs a Docker
+// volume); `exec true` through sandboxd vs a raw Docker exec;
 // read/write 1 KiB and 1 MiB through sandboxd vs raw exec `cat`; archive upload through sandboxd vs
 // putArchive; grep over a small repo through sandboxd vs raw exec `rg`. Prints medians and ratios.
 // Everything it makes is labelled dsh.bench=<run> and removed by that label at the end.
 
+import { rmdir as rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import Docker from 'dockerode';
 import { nanoid } from 'nanoid';
 import { pack } from 'tar-stream';
 import { loadConfig } from '../host/config.ts';
 import { createDockerProvider } from '../host/sandbox/docker/index.ts';
+import {
+  createLoopWorkspaces,
+  createVolumeWorkspaces,
+  loopUnavailable,
+} from '../host/sandbox/docker/workspaces.ts';
 import type { Sandbox } from '../host/sandbox/types.ts';
 
 const REPS = Number(process.argv[2] ?? 20);
@@ -19,6 +28,10 @@ const run = nanoid(6)
   .toLowerCase()
   .replace(/[^a-z0-9]/g, 'x');
 const labels = { 'dsh.bench': run };
+// The service's own workspaces (a loop-mounted file system each) where this machine can mount them.
+const workspacesDir = join(tmpdir(), `dsh-bench-ws-${run}`);
+const loop = (await loopUnavailable()) === undefined;
+const workspaces = loop ? createLoopWorkspaces(workspacesDir) : createVolumeWorkspaces(new Docker());
 const image =
   loadConfig().sandboxImage ?? (await (await import('../scripts/setup/image.ts')).ensureSandboxImage()).tag;
 
@@ -100,6 +113,8 @@ const sweep = async (): Promise<void> => {
       .getVolume(v.Name)
       .remove()
       .catch(() => {});
+  await workspaces.sweep([], true);
+  await rm(workspacesDir).catch(() => {});
 };
 
 try {
@@ -112,11 +127,21 @@ try {
     prefix: `dshb-${run}-p`,
     pool: { size: 1 },
     idleMs: 0,
+    workspaces,
   });
-  const cold = createDockerProvider({ docker, image, labels, prefix: `dshb-${run}-c`, idleMs: 0 });
+  const cold = createDockerProvider({
+    docker,
+    image,
+    labels,
+    prefix: `dshb-${run}-c`,
+    idleMs: 0,
+    workspaces,
+  });
+  const coldVolume = createDockerProvider({ docker, image, labels, prefix: `dshb-${run}-v`, idleMs: 0 });
   const readyReps = Math.max(3, Math.min(REPS, 6));
   const warmMs: number[] = [];
   const coldMs: number[] = [];
+  const volumeMs: number[] = [];
   for (let i = 0; i < readyReps; i++) {
     await pooled.pool.filled();
     let t = performance.now();
@@ -125,13 +150,25 @@ try {
     t = performance.now();
     await cold.create({ tenantId: 'b', agentId: `cold${i}` });
     coldMs.push(performance.now() - t);
+    t = performance.now();
+    await coldVolume.create({ tenantId: 'b', agentId: `vol${i}` });
+    volumeMs.push(performance.now() - t);
   }
   row('agent ready (warm pool)', median(warmMs), median(coldMs), 'cold create+start+ready');
+  if (loop)
+    row(
+      'cold create, 1 GiB loop workspace',
+      median(coldMs),
+      median(volumeMs),
+      'cold create, Docker volume (no disk limit)',
+    );
   for (let i = 0; i < readyReps; i++) {
     await pooled.destroy(`warm${i}`);
     await cold.destroy(`cold${i}`);
+    await coldVolume.destroy(`vol${i}`);
   }
   await pooled.close();
+  await coldVolume.close();
 
   const sb: Sandbox = await cold.create({ tenantId: 'b', agentId: 'bench' });
   const c = docker.getContainer(sb.id);
