@@ -3,9 +3,11 @@
 // value shape that host/sandbox/sandboxd/schemas.ts expects. Semantics follow the memory provider
 // (the contract suite's reference): directories report size 0, list is sorted by name, writes create
 // parents and replace atomically (temp file + rename), the root can be neither removed nor renamed.
+// appendFile exists for the host's chunked uploads (host/sandbox/docker/write-stream.ts): it only
+// extends an existing regular file, never creates one and never follows a symlink.
 
 import { randomBytes } from 'node:crypto';
-import { promises as fsp, type Stats } from 'node:fs';
+import { constants, promises as fsp, type Stats } from 'node:fs';
 import { posix } from 'node:path';
 import { SandboxError } from '../../host/errors.ts';
 import { MAX_BINARY_BYTES } from '../../host/sandbox/sandboxd/protocol.ts';
@@ -22,6 +24,16 @@ export const typeOf = (
 const notFile = (path: string, what: string): SandboxError =>
   new SandboxError('NOT_A_FILE', `Not a file: ${path} (it is ${what})`, { data: { path } });
 const conflict = (message: string): SandboxError => new SandboxError('CONFLICT', message);
+/** writeFile's and appendFile's arguments: a confined path that is not the root, bytes, a mode. */
+const writeArgs = (ws: Workspace, args: Args): { abs: string; data: Buffer; mode: number | undefined } => {
+  const abs = ws.resolve(str(args, 'path'));
+  if (abs === ws.root) throw notFile(abs, 'the workspace root');
+  const mode =
+    args.mode === undefined || args.mode === null ? undefined : optInt(args, 'mode', 0o644, 0o7777);
+  return { abs, data: Buffer.from(str(args, 'data'), 'base64'), mode };
+};
+/** Appending: never create, never follow a symlink, never block on a FIFO. */
+const APPEND_FLAGS = constants.O_WRONLY | constants.O_APPEND | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 
 /** Run `fn`, translating errno errors with the lexical path in the message. */
 const at = async <T>(path: string, fn: () => Promise<T>): Promise<T> => {
@@ -71,11 +83,7 @@ export const createFsOps = (ws: Workspace) => ({
   },
 
   async writeFile(args: Args) {
-    const abs = ws.resolve(str(args, 'path'));
-    const data = Buffer.from(str(args, 'data'), 'base64');
-    const mode =
-      args.mode === undefined || args.mode === null ? undefined : optInt(args, 'mode', 0o644, 0o7777);
-    if (abs === ws.root) throw notFile(abs, 'the workspace root');
+    const { abs, data, mode } = writeArgs(ws, args);
     return at(abs, async () => {
       const real = await ws.real(abs, true);
       const existing = await fsp.lstat(real).catch(() => undefined);
@@ -101,6 +109,26 @@ export const createFsOps = (ws: Workspace) => ({
         await fh.close().catch(() => {});
         await fsp.unlink(tmp).catch(() => {});
         throw e;
+      }
+      return {};
+    });
+  },
+
+  /** Appends `data` to an existing regular file, then sets `mode` when given. */
+  async appendFile(args: Args) {
+    const { abs, data, mode } = writeArgs(ws, args);
+    return at(abs, async () => {
+      const fh = await fsp.open(await ws.real(abs, false), APPEND_FLAGS).catch((e: NodeJS.ErrnoException) => {
+        if (e.code === 'ELOOP') throw notFile(abs, 'a symlink');
+        if (e.code === 'ENXIO') throw notFile(abs, 'a FIFO or socket');
+        throw e;
+      });
+      try {
+        if (!(await fh.stat()).isFile()) throw notFile(abs, 'not a regular file');
+        if (data.length > 0) await fh.appendFile(data);
+        if (mode !== undefined) await fh.chmod(mode);
+      } finally {
+        await fh.close();
       }
       return {};
     });

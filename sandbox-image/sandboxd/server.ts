@@ -76,6 +76,7 @@ export const startServer = async (options: ServerOptions) => {
     ping: async () => ({}),
     readFile: fsOps.readFile,
     writeFile: fsOps.writeFile,
+    appendFile: fsOps.appendFile,
     stat: fsOps.stat,
     list: fsOps.list,
     mkdir: fsOps.mkdir,

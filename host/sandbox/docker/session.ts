@@ -7,13 +7,14 @@ import type { Readable, Writable } from 'node:stream';
 import type Docker from 'dockerode';
 import { SandboxError } from '../../errors.ts';
 import { WORKSPACE_ROOT } from '../paths.ts';
-import type { Sandbox, SandboxFs, SandboxJobs, SandboxLimits, SandboxTerminals } from '../types.ts';
+import type { SandboxdFs } from '../sandboxd/client.ts';
+import type { Sandbox, SandboxJobs, SandboxLimits, SandboxTerminals } from '../types.ts';
 import { type Attachment, attach } from './attach.ts';
 import { fromDocker, isNotModified } from './errors.ts';
 
 /** What the docker provider needs from host/sandbox/sandboxd/client.ts (`connectSandboxd`). */
 export interface SandboxdSession {
-  fs: SandboxFs;
+  fs: SandboxdFs;
   exec: Sandbox['exec'];
   jobs: SandboxJobs;
   /** Persistent terminals (sandboxd has them; test doubles may not). */

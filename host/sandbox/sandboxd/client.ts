@@ -37,8 +37,17 @@ export interface ConnectSandboxdOptions {
   maxOutputBytes?: number;
 }
 
+/** The sandbox file system plus what only sandboxd offers: appending, for chunked uploads. */
+export interface SandboxdFs extends SandboxFs {
+  /**
+   * Appends to an existing regular file (never creates one, never follows a symlink), then sets
+   * `mode` when given. One call carries at most MAX_BINARY_BYTES.
+   */
+  appendFile(path: string, data: Uint8Array, options?: { mode?: number }): Promise<void>;
+}
+
 export interface SandboxdClient {
-  readonly fs: SandboxFs;
+  readonly fs: SandboxdFs;
   readonly jobs: SandboxJobs;
   readonly terminals: SandboxTerminals;
   /** What sandboxd said in its hello: its pid, root and Node version. */
@@ -81,8 +90,23 @@ export const connectSandboxd = async (options: ConnectSandboxdOptions): Promise<
     helloTimeoutMs: options.timeoutMs ?? 10_000,
   });
   const plain = { timeoutMs: callTimeoutMs };
+  /** Binary payload of one write: at most what one frame carries. */
+  const payload = (abs: string, data: Uint8Array | string): string => {
+    const buf =
+      typeof data === 'string'
+        ? Buffer.from(data)
+        : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+    if (buf.length > MAX_BINARY_BYTES) {
+      throw new SandboxError(
+        'FILE_TOO_LARGE',
+        `${abs}: ${buf.length} bytes is more than one write can carry (${MAX_BINARY_BYTES}); upload it as an archive.`,
+        { data: { path: abs, size: buf.length } },
+      );
+    }
+    return buf.toString('base64');
+  };
 
-  const fs: SandboxFs = {
+  const fs: SandboxdFs = {
     root,
     resolve,
     async readFile(path, opts = {}) {
@@ -106,20 +130,11 @@ export const connectSandboxd = async (options: ConnectSandboxdOptions): Promise<
     },
     async writeFile(path, data, opts = {}) {
       const abs = resolve(path);
-      const buf =
-        typeof data === 'string'
-          ? Buffer.from(data)
-          : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-      if (buf.length > MAX_BINARY_BYTES) {
-        throw new SandboxError(
-          'FILE_TOO_LARGE',
-          `${abs}: ${buf.length} bytes is more than one write can carry (${MAX_BINARY_BYTES}); upload it as an archive.`,
-          {
-            data: { path: abs, size: buf.length },
-          },
-        );
-      }
-      await conn.call('writeFile', { path: abs, data: buf.toString('base64'), mode: opts.mode }, plain);
+      await conn.call('writeFile', { path: abs, data: payload(abs, data), mode: opts.mode }, plain);
+    },
+    async appendFile(path, data, opts = {}) {
+      const abs = resolve(path);
+      await conn.call('appendFile', { path: abs, data: payload(abs, data), mode: opts.mode }, plain);
     },
     stat: (path) => conn.call('stat', { path: resolve(path) }, plain),
     async exists(path) {

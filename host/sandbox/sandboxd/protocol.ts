@@ -25,6 +25,7 @@ export const OPS = [
   'ping',
   'readFile',
   'writeFile',
+  'appendFile',
   'stat',
   'list',
   'mkdir',

@@ -75,6 +75,7 @@ export const valueSchemas = (root: string) => {
     ping: v.object({}),
     readFile: v.object({ data: base64 }),
     writeFile: v.object({}),
+    appendFile: v.object({}),
     stat: v.object({ path: inRoot, type: fileType, size: int, mtimeMs: v.number(), mode: int }),
     list: v.object({
       entries: v.array(

@@ -58,6 +58,23 @@ describe('sandboxd file operations', () => {
     expect(await codeOf(c.fs.writeFile('five.txt/deeper/under', 'x'))).toBe('NOT_A_DIRECTORY');
   });
 
+  it('appends to an existing file only (never creates, never follows a link), then sets the mode', async () => {
+    await c.fs.writeFile('app/log.txt', 'one ');
+    await c.fs.appendFile('app/log.txt', Buffer.from('two '));
+    await c.fs.appendFile('app/log.txt', Buffer.from('three'), { mode: 0o444 });
+    expect(readFileSync(join(sd.root, 'app/log.txt'), 'utf8')).toBe('one two three');
+    expect((await c.fs.stat('app/log.txt')).mode).toBe(0o444);
+    expect(await codeOf(c.fs.appendFile('app/new.txt', Buffer.from('x')))).toBe('FILE_NOT_FOUND');
+    expect(existsSync(join(sd.root, 'app/new.txt'))).toBe(false);
+    expect(await codeOf(c.fs.appendFile('app', Buffer.from('x')))).toBe('NOT_A_FILE');
+    expect(await codeOf(c.fs.appendFile('.', Buffer.from('x')))).toBe('NOT_A_FILE');
+    await c.fs.writeFile('app/real.txt', 'r');
+    symlinkSync('real.txt', join(sd.root, 'app/link.txt'));
+    expect(await codeOf(c.fs.appendFile('app/link.txt', Buffer.from('x')))).toBe('NOT_A_FILE');
+    expect(readFileSync(join(sd.root, 'app/real.txt'), 'utf8')).toBe('r');
+    expect(await codeOf(c.fs.appendFile('../outside/x', Buffer.from('x')))).toBe('PATH_OUTSIDE_WORKSPACE');
+  });
+
   it('stats, lists sorted, and answers exists', async () => {
     await c.fs.mkdir('ls/b', { recursive: true });
     await c.fs.writeFile('ls/a.txt', 'aa');
