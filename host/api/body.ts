@@ -2,11 +2,13 @@
 // schema. Invariants: a JSON body never yields a `__proto__`, `constructor` or `prototype` key
 // (the reviver drops them, at any depth), so nothing a client sends can reach an object
 // prototype; malformed JSON (invalid UTF-8 included: it is refused, never rewritten to U+FFFD)
-// is MALFORMED_JSON; schema failures name every issue's path.
+// is MALFORMED_JSON; schema failures name every issue's path. Upload bodies are never buffered:
+// `uploadBody` streams them with the size limit enforced as the bytes arrive.
 import type { MiddlewareHandler } from 'hono';
 import { resolver } from 'hono-openapi';
 import * as v from 'valibot';
 import { SandboxError } from '../errors.ts';
+import { capBytes } from '../sandbox/chunks.ts';
 
 const POISON = new Set(['__proto__', 'constructor', 'prototype']);
 
@@ -24,6 +26,40 @@ export const invalid = (where: string, issues: readonly v.BaseIssue<unknown>[]):
     data: { issues: issues.map((i) => ({ path: v.getDotPath(i) ?? '', message: i.message })) },
   });
 
+/**
+ * A client that goes away (or is cut off by the server's request timeout) mid-body is the client's
+ * problem, not an internal error with a stack trace in the server log.
+ */
+const cutOff = (req: Request, error: unknown): unknown =>
+  req.signal.aborted || (error as Error | undefined)?.message === 'aborted'
+    ? new SandboxError('BAD_REQUEST', 'The request body ended before it was complete.')
+    : error;
+
+const payloadTooLarge = (maxBytes: number): SandboxError =>
+  new SandboxError('PAYLOAD_TOO_LARGE', `The upload is larger than ${maxBytes} bytes.`, {
+    data: { maxBytes },
+  });
+
+/**
+ * The raw request body as a stream of bytes, for uploads: PAYLOAD_TOO_LARGE at once for a declared
+ * Content-Length over `maxBytes`, else as soon as more than `maxBytes` arrived; BAD_REQUEST when
+ * the client goes away mid-body. Nothing is buffered beyond the chunk in hand.
+ */
+export const uploadBody = (req: Request, maxBytes: number): AsyncIterable<Uint8Array> => {
+  const declared = Number(req.headers.get('content-length') ?? Number.NaN);
+  if (declared > maxBytes) throw payloadTooLarge(maxBytes);
+  const body = req.body;
+  const chunks = async function* (): AsyncGenerator<Uint8Array> {
+    if (body === null) return;
+    try {
+      yield* body;
+    } catch (error) {
+      throw cutOff(req, error);
+    }
+  };
+  return capBytes(chunks(), maxBytes, () => payloadTooLarge(maxBytes));
+};
+
 /** Reads and parses the body as JSON; an empty body is `empty` when given, else MALFORMED_JSON. */
 export const readJson = async (req: Request, empty?: () => unknown): Promise<unknown> => {
   const type = (req.headers.get('content-type') ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
@@ -36,11 +72,7 @@ export const readJson = async (req: Request, empty?: () => unknown): Promise<unk
   } catch (error) {
     if ((error as { code?: unknown }).code === 'ERR_ENCODING_INVALID_ENCODED_DATA')
       throw new SandboxError('MALFORMED_JSON', 'The request body is not valid UTF-8.');
-    // A client that goes away (or is cut off by the server's request timeout) mid-body is the
-    // client's problem, not an internal error with a stack trace in the server log.
-    if (req.signal.aborted || (error as Error | undefined)?.message === 'aborted')
-      throw new SandboxError('BAD_REQUEST', 'The request body ended before it was complete.');
-    throw error;
+    throw cutOff(req, error);
   }
   if (empty !== undefined && text.trim() === '') return empty();
   try {

@@ -1,22 +1,30 @@
-// Host-side tar handling shared by providers: parse an upload into validated entries, and pack
-// entries into a clean tar. Uploads are validated COMPLETELY before anything is written, so a hostile
-// archive changes nothing. Only regular files and directories pass; links, devices, FIFOs, absolute
-// names, `..` components, NUL bytes and over-long names reject the whole archive (ARCHIVE_REJECTED).
-// Sizes are bounded while streaming (FILE_TOO_LARGE), never after buffering.
+// Host-side tar handling shared by providers: receive an upload (spool it, validate every entry,
+// then replay the validated entries to the provider's writer), and pack entries into a clean tar.
+// Uploads are validated COMPLETELY before anything is written, so a hostile archive changes
+// nothing. Only regular files and directories pass; links, devices, FIFOs, absolute names, `..`
+// components, NUL bytes and over-long names reject the whole archive (ARCHIVE_REJECTED).
+// Memory: an upload is never held whole. The first pass copies the tar to a private spool file
+// (spool.ts) while parsing it, so sizes are bounded as the bytes arrive (FILE_TOO_LARGE as soon as
+// a header declares too much, not after buffering); the second pass parses the spool again and
+// streams each file's content to the writer. Parsing holds at most one long-name record (4 MiB).
 
 import { Readable } from 'node:stream';
 import { extract, pack } from 'tar-stream';
 import { SandboxError } from '../errors.ts';
 import { safeRelativeName } from './paths.ts';
+import { withSpool } from './spool.ts';
 import type { SandboxFs } from './types.ts';
 
+/** One validated entry of an upload. */
 export interface UploadEntry {
   /** Safe relative name ('' is the target directory itself). */
   name: string;
   type: 'file' | 'directory';
   mode: number;
-  /** Present for files. */
-  data?: Buffer;
+  /** Content bytes (0 for a directory). */
+  size: number;
+  /** Exactly `size` bytes, streamed; read it before asking for the next entry. */
+  content: AsyncIterable<Buffer>;
 }
 
 export interface UploadLimits {
@@ -24,6 +32,16 @@ export interface UploadLimits {
   maxBytes?: number;
   /** Number of entries. Default 100000. */
   maxEntries?: number;
+  /**
+   * Bytes of tar (content plus headers, padding and long-name records). Default `maxBytes` plus
+   * 1 KiB per allowed entry plus 4 MiB, so records that are not entries cannot grow the spool forever.
+   */
+  maxTarBytes?: number;
+}
+
+export interface ReceiveOptions extends UploadLimits {
+  /** Directory of the spool file. Default: the OS temp directory. */
+  spoolDir?: string;
 }
 
 export const DEFAULT_UPLOAD_MAX_BYTES = 256 * 1024 * 1024;
@@ -36,78 +54,143 @@ const rejected = (why: string, data: Record<string, unknown> = {}): SandboxError
     { data },
   );
 
-/** Parse and validate a whole tar stream. Rejects (and destroys the input) on the first bad entry. */
-export const readUpload = async (tar: Readable, limits: UploadLimits = {}): Promise<UploadEntry[]> => {
-  const maxBytes = limits.maxBytes ?? DEFAULT_UPLOAD_MAX_BYTES;
-  const maxEntries = limits.maxEntries ?? DEFAULT_UPLOAD_MAX_ENTRIES;
+const tooLarge = (maxBytes: number): SandboxError =>
+  new SandboxError('FILE_TOO_LARGE', `Archive content exceeds ${maxBytes} bytes; upload smaller parts.`, {
+    data: { maxBytes },
+  });
+
+/** A parse failure becomes ARCHIVE_REJECTED; our own errors (limits, the input's) pass through. */
+const unreadable = (e: unknown): SandboxError =>
+  e instanceof SandboxError ? e : rejected(`not a readable tar (${(e as Error)?.message ?? e})`);
+
+type Limits = Required<Omit<UploadLimits, 'maxTarBytes'>>;
+
+/** The checks every entry passes, in both passes. */
+const checkEntry = (
+  h: { name: string; type?: string | null; size?: number | null; mode?: number | null },
+  seen: { entries: number; bytes: number },
+  limits: Limits,
+): Omit<UploadEntry, 'content'> => {
+  const type = h.type ?? 'file';
+  if (type !== 'file' && type !== 'directory') {
+    throw rejected(`entry ${JSON.stringify(h.name)} is a ${type}; only files and directories are allowed`, {
+      name: h.name,
+      type,
+    });
+  }
+  const name = safeRelativeName(h.name);
+  if (name === undefined)
+    throw rejected(
+      `entry name ${JSON.stringify(h.name.slice(0, 200))} is absolute, contains '..' or NUL, or is too long`,
+      { name: h.name },
+    );
+  if (type === 'file' && name === '') throw rejected('a file entry has an empty name');
+  if (seen.entries >= limits.maxEntries) throw rejected(`more than ${limits.maxEntries} entries`);
+  const size = type === 'file' ? (h.size ?? 0) : 0;
+  if (seen.bytes + size > limits.maxBytes) throw tooLarge(limits.maxBytes);
+  seen.entries++;
+  seen.bytes += size;
+  const mode = (h.mode ?? (type === 'directory' ? 0o755 : 0o644)) & 0o777;
+  return { name, type, mode, size };
+};
+
+/**
+ * Parses a tar stream into validated entries, failing on the first bad one. Each entry's content
+ * must be read (or left: it is then skipped) before the next entry comes. The input is destroyed
+ * when the walk ends early.
+ */
+async function* entriesOf(tar: Readable, limits: Limits): AsyncGenerator<UploadEntry> {
   const ex = extract();
-  const entries: UploadEntry[] = [];
-  let total = 0;
+  const seen = { entries: 0, bytes: 0 };
   tar.on('error', (e) => ex.destroy(e));
   tar.pipe(ex);
   try {
-    for await (const entry of ex) {
-      const h = entry.header;
-      const type = h.type ?? 'file';
-      if (type !== 'file' && type !== 'directory') {
-        throw rejected(
-          `entry ${JSON.stringify(h.name)} is a ${type}; only files and directories are allowed`,
-          { name: h.name, type },
-        );
-      }
-      const name = safeRelativeName(h.name);
-      if (name === undefined)
-        throw rejected(
-          `entry name ${JSON.stringify(h.name.slice(0, 200))} is absolute, contains '..' or NUL, or is too long`,
-          { name: h.name },
-        );
-      if (type === 'file' && name === '') throw rejected('a file entry has an empty name');
-      if (entries.length >= maxEntries) throw rejected(`more than ${maxEntries} entries`);
-      const declared = h.size ?? 0;
-      if (total + declared > maxBytes) {
-        throw new SandboxError(
-          'FILE_TOO_LARGE',
-          `Archive content exceeds ${maxBytes} bytes; upload smaller parts.`,
-          { data: { maxBytes } },
-        );
-      }
-      const chunks: Buffer[] = [];
-      let size = 0;
-      for await (const chunk of entry as AsyncIterable<Buffer>) {
-        size += chunk.length;
-        if (total + size > maxBytes)
-          throw new SandboxError(
-            'FILE_TOO_LARGE',
-            `Archive content exceeds ${maxBytes} bytes; upload smaller parts.`,
-            { data: { maxBytes } },
-          );
-        chunks.push(chunk);
-      }
-      total += size;
-      const mode = (h.mode ?? (type === 'directory' ? 0o755 : 0o644)) & 0o777;
-      entries.push(
-        type === 'file' ? { name, type, mode, data: Buffer.concat(chunks, size) } : { name, type, mode },
-      );
+    const it = ex[Symbol.asyncIterator]();
+    for (;;) {
+      const next = await it.next().catch((e: unknown) => {
+        throw unreadable(e);
+      });
+      if (next.done) return;
+      const entry = next.value;
+      let ended = false;
+      const content = async function* (): AsyncGenerator<Buffer> {
+        try {
+          for await (const chunk of entry as AsyncIterable<Buffer>) yield chunk;
+          ended = true;
+        } catch (e) {
+          throw unreadable(e);
+        }
+      };
+      yield { ...checkEntry(entry.header, seen, limits), content: content() };
+      if (!ended) for await (const _ of content());
     }
-  } catch (e) {
+  } finally {
     tar.unpipe(ex);
     tar.destroy();
     ex.destroy();
-    if (e instanceof SandboxError) throw e;
-    throw rejected(`not a readable tar (${(e as Error)?.message ?? e})`, {});
   }
-  return entries;
+}
+
+/**
+ * Receives an uploaded tar: spools it to a private temporary file while validating every entry
+ * (so a hostile or oversized archive fails before `apply` runs: nothing is written), then calls
+ * `apply` with the validated entries replayed from the spool, content streamed. The spool file is
+ * removed however this ends. A failing input (a client that went away) rejects with its own
+ * SandboxError, or BAD_REQUEST.
+ */
+export const receiveUpload = async <T>(
+  tar: Readable,
+  options: ReceiveOptions,
+  apply: (entries: AsyncIterable<UploadEntry>) => Promise<T>,
+): Promise<T> => {
+  const limits: Limits = {
+    maxBytes: options.maxBytes ?? DEFAULT_UPLOAD_MAX_BYTES,
+    maxEntries: options.maxEntries ?? DEFAULT_UPLOAD_MAX_ENTRIES,
+  };
+  const maxTarBytes = options.maxTarBytes ?? limits.maxBytes + 1024 * limits.maxEntries + 4 * 1024 * 1024;
+  return withSpool(options.spoolDir, async ({ handle }) => {
+    let spooled = 0;
+    const spooling = async function* (): AsyncGenerator<Buffer> {
+      try {
+        for await (const chunk of tar as AsyncIterable<Buffer>) {
+          spooled += chunk.length;
+          if (spooled > maxTarBytes) throw tooLarge(limits.maxBytes);
+          await handle.writeFile(chunk);
+          yield chunk;
+        }
+      } catch (e) {
+        if (e instanceof SandboxError) throw e;
+        throw new SandboxError(
+          'BAD_REQUEST',
+          `The upload ended before it was complete (${(e as Error)?.message ?? e}).`,
+          { cause: e },
+        );
+      }
+    };
+    // Pass 1: every header checked while the bytes arrive; content is only counted.
+    try {
+      for await (const entry of entriesOf(Readable.from(spooling(), { objectMode: false }), limits))
+        for await (const _ of entry.content);
+    } catch (e) {
+      tar.destroy(); // stop reading the rest of a rejected upload
+      throw e;
+    }
+    // Pass 2: the same checks over the same bytes, now handing content to the writer.
+    const replay = handle.createReadStream({ start: 0, autoClose: false });
+    return apply(entriesOf(replay, limits));
+  });
 };
 
 /**
  * Writes validated upload entries under `dir` (created when missing; an existing non-directory
- * fails with NOT_A_DIRECTORY). `writeFile` is the provider's way to write one file of any size.
+ * fails with NOT_A_DIRECTORY). `writeFile` is the provider's way to write one file of any size
+ * from its streamed content.
  */
 export const extractEntries = async (
   fs: Pick<SandboxFs, 'exists' | 'stat' | 'mkdir' | 'resolve'>,
   dir: string,
-  entries: readonly UploadEntry[],
-  writeFile: (target: string, data: Buffer, mode: number) => Promise<void>,
+  entries: AsyncIterable<UploadEntry>,
+  writeFile: (target: string, content: AsyncIterable<Buffer>, mode: number) => Promise<void>,
 ): Promise<{ files: number; bytes: number }> => {
   if ((await fs.exists(dir)) && (await fs.stat(dir)).type !== 'directory') {
     throw new SandboxError('NOT_A_DIRECTORY', `Upload target ${dir} is not a directory.`, {
@@ -117,14 +200,13 @@ export const extractEntries = async (
   await fs.mkdir(dir, { recursive: true });
   let files = 0;
   let bytes = 0;
-  for (const e of entries) {
+  for await (const e of entries) {
     const target = fs.resolve(e.name === '' ? dir : `${dir}/${e.name}`);
     if (e.type === 'directory') await fs.mkdir(target, { recursive: true });
     else {
-      const data = e.data ?? Buffer.alloc(0);
-      await writeFile(target, data, e.mode);
+      await writeFile(target, e.content, e.mode);
       files++;
-      bytes += data.length;
+      bytes += e.size;
     }
   }
   return { files, bytes };

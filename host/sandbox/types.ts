@@ -219,14 +219,31 @@ export interface SandboxTerminals {
   ): Promise<TerminalInfo>;
 }
 
-/** Bulk transfer as uncompressed tar: only regular files and directories, paths confined. */
+/**
+ * Bulk transfer: uncompressed tar (only regular files and directories, paths confined) and single
+ * files of any size. Uploads are streamed: no provider holds a whole upload in the host's memory
+ * (the memory provider, whose files live in memory, excepted).
+ */
 export interface SandboxArchive {
-  /** Extract a tar stream into directory `path`. Rejects hostile archives with ARCHIVE_REJECTED. */
+  /**
+   * Extract a tar stream into directory `path`. Rejects hostile archives with ARCHIVE_REJECTED and
+   * content over `maxBytes` with FILE_TOO_LARGE, having checked the whole archive before writing.
+   */
   upload(
     path: string,
     tar: Readable,
     options?: { maxBytes?: number },
   ): Promise<{ files: number; bytes: number }>;
+  /**
+   * Write one file from a stream of bytes. The old file is replaced only once all bytes arrived (a
+   * failed or aborted upload leaves it as it was); past `maxBytes` it fails with FILE_TOO_LARGE.
+   * Keeps an existing file's mode (0o644 for a new one). Resolves with the confined path.
+   */
+  uploadFile(
+    path: string,
+    data: AsyncIterable<Uint8Array>,
+    options?: { maxBytes?: number },
+  ): Promise<{ path: string; bytes: number }>;
   /** A tar stream of `path` (file or directory). */
   download(path: string): Promise<Readable>;
 }

@@ -1,13 +1,14 @@
 // Files in and out of the agent's sandbox: `files?path=P` moves one file's raw bytes,
 // `archive?path=P` an uncompressed tar of a directory. Paths are confined by the sandbox
-// (PATH_OUTSIDE_WORKSPACE); uploads are capped (PAYLOAD_TOO_LARGE) before they reach it.
+// (PATH_OUTSIDE_WORKSPACE); uploads are capped (PAYLOAD_TOO_LARGE) as they stream in and are
+// never held whole in memory: a file goes to the sandbox piece by piece, an archive is spooled to
+// a temporary file and checked in full first (host/sandbox/tar.ts).
 import { Readable } from 'node:stream';
-import { Hono, type MiddlewareHandler } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
+import { Hono } from 'hono';
 import { describeRoute } from 'hono-openapi';
 import type { AgentService } from '../../agents/service.ts';
 import { SandboxError } from '../../errors.ts';
-import { queryOf } from '../body.ts';
+import { queryOf, uploadBody } from '../body.ts';
 import type { ApiEnv } from '../env.ts';
 import { PathQuery } from '../schemas.ts';
 import { loadAgent } from './agents.ts';
@@ -19,14 +20,6 @@ const pathParam = {
   schema: { type: 'string' as const },
   description: 'Path inside the workspace',
 };
-
-export const uploadLimit = (maxBytes: number): MiddlewareHandler =>
-  bodyLimit({
-    maxSize: maxBytes,
-    onError: () => {
-      throw new SandboxError('PAYLOAD_TOO_LARGE', `The upload is larger than ${maxBytes} bytes.`);
-    },
-  });
 
 export const fileRoutes = (agents: AgentService, maxUploadBytes: number): Hono<ApiEnv> => {
   const app = new Hono<ApiEnv>();
@@ -56,13 +49,11 @@ export const fileRoutes = (agents: AgentService, maxUploadBytes: number): Hono<A
       responses: { 200: { description: '{ path, bytes }' } },
     }),
     loadAgent(agents),
-    uploadLimit(maxUploadBytes),
     async (c) => {
       const { path } = queryOf(PathQuery, c.req.query());
+      const body = uploadBody(c.req.raw, maxUploadBytes);
       const sandbox = await agents.sandbox(c.get('agent'));
-      const data = new Uint8Array(await c.req.arrayBuffer());
-      await sandbox.fs.writeFile(path, data);
-      return c.json({ path: sandbox.fs.resolve(path), bytes: data.byteLength });
+      return c.json(await sandbox.archive.uploadFile(path, body, { maxBytes: maxUploadBytes }));
     },
   );
   app.get(
@@ -91,16 +82,13 @@ export const fileRoutes = (agents: AgentService, maxUploadBytes: number): Hono<A
       responses: { 200: { description: '{ files, bytes }' } },
     }),
     loadAgent(agents),
-    uploadLimit(maxUploadBytes),
     async (c) => {
       const { path } = queryOf(PathQuery, c.req.query());
+      if (c.req.raw.body === null) throw new SandboxError('BAD_REQUEST', 'Send the tar as the request body.');
+      const body = uploadBody(c.req.raw, maxUploadBytes);
       const sandbox = await agents.sandbox(c.get('agent'));
-      const body = c.req.raw.body;
-      if (body === null) throw new SandboxError('BAD_REQUEST', 'Send the tar as the request body.');
-      const result = await sandbox.archive.upload(path, Readable.fromWeb(body as never), {
-        maxBytes: maxUploadBytes,
-      });
-      return c.json(result);
+      const tar = Readable.from(body, { objectMode: false });
+      return c.json(await sandbox.archive.upload(path, tar, { maxBytes: maxUploadBytes }));
     },
   );
   return app;

@@ -1,27 +1,33 @@
-// Bulk transfer for container sandboxes, done entirely through sandboxd: the tar is parsed and
-// validated on the host (tar.ts), then written file by file by sandboxd inside the container's own
-// mount namespace; downloads walk the tree through sandboxd and pack only files and directories.
+// Bulk transfer for container sandboxes, done entirely through sandboxd: an uploaded tar is spooled
+// and validated on the host (tar.ts), then written file by file by sandboxd inside the container's
+// own mount namespace, each file streamed in pieces (write-stream.ts); downloads walk the tree
+// through sandboxd and pack only files and directories.
 // Why not the Docker archive API: it resolves container paths from the host side (CVE-2018-15664
 // class), costs ~110-130 ms per call (dockerd re-execs itself), and would follow symlinks the agent
 // planted. Invariant: no host-side operation ever touches a path inside the container.
 
 import { SandboxError } from '../../errors.ts';
+import { capUpload } from '../chunks.ts';
 import { relativeTo } from '../paths.ts';
-import { extractEntries, type PackEntry, packEntries, readUpload } from '../tar.ts';
-import type { Sandbox, SandboxArchive, SandboxFs } from '../types.ts';
+import type { SandboxdFs } from '../sandboxd/client.ts';
+import { extractEntries, type PackEntry, packEntries, receiveUpload } from '../tar.ts';
+import type { SandboxArchive, SandboxFs } from '../types.ts';
+import { writeStream } from './write-stream.ts';
 
-/** One write or read through sandboxd carries at most this much (a frame holds 12 MiB of binary). */
+/** One read through sandboxd carries at most this much (a frame holds 12 MiB of binary). */
 export const CHUNK_BYTES = 8 * 1024 * 1024;
 
 export interface ArchiveOptions {
   /** Runs one operation on the live session (through sandboxd), counted as in flight. */
-  use: <T>(fn: (session: { fs: SandboxFs; exec: Sandbox['exec'] }) => Promise<T>) => Promise<T>;
+  use: <T>(fn: (session: { fs: SandboxdFs }) => Promise<T>) => Promise<T>;
   /** Confines a path (paths.ts). */
   resolve: (path: string) => string;
   /** Largest download in bytes. Default 1 GiB. */
   maxDownloadBytes?: number;
   /** Most entries (files and directories) in one download. Default 100 000. */
   maxDownloadEntries?: number;
+  /** Where uploaded archives are spooled on the host while they are checked. Default: the OS temp directory. */
+  spoolDir?: string;
 }
 
 export const createContainerArchive = (options: ArchiveOptions): SandboxArchive => {
@@ -30,21 +36,25 @@ export const createContainerArchive = (options: ArchiveOptions): SandboxArchive 
   return {
     async upload(path, tar, opts = {}) {
       const dir = options.resolve(path);
-      // Validate everything first: a hostile archive writes nothing.
-      const entries = await readUpload(tar, opts.maxBytes === undefined ? {} : { maxBytes: opts.maxBytes });
-      return options.use(({ fs, exec }) =>
-        extractEntries(
-          {
-            exists: (p) => fs.exists(p),
-            stat: (p) => fs.stat(p),
-            mkdir: (p, o) => fs.mkdir(p, o),
-            resolve: options.resolve,
-          },
-          dir,
-          entries,
-          (target, data, mode) => writeLarge(fs, exec, target, data, mode),
+      const limits = {
+        ...(opts.maxBytes === undefined ? {} : { maxBytes: opts.maxBytes }),
+        ...(options.spoolDir === undefined ? {} : { spoolDir: options.spoolDir }),
+      };
+      // Validated in full before apply runs: a hostile archive writes nothing.
+      return receiveUpload(tar, limits, (entries) =>
+        options.use(({ fs }) =>
+          extractEntries(fs, dir, entries, async (target, content, mode) => {
+            await writeStream(fs, target, content, { mode });
+          }),
         ),
       );
+    },
+    async uploadFile(path, data, opts = {}) {
+      const target = options.resolve(path);
+      const bytes = await options.use(({ fs }) =>
+        writeStream(fs, target, capUpload(data, target, opts.maxBytes)),
+      );
+      return { path: target, bytes };
     },
     async download(path) {
       const abs = options.resolve(path);
@@ -123,40 +133,4 @@ export const createContainerArchive = (options: ArchiveOptions): SandboxArchive 
       );
     },
   };
-};
-
-/**
- * Write a file of any size through sandboxd. Small files are one writeFile; a larger one is appended
- * in base64 chunks by a shell that sandboxd runs as the agent user (so it can do no more than the
- * agent itself), into a fresh name beside the target, then renamed into place by sandboxd.
- */
-const writeLarge = async (
-  fs: SandboxFs,
-  exec: Sandbox['exec'],
-  target: string,
-  data: Buffer,
-  mode: number,
-): Promise<void> => {
-  if (data.length <= CHUNK_BYTES) return fs.writeFile(target, data, { mode });
-  const temp = `${target}.dsh-upload-${process.pid}-${Date.now()}`;
-  await fs.writeFile(temp, data.subarray(0, CHUNK_BYTES), { mode });
-  try {
-    for (let offset = CHUNK_BYTES; offset < data.length; offset += CHUNK_BYTES) {
-      const r = await exec('base64 -d >> "$DSH_UPLOAD_TARGET"', {
-        env: { DSH_UPLOAD_TARGET: temp },
-        stdin: data.subarray(offset, offset + CHUNK_BYTES).toString('base64'),
-        timeoutMs: 120_000,
-      });
-      if (r.exitCode !== 0)
-        throw new SandboxError(
-          'SANDBOX_UNAVAILABLE',
-          `Writing ${target} failed: ${r.stderr.trim() || `exit ${r.exitCode}`}`,
-          { data: { path: target } },
-        );
-    }
-    await fs.rename(temp, target);
-  } catch (e) {
-    await fs.remove(temp).catch(() => {});
-    throw e;
-  }
 };

@@ -5,8 +5,9 @@
 
 import type { Readable } from 'node:stream';
 import { nanoid } from 'nanoid';
+import { capUpload, collect } from '../chunks.ts';
 import { relativeTo } from '../paths.ts';
-import { extractEntries, packEntries, readUpload } from '../tar.ts';
+import { extractEntries, packEntries, receiveUpload } from '../tar.ts';
 import type { ProviderFlags, Sandbox, SandboxArchive, SandboxLimits, SandboxProvider } from '../types.ts';
 import { createMemoryExec, type MemoryRun } from './exec.ts';
 import { createMemoryFs, type MemoryFs } from './fs.ts';
@@ -39,13 +40,22 @@ export interface MemorySandbox extends Sandbox {
 }
 
 const createArchive = (fs: MemoryFs): SandboxArchive => ({
+  // The same receiving path as the docker provider (spooled, validated in full, then replayed);
+  // only the last step keeps each file in memory, where this provider keeps files anyway.
   async upload(path, tar: Readable, options = {}) {
     const dir = fs.resolve(path);
-    const entries = await readUpload(
-      tar,
-      options.maxBytes === undefined ? {} : { maxBytes: options.maxBytes },
+    const limits = options.maxBytes === undefined ? {} : { maxBytes: options.maxBytes };
+    return receiveUpload(tar, limits, (entries) =>
+      extractEntries(fs, dir, entries, async (target, content, mode) =>
+        fs.writeFile(target, await collect(content), { mode }),
+      ),
     );
-    return extractEntries(fs, dir, entries, (target, data, mode) => fs.writeFile(target, data, { mode }));
+  },
+  async uploadFile(path, data, options = {}) {
+    const target = fs.resolve(path);
+    const content = await collect(capUpload(data, target, options.maxBytes));
+    await fs.writeFile(target, content);
+    return { path: target, bytes: content.length };
   },
   async download(path) {
     const abs = fs.resolve(path);

@@ -8,6 +8,7 @@ import { text } from 'node:stream/consumers';
 import { nanoid } from 'nanoid';
 import { pack } from 'tar-stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SandboxError } from '../../../host/errors.ts';
 import type { Sandbox, SandboxProvider } from '../../../host/sandbox/types.ts';
 
 export interface ContractTarget {
@@ -284,6 +285,26 @@ export const runSandboxContract = (name: string, setup: () => Promise<ContractTa
           expect(await sb.fs.exists('escape.txt')).toBe(false);
         });
       }
+      it('uploads a single file from a stream, replacing the old one only when complete', async () => {
+        async function* parts(...chunks: string[]) {
+          for (const c of chunks) yield Buffer.from(c);
+        }
+        async function* cut() {
+          yield Buffer.from('partial');
+          throw new SandboxError('BAD_REQUEST', 'The client went away.');
+        }
+        expect(await sb.archive.uploadFile('up1/one.txt', parts('he', 'll', 'o'))).toEqual({
+          path: `${sb.fs.root}/up1/one.txt`,
+          bytes: 5,
+        });
+        expect(
+          await codeOf(sb.archive.uploadFile('up1/one.txt', parts('x'.repeat(100)), { maxBytes: 10 })),
+        ).toBe('FILE_TOO_LARGE');
+        expect(await codeOf(sb.archive.uploadFile('up1/one.txt', cut()))).toBe('BAD_REQUEST');
+        expect((await sb.fs.readFile('up1/one.txt')).toString()).toBe('hello');
+        expect((await sb.fs.list('up1')).map((e) => e.name)).toEqual(['one.txt']);
+        expect(await codeOf(sb.archive.uploadFile('../x', parts('x')))).toBe('PATH_OUTSIDE_WORKSPACE');
+      });
       it('enforces the upload size limit', async () => {
         const tar = await makeTar([{ name: 'big.txt', body: 'x'.repeat(4096) }]);
         expect(await codeOf(sb.archive.upload('toobig', tar, { maxBytes: 1024 }))).toBe('FILE_TOO_LARGE');

@@ -1,5 +1,7 @@
 // Hostile and careless input: each answer is a clear 4xx with a stable code, and the service
 // keeps serving afterwards.
+import { buffer } from 'node:stream/consumers';
+import { pack } from 'tar-stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parseJson } from '../../../host/api/body.ts';
 import { type Api, type Loose, makeApi } from './harness.ts';
@@ -75,6 +77,42 @@ describe('bad input', () => {
       { 'Content-Type': 'application/octet-stream' },
     );
     expect(upload.status).toBe(413);
+    await stillServing();
+  });
+
+  it('a streamed upload stops at the limit as it arrives and leaves the old file', async () => {
+    const agent = await api.createAgent(api.keyA);
+    const base = `/v1/agents/${agent.id}`;
+    const H = { Authorization: `Bearer ${api.keyA}` };
+    const p = pack();
+    p.entry({ name: 'a' }, 'x');
+    p.finalize();
+    const oneEntry = (await buffer(p as never)).subarray(0, 1024); // header and padded content
+    let pulled = 0;
+    /** A chunked body (no Content-Length) of `n` chunks of 1 KiB: 'A's, or one small tar entry each. */
+    const chunked = (n: number, chunk = new Uint8Array(1024).fill(65)) => ({
+      method: 'PUT',
+      headers: H,
+      duplex: 'half',
+      body: new ReadableStream<Uint8Array>({
+        pull(controller) {
+          if (pulled++ >= n) controller.close();
+          else controller.enqueue(chunk);
+        },
+      }),
+    });
+    const ok = await api.app.request(`${base}/files?path=f.txt`, chunked(5) as RequestInit);
+    expect(await ok.json()).toEqual({ path: '/workspace/f.txt', bytes: 5 * 1024 });
+    pulled = 0;
+    const tooBig = await api.app.request(`${base}/files?path=f.txt`, chunked(1000) as RequestInit);
+    expect(tooBig.status).toBe(413);
+    expect(pulled).toBeLessThan(20); // stopped at 8 KiB, not after reading 1 MiB
+    expect((await api.request(api.keyA, 'GET', `${base}/files?path=f.txt`)).text).toBe('A'.repeat(5 * 1024));
+    pulled = 0;
+    const tarTooBig = await api.app.request(`${base}/archive?path=d`, chunked(1000, oneEntry) as RequestInit);
+    expect(((await tarTooBig.json()) as Loose).error.code).toBe('PAYLOAD_TOO_LARGE');
+    expect(await api.request(api.keyA, 'GET', `${base}/files?path=d/a`)).toMatchObject({ status: 404 });
+    expect(pulled).toBeLessThan(20);
     await stillServing();
   });
 

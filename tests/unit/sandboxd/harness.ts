@@ -7,6 +7,7 @@ import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'nod
 import { mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
 import {
   type ConnectSandboxdOptions,
   connectSandboxd,
@@ -75,4 +76,18 @@ export const gone = (pid: number): boolean => {
   } catch {
     return true;
   }
+};
+
+/** A local sandboxd and a connected client for the tests of the calling file (or describe block). */
+export const useLocalSandboxd = (): { readonly sd: LocalSandboxd; readonly c: SandboxdClient } => {
+  const local = {} as { sd: LocalSandboxd; c: SandboxdClient };
+  beforeAll(async () => {
+    local.sd = await startLocalSandboxd();
+    local.c = await local.sd.connect();
+  });
+  afterAll(async () => {
+    local.c?.close();
+    await local.sd?.stop();
+  });
+  return local;
 };
