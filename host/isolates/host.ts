@@ -39,6 +39,8 @@ interface HostRun {
   globalsJson: string;
   startedAt: number;
   worker?: WorkerHandle;
+  /** The worker is dedicated to this run, which may enter its isolate inline (IsolateHostOptions.inline). */
+  inline: boolean;
   scheduler: CallScheduler;
   calls: AbortController;
   callCount: number;
@@ -64,6 +66,7 @@ export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost
   const defaults: RunLimits = { ...DEFAULT_LIMITS, ...options.limits };
   const killGraceMs = options.killGraceMs ?? 1000;
   const maxRunsPerWorker = options.maxRunsPerWorker ?? 64;
+  const inlineEnabled = options.inline ?? true;
   const runs = new Map<number, HostRun>();
   const queue: HostRun[] = [];
   let nextId = 0;
@@ -78,12 +81,14 @@ export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost
     run.scheduler.clear();
     runs.delete(run.id);
     run.worker?.runs.delete(run.id);
+    if (run.worker?.inlineRun === run.id) run.worker.inlineRun = undefined;
     const index = queue.indexOf(run);
     if (index >= 0) queue.splice(index, 1);
     const stats = {
       calls: run.callCount,
       maxInFlight: run.scheduler.maxObserved,
       wallMs: performance.now() - run.startedAt,
+      inline: run.inline,
     };
     run.resolve({ ...outcome, stats } as RunOutcome);
     setImmediate(pump);
@@ -115,7 +120,10 @@ export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost
 
   const pump = (): void => {
     while (queue.length > 0) {
-      const candidates = supervisor.handles().filter((h) => h.ready && h.runs.size < maxRunsPerWorker);
+      // A worker dedicated to an inline run takes nothing else until that run ends.
+      const candidates = supervisor
+        .handles()
+        .filter((h) => h.ready && h.runs.size < maxRunsPerWorker && h.inlineRun === undefined);
       if (candidates.length === 0) return;
       const handle = candidates.reduce((a, b) => (preferred(b, a) ? b : a));
       dispatch(queue.shift()!, handle);
@@ -123,6 +131,13 @@ export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost
   };
 
   const dispatch = (run: HostRun, handle: WorkerHandle) => {
+    // Inline only on an idle worker, and only while another worker (running, or starting up) stays
+    // open to everybody else: an inline entry occupies its worker's thread while the program computes.
+    run.inline =
+      inlineEnabled &&
+      handle.runs.size === 0 &&
+      supervisor.handles().some((h) => h !== handle && h.inlineRun === undefined);
+    if (run.inline) handle.inlineRun = run.id;
     run.worker = handle;
     handle.runs.add(run.id);
     handle.slots = Math.max(0, handle.slots - 1);
@@ -133,6 +148,7 @@ export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost
       src: run.src,
       bindings: [...new Set(run.request.bindings)],
       globalsJson: run.globalsJson,
+      inline: run.inline,
       limits: {
         wallMs: limits.wallMs,
         cpuMs: limits.cpuMs,
@@ -245,7 +261,7 @@ export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost
           kind,
           message,
           logs: [],
-          stats: { calls: 0, maxInFlight: 0, wallMs: performance.now() - startedAt },
+          stats: { calls: 0, maxInFlight: 0, wallMs: performance.now() - startedAt, inline: false },
         });
       if (closed) return fail('aborted', 'the isolate host is shut down');
       const problem = checkRequest(request, limits);
@@ -262,6 +278,7 @@ export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost
           map: compiled.program.map,
           globalsJson: JSON.stringify(request.globals ?? {}),
           startedAt,
+          inline: false,
           scheduler: createCallScheduler(limits.maxInFlight),
           calls: new AbortController(),
           callCount: 0,

@@ -1,9 +1,13 @@
-// The only code that runs in an isolate before the program: it receives the two bridge callbacks as
+// The only code that runs in an isolate before the program: it receives the bridge callbacks as
 // arguments (never as globals), strips globals the program must not have, and returns
-// `{ start, deliver }` to the worker (as References the program never sees). The bridge is one-way each direction:
-// `call(id, name, argsJson)` (ignored-mode Callback) goes out, `deliver(ids, envelopeJsons)` comes
-// back (several settled calls per entry, as copied arrays of numbers and strings); no promise,
-// function or other object ever crosses.
+// `{ run, deliver }` to the worker (as References the program never sees). The bridge is one-way
+// each direction: `call(id, name, argsJson)` goes out, `deliver(ids, envelopeJsons, inline)` comes
+// back (several settled calls per entry, as copied arrays of numbers and strings), and the
+// program's outcome leaves through `done(resultString)`; no promise, function or other object ever
+// crosses.
+// Two ways to enter (the worker picks per entry): queued, on isolated-vm's thread pool, where `call`
+// and `log` must not wait for the worker's thread (ignored Callbacks); or inline, on the worker's
+// own thread while it has no other run, where their inline twins run at once (no thread hand-off).
 // Invariants: no Reference, host function or ivm object is ever stored where the program can reach
 // it; both callbacks are held in this closure only and are called with primitive strings and numbers
 // built here with intrinsics captured before any program code ran. Whatever the program does to the
@@ -22,13 +26,18 @@ export const PROGRAM_FILENAME = 'program.js';
 export const PROGRAM_LINE_OFFSET = 2;
 
 export const PRELUDE_SOURCE = String.raw`'use strict';
-(function install(call, log) {
+(function install(callQueued, callInline, logQueued, logInline, done) {
   const G = globalThis;
   const stringify = JSON.stringify, parse = JSON.parse, String_ = String, Error_ = Error;
   const TypeError_ = TypeError, RangeError_ = RangeError;
   const freeze = Object.freeze, defineProperty = Object.defineProperty, create = Object.create;
   const keys = Object.keys, isArray = Array.isArray;
   const AsyncFunction = (async function () {}).constructor;
+  const then = Promise.prototype.then, apply = Reflect.apply;
+  // Set by each entry before any program code runs in it; every call of that entry goes the same way.
+  let inline = false;
+  const call = (id, name, json) => (inline ? callInline(id, name, json) : callQueued(id, name, json));
+  const log = (code, line) => (inline ? logInline(code, line) : logQueued(code, line));
   for (const name of ['WebAssembly', 'SharedArrayBuffer', 'Atomics']) delete G[name];
   let limits = { maxOutputBytes: 0, maxCallBytes: 0, maxResultBytes: 0, maxCalls: 0 };
   let outBytes = 0, calls = 0, over = false;
@@ -103,7 +112,8 @@ export const PRELUDE_SOURCE = String.raw`'use strict';
   };
 
   // Copies made by the worker: real arrays of numbers and strings, read by index only.
-  const deliver = (ids, envelopes) => {
+  const deliver = (ids, envelopes, inlineEntry) => {
+    inline = inlineEntry === true;
     for (let i = 0; i < ids.length; i++) {
       const resolve = waiting[ids[i]];
       if (resolve === undefined) continue;
@@ -131,8 +141,15 @@ export const PRELUDE_SOURCE = String.raw`'use strict';
       return describe('limit', new RangeError_('the return value is ' + json.length + ' bytes of JSON, over the ' + limits.maxResultBytes + '-byte limit'));
     return 'V' + json;
   };
+  // "then" and "apply" are the intrinsics captured above: the program may have replaced
+  // Promise.prototype.then or Function.prototype.call before start() returns, which must not change
+  // where its outcome goes. start() never rejects.
+  const run = (src, bindingsJson, globalsJson, limitsJson, inlineEntry) => {
+    inline = inlineEntry === true;
+    apply(then, start(src, bindingsJson, globalsJson, limitsJson), [(result) => done(result)]);
+  };
   const api = create(null);
-  api.start = start;
+  api.run = run;
   api.deliver = deliver;
   return freeze(api);
 })`;

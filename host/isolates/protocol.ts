@@ -18,7 +18,16 @@ export interface WorkerLimits {
 
 export type HostToWorker =
   /** Start a program: `src` is esbuild output defining `async function __main(tools, console)`. */
-  | { t: 'run'; id: number; src: string; bindings: string[]; globalsJson: string; limits: WorkerLimits }
+  | {
+      t: 'run';
+      id: number;
+      src: string;
+      bindings: string[];
+      globalsJson: string;
+      limits: WorkerLimits;
+      /** The worker is this run's alone: it may enter the isolate on its own thread (worker-run.ts). */
+      inline: boolean;
+    }
   /** A call settled: `envelope` is `{"ok":true,"value":…}` or `{"ok":false,"error":{"code","message"}}`. */
   | { t: 'result'; id: number; callId: number; envelope: string }
   /** Stop a run now (caller aborted); the worker answers with a `done` of kind aborted. */

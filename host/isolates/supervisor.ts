@@ -32,6 +32,8 @@ export interface WorkerHandle {
   warming: boolean;
   /** When the host learned that the current warming began (performance.now()). */
   warmingSince: number;
+  /** The run this worker is dedicated to (it may enter its isolate inline), if any. */
+  inlineRun: number | undefined;
 }
 
 export interface SupervisorOptions {
@@ -87,6 +89,7 @@ export const createSupervisor = (options: SupervisorOptions): Supervisor => {
       slots: 0,
       warming: true,
       warmingSince: performance.now(),
+      inlineRun: undefined,
     };
     let resolveExit = (): void => undefined;
     const entry: Entry = {

@@ -86,6 +86,8 @@ export interface RunStats {
   maxInFlight: number;
   /** Host-observed time from run() to outcome. */
   wallMs: number;
+  /** The run had a worker to itself and entered its isolate on the worker's thread (see `inline`). */
+  inline: boolean;
 }
 
 export interface IsolateHostOptions {
@@ -97,6 +99,13 @@ export interface IsolateHostOptions {
   prewarm?: number;
   /** Runs one worker hosts at once; more wait in the host's queue. Default 64. */
   maxRunsPerWorker?: number;
+  /**
+   * Let a run that gets a worker to itself enter its isolate on that worker's thread (isolated-vm
+   * applySync): each tool call then costs two thread hand-offs fewer. Such a worker takes no other
+   * run while it has this one, and a run is only given one while another worker stays free for
+   * everybody else, so a program that computes for its whole CPU budget delays nobody. Default true.
+   */
+  inline?: boolean;
   /** `--max-old-space-size` of a worker (its own heap, not the isolates'). Default 256. */
   workerHeapMb?: number;
   /** Resident set size past which the supervisor kills a worker (Linux /proc). Default 1024. */

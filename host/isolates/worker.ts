@@ -72,7 +72,12 @@ const onRun = async (msg: Extract<HostToWorker, { t: 'run' }>): Promise<void> =>
       logs: [],
     });
   }
-  runs.set(msg.id, startRun(slot, msg, { call: outbox.post, done }));
+  // Inline only when the host dedicated this worker to the run, and (defensively) while it is the
+  // worker's one run: nothing else can be waiting for this thread.
+  const inline = msg.inline === true;
+  const run = startRun(slot, msg, { call: outbox.post, done, inline: () => inline && runs.size === 1 });
+  runs.set(msg.id, run);
+  run.begin();
 };
 
 /** Results of one frame, grouped per run so that each run's isolate is entered once. */

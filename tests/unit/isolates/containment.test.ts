@@ -7,14 +7,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IsolateHost, JsonValue } from '../../../host/isolates/index.ts';
 import { failure, runner, startHost, value } from './helpers.ts';
 
-let host: IsolateHost;
-const run = runner(() => host);
-
-beforeAll(async () => {
-  host = await startHost({ workers: 1 });
-});
-afterAll(() => host.close());
-
 const HOST_TRACES = /\/work\/|node_modules|node:|isolated-vm|file:\/\//;
 const isPlain = (v: unknown): boolean =>
   v === null ||
@@ -24,9 +16,23 @@ const isPlain = (v: unknown): boolean =>
     Object.getPrototypeOf(v) === Object.prototype &&
     Object.values(v as object).every(isPlain));
 
-describe('the isolate reaches nothing of the host', () => {
+// Both ways into an isolate: inline on the worker's thread (a run alone on one of two workers) and
+// queued on isolated-vm's thread pool (one worker: never inline).
+describe.each([
+  { mode: 'inline', workers: 2 },
+  { mode: 'queued', workers: 1 },
+])('the isolate reaches nothing of the host ($mode entries)', ({ mode, workers }) => {
+  let host: IsolateHost;
+  const run = runner(() => host);
+  beforeAll(async () => {
+    host = await startHost({ workers });
+  });
+  afterAll(() => host.close());
+
   it('has only the ECMAScript builtins and console as globals', async () => {
-    const names = value(await run({ code: 'return Object.getOwnPropertyNames(globalThis)' })) as string[];
+    const outcome = await run({ code: 'return Object.getOwnPropertyNames(globalThis)' });
+    expect(outcome.stats.inline).toBe(mode === 'inline');
+    const names = value(outcome) as string[];
     const builtins = new Set(runInNewContext('Object.getOwnPropertyNames(globalThis)') as string[]);
     expect(names.filter((name) => !builtins.has(name))).toEqual([]);
     expect(names).toContain('console');

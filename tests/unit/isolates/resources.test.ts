@@ -193,3 +193,53 @@ describe('worker failures', () => {
     expect(value(await run({ code: 'return "thawed"' }))).toBe('thawed');
   });
 });
+
+describe('a run alone on a worker enters its isolate inline', () => {
+  it('and a program computing for seconds in there delays no other run', async () => {
+    // Both workers up (the tests above killed some): inline needs another worker open to the rest.
+    while (host.workerPids().length < 2) await sleep(20);
+    const finished: string[] = [];
+    const hog = run({
+      code: 'await tools.echo({}); const t = Date.now(); while (Date.now() - t < 1500) {} return "hog"',
+      limits: { cpuMs: 4_000, wallMs: 6_000 },
+    }).then((outcome) => {
+      finished.push('hog');
+      return outcome;
+    });
+    await sleep(150); // the hog is spinning on its worker's own thread now
+    const quick = await Promise.all(
+      [1, 2, 3].map((i) =>
+        run({ code: `return (await tools.echo({ i: ${i} })).args.i` }).then((outcome) => {
+          finished.push(`quick${i}`);
+          return outcome;
+        }),
+      ),
+    );
+    expect(quick.map(value)).toEqual([1, 2, 3]);
+    const outcome = await hog;
+    expect(value(outcome)).toBe('hog');
+    expect(outcome.stats.inline).toBe(true);
+    // The others shared the worker that stays open to everybody, on isolated-vm's thread pool.
+    expect(quick.map((q) => q.stats.inline)).toEqual([false, false, false]);
+    expect(finished.at(-1)).toBe('hog');
+  });
+
+  it('still ends at its CPU budget when it spins inline after a call', async () => {
+    const outcome = await run({ code: 'await tools.echo({}); for (;;) {}' });
+    expect(outcome.stats.inline).toBe(true);
+    expect(failure(outcome)).toEqual({
+      kind: 'timeout',
+      message: `the program used more than ${limits.cpuMs} ms of CPU time`,
+    });
+  });
+  it('reports a limit hit inside an inline entry once the entry is over, even if the program spins on', async () => {
+    while (host.workerPids().length < 2) await sleep(20);
+    const outcome = await run({
+      code: "await tools.echo({}); try { for (;;) console.log('x'.repeat(1000)); } catch {} for (;;) {}",
+    });
+    expect(outcome.stats.inline).toBe(true);
+    expect(failure(outcome).kind).toBe('output_limit');
+    expect(outcome.logs.length).toBeGreaterThan(0);
+    expect(value(await run({ code: 'return "next"' }))).toBe('next');
+  });
+});
