@@ -62,8 +62,16 @@ export interface AppDeps {
   isolateWorkers?: () => number;
 }
 
+/**
+ * Routes without the generic request deadline: call batches (their own callTimeoutMs), event
+ * streams, and uploads, which are bounded by size and whose time depends on the client's bandwidth
+ * (the HTTP server's requestTimeout still ends a body that never arrives); a deadline there would
+ * answer 504 while the handler kept writing. Downloads keep it: they answer with a stream at once.
+ */
 const isStreamingRoute = (method: string, path: string): boolean =>
-  (method === 'POST' && path.endsWith('/calls')) || (method === 'GET' && path.endsWith('/events'));
+  (method === 'POST' && path.endsWith('/calls')) ||
+  (method === 'GET' && path.endsWith('/events')) ||
+  (method === 'PUT' && (path.endsWith('/files') || path.endsWith('/archive')));
 
 export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
   const limits = { ...DEFAULT_LIMITS, ...deps.limits };

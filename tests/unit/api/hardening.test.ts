@@ -188,6 +188,28 @@ describe('bad input', () => {
 });
 
 describe('limits', () => {
+  it('a slow upload is not cut by the request deadline (it would be answered 504 while still writing)', async () => {
+    const slow = makeApi({ requestTimeoutMs: 100 });
+    const agent = await slow.createAgent(slow.keyA);
+    let sent = 0;
+    const res = await slow.app.request(`/v1/agents/${agent.id}/files?path=slow.txt`, {
+      method: 'PUT',
+      headers: { Authorization: `Bearer ${slow.keyA}` },
+      duplex: 'half',
+      body: new ReadableStream<Uint8Array>({
+        async pull(controller) {
+          await new Promise((r) => setTimeout(r, 60));
+          if (sent++ >= 5) controller.close();
+          else controller.enqueue(new Uint8Array(16).fill(66));
+        },
+      }),
+    } as RequestInit);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ path: '/workspace/slow.txt', bytes: 80 });
+    // Other routes keep the deadline.
+    expect((await slow.request(slow.keyA, 'GET', '/v1/agents')).status).toBe(200);
+  });
+
   it('per-tenant concurrency: the request over the limit is 429 RATE_LIMITED; other tenants are unaffected', async () => {
     const agent = await api.createAgent(api.keyA, {
       remoteTools: [{ name: 'hold', description: 'waits for the client', parameters: { type: 'object' } }],
