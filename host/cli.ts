@@ -32,6 +32,7 @@ environment (serve):
                           needs root and a local engine); off: Docker volumes, no disk limit
   DSH_WORKSPACES_DIR      workspace images and mount points (default <data-dir>/workspaces)
   DSH_WORKSPACE_MB        default workspace size in MiB (default 1024)
+  DSH_SPOOL_DIR           where archive uploads wait while checked (default <data-dir>/spool)
 `;
 
 const main = async (argv: string[]): Promise<number> => {

@@ -40,6 +40,8 @@ export interface Config {
   workspacesDir: string;
   /** Default workspace size in MiB; an agent may ask for another (sandbox.diskMb). Default 1024 (env DSH_WORKSPACE_MB). */
   workspaceMb: number;
+  /** Where archive uploads wait while they are checked; a disk, not a tmpfs. Default <dataDir>/spool (env DSH_SPOOL_DIR). */
+  spoolDir: string;
 }
 
 const switchFrom = (name: string, raw: string | undefined, fallback: boolean): boolean => {
@@ -105,5 +107,6 @@ export const loadConfig = (
     ),
     workspaceMb:
       overrides.workspaceMb ?? intFrom('DSH_WORKSPACE_MB', env.DSH_WORKSPACE_MB, 1024, 16, 16 * 1024 * 1024),
+    spoolDir: resolve(cwd, overrides.spoolDir ?? env.DSH_SPOOL_DIR ?? resolve(dataDir, 'spool')),
   };
 };

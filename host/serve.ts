@@ -88,6 +88,7 @@ const defaultProvider = async (config: Config, log: (line: string) => void): Pro
     onError: (e) => log(`sandbox: ${String(e)}`),
     defaults: { diskBytes: config.workspaceMb * 1024 * 1024 },
     workspaces: await workspaceStore(config, log),
+    spoolDir: config.spoolDir,
   });
   const adopted = await provider.adopt().catch((e: unknown) => {
     log(`could not list existing sandboxes: ${String(e)}`);

@@ -5,7 +5,7 @@
 // (a failed check, a failed write, a client that went away).
 
 import { randomBytes } from 'node:crypto';
-import { type FileHandle, open, rm } from 'node:fs/promises';
+import { type FileHandle, mkdir, open, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -19,11 +19,12 @@ export interface SpoolFile {
 /** Name prefix of every spool file (tests look for it). */
 export const SPOOL_PREFIX = 'dsh-upload-';
 
-/** Runs `fn` with a fresh spool file in `dir` (default: the OS temp directory), then removes it. */
+/** Runs `fn` with a fresh spool file in `dir` (made 0700 if missing; default the OS temp directory), then removes it. */
 export const withSpool = async <T>(
   dir: string | undefined,
   fn: (spool: SpoolFile) => Promise<T>,
 ): Promise<T> => {
+  if (dir !== undefined) await mkdir(dir, { recursive: true, mode: 0o700 });
   const path = join(dir ?? tmpdir(), `${SPOOL_PREFIX}${randomBytes(16).toString('hex')}`);
   const handle = await open(path, 'wx+', 0o600);
   try {

@@ -13,6 +13,7 @@ describe('configuration from the environment', () => {
       diskQuota: true,
       workspacesDir: '/srv/app/.data/workspaces',
       workspaceMb: 1024,
+      spoolDir: '/srv/app/.data/spool',
     });
   });
 

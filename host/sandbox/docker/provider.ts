@@ -63,6 +63,8 @@ export interface DockerProviderOptions {
    * Default: plain Docker volumes without a size limit; the service passes loop workspaces.
    */
   workspaces?: WorkspaceStore;
+  /** Where archive uploads are spooled while they are checked (a disk, not a tmpfs). Default os.tmpdir(). */
+  spoolDir?: string;
 }
 
 /** One agent known to this process; the reaper reads and writes its Reapable part. */
@@ -168,6 +170,7 @@ export const createDockerProvider = (
         }
       },
       detach: () => detachEntry(entry),
+      ...(options.spoolDir === undefined ? {} : { spoolDir: options.spoolDir }),
     });
 
   const lookup = async (agentId: string): Promise<{ entry: Entry; id: string } | undefined> => {

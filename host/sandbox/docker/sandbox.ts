@@ -18,6 +18,8 @@ export interface HandleOptions {
    */
   use: <T>(fn: (session: SandboxdSession) => Promise<T>) => Promise<T>;
   detach: () => Promise<void>;
+  /** Where archive uploads are spooled while they are checked. Default os.tmpdir(). */
+  spoolDir?: string;
 }
 
 type FsMethod = Exclude<keyof SandboxFs, 'root' | 'resolve'>;
@@ -87,7 +89,11 @@ export const createSandboxHandle = (o: HandleOptions): Sandbox => {
     fs: sandboxFs,
     jobs: jobs as unknown as SandboxJobs,
     terminals: terminals as unknown as SandboxTerminals,
-    archive: createContainerArchive({ use: o.use, resolve: o.resolve }),
+    archive: createContainerArchive({
+      use: o.use,
+      resolve: o.resolve,
+      ...(o.spoolDir === undefined ? {} : { spoolDir: o.spoolDir }),
+    }),
     exec: async (command, options) => {
       if (options?.cwd !== undefined) o.resolve(options.cwd);
       return o.use((s) => s.exec(command, options));
