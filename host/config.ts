@@ -42,7 +42,23 @@ export interface Config {
   workspaceMb: number;
   /** Where archive uploads wait while they are checked; a disk, not a tmpfs. Default <dataDir>/spool (env DSH_SPOOL_DIR). */
   spoolDir: string;
+  /**
+   * How far the workspaces' limits may exceed the free host disk. 1 (default): a workspace is made
+   * only if every workspace can still grow to its limit (env DSH_DISK_OVERCOMMIT).
+   */
+  diskOvercommit: number;
+  /** Host disk kept free beyond what workspaces may still take, in MiB. Default 1024 (env DSH_DISK_RESERVE_MB). */
+  diskReserveMb: number;
 }
+
+const ratioFrom = (name: string, raw: string | undefined, fallback: number): number => {
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < 0.1 || value > 100) {
+    throw new SandboxError('CONFIG_INVALID', `${name} must be a number between 0.1 and 100, got "${raw}"`);
+  }
+  return value;
+};
 
 const switchFrom = (name: string, raw: string | undefined, fallback: boolean): boolean => {
   if (raw === undefined || raw === '') return fallback;
@@ -108,5 +124,8 @@ export const loadConfig = (
     workspaceMb:
       overrides.workspaceMb ?? intFrom('DSH_WORKSPACE_MB', env.DSH_WORKSPACE_MB, 1024, 16, 16 * 1024 * 1024),
     spoolDir: resolve(cwd, overrides.spoolDir ?? env.DSH_SPOOL_DIR ?? resolve(dataDir, 'spool')),
+    diskOvercommit: overrides.diskOvercommit ?? ratioFrom('DSH_DISK_OVERCOMMIT', env.DSH_DISK_OVERCOMMIT, 1),
+    diskReserveMb:
+      overrides.diskReserveMb ?? intFrom('DSH_DISK_RESERVE_MB', env.DSH_DISK_RESERVE_MB, 1024, 0, 2 ** 30),
   };
 };

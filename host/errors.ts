@@ -33,6 +33,8 @@ export const ERROR_CODES = {
   LIMIT_EXCEEDED: 400,
   /** The agent's workspace file system is full (its disk limit); other agents are unaffected. */
   DISK_FULL: 507,
+  /** The host cannot take another workspace of that size without risking its disk (no overcommit). */
+  CAPACITY_EXCEEDED: 507,
   // code mode / isolates
   CODE_RUN_FAILED: 422,
   ISOLATE_UNAVAILABLE: 503,

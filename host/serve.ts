@@ -75,7 +75,10 @@ const workspaceStore = async (config: Config, log: (line: string) => void) => {
     );
   }
   log(`workspaces: one ${config.workspaceMb} MiB file system each (default) in ${config.workspacesDir}`);
-  return createLoopWorkspaces(config.workspacesDir);
+  return createLoopWorkspaces(config.workspacesDir, {
+    overcommit: config.diskOvercommit,
+    reserveBytes: config.diskReserveMb * 1024 * 1024,
+  });
 };
 
 const defaultProvider = async (config: Config, log: (line: string) => void): Promise<SandboxProvider> => {

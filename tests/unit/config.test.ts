@@ -14,6 +14,8 @@ describe('configuration from the environment', () => {
       workspacesDir: '/srv/app/.data/workspaces',
       workspaceMb: 1024,
       spoolDir: '/srv/app/.data/spool',
+      diskOvercommit: 1,
+      diskReserveMb: 1024,
     });
   });
 
@@ -33,6 +35,7 @@ describe('configuration from the environment', () => {
   it('refuses bad values at start with CONFIG_INVALID', async () => {
     for (const env of [
       { DSH_DISK_QUOTA: 'maybe' },
+      { DSH_DISK_OVERCOMMIT: '0' },
       { DSH_WORKSPACE_MB: '8' },
       { DSH_PORT: '70000' },
       { DSH_POOL_SIZE: 'two' },

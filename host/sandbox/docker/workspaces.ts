@@ -124,8 +124,22 @@ const failed = (what: string, error: unknown, data: Record<string, unknown>): Sa
   });
 };
 
-export const createLoopWorkspaces = (rootDir: string): WorkspaceStore => {
+export interface LoopOptions {
+  /**
+   * How far the workspaces' limits may exceed the host disk they live on. 1 (the default): a new
+   * workspace is only made when every workspace can still grow to its limit with `reserveBytes`
+   * to spare, so a full host disk (which would fail every workspace's writes at once) cannot
+   * happen. Above 1 the images are thin-provisioned that much.
+   */
+  overcommit?: number;
+  /** Host disk kept free beyond what the workspaces may still take. Default 1 GiB. */
+  reserveBytes?: number;
+}
+
+export const createLoopWorkspaces = (rootDir: string, options: LoopOptions = {}): WorkspaceStore => {
   const root = resolvePath(rootDir);
+  const overcommit = options.overcommit ?? 1;
+  const reserveBytes = options.reserveBytes ?? 1024 ** 3;
   const paths = (name: string) => {
     if (!NAME.test(name)) throw new SandboxError('INTERNAL', `bad workspace name ${JSON.stringify(name)}`);
     return { image: join(root, `${name}.img`), dir: join(root, name) };
@@ -139,6 +153,29 @@ export const createLoopWorkspaces = (rootDir: string): WorkspaceStore => {
   /** Made by this process and not removed: a sweep must not take one whose container is on its way. */
   const mine = new Set<string>();
   let prepared: Promise<void> | undefined;
+  /** Admission checks and the truncates they admit run one at a time (two creates cannot both fit). */
+  let admitting: Promise<unknown> = Promise.resolve();
+
+  /** Refuses a workspace the host disk could not hold once every workspace grew to its limit. */
+  const admit = async (name: string, bytes: number): Promise<void> => {
+    let growth = bytes;
+    for (const file of await readdir(root)) {
+      if (!file.endsWith('.img')) continue;
+      const s = await stat(join(root, file)).catch(() => undefined);
+      if (s) growth += Math.max(0, s.size - s.blocks * 512);
+    }
+    const fs = await statfs(root);
+    const free = fs.bavail * fs.bsize - reserveBytes;
+    if (growth > free * overcommit) {
+      throw new SandboxError(
+        'CAPACITY_EXCEEDED',
+        `This host has no disk left for another ${Math.round(bytes / 1024 ** 2)} MiB workspace (the existing ones may still grow into what is free); ask for a smaller one or try later.`,
+        { data: { name, bytes, growthBytes: growth, freeBytes: free, overcommit } },
+      );
+    }
+    const file = await open(paths(name).image, 'w', 0o600);
+    await file.truncate(bytes).finally(() => file.close());
+  };
   const prepare = () => {
     prepared ??= mkdir(root, { recursive: true, mode: 0o700 }).then(() => chmod(root, 0o700));
     return prepared;
@@ -198,9 +235,10 @@ export const createLoopWorkspaces = (rootDir: string): WorkspaceStore => {
       const { image } = paths(name);
       mine.add(name);
       try {
-        // Sparse: the image takes host disk only for what is written.
-        const file = await open(image, 'w', 0o600);
-        await file.truncate(bytes).finally(() => file.close());
+        // Sparse: the image takes host disk only for what is written; admitted only if it fits.
+        const admitted = admitting.then(() => admit(name, bytes));
+        admitting = admitted.catch(() => {});
+        await admitted;
         await run('mkfs.ext4', [
           '-q',
           '-F',

@@ -3,8 +3,12 @@
 // freed space goes back to the host, and the workspace survives being unmounted (a reboot).
 
 import { execFileSync } from 'node:child_process';
-import { statSync } from 'node:fs';
+import { mkdirSync, rmdirSync, statSync } from 'node:fs';
+import { statfs } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLoopWorkspaces } from '../../../host/sandbox/docker/workspaces.ts';
 import type { Sandbox } from '../../../host/sandbox/types.ts';
 import { codeOf } from '../../contract/sandbox/suite.ts';
 import { dockerFixture, loopWorkspaces } from './fixtures.ts';
@@ -94,5 +98,22 @@ describe.skipIf(!loopWorkspaces)('workspace disk limit (loop-mounted file system
     expect(
       await codeOf(provider.create({ tenantId: 't1', agentId: 'huge', limits: { diskBytes: 2 ** 50 } })),
     ).toBe('LIMIT_EXCEEDED');
+  });
+  it('refuses a workspace the host disk could not hold once every workspace grew to its limit', async () => {
+    const dir = join(tmpdir(), `dsh-ws-admit-${fx.runId}`);
+    mkdirSync(dir, { recursive: true });
+    const s = await statfs(dir);
+    const GiB = 1024 ** 3;
+    // Leave exactly 1 GiB of room for workspace growth (the images are sparse: nothing is written).
+    const store = createLoopWorkspaces(dir, { reserveBytes: s.bavail * s.bsize - GiB });
+    try {
+      const first = await store.create('first', GiB / 2, {});
+      expect(await codeOf(store.create('second', GiB, {}))).toBe('CAPACITY_EXCEEDED');
+      await store.remove({ type: 'bind', source: first.Source ?? '' });
+      await store.create('second', GiB / 2, {});
+    } finally {
+      await store.sweep([], true);
+      rmdirSync(dir);
+    }
   });
 });
