@@ -191,7 +191,8 @@ const execContext = (env: CallEnv, prepared: Prepared, signal: AbortSignal): Exe
     callTool(name, args, options) {
       // An inner call ends with its parent, and also with the program that made it (options.signal).
       const innerEnv = innerEnvOf(options?.signal);
-      const inner = prepare(innerEnv, { id: `${callId}.${++seq}`, name, arguments: args }, callId);
+      const call = { id: `${callId}.${++seq}`, name, arguments: args };
+      const inner = prepare(innerEnv, call, callId, options?.definition);
       gate ??= createGate(env.concurrency);
       return gate.run(inner.safe, () => runPrepared(innerEnv, inner));
     },

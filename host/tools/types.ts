@@ -85,8 +85,14 @@ export interface ExecContext {
   /**
    * Re-enters the pipeline as an inner call of this one: validated, policed and logged (log-only,
    * linked to this call). Concurrency-safe inner calls overlap; exclusive ones run alone.
+   * `definition` runs that definition under `name` instead of a registry lookup (a workflow's
+   * `agent()` step, which is no model-facing tool), as ExecutorBatch.run does for run_code.
    */
-  callTool(name: string, args: unknown, options?: { signal?: AbortSignal }): Promise<ToolResult>;
+  callTool(
+    name: string,
+    args: unknown,
+    options?: { signal?: AbortSignal; definition?: ToolDefinition },
+  ): Promise<ToolResult>;
 }
 
 /** The part of a resolved set that tool bodies may hold; the full type lives in resolved-set.ts. */
