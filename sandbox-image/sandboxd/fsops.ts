@@ -4,7 +4,10 @@
 // (the contract suite's reference): directories report size 0, list is sorted by name, writes create
 // parents and replace atomically (temp file + rename), the root can be neither removed nor renamed.
 // appendFile exists for the host's chunked uploads (host/sandbox/docker/write-stream.ts): it only
-// extends an existing regular file, never creates one and never follows a symlink.
+// extends an existing regular file, never creates one and never follows a symlink. readRange exists
+// for the host's streamed downloads (host/sandbox/download.ts): one piece at an offset plus the
+// file's size, confined exactly as readFile is, not bound by the model-facing read limit, and strict
+// about its arguments (a length over one frame is INVALID_ARGUMENTS, not silently cut).
 
 import { randomBytes } from 'node:crypto';
 import { constants, promises as fsp, type Stats } from 'node:fs';
@@ -44,6 +47,51 @@ const at = async <T>(path: string, fn: () => Promise<T>): Promise<T> => {
   }
 };
 
+/** A required integer argument in 0..max; anything else (negative, fractional, larger) is refused. */
+const intIn = (args: Args, name: string, max: number): number => {
+  const v = args[name];
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > max)
+    throw new SandboxError('INVALID_ARGUMENTS', `Argument ${name} must be an integer from 0 to ${max}.`);
+  return v;
+};
+
+/**
+ * Runs `fn` on the regular file at lexical `abs`, opened for reading: symlinks are followed only
+ * while they stay inside the workspace, the last component is opened without following one, and
+ * `size` is the open file's own, so that it describes what `fn` reads.
+ */
+const withReadable = <T>(
+  ws: Workspace,
+  abs: string,
+  fn: (fh: fsp.FileHandle, size: number) => Promise<T>,
+): Promise<T> =>
+  at(abs, async () => {
+    const real = await ws.real(abs, true);
+    const st = await fsp.stat(real);
+    if (st.isDirectory()) throw notFile(abs, 'a directory');
+    if (!st.isFile()) throw notFile(abs, 'not a regular file');
+    const fh = await fsp.open(real, READ_FLAGS);
+    try {
+      const opened = await fh.stat();
+      if (!opened.isFile()) throw notFile(abs, 'not a regular file');
+      return await fn(fh, opened.size);
+    } finally {
+      await fh.close();
+    }
+  });
+
+/** Up to `want` bytes at `offset`; fewer only at the end of the file. */
+const readAt = async (fh: fsp.FileHandle, offset: number, want: number): Promise<Buffer> => {
+  const buf = Buffer.alloc(want);
+  let got = 0;
+  while (got < want) {
+    const { bytesRead } = await fh.read(buf, got, want - got, offset + got);
+    if (bytesRead === 0) break;
+    got += bytesRead;
+  }
+  return buf.subarray(0, got);
+};
+
 export const createFsOps = (ws: Workspace) => ({
   async readFile(args: Args) {
     const abs = ws.resolve(str(args, 'path'));
@@ -51,34 +99,29 @@ export const createFsOps = (ws: Workspace) => ({
     const maxBytes = optInt(args, 'maxBytes', MAX_BINARY_BYTES, MAX_BINARY_BYTES);
     const length =
       args.length === undefined || args.length === null ? undefined : optInt(args, 'length', 0, maxBytes);
-    return at(abs, async () => {
-      const real = await ws.real(abs, true);
-      const st = await fsp.stat(real);
-      if (st.isDirectory()) throw notFile(abs, 'a directory');
-      if (!st.isFile()) throw notFile(abs, 'not a regular file');
-      if (length === undefined && st.size - offset > maxBytes) {
+    return withReadable(ws, abs, async (fh, size) => {
+      if (length === undefined && size - offset > maxBytes) {
         throw new SandboxError(
           'FILE_TOO_LARGE',
-          `${abs} is ${st.size} bytes, more than the ${maxBytes}-byte read limit; read it in parts with offset and length.`,
+          `${abs} is ${size} bytes, more than the ${maxBytes}-byte read limit; read it in parts with offset and length.`,
           {
-            data: { path: abs, size: st.size, maxReadBytes: maxBytes },
+            data: { path: abs, size, maxReadBytes: maxBytes },
           },
         );
       }
-      const want = Math.max(0, Math.min(length ?? maxBytes, st.size - offset));
-      const fh = await fsp.open(real, READ_FLAGS);
-      try {
-        const buf = Buffer.alloc(want);
-        let got = 0;
-        while (got < want) {
-          const { bytesRead } = await fh.read(buf, got, want - got, offset + got);
-          if (bytesRead === 0) break;
-          got += bytesRead;
-        }
-        return { data: buf.subarray(0, got).toString('base64') };
-      } finally {
-        await fh.close();
-      }
+      const want = Math.max(0, Math.min(length ?? maxBytes, size - offset));
+      return { data: (await readAt(fh, offset, want)).toString('base64') };
+    });
+  },
+
+  /** `length` bytes at `offset` (fewer at the end of the file, none past it) and the file's size. */
+  async readRange(args: Args) {
+    const abs = ws.resolve(str(args, 'path'));
+    const offset = intIn(args, 'offset', Number.MAX_SAFE_INTEGER);
+    const length = intIn(args, 'length', MAX_BINARY_BYTES);
+    return withReadable(ws, abs, async (fh, size) => {
+      const data = await readAt(fh, offset, Math.max(0, Math.min(length, size - offset)));
+      return { data: data.toString('base64'), size };
     });
   },
 

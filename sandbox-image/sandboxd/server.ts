@@ -75,6 +75,7 @@ export const startServer = async (options: ServerOptions) => {
   const handlers: Record<Op, Handler> = {
     ping: async () => ({}),
     readFile: fsOps.readFile,
+    readRange: fsOps.readRange,
     writeFile: fsOps.writeFile,
     appendFile: fsOps.appendFile,
     stat: fsOps.stat,

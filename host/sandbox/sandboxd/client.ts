@@ -37,13 +37,19 @@ export interface ConnectSandboxdOptions {
   maxOutputBytes?: number;
 }
 
-/** The sandbox file system plus what only sandboxd offers: appending, for chunked uploads. */
+/** SandboxFs plus what only sandboxd offers: appends and ranged reads, for streamed transfers. */
 export interface SandboxdFs extends SandboxFs {
   /**
    * Appends to an existing regular file (never creates one, never follows a symlink), then sets
    * `mode` when given. One call carries at most MAX_BINARY_BYTES.
    */
   appendFile(path: string, data: Uint8Array, options?: { mode?: number }): Promise<void>;
+  /**
+   * `length` bytes of a regular file from `offset` (fewer at its end, none past it) with the file's
+   * size at that moment, confined as readFile is but not bound by maxReadBytes. `offset` and `length`
+   * are integers, `length` at most MAX_BINARY_BYTES; anything else is INVALID_ARGUMENTS.
+   */
+  readRange(path: string, offset: number, length: number): Promise<{ data: Buffer; size: number }>;
 }
 
 export interface SandboxdClient {
@@ -106,6 +112,17 @@ export const connectSandboxd = async (options: ConnectSandboxdOptions): Promise<
     return buf.toString('base64');
   };
 
+  /** The bytes of a read answer; more than was asked for means sandboxd is not to be trusted any more. */
+  const atMost = (data: string, most: number): Buffer => {
+    const buf = Buffer.from(data, 'base64');
+    if (buf.length <= most) return buf;
+    conn.close();
+    throw new SandboxError(
+      'SANDBOX_PROTOCOL',
+      'sandboxd returned more bytes than asked for; the connection was closed.',
+    );
+  };
+
   const fs: SandboxdFs = {
     root,
     resolve,
@@ -118,15 +135,21 @@ export const connectSandboxd = async (options: ConnectSandboxdOptions): Promise<
         maxBytes: maxReadBytes,
       };
       const { data } = await conn.call('readFile', args, plain);
-      const buf = Buffer.from(data, 'base64');
-      if (buf.length > Math.min(length ?? maxReadBytes, maxReadBytes)) {
-        conn.close();
-        throw new SandboxError(
-          'SANDBOX_PROTOCOL',
-          'sandboxd returned more bytes than asked for; the connection was closed.',
-        );
+      return atMost(data, Math.min(length ?? maxReadBytes, maxReadBytes));
+    },
+    async readRange(path, offset, length) {
+      const abs = resolve(path);
+      for (const [name, value, max] of [
+        ['offset', offset, Number.MAX_SAFE_INTEGER],
+        ['length', length, MAX_BINARY_BYTES],
+      ] as const) {
+        if (!Number.isInteger(value) || value < 0 || value > max)
+          throw new SandboxError('INVALID_ARGUMENTS', `${name} must be an integer from 0 to ${max}.`, {
+            data: { path: abs, [name]: value },
+          });
       }
-      return buf;
+      const { data, size } = await conn.call('readRange', { path: abs, offset, length }, plain);
+      return { data: atMost(data, Math.min(length, Math.max(0, size - offset))), size };
     },
     async writeFile(path, data, opts = {}) {
       const abs = resolve(path);

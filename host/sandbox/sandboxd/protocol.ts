@@ -24,6 +24,7 @@ export const RESYNC_MARKER: Buffer = Buffer.alloc(RESYNC_LENGTH, RESYNC_BYTE);
 export const OPS = [
   'ping',
   'readFile',
+  'readRange',
   'writeFile',
   'appendFile',
   'stat',

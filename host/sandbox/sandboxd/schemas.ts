@@ -74,6 +74,7 @@ export const valueSchemas = (root: string) => {
   return {
     ping: v.object({}),
     readFile: v.object({ data: base64 }),
+    readRange: v.object({ data: base64, size: int }),
     writeFile: v.object({}),
     appendFile: v.object({}),
     stat: v.object({ path: inRoot, type: fileType, size: int, mtimeMs: v.number(), mode: int }),

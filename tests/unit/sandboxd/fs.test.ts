@@ -1,7 +1,10 @@
+import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SandboxdClient } from '../../../host/sandbox/sandboxd/client.ts';
+import { openConnection } from '../../../host/sandbox/sandboxd/connection.ts';
+import { MAX_BINARY_BYTES } from '../../../host/sandbox/sandboxd/protocol.ts';
 import { type LocalSandboxd, startLocalSandboxd } from './harness.ts';
 
 const codeOf = async (p: Promise<unknown>): Promise<string | undefined> =>
@@ -194,5 +197,93 @@ describe('confinement', () => {
     expect((await c.fs.readFile('alias/target.txt')).toString()).toBe('inside');
     await c.fs.writeFile('alias/new.txt', 'via link');
     expect(readFileSync(join(sd.root, 'real/new.txt'), 'utf8')).toBe('via link');
+  });
+});
+
+describe('readRange (streamed downloads)', () => {
+  const TEN = '0123456789';
+  beforeAll(async () => {
+    await c.fs.writeFile('rr/ten.txt', TEN);
+  });
+  const range = async (path: string, offset: number, length: number) => {
+    const { data, size } = await c.fs.readRange(path, offset, length);
+    return [data.toString(), size];
+  };
+
+  it('answers a piece and the file size; past the end of the file, nothing', async () => {
+    expect(await range('rr/ten.txt', 3, 4)).toEqual(['3456', 10]);
+    expect(await range('rr/ten.txt', 8, 100)).toEqual(['89', 10]);
+    expect(await range('rr/ten.txt', 0, 0)).toEqual(['', 10]);
+    expect(await range('rr/ten.txt', 10, 5)).toEqual(['', 10]);
+    expect(await range('rr/ten.txt', Number.MAX_SAFE_INTEGER, MAX_BINARY_BYTES)).toEqual(['', 10]);
+  });
+
+  it('is not bound by the model-facing read limit', async () => {
+    const small = await sd.connect({ maxReadBytes: 4 });
+    try {
+      expect(await codeOf(small.fs.readFile('rr/ten.txt'))).toBe('FILE_TOO_LARGE');
+      expect((await small.fs.readRange('rr/ten.txt', 0, 10)).data.toString()).toBe(TEN);
+    } finally {
+      small.close();
+      c = await sd.connect();
+    }
+  });
+
+  it('is confined as readFile is: a symlink is followed only while it stays inside the root', async () => {
+    writeFileSync(join(sd.outside, 'rr-secret'), 'top secret');
+    symlinkSync(join(sd.outside, 'rr-secret'), join(sd.root, 'rr/out-link'));
+    symlinkSync(sd.outside, join(sd.root, 'rr/out-dir'));
+    symlinkSync('ten.txt', join(sd.root, 'rr/in-link'));
+    expect(await codeOf(c.fs.readRange('rr/out-link', 0, 10))).toBe('PATH_OUTSIDE_WORKSPACE');
+    expect(await codeOf(c.fs.readRange('rr/out-dir/rr-secret', 0, 10))).toBe('PATH_OUTSIDE_WORKSPACE');
+    expect(await codeOf(c.fs.readRange('../outside/rr-secret', 0, 10))).toBe('PATH_OUTSIDE_WORKSPACE');
+    expect(await range('rr/in-link', 0, 3)).toEqual(['012', 10]);
+    expect(await codeOf(c.fs.readRange('rr', 0, 1))).toBe('NOT_A_FILE');
+    expect(await codeOf(c.fs.readRange('rr/nope', 0, 1))).toBe('FILE_NOT_FOUND');
+    expect(spawnSync('mkfifo', [join(sd.root, 'rr/fifo')]).status).toBe(0);
+    expect(await codeOf(c.fs.readRange('rr/fifo', 0, 1))).toBe('NOT_A_FILE'); // and did not block
+  });
+
+  const badRanges: Array<[offset: unknown, length: unknown]> = [
+    [-1, 1],
+    [0, -1],
+    [0.5, 1],
+    [0, 1.5],
+    [0, MAX_BINARY_BYTES + 1],
+    [Number.MAX_SAFE_INTEGER + 2, 1],
+    [Number.NaN, 1],
+    [0, Number.POSITIVE_INFINITY],
+  ];
+
+  it('refuses negative, fractional and over-frame offsets and lengths before sending them', async () => {
+    for (const [offset, length] of badRanges)
+      expect(
+        await codeOf(c.fs.readRange('rr/ten.txt', offset as number, length as number)),
+        `${offset}, ${length}`,
+      ).toBe('INVALID_ARGUMENTS');
+  });
+
+  it('refuses them in sandboxd too, from a host that skipped its own checks', async () => {
+    c.close();
+    const raw = await openConnection({
+      input: sd.child.stdout,
+      output: sd.child.stdin,
+      root: sd.root,
+      helloTimeoutMs: 15_000,
+    });
+    try {
+      const path = join(sd.root, 'rr/ten.txt');
+      for (const [offset, length] of [...badRanges, [0, undefined], ['0', 1], [0, '1'], [null, 1]]) {
+        const call = raw.call('readRange', { path, offset, length }, { timeoutMs: 5000 });
+        expect(await codeOf(call), `${offset}, ${length}`).toBe('INVALID_ARGUMENTS');
+      }
+      expect(await raw.call('readRange', { path, offset: 1, length: 2 }, { timeoutMs: 5000 })).toEqual({
+        data: Buffer.from('12').toString('base64'),
+        size: 10,
+      });
+    } finally {
+      raw.close();
+      c = await sd.connect();
+    }
   });
 });

@@ -104,6 +104,18 @@ describe('host client against a hostile sandboxd', () => {
     }
   });
 
+  it('a ranged read answered with more bytes than asked for, or than the file has, closes the connection', async () => {
+    const answers = [
+      { data: Buffer.from('12345').toString('base64'), size: 100 }, // asked for 4
+      { data: Buffer.from('12').toString('base64'), size: 1 }, // the file has 1 byte
+    ];
+    for (const value of answers) {
+      const { client } = await fake((req, reply) => reply(res(req.id, value)));
+      expect(await codeOf(client.fs.readRange('a', 0, 4))).toBe('SANDBOX_PROTOCOL');
+      await expectDead(client, 'SANDBOX_UNAVAILABLE'); // closed by the host: nothing more is read
+    }
+  });
+
   it('ignores answers to unknown ids and keeps working', async () => {
     const { client } = await fake((req, reply) => {
       reply(res(999, { anything: true }));
