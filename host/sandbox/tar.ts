@@ -1,5 +1,6 @@
-// Host-side tar handling shared by providers: receive an upload (spool it, validate every entry,
-// then replay the validated entries to the provider's writer), and pack entries into a clean tar.
+// Host-side tar handling of uploads, shared by providers: receive an upload (spool it, validate
+// every entry, then replay the validated entries to the provider's writer). Downloads are packed by
+// tar-pack.ts.
 // Uploads are validated COMPLETELY before anything is written, so a hostile archive changes
 // nothing. Only regular files and directories pass; links, devices, FIFOs, absolute names, `..`
 // components, NUL bytes and over-long names reject the whole archive (ARCHIVE_REJECTED).
@@ -9,7 +10,7 @@
 // streams each file's content to the writer. Parsing holds at most one long-name record (4 MiB).
 
 import { Readable } from 'node:stream';
-import { extract, pack } from 'tar-stream';
+import { extract } from 'tar-stream';
 import { SandboxError } from '../errors.ts';
 import { safeRelativeName } from './paths.ts';
 import { withSpool } from './spool.ts';
@@ -210,75 +211,4 @@ export const extractEntries = async (
     }
   }
   return { files, bytes };
-};
-
-export interface PackEntry {
-  /** Relative name inside the archive. */
-  name: string;
-  type: 'file' | 'directory';
-  mode: number;
-  mtimeMs?: number;
-  data?: Buffer;
-  /**
-   * Streamed content instead of `data`: exactly `size` bytes are written (a source that ends early
-   * is padded with zeros, one that runs long is cut), with backpressure, so a large file never
-   * sits in memory whole.
-   */
-  size?: number;
-  chunks?: () => AsyncIterable<Buffer>;
-}
-
-/** Writes a streamed entry's chunks into a tar entry stream, honouring backpressure. */
-const writeChunks = async (
-  stream: NodeJS.WritableStream,
-  size: number,
-  chunks: AsyncIterable<Buffer>,
-): Promise<void> => {
-  let written = 0;
-  const put = async (chunk: Buffer): Promise<void> => {
-    if (!stream.write(chunk)) await new Promise<void>((resolve) => stream.once('drain', () => resolve()));
-    written += chunk.length;
-  };
-  for await (const chunk of chunks) {
-    if (written >= size) break;
-    await put(chunk.length > size - written ? chunk.subarray(0, size - written) : chunk);
-  }
-  while (written < size) await put(Buffer.alloc(Math.min(64 * 1024, size - written)));
-  stream.end();
-};
-
-/** Pack entries (already validated, files and directories only) into an uncompressed tar stream. */
-export const packEntries = (
-  source: Iterable<PackEntry> | AsyncIterable<PackEntry>,
-  owner = { uid: 1000, gid: 1000 },
-): Readable => {
-  const p = pack();
-  void (async () => {
-    try {
-      for await (const e of source) {
-        const header = {
-          name: e.name,
-          type: e.type,
-          mode: e.mode & 0o777,
-          mtime: new Date(e.mtimeMs ?? Date.now()),
-          uid: owner.uid,
-          gid: owner.gid,
-          size: e.type === 'file' ? (e.chunks ? (e.size ?? 0) : (e.data?.length ?? 0)) : 0,
-        };
-        await new Promise<void>((resolve, reject) => {
-          const done = (err?: Error | null): void => (err ? reject(err) : resolve());
-          if (e.type === 'file' && e.chunks) {
-            const stream = p.entry(header, done) as unknown as NodeJS.WritableStream;
-            writeChunks(stream, header.size, e.chunks()).catch(reject);
-          } else if (e.type === 'file') p.entry(header, e.data ?? Buffer.alloc(0), done);
-          else p.entry(header, done);
-        });
-      }
-      p.finalize();
-    } catch (err) {
-      p.destroy(err as Error);
-    }
-  })();
-  // tar-stream packs are streamx streams; hand out a real Node Readable.
-  return Readable.from(p, { objectMode: false });
 };

@@ -221,8 +221,8 @@ export interface SandboxTerminals {
 
 /**
  * Bulk transfer: uncompressed tar (only regular files and directories, paths confined) and single
- * files of any size. Uploads are streamed: no provider holds a whole upload in the host's memory
- * (the memory provider, whose files live in memory, excepted).
+ * files of any size. Both directions are streamed: no provider holds a whole upload or download in
+ * the host's memory (the memory provider, whose files live in memory, excepted).
  */
 export interface SandboxArchive {
   /**
@@ -244,8 +244,20 @@ export interface SandboxArchive {
     data: AsyncIterable<Uint8Array>,
     options?: { maxBytes?: number },
   ): Promise<{ path: string; bytes: number }>;
-  /** A tar stream of `path` (file or directory). */
+  /**
+   * A tar stream of `path` (file or directory), its content read piece by piece only as the stream
+   * is consumed. A file that shrinks meanwhile is padded with zeros (as tar does); one that grows is
+   * cut at the size it had when listed.
+   */
   download(path: string): Promise<Readable>;
+  /**
+   * One regular file's bytes, read piece by piece only as `content` is consumed (stop consuming and
+   * the reads stop). `size` is the file's size when the download began; `content` yields exactly
+   * that many bytes (a file that grew is cut) or fails when the file shrank meanwhile, never ending
+   * early. Fails up front with FILE_NOT_FOUND, NOT_A_FILE, PATH_OUTSIDE_WORKSPACE, or
+   * FILE_TOO_LARGE past the provider's download limit (1 GiB by default).
+   */
+  downloadFile(path: string): Promise<{ path: string; size: number; content: AsyncIterable<Buffer> }>;
 }
 
 export interface SandboxLimits {

@@ -2,7 +2,12 @@
 // `archive?path=P` an uncompressed tar of a directory. Paths are confined by the sandbox
 // (PATH_OUTSIDE_WORKSPACE); uploads are capped (PAYLOAD_TOO_LARGE) as they stream in and are
 // never held whole in memory: a file goes to the sandbox piece by piece, an archive is spooled to
-// a temporary file and checked in full first (host/sandbox/tar.ts).
+// a temporary file and checked in full first (host/sandbox/tar.ts). Downloads are never held whole
+// either: the body is a stream that reads the next piece from the sandbox only when the socket
+// took the previous one, and stops reading when the client goes away (host/sandbox/download.ts).
+// A file download is bounded by the sandbox's download limit (1 GiB), not by the model-facing
+// maxReadBytes, and carries Content-Length; if the file shrinks meanwhile the connection is cut
+// rather than ended short.
 import { Readable } from 'node:stream';
 import { Hono } from 'hono';
 import { describeRoute } from 'hono-openapi';
@@ -35,8 +40,11 @@ export const fileRoutes = (agents: AgentService, maxUploadBytes: number): Hono<A
     async (c) => {
       const { path } = queryOf(PathQuery, c.req.query());
       const sandbox = await agents.sandbox(c.get('agent'));
-      const data = await sandbox.fs.readFile(path);
-      return c.body(new Uint8Array(data), 200, { 'Content-Type': 'application/octet-stream' });
+      const file = await sandbox.archive.downloadFile(path);
+      return c.body(ReadableStream.from(file.content), 200, {
+        'Content-Type': 'application/octet-stream',
+        'Content-Length': String(file.size),
+      });
     },
   );
   app.put(
@@ -69,7 +77,7 @@ export const fileRoutes = (agents: AgentService, maxUploadBytes: number): Hono<A
       const { path } = queryOf(PathQuery, c.req.query());
       const sandbox = await agents.sandbox(c.get('agent'));
       const tar = await sandbox.archive.download(path);
-      return c.body(Readable.toWeb(tar) as ReadableStream, 200, { 'Content-Type': 'application/x-tar' });
+      return c.body(ReadableStream.from(tar), 200, { 'Content-Type': 'application/x-tar' });
     },
   );
   app.put(

@@ -1,21 +1,28 @@
 // Bulk transfer for container sandboxes, done entirely through sandboxd: an uploaded tar is spooled
 // and validated on the host (tar.ts), then written file by file by sandboxd inside the container's
 // own mount namespace, each file streamed in pieces (write-stream.ts); downloads walk the tree
-// through sandboxd and pack only files and directories.
+// through sandboxd and pack only files and directories, reading each file with sandboxd's readRange
+// one piece per pull of the consumer (download.ts), so reads stop when the consumer does.
 // Why not the Docker archive API: it resolves container paths from the host side (CVE-2018-15664
 // class), costs ~110-130 ms per call (dockerd re-execs itself), and would follow symlinks the agent
 // planted. Invariant: no host-side operation ever touches a path inside the container.
 
 import { SandboxError } from '../../errors.ts';
 import { capUpload } from '../chunks.ts';
+import {
+  DEFAULT_MAX_DOWNLOAD_BYTES,
+  DOWNLOAD_PIECE_BYTES,
+  downloadTooLarge,
+  fileDownload,
+  type ReadAt,
+  readPieces,
+} from '../download.ts';
 import { relativeTo } from '../paths.ts';
 import type { SandboxdFs } from '../sandboxd/client.ts';
-import { extractEntries, type PackEntry, packEntries, receiveUpload } from '../tar.ts';
+import { extractEntries, receiveUpload } from '../tar.ts';
+import { type PackEntry, packEntries } from '../tar-pack.ts';
 import type { SandboxArchive, SandboxFs } from '../types.ts';
 import { writeStream } from './write-stream.ts';
-
-/** One read through sandboxd carries at most this much (a frame holds 12 MiB of binary). */
-export const CHUNK_BYTES = 8 * 1024 * 1024;
 
 export interface ArchiveOptions {
   /** Runs one operation on the live session (through sandboxd), counted as in flight. */
@@ -31,8 +38,15 @@ export interface ArchiveOptions {
 }
 
 export const createContainerArchive = (options: ArchiveOptions): SandboxArchive => {
-  const maxDownload = options.maxDownloadBytes ?? 1024 * 1024 * 1024;
+  const maxDownload = options.maxDownloadBytes ?? DEFAULT_MAX_DOWNLOAD_BYTES;
   const maxEntries = options.maxDownloadEntries ?? 100_000;
+  /** Each piece is its own call, so that the session counts a download as busy only while it reads. */
+  const readRange = (abs: string, offset: number, length: number) =>
+    options.use(({ fs }) => fs.readRange(abs, offset, length));
+  const readAt =
+    (abs: string): ReadAt =>
+    async (offset, length) =>
+      (await readRange(abs, offset, length)).data;
   return {
     async upload(path, tar, opts = {}) {
       const dir = options.resolve(path);
@@ -90,12 +104,7 @@ export const createContainerArchive = (options: ArchiveOptions): SandboxArchive 
           );
         }
         if (type === 'file') total += st.size;
-        if (total > maxDownload) {
-          throw new SandboxError(
-            'FILE_TOO_LARGE',
-            `Download of ${abs} exceeds ${maxDownload} bytes; download a smaller directory.`,
-          );
-        }
+        if (total > maxDownload) throw downloadTooLarge(abs, total, maxDownload);
         const name = type === 'directory' ? `${relativeTo(base, path)}/` : relativeTo(base, path);
         listing.push({
           path,
@@ -119,18 +128,20 @@ export const createContainerArchive = (options: ArchiveOptions): SandboxArchive 
       };
       if (top.type === 'file') add(abs, 'file', top);
       else await walk(abs);
-      const chunks = async function* (path: string, size: number): AsyncGenerator<Buffer> {
-        for (let offset = 0; offset < size; offset += CHUNK_BYTES) {
-          const part = await fs.readFile(path, { offset, length: Math.min(CHUNK_BYTES, size - offset) });
-          if (part.length === 0) return; // the file shrank meanwhile; packEntries pads
-          yield part;
-        }
-      };
+      // A file that shrank meanwhile ends early and packEntries pads it.
       return packEntries(
         listing.map(({ path, ...entry }) =>
-          entry.type === 'file' ? { ...entry, chunks: () => chunks(path, entry.size ?? 0) } : entry,
+          entry.type === 'file'
+            ? { ...entry, content: () => readPieces(readAt(path), entry.size ?? 0) }
+            : entry,
         ),
       );
+    },
+    async downloadFile(path) {
+      const abs = options.resolve(path);
+      // The first piece comes with the size, so a small file is one call.
+      const { data, size } = await readRange(abs, 0, DOWNLOAD_PIECE_BYTES);
+      return fileDownload(abs, size, readAt(abs), { first: data, maxBytes: maxDownload });
     },
   };
 };

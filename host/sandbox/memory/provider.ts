@@ -5,9 +5,12 @@
 
 import type { Readable } from 'node:stream';
 import { nanoid } from 'nanoid';
+import { SandboxError } from '../../errors.ts';
 import { capUpload, collect } from '../chunks.ts';
+import { fileDownload, type ReadAt, readPieces } from '../download.ts';
 import { relativeTo } from '../paths.ts';
-import { extractEntries, packEntries, receiveUpload } from '../tar.ts';
+import { extractEntries, receiveUpload } from '../tar.ts';
+import { packEntries } from '../tar-pack.ts';
 import type { ProviderFlags, Sandbox, SandboxArchive, SandboxLimits, SandboxProvider } from '../types.ts';
 import { createMemoryExec, type MemoryRun } from './exec.ts';
 import { createMemoryFs, type MemoryFs } from './fs.ts';
@@ -39,6 +42,12 @@ export interface MemorySandbox extends Sandbox {
   readonly limits: SandboxLimits;
 }
 
+/** Ranged reads of a file's bytes as they are now (a later write replaces them, never changes them). */
+const readerOf =
+  (data: Buffer): ReadAt =>
+  async (offset, length) =>
+    data.subarray(offset, offset + length);
+
 const createArchive = (fs: MemoryFs): SandboxArchive => ({
   // The same receiving path as the docker provider (spooled, validated in full, then replayed);
   // only the last step keeps each file in memory, where this provider keeps files anyway.
@@ -67,15 +76,26 @@ const createArchive = (fs: MemoryFs): SandboxArchive => ({
       .filter((e) => e.path !== base)
       .map((e) => {
         const rel = relativeTo(base, e.path);
+        const data = e.data;
         return {
           name: e.type === 'directory' ? `${rel}/` : rel,
           type: e.type,
           mode: e.mode,
           mtimeMs: e.mtimeMs,
-          ...(e.data ? { data: e.data } : {}),
+          ...(data ? { size: data.length, content: () => readPieces(readerOf(data), data.length) } : {}),
         };
       });
     return packEntries(entries);
+  },
+  async downloadFile(path) {
+    const abs = fs.resolve(path);
+    const st = await fs.stat(abs);
+    const data = fs.entries(abs)[0]?.data;
+    if (st.type !== 'file' || data === undefined)
+      throw new SandboxError('NOT_A_FILE', `Not a file: ${abs} (it is a ${st.type})`, {
+        data: { path: abs },
+      });
+    return fileDownload(abs, data.length, readerOf(data));
   },
 });
 

@@ -9,6 +9,7 @@ import { nanoid } from 'nanoid';
 import { pack } from 'tar-stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SandboxError } from '../../../host/errors.ts';
+import { collect } from '../../../host/sandbox/chunks.ts';
 import type { Sandbox, SandboxProvider } from '../../../host/sandbox/types.ts';
 
 export interface ContractTarget {
@@ -177,6 +178,7 @@ export const runSandboxContract = (name: string, setup: () => Promise<ContractTa
           expect(await codeOf(sb.fs.grep('x', { path: p })), p).toBe('PATH_OUTSIDE_WORKSPACE');
           expect(await codeOf(sb.fs.glob('*', { cwd: p })), p).toBe('PATH_OUTSIDE_WORKSPACE');
           expect(await codeOf(sb.archive.download(p)), p).toBe('PATH_OUTSIDE_WORKSPACE');
+          expect(await codeOf(sb.archive.downloadFile(p)), p).toBe('PATH_OUTSIDE_WORKSPACE');
           expect(await codeOf(sb.archive.upload(p, await makeTar([{ name: 'a', body: 'x' }]))), p).toBe(
             'PATH_OUTSIDE_WORKSPACE',
           );
@@ -243,6 +245,17 @@ export const runSandboxContract = (name: string, setup: () => Promise<ContractTa
       it('downloads a single file', async () => {
         await sb.fs.writeFile('arc/one.txt', 'single');
         expect(await readTar(await sb.archive.download('arc/one.txt'))).toEqual({ 'one.txt': 'single' });
+      });
+      it('downloads one file as raw bytes, with its size up front', async () => {
+        const bin = Buffer.from([0, 1, 2, 253, 254, 255]);
+        await sb.fs.writeFile('raw/bin.dat', bin);
+        const file = await sb.archive.downloadFile('raw/bin.dat');
+        expect([file.path, file.size]).toEqual([`${sb.fs.root}/raw/bin.dat`, bin.length]);
+        expect(await collect(file.content)).toEqual(bin);
+        await sb.fs.writeFile('raw/empty', '');
+        expect(await collect((await sb.archive.downloadFile('raw/empty')).content)).toEqual(Buffer.alloc(0));
+        expect(await codeOf(sb.archive.downloadFile('raw'))).toBe('NOT_A_FILE');
+        expect(await codeOf(sb.archive.downloadFile('raw/missing'))).toBe('FILE_NOT_FOUND');
       });
       const hostile: Array<[string, TarEntry[]]> = [
         [

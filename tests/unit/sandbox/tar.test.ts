@@ -11,7 +11,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { SandboxError } from '../../../host/errors.ts';
 import { collect } from '../../../host/sandbox/chunks.ts';
 import { SPOOL_PREFIX } from '../../../host/sandbox/spool.ts';
-import { packEntries, type ReceiveOptions, receiveUpload } from '../../../host/sandbox/tar.ts';
+import { type ReceiveOptions, receiveUpload } from '../../../host/sandbox/tar.ts';
 import { codeOf, makeTar } from '../../contract/sandbox/suite.ts';
 
 const spoolDir = mkdtempSync(join(tmpdir(), 'dsh-spool-test-'));
@@ -221,45 +221,5 @@ describe('receiveUpload: the spool', () => {
       throw new SandboxError('DISK_FULL', 'full');
     });
     expect(await codeOf(failing)).toBe('DISK_FULL');
-  });
-});
-
-describe('packEntries with streamed content', () => {
-  it('writes exactly the declared size: a short source is padded, a long one cut', async () => {
-    async function* parts(...chunks: string[]) {
-      for (const c of chunks) yield Buffer.from(c);
-    }
-    const tar = packEntries([
-      { name: 'short.txt', type: 'file', mode: 0o644, size: 6, chunks: () => parts('abc') },
-      { name: 'long.txt', type: 'file', mode: 0o644, size: 4, chunks: () => parts('0123', '456789') },
-      { name: 'exact.txt', type: 'file', mode: 0o644, size: 5, chunks: () => parts('he', 'llo') },
-    ]);
-    const entries = await readUpload(tar);
-    expect(entries.map((e) => [e.name, e.data?.toString('latin1')])).toEqual([
-      ['short.txt', 'abc\0\0\0'],
-      ['long.txt', '0123'],
-      ['exact.txt', 'hello'],
-    ]);
-  });
-
-  it('pulls a large streamed file chunk by chunk instead of holding it whole', async () => {
-    let pulled = 0;
-    async function* big() {
-      for (let i = 0; i < 64; i++) {
-        pulled++;
-        yield Buffer.alloc(1024 * 1024, i);
-      }
-    }
-    const tar = packEntries([
-      { name: 'big.bin', type: 'file', mode: 0o644, size: 64 * 1024 * 1024, chunks: big },
-    ]);
-    let bytes = 0;
-    let pulledAtFirstByte = -1;
-    for await (const chunk of tar) {
-      if (pulledAtFirstByte < 0) pulledAtFirstByte = pulled;
-      bytes += (chunk as Buffer).length;
-    }
-    expect(bytes).toBeGreaterThan(64 * 1024 * 1024);
-    expect(pulledAtFirstByte).toBeLessThan(64);
   });
 });
