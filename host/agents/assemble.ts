@@ -1,6 +1,7 @@
 // Composition of the tool side of the control plane: the registry with the builtin sandbox tools
 // installed globally, the timeout policy (the one place declared deadlines are enforced), the
-// code-mode executor over an isolate host, approvals as host requests, and the agent service.
+// code-mode executor and the workflow tools over an isolate host, approvals as host requests, and
+// the agent service.
 // The sandbox provider and the isolate host are injected, so this module loads neither dockerode
 // nor isolated-vm; serve.ts, the integration tests and the bench pass the real ones.
 import { timeoutPolicy } from '../../policies/index.ts';
@@ -20,12 +21,13 @@ import {
   type ToolResult,
 } from '../tools/index.ts';
 import { createPtcExecutor } from '../tools/ptc/index.ts';
+import { registerWorkflowTools } from '../tools/workflow/index.ts';
 import { type AgentService, createAgentService } from './service.ts';
 
 export interface AssembleOptions {
   store: Pick<Store, 'agents' | 'events' | 'requests'>;
   sandboxes: SandboxProvider;
-  /** Runs run_code programs; without one, code and both modes answer NO_EXECUTOR. */
+  /** Runs run_code programs and workflow scripts; without one, code and both modes answer NO_EXECUTOR and no agent gets workflow or ralph. */
   isolates?: IsolateHost;
   /** How long a person has to answer an `ask`. Default 300000 ms. */
   approvalTtlMs?: number;
@@ -57,8 +59,11 @@ export const assembleAgents = (options: AssembleOptions): Assembled => {
   timeoutPolicy(
     options.defaultToolTimeoutMs === undefined ? {} : { defaultMs: options.defaultToolTimeoutMs },
   ).install(registry.global);
-  if (options.isolates !== undefined)
+  if (options.isolates !== undefined) {
     registry.global.mount(createPtcExecutor({ isolates: options.isolates }));
+    // Offered only to agents created with `subagents: true` (see the tools' condition).
+    registerWorkflowTools(registry.global, { isolates: options.isolates });
+  }
   const agents = createAgentService({
     store,
     registry,

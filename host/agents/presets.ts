@@ -5,6 +5,8 @@ import type { PresentationMode, Preset } from './types.ts';
 
 const FS_SHELL = ['bash', 'read', 'read_image', 'write', 'edit', 'glob', 'grep'];
 const JOBS = ['job_list', 'job_output', 'job_kill'];
+/** Offered only to agents created with `subagents: true` (a condition on the tools themselves). */
+const WORKFLOWS = ['workflow', 'ralph'];
 const TERMINALS = [
   'terminal_list',
   'terminal_open',
@@ -16,13 +18,13 @@ const TERMINALS = [
 
 const TOOLS: Record<Preset, readonly string[]> = {
   /** The full coding surface: native fs/shell tools and background jobs. */
-  standard: [...FS_SHELL, ...JOBS],
+  standard: [...FS_SHELL, ...JOBS, ...WORKFLOWS],
   /** The same end capabilities, reached only through run_code's tools.* bindings. */
-  code: [...FS_SHELL, ...JOBS],
+  code: [...FS_SHELL, ...JOBS, ...WORKFLOWS],
   /** One persistent PTY shell (`bash`, registered in this preset's own layer) and one combined editor. */
   minimal: ['bash', 'str_replace_editor'],
   /** standard + persistent terminals + runtime inspection and plugin tools (cordis_*) once installed. */
-  creator: [...FS_SHELL, ...JOBS, ...TERMINALS],
+  creator: [...FS_SHELL, ...JOBS, ...WORKFLOWS, ...TERMINALS],
 };
 
 const DEFAULT_MODE: Record<Preset, PresentationMode> = {

@@ -13,6 +13,7 @@ import type { JsonValue } from '../store/types.ts';
 import type { Disposer } from '../tools/disposer.ts';
 import type { ToolRegistry } from '../tools/index.ts';
 import type { AgentScope, ToolCall, ToolDefinition, ToolResult } from '../tools/types.ts';
+import { createRequestSpawner, type SpawnProvider } from '../tools/workflow/index.ts';
 import { defaultModeOf } from './presets.ts';
 import { trackBatch } from './progress.ts';
 import { defineRemoteTool } from './remote-tools.ts';
@@ -40,6 +41,11 @@ export interface AgentServiceOptions {
   sandboxes: SandboxProvider;
   /** Told about every settled root result (metrics); `remote` marks client-defined tool names. */
   observe?: (result: ToolResult, remote: boolean) => void;
+  /**
+   * Runs the subagents of agents created with `subagents: true` (workflow agent() steps).
+   * Default: a `subagent` host request the client answers.
+   */
+  spawn?: SpawnProvider;
   now?: () => number;
 }
 
@@ -86,6 +92,8 @@ export const createAgentService = (options: AgentServiceOptions): AgentService =
   const runtime = options.runtime ?? (options.registry ? createRegistryRuntime(options.registry) : undefined);
   if (runtime === undefined)
     throw new SandboxError('CONFIG_INVALID', 'createAgentService needs a registry (or a runtime).');
+  const spawn =
+    options.spawn ?? createRequestSpawner(store.requests, options.now ? { now: options.now } : {});
   const live = new Map<string, Live>();
   const sandboxes = new Map<string, Promise<Sandbox>>();
   const running = new Set<{ controller: AbortController; done: Promise<unknown> }>();
@@ -124,7 +132,12 @@ export const createAgentService = (options: AgentServiceOptions): AgentService =
     const scope: AgentScope = {
       id: agent.id,
       sessionId: agent.sessionId,
-      services: { tenantId: agent.tenantId, sandbox: () => sandboxOf(agent) },
+      services: {
+        tenantId: agent.tenantId,
+        sandbox: () => sandboxOf(agent),
+        // Only an agent whose client runs subagents can spawn them (and so sees workflow and ralph).
+        ...(agent.config.subagents === true ? { spawn } : {}),
+      },
     };
     const tools = runtime.forAgent({
       agent: scope,

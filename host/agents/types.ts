@@ -64,6 +64,11 @@ export interface AgentConfig {
   policy?: AgentPolicy;
   sandbox?: SandboxOptions;
   remoteTools?: RemoteToolSpec[];
+  /**
+   * The client runs subagents: the agent gets the `workflow` and `ralph` tools (standard, code and
+   * creator presets), whose agent() steps become `subagent` host requests. Default false.
+   */
+  subagents?: boolean;
 }
 
 export interface CreateAgentRequest extends AgentConfig {

@@ -53,6 +53,8 @@ export const CreateAgent = v.strictObject({
   policy: v.optional(Policy),
   sandbox: v.optional(SandboxOptions),
   remoteTools: v.optional(remoteTools),
+  /** The client answers `subagent` requests: offers the workflow and ralph tools. Default false. */
+  subagents: v.optional(v.boolean()),
 });
 
 export const Agent = v.object({
@@ -142,7 +144,7 @@ export const HostRequest = v.object({
 });
 export const RequestList = v.object({ requests: v.array(HostRequest) });
 
-/** An answer: a remote tool's `{ result }` or `{ error }`, an approval's `{ allow, reason? }`, a subagent's `{ output }`. */
+/** An answer: a remote tool's or a subagent's `{ result }` or `{ error }` (a subagent's also `{ output }`), an approval's `{ allow, reason? }`. */
 export const Answer = v.union([
   v.strictObject({ allow: v.boolean(), reason: v.optional(v.pipe(v.string(), v.maxLength(2000))) }),
   v.strictObject({ result: v.unknown() }),

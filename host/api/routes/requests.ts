@@ -1,7 +1,7 @@
 // Host requests (things only the client can answer) and remote tools. POST remote-tools adds
-// client-executed tools; their calls and `ask` approvals appear as pending requests here and in
-// the events; POST requests/:rid answers one (first answer wins; a settled one is CONFLICT, an
-// expired one REQUEST_EXPIRED). A request of another agent reads as NOT_FOUND.
+// client-executed tools; their calls, `ask` approvals and workflow subagents appear as pending
+// requests here and in the events; POST requests/:rid answers one (first answer wins; a settled
+// one is CONFLICT, an expired one REQUEST_EXPIRED). A request of another agent reads as NOT_FOUND.
 import { Hono } from 'hono';
 import { describeRoute } from 'hono-openapi';
 import * as v from 'valibot';
@@ -95,7 +95,7 @@ export const requestRoutes = (agents: AgentService, requests: RequestStore): Hon
       operationId: 'answerRequest',
       tags: ['requests'],
       description:
-        'Approval: { allow, reason? }. Remote tool: { result } or { error }. Subagent: { output }.',
+        'Approval: { allow, reason? }. Remote tool: { result } or { error }. Subagent: { result: text } or { result: { text, value? } } (or { output: … }), or { error }.',
       requestBody: jsonRequest(Answer),
       responses: {
         200: jsonResponse('Answered', Answered),
@@ -115,7 +115,9 @@ export const requestRoutes = (agents: AgentService, requests: RequestStore): Hon
           'BAD_REQUEST',
           request.kind === 'approval'
             ? 'Answer an approval with { "allow": true|false }.'
-            : 'Answer with { "result": … } or { "error": … }.',
+            : request.kind === 'subagent'
+              ? 'Answer a subagent request with { "result": "<final text>" }, { "result": { "text", "value"? } } or { "error": … }.'
+              : 'Answer with { "result": … } or { "error": … }.',
         );
       }
       if (!requests.answer(request.id, answer)) {

@@ -68,5 +68,33 @@ const HEAD = RUNTIME.trim()
 export const workflowProgram = (script: string): string =>
   `${HEAD}${script}\n}).call(undefined, __workflow.agent, __workflow.pipeline, __workflow.parallel, __workflow.phase, __workflow.log, args);`;
 
+const FRAME = /^(\s+at .*?\(?program\.ts:)(\d+):(\d+)(\)?)$/;
+
+/**
+ * A runtime failure's message with the stack frames made the script's own: frames inside the
+ * runtime (line 1 before the script starts) and the closing wrapper line are dropped, and columns
+ * on line 1 are shifted back by the runtime's length.
+ */
+export const scriptFrames = (message: string, script: string): string => {
+  const lastLine = script.split('\n').length;
+  const out: string[] = [];
+  for (const line of message.split('\n')) {
+    const frame = FRAME.exec(line);
+    if (frame === null) {
+      out.push(line);
+      continue;
+    }
+    const row = Number(frame[2]);
+    let column = Number(frame[3]);
+    if (row > lastLine) continue;
+    if (row === 1) {
+      if (column <= HEAD.length) continue;
+      column -= HEAD.length;
+    }
+    out.push(`${frame[1]}${row}:${column}${frame[4] ?? ''}`);
+  }
+  return out.join('\n');
+};
+
 /** The bindings the runtime calls; nothing else is brokered to the host. */
 export const WORKFLOW_BINDINGS: readonly string[] = ['agent', 'phase'];

@@ -8,7 +8,7 @@
 import { SandboxError } from '../../errors.ts';
 import { compileProgram, type FailureKind, type IsolateHost, type RunLimits } from '../../isolates/index.ts';
 import type { ExecContext, JsonValue } from '../types.ts';
-import { WORKFLOW_BINDINGS, workflowProgram } from './program.ts';
+import { scriptFrames, WORKFLOW_BINDINGS, workflowProgram } from './program.ts';
 import { agentStep, phaseStep } from './steps.ts';
 
 export interface WorkflowMeta {
@@ -123,7 +123,11 @@ export const createWorkflowRunner = (options: WorkflowRunnerOptions) => {
       signal,
     });
     if (stopped !== undefined) throw workflowFailed(stopped.kind, stopped.message, outcome.logs);
-    if (!outcome.ok) throw workflowFailed(outcome.kind, outcome.message, outcome.logs);
+    if (!outcome.ok) {
+      const message =
+        outcome.kind === 'runtime' ? scriptFrames(outcome.message, input.script) : outcome.message;
+      throw workflowFailed(outcome.kind, message, outcome.logs);
+    }
     const value: WorkflowValue = { logs: outcome.logs, phases };
     if (outcome.value !== undefined) value.value = outcome.value;
     return value;

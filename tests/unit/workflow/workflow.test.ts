@@ -154,6 +154,11 @@ describe('workflow', () => {
     const text = textOf(result.content);
     expect(text).toMatch(/^Error: workflow failed \(runtime\): Error: nope\n.*program\.ts:2/);
     expect(text.endsWith('Captured output:\nbefore')).toBe(true);
+    // Frames are the script's own: nothing of the runtime around it, columns of line 1 unshifted.
+    const first = await s.run(workflow('const x = null; return x.y;', undefined, 'w3'));
+    expect(textOf(first.content)).toMatch(
+      /^Error: workflow failed \(runtime\): TypeError: Cannot read properties of null \(reading 'y'\)\n {4}at program\.ts:1:2\d$/,
+    );
     const syntax = await s.run(workflow('const x = ;', undefined, 'w2'));
     expect(textOf(syntax.content)).toMatch(/^Error: workflow failed \(compile\): program\.ts:1:11/);
   });
