@@ -143,6 +143,15 @@ describe('workflow', () => {
     });
   });
 
+  it('a script that tries to close its function early does not compile, so it cannot reach tools', async () => {
+    const s = setup(
+      isolates,
+      fakeSpawner(() => 'ok'),
+    );
+    const result = await s.run(workflow('}).call(); return typeof tools; (async function () {'));
+    expect(result.error).toMatchObject({ code: 'CODE_RUN_FAILED', data: { kind: 'compile' } });
+  });
+
   it('a throwing script fails with its message, its line and the captured log lines', async () => {
     const s = setup(
       isolates,
