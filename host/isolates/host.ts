@@ -8,7 +8,7 @@
 import { isSandboxError, messageOf } from '../errors.ts';
 import { compileProgram } from './compile.ts';
 import type { WorkerOutcome, WorkerToHost } from './protocol.ts';
-import { clip, MAX_ERROR_CHARS } from './protocol.ts';
+import { ALIVE_MS, clip, MAX_ERROR_CHARS } from './protocol.ts';
 import type { CallScheduler } from './scheduler.ts';
 import { createCallScheduler } from './scheduler.ts';
 import { mapStack } from './stack.ts';
@@ -118,6 +118,26 @@ export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost
     ...(options.onEvent ? { onEvent: options.onEvent } : {}),
   });
 
+  // An inline entry holds its worker's thread for at most the run's CPU budget (isolated-vm's
+  // timeout); a worker silent for longer is stuck where no timeout reaches (a non-interruptible
+  // builtin, program getters run by isolated-vm after the entry): it is killed, failing only the
+  // run it was dedicated to.
+  const watchdog = setInterval(() => {
+    const now = performance.now();
+    for (const handle of supervisor.handles()) {
+      const run = handle.inlineRun === undefined ? undefined : runs.get(handle.inlineRun);
+      if (!run || now - handle.aliveAt <= run.limits.cpuMs + killGraceMs + ALIVE_MS) continue;
+      finishRun(run, {
+        ok: false,
+        kind: 'timeout',
+        message: `the program used more than ${run.limits.cpuMs} ms of CPU time`,
+        logs: [],
+      });
+      supervisor.kill(handle, 'an inline entry ran past its CPU budget');
+    }
+  }, ALIVE_MS);
+  watchdog.unref();
+
   const pump = (): void => {
     while (queue.length > 0) {
       // A worker dedicated to an inline run takes nothing else until that run ends.
@@ -137,7 +157,10 @@ export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost
       inlineEnabled &&
       handle.runs.size === 0 &&
       supervisor.handles().some((h) => h !== handle && h.inlineRun === undefined);
-    if (run.inline) handle.inlineRun = run.id;
+    if (run.inline) {
+      handle.inlineRun = run.id;
+      handle.aliveAt = performance.now();
+    }
     run.worker = handle;
     handle.runs.add(run.id);
     handle.slots = Math.max(0, handle.slots - 1);
@@ -182,6 +205,10 @@ export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost
   };
 
   const onWorkerMessage = (handle: WorkerHandle, message: WorkerToHost) => {
+    if (message.t === 'alive') {
+      handle.aliveAt = performance.now();
+      return;
+    }
     if (message.t === 'pool') {
       handle.slots = Number.isSafeInteger(message.ready) ? Math.max(0, message.ready) : 0;
       const warming = message.warming === true;
@@ -319,6 +346,7 @@ export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost
     workerPids: () => supervisor.handles().map((h) => h.pid),
     close: async () => {
       closed = true;
+      clearInterval(watchdog);
       for (const hostRun of [...runs.values()]) {
         finishRun(hostRun, {
           ok: false,

@@ -33,7 +33,7 @@ export const PRELUDE_SOURCE = String.raw`'use strict';
   const freeze = Object.freeze, defineProperty = Object.defineProperty, create = Object.create;
   const keys = Object.keys, isArray = Array.isArray;
   const AsyncFunction = (async function () {}).constructor;
-  const then = Promise.prototype.then, apply = Reflect.apply;
+  const apply = Reflect.apply, slice = String.prototype.slice;
   // Set by each entry before any program code runs in it; every call of that entry goes the same way.
   let inline = false;
   const call = (id, name, json) => (inline ? callInline(id, name, json) : callQueued(id, name, json));
@@ -44,7 +44,8 @@ export const PRELUDE_SOURCE = String.raw`'use strict';
   const waiting = create(null);
   const Promise_ = Promise;
 
-  const clip = (s, n) => (s.length > n ? s.slice(0, n) : s);
+  // The program may replace String.prototype.slice; every string the prelude cuts is cut with this.
+  const clip = (s, n) => (s.length > n ? apply(slice, s, [0, n]) : s);
   const text = (v) => { try { return String_(v); } catch { return '[unprintable]'; } };
   const replacer = (_k, v) => (typeof v === 'bigint' ? text(v) + 'n' : v);
   const format = (v) => {
@@ -77,14 +78,16 @@ export const PRELUDE_SOURCE = String.raw`'use strict';
 
   const binding = (name) => async function (args) {
     if (over) throw new RangeError_('the run has ended');
-    if (++calls > limits.maxCalls) throw fail('more than ' + limits.maxCalls + ' tool calls in one run');
+    // The id is taken with the count, before the arguments are serialised: a toJSON in them may
+    // make calls of its own, which take the next ids.
+    const id = ++calls;
+    if (id > limits.maxCalls) throw fail('more than ' + limits.maxCalls + ' tool calls in one run');
     let json;
     try { json = args === undefined ? '{}' : stringify(args); }
     catch (e) { throw new TypeError_('tools.' + name + ': arguments are not JSON-serialisable (' + format(e) + ')'); }
     if (json === undefined) json = 'null';
     if (json.length > limits.maxCallBytes)
       throw fail('tools.' + name + ' arguments are ' + json.length + ' bytes of JSON, over the ' + limits.maxCallBytes + '-byte limit');
-    const id = calls;
     const reply = new Promise_((resolve) => { waiting[id] = resolve; });
     call(id, name, json);
     const envelope = parse(await reply);
@@ -130,23 +133,23 @@ export const PRELUDE_SOURCE = String.raw`'use strict';
     defineProperty(G, 'console', { value: console_, writable: true, configurable: true });
     let main;
     try { main = new AsyncFunction('tools', 'console', src + '\nreturn __main(tools, console);\n//# sourceURL=${PROGRAM_FILENAME}'); }
-    catch (e) { return describe('compile', e); }
+    catch (e) { return done(describe('compile', e)); }
     let value;
-    try { value = await main(tools, console_); } catch (e) { return describe('runtime', e); }
+    try { value = await main(tools, console_); } catch (e) { return done(describe('runtime', e)); }
     let json;
     try { json = stringify(value); }
-    catch (e) { return describe('runtime', new TypeError_('the return value is not JSON-serialisable: ' + format(e))); }
-    if (json === undefined) return 'U';
+    catch (e) { return done(describe('runtime', new TypeError_('the return value is not JSON-serialisable: ' + format(e)))); }
+    if (json === undefined) return done('U');
     if (json.length > limits.maxResultBytes)
-      return describe('limit', new RangeError_('the return value is ' + json.length + ' bytes of JSON, over the ' + limits.maxResultBytes + '-byte limit'));
-    return 'V' + json;
+      return done(describe('limit', new RangeError_('the return value is ' + json.length + ' bytes of JSON, over the ' + limits.maxResultBytes + '-byte limit')));
+    done('V' + json);
   };
-  // "then" and "apply" are the intrinsics captured above: the program may have replaced
-  // Promise.prototype.then or Function.prototype.call before start() returns, which must not change
-  // where its outcome goes. start() never rejects.
+  // The outcome leaves through done() from inside start(), never through a then() on start()'s
+  // promise: the program may have replaced Promise.prototype.then, Function.prototype.call or the
+  // promise species by then, and none of that may change where (or whether) its outcome goes.
   const run = (src, bindingsJson, globalsJson, limitsJson, inlineEntry) => {
     inline = inlineEntry === true;
-    apply(then, start(src, bindingsJson, globalsJson, limitsJson), [(result) => done(result)]);
+    start(src, bindingsJson, globalsJson, limitsJson);
   };
   const api = create(null);
   api.run = run;

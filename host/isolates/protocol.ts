@@ -62,7 +62,16 @@ export type WorkerToHost =
    * is still creating more (its event loop is then busy for a few ms at a time). Routing hint only.
    */
   | { t: 'pool'; ready: number; warming: boolean }
-  | Batch<'call' | 'done' | 'pool'>;
+  /**
+   * Sent from the worker's event loop every ALIVE_MS while it has an inline run: proof that its
+   * thread is not stuck in an isolate entry. Tool calls do not count (a program stuck where no
+   * timeout reaches it can still make them).
+   */
+  | { t: 'alive' }
+  | Batch<'call' | 'done' | 'pool' | 'alive'>;
+
+/** How often a worker with an inline run says it is alive. */
+export const ALIVE_MS = 250;
 
 /** Longest error message or code that crosses in either direction. */
 export const MAX_ERROR_CHARS = 2_000;

@@ -34,6 +34,8 @@ export interface WorkerHandle {
   warmingSince: number;
   /** The run this worker is dedicated to (it may enter its isolate inline), if any. */
   inlineRun: number | undefined;
+  /** When the worker's event loop last said it was alive, or the inline run was dispatched. */
+  aliveAt: number;
 }
 
 export interface SupervisorOptions {
@@ -90,6 +92,7 @@ export const createSupervisor = (options: SupervisorOptions): Supervisor => {
       warming: true,
       warmingSince: performance.now(),
       inlineRun: undefined,
+      aliveAt: performance.now(),
     };
     let resolveExit = (): void => undefined;
     const entry: Entry = {

@@ -88,6 +88,8 @@ export const createSlot = async (memoryMb: number): Promise<Slot> => {
 
 export interface ActiveRun {
   id: number;
+  /** The worker was told it may enter this run's isolate on its own thread. */
+  readonly inline: boolean;
   /** Enters the isolate with the program (once, after the worker registered the run). */
   begin(): void;
   /** Settles the given calls (host call id, envelope); unknown ids and non-strings are ignored. */
@@ -191,12 +193,16 @@ export const startRun = (slot: Slot, msg: RunMessage, io: RunIo): ActiveRun => {
     message: `the program ran out of memory (limit ${limits.memoryMb} MB)`,
   });
 
-  /** An entry failed: the isolate is gone (memory), an inline entry hit its deadline, or worse. */
-  const entryFailed = (error: unknown): Failure => {
-    const message = error instanceof Error ? error.message : String(error);
-    if (/timed out/i.test(message)) return performance.now() >= deadline - 1 ? wallTimeout() : cpuTimeout();
-    if (/memory limit|disposed/i.test(message) || slot.isolate.isDisposed) return lostIsolate();
-    return { kind: 'crash', message: `the isolate failed: ${clip(message, 200)}` };
+  /**
+   * What an inline entry's throw means, judged by state, never by its message (which the program
+   * can write: isolated-vm ends each applySync by throwing a promise the program left rejected
+   * without a handler). The isolate is gone: memory. The entry used its whole budget: timeout.
+   * Anything else is the program's own unhandled rejection, which a queued entry drops as well.
+   */
+  const entryFailed = (startedAt: number, budgetMs: number): Failure | undefined => {
+    if (slot.isolate.isDisposed) return lostIsolate();
+    if (performance.now() - startedAt < budgetMs - 1) return undefined;
+    return performance.now() >= deadline - 1 ? wallTimeout() : cpuTimeout();
   };
   /** What an inline entry may still take: the rest of the wall-clock and of the CPU budget (ms). */
   const entryBudgetMs = (): number => {
@@ -211,25 +217,27 @@ export const startRun = (slot: Slot, msg: RunMessage, io: RunIo): ActiveRun => {
   /** One entry into the isolate, inline or queued. */
   const enter = (ref: ivm.Reference<(...args: never[]) => unknown>, args: unknown[]): void => {
     if (finished) return;
-    try {
-      if (io.inline()) {
-        inEntry = true;
-        try {
-          ref.applySync(undefined, [...args, true] as never[], {
-            arguments: { copy: true },
-            timeout: entryBudgetMs(),
-          });
-        } finally {
-          inEntry = false;
-          close();
-        }
-      } else {
-        // Fire and forget: nothing comes back, so the isolate's thread never wakes this one for it.
-        // A failure in there shows as a disposed isolate (memory) at the next check.
+    if (!io.inline()) {
+      // Fire and forget: nothing comes back, so the isolate's thread never wakes this one for it.
+      // A failure in there shows as a disposed isolate (memory) at the next check.
+      try {
         ref.applyIgnored(undefined, [...args, false] as never[], { arguments: { copy: true } });
+      } catch {
+        finish(slot.isolate.isDisposed ? lostIsolate() : { kind: 'crash', message: 'the isolate failed' });
       }
-    } catch (error) {
-      finish(entryFailed(error));
+      return;
+    }
+    const budgetMs = entryBudgetMs();
+    const startedAt = performance.now();
+    inEntry = true;
+    try {
+      ref.applySync(undefined, [...args, true] as never[], { arguments: { copy: true }, timeout: budgetMs });
+    } catch {
+      const failure = entryFailed(startedAt, budgetMs);
+      if (failure) finish(failure);
+    } finally {
+      inEntry = false;
+      close();
     }
   };
 
@@ -241,6 +249,7 @@ export const startRun = (slot: Slot, msg: RunMessage, io: RunIo): ActiveRun => {
   });
   return {
     id: msg.id,
+    inline: msg.inline === true,
     begin: () => enter(slot.run, [msg.src, JSON.stringify(msg.bindings), msg.globalsJson, limitsJson]),
     deliver: (results) => {
       if (finished) return;

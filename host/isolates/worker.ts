@@ -6,7 +6,7 @@
 
 import { createOutbox } from './outbox.ts';
 import type { HostToWorker, WorkerOutcome, WorkerToHost } from './protocol.ts';
-import { isMessage, unbatch } from './protocol.ts';
+import { ALIVE_MS, isMessage, unbatch } from './protocol.ts';
 import type { ActiveRun, Slot } from './worker-run.ts';
 import { createSlot, startRun } from './worker-run.ts';
 
@@ -131,6 +131,11 @@ process.on('unhandledRejection', (reason) =>
 setInterval(() => {
   for (const run of runs.values()) run.check();
 }, 20).unref();
+// Inline entries hold this thread; the host kills a worker that goes quiet for longer than an
+// entry may legitimately take (protocol.ts `alive`).
+setInterval(() => {
+  for (const run of runs.values()) if (run.inline) return void outbox.post({ t: 'alive' });
+}, ALIVE_MS).unref();
 
 outbox.send({ t: 'ready', pid: process.pid });
 refill();

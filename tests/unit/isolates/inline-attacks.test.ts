@@ -2,8 +2,8 @@
 // its isolate on the worker's own thread, and its calls and console lines leave through synchronous
 // Callbacks. Each test checks what a user would notice: the run ends the way its limits say, nothing
 // of the worker reaches the program or the outcome, and the worker goes on serving the next run.
-// The `it.fails` block at the end documents problems found by this suite (see the comment on each);
-// the rest are regression tests. Limits are small so the file stays cheap on a shared 2-core machine.
+// The block at the end holds the problems this suite found, now fixed (see the comment on each);
+// everything is a regression test. Limits are small so the file stays cheap on a shared 2-core machine.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { IsolateHost, IsolateHostEvent, JsonValue, RunOutcome } from '../../../host/isolates/index.ts';
 import type { RunInput } from './helpers.ts';
@@ -49,15 +49,6 @@ const inline = async (input: RunInput): Promise<RunOutcome> => {
   const outcome = await run(input);
   expect(outcome.stats.inline).toBe(true);
   return outcome;
-};
-
-/**
- * The run of an it.fails case. Should it not have gone inline, the case returns early without
- * failing, so that it.fails reports it instead of counting it as the problem under test.
- */
-const inlineCase = async (input: RunInput): Promise<RunOutcome | undefined> => {
-  const outcome = await run(input);
-  return outcome.stats.inline ? outcome : undefined;
 };
 
 /** Runs `body` and checks that no worker was killed, exited or replaced meanwhile. */
@@ -264,10 +255,6 @@ describe('calls and console lines leave from inside an entry at once', () => {
       "const e = new Error('x'); e.name = { [Symbol.toPrimitive]() { for (;;) {} } }; console.log(e)",
     ],
     ['a getter in call arguments', 'await tools.echo({ get x() { for (;;) {} } })'],
-    [
-      'a getter on what a replaced String.prototype.slice hands the console callback',
-      "String.prototype.slice = function () { return { get boom() { for (;;) {} } }; }; console.log('y'.repeat(100))",
-    ],
   ])('a spin in %s ends at the CPU budget', async (_label, attack) => {
     let calls = 0;
     await sameWorkers(async () => {
@@ -282,27 +269,6 @@ describe('calls and console lines leave from inside an entry at once', () => {
       expect(failure(outcome)).toEqual(CPU_TIMEOUT);
       expect(calls).toBe(1);
     });
-  });
-
-  it('a replaced String.prototype.slice can hand the console callback only data, or have it refused', async () => {
-    const outcome = await inline({
-      code: `
-        await tools.echo({});
-        const seen = [];
-        for (const forged of [() => 1, Symbol('s'), new Proxy({}, {})]) {
-          String.prototype.slice = function () { return forged; };
-          try { console.log('y'.repeat(100)); seen.push('accepted'); } catch (e) { seen.push(String(e && e.stack)); }
-        }
-        return seen;`,
-      limits: { maxOutputBytes: 50 },
-    });
-    const seen = value(outcome) as string[];
-    expect(seen).toHaveLength(3);
-    for (const text of seen) {
-      expect(text).toMatch(/^TypeError: .* could not be cloned\./);
-      expect(text).not.toMatch(HOST_PATHS);
-    }
-    expect(outcome.logs).toEqual([]);
   });
 });
 
@@ -530,15 +496,15 @@ describe('the same programs on queued entries (for comparison with the problems 
   });
 });
 
-describe('problems found by this suite (kept as it.fails until fixed)', () => {
-  // BUG (prelude and worker, both ways of entering; predates inline entries): emit() clips a line
+describe('problems this suite found, fixed (the comments say what they were)', () => {
+  // WAS A BUG (prelude and worker, both ways of entering; predates inline entries): emit() clips a line
   // past the cap with the program's own String.prototype.slice. When that returns anything but a
   // string, the worker's log hook drops it (or isolated-vm refuses to copy it), so the worker never
   // learns that the cap was passed; the program catches the prelude's RangeError and ends normally.
   // Nothing past the cap is kept, but the run is not reported as output_limit.
   // Observed: { ok: true, value: 'finished', logs: [] }. Fix: clip with an intrinsic captured up front.
-  it.fails('console output past the cap ends the run as output_limit, slice replaced or not', async () => {
-    const outcome = await inlineCase({
+  it('console output past the cap ends the run as output_limit, slice replaced or not', async () => {
+    const outcome = await inline({
       code: `
         await tools.echo({});
         String.prototype.slice = () => 42;
@@ -546,17 +512,16 @@ describe('problems found by this suite (kept as it.fails until fixed)', () => {
         return 'finished';`,
       limits: { maxOutputBytes: 50 },
     });
-    if (!outcome) return;
     expect(failure(outcome).kind).toBe('output_limit');
   });
 
-  // BUG (prelude, both ways of entering; predates inline entries): binding() counts the call
+  // WAS A BUG (prelude, both ways of entering; predates inline entries): binding() counts the call
   // (++calls), serialises the arguments, and only then reads its id (const id = calls). A toJSON in
   // the arguments that makes a call itself takes the next number, so both calls wait under the same
   // id: the outer call resolves with the inner call's result and the inner call never settles.
   // Observed: [{ inner: 1 }, 'inner never settled']. Fix: take the id with the count, before stringify.
-  it.fails('a toJSON that calls a tool while the prelude serialises another call’s arguments', async () => {
-    const outcome = await inlineCase({
+  it('a toJSON that calls a tool while the prelude serialises another call’s arguments', async () => {
+    const outcome = await inline({
       code: `
         let inner;
         const arg = { toJSON() { inner = tools.echo({ inner: 1 }); return { outer: 1 }; } };
@@ -567,63 +532,83 @@ describe('problems found by this suite (kept as it.fails until fixed)', () => {
         ]);
         return [outer.args, late];`,
     });
-    if (!outcome) return;
     expect(value(outcome)).toEqual([{ outer: 1 }, { inner: 1 }]);
   });
 
-  // BUG: isolated-vm's applySync ends every entry with its TaskEpilogue, which turns a promise still
+  // WAS A BUG: isolated-vm's applySync ends every entry with its TaskEpilogue, which turns a promise still
   // rejected without a handler into an exception thrown out of applySync. enter() takes it for an
   // isolate failure, so the run ends at once as `crash`; on queued entries (applyIgnored) the same
   // epilogue error is dropped and the program catches the rejection a moment later, as it should.
   // Observed: { kind: 'crash', message: 'the isolate failed: nope' }.
-  it.fails('awaiting two calls in order, the first failing, is caught by the program', async () => {
-    const outcome = await inlineCase({ code: AWAIT_IN_ORDER, onCall: failFirst });
-    if (!outcome) return;
+  it('awaiting two calls in order, the first failing, is caught by the program', async () => {
+    const outcome = await inline({ code: AWAIT_IN_ORDER, onCall: failFirst });
     expect(value(outcome)).toBe('caught nope');
   });
 
-  // BUG (same root): entryFailed() classifies whatever applySync threw by its message, and the
+  // WAS A BUG (same root): entryFailed() classifies whatever applySync threw by its message, and the
   // program controls that message, so it can have its run end at once as a CPU `timeout`, as
   // `memory`, or as `crash` with its own text, while it returns 1. A Promise species that throws gets
   // there too: the prelude's run() calls then() on start()'s promise after the program's synchronous
   // part. Observed: timeout "the program used more than 300 ms of CPU time" within a few ms; memory.
-  it.fails.each(FORGED)('a program cannot choose how its run fails: %s', async (code) => {
-    const outcome = await inlineCase({ code });
-    if (!outcome) return;
+  it.each(FORGED.slice(0, 2))('a program cannot choose how its run fails: %s', async (code) => {
+    const outcome = await inline({ code });
     expect(value(outcome)).toBe(1);
   });
 
-  // BUG: isolated-vm reads `message` and `stack` of an unhandled rejection's reason (getters, Proxy
+  // Fixed: the outcome now leaves through done() from inside the prelude's start(), so a program
+  // that breaks its own promises (a throwing species) fails with its own runtime error when it
+  // awaits, both ways of entering, and never as a forged crash, memory or timeout.
+  it('a throwing Promise species fails the program with its own error, nothing worse', async () => {
+    const outcome = await inline({ code: FORGED[2] as string });
+    expect(failure(outcome)).toMatchObject({
+      kind: 'runtime',
+      message: expect.stringMatching(/^Error: disposed/),
+    });
+  });
+
+  // WAS A BUG: isolated-vm reads `message` and `stack` of an unhandled rejection's reason (getters, Proxy
   // traps, toString) in that same epilogue, after the entry's timeout was disarmed, on the worker's
   // own thread. A getter that spins there holds the thread past every budget: the worker can run
   // neither its CPU check nor its wall-clock timer, and only the host's backstop ends the run, at
   // wallMs + killGraceMs, by killing the worker. Observed: { kind: 'timeout', message: 'the program
   // ran longer than 1500 ms' } after about 2 s, and worker_killed 'run deadline passed without an
   // answer'. With the defaults (cpuMs 10 000, wallMs 30 000) that is about 31 s of CPU instead of 10.
-  it.fails('a spinning getter on an unhandled rejection still ends at the CPU budget', async () => {
-    await sameWorkers(async () => {
-      const outcome = await inlineCase({
-        code: 'await tools.echo({}); Promise.reject({ get message() { for (;;) {} } }); return 1',
-      });
-      if (!outcome) return;
-      expect(failure(outcome)).toEqual(CPU_TIMEOUT);
+  it('a spinning getter on an unhandled rejection still ends at the CPU budget', async () => {
+    // Fixed: the worker's loop says it is alive every ALIVE_MS while it has an inline run; the host
+    // kills a worker silent for longer than the CPU budget plus grace. Only this run's worker dies.
+    const mark = events.length;
+    const outcome = await inline({
+      code: 'await tools.echo({}); Promise.reject({ get message() { for (;;) {} } }); return 1',
     });
+    expect(failure(outcome)).toEqual(CPU_TIMEOUT);
+    expect(
+      events
+        .slice(mark)
+        .some((e) => e.type === 'worker_killed' && e.reason === 'an inline entry ran past its CPU budget'),
+    ).toBe(true);
+    expect(value(await run({ code: 'return "next"' }))).toBe('next');
   });
 
-  // BUG (same effect, other cause): isolated-vm's timeout only requests a termination, which V8
+  // WAS A BUG (same effect, other cause): isolated-vm's timeout only requests a termination, which V8
   // honours at its next interrupt check, and Array.prototype.indexOf over a huge sparse array makes
   // none for many seconds. Inline, that holds the worker's thread until the host kills the worker at
   // wallMs + killGraceMs (observed here), or, when that is later than the entry's timeout plus 5 s
   // (the defaults), until isolated-vm's "failed to terminate" path takes the worker process down
   // (observed: SIGSEGV about 5 s after the timeout; the run ends as crash). Queued, the worker's CPU
   // check ends the run at the budget (the orphaned isolate keeps a pool thread busy meanwhile).
-  it.fails('a non-interruptible builtin still ends at the CPU budget', async () => {
-    await sameWorkers(async () => {
-      const outcome = await inlineCase({
-        code: 'await tools.echo({}); const a = []; a[4294967294] = 1; return a.indexOf(2)',
-      });
-      if (!outcome) return;
-      expect(failure(outcome)).toEqual(CPU_TIMEOUT);
+  it('a non-interruptible builtin still ends at the CPU budget', async () => {
+    // Fixed: the worker's loop says it is alive every ALIVE_MS while it has an inline run; the host
+    // kills a worker silent for longer than the CPU budget plus grace. Only this run's worker dies.
+    const mark = events.length;
+    const outcome = await inline({
+      code: 'await tools.echo({}); const a = []; a[4294967294] = 1; return a.indexOf(2)',
     });
+    expect(failure(outcome)).toEqual(CPU_TIMEOUT);
+    expect(
+      events
+        .slice(mark)
+        .some((e) => e.type === 'worker_killed' && e.reason === 'an inline entry ran past its CPU budget'),
+    ).toBe(true);
+    expect(value(await run({ code: 'return "next"' }))).toBe('next');
   });
 });

@@ -199,14 +199,21 @@ describe('a run alone on a worker enters its isolate inline', () => {
     // Both workers up (the tests above killed some): inline needs another worker open to the rest.
     while (host.workerPids().length < 2) await sleep(20);
     const finished: string[] = [];
+    let called = (): void => undefined;
+    const hogCalled = new Promise<void>((resolve) => (called = resolve));
     const hog = run({
       code: 'await tools.echo({}); const t = Date.now(); while (Date.now() - t < 1500) {} return "hog"',
       limits: { cpuMs: 4_000, wallMs: 6_000 },
+      onCall: async (name, args) => {
+        called();
+        return { name, args };
+      },
     }).then((outcome) => {
       finished.push('hog');
       return outcome;
     });
-    await sleep(150); // the hog is spinning on its worker's own thread now
+    await hogCalled;
+    await sleep(50); // the hog is spinning on its worker's own thread now
     const quick = await Promise.all(
       [1, 2, 3].map((i) =>
         run({ code: `return (await tools.echo({ i: ${i} })).args.i` }).then((outcome) => {
