@@ -58,7 +58,7 @@ type JsonObject = { [key: string]: JsonValue };
 const isObject = (value: JsonValue): value is JsonObject =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
-export const createWorkflowRunner = (options: WorkflowRunnerOptions) => {
+export const createWorkflowRunner = (options: WorkflowRunnerOptions): WorkflowRunner => {
   const maxAgents = options.maxAgents ?? 64;
   const maxConcurrent = options.maxConcurrentAgents ?? 8;
   const limits: Partial<RunLimits> = {
@@ -67,7 +67,7 @@ export const createWorkflowRunner = (options: WorkflowRunnerOptions) => {
     maxInFlight: maxConcurrent,
   };
 
-  return async (input: WorkflowInput, exec: ExecContext): Promise<WorkflowValue> => {
+  const run = async (input: WorkflowInput, exec: ExecContext): Promise<WorkflowValue> => {
     const checked = await compileProgram(input.script, 'js');
     if (!checked.ok) throw workflowFailed('compile', checked.message, []);
     const stop = new AbortController();
@@ -132,6 +132,12 @@ export const createWorkflowRunner = (options: WorkflowRunnerOptions) => {
     if (outcome.value !== undefined) value.value = outcome.value;
     return value;
   };
+  return Object.assign(run, { maxAgents, maxConcurrentAgents: maxConcurrent });
 };
 
-export type WorkflowRunner = ReturnType<typeof createWorkflowRunner>;
+/** Runs one workflow; carries its caps so that the tool description states them. */
+export interface WorkflowRunner {
+  (input: WorkflowInput, exec: ExecContext): Promise<WorkflowValue>;
+  readonly maxAgents: number;
+  readonly maxConcurrentAgents: number;
+}

@@ -57,12 +57,14 @@ export const workflowTool = (run: WorkflowRunner): ToolDefinition =>
   defineTool({
     name: 'workflow',
     description:
-      'Run a JavaScript orchestration program that coordinates subagents. `script` is the body of an async function; ' +
-      'its return value is the result. In scope are only: agent(prompt, { phase?, provider?, model? }) → the subagent’s ' +
-      'final text (or its structured value); parallel(thunks) → results in order; pipeline(items, ...stages) → each item ' +
-      'through the stages in order, items concurrently, results in item order; phase(title); log(message); args. ' +
-      'No tools, filesystem, network, Node.js or timer APIs: subagents do the work. At most 64 agent() calls per ' +
-      'workflow, 8 at once. A phase in meta.phases sets provider/model for agent() calls in it.',
+      'Run a JavaScript orchestration program that coordinates subagents. `script` is the body of an async ' +
+      'function; its return value is the result. Only these are in scope: agent(prompt, { phase?, provider?, ' +
+      "model? }) resolves to the subagent's final text (or its structured value); parallel(thunks) resolves to " +
+      'their results in order; pipeline(items, ...stages) runs each item through the stages in order, items ' +
+      'concurrently, results in item order; phase(title) marks the current phase; log(message) adds an output ' +
+      'line; args. No tools, filesystem, network, Node.js or timer APIs: subagents do the work. ' +
+      `At most ${run.maxAgents} agent() calls per workflow, ${run.maxConcurrentAgents} at a time. ` +
+      'A meta.phases entry sets provider and model for the agent() calls of that phase.',
     parameters: v.object({
       script: text(1, 256 * 1024),
       meta: WorkflowMeta,

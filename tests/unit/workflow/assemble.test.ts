@@ -22,9 +22,11 @@ const names = async (input: Parameters<typeof agents.create>[1]) =>
 describe('assembled workflow tools', () => {
   it('are offered only with subagents: true, in the presets that fit', async () => {
     expect((await names({})).map((t) => t.name)).not.toContain('workflow');
-    expect((await names({ subagents: true })).map((t) => t.name)).toEqual(
-      expect.arrayContaining(['workflow', 'ralph']),
-    );
+    const offered = await names({ subagents: true });
+    expect(offered.map((t) => t.name)).toEqual(expect.arrayContaining(['workflow', 'ralph']));
+    const workflow = offered.find((t) => t.name === 'workflow');
+    expect(workflow?.description).toContain('At most 64 agent() calls per workflow, 8 at a time.');
+    expect(Object.keys(workflow?.parameters.properties as object)).toEqual(['script', 'meta', 'args']);
     expect((await names({ preset: 'creator', subagents: true })).map((t) => t.name)).toContain('ralph');
     expect((await names({ preset: 'minimal', subagents: true })).map((t) => t.name)).not.toContain(
       'workflow',
