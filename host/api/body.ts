@@ -40,24 +40,55 @@ const payloadTooLarge = (maxBytes: number): SandboxError =>
     data: { maxBytes },
   });
 
+export interface UploadBody extends AsyncIterable<Uint8Array> {
+  /**
+   * After the upload was refused part-way (a hostile archive, a directory in the way): reads the
+   * rest of the body and drops it, so that the client, still sending, gets the answer instead of a
+   * connection closed under it. Stops (and lets the connection close) past `maxBytes` in all.
+   */
+  drain(): Promise<void>;
+}
+
 /**
  * The raw request body as a stream of bytes, for uploads: PAYLOAD_TOO_LARGE at once for a declared
  * Content-Length over `maxBytes`, else as soon as more than `maxBytes` arrived; BAD_REQUEST when
- * the client goes away mid-body. Nothing is buffered beyond the chunk in hand.
+ * the client goes away mid-body. Nothing is buffered beyond the chunk in hand. A consumer that
+ * stops early leaves the rest of the body unread (not cancelled): see `drain`.
  */
-export const uploadBody = (req: Request, maxBytes: number): AsyncIterable<Uint8Array> => {
+export const uploadBody = (req: Request, maxBytes: number): UploadBody => {
   const declared = Number(req.headers.get('content-length') ?? Number.NaN);
   if (declared > maxBytes) throw payloadTooLarge(maxBytes);
   const body = req.body;
+  let seen = 0;
   const chunks = async function* (): AsyncGenerator<Uint8Array> {
     if (body === null) return;
     try {
-      yield* body;
+      for await (const chunk of body.values({ preventCancel: true })) {
+        seen += chunk.byteLength;
+        yield chunk;
+      }
     } catch (error) {
       throw cutOff(req, error);
     }
   };
-  return capBytes(chunks(), maxBytes, () => payloadTooLarge(maxBytes));
+  const capped = capBytes(chunks(), maxBytes, () => payloadTooLarge(maxBytes));
+  return {
+    [Symbol.asyncIterator]: () => capped[Symbol.asyncIterator](),
+    async drain() {
+      if (body === null || body.locked) return;
+      try {
+        if (seen <= maxBytes)
+          for await (const chunk of body.values({ preventCancel: true })) {
+            seen += chunk.byteLength;
+            if (seen > maxBytes) break;
+          }
+        // Over the limit: no more reading; the connection closes with the answer.
+        if (seen > maxBytes) await body.cancel();
+      } catch {
+        // the client went away: nothing left to answer
+      }
+    },
+  };
 };
 
 /** Reads and parses the body as JSON; an empty body is `empty` when given, else MALFORMED_JSON. */

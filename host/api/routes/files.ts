@@ -60,8 +60,13 @@ export const fileRoutes = (agents: AgentService, maxUploadBytes: number): Hono<A
     async (c) => {
       const { path } = queryOf(PathQuery, c.req.query());
       const body = uploadBody(c.req.raw, maxUploadBytes);
-      const sandbox = await agents.sandbox(c.get('agent'));
-      return c.json(await sandbox.archive.uploadFile(path, body, { maxBytes: maxUploadBytes }));
+      try {
+        const sandbox = await agents.sandbox(c.get('agent'));
+        return c.json(await sandbox.archive.uploadFile(path, body, { maxBytes: maxUploadBytes }));
+      } catch (error) {
+        await body.drain();
+        throw error;
+      }
     },
   );
   app.get(
@@ -94,9 +99,14 @@ export const fileRoutes = (agents: AgentService, maxUploadBytes: number): Hono<A
       const { path } = queryOf(PathQuery, c.req.query());
       if (c.req.raw.body === null) throw new SandboxError('BAD_REQUEST', 'Send the tar as the request body.');
       const body = uploadBody(c.req.raw, maxUploadBytes);
-      const sandbox = await agents.sandbox(c.get('agent'));
-      const tar = Readable.from(body, { objectMode: false });
-      return c.json(await sandbox.archive.upload(path, tar, { maxBytes: maxUploadBytes }));
+      try {
+        const sandbox = await agents.sandbox(c.get('agent'));
+        const tar = Readable.from(body, { objectMode: false });
+        return c.json(await sandbox.archive.upload(path, tar, { maxBytes: maxUploadBytes }));
+      } catch (error) {
+        await body.drain();
+        throw error;
+      }
     },
   );
   return app;

@@ -113,6 +113,19 @@ describe('bad input', () => {
     expect(((await tarTooBig.json()) as Loose).error.code).toBe('PAYLOAD_TOO_LARGE');
     expect(await api.request(api.keyA, 'GET', `${base}/files?path=d/a`)).toMatchObject({ status: 404 });
     expect(pulled).toBeLessThan(20);
+    // Refused part-way but within the limit: the rest of the body is read and dropped before the
+    // answer, so a client still sending gets the 400 rather than a connection closed under it.
+    const link = pack();
+    link.entry({ name: 'evil', type: 'symlink', linkname: '/etc/passwd' });
+    link.finalize();
+    const hostile = (await buffer(link as never)).subarray(0, 512);
+    pulled = 0;
+    const refused = await api.app.request(
+      `${base}/archive?path=d`,
+      chunked(4, Buffer.concat([hostile, Buffer.alloc(512)])) as RequestInit,
+    );
+    expect(((await refused.json()) as Loose).error.code).toBe('ARCHIVE_REJECTED');
+    expect(pulled).toBe(5); // every chunk, then the end
     await stillServing();
   });
 
