@@ -116,7 +116,12 @@ describe('terminals on the sandbox image', () => {
       // Detach the host side; a fresh handle re-attaches to the same sandboxd.
       await sandbox.detach();
       const again = (await provider.get(`pty-${fixture.runId}`))?.terminals as SandboxTerminals;
-      const listed = (await again.list()).find((x) => x.id === t.id);
+      // SIGINT reaches sleep at once, but bash reaps it a moment later: wait for the prompt.
+      let listed = (await again.list()).find((x) => x.id === t.id);
+      for (let i = 0; i < 100 && listed?.busy; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        listed = (await again.list()).find((x) => x.id === t.id);
+      }
       expect(listed).toMatchObject({ status: 'running', busy: false });
       expect((await again.read(t.id, { offset: 0 })).data.toString()).toContain('py-pty-ok');
       await again.write(t.id, 'pwd\r');
