@@ -5,6 +5,7 @@ import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createIsolateHost } from '../../../host/isolates/index.ts';
 import { registerWorkflowTools } from '../../../host/tools/workflow/index.ts';
 import { type Api, type Loose, makeApi } from './harness.ts';
+import { readSse } from './sse.ts';
 
 const isolates = createIsolateHost({ workers: 1, prewarm: 1 });
 afterAll(() => isolates.close());
@@ -89,6 +90,45 @@ describe('workflow over the API', () => {
     const events = (await api.request(api.keyA, 'GET', `/v1/agents/${agent.id}/events`)).json.events;
     const steps = events.filter((e: Loose) => e.type === 'tool.call' && e.parentCallId === 'w1');
     expect(steps.map((e: Loose) => e.data.name)).toEqual(['phase', 'agent']);
+  });
+
+  it('over SSE, the phase, the subagent request and its step stream as progress before the result', async () => {
+    const agent = await api.createAgent(api.keyA, { subagents: true });
+    const res = await api.app.request(`/v1/agents/${agent.id}/calls`, {
+      method: 'POST',
+      headers: {
+        Authorization: `Bearer ${api.keyA}`,
+        'Content-Type': 'application/json',
+        Accept: 'text/event-stream',
+      },
+      body: JSON.stringify({
+        calls: [
+          {
+            id: 'w1',
+            name: 'workflow',
+            arguments: {
+              meta: { name: 'm', description: 'd' },
+              script: 'phase("Go"); return await agent("hi");',
+            },
+          },
+        ],
+      }),
+    });
+    const reading = readSse(res.body as ReadableStream<Uint8Array>);
+    const [request] = await pendingRequests(agent.id);
+    await api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/requests/${request.id}`, { result: 'hello' });
+    const messages = await reading;
+    expect(messages.at(-1)?.data.results[0]).toMatchObject({
+      id: 'w1',
+      ok: true,
+      content: [{ text: 'hello' }],
+    });
+    const progress = messages.filter((m) => m.event === 'progress').map((m) => m.data);
+    const seen = progress.map((e: Loose) => `${e.type}:${e.data?.name ?? e.callId}`);
+    expect(seen).toEqual(expect.arrayContaining(['tool.call:phase', 'tool.call:agent', 'tool.result:agent']));
+    expect(progress.some((e: Loose) => e.type.startsWith('request.') && e.callId === request.callId)).toBe(
+      true,
+    );
   });
 
   it('a subagent error fails agent(); an uncaught one fails the workflow with the log lines', async () => {
