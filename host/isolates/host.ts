@@ -155,6 +155,7 @@ export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost
     // open to everybody else: an inline entry occupies its worker's thread while the program computes.
     run.inline =
       inlineEnabled &&
+      run.request.inline !== false &&
       handle.runs.size === 0 &&
       supervisor.handles().some((h) => h !== handle && h.inlineRun === undefined);
     if (run.inline) {

@@ -62,6 +62,12 @@ export interface RunRequest {
   isConcurrencySafe?: (name: string, args: JsonValue) => boolean;
   limits?: Partial<RunLimits>;
   signal?: AbortSignal;
+  /**
+   * May this run have a worker to itself (IsolateHostOptions.inline)? Default true. Runs that
+   * mostly wait (a workflow awaiting subagents for minutes) say false: they gain nothing from it
+   * and would keep a worker from everybody else all that time.
+   */
+  inline?: boolean;
 }
 
 /** Why a run failed; each member is what the model sees in `code run failed (<kind>)`. */

@@ -121,6 +121,8 @@ export const createWorkflowRunner = (options: WorkflowRunnerOptions): WorkflowRu
       isConcurrencySafe: () => true,
       limits,
       signal,
+      // A workflow waits on subagents for minutes: a worker of its own would sit idle for it.
+      inline: false,
     });
     if (stopped !== undefined) throw workflowFailed(stopped.kind, stopped.message, outcome.logs);
     if (!outcome.ok) {

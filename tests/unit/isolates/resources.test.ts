@@ -249,4 +249,10 @@ describe('a run alone on a worker enters its isolate inline', () => {
     expect(outcome.logs.length).toBeGreaterThan(0);
     expect(value(await run({ code: 'return "next"' }))).toBe('next');
   });
+  it('is not granted to a run that asks for none (a workflow waiting on subagents)', async () => {
+    while (host.workerPids().length < 2) await sleep(20);
+    const outcome = await run({ code: 'return (await tools.echo({ a: 1 })).args.a', inline: false });
+    expect(value(outcome)).toBe(1);
+    expect(outcome.stats.inline).toBe(false);
+  });
 });
