@@ -30,7 +30,10 @@ export const createTenantLimiter = (limit: number): TenantLimiter => {
   };
 };
 
-/** Holds a slot for the request; streamed responses hold it until the stream ends. */
+/** Responses that stream for as long as the client reads: event streams and downloads. */
+const STREAMED = ['text/event-stream', 'application/octet-stream', 'application/x-tar'];
+
+/** Holds a slot for the request; streamed responses (events, downloads) hold it until the stream ends. */
 export const tenantConcurrency = (limiter: TenantLimiter): MiddlewareHandler<ApiEnv> =>
   async function tenantConcurrency(c, next) {
     const release = limiter.tryAcquire(c.get('tenant').id);
@@ -46,31 +49,36 @@ export const tenantConcurrency = (limiter: TenantLimiter): MiddlewareHandler<Api
       throw error;
     }
     const body = c.res.body;
-    if (body === null || !c.res.headers.get('content-type')?.startsWith('text/event-stream')) {
+    const type = c.res.headers.get('content-type') ?? '';
+    if (body === null || !STREAMED.some((t) => type.startsWith(t))) {
       release();
       return;
     }
-    // Release when the stream is fully read or cancelled.
+    // Release when the stream is fully read or cancelled. highWaterMark 0: pull only when the
+    // socket asks, so a download never reads ahead of its client (download.ts).
     const reader = body.getReader();
     c.res = new Response(
-      new ReadableStream({
-        async pull(controller) {
-          try {
-            const { done, value } = await reader.read();
-            if (done) {
+      new ReadableStream(
+        {
+          async pull(controller) {
+            try {
+              const { done, value } = await reader.read();
+              if (done) {
+                release();
+                controller.close();
+              } else controller.enqueue(value);
+            } catch (error) {
               release();
-              controller.close();
-            } else controller.enqueue(value);
-          } catch (error) {
+              controller.error(error);
+            }
+          },
+          cancel(reason) {
             release();
-            controller.error(error);
-          }
+            return reader.cancel(reason);
+          },
         },
-        cancel(reason) {
-          release();
-          return reader.cancel(reason);
-        },
-      }),
+        { highWaterMark: 0 },
+      ),
       c.res,
     );
   };

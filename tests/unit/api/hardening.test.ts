@@ -201,6 +201,24 @@ describe('bad input', () => {
 });
 
 describe('limits', () => {
+  it('a download holds its tenant slot until the client has read it', async () => {
+    const one = makeApi({ tenantConcurrency: 1 });
+    const agent = await one.createAgent(one.keyA);
+    const H = { Authorization: `Bearer ${one.keyA}` };
+    const base = `/v1/agents/${agent.id}`;
+    await one.app.request(`${base}/files?path=big.bin`, {
+      method: 'PUT',
+      headers: H,
+      body: new Uint8Array(3 << 20),
+    });
+    const download = await one.app.request(`${base}/files?path=big.bin`, { headers: H });
+    expect(download.status).toBe(200);
+    // The body is still unread: the tenant's one slot is taken.
+    expect((await one.app.request('/v1/agents', { headers: H })).status).toBe(429);
+    expect((await download.arrayBuffer()).byteLength).toBe(3 << 20);
+    expect((await one.app.request('/v1/agents', { headers: H })).status).toBe(200);
+  });
+
   it('a slow upload is not cut by the request deadline (it would be answered 504 while still writing)', async () => {
     const slow = makeApi({ requestTimeoutMs: 100 });
     const agent = await slow.createAgent(slow.keyA);
