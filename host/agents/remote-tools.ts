@@ -5,6 +5,7 @@
 // against the client's JSON Schema by @cfworker/json-schema before any request exists, with every
 // `pattern` run on the linear-time engine (host/tools/safe-schema.ts), never by backtracking.
 import { SandboxError } from '../errors.ts';
+import { awaitRequest } from '../store/await-request.ts';
 import type { JsonValue, RequestStore } from '../store/types.ts';
 import { defineJsonSchemaTool } from '../tools/json-schema-tool.ts';
 import { validationSchemaOf, withClientSchema } from '../tools/safe-schema.ts';
@@ -49,20 +50,17 @@ export const defineRemoteTool = (
     isConcurrencySafe: () => spec.concurrencySafe === true,
     async execute(args, exec) {
       exec.signal.throwIfAborted();
-      const request = requests.create({
-        sessionId: exec.agent.sessionId,
-        kind: 'remote_tool',
-        callId: exec.callId,
-        payload: { toolName: spec.name, arguments: args as JsonValue },
-        expiresAt: now() + ttl,
-      });
-      let settled: Awaited<ReturnType<RequestStore['wait']>>;
-      try {
-        settled = await requests.wait(request.id, exec.signal);
-      } catch (error) {
-        requests.cancel(request.id);
-        throw error;
-      }
+      const settled = await awaitRequest(
+        requests,
+        {
+          sessionId: exec.agent.sessionId,
+          kind: 'remote_tool',
+          callId: exec.callId,
+          payload: { toolName: spec.name, arguments: args as JsonValue },
+          expiresAt: now() + ttl,
+        },
+        exec.signal,
+      );
       if (settled.state === 'answered') return readAnswer(spec.name, settled.answer);
       if (settled.state === 'expired') {
         throw new SandboxError(

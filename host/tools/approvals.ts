@@ -1,6 +1,7 @@
 // The approvals port that `ask` decisions go through, and its adapter over the RequestStore: an
 // `approval` host request the client answers over HTTP. Invariant: anything but an explicit
 // `{ allow: true }` answer before expiry is a denial; an aborted caller cancels the request.
+import { awaitRequest } from '../store/await-request.ts';
 import type { JsonValue, RequestStore } from '../store/types.ts';
 
 export interface ApprovalRequest {
@@ -51,20 +52,17 @@ export const createRequestApprovals = (
   return {
     async request({ sessionId, callId, toolName, arguments: args, reason, signal }) {
       signal.throwIfAborted();
-      const created = store.create({
-        sessionId,
-        kind: 'approval',
-        callId,
-        payload: { toolName, arguments: (args ?? null) as JsonValue, reason },
-        expiresAt: now() + ttlMs,
-      });
-      let settled: Awaited<ReturnType<RequestStore['wait']>>;
-      try {
-        settled = await store.wait(created.id, signal);
-      } catch (error) {
-        store.cancel(created.id);
-        throw error;
-      }
+      const settled = await awaitRequest(
+        store,
+        {
+          sessionId,
+          kind: 'approval',
+          callId,
+          payload: { toolName, arguments: (args ?? null) as JsonValue, reason },
+          expiresAt: now() + ttlMs,
+        },
+        signal,
+      );
       if (settled.state === 'answered') return readAnswer(settled.answer);
       return {
         allow: false,

@@ -3,6 +3,7 @@
 // same machinery as remote tools. Invariants: an aborted step cancels its request; an unanswered
 // request fails the step at its expiry (REQUEST_EXPIRED); a malformed answer fails only this step.
 import { SandboxError } from '../../errors.ts';
+import { awaitRequest } from '../../store/await-request.ts';
 import type { JsonValue, RequestStore } from '../../store/types.ts';
 import type { SpawnProvider, SpawnResult } from './spawn.ts';
 
@@ -55,20 +56,11 @@ export const createRequestSpawner = (
         const value = step[key];
         if (value !== undefined) payload[key] = value;
       }
-      const request = requests.create({
-        sessionId,
-        kind: 'subagent',
-        callId,
-        payload,
-        expiresAt: now() + ttlMs,
-      });
-      let settled: Awaited<ReturnType<RequestStore['wait']>>;
-      try {
-        settled = await requests.wait(request.id, signal);
-      } catch (error) {
-        requests.cancel(request.id);
-        throw error;
-      }
+      const settled = await awaitRequest(
+        requests,
+        { sessionId, kind: 'subagent', callId, payload, expiresAt: now() + ttlMs },
+        signal,
+      );
       if (settled.state === 'answered') return readSpawnAnswer(settled.answer);
       if (settled.state === 'expired')
         throw new SandboxError('REQUEST_EXPIRED', `Nobody answered the subagent request within ${ttlMs} ms.`);
