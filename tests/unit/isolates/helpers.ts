@@ -51,3 +51,39 @@ export const alive = (pid: number): boolean => {
     return false;
   }
 };
+
+/**
+ * Starts `hog` (its tool calls are echoed), waits until it made its first call (plus `settleMs`),
+ * then runs three quick programs with a call each: what other users see of a worker busy with
+ * somebody's program. `finished` records the order in which the runs ended.
+ */
+export const hogThenQuick = async (
+  run: (input: RunInput) => Promise<RunOutcome>,
+  hog: RunInput,
+  settleMs = 0,
+): Promise<{ hog: Promise<RunOutcome>; quick: RunOutcome[]; finished: string[] }> => {
+  const finished: string[] = [];
+  let called = (): void => undefined;
+  const firstCall = new Promise<void>((resolve) => (called = resolve));
+  const hogRun = run({
+    ...hog,
+    onCall: async (name, args) => {
+      called();
+      return echo(name, args);
+    },
+  }).then((outcome) => {
+    finished.push('hog');
+    return outcome;
+  });
+  await firstCall;
+  if (settleMs > 0) await sleep(settleMs);
+  const quick = await Promise.all(
+    [1, 2, 3].map((i) =>
+      run({ code: `return (await tools.echo({ i: ${i} })).args.i` }).then((outcome) => {
+        finished.push(`quick${i}`);
+        return outcome;
+      }),
+    ),
+  );
+  return { hog: hogRun, quick, finished };
+};

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { IsolateHost, IsolateHostEvent, JsonValue, RunOutcome } from '../../../host/isolates/index.ts';
 import type { RunInput } from './helpers.ts';
-import { failure, runner, sleep, startHost, value } from './helpers.ts';
+import { failure, hogThenQuick, runner, sleep, startHost, value } from './helpers.ts';
 
 const limits = { cpuMs: 300, wallMs: 1_500, memoryMb: 32 };
 const killGraceMs = 500;
@@ -126,29 +126,10 @@ describe('an inline entry keeps to the run budget', () => {
 
   it('a program that never settles holds its worker only until the deadline; the others run meanwhile', async () => {
     await sameWorkers(async () => {
-      let called = (): void => undefined;
-      const inCall = new Promise<void>((resolve) => (called = resolve));
-      const finished: string[] = [];
-      const hog = run({
+      const { hog, quick, finished } = await hogThenQuick(run, {
         code: 'await tools.echo({}); await new Promise(() => {})',
         limits: { wallMs: 800 },
-        onCall: async (name, args) => {
-          called();
-          return { name, args };
-        },
-      }).then((outcome) => {
-        finished.push('hog');
-        return outcome;
       });
-      await inCall;
-      const quick = await Promise.all(
-        [1, 2, 3].map((i) =>
-          run({ code: `return (await tools.echo({ i: ${i} })).args.i` }).then((outcome) => {
-            finished.push(`quick${i}`);
-            return outcome;
-          }),
-        ),
-      );
       expect(quick.map(value)).toEqual([1, 2, 3]);
       // The hog's worker was dedicated to it: the others shared the open worker, none of them inline.
       expect(quick.map((q) => q.stats.inline)).toEqual([false, false, false]);

@@ -3,7 +3,7 @@
 // replaced. Limits are kept small so the suite stays cheap on a shared 2-core machine.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IsolateHost, IsolateHostEvent, RunOutcome } from '../../../host/isolates/index.ts';
-import { alive, failure, runner, sleep, startHost, value } from './helpers.ts';
+import { alive, failure, hogThenQuick, runner, sleep, startHost, value } from './helpers.ts';
 
 let host: IsolateHost;
 const events: IsolateHostEvent[] = [];
@@ -198,29 +198,14 @@ describe('a run alone on a worker enters its isolate inline', () => {
   it('and a program computing for seconds in there delays no other run', async () => {
     // Both workers up (the tests above killed some): inline needs another worker open to the rest.
     while (host.workerPids().length < 2) await sleep(20);
-    const finished: string[] = [];
-    let called = (): void => undefined;
-    const hogCalled = new Promise<void>((resolve) => (called = resolve));
-    const hog = run({
-      code: 'await tools.echo({}); const t = Date.now(); while (Date.now() - t < 1500) {} return "hog"',
-      limits: { cpuMs: 4_000, wallMs: 6_000 },
-      onCall: async (name, args) => {
-        called();
-        return { name, args };
+    // 50 ms after its call the hog is spinning on its worker's own thread.
+    const { hog, quick, finished } = await hogThenQuick(
+      run,
+      {
+        code: 'await tools.echo({}); const t = Date.now(); while (Date.now() - t < 1500) {} return "hog"',
+        limits: { cpuMs: 4_000, wallMs: 6_000 },
       },
-    }).then((outcome) => {
-      finished.push('hog');
-      return outcome;
-    });
-    await hogCalled;
-    await sleep(50); // the hog is spinning on its worker's own thread now
-    const quick = await Promise.all(
-      [1, 2, 3].map((i) =>
-        run({ code: `return (await tools.echo({ i: ${i} })).args.i` }).then((outcome) => {
-          finished.push(`quick${i}`);
-          return outcome;
-        }),
-      ),
+      50,
     );
     expect(quick.map(value)).toEqual([1, 2, 3]);
     const outcome = await hog;
