@@ -57,16 +57,16 @@ const ensureDefaultTenant = (store: Store, config: Config, log: (line: string) =
   }
 };
 
-/** Loop workspaces (a size-limited file system each) unless the operator turned the quota off. */
+/**
+ * Loop workspaces (a size-limited file system each); undefined when the operator turned the quota
+ * off, which leaves the provider its default, plain Docker volumes.
+ */
 const workspaceStore = async (config: Config, log: (line: string) => void) => {
-  const { createLoopWorkspaces, createVolumeWorkspaces, loopUnavailable } = await import(
-    './sandbox/docker/workspaces.ts'
-  );
   if (!config.diskQuota) {
     log('workspaces: Docker volumes WITHOUT a disk limit (DSH_DISK_QUOTA=off)');
-    const Docker = (await import('dockerode')).default;
-    return createVolumeWorkspaces(new Docker());
+    return undefined;
   }
+  const { createLoopWorkspaces, loopUnavailable } = await import('./sandbox/docker/workspaces.ts');
   const why = await loopUnavailable();
   if (why !== undefined) {
     throw new SandboxError(
