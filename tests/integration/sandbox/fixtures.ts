@@ -3,7 +3,6 @@
 // Workspaces are the service's own kind: loop-mounted file systems in a folder of this run (as root,
 // which CI is), else Docker volumes.
 
-import { existsSync } from 'node:fs';
 import { rmdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,11 +14,12 @@ import type { ConnectSandboxd } from '../../../host/sandbox/docker/session.ts';
 import {
   createLoopWorkspaces,
   createVolumeWorkspaces,
+  loopUnavailable,
   type WorkspaceStore,
 } from '../../../host/sandbox/docker/workspaces.ts';
 
-/** Loop workspaces need root and loop devices; the suite runs as root on CI. */
-export const loopWorkspaces = process.getuid?.() === 0 && existsSync('/dev/loop-control');
+/** Loop workspaces where the service itself would use them (root, loop devices, mkfs.ext4): CI is root. */
+export const loopWorkspaces = (await loopUnavailable()) === undefined;
 
 export const TEST_LABEL = 'dsh.test';
 
