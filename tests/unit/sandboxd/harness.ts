@@ -79,7 +79,8 @@ export const gone = (pid: number): boolean => {
 };
 
 /** A local sandboxd and a connected client for the tests of the calling file (or describe block). */
-export const useLocalSandboxd = (): { readonly sd: LocalSandboxd; readonly c: SandboxdClient } => {
+/** `c` may be replaced by a test that reconnects (`local.c = await local.sd.connect()`); the last one is closed. */
+export const useLocalSandboxd = (): { readonly sd: LocalSandboxd; c: SandboxdClient } => {
   const local = {} as { sd: LocalSandboxd; c: SandboxdClient };
   beforeAll(async () => {
     local.sd = await startLocalSandboxd();

@@ -3,10 +3,9 @@
 import { realpathSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { SandboxdClient } from '../../../host/sandbox/sandboxd/client.ts';
 import { launch, type Proc } from '../../../sandbox-image/sandboxd/launch.ts';
 import { createSpawner, type Spawner, type SpawnRequest } from '../../../sandbox-image/sandboxd/spawner.ts';
-import { gone, type LocalSandboxd, startLocalSandboxd } from './harness.ts';
+import { gone, useLocalSandboxd } from './harness.ts';
 
 const cwd = realpathSync(tmpdir());
 const bash = (command: string, stdin = false): SpawnRequest => ({
@@ -122,25 +121,16 @@ describe('spawner unavailable', () => {
 });
 
 describe('exec through sandboxd', () => {
-  let sd: LocalSandboxd;
-  let c: SandboxdClient;
-  beforeAll(async () => {
-    sd = await startLocalSandboxd();
-    c = await sd.connect();
-  });
-  afterAll(async () => {
-    c?.close();
-    await sd?.stop();
-  });
+  const local = useLocalSandboxd();
 
   it('uses the spawner once it is up, and its commands still die with their group', async () => {
     let parent = '';
     for (let i = 0; i < 100 && parent !== 'sandboxd-spawn'; i++) {
-      parent = (await c.exec('cat /proc/$PPID/comm')).stdout.trim();
+      parent = (await local.c.exec('cat /proc/$PPID/comm')).stdout.trim();
       if (parent !== 'sandboxd-spawn') await new Promise((r) => setTimeout(r, 50));
     }
     expect(parent).toBe('sandboxd-spawn');
-    const r = await c.exec('sleep 100 & echo $!');
+    const r = await local.c.exec('sleep 100 & echo $!');
     expect(r.exitCode).toBe(0);
     await new Promise((res) => setTimeout(res, 100));
     expect(gone(Number(r.stdout.trim()))).toBe(true);
@@ -148,21 +138,12 @@ describe('exec through sandboxd', () => {
 });
 
 describe('exec under load', () => {
-  let sd: LocalSandboxd;
-  let c: SandboxdClient;
-  beforeAll(async () => {
-    sd = await startLocalSandboxd();
-    c = await sd.connect();
-  });
-  afterAll(async () => {
-    c?.close();
-    await sd?.stop();
-  });
+  const local = useLocalSandboxd();
 
   it('keeps all the output of many concurrent commands while the host reads slowly', async () => {
     const rs = await Promise.all(
       Array.from({ length: 80 }, (_, i) =>
-        c.exec(`head -c ${i * 2000} /dev/zero | tr "\\0" x; echo e${i} >&2; exit ${i % 7}`),
+        local.c.exec(`head -c ${i * 2000} /dev/zero | tr "\\0" x; echo e${i} >&2; exit ${i % 7}`),
       ),
     );
     const wrong = rs.flatMap((r, i) =>

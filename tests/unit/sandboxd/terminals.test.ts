@@ -2,21 +2,11 @@
 // `stty size`, signals to the foreground job, close, the ring's cut, and terminals that outlive a
 // host reconnect with their buffers.
 
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { SandboxdClient } from '../../../host/sandbox/sandboxd/client.ts';
+import { describe, expect, it } from 'vitest';
 import type { SandboxTerminals } from '../../../host/sandbox/types.ts';
-import { gone, type LocalSandboxd, startLocalSandboxd } from './harness.ts';
+import { gone, useLocalSandboxd } from './harness.ts';
 
-let sd: LocalSandboxd;
-let c: SandboxdClient;
-beforeAll(async () => {
-  sd = await startLocalSandboxd();
-  c = await sd.connect();
-});
-afterAll(async () => {
-  c?.close();
-  await sd?.stop();
-});
+const local = useLocalSandboxd();
 
 /** Reads from `offset` until the output contains `pattern`; returns the text and the next offset. */
 const until = async (
@@ -40,113 +30,116 @@ const until = async (
 
 describe('sandboxd terminals', () => {
   it('opens bash on a PTY, runs typed commands and reads by absolute offsets', async () => {
-    const t = await c.terminals.open({ cwd: '.', env: { PS1: '$ ' } });
-    expect(t).toMatchObject({ status: 'running', cwd: sd.root, cols: 80, rows: 24, command: ['bash'] });
+    const t = await local.c.terminals.open({ cwd: '.', env: { PS1: '$ ' } });
+    expect(t).toMatchObject({ status: 'running', cwd: local.sd.root, cols: 80, rows: 24, command: ['bash'] });
     expect(t.pid).toBeGreaterThan(1);
-    await c.terminals.write(t.id, 'tty; echo "sum=$((40+2))"\r');
-    const { text, next } = await until(c.terminals, t.id, /sum=42/);
+    await local.c.terminals.write(t.id, 'tty; echo "sum=$((40+2))"\r');
+    const { text, next } = await until(local.c.terminals, t.id, /sum=42/);
     expect(text).toMatch(/\/dev\/pts\/\d+/);
     // Re-reading from an earlier offset gives the same bytes again.
-    const again = await c.terminals.read(t.id, { offset: 0, count: next });
+    const again = await local.c.terminals.read(t.id, { offset: 0, count: next });
     expect(again.data.toString()).toContain('sum=42');
     expect(again).toMatchObject({ offset: 0, nextOffset: next, dropped: 0 });
-    const part = await c.terminals.read(t.id, { offset: 3, count: 5 });
+    const part = await local.c.terminals.read(t.id, { offset: 3, count: 5 });
     expect(part).toMatchObject({ offset: 3, nextOffset: 8 });
     expect(part.data).toEqual(again.data.subarray(3, 8));
     // A read without an offset goes on where the last one ended.
-    await c.terminals.write(t.id, 'echo cursor-$((1+1))\r');
-    await until(c.terminals, t.id, /cursor-2/, next);
-    const rest = await c.terminals.read(t.id);
+    await local.c.terminals.write(t.id, 'echo cursor-$((1+1))\r');
+    await until(local.c.terminals, t.id, /cursor-2/, next);
+    const rest = await local.c.terminals.read(t.id);
     expect(rest.offset).toBeGreaterThan(next);
-    expect((await c.terminals.list()).map((x) => x.id)).toContain(t.id);
-    await c.terminals.close(t.id);
+    expect((await local.c.terminals.list()).map((x) => x.id)).toContain(t.id);
+    await local.c.terminals.close(t.id);
   });
 
   it('a resize is what programs in the terminal see', async () => {
-    const t = await c.terminals.open({ cols: 100, rows: 30 });
-    await c.terminals.write(t.id, 'stty size\r');
-    let out = await until(c.terminals, t.id, /30 100/);
-    const resized = await c.terminals.resize(t.id, 132, 40);
+    const t = await local.c.terminals.open({ cols: 100, rows: 30 });
+    await local.c.terminals.write(t.id, 'stty size\r');
+    let out = await until(local.c.terminals, t.id, /30 100/);
+    const resized = await local.c.terminals.resize(t.id, 132, 40);
     expect(resized).toMatchObject({ cols: 132, rows: 40 });
-    await c.terminals.write(t.id, 'stty size\r');
-    out = await until(c.terminals, t.id, /40 132/, out.next);
-    await expect(c.terminals.resize(t.id, 0, 10)).rejects.toMatchObject({ code: 'INVALID_ARGUMENTS' });
-    await c.terminals.close(t.id);
+    await local.c.terminals.write(t.id, 'stty size\r');
+    out = await until(local.c.terminals, t.id, /40 132/, out.next);
+    await expect(local.c.terminals.resize(t.id, 0, 10)).rejects.toMatchObject({ code: 'INVALID_ARGUMENTS' });
+    await local.c.terminals.close(t.id);
   });
 
   it('SIGINT interrupts the foreground job, not the shell', async () => {
-    const t = await c.terminals.open();
-    await c.terminals.write(t.id, 'echo st$((1))arted; sleep 100; echo after-sleep\r');
-    const started = await until(c.terminals, t.id, /st1arted/);
+    const t = await local.c.terminals.open();
+    await local.c.terminals.write(t.id, 'echo st$((1))arted; sleep 100; echo after-sleep\r');
+    const started = await until(local.c.terminals, t.id, /st1arted/);
     await new Promise((r) => setTimeout(r, 100));
     const t0 = Date.now();
-    await c.terminals.signal(t.id, 'SIGINT');
-    await c.terminals.write(t.id, 'echo alive-$((6*7))\r');
-    const out = await until(c.terminals, t.id, /alive-42/, started.next);
+    await local.c.terminals.signal(t.id, 'SIGINT');
+    await local.c.terminals.write(t.id, 'echo alive-$((6*7))\r');
+    const out = await until(local.c.terminals, t.id, /alive-42/, started.next);
     expect(Date.now() - t0).toBeLessThan(5000);
     expect(out.text).not.toContain('after-sleep');
-    expect((await c.terminals.list()).find((x) => x.id === t.id)?.status).toBe('running');
-    await expect(c.terminals.signal(t.id, 'SIGSEGV' as never)).rejects.toMatchObject({
+    expect((await local.c.terminals.list()).find((x) => x.id === t.id)?.status).toBe('running');
+    await expect(local.c.terminals.signal(t.id, 'SIGSEGV' as never)).rejects.toMatchObject({
       code: 'INVALID_ARGUMENTS',
     });
-    await c.terminals.close(t.id);
+    await local.c.terminals.close(t.id);
   });
 
   it('reports the exit code when the program ends, and close kills what is left', async () => {
-    const t = await c.terminals.open();
-    await c.terminals.write(t.id, 'exit 7\r');
+    const t = await local.c.terminals.open();
+    await local.c.terminals.write(t.id, 'exit 7\r');
     for (let i = 0; i < 100; i++) {
-      const r = await c.terminals.read(t.id, { waitMs: 200 });
+      const r = await local.c.terminals.read(t.id, { waitMs: 200 });
       if (r.status === 'exited') break;
     }
-    const [ended] = (await c.terminals.list()).filter((x) => x.id === t.id);
+    const [ended] = (await local.c.terminals.list()).filter((x) => x.id === t.id);
     expect(ended).toMatchObject({ status: 'exited', exitCode: 7, signal: null });
-    await expect(c.terminals.write(t.id, 'x')).rejects.toMatchObject({ code: 'CONFLICT' });
+    await expect(local.c.terminals.write(t.id, 'x')).rejects.toMatchObject({ code: 'CONFLICT' });
 
-    const u = await c.terminals.open();
-    await c.terminals.write(u.id, 'sleep 100 & echo bg=$!\r');
-    const { text } = await until(c.terminals, u.id, /bg=\d+/);
+    const u = await local.c.terminals.open();
+    await local.c.terminals.write(u.id, 'sleep 100 & echo bg=$!\r');
+    const { text } = await until(local.c.terminals, u.id, /bg=\d+/);
     const bg = Number(/bg=(\d+)/.exec(text)?.[1]);
     expect(gone(bg)).toBe(false);
-    const closed = await c.terminals.close(u.id);
+    const closed = await local.c.terminals.close(u.id);
     expect(closed.status).toBe('exited');
     await new Promise((r) => setTimeout(r, 200));
     expect(gone(u.pid as number)).toBe(true);
     expect(gone(bg)).toBe(true);
-    expect((await c.terminals.list()).map((x) => x.id)).not.toContain(u.id);
-    await expect(c.terminals.read(u.id)).rejects.toMatchObject({ code: 'TERMINAL_NOT_FOUND' });
+    expect((await local.c.terminals.list()).map((x) => x.id)).not.toContain(u.id);
+    await expect(local.c.terminals.read(u.id)).rejects.toMatchObject({ code: 'TERMINAL_NOT_FOUND' });
   });
 
   it('keeps the last 1 MiB and says how much a late reader missed', async () => {
-    const t = await c.terminals.open({ echo: false });
-    await c.terminals.write(t.id, "head -c 1500000 /dev/zero | tr '\\0' x; echo; echo END-$((1+1))\r");
+    const t = await local.c.terminals.open({ echo: false });
+    await local.c.terminals.write(t.id, "head -c 1500000 /dev/zero | tr '\\0' x; echo; echo END-$((1+1))\r");
     const end = Date.now() + 20_000;
-    let info = await c.terminals.read(t.id, { offset: 0, count: 0 });
+    let info = await local.c.terminals.read(t.id, { offset: 0, count: 0 });
     for (; Date.now() < end; ) {
-      const tail = await c.terminals.read(t.id, { offset: Math.max(0, info.endOffset - 64), waitMs: 300 });
+      const tail = await local.c.terminals.read(t.id, {
+        offset: Math.max(0, info.endOffset - 64),
+        waitMs: 300,
+      });
       if (tail.data.toString().includes('END-2')) break;
       info = tail;
     }
-    const r = await c.terminals.read(t.id, { offset: 0, count: 100 });
+    const r = await local.c.terminals.read(t.id, { offset: 0, count: 100 });
     expect(r.startOffset).toBeGreaterThan(400_000);
     expect(r.endOffset - r.startOffset).toBe(1024 * 1024);
     expect(r.offset).toBe(r.startOffset);
     expect(r.dropped).toBe(r.startOffset);
     expect(r.data.toString()).toBe('x'.repeat(100));
-    await c.terminals.close(t.id);
+    await local.c.terminals.close(t.id);
   });
 
   it('streams live output to an attached reader after replaying the buffer', async () => {
-    const t = await c.terminals.open({ env: { PS1: '$ ' } });
-    await c.terminals.write(t.id, 'echo before-$((1+1))\r');
-    await until(c.terminals, t.id, /before-2/);
+    const t = await local.c.terminals.open({ env: { PS1: '$ ' } });
+    await local.c.terminals.write(t.id, 'echo before-$((1+1))\r');
+    await until(local.c.terminals, t.id, /before-2/);
     const chunks: Array<{ offset: number; text: string }> = [];
     const ac = new AbortController();
-    const attached = c.terminals.attach(t.id, {
+    const attached = local.c.terminals.attach(t.id, {
       signal: ac.signal,
       onData: (data, offset) => chunks.push({ offset, text: data.toString() }),
     });
-    await c.terminals.write(t.id, 'echo live-$((2+2)); exit 3\r');
+    await local.c.terminals.write(t.id, 'echo live-$((2+2)); exit 3\r');
     const final = await attached;
     expect(final).toMatchObject({ status: 'exited', exitCode: 3 });
     const all = chunks.map((x) => x.text).join('');
@@ -159,32 +152,32 @@ describe('sandboxd terminals', () => {
       );
 
     // Detaching (abort) ends the stream and leaves the terminal alone.
-    const u = await c.terminals.open();
+    const u = await local.c.terminals.open();
     const ac2 = new AbortController();
-    const second = c.terminals.attach(u.id, { signal: ac2.signal, onData: () => {} });
+    const second = local.c.terminals.attach(u.id, { signal: ac2.signal, onData: () => {} });
     await new Promise((r) => setTimeout(r, 100));
     ac2.abort();
     expect((await second).status).toBe('running');
-    await c.terminals.close(u.id);
+    await local.c.terminals.close(u.id);
   });
 
   it('terminals outlive a host reconnect, buffers and all', async () => {
-    const t = await c.terminals.open({ name: 'keeper' });
-    await c.terminals.write(t.id, 'cd /tmp; X=kept; echo marker-$((3*3))\r');
-    const first = await until(c.terminals, t.id, /marker-9/);
-    c.close();
-    c = await sd.connect(); // a new hello: a new session
-    const listed = (await c.terminals.list()).find((x) => x.id === t.id);
+    const t = await local.c.terminals.open({ name: 'keeper' });
+    await local.c.terminals.write(t.id, 'cd /tmp; X=kept; echo marker-$((3*3))\r');
+    const first = await until(local.c.terminals, t.id, /marker-9/);
+    local.c.close();
+    local.c = await local.sd.connect(); // a new hello: a new session
+    const listed = (await local.c.terminals.list()).find((x) => x.id === t.id);
     expect(listed).toMatchObject({ status: 'running', name: 'keeper' });
     expect(listed?.endOffset).toBeGreaterThanOrEqual(first.next);
-    expect((await c.terminals.read(t.id, { offset: 0, count: first.next })).data.toString()).toContain(
+    expect((await local.c.terminals.read(t.id, { offset: 0, count: first.next })).data.toString()).toContain(
       'marker-9',
     );
-    await c.terminals.write(t.id, 'echo "$X $PWD"\r');
-    await until(c.terminals, t.id, /kept \/tmp/, first.next);
+    await local.c.terminals.write(t.id, 'echo "$X $PWD"\r');
+    await until(local.c.terminals, t.id, /kept \/tmp/, first.next);
     // A running name is unique; `reuse` hands back the running one.
-    await expect(c.terminals.open({ name: 'keeper' })).rejects.toMatchObject({ code: 'CONFLICT' });
-    expect((await c.terminals.open({ name: 'keeper', reuse: true })).id).toBe(t.id);
-    await c.terminals.close(t.id);
+    await expect(local.c.terminals.open({ name: 'keeper' })).rejects.toMatchObject({ code: 'CONFLICT' });
+    expect((await local.c.terminals.open({ name: 'keeper', reuse: true })).id).toBe(t.id);
+    await local.c.terminals.close(t.id);
   });
 });
