@@ -1,60 +1,18 @@
 // The control plane end to end: real HTTP on 127.0.0.1, the real Docker engine (one container per
 // agent, labelled for this run and swept afterwards) and the real isolate host for run_code.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { extract, pack } from 'tar-stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../../host/config.ts';
-import { type Running, startServer } from '../../../host/serve.ts';
-import type { Loose } from '../../unit/api/harness.ts';
 import { readSse } from '../../unit/api/sse.ts';
-import { dockerFixture } from '../sandbox/fixtures.ts';
+import { type Harness, type Loose, startHarness, text } from '../security/harness.ts';
 
-const fixture = dockerFixture();
-const dataDir = mkdtempSync(join(tmpdir(), 'dsh-api-'));
-let server: Running;
-let keyA: string;
-let keyB: string;
-
-const http = async (
-  key: string,
-  method: string,
-  path: string,
-  body?: unknown,
-  headers: Record<string, string> = {},
-) => {
-  const init: RequestInit = { method, headers: { Authorization: `Bearer ${key}`, ...headers } };
-  if (body !== undefined) {
-    if (body instanceof Uint8Array || typeof body === 'string') init.body = body as never;
-    else {
-      init.body = JSON.stringify(body);
-      (init.headers as Record<string, string>)['Content-Type'] = 'application/json';
-    }
-  }
-  const res = await fetch(`${server.url}${path}`, init);
-  const buf = new Uint8Array(await res.arrayBuffer());
-  const text = new TextDecoder().decode(buf);
-  let json: Loose;
-  try {
-    json = JSON.parse(text);
-  } catch {}
-  return { status: res.status, json, text, buf };
-};
-
-const calls = async (key: string, agentId: string, list: [string, string, Record<string, unknown>][]) => {
-  const res = await http(key, 'POST', `/v1/agents/${agentId}/calls`, {
-    calls: list.map(([id, name, args]) => ({ id, name, arguments: args })),
-  });
-  expect(res.status, res.text).toBe(200);
-  return res.json.results as Loose[];
-};
-const text = (r: Loose): string => r.content.map((p: Loose) => p.text ?? '').join('');
+let h: Harness;
+const http: Harness['http'] = (...args) => h.http(...args);
+const calls: Harness['calls'] = (...args) => h.calls(...args);
 
 const pendingOf = async (agentId: string) => {
   for (let i = 0; i < 500; i++) {
-    const res = await http(keyA, 'GET', `/v1/agents/${agentId}/requests?state=pending`);
+    const res = await http(h.keyA, 'GET', `/v1/agents/${agentId}/requests?state=pending`);
     if (res.json.requests.length > 0) return res.json.requests[0];
     await new Promise((r) => setTimeout(r, 20));
   }
@@ -62,29 +20,19 @@ const pendingOf = async (agentId: string) => {
 };
 
 beforeAll(async () => {
-  const config = loadConfig(
-    { host: '127.0.0.1', port: 0, dataDir, poolSize: 0, isolateWorkers: 1, shutdownGraceMs: 1000 },
-    {},
-  );
-  server = await startServer(config, { sandboxes: fixture.provider(), log: () => {} });
-  keyA = server.store.tenants.createTenant('a').apiKey;
-  keyB = server.store.tenants.createTenant('b').apiKey;
+  h = await startHarness({ isolateWorkers: 1 });
 });
 
-afterAll(async () => {
-  await server?.close();
-  await fixture.sweep();
-  rmSync(dataDir, { recursive: true, force: true });
-});
+afterAll(() => h?.close());
 
 describe('control plane over HTTP with Docker and isolates', () => {
   let agentId: string;
 
   it('creates an agent and works on its files through calls', async () => {
-    const created = await http(keyA, 'POST', '/v1/agents', { preset: 'standard' });
+    const created = await http(h.keyA, 'POST', '/v1/agents', { preset: 'standard' });
     expect(created.status).toBe(201);
     agentId = created.json.id;
-    const results = await calls(keyA, agentId, [
+    const results = await calls(h.keyA, agentId, [
       ['w', 'write', { file_path: 'src/app.ts', content: 'const port = 3000\nexport { port }\n' }],
       [
         'e',
@@ -105,12 +53,12 @@ describe('control plane over HTTP with Docker and isolates', () => {
     const bytes = new Uint8Array([0, 1, 2, 250, 255]);
     expect(
       (
-        await http(keyA, 'PUT', `/v1/agents/${agentId}/files?path=bin/blob`, bytes, {
+        await http(h.keyA, 'PUT', `/v1/agents/${agentId}/files?path=bin/blob`, bytes, {
           'Content-Type': 'application/octet-stream',
         })
       ).status,
     ).toBe(200);
-    const back = await http(keyA, 'GET', `/v1/agents/${agentId}/files?path=bin/blob`);
+    const back = await http(h.keyA, 'GET', `/v1/agents/${agentId}/files?path=bin/blob`);
     expect([...back.buf]).toEqual([...bytes]);
 
     const tar = pack();
@@ -120,7 +68,7 @@ describe('control plane over HTTP with Docker and isolates', () => {
     const chunks: Buffer[] = [];
     for await (const chunk of tar) chunks.push(chunk as Buffer);
     const up = await http(
-      keyA,
+      h.keyA,
       'PUT',
       `/v1/agents/${agentId}/archive?path=imported`,
       new Uint8Array(Buffer.concat(chunks)),
@@ -128,12 +76,12 @@ describe('control plane over HTTP with Docker and isolates', () => {
     );
     expect(up.status, up.text).toBe(200);
     expect(up.json.files).toBe(2);
-    const [ls] = await calls(keyA, agentId, [
+    const [ls] = await calls(h.keyA, agentId, [
       ['ls', 'bash', { command: 'cat imported/docs/readme.md', description: 'read' }],
     ]);
     expect(text(ls)).toBe('# hello');
 
-    const down = await http(keyA, 'GET', `/v1/agents/${agentId}/archive?path=imported`);
+    const down = await http(h.keyA, 'GET', `/v1/agents/${agentId}/archive?path=imported`);
     expect(down.status).toBe(200);
     const names: string[] = [];
     const ex = extract();
@@ -149,7 +97,7 @@ describe('control plane over HTTP with Docker and isolates', () => {
     });
     expect(names.some((n) => n.endsWith('docs/readme.md'))).toBe(true);
     const outside = await http(
-      keyA,
+      h.keyA,
       'GET',
       `/v1/agents/${agentId}/files?path=${encodeURIComponent('../../etc/passwd')}`,
     );
@@ -157,9 +105,9 @@ describe('control plane over HTTP with Docker and isolates', () => {
   });
 
   it('run_code calls several tools concurrently in one program', async () => {
-    const created = await http(keyA, 'POST', '/v1/agents', { preset: 'code' });
+    const created = await http(h.keyA, 'POST', '/v1/agents', { preset: 'code' });
     const codeAgent = created.json.id;
-    const tools = await http(keyA, 'GET', `/v1/agents/${codeAgent}/tools`);
+    const tools = await http(h.keyA, 'GET', `/v1/agents/${codeAgent}/tools`);
     expect(tools.json.tools.map((t: Loose) => t.name)).toEqual(['run_code']);
     expect(tools.json.tools[0].description).toContain('declare const tools');
     const code = `
@@ -167,15 +115,15 @@ describe('control plane over HTTP with Docker and isolates', () => {
       const [a, b, found] = await Promise.all([tools.read({ file_path: 'f1.txt' }), tools.read({ file_path: 'f2.txt' }), tools.glob({ pattern: 'f*.txt' })]);
       console.log(typeof a === 'string' ? a : JSON.stringify(a));
       return found;`;
-    const [result] = await calls(keyA, codeAgent, [
+    const [result] = await calls(h.keyA, codeAgent, [
       ['p', 'run_code', { code, description: 'write and read files' }],
     ]);
     expect(result.ok, text(result)).toBe(true);
     expect(text(result)).toContain('file 1');
     expect(text(result)).toContain('f3.txt');
-    const native = await calls(keyA, codeAgent, [['n', 'read', { file_path: 'f1.txt' }]]);
+    const native = await calls(h.keyA, codeAgent, [['n', 'read', { file_path: 'f1.txt' }]]);
     expect(native[0].error.code).toBe('UNKNOWN_TOOL');
-    const events = await http(keyA, 'GET', `/v1/agents/${codeAgent}/events`);
+    const events = await http(h.keyA, 'GET', `/v1/agents/${codeAgent}/events`);
     const inner = events.json.events.filter((e: Loose) => e.parentCallId === 'p' && e.type === 'tool.call');
     expect(inner.map((e: Loose) => e.data.name).sort()).toEqual([
       'glob',
@@ -188,7 +136,7 @@ describe('control plane over HTTP with Docker and isolates', () => {
   });
 
   it('a remote tool is answered by the client', async () => {
-    const reg = await http(keyA, 'POST', `/v1/agents/${agentId}/remote-tools`, {
+    const reg = await http(h.keyA, 'POST', `/v1/agents/${agentId}/remote-tools`, {
       tools: [
         {
           name: 'ask_weather',
@@ -198,14 +146,14 @@ describe('control plane over HTTP with Docker and isolates', () => {
       ],
     });
     expect(reg.json.tools).toEqual(['ask_weather']);
-    const pending = calls(keyA, agentId, [['rw', 'ask_weather', { city: 'Oslo' }]]);
+    const pending = calls(h.keyA, agentId, [['rw', 'ask_weather', { city: 'Oslo' }]]);
     const request = await pendingOf(agentId);
     expect(request).toMatchObject({
       kind: 'remote_tool',
       payload: { toolName: 'ask_weather', arguments: { city: 'Oslo' } },
     });
     expect(
-      (await http(keyA, 'POST', `/v1/agents/${agentId}/requests/${request.id}`, { result: { tempC: -3 } }))
+      (await http(h.keyA, 'POST', `/v1/agents/${agentId}/requests/${request.id}`, { result: { tempC: -3 } }))
         .status,
     ).toBe(200);
     const [result] = await pending;
@@ -213,35 +161,40 @@ describe('control plane over HTTP with Docker and isolates', () => {
   });
 
   it('ask: one call allowed, another denied', async () => {
-    const created = await http(keyA, 'POST', '/v1/agents', { policy: { ask: ['bash'] } });
+    const created = await http(h.keyA, 'POST', '/v1/agents', { policy: { ask: ['bash'] } });
     const asking = created.json.id;
-    const first = calls(keyA, asking, [['b1', 'bash', { command: 'echo allowed', description: 'allowed' }]]);
+    const first = calls(h.keyA, asking, [
+      ['b1', 'bash', { command: 'echo allowed', description: 'allowed' }],
+    ]);
     const r1 = await pendingOf(asking);
     expect(r1).toMatchObject({ kind: 'approval', callId: 'b1' });
-    await http(keyA, 'POST', `/v1/agents/${asking}/requests/${r1.id}`, { allow: true });
+    await http(h.keyA, 'POST', `/v1/agents/${asking}/requests/${r1.id}`, { allow: true });
     expect(text((await first)[0])).toBe('allowed');
-    const second = calls(keyA, asking, [
+    const second = calls(h.keyA, asking, [
       ['b2', 'bash', { command: 'touch /workspace/denied', description: 'denied' }],
     ]);
     const r2 = await pendingOf(asking);
-    await http(keyA, 'POST', `/v1/agents/${asking}/requests/${r2.id}`, { allow: false, reason: 'no writes' });
+    await http(h.keyA, 'POST', `/v1/agents/${asking}/requests/${r2.id}`, {
+      allow: false,
+      reason: 'no writes',
+    });
     const [denied] = await second;
     expect(denied).toMatchObject({ ok: false, error: { code: 'DENIED' } });
-    const [check] = await calls(keyA, asking, [['c', 'glob', { pattern: 'denied' }]]);
+    const [check] = await calls(h.keyA, asking, [['c', 'glob', { pattern: 'denied' }]]);
     expect(text(check)).not.toContain('denied');
   });
 
   it('replays events after a reconnect with Last-Event-ID, without gaps or repeats', async () => {
-    const first = await fetch(`${server.url}/v1/agents/${agentId}/events`, {
-      headers: { Authorization: `Bearer ${keyA}`, Accept: 'text/event-stream' },
+    const first = await fetch(`${h.server.url}/v1/agents/${agentId}/events`, {
+      headers: { Authorization: `Bearer ${h.keyA}`, Accept: 'text/event-stream' },
     });
     const seen = await readSse(first.body as ReadableStream<Uint8Array>, (m) => m.length >= 4);
     const lastId = seen.at(-1)?.id as string;
-    await calls(keyA, agentId, [['after', 'read', { file_path: 'src/app.ts' }]]);
-    const again = await fetch(`${server.url}/v1/agents/${agentId}/events`, {
-      headers: { Authorization: `Bearer ${keyA}`, Accept: 'text/event-stream', 'Last-Event-ID': lastId },
+    await calls(h.keyA, agentId, [['after', 'read', { file_path: 'src/app.ts' }]]);
+    const again = await fetch(`${h.server.url}/v1/agents/${agentId}/events`, {
+      headers: { Authorization: `Bearer ${h.keyA}`, Accept: 'text/event-stream', 'Last-Event-ID': lastId },
     });
-    const page = await http(keyA, 'GET', `/v1/agents/${agentId}/events?limit=5000`);
+    const page = await http(h.keyA, 'GET', `/v1/agents/${agentId}/events?limit=5000`);
     const total = page.json.events.length;
     const rest = await readSse(
       again.body as ReadableStream<Uint8Array>,
@@ -253,23 +206,23 @@ describe('control plane over HTTP with Docker and isolates', () => {
   });
 
   it("a second tenant cannot see or touch the first one's agent", async () => {
-    expect((await http(keyB, 'GET', `/v1/agents/${agentId}`)).status).toBe(404);
-    expect((await http(keyB, 'GET', `/v1/agents/${agentId}/files?path=src/app.ts`)).status).toBe(404);
+    expect((await http(h.keyB, 'GET', `/v1/agents/${agentId}`)).status).toBe(404);
+    expect((await http(h.keyB, 'GET', `/v1/agents/${agentId}/files?path=src/app.ts`)).status).toBe(404);
     expect(
       (
-        await http(keyB, 'POST', `/v1/agents/${agentId}/calls`, {
+        await http(h.keyB, 'POST', `/v1/agents/${agentId}/calls`, {
           calls: [{ id: 'x', name: 'bash', arguments: { command: 'ls', description: 'x' } }],
         })
       ).status,
     ).toBe(404);
-    expect((await http(keyB, 'GET', '/v1/agents')).json.agents).toEqual([]);
+    expect((await http(h.keyB, 'GET', '/v1/agents')).json.agents).toEqual([]);
   });
 
   it('deleting an agent removes its container', async () => {
-    expect((await http(keyA, 'DELETE', `/v1/agents/${agentId}`)).status).toBe(204);
-    const containers = await fixture.docker.listContainers({
+    expect((await http(h.keyA, 'DELETE', `/v1/agents/${agentId}`)).status).toBe(204);
+    const containers = await h.fixture.docker.listContainers({
       all: true,
-      filters: { label: [`dsh.test=${fixture.runId}`] },
+      filters: { label: [`dsh.test=${h.fixture.runId}`] },
     });
     expect(containers.map((c) => c.Names.join(',')).join(' ')).not.toContain(agentId);
   });

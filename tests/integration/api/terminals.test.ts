@@ -2,39 +2,15 @@
 // module does the work), terminals that outlive a host detach, the minimal preset's persistent bash
 // over HTTP, and a person attached over a WebSocket on 127.0.0.1 typing `echo hi`.
 
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { loadConfig } from '../../../host/config.ts';
 import type { SandboxTerminals } from '../../../host/sandbox/types.ts';
-import { type Running, startServer } from '../../../host/serve.ts';
-import type { Loose } from '../../unit/api/harness.ts';
-import { dockerFixture } from '../sandbox/fixtures.ts';
+import { type Harness, type Loose, startHarness, text as textOf } from '../security/harness.ts';
 
-const fixture = dockerFixture();
-const dataDir = mkdtempSync(join(tmpdir(), 'dsh-term-'));
-let server: Running;
-let keyA: string;
-let keyB: string;
-
-const http = async (key: string, method: string, path: string, body?: unknown) => {
-  const res = await fetch(`${server.url}${path}`, {
-    method,
-    headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return { status: res.status, json: (await res.json().catch(() => undefined)) as Loose };
-};
-const call = async (key: string, agentId: string, name: string, args: Record<string, unknown>) => {
-  const res = await http(key, 'POST', `/v1/agents/${agentId}/calls`, {
-    calls: [{ id: 'c1', name, arguments: args }],
-  });
-  expect(res.status).toBe(200);
-  return res.json.results[0] as Loose;
-};
-const textOf = (r: Loose): string => r.content.map((p: Loose) => p.text ?? '').join('');
+let h: Harness;
+const http: Harness['http'] = (...args) => h.http(...args);
+const call = async (key: string, agentId: string, name: string, args: Record<string, unknown>) =>
+  (await h.calls(key, agentId, [['c1', name, args]]))[0] as Loose;
 
 const until = async (terms: SandboxTerminals, id: string, pattern: RegExp, from = 0) => {
   let text = '';
@@ -76,25 +52,15 @@ const waitFor = async (read: () => string, pattern: RegExp): Promise<string> => 
 };
 
 beforeAll(async () => {
-  const config = loadConfig(
-    { host: '127.0.0.1', port: 0, dataDir, poolSize: 0, isolateWorkers: 1, shutdownGraceMs: 1000 },
-    {},
-  );
-  server = await startServer(config, { sandboxes: fixture.provider(), log: () => {} });
-  keyA = server.store.tenants.createTenant('a').apiKey;
-  keyB = server.store.tenants.createTenant('b').apiKey;
+  h = await startHarness({ isolateWorkers: 1 });
 });
 
-afterAll(async () => {
-  await server?.close();
-  await fixture.sweep();
-  rmSync(dataDir, { recursive: true, force: true });
-});
+afterAll(() => h?.close());
 
 describe('terminals on the sandbox image', () => {
   it('a PTY as uid 1000 under the read-only root, via python3 pty; it outlives a detach', async () => {
-    const provider = fixture.provider();
-    const sandbox = await provider.create({ tenantId: 't', agentId: `pty-${fixture.runId}` });
+    const provider = h.fixture.provider();
+    const sandbox = await provider.create({ tenantId: 't', agentId: `pty-${h.fixture.runId}` });
     try {
       expect(provider.flags.terminals).toBe(true);
       const terms = sandbox.terminals as SandboxTerminals;
@@ -115,7 +81,7 @@ describe('terminals on the sandbox image', () => {
       await terms.signal(t.id, 'SIGINT');
       // Detach the host side; a fresh handle re-attaches to the same sandboxd.
       await sandbox.detach();
-      const again = (await provider.get(`pty-${fixture.runId}`))?.terminals as SandboxTerminals;
+      const again = (await provider.get(`pty-${h.fixture.runId}`))?.terminals as SandboxTerminals;
       // SIGINT reaches sleep at once, but bash reaps it a moment later: wait for the prompt.
       let listed = (await again.list()).find((x) => x.id === t.id);
       for (let i = 0; i < 100 && listed?.busy; i++) {
@@ -128,39 +94,39 @@ describe('terminals on the sandbox image', () => {
       await until(again, t.id, /[\r\n]\/tmp\r\n/, out.next);
       expect((await again.close(t.id)).status).toBe('exited');
     } finally {
-      await provider.destroy(`pty-${fixture.runId}`);
+      await provider.destroy(`pty-${h.fixture.runId}`);
       await provider.close();
     }
   });
 
   it('minimal preset: bash is one persistent shell', async () => {
-    const agent = (await http(keyA, 'POST', '/v1/agents', { preset: 'minimal' })).json;
-    const tools = (await http(keyA, 'GET', `/v1/agents/${agent.id}/tools`)).json.tools;
+    const agent = (await http(h.keyA, 'POST', '/v1/agents', { preset: 'minimal' })).json;
+    const tools = (await http(h.keyA, 'GET', `/v1/agents/${agent.id}/tools`)).json.tools;
     expect(tools.map((t: Loose) => t.name)).toEqual(['bash', 'str_replace_editor']);
     expect(Object.keys(tools[0].parameters.properties)).toEqual(['command']);
-    expect(textOf(await call(keyA, agent.id, 'bash', { command: 'cd /tmp && export V=kept' }))).toBe(
+    expect(textOf(await call(h.keyA, agent.id, 'bash', { command: 'cd /tmp && export V=kept' }))).toBe(
       '(no output)',
     );
-    expect(textOf(await call(keyA, agent.id, 'bash', { command: 'pwd; echo $V; whoami' }))).toBe(
+    expect(textOf(await call(h.keyA, agent.id, 'bash', { command: 'pwd; echo $V; whoami' }))).toBe(
       '/tmp\nkept\nagent',
     );
-    const failed = await call(keyA, agent.id, 'bash', { command: 'ls /nope' });
+    const failed = await call(h.keyA, agent.id, 'bash', { command: 'ls /nope' });
     expect(textOf(failed)).toMatch(/No such file or directory\nExit code: 2$/);
   });
 
   it('a person attaches over a WebSocket: replay, typing, resize, exit', async () => {
-    const agent = (await http(keyA, 'POST', '/v1/agents', { preset: 'creator' })).json;
-    const opened = await call(keyA, agent.id, 'terminal_open', { type: 'bash', name: 'shared' });
+    const agent = (await http(h.keyA, 'POST', '/v1/agents', { preset: 'creator' })).json;
+    const opened = await call(h.keyA, agent.id, 'terminal_open', { type: 'bash', name: 'shared' });
     expect(opened.ok).toBe(true);
     const tid = opened.value.sessionId as string;
-    await call(keyA, agent.id, 'terminal_send', {
+    await call(h.keyA, agent.id, 'terminal_send', {
       sessionId: tid,
       text: 'echo from-agent-$((1+1))',
       submit: true,
     });
-    const url = `${server.url.replace('http', 'ws')}/v1/agents/${agent.id}/terminals/${tid}`;
+    const url = `${h.server.url.replace('http', 'ws')}/v1/agents/${agent.id}/terminals/${tid}`;
 
-    const a = await connect(url, { headers: { Authorization: `Bearer ${keyA}` } });
+    const a = await connect(url, { headers: { Authorization: `Bearer ${h.keyA}` } });
     await waitFor(a.output, /from-agent-2/); // the buffer is replayed on attach
     a.ws.send(Buffer.from('echo hi\r'));
     await waitFor(a.output, /[\r\n]hi\r\n/);
@@ -169,20 +135,22 @@ describe('terminals on the sandbox image', () => {
     await waitFor(a.output, /[\r\n]30 100\r\n/);
 
     // The agent sees what the person typed.
-    const read = await call(keyA, agent.id, 'terminal_read', { sessionId: tid, offset: 0 });
+    const read = await call(h.keyA, agent.id, 'terminal_read', { sessionId: tid, offset: 0 });
     expect(textOf(read)).toContain('30 100');
 
     // Browsers: the key as a query parameter or as a subprotocol; the key is never echoed.
-    const b = await connect(`${url}?token=${keyA}`);
+    const b = await connect(`${url}?token=${h.keyA}`);
     await waitFor(b.output, /30 100/);
-    const c = await connect(url, { protocols: ['dsh.terminal.v1', `bearer.${keyA}`] });
+    const c = await connect(url, { protocols: ['dsh.terminal.v1', `bearer.${h.keyA}`] });
     expect(c.ws.protocol).toBe('dsh.terminal.v1');
     await waitFor(c.output, /30 100/);
 
     // Another tenant, a bad key, an unknown terminal: refused before the upgrade.
-    await expect(connect(url, { headers: { Authorization: `Bearer ${keyB}` } })).rejects.toThrow('HTTP 404');
+    await expect(connect(url, { headers: { Authorization: `Bearer ${h.keyB}` } })).rejects.toThrow(
+      'HTTP 404',
+    );
     await expect(connect(`${url}?token=dsk_nope`)).rejects.toThrow('HTTP 401');
-    await expect(connect(`${url}x`, { headers: { Authorization: `Bearer ${keyA}` } })).rejects.toThrow(
+    await expect(connect(`${url}x`, { headers: { Authorization: `Bearer ${h.keyA}` } })).rejects.toThrow(
       'HTTP 404',
     );
 
