@@ -6,6 +6,7 @@ import { type AgentStore, createAgentStore } from './agents.ts';
 import { type Database, openDatabase } from './db.ts';
 import { createLibsqlEventLog } from './event-log.ts';
 import type { ClosableEventLog, EventLogOptions } from './event-log-core.ts';
+import { instanceIdOf } from './instance.ts';
 import { migrate } from './migrations.ts';
 import type { ClosableRequestStore } from './request-core.ts';
 import { createLibsqlRequestStore } from './requests.ts';
@@ -34,6 +35,11 @@ export interface OpenStoreOptions {
 
 export interface Store {
   db: Database;
+  /**
+   * This control plane's identity, made once per store (migration 2). The docker provider labels
+   * and names everything it creates with it and adopts or removes only what carries it.
+   */
+  instanceId: string;
   events: ClosableEventLog;
   requests: ClosableRequestStore;
   tenants: TenantStore;
@@ -53,6 +59,7 @@ export const openStore = (options: OpenStoreOptions): Store => {
   const db = openDatabase({ path, url: options.url, busyTimeoutMs: options.busyTimeoutMs });
   try {
     migrate(db);
+    const instanceId = instanceIdOf(db);
     const now = options.now ?? Date.now;
     const events = createLibsqlEventLog(db, {
       now,
@@ -63,6 +70,7 @@ export const openStore = (options: OpenStoreOptions): Store => {
     let closed = false;
     return {
       db,
+      instanceId,
       events,
       requests,
       tenants: createTenantStore(db, now),
@@ -102,6 +110,7 @@ export {
   type EventLogOptions,
   type EventRow,
 } from './event-log-core.ts';
+export { INSTANCE_ID, instanceIdOf } from './instance.ts';
 export { createMemoryEventLog, createMemoryRequestStore } from './memory.ts';
 export { latestSchemaVersion, MIGRATIONS, type Migration, migrate, schemaVersion } from './migrations.ts';
 export {

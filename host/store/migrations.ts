@@ -85,6 +85,19 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX jobs_agent ON jobs(agent_id, created_at);
     `,
   },
+  {
+    version: 2,
+    name: 'instance identity',
+    // One id per store, made once: the control plane labels every container and workspace it
+    // creates with it, and touches only what carries it (several instances may share an engine).
+    sql: `
+      CREATE TABLE meta (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+      );
+      INSERT INTO meta (key, value) VALUES ('instance_id', lower(hex(randomblob(6))));
+    `,
+  },
 ];
 
 export const latestSchemaVersion = (migrations: readonly Migration[] = MIGRATIONS): number =>

@@ -3,7 +3,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openStore } from '../../../host/store/index.ts';
+import { openDatabase } from '../../../host/store/db.ts';
+import { INSTANCE_ID, MIGRATIONS, migrate, openStore } from '../../../host/store/index.ts';
 import { tempDatabase } from './harness.ts';
 
 describe('openStore', () => {
@@ -61,5 +62,29 @@ describe('openStore', () => {
     const store = openStore({ path: ':memory:' });
     expect(store.tenants.listTenants()).toEqual([]);
     store.close();
+  });
+
+  it('gives each store one instance id, made once and kept across restarts (also for a store older than it)', () => {
+    temp = tempDatabase();
+    const first = openStore({ dataDir: temp.dir });
+    const id = first.instanceId;
+    first.close();
+    expect(id).toMatch(INSTANCE_ID);
+    const again = openStore({ dataDir: temp.dir });
+    expect(again.instanceId).toBe(id);
+    again.close();
+    const other = openStore({ path: ':memory:' });
+    expect(other.instanceId).toMatch(INSTANCE_ID);
+    expect(other.instanceId).not.toBe(id);
+    other.close();
+
+    // A database written before instance ids existed gets one on its first start with this code.
+    const old = join(temp.dir, 'old.db');
+    const db = openDatabase({ path: old });
+    migrate(db, MIGRATIONS.slice(0, 1));
+    db.close();
+    const upgraded = openStore({ path: old });
+    expect(upgraded.instanceId).toMatch(INSTANCE_ID);
+    upgraded.close();
   });
 });
