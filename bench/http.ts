@@ -99,7 +99,12 @@ if (process.env.BENCH_DOCKER === '1') {
   const image = process.env.DSH_SANDBOX_IMAGE;
   if (!image) throw new Error('BENCH_DOCKER=1 needs DSH_SANDBOX_IMAGE');
   const { createDockerProvider } = await import('../host/sandbox/docker/index.ts');
-  const provider = createDockerProvider({ image, prefix: `dshbench${process.pid}`, idleMs: 0 });
+  const provider = createDockerProvider({
+    image,
+    prefix: 'dshbench',
+    instance: `b${process.pid}`,
+    idleMs: 0,
+  });
   try {
     await measure('docker', provider);
   } finally {

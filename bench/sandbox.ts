@@ -124,7 +124,8 @@ try {
     docker,
     image,
     labels,
-    prefix: `dshb-${run}-p`,
+    prefix: 'dshb',
+    instance: `${run}p`,
     pool: { size: 1 },
     idleMs: 0,
     workspaces,
@@ -133,11 +134,19 @@ try {
     docker,
     image,
     labels,
-    prefix: `dshb-${run}-c`,
+    prefix: 'dshb',
+    instance: `${run}c`,
     idleMs: 0,
     workspaces,
   });
-  const coldVolume = createDockerProvider({ docker, image, labels, prefix: `dshb-${run}-v`, idleMs: 0 });
+  const coldVolume = createDockerProvider({
+    docker,
+    image,
+    labels,
+    prefix: 'dshb',
+    instance: `${run}v`,
+    idleMs: 0,
+  });
   const readyReps = Math.max(3, Math.min(REPS, 6));
   const warmMs: number[] = [];
   const coldMs: number[] = [];

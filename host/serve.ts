@@ -81,23 +81,34 @@ const workspaceStore = async (config: Config, log: (line: string) => void) => {
   });
 };
 
-const defaultProvider = async (config: Config, log: (line: string) => void): Promise<SandboxProvider> => {
+/**
+ * The docker provider on the local engine, acting for this store's instance: it adopts only its own
+ * containers (and those of older versions that this store's agents name as their sandbox), so
+ * several instances with their own data directories can share one engine.
+ */
+const defaultProvider = async (
+  config: Config,
+  store: Store,
+  log: (line: string) => void,
+): Promise<SandboxProvider> => {
   const { createDockerProvider } = await import('./sandbox/docker/index.ts');
   const image =
     config.sandboxImage ?? (await import('../scripts/setup/image.ts').then((m) => m.imageInputs())).tag;
   const provider = createDockerProvider({
     image,
+    instance: store.instanceId,
     pool: { size: config.poolSize },
     onError: (e) => log(`sandbox: ${String(e)}`),
     defaults: { diskBytes: config.workspaceMb * 1024 * 1024 },
     workspaces: await workspaceStore(config, log),
     spoolDir: config.spoolDir,
   });
-  const adopted = await provider.adopt().catch((e: unknown) => {
+  const claim = store.agents.listAll({ includeDeleted: true }).flatMap((a) => a.sandboxId ?? []);
+  const adopted = await provider.adopt({ claim }).catch((e: unknown) => {
     log(`could not list existing sandboxes: ${String(e)}`);
     return [];
   });
-  if (adopted.length > 0) log(`re-adopted ${adopted.length} agent sandbox(es)`);
+  log(`instance ${store.instanceId}: re-adopted ${adopted.length} agent sandbox(es)`);
   return provider;
 };
 
@@ -106,7 +117,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   const store = options.store ?? openStore({ path: config.database });
   ensureDefaultTenant(store, config, log);
-  const sandboxes = options.sandboxes ?? (await defaultProvider(config, log));
+  const sandboxes = options.sandboxes ?? (await defaultProvider(config, store, log));
   const isolates =
     options.isolates ??
     (await import('./isolates/index.ts')).createIsolateHost({ workers: config.isolateWorkers });

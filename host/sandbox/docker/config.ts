@@ -14,7 +14,15 @@ export const LABEL_MANAGED = 'dsh.managed';
 export const LABEL_TENANT = 'dsh.tenant';
 export const LABEL_AGENT = 'dsh.agent';
 export const LABEL_POOL = 'dsh.pool';
-/** Which provider instance made a pool container; another instance's leftovers are removed on adopt(). */
+/**
+ * Which control-plane instance (its store's instance id) made a container or workspace volume. An
+ * instance adopts, reaps and removes only what carries its own id; several may share one engine.
+ */
+export const LABEL_INSTANCE = 'dsh.instance';
+/**
+ * Which process of the instance made a pool container: a pool container of the same instance but
+ * another process is a leftover of a previous run and is removed on adopt().
+ */
 export const LABEL_POOL_OWNER = 'dsh.pool.owner';
 
 export const DOCKER_DEFAULT_LIMITS: SandboxLimits = {

@@ -1,12 +1,14 @@
 // Creating and removing one sandbox container with its workspace (workspaces.ts), and naming
-// agents' containers. A failed create leaves no workspace behind; removal takes the container's
-// workspace with it and treats "already gone" as done.
+// agents' containers. A failed create leaves no workspace behind that it made; removal takes the
+// container's workspace with it and treats "already gone" (or going) as done.
 
 import { createHash } from 'node:crypto';
 import type Docker from 'dockerode';
+import { SandboxError } from '../../errors.ts';
+import { WORKSPACE_ROOT } from '../paths.ts';
 import type { SandboxLimits } from '../types.ts';
 import { containerConfig, DOCKER_DEFAULT_LIMITS } from './config.ts';
-import { fromDocker, isNotFound } from './errors.ts';
+import { dockerMessage, fromDocker, isConflict, isNotFound } from './errors.ts';
 import { type WorkspaceMount, type WorkspaceStore, workspaceOf } from './workspaces.ts';
 
 /** A Docker-safe name part for an agent id: the id itself when it is one, else a hash of it. */
@@ -21,9 +23,14 @@ export interface NewContainer {
   labels: Record<string, string>;
   limits: SandboxLimits;
   tmpBytes: number;
+  /** An existing workspace to mount instead of making `<name>-ws` (its container vanished). */
+  reuse?: WorkspaceMount;
 }
 
-/** Creates the workspace `<name>-ws` and the container (not started), both carrying `labels`. */
+/**
+ * Creates the workspace `<name>-ws` (or takes `reuse`) and the container (not started), both
+ * carrying `labels`. A failed create removes only a workspace it made.
+ */
 export const createSandboxContainer = async (
   docker: Docker,
   workspaces: WorkspaceStore,
@@ -31,18 +38,23 @@ export const createSandboxContainer = async (
 ): Promise<{ container: Docker.Container; workspace: WorkspaceMount }> => {
   const name = `${spec.name}-ws`;
   const bytes = spec.limits.diskBytes ?? DOCKER_DEFAULT_LIMITS.diskBytes ?? 0;
-  const mount = await workspaces.create(name, bytes, spec.labels);
+  const mount: Docker.MountSettings = spec.reuse
+    ? { Type: spec.reuse.type as Docker.MountType, Source: spec.reuse.source, Target: WORKSPACE_ROOT }
+    : await workspaces.create(name, bytes, spec.labels);
   const workspace = { type: mount.Type ?? 'volume', source: mount.Source ?? name };
   try {
     const container = await docker.createContainer(containerConfig({ ...spec, workspace: mount }));
     return { container, workspace };
   } catch (e) {
-    await workspaces.remove(workspace).catch(() => {});
+    if (!spec.reuse) await workspaces.remove(workspace).catch(() => {});
     throw fromDocker(e, 'Creating the sandbox container', { name: spec.name });
   }
 };
 
-/** Force-removes the container and then its workspace. */
+/**
+ * Force-removes the container and then its workspace. A removal already in progress (someone else's
+ * `docker rm -f`) is waited for, so the workspace goes too.
+ */
 export const removeSandboxContainer = async (
   workspaces: WorkspaceStore,
   container: Docker.Container,
@@ -52,10 +64,31 @@ export const removeSandboxContainer = async (
     workspace = workspaceOf(await container.inspect());
     await container.remove({ force: true });
   } catch (e) {
-    if (!isNotFound(e)) throw fromDocker(e, 'Removing the sandbox', { container: container.id });
+    if (isConflict(e) && /already in progress/i.test(dockerMessage(e))) await gone(container);
+    else if (!isNotFound(e)) throw fromDocker(e, 'Removing the sandbox', { container: container.id });
   }
   if (workspace) await workspaces.remove(workspace);
   return workspace;
+};
+
+/** Resolves once the container no longer exists; fails after `ms`. */
+const gone = async (container: Docker.Container, ms = 30_000): Promise<void> => {
+  const until = Date.now() + ms;
+  for (;;) {
+    try {
+      await container.inspect();
+    } catch (e) {
+      if (isNotFound(e)) return;
+      throw fromDocker(e, 'Removing the sandbox', { container: container.id });
+    }
+    if (Date.now() > until)
+      throw new SandboxError(
+        'SANDBOX_UNAVAILABLE',
+        `Removing the sandbox: the engine's removal of ${container.id} did not finish within ${ms} ms.`,
+        { data: { container: container.id } },
+      );
+    await new Promise((r) => setTimeout(r, 100));
+  }
 };
 
 /** The resource limits a (re-adopted) container actually has. */

@@ -6,11 +6,12 @@ export {
   DOCKER_DEFAULT_LIMITS,
   DOCKER_DEFAULT_MAXIMA,
   LABEL_AGENT,
+  LABEL_INSTANCE,
   LABEL_MANAGED,
   LABEL_POOL,
   LABEL_TENANT,
   resolveLimits,
 } from './config.ts';
-export type { DockerProviderOptions } from './provider.ts';
+export type { AdoptOptions, DockerProvider, DockerProviderOptions } from './provider.ts';
 export { createDockerProvider } from './provider.ts';
 export type { ConnectSandboxd, SandboxdSession } from './session.ts';

@@ -1,7 +1,9 @@
 // The warm pool: started, attached, sandboxd-verified containers that no agent owns yet, so that
 // create() assigns one in milliseconds. Invariants: never more than `size` ready + in flight;
 // refill is single-flight and runs in the background; close() discards ready items and stops
-// refilling (a container being made when close() runs is discarded when it arrives).
+// refilling (a container being made when close() runs is discarded when it arrives); a ready item
+// whose attachment closes (its container was removed or stopped behind our back) leaves the pool
+// at once, is discarded, and a fresh one is made in its place.
 
 import type Docker from 'dockerode';
 import type { Live } from './session.ts';
@@ -33,6 +35,17 @@ export const createWarmPool = (o: {
   let closed = false;
   let filling: Promise<void> | undefined;
 
+  /** Drops a ready item whose container went away, and makes another. */
+  const watch = (item: PoolItem): void => {
+    void item.live.attachment.closed.then(() => {
+      const at = items.indexOf(item);
+      if (at < 0) return; // taken or being discarded: not the pool's any more
+      items.splice(at, 1);
+      void o.discard(item).catch(o.onError);
+      void refill();
+    });
+  };
+
   const refill = (): Promise<void> => {
     if (filling || closed || o.size <= 0) return filling ?? Promise.resolve();
     filling = (async () => {
@@ -41,7 +54,10 @@ export const createWarmPool = (o: {
         try {
           const item = await o.make();
           if (closed) await o.discard(item);
-          else items.push(item);
+          else {
+            items.push(item);
+            watch(item);
+          }
         } catch (e) {
           failures++;
           o.onError(e);

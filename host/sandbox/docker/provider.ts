@@ -1,13 +1,18 @@
 // The docker provider: one hardened container per agent (config.ts), reached only through sandboxd
 // over the container's attach stream. Owns the agent → container mapping, the warm pool, the idle
-// reaper and re-adoption.
-// Invariants: an assigned container is named `<prefix>-agent-<slug(agentId)>` (Docker cannot
-// relabel, but it can rename), so `get(agentId)` finds it after a restart by name alone; pooled
-// containers are named `<prefix>-pool-<id>` and carry `dsh.pool=1`; every container and volume
-// carries `dsh.managed=1` plus the caller's labels; at most one live session per agent here.
+// reaper, re-adoption, and replacing containers that vanished behind its back.
+// Invariants: everything it creates carries `dsh.managed=1`, `dsh.instance=<instance>` and the
+// caller's labels, and is named `<prefix>-<instance>-…` (ownership.ts): several control planes
+// may share one engine and each touches only its own. An assigned container is named
+// `<prefix>-<instance>-agent-<slug(agentId)>` (Docker cannot relabel, but it can rename), so
+// `get(agentId)` finds it after a restart by name alone; pooled containers are named
+// `<prefix>-<instance>-pool-<id>` and carry `dsh.pool=1`; at most one live session per agent here;
+// a container that vanished (removed by hand or by the engine) is replaced on the agent's next
+// call, on its old workspace when that still exists; a destroyed agent's handles never recreate.
 
 import Docker from 'dockerode';
 import { nanoid } from 'nanoid';
+import { SandboxError } from '../../errors.ts';
 import { createResolver, WORKSPACE_ROOT } from '../paths.ts';
 import { connectSandboxd } from '../sandboxd/client.ts';
 import type { ProviderFlags, Sandbox, SandboxLimits, SandboxProvider, SandboxSpec } from '../types.ts';
@@ -15,6 +20,7 @@ import {
   DOCKER_DEFAULT_LIMITS,
   DOCKER_DEFAULT_MAXIMA,
   LABEL_AGENT,
+  LABEL_INSTANCE,
   LABEL_MANAGED,
   LABEL_POOL,
   LABEL_POOL_OWNER,
@@ -22,9 +28,10 @@ import {
   resolveLimits,
   resourceConfig,
 } from './config.ts';
-import { agentSlug, createSandboxContainer, limitsOf, removeSandboxContainer } from './containers.ts';
-import { fromDocker, isNotFound } from './errors.ts';
-import { createWarmPool, type WarmPool } from './pool.ts';
+import { createSandboxContainer, limitsOf, removeSandboxContainer } from './containers.ts';
+import { fromDocker, isContainerGone, isNotFound } from './errors.ts';
+import { classify, listedWorkspace, naming, sweepable } from './ownership.ts';
+import { createWarmPool, type PoolItem, type WarmPool } from './pool.ts';
 import { type Reapable, startReaper } from './reaper.ts';
 import { createSandboxHandle } from './sandbox.ts';
 import { type ConnectSandboxd, closeLive, type Live, openSession } from './session.ts';
@@ -40,6 +47,12 @@ export interface DockerProviderOptions {
   docker?: Docker;
   /** The sandbox image tag (Dockerfile.sandbox). Required. */
   image: string;
+  /**
+   * The control-plane instance this provider acts for: its store's `instanceId` (1-16 lowercase
+   * letters or digits). Required. Labels (`dsh.instance`) and names every container and volume;
+   * adopt(), the reaper and removal touch only what carries it.
+   */
+  instance: string;
   /** Extra labels on every container and volume (e.g. a test run id). Default {}. */
   labels?: Record<string, string>;
   /** Default limits of a new sandbox. Default DOCKER_DEFAULT_LIMITS. */
@@ -52,7 +65,7 @@ export interface DockerProviderOptions {
   idleMs?: number;
   /** Size of the /tmp tmpfs. Default 64 MiB. */
   tmpBytes?: number;
-  /** Container and volume name prefix; one per deployment. Default 'dsh'. */
+  /** Start of every container and volume name, before the instance id. Default 'dsh'. */
   prefix?: string;
   /** Default connectSandboxd (host/sandbox/sandboxd/client.ts). */
   connect?: ConnectSandboxd;
@@ -70,17 +83,40 @@ export interface DockerProviderOptions {
 /** One agent known to this process; the reaper reads and writes its Reapable part. */
 interface Entry extends Reapable {
   agentId: string;
+  /** For the labels of a replacement container; unknown for a pooled container adopted after a restart. */
+  tenantId: string | undefined;
   limits: SandboxLimits;
   /** Mounted again before the container starts (it is not, after a reboot). */
   workspace: WorkspaceMount | undefined;
+  /** destroy() ran: calls through old handles fail instead of making a new container. */
+  destroyed?: boolean;
 }
 
-export const createDockerProvider = (
-  options: DockerProviderOptions,
-): SandboxProvider & { readonly pool: WarmPool; adopt(): Promise<string[]> } => {
+export interface AdoptOptions {
+  /**
+   * Container ids this instance's store records as its agents' sandboxes (`sandboxId`). Only a
+   * container made before instance ids existed and listed here is adopted (ownership.ts).
+   */
+  claim?: Iterable<string>;
+}
+
+export type DockerProvider = SandboxProvider & {
+  readonly pool: WarmPool;
+  /**
+   * Re-adoption at start: the names of this instance's agent containers on the engine (get() finds
+   * each by name), after removing unassigned pool containers a previous process of this instance
+   * left behind and sweeping its workspaces that no container uses. Never touches another
+   * instance's containers or workspaces.
+   */
+  adopt(options?: AdoptOptions): Promise<string[]>;
+};
+
+export const createDockerProvider = (options: DockerProviderOptions): DockerProvider => {
   const docker = options.docker ?? new Docker();
   const prefix = options.prefix ?? 'dsh';
-  const extraLabels = options.labels ?? {};
+  const instance = options.instance;
+  const names = naming(prefix, instance);
+  const ownLabels = { ...options.labels, [LABEL_MANAGED]: '1', [LABEL_INSTANCE]: instance };
   const defaults = resolveLimits(
     DOCKER_DEFAULT_LIMITS,
     { ...DOCKER_DEFAULT_MAXIMA, ...options.maxima },
@@ -94,36 +130,89 @@ export const createDockerProvider = (
   const resolve = createResolver(WORKSPACE_ROOT);
   const flags: ProviderFlags = { durableJobs: true, isolated: true, terminals: true };
   const entries = new Map<string, Entry>();
-  const agentName = (agentId: string): string => `${prefix}-agent-${agentSlug(agentId)}`;
+  /** Legacy agent container name → container id, for the ones adopt() found claimed by the store. */
+  const legacy = new Map<string, string>();
+  /** This process's pool nonce: pool containers of this instance with another one are leftovers. */
   const owner = nanoid(10);
 
   const workspaces = options.workspaces ?? createVolumeWorkspaces(docker);
-  const createContainer = (name: string, labels: Record<string, string>, limits: SandboxLimits) =>
-    createSandboxContainer(docker, workspaces, { image: options.image, name, labels, limits, tmpBytes });
+  const createContainer = (
+    name: string,
+    labels: Record<string, string>,
+    limits: SandboxLimits,
+    reuse?: WorkspaceMount,
+  ) =>
+    createSandboxContainer(docker, workspaces, {
+      image: options.image,
+      name,
+      labels,
+      limits,
+      tmpBytes,
+      ...(reuse ? { reuse } : {}),
+    });
   const removeContainer = (container: Docker.Container) => removeSandboxContainer(workspaces, container);
+  /** Removes a container and its workspace; the workspace also when the container is already gone. */
+  const removeWith = async (container: Docker.Container, workspace: WorkspaceMount | undefined) => {
+    await removeContainer(container);
+    if (workspace) await workspaces.remove(workspace);
+  };
+  const agentLabels = (agentId: string, tenantId: string | undefined) => ({
+    ...ownLabels,
+    [LABEL_AGENT]: agentId,
+    ...(tenantId === undefined ? {} : { [LABEL_TENANT]: tenantId }),
+  });
 
   const pool = createWarmPool({
     size: options.pool?.size ?? 0,
     onError,
     make: async () => {
-      const name = `${prefix}-pool-${nanoid(10).replace(/[^a-zA-Z0-9]/g, 'x')}`;
       const { container, workspace } = await createContainer(
-        name,
-        { ...extraLabels, [LABEL_MANAGED]: '1', [LABEL_POOL]: '1', [LABEL_POOL_OWNER]: owner },
+        names.pool(nanoid(10)),
+        { ...ownLabels, [LABEL_POOL]: '1', [LABEL_POOL_OWNER]: owner },
         defaults,
       );
       try {
         return { container, workspace, live: await openSession(docker, container, connect, defaults) };
       } catch (e) {
-        await removeContainer(container);
+        await removeWith(container, workspace);
         throw e;
       }
     },
-    discard: async (item) => {
-      await closeLive(item.live);
-      await removeContainer(item.container);
-    },
+    discard: (item) => discardWarm(item),
   });
+
+  async function discardWarm(item: PoolItem): Promise<void> {
+    await closeLive(item.live);
+    await removeWith(item.container, item.workspace);
+  }
+
+  /**
+   * A container for a new agent: a pooled one when the pool has one that still answers (one that
+   * vanished or fails is discarded, reported and skipped), else a new one.
+   */
+  const provision = async (
+    agentId: string,
+    tenantId: string,
+    limits: SandboxLimits,
+  ): Promise<{ container: Docker.Container; workspace: WorkspaceMount; opened?: Live }> => {
+    const name = names.agent(agentId);
+    // A pooled workspace has the default size; a file system is not resized on assignment.
+    const attempts = limits.diskBytes === defaults.diskBytes ? pool.ready : 0;
+    for (let i = 0; i < attempts; i++) {
+      const warm = pool.take();
+      if (!warm) break;
+      try {
+        await warm.container.rename({ name });
+        if (JSON.stringify(limits) !== JSON.stringify(defaults))
+          await warm.container.update(resourceConfig(limits));
+        return { container: warm.container, workspace: warm.workspace, opened: warm.live };
+      } catch (e) {
+        onError(fromDocker(e, 'Assigning a pooled sandbox (a new one is made instead)', { agentId }));
+        void discardWarm(warm).catch(onError);
+      }
+    }
+    return createContainer(name, agentLabels(agentId, tenantId), limits);
+  };
 
   const track = (entry: Entry, opening: Promise<Live>): Promise<Live> => {
     entry.live = opening;
@@ -144,8 +233,52 @@ export const createDockerProvider = (
   };
 
   const open = async (entry: Entry): Promise<Live> => {
+    if (entry.destroyed)
+      throw new SandboxError('SANDBOX_UNAVAILABLE', `The sandbox of agent ${entry.agentId} was destroyed.`, {
+        data: { agentId: entry.agentId },
+      });
+    try {
+      if (entry.workspace) await workspaces.ready(entry.workspace);
+      return await openSession(docker, entry.container, connect, entry.limits);
+    } catch (e) {
+      if (!(await vanished(entry, e))) throw e;
+    }
+    await replace(entry);
     if (entry.workspace) await workspaces.ready(entry.workspace);
     return openSession(docker, entry.container, connect, entry.limits);
+  };
+
+  /** Whether `e` (or, when it says something else, an inspect now) shows the container is gone. */
+  const vanished = async (entry: Entry, e: unknown): Promise<boolean> =>
+    isContainerGone(e) ||
+    entry.container.inspect().then(
+      () => false,
+      (x: unknown) => isNotFound(x),
+    );
+
+  /** A new container for an agent whose container vanished: on its old workspace when that remains. */
+  const replace = async (entry: Entry): Promise<void> => {
+    const old = entry.workspace;
+    const kept = old !== undefined && (await workspaces.exists(old));
+    const made = await createContainer(
+      names.agent(entry.agentId),
+      agentLabels(entry.agentId, entry.tenantId),
+      entry.limits,
+      kept ? old : undefined,
+    );
+    if (old && !kept) await workspaces.remove(old).catch(onError);
+    entry.container = made.container;
+    entry.workspace = made.workspace;
+    onError(
+      new SandboxError(
+        'SANDBOX_UNAVAILABLE',
+        `The sandbox container of agent ${entry.agentId} was gone (removed outside this control plane); ` +
+          (kept
+            ? 'made a new one on its workspace (files kept, processes and jobs lost).'
+            : 'made a new one with an empty workspace (its workspace was gone too).'),
+        { data: { agentId: entry.agentId, container: made.container.id } },
+      ),
+    );
   };
 
   const detachEntry = async (entry: Entry): Promise<void> => {
@@ -173,13 +306,33 @@ export const createDockerProvider = (
       ...(options.spoolDir === undefined ? {} : { spoolDir: options.spoolDir }),
     });
 
+  const inspect = async (container: Docker.Container, agentId: string) => {
+    try {
+      return await container.inspect();
+    } catch (e) {
+      if (isNotFound(e)) return undefined;
+      throw fromDocker(e, 'Looking up the sandbox', { agentId });
+    }
+  };
+
+  /**
+   * The agent's container: the one this process knows, else this instance's by name, else a legacy
+   * one adopt() found claimed. A known entry whose container vanished stays known (its handles
+   * follow a replacement) but reads as absent.
+   */
   const lookup = async (agentId: string): Promise<{ entry: Entry; id: string } | undefined> => {
     const known = entries.get(agentId);
-    const container = known?.container ?? docker.getContainer(agentName(agentId));
-    try {
-      const info = await container.inspect();
-      const entry: Entry = known ?? {
+    if (known) {
+      const info = await inspect(known.container, agentId);
+      return info && { entry: known, id: info.Id };
+    }
+    for (const ref of [names.agent(agentId), legacy.get(names.legacyAgent(agentId))]) {
+      if (ref === undefined) continue;
+      const info = await inspect(docker.getContainer(ref), agentId);
+      if (!info) continue;
+      const entry: Entry = {
         agentId,
+        tenantId: info.Config.Labels?.[LABEL_TENANT],
         container: docker.getContainer(info.Id),
         limits: { ...defaults, ...(await limitsOf(info, workspaces)) },
         workspace: workspaceOf(info),
@@ -188,13 +341,8 @@ export const createDockerProvider = (
       };
       entries.set(agentId, entry);
       return { entry, id: info.Id };
-    } catch (e) {
-      if (isNotFound(e)) {
-        entries.delete(agentId);
-        return undefined;
-      }
-      throw fromDocker(e, 'Looking up the sandbox', { agentId });
     }
+    return undefined;
   };
 
   const stopReaper = startReaper({
@@ -213,46 +361,17 @@ export const createDockerProvider = (
       const limits = resolveLimits(defaults, maxima, spec.limits);
       const existing = await lookup(spec.agentId);
       if (existing) return handle(existing.entry, existing.id);
-      const name = agentName(spec.agentId);
-      // A pooled workspace has the default size; a file system is not resized on assignment.
-      const warm = limits.diskBytes === defaults.diskBytes ? pool.take() : undefined;
-      let container: Docker.Container;
-      let workspace: WorkspaceMount;
-      let opened: Live | undefined;
-      if (warm) {
-        container = warm.container;
-        workspace = warm.workspace;
-        opened = warm.live;
-        try {
-          await container.rename({ name });
-          if (JSON.stringify(limits) !== JSON.stringify(defaults))
-            await container.update(resourceConfig(limits));
-        } catch (e) {
-          await closeLive(opened);
-          await removeContainer(container).catch(onError);
-          throw fromDocker(e, 'Assigning a pooled sandbox', { agentId: spec.agentId });
-        }
+      const { container, workspace, opened } = await provision(spec.agentId, spec.tenantId, limits);
+      const fresh = { container, limits, workspace, tenantId: spec.tenantId, lastUsed: Date.now() };
+      // A known entry whose container vanished takes the new one, so that its handles follow.
+      let entry = entries.get(spec.agentId);
+      if (entry) {
+        await detachEntry(entry);
+        Object.assign(entry, fresh);
       } else {
-        ({ container, workspace } = await createContainer(
-          name,
-          {
-            ...extraLabels,
-            [LABEL_MANAGED]: '1',
-            [LABEL_TENANT]: spec.tenantId,
-            [LABEL_AGENT]: spec.agentId,
-          },
-          limits,
-        ));
+        entry = { agentId: spec.agentId, inFlight: 0, ...fresh };
+        entries.set(spec.agentId, entry);
       }
-      const entry: Entry = {
-        agentId: spec.agentId,
-        container,
-        limits,
-        workspace,
-        lastUsed: Date.now(),
-        inFlight: 0,
-      };
-      entries.set(spec.agentId, entry);
       if (
         opened &&
         limits.maxReadBytes === defaults.maxReadBytes &&
@@ -268,11 +387,13 @@ export const createDockerProvider = (
       return found && handle(found.entry, found.id);
     },
     async destroy(agentId) {
-      const found = await lookup(agentId);
-      if (!found) return;
-      await detachEntry(found.entry);
+      const entry = (await lookup(agentId))?.entry ?? entries.get(agentId);
+      if (!entry) return;
+      entry.destroyed = true;
+      await detachEntry(entry);
       entries.delete(agentId);
-      await removeContainer(found.entry.container);
+      // The workspace too when the container vanished without it.
+      await removeWith(entry.container, entry.workspace);
     },
     async close() {
       stopReaper();
@@ -280,29 +401,39 @@ export const createDockerProvider = (
       for (const entry of entries.values()) await detachEntry(entry);
       entries.clear();
     },
-    /**
-     * Re-adoption at start: the names of this prefix's agent containers on the engine (get() finds
-     * each by name), after removing unassigned pool containers a previous process left behind.
-     */
-    async adopt() {
+    async adopt(adoptOptions = {}) {
       const list = await docker
         .listContainers({ all: true, filters: { label: [`${LABEL_MANAGED}=1`] } })
         .catch((e) => {
           throw fromDocker(e, 'Listing sandboxes');
         });
-      const agents = `/${prefix}-agent-`;
-      const pooled = `/${prefix}-pool-`;
+      const self = {
+        prefix,
+        instance,
+        process: owner,
+        claim: new Set(adoptOptions.claim ?? []),
+        owns: (m: WorkspaceMount) => workspaces.owns(m),
+      };
+      const adopted: string[] = [];
+      // Workspaces any container still uses, whoever's it is: the sweep keeps them.
       const inUse: WorkspaceMount[] = [];
       for (const c of list) {
-        const stale = c.Names.some((n) => n.startsWith(pooled)) && c.Labels[LABEL_POOL_OWNER] !== owner;
-        if (stale) await removeContainer(docker.getContainer(c.Id)).catch(onError);
-        else
-          for (const m of c.Mounts ?? [])
-            if (m.Destination === WORKSPACE_ROOT) inUse.push({ type: m.Type, source: m.Source });
+        const verdict = classify(c, self);
+        if (verdict.kind === 'remove') {
+          await removeContainer(docker.getContainer(c.Id)).catch(onError);
+          continue;
+        }
+        const mount = listedWorkspace(c);
+        if (mount) inUse.push(mount);
+        if (verdict.kind === 'adopt') {
+          adopted.push(verdict.name);
+          if (verdict.legacy) legacy.set(verdict.name, c.Id);
+        }
       }
-      // Workspaces whose container is gone (a crash between the two creations, a removal by hand).
-      await workspaces.sweep(inUse).catch(onError);
-      return list.flatMap((c) => c.Names.filter((n) => n.startsWith(agents)).map((n) => n.slice(1)));
+      // This instance's workspaces whose container is gone (a crash between the two creations, a
+      // removal by hand); another instance's are not ours to judge, even in a shared folder.
+      await workspaces.sweep(inUse, false, sweepable(prefix, instance)).catch(onError);
+      return adopted;
     },
   };
 };

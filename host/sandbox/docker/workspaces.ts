@@ -50,11 +50,19 @@ export interface WorkspaceStore {
   limitOf(mount: WorkspaceMount): Promise<number | undefined>;
   /** Space used and limit, when known. */
   usage(mount: WorkspaceMount): Promise<WorkspaceUsage | undefined>;
+  /** Whether the workspace still exists (its container may not): a new container can take it over. */
+  exists(mount: WorkspaceMount): Promise<boolean>;
   /**
-   * Removes the workspaces (of this store) that no container in `keep` uses, except the ones this
-   * process made and has not removed, unless `all` (tests tearing down a run).
+   * True only when the mount is provably one of this store's (loop: an image under its root).
+   * Volumes carry no such proof and answer false.
    */
-  sweep(keep: Iterable<WorkspaceMount>, all?: boolean): Promise<number>;
+  owns(mount: WorkspaceMount): boolean;
+  /**
+   * Removes the workspaces (of this store) that no container in `keep` uses and whose name passes
+   * `only` (default: every name), except the ones this process made and has not removed, unless
+   * `all` (tests tearing down a run).
+   */
+  sweep(keep: Iterable<WorkspaceMount>, all?: boolean, only?: (name: string) => boolean): Promise<number>;
 }
 
 /** The /workspace mount of a container as `docker inspect` reports it. */
@@ -283,7 +291,12 @@ export const createLoopWorkspaces = (rootDir: string, options: LoopOptions = {})
       const s = await statfs(dir);
       return { usedBytes: (s.blocks - s.bfree) * s.bsize, limitBytes: s.blocks * s.bsize };
     },
-    async sweep(keep, all = false) {
+    async exists(mount) {
+      const name = nameOf(mount);
+      return name !== undefined && existsSync(paths(name).image);
+    },
+    owns: (mount) => nameOf(mount) !== undefined,
+    async sweep(keep, all = false, only = () => true) {
       const kept = new Set<string>();
       for (const m of keep) {
         const name = nameOf(m);
@@ -294,7 +307,7 @@ export const createLoopWorkspaces = (rootDir: string, options: LoopOptions = {})
       for (const file of files) {
         if (!file.endsWith('.img')) continue;
         const name = file.slice(0, -4);
-        if (!NAME.test(name) || kept.has(name) || (mine.has(name) && !all)) continue;
+        if (!NAME.test(name) || kept.has(name) || !only(name) || (mine.has(name) && !all)) continue;
         await removeOne(name);
         removed++;
       }
@@ -328,6 +341,17 @@ export const createVolumeWorkspaces = (docker: Docker): WorkspaceStore => ({
   async usage() {
     return undefined;
   },
+  async exists(mount) {
+    if (mount.type !== 'volume' || mount.source === '') return false;
+    try {
+      await docker.getVolume(mount.source).inspect();
+      return true;
+    } catch (e) {
+      if (isNotFound(e)) return false;
+      throw fromDocker(e, 'Inspecting the sandbox volume', { volume: mount.source });
+    }
+  },
+  owns: () => false,
   async sweep() {
     return 0;
   },

@@ -1,5 +1,7 @@
 // Fixtures for docker-provider integration tests: one run id per test file, every container and
 // volume labelled with it, and a sweep that removes by that label only (the engine may be shared).
+// The sweep closes every provider the fixture made first, so a test that failed before its own
+// close() leaves no pool refilling behind the sweep.
 // Workspaces are the service's own kind: loop-mounted file systems in a folder of this run (as root,
 // which CI is), else Docker volumes.
 
@@ -34,6 +36,8 @@ export interface Fixture {
   runId: string;
   options: (extra?: Partial<DockerProviderOptions>) => DockerProviderOptions;
   provider: (extra?: Partial<DockerProviderOptions>) => ReturnType<typeof createDockerProvider>;
+  /** Closed by sweep() before it removes anything (a test may register providers it made itself). */
+  closeLater: (provider: { close(): Promise<void> }) => void;
   /** This run's workspace store (every provider of the fixture shares it, as one service would). */
   workspaces: WorkspaceStore;
   /** Where loop workspaces live (undefined with volumes). */
@@ -52,19 +56,28 @@ export const dockerFixture = (): Fixture => {
     docker,
     image: sandboxImage(),
     labels: { [TEST_LABEL]: runId },
-    prefix: `dsht-${runId}`,
+    // Names read `dsht-<runId>-agent-…`: the run is the fixture's instance.
+    prefix: 'dsht',
+    instance: runId,
     idleMs: 0,
     workspaces,
     ...extra,
   });
+  const open: Array<{ close(): Promise<void> }> = [];
   return {
     docker,
     runId,
     options,
     workspaces,
     workspacesDir,
-    provider: (extra) => createDockerProvider(options(extra)),
+    closeLater: (provider) => void open.push(provider),
+    provider: (extra) => {
+      const provider = createDockerProvider(options(extra));
+      open.push(provider);
+      return provider;
+    },
     async sweep() {
+      for (const provider of open.splice(0)) await provider.close().catch(() => {});
       const filters = { label: [`${TEST_LABEL}=${runId}`] };
       for (const c of await docker.listContainers({ all: true, filters }))
         await docker

@@ -1,7 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { createWarmPool, type PoolItem } from '../../../host/sandbox/docker/pool.ts';
 
-const item = (n: number): PoolItem => ({ container: { id: `c${n}` }, live: {} }) as unknown as PoolItem;
+/** A pool item whose attachment closes when `gone[id]()` is called (its container was removed). */
+const gone: Record<string, () => void> = {};
+const item = (n: number): PoolItem => {
+  const closed = new Promise<void>((resolve) => {
+    gone[`c${n}`] = resolve;
+  });
+  return { container: { id: `c${n}` }, live: { attachment: { closed } } } as unknown as PoolItem;
+};
 
 describe('warm pool', () => {
   it('fills to size, refills after take, and discards what is left on close', async () => {
@@ -50,5 +57,27 @@ describe('warm pool', () => {
     release();
     await closing;
     expect(discarded).toEqual(['c9']);
+  });
+
+  it('replaces a ready item whose container went away, and leaves taken items alone', async () => {
+    let made = 0;
+    const discarded: string[] = [];
+    const pool = createWarmPool({
+      size: 2,
+      make: async () => item(made++),
+      discard: async (i) => void discarded.push(i.container.id),
+      onError: () => {},
+    });
+    await pool.filled();
+    const taken = pool.take();
+    await pool.filled();
+    gone.c1?.();
+    gone[taken?.container.id ?? '']?.();
+    await new Promise((r) => setTimeout(r, 0));
+    await pool.filled();
+    expect(discarded).toEqual(['c1']);
+    expect(pool.ready).toBe(2);
+    expect([pool.take()?.container.id, pool.take()?.container.id]).toEqual(['c2', 'c3']);
+    await pool.close();
   });
 });

@@ -1,0 +1,107 @@
+// What one control-plane instance owns on a Docker engine that several instances may share, and
+// how its containers are named. Pure: the provider lists containers and acts on the verdicts.
+//
+// Ownership: every container and workspace volume an instance creates carries `dsh.instance=<id>`
+// (its store's instance id), and its names start with `<prefix>-<id>-`, so names never clash
+// between instances and a name alone (get(agentId) after a restart) finds this instance's container.
+// An instance adopts, reaps and removes only what carries its id. Another instance's containers,
+// whatever their names, are never touched.
+//
+// Containers made before instance ids existed (no `dsh.instance` label, names `<prefix>-agent-…` /
+// `<prefix>-pool-…`) belong to whichever instance's store recorded them, so:
+// - a legacy agent container is adopted only when its container id is an agent's sandbox id in this
+//   instance's store (`claim`); anything else is left alone (another instance may still run it);
+// - a legacy unassigned pool container is removed only when its workspace provably lives in this
+//   instance's workspace store (a loop image under its root); with plain volumes that cannot be
+//   proven, so those are left for the operator (`docker rm -f`, they are unassigned and empty).
+
+import type Docker from 'dockerode';
+import { SandboxError } from '../../errors.ts';
+import { WORKSPACE_ROOT } from '../paths.ts';
+import { LABEL_INSTANCE, LABEL_POOL, LABEL_POOL_OWNER } from './config.ts';
+import { agentSlug } from './containers.ts';
+import type { WorkspaceMount } from './workspaces.ts';
+
+/** An instance id as the store makes it (12 hex digits); short enough for workspace names. */
+const INSTANCE = /^[a-z0-9]{1,16}$/;
+
+export interface Naming {
+  /** `<prefix>-<instance>`: the start of every name this instance gives. */
+  own: string;
+  agent(agentId: string): string;
+  /** The name an older version gave the agent's container. */
+  legacyAgent(agentId: string): string;
+  /** A fresh unique pool container name. */
+  pool(random: string): string;
+}
+
+export const naming = (prefix: string, instance: string): Naming => {
+  if (!INSTANCE.test(instance)) {
+    throw new SandboxError(
+      'CONFIG_INVALID',
+      `The docker provider's instance id must be 1-16 lowercase letters or digits (the store's instanceId), got ${JSON.stringify(instance)}.`,
+    );
+  }
+  const own = `${prefix}-${instance}`;
+  return {
+    own,
+    agent: (agentId) => `${own}-agent-${agentSlug(agentId)}`,
+    legacyAgent: (agentId) => `${prefix}-agent-${agentSlug(agentId)}`,
+    pool: (random) => `${own}-pool-${random.replace(/[^a-zA-Z0-9]/g, 'x')}`,
+  };
+};
+
+export interface Owner {
+  prefix: string;
+  instance: string;
+  /** This process's pool nonce (`dsh.pool.owner`): its own pool containers are live, not leftovers. */
+  process: string;
+  /** Container ids this instance's store records as agents' sandboxes (for legacy containers). */
+  claim: ReadonlySet<string>;
+  /** Whether a workspace provably lives in this instance's workspace store. */
+  owns(mount: WorkspaceMount): boolean;
+}
+
+/** What adopt() does with one listed container. */
+export type Verdict =
+  /** An agent container of this instance: get(agentId) finds it (legacy ones through `name`). */
+  | { kind: 'adopt'; name: string; legacy: boolean }
+  /** An unassigned pool container a previous process of this instance left behind. */
+  | { kind: 'remove' }
+  /** Not this instance's to touch (another instance's, or this process's own live pool). */
+  | { kind: 'keep' };
+
+/** The /workspace mount of a listed container, named as `workspaceOf` names an inspected one. */
+export const listedWorkspace = (c: Docker.ContainerInfo): WorkspaceMount | undefined => {
+  const m = (c.Mounts ?? []).find((x) => x.Destination === WORKSPACE_ROOT);
+  if (!m) return undefined;
+  return m.Type === 'volume' ? { type: 'volume', source: m.Name ?? '' } : { type: m.Type, source: m.Source };
+};
+
+export const classify = (c: Docker.ContainerInfo, o: Owner): Verdict => {
+  const labels = c.Labels ?? {};
+  const names = c.Names.map((n) => n.replace(/^\//, ''));
+  const instance = labels[LABEL_INSTANCE];
+  if (instance === o.instance) {
+    const own = `${o.prefix}-${o.instance}`;
+    const agent = names.find((n) => n.startsWith(`${own}-agent-`));
+    if (agent) return { kind: 'adopt', name: agent, legacy: false };
+    const pooled = labels[LABEL_POOL] === '1' && names.some((n) => n.startsWith(`${own}-pool-`));
+    return pooled && labels[LABEL_POOL_OWNER] !== o.process ? { kind: 'remove' } : { kind: 'keep' };
+  }
+  if (instance !== undefined) return { kind: 'keep' };
+  // Made before instance ids existed.
+  const agent = names.find((n) => n.startsWith(`${o.prefix}-agent-`));
+  if (agent) return o.claim.has(c.Id) ? { kind: 'adopt', name: agent, legacy: true } : { kind: 'keep' };
+  const workspace = listedWorkspace(c);
+  const pooled = labels[LABEL_POOL] === '1' && names.some((n) => n.startsWith(`${o.prefix}-pool-`));
+  return pooled && workspace && o.owns(workspace) ? { kind: 'remove' } : { kind: 'keep' };
+};
+
+/** Workspace names the sweep may remove when no container uses them: this instance's, and legacy ones. */
+export const sweepable =
+  (prefix: string, instance: string) =>
+  (name: string): boolean =>
+    name.startsWith(`${prefix}-${instance}-`) ||
+    name.startsWith(`${prefix}-agent-`) ||
+    name.startsWith(`${prefix}-pool-`);

@@ -1,0 +1,73 @@
+import type Docker from 'dockerode';
+import { describe, expect, it } from 'vitest';
+import { classify, naming, type Owner, sweepable } from '../../../host/sandbox/docker/ownership.ts';
+
+const listed = (name: string, labels: Record<string, string>, id = name, source = `/ws/${name}-ws`) =>
+  ({
+    Id: id,
+    Names: [`/${name}`],
+    Labels: { 'dsh.managed': '1', ...labels },
+    Mounts: [{ Type: 'bind', Source: source, Destination: '/workspace' }],
+  }) as unknown as Docker.ContainerInfo;
+
+const self: Owner = {
+  prefix: 'dsh',
+  instance: 'aaaa11112222',
+  process: 'proc-now',
+  claim: new Set(['legacy-claimed']),
+  owns: (m) => m.source.startsWith('/ws/'),
+};
+const mine = { 'dsh.instance': 'aaaa11112222' };
+const theirs = { 'dsh.instance': 'bbbb33334444' };
+
+describe('what an instance owns on a shared engine', () => {
+  it('adopts its own agents and removes only its own previous process pool leftovers', () => {
+    expect(classify(listed('dsh-aaaa11112222-agent-x', mine), self)).toEqual({
+      kind: 'adopt',
+      name: 'dsh-aaaa11112222-agent-x',
+      legacy: false,
+    });
+    const pool = { ...mine, 'dsh.pool': '1' };
+    expect(
+      classify(listed('dsh-aaaa11112222-pool-1', { ...pool, 'dsh.pool.owner': 'proc-old' }), self).kind,
+    ).toBe('remove');
+    expect(
+      classify(listed('dsh-aaaa11112222-pool-2', { ...pool, 'dsh.pool.owner': 'proc-now' }), self).kind,
+    ).toBe('keep');
+    // A pooled container already assigned to an agent (renamed) is an agent, never a leftover.
+    expect(
+      classify(listed('dsh-aaaa11112222-agent-y', { ...pool, 'dsh.pool.owner': 'proc-old' }), self).kind,
+    ).toBe('adopt');
+  });
+
+  it("never touches another instance's containers, whatever their names", () => {
+    const pool = { ...theirs, 'dsh.pool': '1', 'dsh.pool.owner': 'x' };
+    for (const name of ['dsh-bbbb33334444-pool-1', 'dsh-bbbb33334444-agent-x', 'dsh-pool-1', 'dsh-agent-x'])
+      expect(classify(listed(name, pool, 'legacy-claimed'), self)).toEqual({ kind: 'keep' });
+  });
+
+  it('takes containers from before instance ids only with proof: claimed agents, pools in its own workspace folder', () => {
+    expect(classify(listed('dsh-agent-old', {}, 'legacy-claimed'), self)).toEqual({
+      kind: 'adopt',
+      name: 'dsh-agent-old',
+      legacy: true,
+    });
+    expect(classify(listed('dsh-agent-other', {}, 'unknown-id'), self).kind).toBe('keep');
+    const pool = { 'dsh.pool': '1', 'dsh.pool.owner': 'old' };
+    expect(classify(listed('dsh-pool-1', pool), self).kind).toBe('remove');
+    expect(classify(listed('dsh-pool-2', pool, 'p2', '/elsewhere/dsh-pool-2-ws'), self).kind).toBe('keep');
+  });
+
+  it('gives each instance its own names, and sweeps only its own and legacy workspaces', () => {
+    const a = naming('dsh', 'aaaa11112222');
+    const b = naming('dsh', 'bbbb33334444');
+    expect(a.agent('same')).toBe('dsh-aaaa11112222-agent-same');
+    expect(a.agent('same')).not.toBe(b.agent('same'));
+    expect(a.legacyAgent('same')).toBe('dsh-agent-same');
+    expect(a.pool('x/y')).toMatch(/^dsh-aaaa11112222-pool-xxy$/);
+    const only = sweepable('dsh', 'aaaa11112222');
+    expect(['dsh-aaaa11112222-agent-x-ws', 'dsh-agent-x-ws', 'dsh-pool-1-ws'].every(only)).toBe(true);
+    expect(only('dsh-bbbb33334444-agent-x-ws')).toBe(false);
+    expect(() => naming('dsh', 'Not Valid')).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID' }));
+  });
+});
