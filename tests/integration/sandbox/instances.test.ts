@@ -207,6 +207,9 @@ describe('a sandbox that vanished', () => {
     expect(again?.id).not.toBe(sb.id);
     expect(errors.join('\n')).toMatch(/removed-by-hand was gone .*files kept/);
     await provider.destroy('removed-by-hand');
+    // A destroyed agent's old handle never brings a container back.
+    await expect(sb.exec('true')).rejects.toThrow(/was destroyed/);
+    expect(await provider.get('removed-by-hand')).toBeUndefined();
     await provider.close();
   });
 });
