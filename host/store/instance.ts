@@ -8,7 +8,7 @@ import { SandboxError } from '../errors.ts';
 import { type Database, guarded } from './db.ts';
 
 /** What an instance id looks like; the docker provider puts it into names and labels. */
-export const INSTANCE_ID = /^[a-z0-9]{4,32}$/;
+export const INSTANCE_ID = /^[a-z0-9]{4,16}$/;
 
 /** This store's instance id. Throws STORE_FAILED when the row is missing or damaged. */
 export const instanceIdOf = (db: Database): string => {
