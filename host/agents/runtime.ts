@@ -2,6 +2,9 @@
 // layer with a restriction mask; each agent gets its own child of its preset (its restrictions,
 // its policy as a rules policy, its remote tools). Conditional tools are resolved once per
 // describe and per batch, the way a model step would.
+// Invariant: an agent's tools fail closed once disposed (its agent deleted or the service closed):
+// a guard installed first and never removed denies every call still made through the scope, so a
+// program or workflow that outlives its agent cannot run anything without its policy.
 
 import { rulesPolicy } from '../../policies/index.ts';
 import { messageOf, SandboxError } from '../errors.ts';
@@ -58,6 +61,12 @@ export const createRegistryRuntime = (registry: ToolRegistry): ToolRuntime => {
 
     forAgent(spec: AgentToolsSpec): AgentTools {
       const scope = presetScope(spec.preset).child(`agent:${spec.agent.id}`);
+      let retired = false;
+      scope.guard(() =>
+        retired
+          ? `Agent ${spec.agent.id} is gone (deleted, or the service stopped); nothing runs for it.`
+          : undefined,
+      );
       const disposers: Disposer[] = [];
       try {
         if (spec.restrict) disposers.push(scope.restrict(spec.restrict));
@@ -78,6 +87,7 @@ export const createRegistryRuntime = (registry: ToolRegistry): ToolRuntime => {
           }
         },
         async execute(calls, signal) {
+          if (retired) throw new SandboxError('NOT_FOUND', `Agent ${spec.agent.id} was deleted.`);
           const set = await scope.resolve({ agent: spec.agent, signal });
           try {
             return await scope.execute(calls, { agent: spec.agent, mode: spec.mode, toolSet: set, signal });
@@ -87,6 +97,7 @@ export const createRegistryRuntime = (registry: ToolRegistry): ToolRuntime => {
         },
         register: (definition) => scope.register(definition),
         dispose() {
+          retired = true;
           for (const dispose of disposers.splice(0)) dispose();
         },
       };

@@ -6,6 +6,11 @@
 // transfer needs one (tools get `services.sandbox` as a function), so creating an agent is a cheap
 // store write and agents that only use remote tools never hold a container.
 // Invariants: another tenant's agent reads as NOT_FOUND; results come back in call order.
+// Deletion: once delete() has marked the agent deleted (synchronously, before its first await),
+// nothing runs for it any more: its tool scope fails closed (every call, inner ones included, is
+// DENIED), its batches are aborted, its host requests cancelled, its terminal sockets told, and no
+// sandbox can be created for it (the creation path re-reads the store at the point of creation
+// and waits for nothing a delete in progress could miss); the sandbox is destroyed last.
 import { isSandboxError, messageOf, SandboxError } from '../errors.ts';
 import type { Sandbox, SandboxProvider } from '../sandbox/types.ts';
 import type { AgentRecord, Store } from '../store/index.ts';
@@ -47,6 +52,11 @@ export interface AgentServiceOptions {
    */
   spawn?: SpawnProvider;
   now?: () => number;
+  /**
+   * How long delete() waits for the agent's aborted batches to settle before it destroys the
+   * sandbox anyway (a body that ignores its signal loses the sandbox under it). Default 5000 ms.
+   */
+  deleteGraceMs?: number;
 }
 
 export interface AgentService {
@@ -54,8 +64,13 @@ export interface AgentService {
   /** Throws NOT_FOUND for unknown, deleted or another tenant's agents. */
   get(tenantId: string, id: string): Agent;
   list(tenantId: string): Agent[];
-  /** Marks the agent deleted and destroys its sandbox. */
+  /**
+   * Marks the agent deleted, then stops everything it started (batches, programs, workflows, host
+   * requests, terminal sockets through onDeleted) and destroys its sandbox; resolves when done.
+   */
   delete(tenantId: string, id: string): Promise<void>;
+  /** Runs `listener` once when the agent is deleted; returns the unsubscriber. */
+  onDeleted(agent: Agent, listener: () => void): () => void;
   tools(agent: Agent): Promise<ToolSurface>;
   call(agent: Agent, calls: ToolCall[], options: CallOptions): Promise<ToolResult[]>;
   /** The agent's sandbox, created on first use (or re-adopted after a restart). */
@@ -86,6 +101,16 @@ const toAgent = (record: AgentRecord): Agent => ({
 });
 
 const SHUTDOWN = 'SHUTTING_DOWN';
+const DELETED = 'AGENT_DELETED';
+
+const deletedError = (id: string): SandboxError =>
+  new SandboxError('NOT_FOUND', `Agent ${id} was deleted.`, { data: { agentId: id } });
+
+interface Batch {
+  agentId: string;
+  controller: AbortController;
+  done: Promise<unknown>;
+}
 
 export const createAgentService = (options: AgentServiceOptions): AgentService => {
   const { store, sandboxes: provider } = options;
@@ -96,8 +121,20 @@ export const createAgentService = (options: AgentServiceOptions): AgentService =
     options.spawn ?? createRequestSpawner(store.requests, options.now ? { now: options.now } : {});
   const live = new Map<string, Live>();
   const sandboxes = new Map<string, Promise<Sandbox>>();
-  const running = new Set<{ controller: AbortController; done: Promise<unknown> }>();
+  const running = new Set<Batch>();
+  /** Agents whose delete() is in progress in this process (the store already says deleted). */
+  const deleting = new Set<string>();
+  const deletionListeners = new Map<string, Set<() => void>>();
+  const deleteGraceMs = options.deleteGraceMs ?? 5000;
   let closing = false;
+
+  /** Deleted here or by another process sharing the store. */
+  const gone = (agent: Agent): boolean =>
+    deleting.has(agent.id) || store.agents.get(agent.tenantId, agent.id) === undefined;
+
+  const cancelRequests = (sessionId: string): void => {
+    for (const request of store.requests.list(sessionId, 'pending')) store.requests.cancel(request.id);
+  };
 
   /** The remote tools of an agent: its creation config, replaced by the last registration event. */
   const remoteSpecs = (agent: Agent): RemoteToolSpec[] => {
@@ -127,8 +164,10 @@ export const createAgentService = (options: AgentServiceOptions): AgentService =
   };
 
   const liveOf = (agent: Agent): Live => {
+    if (deleting.has(agent.id)) throw deletedError(agent.id);
     const existing = live.get(agent.id);
     if (existing !== undefined) return existing;
+    if (gone(agent)) throw deletedError(agent.id);
     const scope: AgentScope = {
       id: agent.id,
       sessionId: agent.sessionId,
@@ -158,11 +197,20 @@ export const createAgentService = (options: AgentServiceOptions): AgentService =
     return state;
   };
 
+  /**
+   * The agent's sandbox, created at most once per process. Race-free against delete(): the check
+   * and the registration in `sandboxes` happen synchronously, so a delete either refuses this call
+   * or finds the pending creation and waits for it before destroying; a creation that finishes
+   * after the agent was deleted elsewhere destroys what it made.
+   */
   const sandboxOf = (agent: Agent): Promise<Sandbox> => {
+    if (deleting.has(agent.id)) return Promise.reject(deletedError(agent.id));
     let pending = sandboxes.get(agent.id);
     if (pending === undefined) {
+      if (gone(agent)) return Promise.reject(deletedError(agent.id));
       pending = (async () => {
         const existing = await provider.get(agent.id);
+        if (existing === undefined && gone(agent)) throw deletedError(agent.id);
         const sandbox =
           existing ??
           (await provider.create({
@@ -170,6 +218,10 @@ export const createAgentService = (options: AgentServiceOptions): AgentService =
             agentId: agent.id,
             limits: sandboxLimits(agent.config.sandbox),
           }));
+        if (gone(agent)) {
+          if (!deleting.has(agent.id)) await provider.destroy(agent.id).catch(() => undefined);
+          throw deletedError(agent.id);
+        }
         store.agents.setSandboxId(agent.id, sandbox.id);
         return sandbox;
       })();
@@ -225,13 +277,50 @@ export const createAgentService = (options: AgentServiceOptions): AgentService =
     list: (tenantId) => store.agents.list(tenantId).map(toAgent),
 
     async delete(tenantId, id) {
-      service.get(tenantId, id);
-      store.agents.markDeleted(tenantId, id);
-      const state = live.get(id);
-      live.delete(id);
-      state?.tools.dispose();
-      sandboxes.delete(id);
-      await provider.destroy(id);
+      const agent = service.get(tenantId, id);
+      // Everything up to the first await is synchronous: from here on nothing new starts for it.
+      if (!store.agents.markDeleted(tenantId, id)) throw deletedError(id);
+      deleting.add(id);
+      try {
+        const state = live.get(id);
+        live.delete(id);
+        state?.tools.dispose(); // fails closed: any call still made through its scope is DENIED
+        const listeners = deletionListeners.get(id);
+        deletionListeners.delete(id);
+        for (const listener of listeners ?? []) listener();
+        const batches = [...running].filter((b) => b.agentId === id);
+        for (const batch of batches) batch.controller.abort(DELETED);
+        cancelRequests(agent.sessionId);
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([
+          Promise.all(batches.map((b) => b.done)),
+          new Promise<void>((resolve) => {
+            timer = setTimeout(resolve, deleteGraceMs);
+          }),
+        ]);
+        clearTimeout(timer);
+        cancelRequests(agent.sessionId); // made by a body between the abort and its end
+        const creating = sandboxes.get(id);
+        sandboxes.delete(id);
+        await creating?.catch(() => undefined);
+        await provider.destroy(id);
+      } finally {
+        deleting.delete(id);
+      }
+    },
+
+    onDeleted(agent, listener) {
+      if (gone(agent)) {
+        listener();
+        return () => {};
+      }
+      const set = deletionListeners.get(agent.id) ?? new Set<() => void>();
+      deletionListeners.set(agent.id, set);
+      set.add(listener);
+      return () => {
+        set.delete(listener);
+        if (set.size === 0 && deletionListeners.get(agent.id) === set) deletionListeners.delete(agent.id);
+      };
     },
 
     async tools(agent) {
@@ -244,6 +333,7 @@ export const createAgentService = (options: AgentServiceOptions): AgentService =
           'SHUTTING_DOWN',
           'The service is shutting down; retry the calls after it restarts.',
         );
+      if (gone(agent)) throw deletedError(agent.id);
       const state = liveOf(agent);
       const controller = new AbortController();
       const onAbort = () => controller.abort(signal.reason);
@@ -251,11 +341,12 @@ export const createAgentService = (options: AgentServiceOptions): AgentService =
       if (signal.aborted) controller.abort(signal.reason);
       const untrack = onProgress ? trackBatch(store.events, agent.sessionId, calls, onProgress) : undefined;
       const work = state.tools.execute(calls, controller.signal);
-      const entry = { controller, done: work.catch(() => undefined) };
+      const entry: Batch = { agentId: agent.id, controller, done: work.catch(() => undefined) };
       running.add(entry);
       try {
         let results = await work;
         if (controller.signal.reason === SHUTDOWN) results = results.map(shutdownResult);
+        if (controller.signal.reason === DELETED) results = results.map(deletedResult);
         for (const result of results) options.observe?.(result, state.remote.has(result.name));
         return results;
       } finally {
@@ -320,6 +411,13 @@ export const createAgentService = (options: AgentServiceOptions): AgentService =
       content: [{ type: 'text', text: `Error: ${message}` }],
       error: { code: 'SHUTTING_DOWN', message },
     };
+  };
+
+  const deletedResult = (result: ToolResult): ToolResult => {
+    const code = result.error?.code;
+    if (code !== 'ABORTED' && code !== 'ABORTED_BEFORE_DISPATCH') return result;
+    const message = 'The agent was deleted while this call ran; it was stopped.';
+    return { ...result, content: [{ type: 'text', text: `Error: ${message}` }], error: { code, message } };
   };
 
   return service;

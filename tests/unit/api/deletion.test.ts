@@ -1,0 +1,161 @@
+// Deleting an agent stops what it started (issue 11): a program still looping on tools when its
+// agent is deleted runs nothing after the 204, its policy keeps failing closed, its pending host
+// requests are cancelled, and nothing (an inner call, a route that loaded the agent before the
+// delete, a sandbox creation racing the delete) leaves a sandbox behind for it.
+import * as v from 'valibot';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createMemoryProvider } from '../../../host/sandbox/memory/provider.ts';
+import type { Sandbox, SandboxProvider } from '../../../host/sandbox/types.ts';
+import { defineTool } from '../../../host/tools/index.ts';
+import { type Api, type Loose, makeApi } from './harness.ts';
+
+let api: Api;
+beforeEach(() => {
+  api = makeApi();
+});
+afterEach(async () => {
+  await api.close();
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface Round {
+  at: number;
+  write: string;
+  bash: string;
+}
+
+/**
+ * A stand-in for a run_code program (the unit project has no isolate host): it keeps making inner
+ * calls through the pipeline, and (like a hostile body) ignores its signal for `extra` more rounds
+ * after it was aborted.
+ */
+const loopTool = (rounds: Round[], extra = 3) =>
+  defineTool({
+    name: 'loop_tools',
+    description: 'calls write and bash in a loop',
+    parameters: v.object({}),
+    output: { schema: v.string() },
+    async execute(_args, exec) {
+      let after = 0;
+      for (let i = 0; i < 10_000; i++) {
+        const w = await exec.callTool('write', { file_path: `f${i}.txt`, content: 'x' });
+        const b = await exec.callTool('bash', { command: 'echo hi', description: 'probe' });
+        rounds.push({ at: Date.now(), write: w.error?.code ?? 'ok', bash: b.error?.code ?? 'ok' });
+        if (exec.signal.aborted && ++after > extra) break;
+        await sleep(5);
+      }
+      return 'done';
+    },
+  });
+
+describe('deleting an agent', () => {
+  it('stops its running program: nothing runs after the 204, policy stays closed, no new sandbox', async () => {
+    const rounds: Round[] = [];
+    api.registry.global.register(loopTool(rounds));
+    const agent = await api.createAgent(api.keyA, { preset: 'creator', policy: { deny: ['bash'] } });
+    const batch = api.call(api.keyA, agent.id, [{ id: 'p', name: 'loop_tools', arguments: {} }]);
+    while (rounds.length < 3) await sleep(5);
+    expect(rounds.every((r) => r.write === 'ok' && r.bash === 'DENIED')).toBe(true);
+    expect(await api.sandboxes.get(agent.id)).toBeDefined();
+
+    const deleted = await api.request(api.keyA, 'DELETE', `/v1/agents/${agent.id}`);
+    const at = Date.now();
+    expect(deleted.status).toBe(204);
+    // The batch ended with the delete, not at some later point.
+    const res = await batch;
+    expect(res.status).toBe(200);
+    expect(res.json.results[0].ok).toBe(false);
+    const after = rounds.filter((r) => r.at >= at);
+    const late = rounds.slice(rounds.findIndex((r) => r.write !== 'ok'));
+    expect(late.length).toBeGreaterThan(0);
+    for (const r of [...after, ...late]) {
+      expect(r.write).not.toBe('ok');
+      expect(['DENIED', 'ABORTED_BEFORE_DISPATCH', 'ABORTED']).toContain(r.bash);
+      expect(['DENIED', 'ABORTED_BEFORE_DISPATCH', 'ABORTED']).toContain(r.write);
+    }
+    expect(await api.sandboxes.get(agent.id)).toBeUndefined();
+    expect(api.agents.liveSandboxes()).toBe(0);
+    expect((await api.request(api.keyA, 'GET', `/v1/agents/${agent.id}`)).status).toBe(404);
+  });
+
+  it('cancels its pending host requests at once (the call does not wait for their expiry)', async () => {
+    const agent = await api.createAgent(api.keyA, {
+      remoteTools: [
+        { name: 'ask_client', description: 'client side', parameters: { type: 'object' }, timeoutMs: 60_000 },
+      ],
+    });
+    const batch = api.call(api.keyA, agent.id, [{ id: 'r', name: 'ask_client', arguments: {} }]);
+    let pending: Loose[] = [];
+    while (pending.length === 0) {
+      await sleep(5);
+      pending = api.store.requests.list(agent.id, 'pending');
+    }
+    expect((await api.request(api.keyA, 'DELETE', `/v1/agents/${agent.id}`)).status).toBe(204);
+    const res = await batch;
+    expect(res.json.results[0].error.code).not.toBe('REQUEST_EXPIRED');
+    expect(res.json.results[0].ok).toBe(false);
+    expect(api.store.requests.list(agent.id, 'pending')).toEqual([]);
+    expect(api.store.requests.get(pending[0].id)?.state).toBe('cancelled');
+    // Answering it afterwards is refused like any request of an unknown agent.
+    const answer = await api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/requests/${pending[0].id}`, {
+      result: 1,
+    });
+    expect(answer.status).toBe(404);
+  });
+
+  it('refuses its files, archive, tools and calls, and never creates a sandbox for it again', async () => {
+    const agent = await api.createAgent(api.keyA);
+    const loaded = api.agents.get(api.store.tenants.verifyKey(api.keyA)!.id, agent.id);
+    expect((await api.request(api.keyA, 'DELETE', `/v1/agents/${agent.id}`)).status).toBe(204);
+    for (const [method, path] of [
+      ['GET', 'files?path=a.txt'],
+      ['PUT', 'files?path=a.txt'],
+      ['GET', 'archive?path=.'],
+      ['GET', 'tools'],
+      ['POST', 'calls'],
+    ] as const) {
+      const res = await api.request(
+        api.keyA,
+        method,
+        `/v1/agents/${agent.id}/${path}`,
+        method === 'POST' ? { calls: [{ id: 'c', name: 'read', arguments: { file_path: 'a' } }] } : undefined,
+      );
+      expect(res.status, `${method} ${path}`).toBe(404);
+    }
+    // A request that loaded the agent just before the delete (its handler still holds it).
+    await expect(api.agents.sandbox(loaded)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(api.agents.call(loaded, [], { signal: new AbortController().signal })).rejects.toMatchObject(
+      {
+        code: 'NOT_FOUND',
+      },
+    );
+    expect(await api.sandboxes.get(agent.id)).toBeUndefined();
+  });
+
+  it('a sandbox creation racing the delete leaves nothing behind', async () => {
+    await api.close();
+    const base = createMemoryProvider();
+    let created = 0;
+    // The memory provider with a slow create, like Docker's (a container takes a while to make).
+    const slow: SandboxProvider = {
+      ...base,
+      async create(spec): Promise<Sandbox> {
+        await sleep(50);
+        created++;
+        return base.create(spec);
+      },
+    };
+    api = makeApi({}, { sandboxes: slow });
+    const agent = await api.createAgent(api.keyA);
+    const loaded = api.agents.get(api.store.tenants.verifyKey(api.keyA)!.id, agent.id);
+    const first = api.agents.sandbox(loaded).catch((e: unknown) => e);
+    await sleep(10); // creation under way
+    expect((await api.request(api.keyA, 'DELETE', `/v1/agents/${agent.id}`)).status).toBe(204);
+    await first;
+    expect(created).toBe(1);
+    expect(await base.get(agent.id)).toBeUndefined();
+    await expect(api.agents.sandbox(loaded)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    expect(created).toBe(1);
+  });
+});
