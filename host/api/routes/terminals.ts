@@ -6,9 +6,17 @@
 // ({"type":"resize","cols","rows"} or {"type":"signal","signal"}) is a control, any other text is
 // input. On attach the buffered output is replayed (from `?offset=N` when given), then output
 // streams live; the socket closes 1000 when the terminal ends, 1011 when the sandbox connection is
-// lost, 1013 when the client reads too slowly. Every check happens before the upgrade, so another
-// tenant's agent or an unknown terminal is a plain 404.
+// lost, 1013 when the client reads too slowly, 1000 `agent deleted` when its agent is deleted.
+// Every check happens before the upgrade, so another tenant's agent or an unknown terminal is a
+// plain 404.
+// Bounds (issue 11): a tenant's socket slot is taken synchronously when the upgrade request
+// arrives, before any await, and given back when its TCP socket closes (so N concurrent attempts
+// can never exceed the cap); input is bounded per socket: above INPUT_HIGH bytes waiting for the
+// sandbox the socket is paused (TCP pushes back on the client) and resumed below INPUT_LOW; a
+// frame over MAX_WS_PAYLOAD closes it 1009; pending input over INPUT_LIMIT (a client that got
+// past the pause) closes it 1008.
 
+import type { IncomingMessage } from 'node:http';
 import { upgradeWebSocket } from '@hono/node-server';
 import { Hono } from 'hono';
 import type { WSContext } from 'hono/ws';
@@ -18,7 +26,10 @@ import { isSandboxError, SandboxError } from '../../errors.ts';
 import type { SandboxTerminals, TerminalSignal } from '../../sandbox/types.ts';
 import type { TenantStore } from '../../store/index.ts';
 import { bearerToken } from '../auth.ts';
+import { type ConnectionGuard, claimConnection } from '../connections.ts';
 import type { ApiEnv } from '../env.ts';
+import { createTenantLimiter } from '../limits.ts';
+import type { Metrics } from '../metrics.ts';
 import { loadAgent } from './agents.ts';
 
 export const TERMINAL_PROTOCOL = 'dsh.terminal.v1';
@@ -27,6 +38,37 @@ const BEARER_PROTOCOL = 'bearer.';
 export const MAX_WS_PAYLOAD = 256 * 1024;
 /** Output queued for a client beyond which it is disconnected (1013) rather than buffered. */
 const MAX_BUFFERED = 8 * 1024 * 1024;
+/** Input waiting for the sandbox above which the socket stops reading, and below which it resumes. */
+export const INPUT_HIGH = 1024 * 1024;
+const INPUT_LOW = 256 * 1024;
+/** Input waiting for the sandbox beyond which the socket is closed (1008). */
+export const INPUT_LIMIT = 4 * 1024 * 1024;
+/** What one queued frame costs beyond its bytes, so that floods of empty frames are bounded too. */
+const FRAME_COST = 64;
+/** How long input waits for a terminal whose program stopped reading before the socket closes. */
+const STALLED_MS = 30_000;
+
+/**
+ * Writes input, waiting while the sandbox says the terminal's own input queue is full
+ * (LIMIT_EXCEEDED): that wait is what keeps this socket's queue growing, and so paused.
+ */
+const writeWhenReady = async (
+  terms: SandboxTerminals,
+  tid: string,
+  data: string | Uint8Array,
+  stop: AbortSignal,
+): Promise<void> => {
+  for (let delay = 10, waited = 0; ; delay = Math.min(delay * 2, 500)) {
+    try {
+      return await terms.write(tid, data);
+    } catch (error) {
+      if (!(isSandboxError(error) && error.code === 'LIMIT_EXCEEDED') || stop.aborted) throw error;
+      if (waited >= STALLED_MS) throw error;
+    }
+    await new Promise((resolve) => setTimeout(resolve, delay));
+    waited += delay;
+  }
+};
 const SIGNALS: TerminalSignal[] = ['SIGINT', 'SIGTERM', 'SIGKILL', 'SIGTSTP', 'SIGHUP', 'SIGQUIT', 'SIGCONT'];
 
 /**
@@ -67,6 +109,17 @@ const controlOf = (text: string): Control | undefined => {
 export interface TerminalRouteOptions {
   /** Open terminal sockets per tenant. Default 32. */
   maxSocketsPerTenant?: number;
+  /** Where the sockets' gauges go (open sockets, input waiting for sandboxes). Default: nowhere. */
+  metrics?: Metrics;
+  /** The server's connection admission: an authenticated upgrade claims its connection. */
+  connections?: ConnectionGuard;
+}
+
+/** The raw ws socket behind hono's WSContext (pause/resume are ws 8 methods). */
+interface RawSocket {
+  bufferedAmount?: number;
+  pause?: () => void;
+  resume?: () => void;
 }
 
 export const terminalRoutes = (
@@ -75,7 +128,21 @@ export const terminalRoutes = (
   options: TerminalRouteOptions = {},
 ): Hono<ApiEnv> => {
   const maxSockets = options.maxSocketsPerTenant ?? 32;
-  const open = new Map<string, number>();
+  const sockets = createTenantLimiter(maxSockets);
+  let open = 0;
+  let inputPending = 0;
+  let inputPendingMax = 0;
+  options.metrics?.gauge('dsh_terminal_sockets_open', 'Terminal WebSockets open (or upgrading).', () => open);
+  options.metrics?.gauge(
+    'dsh_terminal_input_pending_bytes',
+    'Terminal input received from clients and not yet written to a sandbox.',
+    () => inputPending,
+  );
+  options.metrics?.gauge(
+    'dsh_terminal_input_pending_bytes_max',
+    'The most terminal input ever waiting for sandboxes at once since start.',
+    () => inputPendingMax,
+  );
   const app = new Hono<ApiEnv>();
 
   app.get(
@@ -91,6 +158,7 @@ export const terminalRoutes = (
         throw new SandboxError('UNAUTHORIZED', 'The API key is unknown or revoked.', {
           data: { wwwAuthenticate: 'Bearer realm="dsh-sandbox", error="invalid_token"' },
         });
+      claimConnection(options.connections, c, tenant.id);
       c.set('tenant', tenant);
       await next();
     },
@@ -99,16 +167,12 @@ export const terminalRoutes = (
       if (c.req.header('upgrade')?.toLowerCase() !== 'websocket')
         throw new SandboxError('BAD_REQUEST', 'Connect to a terminal with a WebSocket (Upgrade: websocket).');
       const tenantId = c.get('tenant').id;
+      const agent = c.get('agent');
       const tid = c.req.param('tid') ?? '';
-      const sandbox = await agents.sandbox(c.get('agent'));
-      const terms: SandboxTerminals | undefined = sandbox.terminals;
-      const found =
-        terms && /^[A-Za-z0-9_-]{1,64}$/.test(tid)
-          ? (await terms.list()).find((t) => t.id === tid)
-          : undefined;
-      if (!terms || !found)
-        throw new SandboxError('NOT_FOUND', `No terminal ${JSON.stringify(tid.slice(0, 80))}.`);
-      if ((open.get(tenantId) ?? 0) >= maxSockets)
+      // The slot is taken here, synchronously, and held until the connection is gone: checking
+      // after the awaits below would let every concurrent attempt pass the same check.
+      const slot = sockets.tryAcquire(tenantId);
+      if (slot === undefined)
         throw new SandboxError(
           'RATE_LIMITED',
           `At most ${maxSockets} terminal sockets per tenant; close one.`,
@@ -116,80 +180,144 @@ export const terminalRoutes = (
             data: { retryAfterS: 5 },
           },
         );
+      open++;
+      let released = false;
+      const detach = new AbortController();
+      let ws: WSContext | undefined;
+      let stopWatching = (): void => {};
+      const release = (): void => {
+        detach.abort();
+        stopWatching();
+        if (released) return;
+        released = true;
+        open--;
+        slot();
+      };
+      // The connection's own end releases too: an upgrade whose handshake never completes gets
+      // neither onOpen nor onClose.
+      const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
+      incoming?.socket.once('close', release);
+      let terms: SandboxTerminals | undefined;
+      try {
+        const sandbox = await agents.sandbox(agent);
+        terms = sandbox.terminals;
+        const found =
+          terms && /^[A-Za-z0-9_-]{1,64}$/.test(tid)
+            ? (await terms.list()).find((t) => t.id === tid)
+            : undefined;
+        if (!found) throw new SandboxError('NOT_FOUND', `No terminal ${JSON.stringify(tid.slice(0, 80))}.`);
+      } catch (error) {
+        incoming?.socket.off('close', release);
+        release();
+        throw error;
+      }
+      const terminal = terms as SandboxTerminals;
       const rawOffset = Number(c.req.query('offset'));
       const offset = Number.isSafeInteger(rawOffset) && rawOffset >= 0 ? rawOffset : undefined;
-      const detach = new AbortController();
+      const closeWith = (socket: WSContext | undefined, code: number, reason: string): void => {
+        if (socket && (socket.readyState === 0 || socket.readyState === 1))
+          socket.close(code, reason.slice(0, 120));
+      };
+      let deleted = false;
+      stopWatching = agents.onDeleted(agent, () => {
+        deleted = true;
+        closeWith(ws, 1000, 'agent deleted');
+        release();
+      });
+
+      // Input and controls run one after another, in arrival order; `pending` bytes wait.
       let input = Promise.resolve();
-      let counted = false;
-      const release = (): void => {
-        if (!counted) return;
-        counted = false;
-        const left = (open.get(tenantId) ?? 1) - 1;
-        if (left <= 0) open.delete(tenantId);
-        else open.set(tenantId, left);
-      };
-      const closeWith = (ws: WSContext, code: number, reason: string): void => {
-        if (ws.readyState === 0 || ws.readyState === 1) ws.close(code, reason.slice(0, 120));
-      };
-      /** Input and controls run one after another, in arrival order. */
-      const enqueue = (ws: WSContext, work: () => Promise<unknown>): void => {
-        input = input.then(work).then(
-          () => undefined,
-          (e: unknown) => {
-            if (isSandboxError(e) && e.code === 'CONFLICT') closeWith(ws, 1000, 'terminal exited');
-            else if (!(isSandboxError(e) && e.code === 'INVALID_ARGUMENTS'))
-              closeWith(ws, 1011, 'sandbox connection lost');
-          },
-        );
+      let pending = 0;
+      let paused = false;
+      const enqueue = (socket: WSContext, bytes: number, work: () => Promise<unknown>): void => {
+        if (released) return;
+        const cost = bytes + FRAME_COST;
+        if (pending + cost > INPUT_LIMIT) {
+          closeWith(socket, 1008, 'terminal input too fast');
+          release();
+          return;
+        }
+        pending += cost;
+        inputPending += cost;
+        inputPendingMax = Math.max(inputPendingMax, inputPending);
+        const raw = socket.raw as RawSocket | undefined;
+        if (pending > INPUT_HIGH && !paused && raw?.pause) {
+          paused = true;
+          raw.pause();
+        }
+        input = input
+          .then(() => (released ? undefined : work()))
+          .then(
+            () => undefined,
+            (e: unknown) => {
+              if (isSandboxError(e) && e.code === 'CONFLICT') closeWith(socket, 1000, 'terminal exited');
+              else if (isSandboxError(e) && e.code === 'LIMIT_EXCEEDED')
+                closeWith(socket, 1008, 'the terminal stopped reading its input');
+              else if (!(isSandboxError(e) && e.code === 'INVALID_ARGUMENTS'))
+                closeWith(socket, 1011, 'sandbox connection lost');
+            },
+          )
+          .finally(() => {
+            pending -= cost;
+            inputPending -= cost;
+            if (paused && pending <= INPUT_LOW) {
+              paused = false;
+              raw?.resume?.();
+            }
+          });
       };
       return {
-        onOpen(_event, ws) {
-          counted = true;
-          open.set(tenantId, (open.get(tenantId) ?? 0) + 1);
-          terms
+        onOpen(_event, socket) {
+          ws = socket;
+          if (deleted || released) {
+            closeWith(socket, 1000, deleted ? 'agent deleted' : 'closed');
+            return;
+          }
+          terminal
             .attach(tid, {
               ...(offset === undefined ? {} : { offset }),
               signal: detach.signal,
               onData: (data) => {
-                const raw = ws.raw as { bufferedAmount?: number } | undefined;
+                const raw = socket.raw as RawSocket | undefined;
                 if ((raw?.bufferedAmount ?? 0) > MAX_BUFFERED) {
                   detach.abort();
-                  closeWith(ws, 1013, 'client too slow; reconnect with ?offset= to resume');
+                  closeWith(socket, 1013, 'client too slow; reconnect with ?offset= to resume');
                   return;
                 }
-                if (ws.readyState === 1) ws.send(new Uint8Array(data));
+                if (socket.readyState === 1) socket.send(new Uint8Array(data));
               },
             })
             .then(
               (info) => {
                 if (info.status === 'exited')
                   closeWith(
-                    ws,
+                    socket,
                     1000,
                     `terminal exited${info.exitCode === null ? '' : ` (${info.exitCode})`}`,
                   );
               },
-              () => closeWith(ws, 1011, 'sandbox connection lost'),
+              () => closeWith(socket, 1011, 'sandbox connection lost'),
             );
         },
-        onMessage(event, ws) {
+        onMessage(event, socket) {
           const data = event.data;
           if (typeof data === 'string') {
             const control = controlOf(data);
-            if (control?.type === 'resize') enqueue(ws, () => terms.resize(tid, control.cols, control.rows));
-            else if (control?.type === 'signal') enqueue(ws, () => terms.signal(tid, control.signal));
-            else enqueue(ws, () => terms.write(tid, data));
+            const bytes = Buffer.byteLength(data);
+            if (control?.type === 'resize')
+              enqueue(socket, bytes, () => terminal.resize(tid, control.cols, control.rows));
+            else if (control?.type === 'signal')
+              enqueue(socket, bytes, () => terminal.signal(tid, control.signal));
+            else enqueue(socket, bytes, () => writeWhenReady(terminal, tid, data, detach.signal));
           } else if (data instanceof ArrayBuffer) {
             const bytes = new Uint8Array(data);
-            enqueue(ws, () => terms.write(tid, bytes));
+            enqueue(socket, bytes.byteLength, () => writeWhenReady(terminal, tid, bytes, detach.signal));
           }
         },
         onClose() {
-          detach.abort();
           release();
         },
         onError() {
-          detach.abort();
           release();
         },
       };

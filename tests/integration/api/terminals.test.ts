@@ -4,6 +4,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { INPUT_LIMIT } from '../../../host/api/routes/terminals.ts';
 import type { SandboxTerminals } from '../../../host/sandbox/types.ts';
 import { type Harness, type Loose, startHarness, text as textOf } from '../security/harness.ts';
 
@@ -54,6 +55,13 @@ const waitFor = async (read: () => string, pattern: RegExp): Promise<string> => 
 beforeAll(async () => {
   h = await startHarness({ isolateWorkers: 1 });
 });
+
+/** A gauge's value from /metrics. */
+const gauge = async (name: string): Promise<number> => {
+  const m = new RegExp(`^${name} (\\S+)$`, 'm').exec((await http(undefined, 'GET', '/metrics')).text);
+  if (!m) throw new Error(`no gauge ${name}`);
+  return Number(m[1]);
+};
 
 afterAll(() => h?.close());
 
@@ -157,5 +165,70 @@ describe('terminals on the sandbox image', () => {
     // The terminal ends: every attached socket closes normally.
     a.ws.send(Buffer.from('exit 4\r'));
     for (const s of [a, b, c]) expect(await s.closed).toEqual({ code: 1000, reason: 'terminal exited (4)' });
+  });
+
+  it('at most the cap of sockets per tenant, even when 60 connect at once (issue 11)', async () => {
+    const agent = (await http(h.keyA, 'POST', '/v1/agents', { preset: 'creator' })).json;
+    const opened = await call(h.keyA, agent.id, 'terminal_open', { type: 'bash', name: 'many' });
+    const url = `${h.server.url.replace('http', 'ws')}/v1/agents/${agent.id}/terminals/${opened.value.sessionId}`;
+    const auth = { headers: { Authorization: `Bearer ${h.keyA}` } };
+    const attempts = await Promise.allSettled(Array.from({ length: 60 }, () => connect(url, auth)));
+    const ok = attempts.flatMap((a) => (a.status === 'fulfilled' ? [a.value] : []));
+    const refused = attempts.flatMap((a) => (a.status === 'rejected' ? [String(a.reason)] : []));
+    expect(ok.length).toBeGreaterThan(0);
+    expect(ok.length).toBeLessThanOrEqual(32);
+    expect(new Set(refused)).toEqual(new Set(['Error: HTTP 429']));
+    expect(await gauge('dsh_terminal_sockets_open')).toBe(ok.length);
+    for (const s of ok) s.ws.close();
+    await Promise.all(ok.map((s) => s.closed));
+    for (const end = Date.now() + 5000; (await gauge('dsh_terminal_sockets_open')) !== 0; ) {
+      if (Date.now() > end) throw new Error('terminal socket slots were not given back');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const again = await connect(url, auth);
+    again.ws.close();
+    await again.closed;
+  });
+
+  it('input is bounded: a flood is paused, not buffered, and arrives whole (issue 11)', async () => {
+    const agent = (await http(h.keyA, 'POST', '/v1/agents', { preset: 'creator' })).json;
+    const opened = await call(h.keyA, agent.id, 'terminal_open', { type: 'bash', name: 'flood' });
+    const tid = opened.value.sessionId as string;
+    const total = 32 * 1024 * 1024;
+    await call(h.keyA, agent.id, 'terminal_send', {
+      sessionId: tid,
+      text: `stty raw -echo; head -c ${total} | wc -c; stty sane`,
+      submit: true,
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    const url = `${h.server.url.replace('http', 'ws')}/v1/agents/${agent.id}/terminals/${tid}`;
+    const s = await connect(url, { headers: { Authorization: `Bearer ${h.keyA}` } });
+    const frame = Buffer.alloc(256 * 1024, 'a');
+    let maxClientBuffered = 0;
+    for (let sent = 0; sent < total; sent += frame.length) {
+      s.ws.send(frame);
+      maxClientBuffered = Math.max(maxClientBuffered, s.ws.bufferedAmount);
+    }
+    await waitFor(s.output, new RegExp(`[\r\n]${total}\r?\n`));
+    // The server held at most its limit at any moment (the client's own queue took the rest).
+    expect(await gauge('dsh_terminal_input_pending_bytes_max')).toBeLessThanOrEqual(INPUT_LIMIT);
+    expect(maxClientBuffered).toBeGreaterThan(INPUT_LIMIT);
+    expect(await gauge('dsh_terminal_input_pending_bytes')).toBe(0);
+    s.ws.close();
+    await s.closed;
+  });
+
+  it('a frame over the cap closes the socket 1009; deleting the agent closes the rest', async () => {
+    const agent = (await http(h.keyA, 'POST', '/v1/agents', { preset: 'creator' })).json;
+    const opened = await call(h.keyA, agent.id, 'terminal_open', { type: 'bash', name: 'gone' });
+    const url = `${h.server.url.replace('http', 'ws')}/v1/agents/${agent.id}/terminals/${opened.value.sessionId}`;
+    const auth = { headers: { Authorization: `Bearer ${h.keyA}` } };
+    const big = await connect(url, auth);
+    big.ws.send(Buffer.alloc(300 * 1024));
+    expect((await big.closed).code).toBe(1009);
+    const kept = await connect(url, auth);
+    expect((await http(h.keyA, 'DELETE', `/v1/agents/${agent.id}`)).status).toBe(204);
+    expect(await kept.closed).toEqual({ code: 1000, reason: 'agent deleted' });
+    await expect(connect(url, auth)).rejects.toThrow('HTTP 404');
   });
 });
