@@ -28,6 +28,12 @@ environment (serve):
   DSH_CALL_TIMEOUT_MS     deadline of one call batch (default 600000)
   DSH_SHUTDOWN_GRACE_MS   how long shutdown lets running calls finish (default 10000)
   DSH_MAX_CONNECTIONS     open HTTP connections at once (default 1024)
+  DSH_CONNECTION_RESERVE  connections kept for clients with a valid key (default 64)
+  DSH_TENANT_CONNECTIONS  open connections of one tenant (default 128)
+  DSH_TENANT_TERMINALS    terminal WebSockets of one tenant (default 32)
+  DSH_FIRST_BYTE_TIMEOUT_MS  a silent new connection is closed after this (default 5000)
+  DSH_HEADERS_TIMEOUT_MS  time to send a request head (default 10000)
+  DSH_KEEP_ALIVE_TIMEOUT_MS  idle keep-alive connections close after this (default 5000)
   DSH_DISK_QUOTA          on: each workspace is its own size-limited file system (default on;
                           needs root and a local engine); off: Docker volumes, no disk limit
   DSH_WORKSPACES_DIR      workspace images and mount points (default <data-dir>/workspaces)

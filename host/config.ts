@@ -29,6 +29,22 @@ export interface Config {
   callTimeoutMs: number;
   /** Open HTTP connections at once; more are refused. Default 1024 (env DSH_MAX_CONNECTIONS). */
   maxConnections: number;
+  /**
+   * Connections only clients that presented a valid key may use: connections without one hold at
+   * most maxConnections minus this, the oldest giving way to newer ones. Default 64, at most a
+   * quarter of maxConnections (env DSH_CONNECTION_RESERVE).
+   */
+  connectionReserve: number;
+  /** Connections one tenant may hold; a request past that answers 429. Default 128 (env DSH_TENANT_CONNECTIONS). */
+  tenantConnections: number;
+  /** Terminal WebSockets one tenant may hold. Default 32 (env DSH_TENANT_TERMINALS). */
+  tenantTerminals: number;
+  /** A new connection that sent nothing by then is closed. Default 5000 ms (env DSH_FIRST_BYTE_TIMEOUT_MS). */
+  firstByteTimeoutMs: number;
+  /** Time to send a complete request head; then 408 and closed. Default 10000 ms (env DSH_HEADERS_TIMEOUT_MS). */
+  headersTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this. Default 5000 ms (env DSH_KEEP_ALIVE_TIMEOUT_MS). */
+  keepAliveTimeoutMs: number;
   /** How long shutdown lets in-flight calls finish before failing them. Default 10000 ms (env DSH_SHUTDOWN_GRACE_MS). */
   shutdownGraceMs: number;
   /**
@@ -91,6 +107,24 @@ export const loadConfig = (
   cwd: string = process.cwd(),
 ): Config => {
   const dataDir = resolve(cwd, overrides.dataDir ?? env.DSH_DATA_DIR ?? '.data');
+  const maxConnections =
+    overrides.maxConnections ?? intFrom('DSH_MAX_CONNECTIONS', env.DSH_MAX_CONNECTIONS, 1024, 16, 1_000_000);
+  const connectionReserve =
+    overrides.connectionReserve ??
+    intFrom(
+      'DSH_CONNECTION_RESERVE',
+      env.DSH_CONNECTION_RESERVE,
+      Math.min(64, Math.floor(maxConnections / 4)),
+      0,
+      1_000_000,
+    );
+  if (connectionReserve >= maxConnections)
+    throw new SandboxError(
+      'CONFIG_INVALID',
+      `DSH_CONNECTION_RESERVE (${connectionReserve}) must be below DSH_MAX_CONNECTIONS (${maxConnections})`,
+    );
+  const timeout = (name: string, fallback: number): number =>
+    intFrom(name, env[name], fallback, 100, 600_000);
   return {
     host: overrides.host ?? env.DSH_HOST ?? '127.0.0.1',
     port: overrides.port ?? intFrom('DSH_PORT', env.DSH_PORT, 7070, 0, 65535),
@@ -110,9 +144,16 @@ export const loadConfig = (
     callTimeoutMs:
       overrides.callTimeoutMs ??
       intFrom('DSH_CALL_TIMEOUT_MS', env.DSH_CALL_TIMEOUT_MS, 600_000, 1000, 86_400_000),
-    maxConnections:
-      overrides.maxConnections ??
-      intFrom('DSH_MAX_CONNECTIONS', env.DSH_MAX_CONNECTIONS, 1024, 16, 1_000_000),
+    maxConnections,
+    connectionReserve,
+    tenantConnections:
+      overrides.tenantConnections ??
+      intFrom('DSH_TENANT_CONNECTIONS', env.DSH_TENANT_CONNECTIONS, 128, 1, 1_000_000),
+    tenantTerminals:
+      overrides.tenantTerminals ?? intFrom('DSH_TENANT_TERMINALS', env.DSH_TENANT_TERMINALS, 32, 1, 10_000),
+    firstByteTimeoutMs: overrides.firstByteTimeoutMs ?? timeout('DSH_FIRST_BYTE_TIMEOUT_MS', 5000),
+    headersTimeoutMs: overrides.headersTimeoutMs ?? timeout('DSH_HEADERS_TIMEOUT_MS', 10_000),
+    keepAliveTimeoutMs: overrides.keepAliveTimeoutMs ?? timeout('DSH_KEEP_ALIVE_TIMEOUT_MS', 5000),
     shutdownGraceMs:
       overrides.shutdownGraceMs ??
       intFrom('DSH_SHUTDOWN_GRACE_MS', env.DSH_SHUTDOWN_GRACE_MS, 10_000, 0, 600_000),

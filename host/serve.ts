@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { serve as listen } from '@hono/node-server';
 import { assembleAgents } from './agents/assemble.ts';
 import { createApp } from './api/app.ts';
+import { createConnectionGuard } from './api/connections.ts';
 import { createLifecycle } from './api/lifecycle.ts';
 import { createMetrics, observeCalls } from './api/metrics.ts';
 import { createWebSocketServer } from './api/routes/terminals.ts';
@@ -124,6 +125,13 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
   const metrics = createMetrics();
   const lifecycle = createLifecycle();
   const { agents } = assembleAgents({ store, sandboxes, isolates, observe: observeCalls(metrics) });
+  // Connections without a valid key cannot take the last ones, nor stay silent (api/connections.ts).
+  const connections = createConnectionGuard({
+    maxConnections: config.maxConnections,
+    reserve: config.connectionReserve,
+    firstByteMs: config.firstByteTimeoutMs,
+    perTenant: config.tenantConnections,
+  });
   const app = createApp({
     startedAt: Date.now(),
     version: VERSION,
@@ -131,12 +139,14 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
     agents,
     metrics,
     lifecycle,
+    connections,
     isolateWorkers: () => isolates.workerPids().length,
     ...(config.adminKey === undefined ? {} : { adminKey: config.adminKey }),
     limits: {
       tenantConcurrency: config.tenantConcurrency,
       maxUploadBytes: config.maxUploadBytes,
       callTimeoutMs: config.callTimeoutMs,
+      tenantTerminals: config.tenantTerminals,
     },
   });
   // Terminal WebSockets (/v1/agents/:id/terminals/:tid) upgrade through this ws server.
@@ -148,17 +158,25 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
         hostname: config.host,
         port: config.port,
         websocket: { server: wss },
-        // Request and header timeouts are checked every 5 s (Node's default is 30 s).
-        serverOptions: { connectionsCheckingInterval: 5_000 },
+        serverOptions: {
+          // Slow clients cannot hold a socket forever while sending a request: a head must be
+          // complete within headersTimeout (else 408), a whole request within 60 s; both are
+          // checked this often (Node's default is every 30 s).
+          connectionsCheckingInterval: Math.max(
+            100,
+            Math.min(5_000, Math.floor(config.headersTimeoutMs / 4)),
+          ),
+          headersTimeout: config.headersTimeoutMs,
+          requestTimeout: Math.max(60_000, config.headersTimeoutMs),
+          keepAliveTimeout: config.keepAliveTimeoutMs,
+        },
       },
       () => resolve(s as Server),
     ) as Server;
+    // Before the first connection: the guard owns the connection cap (it makes room by closing
+    // unauthenticated connections, which Node's own maxConnections could not).
+    connections.attach(s);
   });
-  // Slow clients cannot hold a socket forever while sending a request.
-  server.requestTimeout = 60_000;
-  server.headersTimeout = 20_000;
-  // A ceiling on open sockets, so slow clients cannot exhaust the process's descriptors.
-  server.maxConnections = config.maxConnections;
   const { address, port } = server.address() as AddressInfo;
   const host = address.includes(':') ? `[${address}]` : address;
 

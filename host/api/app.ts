@@ -11,6 +11,7 @@ import type { AgentService } from '../agents/service.ts';
 import { SandboxError } from '../errors.ts';
 import type { Store } from '../store/index.ts';
 import { tenantAuth } from './auth.ts';
+import { type ConnectionGuard, claimConnection } from './connections.ts';
 import type { ApiEnv } from './env.ts';
 import { errorBody, errorHandler } from './errors.ts';
 import { createLifecycle, type Lifecycle, refuseWhenShuttingDown } from './lifecycle.ts';
@@ -36,6 +37,8 @@ export interface ApiLimits {
   requestTimeoutMs: number;
   /** Deadline of one call batch; the batch is cancelled after it. Default 10 min. */
   callTimeoutMs: number;
+  /** Terminal WebSockets of one tenant open at once. Default 32. */
+  tenantTerminals: number;
 }
 
 export const DEFAULT_LIMITS: ApiLimits = {
@@ -44,6 +47,7 @@ export const DEFAULT_LIMITS: ApiLimits = {
   tenantConcurrency: 16,
   requestTimeoutMs: 30_000,
   callTimeoutMs: 600_000,
+  tenantTerminals: 32,
 };
 
 export interface AppDeps {
@@ -60,6 +64,8 @@ export interface AppDeps {
   lifecycle?: Lifecycle;
   /** Live isolate worker processes, for /metrics. */
   isolateWorkers?: () => number;
+  /** The HTTP server's connection admission (serve.ts); authenticated requests claim their connection. */
+  connections?: ConnectionGuard;
 }
 
 /**
@@ -82,6 +88,26 @@ export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
   );
   metrics.gauge('dsh_call_batches_in_flight', 'Call batches running now.', () => deps.agents.inFlight());
   metrics.gauge('dsh_isolate_workers', 'Live isolate worker processes.', () => deps.isolateWorkers?.() ?? 0);
+  const connections = deps.connections;
+  if (connections !== undefined) {
+    const stat = (key: keyof ReturnType<ConnectionGuard['stats']>) => () => connections.stats()[key];
+    metrics.gauge('dsh_connections_open', 'Open HTTP connections.', stat('open'));
+    metrics.gauge(
+      'dsh_connections_unauthenticated',
+      'Open HTTP connections that have not presented a valid key yet.',
+      stat('unauthenticated'),
+    );
+    metrics.gauge(
+      'dsh_connections_evicted',
+      'Unauthenticated connections closed since start to make room for newer ones.',
+      stat('evicted'),
+    );
+    metrics.gauge(
+      'dsh_connections_silent',
+      'Connections closed since start for sending nothing in time.',
+      stat('silent'),
+    );
+  }
 
   const app = new Hono<ApiEnv>();
   app.onError(errorHandler({ onError: (code) => metrics.error(code) }));
@@ -116,9 +142,20 @@ export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
 
   // Terminal WebSockets authenticate themselves (browsers cannot send the header) and hold no
   // request slot while open; registered first, they answer before the header auth below.
-  app.route('/', terminalRoutes(deps.agents, deps.store.tenants));
+  app.route(
+    '/',
+    terminalRoutes(deps.agents, deps.store.tenants, {
+      maxSocketsPerTenant: limits.tenantTerminals,
+      metrics,
+      ...(connections === undefined ? {} : { connections }),
+    }),
+  );
   // `/v1/agents/*` matches `/v1/agents` itself too: one registration, so one slot per request.
   app.use('/v1/agents/*', tenantAuth(deps.store.tenants));
+  app.use('/v1/agents/*', async function tenantConnection(c, next) {
+    claimConnection(connections, c, c.get('tenant').id);
+    await next();
+  });
   app.use('/v1/agents/*', tenantConcurrency(createTenantLimiter(limits.tenantConcurrency)));
   app.route('/', agentRoutes(deps.agents));
   app.route('/', callRoutes(deps.agents, limits.callTimeoutMs));

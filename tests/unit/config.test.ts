@@ -19,6 +19,20 @@ describe('configuration from the environment', () => {
     });
   });
 
+  it('keeps a share of the connections for clients with a key, and short timeouts for the rest', () => {
+    expect(loadConfig({}, {}, '/srv')).toMatchObject({
+      maxConnections: 1024,
+      connectionReserve: 64,
+      tenantConnections: 128,
+      tenantTerminals: 32,
+      firstByteTimeoutMs: 5000,
+      headersTimeoutMs: 10_000,
+      keepAliveTimeoutMs: 5000,
+    });
+    // A small cap keeps most of itself for everybody.
+    expect(loadConfig({}, { DSH_MAX_CONNECTIONS: '40' }, '/srv').connectionReserve).toBe(10);
+  });
+
   it('reads the workspace settings, explicit options winning over the environment', () => {
     const env = { DSH_DISK_QUOTA: 'off', DSH_WORKSPACES_DIR: 'ws', DSH_WORKSPACE_MB: '256' };
     expect(loadConfig({}, env, '/srv')).toMatchObject({
@@ -39,6 +53,8 @@ describe('configuration from the environment', () => {
       { DSH_WORKSPACE_MB: '8' },
       { DSH_PORT: '70000' },
       { DSH_POOL_SIZE: 'two' },
+      { DSH_MAX_CONNECTIONS: '100', DSH_CONNECTION_RESERVE: '100' },
+      { DSH_HEADERS_TIMEOUT_MS: '0' },
     ]) {
       expect(await codeOf((async () => loadConfig({}, env, '/srv'))()), JSON.stringify(env)).toBe(
         'CONFIG_INVALID',

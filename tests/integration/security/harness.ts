@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { extract, pack } from 'tar-stream';
-import { loadConfig } from '../../../host/config.ts';
+import { type Config, loadConfig } from '../../../host/config.ts';
 import { type Running, startServer } from '../../../host/serve.ts';
 import type { Loose } from '../../unit/api/harness.ts';
 import { dockerFixture, type Fixture } from '../sandbox/fixtures.ts';
@@ -45,7 +45,7 @@ export interface Harness {
 export const text = (r: Loose): string => (r.content ?? []).map((p: Loose) => p.text ?? '').join('');
 
 export const startHarness = async (
-  options: { isolateWorkers?: number; maxUploadBytes?: number } = {},
+  options: { isolateWorkers?: number; maxUploadBytes?: number; config?: Partial<Config> } = {},
 ): Promise<Harness> => {
   const fixture = dockerFixture();
   const dataDir = mkdtempSync(join(tmpdir(), 'dsh-sec-'));
@@ -59,6 +59,7 @@ export const startHarness = async (
       isolateWorkers: options.isolateWorkers ?? 1,
       shutdownGraceMs: 1000,
       ...(options.maxUploadBytes === undefined ? {} : { maxUploadBytes: options.maxUploadBytes }),
+      ...options.config,
     },
     {},
   );

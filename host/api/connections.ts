@@ -1,0 +1,138 @@
+// Admission of TCP connections to the HTTP server, so that connections nobody authenticated cannot
+// lock out the tenants (issue 11: 1,100 idle connections without a key answered 0 of 10 keyed ones).
+// A connection is unauthenticated until a request on it presents a valid key (claim()); then it
+// belongs to that tenant until it closes.
+// Invariants: at most `maxConnections` are open; unauthenticated ones hold at most
+// `maxConnections - reserve` of them, and when a new connection would pass either bound the OLDEST
+// unauthenticated connection is closed to make room (so idle attackers are displaced by newcomers,
+// never the reverse); a connection that sent no byte within `firstByteMs` is closed (the server's
+// headersTimeout closes one that sent an incomplete head); one tenant holds at most `perTenant`
+// connections, and a request past that answers 429 and closes its connection.
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Context } from 'hono';
+import { SandboxError } from '../errors.ts';
+
+export interface ConnectionLimits {
+  /** Open connections at once. */
+  maxConnections: number;
+  /** Connections kept for clients that authenticated: unauthenticated ones use at most max - reserve. */
+  reserve: number;
+  /** A new connection that sent nothing by then is closed. */
+  firstByteMs: number;
+  /** Connections one tenant may hold at once. */
+  perTenant: number;
+}
+
+export interface ConnectionStats {
+  open: number;
+  unauthenticated: number;
+  /** Unauthenticated connections closed to make room for newer ones, since start. */
+  evicted: number;
+  /** Connections closed for sending nothing within firstByteMs, since start. */
+  silent: number;
+}
+
+export interface ConnectionGuard {
+  /** Starts admitting the server's connections; call once, before it listens or right after. */
+  attach(server: Server): void;
+  /** Binds the request's connection to the tenant; false when the tenant holds its cap already. */
+  claim(socket: Socket, tenantId: string): boolean;
+  stats(): ConnectionStats;
+}
+
+interface State {
+  tenant: string | undefined;
+  timer: NodeJS.Timeout | undefined;
+}
+
+export const createConnectionGuard = (limits: ConnectionLimits): ConnectionGuard => {
+  if (!(limits.reserve >= 0 && limits.reserve < limits.maxConnections))
+    throw new SandboxError(
+      'CONFIG_INVALID',
+      `The connection reserve (${limits.reserve}) must be below the connection cap (${limits.maxConnections}).`,
+    );
+  const states = new Map<Socket, State>();
+  /** Unauthenticated connections, oldest first (a Set keeps insertion order). */
+  const unauthenticated = new Set<Socket>();
+  const perTenant = new Map<string, number>();
+  let evicted = 0;
+  let silent = 0;
+
+  const evictOldest = (): boolean => {
+    const oldest = unauthenticated.values().next().value;
+    if (oldest === undefined) return false;
+    unauthenticated.delete(oldest);
+    evicted++;
+    oldest.destroy();
+    return true;
+  };
+
+  const forget = (socket: Socket): void => {
+    const state = states.get(socket);
+    if (state === undefined) return;
+    states.delete(socket);
+    unauthenticated.delete(socket);
+    clearTimeout(state.timer);
+    if (state.tenant !== undefined) {
+      const left = (perTenant.get(state.tenant) ?? 1) - 1;
+      if (left <= 0) perTenant.delete(state.tenant);
+      else perTenant.set(state.tenant, left);
+    }
+  };
+
+  const admit = (socket: Socket): void => {
+    if (states.size >= limits.maxConnections && !evictOldest()) {
+      socket.destroy();
+      return;
+    }
+    if (unauthenticated.size >= limits.maxConnections - limits.reserve) evictOldest();
+    const state: State = { tenant: undefined, timer: undefined };
+    state.timer = setTimeout(() => {
+      state.timer = undefined;
+      if (socket.bytesRead === 0 && !socket.destroyed) {
+        silent++;
+        socket.destroy();
+      }
+    }, limits.firstByteMs).unref();
+    states.set(socket, state);
+    unauthenticated.add(socket);
+    socket.once('close', () => forget(socket));
+  };
+
+  return {
+    attach(server) {
+      server.on('connection', admit);
+    },
+    claim(socket, tenantId) {
+      const state = states.get(socket);
+      if (state === undefined) return true; // not a connection of an attached server (in-process requests)
+      if (state.tenant !== undefined) return true; // bound on an earlier request
+      const held = perTenant.get(tenantId) ?? 0;
+      if (held >= limits.perTenant) return false;
+      perTenant.set(tenantId, held + 1);
+      state.tenant = tenantId;
+      unauthenticated.delete(socket);
+      return true;
+    },
+    stats: () => ({ open: states.size, unauthenticated: unauthenticated.size, evicted, silent }),
+  };
+};
+
+/**
+ * Claims the connection of a Hono request served by @hono/node-server for the tenant; throws
+ * RATE_LIMITED (and makes the response close the connection) when the tenant holds its cap.
+ * Requests that did not come through a node server (app.request in tests) pass.
+ */
+export const claimConnection = (guard: ConnectionGuard | undefined, c: Context, tenantId: string): void => {
+  const env = c.env as { incoming?: IncomingMessage; outgoing?: ServerResponse } | undefined;
+  const socket = env?.incoming?.socket;
+  if (guard === undefined || socket === undefined) return;
+  if (guard.claim(socket, tenantId)) return;
+  if (env?.outgoing) env.outgoing.shouldKeepAlive = false;
+  throw new SandboxError(
+    'RATE_LIMITED',
+    'This tenant holds as many open connections as it may; reuse one (keep-alive) or close some.',
+    { data: { retryAfterS: 1 } },
+  );
+};
