@@ -59,15 +59,6 @@ export const createConnectionGuard = (limits: ConnectionLimits): ConnectionGuard
   let evicted = 0;
   let silent = 0;
 
-  const evictOldest = (): boolean => {
-    const oldest = unauthenticated.values().next().value;
-    if (oldest === undefined) return false;
-    unauthenticated.delete(oldest);
-    evicted++;
-    oldest.destroy();
-    return true;
-  };
-
   const forget = (socket: Socket): void => {
     const state = states.get(socket);
     if (state === undefined) return;
@@ -81,6 +72,16 @@ export const createConnectionGuard = (limits: ConnectionLimits): ConnectionGuard
     }
   };
 
+  /** Closes the oldest unauthenticated connection; it stops counting at once, not at its 'close'. */
+  const evictOldest = (): boolean => {
+    const oldest = unauthenticated.values().next().value;
+    if (oldest === undefined) return false;
+    forget(oldest);
+    evicted++;
+    oldest.destroy();
+    return true;
+  };
+
   const admit = (socket: Socket): void => {
     if (states.size >= limits.maxConnections && !evictOldest()) {
       socket.destroy();
@@ -91,6 +92,7 @@ export const createConnectionGuard = (limits: ConnectionLimits): ConnectionGuard
     state.timer = setTimeout(() => {
       state.timer = undefined;
       if (socket.bytesRead === 0 && !socket.destroyed) {
+        forget(socket);
         silent++;
         socket.destroy();
       }
