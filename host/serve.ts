@@ -125,6 +125,10 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
   const metrics = createMetrics();
   const lifecycle = createLifecycle();
   const { agents } = assembleAgents({ store, sandboxes, isolates, observe: observeCalls(metrics) });
+  // Agents deleted while their sandbox could not be removed (a crash, an engine error) lose it now.
+  void agents
+    .reapDeleted((id, e) => log(`could not remove the sandbox of deleted agent ${id}: ${String(e)}`))
+    .then((n) => n > 0 && log(`removed the sandboxes of ${n} deleted agent(s)`));
   // Connections without a valid key cannot take the last ones, nor stay silent (api/connections.ts).
   const connections = createConnectionGuard({
     maxConnections: config.maxConnections,

@@ -80,6 +80,12 @@ export interface AgentService {
   /** Sandboxes this process holds a handle to. */
   liveSandboxes(): number;
   inFlight(): number;
+  /**
+   * Removes the sandboxes of deleted agents whose delete did not get to finish (a crash or an engine
+   * error between marking the agent deleted and removing its container); run once at start.
+   * Resolves to the number removed; failures go to `onError` and are tried again at the next start.
+   */
+  reapDeleted(onError?: (agentId: string, error: unknown) => void): Promise<number>;
   /** Lets in-flight batches finish for `graceMs`, then aborts them (SHUTTING_DOWN); leaves sandboxes running. */
   close(graceMs?: number): Promise<void>;
 }
@@ -304,9 +310,26 @@ export const createAgentService = (options: AgentServiceOptions): AgentService =
         sandboxes.delete(id);
         await creating?.catch(() => undefined);
         await provider.destroy(id);
+        // Only now: a delete that failed above leaves the id for reapDeleted() at the next start.
+        store.agents.setSandboxId(id, undefined);
       } finally {
         deleting.delete(id);
       }
+    },
+
+    async reapDeleted(onError) {
+      let removed = 0;
+      for (const record of store.agents.listAll({ includeDeleted: true })) {
+        if (record.deletedAt === undefined || record.sandboxId === undefined) continue;
+        try {
+          await provider.destroy(record.id);
+          store.agents.setSandboxId(record.id, undefined);
+          removed++;
+        } catch (e) {
+          onError?.(record.id, e);
+        }
+      }
+      return removed;
     },
 
     onDeleted(agent, listener) {

@@ -158,4 +158,39 @@ describe('deleting an agent', () => {
     await expect(api.agents.sandbox(loaded)).rejects.toMatchObject({ code: 'NOT_FOUND' });
     expect(created).toBe(1);
   });
+
+  it('a sandbox whose removal failed at delete is removed at the next start (reapDeleted)', async () => {
+    await api.close();
+    const base = createMemoryProvider();
+    let failDestroy = true;
+    // The engine refuses the first removal (as a Docker engine under load or restarting may).
+    const flaky: SandboxProvider = {
+      ...base,
+      async destroy(agentId) {
+        if (failDestroy) throw new Error('engine busy');
+        return base.destroy(agentId);
+      },
+    };
+    api = makeApi({}, { sandboxes: flaky });
+    const agent = await api.createAgent(api.keyA);
+    expect(
+      (
+        await api.call(api.keyA, agent.id, [
+          { id: 'w', name: 'write', arguments: { file_path: 'a', content: 'x' } },
+        ])
+      ).status,
+    ).toBe(200);
+    expect((await api.request(api.keyA, 'DELETE', `/v1/agents/${agent.id}`)).status).toBeGreaterThanOrEqual(
+      500,
+    );
+    expect((await api.request(api.keyA, 'GET', `/v1/agents/${agent.id}`)).status).toBe(404);
+    expect(await base.get(agent.id)).toBeDefined(); // left behind, and no API call can reach it now
+
+    failDestroy = false;
+    const errors: string[] = [];
+    expect(await api.agents.reapDeleted((id) => errors.push(id))).toBe(1);
+    expect(errors).toEqual([]);
+    expect(await base.get(agent.id)).toBeUndefined();
+    expect(await api.agents.reapDeleted()).toBe(0); // done once, not again at every start
+  });
 });
