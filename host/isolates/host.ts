@@ -44,6 +44,8 @@ interface HostRun {
   scheduler: CallScheduler;
   calls: AbortController;
   callCount: number;
+  /** Calls handed to onCall and not settled yet: while above 0 the program is waiting, not computing. */
+  waiting: number;
   timers: NodeJS.Timeout[];
   detach: () => void;
   resolve: (outcome: RunOutcome) => void;
@@ -61,6 +63,12 @@ const FAILURE_KINDS = new Set<FailureKind>([
   'limit',
 ]);
 const MAX_LOG_LINES = 10_000;
+/**
+ * A run dedicated a worker (inline) that has waited this long on its tool calls gives the worker
+ * back to everybody: a program waiting minutes on a slow tool or an approval gains nothing from a
+ * worker of its own, and would close it to all other runs meanwhile.
+ */
+const INLINE_RELEASE_MS = 200;
 
 export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost => {
   const defaults: RunLimits = { ...DEFAULT_LIMITS, ...options.limits };
@@ -219,6 +227,10 @@ export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost
     }
     const run = typeof message.t === 'string' && 'id' in message ? runs.get(message.id) : undefined;
     if (!run || run.worker !== handle) return;
+    if (message.t === 'released') {
+      if (handle.inlineRun === run.id) handle.inlineRun = undefined;
+      return pump();
+    }
     if (message.t === 'done') return finishRun(run, settle(run, message.outcome));
     if (message.t === 'call') onProgramCall(run, handle, message);
   };
@@ -269,14 +281,35 @@ export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost
     }
     run.scheduler.submit(safe, async () => {
       if (run.settled) return;
+      const release = run.waiting++ === 0 ? releaseWhileWaiting(run, handle) : undefined;
       try {
         const value = await run.request.onCall(name, args, run.calls.signal);
         reply(valueEnvelope(value, run.limits.maxCallResultBytes));
       } catch (error) {
         const code = isSandboxError(error) ? error.code : 'TOOL_FAILED';
         reply(errorEnvelope(code, messageOf(error)));
+      } finally {
+        run.waiting--;
+        if (release !== undefined) clearTimeout(release);
       }
     });
+  };
+
+  /**
+   * Arms the release of the run's dedicated worker for when its waiting lasts INLINE_RELEASE_MS.
+   * Once released, the worker takes other runs again and enters this run's isolate on the thread
+   * pool from then on.
+   */
+  const releaseWhileWaiting = (run: HostRun, handle: WorkerHandle): NodeJS.Timeout | undefined => {
+    if (handle.inlineRun !== run.id) return undefined;
+    const timer = setTimeout(() => {
+      if (run.settled || run.waiting === 0 || handle.inlineRun !== run.id) return;
+      // The worker answers `released` from its event loop: proof that no inline entry of this run
+      // holds its thread, and that none will from then on. Only then does it take other runs.
+      supervisor.post(handle, { t: 'release', id: run.id });
+    }, INLINE_RELEASE_MS);
+    run.timers.push(timer);
+    return timer;
   };
 
   const run = (request: RunRequest): Promise<RunOutcome> =>
@@ -310,6 +343,7 @@ export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost
           scheduler: createCallScheduler(limits.maxInFlight),
           calls: new AbortController(),
           callCount: 0,
+          waiting: 0,
           timers: [],
           detach: () => undefined,
           resolve,
@@ -344,6 +378,7 @@ export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost
 
   return {
     run,
+    limits: Object.freeze({ ...defaults }),
     workerPids: () => supervisor.handles().map((h) => h.pid),
     close: async () => {
       closed = true;

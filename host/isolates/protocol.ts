@@ -30,6 +30,11 @@ export type HostToWorker =
     }
   /** A call settled: `envelope` is `{"ok":true,"value":…}` or `{"ok":false,"error":{"code","message"}}`. */
   | { t: 'result'; id: number; callId: number; envelope: string }
+  /**
+   * The run's worker is no longer dedicated to it (it waits long on its tools): enter its isolate
+   * on the thread pool from now on; the worker answers `released` from its event loop.
+   */
+  | { t: 'release'; id: number }
   /** Stop a run now (caller aborted); the worker answers with a `done` of kind aborted. */
   | { t: 'cancel'; id: number }
   /** Finish nothing further; exit. */
@@ -57,6 +62,8 @@ export type WorkerToHost =
   | { t: 'ready'; pid: number }
   | { t: 'call'; id: number; callId: number; name: string; argsJson: string }
   | { t: 'done'; id: number; outcome: WorkerOutcome }
+  /** Answer to `release`: no inline entry of the run holds the worker's thread, and none will. */
+  | { t: 'released'; id: number }
   /**
    * The worker's pool of idle isolates: `ready` slots no program has touched, `warming` true while it
    * is still creating more (its event loop is then busy for a few ms at a time). Routing hint only.
@@ -68,7 +75,7 @@ export type WorkerToHost =
    * timeout reaches it can still make them).
    */
   | { t: 'alive' }
-  | Batch<'call' | 'done' | 'pool' | 'alive'>;
+  | Batch<'call' | 'done' | 'released' | 'pool' | 'alive'>;
 
 /** How often a worker with an inline run says it is alive. */
 export const ALIVE_MS = 250;

@@ -7,9 +7,15 @@ export type { JsonValue };
 
 /** Per-run bounds. Every field has a default (DEFAULT_LIMITS); a run may only narrow or widen them explicitly. */
 export interface RunLimits {
-  /** Wall-clock deadline from dispatch to the worker, awaiting tool calls included. Default 30 000. */
+  /**
+   * Wall-clock deadline from dispatch to the worker, time spent awaiting tool calls included: it
+   * must be long enough for the slowest tool the program may wait on. Default 30 000.
+   */
   wallMs: number;
-  /** CPU time the isolate may burn. Default 10 000. */
+  /**
+   * CPU time of the program's own work (the isolate's CPU clock): waiting on a tool call costs
+   * none of it, so a program that waits for minutes on a tool still has its whole budget. Default 10 000.
+   */
   cpuMs: number;
   /** Isolate heap limit (isolated-vm `memoryLimit`, a guideline V8 may overshoot 2-3x). Default 64. */
   memoryMb: number;
@@ -136,6 +142,8 @@ export type IsolateHostEvent =
 
 export interface IsolateHost {
   run(request: RunRequest): Promise<RunOutcome>;
+  /** The limits a run gets where its request says nothing (DEFAULT_LIMITS and the host's options). */
+  readonly limits: Readonly<RunLimits>;
   /** Live worker pids (for diagnostics and tests). */
   workerPids(): number[];
   /** Ends every worker (kill after grace); pending runs fail as aborted. */

@@ -19,6 +19,10 @@ const args: WorkerArgs = { prewarm: 2, memoryMb: 64, ...JSON.parse(process.argv[
 const runs = new Map<number, ActiveRun>();
 const pool: Slot[] = [];
 let warming = false;
+/** Runs received and still waiting for their isolate (not yet in `runs`). */
+let starting = 0;
+/** Runs the host dedicated this worker to and then took the dedication back from (`release`). */
+const released = new Set<number>();
 
 const outbox = createOutbox<WorkerToHost>((frame) => {
   try {
@@ -55,6 +59,7 @@ const takeSlot = async (memoryMb: number): Promise<Slot> => {
 const onRun = async (msg: Extract<HostToWorker, { t: 'run' }>): Promise<void> => {
   const done = (outcome: WorkerOutcome) => {
     runs.delete(msg.id);
+    released.delete(msg.id);
     // One frame: the pool state tells the host this worker is about to be busy creating isolates.
     outbox.post({ t: 'pool', ready: pool.length, warming: warming || pool.length < args.prewarm });
     outbox.send({ t: 'done', id: msg.id, outcome });
@@ -62,9 +67,11 @@ const onRun = async (msg: Extract<HostToWorker, { t: 'run' }>): Promise<void> =>
     setImmediate(refill);
   };
   let slot: Slot;
+  starting++;
   try {
     slot = await takeSlot(msg.limits.memoryMb);
   } catch (error) {
+    starting--;
     return done({
       ok: false,
       kind: 'crash',
@@ -72,10 +79,16 @@ const onRun = async (msg: Extract<HostToWorker, { t: 'run' }>): Promise<void> =>
       logs: [],
     });
   }
-  // Inline only when the host dedicated this worker to the run, and (defensively) while it is the
-  // worker's one run: nothing else can be waiting for this thread.
+  starting--;
+  // Inline only when the host dedicated this worker to the run, and while it is the worker's one
+  // run (none other in flight or arriving): nothing else can be waiting for this thread. The host
+  // takes the dedication back from a run that waits long on its tools and sends others here.
   const inline = msg.inline === true;
-  const run = startRun(slot, msg, { call: outbox.post, done, inline: () => inline && runs.size === 1 });
+  const run = startRun(slot, msg, {
+    call: outbox.post,
+    done,
+    inline: () => inline && !released.has(msg.id) && runs.size === 1 && starting === 0,
+  });
   runs.set(msg.id, run);
   run.begin();
 };
@@ -113,6 +126,12 @@ process.on('message', (raw: unknown) => {
         break;
       case 'cancel':
         runs.get(msg.id)?.cancel();
+        break;
+      case 'release':
+        if (runs.has(msg.id)) {
+          released.add(msg.id);
+          outbox.post({ t: 'released', id: msg.id });
+        }
         break;
       case 'shutdown':
         exit(0);
