@@ -65,6 +65,17 @@ export interface Config {
   diskOvercommit: number;
   /** Host disk kept free beyond what workspaces may still take, in MiB. Default 1024 (env DSH_DISK_RESERVE_MB). */
   diskReserveMb: number;
+  /** CPU time of a run_code program's own work, in ms. Default 10000 (env DSH_CODE_CPU_MS). */
+  codeCpuMs: number;
+  /**
+   * Wall-clock time of a run_code program, waiting on its tools included, in ms. Default 600000:
+   * longer than an approval waits (5 min); at most callTimeoutMs (env DSH_CODE_WALL_MS).
+   */
+  codeWallMs: number;
+  /** The most CPU time an agent may ask for (`codeMode.cpuMs`). Default 60000 (env DSH_CODE_CPU_MAX_MS). */
+  codeCpuMaxMs: number;
+  /** The most wall-clock time an agent may ask for (`codeMode.wallMs`). Default 3600000 (env DSH_CODE_WALL_MAX_MS). */
+  codeWallMaxMs: number;
 }
 
 const ratioFrom = (name: string, raw: string | undefined, fallback: number): number => {
@@ -125,6 +136,17 @@ export const loadConfig = (
     );
   const timeout = (name: string, fallback: number): number =>
     intFrom(name, env[name], fallback, 100, 600_000);
+  const codeCpuMaxMs =
+    overrides.codeCpuMaxMs ?? intFrom('DSH_CODE_CPU_MAX_MS', env.DSH_CODE_CPU_MAX_MS, 60_000, 10, 3_600_000);
+  const codeWallMaxMs =
+    overrides.codeWallMaxMs ??
+    intFrom('DSH_CODE_WALL_MAX_MS', env.DSH_CODE_WALL_MAX_MS, 3_600_000, 100, 86_400_000);
+  const codeCpuMs =
+    overrides.codeCpuMs ??
+    intFrom('DSH_CODE_CPU_MS', env.DSH_CODE_CPU_MS, Math.min(10_000, codeCpuMaxMs), 10, codeCpuMaxMs);
+  const codeWallMs =
+    overrides.codeWallMs ??
+    intFrom('DSH_CODE_WALL_MS', env.DSH_CODE_WALL_MS, Math.min(600_000, codeWallMaxMs), 100, codeWallMaxMs);
   return {
     host: overrides.host ?? env.DSH_HOST ?? '127.0.0.1',
     port: overrides.port ?? intFrom('DSH_PORT', env.DSH_PORT, 7070, 0, 65535),
@@ -168,5 +190,9 @@ export const loadConfig = (
     diskOvercommit: overrides.diskOvercommit ?? ratioFrom('DSH_DISK_OVERCOMMIT', env.DSH_DISK_OVERCOMMIT, 1),
     diskReserveMb:
       overrides.diskReserveMb ?? intFrom('DSH_DISK_RESERVE_MB', env.DSH_DISK_RESERVE_MB, 1024, 0, 2 ** 30),
+    codeCpuMs,
+    codeWallMs,
+    codeCpuMaxMs,
+    codeWallMaxMs,
   };
 };

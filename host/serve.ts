@@ -124,7 +124,16 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
     (await import('./isolates/index.ts')).createIsolateHost({ workers: config.isolateWorkers });
   const metrics = createMetrics();
   const lifecycle = createLifecycle();
-  const { agents } = assembleAgents({ store, sandboxes, isolates, observe: observeCalls(metrics) });
+  const { agents } = assembleAgents({
+    store,
+    sandboxes,
+    isolates,
+    observe: observeCalls(metrics),
+    codeMode: {
+      defaults: { cpuMs: config.codeCpuMs, wallMs: Math.min(config.codeWallMs, config.callTimeoutMs) },
+      maxima: { cpuMs: config.codeCpuMaxMs, wallMs: config.codeWallMaxMs },
+    },
+  });
   // Agents deleted while their sandbox could not be removed (a crash, an engine error) lose it now.
   void agents
     .reapDeleted((id, e) => log(`could not remove the sandbox of deleted agent ${id}: ${String(e)}`))

@@ -2,7 +2,7 @@
 // mode. Loads nothing but its own modules (no isolated-vm, no dockerode, no host code).
 export { generateSdk, SDK_BANNER } from './generate.ts';
 export { bindToolNames, toIdentifier } from './names.ts';
-export { runCodeDescription } from './run-code-description.ts';
+export { type RunCodeLimits, runCodeDescription } from './run-code-description.ts';
 export type {
   GeneratedSdk,
   GenerateOptions,

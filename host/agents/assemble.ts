@@ -20,15 +20,21 @@ import {
   type ToolRegistry,
   type ToolResult,
 } from '../tools/index.ts';
-import { createPtcExecutor } from '../tools/ptc/index.ts';
+import { type CodeModeBudget, createPtcExecutor } from '../tools/ptc/index.ts';
 import { registerWorkflowTools } from '../tools/workflow/index.ts';
 import { type AgentService, createAgentService } from './service.ts';
+import type { AgentConfig } from './types.ts';
 
 export interface AssembleOptions {
   store: Pick<Store, 'agents' | 'events' | 'requests'>;
   sandboxes: SandboxProvider;
   /** Runs run_code programs and workflow scripts; without one, code and both modes answer NO_EXECUTOR and no agent gets workflow or ralph. */
   isolates?: IsolateHost;
+  /**
+   * Budgets of run_code programs: the defaults, and the most an agent may ask for (its
+   * `codeMode`). Default CODE_MODE_DEFAULTS and CODE_MODE_MAXIMA.
+   */
+  codeMode?: { defaults?: CodeModeBudget; maxima?: CodeModeBudget };
   /** How long a person has to answer an `ask`. Default 300000 ms. */
   approvalTtlMs?: number;
   /** Deadline for tools that declare none. Default: none. */
@@ -60,7 +66,20 @@ export const assembleAgents = (options: AssembleOptions): Assembled => {
     options.defaultToolTimeoutMs === undefined ? {} : { defaultMs: options.defaultToolTimeoutMs },
   ).install(registry.global);
   if (options.isolates !== undefined) {
-    registry.global.mount(createPtcExecutor({ isolates: options.isolates }));
+    const codeMode = options.codeMode ?? {};
+    registry.global.mount(
+      createPtcExecutor({
+        isolates: options.isolates,
+        ...(codeMode.defaults ? { limits: codeMode.defaults } : {}),
+        ...(codeMode.maxima ? { maxima: codeMode.maxima } : {}),
+        // The agent's stored config: read where it is kept, so the agent service needs no part in it.
+        codeModeOf: (agent) => {
+          const tenantId = agent.services.tenantId;
+          if (typeof tenantId !== 'string') return undefined;
+          return (store.agents.get(tenantId, agent.id)?.config as AgentConfig | null | undefined)?.codeMode;
+        },
+      }),
+    );
     // Offered only to agents created with `subagents: true` (see the tools' condition).
     registerWorkflowTools(registry.global, { isolates: options.isolates });
   }

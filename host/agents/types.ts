@@ -58,6 +58,14 @@ export interface RemoteToolSpec {
   concurrencySafe?: boolean;
 }
 
+/** Budgets of this agent's run_code programs, within the service's maxima (DSH_CODE_*_MAX_MS). */
+export interface CodeModeOptions {
+  /** CPU time of a program's own work, in ms. Default: the service's (DSH_CODE_CPU_MS). */
+  cpuMs?: number;
+  /** Wall-clock time of a run, waiting on its tools included, in ms. Default: the service's (DSH_CODE_WALL_MS). */
+  wallMs?: number;
+}
+
 /** What an agent is created from; stored as the agent's config. */
 export interface AgentConfig {
   restrict?: AgentRestriction;
@@ -69,6 +77,8 @@ export interface AgentConfig {
    * creator presets), whose agent() steps become `subagent` host requests. Default false.
    */
   subagents?: boolean;
+  /** Budgets of its run_code programs (code and both modes). */
+  codeMode?: CodeModeOptions;
 }
 
 export interface CreateAgentRequest extends AgentConfig {

@@ -37,6 +37,12 @@ export const SandboxOptions = v.strictObject({
   diskMb: v.optional(v.pipe(v.number(), v.integer(), v.minValue(16), v.maxValue(16 * 1024 * 1024))),
 });
 
+/** Budgets of an agent's run_code programs; the service's maxima are checked when it is created. */
+export const CodeModeOptions = v.strictObject({
+  cpuMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(10), v.maxValue(3_600_000))),
+  wallMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(100), v.maxValue(86_400_000))),
+});
+
 export const RemoteTool = v.strictObject({
   name: toolName,
   description: v.pipe(v.string(), v.minLength(1), v.maxLength(10_000)),
@@ -55,6 +61,7 @@ export const CreateAgent = v.strictObject({
   remoteTools: v.optional(remoteTools),
   /** The client answers `subagent` requests: offers the workflow and ralph tools. Default false. */
   subagents: v.optional(v.boolean()),
+  codeMode: v.optional(CodeModeOptions),
 });
 
 export const Agent = v.object({

@@ -26,8 +26,8 @@ export interface ExecutorBatch {
 export interface Executor {
   readonly name: string;
   readonly kind: ExecutorKind;
-  /** The schemas the model sees for these definitions. Pure. */
-  describe(definitions: readonly ToolDefinition[]): ToolSchema[];
+  /** The schemas the model sees for these definitions, as shown to `agent` when known. Pure. */
+  describe(definitions: readonly ToolDefinition[], agent?: AgentScope): ToolSchema[];
   /** Settles every call of the batch, in call order. Never rejects for an ordinary tool failure. */
   execute(batch: ExecutorBatch): Promise<ToolResult[]>;
 }

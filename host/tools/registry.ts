@@ -201,7 +201,7 @@ export const createRegistry = (options: RegistryOptions = {}): ToolRegistry => {
             (() => {
               throw noExecutor('ptc', layer);
             })();
-          out.push(...ptc.describe(definitions));
+          out.push(...ptc.describe(definitions, toolSet?.agent));
         }
         return out;
       },

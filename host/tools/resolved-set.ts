@@ -25,6 +25,8 @@ export interface Registration {
 export interface ResolvedToolSet extends ResolvedToolSetHandle {
   /** The scope the set was resolved for; using it with another scope admits nothing. */
   readonly scopeId: number;
+  /** The agent the set was resolved for (executors describe tools for it). */
+  readonly agent: AgentScope;
   readonly modelSelection: ModelSelection | undefined;
   admits(registration: Registration): boolean;
   dispose(): void;
@@ -66,6 +68,7 @@ export const resolveToolSet = async (
   let disposed = false;
   const set: ResolvedToolSet = {
     scopeId,
+    agent: context.agent,
     modelSelection: context.modelSelection,
     get disposed() {
       return disposed;

@@ -6,16 +6,35 @@
 // State: the SDK cache only; nothing per batch outlives the batch.
 import type { FailureKind, IsolateHost, RunLimits } from '../../isolates/index.ts';
 import type { PtcExecutor } from '../executor.ts';
-import type { ToolError, ToolResult } from '../types.ts';
+import type { AgentScope, ToolError, ToolResult } from '../types.ts';
 import { createBridge } from './bridge.ts';
+import {
+  CODE_MODE_DEFAULTS,
+  CODE_MODE_MAXIMA,
+  type CodeModeBudget,
+  type CodeModeRequest,
+  checkCodeMode,
+  resolveCodeMode,
+} from './limits.ts';
 import { codeRunFailed, type RunCodeValue, runCodeDefinition, runCodeSchema } from './run-code.ts';
 import { bindableOf, createSdkCache } from './sdk-cache.ts';
 
 export interface PtcExecutorOptions {
   /** Where programs run. The executor never closes it; its owner does. */
   isolates: IsolateHost;
-  /** Per-run limits over the isolate host's defaults (see RunLimits). Default: the host's. */
+  /**
+   * Per-run limits over the isolate host's defaults (see RunLimits). Default: the host's, with
+   * CODE_MODE_DEFAULTS' CPU and wall-clock budgets (programs wait on slow tools).
+   */
   limits?: Partial<RunLimits>;
+  /** The most CPU and wall-clock time an agent may ask for. Default CODE_MODE_MAXIMA. */
+  maxima?: CodeModeBudget;
+  /**
+   * An agent's own budget request (its `codeMode` config). Checked against `maxima` when the
+   * agent's tools are described (so at its creation: a request over them is INVALID_ARGUMENTS);
+   * clipped to them when a program runs. Default: no agent asks for anything.
+   */
+  codeModeOf?: (agent: AgentScope) => CodeModeRequest | undefined;
   /** Image parts from inner calls attached to one run_code result. Default 8. */
   maxImages?: number;
   /** Distinct tool lists whose generated SDK is kept. Default 32. */
@@ -29,17 +48,34 @@ export interface CodeRunError extends ToolError {
 }
 
 export const createPtcExecutor = (options: PtcExecutorOptions): PtcExecutor => {
-  const { isolates, limits } = options;
+  const { isolates } = options;
   const maxImages = options.maxImages ?? 8;
+  const maxima = options.maxima ?? CODE_MODE_MAXIMA;
   const sdks = createSdkCache(options.sdkCacheSize);
+  const base: RunLimits = { ...isolates.limits, ...CODE_MODE_DEFAULTS, ...options.limits };
+
+  /** The limits of this agent's runs: the service's, with its own budget where it asked for one. */
+  const limitsFor = (agent: AgentScope | undefined): RunLimits => {
+    const request = agent === undefined ? undefined : options.codeModeOf?.(agent);
+    return { ...base, ...resolveCodeMode(base, maxima, request) };
+  };
+  const stated = (limits: RunLimits) => ({
+    cpuMs: limits.cpuMs,
+    wallMs: limits.wallMs,
+    memoryMb: limits.memoryMb,
+  });
 
   return {
     name: 'ptc',
     kind: 'ptc',
-    describe: (definitions) => [runCodeSchema(sdks.get(definitions).description)],
+    describe: (definitions, agent) => {
+      if (agent !== undefined) checkCodeMode(options.codeModeOf?.(agent), maxima);
+      return [runCodeSchema(sdks.get(definitions, stated(limitsFor(agent))).description)];
+    },
     async execute(batch) {
       const definitions = bindableOf(batch.definitions());
-      const sdk = sdks.get(definitions);
+      const limits = limitsFor(batch.agent);
+      const sdk = sdks.get(definitions, stated(limits));
       // Kinds of failed runs by call id, so the API result can say how a run failed.
       const failures = new Map<string, FailureKind>();
       const runCode = runCodeDefinition(async (args, exec) => {
@@ -50,7 +86,7 @@ export const createPtcExecutor = (options: PtcExecutorOptions): PtcExecutor => {
           bindings: bridge.bindings,
           onCall: bridge.onCall,
           isConcurrencySafe: bridge.isConcurrencySafe,
-          ...(limits === undefined ? {} : { limits }),
+          limits,
           signal: exec.signal,
         });
         if (!outcome.ok) {

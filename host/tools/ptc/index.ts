@@ -4,5 +4,13 @@
 
 export { programValueOf, type SubImage } from './bridge.ts';
 export { type CodeRunError, createPtcExecutor, type PtcExecutorOptions } from './executor.ts';
+export {
+  CODE_MODE_DEFAULTS,
+  CODE_MODE_MAXIMA,
+  type CodeModeBudget,
+  type CodeModeRequest,
+  checkCodeMode,
+  resolveCodeMode,
+} from './limits.ts';
 export { failureMessage, type RunCodeArgs, type RunCodeValue, runCodeSchema } from './run-code.ts';
 export { type CodeModeSdk, createSdkCache, type SdkCache } from './sdk-cache.ts';

@@ -1,8 +1,14 @@
 // The generated `tools.*` SDK for a list of tool definitions, cached by content so that describing
 // the surface and running a batch over the same tools generate it once. Keyed by each definition's
-// name, description and schemas (in order), so a re-registered tool with the same schemas hits and a
-// changed schema misses. Invariant: a hit returns exactly what generateSdk would return for the list.
-import { generateSdk, type NameBinding, runCodeDescription } from '../../../sdk-gen/index.ts';
+// name, description and schemas (in order), and by the run limits the description states, so a
+// re-registered tool with the same schemas hits and a changed schema misses. Invariant: a hit
+// returns exactly what generateSdk and runCodeDescription would return for the list and limits.
+import {
+  generateSdk,
+  type NameBinding,
+  type RunCodeLimits,
+  runCodeDescription,
+} from '../../../sdk-gen/index.ts';
 import { RESERVED_NAME } from '../layers.ts';
 import type { ToolDefinition } from '../types.ts';
 
@@ -14,7 +20,8 @@ export interface CodeModeSdk {
 }
 
 export interface SdkCache {
-  get(definitions: readonly ToolDefinition[]): CodeModeSdk;
+  /** @param limits the run limits the description states; none: it states none. */
+  get(definitions: readonly ToolDefinition[], limits?: RunCodeLimits): CodeModeSdk;
 }
 
 // Definitions are frozen by defineTool/defineJsonSchemaTool, so one key per object is enough.
@@ -42,9 +49,9 @@ export const bindableOf = (definitions: readonly ToolDefinition[]): ToolDefiniti
 export const createSdkCache = (size = 32): SdkCache => {
   const entries = new Map<string, CodeModeSdk>();
   return {
-    get(definitions) {
+    get(definitions, limits) {
       const tools = bindableOf(definitions);
-      const key = tools.map(keyOf).join('\n');
+      const key = `${JSON.stringify(limits ?? null)}\n${tools.map(keyOf).join('\n')}`;
       const hit = entries.get(key);
       if (hit !== undefined) {
         entries.delete(key);
@@ -60,7 +67,7 @@ export const createSdkCache = (size = 32): SdkCache => {
         })),
       );
       const entry: CodeModeSdk = Object.freeze({
-        description: runCodeDescription(sdk.declarations),
+        description: runCodeDescription(sdk.declarations, limits),
         names: Object.freeze(sdk.names.map((n) => Object.freeze({ ...n }))),
       });
       entries.set(key, entry);

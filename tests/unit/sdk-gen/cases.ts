@@ -12,4 +12,10 @@ export const goldenCases: Record<string, () => string> = {
   'recursive.d.ts': () => generateSdk(recursiveTools).declarations,
   'hostile.d.ts': () => generateSdk(hostileTools).declarations,
   'run-code-description.md': () => runCodeDescription(generateSdk(catalogTools).declarations),
+  'run-code-description-limits.md': () =>
+    runCodeDescription(generateSdk(catalogTools).declarations, {
+      cpuMs: 10_000,
+      wallMs: 600_000,
+      memoryMb: 64,
+    }),
 };
