@@ -7,6 +7,7 @@
 // without a size cap and a shape check; every deadline has a host-side backstop that kills the worker.
 import { isSandboxError, messageOf } from '../errors.ts';
 import { compileProgram } from './compile.ts';
+import { BUDGET_SHARE, runsPerWorker, waitingReserveMb, workerCapacityMb } from './memory.ts';
 import type { WorkerOutcome, WorkerToHost } from './protocol.ts';
 import { ALIVE_MS, clip, MAX_ERROR_CHARS } from './protocol.ts';
 import type { CallScheduler } from './scheduler.ts';
@@ -73,7 +74,14 @@ const INLINE_RELEASE_MS = 200;
 export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost => {
   const defaults: RunLimits = { ...DEFAULT_LIMITS, ...options.limits };
   const killGraceMs = options.killGraceMs ?? 1000;
-  const maxRunsPerWorker = options.maxRunsPerWorker ?? 64;
+  const workerRssMb = options.workerRssMb ?? 1024;
+  // A worker holds only as many runs as their memory fits in (memory.ts): a program may keep its
+  // whole heap while it waits, and the worker's budget has to hold all of them at once.
+  const capacityMb = workerCapacityMb(workerRssMb, defaults.memoryMb);
+  const maxRunsPerWorker =
+    options.maxRunsPerWorker ?? Math.min(64, runsPerWorker(workerRssMb, defaults.memoryMb));
+  const fits = (handle: WorkerHandle, run: HostRun): boolean =>
+    handle.runs.size === 0 || handle.reservedMb + waitingReserveMb(run.limits.memoryMb) <= capacityMb;
   const inlineEnabled = options.inline ?? true;
   const runs = new Map<number, HostRun>();
   const queue: HostRun[] = [];
@@ -88,7 +96,7 @@ export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost
     run.calls.abort();
     run.scheduler.clear();
     runs.delete(run.id);
-    run.worker?.runs.delete(run.id);
+    if (run.worker?.runs.delete(run.id)) run.worker.reservedMb -= waitingReserveMb(run.limits.memoryMb);
     if (run.worker?.inlineRun === run.id) run.worker.inlineRun = undefined;
     const index = queue.indexOf(run);
     if (index >= 0) queue.splice(index, 1);
@@ -105,9 +113,13 @@ export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost
   const supervisor = createSupervisor({
     count: options.workers ?? 2,
     heapMb: options.workerHeapMb ?? 256,
-    rssMb: options.workerRssMb ?? 1024,
+    rssMb: workerRssMb,
     killGraceMs,
-    workerArgs: { prewarm: options.prewarm ?? 2, memoryMb: defaults.memoryMb },
+    workerArgs: {
+      prewarm: options.prewarm ?? 2,
+      memoryMb: defaults.memoryMb,
+      budgetMb: Math.floor(workerRssMb * BUDGET_SHARE),
+    },
     onReady: () => pump(),
     onMessage: (handle, message) => onWorkerMessage(handle, message),
     onExit: (handle, description) => {
@@ -122,6 +134,7 @@ export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost
           });
       }
       handle.runs.clear();
+      handle.reservedMb = 0;
     },
     ...(options.onEvent ? { onEvent: options.onEvent } : {}),
   });
@@ -148,10 +161,13 @@ export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost
 
   const pump = (): void => {
     while (queue.length > 0) {
+      const next = queue[0]!;
       // A worker dedicated to an inline run takes nothing else until that run ends.
       const candidates = supervisor
         .handles()
-        .filter((h) => h.ready && h.runs.size < maxRunsPerWorker && h.inlineRun === undefined);
+        .filter(
+          (h) => h.ready && h.runs.size < maxRunsPerWorker && h.inlineRun === undefined && fits(h, next),
+        );
       if (candidates.length === 0) return;
       const handle = candidates.reduce((a, b) => (preferred(b, a) ? b : a));
       dispatch(queue.shift()!, handle);
@@ -172,6 +188,7 @@ export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost
     }
     run.worker = handle;
     handle.runs.add(run.id);
+    handle.reservedMb += waitingReserveMb(run.limits.memoryMb);
     handle.slots = Math.max(0, handle.slots - 1);
     const { limits } = run;
     const sent = supervisor.send(handle, {

@@ -32,6 +32,8 @@ export interface WorkerHandle {
   warming: boolean;
   /** When the host learned that the current warming began (performance.now()). */
   warmingSince: number;
+  /** Memory the runs dispatched to it may hold while they wait (memory.ts), in MB. */
+  reservedMb: number;
   /** The run this worker is dedicated to (it may enter its isolate inline), if any. */
   inlineRun: number | undefined;
   /** When the worker's event loop last said it was alive, or the inline run was dispatched. */
@@ -44,7 +46,7 @@ export interface SupervisorOptions {
   rssMb: number;
   killGraceMs: number;
   /** Passed to worker.ts as its argv JSON. */
-  workerArgs: { prewarm: number; memoryMb: number };
+  workerArgs: { prewarm: number; memoryMb: number; budgetMb: number };
   onMessage(handle: WorkerHandle, message: WorkerToHost): void;
   onReady(handle: WorkerHandle): void;
   onExit(handle: WorkerHandle, description: string): void;
@@ -91,6 +93,7 @@ export const createSupervisor = (options: SupervisorOptions): Supervisor => {
       slots: 0,
       warming: true,
       warmingSince: performance.now(),
+      reservedMb: 0,
       inlineRun: undefined,
       aliveAt: performance.now(),
     };

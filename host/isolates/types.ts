@@ -109,7 +109,12 @@ export interface IsolateHostOptions {
   limits?: Partial<RunLimits>;
   /** Idle isolates each worker keeps ready (created with the default memory limit). Default 2. */
   prewarm?: number;
-  /** Runs one worker hosts at once; more wait in the host's queue. Default 64. */
+  /**
+   * Runs one worker hosts at once; more wait in the host's queue. Default: as many as fit in the
+   * worker's memory budget with each holding its whole heap limit (memory.ts `runsPerWorker`:
+   * 9 with the default 1024 MB worker and 64 MB isolates on 2 cores), at most 64. A worker also takes a
+   * run only while the memory reserved by its runs leaves room for it.
+   */
   maxRunsPerWorker?: number;
   /**
    * Let a run that gets a worker to itself enter its isolate on that worker's thread (isolated-vm
@@ -120,7 +125,11 @@ export interface IsolateHostOptions {
   inline?: boolean;
   /** `--max-old-space-size` of a worker (its own heap, not the isolates'). Default 256. */
   workerHeapMb?: number;
-  /** Resident set size past which the supervisor kills a worker (Linux /proc). Default 1024. */
+  /**
+   * Resident set size past which the supervisor kills a worker (Linux /proc). The worker itself
+   * ends the runs that hold more than their limits allow before it gets there (memory.ts).
+   * Default 1024.
+   */
   workerRssMb?: number;
   /** Time a worker gets to exit after being told to, or after a deadline, before SIGKILL. Default 1000. */
   killGraceMs?: number;

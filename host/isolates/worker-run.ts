@@ -88,6 +88,8 @@ export const createSlot = async (memoryMb: number): Promise<Slot> => {
 
 export interface ActiveRun {
   id: number;
+  /** The isolate's heap limit (isolated-vm `memoryLimit`), in MB. */
+  readonly memoryMb: number;
   /** The worker was told it may enter this run's isolate on its own thread. */
   readonly inline: boolean;
   /** Enters the isolate with the program (once, after the worker registered the run). */
@@ -95,8 +97,15 @@ export interface ActiveRun {
   /** Settles the given calls (host call id, envelope); unknown ids and non-strings are ignored. */
   deliver(results: ReadonlyArray<readonly [unknown, unknown]>): void;
   cancel(): void;
-  /** Called by the worker's poll: ends the run if the isolate burned its CPU budget or died. */
-  check(): void;
+  /**
+   * Called by the worker's poll: ends the run if the isolate burned its CPU budget or died.
+   * True when the isolate ran (burned CPU) since the previous check.
+   */
+  check(): boolean;
+  /** Ends the run as `memory`: the worker saw it hold more than its limit allows (memory.ts). */
+  outOfMemory(): void;
+  /** The isolate's V8 heap plus its external memory, in bytes; undefined once it is gone. */
+  heapBytes(): Promise<number | undefined>;
 }
 
 /** Where a run's messages go: calls are queued for the tick's frame, the outcome leaves at once. */
@@ -114,6 +123,7 @@ export const startRun = (slot: Slot, msg: RunMessage, io: RunIo): ActiveRun => {
   const pending = new Map<number, number>(); // host call id -> the isolate's own call id
   let outBytes = 0;
   let calls = 0;
+  let lastCpu = 0n;
   let nextCallId = 0;
   let finished = false;
 
@@ -249,6 +259,7 @@ export const startRun = (slot: Slot, msg: RunMessage, io: RunIo): ActiveRun => {
   });
   return {
     id: msg.id,
+    memoryMb: limits.memoryMb,
     inline: msg.inline === true,
     begin: () => enter(slot.run, [msg.src, JSON.stringify(msg.bindings), msg.globalsJson, limitsJson]),
     deliver: (results) => {
@@ -266,15 +277,32 @@ export const startRun = (slot: Slot, msg: RunMessage, io: RunIo): ActiveRun => {
     },
     cancel: () => finish({ kind: 'aborted', message: 'the run was cancelled' }),
     check: () => {
-      if (finished) return;
-      if (slot.isolate.isDisposed) return finish(lostIsolate());
+      if (finished) return false;
+      if (slot.isolate.isDisposed) {
+        finish(lostIsolate());
+        return false;
+      }
       let cpu = 0n;
       try {
         cpu = slot.isolate.cpuTime;
       } catch {
-        return finish(lostIsolate());
+        finish(lostIsolate());
+        return false;
       }
       if (cpu > cpuBudget) finish(cpuTimeout());
+      const ran = cpu !== lastCpu;
+      lastCpu = cpu;
+      return ran;
+    },
+    outOfMemory: () => finish(lostIsolate()),
+    heapBytes: async () => {
+      if (finished || slot.isolate.isDisposed) return undefined;
+      try {
+        const heap = await slot.isolate.getHeapStatistics();
+        return heap.used_heap_size + heap.externally_allocated_size;
+      } catch {
+        return undefined;
+      }
     },
   };
 };

@@ -194,10 +194,26 @@ describe('worker failures', () => {
   });
 });
 
+/**
+ * Both workers started and neither is one the tests above killed: a killed worker stays listed
+ * until its exit is reported, and takes no run meanwhile.
+ */
+const workersReady = async (): Promise<void> => {
+  for (;;) {
+    const pids = host.workerPids();
+    const started = new Set(events.flatMap((e) => (e.type === 'worker_started' ? [e.pid] : [])));
+    const gone = new Set(
+      events.flatMap((e) => (e.type === 'worker_killed' || e.type === 'worker_exited' ? [e.pid] : [])),
+    );
+    if (pids.length === 2 && pids.every((pid) => started.has(pid) && !gone.has(pid))) return;
+    await sleep(20);
+  }
+};
+
 describe('a run alone on a worker enters its isolate inline', () => {
   it('and a program computing for seconds in there delays no other run', async () => {
     // Both workers up (the tests above killed some): inline needs another worker open to the rest.
-    while (host.workerPids().length < 2) await sleep(20);
+    await workersReady();
     // 50 ms after its call the hog is spinning on its worker's own thread.
     const { hog, quick, finished } = await hogThenQuick(
       run,
@@ -225,7 +241,7 @@ describe('a run alone on a worker enters its isolate inline', () => {
     });
   });
   it('reports a limit hit inside an inline entry once the entry is over, even if the program spins on', async () => {
-    while (host.workerPids().length < 2) await sleep(20);
+    await workersReady();
     const outcome = await run({
       code: "await tools.echo({}); try { for (;;) console.log('x'.repeat(1000)); } catch {} for (;;) {}",
     });
@@ -235,7 +251,7 @@ describe('a run alone on a worker enters its isolate inline', () => {
     expect(value(await run({ code: 'return "next"' }))).toBe('next');
   });
   it('is not granted to a run that asks for none (a workflow waiting on subagents)', async () => {
-    while (host.workerPids().length < 2) await sleep(20);
+    await workersReady();
     const outcome = await run({ code: 'return (await tools.echo({ a: 1 })).args.a', inline: false });
     expect(value(outcome)).toBe(1);
     expect(outcome.stats.inline).toBe(false);

@@ -1,0 +1,118 @@
+// Memory of isolates as it really is, and how much of it a worker may hold. isolated-vm's
+// `memoryLimit` is checked only after a full garbage collection (and for ArrayBuffers, by its
+// allocator): a string flattened or an array grown between two collections is not counted until
+// the next one, and when V8 nears the limit isolated-vm lets it go 1 GB past it rather than crash.
+// Measured here (bench/isolates-memory.ts): with a 32 MB limit, `[s + 'a', s + 'b'].join('')` of a
+// 2**27-character `s` completes with ~260 MB resident, `new Array(2 ** 26).fill(0)` reaches 1.1 GB,
+// one 2**29-character two-byte string 1 GB. So the worker governs its isolates by what the
+// process really holds (its resident set), which it reads every poll:
+//   allowance = resident set at the last quiet poll (no isolate ran since the one before)
+//             + for each run: 1.5 × its limit + 16 MB while its isolate runs, its limit + 4 MB while it waits
+//             + SLACK_MB
+// Past the allowance (or the worker's whole budget), somebody holds more than its limit allows;
+// only isolates that ran since the last poll can have grown, so those runs end as `memory`; a run
+// that waits holds what its heap holds, so when none ran, the waiting ones over their own limit
+// (heap statistics: V8 heap plus external memory) end instead. What no poll can stop is one
+// allocation already under way (a single object is at most ~1 GB in V8): the supervisor's resident
+// cap stays the last resort, and the host sizes a worker's concurrency so that every run's
+// reservation fits its budget (`runsPerWorker`).
+import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+
+/** Resident memory that neither runs nor waits: node, isolated-vm, idle pre-warmed isolates (MB). */
+export const WORKER_BASE_MB = 80;
+/** Room over the reservations for V8 and malloc pages not yet given back (MB). */
+export const SLACK_MB = 32;
+/** Share of the supervisor's resident cap the worker governs to; the rest absorbs one late allocation. */
+export const BUDGET_SHARE = 0.85;
+
+/** What a run that waits may hold: its heap limit plus the isolate's own structures (MB). */
+export const waitingReserveMb = (memoryMb: number): number => memoryMb + 4;
+/** What a run whose isolate runs may hold: V8 overshoots its limit between collections (MB). */
+export const runningReserveMb = (memoryMb: number): number => Math.ceil(1.5 * memoryMb) + 16;
+
+/** Isolates that run at once in one worker: isolated-vm's thread pool has a thread per core, plus one. */
+export const RUNNING_AT_ONCE = availableParallelism() + 1;
+
+/**
+ * What the runs of one worker may reserve while they wait (MB): its budget, less what the process
+ * itself holds, the slack, and the overshoot of RUNNING_AT_ONCE running isolates of `memoryMb`.
+ */
+export const workerCapacityMb = (workerRssMb: number, memoryMb: number): number =>
+  Math.max(
+    waitingReserveMb(memoryMb),
+    workerRssMb * BUDGET_SHARE -
+      WORKER_BASE_MB -
+      SLACK_MB -
+      RUNNING_AT_ONCE * (runningReserveMb(memoryMb) - waitingReserveMb(memoryMb)),
+  );
+
+/** How many runs of `memoryMb` one worker holds at once within `workerRssMb` (at least 1). */
+export const runsPerWorker = (workerRssMb: number, memoryMb: number): number =>
+  Math.max(1, Math.floor(workerCapacityMb(workerRssMb, memoryMb) / waitingReserveMb(memoryMb)));
+
+/** This process's resident set in bytes (Linux /proc; elsewhere what Node reports). */
+export const residentBytes = (): number => {
+  try {
+    return Number(readFileSync('/proc/self/statm', 'utf8').split(' ')[1]) * 4096;
+  } catch {
+    return process.memoryUsage.rss();
+  }
+};
+
+export interface GovernedRun {
+  readonly memoryMb: number;
+  /** The isolate ran (burned CPU) since the previous poll. */
+  readonly ran: boolean;
+}
+
+export interface MemoryVerdict<R> {
+  /** Runs to end as `memory` now. */
+  end: R[];
+  /** Over the allowance with no isolate running: check the waiting runs' heaps. */
+  checkWaiting: boolean;
+  /** What the worker may hold now, in bytes (for diagnostics and tests). */
+  allowance: number;
+}
+
+export interface MemoryGovernor {
+  /** One poll: the resident set now and the live runs; says who has to go. */
+  poll<R extends GovernedRun>(rss: number, runs: readonly R[]): MemoryVerdict<R>;
+}
+
+/** How long the memory of ended runs may take to be given back before it counts again (ms). */
+export const DRAIN_MS = 1_000;
+
+/**
+ * @param budgetMb the most the worker may hold, whatever its runs reserve.
+ * @param now clock in ms (tests). Default performance.now.
+ */
+export const createMemoryGovernor = (
+  budgetMb: number,
+  startRss: number,
+  now: () => number = () => performance.now(),
+): MemoryGovernor => {
+  const MB = 1024 * 1024;
+  let quietRss = startRss;
+  // After runs were ended, their isolates take a moment to be disposed and their memory to be
+  // unmapped: until then it is theirs, not that of the runs that happen to run next.
+  let drainRss = 0;
+  let drainUntil = Number.NEGATIVE_INFINITY;
+  return {
+    poll(rss, runs) {
+      const running = runs.filter((run) => run.ran);
+      if (running.length === 0) quietRss = rss;
+      let reserved = SLACK_MB;
+      for (const run of runs)
+        reserved += run.ran ? runningReserveMb(run.memoryMb) : waitingReserveMb(run.memoryMb);
+      const base = now() < drainUntil ? Math.max(quietRss, drainRss) : quietRss;
+      const allowance = Math.min(base + reserved * MB, budgetMb * MB);
+      if (rss <= allowance) return { end: [], checkWaiting: false, allowance };
+      if (running.length > 0) {
+        drainRss = rss;
+        drainUntil = now() + DRAIN_MS;
+      }
+      return { end: running, checkWaiting: running.length === 0, allowance };
+    },
+  };
+};

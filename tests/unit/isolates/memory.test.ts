@@ -1,0 +1,93 @@
+// The memory limit is real: what isolated-vm does not count (strings flattened and arrays grown
+// between two garbage collections, which it lets run up to 1 GB past the limit) the worker sees
+// in its resident set and ends the run that holds it, as `memory`, before the worker's cap would
+// kill every run on it. CPU budgets are generous here so that no run ends by time instead.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { IsolateHost, JsonValue } from '../../../host/isolates/index.ts';
+import { runsPerWorker } from '../../../host/isolates/memory.ts';
+import { failure, runner, sleep, startHost, value } from './helpers.ts';
+
+let host: IsolateHost;
+const run = runner(() => host);
+const limits = { cpuMs: 8_000, wallMs: 15_000, memoryMb: 32 };
+
+beforeAll(async () => {
+  // One worker: every run shares it with the attacker.
+  host = await startHost({ workers: 1, prewarm: 2, workerRssMb: 600, limits });
+});
+afterAll(() => host.close());
+
+const outOfMemory = { kind: 'memory', message: 'the program ran out of memory (limit 32 MB)' };
+
+describe('the memory limit holds for what isolated-vm does not count', () => {
+  it('a string joined past the limit between two collections → memory (it returned 268435458)', async () => {
+    const outcome = await run({
+      code: "const s = 'x'.repeat(2 ** 27); return [s + 'a', s + 'b'].join('').length",
+    });
+    expect(failure(outcome)).toEqual(outOfMemory);
+  }, 30_000);
+
+  it('a heap grown past the limit ends that run alone; its neighbours on the worker carry on', async () => {
+    const [pid] = host.workerPids();
+    let release = (): void => undefined;
+    const attackDone = new Promise<void>((resolve) => (release = resolve));
+    const waitForAttack = async (name: string, args: JsonValue) => {
+      await attackDone;
+      return { name, args };
+    };
+    const neighbours = [1, 2, 3].map((i) =>
+      run({ code: `return (await tools.echo({ i: ${i} })).args.i`, onCall: waitForAttack }),
+    );
+    await sleep(100);
+    const attack = await run({ code: 'return new Array(2 ** 26).fill(0).length' });
+    release();
+    expect(failure(attack)).toEqual(outOfMemory);
+    expect((await Promise.all(neighbours)).map(value)).toEqual([1, 2, 3]);
+    expect(host.workerPids()).toEqual([pid]);
+  }, 30_000);
+
+  it('memory kept while waiting on a tool counts against the limit', async () => {
+    const outcome = await run({
+      code: "const keep = []; for (let i = 0; i < 6; i++) { keep.push(['y'.repeat(2 ** 23), i].join('')); await tools.echo({ i }); } return keep.length",
+      onCall: async (name, args) => {
+        await sleep(50);
+        return { name, args };
+      },
+    });
+    expect(failure(outcome)).toEqual(outOfMemory);
+  }, 30_000);
+
+  it('a well-behaved program near its limit is left alone', async () => {
+    const outcome = await run({
+      code: "const keep = []; for (let i = 0; i < 5; i++) { keep.push(['z'.repeat(2 ** 20), i].join('')); await tools.echo({ i }); } return keep.length",
+    });
+    expect(value(outcome)).toBe(5);
+  });
+});
+
+describe("a worker's concurrency is sized by its memory", () => {
+  it('runs beyond what fits wait in the queue instead of sharing the worker', async () => {
+    const fit = runsPerWorker(600, 32);
+    let inFlight = 0;
+    let most = 0;
+    // Every call waits until as many runs as fit are waiting at once (or 3 s): the rest must queue.
+    let open = (): void => undefined;
+    const full = new Promise<void>((resolve) => (open = resolve));
+    setTimeout(open, 3_000);
+    const onCall = async (name: string, args: JsonValue) => {
+      most = Math.max(most, ++inFlight);
+      if (inFlight >= fit) open();
+      await full;
+      await sleep(20);
+      inFlight--;
+      return { name, args };
+    };
+    const outcomes = await Promise.all(
+      Array.from({ length: fit + 3 }, (_, i) =>
+        run({ code: `return (await tools.echo({ i: ${i} })).args.i`, onCall }),
+      ),
+    );
+    expect(outcomes.map(value)).toEqual(Array.from({ length: fit + 3 }, (_, i) => i));
+    expect(most).toBe(fit);
+  });
+});
