@@ -46,6 +46,20 @@ describe('configuration from the environment', () => {
     });
   });
 
+  it("reads code mode's budgets: defaults within their maxima", async () => {
+    expect(loadConfig({}, {}, '/srv')).toMatchObject({
+      codeCpuMs: 10_000,
+      codeWallMs: 600_000,
+      codeCpuMaxMs: 60_000,
+      codeWallMaxMs: 3_600_000,
+    });
+    const env = { DSH_CODE_WALL_MAX_MS: '120000', DSH_CODE_CPU_MS: '500' };
+    expect(loadConfig({}, env, '/srv')).toMatchObject({ codeCpuMs: 500, codeWallMs: 120_000 });
+    const over = (async () =>
+      loadConfig({}, { DSH_CODE_WALL_MAX_MS: '1000', DSH_CODE_WALL_MS: '5000' }, '/srv'))();
+    expect(await codeOf(over)).toBe('CONFIG_INVALID');
+  });
+
   it('refuses bad values at start with CONFIG_INVALID', async () => {
     for (const env of [
       { DSH_DISK_QUOTA: 'maybe' },
