@@ -1,6 +1,7 @@
 // Entry point of an isolate worker process (forked by supervisor.ts with --no-node-snapshot and a
-// heap cap). It owns a small pool of pre-warmed isolate slots and the runs in flight, and speaks the
-// protocol.ts messages over the IPC channel. Invariants: a slot is used by one run and then disposed;
+// heap cap). It owns a small pool of pre-warmed isolate slots and the runs in flight, polls their
+// CPU time and the process's memory (memory.ts), and speaks the protocol.ts messages over the IPC
+// channel. Invariants: a slot is used by one run and then disposed;
 // the pool only ever holds slots no program has touched; losing the parent ends this process (with a
 // SIGKILL fallback, because a disposed isolate can hang process.exit).
 
