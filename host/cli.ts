@@ -23,6 +23,7 @@ environment (serve):
   DSH_SANDBOX_IMAGE       sandbox image tag (default: the one setup built for this checkout)
   DSH_POOL_SIZE           warm containers kept ready (default 2)
   DSH_ISOLATE_WORKERS     isolate worker processes for run_code (default 2)
+  DSH_ISOLATE_WORKER_MB   resident memory of one isolate worker; bounds its programs (default 1024)
   DSH_TENANT_CONCURRENCY  requests of one tenant in flight; more answer 429 (default 16)
   DSH_MAX_UPLOAD_BYTES    largest file/archive upload (default 67108864)
   DSH_CALL_TIMEOUT_MS     deadline of one call batch (default 600000)

@@ -21,6 +21,8 @@ export interface Config {
   poolSize: number;
   /** Isolate worker processes. Default 2 (env DSH_ISOLATE_WORKERS). */
   isolateWorkers: number;
+  /** Resident memory of one isolate worker, which bounds how many programs it holds at once (MB). */
+  isolateWorkerMb: number;
   /** Requests of one tenant in flight at once; more answer 429. Default 16 (env DSH_TENANT_CONCURRENCY). */
   tenantConcurrency: number;
   /** Largest file or archive upload in bytes. Default 64 MiB (env DSH_MAX_UPLOAD_BYTES). */
@@ -157,6 +159,9 @@ export const loadConfig = (
     poolSize: overrides.poolSize ?? intFrom('DSH_POOL_SIZE', env.DSH_POOL_SIZE, 2, 0, 64),
     isolateWorkers:
       overrides.isolateWorkers ?? intFrom('DSH_ISOLATE_WORKERS', env.DSH_ISOLATE_WORKERS, 2, 1, 64),
+    isolateWorkerMb:
+      overrides.isolateWorkerMb ??
+      intFrom('DSH_ISOLATE_WORKER_MB', env.DSH_ISOLATE_WORKER_MB, 1024, 256, 65_536),
     tenantConcurrency:
       overrides.tenantConcurrency ??
       intFrom('DSH_TENANT_CONCURRENCY', env.DSH_TENANT_CONCURRENCY, 16, 1, 10_000),

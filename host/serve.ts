@@ -28,7 +28,7 @@ export const DEFAULT_KEY_FILE = 'default-tenant.key';
 export interface StartOptions {
   /** Default: the docker provider on the local engine with config.sandboxImage. */
   sandboxes?: SandboxProvider;
-  /** Default: createIsolateHost({ workers: config.isolateWorkers }). */
+  /** Default: createIsolateHost({ workers: config.isolateWorkers, workerRssMb: config.isolateWorkerMb }). */
   isolates?: IsolateHost;
   /** Default: a libsql file in config.dataDir. */
   store?: Store;
@@ -121,7 +121,10 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
   const sandboxes = options.sandboxes ?? (await defaultProvider(config, store, log));
   const isolates =
     options.isolates ??
-    (await import('./isolates/index.ts')).createIsolateHost({ workers: config.isolateWorkers });
+    (await import('./isolates/index.ts')).createIsolateHost({
+      workers: config.isolateWorkers,
+      workerRssMb: config.isolateWorkerMb,
+    });
   const metrics = createMetrics();
   const lifecycle = createLifecycle();
   const { agents } = assembleAgents({

@@ -46,6 +46,11 @@ describe('configuration from the environment', () => {
     });
   });
 
+  it('sizes isolate workers by memory: 1024 MB unless told', () => {
+    expect(loadConfig({}, {}, '/srv').isolateWorkerMb).toBe(1024);
+    expect(loadConfig({}, { DSH_ISOLATE_WORKER_MB: '4096' }, '/srv').isolateWorkerMb).toBe(4096);
+  });
+
   it("reads code mode's budgets: defaults within their maxima", async () => {
     expect(loadConfig({}, {}, '/srv')).toMatchObject({
       codeCpuMs: 10_000,
@@ -69,6 +74,7 @@ describe('configuration from the environment', () => {
       { DSH_POOL_SIZE: 'two' },
       { DSH_MAX_CONNECTIONS: '100', DSH_CONNECTION_RESERVE: '100' },
       { DSH_HEADERS_TIMEOUT_MS: '0' },
+      { DSH_ISOLATE_WORKER_MB: '64' },
     ]) {
       expect(await codeOf((async () => loadConfig({}, env, '/srv'))()), JSON.stringify(env)).toBe(
         'CONFIG_INVALID',
