@@ -1,5 +1,6 @@
+import * as v from 'valibot';
 import { describe, expect, it } from 'vitest';
-import { createRegistry } from '../../../host/tools/index.ts';
+import { createRegistry, defineTool } from '../../../host/tools/index.ts';
 import { globToRegExp, policyFromConfig, rulesPolicy } from '../../../policies/index.ts';
 import { agent, call, echoTool } from '../tools/helpers.ts';
 
@@ -92,5 +93,63 @@ describe('rulesPolicy', () => {
     expect(globToRegExp('mcp.*').test('mcpAx')).toBe(false);
     expect(globToRegExp('job_?').test('job_1')).toBe(true);
     expect(globToRegExp('job_?').test('job_12')).toBe(false);
+  });
+});
+
+// Issue 11: a deny rule written for a string argument must also catch the same string inside an
+// array or object, where a tool that accepts either would still act on it.
+describe('rulesPolicy conditions on arrays and objects', () => {
+  const fetchTool = defineTool({
+    name: 'fetch',
+    description: 'Fetches one URL or several.',
+    parameters: v.object({ url: v.unknown() }),
+    output: { schema: v.string() },
+    execute: () => 'fetched',
+  });
+  const setupFetch = (rules: Parameters<typeof rulesPolicy>[0]['rules']) => {
+    const registry = createRegistry();
+    registry.global.register(fetchTool);
+    rulesPolicy({ rules }).install(registry.global);
+    return async (url: unknown) => {
+      const [r] = await registry.global.execute([call('1', 'fetch', { url })], { agent });
+      return r?.ok ? 'allowed' : r?.error?.code;
+    };
+  };
+  const INTERNAL = 'http://internal.example/x';
+
+  it('a deny rule matches the denied string wherever it sits inside the argument', async () => {
+    const fetch = setupFetch([
+      { tool: 'fetch', when: { url: '^http://internal\\.example/' }, decision: 'deny' },
+    ]);
+    expect(await fetch(INTERNAL)).toBe('DENIED');
+    expect(await fetch([INTERNAL])).toBe('DENIED');
+    expect(await fetch(['https://ok.example/', INTERNAL])).toBe('DENIED');
+    expect(await fetch({ primary: { list: [INTERNAL] } })).toBe('DENIED');
+    expect(await fetch({ [INTERNAL]: true })).toBe('DENIED');
+    expect(await fetch(['https://ok.example/', { u: 'https://ok.example/b' }])).toBe('allowed');
+    expect(await fetch([])).toBe('allowed');
+  });
+
+  it('an allow rule needs every string inside the argument to match', async () => {
+    const fetch = setupFetch([
+      { tool: 'fetch', when: { url: '^https://ok\\.example/' }, decision: 'allow' },
+      { tool: 'fetch', decision: 'deny', reason: 'only ok.example' },
+    ]);
+    expect(await fetch(['https://ok.example/a', 'https://ok.example/b'])).toBe('allowed');
+    expect(await fetch(['https://ok.example/a', INTERNAL])).toBe('DENIED');
+    expect(await fetch({ a: 'https://ok.example/a', [INTERNAL]: 1 })).toBe('DENIED');
+  });
+
+  it('a value too big to inspect fails closed: deny and ask hold, allow does not', async () => {
+    const many = Array.from({ length: 150_000 }, () => 'https://ok.example/');
+    const deny = setupFetch([
+      { tool: 'fetch', when: { url: '^http://internal\\.example/' }, decision: 'deny' },
+    ]);
+    expect(await deny(many)).toBe('DENIED');
+    const allow = setupFetch([
+      { tool: 'fetch', when: { url: '^https://ok\\.example/' }, decision: 'allow' },
+      { tool: 'fetch', decision: 'deny' },
+    ]);
+    expect(await allow(many)).toBe('DENIED');
   });
 });
