@@ -14,6 +14,7 @@ import { assembleAgents } from './agents/assemble.ts';
 import { createApp } from './api/app.ts';
 import { createConnectionGuard } from './api/connections.ts';
 import { createLifecycle } from './api/lifecycle.ts';
+import { startLoopMonitor } from './api/loop-monitor.ts';
 import { createMetrics, observeCalls } from './api/metrics.ts';
 import { createWebSocketServer } from './api/routes/terminals.ts';
 import type { Config } from './config.ts';
@@ -126,6 +127,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
       workerRssMb: config.isolateWorkerMb,
     });
   const metrics = createMetrics();
+  const loop = startLoopMonitor({ metrics, log });
   const lifecycle = createLifecycle();
   const { agents } = assembleAgents({
     store,
@@ -209,6 +211,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
       clearInterval(idle);
       clearTimeout(hard);
       await isolates.close();
+      loop.stop();
       if (options.store === undefined) store.close();
     })();
     return closing;
