@@ -1,16 +1,27 @@
 // `edit`: literal text replacement. old_string must match exactly once unless replace_all; no
 // match and several matches are distinct, actionable errors. The file is written only on success.
+// Bounds (the work runs on the control plane's event loop, see text.ts): files up to
+// LIMITS.editBytes are edited (FILE_TOO_LARGE past it, checked by stat before reading), the result
+// may not grow past it either (checked before it is built), counting and replacing yield to the
+// loop as they go.
 
 import * as v from 'valibot';
 import { SandboxError } from '../../errors.ts';
 import { defineTool } from '../define.ts';
 import { looksBinary } from './read.ts';
-import { sandboxOf } from './services.ts';
+import { LIMITS, sandboxOf } from './services.ts';
+import { countOccurrences, replaceOccurrences, shownPath, slicer } from './text.ts';
 
-export const countOccurrences = (text: string, needle: string): number => {
-  let count = 0;
-  for (let at = text.indexOf(needle); at !== -1; at = text.indexOf(needle, at + needle.length)) count++;
-  return count;
+/** Refuses a file the editing tools do not load (a directory, or one past LIMITS.editBytes). */
+export const checkEditable = (stat: { type: string; size: number; path: string }, shown: string): void => {
+  if (stat.type === 'directory')
+    throw new SandboxError('NOT_A_FILE', `${shown} is a directory; give the path of a file.`);
+  if (stat.size > LIMITS.editBytes)
+    throw new SandboxError(
+      'FILE_TOO_LARGE',
+      `${shown} has ${stat.size} bytes, more than the editing tools handle (${LIMITS.editBytes}); use bash (sed, python3) to change it.`,
+      { data: { size: stat.size, maxBytes: LIMITS.editBytes } },
+    );
 };
 
 export const editTool = defineTool({
@@ -44,30 +55,36 @@ export const editTool = defineTool({
       );
     }
     const sandbox = await sandboxOf(exec);
+    const shown = shownPath(args.file_path);
     const path = sandbox.fs.resolve(args.file_path);
+    checkEditable(await sandbox.fs.stat(path), shown);
     const data = await sandbox.fs.readFile(path);
     if (looksBinary(data))
-      throw new SandboxError(
-        'BINARY_FILE',
-        `${args.file_path} is a binary file; edit only changes text files.`,
-      );
+      throw new SandboxError('BINARY_FILE', `${shown} is a binary file; edit only changes text files.`);
     const text = data.toString('utf8');
-    const count = countOccurrences(text, args.old_string);
+    const slice = slicer(exec.signal);
+    const count = await countOccurrences(text, args.old_string, slice);
     if (count === 0) {
       throw new SandboxError(
         'INVALID_ARGUMENTS',
-        `old_string was not found in ${args.file_path}; read the file and copy the text exactly, including whitespace.`,
+        `old_string was not found in ${shown}; read the file and copy the text exactly, including whitespace.`,
       );
     }
     if (count > 1 && !args.replace_all) {
       throw new SandboxError(
         'INVALID_ARGUMENTS',
-        `old_string appears ${count} times in ${args.file_path}; add surrounding lines to make it unique, or set replace_all.`,
+        `old_string appears ${count} times in ${shown}; add surrounding lines to make it unique, or set replace_all.`,
       );
     }
-    const updated = args.replace_all
-      ? text.split(args.old_string).join(args.new_string)
-      : text.replace(args.old_string, () => args.new_string);
+    const updated = await replaceOccurrences(
+      text,
+      args.old_string,
+      args.new_string,
+      count,
+      LIMITS.editBytes,
+      shown,
+      slice,
+    );
     await sandbox.fs.writeFile(path, updated);
     return { file_path: path, replacements: args.replace_all ? count : 1 };
   },

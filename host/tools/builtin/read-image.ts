@@ -5,6 +5,7 @@ import * as v from 'valibot';
 import { SandboxError } from '../../errors.ts';
 import { defineTool } from '../define.ts';
 import { LIMITS, sandboxOf } from './services.ts';
+import { shownPath } from './text.ts';
 
 export const imageMimeType = (data: Uint8Array): string | undefined => {
   const starts = (...bytes: number[]) => bytes.every((b, i) => data[i] === b);
@@ -39,12 +40,13 @@ export const readImageTool = defineTool({
   isConcurrencySafe: () => true,
   async execute(args, exec) {
     const sandbox = await sandboxOf(exec);
+    const shown = shownPath(args.file_path);
     const stat = await sandbox.fs.stat(args.file_path);
-    if (stat.type !== 'file') throw new SandboxError('NOT_A_FILE', `${args.file_path} is not a file.`);
+    if (stat.type !== 'file') throw new SandboxError('NOT_A_FILE', `${shown} is not a file.`);
     if (stat.size > LIMITS.imageBytes) {
       throw new SandboxError(
         'FILE_TOO_LARGE',
-        `${args.file_path} has ${stat.size} bytes; images up to ${LIMITS.imageBytes} bytes can be loaded. Scale it down first (e.g. with python3).`,
+        `${shown} has ${stat.size} bytes; images up to ${LIMITS.imageBytes} bytes can be loaded. Scale it down first (e.g. with python3).`,
       );
     }
     const data = await sandbox.fs.readFile(args.file_path);
@@ -52,7 +54,7 @@ export const readImageTool = defineTool({
     if (!mimeType) {
       throw new SandboxError(
         'INVALID_ARGUMENTS',
-        `${args.file_path} is not a png, jpeg, gif or webp image; use read for text files.`,
+        `${shown} is not a png, jpeg, gif or webp image; use read for text files.`,
       );
     }
     return { file_path: stat.path, mimeType, size: data.length, data: data.toString('base64') };

@@ -1,11 +1,16 @@
 // `read`: a bounded range of a text file with line numbers (seed 000). Long lines are cut, binary
 // files refused with a clear error. The canonical value is the selected text itself, so code
 // mode gets the file's content; the model sees it numbered.
+// Bounds (the work runs on the control plane's event loop, see text.ts): files up to
+// LIMITS.readBytes (FILE_TOO_LARGE past it, by stat before reading); the lines are found by one
+// scan of the bytes that yields to the loop as it goes, and only the selected range (at most
+// LIMITS.readLines lines) is decoded and split.
 
 import * as v from 'valibot';
 import { SandboxError } from '../../errors.ts';
 import { defineTool } from '../define.ts';
 import { LIMITS, sandboxOf } from './services.ts';
+import { scanLines, shownPath, slicer } from './text.ts';
 
 /** A NUL byte in the first 8 KiB marks a binary file, as git and ripgrep decide it. */
 export const looksBinary = (data: Uint8Array): boolean => data.subarray(0, 8192).includes(0);
@@ -62,42 +67,44 @@ export const readTool = defineTool({
   isConcurrencySafe: () => true,
   async execute(args, exec) {
     const sandbox = await sandboxOf(exec);
+    const shown = shownPath(args.file_path);
     const stat = await sandbox.fs.stat(args.file_path);
     if (stat.type === 'directory') {
-      throw new SandboxError(
-        'NOT_A_FILE',
-        `${args.file_path} is a directory; use glob or bash ls to list it.`,
-      );
+      throw new SandboxError('NOT_A_FILE', `${shown} is a directory; use glob or bash ls to list it.`);
     }
     if (stat.size > LIMITS.readBytes) {
       throw new SandboxError(
         'FILE_TOO_LARGE',
-        `${args.file_path} has ${stat.size} bytes, more than read handles (${LIMITS.readBytes}); use bash (head, sed -n, rg) to look into it.`,
+        `${shown} has ${stat.size} bytes, more than read handles (${LIMITS.readBytes}); use bash (head, sed -n, rg) to look into it.`,
       );
     }
     const data = await sandbox.fs.readFile(args.file_path);
     if (looksBinary(data)) {
       throw new SandboxError(
         'BINARY_FILE',
-        `${args.file_path} is a binary file; use read_image for images or bash (file, xxd) to inspect it.`,
+        `${shown} is a binary file; use read_image for images or bash (file, xxd) to inspect it.`,
       );
     }
-    const text = data.toString('utf8');
-    const all = text.length === 0 ? [] : text.replace(/\n$/, '').split('\n');
     const start = args.offset ?? 1;
-    if (all.length > 0 && start > all.length) {
+    const span = await scanLines(
+      data,
+      start,
+      args.limit ?? LIMITS.readLines,
+      'ends-line',
+      slicer(exec.signal),
+    );
+    if (span.total > 0 && start > span.total) {
       throw new SandboxError(
         'INVALID_ARGUMENTS',
-        `offset ${start} is past the end of ${args.file_path}, which has ${all.length} lines.`,
+        `offset ${start} is past the end of ${shown}, which has ${span.total} lines.`,
       );
     }
-    const selected = all.slice(start - 1, start - 1 + (args.limit ?? LIMITS.readLines));
     return {
       file_path: stat.path,
-      content: selected.join('\n'),
+      content: data.subarray(span.start, span.end).toString('utf8'),
       startLine: start,
-      lineCount: selected.length,
-      totalLines: all.length,
+      lineCount: span.lines,
+      totalLines: span.total,
     };
   },
 });

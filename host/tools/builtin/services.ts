@@ -36,6 +36,10 @@ export const LIMITS = {
   readLines: 2000,
   lineChars: 2000,
   readBytes: 10 * 1024 * 1024,
+  /** Largest file (bytes) edit and str_replace_editor load; an edit's result has at most this many characters. */
+  editBytes: 10 * 1024 * 1024,
+  /** Entries str_replace_editor's view lists of one directory. */
+  viewEntries: 1000,
   imageBytes: 5 * 1024 * 1024,
   globResults: 500,
   grepResults: 500,

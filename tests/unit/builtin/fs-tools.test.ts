@@ -43,6 +43,21 @@ describe('read', () => {
     expect(text(result)).toMatch(/^Error: bin.dat is a binary file/);
   });
 
+  it('counts lines as before: a final newline ends the last line, an empty file has none', async () => {
+    await sandbox.fs.writeFile('n.txt', 'a\n\n');
+    expect((await call('read', { file_path: 'n.txt' })).value).toMatchObject({
+      content: 'a\n',
+      totalLines: 2,
+    });
+    await sandbox.fs.writeFile('e.txt', '');
+    expect(text(await call('read', { file_path: 'e.txt' }))).toBe('(/workspace/e.txt is empty)');
+    await sandbox.fs.writeFile('u.txt', Buffer.from([0x61, 0xff, 0x0a, 0x62]));
+    expect((await call('read', { file_path: 'u.txt', offset: 2 })).value).toMatchObject({
+      content: 'b',
+      totalLines: 2,
+    });
+  });
+
   it('cuts very long lines', async () => {
     await sandbox.fs.writeFile('long.txt', `${'x'.repeat(5000)}\n`);
     expect(text(await call('read', { file_path: 'long.txt' }))).toMatch(/x{2000} \[line cut\]$/);
@@ -74,6 +89,38 @@ describe('write and edit', () => {
     });
     expect(result.ok).toBe(true);
     expect((await sandbox.fs.readFile('f.ts')).toString()).toBe('const enabled = true\n');
+  });
+
+  it('edit refuses a replacement that would grow the file past the edit limit, before building it', async () => {
+    await sandbox.fs.writeFile('a.txt', 'a'.repeat(1 << 20));
+    const result = await call('edit', {
+      file_path: 'a.txt',
+      old_string: 'a',
+      new_string: 'b'.repeat(100_000),
+      replace_all: true,
+    });
+    expect(result.error?.code).toBe('FILE_TOO_LARGE');
+    expect(text(result)).toMatch(/^Error: The edit would make a.txt 104857600000 characters long/);
+    expect((await sandbox.fs.readFile('a.txt')).length).toBe(1 << 20);
+  });
+
+  it('edit refuses a file past the edit limit with what to use instead', async () => {
+    await sandbox.fs.writeFile('huge.txt', Buffer.alloc(10 * 1024 * 1024 + 1, 'a'));
+    const result = await call('edit', { file_path: 'huge.txt', old_string: 'a', new_string: 'b' });
+    expect(result.error?.code).toBe('FILE_TOO_LARGE');
+    expect(text(result)).toMatch(/more than the editing tools handle \(10485760\); use bash/);
+  });
+
+  it('edit replace_all replaces every occurrence', async () => {
+    await sandbox.fs.writeFile('r.txt', 'x-x-x\n');
+    const result = await call('edit', {
+      file_path: 'r.txt',
+      old_string: 'x',
+      new_string: 'yy',
+      replace_all: true,
+    });
+    expect(text(result)).toBe('Edited /workspace/r.txt: 3 replacements');
+    expect((await sandbox.fs.readFile('r.txt')).toString()).toBe('yy-yy-yy\n');
   });
 
   it('edit says when old_string is missing or not unique, and changes nothing', async () => {
@@ -140,6 +187,66 @@ describe('str_replace_editor', () => {
     await call('str_replace_editor', { command: 'str_replace', path: 'e.txt', old_str: 'b', new_str: 'B' });
     await call('str_replace_editor', { command: 'insert', path: 'e.txt', insert_line: 0, new_str: 'top' });
     expect((await sandbox.fs.readFile('e.txt')).toString()).toBe('top\na\nB\nc');
+  });
+
+  // Issue 10: an empty old_str looped forever on the API's event loop (countOccurrences(text, '')).
+  it('refuses an empty old_str, and an old_str equal to new_str, leaving the file as it was', async () => {
+    await sandbox.fs.writeFile('a.txt', 'abc\n');
+    const empty = await call('str_replace_editor', {
+      command: 'str_replace',
+      path: '/workspace/a.txt',
+      old_str: '',
+      new_str: 'x',
+    });
+    expect(empty.error?.code).toBe('INVALID_ARGUMENTS');
+    expect(text(empty)).toMatch(/^Error: old_str is empty; give the exact text to replace/);
+    const same = await call('str_replace_editor', {
+      command: 'str_replace',
+      path: 'a.txt',
+      old_str: 'abc',
+      new_str: 'abc',
+    });
+    expect(text(same)).toBe('Error: old_str and new_str are the same; no replacement was performed.');
+    expect((await sandbox.fs.readFile('a.txt')).toString()).toBe('abc\n');
+  });
+
+  it('views at most 2000 lines, cuts long lines and says how to see more', async () => {
+    await sandbox.fs.writeFile('long.txt', `${'x'.repeat(3000)}\n${'line\n'.repeat(2500)}`);
+    const shown = text(await call('str_replace_editor', { command: 'view', path: 'long.txt' }));
+    const lines = shown.split('\n');
+    expect(lines).toHaveLength(2001);
+    expect(lines[0]).toBe(`     1\t${'x'.repeat(2000)} [line cut]`);
+    expect(lines[2000]).toBe('[showing lines 1-2000 of 2502; view with view_range [2001, -1] to see more]');
+    const tail = text(
+      await call('str_replace_editor', { command: 'view', path: 'long.txt', view_range: [2500, -1] }),
+    );
+    expect(tail).toBe('  2500\tline\n  2501\tline\n  2502\t');
+  });
+
+  it('lists at most 1000 entries of a directory', async () => {
+    for (let i = 0; i < 1005; i++) await sandbox.fs.writeFile(`d/f${String(i).padStart(4, '0')}`, '');
+    const lines = text(await call('str_replace_editor', { command: 'view', path: 'd' })).split('\n');
+    expect(lines).toHaveLength(1001);
+    expect(lines[1000]).toBe('[5 more entries not shown; use bash ls or find]');
+  });
+
+  it('inserts at the top, in the middle and after the last line', async () => {
+    await sandbox.fs.writeFile('i.txt', 'a\nb\n');
+    await call('str_replace_editor', { command: 'insert', path: 'i.txt', insert_line: 1, new_str: 'x\ny' });
+    expect((await sandbox.fs.readFile('i.txt')).toString()).toBe('a\nx\ny\nb\n');
+    const end = await call('str_replace_editor', {
+      command: 'insert',
+      path: 'i.txt',
+      insert_line: 5,
+      new_str: 'z',
+    });
+    expect(text(end)).toBe('Inserted 1 line(s) after line 5 of /workspace/i.txt');
+    expect((await sandbox.fs.readFile('i.txt')).toString()).toBe('a\nx\ny\nb\n\nz');
+    expect(
+      text(
+        await call('str_replace_editor', { command: 'insert', path: 'i.txt', insert_line: 7, new_str: 'q' }),
+      ),
+    ).toBe("Error: insert_line 7 is past the file's 6 lines.");
   });
 
   it('names the arguments a command is missing', async () => {
