@@ -1,10 +1,11 @@
 // Model-facing content helpers: the default renderer of canonical values and the one error text
 // format. Invariant: a failed call's content is exactly `Error: <message>`, nothing more.
+import { jsonText } from './json-text.ts';
 import type { ContentPart } from './types.ts';
 
-/** Default render: a string value is text as-is; any other JSON value is pretty-printed. */
+/** Default render: a string value is text as-is; any other JSON value as jsonText shows it. */
 export const renderValue = (value: unknown): ContentPart[] => [
-  { type: 'text', text: typeof value === 'string' ? value : (JSON.stringify(value, null, 2) ?? 'null') },
+  { type: 'text', text: typeof value === 'string' ? value : jsonText(value) },
 ];
 
 /** The only content a model sees for a failed or denied call. */

@@ -2,6 +2,8 @@
 //   lookup + argument validation → tools/pre-execute waterfall → monotonic guards → (ask → approvals)
 //   → tools/execute wrappers → body (exec.signal) → output validation, render, projectContent
 //   → tools/post-execute → finalizeContent → tools/result (observe) → durable log.
+// Arguments nested deeper than MAX_ARGUMENT_DEPTH are refused before validation (INVALID_ARGUMENTS),
+// so no later stage walks an unbounded depth.
 // Invariants: a call never throws out of `runPrepared`, it settles as a frozen ToolResult; a failed
 // call's content is exactly `Error: <message>`; cancellation before the body is
 // ABORTED_BEFORE_DISPATCH, after the body started it replaces only a successful outcome (ABORTED);
@@ -13,6 +15,7 @@ import { callEvent, resultEvent, tryAppend } from './call-log.ts';
 import { errorContent, isContent } from './content.ts';
 import { createGate, type Gate } from './gate.ts';
 import type { CallView, ExecuteView, Outcome } from './hooks.ts';
+import { MAX_ARGUMENT_DEPTH, nestedDeeperThan } from './json-walk.ts';
 import { chainsOf, dispatchOf, type Layer, type RegistryState, visibleOf } from './layers.ts';
 import { beforeDispatch, fail, failed, toToolError, unknownTool } from './outcomes.ts';
 import type { Registration, ResolvedToolSet } from './resolved-set.ts';
@@ -107,7 +110,13 @@ export const prepare = (
       definition = found.definition;
     }
   }
-  if (definition !== undefined) {
+  if (definition !== undefined && nestedDeeperThan(call.arguments, MAX_ARGUMENT_DEPTH)) {
+    // Validators, deepFreeze, policies and the log all walk arguments: the depth is bounded first.
+    failure = fail(
+      'INVALID_ARGUMENTS',
+      `Invalid arguments for ${call.name}: they nest arrays or objects more than ${MAX_ARGUMENT_DEPTH} levels deep. Flatten them and call again.`,
+    );
+  } else if (definition !== undefined) {
     const parsed = definition.validateArguments(call.arguments);
     if (parsed.ok) {
       args = deepFreeze(parsed.value);

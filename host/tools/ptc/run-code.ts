@@ -7,6 +7,7 @@ import * as v from 'valibot';
 import { SandboxError } from '../../errors.ts';
 import { type FailureKind, renderOutcome } from '../../isolates/index.ts';
 import { defineTool } from '../define.ts';
+import { jsonText } from '../json-text.ts';
 import { RESERVED_NAME } from '../layers.ts';
 import type { ContentPart, ExecContext, JsonValue, ToolDefinition, ToolSchema } from '../types.ts';
 import type { SubImage } from './bridge.ts';
@@ -37,8 +38,16 @@ const base = defineTool({
   output: {
     // The value came out of JSON.parse in the isolate host, so it is JSON by construction.
     schema: v.object({ logs: v.array(v.string()), value: v.optional(v.custom<JsonValue>(() => true)) }),
-    render: (_args, value) => [
-      { type: 'text', text: renderOutcome({ ok: true, logs: value.logs, value: value.value }) },
+    // The value goes in as jsonText's string: pretty-printing a deep value is quadratic (json-text.ts).
+    render: (_args, { logs, value }) => [
+      {
+        type: 'text',
+        text: renderOutcome({
+          ok: true,
+          logs,
+          value: value === undefined || typeof value === 'string' ? value : jsonText(value),
+        }),
+      },
     ],
   },
   execute: () => {

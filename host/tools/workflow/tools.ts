@@ -5,6 +5,7 @@
 import * as v from 'valibot';
 import { defineTool } from '../define.ts';
 import { type Disposer, disposer } from '../disposer.ts';
+import { jsonText } from '../json-text.ts';
 import type { ToolScope } from '../registry.ts';
 import type { ContentPart, JsonValue, ToolDefinition } from '../types.ts';
 import { RALPH_DEFAULT_ROUNDS, RALPH_MAX_ROUNDS, RALPH_META, RALPH_SCRIPT } from './ralph.ts';
@@ -24,11 +25,14 @@ const valueSchema = v.object({
   value: v.optional(json),
 });
 
-/** The log lines, then the return value (a string as-is, anything else as JSON), as run_code renders. */
+/**
+ * The log lines, then the return value (a string as-is, anything else as JSON), as run_code renders;
+ * the JSON is bounded by jsonText (pretty only when small and shallow).
+ */
 const render = (_args: unknown, value: v.InferOutput<typeof valueSchema>): ContentPart[] => {
   const parts = [...value.logs];
   if (value.value !== undefined)
-    parts.push(typeof value.value === 'string' ? value.value : JSON.stringify(value.value, null, 2));
+    parts.push(typeof value.value === 'string' ? value.value : jsonText(value.value));
   return [{ type: 'text', text: parts.length > 0 ? parts.join('\n') : NO_WORKFLOW_OUTPUT }];
 };
 

@@ -372,3 +372,48 @@ describe('tools/post-execute, finalizeContent and tools/result', () => {
     expect(bad?.ok).toBe(false);
   });
 });
+
+// Issue 10: arguments from outside are walked by validators, deepFreeze, policies and the log; the
+// pipeline bounds their depth first, so `[[[…]]]` 100,000 deep is a clear error, not a stack overflow.
+describe('argument depth', () => {
+  const nest = (depth: number): unknown => {
+    let value: unknown = 'leaf';
+    for (let i = 0; i < depth; i++) value = [value];
+    return value;
+  };
+  const setupAny = () => {
+    const registry = createRegistry();
+    registry.global.register(
+      defineTool({
+        name: 'take',
+        description: 'Takes any JSON value and renders it.',
+        parameters: v.object({ value: v.unknown() }),
+        output: { schema: v.unknown() },
+        execute: (args) => args.value,
+      }),
+    );
+    return registry.global.child('agent');
+  };
+
+  it('refuses arguments nested more than 64 levels with INVALID_ARGUMENTS', async () => {
+    const scope = setupAny();
+    for (const depth of [64, 100_000]) {
+      const r = await run(scope, 'take', { value: nest(depth) });
+      expect(r?.error).toEqual({
+        code: 'INVALID_ARGUMENTS',
+        message:
+          'Invalid arguments for take: they nest arrays or objects more than 64 levels deep. Flatten them and call again.',
+      });
+    }
+    expect((await run(scope, 'take', { value: nest(63) }))?.ok).toBe(true);
+  });
+
+  it('renders a deep value compactly: pretty-printing it would be quadratic in its depth', async () => {
+    const scope = setupAny();
+    const deep = await run(scope, 'take', { value: nest(63) });
+    const shown = deep?.content[0]?.type === 'text' ? deep.content[0].text : '';
+    expect(shown).toBe(JSON.stringify(nest(63)));
+    const small = await run(scope, 'take', { value: { a: [1] } });
+    expect(small?.content).toEqual([{ type: 'text', text: '{\n  "a": [\n    1\n  ]\n}' }]);
+  });
+});
