@@ -78,6 +78,14 @@ export interface Config {
   codeCpuMaxMs: number;
   /** The most wall-clock time an agent may ask for (`codeMode.wallMs`). Default 3600000 (env DSH_CODE_WALL_MAX_MS). */
   codeWallMaxMs: number;
+  /**
+   * Bytes of durable log (events plus their stored payloads) each tenant may hold. Past it, large
+   * values are no longer kept and new calls are refused with STORE_BUDGET_EXCEEDED (see
+   * host/store/event-log-core.ts). Default 512 MiB (env DSH_TENANT_LOG_BYTES).
+   */
+  tenantLogBytes: number;
+  /** Largest page of `GET /v1/agents/:id/events`, in bytes of event JSON. Default 1 MiB (env DSH_EVENT_PAGE_BYTES). */
+  eventPageBytes: number;
 }
 
 const ratioFrom = (name: string, raw: string | undefined, fallback: number): number => {
@@ -199,5 +207,11 @@ export const loadConfig = (
     codeWallMs,
     codeCpuMaxMs,
     codeWallMaxMs,
+    tenantLogBytes:
+      overrides.tenantLogBytes ??
+      intFrom('DSH_TENANT_LOG_BYTES', env.DSH_TENANT_LOG_BYTES, 512 * 1024 * 1024, 1024 * 1024, 2 ** 50),
+    eventPageBytes:
+      overrides.eventPageBytes ??
+      intFrom('DSH_EVENT_PAGE_BYTES', env.DSH_EVENT_PAGE_BYTES, 1024 * 1024, 64 * 1024, 256 * 1024 * 1024),
   };
 };

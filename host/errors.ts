@@ -40,6 +40,8 @@ export const ERROR_CODES = {
   ISOLATE_UNAVAILABLE: 503,
   // store
   STORE_FAILED: 500,
+  /** The tenant's durable log is over its storage budget: new calls are not run (nothing else is lost). */
+  STORE_BUDGET_EXCEEDED: 507,
   // control plane
   BAD_REQUEST: 400,
   MALFORMED_JSON: 400,

@@ -117,7 +117,7 @@ const defaultProvider = async (
 export const startServer = async (config: Config, options: StartOptions = {}): Promise<Running> => {
   const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
-  const store = options.store ?? openStore({ path: config.database });
+  const store = options.store ?? openStore({ path: config.database, logBudgetBytes: config.tenantLogBytes });
   ensureDefaultTenant(store, config, log);
   const sandboxes = options.sandboxes ?? (await defaultProvider(config, store, log));
   const isolates =
@@ -165,6 +165,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
       maxUploadBytes: config.maxUploadBytes,
       callTimeoutMs: config.callTimeoutMs,
       tenantTerminals: config.tenantTerminals,
+      eventPageBytes: config.eventPageBytes,
     },
   });
   // Terminal WebSockets (/v1/agents/:id/terminals/:tid) upgrade through this ws server.

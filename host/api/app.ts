@@ -16,7 +16,7 @@ import type { ApiEnv } from './env.ts';
 import { errorBody, errorHandler } from './errors.ts';
 import { createLifecycle, type Lifecycle, refuseWhenShuttingDown } from './lifecycle.ts';
 import { createTenantLimiter, tenantConcurrency } from './limits.ts';
-import { createMetrics, type Metrics } from './metrics.ts';
+import { createMetrics, type Metrics, withLogUsage } from './metrics.ts';
 import { agentRoutes } from './routes/agents.ts';
 import { callRoutes } from './routes/calls.ts';
 import { eventRoutes } from './routes/events.ts';
@@ -39,6 +39,8 @@ export interface ApiLimits {
   callTimeoutMs: number;
   /** Terminal WebSockets of one tenant open at once. Default 32. */
   tenantTerminals: number;
+  /** Largest page of events (and step of an event stream) in bytes of event JSON. Default 1 MiB. */
+  eventPageBytes: number;
 }
 
 export const DEFAULT_LIMITS: ApiLimits = {
@@ -48,6 +50,7 @@ export const DEFAULT_LIMITS: ApiLimits = {
   requestTimeoutMs: 30_000,
   callTimeoutMs: 600_000,
   tenantTerminals: 32,
+  eventPageBytes: 1024 * 1024,
 };
 
 export interface AppDeps {
@@ -81,7 +84,7 @@ const isStreamingRoute = (method: string, path: string): boolean =>
 
 export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
   const limits = { ...DEFAULT_LIMITS, ...deps.limits };
-  const metrics = deps.metrics ?? createMetrics();
+  const metrics = withLogUsage(deps.metrics ?? createMetrics(), () => deps.store.events.usage());
   const lifecycle = deps.lifecycle ?? createLifecycle();
   metrics.gauge('dsh_sandboxes_live', 'Sandboxes this control plane holds a handle to.', () =>
     deps.agents.liveSandboxes(),
@@ -159,7 +162,7 @@ export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
   app.use('/v1/agents/*', tenantConcurrency(createTenantLimiter(limits.tenantConcurrency)));
   app.route('/', agentRoutes(deps.agents));
   app.route('/', callRoutes(deps.agents, limits.callTimeoutMs));
-  app.route('/', eventRoutes(deps.agents, deps.store.events, lifecycle));
+  app.route('/', eventRoutes(deps.agents, deps.store.events, lifecycle, limits.eventPageBytes));
   app.route('/', fileRoutes(deps.agents, limits.maxUploadBytes));
   app.route('/', requestRoutes(deps.agents, deps.store.requests));
 

@@ -1,5 +1,6 @@
 // A small Prometheus registry: counters and a histogram with labels, plus gauges read at scrape
 // time. Text exposition format 0.0.4. Label values are escaped; names are fixed in code.
+import type { TenantLogUsage } from '../store/types.ts';
 
 type Labels = Record<string, string>;
 
@@ -103,3 +104,38 @@ export const observeCalls =
     const tool = remote ? '(remote)' : result.error?.code === 'UNKNOWN_TOOL' ? '(unknown)' : result.name;
     metrics.call(tool, result.ok ? 'ok' : (result.error?.code ?? 'TOOL_FAILED'), result.durationMs / 1000);
   };
+
+// Durable log usage per tenant (issue 11), rendered after the registry's own families.
+
+/** The log's bytes, dropped payloads and refused appends per tenant, as Prometheus text. */
+export const logUsageText = (usage: readonly TenantLogUsage[]): string => {
+  const out = [
+    '# HELP dsh_store_log_bytes Durable log bytes per tenant (events plus payloads stored once).',
+    '# TYPE dsh_store_log_bytes gauge',
+    ...usage.map((u) => `dsh_store_log_bytes${labelText({ tenant: u.tenantId })} ${u.bytes}`),
+    '# HELP dsh_store_log_budget_bytes Durable log bytes each tenant may hold.',
+    '# TYPE dsh_store_log_budget_bytes gauge',
+    ...usage.slice(0, 1).map((u) => `dsh_store_log_budget_bytes ${u.budget}`),
+    '# HELP dsh_store_payloads_dropped_total Large values not kept because their tenant was over budget.',
+    '# TYPE dsh_store_payloads_dropped_total counter',
+    ...usage.map((u) => `dsh_store_payloads_dropped_total${labelText({ tenant: u.tenantId })} ${u.dropped}`),
+    '# HELP dsh_store_appends_refused_total Events refused (calls not run) because their tenant was over budget.',
+    '# TYPE dsh_store_appends_refused_total counter',
+    ...usage.map((u) => `dsh_store_appends_refused_total${labelText({ tenant: u.tenantId })} ${u.refused}`),
+  ];
+  return `${out.join('\n')}\n`;
+};
+
+/** The same registry, its text followed by the log usage read at every scrape. */
+export const withLogUsage = (metrics: Metrics, usage: () => TenantLogUsage[]): Metrics => ({
+  ...metrics,
+  render: () => {
+    let extra: string;
+    try {
+      extra = logUsageText(usage());
+    } catch {
+      extra = '';
+    }
+    return metrics.render() + extra;
+  },
+});

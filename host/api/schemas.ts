@@ -99,6 +99,22 @@ export const Result = v.object({
 });
 export const Results = v.object({ results: v.array(Result) });
 
+export const PayloadRef = v.pipe(
+  v.object({
+    pointer: v.pipe(v.string(), v.description('Where the value sits in `data` (JSON Pointer)')),
+    sha256: v.string(),
+    bytes: v.number(),
+    dropped: v.optional(
+      v.pipe(
+        v.literal(true),
+        v.description('Not kept (the tenant was over its log budget): hash and size only'),
+      ),
+    ),
+  }),
+  v.description(
+    'A large value left in `data` as the marker { "$ref": "sha256:…", "bytes": n }; fetch it with GET /v1/agents/{id}/events/{seq}/payload?pointer=…',
+  ),
+);
 export const Event = v.object({
   seq: v.number(),
   at: v.number(),
@@ -107,6 +123,7 @@ export const Event = v.object({
   callId: v.optional(v.string()),
   parentCallId: v.optional(v.string()),
   data: v.unknown(),
+  payloads: v.optional(v.array(PayloadRef)),
 });
 export const EventsQuery = v.object({
   after: v.optional(
@@ -122,7 +139,23 @@ export const EventsQuery = v.object({
     ),
   ),
 });
-export const EventPage = v.object({ events: v.array(Event), next: v.number() });
+export const EventPage = v.pipe(
+  v.object({
+    events: v.array(Event),
+    next: v.pipe(
+      v.number(),
+      v.description('The last seq in this page: pass it as `after` for the next page'),
+    ),
+  }),
+  v.description("At most `limit` events and about the server's page byte bound (at least one event)"),
+);
+export const PayloadQuery = v.object({
+  pointer: v.pipe(
+    v.string(),
+    v.maxLength(4096),
+    v.regex(/^(\/[\s\S]*)?$/, "pointer is a JSON Pointer from the event's payloads"),
+  ),
+});
 
 export const PathQuery = v.object({
   path: v.pipe(

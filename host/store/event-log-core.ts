@@ -4,10 +4,46 @@
 // only after their events are durable (so a client never sees a seq a crash could hand out again).
 // Invariants: one process writes a given session; rows are written in append order; a failed
 // batch stays queued (flush() rejects, the next tick retries) instead of being dropped.
+//
+// Large values and budgets (issue 11). Values of event data longer than `inlineBytes` are stored
+// apart as payloads, once per tenant by SHA-256 (payloads.ts), so the same 1 MiB argument sent a
+// thousand times costs one copy, and a row costs at most about `inlineBytes`. Every tenant (the
+// tenant of the session's agent) has a byte budget for its log: event rows plus the payloads they
+// brought. The rules, decided here and checked synchronously at append:
+// - Within the budget an event is stored whole.
+// - An event that would take its tenant past the budget keeps its small facts (type, ids, name, ok,
+//   sizes) and the sha256 and size of every large value; the values it would newly add are not
+//   kept (PayloadRef.dropped). Payloads already stored stay referenced: they cost nothing.
+// - At or over the budget, appends are refused with STORE_BUDGET_EXCEEDED, so the pipeline does
+//   not run a call it cannot record, except events that settle something already admitted
+//   (SETTLING_TYPES: a call's result, a request's end), which are kept in the small form above; so
+//   the timeline never holds a call without its end, and the overshoot is bounded by the calls
+//   admitted before the budget ran out. The audit log never silently loses that a call happened.
+// Usage is counted at append (queued rows included) and persisted by the backend in the same write;
+// several processes sharing one database each enforce it against what they last read.
 import { SandboxError } from '../errors.ts';
-import type { EventLog, EventQuery, EventSurface, SessionEvent, SessionEventInput } from './types.ts';
+import {
+  DEFAULT_INLINE_BYTES,
+  mayExceed,
+  type PayloadBlob,
+  payloadText,
+  resolveData,
+  type SplitData,
+  splitValue,
+  topRefs,
+} from './payloads.ts';
+import type {
+  EventLog,
+  EventPayloads,
+  EventQuery,
+  EventSurface,
+  PayloadRef,
+  SessionEvent,
+  SessionEventInput,
+  TenantLogUsage,
+} from './types.ts';
 
-/** An event as queued and stored: data already serialized, so later mutation cannot change it. */
+/** An event as stored: data already serialized (markers in place of payloads), so later mutation cannot change it. */
 export interface EventRow {
   sessionId: string;
   seq: number;
@@ -16,17 +52,37 @@ export interface EventRow {
   callId: string | undefined;
   parentCallId: string | undefined;
   data: string;
+  /** JSON array of PayloadRef, children first; undefined when nothing moved. */
+  refs: string | undefined;
   at: number;
 }
 
+/** A row on its way to the backend, with what its write must also do. */
+export interface QueuedRow extends EventRow {
+  tenantId: string;
+  /** What the row adds to its tenant's usage (payloads included). */
+  bytes: number;
+  /** Payloads this row stores first (not yet stored for the tenant). */
+  blobs: PayloadBlob[];
+}
+
 /**
- * Where rows go. All methods are synchronous; `write` is atomic (all rows or none) and may raise
- * the seqs of a session's rows (keeping their order) when another writer got there first.
+ * Where rows go. All methods are synchronous; `write` is atomic (all rows, their payloads and the
+ * usage they add, or nothing) and may raise the seqs of a session's rows (keeping their order) when
+ * another writer got there first.
  */
 export interface EventBackend {
   /** The highest seq stored for the session, 0 when none. Called once per session. */
   lastSeq(sessionId: string): number;
-  write(rows: EventRow[]): void;
+  /** The tenant whose budget the session's events count against ('' when none is known). */
+  tenantOf(sessionId: string): string;
+  /** Stored log bytes of a tenant. Called once per tenant. */
+  usage(tenantId: string): number;
+  /** Stored log bytes of every tenant. */
+  usageAll(): { tenantId: string; bytes: number }[];
+  readBlob(tenantId: string, sha256: string): string | undefined;
+  hasBlob(tenantId: string, sha256: string): boolean;
+  write(rows: QueuedRow[]): void;
   read(sessionId: string, afterSeq: number, limit: number): EventRow[];
 }
 
@@ -41,9 +97,15 @@ export interface EventLogOptions {
    * flush() and close() always write at once.
    */
   batchWindowMs?: number;
+  /** Log bytes each tenant may hold (events plus payloads). Default DEFAULT_LOG_BUDGET_BYTES (512 MiB). */
+  budgetBytes?: number;
+  /** Values of event data longer than this (JSON characters) are stored once, apart. Default 16 KiB. */
+  inlineBytes?: number;
+  /** Overrides the backend's session → tenant mapping (tests, stores without agents). */
+  tenantOf?: (sessionId: string) => string;
 }
 
-export interface ClosableEventLog extends EventLog {
+export interface ClosableEventLog extends EventLog, EventPayloads {
   /** Writes what is queued and stops the background writer. */
   close(): void;
 }
@@ -51,14 +113,37 @@ export interface ClosableEventLog extends EventLog {
 const SURFACES: ReadonlySet<string> = new Set<EventSurface>(['current', 'log-only']);
 export const DEFAULT_EVENT_LIMIT = 500;
 export const MAX_EVENT_LIMIT = 5000;
+export const DEFAULT_LOG_BUDGET_BYTES = 512 * 1024 * 1024;
+/** Events that end something already admitted: kept (small) even past the budget. */
+export const SETTLING_TYPES: ReadonlySet<string> = new Set([
+  'tool.result',
+  'request.answered',
+  'request.expired',
+  'request.cancelled',
+]);
+/** Fixed part of an event's JSON: `{"seq":…,"at":…,"type":"","surface":"log-only","callId":"",…}`. */
+const EVENT_ENVELOPE = 128;
+/** What a row costs beyond its data and refs (key, type, ids, columns): an estimate, the same everywhere. */
+const ROW_OVERHEAD = 48;
 
-export const toEvent = (row: EventRow): SessionEvent => {
+const rowBytes = (row: EventRow): number =>
+  ROW_OVERHEAD +
+  Buffer.byteLength(row.data) +
+  (row.refs?.length ?? 0) +
+  row.type.length +
+  (row.callId?.length ?? 0) +
+  (row.parentCallId?.length ?? 0);
+
+const parseRefs = (row: EventRow): PayloadRef[] =>
+  row.refs === undefined ? [] : (JSON.parse(row.refs) as PayloadRef[]);
+
+const baseEvent = (row: EventRow, data: SessionEvent['data']): SessionEvent => {
   const event: SessionEvent = {
     sessionId: row.sessionId,
     seq: row.seq,
     type: row.type,
     surface: row.surface,
-    data: JSON.parse(row.data),
+    data,
     at: row.at,
   };
   if (row.callId !== undefined) event.callId = row.callId;
@@ -66,7 +151,15 @@ export const toEvent = (row: EventRow): SessionEvent => {
   return event;
 };
 
-const serialize = (input: SessionEventInput): string => {
+/** A stored row as an event with its markers and their list (no payload is read). */
+export const toEvent = (row: EventRow): SessionEvent => {
+  const event = baseEvent(row, JSON.parse(row.data));
+  const refs = topRefs(parseRefs(row));
+  if (refs.length > 0) event.payloads = refs;
+  return event;
+};
+
+const validate = (input: SessionEventInput): void => {
   if (typeof input.sessionId !== 'string' || input.sessionId === '') {
     throw new SandboxError('STORE_FAILED', 'event needs a non-empty sessionId');
   }
@@ -81,30 +174,70 @@ const serialize = (input: SessionEventInput): string => {
       `event surface must be 'current' or 'log-only', got ${input.surface}`,
     );
   }
-  let json: string | undefined;
+};
+
+/** The data's JSON text with its large values moved out (payloads.ts). */
+const shape = (input: SessionEventInput, inlineBytes: number): SplitData => {
   try {
-    json = JSON.stringify(input.data);
+    if (!mayExceed(input.data, inlineBytes)) {
+      const json = JSON.stringify(input.data) ?? 'null';
+      if (json.length <= inlineBytes) return { json, refs: [], blobs: [] };
+    }
+    return splitValue(input.data, inlineBytes);
   } catch (cause) {
     throw new SandboxError('STORE_FAILED', `event ${input.type} data is not JSON-serializable`, { cause });
   }
-  return json ?? 'null';
 };
 
 export const createEventLog = (backend: EventBackend, options: EventLogOptions = {}): ClosableEventLog => {
   const now = options.now ?? Date.now;
   const batchWindowMs = options.batchWindowMs ?? 0;
+  const budget = options.budgetBytes ?? DEFAULT_LOG_BUDGET_BYTES;
+  const inlineBytes = options.inlineBytes ?? DEFAULT_INLINE_BYTES;
   const lastSeq = new Map<string, number>();
+  const tenants = new Map<string, string>();
+  /** Log bytes per tenant: stored plus queued. Loaded from the backend on a tenant's first append. */
+  const used = new Map<string, number>();
+  const counters = new Map<string, { dropped: number; refused: number }>();
+  /** Payloads queued but not yet written, by `${tenant}\0${sha256}`. */
+  const queuedBlobs = new Map<string, string>();
   const listeners = new Map<string, Set<(event: SessionEvent) => void>>();
-  let queue: EventRow[] = [];
+  let queue: QueuedRow[] = [];
   /** Cancels the pending background write, when one is scheduled. */
   let scheduled: (() => void) | undefined;
   let failures = 0;
   let closed = false;
 
-  const notify = (rows: EventRow[]) => {
+  const tenantOf = (sessionId: string): string => {
+    let tenant = tenants.get(sessionId);
+    if (tenant === undefined) {
+      tenant = options.tenantOf?.(sessionId) ?? backend.tenantOf(sessionId);
+      tenants.set(sessionId, tenant);
+    }
+    return tenant;
+  };
+  const usageOf = (tenant: string): number => {
+    let bytes = used.get(tenant);
+    if (bytes === undefined) {
+      bytes = backend.usage(tenant);
+      used.set(tenant, bytes);
+    }
+    return bytes;
+  };
+  const countersOf = (tenant: string) => {
+    const entry = counters.get(tenant) ?? { dropped: 0, refused: 0 };
+    counters.set(tenant, entry);
+    return entry;
+  };
+  const blobKey = (tenant: string, sha256: string) => `${tenant}\0${sha256}`;
+  const readBlob = (tenant: string, sha256: string): string | undefined =>
+    queuedBlobs.get(blobKey(tenant, sha256)) ?? backend.readBlob(tenant, sha256);
+
+  const notify = (rows: QueuedRow[]) => {
     for (const row of rows) {
       const set = listeners.get(row.sessionId);
       if (set === undefined) continue;
+      // Subscribers see what `payloads: 'refs'` readers see: large values stay markers.
       const event = toEvent(row);
       for (const listener of [...set]) {
         try {
@@ -131,11 +264,13 @@ export const createEventLog = (backend: EventBackend, options: EventLogOptions =
       throw error;
     }
     failures = 0;
-    // The backend may have renumbered rows after another process's writes: follow it.
     for (const row of batch) {
+      // The backend may have renumbered rows after another process's writes: follow it.
       if (row.seq > (lastSeq.get(row.sessionId) ?? 0)) lastSeq.set(row.sessionId, row.seq);
+      for (const blob of row.blobs) queuedBlobs.delete(blobKey(row.tenantId, blob.sha256));
     }
     notify(batch);
+    for (const row of batch) row.blobs = [];
   };
 
   const schedule = () => {
@@ -171,27 +306,91 @@ export const createEventLog = (backend: EventBackend, options: EventLogOptions =
     return seq;
   };
 
+  /**
+   * Shapes one event for the queue under its tenant's budget (see the header), counting what it
+   * adds into `pending` (this append's usage so far) and `adding` (its new payloads).
+   */
+  const admit = (
+    input: SessionEventInput,
+    pending: Map<string, number>,
+    adding: Set<string>,
+  ): Omit<QueuedRow, 'seq' | 'at'> => {
+    validate(input);
+    const tenantId = tenantOf(input.sessionId);
+    const before = usageOf(tenantId) + (pending.get(tenantId) ?? 0);
+    const settles = SETTLING_TYPES.has(input.type);
+    if (!settles && before >= budget) {
+      countersOf(tenantId).refused++;
+      throw new SandboxError(
+        'STORE_BUDGET_EXCEEDED',
+        `This tenant's event log holds ${before} bytes, at its budget of ${budget}; new calls are not ` +
+          'run until an operator raises the budget (DSH_TENANT_LOG_BYTES).',
+        { data: { tenantId, bytes: before, budget } },
+      );
+    }
+    const split = shape(input, inlineBytes);
+    let blobs = split.blobs.filter((b) => {
+      const key = blobKey(tenantId, b.sha256);
+      return !adding.has(key) && !queuedBlobs.has(key) && !backend.hasBlob(tenantId, b.sha256);
+    });
+    const row = {
+      sessionId: input.sessionId,
+      type: input.type,
+      surface: input.surface,
+      callId: input.callId,
+      parentCallId: input.parentCallId,
+      data: split.json,
+      refs: split.refs.length === 0 ? undefined : JSON.stringify(split.refs),
+      tenantId,
+      bytes: 0,
+      blobs,
+    };
+    let bytes = rowBytes({ ...row, seq: 0, at: 0 }) + blobs.reduce((n, b) => n + b.bytes, 0);
+    if (blobs.length > 0 && before + bytes > budget) {
+      const lost = new Set(blobs.map((b) => b.sha256));
+      const refs = split.refs.map((r) => (lost.has(r.sha256) ? { ...r, dropped: true as const } : r));
+      row.refs = JSON.stringify(refs);
+      countersOf(tenantId).dropped += lost.size;
+      blobs = [];
+      row.blobs = blobs;
+      bytes = rowBytes({ ...row, seq: 0, at: 0 });
+    }
+    row.bytes = bytes;
+    pending.set(tenantId, (pending.get(tenantId) ?? 0) + bytes);
+    for (const b of blobs) adding.add(blobKey(tenantId, b.sha256));
+    return row;
+  };
+
+  /** About the length of the event's JSON as the API shows it (envelope, data and payload list). */
+  const sizeOf = (row: EventRow, refs: PayloadRef[], inline: boolean): number =>
+    EVENT_ENVELOPE +
+    row.type.length +
+    (row.callId?.length ?? 0) +
+    (row.parentCallId?.length ?? 0) +
+    row.data.length +
+    (inline
+      ? refs.reduce((n, r) => n + (r.dropped ? 0 : r.bytes), 0)
+      : refs.length === 0
+        ? 0
+        : JSON.stringify(refs).length + 14);
+
   return {
     append(inputs) {
       if (closed) throw new SandboxError('SHUTTING_DOWN', 'the event log is closed');
-      // Serialize everything first so a bad event rejects the whole append before any seq is used.
-      const data = inputs.map(serialize);
+      // Check, serialize and admit everything first so a bad or refused event rejects the whole
+      // append before any seq or byte is used (and a refused one is never serialized).
+      const pending = new Map<string, number>();
+      const adding = new Set<string>();
+      const rows = inputs.map((input) => admit(input, pending, adding));
+      for (const [tenant, bytes] of pending) used.set(tenant, usageOf(tenant) + bytes);
       for (const { sessionId } of inputs) {
         if (!lastSeq.has(sessionId)) lastSeq.set(sessionId, backend.lastSeq(sessionId));
       }
       const at = now();
       const events: SessionEvent[] = [];
       inputs.forEach((input, i) => {
-        const row: EventRow = {
-          sessionId: input.sessionId,
-          seq: nextSeq(input.sessionId),
-          type: input.type,
-          surface: input.surface,
-          callId: input.callId,
-          parentCallId: input.parentCallId,
-          data: data[i]!,
-          at,
-        };
+        const row: QueuedRow = { ...rows[i]!, seq: nextSeq(input.sessionId), at };
+        for (const blob of row.blobs) queuedBlobs.set(blobKey(row.tenantId, blob.sha256), blob.json);
         queue.push(row);
         events.push({ ...input, seq: row.seq, at });
       });
@@ -206,6 +405,8 @@ export const createEventLog = (backend: EventBackend, options: EventLogOptions =
     list(sessionId, query: EventQuery = {}) {
       const afterSeq = Math.max(0, Math.trunc(query.afterSeq ?? 0));
       const limit = Math.min(MAX_EVENT_LIMIT, Math.max(0, Math.trunc(query.limit ?? DEFAULT_EVENT_LIMIT)));
+      const maxBytes = query.maxBytes ?? Number.POSITIVE_INFINITY;
+      const inline = query.payloads !== 'refs';
       if (limit === 0) return [];
       const rows = backend.read(sessionId, afterSeq, limit);
       // Queued rows always have higher seqs than stored ones: append them after.
@@ -213,7 +414,52 @@ export const createEventLog = (backend: EventBackend, options: EventLogOptions =
         if (rows.length >= limit) break;
         if (row.sessionId === sessionId && row.seq > afterSeq) rows.push(row);
       }
-      return rows.map(toEvent);
+      const events: SessionEvent[] = [];
+      let total = 0;
+      for (const row of rows) {
+        const refs = parseRefs(row);
+        const top = topRefs(refs);
+        const size = sizeOf(row, top, inline);
+        if (events.length > 0 && total + size > maxBytes) break;
+        total += size;
+        if (!inline || refs.length === 0) events.push(toEvent(row));
+        else {
+          const tenant = tenantOf(sessionId);
+          events.push(
+            baseEvent(
+              row,
+              resolveData(row.data, refs, (sha) => readBlob(tenant, sha)),
+            ),
+          );
+        }
+      }
+      return events;
+    },
+
+    payload(sessionId, seq, pointer) {
+      const row =
+        queue.find((r) => r.sessionId === sessionId && r.seq === seq) ??
+        backend.read(sessionId, Math.max(0, seq - 1), 1).find((r) => r.seq === seq);
+      if (row === undefined)
+        throw new SandboxError('NOT_FOUND', `No event ${seq} in this log.`, { data: { seq } });
+      const tenant = tenantOf(sessionId);
+      return payloadText(parseRefs(row), pointer, (sha) => readBlob(tenant, sha));
+    },
+
+    usage() {
+      const all = new Map<string, number>();
+      for (const { tenantId, bytes } of backend.usageAll()) all.set(tenantId, bytes);
+      for (const [tenantId, bytes] of used) all.set(tenantId, bytes);
+      for (const tenantId of counters.keys()) if (!all.has(tenantId)) all.set(tenantId, usageOf(tenantId));
+      return [...all].map(
+        ([tenantId, bytes]): TenantLogUsage => ({
+          tenantId,
+          bytes,
+          budget,
+          dropped: counters.get(tenantId)?.dropped ?? 0,
+          refused: counters.get(tenantId)?.refused ?? 0,
+        }),
+      );
     },
 
     subscribe(sessionId, listener) {

@@ -6,13 +6,16 @@
 // insert hits the primary key and the batch is retried once, renumbered after the stored rows, so
 // stored seqs stay unique and gap-free (readers and subscribers see the stored seq; append's
 // return value was a guess). The common path reads nothing: a read costs as much as two inserts.
+// Payloads live in `payloads` (one row per tenant and sha256, INSERT OR IGNORE), and the same
+// transaction adds what the batch really stored to `tenant_log_usage`; a session's tenant is its
+// agent's.
 import { type Database, guarded, immediate } from './db.ts';
 import {
   type ClosableEventLog,
   createEventLog,
   type EventBackend,
   type EventLogOptions,
-  type EventRow,
+  type QueuedRow,
 } from './event-log-core.ts';
 import type { EventSurface } from './types.ts';
 
@@ -24,6 +27,7 @@ interface StoredEvent {
   call_id: string | null;
   parent_call_id: string | null;
   data: string;
+  refs: string | null;
   at: number;
 }
 
@@ -38,18 +42,30 @@ export const createLibsqlEventBackend = (db: Database): EventBackend => {
      ON CONFLICT (id) DO UPDATE SET last_seq = max(last_seq, excluded.last_seq)`,
   );
   const insert = db.prepare(
-    `INSERT INTO events (session_id, seq, type, surface, call_id, parent_call_id, data, at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT INTO events (session_id, seq, type, surface, call_id, parent_call_id, data, refs, at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
   const read = db.prepare(
-    `SELECT session_id, seq, type, surface, call_id, parent_call_id, data, at FROM events
+    `SELECT session_id, seq, type, surface, call_id, parent_call_id, data, refs, at FROM events
      WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
+  );
+  const tenantOf = db.prepare('SELECT tenant_id FROM agents WHERE id = ?');
+  const usageOf = db.prepare('SELECT bytes FROM tenant_log_usage WHERE tenant_id = ?');
+  const usageAll = db.prepare('SELECT tenant_id, bytes FROM tenant_log_usage');
+  const addUsage = db.prepare(
+    `INSERT INTO tenant_log_usage (tenant_id, bytes) VALUES (?, ?)
+     ON CONFLICT (tenant_id) DO UPDATE SET bytes = bytes + excluded.bytes`,
+  );
+  const readBlob = db.prepare('SELECT data FROM payloads WHERE tenant_id = ? AND sha256 = ?');
+  const hasBlob = db.prepare('SELECT 1 AS x FROM payloads WHERE tenant_id = ? AND sha256 = ?');
+  const insertBlob = db.prepare(
+    'INSERT OR IGNORE INTO payloads (tenant_id, sha256, bytes, data, created_at) VALUES (?, ?, ?, ?, ?)',
   );
 
   /** One transaction; `renumber` checks each session's stored last seq first (the rare retry path). */
-  const writeBatch = (rows: EventRow[], renumber: boolean) =>
+  const writeBatch = (rows: QueuedRow[], renumber: boolean) =>
     immediate(db, () => {
-      const bySession = new Map<string, EventRow[]>();
+      const bySession = new Map<string, QueuedRow[]>();
       for (const row of rows) {
         const group = bySession.get(row.sessionId);
         if (group === undefined) bySession.set(row.sessionId, [row]);
@@ -66,7 +82,15 @@ export const createLibsqlEventBackend = (db: Database): EventBackend => {
         }
         upsertSession.run(sessionId, group[0]!.at, group.at(-1)!.seq);
       }
+      const usage = new Map<string, number>();
       for (const r of rows) {
+        let bytes = r.bytes;
+        for (const blob of r.blobs) {
+          // Another process may have stored it meanwhile: count only what this write adds.
+          if (insertBlob.run(r.tenantId, blob.sha256, blob.bytes, blob.json, r.at).changes === 0)
+            bytes -= blob.bytes;
+        }
+        usage.set(r.tenantId, (usage.get(r.tenantId) ?? 0) + bytes);
         insert.run(
           r.sessionId,
           r.seq,
@@ -75,14 +99,44 @@ export const createLibsqlEventBackend = (db: Database): EventBackend => {
           r.callId ?? null,
           r.parentCallId ?? null,
           r.data,
+          r.refs ?? null,
           r.at,
         );
       }
+      for (const [tenantId, bytes] of usage) addUsage.run(tenantId, bytes);
     });
 
   return {
     lastSeq: (sessionId) =>
       guarded('read last event seq', () => (lastSeq.all(sessionId)[0] as { seq: number }).seq),
+
+    tenantOf: (sessionId) =>
+      guarded(
+        'read session tenant',
+        () => (tenantOf.all(sessionId)[0] as { tenant_id: string } | undefined)?.tenant_id ?? '',
+      ),
+
+    usage: (tenantId) =>
+      guarded(
+        'read log usage',
+        () => (usageOf.all(tenantId)[0] as { bytes: number } | undefined)?.bytes ?? 0,
+      ),
+
+    usageAll: () =>
+      guarded('read log usage', () =>
+        (usageAll.all() as { tenant_id: string; bytes: number }[]).map((r) => ({
+          tenantId: r.tenant_id,
+          bytes: r.bytes,
+        })),
+      ),
+
+    readBlob: (tenantId, sha256) =>
+      guarded(
+        'read payload',
+        () => (readBlob.all(tenantId, sha256)[0] as { data: string } | undefined)?.data,
+      ),
+
+    hasBlob: (tenantId, sha256) => guarded('read payload', () => hasBlob.all(tenantId, sha256).length > 0),
 
     write: (rows) =>
       guarded('write events', () => {
@@ -104,6 +158,7 @@ export const createLibsqlEventBackend = (db: Database): EventBackend => {
           callId: r.call_id ?? undefined,
           parentCallId: r.parent_call_id ?? undefined,
           data: r.data,
+          refs: r.refs ?? undefined,
           at: r.at,
         })),
       ),

@@ -31,6 +31,8 @@ export interface OpenStoreOptions {
    * different ticks (bench/store-log.ts); readers see queued events at once either way.
    */
   eventBatchWindowMs?: number;
+  /** Log bytes each tenant may hold (events plus payloads). Default 512 MiB (event-log-core.ts says what happens past it). */
+  logBudgetBytes?: number;
 }
 
 export interface Store {
@@ -65,6 +67,7 @@ export const openStore = (options: OpenStoreOptions): Store => {
       now,
       onError: options.onError,
       batchWindowMs: options.eventBatchWindowMs ?? 2,
+      ...(options.logBudgetBytes === undefined ? {} : { budgetBytes: options.logBudgetBytes }),
     });
     const requests = createLibsqlRequestStore(db, { events, now });
     let closed = false;
@@ -106,9 +109,12 @@ export { createLibsqlEventLog } from './event-log.ts';
 export {
   type ClosableEventLog,
   createEventLog,
+  DEFAULT_LOG_BUDGET_BYTES,
   type EventBackend,
   type EventLogOptions,
   type EventRow,
+  type QueuedRow,
+  SETTLING_TYPES,
 } from './event-log-core.ts';
 export { INSTANCE_ID, instanceIdOf } from './instance.ts';
 export { createMemoryEventLog, createMemoryRequestStore } from './memory.ts';

@@ -17,15 +17,30 @@ import {
 } from './request-core.ts';
 import type { HostRequest } from './types.ts';
 
-export const createMemoryEventBackend = (): EventBackend => {
+/** `tenantOf` maps sessions to tenants (default: every session counts against tenant ''). */
+export const createMemoryEventBackend = (
+  tenantOf: (sessionId: string) => string = () => '',
+): EventBackend => {
   const sessions = new Map<string, EventRow[]>();
+  const blobs = new Map<string, string>();
+  const usage = new Map<string, number>();
+  const key = (tenantId: string, sha256: string) => `${tenantId}\0${sha256}`;
   return {
     lastSeq: (sessionId) => sessions.get(sessionId)?.at(-1)?.seq ?? 0,
+    tenantOf,
+    usage: (tenantId) => usage.get(tenantId) ?? 0,
+    usageAll: () => [...usage].map(([tenantId, bytes]) => ({ tenantId, bytes })),
+    readBlob: (tenantId, sha256) => blobs.get(key(tenantId, sha256)),
+    hasBlob: (tenantId, sha256) => blobs.has(key(tenantId, sha256)),
     write(rows) {
       for (const row of rows) {
         const list = sessions.get(row.sessionId) ?? [];
         sessions.set(row.sessionId, list);
-        list.push(row);
+        // Only what a database would keep: not the queued row with its payloads and whole data.
+        const { sessionId, seq, type, surface, callId, parentCallId, data, refs, at } = row;
+        list.push({ sessionId, seq, type, surface, callId, parentCallId, data, refs, at });
+        for (const blob of row.blobs) blobs.set(key(row.tenantId, blob.sha256), blob.json);
+        usage.set(row.tenantId, (usage.get(row.tenantId) ?? 0) + row.bytes);
       }
     },
     read(sessionId, afterSeq, limit) {

@@ -4,12 +4,50 @@
 // this code is refused, never touched. Migrations are append-only: never edit a shipped one.
 import { SandboxError } from '../errors.ts';
 import { type Database, guarded, immediate } from './db.ts';
+import { DEFAULT_INLINE_BYTES, splitData } from './payloads.ts';
 
 export interface Migration {
   version: number;
   name: string;
   sql: string;
+  /** Data changes that SQL alone cannot make; runs after `sql`, in the same transaction. */
+  up?: (db: Database) => void;
 }
+
+/**
+ * Version 3: events written before payloads existed hold their large values inline. Move them out
+ * (as the event log does for new events; legacy payloads are never dropped), then count every
+ * tenant's usage. Row cost as in event-log-core's rowBytes: 48 + data + refs + type + ids.
+ */
+const storeLegacyPayloads = (db: Database): void => {
+  const large = db
+    .prepare(`SELECT e.session_id AS session_id, e.seq AS seq FROM events e WHERE length(e.data) > ?`)
+    .all(DEFAULT_INLINE_BYTES) as { session_id: string; seq: number }[];
+  const read = db.prepare(
+    `SELECT e.data AS data, coalesce(a.tenant_id, '') AS tenant_id, e.at AS at FROM events e
+     LEFT JOIN agents a ON a.id = e.session_id WHERE e.session_id = ? AND e.seq = ?`,
+  );
+  const update = db.prepare('UPDATE events SET data = ?, refs = ? WHERE session_id = ? AND seq = ?');
+  const insert = db.prepare(
+    'INSERT OR IGNORE INTO payloads (tenant_id, sha256, bytes, data, created_at) VALUES (?, ?, ?, ?, ?)',
+  );
+  for (const { session_id, seq } of large) {
+    const row = read.all(session_id, seq)[0] as { data: string; tenant_id: string; at: number };
+    const split = splitData(row.data, DEFAULT_INLINE_BYTES);
+    for (const blob of split.blobs) insert.run(row.tenant_id, blob.sha256, blob.bytes, blob.json, row.at);
+    update.run(split.json, JSON.stringify(split.refs), session_id, seq);
+  }
+  db.exec(`
+    INSERT INTO tenant_log_usage (tenant_id, bytes)
+    SELECT coalesce(a.tenant_id, ''),
+           sum(48 + length(CAST(e.data AS BLOB)) + coalesce(length(e.refs), 0) + length(e.type)
+               + coalesce(length(e.call_id), 0) + coalesce(length(e.parent_call_id), 0))
+    FROM events e LEFT JOIN agents a ON a.id = e.session_id GROUP BY 1;
+    INSERT INTO tenant_log_usage (tenant_id, bytes)
+    SELECT tenant_id, sum(bytes) FROM payloads WHERE true GROUP BY tenant_id
+    ON CONFLICT (tenant_id) DO UPDATE SET bytes = bytes + excluded.bytes;
+  `);
+};
 
 export const MIGRATIONS: readonly Migration[] = [
   {
@@ -98,6 +136,26 @@ export const MIGRATIONS: readonly Migration[] = [
       INSERT INTO meta (key, value) VALUES ('instance_id', lower(hex(randomblob(6))));
     `,
   },
+  {
+    version: 3,
+    name: 'event payloads stored once per tenant, log usage per tenant',
+    sql: `
+      ALTER TABLE events ADD COLUMN refs TEXT;
+      CREATE TABLE payloads (
+        tenant_id TEXT NOT NULL,
+        sha256 TEXT NOT NULL,
+        bytes INTEGER NOT NULL,
+        data TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+      );
+      CREATE UNIQUE INDEX payloads_key ON payloads(tenant_id, sha256);
+      CREATE TABLE tenant_log_usage (
+        tenant_id TEXT PRIMARY KEY,
+        bytes INTEGER NOT NULL
+      );
+    `,
+    up: storeLegacyPayloads,
+  },
 ];
 
 export const latestSchemaVersion = (migrations: readonly Migration[] = MIGRATIONS): number =>
@@ -138,6 +196,7 @@ export const migrate = (db: Database, migrations: readonly Migration[] = MIGRATI
       immediate(db, () => {
         if (has.all(migration.version).length > 0) return;
         db.exec(migration.sql);
+        migration.up?.(db);
         record.run(migration.version, migration.name, Date.now());
         applied.push(migration.version);
       }),

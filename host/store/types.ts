@@ -24,6 +24,26 @@ export interface SessionEvent extends SessionEventInput {
   seq: number;
   /** Epoch milliseconds when the event was appended. */
   at: number;
+  /**
+   * Only when read with `payloads: 'refs'`: the large values of `data` that were left as markers
+   * (`{ "$ref": "sha256:…", "bytes": n }`), each fetchable with EventPayloads.payload().
+   */
+  payloads?: PayloadRef[];
+}
+
+/**
+ * A value of an event's data stored apart from the event (once per tenant, by content hash). Only
+ * the places listed here are markers; data that merely looks like a marker is data.
+ */
+export interface PayloadRef {
+  /** Where the value sits in the event's `data` (RFC 6901 JSON Pointer). */
+  pointer: string;
+  /** Hex SHA-256 of the value's JSON text. */
+  sha256: string;
+  /** UTF-8 length of the value's JSON text. */
+  bytes: number;
+  /** The value was not kept (its tenant was over its log budget); only its hash and size were. */
+  dropped?: true;
 }
 
 export interface EventQuery {
@@ -31,6 +51,16 @@ export interface EventQuery {
   afterSeq?: number;
   /** Default 500, at most 5000. */
   limit?: number;
+  /**
+   * A page ends before the event that would take it past this many bytes of event JSON; it always
+   * holds at least one event. Default: no byte bound.
+   */
+  maxBytes?: number;
+  /**
+   * `inline` (default): large values are read back into `data`. `refs`: they stay markers, listed in
+   * `payloads`, so an event costs at most about the store's inline threshold.
+   */
+  payloads?: 'inline' | 'refs';
 }
 
 export interface EventLog {
@@ -43,6 +73,29 @@ export interface EventLog {
   list(sessionId: string, query?: EventQuery): SessionEvent[];
   /** Called for every event appended to the session after subscription. Returns an unsubscribe. */
   subscribe(sessionId: string, listener: (event: SessionEvent) => void): () => void;
+}
+
+/** Log bytes one tenant's sessions hold: event rows plus the payloads stored for them. */
+export interface TenantLogUsage {
+  tenantId: string;
+  bytes: number;
+  /** Log budget in bytes (the same for every tenant). */
+  budget: number;
+  /** Payloads not stored because the tenant was over budget (this process, since start). */
+  dropped: number;
+  /** Appends refused with STORE_BUDGET_EXCEEDED (this process, since start). */
+  refused: number;
+}
+
+/** What the durable store adds to the EventLog port: payload reads and usage per tenant. */
+export interface EventPayloads {
+  /**
+   * The JSON text of one listed payload of an event (with any payloads inside it read back).
+   * NOT_FOUND when the event has no such payload or the payload was dropped.
+   */
+  payload(sessionId: string, seq: number, pointer: string): string;
+  /** Every tenant with log usage (stored and queued). */
+  usage(): TenantLogUsage[];
 }
 
 /** Things only the client can answer: approvals (`ask`), remote tool calls, subagent runs. */

@@ -1,8 +1,12 @@
 // Shapes call events for the durable log. Root calls are part of the model's history (surface
 // `current`); inner calls of programs, workflows and plugins are `log-only` and name their parent.
-// Appends are synchronous enqueues; the store batches the writes.
+// Appends are synchronous enqueues; the store batches the writes. A call the store refuses to
+// record is not run (recordCall says why, as the call's error); large values and tenant budgets
+// are the store's business (host/store/event-log-core.ts).
+import { isSandboxError } from '../errors.ts';
 import type { EventLog, JsonValue, SessionEventInput } from '../store/types.ts';
-import type { ToolResult } from './types.ts';
+import { fail } from './outcomes.ts';
+import type { ToolError, ToolResult } from './types.ts';
 
 export const callEvent = (
   sessionId: string,
@@ -44,6 +48,25 @@ export const resultEvent = (
   };
   if (parentCallId !== undefined) event.parentCallId = parentCallId;
   return event;
+};
+
+/** Appends a call's `tool.call` event; the error to settle the call with when the store refused it. */
+export const recordCall = (log: EventLog, event: SessionEventInput, name: string): ToolError | undefined => {
+  try {
+    log.append([event]);
+    return undefined;
+  } catch (error) {
+    if (isSandboxError(error) && error.code === 'STORE_BUDGET_EXCEEDED') {
+      return {
+        ...fail(
+          'STORE_BUDGET_EXCEEDED',
+          `The call to ${name} was not run: this tenant's event log is over its storage budget.`,
+        ),
+        data: { budget: (error.data?.budget as number | undefined) ?? null },
+      };
+    }
+    return fail('STORE_FAILED', `The call to ${name} could not be recorded, so it was not run; try again.`);
+  }
 };
 
 /** Appends one event; false when the store refused it (the caller decides what that means). */

@@ -11,7 +11,7 @@
 import { messageOf } from '../errors.ts';
 import type { EventLog } from '../store/types.ts';
 import type { Approvals } from './approvals.ts';
-import { callEvent, resultEvent, tryAppend } from './call-log.ts';
+import { callEvent, recordCall, resultEvent, tryAppend } from './call-log.ts';
 import { errorContent, isContent } from './content.ts';
 import { createGate, type Gate } from './gate.ts';
 import type { CallView, ExecuteView, Outcome } from './hooks.ts';
@@ -294,23 +294,17 @@ const cancelled = (env: CallEnv, view: InternalView, outcome: Outcome): Outcome 
 export const runPrepared = async (env: CallEnv, prepared: Prepared): Promise<ToolResult> => {
   const start = performance.now();
   const { call, definition } = prepared;
-  if (
-    env.log !== undefined &&
-    !tryAppend(
-      env.log,
-      callEvent(env.agent.sessionId, call.id, call.name, call.arguments, prepared.parentCallId),
-    )
-  ) {
-    return settle(
-      env,
-      prepared,
-      undefined,
-      failed(
-        fail('STORE_FAILED', `The call to ${call.name} could not be recorded, so it was not run; try again.`),
-      ),
-      start,
-    );
-  }
+  const unrecorded =
+    env.log === undefined
+      ? undefined
+      : recordCall(
+          env.log,
+          callEvent(env.agent.sessionId, call.id, call.name, call.arguments, prepared.parentCallId),
+          call.name,
+        );
+  // A call that was not recorded leaves nothing in the log, not even its result.
+  if (unrecorded !== undefined)
+    return settle({ ...env, log: undefined }, prepared, undefined, failed(unrecorded), start);
   if (prepared.failure !== undefined || definition === undefined) {
     return settle(env, prepared, undefined, failed(prepared.failure ?? unknownTool(call.name)), start);
   }

@@ -1,30 +1,51 @@
 // GET /v1/agents/:id/events: the agent's durable log. JSON pages (`?after=SEQ&limit=N` → events
 // and `next`), or with `Accept: text/event-stream` a live stream that first replays everything
 // after `Last-Event-ID` (or `after`) and then follows new events; each SSE id is the event's seq,
-// so a reconnect resumes exactly. Invariant: no event is skipped or repeated between replay and
-// live (we subscribe before reading and drop anything at or below the last seq sent).
+// so a reconnect resumes exactly. GET /v1/agents/:id/events/:seq/payload?pointer=P: one large
+// value of an event.
+// Invariants: no event is skipped or repeated between replay and live (both read the log after
+// the last seq sent; notifications only say how far the durable log reaches); a page, and every
+// read of the stream, is bounded in count and in bytes (at least one event), and large values
+// travel as references (`payloads`), each fetched on its own through the agent, so another
+// tenant's agent answers 404 and its payloads cannot be reached.
 import { Hono } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import { describeRoute } from 'hono-openapi';
+import * as v from 'valibot';
 import type { AgentService } from '../../agents/service.ts';
 import { SandboxError } from '../../errors.ts';
-import type { EventLog, SessionEvent } from '../../store/types.ts';
+import type { EventLog, EventPayloads, SessionEvent } from '../../store/types.ts';
 import { jsonResponse, queryOf } from '../body.ts';
 import type { ApiEnv } from '../env.ts';
 import type { Lifecycle } from '../lifecycle.ts';
-import { ErrorBody, EventPage, EventsQuery } from '../schemas.ts';
+import { ErrorBody, EventPage, EventsQuery, PayloadQuery } from '../schemas.ts';
 import { loadAgent } from './agents.ts';
 import { eventView, wantsSse } from './calls.ts';
 
 const HEARTBEAT_MS = 15_000;
 
-export const eventRoutes = (agents: AgentService, events: EventLog, lifecycle: Lifecycle): Hono<ApiEnv> => {
+const view = (e: SessionEvent) =>
+  e.payloads === undefined ? eventView(e) : { ...eventView(e), payloads: e.payloads };
+
+export const eventRoutes = (
+  agents: AgentService,
+  events: EventLog & EventPayloads,
+  lifecycle: Lifecycle,
+  /** Byte bound of a page and of every read of a stream (ApiLimits.eventPageBytes). */
+  pageBytes: number,
+): Hono<ApiEnv> => {
   const app = new Hono<ApiEnv>();
+  const page = (sessionId: string, afterSeq: number, limit: number) =>
+    events.list(sessionId, { afterSeq, limit, maxBytes: pageBytes, payloads: 'refs' });
+
   app.get(
     '/v1/agents/:id/events',
     describeRoute({
       operationId: 'listEvents',
       tags: ['events'],
+      description:
+        `Pages hold at most \`limit\` events and about ${pageBytes} bytes (at least one event); values ` +
+        "of event data over 16 KiB come as markers listed in the event's `payloads`.",
       parameters: [
         {
           name: 'after',
@@ -54,20 +75,20 @@ export const eventRoutes = (agents: AgentService, events: EventLog, lifecycle: L
       const sessionId = c.get('agent').sessionId;
       await events.flush();
       if (!wantsSse(c.req.header('accept'))) {
-        const page = events.list(sessionId, { afterSeq: query.after ?? 0, limit: query.limit ?? 500 });
-        return c.json({ events: page.map(eventView), next: page.at(-1)?.seq ?? query.after ?? 0 });
+        const events = page(sessionId, query.after ?? 0, query.limit ?? 500);
+        return c.json({ events: events.map(view), next: events.at(-1)?.seq ?? query.after ?? 0 });
       }
       const header = c.req.header('last-event-id');
       if (header !== undefined && !/^\d{1,15}$/.test(header))
         throw new SandboxError('BAD_REQUEST', 'Last-Event-ID must be an event seq.');
       let last = header === undefined ? (query.after ?? 0) : Number(header);
       return streamSSE(c, async (stream) => {
-        const buffered: SessionEvent[] = [];
-        let live = false;
+        /** How far the durable log reaches, as notified (live events are sent only once durable). */
+        let durable = 0;
         let wake: (() => void) | undefined;
         const unsubscribe = events.subscribe(sessionId, (event) => {
-          buffered.push(event);
-          if (live) wake?.();
+          durable = Math.max(durable, event.seq);
+          wake?.();
         });
         const done = new Promise<void>((resolve) => {
           const finish = () => resolve();
@@ -75,32 +96,36 @@ export const eventRoutes = (agents: AgentService, events: EventLog, lifecycle: L
           stream.onAbort(finish);
           c.req.raw.signal.addEventListener('abort', finish, { once: true });
         });
-        const send = async (event: SessionEvent) => {
-          if (event.seq <= last) return;
-          last = event.seq;
-          await stream.writeSSE({
-            event: 'event',
-            id: String(event.seq),
-            data: JSON.stringify(eventView(event)),
-          });
+        const closed = () => stream.aborted || lifecycle.shuttingDown;
+        /** Sends every event after `last` up to `upTo`, one bounded page at a time. */
+        const catchUp = async (upTo: number) => {
+          while (!closed()) {
+            const batch = page(sessionId, last, 1000).filter((e) => e.seq <= upTo);
+            if (batch.length === 0) return;
+            for (const event of batch) {
+              last = event.seq;
+              await stream.writeSSE({
+                event: 'event',
+                id: String(event.seq),
+                data: JSON.stringify(view(event)),
+              });
+            }
+          }
         };
         const heartbeat = setInterval(
           () => void stream.write(': ping\n\n').catch(() => undefined),
           HEARTBEAT_MS,
         );
         try {
-          for (;;) {
-            const page = events.list(sessionId, { afterSeq: last, limit: 1000 });
-            for (const event of page) await send(event);
-            if (page.length < 1000) break;
-          }
-          live = true;
-          while (!stream.aborted && !lifecycle.shuttingDown) {
-            // Arm the wake-up before draining, so an event appended during a write is not missed.
+          // Replay: everything stored (flushed above) and whatever arrives meanwhile.
+          await catchUp(Number.POSITIVE_INFINITY);
+          while (!closed()) {
+            // Arm the wake-up before reading, so an event made durable during a write is not missed.
             const next = new Promise<void>((resolve) => {
               wake = resolve;
             });
-            while (buffered.length > 0) await send(buffered.shift() as SessionEvent);
+            await catchUp(durable);
+            if (closed()) break;
             await Promise.race([done, next]);
           }
           if (lifecycle.shuttingDown && !stream.aborted) {
@@ -117,6 +142,33 @@ export const eventRoutes = (agents: AgentService, events: EventLog, lifecycle: L
           unsubscribe();
         }
       });
+    },
+  );
+
+  app.get(
+    '/v1/agents/:id/events/:seq/payload',
+    describeRoute({
+      operationId: 'getEventPayload',
+      tags: ['events'],
+      description:
+        "One large value of an event, as JSON: `pointer` is one of the event's `payloads` pointers. " +
+        '404 when the event has no such payload, or when it was not kept (its tenant was over its log budget).',
+      parameters: [
+        { name: 'seq', in: 'path', required: true, schema: { type: 'integer', minimum: 1 } },
+        { name: 'pointer', in: 'query', required: true, schema: { type: 'string' } },
+      ],
+      responses: {
+        200: jsonResponse('The value', v.unknown()),
+        404: jsonResponse('No such agent, event or payload', ErrorBody),
+      },
+    }),
+    loadAgent(agents),
+    async (c) => {
+      const seq = c.req.param('seq');
+      if (!/^\d{1,15}$/.test(seq)) throw new SandboxError('BAD_REQUEST', 'seq must be an event seq.');
+      const { pointer } = queryOf(PayloadQuery, c.req.query());
+      const text = events.payload(c.get('agent').sessionId, Number(seq), pointer);
+      return c.body(text, 200, { 'content-type': 'application/json' });
     },
   );
   return app;

@@ -6,7 +6,7 @@ import { createLifecycle } from '../../../host/api/lifecycle.ts';
 import { createMetrics, observeCalls } from '../../../host/api/metrics.ts';
 import { createMemoryProvider } from '../../../host/sandbox/memory/provider.ts';
 import type { SandboxProvider } from '../../../host/sandbox/types.ts';
-import { openStore } from '../../../host/store/index.ts';
+import { type OpenStoreOptions, openStore } from '../../../host/store/index.ts';
 import { standardSandboxTools, strReplaceEditorTool } from '../../../host/tools/builtin/index.ts';
 import { createRegistry, createRequestApprovals } from '../../../host/tools/index.ts';
 
@@ -16,8 +16,11 @@ export type Loose = any;
 
 export const ADMIN_KEY = 'admin-key-for-tests-0123456789';
 
-export const makeApi = (limits: Partial<ApiLimits> = {}, options: { sandboxes?: SandboxProvider } = {}) => {
-  const store = openStore({ path: ':memory:' });
+export const makeApi = (
+  limits: Partial<ApiLimits> = {},
+  options: { sandboxes?: SandboxProvider; store?: Partial<OpenStoreOptions> } = {},
+) => {
+  const store = openStore({ path: ':memory:', ...options.store });
   const registry = createRegistry({ log: store.events, approvals: createRequestApprovals(store.requests) });
   for (const tool of [...standardSandboxTools(), strReplaceEditorTool]) registry.global.register(tool);
   const sandboxes = options.sandboxes ?? createMemoryProvider();

@@ -1,11 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { createEventLog, type EventBackend, type EventRow } from '../../../host/store/event-log-core.ts';
+import { createMemoryEventBackend } from '../../../host/store/memory.ts';
 
 /** A backend that fails its next `failures` writes. */
 const flaky = (failures: number) => {
   const stored: EventRow[] = [];
   let left = failures;
   const backend: EventBackend = {
+    ...createMemoryEventBackend(),
     lastSeq: () => 0,
     write(rows) {
       if (left-- > 0) throw Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR' });

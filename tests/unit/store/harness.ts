@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Database, openDatabase } from '../../../host/store/db.ts';
 import { createLibsqlEventLog } from '../../../host/store/event-log.ts';
-import type { ClosableEventLog } from '../../../host/store/event-log-core.ts';
+import type { ClosableEventLog, EventLogOptions } from '../../../host/store/event-log-core.ts';
 import { createMemoryEventLog, createMemoryRequestStore } from '../../../host/store/memory.ts';
 import { migrate } from '../../../host/store/migrations.ts';
 import type { ClosableRequestStore } from '../../../host/store/request-core.ts';
@@ -29,7 +29,7 @@ export interface RequestStoreInstance {
 
 export interface Harness<T> {
   name: string;
-  open(options?: { now?: () => number; batchWindowMs?: number; pollMs?: number }): T;
+  open(options?: EventLogOptions & { pollMs?: number }): T;
 }
 
 /** A temp dir with a migrated database file; `connect()` opens another connection to it. */

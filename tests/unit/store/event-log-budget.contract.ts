@@ -1,0 +1,213 @@
+// Large values and tenant budgets in the EventLog (issue 11: one small program stored ~954 MiB, one
+// events page was 382 MiB). Every implementation runs this suite through its one-line test file.
+import { createHash } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { ClosableEventLog } from '../../../host/store/event-log-core.ts';
+import type { JsonValue, SessionEvent, SessionEventInput } from '../../../host/store/types.ts';
+import type { EventLogInstance, Harness } from './harness.ts';
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+/** A distinct string of `size` characters. */
+const unique = (i: number, size: number) => `${i}:`.padEnd(size, String.fromCharCode(97 + (i % 26)));
+
+const call = (sessionId: string, id: string, content: string): SessionEventInput => ({
+  sessionId,
+  type: 'tool.call',
+  surface: 'log-only',
+  callId: id,
+  parentCallId: 'run_1',
+  data: { name: 'write', arguments: { file_path: `${id}.txt`, content } },
+});
+const result = (sessionId: string, id: string, text: string): SessionEventInput => ({
+  sessionId,
+  type: 'tool.result',
+  surface: 'log-only',
+  callId: id,
+  parentCallId: 'run_1',
+  data: { name: 'write', ok: true, content: [{ type: 'text', text }], durationMs: 1 },
+});
+const usageOf = (log: ClosableEventLog, tenantId: string) =>
+  log.usage().find((u) => u.tenantId === tenantId)?.bytes ?? 0;
+/** The event as the API shows it: without the session id. */
+const shown = ({ sessionId: _, ...rest }: SessionEvent) => rest;
+// biome-ignore lint/suspicious/noExplicitAny: tests read event data by path
+const dataOf = (e: SessionEvent): any => e.data;
+
+export const runEventBudgetContract = (harness: Harness<EventLogInstance>) => {
+  describe(`EventLog payloads and budgets (${harness.name})`, () => {
+    let instance: EventLogInstance;
+    afterEach(() => instance?.cleanup());
+
+    it('stores a 1 MiB argument repeated by 1000 calls about once, and gives it back whole', async () => {
+      instance = harness.open({ tenantOf: () => 'tenant-a' });
+      const { log } = instance;
+      const big = 'x'.repeat(MiB);
+      for (let i = 1; i <= 1000; i++) {
+        log.append([call('s', `c${i}`, big)]);
+        if (i % 50 === 0) await log.flush();
+      }
+      await log.flush();
+      const bytes = usageOf(log, 'tenant-a');
+      expect(bytes).toBeGreaterThan(MiB);
+      expect(bytes).toBeLessThan(MiB + 1000 * 400); // one copy plus a small row per call
+      // Internal readers get the value back in place.
+      expect(dataOf(log.list('s', { afterSeq: 999 })[0]!).arguments.content).toBe(big);
+      // Readers that ask for references get a marker, its listing, and the value on request.
+      const ref = { pointer: '/arguments/content', sha256: sha256(JSON.stringify(big)), bytes: MiB + 2 };
+      const [event] = log.list('s', { afterSeq: 999, payloads: 'refs' });
+      expect(dataOf(event!).arguments).toEqual({
+        file_path: 'c1000.txt',
+        content: { $ref: `sha256:${ref.sha256}`, bytes: ref.bytes },
+      });
+      expect(event!.payloads).toEqual([ref]);
+      expect(log.payload('s', 1000, '/arguments/content')).toBe(JSON.stringify(big));
+      if (instance.reopen !== undefined) {
+        const again = instance.reopen();
+        expect(usageOf(again, 'tenant-a')).toBe(bytes);
+        expect(dataOf(again.list('s', { limit: 1 })[0]!).arguments.content).toBe(big);
+      }
+    }, 180_000); // hashing 1 GiB takes a few seconds, more on a loaded machine
+
+    it('keeps data that only looks like a marker as data', async () => {
+      instance = harness.open();
+      const { log } = instance;
+      const lookalike = { $ref: `sha256:${sha256('"x"')}`, bytes: 3 };
+      log.append([call('s', 'c1', 'x'), { ...call('s', 'c2', 'y'.repeat(40 * KiB)), data: { lookalike } }]);
+      await log.flush();
+      const [, second] = log.list('s', { payloads: 'refs' });
+      expect(second!.data).toEqual({ lookalike });
+      expect(second!.payloads).toBeUndefined();
+      expect(log.list('s')[1]!.data).toEqual({ lookalike });
+    });
+
+    it('a tenant over its budget cannot grow the log while another tenant is unaffected', async () => {
+      const budget = 256 * KiB;
+      instance = harness.open({ tenantOf: (s) => s.split(':')[0]!, budgetBytes: budget, inlineBytes: KiB });
+      const { log } = instance;
+      let refused: unknown;
+      let admitted = 0;
+      for (let i = 0; i < 2000 && refused === undefined; i++) {
+        try {
+          log.append([call('a:1', `c${i}`, unique(i, 64 * KiB))]);
+          admitted++;
+          log.append([result('a:1', `c${i}`, 'ok')]);
+        } catch (error) {
+          refused = error;
+        }
+      }
+      expect(refused).toMatchObject({ code: 'STORE_BUDGET_EXCEEDED' });
+      await log.flush();
+      const full = usageOf(log, 'a');
+      expect(full).toBeGreaterThanOrEqual(budget);
+      expect(full).toBeLessThan(budget + 2 * KiB);
+      // The calls that crossed the budget were kept small: their arguments by hash and size only.
+      const events = log.list('a:1', { limit: 5000, payloads: 'refs' });
+      const calls = events.filter((e) => e.type === 'tool.call');
+      expect(calls).toHaveLength(admitted);
+      expect(calls[0]!.payloads).toEqual([expect.not.objectContaining({ dropped: true })]);
+      const last = calls.at(-1)!;
+      const content = unique(admitted - 1, 64 * KiB);
+      expect(last.payloads).toEqual([
+        {
+          pointer: '/arguments/content',
+          sha256: sha256(JSON.stringify(content)),
+          bytes: 64 * KiB + 2,
+          dropped: true,
+        },
+      ]);
+      expect(() => log.payload('a:1', last.seq, '/arguments/content')).toThrow(
+        expect.objectContaining({ code: 'NOT_FOUND' }),
+      );
+
+      // Over the budget: no new call is recorded, in any session of the tenant, and nothing grows.
+      for (let i = 0; i < 50; i++) {
+        expect(() => log.append([call(`a:${i % 2}`, `more${i}`, unique(5000 + i, 64 * KiB))])).toThrow(
+          expect.objectContaining({ code: 'STORE_BUDGET_EXCEEDED' }),
+        );
+        expect(() => log.append([{ ...call('a:1', `tiny${i}`, 'x') }])).toThrow(
+          expect.objectContaining({ code: 'STORE_BUDGET_EXCEEDED' }),
+        );
+      }
+      await log.flush();
+      expect(usageOf(log, 'a')).toBe(full);
+      expect(log.usage().find((u) => u.tenantId === 'a')).toMatchObject({ refused: 101, budget });
+
+      // A call admitted before still gets its result recorded, small, with the large value's hash.
+      const text = unique(9999, 200 * KiB);
+      const [settled] = log.append([result('a:1', 'c0', text)]);
+      await log.flush();
+      const stored = log.list('a:1', { afterSeq: settled!.seq - 1, payloads: 'refs' })[0]!;
+      expect(stored).toMatchObject({ type: 'tool.result', callId: 'c0' });
+      expect(stored.payloads).toEqual([
+        {
+          pointer: '/content/0/text',
+          sha256: sha256(JSON.stringify(text)),
+          bytes: 200 * KiB + 2,
+          dropped: true,
+        },
+      ]);
+      expect(usageOf(log, 'a') - full).toBeLessThan(KiB);
+
+      // Another tenant stores large values as before.
+      const other = unique(1, 64 * KiB);
+      log.append([call('b:1', 'c1', other)]);
+      await log.flush();
+      expect(dataOf(log.list('b:1')[0]!).arguments.content).toBe(other);
+      expect(usageOf(log, 'b')).toBeGreaterThan(64 * KiB);
+    });
+
+    it('bounds pages in bytes, and a client can still read every event and payload', async () => {
+      instance = harness.open({ inlineBytes: 4 * KiB });
+      const { log } = instance;
+      const values: string[] = [];
+      for (let i = 1; i <= 300; i++) {
+        values.push(unique(i, 20 * KiB));
+        log.append([call('s', `c${i}`, values.at(-1)!)]);
+        // A result whose 100 small parts together are large.
+        log.append([
+          {
+            ...result('s', `c${i}`, 'done'),
+            data: { parts: Array.from({ length: 100 }, () => 'p'.repeat(300)) },
+          },
+        ]);
+      }
+      await log.flush();
+      // An event whose small members add up to more than a page: still one event per page.
+      const wide = Object.fromEntries(Array.from({ length: 400 }, (_, i) => [`k${i}`, 'w'.repeat(200)]));
+      log.append([{ ...call('s', 'wide', 'x'), data: wide as JsonValue }]);
+      await log.flush();
+
+      const maxBytes = 16 * KiB;
+      const seen: SessionEvent[] = [];
+      let pages = 0;
+      for (let after = 0; ; pages++) {
+        const page = log.list('s', { afterSeq: after, limit: 5000, maxBytes, payloads: 'refs' });
+        if (page.length === 0) break;
+        expect(JSON.stringify(page.map(shown)).length).toBeLessThanOrEqual(maxBytes);
+        seen.push(...page);
+        after = page.at(-1)!.seq;
+      }
+      expect(seen.map((e) => e.seq)).toEqual(Array.from({ length: 601 }, (_, i) => i + 1));
+      expect(pages).toBeGreaterThan(10);
+      for (const event of seen) {
+        if (event.type !== 'tool.call' || event.callId === 'wide') continue;
+        const i = Number(event.callId!.slice(1));
+        expect(JSON.parse(log.payload('s', event.seq, '/arguments/content'))).toBe(values[i - 1]);
+      }
+      const parts = seen.find((e) => e.type === 'tool.result')!;
+      expect(parts.payloads?.map((p) => p.pointer)).toEqual(['/parts']);
+      expect(JSON.parse(log.payload('s', parts.seq, '/parts'))).toHaveLength(100);
+      const wideEvent = seen.at(-1)!;
+      expect(JSON.stringify(shown(wideEvent)).length).toBeLessThan(4 * KiB);
+      // Its members did not fit one by one, so the whole data is one payload.
+      expect(wideEvent.payloads!.map((p) => p.pointer)).toEqual(['']);
+      const restored = JSON.parse(log.payload('s', wideEvent.seq, ''));
+      expect(restored).toEqual(wide);
+      expect(log.list('s', { afterSeq: 600 })[0]!.data).toEqual(wide);
+      // Even a page bound below one event's size returns that event.
+      expect(log.list('s', { afterSeq: 0, maxBytes: 1, payloads: 'refs' })).toHaveLength(1);
+    });
+  });
+};
