@@ -1,0 +1,159 @@
+// Storage amplification and unbounded event pages (issue 11): one small program stored ~954 MiB
+// of repeated arguments, one GET /events page was 382 MiB and stalled another tenant. Through the
+// API: a tenant at its log budget gets STORE_BUDGET_EXCEEDED and the store stops growing while the
+// other tenant carries on; event pages and streams stay under their byte bound, and every event
+// and large value can still be read, by its own tenant only.
+import { afterEach, describe, expect, it } from 'vitest';
+import { type Api, type Loose, makeApi } from '../api/harness.ts';
+import { readSse } from '../api/sse.ts';
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+const PAGE_BYTES = 64 * KiB;
+const unique = (i: number, size: number) => `${i}:`.padEnd(size, String.fromCharCode(97 + (i % 26)));
+const write = (i: number, size = 200 * KiB) => ({
+  id: `w${i}`,
+  name: 'write',
+  arguments: { file_path: `f${i}.txt`, content: unique(i, size) },
+});
+
+describe('durable log budgets and bounded event pages', () => {
+  let api: Api;
+  afterEach(() => api?.close());
+
+  const logBytes = async (agentId: string): Promise<number> => {
+    const tenantId = api.store.agents.listAll().find((a) => a.id === agentId)!.tenantId;
+    const metrics = await api.request(undefined, 'GET', '/metrics');
+    const line = metrics.text
+      .split('\n')
+      .find((l) => l.startsWith(`dsh_store_log_bytes{tenant="${tenantId}"}`));
+    return Number(line?.split(' ').at(-1));
+  };
+  /** Every event of an agent, page by page, checking each page's size. */
+  const allEvents = async (key: string, agentId: string): Promise<Loose[]> => {
+    const events: Loose[] = [];
+    for (let after = 0; ; ) {
+      const page = await api.request(key, 'GET', `/v1/agents/${agentId}/events?after=${after}&limit=5000`);
+      expect(page.status).toBe(200);
+      expect(Buffer.byteLength(page.text)).toBeLessThanOrEqual(PAGE_BYTES + 64);
+      if (page.json.events.length === 0) return events;
+      events.push(...page.json.events);
+      after = page.json.next;
+    }
+  };
+
+  it('a tenant at its budget cannot grow the store, another tenant is unaffected, and nothing is lost silently', async () => {
+    api = makeApi({ maxJsonBytes: 4 * MiB, eventPageBytes: PAGE_BYTES }, { logBudgetBytes: MiB });
+    const a = await api.createAgent(api.keyA);
+    const b = await api.createAgent(api.keyB);
+
+    // Unique 200 KiB writes until the tenant's log is full.
+    const results: Loose[] = [];
+    for (
+      let round = 0;
+      round < 20 && !results.some((r) => r.error?.code === 'STORE_BUDGET_EXCEEDED');
+      round++
+    ) {
+      const res = await api.call(
+        api.keyA,
+        a.id,
+        Array.from({ length: 10 }, (_, i) => write(round * 10 + i)),
+      );
+      expect(res.status).toBe(200);
+      results.push(...res.json.results);
+    }
+    const refused = results.filter((r) => r.error?.code === 'STORE_BUDGET_EXCEEDED');
+    expect(refused.length).toBeGreaterThan(0);
+    expect(refused[0].content).toEqual([
+      {
+        type: 'text',
+        text: `Error: The call to write was not run: this tenant's event log is over its storage budget.`,
+      },
+    ]);
+    const admitted = results.filter((r) => r.ok);
+    expect(admitted.length + refused.length).toBe(results.length);
+
+    const full = await logBytes(a.id);
+    expect(full).toBeGreaterThanOrEqual(MiB);
+    expect(full).toBeLessThan(MiB + 16 * KiB);
+
+    // More calls: refused, not run, not logged; the store does not grow.
+    const more = await api.call(api.keyA, a.id, [write(900), write(901, 10)]);
+    expect(more.json.results.map((r: Loose) => r.error?.code)).toEqual([
+      'STORE_BUDGET_EXCEEDED',
+      'STORE_BUDGET_EXCEEDED',
+    ]);
+    const file = await api.request(api.keyA, 'GET', `/v1/agents/${a.id}/files?path=f900.txt`);
+    expect(file.status).toBe(404);
+    expect(await logBytes(a.id)).toBe(full);
+
+    // Tenant B writes and reads its large values as usual.
+    const other = await api.call(api.keyB, b.id, [write(1)]);
+    expect(other.json.results[0].ok).toBe(true);
+    const [call] = (await allEvents(api.keyB, b.id)).filter((e) => e.type === 'tool.call');
+    expect(call.payloads).toEqual([
+      expect.objectContaining({ pointer: '/arguments/content', bytes: 200 * KiB + 2 }),
+    ]);
+    const value = await api.request(
+      api.keyB,
+      'GET',
+      `/v1/agents/${b.id}/events/${call.seq}/payload?pointer=/arguments/content`,
+    );
+    expect(value.json).toBe(unique(1, 200 * KiB));
+
+    // Every admitted call of A is in its log with its result; the ones past the budget keep the
+    // hash and size of their content (dropped), the others give it back.
+    const events = await allEvents(api.keyA, a.id);
+    const calls = events.filter((e) => e.type === 'tool.call');
+    expect(calls.map((e) => e.callId)).toEqual(admitted.map((r) => r.id));
+    expect(events.filter((e) => e.type === 'tool.result').map((e) => e.callId)).toEqual(
+      admitted.map((r) => r.id),
+    );
+    const dropped = calls.filter((e) => e.payloads?.[0]?.dropped);
+    expect(dropped.length).toBeGreaterThan(0);
+    for (const event of calls) {
+      const i = Number(event.callId.slice(1));
+      const path = `/v1/agents/${a.id}/events/${event.seq}/payload?pointer=/arguments/content`;
+      const res = await api.request(api.keyA, 'GET', path);
+      if (event.payloads[0].dropped) {
+        expect(res.status).toBe(404);
+        expect(res.json.error.message).toContain('over its log budget');
+      } else expect(res.json).toBe(unique(i, 200 * KiB));
+      // Another tenant cannot reach it.
+      expect((await api.request(api.keyB, 'GET', path)).status).toBe(404);
+    }
+    const metrics = await api.request(undefined, 'GET', '/metrics');
+    expect(metrics.text).toMatch(/dsh_store_appends_refused_total\{tenant="[^"]+"\} [1-9]/);
+    expect(metrics.text).toContain(`dsh_store_log_budget_bytes ${MiB}`);
+  });
+
+  it('pages and the event stream stay under the byte bound over many large events', async () => {
+    api = makeApi({ maxJsonBytes: 4 * MiB, eventPageBytes: PAGE_BYTES });
+    const a = await api.createAgent(api.keyA);
+    for (let round = 0; round < 4; round++) {
+      const res = await api.call(
+        api.keyA,
+        a.id,
+        Array.from({ length: 10 }, (_, i) => write(round * 10 + i, 100 * KiB)),
+      );
+      expect(res.json.results.every((r: Loose) => r.ok)).toBe(true);
+    }
+    const events = await allEvents(api.keyA, a.id);
+    expect(events.map((e) => e.seq)).toEqual(Array.from({ length: 80 }, (_, i) => i + 1));
+
+    const res = await api.app.request(`/v1/agents/${a.id}/events`, {
+      headers: { Authorization: `Bearer ${api.keyA}`, Accept: 'text/event-stream' },
+    });
+    const streamed = readSse(res.body as ReadableStream<Uint8Array>, (m) => m.length >= 82);
+    await new Promise((r) => setTimeout(r, 20));
+    await api.call(api.keyA, a.id, [write(99, 300 * KiB)]);
+    const messages = await streamed;
+    expect(messages.map((m) => Number(m.id))).toEqual(Array.from({ length: 82 }, (_, i) => i + 1));
+    for (const m of messages) expect(JSON.stringify(m.data).length).toBeLessThan(2 * KiB);
+    expect(messages[80]!.data).toMatchObject({
+      type: 'tool.call',
+      callId: 'w99',
+      payloads: [{ pointer: '/arguments/content', bytes: 300 * KiB + 2 }],
+    });
+  });
+});
