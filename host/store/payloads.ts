@@ -148,8 +148,18 @@ export const splitValue = (value: unknown, inlineBytes: number): SplitData => {
 };
 
 /** Top-level refs: those not inside another listed ref (what a reader sees as markers in data). */
-export const topRefs = (refs: readonly PayloadRef[]): PayloadRef[] =>
-  refs.filter((r) => !refs.some((o) => o !== r && isInside(r.pointer, o.pointer)));
+export const topRefs = (refs: readonly PayloadRef[]): PayloadRef[] => {
+  if (refs.length <= 1) return [...refs];
+  const pointers = new Set(refs.map((r) => r.pointer));
+  return refs.filter((r) => {
+    if (r.pointer === '') return true;
+    if (pointers.has('')) return false;
+    // Check each ancestor: pointers are at most MAX_DEPTH tokens deep.
+    for (let end = r.pointer.lastIndexOf('/'); end > 0; end = r.pointer.lastIndexOf('/', end - 1))
+      if (pointers.has(r.pointer.slice(0, end))) return false;
+    return true;
+  });
+};
 
 const isInside = (pointer: string, parent: string): boolean =>
   parent === '' ? pointer !== '' : pointer.startsWith(`${parent}/`);
