@@ -79,9 +79,9 @@ export interface Config {
   /** The most wall-clock time an agent may ask for (`codeMode.wallMs`). Default 3600000 (env DSH_CODE_WALL_MAX_MS). */
   codeWallMaxMs: number;
   /**
-   * Bytes of durable log (events plus their stored payloads) each tenant may hold. Past it, large
-   * values are no longer kept and new calls are refused with STORE_BUDGET_EXCEEDED (see
-   * host/store/event-log-core.ts). Default 512 MiB (env DSH_TENANT_LOG_BYTES).
+   * Bytes of durable log (events plus their stored payloads) each tenant may hold. A call whose
+   * event does not fit is refused with STORE_BUDGET_EXCEEDED; results of admitted calls are kept,
+   * past it without their large values (see host/store/event-log-core.ts). Default 512 MiB (env DSH_TENANT_LOG_BYTES).
    */
   tenantLogBytes: number;
   /** Largest page of `GET /v1/agents/:id/events`, in bytes of event JSON. Default 1 MiB (env DSH_EVENT_PAGE_BYTES). */

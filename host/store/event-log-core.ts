@@ -10,15 +10,16 @@
 // thousand times costs one copy, and a row costs at most about `inlineBytes`. Every tenant (the
 // tenant of the session's agent) has a byte budget for its log: event rows plus the payloads they
 // brought. The rules, decided here and checked synchronously at append:
-// - Within the budget an event is stored whole.
-// - An event that would take its tenant past the budget keeps its small facts (type, ids, name, ok,
-//   sizes) and the sha256 and size of every large value; the values it would newly add are not
-//   kept (PayloadRef.dropped). Payloads already stored stay referenced: they cost nothing.
-// - At or over the budget, appends are refused with STORE_BUDGET_EXCEEDED, so the pipeline does
-//   not run a call it cannot record, except events that settle something already admitted
-//   (SETTLING_TYPES: a call's result, a request's end), which are kept in the small form above; so
-//   the timeline never holds a call without its end, and the overshoot is bounded by the calls
-//   admitted before the budget ran out. The audit log never silently loses that a call happened.
+// - An event that fits in what is left of its tenant's budget is stored whole.
+// - An event that does not fit is refused with STORE_BUDGET_EXCEEDED, so the pipeline does not
+//   run a call it cannot record whole: every call that ran has its arguments in the log.
+// - Except events that settle something already admitted (SETTLING_TYPES: a call's result, a
+//   request's end): never refused, so the timeline never holds a call without its end. One that
+//   does not fit keeps its small facts (type, ids, name, ok, sizes) and the sha256 and size of
+//   every large value; the values it would newly add are not kept (PayloadRef.dropped). The
+//   overshoot is bounded by those small forms of the calls admitted before the budget ran out.
+// Payloads already stored cost nothing: an event that only references them always fits as well as
+// its own row does. The audit log never silently loses that a call happened.
 // Usage is counted at append (queued rows included) and persisted by the backend in the same write;
 // several processes sharing one database each enforce it against what they last read.
 import { SandboxError } from '../errors.ts';
@@ -306,6 +307,17 @@ export const createEventLog = (backend: EventBackend, options: EventLogOptions =
     return seq;
   };
 
+  const refuse = (tenantId: string, bytes: number, adding: number): SandboxError => {
+    countersOf(tenantId).refused++;
+    return new SandboxError(
+      'STORE_BUDGET_EXCEEDED',
+      `This tenant's event log holds ${bytes} of its ${budget} bytes; ` +
+        (adding === 0 ? 'it is full' : `an event of ${adding} bytes does not fit`) +
+        ', so the call was not run. An operator can raise the budget (DSH_TENANT_LOG_BYTES).',
+      { data: { tenantId, bytes, budget } },
+    );
+  };
+
   /**
    * Shapes one event for the queue under its tenant's budget (see the header), counting what it
    * adds into `pending` (this append's usage so far) and `adding` (its new payloads).
@@ -319,15 +331,8 @@ export const createEventLog = (backend: EventBackend, options: EventLogOptions =
     const tenantId = tenantOf(input.sessionId);
     const before = usageOf(tenantId) + (pending.get(tenantId) ?? 0);
     const settles = SETTLING_TYPES.has(input.type);
-    if (!settles && before >= budget) {
-      countersOf(tenantId).refused++;
-      throw new SandboxError(
-        'STORE_BUDGET_EXCEEDED',
-        `This tenant's event log holds ${before} bytes, at its budget of ${budget}; new calls are not ` +
-          'run until an operator raises the budget (DSH_TENANT_LOG_BYTES).',
-        { data: { tenantId, bytes: before, budget } },
-      );
-    }
+    // Spent budgets refuse before any serializing or hashing.
+    if (!settles && before >= budget) throw refuse(tenantId, before, 0);
     const split = shape(input, inlineBytes);
     let blobs = split.blobs.filter((b) => {
       const key = blobKey(tenantId, b.sha256);
@@ -346,14 +351,17 @@ export const createEventLog = (backend: EventBackend, options: EventLogOptions =
       blobs,
     };
     let bytes = rowBytes({ ...row, seq: 0, at: 0 }) + blobs.reduce((n, b) => n + b.bytes, 0);
-    if (blobs.length > 0 && before + bytes > budget) {
-      const lost = new Set(blobs.map((b) => b.sha256));
-      const refs = split.refs.map((r) => (lost.has(r.sha256) ? { ...r, dropped: true as const } : r));
-      row.refs = JSON.stringify(refs);
-      countersOf(tenantId).dropped += lost.size;
-      blobs = [];
-      row.blobs = blobs;
-      bytes = rowBytes({ ...row, seq: 0, at: 0 });
+    if (before + bytes > budget) {
+      if (!settles) throw refuse(tenantId, before, bytes);
+      if (blobs.length > 0) {
+        const lost = new Set(blobs.map((b) => b.sha256));
+        const refs = split.refs.map((r) => (lost.has(r.sha256) ? { ...r, dropped: true as const } : r));
+        row.refs = JSON.stringify(refs);
+        countersOf(tenantId).dropped += lost.size;
+        blobs = [];
+        row.blobs = blobs;
+        bytes = rowBytes({ ...row, seq: 0, at: 0 });
+      }
     }
     row.bytes = bytes;
     pending.set(tenantId, (pending.get(tenantId) ?? 0) + bytes);

@@ -42,7 +42,7 @@ export interface PayloadRef {
   sha256: string;
   /** UTF-8 length of the value's JSON text. */
   bytes: number;
-  /** The value was not kept (its tenant was over its log budget); only its hash and size were. */
+  /** The value was not kept (a result past its tenant's log budget); only its hash and size were. */
   dropped?: true;
 }
 
