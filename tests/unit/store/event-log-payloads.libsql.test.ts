@@ -1,5 +1,5 @@
 // What the libsql event log costs on disk (issue 11: one small program stored ~954 MiB by
-// repeating one 977 KiB argument 1000 times), and how migration 2 treats logs written before
+// repeating one 977 KiB argument 1000 times), and how migration 3 treats logs written before
 // payloads existed.
 import { existsSync, statSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -43,10 +43,13 @@ describe('libsql event log on disk', () => {
     expect(grown).toBeLessThan(3 * MiB);
   }, 180_000);
 
-  it('migration 2 moves large values of existing events out, keeps them readable and counts usage', () => {
+  it('migration 3 moves large values of existing events out, keeps them readable and counts usage', () => {
     temp = tempDatabase();
     const db = openDatabase({ path: temp.path });
-    migrate(db, MIGRATIONS.slice(0, 1));
+    migrate(
+      db,
+      MIGRATIONS.filter((m) => m.version < 3),
+    );
     db.exec(`INSERT INTO tenants (id, name, created_at) VALUES ('tn_a', 'a', 0);
       INSERT INTO agents (id, tenant_id, preset, mode, config, created_at)
         VALUES ('ag_1', 'tn_a', 'standard', 'native', '{}', 0);
@@ -59,7 +62,7 @@ describe('libsql event log on disk', () => {
     for (let i = 1; i <= 3; i++) insert.run(i, `c${i}`, JSON.stringify(data(i)));
     insert.run(4, 'c4', JSON.stringify({ name: 'bash', arguments: { command: 'ls' } }));
 
-    expect(migrate(db)).toEqual([2]);
+    expect(migrate(db)).toEqual([3]);
     const lengths = db.prepare('SELECT length(data) AS n FROM events ORDER BY seq').all() as { n: number }[];
     expect(Math.max(...lengths.map((r) => r.n))).toBeLessThan(1024);
     expect(db.prepare('SELECT count(*) AS n FROM payloads').all()).toEqual([
