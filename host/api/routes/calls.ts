@@ -24,6 +24,8 @@ export const eventView = (e: SessionEvent) => ({
   ...(e.callId === undefined ? {} : { callId: e.callId }),
   ...(e.parentCallId === undefined ? {} : { parentCallId: e.parentCallId }),
   data: e.data,
+  // Where `data` holds markers of large values stored once (fetch each by its pointer).
+  ...(e.payloads === undefined ? {} : { payloads: e.payloads }),
 });
 
 export const wantsSse = (accept: string | undefined): boolean => (accept ?? '').includes('text/event-stream');

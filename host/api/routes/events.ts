@@ -14,7 +14,7 @@ import { describeRoute } from 'hono-openapi';
 import * as v from 'valibot';
 import type { AgentService } from '../../agents/service.ts';
 import { SandboxError } from '../../errors.ts';
-import type { EventLog, EventPayloads, SessionEvent } from '../../store/types.ts';
+import type { EventLog, EventPayloads } from '../../store/types.ts';
 import { jsonResponse, queryOf } from '../body.ts';
 import type { ApiEnv } from '../env.ts';
 import type { Lifecycle } from '../lifecycle.ts';
@@ -23,9 +23,6 @@ import { loadAgent } from './agents.ts';
 import { eventView, wantsSse } from './calls.ts';
 
 const HEARTBEAT_MS = 15_000;
-
-const view = (e: SessionEvent) =>
-  e.payloads === undefined ? eventView(e) : { ...eventView(e), payloads: e.payloads };
 
 export const eventRoutes = (
   agents: AgentService,
@@ -76,7 +73,7 @@ export const eventRoutes = (
       await events.flush();
       if (!wantsSse(c.req.header('accept'))) {
         const events = page(sessionId, query.after ?? 0, query.limit ?? 500);
-        return c.json({ events: events.map(view), next: events.at(-1)?.seq ?? query.after ?? 0 });
+        return c.json({ events: events.map(eventView), next: events.at(-1)?.seq ?? query.after ?? 0 });
       }
       const header = c.req.header('last-event-id');
       if (header !== undefined && !/^\d{1,15}$/.test(header))
@@ -107,7 +104,7 @@ export const eventRoutes = (
               await stream.writeSSE({
                 event: 'event',
                 id: String(event.seq),
-                data: JSON.stringify(view(event)),
+                data: JSON.stringify(eventView(event)),
               });
             }
           }

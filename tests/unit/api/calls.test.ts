@@ -73,6 +73,31 @@ describe('calls', () => {
     expect(messages[2]?.data.results[0]).toMatchObject({ id: 'c1', ok: true });
   });
 
+  it("a large argument streams as a marker listed in the progress event's payloads, fetchable by pointer", async () => {
+    const agent = await api.createAgent(api.keyA);
+    const content = 'y'.repeat(40 * 1024);
+    const res = await api.app.request(`/v1/agents/${agent.id}/calls`, {
+      method: 'POST',
+      headers: {
+        Authorization: `Bearer ${api.keyA}`,
+        'Content-Type': 'application/json',
+        Accept: 'text/event-stream',
+      },
+      body: JSON.stringify({
+        calls: [{ id: 'big', name: 'write', arguments: { file_path: 'b.txt', content } }],
+      }),
+    });
+    const [call] = await readSse(res.body as ReadableStream<Uint8Array>, (m) => m.length >= 1);
+    expect(call?.data).toMatchObject({ type: 'tool.call', callId: 'big' });
+    expect(call?.data.payloads).toEqual([expect.objectContaining({ pointer: '/arguments/content' })]);
+    const value = await api.request(
+      api.keyA,
+      'GET',
+      `/v1/agents/${agent.id}/events/${call?.data.seq}/payload?pointer=/arguments/content`,
+    );
+    expect(value.json).toBe(content);
+  });
+
   it('an ask policy suspends the call until a person allows or denies it', async () => {
     const agent = await api.createAgent(api.keyA, { policy: { ask: ['write'] } });
     const allowed = api.call(api.keyA, agent.id, [
