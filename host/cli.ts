@@ -1,6 +1,8 @@
 #!/usr/bin/env -S node --no-node-snapshot
-// The command line: `serve` (the control plane), `doctor`, `tenant create`. `npm start` runs
-// `serve` after scripts/run.sh prepared Node 24, the Docker engine and the sandbox image.
+// The command line: `serve` (the control plane) and `tenant create`. `npm start` runs `serve` after
+// scripts/run.sh prepared Node 24, the Docker engine and the sandbox image (and passes its tag in
+// DSH_SANDBOX_IMAGE); the prerequisites' check is `npm run doctor` (scripts/, which may import host,
+// never the reverse).
 
 import { parseArgs } from 'node:util';
 import { loadConfig } from './config.ts';
@@ -10,7 +12,6 @@ const HELP = `usage: dsh-sandbox <command> [options]
 commands:
   serve                 run the control plane (HTTP API on loopback by default)
   tenant create <name>  create a tenant and print its API key once
-  doctor                check the prerequisites (npm run doctor)
 
 options:
   --host <addr>         listen address (env DSH_HOST, default 127.0.0.1)
@@ -20,7 +21,7 @@ options:
 
 environment (serve):
   DSH_ADMIN_KEY           bearer key for POST /v1/tenants (unset: tenants only via the CLI)
-  DSH_SANDBOX_IMAGE       sandbox image tag (default: the one setup built for this checkout)
+  DSH_SANDBOX_IMAGE       sandbox image tag (required; npm start passes the one it built)
   DSH_POOL_SIZE           warm containers kept ready (default 2)
   DSH_ISOLATE_WORKERS     isolate worker processes for run_code (default 2)
   DSH_ISOLATE_WORKER_MB   resident memory of one isolate worker; bounds its programs (default 1024)
@@ -86,10 +87,6 @@ const main = async (argv: string[]): Promise<number> => {
         store.close();
       }
       return 0;
-    }
-    case 'doctor': {
-      const { doctor } = await import('../scripts/setup/doctor.ts');
-      return (await doctor()) ? 0 : 1;
     }
     default:
       process.stderr.write(`unknown command "${command}"\n${HELP}`);

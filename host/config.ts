@@ -17,6 +17,8 @@ export interface Config {
   adminKey: string | undefined;
   /** Sandbox image tag; default: the one setup built for this checkout (env DSH_SANDBOX_IMAGE). */
   sandboxImage: string | undefined;
+  /** The Docker engine's address (DOCKER_HOST); undefined: the local socket. */
+  dockerHost: string | undefined;
   /** Warm pool size of started, unassigned sandboxes. Default 2 (env DSH_POOL_SIZE). */
   poolSize: number;
   /** Isolate worker processes. Default 2 (env DSH_ISOLATE_WORKERS). */
@@ -164,6 +166,7 @@ export const loadConfig = (
     database: overrides.database ?? env.DSH_DB ?? resolve(dataDir, 'store.db'),
     adminKey: overrides.adminKey ?? (env.DSH_ADMIN_KEY || undefined),
     sandboxImage: overrides.sandboxImage ?? (env.DSH_SANDBOX_IMAGE || undefined),
+    dockerHost: overrides.dockerHost ?? (env.DOCKER_HOST || undefined),
     poolSize: overrides.poolSize ?? intFrom('DSH_POOL_SIZE', env.DSH_POOL_SIZE, 2, 0, 64),
     isolateWorkers:
       overrides.isolateWorkers ?? intFrom('DSH_ISOLATE_WORKERS', env.DSH_ISOLATE_WORKERS, 2, 1, 64),

@@ -59,6 +59,15 @@ const ensureDefaultTenant = (store: Store, config: Config, log: (line: string) =
   }
 };
 
+/** The sandbox image tag; the image is built by scripts/ (`npm start`), never from here. */
+const sandboxImageOf = (config: Config): string => {
+  if (config.sandboxImage !== undefined) return config.sandboxImage;
+  throw new SandboxError(
+    'CONFIG_INVALID',
+    'No sandbox image: start the service with `npm start` (it builds the image for this checkout), or set DSH_SANDBOX_IMAGE to a tag that `npm run setup` printed.',
+  );
+};
+
 /**
  * Loop workspaces (a size-limited file system each); undefined when the operator turned the quota
  * off, which leaves the provider its default, plain Docker volumes.
@@ -69,7 +78,7 @@ const workspaceStore = async (config: Config, log: (line: string) => void) => {
     return undefined;
   }
   const { createLoopWorkspaces, loopUnavailable } = await import('./sandbox/docker/workspaces.ts');
-  const why = await loopUnavailable();
+  const why = await loopUnavailable({ dockerHost: config.dockerHost });
   if (why !== undefined) {
     throw new SandboxError(
       'CONFIG_INVALID',
@@ -94,10 +103,8 @@ const defaultProvider = async (
   log: (line: string) => void,
 ): Promise<SandboxProvider> => {
   const { createDockerProvider } = await import('./sandbox/docker/index.ts');
-  const image =
-    config.sandboxImage ?? (await import('../scripts/setup/image.ts').then((m) => m.imageInputs())).tag;
   const provider = createDockerProvider({
-    image,
+    image: sandboxImageOf(config),
     instance: store.instanceId,
     pool: { size: config.poolSize },
     onError: (e) => log(`sandbox: ${String(e)}`),
@@ -116,6 +123,7 @@ const defaultProvider = async (
 
 export const startServer = async (config: Config, options: StartOptions = {}): Promise<Running> => {
   const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
+  if (!options.sandboxes) sandboxImageOf(config); // refused before anything is made
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   const store = options.store ?? openStore({ path: config.database, logBudgetBytes: config.tenantLogBytes });
   ensureDefaultTenant(store, config, log);

@@ -25,7 +25,40 @@ import { SandboxError } from '../../errors.ts';
 import { WORKSPACE_ROOT } from '../paths.ts';
 import { fromDocker, isNotFound } from './errors.ts';
 
-const run = promisify(execFile);
+const exec = promisify(execFile);
+
+/**
+ * Where the loop tools are looked up: the system's own directories, not PATH (the environment is
+ * config.ts's to read, and a workspace's file system is made by the system's mkfs and mount).
+ */
+const SYSTEM_BIN = ['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin'];
+const found = new Map<string, Promise<string | undefined>>();
+const systemTool = (tool: string): Promise<string | undefined> => {
+  let path = found.get(tool);
+  if (!path) {
+    path = (async () => {
+      for (const dir of SYSTEM_BIN) {
+        const candidate = join(dir, tool);
+        if (
+          await access(candidate, constants.X_OK).then(
+            () => true,
+            () => false,
+          )
+        )
+          return candidate;
+      }
+      return undefined;
+    })();
+    found.set(tool, path);
+  }
+  return path;
+};
+/** Runs a system tool by its absolute path. */
+const run = async (tool: string, args: string[]) => {
+  const path = await systemTool(tool);
+  if (!path) throw new Error(`${tool} is not installed in ${SYSTEM_BIN.join(', ')}`);
+  return exec(path, args);
+};
 
 /** The agent user inside the image (Dockerfile.sandbox). */
 const AGENT_UID = 1000;
@@ -81,32 +114,23 @@ export const workspaceOf = (info: Docker.ContainerInspectInfo): WorkspaceMount |
 
 // --- loop ---------------------------------------------------------------------------------------
 
-/** Why loop workspaces cannot work here, or undefined when they can. */
-export const loopUnavailable = async (): Promise<string | undefined> => {
+/**
+ * Why loop workspaces cannot work here, or undefined when they can. `dockerHost` is the engine's
+ * address (config.dockerHost, from DOCKER_HOST): a remote engine cannot see this machine's mounts.
+ */
+export const loopUnavailable = async (
+  options: { dockerHost?: string | undefined } = {},
+): Promise<string | undefined> => {
   if (process.platform !== 'linux') return 'loop workspaces need Linux';
   if (process.getuid?.() !== 0) return 'mounting loop workspaces needs root';
   if (!existsSync('/dev/loop-control')) return 'the kernel has no loop devices (/dev/loop-control)';
   for (const tool of ['mkfs.ext4', 'mount', 'umount']) {
-    if (!(await onPath(tool))) return `${tool} is not installed (Debian: e2fsprogs, mount)`;
+    if (!(await systemTool(tool))) return `${tool} is not installed (Debian: e2fsprogs, mount)`;
   }
-  const host = process.env.DOCKER_HOST;
+  const host = options.dockerHost;
   if (host && !host.startsWith('unix://'))
     return `the Docker engine at DOCKER_HOST=${host} is not on this machine, so it cannot see host mounts`;
   return undefined;
-};
-
-const onPath = async (tool: string): Promise<boolean> => {
-  for (const dir of (process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin')
-    .split(':')
-    .concat('/usr/sbin', '/sbin')) {
-    try {
-      await access(join(dir, tool), constants.X_OK);
-      return true;
-    } catch {
-      // next
-    }
-  }
-  return false;
 };
 
 /** Mount points currently mounted under `root` (from /proc/self/mountinfo; octal escapes decoded). */

@@ -21,7 +21,7 @@ import {
 } from '../../../host/sandbox/docker/workspaces.ts';
 
 /** Loop workspaces where the service itself would use them (root, loop devices, mkfs.ext4): CI is root. */
-export const loopWorkspaces = (await loopUnavailable()) === undefined;
+export const loopWorkspaces = (await loopUnavailable({ dockerHost: process.env.DOCKER_HOST })) === undefined;
 
 export const TEST_LABEL = 'dsh.test';
 
