@@ -1,7 +1,8 @@
 // One agent container's live connection: attach (before start when the container is not running),
 // hand the demuxed streams to the sandboxd client, verify with a ping. Invariant: at most one
 // attachment per container from this process; when the socket closes the session is forgotten and
-// the next call re-attaches, which resumes the same sandboxd process.
+// the next call re-attaches, which resumes the same sandboxd process; when the session fails first
+// (a protocol error), its socket is destroyed with it.
 
 import type { Readable, Writable } from 'node:stream';
 import type Docker from 'dockerode';
@@ -92,6 +93,11 @@ export const openSession = async (
         );
       }),
     ]).finally(() => clearTimeout(timer));
+    // A connection that failed (a protocol error: anything in the container can write garbage to
+    // sandboxd's stdout) is never used again, so its socket goes with it: the next call attaches
+    // afresh, and there is never more than one attach socket per container.
+    const release = (): void => attachment.close();
+    void session.closed?.then(release, release);
     return { session, attachment };
   } catch (e) {
     attachment.close();
