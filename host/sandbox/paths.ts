@@ -2,10 +2,12 @@
 // Invariant: every path a provider hands to storage, to sandboxd or to the Docker API has been through
 // `confine()`: POSIX, absolute, normalised, no NUL, and equal to the root or below it. Confinement is
 // lexical; a symlink inside the workspace is resolved by whoever touches the file (sandboxd, inside the
-// container's own mount namespace), never by a host-side operation.
+// container's own mount namespace), never by a host-side operation. Names that are not UTF-8 arrive
+// in byte-names.ts form; lengths count their bytes.
 
 import { posix } from 'node:path';
 import { SandboxError } from '../errors.ts';
+import { byteLengthOf } from './byte-names.ts';
 
 /** Where the agent's workspace is mounted inside the sandbox. */
 export const WORKSPACE_ROOT = '/workspace';
@@ -48,13 +50,13 @@ export const isInside = (root: string, path: string): boolean =>
 export const confine = (root: string, path: string): string => {
   if (typeof path !== 'string') throw outside(String(path), root, 'not a string');
   if (path.includes('\0')) throw outside(path, root, 'contains a NUL byte');
-  if (Buffer.byteLength(path) > MAX_PATH_BYTES) throw outside(path.slice(0, 64), root, 'path too long');
+  if (byteLengthOf(path) > MAX_PATH_BYTES) throw outside(path.slice(0, 64), root, 'path too long');
   const joined = path.startsWith('/') ? path : posix.join(root, path === '' ? '.' : path);
   let n = posix.normalize(joined);
   if (n.length > 1 && n.endsWith('/')) n = n.slice(0, -1);
   if (!isInside(root, n)) throw outside(path, root, 'leaves the workspace');
   for (const part of n.split('/')) {
-    if (Buffer.byteLength(part) > MAX_NAME_BYTES)
+    if (byteLengthOf(part) > MAX_NAME_BYTES)
       throw outside(path.slice(0, 64), root, 'a name is longer than 255 bytes');
   }
   return n;
@@ -79,10 +81,10 @@ export const parentOf = (root: string, abs: string): string => (abs === root ? r
  */
 export const safeRelativeName = (name: string): string | undefined => {
   if (typeof name !== 'string' || name.includes('\0') || name.startsWith('/')) return undefined;
-  if (Buffer.byteLength(name) > MAX_PATH_BYTES) return undefined;
+  if (byteLengthOf(name) > MAX_PATH_BYTES) return undefined;
   const parts = name.split('/').filter((p) => p !== '' && p !== '.');
   for (const p of parts) {
-    if (p === '..' || Buffer.byteLength(p) > MAX_NAME_BYTES) return undefined;
+    if (p === '..' || byteLengthOf(p) > MAX_NAME_BYTES) return undefined;
   }
   return parts.join('/');
 };
