@@ -8,12 +8,19 @@
 // for the host's streamed downloads (host/sandbox/download.ts): one piece at an offset plus the
 // file's size, confined exactly as readFile is, not bound by the model-facing read limit, and strict
 // about its arguments (a length over one frame is INVALID_ARGUMENTS, not silently cut).
+// Every path is resolved by workspace.open (beneath.ts): the handler gets the parent directory as an
+// fd and works on `/proc/self/fd/<dir>/<name>`, opening the final name with O_NOFOLLOW, so a symlink
+// swapped in after a check is never followed out of the workspace. Only regular files are read or
+// appended to: every open is O_NONBLOCK (a FIFO never blocks it) and the opened file is fstat'ed.
+// Names travel in byte-names.ts form, so a name that is not UTF-8 round-trips.
 
 import { randomBytes } from 'node:crypto';
 import { constants, promises as fsp, type Stats } from 'node:fs';
-import { posix } from 'node:path';
 import { SandboxError } from '../../host/errors.ts';
+import { fromBytes } from '../../host/sandbox/byte-names.ts';
 import { MAX_BINARY_BYTES } from '../../host/sandbox/sandboxd/protocol.ts';
+import type { ResolveOptions } from './beneath.ts';
+import { atFd, openSubdir, type Resolved } from './beneath.ts';
 import { type Args, bool, optInt, str, toSandboxError } from './util.ts';
 import { READ_FLAGS, type Workspace } from './workspace.ts';
 
@@ -37,6 +44,8 @@ const writeArgs = (ws: Workspace, args: Args): { abs: string; data: Buffer; mode
 };
 /** Appending: never create, never follow a symlink, never block on a FIFO. */
 const APPEND_FLAGS = constants.O_WRONLY | constants.O_APPEND | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+/** A write's temporary file: always new, never through a symlink. */
+const CREATE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
 
 /** Run `fn`, translating errno errors with the lexical path in the message. */
 const at = async <T>(path: string, fn: () => Promise<T>): Promise<T> => {
@@ -55,29 +64,88 @@ const intIn = (args: Args, name: string, max: number): number => {
   return v;
 };
 
+/** Runs `fn` with `abs` resolved beneath the root (workspace.open), closing what it opened. */
+const within = async <T>(
+  ws: Workspace,
+  abs: string,
+  options: ResolveOptions,
+  fn: (r: Resolved) => Promise<T>,
+): Promise<T> => {
+  const r = await ws.open(abs, options);
+  try {
+    return await fn(r);
+  } finally {
+    await r.close().catch(() => {});
+  }
+};
+
 /**
- * Runs `fn` on the regular file at lexical `abs`, opened for reading: symlinks are followed only
- * while they stay inside the workspace, the last component is opened without following one, and
- * `size` is the open file's own, so that it describes what `fn` reads.
+ * Opens the regular file at lexical `abs` for reading: symlinks are followed only while they stay
+ * inside the workspace, the final name is opened without following one and without blocking, and
+ * the opened file itself must be a regular file. `size` is the open file's own.
  */
+export const openRegular = async (
+  ws: Workspace,
+  abs: string,
+): Promise<{ fh: fsp.FileHandle; size: number }> => {
+  // A final name swapped to a symlink between the walk and the open fails with ELOOP: walk again.
+  for (let attempt = 0; ; attempt++) {
+    const fh = await within(ws, abs, { followLast: true }, (r) => fsp.open(r.path, READ_FLAGS)).catch(
+      (e: NodeJS.ErrnoException) => {
+        if (e.code === 'ELOOP' && attempt < 3) return undefined;
+        if (e.code === 'ENXIO') throw notFile(abs, 'a socket or device');
+        throw e;
+      },
+    );
+    if (!fh) continue;
+    try {
+      const st = await fh.stat();
+      if (st.isDirectory()) throw notFile(abs, 'a directory');
+      if (!st.isFile()) throw notFile(abs, 'not a regular file');
+      return { fh, size: st.size };
+    } catch (e) {
+      await fh.close();
+      throw e;
+    }
+  }
+};
+
+/** Runs `fn` on the regular file at lexical `abs`, opened for reading (openRegular). */
 const withReadable = <T>(
   ws: Workspace,
   abs: string,
   fn: (fh: fsp.FileHandle, size: number) => Promise<T>,
 ): Promise<T> =>
   at(abs, async () => {
-    const real = await ws.real(abs, true);
-    const st = await fsp.stat(real);
-    if (st.isDirectory()) throw notFile(abs, 'a directory');
-    if (!st.isFile()) throw notFile(abs, 'not a regular file');
-    const fh = await fsp.open(real, READ_FLAGS);
+    const { fh, size } = await openRegular(ws, abs);
     try {
-      const opened = await fh.stat();
-      if (!opened.isFile()) throw notFile(abs, 'not a regular file');
-      return await fn(fh, opened.size);
+      return await fn(fh, size);
     } finally {
       await fh.close();
     }
+  });
+
+/** Removes the directory `name` in open directory `parent` and everything in it, one fd per level, never following a symlink. */
+const removeTree = async (parent: number, name: Buffer): Promise<void> => {
+  const dir = await openSubdir(parent, name);
+  try {
+    for (const d of await fsp.readdir(atFd(dir.fd, ''), { withFileTypes: true, encoding: 'buffer' })) {
+      if (d.isDirectory()) await removeTree(dir.fd, d.name);
+      else
+        await fsp.unlink(atFd(dir.fd, d.name)).catch(async (e: NodeJS.ErrnoException) => {
+          if (e.code !== 'EISDIR') throw e;
+          await removeTree(dir.fd, d.name); // became a directory meanwhile
+        });
+    }
+  } finally {
+    await dir.close();
+  }
+  await fsp.rmdir(atFd(parent, name));
+};
+
+const inTheWay = (abs: string): SandboxError =>
+  new SandboxError('NOT_A_DIRECTORY', `Not a directory: a file is in the way of ${abs}`, {
+    data: { path: abs },
   });
 
 /** Up to `want` bytes at `offset`; fewer only at the end of the file. */
@@ -128,32 +196,36 @@ export const createFsOps = (ws: Workspace) => ({
   async writeFile(args: Args) {
     const { abs, data, mode } = writeArgs(ws, args);
     return at(abs, async () => {
-      const real = await ws.real(abs, true);
-      const existing = await fsp.lstat(real).catch(() => undefined);
-      if (existing?.isDirectory()) throw notFile(abs, 'a directory');
-      const dir = posix.dirname(real);
-      await fsp.mkdir(dir, { recursive: true }).catch((e: NodeJS.ErrnoException) => {
-        if (e.code !== 'EEXIST' && e.code !== 'ENOTDIR') throw e;
-        throw new SandboxError('NOT_A_DIRECTORY', `Not a directory: a file is in the way of ${abs}`, {
-          data: { path: abs },
-        });
-      });
-      const tmp = posix.join(
-        dir,
-        `.${posix.basename(real).slice(0, 200)}.${randomBytes(6).toString('hex')}.sandboxd-tmp`,
-      );
-      const fh = await fsp.open(tmp, 'wx', 0o600);
-      try {
-        await fh.writeFile(data);
-        await fh.chmod(mode ?? (existing?.isFile() ? existing.mode & 0o7777 : 0o644));
-        await fh.close();
-        await fsp.rename(tmp, real);
-      } catch (e) {
-        await fh.close().catch(() => {});
-        await fsp.unlink(tmp).catch(() => {});
+      const r = await ws.open(abs, { followLast: true, create: true }).catch((e: NodeJS.ErrnoException) => {
+        if (e.code === 'ENOTDIR' || e.code === 'EEXIST') throw inTheWay(abs);
         throw e;
+      });
+      try {
+        const existing = await fsp.lstat(r.path).catch(() => undefined);
+        if (existing?.isDirectory()) throw notFile(abs, 'a directory');
+        const tmp = atFd(
+          r.dir.fd,
+          Buffer.concat([
+            Buffer.from('.'),
+            r.name.subarray(0, 200),
+            Buffer.from(`.${randomBytes(6).toString('hex')}.sandboxd-tmp`),
+          ]),
+        );
+        const fh = await fsp.open(tmp, CREATE_FLAGS, 0o600);
+        try {
+          await fh.writeFile(data);
+          await fh.chmod(mode ?? (existing?.isFile() ? existing.mode & 0o7777 : 0o644));
+          await fh.close();
+          await fsp.rename(tmp, r.path);
+        } catch (e) {
+          await fh.close().catch(() => {});
+          await fsp.unlink(tmp).catch(() => {});
+          throw e;
+        }
+        return {};
+      } finally {
+        await r.close().catch(() => {});
       }
-      return {};
     });
   },
 
@@ -161,11 +233,13 @@ export const createFsOps = (ws: Workspace) => ({
   async appendFile(args: Args) {
     const { abs, data, mode } = writeArgs(ws, args);
     return at(abs, async () => {
-      const fh = await fsp.open(await ws.real(abs, false), APPEND_FLAGS).catch((e: NodeJS.ErrnoException) => {
-        if (e.code === 'ELOOP') throw notFile(abs, 'a symlink');
-        if (e.code === 'ENXIO') throw notFile(abs, 'a FIFO or socket');
-        throw e;
-      });
+      const fh = await within(ws, abs, { followLast: false }, (r) => fsp.open(r.path, APPEND_FLAGS)).catch(
+        (e: NodeJS.ErrnoException) => {
+          if (e.code === 'ELOOP') throw notFile(abs, 'a symlink');
+          if (e.code === 'ENXIO') throw notFile(abs, 'a FIFO or socket');
+          throw e;
+        },
+      );
       try {
         if (!(await fh.stat()).isFile()) throw notFile(abs, 'not a regular file');
         if (data.length > 0) await fh.appendFile(data);
@@ -180,7 +254,7 @@ export const createFsOps = (ws: Workspace) => ({
   async stat(args: Args) {
     const abs = ws.resolve(str(args, 'path'));
     return at(abs, async () => {
-      const st = await fsp.lstat(await ws.real(abs, false));
+      const st = await within(ws, abs, { followLast: false }, (r) => fsp.lstat(r.path));
       const type = typeOf(st);
       return {
         path: abs,
@@ -194,43 +268,61 @@ export const createFsOps = (ws: Workspace) => ({
 
   async list(args: Args) {
     const abs = ws.resolve(str(args, 'path'));
-    return at(abs, async () => {
-      const real = await ws.real(abs, true);
-      const st = await fsp.stat(real);
-      if (!st.isDirectory())
-        throw new SandboxError('NOT_A_DIRECTORY', `Not a directory: ${abs}`, { data: { path: abs } });
-      const dirents = await fsp.readdir(real, { withFileTypes: true });
-      const entries = await Promise.all(
-        dirents.map(async (d) => {
-          const type = typeOf(d);
-          const size =
-            type === 'file'
-              ? await fsp.lstat(posix.join(real, d.name)).then(
-                  (s) => s.size,
-                  () => 0,
-                )
-              : 0;
-          return { name: d.name, type, size };
-        }),
-      );
-      return { entries: entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)) };
-    });
+    return at(abs, () =>
+      within(ws, abs, { followLast: true }, async (r) => {
+        const dir = await openSubdir(r.dir.fd, r.name).catch((e: NodeJS.ErrnoException) => {
+          if (e.code === 'ENOTDIR' || e.code === 'ELOOP')
+            throw new SandboxError('NOT_A_DIRECTORY', `Not a directory: ${abs}`, { data: { path: abs } });
+          throw e;
+        });
+        try {
+          const dirents = await fsp.readdir(atFd(dir.fd, ''), { withFileTypes: true, encoding: 'buffer' });
+          const entries = await Promise.all(
+            dirents.map(async (d) => {
+              const type = typeOf(d);
+              const size =
+                type === 'file'
+                  ? await fsp.lstat(atFd(dir.fd, d.name)).then(
+                      (s) => s.size,
+                      () => 0,
+                    )
+                  : 0;
+              return { name: fromBytes(d.name), type, size };
+            }),
+          );
+          return { entries: entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)) };
+        } finally {
+          await dir.close();
+        }
+      }),
+    );
   },
 
   async mkdir(args: Args) {
     const abs = ws.resolve(str(args, 'path'));
+    const recursive = bool(args, 'recursive');
     return at(abs, async () => {
-      const real = await ws.real(abs, true);
+      const r = await ws
+        .open(abs, { followLast: true, create: recursive })
+        .catch((e: NodeJS.ErrnoException) => {
+          if (e.code === 'ENOTDIR' || e.code === 'EEXIST')
+            throw new SandboxError('NOT_A_DIRECTORY', `Not a directory: ${abs} (a file is in the way)`, {
+              data: { path: abs },
+            });
+          throw e;
+        });
       try {
-        await fsp.mkdir(real, { recursive: bool(args, 'recursive') });
+        await fsp.mkdir(r.path, 0o755);
       } catch (e) {
         const code = (e as NodeJS.ErrnoException).code;
-        if (code === 'EEXIST' && (await fsp.stat(real)).isDirectory()) return {};
+        if (code === 'EEXIST' && (await fsp.lstat(r.path)).isDirectory()) return {};
         if (code === 'EEXIST' || code === 'ENOTDIR')
           throw new SandboxError('NOT_A_DIRECTORY', `Not a directory: ${abs} (a file is in the way)`, {
             data: { path: abs },
           });
         throw e;
+      } finally {
+        await r.close().catch(() => {});
       }
       return {};
     });
@@ -240,29 +332,27 @@ export const createFsOps = (ws: Workspace) => ({
     const abs = ws.resolve(str(args, 'path'));
     if (abs === ws.root)
       throw conflict('The workspace root cannot be removed; remove the entries inside it instead.');
-    return at(abs, async () => {
-      const real = await ws.real(abs, false);
-      const st = await fsp.lstat(real);
-      if (!st.isDirectory()) await fsp.unlink(real);
-      else if (bool(args, 'recursive')) await fsp.rm(real, { recursive: true, force: false });
-      else {
-        try {
-          await fsp.rmdir(real);
-        } catch (e) {
-          if (
-            (e as NodeJS.ErrnoException).code !== 'ENOTEMPTY' &&
-            (e as NodeJS.ErrnoException).code !== 'EEXIST'
-          )
-            throw e;
-          throw new SandboxError(
-            'DIRECTORY_NOT_EMPTY',
-            `Directory not empty: ${abs}; pass recursive to remove it with its contents.`,
-            { data: { path: abs } },
-          );
+    return at(abs, () =>
+      within(ws, abs, { followLast: false }, async (r) => {
+        const st = await fsp.lstat(r.path);
+        if (!st.isDirectory()) await fsp.unlink(r.path);
+        else if (bool(args, 'recursive')) await removeTree(r.dir.fd, r.name);
+        else {
+          try {
+            await fsp.rmdir(r.path);
+          } catch (e) {
+            const code = (e as NodeJS.ErrnoException).code;
+            if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw e;
+            throw new SandboxError(
+              'DIRECTORY_NOT_EMPTY',
+              `Directory not empty: ${abs}; pass recursive to remove it with its contents.`,
+              { data: { path: abs } },
+            );
+          }
         }
-      }
-      return {};
-    });
+        return {};
+      }),
+    );
   },
 
   async rename(args: Args) {
@@ -271,22 +361,26 @@ export const createFsOps = (ws: Workspace) => ({
     if (from === ws.root || to === ws.root)
       throw conflict('The workspace root cannot be renamed or replaced.');
     if (to.startsWith(`${from}/`)) throw conflict(`Cannot move ${from} into itself (${to}).`);
-    return at(from, async () => {
-      const src = await ws.real(from, false);
-      const dst = await ws.real(to, false);
-      await fsp.lstat(src);
-      try {
-        await fsp.rename(src, dst);
-      } catch (e) {
-        const code = (e as NodeJS.ErrnoException).code;
-        if (code === 'ENOTEMPTY' || code === 'EEXIST')
-          throw new SandboxError('DIRECTORY_NOT_EMPTY', `Cannot replace directory ${to}: it is not empty.`, {
-            data: { path: to },
-          });
-        if (code === 'EISDIR') throw notFile(to, 'a directory');
-        throw toSandboxError(e, to);
-      }
-      return {};
-    });
+    return at(from, () =>
+      within(ws, from, { followLast: false }, async (src) => {
+        await fsp.lstat(src.path);
+        return within(ws, to, { followLast: false }, async (dst) => {
+          try {
+            await fsp.rename(src.path, dst.path);
+          } catch (e) {
+            const code = (e as NodeJS.ErrnoException).code;
+            if (code === 'ENOTEMPTY' || code === 'EEXIST')
+              throw new SandboxError(
+                'DIRECTORY_NOT_EMPTY',
+                `Cannot replace directory ${to}: it is not empty.`,
+                { data: { path: to } },
+              );
+            if (code === 'EISDIR') throw notFile(to, 'a directory');
+            throw toSandboxError(e, to);
+          }
+          return {};
+        });
+      }),
+    );
   },
 });

@@ -3,7 +3,8 @@
 // stderr. Settings: SANDBOXD_ROOT (default /workspace), SANDBOXD_STATE (default /tmp/sandboxd: it
 // lasts as long as the container, which is as long as the jobs it records), SANDBOXD_EXIT_ON_EOF=1
 // (exit, killing our jobs, when stdin closes: for local runs; in a container stdin stays open across
-// detach and re-attach, and sandboxd must outlive any one host connection).
+// detach and re-attach, and sandboxd must outlive any one host connection), SANDBOXD_OP_DEADLINE_MS
+// (the deadline of a call that does not wait by design, default 30000: server.ts).
 // Invariant: no request, frame or stray error ends this process.
 
 import { sharedSpawner } from './launch.ts';
@@ -24,7 +25,15 @@ process.stdout.on('error', (e) => log(`stdout: ${e.message}`));
 const main = async (): Promise<void> => {
   const root = process.env.SANDBOXD_ROOT || '/workspace';
   const stateDir = process.env.SANDBOXD_STATE || '/tmp/sandboxd';
-  const server = await startServer({ input: process.stdin, output: process.stdout, root, stateDir, log });
+  const deadline = Number(process.env.SANDBOXD_OP_DEADLINE_MS);
+  const server = await startServer({
+    input: process.stdin,
+    output: process.stdout,
+    root,
+    stateDir,
+    log,
+    ...(Number.isInteger(deadline) && deadline > 0 ? { opDeadlineMs: deadline } : {}),
+  });
   // Start the command spawner now, so that the agent's first exec is as fast as the rest.
   sharedSpawner().start();
   // Keep running whatever happens to stdin (a container's stdin only closes if the host asks).

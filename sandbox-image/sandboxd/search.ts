@@ -2,39 +2,83 @@
 // so that every provider agrees on what `*` and `**` mean. grep uses ripgrep (`rg --json`, hidden files
 // included, ignore files not honoured, sorted by path) when the image has it, else a small walker with
 // JavaScript regular expressions (the local test path). Neither follows symlinks while walking.
-// Bounds: a walk visits at most MAX_VISITS entries; grep stops ripgrep once it has limit+1 matches.
+// The walker holds one directory fd per level and opens each entry through its parent's fd
+// (beneath.ts), so a directory swapped for a symlink mid-walk is never entered. ripgrep gets the
+// search root as an inherited fd (`/proc/self/fd/3`) opened the same way, and a single file only
+// once we have opened it and seen that it is a regular file (a FIFO would block it forever).
+// Bounds: a walk visits at most MAX_VISITS entries and MAX_DEPTH levels; files larger than
+// MAX_GREP_FILE_BYTES are skipped in a tree and refused when named; grep stops ripgrep once it has
+// limit+1 matches; the call's signal (a cancel, or the operation's deadline) stops either.
 
 import { spawn, spawnSync } from 'node:child_process';
-import { promises as fsp } from 'node:fs';
-import { posix } from 'node:path';
+import { type Dirent, promises as fsp } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { SandboxError } from '../../host/errors.ts';
+import { fromBytes } from '../../host/sandbox/byte-names.ts';
 import { globToRegExp, hasMagic, includeMatcher } from '../../host/sandbox/glob.ts';
+import { atFd, openSubdir } from './beneath.ts';
 import { type Args, bool, optInt, optStr, str, toSandboxError } from './util.ts';
-import type { Workspace } from './workspace.ts';
+import { READ_FLAGS, type Workspace } from './workspace.ts';
 
 const MAX_VISITS = 500_000;
+const MAX_DEPTH = 256;
 const MAX_LINE_CHARS = 2000;
-const MAX_GREP_FILE_BYTES = 32 * 1024 * 1024;
+export const MAX_GREP_FILE_BYTES = 32 * 1024 * 1024;
+/** ripgrep's view of the search root we hand it as fd 3. */
+const RG_ROOT = '/proc/self/fd/3';
 
-/** Regular files under `dir` (real path), as paths relative to it, at most `maxDepth` levels deep. */
-const walk = async (dir: string, maxDepth: number, keep: (rel: string) => boolean): Promise<string[]> => {
-  const found: string[] = [];
-  const stack: Array<[string, number]> = [['', 1]];
+const aborted = (): SandboxError => new SandboxError('ABORTED', 'The search was stopped.');
+
+/**
+ * Visits the regular files under the open directory `top`, depth-first with each directory's
+ * entries in name order, at most `maxDepth` levels deep; `onFile` gets the file's path relative to
+ * `top` (byte-names form) and its directory's fd. Stops when `onFile` returns false.
+ */
+const walkFiles = async (
+  top: number,
+  maxDepth: number,
+  signal: AbortSignal,
+  onFile: (rel: string, dirFd: number, name: Buffer) => boolean | Promise<boolean>,
+): Promise<void> => {
   let visits = 0;
-  while (stack.length > 0) {
-    const [rel, depth] = stack.pop() as [string, number];
-    const entries = await fsp
-      .readdir(rel ? posix.join(dir, rel) : dir, { withFileTypes: true })
+  const visit = async (dirFd: number, rel: string, depth: number): Promise<boolean> => {
+    if (signal.aborted) throw aborted();
+    const entries: Dirent<Buffer>[] = await fsp
+      .readdir(atFd(dirFd, ''), { withFileTypes: true, encoding: 'buffer' })
       .catch(() => []);
+    entries.sort((a, b) => Buffer.compare(a.name, b.name));
     for (const d of entries) {
-      if (++visits > MAX_VISITS) return found;
-      const r = rel ? `${rel}/${d.name}` : d.name;
-      if (d.isDirectory() && depth < maxDepth) stack.push([r, depth + 1]);
-      else if (d.isFile() && keep(r)) found.push(r);
+      if (++visits > MAX_VISITS) return false;
+      const r = rel ? `${rel}/${fromBytes(d.name)}` : fromBytes(d.name);
+      if (d.isDirectory()) {
+        if (depth >= Math.min(maxDepth, MAX_DEPTH)) continue;
+        const sub = await openSubdir(dirFd, d.name).catch(() => undefined); // swapped for a link: skip
+        if (!sub) continue;
+        try {
+          if (!(await visit(sub.fd, r, depth + 1))) return false;
+        } finally {
+          await sub.close();
+        }
+      } else if (d.isFile() && !(await onFile(r, dirFd, d.name))) return false;
     }
+    return true;
+  };
+  await visit(top, '', 1);
+};
+
+/** The regular file `name` in open directory `dirFd`, when it is one (opened without following or blocking) and at most `max` bytes. */
+const readSmallFile = async (dirFd: number, name: Buffer, max: number): Promise<Buffer | undefined> => {
+  const fh = await fsp.open(atFd(dirFd, name), READ_FLAGS).catch(() => undefined);
+  if (!fh) return undefined;
+  try {
+    const st = await fh.stat();
+    if (!st.isFile() || st.size > max) return undefined;
+    return await fh.readFile();
+  } catch {
+    return undefined;
+  } finally {
+    await fh.close();
   }
-  return found;
 };
 
 let hasRg: boolean | undefined;
@@ -48,15 +92,20 @@ const ripgrep = (): boolean => {
 type Match = { path: string; line: number; text: string };
 const clip = (line: string): string => line.replace(/\r?\n$/, '').slice(0, MAX_LINE_CHARS);
 
+/** What grep searches: an open directory (O_PATH) or an open regular file, and how ripgrep names it. */
+type Target = { fh: fsp.FileHandle; kind: 'directory' | 'file' };
+
+/** ripgrep over the target handed to it as fd 3; paths come back relative to the target ('' for the file itself). */
 const grepWithRg = (
   pattern: string,
-  real: string,
+  target: Target,
   include: string | undefined,
   ignoreCase: boolean,
   limit: number,
   signal: AbortSignal,
 ) =>
   new Promise<{ matches: Array<Match>; truncated: boolean }>((resolve, reject) => {
+    if (signal.aborted) return reject(aborted());
     const args = [
       '--json',
       '--sort',
@@ -64,11 +113,14 @@ const grepWithRg = (
       '--hidden',
       '--no-ignore',
       '--no-messages',
+      '--one-file-system',
+      '--max-filesize',
+      String(MAX_GREP_FILE_BYTES),
       ignoreCase ? '-i' : '-s',
     ];
     if (include) args.push('--glob', include);
-    args.push('-e', pattern, '--', real);
-    const rg = spawn('rg', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    args.push('-e', pattern, '--', RG_ROOT);
+    const rg = spawn('rg', args, { stdio: ['ignore', 'pipe', 'pipe', target.fh.fd] });
     const matches: Match[] = [];
     let truncated = false;
     let stderr = '';
@@ -76,14 +128,18 @@ const grepWithRg = (
       rg.kill('SIGKILL');
     };
     signal.addEventListener('abort', stop, { once: true });
-    rg.stderr.on('data', (b: Buffer) => {
+    rg.stderr?.on('data', (b: Buffer) => {
       if (stderr.length < 4000) stderr += b.toString();
     });
-    createInterface({ input: rg.stdout }).on('line', (line) => {
+    createInterface({ input: rg.stdout as NodeJS.ReadableStream }).on('line', (line) => {
       if (truncated) return;
       let m: {
         type?: string;
-        data?: { path?: { text?: string }; lines?: { text?: string; bytes?: string }; line_number?: number };
+        data?: {
+          path?: { text?: string; bytes?: string };
+          lines?: { text?: string; bytes?: string };
+          line_number?: number;
+        };
       };
       try {
         m = JSON.parse(line);
@@ -91,18 +147,32 @@ const grepWithRg = (
         return;
       }
       const d = m.data;
-      if (m.type !== 'match' || typeof d?.path?.text !== 'string' || typeof d.line_number !== 'number')
-        return;
+      if (m.type !== 'match' || !d?.path || typeof d.line_number !== 'number') return;
+      const path =
+        typeof d.path.text === 'string'
+          ? d.path.text
+          : typeof d.path.bytes === 'string'
+            ? fromBytes(Buffer.from(d.path.bytes, 'base64'))
+            : undefined;
+      if (path === undefined) return;
+      // Only what lies under the root we gave it: anything else is dropped.
+      const rel =
+        path === RG_ROOT ? '' : path.startsWith(`${RG_ROOT}/`) ? path.slice(RG_ROOT.length + 1) : undefined;
+      if (rel === undefined) return;
       if (matches.length >= limit) {
         truncated = true;
         return stop();
       }
       const text = d.lines?.text ?? Buffer.from(d.lines?.bytes ?? '', 'base64').toString('utf8');
-      matches.push({ path: d.path.text, line: d.line_number, text: clip(text) });
+      matches.push({ path: rel, line: d.line_number, text: clip(text) });
     });
-    rg.on('error', reject);
+    rg.on('error', (e) => {
+      signal.removeEventListener('abort', stop);
+      reject(e);
+    });
     rg.on('close', (code) => {
       signal.removeEventListener('abort', stop);
+      if (signal.aborted && !truncated) return reject(aborted());
       if (code === 2 && matches.length === 0 && !truncated) {
         return reject(
           new SandboxError('INVALID_ARGUMENTS', `ripgrep failed: ${stderr.trim() || 'invalid pattern'}`),
@@ -112,12 +182,14 @@ const grepWithRg = (
     });
   });
 
+/** The same search in JavaScript (no ripgrep: local runs), over the same fd-confined walk. */
 const grepWithJs = async (
   pattern: string,
-  real: string,
+  target: Target,
   include: string | undefined,
   ignoreCase: boolean,
   limit: number,
+  signal: AbortSignal,
 ) => {
   let re: RegExp;
   try {
@@ -128,33 +200,71 @@ const grepWithJs = async (
       `Invalid regular expression ${JSON.stringify(pattern)}: ${(e as Error).message}`,
     );
   }
-  const st = await fsp.stat(real);
-  const keep = includeMatcher(include);
-  const files = st.isFile() ? [''] : (await walk(real, Infinity, keep)).sort();
   const matches: Match[] = [];
-  for (const rel of files) {
-    const file = rel ? posix.join(real, rel) : real;
-    const size = await fsp.stat(file).then(
-      (s) => s.size,
-      () => -1,
-    );
-    if (size < 0 || size > MAX_GREP_FILE_BYTES) continue;
-    const data = await fsp.readFile(file).catch(() => undefined);
-    if (!data || data.subarray(0, 8192).includes(0)) continue; // binary, as ripgrep skips it
+  let truncated = false;
+  /** Searches one file's bytes; false once the limit is passed. */
+  const search = (rel: string, data: Buffer | undefined): boolean => {
+    if (!data || data.subarray(0, 8192).includes(0)) return true; // binary, as ripgrep skips it
     const lines = data.toString('utf8').split('\n');
     for (let i = 0; i < lines.length; i++) {
       const text = (lines[i] as string).replace(/\r$/, '');
       if (i === lines.length - 1 && text === '') break;
       if (!re.test(text)) continue;
-      if (matches.length >= limit) return { matches, truncated: true };
-      matches.push({ path: file, line: i + 1, text: text.slice(0, MAX_LINE_CHARS) });
+      if (matches.length >= limit) {
+        truncated = true;
+        return false;
+      }
+      matches.push({ path: rel, line: i + 1, text: text.slice(0, MAX_LINE_CHARS) });
     }
+    return true;
+  };
+  if (target.kind === 'file') search('', await target.fh.readFile());
+  else {
+    const keep = includeMatcher(include);
+    await walkFiles(target.fh.fd, Infinity, signal, async (rel, dirFd, name) =>
+      keep(rel) ? search(rel, await readSmallFile(dirFd, name, MAX_GREP_FILE_BYTES)) : true,
+    );
   }
-  return { matches, truncated: false };
+  return { matches, truncated };
 };
 
+/** Opens what grep searches at lexical `abs`: a directory, or a regular file no larger than grep reads. */
+const openTarget = async (ws: Workspace, abs: string): Promise<Target> => {
+  const r = await ws.open(abs, { followLast: true });
+  try {
+    const st = await fsp.lstat(r.path);
+    if (st.isDirectory()) return { fh: await openSubdir(r.dir.fd, r.name), kind: 'directory' };
+    const fh = await fsp.open(r.path, READ_FLAGS).catch((e: NodeJS.ErrnoException) => {
+      if (e.code === 'ENXIO') throw notAFile(abs);
+      throw e;
+    });
+    try {
+      const opened = await fh.stat();
+      if (!opened.isFile()) throw notAFile(abs);
+      if (opened.size > MAX_GREP_FILE_BYTES) {
+        throw new SandboxError(
+          'FILE_TOO_LARGE',
+          `${abs} is ${opened.size} bytes; grep searches files of up to ${MAX_GREP_FILE_BYTES} bytes. Use bash (rg, grep) on parts of it.`,
+          { data: { path: abs, size: opened.size } },
+        );
+      }
+      return { fh, kind: 'file' };
+    } catch (e) {
+      await fh.close();
+      throw e;
+    }
+  } finally {
+    await r.close().catch(() => {});
+  }
+};
+
+const notAFile = (abs: string): SandboxError =>
+  new SandboxError('NOT_A_FILE', `Not a file: ${abs} (grep searches regular files and directories)`, {
+    data: { path: abs },
+  });
+
 export const createSearchOps = (ws: Workspace) => ({
-  async glob(args: Args) {
+  async glob(args: Args, signal: AbortSignal = new AbortController().signal) {
     let cwd = ws.resolve(optStr(args, 'cwd') ?? '.');
     let pattern = str(args, 'pattern');
     const limit = optInt(args, 'limit', 1000, 100_000);
@@ -170,12 +280,21 @@ export const createSearchOps = (ws: Workspace) => ({
     const re = globToRegExp(pattern);
     const maxDepth = pattern.includes('**') ? Infinity : pattern.split('/').length;
     try {
-      const real = await ws.real(cwd, true);
-      const st = await fsp.stat(real).catch(() => undefined);
-      if (!st?.isDirectory()) return { paths: [], truncated: false };
-      const all = (await walk(real, maxDepth, (rel) => re.test(rel)))
-        .sort()
-        .map((rel) => (cwd === '/' ? `/${rel}` : `${cwd}/${rel}`));
+      const r = await ws.open(cwd, { followLast: true });
+      const dir = await openSubdir(r.dir.fd, r.name)
+        .catch(() => undefined)
+        .finally(() => r.close().catch(() => {}));
+      if (!dir) return { paths: [], truncated: false };
+      const found: string[] = [];
+      try {
+        await walkFiles(dir.fd, maxDepth, signal, (rel) => {
+          if (re.test(rel)) found.push(rel);
+          return true;
+        });
+      } finally {
+        await dir.close();
+      }
+      const all = found.sort().map((rel) => (cwd === '/' ? `/${rel}` : `${cwd}/${rel}`));
       return { paths: all.slice(0, limit), truncated: all.length > limit };
     } catch (e) {
       throw toSandboxError(e, cwd);
@@ -188,16 +307,17 @@ export const createSearchOps = (ws: Workspace) => ({
     const include = optStr(args, 'include') || undefined;
     const limit = optInt(args, 'limit', 1000, 100_000);
     try {
-      const real = await ws.real(base, true);
-      await fsp.stat(real);
-      const found = ripgrep()
-        ? await grepWithRg(pattern, real, include, bool(args, 'ignoreCase'), limit, signal)
-        : await grepWithJs(pattern, real, include, bool(args, 'ignoreCase'), limit);
-      // Report lexical paths: ripgrep and the walker saw the real one.
-      const matches = found.matches
-        .filter((m) => m.path === real || m.path.startsWith(`${real}/`))
-        .map((m) => ({ ...m, path: base + m.path.slice(real.length) }));
-      return { matches, truncated: found.truncated };
+      const target = await openTarget(ws, base);
+      try {
+        const found = ripgrep()
+          ? await grepWithRg(pattern, target, include, bool(args, 'ignoreCase'), limit, signal)
+          : await grepWithJs(pattern, target, include, bool(args, 'ignoreCase'), limit, signal);
+        // Report lexical paths: the searches saw the target's fd.
+        const matches = found.matches.map((m) => ({ ...m, path: m.path ? `${base}/${m.path}` : base }));
+        return { matches, truncated: found.truncated };
+      } finally {
+        await target.fh.close();
+      }
     } catch (e) {
       throw toSandboxError(e, base);
     }

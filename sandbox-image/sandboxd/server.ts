@@ -4,7 +4,10 @@
 // old session are dropped, so a re-attached host never sees them under its own request ids.
 // Invariants: nothing a request carries can crash this process (every handler's error becomes an
 // error answer with a stable code); a frame we cannot parse is logged and skipped up to the next
-// RESYNC; an answer too big for a frame becomes a PAYLOAD_TOO_LARGE error.
+// RESYNC; an answer too big for a frame becomes a PAYLOAD_TOO_LARGE error; every call but a
+// terminal attach (a subscription, ended by a cancel or the next session) has a deadline: past it,
+// its signal aborts (stopping ripgrep, walks, waits and commands) and it is answered TOOL_TIMEOUT at
+// once, whether or not its handler ever returns, so a stuck call never holds up the next one.
 
 import type { Readable, Writable } from 'node:stream';
 import {
@@ -30,7 +33,31 @@ export interface ServerOptions {
   root: string;
   stateDir: string;
   log: (line: string) => void;
+  /** Deadline of a call that does not wait by design (file operations, search, ping). Default 30000. */
+  opDeadlineMs?: number;
 }
+
+/** Extra time a waiting call (exec, jobOutput, termRead) gets past the wait it asked for. */
+const WAIT_GRACE_MS = 5000;
+
+/** A call's deadline in ms, or undefined for a subscription. `base` bounds calls that do not wait. */
+export const deadlineOf = (op: Op, args: Args, base: number): number | undefined => {
+  const ms = (name: string, fallback: number): number => {
+    const v = args[name];
+    return typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : fallback;
+  };
+  switch (op) {
+    case 'termAttach':
+      return undefined;
+    case 'exec':
+      return ms('timeoutMs', 120_000) + WAIT_GRACE_MS;
+    case 'jobOutput':
+    case 'termRead':
+      return Math.min(ms('waitMs', 0), 60 * 60 * 1000) + base;
+    default:
+      return base;
+  }
+};
 
 type Handler = (args: Args, ctx: { id: number; signal: AbortSignal; session: number }) => Promise<object>;
 
@@ -83,7 +110,7 @@ export const startServer = async (options: ServerOptions) => {
     mkdir: fsOps.mkdir,
     remove: fsOps.remove,
     rename: fsOps.rename,
-    glob: search.glob,
+    glob: (args, ctx) => search.glob(args, ctx.signal),
     grep: (args, ctx) => search.grep(args, ctx.signal),
     exec: (args, ctx) =>
       runExec(
@@ -119,16 +146,42 @@ export const startServer = async (options: ServerOptions) => {
       ),
   };
 
+  const opDeadlineMs = options.opDeadlineMs ?? 30_000;
   const onRequest = async (id: number, op: Op, args: Args): Promise<void> => {
     const mine = session;
     const ac = new AbortController();
     inflight.set(id, ac);
+    let answered = false;
+    const answer = (message: object): void => {
+      if (answered) return;
+      answered = true;
+      clearTimeout(timer);
+      send(mine, message);
+    };
+    const limit = deadlineOf(op, args, opDeadlineMs);
+    const timer =
+      limit === undefined
+        ? undefined
+        : setTimeout(() => {
+            ac.abort();
+            log(`${op} passed its ${limit} ms deadline`);
+            answer({
+              t: 'res',
+              id,
+              ok: false,
+              error: {
+                code: 'TOOL_TIMEOUT',
+                message: `${op} did not finish within ${limit} ms and was stopped (a FIFO, a huge file or a huge tree?); narrow it down or use bash.`,
+              },
+            });
+          }, limit);
     try {
       const value = await handlers[op](args, { id, signal: ac.signal, session: mine });
-      send(mine, { t: 'res', id, ok: true, value });
+      answer({ t: 'res', id, ok: true, value });
     } catch (e) {
-      send(mine, { t: 'res', id, ok: false, error: wireError(e) });
+      answer({ t: 'res', id, ok: false, error: wireError(e) });
     } finally {
+      clearTimeout(timer);
       if (inflight.get(id) === ac) inflight.delete(id);
     }
   };

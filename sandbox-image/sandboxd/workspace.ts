@@ -1,14 +1,19 @@
-// The workspace root as sandboxd sees it, and the two confinement checks every handler applies:
-// lexical (paths.ts `confine`, the same rule the host applies before sending) and real (resolving
-// the symlinks that exist on disk, so that a link inside the root pointing at `/` is refused).
-// Invariant: a handler only touches a path that `real()` returned, i.e. one whose existing part
-// resolves inside realpath(root). Inside a container this is defence in depth (the container's own
-// root is the real boundary); run locally it is the only boundary.
+// The workspace root as sandboxd sees it, and the confinement every handler applies: lexical
+// (paths.ts `confine`, the same rule the host applies before sending), then on disk. File
+// operations resolve on disk with `open()` (beneath.ts: component by component through directory
+// fds, so a symlink swapped in between a check and a use cannot redirect them). `real()` is the
+// older check-then-use resolution (realpath, then a path), kept only for a spawned process's cwd,
+// which the process itself re-resolves anyway.
+// Invariant: a file operation only touches what `open()` resolved: a directory fd inside the root
+// and a name in it. Inside a container this is defence in depth (the container's own root is the
+// real boundary, and sandboxd may run as another uid than the agent); run locally it is the only
+// boundary.
 
 import { constants, promises as fsp } from 'node:fs';
 import { posix } from 'node:path';
 import { SandboxError } from '../../host/errors.ts';
 import { confine, isInside, normaliseRoot } from '../../host/sandbox/paths.ts';
+import { createBeneath, type Resolved, type ResolveOptions } from './beneath.ts';
 
 export interface Workspace {
   /** Lexical root, as the host knows it. */
@@ -22,6 +27,11 @@ export interface Workspace {
    * else all but the last component) and proven to lie inside the root.
    */
   real(abs: string, followLast: boolean): Promise<string>;
+  /**
+   * Lexical `abs` resolved beneath the root without races: its parent directory, open, and its final
+   * name (beneath.ts). Symlinks are followed only inside the root; the caller closes the result.
+   */
+  open(abs: string, options: ResolveOptions): Promise<Resolved>;
 }
 
 const escapes = (path: string, root: string): SandboxError =>
@@ -54,9 +64,12 @@ export const openWorkspace = async (rootPath: string): Promise<Workspace> => {
     }
   };
 
+  const beneath = createBeneath(realRoot, [root], (path) => escapes(path, root));
+
   return {
     root,
     realRoot,
+    open: (abs, options) => beneath.resolve(root, abs, options),
     resolve: (path) => confine(root, path),
     async real(abs, followLast) {
       if (abs === root) return realRoot;
