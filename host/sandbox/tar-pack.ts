@@ -5,9 +5,12 @@
 // between the reads and the consumer, so reads ran ahead of the response.
 // Invariants: only files and directories are packed (the caller listed and checked them); a file is
 // written with exactly its declared size: a source that ends early is padded with zeros (a file that
-// shrank while it was read, as GNU tar does), one that runs long is cut.
+// shrank while it was read, as GNU tar does), one that runs long is cut. Names are written as the
+// bytes they stand for (byte-names.ts), so a name that is not UTF-8 leaves byte-exact: in the ustar
+// fields when it fits, else in a GNU long-name record (a PAX path would have to be UTF-8).
 
 import { Readable } from 'node:stream';
+import { byteLengthOf, isRawName, toBytes } from './byte-names.ts';
 
 export interface PackEntry {
   /** Relative name inside the archive; a directory's ends with '/'. */
@@ -31,7 +34,7 @@ const octal = (n: number, width: number): string => `${n.toString(8).padStart(wi
 interface Header {
   name: string;
   prefix: string;
-  type: '0' | '5' | 'x';
+  type: '0' | '5' | 'x' | 'L';
   mode: number;
   uid: number;
   gid: number;
@@ -39,10 +42,10 @@ interface Header {
   mtime: number;
 }
 
-/** One 512-byte ustar header (text fields are UTF-8, cut at a character boundary when too long). */
+/** One 512-byte ustar header (names are their bytes, cut when too long: a record before it holds the whole). */
 const encode = (h: Header): Buffer => {
   const b = Buffer.alloc(BLOCK);
-  b.write(h.name, 0, 100, 'utf8');
+  toBytes(h.name).copy(b, 0, 0, 100);
   b.write(octal(h.mode, 8), 100, 'ascii');
   b.write(octal(h.uid, 8), 108, 'ascii');
   b.write(octal(h.gid, 8), 116, 'ascii');
@@ -50,7 +53,7 @@ const encode = (h: Header): Buffer => {
   b.write(octal(Math.min(h.mtime, MAX_OCTAL_11), 12), 136, 'ascii');
   b.write(h.type, 156, 'ascii');
   b.write('ustar\u000000', 257, 'ascii');
-  b.write(h.prefix, 345, 155, 'utf8');
+  toBytes(h.prefix).copy(b, 345, 0, 155);
   b.write(' '.repeat(8), 148, 'ascii');
   let sum = 0;
   for (const byte of b) sum += byte;
@@ -60,12 +63,12 @@ const encode = (h: Header): Buffer => {
 
 /** A name split into ustar's prefix and name fields, or undefined when it fits neither way. */
 const ustarName = (name: string): { prefix: string; name: string } | undefined => {
-  if (Buffer.byteLength(name) <= 100) return { prefix: '', name };
+  if (byteLengthOf(name) <= 100) return { prefix: '', name };
   const body = name.endsWith('/') ? name.slice(0, -1) : name;
   for (let i = body.indexOf('/'); i !== -1; i = body.indexOf('/', i + 1)) {
     const prefix = name.slice(0, i);
     const rest = name.slice(i + 1);
-    if (Buffer.byteLength(prefix) <= 155 && Buffer.byteLength(rest) <= 100) return { prefix, name: rest };
+    if (byteLengthOf(prefix) <= 155 && byteLengthOf(rest) <= 100) return { prefix, name: rest };
   }
   return undefined;
 };
@@ -91,16 +94,26 @@ const headerOf = (e: PackEntry, size: number, owner: { uid: number; gid: number 
   };
   const type = e.type === 'directory' ? '5' : '0';
   const split = ustarName(e.name);
+  // A long name that is not UTF-8 goes in a GNU long-name record, byte for byte.
+  const longName =
+    !split && isRawName(e.name) ? Buffer.concat([toBytes(e.name), Buffer.alloc(1)]) : undefined;
   const records = [
-    split ? '' : paxRecord('path', e.name),
+    split || longName ? '' : paxRecord('path', e.name),
     size > MAX_OCTAL_11 ? paxRecord('size', String(size)) : '',
   ].join('');
   const main = encode({ ...fields, ...(split ?? { prefix: '', name: e.name }), type, size });
-  if (records === '') return main;
-  const pax = Buffer.from(records);
-  const paxName = `PaxHeader/${e.name.split('/').filter(Boolean).pop() ?? ''}`;
-  const paxHeader = encode({ ...fields, prefix: '', name: paxName, type: 'x', size: pax.length });
-  return Buffer.concat([paxHeader, pax, padding(pax.length), main]);
+  const blocks: Buffer[] = [];
+  if (longName) {
+    const header = encode({ ...fields, prefix: '', name: '././@LongLink', type: 'L', size: longName.length });
+    blocks.push(header, longName, padding(longName.length));
+  }
+  if (records !== '') {
+    const pax = Buffer.from(records);
+    const paxName = `PaxHeader/${e.name.split('/').filter(Boolean).pop() ?? ''}`;
+    const paxHeader = encode({ ...fields, prefix: '', name: paxName, type: 'x', size: pax.length });
+    blocks.push(paxHeader, pax, padding(pax.length));
+  }
+  return blocks.length === 0 ? main : Buffer.concat([...blocks, main]);
 };
 
 /** The tar's bytes, one piece per pull: headers, then each file's content as its source yields it. */

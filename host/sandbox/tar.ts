@@ -8,13 +8,17 @@
 // (spool.ts) while parsing it, so sizes are bounded as the bytes arrive (FILE_TOO_LARGE as soon as
 // a header declares too much, not after buffering); the second pass parses the spool again and
 // streams each file's content to the writer. Parsing holds at most one long-name record (4 MiB).
+// Names are bytes: ustar and GNU long names are read byte for byte into byte-names.ts form (so a
+// name that is not UTF-8 lands byte-exact); PAX paths are UTF-8 by the standard. Writing the entries
+// (all or nothing) is tar-extract.ts.
 
 import { Readable } from 'node:stream';
 import { extract } from 'tar-stream';
 import { SandboxError } from '../errors.ts';
+import { fromBytes } from './byte-names.ts';
 import { safeRelativeName } from './paths.ts';
 import { withSpool } from './spool.ts';
-import type { SandboxFs } from './types.ts';
+import type { PlannedEntry } from './tar-extract.ts';
 
 /** One validated entry of an upload. */
 export interface UploadEntry {
@@ -68,10 +72,24 @@ type Limits = Required<Omit<UploadLimits, 'maxTarBytes'>>;
 
 /** The checks every entry passes, in both passes. */
 const checkEntry = (
-  h: { name: string; type?: string | null; size?: number | null; mode?: number | null },
+  header: {
+    name: string;
+    type?: string | null;
+    size?: number | null;
+    mode?: number | null;
+    pax?: unknown;
+  },
   seen: { entries: number; bytes: number },
   limits: Limits,
 ): Omit<UploadEntry, 'content'> => {
+  // The parser reads header names as latin1, one char per byte; a PAX path is already text.
+  const h = {
+    ...header,
+    name:
+      (header.pax as { path?: string } | undefined)?.path === undefined
+        ? fromBytes(Buffer.from(header.name, 'latin1'))
+        : header.name,
+  };
   const type = h.type ?? 'file';
   if (type !== 'file' && type !== 'directory') {
     throw rejected(`entry ${JSON.stringify(h.name)} is a ${type}; only files and directories are allowed`, {
@@ -101,7 +119,8 @@ const checkEntry = (
  * when the walk ends early.
  */
 async function* entriesOf(tar: Readable, limits: Limits): AsyncGenerator<UploadEntry> {
-  const ex = extract();
+  // tar-stream takes this option; its types do not list it.
+  const ex = extract({ filenameEncoding: 'latin1' } as Parameters<typeof extract>[0]);
   const seen = { entries: 0, bytes: 0 };
   tar.on('error', (e) => ex.destroy(e));
   tar.pipe(ex);
@@ -135,14 +154,15 @@ async function* entriesOf(tar: Readable, limits: Limits): AsyncGenerator<UploadE
 /**
  * Receives an uploaded tar: spools it to a private temporary file while validating every entry
  * (so a hostile or oversized archive fails before `apply` runs: nothing is written), then calls
- * `apply` with the validated entries replayed from the spool, content streamed. The spool file is
+ * `apply` with the validated entries replayed from the spool, content streamed, and the plan: every
+ * entry's name and type in the same order, known before any content is replayed. The spool file is
  * removed however this ends. A failing input (a client that went away) rejects with its own
  * SandboxError, or BAD_REQUEST.
  */
 export const receiveUpload = async <T>(
   tar: Readable,
   options: ReceiveOptions,
-  apply: (entries: AsyncIterable<UploadEntry>) => Promise<T>,
+  apply: (entries: AsyncIterable<UploadEntry>, plan: PlannedEntry[]) => Promise<T>,
 ): Promise<T> => {
   const limits: Limits = {
     maxBytes: options.maxBytes ?? DEFAULT_UPLOAD_MAX_BYTES,
@@ -169,46 +189,18 @@ export const receiveUpload = async <T>(
       }
     };
     // Pass 1: every header checked while the bytes arrive; content is only counted.
+    const plan: PlannedEntry[] = [];
     try {
-      for await (const entry of entriesOf(Readable.from(spooling(), { objectMode: false }), limits))
+      for await (const entry of entriesOf(Readable.from(spooling(), { objectMode: false }), limits)) {
+        plan.push({ name: entry.name, type: entry.type });
         for await (const _ of entry.content);
+      }
     } catch (e) {
       tar.destroy(); // stop reading the rest of a rejected upload
       throw e;
     }
     // Pass 2: the same checks over the same bytes, now handing content to the writer.
     const replay = handle.createReadStream({ start: 0, autoClose: false });
-    return apply(entriesOf(replay, limits));
+    return apply(entriesOf(replay, limits), plan);
   });
-};
-
-/**
- * Writes validated upload entries under `dir` (created when missing; an existing non-directory
- * fails with NOT_A_DIRECTORY). `writeFile` is the provider's way to write one file of any size
- * from its streamed content.
- */
-export const extractEntries = async (
-  fs: Pick<SandboxFs, 'exists' | 'stat' | 'mkdir' | 'resolve'>,
-  dir: string,
-  entries: AsyncIterable<UploadEntry>,
-  writeFile: (target: string, content: AsyncIterable<Buffer>, mode: number) => Promise<void>,
-): Promise<{ files: number; bytes: number }> => {
-  if ((await fs.exists(dir)) && (await fs.stat(dir)).type !== 'directory') {
-    throw new SandboxError('NOT_A_DIRECTORY', `Upload target ${dir} is not a directory.`, {
-      data: { path: dir },
-    });
-  }
-  await fs.mkdir(dir, { recursive: true });
-  let files = 0;
-  let bytes = 0;
-  for await (const e of entries) {
-    const target = fs.resolve(e.name === '' ? dir : `${dir}/${e.name}`);
-    if (e.type === 'directory') await fs.mkdir(target, { recursive: true });
-    else {
-      await writeFile(target, e.content, e.mode);
-      files++;
-      bytes += e.size;
-    }
-  }
-  return { files, bytes };
 };

@@ -19,7 +19,8 @@ import {
 } from '../download.ts';
 import { relativeTo } from '../paths.ts';
 import type { SandboxdFs } from '../sandboxd/client.ts';
-import { extractEntries, receiveUpload } from '../tar.ts';
+import { receiveUpload } from '../tar.ts';
+import { extractEntries } from '../tar-extract.ts';
 import { type PackEntry, packEntries } from '../tar-pack.ts';
 import type { SandboxArchive, SandboxFs } from '../types.ts';
 import { writeStream } from './write-stream.ts';
@@ -55,9 +56,9 @@ export const createContainerArchive = (options: ArchiveOptions): SandboxArchive 
         ...(options.spoolDir === undefined ? {} : { spoolDir: options.spoolDir }),
       };
       // Validated in full before apply runs: a hostile archive writes nothing.
-      return receiveUpload(tar, limits, (entries) =>
+      return receiveUpload(tar, limits, (entries, plan) =>
         options.use(({ fs }) =>
-          extractEntries(fs, dir, entries, async (target, content, mode) => {
+          extractEntries(fs, dir, plan, entries, async (target, content, mode) => {
             await writeStream(fs, target, content, { mode });
           }),
         ),
