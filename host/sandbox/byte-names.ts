@@ -6,6 +6,8 @@
 // surrogates is plain UTF-8 both ways; any other lone surrogate is not a name (toBytes throws).
 // Shared by the host and sandboxd (bundled into the image): only node:buffer, runs on Node 18.
 
+import { isUtf8 } from 'node:buffer';
+
 /** Thrown by toBytes for a string that no byte string maps to. */
 export class NameError extends Error {
   override name = 'NameError';
@@ -43,6 +45,7 @@ const sequenceAt = (b: Uint8Array, i: number): number => {
 /** The string form of a byte name (see the header). */
 export const fromBytes = (bytes: Uint8Array): string => {
   const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  if (isUtf8(buf)) return buf.toString('utf8'); // the common case, checked natively
   let out = '';
   let start = 0; // start of the valid run not yet decoded
   let i = 0;

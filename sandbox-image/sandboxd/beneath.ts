@@ -17,7 +17,6 @@ import { isInside, relativeTo } from '../../host/sandbox/paths.ts';
 
 /** Linux's O_PATH (the same on x86-64 and arm64): not in fs.constants. */
 export const O_PATH = 0o10000000;
-const STEP = O_PATH | constants.O_NOFOLLOW;
 const DIR = O_PATH | constants.O_DIRECTORY | constants.O_NOFOLLOW;
 /** What Linux allows (MAXSYMLINKS). */
 const MAX_HOPS = 40;
@@ -71,7 +70,16 @@ export interface ResolveOptions {
  */
 export const createBeneath = (realRoot: string, roots: string[], escapes: (path: string) => SandboxError) => {
   const bases = [...new Set([realRoot, ...roots])];
-  const openRoot = (): Promise<fsp.FileHandle> => fsp.open(realRoot, O_PATH | constants.O_DIRECTORY);
+  // The root's fd is opened once and kept: the root is where sandboxd was told to serve, and an fd
+  // keeps meaning that directory even if a path to it were ever swapped.
+  let rootFh: Promise<fsp.FileHandle> | undefined;
+  const openRoot = (): Promise<fsp.FileHandle> => {
+    rootFh ??= fsp.open(realRoot, O_PATH | constants.O_DIRECTORY);
+    rootFh.catch(() => {
+      rootFh = undefined;
+    });
+    return rootFh;
+  };
 
   /** The components of an absolute symlink target below the root, or undefined when it leaves it. */
   const underRoot = (target: Buffer): Buffer[] | undefined => {
@@ -81,6 +89,17 @@ export const createBeneath = (realRoot: string, roots: string[], escapes: (path:
       if (isInside(b, lexical)) return split(Buffer.from(relativeTo(b, lexical), 'latin1'));
     }
     return undefined;
+  };
+
+  /** The target of `name` in `dir` when it is a symlink; undefined when it is not one or does not exist. */
+  const linkOf = async (dir: number, name: Buffer): Promise<Buffer | undefined> => {
+    try {
+      return await fsp.readlink(atFd(dir, name), { encoding: 'buffer' });
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'EINVAL' || code === 'ENOENT') return undefined;
+      throw e;
+    }
   };
 
   /** Resolve confined absolute `abs` (below `root`, lexically normalised) to an open parent and a name. */
@@ -93,69 +112,64 @@ export const createBeneath = (realRoot: string, roots: string[], escapes: (path:
         throw new SandboxError('INVALID_ARGUMENTS', `Path ${JSON.stringify(abs)} is not a valid file name.`);
       throw e;
     }
-    const stack: fsp.FileHandle[] = [await openRoot()];
+    const base = await openRoot();
+    const stack: fsp.FileHandle[] = [base];
+    const release = (fh: fsp.FileHandle): Promise<void> =>
+      fh === base ? Promise.resolve() : fh.close().catch(() => {});
     const closeAll = async (keep?: fsp.FileHandle): Promise<void> => {
-      for (const fh of stack) if (fh !== keep) await fh.close().catch(() => {});
+      await Promise.all(stack.filter((fh) => fh !== keep).map(release));
     };
     const done = async (name: Buffer): Promise<Resolved> => {
       const dir = stack[stack.length - 1] as fsp.FileHandle;
       await closeAll(dir);
-      return { dir, name, path: atFd(dir.fd, name), close: () => dir.close() };
+      return { dir, name, path: atFd(dir.fd, name), close: () => release(dir) };
     };
     let hops = 0;
+    /** Continue the walk at a symlink's target. */
+    const follow = (target: Buffer): void => {
+      if (++hops > MAX_HOPS) throw errno('ELOOP', 'too many levels of symbolic links');
+      if (target[0] === 0x2f) {
+        const rest = underRoot(target);
+        if (!rest) throw escapes(abs);
+        for (const fh of stack.splice(1)) void release(fh);
+        queue = [...rest, ...queue];
+      } else queue = [...split(target), ...queue];
+    };
     try {
       while (queue.length > 0) {
         const name = queue.shift() as Buffer;
         if (isName(name, '.')) continue;
         if (isName(name, '..')) {
           if (stack.length === 1) throw escapes(abs);
-          await (stack.pop() as fsp.FileHandle).close();
+          await release(stack.pop() as fsp.FileHandle);
           continue;
         }
         const top = stack[stack.length - 1] as fsp.FileHandle;
-        const last = queue.length === 0;
-        if (last && !options.followLast) return await done(name);
-        let fh: fsp.FileHandle;
-        try {
-          fh = await fsp.open(atFd(top.fd, name), STEP);
-        } catch (e) {
-          if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
-          if (last) return await done(name);
-          if (!options.create) throw e;
-          await fsp.mkdir(atFd(top.fd, name), 0o755).catch((m: NodeJS.ErrnoException) => {
-            if (m.code !== 'EEXIST') throw m;
-          });
-          queue.unshift(name);
+        if (queue.length === 0) {
+          // The final name: handed back unopened, after following it when it is a symlink.
+          const target = options.followLast ? await linkOf(top.fd, name) : undefined;
+          if (target === undefined) return await done(name);
+          follow(target);
           continue;
         }
-        let st: Awaited<ReturnType<fsp.FileHandle['stat']>>;
         try {
-          st = await fh.stat();
-        } catch (e) {
-          await fh.close();
-          throw e;
-        }
-        if (st.isSymbolicLink()) {
-          await fh.close();
-          if (++hops > MAX_HOPS) throw errno('ELOOP', 'too many levels of symbolic links');
-          const target = await fsp.readlink(atFd(top.fd, name), { encoding: 'buffer' });
-          if (target[0] === 0x2f) {
-            const rest = underRoot(target);
-            if (!rest) throw escapes(abs);
-            while (stack.length > 1) await (stack.pop() as fsp.FileHandle).close();
-            queue = [...rest, ...queue];
-          } else queue = [...split(target), ...queue];
+          // A directory opens as one; a symlink, a file or nothing fails, and is looked at below.
+          stack.push(await fsp.open(atFd(top.fd, name), DIR));
           continue;
+        } catch (e) {
+          const code = (e as NodeJS.ErrnoException).code;
+          if (code === 'ENOENT' && options.create) {
+            await fsp.mkdir(atFd(top.fd, name), 0o755).catch((m: NodeJS.ErrnoException) => {
+              if (m.code !== 'EEXIST') throw m;
+            });
+            queue.unshift(name);
+            continue;
+          }
+          if (code !== 'ENOTDIR' && code !== 'ELOOP') throw e;
         }
-        if (last) {
-          await fh.close();
-          return await done(name);
-        }
-        if (!st.isDirectory()) {
-          await fh.close();
-          throw errno('ENOTDIR', 'not a directory');
-        }
-        stack.push(fh);
+        const target = await linkOf(top.fd, name);
+        if (target === undefined) throw errno('ENOTDIR', 'not a directory');
+        follow(target);
       }
       return await done(DOT);
     } catch (e) {

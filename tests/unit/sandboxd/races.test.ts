@@ -11,6 +11,7 @@ import {
   readdirSync,
   readFileSync,
   rmSync,
+  symlinkSync,
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -192,5 +193,30 @@ describe('deadlines', () => {
     await c.fs.writeFile('after.txt', 'ok');
     expect((await c.fs.readFile('after.txt')).toString()).toBe('ok');
     expect(await c.ping()).toBeGreaterThan(0);
+  });
+});
+
+describe('symlinks resolved beneath the root', () => {
+  it('follows chains, relative and absolute targets and `..` inside the root, and refuses loops and escapes', async () => {
+    const { c, sd } = local;
+    await c.fs.writeFile('sl/real/t.txt', 'target');
+    symlinkSync('l2', join(sd.root, 'sl', 'l1'));
+    symlinkSync('real/../real', join(sd.root, 'sl', 'l2'));
+    symlinkSync(join(sd.root, 'sl', 'real', 't.txt'), join(sd.root, 'sl', 'abs'));
+    symlinkSync('.', join(sd.root, 'sl', 'self'));
+    symlinkSync('loopb', join(sd.root, 'sl', 'loopa'));
+    symlinkSync('loopa', join(sd.root, 'sl', 'loopb'));
+    symlinkSync('../..', join(sd.root, 'sl', 'up'));
+    expect((await c.fs.readFile('sl/l1/t.txt')).toString()).toBe('target');
+    expect((await c.fs.readFile('sl/abs')).toString()).toBe('target');
+    expect((await c.fs.readFile('sl/self/self/real/t.txt')).toString()).toBe('target');
+    expect((await c.fs.list('sl/self')).map((e) => e.name)).toContain('real');
+    expect(await codeOf(c.fs.readFile('sl/loopa'))).toBe('INVALID_ARGUMENTS');
+    expect(await codeOf(c.fs.readFile('sl/up/outside/x'))).toBe('PATH_OUTSIDE_WORKSPACE');
+    expect(await codeOf(c.fs.list('sl/up'))).toBe('PATH_OUTSIDE_WORKSPACE');
+    // Not following the final link: stat and remove see the link itself.
+    expect((await c.fs.stat('sl/l1')).type).toBe('symlink');
+    await c.fs.remove('sl/l1');
+    expect((await c.fs.readFile('sl/real/t.txt')).toString()).toBe('target');
   });
 });
