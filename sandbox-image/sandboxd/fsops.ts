@@ -19,8 +19,7 @@ import { constants, promises as fsp, type Stats } from 'node:fs';
 import { SandboxError } from '../../host/errors.ts';
 import { fromBytes } from '../../host/sandbox/byte-names.ts';
 import { MAX_BINARY_BYTES } from '../../host/sandbox/sandboxd/protocol.ts';
-import type { ResolveOptions } from './beneath.ts';
-import { atFd, openSubdir, type Resolved } from './beneath.ts';
+import { atFd, openSubdir, type Resolved, type ResolveOptions } from './beneath.ts';
 import { type Args, bool, optInt, str, toSandboxError } from './util.ts';
 import { READ_FLAGS, type Workspace } from './workspace.ts';
 
@@ -84,10 +83,7 @@ const within = async <T>(
  * inside the workspace, the final name is opened without following one and without blocking, and
  * the opened file itself must be a regular file. `size` is the open file's own.
  */
-export const openRegular = async (
-  ws: Workspace,
-  abs: string,
-): Promise<{ fh: fsp.FileHandle; size: number }> => {
+const openRegular = async (ws: Workspace, abs: string): Promise<{ fh: fsp.FileHandle; size: number }> => {
   // A final name swapped to a symlink between the walk and the open fails with ELOOP: walk again.
   for (let attempt = 0; ; attempt++) {
     const fh = await within(ws, abs, { followLast: true }, (r) => fsp.open(r.path, READ_FLAGS)).catch(

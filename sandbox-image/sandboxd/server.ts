@@ -46,16 +46,18 @@ export const deadlineOf = (op: Op, args: Args, base: number): number | undefined
     const v = args[name];
     return typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : fallback;
   };
+  // setTimeout fires at once past 2^31-1 ms: clamp (that is 24 days, no deadline in practice).
+  const clamp = (n: number): number => Math.min(n, 2 ** 31 - 1);
   switch (op) {
     case 'termAttach':
       return undefined;
     case 'exec':
-      return ms('timeoutMs', 120_000) + WAIT_GRACE_MS;
+      return clamp(ms('timeoutMs', 120_000) + WAIT_GRACE_MS);
     case 'jobOutput':
     case 'termRead':
-      return Math.min(ms('waitMs', 0), 60 * 60 * 1000) + base;
+      return clamp(Math.min(ms('waitMs', 0), 60 * 60 * 1000) + base);
     default:
-      return base;
+      return clamp(base);
   }
 };
 

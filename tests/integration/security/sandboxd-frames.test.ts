@@ -64,9 +64,8 @@ const containerOf = async (): Promise<string> => {
  * init process's fd 1, from the host as root: whatever identity sandboxd runs under, this is what
  * anything in the container that gets at that pipe (sandboxd itself, once compromised) can send.
  */
-const forge = async (container: string, payload: Buffer): Promise<void> => {
-  const { stdout } = await run('docker', ['inspect', '-f', '{{.State.Pid}}', container]);
-  writeFileSync(`/proc/${stdout.trim()}/fd/1`, payload);
+const forge = (initPid: string, payload: Buffer): void => {
+  writeFileSync(`/proc/${initPid}/fd/1`, payload);
 };
 
 const frame = (json: string): Buffer => {
@@ -90,6 +89,7 @@ afterAll(async () => {
 describe('frames forged inside a sandbox', () => {
   it('garbage, forged hellos and forged answers leave no extra socket to the engine', async () => {
     const container = await containerOf();
+    const initPid = (await run('docker', ['inspect', '-f', '{{.State.Pid}}', container])).stdout.trim();
     const before = await settle();
     const payloads = [
       Buffer.from('garbage that is not a frame\n'), // not a frame at all
@@ -103,7 +103,7 @@ describe('frames forged inside a sandbox', () => {
       Buffer.from([0, 0, 0, 9, 123]), // a frame cut short: the next real answer lands inside it
     ];
     for (let i = 0; i < 60; i++) {
-      await forge(container, payloads[i % payloads.length] as Buffer);
+      forge(initPid, payloads[i % payloads.length] as Buffer);
       // A real call follows. It may die with the connection when the forged frame lands while it is
       // in flight (that is the agent hurting only itself); the one after it must work.
       const first = text(await h.bash(h.keyA, agent, `echo call-${i}`));
