@@ -23,10 +23,22 @@ export interface ExecIo {
 const MAX_TIMEOUT_MS = 24 * 60 * 60 * 1000;
 const CLOSE_GRACE_MS = 200;
 
-/** Environment for children: ours, minus sandboxd's own settings. */
+/** Variables of sandboxd's own environment that never reach a command: shell hooks and terminal. */
+const NOT_INHERITED = new Set(['BASH_ENV', 'ENV', 'PROMPT_COMMAND', 'TERM', 'LC_ALL']);
+
+/**
+ * Environment for the agent's commands: ours minus sandboxd's own settings and minus whatever would
+ * make a shell depend on who runs sandboxd (BASH_ENV, ENV, PROMPT_COMMAND, TERM, LC_ALL), with HOME
+ * the agent's home (SANDBOXD_HOME: /home/agent in the image) and LANG C.UTF-8 unless set; then the
+ * call's own variables, which win.
+ */
 export const childEnv = (extra: Record<string, string>): NodeJS.ProcessEnv => {
   const base: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('SANDBOXD_')) base[k] = v;
+  for (const [k, v] of Object.entries(process.env))
+    if (!k.startsWith('SANDBOXD_') && !NOT_INHERITED.has(k)) base[k] = v;
+  base.LANG ??= 'C.UTF-8';
+  const home = process.env.SANDBOXD_HOME;
+  if (home) base.HOME = home;
   return { ...base, ...extra };
 };
 

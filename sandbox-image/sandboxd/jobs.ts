@@ -5,13 +5,18 @@
 // /tmp/sandboxd, which lasts exactly as long as the container (and so as the jobs' processes).
 // Invariants: a job's output file only grows; exit.json is written once (atomically) and makes the
 // status final; status is `killed` when the job died from a signal or after a kill request.
+// The state directory is the agent's to write (sandboxd's file access uses the agent's ids,
+// identity.ts), so its records are untrusted input: they are opened without following a symlink
+// and only when they are regular files the agent owns (never, say, sandboxd's own /proc/self/*),
+// and a recorded pid is signalled only when its real uid is the agent's.
 
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, promises as fsp, openSync } from 'node:fs';
+import { closeSync, constants, promises as fsp, openSync } from 'node:fs';
 import { posix } from 'node:path';
 import { SandboxError } from '../../host/errors.ts';
 import { childEnv, workdir } from './exec.ts';
+import { agentIds, agentMaySignal, asAgent } from './identity.ts';
 import { type Args, env, killGroup, optInt, sleep, str } from './util.ts';
 import type { Workspace } from './workspace.ts';
 
@@ -37,9 +42,25 @@ const writeJson = async (file: string, value: unknown): Promise<void> => {
   await fsp.writeFile(tmp, JSON.stringify(value));
   await fsp.rename(tmp, file);
 };
+/** Opens a record for reading: no symlink, a regular file, owned by the agent when running apart. */
+const openRecord = async (file: string): Promise<fsp.FileHandle> => {
+  const fh = await fsp.open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  const st = await fh.stat().catch(() => undefined);
+  const ids = agentIds();
+  if (!st?.isFile() || (ids && st.uid !== ids.uid)) {
+    await fh.close();
+    throw new SandboxError('FORBIDDEN', `${file} is not a job record.`);
+  }
+  return fh;
+};
 const readJson = async <T>(file: string): Promise<T | undefined> => {
   try {
-    return JSON.parse(await fsp.readFile(file, 'utf8')) as T;
+    const fh = await openRecord(file);
+    try {
+      return JSON.parse(await fh.readFile('utf8')) as T;
+    } finally {
+      await fh.close();
+    }
   } catch {
     return undefined;
   }
@@ -129,7 +150,8 @@ export const createJobs = async (ws: Workspace, stateDir: string) => {
       const fd = openSync(p.out, 'a', 0o600);
       let child: ChildProcess;
       try {
-        child = spawn('bash', ['-c', command], {
+        const cmd = asAgent('bash', ['-c', command]);
+        child = spawn(cmd.file, cmd.args, {
           cwd: real,
           env: childEnv(env(args, 'env')),
           detached: true,
@@ -188,7 +210,7 @@ export const createJobs = async (ws: Workspace, stateDir: string) => {
       const want = Math.max(0, Math.min(size - offset, maxBytes));
       let data: Buffer = Buffer.alloc(0);
       if (want > 0) {
-        const fh = await fsp.open(out, 'r');
+        const fh = await openRecord(out);
         try {
           const buf = Buffer.alloc(want);
           const { bytesRead } = await fh.read(buf, 0, want, offset);
@@ -211,7 +233,7 @@ export const createJobs = async (ws: Workspace, stateDir: string) => {
       if (!job.exit) {
         job.rec.killRequested = true;
         await writeJson(paths(id).job, job.rec);
-        killGroup(job.rec.pid, sig);
+        if (agentMaySignal(job.rec.pid)) killGroup(job.rec.pid, sig);
         await waitForEnd(id, job.rec, 2000);
       }
       return info(await load(id));

@@ -1,11 +1,20 @@
 // How exec starts a command: through the spawner (spawner.ts) when it is ready, else with
-// child_process.spawn (the first exec, which also starts the spawner; or when python3 is missing or
-// broken). Either way the caller gets the same Proc: a process in a session and process group of its
-// own (pid = pgid), its three pipes, and promises for its exit and for its output pipes closing.
+// child_process.spawn (the first exec, which also starts the spawner; a request the spawner never
+// took because it died; or when python3 is missing or broken). Either way the caller gets the same
+// Proc: a process in a session and process group of its own (pid = pgid) with all three of the
+// agent's ids (identity.ts), its three pipes, and promises for its exit and for its output closing.
 
 import { spawn } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
-import { createSpawner, type Exit, type Spawner, type SpawnRequest } from './spawner.ts';
+import { asAgent } from './identity.ts';
+import {
+  createSpawner,
+  type Exit,
+  type Spawner,
+  type SpawnerOptions,
+  SpawnNotTaken,
+  type SpawnRequest,
+} from './spawner.ts';
 
 export interface Proc {
   pid: number;
@@ -29,7 +38,8 @@ const closedBoth = (a: Readable, b: Readable): Promise<void> =>
 /** child_process.spawn, resolved once the process is running (rejects with its spawn error). */
 export const spawnWithNode = (req: SpawnRequest): Promise<Proc> =>
   new Promise((resolve, reject) => {
-    const child = spawn(req.file, req.args, {
+    const { file, args } = asAgent(req.file, req.args);
+    const child = spawn(file, args, {
       cwd: req.cwd,
       env: req.env,
       detached: true,
@@ -59,7 +69,14 @@ export const spawnWithNode = (req: SpawnRequest): Promise<Proc> =>
 export const launch = async (req: SpawnRequest, spawner: Spawner): Promise<Proc> => {
   const viaSpawner = spawner.spawn(req);
   if (!viaSpawner) return spawnWithNode(req);
-  const s = await viaSpawner;
+  let s: Awaited<typeof viaSpawner>;
+  try {
+    s = await viaSpawner;
+  } catch (e) {
+    // Issued while the spawner was dying or restarting: it never started, so start it ourselves.
+    if (e instanceof SpawnNotTaken) return spawnWithNode(req);
+    throw e;
+  }
   for (const stream of [s.stdin, s.stdout, s.stderr]) stream?.on('error', () => {});
   return {
     pid: s.pid,
@@ -73,8 +90,13 @@ export const launch = async (req: SpawnRequest, spawner: Spawner): Promise<Proc>
 };
 
 let shared: Spawner | undefined;
+let sharedOptions: SpawnerOptions = {};
+/** Options of the process-wide spawner; call before its first use (main.ts). */
+export const configureSharedSpawner = (options: SpawnerOptions): void => {
+  sharedOptions = options;
+};
 /** The process-wide spawner, created (not started) at first use. */
 export const sharedSpawner = (): Spawner => {
-  shared ??= createSpawner();
+  shared ??= createSpawner(sharedOptions);
   return shared;
 };

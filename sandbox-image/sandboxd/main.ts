@@ -1,13 +1,19 @@
-// sandboxd entry point: the main process of every sandbox container (under tini, as uid 1000), and
-// the process the unit tests spawn locally. It serves the framed RPC on stdin/stdout and logs to
-// stderr. Settings: SANDBOXD_ROOT (default /workspace), SANDBOXD_STATE (default /tmp/sandboxd: it
-// lasts as long as the container, which is as long as the jobs it records), SANDBOXD_EXIT_ON_EOF=1
+// sandboxd entry point: the main process of every sandbox container (under tini, started as root
+// and at once running apart from the agent: identity.ts), and the process the unit tests spawn
+// locally. It serves the framed RPC on stdin/stdout and logs to stderr. Settings: SANDBOXD_AGENT
+// (uid:gid of the agent; set in the image, unset locally), SANDBOXD_HOME (the agent's home, HOME of
+// its commands; default: an empty directory in the state directory), SANDBOXD_ROOT (default /workspace),
+// SANDBOXD_STATE (default /tmp/sandboxd: it lasts as long as the container, which is as long as the
+// jobs it records), SANDBOXD_EXIT_ON_EOF=1
 // (exit, killing our jobs, when stdin closes: for local runs; in a container stdin stays open across
 // detach and re-attach, and sandboxd must outlive any one host connection), SANDBOXD_OP_DEADLINE_MS
 // (the deadline of a call that does not wait by design, default 30000: server.ts).
 // Invariant: no request, frame or stray error ends this process.
 
-import { sharedSpawner } from './launch.ts';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { agentIds, makeDropBox, nonDumpable, runApart } from './identity.ts';
+import { configureSharedSpawner, sharedSpawner } from './launch.ts';
 import { startServer } from './server.ts';
 
 const log = (line: string): void => {
@@ -23,8 +29,19 @@ process.on('unhandledRejection', (e) =>
 process.stdout.on('error', (e) => log(`stdout: ${e.message}`));
 
 const main = async (): Promise<void> => {
+  const agent = process.env.SANDBOXD_AGENT;
+  // The spawner's FIFO box must be made as root, before sandboxd takes the agent's effective ids.
+  const box = agent ? makeDropBox('/tmp/.sandboxd-fifos') : undefined;
+  runApart(agent);
+  configureSharedSpawner(box ? { box } : {});
   const root = process.env.SANDBOXD_ROOT || '/workspace';
   const stateDir = process.env.SANDBOXD_STATE || '/tmp/sandboxd';
+  // The agent's home: the image's /home/agent, or (local runs) an empty one of ours, never the home
+  // of whoever started sandboxd, so that their shell rc files never run in the agent's shells.
+  if (!process.env.SANDBOXD_HOME) {
+    process.env.SANDBOXD_HOME = join(stateDir, 'home');
+    mkdirSync(process.env.SANDBOXD_HOME, { recursive: true, mode: 0o700 });
+  }
   const deadline = Number(process.env.SANDBOXD_OP_DEADLINE_MS);
   const server = await startServer({
     input: process.stdin,
@@ -44,7 +61,11 @@ const main = async (): Promise<void> => {
     clearInterval(keepAlive);
     process.exit(0);
   });
-  log(`ready (root ${root}, state ${stateDir}, pid ${process.pid}, node ${process.version})`);
+  const ids = agentIds();
+  const identity = ids
+    ? `apart from the agent: uid 0/${ids.uid}/0, ${nonDumpable() ? 'non-dumpable' : 'DUMPABLE'}`
+    : `uid ${process.getuid?.()}`;
+  log(`ready (root ${root}, state ${stateDir}, pid ${process.pid}, node ${process.version}, ${identity})`);
 };
 
 main().catch((e: unknown) => {

@@ -9,9 +9,13 @@
 // that does not read its input cannot stall its own output); EOF on fd 0 means sandboxd is gone,
 // and hangs the terminal up; the helper exits shortly after the program does, even when a
 // background process still holds the terminal open.
+// Identity (identity.ts): the helper keeps real/saved uid 0 so that the agent cannot signal or
+// trace it (PYTHON_PRELUDE); the program gets all three of the agent's ids before exec.
 // Run as `python3 -c PTY_HELPER ROWS COLS ECHO(0|1) PROGRAM ARGS…`.
 
-export const PTY_HELPER = String.raw`
+import { PYTHON_PRELUDE } from './identity.ts';
+
+export const PTY_HELPER = String.raw`${PYTHON_PRELUDE}
 import os, pty, sys, select, signal, struct, fcntl, termios, errno
 rows, cols, echo = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == '1'
 argv = sys.argv[4:]
@@ -19,6 +23,11 @@ os.set_inheritable(3, False)  # the program must not hold the control pipe (nor 
 pid, master = pty.fork()
 if pid == 0:
     try:
+        _r, _e, _s = os.getresuid()
+        if _r != _e:
+            _g = os.getegid()
+            os.setresgid(_g, _g, _g)
+            os.setresuid(_e, _e, _e)
         fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack('HHHH', rows, cols, 0, 0))
         if not echo:
             a = termios.tcgetattr(0)

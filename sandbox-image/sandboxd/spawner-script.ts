@@ -2,38 +2,50 @@
 // because a fork of sandboxd's large Node process costs 10-20 ms and a vfork from python about 1 ms.
 // Protocol: one JSON object per line, requests on the spawner's stdin, events on its stdout.
 //   → {"t":"spawn","id":N,"argv":[b64..],"cwd":b64,"env":[[b64,b64]..],"stdin":bool}
-//   ← {"t":"spawned","id":N,"pid":P,"fds":[stdinW|-1,stdoutR,stderrR]}  or  {"t":"error","id":N,...}
-//   → {"t":"release","id":N}  (sandboxd has opened /proc/<spawner>/fd/<fd> for each of fds)
+//   ← {"t":"got","id":N}  (read, about to start it: a request without it was never started)
+//   ← {"t":"spawned","id":N,"pid":P,"fifos":[stdin|"",stdout,stderr]}  or  {"t":"error","id":N,...}
+//   → {"t":"release","id":N}  (sandboxd has opened each of the FIFOs)
 //   ← {"t":"exit","id":N,"code":C|null,"signal":S|null}
-//   ← {"t":"ready","pid":P,"probe":[R,W]} once at start: R holds "ok", for sandboxd to check that it
-//     can open our pipes through /proc (it then sends {"t":"release","id":0}).
-// Until the release, the spawner keeps its own ends of the child's pipes open: that keeps output
-// written by a command that ends at once in the pipe, and lets sandboxd open the stdin pipe's write
-// end (a pipe with no reader cannot be opened for writing). Strings travel as base64 of their UTF-8
-// bytes so that what reaches the command is byte for byte what child_process.spawn would pass.
-// The command runs in a session of its own (pid = process group id); sandboxd kills the group.
+//   ← {"t":"ready","pid":P,"probe":F} once at start: FIFO F holds "ok", for sandboxd to check that it
+//     can open our FIFOs (it then sends {"t":"release","id":0}).
+// The command's stdio are FIFOs (pipes with a name, so that sandboxd can open its ends: Node cannot
+// receive descriptors, and /proc/<spawner>/fd is closed to it once the spawner runs apart from the
+// agent, see identity.ts). They are made in argv[1], a root-owned directory of mode 1733 in a
+// container, under random names: nobody can list it, so only sandboxd, told the names, opens them.
+// Until the release the spawner keeps an O_RDWR descriptor of each FIFO open: that keeps output
+// written by a command that ends at once in the pipe, and lets sandboxd open the stdin FIFO for
+// writing; at the release it closes them and unlinks the names. Strings travel as base64 of their
+// UTF-8 bytes so that what reaches the command is byte for byte what child_process.spawn would pass.
+// The command runs in a session of its own (pid = process group id) with all three of the agent's
+// ids when sandboxd runs apart from the agent (through setpriv, argv[2]); sandboxd kills the group.
 // When stdin closes (sandboxd is gone) the spawner kills the groups it started and exits.
 
-export const SPAWNER_SCRIPT = String.raw`
-import base64, errno, json, os, select, signal, subprocess, sys
+import { PYTHON_PRELUDE } from './identity.ts';
+
+export const SPAWNER_SCRIPT = String.raw`${PYTHON_PRELUDE}
+import base64, ctypes, errno, json, os, secrets, select, signal, subprocess, sys
 
 def b(s):
     return base64.b64decode(s)
 
 def main():
     try:
-        with open('/proc/self/comm', 'w') as f:
-            f.write('sandboxd-spawn')
-    except OSError:
+        ctypes.CDLL(None).prctl(15, b'sandboxd-spawn', 0, 0, 0)  # PR_SET_NAME: comm, for ps
+    except Exception:
         pass
+    box = sys.argv[1]
     os.chdir('/')
+    r, e, _s = os.getresuid()
+    # Apart from the agent, a command first takes all three of the agent's ids through setpriv
+    # (argv[2]): Popen's own user/group would fork (about 7 ms of CPU here) where this vforks.
+    apart = [sys.argv[2], '--reuid=%d' % e, '--regid=%d' % os.getegid(), '--keep-groups', '--'] if r != e else []
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
     signal.signal(signal.SIGCHLD, lambda *_: None)
     children = {}  # pid -> (id, Popen)
-    held = {}  # id -> fds kept open until sandboxd says it has its own
+    held = {}  # id -> (fds, names) kept until sandboxd says it has opened the FIFOs
 
     def send(msg):
         data = (json.dumps(msg) + '\n').encode()
@@ -47,18 +59,44 @@ def main():
             except OSError:
                 pass
 
+    def unlink_all(names):
+        for name in names:
+            try:
+                os.unlink(name)
+            except OSError:
+                pass
+
+    def fifo(fds, names, mode):
+        # A FIFO under a random name; we hold it O_RDWR, the command gets its own end.
+        name = os.path.join(box, secrets.token_hex(16))
+        os.mkfifo(name, 0o600)
+        names.append(name)
+        fds.append(os.open(name, os.O_RDWR | os.O_CLOEXEC))
+        end = os.open(name, mode | os.O_CLOEXEC)
+        fds.append(end)
+        return name, end
+
     def spawn(m):
         rid = int(m['id'])
-        fds = []
+        send({'t': 'got', 'id': rid})
+        fds, names, ends = [], [], []
         try:
-            in_r, in_w = os.pipe(); fds += [in_r, in_w]
-            out_r, out_w = os.pipe(); fds += [out_r, out_w]
-            err_r, err_w = os.pipe(); fds += [err_r, err_w]
+            if m.get('stdin'):
+                in_name, in_r = fifo(fds, names, os.O_RDONLY)
+            else:
+                in_name = ''
+                in_r, in_w = os.pipe()  # no writer: the command reads EOF at once
+                os.close(in_w)
+                fds.append(in_r)
+            out_name, out_w = fifo(fds, names, os.O_WRONLY)
+            err_name, err_w = fifo(fds, names, os.O_WRONLY)
+            ends = [in_r, out_w, err_w]
             env = {b(k): b(v) for k, v in m['env']}
-            p = subprocess.Popen([b(a) for a in m['argv']], cwd=b(m['cwd']), env=env, stdin=in_r,
+            p = subprocess.Popen(apart + [b(a) for a in m['argv']], cwd=b(m['cwd']), env=env, stdin=in_r,
                                  stdout=out_w, stderr=err_w, start_new_session=True, close_fds=True)
         except Exception as e:
             close_all(fds)
+            unlink_all(names)
             code = errno.errorcode.get(getattr(e, 'errno', None) or 0, 'ESPAWN')
             where = getattr(e, 'filename', None)
             text = getattr(e, 'strerror', None) or str(e)
@@ -66,15 +104,15 @@ def main():
                 text += ': ' + os.fsdecode(where)
             send({'t': 'error', 'id': rid, 'code': code, 'message': text})
             return
-        close_all([out_w, err_w])
-        if m.get('stdin'):
-            held[rid] = [in_r, in_w, out_r, err_r]
-        else:
-            close_all([in_w])
-            in_w = -1
-            held[rid] = [in_r, out_r, err_r]
+        close_all(ends)
+        held[rid] = ([fd for fd in fds if fd not in ends], names)
         children[p.pid] = (rid, p)
-        send({'t': 'spawned', 'id': rid, 'pid': p.pid, 'fds': [in_w, out_r, err_r]})
+        send({'t': 'spawned', 'id': rid, 'pid': p.pid, 'fifos': [in_name, out_name, err_name]})
+
+    def release(rid):
+        fds, names = held.pop(rid, ([], []))
+        close_all(fds)
+        unlink_all(names)
 
     def reap():
         for pid, (rid, p) in list(children.items()):
@@ -90,10 +128,12 @@ def main():
                     sig = 'SIG%d' % -rc
             send({'t': 'exit', 'id': rid, 'code': None if rc < 0 else rc, 'signal': sig})
 
-    probe_r, probe_w = os.pipe()
-    os.write(probe_w, b'ok')
-    held[0] = [probe_r, probe_w]
-    send({'t': 'ready', 'pid': os.getpid(), 'probe': [probe_r, probe_w]})
+    probe = os.path.join(box, secrets.token_hex(16))
+    os.mkfifo(probe, 0o600)
+    probe_fd = os.open(probe, os.O_RDWR | os.O_CLOEXEC)
+    os.write(probe_fd, b'ok')
+    held[0] = ([probe_fd], [probe])
+    send({'t': 'ready', 'pid': os.getpid(), 'probe': probe})
     buf = b''
     try:
         while True:
@@ -120,11 +160,13 @@ def main():
                     if m['t'] == 'spawn':
                         spawn(m)
                     elif m['t'] == 'release':
-                        close_all(held.pop(m['id'], []))
+                        release(m['id'])
                 except (ValueError, KeyError, TypeError):
                     continue  # not a request of ours
             reap()
     finally:
+        for rid in list(held):
+            release(rid)
         for pid in children:
             try:
                 os.killpg(pid, signal.SIGKILL)

@@ -1,19 +1,24 @@
 // sandboxd's side of the spawner (the python3 loop in spawner-script.ts): starts it once, asks it to
-// start commands, opens the commands' pipes through /proc/<spawner>/fd/<fd> (Node 18 cannot receive
-// descriptors over a unix socket; opening a pipe through /proc gives a new descriptor on the same
-// pipe) and hands them out as sockets, with the exit status the spawner reports.
+// start commands, opens the commands' FIFOs by the names it reports (Node 18 cannot receive
+// descriptors over a unix socket, and the spawner's /proc/<pid>/fd is closed to us once both run
+// apart from the agent, identity.ts) and hands them out as sockets, with the exit status it reports.
 // States: idle (not started, or died or hung and may be restarted) → starting → ready; off when
-// python3 is missing, the /proc probe fails, it sent garbage, it died too often, or after stop().
+// python3 is missing, the FIFO probe fails, it sent garbage, it died too often, or after stop().
 // `spawn()` returns undefined unless ready: the caller then starts the command itself.
-// Invariants: nothing the spawner (or anyone writing to its pipes) sends can throw out of here; a
-// command whose spawner died is still waited for (until its pid is gone; the exit status is then
-// unknown: code and signal null); a spawn the spawner does not answer in time rejects, and a command
-// it leaves a zombie for seconds gets it killed, so a stuck (or stopped) spawner never holds execs.
+// Invariants: nothing the spawner sends can throw out of here; a command whose spawner died is
+// still waited for (until its pid is gone; the exit status is then unknown: code and signal null);
+// a request the spawner never took (no `got`: it died first, or was already dead but not yet
+// reaped) rejects with SpawnNotTaken, so the caller starts it another way instead of failing; a
+// spawn the spawner does not answer in time rejects, and a command it leaves a zombie for seconds
+// gets it killed, so a stuck (or stopped) spawner never holds execs.
 
 import { type ChildProcess, spawn as nodeSpawn } from 'node:child_process';
-import { closeSync, constants, openSync, readFileSync, readSync } from 'node:fs';
+import { closeSync, constants, mkdtempSync, openSync, readFileSync, readSync, rmSync } from 'node:fs';
 import { Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, posix } from 'node:path';
 import { SandboxError } from '../../host/errors.ts';
+import { SETPRIV } from './identity.ts';
 import { SPAWNER_SCRIPT } from './spawner-script.ts';
 
 export interface SpawnRequest {
@@ -46,11 +51,21 @@ export interface SpawnerOptions {
   answerTimeoutMs?: number;
   /** Unexpected deaths tolerated (each followed by a restart at the next spawn) before giving up. Default 10. */
   maxRestarts?: number;
+  /**
+   * Where the spawner makes its FIFOs: in a container the root-owned drop box of mode 1733
+   * (identity.ts `makeDropBox`). Default: a private temporary directory made at the first start.
+   */
+  box?: string;
   log?: (line: string) => void;
 }
 
+/** The spawner never took this request: nothing was started, so the caller may start it itself. */
+export class SpawnNotTaken extends Error {}
+
 type Pending = {
   req: SpawnRequest;
+  /** The spawner said it read the request (and may have started the command). */
+  got: boolean;
   resolve: (s: Spawned) => void;
   reject: (e: Error) => void;
   timer: NodeJS.Timeout;
@@ -62,8 +77,6 @@ const MAX_LINE = 64 * 1024;
 const WATCHDOG_MS = 1000;
 const WATCHDOG_CHECKS = 3;
 const b64 = (s: string): string => Buffer.from(s, 'utf8').toString('base64');
-const isFd = (v: unknown): v is number =>
-  Number.isInteger(v) && (v as number) >= -1 && (v as number) < 1 << 20;
 const isPid = (v: unknown): v is number => Number.isInteger(v) && (v as number) > 1;
 const alive = (pid: number): boolean => {
   try {
@@ -98,6 +111,8 @@ export const createSpawner = (options: SpawnerOptions = {}) => {
   let deaths = 0;
   let nextId = 1;
   let startTimer: NodeJS.Timeout | undefined;
+  let box = options.box;
+  let ownBox = false;
   const pending = new Map<number, Pending>();
   const running = new Map<number, Running>();
   // A command that stays a zombie is one the spawner does not reap (stopped, or stuck): kill the
@@ -125,8 +140,11 @@ export const createSpawner = (options: SpawnerOptions = {}) => {
   const write = (m: Message): void => {
     child?.stdin?.write(`${JSON.stringify(m)}\n`);
   };
-  const openPipe = (fd: number, flags: number): number =>
-    openSync(`/proc/${spawnerPid}/fd/${fd}`, flags | constants.O_NONBLOCK);
+  /** A FIFO name the spawner reported: one random name right inside our box, nothing else. */
+  const isFifo = (v: unknown): v is string =>
+    typeof v === 'string' && posix.dirname(v) === box && /^[0-9a-f]{32}$/.test(posix.basename(v));
+  const openFifo = (name: string, flags: number): number =>
+    openSync(name, flags | constants.O_NONBLOCK | constants.O_NOFOLLOW);
   const giveUp = (why: string): void => {
     if (state !== 'off') log(`${why}; exec falls back to child_process.spawn`);
     state = 'off';
@@ -135,21 +153,19 @@ export const createSpawner = (options: SpawnerOptions = {}) => {
 
   /** The spawner is up: check that its pipes can be opened through /proc before using it. */
   const onReady = (m: Message): void => {
-    const probe = m.probe as unknown[];
-    if (!isPid(m.pid) || !Array.isArray(probe) || !isFd(probe[0]) || !isFd(probe[1])) {
+    if (!isPid(m.pid) || !isFifo(m.probe)) {
       giveUp('bad hello');
       return;
     }
     spawnerPid = m.pid;
     try {
-      const r = openPipe(probe[0], constants.O_RDONLY);
+      const r = openFifo(m.probe, constants.O_RDONLY);
       const buf = Buffer.alloc(2);
       const n = readSync(r, buf, 0, 2, null);
       closeSync(r);
-      closeSync(openPipe(probe[1], constants.O_WRONLY));
-      if (n !== 2 || buf.toString() !== 'ok') throw new Error('probe pipe did not hold "ok"');
+      if (n !== 2 || buf.toString() !== 'ok') throw new Error('probe FIFO did not hold "ok"');
     } catch (e) {
-      giveUp(`cannot open its pipes through /proc (${(e as Error).message})`);
+      giveUp(`cannot open its FIFOs (${(e as Error).message})`);
       return;
     }
     write({ t: 'release', id: 0 });
@@ -158,19 +174,25 @@ export const createSpawner = (options: SpawnerOptions = {}) => {
   };
 
   const onSpawned = (m: Message, p: Pending): void => {
-    const fds = m.fds as unknown[];
-    if (!isPid(m.pid) || !Array.isArray(fds) || !fds.every(isFd) || fds.length !== 3) {
+    const fifos = m.fifos as unknown[];
+    if (
+      !isPid(m.pid) ||
+      !Array.isArray(fifos) ||
+      fifos.length !== 3 ||
+      !fifos.slice(1).every(isFifo) ||
+      !(isFifo(fifos[0]) || (fifos[0] === '' && !p.req.stdin))
+    ) {
       p.reject(new SandboxError('TOOL_FAILED', 'The spawner sent a malformed answer.'));
       giveUp('malformed answer');
       return;
     }
     const pid = m.pid;
-    const [inW, outR, errR] = fds as [number, number, number];
+    const [inName, outName, errName] = fifos as [string, string, string];
     const opened: number[] = [];
     try {
-      opened.push(openPipe(outR, constants.O_RDONLY));
-      opened.push(openPipe(errR, constants.O_RDONLY));
-      if (p.req.stdin && inW >= 0) opened.push(openPipe(inW, constants.O_WRONLY));
+      opened.push(openFifo(outName, constants.O_RDONLY));
+      opened.push(openFifo(errName, constants.O_RDONLY));
+      if (p.req.stdin) opened.push(openFifo(inName, constants.O_WRONLY));
     } catch (e) {
       for (const fd of opened) closeSync(fd);
       write({ t: 'release', id: m.id });
@@ -202,6 +224,11 @@ export const createSpawner = (options: SpawnerOptions = {}) => {
       return;
     }
     const id = m.id as number;
+    if (m.t === 'got') {
+      const p = pending.get(id);
+      if (p) p.got = true;
+      return;
+    }
     if (m.t === 'exit') {
       const r = running.get(id);
       running.delete(id);
@@ -237,7 +264,12 @@ export const createSpawner = (options: SpawnerOptions = {}) => {
     for (const p of pending.values()) {
       clearTimeout(p.timer);
       p.reject(
-        new SandboxError('TOOL_FAILED', 'The command could not be started (the spawner stopped); try again.'),
+        p.got
+          ? new SandboxError(
+              'TOOL_FAILED',
+              'The command could not be started (the spawner stopped); try again.',
+            )
+          : new SpawnNotTaken('the spawner stopped before it read the request'),
       );
     }
     pending.clear();
@@ -266,7 +298,11 @@ export const createSpawner = (options: SpawnerOptions = {}) => {
     let proc: ChildProcess;
     try {
       // argv0 and the short -c keep `ps` readable and `pkill -f python` away from it.
-      proc = nodeSpawn(python, ['-I', '-S', '-c', 'exec(open(3).read())'], {
+      if (!box) {
+        box = mkdtempSync(join(tmpdir(), 'sandboxd-spawner-'));
+        ownBox = true;
+      }
+      proc = nodeSpawn(python, ['-I', '-S', '-c', 'exec(open(3).read())', box, SETPRIV], {
         argv0: 'sandboxd-spawner',
         cwd: '/',
         stdio: ['pipe', 'pipe', 'inherit', 'pipe'],
@@ -282,7 +318,8 @@ export const createSpawner = (options: SpawnerOptions = {}) => {
       giveUp(code === 'ENOENT' ? `${python} not found` : `could not start ${python}: ${e.message}`);
       onDeath(proc, e.message);
     });
-    proc.on('exit', (code, sig) => onDeath(proc, sig ?? `exit code ${code}`));
+    // 'close', not 'exit': by then every event it wrote (a `spawned` among them) has been read.
+    proc.on('close', (code, sig) => onDeath(proc, sig ?? `exit code ${code}`));
     for (const s of proc.stdio) s?.on('error', () => {}); // EPIPE once it is gone: 'exit' handles it
     const script = proc.stdio[3] as NodeJS.WritableStream | null;
     script?.end(SPAWNER_SCRIPT);
@@ -326,12 +363,17 @@ export const createSpawner = (options: SpawnerOptions = {}) => {
       const id = nextId++;
       return new Promise<Spawned>((resolve, reject) => {
         const timer = setTimeout(() => {
+          const got = pending.get(id)?.got;
           pending.delete(id);
-          reject(new SandboxError('TOOL_FAILED', 'The spawner did not answer; try again.'));
+          reject(
+            got
+              ? new SandboxError('TOOL_FAILED', 'The spawner did not answer; try again.')
+              : new SpawnNotTaken('the spawner did not take the request'),
+          );
           log(`no answer in ${answerTimeoutMs} ms; killing it`);
           child?.kill('SIGKILL');
         }, answerTimeoutMs);
-        pending.set(id, { req, resolve, reject, timer });
+        pending.set(id, { req, got: false, resolve, reject, timer });
         write({
           t: 'spawn',
           id,
@@ -353,6 +395,11 @@ export const createSpawner = (options: SpawnerOptions = {}) => {
     stop(): void {
       state = 'off';
       child?.stdin?.end();
+      if (ownBox && box) {
+        const dir = box;
+        child?.once('close', () => rmSync(dir, { recursive: true, force: true }));
+        if (!child) rmSync(dir, { recursive: true, force: true });
+      }
     },
   };
 };

@@ -7,6 +7,14 @@
 // Invariants: at most MAX_RUNNING terminals run at once and MAX_KEPT are remembered (ended ones are
 // forgotten oldest first); a terminal's status becomes `exited` once, after its last output is in
 // the ring; every waiter and subscriber hears about each append and about the end.
+// Whose rc files a terminal's shell reads: the agent's. Its environment is childEnv (exec.ts): HOME
+// is the agent's home (the image's /home/agent, whose .bashrc is the distribution's skeleton, as
+// read-only as the rest of the image's root; locally an empty directory), never the home of whoever
+// started sandboxd, and none of sandboxd's own BASH_ENV, ENV, PROMPT_COMMAND, TERM or LC_ALL; TERM
+// is xterm-256color unless the caller sets it. So an interactive `bash` here reads /etc/bash.bashrc
+// and the agent's ~/.bashrc, as a user's login terminal would; the persistent shell of the minimal
+// preset asks for `bash --noprofile --norc` and reads none. The program runs with all three of the
+// agent's ids (pty-helper.ts), the helper itself apart from the agent (identity.ts).
 
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';

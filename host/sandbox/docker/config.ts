@@ -1,9 +1,13 @@
 // The hardened container definition of an agent sandbox, and per-agent limits within tenant maxima.
 // Invariants (asserted from `docker inspect` by tests/integration/sandbox/cis.test.ts, CIS Docker
-// Benchmark 5.x): no network, all capabilities dropped, no-new-privileges, read-only root with only
-// the workspace and a size-limited /tmp writable, memory (swap equal) / CPU / pids limits,
-// non-root user, init process, log driver none, no privileged mode, no host namespaces, no devices,
-// no bind mount but the workspace's own file system (so never the Docker socket), restart policy "no".
+// Benchmark 5.x): no network, all capabilities dropped but SETUID and SETGID, no-new-privileges,
+// read-only root with only the workspace and a size-limited /tmp writable, memory (swap equal) /
+// CPU / pids limits, init process, log driver none, no privileged mode, no host namespaces, no devices, no bind mount but the workspace's
+// own file system (so never the Docker socket), restart policy "no".
+// Identity (CIS 4.1 differs on purpose): the container starts as root so that sandboxd can run
+// apart from the agent (real uid 0, effective uid AGENT_IDS; sandbox-image/sandboxd/identity.ts)
+// with the two capabilities it needs for that; every process of the agent runs as uid 1000 only,
+// with no capability, and cannot signal, trace or read sandboxd.
 
 import type Docker from 'dockerode';
 import { SandboxError } from '../../errors.ts';
@@ -24,6 +28,9 @@ export const LABEL_INSTANCE = 'dsh.instance';
  * another process is a leftover of a previous run and is removed on adopt().
  */
 export const LABEL_POOL_OWNER = 'dsh.pool.owner';
+
+/** uid:gid of every process the agent runs in its sandbox (the image's `agent` user). */
+export const AGENT_IDS = '1000:1000';
 
 export const DOCKER_DEFAULT_LIMITS: SandboxLimits = {
   memoryBytes: 512 * 1024 * 1024,
@@ -98,9 +105,11 @@ export const containerConfig = (spec: ContainerSpec): Docker.ContainerCreateOpti
   name: spec.name,
   Image: spec.image,
   Labels: spec.labels,
-  User: '1000:1000',
+  User: '0:0',
   WorkingDir: WORKSPACE_ROOT,
-  Env: Object.entries({ SANDBOXD_ROOT: WORKSPACE_ROOT, ...spec.env }).map(([k, v]) => `${k}=${v}`),
+  Env: Object.entries({ ...spec.env, SANDBOXD_ROOT: WORKSPACE_ROOT, SANDBOXD_AGENT: AGENT_IDS }).map(
+    ([k, v]) => `${k}=${v}`,
+  ),
   // sandboxd speaks its framed RPC over the attach stream: stdin stays open across detaches.
   OpenStdin: true,
   StdinOnce: false,
@@ -112,7 +121,8 @@ export const containerConfig = (spec: ContainerSpec): Docker.ContainerCreateOpti
   HostConfig: {
     NetworkMode: 'none',
     CapDrop: ['ALL'],
-    CapAdd: [],
+    // Held by sandboxd only, used once at its start (identity.ts); the agent's processes have none.
+    CapAdd: ['SETUID', 'SETGID'],
     SecurityOpt: ['no-new-privileges:true'],
     Privileged: false,
     ReadonlyRootfs: true,

@@ -1,7 +1,9 @@
 // sandboxd in the real sandbox image, reached the way the docker provider reaches it: a hardened
 // container created with OpenStdin (StdinOnce false, no TTY), attached BEFORE start, stdout demuxed.
-// Round-trips every kind of call, re-attaches to prove jobs and the session survive a detach, and
-// measures the round trip of `stat`, `exec true` and `docker exec true` (printed, loosely asserted).
+// Round-trips every kind of call, re-attaches to prove jobs and the session survive a detach, proves
+// from bash that the agent cannot touch sandboxd or its helpers (they run apart from it: real uid 0,
+// effective uid 1000), and measures the round trip of `stat`, `exec true` and `docker exec true`
+// (printed, loosely asserted).
 
 import { execFileSync } from 'node:child_process';
 import { PassThrough, type Writable } from 'node:stream';
@@ -62,7 +64,7 @@ beforeAll(async () => {
     name: `dsh-sandboxd-it-${runId}`,
     Image: image,
     Labels: { [LABEL]: runId },
-    User: '1000:1000',
+    User: '0:0',
     OpenStdin: true,
     StdinOnce: false,
     AttachStdin: true,
@@ -73,6 +75,7 @@ beforeAll(async () => {
     HostConfig: {
       NetworkMode: 'none',
       CapDrop: ['ALL'],
+      CapAdd: ['SETUID', 'SETGID'],
       SecurityOpt: ['no-new-privileges:true'],
       ReadonlyRootfs: true,
       Tmpfs: {
@@ -144,7 +147,7 @@ describe('sandboxd in the sandbox image', () => {
     expect((await c.jobs.list()).map((j) => j.id)).toContain(job.id);
   });
 
-  it('starts commands through its spawner, which pkill -f python misses and a kill only restarts', async () => {
+  it('starts commands through its spawner, which pkill -f python misses, the agent cannot kill and a kill only restarts', async () => {
     const parent = async (): Promise<string> => {
       for (let i = 0; i < 100; i++) {
         const args = (await c.exec('ps -o args= -p $PPID')).stdout.trim();
@@ -153,16 +156,110 @@ describe('sandboxd in the sandbox image', () => {
       }
       return 'never';
     };
-    expect(await parent()).toBe('sandboxd-spawner -I -S -c exec(open(3).read())');
+    expect(await parent()).toBe(
+      'sandboxd-spawner -I -S -c exec(open(3).read()) /tmp/.sandboxd-fifos /usr/bin/setpriv',
+    );
     expect((await c.exec('pgrep -f pyth[o]n || echo none')).stdout).toBe('none\n');
-    // The command outlives its spawner; its exit status is then unknown.
-    expect(await c.exec('kill -9 $PPID; sleep 0.2; echo after')).toMatchObject({
-      stdout: 'after\n',
-      exitCode: null,
-    });
-    expect((await c.exec('echo still fine')).stdout).toBe('still fine\n');
+    expect((await c.exec('kill -9 $PPID 2>&1; echo rc=$?')).stdout).toMatch(
+      /Operation not permitted\nrc=1\n$/,
+    );
+    const spawner = (await c.exec('echo $PPID')).stdout.trim();
+    // Root in the container (not the agent) kills it; the command outlives it, exit status unknown.
+    const running = c.exec('sleep 2; echo after');
+    await new Promise((r) => setTimeout(r, 200));
+    execFileSync('docker', ['exec', '-u', '0', container.id, 'kill', '-9', spawner]);
+    expect(await running).toMatchObject({ stdout: 'after\n', exitCode: null });
+    // Issued at once, while the spawner restarts: it waits for nothing and never fails.
+    const burst = await Promise.all(Array.from({ length: 5 }, (_, i) => c.exec(`echo still fine ${i}`)));
+    expect(burst.map((r) => r.stdout)).toEqual(Array.from({ length: 5 }, (_, i) => `still fine ${i}\n`));
     expect(await parent()).toMatch(/^sandboxd-spawner/);
     expect(stderr).toMatch(/spawner: stopped \(SIGKILL\); restarting/);
+  });
+
+  it('runs apart from the agent: bash can neither signal, trace nor read sandboxd and its helpers', async () => {
+    const sd = c.info.pid;
+    const t = await c.terminals.open({ command: ['sleep', '600'] });
+    const helper = (await c.exec(`ps -o ppid= -p ${t.pid}`)).stdout.trim();
+    const spawner = (await c.exec('echo $PPID')).stdout.trim();
+    const ptrace = (pid: string | number) =>
+      `python3 -c "import ctypes,os; l=ctypes.CDLL(None,use_errno=True); r=l.ptrace(16,${pid},0,0); print('ptrace', r, os.strerror(ctypes.get_errno()))"`;
+    for (const pid of [sd, spawner, helper]) {
+      const out = (
+        await c.exec(
+          [
+            `kill -STOP ${pid} 2>&1 | grep -c 'not permitted'`,
+            `kill -KILL ${pid} 2>&1 | grep -c 'not permitted'`,
+            `kill -0 ${pid} 2>&1 | grep -c 'not permitted'`,
+            `cat /proc/${pid}/environ >/dev/null 2>&1 && echo ENVIRON || echo environ-refused`,
+            `head -c 1 /proc/${pid}/mem >/dev/null 2>&1 && echo MEM || echo mem-refused`,
+            `ls /proc/${pid}/fd >/dev/null 2>&1 && echo FDS || echo fds-refused`,
+            `(echo x > /proc/${pid}/fd/0) 2>/dev/null && echo STDIN || echo stdin-refused`,
+            ptrace(pid),
+            `stat -c %u /proc/${pid}/environ`,
+          ].join('; '),
+        )
+      ).stdout;
+      expect(out.split('\n'), `pid ${pid}`).toEqual([
+        '1',
+        '1',
+        '1',
+        'environ-refused',
+        'mem-refused',
+        'fds-refused',
+        'stdin-refused',
+        'ptrace -1 Operation not permitted',
+        '0', // non-dumpable: its /proc entries belong to root
+        '',
+      ]);
+    }
+    expect(stderr).toMatch(/apart from the agent: uid 0\/1000\/0, non-dumpable/);
+    // The agent: uid 1000 only, no capability, cannot become anyone else; the spawner's FIFOs are hidden.
+    const me = await c.exec(
+      [
+        "grep -E '^(Uid|Gid|Groups|CapPrm|CapEff|CapAmb|NoNewPrivs)' /proc/self/status | tr -s '\t ' ' '",
+        "python3 -c 'import os; os.setuid(0)' 2>&1 | tail -1",
+        'ls /tmp/.sandboxd-fifos 2>&1 | grep -c denied',
+      ].join('; '),
+    );
+    expect(me.stdout.split('\n')).toEqual([
+      'Uid: 1000 1000 1000 1000',
+      'Gid: 1000 1000 1000 1000',
+      'Groups: ',
+      'CapPrm: 0000000000000000',
+      'CapEff: 0000000000000000',
+      'CapAmb: 0000000000000000',
+      'NoNewPrivs: 1',
+      'PermissionError: [Errno 1] Operation not permitted',
+      '1',
+      '',
+    ]);
+    // A terminal's program and a job run as the agent too.
+    const job = await c.jobs.start('grep -E "^(Uid|CapPrm)" /proc/self/status');
+    expect((await c.jobs.output(job.id, { wait: true })).output.replace(/[\t ]+/g, ' ')).toBe(
+      'Uid: 1000 1000 1000 1000\nCapPrm: 0000000000000000\n',
+    );
+    expect((await c.exec(`grep -E '^Uid' /proc/${t.pid}/status | tr -s '\t ' ' '`)).stdout).toBe(
+      'Uid: 1000 1000 1000 1000\n',
+    );
+    await c.terminals.close(t.id);
+    // Files sandboxd writes belong to the agent.
+    await c.fs.writeFile('owned/by/agent.txt', 'x');
+    expect((await c.exec('stat -c %u:%g owned owned/by owned/by/agent.txt')).stdout).toBe(
+      '1000:1000\n1000:1000\n1000:1000\n',
+    );
+  });
+
+  it('takes nothing from job records the agent forged: no signal to itself, no read of its own /proc', async () => {
+    const job = await c.jobs.start('sleep 30');
+    const dir = `/tmp/sandboxd/jobs/${job.id}`;
+    await c.exec(
+      `python3 -c "import json; p='${dir}/job.json'; r=json.load(open(p)); r['pid']=${c.info.pid}; open(p+'.x','w').write(json.dumps(r))" && mv ${dir}/job.json.x ${dir}/job.json && rm ${dir}/output && ln -s /proc/self/environ ${dir}/output`,
+    );
+    await c.jobs.kill(job.id, 'SIGKILL');
+    expect(await c.ping()).toBeGreaterThan(0);
+    const out = await c.jobs.output(job.id).catch((e: { code?: string }) => e.code);
+    expect(JSON.stringify(out)).not.toMatch(/SANDBOXD_|PATH=/);
+    await c.exec('pkill -9 -f "sleep 30" || true');
   });
 
   it('measures round trips: stat and exec over the attach stream vs docker exec', async () => {

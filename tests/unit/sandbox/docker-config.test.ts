@@ -32,7 +32,8 @@ describe('docker container config', () => {
   });
   it('is hardened by default', () => {
     expect(c).toMatchObject({
-      User: '1000:1000',
+      // Root only until sandboxd runs apart from the agent (uid 1000), at its first instruction.
+      User: '0:0',
       OpenStdin: true,
       StdinOnce: false,
       Tty: false,
@@ -41,6 +42,7 @@ describe('docker container config', () => {
     expect(c.HostConfig).toMatchObject({
       NetworkMode: 'none',
       CapDrop: ['ALL'],
+      CapAdd: ['SETUID', 'SETGID'],
       Privileged: false,
       ReadonlyRootfs: true,
       Init: true,
@@ -53,6 +55,7 @@ describe('docker container config', () => {
       { Type: 'bind', Source: '/srv/ws/n-ws', Target: '/workspace', ReadOnly: false },
     ]);
     expect(c.HostConfig?.Ulimits?.map((u) => u.Name)).not.toContain('nproc');
+    expect(c.Env).toContain('SANDBOXD_AGENT=1000:1000');
   });
 });
 

@@ -95,6 +95,18 @@ describe('spawner', () => {
     expect(logs.join('\n')).toMatch(/restarting/);
   });
 
+  it('a command issued while the spawner dies (before its death is seen) starts another way, never fails', async () => {
+    await ready(s);
+    const before = s.pid;
+    process.kill(before, 'SIGKILL'); // this turn still sees it ready: the request goes to a dead spawner
+    expect(s.state).toBe('ready');
+    const p = await launch(bash('echo started'), s);
+    expect(p.via).toBe('node');
+    expect(await collect(p)).toMatchObject({ code: 0, stdout: 'started\n' });
+    await ready(s);
+    expect(s.pid).not.toBe(before);
+  });
+
   it('a stopped spawner does not hold a command that ended: it is killed and the call ends', async () => {
     const before = s.pid;
     const r = collect(await launch(bash('sleep 0.2; echo done'), s));

@@ -1,0 +1,137 @@
+// sandboxd's identity, apart from the agent's. In a container sandboxd starts as root with only
+// CAP_SETUID and CAP_SETGID (host/sandbox/docker/config.ts) and SANDBOXD_AGENT=uid:gid, and at once
+// becomes real/saved uid 0, effective uid = the agent's (and likewise for gids; no supplementary
+// groups). So:
+// - every file sandboxd touches is touched with exactly the agent's permissions and comes out owned
+//   by the agent (file access uses the effective ids), with no capability in effect;
+// - the agent's processes (all three ids = the agent's) can neither signal sandboxd (kill(2) needs
+//   the sender's real or effective uid to equal the target's real or saved uid: 0) nor ptrace it,
+//   read its /proc/<pid>/environ, mem or fd/* (those need uid == euid == suid of the target, and the
+//   effective-uid change made it non-dumpable as well);
+// - sandboxd can still signal the agent's processes (its effective uid is theirs).
+// Its helpers (spawner, PTY helper) keep the same split: execve copies the effective uid into the
+// saved one, so each first sets its saved ids back to 0 (PYTHON_PRELUDE). Everything the agent runs
+// gets all three ids = the agent's before exec (setpriv for the spawner's commands, for jobs and for
+// the rare exec that child_process starts; setresuid in the PTY child): a uid change that leaves no id 0 clears every capability, and
+// no-new-privileges stays on. child_process's own uid/gid options must never be used here: from an
+// effective (not real) root they change only the effective ids and would leave the child real uid 0.
+// Outside a container (unit tests, local runs) SANDBOXD_AGENT is unset and nothing changes.
+
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+
+/** util-linux setpriv (in the image): takes all three ids without a capability, then execs. */
+export const SETPRIV = '/usr/bin/setpriv';
+
+export interface AgentIds {
+  uid: number;
+  gid: number;
+}
+
+/** Python that restores saved ids to the real ones (0) when the effective ones differ. */
+export const PYTHON_PRELUDE = `
+import os as _os
+def _keep_apart():
+    r, e, _s = _os.getresuid()
+    if r != e:
+        rg, eg, _sg = _os.getresgid()
+        _os.setresgid(rg, eg, rg)
+        _os.setresuid(r, e, r)
+_keep_apart()
+`;
+
+/** The agent's ids when sandboxd runs apart from the agent (effective ids differ from real ones). */
+export const agentIds = (): AgentIds | undefined => {
+  if (typeof process.getuid !== 'function' || typeof process.geteuid !== 'function') return undefined;
+  const uid = process.geteuid();
+  if (process.getuid() === uid) return undefined;
+  return { uid, gid: (process.getegid as () => number)() };
+};
+
+const parseIds = (spec: string): AgentIds => {
+  const m = /^(\d{1,9}):(\d{1,9})$/.exec(spec);
+  const uid = Number(m?.[1]);
+  const gid = Number(m?.[2]);
+  if (!m || uid === 0 || gid === 0) throw new Error(`SANDBOXD_AGENT must be uid:gid (not 0), got ${spec}`);
+  return { uid, gid };
+};
+
+/**
+ * Become real/saved root with the agent's effective ids (see the header). `spec` is SANDBOXD_AGENT;
+ * unset means "run as we are" (local runs). Throws when it is set but cannot be honoured: sandboxd
+ * must never run as the agent's own uid in a container.
+ */
+export const runApart = (spec: string | undefined): AgentIds | undefined => {
+  if (!spec) return undefined;
+  const ids = parseIds(spec);
+  const current = agentIds();
+  if (current?.uid === ids.uid && current.gid === ids.gid) return ids; // done already
+  if (process.getuid?.() !== 0 || process.geteuid?.() !== 0)
+    throw new Error(
+      `sandboxd must start as root (uid 0, with CAP_SETUID and CAP_SETGID) to run apart from the agent (uid ${ids.uid}); it runs as uid ${process.getuid?.()}`,
+    );
+  if (!existsSync(SETPRIV))
+    throw new Error(`${SETPRIV} is missing: the agent's commands could not drop sandboxd's ids`);
+  const p = process as Required<Pick<NodeJS.Process, 'setgroups' | 'setegid' | 'seteuid'>>;
+  p.setgroups([]);
+  p.setegid(ids.gid);
+  p.seteuid(ids.uid);
+  const now = agentIds();
+  if (now?.uid !== ids.uid || now.gid !== ids.gid || process.getuid?.() !== 0)
+    throw new Error('could not take the agent effective ids');
+  return ids;
+};
+
+/** Whether this process is non-dumpable (its /proc entries then belong to root, not to its euid). */
+export const nonDumpable = (): boolean => {
+  try {
+    return statSync('/proc/self/environ').uid === 0 && process.geteuid?.() !== 0;
+  } catch {
+    return false;
+  }
+};
+
+/** Real, effective and saved uid of `pid`, from /proc (undefined when it is gone or unreadable). */
+export const uidsOf = (pid: number): [number, number, number] | undefined => {
+  try {
+    const line = /^Uid:\s+(\d+)\s+(\d+)\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return line ? [Number(line[1]), Number(line[2]), Number(line[3])] : undefined;
+  } catch {
+    return undefined;
+  }
+};
+
+/**
+ * Whether sandboxd may signal `pid` on the agent's behalf (a pid read from a record the agent can
+ * write): always when not running apart; else only a process whose real uid is the agent's, so a
+ * forged record never turns sandboxd against itself or its helpers.
+ */
+export const agentMaySignal = (pid: number): boolean => {
+  const ids = agentIds();
+  if (!ids) return true;
+  return uidsOf(pid)?.[0] === ids.uid;
+};
+
+/**
+ * `file args` as a command that first takes all three of the agent's ids (util-linux setpriv, in the
+ * image), for processes started with child_process; unchanged when not running apart.
+ */
+export const asAgent = (file: string, args: string[]): { file: string; args: string[] } => {
+  const ids = agentIds();
+  if (!ids) return { file, args };
+  return {
+    file: SETPRIV,
+    args: [`--reuid=${ids.uid}`, `--regid=${ids.gid}`, '--keep-groups', '--', file, ...args],
+  };
+};
+
+/**
+ * A directory where only those who know an entry's name reach it: owned by root, mode 1733 (anyone
+ * may create, nobody but root may list; sticky). The spawner's FIFOs live here under random names.
+ * Made before the identity change, as root; undefined when not running as root.
+ */
+export const makeDropBox = (path: string): string | undefined => {
+  if (process.geteuid?.() !== 0) return undefined;
+  mkdirSync(path, { recursive: true, mode: 0o700 });
+  chmodSync(path, 0o1733);
+  return path;
+};
