@@ -1,8 +1,9 @@
 // The hardened container definition of an agent sandbox, and per-agent limits within tenant maxima.
 // Invariants (asserted from `docker inspect` by tests/integration/sandbox/cis.test.ts, CIS Docker
-// Benchmark 5.x): no network, all capabilities dropped but SETUID and SETGID, no-new-privileges,
-// read-only root with only the workspace and a size-limited /tmp writable, memory (swap equal) /
-// CPU / pids limits, init process, log driver none, no privileged mode, no host namespaces, no devices, no bind mount but the workspace's
+// Benchmark 5.x): no network, all capabilities dropped but SETUID and SETGID, no-new-privileges, our
+// own seccomp profile (seccomp.ts), read-only root with only the workspace, a size-limited /tmp and
+// a /dev/shm of the same size writable, memory (swap equal) / CPU / pids limits, init process, log
+// driver none, no privileged mode, no host namespaces, no devices, no bind mount but the workspace's
 // own file system (so never the Docker socket), restart policy "no".
 // Identity (CIS 4.1 differs on purpose): the container starts as root so that sandboxd can run
 // apart from the agent (real uid 0, effective uid AGENT_IDS; sandbox-image/sandboxd/identity.ts)
@@ -13,6 +14,7 @@ import type Docker from 'dockerode';
 import { SandboxError } from '../../errors.ts';
 import { WORKSPACE_ROOT } from '../paths.ts';
 import type { SandboxLimits } from '../types.ts';
+import { SECCOMP_PROFILE } from './seccomp.ts';
 
 export const LABEL_MANAGED = 'dsh.managed';
 export const LABEL_TENANT = 'dsh.tenant';
@@ -95,7 +97,7 @@ export interface ContainerSpec {
   workspace: Docker.MountSettings;
   labels: Record<string, string>;
   limits: SandboxLimits;
-  /** Size of the /tmp tmpfs in bytes. */
+  /** Size of the /tmp tmpfs in bytes; /dev/shm gets the same. */
   tmpBytes: number;
   /** Extra environment for sandboxd. */
   env?: Record<string, string>;
@@ -123,12 +125,15 @@ export const containerConfig = (spec: ContainerSpec): Docker.ContainerCreateOpti
     CapDrop: ['ALL'],
     // Held by sandboxd only, used once at its start (identity.ts); the agent's processes have none.
     CapAdd: ['SETUID', 'SETGID'],
-    SecurityOpt: ['no-new-privileges:true'],
+    SecurityOpt: ['no-new-privileges:true', `seccomp=${SECCOMP_PROFILE}`],
     Privileged: false,
     ReadonlyRootfs: true,
     Mounts: [{ ...spec.workspace, Target: WORKSPACE_ROOT, ReadOnly: false }],
     // bash runs scripts from /tmp, so no noexec; nosuid/nodev still apply.
     Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${spec.tmpBytes},mode=1777` },
+    // /dev/shm (nosuid, nodev, noexec by Docker) bounded like /tmp; POSIX message queues are closed
+    // by the seccomp profile. Both are memory, counted in the container's memory limit.
+    ShmSize: spec.tmpBytes,
     ...resourceConfig(spec.limits),
     Ulimits: [
       // No nproc: RLIMIT_NPROC counts every process of uid 1000 on the host, across all agents;

@@ -36,10 +36,11 @@ describe('CIS 5.x container runtime checks on an agent sandbox', () => {
     expect(host.CapAdd).toEqual(['SETUID', 'SETGID']);
     expect(host.Privileged).toBe(false);
   });
-  it('5.2/5.22/5.26: no-new-privileges, seccomp and AppArmor not disabled', () => {
+  it('5.2/5.22/5.26: no-new-privileges, our own seccomp profile, AppArmor not disabled', () => {
     const opts = (host.SecurityOpt as string[]) ?? [];
     expect(opts.some((o) => /^no-new-privileges(:true)?$/.test(o))).toBe(true);
     expect(opts.some((o) => /seccomp[=:]unconfined|apparmor[=:]unconfined/.test(o))).toBe(false);
+    expect(opts.filter((o) => o.startsWith('seccomp=')).length).toBe(1);
   });
   it('5.6/5.32: one mount, the workspace (its own file system in the run folder), never the Docker socket', () => {
     expect(host.Binds ?? null).toBeNull();
@@ -59,9 +60,11 @@ describe('CIS 5.x container runtime checks on an agent sandbox', () => {
     expect(host.NanoCpus).toBeGreaterThan(0);
     expect(host.PidsLimit).toBe(128);
   });
-  it('5.13: read-only root with a size-limited /tmp tmpfs', () => {
+  it('5.13: read-only root with a size-limited /tmp tmpfs and a /dev/shm of the same size', () => {
     expect(host.ReadonlyRootfs).toBe(true);
-    expect((host.Tmpfs as Record<string, string>)['/tmp']).toMatch(/size=\d+/);
+    const size = /size=(\d+)/.exec((host.Tmpfs as Record<string, string>)['/tmp'] ?? '')?.[1];
+    expect(Number(size)).toBeGreaterThan(0);
+    expect(host.ShmSize).toBe(Number(size));
   });
   it('5.15: restart policy "no"', () => {
     expect((host.RestartPolicy as { Name: string }).Name).toMatch(/^(no|)$/);

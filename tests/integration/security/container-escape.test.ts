@@ -1,7 +1,9 @@
 // A hostile model with `bash` in its own container, through the public API. Guarantees: no
 // network, no capabilities, no Docker socket, a read-only root, no privilege gain through setuid
-// binaries, no view of other containers, and resource abuse (fork bomb, memory hog, /tmp filler)
-// ends inside the agent's own limits while the service and other tenants keep working.
+// binaries, no view of other containers, no way to touch sandboxd (it runs apart from the agent),
+// a seccomp profile without io_uring, memfd_secret or message queues, and resource abuse (fork bomb,
+// memory hog, /tmp or /dev/shm filler) ends inside the agent's own limits while the service and
+// other tenants keep working.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Harness, type Loose, startHarness, text } from './harness.ts';
 
@@ -60,7 +62,11 @@ describe('container escape and abuse from bash', () => {
   it('has no capabilities: mount, chown to root, raw sockets, user namespaces all fail', async () => {
     const out = await sh(
       [
-        "grep -E '^Cap(Eff|Prm|Inh|Bnd|Amb)' /proc/self/status | awk '{print $2}' | sort -u | tr -d '\\n'; echo",
+        "grep -E '^Cap(Eff|Prm|Inh|Amb)' /proc/self/status | awk '{print $2}' | sort -u | tr -d '\\n'; echo",
+        // The bounding set keeps SETUID and SETGID (sandboxd's, nobody can drop them without
+        // CAP_SETPCAP), but with no-new-privileges and an empty permitted set no exec can raise them.
+        "grep -E '^CapBnd' /proc/self/status | awk '{print $2}'",
+        "python3 -c 'import os; os.setresuid(0, 0, 0)' 2>&1 | tail -1",
         'mkdir -p /tmp/m; mount -t tmpfs none /tmp/m >/dev/null 2>&1 && echo MOUNTED || echo mount-refused',
         'touch f; chown 0:0 f >/dev/null 2>&1 && echo CHOWNED || echo chown-refused',
         'python3 -c "import socket; socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)" >/dev/null 2>&1 && echo RAW || echo raw-refused',
@@ -71,6 +77,8 @@ describe('container escape and abuse from bash', () => {
     );
     expect(out.split('\n')).toEqual([
       '0000000000000000',
+      '00000000000000c0',
+      'PermissionError: [Errno 1] Operation not permitted',
       'mount-refused',
       'chown-refused',
       'raw-refused',
@@ -182,6 +190,77 @@ describe('container escape and abuse from bash', () => {
     expect(res.status).toBe(400);
     expect(res.json.error.code).toBe('LIMIT_EXCEEDED');
     expect((await h.http(h.keyA, 'GET', '/v1/agents')).json.agents.length).toBe(before);
+  });
+
+  it('cannot signal, trace or read sandboxd (it runs apart from the agent)', async () => {
+    const out = await sh(
+      [
+        'sd=$(pgrep -xo node)',
+        'kill -STOP $sd 2>&1 | grep -c "not permitted"',
+        'kill -KILL $sd 2>&1 | grep -c "not permitted"',
+        'cat /proc/$sd/environ >/dev/null 2>&1 && echo ENVIRON || echo environ-refused',
+        '(echo x > /proc/$sd/fd/0) 2>/dev/null && echo STDIN || echo stdin-refused',
+        `python3 -c "import ctypes,os; l=ctypes.CDLL(None,use_errno=True); print('ptrace', l.ptrace(16,$sd,0,0), os.strerror(ctypes.get_errno()))"`,
+        "grep -E '^Uid' /proc/$sd/status | tr -s '\\t ' ' '",
+      ].join('; '),
+    );
+    expect(out.split('\n')).toEqual([
+      '1',
+      '1',
+      'environ-refused',
+      'stdin-refused',
+      'ptrace -1 Operation not permitted',
+      'Uid: 0 1000 0 1000',
+    ]);
+    expect(await sh('echo sandboxd-still-serving')).toBe('sandboxd-still-serving');
+  });
+
+  it('io_uring, memfd_secret, userfaultfd, message queues and keyrings are refused; everyday tools work', async () => {
+    const probe = [
+      'import ctypes, os, platform',
+      'arm = platform.machine() == "aarch64"',
+      'libc = ctypes.CDLL(None, use_errno=True)',
+      'buf = ctypes.create_string_buffer(256)',
+      'calls = [("io_uring_setup", 425, (8, buf)), ("memfd_secret", 447, (0,)),',
+      '         ("userfaultfd", 282 if arm else 323, (0,)), ("mq_open", 180 if arm else 240, (b"/q", 64, 0o600, 0)),',
+      '         ("keyctl", 219 if arm else 250, (0, 0, 0, 0))]',
+      'for name, nr, args in calls:',
+      '    rc = libc.syscall(nr, *args)',
+      '    print(name, "refused" if rc == -1 else "ALLOWED", os.strerror(ctypes.get_errno()) if rc == -1 else rc)',
+    ].join('\n');
+    const out = await sh(
+      [
+        `python3 -c '${probe}'`,
+        // Everyday tools: python's multiprocessing semaphores (/dev/shm), git, ripgrep, node.
+        'python3 -c "import multiprocessing as m; l = m.Lock(); l.acquire(); print(\'lock ok\')"',
+        'git init -q /tmp/g && echo git ok',
+        'echo needle > /tmp/n && rg -q needle /tmp/n && echo rg ok',
+        "node -e \"require('fs').writeFileSync('/tmp/x', '1'); console.log('node ok')\"",
+      ].join('; '),
+    );
+    expect(out.split('\n')).toEqual([
+      'io_uring_setup refused Function not implemented',
+      'memfd_secret refused Function not implemented',
+      'userfaultfd refused Function not implemented',
+      'mq_open refused Function not implemented',
+      'keyctl refused Operation not permitted',
+      'lock ok',
+      'git ok',
+      'rg ok',
+      'node ok',
+    ]);
+  });
+
+  it('/dev/shm is bounded like /tmp', async () => {
+    const out = await sh(
+      'dd if=/dev/zero of=/dev/shm/fill bs=1M count=1024 2>&1 | grep -o "No space left" | head -1; du -sm /dev/shm/fill | cut -f1; rm -f /dev/shm/fill; grep " /dev/shm " /proc/mounts | grep -o "nosuid,nodev,noexec"',
+      agentB,
+      h.keyB,
+    );
+    const [msg, mb, flags] = out.split('\n');
+    expect(msg).toBe('No space left');
+    expect(Number(mb)).toBeLessThanOrEqual(64);
+    expect(flags).toBe('nosuid,nodev,noexec');
   });
 
   it('/tmp is size-limited', async () => {

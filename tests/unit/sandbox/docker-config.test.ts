@@ -43,6 +43,7 @@ describe('docker container config', () => {
       NetworkMode: 'none',
       CapDrop: ['ALL'],
       CapAdd: ['SETUID', 'SETGID'],
+      ShmSize: 1024,
       Privileged: false,
       ReadonlyRootfs: true,
       Init: true,
@@ -56,6 +57,25 @@ describe('docker container config', () => {
     ]);
     expect(c.HostConfig?.Ulimits?.map((u) => u.Name)).not.toContain('nproc');
     expect(c.Env).toContain('SANDBOXD_AGENT=1000:1000');
+  });
+  it('runs under our seccomp profile: Docker default minus io_uring, memfd_secret and message queues', () => {
+    const opts = c.HostConfig?.SecurityOpt ?? [];
+    expect(opts).toContain('no-new-privileges:true');
+    const seccomp = opts.find((o: string) => o.startsWith('seccomp='));
+    const profile = JSON.parse(seccomp?.slice('seccomp='.length) ?? 'null') as {
+      defaultAction: string;
+      syscalls: Array<{ names: string[]; action: string; errnoRet?: number }>;
+    };
+    expect(profile.defaultAction).toBe('SCMP_ACT_ERRNO');
+    const allowed = new Set(
+      profile.syscalls.filter((r) => r.action === 'SCMP_ACT_ALLOW').flatMap((r) => r.names),
+    );
+    for (const name of ['io_uring_setup', 'io_uring_enter', 'memfd_secret', 'mq_open', 'userfaultfd', 'bpf'])
+      expect(allowed.has(name), name).toBe(false);
+    for (const name of ['read', 'execve', 'clone', 'ptrace', 'setresuid', 'shmget'])
+      expect(allowed.has(name), name).toBe(true);
+    const enosys = profile.syscalls.find((r) => r.names.includes('io_uring_setup'));
+    expect(enosys).toMatchObject({ action: 'SCMP_ACT_ERRNO', errnoRet: 38 });
   });
 });
 
