@@ -13,7 +13,16 @@
 // gets it killed, so a stuck (or stopped) spawner never holds execs.
 
 import { type ChildProcess, spawn as nodeSpawn } from 'node:child_process';
-import { closeSync, constants, mkdtempSync, openSync, readFileSync, readSync, rmSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  existsSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  readSync,
+  rmSync,
+} from 'node:fs';
 import { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
@@ -45,7 +54,7 @@ export interface Spawned {
 }
 
 export interface SpawnerOptions {
-  /** The interpreter. Default `python3` (on PATH). */
+  /** The interpreter. Default the system's /usr/bin/python3 (the image's), else `python3` on PATH. */
   python?: string;
   /** Longest wait for the spawner's answer to a spawn (or for it to start) before it is killed as stuck. Default 10000 ms. */
   answerTimeoutMs?: number;
@@ -74,6 +83,8 @@ type Running = { pid: number; resolve: (e: Exit) => void };
 type Message = Record<string, unknown>;
 
 const MAX_LINE = 64 * 1024;
+/** Not a version manager's shim on PATH: a shim is often a bash script that sources BASH_ENV. */
+const SYSTEM_PYTHON = existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';
 const WATCHDOG_MS = 1000;
 const WATCHDOG_CHECKS = 3;
 const b64 = (s: string): string => Buffer.from(s, 'utf8').toString('base64');
@@ -103,7 +114,7 @@ const killGroup = (pid: number): void => {
 };
 
 export const createSpawner = (options: SpawnerOptions = {}) => {
-  const { python = 'python3', answerTimeoutMs = 10_000, maxRestarts = 10 } = options;
+  const { python = SYSTEM_PYTHON, answerTimeoutMs = 10_000, maxRestarts = 10 } = options;
   const log = options.log ?? ((line: string) => process.stderr.write(`sandboxd: spawner: ${line}\n`));
   let state: 'idle' | 'starting' | 'ready' | 'off' = 'idle';
   let child: ChildProcess | undefined;
@@ -305,6 +316,8 @@ export const createSpawner = (options: SpawnerOptions = {}) => {
       proc = nodeSpawn(python, ['-I', '-S', '-c', 'exec(open(3).read())', box, SETPRIV], {
         argv0: 'sandboxd-spawner',
         cwd: '/',
+        // Its own environment is not its commands' (each request carries theirs): nothing of ours.
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8' },
         stdio: ['pipe', 'pipe', 'inherit', 'pipe'],
       });
     } catch (e) {

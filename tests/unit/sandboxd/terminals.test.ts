@@ -1,10 +1,15 @@
 // sandboxd's terminals, run locally over stdio: open, write, read by absolute offsets, resize seen by
 // `stty size`, signals to the foreground job, close, the ring's cut, and terminals that outlive a
-// host reconnect with their buffers.
+// host reconnect with their buffers; and shells that never run the rc files, BASH_ENV, TERM or
+// locale of whoever started sandboxd.
 
-import { describe, expect, it } from 'vitest';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SandboxdClient } from '../../../host/sandbox/sandboxd/client.ts';
 import type { SandboxTerminals } from '../../../host/sandbox/types.ts';
-import { gone, useLocalSandboxd } from './harness.ts';
+import { gone, type LocalSandboxd, startLocalSandboxd, useLocalSandboxd } from './harness.ts';
 
 const local = useLocalSandboxd();
 
@@ -179,5 +184,56 @@ describe('sandboxd terminals', () => {
     await expect(local.c.terminals.open({ name: 'keeper' })).rejects.toMatchObject({ code: 'CONFLICT' });
     expect((await local.c.terminals.open({ name: 'keeper', reuse: true })).id).toBe(t.id);
     await local.c.terminals.close(t.id);
+  });
+});
+
+describe('a hostile HOME of whoever runs sandboxd', () => {
+  // Its .bashrc (and BASH_ENV, ENV) print noise, leave a marker, then sleep or exec something else:
+  // a shell that read any of them would never run the test's commands in time.
+  let dir: string;
+  let sd: LocalSandboxd;
+  let c: SandboxdClient;
+  const marker = (): string => join(dir, 'ran');
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'hostile-home-'));
+    const rc = `echo NOISE-FROM-RC; (echo "$0 $(tr "\\0" " " < /proc/$PPID/cmdline)") >> ${marker()}; sleep 30; exec sleep 600\n`;
+    for (const f of ['.bashrc', '.bash_profile', '.profile', 'bash_env', 'sh_env'])
+      writeFileSync(join(dir, f), rc);
+    sd = await startLocalSandboxd({
+      HOME: dir,
+      BASH_ENV: join(dir, 'bash_env'),
+      ENV: join(dir, 'sh_env'),
+      PROMPT_COMMAND: `touch ${marker()}`,
+      TERM: 'hostile-term',
+      LC_ALL: 'xx_XX.hostile',
+    });
+    c = await sd.connect();
+  });
+  afterAll(async () => {
+    c?.close();
+    await sd?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("leaves the service's terminals, exec and jobs unaffected", async () => {
+    const t = await c.terminals.open({ env: { PS1: '$ ' } });
+    await c.terminals.write(
+      t.id,
+      'echo "sum=$((40+2)) home=$HOME term=$TERM lc=$(printenv LC_ALL || echo none)"\r',
+    );
+    const { text } = await until(c.terminals, t.id, /sum=42 home=\S+ term=\S+ lc=\S+/, 0, 8000);
+    expect(text).not.toContain('NOISE-FROM-RC');
+    const [, home, term, lc] = /sum=42 home=(\S+) term=(\S+) lc=(\S+)/.exec(text) ?? [];
+    expect(home).not.toBe(dir);
+    expect(term).toBe('xterm-256color');
+    expect(lc).toBe('none');
+    await c.terminals.close(t.id);
+    const r = await c.exec(
+      'for v in HOME BASH_ENV ENV TERM LC_ALL LANG; do printenv $v || echo -; done; bash -ic "echo interactive-ok" 2>/dev/null',
+    );
+    expect(r.stdout).toBe(`${home}\n-\n-\n-\n-\nC.UTF-8\ninteractive-ok\n`);
+    const job = await c.jobs.start('echo job-ok');
+    expect((await c.jobs.output(job.id, { wait: true })).output).toBe('job-ok\n');
+    expect(existsSync(marker()) && readFileSync(marker(), 'utf8')).toBe(false); // who ran it, if any
   });
 });
