@@ -14,7 +14,7 @@ import Docker from 'dockerode';
 import { nanoid } from 'nanoid';
 import { SandboxError } from '../../errors.ts';
 import { createResolver, WORKSPACE_ROOT } from '../paths.ts';
-import { connectSandboxd } from '../sandboxd/client.ts';
+import { connectSandboxd, isUnresponsive } from '../sandboxd/client.ts';
 import type { ProviderFlags, Sandbox, SandboxLimits, SandboxProvider, SandboxSpec } from '../types.ts';
 import {
   DOCKER_DEFAULT_LIMITS,
@@ -221,7 +221,12 @@ export const createDockerProvider = (options: DockerProviderOptions): DockerProv
     };
     opening.then((l) => {
       void l.attachment.closed.then(forget);
-      void l.session.closed?.then(forget, forget);
+      void l.session.closed?.then((reason) => {
+        forget();
+        // sandboxd stopped answering: restart its container now, so the next call finds it back.
+        if (isUnresponsive(reason) && !entry.live && !entry.destroyed && entries.get(entry.agentId) === entry)
+          track(entry, open(entry, true)).catch(onError);
+      }, forget);
     }, forget);
     return opening;
   };
@@ -232,14 +237,14 @@ export const createDockerProvider = (options: DockerProviderOptions): DockerProv
     return entry.live ?? track(entry, open(entry));
   };
 
-  const open = async (entry: Entry): Promise<Live> => {
+  const open = async (entry: Entry, restart = false): Promise<Live> => {
     if (entry.destroyed)
       throw new SandboxError('SANDBOX_UNAVAILABLE', `The sandbox of agent ${entry.agentId} was destroyed.`, {
         data: { agentId: entry.agentId },
       });
     try {
       if (entry.workspace) await workspaces.ready(entry.workspace);
-      return await openSession(docker, entry.container, connect, entry.limits);
+      return await openSession(docker, entry.container, connect, entry.limits, undefined, { restart });
     } catch (e) {
       if (!(await vanished(entry, e))) throw e;
     }

@@ -3,6 +3,11 @@
 // attachment per container from this process; when the socket closes the session is forgotten and
 // the next call re-attaches, which resumes the same sandboxd process; when the session fails first
 // (a protocol error), its socket is destroyed with it.
+// Recovery: a sandboxd that does not answer while its container runs (stopped, or stuck) is
+// restarted with its container (SIGKILL, start: the workspace is kept, /tmp, jobs and terminals are
+// not) and connected once more; one that still does not answer is reported broken. The client's
+// liveness watchdog (sandboxd/client.ts) finds one that stops answering mid-session; the provider
+// then reopens with `restart` at once, so no call waits for a hello that cannot come.
 
 import type { Readable, Writable } from 'node:stream';
 import type Docker from 'dockerode';
@@ -41,13 +46,57 @@ export interface Live {
   attachment: Attachment;
 }
 
-/** Attach, start if needed, connect and ping. Fails with SANDBOX_UNAVAILABLE, detaching on failure. */
+/** SIGKILL the container (a stopped sandboxd included) and wait until it has stopped. */
+const stopNow = async (container: Docker.Container): Promise<void> => {
+  try {
+    await container.stop({ t: 0 });
+  } catch (e) {
+    if (!isNotModified(e)) throw fromDocker(e, 'Restarting the sandbox', { container: container.id });
+  }
+};
+
+/**
+ * Attach, start if needed, connect and ping; when sandboxd does not answer although its container
+ * runs, restart the container and try once more. `restart`: restart first (sandboxd is known to
+ * be unresponsive). Fails with SANDBOX_UNAVAILABLE, detaching on failure.
+ */
 export const openSession = async (
   docker: Docker,
   container: Docker.Container,
   connect: ConnectSandboxd,
   limits: SandboxLimits,
   readyMs = 15_000,
+  options: { restart?: boolean } = {},
+): Promise<Live> => {
+  if (options.restart) await stopNow(container);
+  try {
+    return await openOnce(docker, container, connect, limits, readyMs);
+  } catch (e) {
+    if (options.restart || !(e instanceof SandboxError) || e.code !== 'SANDBOX_UNAVAILABLE') throw e;
+    const running = await container.inspect().then(
+      (i) => i.State.Running,
+      () => false,
+    );
+    if (!running) throw e;
+    await stopNow(container);
+    try {
+      return await openOnce(docker, container, connect, limits, readyMs);
+    } catch (again) {
+      throw new SandboxError(
+        'SANDBOX_UNAVAILABLE',
+        `sandboxd did not answer, even after its sandbox was restarted (${(again as Error).message}); the sandbox is broken: delete the agent and create it again.`,
+        { cause: again, data: { container: container.id } },
+      );
+    }
+  }
+};
+
+const openOnce = async (
+  docker: Docker,
+  container: Docker.Container,
+  connect: ConnectSandboxd,
+  limits: SandboxLimits,
+  readyMs: number,
 ): Promise<Live> => {
   let running: boolean;
   try {

@@ -16,7 +16,7 @@ import type {
   SandboxJobs,
   SandboxTerminals,
 } from '../types.ts';
-import { type HelloInfo, openConnection } from './connection.ts';
+import { type Connection, type HelloInfo, openConnection } from './connection.ts';
 import { MAX_BINARY_BYTES } from './protocol.ts';
 import { createTerminalClient } from './terminals.ts';
 
@@ -35,6 +35,8 @@ export interface ConnectSandboxdOptions {
   maxReadBytes?: number;
   /** Cap per stream on exec output kept (and streamed). Default 1 MiB. */
   maxOutputBytes?: number;
+  /** Longest wait for a liveness ping's answer while calls are in flight; 0 disables. Default 10000. */
+  livenessMs?: number;
 }
 
 /** SandboxFs plus what only sandboxd offers: appends and ranged reads, for streamed transfers. */
@@ -83,18 +85,72 @@ const checkEnv = (env: Record<string, string> | undefined): Record<string, strin
   return env;
 };
 
+/** Unresponsive sandboxd: what the liveness watchdog fails the connection with. */
+export const isUnresponsive = (e: unknown): boolean =>
+  e instanceof SandboxError && (e.data as { unresponsive?: unknown } | undefined)?.unresponsive === true;
+
+/**
+ * `conn` with a watchdog: while calls are in flight, a ping every `ms` that must be answered within
+ * `ms`; an unanswered one fails the connection (isUnresponsive). Pings do not count as calls.
+ */
+const watchLiveness = (conn: Connection, ms: number): Connection => {
+  if (ms <= 0) return conn;
+  let inflight = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const probe = (): void => {
+    timer = undefined;
+    if (inflight === 0) return;
+    conn.call('ping', {}, { timeoutMs: ms }).then(
+      () => {
+        if (inflight > 0 && !timer) timer = setTimeout(probe, ms).unref();
+      },
+      (e: unknown) => {
+        if (
+          !(e instanceof SandboxError) ||
+          e.code !== 'SANDBOX_UNAVAILABLE' ||
+          !/did not answer/.test(e.message)
+        )
+          return; // the connection failed for another reason, already reported
+        conn.close(
+          new SandboxError(
+            'SANDBOX_UNAVAILABLE',
+            `sandboxd stopped answering (no answer to a liveness ping within ${ms} ms); the sandbox is being restarted, try again.`,
+            { data: { unresponsive: true } },
+          ),
+        );
+      },
+    );
+  };
+  void conn.closed.then(() => clearTimeout(timer));
+  return {
+    get hello() {
+      return conn.hello;
+    },
+    closed: conn.closed,
+    close: (reason) => conn.close(reason),
+    call(op, args, options) {
+      inflight++;
+      if (!timer) timer = setTimeout(probe, ms).unref();
+      return conn.call(op, args, options).finally(() => {
+        inflight--;
+      });
+    },
+  };
+};
+
 export const connectSandboxd = async (options: ConnectSandboxdOptions): Promise<SandboxdClient> => {
   const resolve = createResolver(options.root ?? '/workspace');
   const root = resolve('.');
   const callTimeoutMs = options.callTimeoutMs ?? 60_000;
   const maxReadBytes = Math.min(options.maxReadBytes ?? 10 * 1024 * 1024, MAX_BINARY_BYTES);
   const maxOutputBytes = options.maxOutputBytes ?? 1024 * 1024;
-  const conn = await openConnection({
+  const raw = await openConnection({
     input: options.input,
     output: options.output,
     root,
     helloTimeoutMs: options.timeoutMs ?? 10_000,
   });
+  const conn = watchLiveness(raw, options.livenessMs ?? 10_000);
   const plain = { timeoutMs: callTimeoutMs };
   /** Binary payload of one write: at most what one frame carries. */
   const payload = (abs: string, data: Uint8Array | string): string => {

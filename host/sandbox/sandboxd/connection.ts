@@ -42,7 +42,8 @@ export interface Connection {
   /** Resolves (never rejects) with the reason once the connection is gone. */
   readonly closed: Promise<SandboxError>;
   call<O extends Op>(op: O, args: Record<string, unknown>, options: CallOptions): Promise<OpValue<O>>;
-  close(): void;
+  /** Fails the connection: pending calls reject with `reason` (default: closed by the host). */
+  close(reason?: SandboxError): void;
 }
 
 interface Pending {
@@ -287,8 +288,10 @@ export const openConnection = (options: OpenOptions): Promise<Connection> => {
     },
     closed,
     call,
-    close: () =>
-      fail(new SandboxError('SANDBOX_UNAVAILABLE', 'The sandboxd connection was closed by the host.')),
+    close: (reason) =>
+      fail(
+        reason ?? new SandboxError('SANDBOX_UNAVAILABLE', 'The sandboxd connection was closed by the host.'),
+      ),
   };
 
   if (input.readableEnded || input.destroyed || output.writableEnded || output.destroyed) {
