@@ -163,10 +163,12 @@ export const createJobs = async (ws: Workspace, stateDir: string) => {
       const pid = child.pid;
       if (pid === undefined) throw new SandboxError('TOOL_FAILED', 'Could not start bash for the job.');
       const rec: JobRecord = { id, command, cwd: abs, pid, startedAt: Date.now() };
-      await writeJson(p.job, rec);
+      // Listen before any await: a job that ends at once (echo) must not end unheard.
+      const recorded = writeJson(p.job, rec);
       const exited = new Promise<void>((resolve) =>
         child.once('exit', (code, sig) => {
-          writeJson(p.exit, { exitCode: sig ? null : code, signal: sig, endedAt: Date.now() })
+          recorded
+            .then(() => writeJson(p.exit, { exitCode: sig ? null : code, signal: sig, endedAt: Date.now() }))
             .catch(() => {})
             .finally(() => {
               children.delete(id);
@@ -176,6 +178,7 @@ export const createJobs = async (ws: Workspace, stateDir: string) => {
       );
       child.on('error', () => {});
       children.set(id, { child, exited });
+      await recorded;
       return info({ rec, exit: undefined });
     },
 

@@ -27,6 +27,14 @@ describe('sandboxd jobs', () => {
     await expect(local.c.jobs.output('nope')).rejects.toMatchObject({ code: 'JOB_NOT_FOUND' });
   });
 
+  it('a job that ends at once is seen to end (its exit is heard even while its record is written)', async () => {
+    const jobs = await Promise.all(Array.from({ length: 30 }, (_, i) => local.c.jobs.start(`echo ${i}`)));
+    const outs = await Promise.all(
+      jobs.map((j) => local.c.jobs.output(j.id, { wait: true, timeoutMs: 5000 })),
+    );
+    expect(outs.map((o) => [o.status, o.output])).toEqual(jobs.map((_, i) => ['exited', `${i}\n`]));
+  });
+
   it('wait gives up after timeoutMs while the job keeps running', async () => {
     const job = await local.c.jobs.start('echo tick; sleep 100');
     const t0 = Date.now();
