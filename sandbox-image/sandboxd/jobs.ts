@@ -147,7 +147,10 @@ export const createJobs = async (ws: Workspace, stateDir: string) => {
       const id = randomBytes(5).toString('hex');
       const p = paths(id);
       await fsp.mkdir(posix.dirname(p.job), { mode: 0o700 });
-      const fd = openSync(p.out, 'a', 0o600);
+      // A new file, never an existing name: the job's directory is the agent's to write, and a FIFO
+      // or link planted there between the mkdir and this open must not block or redirect sandboxd.
+      const { O_WRONLY, O_APPEND, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK } = constants;
+      const fd = openSync(p.out, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK, 0o600);
       let child: ChildProcess;
       try {
         const cmd = asAgent('bash', ['-c', command]);

@@ -17,6 +17,7 @@ import { SandboxError } from '../../host/errors.ts';
 import { fromBytes } from '../../host/sandbox/byte-names.ts';
 import { globToRegExp, hasMagic, includeMatcher } from '../../host/sandbox/glob.ts';
 import { atFd, openSubdir } from './beneath.ts';
+import { asAgent } from './identity.ts';
 import { type Args, bool, optInt, optStr, str, toSandboxError } from './util.ts';
 import { READ_FLAGS, type Workspace } from './workspace.ts';
 
@@ -120,7 +121,10 @@ const grepWithRg = (
     ];
     if (include) args.push('--glob', include);
     args.push('-e', pattern, '--', RG_ROOT);
-    const rg = spawn('rg', args, { stdio: ['ignore', 'pipe', 'pipe', target.fh.fd] });
+    // As the agent (all three ids), so that the agent's own processes may signal it but it holds
+    // nothing of sandboxd's (identity.ts).
+    const cmd = asAgent('rg', args);
+    const rg = spawn(cmd.file, cmd.args, { stdio: ['ignore', 'pipe', 'pipe', target.fh.fd] });
     const matches: Match[] = [];
     let truncated = false;
     let stderr = '';
