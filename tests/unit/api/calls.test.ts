@@ -54,17 +54,9 @@ describe('calls', () => {
 
   it('streams progress events and then the results with Accept: text/event-stream', async () => {
     const agent = await api.createAgent(api.keyA);
-    const res = await api.app.request(`/v1/agents/${agent.id}/calls`, {
-      method: 'POST',
-      headers: {
-        Authorization: `Bearer ${api.keyA}`,
-        'Content-Type': 'application/json',
-        Accept: 'text/event-stream',
-      },
-      body: JSON.stringify({
-        calls: [{ id: 'c1', name: 'write', arguments: { file_path: 'x.txt', content: 'x' } }],
-      }),
-    });
+    const res = await api.callStream(api.keyA, agent.id, [
+      { id: 'c1', name: 'write', arguments: { file_path: 'x.txt', content: 'x' } },
+    ]);
     expect(res.headers.get('content-type')).toContain('text/event-stream');
     const messages = await readSse(res.body as ReadableStream<Uint8Array>);
     expect(messages.map((m) => m.event)).toEqual(['progress', 'progress', 'results']);
@@ -76,17 +68,9 @@ describe('calls', () => {
   it("a large argument streams as a marker listed in the progress event's payloads, fetchable by pointer", async () => {
     const agent = await api.createAgent(api.keyA);
     const content = 'y'.repeat(40 * 1024);
-    const res = await api.app.request(`/v1/agents/${agent.id}/calls`, {
-      method: 'POST',
-      headers: {
-        Authorization: `Bearer ${api.keyA}`,
-        'Content-Type': 'application/json',
-        Accept: 'text/event-stream',
-      },
-      body: JSON.stringify({
-        calls: [{ id: 'big', name: 'write', arguments: { file_path: 'b.txt', content } }],
-      }),
-    });
+    const res = await api.callStream(api.keyA, agent.id, [
+      { id: 'big', name: 'write', arguments: { file_path: 'b.txt', content } },
+    ]);
     const [call] = await readSse(res.body as ReadableStream<Uint8Array>, (m) => m.length >= 1);
     expect(call?.data).toMatchObject({ type: 'tool.call', callId: 'big' });
     expect(call?.data.payloads).toEqual([expect.objectContaining({ pointer: '/arguments/content' })]);

@@ -115,15 +115,9 @@ describe('request deadlines and ids', () => {
     api = makeApi({ tenantConcurrency: 1 });
     const agent = await api.createAgent(api.keyA);
     for (let i = 0; i < 3; i++) {
-      const res = await api.app.request(`/v1/agents/${agent.id}/calls`, {
-        method: 'POST',
-        headers: {
-          Authorization: `Bearer ${api.keyA}`,
-          'Content-Type': 'application/json',
-          Accept: 'text/event-stream',
-        },
-        body: JSON.stringify({ calls: [{ id: `c${i}`, name: 'glob', arguments: { pattern: '*' } }] }),
-      });
+      const res = await api.callStream(api.keyA, agent.id, [
+        { id: `c${i}`, name: 'glob', arguments: { pattern: '*' } },
+      ]);
       expect(res.status).toBe(200);
       const messages = await readSse(res.body as ReadableStream<Uint8Array>);
       expect(messages.at(-1)?.event).toBe('results');

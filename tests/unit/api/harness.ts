@@ -82,6 +82,20 @@ export const makeApi = (
   const call = async (key: string, agentId: string, calls: unknown[]) =>
     request(key, 'POST', `/v1/agents/${agentId}/calls`, { calls });
 
+  /** POST /calls asking for SSE (Accept: text/event-stream); the raw Response, to read as a stream. */
+  const callStream = (key: string, agentId: string, calls: unknown[]): Promise<Response> =>
+    Promise.resolve(
+      app.request(`/v1/agents/${agentId}/calls`, {
+        method: 'POST',
+        headers: {
+          Authorization: `Bearer ${key}`,
+          'Content-Type': 'application/json',
+          Accept: 'text/event-stream',
+        },
+        body: JSON.stringify({ calls }),
+      }),
+    );
+
   const close = async () => {
     await agents.close(0);
     store.close();
@@ -100,6 +114,7 @@ export const makeApi = (
     request,
     createAgent,
     call,
+    callStream,
     close,
   };
 };

@@ -94,26 +94,16 @@ describe('workflow over the API', () => {
 
   it('over SSE, the phase, the subagent request and its step stream as progress before the result', async () => {
     const agent = await api.createAgent(api.keyA, { subagents: true });
-    const res = await api.app.request(`/v1/agents/${agent.id}/calls`, {
-      method: 'POST',
-      headers: {
-        Authorization: `Bearer ${api.keyA}`,
-        'Content-Type': 'application/json',
-        Accept: 'text/event-stream',
+    const res = await api.callStream(api.keyA, agent.id, [
+      {
+        id: 'w1',
+        name: 'workflow',
+        arguments: {
+          meta: { name: 'm', description: 'd' },
+          script: 'phase("Go"); return await agent("hi");',
+        },
       },
-      body: JSON.stringify({
-        calls: [
-          {
-            id: 'w1',
-            name: 'workflow',
-            arguments: {
-              meta: { name: 'm', description: 'd' },
-              script: 'phase("Go"); return await agent("hi");',
-            },
-          },
-        ],
-      }),
-    });
+    ]);
     const reading = readSse(res.body as ReadableStream<Uint8Array>);
     const [request] = await pendingRequests(agent.id);
     await api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/requests/${request.id}`, { result: 'hello' });
