@@ -5,6 +5,9 @@
 // Invariants: run() never rejects; every run settles exactly once (finishRun); a worker's message
 // is honoured only for runs dispatched to that worker; nothing of a worker's text reaches the caller
 // without a size cap and a shape check; every deadline has a host-side backstop that kills the worker.
+// Fairness: the runs of one owner (a tenant) hold at most `ownerShare` of what the workers open to
+// everybody take; the queue is served in order, skipping the runs of owners at their share, so
+// one tenant's queue of long-computing programs never keeps another tenant's run waiting.
 import { isSandboxError, messageOf } from '../errors.ts';
 import { compileProgram } from './compile.ts';
 import { BUDGET_SHARE, runsPerWorker, waitingReserveMb, workerCapacityMb } from './memory.ts';
@@ -51,6 +54,8 @@ interface HostRun {
   detach: () => void;
   resolve: (outcome: RunOutcome) => void;
   settled: boolean;
+  /** Counted in `held` (dispatched, with an owner) until it settles. */
+  counted: boolean;
 }
 
 const FAILURE_KINDS = new Set<FailureKind>([
@@ -83,6 +88,11 @@ export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost
   const fits = (handle: WorkerHandle, run: HostRun): boolean =>
     handle.runs.size === 0 || handle.reservedMb + waitingReserveMb(run.limits.memoryMb) <= capacityMb;
   const inlineEnabled = options.inline ?? true;
+  const ownerShare = options.ownerShare ?? 0.5;
+  if (!(ownerShare > 0 && ownerShare <= 1))
+    throw new RangeError(`ownerShare must be in (0, 1], got ${String(options.ownerShare)}`);
+  /** Dispatched, unsettled runs per owner. */
+  const held = new Map<string, number>();
   const runs = new Map<number, HostRun>();
   const queue: HostRun[] = [];
   let nextId = 0;
@@ -98,6 +108,12 @@ export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost
     runs.delete(run.id);
     if (run.worker?.runs.delete(run.id)) run.worker.reservedMb -= waitingReserveMb(run.limits.memoryMb);
     if (run.worker?.inlineRun === run.id) run.worker.inlineRun = undefined;
+    if (run.counted) {
+      const owner = run.request.owner as string;
+      const left = (held.get(owner) ?? 1) - 1;
+      if (left <= 0) held.delete(owner);
+      else held.set(owner, left);
+    }
     const index = queue.indexOf(run);
     if (index >= 0) queue.splice(index, 1);
     const stats = {
@@ -159,9 +175,23 @@ export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost
   }, ALIVE_MS);
   watchdog.unref();
 
+  /** Whether the run's owner may have one more run now: under its share of the open workers' runs. */
+  const underShare = (run: HostRun): boolean => {
+    const owner = run.request.owner;
+    if (owner === undefined) return true;
+    const open = supervisor.handles().filter((h) => h.inlineRun === undefined).length;
+    const share = Math.max(1, Math.ceil(open * maxRunsPerWorker * ownerShare));
+    return (held.get(owner) ?? 0) < share;
+  };
+
   const pump = (): void => {
-    while (queue.length > 0) {
-      const next = queue[0]!;
+    for (let i = 0; i < queue.length; ) {
+      const next = queue[i]!;
+      // An owner at its share waits; the runs of others behind it go first.
+      if (!underShare(next)) {
+        i++;
+        continue;
+      }
       // A worker dedicated to an inline run takes nothing else until that run ends.
       const candidates = supervisor
         .handles()
@@ -170,7 +200,8 @@ export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost
         );
       if (candidates.length === 0) return;
       const handle = candidates.reduce((a, b) => (preferred(b, a) ? b : a));
-      dispatch(queue.shift()!, handle);
+      queue.splice(i, 1);
+      dispatch(next, handle);
     }
   };
 
@@ -187,6 +218,10 @@ export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost
       handle.aliveAt = performance.now();
     }
     run.worker = handle;
+    if (run.request.owner !== undefined) {
+      run.counted = true;
+      held.set(run.request.owner, (held.get(run.request.owner) ?? 0) + 1);
+    }
     handle.runs.add(run.id);
     handle.reservedMb += waitingReserveMb(run.limits.memoryMb);
     handle.slots = Math.max(0, handle.slots - 1);
@@ -365,6 +400,7 @@ export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost
           detach: () => undefined,
           resolve,
           settled: false,
+          counted: false,
         };
         const signal = request.signal;
         if (signal) {

@@ -74,6 +74,13 @@ export interface RunRequest {
    * and would keep a worker from everybody else all that time.
    */
   inline?: boolean;
+  /**
+   * Whom the run is for (the service passes the tenant id). Runs of one owner hold at most
+   * IsolateHostOptions.ownerShare of the runs the workers open to everybody take, so one owner's
+   * programs, however long they compute, never keep another owner's run waiting in the queue.
+   * Runs without an owner are not counted.
+   */
+  owner?: string;
 }
 
 /** Why a run failed; each member is what the model sees in `code run failed (<kind>)`. */
@@ -123,6 +130,14 @@ export interface IsolateHostOptions {
    * everybody else, so a program that computes for its whole CPU budget delays nobody. Default true.
    */
   inline?: boolean;
+  /**
+   * The share of the runs that the workers open to everybody (not dedicated to an inline run)
+   * hold that one owner's runs may take (RunRequest.owner): at least one run, at most this share
+   * rounded up. The rest stays free for other owners, so a run of another owner is dispatched at
+   * once instead of waiting behind an owner's queue for as long as its programs' CPU budgets.
+   * Default 0.5.
+   */
+  ownerShare?: number;
   /** `--max-old-space-size` of a worker (its own heap, not the isolates'). Default 256. */
   workerHeapMb?: number;
   /**

@@ -88,6 +88,10 @@ export const createPtcExecutor = (options: PtcExecutorOptions): PtcExecutor => {
           isConcurrencySafe: bridge.isConcurrencySafe,
           limits,
           signal: exec.signal,
+          // One tenant's programs take at most a share of the isolate workers (fairness).
+          ...(typeof batch.agent?.services.tenantId === 'string'
+            ? { owner: batch.agent.services.tenantId }
+            : {}),
         });
         if (!outcome.ok) {
           failures.set(exec.callId, outcome.kind);

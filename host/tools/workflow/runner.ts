@@ -123,6 +123,7 @@ export const createWorkflowRunner = (options: WorkflowRunnerOptions): WorkflowRu
       signal,
       // A workflow waits on subagents for minutes: a worker of its own would sit idle for it.
       inline: false,
+      ...(typeof exec.agent.services.tenantId === 'string' ? { owner: exec.agent.services.tenantId } : {}),
     });
     if (stopped !== undefined) throw workflowFailed(stopped.kind, stopped.message, outcome.logs);
     if (!outcome.ok) {
