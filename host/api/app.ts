@@ -11,7 +11,7 @@ import type { AgentService } from '../agents/service.ts';
 import { SandboxError } from '../errors.ts';
 import type { Store } from '../store/index.ts';
 import { tenantAuth } from './auth.ts';
-import { type ConnectionGuard, claimConnection } from './connections.ts';
+import { type ConnectionGuard, claimConnection, refuseStrayUpgrade } from './connections.ts';
 import type { ApiEnv } from './env.ts';
 import { errorBody, errorHandler } from './errors.ts';
 import { createLifecycle, type Lifecycle, refuseWhenShuttingDown } from './lifecycle.ts';
@@ -153,6 +153,8 @@ export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
       ...(connections === undefined ? {} : { connections }),
     }),
   );
+  // Past the terminal routes nothing upgrades: a stray upgrade's answer would never be read.
+  app.use('/v1/agents/*', refuseStrayUpgrade);
   // `/v1/agents/*` matches `/v1/agents` itself too: one registration, so one slot per request.
   app.use('/v1/agents/*', tenantAuth(deps.store.tenants));
   app.use('/v1/agents/*', async function tenantConnection(c, next) {

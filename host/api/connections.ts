@@ -7,10 +7,11 @@
 // unauthenticated connection is closed to make room (so idle attackers are displaced by newcomers,
 // never the reverse); a connection that sent no byte within `firstByteMs` is closed (the server's
 // headersTimeout closes one that sent an incomplete head); one tenant holds at most `perTenant`
-// connections, and a request past that answers 429 and closes its connection.
+// connections, and a request past that answers 429 and closes its connection. Only terminal
+// routes take a WebSocket upgrade (refuseStrayUpgrade).
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import type { Context } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import { SandboxError } from '../errors.ts';
 
 export interface ConnectionLimits {
@@ -137,4 +138,21 @@ export const claimConnection = (guard: ConnectionGuard | undefined, c: Context, 
     'This tenant holds as many open connections as it may; reuse one (keep-alive) or close some.',
     { data: { retryAfterS: 1 } },
   );
+};
+
+/**
+ * Refuses a request that arrived as a WebSocket upgrade (@hono/node-server runs the app for every
+ * `Upgrade: websocket` request, with no `outgoing` response, and keeps only the answer's status):
+ * mount it after the terminal routes, which are the only ones that upgrade. Without it an event
+ * stream or a download answered there was never read nor cancelled, and held its tenant's
+ * concurrency slot, its subscription or its sandbox stream for as long as the process ran.
+ */
+export const refuseStrayUpgrade: MiddlewareHandler = async function refuseStrayUpgrade(c, next) {
+  const env = c.env as { incoming?: IncomingMessage; outgoing?: ServerResponse } | undefined;
+  if (env?.incoming !== undefined && env.outgoing === undefined)
+    throw new SandboxError(
+      'BAD_REQUEST',
+      'Only terminal sockets (/v1/agents/:id/terminals/:tid) take a WebSocket upgrade; send this request without Upgrade: websocket.',
+    );
+  await next();
 };
