@@ -35,7 +35,10 @@ export interface ConnectionStats {
 }
 
 export interface ConnectionGuard {
-  /** Starts admitting the server's connections; call once, before it listens or right after. */
+  /**
+   * Starts admitting the server's connections and closing the upgrades nobody takes; call once,
+   * after its WebSocket support is installed, before it listens or right after.
+   */
   attach(server: Server): void;
   /** Binds the request's connection to the tenant; false when the tenant holds its cap already. */
   claim(socket: Socket, tenantId: string): boolean;
@@ -106,6 +109,7 @@ export const createConnectionGuard = (limits: ConnectionLimits): ConnectionGuard
   return {
     attach(server) {
       server.on('connection', admit);
+      closeRefusedUpgrades(server);
     },
     claim(socket, tenantId) {
       const state = states.get(socket);
@@ -120,6 +124,33 @@ export const createConnectionGuard = (limits: ConnectionLimits): ConnectionGuard
     },
     stats: () => ({ open: states.size, unauthenticated: unauthenticated.size, evicted, silent }),
   };
+};
+
+type UpgradeListener = (request: IncomingMessage, socket: Socket, head: Buffer) => void;
+
+/**
+ * Node hands every request with an Upgrade header to the server's 'upgrade' listeners and stops
+ * managing its socket: no timeout applies to it any more, and nothing reads it, so not even its
+ * client's end is noticed. @hono/node-server's listener takes `websocket` only and leaves any other
+ * upgrade without an answer, and answers the upgrades it refuses (401, 404, 429) with `end()`,
+ * which leaves them half open. Such sockets never closed, not even after their client went away,
+ * and held graceful shutdown forever. So: any other upgrade is answered 400, and every upgrade
+ * socket is destroyed once its last byte was written (ws does so for its own refusals).
+ * Wraps the listeners registered so far (one stays one: hono answers its refusals only while it is
+ * the only listener); call after the WebSocket support is installed.
+ */
+const closeRefusedUpgrades = (server: Server): void => {
+  const listeners = server.listeners('upgrade') as UpgradeListener[];
+  if (listeners.length === 0) return;
+  server.removeAllListeners('upgrade');
+  server.on('upgrade', (request: IncomingMessage, socket: Socket, head: Buffer) => {
+    socket.once('finish', () => socket.destroy());
+    if (request.headers.upgrade?.toLowerCase() !== 'websocket') {
+      socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+      return;
+    }
+    for (const listener of listeners) listener.call(server, request, socket, head);
+  });
 };
 
 /**

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { extract, pack } from 'tar-stream';
 import { type Config, loadConfig } from '../../../host/config.ts';
+import type { DockerProviderOptions } from '../../../host/sandbox/docker/provider.ts';
 import { type Running, startServer } from '../../../host/serve.ts';
 import type { Loose } from '../../unit/api/harness.ts';
 import { dockerFixture, type Fixture } from '../sandbox/fixtures.ts';
@@ -45,7 +46,13 @@ export interface Harness {
 export const text = (r: Loose): string => (r.content ?? []).map((p: Loose) => p.text ?? '').join('');
 
 export const startHarness = async (
-  options: { isolateWorkers?: number; maxUploadBytes?: number; config?: Partial<Config> } = {},
+  options: {
+    isolateWorkers?: number;
+    maxUploadBytes?: number;
+    config?: Partial<Config>;
+    /** Options of the docker provider over the fixture's (e.g. a warm pool). */
+    provider?: Partial<DockerProviderOptions>;
+  } = {},
 ): Promise<Harness> => {
   const fixture = dockerFixture();
   const dataDir = mkdtempSync(join(tmpdir(), 'dsh-sec-'));
@@ -64,7 +71,7 @@ export const startHarness = async (
     {},
   );
   const server = await startServer(config, {
-    sandboxes: fixture.provider(),
+    sandboxes: fixture.provider(options.provider),
     log: (line) => logs.push(line),
   });
   const keyA = server.store.tenants.createTenant('tenant-a').apiKey;
