@@ -161,7 +161,11 @@ export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
     claimConnection(connections, c, c.get('tenant').id);
     await next();
   });
-  app.use('/v1/agents/*', tenantConcurrency(createTenantLimiter(limits.tenantConcurrency)));
+  // DELETE takes no slot: it is how a tenant stops what holds its slots (long calls, streams).
+  const concurrency = tenantConcurrency(createTenantLimiter(limits.tenantConcurrency));
+  app.use('/v1/agents/*', async function tenantSlot(c, next) {
+    return c.req.method === 'DELETE' ? next() : concurrency(c, next);
+  });
   app.route('/', agentRoutes(deps.agents));
   app.route('/', callRoutes(deps.agents, limits.callTimeoutMs));
   app.route('/', eventRoutes(deps.agents, deps.store.events, lifecycle, limits.eventPageBytes));
