@@ -87,13 +87,20 @@ export const eventRoutes = (
           durable = Math.max(durable, event.seq);
           wake?.();
         });
+        /** Set when the agent is deleted: its stream ends (with a `deleted` message) like its calls. */
+        let deleted = false;
+        let stopWatching = () => {};
         const done = new Promise<void>((resolve) => {
           const finish = () => resolve();
           lifecycle.signal.addEventListener('abort', finish, { once: true });
           stream.onAbort(finish);
           c.req.raw.signal.addEventListener('abort', finish, { once: true });
+          stopWatching = agents.onDeleted(c.get('agent'), () => {
+            deleted = true;
+            finish();
+          });
         });
-        const closed = () => stream.aborted || lifecycle.shuttingDown;
+        const closed = () => stream.aborted || lifecycle.shuttingDown || deleted;
         /** Sends every event after `last` up to `upTo`, one bounded page at a time. */
         const catchUp = async (upTo: number) => {
           while (!closed()) {
@@ -134,9 +141,16 @@ export const eventRoutes = (
               }),
             });
           }
+          if (deleted && !stream.aborted) {
+            await stream.writeSSE({
+              event: 'deleted',
+              data: JSON.stringify({ lastEventId: last, message: 'The agent was deleted.' }),
+            });
+          }
         } finally {
           clearInterval(heartbeat);
           unsubscribe();
+          stopWatching();
         }
       });
     },

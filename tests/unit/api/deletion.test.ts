@@ -8,6 +8,7 @@ import { createMemoryProvider } from '../../../host/sandbox/memory/provider.ts';
 import type { Sandbox, SandboxProvider } from '../../../host/sandbox/types.ts';
 import { defineTool } from '../../../host/tools/index.ts';
 import { type Api, type Loose, makeApi } from './harness.ts';
+import { readSse } from './sse.ts';
 
 let api: Api;
 beforeEach(() => {
@@ -131,6 +132,19 @@ describe('deleting an agent', () => {
       },
     );
     expect(await api.sandboxes.get(agent.id)).toBeUndefined();
+  });
+
+  it('ends its open event stream with a deleted message', async () => {
+    const agent = await api.createAgent(api.keyA);
+    const res = await api.app.request(`/v1/agents/${agent.id}/events`, {
+      headers: { Authorization: `Bearer ${api.keyA}`, Accept: 'text/event-stream' },
+    });
+    expect(res.status).toBe(200);
+    const reading = readSse(res.body as ReadableStream<Uint8Array>);
+    await sleep(50); // the stream is open and waiting for events
+    expect((await api.request(api.keyA, 'DELETE', `/v1/agents/${agent.id}`)).status).toBe(204);
+    const messages = await reading; // resolves only when the server ends the stream
+    expect(messages.at(-1)).toMatchObject({ event: 'deleted', data: { message: 'The agent was deleted.' } });
   });
 
   it('a sandbox creation racing the delete leaves nothing behind', async () => {
