@@ -144,7 +144,8 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
     observe: observeCalls(metrics),
     codeMode: {
       defaults: { cpuMs: config.codeCpuMs, wallMs: Math.min(config.codeWallMs, config.callTimeoutMs) },
-      maxima: { cpuMs: config.codeCpuMaxMs, wallMs: config.codeWallMaxMs },
+      // A program never outlives its batch: no wall clock past the batch deadline is promised.
+      maxima: { cpuMs: config.codeCpuMaxMs, wallMs: Math.min(config.codeWallMaxMs, config.callTimeoutMs) },
     },
   });
   // Agents deleted while their sandbox could not be removed (a crash, an engine error) lose it now.
