@@ -36,8 +36,12 @@ export const TERMINAL_PROTOCOL = 'dsh.terminal.v1';
 const BEARER_PROTOCOL = 'bearer.';
 /** Largest frame a client may send (keystrokes and pastes). */
 export const MAX_WS_PAYLOAD = 256 * 1024;
-/** Output queued for a client beyond which it is disconnected (1013) rather than buffered. */
-const MAX_BUFFERED = 8 * 1024 * 1024;
+/**
+ * Output queued for a client beyond which it is disconnected (1013) rather than buffered: the
+ * terminal's own replay window (1 MiB), since a client that reconnects with ?offset= can resume from
+ * no further back anyway. At 8 MiB, 32 paused readers of one `yes` grew the server by 190 MB.
+ */
+const MAX_BUFFERED = 1024 * 1024;
 /** Input waiting for the sandbox above which the socket stops reading, and below which it resumes. */
 export const INPUT_HIGH = 1024 * 1024;
 const INPUT_LOW = 256 * 1024;
