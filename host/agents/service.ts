@@ -57,6 +57,11 @@ export interface AgentServiceOptions {
    * sandbox anyway (a body that ignores its signal loses the sandbox under it). Default 5000 ms.
    */
   deleteGraceMs?: number;
+  /**
+   * After a delete whose sandbox removal failed (an engine error), reapDeleted() runs again this
+   * much later, so the sandbox does not wait for the next start. Default 30000 ms.
+   */
+  reapRetryMs?: number;
 }
 
 export interface AgentService {
@@ -132,7 +137,19 @@ export const createAgentService = (options: AgentServiceOptions): AgentService =
   const deleting = new Set<string>();
   const deletionListeners = new Map<string, Set<() => void>>();
   const deleteGraceMs = options.deleteGraceMs ?? 5000;
+  const reapRetryMs = options.reapRetryMs ?? 30_000;
+  /** The pending retry of reapDeleted() after a failed removal (one at a time). */
+  let reapRetry: NodeJS.Timeout | undefined;
   let closing = false;
+
+  const retryReap = (): void => {
+    if (reapRetry || closing) return;
+    reapRetry = setTimeout(() => {
+      reapRetry = undefined;
+      void service.reapDeleted(() => retryReap()); // still failing: once more later
+    }, reapRetryMs);
+    reapRetry.unref();
+  };
 
   /** Deleted here or by another process sharing the store. */
   const gone = (agent: Agent): boolean =>
@@ -309,8 +326,11 @@ export const createAgentService = (options: AgentServiceOptions): AgentService =
         const creating = sandboxes.get(id);
         sandboxes.delete(id);
         await creating?.catch(() => undefined);
-        await provider.destroy(id);
-        // Only now: a delete that failed above leaves the id for reapDeleted() at the next start.
+        await provider.destroy(id).catch((e: unknown) => {
+          retryReap();
+          throw e;
+        });
+        // Only now: a delete that failed above leaves the id for reapDeleted() (retried, and at start).
         store.agents.setSandboxId(id, undefined);
       } finally {
         deleting.delete(id);
@@ -410,6 +430,7 @@ export const createAgentService = (options: AgentServiceOptions): AgentService =
 
     async close(graceMs = 10_000) {
       closing = true;
+      clearTimeout(reapRetry);
       const all = Promise.all([...running].map((r) => r.done));
       let timer: NodeJS.Timeout | undefined;
       const grace = new Promise<void>((resolve) => {

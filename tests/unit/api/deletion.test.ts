@@ -173,6 +173,30 @@ describe('deleting an agent', () => {
     expect(created).toBe(1);
   });
 
+  it('a sandbox whose removal failed at delete is removed by a retry soon after, without a restart', async () => {
+    await api.close();
+    const base = createMemoryProvider();
+    let failures = 2; // the engine refuses the delete's removal and the first retry
+    const flaky: SandboxProvider = {
+      ...base,
+      async destroy(agentId) {
+        if (failures-- > 0) throw new Error('engine busy');
+        return base.destroy(agentId);
+      },
+    };
+    api = makeApi({}, { sandboxes: flaky, agents: { reapRetryMs: 20 } });
+    const agent = await api.createAgent(api.keyA);
+    await api.call(api.keyA, agent.id, [
+      { id: 'w', name: 'write', arguments: { file_path: 'a', content: 'x' } },
+    ]);
+    expect((await api.request(api.keyA, 'DELETE', `/v1/agents/${agent.id}`)).status).toBeGreaterThanOrEqual(
+      500,
+    );
+    for (const end = Date.now() + 5000; (await base.get(agent.id)) && Date.now() < end; ) await sleep(10);
+    expect(await base.get(agent.id)).toBeUndefined();
+    expect(failures).toBe(-1); // removed at the second retry, and not tried again after
+  });
+
   it('a sandbox whose removal failed at delete is removed at the next start (reapDeleted)', async () => {
     await api.close();
     const base = createMemoryProvider();

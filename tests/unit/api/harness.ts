@@ -1,6 +1,6 @@
 // The API in-process: a libsql store in memory, the real registry and pipeline with the builtin
 // sandbox tools, the memory sandbox provider, and two tenants. Requests go through app.request().
-import { createAgentService } from '../../../host/agents/index.ts';
+import { type AgentServiceOptions, createAgentService } from '../../../host/agents/index.ts';
 import { type ApiLimits, createApp } from '../../../host/api/app.ts';
 import { createLifecycle } from '../../../host/api/lifecycle.ts';
 import { createMetrics, observeCalls } from '../../../host/api/metrics.ts';
@@ -18,14 +18,24 @@ export const ADMIN_KEY = 'admin-key-for-tests-0123456789';
 
 export const makeApi = (
   limits: Partial<ApiLimits> = {},
-  options: { sandboxes?: SandboxProvider; store?: Partial<OpenStoreOptions> } = {},
+  options: {
+    sandboxes?: SandboxProvider;
+    store?: Partial<OpenStoreOptions>;
+    agents?: Pick<AgentServiceOptions, 'reapRetryMs'>;
+  } = {},
 ) => {
   const store = openStore({ path: ':memory:', ...options.store });
   const registry = createRegistry({ log: store.events, approvals: createRequestApprovals(store.requests) });
   for (const tool of [...standardSandboxTools(), strReplaceEditorTool]) registry.global.register(tool);
   const sandboxes = options.sandboxes ?? createMemoryProvider();
   const metrics = createMetrics();
-  const agents = createAgentService({ store, registry, sandboxes, observe: observeCalls(metrics) });
+  const agents = createAgentService({
+    store,
+    registry,
+    sandboxes,
+    observe: observeCalls(metrics),
+    ...options.agents,
+  });
   const lifecycle = createLifecycle();
   const app = createApp({
     startedAt: Date.now(),
