@@ -45,6 +45,21 @@ export interface Fixture {
   sweep: () => Promise<void>;
 }
 
+/** Force-removes every container and volume carrying `label` (`key=value`); gone ones are fine. */
+export const removeLabelled = async (docker: Docker, label: string): Promise<void> => {
+  const filters = { label: [label] };
+  for (const c of await docker.listContainers({ all: true, filters }))
+    await docker
+      .getContainer(c.Id)
+      .remove({ force: true })
+      .catch(() => {});
+  for (const v of (await docker.listVolumes({ filters })).Volumes ?? [])
+    await docker
+      .getVolume(v.Name)
+      .remove()
+      .catch(() => {});
+};
+
 export const dockerFixture = (): Fixture => {
   const docker = new Docker();
   const runId = nanoid(8)
@@ -78,18 +93,7 @@ export const dockerFixture = (): Fixture => {
     },
     async sweep() {
       for (const provider of open.splice(0)) await provider.close().catch(() => {});
-      const filters = { label: [`${TEST_LABEL}=${runId}`] };
-      for (const c of await docker.listContainers({ all: true, filters }))
-        await docker
-          .getContainer(c.Id)
-          .remove({ force: true })
-          .catch(() => {});
-      const { Volumes } = await docker.listVolumes({ filters });
-      for (const v of Volumes ?? [])
-        await docker
-          .getVolume(v.Name)
-          .remove()
-          .catch(() => {});
+      await removeLabelled(docker, `${TEST_LABEL}=${runId}`);
       // Unmounts and deletes every workspace of this run, then its (now empty) folder.
       await workspaces.sweep([], true);
       if (workspacesDir) await rmdir(workspacesDir).catch(() => {});

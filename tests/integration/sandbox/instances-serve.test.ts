@@ -11,7 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../host/config.ts';
 import { createLoopWorkspaces } from '../../../host/sandbox/docker/workspaces.ts';
 import { type Running, startServer } from '../../../host/serve.ts';
-import { loopWorkspaces, sandboxImage } from './fixtures.ts';
+import { loopWorkspaces, removeLabelled, sandboxImage } from './fixtures.ts';
 
 const docker = new Docker();
 const servers: Running[] = [];
@@ -21,19 +21,7 @@ const instances = new Set<string>();
 afterAll(async () => {
   for (const s of servers) await s.close().catch(() => {});
   // The default provider labels by instance only: remove exactly these two instances' things.
-  for (const id of instances) {
-    const filters = { label: [`dsh.instance=${id}`] };
-    for (const c of await docker.listContainers({ all: true, filters }))
-      await docker
-        .getContainer(c.Id)
-        .remove({ force: true })
-        .catch(() => {});
-    for (const v of (await docker.listVolumes({ filters })).Volumes ?? [])
-      await docker
-        .getVolume(v.Name)
-        .remove()
-        .catch(() => {});
-  }
+  for (const id of instances) await removeLabelled(docker, `dsh.instance=${id}`);
   for (const dir of dataDirs) {
     if (loopWorkspaces) await createLoopWorkspaces(join(dir, 'workspaces')).sweep([], true);
     rmSync(dir, { recursive: true, force: true });
