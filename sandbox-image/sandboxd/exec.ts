@@ -4,8 +4,10 @@
 // Invariants: the call never outlives its process group: on exit, timeout or cancel the whole group
 // gets SIGKILL (a `cmd &` left behind is killed; background work belongs in jobs); at most
 // maxOutputBytes per stream is sent, the rest is drained and dropped (truncated: true); when the host
-// is slow to read (send() returns false) the child's pipes are paused until the writer drains, and
-// the grace for pipes held open after the exit (CLOSE_GRACE_MS) only counts while they are read.
+// is slow to read (send() returns false) the child's pipes are paused until the writer drains.
+// After the exit nothing the command wrote is lost: the pipes are read to their end. Only pipes held
+// open by a process that left the group are let go: once a grace of reading (CLOSE_GRACE_MS, time
+// paused for a slow host does not count) brought nothing new, or after CLOSE_MAX_GRACES of them.
 
 import { promises as fsp } from 'node:fs';
 import { SandboxError } from '../../host/errors.ts';
@@ -22,6 +24,7 @@ export interface ExecIo {
 
 const MAX_TIMEOUT_MS = 24 * 60 * 60 * 1000;
 const CLOSE_GRACE_MS = 200;
+const CLOSE_MAX_GRACES = 10;
 
 /** Variables of sandboxd's own environment that never reach a command: shell hooks and terminal. */
 const NOT_INHERITED = new Set(['BASH_ENV', 'ENV', 'PROMPT_COMMAND', 'TERM', 'LC_ALL']);
@@ -96,8 +99,10 @@ export const runExec = async (
   let truncated = false;
   const sent = { stdout: 0, stderr: 0 };
   let paused = false; // waiting for the host to drain: output left in the pipes is not lost
+  let progress = 0; // bumped by every chunk read and every resume: the close grace waits for quiet
 
   const pump = (stream: 'stdout' | 'stderr') => (chunk: Buffer) => {
+    progress++;
     const room = maxOutputBytes - sent[stream];
     if (room <= 0) {
       truncated = true;
@@ -112,6 +117,7 @@ export const runExec = async (
       child.stderr.pause();
       io.onDrain(() => {
         paused = false;
+        progress++;
         child.stdout.resume();
         child.stderr.resume();
       });
@@ -134,18 +140,32 @@ export const runExec = async (
     // Whatever the command left running in its group goes too, so the pipes can close.
     killGroup(pid, 'SIGKILL');
     let grace: NodeJS.Timeout | undefined;
+    let closed = false;
     await Promise.race([
-      child.closed,
+      child.closed.then(() => {
+        closed = true;
+      }),
       new Promise<void>((resolve) => {
-        // A grandchild that left the group (setsid, nohup) may still hold the pipes open.
-        // The grace runs while we read: time spent paused for a slow host does not count.
+        // A grandchild that left the group (setsid, nohup) may still hold the pipes open. The grace
+        // is decided after the loop has polled (setImmediate), so output already waiting in a pipe,
+        // or in one just resumed, is read first: a busy loop runs timers before it reads.
+        let graces = 0;
         const arm = (): void => {
-          grace = setTimeout(() => {
-            if (paused && !signal.aborted) return arm();
-            child.stdout.destroy();
-            child.stderr.destroy();
-            resolve();
-          }, CLOSE_GRACE_MS);
+          const seen = progress;
+          grace = setTimeout(
+            () =>
+              setImmediate(() => {
+                if (closed) return;
+                if (!signal.aborted) {
+                  if (paused) return arm();
+                  if (progress !== seen && ++graces < CLOSE_MAX_GRACES) return arm();
+                }
+                child.stdout.destroy();
+                child.stderr.destroy();
+                resolve();
+              }),
+            CLOSE_GRACE_MS,
+          );
         };
         arm();
       }),
