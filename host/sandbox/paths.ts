@@ -6,8 +6,8 @@
 // in byte-names.ts form; lengths count their bytes.
 
 import { posix } from 'node:path';
+import { byteLengthOf } from '../../sandbox-wire/byte-names.ts';
 import { SandboxError } from '../errors.ts';
-import { byteLengthOf } from './byte-names.ts';
 
 /** Where the agent's workspace is mounted inside the sandbox. */
 export const WORKSPACE_ROOT = '/workspace';

@@ -10,7 +10,7 @@
 // fields when it fits, else in a GNU long-name record (a PAX path would have to be UTF-8).
 
 import { Readable } from 'node:stream';
-import { byteLengthOf, isRawName, toBytes } from './byte-names.ts';
+import { byteLengthOf, isRawName, toBytes } from '../../sandbox-wire/byte-names.ts';
 
 export interface PackEntry {
   /** Relative name inside the archive; a directory's ends with '/'. */

@@ -14,8 +14,8 @@
 
 import { Readable } from 'node:stream';
 import { extract } from 'tar-stream';
+import { fromBytes } from '../../sandbox-wire/byte-names.ts';
 import { SandboxError } from '../errors.ts';
-import { fromBytes } from './byte-names.ts';
 import { safeRelativeName } from './paths.ts';
 import { withSpool } from './spool.ts';
 import type { PlannedEntry } from './tar-extract.ts';

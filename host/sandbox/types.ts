@@ -6,6 +6,7 @@
 // Every method rejects with a SandboxError (host/errors.ts); nothing a sandbox says is trusted.
 
 import type { Readable } from 'node:stream';
+import type { TerminalInfo } from '../../sandbox-wire/terminal.ts';
 
 export type FileType = 'file' | 'directory' | 'symlink' | 'other';
 
@@ -134,30 +135,8 @@ export interface SandboxJobs {
 
 export type TerminalSignal = 'SIGINT' | 'SIGTERM' | 'SIGKILL' | 'SIGTSTP' | 'SIGHUP' | 'SIGQUIT' | 'SIGCONT';
 
-export interface TerminalInfo {
-  id: string;
-  /** Set at open; a running terminal's name is unique in its sandbox. */
-  name: string | null;
-  /** The program and its arguments (default ['bash']). */
-  command: string[];
-  cwd: string;
-  cols: number;
-  rows: number;
-  /** The program's pid inside the sandbox (null before it started). */
-  pid: number | null;
-  status: 'running' | 'exited';
-  /** null while running, or when the program died from a signal (see `signal`). */
-  exitCode: number | null;
-  signal: string | null;
-  startedAt: number;
-  endedAt: number | null;
-  /** Absolute offset of the oldest output byte still buffered (earlier bytes were dropped). */
-  startOffset: number;
-  /** Absolute offset just past the newest output byte. */
-  endOffset: number;
-  /** A job other than the program itself holds the foreground (for a shell: a command is running). */
-  busy: boolean;
-}
+/** A terminal's state as sandboxd reports it (defined with the wire both sides speak). */
+export type { TerminalInfo };
 
 export interface TerminalOpenOptions {
   /** Program and arguments. Default ['bash']. */

@@ -12,8 +12,8 @@
 import { constants, promises as fsp } from 'node:fs';
 import { posix } from 'node:path';
 import { SandboxError } from '../../host/errors.ts';
-import { NameError, toBytes } from '../../host/sandbox/byte-names.ts';
 import { isInside, relativeTo } from '../../host/sandbox/paths.ts';
+import { NameError, toBytes } from '../../sandbox-wire/byte-names.ts';
 
 /** Linux's O_PATH (the same on x86-64 and arm64): not in fs.constants. */
 export const O_PATH = 0o10000000;

@@ -17,8 +17,8 @@
 import { randomBytes } from 'node:crypto';
 import { constants, promises as fsp, type Stats } from 'node:fs';
 import { SandboxError } from '../../host/errors.ts';
-import { fromBytes } from '../../host/sandbox/byte-names.ts';
-import { MAX_BINARY_BYTES } from '../../host/sandbox/sandboxd/protocol.ts';
+import { fromBytes } from '../../sandbox-wire/byte-names.ts';
+import { MAX_BINARY_BYTES } from '../../sandbox-wire/protocol.ts';
 import { atFd, openSubdir, type Resolved, type ResolveOptions } from './beneath.ts';
 import { type Args, bool, optInt, str, toSandboxError } from './util.ts';
 import { READ_FLAGS, type Workspace } from './workspace.ts';

@@ -1,4 +1,4 @@
-// glob and grep for sandboxd. glob walks the tree itself with the shared matcher (host/sandbox/glob.ts)
+// glob and grep for sandboxd. glob walks the tree itself with the shared matcher (sandbox-wire/glob.ts)
 // so that every provider agrees on what `*` and `**` mean. grep uses ripgrep (`rg --json`, hidden files
 // included, ignore files not honoured, sorted by path) when the image has it, else a small walker with
 // JavaScript regular expressions (the local test path). Neither follows symlinks while walking.
@@ -14,8 +14,8 @@ import { spawn, spawnSync } from 'node:child_process';
 import { type Dirent, promises as fsp } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { SandboxError } from '../../host/errors.ts';
-import { fromBytes } from '../../host/sandbox/byte-names.ts';
-import { globToRegExp, hasMagic, includeMatcher } from '../../host/sandbox/glob.ts';
+import { fromBytes } from '../../sandbox-wire/byte-names.ts';
+import { globToRegExp, hasMagic, includeMatcher } from '../../sandbox-wire/glob.ts';
 import { atFd, openSubdir } from './beneath.ts';
 import { asAgent } from './identity.ts';
 import { type Args, bool, optInt, optStr, str, toSandboxError } from './util.ts';

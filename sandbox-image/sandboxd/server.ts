@@ -18,7 +18,7 @@ import {
   type Op,
   PROTOCOL_VERSION,
   RESYNC_MARKER,
-} from '../../host/sandbox/sandboxd/protocol.ts';
+} from '../../sandbox-wire/protocol.ts';
 import { runExec } from './exec.ts';
 import { createFsOps } from './fsops.ts';
 import { createJobs } from './jobs.ts';

@@ -22,7 +22,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { constants } from 'node:os';
 import type { Writable } from 'node:stream';
 import { SandboxError } from '../../host/errors.ts';
-import type { TerminalInfo } from '../../host/sandbox/types.ts';
+import type { TerminalInfo } from '../../sandbox-wire/terminal.ts';
 import { childEnv, workdir } from './exec.ts';
 import { PTY_HELPER } from './pty-helper.ts';
 import { ByteRing } from './ring.ts';

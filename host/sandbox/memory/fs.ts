@@ -3,8 +3,8 @@
 // paths are confined with paths.ts before any lookup. No symlinks exist here.
 
 import { posix } from 'node:path';
+import { globToRegExp, hasMagic, includeMatcher } from '../../../sandbox-wire/glob.ts';
 import { SandboxError } from '../../errors.ts';
-import { globToRegExp, hasMagic, includeMatcher } from '../glob.ts';
 import { createResolver, relativeTo } from '../paths.ts';
 import type {
   DirEntry,

@@ -5,6 +5,7 @@
 // The streams belong to the caller (the docker provider): `close()` detaches, it never ends them.
 
 import type { Readable, Writable } from 'node:stream';
+import { MAX_BINARY_BYTES } from '../../../sandbox-wire/protocol.ts';
 import { SandboxError } from '../../errors.ts';
 import { createResolver } from '../paths.ts';
 import type {
@@ -17,7 +18,6 @@ import type {
   SandboxTerminals,
 } from '../types.ts';
 import { type Connection, type HelloInfo, openConnection } from './connection.ts';
-import { MAX_BINARY_BYTES } from './protocol.ts';
 import { createTerminalClient } from './terminals.ts';
 
 export interface ConnectSandboxdOptions {

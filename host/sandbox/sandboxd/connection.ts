@@ -9,7 +9,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Readable, Writable } from 'node:stream';
 import * as v from 'valibot';
-import { isErrorCode, SandboxError } from '../../errors.ts';
 import {
   encodeFrame,
   FrameDecoder,
@@ -18,7 +17,8 @@ import {
   type Op,
   PROTOCOL_VERSION,
   RESYNC_MARKER,
-} from './protocol.ts';
+} from '../../../sandbox-wire/protocol.ts';
+import { isErrorCode, SandboxError } from '../../errors.ts';
 import { daemonMessageSchema, type OpValue, valueSchemas } from './schemas.ts';
 
 export interface HelloInfo {

@@ -4,8 +4,8 @@
 // Not bundled into the image (sandboxd never imports this module).
 
 import * as v from 'valibot';
+import type { Op } from '../../../sandbox-wire/protocol.ts';
 import { isInside } from '../paths.ts';
-import type { Op } from './protocol.ts';
 
 const int = v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(Number.MAX_SAFE_INTEGER));
 const id = v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(2 ** 31));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { byteLengthOf, fromBytes, isRawName, toBytes } from '../../../host/sandbox/byte-names.ts';
+import { byteLengthOf, fromBytes, isRawName, toBytes } from '../../../sandbox-wire/byte-names.ts';
 
 const hex = (h: string): Buffer => Buffer.from(h.replace(/ /g, ''), 'hex');
 

@@ -3,12 +3,12 @@
 // rollback.
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { fromBytes } from '../../../host/sandbox/byte-names.ts';
 import { createMemoryFs } from '../../../host/sandbox/memory/fs.ts';
 import { createMemoryProvider } from '../../../host/sandbox/memory/index.ts';
 import { receiveUpload } from '../../../host/sandbox/tar.ts';
 import { extractEntries } from '../../../host/sandbox/tar-extract.ts';
 import { packEntries } from '../../../host/sandbox/tar-pack.ts';
+import { fromBytes } from '../../../sandbox-wire/byte-names.ts';
 import { codeOf, makeTar } from '../../contract/sandbox/suite.ts';
 
 const collect = async (s: AsyncIterable<Buffer>): Promise<Buffer> => {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SandboxdClient } from '../../../host/sandbox/sandboxd/client.ts';
 import { openConnection } from '../../../host/sandbox/sandboxd/connection.ts';
-import { MAX_BINARY_BYTES } from '../../../host/sandbox/sandboxd/protocol.ts';
+import { MAX_BINARY_BYTES } from '../../../sandbox-wire/protocol.ts';
 import { type LocalSandboxd, startLocalSandboxd } from './harness.ts';
 
 const codeOf = async (p: Promise<unknown>): Promise<string | undefined> =>

@@ -3,12 +3,7 @@
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { connectSandboxd, type SandboxdClient } from '../../../host/sandbox/sandboxd/client.ts';
-import {
-  encodeFrame,
-  FrameDecoder,
-  MAX_FRAME_BYTES,
-  RESYNC_MARKER,
-} from '../../../host/sandbox/sandboxd/protocol.ts';
+import { encodeFrame, FrameDecoder, MAX_FRAME_BYTES, RESYNC_MARKER } from '../../../sandbox-wire/protocol.ts';
 
 const ROOT = '/workspace';
 

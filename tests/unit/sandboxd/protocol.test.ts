@@ -5,7 +5,7 @@ import {
   FrameError,
   MAX_FRAME_BYTES,
   RESYNC_MARKER,
-} from '../../../host/sandbox/sandboxd/protocol.ts';
+} from '../../../sandbox-wire/protocol.ts';
 
 const collect = () => {
   const messages: unknown[] = [];

@@ -17,8 +17,8 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { fromBytes } from '../../../host/sandbox/byte-names.ts';
 import type { SandboxdClient } from '../../../host/sandbox/sandboxd/client.ts';
+import { fromBytes } from '../../../sandbox-wire/byte-names.ts';
 import { gone, type LocalSandboxd, startLocalSandboxd, useLocalSandboxd } from './harness.ts';
 
 const local = useLocalSandboxd();

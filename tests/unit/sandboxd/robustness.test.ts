@@ -6,7 +6,7 @@ import {
   FrameDecoder,
   MAX_BINARY_BYTES,
   RESYNC_MARKER,
-} from '../../../host/sandbox/sandboxd/protocol.ts';
+} from '../../../sandbox-wire/protocol.ts';
 import { type LocalSandboxd, startLocalSandboxd } from './harness.ts';
 
 let sd: LocalSandboxd;

@@ -1,5 +1,6 @@
-// The sandboxd wire protocol, shared by the host client and sandboxd itself (bundled into the image,
-// so this module must run on Node 18 and import nothing but node:buffer).
+// The sandboxd wire protocol: frames and their encoding, operations, message unions and size limits,
+// shared by the host client and sandboxd itself (bundled into the image, so this module must run on
+// Node 18 and import nothing but node:buffer).
 //
 // A frame is a 4-byte big-endian length followed by that many bytes of UTF-8 JSON. Binary payloads
 // travel base64-encoded inside the JSON. A RESYNC marker (8 bytes of 0xFF) may appear between or
@@ -20,7 +21,7 @@ export const RESYNC_BYTE = 0xff;
 export const RESYNC_LENGTH = 8;
 export const RESYNC_MARKER: Buffer = Buffer.alloc(RESYNC_LENGTH, RESYNC_BYTE);
 
-/** Every operation sandboxd answers; `args` and `value` shapes are in schemas.ts (host side). */
+/** Every operation sandboxd answers; `args` and `value` shapes are in host/sandbox/sandboxd/schemas.ts. */
 export const OPS = [
   'ping',
   'readFile',
@@ -62,7 +63,7 @@ export type HostMessage =
 /** sandboxd → host. */
 export type DaemonMessage =
   | { t: 'hello'; v: number; session: string; pid: number; root: string; node: string }
-  /** A call's answer: a value, or an error with a stable code (host/errors.ts). */
+  /** A call's answer: a value, or an error with a stable code from errors.ts's short list. */
   | { t: 'res'; id: number; ok: true; value: unknown }
   | { t: 'res'; id: number; ok: false; error: { code: string; message: string } }
   /** Streamed output of an exec call, base64. */

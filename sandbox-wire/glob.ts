@@ -1,7 +1,7 @@
-// Glob patterns → RegExp, shared by providers that match paths on the host (the memory provider and
-// the host-side filters of the docker provider). Syntax: `*` (not across `/`), `**` (any depth,
-// including none), `?`, `[abc]`/`[!abc]`, `{a,b}`. Patterns are matched against paths relative to the
-// glob's cwd, with `/` separators.
+// Glob patterns → RegExp, shared by everything that matches paths (sandboxd's glob and grep, and the
+// memory provider on the host), so that every provider matches alike. Syntax: `*` (not across `/`),
+// `**` (any depth, including none), `?`, `[abc]`/`[!abc]`, `{a,b}`. Patterns are matched against
+// paths relative to the glob's cwd, with `/` separators. Bundled into the image: imports nothing.
 
 const escapeChar = (c: string): string => (/[\\^$.*+?()[\]{}|/]/.test(c) ? `\\${c}` : c);
 
