@@ -1,90 +1,45 @@
-// Path normalisation and confinement shared by every sandbox provider (and sandboxd's host client).
-// Invariant: every path a provider hands to storage, to sandboxd or to the Docker API has been through
-// `confine()`: POSIX, absolute, normalised, no NUL, and equal to the root or below it. Confinement is
-// lexical; a symlink inside the workspace is resolved by whoever touches the file (sandboxd, inside the
-// container's own mount namespace), never by a host-side operation. Names that are not UTF-8 arrive
-// in byte-names.ts form; lengths count their bytes.
+// The host's face of the sandbox path rules (sandbox-wire/paths.ts, which sandboxd applies too): the
+// same rules, failing with the service's own errors so that the API's statuses hold: a path that
+// leaves the workspace is PATH_OUTSIDE_WORKSPACE (400), a bad root CONFIG_INVALID. Every provider
+// confines through here (`createResolver`, which is `SandboxFs.resolve`).
 
-import { posix } from 'node:path';
-import { byteLengthOf } from '../../sandbox-wire/byte-names.ts';
-import { SandboxError } from '../errors.ts';
+import { WireError } from '../../sandbox-wire/errors.ts';
+import * as rules from '../../sandbox-wire/paths.ts';
+import { messageOf, SandboxError } from '../errors.ts';
+import { fromWireError } from './wire-errors.ts';
 
-/** Where the agent's workspace is mounted inside the sandbox. */
-export const WORKSPACE_ROOT = '/workspace';
+export {
+  isInside,
+  MAX_NAME_BYTES,
+  MAX_PATH_BYTES,
+  relativeTo,
+  safeRelativeName,
+  WORKSPACE_ROOT,
+} from '../../sandbox-wire/paths.ts';
 
-/** Longest path we accept (Linux PATH_MAX is 4096). */
-export const MAX_PATH_BYTES = 4096;
-/** Longest single component (Linux NAME_MAX). */
-export const MAX_NAME_BYTES = 255;
-
-const outside = (path: string, root: string, why: string): SandboxError =>
-  new SandboxError(
-    'PATH_OUTSIDE_WORKSPACE',
-    `Path ${JSON.stringify(path)} is outside the workspace ${root} (${why}); use a path inside ${root}.`,
-    {
-      data: { path, root },
-    },
-  );
-
-/** Normalise `root` once: absolute, no trailing slash (except `/`). */
+/** Normalise `root` once: absolute, no trailing slash (except `/`). Throws CONFIG_INVALID. */
 export const normaliseRoot = (root: string): string => {
-  if (typeof root !== 'string' || !root.startsWith('/') || root.includes('\0')) {
-    throw new SandboxError(
-      'CONFIG_INVALID',
-      `Sandbox root must be an absolute POSIX path, got ${JSON.stringify(root)}.`,
-    );
+  try {
+    return rules.normaliseRoot(root);
+  } catch (e) {
+    throw new SandboxError('CONFIG_INVALID', messageOf(e));
   }
-  const n = posix.normalize(root);
-  return n.length > 1 && n.endsWith('/') ? n.slice(0, -1) : n;
 };
 
-/** True when absolute normalised `path` is `root` or below it. */
-export const isInside = (root: string, path: string): boolean =>
-  path === root || root === '/' || path.startsWith(`${root}/`);
-
 /**
- * Resolve `path` against `root` and confine it: a relative path is relative to the root, an absolute
- * one must lie inside it. Returns the normalised absolute path without a trailing slash.
- * Throws PATH_OUTSIDE_WORKSPACE when it leaves the root, contains NUL or is too long.
+ * Resolve `path` against `root` and confine it (sandbox-wire/paths.ts `confine`). Throws
+ * PATH_OUTSIDE_WORKSPACE when it leaves the root, contains NUL or is too long.
  */
 export const confine = (root: string, path: string): string => {
-  if (typeof path !== 'string') throw outside(String(path), root, 'not a string');
-  if (path.includes('\0')) throw outside(path, root, 'contains a NUL byte');
-  if (byteLengthOf(path) > MAX_PATH_BYTES) throw outside(path.slice(0, 64), root, 'path too long');
-  const joined = path.startsWith('/') ? path : posix.join(root, path === '' ? '.' : path);
-  let n = posix.normalize(joined);
-  if (n.length > 1 && n.endsWith('/')) n = n.slice(0, -1);
-  if (!isInside(root, n)) throw outside(path, root, 'leaves the workspace');
-  for (const part of n.split('/')) {
-    if (byteLengthOf(part) > MAX_NAME_BYTES)
-      throw outside(path.slice(0, 64), root, 'a name is longer than 255 bytes');
+  try {
+    return rules.confine(root, path);
+  } catch (e) {
+    throw e instanceof WireError ? fromWireError(e) : e;
   }
-  return n;
 };
 
 /** A `resolve(path)` function bound to one root (what `SandboxFs.resolve` is). */
 export const createResolver = (root: string): ((path: string) => string) => {
   const r = normaliseRoot(root);
   return (path) => confine(r, path);
-};
-
-/** Path of `abs` relative to `root` ('' for the root itself). `abs` must already be confined. */
-export const relativeTo = (root: string, abs: string): string =>
-  abs === root ? '' : root === '/' ? abs.slice(1) : abs.slice(root.length + 1);
-
-/** Parent directory of a confined absolute path (the root's parent is the root). */
-export const parentOf = (root: string, abs: string): string => (abs === root ? root : posix.dirname(abs));
-
-/**
- * Validate a relative entry name from an archive: no absolute path, no `..` component, no NUL, no
- * over-long name. Returns the normalised relative name ('' for `.`/`./`) or undefined when hostile.
- */
-export const safeRelativeName = (name: string): string | undefined => {
-  if (typeof name !== 'string' || name.includes('\0') || name.startsWith('/')) return undefined;
-  if (byteLengthOf(name) > MAX_PATH_BYTES) return undefined;
-  const parts = name.split('/').filter((p) => p !== '' && p !== '.');
-  for (const p of parts) {
-    if (p === '..' || byteLengthOf(p) > MAX_NAME_BYTES) return undefined;
-  }
-  return parts.join('/');
 };

@@ -11,9 +11,9 @@
 
 import { constants, promises as fsp } from 'node:fs';
 import { posix } from 'node:path';
-import { SandboxError } from '../../host/errors.ts';
-import { isInside, relativeTo } from '../../host/sandbox/paths.ts';
 import { NameError, toBytes } from '../../sandbox-wire/byte-names.ts';
+import { WireError } from '../../sandbox-wire/errors.ts';
+import { isInside, relativeTo } from '../../sandbox-wire/paths.ts';
 
 /** Linux's O_PATH (the same on x86-64 and arm64): not in fs.constants. */
 export const O_PATH = 0o10000000;
@@ -68,7 +68,7 @@ export interface ResolveOptions {
  * The resolver for one root. `roots` are the names the root goes by (its lexical path and its real
  * path): an absolute symlink target must lie under one of them.
  */
-export const createBeneath = (realRoot: string, roots: string[], escapes: (path: string) => SandboxError) => {
+export const createBeneath = (realRoot: string, roots: string[], escapes: (path: string) => WireError) => {
   const bases = [...new Set([realRoot, ...roots])];
   // The root's fd is opened once and kept: the root is where sandboxd was told to serve, and an fd
   // keeps meaning that directory even if a path to it were ever swapped.
@@ -109,7 +109,7 @@ export const createBeneath = (realRoot: string, roots: string[], escapes: (path:
       queue = split(toBytes(relativeTo(root, abs)));
     } catch (e) {
       if (e instanceof NameError)
-        throw new SandboxError('INVALID_ARGUMENTS', `Path ${JSON.stringify(abs)} is not a valid file name.`);
+        throw new WireError('INVALID_ARGUMENTS', `Path ${JSON.stringify(abs)} is not a valid file name.`);
       throw e;
     }
     const base = await openRoot();

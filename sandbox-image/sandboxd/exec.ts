@@ -10,7 +10,7 @@
 // paused for a slow host does not count) brought nothing new, or after CLOSE_MAX_GRACES of them.
 
 import { promises as fsp } from 'node:fs';
-import { SandboxError } from '../../host/errors.ts';
+import { WireError } from '../../sandbox-wire/errors.ts';
 import { launch, type Proc, sharedSpawner } from './launch.ts';
 import type { Spawner } from './spawner.ts';
 import { type Args, env, killGroup, optInt, optStr, str } from './util.ts';
@@ -54,11 +54,11 @@ export const workdir = async (
   const real = await ws.real(abs, true);
   const st = await fsp.stat(real).catch(() => undefined);
   if (!st)
-    throw new SandboxError('FILE_NOT_FOUND', `Working directory does not exist: ${abs}`, {
+    throw new WireError('FILE_NOT_FOUND', `Working directory does not exist: ${abs}`, {
       data: { path: abs },
     });
   if (!st.isDirectory())
-    throw new SandboxError('NOT_A_DIRECTORY', `Working directory is not a directory: ${abs}`, {
+    throw new WireError('NOT_A_DIRECTORY', `Working directory is not a directory: ${abs}`, {
       data: { path: abs },
     });
   return { abs, real };
@@ -91,8 +91,8 @@ export const runExec = async (
       spawner,
     );
   } catch (e) {
-    if (e instanceof SandboxError) throw e;
-    throw new SandboxError('TOOL_FAILED', `Could not start bash: ${(e as Error).message}`, { cause: e });
+    if (e instanceof WireError) throw e;
+    throw new WireError('TOOL_FAILED', `Could not start bash: ${(e as Error).message}`, { cause: e });
   }
   const pid = child.pid;
   let timedOut = false;

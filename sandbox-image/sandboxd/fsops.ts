@@ -16,11 +16,11 @@
 
 import { randomBytes } from 'node:crypto';
 import { constants, promises as fsp, type Stats } from 'node:fs';
-import { SandboxError } from '../../host/errors.ts';
 import { fromBytes } from '../../sandbox-wire/byte-names.ts';
+import { WireError } from '../../sandbox-wire/errors.ts';
 import { MAX_BINARY_BYTES } from '../../sandbox-wire/protocol.ts';
 import { atFd, openSubdir, type Resolved, type ResolveOptions } from './beneath.ts';
-import { type Args, bool, optInt, str, toSandboxError } from './util.ts';
+import { type Args, bool, optInt, str, toWireError } from './util.ts';
 import { READ_FLAGS, type Workspace } from './workspace.ts';
 
 type FileType = 'file' | 'directory' | 'symlink' | 'other';
@@ -30,9 +30,9 @@ export const typeOf = (
 ): FileType =>
   s.isFile() ? 'file' : s.isDirectory() ? 'directory' : s.isSymbolicLink() ? 'symlink' : 'other';
 
-const notFile = (path: string, what: string): SandboxError =>
-  new SandboxError('NOT_A_FILE', `Not a file: ${path} (it is ${what})`, { data: { path } });
-const conflict = (message: string): SandboxError => new SandboxError('CONFLICT', message);
+const notFile = (path: string, what: string): WireError =>
+  new WireError('NOT_A_FILE', `Not a file: ${path} (it is ${what})`, { data: { path } });
+const conflict = (message: string): WireError => new WireError('CONFLICT', message);
 /** writeFile's and appendFile's arguments: a confined path that is not the root, bytes, a mode. */
 const writeArgs = (ws: Workspace, args: Args): { abs: string; data: Buffer; mode: number | undefined } => {
   const abs = ws.resolve(str(args, 'path'));
@@ -51,7 +51,7 @@ const at = async <T>(path: string, fn: () => Promise<T>): Promise<T> => {
   try {
     return await fn();
   } catch (e) {
-    throw toSandboxError(e, path);
+    throw toWireError(e, path);
   }
 };
 
@@ -59,7 +59,7 @@ const at = async <T>(path: string, fn: () => Promise<T>): Promise<T> => {
 const intIn = (args: Args, name: string, max: number): number => {
   const v = args[name];
   if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > max)
-    throw new SandboxError('INVALID_ARGUMENTS', `Argument ${name} must be an integer from 0 to ${max}.`);
+    throw new WireError('INVALID_ARGUMENTS', `Argument ${name} must be an integer from 0 to ${max}.`);
   return v;
 };
 
@@ -139,8 +139,8 @@ const removeTree = async (parent: number, name: Buffer): Promise<void> => {
   await fsp.rmdir(atFd(parent, name));
 };
 
-const inTheWay = (abs: string): SandboxError =>
-  new SandboxError('NOT_A_DIRECTORY', `Not a directory: a file is in the way of ${abs}`, {
+const inTheWay = (abs: string): WireError =>
+  new WireError('NOT_A_DIRECTORY', `Not a directory: a file is in the way of ${abs}`, {
     data: { path: abs },
   });
 
@@ -165,7 +165,7 @@ export const createFsOps = (ws: Workspace) => ({
       args.length === undefined || args.length === null ? undefined : optInt(args, 'length', 0, maxBytes);
     return withReadable(ws, abs, async (fh, size) => {
       if (length === undefined && size - offset > maxBytes) {
-        throw new SandboxError(
+        throw new WireError(
           'FILE_TOO_LARGE',
           `${abs} is ${size} bytes, more than the ${maxBytes}-byte read limit; read it in parts with offset and length.`,
           {
@@ -268,7 +268,7 @@ export const createFsOps = (ws: Workspace) => ({
       within(ws, abs, { followLast: true }, async (r) => {
         const dir = await openSubdir(r.dir.fd, r.name).catch((e: NodeJS.ErrnoException) => {
           if (e.code === 'ENOTDIR' || e.code === 'ELOOP')
-            throw new SandboxError('NOT_A_DIRECTORY', `Not a directory: ${abs}`, { data: { path: abs } });
+            throw new WireError('NOT_A_DIRECTORY', `Not a directory: ${abs}`, { data: { path: abs } });
           throw e;
         });
         try {
@@ -302,7 +302,7 @@ export const createFsOps = (ws: Workspace) => ({
         .open(abs, { followLast: true, create: recursive })
         .catch((e: NodeJS.ErrnoException) => {
           if (e.code === 'ENOTDIR' || e.code === 'EEXIST')
-            throw new SandboxError('NOT_A_DIRECTORY', `Not a directory: ${abs} (a file is in the way)`, {
+            throw new WireError('NOT_A_DIRECTORY', `Not a directory: ${abs} (a file is in the way)`, {
               data: { path: abs },
             });
           throw e;
@@ -313,7 +313,7 @@ export const createFsOps = (ws: Workspace) => ({
         const code = (e as NodeJS.ErrnoException).code;
         if (code === 'EEXIST' && (await fsp.lstat(r.path)).isDirectory()) return {};
         if (code === 'EEXIST' || code === 'ENOTDIR')
-          throw new SandboxError('NOT_A_DIRECTORY', `Not a directory: ${abs} (a file is in the way)`, {
+          throw new WireError('NOT_A_DIRECTORY', `Not a directory: ${abs} (a file is in the way)`, {
             data: { path: abs },
           });
         throw e;
@@ -339,7 +339,7 @@ export const createFsOps = (ws: Workspace) => ({
           } catch (e) {
             const code = (e as NodeJS.ErrnoException).code;
             if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw e;
-            throw new SandboxError(
+            throw new WireError(
               'DIRECTORY_NOT_EMPTY',
               `Directory not empty: ${abs}; pass recursive to remove it with its contents.`,
               { data: { path: abs } },
@@ -366,13 +366,11 @@ export const createFsOps = (ws: Workspace) => ({
           } catch (e) {
             const code = (e as NodeJS.ErrnoException).code;
             if (code === 'ENOTEMPTY' || code === 'EEXIST')
-              throw new SandboxError(
-                'DIRECTORY_NOT_EMPTY',
-                `Cannot replace directory ${to}: it is not empty.`,
-                { data: { path: to } },
-              );
+              throw new WireError('DIRECTORY_NOT_EMPTY', `Cannot replace directory ${to}: it is not empty.`, {
+                data: { path: to },
+              });
             if (code === 'EISDIR') throw notFile(to, 'a directory');
-            throw toSandboxError(e, to);
+            throw toWireError(e, to);
           }
           return {};
         });

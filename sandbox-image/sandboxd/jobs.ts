@@ -14,7 +14,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { closeSync, constants, promises as fsp, openSync } from 'node:fs';
 import { posix } from 'node:path';
-import { SandboxError } from '../../host/errors.ts';
+import { WireError } from '../../sandbox-wire/errors.ts';
 import { childEnv, workdir } from './exec.ts';
 import { agentIds, agentMaySignal, asAgent } from './identity.ts';
 import { type Args, env, killGroup, optInt, sleep, str } from './util.ts';
@@ -49,7 +49,7 @@ const openRecord = async (file: string): Promise<fsp.FileHandle> => {
   const ids = agentIds();
   if (!st?.isFile() || (ids && st.uid !== ids.uid)) {
     await fh.close();
-    throw new SandboxError('FORBIDDEN', `${file} is not a job record.`);
+    throw new WireError('FORBIDDEN', `${file} is not a job record.`);
   }
   return fh;
 };
@@ -101,7 +101,7 @@ export const createJobs = async (ws: Workspace, stateDir: string) => {
   const load = async (id: string): Promise<{ rec: JobRecord; exit: ExitRecord | undefined }> => {
     const rec = /^[a-z0-9]{1,32}$/.test(id) ? await readJson<JobRecord>(paths(id).job) : undefined;
     if (!rec)
-      throw new SandboxError(
+      throw new WireError(
         'JOB_NOT_FOUND',
         `No job with id ${JSON.stringify(id)}; list jobs to see their ids.`,
         { data: { id } },
@@ -164,7 +164,7 @@ export const createJobs = async (ws: Workspace, stateDir: string) => {
         closeSync(fd);
       }
       const pid = child.pid;
-      if (pid === undefined) throw new SandboxError('TOOL_FAILED', 'Could not start bash for the job.');
+      if (pid === undefined) throw new WireError('TOOL_FAILED', 'Could not start bash for the job.');
       const rec: JobRecord = { id, command, cwd: abs, pid, startedAt: Date.now() };
       // Listen before any await: a job that ends at once (echo) must not end unheard.
       const recorded = writeJson(p.job, rec);

@@ -13,12 +13,12 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { type Dirent, promises as fsp } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { SandboxError } from '../../host/errors.ts';
 import { fromBytes } from '../../sandbox-wire/byte-names.ts';
+import { WireError } from '../../sandbox-wire/errors.ts';
 import { globToRegExp, hasMagic, includeMatcher } from '../../sandbox-wire/glob.ts';
 import { atFd, openSubdir } from './beneath.ts';
 import { asAgent } from './identity.ts';
-import { type Args, bool, optInt, optStr, str, toSandboxError } from './util.ts';
+import { type Args, bool, optInt, optStr, str, toWireError } from './util.ts';
 import { READ_FLAGS, type Workspace } from './workspace.ts';
 
 const MAX_VISITS = 500_000;
@@ -28,7 +28,7 @@ export const MAX_GREP_FILE_BYTES = 32 * 1024 * 1024;
 /** ripgrep's view of the search root we hand it as fd 3. */
 const RG_ROOT = '/proc/self/fd/3';
 
-const aborted = (): SandboxError => new SandboxError('ABORTED', 'The search was stopped.');
+const aborted = (): WireError => new WireError('ABORTED', 'The search was stopped.');
 
 /**
  * Visits the regular files under the open directory `top`, depth-first with each directory's
@@ -179,7 +179,7 @@ const grepWithRg = (
       if (signal.aborted && !truncated) return reject(aborted());
       if (code === 2 && matches.length === 0 && !truncated) {
         return reject(
-          new SandboxError('INVALID_ARGUMENTS', `ripgrep failed: ${stderr.trim() || 'invalid pattern'}`),
+          new WireError('INVALID_ARGUMENTS', `ripgrep failed: ${stderr.trim() || 'invalid pattern'}`),
         );
       }
       resolve({ matches, truncated });
@@ -199,7 +199,7 @@ const grepWithJs = async (
   try {
     re = new RegExp(pattern, ignoreCase ? 'i' : '');
   } catch (e) {
-    throw new SandboxError(
+    throw new WireError(
       'INVALID_ARGUMENTS',
       `Invalid regular expression ${JSON.stringify(pattern)}: ${(e as Error).message}`,
     );
@@ -246,7 +246,7 @@ const openTarget = async (ws: Workspace, abs: string): Promise<Target> => {
       const opened = await fh.stat();
       if (!opened.isFile()) throw notAFile(abs);
       if (opened.size > MAX_GREP_FILE_BYTES) {
-        throw new SandboxError(
+        throw new WireError(
           'FILE_TOO_LARGE',
           `${abs} is ${opened.size} bytes; grep searches files of up to ${MAX_GREP_FILE_BYTES} bytes. Use bash (rg, grep) on parts of it.`,
           { data: { path: abs, size: opened.size } },
@@ -262,8 +262,8 @@ const openTarget = async (ws: Workspace, abs: string): Promise<Target> => {
   }
 };
 
-const notAFile = (abs: string): SandboxError =>
-  new SandboxError('NOT_A_FILE', `Not a file: ${abs} (grep searches regular files and directories)`, {
+const notAFile = (abs: string): WireError =>
+  new WireError('NOT_A_FILE', `Not a file: ${abs} (grep searches regular files and directories)`, {
     data: { path: abs },
   });
 
@@ -301,7 +301,7 @@ export const createSearchOps = (ws: Workspace) => ({
       const all = found.sort().map((rel) => (cwd === '/' ? `/${rel}` : `${cwd}/${rel}`));
       return { paths: all.slice(0, limit), truncated: all.length > limit };
     } catch (e) {
-      throw toSandboxError(e, cwd);
+      throw toWireError(e, cwd);
     }
   },
 
@@ -323,7 +323,7 @@ export const createSearchOps = (ws: Workspace) => ({
         await target.fh.close();
       }
     } catch (e) {
-      throw toSandboxError(e, base);
+      throw toWireError(e, base);
     }
   },
 });

@@ -3,13 +3,15 @@
 // kills the previous session's running execs and cancels its waits, and from then on answers of the
 // old session are dropped, so a re-attached host never sees them under its own request ids.
 // Invariants: nothing a request carries can crash this process (every handler's error becomes an
-// error answer with a stable code); a frame we cannot parse is logged and skipped up to the next
-// RESYNC; an answer too big for a frame becomes a PAYLOAD_TOO_LARGE error; every call but a
-// terminal attach (a subscription, ended by a cancel or the next session) has a deadline: past it,
-// its signal aborts (stopping ripgrep, walks, waits and commands) and it is answered TOOL_TIMEOUT at
-// once, whether or not its handler ever returns, so a stuck call never holds up the next one.
+// error answer with a code from the wire's short list, sandbox-wire/errors.ts); a frame we cannot
+// parse is logged and skipped up to the next RESYNC; an answer too big for a frame becomes a
+// PAYLOAD_TOO_LARGE error; every call but a terminal attach (a subscription, ended by a cancel or
+// the next session) has a deadline: past it, its signal aborts (stopping ripgrep, walks, waits and
+// commands) and it is answered TOOL_TIMEOUT at once, whether or not its handler ever returns, so a
+// stuck call never holds up the next one.
 
 import type { Readable, Writable } from 'node:stream';
+import { WireError } from '../../sandbox-wire/errors.ts';
 import {
   encodeFrame,
   FrameDecoder,
@@ -61,6 +63,14 @@ export const deadlineOf = (op: Op, args: Args, base: number): number | undefined
   }
 };
 
+/** The answer to a failed call: whatever was thrown, as a code from the wire's list and a message. */
+const failure = (id: number, error: unknown): object => ({
+  t: 'res',
+  id,
+  ok: false,
+  error: wireError(error),
+});
+
 type Handler = (args: Args, ctx: { id: number; signal: AbortSignal; session: number }) => Promise<object>;
 
 export const startServer = async (options: ServerOptions) => {
@@ -93,11 +103,11 @@ export const startServer = async (options: ServerOptions) => {
       return write(encodeFrame(message));
     } catch (e) {
       if (!(e instanceof FrameError) || !('id' in message)) throw e;
-      const error = {
-        code: 'PAYLOAD_TOO_LARGE',
-        message: `The answer is too large for one frame (${e.message}); ask for less (a smaller limit or length).`,
-      };
-      return write(encodeFrame({ t: 'res', id: (message as { id: number }).id, ok: false, error }));
+      const tooLarge = new WireError(
+        'PAYLOAD_TOO_LARGE',
+        `The answer is too large for one frame (${e.message}); ask for less (a smaller limit or length).`,
+      );
+      return write(encodeFrame(failure((message as { id: number }).id, tooLarge)));
     }
   };
 
@@ -167,21 +177,21 @@ export const startServer = async (options: ServerOptions) => {
         : setTimeout(() => {
             ac.abort();
             log(`${op} passed its ${limit} ms deadline`);
-            answer({
-              t: 'res',
-              id,
-              ok: false,
-              error: {
-                code: 'TOOL_TIMEOUT',
-                message: `${op} did not finish within ${limit} ms and was stopped (a FIFO, a huge file or a huge tree?); narrow it down or use bash.`,
-              },
-            });
+            answer(
+              failure(
+                id,
+                new WireError(
+                  'TOOL_TIMEOUT',
+                  `${op} did not finish within ${limit} ms and was stopped (a FIFO, a huge file or a huge tree?); narrow it down or use bash.`,
+                ),
+              ),
+            );
           }, limit);
     try {
       const value = await handlers[op](args, { id, signal: ac.signal, session: mine });
       answer({ t: 'res', id, ok: true, value });
     } catch (e) {
-      answer({ t: 'res', id, ok: false, error: wireError(e) });
+      answer(failure(id, e));
     } finally {
       clearTimeout(timer);
       if (inflight.get(id) === ac) inflight.delete(id);
@@ -228,15 +238,8 @@ export const startServer = async (options: ServerOptions) => {
       args === null ||
       Array.isArray(args)
     ) {
-      send(session, {
-        t: 'res',
-        id,
-        ok: false,
-        error: {
-          code: 'INVALID_ARGUMENTS',
-          message: `Unknown operation ${String(op).slice(0, 32)} or malformed args.`,
-        },
-      });
+      const unknown = `Unknown operation ${String(op).slice(0, 32)} or malformed args.`;
+      send(session, failure(id, new WireError('INVALID_ARGUMENTS', unknown)));
       return;
     }
     void onRequest(id, op, args as Args);

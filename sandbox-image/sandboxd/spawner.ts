@@ -26,7 +26,7 @@ import {
 import { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
-import { SandboxError } from '../../host/errors.ts';
+import { WireError } from '../../sandbox-wire/errors.ts';
 import { SETPRIV } from './identity.ts';
 import { SPAWNER_SCRIPT } from './spawner-script.ts';
 
@@ -193,7 +193,7 @@ export const createSpawner = (options: SpawnerOptions = {}) => {
       !fifos.slice(1).every(isFifo) ||
       !(isFifo(fifos[0]) || (fifos[0] === '' && !p.req.stdin))
     ) {
-      p.reject(new SandboxError('TOOL_FAILED', 'The spawner sent a malformed answer.'));
+      p.reject(new WireError('TOOL_FAILED', 'The spawner sent a malformed answer.'));
       giveUp('malformed answer');
       return;
     }
@@ -208,9 +208,7 @@ export const createSpawner = (options: SpawnerOptions = {}) => {
       for (const fd of opened) closeSync(fd);
       write({ t: 'release', id: m.id });
       killGroup(pid);
-      p.reject(
-        new SandboxError('TOOL_FAILED', `Could not open the command's pipes: ${(e as Error).message}`),
-      );
+      p.reject(new WireError('TOOL_FAILED', `Could not open the command's pipes: ${(e as Error).message}`));
       return;
     }
     write({ t: 'release', id: m.id });
@@ -276,10 +274,7 @@ export const createSpawner = (options: SpawnerOptions = {}) => {
       clearTimeout(p.timer);
       p.reject(
         p.got
-          ? new SandboxError(
-              'TOOL_FAILED',
-              'The command could not be started (the spawner stopped); try again.',
-            )
+          ? new WireError('TOOL_FAILED', 'The command could not be started (the spawner stopped); try again.')
           : new SpawnNotTaken('the spawner stopped before it read the request'),
       );
     }
@@ -380,7 +375,7 @@ export const createSpawner = (options: SpawnerOptions = {}) => {
           pending.delete(id);
           reject(
             got
-              ? new SandboxError('TOOL_FAILED', 'The spawner did not answer; try again.')
+              ? new WireError('TOOL_FAILED', 'The spawner did not answer; try again.')
               : new SpawnNotTaken('the spawner did not take the request'),
           );
           log(`no answer in ${answerTimeoutMs} ms; killing it`);

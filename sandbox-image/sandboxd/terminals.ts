@@ -21,7 +21,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { constants } from 'node:os';
 import type { Writable } from 'node:stream';
-import { SandboxError } from '../../host/errors.ts';
+import { WireError } from '../../sandbox-wire/errors.ts';
 import type { TerminalInfo } from '../../sandbox-wire/terminal.ts';
 import { childEnv, workdir } from './exec.ts';
 import { PTY_HELPER } from './pty-helper.ts';
@@ -62,21 +62,17 @@ export interface TerminalStreamIo {
   onDrain(fn: () => void): void;
 }
 
-const notFound = (id: string): SandboxError =>
-  new SandboxError(
-    'TERMINAL_NOT_FOUND',
-    `No terminal ${JSON.stringify(id)}; list terminals to see their ids.`,
-    {
-      data: { id },
-    },
-  );
+const notFound = (id: string): WireError =>
+  new WireError('TERMINAL_NOT_FOUND', `No terminal ${JSON.stringify(id)}; list terminals to see their ids.`, {
+    data: { id },
+  });
 const signalName = (n: number): string | null =>
   Object.entries(constants.signals).find(([, v]) => v === n)?.[0] ?? null;
 const dims = (args: Args, fallbackCols: number, fallbackRows: number) => {
   const cols = optInt(args, 'cols', fallbackCols);
   const rows = optInt(args, 'rows', fallbackRows);
   if (cols < 1 || cols > 1000 || rows < 1 || rows > 1000)
-    throw new SandboxError('INVALID_ARGUMENTS', 'cols and rows must be between 1 and 1000.');
+    throw new WireError('INVALID_ARGUMENTS', 'cols and rows must be between 1 and 1000.');
   return { cols, rows };
 };
 const commandOf = (args: Args): string[] => {
@@ -88,7 +84,7 @@ const commandOf = (args: Args): string[] => {
     v.length > 64 ||
     !v.every((a) => typeof a === 'string' && a.length <= 4096 && !a.includes('\0'))
   )
-    throw new SandboxError('INVALID_ARGUMENTS', 'Argument command must be a non-empty array of strings.');
+    throw new WireError('INVALID_ARGUMENTS', 'Argument command must be a non-empty array of strings.');
   return v as string[];
 };
 
@@ -170,7 +166,7 @@ export const createTerminals = (ws: Workspace, log: (line: string) => void) => {
   };
   const running = (t: Terminal): Terminal => {
     if (t.status !== 'running')
-      throw new SandboxError('CONFLICT', `Terminal ${t.id} has exited; open a new one.`, {
+      throw new WireError('CONFLICT', `Terminal ${t.id} has exited; open a new one.`, {
         data: { id: t.id },
       });
     return t;
@@ -178,7 +174,7 @@ export const createTerminals = (ws: Workspace, log: (line: string) => void) => {
   const makeRoom = (): void => {
     const all = [...terminals.values()];
     if (all.filter((t) => t.status === 'running').length >= MAX_RUNNING)
-      throw new SandboxError(
+      throw new WireError(
         'LIMIT_EXCEEDED',
         `At most ${MAX_RUNNING} terminals can run at once; close one first.`,
       );
@@ -276,7 +272,7 @@ export const createTerminals = (ws: Workspace, log: (line: string) => void) => {
     if (t.pid === null) {
       helper.kill('SIGKILL');
       const why = spawnError?.message ?? (stderr.trim().slice(0, 500) || 'no answer from the PTY helper');
-      throw new SandboxError('TOOL_FAILED', `Could not open a terminal (python3 PTY helper): ${why}`);
+      throw new WireError('TOOL_FAILED', `Could not open a terminal (python3 PTY helper): ${why}`);
     }
     terminals.set(t.id, t);
     return t;
@@ -300,7 +296,7 @@ export const createTerminals = (ws: Workspace, log: (line: string) => void) => {
     async termOpen(args: Args) {
       const name = optStr(args, 'name');
       if (name !== undefined && !/^[A-Za-z0-9._-]{1,64}$/.test(name))
-        throw new SandboxError(
+        throw new WireError(
           'INVALID_ARGUMENTS',
           'A terminal name is 1-64 letters, digits, dots, dashes or underscores.',
         );
@@ -310,7 +306,7 @@ export const createTerminals = (ws: Workspace, log: (line: string) => void) => {
       const same = [...terminals.values()].find((t) => t.name === name && t.status === 'running');
       if (same && bool(args, 'reuse')) return info(same);
       if (same || pending)
-        throw new SandboxError(
+        throw new WireError(
           'CONFLICT',
           `A terminal named ${name} is already running${same ? ` (${same.id})` : ''}.`,
           {
@@ -334,9 +330,9 @@ export const createTerminals = (ws: Workspace, log: (line: string) => void) => {
       const t = running(get(args));
       const data = Buffer.from(str(args, 'data'), 'base64');
       if (data.length > MAX_WRITE_BYTES)
-        throw new SandboxError('PAYLOAD_TOO_LARGE', `One write carries at most ${MAX_WRITE_BYTES} bytes.`);
+        throw new WireError('PAYLOAD_TOO_LARGE', `One write carries at most ${MAX_WRITE_BYTES} bytes.`);
       if ((t.helper.stdin?.writableLength ?? 0) > MAX_QUEUED_INPUT)
-        throw new SandboxError(
+        throw new WireError(
           'LIMIT_EXCEEDED',
           `Terminal ${t.id} is not reading its input; wait, or send a signal (SIGINT) to its program.`,
         );
@@ -378,7 +374,7 @@ export const createTerminals = (ws: Workspace, log: (line: string) => void) => {
         ? constants.signals[name as keyof typeof constants.signals]
         : undefined;
       if (num === undefined)
-        throw new SandboxError('INVALID_ARGUMENTS', `signal must be one of ${TERMINAL_SIGNALS.join(', ')}.`);
+        throw new WireError('INVALID_ARGUMENTS', `signal must be one of ${TERMINAL_SIGNALS.join(', ')}.`);
       t.control.write(`signal ${num}\n`);
       return info(t);
     },

@@ -2,12 +2,12 @@
 // INVALID_ARGUMENTS, the errno → stable code table, and the wire form of an error.
 // Runs on Node 18 inside the image (bundled by esbuild); nothing here may need a newer Node.
 
-import { type ErrorCode, isErrorCode, SandboxError } from '../../host/errors.ts';
+import { isWireErrorCode, WireError, type WireErrorCode } from '../../sandbox-wire/errors.ts';
 
 export type Args = Record<string, unknown>;
 
-const bad = (name: string, what: string): SandboxError =>
-  new SandboxError('INVALID_ARGUMENTS', `Argument ${name} must be ${what}.`);
+const bad = (name: string, what: string): WireError =>
+  new WireError('INVALID_ARGUMENTS', `Argument ${name} must be ${what}.`);
 
 export const str = (args: Args, name: string): string => {
   const v = args[name];
@@ -36,7 +36,7 @@ export const env = (args: Args, name: string): Record<string, string> => {
   return out;
 };
 
-const ERRNO: Record<string, ErrorCode> = {
+const ERRNO: Record<string, WireErrorCode> = {
   ENOENT: 'FILE_NOT_FOUND',
   ENOTDIR: 'NOT_A_DIRECTORY',
   EISDIR: 'NOT_A_FILE',
@@ -65,24 +65,24 @@ const HINT: Record<string, string> = {
   EDQUOT: 'Disk quota exceeded',
 };
 
-/** Translate anything thrown by a handler into a SandboxError with a stable code. */
-export const toSandboxError = (error: unknown, path?: string): SandboxError => {
-  if (error instanceof SandboxError) return error;
+/** Translate anything thrown by a handler into a WireError with a code from the wire's short list. */
+export const toWireError = (error: unknown, path?: string): WireError => {
+  if (error instanceof WireError) return error;
   const errno = (error as NodeJS.ErrnoException | undefined)?.code;
   if (typeof errno === 'string') {
     const code = ERRNO[errno] ?? 'TOOL_FAILED';
     const where = path ?? (error as NodeJS.ErrnoException).path;
-    return new SandboxError(code, `${HINT[errno] ?? errno}${where ? `: ${where}` : ''}`, { cause: error });
+    return new WireError(code, `${HINT[errno] ?? errno}${where ? `: ${where}` : ''}`, { cause: error });
   }
-  return new SandboxError('INTERNAL', `sandboxd: ${error instanceof Error ? error.message : String(error)}`, {
+  return new WireError('INTERNAL', `sandboxd: ${error instanceof Error ? error.message : String(error)}`, {
     cause: error,
   });
 };
 
-/** What goes on the wire for a failed call. */
+/** What goes on the wire for a failed call: only a code on the list, whatever was thrown. */
 export const wireError = (error: unknown): { code: string; message: string } => {
-  const e = toSandboxError(error);
-  return { code: isErrorCode(e.code) ? e.code : 'INTERNAL', message: e.message.slice(0, 4000) };
+  const e = toWireError(error);
+  return { code: isWireErrorCode(e.code) ? e.code : 'INTERNAL', message: e.message.slice(0, 4000) };
 };
 
 /** Kill a whole process group, ignoring one that is already gone. */

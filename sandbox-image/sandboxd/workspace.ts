@@ -11,8 +11,8 @@
 
 import { constants, promises as fsp } from 'node:fs';
 import { posix } from 'node:path';
-import { SandboxError } from '../../host/errors.ts';
-import { confine, isInside, normaliseRoot } from '../../host/sandbox/paths.ts';
+import { WireError } from '../../sandbox-wire/errors.ts';
+import { confine, isInside, normaliseRoot } from '../../sandbox-wire/paths.ts';
 import { createBeneath, type Resolved, type ResolveOptions } from './beneath.ts';
 
 export interface Workspace {
@@ -34,8 +34,8 @@ export interface Workspace {
   open(abs: string, options: ResolveOptions): Promise<Resolved>;
 }
 
-const escapes = (path: string, root: string): SandboxError =>
-  new SandboxError(
+const escapes = (path: string, root: string): WireError =>
+  new WireError(
     'PATH_OUTSIDE_WORKSPACE',
     `Path ${JSON.stringify(path)} leads outside the workspace ${root} through a symlink; use a path inside ${root}.`,
     {

@@ -3,7 +3,9 @@
 // Invariants: the host process never crashes on what sandboxd sends; a frame that is oversized,
 // not JSON, or fails its schema fails the whole connection (pending calls reject with
 // SANDBOX_PROTOCOL); a dead stream fails it with SANDBOX_UNAVAILABLE; once failed, every call
-// rejects at once. Answers to unknown ids (late, cancelled or timed out calls) are ignored.
+// rejects at once. Answers to unknown ids (late, cancelled or timed out calls) are ignored. An
+// error answer keeps its code only when the code is on sandboxd's short list (../wire-errors.ts);
+// any other fails that one call with SANDBOX_PROTOCOL.
 // The streams belong to the caller: closing the connection detaches from them but never ends them.
 
 import { randomBytes } from 'node:crypto';
@@ -18,7 +20,8 @@ import {
   PROTOCOL_VERSION,
   RESYNC_MARKER,
 } from '../../../sandbox-wire/protocol.ts';
-import { isErrorCode, SandboxError } from '../../errors.ts';
+import { SandboxError } from '../../errors.ts';
+import { fromWireAnswer } from '../wire-errors.ts';
 import { daemonMessageSchema, type OpValue, valueSchemas } from './schemas.ts';
 
 export interface HelloInfo {
@@ -155,8 +158,7 @@ export const openConnection = (options: OpenOptions): Promise<Connection> => {
     }
     pending.delete(m.id);
     if (!m.ok) {
-      const code = isErrorCode(m.error.code) ? m.error.code : 'SANDBOX_PROTOCOL';
-      p.reject(new SandboxError(code, m.error.message, { data: { op: p.op, sandboxdCode: m.error.code } }));
+      p.reject(fromWireAnswer(p.op, m.error));
       return;
     }
     const value = v.safeParse(schemas[p.op], m.value);

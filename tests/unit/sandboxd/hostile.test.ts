@@ -2,7 +2,9 @@
 // the client's calls fail with a stable code and the host process keeps running.
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
+import { SandboxError } from '../../../host/errors.ts';
 import { connectSandboxd, type SandboxdClient } from '../../../host/sandbox/sandboxd/client.ts';
+import { WIRE_ERROR_CODES } from '../../../sandbox-wire/errors.ts';
 import { encodeFrame, FrameDecoder, MAX_FRAME_BYTES, RESYNC_MARKER } from '../../../sandbox-wire/protocol.ts';
 
 const ROOT = '/workspace';
@@ -138,6 +140,43 @@ describe('host client against a hostile sandboxd', () => {
     expect(await codeOf(client.fs.stat('a'))).toBe('FILE_NOT_FOUND');
     expect(await codeOf(client.fs.stat('b'))).toBe('SANDBOX_PROTOCOL');
     expect(await client.fs.exists('a')).toBe(false);
+  });
+
+  it('keeps every code on the wire list as the service error of that code, with its message', async () => {
+    const { client } = await fake((req, reply) => {
+      const code = (req.args as { path: string }).path.slice(`${ROOT}/`.length);
+      reply(encodeFrame({ t: 'res', id: req.id, ok: false, error: { code, message: `no: ${code}` } }));
+    });
+    for (const code of WIRE_ERROR_CODES) {
+      const error = await client.fs.stat(code).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error, code).toBeInstanceOf(SandboxError);
+      expect(error).toMatchObject({ code, message: `no: ${code}` });
+    }
+    client.close();
+  });
+
+  it("turns a service code that is not on sandboxd's list into SANDBOX_PROTOCOL and keeps the connection", async () => {
+    const offList = ['UNAUTHORIZED', 'SANDBOX_UNAVAILABLE', 'STORE_BUDGET_EXCEEDED', 'RATE_LIMITED'];
+    const { client } = await fake((req, reply) => {
+      const code = (req.args as { path: string }).path.slice(`${ROOT}/`.length);
+      if (code === 'ok')
+        reply(res(req.id, { path: `${ROOT}/ok`, type: 'file', size: 1, mtimeMs: 1, mode: 420 }));
+      else reply(encodeFrame({ t: 'res', id: req.id, ok: false, error: { code, message: 'trust me' } }));
+    });
+    for (const code of offList) {
+      const error = await client.fs.stat(code).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error, code).toBeInstanceOf(SandboxError);
+      expect(error).toMatchObject({ code: 'SANDBOX_PROTOCOL', data: { op: 'stat', sandboxdCode: code } });
+      expect((error as Error).message).toContain(`error code "${code}", which it may not send`);
+    }
+    expect(await client.fs.stat('ok')).toMatchObject({ type: 'file' }); // one bad answer fails one call
+    client.close();
   });
 
   it('caps streamed exec output on the host even when sandboxd ignores the cap', async () => {
