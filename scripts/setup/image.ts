@@ -1,5 +1,7 @@
 // Builds the sandbox image from Dockerfile.sandbox, tagged by a hash of its inputs (the Dockerfile,
-// the sandboxd bundle and the base image name) so that it is rebuilt only when they change.
+// the sandboxd bundle and the base image name) so that it is rebuilt only when they change. The
+// bundle is built from sandbox-image/ and sandbox-wire/ only (SANDBOXD_SOURCES), never from host/,
+// so a change to the control plane never changes the image or its tag.
 // The base defaults to debian:bookworm-slim, as a user with a registry would build it; when that
 // base is neither present nor pullable, one is made with mmdebstrap from the machine's own apt
 // sources and imported with `docker import`.
@@ -26,12 +28,17 @@ const imageExists = async (docker: Docker, name: string): Promise<boolean> => {
   }
 };
 
-/** Bundles sandboxd for the image's Node 18 into one CommonJS file. */
+/** The folders sandboxd's bundle may be built from: its own, and the wire it shares with the host. */
+export const SANDBOXD_SOURCES = ['sandbox-image/', 'sandbox-wire/'] as const;
+
+/** Bundles sandboxd for the image's Node 18 into one CommonJS file; refuses any other source. */
 export const bundleSandboxd = async (): Promise<Buffer> => {
   const entry = join(ROOT, 'sandbox-image', 'sandboxd', 'main.ts');
   if (!existsSync(entry)) throw new Error(`sandboxd entry ${entry} is missing`);
   const result = await build({
     entryPoints: [entry],
+    absWorkingDir: ROOT,
+    metafile: true,
     bundle: true,
     platform: 'node',
     format: 'cjs',
@@ -43,6 +50,13 @@ export const bundleSandboxd = async (): Promise<Buffer> => {
   });
   const file = result.outputFiles[0];
   if (!file) throw new Error('esbuild produced no sandboxd bundle');
+  const strays = Object.keys(result.metafile.inputs).filter(
+    (input) => !SANDBOXD_SOURCES.some((dir) => input.startsWith(dir)),
+  );
+  if (strays.length > 0)
+    throw new Error(
+      `sandboxd may only be built from ${SANDBOXD_SOURCES.join(' and ')}, but it imports ${strays.join(', ')}`,
+    );
   return Buffer.from(file.contents);
 };
 

@@ -1,27 +1,71 @@
 // The walls ARCHITECTURE.md keeps, pinned: the control plane (host/) never imports scripts/ (setup
 // may import host, never the reverse, so there is no cycle and one place builds the image), and
 // only host/config.ts reads the environment (everything else gets its settings from a Config).
+// The sandbox image's code (sandbox-image/) imports only itself, the wire it shares with the host
+// (sandbox-wire/) and node: builtins, and sandbox-wire/ imports only itself and node: builtins, so
+// nothing of the control plane (its error table included) is built into the image or its tag.
 import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
-const HOST = fileURLToPath(new URL('../../../host/', import.meta.url));
+const REPO = fileURLToPath(new URL('../../../', import.meta.url));
+const HOST = join(REPO, 'host/');
 
 const hostFiles = (): { file: string; source: string }[] =>
   readdirSync(HOST, { recursive: true, encoding: 'utf8' })
     .filter((file) => file.endsWith('.ts'))
     .map((file) => ({ file, source: readFileSync(`${HOST}${file}`, 'utf8') }));
 
+/** Every module specifier in a source: static imports and re-exports, side-effect, dynamic and require. */
+const specifiersOf = (source: string): string[] =>
+  [
+    ...source.matchAll(/\bfrom\s+'([^']+)'/g),
+    ...source.matchAll(/\bimport\s+'([^']+)'/g),
+    ...source.matchAll(/\bimport\(\s*'([^']+)'\s*\)/g),
+    ...source.matchAll(/\brequire\(\s*'([^']+)'\s*\)/g),
+  ].map((m) => m[1] ?? '');
+
+/**
+ * What the code files under `folder` import that lies outside `allowed` (folders relative to the
+ * repository) and is not a node: builtin, as "file imports specifier" lines.
+ */
+const strayImports = (folder: string, allowed: string[]): string[] => {
+  const files = readdirSync(join(REPO, folder), { recursive: true, encoding: 'utf8' })
+    .filter((file) => /\.[cm]?[jt]s$/.test(file))
+    .map((file) => join(folder, file));
+  expect(files.length, folder).toBeGreaterThan(3);
+  const strays: string[] = [];
+  for (const file of files) {
+    for (const specifier of specifiersOf(readFileSync(join(REPO, file), 'utf8'))) {
+      if (specifier.startsWith('node:')) continue;
+      const target = specifier.startsWith('.')
+        ? relative(REPO, join(REPO, dirname(file), specifier))
+            .split(sep)
+            .join('/')
+        : specifier; // a package: never allowed
+      if (!allowed.some((dir) => target.startsWith(`${dir}/`))) strays.push(`${file} imports ${specifier}`);
+    }
+  }
+  return strays;
+};
+
+describe('the walls of the sandbox image', () => {
+  it('sandbox-image/ imports only itself, sandbox-wire/ and node: builtins', () => {
+    expect(strayImports('sandbox-image', ['sandbox-image', 'sandbox-wire'])).toEqual([]);
+  });
+
+  it('sandbox-wire/ imports only itself and node: builtins (nothing of host/ or sandbox-image/)', () => {
+    expect(strayImports('sandbox-wire', ['sandbox-wire'])).toEqual([]);
+  });
+});
+
 describe('the walls of host/', () => {
   it('never imports scripts/ (statically or dynamically)', () => {
     const files = hostFiles();
     expect(files.length).toBeGreaterThan(50);
     for (const { file, source } of files) {
-      const specifiers = [
-        ...source.matchAll(/\bfrom\s+'([^']+)'/g),
-        ...source.matchAll(/\bimport\(\s*'([^']+)'\s*\)/g),
-      ].map((m) => m[1] ?? '');
-      for (const specifier of specifiers)
+      for (const specifier of specifiersOf(source))
         expect(specifier, `host/${file} imports ${specifier}`).not.toMatch(/(^|\/)scripts\//);
     }
   });
