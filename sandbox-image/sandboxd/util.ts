@@ -80,7 +80,7 @@ export const toWireError = (error: unknown, path?: string): WireError => {
 };
 
 /** What goes on the wire for a failed call: only a code on the list, whatever was thrown. */
-export const wireError = (error: unknown): { code: string; message: string } => {
+export const wireError = (error: unknown): { code: WireErrorCode; message: string } => {
   const e = toWireError(error);
   return { code: isWireErrorCode(e.code) ? e.code : 'INTERNAL', message: e.message.slice(0, 4000) };
 };
