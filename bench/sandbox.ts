@@ -14,12 +14,12 @@ import Docker from 'dockerode';
 import { nanoid } from 'nanoid';
 import { pack } from 'tar-stream';
 import { loadConfig } from '../host/config.ts';
-import { createDockerProvider } from '../host/sandbox/docker/index.ts';
 import {
+  createDockerProvider,
   createLoopWorkspaces,
   createVolumeWorkspaces,
   loopUnavailable,
-} from '../host/sandbox/docker/workspaces.ts';
+} from '../host/sandbox/docker/index.ts';
 import type { Sandbox } from '../host/sandbox/types.ts';
 
 const REPS = Number(process.argv[2] ?? 20);

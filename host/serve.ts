@@ -77,7 +77,7 @@ const workspaceStore = async (config: Config, log: (line: string) => void) => {
     log('workspaces: Docker volumes WITHOUT a disk limit (DSH_DISK_QUOTA=off)');
     return undefined;
   }
-  const { createLoopWorkspaces, loopUnavailable } = await import('./sandbox/docker/workspaces.ts');
+  const { createLoopWorkspaces, loopUnavailable } = await import('./sandbox/docker/index.ts');
   const why = await loopUnavailable({ dockerHost: config.dockerHost });
   if (why !== undefined) {
     throw new SandboxError(

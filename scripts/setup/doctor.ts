@@ -79,7 +79,7 @@ const checks: Check[] = [
     run: async () => {
       const config = loadConfig();
       if (!config.diskQuota) return 'off (DSH_DISK_QUOTA=off): workspaces have no disk limit';
-      const { loopUnavailable } = await import('../../host/sandbox/docker/workspaces.ts');
+      const { loopUnavailable } = await import('../../host/sandbox/docker/index.ts');
       const why = await loopUnavailable();
       if (why !== undefined) throw new Error(why);
       return `a ${config.workspaceMb} MiB ext4 file system per workspace in ${config.workspacesDir}`;

@@ -1,5 +1,7 @@
-// Entry point of the docker provider. Loads dockerode: import it only where Docker is wanted
-// (the memory provider and the ports never pull it in).
+// Entry point of the docker provider and of its workspace stores (workspaces.ts: loop file systems
+// with a size limit, plain volumes, and the probe that says whether loops work here). Loads
+// dockerode: import it only where Docker is wanted (the memory provider and the ports never pull
+// it in).
 
 export {
   containerConfig,
@@ -15,3 +17,7 @@ export {
 export type { AdoptOptions, DockerProvider, DockerProviderOptions } from './provider.ts';
 export { createDockerProvider } from './provider.ts';
 export type { ConnectSandboxd, SandboxdSession } from './session.ts';
+export { createLoopWorkspaces, type LoopOptions, MIN_WORKSPACE_BYTES } from './workspaces/loop.ts';
+export { loopUnavailable } from './workspaces/probe.ts';
+export { createVolumeWorkspaces } from './workspaces/volume.ts';
+export type { WorkspaceMount, WorkspaceStore, WorkspaceUsage } from './workspaces.ts';

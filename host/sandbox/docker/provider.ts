@@ -35,12 +35,8 @@ import { createWarmPool, type PoolItem, type WarmPool } from './pool.ts';
 import { type Reapable, startReaper } from './reaper.ts';
 import { createSandboxHandle } from './sandbox.ts';
 import { type ConnectSandboxd, closeLive, type Live, openSession } from './session.ts';
-import {
-  createVolumeWorkspaces,
-  type WorkspaceMount,
-  type WorkspaceStore,
-  workspaceOf,
-} from './workspaces.ts';
+import { createVolumeWorkspaces } from './workspaces/volume.ts';
+import { type WorkspaceMount, type WorkspaceStore, workspaceOf } from './workspaces.ts';
 
 export interface DockerProviderOptions {
   /** Default `new Docker()` (the local socket). */

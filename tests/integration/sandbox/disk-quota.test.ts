@@ -8,7 +8,7 @@ import { statfs } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLoopWorkspaces } from '../../../host/sandbox/docker/workspaces.ts';
+import { createLoopWorkspaces } from '../../../host/sandbox/docker/index.ts';
 import type { Sandbox } from '../../../host/sandbox/types.ts';
 import { codeOf } from '../../contract/sandbox/suite.ts';
 import { dockerFixture, loopWorkspaces } from './fixtures.ts';

@@ -11,14 +11,15 @@ import { join } from 'node:path';
 import Docker from 'dockerode';
 import { nanoid } from 'nanoid';
 import { SandboxError } from '../../../host/errors.ts';
-import { createDockerProvider, type DockerProviderOptions } from '../../../host/sandbox/docker/index.ts';
-import type { ConnectSandboxd } from '../../../host/sandbox/docker/session.ts';
 import {
+  createDockerProvider,
   createLoopWorkspaces,
   createVolumeWorkspaces,
+  type DockerProviderOptions,
   loopUnavailable,
   type WorkspaceStore,
-} from '../../../host/sandbox/docker/workspaces.ts';
+} from '../../../host/sandbox/docker/index.ts';
+import type { ConnectSandboxd } from '../../../host/sandbox/docker/session.ts';
 
 /** Loop workspaces where the service itself would use them (root, loop devices, mkfs.ext4): CI is root. */
 export const loopWorkspaces = (await loopUnavailable({ dockerHost: process.env.DOCKER_HOST })) === undefined;

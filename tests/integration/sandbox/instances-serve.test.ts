@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import Docker from 'dockerode';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../host/config.ts';
-import { createLoopWorkspaces } from '../../../host/sandbox/docker/workspaces.ts';
+import { createLoopWorkspaces } from '../../../host/sandbox/docker/index.ts';
 import { type Running, startServer } from '../../../host/serve.ts';
 import { loopWorkspaces, removeLabelled, sandboxImage } from './fixtures.ts';
 

@@ -8,12 +8,13 @@ import { rmdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createDockerProvider, type DockerProvider } from '../../../host/sandbox/docker/index.ts';
 import {
+  createDockerProvider,
   createLoopWorkspaces,
   createVolumeWorkspaces,
+  type DockerProvider,
   type WorkspaceStore,
-} from '../../../host/sandbox/docker/workspaces.ts';
+} from '../../../host/sandbox/docker/index.ts';
 import type { Sandbox } from '../../../host/sandbox/types.ts';
 import { openStore } from '../../../host/store/index.ts';
 import { dockerFixture, loopWorkspaces } from './fixtures.ts';

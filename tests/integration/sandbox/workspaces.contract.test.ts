@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
 import { nanoid } from 'nanoid';
-import { createLoopWorkspaces, createVolumeWorkspaces } from '../../../host/sandbox/docker/workspaces.ts';
+import { createLoopWorkspaces, createVolumeWorkspaces } from '../../../host/sandbox/docker/index.ts';
 import { runWorkspaceContract } from '../../contract/workspaces/suite.ts';
 import { loopWorkspaces, removeLabelled, TEST_LABEL } from './fixtures.ts';
 

@@ -1,7 +1,7 @@
 // The volume workspace store against an in-memory engine (volume-engine.ts): the shared contract,
 // and what only this store does (labels on the volume, engine failures as stable codes).
 import { describe, expect, it } from 'vitest';
-import { createVolumeWorkspaces } from '../../../host/sandbox/docker/workspaces.ts';
+import { createVolumeWorkspaces } from '../../../host/sandbox/docker/workspaces/volume.ts';
 import { codeOf } from '../../contract/sandbox/suite.ts';
 import { runWorkspaceContract } from '../../contract/workspaces/suite.ts';
 import { createVolumeEngine } from './volume-engine.ts';
