@@ -4,7 +4,12 @@ import { createRegistry, defineTool } from '../../../host/tools/index.ts';
 import { timeoutPolicy } from '../../../policies/index.ts';
 import { agent, call } from '../tools/helpers.ts';
 
-const sleeper = (timeoutMs: number | undefined, honour: boolean, seen: { aborted?: unknown }) =>
+const sleeper = (
+  timeoutMs: number | undefined,
+  honour: boolean,
+  seen: { aborted?: unknown },
+  onAbort = (): void => undefined,
+) =>
   defineTool({
     name: 'sleep',
     description: 'd',
@@ -16,6 +21,7 @@ const sleeper = (timeoutMs: number | undefined, honour: boolean, seen: { aborted
         const timer = setTimeout(() => resolve('woke'), args.ms);
         exec.signal.addEventListener('abort', () => {
           seen.aborted = exec.signal.reason;
+          onAbort();
           if (honour) {
             clearTimeout(timer);
             reject(exec.signal.reason);
@@ -38,12 +44,32 @@ describe('timeoutPolicy', () => {
 
   it('a body that ignores cancellation does not hold the call past its deadline', async () => {
     const registry = createRegistry();
-    registry.global.register(sleeper(20, false, {}));
+    // The body ignores its signal and ends only when released; the release on a 5 s timer turns a
+    // call that waited for the body into a failure below rather than a hang.
+    let release = (): void => undefined;
+    let bodyEnded = false;
+    registry.global.register(
+      defineTool({
+        name: 'stuck',
+        description: 'd',
+        parameters: v.object({}),
+        output: { schema: v.string() },
+        timeoutMs: 20,
+        execute: () =>
+          new Promise<string>((resolve) => {
+            release = () => resolve('woke');
+          }).finally(() => {
+            bodyEnded = true;
+          }),
+      }),
+    );
     timeoutPolicy().install(registry.global);
-    const started = performance.now();
-    const [r] = await registry.global.execute([call('1', 'sleep', { ms: 500 })], { agent });
+    const guard = setTimeout(() => release(), 5_000);
+    const [r] = await registry.global.execute([call('1', 'stuck')], { agent });
     expect(r?.error?.code).toBe('TOOL_TIMEOUT');
-    expect(performance.now() - started).toBeLessThan(300);
+    expect(bodyEnded).toBe(false);
+    clearTimeout(guard);
+    release();
   });
 
   it('timeoutMs is declarative only: without the policy nothing is enforced', async () => {
@@ -67,10 +93,10 @@ describe('timeoutPolicy', () => {
 
   it('TOOL_TIMEOUT stays TOOL_TIMEOUT even when the caller cancels too', async () => {
     const registry = createRegistry();
-    registry.global.register(sleeper(10, false, {}));
-    timeoutPolicy().install(registry.global);
     const controller = new AbortController();
-    setTimeout(() => controller.abort(), 15);
+    // The caller cancels as soon as the body sees the timeout, before the call has answered.
+    registry.global.register(sleeper(10, false, {}, () => controller.abort()));
+    timeoutPolicy().install(registry.global);
     const [r] = await registry.global.execute([call('1', 'sleep', { ms: 40 })], {
       agent,
       signal: controller.signal,
