@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SandboxError } from '../../../host/errors.ts';
 import type { IsolateHost, JsonValue } from '../../../host/isolates/index.ts';
+import { until } from '../../helpers/until.ts';
 import { alive, echo, failure, runner, sleep, startHost, value } from './helpers.ts';
 
 let host: IsolateHost;
@@ -15,9 +16,8 @@ afterAll(async () => {
   const pids = host.workerPids();
   await host.close();
   // Closing ends the worker processes: nothing is left behind.
-  await sleep(50);
   expect(pids.length).toBeGreaterThan(0);
-  for (const pid of pids) expect(alive(pid)).toBe(false);
+  await until(() => !pids.some(alive), { what: 'the workers to exit' });
 });
 
 describe('running programs', () => {
@@ -113,33 +113,42 @@ describe('the call bridge', () => {
   it('overlaps concurrency-safe calls under Promise.all and serialises exclusive ones', async () => {
     let inFlight = 0;
     let peak = 0;
-    const onCall = async (_name: string, args: JsonValue) => {
+    /** Every call holds until `release` settles, counting how many are in at once. */
+    const holding = (release: () => Promise<unknown>) => async (_name: string, args: JsonValue) => {
       peak = Math.max(peak, ++inFlight);
-      await sleep(40);
+      await release();
       inFlight--;
       return args;
     };
     const code = (name: string) => `return await Promise.all([1, 2, 3, 4].map((i) => tools.${name}({ i })))`;
+    // Safe calls hold until all four are in at once (or 2 s passed: then the peak shows how many were).
+    let allIn = (): void => undefined;
+    const met = new Promise<void>((resolve) => (allIn = resolve));
+    const guard = setTimeout(allIn, 2_000);
     const safe = await run({
       code: code('read'),
       bindings: ['read', 'write'],
-      onCall,
+      onCall: holding(() => {
+        if (inFlight === 4) allIn();
+        return met;
+      }),
       isConcurrencySafe: (n) => n === 'read',
     });
+    clearTimeout(guard);
     expect(value(safe)).toEqual([{ i: 1 }, { i: 2 }, { i: 3 }, { i: 4 }]);
     expect(peak).toBe(4);
     expect(safe.stats.maxInFlight).toBe(4);
 
+    // Exclusive calls each hold a while, long enough for a second one to overlap if it were let in.
     peak = 0;
     const exclusive = await run({
       code: code('write'),
       bindings: ['read', 'write'],
-      onCall,
+      onCall: holding(() => sleep(40)),
       isConcurrencySafe: (n) => n === 'read',
     });
     expect(value(exclusive)).toEqual([{ i: 1 }, { i: 2 }, { i: 3 }, { i: 4 }]);
     expect(peak).toBe(1);
-    expect(exclusive.stats.wallMs).toBeGreaterThanOrEqual(160);
   });
 
   it('bounds in-flight calls by maxInFlight', async () => {
@@ -246,7 +255,7 @@ describe('cancellation and limits from the caller', () => {
         return new Promise(() => undefined);
       },
     });
-    await sleep(100);
+    await until(() => callSignal, { what: 'the call' });
     controller.abort();
     expect(failure(await pending).kind).toBe('aborted');
     expect(callSignal?.aborted).toBe(true);

@@ -6,6 +6,7 @@
 // everything is a regression test. Limits are small so the file stays cheap on a shared 2-core machine.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { IsolateHost, IsolateHostEvent, JsonValue, RunOutcome } from '../../../host/isolates/index.ts';
+import { until } from '../../helpers/until.ts';
 import type { RunInput } from './helpers.ts';
 import { failure, hogThenQuick, runner, sleep, startHost, value } from './helpers.ts';
 
@@ -37,11 +38,13 @@ afterAll(() => host.close());
 
 // Inline needs another worker open to everybody: wait until both are up (a test below kills one).
 beforeEach(async () => {
-  for (;;) {
-    const pids = host.workerPids();
-    if (pids.length === 2 && pids.every((pid) => !gone.has(pid))) return;
-    await sleep(20);
-  }
+  await until(
+    () => {
+      const pids = host.workerPids();
+      return pids.length === 2 && pids.every((pid) => !gone.has(pid));
+    },
+    { what: 'both workers up' },
+  );
 });
 
 /** A lone run, which must have gone inline (the tests below rely on it). */

@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IsolateHost, JsonValue } from '../../../host/isolates/index.ts';
 import { runsPerWorker } from '../../../host/isolates/memory.ts';
+import { until } from '../../helpers/until.ts';
 import { failure, runner, sleep, startHost, value } from './helpers.ts';
 
 let host: IsolateHost;
@@ -31,14 +32,16 @@ describe('the memory limit holds for what isolated-vm does not count', () => {
     const [pid] = host.workerPids();
     let release = (): void => undefined;
     const attackDone = new Promise<void>((resolve) => (release = resolve));
+    let waiting = 0;
     const waitForAttack = async (name: string, args: JsonValue) => {
+      waiting++;
       await attackDone;
       return { name, args };
     };
     const neighbours = [1, 2, 3].map((i) =>
       run({ code: `return (await tools.echo({ i: ${i} })).args.i`, onCall: waitForAttack }),
     );
-    await sleep(100);
+    await until(() => waiting === 3, { what: 'the neighbours in their calls' });
     const attack = await run({ code: 'return new Array(2 ** 26).fill(0).length' });
     release();
     expect(failure(attack)).toEqual(outOfMemory);

@@ -3,6 +3,7 @@
 // replaced. Limits are kept small so the suite stays cheap on a shared 2-core machine.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IsolateHost, IsolateHostEvent, RunOutcome } from '../../../host/isolates/index.ts';
+import { until } from '../../helpers/until.ts';
 import { alive, failure, hogThenQuick, runner, sleep, startHost, value } from './helpers.ts';
 
 let host: IsolateHost;
@@ -36,19 +37,22 @@ const alongside = async (
 describe('resource attacks end in a bounded error', () => {
   it('for(;;){} → timeout (CPU)', async () => {
     const outcome = await alongside('for (;;) {}');
+    // Ended by the CPU budget, not by the 3 s wall clock.
     expect(failure(outcome)).toEqual({
       kind: 'timeout',
       message: 'the program used more than 600 ms of CPU time',
     });
-    expect(outcome.stats.wallMs).toBeLessThan(3_000);
   });
 
   it('endless microtasks → timeout or memory (the promise chain grows), whichever comes first', async () => {
     const outcome = await alongside(
       'const f = () => Promise.resolve().then(f); f(); await new Promise(() => {});',
     );
-    expect(['timeout', 'memory']).toContain(failure(outcome).kind);
-    expect(outcome.stats.wallMs).toBeLessThan(3_000);
+    // Ended by the CPU budget or the memory limit, not by the 3 s wall clock.
+    expect([
+      'the program used more than 600 ms of CPU time',
+      'the program ran out of memory (limit 32 MB)',
+    ]).toContain(failure(outcome).message);
   });
 
   it('catastrophic regex → timeout', async () => {
@@ -58,8 +62,8 @@ describe('resource attacks end in a bounded error', () => {
   it('await new Promise(() => {}) → timeout at the wall-clock deadline', async () => {
     const outcome = await alongside('await new Promise(() => {})', { limits: { wallMs: 500 } });
     expect(failure(outcome)).toEqual({ kind: 'timeout', message: 'the program ran longer than 500 ms' });
+    // The deadline under test: not before it (a lower bound, which load only lengthens).
     expect(outcome.stats.wallMs).toBeGreaterThanOrEqual(480);
-    expect(outcome.stats.wallMs).toBeLessThan(1_500);
   });
 
   it('a growing heap → memory', async () => {
@@ -156,7 +160,7 @@ describe('worker failures', () => {
     for (const pid of before) process.kill(pid, 'SIGKILL');
     expect(failure(await victim)).toMatchObject({ kind: 'crash' });
     // Both deaths reported (a run sent to a worker in its last milliseconds would be lost too).
-    while (host.workerPids().some((pid) => before.includes(pid))) await sleep(10);
+    await until(() => !host.workerPids().some((pid) => before.includes(pid)), { what: 'both exits' });
     expect(value(await run({ code: 'return "recovered"' }))).toBe('recovered');
     const after = host.workerPids();
     expect(after.some((pid) => !before.includes(pid))).toBe(true);
@@ -181,6 +185,7 @@ describe('worker failures', () => {
     try {
       const outcome = await frozen;
       expect(failure(outcome)).toEqual({ kind: 'timeout', message: 'the program ran longer than 300 ms' });
+      // The grace under test: the frozen worker was given it before the kill (a lower bound).
       expect(outcome.stats.wallMs).toBeGreaterThanOrEqual(1_250);
       expect(
         events.some(
@@ -199,15 +204,17 @@ describe('worker failures', () => {
  * until its exit is reported, and takes no run meanwhile.
  */
 const workersReady = async (): Promise<void> => {
-  for (;;) {
-    const pids = host.workerPids();
-    const started = new Set(events.flatMap((e) => (e.type === 'worker_started' ? [e.pid] : [])));
-    const gone = new Set(
-      events.flatMap((e) => (e.type === 'worker_killed' || e.type === 'worker_exited' ? [e.pid] : [])),
-    );
-    if (pids.length === 2 && pids.every((pid) => started.has(pid) && !gone.has(pid))) return;
-    await sleep(20);
-  }
+  await until(
+    () => {
+      const pids = host.workerPids();
+      const started = new Set(events.flatMap((e) => (e.type === 'worker_started' ? [e.pid] : [])));
+      const gone = new Set(
+        events.flatMap((e) => (e.type === 'worker_killed' || e.type === 'worker_exited' ? [e.pid] : [])),
+      );
+      return pids.length === 2 && pids.every((pid) => started.has(pid) && !gone.has(pid));
+    },
+    { what: 'both workers ready' },
+  );
 };
 
 describe('a run alone on a worker enters its isolate inline', () => {

@@ -3,6 +3,7 @@
 // budget of 200 ms with tools that take a second stands for a 10 s budget and a 5-minute tool.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IsolateHost, JsonValue } from '../../../host/isolates/index.ts';
+import { until } from '../../helpers/until.ts';
 import { failure, runner, sleep, startHost, value } from './helpers.ts';
 
 let host: IsolateHost;
@@ -14,6 +15,7 @@ beforeAll(async () => {
 });
 afterAll(() => host.close());
 
+/** A tool that takes `ms` (standing for one that takes minutes). */
 const slowTool = (ms: number) => async (name: string, args: JsonValue) => {
   await sleep(ms);
   return { name, args };
@@ -26,16 +28,17 @@ describe('waiting on tools', () => {
       onCall: slowTool(1_000),
     });
     expect(value(outcome)).toBe(3);
+    // The set-up, not a speed claim: the program did wait past ten times its CPU budget.
     expect(outcome.stats.wallMs).toBeGreaterThanOrEqual(2_000);
   });
 
   it('a program that spins is ended by its CPU budget long before the wall clock', async () => {
     const spin = await run({ code: 'for (;;) {}' });
+    // The message names the CPU budget, not the 5 s wall clock.
     expect(failure(spin)).toEqual({
       kind: 'timeout',
       message: 'the program used more than 200 ms of CPU time',
     });
-    expect(spin.stats.wallMs).toBeLessThan(2_500);
     const afterWaiting = await run({ code: 'await tools.echo({}); for (;;) {}', onCall: slowTool(500) });
     expect(failure(afterWaiting)).toEqual({
       kind: 'timeout',
@@ -53,7 +56,7 @@ describe('waiting on tools', () => {
   });
 
   it('a run waiting on a slow tool gives its dedicated worker back to the others', async () => {
-    while (host.workerPids().length < 2) await sleep(20);
+    await until(() => host.workerPids().length === 2, { what: 'both workers' });
     // A gets a worker to itself (the other stays open), then waits until C has run. B1 and B2 fill
     // the other worker. Had A kept its worker, C would queue until A's wall clock ran out.
     let cDone = (): void => undefined;

@@ -6,6 +6,7 @@ import { assembleAgents } from '../../../host/agents/assemble.ts';
 import { createIsolateHost } from '../../../host/isolates/index.ts';
 import { createMemoryProvider } from '../../../host/sandbox/memory/provider.ts';
 import { openStore } from '../../../host/store/index.ts';
+import { until } from '../../helpers/until.ts';
 import { textOf } from './helpers.ts';
 
 const isolates = createIsolateHost({ workers: 1, prewarm: 1 });
@@ -54,14 +55,11 @@ describe("an agent's codeMode", () => {
       ],
       { signal: new AbortController().signal },
     );
-    let pending = store.requests.list(agent.sessionId, 'pending');
-    while (pending.length === 0) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      pending = store.requests.list(agent.sessionId, 'pending');
-    }
-    // The client takes a second: longer than the service's 300 ms default, within the agent's 3 s.
+    const request = await until(() => store.requests.list(agent.sessionId, 'pending')[0]);
+    // The behaviour under test: the client takes a second, longer than the service's 300 ms
+    // default and within the agent's 3 s.
     await new Promise((resolve) => setTimeout(resolve, 1_000));
-    store.requests.answer(pending[0]?.id ?? '', { result: 'from the client' });
+    store.requests.answer(request.id, { result: 'from the client' });
     const [result] = await call;
     expect(textOf(result?.content ?? [])).toBe('from the client');
   });
