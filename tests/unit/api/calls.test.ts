@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { until } from '../../helpers/until.ts';
 import { type Api, makeApi } from './harness.ts';
 import { readSse } from './sse.ts';
 
@@ -243,8 +244,12 @@ describe('events', () => {
       headers: { Authorization: `Bearer ${api.keyA}`, Accept: 'text/event-stream', 'Last-Event-ID': '1' },
       signal: controller.signal,
     });
-    const stream = readSse(res.body as ReadableStream<Uint8Array>, (m) => m.length >= 3);
-    await new Promise((r) => setTimeout(r, 20));
+    let replayed = false;
+    const stream = readSse(res.body as ReadableStream<Uint8Array>, (m) => {
+      replayed = true;
+      return m.length >= 3;
+    });
+    await until(() => replayed); // event 2 replayed: the next ones come live
     await api.call(api.keyA, agent.id, [{ id: 'b', name: 'read', arguments: { file_path: 'a' } }]);
     const messages = await stream;
     expect(messages.map((m) => m.id)).toEqual(['2', '3', '4']);
@@ -253,14 +258,20 @@ describe('events', () => {
 
   it('a shutdown closes open streams with a final shutdown event', async () => {
     const agent = await api.createAgent(api.keyA);
+    // One call (events 1 and 2) for the stream to replay: once they arrived, the stream is live.
+    await api.call(api.keyA, agent.id, [{ id: 'a', name: 'read', arguments: { file_path: 'a' } }]);
     const res = await api.app.request(`/v1/agents/${agent.id}/events`, {
       headers: { Authorization: `Bearer ${api.keyA}`, Accept: 'text/event-stream' },
     });
-    const stream = readSse(res.body as ReadableStream<Uint8Array>);
-    await new Promise((r) => setTimeout(r, 20));
+    let replayed = 0;
+    const stream = readSse(res.body as ReadableStream<Uint8Array>, (m) => {
+      replayed = m.length;
+      return false;
+    });
+    await until(() => replayed === 2);
     api.lifecycle.begin();
     const messages = await stream;
-    expect(messages.at(-1)).toMatchObject({ event: 'shutdown', data: { lastEventId: 0 } });
+    expect(messages.at(-1)).toMatchObject({ event: 'shutdown', data: { lastEventId: 2 } });
     const after = await api.request(api.keyA, 'GET', '/v1/agents');
     expect(after.status).toBe(503);
     expect(after.json.error.code).toBe('SHUTTING_DOWN');

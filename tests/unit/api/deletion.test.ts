@@ -7,7 +7,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createMemoryProvider } from '../../../host/sandbox/memory/provider.ts';
 import type { Sandbox, SandboxProvider } from '../../../host/sandbox/types.ts';
 import { defineTool } from '../../../host/tools/index.ts';
-import { type Api, type Loose, makeApi } from './harness.ts';
+import { until } from '../../helpers/until.ts';
+import { type Api, makeApi } from './harness.ts';
 import { readSse } from './sse.ts';
 
 let api: Api;
@@ -21,7 +22,6 @@ afterEach(async () => {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Round {
-  at: number;
   write: string;
   bash: string;
 }
@@ -42,9 +42,9 @@ const loopTool = (rounds: Round[], extra = 3) =>
       for (let i = 0; i < 10_000; i++) {
         const w = await exec.callTool('write', { file_path: `f${i}.txt`, content: 'x' });
         const b = await exec.callTool('bash', { command: 'echo hi', description: 'probe' });
-        rounds.push({ at: Date.now(), write: w.error?.code ?? 'ok', bash: b.error?.code ?? 'ok' });
+        rounds.push({ write: w.error?.code ?? 'ok', bash: b.error?.code ?? 'ok' });
         if (exec.signal.aborted && ++after > extra) break;
-        await sleep(5);
+        await sleep(5); // a program's pace between rounds
       }
       return 'done';
     },
@@ -56,18 +56,18 @@ describe('deleting an agent', () => {
     api.registry.global.register(loopTool(rounds));
     const agent = await api.createAgent(api.keyA, { preset: 'creator', policy: { deny: ['bash'] } });
     const batch = api.call(api.keyA, agent.id, [{ id: 'p', name: 'loop_tools', arguments: {} }]);
-    while (rounds.length < 3) await sleep(5);
+    await until(() => rounds.length >= 3);
     expect(rounds.every((r) => r.write === 'ok' && r.bash === 'DENIED')).toBe(true);
     expect(await api.sandboxes.get(agent.id)).toBeDefined();
 
     const deleted = await api.request(api.keyA, 'DELETE', `/v1/agents/${agent.id}`);
-    const at = Date.now();
+    const seenBefore204 = rounds.length;
     expect(deleted.status).toBe(204);
     // The batch ended with the delete, not at some later point.
     const res = await batch;
     expect(res.status).toBe(200);
     expect(res.json.results[0].ok).toBe(false);
-    const after = rounds.filter((r) => r.at >= at);
+    const after = rounds.slice(seenBefore204);
     const late = rounds.slice(rounds.findIndex((r) => r.write !== 'ok'));
     expect(late.length).toBeGreaterThan(0);
     for (const r of [...after, ...late]) {
@@ -87,19 +87,15 @@ describe('deleting an agent', () => {
       ],
     });
     const batch = api.call(api.keyA, agent.id, [{ id: 'r', name: 'ask_client', arguments: {} }]);
-    let pending: Loose[] = [];
-    while (pending.length === 0) {
-      await sleep(5);
-      pending = api.store.requests.list(agent.id, 'pending');
-    }
+    const request = await until(() => api.store.requests.list(agent.id, 'pending')[0]);
     expect((await api.request(api.keyA, 'DELETE', `/v1/agents/${agent.id}`)).status).toBe(204);
     const res = await batch;
     expect(res.json.results[0].error.code).not.toBe('REQUEST_EXPIRED');
     expect(res.json.results[0].ok).toBe(false);
     expect(api.store.requests.list(agent.id, 'pending')).toEqual([]);
-    expect(api.store.requests.get(pending[0].id)?.state).toBe('cancelled');
+    expect(api.store.requests.get(request.id)?.state).toBe('cancelled');
     // Answering it afterwards is refused like any request of an unknown agent.
-    const answer = await api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/requests/${pending[0].id}`, {
+    const answer = await api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/requests/${request.id}`, {
       result: 1,
     });
     expect(answer.status).toBe(404);
@@ -136,12 +132,20 @@ describe('deleting an agent', () => {
 
   it('ends its open event stream with a deleted message', async () => {
     const agent = await api.createAgent(api.keyA);
+    // One call, so that the stream has an event to replay: once it arrived, the stream is live.
+    await api.call(api.keyA, agent.id, [
+      { id: 'w', name: 'write', arguments: { file_path: 'a', content: 'x' } },
+    ]);
     const res = await api.app.request(`/v1/agents/${agent.id}/events`, {
       headers: { Authorization: `Bearer ${api.keyA}`, Accept: 'text/event-stream' },
     });
     expect(res.status).toBe(200);
-    const reading = readSse(res.body as ReadableStream<Uint8Array>);
-    await sleep(50); // the stream is open and waiting for events
+    let replayed = false;
+    const reading = readSse(res.body as ReadableStream<Uint8Array>, () => {
+      replayed = true;
+      return false;
+    });
+    await until(() => replayed);
     expect((await api.request(api.keyA, 'DELETE', `/v1/agents/${agent.id}`)).status).toBe(204);
     const messages = await reading; // resolves only when the server ends the stream
     expect(messages.at(-1)).toMatchObject({ event: 'deleted', data: { message: 'The agent was deleted.' } });
@@ -150,11 +154,13 @@ describe('deleting an agent', () => {
   it('a sandbox creation racing the delete leaves nothing behind', async () => {
     await api.close();
     const base = createMemoryProvider();
+    let creating = 0;
     let created = 0;
     // The memory provider with a slow create, like Docker's (a container takes a while to make).
     const slow: SandboxProvider = {
       ...base,
       async create(spec): Promise<Sandbox> {
+        creating++;
         await sleep(50);
         created++;
         return base.create(spec);
@@ -164,7 +170,7 @@ describe('deleting an agent', () => {
     const agent = await api.createAgent(api.keyA);
     const loaded = api.agents.get(api.store.tenants.verifyKey(api.keyA)!.id, agent.id);
     const first = api.agents.sandbox(loaded).catch((e: unknown) => e);
-    await sleep(10); // creation under way
+    await until(() => creating === 1); // creation under way
     expect((await api.request(api.keyA, 'DELETE', `/v1/agents/${agent.id}`)).status).toBe(204);
     await first;
     expect(created).toBe(1);
@@ -192,8 +198,7 @@ describe('deleting an agent', () => {
     expect((await api.request(api.keyA, 'DELETE', `/v1/agents/${agent.id}`)).status).toBeGreaterThanOrEqual(
       500,
     );
-    for (const end = Date.now() + 5000; (await base.get(agent.id)) && Date.now() < end; ) await sleep(10);
-    expect(await base.get(agent.id)).toBeUndefined();
+    await until(async () => (await base.get(agent.id)) === undefined, { what: 'the retried removal' });
     expect(failures).toBe(-1); // removed at the second retry, and not tried again after
   });
 

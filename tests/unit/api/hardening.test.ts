@@ -4,6 +4,7 @@ import { buffer } from 'node:stream/consumers';
 import { pack } from 'tar-stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parseJson } from '../../../host/api/body.ts';
+import { until } from '../../helpers/until.ts';
 import { type Api, type Loose, makeApi } from './harness.ts';
 
 let api: Api;
@@ -229,6 +230,7 @@ describe('limits', () => {
       duplex: 'half',
       body: new ReadableStream<Uint8Array>({
         async pull(controller) {
+          // The client's pace, the behaviour under test: six chunks 60 ms apart outlast the deadline.
           await new Promise((r) => setTimeout(r, 60));
           if (sent++ >= 5) controller.close();
           else controller.enqueue(new Uint8Array(16).fill(66));
@@ -249,11 +251,13 @@ describe('limits', () => {
       api.call(api.keyA, agent.id, [{ id: 'h1', name: 'hold', arguments: {} }]),
       api.call(api.keyA, agent.id, [{ id: 'h2', name: 'hold', arguments: {} }]),
     ];
-    let pending: { id: string }[] = [];
-    while (pending.length < 2) {
-      await new Promise((r) => setTimeout(r, 10));
-      pending = api.store.requests.list(agent.id, 'pending');
-    }
+    const pending = await until(
+      () => {
+        const held = api.store.requests.list(agent.id, 'pending');
+        return held.length === 2 && held;
+      },
+      { what: 'both calls to be held' },
+    );
     const over = await api.request(api.keyA, 'GET', '/v1/agents');
     expect(over.status).toBe(429);
     expect(over.json.error.code).toBe('RATE_LIMITED');
@@ -269,7 +273,7 @@ describe('limits', () => {
       remoteTools: [{ name: 'hold', description: 'waits', parameters: { type: 'object' } }],
     });
     const call = api.call(api.keyA, agent.id, [{ id: 'h', name: 'hold', arguments: {} }]);
-    while (api.agents.inFlight() === 0) await new Promise((r) => setTimeout(r, 5));
+    await until(() => api.agents.inFlight() > 0, { what: 'the call to be in flight' });
     api.lifecycle.begin();
     await api.agents.close(50);
     const result = (await call).json.results[0];

@@ -2,6 +2,7 @@
 // (here inside a setImmediate callback, where monitorEventLoopDelay does not see it on Node 24).
 import { afterEach, expect, it } from 'vitest';
 import { type LoopMonitor, startLoopMonitor } from '../../../host/api/loop-monitor.ts';
+import { until } from '../../helpers/until.ts';
 import { type Api, makeApi } from './harness.ts';
 
 let api: Api | undefined;
@@ -29,15 +30,14 @@ it('a stall longer than stallMs is logged and shows in /metrics', async () => {
     intervalMs: 20,
     stallMs: 250,
   });
-  await new Promise((resolve) => setTimeout(resolve, 60));
+  await new Promise((resolve) => setTimeout(resolve, 60)); // the probe ticks a few times first
   await new Promise<void>((resolve) =>
     setImmediate(() => {
       block(400);
       resolve();
     }),
   );
-  await new Promise((resolve) => setTimeout(resolve, 60));
-  expect(lines.length).toBeGreaterThanOrEqual(1);
+  await until(() => lines.length >= 1, { what: 'the probe to see the stall' });
   expect(lines[0]).toMatch(/^event loop stalled for \d+ ms/);
   const metrics = (await api.request(undefined, 'GET', '/metrics')).text;
   expect(gauge(metrics, 'dsh_event_loop_lag_seconds')).toBeGreaterThanOrEqual(0.3);
@@ -48,11 +48,11 @@ it('a stall longer than stallMs is logged and shows in /metrics', async () => {
 it('short lags are measured but not logged, and stop() ends the probe', async () => {
   const lines: string[] = [];
   monitor = startLoopMonitor({ log: (l) => lines.push(l), intervalMs: 20, stallMs: 1000 });
-  await new Promise((resolve) => setTimeout(resolve, 30));
+  await new Promise((resolve) => setTimeout(resolve, 30)); // the probe ticks once first
   block(150);
-  await new Promise((resolve) => setTimeout(resolve, 40));
+  const probe = monitor;
+  await until(() => probe.recentMaxMs() >= 100, { what: 'the probe to see the lag' });
   expect(lines).toEqual([]);
-  expect(monitor.recentMaxMs()).toBeGreaterThanOrEqual(100);
   monitor.stop();
   monitor.stop();
   expect(monitor.recentMaxMs()).toBe(0);

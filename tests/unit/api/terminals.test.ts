@@ -11,6 +11,7 @@ import WebSocket from 'ws';
 import { createWebSocketServer, INPUT_LIMIT } from '../../../host/api/routes/terminals.ts';
 import { createMemoryProvider } from '../../../host/sandbox/memory/provider.ts';
 import type { SandboxProvider, SandboxTerminals, TerminalInfo } from '../../../host/sandbox/types.ts';
+import { until } from '../../helpers/until.ts';
 import { type Api, makeApi } from './harness.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -134,7 +135,7 @@ describe('terminal sockets', () => {
       ),
     );
     // Every attempt is either waiting for the sandbox or already refused; then it answers at once.
-    while (double.state.listed + refused < 60) await sleep(5);
+    await until(() => double.state.listed + refused === 60, { what: 'every attempt to wait or be refused' });
     double.release();
     const settled = await Promise.all(attempts);
     const open = settled.flatMap((s) => (s.ws ? [s.ws] : []));
@@ -151,10 +152,9 @@ describe('terminal sockets', () => {
           }),
       ),
     );
-    for (let i = 0; (await gauge('dsh_terminal_sockets_open')) !== 0; i++) {
-      if (i > 100) throw new Error('slots were not given back');
-      await sleep(20);
-    }
+    await until(async () => (await gauge('dsh_terminal_sockets_open')) === 0, {
+      what: 'the slots to be given back',
+    });
     (await connect(url, api.keyA)).close();
   });
 

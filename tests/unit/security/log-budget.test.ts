@@ -4,6 +4,7 @@
 // other tenant carries on; event pages and streams stay under their byte bound, and every event
 // and large value can still be read, by its own tenant only.
 import { afterEach, describe, expect, it } from 'vitest';
+import { until } from '../../helpers/until.ts';
 import { type Api, type Loose, makeApi } from '../api/harness.ts';
 import { readSse } from '../api/sse.ts';
 
@@ -143,8 +144,12 @@ describe('durable log budgets and bounded event pages', () => {
     const res = await api.app.request(`/v1/agents/${a.id}/events`, {
       headers: { Authorization: `Bearer ${api.keyA}`, Accept: 'text/event-stream' },
     });
-    const streamed = readSse(res.body as ReadableStream<Uint8Array>, (m) => m.length >= 82);
-    await new Promise((r) => setTimeout(r, 20));
+    let replayed = 0;
+    const streamed = readSse(res.body as ReadableStream<Uint8Array>, (m) => {
+      replayed = m.length;
+      return m.length >= 82;
+    });
+    await until(() => replayed === 80, { what: 'the replay' }); // the next events come live
     await api.call(api.keyA, a.id, [write(99, 300 * KiB)]);
     const messages = await streamed;
     expect(messages.map((m) => Number(m.id))).toEqual(Array.from({ length: 82 }, (_, i) => i + 1));
