@@ -12,6 +12,7 @@ import {
 } from '../../../host/tools/builtin/index.ts';
 import { cleanTerminalText } from '../../../host/tools/builtin/terminal-text.ts';
 import { createRegistry, type ToolResult, type ToolScope } from '../../../host/tools/index.ts';
+import { until } from '../../helpers/until.ts';
 import { type LocalSandboxd, startLocalSandboxd } from '../sandboxd/harness.ts';
 
 let sd: LocalSandboxd;
@@ -83,9 +84,8 @@ describe('minimal bash: one persistent PTY shell', () => {
   });
 
   it('interrupts a command at the timeout and the shell stays usable', async () => {
-    const t0 = Date.now();
+    // Not interrupted, the call would last the sleep's 30 s, past the test's own timeout.
     const r = await bash('cd /; echo started; sleep 30; echo never');
-    expect(Date.now() - t0).toBeLessThan(10_000);
     expect(r.ok).toBe(true);
     expect(r.value).toMatchObject({ timedOut: true, interrupted: true, exitCode: null });
     expect(text(r)).toContain('started');
@@ -134,9 +134,11 @@ describe('terminal_* tools', () => {
       run_in_background: true,
     });
     expect(text(bg)).toMatch(/^Sent to terminal-/);
-    await new Promise((r) => setTimeout(r, 300));
-    const listed = await callIn(creator, 'terminal_list', {});
-    expect(text(listed)).toContain(`${id} (dev)  bash  running a command`);
+    await until(
+      async () =>
+        text(await callIn(creator, 'terminal_list', {})).includes(`${id} (dev)  bash  running a command`),
+      { what: 'the terminal to be running the command' },
+    );
     expect((await callIn(creator, 'terminal_signal', { sessionId: id, signal: 'SIGINT' })).ok).toBe(true);
     await callIn(creator, 'terminal_send', { sessionId: id, text: 'echo back=$((1+1))', submit: true });
     const all = await callIn(creator, 'terminal_read', { sessionId: id, offset: 0 });

@@ -12,6 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { extract } from 'tar-stream';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type PackEntry, packEntries } from '../../../host/sandbox/tar-pack.ts';
+import { until } from '../../helpers/until.ts';
 
 const MiB = 1024 * 1024;
 const dir = mkdtempSync(join(tmpdir(), 'dsh-tar-pack-'));
@@ -150,7 +151,7 @@ describe('packEntries', () => {
       expect(pulled).toBe(received / MiB);
     }
     tar.destroy();
-    await sleep(20);
-    expect([pulled, ended]).toEqual([3, true]);
+    await until(() => ended, { what: 'the source to be closed' });
+    expect(pulled).toBe(3);
   });
 });

@@ -77,8 +77,8 @@ describe('exec output after the command exits', () => {
     expect(got).toBe(120_000);
   });
 
+  // Had it waited for the escaped writer, the call would not end before the test's own timeout.
   it('still ends when a process that left the group holds the pipe open and keeps writing', async () => {
-    const t0 = Date.now();
     let got = 0;
     const r = await exec('setsid yes >&1 & sleep 0.2; echo parent', {
       send: (_s, data) => {
@@ -90,6 +90,5 @@ describe('exec output after the command exits', () => {
     expect(r.exitCode).toBe(0);
     expect(got).toBe(1024 * 1024); // maxOutputBytes; the rest was drained and dropped
     expect(r.truncated).toBe(true);
-    expect(Date.now() - t0).toBeLessThan(20_000);
   });
 });

@@ -235,14 +235,13 @@ describe('host client against a hostile sandboxd', () => {
 
   it('a sandboxd that never answers: hello and calls time out with SANDBOX_UNAVAILABLE', async () => {
     const silent = new PassThrough();
-    const t0 = Date.now();
     await expect(
       connectSandboxd({ input: silent, output: new PassThrough(), root: ROOT, timeoutMs: 200 }),
     ).rejects.toMatchObject({ code: 'SANDBOX_UNAVAILABLE' });
-    expect(Date.now() - t0).toBeLessThan(2000);
     const { client } = await fake(() => {});
     const started = Date.now();
     expect(await codeOf(client.fs.stat('a'))).toBe('SANDBOX_UNAVAILABLE');
+    // The call's 2 s timeout under test: it failed at its deadline, not before (a lower bound).
     expect(Date.now() - started).toBeGreaterThanOrEqual(1900);
   });
 

@@ -1,6 +1,7 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { until } from '../../helpers/until.ts';
 import { gone, useLocalSandboxd } from './harness.ts';
 
 const local = useLocalSandboxd();
@@ -39,6 +40,7 @@ describe('sandboxd jobs', () => {
     const job = await local.c.jobs.start('echo tick; sleep 100');
     const t0 = Date.now();
     const out = await local.c.jobs.output(job.id, { wait: true, timeoutMs: 400 });
+    // The timeout under test: the wait lasted it (a lower bound, which load only lengthens).
     expect(Date.now() - t0).toBeGreaterThanOrEqual(350);
     expect(out).toMatchObject({ status: 'running', output: 'tick\n' });
     const killed = await local.c.jobs.kill(job.id, 'SIGKILL');
@@ -55,32 +57,39 @@ describe('sandboxd jobs', () => {
     const bg = Number(out.output.trim());
     expect(gone(bg)).toBe(false);
     expect((await local.c.jobs.kill(job.id)).status).toBe('killed');
-    await new Promise((r) => setTimeout(r, 200));
-    expect(gone(bg)).toBe(true);
+    await until(() => gone(bg), { what: 'the background sleep to be gone' });
   });
 
   it('jobs survive a reconnect with their complete output', async () => {
-    const job = await local.c.jobs.start('for i in 1 2 3; do echo line $i; sleep 0.2; done');
+    const job = await local.c.jobs.start(
+      'for i in 1 2 3; do echo line $i; sleep 0.2; done; : > survived.done',
+    );
     local.c.close(); // the control plane goes away mid-job...
-    await new Promise((r) => setTimeout(r, 900));
+    await until(() => existsSync(join(local.sd.root, 'survived.done')), { what: 'the job to finish' });
     local.c = await local.sd.connect(); // ...and a new one attaches to the same sandboxd
+    const out = await local.c.jobs.output(job.id, { wait: true, timeoutMs: 10_000 });
+    expect(out).toMatchObject({ status: 'exited', exitCode: 0, output: 'line 1\nline 2\nline 3\n' });
     const listed = (await local.c.jobs.list()).find((j) => j.id === job.id);
     expect(listed).toMatchObject({ command: job.command, status: 'exited', exitCode: 0 });
-    expect((await local.c.jobs.output(job.id)).output).toBe('line 1\nline 2\nline 3\n');
     expect((await local.c.jobs.list()).map((j) => j.id)).toContain(job.id);
   });
 
   it('a reconnect cancels the old session’s waits and execs, not its jobs', async () => {
-    const job = await local.c.jobs.start('sleep 0.5; echo finished');
+    // The job runs until the test lets it finish (after the reconnect), or gives up after 10 s.
+    const job = await local.c.jobs.start(
+      'for i in $(seq 100); do [ -e finish ] && break; sleep 0.1; done; echo finished',
+    );
     const waiting = local.c.jobs.output(job.id, { wait: true, timeoutMs: 10_000 });
-    const exec = local.c.exec('echo $$ > exec.pid; exec sleep 100');
-    await new Promise((r) => setTimeout(r, 300));
+    const pidFile = join(local.sd.root, 'exec.pid');
+    const exec = local.c.exec('echo $$ > exec.pid.tmp; mv exec.pid.tmp exec.pid; exec sleep 100');
+    await until(() => existsSync(pidFile), { what: 'the exec to start' }); // the wait was sent before it
     local.c = await local.sd.connect();
     await expect(waiting).rejects.toMatchObject({ code: 'SANDBOX_UNAVAILABLE' });
     await expect(exec).rejects.toMatchObject({ code: 'SANDBOX_UNAVAILABLE' });
+    writeFileSync(join(local.sd.root, 'finish'), '');
     const out = await local.c.jobs.output(job.id, { wait: true, timeoutMs: 10_000 });
     expect(out).toMatchObject({ status: 'exited', output: 'finished\n' });
-    await new Promise((r) => setTimeout(r, 200));
-    expect(gone(Number(readFileSync(join(local.sd.root, 'exec.pid'), 'utf8')))).toBe(true);
+    const pid = Number(readFileSync(pidFile, 'utf8'));
+    await until(() => gone(pid), { what: 'the old session’s exec to be gone' });
   });
 });

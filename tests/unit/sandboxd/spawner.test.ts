@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launch, type Proc } from '../../../sandbox-image/sandboxd/launch.ts';
 import { createSpawner, type Spawner, type SpawnRequest } from '../../../sandbox-image/sandboxd/spawner.ts';
+import { until } from '../../helpers/until.ts';
 import { gone, useLocalSandboxd } from './harness.ts';
 
 const cwd = realpathSync(tmpdir());
@@ -144,8 +145,7 @@ describe('exec through sandboxd', () => {
     expect(parent).toBe('sandboxd-spawn');
     const r = await local.c.exec('sleep 100 & echo $!');
     expect(r.exitCode).toBe(0);
-    await new Promise((res) => setTimeout(res, 100));
-    expect(gone(Number(r.stdout.trim()))).toBe(true);
+    await until(() => gone(Number(r.stdout.trim())), { what: 'the background sleep to be gone' });
   });
 });
 

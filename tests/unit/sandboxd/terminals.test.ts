@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SandboxdClient } from '../../../host/sandbox/sandboxd/client.ts';
 import type { SandboxTerminals } from '../../../host/sandbox/types.ts';
+import { until as waitUntil } from '../../helpers/until.ts';
 import { gone, type LocalSandboxd, startLocalSandboxd, useLocalSandboxd } from './harness.ts';
 
 const local = useLocalSandboxd();
@@ -31,6 +32,18 @@ const until = async (
     next = r.nextOffset;
   }
   return { text, next };
+};
+
+/** True while the process `pid` has a child running `name` (a shell's foreground command). */
+const hasChild = (pid: number, name: string): boolean => {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
+      .split(' ')
+      .filter(Boolean)
+      .some((child) => readFileSync(`/proc/${child}/comm`, 'utf8').trim() === name);
+  } catch {
+    return false; // the process or its child went away meanwhile
+  }
 };
 
 describe('sandboxd terminals', () => {
@@ -73,12 +86,11 @@ describe('sandboxd terminals', () => {
     const t = await local.c.terminals.open();
     await local.c.terminals.write(t.id, 'echo st$((1))arted; sleep 100; echo after-sleep\r');
     const started = await until(local.c.terminals, t.id, /st1arted/);
-    await new Promise((r) => setTimeout(r, 100));
-    const t0 = Date.now();
+    await waitUntil(() => hasChild(t.pid as number, 'sleep'), { what: 'sleep in the foreground' });
     await local.c.terminals.signal(t.id, 'SIGINT');
     await local.c.terminals.write(t.id, 'echo alive-$((6*7))\r');
+    // Had SIGINT not reached it, the sleep would hold the shell for 100 s, past until()'s 10 s.
     const out = await until(local.c.terminals, t.id, /alive-42/, started.next);
-    expect(Date.now() - t0).toBeLessThan(5000);
     expect(out.text).not.toContain('after-sleep');
     expect((await local.c.terminals.list()).find((x) => x.id === t.id)?.status).toBe('running');
     await expect(local.c.terminals.signal(t.id, 'SIGSEGV' as never)).rejects.toMatchObject({
@@ -105,9 +117,7 @@ describe('sandboxd terminals', () => {
     expect(gone(bg)).toBe(false);
     const closed = await local.c.terminals.close(u.id);
     expect(closed.status).toBe('exited');
-    await new Promise((r) => setTimeout(r, 200));
-    expect(gone(u.pid as number)).toBe(true);
-    expect(gone(bg)).toBe(true);
+    await waitUntil(() => gone(u.pid as number) && gone(bg), { what: 'the shell and its job to be gone' });
     expect((await local.c.terminals.list()).map((x) => x.id)).not.toContain(u.id);
     await expect(local.c.terminals.read(u.id)).rejects.toMatchObject({ code: 'TERMINAL_NOT_FOUND' });
   });
@@ -158,9 +168,16 @@ describe('sandboxd terminals', () => {
 
     // Detaching (abort) ends the stream and leaves the terminal alone.
     const u = await local.c.terminals.open();
+    await local.c.terminals.write(u.id, 'echo u-$((1+1))\r');
     const ac2 = new AbortController();
-    const second = local.c.terminals.attach(u.id, { signal: ac2.signal, onData: () => {} });
-    await new Promise((r) => setTimeout(r, 100));
+    let replayed = '';
+    const second = local.c.terminals.attach(u.id, {
+      signal: ac2.signal,
+      onData: (data) => {
+        replayed += data.toString();
+      },
+    });
+    await waitUntil(() => replayed.includes('u-2'), { what: 'the attached reader to get output' });
     ac2.abort();
     expect((await second).status).toBe('running');
     await local.c.terminals.close(u.id);
