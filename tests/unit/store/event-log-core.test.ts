@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createEventLog, type EventBackend, type EventRow } from '../../../host/store/event-log-core.ts';
 import { createMemoryEventBackend } from '../../../host/store/memory.ts';
+import { until } from '../../helpers/until.ts';
 
 /** A backend that fails its next `failures` writes. */
 const flaky = (failures: number) => {
@@ -42,7 +43,7 @@ describe('event log writer', () => {
     const errors: unknown[] = [];
     const log = createEventLog(backend, { onError: (e) => errors.push(e) });
     log.append([{ sessionId: 's', type: 'x', surface: 'current', data: 1 }]);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await until(() => stored.length > 0, { what: 'the retried write' });
     expect(errors).toHaveLength(1);
     expect(stored.map((r) => r.seq)).toEqual([1]);
     log.close();

@@ -1,6 +1,7 @@
 // The EventLog contract: every implementation runs this suite through a one-line test file.
 import { afterEach, describe, expect, it } from 'vitest';
 import type { SessionEvent, SessionEventInput } from '../../../host/store/types.ts';
+import { until } from '../../helpers/until.ts';
 import type { EventLogInstance, Harness } from './harness.ts';
 
 const ev = (
@@ -146,7 +147,7 @@ export const runEventLogContract = (harness: Harness<EventLogInstance>) => {
       log.append([ev('s')]);
       expect(seqs(log.list('s'))).toEqual([1, 2]); // readers never wait for the window
       expect(got).toEqual([]);
-      await new Promise((resolve) => setTimeout(resolve, 30));
+      await until(() => got.length === 2, { what: 'the window to pass' });
       expect(got).toEqual([1, 2]);
     });
 
