@@ -1,7 +1,10 @@
 // Pipeline overhead benchmark: a no-op tool called through the full host pipeline versus its body
 // called directly, in the same run. Run: node --no-node-snapshot bench/tools-pipeline.ts
 // Figures: median per-call time over rounds (single sequential calls, with and without the
-// in-memory durable log) and a 1,000-call batch of concurrency-safe no-op calls.
+// in-memory durable log) and a 1,000-call batch of concurrency-safe no-op calls. Then what a
+// tenant's policy pattern costs (the claim behind tests/unit/security/policy-redos.test.ts): a
+// rule whose condition is the catastrophic `^(a+)+$` against a 5,000-character argument, matched by
+// the linear-time engine, versus a literal condition on the same argument, per call.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,6 +18,7 @@ import {
   type ExecContext,
   type ToolCall,
 } from '../host/tools/index.ts';
+import { rulesPolicy } from '../policies/index.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 9);
 const CALLS = Number(process.env.BENCH_CALLS ?? 20_000);
@@ -104,6 +108,30 @@ const durableBatch = await measure(batchRounds, async () => {
   await durableScope.execute(batchCalls, { agent });
   await store.events.flush();
 });
+// A rule's condition over a long argument: catastrophic pattern (linear engine) vs a literal one.
+const echo = defineTool({
+  name: 'echo',
+  description: 'Returns its text.',
+  parameters: v.object({ text: v.string() }),
+  output: { schema: v.string() },
+  execute: (args) => args.text,
+});
+const ruled = (pattern: string) => {
+  const registry = createRegistry();
+  registry.global.register(echo);
+  rulesPolicy({ rules: [{ tool: 'echo', when: { text: pattern }, decision: 'deny' }] }).install(
+    registry.global,
+  );
+  return registry.scope('preset:bench').child('agent:bench');
+};
+const longText = `${'a'.repeat(5_000)}!`;
+const echoCall: ToolCall[] = [{ id: 'e', name: 'echo', arguments: { text: longText } }];
+const ruleCalls = Math.max(200, Math.round(CALLS / 20));
+const literalScope = ruled('^b$');
+const catastrophicScope = ruled('^(a+)+$');
+const literalRule = await measure(ruleCalls, () => literalScope.execute(echoCall, { agent }));
+const catastrophicRule = await measure(ruleCalls, () => catastrophicScope.execute(echoCall, { agent }));
+
 log.close();
 store.close();
 rmSync(dataDir, { recursive: true, force: true });
@@ -133,6 +161,12 @@ const rows: [string, string, string][] = [
     `${BATCH}-call safe batch, pipeline + durable libsql log, per batch`,
     `${(durableBatch / 1000).toFixed(2)} ms`,
     `${(durableBatch / directBatch).toFixed(1)}x`,
+  ],
+  ['rule `^b$` on a 5,000-char argument, per call', f(literalRule), '1.0x'],
+  [
+    'rule `^(a+)+$` on the same (linear engine), per call',
+    f(catastrophicRule),
+    `${(catastrophicRule / literalRule).toFixed(1)}x`,
   ],
 ];
 console.log(`tools-pipeline bench (node ${process.version}, ${ROUNDS} rounds x ${CALLS} calls; medians)`);

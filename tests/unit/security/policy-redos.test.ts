@@ -15,12 +15,6 @@ const setup = () => {
   return registry;
 };
 
-const timed = async <T>(f: () => Promise<T>): Promise<[T, number]> => {
-  const t = performance.now();
-  const out = await f();
-  return [out, performance.now() - t];
-};
-
 describe('tenant-written policy patterns', () => {
   it('a catastrophic-backtracking condition cannot stall the service for another tenant', async () => {
     const api = makeApi();
@@ -29,13 +23,12 @@ describe('tenant-written policy patterns', () => {
         policy: { rules: [{ tool: 'write', when: { file_path: '^(a+)+$' }, decision: 'deny' }] },
       });
       expect(created.status).toBe(201);
-      const [res, ms] = await timed(() =>
-        api.call(api.keyA, created.json.id, [
-          { id: 'x', name: 'write', arguments: { file_path: `${'a'.repeat(5000)}!`, content: 'x' } },
-        ]),
-      );
+      // A backtracking engine would take 2^5000 steps here and never answer; the linear one (which
+      // the refusals in the next test pin) answers at once. What it costs: bench/tools-pipeline.ts.
+      const res = await api.call(api.keyA, created.json.id, [
+        { id: 'x', name: 'write', arguments: { file_path: `${'a'.repeat(5000)}!`, content: 'x' } },
+      ]);
       expect(res.status).toBe(200);
-      expect(ms).toBeLessThan(2000);
       const b = await api.createAgent(api.keyB);
       expect((await api.request(api.keyB, 'GET', `/v1/agents/${b.id}`)).status).toBe(200);
     } finally {
@@ -62,9 +55,8 @@ describe('tenant-written policy patterns', () => {
 
   it('a glob full of stars matches in linear time', () => {
     const re = globToRegExp(`${'*a'.repeat(200)}b`);
-    const t = performance.now();
+    expect(re.flags).toContain('l'); // compiled for V8's linear-time engine
     expect(re.test('a'.repeat(256))).toBe(false);
-    expect(performance.now() - t).toBeLessThan(200);
     expect(globToRegExp('a**b').test('axxb')).toBe(true);
     expect(globToRegExp('job_?').test('job_12')).toBe(false);
   });
@@ -79,15 +71,11 @@ describe('tenant-written policy patterns', () => {
       ],
     }).install(registry.global);
     const huge = 'x'.repeat(20_000_000);
-    const [[bash, write], ms] = await timed(() =>
-      registry.global.execute(
-        [call('1', 'bash', { text: huge }), call('2', 'write', { text: 'a'.repeat(30_000) })],
-        {
-          agent,
-        },
-      ),
+    const [bash, write] = await registry.global.execute(
+      [call('1', 'bash', { text: huge }), call('2', 'write', { text: 'a'.repeat(30_000) })],
+      { agent },
     );
-    expect(ms).toBeLessThan(3000);
+    // Decided without matching: 'rm' is not in the value, so a match would have allowed bash.
     expect(bash?.error?.code).toBe('DENIED');
     expect(write?.error?.message).toBe('fallback deny');
     // Cheap conditions still decide normally.
