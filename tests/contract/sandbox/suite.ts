@@ -381,11 +381,9 @@ export const runSandboxContract = (name: string, setup: () => Promise<ContractTa
       });
       it('times out and kills the command', async (ctx) => {
         if (!shell()) ctx.skip();
-        const started = Date.now();
-        const r = await sb.exec('sleep 30', { timeoutMs: 500 });
+        const r = await sb.exec('sleep 30', { timeoutMs: 500 }); // not killed, it would say exit 0
         expect(r.timedOut).toBe(true);
         expect(r.exitCode).toBeNull();
-        expect(Date.now() - started).toBeLessThan(10_000);
       });
       it('runs background jobs whose output can be read incrementally, and kills them', async (ctx) => {
         if (!shell()) ctx.skip();

@@ -11,15 +11,21 @@ afterAll(() => fx.sweep());
 
 const state = async (id: string) => (await fx.docker.getContainer(id).inspect()).State;
 
+/** Ids of this run's containers still waiting in a pool (not yet handed to an agent). */
+const pooledContainers = async (): Promise<string[]> =>
+  (await fx.docker.listContainers({ all: true, filters: { label: [`dsh.test=${fx.runId}`, 'dsh.pool=1'] } }))
+    .filter((c) => c.Names[0]?.includes('-pool-'))
+    .map((c) => c.Id);
+
 describe('docker provider lifecycle', () => {
-  it('hands out a warm pooled container in milliseconds and refills the pool', async () => {
+  // How much faster than a cold create that is: bench/sandbox.ts (agent ready from the warm pool).
+  it('hands out the warm pooled container and refills the pool', async () => {
     const provider = fx.provider({ connect: pingOnlyConnect, pool: { size: 1 } });
     await provider.pool.filled();
     expect(provider.pool.ready).toBe(1);
-    const t0 = performance.now();
+    const [waiting] = await pooledContainers();
     const sb = await provider.create({ tenantId: 't', agentId: 'pooled' });
-    const ms = performance.now() - t0;
-    expect(ms).toBeLessThan(300);
+    expect(sb.id).toBe(waiting); // the container that was waiting in the pool, not a new one
     const info = await fx.docker.getContainer(sb.id).inspect();
     expect(info.Name).toBe(`/dsht-${fx.runId}-agent-pooled`);
     expect(info.State.Running).toBe(true);
@@ -129,21 +135,12 @@ describe('docker provider lifecycle with sandboxd', () => {
   it('removes pool containers a previous process left behind, on adopt()', async () => {
     const crashed = fx.provider({ pool: { size: 1 } });
     await crashed.pool.filled();
-    const pooled = async () =>
-      (
-        await fx.docker.listContainers({
-          all: true,
-          filters: { label: [`dsh.test=${fx.runId}`, 'dsh.pool=1'] },
-        })
-      )
-        .filter((c) => c.Names[0]?.includes('-pool-'))
-        .map((c) => c.Id);
-    const leftover = await pooled();
+    const leftover = await pooledContainers();
     expect(leftover).toHaveLength(1);
     // no close(): as if the process died (it still runs here, so it may make another one later)
     const next = fx.provider();
     await next.adopt();
-    expect(await pooled()).not.toContain(leftover[0]);
+    expect(await pooledContainers()).not.toContain(leftover[0]);
     await next.close();
     await crashed.close();
   });

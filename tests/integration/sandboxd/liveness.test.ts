@@ -27,15 +27,13 @@ describe('a sandboxd that stops answering', () => {
     const before = await sandboxdPid(sb.id);
     execFileSync('docker', ['exec', '-u', '0', sb.id, 'kill', '-STOP', before]);
 
-    const started = Date.now();
     const stalled = await sb.exec('echo never', { timeoutMs: 60_000 }).catch((e: unknown) => e);
-    const waited = Date.now() - started;
+    // Found by the watchdog (a ping or two): its message, not the call's own 65 s deadline's
+    // ("sandboxd did not answer exec within …").
     expect(stalled).toMatchObject({
       code: 'SANDBOX_UNAVAILABLE',
       message: expect.stringMatching(/stopped answering/),
     });
-    // Found by the watchdog (a ping or two), not by the call's own 65 s deadline.
-    expect(waited).toBeLessThan(20_000);
 
     const after = await sb.exec('cat kept.txt; id -u');
     expect(after).toMatchObject({ exitCode: 0, stdout: 'still here\n1000\n' });
