@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { INPUT_LIMIT } from '../../../host/api/routes/terminals.ts';
 import type { SandboxTerminals } from '../../../host/sandbox/types.ts';
+import { until as waitUntil } from '../../helpers/until.ts';
 import { type Harness, type Loose, startHarness, text as textOf } from '../security/harness.ts';
 
 let h: Harness;
@@ -84,8 +85,9 @@ describe('terminals on the sandbox image', () => {
       expect(out.text).toContain('33 90');
       expect(out.text).toContain('py-pty-ok');
       await terms.write(t.id, 'cd /tmp; sleep 60\r');
-      await new Promise((r) => setTimeout(r, 300));
-      expect((await terms.list()).find((x) => x.id === t.id)?.busy).toBe(true);
+      await waitUntil(async () => (await terms.list()).find((x) => x.id === t.id)?.busy, {
+        what: 'the terminal to be busy',
+      });
       await terms.signal(t.id, 'SIGINT');
       // Detach the host side; a fresh handle re-attaches to the same sandboxd.
       await sandbox.detach();
@@ -195,12 +197,20 @@ describe('terminals on the sandbox image', () => {
     const opened = await call(h.keyA, agent.id, 'terminal_open', { type: 'bash', name: 'flood' });
     const tid = opened.value.sessionId as string;
     const total = 32 * 1024 * 1024;
-    await call(h.keyA, agent.id, 'terminal_send', {
+    const sent = await call(h.keyA, agent.id, 'terminal_send', {
       sessionId: tid,
-      text: `stty raw -echo; head -c ${total} | wc -c; stty sane`,
+      text: `stty raw -echo; echo ar$((1+1))med; head -c ${total} | wc -c; stty sane`,
       submit: true,
     });
-    await new Promise((r) => setTimeout(r, 300));
+    // Raw mode is on (a cooked line discipline would drop most of a line this long) once it says so.
+    let seen = textOf(sent);
+    await waitUntil(
+      async () => {
+        seen += textOf(await call(h.keyA, agent.id, 'terminal_read', { sessionId: tid }));
+        return seen.includes('ar2med');
+      },
+      { what: 'raw mode', timeoutMs: 20_000 },
+    );
     const url = `${h.server.url.replace('http', 'ws')}/v1/agents/${agent.id}/terminals/${tid}`;
     const s = await connect(url, { headers: { Authorization: `Bearer ${h.keyA}` } });
     const frame = Buffer.alloc(256 * 1024, 'a');
