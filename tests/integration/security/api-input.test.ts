@@ -4,6 +4,7 @@
 // no object prototype in the server changes, and the service keeps serving everyone.
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { until } from '../../helpers/until.ts';
 import { type Harness, type Loose, startHarness } from './harness.ts';
 
 let h: Harness;
@@ -15,7 +16,18 @@ const stillServing = async () => {
   expect((await h.http(h.keyB, 'GET', '/v1/agents')).status).toBe(200);
 };
 
-/** Sends raw bytes and resolves with everything the server answered before closing (or timeout). */
+/** True once `raw` holds a whole response: its head and the body its head announces. */
+const wholeResponse = (raw: string): boolean => {
+  const end = raw.indexOf('\r\n\r\n');
+  if (end < 0) return false;
+  const head = raw.slice(0, end);
+  const length = /\r\ncontent-length: *(\d+)/i.exec(head);
+  if (length) return raw.length - end - 4 >= Number(length[1]); // latin1: one char per byte
+  if (/\r\ntransfer-encoding: *chunked/i.test(head)) return raw.endsWith('0\r\n\r\n');
+  return false; // the body ends when the server closes
+};
+
+/** Sends raw bytes; resolves with the server's answer once it is whole or closed (or a hang guard passed). */
 const rawRequest = (bytes: Buffer, waitMs = 10_000): Promise<string> =>
   new Promise((resolve) => {
     const { port } = h.server;
@@ -29,7 +41,7 @@ const rawRequest = (bytes: Buffer, waitMs = 10_000): Promise<string> =>
     const timer = setTimeout(done, waitMs);
     socket.on('data', (c) => {
       chunks.push(c);
-      if (/\r\n\r\n/.test(Buffer.concat(chunks).toString('latin1'))) setTimeout(done, 100);
+      if (wholeResponse(Buffer.concat(chunks).toString('latin1'))) done();
     });
     socket.on('error', done);
     socket.on('close', done);
@@ -271,7 +283,14 @@ describe('hostile HTTP input', () => {
         `POST /v1/agents/${agent}/calls HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${h.keyA}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"calls":`,
         ' ',
       );
-    await new Promise((r) => setTimeout(r, 1000));
+    // All ten are open on the server (with the request asking for the gauge) before the others ask.
+    await until(
+      async () =>
+        Number(
+          /^dsh_connections_open (\d+)$/m.exec((await h.http(undefined, 'GET', '/metrics')).text)?.[1] ?? 0,
+        ) > 10,
+      { what: 'the slow connections to be open' },
+    );
     await stillServing();
     while (sockets.some((s) => s.closedAt === undefined) && Date.now() - started < 140_000)
       await new Promise((r) => setTimeout(r, 500));

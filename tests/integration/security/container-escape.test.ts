@@ -147,9 +147,8 @@ describe('container escape and abuse from bash', () => {
   });
 
   it('a fork bomb hits the pids limit; the sandbox, the service and another tenant keep working', async () => {
-    const started = Date.now();
+    // The call's own 20 s timeout ends it whatever the bomb does.
     const bomb: Loose = await h.bash(h.keyA, agentA, 'b(){ b|b & }; b; sleep 8', 20_000);
-    expect(Date.now() - started).toBeLessThan(60_000);
     expect(bomb).toBeDefined();
     await serviceAndNeighbourStillWork();
     // The agent's own sandbox recovers: leftovers can be killed and new commands run.

@@ -3,6 +3,7 @@
 // held every slot (12 calls and 12 deletes at a concurrency of 16: 7 deletes refused, 7 containers
 // kept running). Real Docker, public API.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { until } from '../../helpers/until.ts';
 import { type Harness, startHarness } from './harness.ts';
 
 let h: Harness;
@@ -10,8 +11,6 @@ beforeAll(async () => {
   h = await startHarness({ config: { tenantConcurrency: 2 } });
 });
 afterAll(() => h?.close());
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('deleting agents whose calls hold every request slot of the tenant', () => {
   it('answers 204 and stops the calls', async () => {
@@ -22,8 +21,10 @@ describe('deleting agents whose calls hold every request slot of the tenant', ()
         calls: [{ id: 'c', name: 'bash', arguments: { command: 'sleep 60', description: 'hold' } }],
       }),
     );
-    await sleep(1000);
-    expect((await h.http(h.keyA, 'GET', '/v1/agents')).status).toBe(429); // every slot is taken
+    // Every slot is taken once both calls are in.
+    await until(async () => (await h.http(h.keyA, 'GET', '/v1/agents')).status === 429, {
+      what: 'both calls to hold a slot',
+    });
     for (const a of agents) expect((await h.http(h.keyA, 'DELETE', `/v1/agents/${a}`)).status).toBe(204);
     for (const res of await Promise.all(calls)) expect(res.json.results[0].ok).toBe(false);
     for (const a of agents)

@@ -3,6 +3,7 @@
 // delete got a new container that outlived the agent). Real Docker, real isolate host, public API.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SessionEvent } from '../../../host/store/types.ts';
+import { until } from '../../helpers/until.ts';
 import { type Harness, type Loose, startHarness } from './harness.ts';
 
 let h: Harness;
@@ -32,16 +33,17 @@ describe('deleting an agent while its program runs', () => {
     const batch = h.http(h.keyA, 'POST', `/v1/agents/${agentId}/calls`, {
       calls: [{ id: 'p', name: 'run_code', arguments: { code: program, description: 'loop' } }],
     });
-    for (const end = Date.now() + 60_000; ; await sleep(50)) {
-      if (innerResults(agentId).filter((e) => (e.data as Loose).name === 'bash').length >= 3) break;
-      if (Date.now() > end) throw new Error('the program did not start looping');
-    }
+    await until(() => innerResults(agentId).filter((e) => (e.data as Loose).name === 'bash').length >= 3, {
+      what: 'the program to loop',
+      timeoutMs: 60_000,
+    });
     expect(await containersOf(agentId)).toHaveLength(1);
 
     const deleted = await h.http(h.keyA, 'DELETE', `/v1/agents/${agentId}`);
-    const at = Date.now();
+    const lastBefore204 = h.server.store.events.list(agentId, { limit: 5000 }).at(-1)?.seq ?? 0;
     expect(deleted.status).toBe(204);
-    // No container for the agent, now or a little later (a program that kept calling tools made one).
+    // No container for the agent, now or a little later (a program that kept calling tools made one):
+    // an absence, so watching for a while is the check.
     expect(await containersOf(agentId)).toEqual([]);
     await sleep(1500);
     expect(await containersOf(agentId)).toEqual([]);
@@ -57,9 +59,9 @@ describe('deleting an agent while its program runs', () => {
     for (const e of writes)
       expect(['DENIED', 'ABORTED_BEFORE_DISPATCH', 'ABORTED']).toContain((e.data as Loose).error?.code);
     // Nothing ran after the 204.
-    expect(results.filter((e) => e.at > at && (e.data as Loose).ok === true)).toEqual([]);
+    expect(results.filter((e) => e.seq > lastBefore204 && (e.data as Loose).ok === true)).toEqual([]);
     expect((await h.http(h.keyA, 'GET', `/v1/agents/${agentId}`)).status).toBe(404);
-    await sleep(500);
+    await sleep(500); // watching for a while: an absence
     expect(innerResults(agentId)).toHaveLength(results.length); // and no call since
   });
 });

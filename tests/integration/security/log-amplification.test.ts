@@ -53,15 +53,14 @@ describe('durable log amplification (issue 11)', () => {
     const grown = storeBytes() - before;
     expect(grown).toBeLessThan(4 * MiB);
 
-    // Every page is bounded; the inner calls carry the argument by reference.
+    // Every page is bounded; the inner calls carry the argument by reference. (What a page costs to
+    // serve, against the unbounded pages of issue 11: bench/event-pages.ts.)
     let after = 0;
     let calls = 0;
     let first: Loose;
     for (;;) {
-      const started = performance.now();
       const page = await h.http(h.keyA, 'GET', `/v1/agents/${agent}/events?after=${after}&limit=5000`);
       expect(page.buf.length).toBeLessThanOrEqual(MiB + 1024);
-      expect(performance.now() - started).toBeLessThan(5000);
       if (page.json.events.length === 0) break;
       const inner = page.json.events.filter((e: Loose) => e.type === 'tool.call' && e.parentCallId === 'p');
       first ??= inner[0];

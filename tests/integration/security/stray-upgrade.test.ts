@@ -10,6 +10,7 @@
 // Real server on loopback, public API.
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { until } from '../../helpers/until.ts';
 import { type Harness, startHarness } from './harness.ts';
 
 let h: Harness;
@@ -20,22 +21,27 @@ afterAll(() => h?.close());
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Sends one raw upgrade request; resolves with what came back once the server closed or 1 s passed. */
+/**
+ * Sends one raw upgrade request; resolves with what came back once its head is in or the server
+ * closed (or, as a hang guard, after 10 s).
+ */
 const upgrade = (path: string, key: string, accept: string, kind = 'websocket'): Promise<string> =>
   new Promise((resolve, reject) => {
     const socket = net.connect(h.server.port, '127.0.0.1');
     let received = '';
     socket.setEncoding('utf8');
-    socket.on('data', (d: string) => {
-      received += d;
-    });
-    socket.once('error', reject);
     const done = () => {
+      clearTimeout(guard);
       socket.destroy();
       resolve(received);
     };
+    socket.on('data', (d: string) => {
+      received += d;
+      if (received.includes('\r\n\r\n')) done();
+    });
+    socket.once('error', reject);
     socket.once('close', done);
-    setTimeout(done, 1000);
+    const guard = setTimeout(done, 10_000);
     socket.write(
       `GET ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nAccept: ${accept}\r\n` +
         `Connection: Upgrade\r\nUpgrade: ${kind}\r\nSec-WebSocket-Version: 13\r\n` +
@@ -49,10 +55,11 @@ describe('WebSocket upgrades outside the terminal routes', () => {
     const answers: string[] = [];
     for (let i = 0; i < 8; i++)
       answers.push(await upgrade(`/v1/agents/${agent}/events`, h.keyA, 'text/event-stream'));
-    await sleep(200);
-    // The tenant's requests are served as before (tenantConcurrency is 4 here).
-    const res = await h.http(h.keyA, 'GET', '/v1/agents');
-    expect(res.status).toBe(200);
+    // The tenant's requests are served as before (tenantConcurrency is 4 here), once the server
+    // has closed the refused sockets.
+    await until(async () => (await h.http(h.keyA, 'GET', '/v1/agents')).status === 200, {
+      what: 'a request slot',
+    });
     const events = await h.http(h.keyA, 'GET', `/v1/agents/${agent}/events`);
     expect(events.status).toBe(200);
     for (const answer of answers) expect(answer).toMatch(/^HTTP\/1\.1 400 /);
