@@ -76,7 +76,7 @@ describe('single-file downloads', () => {
       expect(reads).toHaveLength(i);
     }
     await it.return?.();
-    await sleep(20);
+    await sleep(20); // an absence: room for a late read to show
     expect(reads).toHaveLength(3);
   });
 
@@ -125,7 +125,7 @@ describe('archive downloads', () => {
       if (reads.length === 1) truncateSync(join(local.sd.root, 'tree/shrinks.txt'), 4);
     });
     const tar = await archive.download('tree');
-    await sleep(20);
+    await sleep(20); // an absence: room for an eager read to show
     expect(reads).toHaveLength(0); // listed, but nothing read before the tar is
     const ex = extract();
     tar.pipe(ex);

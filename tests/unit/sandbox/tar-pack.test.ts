@@ -140,7 +140,7 @@ describe('packEntries', () => {
     const tar = packEntries([
       { name: 'big.bin', type: 'file', mode: 0o644, size: 64 * MiB, content: source },
     ]);
-    await sleep(20);
+    await sleep(20); // an absence: room for an eager pull to show
     expect(pulled).toBe(0);
     const it = tar[Symbol.asyncIterator]();
     expect(((await it.next()).value as Buffer).length).toBe(512); // the header

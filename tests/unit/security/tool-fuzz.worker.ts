@@ -3,10 +3,12 @@
 // Here: the service as serve.ts composes it (assembleAgents: every builtin tool, the timeout policy,
 // run_code over a real isolate host, workflow and ralph), the memory sandbox provider with a
 // workspace of hostile files, and the HTTP app in front. For every tool every preset offers, fast-check
-// generates hostile schema-valid arguments; each call must settle within CALL_BOUND_MS with a
-// result (never an internal error), and the event loop's longest stall meanwhile must stay under
-// LAG_BOUND_MS. Messages to the parent: `beat` (the loop is alive), `call` (what is running now),
-// then `done` with the failures and per-tool measurements.
+// generates hostile schema-valid arguments; each call must settle within callBoundMs (a hang guard)
+// with a result (never an internal error); a call that freezes the event loop stops the `beat` the
+// parent watches. The loop's longest stall during each call is measured, not judged here: the
+// figures (against the same loop idle, `baselineMs`) are bench/tool-lag.ts's. Messages to the
+// parent: `beat` (the loop is alive), `call` (what is running now), then `done` with the failures
+// and per-tool measurements.
 import { parentPort, workerData } from 'node:worker_threads';
 import fc from 'fast-check';
 import { assembleAgents } from '../../../host/agents/assemble.ts';
@@ -26,8 +28,10 @@ export interface FuzzOptions {
   seed: number;
   /** Generated calls per tool, besides the pinned examples. */
   runs: number;
+  /** A call that has not settled after this long fails (a hang guard, not a speed claim). */
   callBoundMs: number;
-  lagBoundMs: number;
+  /** Before the fuzz, measure the idle loop's longest stall over this long (the bench's baseline). */
+  baselineMs?: number;
   /** Only tools whose name is listed (all when absent). */
   only?: string[];
   /** Post a `trace` message after every call (for looking into a slow tool). */
@@ -47,7 +51,7 @@ export type FuzzMessage =
   | { type: 'call'; tool: string; args: string }
   | { type: 'failure'; failure: string }
   | { type: 'trace'; tool: string; args: string; lagMs: number; settleMs: number }
-  | { type: 'done'; failures: string[]; stats: ToolStats[] };
+  | { type: 'done'; failures: string[]; stats: ToolStats[]; idleLagMs?: number };
 
 const options = workerData as FuzzOptions;
 const post = (message: FuzzMessage): void => parentPort?.postMessage(message);
@@ -185,6 +189,7 @@ const main = async (): Promise<void> => {
   const isolates = createIsolateHost({ workers: 1, prewarm: 1 });
   const failures: string[] = [];
   const stats: ToolStats[] = [];
+  let idleLagMs: number | undefined;
   // The longest gap between ticks of a 10 ms interval, beyond the 10 ms: how long the loop stalled.
   // (Not monitorEventLoopDelay: on Node 24 it misses stalls outside the timers phase.)
   const loop = { max: 0, last: performance.now() };
@@ -236,6 +241,13 @@ const main = async (): Promise<void> => {
       }
     }
 
+    if (options.baselineMs) {
+      loop.max = 0;
+      loop.last = performance.now();
+      await new Promise((resolve) => setTimeout(resolve, options.baselineMs));
+      idleLagMs = loop.max;
+    }
+
     for (const target of targets) {
       const stat: ToolStats = {
         tool: target.name,
@@ -270,8 +282,6 @@ const main = async (): Promise<void> => {
           post({ type: 'trace', tool: target.name, args: JSON.stringify(summarize(args)), lagMs, settleMs });
         if (MUTATING.has(target.name)) await resetWorkspace(target.sandbox);
         if (settled === 'deadline') throw new Error(`did not settle within ${options.callBoundMs} ms`);
-        if (lagMs > options.lagBoundMs)
-          throw new Error(`held the event loop for ${Math.round(lagMs)} ms (bound ${options.lagBoundMs} ms)`);
         // A call the API accepted settles as a result; a body over the API's limit is refused whole.
         if (settled.status === 413) return;
         const result = (
@@ -305,7 +315,7 @@ const main = async (): Promise<void> => {
     clearInterval(beat);
     await isolates.close();
   }
-  post({ type: 'done', failures, stats });
+  post({ type: 'done', failures, stats, ...(idleLagMs === undefined ? {} : { idleLagMs }) });
 };
 
 await main();
