@@ -5,8 +5,9 @@
 // against the client's JSON Schema by @cfworker/json-schema before any request exists, with every
 // `pattern` run on the linear-time engine (host/tools/safe-schema.ts), never by backtracking.
 import { SandboxError } from '../errors.ts';
+import type { JsonValue } from '../json.ts';
 import { awaitRequest } from '../store/await-request.ts';
-import type { JsonValue, RequestStore } from '../store/types.ts';
+import type { RequestStore } from '../store/types.ts';
 import { defineJsonSchemaTool } from '../tools/json-schema-tool.ts';
 import { validationSchemaOf, withClientSchema } from '../tools/safe-schema.ts';
 import type { ToolDefinition } from '../tools/types.ts';

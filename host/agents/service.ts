@@ -12,9 +12,9 @@
 // sandbox can be created for it (the creation path re-reads the store at the point of creation
 // and waits for nothing a delete in progress could miss); the sandbox is destroyed last.
 import { isSandboxError, messageOf, SandboxError } from '../errors.ts';
+import type { JsonValue } from '../json.ts';
 import type { Sandbox, SandboxProvider } from '../sandbox/types.ts';
 import type { AgentRecord, Store } from '../store/index.ts';
-import type { JsonValue } from '../store/types.ts';
 import type { Disposer } from '../tools/disposer.ts';
 import type { ToolRegistry } from '../tools/index.ts';
 import type { AgentScope, ToolCall, ToolDefinition, ToolResult } from '../tools/types.ts';

@@ -1,7 +1,7 @@
 // The public vocabulary of the isolate host: what a run asks for, which limits bound it and what
 // comes back. Everything here is data; the host (host.ts) and the worker (worker.ts) implement it.
 // Invariant: an outcome is always one of these two shapes; untrusted work never throws through run().
-import type { JsonValue } from '../store/types.ts';
+import type { JsonValue } from '../json.ts';
 
 export type { JsonValue };
 

@@ -3,8 +3,8 @@
 // `deleted_at` stamp so start-up re-adoption can still find and remove the agent's sandbox.
 import { nanoid } from 'nanoid';
 import { SandboxError } from '../errors.ts';
+import type { JsonValue } from '../json.ts';
 import { type Database, guarded, storeError } from './db.ts';
-import type { JsonValue } from './types.ts';
 
 export interface AgentRecord {
   id: string;

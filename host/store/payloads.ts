@@ -9,7 +9,8 @@
 // resolveData(splitData(x)) deep-equals JSON.parse(JSON.stringify(x)) when nothing was dropped.
 import { createHash } from 'node:crypto';
 import { SandboxError } from '../errors.ts';
-import type { JsonValue, PayloadRef } from './types.ts';
+import type { JsonValue } from '../json.ts';
+import type { PayloadRef } from './types.ts';
 
 /** Default: values longer than this (JSON characters) are stored as payloads. */
 export const DEFAULT_INLINE_BYTES = 16 * 1024;

@@ -5,7 +5,8 @@
 // rest get timers, so nothing pending is lost across a restart.
 import { nanoid } from 'nanoid';
 import { SandboxError } from '../errors.ts';
-import type { EventLog, HostRequest, HostRequestState, JsonValue, RequestStore } from './types.ts';
+import type { JsonValue } from '../json.ts';
+import type { EventLog, HostRequest, HostRequestState, RequestStore } from './types.ts';
 
 export type SettledState = Exclude<HostRequestState, 'pending'>;
 

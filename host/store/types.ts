@@ -2,8 +2,7 @@
 // host/store/libsql implements them (host/store/memory is the in-process double for unit tests).
 // Invariants: every session has a gap-free, strictly increasing per-session `seq` starting at 1;
 // an appended event is never changed; answering a request is first-writer-wins.
-
-export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+import type { JsonValue } from '../json.ts';
 
 /** Where an event shows in the model's history: as part of it, or only in the audit log. */
 export type EventSurface = 'current' | 'log-only';

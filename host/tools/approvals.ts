@@ -1,8 +1,10 @@
 // The approvals port that `ask` decisions go through, and its adapter over the RequestStore: an
 // `approval` host request the client answers over HTTP. Invariant: anything but an explicit
 // `{ allow: true }` answer before expiry is a denial; an aborted caller cancels the request.
+
+import type { JsonValue } from '../json.ts';
 import { awaitRequest } from '../store/await-request.ts';
-import type { JsonValue, RequestStore } from '../store/types.ts';
+import type { RequestStore } from '../store/types.ts';
 
 export interface ApprovalRequest {
   sessionId: string;

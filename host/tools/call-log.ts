@@ -4,7 +4,8 @@
 // record is not run (recordCall says why, as the call's error); large values and tenant budgets
 // are the store's business (host/store/event-log-core.ts).
 import { isSandboxError } from '../errors.ts';
-import type { EventLog, JsonValue, SessionEventInput } from '../store/types.ts';
+import type { JsonValue } from '../json.ts';
+import type { EventLog, SessionEventInput } from '../store/types.ts';
 import { fail } from './outcomes.ts';
 import type { ToolError, ToolResult } from './types.ts';
 

@@ -2,7 +2,7 @@
 // context look like. Everything here is data or an interface; behaviour lives in the modules that
 // use it. The result shape is what the API returns as-is, so it stays JSON-serialisable.
 import type { ErrorCode } from '../errors.ts';
-import type { JsonValue } from '../store/types.ts';
+import type { JsonValue } from '../json.ts';
 
 export type { JsonValue };
 

@@ -7,7 +7,8 @@ import { describeRoute } from 'hono-openapi';
 import * as v from 'valibot';
 import type { AgentService } from '../../agents/service.ts';
 import { SandboxError } from '../../errors.ts';
-import type { HostRequest as HostRequestModel, JsonValue, RequestStore } from '../../store/types.ts';
+import type { JsonValue } from '../../json.ts';
+import type { HostRequest as HostRequestModel, RequestStore } from '../../store/types.ts';
 import { jsonBody, jsonRequest, jsonResponse, queryOf } from '../body.ts';
 import type { ApiEnv } from '../env.ts';
 import {

@@ -3,8 +3,9 @@
 // same machinery as remote tools. Invariants: an aborted step cancels its request; an unanswered
 // request fails the step at its expiry (REQUEST_EXPIRED); a malformed answer fails only this step.
 import { SandboxError } from '../../errors.ts';
+import type { JsonValue } from '../../json.ts';
 import { awaitRequest } from '../../store/await-request.ts';
-import type { JsonValue, RequestStore } from '../../store/types.ts';
+import type { RequestStore } from '../../store/types.ts';
 import type { SpawnProvider, SpawnResult } from './spawn.ts';
 
 export const SUBAGENT_TIMEOUT_MS = 1_800_000;

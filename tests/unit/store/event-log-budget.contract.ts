@@ -2,8 +2,9 @@
 // events page was 382 MiB). Every implementation runs this suite through its one-line test file.
 import { createHash } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { JsonValue } from '../../../host/json.ts';
 import type { ClosableEventLog } from '../../../host/store/event-log-core.ts';
-import type { JsonValue, SessionEvent, SessionEventInput } from '../../../host/store/types.ts';
+import type { SessionEvent, SessionEventInput } from '../../../host/store/types.ts';
 import type { EventLogInstance, Harness } from './harness.ts';
 
 const KiB = 1024;
