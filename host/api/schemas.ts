@@ -2,6 +2,7 @@
 // (through hono-openapi's resolver). Limits here are the API's promises; change them knowingly.
 import * as v from 'valibot';
 import { PRESETS } from '../agents/types.ts';
+import { AnswerBody } from '../requests/index.ts';
 import { PRESENTATION_MODES } from '../tools/types.ts';
 
 const NAME = /^[A-Za-z0-9_-]{1,128}$/;
@@ -184,11 +185,6 @@ export const HostRequest = v.object({
 });
 export const RequestList = v.object({ requests: v.array(HostRequest) });
 
-/** An answer: a remote tool's or a subagent's `{ result }` or `{ error }` (a subagent's also `{ output }`), an approval's `{ allow, reason? }`. */
-export const Answer = v.union([
-  v.strictObject({ allow: v.boolean(), reason: v.optional(v.pipe(v.string(), v.maxLength(2000))) }),
-  v.strictObject({ result: v.unknown() }),
-  v.strictObject({ error: v.union([v.string(), v.object({ message: v.string() })]) }),
-  v.strictObject({ output: v.unknown() }),
-]);
+/** An answer: every request kind's answer shapes (host/requests/registry.ts); the route checks the request's own. */
+export const Answer = AnswerBody;
 export const Answered = v.object({ id: v.string(), state: v.string() });

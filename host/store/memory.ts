@@ -2,6 +2,7 @@
 // they behave the same (batched writes, seq rules, first-writer-wins, expiry, waiters). Unit-test
 // doubles for other modules; nothing here survives the process. Stored values are kept as JSON
 // strings or copies so callers cannot change what was stored.
+import type { HostRequest } from '../requests/port.ts';
 import {
   type ClosableEventLog,
   createEventLog,
@@ -15,7 +16,6 @@ import {
   type RequestBackend,
   type RequestStoreOptions,
 } from './request-core.ts';
-import type { HostRequest } from './types.ts';
 
 /** `tenantOf` maps sessions to tenants (default: every session counts against tenant ''). */
 export const createMemoryEventBackend = (

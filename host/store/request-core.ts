@@ -6,7 +6,8 @@
 import { nanoid } from 'nanoid';
 import { SandboxError } from '../errors.ts';
 import type { JsonValue } from '../json.ts';
-import type { EventLog, HostRequest, HostRequestState, RequestStore } from './types.ts';
+import type { HostRequest, HostRequestState, RequestStore } from '../requests/port.ts';
+import type { EventLog } from './types.ts';
 
 export type SettledState = Exclude<HostRequestState, 'pending'>;
 

@@ -2,6 +2,7 @@
 // Invariants: a request is written before create() returns (requests are rare and must survive a
 // crash, so they are not batched); settling is one conditional `UPDATE … WHERE state = 'pending'
 // RETURNING`, so exactly one writer wins even across processes sharing the file.
+import type { HostRequest, HostRequestState } from '../requests/port.ts';
 import { type Database, guarded } from './db.ts';
 import {
   type ClosableRequestStore,
@@ -9,12 +10,11 @@ import {
   type RequestBackend,
   type RequestStoreOptions,
 } from './request-core.ts';
-import type { HostRequest, HostRequestKind, HostRequestState } from './types.ts';
 
 interface StoredRequest {
   id: string;
   session_id: string;
-  kind: HostRequestKind;
+  kind: string;
   call_id: string;
   state: HostRequestState;
   payload: string;

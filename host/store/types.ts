@@ -1,7 +1,9 @@
-// Ports of the durable store. host/tools, host/api and host/agents depend on these interfaces;
-// host/store/libsql implements them (host/store/memory is the in-process double for unit tests).
+// The store's own ports: the durable session log (EventLog, with payload reads and usage per
+// tenant). host/tools, host/api and host/agents depend on these interfaces; host/store implements
+// them over libsql (memory.ts is the in-process double for unit tests). The store also implements
+// ports other rooms own (RequestStore: host/requests/port.ts) and imports nothing above it.
 // Invariants: every session has a gap-free, strictly increasing per-session `seq` starting at 1;
-// an appended event is never changed; answering a request is first-writer-wins.
+// an appended event is never changed.
 import type { JsonValue } from '../json.ts';
 
 /** Where an event shows in the model's history: as part of it, or only in the audit log. */
@@ -95,40 +97,4 @@ export interface EventPayloads {
   payload(sessionId: string, seq: number, pointer: string): string;
   /** Every tenant with log usage (stored and queued). */
   usage(): TenantLogUsage[];
-}
-
-/** Things only the client can answer: approvals (`ask`), remote tool calls, subagent runs. */
-export type HostRequestKind = 'approval' | 'remote_tool' | 'subagent' | 'user_question';
-
-export type HostRequestState = 'pending' | 'answered' | 'expired' | 'cancelled';
-
-export interface HostRequest {
-  id: string;
-  sessionId: string;
-  kind: HostRequestKind;
-  callId: string;
-  state: HostRequestState;
-  /** What the client needs in order to answer (tool name, arguments, reason …). */
-  payload: JsonValue;
-  /** The client's answer once answered. */
-  answer?: JsonValue;
-  createdAt: number;
-  expiresAt: number;
-}
-
-export interface RequestStore {
-  create(input: {
-    sessionId: string;
-    kind: HostRequestKind;
-    callId: string;
-    payload: JsonValue;
-    expiresAt: number;
-  }): HostRequest;
-  get(id: string): HostRequest | undefined;
-  list(sessionId: string, state?: HostRequestState): HostRequest[];
-  /** First writer wins: false when the request is not pending any more. */
-  answer(id: string, answer: JsonValue): boolean;
-  cancel(id: string): boolean;
-  /** Resolves with the settled request: answered, expired (at expiresAt) or cancelled. Rejects on abort. */
-  wait(id: string, signal?: AbortSignal): Promise<HostRequest>;
 }

@@ -1,10 +1,9 @@
 // The approvals port that `ask` decisions go through, and its adapter over the RequestStore: an
-// `approval` host request the client answers over HTTP. Invariant: anything but an explicit
-// `{ allow: true }` answer before expiry is a denial; an aborted caller cancels the request.
-
+// `approval` host request (host/requests/kinds/approval.ts) the client answers over HTTP.
+// Invariant: anything but an explicit `{ allow: true }` answer before expiry is a denial; an aborted
+// caller cancels the request.
 import type { JsonValue } from '../json.ts';
-import { awaitRequest } from '../store/await-request.ts';
-import type { RequestStore } from '../store/types.ts';
+import { approvalKind, awaitRequest, type RequestStore } from '../requests/index.ts';
 
 export interface ApprovalRequest {
   sessionId: string;
@@ -34,45 +33,24 @@ export interface RequestApprovalsOptions {
   now?: () => number;
 }
 
-const readAnswer = (answer: JsonValue | undefined): ApprovalAnswer => {
-  if (typeof answer !== 'object' || answer === null || Array.isArray(answer))
-    return { allow: false, reason: 'the approval answer was malformed' };
-  const reason = typeof answer.reason === 'string' ? answer.reason : undefined;
-  return answer.allow === true
-    ? { allow: true }
-    : reason === undefined
-      ? { allow: false }
-      : { allow: false, reason };
-};
-
 export const createRequestApprovals = (
   store: RequestStore,
   options: RequestApprovalsOptions = {},
 ): Approvals => {
   const ttlMs = options.ttlMs ?? 300_000;
-  const now = options.now ?? Date.now;
   return {
-    async request({ sessionId, callId, toolName, arguments: args, reason, signal }) {
-      signal.throwIfAborted();
-      const settled = await awaitRequest(
+    request: ({ sessionId, callId, toolName, arguments: args, reason, signal }) =>
+      awaitRequest(
         store,
+        approvalKind,
         {
           sessionId,
-          kind: 'approval',
           callId,
           payload: { toolName, arguments: (args ?? null) as JsonValue, reason },
-          expiresAt: now() + ttlMs,
+          ttlMs,
+          now: options.now,
         },
         signal,
-      );
-      if (settled.state === 'answered') return readAnswer(settled.answer);
-      return {
-        allow: false,
-        reason:
-          settled.state === 'expired'
-            ? 'nobody answered the approval request in time'
-            : 'the approval request was cancelled',
-      };
-    },
+      ),
   };
 };

@@ -1,14 +1,19 @@
 // Host requests (things only the client can answer) and remote tools. POST remote-tools adds
 // client-executed tools; their calls, `ask` approvals and workflow subagents appear as pending
-// requests here and in the events; POST requests/:rid answers one (first answer wins; a settled
-// one is CONFLICT, an expired one REQUEST_EXPIRED). A request of another agent reads as NOT_FOUND.
+// requests here and in the events; POST requests/:rid answers one, checked against its kind's
+// answer shapes (host/requests/kinds; first answer wins; a settled one is CONFLICT, an expired one
+// REQUEST_EXPIRED). A request of another agent reads as NOT_FOUND.
 import { Hono } from 'hono';
 import { describeRoute } from 'hono-openapi';
 import * as v from 'valibot';
 import type { AgentService } from '../../agents/service.ts';
 import { SandboxError } from '../../errors.ts';
 import type { JsonValue } from '../../json.ts';
-import type { HostRequest as HostRequestModel, RequestStore } from '../../store/types.ts';
+import {
+  checkAnswer,
+  type HostRequest as HostRequestModel,
+  type RequestStore,
+} from '../../requests/index.ts';
 import { jsonBody, jsonRequest, jsonResponse, queryOf } from '../body.ts';
 import type { ApiEnv } from '../env.ts';
 import {
@@ -109,18 +114,7 @@ export const requestRoutes = (agents: AgentService, requests: RequestStore): Hon
     (c) => {
       const request = owned(requests, c.get('agent').sessionId, c.req.param('rid'));
       const answer = c.get('body') as JsonValue;
-      const shapeOk =
-        request.kind === 'approval' ? 'allow' in (answer as object) : !('allow' in (answer as object));
-      if (!shapeOk) {
-        throw new SandboxError(
-          'BAD_REQUEST',
-          request.kind === 'approval'
-            ? 'Answer an approval with { "allow": true|false }.'
-            : request.kind === 'subagent'
-              ? 'Answer a subagent request with { "result": "<final text>" }, { "result": { "text", "value"? } } or { "error": … }.'
-              : 'Answer with { "result": … } or { "error": … }.',
-        );
-      }
+      checkAnswer(request.kind, answer);
       if (!requests.answer(request.id, answer)) {
         const now = requests.get(request.id);
         if (now?.state === 'expired')

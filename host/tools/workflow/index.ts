@@ -2,12 +2,7 @@
 // with its default (a `subagent` host request). Loads no isolate host: one is injected.
 
 export { RALPH_DEFAULT_ROUNDS, RALPH_MAX_ROUNDS } from './ralph.ts';
-export {
-  createRequestSpawner,
-  type RequestSpawnerOptions,
-  readSpawnAnswer,
-  SUBAGENT_TIMEOUT_MS,
-} from './request-spawner.ts';
+export { createRequestSpawner, type RequestSpawnerOptions, SUBAGENT_TIMEOUT_MS } from './request-spawner.ts';
 export {
   createWorkflowRunner,
   DEFAULT_WORKFLOW_WALL_MS,

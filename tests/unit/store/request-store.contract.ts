@@ -1,6 +1,6 @@
 // The RequestStore contract: every implementation runs this suite through a one-line test file.
 import { afterEach, describe, expect, it } from 'vitest';
-import type { HostRequest } from '../../../host/store/types.ts';
+import type { HostRequest } from '../../../host/requests/port.ts';
 import type { Harness, RequestStoreInstance } from './harness.ts';
 
 const input = (expiresInMs = 60_000, sessionId = 's1') => ({
