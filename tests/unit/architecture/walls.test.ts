@@ -1,6 +1,8 @@
 // The walls ARCHITECTURE.md keeps, pinned: the control plane (host/) never imports scripts/ (setup
-// may import host, never the reverse, so there is no cycle and one place builds the image), and
-// only host/config.ts reads the environment (everything else gets its settings from a Config).
+// may import host, never the reverse, so there is no cycle and one place builds the image); only
+// host/config.ts reads the environment (everything else gets its settings from a Config); the
+// store sits below every room (it implements ports and imports nothing above it), and the host
+// requests room sits below its askers (tools, agents, api) and above nothing but the shared vocabulary.
 // The sandbox image's code (sandbox-image/) imports only itself, the wire it shares with the host
 // (sandbox-wire/) and node: builtins, and sandbox-wire/ imports only itself and node: builtins, so
 // nothing of the control plane (its error table included) is built into the image or its tag.
@@ -60,6 +62,23 @@ describe('the walls of the sandbox image', () => {
   });
 });
 
+/** Pins that the files under host/<folder>/ import only their own folder, `allowed` and packages. */
+const expectOnly = (folder: string, allowed: { host: string[]; packages: RegExp }) => {
+  const files = hostFiles().filter(({ file }) => file.startsWith(`${folder}/`));
+  expect(files.length).toBeGreaterThan(2);
+  for (const { file, source } of files) {
+    const depth = file.split('/').length - 2; // folders below host/<folder>/
+    const up = `../${'../'.repeat(depth)}`;
+    for (const specifier of specifiersOf(source)) {
+      const relative = specifier.startsWith('.');
+      const ok = relative
+        ? !specifier.startsWith(up) || allowed.host.includes(specifier.slice(up.length))
+        : allowed.packages.test(specifier);
+      expect(ok, `host/${file} imports ${specifier}`).toBe(true);
+    }
+  }
+};
+
 describe('the walls of host/', () => {
   it('never imports scripts/ (statically or dynamically)', () => {
     const files = hostFiles();
@@ -68,6 +87,17 @@ describe('the walls of host/', () => {
       for (const specifier of specifiersOf(source))
         expect(specifier, `host/${file} imports ${specifier}`).not.toMatch(/(^|\/)scripts\//);
     }
+  });
+
+  it('host/store imports nothing above it: itself, the shared vocabulary and the ports it implements', () => {
+    expectOnly('store', {
+      host: ['errors.ts', 'json.ts', 'requests/port.ts'],
+      packages: /^(node:|nanoid$|libsql$)/,
+    });
+  });
+
+  it('host/requests imports only itself, the shared vocabulary and valibot (never the store or its askers)', () => {
+    expectOnly('requests', { host: ['errors.ts', 'json.ts'], packages: /^valibot$/ });
   });
 
   it('reads the environment only in host/config.ts', () => {
