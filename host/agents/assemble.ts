@@ -1,19 +1,14 @@
 // Composition of the tool side of the control plane: the registry with the builtin sandbox tools
-// installed globally, the timeout policy (the one place declared deadlines are enforced), the
-// code-mode executor and the workflow tools over an isolate host, approvals as host requests, and
-// the agent service.
+// installed globally (which of them each preset gets is its entry's business, host/agents/presets/),
+// the timeout policy (the one place declared deadlines are enforced), the code-mode executor and
+// the workflow tools over an isolate host, approvals as host requests, and the agent service.
 // The sandbox provider and the isolate host are injected, so this module loads neither dockerode
 // nor isolated-vm; serve.ts, the integration tests and the bench pass the real ones.
 import { timeoutPolicy } from '../../policies/index.ts';
 import type { IsolateHost } from '../isolates/index.ts';
 import type { SandboxProvider } from '../sandbox/types.ts';
 import type { Store } from '../store/index.ts';
-import {
-  persistentBashTool,
-  standardSandboxTools,
-  strReplaceEditorTool,
-  terminalTools,
-} from '../tools/builtin/index.ts';
+import { builtinTools } from '../tools/builtin/index.ts';
 import {
   createRegistry,
   createRequestApprovals,
@@ -56,12 +51,7 @@ export const assembleAgents = (options: AssembleOptions): Assembled => {
       options.approvalTtlMs === undefined ? {} : { ttlMs: options.approvalTtlMs },
     ),
   });
-  for (const tool of [...standardSandboxTools(), strReplaceEditorTool, ...terminalTools()])
-    registry.global.register(tool);
-  // The minimal preset's `bash` is the persistent PTY shell: it shadows the one-shot global `bash`.
-  // The editor is registered there too, so the preset lists its two tools in catalog order.
-  registry.scope('minimal').register(persistentBashTool);
-  registry.scope('minimal').register(strReplaceEditorTool);
+  for (const tool of builtinTools()) registry.global.register(tool);
   timeoutPolicy(
     options.defaultToolTimeoutMs === undefined ? {} : { defaultMs: options.defaultToolTimeoutMs },
   ).install(registry.global);

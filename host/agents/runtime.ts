@@ -1,19 +1,32 @@
-// The ToolRuntime adapter over host/tools' registry: presets are named child scopes of the global
-// layer with a restriction mask; each agent gets its own child of its preset (its restrictions,
-// its policy as a rules policy, its remote tools). Conditional tools are resolved once per
-// describe and per batch, the way a model step would.
-// Invariant: an agent's tools fail closed once disposed (its agent deleted or the service closed):
+// The ToolRuntime adapter over host/tools' registry: a preset is the registry's named child scope
+// of the global layer, set up from the preset's entry (host/agents/presets/): its restriction mask
+// and its own registrations. Each agent gets its own child of its preset (its restrictions, its
+// policy as a rules policy, its remote tools). Conditional tools are resolved once
+// per describe and per batch, the way a model step would.
+// Invariants: an agent's tools fail closed once disposed (its agent deleted or the service closed):
 // a guard installed first and never removed denies every call still made through the scope, so a
-// program or workflow that outlives its agent cannot run anything without its policy.
+// program or workflow that outlives its agent cannot run anything without its policy. A registry's
+// preset layer is set up from its entry once, however many runtimes share the registry.
 
 import { rulesPolicy } from '../../policies/index.ts';
 import { messageOf, SandboxError } from '../errors.ts';
 import type { Disposer, ToolRegistry, ToolScope } from '../tools/index.ts';
-import { presetToolNames } from './presets.ts';
-import type { AgentPolicy, AgentTools, AgentToolsSpec, Preset, ToolRuntime } from './types.ts';
+import { type Preset, presetEntry } from './presets/index.ts';
+import type { AgentPolicy, AgentTools, AgentToolsSpec, ToolRuntime } from './types.ts';
 
-const presetMask = (preset: Preset): { allow: string[] } | { deny: string[] } =>
-  preset === 'creator' ? { deny: ['str_replace_editor'] } : { allow: [...presetToolNames(preset)] };
+/** Preset layers already set up from their entries (registry.scope(name) is memoised per registry). */
+const setUp = new WeakSet<ToolScope>();
+
+const presetScope = (registry: ToolRegistry, preset: Preset): ToolScope => {
+  const scope = registry.scope(preset);
+  if (!setUp.has(scope)) {
+    const entry = presetEntry(preset);
+    scope.restrict(entry.admits);
+    for (const definition of entry.adds) scope.register(definition);
+    setUp.add(scope);
+  }
+  return scope;
+};
 
 const policyRules = (policy: AgentPolicy): unknown[] => [
   ...(policy.deny ?? []).map((tool) => ({
@@ -42,25 +55,14 @@ const installPolicy = (scope: ToolScope, policy: AgentPolicy | undefined): Dispo
 };
 
 export const createRegistryRuntime = (registry: ToolRegistry): ToolRuntime => {
-  const presets = new Map<Preset, ToolScope>();
-  const presetScope = (preset: Preset): ToolScope => {
-    let scope = presets.get(preset);
-    if (scope === undefined) {
-      scope = registry.scope(preset);
-      scope.restrict(presetMask(preset));
-      presets.set(preset, scope);
-    }
-    return scope;
-  };
-
   return {
     presetTools: (preset) =>
-      presetScope(preset)
+      presetScope(registry, preset)
         .definitions()
         .map((d) => d.name),
 
     forAgent(spec: AgentToolsSpec): AgentTools {
-      const scope = presetScope(spec.preset).child(`agent:${spec.agent.id}`);
+      const scope = presetScope(registry, spec.preset).child(`agent:${spec.agent.id}`);
       let retired = false;
       scope.guard(() =>
         retired

@@ -19,7 +19,7 @@ import type { Disposer } from '../tools/disposer.ts';
 import type { ToolRegistry } from '../tools/index.ts';
 import type { AgentScope, ToolCall, ToolDefinition, ToolResult } from '../tools/types.ts';
 import { createRequestSpawner, type SpawnProvider } from '../tools/workflow/index.ts';
-import { defaultModeOf } from './presets.ts';
+import { DEFAULT_PRESET, defaultModeOf } from './presets/index.ts';
 import { trackBatch } from './progress.ts';
 import { defineRemoteTool } from './remote-tools.ts';
 import { createRegistryRuntime } from './runtime.ts';
@@ -261,7 +261,7 @@ export const createAgentService = (options: AgentServiceOptions): AgentService =
           'SHUTTING_DOWN',
           'The service is shutting down; create the agent after it restarts.',
         );
-      const preset = input.preset ?? 'standard';
+      const preset = input.preset ?? DEFAULT_PRESET;
       const { preset: _p, mode: _m, ...config } = input;
       checkLimits(sandboxLimits(input.sandbox), provider.maxima);
       const record = store.agents.create({

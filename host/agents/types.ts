@@ -15,12 +15,9 @@ import type {
   ToolResult,
   ToolSchema,
 } from '../tools/types.ts';
+import type { Preset } from './presets/index.ts';
 
-export type { PresentationMode };
-
-/** Tool tiers (seed 000 "Presets"). */
-export type Preset = 'standard' | 'code' | 'minimal' | 'creator';
-export const PRESETS: readonly Preset[] = ['standard', 'code', 'minimal', 'creator'];
+export type { PresentationMode, Preset };
 
 /** `allow`: only these inherited tools stay visible; `deny`: these are hidden. */
 export type AgentRestriction = { allow: string[] } | { deny: string[] };

@@ -1,7 +1,7 @@
 // Valibot schemas of the v1 API: the same objects validate requests and generate /openapi.json
 // (through hono-openapi's resolver). Limits here are the API's promises; change them knowingly.
 import * as v from 'valibot';
-import { PRESETS } from '../agents/types.ts';
+import { PRESETS } from '../agents/presets/index.ts';
 import { AnswerBody } from '../requests/index.ts';
 import { PRESENTATION_MODES } from '../tools/types.ts';
 

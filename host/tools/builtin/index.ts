@@ -1,4 +1,6 @@
-// The builtin sandbox tools, grouped the way the presets of seed 000 take them.
+// The builtin sandbox tools: each definition by name, and the catalog the service installs in its
+// global layer. Which of them an agent gets is its preset's business (host/agents/presets/), not
+// this module's: nothing here is grouped by preset.
 
 import type { ToolDefinition } from '../types.ts';
 import { bashTool } from './bash.ts';
@@ -44,8 +46,11 @@ export {
   writeTool,
 };
 
-/** The standard preset's native sandbox tools, in catalog order. */
-export const standardSandboxTools = (): ToolDefinition[] => [
+/**
+ * Every builtin tool the service installs in its global layer, in catalog order. The persistent
+ * `bash` is not among them: it shares the one-shot `bash`'s name, so only a preset can add it.
+ */
+export const builtinTools = (): ToolDefinition[] => [
   bashTool,
   readTool,
   readImageTool,
@@ -56,4 +61,6 @@ export const standardSandboxTools = (): ToolDefinition[] => [
   jobListTool,
   jobOutputTool,
   jobKillTool,
+  strReplaceEditorTool,
+  ...terminalTools(),
 ];

@@ -249,7 +249,7 @@ export const terminalCloseTool = defineTool({
   },
 });
 
-/** The creator preset's terminal tools, in catalog order. */
+/** The terminal_* tools, in catalog order. */
 export const terminalTools = (): ToolDefinition[] => [
   terminalListTool,
   terminalOpenTool,

@@ -3,8 +3,8 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Sandbox } from '../../../host/sandbox/types.ts';
-import { standardSandboxTools } from '../../../host/tools/builtin/index.ts';
 import { createRegistry, type ToolResult, type ToolScope } from '../../../host/tools/index.ts';
+import { standardSandboxTools } from '../../unit/builtin/standard-tools.ts';
 import { dockerFixture } from '../sandbox/fixtures.ts';
 
 const fixture = dockerFixture();

@@ -7,8 +7,9 @@ import { createMetrics, observeCalls } from '../../../host/api/metrics.ts';
 import { createMemoryProvider } from '../../../host/sandbox/memory/provider.ts';
 import type { SandboxProvider } from '../../../host/sandbox/types.ts';
 import { type OpenStoreOptions, openStore } from '../../../host/store/index.ts';
-import { standardSandboxTools, strReplaceEditorTool } from '../../../host/tools/builtin/index.ts';
+import { strReplaceEditorTool } from '../../../host/tools/builtin/index.ts';
 import { createRegistry, createRequestApprovals } from '../../../host/tools/index.ts';
+import { standardSandboxTools } from '../builtin/standard-tools.ts';
 
 /** Response JSON as tests read it: loosely, by path. */
 // biome-ignore lint/suspicious/noExplicitAny: tests read response JSON by path

@@ -4,8 +4,9 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { createMemoryProvider } from '../../../host/sandbox/memory/index.ts';
 import type { Sandbox } from '../../../host/sandbox/types.ts';
-import { standardSandboxTools, strReplaceEditorTool } from '../../../host/tools/builtin/index.ts';
+import { strReplaceEditorTool } from '../../../host/tools/builtin/index.ts';
 import { createRegistry, type ToolResult, type ToolScope } from '../../../host/tools/index.ts';
+import { standardSandboxTools } from './standard-tools.ts';
 
 let sandbox: Sandbox;
 let scope: ToolScope;

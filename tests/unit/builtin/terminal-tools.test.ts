@@ -6,7 +6,6 @@ import type { SandboxdClient } from '../../../host/sandbox/sandboxd/client.ts';
 import type { Sandbox } from '../../../host/sandbox/types.ts';
 import {
   createPersistentBashTool,
-  standardSandboxTools,
   strReplaceEditorTool,
   terminalTools,
 } from '../../../host/tools/builtin/index.ts';
@@ -14,6 +13,7 @@ import { cleanTerminalText } from '../../../host/tools/builtin/terminal-text.ts'
 import { createRegistry, type ToolResult, type ToolScope } from '../../../host/tools/index.ts';
 import { until } from '../../helpers/until.ts';
 import { type LocalSandboxd, startLocalSandboxd } from '../sandboxd/harness.ts';
+import { standardSandboxTools } from './standard-tools.ts';
 
 let sd: LocalSandboxd;
 let client: SandboxdClient;
