@@ -1,18 +1,18 @@
 // The ToolRuntime adapter over host/tools' registry: a preset is the registry's named child scope
 // of the global layer, set up from the preset's entry (host/agents/presets/): its restriction mask
 // and its own registrations. Each agent gets its own child of its preset (its restrictions, its
-// policy as a rules policy, its remote tools). Conditional tools are resolved once
-// per describe and per batch, the way a model step would.
+// policies installed through policies/, its remote tools). Conditional tools are resolved once per
+// describe and per batch, the way a model step would.
 // Invariants: an agent's tools fail closed once disposed (its agent deleted or the service closed):
 // a guard installed first and never removed denies every call still made through the scope, so a
 // program or workflow that outlives its agent cannot run anything without its policy. A registry's
 // preset layer is set up from its entry once, however many runtimes share the registry.
 
-import { rulesPolicy } from '../../policies/index.ts';
+import { installPolicies, type PolicySpec } from '../../policies/index.ts';
 import { messageOf, SandboxError } from '../errors.ts';
 import type { Disposer, ToolRegistry, ToolScope } from '../tools/index.ts';
 import { type Preset, presetEntry } from './presets/index.ts';
-import type { AgentPolicy, AgentTools, AgentToolsSpec, ToolRuntime } from './types.ts';
+import type { AgentTools, AgentToolsSpec, ToolRuntime } from './types.ts';
 
 /** Preset layers already set up from their entries (registry.scope(name) is memoised per registry). */
 const setUp = new WeakSet<ToolScope>();
@@ -28,27 +28,11 @@ const presetScope = (registry: ToolRegistry, preset: Preset): ToolScope => {
   return scope;
 };
 
-const policyRules = (policy: AgentPolicy): unknown[] => [
-  ...(policy.deny ?? []).map((tool) => ({
-    tool,
-    decision: 'deny',
-    reason: `Tool ${tool} is not allowed for this agent.`,
-  })),
-  ...(policy.rules ?? []),
-  ...(policy.ask ?? []).map((tool) => ({
-    tool,
-    decision: 'ask',
-    reason: `The agent's policy asks before running ${tool}.`,
-  })),
-];
-
 /** Installs; a bad user-supplied config is INVALID_ARGUMENTS (the client's mistake), not a server fault. */
-const installPolicy = (scope: ToolScope, policy: AgentPolicy | undefined): Disposer | undefined => {
-  if (policy === undefined) return undefined;
-  const rules = policyRules(policy);
-  if (rules.length === 0) return undefined;
+const installAgentPolicies = (scope: ToolScope, specs: readonly PolicySpec[]): Disposer | undefined => {
+  if (specs.length === 0) return undefined;
   try {
-    return rulesPolicy({ rules } as never).install(scope);
+    return installPolicies(scope, specs);
   } catch (error) {
     throw new SandboxError('INVALID_ARGUMENTS', messageOf(error), { cause: error });
   }
@@ -72,7 +56,7 @@ export const createRegistryRuntime = (registry: ToolRegistry): ToolRuntime => {
       const disposers: Disposer[] = [];
       try {
         if (spec.restrict) disposers.push(scope.restrict(spec.restrict));
-        const policy = installPolicy(scope, spec.policy);
+        const policy = installAgentPolicies(scope, spec.policies);
         if (policy) disposers.push(policy);
         for (const definition of spec.own) disposers.push(scope.register(definition));
       } catch (error) {

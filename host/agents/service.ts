@@ -11,6 +11,7 @@
 // DENIED), its batches are aborted, its host requests cancelled, its terminal sockets told, and no
 // sandbox can be created for it (the creation path re-reads the store at the point of creation
 // and waits for nothing a delete in progress could miss); the sandbox is destroyed last.
+import { agentPolicies } from '../../policies/index.ts';
 import { isSandboxError, messageOf, SandboxError } from '../errors.ts';
 import type { JsonValue } from '../json.ts';
 import type { Sandbox, SandboxProvider } from '../sandbox/types.ts';
@@ -207,7 +208,7 @@ export const createAgentService = (options: AgentServiceOptions): AgentService =
       mode: agent.mode,
       own: [],
       ...(agent.config.restrict ? { restrict: agent.config.restrict } : {}),
-      ...(agent.config.policy ? { policy: agent.config.policy } : {}),
+      policies: agentPolicies(agent.config.policy),
     });
     const state: Live = { scope, tools, remote: new Map() };
     try {

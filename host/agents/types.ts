@@ -4,6 +4,7 @@
 // (remote tools) + its sandbox (provider-owned, keyed by agent id) + its session (the event log
 // session id, equal to the agent id).
 
+import type { AgentPolicy, PolicySpec } from '../../policies/index.ts';
 import type { SessionEvent } from '../store/types.ts';
 import type { Disposer } from '../tools/disposer.ts';
 import type {
@@ -17,23 +18,10 @@ import type {
 } from '../tools/types.ts';
 import type { Preset } from './presets/index.ts';
 
-export type { PresentationMode, Preset };
+export type { AgentPolicy, PresentationMode, Preset };
 
 /** `allow`: only these inherited tools stay visible; `deny`: these are hidden. */
 export type AgentRestriction = { allow: string[] } | { deny: string[] };
-
-/**
- * Per-agent policy, installed as a rules policy (policies/rules.ts) in the agent's own scope, so it
- * sees inner calls of programs too. Order: `deny` names, then `rules`, then `ask` names.
- */
-export interface AgentPolicy {
-  /** Tools that need a person's approval (an `approval` host request) before they run. */
-  ask?: string[];
-  /** Tools that are always refused. */
-  deny?: string[];
-  /** Rules as policies/rules.ts takes them: `{ tool: glob, when?: { path: regex }, decision, reason? }`. */
-  rules?: unknown[];
-}
 
 export interface SandboxOptions {
   memoryMb?: number;
@@ -66,6 +54,10 @@ export interface CodeModeOptions {
 /** What an agent is created from; stored as the agent's config. */
 export interface AgentConfig {
   restrict?: AgentRestriction;
+  /**
+   * Per-agent policy, installed (as the specs `agentPolicies` makes of it) in the agent's own scope,
+   * so it sees inner calls of programs too.
+   */
   policy?: AgentPolicy;
   sandbox?: SandboxOptions;
   remoteTools?: RemoteToolSpec[];
@@ -115,8 +107,8 @@ export interface AgentToolsSpec {
   restrict?: AgentRestriction;
   /** Definitions owned by this agent (remote tools): they shadow inherited names. */
   own: ToolDefinition[];
-  /** Pre-execute decisions of the agent's policy. */
-  policy?: AgentPolicy;
+  /** The agent's policies, installed in its own scope through policies/ in this order. */
+  policies: readonly PolicySpec[];
 }
 
 /** One agent's view of the registry: its scope (global → preset → agent) and its executor. */

@@ -1,17 +1,16 @@
 // Valibot schemas of the v1 API: the same objects validate requests and generate /openapi.json
 // (through hono-openapi's resolver). Limits here are the API's promises; change them knowingly.
 import * as v from 'valibot';
+import { AgentPolicy } from '../../policies/index.ts';
 import { PRESETS } from '../agents/presets/index.ts';
 import { AnswerBody } from '../requests/index.ts';
-import { PRESENTATION_MODES } from '../tools/types.ts';
+import { PRESENTATION_MODES, ToolName } from '../tools/index.ts';
 
-const NAME = /^[A-Za-z0-9_-]{1,128}$/;
 export const ID = v.pipe(
   v.string(),
   v.regex(/^[A-Za-z0-9_-]{1,64}$/, 'ids are 1-64 letters, digits, "_" or "-"'),
 );
-const toolName = v.pipe(v.string(), v.regex(NAME, 'tool names are 1-128 letters, digits, "_" or "-"'));
-const names = v.pipe(v.array(toolName), v.maxLength(256));
+const names = v.pipe(v.array(ToolName), v.maxLength(256));
 const jsonObject = v.record(v.string(), v.unknown());
 
 export const ErrorBody = v.object({ error: v.object({ code: v.string(), message: v.string() }) });
@@ -24,12 +23,6 @@ export const CreateTenant = v.strictObject({
 export const TenantCreated = v.object({ id: v.string(), name: v.string(), apiKey: v.string() });
 
 export const Restrict = v.union([v.strictObject({ allow: names }), v.strictObject({ deny: names })]);
-
-export const Policy = v.strictObject({
-  ask: v.optional(names),
-  deny: v.optional(names),
-  rules: v.optional(v.pipe(v.array(jsonObject), v.maxLength(256))),
-});
 
 export const SandboxOptions = v.strictObject({
   memoryMb: v.optional(v.pipe(v.number(), v.integer(), v.minValue(64), v.maxValue(65_536))),
@@ -45,7 +38,7 @@ export const CodeModeOptions = v.strictObject({
 });
 
 export const RemoteTool = v.strictObject({
-  name: toolName,
+  name: ToolName,
   description: v.pipe(v.string(), v.minLength(1), v.maxLength(10_000)),
   parameters: jsonObject,
   timeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(100), v.maxValue(86_400_000))),
@@ -57,7 +50,8 @@ export const CreateAgent = v.strictObject({
   preset: v.optional(v.picklist(PRESETS)),
   mode: v.optional(v.picklist(PRESENTATION_MODES)),
   restrict: v.optional(Restrict),
-  policy: v.optional(Policy),
+  /** An agent's policy: policies/ owns its shape and what it installs. */
+  policy: v.optional(AgentPolicy),
   sandbox: v.optional(SandboxOptions),
   remoteTools: v.optional(remoteTools),
   /** The client answers `subagent` requests: offers the workflow and ralph tools. Default false. */

@@ -53,6 +53,9 @@ export interface ToolOptions<P extends ObjectSchema, O extends AnySchema> {
 
 const NAME = /^[A-Za-z0-9_-]{1,128}$/;
 
+/** A tool name as registration requires it, for requests that name tools (restrictions, policies). */
+export const ToolName = v.pipe(v.string(), v.regex(NAME, 'tool names are 1-128 letters, digits, "_" or "-"'));
+
 /** Checks what every definition shares; throws CONFIG_INVALID with the fix. */
 export const checkDefinitionBasics = (name: unknown, description: unknown, timeoutMs: unknown): void => {
   if (typeof name !== 'string' || !NAME.test(name)) {

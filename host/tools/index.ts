@@ -10,7 +10,7 @@ export {
   type RequestApprovalsOptions,
 } from './approvals.ts';
 export { errorContent, renderValue } from './content.ts';
-export { defineTool, type ToolOptions } from './define.ts';
+export { defineTool, ToolName, type ToolOptions } from './define.ts';
 export type { Disposer } from './disposer.ts';
 export {
   createNativeExecutor,
