@@ -1,5 +1,7 @@
 // An agent's policies: the API's `{ ask, deny, rules }` as the list of policy specs it stands for,
-// and installPolicies, the one way code outside policies/ installs them.
+// and installPolicies; host/ reaches policies/ through its door (policies/index.ts) only.
+import { readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import * as v from 'valibot';
 import { describe, expect, it } from 'vitest';
 import { createRegistry } from '../../../host/tools/index.ts';
@@ -77,5 +79,17 @@ describe('installPolicies', () => {
       ).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID' }));
     }
     expect(await codes(registry)).toEqual(['ok', 'ok', 'ok']);
+  });
+});
+
+describe('the door of policies/', () => {
+  it('is the only module of policies/ that host/ imports', () => {
+    const host = fileURLToPath(new URL('../../../host/', import.meta.url));
+    const files = readdirSync(host, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts'));
+    for (const file of files) {
+      const source = readFileSync(`${host}${file}`, 'utf8');
+      for (const [, specifier] of source.matchAll(/\bfrom\s+'([^']*\/policies\/[^']*)'/g))
+        expect(specifier, `host/${file}`).toMatch(/\/policies\/index\.ts$/);
+    }
   });
 });
