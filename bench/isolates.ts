@@ -26,8 +26,7 @@ const time = async (fn: () => Promise<unknown>): Promise<number> => {
 
 const onCall = async (_name: string, args: JsonValue): Promise<JsonValue> => args;
 const host = createIsolateHost({ workers: 2, prewarm: 4 });
-const run = (code: string, bindings: string[] = []) =>
-  host.run({ code, bindings, onCall, isConcurrencySafe: () => true });
+const run = (code: string, bindings: string[] = []) => host.run({ code, bindings, onCall });
 
 // --- 1. trivial run -----------------------------------------------------------------------------
 for (let i = 0; i < 20; i++) await run('return 1');

@@ -1,7 +1,8 @@
 // The isolate host as the rest of the service sees it: `createIsolateHost(options).run(request)`.
 // It validates and compiles the program in this process, queues it for a supervised worker,
-// brokers the program's tool calls to `onCall` through the per-run scheduler, and turns whatever
-// the worker reports (or its death, or its silence) into one RunOutcome.
+// brokers the program's tool calls to `onCall`, and turns whatever the worker reports (or its
+// death, or its silence) into one RunOutcome. The broker counts and caps calls and sizes; it does
+// not decide which calls may overlap: `onCall` (the tool pipeline's gate) schedules them.
 // Invariants: run() never rejects; every run settles exactly once (finishRun); a worker's message
 // is honoured only for runs dispatched to that worker; nothing of a worker's text reaches the caller
 // without a size cap and a shape check; every deadline has a host-side backstop that kills the worker.
@@ -13,8 +14,6 @@ import { compileProgram } from './compile.ts';
 import { BUDGET_SHARE, runsPerWorker, waitingReserveMb, workerCapacityMb } from './memory.ts';
 import type { WorkerOutcome, WorkerToHost } from './protocol.ts';
 import { ALIVE_MS, clip, MAX_ERROR_CHARS } from './protocol.ts';
-import type { CallScheduler } from './scheduler.ts';
-import { createCallScheduler } from './scheduler.ts';
 import { mapStack } from './stack.ts';
 import type { WorkerHandle } from './supervisor.ts';
 import { createSupervisor } from './supervisor.ts';
@@ -45,17 +44,30 @@ interface HostRun {
   worker?: WorkerHandle;
   /** The worker is dedicated to this run, which may enter its isolate inline (IsolateHostOptions.inline). */
   inline: boolean;
-  scheduler: CallScheduler;
   calls: AbortController;
   callCount: number;
-  /** Calls handed to onCall and not settled yet: while above 0 the program is waiting, not computing. */
-  waiting: number;
+  /**
+   * Calls handed to onCall and not settled yet, at most limits.maxInFlight: while above 0 the
+   * program is waiting, not computing.
+   */
+  pending: number;
+  /** Highest `pending` seen (RunStats.maxInFlight). */
+  maxPending: number;
+  /** Calls made while `pending` was at its cap, in the order the program made them. */
+  held: HeldCall[];
   timers: NodeJS.Timeout[];
   detach: () => void;
   resolve: (outcome: RunOutcome) => void;
   settled: boolean;
   /** Counted in `held` (dispatched, with an owner) until it settles. */
   counted: boolean;
+}
+
+/** A call that waits for one of the run's pending calls to settle. */
+interface HeldCall {
+  name: string;
+  args: JsonValue;
+  callId: number;
 }
 
 const FAILURE_KINDS = new Set<FailureKind>([
@@ -104,7 +116,7 @@ export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost
     for (const timer of run.timers) clearTimeout(timer);
     run.detach();
     run.calls.abort();
-    run.scheduler.clear();
+    run.held.length = 0;
     runs.delete(run.id);
     if (run.worker?.runs.delete(run.id)) run.worker.reservedMb -= waitingReserveMb(run.limits.memoryMb);
     if (run.worker?.inlineRun === run.id) run.worker.inlineRun = undefined;
@@ -118,7 +130,7 @@ export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost
     if (index >= 0) queue.splice(index, 1);
     const stats = {
       calls: run.callCount,
-      maxInFlight: run.scheduler.maxObserved,
+      maxInFlight: run.maxPending,
       wallMs: performance.now() - run.startedAt,
       inline: run.inline,
     };
@@ -325,26 +337,29 @@ export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost
     } catch {
       return reply(errorEnvelope('INVALID_ARGUMENTS', 'the arguments are not valid JSON'));
     }
-    let safe = false;
+    if (run.pending >= run.limits.maxInFlight) run.held.push({ name, args, callId });
+    else void brokerCall(run, handle, { name, args, callId });
+  };
+
+  /** Hands one call to onCall and its settlement back to the program; then the next held call. */
+  const brokerCall = async (run: HostRun, handle: WorkerHandle, call: HeldCall): Promise<void> => {
+    const reply = (envelope: string) => {
+      if (!run.settled) supervisor.post(handle, { t: 'result', id: run.id, callId: call.callId, envelope });
+    };
+    const release = run.pending++ === 0 ? releaseWhileWaiting(run, handle) : undefined;
+    if (run.pending > run.maxPending) run.maxPending = run.pending;
     try {
-      safe = run.request.isConcurrencySafe?.(name, args) === true;
-    } catch {
-      safe = false;
+      const value = await run.request.onCall(call.name, call.args, run.calls.signal);
+      reply(valueEnvelope(value, run.limits.maxCallResultBytes));
+    } catch (error) {
+      const code = isSandboxError(error) ? error.code : 'TOOL_FAILED';
+      reply(errorEnvelope(code, messageOf(error)));
+    } finally {
+      run.pending--;
+      if (release !== undefined) clearTimeout(release);
     }
-    run.scheduler.submit(safe, async () => {
-      if (run.settled) return;
-      const release = run.waiting++ === 0 ? releaseWhileWaiting(run, handle) : undefined;
-      try {
-        const value = await run.request.onCall(name, args, run.calls.signal);
-        reply(valueEnvelope(value, run.limits.maxCallResultBytes));
-      } catch (error) {
-        const code = isSandboxError(error) ? error.code : 'TOOL_FAILED';
-        reply(errorEnvelope(code, messageOf(error)));
-      } finally {
-        run.waiting--;
-        if (release !== undefined) clearTimeout(release);
-      }
-    });
+    const next = run.calls.signal.aborted ? undefined : run.held.shift();
+    if (next !== undefined) void brokerCall(run, handle, next);
   };
 
   /**
@@ -355,7 +370,7 @@ export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost
   const releaseWhileWaiting = (run: HostRun, handle: WorkerHandle): NodeJS.Timeout | undefined => {
     if (handle.inlineRun !== run.id) return undefined;
     const timer = setTimeout(() => {
-      if (run.settled || run.waiting === 0 || handle.inlineRun !== run.id) return;
+      if (run.settled || run.pending === 0 || handle.inlineRun !== run.id) return;
       // The worker answers `released` from its event loop: proof that no inline entry of this run
       // holds its thread, and that none will from then on. Only then does it take other runs.
       supervisor.post(handle, { t: 'release', id: run.id });
@@ -392,10 +407,11 @@ export const createIsolateHost = (options: IsolateHostOptions = {}): IsolateHost
           globalsJson: JSON.stringify(request.globals ?? {}),
           startedAt,
           inline: false,
-          scheduler: createCallScheduler(limits.maxInFlight),
           calls: new AbortController(),
           callCount: 0,
-          waiting: 0,
+          pending: 0,
+          maxPending: 0,
+          held: [],
           timers: [],
           detach: () => undefined,
           resolve,

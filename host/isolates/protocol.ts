@@ -5,7 +5,7 @@
 // holds plain messages only, never another batch.
 import type { FailureKind } from './types.ts';
 
-/** The limits a worker enforces itself (the host keeps the scheduler and the call caps it brokers). */
+/** The limits a worker enforces itself (the host keeps the call caps it brokers). */
 export interface WorkerLimits {
   wallMs: number;
   cpuMs: number;

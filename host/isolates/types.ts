@@ -29,7 +29,11 @@ export interface RunLimits {
   maxResultBytes: number;
   /** Tool calls per run; one more ends the run as `limit`. Default 1 000. */
   maxCalls: number;
-  /** Calls dispatched to onCall at once; further safe calls queue. Default 16. */
+  /**
+   * Calls of one run handed to onCall and not settled yet (pending); further calls wait, in the
+   * order the program made them, until one settles. Which pending calls overlap is onCall's
+   * decision (the tool pipeline's gate). Default 16.
+   */
   maxInFlight: number;
   /** Size of the source code. Default 256 KiB. */
   maxCodeBytes: number;
@@ -48,7 +52,11 @@ export const DEFAULT_LIMITS: Readonly<RunLimits> = Object.freeze({
   maxCodeBytes: 256 * 1024,
 });
 
-/** Brokers one `tools.<name>(args)` call back to the host pipeline. Throw to fail the call. */
+/**
+ * Brokers one `tools.<name>(args)` call back to the host pipeline. Throw to fail the call. Calls
+ * arrive in the order the program made them, up to RunLimits.maxInFlight at once; the handler
+ * decides which of them may overlap.
+ */
 export type CallHandler = (name: string, args: JsonValue, signal: AbortSignal) => Promise<JsonValue>;
 
 export interface RunRequest {
@@ -64,8 +72,6 @@ export interface RunRequest {
   /** Names the program may call as `tools.<name>(args)`. Nothing else is reachable. */
   bindings: readonly string[];
   onCall: CallHandler;
-  /** Decides per call whether it may overlap others. Default: every call is exclusive. */
-  isConcurrencySafe?: (name: string, args: JsonValue) => boolean;
   limits?: Partial<RunLimits>;
   signal?: AbortSignal;
   /**
@@ -101,7 +107,7 @@ export type RunOutcome =
 export interface RunStats {
   /** Tool calls the program made. */
   calls: number;
-  /** Highest number of calls dispatched to onCall at the same time. */
+  /** Highest number of calls pending in onCall at the same time. */
   maxInFlight: number;
   /** Host-observed time from run() to outcome. */
   wallMs: number;

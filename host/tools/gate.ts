@@ -1,4 +1,5 @@
-// The concurrency gate behind the batch scheduler and a program's inner calls. Tasks start in the
+// The one concurrency gate: behind the batch scheduler and behind a program's inner calls (the
+// isolate host only brokers those, exec.callTool schedules them here). Tasks start in the
 // order they were submitted (FIFO); consecutive concurrency-safe tasks share a pool of `limit`
 // slots; an exclusive task waits until the pool drains, runs alone, and holds back everything
 // submitted after it. A task never starts before an earlier-submitted one.

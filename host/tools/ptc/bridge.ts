@@ -1,7 +1,8 @@
 // The bridge between one running program and the pipeline: `tools.<binding>(args)` in the isolate
 // arrives here as onCall(binding, args) and re-enters the pipeline as an inner call of run_code
-// (exec.callTool: validated, policed, log-only, linked by parentCallId). A failed inner call is
-// thrown as a SandboxError so the isolate host rebuilds it in the program with `.code`/`.message`.
+// (exec.callTool: validated, classified and scheduled by the pipeline's gate, policed, log-only,
+// linked by parentCallId). A failed inner call is thrown as a SandboxError so the isolate host
+// rebuilds it in the program with `.code`/`.message`.
 // State: the successful image parts seen so far, to be appended after the outer result.
 import { SandboxError } from '../../errors.ts';
 import type { CallHandler, JsonValue } from '../../isolates/index.ts';
@@ -19,7 +20,6 @@ export interface SubImage {
 export interface ProgramBridge {
   readonly bindings: string[];
   readonly onCall: CallHandler;
-  isConcurrencySafe(binding: string, args: JsonValue): boolean;
   /** Image parts of successful inner calls, in call order. */
   images(): SubImage[];
 }
@@ -43,13 +43,7 @@ export const createBridge = (
 ): ProgramBridge => {
   const byName = new Map(definitions.map((d) => [d.name, d]));
   const toolOf = new Map<string, string>();
-  const definitionOf = new Map<string, ToolDefinition>();
-  for (const { tool, binding } of sdk.names) {
-    const definition = byName.get(tool);
-    if (definition === undefined) continue;
-    toolOf.set(binding, tool);
-    definitionOf.set(binding, definition);
-  }
+  for (const { tool, binding } of sdk.names) if (byName.has(tool)) toolOf.set(binding, tool);
   const images: SubImage[] = [];
 
   const onCall: CallHandler = async (binding, args, signal) => {
@@ -74,19 +68,6 @@ export const createBridge = (
   return {
     bindings: [...toolOf.keys()],
     onCall,
-    // Mirrors the pipeline's classification: validated arguments, absent or throwing = exclusive,
-    // invalid arguments = safe (the call fails before it touches anything).
-    isConcurrencySafe(binding, args) {
-      const definition = definitionOf.get(binding);
-      if (definition?.isConcurrencySafe === undefined) return false;
-      const parsed = definition.validateArguments(args);
-      if (!parsed.ok) return true;
-      try {
-        return definition.isConcurrencySafe(parsed.value) === true;
-      } catch {
-        return false;
-      }
-    },
     images: () => [...images].sort((a, b) => a.call - b.call),
   };
 };

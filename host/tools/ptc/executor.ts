@@ -85,7 +85,6 @@ export const createPtcExecutor = (options: PtcExecutorOptions): PtcExecutor => {
           language: 'ts',
           bindings: bridge.bindings,
           onCall: bridge.onCall,
-          isConcurrencySafe: bridge.isConcurrencySafe,
           limits,
           signal: exec.signal,
           // One tenant's programs take at most a share of the isolate workers (fairness).

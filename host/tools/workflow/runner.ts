@@ -2,7 +2,7 @@
 // program.ts, and an onCall broker that turns the script's `agent()` and `phase()` into inner calls
 // of the workflow call (exec.callTool with steps.ts's definitions). Caps: agent() calls per workflow
 // (past it the run is stopped, so a script cannot catch its way around the cap) and agent() calls
-// at once (further ones wait in the isolate host's scheduler).
+// at once (the run's pending-call cap: further ones wait in the isolate host until one settles).
 // Invariant: a failed run throws one CODE_RUN_FAILED whose message reads
 // `workflow failed (<kind>): <message>[\nCaptured output:\n<lines>]`, with `data.kind`.
 import { SandboxError } from '../../errors.ts';
@@ -118,7 +118,6 @@ export const createWorkflowRunner = (options: WorkflowRunnerOptions): WorkflowRu
       bindings: WORKFLOW_BINDINGS,
       globals: { args: input.args ?? {} },
       onCall,
-      isConcurrencySafe: () => true,
       limits,
       signal,
       // A workflow waits on subagents for minutes: a worker of its own would sit idle for it.

@@ -60,7 +60,6 @@ describe('running programs', () => {
   it('settles many calls of one tick with their own results (batched frames both ways)', async () => {
     const outcome = await run({
       code: 'const r = await Promise.all(Array.from({ length: 300 }, (_, i) => tools.echo({ i })));\nreturn r.every((x, i) => x.args.i === i) && r.length',
-      isConcurrencySafe: () => true,
       limits: { maxInFlight: 64 },
     });
     expect(value(outcome)).toBe(300);
@@ -110,55 +109,42 @@ describe('the call bridge', () => {
     expect(value(outcome)).toEqual([['echo', 'list'], 'undefined', true, true]);
   });
 
-  it('overlaps concurrency-safe calls under Promise.all and serialises exclusive ones', async () => {
+  it('hands every call to onCall as the program makes it: which calls overlap is for onCall to decide', async () => {
     let inFlight = 0;
     let peak = 0;
-    /** Every call holds until `release` settles, counting how many are in at once. */
-    const holding = (release: () => Promise<unknown>) => async (_name: string, args: JsonValue) => {
-      peak = Math.max(peak, ++inFlight);
-      await release();
-      inFlight--;
-      return args;
-    };
-    const code = (name: string) => `return await Promise.all([1, 2, 3, 4].map((i) => tools.${name}({ i })))`;
-    // Safe calls hold until all four are in at once (or 2 s passed: then the peak shows how many were).
+    const seen: JsonValue[] = [];
+    // Each call holds until all four are in at once (or 2 s passed: then the peak shows how many were).
     let allIn = (): void => undefined;
     const met = new Promise<void>((resolve) => (allIn = resolve));
     const guard = setTimeout(allIn, 2_000);
-    const safe = await run({
-      code: code('read'),
-      bindings: ['read', 'write'],
-      onCall: holding(() => {
+    const outcome = await run({
+      code: 'return await Promise.all([1, 2, 3, 4].map((i) => tools.write({ i })))',
+      bindings: ['write'],
+      onCall: async (_name, args) => {
+        seen.push(args);
+        peak = Math.max(peak, ++inFlight);
         if (inFlight === 4) allIn();
-        return met;
-      }),
-      isConcurrencySafe: (n) => n === 'read',
+        await met;
+        inFlight--;
+        return args;
+      },
     });
     clearTimeout(guard);
-    expect(value(safe)).toEqual([{ i: 1 }, { i: 2 }, { i: 3 }, { i: 4 }]);
+    expect(value(outcome)).toEqual([{ i: 1 }, { i: 2 }, { i: 3 }, { i: 4 }]);
+    expect(seen).toEqual([{ i: 1 }, { i: 2 }, { i: 3 }, { i: 4 }]);
     expect(peak).toBe(4);
-    expect(safe.stats.maxInFlight).toBe(4);
-
-    // Exclusive calls each hold a while, long enough for a second one to overlap if it were let in.
-    peak = 0;
-    const exclusive = await run({
-      code: code('write'),
-      bindings: ['read', 'write'],
-      onCall: holding(() => sleep(40)),
-      isConcurrencySafe: (n) => n === 'read',
-    });
-    expect(value(exclusive)).toEqual([{ i: 1 }, { i: 2 }, { i: 3 }, { i: 4 }]);
-    expect(peak).toBe(1);
+    expect(outcome.stats.maxInFlight).toBe(4);
   });
 
-  it('bounds in-flight calls by maxInFlight', async () => {
+  it('bounds pending calls by maxInFlight; the others reach onCall in the order they were made', async () => {
     let inFlight = 0;
     let peak = 0;
+    const seen: number[] = [];
     const outcome = await run({
       code: 'return (await Promise.all(Array.from({ length: 20 }, (_, i) => tools.echo({ i })))).length',
-      isConcurrencySafe: () => true,
       limits: { maxInFlight: 3 },
       onCall: async (_name, args) => {
+        seen.push((args as { i: number }).i);
         peak = Math.max(peak, ++inFlight);
         await sleep(5);
         inFlight--;
@@ -167,6 +153,7 @@ describe('the call bridge', () => {
     });
     expect(value(outcome)).toBe(20);
     expect(peak).toBe(3);
+    expect(seen).toEqual(Array.from({ length: 20 }, (_, i) => i));
   });
 
   it('rebuilds a failed call as a catchable error with the code and message', async () => {

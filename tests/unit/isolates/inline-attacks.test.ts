@@ -150,7 +150,6 @@ describe('calls and console lines leave from inside an entry at once', () => {
   it('Promise.all of 200 calls in one entry settles each with its own result', async () => {
     const outcome = await inline({
       code: 'const rs = await Promise.all(Array.from({ length: 200 }, (_, i) => tools.echo({ i }))); return rs.reduce((s, r) => s + r.args.i, 0)',
-      isConcurrencySafe: () => true,
       limits: { cpuMs: 2_000 },
     });
     expect(value(outcome)).toBe(19_900);
@@ -169,7 +168,6 @@ describe('calls and console lines leave from inside an entry at once', () => {
         };
         console.log('start');
         return walk(5);`,
-      isConcurrencySafe: () => true,
       limits: { cpuMs: 2_000 },
     });
     expect(value(outcome)).toBe(32);

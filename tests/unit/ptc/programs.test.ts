@@ -182,6 +182,33 @@ describe('run_code programs', () => {
     expect(exclusive.stats.calls).toBe(2);
   });
 
+  it('an inner call is validated and classified once, by the pipeline that schedules it', async () => {
+    const s = setup(isolates);
+    let validated = 0;
+    let classified = 0;
+    const probe = defineTool({
+      name: 'probe',
+      description: 'Counts how often its arguments are checked and classified.',
+      parameters: v.object({ key: v.string() }),
+      output: { schema: v.string() },
+      isConcurrencySafe: () => ++classified > 0,
+      execute: (args) => args.key,
+    });
+    s.scope.register({
+      ...probe,
+      validateArguments: (args: unknown) => {
+        validated++;
+        return probe.validateArguments(args);
+      },
+    });
+    const result = await run(
+      s,
+      'return await Promise.all([tools.probe({ key: "a" }), tools.probe({ key: "b" }), tools.probe({ key: "c" })]);',
+    );
+    expect(result.value).toEqual({ logs: [], value: ['a', 'b', 'c'] });
+    expect([validated, classified]).toEqual([3, 3]);
+  });
+
   it('an image-bearing sub-result is appended after the outer result, attributed to its call', async () => {
     const s = setup(isolates);
     s.scope.register(screenshot);
