@@ -1,0 +1,130 @@
+// Which queued run goes to which worker, and when. The queue is served in order, skipping the runs
+// of owners at their share, so one tenant's queue of long-computing programs never keeps another
+// tenant's run waiting (fairness). A run goes to the worker that can start it soonest (preferred),
+// among the ready ones with a free slot and room in their memory budget (fits); it may have an
+// idle worker to itself (inline) while another worker stays open to everybody else.
+// Invariants: a dispatched run is counted against its worker (runs, reservedMb, slots) and its
+// owner until finishRun gives that back; a worker dedicated to an inline run takes nothing else;
+// every dispatched run's deadline has a host-side backstop that kills a worker gone silent.
+import { failed, finishRun, type HostRun, type HostState } from './host-run.ts';
+import { waitingReserveMb } from './memory.ts';
+import type { HostToWorker } from './protocol.ts';
+import type { WorkerHandle } from './supervisor.ts';
+
+/** Dispatches queued runs while some worker can take them. */
+export function pump(state: HostState): void {
+  const { queue, supervisor, config } = state;
+  for (let i = 0; i < queue.length; ) {
+    const next = queue[i] as HostRun;
+    // An owner at its share waits; the runs of others behind it go first.
+    if (!underShare(state, next)) {
+      i++;
+      continue;
+    }
+    const candidates = supervisor
+      .handles()
+      .filter(
+        (h) =>
+          h.ready &&
+          h.runs.size < config.maxRunsPerWorker &&
+          h.inlineRun === undefined &&
+          fits(state, h, next),
+      );
+    if (candidates.length === 0) return;
+    const handle = candidates.reduce((a, b) => (preferred(b, a) ? b : a));
+    queue.splice(i, 1);
+    dispatch(state, next, handle);
+  }
+}
+
+/** Whether the run's owner may have one more run now: under its share of the open workers' runs. */
+function underShare(state: HostState, run: HostRun): boolean {
+  const owner = run.request.owner;
+  if (owner === undefined) return true;
+  const { maxRunsPerWorker, ownerShare } = state.config;
+  const open = state.supervisor.handles().filter((h) => h.inlineRun === undefined).length;
+  const share = Math.max(1, Math.ceil(open * maxRunsPerWorker * ownerShare));
+  return (state.byOwner.get(owner) ?? 0) < share;
+}
+
+/** Whether the worker's memory budget holds the run too, with every run on it keeping its whole heap. */
+function fits(state: HostState, handle: WorkerHandle, run: HostRun): boolean {
+  return (
+    handle.runs.size === 0 ||
+    handle.reservedMb + waitingReserveMb(run.limits.memoryMb) <= state.config.capacityMb
+  );
+}
+
+/**
+ * Routing: a worker that can start a run at once (an untouched isolate ready, no isolate being
+ * created on its loop) beats one that cannot; then fewer runs in flight; then more ready isolates;
+ * between two workers still creating isolates, the one that began first (it frees its loop sooner).
+ */
+function preferred(a: WorkerHandle, b: WorkerHandle): boolean {
+  const aNow = a.slots > 0 && !a.warming;
+  const bNow = b.slots > 0 && !b.warming;
+  if (aNow !== bNow) return aNow;
+  if (a.runs.size !== b.runs.size) return a.runs.size < b.runs.size;
+  if (a.slots > 0 !== b.slots > 0) return a.slots > 0;
+  if (a.warming && b.warming) return a.warmingSince < b.warmingSince;
+  return a.slots > b.slots;
+}
+
+function dispatch(state: HostState, run: HostRun, handle: WorkerHandle): void {
+  const { supervisor, config } = state;
+  // Inline only on an idle worker, and only while another worker (running, or starting up) stays
+  // open to everybody else: an inline entry occupies its worker's thread while the program computes.
+  run.inline =
+    config.inline &&
+    run.request.inline !== false &&
+    handle.runs.size === 0 &&
+    supervisor.handles().some((h) => h !== handle && h.inlineRun === undefined);
+  if (run.inline) {
+    handle.inlineRun = run.id;
+    handle.aliveAt = performance.now();
+  }
+  run.worker = handle;
+  const owner = run.request.owner;
+  if (owner !== undefined) {
+    run.counted = true;
+    state.byOwner.set(owner, (state.byOwner.get(owner) ?? 0) + 1);
+  }
+  handle.runs.add(run.id);
+  handle.reservedMb += waitingReserveMb(run.limits.memoryMb);
+  handle.slots = Math.max(0, handle.slots - 1);
+  if (!supervisor.send(handle, runMessage(run))) {
+    finishRun(state, run, failed('crash', 'the isolate worker could not take the run'));
+    return;
+  }
+  // Backstop: the worker ends the run itself at wallMs; if it has not answered by then plus the
+  // grace period it is stuck (uninterruptible V8 work, a hung dispose) and is killed.
+  const { wallMs } = run.limits;
+  run.timers.push(
+    setTimeout(() => {
+      finishRun(state, run, failed('timeout', `the program ran longer than ${wallMs} ms`));
+      supervisor.kill(handle, 'run deadline passed without an answer');
+    }, wallMs + config.killGraceMs),
+  );
+}
+
+/** What the worker is told: the program, its bindings and globals, and the limits it enforces itself. */
+function runMessage(run: HostRun): HostToWorker {
+  const { limits } = run;
+  return {
+    t: 'run',
+    id: run.id,
+    src: run.src,
+    bindings: [...run.bindings],
+    globalsJson: run.globalsJson,
+    inline: run.inline,
+    limits: {
+      wallMs: limits.wallMs,
+      cpuMs: limits.cpuMs,
+      memoryMb: limits.memoryMb,
+      maxOutputBytes: limits.maxOutputBytes,
+      maxCallBytes: limits.maxCallBytes,
+      maxResultBytes: limits.maxResultBytes,
+      maxCalls: limits.maxCalls,
+    },
+  };
+}
