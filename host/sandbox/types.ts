@@ -33,6 +33,22 @@ export interface ReadOptions {
   length?: number;
 }
 
+export interface ReadWithStatOptions extends ReadOptions {
+  /**
+   * A file with more than this many bytes from `offset` (when no `length` is given) answers with
+   * its stat and no bytes. Default, and at most: the provider's maximum (SandboxLimits.maxReadBytes).
+   */
+  maxBytes?: number;
+}
+
+/** What readWithStat found: what it opened and, when it read it, the bytes. */
+export interface FileRead {
+  /** Of what was opened: the file (for a symlink, the file it leads to) at the path asked for. */
+  stat: FileStat;
+  /** Absent for a directory, and for a file over `maxBytes`. */
+  data?: Buffer;
+}
+
 export interface GrepMatch {
   /** Absolute path of the matching file. */
   path: string;
@@ -64,6 +80,12 @@ export interface SandboxFs {
   /** Normalise and confine a path; throws PATH_OUTSIDE_WORKSPACE. */
   resolve(path: string): string;
   readFile(path: string, options?: ReadOptions): Promise<Buffer>;
+  /**
+   * stat and readFile in one round trip, for a caller that decides from the stat whether it wants
+   * the bytes: a directory or a file over `maxBytes` answers with its stat alone instead of
+   * failing; anything else that is not a regular file fails as readFile does (NOT_A_FILE).
+   */
+  readWithStat(path: string, options?: ReadWithStatOptions): Promise<FileRead>;
   /** Creates parent directories. Replaces an existing file. */
   writeFile(path: string, data: Uint8Array | string, options?: { mode?: number }): Promise<void>;
   stat(path: string): Promise<FileStat>;

@@ -30,6 +30,18 @@ export const typeOf = (
 ): FileType =>
   s.isFile() ? 'file' : s.isDirectory() ? 'directory' : s.isSymbolicLink() ? 'symlink' : 'other';
 
+/** The stat answer for lexical `abs` from the stats of what it names (a directory's size is 0). */
+const statAnswer = (abs: string, st: Stats) => {
+  const type = typeOf(st);
+  return {
+    path: abs,
+    type,
+    size: type === 'directory' ? 0 : st.size,
+    mtimeMs: st.mtimeMs,
+    mode: st.mode & 0o7777,
+  };
+};
+
 const notFile = (path: string, what: string): WireError =>
   new WireError('NOT_A_FILE', `Not a file: ${path} (it is ${what})`, { data: { path } });
 const conflict = (message: string): WireError => new WireError('CONFLICT', message);
@@ -81,9 +93,14 @@ const within = async <T>(
 /**
  * Opens the regular file at lexical `abs` for reading: symlinks are followed only while they stay
  * inside the workspace, the final name is opened without following one and without blocking, and
- * the opened file itself must be a regular file. `size` is the open file's own.
+ * the opened file itself must be a regular file (or, with `directories`, a directory). `st` is the
+ * open file's own.
  */
-const openRegular = async (ws: Workspace, abs: string): Promise<{ fh: fsp.FileHandle; size: number }> => {
+const openRegular = async (
+  ws: Workspace,
+  abs: string,
+  directories: boolean,
+): Promise<{ fh: fsp.FileHandle; st: Stats }> => {
   // A final name swapped to a symlink between the walk and the open fails with ELOOP: walk again.
   for (let attempt = 0; ; attempt++) {
     const fh = await within(ws, abs, { followLast: true }, (r) => fsp.open(r.path, READ_FLAGS)).catch(
@@ -96,9 +113,9 @@ const openRegular = async (ws: Workspace, abs: string): Promise<{ fh: fsp.FileHa
     if (!fh) continue;
     try {
       const st = await fh.stat();
-      if (st.isDirectory()) throw notFile(abs, 'a directory');
-      if (!st.isFile()) throw notFile(abs, 'not a regular file');
-      return { fh, size: st.size };
+      if (st.isDirectory() && !directories) throw notFile(abs, 'a directory');
+      if (!st.isFile() && !st.isDirectory()) throw notFile(abs, 'not a regular file');
+      return { fh, st };
     } catch (e) {
       await fh.close();
       throw e;
@@ -106,16 +123,17 @@ const openRegular = async (ws: Workspace, abs: string): Promise<{ fh: fsp.FileHa
   }
 };
 
-/** Runs `fn` on the regular file at lexical `abs`, opened for reading (openRegular). */
+/** Runs `fn` on the regular file at lexical `abs` (or a directory, with `directories`), opened for reading (openRegular). */
 const withReadable = <T>(
   ws: Workspace,
   abs: string,
-  fn: (fh: fsp.FileHandle, size: number) => Promise<T>,
+  fn: (fh: fsp.FileHandle, st: Stats) => Promise<T>,
+  directories = false,
 ): Promise<T> =>
   at(abs, async () => {
-    const { fh, size } = await openRegular(ws, abs);
+    const { fh, st } = await openRegular(ws, abs, directories);
     try {
-      return await fn(fh, size);
+      return await fn(fh, st);
     } finally {
       await fh.close();
     }
@@ -163,19 +181,32 @@ export const createFsOps = (ws: Workspace) => ({
     const maxBytes = optInt(args, 'maxBytes', MAX_BINARY_BYTES, MAX_BINARY_BYTES);
     const length =
       args.length === undefined || args.length === null ? undefined : optInt(args, 'length', 0, maxBytes);
-    return withReadable(ws, abs, async (fh, size) => {
-      if (length === undefined && size - offset > maxBytes) {
-        throw new WireError(
-          'FILE_TOO_LARGE',
-          `${abs} is ${size} bytes, more than the ${maxBytes}-byte read limit; read it in parts with offset and length.`,
-          {
-            data: { path: abs, size, maxReadBytes: maxBytes },
-          },
-        );
-      }
-      const want = Math.max(0, Math.min(length ?? maxBytes, size - offset));
-      return { data: (await readAt(fh, offset, want)).toString('base64') };
-    });
+    // With `stat` the answer says what was opened, and a directory or a file over maxBytes is
+    // answered with that alone instead of an error (the host's SandboxFs.readWithStat).
+    const withStat = bool(args, 'stat');
+    return withReadable(
+      ws,
+      abs,
+      async (fh, st) => {
+        const size = st.size;
+        const stat = withStat ? statAnswer(abs, st) : undefined;
+        const tooLarge = length === undefined && size - offset > maxBytes;
+        if (stat && (st.isDirectory() || tooLarge)) return { stat };
+        if (tooLarge) {
+          throw new WireError(
+            'FILE_TOO_LARGE',
+            `${abs} is ${size} bytes, more than the ${maxBytes}-byte read limit; read it in parts with offset and length.`,
+            {
+              data: { path: abs, size, maxReadBytes: maxBytes },
+            },
+          );
+        }
+        const want = Math.max(0, Math.min(length ?? maxBytes, size - offset));
+        const data = (await readAt(fh, offset, want)).toString('base64');
+        return stat ? { data, stat } : { data };
+      },
+      withStat,
+    );
   },
 
   /** `length` bytes at `offset` (fewer at the end of the file, none past it) and the file's size. */
@@ -183,7 +214,7 @@ export const createFsOps = (ws: Workspace) => ({
     const abs = ws.resolve(str(args, 'path'));
     const offset = intIn(args, 'offset', Number.MAX_SAFE_INTEGER);
     const length = intIn(args, 'length', MAX_BINARY_BYTES);
-    return withReadable(ws, abs, async (fh, size) => {
+    return withReadable(ws, abs, async (fh, { size }) => {
       const data = await readAt(fh, offset, Math.max(0, Math.min(length, size - offset)));
       return { data: data.toString('base64'), size };
     });
@@ -251,14 +282,7 @@ export const createFsOps = (ws: Workspace) => ({
     const abs = ws.resolve(str(args, 'path'));
     return at(abs, async () => {
       const st = await within(ws, abs, { followLast: false }, (r) => fsp.lstat(r.path));
-      const type = typeOf(st);
-      return {
-        path: abs,
-        type,
-        size: type === 'directory' ? 0 : st.size,
-        mtimeMs: st.mtimeMs,
-        mode: st.mode & 0o7777,
-      };
+      return statAnswer(abs, st);
     });
   },
 

@@ -23,18 +23,20 @@ export interface HandleOptions {
 }
 
 type FsMethod = Exclude<keyof SandboxFs, 'root' | 'resolve'>;
-const FS_METHODS: FsMethod[] = [
-  'readFile',
-  'writeFile',
-  'stat',
-  'exists',
-  'list',
-  'mkdir',
-  'remove',
-  'rename',
-  'glob',
-  'grep',
-];
+/** Every method of SandboxFs (a missing one fails the type check). */
+const FS_METHODS = Object.keys({
+  readFile: true,
+  readWithStat: true,
+  writeFile: true,
+  stat: true,
+  exists: true,
+  list: true,
+  mkdir: true,
+  remove: true,
+  rename: true,
+  glob: true,
+  grep: true,
+} satisfies Record<FsMethod, true>) as FsMethod[];
 const JOB_METHODS: Array<keyof SandboxJobs> = ['start', 'list', 'output', 'kill'];
 const TERMINAL_METHODS: Array<keyof SandboxTerminals> = [
   'open',
@@ -49,17 +51,10 @@ const TERMINAL_METHODS: Array<keyof SandboxTerminals> = [
 
 export const createSandboxHandle = (o: HandleOptions): Sandbox => {
   const fs = { root: o.root, resolve: o.resolve } as Record<string, unknown>;
+  // Paths are confined once on this side, by the session's sandboxd client, before anything is sent.
   for (const m of FS_METHODS) {
-    fs[m] = async (...args: unknown[]) => {
-      // Confine before anything crosses; glob and grep take a pattern first, their dirs in options.
-      if (m === 'glob' || m === 'grep') {
-        const opt = args[1] as { cwd?: string; path?: string } | undefined;
-        const dir = m === 'glob' ? opt?.cwd : opt?.path;
-        if (dir !== undefined) o.resolve(dir);
-      } else if (typeof args[0] === 'string') o.resolve(args[0]);
-      if (m === 'rename' && typeof args[1] === 'string') o.resolve(args[1]);
-      return o.use((s) => (s.fs[m] as (...a: unknown[]) => Promise<unknown>)(...args));
-    };
+    fs[m] = async (...args: unknown[]) =>
+      o.use((s) => (s.fs[m] as (...a: unknown[]) => Promise<unknown>)(...args));
   }
   const jobs = {} as Record<string, unknown>;
   for (const m of JOB_METHODS) {

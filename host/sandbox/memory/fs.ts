@@ -8,11 +8,13 @@ import { SandboxError } from '../../errors.ts';
 import { createResolver, relativeTo } from '../paths.ts';
 import type {
   DirEntry,
+  FileRead,
   FileStat,
   GlobOptions,
   GrepMatch,
   GrepOptions,
   ReadOptions,
+  ReadWithStatOptions,
   SandboxFs,
 } from '../types.ts';
 
@@ -86,6 +88,13 @@ export const createMemoryFs = (options: MemoryFsOptions = {}): MemoryFs => {
     mtimeMs: n.mtimeMs,
     mode: n.mode,
   });
+  /** Bytes of a file from `offset`: `length` of them, else all up to `most`, else undefined (too many). */
+  const bytesOf = (n: Node & { type: 'file' }, opts: ReadOptions, most: number): Buffer | undefined => {
+    const offset = Math.max(0, opts.offset ?? 0);
+    if (opts.length === undefined && n.data.length - offset > most) return undefined;
+    const length = Math.min(opts.length ?? most, most);
+    return Buffer.from(n.data.subarray(offset, offset + Math.max(0, length)));
+  };
   const filesUnder = (dir: string): string[] =>
     descendants(dir)
       .filter((k) => nodes.get(k)?.type === 'file')
@@ -98,8 +107,8 @@ export const createMemoryFs = (options: MemoryFsOptions = {}): MemoryFs => {
       const abs = resolve(path);
       const n = get(abs);
       if (n.type !== 'file') throw notFile(abs);
-      const offset = Math.max(0, opts.offset ?? 0);
-      if (opts.length === undefined && n.data.length - offset > maxReadBytes) {
+      const data = bytesOf(n, opts, maxReadBytes);
+      if (data === undefined) {
         throw new SandboxError(
           'FILE_TOO_LARGE',
           `${abs} is ${n.data.length} bytes, more than the ${maxReadBytes}-byte read limit; read it in parts with offset and length.`,
@@ -108,8 +117,15 @@ export const createMemoryFs = (options: MemoryFsOptions = {}): MemoryFs => {
           },
         );
       }
-      const length = Math.min(opts.length ?? maxReadBytes, maxReadBytes);
-      return Buffer.from(n.data.subarray(offset, offset + Math.max(0, length)));
+      return data;
+    },
+    async readWithStat(path, opts: ReadWithStatOptions = {}): Promise<FileRead> {
+      const abs = resolve(path);
+      const n = get(abs);
+      const stat = statOf(abs, n);
+      if (n.type !== 'file') return { stat };
+      const data = bytesOf(n, opts, Math.min(opts.maxBytes ?? maxReadBytes, maxReadBytes));
+      return data === undefined ? { stat } : { stat, data };
     },
     async writeFile(path, data, opts = {}) {
       const abs = resolve(path);

@@ -13,6 +13,7 @@ import type {
   ExecResult,
   JobInfo,
   JobOutput,
+  ReadOptions,
   SandboxFs,
   SandboxJobs,
   SandboxTerminals,
@@ -168,30 +169,44 @@ export const connectSandboxd = async (options: ConnectSandboxdOptions): Promise<
     return buf.toString('base64');
   };
 
+  /** An answer that breaks the protocol: sandboxd is not to be trusted any more. */
+  const broken = (what: string): SandboxError => {
+    conn.close();
+    return new SandboxError('SANDBOX_PROTOCOL', `sandboxd ${what}; the connection was closed.`);
+  };
   /** The bytes of a read answer; more than was asked for means sandboxd is not to be trusted any more. */
   const atMost = (data: string, most: number): Buffer => {
     const buf = Buffer.from(data, 'base64');
     if (buf.length <= most) return buf;
-    conn.close();
-    throw new SandboxError(
-      'SANDBOX_PROTOCOL',
-      'sandboxd returned more bytes than asked for; the connection was closed.',
-    );
+    throw broken('returned more bytes than asked for');
   };
+  /** readFile's arguments: the confined path, the range, and the most bytes an answer may carry. */
+  const readArgs = (path: string, opts: ReadOptions, maxBytes: number) => ({
+    path: resolve(path),
+    offset: Math.max(0, Math.floor(opts.offset ?? 0)),
+    length: opts.length === undefined ? undefined : Math.max(0, Math.floor(opts.length)),
+    maxBytes,
+  });
 
   const fs: SandboxdFs = {
     root,
     resolve,
     async readFile(path, opts = {}) {
-      const length = opts.length === undefined ? undefined : Math.max(0, Math.floor(opts.length));
-      const args = {
-        path: resolve(path),
-        offset: Math.max(0, Math.floor(opts.offset ?? 0)),
-        length,
-        maxBytes: maxReadBytes,
-      };
+      const args = readArgs(path, opts, maxReadBytes);
       const { data } = await conn.call('readFile', args, plain);
-      return atMost(data, Math.min(length ?? maxReadBytes, maxReadBytes));
+      if (data === undefined) throw broken('answered a read without its bytes');
+      return atMost(data, Math.min(args.length ?? maxReadBytes, maxReadBytes));
+    },
+    async readWithStat(path, opts = {}) {
+      const asked = opts.maxBytes === undefined ? maxReadBytes : Math.max(0, Math.floor(opts.maxBytes) || 0);
+      const most = Math.min(asked, maxReadBytes);
+      const args = readArgs(path, opts, most);
+      const answer = await conn.call('readFile', { ...args, stat: true }, plain);
+      const { data } = answer;
+      // A sandboxd from before readWithStat ignores `stat` and answers as readFile does: ask it.
+      const stat = answer.stat ?? (await conn.call('stat', { path: args.path }, plain));
+      if (data === undefined) return { stat };
+      return { stat, data: atMost(data, Math.min(args.length ?? most, most)) };
     },
     async readRange(path, offset, length) {
       const abs = resolve(path);

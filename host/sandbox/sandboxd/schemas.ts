@@ -69,15 +69,17 @@ export const valueSchemas = (root: string) => {
     text(4096),
     v.check((p) => p.startsWith('/') && isInside(root, p), 'path outside the workspace'),
   );
+  const stat = v.object({ path: inRoot, type: fileType, size: int, mtimeMs: v.number(), mode: int });
   const jobInfo = v.object({ ...jobInfoEntries, cwd: inRoot });
   const terminalInfo = v.object({ ...terminalInfoEntries, cwd: inRoot });
   return {
     ping: v.object({}),
-    readFile: v.object({ data: base64 }),
+    // `stat` when asked for (readWithStat), and then `data` only when the bytes were read.
+    readFile: v.object({ data: v.optional(base64), stat: v.optional(stat) }),
     readRange: v.object({ data: base64, size: int }),
     writeFile: v.object({}),
     appendFile: v.object({}),
-    stat: v.object({ path: inRoot, type: fileType, size: int, mtimeMs: v.number(), mode: int }),
+    stat,
     list: v.object({
       entries: v.array(
         v.object({ name: v.pipe(text(255), v.regex(/^[^/\0]+$/)), type: fileType, size: int }),

@@ -2,9 +2,10 @@
 // files refused with a clear error. The canonical value is the selected text itself, so code
 // mode gets the file's content; the model sees it numbered.
 // Bounds (the work runs on the control plane's event loop, see text.ts): files up to
-// LIMITS.readBytes (FILE_TOO_LARGE past it, by stat before reading); the lines are found by one
-// scan of the bytes that yields to the loop as it goes, and only the selected range (at most
-// LIMITS.readLines lines) is decoded and split.
+// LIMITS.readBytes (FILE_TOO_LARGE past it, from the stat that comes with the read: one sandbox
+// round trip, and no byte of a larger file crosses); the lines are found by one scan of the bytes
+// that yields to the loop as it goes, and only the selected range (at most LIMITS.readLines lines)
+// is decoded and split.
 
 import * as v from 'valibot';
 import { SandboxError } from '../../errors.ts';
@@ -68,17 +69,16 @@ export const readTool = defineTool({
   async execute(args, exec) {
     const sandbox = await sandboxOf(exec);
     const shown = shownPath(args.file_path);
-    const stat = await sandbox.fs.stat(args.file_path);
+    const { stat, data } = await sandbox.fs.readWithStat(args.file_path, { maxBytes: LIMITS.readBytes });
     if (stat.type === 'directory') {
       throw new SandboxError('NOT_A_FILE', `${shown} is a directory; use glob or bash ls to list it.`);
     }
-    if (stat.size > LIMITS.readBytes) {
+    if (data === undefined) {
       throw new SandboxError(
         'FILE_TOO_LARGE',
         `${shown} has ${stat.size} bytes, more than read handles (${LIMITS.readBytes}); use bash (head, sed -n, rg) to look into it.`,
       );
     }
-    const data = await sandbox.fs.readFile(args.file_path);
     if (looksBinary(data)) {
       throw new SandboxError(
         'BINARY_FILE',

@@ -150,6 +150,26 @@ export const runSandboxContract = (name: string, setup: () => Promise<ContractTa
         await sb.fs.rename('mv/dst/f.txt', 'mv/g.txt');
         expect((await sb.fs.readFile('mv/g.txt')).toString()).toBe('moved');
       });
+      it('readWithStat answers the stat with the bytes; a directory or a file over maxBytes with the stat alone', async () => {
+        await sb.fs.writeFile('rws/five.txt', '12345');
+        const read = await sb.fs.readWithStat('rws/five.txt');
+        expect(read.stat).toMatchObject({ path: sb.fs.resolve('rws/five.txt'), type: 'file', size: 5 });
+        expect(read.data?.toString()).toBe('12345');
+        expect((await sb.fs.readWithStat('rws/five.txt', { offset: 1, length: 2 })).data?.toString()).toBe(
+          '23',
+        );
+        expect((await sb.fs.readWithStat('rws/five.txt', { maxBytes: 5 })).data?.toString()).toBe('12345');
+        const over = await sb.fs.readWithStat('rws/five.txt', { maxBytes: 4 });
+        expect([over.stat.size, over.data]).toEqual([5, undefined]);
+        const dir = await sb.fs.readWithStat('rws');
+        expect([dir.stat.path, dir.stat.type, dir.data]).toEqual([
+          sb.fs.resolve('rws'),
+          'directory',
+          undefined,
+        ]);
+        expect(await codeOf(sb.fs.readWithStat('rws/missing.txt'))).toBe('FILE_NOT_FOUND');
+        expect(await codeOf(sb.fs.readWithStat('../x'))).toBe('PATH_OUTSIDE_WORKSPACE');
+      });
       it('fails with stable codes', async () => {
         expect(await codeOf(sb.fs.readFile('missing.txt'))).toBe('FILE_NOT_FOUND');
         expect(await codeOf(sb.fs.stat('missing.txt'))).toBe('FILE_NOT_FOUND');

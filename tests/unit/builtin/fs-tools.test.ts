@@ -64,6 +64,36 @@ describe('read', () => {
     expect(text(await call('read', { file_path: 'long.txt' }))).toMatch(/x{2000} \[line cut\]$/);
   });
 
+  it('asks the sandbox once: the stat comes with the bytes', async () => {
+    await sandbox.fs.writeFile('a.txt', 'one\n');
+    const asked: string[] = [];
+    for (const name of Object.keys(sandbox.fs) as Array<keyof typeof sandbox.fs>) {
+      const method = sandbox.fs[name];
+      if (typeof method !== 'function') continue;
+      Object.assign(sandbox.fs, {
+        [name]: (...args: unknown[]) => {
+          asked.push(name);
+          return (method as (...a: unknown[]) => unknown).apply(sandbox.fs, args);
+        },
+      });
+    }
+    expect(text(await call('read', { file_path: 'a.txt' }))).toBe('1\tone');
+    expect(asked).toEqual(['readWithStat']);
+  });
+
+  it('refuses a directory and a file over its limit with what to use instead', async () => {
+    await sandbox.fs.mkdir('src');
+    const dir = await call('read', { file_path: 'src' });
+    expect(dir.error?.code).toBe('NOT_A_FILE');
+    expect(text(dir)).toBe('Error: src is a directory; use glob or bash ls to list it.');
+    await sandbox.fs.writeFile('huge.txt', Buffer.alloc(10 * 1024 * 1024 + 1, 'a'));
+    const huge = await call('read', { file_path: 'huge.txt' });
+    expect(huge.error?.code).toBe('FILE_TOO_LARGE');
+    expect(text(huge)).toBe(
+      'Error: huge.txt has 10485761 bytes, more than read handles (10485760); use bash (head, sed -n, rg) to look into it.',
+    );
+  });
+
   it('refuses paths outside the workspace', async () => {
     const result = await call('read', { file_path: '../../etc/passwd' });
     expect(result.ok).toBe(false);

@@ -200,6 +200,42 @@ describe('confinement', () => {
   });
 });
 
+describe('readWithStat (one round trip for the read tool)', () => {
+  it('answers the stat of what it opened with the bytes; a directory or a file over maxBytes with the stat alone', async () => {
+    await c.fs.writeFile('rws/ten.txt', '0123456789');
+    const read = await c.fs.readWithStat('rws/ten.txt');
+    expect(read.stat).toMatchObject({ path: `${sd.root}/rws/ten.txt`, type: 'file', size: 10, mode: 0o644 });
+    expect(read.data?.toString()).toBe('0123456789');
+    const over = await c.fs.readWithStat('rws/ten.txt', { maxBytes: 9 });
+    expect([over.stat.type, over.stat.size, over.data]).toEqual(['file', 10, undefined]);
+    const dir = await c.fs.readWithStat('rws');
+    expect([dir.stat.path, dir.stat.type, dir.stat.size, dir.data]).toEqual([
+      `${sd.root}/rws`,
+      'directory',
+      0,
+      undefined,
+    ]);
+  });
+
+  it('follows a symlink only inside the root, and refuses what is not a file or a directory', async () => {
+    await c.fs.writeFile('rws/target.txt', 'inside');
+    writeFileSync(join(sd.outside, 'secret'), 'top secret');
+    symlinkSync(join(sd.root, 'rws/target.txt'), join(sd.root, 'rws/alias'));
+    symlinkSync(join(sd.outside, 'secret'), join(sd.root, 'rws/away'));
+    const alias = await c.fs.readWithStat('rws/alias');
+    expect([alias.stat.path, alias.stat.type, alias.data?.toString()]).toEqual([
+      `${sd.root}/rws/alias`,
+      'file',
+      'inside',
+    ]);
+    expect(await codeOf(c.fs.readWithStat('rws/away'))).toBe('PATH_OUTSIDE_WORKSPACE');
+    expect(await codeOf(c.fs.readWithStat('../outside/secret'))).toBe('PATH_OUTSIDE_WORKSPACE');
+    expect(spawnSync('mkfifo', [join(sd.root, 'rws/fifo')]).status).toBe(0);
+    expect(await codeOf(c.fs.readWithStat('rws/fifo'))).toBe('NOT_A_FILE');
+    expect(await codeOf(c.fs.readWithStat('rws/missing'))).toBe('FILE_NOT_FOUND');
+  });
+});
+
 describe('readRange (streamed downloads)', () => {
   const TEN = '0123456789';
   beforeAll(async () => {

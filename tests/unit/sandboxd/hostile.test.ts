@@ -113,6 +113,29 @@ describe('host client against a hostile sandboxd', () => {
     }
   });
 
+  it('a read answered without its bytes, or with a stat outside the root, fails the connection', async () => {
+    const plain = await fake((req, reply) => reply(res(req.id, {})));
+    expect(await codeOf(plain.client.fs.readFile('a'))).toBe('SANDBOX_PROTOCOL');
+    await expectDead(plain.client, 'SANDBOX_UNAVAILABLE'); // closed by the host
+    const outside = { path: '/etc/passwd', type: 'file', size: 1, mtimeMs: 1, mode: 420 };
+    const withStat = await fake((req, reply) => reply(res(req.id, { data: 'eA==', stat: outside })));
+    expect(await codeOf(withStat.client.fs.readWithStat('a'))).toBe('SANDBOX_PROTOCOL');
+    await expectDead(withStat.client, 'SANDBOX_PROTOCOL');
+  });
+
+  it('readWithStat still works with a sandboxd that predates it (one stat more)', async () => {
+    const ops: unknown[] = [];
+    const stat = { path: `${ROOT}/a`, type: 'file', size: 1, mtimeMs: 1, mode: 420 };
+    const { client } = await fake((req, reply) => {
+      ops.push(req.op);
+      reply(res(req.id, req.op === 'stat' ? stat : { data: 'eA==' }));
+    });
+    const read = await client.fs.readWithStat('a');
+    expect([read.stat, read.data?.toString()]).toEqual([stat, 'x']);
+    expect(ops).toEqual(['readFile', 'stat']);
+    client.close();
+  });
+
   it('ignores answers to unknown ids and keeps working', async () => {
     const { client } = await fake((req, reply) => {
       reply(res(999, { anything: true }));
