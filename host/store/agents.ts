@@ -1,6 +1,8 @@
 // The agents repository. Invariants: every read takes the tenant id, and another tenant's agent
 // reads as absent (the API answers 404, never 403, so ids leak nothing); deletion is a soft
 // `deleted_at` stamp so start-up re-adoption can still find and remove the agent's sandbox.
+// An agent's remote tools (`remote_tools`, migration 4) are its whole current list, replaced as one
+// value: loading an agent reads them here and never from its session log.
 import { nanoid } from 'nanoid';
 import { SandboxError } from '../errors.ts';
 import type { JsonValue } from '../json.ts';
@@ -12,6 +14,8 @@ export interface AgentRecord {
   preset: string;
   mode: string;
   config: JsonValue;
+  /** Every remote tool definition the agent has now (creation's, then registrations'), in order. */
+  remoteTools: JsonValue[];
   /** The provider's id for the agent's sandbox, once it has one. */
   sandboxId?: string;
   createdAt: number;
@@ -23,6 +27,8 @@ export interface CreateAgentInput {
   preset: string;
   mode: string;
   config: JsonValue;
+  /** Its remote tools from the start. Default none. */
+  remoteTools?: JsonValue[];
 }
 
 export interface AgentStore {
@@ -33,6 +39,8 @@ export interface AgentStore {
   list(tenantId: string): AgentRecord[];
   /** False when there was no live agent of that tenant with that id. */
   markDeleted(tenantId: string, id: string): boolean;
+  /** Replaces the agent's remote tools; false when there is no live agent of that tenant with that id. */
+  setRemoteTools(tenantId: string, id: string, tools: JsonValue[]): boolean;
   setSandboxId(id: string, sandboxId: string | undefined): void;
   /** Every agent of every tenant, for re-adoption at start; deleted ones only when asked. */
   listAll(options?: { includeDeleted?: boolean }): AgentRecord[];
@@ -44,28 +52,30 @@ interface AgentRow {
   preset: string;
   mode: string;
   config: string;
+  remote_tools: string;
   sandbox_id: string | null;
   created_at: number;
   deleted_at: number | null;
 }
 
-const toRecord = (r: AgentRow): AgentRecord => {
+function toRecord(r: AgentRow): AgentRecord {
   const record: AgentRecord = {
     id: r.id,
     tenantId: r.tenant_id,
     preset: r.preset,
     mode: r.mode,
     config: JSON.parse(r.config),
+    remoteTools: JSON.parse(r.remote_tools),
     createdAt: r.created_at,
   };
   if (r.sandbox_id !== null) record.sandboxId = r.sandbox_id;
   if (r.deleted_at !== null) record.deletedAt = r.deleted_at;
   return record;
-};
+}
 
 export const createAgentStore = (db: Database, now: () => number = Date.now): AgentStore => {
   const insert = db.prepare(
-    'INSERT INTO agents (id, tenant_id, preset, mode, config, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+    'INSERT INTO agents (id, tenant_id, preset, mode, config, remote_tools, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
   );
   const select = db.prepare('SELECT * FROM agents WHERE id = ? AND tenant_id = ? AND deleted_at IS NULL');
   const selectTenant = db.prepare(
@@ -76,21 +86,34 @@ export const createAgentStore = (db: Database, now: () => number = Date.now): Ag
   const remove = db.prepare(
     'UPDATE agents SET deleted_at = ? WHERE id = ? AND tenant_id = ? AND deleted_at IS NULL',
   );
+  const setRemote = db.prepare(
+    'UPDATE agents SET remote_tools = ? WHERE id = ? AND tenant_id = ? AND deleted_at IS NULL',
+  );
   const setSandbox = db.prepare('UPDATE agents SET sandbox_id = ? WHERE id = ?');
 
   return {
     create(input) {
       const config = JSON.stringify(input.config ?? {});
+      const remoteTools = JSON.stringify(input.remoteTools ?? []);
       const record: AgentRecord = {
         id: `agt_${nanoid()}`,
         tenantId: input.tenantId,
         preset: input.preset,
         mode: input.mode,
         config: JSON.parse(config),
+        remoteTools: JSON.parse(remoteTools),
         createdAt: now(),
       };
       try {
-        insert.run(record.id, record.tenantId, record.preset, record.mode, config, record.createdAt);
+        insert.run(
+          record.id,
+          record.tenantId,
+          record.preset,
+          record.mode,
+          config,
+          remoteTools,
+          record.createdAt,
+        );
       } catch (cause) {
         if ((cause as { code?: unknown }).code === 'SQLITE_CONSTRAINT_FOREIGNKEY') {
           throw new SandboxError('NOT_FOUND', `no tenant ${input.tenantId}`, {
@@ -113,6 +136,9 @@ export const createAgentStore = (db: Database, now: () => number = Date.now): Ag
       guarded('list agents', () => (selectTenant.all(tenantId) as AgentRow[]).map(toRecord)),
 
     markDeleted: (tenantId, id) => guarded('delete agent', () => remove.run(now(), id, tenantId).changes > 0),
+
+    setRemoteTools: (tenantId, id, tools) =>
+      guarded('set agent remote tools', () => setRemote.run(JSON.stringify(tools), id, tenantId).changes > 0),
 
     setSandboxId(id, sandboxId) {
       guarded('set agent sandbox', () => setSandbox.run(sandboxId ?? null, id));

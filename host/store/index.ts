@@ -118,6 +118,7 @@ export {
 } from './event-log-core.ts';
 export { INSTANCE_ID, instanceIdOf } from './instance.ts';
 export { createMemoryEventLog, createMemoryRequestStore } from './memory.ts';
+export { createMemoryAgentStore, type MemoryAgentStoreOptions } from './memory-agents.ts';
 export { latestSchemaVersion, MIGRATIONS, type Migration, migrate, schemaVersion } from './migrations.ts';
 export {
   type ClosableRequestStore,

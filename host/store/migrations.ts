@@ -4,7 +4,8 @@
 // this code is refused, never touched. Migrations are append-only: never edit a shipped one.
 import { SandboxError } from '../errors.ts';
 import { type Database, guarded, immediate } from './db.ts';
-import { DEFAULT_INLINE_BYTES, splitData } from './payloads.ts';
+import { DEFAULT_INLINE_BYTES, resolveData, splitData } from './payloads.ts';
+import type { JsonValue, PayloadRef } from './types.ts';
 
 export interface Migration {
   version: number;
@@ -47,6 +48,41 @@ const storeLegacyPayloads = (db: Database): void => {
     SELECT tenant_id, sum(bytes) FROM payloads WHERE true GROUP BY tenant_id
     ON CONFLICT (tenant_id) DO UPDATE SET bytes = bytes + excluded.bytes;
   `);
+};
+
+/**
+ * Version 4: before it, an agent's remote tools were its creation config's `remoteTools`, replaced
+ * by the `tools` of the last `agent.remote_tools` event of its session, and every load paged the
+ * whole log to find them. Read them once here, large values read back from `payloads`, into the
+ * new column. Deleted agents are skipped (nothing loads them again).
+ */
+const backfillRemoteTools = (db: Database): void => {
+  const agents = db
+    .prepare(
+      `SELECT a.id AS id, a.tenant_id AS tenant_id, a.config AS config, e.data AS data, e.refs AS refs
+       FROM agents a LEFT JOIN events e ON e.session_id = a.id AND e.seq = (
+         SELECT max(seq) FROM events WHERE session_id = a.id AND type = 'agent.remote_tools')
+       WHERE a.deleted_at IS NULL`,
+    )
+    .all() as { id: string; tenant_id: string; config: string; data: string | null; refs: string | null }[];
+  const blob = db.prepare('SELECT data FROM payloads WHERE tenant_id = ? AND sha256 = ?');
+  const update = db.prepare('UPDATE agents SET remote_tools = ? WHERE id = ?');
+  for (const agent of agents) {
+    const created = (JSON.parse(agent.config) as { remoteTools?: unknown } | null)?.remoteTools;
+    let tools = Array.isArray(created) ? created : [];
+    if (agent.data !== null) {
+      const refs = JSON.parse(agent.refs ?? '[]') as PayloadRef[];
+      let lost = refs.some((r) => r.dropped);
+      const data = resolveData(agent.data, refs, (sha256) => {
+        const row = blob.all(agent.tenant_id, sha256)[0] as { data: string } | undefined;
+        lost ||= row === undefined;
+        return row?.data;
+      }) as { tools?: JsonValue } | null;
+      // A registration whose tools are not all readable any more leaves what came before it.
+      if (!lost && Array.isArray(data?.tools)) tools = data.tools;
+    }
+    if (tools.length > 0) update.run(JSON.stringify(tools), agent.id);
+  }
 };
 
 export const MIGRATIONS: readonly Migration[] = [
@@ -155,6 +191,12 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
     up: storeLegacyPayloads,
+  },
+  {
+    version: 4,
+    name: 'agents keep their remote tools (read from the session log once, here)',
+    sql: `ALTER TABLE agents ADD COLUMN remote_tools TEXT NOT NULL DEFAULT '[]';`,
+    up: backfillRemoteTools,
   },
 ];
 

@@ -1,0 +1,83 @@
+// In-memory AgentStore: the agents repository's double for unit tests, held to the same contract
+// as the libsql one (tests/unit/store/agent-store.contract.ts). Records are kept as JSON copies, so
+// callers cannot change what was stored; nothing here survives the process.
+import { nanoid } from 'nanoid';
+import { SandboxError } from '../errors.ts';
+import type { AgentRecord, AgentStore } from './agents.ts';
+
+export interface MemoryAgentStoreOptions {
+  /** Clock for createdAt and deletedAt. Default Date.now. */
+  now?: () => number;
+  /** Whether a tenant exists (creating an agent for one that does not is NOT_FOUND). Default: all do. */
+  tenantExists?: (tenantId: string) => boolean;
+}
+
+export const createMemoryAgentStore = (options: MemoryAgentStoreOptions = {}): AgentStore => {
+  const now = options.now ?? Date.now;
+  const tenantExists = options.tenantExists ?? (() => true);
+  /** Insertion order is creation order, the libsql store's tie-break on equal createdAt. */
+  const records = new Map<string, AgentRecord>();
+
+  function copy(record: AgentRecord): AgentRecord {
+    return JSON.parse(JSON.stringify(record));
+  }
+
+  function live(tenantId: string, id: string): AgentRecord | undefined {
+    const record = records.get(id);
+    return record?.tenantId === tenantId && record.deletedAt === undefined ? record : undefined;
+  }
+
+  function byCreation(list: AgentRecord[]): AgentRecord[] {
+    return list.sort((a, b) => a.createdAt - b.createdAt).map(copy);
+  }
+
+  return {
+    create(input) {
+      if (!tenantExists(input.tenantId))
+        throw new SandboxError('NOT_FOUND', `no tenant ${input.tenantId}`, {
+          data: { tenantId: input.tenantId },
+        });
+      const record: AgentRecord = copy({
+        id: `agt_${nanoid()}`,
+        tenantId: input.tenantId,
+        preset: input.preset,
+        mode: input.mode,
+        config: input.config ?? {},
+        remoteTools: input.remoteTools ?? [],
+        createdAt: now(),
+      });
+      records.set(record.id, record);
+      return copy(record);
+    },
+
+    get(tenantId, id) {
+      const record = live(tenantId, id);
+      return record === undefined ? undefined : copy(record);
+    },
+
+    list: (tenantId) =>
+      byCreation([...records.values()].filter((r) => r.tenantId === tenantId && r.deletedAt === undefined)),
+
+    markDeleted(tenantId, id) {
+      const record = live(tenantId, id);
+      if (record !== undefined) record.deletedAt = now();
+      return record !== undefined;
+    },
+
+    setRemoteTools(tenantId, id, tools) {
+      const record = live(tenantId, id);
+      if (record !== undefined) record.remoteTools = JSON.parse(JSON.stringify(tools));
+      return record !== undefined;
+    },
+
+    setSandboxId(id, sandboxId) {
+      const record = records.get(id);
+      if (record === undefined) return;
+      if (sandboxId === undefined) delete record.sandboxId;
+      else record.sandboxId = sandboxId;
+    },
+
+    listAll: (options = {}) =>
+      byCreation([...records.values()].filter((r) => options.includeDeleted || r.deletedAt === undefined)),
+  };
+};
