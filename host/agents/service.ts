@@ -1,7 +1,7 @@
 // The agent service: create/get/list/delete agents per tenant, what each agent's model sees, and
 // its call batches through the one pipeline. State: per-agent caches (tool scope, sandbox handle)
-// rebuilt from the store on first use, so a restart loses nothing: agents live in store.agents,
-// later remote-tool registrations in the agent's session log (`agent.remote_tools`), sandboxes in
+// rebuilt from the store on first use, so a restart loses nothing: agents and their remote tools
+// live in store.agents (registrations are also logged, `agent.remote_tools`), sandboxes in
 // the provider (re-adopted by agent id). Sandboxes are created lazily, when the first tool or file
 // transfer needs one (tools get `services.sandbox` as a function), so creating an agent is a cheap
 // store write and agents that only use remote tools never hold a container.
@@ -160,19 +160,6 @@ export const createAgentService = (options: AgentServiceOptions): AgentService =
     for (const request of store.requests.list(sessionId, 'pending')) store.requests.cancel(request.id);
   };
 
-  /** The remote tools of an agent: its creation config, replaced by the last registration event. */
-  const remoteSpecs = (agent: Agent): RemoteToolSpec[] => {
-    let specs = agent.config.remoteTools ?? [];
-    for (let after = 0; ; ) {
-      const page = store.events.list(agent.sessionId, { afterSeq: after, limit: 5000 });
-      for (const event of page)
-        if (event.type === 'agent.remote_tools')
-          specs = (event.data as unknown as { tools: RemoteToolSpec[] }).tools;
-      if (page.length < 5000) return specs;
-      after = (page.at(-1) as { seq: number }).seq;
-    }
-  };
-
   const register = (state: Live, spec: RemoteToolSpec): void => {
     let definition: ToolDefinition;
     try {
@@ -191,7 +178,8 @@ export const createAgentService = (options: AgentServiceOptions): AgentService =
     if (deleting.has(agent.id)) throw deletedError(agent.id);
     const existing = live.get(agent.id);
     if (existing !== undefined) return existing;
-    if (gone(agent)) throw deletedError(agent.id);
+    const record = store.agents.get(agent.tenantId, agent.id);
+    if (record === undefined) throw deletedError(agent.id);
     const scope: AgentScope = {
       id: agent.id,
       sessionId: agent.sessionId,
@@ -212,7 +200,7 @@ export const createAgentService = (options: AgentServiceOptions): AgentService =
     });
     const state: Live = { scope, tools, remote: new Map() };
     try {
-      for (const spec of remoteSpecs(agent)) register(state, spec);
+      for (const spec of record.remoteTools as unknown as RemoteToolSpec[]) register(state, spec);
     } catch (error) {
       tools.dispose();
       throw error;
@@ -270,6 +258,7 @@ export const createAgentService = (options: AgentServiceOptions): AgentService =
         preset,
         mode: input.mode ?? defaultModeOf(preset),
         config: config as JsonValue,
+        remoteTools: (input.remoteTools ?? []) as unknown as JsonValue[],
       });
       const agent = toAgent(record);
       // Fail now, not at the first call: invalid remote tools or policy, a mode nobody can serve.
@@ -414,6 +403,8 @@ export const createAgentService = (options: AgentServiceOptions): AgentService =
       }
       for (const spec of tools) register(state, spec);
       const all = [...state.remote.values()].map((r) => r.spec);
+      if (!store.agents.setRemoteTools(agent.tenantId, agent.id, all as unknown as JsonValue[]))
+        throw deletedError(agent.id);
       store.events.append([
         {
           sessionId: agent.sessionId,
