@@ -3,9 +3,10 @@
 // inside it (two processes starting at once apply it once); a database whose schema is newer than
 // this code is refused, never touched. Migrations are append-only: never edit a shipped one.
 import { SandboxError } from '../errors.ts';
+import type { JsonValue } from '../json.ts';
 import { type Database, guarded, immediate } from './db.ts';
 import { DEFAULT_INLINE_BYTES, resolveData, splitData } from './payloads.ts';
-import type { JsonValue, PayloadRef } from './types.ts';
+import type { PayloadRef } from './types.ts';
 
 export interface Migration {
   version: number;

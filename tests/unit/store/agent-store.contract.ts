@@ -1,7 +1,7 @@
 // The AgentStore contract: every implementation runs this suite through a one-line test file.
 // Tests that need the storage to outlive the instance run only where the harness can `reopen`.
 import { afterEach, describe, expect, it } from 'vitest';
-import type { JsonValue } from '../../../host/store/types.ts';
+import type { JsonValue } from '../../../host/json.ts';
 import type { AgentStoreInstance, Harness } from './harness.ts';
 
 const lookup = {

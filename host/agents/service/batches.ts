@@ -1,0 +1,115 @@
+// Call batches: an agent's calls run through its tool scope as one batch, tracked so that delete()
+// can abort the agent's batches and close() can let them finish for a grace period and then abort
+// the rest. Invariants: results come back in call order; calls a delete or a shutdown aborted say
+// so (the agent was deleted / the service shut down) instead of a bare ABORTED; progress
+// subscribers hear the batch's last events before the results are returned.
+import { SandboxError } from '../../errors.ts';
+import type { EventLog } from '../../store/types.ts';
+import type { ToolCall, ToolResult } from '../../tools/types.ts';
+import { trackBatch } from '../progress.ts';
+import type { Agent, CallOptions } from '../types.ts';
+import type { LiveAgents } from './live.ts';
+import { type DeletionMarks, deletedError } from './records.ts';
+
+const SHUTDOWN = 'SHUTTING_DOWN';
+const DELETED = 'AGENT_DELETED';
+
+export interface Batches {
+  call(agent: Agent, calls: ToolCall[], options: CallOptions): Promise<ToolResult[]>;
+  /** Aborts the agent's batches now; resolves when they settled or after `graceMs`. */
+  abortAgent(agentId: string, graceMs: number): Promise<void>;
+  /** Lets every batch finish for `graceMs`, then aborts the rest and resolves when all settled. */
+  drain(graceMs: number): Promise<void>;
+  size(): number;
+}
+
+export interface BatchesOptions {
+  events: EventLog;
+  live: LiveAgents;
+  marks: DeletionMarks;
+  isClosing: () => boolean;
+  /** Told about every settled root result; `remote` marks client-defined tool names. */
+  observe?: (result: ToolResult, remote: boolean) => void;
+}
+
+interface Batch {
+  agentId: string;
+  controller: AbortController;
+  done: Promise<unknown>;
+}
+
+/** Resolves when `work` settled or after `ms`, whichever comes first. */
+async function settledWithin(work: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([work, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
+}
+
+type ErrorCode = NonNullable<ToolResult['error']>['code'];
+
+function abortedAs(result: ToolResult, code: ErrorCode, message: string): ToolResult {
+  const aborted = result.error?.code;
+  if (aborted !== 'ABORTED' && aborted !== 'ABORTED_BEFORE_DISPATCH') return result;
+  return { ...result, content: [{ type: 'text', text: `Error: ${message}` }], error: { code, message } };
+}
+
+function shutdownResult(result: ToolResult): ToolResult {
+  const message = 'The service shut down before this call finished; retry it after the restart.';
+  return abortedAs(result, 'SHUTTING_DOWN', message);
+}
+
+function deletedResult(result: ToolResult): ToolResult {
+  const message = 'The agent was deleted while this call ran; it was stopped.';
+  return abortedAs(result, result.error?.code ?? 'ABORTED', message);
+}
+
+export function createBatches(options: BatchesOptions): Batches {
+  const { events, live, marks } = options;
+  const running = new Set<Batch>();
+
+  async function call(agent: Agent, calls: ToolCall[], { signal, onProgress }: CallOptions) {
+    if (options.isClosing())
+      throw new SandboxError(
+        'SHUTTING_DOWN',
+        'The service is shutting down; retry the calls after it restarts.',
+      );
+    if (marks.gone(agent)) throw deletedError(agent.id);
+    const state = live.of(agent);
+    const controller = new AbortController();
+    const onAbort = () => controller.abort(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    if (signal.aborted) controller.abort(signal.reason);
+    const untrack = onProgress ? trackBatch(events, agent.sessionId, calls, onProgress) : undefined;
+    const work = state.tools.execute(calls, controller.signal);
+    const entry: Batch = { agentId: agent.id, controller, done: work.catch(() => undefined) };
+    running.add(entry);
+    try {
+      let results = await work;
+      if (controller.signal.reason === SHUTDOWN) results = results.map(shutdownResult);
+      if (controller.signal.reason === DELETED) results = results.map(deletedResult);
+      for (const result of results) options.observe?.(result, state.remote.has(result.name));
+      return results;
+    } finally {
+      running.delete(entry);
+      signal.removeEventListener('abort', onAbort);
+      // Subscribers hear an event once its batch is written; let the batch's last ones through.
+      if (untrack !== undefined) await events.flush().catch(() => undefined);
+      untrack?.();
+    }
+  }
+
+  function abortAgent(agentId: string, graceMs: number): Promise<void> {
+    const batches = [...running].filter((b) => b.agentId === agentId);
+    for (const batch of batches) batch.controller.abort(DELETED);
+    return settledWithin(Promise.all(batches.map((b) => b.done)), graceMs);
+  }
+
+  async function drain(graceMs: number): Promise<void> {
+    const all = Promise.all([...running].map((r) => r.done));
+    await settledWithin(all, graceMs);
+    for (const batch of running) batch.controller.abort(SHUTDOWN);
+    await all;
+  }
+
+  return { call, abortAgent, drain, size: () => running.size };
+}

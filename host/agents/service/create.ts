@@ -1,0 +1,66 @@
+// Creation: a cheap store write (the sandbox comes later, on first use), then the agent's tools are
+// loaded once so that a bad config fails now, not at the first call: invalid remote tools or
+// policy, a mode this service cannot serve. A refused agent is marked deleted again, never returned.
+import { isSandboxError, SandboxError } from '../../errors.ts';
+import type { JsonValue } from '../../json.ts';
+import type { SandboxLimits } from '../../sandbox/types.ts';
+import type { AgentStore } from '../../store/index.ts';
+import { DEFAULT_PRESET, defaultModeOf } from '../presets/index.ts';
+import { checkLimits, sandboxLimits } from '../sandbox-limits.ts';
+import type { Agent, CreateAgentRequest } from '../types.ts';
+import type { LiveAgents } from './live.ts';
+import { toAgent } from './records.ts';
+import { latestByName } from './remote.ts';
+
+export interface CreationOptions {
+  agents: AgentStore;
+  live: LiveAgents;
+  /** The most a sandbox may ask for (the provider's maxima). */
+  maxima: SandboxLimits | undefined;
+  isClosing: () => boolean;
+}
+
+/** AgentService.create. */
+export function createAgentCreation(
+  options: CreationOptions,
+): (tenantId: string, input: CreateAgentRequest) => Promise<Agent> {
+  const { agents, live } = options;
+
+  return async function create(tenantId, input) {
+    if (options.isClosing())
+      throw new SandboxError(
+        'SHUTTING_DOWN',
+        'The service is shutting down; create the agent after it restarts.',
+      );
+    const preset = input.preset ?? DEFAULT_PRESET;
+    const { preset: _p, mode: _m, ...config } = input;
+    checkLimits(sandboxLimits(input.sandbox), options.maxima);
+    const agent = toAgent(
+      agents.create({
+        tenantId,
+        preset,
+        mode: input.mode ?? defaultModeOf(preset),
+        config: config as JsonValue,
+        remoteTools: latestByName(input.remoteTools ?? []) as unknown as JsonValue[],
+      }),
+    );
+    try {
+      await live.of(agent).tools.describe();
+    } catch (error) {
+      agents.markDeleted(tenantId, agent.id);
+      live.retire(agent.id);
+      throw modeError(agent, error);
+    }
+    return agent;
+  };
+}
+
+/** A mode that needs code mode, on a service started without it, is the client's mistake. */
+function modeError(agent: Agent, error: unknown): unknown {
+  if (!isSandboxError(error) || error.code !== 'NO_EXECUTOR') return error;
+  return new SandboxError(
+    'BAD_REQUEST',
+    `Mode ${agent.mode} needs code mode (run_code), which this service was started without; use mode "native".`,
+    { cause: error },
+  );
+}

@@ -1,0 +1,124 @@
+// Deletion: once delete() has marked the agent deleted (synchronously, before its first await),
+// nothing runs for it any more: its tool scope fails closed (every call, inner ones included, is
+// DENIED), its batches are aborted, its host requests cancelled, its deletion listeners (terminal
+// sockets) told, and no sandbox can be created for it; the sandbox is destroyed last. A removal
+// that failed (an engine error, a crash before it) leaves the sandbox id in the record for
+// reapDeleted(), run at start and again `reapRetryMs` after a failure.
+
+import type { RequestStore } from '../../requests/index.ts';
+import type { SandboxProvider } from '../../sandbox/types.ts';
+import type { AgentStore } from '../../store/index.ts';
+import type { Agent } from '../types.ts';
+import type { Batches } from './batches.ts';
+import type { LiveAgents } from './live.ts';
+import { type DeletionMarks, deletedError, getAgent } from './records.ts';
+import type { SandboxBinding } from './sandbox.ts';
+
+export interface Deletion {
+  delete(tenantId: string, id: string): Promise<void>;
+  reapDeleted(onError?: (agentId: string, error: unknown) => void): Promise<number>;
+  onDeleted(agent: Agent, listener: () => void): () => void;
+  /** Cancels the pending retry of reapDeleted() (the service is closing). */
+  stopRetrying(): void;
+}
+
+export interface DeletionOptions {
+  agents: AgentStore;
+  requests: RequestStore;
+  provider: SandboxProvider;
+  marks: DeletionMarks;
+  live: LiveAgents;
+  batches: Batches;
+  sandboxes: SandboxBinding;
+  /** How long delete() waits for the agent's aborted batches before destroying the sandbox anyway. */
+  graceMs: number;
+  /** How much later a failed removal is tried again. */
+  reapRetryMs: number;
+  isClosing: () => boolean;
+}
+
+export function createDeletion(options: DeletionOptions): Deletion {
+  const { agents, requests, provider, marks } = options;
+  const listeners = new Map<string, Set<() => void>>();
+  /** The pending retry of reapDeleted() after a failed removal (one at a time). */
+  let retry: NodeJS.Timeout | undefined;
+
+  async function remove(tenantId: string, id: string): Promise<void> {
+    const agent = getAgent(agents, tenantId, id);
+    // Everything up to the first await is synchronous: from here on nothing new starts for it.
+    if (!agents.markDeleted(tenantId, id)) throw deletedError(id);
+    marks.deleting.add(id);
+    try {
+      options.live.retire(id);
+      notify(id);
+      const stopped = options.batches.abortAgent(id, options.graceMs);
+      cancelRequests(agent.sessionId);
+      await stopped;
+      cancelRequests(agent.sessionId); // made by a body between the abort and its end
+      await options.sandboxes.release(id);
+      await provider.destroy(id).catch((e: unknown) => {
+        retryReap();
+        throw e;
+      });
+      // Only now: a delete that failed above leaves the id for reapDeleted() (retried, and at start).
+      agents.setSandboxId(id, undefined);
+    } finally {
+      marks.deleting.delete(id);
+    }
+  }
+
+  function cancelRequests(sessionId: string): void {
+    for (const request of requests.list(sessionId, 'pending')) requests.cancel(request.id);
+  }
+
+  function notify(id: string): void {
+    const set = listeners.get(id);
+    listeners.delete(id);
+    for (const listener of set ?? []) listener();
+  }
+
+  async function reapDeleted(onError?: (agentId: string, error: unknown) => void): Promise<number> {
+    let removed = 0;
+    for (const record of agents.listAll({ includeDeleted: true })) {
+      if (record.deletedAt === undefined || record.sandboxId === undefined) continue;
+      try {
+        await provider.destroy(record.id);
+        agents.setSandboxId(record.id, undefined);
+        removed++;
+      } catch (e) {
+        onError?.(record.id, e);
+      }
+    }
+    return removed;
+  }
+
+  function retryReap(): void {
+    if (retry || options.isClosing()) return;
+    retry = setTimeout(() => {
+      retry = undefined;
+      void reapDeleted(() => retryReap()); // still failing: once more later
+    }, options.reapRetryMs);
+    retry.unref();
+  }
+
+  function onDeleted(agent: Agent, listener: () => void): () => void {
+    if (marks.gone(agent)) {
+      listener();
+      return () => {};
+    }
+    const set = listeners.get(agent.id) ?? new Set<() => void>();
+    listeners.set(agent.id, set);
+    set.add(listener);
+    return () => {
+      set.delete(listener);
+      if (set.size === 0 && listeners.get(agent.id) === set) listeners.delete(agent.id);
+    };
+  }
+
+  return {
+    delete: remove,
+    reapDeleted,
+    onDeleted,
+    stopRetrying: () => clearTimeout(retry),
+  };
+}

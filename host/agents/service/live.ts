@@ -1,0 +1,99 @@
+// Loading and rehydration: an agent's tool scope (preset, restrictions, policy, remote tools, and
+// the services its tools get) built from its stored record on first use in this process, and kept
+// until the agent is deleted or the service closes. A restart therefore loses nothing: the record
+// holds everything, the sandbox is re-adopted by agent id when a tool first asks for it.
+// Invariants: an agent that is gone never gets a scope; a retired scope fails closed (runtime.ts:
+// every call still made through it, inner ones included, is DENIED).
+import { agentPolicies } from '../../../policies/index.ts';
+import type { Sandbox } from '../../sandbox/types.ts';
+import type { AgentStore } from '../../store/index.ts';
+import type { AgentScope } from '../../tools/types.ts';
+import type { SpawnProvider } from '../../tools/workflow/index.ts';
+import type { Agent, AgentTools, RemoteToolSpec, ToolRuntime } from '../types.ts';
+import { type DeletionMarks, deletedError, remoteToolsOf } from './records.ts';
+import { type DefineRemote, installRemoteTools, type RemoteTools } from './remote.ts';
+
+export interface LiveAgent {
+  scope: AgentScope;
+  tools: AgentTools;
+  remote: RemoteTools;
+}
+
+export interface LiveAgents {
+  /** The agent's loaded tools; NOT_FOUND once it is gone. */
+  of(agent: Agent): LiveAgent;
+  /** Forgets the agent's tools and makes them fail closed. */
+  retire(id: string): void;
+  retireAll(): void;
+}
+
+export interface LiveAgentsOptions {
+  agents: AgentStore;
+  runtime: ToolRuntime;
+  marks: DeletionMarks;
+  defineRemote: DefineRemote;
+  /** The agent's sandbox, as its tools get it (`services.sandbox`, called when one needs it). */
+  sandboxOf: (agent: Agent) => Promise<Sandbox>;
+  /** Runs workflow subagents, for agents created with `subagents: true`. */
+  spawn: SpawnProvider;
+}
+
+export function createLiveAgents(options: LiveAgentsOptions): LiveAgents {
+  const { agents, runtime, marks } = options;
+  const live = new Map<string, LiveAgent>();
+
+  function of(agent: Agent): LiveAgent {
+    if (marks.deleting.has(agent.id)) throw deletedError(agent.id);
+    const existing = live.get(agent.id);
+    if (existing !== undefined) return existing;
+    const record = agents.get(agent.tenantId, agent.id);
+    if (record === undefined) throw deletedError(agent.id);
+    const loaded = load(agent, remoteToolsOf(record));
+    live.set(agent.id, loaded);
+    return loaded;
+  }
+
+  function load(agent: Agent, remoteSpecs: RemoteToolSpec[]): LiveAgent {
+    const scope = scopeOf(agent);
+    const tools = runtime.forAgent({
+      agent: scope,
+      preset: agent.preset,
+      mode: agent.mode,
+      own: [],
+      ...(agent.config.restrict ? { restrict: agent.config.restrict } : {}),
+      policies: agentPolicies(agent.config.policy),
+    });
+    try {
+      return { scope, tools, remote: installRemoteTools(tools, remoteSpecs, options.defineRemote) };
+    } catch (error) {
+      tools.dispose();
+      throw error;
+    }
+  }
+
+  function scopeOf(agent: Agent): AgentScope {
+    return {
+      id: agent.id,
+      sessionId: agent.sessionId,
+      services: {
+        tenantId: agent.tenantId,
+        sandbox: () => options.sandboxOf(agent),
+        // Only an agent whose client runs subagents can spawn them (and so sees workflow and ralph).
+        ...(agent.config.subagents === true ? { spawn: options.spawn } : {}),
+      },
+    };
+  }
+
+  function retire(id: string): void {
+    const state = live.get(id);
+    live.delete(id);
+    state?.tools.dispose();
+  }
+
+  function retireAll(): void {
+    for (const state of live.values()) state.tools.dispose();
+    live.clear();
+  }
+
+  return { of, retire, retireAll };
+}

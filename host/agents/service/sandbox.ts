@@ -1,0 +1,72 @@
+// Sandbox binding: an agent's sandbox, created lazily when its first tool or file transfer needs
+// one (or re-adopted by agent id after a restart), at most once per process, its id written to the
+// agent's record. Race-free against delete(): the check and the registration of the pending
+// creation happen synchronously, so a delete either refuses the call or finds the pending creation
+// and waits for it before destroying; a creation that finishes after the agent was deleted
+// elsewhere destroys what it made.
+import type { Sandbox, SandboxProvider } from '../../sandbox/types.ts';
+import type { AgentStore } from '../../store/index.ts';
+import { sandboxLimits } from '../sandbox-limits.ts';
+import type { Agent } from '../types.ts';
+import { type DeletionMarks, deletedError } from './records.ts';
+
+export interface SandboxBinding {
+  /** The agent's sandbox, created on first use; NOT_FOUND once the agent is gone. */
+  of(agent: Agent): Promise<Sandbox>;
+  /** Forgets the agent's sandbox; resolves when a creation in progress has settled (for delete()). */
+  release(id: string): Promise<void>;
+  /** Sandboxes this process holds a handle to (or is getting one for). */
+  size(): number;
+}
+
+export interface SandboxBindingOptions {
+  provider: SandboxProvider;
+  agents: AgentStore;
+  marks: DeletionMarks;
+}
+
+export function createSandboxBinding(options: SandboxBindingOptions): SandboxBinding {
+  const { provider, agents, marks } = options;
+  const sandboxes = new Map<string, Promise<Sandbox>>();
+
+  function of(agent: Agent): Promise<Sandbox> {
+    if (marks.deleting.has(agent.id)) return Promise.reject(deletedError(agent.id));
+    let pending = sandboxes.get(agent.id);
+    if (pending === undefined) {
+      if (marks.gone(agent)) return Promise.reject(deletedError(agent.id));
+      const binding = bind(agent);
+      sandboxes.set(agent.id, binding);
+      binding.catch(() => {
+        if (sandboxes.get(agent.id) === binding) sandboxes.delete(agent.id);
+      });
+      pending = binding;
+    }
+    return pending;
+  }
+
+  async function bind(agent: Agent): Promise<Sandbox> {
+    const existing = await provider.get(agent.id);
+    if (existing === undefined && marks.gone(agent)) throw deletedError(agent.id);
+    const sandbox =
+      existing ??
+      (await provider.create({
+        tenantId: agent.tenantId,
+        agentId: agent.id,
+        limits: sandboxLimits(agent.config.sandbox),
+      }));
+    if (marks.gone(agent)) {
+      if (!marks.deleting.has(agent.id)) await provider.destroy(agent.id).catch(() => undefined);
+      throw deletedError(agent.id);
+    }
+    agents.setSandboxId(agent.id, sandbox.id);
+    return sandbox;
+  }
+
+  async function release(id: string): Promise<void> {
+    const creating = sandboxes.get(id);
+    sandboxes.delete(id);
+    await creating?.catch(() => undefined);
+  }
+
+  return { of, release, size: () => sandboxes.size };
+}
