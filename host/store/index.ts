@@ -8,6 +8,8 @@ import { createLibsqlEventLog } from './event-log.ts';
 import type { ClosableEventLog, EventLogOptions } from './event-log-core.ts';
 import { instanceIdOf } from './instance.ts';
 import { migrate } from './migrations.ts';
+import { createLibsqlPluginStore } from './plugins.ts';
+import type { PluginStore, PluginStoreOptions } from './plugins-core.ts';
 import type { ClosableRequestStore } from './request-core.ts';
 import { createLibsqlRequestStore } from './requests.ts';
 import { createTenantStore, type TenantStore } from './tenants.ts';
@@ -33,6 +35,8 @@ export interface OpenStoreOptions {
   eventBatchWindowMs?: number;
   /** Log bytes each tenant may hold (events plus payloads). Default 512 MiB (event-log-core.ts says what happens past it). */
   logBudgetBytes?: number;
+  /** The creator-plugin maxima of a tenant (plugins per agent, packages per plugin, code size). */
+  pluginLimitsOf?: PluginStoreOptions['limitsOf'];
 }
 
 export interface Store {
@@ -46,6 +50,8 @@ export interface Store {
   requests: ClosableRequestStore;
   tenants: TenantStore;
   agents: AgentStore;
+  /** Creator plugins and their immutable packages (cordis_define). */
+  plugins: PluginStore;
   /** Flushes events, stops timers, closes the database. Idempotent. */
   close(): void;
 }
@@ -78,6 +84,7 @@ export const openStore = (options: OpenStoreOptions): Store => {
       requests,
       tenants: createTenantStore(db, now),
       agents: createAgentStore(db, now),
+      plugins: createLibsqlPluginStore(db, { now, limitsOf: options.pluginLimitsOf }),
       close() {
         if (closed) return;
         closed = true;
@@ -117,9 +124,27 @@ export {
   SETTLING_TYPES,
 } from './event-log-core.ts';
 export { INSTANCE_ID, instanceIdOf } from './instance.ts';
-export { createMemoryEventLog, createMemoryRequestStore } from './memory.ts';
+export { createMemoryEventLog, createMemoryPluginStore, createMemoryRequestStore } from './memory.ts';
 export { createMemoryAgentStore, type MemoryAgentStoreOptions } from './memory-agents.ts';
 export { latestSchemaVersion, MIGRATIONS, type Migration, migrate, schemaVersion } from './migrations.ts';
+export { createLibsqlPluginStore } from './plugins.ts';
+export {
+  type CordisCode,
+  createPluginStore,
+  DEFAULT_PLUGIN_STORE_LIMITS,
+  type DefineInput,
+  type DefineResult,
+  type PackageRecord,
+  type PackageSummary,
+  type PluginBackend,
+  type PluginOwner,
+  type PluginRecord,
+  type PluginSelector,
+  type PluginStore,
+  type PluginStoreLimits,
+  type PluginStoreOptions,
+  packageIdOf,
+} from './plugins-core.ts';
 export {
   type ClosableRequestStore,
   createRequestStore,

@@ -1,4 +1,4 @@
-// In-memory EventLog and RequestStore: the same shared cores as the libsql store over Maps, so
+// In-memory EventLog, RequestStore and PluginStore: the same shared cores as the libsql store over Maps, so
 // they behave the same (batched writes, seq rules, first-writer-wins, expiry, waiters). Unit-test
 // doubles for other modules; nothing here survives the process. Stored values are kept as JSON
 // strings or copies so callers cannot change what was stored.
@@ -10,6 +10,14 @@ import {
   type EventLogOptions,
   type EventRow,
 } from './event-log-core.ts';
+import {
+  createPluginStore,
+  type PackageRecord,
+  type PluginBackend,
+  type PluginRecord,
+  type PluginStore,
+  type PluginStoreOptions,
+} from './plugins-core.ts';
 import {
   type ClosableRequestStore,
   createRequestStore,
@@ -88,3 +96,58 @@ export const createMemoryEventLog = (options: EventLogOptions = {}): ClosableEve
 
 export const createMemoryRequestStore = (options: RequestStoreOptions = {}): ClosableRequestStore =>
   createRequestStore(createMemoryRequestBackend(), options);
+
+/**
+ * Plugins and packages over Maps. A transaction that throws leaves the maps as they were (what a
+ * database rollback does), so a failed define never leaves a plugin without its package.
+ */
+export const createMemoryPluginBackend = (): PluginBackend => {
+  let plugins = new Map<string, PluginRecord>();
+  let packages = new Map<string, PackageRecord[]>();
+  const owned = (plugin: PluginRecord | undefined, owner: { tenantId: string; agentId: string }) =>
+    plugin !== undefined && plugin.tenantId === owner.tenantId && plugin.agentId === owner.agentId
+      ? structuredClone(plugin)
+      : undefined;
+  const ofOwner = (owner: { tenantId: string; agentId: string }) =>
+    [...plugins.values()].filter((p) => owned(p, owner) !== undefined);
+  return {
+    transaction(fn) {
+      const saved = { plugins: new Map(plugins), packages: new Map(packages) };
+      try {
+        return fn();
+      } catch (error) {
+        plugins = saved.plugins;
+        packages = saved.packages;
+        throw error;
+      }
+    },
+    insertPlugin: (plugin) => void plugins.set(plugin.id, structuredClone(plugin)),
+    getPlugin: (owner, id) => owned(plugins.get(id), owner),
+    listPlugins: (owner) => ofOwner(owner).map((p) => structuredClone(p)),
+    countPlugins: (owner) => ofOwner(owner).length,
+    updatePlugin(id, state) {
+      const plugin = plugins.get(id);
+      if (plugin === undefined) return;
+      const updated: PluginRecord = { ...plugin, running: state.running };
+      if (state.currentPackageId === undefined) delete updated.currentPackageId;
+      else updated.currentPackageId = state.currentPackageId;
+      plugins.set(id, updated);
+    },
+    deletePlugin(id) {
+      plugins.delete(id);
+      packages.delete(id);
+    },
+    listRunning: () => [...plugins.values()].filter((p) => p.running).map((p) => structuredClone(p)),
+    insertPackage: (pkg) =>
+      void packages.set(pkg.pluginId, [...(packages.get(pkg.pluginId) ?? []), structuredClone(pkg)]),
+    getPackage(pluginId, id) {
+      const pkg = packages.get(pluginId)?.find((p) => p.id === id);
+      return pkg === undefined ? undefined : structuredClone(pkg);
+    },
+    listPackages: (pluginId) => (packages.get(pluginId) ?? []).map((p) => structuredClone(p)),
+    countPackages: (pluginId) => packages.get(pluginId)?.length ?? 0,
+  };
+};
+
+export const createMemoryPluginStore = (options: PluginStoreOptions = {}): PluginStore =>
+  createPluginStore(createMemoryPluginBackend(), options);

@@ -199,6 +199,35 @@ export const MIGRATIONS: readonly Migration[] = [
     sql: `ALTER TABLE agents ADD COLUMN remote_tools TEXT NOT NULL DEFAULT '[]';`,
     up: backfillRemoteTools,
   },
+  {
+    version: 5,
+    name: 'creator plugins and their immutable packages',
+    // No foreign key to agents: an agent's deletion is soft, and the service removes its plugins.
+    sql: `
+      CREATE TABLE plugins (
+        id TEXT PRIMARY KEY,
+        tenant_id TEXT NOT NULL,
+        agent_id TEXT NOT NULL,
+        id_prefix TEXT NOT NULL,
+        current_package_id TEXT,
+        running INTEGER NOT NULL DEFAULT 0,
+        created_at INTEGER NOT NULL
+      );
+      CREATE INDEX plugins_owner ON plugins(tenant_id, agent_id, created_at);
+      CREATE INDEX plugins_running ON plugins(running) WHERE running = 1;
+      CREATE TABLE plugin_packages (
+        plugin_id TEXT NOT NULL REFERENCES plugins(id) ON DELETE CASCADE,
+        id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        purpose TEXT NOT NULL,
+        host_code TEXT,
+        client_code TEXT,
+        code_bytes INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (plugin_id, id)
+      );
+    `,
+  },
 ];
 
 export const latestSchemaVersion = (migrations: readonly Migration[] = MIGRATIONS): number =>

@@ -1,0 +1,143 @@
+// The libsql PluginStore: the shared core (plugins-core.ts) over the `plugins` and
+// `plugin_packages` tables (migration 4). Invariants: a define is one BEGIN IMMEDIATE transaction
+// (counts and inserts together, so concurrent defines, even from another process, never pass a
+// maximum together); packages are only ever inserted or deleted with their plugin, never updated.
+import { type Database, guarded, immediate } from './db.ts';
+import {
+  createPluginStore,
+  type PackageRecord,
+  type PluginBackend,
+  type PluginRecord,
+  type PluginStore,
+  type PluginStoreOptions,
+} from './plugins-core.ts';
+
+interface PluginRow {
+  id: string;
+  tenant_id: string;
+  agent_id: string;
+  id_prefix: string;
+  current_package_id: string | null;
+  running: number;
+  created_at: number;
+}
+
+interface PackageRow {
+  plugin_id: string;
+  id: string;
+  name: string;
+  purpose: string;
+  host_code: string | null;
+  client_code: string | null;
+  code_bytes: number;
+  created_at: number;
+}
+
+const toPlugin = (r: PluginRow): PluginRecord => {
+  const plugin: PluginRecord = {
+    id: r.id,
+    tenantId: r.tenant_id,
+    agentId: r.agent_id,
+    idPrefix: r.id_prefix,
+    running: r.running === 1,
+    createdAt: r.created_at,
+  };
+  if (r.current_package_id !== null) plugin.currentPackageId = r.current_package_id;
+  return plugin;
+};
+
+const toPackage = (r: PackageRow): PackageRecord => {
+  const pkg: PackageRecord = {
+    id: r.id,
+    pluginId: r.plugin_id,
+    name: r.name,
+    purpose: r.purpose,
+    code: {},
+    codeBytes: r.code_bytes,
+    createdAt: r.created_at,
+  };
+  if (r.host_code !== null) pkg.code.host = r.host_code;
+  if (r.client_code !== null) pkg.code.client = r.client_code;
+  return pkg;
+};
+
+const PLUGIN = 'id, tenant_id, agent_id, id_prefix, current_package_id, running, created_at';
+const PACKAGE = 'plugin_id, id, name, purpose, host_code, client_code, code_bytes, created_at';
+
+export const createLibsqlPluginBackend = (db: Database): PluginBackend => {
+  const insertPlugin = db.prepare(`INSERT INTO plugins (${PLUGIN}) VALUES (?, ?, ?, ?, NULL, 0, ?)`);
+  const getPlugin = db.prepare(
+    `SELECT ${PLUGIN} FROM plugins WHERE id = ? AND tenant_id = ? AND agent_id = ?`,
+  );
+  const listPlugins = db.prepare(
+    `SELECT ${PLUGIN} FROM plugins WHERE tenant_id = ? AND agent_id = ? ORDER BY created_at, rowid`,
+  );
+  const countPlugins = db.prepare('SELECT count(*) AS n FROM plugins WHERE tenant_id = ? AND agent_id = ?');
+  const updatePlugin = db.prepare('UPDATE plugins SET running = ?, current_package_id = ? WHERE id = ?');
+  const deletePackages = db.prepare('DELETE FROM plugin_packages WHERE plugin_id = ?');
+  const deletePlugin = db.prepare('DELETE FROM plugins WHERE id = ?');
+  const listRunning = db.prepare(
+    `SELECT ${PLUGIN} FROM plugins WHERE running = 1 ORDER BY created_at, rowid`,
+  );
+  const insertPackage = db.prepare(
+    `INSERT INTO plugin_packages (${PACKAGE}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+  );
+  const getPackage = db.prepare(`SELECT ${PACKAGE} FROM plugin_packages WHERE plugin_id = ? AND id = ?`);
+  const listPackages = db.prepare(
+    `SELECT ${PACKAGE} FROM plugin_packages WHERE plugin_id = ? ORDER BY created_at, rowid`,
+  );
+  const countPackages = db.prepare('SELECT count(*) AS n FROM plugin_packages WHERE plugin_id = ?');
+  const count = (rows: unknown[]): number => Number((rows[0] as { n: number } | undefined)?.n ?? 0);
+
+  return {
+    transaction: (fn) => guarded('plugin store transaction', () => immediate(db, fn)),
+    insertPlugin: (p) =>
+      guarded('insert plugin', () => insertPlugin.run(p.id, p.tenantId, p.agentId, p.idPrefix, p.createdAt)),
+    getPlugin: (owner, id) =>
+      guarded('read plugin', () => {
+        const row = getPlugin.all(id, owner.tenantId, owner.agentId)[0] as PluginRow | undefined;
+        return row === undefined ? undefined : toPlugin(row);
+      }),
+    listPlugins: (owner) =>
+      guarded('list plugins', () =>
+        (listPlugins.all(owner.tenantId, owner.agentId) as PluginRow[]).map(toPlugin),
+      ),
+    countPlugins: (owner) =>
+      guarded('count plugins', () => count(countPlugins.all(owner.tenantId, owner.agentId))),
+    updatePlugin: (id, state) =>
+      guarded('update plugin', () =>
+        updatePlugin.run(state.running ? 1 : 0, state.currentPackageId ?? null, id),
+      ),
+    deletePlugin: (id) =>
+      guarded('delete plugin', () => {
+        deletePackages.run(id);
+        deletePlugin.run(id);
+      }),
+    listRunning: () =>
+      guarded('list running plugins', () => (listRunning.all() as PluginRow[]).map(toPlugin)),
+    insertPackage: (p) =>
+      guarded('insert package', () =>
+        insertPackage.run(
+          p.pluginId,
+          p.id,
+          p.name,
+          p.purpose,
+          p.code.host ?? null,
+          p.code.client ?? null,
+          p.codeBytes,
+          p.createdAt,
+        ),
+      ),
+    getPackage: (pluginId, id) =>
+      guarded('read package', () => {
+        const row = getPackage.all(pluginId, id)[0] as PackageRow | undefined;
+        return row === undefined ? undefined : toPackage(row);
+      }),
+    listPackages: (pluginId) =>
+      guarded('list packages', () => (listPackages.all(pluginId) as PackageRow[]).map(toPackage)),
+    countPackages: (pluginId) => guarded('count packages', () => count(countPackages.all(pluginId))),
+  };
+};
+
+export const createLibsqlPluginStore = (db: Database, options: PluginStoreOptions = {}): PluginStore =>
+  createPluginStore(createLibsqlPluginBackend(db), options);

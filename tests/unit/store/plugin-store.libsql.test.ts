@@ -1,0 +1,15 @@
+import { createLibsqlPluginStore } from '../../../host/store/plugins.ts';
+import { tempDatabase } from './harness.ts';
+import { runPluginStoreContract } from './plugin-store.contract.ts';
+
+runPluginStoreContract({
+  name: 'libsql',
+  open(options) {
+    const temp = tempDatabase();
+    return {
+      store: createLibsqlPluginStore(temp.connect(), options),
+      reopen: () => createLibsqlPluginStore(temp.connect(), options),
+      cleanup: temp.cleanup,
+    };
+  },
+});
