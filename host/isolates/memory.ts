@@ -116,3 +116,52 @@ export const createMemoryGovernor = (
     },
   };
 };
+
+/** What a worker's poll governs: a program's run, or a plugin's isolate. */
+export interface Governed {
+  readonly id: number;
+  /** The isolate's heap limit (isolated-vm `memoryLimit`), in MB. */
+  readonly memoryMb: number;
+  /** Ends it if its CPU budget is spent or its isolate died; true when the isolate ran since the last check. */
+  check(): boolean;
+  /** Ends it as `memory`. */
+  outOfMemory(): void;
+  /** The isolate's V8 heap plus its external memory, in bytes; undefined once it is gone. */
+  heapBytes(): Promise<number | undefined>;
+}
+
+/**
+ * One worker's poll, to call every few tens of ms with what it holds: CPU checks, then memory
+ * (the governor above). One whose isolate just stopped running (it now waits) has its heap
+ * checked against its own limit once: what it keeps while it waits is what the rest of the
+ * worker has to live with; when the process is over its allowance with nobody running, every
+ * waiting one is checked.
+ */
+export const createMemoryWatch = (
+  budgetMb: number,
+  rss: () => number = residentBytes,
+): ((live: Iterable<Governed>) => void) => {
+  const governor = createMemoryGovernor(budgetMb, rss());
+  let ranBefore = new Set<number>();
+  const heapChecks = new Set<number>();
+  const checkHeap = (item: Governed): void => {
+    if (heapChecks.has(item.id)) return;
+    heapChecks.add(item.id);
+    void item.heapBytes().then((bytes) => {
+      heapChecks.delete(item.id);
+      if (bytes !== undefined && bytes > item.memoryMb * 1024 * 1024) item.outOfMemory();
+    });
+  };
+  return (live) => {
+    const sampled: Array<{ item: Governed; memoryMb: number; ran: boolean }> = [];
+    for (const item of live) sampled.push({ item, memoryMb: item.memoryMb, ran: item.check() });
+    const verdict = governor.poll(rss(), sampled);
+    for (const { item } of verdict.end) item.outOfMemory();
+    const ran = new Set<number>();
+    for (const sample of sampled) {
+      if (!sample.ran && (ranBefore.has(sample.item.id) || verdict.checkWaiting)) checkHeap(sample.item);
+      if (sample.ran) ran.add(sample.item.id);
+    }
+    ranBefore = ran;
+  };
+};

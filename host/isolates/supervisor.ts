@@ -6,20 +6,13 @@
 // child per index.
 
 import type { ChildProcess } from 'node:child_process';
-import { fork } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { Outbox } from './outbox.ts';
-import { createOutbox } from './outbox.ts';
+import { type ForkedWorker, forkWorker, nextRestart, residentBytesOf } from './fork.ts';
 import type { HostToWorker, WorkerToHost } from './protocol.ts';
 import { isMessage, unbatch } from './protocol.ts';
 import type { IsolateHostEvent } from './types.ts';
 
 const WORKER_PATH = fileURLToPath(new URL('./worker.ts', import.meta.url));
-const STDERR_TAIL = 4096;
-const STABLE_AFTER_MS = 10_000;
-const MAX_BACKOFF_MS = 10_000;
-const PAGE_SIZE = 4096;
 
 export interface WorkerHandle {
   index: number;
@@ -68,9 +61,7 @@ interface Entry {
   handle: WorkerHandle;
   child: ChildProcess;
   startedAt: number;
-  stderr: string;
-  exited: Promise<void>;
-  outbox: Outbox<HostToWorker>;
+  forked: ForkedWorker<HostToWorker>;
 }
 
 export const createSupervisor = (options: SupervisorOptions): Supervisor => {
@@ -79,12 +70,8 @@ export const createSupervisor = (options: SupervisorOptions): Supervisor => {
   let closing = false;
 
   const start = (index: number): void => {
-    const child = fork(WORKER_PATH, [JSON.stringify(options.workerArgs)], {
-      execArgv: ['--no-node-snapshot', `--max-old-space-size=${options.heapMb}`],
-      env: {},
-      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
-      serialization: 'json',
-    });
+    const forked = forkWorker<HostToWorker>(WORKER_PATH, JSON.stringify(options.workerArgs), options.heapMb);
+    const { child } = forked;
     const handle: WorkerHandle = {
       index,
       pid: child.pid ?? -1,
@@ -97,27 +84,8 @@ export const createSupervisor = (options: SupervisorOptions): Supervisor => {
       inlineRun: undefined,
       aliveAt: performance.now(),
     };
-    let resolveExit = (): void => undefined;
-    const entry: Entry = {
-      handle,
-      child,
-      startedAt: Date.now(),
-      stderr: '',
-      exited: new Promise((r) => (resolveExit = r)),
-      outbox: createOutbox((frame) => {
-        if (!child.connected) return false;
-        try {
-          return child.send(frame);
-        } catch {
-          return false;
-        }
-      }, process.nextTick),
-    };
+    const entry: Entry = { handle, child, startedAt: Date.now(), forked };
     entries[index] = entry;
-    child.stderr?.setEncoding('utf8');
-    child.stderr?.on('data', (chunk: string) => {
-      entry.stderr = (entry.stderr + chunk).slice(-STDERR_TAIL);
-    });
     let announced = false; // `ready` counts once: a killed worker's late frames never revive it
     child.on('message', (raw: unknown) => {
       if (!isMessage(raw)) return;
@@ -132,11 +100,8 @@ export const createSupervisor = (options: SupervisorOptions): Supervisor => {
         } else if (handle.ready) options.onMessage(handle, message);
       }
     });
-    child.on('error', () => undefined); // spawn and IPC errors end in 'exit' or are retried there
     child.on('exit', (code, signal) => {
       handle.ready = false;
-      entry.outbox.clear();
-      resolveExit();
       if (entries[index] === entry) entries[index] = undefined;
       options.onEvent?.({
         type: 'worker_exited',
@@ -144,15 +109,13 @@ export const createSupervisor = (options: SupervisorOptions): Supervisor => {
         pid: handle.pid,
         code,
         signal,
-        stderr: entry.stderr,
+        stderr: forked.stderr(),
       });
       options.onExit(handle, signal ? `signal ${signal}` : `exit code ${code}`);
       if (closing) return;
-      // Crash loops back off exponentially; a worker that lived a while restarts at once.
-      const lived = Date.now() - entry.startedAt;
-      failures[index] = lived > STABLE_AFTER_MS ? 0 : (failures[index] ?? 0) + 1;
-      const delay = failures[index] <= 1 ? 0 : Math.min(100 * 2 ** (failures[index] - 2), MAX_BACKOFF_MS);
-      setTimeout(() => !closing && start(index), delay).unref();
+      const restart = nextRestart(failures[index] ?? 0, Date.now() - entry.startedAt);
+      failures[index] = restart.failures;
+      setTimeout(() => !closing && start(index), restart.delayMs).unref();
     });
   };
 
@@ -168,13 +131,9 @@ export const createSupervisor = (options: SupervisorOptions): Supervisor => {
   const rssWatch = setInterval(() => {
     for (const entry of entries) {
       if (!entry) continue;
-      try {
-        const pages = Number(readFileSync(`/proc/${entry.handle.pid}/statm`, 'utf8').split(' ')[1]);
-        if (pages * PAGE_SIZE > options.rssMb * 1024 * 1024)
-          kill(entry.handle, `resident memory over ${options.rssMb} MB`);
-      } catch {
-        // no /proc (not Linux) or the process just exited
-      }
+      // Unknown (no /proc, or the process just exited) counts as within the cap.
+      if ((residentBytesOf(entry.handle.pid) ?? 0) > options.rssMb * 1024 * 1024)
+        kill(entry.handle, `resident memory over ${options.rssMb} MB`);
     }
   }, 100);
   rssWatch.unref();
@@ -186,11 +145,11 @@ export const createSupervisor = (options: SupervisorOptions): Supervisor => {
     send: (handle, message) => {
       const entry = entries[handle.index];
       if (!entry || entry.handle !== handle || !entry.child.connected) return false;
-      return entry.outbox.send(message);
+      return entry.forked.outbox.send(message);
     },
     post: (handle, message) => {
       const entry = entries[handle.index];
-      if (entry && entry.handle === handle) entry.outbox.post(message);
+      if (entry && entry.handle === handle) entry.forked.outbox.post(message);
     },
     kill,
     close: async () => {
@@ -207,7 +166,7 @@ export const createSupervisor = (options: SupervisorOptions): Supervisor => {
       await Promise.all(
         live.map(async (entry) => {
           const timer = setTimeout(() => entry.child.kill('SIGKILL'), options.killGraceMs);
-          await entry.exited;
+          await entry.forked.exited;
           clearTimeout(timer);
         }),
       );

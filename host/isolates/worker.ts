@@ -5,7 +5,7 @@
 // the pool only ever holds slots no program has touched; losing the parent ends this process (with a
 // SIGKILL fallback, because a disposed isolate can hang process.exit).
 
-import { createMemoryGovernor, residentBytes } from './memory.ts';
+import { createMemoryWatch } from './memory.ts';
 import { createOutbox } from './outbox.ts';
 import type { HostToWorker, WorkerOutcome, WorkerToHost } from './protocol.ts';
 import { ALIVE_MS, isMessage, unbatch } from './protocol.ts';
@@ -156,32 +156,9 @@ process.on('unhandledRejection', (reason) =>
   process.stderr.write(`unhandled rejection: ${String(reason).slice(0, 300)}\n`),
 );
 
-// Every poll: CPU budgets, then memory (memory.ts). A run whose isolate just stopped running (it
-// now waits) has its heap checked against its own limit once: what it keeps while it waits is what
-// the rest of the worker has to live with.
-const governor = createMemoryGovernor(args.budgetMb, residentBytes());
-const ranBefore = new Set<number>();
-const heapChecks = new Set<number>();
-const checkHeap = (run: ActiveRun): void => {
-  if (heapChecks.has(run.id)) return;
-  heapChecks.add(run.id);
-  void run.heapBytes().then((bytes) => {
-    heapChecks.delete(run.id);
-    if (bytes !== undefined && bytes > run.memoryMb * 1024 * 1024) run.outOfMemory();
-  });
-};
-setInterval(() => {
-  const sampled: Array<{ run: ActiveRun; memoryMb: number; ran: boolean }> = [];
-  for (const run of runs.values()) sampled.push({ run, memoryMb: run.memoryMb, ran: run.check() });
-  const verdict = governor.poll(residentBytes(), sampled);
-  for (const { run } of verdict.end) run.outOfMemory();
-  for (const { run, ran } of sampled) {
-    if (!ran && (ranBefore.has(run.id) || verdict.checkWaiting)) checkHeap(run);
-    if (ran) ranBefore.add(run.id);
-    else ranBefore.delete(run.id);
-  }
-  for (const id of ranBefore) if (!runs.has(id)) ranBefore.delete(id);
-}, 20).unref();
+// Every poll: CPU budgets, then memory (memory.ts).
+const watch = createMemoryWatch(args.budgetMb);
+setInterval(() => watch(runs.values()), 20).unref();
 // Inline entries hold this thread; the host kills a worker that goes quiet for longer than an
 // entry may legitimately take (protocol.ts `alive`).
 setInterval(() => {
