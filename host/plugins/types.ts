@@ -1,7 +1,7 @@
 // The public vocabulary of the creator-plugin runtime: the states a plugin goes through, the limits
 // that bound it, and the host capabilities the caller hands it (the only things a plugin can reach).
 // Everything here is data or an interface; runtime.ts implements it.
-import type { JsonValue } from '../store/types.ts';
+import type { JsonValue } from '../json.ts';
 
 export type { JsonValue };
 
