@@ -53,7 +53,8 @@ const loopTool = (rounds: Round[], extra = 3) =>
 describe('deleting an agent', () => {
   it('stops its running program: nothing runs after the 204, policy stays closed, no new sandbox', async () => {
     const rounds: Round[] = [];
-    api.registry.global.register(loopTool(rounds));
+    // Installed in the creator preset's own layer, as a deployment installs a privileged tool.
+    api.registry.scope('creator').register(loopTool(rounds));
     const agent = await api.createAgent(api.keyA, { preset: 'creator', policy: { deny: ['bash'] } });
     const batch = api.call(api.keyA, agent.id, [{ id: 'p', name: 'loop_tools', arguments: {} }]);
     await until(() => rounds.length >= 3);
