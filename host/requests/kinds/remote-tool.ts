@@ -1,6 +1,7 @@
 // `remote_tool`: a call of a tool whose body runs in the client (host/agents/remote-tools.ts). The
-// client answers `{ result }` or `{ error }`. Invariants: an error answer, an unanswered request
-// (REQUEST_EXPIRED) and a cancelled one (ABORTED) fail the call; only `{ result }` completes it.
+// client answers `{ result }` or `{ error }` (`{ output }`, the name some harnesses use, is the
+// result too). Invariants: an error answer, an unanswered request (REQUEST_EXPIRED) and a cancelled
+// one (ABORTED) fail the call; what the client answered is never dropped.
 import * as v from 'valibot';
 import { SandboxError } from '../../errors.ts';
 import type { JsonValue } from '../../json.ts';
@@ -10,7 +11,7 @@ import { defineRequestKind, jsonValue } from '../kind.ts';
 export const remoteToolKind = defineRequestKind({
   name: 'remote_tool',
   payload: v.object({ toolName: v.string(), arguments: jsonValue }),
-  // `{ output }` is accepted as it always was, and reads as a null result.
+  // `{ output }` is the result under another name: it used to read as null, losing the answer.
   answers: [ResultAnswer, ErrorAnswer, OutputAnswer],
   wrongAnswer: 'Answer with { "result": … } or { "error": … }.',
   settle(settlement): JsonValue {
@@ -19,7 +20,11 @@ export const remoteToolKind = defineRequestKind({
       case 'answered':
         if ('error' in settlement.answer)
           throw new SandboxError('TOOL_FAILED', errorMessageOf(settlement.answer));
-        return 'result' in settlement.answer ? ((settlement.answer.result ?? null) as JsonValue) : null;
+        return (
+          'result' in settlement.answer
+            ? (settlement.answer.result ?? null)
+            : (settlement.answer.output ?? null)
+        ) as JsonValue;
       case 'malformed':
         throw new SandboxError(
           'TOOL_FAILED',

@@ -76,6 +76,8 @@ describe('remote tool requests', () => {
   it('{ result } is the value; { error }, expiry and cancellation fail the call with stable codes', async () => {
     expect(await settleWith(remoteToolKind, remote, { result: { name: 'Ada' } })).toEqual({ name: 'Ada' });
     expect(await settleWith(remoteToolKind, remote, { result: null })).toBeNull();
+    // `{ output }` is the result under the name some harnesses use, never dropped.
+    expect(await settleWith(remoteToolKind, remote, { output: { name: 'Ada' } })).toEqual({ name: 'Ada' });
     await expect(settleWith(remoteToolKind, remote, { error: 'offline' })).rejects.toMatchObject({
       code: 'TOOL_FAILED',
       message: 'offline',
