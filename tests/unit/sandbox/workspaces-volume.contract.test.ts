@@ -26,6 +26,7 @@ describe('volume workspaces', () => {
     await store.create('ws-b', 0, {});
     engine.down = true;
     const mount = { type: 'volume', source: 'ws-b' };
+    expect(await codeOf(store.create('ws-c', 0, {}))).toBe('SANDBOX_UNAVAILABLE');
     expect(await codeOf(store.exists(mount))).toBe('SANDBOX_UNAVAILABLE');
     expect(await codeOf(store.remove(mount))).toBe('SANDBOX_UNAVAILABLE');
     engine.down = false;

@@ -14,7 +14,9 @@ export function createVolumeWorkspaces(docker: Docker): WorkspaceStore {
     _bytes: number,
     labels: Record<string, string>,
   ): Promise<Docker.MountSettings> {
-    await docker.createVolume({ Name: name, Labels: labels });
+    await docker.createVolume({ Name: name, Labels: labels }).catch((e) => {
+      throw fromDocker(e, 'Creating the sandbox volume', { volume: name });
+    });
     return { Type: 'volume', Source: name, Target: WORKSPACE_ROOT, ReadOnly: false };
   }
 
