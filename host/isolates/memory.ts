@@ -10,9 +10,12 @@
 //             + for each run: 1.5 × its limit + 16 MB while its isolate runs, its limit + 4 MB while it waits
 //             + SLACK_MB
 // Past the allowance (or the worker's whole budget), somebody holds more than its limit allows;
-// only isolates that ran since the last poll can have grown, so those runs end as `memory`; a run
-// that waits holds what its heap holds, so when none ran, the waiting ones over their own limit
-// (heap statistics: V8 heap plus external memory) end instead. What no poll can stop is one
+// only isolates that ran since the last poll can have grown, so those runs end as `memory` — but
+// growing by tens of MB takes CPU, so one that ran a sliver of what the busiest one ran (under a
+// tenth: a neighbour that only reached its next tool call while another allocated) is not blamed;
+// its heap is checked against its own limit instead. A run that waits holds what its heap holds,
+// so when none ran, the waiting ones over their own limit (heap statistics: V8 heap plus external
+// memory) end instead. What no poll can stop is one
 // allocation already under way (a single object is at most ~1 GB in V8): the supervisor's resident
 // cap stays the last resort, and the host sizes a worker's concurrency so that every run's
 // reservation fits its budget (`runsPerWorker`).
@@ -62,13 +65,18 @@ export const residentBytes = (): number => {
 
 export interface GovernedRun {
   readonly memoryMb: number;
-  /** The isolate ran (burned CPU) since the previous poll. */
-  readonly ran: boolean;
+  /** CPU the isolate burned since the previous poll, in ns (0: it did not run). */
+  readonly cpuNs: number;
 }
+
+/** A run that ran under this share of the busiest one's CPU since the last poll is not blamed. */
+export const LIGHT_SHARE = 0.1;
 
 export interface MemoryVerdict<R> {
   /** Runs to end as `memory` now. */
   end: R[];
+  /** Runs that ran, too little to have grown much: to check against their own limit instead. */
+  spared: R[];
   /** Over the allowance with no isolate running: check the waiting runs' heaps. */
   checkWaiting: boolean;
   /** What the worker may hold now, in bytes (for diagnostics and tests). */
@@ -100,19 +108,22 @@ export const createMemoryGovernor = (
   let drainUntil = Number.NEGATIVE_INFINITY;
   return {
     poll(rss, runs) {
-      const running = runs.filter((run) => run.ran);
+      const running = runs.filter((run) => run.cpuNs > 0);
       if (running.length === 0) quietRss = rss;
       let reserved = SLACK_MB;
       for (const run of runs)
-        reserved += run.ran ? runningReserveMb(run.memoryMb) : waitingReserveMb(run.memoryMb);
+        reserved += run.cpuNs > 0 ? runningReserveMb(run.memoryMb) : waitingReserveMb(run.memoryMb);
       const base = now() < drainUntil ? Math.max(quietRss, drainRss) : quietRss;
       const allowance = Math.min(base + reserved * MB, budgetMb * MB);
-      if (rss <= allowance) return { end: [], checkWaiting: false, allowance };
+      if (rss <= allowance) return { end: [], spared: [], checkWaiting: false, allowance };
       if (running.length > 0) {
         drainRss = rss;
         drainUntil = now() + DRAIN_MS;
       }
-      return { end: running, checkWaiting: running.length === 0, allowance };
+      const busiest = Math.max(0, ...running.map((run) => run.cpuNs));
+      const end = running.filter((run) => run.cpuNs >= busiest * LIGHT_SHARE);
+      const spared = running.filter((run) => run.cpuNs < busiest * LIGHT_SHARE);
+      return { end, spared, checkWaiting: running.length === 0, allowance };
     },
   };
 };
@@ -122,8 +133,8 @@ export interface Governed {
   readonly id: number;
   /** The isolate's heap limit (isolated-vm `memoryLimit`), in MB. */
   readonly memoryMb: number;
-  /** Ends it if its CPU budget is spent or its isolate died; true when the isolate ran since the last check. */
-  check(): boolean;
+  /** Ends it if its CPU budget is spent or its isolate died; the CPU its isolate burned since the last check (ns). */
+  check(): number;
   /** Ends it as `memory`. */
   outOfMemory(): void;
   /** The isolate's V8 heap plus its external memory, in bytes; undefined once it is gone. */
@@ -153,14 +164,16 @@ export const createMemoryWatch = (
     });
   };
   return (live) => {
-    const sampled: Array<{ item: Governed; memoryMb: number; ran: boolean }> = [];
-    for (const item of live) sampled.push({ item, memoryMb: item.memoryMb, ran: item.check() });
+    const sampled: Array<{ item: Governed; memoryMb: number; cpuNs: number }> = [];
+    for (const item of live) sampled.push({ item, memoryMb: item.memoryMb, cpuNs: item.check() });
     const verdict = governor.poll(rss(), sampled);
     for (const { item } of verdict.end) item.outOfMemory();
+    for (const { item } of verdict.spared) checkHeap(item);
     const ran = new Set<number>();
     for (const sample of sampled) {
-      if (!sample.ran && (ranBefore.has(sample.item.id) || verdict.checkWaiting)) checkHeap(sample.item);
-      if (sample.ran) ran.add(sample.item.id);
+      const didRun = sample.cpuNs > 0;
+      if (!didRun && (ranBefore.has(sample.item.id) || verdict.checkWaiting)) checkHeap(sample.item);
+      if (didRun) ran.add(sample.item.id);
     }
     ranBefore = ran;
   };

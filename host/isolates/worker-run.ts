@@ -99,9 +99,9 @@ export interface ActiveRun {
   cancel(): void;
   /**
    * Called by the worker's poll: ends the run if the isolate burned its CPU budget or died.
-   * True when the isolate ran (burned CPU) since the previous check.
+   * Returns the CPU the isolate burned since the previous check, in ns (0: it did not run).
    */
-  check(): boolean;
+  check(): number;
   /** Ends the run as `memory`: the worker saw it hold more than its limit allows (memory.ts). */
   outOfMemory(): void;
   /** The isolate's V8 heap plus its external memory, in bytes; undefined once it is gone. */
@@ -277,22 +277,22 @@ export const startRun = (slot: Slot, msg: RunMessage, io: RunIo): ActiveRun => {
     },
     cancel: () => finish({ kind: 'aborted', message: 'the run was cancelled' }),
     check: () => {
-      if (finished) return false;
+      if (finished) return 0;
       if (slot.isolate.isDisposed) {
         finish(lostIsolate());
-        return false;
+        return 0;
       }
       let cpu = 0n;
       try {
         cpu = slot.isolate.cpuTime;
       } catch {
         finish(lostIsolate());
-        return false;
+        return 0;
       }
       if (cpu > cpuBudget) finish(cpuTimeout());
-      const ran = cpu !== lastCpu;
+      const burned = Number(cpu - lastCpu);
       lastCpu = cpu;
-      return ran;
+      return burned;
     },
     outOfMemory: () => finish(lostIsolate()),
     heapBytes: async () => {

@@ -29,8 +29,8 @@ export interface PluginIsolate {
   event(name: string, dataJson: string): void;
   /** Disposes the plugin's scope, then the isolate; `unloaded` follows (also when it already ended). */
   unload(): void;
-  /** Poll: ends the plugin if its isolate died or stays busy past any callback's budget. True when it ran. */
-  check(): boolean;
+  /** Poll: ends the plugin if its isolate died or stays busy past any callback's budget; the CPU it burned since the last poll (ns). */
+  check(): number;
   /** The worker saw it hold more memory than its limit allows (memory.ts). */
   outOfMemory(): void;
   heapBytes(): Promise<number | undefined>;
@@ -252,25 +252,25 @@ export const loadPlugin = async (
       setTimeout(unloaded, limits.cpuMsPerCallback * 2 + 1000).unref();
     },
     check() {
-      if (ended) return false;
+      if (ended) return 0;
       if (isolate.isDisposed) {
         end('memory', memoryMessage(limits));
-        return false;
+        return 0;
       }
       let cpu: bigint;
       try {
         cpu = isolate.cpuTime;
       } catch {
         end('memory', memoryMessage(limits));
-        return false;
+        return 0;
       }
-      const ran = cpu !== lastCpu;
+      const burned = cpu - lastCpu;
       // Backstop for timeouts isolated-vm misses: busy at every poll for 3 budgets in a row.
-      busyCpu = ran ? busyCpu + (cpu - lastCpu) : 0n;
+      busyCpu = burned > 0n ? busyCpu + burned : 0n;
       lastCpu = cpu;
       if (busyCpu > BigInt(limits.cpuMsPerCallback * 3 + 500) * 1_000_000n)
         end('timeout', cpuMessage(limits));
-      return ran;
+      return Number(burned);
     },
     outOfMemory: () => end('memory', memoryMessage(limits)),
     heapBytes: async () => {

@@ -4,7 +4,7 @@
 // kill every run on it. CPU budgets are generous here so that no run ends by time instead.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IsolateHost, JsonValue } from '../../../host/isolates/index.ts';
-import { runsPerWorker } from '../../../host/isolates/memory.ts';
+import { createMemoryGovernor, runsPerWorker } from '../../../host/isolates/memory.ts';
 import { until } from '../../helpers/until.ts';
 import { failure, runner, sleep, startHost, value } from './helpers.ts';
 
@@ -65,6 +65,35 @@ describe('the memory limit holds for what isolated-vm does not count', () => {
       code: "const keep = []; for (let i = 0; i < 5; i++) { keep.push(['z'.repeat(2 ** 20), i].join('')); await tools.echo({ i }); } return keep.length",
     });
     expect(value(outcome)).toBe(5);
+  });
+});
+
+describe('who the memory governor blames', () => {
+  const MB = 1024 * 1024;
+  const ms = 1_000_000;
+
+  it('ends what ran while the worker went over, but not a neighbour that ran a sliver of it (its heap is checked instead)', () => {
+    // A poll late under load: three neighbours reached their tool calls (1 ms of CPU each) in the
+    // same window as an allocation that took 300 ms.
+    const governor = createMemoryGovernor(1024, 100 * MB, () => 0);
+    const attack = { name: 'attack', memoryMb: 32, cpuNs: 300 * ms };
+    const neighbours = [1, 2, 3].map((i) => ({ name: `n${i}`, memoryMb: 32, cpuNs: 1 * ms }));
+    const verdict = governor.poll(900 * MB, [attack, ...neighbours]);
+    expect(verdict.end.map((r) => r.name)).toEqual(['attack']);
+    expect(verdict.spared.map((r) => r.name)).toEqual(['n1', 'n2', 'n3']);
+  });
+
+  it('blames every run that ran comparably, and nobody while the worker stays within its allowance', () => {
+    const governor = createMemoryGovernor(1024, 100 * MB, () => 0);
+    const runs = [
+      { name: 'a', memoryMb: 32, cpuNs: 40 * ms },
+      { name: 'b', memoryMb: 32, cpuNs: 30 * ms },
+      { name: 'idle', memoryMb: 32, cpuNs: 0 },
+    ];
+    expect(governor.poll(120 * MB, runs).end).toEqual([]);
+    const verdict = governor.poll(900 * MB, runs);
+    expect(verdict.end.map((r) => r.name)).toEqual(['a', 'b']);
+    expect(verdict.spared).toEqual([]);
   });
 });
 
