@@ -239,7 +239,10 @@ export const createJobs = async (ws: Workspace, stateDir: string) => {
       if (!job.exit) {
         job.rec.killRequested = true;
         await writeJson(paths(id).job, job.rec);
-        if (agentMaySignal(job.rec.pid)) killGroup(job.rec.pid, sig);
+        // A job this sandboxd started and still tracks is its own child, whatever uid it has now (a
+        // kill right after the start finds it still setpriv, not yet the agent's, and must not be
+        // lost); a job known only from its record on disk is signalled only if it is the agent's.
+        if (children.has(id) || agentMaySignal(job.rec.pid)) killGroup(job.rec.pid, sig);
         await waitForEnd(id, job.rec, 2000);
       }
       return info(await load(id));

@@ -418,6 +418,16 @@ export const runSandboxContract = (name: string, setup: () => Promise<ContractTa
         expect((await sb.jobs.list()).map((j) => j.id)).toEqual(expect.arrayContaining([job.id, long.id]));
         expect(await codeOf(sb.jobs.output('no-such-job'))).toBe('JOB_NOT_FOUND');
       });
+      it("kills a job asked to die the moment it started (before it has become the agent's)", async (ctx) => {
+        if (!shell()) ctx.skip();
+        const killed = await Promise.all(
+          Array.from(
+            { length: 32 },
+            async () => (await sb.jobs.kill((await sb.jobs.start('sleep 60')).id)).status,
+          ),
+        );
+        expect(killed).toEqual(Array(32).fill('killed'));
+      });
     });
   });
 };
