@@ -21,6 +21,7 @@ import { agentRoutes } from './routes/agents.ts';
 import { callRoutes } from './routes/calls.ts';
 import { eventRoutes } from './routes/events.ts';
 import { fileRoutes } from './routes/files.ts';
+import { isMcpStream, mcpRoutes } from './routes/mcp.ts';
 import { requestRoutes } from './routes/requests.ts';
 import { systemRoutes } from './routes/system.ts';
 import { tenantRoutes } from './routes/tenants.ts';
@@ -80,6 +81,7 @@ export interface AppDeps {
 const isStreamingRoute = (method: string, path: string): boolean =>
   (method === 'POST' && path.endsWith('/calls')) ||
   (method === 'GET' && path.endsWith('/events')) ||
+  path.endsWith('/mcp') ||
   (method === 'PUT' && (path.endsWith('/files') || path.endsWith('/archive')));
 
 export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
@@ -162,15 +164,27 @@ export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
     await next();
   });
   // DELETE takes no slot: it is how a tenant stops what holds its slots (long calls, streams).
+  // Nor does an MCP client's notification stream, open for as long as it is connected (own cap).
   const concurrency = tenantConcurrency(createTenantLimiter(limits.tenantConcurrency));
   app.use('/v1/agents/*', async function tenantSlot(c, next) {
-    return c.req.method === 'DELETE' ? next() : concurrency(c, next);
+    return c.req.method === 'DELETE' || isMcpStream(c.req.method, c.req.path) ? next() : concurrency(c, next);
   });
   app.route('/', agentRoutes(deps.agents));
   app.route('/', callRoutes(deps.agents, limits.callTimeoutMs));
   app.route('/', eventRoutes(deps.agents, deps.store.events, lifecycle, limits.eventPageBytes));
   app.route('/', fileRoutes(deps.agents, limits.maxUploadBytes));
   app.route('/', requestRoutes(deps.agents, deps.store.requests));
+  const { callTimeoutMs } = limits;
+  app.route(
+    '/',
+    mcpRoutes({
+      agents: deps.agents,
+      events: deps.store.events,
+      lifecycle,
+      version: deps.version,
+      callTimeoutMs,
+    }),
+  );
 
   app.get(
     '/openapi.json',

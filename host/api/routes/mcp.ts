@@ -1,0 +1,149 @@
+// /v1/agents/:id/mcp: the agent as an MCP server over Streamable HTTP (./../mcp/server.ts), for
+// 2026-07-28 clients and for the 2025-era revisions most clients still speak, with the tenant's
+// bearer key like the rest of v1 (another tenant's agent is 404).
+// Stateless on purpose: every POST is served by a fresh SDK server instance (createMcpHandler),
+// so any control-plane replica can answer any request, nothing is held between requests, and
+// there is no session table to cap or expire. What sessions would have carried is kept without
+// them: a 2025-era initialize gets a random Mcp-Session-Id that nobody stores (the client echoes
+// it; it only keeps two clients' request ids apart for cancellation, see ../mcp/cancels.ts), and
+// the 2025-era standalone GET stream, which a stateless SDK handler refuses, is served here as a
+// stream of `notifications/tools/list_changed` fed by the agent's log. 2026-era clients get the
+// same notifications on their `subscriptions/listen` stream through the handler's event bus.
+// Bounds: a GET stream holds no tenant request slot (clients keep it open for as long as they are
+// connected) but counts against `streamsPerTenant`; POSTs hold a slot like every other request.
+import { randomUUID } from 'node:crypto';
+import { createMcpHandler, isInitializeRequest, type ServerEventBus } from '@modelcontextprotocol/server';
+import { type Context, Hono } from 'hono';
+import { streamSSE } from 'hono/streaming';
+import { describeRoute } from 'hono-openapi';
+import type { AgentService } from '../../agents/service.ts';
+import type { Agent } from '../../agents/types.ts';
+import { SandboxError } from '../../errors.ts';
+import type { EventLog } from '../../store/types.ts';
+import { jsonResponse } from '../body.ts';
+import type { ApiEnv } from '../env.ts';
+import type { Lifecycle } from '../lifecycle.ts';
+import { createTenantLimiter } from '../limits.ts';
+import { createInflightCalls } from '../mcp/cancels.ts';
+import { onToolsChanged } from '../mcp/changes.ts';
+import { agentMcpServer } from '../mcp/server.ts';
+import { ErrorBody } from '../schemas.ts';
+import { loadAgent } from './agents.ts';
+
+const HEARTBEAT_MS = 15_000;
+const LIST_CHANGED = JSON.stringify({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
+
+export interface McpRouteOptions {
+  agents: AgentService;
+  events: EventLog;
+  lifecycle: Lifecycle;
+  /** Reported as serverInfo.version. */
+  version: string;
+  /** Deadline of one tools/call (ApiLimits.callTimeoutMs). */
+  callTimeoutMs: number;
+  /** Open 2025-era notification streams (GET) of one tenant. Default 32. */
+  streamsPerTenant?: number;
+}
+
+/** The 2025-era standalone notification stream: long-lived, so it takes no tenant request slot. */
+export const isMcpStream = (method: string, path: string): boolean =>
+  method === 'GET' && path.endsWith('/mcp');
+
+/** A JSON-RPC error outside any request (the shape MCP clients read from a failed POST). */
+const rpcError = (code: number, message: string) => ({ jsonrpc: '2.0', error: { code, message }, id: null });
+
+/** The handler's change-event bus, fed by this agent's tool-set changes; nothing publishes on it. */
+const agentBus = (events: EventLog, agent: Agent): ServerEventBus => ({
+  publish() {},
+  subscribe: (listener) => onToolsChanged(events, agent, () => listener({ kind: 'tools_list_changed' })),
+});
+
+export const mcpRoutes = (options: McpRouteOptions): Hono<ApiEnv> => {
+  const { agents, events, lifecycle } = options;
+  const inflight = createInflightCalls();
+  const streams = createTenantLimiter(options.streamsPerTenant ?? 32);
+  const app = new Hono<ApiEnv>();
+
+  app.on(
+    ['GET', 'POST', 'DELETE'],
+    '/v1/agents/:id/mcp',
+    describeRoute({
+      operationId: 'mcp',
+      tags: ['mcp'],
+      description:
+        "The agent as an MCP server (Streamable HTTP; protocol 2026-07-28 and the 2025 revisions): tools/list is the agent's model-facing set, tools/call runs through the same pipeline as POST /calls. GET opens the 2025-era notification stream (tools/list_changed).",
+      responses: {
+        200: { description: 'JSON-RPC response (application/json or text/event-stream)' },
+        404: jsonResponse('No such agent', ErrorBody),
+      },
+    }),
+    loadAgent(agents),
+    async (c) => {
+      const agent = c.get('agent');
+      if (c.req.method === 'GET') return changeStream(c, agent);
+      let parsedBody: unknown;
+      if (c.req.method === 'POST') {
+        try {
+          parsedBody = JSON.parse(await c.req.text());
+        } catch {
+          return c.json(rpcError(-32700, 'Parse error: the body is not JSON.'), 400);
+        }
+      }
+      const session = c.req.header('mcp-session-id');
+      const handler = createMcpHandler(
+        () =>
+          agentMcpServer({
+            agents,
+            agent,
+            version: options.version,
+            inflight,
+            session,
+            signal: c.req.raw.signal,
+            callTimeoutMs: options.callTimeoutMs,
+          }),
+        { bus: agentBus(events, agent) },
+      );
+      const response = await handler.fetch(c.req.raw, parsedBody === undefined ? {} : { parsedBody });
+      if (session !== undefined || !response.ok || !isInitializeRequest(parsedBody)) return response;
+      const stamped = new Response(response.body, response);
+      stamped.headers.set('mcp-session-id', randomUUID());
+      return stamped;
+    },
+  );
+
+  function changeStream(c: Context<ApiEnv>, agent: Agent) {
+    if (!(c.req.header('accept') ?? '').includes('text/event-stream'))
+      return c.json(rpcError(-32000, 'Not Acceptable: the GET stream is text/event-stream.'), 406);
+    const release = streams.tryAcquire(agent.tenantId);
+    if (release === undefined)
+      throw new SandboxError(
+        'RATE_LIMITED',
+        `This tenant has ${options.streamsPerTenant ?? 32} MCP notification streams open; close one first.`,
+        { data: { retryAfterS: 5 } },
+      );
+    return streamSSE(c, async (stream) => {
+      const cleanups: (() => void)[] = [release];
+      try {
+        await new Promise<void>((resolve) => {
+          const finish = () => resolve();
+          stream.onAbort(finish);
+          c.req.raw.signal.addEventListener('abort', finish, { once: true });
+          lifecycle.signal.addEventListener('abort', finish, { once: true });
+          cleanups.push(
+            () => c.req.raw.signal.removeEventListener('abort', finish),
+            () => lifecycle.signal.removeEventListener('abort', finish),
+            agents.onDeleted(agent, finish),
+            onToolsChanged(events, agent, () => void stream.writeSSE({ data: LIST_CHANGED }).catch(finish)),
+          );
+          const heartbeat = setInterval(() => void stream.write(': ping\n\n').catch(finish), HEARTBEAT_MS);
+          cleanups.push(() => clearInterval(heartbeat));
+          if (lifecycle.shuttingDown || c.req.raw.signal.aborted) finish();
+        });
+      } finally {
+        for (const cleanup of cleanups) cleanup();
+      }
+    });
+  }
+
+  return app;
+};

@@ -1,0 +1,227 @@
+// Every agent is an MCP server (issue 14): the official SDK's Client over its Streamable HTTP
+// transport, on real loopback HTTP, lists and calls an agent's tools in native and code mode, in
+// the 2025 revision most clients speak and in 2026-07-28; the same pipeline as POST /calls decides
+// (policy, approvals, the log), another tenant's key is refused, and a cancel stops the call.
+import type { AddressInfo } from 'node:net';
+import { type ServerType, serve } from '@hono/node-server';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { assembleAgents } from '../../../host/agents/assemble.ts';
+import { createApp } from '../../../host/api/app.ts';
+import { createIsolateHost } from '../../../host/isolates/index.ts';
+import { createMemoryProvider } from '../../../host/sandbox/memory/provider.ts';
+import { openStore } from '../../../host/store/index.ts';
+import { until } from '../../helpers/until.ts';
+import type { Loose } from './harness.ts';
+
+const store = openStore({ path: ':memory:' });
+const isolates = createIsolateHost({ workers: 1 });
+const { agents } = assembleAgents({ store, sandboxes: createMemoryProvider(), isolates });
+const app = createApp({ startedAt: Date.now(), version: 'test', store, agents });
+const keyA = store.tenants.createTenant('tenant-a').apiKey;
+const keyB = store.tenants.createTenant('tenant-b').apiKey;
+let server: ServerType;
+let base = '';
+const clients: Client[] = [];
+
+beforeAll(async () => {
+  server = await new Promise<ServerType>((resolve) => {
+    const s = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve(s));
+  });
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+
+afterAll(async () => {
+  await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
+  await agents.close(0);
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  await isolates.close();
+  store.close();
+});
+
+const ERAS = ['2025', '2026'] as const;
+type Era = (typeof ERAS)[number];
+
+const http = async (key: string, method: string, path: string, body?: unknown): Promise<Loose> => {
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return { status: res.status, json: await res.json().catch(() => undefined) };
+};
+
+const createAgent = async (body: Record<string, unknown> = {}): Promise<string> => {
+  const res = await http(keyA, 'POST', '/v1/agents', body);
+  expect(res.status).toBe(201);
+  return res.json.id;
+};
+
+const connect = async (agentId: string, era: Era, key = keyA, onListChanged?: () => void) => {
+  const client = new Client(
+    { name: 'dsh-sandbox-test', version: '1.0.0' },
+    era === '2026' ? { versionNegotiation: { mode: { pin: '2026-07-28' } } } : {},
+  );
+  if (onListChanged) client.setNotificationHandler('notifications/tools/list_changed', () => onListChanged());
+  const transport = new StreamableHTTPClientTransport(new URL(`${base}/v1/agents/${agentId}/mcp`), {
+    requestInit: { headers: { Authorization: `Bearer ${key}` } },
+  });
+  await client.connect(transport);
+  clients.push(client);
+  return client;
+};
+
+const textOf = (result: Loose): string =>
+  (result.content as { type: string; text?: string }[]).map((p) => p.text ?? '').join('\n');
+
+describe.each(ERAS)('an agent as an MCP server (%s protocol revision)', (era) => {
+  it('lists exactly the native tool set and runs calls through the pipeline', async () => {
+    const agentId = await createAgent({ preset: 'standard' });
+    const client = await connect(agentId, era);
+    const listed = await client.listTools();
+    const surface = await http(keyA, 'GET', `/v1/agents/${agentId}/tools`);
+    expect(
+      listed.tools.map((t) => ({ name: t.name, description: t.description, parameters: t.inputSchema })),
+    ).toEqual(surface.json.tools);
+
+    const wrote = await client.callTool({
+      name: 'write',
+      arguments: { file_path: 'notes/a.txt', content: 'hello from mcp\n' },
+    });
+    expect(wrote.isError).toBeFalsy();
+    const read = await client.callTool({ name: 'read', arguments: { file_path: 'notes/a.txt' } });
+    expect(textOf(read)).toContain('hello from mcp');
+
+    const invalid = await client.callTool({ name: 'read', arguments: { file_path: 42 } });
+    expect(invalid.isError).toBe(true);
+    expect(textOf(invalid)).toMatch(/^Error \[INVALID_ARGUMENTS\]: .*file_path/);
+    const unknown = await client.callTool({ name: 'no_such_tool', arguments: {} });
+    expect(textOf(unknown)).toMatch(/^Error \[UNKNOWN_TOOL\]/);
+
+    // The durable log has the MCP calls like any other.
+    const log = await http(keyA, 'GET', `/v1/agents/${agentId}/events`);
+    const results = log.json.events.filter((e: Loose) => e.type === 'tool.result');
+    expect(results.map((e: Loose) => e.data.name ?? e.data.toolName)).toContain('write');
+  });
+
+  it('lists run_code with the generated SDK in code mode, and runs a program', async () => {
+    const agentId = await createAgent({ preset: 'code', mode: 'code' });
+    const client = await connect(agentId, era);
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name)).toEqual(['run_code']);
+    const surface = await http(keyA, 'GET', `/v1/agents/${agentId}/tools`);
+    expect(tools[0]?.description).toBe(surface.json.tools[0].description);
+    expect(tools[0]?.description).toContain('tools.');
+
+    const ran = await client.callTool({
+      name: 'run_code',
+      arguments: {
+        description: 'write and read back',
+        code: "await tools.write({ file_path: 'c.txt', content: 'from code mode' });\nconst r = await tools.read({ file_path: 'c.txt' });\nconsole.log(JSON.stringify(r));",
+      },
+    });
+    expect(ran.isError, textOf(ran)).toBeFalsy();
+    expect(textOf(ran)).toContain('from code mode');
+  });
+
+  it('a policy denial comes back as an isError result with its code; an ask waits for the answer', async () => {
+    const agentId = await createAgent({ policy: { deny: ['write'], ask: ['edit'] } });
+    const client = await connect(agentId, era);
+    const denied = await client.callTool({ name: 'write', arguments: { file_path: 'x', content: 'y' } });
+    expect(denied.isError).toBe(true);
+    expect(textOf(denied)).toMatch(/^Error \[DENIED\]/);
+
+    const edit = client.callTool({
+      name: 'edit',
+      arguments: { file_path: 'x', old_string: 'y', new_string: 'z' },
+    });
+    const [approval] = await until(async () => {
+      const res = await http(keyA, 'GET', `/v1/agents/${agentId}/requests?state=pending`);
+      return res.json.requests.length > 0 && res.json.requests;
+    });
+    expect(approval).toMatchObject({ kind: 'approval', payload: { toolName: 'edit' } });
+    await http(keyA, 'POST', `/v1/agents/${agentId}/requests/${approval.id}`, { allow: false, reason: 'no' });
+    const answered = await edit;
+    expect(answered.isError).toBe(true);
+    expect(textOf(answered)).toMatch(/^Error \[DENIED\]/);
+  });
+
+  it("another tenant's key cannot reach the agent (404, like elsewhere); no key is 401", async () => {
+    const agentId = await createAgent();
+    await expect(connect(agentId, era, keyB)).rejects.toThrow();
+    await expect(connect(agentId, era, 'not-a-key')).rejects.toThrow();
+    const url = `${base}/v1/agents/${agentId}/mcp`;
+    const initialize = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+    });
+    const headers = { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' };
+    const other = await fetch(url, {
+      method: 'POST',
+      headers: { ...headers, Authorization: `Bearer ${keyB}` },
+      body: initialize,
+    });
+    expect(other.status).toBe(404);
+    expect(((await other.json()) as Loose).error.code).toBe('NOT_FOUND');
+    const none = await fetch(url, { method: 'POST', headers, body: initialize });
+    expect(none.status).toBe(401);
+    expect(none.headers.get('www-authenticate')).toContain('Bearer');
+    const own = await fetch(url, {
+      method: 'POST',
+      headers: { ...headers, Authorization: `Bearer ${keyA}` },
+      body: initialize,
+    });
+    expect(own.status).toBe(200);
+    expect(own.headers.get('mcp-session-id')).toBeTruthy();
+    await own.body?.cancel();
+  });
+
+  it('cancelling a call stops it: the pending remote tool request is cancelled and the log says ABORTED', async () => {
+    const agentId = await createAgent();
+    const reg = await http(keyA, 'POST', `/v1/agents/${agentId}/remote-tools`, {
+      tools: [{ name: 'wait_for_me', description: 'Waits for the client.', parameters: { type: 'object' } }],
+    });
+    expect(reg.status).toBe(200);
+    const client = await connect(agentId, era);
+    const controller = new AbortController();
+    const call = client.callTool({ name: 'wait_for_me', arguments: {} }, { signal: controller.signal });
+    call.catch(() => undefined);
+    const [request] = await until(async () => {
+      const res = await http(keyA, 'GET', `/v1/agents/${agentId}/requests?state=pending`);
+      return res.json.requests.length > 0 && res.json.requests;
+    });
+    controller.abort('the user pressed stop');
+    await expect(call).rejects.toThrow();
+    await until(async () => {
+      const res = await http(keyA, 'GET', `/v1/agents/${agentId}/requests?state=cancelled`);
+      return res.json.requests.some((r: Loose) => r.id === request.id);
+    });
+    const result = await until(async () => {
+      const log = await http(keyA, 'GET', `/v1/agents/${agentId}/events`);
+      return log.json.events.find((e: Loose) => e.type === 'tool.result' && e.callId === request.callId);
+    });
+    expect(result.data.error.code).toMatch(/^ABORTED/);
+  });
+
+  it('tells a connected client when the tool set changes (remote tools registered)', async () => {
+    const agentId = await createAgent();
+    let changes = 0;
+    const client = await connect(agentId, era, keyA, () => changes++);
+    if (era === '2026') await client.listen({ toolsListChanged: true });
+    // The 2025-era stream is a GET the client opens on its own after initialize: register (the
+    // same tools, idempotently) until a notification arrives rather than guess when it is open.
+    await until(
+      async () => {
+        const reg = await http(keyA, 'POST', `/v1/agents/${agentId}/remote-tools`, {
+          tools: [{ name: 'late_tool', description: 'Registered later.', parameters: { type: 'object' } }],
+        });
+        expect(reg.status).toBe(200);
+        return until(() => changes > 0, { timeoutMs: 500 }).catch(() => false);
+      },
+      { what: 'tools/list_changed' },
+    );
+    expect((await client.listTools()).tools.map((t) => t.name)).toContain('late_tool');
+  });
+});
