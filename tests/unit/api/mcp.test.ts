@@ -2,7 +2,13 @@
 // transport, on real loopback HTTP, lists and calls an agent's tools in native and code mode, in
 // the 2025 revision most clients speak and in 2026-07-28; the same pipeline as POST /calls decides
 // (policy, approvals, the log), another tenant's key is refused, and a cancel stops the call.
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { type ServerType, serve } from '@hono/node-server';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -223,5 +229,86 @@ describe.each(ERAS)('an agent as an MCP server (%s protocol revision)', (era) =>
       { what: 'tools/list_changed' },
     );
     expect((await client.listTools()).tools.map((t) => t.name)).toContain('late_tool');
+  });
+});
+
+// The MCP Inspector's CLI (@modelcontextprotocol/inspector, a dev dependency: nothing is fetched at
+// run time), as a person would point it at an agent; its HOME is a throwaway directory.
+const INSPECTOR = fileURLToPath(
+  new URL(
+    '../../../node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js',
+    import.meta.url,
+  ),
+);
+
+const inspect = async (agentId: string, ...args: string[]): Promise<Loose> => {
+  const home = mkdtempSync(join(tmpdir(), 'dsh-inspector-'));
+  try {
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      [
+        INSPECTOR,
+        '--cli',
+        `${base}/v1/agents/${agentId}/mcp`,
+        '--transport',
+        'http',
+        '--header',
+        `Authorization: Bearer ${keyA}`,
+        '--format',
+        'json',
+        ...args,
+      ],
+      { env: { PATH: process.env.PATH ?? '', HOME: home }, timeout: 60_000 },
+    );
+    return JSON.parse(stdout);
+  } finally {
+    rmSync(home, { recursive: true, force: true });
+  }
+};
+
+describe('the MCP Inspector CLI against an agent', () => {
+  it('lists and calls the native tools', async () => {
+    const agentId = await createAgent({ preset: 'standard' });
+    const listed = await inspect(agentId, '--method', 'tools/list');
+    const surface = await http(keyA, 'GET', `/v1/agents/${agentId}/tools`);
+    expect(listed.result.tools.map((t: Loose) => t.name)).toEqual(
+      surface.json.tools.map((t: Loose) => t.name),
+    );
+    const wrote = await inspect(
+      agentId,
+      '--method',
+      'tools/call',
+      '--tool-name',
+      'write',
+      '--tool-args-json',
+      JSON.stringify({ file_path: 'inspected.txt', content: 'seen by the inspector' }),
+    );
+    expect(wrote.result.isError).toBeFalsy();
+    const read = await inspect(
+      agentId,
+      '--method',
+      'tools/call',
+      '--tool-name',
+      'read',
+      '--tool-arg',
+      'file_path=inspected.txt',
+    );
+    expect(textOf(read.result)).toContain('seen by the inspector');
+  });
+
+  it('lists run_code in code mode and runs a program', async () => {
+    const agentId = await createAgent({ preset: 'code', mode: 'code' });
+    const listed = await inspect(agentId, '--method', 'tools/list');
+    expect(listed.result.tools.map((t: Loose) => t.name)).toEqual(['run_code']);
+    const ran = await inspect(
+      agentId,
+      '--method',
+      'tools/call',
+      '--tool-name',
+      'run_code',
+      '--tool-args-json',
+      JSON.stringify({ description: 'sum', code: 'console.log(String(6 * 7));' }),
+    );
+    expect(textOf(ran.result)).toContain('42');
   });
 });
