@@ -15,6 +15,8 @@ export const ERROR_CODES = {
   TOOL_ACTIVATION_FAILED: 500,
   DUPLICATE_TOOL: 409,
   RESERVED_TOOL_NAME: 400,
+  /** A plugin tried to register a name a built-in, remote or other plugin tool has: never shadowed. */
+  TOOL_NAME_TAKEN: 409,
   DUPLICATE_EXECUTOR: 409,
   NO_EXECUTOR: 500,
   // sandbox

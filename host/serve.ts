@@ -152,6 +152,10 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
   void agents
     .reapDeleted((id, e) => log(`could not remove the sandbox of deleted agent ${id}: ${String(e)}`))
     .then((n) => n > 0 && log(`removed the sandboxes of ${n} deleted agent(s)`));
+  // Plugins that were running when the service stopped run again (their tools come back with them).
+  void agents
+    .resumePlugins((id, e) => log(`could not start plugin ${id} again: ${String(e)}`))
+    .then((n) => n > 0 && log(`started ${n} plugin(s) again`));
   // Connections without a valid key cannot take the last ones, nor stay silent (api/connections.ts).
   const connections = createConnectionGuard({
     maxConnections: config.maxConnections,

@@ -1,7 +1,8 @@
 // Composition of the tool side of the control plane: the registry with the builtin sandbox tools
 // installed globally (which of them each preset gets is its entry's business, host/agents/presets/),
 // the timeout policy (the one place declared deadlines are enforced), the code-mode executor and
-// the workflow tools over an isolate host, approvals as host requests, and the agent service.
+// the workflow tools over an isolate host, the cordis_* tools and their plugin host (which forks
+// plugin workers of its own) beside it, approvals as host requests, and the agent service.
 // The sandbox provider and the isolate host are injected, so this module loads neither dockerode
 // nor isolated-vm; serve.ts, the integration tests and the bench pass the real ones.
 import { timeoutPolicy } from '../../policies/index.ts';
@@ -17,12 +18,16 @@ import {
 } from '../tools/index.ts';
 import { type CodeModeBudget, createPtcExecutor } from '../tools/ptc/index.ts';
 import { registerWorkflowTools } from '../tools/workflow/index.ts';
+import { registerCordisTools } from './plugins/cordis-tools.ts';
+import type { PluginHostOptions } from './plugins/host.ts';
 import { type AgentService, createAgentService } from './service.ts';
 import type { AgentConfig } from './types.ts';
 
 export interface AssembleOptions {
-  store: Pick<Store, 'agents' | 'events' | 'requests'>;
+  store: Pick<Store, 'agents' | 'events' | 'requests'> & Partial<Pick<Store, 'plugins'>>;
   sandboxes: SandboxProvider;
+  /** Options of the creator-plugin runtime, used with an isolate host and `store.plugins`. Default {}. */
+  plugins?: PluginHostOptions;
   /** Runs run_code programs and workflow scripts; without one, code and both modes answer NO_EXECUTOR and no agent gets workflow or ralph. */
   isolates?: IsolateHost;
   /**
@@ -72,11 +77,15 @@ export const assembleAgents = (options: AssembleOptions): Assembled => {
     );
     // Offered only to agents created with `subagents: true` (see the tools' condition).
     registerWorkflowTools(registry.global, { isolates: options.isolates });
+    // Offered only to agents whose service runs plugins, and named only by the creator preset.
+    if (store.plugins !== undefined) registerCordisTools(registry.global);
   }
+  const plugins = options.isolates !== undefined && store.plugins !== undefined;
   const agents = createAgentService({
     store,
     registry,
     sandboxes: options.sandboxes,
+    ...(plugins ? { plugins: options.plugins ?? {} } : {}),
     ...(options.observe ? { observe: options.observe } : {}),
   });
   return { registry, agents };

@@ -72,16 +72,24 @@ export const createRegistryRuntime = (registry: ToolRegistry): ToolRuntime => {
             set.dispose();
           }
         },
-        async execute(calls, signal) {
+        async execute(calls, signal, provenance) {
           if (retired) throw new SandboxError('NOT_FOUND', `Agent ${spec.agent.id} was deleted.`);
           const set = await scope.resolve({ agent: spec.agent, signal });
           try {
-            return await scope.execute(calls, { agent: spec.agent, mode: spec.mode, toolSet: set, signal });
+            // A plugin's code calls tools directly, whatever surface the model is shown.
+            return await scope.execute(calls, {
+              agent: spec.agent,
+              mode: provenance === undefined ? spec.mode : 'native',
+              toolSet: set,
+              signal,
+              ...(provenance === undefined ? {} : { provenance }),
+            });
           } finally {
             set.dispose();
           }
         },
         register: (definition) => scope.register(definition),
+        inherits: (name) => registry.global.get(name) !== undefined || scope.parent?.get(name) !== undefined,
         dispose() {
           retired = true;
           for (const dispose of disposers.splice(0)) dispose();

@@ -8,6 +8,8 @@
 // also logged, `agent.remote_tools`), sandboxes in the provider (re-adopted by agent id).
 // Sandboxes are created lazily, when the first tool or file transfer needs one, so creating an
 // agent is a cheap store write and agents that only use remote tools never hold a container.
+// With `plugins`, the agent's creator plugins (./plugins/host.ts) run beside it: their tools join
+// its scope, deleting the agent removes them, and resumePlugins() starts those that were running.
 // Invariants: another tenant's agent reads as NOT_FOUND; results come back in call order; once
 // delete() has marked an agent deleted nothing runs for it any more (service/deletion.ts).
 import { SandboxError } from '../errors.ts';
@@ -16,6 +18,8 @@ import type { Store } from '../store/index.ts';
 import type { ToolRegistry } from '../tools/index.ts';
 import type { ToolCall, ToolResult } from '../tools/types.ts';
 import { createRequestSpawner, type SpawnProvider } from '../tools/workflow/index.ts';
+import { createPluginHost, type PluginHost, type PluginHostOptions } from './plugins/host.ts';
+import type { AgentPlugins } from './plugins/view.ts';
 import { createRegistryRuntime } from './runtime.ts';
 import { createBatches } from './service/batches.ts';
 import { createAgentCreation } from './service/create.ts';
@@ -34,7 +38,12 @@ import type {
 } from './types.ts';
 
 export interface AgentServiceOptions {
-  store: Pick<Store, 'agents' | 'events' | 'requests'>;
+  store: Pick<Store, 'agents' | 'events' | 'requests'> & Partial<Pick<Store, 'plugins'>>;
+  /**
+   * Runs creator plugins (the cordis_* tools' plugin host) with these runtime options; needs
+   * `store.plugins`. Default: none, so no agent gets plugins.
+   */
+  plugins?: PluginHostOptions;
   /** The tool registry (global layer holds the installed tools); adapted by createRegistryRuntime. */
   registry?: ToolRegistry;
   /** Overrides the registry adapter (tests, other runtimes). One of registry or runtime is required. */
@@ -76,6 +85,10 @@ export interface AgentService {
   call(agent: Agent, calls: ToolCall[], options: CallOptions): Promise<ToolResult[]>;
   /** The agent's sandbox, created on first use (or re-adopted after a restart). */
   sandbox(agent: Agent): Promise<Sandbox>;
+  /** The agent's creator plugins; NOT_FOUND when the service runs none. */
+  plugins(agent: Agent): AgentPlugins;
+  /** Starts the plugins that were running when the service last stopped; resolves to how many. */
+  resumePlugins(onError?: (pluginId: string, error: unknown) => void): Promise<number>;
   /** Adds or replaces client-executed tools; returns every remote tool name of the agent. */
   registerRemoteTools(agent: Agent, tools: RemoteToolSpec[]): Promise<string[]>;
   /** Sandboxes this process holds a handle to. */
@@ -102,6 +115,7 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
   const isClosing = () => closing;
   const marks = createDeletionMarks(store.agents);
   const sandboxes = createSandboxBinding({ provider, agents: store.agents, marks });
+  let plugins: PluginHost | undefined;
   const live = createLiveAgents({
     agents: store.agents,
     runtime,
@@ -109,7 +123,22 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
     defineRemote: remoteDefiner(store.requests, options.now),
     sandboxOf: sandboxes.of,
     spawn,
+    pluginsOf: (agent) => plugins?.of(agent),
   });
+  if (options.plugins !== undefined) {
+    if (store.plugins === undefined)
+      throw new SandboxError('CONFIG_INVALID', 'createAgentService runs plugins only with store.plugins.');
+    plugins = createPluginHost(
+      {
+        store: store.plugins,
+        agents: store.agents,
+        events: store.events,
+        requests: store.requests,
+        liveOf: live.of,
+      },
+      options.plugins,
+    );
+  }
   const batches = createBatches({
     events: store.events,
     live,
@@ -125,6 +154,7 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
     live,
     batches,
     sandboxes,
+    ...(plugins ? { plugins } : {}),
     graceMs: options.deleteGraceMs ?? 5000,
     reapRetryMs: options.reapRetryMs ?? 30_000,
     isClosing,
@@ -134,6 +164,7 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
     closing = true;
     deletion.stopRetrying();
     await batches.drain(graceMs);
+    await plugins?.close();
     live.retireAll();
     await provider.close();
   }
@@ -148,6 +179,13 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
     tools: async (agent) => ({ mode: agent.mode, tools: await live.of(agent).tools.describe() }),
     call: batches.call,
     sandbox: sandboxes.of,
+    plugins(agent) {
+      if (plugins === undefined)
+        throw new SandboxError('NOT_FOUND', 'This service runs no plugins (it has no isolate host).');
+      live.of(agent); // NOT_FOUND once the agent is gone
+      return plugins.of(agent);
+    },
+    resumePlugins: (onError) => plugins?.resume(onError) ?? Promise.resolve(0),
     registerRemoteTools: createRemoteRegistration({
       agents: store.agents,
       events: store.events,

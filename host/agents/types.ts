@@ -9,6 +9,7 @@ import type { SessionEvent } from '../store/types.ts';
 import type { Disposer } from '../tools/disposer.ts';
 import type {
   AgentScope,
+  CallProvenance,
   JsonSchema,
   PresentationMode,
   ToolCall,
@@ -115,10 +116,18 @@ export interface AgentToolsSpec {
 export interface AgentTools {
   /** Exactly what the model sees in the agent's mode. */
   describe(): Promise<ToolSchema[]>;
-  /** Runs one batch through the one pipeline; results in call order; never rejects for tool failures. */
-  execute(calls: ToolCall[], signal: AbortSignal): Promise<ToolResult[]>;
-  /** Adds an agent-owned tool (remote tools registered later). */
+  /**
+   * Runs one batch through the one pipeline; results in call order; never rejects for tool failures.
+   * With a provenance (a plugin's code makes the calls) they run as native calls and are log-only.
+   */
+  execute(calls: ToolCall[], signal: AbortSignal, provenance?: CallProvenance): Promise<ToolResult[]>;
+  /** Adds an agent-owned tool (remote tools, plugin tools). */
   register(definition: ToolDefinition): Disposer;
+  /**
+   * A tool of this name is installed in a layer the agent inherits (the service's or its preset's),
+   * visible to it or not: what a plugin's tool may never shadow.
+   */
+  inherits(name: string): boolean;
   dispose(): void;
 }
 

@@ -22,6 +22,7 @@ import { callRoutes } from './routes/calls.ts';
 import { eventRoutes } from './routes/events.ts';
 import { fileRoutes } from './routes/files.ts';
 import { isMcpStream, mcpRoutes } from './routes/mcp.ts';
+import { pluginRoutes } from './routes/plugins.ts';
 import { requestRoutes } from './routes/requests.ts';
 import { systemRoutes } from './routes/system.ts';
 import { tenantRoutes } from './routes/tenants.ts';
@@ -185,6 +186,7 @@ export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
       callTimeoutMs,
     }),
   );
+  app.route('/', pluginRoutes(deps.agents));
 
   app.get(
     '/openapi.json',

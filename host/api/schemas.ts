@@ -182,3 +182,43 @@ export const RequestList = v.object({ requests: v.array(HostRequest) });
 /** An answer: every request kind's answer shapes (host/requests/registry.ts); the route checks the request's own. */
 export const Answer = AnswerBody;
 export const Answered = v.object({ id: v.string(), state: v.string() });
+
+const PluginFailure = v.object({
+  kind: v.string(),
+  message: v.string(),
+  stack: v.optional(v.string()),
+  at: v.number(),
+});
+/** A creator plugin (cordis_define) as lists show it: stored record plus what runs now. */
+export const Plugin = v.object({
+  id: v.string(),
+  idPrefix: v.string(),
+  state: v.picklist(['stopped', 'starting', 'running', 'failed']),
+  currentPackageId: v.optional(v.string()),
+  running: v.boolean(),
+  name: v.optional(v.string()),
+  tools: v.array(v.string()),
+  error: v.optional(PluginFailure),
+  createdAt: v.number(),
+});
+export const PluginList = v.object({ plugins: v.array(Plugin) });
+const PackageBase = {
+  id: v.string(),
+  pluginId: v.string(),
+  name: v.string(),
+  purpose: v.string(),
+  codeBytes: v.number(),
+  createdAt: v.number(),
+};
+export const PluginDetail = v.object({
+  ...Plugin.entries,
+  packages: v.array(v.object({ ...PackageBase, hasHost: v.boolean(), hasClient: v.boolean() })),
+  logs: v.array(v.object({ at: v.number(), level: v.string(), text: v.string() })),
+  droppedLogs: v.number(),
+  restarts: v.number(),
+});
+/** One immutable package with its code: `client` is what a client runs on its side. */
+export const PluginPackage = v.object({
+  ...PackageBase,
+  code: v.object({ host: v.optional(v.string()), client: v.optional(v.string()) }),
+});

@@ -5,10 +5,16 @@ import * as v from 'valibot';
 import { SandboxError } from '../errors.ts';
 import type { RequestKind } from './kind.ts';
 import { approvalKind } from './kinds/approval.ts';
+import { pluginClientQueryKind } from './kinds/plugin-client-query.ts';
 import { remoteToolKind } from './kinds/remote-tool.ts';
 import { subagentKind } from './kinds/subagent.ts';
 
-export const REQUEST_KINDS: readonly RequestKind[] = [approvalKind, remoteToolKind, subagentKind];
+export const REQUEST_KINDS: readonly RequestKind[] = [
+  approvalKind,
+  remoteToolKind,
+  subagentKind,
+  pluginClientQueryKind,
+];
 
 const byName = new Map(REQUEST_KINDS.map((kind) => [kind.name, kind]));
 if (byName.size !== REQUEST_KINDS.length)

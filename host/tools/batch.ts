@@ -18,6 +18,7 @@ const prepareOne = (env: CallEnv, call: ToolCall, options: RunOptions): Prepared
     : {
         call,
         parentCallId: undefined,
+        provenance: env.provenance,
         registration: undefined,
         definition: undefined,
         args: undefined,

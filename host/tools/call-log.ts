@@ -2,12 +2,16 @@
 // `current`); inner calls of programs, workflows and plugins are `log-only` and name their parent.
 // Appends are synchronous enqueues; the store batches the writes. A call the store refuses to
 // record is not run (recordCall says why, as the call's error); large values and tenant budgets
-// are the store's business (host/store/event-log-core.ts).
+// are the store's business (host/store/event-log-core.ts). A call with a provenance (a plugin's code
+// made it) is log-only too, even without a parent: it is no part of the model's history.
 import { isSandboxError } from '../errors.ts';
 import type { JsonValue } from '../json.ts';
 import type { EventLog, SessionEventInput } from '../store/types.ts';
 import { fail } from './outcomes.ts';
-import type { ToolError, ToolResult } from './types.ts';
+import type { CallProvenance, ToolError, ToolResult } from './types.ts';
+
+const surfaceOf = (parentCallId: string | undefined, provenance: CallProvenance | undefined) =>
+  parentCallId === undefined && provenance === undefined ? 'current' : 'log-only';
 
 export const callEvent = (
   sessionId: string,
@@ -15,13 +19,16 @@ export const callEvent = (
   name: string,
   args: unknown,
   parentCallId: string | undefined,
+  provenance?: CallProvenance,
 ): SessionEventInput => {
+  const data: { [key: string]: JsonValue } = { name, arguments: (args ?? null) as JsonValue };
+  if (provenance !== undefined) data.provenance = { ...provenance };
   const event: SessionEventInput = {
     sessionId,
     type: 'tool.call',
-    surface: parentCallId === undefined ? 'current' : 'log-only',
+    surface: surfaceOf(parentCallId, provenance),
     callId: id,
-    data: { name, arguments: (args ?? null) as JsonValue },
+    data,
   };
   if (parentCallId !== undefined) event.parentCallId = parentCallId;
   return event;
@@ -31,6 +38,7 @@ export const resultEvent = (
   sessionId: string,
   result: ToolResult,
   parentCallId: string | undefined,
+  provenance?: CallProvenance,
 ): SessionEventInput => {
   const data: { [key: string]: JsonValue } = {
     name: result.name,
@@ -40,10 +48,11 @@ export const resultEvent = (
   };
   if (result.value !== undefined) data.value = result.value;
   if (result.error !== undefined) data.error = result.error as unknown as JsonValue;
+  if (provenance !== undefined) data.provenance = { ...provenance };
   const event: SessionEventInput = {
     sessionId,
     type: 'tool.result',
-    surface: parentCallId === undefined ? 'current' : 'log-only',
+    surface: surfaceOf(parentCallId, provenance),
     callId: result.id,
     data,
   };

@@ -52,6 +52,7 @@ export {
 export type { Condition, ConditionContext, ResolvedToolSet } from './resolved-set.ts';
 export {
   type AgentScope,
+  type CallProvenance,
   type ContentPart,
   type ExecContext,
   type JsonSchema,

@@ -22,6 +22,7 @@ import type { Registration, ResolvedToolSet } from './resolved-set.ts';
 import { decide, postExecute } from './stages.ts';
 import type {
   AgentScope,
+  CallProvenance,
   ExecContext,
   JsonValue,
   ToolCall,
@@ -40,12 +41,15 @@ export interface CallEnv {
   readonly log: EventLog | undefined;
   readonly approvals: Approvals | undefined;
   readonly concurrency: number;
+  /** Whose code makes the calls of this env (a plugin's); none for the model's and the client's. */
+  readonly provenance?: CallProvenance;
 }
 
 /** A call after the synchronous stage: looked up, validated and classified for the scheduler. */
 export interface Prepared {
   readonly call: ToolCall;
   readonly parentCallId: string | undefined;
+  readonly provenance: CallProvenance | undefined;
   readonly registration: Registration | undefined;
   readonly definition: ToolDefinition | undefined;
   readonly args: unknown;
@@ -95,6 +99,7 @@ export const prepare = (
   call: ToolCall,
   parentCallId?: string,
   override?: ToolDefinition,
+  provenance: CallProvenance | undefined = env.provenance,
 ): Prepared => {
   const version = env.state.version;
   let registration: Registration | undefined;
@@ -132,7 +137,7 @@ export const prepare = (
       );
     }
   }
-  return { call, parentCallId, registration, definition, args, failure, version, safe };
+  return { call, parentCallId, provenance, registration, definition, args, failure, version, safe };
 };
 
 /** The innermost dispatch: the tool body, then output validation, render and projectContent. */
@@ -201,7 +206,13 @@ const execContext = (env: CallEnv, prepared: Prepared, signal: AbortSignal): Exe
       // An inner call ends with its parent, and also with the program that made it (options.signal).
       const innerEnv = innerEnvOf(options?.signal);
       const call = { id: `${callId}.${++seq}`, name, arguments: args };
-      const inner = prepare(innerEnv, call, callId, options?.definition);
+      const inner = prepare(
+        innerEnv,
+        call,
+        callId,
+        options?.definition,
+        options?.provenance ?? prepared.provenance,
+      );
       gate ??= createGate(env.concurrency);
       return gate.run(inner.safe, () => runPrepared(innerEnv, inner));
     },
@@ -279,7 +290,7 @@ const settle = (
     }
   }
   if (env.log !== undefined)
-    tryAppend(env.log, resultEvent(env.agent.sessionId, result, prepared.parentCallId));
+    tryAppend(env.log, resultEvent(env.agent.sessionId, result, prepared.parentCallId, prepared.provenance));
   return result;
 };
 
@@ -299,7 +310,14 @@ export const runPrepared = async (env: CallEnv, prepared: Prepared): Promise<Too
       ? undefined
       : recordCall(
           env.log,
-          callEvent(env.agent.sessionId, call.id, call.name, call.arguments, prepared.parentCallId),
+          callEvent(
+            env.agent.sessionId,
+            call.id,
+            call.name,
+            call.arguments,
+            prepared.parentCallId,
+            prepared.provenance,
+          ),
           call.name,
         );
   // A call that was not recorded leaves nothing in the log, not even its result.

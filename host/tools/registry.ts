@@ -28,6 +28,7 @@ import { type CallEnv, runBody } from './pipeline.ts';
 import { type Condition, type Registration, type ResolvedToolSet, resolveToolSet } from './resolved-set.ts';
 import {
   type AgentScope,
+  type CallProvenance,
   type ModelSelection,
   PRESENTATION_MODES,
   type PresentationMode,
@@ -55,6 +56,8 @@ export interface ExecuteOptions {
   log?: EventLog | null;
   /** Pool size for consecutive concurrency-safe calls. Default: the registry's (8). */
   concurrency?: number;
+  /** Whose code makes these calls (a plugin's): logged with each, and log-only. Default: none. */
+  provenance?: CallProvenance;
 }
 
 export interface ToolScope {
@@ -216,6 +219,7 @@ export const createRegistry = (options: RegistryOptions = {}): ToolRegistry => {
           log: executeOptions.log === null ? undefined : (executeOptions.log ?? options.log),
           approvals: options.approvals,
           concurrency: executeOptions.concurrency ?? concurrency,
+          ...(executeOptions.provenance ? { provenance: executeOptions.provenance } : {}),
         };
         const native = mode === 'code' ? undefined : executorOf(layer, 'native');
         if (mode !== 'code' && native === undefined) throw noExecutor('native', layer);

@@ -72,6 +72,12 @@ export interface ModelSelection {
   reasoningEffort?: string;
 }
 
+/**
+ * Who made a call other than the model or the client directly: a plugin, for the calls its code
+ * makes. Logged with the call (`data.provenance`), so the audit log says whose code made it.
+ */
+export type CallProvenance = { kind: 'plugin'; pluginId: string };
+
 /** What a tool body receives besides its arguments. */
 export interface ExecContext {
   /** Cooperative cancellation: every body must observe it. */
@@ -87,11 +93,12 @@ export interface ExecContext {
    * linked to this call). Concurrency-safe inner calls overlap; exclusive ones run alone.
    * `definition` runs that definition under `name` instead of a registry lookup (a workflow's
    * `agent()` step, which is no model-facing tool), as ExecutorBatch.run does for run_code.
+   * `provenance` marks the inner call (and its own inner calls) as made by that code.
    */
   callTool(
     name: string,
     args: unknown,
-    options?: { signal?: AbortSignal; definition?: ToolDefinition },
+    options?: { signal?: AbortSignal; definition?: ToolDefinition; provenance?: CallProvenance },
   ): Promise<ToolResult>;
 }
 

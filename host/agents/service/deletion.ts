@@ -1,7 +1,8 @@
 // Deletion: once delete() has marked the agent deleted (synchronously, before its first await),
 // nothing runs for it any more: its tool scope fails closed (every call, inner ones included, is
 // DENIED), its batches are aborted, its host requests cancelled, its deletion listeners (terminal
-// sockets) told, and no sandbox can be created for it; the sandbox is destroyed last. A removal
+// sockets) told, its plugins stopped and removed, and no sandbox can be created for it; the
+// sandbox is destroyed last. A removal
 // that failed (an engine error, a crash before it) leaves the sandbox id in the record for
 // reapDeleted(), run at start and again `reapRetryMs` after a failure.
 
@@ -30,6 +31,8 @@ export interface DeletionOptions {
   live: LiveAgents;
   batches: Batches;
   sandboxes: SandboxBinding;
+  /** The service's plugin host: the agent's plugins are stopped and removed with it. */
+  plugins?: { removeAgent(agent: Agent): Promise<void> };
   /** How long delete() waits for the agent's aborted batches before destroying the sandbox anyway. */
   graceMs: number;
   /** How much later a failed removal is tried again. */
@@ -54,6 +57,7 @@ export function createDeletion(options: DeletionOptions): Deletion {
       const stopped = options.batches.abortAgent(id, options.graceMs);
       cancelRequests(agent.sessionId);
       await stopped;
+      await options.plugins?.removeAgent(agent);
       cancelRequests(agent.sessionId); // made by a body between the abort and its end
       await options.sandboxes.release(id);
       await provider.destroy(id).catch((e: unknown) => {

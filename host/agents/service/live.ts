@@ -9,6 +9,7 @@ import type { Sandbox } from '../../sandbox/types.ts';
 import type { AgentStore } from '../../store/index.ts';
 import type { AgentScope } from '../../tools/types.ts';
 import type { SpawnProvider } from '../../tools/workflow/index.ts';
+import type { AgentPlugins } from '../plugins/view.ts';
 import type { Agent, AgentTools, RemoteToolSpec, ToolRuntime } from '../types.ts';
 import { type DeletionMarks, deletedError, remoteToolsOf } from './records.ts';
 import { type DefineRemote, installRemoteTools, type RemoteTools } from './remote.ts';
@@ -36,6 +37,8 @@ export interface LiveAgentsOptions {
   sandboxOf: (agent: Agent) => Promise<Sandbox>;
   /** Runs workflow subagents, for agents created with `subagents: true`. */
   spawn: SpawnProvider;
+  /** The agent's creator plugins (`services.plugins`); undefined when the service runs none. */
+  pluginsOf?: (agent: Agent) => AgentPlugins | undefined;
 }
 
 export function createLiveAgents(options: LiveAgentsOptions): LiveAgents {
@@ -72,6 +75,7 @@ export function createLiveAgents(options: LiveAgentsOptions): LiveAgents {
   }
 
   function scopeOf(agent: Agent): AgentScope {
+    const plugins = options.pluginsOf?.(agent);
     return {
       id: agent.id,
       sessionId: agent.sessionId,
@@ -80,6 +84,8 @@ export function createLiveAgents(options: LiveAgentsOptions): LiveAgents {
         sandbox: () => options.sandboxOf(agent),
         // Only an agent whose client runs subagents can spawn them (and so sees workflow and ralph).
         ...(agent.config.subagents === true ? { spawn: options.spawn } : {}),
+        // Only with a plugin host does the agent see cordis_* (and only its preset's list admits them).
+        ...(plugins === undefined ? {} : { plugins }),
       },
     };
   }

@@ -16,6 +16,23 @@ import { createPluginRuntime } from '../../../host/plugins/index.ts';
 
 export const OWNER = { tenantId: 'ten_a', agentId: 'agt_1' };
 
+/** A plugin whose tool counts the words of a file through the agent's `read`. */
+export const WORD_COUNT = `return {
+  name: 'words',
+  apply(ctx) {
+    ctx.logger.info('counting words');
+    ctx.tools.register({
+      name: 'count_words',
+      description: 'Counts the words of a file',
+      parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
+      async execute({ path }, exec) {
+        const { content } = await exec.call('read', { file_path: path });
+        return { words: content.split(/\\s+/).filter(Boolean).length };
+      },
+    });
+  },
+}`;
+
 /** Budgets small enough that hostile plugins end quickly. */
 export const TEST_LIMITS: Partial<PluginLimits> = {
   cpuMsPerCallback: 250,

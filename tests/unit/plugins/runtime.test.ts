@@ -4,23 +4,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PluginRuntime, PluginStatus } from '../../../host/plugins/index.ts';
 import { createPluginRuntime } from '../../../host/plugins/index.ts';
-import { eventually, type FakeAgent, fakeAgent, OWNER, run, startRuntime, TEST_LIMITS } from './helpers.ts';
-
-const WORD_COUNT = `return {
-  name: 'words',
-  apply(ctx) {
-    ctx.logger.info('counting words');
-    ctx.tools.register({
-      name: 'count_words',
-      description: 'Counts the words of a file',
-      parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
-      async execute({ path }, exec) {
-        const { content } = await exec.call('read', { file_path: path });
-        return { words: content.split(/\\s+/).filter(Boolean).length };
-      },
-    });
-  },
-}`;
+import {
+  eventually,
+  type FakeAgent,
+  fakeAgent,
+  OWNER,
+  run,
+  startRuntime,
+  TEST_LIMITS,
+  WORD_COUNT,
+} from './helpers.ts';
 
 describe('plugin runtime', () => {
   let runtime: PluginRuntime;

@@ -156,7 +156,7 @@ describe('awaitRequest', () => {
 describe('the registry', () => {
   it('kinds have distinct names, and the API accepts exactly their answer shapes', () => {
     const names = REQUEST_KINDS.map((kind) => kind.name);
-    expect(names).toEqual(['approval', 'remote_tool', 'subagent']);
+    expect(names).toEqual(['approval', 'remote_tool', 'subagent', 'plugin_client_query']);
     for (const kind of REQUEST_KINDS)
       for (const shape of kind.answers) expect(AnswerBody.options).toContain(shape);
     expect(new Set(AnswerBody.options).size).toBe(AnswerBody.options.length);
