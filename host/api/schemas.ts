@@ -77,7 +77,28 @@ export const Call = v.strictObject({
   name: v.pipe(v.string(), v.minLength(1), v.maxLength(256)),
   arguments: v.optional(v.unknown(), () => ({})),
 });
-export const Calls = v.strictObject({ calls: v.pipe(v.array(Call), v.minLength(1), v.maxLength(64)) });
+/** The first id that appears twice in a batch (results are matched to calls by id). */
+const duplicateId = (calls: readonly { id: string }[]): string | undefined => {
+  const seen = new Set<string>();
+  for (const { id } of calls) {
+    if (seen.has(id)) return id;
+    seen.add(id);
+  }
+  return undefined;
+};
+
+export const Calls = v.strictObject({
+  calls: v.pipe(
+    v.array(Call),
+    v.minLength(1),
+    v.maxLength(64),
+    v.check(
+      (calls) => duplicateId(calls) === undefined,
+      (issue) =>
+        `call ids must be unique within a batch: ${JSON.stringify(duplicateId(issue.input as { id: string }[]))} appears more than once`,
+    ),
+  ),
+});
 
 const Content = v.variant('type', [
   v.object({ type: v.literal('text'), text: v.string() }),

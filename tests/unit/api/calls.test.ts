@@ -213,6 +213,20 @@ describe('calls', () => {
     expect(log.data.error.code).toBe('ABORTED');
   });
 
+  it('refuses a batch that uses one call id twice, naming it, and runs none of it', async () => {
+    const agent = await api.createAgent(api.keyA);
+    const res = await api.call(api.keyA, agent.id, [
+      { id: 'a', name: 'write', arguments: { file_path: 'dup.txt', content: '1' } },
+      { id: 'b', name: 'read', arguments: { file_path: 'dup.txt' } },
+      { id: 'a', name: 'write', arguments: { file_path: 'dup.txt', content: '2' } },
+    ]);
+    expect(res.status).toBe(400);
+    expect(res.json.error.code).toBe('BAD_REQUEST');
+    expect(res.json.error.message).toContain('"a" appears more than once');
+    const events = await api.request(api.keyA, 'GET', `/v1/agents/${agent.id}/events`);
+    expect(events.json.events.filter((e: { type: string }) => e.type === 'tool.call')).toEqual([]);
+  });
+
   it('rejects remote tools with invalid schemas or reserved names', async () => {
     const agent = await api.createAgent(api.keyA);
     const bad = await api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/remote-tools`, {
