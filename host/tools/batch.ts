@@ -1,6 +1,10 @@
 // The batch scheduler: calls start in model order; consecutive concurrency-safe calls share a
 // bounded pool; an exclusive call waits for the pool to drain and runs alone; results come back in
-// model order. Classification happens once, at preparation, from the validated arguments.
+// model order, and reach the durable log in model order too (the log is the replay source: a
+// result that settles early waits in memory for the ones before it; inner calls log as they
+// settle). Classification happens once, at preparation, from the validated arguments.
+import type { EventLog, SessionEventInput } from '../store/types.ts';
+import { tryAppend } from './call-log.ts';
 import { createGate } from './gate.ts';
 import { type CallEnv, type Prepared, prepare, runPrepared } from './pipeline.ts';
 import type { ToolCall, ToolDefinition, ToolError, ToolResult } from './types.ts';
@@ -27,6 +31,27 @@ const prepareOne = (env: CallEnv, call: ToolCall, options: RunOptions): Prepared
         safe: true,
       };
 
+/**
+ * The env whose root results are logged in the order of `calls`; unchanged for one call, without a
+ * log, or when two calls share an id (then nothing tells their results apart).
+ */
+const inModelOrder = (env: CallEnv, calls: readonly ToolCall[]): CallEnv => {
+  const index = new Map(calls.map((call, i) => [call.id, i]));
+  if (env.log === undefined || calls.length < 2 || index.size !== calls.length) return env;
+  const held: (SessionEventInput | undefined)[] = new Array(calls.length);
+  let next = 0;
+  function logResult(log: EventLog, event: SessionEventInput): void {
+    const i = event.parentCallId === undefined ? index.get(event.callId ?? '') : undefined;
+    if (i === undefined || held[i] !== undefined || i < next) return void tryAppend(log, event);
+    held[i] = event;
+    for (let ready = held[next]; ready !== undefined; ready = held[next]) {
+      tryAppend(log, ready);
+      held[next++] = undefined;
+    }
+  }
+  return { ...env, logResult };
+};
+
 export const runBatch = async (
   env: CallEnv,
   calls: readonly ToolCall[],
@@ -35,10 +60,11 @@ export const runBatch = async (
   // A single call needs no pool.
   if (calls.length === 1) return [await runPrepared(env, prepareOne(env, calls[0] as ToolCall, options))];
   const gate = createGate(env.concurrency);
+  const ordered = inModelOrder(env, calls);
   const pending: Promise<ToolResult>[] = new Array(calls.length);
   for (let i = 0; i < calls.length; i++) {
-    const p = prepareOne(env, calls[i] as ToolCall, options);
-    pending[i] = gate.run(p.safe, () => runPrepared(env, p));
+    const p = prepareOne(ordered, calls[i] as ToolCall, options);
+    pending[i] = gate.run(p.safe, () => runPrepared(ordered, p));
   }
   return Promise.all(pending);
 };

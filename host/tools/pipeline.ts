@@ -9,7 +9,7 @@
 // ABORTED_BEFORE_DISPATCH, after the body started it replaces only a successful outcome (ABORTED);
 // denials, wrapper and tool failures, post-policy failures and TOOL_TIMEOUT stay as they are.
 import { messageOf } from '../errors.ts';
-import type { EventLog } from '../store/types.ts';
+import type { EventLog, SessionEventInput } from '../store/types.ts';
 import type { Approvals } from './approvals.ts';
 import { callEvent, recordCall, resultEvent, tryAppend } from './call-log.ts';
 import { errorContent, isContent } from './content.ts';
@@ -43,6 +43,8 @@ export interface CallEnv {
   readonly concurrency: number;
   /** Whose code makes the calls of this env (a plugin's); none for the model's and the client's. */
   readonly provenance?: CallProvenance;
+  /** Logs a settled call's result event (a batch logs its root results in model order). Default: append now. */
+  readonly logResult?: (log: EventLog, event: SessionEventInput) => void;
 }
 
 /** A call after the synchronous stage: looked up, validated and classified for the scheduler. */
@@ -289,8 +291,11 @@ const settle = (
       // Observers cannot change or fail a settled call.
     }
   }
-  if (env.log !== undefined)
-    tryAppend(env.log, resultEvent(env.agent.sessionId, result, prepared.parentCallId, prepared.provenance));
+  if (env.log !== undefined) {
+    const event = resultEvent(env.agent.sessionId, result, prepared.parentCallId, prepared.provenance);
+    if (env.logResult === undefined) tryAppend(env.log, event);
+    else env.logResult(env.log, event);
+  }
   return result;
 };
 

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { createMemoryEventLog } from '../../../host/store/memory.ts';
 import type { EventLog } from '../../../host/store/types.ts';
 import { createRegistry, defineTool } from '../../../host/tools/index.ts';
+import { until } from '../../helpers/until.ts';
 import { agent, call, echoTool, tick } from './helpers.ts';
 
 const nested = defineTool({
@@ -38,6 +39,46 @@ describe('durable log', () => {
       content: [{ type: 'text', text: 'hi' }],
       value: 'hi',
     });
+    log.close?.();
+  });
+
+  it("a batch's results reach the log in model order, whichever settles first", async () => {
+    const log = createMemoryEventLog();
+    const registry = createRegistry({ log });
+    let releaseSlow = (): void => undefined;
+    const slowMayEnd = new Promise<void>((resolve) => (releaseSlow = resolve));
+    const finished: string[] = [];
+    registry.global.register(
+      defineTool({
+        name: 'wait',
+        description: 'ends when told to (slow) or at once',
+        parameters: v.object({ slow: v.boolean() }),
+        output: { schema: v.string() },
+        isConcurrencySafe: () => true,
+        async execute({ slow }, exec) {
+          if (slow) await slowMayEnd;
+          finished.push(exec.callId);
+          return exec.callId;
+        },
+      }),
+    );
+    const batch = registry.global.execute(
+      [
+        call('a', 'wait', { slow: true }),
+        call('b', 'wait', { slow: false }),
+        call('c', 'wait', { slow: false }),
+      ],
+      { agent },
+    );
+    await until(() => finished.length === 2, { what: 'the quick calls to end' });
+    releaseSlow();
+    await batch;
+    expect(finished).toEqual(['b', 'c', 'a']);
+    const order = log
+      .list('session-1')
+      .filter((e) => e.type === 'tool.result')
+      .map((e) => e.callId);
+    expect(order).toEqual(['a', 'b', 'c']);
     log.close?.();
   });
 
