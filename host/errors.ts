@@ -19,6 +19,8 @@ export const ERROR_CODES = {
   TOOL_NAME_TAKEN: 409,
   DUPLICATE_EXECUTOR: 409,
   NO_EXECUTOR: 500,
+  /** The agent is in plan mode and the call would change something; it was not run. */
+  PLAN_MODE: 403,
   // sandbox
   SANDBOX_UNAVAILABLE: 503,
   SANDBOX_PROTOCOL: 502,
@@ -51,6 +53,8 @@ export const ERROR_CODES = {
   FORBIDDEN: 403,
   NOT_FOUND: 404,
   CONFLICT: 409,
+  /** An optimistic update named a revision that is not the current one (`data.currentRevision`). */
+  REVISION_CONFLICT: 409,
   PAYLOAD_TOO_LARGE: 413,
   RATE_LIMITED: 429,
   REQUEST_EXPIRED: 410,

@@ -24,6 +24,7 @@ export const defineRemoteTool = (
     description: spec.description,
     parameters: validationSchemaOf(spec.parameters, `remote tool ${spec.name}`),
     isConcurrencySafe: () => spec.concurrencySafe === true,
+    isReadOnly: () => spec.readOnly === true,
     execute: (args, exec) =>
       awaitRequest(
         requests,

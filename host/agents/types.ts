@@ -42,6 +42,8 @@ export interface RemoteToolSpec {
   timeoutMs?: number;
   /** True lets calls overlap with sibling concurrency-safe calls. Default false. */
   concurrencySafe?: boolean;
+  /** True declares that the tool changes nothing, so plan mode lets it run. Default false (refused in plan mode). */
+  readOnly?: boolean;
 }
 
 /** Budgets of this agent's run_code programs, within the service's maxima (DSH_CODE_*_MAX_MS). */

@@ -34,6 +34,8 @@ export interface ToolOptions<P extends ObjectSchema, O extends AnySchema> {
   execute: (args: v.InferOutput<P>, exec: ExecContext) => v.InferInput<O> | Promise<v.InferInput<O>>;
   /** Default: exclusive. Return true only when overlapping siblings is safe for these arguments. */
   isConcurrencySafe?: (args: v.InferOutput<P>) => boolean;
+  /** Default: mutating. Return true only when the call changes nothing outside the session state. */
+  isReadOnly?: (args: v.InferOutput<P>) => boolean;
   /** Declared deadline; enforced only when the timeout policy is installed. */
   timeoutMs?: number;
   projectContent?: (
@@ -130,6 +132,7 @@ export const defineTool = <P extends ObjectSchema, O extends AnySchema>(
     render,
     execute: options.execute as ToolDefinition['execute'],
     isConcurrencySafe: options.isConcurrencySafe,
+    isReadOnly: options.isReadOnly,
     timeoutMs: options.timeoutMs,
     projectContent: options.projectContent,
     finalizeContent: options.finalizeContent,

@@ -1,7 +1,7 @@
 // Pipeline hook phases and the shapes their listeners see. The phase list is closed: registering
 // a listener for any other name fails at registration (CONFIG_INVALID), never at the first call.
 // Decisions and actions are discriminated unions so every branch is handled explicitly.
-import { SandboxError } from '../errors.ts';
+import { type ErrorCode, SandboxError } from '../errors.ts';
 import type { ResolvedToolSet } from './resolved-set.ts';
 import type { AgentScope, ContentPart, JsonValue, ToolDefinition, ToolError, ToolResult } from './types.ts';
 
@@ -30,8 +30,17 @@ export type PreExecuteListener = (
   current: Decision,
 ) => Decision | undefined | Promise<Decision | undefined>;
 
-/** A monotonic synchronous guard: a returned reason denies the call; nothing later undoes it. */
-export type Guard = (call: CallView) => string | undefined | null | false;
+/**
+ * A monotonic synchronous guard: a returned reason denies the call (DENIED, or the code it names);
+ * nothing later undoes it.
+ */
+export type Guard = (call: CallView) => string | GuardDenial | undefined | null | false;
+
+/** A denial under its own stable code (e.g. PLAN_MODE), so clients can tell it from a policy's. */
+export interface GuardDenial {
+  code: ErrorCode;
+  reason: string;
+}
 
 /** The outcome of dispatch, before post-execute policies. */
 export type Outcome =

@@ -26,6 +26,7 @@ export {
   type ExecuteView,
   type ExecuteWrapper,
   type Guard,
+  type GuardDenial,
   type Outcome,
   PHASES,
   type Phase,

@@ -30,6 +30,8 @@ export interface JsonSchemaToolOptions {
   };
   execute: (args: Record<string, unknown>, exec: ExecContext) => unknown;
   isConcurrencySafe?: (args: Record<string, unknown>) => boolean;
+  /** Default: mutating (plan mode refuses it). */
+  isReadOnly?: (args: Record<string, unknown>) => boolean;
   timeoutMs?: number;
   projectContent?: (
     args: Record<string, unknown>,
@@ -135,6 +137,7 @@ export const defineJsonSchemaTool = (
     render,
     execute: options.execute as ToolDefinition['execute'],
     isConcurrencySafe: options.isConcurrencySafe,
+    isReadOnly: options.isReadOnly,
     timeoutMs: options.timeoutMs,
     projectContent: options.projectContent,
     finalizeContent: options.finalizeContent,

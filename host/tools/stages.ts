@@ -34,7 +34,8 @@ export const decide = async (
     } catch (error) {
       reason = `a guard failed (${messageOf(error)})`;
     }
-    if (reason) return fail('DENIED', reason);
+    if (typeof reason === 'string' && reason !== '') return fail('DENIED', reason);
+    if (typeof reason === 'object' && reason !== null) return fail(reason.code, reason.reason);
   }
   if (decision.kind === 'ask') {
     if (env.signal.aborted) return beforeDispatch(name);

@@ -127,6 +127,11 @@ export interface ToolDefinition<Args = any, Value = any> {
   execute(args: Args, exec: ExecContext): Value | Promise<Value>;
   /** True lets this call overlap with sibling safe calls. Absent or throwing means exclusive. */
   isConcurrencySafe?(args: Args): boolean;
+  /**
+   * True declares that this call changes nothing outside the agent's session state (no file, no
+   * process, nothing in the client): plan mode lets it run. Absent or throwing means it mutates.
+   */
+  isReadOnly?(args: Args): boolean;
   /** Declarative only: enforced by the timeout policy (a tools/execute wrapper). */
   readonly timeoutMs?: number;
   /** Execution-prepared content, installed before post-execute policies. */

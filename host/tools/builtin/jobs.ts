@@ -29,6 +29,7 @@ export const jobListTool = defineTool({
     ],
   },
   isConcurrencySafe: () => true,
+  isReadOnly: () => true,
   async execute(_args, exec) {
     return (await sandboxOf(exec)).jobs.list();
   },
@@ -61,6 +62,7 @@ export const jobOutputTool = defineTool({
     ],
   },
   isConcurrencySafe: () => true,
+  isReadOnly: () => true,
   async execute(args, exec) {
     const sandbox = await sandboxOf(exec);
     return sandbox.jobs.output(args.job_id, {

@@ -38,6 +38,7 @@ export const readImageTool = defineTool({
     render: (_args, value) => [{ type: 'image', data: value.data, mimeType: value.mimeType }],
   },
   isConcurrencySafe: () => true,
+  isReadOnly: () => true,
   async execute(args, exec) {
     const sandbox = await sandboxOf(exec);
     const shown = shownPath(args.file_path);

@@ -66,6 +66,7 @@ export const readTool = defineTool({
     },
   },
   isConcurrencySafe: () => true,
+  isReadOnly: () => true,
   async execute(args, exec) {
     const sandbox = await sandboxOf(exec);
     const shown = shownPath(args.file_path);

@@ -28,6 +28,7 @@ export const globTool = defineTool({
     ],
   },
   isConcurrencySafe: () => true,
+  isReadOnly: () => true,
   async execute(args, exec) {
     const sandbox = await sandboxOf(exec);
     const { paths } = await sandbox.fs.glob(args.pattern, { cwd: args.path, limit: LIMITS.globResults });
@@ -62,6 +63,7 @@ export const grepTool = defineTool({
     },
   },
   isConcurrencySafe: () => true,
+  isReadOnly: () => true,
   async execute(args, exec) {
     const sandbox = await sandboxOf(exec);
     const { matches } = await sandbox.fs.grep(args.pattern, {

@@ -83,6 +83,7 @@ export const terminalListTool = defineTool({
     ],
   },
   isConcurrencySafe: () => true,
+  isReadOnly: () => true,
   async execute(_args, exec) {
     return (await (await terms(exec)).list()).map(view);
   },
@@ -141,6 +142,7 @@ export const terminalReadTool = defineTool({
     render: (_a, value) => [{ type: 'text', text: renderOutput(value, '(no new output)') }],
   },
   isConcurrencySafe: () => true,
+  isReadOnly: () => true,
   async execute(args, exec) {
     const r = await (await terms(exec)).read(args.sessionId, {
       ...(args.offset === undefined ? {} : { offset: args.offset }),

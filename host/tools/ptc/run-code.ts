@@ -50,6 +50,9 @@ const base = defineTool({
       },
     ],
   },
+  // The program itself touches nothing: each of its tools.* calls passes the pipeline (and plan
+  // mode's guard) on its own.
+  isReadOnly: () => true,
   execute: () => {
     throw new SandboxError('INTERNAL', 'run_code runs only through the PTC executor.');
   },
