@@ -5,8 +5,16 @@ export { ErrorAnswer, errorMessageOf, OutputAnswer, ResultAnswer } from './answe
 export { type AwaitRequestInput, awaitRequest } from './await.ts';
 export { defineRequestKind, jsonValue, type RequestKind, type Settlement } from './kind.ts';
 export { AllowAnswer, type ApprovalDecision, approvalKind } from './kinds/approval.ts';
+export { type PlanReview, planReviewKind } from './kinds/plan-review.ts';
 export { pluginClientQueryKind } from './kinds/plugin-client-query.ts';
 export { remoteToolKind } from './kinds/remote-tool.ts';
 export { type SubagentOutput, type SubagentPayload, subagentKind } from './kinds/subagent.ts';
+export {
+  Question,
+  QuestionAnswer,
+  type QuestionAnswers,
+  QuestionOption,
+  userQuestionKind,
+} from './kinds/user-question.ts';
 export type { HostRequest, HostRequestState, NewHostRequest, RequestStore } from './port.ts';
 export { AnswerBody, checkAnswer, REQUEST_KINDS, requestKindOf } from './registry.ts';

@@ -5,15 +5,19 @@ import * as v from 'valibot';
 import { SandboxError } from '../errors.ts';
 import type { RequestKind } from './kind.ts';
 import { approvalKind } from './kinds/approval.ts';
+import { planReviewKind } from './kinds/plan-review.ts';
 import { pluginClientQueryKind } from './kinds/plugin-client-query.ts';
 import { remoteToolKind } from './kinds/remote-tool.ts';
 import { subagentKind } from './kinds/subagent.ts';
+import { userQuestionKind } from './kinds/user-question.ts';
 
 export const REQUEST_KINDS: readonly RequestKind[] = [
   approvalKind,
   remoteToolKind,
   subagentKind,
   pluginClientQueryKind,
+  userQuestionKind,
+  planReviewKind,
 ];
 
 const byName = new Map(REQUEST_KINDS.map((kind) => [kind.name, kind]));

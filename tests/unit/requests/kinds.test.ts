@@ -10,10 +10,12 @@ import {
   awaitRequest,
   checkAnswer,
   defineRequestKind,
+  planReviewKind,
   REQUEST_KINDS,
   type RequestKind,
   remoteToolKind,
   subagentKind,
+  userQuestionKind,
 } from '../../../host/requests/index.ts';
 import { createMemoryRequestStore } from '../../../host/store/memory.ts';
 
@@ -153,10 +155,78 @@ describe('awaitRequest', () => {
   });
 });
 
+describe('user_question requests', () => {
+  const questions = [
+    { id: 'database', question: 'Which database?', options: [{ label: 'SQLite' }, { label: 'PostgreSQL' }] },
+    {
+      id: 'regions',
+      question: 'Which regions?',
+      multi_select: true,
+      options: [{ label: 'eu' }, { label: 'us' }],
+    },
+    { id: 'name', question: 'What name?' },
+  ];
+
+  it('an answer comes back for every question asked, in order; unanswered ones empty', async () => {
+    expect(
+      await settleWith(
+        userQuestionKind,
+        { questions },
+        { answers: { regions: ['eu', 'us'], database: 'SQLite' } },
+      ),
+    ).toEqual({
+      answers: [
+        { id: 'database', question: 'Which database?', answer: ['SQLite'] },
+        { id: 'regions', question: 'Which regions?', answer: ['eu', 'us'] },
+        { id: 'name', question: 'What name?', answer: [] },
+      ],
+    });
+  });
+
+  it('expiry fails the call with REQUEST_EXPIRED, cancellation with ABORTED, like a remote tool', async () => {
+    await expect(settleWith(userQuestionKind, { questions }, 'expire')).rejects.toMatchObject({
+      code: 'REQUEST_EXPIRED',
+    });
+    await expect(settleWith(userQuestionKind, { questions }, 'cancel')).rejects.toMatchObject({
+      code: 'ABORTED',
+    });
+  });
+
+  it('an approval-shaped answer is refused with what to send', () => {
+    expect(() => checkAnswer('user_question', { answers: { database: 'SQLite' } })).not.toThrow();
+    expect(() => checkAnswer('user_question', { allow: true })).toThrow(
+      expect.objectContaining({ code: 'BAD_REQUEST', message: userQuestionKind.wrongAnswer }),
+    );
+  });
+});
+
+describe('plan_review requests', () => {
+  it('approve only on an explicit { allow: true }; every other ending sends the plan back with a reason', async () => {
+    const plan = { plan: '1. Do it.' };
+    expect(await settleWith(planReviewKind, plan, { allow: true })).toEqual({ approved: true });
+    expect(await settleWith(planReviewKind, plan, { allow: false, reason: 'add tests' })).toEqual({
+      approved: false,
+      feedback: 'add tests',
+    });
+    expect(await settleWith(planReviewKind, plan, 'expire')).toEqual({
+      approved: false,
+      feedback: 'nobody reviewed the plan in time',
+    });
+    expect(await settleWith(planReviewKind, plan, 'cancel')).toMatchObject({ approved: false });
+  });
+});
+
 describe('the registry', () => {
   it('kinds have distinct names, and the API accepts exactly their answer shapes', () => {
     const names = REQUEST_KINDS.map((kind) => kind.name);
-    expect(names).toEqual(['approval', 'remote_tool', 'subagent', 'plugin_client_query']);
+    expect(names).toEqual([
+      'approval',
+      'remote_tool',
+      'subagent',
+      'plugin_client_query',
+      'user_question',
+      'plan_review',
+    ]);
     for (const kind of REQUEST_KINDS)
       for (const shape of kind.answers) expect(AnswerBody.options).toContain(shape);
     expect(new Set(AnswerBody.options).size).toBe(AnswerBody.options.length);
