@@ -12,6 +12,7 @@ import { createLibsqlPluginStore } from './plugins.ts';
 import type { PluginStore, PluginStoreOptions } from './plugins-core.ts';
 import type { ClosableRequestStore } from './request-core.ts';
 import { createLibsqlRequestStore } from './requests.ts';
+import { createSessionStateStore, type SessionStateStore } from './session-state.ts';
 import { createTenantStore, type TenantStore } from './tenants.ts';
 
 export interface OpenStoreOptions {
@@ -52,6 +53,8 @@ export interface Store {
   agents: AgentStore;
   /** Creator plugins and their immutable packages (cordis_define). */
   plugins: PluginStore;
+  /** Each session's todos, plan mode and current goal (host/agents/session/ decides what they mean). */
+  sessionState: SessionStateStore;
   /** Flushes events, stops timers, closes the database. Idempotent. */
   close(): void;
 }
@@ -85,6 +88,7 @@ export const openStore = (options: OpenStoreOptions): Store => {
       tenants: createTenantStore(db, now),
       agents: createAgentStore(db, now),
       plugins: createLibsqlPluginStore(db, { now, limitsOf: options.pluginLimitsOf }),
+      sessionState: createSessionStateStore(db, now),
       close() {
         if (closed) return;
         closed = true;
@@ -152,6 +156,12 @@ export {
   type RequestStoreOptions,
 } from './request-core.ts';
 export { createLibsqlRequestStore } from './requests.ts';
+export {
+  createMemorySessionStateStore,
+  createSessionStateStore,
+  type SessionStateRecord,
+  type SessionStateStore,
+} from './session-state.ts';
 export {
   API_KEY_PREFIX,
   type ApiKeyInfo,

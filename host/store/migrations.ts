@@ -228,6 +228,20 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 6,
+    name: 'session state: todos, plan mode and the current goal',
+    // Keyed by session (an agent's id); a NULL column was never written (its owner's default applies).
+    sql: `
+      CREATE TABLE session_state (
+        session_id TEXT PRIMARY KEY,
+        todos TEXT,
+        plan_mode INTEGER,
+        goal TEXT,
+        updated_at INTEGER NOT NULL
+      );
+    `,
+  },
 ];
 
 export const latestSchemaVersion = (migrations: readonly Migration[] = MIGRATIONS): number =>
