@@ -15,6 +15,8 @@ export const AgentPolicy = v.strictObject({
   deny: v.optional(names),
   /** Rules as rulesPolicy takes them: `{ tool: glob, when?: { path: regex }, decision, reason? }`. */
   rules: v.optional(v.pipe(v.array(v.record(v.string(), v.unknown())), v.maxLength(256))),
+  /** The agent starts in plan mode: only read-only tools run until a plan is approved (plan-mode.ts). */
+  planMode: v.optional(v.boolean()),
 });
 
 export type AgentPolicy = v.InferOutput<typeof AgentPolicy>;

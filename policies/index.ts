@@ -4,6 +4,7 @@
 
 export { AgentPolicy, agentPolicies } from './agent.ts';
 export { globToRegExp } from './glob.ts';
+export { planModeGuard, planModePolicy } from './plan-mode.ts';
 export { type RulesPolicyConfig, rulesPolicy } from './rules.ts';
 export { installPolicies, PolicySpec, policyFromConfig } from './spec.ts';
 export { type TimeoutPolicyConfig, timeoutPolicy } from './timeout.ts';

@@ -8,7 +8,7 @@
 // program or workflow that outlives its agent cannot run anything without its policy. A registry's
 // preset layer is set up from its entry once, however many runtimes share the registry.
 
-import { installPolicies, type PolicySpec } from '../../policies/index.ts';
+import { installPolicies, type PolicySpec, planModePolicy } from '../../policies/index.ts';
 import { messageOf, SandboxError } from '../errors.ts';
 import type { Disposer, ToolRegistry, ToolScope } from '../tools/index.ts';
 import { type Preset, presetEntry } from './presets/index.ts';
@@ -53,6 +53,8 @@ export const createRegistryRuntime = (registry: ToolRegistry): ToolRuntime => {
           ? `Agent ${spec.agent.id} is gone (deleted, or the service stopped); nothing runs for it.`
           : undefined,
       );
+      // Plan mode holds back every mutating call of the agent's scope, inner ones included.
+      planModePolicy().install(scope);
       const disposers: Disposer[] = [];
       try {
         if (spec.restrict) disposers.push(scope.restrict(spec.restrict));

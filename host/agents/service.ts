@@ -14,7 +14,7 @@
 // delete() has marked an agent deleted nothing runs for it any more (service/deletion.ts).
 import { SandboxError } from '../errors.ts';
 import type { Sandbox, SandboxProvider } from '../sandbox/types.ts';
-import type { Store } from '../store/index.ts';
+import { createMemorySessionStateStore, type Store } from '../store/index.ts';
 import type { ToolRegistry } from '../tools/index.ts';
 import type { ToolCall, ToolResult } from '../tools/types.ts';
 import { createRequestSpawner, type SpawnProvider } from '../tools/workflow/index.ts';
@@ -28,6 +28,7 @@ import { createLiveAgents } from './service/live.ts';
 import { createDeletionMarks, getAgent, toAgent } from './service/records.ts';
 import { createRemoteRegistration, remoteDefiner } from './service/remote.ts';
 import { createSandboxBinding } from './service/sandbox.ts';
+import { type AgentSession, createAgentSession } from './session/state.ts';
 import type {
   Agent,
   CallOptions,
@@ -38,7 +39,8 @@ import type {
 } from './types.ts';
 
 export interface AgentServiceOptions {
-  store: Pick<Store, 'agents' | 'events' | 'requests'> & Partial<Pick<Store, 'plugins'>>;
+  /** Without `sessionState`, todos, goals and plan mode live in memory only (unit tests). */
+  store: Pick<Store, 'agents' | 'events' | 'requests'> & Partial<Pick<Store, 'plugins' | 'sessionState'>>;
   /**
    * Runs creator plugins (the cordis_* tools' plugin host) with these runtime options; needs
    * `store.plugins`. Default: none, so no agent gets plugins.
@@ -57,6 +59,8 @@ export interface AgentServiceOptions {
    */
   spawn?: SpawnProvider;
   now?: () => number;
+  /** How long the client has to answer ask_user_question and review an exit_plan_mode plan. Default 300000 ms. */
+  questionTtlMs?: number;
   /**
    * How long delete() waits for the agent's aborted batches to settle before it destroys the
    * sandbox anyway (a body that ignores its signal loses the sandbox under it). Default 5000 ms.
@@ -82,6 +86,8 @@ export interface AgentService {
   /** Runs `listener` once when the agent is deleted; returns the unsubscriber. */
   onDeleted(agent: Agent, listener: () => void): () => void;
   tools(agent: Agent): Promise<ToolSurface>;
+  /** The agent's todos, goal and plan mode (the state its session tools keep). */
+  session(agent: Agent): AgentSession;
   call(agent: Agent, calls: ToolCall[], options: CallOptions): Promise<ToolResult[]>;
   /** The agent's sandbox, created on first use (or re-adopted after a restart). */
   sandbox(agent: Agent): Promise<Sandbox>;
@@ -116,6 +122,7 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
   const marks = createDeletionMarks(store.agents);
   const sandboxes = createSandboxBinding({ provider, agents: store.agents, marks });
   let plugins: PluginHost | undefined;
+  const sessionState = store.sessionState ?? createMemorySessionStateStore();
   const live = createLiveAgents({
     agents: store.agents,
     runtime,
@@ -124,6 +131,16 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
     sandboxOf: sandboxes.of,
     spawn,
     pluginsOf: (agent) => plugins?.of(agent),
+    sessionOf: (agent) =>
+      createAgentSession({
+        sessionId: agent.sessionId,
+        planModeAtStart: agent.config.policy?.planMode === true,
+        store: sessionState,
+        events: store.events,
+        requests: store.requests,
+        ttlMs: options.questionTtlMs ?? 300_000,
+        now: options.now ?? Date.now,
+      }),
   });
   if (options.plugins !== undefined) {
     if (store.plugins === undefined)
@@ -177,6 +194,7 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
     reapDeleted: deletion.reapDeleted,
     onDeleted: deletion.onDeleted,
     tools: async (agent) => ({ mode: agent.mode, tools: await live.of(agent).tools.describe() }),
+    session: (agent) => live.of(agent).session,
     call: batches.call,
     sandbox: sandboxes.of,
     plugins(agent) {

@@ -16,6 +16,13 @@ export const standard = definePreset({
       'job_list',
       'job_output',
       'job_kill',
+      // Session state and questions (seed 000): host/tools/builtin/session.ts.
+      'ask_user_question',
+      'todo_write',
+      'create_goal',
+      'get_goal',
+      'update_goal',
+      'exit_plan_mode',
       // Installed only with an isolate host, and offered only to agents created with `subagents: true`.
       'workflow',
       'ralph',

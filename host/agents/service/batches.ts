@@ -80,6 +80,12 @@ export function createBatches(options: BatchesOptions): Batches {
     signal.addEventListener('abort', onAbort, { once: true });
     if (signal.aborted) controller.abort(signal.reason);
     const untrack = onProgress ? trackBatch(events, agent.sessionId, calls, onProgress) : undefined;
+    // A round of the agent's goal is one batch (goal.ts); a full log refuses the calls below anyway.
+    try {
+      state.session.startRound();
+    } catch {
+      // Counting never fails a batch.
+    }
     const work = state.tools.execute(calls, controller.signal);
     const entry: Batch = { agentId: agent.id, controller, done: work.catch(() => undefined) };
     running.add(entry);

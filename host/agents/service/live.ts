@@ -10,6 +10,7 @@ import type { AgentStore } from '../../store/index.ts';
 import type { AgentScope } from '../../tools/types.ts';
 import type { SpawnProvider } from '../../tools/workflow/index.ts';
 import type { AgentPlugins } from '../plugins/view.ts';
+import type { AgentSession } from '../session/state.ts';
 import type { Agent, AgentTools, RemoteToolSpec, ToolRuntime } from '../types.ts';
 import { type DeletionMarks, deletedError, remoteToolsOf } from './records.ts';
 import { type DefineRemote, installRemoteTools, type RemoteTools } from './remote.ts';
@@ -18,6 +19,8 @@ export interface LiveAgent {
   scope: AgentScope;
   tools: AgentTools;
   remote: RemoteTools;
+  /** Its todos, goal, plan mode and questions (the session tools' `services.session`). */
+  session: AgentSession;
 }
 
 export interface LiveAgents {
@@ -39,6 +42,8 @@ export interface LiveAgentsOptions {
   spawn: SpawnProvider;
   /** The agent's creator plugins (`services.plugins`); undefined when the service runs none. */
   pluginsOf?: (agent: Agent) => AgentPlugins | undefined;
+  /** The agent's session service, made once per load. */
+  sessionOf: (agent: Agent) => AgentSession;
 }
 
 export function createLiveAgents(options: LiveAgentsOptions): LiveAgents {
@@ -57,7 +62,8 @@ export function createLiveAgents(options: LiveAgentsOptions): LiveAgents {
   }
 
   function load(agent: Agent, remoteSpecs: RemoteToolSpec[]): LiveAgent {
-    const scope = scopeOf(agent);
+    const session = options.sessionOf(agent);
+    const scope = scopeOf(agent, session);
     const tools = runtime.forAgent({
       agent: scope,
       preset: agent.preset,
@@ -67,14 +73,14 @@ export function createLiveAgents(options: LiveAgentsOptions): LiveAgents {
       policies: agentPolicies(agent.config.policy),
     });
     try {
-      return { scope, tools, remote: installRemoteTools(tools, remoteSpecs, options.defineRemote) };
+      return { scope, tools, session, remote: installRemoteTools(tools, remoteSpecs, options.defineRemote) };
     } catch (error) {
       tools.dispose();
       throw error;
     }
   }
 
-  function scopeOf(agent: Agent): AgentScope {
+  function scopeOf(agent: Agent, session: AgentSession): AgentScope {
     const plugins = options.pluginsOf?.(agent);
     return {
       id: agent.id,
@@ -82,6 +88,7 @@ export function createLiveAgents(options: LiveAgentsOptions): LiveAgents {
       services: {
         tenantId: agent.tenantId,
         sandbox: () => options.sandboxOf(agent),
+        session,
         // Only an agent whose client runs subagents can spawn them (and so sees workflow and ralph).
         ...(agent.config.subagents === true ? { spawn: options.spawn } : {}),
         // Only with a plugin host does the agent see cordis_* (and only its preset's list admits them).

@@ -3,8 +3,11 @@
 // this module's: nothing here is grouped by preset.
 
 import type { ToolDefinition } from '../types.ts';
+import { askUserQuestionTool } from './ask-user-question.ts';
 import { bashTool } from './bash.ts';
 import { editTool } from './edit.ts';
+import { exitPlanModeTool } from './exit-plan-mode.ts';
+import { createGoalTool, getGoalTool, updateGoalTool } from './goals.ts';
 import { jobKillTool, jobListTool, jobOutputTool } from './jobs.ts';
 import { createPersistentBashTool, persistentBashTool } from './persistent-bash.ts';
 import { readTool } from './read.ts';
@@ -20,13 +23,30 @@ import {
   terminalSignalTool,
   terminalTools,
 } from './terminal.ts';
+import { todoWriteTool } from './todo-write.ts';
 import { writeTool } from './write.ts';
 
 export { LIMITS, sandboxOf } from './services.ts';
 export {
+  type AskingCall,
+  GOAL_ACTIONS,
+  GOAL_STATES,
+  Goal,
+  type GoalAction,
+  type GoalUpdate,
+  type SessionService,
+  sessionOf,
+  TODO_LIMIT,
+  Todo,
+} from './session.ts';
+export {
+  askUserQuestionTool,
   bashTool,
+  createGoalTool,
   createPersistentBashTool,
   editTool,
+  exitPlanModeTool,
+  getGoalTool,
   globTool,
   grepTool,
   jobKillTool,
@@ -43,6 +63,8 @@ export {
   terminalSendTool,
   terminalSignalTool,
   terminalTools,
+  todoWriteTool,
+  updateGoalTool,
   writeTool,
 };
 
@@ -63,4 +85,10 @@ export const builtinTools = (): ToolDefinition[] => [
   jobKillTool,
   strReplaceEditorTool,
   ...terminalTools(),
+  askUserQuestionTool,
+  todoWriteTool,
+  createGoalTool,
+  getGoalTool,
+  updateGoalTool,
+  exitPlanModeTool,
 ];

@@ -202,7 +202,9 @@ const main = async (): Promise<void> => {
     const store = openStore({ path: ':memory:' });
     const sandboxes = withTerminals(createMemoryProvider({ run: echoRun }));
     const { registry } = assembleAgents({ store, sandboxes, isolates });
-    const agents = createAgentService({ store, registry, sandboxes, spawn: spawner });
+    // ask_user_question waits for a person by design: nobody answers here, so its questions expire
+    // quickly (the call settles as REQUEST_EXPIRED) instead of after the default five minutes.
+    const agents = createAgentService({ store, registry, sandboxes, spawn: spawner, questionTtlMs: 200 });
     const app = createApp({ startedAt: Date.now(), version: 'fuzz', store, agents });
     const tenant = store.tenants.createTenant('fuzz');
     const apiKey = tenant.apiKey;
