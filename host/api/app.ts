@@ -24,6 +24,7 @@ import { fileRoutes } from './routes/files.ts';
 import { isMcpStream, mcpRoutes } from './routes/mcp.ts';
 import { pluginRoutes } from './routes/plugins.ts';
 import { requestRoutes } from './routes/requests.ts';
+import { sessionRoutes } from './routes/session.ts';
 import { systemRoutes } from './routes/system.ts';
 import { tenantRoutes } from './routes/tenants.ts';
 import { terminalRoutes } from './routes/terminals.ts';
@@ -187,6 +188,7 @@ export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
     }),
   );
   app.route('/', pluginRoutes(deps.agents));
+  app.route('/', sessionRoutes(deps.agents));
 
   app.get(
     '/openapi.json',

@@ -4,6 +4,7 @@ import * as v from 'valibot';
 import { AgentPolicy } from '../../policies/index.ts';
 import { PRESETS } from '../agents/presets/index.ts';
 import { AnswerBody } from '../requests/index.ts';
+import { Goal, Todo } from '../tools/builtin/index.ts';
 import { PRESENTATION_MODES, ToolName } from '../tools/index.ts';
 
 export const ID = v.pipe(
@@ -43,6 +44,8 @@ export const RemoteTool = v.strictObject({
   parameters: jsonObject,
   timeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(100), v.maxValue(86_400_000))),
   concurrencySafe: v.optional(v.boolean()),
+  /** The tool changes nothing (files, processes, the outside world): plan mode lets it run. Default false. */
+  readOnly: v.optional(v.boolean()),
 });
 const remoteTools = v.pipe(v.array(RemoteTool), v.maxLength(128));
 
@@ -243,3 +246,11 @@ export const PluginPackage = v.object({
   ...PackageBase,
   code: v.object({ host: v.optional(v.string()), client: v.optional(v.string()) }),
 });
+/** The session's task list as todo_write last replaced it. */
+export const TodoList = v.object({ todos: v.array(Todo) });
+/** The session's current goal (null before create_goal). */
+export const CurrentGoal = v.object({ goal: v.nullable(Goal) });
+export const PlanMode = v.object({
+  planMode: v.pipe(v.boolean(), v.description('While true, only read-only tools run (code PLAN_MODE)')),
+});
+export const SetPlanMode = v.strictObject({ planMode: v.boolean() });

@@ -29,7 +29,7 @@ export const loadAgent = (agents: AgentService): MiddlewareHandler<ApiEnv> =>
     await next();
   };
 
-const notFound = { 404: jsonResponse('No such agent for this tenant', ErrorBody) };
+export const notFound = { 404: jsonResponse('No such agent for this tenant', ErrorBody) };
 
 export const agentRoutes = (agents: AgentService): Hono<ApiEnv> => {
   const app = new Hono<ApiEnv>();

@@ -101,7 +101,7 @@ export const requestRoutes = (agents: AgentService, requests: RequestStore): Hon
       operationId: 'answerRequest',
       tags: ['requests'],
       description:
-        'Approval: { allow, reason? }. Remote tool: { result } or { error }. Subagent: { result: text } or { result: { text, value? } } (or { output: … }), or { error }.',
+        'Approval: { allow, reason? }. Remote tool: { result } or { error }. Subagent: { result: text } or { result: { text, value? } } (or { output: … }), or { error }. User question: { answers: { <question id>: label | [labels] | text } }. Plan review: { allow, reason? } (allow ends plan mode).',
       requestBody: jsonRequest(Answer),
       responses: {
         200: jsonResponse('Answered', Answered),

@@ -110,6 +110,10 @@ describe('agents', () => {
         { tools: [{ name: 't', description: 'd', parameters: { type: 'object' } }] },
       ],
       ['POST', `${base}/requests/req_x`, { allow: true }],
+      ['GET', `${base}/todos`],
+      ['GET', `${base}/goal`],
+      ['GET', `${base}/plan-mode`],
+      ['PUT', `${base}/plan-mode`, { planMode: true }],
     ];
     for (const [method, path, body] of routes) {
       const res = await api.request(api.keyB, method, path, body);
@@ -136,6 +140,12 @@ describe('agents', () => {
       'job_list',
       'job_output',
       'job_kill',
+      'ask_user_question',
+      'todo_write',
+      'create_goal',
+      'get_goal',
+      'update_goal',
+      'exit_plan_mode',
     ]);
     const minimal = await api.createAgent(api.keyA, { preset: 'minimal' });
     const minimalNames = (
