@@ -76,6 +76,46 @@ describe('restart', () => {
   });
 });
 
+describe('restart: session state', () => {
+  it("an agent's todos, goal and plan mode survive a restart", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'dsh-api-session-'));
+    dirs.push(dataDir);
+    const sandboxes = createMemoryProvider();
+    const first = bootApp(dataDir, sandboxes);
+    const { apiKey } = first.store.tenants.createTenant('t');
+    const H = { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' };
+    const send = (app: typeof first.app, method: string, path: string, body?: unknown) =>
+      app
+        .request(path, { method, headers: H, ...(body === undefined ? {} : { body: JSON.stringify(body) }) })
+        .then((res) => res.json() as Promise<Record<string, unknown>>);
+    const agent = (await send(first.app, 'POST', '/v1/agents', {})) as { id: string };
+    const todos = [{ content: 'Keep me', status: 'in_progress' }];
+    await send(first.app, 'POST', `/v1/agents/${agent.id}/calls`, {
+      calls: [
+        { id: 't', name: 'todo_write', arguments: { todos } },
+        { id: 'g', name: 'create_goal', arguments: { objective: 'Survive', max_goal_rounds: 3 } },
+      ],
+    });
+    await send(first.app, 'PUT', `/v1/agents/${agent.id}/plan-mode`, { planMode: true });
+    const goal = (await send(first.app, 'GET', `/v1/agents/${agent.id}/goal`)).goal;
+    await first.agents.close(0);
+    first.store.close();
+
+    const second = bootApp(dataDir, sandboxes);
+    expect(await send(second.app, 'GET', `/v1/agents/${agent.id}/todos`)).toEqual({ todos });
+    expect(await send(second.app, 'GET', `/v1/agents/${agent.id}/goal`)).toEqual({ goal });
+    expect(await send(second.app, 'GET', `/v1/agents/${agent.id}/plan-mode`)).toEqual({ planMode: true });
+    const [write] = (
+      (await send(second.app, 'POST', `/v1/agents/${agent.id}/calls`, {
+        calls: [{ id: 'w', name: 'write', arguments: { file_path: 'a', content: 'x' } }],
+      })) as { results: { error?: { code: string } }[] }
+    ).results;
+    expect(write?.error?.code).toBe('PLAN_MODE');
+    await second.agents.close(0);
+    second.store.close();
+  });
+});
+
 describe('request deadlines and ids', () => {
   it('a request that outlives its deadline is 504 REQUEST_TIMEOUT and the service keeps serving', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'dsh-api-timeout-'));
