@@ -84,10 +84,10 @@ describe('restart: session state', () => {
     const first = bootApp(dataDir, sandboxes);
     const { apiKey } = first.store.tenants.createTenant('t');
     const H = { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' };
-    const send = (app: typeof first.app, method: string, path: string, body?: unknown) =>
-      app
-        .request(path, { method, headers: H, ...(body === undefined ? {} : { body: JSON.stringify(body) }) })
-        .then((res) => res.json() as Promise<Record<string, unknown>>);
+    const send = async (app: typeof first.app, method: string, path: string, body?: unknown) => {
+      const init = { method, headers: H, ...(body === undefined ? {} : { body: JSON.stringify(body) }) };
+      return (await (await app.request(path, init)).json()) as Record<string, unknown>;
+    };
     const agent = (await send(first.app, 'POST', '/v1/agents', {})) as { id: string };
     const todos = [{ content: 'Keep me', status: 'in_progress' }];
     await send(first.app, 'POST', `/v1/agents/${agent.id}/calls`, {
