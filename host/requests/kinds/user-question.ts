@@ -18,9 +18,9 @@ export const QuestionOption = v.object({
 
 /** Seed 000's Question: free text when it has no options; one option unless multi_select. */
 export const Question = v.object({
-  id: v.pipe(text(64, 'Key of this question in the answers'), v.regex(/^[A-Za-z0-9_.-]+$/)),
+  id: text(200, 'Key of this question in the answers'),
   question: text(2000, 'The complete question'),
-  header: v.optional(text(60, 'A short label for the question, e.g. "Database"')),
+  header: v.optional(text(200, 'A short label for the question, e.g. "Database"')),
   options: v.optional(v.pipe(v.array(QuestionOption), v.maxLength(20))),
   multi_select: v.optional(
     v.pipe(v.boolean(), v.description('Several options may be picked. Default false')),
@@ -31,7 +31,7 @@ export type Question = v.InferOutput<typeof Question>;
 /** The person's answers by question id: an option's label, several labels, or their own words. */
 export const QuestionAnswer = v.strictObject({
   answers: v.record(
-    v.pipe(v.string(), v.maxLength(64)),
+    v.pipe(v.string(), v.maxLength(200)),
     v.union([
       v.pipe(v.string(), v.maxLength(10_000)),
       v.pipe(v.array(v.pipe(v.string(), v.maxLength(10_000))), v.maxLength(20)),
