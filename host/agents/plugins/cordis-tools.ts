@@ -61,6 +61,7 @@ const inspectList = defineTool({
   parameters: v.object({}),
   output: { schema: json, render: (_args, value) => text(value) },
   isConcurrencySafe: () => true,
+  isReadOnly: () => true,
   execute: (_args, exec) => asJson({ providers: pluginsOf(exec).inspect.providers() }),
 });
 
@@ -76,6 +77,8 @@ const inspectQuery = defineTool({
   }),
   output: { schema: json, render: (_args, value) => text(value) },
   isConcurrencySafe: () => true,
+  // The host's providers have only read-only methods; what a client runs is the client's business.
+  isReadOnly: (args) => args.platform === 'host',
   execute: (args, exec) =>
     pluginsOf(exec).inspect.query(
       {
@@ -98,6 +101,7 @@ const inspectSelf = defineTool({
   }),
   output: { schema: json, render: (_args, value) => text(value) },
   isConcurrencySafe: () => true,
+  isReadOnly: () => true,
   execute(args, exec) {
     const plugins = pluginsOf(exec);
     if (args.packageId !== undefined) {

@@ -13,6 +13,7 @@ import {
   planReviewKind,
   type Question,
   type QuestionAnswers,
+  type RequestKind,
   type RequestStore,
   userQuestionKind,
 } from '../../requests/index.ts';
@@ -80,7 +81,7 @@ export function createAgentSession(options: AgentSessionOptions): AgentSession {
     return on;
   }
 
-  function ask<P, A, O>(kind: Parameters<typeof awaitRequest<P, A, O>>[1], payload: P, call: AskingCall) {
+  function ask<P, A, O>(kind: RequestKind<P, A, O>, payload: P, call: AskingCall): Promise<O> {
     return awaitRequest(
       requests,
       kind,
