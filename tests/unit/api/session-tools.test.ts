@@ -67,6 +67,18 @@ const pending = (kind: string) =>
 const answer = (requestId: string, body: unknown) =>
   api.request(api.keyA, 'POST', `/v1/agents/${agentId}/requests/${requestId}`, body);
 
+it('/openapi.json describes the session routes', async () => {
+  const { paths } = (await api.request(undefined, 'GET', '/openapi.json')).json;
+  expect(Object.keys(paths)).toEqual(
+    expect.arrayContaining(['/v1/agents/{id}/todos', '/v1/agents/{id}/goal', '/v1/agents/{id}/plan-mode']),
+  );
+  expect(paths['/v1/agents/{id}/plan-mode'].put.requestBody.content['application/json'].schema).toMatchObject(
+    {
+      properties: { planMode: { type: 'boolean' } },
+    },
+  );
+});
+
 describe('todo_write', () => {
   it('replaces the whole list, readable at GET /todos and announced as session.todos', async () => {
     expect(await get('/todos')).toEqual({ todos: [] });
