@@ -8,8 +8,10 @@
 // return value was a guess). The common path reads nothing: a read costs as much as two inserts.
 // Payloads live in `payloads` (one row per tenant and sha256, INSERT OR IGNORE), and the same
 // transaction adds what the batch really stored to `tenant_log_usage`; a session's tenant is its
-// agent's.
+// agent's. The same transaction indexes every row for full-text search (search-text.ts): an
+// `event_index` entry and its tokens in `events_fts`, the payloads the row newly stored included.
 import { type Database, guarded, immediate } from './db.ts';
+
 import {
   type ClosableEventLog,
   createEventLog,
@@ -17,6 +19,7 @@ import {
   type EventLogOptions,
   type QueuedRow,
 } from './event-log-core.ts';
+import { INDEX_PAYLOAD_MAX, indexText, ownerTokens } from './search-text.ts';
 import type { EventSurface } from './types.ts';
 
 interface StoredEvent {
@@ -31,7 +34,35 @@ interface StoredEvent {
   at: number;
 }
 
-export const createLibsqlEventBackend = (db: Database): EventBackend => {
+/** Payloads past this many characters are indexed by their first characters, unparsed. */
+const PARSED_PAYLOAD_MAX = 256 * 1024;
+
+/** The searchable text of a payload the event log stores for the first time. */
+const payloadIndexText = (json: string): string =>
+  json.length <= PARSED_PAYLOAD_MAX
+    ? indexText('', json, INDEX_PAYLOAD_MAX)
+    : json.slice(0, INDEX_PAYLOAD_MAX);
+
+const prepareIndex = (db: Database) => ({
+  entry: db.prepare(
+    'INSERT INTO event_index (tenant_id, session_id, seq, type, surface, at) VALUES (?, ?, ?, ?, ?, ?)',
+  ),
+  tokens: db.prepare('INSERT INTO events_fts (rowid, owner, body) VALUES (?, ?, ?)'),
+});
+
+export interface LibsqlEventBackendOptions {
+  /** Index every event for full-text search. Default true; false only to measure what it costs. */
+  index?: boolean;
+}
+
+export const createLibsqlEventBackend = (
+  db: Database,
+  options: LibsqlEventBackendOptions = {},
+): EventBackend => {
+  const indexing = options.index ?? true;
+  // Prepared at the first write: a log opened only to read needs no index tables.
+  let indexStatements: ReturnType<typeof prepareIndex> | undefined;
+  const indexOf = () => (indexStatements ??= prepareIndex(db));
   const lastSeq = db.prepare(
     `SELECT max(coalesce((SELECT last_seq FROM sessions WHERE id = ?1), 0),
                 coalesce((SELECT max(seq) FROM events WHERE session_id = ?1), 0)) AS seq`,
@@ -85,10 +116,12 @@ export const createLibsqlEventBackend = (db: Database): EventBackend => {
       const usage = new Map<string, number>();
       for (const r of rows) {
         let bytes = r.bytes;
+        let text = indexing ? indexText(r.type, r.data) : '';
         for (const blob of r.blobs) {
           // Another process may have stored it meanwhile: count only what this write adds.
           if (insertBlob.run(r.tenantId, blob.sha256, blob.bytes, blob.json, r.at).changes === 0)
             bytes -= blob.bytes;
+          else if (indexing) text += ` ${payloadIndexText(blob.json)}`;
         }
         usage.set(r.tenantId, (usage.get(r.tenantId) ?? 0) + bytes);
         insert.run(
@@ -102,6 +135,11 @@ export const createLibsqlEventBackend = (db: Database): EventBackend => {
           r.refs ?? null,
           r.at,
         );
+        if (indexing) {
+          const index = indexOf();
+          const id = index.entry.run(r.tenantId, r.sessionId, r.seq, r.type, r.surface, r.at).lastInsertRowid;
+          index.tokens.run(id, ownerTokens(r.tenantId, r.sessionId), text);
+        }
       }
       for (const [tenantId, bytes] of usage) addUsage.run(tenantId, bytes);
     });
@@ -166,5 +204,7 @@ export const createLibsqlEventBackend = (db: Database): EventBackend => {
 };
 
 /** An EventLog persisted in the store database. Call `close()` before closing the database. */
-export const createLibsqlEventLog = (db: Database, options: EventLogOptions = {}): ClosableEventLog =>
-  createEventLog(createLibsqlEventBackend(db), options);
+export const createLibsqlEventLog = (
+  db: Database,
+  options: EventLogOptions & LibsqlEventBackendOptions = {},
+): ClosableEventLog => createEventLog(createLibsqlEventBackend(db, options), options);

@@ -6,6 +6,7 @@ import { type AgentStore, createAgentStore } from './agents.ts';
 import { type Database, openDatabase } from './db.ts';
 import { createLibsqlEventLog } from './event-log.ts';
 import type { ClosableEventLog, EventLogOptions } from './event-log-core.ts';
+import { createEventSearch } from './event-search.ts';
 import { instanceIdOf } from './instance.ts';
 import { migrate } from './migrations.ts';
 import { createLibsqlPluginStore } from './plugins.ts';
@@ -13,7 +14,9 @@ import type { PluginStore, PluginStoreOptions } from './plugins-core.ts';
 import type { ClosableRequestStore } from './request-core.ts';
 import { createLibsqlRequestStore } from './requests.ts';
 import { createSessionStateStore, type SessionStateStore } from './session-state.ts';
+import { createScheduleStore, type ScheduleStore } from './schedules.ts';
 import { createTenantStore, type TenantStore } from './tenants.ts';
+import type { EventSearch } from './types.ts';
 
 export interface OpenStoreOptions {
   /** Directory for the database file `store.db` (created with mode 0700). */
@@ -55,6 +58,10 @@ export interface Store {
   plugins: PluginStore;
   /** Each session's todos, plan mode and current goal (host/agents/session/ decides what they mean). */
   sessionState: SessionStateStore;
+  /** Full-text search over the session log (the `session_*` tools). */
+  search: EventSearch;
+  /** Agents' reminders (the `schedule_*` tools). */
+  schedules: ScheduleStore;
   /** Flushes events, stops timers, closes the database. Idempotent. */
   close(): void;
 }
@@ -89,6 +96,8 @@ export const openStore = (options: OpenStoreOptions): Store => {
       agents: createAgentStore(db, now),
       plugins: createLibsqlPluginStore(db, { now, limitsOf: options.pluginLimitsOf }),
       sessionState: createSessionStateStore(db, now),
+      search: createEventSearch(db),
+      schedules: createScheduleStore(db, now),
       close() {
         if (closed) return;
         closed = true;
@@ -116,7 +125,7 @@ export {
   storeError,
   stripMetadata,
 } from './db.ts';
-export { createLibsqlEventLog } from './event-log.ts';
+export { createLibsqlEventLog, type LibsqlEventBackendOptions } from './event-log.ts';
 export {
   type ClosableEventLog,
   createEventLog,
@@ -127,6 +136,7 @@ export {
   type QueuedRow,
   SETTLING_TYPES,
 } from './event-log-core.ts';
+export { createEventSearch, MAX_SEARCH_SESSIONS } from './event-search.ts';
 export { INSTANCE_ID, instanceIdOf } from './instance.ts';
 export { createMemoryEventLog, createMemoryPluginStore, createMemoryRequestStore } from './memory.ts';
 export { createMemoryAgentStore, type MemoryAgentStoreOptions } from './memory-agents.ts';
@@ -162,6 +172,13 @@ export {
   type SessionStateRecord,
   type SessionStateStore,
 } from './session-state.ts';
+  createScheduleStore,
+  type NewSchedule,
+  type ScheduleKind,
+  type ScheduleRecord,
+  type ScheduleStore,
+} from './schedules.ts';
+export { ftsExpression, indexText, queryTerms } from './search-text.ts';
 export {
   API_KEY_PREFIX,
   type ApiKeyInfo,

@@ -6,6 +6,7 @@ import { SandboxError } from '../errors.ts';
 import type { JsonValue } from '../json.ts';
 import { type Database, guarded, immediate } from './db.ts';
 import { DEFAULT_INLINE_BYTES, resolveData, splitData } from './payloads.ts';
+import { indexText, ownerTokens } from './search-text.ts';
 import type { PayloadRef } from './types.ts';
 
 export interface Migration {
@@ -83,6 +84,37 @@ const backfillRemoteTools = (db: Database): void => {
       if (!lost && Array.isArray(data?.tools)) tools = data.tools;
     }
     if (tools.length > 0) update.run(JSON.stringify(tools), agent.id);
+  }
+};
+
+/**
+ * Version 6: the full-text index of the session log. Events logged before it are indexed here,
+ * as the event log indexes new ones (event-log.ts), oldest first so rowids follow the log's order.
+ * Payloads are not read back: a large value of an old event is not searchable.
+ */
+const indexLoggedEvents = (db: Database): void => {
+  const rows = db
+    .prepare(
+      `SELECT coalesce(a.tenant_id, '') AS tenant_id, e.session_id AS session_id, e.seq AS seq,
+              e.type AS type, e.surface AS surface, e.data AS data, e.at AS at
+       FROM events e LEFT JOIN agents a ON a.id = e.session_id ORDER BY e.at, e.session_id, e.seq`,
+    )
+    .all() as {
+    tenant_id: string;
+    session_id: string;
+    seq: number;
+    type: string;
+    surface: string;
+    data: string;
+    at: number;
+  }[];
+  const entry = db.prepare(
+    'INSERT INTO event_index (tenant_id, session_id, seq, type, surface, at) VALUES (?, ?, ?, ?, ?, ?)',
+  );
+  const tokens = db.prepare('INSERT INTO events_fts (rowid, owner, body) VALUES (?, ?, ?)');
+  for (const r of rows) {
+    const id = entry.run(r.tenant_id, r.session_id, r.seq, r.type, r.surface, r.at).lastInsertRowid;
+    tokens.run(id, ownerTokens(r.tenant_id, r.session_id), indexText(r.type, r.data));
   }
 };
 
@@ -241,6 +273,42 @@ export const MIGRATIONS: readonly Migration[] = [
         updated_at INTEGER NOT NULL
       );
     `,
+  },
+  {
+    version: 7,
+    name: 'full-text index of the session log, and schedules',
+    // events_fts is contentless (tokens only, no copy of the text); its rowid is event_index.id,
+    // which says which event an entry stands for and carries what the search filters on.
+    // Schedules belong to an agent; the service deletes them with it (no foreign key: agents are
+    // deleted softly).
+    sql: `
+      CREATE TABLE event_index (
+        id INTEGER PRIMARY KEY,
+        tenant_id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        type TEXT NOT NULL,
+        surface TEXT NOT NULL,
+        at INTEGER NOT NULL
+      );
+      CREATE VIRTUAL TABLE events_fts USING fts5(owner, body, content='', columnsize=0);
+      CREATE TABLE schedules (
+        id TEXT PRIMARY KEY,
+        tenant_id TEXT NOT NULL,
+        agent_id TEXT NOT NULL,
+        prompt TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        spec TEXT NOT NULL,
+        every_ms INTEGER,
+        next_at INTEGER NOT NULL,
+        fired INTEGER NOT NULL DEFAULT 0,
+        last_fired_at INTEGER,
+        created_at INTEGER NOT NULL
+      );
+      CREATE INDEX schedules_owner ON schedules(tenant_id, agent_id, created_at);
+      CREATE INDEX schedules_due ON schedules(next_at);
+    `,
+    up: indexLoggedEvents,
   },
 ];
 

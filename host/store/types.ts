@@ -98,3 +98,54 @@ export interface EventPayloads {
   /** Every tenant with log usage (stored and queued). */
   usage(): TenantLogUsage[];
 }
+
+/** Whether a session's agent still exists (`live`) or only its log does (`persisted`: the agent was deleted). */
+export type SessionAvailability = 'live' | 'persisted';
+
+/** A full-text search of one tenant's session log (event-search.ts). Times are epoch ms, bounds inclusive. */
+export interface EventSearchQuery {
+  tenantId: string;
+  /** Search box words: every one must occur (a word with punctuation is matched as a phrase). */
+  query: string;
+  /** Only these sessions; all of the tenant's when absent. */
+  sessionIds?: readonly string[];
+  seqFrom?: number;
+  seqTo?: number;
+  timeFrom?: number;
+  timeTo?: number;
+  types?: readonly string[];
+  surfaces?: readonly string[];
+  /** Only sessions created in this range. */
+  createdFrom?: number;
+  createdTo?: number;
+  /** Only sessions of these availabilities; both when absent. */
+  availability?: readonly SessionAvailability[];
+  /** Most hits returned. */
+  limit: number;
+}
+
+/** One event a search found. */
+export interface EventHit {
+  sessionId: string;
+  seq: number;
+  type: string;
+  surface: EventSurface;
+  at: number;
+}
+
+/** A session as the search tools show it: today one per agent, its id the agent's id. */
+export interface SessionInfo {
+  id: string;
+  createdAt: number;
+  availability: SessionAvailability;
+  /** The highest seq of its log (0: nothing logged yet). */
+  lastSeq: number;
+}
+
+/** Search over the durable log; never crosses tenants (every method takes the tenant). */
+export interface EventSearch {
+  /** Matching events, newest first (by when they were indexed), at most `limit`. */
+  search(query: EventSearchQuery): EventHit[];
+  /** The tenant's session `id` (its agent deleted or not); undefined for another tenant's or none. */
+  session(tenantId: string, id: string): SessionInfo | undefined;
+}

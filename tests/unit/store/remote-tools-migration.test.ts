@@ -34,7 +34,7 @@ it('back-fills the remote tools of agents made before it from their config and l
   agent.run('agt_large', '{}', null);
   agent.run('agt_none', '{}', null);
   agent.run('agt_deleted', '{}', 1);
-  const log = createLibsqlEventLog(db);
+  const log = createLibsqlEventLog(db, { index: false }); // as the code before the index wrote it
   const registered = (sessionId: string, tools: unknown[]) =>
     log.append([{ sessionId, type: 'agent.remote_tools', surface: 'log-only', data: { tools } as never }]);
   const call = (sessionId: string, id: string) =>
@@ -73,7 +73,7 @@ it('keeps what came before a registration whose large values were not kept', asy
   const db = beforeMigration4();
   db.exec(`INSERT INTO agents (id, tenant_id, preset, mode, config, created_at)
       VALUES ('agt_1', 'tn_a', 'standard', 'native', '{"remoteTools":[{"name":"kept","description":"k","parameters":{"type":"object"}}]}', 0);`);
-  const log = createLibsqlEventLog(db);
+  const log = createLibsqlEventLog(db, { index: false }); // as the code before the index wrote it
   log.append([
     {
       sessionId: 'agt_1',

@@ -1,0 +1,91 @@
+// Full-text search over the durable session log, on the index the libsql event log writes
+// (event-log.ts, search-text.ts): FTS5 finds the entries of the query's tenant (and sessions) whose
+// words match, `event_index` says which events they are and filters them, `agents` says what a
+// session is. A session here is an agent's log: its id is the agent's id, and it stays searchable
+// (`persisted`) after the agent is deleted. Invariants: every query is bound to one tenant twice,
+// by the owner tokens inside the FTS5 expression and by `tenant_id` in SQL, so no filter or query
+// text can reach another tenant's events; results are bounded by the caller's limit.
+import { type Database, guarded } from './db.ts';
+import { ftsExpression } from './search-text.ts';
+import type { EventHit, EventSearch, EventSearchQuery, SessionAvailability, SessionInfo } from './types.ts';
+
+/** Most sessions one query may name. */
+export const MAX_SEARCH_SESSIONS = 100;
+
+const availabilityOf = (deletedAt: number | null): SessionAvailability =>
+  deletedAt === null ? 'live' : 'persisted';
+
+export const createEventSearch = (db: Database): EventSearch => {
+  const sessionRow = db.prepare(
+    `SELECT a.id AS id, a.created_at AS created_at, a.deleted_at AS deleted_at,
+            coalesce((SELECT last_seq FROM sessions WHERE id = a.id), 0) AS last_seq
+     FROM agents a WHERE a.id = ? AND a.tenant_id = ?`,
+  );
+
+  function search(q: EventSearchQuery): EventHit[] {
+    const sessions = q.sessionIds?.slice(0, MAX_SEARCH_SESSIONS);
+    if (sessions !== undefined && sessions.length === 0) return [];
+    const match = ftsExpression(q.query, q.tenantId, sessions);
+    if (match === undefined || q.limit <= 0) return [];
+    const where = ['events_fts MATCH ?', 'm.tenant_id = ?'];
+    const params: (string | number)[] = [match, q.tenantId];
+    const range = (column: string, from: number | undefined, to: number | undefined) => {
+      if (from !== undefined) {
+        where.push(`${column} >= ?`);
+        params.push(from);
+      }
+      if (to !== undefined) {
+        where.push(`${column} <= ?`);
+        params.push(to);
+      }
+    };
+    const among = (column: string, values: readonly string[] | undefined) => {
+      if (values === undefined) return;
+      where.push(`${column} IN (${values.map(() => '?').join(', ') || 'NULL'})`);
+      params.push(...values);
+    };
+    if (sessions !== undefined) among('m.session_id', sessions);
+    range('m.seq', q.seqFrom, q.seqTo);
+    range('m.at', q.timeFrom, q.timeTo);
+    among('m.type', q.types);
+    among('m.surface', q.surfaces);
+    range('a.created_at', q.createdFrom, q.createdTo);
+    const availability = new Set(q.availability ?? ['live', 'persisted']);
+    if (!availability.has('live')) where.push('a.deleted_at IS NOT NULL');
+    if (!availability.has('persisted')) where.push('a.deleted_at IS NULL');
+    if (availability.size === 0) return [];
+    params.push(Math.trunc(q.limit));
+    const sql = `SELECT m.session_id AS session_id, m.seq AS seq, m.type AS type, m.surface AS surface, m.at AS at
+      FROM events_fts JOIN event_index m ON m.id = events_fts.rowid
+      JOIN agents a ON a.id = m.session_id AND a.tenant_id = m.tenant_id
+      WHERE ${where.join(' AND ')} ORDER BY events_fts.rowid DESC LIMIT ?`;
+    return guarded('search the session log', () =>
+      (
+        db.prepare(sql).all(...params) as {
+          session_id: string;
+          seq: number;
+          type: string;
+          surface: EventHit['surface'];
+          at: number;
+        }[]
+      ).map((r) => ({ sessionId: r.session_id, seq: r.seq, type: r.type, surface: r.surface, at: r.at })),
+    );
+  }
+
+  function session(tenantId: string, id: string): SessionInfo | undefined {
+    return guarded('read a session', () => {
+      const row = sessionRow.all(id, tenantId)[0] as
+        | { id: string; created_at: number; deleted_at: number | null; last_seq: number }
+        | undefined;
+      if (row === undefined) return undefined;
+      return {
+        id: row.id,
+        createdAt: row.created_at,
+        availability: availabilityOf(row.deleted_at),
+        lastSeq: row.last_seq,
+      };
+    });
+  }
+
+  return { search, session };
+};

@@ -1,0 +1,163 @@
+// Schedules (seed 000 `schedule_*`): an agent's durable reminders, one row each in `schedules`
+// (migration 6). The store keeps them and decides nothing about time: the scheduler
+// (host/agents/scheduler.ts) computes when each is due and fires it. Invariants: every read and
+// delete takes the tenant and the agent, so nobody reaches another's schedules; the count limit
+// is checked in the same transaction as the insert; firing a schedule (removing a one-shot one,
+// advancing a recurring one) and what the fire does (`then`) commit together or not at all, and a
+// schedule deleted meanwhile does not fire.
+import { nanoid } from 'nanoid';
+import { SandboxError } from '../errors.ts';
+import type { JsonValue } from '../json.ts';
+import { type Database, guarded, immediate } from './db.ts';
+
+export type ScheduleKind = 'after' | 'every' | 'at';
+
+export interface ScheduleRecord {
+  id: string;
+  tenantId: string;
+  agentId: string;
+  prompt: string;
+  kind: ScheduleKind;
+  /** The schedule as it was asked for (`after_seconds`, `every_seconds` or `at`), for listing. */
+  spec: JsonValue;
+  /** The period of a recurring schedule. */
+  everyMs?: number;
+  /** When it fires next (epoch ms). */
+  nextAt: number;
+  /** How often it has fired. */
+  fired: number;
+  lastFiredAt?: number;
+  createdAt: number;
+}
+
+export interface NewSchedule {
+  tenantId: string;
+  agentId: string;
+  prompt: string;
+  kind: ScheduleKind;
+  spec: JsonValue;
+  everyMs?: number;
+  nextAt: number;
+}
+
+export interface ScheduleStore {
+  /** LIMIT_EXCEEDED when the agent already has `maxPerAgent` schedules. */
+  create(input: NewSchedule, maxPerAgent: number): ScheduleRecord;
+  /** The agent's schedules, oldest first. */
+  list(tenantId: string, agentId: string): ScheduleRecord[];
+  /** False when the agent has no such schedule. */
+  delete(tenantId: string, agentId: string, id: string): boolean;
+  /** Removes every schedule of an agent (it was deleted); returns how many. */
+  deleteAgent(agentId: string): number;
+  /** Schedules due at `now`, soonest first, at most `limit`. */
+  due(now: number, limit: number): ScheduleRecord[];
+  /** The soonest next_at of all schedules, undefined when there are none. */
+  nextDue(): number | undefined;
+  /**
+   * Records that a schedule fired at `firedAt`: a recurring one moves to `nextAt`, any other is
+   * removed; `then` runs in the same transaction. False (and `then` not run) when it was gone.
+   */
+  fire(id: string, firedAt: number, nextAt: number | undefined, then: () => void): boolean;
+}
+
+interface ScheduleRow {
+  id: string;
+  tenant_id: string;
+  agent_id: string;
+  prompt: string;
+  kind: ScheduleKind;
+  spec: string;
+  every_ms: number | null;
+  next_at: number;
+  fired: number;
+  last_fired_at: number | null;
+  created_at: number;
+}
+
+const toRecord = (r: ScheduleRow): ScheduleRecord => {
+  const record: ScheduleRecord = {
+    id: r.id,
+    tenantId: r.tenant_id,
+    agentId: r.agent_id,
+    prompt: r.prompt,
+    kind: r.kind,
+    spec: JSON.parse(r.spec),
+    nextAt: r.next_at,
+    fired: r.fired,
+    createdAt: r.created_at,
+  };
+  if (r.every_ms !== null) record.everyMs = r.every_ms;
+  if (r.last_fired_at !== null) record.lastFiredAt = r.last_fired_at;
+  return record;
+};
+
+export const createScheduleStore = (db: Database, now: () => number = Date.now): ScheduleStore => {
+  const count = db.prepare('SELECT count(*) AS n FROM schedules WHERE tenant_id = ? AND agent_id = ?');
+  const insert = db.prepare(
+    `INSERT INTO schedules (id, tenant_id, agent_id, prompt, kind, spec, every_ms, next_at, created_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  );
+  const select = db.prepare(
+    'SELECT * FROM schedules WHERE tenant_id = ? AND agent_id = ? ORDER BY created_at, rowid',
+  );
+  const remove = db.prepare('DELETE FROM schedules WHERE id = ? AND tenant_id = ? AND agent_id = ?');
+  const removeAgent = db.prepare('DELETE FROM schedules WHERE agent_id = ?');
+  const due = db.prepare('SELECT * FROM schedules WHERE next_at <= ? ORDER BY next_at LIMIT ?');
+  const nextDue = db.prepare('SELECT min(next_at) AS at FROM schedules');
+  const removeFired = db.prepare('DELETE FROM schedules WHERE id = ?');
+  const advance = db.prepare(
+    'UPDATE schedules SET next_at = ?, fired = fired + 1, last_fired_at = ? WHERE id = ?',
+  );
+
+  return {
+    create: (input, maxPerAgent) =>
+      guarded('create a schedule', () =>
+        immediate(db, () => {
+          const { n } = count.all(input.tenantId, input.agentId)[0] as { n: number };
+          if (n >= maxPerAgent)
+            throw new SandboxError(
+              'LIMIT_EXCEEDED',
+              `This agent already has ${n} schedules, the most it may have; delete one (schedule_delete) first.`,
+              { data: { limit: maxPerAgent } },
+            );
+          const record: ScheduleRecord = {
+            id: `sch_${nanoid(12)}`,
+            ...input,
+            fired: 0,
+            createdAt: now(),
+          };
+          insert.run(
+            record.id,
+            record.tenantId,
+            record.agentId,
+            record.prompt,
+            record.kind,
+            JSON.stringify(record.spec),
+            record.everyMs ?? null,
+            record.nextAt,
+            record.createdAt,
+          );
+          return record;
+        }),
+      ),
+    list: (tenantId, agentId) =>
+      guarded('list schedules', () => (select.all(tenantId, agentId) as ScheduleRow[]).map(toRecord)),
+    delete: (tenantId, agentId, id) =>
+      guarded('delete a schedule', () => remove.run(id, tenantId, agentId).changes > 0),
+    deleteAgent: (agentId) => guarded('delete schedules', () => removeAgent.run(agentId).changes),
+    due: (at, limit) =>
+      guarded('read due schedules', () => (due.all(at, limit) as ScheduleRow[]).map(toRecord)),
+    nextDue: () =>
+      guarded('read due schedules', () => (nextDue.all()[0] as { at: number | null }).at ?? undefined),
+    fire: (id, firedAt, nextAt, then) =>
+      guarded('fire a schedule', () =>
+        immediate(db, () => {
+          const changed =
+            nextAt === undefined ? removeFired.run(id).changes : advance.run(nextAt, firedAt, id).changes;
+          if (changed === 0) return false;
+          then();
+          return true;
+        }),
+      ),
+  };
+};
