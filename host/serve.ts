@@ -137,7 +137,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
   const metrics = createMetrics();
   const loop = startLoopMonitor({ metrics, log });
   const lifecycle = createLifecycle();
-  const { agents } = assembleAgents({
+  const { agents, scheduler } = assembleAgents({
     store,
     sandboxes,
     isolates,
@@ -171,6 +171,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
     metrics,
     lifecycle,
     connections,
+    ...(scheduler === undefined ? {} : { schedules: scheduler }),
     isolateWorkers: () => isolates.workerPids().length,
     ...(config.adminKey === undefined ? {} : { adminKey: config.adminKey }),
     limits: {
@@ -217,6 +218,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
     closing ??= (async () => {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       lifecycle.begin();
+      scheduler?.close(); // schedules stay stored; the next start fires what fell due meanwhile
       for (const ws of wss.clients) ws.close(1001, 'server shutting down');
       const idle = setInterval(() => server.closeIdleConnections(), 50);
       await agents.close(config.shutdownGraceMs);

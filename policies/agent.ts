@@ -1,4 +1,4 @@
-// An agent's policy as the API takes it and the store keeps it (`{ ask?, deny?, rules? }`), and the
+// An agent's policy as the API takes it and the store keeps it (`{ ask?, deny?, rules?, sessions? }`), and the
 // list of policy specs it stands for. The API validates requests with this schema and documents it
 // in /openapi.json; the rules themselves are validated by rulesPolicy when the agent's policies are
 // installed (CONFIG_INVALID naming the bad field), so their shape is stated once, in rules.ts.
@@ -17,6 +17,11 @@ export const AgentPolicy = v.strictObject({
   rules: v.optional(v.pipe(v.array(v.record(v.string(), v.unknown())), v.maxLength(256))),
   /** The agent starts in plan mode: only read-only tools run until a plan is approved (plan-mode.ts). */
   planMode: v.optional(v.boolean()),
+  /**
+   * Which sessions the session_* tools reach: every session of the agent's tenant (`tenant`, the
+   * default) or only the agent's own (`own`). They never reach another tenant's.
+   */
+  sessions: v.optional(v.picklist(['tenant', 'own'])),
 });
 
 export type AgentPolicy = v.InferOutput<typeof AgentPolicy>;

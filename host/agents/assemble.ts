@@ -2,14 +2,15 @@
 // installed globally (which of them each preset gets is its entry's business, host/agents/presets/),
 // the timeout policy (the one place declared deadlines are enforced), the code-mode executor and
 // the workflow tools over an isolate host, the cordis_* tools and their plugin host (which forks
-// plugin workers of its own) beside it, approvals as host requests, and the agent service.
+// plugin workers of its own) beside it, approvals as host requests, the session log tools and the
+// schedules (when the store has search and schedules), and the agent service.
 // The sandbox provider and the isolate host are injected, so this module loads neither dockerode
 // nor isolated-vm; serve.ts, the integration tests and the bench pass the real ones.
 import { timeoutPolicy } from '../../policies/index.ts';
 import type { IsolateHost } from '../isolates/index.ts';
 import type { SandboxProvider } from '../sandbox/types.ts';
 import type { Store } from '../store/index.ts';
-import { builtinTools } from '../tools/builtin/index.ts';
+import { builtinTools, type SessionAccess, scheduleTools, sessionLogTools } from '../tools/builtin/index.ts';
 import {
   createRegistry,
   createRequestApprovals,
@@ -17,14 +18,18 @@ import {
   type ToolResult,
 } from '../tools/index.ts';
 import { type CodeModeBudget, createPtcExecutor } from '../tools/ptc/index.ts';
+import type { AgentScope } from '../tools/types.ts';
 import { registerWorkflowTools } from '../tools/workflow/index.ts';
 import { registerCordisTools } from './plugins/cordis-tools.ts';
 import type { PluginHostOptions } from './plugins/host.ts';
+import { createScheduler, type Scheduler, type SchedulerOptions } from './scheduler.ts';
 import { type AgentService, createAgentService } from './service.ts';
 import type { AgentConfig } from './types.ts';
 
 export interface AssembleOptions {
-  store: Pick<Store, 'agents' | 'events' | 'requests'> & Partial<Pick<Store, 'plugins'>>;
+  /** With `search` the session_* tools are installed, with `schedules` the schedule_* tools. */
+  store: Pick<Store, 'agents' | 'events' | 'requests'> &
+    Partial<Pick<Store, 'plugins' | 'search' | 'schedules'>>;
   sandboxes: SandboxProvider;
   /** Options of the creator-plugin runtime, used with an isolate host and `store.plugins`. Default {}. */
   plugins?: PluginHostOptions;
@@ -40,11 +45,15 @@ export interface AssembleOptions {
   /** Deadline for tools that declare none. Default: none. */
   defaultToolTimeoutMs?: number;
   observe?: (result: ToolResult, remote: boolean) => void;
+  /** Limits and clock of the scheduler (count per agent, shortest period, reminder expiry). */
+  schedules?: Pick<SchedulerOptions, 'maxPerAgent' | 'minPeriodMs' | 'reminderTtlMs' | 'now' | 'onError'>;
 }
 
 export interface Assembled {
   registry: ToolRegistry;
   agents: AgentService;
+  /** Fires the agents' schedules; started here, closed by whoever closes the store. */
+  scheduler?: Scheduler;
 }
 
 export const assembleAgents = (options: AssembleOptions): Assembled => {
@@ -81,12 +90,38 @@ export const assembleAgents = (options: AssembleOptions): Assembled => {
     if (store.plugins !== undefined) registerCordisTools(registry.global);
   }
   const plugins = options.isolates !== undefined && store.plugins !== undefined;
+  const configOf = (tenantId: unknown, agentId: string): AgentConfig | undefined =>
+    typeof tenantId === 'string'
+      ? ((store.agents.get(tenantId, agentId)?.config ?? undefined) as AgentConfig | undefined)
+      : undefined;
+  if (store.search !== undefined) {
+    const port = {
+      events: store.events,
+      search: store.search,
+      accessOf: (agent: AgentScope): SessionAccess =>
+        configOf(agent.services.tenantId, agent.id)?.policy?.sessions ?? 'tenant',
+    };
+    for (const tool of sessionLogTools(port)) registry.global.register(tool);
+  }
+  const scheduler =
+    store.schedules === undefined
+      ? undefined
+      : createScheduler({
+          schedules: store.schedules,
+          events: store.events,
+          requests: store.requests,
+          agents: store.agents,
+          ...options.schedules,
+        });
+  if (scheduler !== undefined) for (const tool of scheduleTools(scheduler)) registry.global.register(tool);
   const agents = createAgentService({
     store,
     registry,
     sandboxes: options.sandboxes,
     ...(plugins ? { plugins: options.plugins ?? {} } : {}),
     ...(options.observe ? { observe: options.observe } : {}),
+    ...(scheduler === undefined ? {} : { onAgentDeleted: (id: string) => scheduler.removeAgent(id) }),
   });
-  return { registry, agents };
+  scheduler?.start();
+  return { registry, agents, ...(scheduler === undefined ? {} : { scheduler }) };
 };

@@ -71,6 +71,8 @@ export interface AgentServiceOptions {
    * much later, so the sandbox does not wait for the next start. Default 30000 ms.
    */
   reapRetryMs?: number;
+  /** Told the id of every agent deleted, once it is marked deleted (its schedules go with it). */
+  onAgentDeleted?: (agentId: string) => void;
 }
 
 export interface AgentService {
@@ -175,6 +177,7 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
     graceMs: options.deleteGraceMs ?? 5000,
     reapRetryMs: options.reapRetryMs ?? 30_000,
     isClosing,
+    ...(options.onAgentDeleted ? { onDeleted: options.onAgentDeleted } : {}),
   });
 
   async function close(graceMs = 10_000): Promise<void> {

@@ -10,6 +10,7 @@ import { openAPIRouteHandler } from 'hono-openapi';
 import type { AgentService } from '../agents/service.ts';
 import { SandboxError } from '../errors.ts';
 import type { Store } from '../store/index.ts';
+import type { ScheduleService } from '../tools/builtin/index.ts';
 import { tenantAuth } from './auth.ts';
 import { type ConnectionGuard, claimConnection, refuseStrayUpgrade } from './connections.ts';
 import type { ApiEnv } from './env.ts';
@@ -25,6 +26,7 @@ import { isMcpStream, mcpRoutes } from './routes/mcp.ts';
 import { pluginRoutes } from './routes/plugins.ts';
 import { requestRoutes } from './routes/requests.ts';
 import { sessionRoutes } from './routes/session.ts';
+import { scheduleRoutes } from './routes/schedules.ts';
 import { systemRoutes } from './routes/system.ts';
 import { tenantRoutes } from './routes/tenants.ts';
 import { terminalRoutes } from './routes/terminals.ts';
@@ -72,6 +74,8 @@ export interface AppDeps {
   isolateWorkers?: () => number;
   /** The HTTP server's connection admission (serve.ts); authenticated requests claim their connection. */
   connections?: ConnectionGuard;
+  /** The agents' schedules (GET and DELETE /v1/agents/:id/schedules); none leaves those routes out. */
+  schedules?: ScheduleService;
 }
 
 /**
@@ -189,6 +193,7 @@ export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
   );
   app.route('/', pluginRoutes(deps.agents));
   app.route('/', sessionRoutes(deps.agents));
+  if (deps.schedules !== undefined) app.route('/', scheduleRoutes(deps.agents, deps.schedules));
 
   app.get(
     '/openapi.json',

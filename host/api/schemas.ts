@@ -203,6 +203,19 @@ export const HostRequest = v.object({
 });
 export const RequestList = v.object({ requests: v.array(HostRequest) });
 
+/** A schedule as schedule_list shows it (host/tools/builtin/schedules.ts). */
+export const Schedule = v.object({
+  id: v.string(),
+  prompt: v.string(),
+  kind: v.picklist(['after', 'every', 'at']),
+  spec: v.unknown(),
+  next_at: v.string(),
+  every_seconds: v.optional(v.number()),
+  fired: v.number(),
+  created_at: v.string(),
+});
+export const ScheduleList = v.object({ schedules: v.array(Schedule) });
+
 /** An answer: every request kind's answer shapes (host/requests/registry.ts); the route checks the request's own. */
 export const Answer = AnswerBody;
 export const Answered = v.object({ id: v.string(), state: v.string() });

@@ -7,6 +7,7 @@ export { defineRequestKind, jsonValue, type RequestKind, type Settlement } from 
 export { AllowAnswer, type ApprovalDecision, approvalKind } from './kinds/approval.ts';
 export { type PlanReview, planReviewKind } from './kinds/plan-review.ts';
 export { pluginClientQueryKind } from './kinds/plugin-client-query.ts';
+export { reminderKind } from './kinds/reminder.ts';
 export { remoteToolKind } from './kinds/remote-tool.ts';
 export { type SubagentOutput, type SubagentPayload, subagentKind } from './kinds/subagent.ts';
 export {

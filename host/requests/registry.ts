@@ -7,6 +7,7 @@ import type { RequestKind } from './kind.ts';
 import { approvalKind } from './kinds/approval.ts';
 import { planReviewKind } from './kinds/plan-review.ts';
 import { pluginClientQueryKind } from './kinds/plugin-client-query.ts';
+import { reminderKind } from './kinds/reminder.ts';
 import { remoteToolKind } from './kinds/remote-tool.ts';
 import { subagentKind } from './kinds/subagent.ts';
 import { userQuestionKind } from './kinds/user-question.ts';
@@ -18,6 +19,7 @@ export const REQUEST_KINDS: readonly RequestKind[] = [
   pluginClientQueryKind,
   userQuestionKind,
   planReviewKind,
+  reminderKind,
 ];
 
 const byName = new Map(REQUEST_KINDS.map((kind) => [kind.name, kind]));

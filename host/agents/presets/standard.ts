@@ -23,6 +23,15 @@ export const standard = definePreset({
       'get_goal',
       'update_goal',
       'exit_plan_mode',
+      // Installed with the durable store (its search index and schedules).
+      'schedule_create',
+      'schedule_list',
+      'schedule_delete',
+      'session_event_read',
+      'session_event_search',
+      'session_event_trace',
+      'session_search',
+      'session_trace',
       // Installed only with an isolate host, and offered only to agents created with `subagents: true`.
       'workflow',
       'ralph',

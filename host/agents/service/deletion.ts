@@ -38,6 +38,8 @@ export interface DeletionOptions {
   /** How much later a failed removal is tried again. */
   reapRetryMs: number;
   isClosing: () => boolean;
+  /** Told once the agent is marked deleted (its schedules are removed with it). */
+  onDeleted?: (agentId: string) => void;
 }
 
 export function createDeletion(options: DeletionOptions): Deletion {
@@ -53,6 +55,7 @@ export function createDeletion(options: DeletionOptions): Deletion {
     marks.deleting.add(id);
     try {
       options.live.retire(id);
+      options.onDeleted?.(id);
       notify(id);
       const stopped = options.batches.abortAgent(id, options.graceMs);
       cancelRequests(agent.sessionId);

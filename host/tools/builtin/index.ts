@@ -1,6 +1,7 @@
 // The builtin sandbox tools: each definition by name, and the catalog the service installs in its
 // global layer. Which of them an agent gets is its preset's business (host/agents/presets/), not
-// this module's: nothing here is grouped by preset.
+// this module's: nothing here is grouped by preset. The session log and schedule tools need the
+// store's search and the scheduler, so they are factories that host/agents/assemble.ts installs.
 
 import type { ToolDefinition } from '../types.ts';
 import { askUserQuestionTool } from './ask-user-question.ts';
@@ -12,7 +13,24 @@ import { jobKillTool, jobListTool, jobOutputTool } from './jobs.ts';
 import { createPersistentBashTool, persistentBashTool } from './persistent-bash.ts';
 import { readTool } from './read.ts';
 import { readImageTool } from './read-image.ts';
+
+export {
+  type ScheduleOwner,
+  type ScheduleRequest,
+  type ScheduleService,
+  type ScheduleView,
+  scheduleTools,
+} from './schedules.ts';
+
 import { globTool, grepTool } from './search.ts';
+
+export {
+  SESSION_LOG_LIMITS,
+  type SessionAccess,
+  type SessionLogPort,
+  sessionLogTools,
+} from './session-log.ts';
+
 import { strReplaceEditorTool } from './str-replace-editor.ts';
 import {
   terminalCloseTool,

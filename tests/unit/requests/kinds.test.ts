@@ -226,6 +226,7 @@ describe('the registry', () => {
       'plugin_client_query',
       'user_question',
       'plan_review',
+      'reminder',
     ]);
     for (const kind of REQUEST_KINDS)
       for (const shape of kind.answers) expect(AnswerBody.options).toContain(shape);
