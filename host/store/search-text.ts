@@ -4,7 +4,8 @@
 // session) so that FTS5 itself intersects a search with its tenant before any row is read.
 // Invariants: a user query can never reach FTS5 syntax (every term is a quoted string); the text
 // indexed for one event is bounded (INDEX_TEXT_MAX), so indexing costs at most a constant factor
-// of the bytes the log already counts against its tenant's budget.
+// of the bytes the log already counts against its tenant's budget; the log's own readers
+// (LOG_READERS) are indexed by name only.
 
 /** Characters of one event's text that are indexed (its row is at most ~16 KiB plus new payloads). */
 export const INDEX_TEXT_MAX = 32 * 1024;
@@ -12,6 +13,19 @@ export const INDEX_TEXT_MAX = 32 * 1024;
 export const INDEX_PAYLOAD_MAX = 16 * 1024;
 /** Terms a query may have: more is not a search but an attempt to make FTS5 work hard. */
 export const MAX_QUERY_TERMS = 16;
+
+/**
+ * The tools that read this index. Their calls and results are indexed by type and name only: a
+ * search's query and the hits it returned would otherwise match every later search for the same
+ * words, and the log's search would fill up with itself.
+ */
+export const LOG_READERS: ReadonlySet<string> = new Set([
+  'session_event_read',
+  'session_event_search',
+  'session_event_trace',
+  'session_search',
+  'session_trace',
+]);
 
 /** One token per id: hex, so that no tokenizer splits it and no id can look like another. */
 const token = (prefix: string, id: string): string => `${prefix}${Buffer.from(id).toString('hex')}`;
@@ -43,7 +57,10 @@ export const indexText = (type: string, data: string, max = INDEX_TEXT_MAX): str
     }
   };
   try {
-    walk(JSON.parse(data));
+    const value = JSON.parse(data) as { name?: unknown } | null;
+    const name = typeof value === 'object' && value !== null ? value.name : undefined;
+    if (typeof name === 'string' && LOG_READERS.has(name)) parts.push(name);
+    else walk(value);
   } catch {
     parts.push(data);
   }
