@@ -3,7 +3,7 @@
 // Intl, so the zone rules are the runtime's ICU data). Pure functions; errors are INVALID_ARGUMENTS
 // that say what to send instead. Invariant: a wall-clock time is resolved to the instant that
 // shows that time in the zone; a time a DST change skips resolves to the same wall time after the
-// shift (02:30 on a spring-forward night is 03:30), a repeated one to its first occurrence.
+// shift (02:30 on a spring-forward night is 03:30), a repeated one (fall back) to its second.
 import { SandboxError } from '../errors.ts';
 
 /** `at` as the seed types it (ScheduleAt). */
