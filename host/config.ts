@@ -43,6 +43,10 @@ export interface Config {
   tenantConnections: number;
   /** Terminal WebSockets one tenant may hold. Default 32 (env DSH_TENANT_TERMINALS). */
   tenantTerminals: number;
+  /** Schedules (schedule_create) one agent may have. Default 32 (env DSH_SCHEDULES_PER_AGENT). */
+  schedulesPerAgent: number;
+  /** Shortest period of a recurring schedule, in seconds. Default 60 (env DSH_SCHEDULE_MIN_SECONDS). */
+  scheduleMinSeconds: number;
   /** A new connection that sent nothing by then is closed. Default 5000 ms (env DSH_FIRST_BYTE_TIMEOUT_MS). */
   firstByteTimeoutMs: number;
   /** Time to send a complete request head; then 408 and closed. Default 10000 ms (env DSH_HEADERS_TIMEOUT_MS). */
@@ -189,6 +193,12 @@ export const loadConfig = (
       intFrom('DSH_TENANT_CONNECTIONS', env.DSH_TENANT_CONNECTIONS, 128, 1, 1_000_000),
     tenantTerminals:
       overrides.tenantTerminals ?? intFrom('DSH_TENANT_TERMINALS', env.DSH_TENANT_TERMINALS, 32, 1, 10_000),
+    schedulesPerAgent:
+      overrides.schedulesPerAgent ??
+      intFrom('DSH_SCHEDULES_PER_AGENT', env.DSH_SCHEDULES_PER_AGENT, 32, 1, 10_000),
+    scheduleMinSeconds:
+      overrides.scheduleMinSeconds ??
+      intFrom('DSH_SCHEDULE_MIN_SECONDS', env.DSH_SCHEDULE_MIN_SECONDS, 60, 1, 86_400),
     firstByteTimeoutMs: overrides.firstByteTimeoutMs ?? timeout('DSH_FIRST_BYTE_TIMEOUT_MS', 5000),
     headersTimeoutMs: overrides.headersTimeoutMs ?? timeout('DSH_HEADERS_TIMEOUT_MS', 10_000),
     keepAliveTimeoutMs: overrides.keepAliveTimeoutMs ?? timeout('DSH_KEEP_ALIVE_TIMEOUT_MS', 5000),

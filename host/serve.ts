@@ -142,6 +142,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
     sandboxes,
     isolates,
     observe: observeCalls(metrics),
+    schedules: { maxPerAgent: config.schedulesPerAgent, minPeriodMs: config.scheduleMinSeconds * 1000 },
     codeMode: {
       defaults: { cpuMs: config.codeCpuMs, wallMs: Math.min(config.codeWallMs, config.callTimeoutMs) },
       // A program never outlives its batch: no wall clock past the batch deadline is promised.

@@ -25,6 +25,8 @@ describe('configuration from the environment', () => {
       connectionReserve: 64,
       tenantConnections: 128,
       tenantTerminals: 32,
+      schedulesPerAgent: 32,
+      scheduleMinSeconds: 60,
       firstByteTimeoutMs: 5000,
       headersTimeoutMs: 10_000,
       keepAliveTimeoutMs: 5000,
