@@ -11,15 +11,13 @@
 // large values stay payload markers.
 import * as v from 'valibot';
 import { SandboxError } from '../../errors.ts';
-import type { JsonValue } from '../../json.ts';
-import type {
-  EventLog,
-  EventSearch,
-  EventSearchQuery,
-  SessionEvent,
-  SessionInfo,
-} from '../../store/types.ts';
+import type { EventLog, EventSearch, EventSearchQuery, SessionInfo } from '../../store/types.ts';
 import { defineTool } from '../define.ts';
+import { createSessionTraces } from './session-trace.ts';
+import { eventView, iso, nameOf, SESSION_LOG_LIMITS, snippetOf } from './session-view.ts';
+
+export { SESSION_LOG_LIMITS };
+
 import type { AgentScope, ExecContext, ToolDefinition } from '../types.ts';
 
 /** Which sessions an agent's session tools reach: its tenant's (default) or its own only. */
@@ -31,25 +29,6 @@ export interface SessionLogPort {
   /** The agent's access (its policy's `sessions`). */
   accessOf(agent: AgentScope): SessionAccess;
 }
-
-export const SESSION_LOG_LIMITS = {
-  /** Hits session_event_search returns. */
-  hits: 20,
-  /** Sessions session_search returns, and hits shown per session. */
-  sessions: 20,
-  hitsPerSession: 3,
-  /** Hits session_search looks through to group them by session. */
-  scan: 200,
-  /** Events session_event_read shows on each side of the one asked for. */
-  around: 20,
-  /** Characters of one event's data shown before it is cut to a preview. */
-  eventChars: 4000,
-  /** Events a trace shows, and events it reads looking for them. */
-  traceEvents: 200,
-  traceScan: 20_000,
-  /** Characters of a hit's snippet. */
-  snippet: 240,
-} as const;
 
 const Surface = v.picklist(['current', 'shadowed', 'log-only']);
 const Availability = v.picklist(['live', 'persisted']);
@@ -70,8 +49,6 @@ interface Caller {
   access: SessionAccess;
 }
 
-const iso = (t: number): string => new Date(t).toISOString();
-
 const timeOf = (name: string, text: string | undefined): number | undefined => {
   if (text === undefined) return undefined;
   const t = Date.parse(text);
@@ -83,54 +60,9 @@ const timeOf = (name: string, text: string | undefined): number | undefined => {
   return t;
 };
 
-/** An event's data as shown: whole when short, else a preview of its JSON. */
-const shownData = (data: JsonValue, max: number): JsonValue => {
-  const json = JSON.stringify(data) ?? 'null';
-  return json.length <= max ? data : { truncated: true, chars: json.length, preview: json.slice(0, max) };
-};
-
-const eventView = (event: SessionEvent, max: number = SESSION_LOG_LIMITS.eventChars) => ({
-  session_id: event.sessionId,
-  seq: event.seq,
-  type: event.type,
-  surface: event.surface,
-  at: iso(event.at),
-  ...(event.callId === undefined ? {} : { call_id: event.callId }),
-  ...(event.parentCallId === undefined ? {} : { parent_call_id: event.parentCallId }),
-  data: shownData(event.data, max),
-  ...(event.payloads === undefined ? {} : { payloads: event.payloads.length }),
-});
-
-/** The words of an event, flattened, for a snippet. */
-const wordsOf = (value: unknown, out: string[], budget: { left: number }): void => {
-  if (budget.left <= 0) return;
-  if (typeof value === 'string') {
-    out.push(value);
-    budget.left -= value.length;
-  } else if (Array.isArray(value)) for (const item of value) wordsOf(item, out, budget);
-  else if (value !== null && typeof value === 'object')
-    for (const item of Object.values(value)) wordsOf(item, out, budget);
-};
-
-/** Up to SESSION_LOG_LIMITS.snippet characters around the first query term found in the event. */
-const snippetOf = (event: SessionEvent, query: string): string => {
-  const words: string[] = [];
-  wordsOf(event.data, words, { left: 64 * 1024 });
-  const text = words.join(' ').replace(/\s+/g, ' ');
-  const lower = text.toLowerCase();
-  const term = query.split(/\s+/).find((t) => t !== '' && lower.includes(t.toLowerCase()));
-  const at = term === undefined ? 0 : lower.indexOf(term.toLowerCase());
-  const half = SESSION_LOG_LIMITS.snippet / 2;
-  const from = Math.max(0, at - half);
-  return `${from > 0 ? '…' : ''}${text.slice(from, from + SESSION_LOG_LIMITS.snippet)}${from + SESSION_LOG_LIMITS.snippet < text.length ? '…' : ''}`;
-};
-
-const nameOf = (event: SessionEvent): string | undefined => {
-  const data = event.data as { name?: unknown } | null;
-  return typeof data === 'object' && data !== null && typeof data.name === 'string' ? data.name : undefined;
-};
-
 export const sessionLogTools = (port: SessionLogPort): ToolDefinition[] => {
+  const { eventAt, recentCalls, traceOf } = createSessionTraces(port.events);
+
   function callerOf(exec: ExecContext): Caller {
     const tenantId = exec.agent.services.tenantId;
     if (typeof tenantId !== 'string')
@@ -156,13 +88,6 @@ export const sessionLogTools = (port: SessionLogPort): ToolDefinition[] => {
         `No session ${sessionId}; session_search lists the sessions you can read.`,
       );
     return info;
-  }
-
-  /** The event at `seq` of a session, large values as markers. */
-  function eventAt(sessionId: string, seq: number): SessionEvent | undefined {
-    return port.events
-      .list(sessionId, { afterSeq: seq - 1, limit: 1, payloads: 'refs' })
-      .find((e) => e.seq === seq);
   }
 
   function hitView(query: string, hit: { sessionId: string; seq: number }) {
@@ -350,134 +275,7 @@ export const sessionLogTools = (port: SessionLogPort): ToolDefinition[] => {
     },
   });
 
-  /** The root calls among the session's last events, newest last. */
-  function recentCalls(sessionId: string, lastSeq: number) {
-    const window = 1000;
-    const events = port.events.list(sessionId, {
-      afterSeq: Math.max(0, lastSeq - window),
-      limit: window,
-      payloads: 'refs',
-    });
-    const calls = new Map<
-      string,
-      { call_id: string; name?: string; seq: number; inner_calls: number; ok?: boolean }
-    >();
-    const rootOf = new Map<string, string>();
-    for (const e of events) {
-      if (e.callId === undefined) continue;
-      if (e.type === 'tool.call' && e.parentCallId === undefined) {
-        const name = nameOf(e);
-        calls.set(e.callId, {
-          call_id: e.callId,
-          ...(name === undefined ? {} : { name }),
-          seq: e.seq,
-          inner_calls: 0,
-        });
-      } else if (e.type === 'tool.call' && e.parentCallId !== undefined) {
-        const root = rootOf.get(e.parentCallId) ?? e.parentCallId;
-        rootOf.set(e.callId, root);
-        const call = calls.get(root);
-        if (call !== undefined) call.inner_calls++;
-      } else if (e.type === 'tool.result' && e.parentCallId === undefined) {
-        const call = calls.get(e.callId);
-        if (call !== undefined) call.ok = (e.data as { ok?: unknown }).ok === true;
-      }
-    }
-    return [...calls.values()].slice(-20);
-  }
-
-  /** The event's root call and everything under it (see session_event_trace). */
-  function traceOf(sessionId: string, seq: number) {
-    const target = eventAt(sessionId, seq);
-    if (target === undefined)
-      throw new SandboxError('NOT_FOUND', `Session ${sessionId} has no event ${seq}.`);
-    if (target.callId === undefined)
-      return { session_id: sessionId, seq, root: null, events: [eventView(target, 400)], truncated: false };
-    // Backwards: follow parent calls to the root call (the nearest earlier tool.call of each id).
-    let want = target.parentCallId ?? target.callId;
-    let rootSeq = target.type === 'tool.call' && target.parentCallId === undefined ? seq : undefined;
-    let scanned = 0;
-    let end = seq;
-    while (rootSeq === undefined && end > 1 && scanned < SESSION_LOG_LIMITS.traceScan) {
-      const from = Math.max(0, end - 200);
-      const page = port.events.list(sessionId, { afterSeq: from, limit: end - from, payloads: 'refs' });
-      scanned += page.length;
-      for (const e of page.reverse()) {
-        if (e.seq >= end || e.type !== 'tool.call' || e.callId !== want) continue;
-        if (e.parentCallId === undefined) {
-          rootSeq = e.seq;
-          break;
-        }
-        want = e.parentCallId;
-      }
-      end = from + 1;
-      if (from === 0) break;
-    }
-    if (rootSeq === undefined)
-      return {
-        session_id: sessionId,
-        seq,
-        root: null,
-        events: [eventView(target, 400)],
-        truncated: scanned >= SESSION_LOG_LIMITS.traceScan,
-      };
-    // Forwards from the root: its events and those of every call made under it, until its result.
-    const rootEvent = eventAt(sessionId, rootSeq)!;
-    const depth = new Map<string, number>([[rootEvent.callId!, 0]]);
-    const events: ReturnType<typeof traceEntry>[] = [];
-    let after = rootSeq - 1;
-    let done = false;
-    scanned = 0;
-    while (
-      !done &&
-      scanned < SESSION_LOG_LIMITS.traceScan &&
-      events.length < SESSION_LOG_LIMITS.traceEvents
-    ) {
-      const page = port.events.list(sessionId, { afterSeq: after, limit: 200, payloads: 'refs' });
-      if (page.length === 0) break;
-      scanned += page.length;
-      for (const e of page) {
-        after = e.seq;
-        if (e.callId === undefined) continue;
-        // Inner calls name their parent; requests and the root's own events name only their call.
-        const parent = e.parentCallId;
-        if (parent === undefined ? !depth.has(e.callId) : !depth.has(parent)) continue;
-        if (parent !== undefined && !depth.has(e.callId)) depth.set(e.callId, depth.get(parent)! + 1);
-        events.push(traceEntry(e, depth.get(e.callId) ?? 0));
-        if (e.type === 'tool.result' && e.parentCallId === undefined && e.callId === rootEvent.callId) {
-          done = true;
-          break;
-        }
-        if (events.length >= SESSION_LOG_LIMITS.traceEvents) break;
-      }
-    }
-    const name = nameOf(rootEvent);
-    return {
-      session_id: sessionId,
-      seq,
-      root: { call_id: rootEvent.callId, seq: rootSeq, ...(name === undefined ? {} : { name }) },
-      events,
-      truncated: !done,
-    };
-  }
-
   return [read, search, trace, sessionSearch, sessionTrace];
-};
-
-/** One event of a trace: what it is and where it sits, its data only as a short preview. */
-const traceEntry = (e: SessionEvent, depth: number) => {
-  const name = nameOf(e);
-  const ok = (e.data as { ok?: unknown } | null)?.ok;
-  return {
-    seq: e.seq,
-    type: e.type,
-    call_id: e.callId,
-    ...(e.parentCallId === undefined ? {} : { parent_call_id: e.parentCallId }),
-    depth,
-    ...(name === undefined ? {} : { name }),
-    ...(typeof ok === 'boolean' ? { ok } : {}),
-    data: shownData(e.data, 400),
-  };
 };
 
 /** The event filters common to both searches, from the seed's argument names. */
