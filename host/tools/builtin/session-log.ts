@@ -14,7 +14,7 @@ import { SandboxError } from '../../errors.ts';
 import type { EventLog, EventSearch, EventSearchQuery, SessionInfo } from '../../store/types.ts';
 import { defineTool } from '../define.ts';
 import { createSessionTraces } from './session-trace.ts';
-import { eventView, iso, nameOf, SESSION_LOG_LIMITS, snippetOf } from './session-view.ts';
+import { eventHead, eventView, iso, nameOf, SESSION_LOG_LIMITS, snippetOf } from './session-view.ts';
 
 export { SESSION_LOG_LIMITS };
 
@@ -95,12 +95,7 @@ export const sessionLogTools = (port: SessionLogPort): ToolDefinition[] => {
     if (event === undefined) return undefined;
     const name = nameOf(event);
     return {
-      session_id: event.sessionId,
-      seq: event.seq,
-      type: event.type,
-      surface: event.surface,
-      at: iso(event.at),
-      ...(event.callId === undefined ? {} : { call_id: event.callId }),
+      ...eventHead(event),
       ...(name === undefined ? {} : { name }),
       snippet: snippetOf(event, query),
     };

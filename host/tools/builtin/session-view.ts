@@ -30,13 +30,18 @@ export const shownData = (data: JsonValue, max: number): JsonValue => {
   return json.length <= max ? data : { truncated: true, chars: json.length, preview: json.slice(0, max) };
 };
 
-export const eventView = (event: SessionEvent, max: number = SESSION_LOG_LIMITS.eventChars) => ({
+/** Where an event is and what it is, as every view shows it. */
+export const eventHead = (event: SessionEvent) => ({
   session_id: event.sessionId,
   seq: event.seq,
   type: event.type,
   surface: event.surface,
   at: iso(event.at),
   ...(event.callId === undefined ? {} : { call_id: event.callId }),
+});
+
+export const eventView = (event: SessionEvent, max: number = SESSION_LOG_LIMITS.eventChars) => ({
+  ...eventHead(event),
   ...(event.parentCallId === undefined ? {} : { parent_call_id: event.parentCallId }),
   data: shownData(event.data, max),
   ...(event.payloads === undefined ? {} : { payloads: event.payloads.length }),
