@@ -1,0 +1,98 @@
+// The session log's full-text index (migration 6, event-log.ts, event-search.ts): events logged
+// before the index existed are indexed by the migration; a query is words, never FTS5 syntax; a
+// large value is indexed once, with the event that first stored it; tenants never cross.
+import { afterEach, describe, expect, it } from 'vitest';
+import { createAgentStore } from '../../../host/store/agents.ts';
+import { openDatabase } from '../../../host/store/db.ts';
+import { createLibsqlEventLog } from '../../../host/store/event-log.ts';
+import { createEventSearch } from '../../../host/store/event-search.ts';
+import { MIGRATIONS, migrate } from '../../../host/store/migrations.ts';
+import { ftsExpression, indexText } from '../../../host/store/search-text.ts';
+import { createTenantStore } from '../../../host/store/tenants.ts';
+import { tempDatabase } from './harness.ts';
+
+let temp: ReturnType<typeof tempDatabase> | undefined;
+afterEach(() => temp?.cleanup());
+
+const result = (sessionId: string, text: string) => ({
+  sessionId,
+  type: 'tool.result',
+  surface: 'current' as const,
+  callId: 'c',
+  data: { name: 'bash', ok: true, content: [{ type: 'text', text }] },
+});
+
+describe('the index', () => {
+  it('migration 6 indexes the events logged before it', async () => {
+    temp = tempDatabase();
+    const db = openDatabase({ path: temp.path });
+    migrate(
+      db,
+      MIGRATIONS.filter((m) => m.version < 6),
+    );
+    const tenant = createTenantStore(db).createTenant('a').id;
+    const agent = createAgentStore(db).create({
+      tenantId: tenant,
+      preset: 'standard',
+      mode: 'native',
+      config: {},
+    });
+    const old = createLibsqlEventLog(db, { index: false }); // as the code before the index wrote it
+    old.append([result(agent.id, 'written before the index: walrus-1234')]);
+    old.close();
+    expect(migrate(db)).toEqual([6]);
+    const search = createEventSearch(db);
+    expect(search.search({ tenantId: tenant, query: 'walrus-1234', limit: 5 })).toEqual([
+      expect.objectContaining({ sessionId: agent.id, seq: 1, type: 'tool.result' }),
+    ]);
+    db.close();
+  });
+
+  it('indexes a large value once, with the event that stored it, and keeps tenants apart', async () => {
+    temp = tempDatabase();
+    const db = temp.connect();
+    const tenants = createTenantStore(db);
+    const agents = createAgentStore(db);
+    const a = tenants.createTenant('a').id;
+    const b = tenants.createTenant('b').id;
+    const agentA = agents.create({ tenantId: a, preset: 'standard', mode: 'native', config: {} });
+    const agentB = agents.create({ tenantId: b, preset: 'standard', mode: 'native', config: {} });
+    const log = createLibsqlEventLog(db);
+    const big = `pelican-77 ${'x'.repeat(40 * 1024)}`;
+    log.append([result(agentA.id, big), result(agentA.id, big), result(agentB.id, big)]);
+    await log.flush();
+    const search = createEventSearch(db);
+    expect(
+      search.search({ tenantId: a, query: 'pelican-77', limit: 5 }).map((h) => [h.sessionId, h.seq]),
+    ).toEqual([[agentA.id, 1]]);
+    expect(search.search({ tenantId: b, query: 'pelican-77', limit: 5 }).map((h) => h.sessionId)).toEqual([
+      agentB.id,
+    ]);
+    expect(search.search({ tenantId: b, query: 'pelican-77', sessionIds: [agentA.id], limit: 5 })).toEqual(
+      [],
+    );
+    log.close();
+  });
+});
+
+describe('queries', () => {
+  it('quote every word, so no query is FTS5 syntax, and bind every query to its tenant', () => {
+    expect(ftsExpression('a OR b*', 'tn')).toBe(`owner : ("t746e") AND body : ("a" AND "OR" AND "b*")`);
+    expect(ftsExpression('say "hi"', 'tn', ['s1'])).toBe(
+      `owner : ("t746e" AND ("s7331")) AND body : ("say" AND """hi""")`,
+    );
+    expect(ftsExpression('  ** -- ', 'tn')).toBeUndefined();
+  });
+
+  it("index an event's words, not its keys, and the log's own readers by name only", () => {
+    expect(
+      indexText('tool.call', JSON.stringify({ name: 'write', arguments: { file_path: 'a.ts', n: 3 } })),
+    ).toBe('tool.call write a.ts 3');
+    expect(
+      indexText(
+        'tool.call',
+        JSON.stringify({ name: 'session_event_search', arguments: { query: 'secret' } }),
+      ),
+    ).toBe('tool.call session_event_search');
+  });
+});
