@@ -153,7 +153,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       ...(record.everyMs === undefined ? {} : { everySeconds: record.everyMs / 1000 }),
     });
     let requestId = '';
-    const fired = schedules.fire(record.id, at, next, () => {
+    const fired = schedules.fire({ id: record.id, dueAt: record.nextAt }, at, next, () => {
       requestId = options.requests.create({
         sessionId: record.agentId,
         kind: reminderKind.name,

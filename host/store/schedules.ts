@@ -3,8 +3,9 @@
 // (host/agents/scheduler.ts) computes when each is due and fires it. Invariants: every read and
 // delete takes the tenant and the agent, so nobody reaches another's schedules; the count limit
 // is checked in the same transaction as the insert; firing a schedule (removing a one-shot one,
-// advancing a recurring one) and what the fire does (`then`) commit together or not at all, and a
-// schedule deleted meanwhile does not fire.
+// advancing a recurring one) and what the fire does (`then`) commit together or not at all, only
+// for the due time the firer read (so processes sharing the file fire it once), and a schedule
+// deleted meanwhile does not fire.
 import { nanoid } from 'nanoid';
 import { SandboxError } from '../errors.ts';
 import type { JsonValue } from '../json.ts';
@@ -54,10 +55,16 @@ export interface ScheduleStore {
   /** The soonest next_at of all schedules, undefined when there are none. */
   nextDue(): number | undefined;
   /**
-   * Records that a schedule fired at `firedAt`: a recurring one moves to `nextAt`, any other is
-   * removed; `then` runs in the same transaction. False (and `then` not run) when it was gone.
+   * Records that the schedule due at `dueAt` fired at `firedAt`: a recurring one moves to `nextAt`,
+   * any other is removed; `then` runs in the same transaction. False (and `then` not run) when it
+   * was gone or another process sharing the database fired that due time first.
    */
-  fire(id: string, firedAt: number, nextAt: number | undefined, then: () => void): boolean;
+  fire(
+    schedule: { id: string; dueAt: number },
+    firedAt: number,
+    nextAt: number | undefined,
+    then: () => void,
+  ): boolean;
 }
 
 interface ScheduleRow {
@@ -104,9 +111,9 @@ export const createScheduleStore = (db: Database, now: () => number = Date.now):
   const removeAgent = db.prepare('DELETE FROM schedules WHERE agent_id = ?');
   const due = db.prepare('SELECT * FROM schedules WHERE next_at <= ? ORDER BY next_at LIMIT ?');
   const nextDue = db.prepare('SELECT min(next_at) AS at FROM schedules');
-  const removeFired = db.prepare('DELETE FROM schedules WHERE id = ?');
+  const removeFired = db.prepare('DELETE FROM schedules WHERE id = ? AND next_at = ?');
   const advance = db.prepare(
-    'UPDATE schedules SET next_at = ?, fired = fired + 1, last_fired_at = ? WHERE id = ?',
+    'UPDATE schedules SET next_at = ?, fired = fired + 1, last_fired_at = ? WHERE id = ? AND next_at = ?',
   );
 
   return {
@@ -149,11 +156,14 @@ export const createScheduleStore = (db: Database, now: () => number = Date.now):
       guarded('read due schedules', () => (due.all(at, limit) as ScheduleRow[]).map(toRecord)),
     nextDue: () =>
       guarded('read due schedules', () => (nextDue.all()[0] as { at: number | null }).at ?? undefined),
-    fire: (id, firedAt, nextAt, then) =>
+    fire: ({ id, dueAt }, firedAt, nextAt, then) =>
       guarded('fire a schedule', () =>
         immediate(db, () => {
+          // Only the due time this firer read: a process sharing the file that fired it first wins.
           const changed =
-            nextAt === undefined ? removeFired.run(id).changes : advance.run(nextAt, firedAt, id).changes;
+            nextAt === undefined
+              ? removeFired.run(id, dueAt).changes
+              : advance.run(nextAt, firedAt, id, dueAt).changes;
           if (changed === 0) return false;
           then();
           return true;

@@ -11,7 +11,7 @@ import type { ToolResult } from '../../../host/tools/types.ts';
 export interface ServiceOptions {
   path?: string;
   now?: () => number;
-  schedules?: Pick<SchedulerOptions, 'maxPerAgent' | 'minPeriodMs' | 'now'>;
+  schedules?: Pick<SchedulerOptions, 'maxPerAgent' | 'minPeriodMs' | 'now' | 'onError'>;
 }
 
 export const startService = (options: ServiceOptions = {}) => {
