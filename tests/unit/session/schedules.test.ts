@@ -180,7 +180,7 @@ describe('delivery', () => {
 });
 
 describe('ownership', () => {
-  it('schedules are deleted with their agent, and over HTTP only their own tenant reaches them', async () => {
+  it('schedules are deleted with their agent, and over HTTP (described in /openapi.json) only their own tenant reaches them', async () => {
     const s = start();
     const a = s.store.tenants.createTenant('a');
     const b = s.store.tenants.createTenant('b');
@@ -197,6 +197,11 @@ describe('ownership', () => {
     expect((await s.call(other, 'schedule_delete', { id })).error?.code).toBe('NOT_FOUND');
     expect((await http(a.apiKey, 'DELETE', `/v1/agents/${agent.id}/schedules/${id}`)).status).toBe(204);
     expect((await http(a.apiKey, 'DELETE', `/v1/agents/${agent.id}/schedules/${id}`)).status).toBe(404);
+
+    const openapi = (await (await s.app.request('/openapi.json')).json()) as Loose;
+    expect(Object.keys(openapi.paths)).toEqual(
+      expect.arrayContaining(['/v1/agents/{id}/schedules', '/v1/agents/{id}/schedules/{sid}']),
+    );
 
     await s.call(agent, 'schedule_create', { prompt: 'q', after_seconds: 3600 });
     await s.agents.delete(a.id, agent.id);
