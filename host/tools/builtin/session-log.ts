@@ -13,12 +13,11 @@ import * as v from 'valibot';
 import { SandboxError } from '../../errors.ts';
 import type { EventLog, EventSearch, EventSearchQuery, SessionInfo } from '../../store/types.ts';
 import { defineTool } from '../define.ts';
+import type { AgentScope, ExecContext, ToolDefinition } from '../types.ts';
 import { createSessionTraces } from './session-trace.ts';
 import { eventHead, eventView, iso, nameOf, SESSION_LOG_LIMITS, snippetOf } from './session-view.ts';
 
 export { SESSION_LOG_LIMITS };
-
-import type { AgentScope, ExecContext, ToolDefinition } from '../types.ts';
 
 /** Which sessions an agent's session tools reach: its tenant's (default) or its own only. */
 export type SessionAccess = 'tenant' | 'own';
@@ -114,8 +113,8 @@ export const sessionLogTools = (port: SessionLogPort): ToolDefinition[] => {
     output: { schema: v.object({ session_id: v.string(), events: v.array(v.unknown()) }) },
     isConcurrencySafe: () => true,
     async execute(args, exec) {
-      const session = sessionOf(callerOf(exec), args.session_id);
       await port.events.flush();
+      const session = sessionOf(callerOf(exec), args.session_id);
       const before = Math.min(args.before ?? 0, SESSION_LOG_LIMITS.around);
       const after = Math.min(args.after ?? 0, SESSION_LOG_LIMITS.around);
       const from = Math.max(0, args.seq - before - 1);
@@ -149,8 +148,8 @@ export const sessionLogTools = (port: SessionLogPort): ToolDefinition[] => {
     isConcurrencySafe: () => true,
     async execute(args, exec) {
       const caller = callerOf(exec);
-      const session = sessionOf(caller, args.session_id);
       await port.events.flush();
+      const session = sessionOf(caller, args.session_id);
       const hits = port.search.search({
         tenantId: caller.tenantId,
         query: args.query,
@@ -170,8 +169,8 @@ export const sessionLogTools = (port: SessionLogPort): ToolDefinition[] => {
     output: { schema: v.unknown() },
     isConcurrencySafe: () => true,
     async execute(args, exec) {
-      const session = sessionOf(callerOf(exec), args.session_id);
       await port.events.flush();
+      const session = sessionOf(callerOf(exec), args.session_id);
       return traceOf(session.id, args.seq);
     },
   });
@@ -199,8 +198,10 @@ export const sessionLogTools = (port: SessionLogPort): ToolDefinition[] => {
     isConcurrencySafe: () => true,
     async execute(args, exec) {
       const caller = callerOf(exec);
-      // Every session is a root: none is the child of a parent_session_ids entry.
-      if (args.include_root_sessions === false) return { sessions: [] };
+      // Every session is a root: parent_session_ids selects no child, so roots are searched only
+      // when they are not excluded, and, with parent_session_ids, only when asked for.
+      const roots = args.include_root_sessions ?? args.parent_session_ids === undefined;
+      if (!roots) return { sessions: [] };
       let sessionIds = args.session_ids;
       if (caller.access === 'own')
         sessionIds = (sessionIds ?? [caller.own]).filter((id) => id === caller.own);
@@ -256,8 +257,8 @@ export const sessionLogTools = (port: SessionLogPort): ToolDefinition[] => {
     output: { schema: v.unknown() },
     isConcurrencySafe: () => true,
     async execute(args, exec) {
-      const session = sessionOf(callerOf(exec), args.session_id);
       await port.events.flush();
+      const session = sessionOf(callerOf(exec), args.session_id);
       return {
         session_id: session.id,
         created_at: iso(session.createdAt),

@@ -167,6 +167,15 @@ describe('search and read', () => {
     ).toEqual({
       sessions: [],
     });
+    // No session has a parent: children of any session are none; roots only when asked for.
+    const children = await call(other, 'session_search', { query: MARKER, parent_session_ids: [agentA.id] });
+    expect(children.value).toEqual({ sessions: [] });
+    const withRoots = await call(other, 'session_search', {
+      query: MARKER,
+      parent_session_ids: [agentA.id],
+      include_root_sessions: true,
+    });
+    expect((withRoots.value as Loose).sessions.map((x: Loose) => x.session_id)).toEqual([agentA.id]);
     const traced = await call(other, 'session_trace', { session_id: agentA.id });
     expect(traced.value).toMatchObject({ session_id: agentA.id, parent_session_id: null, children: [] });
     expect((traced.value as Loose).recent_calls.length).toBeGreaterThan(0);
