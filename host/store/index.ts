@@ -13,8 +13,8 @@ import { createLibsqlPluginStore } from './plugins.ts';
 import type { PluginStore, PluginStoreOptions } from './plugins-core.ts';
 import type { ClosableRequestStore } from './request-core.ts';
 import { createLibsqlRequestStore } from './requests.ts';
-import { createSessionStateStore, type SessionStateStore } from './session-state.ts';
 import { createScheduleStore, type ScheduleStore } from './schedules.ts';
+import { createSessionStateStore, type SessionStateStore } from './session-state.ts';
 import { createTenantStore, type TenantStore } from './tenants.ts';
 import type { EventSearch } from './types.ts';
 
@@ -167,11 +167,6 @@ export {
 } from './request-core.ts';
 export { createLibsqlRequestStore } from './requests.ts';
 export {
-  createMemorySessionStateStore,
-  createSessionStateStore,
-  type SessionStateRecord,
-  type SessionStateStore,
-} from './session-state.ts';
   createScheduleStore,
   type NewSchedule,
   type ScheduleKind,
@@ -179,6 +174,12 @@ export {
   type ScheduleStore,
 } from './schedules.ts';
 export { ftsExpression, indexText, queryTerms } from './search-text.ts';
+export {
+  createMemorySessionStateStore,
+  createSessionStateStore,
+  type SessionStateRecord,
+  type SessionStateStore,
+} from './session-state.ts';
 export {
   API_KEY_PREFIX,
   type ApiKeyInfo,
