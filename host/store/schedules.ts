@@ -1,5 +1,5 @@
 // Schedules (seed 000 `schedule_*`): an agent's durable reminders, one row each in `schedules`
-// (migration 6). The store keeps them and decides nothing about time: the scheduler
+// (migration 7). The store keeps them and decides nothing about time: the scheduler
 // (host/agents/scheduler.ts) computes when each is due and fires it. Invariants: every read and
 // delete takes the tenant and the agent, so nobody reaches another's schedules; the count limit
 // is checked in the same transaction as the insert; firing a schedule (removing a one-shot one,

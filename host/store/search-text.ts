@@ -1,5 +1,5 @@
 // What the full-text index of the session log holds for one event, and how a search box query
-// becomes an FTS5 expression. The index (migration 6, `events_fts`) is contentless: it keeps only
+// becomes an FTS5 expression. The index (migration 7, `events_fts`) is contentless: it keeps only
 // the tokens, never a copy of the text, and each entry carries owner tokens (its tenant and its
 // session) so that FTS5 itself intersects a search with its tenant before any row is read.
 // Invariants: a user query can never reach FTS5 syntax (every term is a quoted string); the text

@@ -1,4 +1,4 @@
-// The session log's full-text index (migration 6, event-log.ts, event-search.ts): events logged
+// The session log's full-text index (migration 7, event-log.ts, event-search.ts): events logged
 // before the index existed are indexed by the migration; a query is words, never FTS5 syntax; a
 // large value is indexed once, with the event that first stored it; tenants never cross.
 import { afterEach, describe, expect, it } from 'vitest';
@@ -23,12 +23,12 @@ const result = (sessionId: string, text: string) => ({
 });
 
 describe('the index', () => {
-  it('migration 6 indexes the events logged before it', async () => {
+  it('migration 7 indexes the events logged before it', async () => {
     temp = tempDatabase();
     const db = openDatabase({ path: temp.path });
     migrate(
       db,
-      MIGRATIONS.filter((m) => m.version < 6),
+      MIGRATIONS.filter((m) => m.version < 7),
     );
     const tenant = createTenantStore(db).createTenant('a').id;
     const agent = createAgentStore(db).create({
@@ -40,7 +40,7 @@ describe('the index', () => {
     const old = createLibsqlEventLog(db, { index: false }); // as the code before the index wrote it
     old.append([result(agent.id, 'written before the index: walrus-1234')]);
     old.close();
-    expect(migrate(db)).toEqual([6]);
+    expect(migrate(db)).toEqual([7]);
     const search = createEventSearch(db);
     expect(search.search({ tenantId: tenant, query: 'walrus-1234', limit: 5 })).toEqual([
       expect.objectContaining({ sessionId: agent.id, seq: 1, type: 'tool.result' }),
