@@ -239,10 +239,13 @@ export const createJobs = async (ws: Workspace, stateDir: string) => {
       if (!job.exit) {
         job.rec.killRequested = true;
         await writeJson(paths(id).job, job.rec);
-        // A job this sandboxd started and still tracks is its own child, whatever uid it has now (a
-        // kill right after the start finds it still setpriv, not yet the agent's, and must not be
-        // lost); a job known only from its record on disk is signalled only if it is the agent's.
-        if (children.has(id) || agentMaySignal(job.rec.pid)) killGroup(job.rec.pid, sig);
+        // A job this sandboxd started and still tracks is signalled by the pid it spawned, whatever
+        // uid that has now (a kill right after the start finds it still setpriv, not yet the
+        // agent's, and must not be lost), never by the pid in its record, which the agent can
+        // rewrite; a job known only from its record is signalled only if that pid is the agent's.
+        const tracked = children.get(id)?.child.pid;
+        if (tracked !== undefined) killGroup(tracked, sig);
+        else if (agentMaySignal(job.rec.pid)) killGroup(job.rec.pid, sig);
         await waitForEnd(id, job.rec, 2000);
       }
       return info(await load(id));
