@@ -6,6 +6,7 @@ import { SandboxError } from '../errors.ts';
 import { renderValue } from './content.ts';
 import { checkDefinitionBasics } from './define.ts';
 import { resetMatchBudget, validationSchemaOf } from './safe-schema.ts';
+import { instrument, overBudget, resetSteps } from './schema-budget.ts';
 import type {
   ContentPart,
   ExecContext,
@@ -65,12 +66,21 @@ const pointerPath = (location: string): string => {
 /** Compiles a schema into a validator that reports only the innermost failures, with paths. */
 export const jsonSchemaValidator = <T>(schema: JsonSchema): ((input: unknown) => Validation<T>) => {
   // Every `pattern` runs on the linear-time engine within a budget, never by backtracking
-  // (./safe-schema.ts): a schema's regex must not be able to stall the API's event loop.
-  const safe = validationSchemaOf(schema, '(schema)');
+  // (./safe-schema.ts): a schema's regex must not be able to stall the API's event loop, and nor
+  // can its shape: every validation runs within a step budget (./schema-budget.ts).
+  const safe = instrument(structuredClone(validationSchemaOf(schema, '(schema)')));
   const compiled = new Validator(safe as never, detectDraft(schema), false);
   return (input) => {
     resetMatchBudget();
-    const result = compiled.validate(input);
+    resetSteps();
+    let result: ReturnType<typeof compiled.validate>;
+    try {
+      result = compiled.validate(input);
+    } catch (error) {
+      const why = overBudget(error);
+      if (why === undefined) throw error;
+      return { ok: false, issues: [`(root): ${why}`] };
+    }
     if (result.valid) return { ok: true, value: input as T };
     // Aggregating keywords (properties, items, allOf …) repeat what their children already say.
     const leaves = result.errors.filter(

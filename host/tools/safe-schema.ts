@@ -3,8 +3,8 @@
 // characters of an argument stalls every tenant. So before a schema reaches the validator, each
 // `pattern` keyword is rewritten into a format check that runs on V8's linear-time engine
 // (./linear-regexp.ts) within a per-validation budget, and `patternProperties` (whose keys
-// would also run backtracking) is refused. Invariant: no client regex ever runs on the
-// backtracking engine in the API process.
+// would also run backtracking) is refused; `uniqueItems` (quadratic in the validator) is not enforced.
+// Invariant: no client regex ever runs on the backtracking engine in the API process.
 import { format } from '@cfworker/json-schema';
 import { messageOf, SandboxError } from '../errors.ts';
 import { linearRegExp, MATCH_BUDGET } from './linear-regexp.ts';
@@ -65,6 +65,10 @@ const rewrite = (schema: unknown, where: string, depth: number): unknown => {
         `${where}: "patternProperties" is not supported in remote tool schemas; list the properties, or use additionalProperties with propertyNames.pattern.`,
       );
     if (key === 'pattern' && typeof value === 'string') continue;
+    // The validator compares every pair of items and records an error per duplicate pair: an
+    // array of 100 000 zeros would take 10^10 steps and as many error objects (the process dies).
+    // Not enforced on outside schemas; the model still sees it.
+    if (key === 'uniqueItems') continue;
     if (SCHEMA_MAPS.includes(key) && isObject(value)) {
       out[key] = Object.fromEntries(
         Object.entries(value).map(([k, v]) => [k, rewrite(v, `${where}/${key}/${k}`, depth + 1)]),
