@@ -11,5 +11,7 @@ export interface ApiEnv {
     agent: Agent;
     /** The validated JSON body (set by jsonBody). */
     body: unknown;
+    /** Gives the request's tenant slot back early (set by tenantConcurrency): a stream that turns out long-lived. */
+    releaseSlot: () => void;
   };
 }

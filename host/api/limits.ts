@@ -4,6 +4,7 @@
 import type { MiddlewareHandler } from 'hono';
 import { SandboxError } from '../errors.ts';
 import type { ApiEnv } from './env.ts';
+import { relay } from './relay.ts';
 
 export interface TenantLimiter {
   tryAcquire(tenantId: string): (() => void) | undefined;
@@ -42,6 +43,7 @@ export const tenantConcurrency = (limiter: TenantLimiter): MiddlewareHandler<Api
         data: { retryAfterS: 1 },
       });
     }
+    c.set('releaseSlot', release);
     try {
       await next();
     } catch (error) {
@@ -54,31 +56,7 @@ export const tenantConcurrency = (limiter: TenantLimiter): MiddlewareHandler<Api
       release();
       return;
     }
-    // Release when the stream is fully read or cancelled. highWaterMark 0: pull only when the
-    // socket asks, so a download never reads ahead of its client (download.ts).
-    const reader = body.getReader();
-    c.res = new Response(
-      new ReadableStream(
-        {
-          async pull(controller) {
-            try {
-              const { done, value } = await reader.read();
-              if (done) {
-                release();
-                controller.close();
-              } else controller.enqueue(value);
-            } catch (error) {
-              release();
-              controller.error(error);
-            }
-          },
-          cancel(reason) {
-            release();
-            return reader.cancel(reason);
-          },
-        },
-        { highWaterMark: 0 },
-      ),
-      c.res,
-    );
+    // Release when the stream is fully read or cancelled; nothing is read ahead of the client, so
+    // a download never reads ahead of it either (download.ts).
+    c.res = relay(c.res, release).response;
   };

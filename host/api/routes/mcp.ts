@@ -9,8 +9,10 @@
 // the 2025-era standalone GET stream, which a stateless SDK handler refuses, is served here as a
 // stream of `notifications/tools/list_changed` fed by the agent's log. 2026-era clients get the
 // same notifications on their `subscriptions/listen` stream through the handler's event bus.
-// Bounds: a GET stream holds no tenant request slot (clients keep it open for as long as they are
-// connected) but counts against `streamsPerTenant`; POSTs hold a slot like every other request.
+// Bounds: a notification stream — the 2025-era GET, or a 2026-era `subscriptions/listen` POST —
+// holds no tenant request slot (clients keep it open for as long as they are connected) but counts
+// against `streamsPerTenant`, and ends when the agent is deleted or the service shuts down; other
+// POSTs hold a slot like every other request.
 import { randomUUID } from 'node:crypto';
 import { createMcpHandler, isInitializeRequest, type ServerEventBus } from '@modelcontextprotocol/server';
 import { type Context, Hono } from 'hono';
@@ -27,6 +29,7 @@ import { createTenantLimiter } from '../limits.ts';
 import { createInflightCalls } from '../mcp/cancels.ts';
 import { onToolsChanged } from '../mcp/changes.ts';
 import { agentMcpServer } from '../mcp/server.ts';
+import { relay } from '../relay.ts';
 import { ErrorBody } from '../schemas.ts';
 import { loadAgent } from './agents.ts';
 
@@ -51,6 +54,12 @@ export const isMcpStream = (method: string, path: string): boolean =>
 
 /** A JSON-RPC error outside any request (the shape MCP clients read from a failed POST). */
 const rpcError = (code: number, message: string) => ({ jsonrpc: '2.0', error: { code, message }, id: null });
+
+/** A single 2026-era `subscriptions/listen` request (a stream the client holds open). */
+const isListen = (body: unknown): boolean =>
+  typeof body === 'object' &&
+  body !== null &&
+  (body as { method?: unknown }).method === 'subscriptions/listen';
 
 /** The handler's change-event bus, fed by this agent's tool-set changes; nothing publishes on it. */
 const agentBus = (events: EventLog, agent: Agent): ServerEventBus => ({
@@ -89,6 +98,10 @@ export const mcpRoutes = (options: McpRouteOptions): Hono<ApiEnv> => {
           return c.json(rpcError(-32700, 'Parse error: the body is not JSON.'), 400);
         }
       }
+      // A listen stream lives as long as its client: it gives its request slot back and takes a
+      // stream place instead, as the GET stream does.
+      const place = isListen(parsedBody) ? streamPlace(agent) : undefined;
+      if (place !== undefined) c.get('releaseSlot')?.();
       const session = c.req.header('mcp-session-id');
       const handler = createMcpHandler(
         () =>
@@ -103,7 +116,14 @@ export const mcpRoutes = (options: McpRouteOptions): Hono<ApiEnv> => {
           }),
         { bus: agentBus(events, agent) },
       );
-      const response = await handler.fetch(c.req.raw, parsedBody === undefined ? {} : { parsedBody });
+      let response: Response;
+      try {
+        response = await handler.fetch(c.req.raw, parsedBody === undefined ? {} : { parsedBody });
+      } catch (error) {
+        place?.();
+        throw error;
+      }
+      if (place !== undefined) return listenStream(c, agent, response, place);
       if (session !== undefined || !response.ok || !isInitializeRequest(parsedBody)) return response;
       const stamped = new Response(response.body, response);
       stamped.headers.set('mcp-session-id', randomUUID());
@@ -114,6 +134,41 @@ export const mcpRoutes = (options: McpRouteOptions): Hono<ApiEnv> => {
   function changeStream(c: Context<ApiEnv>, agent: Agent) {
     if (!(c.req.header('accept') ?? '').includes('text/event-stream'))
       return c.json(rpcError(-32000, 'Not Acceptable: the GET stream is text/event-stream.'), 406);
+    const release = streamPlace(agent);
+    return streamSSE(c, async (stream) => {
+      const cleanups: (() => void)[] = [release];
+      try {
+        await new Promise<void>((resolve) => {
+          const finish = () => resolve();
+          stream.onAbort(finish);
+          cleanups.push(
+            endings(c, agent, finish),
+            onToolsChanged(events, agent, () => void stream.writeSSE({ data: LIST_CHANGED }).catch(finish)),
+          );
+          const heartbeat = setInterval(() => void stream.write(': ping\n\n').catch(finish), HEARTBEAT_MS);
+          cleanups.push(() => clearInterval(heartbeat));
+        });
+      } finally {
+        for (const cleanup of cleanups) cleanup();
+      }
+    });
+  }
+
+  /** The SDK's listen stream, forwarded until its client goes, the agent is deleted or the service stops. */
+  function listenStream(c: Context<ApiEnv>, agent: Agent, response: Response, release: () => void) {
+    let ended = false;
+    let undo: (() => void) | undefined;
+    const relayed = relay(response, () => {
+      ended = true;
+      undo?.();
+      release();
+    });
+    if (!ended) undo = endings(c, agent, () => relayed.close());
+    return relayed.response;
+  }
+
+  /** One of the tenant's notification-stream places; RATE_LIMITED when all are taken. */
+  function streamPlace(agent: Agent): () => void {
     const release = streams.tryAcquire(agent.tenantId);
     if (release === undefined)
       throw new SandboxError(
@@ -121,28 +176,21 @@ export const mcpRoutes = (options: McpRouteOptions): Hono<ApiEnv> => {
         `This tenant has ${options.streamsPerTenant ?? 32} MCP notification streams open; close one first.`,
         { data: { retryAfterS: 5 } },
       );
-    return streamSSE(c, async (stream) => {
-      const cleanups: (() => void)[] = [release];
-      try {
-        await new Promise<void>((resolve) => {
-          const finish = () => resolve();
-          stream.onAbort(finish);
-          c.req.raw.signal.addEventListener('abort', finish, { once: true });
-          lifecycle.signal.addEventListener('abort', finish, { once: true });
-          cleanups.push(
-            () => c.req.raw.signal.removeEventListener('abort', finish),
-            () => lifecycle.signal.removeEventListener('abort', finish),
-            agents.onDeleted(agent, finish),
-            onToolsChanged(events, agent, () => void stream.writeSSE({ data: LIST_CHANGED }).catch(finish)),
-          );
-          const heartbeat = setInterval(() => void stream.write(': ping\n\n').catch(finish), HEARTBEAT_MS);
-          cleanups.push(() => clearInterval(heartbeat));
-          if (lifecycle.shuttingDown || c.req.raw.signal.aborted) finish();
-        });
-      } finally {
-        for (const cleanup of cleanups) cleanup();
-      }
-    });
+    return release;
+  }
+
+  /** Calls `end` when the client goes, the agent is deleted or the service shuts down; returns the undo. */
+  function endings(c: Context<ApiEnv>, agent: Agent, end: () => void): () => void {
+    const signal = c.req.raw.signal;
+    signal.addEventListener('abort', end, { once: true });
+    lifecycle.signal.addEventListener('abort', end, { once: true });
+    const offDeleted = agents.onDeleted(agent, end);
+    if (lifecycle.shuttingDown || signal.aborted) queueMicrotask(end);
+    return () => {
+      signal.removeEventListener('abort', end);
+      lifecycle.signal.removeEventListener('abort', end);
+      offDeleted();
+    };
   }
 
   return app;

@@ -23,7 +23,15 @@ import type { Loose } from './harness.ts';
 const store = openStore({ path: ':memory:' });
 const isolates = createIsolateHost({ workers: 1 });
 const { agents } = assembleAgents({ store, sandboxes: createMemoryProvider(), isolates });
-const app = createApp({ startedAt: Date.now(), version: 'test', store, agents });
+/** The tenants' request slots (small, so that streams holding them would show). */
+const SLOTS = 4;
+const app = createApp({
+  startedAt: Date.now(),
+  version: 'test',
+  store,
+  agents,
+  limits: { tenantConcurrency: SLOTS },
+});
 const keyA = store.tenants.createTenant('tenant-a').apiKey;
 const keyB = store.tenants.createTenant('tenant-b').apiKey;
 let server: ServerType;
@@ -229,6 +237,56 @@ describe.each(ERAS)('an agent as an MCP server (%s protocol revision)', (era) =>
       { what: 'tools/list_changed' },
     );
     expect((await client.listTools()).tools.map((t) => t.name)).toContain('late_tool');
+  });
+});
+
+// MCP clients hold notification streams open for as long as they are connected. A 2026-era
+// `subscriptions/listen` POST, like the 2025-era GET, takes none of the tenant's request slots (a
+// few connected clients must not lock the tenant out of its own API) and ends with the agent.
+describe('notification streams of connected clients', () => {
+  /** A 2026-era client listening for tool changes; `ended` turns true when its listen stream ends. */
+  const listener = async (agentId: string) => {
+    const state = { ended: false };
+    const watch: typeof fetch = async (input, init) => {
+      const response = await fetch(input, init);
+      if (typeof init?.body !== 'string' || !init.body.includes('subscriptions/listen') || !response.body)
+        return response;
+      const marker = new TransformStream({
+        flush() {
+          state.ended = true;
+        },
+      });
+      return new Response(response.body.pipeThrough(marker), response);
+    };
+    const client = new Client(
+      { name: 'listener', version: '1.0.0' },
+      { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+    );
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${base}/v1/agents/${agentId}/mcp`), {
+        requestInit: { headers: { Authorization: `Bearer ${keyA}` } },
+        fetch: watch,
+      }),
+    );
+    clients.push(client);
+    await client.listen({ toolsListChanged: true });
+    return state;
+  };
+
+  it('2026 listen streams take no request slot and end when the agent is deleted', async () => {
+    const agentId = await createAgent();
+    const listening: { ended: boolean }[] = [];
+    for (let i = 0; i < SLOTS + 2; i++) listening.push(await listener(agentId));
+    // Every slot is still the tenant's: as many requests at once as it has slots are served.
+    const statuses = await Promise.all(
+      Array.from({ length: SLOTS }, async () => (await http(keyA, 'GET', `/v1/agents/${agentId}`)).status),
+    );
+    expect(statuses).toEqual(Array.from({ length: SLOTS }, () => 200));
+    expect((await http(keyB, 'GET', '/v1/agents')).status).toBe(200);
+
+    expect((await http(keyA, 'DELETE', `/v1/agents/${agentId}`)).status).toBe(204);
+    await until(() => listening.every((s) => s.ended), { what: 'every listen stream ended' });
+    expect((await http(keyA, 'GET', '/v1/agents')).status).toBe(200);
   });
 });
 
