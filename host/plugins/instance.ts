@@ -54,8 +54,8 @@ export interface Instance {
   /** Disposes the plugin's scope and its isolate; resolves when both are gone. */
   unload(): Promise<void>;
   handle(message: PluginWorkerToHost): void;
-  /** The worker died. */
-  lost(): void;
+  /** The worker died; `excused`: another plugin on it is known to have brought it down. */
+  lost(excused?: boolean): void;
 }
 
 export const isolateLimits = (limits: PluginLimits): IsolateLimits => ({
@@ -395,11 +395,12 @@ export const createInstance = (options: InstanceOptions): Instance => {
         }
       }
     },
-    lost() {
+    lost(excused = false) {
       const suspect =
-        executes.size > 0 ||
-        loading !== undefined ||
-        performance.now() - lastEntryAt < limits.cpuMsPerCallback * 2 + 250;
+        !excused &&
+        (executes.size > 0 ||
+          loading !== undefined ||
+          performance.now() - lastEntryAt < limits.cpuMsPerCallback * 2 + 250);
       fail({ kind: 'crash', message: 'the plugin process died while this plugin ran' }, suspect);
     },
   };

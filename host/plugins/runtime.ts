@@ -5,9 +5,13 @@
 // new one, and when that fails load the old one again; the package a plugin runs moves only on
 // success. Invariants: a plugin's state is `running` exactly while its current instance is loaded;
 // every instance that ends has undone its registrations (instance.ts) before the state changes; a
-// plugin's failure, loop or memory ends only that plugin — when a worker process dies, the plugins
-// that were idle on it are started again from their packages (`restarts`), and only those that
-// were running something when it died end as `crash`.
+// plugin's failure, loop or memory ends only that plugin — when a worker process dies, its plugins
+// are started again from their packages (`restarts`). Worker processes are shared by tenants, so a
+// death is blamed with care: not on anybody when a plugin on that worker had just ended by memory
+// or CPU (isolated-vm may leave the process past its cap after disposing such an isolate), else on
+// the plugins that were running something; a plugin ends as `crash` only when it was to blame for
+// two deaths since it was last started, so one tenant's bomb cannot fail another tenant's plugin
+// that merely had a call in flight.
 import { SandboxError } from '../errors.ts';
 import type { PluginOwner } from '../store/plugins-core.ts';
 import { createInstance, type Instance } from './instance.ts';
@@ -85,9 +89,14 @@ interface Plugin {
   logs: PluginLogLine[];
   droppedLogs: number;
   restarts: number;
+  /** Worker deaths this plugin was running something at, since it was last started or updated. */
+  strikes: number;
   /** The chain operations on this plugin run on. */
   queue: Promise<unknown>;
 }
+
+/** How long after an isolate ended by memory or CPU its worker's death is put down to it. */
+const EXCUSE_MS = 30_000;
 
 export const createPluginRuntime = (options: PluginRuntimeOptions = {}): PluginRuntime => {
   const processes = options.processes ?? createPluginProcesses(options.processOptions);
@@ -97,6 +106,12 @@ export const createPluginRuntime = (options: PluginRuntimeOptions = {}): PluginR
   const instances = new Map<number, { instance: Instance; worker: number }>();
   let nextInstance = 0;
   let closed = false;
+  /** When an isolate on a worker (by index) last ended by memory or CPU: its death soon after is that isolate's. */
+  const hostileEnds = new Map<number, number>();
+  const noteEnd = (worker: number | undefined, kind: PluginFailure['kind']): void => {
+    if (worker !== undefined && (kind === 'memory' || kind === 'timeout'))
+      hostileEnds.set(worker, performance.now());
+  };
 
   processes.listen({
     message(worker, message) {
@@ -105,7 +120,11 @@ export const createPluginRuntime = (options: PluginRuntimeOptions = {}): PluginR
       if (live !== undefined && live.worker === worker.index) live.instance.handle(message);
     },
     exit(worker) {
-      for (const live of [...instances.values()]) if (live.worker === worker.index) live.instance.lost();
+      const excused =
+        performance.now() - (hostileEnds.get(worker.index) ?? Number.NEGATIVE_INFINITY) < EXCUSE_MS;
+      hostileEnds.delete(worker.index);
+      for (const live of [...instances.values()])
+        if (live.worker === worker.index) live.instance.lost(excused);
     },
   });
 
@@ -185,7 +204,9 @@ export const createPluginRuntime = (options: PluginRuntimeOptions = {}): PluginR
     } catch (reason) {
       instances.delete(id);
       plugin.instance = undefined;
-      return failure(reason as Omit<PluginFailure, 'at'>);
+      const failed = failure(reason as Omit<PluginFailure, 'at'>);
+      noteEnd(worker.index, failed.kind);
+      return failed;
     }
     plugin.current = pkg;
     plugin.error = undefined;
@@ -200,15 +221,19 @@ export const createPluginRuntime = (options: PluginRuntimeOptions = {}): PluginR
     reason: Omit<PluginFailure, 'at'>,
     suspect: boolean,
   ): void {
+    noteEnd(instances.get(instance.id)?.worker, reason.kind);
     instances.delete(instance.id);
     if (plugin.instance !== instance) return;
     plugin.instance = undefined;
-    if (reason.kind === 'crash' && !suspect && plugin.current && !closed) {
+    if (reason.kind === 'crash' && suspect) plugin.strikes++;
+    if (reason.kind === 'crash' && plugin.strikes < 2 && plugin.current && !closed) {
       const pkg = plugin.current;
       plugin.restarts++;
       log(plugin, {
         level: 'warn',
-        text: 'runtime: the plugin process died under another plugin; starting again',
+        text: suspect
+          ? 'runtime: the plugin process died while this plugin ran something; starting again (a second such death fails it)'
+          : 'runtime: the plugin process died under another plugin; starting again',
       });
       setState(plugin, 'starting');
       void serial(plugin, async () => {
@@ -266,6 +291,7 @@ export const createPluginRuntime = (options: PluginRuntimeOptions = {}): PluginR
           logs: [],
           droppedLogs: 0,
           restarts: 0,
+          strikes: 0,
           queue: Promise.resolve(),
         };
         plugins.set(input.pluginId, plugin);
@@ -275,6 +301,7 @@ export const createPluginRuntime = (options: PluginRuntimeOptions = {}): PluginR
         plugin.config = input.config ?? {};
       }
       const target = plugin;
+      target.strikes = 0;
       setState(target, 'starting');
       return serial(target, async () => {
         const error = await load(target, { packageId: input.packageId, source: input.source });
@@ -290,6 +317,7 @@ export const createPluginRuntime = (options: PluginRuntimeOptions = {}): PluginR
       const plugin = owned(owner, pluginId);
       if (plugin === undefined) return Promise.reject(notFound(pluginId));
       return serial(plugin, async () => {
+        plugin.strikes = 0;
         const old = plugin.state === 'running' ? plugin.current : undefined;
         if (old)
           log(plugin, { level: 'info', text: `runtime: updating from ${old.packageId} to ${pkg.packageId}` });

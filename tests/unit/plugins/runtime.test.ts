@@ -355,7 +355,7 @@ describe('plugin runtime', () => {
 });
 
 describe('plugin runtime when a worker process dies', () => {
-  it('starts the idle plugins again from their packages; the one running something fails as crash', async () => {
+  it('starts its plugins again from their packages; one running something at two deaths fails as crash', async () => {
     const runtime = startRuntime({ ...TEST_LIMITS, callWallMs: 10_000 });
     try {
       const agent = fakeAgent();
@@ -371,23 +371,40 @@ describe('plugin runtime when a worker process dies', () => {
       );
       expect(await agent.call('idle')).toBe(1);
       expect(await agent.call('idle')).toBe(2);
-      const [pid] = runtime.pids();
-      const pending = agent.call('busy');
-      await eventually(() => expect(agent.calls.some((c) => c.name === 'wait')).toBe(true));
-      process.kill(pid ?? 0, 'SIGKILL');
-      await expect(pending).rejects.toMatchObject({ code: 'ABORTED' });
+      /** Kills the worker while `busy` waits on an inner call; its call ends ABORTED. */
+      const killWhileBusy = async () => {
+        const [pid] = runtime.pids();
+        const waits = agent.calls.filter((c) => c.name === 'wait').length;
+        const pending = agent.call('busy');
+        await eventually(() => expect(agent.calls.filter((c) => c.name === 'wait').length).toBe(waits + 1));
+        process.kill(pid ?? 0, 'SIGKILL');
+        await expect(pending).rejects.toMatchObject({ code: 'ABORTED' });
+        return pid;
+      };
+      const pid = await killWhileBusy();
+      // Both start again: a death while a call was in flight may be another plugin's doing.
       await eventually(() =>
         expect(runtime.status(OWNER, idle.pluginId)).toMatchObject({ state: 'running', restarts: 1 }),
       );
-      expect(runtime.status(OWNER, busy.pluginId)).toMatchObject({
-        state: 'failed',
-        tools: [],
-        error: { kind: 'crash', message: 'the plugin process died while this plugin ran' },
-      });
-      expect(agent.tools.has('busy')).toBe(false);
+      await eventually(() =>
+        expect(runtime.status(OWNER, busy.pluginId)).toMatchObject({ state: 'running', restarts: 1 }),
+      );
       // The idle plugin starts over: a fresh isolate from the same package.
       expect(await agent.call('idle')).toBe(1);
       expect(runtime.pids()).not.toContain(pid);
+      // A second death while it runs something is its own: it fails, its tool is gone.
+      await killWhileBusy();
+      await eventually(() =>
+        expect(runtime.status(OWNER, busy.pluginId)).toMatchObject({
+          state: 'failed',
+          tools: [],
+          error: { kind: 'crash', message: 'the plugin process died while this plugin ran' },
+        }),
+      );
+      expect(agent.tools.has('busy')).toBe(false);
+      await eventually(() =>
+        expect(runtime.status(OWNER, idle.pluginId)).toMatchObject({ state: 'running', restarts: 2 }),
+      );
     } finally {
       await runtime.close();
     }
