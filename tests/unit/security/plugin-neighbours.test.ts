@@ -4,13 +4,8 @@
 // call but is started again and serves the next one, and the API answers throughout. Over HTTP,
 // with the real isolate host and a real plugin worker.
 import { afterAll, describe, expect, it } from 'vitest';
-import { assembleAgents } from '../../../host/agents/assemble.ts';
-import { createApp } from '../../../host/api/app.ts';
-import { createIsolateHost } from '../../../host/isolates/index.ts';
-import { createMemoryProvider } from '../../../host/sandbox/memory/provider.ts';
-import { openStore } from '../../../host/store/index.ts';
 import { until } from '../../helpers/until.ts';
-import type { Loose } from '../api/harness.ts';
+import { pluginService } from './plugin-service.ts';
 
 const VICTIM = `return { name: 'victim', apply(ctx) {
   ctx.tools.register({ name: 'hang', description: 'never answers', parameters: { type: 'object' }, execute: () => new Promise(() => {}) });
@@ -20,52 +15,14 @@ const BOMB = `return { name: 'bomb', apply(ctx) {
   ctx.tools.register({ name: 'boom', description: 'x', parameters: { type: 'object' }, execute: () => { new Array(2 ** 31).fill(0) } });
 } }`;
 
-const isolates = createIsolateHost({ workers: 1, prewarm: 1 });
-const store = openStore({ path: ':memory:' });
-const { agents } = assembleAgents({
-  store,
-  sandboxes: createMemoryProvider(),
-  isolates,
-  plugins: {
-    processOptions: { workers: 1 },
-    limitsOf: () => ({ cpuMsPerCallback: 300, callWallMs: 30_000 }),
-  },
-});
-const app = createApp({ startedAt: Date.now(), version: 'test', store, agents });
-const keyA = store.tenants.createTenant('a').apiKey;
-const keyB = store.tenants.createTenant('b').apiKey;
-afterAll(async () => {
-  await agents.close(0);
-  await isolates.close();
-  store.close();
-});
+const { keyA, keyB, request, call, creator, run, close } = pluginService({ limits: { callWallMs: 30_000 } });
+afterAll(close);
 
-const request = async (key: string, method: string, url: string, body?: unknown): Promise<Loose> => {
-  const res = await app.request(url, {
-    method,
-    headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return { status: res.status, json: await res.json().catch(() => undefined) };
-};
-let seq = 0;
-const call = async (key: string, agentId: string, name: string, args: unknown = {}): Promise<Loose> =>
-  (
-    await request(key, 'POST', `/v1/agents/${agentId}/calls`, {
-      calls: [{ id: `c${++seq}`, name, arguments: args }],
-    })
-  ).json.results[0];
 const start = async (key: string, host: string) => {
-  const agentId = (await request(key, 'POST', '/v1/agents', { preset: 'creator' })).json.id as string;
-  const defined = await call(key, agentId, 'cordis_define', {
-    plugin: { kind: 'new', idPrefix: 'p' },
-    name: 'p',
-    purpose: '',
-    code: { host },
-  });
-  const { pluginId, packageId } = defined.value;
-  expect((await call(key, agentId, 'cordis_run', { pluginId, packageId, mode: 'run' })).ok).toBe(true);
-  return { agentId, pluginId: pluginId as string };
+  const agentId = await creator(key);
+  const { pluginId, run: result } = await run(key, agentId, host);
+  expect(result.ok).toBe(true);
+  return { agentId, pluginId };
 };
 
 describe("a plugin worker brought down by another tenant's plugin", () => {

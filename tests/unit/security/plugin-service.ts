@@ -1,0 +1,91 @@
+// A control plane with creator plugins for the security suite, in-process: the real isolate host,
+// real plugin worker processes, the memory sandbox and two tenants; requests go through app.request()
+// like a client's. Helpers define and run plugins as a model would, through the cordis_* tools.
+import { expect } from 'vitest';
+import { assembleAgents } from '../../../host/agents/assemble.ts';
+import { createApp } from '../../../host/api/app.ts';
+import { createIsolateHost } from '../../../host/isolates/index.ts';
+import type { PluginLimits } from '../../../host/plugins/index.ts';
+import type { PluginProcesses } from '../../../host/plugins/processes.ts';
+import { createMemoryProvider } from '../../../host/sandbox/memory/provider.ts';
+import { openStore } from '../../../host/store/index.ts';
+import type { Loose } from '../api/harness.ts';
+
+export const pluginService = (
+  options: { limits?: Partial<PluginLimits>; processes?: PluginProcesses } = {},
+) => {
+  const isolates = createIsolateHost({ workers: 1, prewarm: 1 });
+  const store = openStore({ path: ':memory:' });
+  const { agents } = assembleAgents({
+    store,
+    sandboxes: createMemoryProvider(),
+    isolates,
+    plugins: {
+      ...(options.processes ? { processes: options.processes } : { processOptions: { workers: 1 } }),
+      limitsOf: () => ({ cpuMsPerCallback: 300, callWallMs: 3_000, startWallMs: 3_000, ...options.limits }),
+    },
+  });
+  const app = createApp({ startedAt: Date.now(), version: 'test', store, agents });
+  const keyA = store.tenants.createTenant('a').apiKey;
+  const keyB = store.tenants.createTenant('b').apiKey;
+  let seq = 0;
+
+  const request = async (
+    key: string,
+    method: string,
+    url: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<Loose> => {
+    const res = await app.request(url, {
+      method,
+      headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json', ...headers },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const text = await res.text();
+    let json: Loose;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      json = text;
+    }
+    return { status: res.status, json };
+  };
+  /** One call as its own batch; the batch itself must be answered 200. */
+  const call = async (key: string, agentId: string, name: string, args: unknown = {}): Promise<Loose> => {
+    const res = await request(key, 'POST', `/v1/agents/${agentId}/calls`, {
+      calls: [{ id: `c${++seq}`, name, arguments: args }],
+    });
+    expect(res.status).toBe(200);
+    return res.json.results[0];
+  };
+  const creator = async (key: string) =>
+    (await request(key, 'POST', '/v1/agents', { preset: 'creator' })).json.id as string;
+  /** cordis_define under a new plugin, or under `pluginId`. */
+  const define = async (key: string, agentId: string, host: string, pluginId?: string) =>
+    (
+      await call(key, agentId, 'cordis_define', {
+        plugin: pluginId === undefined ? { kind: 'new', idPrefix: 'p' } : { kind: 'existing', pluginId },
+        name: `p${++seq}`,
+        purpose: '',
+        code: { host },
+      })
+    ).value as { pluginId: string; packageId: string };
+  /** cordis_define, then cordis_run; `run` is the cordis_run result. */
+  const run = async (key: string, agentId: string, host: string) => {
+    const pkg = await define(key, agentId, host);
+    return { ...pkg, run: await call(key, agentId, 'cordis_run', { ...pkg, mode: 'run' }) };
+  };
+  /** Tenant B's ordinary work and the health check are answered. */
+  const bServed = async () => {
+    const agentId = (await request(keyB, 'POST', '/v1/agents', {})).json.id;
+    expect((await call(keyB, agentId, 'write', { file_path: 'x', content: 'y' })).ok).toBe(true);
+    expect((await request(keyB, 'GET', '/v1/health')).status).toBe(200);
+  };
+  const close = async () => {
+    await agents.close(0);
+    await isolates.close();
+    store.close();
+  };
+  return { store, keyA, keyB, request, call, creator, define, run, bServed, close };
+};
