@@ -20,9 +20,9 @@ import { streamSSE } from 'hono/streaming';
 import { describeRoute } from 'hono-openapi';
 import type { AgentService } from '../../agents/service.ts';
 import type { Agent } from '../../agents/types.ts';
-import { SandboxError } from '../../errors.ts';
+import { isSandboxError, SandboxError } from '../../errors.ts';
 import type { EventLog } from '../../store/types.ts';
-import { jsonResponse } from '../body.ts';
+import { jsonResponse, readJson } from '../body.ts';
 import type { ApiEnv } from '../env.ts';
 import type { Lifecycle } from '../lifecycle.ts';
 import { createTenantLimiter } from '../limits.ts';
@@ -92,10 +92,13 @@ export const mcpRoutes = (options: McpRouteOptions): Hono<ApiEnv> => {
       if (c.req.method === 'GET') return changeStream(c, agent);
       let parsedBody: unknown;
       if (c.req.method === 'POST') {
+        // The API's one JSON reader: invalid UTF-8 is refused, never rewritten to U+FFFD, and no
+        // `__proto__`, `constructor` or `prototype` key reaches a tool (body.ts).
         try {
-          parsedBody = JSON.parse(await c.req.text());
-        } catch {
-          return c.json(rpcError(-32700, 'Parse error: the body is not JSON.'), 400);
+          parsedBody = await readJson(c.req.raw);
+        } catch (error) {
+          if (!isSandboxError(error) || error.code !== 'MALFORMED_JSON') throw error;
+          return c.json(rpcError(-32700, `Parse error: ${error.message}`), 400);
         }
       }
       // A listen stream lives as long as its client: it gives its request slot back and takes a

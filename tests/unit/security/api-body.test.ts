@@ -1,5 +1,6 @@
 // The JSON body reader: invalid UTF-8 is refused (MALFORMED_JSON), never rewritten to U+FFFD, so
-// a name, path or command the client did not send can never reach a tool.
+// a name, path or command the client did not send can never reach a tool; prototype keys are
+// dropped. The same for POST /calls and for a tools/call over the agent's MCP endpoint.
 import { describe, expect, it } from 'vitest';
 import { makeApi } from '../api/harness.ts';
 
@@ -41,6 +42,55 @@ describe('JSON bodies', () => {
       );
       expect(ok.status).toBe(200);
       expect(ok.json.results[0].ok).toBe(true);
+    } finally {
+      await api.close();
+    }
+  });
+
+  it('the MCP endpoint reads its body the same way: invalid UTF-8 is a parse error, prototype keys are dropped', async () => {
+    const api = makeApi();
+    try {
+      const agent = await api.createAgent(api.keyA);
+      const mcp = (body: Uint8Array) =>
+        api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/mcp`, body, {
+          'Content-Type': 'application/json',
+          Accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': '2025-06-18',
+        });
+      const write = (args: Buffer) =>
+        new Uint8Array(
+          Buffer.concat([
+            Buffer.from(
+              '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"write","arguments":',
+            ),
+            args,
+            Buffer.from('}}'),
+          ]),
+        );
+      const bad = await mcp(
+        write(
+          Buffer.concat([
+            Buffer.from('{"file_path":"f'),
+            Buffer.from([0xff]),
+            Buffer.from('.txt","content":"x"}'),
+          ]),
+        ),
+      );
+      expect(bad.status).toBe(400);
+      expect(bad.json.error).toMatchObject({ code: -32700 });
+      expect((await api.request(api.keyA, 'GET', `/v1/agents/${agent.id}/events`)).json.events).toEqual([]);
+
+      const poisoned = await mcp(
+        write(
+          Buffer.from(
+            '{"file_path":"p.txt","content":"x","__proto__":{"polluted":1},"constructor":{"prototype":{"polluted":1}}}',
+          ),
+        ),
+      );
+      expect(poisoned.status).toBe(200);
+      const events = (await api.request(api.keyA, 'GET', `/v1/agents/${agent.id}/events`)).json.events;
+      const logged = events.find((e: { type: string }) => e.type === 'tool.call');
+      expect(logged.data.arguments).toEqual({ file_path: 'p.txt', content: 'x' });
     } finally {
       await api.close();
     }
