@@ -48,6 +48,8 @@ export const OPS = [
   'termSignal',
   'termClose',
   'termAttach',
+  'stdioOpen',
+  'stdioWrite',
 ] as const;
 export type Op = (typeof OPS)[number];
 
@@ -66,7 +68,7 @@ export type DaemonMessage =
   /** A call's answer: a value, or an error with a stable code from errors.ts's short list. */
   | { t: 'res'; id: number; ok: true; value: unknown }
   | { t: 'res'; id: number; ok: false; error: { code: string; message: string } }
-  /** Streamed output of an exec call, base64. */
+  /** Streamed output of an exec or stdioOpen call, base64. */
   | { t: 'out'; id: number; stream: 'stdout' | 'stderr'; data: string }
   /**
    * Streamed output of a termAttach call, base64: the terminal's bytes from absolute `offset` on.

@@ -220,6 +220,44 @@ export interface SandboxTerminals {
   ): Promise<TerminalInfo>;
 }
 
+export interface StdioOpenOptions {
+  /** Program and arguments (no shell). */
+  command: string[];
+  /** Working directory. Default: the workspace root. */
+  cwd?: string;
+  env?: Record<string, string>;
+  /** Ends the program (SIGKILL to its process group). */
+  signal?: AbortSignal;
+  /** Its stdout as it comes; untrusted bytes. */
+  onStdout: (chunk: Buffer) => void;
+  /** Its stderr as it comes (at most 1 MiB over its life); untrusted bytes. */
+  onStderr?: (chunk: Buffer) => void;
+}
+
+/** A program on pipes in the sandbox, run as the agent; it ends with its host connection. */
+export interface StdioProgram {
+  /** Writes to its stdin (LIMIT_EXCEEDED when it does not read, CONFLICT once it has ended). */
+  write(data: Uint8Array): Promise<void>;
+  /** Resolves (never rejects) when it has ended. */
+  readonly ended: Promise<StdioEnd>;
+}
+
+/** How a program on pipes ended: its exit, or the error that ended it (connection lost, abort). */
+export interface StdioEnd {
+  /** null when it died from a signal or did not end by itself. */
+  exitCode: number | null;
+  signal: string | null;
+  error?: { code: string; message: string };
+}
+
+/**
+ * Programs on pipes (stdio MCP servers): started as the agent in the sandbox, their stdin fed and
+ * their output streamed over the provider's connection. Unlike jobs they do not outlive it.
+ */
+export interface SandboxStdio {
+  open(options: StdioOpenOptions): StdioProgram;
+}
+
 /**
  * Bulk transfer: uncompressed tar (only regular files and directories, paths confined) and single
  * files of any size. Both directions are streamed: no provider holds a whole upload or download in
@@ -281,6 +319,8 @@ export interface Sandbox {
   exec(command: string, options?: ExecOptions): Promise<ExecResult>;
   /** Persistent terminals; present when the provider's `flags.terminals` is true. */
   readonly terminals?: SandboxTerminals;
+  /** Programs on pipes; present when the provider's `flags.stdio` is true. */
+  readonly stdio?: SandboxStdio;
   /** Releases host-side resources (streams); the sandbox itself keeps running. */
   detach(): Promise<void>;
 }
@@ -298,6 +338,8 @@ export interface ProviderFlags {
   /** Real process isolation (false for the memory provider: never for untrusted work). */
   isolated: boolean;
   terminals: boolean;
+  /** Programs on pipes (stdio MCP servers) run in the sandbox. */
+  stdio: boolean;
 }
 
 export interface SandboxProvider {

@@ -5,8 +5,8 @@
 // Invariants: nothing a request carries can crash this process (every handler's error becomes an
 // error answer with a code from the wire's short list, sandbox-wire/errors.ts); a frame we cannot
 // parse is logged and skipped up to the next RESYNC; an answer too big for a frame becomes a
-// PAYLOAD_TOO_LARGE error; every call but a terminal attach (a subscription, ended by a cancel or
-// the next session) has a deadline: past it, its signal aborts (stopping ripgrep, walks, waits and
+// PAYLOAD_TOO_LARGE error; every call but a terminal attach or a stdio program (subscriptions,
+// ended by a cancel or the next session) has a deadline: past it, its signal aborts (stopping ripgrep, walks, waits and
 // commands) and it is answered TOOL_TIMEOUT at once, whether or not its handler ever returns, so a
 // stuck call never holds up the next one.
 
@@ -25,6 +25,7 @@ import { runExec } from './exec.ts';
 import { createFsOps } from './fsops.ts';
 import { createJobs } from './jobs.ts';
 import { createSearchOps } from './search.ts';
+import { createStdio } from './stdio.ts';
 import { createTerminals } from './terminals.ts';
 import { type Args, wireError } from './util.ts';
 import { openWorkspace } from './workspace.ts';
@@ -52,6 +53,7 @@ export const deadlineOf = (op: Op, args: Args, base: number): number | undefined
   const clamp = (n: number): number => Math.min(n, 2 ** 31 - 1);
   switch (op) {
     case 'termAttach':
+    case 'stdioOpen':
       return undefined;
     case 'exec':
       return clamp(ms('timeoutMs', 120_000) + WAIT_GRACE_MS);
@@ -81,6 +83,8 @@ export const startServer = async (options: ServerOptions) => {
   const jobs = await createJobs(ws, options.stateDir);
   // Terminals outlive sessions: a new hello aborts a previous session's attach streams, never a terminal.
   const terms = createTerminals(ws, log);
+  // stdio programs (MCP servers) belong to the session that opened them, like execs.
+  const stdio = createStdio(ws);
   let session = 0; // 0: no hello yet
   const inflight = new Map<number, AbortController>();
   const drainWaiters: Array<() => void> = [];
@@ -156,6 +160,18 @@ export const startServer = async (options: ServerOptions) => {
         },
         ctx.signal,
       ),
+    stdioOpen: (args, ctx) =>
+      stdio.stdioOpen(
+        args,
+        {
+          send: (stream, data) =>
+            send(ctx.session, { t: 'out', id: ctx.id, stream, data: data.toString('base64') }),
+          onDrain: (fn) => drainWaiters.push(fn),
+        },
+        ctx.signal,
+        ctx.session,
+      ),
+    stdioWrite: (args, ctx) => stdio.stdioWrite(args, ctx.session),
   };
 
   const opDeadlineMs = options.opDeadlineMs ?? 30_000;

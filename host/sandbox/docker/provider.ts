@@ -124,7 +124,7 @@ export const createDockerProvider = (options: DockerProviderOptions): DockerProv
   const connect = options.connect ?? ((o) => connectSandboxd(o));
   const onError = options.onError ?? (() => {});
   const resolve = createResolver(WORKSPACE_ROOT);
-  const flags: ProviderFlags = { durableJobs: true, isolated: true, terminals: true };
+  const flags: ProviderFlags = { durableJobs: true, isolated: true, terminals: true, stdio: true };
   const entries = new Map<string, Entry>();
   /** Legacy agent container name → container id, for the ones adopt() found claimed by the store. */
   const legacy = new Map<string, string>();

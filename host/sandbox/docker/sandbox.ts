@@ -3,7 +3,15 @@
 // restarted by the next call, so a handle stays valid for the sandbox's whole life.
 
 import { SandboxError } from '../../errors.ts';
-import type { Sandbox, SandboxFs, SandboxJobs, SandboxTerminals } from '../types.ts';
+import type {
+  Sandbox,
+  SandboxFs,
+  SandboxJobs,
+  SandboxStdio,
+  SandboxTerminals,
+  StdioEnd,
+  StdioProgram,
+} from '../types.ts';
 import { createContainerArchive } from './archive.ts';
 import type { SandboxdSession } from './session.ts';
 
@@ -77,6 +85,42 @@ export const createSandboxHandle = (o: HandleOptions): Sandbox => {
       });
     };
   }
+  // A program on pipes holds its call (and so keeps the reaper away) for as long as it runs.
+  const stdio: SandboxStdio = {
+    open(options) {
+      if (options.cwd !== undefined) o.resolve(options.cwd);
+      let started: (program: StdioProgram) => void = () => {};
+      const program = new Promise<StdioProgram>((resolve) => {
+        started = resolve;
+      });
+      const ended = o
+        .use((s) => {
+          if (!s.stdio)
+            throw new SandboxError('SANDBOX_UNAVAILABLE', 'This sandbox session has no stdio programs.');
+          const p = s.stdio.open(options);
+          started(p);
+          return p.ended;
+        })
+        .catch(
+          (e: unknown): StdioEnd => ({
+            exitCode: null,
+            signal: null,
+            error:
+              e instanceof SandboxError
+                ? { code: e.code, message: e.message }
+                : { code: 'SANDBOX_UNAVAILABLE', message: String(e) },
+          }),
+        );
+      const never = ended.then(() => {
+        throw new SandboxError('CONFLICT', 'The program has ended; its input is closed.');
+      });
+      never.catch(() => {});
+      return {
+        ended,
+        write: async (data) => (await Promise.race([program, never])).write(data),
+      };
+    },
+  };
   const sandboxFs = fs as unknown as SandboxFs;
   return {
     id: o.id,
@@ -84,6 +128,7 @@ export const createSandboxHandle = (o: HandleOptions): Sandbox => {
     fs: sandboxFs,
     jobs: jobs as unknown as SandboxJobs,
     terminals: terminals as unknown as SandboxTerminals,
+    stdio,
     archive: createContainerArchive({
       use: o.use,
       resolve: o.resolve,

@@ -14,7 +14,7 @@ import type Docker from 'dockerode';
 import { SandboxError } from '../../errors.ts';
 import { WORKSPACE_ROOT } from '../paths.ts';
 import type { SandboxdFs } from '../sandboxd/client.ts';
-import type { Sandbox, SandboxJobs, SandboxLimits, SandboxTerminals } from '../types.ts';
+import type { Sandbox, SandboxJobs, SandboxLimits, SandboxStdio, SandboxTerminals } from '../types.ts';
 import { type Attachment, attach } from './attach.ts';
 import { fromDocker, isNotModified } from './errors.ts';
 
@@ -25,6 +25,8 @@ export interface SandboxdSession {
   jobs: SandboxJobs;
   /** Persistent terminals (sandboxd has them; test doubles may not). */
   terminals?: SandboxTerminals;
+  /** Programs on pipes (sandboxd has them; test doubles may not). */
+  stdio?: SandboxStdio;
   ping(): Promise<unknown>;
   close(): Promise<void> | void;
   /** Settles when the connection is gone (protocol error, socket closed). */

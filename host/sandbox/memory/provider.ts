@@ -103,7 +103,7 @@ const createArchive = (fs: MemoryFs): SandboxArchive => ({
 export const createMemoryProvider = (
   options: MemoryProviderOptions = {},
 ): SandboxProvider & { create(spec: Parameters<SandboxProvider['create']>[0]): Promise<MemorySandbox> } => {
-  const flags: ProviderFlags = { durableJobs: false, isolated: false, terminals: false };
+  const flags: ProviderFlags = { durableJobs: false, isolated: false, terminals: false, stdio: false };
   const sandboxes = new Map<string, MemorySandbox>();
 
   const build = (agentId: string, limits: SandboxLimits): MemorySandbox => {

@@ -16,9 +16,11 @@ import type {
   ReadOptions,
   SandboxFs,
   SandboxJobs,
+  SandboxStdio,
   SandboxTerminals,
 } from '../types.ts';
 import { type Connection, type HelloInfo, openConnection } from './connection.ts';
+import { createStdioClient } from './stdio.ts';
 import { createTerminalClient } from './terminals.ts';
 
 export interface ConnectSandboxdOptions {
@@ -59,6 +61,8 @@ export interface SandboxdClient {
   readonly fs: SandboxdFs;
   readonly jobs: SandboxJobs;
   readonly terminals: SandboxTerminals;
+  /** Programs on pipes (stdio MCP servers), ended with this connection. */
+  readonly stdio: SandboxStdio;
   /** What sandboxd said in its hello: its pid, root and Node version. */
   readonly info: HelloInfo;
   /** Resolves with the reason once the connection is gone (closed, lost, or a protocol error). */
@@ -340,6 +344,7 @@ export const connectSandboxd = async (options: ConnectSandboxdOptions): Promise<
     fs,
     jobs,
     terminals: createTerminalClient(conn, resolve, callTimeoutMs),
+    stdio: createStdioClient(conn, resolve, callTimeoutMs),
     info: conn.hello,
     closed: conn.closed,
     exec,

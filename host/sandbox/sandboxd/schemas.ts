@@ -117,6 +117,11 @@ export const valueSchemas = (root: string) => {
     termSignal: terminalInfo,
     termClose: terminalInfo,
     termAttach: terminalInfo,
+    stdioOpen: v.object({
+      exitCode: v.nullable(v.pipe(v.number(), v.integer())),
+      signal: v.nullable(text(32)),
+    }),
+    stdioWrite: v.object({ bytes: int }),
   } satisfies Record<Op, v.GenericSchema>;
 };
 export type ValueSchemas = ReturnType<typeof valueSchemas>;

@@ -5,7 +5,7 @@ import { codeOf } from '../../contract/sandbox/suite.ts';
 describe('memory provider', () => {
   it('declares that it is not isolated and refuses exec and jobs without a run collaborator', async () => {
     const p = createMemoryProvider();
-    expect(p.flags).toEqual({ durableJobs: false, isolated: false, terminals: false });
+    expect(p.flags).toEqual({ durableJobs: false, isolated: false, terminals: false, stdio: false });
     const sb = await p.create({ tenantId: 't', agentId: 'a' });
     expect(await codeOf(sb.exec('ls'))).toBe('SANDBOX_UNAVAILABLE');
     await expect(sb.exec('ls')).rejects.toThrow(/not supported by the memory provider/);
