@@ -28,7 +28,7 @@ describe('sandboxd stdio programs', () => {
       },
     });
     for (let i = 0; i < 20; i++) await p.write(Buffer.from(`line${i}\n`));
-    await until(() => out.split('\n').length > 20, 'all 20 answers');
+    await until(() => out.split('\n').length > 20, { what: 'all 20 answers' });
     expect(out).toBe(Array.from({ length: 20 }, (_, i) => `got line${i}\n`).join(''));
     await p.write(Buffer.from('bye\n'));
     expect(await p.ended).toEqual({ exitCode: 3, signal: null });
@@ -50,12 +50,12 @@ describe('sandboxd stdio programs', () => {
       } catch {
         return false;
       }
-    }, 'the program started');
+    }, { what: 'the program started' });
     const pids = ['bg.pid', 'fg.pid'].map((f) => Number(readFileSync(join(local.sd.root, f), 'utf8')));
     ac.abort();
     const end: StdioEnd = await p.ended;
     expect(end.error?.code).toBe('ABORTED');
-    await until(() => pids.every(gone), 'the program and its child are gone');
+    await until(() => pids.every(gone), { what: 'the program and its child are gone' });
   });
 
   it('a program that cannot start ends with its reason', async () => {
