@@ -17,6 +17,8 @@ export const ERROR_CODES = {
   RESERVED_TOOL_NAME: 400,
   /** A plugin tried to register a name a built-in, remote or other plugin tool has: never shadowed. */
   TOOL_NAME_TAKEN: 409,
+  // An agent's MCP server (a tool source) died, hung, sent garbage or would not start.
+  MCP_SERVER_FAILED: 502,
   DUPLICATE_EXECUTOR: 409,
   NO_EXECUTOR: 500,
   /** The agent is in plan mode and the call would change something; it was not run. */

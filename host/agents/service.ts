@@ -18,6 +18,7 @@ import { createMemorySessionStateStore, type Store } from '../store/index.ts';
 import type { ToolRegistry } from '../tools/index.ts';
 import type { ToolCall, ToolResult } from '../tools/types.ts';
 import { createRequestSpawner, type SpawnProvider } from '../tools/workflow/index.ts';
+import type { McpLimits } from './mcp/types.ts';
 import { createPluginHost, type PluginHost, type PluginHostOptions } from './plugins/host.ts';
 import type { AgentPlugins } from './plugins/view.ts';
 import { createRegistryRuntime } from './runtime.ts';
@@ -25,6 +26,7 @@ import { createBatches } from './service/batches.ts';
 import { createAgentCreation } from './service/create.ts';
 import { createDeletion } from './service/deletion.ts';
 import { createLiveAgents } from './service/live.ts';
+import { createMcpServerService, type McpServerService } from './service/mcp.ts';
 import { createDeletionMarks, getAgent, toAgent } from './service/records.ts';
 import { createRemoteRegistration, remoteDefiner } from './service/remote.ts';
 import { createSandboxBinding } from './service/sandbox.ts';
@@ -73,6 +75,8 @@ export interface AgentServiceOptions {
   reapRetryMs?: number;
   /** Told the id of every agent deleted, once it is marked deleted (its schedules go with it). */
   onAgentDeleted?: (agentId: string) => void;
+  /** Each tenant's bounds on its agents' MCP servers, over DEFAULT_MCP_LIMITS. */
+  mcpLimitsOf?: (tenantId: string) => Partial<McpLimits> | undefined;
 }
 
 export interface AgentService {
@@ -99,6 +103,8 @@ export interface AgentService {
   resumePlugins(onError?: (pluginId: string, error: unknown) => void): Promise<number>;
   /** Adds or replaces client-executed tools; returns every remote tool name of the agent. */
   registerRemoteTools(agent: Agent, tools: RemoteToolSpec[]): Promise<string[]>;
+  /** The agent's MCP servers: registered, listed, removed (tool sources run in its sandbox). */
+  readonly mcpServers: McpServerService;
   /** Sandboxes this process holds a handle to. */
   liveSandboxes(): number;
   inFlight(): number;
@@ -143,6 +149,8 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
         ttlMs: options.questionTtlMs ?? 300_000,
         now: options.now ?? Date.now,
       }),
+    events: store.events,
+    ...(options.mcpLimitsOf ? { mcpLimitsOf: options.mcpLimitsOf } : {}),
   });
   if (options.plugins !== undefined) {
     if (store.plugins === undefined)
@@ -211,6 +219,11 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
       agents: store.agents,
       events: store.events,
       remoteOf: (agent) => live.of(agent).remote,
+    }),
+    mcpServers: createMcpServerService({
+      events: store.events,
+      mcpOf: (agent) => live.of(agent).mcp,
+      ...(options.mcpLimitsOf ? { limitsOf: options.mcpLimitsOf } : {}),
     }),
     liveSandboxes: sandboxes.size,
     inFlight: batches.size,

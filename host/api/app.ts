@@ -23,6 +23,7 @@ import { callRoutes } from './routes/calls.ts';
 import { eventRoutes } from './routes/events.ts';
 import { fileRoutes } from './routes/files.ts';
 import { isMcpStream, mcpRoutes } from './routes/mcp.ts';
+import { mcpServerRoutes } from './routes/mcp-servers.ts';
 import { pluginRoutes } from './routes/plugins.ts';
 import { requestRoutes } from './routes/requests.ts';
 import { scheduleRoutes } from './routes/schedules.ts';
@@ -194,6 +195,7 @@ export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
   app.route('/', pluginRoutes(deps.agents));
   app.route('/', sessionRoutes(deps.agents));
   if (deps.schedules !== undefined) app.route('/', scheduleRoutes(deps.agents, deps.schedules));
+  app.route('/', mcpServerRoutes(deps.agents));
 
   app.get(
     '/openapi.json',

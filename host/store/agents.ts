@@ -2,7 +2,8 @@
 // reads as absent (the API answers 404, never 403, so ids leak nothing); deletion is a soft
 // `deleted_at` stamp so start-up re-adoption can still find and remove the agent's sandbox.
 // An agent's remote tools (`remote_tools`, migration 4) are its whole current list, replaced as one
-// value: loading an agent reads them here and never from its session log.
+// value: loading an agent reads them here and never from its session log. Its MCP servers
+// (`mcp_servers`, migration 8) likewise: the whole list, each with the tools it listed last.
 import { nanoid } from 'nanoid';
 import { SandboxError } from '../errors.ts';
 import type { JsonValue } from '../json.ts';
@@ -16,6 +17,8 @@ export interface AgentRecord {
   config: JsonValue;
   /** Every remote tool definition the agent has now (creation's, then registrations'), in order. */
   remoteTools: JsonValue[];
+  /** Its MCP servers (specs and the tools each listed last), in registration order. */
+  mcpServers: JsonValue[];
   /** The provider's id for the agent's sandbox, once it has one. */
   sandboxId?: string;
   createdAt: number;
@@ -41,6 +44,8 @@ export interface AgentStore {
   markDeleted(tenantId: string, id: string): boolean;
   /** Replaces the agent's remote tools; false when there is no live agent of that tenant with that id. */
   setRemoteTools(tenantId: string, id: string, tools: JsonValue[]): boolean;
+  /** Replaces the agent's MCP servers; false when there is no live agent of that tenant with that id. */
+  setMcpServers(tenantId: string, id: string, servers: JsonValue[]): boolean;
   setSandboxId(id: string, sandboxId: string | undefined): void;
   /** Every agent of every tenant, for re-adoption at start; deleted ones only when asked. */
   listAll(options?: { includeDeleted?: boolean }): AgentRecord[];
@@ -53,6 +58,7 @@ interface AgentRow {
   mode: string;
   config: string;
   remote_tools: string;
+  mcp_servers: string;
   sandbox_id: string | null;
   created_at: number;
   deleted_at: number | null;
@@ -66,6 +72,7 @@ function toRecord(r: AgentRow): AgentRecord {
     mode: r.mode,
     config: JSON.parse(r.config),
     remoteTools: JSON.parse(r.remote_tools),
+    mcpServers: JSON.parse(r.mcp_servers),
     createdAt: r.created_at,
   };
   if (r.sandbox_id !== null) record.sandboxId = r.sandbox_id;
@@ -89,6 +96,9 @@ export const createAgentStore = (db: Database, now: () => number = Date.now): Ag
   const setRemote = db.prepare(
     'UPDATE agents SET remote_tools = ? WHERE id = ? AND tenant_id = ? AND deleted_at IS NULL',
   );
+  const setMcp = db.prepare(
+    'UPDATE agents SET mcp_servers = ? WHERE id = ? AND tenant_id = ? AND deleted_at IS NULL',
+  );
   const setSandbox = db.prepare('UPDATE agents SET sandbox_id = ? WHERE id = ?');
 
   return {
@@ -102,6 +112,7 @@ export const createAgentStore = (db: Database, now: () => number = Date.now): Ag
         mode: input.mode,
         config: JSON.parse(config),
         remoteTools: JSON.parse(remoteTools),
+        mcpServers: [],
         createdAt: now(),
       };
       try {
@@ -139,6 +150,9 @@ export const createAgentStore = (db: Database, now: () => number = Date.now): Ag
 
     setRemoteTools: (tenantId, id, tools) =>
       guarded('set agent remote tools', () => setRemote.run(JSON.stringify(tools), id, tenantId).changes > 0),
+
+    setMcpServers: (tenantId, id, servers) =>
+      guarded('set agent MCP servers', () => setMcp.run(JSON.stringify(servers), id, tenantId).changes > 0),
 
     setSandboxId(id, sandboxId) {
       guarded('set agent sandbox', () => setSandbox.run(sandboxId ?? null, id));

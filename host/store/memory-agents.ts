@@ -44,6 +44,7 @@ export const createMemoryAgentStore = (options: MemoryAgentStoreOptions = {}): A
         mode: input.mode,
         config: input.config ?? {},
         remoteTools: input.remoteTools ?? [],
+        mcpServers: [],
         createdAt: now(),
       });
       records.set(record.id, record);
@@ -67,6 +68,12 @@ export const createMemoryAgentStore = (options: MemoryAgentStoreOptions = {}): A
     setRemoteTools(tenantId, id, tools) {
       const record = live(tenantId, id);
       if (record !== undefined) record.remoteTools = JSON.parse(JSON.stringify(tools));
+      return record !== undefined;
+    },
+
+    setMcpServers(tenantId, id, servers) {
+      const record = live(tenantId, id);
+      if (record !== undefined) record.mcpServers = JSON.parse(JSON.stringify(servers));
       return record !== undefined;
     },
 

@@ -310,6 +310,11 @@ export const MIGRATIONS: readonly Migration[] = [
     `,
     up: indexLoggedEvents,
   },
+  {
+    version: 8,
+    name: 'agents keep their MCP servers (specs and the tools each listed last)',
+    sql: `ALTER TABLE agents ADD COLUMN mcp_servers TEXT NOT NULL DEFAULT '[]';`,
+  },
 ];
 
 export const latestSchemaVersion = (migrations: readonly Migration[] = MIGRATIONS): number =>

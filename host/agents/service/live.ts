@@ -6,12 +6,16 @@
 // every call still made through it, inner ones included, is DENIED).
 import { agentPolicies } from '../../../policies/index.ts';
 import type { Sandbox } from '../../sandbox/types.ts';
-import type { AgentStore } from '../../store/index.ts';
+import type { AgentRecord, AgentStore } from '../../store/index.ts';
+import type { EventLog } from '../../store/types.ts';
 import type { AgentScope } from '../../tools/types.ts';
 import type { SpawnProvider } from '../../tools/workflow/index.ts';
+import { type AgentMcp, installMcpServers } from '../mcp/servers.ts';
+import type { McpLimits } from '../mcp/types.ts';
 import type { AgentPlugins } from '../plugins/view.ts';
 import type { AgentSession } from '../session/state.ts';
 import type { Agent, AgentTools, RemoteToolSpec, ToolRuntime } from '../types.ts';
+import { mcpLimitsFor, mcpPersister, mcpServersOf } from './mcp.ts';
 import { type DeletionMarks, deletedError, remoteToolsOf } from './records.ts';
 import { type DefineRemote, installRemoteTools, type RemoteTools } from './remote.ts';
 
@@ -21,6 +25,8 @@ export interface LiveAgent {
   remote: RemoteTools;
   /** Its todos, goal, plan mode and questions (the session tools' `services.session`). */
   session: AgentSession;
+  /** Its MCP servers (tool sources run in its sandbox). */
+  mcp: AgentMcp;
 }
 
 export interface LiveAgents {
@@ -44,6 +50,10 @@ export interface LiveAgentsOptions {
   pluginsOf?: (agent: Agent) => AgentPlugins | undefined;
   /** The agent's session service, made once per load. */
   sessionOf: (agent: Agent) => AgentSession;
+  /** Persists and logs MCP server changes; told nothing else. */
+  events: EventLog;
+  /** Each tenant's MCP bounds over DEFAULT_MCP_LIMITS. */
+  mcpLimitsOf?: (tenantId: string) => Partial<McpLimits> | undefined;
 }
 
 export function createLiveAgents(options: LiveAgentsOptions): LiveAgents {
@@ -56,12 +66,12 @@ export function createLiveAgents(options: LiveAgentsOptions): LiveAgents {
     if (existing !== undefined) return existing;
     const record = agents.get(agent.tenantId, agent.id);
     if (record === undefined) throw deletedError(agent.id);
-    const loaded = load(agent, remoteToolsOf(record));
+    const loaded = load(agent, remoteToolsOf(record), record);
     live.set(agent.id, loaded);
     return loaded;
   }
 
-  function load(agent: Agent, remoteSpecs: RemoteToolSpec[]): LiveAgent {
+  function load(agent: Agent, remoteSpecs: RemoteToolSpec[], record: AgentRecord): LiveAgent {
     const session = options.sessionOf(agent);
     const scope = scopeOf(agent, session);
     const tools = runtime.forAgent({
@@ -73,7 +83,17 @@ export function createLiveAgents(options: LiveAgentsOptions): LiveAgents {
       policies: agentPolicies(agent.config.policy),
     });
     try {
-      return { scope, tools, session, remote: installRemoteTools(tools, remoteSpecs, options.defineRemote) };
+      const remote = installRemoteTools(tools, remoteSpecs, options.defineRemote);
+      const mcp = installMcpServers(
+        {
+          tools,
+          limits: mcpLimitsFor(options.mcpLimitsOf, agent.tenantId),
+          sandbox: () => options.sandboxOf(agent),
+          persist: mcpPersister(agents, options.events, agent),
+        },
+        mcpServersOf(record),
+      );
+      return { scope, tools, session, remote, mcp };
     } catch (error) {
       tools.dispose();
       throw error;
@@ -100,11 +120,15 @@ export function createLiveAgents(options: LiveAgentsOptions): LiveAgents {
   function retire(id: string): void {
     const state = live.get(id);
     live.delete(id);
+    state?.mcp.stopAll();
     state?.tools.dispose();
   }
 
   function retireAll(): void {
-    for (const state of live.values()) state.tools.dispose();
+    for (const state of live.values()) {
+      state.mcp.stopAll();
+      state.tools.dispose();
+    }
     live.clear();
   }
 

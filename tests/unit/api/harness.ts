@@ -22,7 +22,7 @@ export const makeApi = (
   options: {
     sandboxes?: SandboxProvider;
     store?: Partial<OpenStoreOptions>;
-    agents?: Pick<AgentServiceOptions, 'reapRetryMs' | 'questionTtlMs'>;
+    agents?: Pick<AgentServiceOptions, 'reapRetryMs' | 'questionTtlMs' | 'mcpLimitsOf'>;
   } = {},
 ) => {
   const store = openStore({ path: ':memory:', ...options.store });

@@ -1,0 +1,79 @@
+// The vocabulary of MCP servers brought into an agent as tool sources: what a registration says
+// (McpServerSpec), what the agents table keeps of each (McpServerRecord: the spec and the tools it
+// listed last, so the agent's tool set is known after a restart without starting anything), the
+// per-tenant bounds (McpLimits) and what the API reports of a running server (McpServerStatus).
+import type { JsonSchema } from '../../tools/types.ts';
+
+/** A stdio MCP server: a program the agent's sandbox runs, speaking JSON-RPC on its stdin/stdout. */
+export interface McpServerSpec {
+  /** 1-32 of [A-Za-z0-9-] (no `_`, so `mcp__<server>__<tool>` parses one way); unique per agent. */
+  name: string;
+  transport: 'stdio';
+  /** Program and arguments, run without a shell as the agent in its sandbox. */
+  command: string[];
+  /** Working directory in the workspace. Default: the workspace root. */
+  cwd?: string;
+  /** Extra environment of the program (nothing of the service's own reaches it). */
+  env?: Record<string, string>;
+  /** Deadline of one tools/call, within the tenant's maximum (callTimeoutMs). */
+  timeoutMs?: number;
+}
+
+/** A tool as the server listed it (only the fields we use, bounded). */
+export interface McpToolInfo {
+  /** The server's own name for it. */
+  name: string;
+  description: string;
+  inputSchema: JsonSchema;
+}
+
+export interface McpServerRecord extends McpServerSpec {
+  /** The tools the server listed when it last started. */
+  tools: McpToolInfo[];
+}
+
+/** Bounds per tenant (the service's maxima; see DEFAULT_MCP_LIMITS). */
+export interface McpLimits {
+  /** MCP servers one agent may have. Default 8. */
+  maxServers: number;
+  /** Tools taken from one server; the rest are skipped (and reported). Default 64. */
+  maxToolsPerServer: number;
+  /** Largest message a server may send (a result, a tool list), in bytes. Default 1 MiB. */
+  maxResultBytes: number;
+  /** Longest (and default) deadline of one tools/call. Default 60000 ms. */
+  callTimeoutMs: number;
+  /** Deadline of a start: the program launched, initialized and its tools listed. Default 30000 ms. */
+  startTimeoutMs: number;
+  /** Failed starts or crashes in a row after which a server is marked failed. Default 3. */
+  maxFailures: number;
+}
+
+export const DEFAULT_MCP_LIMITS: Readonly<McpLimits> = Object.freeze({
+  maxServers: 8,
+  maxToolsPerServer: 64,
+  maxResultBytes: 1024 * 1024,
+  callTimeoutMs: 60_000,
+  startTimeoutMs: 30_000,
+  maxFailures: 3,
+});
+
+/**
+ * Where a server is: `stopped` (not running; starts at the next call), `starting`, `ready`, or
+ * `failed` (it failed maxFailures times in a row; its calls fail until it is registered again).
+ */
+export type McpServerState = 'stopped' | 'starting' | 'ready' | 'failed';
+
+export interface McpServerStatus {
+  name: string;
+  transport: 'stdio';
+  command: string[];
+  state: McpServerState;
+  /** Model-facing name → the server's own tool name. */
+  tools: Array<{ name: string; tool: string }>;
+  /** Tools of the server that the agent does not get, with the reason. */
+  skipped: Array<{ tool: string; reason: string }>;
+  /** Why it last failed (with the end of its stderr), if it did. */
+  lastError?: string;
+  /** Starts after the first one. */
+  restarts: number;
+}

@@ -1,0 +1,110 @@
+// An agent's MCP servers as tool sources (issue 14): register one (it is started in the agent's
+// sandbox, initialized and its tools listed before this answers; the same name replaces it), list
+// them with their state and tools, read one, remove one (its program ends, its tools leave the
+// agent). Their tools are the agent's `mcp__<server>__<tool>` tools. Another tenant's agent answers
+// 404. The program's environment is never shown back (it may hold tokens).
+import { Hono } from 'hono';
+import { describeRoute } from 'hono-openapi';
+import * as v from 'valibot';
+import type { McpServerSpec } from '../../agents/mcp/types.ts';
+import type { AgentService } from '../../agents/service.ts';
+import { jsonBody, jsonRequest, jsonResponse } from '../body.ts';
+import type { ApiEnv } from '../env.ts';
+import { ErrorBody } from '../schemas.ts';
+import { loadAgent } from './agents.ts';
+
+const arg = v.pipe(
+  v.string(),
+  v.maxLength(8192),
+  v.check((s) => !s.includes('\0'), 'no NUL characters'),
+);
+
+export const RegisterMcpServer = v.strictObject({
+  name: v.pipe(v.string(), v.regex(/^[A-Za-z0-9-]{1,32}$/, 'a server name is 1-32 letters, digits or "-"')),
+  transport: v.optional(v.literal('stdio'), 'stdio'),
+  command: v.pipe(v.array(arg), v.minLength(1), v.maxLength(256)),
+  cwd: v.optional(v.pipe(v.string(), v.maxLength(4096))),
+  env: v.optional(
+    v.pipe(
+      v.record(v.pipe(v.string(), v.regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/)), arg),
+      v.check((e) => Object.keys(e).length <= 64, 'at most 64 variables'),
+    ),
+  ),
+  timeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(100), v.maxValue(86_400_000))),
+});
+
+const McpServer = v.object({
+  name: v.string(),
+  transport: v.literal('stdio'),
+  command: v.array(v.string()),
+  state: v.picklist(['stopped', 'starting', 'ready', 'failed']),
+  tools: v.array(v.object({ name: v.string(), tool: v.string() })),
+  skipped: v.array(v.object({ tool: v.string(), reason: v.string() })),
+  lastError: v.optional(v.string()),
+  restarts: v.number(),
+});
+const McpServerList = v.object({ servers: v.array(McpServer) });
+
+const notFound = { 404: jsonResponse('No such agent or MCP server', ErrorBody) };
+
+export const mcpServerRoutes = (agents: AgentService): Hono<ApiEnv> => {
+  const app = new Hono<ApiEnv>();
+  app.post(
+    '/v1/agents/:id/mcp-servers',
+    describeRoute({
+      operationId: 'registerMcpServer',
+      tags: ['mcp'],
+      description:
+        "Starts a stdio MCP server in the agent's sandbox (as the agent, no network), lists its tools and adds them as mcp__<server>__<tool>; a server of the same name is replaced. MCP_SERVER_FAILED when it does not start.",
+      requestBody: jsonRequest(RegisterMcpServer),
+      responses: {
+        201: jsonResponse('The server with its tools', McpServer),
+        400: jsonResponse('Invalid', ErrorBody),
+        502: jsonResponse('The server did not start', ErrorBody),
+        ...notFound,
+      },
+    }),
+    loadAgent(agents),
+    jsonBody(RegisterMcpServer),
+    async (c) => {
+      const spec = c.get('body') as McpServerSpec;
+      const status = await agents.mcpServers.register(c.get('agent'), spec);
+      return c.json(status, 201);
+    },
+  );
+  app.get(
+    '/v1/agents/:id/mcp-servers',
+    describeRoute({
+      operationId: 'listMcpServers',
+      tags: ['mcp'],
+      responses: { 200: jsonResponse("The agent's MCP servers", McpServerList), ...notFound },
+    }),
+    loadAgent(agents),
+    (c) => c.json({ servers: agents.mcpServers.list(c.get('agent')) }),
+  );
+  app.get(
+    '/v1/agents/:id/mcp-servers/:name',
+    describeRoute({
+      operationId: 'getMcpServer',
+      tags: ['mcp'],
+      responses: { 200: jsonResponse('The server', McpServer), ...notFound },
+    }),
+    loadAgent(agents),
+    (c) => c.json(agents.mcpServers.get(c.get('agent'), c.req.param('name'))),
+  );
+  app.delete(
+    '/v1/agents/:id/mcp-servers/:name',
+    describeRoute({
+      operationId: 'removeMcpServer',
+      tags: ['mcp'],
+      description: 'Ends the server and removes its tools from the agent.',
+      responses: { 204: { description: 'Removed' }, ...notFound },
+    }),
+    loadAgent(agents),
+    async (c) => {
+      await agents.mcpServers.remove(c.get('agent'), c.req.param('name'));
+      return c.body(null, 204);
+    },
+  );
+  return app;
+};
