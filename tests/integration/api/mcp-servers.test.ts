@@ -1,0 +1,127 @@
+// The reference MCP server in a real agent container (issue 14): the official "everything" server,
+// installed in the sandbox image at build time, registered as the agent's stdio MCP server and run
+// by sandboxd as the agent with no network. Its tools are callable through POST /calls, from
+// run_code, and through the agent's own MCP endpoint (MCP in, MCP out, with the official SDK's
+// client), with policy and the log in the path; after a restart of the control plane they are
+// still the agent's, and the server starts again at the next call.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { afterAll, expect, it } from 'vitest';
+import { loadConfig } from '../../../host/config.ts';
+import { type Running, startServer } from '../../../host/serve.ts';
+import type { Loose } from '../../unit/api/harness.ts';
+import { dockerFixture } from '../sandbox/fixtures.ts';
+
+const fixture = dockerFixture();
+const dataDir = mkdtempSync(join(tmpdir(), 'dsh-api-mcp-servers-'));
+const config = loadConfig({ host: '127.0.0.1', port: 0, dataDir, poolSize: 0, isolateWorkers: 1 }, {});
+const running: Running[] = [];
+
+afterAll(async () => {
+  for (const r of running) await r.close();
+  await fixture.sweep();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+const json = async (server: Running, key: string, method: string, path: string, body?: unknown) => {
+  const res = await fetch(`${server.url}${path}`, {
+    method,
+    headers: {
+      Authorization: `Bearer ${key}`,
+      ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return { status: res.status, json: (await res.json().catch(() => undefined)) as Loose };
+};
+const callOne = async (server: Running, key: string, agent: string, name: string, args: unknown) =>
+  (
+    await json(server, key, 'POST', `/v1/agents/${agent}/calls`, {
+      calls: [{ id: 'c', name, arguments: args }],
+    })
+  ).json.results[0];
+
+it('the everything server runs in the agent container: POST /calls, run_code, MCP in and out, policy, log, restart', async () => {
+  const first = await startServer(config, { sandboxes: fixture.provider(), log: () => {} });
+  running.push(first);
+  const key = first.store.tenants.createTenant('mcp-servers').apiKey;
+  const agent = (
+    await json(first, key, 'POST', '/v1/agents', {
+      mode: 'both',
+      policy: { deny: ['mcp__everything__get-env'] },
+    })
+  ).json;
+
+  const registered = await json(first, key, 'POST', `/v1/agents/${agent.id}/mcp-servers`, {
+    name: 'everything',
+    command: ['mcp-server-everything', 'stdio'],
+  });
+  expect(registered.status).toBe(201);
+  expect(registered.json.state).toBe('ready');
+  const names = registered.json.tools.map((t: Loose) => t.name);
+  expect(names).toEqual(expect.arrayContaining(['mcp__everything__echo', 'mcp__everything__get-sum']));
+
+  // Natively, through POST /calls.
+  expect(await callOne(first, key, agent.id, 'mcp__everything__echo', { message: 'hi' })).toMatchObject({
+    ok: true,
+    content: [{ type: 'text', text: 'Echo: hi' }],
+  });
+  const image = await callOne(first, key, agent.id, 'mcp__everything__get-tiny-image', {});
+  expect(image.content.some((p: Loose) => p.type === 'image' && p.mimeType === 'image/png')).toBe(true);
+  expect((await callOne(first, key, agent.id, 'mcp__everything__get-env', {})).error.code).toBe('DENIED');
+  // The server has no network: its one fetching tool fails as a tool failure, nothing else notices.
+  const fetched = await callOne(first, key, agent.id, 'mcp__everything__gzip-file-as-resource', {
+    name: 'x.gz',
+    data: 'http://192.0.2.1/x',
+  });
+  expect(fetched.ok).toBe(false);
+  expect((await callOne(first, key, agent.id, 'mcp__everything__echo', { message: 'still' })).ok).toBe(true);
+
+  // From a program: a tools.* binding through the same pipeline.
+  const program = await callOne(first, key, agent.id, 'run_code', {
+    description: 'echo through MCP',
+    code: "const r = await tools.mcp__everything__echo({ message: 'from code' }); return r.content[0].text;",
+  });
+  expect(program.ok).toBe(true);
+  expect(program.content[0].text).toContain('Echo: from code');
+
+  // MCP in, MCP out: the agent's own MCP endpoint serves the server's tools.
+  const client = new Client({ name: 'test', version: '1' });
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${first.url}/v1/agents/${agent.id}/mcp`), {
+      requestInit: { headers: { Authorization: `Bearer ${key}` } },
+    }),
+  );
+  const listed = (await client.listTools()).tools.map((t) => t.name);
+  expect(listed).toContain('mcp__everything__echo');
+  const viaMcp = await client.callTool({ name: 'mcp__everything__get-sum', arguments: { a: 2, b: 3 } });
+  expect(JSON.stringify(viaMcp.content)).toContain('5');
+  const denied = await client.callTool({ name: 'mcp__everything__get-env', arguments: {} });
+  expect(denied.isError).toBe(true);
+  await client.close();
+
+  const log = (await json(first, key, 'GET', `/v1/agents/${agent.id}/events`)).json.events as Loose[];
+  const called = log.filter((e) => e.type === 'tool.call').map((e) => e.data?.name);
+  expect(called).toEqual(expect.arrayContaining(['mcp__everything__echo', 'mcp__everything__get-sum']));
+  expect(log.some((e) => e.type === 'agent.mcp_servers')).toBe(true);
+
+  // A new control plane: the tools come from the store, the server starts again at the next call.
+  await first.close();
+  running.splice(running.indexOf(first), 1);
+  const second = await startServer(config, { sandboxes: fixture.provider(), log: () => {} });
+  running.push(second);
+  const tools = (await json(second, key, 'GET', `/v1/agents/${agent.id}/tools`)).json.tools.map(
+    (t: Loose) => t.name,
+  );
+  expect(tools).toContain('mcp__everything__echo');
+  expect((await json(second, key, 'GET', `/v1/agents/${agent.id}/mcp-servers`)).json.servers[0].state).toBe(
+    'stopped',
+  );
+  expect(await callOne(second, key, agent.id, 'mcp__everything__echo', { message: 'back' })).toMatchObject({
+    ok: true,
+    content: [{ type: 'text', text: 'Echo: back' }],
+  });
+  expect((await json(second, key, 'DELETE', `/v1/agents/${agent.id}`)).status).toBe(204);
+});
