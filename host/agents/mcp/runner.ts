@@ -1,8 +1,10 @@
 // One MCP server of one agent, run on demand: started in the agent's sandbox at the first call that
 // needs it (or at registration), initialized and its tools listed through the official SDK's Client
 // over SandboxStdioTransport, then kept while it answers. State, in order: stopped → starting →
-// ready → (it ends: stopped | a call times out: stopped, the program killed) … and failed once
-// `maxFailures` starts or crashes came in a row (only a new registration clears it).
+// ready → (it ends: stopped | a call times out: stopped, the program killed | no call for idleMs:
+// stopped) … and failed once `maxFailures` starts or crashes came in a row (only a new
+// registration clears it). A server's `notifications/tools/list_changed` makes it list its tools
+// again (debounced), and onTools tells the owner.
 // Invariants: at most one program per runner at a time (concurrent callers share one start);
 // every failure of the server becomes MCP_SERVER_FAILED (or TOOL_TIMEOUT) for the calls it hit,
 // with the reason and the end of its stderr, never an exception anywhere else; a stopped runner
@@ -74,6 +76,25 @@ export function createMcpRunner(options: McpRunnerOptions): McpRunner {
   let lastError: string | undefined;
   let stopped = false;
   let stderr = '';
+  let calls = 0;
+  /** What the server listed last. */
+  let listedLast: McpToolInfo[] = [];
+  let idle: NodeJS.Timeout | undefined;
+
+  /** Stops a running server that had no call for idleMs (not a failure: it starts again when needed). */
+  function armIdle(): void {
+    clearTimeout(idle);
+    if (limits.idleMs <= 0 || calls > 0) return;
+    idle = setTimeout(() => {
+      const active = live;
+      if (active === undefined || calls > 0) return;
+      live = undefined;
+      session = undefined;
+      state = 'stopped';
+      void active.transport.close();
+    }, limits.idleMs);
+    idle.unref();
+  }
 
   function tail(): string {
     const text = stderr.replace(/\s+$/, '');
@@ -108,9 +129,22 @@ export function createMcpRunner(options: McpRunnerOptions): McpRunner {
             : `ended: ${end.error?.message ?? (end.signal ? `killed by ${end.signal}` : `exit code ${String(end.exitCode)}`)}`,
         ),
     });
-    const client = new Client(
+    const client: Client = new Client(
       { name: 'dsh-sandbox', version: options.version ?? '0.1.0' },
-      { capabilities: {}, jsonSchemaValidator: noOutputValidation },
+      {
+        capabilities: {},
+        jsonSchemaValidator: noOutputValidation,
+        // We list (paginated, bounded) ourselves; a server that keeps announcing is debounced.
+        listChanged: {
+          tools: {
+            autoRefresh: false,
+            debounceMs: 1000,
+            onChanged: () => {
+              if (live?.client === client) listTools(client).catch(() => {});
+            },
+          },
+        },
+      },
     );
     client.onerror = () => {}; // malformed lines are skipped; a broken server shows in its calls
     try {
@@ -147,6 +181,7 @@ export function createMcpRunner(options: McpRunnerOptions): McpRunner {
       cursor = listed.nextCursor;
       if (cursor === undefined) break;
     }
+    listedLast = tools;
     options.onTools?.(tools, skipped);
     return tools;
   }
@@ -179,6 +214,7 @@ export function createMcpRunner(options: McpRunnerOptions): McpRunner {
         if (stopped) throw failedError(spec.name, 'was removed.');
         live = mine;
         state = 'ready';
+        armIdle();
         return mine;
       } catch (error) {
         session = undefined;
@@ -197,8 +233,8 @@ export function createMcpRunner(options: McpRunnerOptions): McpRunner {
   }
 
   async function start(): Promise<McpToolInfo[]> {
-    const { client } = await connect();
-    return listTools(client);
+    await connect();
+    return listedLast;
   }
 
   async function call(
@@ -206,7 +242,22 @@ export function createMcpRunner(options: McpRunnerOptions): McpRunner {
     args: Record<string, unknown>,
     signal: AbortSignal,
   ): Promise<CallToolResult> {
-    const active = await connect();
+    calls++;
+    clearTimeout(idle);
+    try {
+      return await callOn(await connect(), tool, args, signal);
+    } finally {
+      calls--;
+      armIdle();
+    }
+  }
+
+  async function callOn(
+    active: Session,
+    tool: string,
+    args: Record<string, unknown>,
+    signal: AbortSignal,
+  ): Promise<CallToolResult> {
     const timeout = Math.min(spec.timeoutMs ?? limits.callTimeoutMs, limits.callTimeoutMs);
     try {
       const result = await active.client.callTool({ name: tool, arguments: args }, { signal, timeout });
@@ -237,6 +288,7 @@ export function createMcpRunner(options: McpRunnerOptions): McpRunner {
 
   function stop(): void {
     stopped = true;
+    clearTimeout(idle);
     const running = session;
     session = undefined;
     live = undefined;

@@ -46,6 +46,11 @@ export interface McpLimits {
   startTimeoutMs: number;
   /** Failed starts or crashes in a row after which a server is marked failed. Default 3. */
   maxFailures: number;
+  /**
+   * A running server with no call for this long is stopped (it starts again at the next call), so
+   * an idle agent's container can be stopped by the idle reaper. 0 keeps it running. Default 300000.
+   */
+  idleMs: number;
 }
 
 export const DEFAULT_MCP_LIMITS: Readonly<McpLimits> = Object.freeze({
@@ -55,6 +60,7 @@ export const DEFAULT_MCP_LIMITS: Readonly<McpLimits> = Object.freeze({
   callTimeoutMs: 60_000,
   startTimeoutMs: 30_000,
   maxFailures: 3,
+  idleMs: 300_000,
 });
 
 /**

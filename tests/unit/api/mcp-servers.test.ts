@@ -5,6 +5,7 @@
 // garbage or too much fails its own calls with a stable code and starts again at the next call,
 // and one that keeps failing is marked failed. tests/integration/api/mcp-servers.test.ts runs the
 // reference server in a real container.
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMemoryProvider } from '../../../host/sandbox/memory/provider.ts';
@@ -33,7 +34,19 @@ beforeAll(async () => {
   };
   api = makeApi(
     {},
-    { sandboxes, agents: { mcpLimitsOf: () => ({ maxServers: 2, maxResultBytes: 64 * 1024 }) } },
+    {
+      sandboxes,
+      agents: {
+        // Tenant b's servers stop after 300 ms without a call.
+        mcpLimitsOf: (tenantId) => ({
+          maxServers: 2,
+          maxResultBytes: 64 * 1024,
+          ...(tenantId === api?.store.tenants.listTenants().find((t) => t.name === 'tenant-b')?.id
+            ? { idleMs: 300 }
+            : {}),
+        }),
+      },
+    },
   );
 });
 
@@ -44,8 +57,8 @@ afterAll(async () => {
 
 const register = (agentId: string, body: unknown, key = api.keyA) =>
   api.request(key, 'POST', `/v1/agents/${agentId}/mcp-servers`, body);
-const callOne = async (agentId: string, name: string, args: unknown = {}): Promise<Loose> =>
-  (await api.call(api.keyA, agentId, [{ id: 'c1', name, arguments: args }])).json.results[0];
+const callOne = async (agentId: string, name: string, args: unknown = {}, key = api.keyA): Promise<Loose> =>
+  (await api.call(key, agentId, [{ id: 'c1', name, arguments: args }])).json.results[0];
 
 describe('MCP servers as tool sources', () => {
   it('registers a stdio server: its tools are the agent’s, named mcp__<server>__<tool> within 64 characters', async () => {
@@ -123,6 +136,28 @@ describe('MCP servers as tool sources', () => {
     expect(status).toMatchObject({ state: 'ready', restarts: 3 });
   });
 
+  it('a server that keeps failing is marked failed, and says why', async () => {
+    const agent = await api.createAgent(api.keyA);
+    mkdirSync(join(sd.root, 'poison-here'));
+    expect((await register(agent.id, { ...tiny(), cwd: 'poison-here' })).status).toBe(201);
+    expect((await callOne(agent.id, 'mcp__tiny__poison')).error.code).toBe('MCP_SERVER_FAILED');
+    // Two more failed starts make three failures in a row.
+    for (let i = 0; i < 2; i++)
+      expect((await callOne(agent.id, 'mcp__tiny__echo', { message: 'x' })).error.code).toBe(
+        'MCP_SERVER_FAILED',
+      );
+    const status = (await api.request(api.keyA, 'GET', `/v1/agents/${agent.id}/mcp-servers/tiny`)).json;
+    expect(status).toMatchObject({
+      state: 'failed',
+      lastError: expect.stringContaining('told to exit at start'),
+    });
+    const refused = await callOne(agent.id, 'mcp__tiny__echo', { message: 'x' });
+    expect(refused.error).toMatchObject({
+      code: 'MCP_SERVER_FAILED',
+      message: expect.stringContaining('marked failed'),
+    });
+  });
+
   it('a server that does not start is refused with its stderr, and nothing is kept', async () => {
     const agent = await api.createAgent(api.keyA);
     const res = await register(agent.id, tiny('--exit-at-start'));
@@ -158,6 +193,34 @@ describe('MCP servers as tool sources', () => {
     expect((await api.request(api.keyA, 'DELETE', `/v1/agents/${agent.id}/mcp-servers/one`)).status).toBe(
       404,
     );
+  });
+
+  it('a server that announces new tools has them added (and logged)', async () => {
+    const agent = await api.createAgent(api.keyA);
+    await register(agent.id, tiny());
+    expect((await callOne(agent.id, 'mcp__tiny__grow')).ok).toBe(true);
+    await until(
+      async () =>
+        ((await api.request(api.keyA, 'GET', `/v1/agents/${agent.id}/tools`)).json.tools as Loose[]).some(
+          (t) => t.name === 'mcp__tiny__grown',
+        ),
+      { what: 'the announced tool' },
+    );
+    expect((await callOne(agent.id, 'mcp__tiny__grown')).content[0].text).toBe('called grown');
+    const events = (await api.request(api.keyA, 'GET', `/v1/agents/${agent.id}/events`)).json
+      .events as Loose[];
+    expect(events.filter((e) => e.type === 'agent.mcp_servers').length).toBe(2);
+  });
+
+  it('a server without calls for idleMs is stopped, and starts again at the next call', async () => {
+    const agent = await api.createAgent(api.keyB);
+    expect((await register(agent.id, tiny(), api.keyB)).status).toBe(201);
+    const pid = Number((await callOne(agent.id, 'mcp__tiny__pid', {}, api.keyB)).content[0].text);
+    await until(() => gone(pid), { what: 'the idle server is stopped' });
+    const status = (await api.request(api.keyB, 'GET', `/v1/agents/${agent.id}/mcp-servers/tiny`)).json;
+    expect(status.state).toBe('stopped');
+    expect(status.lastError).toBeUndefined();
+    expect((await callOne(agent.id, 'mcp__tiny__echo', { message: 'awake' }, api.keyB)).ok).toBe(true);
   });
 
   it('deleting the agent ends its servers', async () => {
