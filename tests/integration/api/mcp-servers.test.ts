@@ -4,7 +4,7 @@
 // run_code, and through the agent's own MCP endpoint (MCP in, MCP out, with the official SDK's
 // client), with policy and the log in the path; after a restart of the control plane they are
 // still the agent's, and the server starts again at the next call.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
@@ -124,4 +124,34 @@ it('the everything server runs in the agent container: POST /calls, run_code, MC
     content: [{ type: 'text', text: 'Echo: back' }],
   });
   expect((await json(second, key, 'DELETE', `/v1/agents/${agent.id}`)).status).toBe(204);
+});
+
+it('a server of the agent’s own runs as the agent with no network; its flood fails only its own call', async () => {
+  const server = running[0] ?? (await startServer(config, { sandboxes: fixture.provider(), log: () => {} }));
+  if (running.length === 0) running.push(server);
+  const key = server.store.tenants.createTenant('mcp-own').apiKey;
+  const agent = (await json(server, key, 'POST', '/v1/agents', {})).json;
+  const source = readFileSync(join(import.meta.dirname, '..', '..', 'fixtures', 'mcp', 'tiny-server.mjs'));
+  const put = await fetch(`${server.url}/v1/agents/${agent.id}/files?path=tiny.mjs`, {
+    method: 'PUT',
+    headers: { Authorization: `Bearer ${key}` },
+    body: source,
+  });
+  expect(put.ok).toBe(true);
+  const registered = await json(server, key, 'POST', `/v1/agents/${agent.id}/mcp-servers`, {
+    name: 'tiny',
+    command: ['node', 'tiny.mjs'],
+  });
+  expect(registered.status).toBe(201);
+  const who = JSON.parse((await callOne(server, key, agent.id, 'mcp__tiny__whoami', {})).content[0].text);
+  expect(who).toEqual({ uid: 1000, gid: 1000, nets: ['lo'] });
+  const flood = await callOne(server, key, agent.id, 'mcp__tiny__huge', { n: 2 * 1024 * 1024 });
+  expect(flood.error.code).toBe('MCP_SERVER_FAILED');
+  expect((await callOne(server, key, agent.id, 'mcp__tiny__echo', { message: 'ok' })).content[0].text).toBe(
+    'echo: ok',
+  );
+  // The rest of the sandbox never noticed.
+  expect((await callOne(server, key, agent.id, 'bash', { command: 'echo fine', description: 'x' })).ok).toBe(
+    true,
+  );
 });
