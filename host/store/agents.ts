@@ -4,6 +4,7 @@
 // An agent's remote tools (`remote_tools`, migration 4) are its whole current list, replaced as one
 // value: loading an agent reads them here and never from its session log. Its MCP servers
 // (`mcp_servers`, migration 8) likewise: the whole list, each with the tools it listed last.
+import type LibsqlDatabase from 'libsql';
 import { nanoid } from 'nanoid';
 import { SandboxError } from '../errors.ts';
 import type { JsonValue } from '../json.ts';
@@ -72,7 +73,7 @@ function toRecord(r: AgentRow): AgentRecord {
     mode: r.mode,
     config: JSON.parse(r.config),
     remoteTools: JSON.parse(r.remote_tools),
-    mcpServers: JSON.parse(r.mcp_servers),
+    mcpServers: r.mcp_servers === undefined ? [] : JSON.parse(r.mcp_servers),
     createdAt: r.created_at,
   };
   if (r.sandbox_id !== null) record.sandboxId = r.sandbox_id;
@@ -96,9 +97,8 @@ export const createAgentStore = (db: Database, now: () => number = Date.now): Ag
   const setRemote = db.prepare(
     'UPDATE agents SET remote_tools = ? WHERE id = ? AND tenant_id = ? AND deleted_at IS NULL',
   );
-  const setMcp = db.prepare(
-    'UPDATE agents SET mcp_servers = ? WHERE id = ? AND tenant_id = ? AND deleted_at IS NULL',
-  );
+  // Prepared at first use, so a store on a schema before migration 8 (migration tests) still opens.
+  let setMcp: LibsqlDatabase.Statement | undefined;
   const setSandbox = db.prepare('UPDATE agents SET sandbox_id = ? WHERE id = ?');
 
   return {
@@ -152,7 +152,12 @@ export const createAgentStore = (db: Database, now: () => number = Date.now): Ag
       guarded('set agent remote tools', () => setRemote.run(JSON.stringify(tools), id, tenantId).changes > 0),
 
     setMcpServers: (tenantId, id, servers) =>
-      guarded('set agent MCP servers', () => setMcp.run(JSON.stringify(servers), id, tenantId).changes > 0),
+      guarded('set agent MCP servers', () => {
+        setMcp ??= db.prepare(
+          'UPDATE agents SET mcp_servers = ? WHERE id = ? AND tenant_id = ? AND deleted_at IS NULL',
+        );
+        return setMcp.run(JSON.stringify(servers), id, tenantId).changes > 0;
+      }),
 
     setSandboxId(id, sandboxId) {
       guarded('set agent sandbox', () => setSandbox.run(sandboxId ?? null, id));

@@ -44,13 +44,16 @@ describe('sandboxd stdio programs', () => {
       onStdout: () => {},
     });
     await p.write(Buffer.from('x\n'));
-    await until(() => {
-      try {
-        return readFileSync(join(local.sd.root, 'bg.pid'), 'utf8').trim() !== '';
-      } catch {
-        return false;
-      }
-    }, { what: 'the program started' });
+    await until(
+      () => {
+        try {
+          return readFileSync(join(local.sd.root, 'bg.pid'), 'utf8').trim() !== '';
+        } catch {
+          return false;
+        }
+      },
+      { what: 'the program started' },
+    );
     const pids = ['bg.pid', 'fg.pid'].map((f) => Number(readFileSync(join(local.sd.root, f), 'utf8')));
     ac.abort();
     const end: StdioEnd = await p.ended;
