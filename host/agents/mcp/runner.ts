@@ -54,6 +54,8 @@ export interface McpRunner {
   state(): McpServerState;
   lastError(): string | undefined;
   restarts(): number;
+  /** Tools of its last listing left out (over maxToolsPerServer), with the reason. */
+  skipped(): Array<{ tool: string; reason: string }>;
   /** Starts the server when it is not running; resolves to the tools it listed. */
   start(): Promise<McpToolInfo[]>;
   call(tool: string, args: Record<string, unknown>, signal: AbortSignal): Promise<CallToolResult>;
@@ -79,6 +81,7 @@ export function createMcpRunner(options: McpRunnerOptions): McpRunner {
   let calls = 0;
   /** What the server listed last. */
   let listedLast: McpToolInfo[] = [];
+  let skippedLast: Array<{ tool: string; reason: string }> = [];
   let idle: NodeJS.Timeout | undefined;
 
   /** Stops a running server that had no call for idleMs (not a failure: it starts again when needed). */
@@ -182,6 +185,7 @@ export function createMcpRunner(options: McpRunnerOptions): McpRunner {
       if (cursor === undefined) break;
     }
     listedLast = tools;
+    skippedLast = skipped;
     options.onTools?.(tools, skipped);
     return tools;
   }
@@ -301,6 +305,7 @@ export function createMcpRunner(options: McpRunnerOptions): McpRunner {
     state: () => state,
     lastError: () => lastError,
     restarts: () => Math.max(0, starts - 1),
+    skipped: () => skippedLast,
     start,
     call,
     stop,

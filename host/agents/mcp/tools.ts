@@ -30,7 +30,7 @@ export interface McpDefinitions {
 export function defineMcpTools(runner: McpRunner, tools: readonly McpToolInfo[]): McpDefinitions {
   const server = runner.spec.name;
   const map = new NameMap(server);
-  const out: McpDefinitions = { definitions: [], names: [], skipped: [] };
+  const out: McpDefinitions = { definitions: [], names: [], skipped: [...runner.skipped()] };
   for (const tool of tools) {
     const added = map.add(tool.name);
     if ('collidesWith' in added) {

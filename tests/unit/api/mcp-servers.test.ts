@@ -180,7 +180,13 @@ describe('MCP servers as tool sources', () => {
   it('limits: servers per agent; removing a server ends it and its tools', async () => {
     const agent = await api.createAgent(api.keyA);
     expect((await register(agent.id, { ...tiny(), name: 'one' })).status).toBe(201);
-    expect((await register(agent.id, { ...tiny(), name: 'two' })).status).toBe(201);
+    // 14 tools of its own and 60 more: the tenant's 64 are taken, the rest are listed as skipped.
+    const two = await register(agent.id, { ...tiny('--tools', '60'), name: 'two' });
+    expect(two.status).toBe(201);
+    expect(two.json.tools.length).toBe(64);
+    expect(two.json.skipped).toEqual(
+      Array.from({ length: 10 }, (_, i) => ({ tool: `t${50 + i}`, reason: 'over 64 tools' })),
+    );
     const third = await register(agent.id, { ...tiny(), name: 'three' });
     expect(third.json.error.code).toBe('LIMIT_EXCEEDED');
     expect((await register(agent.id, { ...tiny(), name: 'bad_name' })).status).toBe(400);
