@@ -15,6 +15,7 @@ import type { ClosableRequestStore } from './request-core.ts';
 import { createLibsqlRequestStore } from './requests.ts';
 import { createScheduleStore, type ScheduleStore } from './schedules.ts';
 import { createSessionStateStore, type SessionStateStore } from './session-state.ts';
+import { createSkillStore, type SkillStore } from './skills.ts';
 import { createTenantStore, type TenantStore } from './tenants.ts';
 import type { EventSearch } from './types.ts';
 
@@ -62,6 +63,8 @@ export interface Store {
   search: EventSearch;
   /** Agents' reminders (the `schedule_*` tools). */
   schedules: ScheduleStore;
+  /** Each tenant's skill packages (the `skill` tool, /v1/skills). */
+  skills: SkillStore;
   /** Flushes events, stops timers, closes the database. Idempotent. */
   close(): void;
 }
@@ -98,6 +101,7 @@ export const openStore = (options: OpenStoreOptions): Store => {
       sessionState: createSessionStateStore(db, now),
       search: createEventSearch(db),
       schedules: createScheduleStore(db, now),
+      skills: createSkillStore(db, now),
       close() {
         if (closed) return;
         closed = true;
@@ -180,6 +184,13 @@ export {
   type SessionStateRecord,
   type SessionStateStore,
 } from './session-state.ts';
+export {
+  createSkillStore,
+  type SkillFile,
+  type SkillPackage,
+  type SkillStore,
+  type SkillSummary,
+} from './skills.ts';
 export {
   API_KEY_PREFIX,
   type ApiKeyInfo,

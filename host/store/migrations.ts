@@ -315,6 +315,33 @@ export const MIGRATIONS: readonly Migration[] = [
     name: 'agents keep their MCP servers (specs and the tools each listed last)',
     sql: `ALTER TABLE agents ADD COLUMN mcp_servers TEXT NOT NULL DEFAULT '[]';`,
   },
+  {
+    version: 9,
+    name: 'skill catalogs',
+    // A tenant's skill packages: the row carries what the catalog lists and SKILL.md's instructions,
+    // skill_files every file of the package (SKILL.md included) as it was uploaded.
+    sql: `
+      CREATE TABLE skills (
+        tenant_id TEXT NOT NULL REFERENCES tenants(id),
+        name TEXT NOT NULL,
+        description TEXT NOT NULL,
+        instructions TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        bytes INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (tenant_id, name)
+      );
+      CREATE TABLE skill_files (
+        tenant_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        path TEXT NOT NULL,
+        content BLOB NOT NULL,
+        PRIMARY KEY (tenant_id, name, path),
+        FOREIGN KEY (tenant_id, name) REFERENCES skills(tenant_id, name) ON DELETE CASCADE
+      );
+    `,
+  },
 ];
 
 export const latestSchemaVersion = (migrations: readonly Migration[] = MIGRATIONS): number =>

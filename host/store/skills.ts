@@ -1,0 +1,161 @@
+// A tenant's skill catalog (the `skill` tool): one row per skill in `skills` and one per file of its
+// package in `skill_files` (migration 9). The store keeps validated packages and decides nothing
+// about their format (host/skills/package.ts does). Invariants: every read and delete takes the
+// tenant, so nobody reaches another tenant's skills; a put replaces a skill's whole package (row
+// and files) in one transaction, and the count limit is checked in that same transaction.
+import { SandboxError } from '../errors.ts';
+import { type Database, guarded, immediate } from './db.ts';
+
+/** A skill as the catalog lists it. */
+export interface SkillSummary {
+  name: string;
+  description: string;
+  /** sha256 of the package (hex): changes whenever any file does. */
+  digest: string;
+  /** Bytes of all its files. */
+  bytes: number;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface SkillFile {
+  /** Relative to the package root, `/`-separated; `SKILL.md` is one of them. */
+  path: string;
+  content: Buffer;
+}
+
+/** A whole package, as put and as loaded. */
+export interface SkillPackage extends Omit<SkillSummary, 'createdAt' | 'updatedAt'> {
+  /** SKILL.md after its front matter: the instructions. */
+  instructions: string;
+  files: SkillFile[];
+}
+
+export interface SkillStore {
+  /**
+   * Adds or replaces the tenant's skill of that name. LIMIT_EXCEEDED when it is new and the tenant
+   * already has `maxPerTenant`. Returns its summary and whether it was new.
+   */
+  put(
+    tenantId: string,
+    skill: SkillPackage,
+    maxPerTenant: number,
+  ): { summary: SkillSummary; created: boolean };
+  /** The tenant's skills by name. */
+  list(tenantId: string): SkillSummary[];
+  get(tenantId: string, name: string): SkillSummary | undefined;
+  /** The file paths and sizes of one skill, by path. */
+  files(tenantId: string, name: string): { path: string; bytes: number }[];
+  /** The whole package, contents included. */
+  load(tenantId: string, name: string): SkillPackage | undefined;
+  /** False when the tenant has no such skill. */
+  delete(tenantId: string, name: string): boolean;
+}
+
+interface SkillRow {
+  name: string;
+  description: string;
+  instructions?: string;
+  digest: string;
+  bytes: number;
+  created_at: number;
+  updated_at: number;
+}
+
+const toSummary = (r: SkillRow): SkillSummary => ({
+  name: r.name,
+  description: r.description,
+  digest: r.digest,
+  bytes: r.bytes,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
+const SUMMARY = 'name, description, digest, bytes, created_at, updated_at';
+
+export const createSkillStore = (db: Database, now: () => number = Date.now): SkillStore => {
+  const count = db.prepare('SELECT count(*) AS n FROM skills WHERE tenant_id = ?');
+  const existing = db.prepare('SELECT created_at FROM skills WHERE tenant_id = ? AND name = ?');
+  const upsert = db.prepare(
+    `INSERT INTO skills (tenant_id, name, description, instructions, digest, bytes, created_at, updated_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (tenant_id, name) DO UPDATE SET description = excluded.description,
+       instructions = excluded.instructions, digest = excluded.digest, bytes = excluded.bytes,
+       updated_at = excluded.updated_at`,
+  );
+  const insertFile = db.prepare(
+    'INSERT INTO skill_files (tenant_id, name, path, content) VALUES (?, ?, ?, ?)',
+  );
+  const removeFiles = db.prepare('DELETE FROM skill_files WHERE tenant_id = ? AND name = ?');
+  const remove = db.prepare('DELETE FROM skills WHERE tenant_id = ? AND name = ?');
+  const select = db.prepare(`SELECT ${SUMMARY} FROM skills WHERE tenant_id = ? ORDER BY name`);
+  const selectOne = db.prepare(
+    `SELECT ${SUMMARY}, instructions FROM skills WHERE tenant_id = ? AND name = ?`,
+  );
+  const selectFiles = db.prepare(
+    'SELECT path, length(content) AS bytes FROM skill_files WHERE tenant_id = ? AND name = ? ORDER BY path',
+  );
+  const selectContents = db.prepare(
+    'SELECT path, content FROM skill_files WHERE tenant_id = ? AND name = ? ORDER BY path',
+  );
+
+  const one = (tenantId: string, name: string): SkillRow | undefined =>
+    selectOne.all(tenantId, name)[0] as SkillRow | undefined;
+
+  return {
+    put: (tenantId, skill, maxPerTenant) =>
+      guarded('store a skill', () =>
+        immediate(db, () => {
+          const before = existing.all(tenantId, skill.name)[0] as { created_at: number } | undefined;
+          if (before === undefined) {
+            const { n } = count.all(tenantId)[0] as { n: number };
+            if (n >= maxPerTenant)
+              throw new SandboxError(
+                'LIMIT_EXCEEDED',
+                `This tenant already has ${n} skills, the most it may have; delete one (DELETE /v1/skills/:name) first.`,
+                { data: { limit: maxPerTenant } },
+              );
+          }
+          const at = now();
+          upsert.run(
+            tenantId,
+            skill.name,
+            skill.description,
+            skill.instructions,
+            skill.digest,
+            skill.bytes,
+            at,
+            at,
+          );
+          removeFiles.run(tenantId, skill.name);
+          for (const file of skill.files) insertFile.run(tenantId, skill.name, file.path, file.content);
+          return { summary: toSummary(one(tenantId, skill.name) as SkillRow), created: before === undefined };
+        }),
+      ),
+    list: (tenantId) => guarded('list skills', () => (select.all(tenantId) as SkillRow[]).map(toSummary)),
+    get: (tenantId, name) =>
+      guarded('read a skill', () => {
+        const row = one(tenantId, name);
+        return row === undefined ? undefined : toSummary(row);
+      }),
+    files: (tenantId, name) =>
+      guarded('list a skill', () => selectFiles.all(tenantId, name) as { path: string; bytes: number }[]),
+    load: (tenantId, name) =>
+      guarded('load a skill', () => {
+        const row = one(tenantId, name);
+        if (row === undefined) return undefined;
+        const files = (selectContents.all(tenantId, name) as { path: string; content: Uint8Array }[]).map(
+          (f) => ({ path: f.path, content: Buffer.from(f.content) }),
+        );
+        const { createdAt: _c, updatedAt: _u, ...summary } = toSummary(row);
+        return { ...summary, instructions: row.instructions ?? '', files };
+      }),
+    delete: (tenantId, name) =>
+      guarded('delete a skill', () =>
+        immediate(db, () => {
+          removeFiles.run(tenantId, name);
+          return remove.run(tenantId, name).changes > 0;
+        }),
+      ),
+  };
+};
