@@ -3,14 +3,23 @@
 // the timeout policy (the one place declared deadlines are enforced), the code-mode executor and
 // the workflow tools over an isolate host, the cordis_* tools and their plugin host (which forks
 // plugin workers of its own) beside it, approvals as host requests, the session log tools and the
-// schedules (when the store has search and schedules), and the agent service.
+// schedules (when the store has search and schedules), the tenants' skill catalogs and their
+// `skill` tools (when it has skills), and the agent service.
 // The sandbox provider and the isolate host are injected, so this module loads neither dockerode
 // nor isolated-vm; serve.ts, the integration tests and the bench pass the real ones.
 import { timeoutPolicy } from '../../policies/index.ts';
 import type { IsolateHost } from '../isolates/index.ts';
 import type { SandboxProvider } from '../sandbox/types.ts';
+import { createSkillCatalog, type SkillCatalog } from '../skills/catalog.ts';
+import type { SkillLimits } from '../skills/package.ts';
 import type { Store } from '../store/index.ts';
-import { builtinTools, type SessionAccess, scheduleTools, sessionLogTools } from '../tools/builtin/index.ts';
+import {
+  builtinTools,
+  type SessionAccess,
+  scheduleTools,
+  sessionLogTools,
+  skillTool,
+} from '../tools/builtin/index.ts';
 import {
   createRegistry,
   createRequestApprovals,
@@ -22,14 +31,16 @@ import type { AgentScope } from '../tools/types.ts';
 import { registerWorkflowTools } from '../tools/workflow/index.ts';
 import { registerCordisTools } from './plugins/cordis-tools.ts';
 import type { PluginHostOptions } from './plugins/host.ts';
+import { createRegistryRuntime } from './runtime.ts';
 import { createScheduler, type Scheduler, type SchedulerOptions } from './scheduler.ts';
 import { type AgentService, createAgentService } from './service.ts';
+import { createSkillLayers, type SkillLayers } from './skill-layers.ts';
 import type { AgentConfig } from './types.ts';
 
 export interface AssembleOptions {
   /** With `search` the session_* tools are installed, with `schedules` the schedule_* tools. */
   store: Pick<Store, 'agents' | 'events' | 'requests'> &
-    Partial<Pick<Store, 'plugins' | 'search' | 'schedules'>>;
+    Partial<Pick<Store, 'plugins' | 'search' | 'schedules' | 'skills'>>;
   sandboxes: SandboxProvider;
   /** Options of the creator-plugin runtime, used with an isolate host and `store.plugins`. Default {}. */
   plugins?: PluginHostOptions;
@@ -47,6 +58,8 @@ export interface AssembleOptions {
   observe?: (result: ToolResult, remote: boolean) => void;
   /** Limits and clock of the scheduler (count per agent, shortest period, reminder expiry). */
   schedules?: Pick<SchedulerOptions, 'maxPerAgent' | 'minPeriodMs' | 'reminderTtlMs' | 'now' | 'onError'>;
+  /** Limits of the skill catalogs (package size, files, skills per tenant). Default DEFAULT_SKILL_LIMITS. */
+  skills?: Partial<SkillLimits>;
 }
 
 export interface Assembled {
@@ -54,6 +67,8 @@ export interface Assembled {
   agents: AgentService;
   /** Fires the agents' schedules; started here, closed by whoever closes the store. */
   scheduler?: Scheduler;
+  /** The tenants' skill catalogs (/v1/skills), with `store.skills`. */
+  skills?: SkillCatalog;
 }
 
 export const assembleAgents = (options: AssembleOptions): Assembled => {
@@ -114,14 +129,41 @@ export const assembleAgents = (options: AssembleOptions): Assembled => {
           ...options.schedules,
         });
   if (scheduler !== undefined) for (const tool of scheduleTools(scheduler)) registry.global.register(tool);
+  const skills = skillsOf(store, options.skills);
+  // Installed last: each tenant's layer shadows it (keeping its place at the end of the list).
+  if (skills !== undefined) registry.global.register(skillTool(skills.catalog));
   const agents = createAgentService({
     store,
     registry,
+    ...(skills === undefined
+      ? {}
+      : { runtime: createRegistryRuntime(registry, { parentOf: skills.layers.parentOf }) }),
     sandboxes: options.sandboxes,
     ...(plugins ? { plugins: options.plugins ?? {} } : {}),
     ...(options.observe ? { observe: options.observe } : {}),
     ...(scheduler === undefined ? {} : { onAgentDeleted: (id: string) => scheduler.removeAgent(id) }),
   });
   scheduler?.start();
-  return { registry, agents, ...(scheduler === undefined ? {} : { scheduler }) };
+  return {
+    registry,
+    agents,
+    ...(scheduler === undefined ? {} : { scheduler }),
+    ...(skills === undefined ? {} : { skills: skills.catalog }),
+  };
 };
+
+/** The catalog over `store.skills`, and the tenant layers that re-make `skill` when it changes. */
+function skillsOf(
+  store: AssembleOptions['store'],
+  limits: Partial<SkillLimits> | undefined,
+): { catalog: SkillCatalog; layers: SkillLayers } | undefined {
+  if (store.skills === undefined) return undefined;
+  const catalog = createSkillCatalog({ store: store.skills, ...(limits ? { limits } : {}) });
+  const layers = createSkillLayers({
+    skills: catalog,
+    events: store.events,
+    agentsOf: (tenantId) => store.agents.list(tenantId).map((agent) => ({ sessionId: agent.id })),
+  });
+  catalog.onChange(layers.refresh);
+  return { catalog, layers };
+}

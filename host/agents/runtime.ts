@@ -1,7 +1,8 @@
 // The ToolRuntime adapter over host/tools' registry: a preset is the registry's named child scope
 // of the global layer, set up from the preset's entry (host/agents/presets/): its restriction mask
 // and its own registrations. Each agent gets its own child of its preset (its restrictions, its
-// policies installed through policies/, its remote tools). Conditional tools are resolved once per
+// policies installed through policies/, its remote tools), optionally under a layer of its own
+// tenant's (options.parentOf: the tenant's `skill` tool). Conditional tools are resolved once per
 // describe and per batch, the way a model step would.
 // Invariants: an agent's tools fail closed once disposed (its agent deleted or the service closed):
 // a guard installed first and never removed denies every call still made through the scope, so a
@@ -11,6 +12,7 @@
 import { installPolicies, type PolicySpec, planModePolicy } from '../../policies/index.ts';
 import { messageOf, SandboxError } from '../errors.ts';
 import type { Disposer, ToolRegistry, ToolScope } from '../tools/index.ts';
+import type { AgentScope } from '../tools/types.ts';
 import { type Preset, presetEntry } from './presets/index.ts';
 import type { AgentTools, AgentToolsSpec, ToolRuntime } from './types.ts';
 
@@ -38,7 +40,18 @@ const installAgentPolicies = (scope: ToolScope, specs: readonly PolicySpec[]): D
   }
 };
 
-export const createRegistryRuntime = (registry: ToolRegistry): ToolRuntime => {
+export interface RegistryRuntimeOptions {
+  /**
+   * The layer between an agent's preset and the agent itself (its tenant's: skill-layers.ts).
+   * Default: none, the agent's scope is a child of its preset's.
+   */
+  parentOf?: (preset: ToolScope, agent: AgentScope) => ToolScope;
+}
+
+export const createRegistryRuntime = (
+  registry: ToolRegistry,
+  options: RegistryRuntimeOptions = {},
+): ToolRuntime => {
   return {
     presetTools: (preset) =>
       presetScope(registry, preset)
@@ -46,7 +59,8 @@ export const createRegistryRuntime = (registry: ToolRegistry): ToolRuntime => {
         .map((d) => d.name),
 
     forAgent(spec: AgentToolsSpec): AgentTools {
-      const scope = presetScope(registry, spec.preset).child(`agent:${spec.agent.id}`);
+      const preset = presetScope(registry, spec.preset);
+      const scope = (options.parentOf?.(preset, spec.agent) ?? preset).child(`agent:${spec.agent.id}`);
       let retired = false;
       scope.guard(() =>
         retired

@@ -32,6 +32,8 @@ export const standard = definePreset({
       'session_event_trace',
       'session_search',
       'session_trace',
+      // Installed with the durable store's skill catalogs; each tenant's lists its own skills.
+      'skill',
       // Installed only with an isolate host, and offered only to agents created with `subagents: true`.
       'workflow',
       'ralph',

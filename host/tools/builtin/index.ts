@@ -31,6 +31,15 @@ export {
   sessionLogTools,
 } from './session-log.ts';
 
+export {
+  listSkills,
+  SKILL_LISTING,
+  SKILLS_DIR,
+  type SkillEntry,
+  type SkillPort,
+  skillTool,
+} from './skill.ts';
+
 import { strReplaceEditorTool } from './str-replace-editor.ts';
 import {
   terminalCloseTool,
