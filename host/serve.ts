@@ -137,7 +137,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
   const metrics = createMetrics();
   const loop = startLoopMonitor({ metrics, log });
   const lifecycle = createLifecycle();
-  const { agents, scheduler } = assembleAgents({
+  const { agents, scheduler, skills } = assembleAgents({
     store,
     sandboxes,
     isolates,
@@ -173,6 +173,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
     lifecycle,
     connections,
     ...(scheduler === undefined ? {} : { schedules: scheduler }),
+    ...(skills === undefined ? {} : { skills }),
     isolateWorkers: () => isolates.workerPids().length,
     ...(config.adminKey === undefined ? {} : { adminKey: config.adminKey }),
     limits: {

@@ -9,6 +9,7 @@ import { timeout } from 'hono/timeout';
 import { openAPIRouteHandler } from 'hono-openapi';
 import type { AgentService } from '../agents/service.ts';
 import { SandboxError } from '../errors.ts';
+import type { SkillCatalog } from '../skills/catalog.ts';
 import type { Store } from '../store/index.ts';
 import type { ScheduleService } from '../tools/builtin/index.ts';
 import { tenantAuth } from './auth.ts';
@@ -28,6 +29,7 @@ import { pluginRoutes } from './routes/plugins.ts';
 import { requestRoutes } from './routes/requests.ts';
 import { scheduleRoutes } from './routes/schedules.ts';
 import { sessionRoutes } from './routes/session.ts';
+import { skillRoutes } from './routes/skills.ts';
 import { systemRoutes } from './routes/system.ts';
 import { tenantRoutes } from './routes/tenants.ts';
 import { terminalRoutes } from './routes/terminals.ts';
@@ -77,6 +79,8 @@ export interface AppDeps {
   connections?: ConnectionGuard;
   /** The agents' schedules (GET and DELETE /v1/agents/:id/schedules); none leaves those routes out. */
   schedules?: ScheduleService;
+  /** The tenants' skill catalogs (/v1/skills); none leaves those routes out. */
+  skills?: SkillCatalog;
 }
 
 /**
@@ -89,7 +93,8 @@ const isStreamingRoute = (method: string, path: string): boolean =>
   (method === 'POST' && path.endsWith('/calls')) ||
   (method === 'GET' && path.endsWith('/events')) ||
   path.endsWith('/mcp') ||
-  (method === 'PUT' && (path.endsWith('/files') || path.endsWith('/archive')));
+  (method === 'PUT' &&
+    (path.endsWith('/files') || path.endsWith('/archive') || path.startsWith('/v1/skills/')));
 
 export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
   const limits = { ...DEFAULT_LIMITS, ...deps.limits };
@@ -164,18 +169,23 @@ export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
   );
   // Past the terminal routes nothing upgrades: a stray upgrade's answer would never be read.
   app.use('/v1/agents/*', refuseStrayUpgrade);
-  // `/v1/agents/*` matches `/v1/agents` itself too: one registration, so one slot per request.
-  app.use('/v1/agents/*', tenantAuth(deps.store.tenants));
-  app.use('/v1/agents/*', async function tenantConnection(c, next) {
-    claimConnection(connections, c, c.get('tenant').id);
-    await next();
-  });
   // DELETE takes no slot: it is how a tenant stops what holds its slots (long calls, streams).
   // Nor does an MCP client's notification stream, open for as long as it is connected (own cap).
   const concurrency = tenantConcurrency(createTenantLimiter(limits.tenantConcurrency));
-  app.use('/v1/agents/*', async function tenantSlot(c, next) {
-    return c.req.method === 'DELETE' || isMcpStream(c.req.method, c.req.path) ? next() : concurrency(c, next);
-  });
+  const tenantScoped = (path: string): void => {
+    app.use(path, tenantAuth(deps.store.tenants));
+    app.use(path, async function tenantConnection(c, next) {
+      claimConnection(connections, c, c.get('tenant').id);
+      await next();
+    });
+    app.use(path, async function tenantSlot(c, next) {
+      return c.req.method === 'DELETE' || isMcpStream(c.req.method, c.req.path)
+        ? next()
+        : concurrency(c, next);
+    });
+  };
+  // `/v1/agents/*` matches `/v1/agents` itself too: one registration, so one slot per request.
+  tenantScoped('/v1/agents/*');
   app.route('/', agentRoutes(deps.agents));
   app.route('/', callRoutes(deps.agents, limits.callTimeoutMs));
   app.route('/', eventRoutes(deps.agents, deps.store.events, lifecycle, limits.eventPageBytes));
@@ -196,6 +206,10 @@ export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
   app.route('/', sessionRoutes(deps.agents));
   if (deps.schedules !== undefined) app.route('/', scheduleRoutes(deps.agents, deps.schedules));
   app.route('/', mcpServerRoutes(deps.agents));
+  if (deps.skills !== undefined) {
+    tenantScoped('/v1/skills/*');
+    app.route('/', skillRoutes(deps.skills));
+  }
 
   app.get(
     '/openapi.json',

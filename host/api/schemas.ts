@@ -216,6 +216,21 @@ export const Schedule = v.object({
 });
 export const ScheduleList = v.object({ schedules: v.array(Schedule) });
 
+/** A skill of the tenant's catalog (host/skills/catalog.ts); `files` only when one skill is read. */
+export const Skill = v.object({
+  name: v.string(),
+  description: v.string(),
+  digest: v.string(),
+  bytes: v.number(),
+  createdAt: v.number(),
+  updatedAt: v.number(),
+});
+export const SkillDetail = v.object({
+  ...Skill.entries,
+  files: v.array(v.object({ path: v.string(), bytes: v.number() })),
+});
+export const SkillList = v.object({ skills: v.array(Skill) });
+
 /** An answer: every request kind's answer shapes (host/requests/registry.ts); the route checks the request's own. */
 export const Answer = AnswerBody;
 export const Answered = v.object({ id: v.string(), state: v.string() });
