@@ -1,6 +1,6 @@
 // The service as serve.ts assembles it, without an isolate host: a libsql store (in memory or a
 // file, so a test can reopen it as a restarted control plane), the memory sandbox provider, the
-// agent service with the session log and schedule tools, and the HTTP app in front.
+// agent service with the session log, schedule and skill tools, and the HTTP app in front.
 import { assembleAgents } from '../../../host/agents/assemble.ts';
 import type { SchedulerOptions } from '../../../host/agents/scheduler.ts';
 import { createApp } from '../../../host/api/app.ts';
@@ -16,7 +16,7 @@ export interface ServiceOptions {
 
 export const startService = (options: ServiceOptions = {}) => {
   const store = openStore({ path: options.path ?? ':memory:', ...(options.now ? { now: options.now } : {}) });
-  const { agents, scheduler } = assembleAgents({
+  const { agents, scheduler, skills } = assembleAgents({
     store,
     sandboxes: createMemoryProvider(),
     schedules: { ...(options.now ? { now: options.now } : {}), ...options.schedules },
@@ -27,6 +27,7 @@ export const startService = (options: ServiceOptions = {}) => {
     store,
     agents,
     ...(scheduler ? { schedules: scheduler } : {}),
+    ...(skills ? { skills } : {}),
   });
   let n = 0;
   /** One call through the agent service; its result. */
@@ -49,7 +50,7 @@ export const startService = (options: ServiceOptions = {}) => {
     await agents.close(0);
     store.close();
   };
-  return { store, agents, scheduler: scheduler!, app, call, stop };
+  return { store, agents, scheduler: scheduler!, skills: skills!, app, call, stop };
 };
 
 /** Polls `check` until it returns something other than undefined; fails after `ms`. */
