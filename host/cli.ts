@@ -35,6 +35,8 @@ environment (serve):
   DSH_TENANT_TERMINALS    terminal WebSockets of one tenant (default 32)
   DSH_SCHEDULES_PER_AGENT schedules one agent may have (default 32)
   DSH_SCHEDULE_MIN_SECONDS  shortest period of a recurring schedule (default 60)
+  DSH_SKILLS_PER_TENANT   skills one tenant's catalog may hold (default 256)
+  DSH_SKILL_MAX_BYTES     bytes of all files of one skill package (default 4194304)
   DSH_FIRST_BYTE_TIMEOUT_MS  a silent new connection is closed after this (default 5000)
   DSH_HEADERS_TIMEOUT_MS  time to send a request head (default 10000)
   DSH_KEEP_ALIVE_TIMEOUT_MS  idle keep-alive connections close after this (default 5000)

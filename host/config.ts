@@ -47,6 +47,10 @@ export interface Config {
   schedulesPerAgent: number;
   /** Shortest period of a recurring schedule, in seconds. Default 60 (env DSH_SCHEDULE_MIN_SECONDS). */
   scheduleMinSeconds: number;
+  /** Skills one tenant's catalog may hold. Default 256 (env DSH_SKILLS_PER_TENANT). */
+  skillsPerTenant: number;
+  /** Bytes of all files of one skill package. Default 4 MiB (env DSH_SKILL_MAX_BYTES). */
+  skillMaxBytes: number;
   /** A new connection that sent nothing by then is closed. Default 5000 ms (env DSH_FIRST_BYTE_TIMEOUT_MS). */
   firstByteTimeoutMs: number;
   /** Time to send a complete request head; then 408 and closed. Default 10000 ms (env DSH_HEADERS_TIMEOUT_MS). */
@@ -199,6 +203,12 @@ export const loadConfig = (
     scheduleMinSeconds:
       overrides.scheduleMinSeconds ??
       intFrom('DSH_SCHEDULE_MIN_SECONDS', env.DSH_SCHEDULE_MIN_SECONDS, 60, 1, 86_400),
+    skillsPerTenant:
+      overrides.skillsPerTenant ??
+      intFrom('DSH_SKILLS_PER_TENANT', env.DSH_SKILLS_PER_TENANT, 256, 1, 100_000),
+    skillMaxBytes:
+      overrides.skillMaxBytes ??
+      intFrom('DSH_SKILL_MAX_BYTES', env.DSH_SKILL_MAX_BYTES, 4 * 1024 * 1024, 1024, 256 * 1024 * 1024),
     firstByteTimeoutMs: overrides.firstByteTimeoutMs ?? timeout('DSH_FIRST_BYTE_TIMEOUT_MS', 5000),
     headersTimeoutMs: overrides.headersTimeoutMs ?? timeout('DSH_HEADERS_TIMEOUT_MS', 10_000),
     keepAliveTimeoutMs: overrides.keepAliveTimeoutMs ?? timeout('DSH_KEEP_ALIVE_TIMEOUT_MS', 5000),

@@ -143,6 +143,11 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
     isolates,
     observe: observeCalls(metrics),
     schedules: { maxPerAgent: config.schedulesPerAgent, minPeriodMs: config.scheduleMinSeconds * 1000 },
+    skills: {
+      maxPerTenant: config.skillsPerTenant,
+      maxBytes: config.skillMaxBytes,
+      spoolDir: config.spoolDir,
+    },
     codeMode: {
       defaults: { cpuMs: config.codeCpuMs, wallMs: Math.min(config.codeWallMs, config.callTimeoutMs) },
       // A program never outlives its batch: no wall clock past the batch deadline is promised.

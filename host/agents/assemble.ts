@@ -58,8 +58,8 @@ export interface AssembleOptions {
   observe?: (result: ToolResult, remote: boolean) => void;
   /** Limits and clock of the scheduler (count per agent, shortest period, reminder expiry). */
   schedules?: Pick<SchedulerOptions, 'maxPerAgent' | 'minPeriodMs' | 'reminderTtlMs' | 'now' | 'onError'>;
-  /** Limits of the skill catalogs (package size, files, skills per tenant). Default DEFAULT_SKILL_LIMITS. */
-  skills?: Partial<SkillLimits>;
+  /** Limits of the skill catalogs (DEFAULT_SKILL_LIMITS) and where their uploads spool (OS temp dir). */
+  skills?: Partial<SkillLimits> & { spoolDir?: string };
 }
 
 export interface Assembled {
@@ -155,10 +155,15 @@ export const assembleAgents = (options: AssembleOptions): Assembled => {
 /** The catalog over `store.skills`, and the tenant layers that re-make `skill` when it changes. */
 function skillsOf(
   store: AssembleOptions['store'],
-  limits: Partial<SkillLimits> | undefined,
+  options: AssembleOptions['skills'] = {},
 ): { catalog: SkillCatalog; layers: SkillLayers } | undefined {
   if (store.skills === undefined) return undefined;
-  const catalog = createSkillCatalog({ store: store.skills, ...(limits ? { limits } : {}) });
+  const { spoolDir, ...limits } = options;
+  const catalog = createSkillCatalog({
+    store: store.skills,
+    limits,
+    ...(spoolDir === undefined ? {} : { spoolDir }),
+  });
   const layers = createSkillLayers({
     skills: catalog,
     events: store.events,

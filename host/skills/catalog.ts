@@ -29,6 +29,8 @@ export interface SkillCatalogOptions {
   store: SkillStore;
   /** Default DEFAULT_SKILL_LIMITS. */
   limits?: Partial<SkillLimits>;
+  /** Where uploads wait while they are checked. Default: the OS temp directory. */
+  spoolDir?: string;
 }
 
 export function createSkillCatalog(options: SkillCatalogOptions): SkillCatalog {
@@ -50,7 +52,11 @@ export function createSkillCatalog(options: SkillCatalogOptions): SkillCatalog {
     // Directories count as entries too: twice the files bounds the parse, packageOf the files.
     const skill = await receiveUpload(
       tar,
-      { maxBytes: limits.maxBytes, maxEntries: limits.maxFiles * 2 },
+      {
+        maxBytes: limits.maxBytes,
+        maxEntries: limits.maxFiles * 2,
+        ...(options.spoolDir === undefined ? {} : { spoolDir: options.spoolDir }),
+      },
       (entries) => packageOf(name, entries, limits),
     );
     if (skill.files.length > limits.maxFiles)
