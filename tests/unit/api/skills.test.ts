@@ -123,6 +123,8 @@ describe('skill catalog over HTTP', () => {
     // A folder-rooted package (tar -cf x.tar systematic-debugging/) replaces it.
     const replaced = await put(keyA, 'systematic-debugging', debuggingTar('systematic-debugging/'));
     expect(replaced.status).toBe(200);
+    // So does one made with tar -cf - -C systematic-debugging . (names start with ./).
+    expect((await put(keyA, 'systematic-debugging', debuggingTar('./'))).json.files).toHaveLength(3);
     expect(replaced.json.files.map((f: Loose) => f.path)).toEqual([
       'SKILL.md',
       'reference.md',
