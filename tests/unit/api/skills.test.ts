@@ -3,17 +3,21 @@
 // apart; hostile archives and bad front matter refused; the `skill` tool's description lists the
 // tenant's skills (and changes with the catalog, with a `tools.change` event), loading one returns
 // its instructions and puts its files where the `read` tool finds them, an unknown name says which
-// skills there are.
+// skills there are; an MCP client hears of a catalog change.
 import { mkdtempSync, rmSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
+import { type ServerType, serve } from '@hono/node-server';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { pack } from 'tar-stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { assembleAgents } from '../../../host/agents/assemble.ts';
 import type { IsolateHost } from '../../../host/isolates/index.ts';
 import { createMemoryProvider } from '../../../host/sandbox/memory/provider.ts';
 import { openStore } from '../../../host/store/index.ts';
+import { until } from '../../helpers/until.ts';
 import { startService } from '../session/helpers.ts';
 
 import type { Loose } from './harness.ts';
@@ -346,6 +350,44 @@ describe('durability', () => {
       }
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('MCP clients', () => {
+  it('hear tools/list_changed when the catalog changes and list the new description', async () => {
+    const server = await new Promise<ServerType>((resolve) => {
+      const s = serve({ fetch: service.app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve(s));
+    });
+    const client = new Client({ name: 'dsh-sandbox-test', version: '1.0.0' });
+    try {
+      const agentId = await createAgent(keyA);
+      let changes = 0;
+      client.setNotificationHandler('notifications/tools/list_changed', () => {
+        changes++;
+      });
+      const url = new URL(
+        `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/agents/${agentId}/mcp`,
+      );
+      await client.connect(
+        new StreamableHTTPClientTransport(url, {
+          requestInit: { headers: { Authorization: `Bearer ${keyA}` } },
+        }),
+      );
+      // The notification stream is a GET the client opens on its own after initialize: upload
+      // (the same package, idempotently) until a notification arrives rather than guess when.
+      await until(
+        async () => {
+          expect((await put(keyA, 'systematic-debugging', debuggingTar())).status).toBeLessThan(300);
+          return until(() => changes > 0, { timeoutMs: 500 }).catch(() => false);
+        },
+        { what: 'tools/list_changed' },
+      );
+      const listed = (await client.listTools()).tools.find((t) => t.name === 'skill');
+      expect(listed?.description).toContain('- systematic-debugging: Find the cause of a bug');
+    } finally {
+      await client.close().catch(() => undefined);
+      await new Promise<void>((resolve) => server.close(() => resolve()));
     }
   });
 });
