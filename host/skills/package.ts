@@ -95,7 +95,7 @@ export async function packageOf(
     }
     const chunks: Buffer[] = [];
     for await (const chunk of entry.content) chunks.push(chunk);
-    files.push({ path: entry.name, content: Buffer.concat(chunks) });
+    files.push({ path: entry.name, mode: entry.mode, content: Buffer.concat(chunks) });
   }
   const rooted = stripTopFolder(files);
   const skillMd = rooted.find((f) => f.path === SKILL_FILE);
@@ -124,5 +124,5 @@ function stripTopFolder(files: SkillFile[]): SkillFile[] {
   const tops = new Set(files.map((f) => f.path.split('/')[0]));
   if (tops.size !== 1 || files.some((f) => !f.path.includes('/'))) return files;
   const prefix = `${[...tops][0]}/`;
-  return files.map((f) => ({ path: f.path.slice(prefix.length), content: f.content }));
+  return files.map((f) => ({ ...f, path: f.path.slice(prefix.length) }));
 }

@@ -336,6 +336,7 @@ export const MIGRATIONS: readonly Migration[] = [
         tenant_id TEXT NOT NULL,
         name TEXT NOT NULL,
         path TEXT NOT NULL,
+        mode INTEGER NOT NULL,
         content BLOB NOT NULL,
         PRIMARY KEY (tenant_id, name, path),
         FOREIGN KEY (tenant_id, name) REFERENCES skills(tenant_id, name) ON DELETE CASCADE

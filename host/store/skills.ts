@@ -21,6 +21,8 @@ export interface SkillSummary {
 export interface SkillFile {
   /** Relative to the package root, `/`-separated; `SKILL.md` is one of them. */
   path: string;
+  /** Permission bits as uploaded (0o755 keeps a script executable in the workspace). */
+  mode: number;
   content: Buffer;
 }
 
@@ -84,7 +86,7 @@ export const createSkillStore = (db: Database, now: () => number = Date.now): Sk
        updated_at = excluded.updated_at`,
   );
   const insertFile = db.prepare(
-    'INSERT INTO skill_files (tenant_id, name, path, content) VALUES (?, ?, ?, ?)',
+    'INSERT INTO skill_files (tenant_id, name, path, mode, content) VALUES (?, ?, ?, ?, ?)',
   );
   const removeFiles = db.prepare('DELETE FROM skill_files WHERE tenant_id = ? AND name = ?');
   const remove = db.prepare('DELETE FROM skills WHERE tenant_id = ? AND name = ?');
@@ -96,7 +98,7 @@ export const createSkillStore = (db: Database, now: () => number = Date.now): Sk
     'SELECT path, length(content) AS bytes FROM skill_files WHERE tenant_id = ? AND name = ? ORDER BY path',
   );
   const selectContents = db.prepare(
-    'SELECT path, content FROM skill_files WHERE tenant_id = ? AND name = ? ORDER BY path',
+    'SELECT path, mode, content FROM skill_files WHERE tenant_id = ? AND name = ? ORDER BY path',
   );
 
   const one = (tenantId: string, name: string): SkillRow | undefined =>
@@ -128,7 +130,8 @@ export const createSkillStore = (db: Database, now: () => number = Date.now): Sk
             at,
           );
           removeFiles.run(tenantId, skill.name);
-          for (const file of skill.files) insertFile.run(tenantId, skill.name, file.path, file.content);
+          for (const file of skill.files)
+            insertFile.run(tenantId, skill.name, file.path, file.mode, file.content);
           return { summary: toSummary(one(tenantId, skill.name) as SkillRow), created: before === undefined };
         }),
       ),
@@ -144,9 +147,12 @@ export const createSkillStore = (db: Database, now: () => number = Date.now): Sk
       guarded('load a skill', () => {
         const row = one(tenantId, name);
         if (row === undefined) return undefined;
-        const files = (selectContents.all(tenantId, name) as { path: string; content: Uint8Array }[]).map(
-          (f) => ({ path: f.path, content: Buffer.from(f.content) }),
-        );
+        const rows = selectContents.all(tenantId, name) as {
+          path: string;
+          mode: number;
+          content: Uint8Array;
+        }[];
+        const files = rows.map((f) => ({ path: f.path, mode: f.mode, content: Buffer.from(f.content) }));
         const { createdAt: _c, updatedAt: _u, ...summary } = toSummary(row);
         return { ...summary, instructions: row.instructions ?? '', files };
       }),

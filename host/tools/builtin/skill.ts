@@ -30,7 +30,9 @@ export interface SkillPort {
   load(
     tenantId: string,
     name: string,
-  ): (SkillEntry & { instructions: string; files: { path: string; content: Uint8Array }[] }) | undefined;
+  ):
+    | (SkillEntry & { instructions: string; files: { path: string; mode: number; content: Uint8Array }[] })
+    | undefined;
 }
 
 const BASE =
@@ -112,7 +114,7 @@ export function skillTool(port: SkillPort, skills?: readonly SkillEntry[]): Tool
       if (await sandbox.fs.exists(dir)) await sandbox.fs.remove(dir, { recursive: true });
       for (const file of skill.files) {
         exec.signal.throwIfAborted();
-        await sandbox.fs.writeFile(`${dir}/${file.path}`, file.content);
+        await sandbox.fs.writeFile(`${dir}/${file.path}`, file.content, { mode: file.mode });
       }
       return {
         name: skill.name,

@@ -35,6 +35,7 @@ license: MIT
 
 type Entry = {
   name: string;
+  mode?: number;
   body?: string | Buffer;
   type?: 'file' | 'directory' | 'symlink';
   linkname?: string;
@@ -53,7 +54,7 @@ const debuggingTar = (top = '') =>
   tarOf([
     { name: `${top}SKILL.md`, body: SKILL_MD },
     { name: `${top}reference.md`, body: 'Bisect with git bisect run.\n' },
-    { name: `${top}scripts/repro.sh`, body: '#!/bin/sh\necho repro\n' },
+    { name: `${top}scripts/repro.sh`, body: '#!/bin/sh\necho repro\n', mode: 0o755 },
   ]);
 
 let service: ReturnType<typeof startService>;
@@ -277,6 +278,10 @@ describe('the skill tool', () => {
     });
     expect(read.ok).toBe(true);
     expect(read.content[0].text).toContain('Bisect with git bisect run.');
+    // A script keeps its mode, so the agent can run it.
+    const agent = service.agents.get(service.store.tenants.verifyKey(keyA)?.id ?? '', agentId);
+    const sandbox = await service.agents.sandbox(agent);
+    expect((await sandbox.fs.stat('.skills/systematic-debugging/scripts/repro.sh')).mode & 0o777).toBe(0o755);
   });
 
   it('answers an unknown name with the skills there are', async () => {
