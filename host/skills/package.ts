@@ -9,11 +9,9 @@ import { parse } from 'yaml';
 import { messageOf, SandboxError } from '../errors.ts';
 import type { UploadEntry } from '../sandbox/tar.ts';
 import type { SkillFile, SkillPackage } from '../store/skills.ts';
+import { SKILL_NAME } from '../tools/builtin/skill.ts';
 
 export const SKILL_FILE = 'SKILL.md';
-
-/** A skill name: what `skill(name)` takes, the URL segment, and the folder in the workspace. */
-export const SKILL_NAME = /^[a-z0-9-]{1,64}$/;
 
 export interface SkillLimits {
   /** Bytes of all files of one package. Default 4 MiB. */

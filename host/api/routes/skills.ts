@@ -8,6 +8,7 @@ import { Hono } from 'hono';
 import { describeRoute } from 'hono-openapi';
 import { SandboxError } from '../../errors.ts';
 import type { SkillCatalog } from '../../skills/catalog.ts';
+import { SKILL_NAME } from '../../tools/builtin/index.ts';
 import { jsonResponse, uploadBody } from '../body.ts';
 import type { ApiEnv } from '../env.ts';
 import { ErrorBody, SkillDetail, SkillList } from '../schemas.ts';
@@ -16,7 +17,7 @@ const nameParam = {
   name: 'name',
   in: 'path' as const,
   required: true,
-  schema: { type: 'string' as const, pattern: '^[a-z0-9-]{1,64}$' },
+  schema: { type: 'string' as const, pattern: SKILL_NAME.source },
   description: "The skill's name, as its SKILL.md front matter gives it",
 };
 

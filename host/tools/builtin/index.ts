@@ -34,6 +34,7 @@ export {
 export {
   listSkills,
   SKILL_LISTING,
+  SKILL_NAME,
   SKILLS_DIR,
   type SkillEntry,
   type SkillPort,

@@ -12,11 +12,14 @@ import { defineTool } from '../define.ts';
 import type { ExecContext, ToolDefinition } from '../types.ts';
 import { capText, sandboxOf } from './services.ts';
 
+/** A skill name: what `skill(name)` takes, the URL segment, and the folder in the workspace. */
+export const SKILL_NAME = /^[a-z0-9-]{1,64}$/;
+
 /** The workspace folder loaded skills are copied to, one folder per skill. */
 export const SKILLS_DIR = '.skills';
 
 /** How much of a catalog the description and an unknown-name error list. */
-export const SKILL_LISTING = { entries: 100, chars: 8000, instructionChars: 100_000 } as const;
+export const SKILL_LISTING = { entries: 100, chars: 8000, instructionChars: 100_000, files: 50 } as const;
 
 export interface SkillEntry {
   name: string;
@@ -58,6 +61,11 @@ const describeFor = (skills: readonly SkillEntry[] | undefined): string => {
   return `${BASE}\nAvailable skills:\n${listSkills(skills)}`;
 };
 
+const filesOf = (files: readonly string[]): string =>
+  files.length <= SKILL_LISTING.files
+    ? files.join(', ')
+    : `${files.slice(0, SKILL_LISTING.files).join(', ')} and ${files.length - SKILL_LISTING.files} more`;
+
 const tenantOf = (exec: ExecContext): string => {
   const tenantId = exec.agent.services.tenantId;
   if (typeof tenantId !== 'string')
@@ -90,14 +98,14 @@ export function skillTool(port: SkillPort, skills?: readonly SkillEntry[]): Tool
       render: (_args, value) => [
         {
           type: 'text',
-          text: `Skill ${value.name} loaded; its files are in ${value.path}/ (${value.files.join(', ')}).\n\n${capText(value.instructions, SKILL_LISTING.instructionChars, `instructions (read ${value.path}/SKILL.md)`)}`,
+          text: `Skill ${value.name} loaded; its files are in ${value.path}/ (${filesOf(value.files)}).\n\n${capText(value.instructions, SKILL_LISTING.instructionChars, `instructions (read ${value.path}/SKILL.md)`)}`,
         },
       ],
     },
     isReadOnly: () => true,
     async execute(args, exec) {
       const tenantId = tenantOf(exec);
-      const skill = /^[a-z0-9-]{1,64}$/.test(args.name) ? port.load(tenantId, args.name) : undefined;
+      const skill = SKILL_NAME.test(args.name) ? port.load(tenantId, args.name) : undefined;
       if (skill === undefined) {
         const available = port.list(tenantId);
         throw new SandboxError(
