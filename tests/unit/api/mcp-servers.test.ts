@@ -101,9 +101,12 @@ describe('MCP servers as tool sources', () => {
     expect((await callOne(agent.id, 'mcp__tiny__garbage')).content).toEqual([
       { type: 'text', text: 'after garbage' },
     ]);
-    // The program gets none of the service's environment.
+    // The program gets none of sandboxd's own settings. (This sandboxd runs on the test machine and
+    // inherits the test's environment; in a container it has only what the provider gives it, and
+    // tests/integration/api/mcp-servers.test.ts runs the server there.)
     const env = (await callOne(agent.id, 'mcp__tiny__env')).content[0].text as string;
-    expect(env).not.toContain('DSH_');
+    expect(env).toContain('PATH');
+    expect(env).not.toContain('SANDBOXD_');
     const events = (await api.request(api.keyA, 'GET', `/v1/agents/${agent.id}/events`)).json
       .events as Loose[];
     expect(events.some((e) => e.type === 'agent.mcp_servers')).toBe(true);
