@@ -110,6 +110,14 @@ const modelSchema = (schema: AnySchema, name: string, strict = true): JsonSchema
   }
 };
 
+/**
+ * v.object strips unknown keys and v.strictObject refuses them; to the model both say
+ * `additionalProperties: false`, which the pipeline enforces with a message naming the valid
+ * arguments (./arguments.ts). v.looseObject stays open.
+ */
+const closed = (parameters: ObjectSchema, json: JsonSchema): JsonSchema =>
+  parameters.type === 'loose_object' ? json : { ...json, additionalProperties: false };
+
 export const defineTool = <P extends ObjectSchema, O extends AnySchema>(
   options: ToolOptions<P, O>,
 ): ToolDefinition<v.InferOutput<P>, v.InferOutput<O>> => {
@@ -125,7 +133,7 @@ export const defineTool = <P extends ObjectSchema, O extends AnySchema>(
   return Object.freeze({
     name: options.name,
     description: options.description,
-    parameters: Object.freeze(modelSchema(options.parameters, options.name)),
+    parameters: Object.freeze(closed(options.parameters, modelSchema(options.parameters, options.name))),
     outputSchema: modelSchema(options.output.schema, options.name, false),
     validateArguments: validator<v.InferOutput<P>>(options.parameters),
     validateOutput: validator<v.InferOutput<O>>(options.output.schema),

@@ -3,7 +3,8 @@
 //   → tools/execute wrappers → body (exec.signal) → output validation, render, projectContent
 //   → tools/post-execute → finalizeContent → tools/result (observe) → durable log.
 // Arguments nested deeper than MAX_ARGUMENT_DEPTH are refused before validation (INVALID_ARGUMENTS),
-// so no later stage walks an unbounded depth.
+// so no later stage walks an unbounded depth; so are arguments a closed schema does not name
+// (./arguments.ts), so that no validator strips what the model asked for.
 // Invariants: a call never throws out of `runPrepared`, it settles as a frozen ToolResult; a failed
 // call's content is exactly `Error: <message>`; cancellation before the body is
 // ABORTED_BEFORE_DISPATCH, after the body started it replaces only a successful outcome (ABORTED);
@@ -11,6 +12,7 @@
 import { messageOf } from '../errors.ts';
 import type { EventLog, SessionEventInput } from '../store/types.ts';
 import type { Approvals } from './approvals.ts';
+import { closedArgumentNames, unknownArgumentsIssue } from './arguments.ts';
 import { callEvent, recordCall, resultEvent, tryAppend } from './call-log.ts';
 import { errorContent, isContent } from './content.ts';
 import { createGate, type Gate } from './gate.ts';
@@ -29,6 +31,7 @@ import type {
   ToolDefinition,
   ToolError,
   ToolResult,
+  Validation,
 } from './types.ts';
 
 /** Everything one batch (or one program's inner calls) shares. */
@@ -124,7 +127,13 @@ export const prepare = (
       `Invalid arguments for ${call.name}: they nest arrays or objects more than ${MAX_ARGUMENT_DEPTH} levels deep. Flatten them and call again.`,
     );
   } else if (definition !== undefined) {
-    const parsed = definition.validateArguments(call.arguments);
+    const unknown = unknownArgumentsIssue(
+      call.name,
+      closedArgumentNames(definition.parameters),
+      call.arguments,
+    );
+    const parsed: Validation<unknown> =
+      unknown === undefined ? definition.validateArguments(call.arguments) : { ok: false, issues: [unknown] };
     if (parsed.ok) {
       args = deepFreeze(parsed.value);
       try {

@@ -26,6 +26,7 @@ describe('defineTool', () => {
           type: 'object',
           properties: { path: { type: 'string', description: 'Absolute path' }, limit: { type: 'number' } },
           required: ['path'],
+          additionalProperties: false,
         },
       },
     ]);
