@@ -10,7 +10,7 @@ import { SandboxError } from '../../errors.ts';
 import { defineTool } from '../define.ts';
 import { looksBinary } from './read.ts';
 import { LIMITS, sandboxOf } from './services.ts';
-import { countOccurrences, replaceOccurrences, shownPath, slicer } from './text.ts';
+import { findOccurrences, linesList, replaceOccurrences, shownPath, slicer } from './text.ts';
 
 /** Refuses a file the editing tools do not load (a directory, or one past LIMITS.editBytes). */
 export const checkEditable = (stat: { type: string; size: number; path: string }, shown: string): void => {
@@ -63,7 +63,8 @@ export const editTool = defineTool({
       throw new SandboxError('BINARY_FILE', `${shown} is a binary file; edit only changes text files.`);
     const text = data.toString('utf8');
     const slice = slicer(exec.signal);
-    const count = await countOccurrences(text, args.old_string, slice);
+    const found = await findOccurrences(text, args.old_string, slice);
+    const count = found.count;
     if (count === 0) {
       throw new SandboxError(
         'INVALID_ARGUMENTS',
@@ -73,7 +74,7 @@ export const editTool = defineTool({
     if (count > 1 && !args.replace_all) {
       throw new SandboxError(
         'INVALID_ARGUMENTS',
-        `old_string appears ${count} times in ${shown}; add surrounding lines to make it unique, or set replace_all.`,
+        `old_string appears ${count} times in ${shown}, on ${linesList(found)}; add surrounding lines to make it unique, or set replace_all.`,
       );
     }
     const updated = await replaceOccurrences(

@@ -87,13 +87,7 @@ export const readTool = defineTool({
       );
     }
     const start = args.offset ?? 1;
-    const span = await scanLines(
-      data,
-      start,
-      args.limit ?? LIMITS.readLines,
-      'ends-line',
-      slicer(exec.signal),
-    );
+    const span = await scanLines(data, start, args.limit ?? LIMITS.readLines, slicer(exec.signal));
     if (span.total > 0 && start > span.total) {
       throw new SandboxError(
         'INVALID_ARGUMENTS',

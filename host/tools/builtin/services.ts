@@ -40,6 +40,10 @@ export const LIMITS = {
   editBytes: 10 * 1024 * 1024,
   /** Entries str_replace_editor's view lists of one directory. */
   viewEntries: 1000,
+  /** Characters of numbered lines str_replace_editor shows at once (view, and the snippet after an edit). */
+  viewChars: 30_000,
+  /** Bytes of a file past editBytes that view scans for the lines asked (from the start). */
+  viewScanBytes: 256 * 1024 * 1024,
   imageBytes: 5 * 1024 * 1024,
   globResults: 500,
   grepResults: 500,

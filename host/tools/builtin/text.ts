@@ -33,15 +33,48 @@ export const slicer = (signal?: AbortSignal): Slicer => {
 /** How often (in iterations) tight loops ask the slicer; a power of two minus one, as a mask. */
 const EVERY = 0xfff;
 
-/** Occurrences of a non-empty `needle` in `text`, without overlaps. */
-export const countOccurrences = async (text: string, needle: string, slice: Slicer): Promise<number> => {
+/** Where a needle occurs: how often (without overlaps) and on which lines. */
+export interface Occurrences {
+  count: number;
+  /** 1-based lines where occurrences start, ascending, without repeats: at most MAX_LISTED of them. */
+  lines: number[];
+  /** True when occurrences start on more lines than `lines` lists. */
+  more: boolean;
+}
+
+/** Lines listed in Occurrences.lines. */
+export const MAX_LISTED = 20;
+
+/** Occurrences of a non-empty `needle` in `text`; their lines come from one pass over the text. */
+export const findOccurrences = async (text: string, needle: string, slice: Slicer): Promise<Occurrences> => {
   if (needle.length === 0)
     throw new SandboxError('INVALID_ARGUMENTS', 'The text to search for is empty; give the exact text.');
   let count = 0;
+  const lines: number[] = [];
+  let more = false;
+  let line = 1;
+  let newline = text.indexOf('\n');
   for (let at = text.indexOf(needle); at !== -1; at = text.indexOf(needle, at + needle.length)) {
+    if (!more) {
+      while (newline !== -1 && newline < at) {
+        if ((++line & EVERY) === 0) await slice();
+        newline = text.indexOf('\n', newline + 1);
+      }
+      if (lines.at(-1) !== line) {
+        if (lines.length < MAX_LISTED) lines.push(line);
+        else more = true;
+      }
+    }
     if ((++count & EVERY) === 0) await slice();
   }
-  return count;
+  return { count, lines, more };
+};
+
+/** "line 3", "lines 3 and 8", "lines 3, 8, 12, …" for an Occurrences. */
+export const linesList = ({ lines, more }: Occurrences): string => {
+  if (lines.length === 1) return `line ${lines[0]}`;
+  if (more) return `lines ${lines.join(', ')}, …`;
+  return `lines ${lines.slice(0, -1).join(', ')} and ${lines.at(-1)}`;
 };
 
 /**
@@ -112,21 +145,18 @@ const SCAN_CHUNK = 1 << 16;
 
 /**
  * Finds lines `first` … `first + count - 1` (1-based) in `data` without decoding it. Lines are the
- * pieces between `\n` bytes; with `trailingNewline: 'ends-line'` a final `\n` ends the last line (so
- * "a\n" is one line and an empty file has none, as `read` counts), with `'starts-line'` it starts an
- * empty last line (so "a\n" is two lines and an empty file has one, as `str_replace_editor` counts).
- * UTF-8 never uses the byte 0x0a inside a character, so the span decodes on its own.
+ * pieces between `\n` bytes, and a final `\n` ends the last line: "a\n" is one line, "a\n\n" two,
+ * and an empty file has none (as `read` and `str_replace_editor` count, and `wc -l` for files that
+ * end in a newline). UTF-8 never uses the byte 0x0a inside a character, so the span decodes on its own.
  */
 export const scanLines = async (
   data: Uint8Array,
   first: number,
   count: number,
-  trailingNewline: 'ends-line' | 'starts-line',
   slice: Slicer,
 ): Promise<LineSpan> => {
-  const endsLine = trailingNewline === 'ends-line';
-  if (endsLine && data.length === 0) return { total: 0, start: 0, end: 0, lines: 0 };
-  const body = endsLine && data[data.length - 1] === NL ? data.length - 1 : data.length;
+  if (data.length === 0) return { total: 0, start: 0, end: 0, lines: 0 };
+  const body = data[data.length - 1] === NL ? data.length - 1 : data.length;
   const last = first + count - 1;
   let line = 1;
   let start = first === 1 ? 0 : -1;

@@ -247,11 +247,11 @@ describe('str_replace_editor', () => {
     const lines = shown.split('\n');
     expect(lines).toHaveLength(2001);
     expect(lines[0]).toBe(`     1\t${'x'.repeat(2000)} [line cut]`);
-    expect(lines[2000]).toBe('[showing lines 1-2000 of 2502; view with view_range [2001, -1] to see more]');
+    expect(lines[2000]).toBe('[showing lines 1-2000 of 2501; view with view_range [2001, -1] to see more]');
     const tail = text(
       await call('str_replace_editor', { command: 'view', path: 'long.txt', view_range: [2500, -1] }),
     );
-    expect(tail).toBe('  2500\tline\n  2501\tline\n  2502\t');
+    expect(tail).toBe('  2500\tline\n  2501\tline');
   });
 
   it('lists at most 1000 entries of a directory', async () => {
@@ -265,19 +265,15 @@ describe('str_replace_editor', () => {
     await sandbox.fs.writeFile('i.txt', 'a\nb\n');
     await call('str_replace_editor', { command: 'insert', path: 'i.txt', insert_line: 1, new_str: 'x\ny' });
     expect((await sandbox.fs.readFile('i.txt')).toString()).toBe('a\nx\ny\nb\n');
-    const end = await call('str_replace_editor', {
-      command: 'insert',
-      path: 'i.txt',
-      insert_line: 5,
-      new_str: 'z',
-    });
-    expect(text(end)).toBe('Inserted 1 line(s) after line 5 of /workspace/i.txt');
-    expect((await sandbox.fs.readFile('i.txt')).toString()).toBe('a\nx\ny\nb\n\nz');
+    await call('str_replace_editor', { command: 'insert', path: 'i.txt', insert_line: 4, new_str: 'z' });
+    expect((await sandbox.fs.readFile('i.txt')).toString()).toBe('a\nx\ny\nb\nz\n');
     expect(
       text(
-        await call('str_replace_editor', { command: 'insert', path: 'i.txt', insert_line: 7, new_str: 'q' }),
+        await call('str_replace_editor', { command: 'insert', path: 'i.txt', insert_line: 6, new_str: 'q' }),
       ),
-    ).toBe("Error: insert_line 7 is past the file's 6 lines.");
+    ).toBe(
+      'Error: insert_line 6 is past the end of /workspace/i.txt, which has 5 lines; use a value from 0 to 5.',
+    );
   });
 
   it('names the arguments a command is missing', async () => {

@@ -1,0 +1,162 @@
+// What str_replace_editor shows: a directory's entries, a file's numbered lines (all of them or a
+// view_range, in a file of any size), and the numbered snippet after an edit. Output is capped at
+// LIMITS.readLines lines and LIMITS.viewChars characters (each line cut at LIMITS.lineChars), and
+// whatever is left out is said with the view_range that shows it.
+// Bounds (the work runs on the control plane's event loop, see text.ts): a file the editor loads
+// (up to LIMITS.editBytes) is scanned once without decoding; only the lines shown are decoded. A
+// larger file is never loaded: view reads it in CHUNK_BYTES pieces from its start until it has
+// found the lines asked, at most LIMITS.viewScanBytes of it, and decodes at most SPAN_BYTES.
+import { SandboxError } from '../../errors.ts';
+import type { FileStat, SandboxFs } from '../../sandbox/types.ts';
+import { LIMITS } from './services.ts';
+import { type Slicer, scanLines } from './text.ts';
+
+const NL = 0x0a;
+const CHUNK_BYTES = 1 << 20;
+const SPAN_BYTES = 1 << 20;
+
+/** Lines of context an edit's snippet shows around the edited lines (as OpenHands' editor). */
+export const SNIPPET_CONTEXT = 4;
+
+const cut = (line: string): string =>
+  line.length > LIMITS.lineChars ? `${line.slice(0, LIMITS.lineChars)} [line cut]` : line;
+
+/**
+ * `cat -n`-style lines from line `first`: as many of `lines` as fit in LIMITS.viewChars (at least
+ * one), and how many that was.
+ */
+export const numbered = (lines: readonly string[], first: number): { text: string; shown: number } => {
+  const out: string[] = [];
+  let chars = 0;
+  for (const line of lines) {
+    const row = `${String(first + out.length).padStart(6, ' ')}\t${cut(line)}`;
+    if (out.length > 0 && chars + row.length + 1 > LIMITS.viewChars) break;
+    out.push(row);
+    chars += row.length + 1;
+  }
+  return { text: out.join('\n'), shown: out.length };
+};
+
+const invalidRange = (range: readonly number[], why: string): SandboxError =>
+  new SandboxError('INVALID_ARGUMENTS', `view_range [${range.join(', ')}] ${why}`);
+
+/** A directory's entries, one level, directories marked with `/`. */
+export const viewDirectory = async (
+  fs: SandboxFs,
+  path: string,
+  range: readonly number[] | undefined,
+): Promise<string> => {
+  if (range !== undefined)
+    throw invalidRange(range, `is for files; ${path} is a directory. View it without view_range.`);
+  const entries = await fs.list(path);
+  const listed = entries
+    .slice(0, LIMITS.viewEntries)
+    .map((e) => `${e.name}${e.type === 'directory' ? '/' : ''}`);
+  if (entries.length > LIMITS.viewEntries)
+    listed.push(`[${entries.length - LIMITS.viewEntries} more entries not shown; use bash ls or find]`);
+  return listed.length === 0 ? `(${path} is an empty directory)` : listed.join('\n');
+};
+
+/** The lines a view asked for: [start, end] with end -1 for the end of the file. */
+const rangeOf = (range: readonly number[] | undefined): [number, number] => {
+  const [start = 1, end = -1] = range ?? [];
+  if (range !== undefined && start < 1)
+    throw invalidRange(range, `starts at ${start}; lines are numbered from 1.`);
+  if (range !== undefined && end !== -1 && end < start)
+    throw invalidRange(
+      range,
+      `ends before it starts; give [start, end] with end >= start, or -1 for the end of the file.`,
+    );
+  return [start, end];
+};
+
+/** The tail note of a view that shows less than was asked. */
+const more = (start: number, shown: number, end: number, of: string): string =>
+  `[showing lines ${start}-${start + shown - 1} ${of}; view with view_range [${start + shown}, ${end}] to see more]`;
+
+/** A loaded file's lines (`data` is the whole file), with line numbers. */
+export const viewLoaded = async (
+  data: Buffer,
+  path: string,
+  range: readonly number[] | undefined,
+  slice: Slicer,
+): Promise<string> => {
+  const [start, end] = rangeOf(range);
+  const asked = end === -1 ? Number.POSITIVE_INFINITY : end - start + 1;
+  const span = await scanLines(data, start, Math.min(asked, LIMITS.readLines), slice);
+  if (span.total === 0) {
+    if (range !== undefined) throw invalidRange(range, `cannot be shown: ${path} is empty.`);
+    return `(${path} is empty)`;
+  }
+  if (start > span.total)
+    throw invalidRange(
+      range ?? [],
+      `starts past the end: ${path} has ${span.total} lines (view_range [1, ${span.total}]).`,
+    );
+  const last = end === -1 ? span.total : Math.min(end, span.total);
+  const { text, shown } = numbered(data.subarray(span.start, span.end).toString('utf8').split('\n'), start);
+  const note =
+    end > span.total ? `NOTE: ${path} has ${span.total} lines; showing up to line ${span.total}.\n` : '';
+  if (start + shown - 1 < last) return `${note}${text}\n${more(start, shown, end, `of ${span.total}`)}`;
+  return `${note}${text}`;
+};
+
+/**
+ * Lines of a file too large to load (`stat.size` > LIMITS.editBytes), read from its start in
+ * pieces until the asked lines are found. Its line count is known only when the scan reached its end.
+ */
+export const viewLarge = async (
+  fs: SandboxFs,
+  stat: FileStat,
+  range: readonly number[] | undefined,
+  slice: Slicer,
+): Promise<string> => {
+  const [start, end] = rangeOf(range);
+  const path = stat.path;
+  const last = end === -1 ? Number.POSITIVE_INFINITY : end;
+  const limit = Math.min(stat.size, LIMITS.viewScanBytes);
+  let line = 1;
+  let from = start === 1 ? 0 : -1;
+  let to = -1;
+  let cutAt = false;
+  let offset = 0;
+  let lastByte = -1;
+  while (offset < limit && to === -1) {
+    const chunk = await fs.readFile(path, { offset, length: Math.min(CHUNK_BYTES, limit - offset) });
+    if (chunk.length === 0) break;
+    for (let i = chunk.indexOf(NL); i !== -1; i = chunk.indexOf(NL, i + 1)) {
+      if (line === last) {
+        to = offset + i;
+        break;
+      }
+      line++;
+      if (line === start) from = offset + i + 1;
+    }
+    offset += chunk.length;
+    lastByte = chunk[chunk.length - 1] as number;
+    if (from !== -1 && to === -1 && offset - from >= SPAN_BYTES) {
+      to = from + SPAN_BYTES;
+      cutAt = true;
+    }
+    await slice();
+  }
+  // Only a scan that went through the whole file without stopping knows its line count.
+  const total = to === -1 && offset >= stat.size ? line - (lastByte === NL ? 1 : 0) : undefined;
+  if (total !== undefined && start > total)
+    throw invalidRange(range ?? [], `starts past the end: ${path} has ${total} lines.`);
+  if (from === -1)
+    throw invalidRange(
+      range ?? [],
+      `starts beyond the first ${LIMITS.viewScanBytes} bytes of ${path} (a file of ${stat.size} bytes), as far as view reads; use bash (sed -n '${start},${start + 99}p' ${path}) to see it.`,
+    );
+  if (to === -1) to = offset;
+  const bytes = await fs.readFile(path, { offset: from, length: to - from });
+  const body = total !== undefined && bytes.at(-1) === NL ? bytes.subarray(0, -1) : bytes;
+  const lines = body.toString('utf8').split('\n');
+  if (cutAt && lines.length > 1) lines.pop(); // a line cut by SPAN_BYTES: shown by the next view
+  const { text, shown } = numbered(lines.slice(0, LIMITS.readLines), start);
+  const lastAsked = total === undefined ? last : Math.min(last, total);
+  if (start + shown - 1 < lastAsked)
+    return `${text}\n${more(start, shown, end, `of ${path} (${stat.size} bytes)`)}`;
+  return text;
+};

@@ -1,0 +1,4 @@
+import { createMemoryProvider } from '../../../host/sandbox/memory/index.ts';
+import { runFileToolsContract } from '../../contract/tools/file-tools.ts';
+
+runFileToolsContract('memory', async () => ({ provider: createMemoryProvider() }));
