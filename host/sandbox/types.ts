@@ -63,6 +63,12 @@ export interface GrepOptions {
   /** Glob that file names must match, e.g. `*.ts`. */
   include?: string;
   ignoreCase?: boolean;
+  /**
+   * Skip hidden files and directories (below the searched path) and what `.gitignore` / `.ignore`
+   * files in the searched tree exclude, as ripgrep does by default (sandbox-wire/ignore.ts).
+   * Default false: every file is searched.
+   */
+  skipIgnored?: boolean;
   /** At most this many matches. Default 1000. */
   limit?: number;
 }
@@ -138,6 +144,8 @@ export interface JobInfo {
 export interface JobOutput extends JobInfo {
   /** Combined stdout and stderr, from `offset`. */
   output: string;
+  /** Byte offset of the output where `output` starts (the asked one, or where a tail starts). */
+  offset: number;
   /** Byte offset to pass next time to read only what is new. */
   nextOffset: number;
   truncated: boolean;
@@ -150,7 +158,15 @@ export interface SandboxJobs {
   /** With `wait`, resolves when the job ends or after `timeoutMs` (default 30000). */
   output(
     id: string,
-    options?: { wait?: boolean; timeoutMs?: number; offset?: number; signal?: AbortSignal },
+    options?: {
+      wait?: boolean;
+      timeoutMs?: number;
+      /** Byte offset to read from. Default 0. */
+      offset?: number;
+      /** Read the newest output instead: at most this many bytes, up to the end (from a character start). */
+      tail?: number;
+      signal?: AbortSignal;
+    },
   ): Promise<JobOutput>;
   kill(id: string, signal?: 'SIGTERM' | 'SIGKILL' | 'SIGINT'): Promise<JobInfo>;
 }

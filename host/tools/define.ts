@@ -4,7 +4,7 @@
 import { toJsonSchema } from '@valibot/to-json-schema';
 import * as v from 'valibot';
 import { SandboxError } from '../errors.ts';
-import { renderValue } from './content.ts';
+import { renderValue, type WithContent } from './content.ts';
 import type {
   ContentPart,
   ExecContext,
@@ -19,6 +19,7 @@ type ObjectSchema =
   | v.StrictObjectSchema<v.ObjectEntries, v.ErrorMessage<v.StrictObjectIssue> | undefined>
   | v.LooseObjectSchema<v.ObjectEntries, v.ErrorMessage<v.LooseObjectIssue> | undefined>;
 type AnySchema = v.GenericSchema;
+type Output<V> = V | WithContent<V>;
 
 export interface ToolOptions<P extends ObjectSchema, O extends AnySchema> {
   /** Model-facing name: letters, digits, `_` and `-`, at most 128 characters. */
@@ -31,7 +32,11 @@ export interface ToolOptions<P extends ObjectSchema, O extends AnySchema> {
     /** Default: a string value as text, any other value as pretty-printed JSON. */
     render?: (args: v.InferOutput<P>, value: v.InferOutput<O>) => ContentPart[];
   };
-  execute: (args: v.InferOutput<P>, exec: ExecContext) => v.InferInput<O> | Promise<v.InferInput<O>>;
+  /** Returns the value, or withContent(value, content) when it renders its own content (content.ts). */
+  execute: (
+    args: v.InferOutput<P>,
+    exec: ExecContext,
+  ) => Output<v.InferInput<O>> | Promise<Output<v.InferInput<O>>>;
   /** Default: exclusive. Return true only when overlapping siblings is safe for these arguments. */
   isConcurrencySafe?: (args: v.InferOutput<P>) => boolean;
   /** Default: mutating. Return true only when the call changes nothing outside the session state. */

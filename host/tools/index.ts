@@ -9,7 +9,7 @@ export {
   createRequestApprovals,
   type RequestApprovalsOptions,
 } from './approvals.ts';
-export { errorContent, renderValue } from './content.ts';
+export { errorContent, renderValue, type WithContent, withContent } from './content.ts';
 export { defineTool, ToolName, type ToolOptions } from './define.ts';
 export type { Disposer } from './disposer.ts';
 export {

@@ -14,7 +14,7 @@ import type { EventLog, SessionEventInput } from '../store/types.ts';
 import type { Approvals } from './approvals.ts';
 import { closedArgumentNames, unknownArgumentsIssue } from './arguments.ts';
 import { callEvent, recordCall, resultEvent, tryAppend } from './call-log.ts';
-import { errorContent, isContent } from './content.ts';
+import { errorContent, isContent, isWithContent } from './content.ts';
 import { createGate, type Gate } from './gate.ts';
 import type { CallView, ExecuteView, Outcome } from './hooks.ts';
 import { MAX_ARGUMENT_DEPTH, nestedDeeperThan } from './json-walk.ts';
@@ -168,7 +168,8 @@ export const runBody = async (outer: ExecuteView): Promise<Outcome> => {
   } catch (error) {
     return failed(toToolError(error, signal, name));
   }
-  const checked = definition.validateOutput(value);
+  const own = isWithContent(value) ? value : undefined;
+  const checked = definition.validateOutput(own === undefined ? value : own.value);
   if (!checked.ok) {
     return failed(
       fail(
@@ -178,7 +179,7 @@ export const runBody = async (outer: ExecuteView): Promise<Outcome> => {
     );
   }
   try {
-    let content = definition.render(prepared.args, checked.value);
+    let content = own === undefined ? definition.render(prepared.args, checked.value) : own.content;
     if (definition.projectContent !== undefined)
       content = definition.projectContent(prepared.args, checked.value, content);
     if (!isContent(content))

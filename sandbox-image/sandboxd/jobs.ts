@@ -75,6 +75,13 @@ const alive = (pid: number): boolean => {
 };
 
 /** Longest prefix of `buf` that does not end inside a UTF-8 character. */
+/** Continuation bytes (at most 3) at the start of `buf`: where its first whole character starts. */
+const utf8Start = (buf: Buffer): number => {
+  let i = 0;
+  while (i < 3 && i < buf.length && ((buf[i] as number) & 0xc0) === 0x80) i++;
+  return i;
+};
+
 const utf8Prefix = (buf: Buffer): Buffer => {
   let i = buf.length;
   let back = 0;
@@ -200,7 +207,9 @@ export const createJobs = async (ws: Workspace, stateDir: string) => {
 
     async jobOutput(args: Args, signal: AbortSignal) {
       const id = str(args, 'id');
-      const offset = optInt(args, 'offset', 0);
+      const asked = optInt(args, 'offset', 0);
+      /** With a tail, the last `tail` bytes are read instead of those from `offset`. */
+      const tail = optInt(args, 'tail', 0, MAX_OUTPUT_BYTES);
       const waitMs = optInt(args, 'waitMs', 0, 60 * 60 * 1000);
       const maxBytes = optInt(args, 'maxBytes', 1024 * 1024, MAX_OUTPUT_BYTES);
       let job = await load(id);
@@ -213,6 +222,7 @@ export const createJobs = async (ws: Workspace, stateDir: string) => {
         (s) => s.size,
         () => 0,
       );
+      let offset = tail > 0 ? Math.max(0, size - tail) : asked;
       const want = Math.max(0, Math.min(size - offset, maxBytes));
       let data: Buffer = Buffer.alloc(0);
       if (want > 0) {
@@ -225,9 +235,21 @@ export const createJobs = async (ws: Workspace, stateDir: string) => {
           await fh.close();
         }
       }
+      if (tail > 0 && offset > 0) {
+        // Start at a character, not inside one.
+        const skip = utf8Start(data);
+        data = data.subarray(skip);
+        offset += skip;
+      }
       const truncated = size - offset > data.length;
       if (truncated) data = utf8Prefix(data);
-      return { ...info(job), output: data.toString('utf8'), nextOffset: offset + data.length, truncated };
+      return {
+        ...info(job),
+        output: data.toString('utf8'),
+        offset,
+        nextOffset: offset + data.length,
+        truncated,
+      };
     },
 
     async jobKill(args: Args) {

@@ -1,7 +1,9 @@
 // glob and grep for sandboxd. glob walks the tree itself with the shared matcher (sandbox-wire/glob.ts)
-// so that every provider agrees on what `*` and `**` mean. grep uses ripgrep (`rg --json`, hidden files
-// included, ignore files not honoured, sorted by path) when the image has it, else a small walker with
-// JavaScript regular expressions (the local test path). Neither follows symlinks while walking.
+// so that every provider agrees on what `*` and `**` mean. grep uses ripgrep (`rg --json`, sorted by
+// path) when the image has it, else a small walker with JavaScript regular expressions (the local test
+// path). Neither follows symlinks while walking. grep searches every file unless asked to skip hidden
+// and ignored ones (skipIgnored: ripgrep's defaults, the walker with sandbox-wire/ignore.ts); only
+// ignore files inside the searched tree count, never its parents' or the user's global ones.
 // The walker holds one directory fd per level and opens each entry through its parent's fd
 // (beneath.ts), so a directory swapped for a symlink mid-walk is never entered. ripgrep gets the
 // search root as an inherited fd (`/proc/self/fd/3`) opened the same way, and a single file only
@@ -16,6 +18,7 @@ import { createInterface } from 'node:readline';
 import { fromBytes } from '../../sandbox-wire/byte-names.ts';
 import { WireError } from '../../sandbox-wire/errors.ts';
 import { globToRegExp, hasMagic, includeMatcher } from '../../sandbox-wire/glob.ts';
+import { IGNORE_FILES, type IgnoreRule, isIgnored, parseIgnore } from '../../sandbox-wire/ignore.ts';
 import { atFd, openSubdir } from './beneath.ts';
 import { asAgent } from './identity.ts';
 import { type Args, bool, optInt, optStr, str, toWireError } from './util.ts';
@@ -40,23 +43,31 @@ const walkFiles = async (
   maxDepth: number,
   signal: AbortSignal,
   onFile: (rel: string, dirFd: number, name: Buffer) => boolean | Promise<boolean>,
+  skipIgnored = false,
 ): Promise<void> => {
   let visits = 0;
-  const visit = async (dirFd: number, rel: string, depth: number): Promise<boolean> => {
+  const visit = async (
+    dirFd: number,
+    rel: string,
+    depth: number,
+    inherited: readonly IgnoreRule[],
+  ): Promise<boolean> => {
     if (signal.aborted) throw aborted();
     const entries: Dirent<Buffer>[] = await fsp
       .readdir(atFd(dirFd, ''), { withFileTypes: true, encoding: 'buffer' })
       .catch(() => []);
     entries.sort((a, b) => Buffer.compare(a.name, b.name));
+    const rules = skipIgnored ? [...inherited, ...(await ignoreRulesIn(dirFd, rel))] : inherited;
     for (const d of entries) {
       if (++visits > MAX_VISITS) return false;
       const r = rel ? `${rel}/${fromBytes(d.name)}` : fromBytes(d.name);
+      if (skipIgnored && (d.name[0] === 0x2e || isIgnored(rules, r, d.isDirectory()))) continue;
       if (d.isDirectory()) {
         if (depth >= Math.min(maxDepth, MAX_DEPTH)) continue;
         const sub = await openSubdir(dirFd, d.name).catch(() => undefined); // swapped for a link: skip
         if (!sub) continue;
         try {
-          if (!(await visit(sub.fd, r, depth + 1))) return false;
+          if (!(await visit(sub.fd, r, depth + 1, rules))) return false;
         } finally {
           await sub.close();
         }
@@ -64,7 +75,19 @@ const walkFiles = async (
     }
     return true;
   };
-  await visit(top, '', 1);
+  await visit(top, '', 1, []);
+};
+
+const MAX_IGNORE_FILE_BYTES = 1024 * 1024;
+
+/** The rules of the ignore files in open directory `dirFd` (relative path `rel`). */
+const ignoreRulesIn = async (dirFd: number, rel: string): Promise<IgnoreRule[]> => {
+  const rules: IgnoreRule[] = [];
+  for (const name of IGNORE_FILES) {
+    const data = await readSmallFile(dirFd, Buffer.from(name), MAX_IGNORE_FILE_BYTES);
+    if (data) rules.push(...parseIgnore(data.toString('utf8'), rel));
+  }
+  return rules;
 };
 
 /** The regular file `name` in open directory `dirFd`, when it is one (opened without following or blocking) and at most `max` bytes. */
@@ -102,6 +125,7 @@ const grepWithRg = (
   target: Target,
   include: string | undefined,
   ignoreCase: boolean,
+  skipIgnored: boolean,
   limit: number,
   signal: AbortSignal,
 ) =>
@@ -111,8 +135,9 @@ const grepWithRg = (
       '--json',
       '--sort',
       'path',
-      '--hidden',
-      '--no-ignore',
+      ...(skipIgnored
+        ? ['--no-require-git', '--no-ignore-parent', '--no-ignore-global']
+        : ['--hidden', '--no-ignore']),
       '--no-messages',
       '--one-file-system',
       '--max-filesize',
@@ -192,6 +217,7 @@ const grepWithJs = async (
   target: Target,
   include: string | undefined,
   ignoreCase: boolean,
+  skipIgnored: boolean,
   limit: number,
   signal: AbortSignal,
 ) => {
@@ -225,8 +251,13 @@ const grepWithJs = async (
   if (target.kind === 'file') search('', await target.fh.readFile());
   else {
     const keep = includeMatcher(include);
-    await walkFiles(target.fh.fd, Infinity, signal, async (rel, dirFd, name) =>
-      keep(rel) ? search(rel, await readSmallFile(dirFd, name, MAX_GREP_FILE_BYTES)) : true,
+    await walkFiles(
+      target.fh.fd,
+      Infinity,
+      signal,
+      async (rel, dirFd, name) =>
+        keep(rel) ? search(rel, await readSmallFile(dirFd, name, MAX_GREP_FILE_BYTES)) : true,
+      skipIgnored,
     );
   }
   return { matches, truncated };
@@ -313,9 +344,10 @@ export const createSearchOps = (ws: Workspace) => ({
     try {
       const target = await openTarget(ws, base);
       try {
+        const how = [include, bool(args, 'ignoreCase'), bool(args, 'skipIgnored'), limit, signal] as const;
         const found = ripgrep()
-          ? await grepWithRg(pattern, target, include, bool(args, 'ignoreCase'), limit, signal)
-          : await grepWithJs(pattern, target, include, bool(args, 'ignoreCase'), limit, signal);
+          ? await grepWithRg(pattern, target, ...how)
+          : await grepWithJs(pattern, target, ...how);
         // Report lexical paths: the searches saw the target's fd.
         const matches = found.matches.map((m) => ({ ...m, path: m.path ? `${base}/${m.path}` : base }));
         return { matches, truncated: found.truncated };

@@ -4,6 +4,7 @@
 
 import { posix } from 'node:path';
 import { globToRegExp, hasMagic, includeMatcher } from '../../../sandbox-wire/glob.ts';
+import { IGNORE_FILES, isHidden, isIgnored, parseIgnore } from '../../../sandbox-wire/ignore.ts';
 import { SandboxError } from '../../errors.ts';
 import { createResolver, relativeTo } from '../paths.ts';
 import type {
@@ -99,6 +100,34 @@ export const createMemoryFs = (options: MemoryFsOptions = {}): MemoryFs => {
     descendants(dir)
       .filter((k) => nodes.get(k)?.type === 'file')
       .sort();
+
+  /** grep's skipIgnored under directory `base`: not hidden, and no ignore file excludes it or a parent. */
+  const notIgnored = (base: string): ((rel: string) => boolean) => {
+    const files = filesUnder(base)
+      .map((k) => relativeTo(base, k))
+      .filter((rel) => (IGNORE_FILES as readonly string[]).includes(posix.basename(rel)));
+    // Parents' files before their children's, .gitignore before .ignore in one directory.
+    const depth = (rel: string) => rel.split('/').length;
+    files.sort(
+      (a, b) =>
+        depth(a) - depth(b) ||
+        IGNORE_FILES.indexOf(posix.basename(a) as never) - IGNORE_FILES.indexOf(posix.basename(b) as never),
+    );
+    const rules = files.flatMap((rel) => {
+      const dir = posix.dirname(rel);
+      return parseIgnore(
+        (nodes.get(`${base}/${rel}`) as { data: Buffer }).data.toString('utf8'),
+        dir === '.' ? '' : dir,
+      );
+    });
+    return (rel) => {
+      if (isHidden(rel)) return false;
+      const parts = rel.split('/');
+      for (let i = 1; i < parts.length; i++)
+        if (isIgnored(rules, parts.slice(0, i).join('/'), true)) return false;
+      return !isIgnored(rules, rel, false);
+    };
+  };
 
   const fs: MemoryFs = {
     root,
@@ -247,8 +276,11 @@ export const createMemoryFs = (options: MemoryFsOptions = {}): MemoryFs => {
       const node = get(base);
       const limit = opts.limit ?? 1000;
       const include = includeMatcher(opts.include);
+      const kept = opts.skipIgnored === true ? notIgnored(base) : () => true;
       const files =
-        node.type === 'file' ? [base] : filesUnder(base).filter((k) => include(relativeTo(base, k)));
+        node.type === 'file'
+          ? [base]
+          : filesUnder(base).filter((k) => include(relativeTo(base, k)) && kept(relativeTo(base, k)));
       const matches: GrepMatch[] = [];
       for (const file of files) {
         const data = (nodes.get(file) as { data: Buffer }).data;

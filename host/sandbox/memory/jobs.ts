@@ -106,10 +106,17 @@ export const createMemoryJobs = (options: MemoryJobsOptions): SandboxJobs => {
         clearTimeout(timer);
       }
       const all = Buffer.concat(j.output, j.size);
-      const offset = Math.min(Math.max(0, opts.offset ?? 0), all.length);
+      let offset = Math.min(Math.max(0, opts.offset ?? 0), all.length);
+      if (opts.tail !== undefined) {
+        offset = Math.max(0, all.length - opts.tail);
+        // Start at a character, not inside one.
+        for (let i = 0; i < 3 && offset < all.length && ((all[offset] as number) & 0xc0) === 0x80; i++)
+          offset++;
+      }
       return {
         ...j.info,
         output: all.subarray(offset).toString('utf8'),
+        offset,
         nextOffset: all.length,
         truncated: j.size >= max,
       };

@@ -271,6 +271,7 @@ export const connectSandboxd = async (options: ConnectSandboxdOptions): Promise<
           path: resolve(opts.path ?? '.'),
           include: opts.include,
           ignoreCase: opts.ignoreCase === true,
+          skipIgnored: opts.skipIgnored === true,
           limit: opts.limit ?? 1000,
         },
         plain,
@@ -332,6 +333,7 @@ export const connectSandboxd = async (options: ConnectSandboxdOptions): Promise<
       const args = {
         id: String(id),
         offset: Math.max(0, Math.floor(opts.offset ?? 0)),
+        ...(opts.tail === undefined ? {} : { tail: Math.max(1, Math.floor(opts.tail)) }),
         waitMs,
         maxBytes: maxOutputBytes,
       };

@@ -3,7 +3,7 @@
 
 import * as v from 'valibot';
 import { defineTool } from '../define.ts';
-import { capText, LIMITS, sandboxOf } from './services.ts';
+import { LIMITS, sandboxOf } from './services.ts';
 
 const Job = v.object({
   id: v.string(),
@@ -35,10 +35,21 @@ export const jobListTool = defineTool({
   },
 });
 
+/** Bytes of output job_output shows at once (LIMITS.bashOutput characters of ASCII). */
+const OUTPUT_BYTES = LIMITS.bashOutput;
+
+/** Cuts `text` (read from byte `offset`) to OUTPUT_BYTES at a character boundary: the shown text and the offset after it. */
+const headOf = (text: string, offset: number): { shown: string; next: number } => {
+  const bytes = Buffer.from(text, 'utf8');
+  if (bytes.length <= OUTPUT_BYTES) return { shown: text, next: offset + bytes.length };
+  let end = OUTPUT_BYTES;
+  while (end > 0 && ((bytes[end] as number) & 0xc0) === 0x80) end--;
+  return { shown: bytes.subarray(0, end).toString('utf8'), next: offset + end };
+};
+
 export const jobOutputTool = defineTool({
   name: 'job_output',
-  description:
-    'Read the output of a background job. With wait, block until the job ends or timeout_ms passes (default 30000).',
+  description: `Read the output of a background job. Without offset it shows the newest output (the last ${OUTPUT_BYTES} bytes); with offset, ${OUTPUT_BYTES} bytes from that byte offset, to page through older output. Each answer says which bytes it shows and the offset to read on. With wait, block until the job ends or timeout_ms passes (default 30000).`,
   parameters: v.object({
     job_id: v.pipe(v.string(), v.minLength(1), v.description('The id bash returned')),
     wait: v.optional(v.pipe(v.boolean(), v.description('Wait for the job to end'))),
@@ -51,25 +62,51 @@ export const jobOutputTool = defineTool({
         v.description('How long to wait, in ms'),
       ),
     ),
+    offset: v.optional(
+      v.pipe(
+        v.number(),
+        v.integer(),
+        v.minValue(0),
+        v.description('Byte offset of the output to read from (default: show the newest output)'),
+      ),
+    ),
   }),
   output: {
-    schema: v.object({ ...Job.entries, output: v.string(), nextOffset: v.number(), truncated: v.boolean() }),
-    render: (_args, value) => [
-      {
-        type: 'text',
-        text: `${describeJob(value)}\n${capText(value.output, LIMITS.bashOutput) || '(no output yet)'}`,
-      },
-    ],
+    schema: v.object({
+      ...Job.entries,
+      output: v.string(),
+      /** Byte offset where `output` starts. */
+      offset: v.number(),
+      /** Byte offset just past `output`: where to read on. */
+      nextOffset: v.number(),
+      /** Output after nextOffset was already written (a page that did not reach the end). */
+      more: v.boolean(),
+    }),
+    render: (_args, value) => {
+      const { output, offset, nextOffset, more } = value;
+      const earlier = offset > 0 ? `; earlier output: offset ${Math.max(0, offset - OUTPUT_BYTES)}` : '';
+      const range =
+        nextOffset === 0
+          ? '[no output yet]'
+          : offset === 0 && !more
+            ? `[all ${nextOffset} bytes of output]`
+            : `[output bytes ${offset}-${nextOffset}${more ? `; read on: offset ${nextOffset}` : ', the newest'}${earlier}]`;
+      return [{ type: 'text', text: `${describeJob(value)}\n${range}${output ? `\n${output}` : ''}` }];
+    },
   },
   isConcurrencySafe: () => true,
   isReadOnly: () => true,
   async execute(args, exec) {
     const sandbox = await sandboxOf(exec);
-    return sandbox.jobs.output(args.job_id, {
-      wait: args.wait,
-      timeoutMs: args.timeout_ms,
-      signal: exec.signal,
-    });
+    const base = { wait: args.wait, timeoutMs: args.timeout_ms, signal: exec.signal };
+    const read = await sandbox.jobs.output(
+      args.job_id,
+      args.offset === undefined ? { ...base, tail: OUTPUT_BYTES } : { ...base, offset: args.offset },
+    );
+    const { truncated, ...job } = read;
+    if (args.offset === undefined) return { ...job, more: false };
+    const { shown, next } = headOf(read.output, read.offset);
+    return { ...job, output: shown, nextOffset: next, more: truncated || next < read.nextOffset };
   },
 });
 

@@ -1,8 +1,11 @@
 // `read_image`: loads a png, jpeg, gif or webp file as an image content part. The type comes
 // from the file's magic bytes, not its name, so a renamed file is still recognised (or refused).
+// The bytes travel once, in the image part: the value (what code mode gets and the log keeps
+// beside the content) says what was loaded, not the bytes again.
 
 import * as v from 'valibot';
 import { SandboxError } from '../../errors.ts';
+import { withContent } from '../content.ts';
 import { defineTool } from '../define.ts';
 import { LIMITS, sandboxOf } from './services.ts';
 import { shownPath } from './text.ts';
@@ -34,8 +37,7 @@ export const readImageTool = defineTool({
     ),
   }),
   output: {
-    schema: v.object({ file_path: v.string(), mimeType: v.string(), size: v.number(), data: v.string() }),
-    render: (_args, value) => [{ type: 'image', data: value.data, mimeType: value.mimeType }],
+    schema: v.object({ file_path: v.string(), mimeType: v.string(), size: v.number() }),
   },
   isConcurrencySafe: () => true,
   isReadOnly: () => true,
@@ -58,6 +60,8 @@ export const readImageTool = defineTool({
         `${shown} is not a png, jpeg, gif or webp image; use read for text files.`,
       );
     }
-    return { file_path: stat.path, mimeType, size: data.length, data: data.toString('base64') };
+    return withContent({ file_path: stat.path, mimeType, size: data.length }, [
+      { type: 'image', data: data.toString('base64'), mimeType },
+    ]);
   },
 });

@@ -252,6 +252,34 @@ export const runSandboxContract = (name: string, setup: () => Promise<ContractTa
       });
     });
 
+    describe('grep skipIgnored', () => {
+      it('skips hidden files and what .gitignore and .ignore exclude, as ripgrep does; a named path is searched', async () => {
+        const files: Record<string, string> = {
+          'ig/.gitignore': '# deps\nnode_modules/\n*.log\n/build\n!keep.log\n',
+          'ig/src/a.ts': 'needle\n',
+          'ig/src/.hidden.ts': 'needle\n',
+          'ig/.cache/x.ts': 'needle\n',
+          'ig/node_modules/pkg/index.js': 'needle\n',
+          'ig/src/node_modules/deep.js': 'needle\n',
+          'ig/debug.log': 'needle\n',
+          'ig/keep.log': 'needle\n',
+          'ig/build/out.js': 'needle\n',
+          'ig/src/build/kept.js': 'needle\n',
+          'ig/src/.ignore': 'generated.ts\n',
+          'ig/src/generated.ts': 'needle\n',
+        };
+        for (const [path, body] of Object.entries(files)) await sb.fs.writeFile(path, body);
+        const found = async (path: string, skipIgnored: boolean) =>
+          (await sb.fs.grep('needle', { path, skipIgnored })).matches.map((m) =>
+            m.path.slice(`${sb.fs.root}/`.length),
+          );
+        expect(await found('ig', true)).toEqual(['ig/keep.log', 'ig/src/a.ts', 'ig/src/build/kept.js']);
+        expect(await found('ig', false)).toHaveLength(10);
+        expect(await found('ig/node_modules/pkg', true)).toEqual(['ig/node_modules/pkg/index.js']);
+        expect(await found('ig/.cache', true)).toEqual(['ig/.cache/x.ts']);
+      });
+    });
+
     describe('archive', () => {
       it('round-trips a directory through download and upload', async () => {
         await sb.fs.writeFile('arc/src/a.txt', 'A');

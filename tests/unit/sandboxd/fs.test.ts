@@ -154,6 +154,18 @@ describe('sandboxd file operations', () => {
     });
     expect(await codeOf(c.fs.grep('(unclosed', { path: 'gr' }))).toBe('INVALID_ARGUMENTS');
   });
+
+  it('skips hidden and ignored files when asked, as ripgrep does (the walker without ripgrep too)', async () => {
+    await c.fs.writeFile('ig/.gitignore', 'node_modules/\n*.log\n!keep.log\n');
+    await c.fs.writeFile('ig/src/.ignore', '/gen.ts\n');
+    for (const f of ['src/a.ts', 'src/gen.ts', '.git/HEAD', 'node_modules/m/i.js', 'x.log', 'keep.log'])
+      await c.fs.writeFile(`ig/${f}`, 'needle\n');
+    const found = async (path: string) =>
+      (await c.fs.grep('needle', { path, skipIgnored: true })).matches.map((m) => m.path.slice(sd.root.length));
+    expect(await found('ig')).toEqual(['/ig/keep.log', '/ig/src/a.ts']);
+    expect(await found('ig/node_modules')).toEqual(['/ig/node_modules/m/i.js']);
+    expect((await c.fs.grep('needle', { path: 'ig' })).matches).toHaveLength(6);
+  });
 });
 
 describe('confinement', () => {

@@ -23,8 +23,19 @@ describe('sandboxd jobs', () => {
     expect(out.endedAt).toBeGreaterThanOrEqual(out.startedAt);
     expect(await local.c.jobs.output(job.id, { offset: 4 })).toMatchObject({
       output: 'err\ndone\n',
+      offset: 4,
       nextOffset: 13,
     });
+    // The newest output; a tail starts at a character, never inside one.
+    expect(await local.c.jobs.output(job.id, { tail: 5 })).toMatchObject({
+      output: 'done\n',
+      offset: 8,
+      nextOffset: 13,
+      truncated: false,
+    });
+    const utf = await local.c.jobs.start("printf 'aéb'", { cwd: '.' });
+    await local.c.jobs.output(utf.id, { wait: true, timeoutMs: 10_000 });
+    expect(await local.c.jobs.output(utf.id, { tail: 2 })).toMatchObject({ output: 'b', offset: 3 });
     await expect(local.c.jobs.output('nope')).rejects.toMatchObject({ code: 'JOB_NOT_FOUND' });
   });
 
