@@ -306,6 +306,23 @@ export const runFileToolsContract = (name: string, target: () => Promise<FileToo
       });
     });
 
+    describe('job_output', () => {
+      it('shows the newest output of a long job, and pages from an offset', async () => {
+        if (!t.provider.flags.isolated) return; // jobs need a shell
+        const started = await call('bash', {
+          command: 'seq 1 20000',
+          description: 'count',
+          run_in_background: true,
+        });
+        const job_id = (started.value as { jobId: string }).jobId;
+        const newest = text(await call('job_output', { job_id, wait: true, timeout_ms: 20_000 })).split('\n');
+        expect(newest[1]).toBe('[output bytes 78894-108894, the newest; earlier output: offset 48894]');
+        expect(newest.at(-2)).toBe('20000');
+        const page = text(await call('job_output', { job_id, offset: 0 })).split('\n');
+        expect(page.slice(1, 3)).toEqual(['[output bytes 0-30000; read on: offset 30000]', '1']);
+      });
+    });
+
     describe('edit (Claude Code Edit)', () => {
       it('names the lines of an ambiguous old_string', async () => {
         await put('e.ts', 'a()\nb()\na()\n');
