@@ -14,8 +14,8 @@ import * as v from 'valibot';
 import { isSandboxError, SandboxError } from '../../errors.ts';
 import type { FileRead, SandboxFs } from '../../sandbox/types.ts';
 import { defineTool } from '../define.ts';
-import { numbered, SNIPPET_CONTEXT, viewDirectory, viewLarge, viewLoaded } from './editor-view.ts';
 import { checkEditable } from './edit.ts';
+import { numbered, SNIPPET_CONTEXT, viewDirectory, viewLarge, viewLoaded } from './editor-view.ts';
 import { looksBinary } from './read.ts';
 import { LIMITS, sandboxOf } from './services.ts';
 import {

@@ -161,7 +161,9 @@ describe('sandboxd file operations', () => {
     for (const f of ['src/a.ts', 'src/gen.ts', '.git/HEAD', 'node_modules/m/i.js', 'x.log', 'keep.log'])
       await c.fs.writeFile(`ig/${f}`, 'needle\n');
     const found = async (path: string) =>
-      (await c.fs.grep('needle', { path, skipIgnored: true })).matches.map((m) => m.path.slice(sd.root.length));
+      (await c.fs.grep('needle', { path, skipIgnored: true })).matches.map((m) =>
+        m.path.slice(sd.root.length),
+      );
     expect(await found('ig')).toEqual(['/ig/keep.log', '/ig/src/a.ts']);
     expect(await found('ig/node_modules')).toEqual(['/ig/node_modules/m/i.js']);
     expect((await c.fs.grep('needle', { path: 'ig' })).matches).toHaveLength(6);
