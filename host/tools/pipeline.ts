@@ -1,7 +1,8 @@
 // The one host pipeline every call goes through, root or inner, in seed order:
 //   lookup + argument validation → tools/pre-execute waterfall → monotonic guards → (ask → approvals)
-//   → tools/execute wrappers → body (exec.signal) → output validation, render, projectContent
-//   → tools/post-execute → finalizeContent → tools/result (observe) → durable log.
+//   → tools/execute wrappers → body (exec.signal) → output validation, render (or the body's own
+//   content, withContent in ./content.ts), projectContent → tools/post-execute → finalizeContent
+//   → tools/result (observe) → durable log.
 // Arguments nested deeper than MAX_ARGUMENT_DEPTH are refused before validation (INVALID_ARGUMENTS),
 // so no later stage walks an unbounded depth; so are arguments a closed schema does not name
 // (./arguments.ts), so that no validator strips what the model asked for.
