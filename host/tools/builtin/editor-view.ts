@@ -8,6 +8,7 @@
 // found the lines asked, at most LIMITS.viewScanBytes of it, and decodes at most SPAN_BYTES.
 import { SandboxError } from '../../errors.ts';
 import type { FileStat, SandboxFs } from '../../sandbox/types.ts';
+import { looksBinary } from './read.ts';
 import { LIMITS } from './services.ts';
 import { type Slicer, scanLines } from './text.ts';
 
@@ -36,6 +37,13 @@ export const numbered = (lines: readonly string[], first: number): { text: strin
   }
   return { text: out.join('\n'), shown: out.length };
 };
+
+/** The editor's refusal of a binary file. */
+export const binaryFile = (path: string): SandboxError =>
+  new SandboxError(
+    'BINARY_FILE',
+    `${path} is a binary file; str_replace_editor views and edits text files (bash with file or xxd inspects others).`,
+  );
 
 const invalidRange = (range: readonly number[], why: string): SandboxError =>
   new SandboxError('INVALID_ARGUMENTS', `view_range [${range.join(', ')}] ${why}`);
@@ -124,6 +132,7 @@ export const viewLarge = async (
   while (offset < limit && to === -1) {
     const chunk = await fs.readFile(path, { offset, length: Math.min(CHUNK_BYTES, limit - offset) });
     if (chunk.length === 0) break;
+    if (offset === 0 && looksBinary(chunk)) throw binaryFile(path);
     for (let i = chunk.indexOf(NL); i !== -1; i = chunk.indexOf(NL, i + 1)) {
       if (line === last) {
         to = offset + i;

@@ -15,7 +15,14 @@ import { isSandboxError, SandboxError } from '../../errors.ts';
 import type { FileRead, SandboxFs } from '../../sandbox/types.ts';
 import { defineTool } from '../define.ts';
 import { checkEditable } from './edit.ts';
-import { numbered, SNIPPET_CONTEXT, viewDirectory, viewLarge, viewLoaded } from './editor-view.ts';
+import {
+  binaryFile,
+  numbered,
+  SNIPPET_CONTEXT,
+  viewDirectory,
+  viewLarge,
+  viewLoaded,
+} from './editor-view.ts';
 import { looksBinary } from './read.ts';
 import { LIMITS, sandboxOf } from './services.ts';
 import {
@@ -58,11 +65,7 @@ const editable = ({ stat, data }: FileRead, command: string): Buffer => {
       `The path ${stat.path} is a directory; ${command} works on files (view lists a directory).`,
     );
   checkEditable(stat, stat.path);
-  if (data === undefined || looksBinary(data))
-    throw new SandboxError(
-      'BINARY_FILE',
-      `${stat.path} is a binary file; str_replace_editor views and edits text files (bash with file or xxd inspects others).`,
-    );
+  if (data === undefined || looksBinary(data)) throw binaryFile(stat.path);
   return data;
 };
 

@@ -146,6 +146,12 @@ export const runFileToolsContract = (name: string, target: () => Promise<FileToo
       it('refuses a binary file', async () => {
         await put('b.bin', Buffer.from([0x61, 0, 0x62]));
         expect((await editor({ command: 'view', path: at('b.bin') })).error?.code).toBe('BINARY_FILE');
+        const large = Buffer.alloc(11 * 1024 * 1024, 0x61);
+        large[100] = 0;
+        await put('big.bin', large);
+        expect((await editor({ command: 'view', path: at('big.bin'), view_range: [1, 1] })).error?.code).toBe(
+          'BINARY_FILE',
+        );
       });
 
       it('follows a symlink to a directory', async () => {
