@@ -1,13 +1,14 @@
-// What str_replace_editor shows: a directory's entries, a file's numbered lines (all of them or a
-// view_range, in a file of any size), and the numbered snippet after an edit. Output is capped at
-// LIMITS.readLines lines and LIMITS.viewChars characters (each line cut at LIMITS.lineChars), and
-// whatever is left out is said with the view_range that shows it.
+// What str_replace_editor shows: a directory's entries two levels deep, a file's numbered lines
+// (all of them or a view_range, in a file of any size), and the numbered snippet after an edit.
+// Output is capped at LIMITS.readLines lines (LIMITS.viewEntries entries) and LIMITS.viewChars
+// characters (each line cut at LIMITS.lineChars), and whatever is left out is said, with the
+// view_range that shows it. A directory view lists at most LISTED_SUBDIRS subdirectories.
 // Bounds (the work runs on the control plane's event loop, see text.ts): a file the editor loads
 // (up to LIMITS.editBytes) is scanned once without decoding; only the lines shown are decoded. A
 // larger file is never loaded: view reads it in CHUNK_BYTES pieces from its start until it has
 // found the lines asked, at most LIMITS.viewScanBytes of it, and decodes at most SPAN_BYTES.
 import { SandboxError } from '../../errors.ts';
-import type { FileStat, SandboxFs } from '../../sandbox/types.ts';
+import type { DirEntry, FileStat, SandboxFs } from '../../sandbox/types.ts';
 import { looksBinary } from './read.ts';
 import { LIMITS } from './services.ts';
 import { type Slicer, scanLines } from './text.ts';
@@ -48,7 +49,18 @@ export const binaryFile = (path: string): SandboxError =>
 const invalidRange = (range: readonly number[], why: string): SandboxError =>
   new SandboxError('INVALID_ARGUMENTS', `view_range [${range.join(', ')}] ${why}`);
 
-/** A directory's entries, one level, directories marked with `/`. */
+/** Subdirectories whose entries a directory view lists (one sandbox round trip each). */
+const LISTED_SUBDIRS = 100;
+
+const visible = (entries: readonly DirEntry[]): DirEntry[] => entries.filter((e) => !e.name.startsWith('.'));
+const shownEntry = (dir: string, e: DirEntry): string =>
+  `${dir}/${e.name}${e.type === 'directory' ? '/' : ''}`;
+
+/**
+ * A directory as Anthropic's and OpenHands' editors show it: non-hidden files and directories up
+ * to 2 levels deep, as paths (directories end in `/`), at most LIMITS.viewEntries of them, and how
+ * many hidden entries the directory itself has.
+ */
 export const viewDirectory = async (
   fs: SandboxFs,
   path: string,
@@ -57,12 +69,46 @@ export const viewDirectory = async (
   if (range !== undefined)
     throw invalidRange(range, `is for files; ${path} is a directory. View it without view_range.`);
   const entries = await fs.list(path);
-  const listed = entries
-    .slice(0, LIMITS.viewEntries)
-    .map((e) => `${e.name}${e.type === 'directory' ? '/' : ''}`);
-  if (entries.length > LIMITS.viewEntries)
-    listed.push(`[${entries.length - LIMITS.viewEntries} more entries not shown; use bash ls or find]`);
-  return listed.length === 0 ? `(${path} is an empty directory)` : listed.join('\n');
+  const top = visible(entries);
+  const lines: string[] = [];
+  let chars = 0;
+  let full = false;
+  /** Adds an entry's line; false once the view is full. */
+  const add = (line: string): boolean => {
+    full ||= lines.length >= LIMITS.viewEntries || chars + line.length > LIMITS.viewChars;
+    if (full) return false;
+    lines.push(line);
+    chars += line.length + 1;
+    return true;
+  };
+  let expanded = 0;
+  let unlisted = 0;
+  for (const entry of top) {
+    if (!add(shownEntry(path, entry))) break;
+    if (entry.type !== 'directory') continue;
+    if (++expanded > LISTED_SUBDIRS) {
+      unlisted++;
+      continue;
+    }
+    const dir = `${path}/${entry.name}`;
+    for (const e of visible(await fs.list(dir).catch(() => []))) if (!add(shownEntry(dir, e))) break;
+  }
+  const notes: string[] = [];
+  if (full)
+    notes.push(`[listing cut after ${lines.length} entries; view a subdirectory, or use bash ls or find]`);
+  if (unlisted > 0)
+    notes.push(`[the entries of ${unlisted} more subdirectories are not listed; view them one at a time]`);
+  const hidden = entries.length - top.length;
+  if (hidden > 0)
+    notes.push(
+      `${hidden} hidden files/directories in this directory are excluded. You can use 'ls -la ${path}' to see them.`,
+    );
+  return [
+    `Here's the files and directories up to 2 levels deep in ${path}, excluding hidden items:`,
+    `${path}/`,
+    ...lines,
+    ...(notes.length > 0 ? ['', ...notes] : []),
+  ].join('\n');
 };
 
 /** The lines a view asked for: [start, end] with end -1 for the end of the file. */

@@ -85,7 +85,7 @@ const edited = async (data: Buffer, path: string, first: number, last: number, s
 export const strReplaceEditorTool = defineTool({
   name: 'str_replace_editor',
   description:
-    'View, create and edit text files. view: path (+ view_range [start, end], 1-based, end -1 = to the end) shows numbered lines, or lists a directory; create: path, file_text makes a new file (never overwrites one); str_replace: path, old_str (must match exactly once, whitespace included), new_str; insert: path, insert_line (0 = before the first line), new_str. Edits answer with a numbered snippet of the result.',
+    'View, create and edit text files. view: path (+ view_range [start, end], 1-based, end -1 = to the end) shows numbered lines, or lists a directory two levels deep (hidden entries left out); create: path, file_text makes a new file (never overwrites one); str_replace: path, old_str (must match exactly once, whitespace included), new_str; insert: path, insert_line (0 = before the first line), new_str. Edits answer with a numbered snippet of the result.',
   parameters: v.object({
     command: v.pipe(v.picklist(['view', 'create', 'str_replace', 'insert']), v.description('What to do')),
     path: v.pipe(v.string(), v.minLength(1), v.description('File or directory path')),

@@ -93,10 +93,24 @@ export const runFileToolsContract = (name: string, target: () => Promise<FileToo
         );
       });
 
-      it('lists a directory, and refuses a view_range on it', async () => {
+      it('lists a directory two levels deep without hidden entries, and refuses a view_range on it', async () => {
         await put('d/x.ts', '');
         await put('d/sub/y.ts', '');
-        expect(text(await editor({ command: 'view', path: at('d') }))).toBe('sub/\nx.ts');
+        await put('d/sub/deeper/z.ts', '');
+        await put('d/sub/.secret', '');
+        await put('d/.env', '');
+        expect(text(await editor({ command: 'view', path: at('d') }))).toBe(
+          [
+            `Here's the files and directories up to 2 levels deep in ${at('d')}, excluding hidden items:`,
+            `${at('d')}/`,
+            `${at('d')}/sub/`,
+            `${at('d')}/sub/deeper/`,
+            `${at('d')}/sub/y.ts`,
+            `${at('d')}/x.ts`,
+            '',
+            `1 hidden files/directories in this directory are excluded. You can use 'ls -la ${at('d')}' to see them.`,
+          ].join('\n'),
+        );
         const ranged = await editor({ command: 'view', path: at('d'), view_range: [1, 2] });
         expect(ranged.error?.code).toBe('INVALID_ARGUMENTS');
         expect(text(ranged)).toBe(
@@ -158,7 +172,11 @@ export const runFileToolsContract = (name: string, target: () => Promise<FileToo
         if (!t.provider.flags.isolated) return; // the memory provider has no symlinks
         await put('real/inside.txt', 'hi\n');
         await sandbox.exec(`ln -s real ${at('link')}`, { cwd: dir });
-        expect(text(await editor({ command: 'view', path: at('link') }))).toBe('inside.txt');
+        expect(
+          text(await editor({ command: 'view', path: at('link') }))
+            .split('\n')
+            .slice(1),
+        ).toEqual([`${at('link')}/`, `${at('link')}/inside.txt`]);
       });
     });
 

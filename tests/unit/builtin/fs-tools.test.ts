@@ -257,8 +257,11 @@ describe('str_replace_editor', () => {
   it('lists at most 1000 entries of a directory', async () => {
     for (let i = 0; i < 1005; i++) await sandbox.fs.writeFile(`d/f${String(i).padStart(4, '0')}`, '');
     const lines = text(await call('str_replace_editor', { command: 'view', path: 'd' })).split('\n');
-    expect(lines).toHaveLength(1001);
-    expect(lines[1000]).toBe('[5 more entries not shown; use bash ls or find]');
+    expect(lines).toHaveLength(1004);
+    expect(lines.slice(1, 3)).toEqual(['/workspace/d/', '/workspace/d/f0000']);
+    expect(lines.at(-1)).toBe(
+      '[listing cut after 1000 entries; view a subdirectory, or use bash ls or find]',
+    );
   });
 
   it('inserts at the top, in the middle and after the last line', async () => {
