@@ -61,16 +61,17 @@ export const pluginService = (
   };
   const creator = async (key: string) =>
     (await request(key, 'POST', '/v1/agents', { preset: 'creator' })).json.id as string;
-  /** cordis_define under a new plugin, or under `pluginId`. */
-  const define = async (key: string, agentId: string, host: string, pluginId?: string) =>
-    (
-      await call(key, agentId, 'cordis_define', {
-        plugin: pluginId === undefined ? { kind: 'new', idPrefix: 'p' } : { kind: 'existing', pluginId },
-        name: `p${++seq}`,
-        purpose: '',
-        code: { host },
-      })
-    ).value as { pluginId: string; packageId: string };
+  /** cordis_define under a new plugin, or under `pluginId`: the ids cordis_run takes (not `created`). */
+  const define = async (key: string, agentId: string, host: string, pluginId?: string) => {
+    const defined = await call(key, agentId, 'cordis_define', {
+      plugin: pluginId === undefined ? { kind: 'new', idPrefix: 'p' } : { kind: 'existing', pluginId },
+      name: `p${++seq}`,
+      purpose: '',
+      code: { host },
+    });
+    const { pluginId: id, packageId } = defined.value as { pluginId: string; packageId: string };
+    return { pluginId: id, packageId };
+  };
   /** cordis_define, then cordis_run; `run` is the cordis_run result. */
   const run = async (key: string, agentId: string, host: string) => {
     const pkg = await define(key, agentId, host);
