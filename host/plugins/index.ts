@@ -15,6 +15,7 @@ export type {
   PluginFailureKind,
   PluginLimits,
   PluginLogLine,
+  PluginProvider,
   PluginState,
   PluginStatus,
   PluginTool,

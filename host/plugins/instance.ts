@@ -1,7 +1,7 @@
 // One loaded package seen from the API process: the isolate a worker holds for it (by id), what it
-// registered through the capabilities, the tool calls it runs and makes, its event subscription.
+// registered through the capabilities (tools and inspection providers), the tool calls it runs and makes, its event subscription.
 // Invariants: the host is the authority over registrations — whatever the isolate does, when the
-// instance ends (unloaded, failed, its worker died) every tool it registered is disposed, its
+// instance ends (unloaded, failed, its worker died) every tool and provider it registered is disposed, its
 // pending executes are rejected, its own calls are aborted and its subscription is dropped, exactly
 // once (`finish`); after that it posts nothing and ignores whatever still arrives for its id.
 import { isSandboxError, messageOf, SandboxError } from '../errors.ts';
@@ -16,6 +16,7 @@ import type {
   PluginFailure,
   PluginLimits,
   PluginLogLine,
+  PluginProvider,
   PluginTool,
 } from './types.ts';
 
@@ -62,6 +63,8 @@ export const isolateLimits = (limits: PluginLimits): IsolateLimits => ({
   memoryMb: limits.memoryMb,
   cpuMsPerCallback: limits.cpuMsPerCallback,
   maxTools: limits.maxTools,
+  maxProviders: limits.maxProviders,
+  maxProviderMethods: limits.maxProviderMethods,
   maxCallsInFlight: limits.maxCallsInFlight,
   maxMessagesPerCallback: limits.maxMessagesPerCallback,
   logLinesPerCallback: limits.logLinesPerCallback,
@@ -72,6 +75,8 @@ export const isolateLimits = (limits: PluginLimits): IsolateLimits => ({
 export const createInstance = (options: InstanceOptions): Instance => {
   const { id, pluginId, worker, processes, limits, capabilities } = options;
   const registered = new Map<number, { name: string; dispose: () => void }>();
+  /** Inspection providers by token (the tools' token space). */
+  const provided = new Map<number, { name: string; dispose: () => void }>();
   const executes = new Map<number, PendingExecute>();
   const listening = new Set<string>();
   const own = new AbortController();
@@ -105,6 +110,8 @@ export const createInstance = (options: InstanceOptions): Instance => {
     unsubscribe = undefined;
     for (const { dispose } of registered.values()) safely(dispose);
     registered.clear();
+    for (const { dispose } of provided.values()) safely(dispose);
+    provided.clear();
     for (const pending of executes.values()) {
       pending.controller.abort();
       pending.reject(
@@ -213,6 +220,44 @@ export const createInstance = (options: InstanceOptions): Instance => {
       registered.set(token, { name, dispose: capabilities.registerTool(tool) });
     } catch (error) {
       fail({ kind: 'refused', message: clip(`tool ${name}: ${messageOf(error)}`, MAX_ERROR_CHARS) });
+    }
+  }
+
+  function provide(message: Extract<PluginWorkerToHost, { t: 'provide' }>): void {
+    const { token, name, description } = message;
+    const methods = [...message.methods];
+    if (!TOOL_NAME.test(name) || !methods.every((m) => TOOL_NAME.test(m)))
+      return void fail({
+        kind: 'refused',
+        message: `provider ${clip(name, 80)}: names are 1 to 64 letters, digits, _ or -`,
+      });
+    if (
+      description.length > MAX_DESCRIPTION_CHARS ||
+      methods.length === 0 ||
+      methods.length > limits.maxProviderMethods ||
+      provided.size >= limits.maxProviders ||
+      provided.has(token) ||
+      registered.has(token)
+    )
+      return void fail({ kind: 'refused', message: `provider ${name}: over the plugin's provider limits` });
+    const provider: PluginProvider = Object.freeze({
+      pluginId,
+      name,
+      description,
+      methods,
+      query(method: string, input: JsonValue, call: { callId: string; signal: AbortSignal }) {
+        if (!methods.includes(method))
+          return Promise.reject(
+            new SandboxError('NOT_FOUND', `Provider ${name} of plugin ${pluginId} has no method ${method}.`),
+          );
+        return execute(token, { method, input: input ?? null }, call);
+      },
+    });
+    try {
+      if (capabilities.provide === undefined) throw new Error('this host takes no inspection providers');
+      provided.set(token, { name, dispose: capabilities.provide(provider) });
+    } catch (error) {
+      fail({ kind: 'refused', message: clip(`provider ${name}: ${messageOf(error)}`, MAX_ERROR_CHARS) });
     }
   }
 
@@ -369,6 +414,14 @@ export const createInstance = (options: InstanceOptions): Instance => {
         case 'unregister': {
           const entry = registered.get(message.token);
           registered.delete(message.token);
+          if (entry) safely(entry.dispose);
+          return;
+        }
+        case 'provide':
+          return provide(message);
+        case 'unprovide': {
+          const entry = provided.get(message.token);
+          provided.delete(message.token);
           if (entry) safely(entry.dispose);
           return;
         }

@@ -11,8 +11,10 @@
 //   or an object with apply(ctx, config); `Config` applied to the config when it is a function.
 // And the host capabilities, nothing else: ctx.tools.register({ name, description, parameters,
 // execute }) (execute(args, exec) runs here; `exec.call(name, args)` calls an agent tool as an
-// inner call of that tool call) and ctx.tools.call(name, args); the agent's events in HOST_EVENTS
-// arrive as ordinary events (ctx.on('tools/result', …)).
+// inner call of that tool call) and ctx.tools.call(name, args); ctx.inspect.provide(name,
+// { description?, method(input) { … } }) (an inspection provider whose methods cordis_inspect_query
+// runs here, entered like a tool's execute; returns its disposer); the agent's events in
+// HOST_EVENTS arrive as ordinary events (ctx.on('tools/result', …)).
 //
 // The bridge: one ignored callback `out(type, json)` goes to the worker; the worker enters through
 // { start, execute, deliver, event, stop }, which return nothing and never throw on purpose.
@@ -33,7 +35,7 @@ export const PRELUDE_SOURCE = String.raw`'use strict';
   const G = globalThis;
   const stringify = JSON.stringify, parse = JSON.parse, String_ = String, Error_ = Error;
   const TypeError_ = TypeError, RangeError_ = RangeError, Promise_ = Promise, Function_ = Function;
-  const freeze = Object.freeze, create = Object.create, isArray = Array.isArray, apply = Reflect.apply;
+  const freeze = Object.freeze, create = Object.create, keys = Object.keys, isArray = Array.isArray, apply = Reflect.apply;
   const slice = String.prototype.slice, fnToString = Function.prototype.toString;
   const all = Promise.all.bind(Promise);
   for (const name of ['WebAssembly', 'SharedArrayBuffer', 'Atomics']) delete G[name];
@@ -200,6 +202,55 @@ export const PRELUDE_SOURCE = String.raw`'use strict';
     });
   };
 
+  // Inspection providers: methods share the tools' tokens, so a query enters through execute().
+  const providers = create(null);
+  let providerCount = 0;
+  const provide = (scope, name, def) => {
+    if (typeof name !== 'string' || !TOOL_NAME.test(name))
+      throw new TypeError_('a provider name is 1 to 64 letters, digits, _ or -, starting with a letter');
+    if (def === null || typeof def !== 'object')
+      throw new TypeError_('ctx.inspect.provide(name, { description?, method(input) { … } })');
+    let description = '';
+    const methods = create(null), names = [];
+    for (const key of keys(def)) {
+      const fn = def[key];
+      if (key === 'description' && typeof fn === 'string') { description = clip(fn, 2000); continue; }
+      if (typeof fn !== 'function') throw new TypeError_('provider ' + name + ': ' + clip(key, 80) + ' is not a method');
+      if (!TOOL_NAME.test(key))
+        throw new TypeError_('provider ' + name + ': a method name is 1 to 64 letters, digits, _ or -, starting with a letter');
+      if (names.length >= L.maxProviderMethods)
+        throw new RangeError_('provider ' + name + ': at most ' + L.maxProviderMethods + ' methods');
+      methods[key] = fn;
+      names.push(key);
+    }
+    if (names.length === 0) throw new TypeError_('provider ' + name + ': it has no methods');
+    for (const token in providers)
+      if (providers[token].name === name) throw new Error_('this plugin already provides ' + name);
+    if (providerCount >= L.maxProviders)
+      throw new RangeError_('a plugin may provide at most ' + L.maxProviders + ' inspection providers at once');
+    const token = nextToken + 1;
+    send('provide', stringify({ token, name, description, methods: names }));
+    nextToken = token;
+    providers[token] = { name, def, methods };
+    providerCount++;
+    return remember(scope, () => {
+      delete providers[token];
+      providerCount--;
+      trySend('unprovide', stringify({ token }));
+    });
+  };
+  // What one entry runs: a tool's execute, or a provider's method with argsJson { method, input }.
+  const runEntry = (token, argsJson, exec) => {
+    const tool = tools[token];
+    if (tool !== undefined) return apply(tool.def.execute, tool.def, [parse(argsJson), exec]);
+    const provider = providers[token];
+    if (provider === undefined) throw new Error_('the tool is no longer registered');
+    const query = parse(argsJson);
+    const method = provider.methods[query.method];
+    if (method === undefined) throw new Error_('provider ' + provider.name + ' has no method ' + text(query.method));
+    return apply(method, provider.def, [query.input]);
+  };
+
   // Calls of the agent's tools: one message out, settled by deliver().
   const waiting = create(null);
   let callSeq = 0, inFlight = 0;
@@ -306,6 +357,7 @@ export const PRELUDE_SOURCE = String.raw`'use strict';
         register: (def) => register(scope, def),
         call: (tool, args) => callTool(tool, args, 0),
       }),
+      inspect: freeze({ provide: (name, def) => provide(scope, name, def) }),
     };
     return ctx;
   };
@@ -347,18 +399,14 @@ export const PRELUDE_SOURCE = String.raw`'use strict';
   };
 
   const execute = async (entry, token, argsJson, callId) => {
-    const tool = tools[token];
     let envelope;
-    if (tool === undefined) envelope = { entry, ok: false, error: { name: 'Error', message: 'the tool is no longer registered' } };
-    else {
-      try {
-        const exec = freeze({ callId, call: (name, args) => callTool(name, args, entry) });
-        const value = await apply(tool.def.execute, tool.def, [parse(argsJson), exec]);
-        envelope = { entry, ok: true, value: value === undefined ? null : value };
-      } catch (e) {
-        const d = describe('runtime', e);
-        envelope = { entry, ok: false, error: { name: d.name, message: d.message } };
-      }
+    try {
+      const exec = freeze({ callId, call: (name, args) => callTool(name, args, entry) });
+      const value = await runEntry(token, argsJson, exec);
+      envelope = { entry, ok: true, value: value === undefined ? null : value };
+    } catch (e) {
+      const d = describe('runtime', e);
+      envelope = { entry, ok: false, error: { name: d.name, message: d.message } };
     }
     let json;
     try { json = stringify(envelope); } catch (e) { json = undefined; }

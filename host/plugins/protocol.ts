@@ -13,6 +13,8 @@ export interface IsolateLimits {
   memoryMb: number;
   cpuMsPerCallback: number;
   maxTools: number;
+  maxProviders: number;
+  maxProviderMethods: number;
   maxCallsInFlight: number;
   maxMessagesPerCallback: number;
   logLinesPerCallback: number;
@@ -23,7 +25,10 @@ export interface IsolateLimits {
 export type HostToPluginWorker =
   /** Make an isolate, evaluate the host body, apply the plugin; answered by `loaded` or `failed`. */
   | { t: 'load'; id: number; source: string; configJson: string; limits: IsolateLimits }
-  /** Run registered tool `token`; answered by `done` with the same entry. */
+  /**
+   * Run registered tool `token`, or a method of provider `token` (argsJson `{"method","input"}`);
+   * answered by `done` with the same entry.
+   */
   | { t: 'execute'; id: number; entry: number; token: number; argsJson: string; callId: string }
   /** A tool call the plugin made settled: `{"ok":true,"value"}` or `{"ok":false,"error":{"code","message"}}`. */
   | { t: 'result'; id: number; callId: number; envelope: string }
@@ -48,6 +53,9 @@ export type PluginWorkerToHost =
       safe: boolean;
     }
   | { t: 'unregister'; id: number; token: number }
+  /** An inspection provider; its methods share the tools' token space and run through `execute`. */
+  | { t: 'provide'; id: number; token: number; name: string; description: string; methods: string[] }
+  | { t: 'unprovide'; id: number; token: number }
   /** The plugin now listens (or no longer listens) to a host event. */
   | { t: 'listen'; id: number; name: string; on: boolean }
   /** The plugin calls an agent tool; `entry` is the tool call it runs inside, 0 for none. */
@@ -60,7 +68,7 @@ export type PluginWorkerToHost =
   | { t: 'failed'; id: number; kind: PluginFailureKind; message: string; stack?: string }
   /** Answer to `unload`: the isolate is disposed. */
   | { t: 'unloaded'; id: number }
-  | Batch<'register' | 'unregister' | 'listen' | 'call' | 'log' | 'done' | 'failed' | 'loaded' | 'unloaded'>;
+  | Batch<'register' | 'unregister' | 'provide' | 'unprovide' | 'listen' | 'call' | 'log' | 'done' | 'failed' | 'loaded' | 'unloaded'>;
 
 /** Longest error message or stack that crosses. */
 export const MAX_ERROR_CHARS = 2_000;

@@ -49,6 +49,10 @@ export interface PluginLimits {
   startWallMs: number;
   /** Tools one plugin may have registered at once. Default 32. */
   maxTools: number;
+  /** Inspection providers one plugin may have at once (ctx.inspect.provide). Default 8. */
+  maxProviders: number;
+  /** Methods of one inspection provider. Default 16. */
+  maxProviderMethods: number;
   /** Tool calls of the agent's tools one plugin may have in flight. Default 16. */
   maxCallsInFlight: number;
   /** Messages one entry may send to the host (registrations, calls, results); more fails the plugin as `limit`. Default 1000. */
@@ -71,6 +75,8 @@ export const DEFAULT_PLUGIN_LIMITS: Readonly<PluginLimits> = Object.freeze({
   callWallMs: 30_000,
   startWallMs: 10_000,
   maxTools: 32,
+  maxProviders: 8,
+  maxProviderMethods: 16,
   maxCallsInFlight: 16,
   maxMessagesPerCallback: 1_000,
   logLinesPerCallback: 100,
@@ -97,6 +103,24 @@ export interface PluginTool {
   execute(args: JsonValue, call: { callId: string; signal: AbortSignal }): Promise<JsonValue>;
 }
 
+/**
+ * An inspection provider a running plugin registered (`ctx.inspect.provide(name, methods)`); its
+ * methods run in the plugin's isolate, read-only by contract.
+ */
+export interface PluginProvider {
+  pluginId: string;
+  /** The provider's id (what cordis_inspect_query names). */
+  name: string;
+  description: string;
+  methods: string[];
+  /**
+   * Runs one method with `input` (JSON) under the plugin's CPU and wall-clock budgets. Rejects with a
+   * SandboxError: NOT_FOUND (no such method), TOOL_FAILED (it threw, or its result is not JSON or
+   * too big), TOOL_TIMEOUT (callWallMs), ABORTED (signal, or the plugin stopped or failed meanwhile).
+   */
+  query(method: string, input: JsonValue, call: { callId: string; signal: AbortSignal }): Promise<JsonValue>;
+}
+
 /** Events of the agent a plugin may observe, read-only (`ctx.on(name, listener)`). A closed list. */
 export const HOST_EVENTS = ['tools/result', 'tools/change'] as const;
 export type HostEventName = (typeof HOST_EVENTS)[number];
@@ -120,6 +144,11 @@ export interface PluginCapabilities {
     request: { name: string; args: JsonValue; parentCallId?: string },
     signal: AbortSignal,
   ): Promise<JsonValue>;
+  /**
+   * Adds an inspection provider to the agent and returns its disposer. Throw (saying why) to refuse
+   * it: the plugin then fails as `refused`. Absent: the plugin's providers are refused.
+   */
+  provide?(provider: PluginProvider): () => void;
   /** Delivers the agent's events to the plugin; only called while the plugin listens to one. */
   subscribe?(listener: (name: HostEventName, data: JsonValue) => void): () => void;
 }

@@ -138,6 +138,15 @@ export const loadPlugin = async (
       case 'unregister':
         if (!int(p.token)) return void broken(type);
         return void send({ t: 'unregister', id, token: p.token });
+      case 'provide': {
+        const { token, name, description, methods } = p;
+        if (!int(token) || typeof name !== 'string' || typeof description !== 'string') return void broken(type);
+        if (!Array.isArray(methods) || !methods.every((m) => typeof m === 'string')) return void broken(type);
+        return void send({ t: 'provide', id, token, name, description, methods: methods as string[] });
+      }
+      case 'unprovide':
+        if (!int(p.token)) return void broken(type);
+        return void send({ t: 'unprovide', id, token: p.token });
       case 'listen':
         if (typeof p.name !== 'string' || !HOST_EVENT_NAMES.has(p.name)) return;
         return void send({ t: 'listen', id, name: p.name, on: p.on === true });
