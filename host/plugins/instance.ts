@@ -115,7 +115,10 @@ export const createInstance = (options: InstanceOptions): Instance => {
     for (const pending of executes.values()) {
       pending.controller.abort();
       pending.reject(
-        new SandboxError('ABORTED', `Plugin ${pluginId} stopped before its tool call finished.`),
+        new SandboxError(
+          'ABORTED',
+          `Plugin ${pluginId} stopped before the call into it (a tool or an inspection method) finished; cordis_inspect_self says why.`,
+        ),
       );
     }
     executes.clear();
@@ -163,7 +166,7 @@ export const createInstance = (options: InstanceOptions): Instance => {
         reject(
           new SandboxError(
             'TOOL_TIMEOUT',
-            `The plugin tool did not finish within ${limits.callWallMs} ms (its wall-clock budget).`,
+            `The plugin's tool or inspection method did not finish within ${limits.callWallMs} ms (its wall-clock budget).`,
           ),
         );
       }, limits.callWallMs);

@@ -68,7 +68,19 @@ export type PluginWorkerToHost =
   | { t: 'failed'; id: number; kind: PluginFailureKind; message: string; stack?: string }
   /** Answer to `unload`: the isolate is disposed. */
   | { t: 'unloaded'; id: number }
-  | Batch<'register' | 'unregister' | 'provide' | 'unprovide' | 'listen' | 'call' | 'log' | 'done' | 'failed' | 'loaded' | 'unloaded'>;
+  | Batch<
+      | 'register'
+      | 'unregister'
+      | 'provide'
+      | 'unprovide'
+      | 'listen'
+      | 'call'
+      | 'log'
+      | 'done'
+      | 'failed'
+      | 'loaded'
+      | 'unloaded'
+    >;
 
 /** Longest error message or stack that crosses. */
 export const MAX_ERROR_CHARS = 2_000;

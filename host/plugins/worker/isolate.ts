@@ -140,7 +140,8 @@ export const loadPlugin = async (
         return void send({ t: 'unregister', id, token: p.token });
       case 'provide': {
         const { token, name, description, methods } = p;
-        if (!int(token) || typeof name !== 'string' || typeof description !== 'string') return void broken(type);
+        if (!int(token) || typeof name !== 'string' || typeof description !== 'string')
+          return void broken(type);
         if (!Array.isArray(methods) || !methods.every((m) => typeof m === 'string')) return void broken(type);
         return void send({ t: 'provide', id, token, name, description, methods: methods as string[] });
       }

@@ -8,6 +8,7 @@ import type {
   JsonValue,
   PluginCapabilities,
   PluginLimits,
+  PluginProvider,
   PluginRuntime,
   PluginTool,
   RunResult,
@@ -54,6 +55,8 @@ export interface FakeAgent {
   capabilities: PluginCapabilities;
   /** Tools plugins registered, by name. */
   tools: Map<string, PluginTool>;
+  /** Inspection providers plugins provide, by name. */
+  providers: Map<string, PluginProvider>;
   /** Calls plugins made of the agent's tools. */
   calls: InnerCall[];
   /** Sends one of the agent's events to whoever subscribed. */
@@ -69,6 +72,7 @@ const BUILT_IN = new Set(['bash', 'read', 'write', 'run_code']);
 
 export const fakeAgent = (files: Record<string, string> = {}): FakeAgent => {
   const tools = new Map<string, PluginTool>();
+  const providers = new Map<string, PluginProvider>();
   const calls: InnerCall[] = [];
   const listeners = new Set<(name: HostEventName, data: JsonValue) => void>();
   let waiting: Array<(value: JsonValue) => void> = [];
@@ -80,6 +84,14 @@ export const fakeAgent = (files: Record<string, string> = {}): FakeAgent => {
       tools.set(tool.name, tool);
       return () => {
         if (tools.get(tool.name) === tool) tools.delete(tool.name);
+      };
+    },
+    provide(provider) {
+      if (providers.has(provider.name))
+        throw new SandboxError('TOOL_NAME_TAKEN', `${provider.name} is already provided`);
+      providers.set(provider.name, provider);
+      return () => {
+        if (providers.get(provider.name) === provider) providers.delete(provider.name);
       };
     },
     async callTool(request, signal) {
@@ -112,6 +124,7 @@ export const fakeAgent = (files: Record<string, string> = {}): FakeAgent => {
   return {
     capabilities,
     tools,
+    providers,
     calls,
     emit: (name, data) => {
       for (const listener of listeners) listener(name, data);
