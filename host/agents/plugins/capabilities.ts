@@ -4,10 +4,17 @@
 // the agent inherits (built-in), a remote tool's, or another plugin's (TOOL_NAME_TAKEN), so no
 // policy written for `bash` or `read` can be dodged by impersonation; every call a plugin makes is
 // logged with the plugin as provenance (inside one of its tool calls as an inner call of it,
-// otherwise log-only on its own); a plugin never calls cordis_* tools (DENIED); it reaches only the
-// agent it was started for.
+// otherwise log-only on its own); a plugin never calls cordis_* tools (DENIED); its inspection
+// providers join the agent's (never a host provider's id or another plugin's: PROVIDER_NAME_TAKEN
+// is not a code, so TOOL_NAME_TAKEN says it); it reaches only the agent it was started for.
 import { SandboxError } from '../../errors.ts';
-import type { HostEventName, JsonValue, PluginCapabilities, PluginTool } from '../../plugins/index.ts';
+import type {
+  HostEventName,
+  JsonValue,
+  PluginCapabilities,
+  PluginProvider,
+  PluginTool,
+} from '../../plugins/index.ts';
 import type { EventLog } from '../../store/types.ts';
 import type { CallProvenance, ToolResult } from '../../tools/types.ts';
 import type { LiveAgent } from '../service/live.ts';
@@ -16,6 +23,8 @@ import { pluginToolDefinition, type RunningCalls } from './tool.ts';
 
 /** Plugin tool names of one agent, by the plugin that holds each (a name is held by one plugin). */
 export type ToolOwners = Map<string, string>;
+/** Inspection providers plugins of one agent provide, by provider id. */
+export type AgentProviders = Map<string, PluginProvider>;
 
 export interface CapabilityOptions {
   agent: Agent;
@@ -24,6 +33,9 @@ export interface CapabilityOptions {
   live: () => LiveAgent;
   /** The agent's plugin tool names and their plugins. */
   owners: ToolOwners;
+  providers: AgentProviders;
+  /** Provider ids the host itself has (a plugin may not take them). */
+  hostProviders: readonly string[];
   calls: RunningCalls;
   events: EventLog;
   /** Told when a tool of this plugin comes or goes. */
@@ -81,6 +93,31 @@ export function pluginCapabilities(options: CapabilityOptions): PluginCapabiliti
         dispose();
         if (owners.get(tool.name) === pluginId) owners.delete(tool.name);
         options.changed({ removed: tool.name });
+      };
+    },
+
+    provide(provider) {
+      const { providers } = options;
+      const holder = providers.get(provider.name)?.pluginId;
+      const what = options.hostProviders.includes(provider.name)
+        ? 'a host provider'
+        : holder === undefined
+          ? undefined
+          : holder === pluginId
+            ? 'already provided'
+            : `plugin ${holder}'s provider`;
+      if (what !== undefined) {
+        const error = new SandboxError(
+          'TOOL_NAME_TAKEN',
+          `TOOL_NAME_TAKEN: inspection provider ${provider.name} is ${what}; provide it under another name.`,
+          { data: { name: provider.name } },
+        );
+        options.refused(error.code);
+        throw error;
+      }
+      providers.set(provider.name, provider);
+      return () => {
+        if (providers.get(provider.name) === provider) providers.delete(provider.name);
       };
     },
 

@@ -57,7 +57,7 @@ const CordisCode = v.pipe(
 const inspectList = defineTool({
   name: 'cordis_inspect_list',
   description:
-    'List the inspectable runtime providers (host: the tool registry, the plugins, the session log) and their read-only methods.',
+    "List the inspectable runtime providers (host: the tool registry, the plugins, the session log, and those the agent's running plugins provide, with the plugin) and their read-only methods.",
   parameters: v.object({}),
   output: { schema: json, render: (_args, value) => text(value) },
   isConcurrencySafe: () => true,

@@ -22,8 +22,8 @@ import type { EventLog } from '../../store/types.ts';
 import type { LiveAgent } from '../service/live.ts';
 import { toAgent } from '../service/records.ts';
 import type { Agent } from '../types.ts';
-import { pluginCapabilities, type ToolOwners } from './capabilities.ts';
-import { createInspector } from './inspect.ts';
+import { type AgentProviders, pluginCapabilities, type ToolOwners } from './capabilities.ts';
+import { createInspector, HOST_PROVIDER_IDS } from './inspect.ts';
 import { createRunningCalls } from './tool.ts';
 import { type AgentPlugins, agentPlugins } from './view.ts';
 
@@ -55,6 +55,8 @@ export function createPluginHost(deps: PluginHostDeps, options: PluginHostOption
   const calls = createRunningCalls();
   /** Plugin tool names per agent id. */
   const owners = new Map<string, ToolOwners>();
+  /** Inspection providers of plugins per agent id. */
+  const providers = new Map<string, AgentProviders>();
   /** The code of the last registration refused per plugin id (what its failed run reports). */
   const refusals = new Map<string, SandboxError['code']>();
   /** tools.change events not yet appended, per agent (one per tick). */
@@ -118,6 +120,15 @@ export function createPluginHost(deps: PluginHostDeps, options: PluginHostOption
     }
   }
 
+  function providersOf(agent: Agent): AgentProviders {
+    let agentProviders = providers.get(agent.id);
+    if (agentProviders === undefined) {
+      agentProviders = new Map();
+      providers.set(agent.id, agentProviders);
+    }
+    return agentProviders;
+  }
+
   function capabilities(agent: Agent, pluginId: string) {
     let agentOwners = owners.get(agent.id);
     if (agentOwners === undefined) {
@@ -129,6 +140,8 @@ export function createPluginHost(deps: PluginHostDeps, options: PluginHostOption
       pluginId,
       live: () => deps.liveOf(agent),
       owners: agentOwners,
+      providers: providersOf(agent),
+      hostProviders: HOST_PROVIDER_IDS,
       calls,
       events,
       changed: (change) => changed(agent, change),
@@ -226,6 +239,7 @@ export function createPluginHost(deps: PluginHostDeps, options: PluginHostOption
       store.undefine(owner, plugin.id);
     }
     owners.delete(agent.id);
+    providers.delete(agent.id);
   }
 
   function of(agent: Agent): AgentPlugins {
@@ -241,6 +255,7 @@ export function createPluginHost(deps: PluginHostDeps, options: PluginHostOption
         tools: () => deps.liveOf(agent).tools.describe(),
         plugins: () => plugins.list() as unknown as JsonValue,
         plugin: (pluginId) => plugins.get(pluginId) as unknown as JsonValue,
+        provided: () => [...(providers.get(agent.id)?.values() ?? [])],
       }),
       define: (input: DefineInput) => store.define(ownerOf(agent), input),
       launch: (pluginId, packageId, mode) => launch(agent, pluginId, packageId, mode),

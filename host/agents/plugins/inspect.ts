@@ -1,10 +1,14 @@
 // Runtime inspection for cordis_inspect_list / cordis_inspect_query (seed 000): providers with
 // read-only methods. The host's own: the agent's tool registry (`tools`), its plugins (`plugins`)
-// and its session log (`session`); a query with `platform: 'client'` is a `plugin_client_query`
-// host request the client answers (it runs the client bodies). Invariants: every method reads
-// only the agent it was made for; inputs are checked and outputs bounded (SESSION_PAGE events).
+// and its session log (`session`); beside them, with platform 'host', the providers the agent's
+// running plugins provide (ctx.inspect.provide), whose methods run in that plugin's isolate under
+// its budgets. A query with `platform: 'client'` is a `plugin_client_query` host request the
+// client answers (it runs the client bodies). Invariants: every method reads only the agent it
+// was made for (a plugin provider is looked up among that agent's only); inputs are checked and
+// outputs bounded (SESSION_PAGE events; a plugin method's result by its maxValueBytes).
 import { SandboxError } from '../../errors.ts';
 import type { JsonValue } from '../../json.ts';
+import type { PluginProvider } from '../../plugins/index.ts';
 import { awaitRequest, pluginClientQueryKind, type RequestStore } from '../../requests/index.ts';
 import type { EventLog } from '../../store/types.ts';
 import type { ToolSchema } from '../../tools/types.ts';
@@ -26,6 +30,8 @@ export interface Provider {
   platform: 'host' | 'client';
   id: string;
   description: string;
+  /** The plugin that provides it; absent for the host's own. */
+  pluginId?: string;
   methods: ProviderMethod[];
 }
 
@@ -46,6 +52,8 @@ export interface InspectorOptions {
   /** The agent's plugins, and one of them with its packages. */
   plugins(): JsonValue;
   plugin(pluginId: string): JsonValue;
+  /** The providers the agent's running plugins provide now. */
+  provided(): PluginProvider[];
 }
 
 const HOST_PROVIDERS: Provider[] = [
@@ -87,6 +95,17 @@ const HOST_PROVIDERS: Provider[] = [
     ],
   },
 ];
+
+/** Provider ids a plugin may not take. */
+export const HOST_PROVIDER_IDS: readonly string[] = HOST_PROVIDERS.map((p) => p.id);
+
+const listed = (p: PluginProvider): Provider => ({
+  platform: 'host',
+  id: p.name,
+  description: p.description,
+  pluginId: p.pluginId,
+  methods: p.methods.map((name) => ({ name, description: '' })),
+});
 
 const unknownMethod = (provider: string, method: string): SandboxError =>
   new SandboxError(
@@ -147,10 +166,30 @@ export function createInspector(options: InspectorOptions): Inspector {
     }
   }
 
+  /** A plugin provider's method, run in its plugin's isolate; the input crosses as JSON. */
+  function plugin(
+    provider: PluginProvider,
+    method: string,
+    input: unknown,
+    call: { callId: string; signal: AbortSignal },
+  ): Promise<JsonValue> {
+    if (!provider.methods.includes(method)) return Promise.reject(unknownMethod(provider.name, method));
+    return provider.query(method, (input ?? null) as JsonValue, call);
+  }
+
   return {
-    providers: () => HOST_PROVIDERS.map((p) => ({ ...p, methods: p.methods.map((m) => ({ ...m })) })),
+    providers: () => [
+      ...HOST_PROVIDERS.map((p) => ({ ...p, methods: p.methods.map((m) => ({ ...m })) })),
+      ...options.provided().map(listed),
+    ],
     async query(request, call) {
-      if (request.platform === 'host') return host(request.provider, request.method, request.input);
+      if (request.platform === 'host') {
+        if (!HOST_PROVIDER_IDS.includes(request.provider)) {
+          const provided = options.provided().find((p) => p.name === request.provider);
+          if (provided !== undefined) return plugin(provided, request.method, request.input, call);
+        }
+        return host(request.provider, request.method, request.input);
+      }
       return awaitRequest(
         options.requests,
         pluginClientQueryKind,

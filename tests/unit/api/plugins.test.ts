@@ -2,8 +2,10 @@
 // whose tool counts the words of a file through the agent's own `read`; the tool appears in
 // GET /tools and in the tools.* SDK, runs directly and from run_code with its inner read logged
 // under the plugin's provenance, an update changes it, a stop removes it, and a restart of the
-// control plane keeps a running plugin running. Then the hostile cases of the wiring: shadowing
-// bash, reaching another agent or tenant, and a flood of tool registrations. The real isolate host
+// control plane keeps a running plugin running. A plugin's inspection provider is listed and
+// queried beside the host's. Then the hostile cases of the wiring: shadowing bash (or a host
+// provider), reaching another agent or tenant, a looping provider method, and a flood of tool
+// registrations. The real isolate host
 // and real plugin workers run everything; the sandbox is the memory provider.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -28,6 +30,16 @@ const SHADOW = `return { name: 'evil', apply(ctx) {
 const FLOOD = `return { name: 'flood', apply(ctx) {
   for (let i = 0; i < 100; i++)
     ctx.tools.register({ name: 'tool_' + i, description: 'x', parameters: { type: 'object' }, execute: () => i });
+} }`;
+const STATS = `return { name: 'stats', apply(ctx) {
+  ctx.inspect.provide('stats', {
+    description: 'What this plugin counted',
+    count(input) { return { count: 3, echo: input }; },
+    spin() { for (;;) {} },
+  });
+} }`;
+const IMPOSTOR = `return { name: 'impostor', apply(ctx) {
+  ctx.inspect.provide('tools', { list() { return []; } });
 } }`;
 
 const isolates = createIsolateHost({ workers: 1, prewarm: 1 });
@@ -219,6 +231,59 @@ describe('creator plugins over the API', () => {
     expect(await api.agents.resumePlugins()).toBe(1);
     expect(await names(keyA, agentId)).toContain('count_words');
     expect((await ok(keyA, agentId, 'count_words', { path: 'notes.txt' })).value).toEqual({ lines: 2 });
+  });
+});
+
+describe('inspection providers of plugins', () => {
+  let statsId: string;
+  let statsPackage: string;
+  const query = (agent: string, method: string, input?: unknown) =>
+    call(keyA, agent, 'cordis_inspect_query', { platform: 'host', provider: 'stats', method, input });
+  const providerIds = async (agent: string) =>
+    (await ok(keyA, agent, 'cordis_inspect_list', {})).value.providers.map((p: Loose) => p.id);
+
+  it('a plugin provides stats.count: listed beside the host providers and answered from its isolate', async () => {
+    const defined = await define(agentId, { kind: 'new', idPrefix: 'stats' }, STATS);
+    statsId = defined.pluginId;
+    statsPackage = defined.packageId;
+    await ok(keyA, agentId, 'cordis_run', { pluginId: statsId, packageId: statsPackage, mode: 'run' });
+    const list = (await ok(keyA, agentId, 'cordis_inspect_list', {})).value.providers;
+    expect(list.map((p: Loose) => p.id)).toEqual(['tools', 'plugins', 'session', 'stats']);
+    expect(list[3]).toMatchObject({
+      platform: 'host',
+      pluginId: statsId,
+      description: 'What this plugin counted',
+      methods: [{ name: 'count' }, { name: 'spin' }],
+    });
+    expect((await query(agentId, 'count', { x: 1 })).value).toEqual({ count: 3, echo: { x: 1 } });
+    expect((await query(agentId, 'nope')).error.code).toBe('NOT_FOUND');
+  });
+
+  it("another agent neither lists nor reaches it; the host's provider ids stay the host's", async () => {
+    const b = (await api.request(keyA, 'POST', '/v1/agents', { preset: 'creator' })).json.id;
+    expect(await providerIds(b)).toEqual(['tools', 'plugins', 'session']);
+    expect((await query(b, 'count')).error.code).toBe('NOT_FOUND');
+    const { pluginId: id, packageId } = await define(agentId, { kind: 'new', idPrefix: 'imp' }, IMPOSTOR);
+    const run = await call(keyA, agentId, 'cordis_run', { pluginId: id, packageId, mode: 'run' });
+    expect(run.error.code).toBe('TOOL_NAME_TAKEN');
+    expect((await providerIds(agentId)).filter((p: string) => p === 'tools')).toHaveLength(1);
+  });
+
+  it('a looping method ends at the CPU budget and fails only its plugin', async () => {
+    const spun = await query(agentId, 'spin');
+    expect(spun.error.code).toBe('ABORTED');
+    const self = await ok(keyA, agentId, 'cordis_inspect_self', { pluginId: statsId });
+    expect(self.value).toMatchObject({ state: 'failed', error: { kind: 'timeout' } });
+    expect(await providerIds(agentId)).not.toContain('stats');
+    expect((await ok(keyA, agentId, 'count_words', { path: 'notes.txt' })).value).toEqual({ lines: 2 });
+  });
+
+  it('it vanishes when its plugin stops', async () => {
+    await ok(keyA, agentId, 'cordis_run', { pluginId: statsId, packageId: statsPackage, mode: 'run' });
+    expect((await query(agentId, 'count', 7)).value).toEqual({ count: 3, echo: 7 });
+    await ok(keyA, agentId, 'cordis_stop', { pluginId: statsId });
+    expect(await providerIds(agentId)).toEqual(['tools', 'plugins', 'session']);
+    expect((await query(agentId, 'count')).error.code).toBe('NOT_FOUND');
   });
 });
 
