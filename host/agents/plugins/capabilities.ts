@@ -5,8 +5,9 @@
 // policy written for `bash` or `read` can be dodged by impersonation; every call a plugin makes is
 // logged with the plugin as provenance (inside one of its tool calls as an inner call of it,
 // otherwise log-only on its own); a plugin never calls cordis_* tools (DENIED); its inspection
-// providers join the agent's (never a host provider's id or another plugin's: PROVIDER_NAME_TAKEN
-// is not a code, so TOOL_NAME_TAKEN says it); it reaches only the agent it was started for.
+// providers join the agent's and never take a host provider's id or another plugin's
+// (TOOL_NAME_TAKEN, the one code for a name a plugin may not take); it reaches only the agent it
+// was started for.
 import { SandboxError } from '../../errors.ts';
 import type {
   HostEventName,
