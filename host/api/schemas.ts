@@ -250,6 +250,7 @@ export const Plugin = v.object({
   running: v.boolean(),
   name: v.optional(v.string()),
   tools: v.array(v.string()),
+  providers: v.pipe(v.array(v.string()), v.description('Inspection providers it provides now')),
   error: v.optional(PluginFailure),
   createdAt: v.number(),
 });

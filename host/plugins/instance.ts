@@ -50,6 +50,8 @@ export interface Instance {
   readonly ended: boolean;
   /** Names of the tools registered now. */
   tools(): string[];
+  /** Ids of the inspection providers provided now. */
+  providers(): string[];
   /** Resolves with the plugin's name once applied; rejects with its failure. */
   load(source: string, config: JsonValue): Promise<string>;
   /** Disposes the plugin's scope and its isolate; resolves when both are gone. */
@@ -347,6 +349,7 @@ export const createInstance = (options: InstanceOptions): Instance => {
       return ended;
     },
     tools: () => [...registered.values()].map((r) => r.name),
+    providers: () => [...provided.values()].map((p) => p.name),
     load(source, config) {
       return new Promise<string>((resolve, reject) => {
         const timer = setTimeout(

@@ -133,6 +133,7 @@ export const createPluginRuntime = (options: PluginRuntimeOptions = {}): PluginR
       pluginId: plugin.pluginId,
       state: plugin.state,
       tools: plugin.instance?.tools() ?? [],
+      providers: plugin.instance?.providers() ?? [],
       logs: plugin.logs.map((line) => ({ ...line })),
       droppedLogs: plugin.droppedLogs,
       restarts: plugin.restarts,

@@ -169,6 +169,8 @@ export interface PluginStatus {
   name?: string;
   /** Names of the tools it has registered now. */
   tools: string[];
+  /** Ids of the inspection providers it provides now. */
+  providers: string[];
   /** The last failure: why it failed (state failed), or why the last update did not happen (running). */
   error?: PluginFailure;
   /** The newest log lines, oldest first. */

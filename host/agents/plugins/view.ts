@@ -27,6 +27,8 @@ export interface PluginView {
   running: boolean;
   name?: string;
   tools: string[];
+  /** Inspection providers it provides now (cordis_inspect_list shows their methods). */
+  providers: string[];
   error?: PluginFailure;
   createdAt: number;
 }
@@ -93,6 +95,7 @@ export function agentPlugins(options: AgentPluginsOptions): AgentPlugins {
       state: status?.state ?? 'stopped',
       running: record.running,
       tools: status?.tools ?? [],
+      providers: status?.providers ?? [],
       createdAt: record.createdAt,
     };
     if (record.currentPackageId !== undefined) out.currentPackageId = record.currentPackageId;

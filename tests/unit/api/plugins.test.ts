@@ -257,6 +257,8 @@ describe('inspection providers of plugins', () => {
     });
     expect((await query(agentId, 'count', { x: 1 })).value).toEqual({ count: 3, echo: { x: 1 } });
     expect((await query(agentId, 'nope')).error.code).toBe('NOT_FOUND');
+    const self = await ok(keyA, agentId, 'cordis_inspect_self', { pluginId: statsId });
+    expect(self.value.providers).toEqual(['stats']);
   });
 
   it("another agent neither lists nor reaches it; the host's provider ids stay the host's", async () => {
