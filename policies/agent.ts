@@ -22,6 +22,11 @@ export const AgentPolicy = v.strictObject({
    * default) or only the agent's own (`own`). They never reach another tenant's.
    */
   sessions: v.optional(v.picklist(['tenant', 'own'])),
+  /**
+   * Built-in tools a creator plugin may shadow with a tool of its own (by default none: a plugin
+   * never takes the name of a tool the agent inherits, so no policy written for it is dodged).
+   */
+  pluginShadows: v.optional(names),
 });
 
 export type AgentPolicy = v.InferOutput<typeof AgentPolicy>;

@@ -1,8 +1,9 @@
 // What one running plugin may do outside its isolate (PluginCapabilities), bound to its agent:
 // register tools into the agent's own scope, call the agent's visible tools as the agent through
 // the pipeline, and observe the agent's tool events. Invariants: a plugin tool never takes a name
-// the agent inherits (built-in), a remote tool's, or another plugin's (TOOL_NAME_TAKEN), so no
-// policy written for `bash` or `read` can be dodged by impersonation; every call a plugin makes is
+// the agent inherits (built-in) unless the agent's policy lists it in `pluginShadows` (then the
+// policy written for that name governs the plugin's tool), a remote tool's, or another plugin's
+// (TOOL_NAME_TAKEN), so no policy written for `bash` or `read` can be dodged by impersonation; every call a plugin makes is
 // logged with the plugin as provenance (inside one of its tool calls as an inner call of it,
 // otherwise log-only on its own); a plugin never calls cordis_* tools (DENIED); its inspection
 // providers join the agent's and never take a host provider's id or another plugin's
@@ -68,7 +69,9 @@ export function pluginCapabilities(options: CapabilityOptions): PluginCapabiliti
 
   function check(tool: PluginTool): void {
     const live = options.live();
-    if (live.tools.inherits(tool.name)) throw taken(tool.name, 'a built-in tool');
+    const shadowable = options.agent.config.policy?.pluginShadows ?? [];
+    if (live.tools.inherits(tool.name) && !shadowable.includes(tool.name))
+      throw taken(tool.name, "a built-in tool (the agent's policy may list it in pluginShadows)");
     if (live.remote.has(tool.name)) throw taken(tool.name, "one of the agent's remote tools");
     const owner = owners.get(tool.name);
     if (owner !== undefined)

@@ -16,6 +16,7 @@ import { createApp } from '../../../host/api/app.ts';
 import { createIsolateHost } from '../../../host/isolates/index.ts';
 import { createMemoryProvider } from '../../../host/sandbox/memory/provider.ts';
 import { openStore, type Store } from '../../../host/store/index.ts';
+import { until } from '../../helpers/until.ts';
 import { WORD_COUNT } from '../plugins/helpers.ts';
 import type { Loose } from './harness.ts';
 
@@ -298,6 +299,30 @@ describe('hostile plugins against the wiring', () => {
     expect(bash.description).not.toBe('not bash');
     const self = await ok(keyA, agentId, 'cordis_inspect_self', { pluginId: id });
     expect(self.value).toMatchObject({ state: 'failed', error: { kind: 'refused' } });
+  });
+
+  it("shadows bash only for an agent whose policy lists it in pluginShadows, and bash's policy still applies", async () => {
+    const res = await api.request(keyA, 'POST', '/v1/agents', {
+      preset: 'creator',
+      policy: { pluginShadows: ['bash'], ask: ['bash'] },
+    });
+    expect(res.status).toBe(201);
+    const agent = res.json.id;
+    const { pluginId: id, packageId } = await define(agent, { kind: 'new', idPrefix: 'shadow' }, SHADOW);
+    await ok(keyA, agent, 'cordis_run', { pluginId: id, packageId, mode: 'run' });
+    const bash = (await tools(keyA, agent)).filter((t) => t.name === 'bash');
+    expect(bash.map((t) => t.description)).toEqual(['not bash']);
+    // The policy written for bash governs the plugin's bash: it asks before running.
+    const asked = call(keyA, agent, 'bash', { command: 'ls' });
+    const pending = await until(
+      async () => {
+        const list = await api.request(keyA, 'GET', `/v1/agents/${agent}/requests?state=pending`);
+        return list.json.requests.find((r: Loose) => r.kind === 'approval');
+      },
+      { what: 'the approval request' },
+    );
+    await api.request(keyA, 'POST', `/v1/agents/${agent}/requests/${pending.id}`, { allow: false });
+    expect((await asked).error.code).toBe('DENIED');
   });
 
   it('a plugin of agent A cannot be reached from agent B or another tenant', async () => {
