@@ -5,7 +5,7 @@
 // never the reverse).
 
 import { parseArgs } from 'node:util';
-import { loadConfig } from './config.ts';
+import { loadConfig, portFrom, unknownSettings } from './config.ts';
 
 const HELP = `usage: dsh-sandbox <command> [options]
 
@@ -67,12 +67,17 @@ const main = async (argv: string[]): Promise<number> => {
   }
   const config = loadConfig({
     ...(values.host ? { host: values.host } : {}),
-    ...(values.port ? { port: Number(values.port) } : {}),
+    ...(values.port !== undefined ? { port: portFrom('--port', values.port) } : {}),
     ...(values['data-dir'] ? { dataDir: values['data-dir'] } : {}),
   });
   const [command, ...rest] = positionals;
   switch (command) {
     case 'serve': {
+      const unknown = unknownSettings();
+      if (unknown.length > 0)
+        process.stderr.write(
+          `dsh-sandbox: warning: ${unknown.join(', ')} ${unknown.length === 1 ? 'is' : 'are'} set but no setting of the service (a typo?); see the README's configuration table\n`,
+        );
       const { serve } = await import('./serve.ts');
       await serve(config);
       return 0;

@@ -132,6 +132,39 @@ const intFrom = (
   return value;
 };
 
+/** A port as `--port` or DSH_PORT gives it: an integer 0-65535 (0 picks a free one). */
+export const portFrom = (name: string, raw: string): number => {
+  if (raw.trim() === '')
+    throw new SandboxError('CONFIG_INVALID', `${name} must be an integer between 0 and 65535, got "${raw}"`);
+  return intFrom(name, raw, 7070, 0, 65535);
+};
+
+/** DSH_ names read by setup, tests and benchmarks, not by the service. */
+const NOT_SERVICE_SETTINGS = /^DSH_(BASE_IMAGE|NODE|VERBOSE|FUZZ_[A-Z_]+)$/;
+
+/**
+ * The DSH_* variables set in `env` that the service reads nowhere (a typo such as DSH_PROT would
+ * otherwise pass silently): everything loadConfig does not read, but the names setup, tests and
+ * benchmarks use. For a warning at start; the configuration is valid without them.
+ */
+export const unknownSettings = (env: NodeJS.ProcessEnv = process.env): string[] => {
+  const read = new Set<string>();
+  const recording = new Proxy(env, {
+    get(target, key) {
+      if (typeof key === 'string') read.add(key);
+      return Reflect.get(target, key);
+    },
+  });
+  try {
+    loadConfig({}, recording);
+  } catch {
+    // An invalid value is loadConfig's own error, reported when the service loads it.
+  }
+  return Object.keys(env)
+    .filter((name) => name.startsWith('DSH_') && !read.has(name) && !NOT_SERVICE_SETTINGS.test(name))
+    .sort();
+};
+
 export const loadConfig = (
   overrides: Partial<Config> = {},
   env: NodeJS.ProcessEnv = process.env,

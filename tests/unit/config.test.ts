@@ -1,5 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../host/config.ts';
+import { loadConfig, portFrom, unknownSettings } from '../../host/config.ts';
 import { codeOf } from '../contract/sandbox/suite.ts';
 
 describe('configuration from the environment', () => {
@@ -82,5 +83,31 @@ describe('configuration from the environment', () => {
         'CONFIG_INVALID',
       );
     }
+  });
+});
+
+describe('settings the service does not know, and the CLI port', () => {
+  const documented = (): string[] => {
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    return [...new Set([...readme.matchAll(/`(DSH_[A-Z0-9_]+)`/g)].map((m) => m[1] as string))];
+  };
+
+  it('reports a DSH_ variable nothing reads (a typo), but none the README documents', () => {
+    const names = documented();
+    expect(names.length).toBeGreaterThan(30);
+    const env = Object.fromEntries(names.map((name) => [name, '']));
+    expect(unknownSettings(env)).toEqual([]);
+    expect(unknownSettings({ ...env, DSH_PROT: '8080', DSH_POLL_SIZE: '4', OTHER: 'x' })).toEqual([
+      'DSH_POLL_SIZE',
+      'DSH_PROT',
+    ]);
+  });
+
+  it('refuses --port values as DSH_PORT refuses them', async () => {
+    for (const bad of ['abc', '99999', '-1', '1.5', '']) {
+      expect(await codeOf(Promise.resolve().then(() => portFrom('--port', bad))), bad).toBe('CONFIG_INVALID');
+    }
+    expect(portFrom('--port', '0')).toBe(0);
+    expect(portFrom('--port', '8080')).toBe(8080);
   });
 });
