@@ -4,7 +4,7 @@ import * as v from 'valibot';
 import { AgentPolicy } from '../../policies/index.ts';
 import { PRESETS } from '../agents/presets/index.ts';
 import { AnswerBody } from '../requests/index.ts';
-import { Goal, Todo } from '../tools/builtin/index.ts';
+import { Goal, ScheduleShown, Todo } from '../tools/builtin/index.ts';
 import { PRESENTATION_MODES, ToolName } from '../tools/index.ts';
 
 export const ID = v.pipe(
@@ -203,18 +203,8 @@ export const HostRequest = v.object({
 });
 export const RequestList = v.object({ requests: v.array(HostRequest) });
 
-/** A schedule as schedule_list shows it (host/tools/builtin/schedules.ts). */
-export const Schedule = v.object({
-  id: v.string(),
-  prompt: v.string(),
-  kind: v.picklist(['after', 'every', 'at']),
-  spec: v.unknown(),
-  next_at: v.string(),
-  every_seconds: v.optional(v.number()),
-  fired: v.number(),
-  created_at: v.string(),
-});
-export const ScheduleList = v.object({ schedules: v.array(Schedule) });
+/** The schedules as schedule_list shows them (host/tools/builtin/schedules.ts). */
+export const ScheduleList = v.object({ schedules: v.array(ScheduleShown) });
 
 /** A skill of the tenant's catalog (host/skills/catalog.ts); `files` only when one skill is read. */
 export const Skill = v.object({

@@ -1,5 +1,5 @@
 // The libsql PluginStore: the shared core (plugins-core.ts) over the `plugins` and
-// `plugin_packages` tables (migration 4). Invariants: a define is one BEGIN IMMEDIATE transaction
+// `plugin_packages` tables (migration 5). Invariants: a define is one BEGIN IMMEDIATE transaction
 // (counts and inserts together, so concurrent defines, even from another process, never pass a
 // maximum together); packages are only ever inserted or deleted with their plugin, never updated.
 import { type Database, guarded, immediate } from './db.ts';

@@ -31,15 +31,8 @@ export interface ScheduleRecord {
   createdAt: number;
 }
 
-export interface NewSchedule {
-  tenantId: string;
-  agentId: string;
-  prompt: string;
-  kind: ScheduleKind;
-  spec: JsonValue;
-  everyMs?: number;
-  nextAt: number;
-}
+/** A schedule before the store gave it an id and a history. */
+export type NewSchedule = Omit<ScheduleRecord, 'id' | 'fired' | 'lastFiredAt' | 'createdAt'>;
 
 export interface ScheduleStore {
   /** LIMIT_EXCEEDED when the agent already has `maxPerAgent` schedules. */

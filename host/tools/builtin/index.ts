@@ -54,6 +54,7 @@ import {
 import { todoWriteTool } from './todo-write.ts';
 import { writeTool } from './write.ts';
 
+export { ScheduleShown } from './schedules.ts';
 export { LIMITS, sandboxOf } from './services.ts';
 export {
   type AskingCall,

@@ -51,7 +51,8 @@ const ScheduleAt = v.object({
   time_zone: v.pipe(v.string(), v.maxLength(64), v.description('IANA time zone, e.g. "Asia/Shanghai"')),
 });
 
-const View = v.object({
+/** A schedule as the tools and the API show it (the schema of ScheduleView). */
+export const ScheduleShown = v.object({
   id: v.string(),
   prompt: v.string(),
   kind: v.picklist(['after', 'every', 'at']),
@@ -62,7 +63,7 @@ const View = v.object({
   created_at: v.string(),
 });
 
-const describe = (s: v.InferOutput<typeof View>): string =>
+const describe = (s: v.InferOutput<typeof ScheduleShown>): string =>
   `${s.id}  next ${s.next_at}${s.every_seconds === undefined ? '' : `, every ${s.every_seconds} s`}  ${JSON.stringify(s.prompt.slice(0, 200))}`;
 
 /** The calling agent; a tool body without a tenant (no agent service) cannot own schedules. */
@@ -102,7 +103,7 @@ export const scheduleTools = (service: ScheduleService): ToolDefinition[] => [
       ),
     }),
     output: {
-      schema: View,
+      schema: ScheduleShown,
       render: (_args, value) => [{ type: 'text', text: `Scheduled ${describe(value)}` }],
     },
     execute(args, exec) {
@@ -120,7 +121,7 @@ export const scheduleTools = (service: ScheduleService): ToolDefinition[] => [
     description: "List this session's schedules with when each fires next.",
     parameters: v.object({}),
     output: {
-      schema: v.array(View),
+      schema: v.array(ScheduleShown),
       render: (_args, value) => [
         { type: 'text', text: value.length === 0 ? 'No schedules' : value.map(describe).join('\n') },
       ],
