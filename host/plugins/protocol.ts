@@ -4,23 +4,24 @@
 // parsing. `id` names one loaded package (one isolate): a plugin that restarts or updates gets a
 // new id, so late messages of its old isolate are recognised and dropped.
 import type { Batch } from '../isolates/protocol.ts';
-import type { PluginFailureKind, PluginLogLine } from './types.ts';
+import type { PluginFailureKind, PluginLimits, PluginLogLine } from './types.ts';
 
 export { clip, isMessage, unbatch } from '../isolates/protocol.ts';
 
 /** The limits the worker and the prelude enforce inside one plugin's isolate. */
-export interface IsolateLimits {
-  memoryMb: number;
-  cpuMsPerCallback: number;
-  maxTools: number;
-  maxProviders: number;
-  maxProviderMethods: number;
-  maxCallsInFlight: number;
-  maxMessagesPerCallback: number;
-  logLinesPerCallback: number;
-  maxLogChars: number;
-  maxValueBytes: number;
-}
+export type IsolateLimits = Pick<
+  PluginLimits,
+  | 'memoryMb'
+  | 'cpuMsPerCallback'
+  | 'maxTools'
+  | 'maxProviders'
+  | 'maxProviderMethods'
+  | 'maxCallsInFlight'
+  | 'maxMessagesPerCallback'
+  | 'logLinesPerCallback'
+  | 'maxLogChars'
+  | 'maxValueBytes'
+>;
 
 export type HostToPluginWorker =
   /** Make an isolate, evaluate the host body, apply the plugin; answered by `loaded` or `failed`. */
