@@ -96,6 +96,12 @@ export interface Config {
   tenantLogBytes: number;
   /** Largest page of `GET /v1/agents/:id/events`, in bytes of event JSON. Default 1 MiB (env DSH_EVENT_PAGE_BYTES). */
   eventPageBytes: number;
+  /**
+   * Browser origins besides this machine's own (localhost, 127.0.0.0/8, ::1) that may use the
+   * agents' MCP endpoints; any other Origin is refused (DNS-rebinding protection). Default none
+   * (env DSH_MCP_ORIGINS, comma-separated, e.g. `https://console.example.com`).
+   */
+  mcpOrigins: string[];
 }
 
 const ratioFrom = (name: string, raw: string | undefined, fallback: number): number => {
@@ -130,6 +136,28 @@ const intFrom = (
     );
   }
   return value;
+};
+
+/** A comma-separated list of http(s) origins; each is checked and spelled as URL.origin spells it. */
+const originsFrom = (name: string, raw: string | undefined): string[] => {
+  if (raw === undefined || raw.trim() === '') return [];
+  return raw.split(',').map((entry) => {
+    const text = entry.trim();
+    let url: URL | undefined;
+    try {
+      url = new URL(text);
+    } catch {}
+    if (
+      url === undefined ||
+      (url.protocol !== 'http:' && url.protocol !== 'https:') ||
+      url.origin !== text.replace(/\/$/, '')
+    )
+      throw new SandboxError(
+        'CONFIG_INVALID',
+        `${name} must list origins like https://host[:port], got "${text}"`,
+      );
+    return url.origin;
+  });
 };
 
 /** A port as `--port` or DSH_PORT gives it: an integer 0-65535 (0 picks a free one). */
@@ -269,5 +297,6 @@ export const loadConfig = (
     eventPageBytes:
       overrides.eventPageBytes ??
       intFrom('DSH_EVENT_PAGE_BYTES', env.DSH_EVENT_PAGE_BYTES, 1024 * 1024, 64 * 1024, 256 * 1024 * 1024),
+    mcpOrigins: overrides.mcpOrigins ?? originsFrom('DSH_MCP_ORIGINS', env.DSH_MCP_ORIGINS),
   };
 };

@@ -180,6 +180,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
     ...(scheduler === undefined ? {} : { schedules: scheduler }),
     ...(skills === undefined ? {} : { skills }),
     isolateWorkers: () => isolates.workerPids().length,
+    mcpOrigins: config.mcpOrigins,
     ...(config.adminKey === undefined ? {} : { adminKey: config.adminKey }),
     limits: {
       tenantConcurrency: config.tenantConcurrency,

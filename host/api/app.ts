@@ -79,6 +79,8 @@ export interface AppDeps {
   connections?: ConnectionGuard;
   /** The agents' schedules (GET and DELETE /v1/agents/:id/schedules); none leaves those routes out. */
   schedules?: ScheduleService;
+  /** Browser origins admitted to the MCP endpoints besides this machine's own (DSH_MCP_ORIGINS). */
+  mcpOrigins?: readonly string[];
   /** The tenants' skill catalogs (/v1/skills); none leaves those routes out. */
   skills?: SkillCatalog;
 }
@@ -200,6 +202,7 @@ export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
       lifecycle,
       version: deps.version,
       callTimeoutMs,
+      ...(deps.mcpOrigins === undefined ? {} : { origins: deps.mcpOrigins }),
     }),
   );
   app.route('/', pluginRoutes(deps.agents));

@@ -28,6 +28,7 @@ import type { Lifecycle } from '../lifecycle.ts';
 import { createTenantLimiter } from '../limits.ts';
 import { createInflightCalls } from '../mcp/cancels.ts';
 import { onToolsChanged } from '../mcp/changes.ts';
+import { originAdmitted } from '../mcp/origin.ts';
 import { agentMcpServer } from '../mcp/server.ts';
 import { relay } from '../relay.ts';
 import { ErrorBody } from '../schemas.ts';
@@ -44,6 +45,8 @@ export interface McpRouteOptions {
   version: string;
   /** Deadline of one tools/call (ApiLimits.callTimeoutMs). */
   callTimeoutMs: number;
+  /** Browser origins admitted besides this machine's own (DSH_MCP_ORIGINS, ../mcp/origin.ts). */
+  origins?: readonly string[];
   /** Open 2025-era notification streams (GET) of one tenant. Default 32. */
   streamsPerTenant?: number;
 }
@@ -71,6 +74,7 @@ export const mcpRoutes = (options: McpRouteOptions): Hono<ApiEnv> => {
   const { agents, events, lifecycle } = options;
   const inflight = createInflightCalls();
   const streams = createTenantLimiter(options.streamsPerTenant ?? 32);
+  const origins = new Set(options.origins ?? []);
   const app = new Hono<ApiEnv>();
 
   app.on(
@@ -83,9 +87,21 @@ export const mcpRoutes = (options: McpRouteOptions): Hono<ApiEnv> => {
         "The agent as an MCP server (Streamable HTTP; protocol 2026-07-28 and the 2025 revisions): tools/list is the agent's model-facing set, tools/call runs through the same pipeline as POST /calls. GET opens the 2025-era notification stream (tools/list_changed).",
       responses: {
         200: { description: 'JSON-RPC response (application/json or text/event-stream)' },
+        403: { description: 'A browser Origin that is neither this machine nor listed in DSH_MCP_ORIGINS' },
         404: jsonResponse('No such agent', ErrorBody),
       },
     }),
+    async (c, next) => {
+      const origin = c.req.header('origin');
+      if (originAdmitted(origin, origins)) return next();
+      return c.json(
+        rpcError(
+          -32000,
+          `Forbidden: the Origin ${JSON.stringify(origin)} may not use this MCP endpoint (DSH_MCP_ORIGINS lists the admitted browser origins).`,
+        ),
+        403,
+      );
+    },
     loadAgent(agents),
     async (c) => {
       const agent = c.get('agent');
