@@ -17,6 +17,7 @@ import {
   SdkError,
   SdkErrorCode,
 } from '@modelcontextprotocol/client';
+import * as v from 'valibot';
 import { messageOf, SandboxError } from '../../errors.ts';
 import type { Sandbox } from '../../sandbox/types.ts';
 import type { JsonSchema } from '../../tools/types.ts';
@@ -25,6 +26,27 @@ import type { McpLimits, McpServerSpec, McpServerState, McpToolInfo } from './ty
 
 const STDERR_TAIL = 2048;
 const MAX_DESCRIPTION = 8192;
+
+/**
+ * A page of tools/list, read leniently: the SDK's listTools() refuses the whole page when one tool
+ * is malformed, so one bad tool would hide a server's good ones. Each tool is checked on its own.
+ */
+const ToolsPage = v.looseObject({
+  tools: v.array(v.unknown()),
+  nextCursor: v.optional(v.string()),
+});
+const ListedTool = v.looseObject({
+  name: v.pipe(v.string(), v.minLength(1)),
+  title: v.optional(v.string()),
+  description: v.optional(v.string()),
+  inputSchema: v.looseObject({ type: v.literal('object') }),
+});
+
+/** A listed tool's name for a skip note, whatever the server sent. */
+const listedName = (tool: unknown, index: number): string => {
+  const name = (tool as { name?: unknown } | null)?.name;
+  return typeof name === 'string' && name !== '' ? name.slice(0, 200) : `#${index}`;
+};
 
 /**
  * Output schemas of a server's tools are not checked by the SDK: its default validator runs a
@@ -164,21 +186,28 @@ export function createMcpRunner(options: McpRunnerOptions): McpRunner {
     const skipped: Array<{ tool: string; reason: string }> = [];
     let cursor: string | undefined;
     for (let page = 0; page < 16; page++) {
-      const listed = await client.listTools(cursor === undefined ? {} : { cursor }, {
-        timeout: limits.startTimeoutMs,
-      });
-      for (const tool of listed.tools) {
-        if (tools.length >= limits.maxToolsPerServer) {
-          skipped.push({
-            tool: String(tool.name).slice(0, 200),
-            reason: `over ${limits.maxToolsPerServer} tools`,
-          });
+      const listed = await client.request(
+        { method: 'tools/list', params: cursor === undefined ? {} : { cursor } },
+        ToolsPage,
+        { timeout: limits.startTimeoutMs },
+      );
+      for (const [index, entry] of listed.tools.entries()) {
+        const tool = v.safeParse(ListedTool, entry);
+        if (!tool.success) {
+          const issue = tool.issues[0];
+          const where = issue === undefined ? '' : ` (${v.getDotPath(issue) ?? 'the tool'}: ${issue.message})`;
+          skipped.push({ tool: listedName(entry, index), reason: `not a valid MCP tool${where}`.slice(0, 500) });
           continue;
         }
+        if (tools.length >= limits.maxToolsPerServer) {
+          skipped.push({ tool: listedName(entry, index), reason: `over ${limits.maxToolsPerServer} tools` });
+          continue;
+        }
+        const { name, title, description, inputSchema } = tool.output;
         tools.push({
-          name: tool.name,
-          description: (tool.description ?? tool.title ?? tool.name).slice(0, MAX_DESCRIPTION),
-          inputSchema: tool.inputSchema as JsonSchema,
+          name,
+          description: (description ?? title ?? name).slice(0, MAX_DESCRIPTION),
+          inputSchema: inputSchema as JsonSchema,
         });
       }
       cursor = listed.nextCursor;

@@ -172,12 +172,22 @@ describe('MCP servers as tool sources', () => {
     expect((await api.request(api.keyA, 'GET', `/v1/agents/${agent.id}/mcp-servers`)).json.servers).toEqual(
       [],
     );
-    // A tool list that is not valid MCP (an input schema that is not an object) is refused whole.
-    const bad = await register(agent.id, tiny('--bad-schema'));
-    expect(bad.json.error).toMatchObject({
-      code: 'MCP_SERVER_FAILED',
-      message: expect.stringContaining('tools/list'),
-    });
+  });
+
+  it('one malformed tool in a listing is skipped with its reason; the server’s other tools stay usable', async () => {
+    const agent = await api.createAgent(api.keyA);
+    const res = await register(agent.id, tiny('--bad-schema'));
+    expect(res.status).toBe(201);
+    expect(res.json.skipped).toEqual([
+      { tool: 'bad-schema', reason: expect.stringContaining('not a valid MCP tool (inputSchema.type') },
+      { tool: 'no-name', reason: expect.stringContaining('not a valid MCP tool') },
+      { tool: '#16', reason: expect.stringContaining('not a valid MCP tool (name') },
+    ]);
+    const names = (res.json.tools as Loose[]).map((t) => t.name);
+    expect(names).toContain('mcp__tiny__echo');
+    expect(names.some((n: string) => n.includes('bad'))).toBe(false);
+    const echo = await callOne(agent.id, 'mcp__tiny__echo', { message: 'still here' });
+    expect(echo).toMatchObject({ ok: true, content: [{ type: 'text', text: 'echo: still here' }] });
   });
 
   it('limits: servers per agent; removing a server ends it and its tools', async () => {
