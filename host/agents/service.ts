@@ -204,9 +204,16 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
     delete: deletion.delete,
     reapDeleted: deletion.reapDeleted,
     onDeleted: deletion.onDeleted,
-    tools: async (agent) => ({ mode: agent.mode, tools: await live.of(agent).tools.describe() }),
+    async tools(agent) {
+      await plugins?.ready(agent.id);
+      return { mode: agent.mode, tools: await live.of(agent).tools.describe() };
+    },
     session: (agent) => live.of(agent).session,
-    call: batches.call,
+    async call(agent, calls, callOptions) {
+      // After a restart, an agent's calls wait until its running plugins are back (their tools with them).
+      await plugins?.ready(agent.id);
+      return batches.call(agent, calls, callOptions);
+    },
     sandbox: sandboxes.of,
     plugins(agent) {
       if (plugins === undefined)

@@ -27,13 +27,22 @@ import { createInspector, HOST_PROVIDER_IDS } from './inspect.ts';
 import { createRunningCalls } from './tool.ts';
 import { type AgentPlugins, agentPlugins } from './view.ts';
 
+/** Agents whose plugins resume() starts at once (each agent's own plugins start one by one). */
+const RESUME_CONCURRENCY = 4;
+
 export type PluginHostOptions = Omit<PluginRuntimeOptions, 'onStateChange'>;
 
 export interface PluginHost {
   /** One agent's plugins (what the cordis_* tools and the API use). */
   of(agent: Agent): AgentPlugins;
-  /** Starts again every plugin whose stored state says it was running; resolves to how many started. */
+  /**
+   * Starts again every plugin whose stored state says it was running; resolves to how many started.
+   * Until an agent's own plugins are back, ready(agent) is pending, so no caller sees its tool set
+   * without them.
+   */
   resume(onError?: (pluginId: string, error: unknown) => void): Promise<number>;
+  /** Settles once the agent's plugins that resume() is starting are started (or failed). */
+  ready(agentId: string): Promise<void> | undefined;
   /** Stops and removes every plugin of a deleted agent. */
   removeAgent(agent: Agent): Promise<void>;
   close(): Promise<void>;
@@ -208,23 +217,51 @@ export function createPluginHost(deps: PluginHostDeps, options: PluginHostOption
     return store.undefine(owner, pluginId);
   }
 
+  /** Per agent id, settled when resume() has started its plugins. */
+  const resuming = new Map<string, Promise<void>>();
+
   async function resume(onError?: (pluginId: string, error: unknown) => void): Promise<number> {
-    let started = 0;
+    const byAgent = new Map<string, ReturnType<PluginStore['listRunning']>>();
     for (const record of store.listRunning()) {
-      const owner = { tenantId: record.tenantId, agentId: record.agentId };
-      try {
-        const agentRecord = deps.agents.get(record.tenantId, record.agentId);
-        if (agentRecord === undefined || record.currentPackageId === undefined) {
-          store.setRunState(owner, record.id, { running: false });
-          continue;
+      const list = byAgent.get(record.agentId) ?? [];
+      list.push(record);
+      byAgent.set(record.agentId, list);
+    }
+    let started = 0;
+    async function resumeAgent(records: ReturnType<PluginStore['listRunning']>): Promise<void> {
+      for (const record of records) {
+        const owner = { tenantId: record.tenantId, agentId: record.agentId };
+        try {
+          const agentRecord = deps.agents.get(record.tenantId, record.agentId);
+          if (agentRecord === undefined || record.currentPackageId === undefined) {
+            store.setRunState(owner, record.id, { running: false });
+            continue;
+          }
+          const outcome = await launch(toAgent(agentRecord), record.id, record.currentPackageId, 'run');
+          if (outcome.error === undefined) started++;
+          else onError?.(record.id, new SandboxError('TOOL_FAILED', outcome.error.message));
+        } catch (error) {
+          onError?.(record.id, error);
         }
-        const outcome = await launch(toAgent(agentRecord), record.id, record.currentPackageId, 'run');
-        if (outcome.error === undefined) started++;
-        else onError?.(record.id, new SandboxError('TOOL_FAILED', outcome.error.message));
-      } catch (error) {
-        onError?.(record.id, error);
       }
     }
+    // Every agent's wait starts now; agents resume a few at a time, each one's plugins in order.
+    const queue = [...byAgent.entries()].map(([agentId, records]) => {
+      let settle = () => {};
+      const done = new Promise<void>((resolve) => {
+        settle = resolve;
+      });
+      resuming.set(agentId, done);
+      return { agentId, records, settle };
+    });
+    const worker = async () => {
+      for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
+        await resumeAgent(next.records);
+        resuming.delete(next.agentId);
+        next.settle();
+      }
+    };
+    await Promise.all(Array.from({ length: RESUME_CONCURRENCY }, worker));
     return started;
   }
 
@@ -268,6 +305,7 @@ export function createPluginHost(deps: PluginHostDeps, options: PluginHostOption
   return {
     of,
     resume,
+    ready: (agentId) => resuming.get(agentId),
     removeAgent,
     async close() {
       closing = true;

@@ -229,9 +229,15 @@ describe('creator plugins over the API', () => {
     store.close();
     store = openStore({ path });
     api = boot(store);
-    expect(await api.agents.resumePlugins()).toBe(1);
-    expect(await names(keyA, agentId)).toContain('count_words');
-    expect((await ok(keyA, agentId, 'count_words', { path: 'notes.txt' })).value).toEqual({ lines: 2 });
+    // Not awaited, as serve starts it: the agent's first requests wait for its plugins to be back.
+    const resumed = api.agents.resumePlugins();
+    const [listed, counted] = await Promise.all([
+      names(keyA, agentId),
+      ok(keyA, agentId, 'count_words', { path: 'notes.txt' }),
+    ]);
+    expect(listed).toContain('count_words');
+    expect(counted.value).toEqual({ lines: 2 });
+    expect(await resumed).toBe(1);
   });
 });
 
