@@ -4,38 +4,16 @@
 // run_code, and through the agent's own MCP endpoint (MCP in, MCP out, with the official SDK's
 // client), with policy and the log in the path; after a restart of the control plane they are
 // still the agent's, and the server starts again at the next call.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { afterAll, expect, it } from 'vitest';
-import { loadConfig } from '../../../host/config.ts';
-import { type Running, startServer } from '../../../host/serve.ts';
+import { expect, it } from 'vitest';
+import type { Running } from '../../../host/serve.ts';
 import type { Loose } from '../../unit/api/harness.ts';
-import { dockerFixture } from '../sandbox/fixtures.ts';
+import { json, served } from './served.ts';
 
-const fixture = dockerFixture();
-const dataDir = mkdtempSync(join(tmpdir(), 'dsh-api-mcp-servers-'));
-const config = loadConfig({ host: '127.0.0.1', port: 0, dataDir, poolSize: 0, isolateWorkers: 1 }, {});
-const running: Running[] = [];
+const service = served('mcp-servers');
 
-afterAll(async () => {
-  for (const r of running) await r.close();
-  await fixture.sweep();
-  rmSync(dataDir, { recursive: true, force: true });
-});
-
-const json = async (server: Running, key: string, method: string, path: string, body?: unknown) => {
-  const res = await fetch(`${server.url}${path}`, {
-    method,
-    headers: {
-      Authorization: `Bearer ${key}`,
-      ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return { status: res.status, json: (await res.json().catch(() => undefined)) as Loose };
-};
 const callOne = async (server: Running, key: string, agent: string, name: string, args: unknown) =>
   (
     await json(server, key, 'POST', `/v1/agents/${agent}/calls`, {
@@ -44,8 +22,7 @@ const callOne = async (server: Running, key: string, agent: string, name: string
   ).json.results[0];
 
 it('the everything server runs in the agent container: POST /calls, run_code, MCP in and out, policy, log, restart', async () => {
-  const first = await startServer(config, { sandboxes: fixture.provider(), log: () => {} });
-  running.push(first);
+  const first = await service.start();
   const key = first.store.tenants.createTenant('mcp-servers').apiKey;
   const agent = (
     await json(first, key, 'POST', '/v1/agents', {
@@ -108,10 +85,8 @@ it('the everything server runs in the agent container: POST /calls, run_code, MC
   expect(log.some((e) => e.type === 'agent.mcp_servers')).toBe(true);
 
   // A new control plane: the tools come from the store, the server starts again at the next call.
-  await first.close();
-  running.splice(running.indexOf(first), 1);
-  const second = await startServer(config, { sandboxes: fixture.provider(), log: () => {} });
-  running.push(second);
+  await service.stop(first);
+  const second = await service.start();
   const tools = (await json(second, key, 'GET', `/v1/agents/${agent.id}/tools`)).json.tools.map(
     (t: Loose) => t.name,
   );
@@ -127,8 +102,7 @@ it('the everything server runs in the agent container: POST /calls, run_code, MC
 });
 
 it('a server of the agent’s own runs as the agent with no network; its flood fails only its own call', async () => {
-  const server = running[0] ?? (await startServer(config, { sandboxes: fixture.provider(), log: () => {} }));
-  if (running.length === 0) running.push(server);
+  const server = await service.current();
   const key = server.store.tenants.createTenant('mcp-own').apiKey;
   const agent = (await json(server, key, 'POST', '/v1/agents', {})).json;
   const source = readFileSync(join(import.meta.dirname, '..', '..', 'fixtures', 'mcp', 'tiny-server.mjs'));

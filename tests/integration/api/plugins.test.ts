@@ -4,45 +4,17 @@
 // GET /tools and in the tools.* SDK, runs directly and from run_code with the inner read logged
 // under the plugin's provenance, an update changes it, and after a restart of the control plane on
 // the same data directory the plugin is running again against the same container. Stop removes it.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, expect, it } from 'vitest';
-import { loadConfig } from '../../../host/config.ts';
-import { type Running, startServer } from '../../../host/serve.ts';
+import { expect, it } from 'vitest';
+import type { Running } from '../../../host/serve.ts';
 import type { Loose } from '../../unit/api/harness.ts';
 import { WORD_COUNT } from '../../unit/plugins/helpers.ts';
-import { dockerFixture } from '../sandbox/fixtures.ts';
+import { json, served } from './served.ts';
 
 const LINES = WORD_COUNT.replace(
   '{ words: content.split(/\\s+/).filter(Boolean).length }',
   "{ lines: content.split('\\n').length }",
 );
-const fixture = dockerFixture();
-const dataDir = mkdtempSync(join(tmpdir(), 'dsh-api-plugins-'));
-const config = loadConfig({ host: '127.0.0.1', port: 0, dataDir, poolSize: 0, isolateWorkers: 1 }, {});
-const running: Running[] = [];
-
-afterAll(async () => {
-  for (const r of running) await r.close();
-  await fixture.sweep();
-  rmSync(dataDir, { recursive: true, force: true });
-});
-
-const start = async (): Promise<Running> => {
-  const server = await startServer(config, { sandboxes: fixture.provider(), log: () => {} });
-  running.push(server);
-  return server;
-};
-
-const json = async (server: Running, key: string, method: string, path: string, body?: unknown) => {
-  const res = await fetch(`${server.url}${path}`, {
-    method,
-    headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return { status: res.status, json: (await res.json().catch(() => undefined)) as Loose };
-};
+const service = served('plugins');
 
 let seq = 0;
 const call = async (server: Running, key: string, agentId: string, name: string, args: unknown) => {
@@ -58,7 +30,7 @@ const names = async (server: Running, key: string, agentId: string): Promise<str
   (await json(server, key, 'GET', `/v1/agents/${agentId}/tools`)).json.tools.map((t: Loose) => t.name);
 
 it('a creator plugin works against a real container and survives a restart of the control plane', async () => {
-  const first = await start();
+  const first = await service.start();
   const key = first.store.tenants.createTenant('plugins').apiKey;
   const agentId = (await json(first, key, 'POST', '/v1/agents', { preset: 'creator', mode: 'both' })).json.id;
   await call(first, key, agentId, 'bash', {
@@ -107,9 +79,8 @@ it('a creator plugin works against a real container and survives a restart of th
   expect((await call(first, key, agentId, 'count_words', { path: 'notes.txt' })).value).toEqual({ lines: 2 });
 
   // A new control plane on the same data directory: the plugin runs again, on the same container.
-  await first.close();
-  running.splice(running.indexOf(first), 1);
-  const second = await start();
+  await service.stop(first);
+  const second = await service.start();
   expect(await names(second, key, agentId)).toContain('count_words');
   expect((await call(second, key, agentId, 'count_words', { path: 'notes.txt' })).value).toEqual({
     lines: 2,

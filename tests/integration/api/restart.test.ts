@@ -1,52 +1,17 @@
 // Graceful shutdown and restart over real HTTP with real containers: open event streams end with a
 // `shutdown` event, an in-flight call fails with SHUTTING_DOWN, the agent's container is left
 // running, and a new control plane on the same data directory re-adopts it with its files.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, expect, it } from 'vitest';
-import { loadConfig } from '../../../host/config.ts';
-import { type Running, startServer } from '../../../host/serve.ts';
+import { expect, it } from 'vitest';
 import { until } from '../../helpers/until.ts';
 import type { Loose } from '../../unit/api/harness.ts';
 import { readSse } from '../../unit/api/sse.ts';
-import { dockerFixture } from '../sandbox/fixtures.ts';
+import { json, served } from './served.ts';
 
-const fixture = dockerFixture();
-const dataDir = mkdtempSync(join(tmpdir(), 'dsh-api-restart-'));
-const config = loadConfig(
-  { host: '127.0.0.1', port: 0, dataDir, poolSize: 0, isolateWorkers: 1, shutdownGraceMs: 300 },
-  {},
-);
-const running: Running[] = [];
-
-afterAll(async () => {
-  for (const r of running) await r.close();
-  await fixture.sweep();
-  rmSync(dataDir, { recursive: true, force: true });
-});
-
-const json = async (
-  server: Running,
-  key: string,
-  method: string,
-  path: string,
-  body?: unknown,
-): Promise<{ status: number; json: Loose }> => {
-  const res = await fetch(`${server.url}${path}`, {
-    method,
-    headers: {
-      Authorization: `Bearer ${key}`,
-      ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return { status: res.status, json: await res.json().catch(() => undefined) };
-};
+const service = served('restart', { shutdownGraceMs: 300 });
+const { fixture } = service;
 
 it("shuts down gracefully and re-adopts the agent's container after a restart", async () => {
-  const first = await startServer(config, { sandboxes: fixture.provider(), log: () => {} });
-  running.push(first);
+  const first = await service.start();
   const key = first.store.tenants.createTenant('restart').apiKey;
   const agent = (
     await json(first, key, 'POST', '/v1/agents', {
@@ -82,8 +47,7 @@ it("shuts down gracefully and re-adopts the agent's container after a restart", 
     { what: 'the call to wait for its client' },
   );
   // The held call is never answered: had close() waited for it, it would not return.
-  await first.close();
-  running.splice(running.indexOf(first), 1);
+  await service.stop(first);
   const [failed] = (await inFlight).json.results;
   expect(failed).toMatchObject({ ok: false, error: { code: 'SHUTTING_DOWN' } });
   const messages = await events;
@@ -94,8 +58,7 @@ it("shuts down gracefully and re-adopts the agent's container after a restart", 
   });
   expect(containers.length).toBe(1);
 
-  const second = await startServer(config, { sandboxes: fixture.provider(), log: () => {} });
-  running.push(second);
+  const second = await service.start();
   const file = await fetch(`${second.url}/v1/agents/${agent.id}/files?path=keep.txt`, {
     headers: { Authorization: `Bearer ${key}` },
   });
