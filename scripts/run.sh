@@ -41,6 +41,11 @@ export PATH="$(dirname "$NODE"):$PATH"
 STAMP="$ROOT/node_modules/.dsh-install-stamp"
 WANT_STAMP="$(sha256sum "$ROOT/package-lock.json" | cut -c1-16)-$("$NODE" --version)"
 if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT_STAMP" ]; then
+  # A linked node_modules belongs to another checkout: reinstalling would rewrite it under that one.
+  if [ -L "$ROOT/node_modules" ]; then
+    echo "dsh-sandbox: node_modules links to another checkout whose packages differ from this package-lock.json; replace the link with a folder of this checkout's own (rm node_modules) and run again." >&2
+    exit 1
+  fi
   echo "dsh-sandbox: installing npm packages with Node $("$NODE" --version) ..." >&2
   (cd "$ROOT" && npm ci --no-audit --no-fund --loglevel=error)
   echo "$WANT_STAMP" > "$STAMP"

@@ -64,6 +64,7 @@ export interface Instance {
 export const isolateLimits = (limits: PluginLimits): IsolateLimits => ({
   memoryMb: limits.memoryMb,
   cpuMsPerCallback: limits.cpuMsPerCallback,
+  cpuMsPerMinute: limits.cpuMsPerMinute,
   maxTools: limits.maxTools,
   maxProviders: limits.maxProviders,
   maxProviderMethods: limits.maxProviderMethods,

@@ -43,6 +43,12 @@ export interface PluginLimits {
   memoryMb: number;
   /** CPU one entry into the isolate may use (apply, an event, a tool's execute up to its next await). Default 1000. */
   cpuMsPerCallback: number;
+  /**
+   * CPU the plugin may use over time, across all its entries: a bucket of this many ms that refills
+   * at this many ms per minute, so a plugin that keeps every callback just under its budget still
+   * cannot hold a core. Emptying it fails the plugin as `timeout`. Default 15 000 (a quarter of a core).
+   */
+  cpuMsPerMinute: number;
   /** Wall clock of one call of a plugin tool, the tool calls it awaits included. Default 30 000. */
   callWallMs: number;
   /** Wall clock of a start: loading the isolate and an async apply settling. Default 10 000. */
@@ -72,6 +78,7 @@ export interface PluginLimits {
 export const DEFAULT_PLUGIN_LIMITS: Readonly<PluginLimits> = Object.freeze({
   memoryMb: 16,
   cpuMsPerCallback: 1_000,
+  cpuMsPerMinute: 15_000,
   callWallMs: 30_000,
   startWallMs: 10_000,
   maxTools: 32,

@@ -75,6 +75,10 @@ export const loadPlugin = async (
   let inFlight = 0;
   let lastCpu = 0n;
   let busyCpu = 0n;
+  /** The CPU bucket (cpuMsPerMinute), in ns: full at load, refilled by wall time, drained by CPU. */
+  const bucketNs = BigInt(limits.cpuMsPerMinute) * 1_000_000n;
+  let bucket = bucketNs;
+  let refilledAt = performance.now();
   const calls = new Set<number>();
   const maxMessageChars = limits.maxValueBytes + 64 * 1024;
 
@@ -280,6 +284,13 @@ export const loadPlugin = async (
       lastCpu = cpu;
       if (busyCpu > BigInt(limits.cpuMsPerCallback * 3 + 500) * 1_000_000n)
         end('timeout', cpuMessage(limits));
+      const now = performance.now();
+      const refill = BigInt(Math.floor(((now - refilledAt) * limits.cpuMsPerMinute * 1_000_000) / 60_000));
+      refilledAt = now;
+      bucket = bucket + refill > bucketNs ? bucketNs : bucket + refill;
+      bucket -= burned;
+      if (bucket < 0n)
+        end('timeout', `the plugin used more CPU than its share of ${limits.cpuMsPerMinute} ms per minute`);
       return Number(burned);
     },
     outOfMemory: () => end('memory', memoryMessage(limits)),

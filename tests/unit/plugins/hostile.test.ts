@@ -4,7 +4,16 @@
 // witness plugin started first, on the same worker process, keeps answering after every one.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PluginFailureKind, PluginRuntime } from '../../../host/plugins/index.ts';
-import { eventually, type FakeAgent, fakeAgent, OWNER, run, startRuntime, WITNESS } from './helpers.ts';
+import {
+  eventually,
+  type FakeAgent,
+  fakeAgent,
+  OWNER,
+  run,
+  startRuntime,
+  TEST_LIMITS,
+  WITNESS,
+} from './helpers.ts';
 
 describe('hostile plugins', () => {
   let runtime: PluginRuntime;
@@ -236,5 +245,35 @@ describe('hostile plugins', () => {
     await eventually(() => expect(runtime.status(OWNER, 'witness')?.state).toBe('running'), 15_000);
     await eventually(async () => expect(await agent.call('ping')).toMatch(/^pong \d+$/), 5_000);
     expect(process.memoryUsage().rss).toBeLessThan(1024 * 1024 * 1024);
+  });
+});
+
+describe('a plugin that keeps every callback just under its budget', () => {
+  let runtime: PluginRuntime;
+  const agent = fakeAgent();
+  beforeAll(() => {
+    runtime = startRuntime({ ...TEST_LIMITS, cpuMsPerMinute: 600 });
+  });
+  afterAll(() => runtime.close());
+
+  it('is stopped by its CPU share over time (timeout), however short each callback', async () => {
+    // 150 ms of CPU per call, under the 250 ms per callback: only the share over time can stop it.
+    const { ok, pluginId } = await run(
+      runtime,
+      agent,
+      "return (ctx) => { ctx.tools.register({ name: 'go', execute() { const end = Date.now() + 150; while (Date.now() < end) {} return 'done' } }) }",
+    );
+    expect(ok).toBe(true);
+    const outcomes: string[] = [];
+    for (let i = 0; i < 20 && runtime.status(OWNER, pluginId)?.state === 'running'; i++)
+      outcomes.push(await agent.call('go').then(String, (error: { code: string }) => error.code));
+    await eventually(() => expect(runtime.status(OWNER, pluginId)?.state).toBe('failed'));
+    expect(runtime.status(OWNER, pluginId)?.error).toMatchObject({
+      kind: 'timeout',
+      message: expect.stringContaining('share of 600 ms per minute'),
+    });
+    // It ran a few calls first (600 ms of share is four of them), then no more.
+    expect(outcomes.filter((o) => o === 'done').length).toBeGreaterThanOrEqual(3);
+    expect(outcomes.length).toBeLessThan(20);
   });
 });
