@@ -29,6 +29,7 @@ import {
 import { type CodeModeBudget, createPtcExecutor } from '../tools/ptc/index.ts';
 import type { AgentScope } from '../tools/types.ts';
 import { registerWorkflowTools } from '../tools/workflow/index.ts';
+import { lspTool } from './lsp/tool.ts';
 import { registerCordisTools } from './plugins/cordis-tools.ts';
 import type { PluginHostOptions } from './plugins/host.ts';
 import { createRegistryRuntime } from './runtime.ts';
@@ -81,6 +82,8 @@ export const assembleAgents = (options: AssembleOptions): Assembled => {
     ),
   });
   for (const tool of builtinTools()) registry.global.register(tool);
+  // Language servers run in the agent's container on sandboxd's pipes.
+  if (options.sandboxes.flags.stdio) registry.global.register(lspTool());
   timeoutPolicy(
     options.defaultToolTimeoutMs === undefined ? {} : { defaultMs: options.defaultToolTimeoutMs },
   ).install(registry.global);

@@ -1,5 +1,5 @@
 // Builds the sandbox image from Dockerfile.sandbox, tagged by a hash of its inputs (the Dockerfile,
-// the sandboxd bundle, the reference MCP server's lockfile and the base image name) so that it is rebuilt only when they change. The
+// the sandboxd bundle, the lockfiles of its third-party programs (image-packages.ts) and the base image name) so that it is rebuilt only when they change. The
 // bundle is built from sandbox-image/ and sandbox-wire/ only (SANDBOXD_SOURCES), never from host/,
 // so a change to the control plane never changes the image or its tag.
 // The base defaults to debian:bookworm-slim, as a user with a registry would build it; when that
@@ -14,7 +14,7 @@ import Docker from 'dockerode';
 import { build } from 'esbuild';
 import tarStream from 'tar-stream';
 import { log, run, which } from './exec.ts';
-import { installReferenceServer, packTree, referenceLock } from './mcp-everything.ts';
+import { IMAGE_PACKAGES, installImagePackage, packageLock, packTree } from './image-packages.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 export const DEFAULT_BASE = 'debian:bookworm-slim';
@@ -66,8 +66,8 @@ export interface ImageInputs {
   base: string;
   dockerfile: Buffer;
   sandboxd: Buffer;
-  /** Pins the reference MCP server installed into the image (mcp-everything.ts). */
-  mcpLock: Buffer;
+  /** The lockfiles of the third-party programs installed into the image (image-packages.ts), in IMAGE_PACKAGES order. */
+  locks: Buffer[];
 }
 
 export const imageInputs = async (
@@ -75,16 +75,11 @@ export const imageInputs = async (
 ): Promise<ImageInputs> => {
   const dockerfile = readFileSync(join(ROOT, 'Dockerfile.sandbox'));
   const sandboxd = await bundleSandboxd();
-  const mcpLock = referenceLock();
-  const hash = createHash('sha256')
-    .update(dockerfile)
-    .update('\0')
-    .update(sandboxd)
-    .update('\0')
-    .update(mcpLock)
-    .update('\0')
-    .update(base);
-  return { tag: `${IMAGE_REPO}:${hash.digest('hex').slice(0, 12)}`, base, dockerfile, sandboxd, mcpLock };
+  const locks = IMAGE_PACKAGES.map(packageLock);
+  const hash = createHash('sha256').update(dockerfile).update('\0').update(sandboxd).update('\0');
+  for (const lock of locks) hash.update(lock).update('\0');
+  hash.update(base);
+  return { tag: `${IMAGE_REPO}:${hash.digest('hex').slice(0, 12)}`, base, dockerfile, sandboxd, locks };
 };
 
 const pullWithin = async (docker: Docker, name: string, ms: number): Promise<boolean> => {
@@ -169,11 +164,11 @@ export const resolveBase = async (docker: Docker, wanted: string): Promise<strin
   return makeBaseWithMmdebstrap(docker);
 };
 
-const contextTar = (inputs: ImageInputs, mcpEverything: string): NodeJS.ReadableStream => {
+const contextTar = (inputs: ImageInputs, installed: string[]): NodeJS.ReadableStream => {
   const pack = tarStream.pack();
   pack.entry({ name: 'Dockerfile', mode: 0o644 }, inputs.dockerfile);
   pack.entry({ name: 'sandboxd.cjs', mode: 0o644 }, inputs.sandboxd);
-  packTree(pack, mcpEverything);
+  for (const [i, pkg] of IMAGE_PACKAGES.entries()) packTree(pack, installed[i] as string, pkg.folder);
   pack.finalize();
   return pack as unknown as NodeJS.ReadableStream;
 };
@@ -183,9 +178,10 @@ export const ensureSandboxImage = async (docker = new Docker()): Promise<{ tag: 
   const inputs = await imageInputs();
   if (await imageExists(docker, inputs.tag)) return { tag: inputs.tag, built: false };
   const base = await resolveBase(docker, inputs.base);
-  const mcpEverything = await installReferenceServer();
+  const installed: string[] = [];
+  for (const pkg of IMAGE_PACKAGES) installed.push(await installImagePackage(pkg));
   log(`building sandbox image ${inputs.tag} from ${base} ...`);
-  const stream = await docker.buildImage(contextTar(inputs, mcpEverything), {
+  const stream = await docker.buildImage(contextTar(inputs, installed), {
     t: inputs.tag,
     networkmode: 'host',
     buildargs: { BASE_IMAGE: base },

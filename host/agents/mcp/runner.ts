@@ -195,8 +195,12 @@ export function createMcpRunner(options: McpRunnerOptions): McpRunner {
         const tool = v.safeParse(ListedTool, entry);
         if (!tool.success) {
           const issue = tool.issues[0];
-          const where = issue === undefined ? '' : ` (${v.getDotPath(issue) ?? 'the tool'}: ${issue.message})`;
-          skipped.push({ tool: listedName(entry, index), reason: `not a valid MCP tool${where}`.slice(0, 500) });
+          const where =
+            issue === undefined ? '' : ` (${v.getDotPath(issue) ?? 'the tool'}: ${issue.message})`;
+          skipped.push({
+            tool: listedName(entry, index),
+            reason: `not a valid MCP tool${where}`.slice(0, 500),
+          });
           continue;
         }
         if (tools.length >= limits.maxToolsPerServer) {

@@ -16,6 +16,8 @@ export const standard = definePreset({
       'job_list',
       'job_output',
       'job_kill',
+      // Installed only where the sandbox runs programs on pipes (the Docker provider): host/agents/lsp.
+      'lsp',
       // Session state and questions (seed 000): host/tools/builtin/session.ts.
       'ask_user_question',
       'todo_write',
