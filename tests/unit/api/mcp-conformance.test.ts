@@ -77,12 +77,15 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  // The suite's HTTP client keeps connections alive: close them, or close() waits for them.
+  proxy.closeAllConnections();
   await new Promise<void>((resolve) => proxy.close(() => resolve()));
+  (server as Server).closeAllConnections();
   await agents.close(0);
   await new Promise<void>((resolve) => server.close(() => resolve()));
   await isolates.close();
   store.close();
-});
+}, 30_000);
 
 describe('the MCP conformance suite against an agent', () => {
   it('passes every check that applies, and the baseline lists exactly those that do not', async () => {
