@@ -41,6 +41,11 @@ export const ERROR_CODES = {
   DISK_FULL: 507,
   /** The host cannot take another workspace of that size without risking its disk (no overcommit). */
   CAPACITY_EXCEEDED: 507,
+  // egress (host/egress): a destination the allowlist or the address rules refuse, a tenant's
+  // egress budget used up, an upstream that failed or broke a cap.
+  EGRESS_DENIED: 403,
+  EGRESS_BUDGET_EXCEEDED: 429,
+  EGRESS_FAILED: 502,
   // code mode / isolates
   CODE_RUN_FAILED: 422,
   ISOLATE_UNAVAILABLE: 503,

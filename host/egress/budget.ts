@@ -1,0 +1,89 @@
+// Per-tenant egress budgets, held in this process: connections open at once, and bytes (both
+// directions) per hour, counted in fixed one-hour windows. A connection takes a lease when it
+// opens and gives it back when it closes; its bytes are charged as they pass, and a charge past the
+// budget tells the caller to cut the connection. Invariant: `open` counts only leases not closed
+// (close is idempotent), so a budget never leaks on an error path.
+import { SandboxError } from '../errors.ts';
+
+export interface EgressBudget {
+  /** Connections (or HTTP requests) of one tenant open at once. */
+  connections: number;
+  /** Bytes sent and received by one tenant per hour. */
+  bytesPerHour: number;
+}
+
+export interface BudgetLease {
+  /** Charges bytes; false when the tenant's hourly budget is now used up (cut the connection). */
+  charge(bytes: number): boolean;
+  close(): void;
+}
+
+export interface Budgets {
+  /** A lease for one connection; EGRESS_BUDGET_EXCEEDED when the tenant is at either limit. */
+  open(tenantId: string, budget: EgressBudget): BudgetLease;
+  /** Bytes charged in the current window and connections open, for one tenant. */
+  usage(tenantId: string): { bytes: number; connections: number };
+}
+
+const HOUR_MS = 3_600_000;
+
+interface Account {
+  windowStart: number;
+  bytes: number;
+  open: number;
+}
+
+export function createBudgets(now: () => number = Date.now): Budgets {
+  const accounts = new Map<string, Account>();
+
+  function accountOf(tenantId: string): Account {
+    let account = accounts.get(tenantId);
+    const t = now();
+    if (account === undefined) {
+      account = { windowStart: t, bytes: 0, open: 0 };
+      accounts.set(tenantId, account);
+    } else if (t - account.windowStart >= HOUR_MS) {
+      account.windowStart = t;
+      account.bytes = 0;
+    }
+    return account;
+  }
+
+  function open(tenantId: string, budget: EgressBudget): BudgetLease {
+    const account = accountOf(tenantId);
+    if (account.open >= budget.connections)
+      throw new SandboxError(
+        'EGRESS_BUDGET_EXCEEDED',
+        `This tenant has ${account.open} egress connections open, its most; try again when one has finished.`,
+        { data: { reason: 'connections' } },
+      );
+    if (account.bytes >= budget.bytesPerHour)
+      throw new SandboxError(
+        'EGRESS_BUDGET_EXCEEDED',
+        `This tenant used its egress budget of ${budget.bytesPerHour} bytes this hour; try again later.`,
+        { data: { reason: 'bytes' } },
+      );
+    account.open++;
+    let closed = false;
+    return {
+      charge(bytes) {
+        const current = accountOf(tenantId);
+        current.bytes += bytes;
+        return current.bytes <= budget.bytesPerHour;
+      },
+      close() {
+        if (closed) return;
+        closed = true;
+        accountOf(tenantId).open--;
+      },
+    };
+  }
+
+  return {
+    open,
+    usage(tenantId) {
+      const account = accountOf(tenantId);
+      return { bytes: account.bytes, connections: account.open };
+    },
+  };
+}

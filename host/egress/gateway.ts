@@ -1,0 +1,289 @@
+// The egress gateway: the one way anything of an agent reaches outside the control plane. Default
+// deny. For every connection or request it: reads the destination once (./hosts.ts), checks the
+// tenant's allowlist narrowed by the agent's (./rules.ts), resolves the name itself and refuses it
+// when any address it resolves to is not public (./address.ts) unless the operator admitted that
+// address as a test host, takes a lease on the tenant's budgets (./budget.ts), and pins the address
+// it checked: the connection goes to that IP, never to a second resolution (no DNS rebinding
+// between check and connect). Every decision is an audit event (./audit.ts).
+// Callers: `fetch` (./http.ts) for web_fetch, web_search and remote MCP servers; `connect` for the
+// sandbox's proxy tunnel (an opaque TCP stream to an allowed host and port).
+// Invariants: nothing connects without a grant; a grant's lease is closed exactly once, when its
+// connection ends; refusals are EGRESS_DENIED with `data.reason`, budgets EGRESS_BUDGET_EXCEEDED.
+import { lookup as dnsLookup } from 'node:dns/promises';
+import { connect as netConnect, type Socket } from 'node:net';
+import { SandboxError } from '../errors.ts';
+import type { EventLog } from '../store/types.ts';
+import { classifyAddress } from './address.ts';
+import { type Audit, createAudit, type EgressRecord } from './audit.ts';
+import { type BudgetLease, type Budgets, createBudgets, type EgressBudget } from './budget.ts';
+import { canonicalHost, hostMatches } from './hosts.ts';
+import { type GatewayFetchInit, gatewayFetch } from './http.ts';
+import { decide, type EgressRule } from './rules.ts';
+import type { EgressCaller, EgressCredential, TenantEgress } from './types.ts';
+
+/** An address the operator admits although it is not public (tests and development only). */
+export interface TestHost {
+  ip: string;
+  /** Any port when absent. */
+  port?: number;
+}
+
+export type Lookup = (host: string) => Promise<Array<{ address: string; family: number }>>;
+
+export interface EgressGatewayOptions {
+  /** The tenant's settings (allowlist, credentials, budget); undefined: nothing is admitted. */
+  settingsOf: (tenantId: string) => TenantEgress | undefined;
+  /** The agent's own rules, which narrow the tenant's; undefined: the tenant's alone. */
+  agentRulesOf: (tenantId: string, agentId: string) => EgressRule[] | undefined;
+  /** Where the audit events go (the agent's session). */
+  events: Pick<EventLog, 'append'>;
+  /** The operator's maxima of every tenant's budget. */
+  maxBudget: EgressBudget;
+  /** Non-public addresses admitted anyway (DSH_EGRESS_ALLOW_HOSTS_FOR_TESTS). Default none. */
+  testHosts?: readonly TestHost[];
+  /** Name resolution. Default dns.lookup (all addresses). */
+  lookup?: Lookup;
+  /** Extra CA certificates trusted for HTTPS upstreams (tests). Default: Node's. */
+  ca?: string | Buffer;
+  budgets?: Budgets;
+  now?: () => number;
+  onAuditError?: (error: unknown) => void;
+}
+
+/** A checked destination: the pinned address, the budget lease, and the credentials for it. */
+export interface Grant {
+  host: string;
+  port: number;
+  /** The one address this connection may go to. */
+  ip: string;
+  family: 4 | 6;
+  lease: BudgetLease;
+  /** Headers to add (the tenant's credentials for this host), by credential. */
+  credentials: EgressCredential[];
+}
+
+export interface EgressTarget {
+  host: string;
+  port: number;
+  /** The HTTP method when the gateway sees the request; absent for an opaque tunnel. */
+  method?: string;
+}
+
+/** An open tunnel: the socket, and a promise that settles when it closed and was audited. */
+export interface EgressConnection {
+  socket: Socket;
+  ip: string;
+  closed: Promise<void>;
+}
+
+export interface EgressGateway {
+  /** Checks, resolves, pins and leases; EGRESS_DENIED (audited) or EGRESS_BUDGET_EXCEEDED. */
+  authorize(caller: EgressCaller, to: EgressTarget, url?: string): Promise<Grant>;
+  /**
+   * An opaque TCP connection to an allowed host and port, for the sandbox's proxy (CONNECT). The
+   * bytes both ways count against the tenant's budget; past it the socket is destroyed.
+   */
+  connect(caller: EgressCaller, to: EgressTarget, signal?: AbortSignal): Promise<EgressConnection>;
+  /**
+   * An HTTP(S) request through the gateway, redirects re-checked hop by hop (./http.ts). The
+   * response body streams; the audit event is written when it ends.
+   */
+  fetch(caller: EgressCaller, url: string | URL, init?: GatewayFetchInit): Promise<Response>;
+  /** Replaces every credential value of the tenant in `text` with a placeholder naming it. */
+  redact(tenantId: string, text: string): string;
+  audit: Audit;
+  budgets: Budgets;
+}
+
+const denied = (message: string, reason: string): SandboxError =>
+  new SandboxError('EGRESS_DENIED', message, { data: { reason } });
+
+const defaultLookup: Lookup = (host) => dnsLookup(host, { all: true, verbatim: true });
+
+export function createEgressGateway(options: EgressGatewayOptions): EgressGateway {
+  const lookup = options.lookup ?? defaultLookup;
+  const budgets = options.budgets ?? createBudgets(options.now);
+  const audit = createAudit(options.events, options.onAuditError);
+  const testHosts = (options.testHosts ?? []).map((t) => ({ ...t, ip: canonicalHost(t.ip).host }));
+
+  function admittedForTests(ip: string, port: number): boolean {
+    return testHosts.some((t) => t.ip === ip && (t.port === undefined || t.port === port));
+  }
+
+  function budgetOf(settings: TenantEgress): EgressBudget {
+    const max = options.maxBudget;
+    return {
+      connections: Math.min(settings.budget?.connections ?? max.connections, max.connections),
+      bytesPerHour: Math.min(settings.budget?.bytesPerHour ?? max.bytesPerHour, max.bytesPerHour),
+    };
+  }
+
+  /** The addresses `host` stands for, each checked; the first is pinned. */
+  async function resolve(
+    host: string,
+    family: 0 | 4 | 6,
+    port: number,
+  ): Promise<{ ip: string; family: 4 | 6 }> {
+    let addresses: Array<{ address: string; family: number }>;
+    if (family !== 0) addresses = [{ address: host, family }];
+    else {
+      try {
+        addresses = await lookup(host);
+      } catch (error) {
+        throw new SandboxError('EGRESS_FAILED', `${host} could not be resolved.`, {
+          cause: error,
+          data: { reason: 'dns' },
+        });
+      }
+    }
+    if (addresses.length === 0)
+      throw new SandboxError('EGRESS_FAILED', `${host} has no address.`, { data: { reason: 'dns' } });
+    // Every address must pass: a name that also resolves to an internal address is refused whole.
+    for (const { address } of addresses) {
+      const cls = classifyAddress(address);
+      if (cls.kind === 'special' && !admittedForTests(canonicalHost(address).host, port))
+        throw Object.assign(
+          denied(
+            `${host} resolves to ${address} (${cls.range}), which the gateway never connects to.`,
+            `address ${cls.range}`,
+          ),
+          { ip: address },
+        );
+    }
+    const first = addresses[0] as { address: string; family: number };
+    return { ip: first.address, family: first.family === 6 ? 6 : 4 };
+  }
+
+  async function authorize(caller: EgressCaller, to: EgressTarget, url?: string): Promise<Grant> {
+    const started = Date.now();
+    const record: EgressRecord = {
+      decision: 'deny',
+      host: to.host,
+      port: to.port,
+      ...(to.method === undefined ? {} : { method: to.method }),
+      ...(url === undefined ? {} : { url }),
+    };
+    try {
+      const { host, ip: literal } = canonicalHost(to.host);
+      record.host = host;
+      if (!Number.isInteger(to.port) || to.port < 1 || to.port > 65535)
+        throw denied(`Port ${to.port} is not a port.`, 'malformed port');
+      const settings = options.settingsOf(caller.tenantId);
+      if (settings === undefined || settings.allow.length === 0)
+        throw denied(
+          `Egress is denied: this tenant has no egress allowlist (PUT /v1/egress sets one).`,
+          'no allowlist',
+        );
+      const agentRules =
+        caller.agentRules === false ? undefined : options.agentRulesOf(caller.tenantId, caller.agentId);
+      const decision = decide(settings.allow, agentRules, { ...to, host });
+      if (decision.kind === 'deny')
+        throw denied(`Egress to ${host}:${to.port} is denied: ${decision.reason}.`, decision.reason);
+      const pinned = await resolve(host, literal, to.port);
+      const lease = budgets.open(caller.tenantId, budgetOf(settings));
+      return {
+        host,
+        port: to.port,
+        ip: pinned.ip,
+        family: pinned.family,
+        lease,
+        credentials: settings.credentials.filter((c) => hostMatches(c.host, host)),
+      };
+    } catch (error) {
+      const reason =
+        error instanceof SandboxError ? String(error.data?.reason ?? error.code) : 'internal error';
+      const ip = (error as { ip?: unknown }).ip;
+      audit(caller, {
+        ...record,
+        reason,
+        ...(typeof ip === 'string' ? { ip } : {}),
+        durationMs: Date.now() - started,
+      });
+      throw error;
+    }
+  }
+
+  async function connect(
+    caller: EgressCaller,
+    to: EgressTarget,
+    signal?: AbortSignal,
+  ): Promise<EgressConnection> {
+    const grant = await authorize(caller, { host: to.host, port: to.port });
+    const started = Date.now();
+    const socket = netConnect({
+      host: grant.ip,
+      port: grant.port,
+      family: grant.family,
+      ...(signal ? { signal } : {}),
+    });
+    let error: string | undefined;
+    socket.on('data', (chunk: Buffer) => {
+      if (!grant.lease.charge(chunk.length)) {
+        error = 'egress budget used up';
+        socket.destroy(
+          new SandboxError('EGRESS_BUDGET_EXCEEDED', 'The tenant used its egress budget for this hour.'),
+        );
+      }
+    });
+    const closed = new Promise<void>((resolve) => {
+      socket.once('close', () => {
+        grant.lease.charge(socket.bytesWritten);
+        grant.lease.close();
+        audit(caller, {
+          decision: 'allow',
+          host: grant.host,
+          port: grant.port,
+          ip: grant.ip,
+          bytesIn: socket.bytesRead,
+          bytesOut: socket.bytesWritten,
+          durationMs: Date.now() - started,
+          ...(error === undefined ? {} : { error }),
+        });
+        resolve();
+      });
+    });
+    await new Promise<void>((resolve, reject) => {
+      socket.once('connect', () => resolve());
+      socket.once('error', (e) => {
+        error ??= e.message;
+        reject(
+          new SandboxError(
+            'EGRESS_FAILED',
+            `Could not connect to ${grant.host}:${grant.port}: ${e.message}`,
+            {
+              cause: e,
+            },
+          ),
+        );
+      });
+    });
+    socket.on('error', (e) => {
+      error ??= e.message;
+    });
+    return { socket, ip: grant.ip, closed };
+  }
+
+  function redact(tenantId: string, text: string): string {
+    let out = text;
+    for (const c of options.settingsOf(tenantId)?.credentials ?? []) {
+      if (c.value.length >= 4) out = out.split(c.value).join(`[credential ${c.name}]`);
+    }
+    return out;
+  }
+
+  const gateway: EgressGateway = {
+    authorize,
+    connect,
+    fetch: (caller, url, init) =>
+      gatewayFetch(
+        { authorize, audit, ...(options.ca === undefined ? {} : { ca: options.ca }) },
+        caller,
+        url,
+        init,
+      ),
+    redact,
+    audit,
+    budgets,
+  };
+  return gateway;
+}

@@ -1,0 +1,52 @@
+// The egress vocabulary: what a tenant sets (its allowlist, the credentials the gateway adds for
+// named hosts, its budgets and its search provider), who is reaching out (EgressCaller) and what the
+// gateway decided. Types only.
+import type { EgressBudget } from './budget.ts';
+import type { EgressRule } from './rules.ts';
+
+export type { EgressBudget, EgressRule };
+
+/**
+ * A secret the gateway adds to requests for hosts matching `host` (an allowlist pattern), as the
+ * header `header`. Stored by the service; the API, the model and the sandbox only ever see its name.
+ */
+export interface EgressCredential {
+  name: string;
+  host: string;
+  header: string;
+  value: string;
+}
+
+/** A web search provider the tenant's agents' `web_search` uses. */
+export interface SearchSettings {
+  /** SearXNG's JSON API (`GET <url>/search?q=…&format=json`). */
+  provider: 'searxng';
+  /** The instance's base URL; reached through the gateway, so the allowlist must admit it. */
+  url: string;
+}
+
+/** One tenant's egress settings as stored (secrets included: never returned as they are). */
+export interface TenantEgress {
+  allow: EgressRule[];
+  credentials: EgressCredential[];
+  /** Lower than the operator's maxima, never higher. */
+  budget?: Partial<EgressBudget>;
+  search?: SearchSettings;
+}
+
+/** Who reaches out, for the decision, the budget and the audit event in the agent's log. */
+export interface EgressCaller {
+  tenantId: string;
+  agentId: string;
+  /** The agent's session: where the audit events go. */
+  sessionId: string;
+  /** The path the bytes take: a tool, an MCP server, or the sandbox's proxy tunnel. */
+  via: 'web_fetch' | 'web_search' | 'mcp' | 'proxy';
+  /** The tool call this egress serves, when there is one. */
+  callId?: string;
+  /**
+   * Whether the agent's own rules narrow this egress. Default true; false only for a destination the
+   * tenant itself configured for the service's use (its search provider).
+   */
+  agentRules?: boolean;
+}
