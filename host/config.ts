@@ -1,6 +1,7 @@
 // The one place that reads environment variables. Precedence everywhere: explicit option >
 // environment > default. Invalid configuration fails here, at start, with CONFIG_INVALID.
 
+import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { SandboxError } from './errors.ts';
 
@@ -102,7 +103,51 @@ export interface Config {
    * (env DSH_MCP_ORIGINS, comma-separated, e.g. `https://console.example.com`).
    */
   mcpOrigins: string[];
+  /** Egress connections (and HTTP requests) one tenant may have open at once, its most. Default 32 (env DSH_EGRESS_TENANT_CONNECTIONS). */
+  egressConnections: number;
+  /** Egress bytes (both directions) one tenant may move per hour, its most. Default 1 GiB (env DSH_EGRESS_TENANT_BYTES_PER_HOUR). */
+  egressBytesPerHour: number;
+  /**
+   * TEST AND DEVELOPMENT ONLY: non-public addresses the egress gateway may connect to anyway, as
+   * `ip` or `ip:port` (`[ipv6]:port`), comma-separated; the tenant's allowlist still decides.
+   * Default: none, so loopback, private, link-local and metadata addresses are always refused
+   * (env DSH_EGRESS_ALLOW_HOSTS_FOR_TESTS).
+   */
+  egressTestHosts: Array<{ ip: string; port?: number }>;
+  /** A SearXNG instance every tenant's web_search uses unless it set its own. Default none (env DSH_SEARCH_SEARXNG_URL). */
+  searxngUrl: string | undefined;
+  /** Largest response web_fetch reads, in bytes. Default 5 MiB (env DSH_WEB_FETCH_MAX_BYTES). */
+  webFetchMaxBytes: number;
+  /** Deadline of one web_fetch, redirects included, in ms. Default 30000 (env DSH_WEB_FETCH_TIMEOUT_MS). */
+  webFetchTimeoutMs: number;
 }
+
+/** `ip`, `ip:port` or `[ipv6]:port` entries of DSH_EGRESS_ALLOW_HOSTS_FOR_TESTS; IP literals only. */
+const testHostsFrom = (raw: string | undefined): Array<{ ip: string; port?: number }> => {
+  if (raw === undefined || raw.trim() === '') return [];
+  return raw.split(',').map((entry) => {
+    const text = entry.trim();
+    const match =
+      /^\[([0-9a-fA-F:.]+)\](?::(\d{1,5}))?$/.exec(text) ?? /^([0-9.]+)(?::(\d{1,5}))?$/.exec(text);
+    const ip = match?.[1];
+    const port = match?.[2] === undefined ? undefined : Number(match[2]);
+    if (ip === undefined || isIP(ip) === 0 || (port !== undefined && (port < 1 || port > 65535)))
+      throw new SandboxError(
+        'CONFIG_INVALID',
+        `DSH_EGRESS_ALLOW_HOSTS_FOR_TESTS takes IP addresses as ip, ip:port or [ipv6]:port, got "${text}"`,
+      );
+    return port === undefined ? { ip } : { ip, port };
+  });
+};
+
+const urlFrom = (name: string, raw: string | undefined): string | undefined => {
+  if (raw === undefined || raw === '') return undefined;
+  try {
+    const url = new URL(raw);
+    if (url.protocol === 'http:' || url.protocol === 'https:') return url.href;
+  } catch {}
+  throw new SandboxError('CONFIG_INVALID', `${name} must be an http or https URL, got "${raw}"`);
+};
 
 const ratioFrom = (name: string, raw: string | undefined, fallback: number): number => {
   if (raw === undefined || raw === '') return fallback;
@@ -298,5 +343,31 @@ export const loadConfig = (
       overrides.eventPageBytes ??
       intFrom('DSH_EVENT_PAGE_BYTES', env.DSH_EVENT_PAGE_BYTES, 1024 * 1024, 64 * 1024, 256 * 1024 * 1024),
     mcpOrigins: overrides.mcpOrigins ?? originsFrom('DSH_MCP_ORIGINS', env.DSH_MCP_ORIGINS),
+    egressConnections:
+      overrides.egressConnections ??
+      intFrom('DSH_EGRESS_TENANT_CONNECTIONS', env.DSH_EGRESS_TENANT_CONNECTIONS, 32, 1, 100_000),
+    egressBytesPerHour:
+      overrides.egressBytesPerHour ??
+      intFrom(
+        'DSH_EGRESS_TENANT_BYTES_PER_HOUR',
+        env.DSH_EGRESS_TENANT_BYTES_PER_HOUR,
+        2 ** 30,
+        1024,
+        2 ** 50,
+      ),
+    egressTestHosts: overrides.egressTestHosts ?? testHostsFrom(env.DSH_EGRESS_ALLOW_HOSTS_FOR_TESTS),
+    searxngUrl: overrides.searxngUrl ?? urlFrom('DSH_SEARCH_SEARXNG_URL', env.DSH_SEARCH_SEARXNG_URL),
+    webFetchMaxBytes:
+      overrides.webFetchMaxBytes ??
+      intFrom(
+        'DSH_WEB_FETCH_MAX_BYTES',
+        env.DSH_WEB_FETCH_MAX_BYTES,
+        5 * 1024 * 1024,
+        1024,
+        256 * 1024 * 1024,
+      ),
+    webFetchTimeoutMs:
+      overrides.webFetchTimeoutMs ??
+      intFrom('DSH_WEB_FETCH_TIMEOUT_MS', env.DSH_WEB_FETCH_TIMEOUT_MS, 30_000, 1000, 600_000),
   };
 };

@@ -11,6 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { serve as listen } from '@hono/node-server';
 import { assembleAgents } from './agents/assemble.ts';
+import { agentEgressRules } from './agents/web.ts';
 import { createApp } from './api/app.ts';
 import { createConnectionGuard } from './api/connections.ts';
 import { createLifecycle } from './api/lifecycle.ts';
@@ -18,6 +19,7 @@ import { startLoopMonitor } from './api/loop-monitor.ts';
 import { createMetrics, observeCalls } from './api/metrics.ts';
 import { createWebSocketServer } from './api/routes/terminals.ts';
 import type { Config } from './config.ts';
+import { createEgress } from './egress/index.ts';
 import { SandboxError } from './errors.ts';
 import type { IsolateHost } from './isolates/index.ts';
 import type { SandboxProvider } from './sandbox/types.ts';
@@ -137,7 +139,21 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
   const metrics = createMetrics();
   const loop = startLoopMonitor({ metrics, log });
   const lifecycle = createLifecycle();
+  const egress = createEgress({
+    store: store.egress,
+    events: store.events,
+    agentRulesOf: agentEgressRules(store.agents),
+    maxBudget: { connections: config.egressConnections, bytesPerHour: config.egressBytesPerHour },
+    testHosts: config.egressTestHosts,
+    ...(config.searxngUrl === undefined ? {} : { searxngUrl: config.searxngUrl }),
+    web: { maxBytes: config.webFetchMaxBytes, timeoutMs: config.webFetchTimeoutMs },
+  });
+  if (config.egressTestHosts.length > 0)
+    log(
+      `egress: TEST HOSTS admitted despite their addresses (DSH_EGRESS_ALLOW_HOSTS_FOR_TESTS): ${config.egressTestHosts.map((h) => (h.port === undefined ? h.ip : `${h.ip}:${h.port}`)).join(', ')}`,
+    );
   const { agents, scheduler, skills } = assembleAgents({
+    egress,
     store,
     sandboxes,
     isolates,
@@ -179,6 +195,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
     connections,
     ...(scheduler === undefined ? {} : { schedules: scheduler }),
     ...(skills === undefined ? {} : { skills }),
+    egress: egress.settings,
     isolateWorkers: () => isolates.workerPids().length,
     mcpOrigins: config.mcpOrigins,
     ...(config.adminKey === undefined ? {} : { adminKey: config.adminKey }),
@@ -235,6 +252,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
       clearInterval(idle);
       clearTimeout(hard);
       await isolates.close();
+      await egress.close();
       loop.stop();
       if (options.store === undefined) store.close();
     })();

@@ -8,6 +8,7 @@
 // The sandbox provider and the isolate host are injected, so this module loads neither dockerode
 // nor isolated-vm; serve.ts, the integration tests and the bench pass the real ones.
 import { timeoutPolicy } from '../../policies/index.ts';
+import type { Egress } from '../egress/index.ts';
 import type { IsolateHost } from '../isolates/index.ts';
 import type { SandboxProvider } from '../sandbox/types.ts';
 import { createSkillCatalog, type SkillCatalog } from '../skills/catalog.ts';
@@ -37,6 +38,7 @@ import { createScheduler, type Scheduler, type SchedulerOptions } from './schedu
 import { type AgentService, createAgentService } from './service.ts';
 import { createSkillLayers, type SkillLayers } from './skill-layers.ts';
 import type { AgentConfig } from './types.ts';
+import { registerWebTools } from './web.ts';
 
 export interface AssembleOptions {
   /** With `search` the session_* tools are installed, with `schedules` the schedule_* tools. */
@@ -61,6 +63,12 @@ export interface AssembleOptions {
   schedules?: Pick<SchedulerOptions, 'maxPerAgent' | 'minPeriodMs' | 'reminderTtlMs' | 'now' | 'onError'>;
   /** Limits of the skill catalogs (DEFAULT_SKILL_LIMITS) and where their uploads spool (OS temp dir). */
   skills?: Partial<SkillLimits> & { spoolDir?: string };
+  /**
+   * The egress gateway and web access (host/egress): web_fetch and web_search are installed, and
+   * agents' remote MCP servers are reached through the gateway. Without it neither tool exists and
+   * remote MCP servers are refused.
+   */
+  egress?: Egress;
 }
 
 export interface Assembled {
@@ -133,6 +141,8 @@ export const assembleAgents = (options: AssembleOptions): Assembled => {
         });
   if (scheduler !== undefined) for (const tool of scheduleTools(scheduler)) registry.global.register(tool);
   const skills = skillsOf(store, options.skills);
+  if (options.egress !== undefined)
+    registerWebTools(registry.global, { web: options.egress.web, agents: store.agents });
   // Installed last: each tenant's layer shadows it (keeping its place at the end of the list).
   if (skills !== undefined) registry.global.register(skillTool(skills.catalog));
   const agents = createAgentService({

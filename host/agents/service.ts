@@ -12,6 +12,7 @@
 // its scope, deleting the agent removes them, and resumePlugins() starts those that were running.
 // Invariants: another tenant's agent reads as NOT_FOUND; results come back in call order; once
 // delete() has marked an agent deleted nothing runs for it any more (service/deletion.ts).
+import type { EgressGateway } from '../egress/index.ts';
 import { SandboxError } from '../errors.ts';
 import type { Sandbox, SandboxProvider } from '../sandbox/types.ts';
 import { createMemorySessionStateStore, type Store } from '../store/index.ts';
@@ -77,6 +78,8 @@ export interface AgentServiceOptions {
   onAgentDeleted?: (agentId: string) => void;
   /** Each tenant's bounds on its agents' MCP servers, over DEFAULT_MCP_LIMITS. */
   mcpLimitsOf?: (tenantId: string) => Partial<McpLimits> | undefined;
+  /** The egress gateway: remote (HTTP) MCP servers are reached only through it; without it they are refused. */
+  egress?: EgressGateway;
 }
 
 export interface AgentService {

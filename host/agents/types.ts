@@ -5,6 +5,7 @@
 // session id, equal to the agent id).
 
 import type { AgentPolicy, PolicySpec } from '../../policies/index.ts';
+import type { EgressRule } from '../egress/rules.ts';
 import type { SessionEvent } from '../store/types.ts';
 import type { Disposer } from '../tools/disposer.ts';
 import type {
@@ -71,6 +72,16 @@ export interface AgentConfig {
   subagents?: boolean;
   /** Budgets of its run_code programs (code and both modes). */
   codeMode?: CodeModeOptions;
+  /**
+   * Offers `web_fetch` (standard, code and creator presets). Default false: the seed's standard
+   * preset sets `fetch: false`, so an agent reads pages only when its creator says so.
+   */
+  fetch?: boolean;
+  /**
+   * Narrows the tenant's egress allowlist for this agent: a destination must match a rule here as
+   * well as one of the tenant's. Absent: the tenant's list as it is. It can never widen it.
+   */
+  egress?: { allow: EgressRule[] };
 }
 
 export interface CreateAgentRequest extends AgentConfig {

@@ -8,6 +8,7 @@ import { requestId } from 'hono/request-id';
 import { timeout } from 'hono/timeout';
 import { openAPIRouteHandler } from 'hono-openapi';
 import type { AgentService } from '../agents/service.ts';
+import type { EgressSettings } from '../egress/settings.ts';
 import { SandboxError } from '../errors.ts';
 import type { SkillCatalog } from '../skills/catalog.ts';
 import type { Store } from '../store/index.ts';
@@ -21,6 +22,7 @@ import { createTenantLimiter, tenantConcurrency } from './limits.ts';
 import { createMetrics, type Metrics, withLogUsage } from './metrics.ts';
 import { agentRoutes } from './routes/agents.ts';
 import { callRoutes } from './routes/calls.ts';
+import { egressRoutes } from './routes/egress.ts';
 import { eventRoutes } from './routes/events.ts';
 import { fileRoutes } from './routes/files.ts';
 import { isMcpStream, mcpRoutes } from './routes/mcp.ts';
@@ -83,6 +85,8 @@ export interface AppDeps {
   mcpOrigins?: readonly string[];
   /** The tenants' skill catalogs (/v1/skills); none leaves those routes out. */
   skills?: SkillCatalog;
+  /** The tenants' egress settings (/v1/egress); none leaves those routes out. */
+  egress?: EgressSettings;
 }
 
 /**
@@ -139,7 +143,8 @@ export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
 
   app.use('/v1/*', refuseWhenShuttingDown(lifecycle));
   app.use('/v1/*', async function jsonLimit(c, next) {
-    if (c.req.method === 'PUT') return next();
+    // Uploads are PUTs bounded by their own limit; PUT /v1/egress is JSON like any other body.
+    if (c.req.method === 'PUT' && c.req.path !== '/v1/egress') return next();
     return bodyLimit({
       maxSize: limits.maxJsonBytes,
       onError: () => {
@@ -212,6 +217,10 @@ export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
   if (deps.skills !== undefined) {
     tenantScoped('/v1/skills/*');
     app.route('/', skillRoutes(deps.skills));
+  }
+  if (deps.egress !== undefined) {
+    tenantScoped('/v1/egress');
+    app.route('/', egressRoutes(deps.egress));
   }
 
   app.get(

@@ -3,6 +3,7 @@
 import * as v from 'valibot';
 import { AgentPolicy } from '../../policies/index.ts';
 import { PRESETS } from '../agents/presets/index.ts';
+import { canonicalRules } from '../egress/rules.ts';
 import { AnswerBody } from '../requests/index.ts';
 import { Goal, ScheduleShown, Todo } from '../tools/builtin/index.ts';
 import { PRESENTATION_MODES, ToolName } from '../tools/index.ts';
@@ -49,6 +50,24 @@ export const RemoteTool = v.strictObject({
 });
 const remoteTools = v.pipe(v.array(RemoteTool), v.maxLength(128));
 
+const egressHost = v.pipe(v.string(), v.minLength(1), v.maxLength(260));
+
+/** One allowlist rule; also an agent's `egress.allow` entries. */
+export const EgressRuleSchema = v.strictObject({
+  host: v.pipe(egressHost, v.description('example.com, *.example.com (names below it), an IP address, or *')),
+  ports: v.optional(
+    v.pipe(
+      v.array(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(65535))),
+      v.minLength(1),
+      v.maxLength(64),
+    ),
+  ),
+  methods: v.optional(
+    v.pipe(v.array(v.pipe(v.string(), v.regex(/^[A-Za-z]{1,16}$/))), v.minLength(1), v.maxLength(16)),
+  ),
+});
+export const EgressRules = v.pipe(v.array(EgressRuleSchema), v.maxLength(256));
+
 export const CreateAgent = v.strictObject({
   preset: v.optional(v.picklist(PRESETS)),
   mode: v.optional(v.picklist(PRESENTATION_MODES)),
@@ -60,6 +79,24 @@ export const CreateAgent = v.strictObject({
   /** The client answers `subagent` requests: offers the workflow and ralph tools. Default false. */
   subagents: v.optional(v.boolean()),
   codeMode: v.optional(CodeModeOptions),
+  /** Offers web_fetch. Default false (the standard preset's `fetch: false`). */
+  fetch: v.optional(v.boolean()),
+  /** Narrows the tenant's egress allowlist for this agent (never widens it). */
+  egress: v.optional(
+    v.strictObject({
+      allow: v.pipe(
+        EgressRules,
+        v.check((rules) => {
+          try {
+            canonicalRules(rules);
+            return true;
+          } catch {
+            return false;
+          }
+        }, 'a host pattern is invalid: use example.com, *.example.com, an IP address or *'),
+      ),
+    }),
+  ),
 });
 
 export const Agent = v.object({

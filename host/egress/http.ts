@@ -99,7 +99,11 @@ export async function gatewayFetch(
     for (const credential of grant.credentials) headers.set(credential.header, credential.value);
     const response = await send(deps, caller, grant, url, method, headers, body, init);
     const location = response.headers.get('location');
-    if (!REDIRECTS.has(response.status) || location === null || maxRedirects === 0) return response;
+    if (!REDIRECTS.has(response.status) || location === null || maxRedirects === 0) {
+      // Where the body came from, after redirects (a constructed Response has no url of its own).
+      Object.defineProperty(response, 'url', { value: shown(url) });
+      return response;
+    }
     await response.body?.cancel();
     if (hop >= maxRedirects)
       throw new SandboxError(

@@ -4,6 +4,7 @@
 import { join } from 'node:path';
 import { type AgentStore, createAgentStore } from './agents.ts';
 import { type Database, openDatabase } from './db.ts';
+import { createEgressSettingsStore, type EgressSettingsStore } from './egress.ts';
 import { createLibsqlEventLog } from './event-log.ts';
 import type { ClosableEventLog, EventLogOptions } from './event-log-core.ts';
 import { createEventSearch } from './event-search.ts';
@@ -65,6 +66,8 @@ export interface Store {
   schedules: ScheduleStore;
   /** Each tenant's skill packages (the `skill` tool, /v1/skills). */
   skills: SkillStore;
+  /** Each tenant's egress settings (allowlist, credentials, budgets, search provider). */
+  egress: EgressSettingsStore;
   /** Flushes events, stops timers, closes the database. Idempotent. */
   close(): void;
 }
@@ -102,6 +105,7 @@ export const openStore = (options: OpenStoreOptions): Store => {
       search: createEventSearch(db),
       schedules: createScheduleStore(db, now),
       skills: createSkillStore(db, now),
+      egress: createEgressSettingsStore(db, now),
       close() {
         if (closed) return;
         closed = true;
@@ -129,6 +133,7 @@ export {
   storeError,
   stripMetadata,
 } from './db.ts';
+export { createEgressSettingsStore, type EgressSettingsStore } from './egress.ts';
 export { createLibsqlEventLog, type LibsqlEventBackendOptions } from './event-log.ts';
 export {
   type ClosableEventLog,

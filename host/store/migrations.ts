@@ -343,6 +343,19 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 12,
+    name: "tenants' egress settings",
+    // One JSON document per tenant (allowlist, credentials, budgets, search provider); versions 10
+    // and 11 belong to other changes.
+    sql: `
+      CREATE TABLE tenant_egress (
+        tenant_id TEXT PRIMARY KEY REFERENCES tenants(id),
+        settings TEXT NOT NULL,
+        updated_at INTEGER NOT NULL
+      );
+    `,
+  },
 ];
 
 export const latestSchemaVersion = (migrations: readonly Migration[] = MIGRATIONS): number =>

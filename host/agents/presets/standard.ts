@@ -39,6 +39,10 @@ export const standard = definePreset({
       // Installed only with an isolate host, and offered only to agents created with `subagents: true`.
       'workflow',
       'ralph',
+      // Installed with the egress gateway: web_search where the tenant has a search provider;
+      // web_fetch only for agents created with `fetch: true` (the seed's standard preset has fetch: false).
+      'web_search',
+      'web_fetch',
     ],
   },
   adds: [],

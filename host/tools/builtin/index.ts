@@ -52,6 +52,17 @@ import {
   terminalTools,
 } from './terminal.ts';
 import { todoWriteTool } from './todo-write.ts';
+
+export {
+  MAX_QUERIES,
+  type WebCaller,
+  type WebPage,
+  type WebPort,
+  type WebResults,
+  webFetchTool,
+  webSearchTool,
+} from './web.ts';
+
 import { writeTool } from './write.ts';
 
 export { ScheduleShown } from './schedules.ts';

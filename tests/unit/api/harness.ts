@@ -1,9 +1,11 @@
 // The API in-process: a libsql store in memory, the real registry and pipeline with the builtin
 // sandbox tools, the memory sandbox provider, and two tenants. Requests go through app.request().
 import { type AgentServiceOptions, createAgentService } from '../../../host/agents/index.ts';
+import { agentEgressRules, registerWebTools } from '../../../host/agents/web.ts';
 import { type ApiLimits, createApp } from '../../../host/api/app.ts';
 import { createLifecycle } from '../../../host/api/lifecycle.ts';
 import { createMetrics, observeCalls } from '../../../host/api/metrics.ts';
+import { createEgress, type EgressOptions } from '../../../host/egress/index.ts';
 import { createMemoryProvider } from '../../../host/sandbox/memory/provider.ts';
 import type { SandboxProvider } from '../../../host/sandbox/types.ts';
 import { type OpenStoreOptions, openStore } from '../../../host/store/index.ts';
@@ -23,11 +25,24 @@ export const makeApi = (
     sandboxes?: SandboxProvider;
     store?: Partial<OpenStoreOptions>;
     agents?: Pick<AgentServiceOptions, 'reapRetryMs' | 'questionTtlMs' | 'mcpLimitsOf'>;
+    /** With it: the egress gateway (these options over its defaults), /v1/egress and the web tools. */
+    egress?: Partial<EgressOptions>;
   } = {},
 ) => {
   const store = openStore({ path: ':memory:', ...options.store });
   const registry = createRegistry({ log: store.events, approvals: createRequestApprovals(store.requests) });
   for (const tool of [...standardSandboxTools(), strReplaceEditorTool]) registry.global.register(tool);
+  const egress =
+    options.egress === undefined
+      ? undefined
+      : createEgress({
+          store: store.egress,
+          events: store.events,
+          agentRulesOf: agentEgressRules(store.agents),
+          maxBudget: { connections: 16, bytesPerHour: 64 * 1024 * 1024 },
+          ...options.egress,
+        });
+  if (egress !== undefined) registerWebTools(registry.global, { web: egress.web, agents: store.agents });
   const sandboxes = options.sandboxes ?? createMemoryProvider();
   const metrics = createMetrics();
   const agents = createAgentService({
@@ -36,6 +51,7 @@ export const makeApi = (
     sandboxes,
     observe: observeCalls(metrics),
     ...options.agents,
+    ...(egress === undefined ? {} : { egress: egress.gateway }),
   });
   const lifecycle = createLifecycle();
   const app = createApp({
@@ -47,6 +63,7 @@ export const makeApi = (
     limits,
     metrics,
     lifecycle,
+    ...(egress === undefined ? {} : { egress: egress.settings }),
   });
   const a = store.tenants.createTenant('tenant-a');
   const b = store.tenants.createTenant('tenant-b');
@@ -109,6 +126,7 @@ export const makeApi = (
 
   const close = async () => {
     await agents.close(0);
+    await egress?.close();
     store.close();
   };
 
@@ -120,6 +138,7 @@ export const makeApi = (
     sandboxes,
     metrics,
     lifecycle,
+    egress,
     keyA: a.apiKey,
     keyB: b.apiKey,
     request,

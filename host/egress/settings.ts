@@ -1,0 +1,138 @@
+// A tenant's egress settings as the service keeps them: validated and made canonical on the way in
+// (patterns, methods, header names, budgets within the operator's maxima), stored whole, and shown
+// back without a single secret. A credential sent without a value keeps the value stored under its
+// name, so a client can send back what GET showed it (names only) without losing the secrets.
+// Invariants: `view` never holds a credential value; `get` is what the gateway enforces.
+import { SandboxError } from '../errors.ts';
+import type { JsonValue } from '../json.ts';
+import type { EgressSettingsStore } from '../store/egress.ts';
+import type { EgressBudget } from './budget.ts';
+import { canonicalPattern } from './hosts.ts';
+import { canonicalRules, type EgressRule } from './rules.ts';
+import type { EgressCredential, SearchSettings, TenantEgress } from './types.ts';
+
+/** What a tenant sends: a credential's value may be left out to keep the stored one. */
+export interface EgressSettingsInput {
+  allow: EgressRule[];
+  credentials?: Array<Omit<EgressCredential, 'value'> & { value?: string }>;
+  budget?: Partial<EgressBudget>;
+  search?: SearchSettings | null;
+}
+
+/** What the API shows: credentials by name, host and header only. */
+export interface EgressSettingsView {
+  allow: EgressRule[];
+  credentials: Array<Omit<EgressCredential, 'value'>>;
+  /** The budget in force: the tenant's, within the operator's maxima. */
+  budget: EgressBudget;
+  search?: SearchSettings;
+}
+
+export interface EgressSettings {
+  /** What the gateway enforces; undefined when the tenant never set anything. */
+  get(tenantId: string): TenantEgress | undefined;
+  view(tenantId: string): EgressSettingsView;
+  put(tenantId: string, input: EgressSettingsInput): EgressSettingsView;
+}
+
+/** Headers the gateway itself owns on every request. */
+const RESERVED_HEADERS = new Set([
+  'host',
+  'content-length',
+  'transfer-encoding',
+  'connection',
+  'upgrade',
+  'te',
+  'trailer',
+  'keep-alive',
+  'proxy-connection',
+]);
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/;
+
+const bad = (message: string): SandboxError => new SandboxError('BAD_REQUEST', message);
+
+/** An http(s) base URL without userinfo: what a search provider's `url` must be. */
+export function checkServiceUrl(raw: string, what: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw bad(`${what} ${JSON.stringify(raw.slice(0, 200))} is not a URL.`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw bad(`${what} must be an http or https URL.`);
+  if (url.username !== '' || url.password !== '')
+    throw bad(`${what} must not carry a user name or password; use a credential for its host.`);
+  return url.href;
+}
+
+export function createEgressSettings(options: {
+  store: EgressSettingsStore;
+  maxBudget: EgressBudget;
+}): EgressSettings {
+  const { store, maxBudget } = options;
+
+  function get(tenantId: string): TenantEgress | undefined {
+    return store.get(tenantId) as TenantEgress | undefined;
+  }
+
+  function view(tenantId: string): EgressSettingsView {
+    const settings = get(tenantId);
+    return {
+      allow: settings?.allow ?? [],
+      credentials: (settings?.credentials ?? []).map(({ name, host, header }) => ({ name, host, header })),
+      budget: {
+        connections: Math.min(settings?.budget?.connections ?? maxBudget.connections, maxBudget.connections),
+        bytesPerHour: Math.min(
+          settings?.budget?.bytesPerHour ?? maxBudget.bytesPerHour,
+          maxBudget.bytesPerHour,
+        ),
+      },
+      ...(settings?.search === undefined ? {} : { search: settings.search }),
+    };
+  }
+
+  function credentialsOf(
+    tenantId: string,
+    input: EgressSettingsInput['credentials'] = [],
+  ): EgressCredential[] {
+    const stored = new Map((get(tenantId)?.credentials ?? []).map((c) => [c.name, c]));
+    const names = new Set<string>();
+    return input.map((c) => {
+      if (names.has(c.name)) throw bad(`Two credentials are named ${JSON.stringify(c.name)}.`);
+      names.add(c.name);
+      if (!HEADER_NAME.test(c.header) || RESERVED_HEADERS.has(c.header.toLowerCase()))
+        throw bad(`Credential ${c.name}: ${JSON.stringify(c.header)} is not a header the gateway may set.`);
+      const value = c.value ?? stored.get(c.name)?.value;
+      if (value === undefined)
+        throw bad(`Credential ${c.name} has no value: send one (only a stored credential may leave it out).`);
+      if (/[\r\n\0]/.test(value)) throw bad(`Credential ${c.name}: a header value has no line breaks.`);
+      return { name: c.name, host: canonicalPattern(c.host), header: c.header, value };
+    });
+  }
+
+  function put(tenantId: string, input: EgressSettingsInput): EgressSettingsView {
+    for (const key of ['connections', 'bytesPerHour'] as const) {
+      const asked = input.budget?.[key];
+      if (asked !== undefined && asked > maxBudget[key])
+        throw new SandboxError(
+          'LIMIT_EXCEEDED',
+          `budget.${key} ${asked} is over the operator's most (${maxBudget[key]}).`,
+        );
+    }
+    const settings: TenantEgress = {
+      allow: canonicalRules(input.allow),
+      credentials: credentialsOf(tenantId, input.credentials),
+      ...(input.budget === undefined ? {} : { budget: input.budget }),
+      ...(input.search == null
+        ? {}
+        : {
+            search: { provider: input.search.provider, url: checkServiceUrl(input.search.url, 'search.url') },
+          }),
+    };
+    store.put(tenantId, JSON.parse(JSON.stringify(settings)) as JsonValue);
+    return view(tenantId);
+  }
+
+  return { get, view, put };
+}
