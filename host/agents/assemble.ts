@@ -152,6 +152,7 @@ export const assembleAgents = (options: AssembleOptions): Assembled => {
       ? {}
       : { runtime: createRegistryRuntime(registry, { parentOf: skills.layers.parentOf }) }),
     sandboxes: options.sandboxes,
+    ...(options.egress === undefined ? {} : { egress: options.egress.gateway }),
     ...(plugins ? { plugins: options.plugins ?? {} } : {}),
     ...(options.observe ? { observe: options.observe } : {}),
     ...(scheduler === undefined ? {} : { onAgentDeleted: (id: string) => scheduler.removeAgent(id) }),

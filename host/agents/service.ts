@@ -154,6 +154,7 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
       }),
     events: store.events,
     ...(options.mcpLimitsOf ? { mcpLimitsOf: options.mcpLimitsOf } : {}),
+    ...(options.egress ? { egress: options.egress } : {}),
   });
   if (options.plugins !== undefined) {
     if (store.plugins === undefined)
@@ -234,6 +235,7 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
       events: store.events,
       mcpOf: (agent) => live.of(agent).mcp,
       ...(options.mcpLimitsOf ? { limitsOf: options.mcpLimitsOf } : {}),
+      remote: options.egress !== undefined,
     }),
     liveSandboxes: sandboxes.size,
     inFlight: batches.size,

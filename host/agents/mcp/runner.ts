@@ -12,10 +12,12 @@
 import {
   type CallToolResult,
   Client,
+  type FetchLike,
   type jsonSchemaValidator,
   ProtocolError,
   SdkError,
   SdkErrorCode,
+  StreamableHTTPClientTransport,
 } from '@modelcontextprotocol/client';
 import * as v from 'valibot';
 import { messageOf, SandboxError } from '../../errors.ts';
@@ -64,11 +66,13 @@ export interface McpRunnerOptions {
   /** The tools the server listed at a start (the runner's owner updates the agent's scope). */
   onTools?: (tools: McpToolInfo[], skipped: Array<{ tool: string; reason: string }>) => void;
   version?: string;
+  /** How a remote (http) server is reached: the egress gateway's fetch. Without it they do not start. */
+  remoteFetch?: FetchLike;
 }
 
 interface Session {
   client: Client;
-  transport: SandboxStdioTransport;
+  transport: { close(): Promise<void> };
 }
 
 export interface McpRunner {
@@ -132,7 +136,27 @@ export function createMcpRunner(options: McpRunnerOptions): McpRunner {
     state = failures >= limits.maxFailures ? 'failed' : 'stopped';
   }
 
-  async function open(ended: (why: string) => void): Promise<Session> {
+  /** A remote server's transport: Streamable HTTP over the gateway's fetch, its headers on every request. */
+  function httpTransport(): StreamableHTTPClientTransport {
+    if (spec.transport !== 'http') throw new Error('not a remote server');
+    if (options.remoteFetch === undefined)
+      throw failedError(spec.name, 'cannot be reached: this service has no egress gateway.');
+    return new StreamableHTTPClientTransport(new URL(spec.url), {
+      fetch: options.remoteFetch,
+      requestInit: { headers: { ...spec.headers } },
+      // Only redirects within the server's origin, each one re-checked by the gateway.
+      redirectPolicy: 'same-origin',
+      reconnectionOptions: {
+        maxRetries: 2,
+        initialReconnectionDelay: 1000,
+        maxReconnectionDelay: 10_000,
+        reconnectionDelayGrowFactor: 2,
+      },
+    });
+  }
+
+  async function stdioTransport(ended: (why: string) => void): Promise<SandboxStdioTransport> {
+    if (spec.transport !== 'stdio') throw new Error('not a stdio server');
     const sandbox = await options.sandbox();
     if (sandbox.stdio === undefined)
       throw failedError(spec.name, 'cannot run: this sandbox provider runs no stdio programs.');
@@ -154,6 +178,11 @@ export function createMcpRunner(options: McpRunnerOptions): McpRunner {
             : `ended: ${end.error?.message ?? (end.signal ? `killed by ${end.signal}` : `exit code ${String(end.exitCode)}`)}`,
         ),
     });
+    return transport;
+  }
+
+  async function open(ended: (why: string) => void): Promise<Session> {
+    const transport = spec.transport === 'http' ? httpTransport() : await stdioTransport(ended);
     const client: Client = new Client(
       { name: 'dsh-sandbox', version: options.version ?? '0.1.0' },
       {

@@ -7,6 +7,7 @@
 // Invariants: the scope holds exactly the tools of the current runners; a registration that fails
 // (the server does not start, its tools cannot be registered, persisting fails) leaves the previous
 // server of that name and its tools as they were; `persist` always gets the whole list.
+import type { FetchLike } from '@modelcontextprotocol/client';
 import { messageOf, SandboxError } from '../../errors.ts';
 import type { Sandbox } from '../../sandbox/types.ts';
 import type { Disposer } from '../../tools/disposer.ts';
@@ -19,6 +20,8 @@ export interface AgentMcpOptions {
   tools: AgentTools;
   limits: McpLimits;
   sandbox: () => Promise<Sandbox>;
+  /** Reaches remote (http) servers: the egress gateway's fetch for this agent. */
+  remoteFetch?: FetchLike;
   /** Stores the whole list (and logs it); may throw, which undoes the change that called it. */
   persist: (records: McpServerRecord[]) => void;
   /** Told when a restarted server's tools replaced its old ones (already persisted). */
@@ -51,6 +54,7 @@ export function installMcpServers(options: AgentMcpOptions, records: readonly Mc
       spec,
       limits,
       sandbox: options.sandbox,
+      ...(options.remoteFetch === undefined ? {} : { remoteFetch: options.remoteFetch }),
       onTools: (listed) => refresh(spec.name, runner, listed),
     });
     return runner;
@@ -75,10 +79,14 @@ export function installMcpServers(options: AgentMcpOptions, records: readonly Mc
 
   function statusOf(e: Entry): McpServerStatus {
     const lastError = e.runner.lastError();
+    const where =
+      e.record.transport === 'http'
+        ? { url: e.record.url, headers: Object.keys(e.record.headers ?? {}) }
+        : { command: e.record.command };
     return {
       name: e.record.name,
       transport: e.record.transport,
-      command: e.record.command,
+      ...where,
       state: e.runner.state(),
       tools: e.defs.names,
       skipped: e.defs.skipped,

@@ -5,7 +5,7 @@
 import type { JsonSchema } from '../../tools/types.ts';
 
 /** A stdio MCP server: a program the agent's sandbox runs, speaking JSON-RPC on its stdin/stdout. */
-export interface McpServerSpec {
+export interface McpStdioSpec {
   /** 1-32 of [A-Za-z0-9-] (no `_`, so `mcp__<server>__<tool>` parses one way); unique per agent. */
   name: string;
   transport: 'stdio';
@@ -19,6 +19,25 @@ export interface McpServerSpec {
   timeoutMs?: number;
 }
 
+/**
+ * A remote MCP server (Streamable HTTP) the control plane reaches through the egress gateway, only
+ * at a URL the tenant's allowlist admits. Its headers (tokens) are kept by the service: never shown
+ * to the model, the sandbox or back through the API (only their names).
+ */
+export interface McpHttpSpec {
+  /** As McpStdioSpec's. */
+  name: string;
+  transport: 'http';
+  /** The server's MCP endpoint, http or https, without userinfo. */
+  url: string;
+  /** Sent with every request to the server. */
+  headers?: Record<string, string>;
+  /** Deadline of one tools/call, within the tenant's maximum (callTimeoutMs). */
+  timeoutMs?: number;
+}
+
+export type McpServerSpec = McpStdioSpec | McpHttpSpec;
+
 /** A tool as the server listed it (only the fields we use, bounded). */
 export interface McpToolInfo {
   /** The server's own name for it. */
@@ -27,10 +46,8 @@ export interface McpToolInfo {
   inputSchema: JsonSchema;
 }
 
-export interface McpServerRecord extends McpServerSpec {
-  /** The tools the server listed when it last started. */
-  tools: McpToolInfo[];
-}
+/** The spec and the tools the server listed when it last started. */
+export type McpServerRecord = McpServerSpec & { tools: McpToolInfo[] };
 
 /** Bounds per tenant (the service's maxima; see DEFAULT_MCP_LIMITS). */
 export interface McpLimits {
@@ -71,8 +88,13 @@ export type McpServerState = 'stopped' | 'starting' | 'ready' | 'failed';
 
 export interface McpServerStatus {
   name: string;
-  transport: 'stdio';
-  command: string[];
+  transport: 'stdio' | 'http';
+  /** A stdio server's program and arguments. */
+  command?: string[];
+  /** A remote server's URL. */
+  url?: string;
+  /** The names of a remote server's headers (never their values). */
+  headers?: string[];
   state: McpServerState;
   /** Model-facing name → the server's own tool name. */
   tools: Array<{ name: string; tool: string }>;

@@ -5,11 +5,13 @@
 // Invariants: an agent that is gone never gets a scope; a retired scope fails closed (runtime.ts:
 // every call still made through it, inner ones included, is DENIED).
 import { agentPolicies } from '../../../policies/index.ts';
+import type { EgressGateway } from '../../egress/index.ts';
 import type { Sandbox } from '../../sandbox/types.ts';
 import type { AgentRecord, AgentStore } from '../../store/index.ts';
 import type { EventLog } from '../../store/types.ts';
 import type { AgentScope } from '../../tools/types.ts';
 import type { SpawnProvider } from '../../tools/workflow/index.ts';
+import { remoteFetchFor } from '../mcp/remote-fetch.ts';
 import { type AgentMcp, installMcpServers } from '../mcp/servers.ts';
 import type { McpLimits } from '../mcp/types.ts';
 import type { AgentPlugins } from '../plugins/view.ts';
@@ -54,6 +56,8 @@ export interface LiveAgentsOptions {
   events: EventLog;
   /** Each tenant's MCP bounds over DEFAULT_MCP_LIMITS. */
   mcpLimitsOf?: (tenantId: string) => Partial<McpLimits> | undefined;
+  /** Reaches the agents' remote MCP servers; without it they do not start. */
+  egress?: EgressGateway;
 }
 
 export function createLiveAgents(options: LiveAgentsOptions): LiveAgents {
@@ -84,10 +88,20 @@ export function createLiveAgents(options: LiveAgentsOptions): LiveAgents {
     });
     try {
       const remote = installRemoteTools(tools, remoteSpecs, options.defineRemote);
+      const limits = mcpLimitsFor(options.mcpLimitsOf, agent.tenantId);
       const mcp = installMcpServers(
         {
           tools,
-          limits: mcpLimitsFor(options.mcpLimitsOf, agent.tenantId),
+          limits,
+          ...(options.egress === undefined
+            ? {}
+            : {
+                remoteFetch: remoteFetchFor(
+                  options.egress,
+                  { tenantId: agent.tenantId, agentId: agent.id, sessionId: agent.sessionId, via: 'mcp' },
+                  4 * limits.maxResultBytes,
+                ),
+              }),
           sandbox: () => options.sandboxOf(agent),
           persist: mcpPersister(agents, options.events, agent),
         },

@@ -5,6 +5,7 @@
 // Invariants: the table always holds the list whose tools are in the agent's scope; the log event is
 // appended first, so an append the tenant's log budget refuses changes nothing; a deleted agent's
 // servers are stopped with its scope (live.ts retire).
+import { checkServiceUrl } from '../../egress/settings.ts';
 import { SandboxError } from '../../errors.ts';
 import type { JsonValue } from '../../json.ts';
 import type { AgentRecord, AgentStore } from '../../store/index.ts';
@@ -13,6 +14,7 @@ import { SERVER_NAME } from '../mcp/names.ts';
 import type { AgentMcp } from '../mcp/servers.ts';
 import {
   DEFAULT_MCP_LIMITS,
+  type McpHttpSpec,
   type McpLimits,
   type McpServerRecord,
   type McpServerSpec,
@@ -42,9 +44,12 @@ export function mcpPersister(
   agent: Agent,
 ): (records: McpServerRecord[]) => void {
   return function persist(records) {
+    // Secrets stay out of the log: a program's environment and a remote server's headers by name only.
     const servers = records.map(({ tools, ...spec }) => ({
       ...spec,
-      env: spec.env === undefined ? undefined : Object.keys(spec.env),
+      ...(spec.transport === 'http'
+        ? { headers: spec.headers === undefined ? undefined : Object.keys(spec.headers) }
+        : { env: spec.env === undefined ? undefined : Object.keys(spec.env) }),
       tools: tools.map((t) => t.name),
     }));
     events.append([
@@ -72,6 +77,8 @@ export function createMcpServerService(options: {
   /** The agent's installed MCP servers (loading the agent on first use). */
   mcpOf: (agent: Agent) => AgentMcp;
   limitsOf?: (tenantId: string) => Partial<McpLimits> | undefined;
+  /** Whether remote (http) servers can be reached (the service has an egress gateway). */
+  remote?: boolean;
 }): McpServerService {
   const { events } = options;
 
@@ -81,6 +88,7 @@ export function createMcpServerService(options: {
         'INVALID_ARGUMENTS',
         'An MCP server name is 1-32 letters, digits or "-" (no "_": tool names are mcp__<server>__<tool>).',
       );
+    if (spec.transport === 'http') checkRemote(spec);
     const limits = mcpLimitsFor(options.limitsOf, agent.tenantId);
     if (spec.timeoutMs !== undefined && spec.timeoutMs > limits.callTimeoutMs)
       throw new SandboxError(
@@ -88,6 +96,18 @@ export function createMcpServerService(options: {
         `timeoutMs ${spec.timeoutMs} is over this tenant's most for an MCP call (${limits.callTimeoutMs} ms).`,
       );
     return spec;
+  }
+
+  function checkRemote(spec: McpHttpSpec): void {
+    if (!options.remote)
+      throw new SandboxError(
+        'BAD_REQUEST',
+        'This service has no egress gateway, so it reaches no remote MCP server; register a stdio server instead.',
+      );
+    checkServiceUrl(spec.url, 'url');
+    for (const [name, value] of Object.entries(spec.headers ?? {}))
+      if (/[\r\n\0]/.test(value) || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/.test(name))
+        throw new SandboxError('BAD_REQUEST', `Header ${JSON.stringify(name.slice(0, 80))} cannot be sent.`);
   }
 
   return {

@@ -2,7 +2,8 @@
 // sandbox, initialized and its tools listed before this answers; the same name replaces it), list
 // them with their state and tools, read one, remove one (its program ends, its tools leave the
 // agent). Their tools are the agent's `mcp__<server>__<tool>` tools. Another tenant's agent answers
-// 404. The program's environment is never shown back (it may hold tokens).
+// 404. The program's environment and a remote server's headers are never shown back (they may hold
+// tokens): only their names.
 import { Hono } from 'hono';
 import { describeRoute } from 'hono-openapi';
 import * as v from 'valibot';
@@ -19,8 +20,28 @@ const arg = v.pipe(
   v.check((s) => !s.includes('\0'), 'no NUL characters'),
 );
 
-export const RegisterMcpServer = v.strictObject({
-  name: v.pipe(v.string(), v.regex(/^[A-Za-z0-9-]{1,32}$/, 'a server name is 1-32 letters, digits or "-"')),
+const serverName = v.pipe(
+  v.string(),
+  v.regex(/^[A-Za-z0-9-]{1,32}$/, 'a server name is 1-32 letters, digits or "-"'),
+);
+const callTimeout = v.optional(v.pipe(v.number(), v.integer(), v.minValue(100), v.maxValue(86_400_000)));
+
+/** A remote (Streamable HTTP) server, reached through the egress gateway. */
+const RegisterHttpServer = v.strictObject({
+  name: serverName,
+  transport: v.literal('http'),
+  url: v.pipe(v.string(), v.minLength(1), v.maxLength(2048)),
+  headers: v.optional(
+    v.pipe(
+      v.record(v.pipe(v.string(), v.regex(/^[A-Za-z0-9-]{1,128}$/)), v.pipe(v.string(), v.maxLength(8192))),
+      v.check((h) => Object.keys(h).length <= 32, 'at most 32 headers'),
+    ),
+  ),
+  timeoutMs: callTimeout,
+});
+
+const RegisterStdioServer = v.strictObject({
+  name: serverName,
   transport: v.optional(v.literal('stdio'), 'stdio'),
   command: v.pipe(v.array(arg), v.minLength(1), v.maxLength(256)),
   cwd: v.optional(v.pipe(v.string(), v.maxLength(4096))),
@@ -30,13 +51,17 @@ export const RegisterMcpServer = v.strictObject({
       v.check((e) => Object.keys(e).length <= 64, 'at most 64 variables'),
     ),
   ),
-  timeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(100), v.maxValue(86_400_000))),
+  timeoutMs: callTimeout,
 });
+
+export const RegisterMcpServer = v.union([RegisterStdioServer, RegisterHttpServer]);
 
 const McpServer = v.object({
   name: v.string(),
-  transport: v.literal('stdio'),
-  command: v.array(v.string()),
+  transport: v.picklist(['stdio', 'http']),
+  command: v.optional(v.array(v.string())),
+  url: v.optional(v.string()),
+  headers: v.optional(v.array(v.string())),
   state: v.picklist(['stopped', 'starting', 'ready', 'failed']),
   tools: v.array(v.object({ name: v.string(), tool: v.string() })),
   skipped: v.array(v.object({ tool: v.string(), reason: v.string() })),
@@ -55,7 +80,7 @@ export const mcpServerRoutes = (agents: AgentService): Hono<ApiEnv> => {
       operationId: 'registerMcpServer',
       tags: ['mcp'],
       description:
-        "Starts a stdio MCP server in the agent's sandbox (as the agent, no network), lists its tools and adds them as mcp__<server>__<tool>; a server of the same name is replaced. MCP_SERVER_FAILED when it does not start.",
+        "Starts a stdio MCP server in the agent's sandbox (as the agent, no network), or connects to a remote one (transport http: Streamable HTTP, reached by the control plane through the egress gateway, only at a URL the tenant's egress allowlist admits, its headers kept by the service and shown back by name only), lists its tools and adds them as mcp__<server>__<tool>; a server of the same name is replaced. MCP_SERVER_FAILED when it does not start or cannot be reached.",
       requestBody: jsonRequest(RegisterMcpServer),
       responses: {
         201: jsonResponse('The server with its tools', McpServer),
