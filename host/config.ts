@@ -52,6 +52,12 @@ export interface Config {
   skillsPerTenant: number;
   /** Bytes of all files of one skill package. Default 4 MiB (env DSH_SKILL_MAX_BYTES). */
   skillMaxBytes: number;
+  /** Tasks one team's task board holds, completed ones included. Default 500 (env DSH_TEAM_BOARD_TASKS). */
+  teamBoardTasks: number;
+  /** Characters of one team task's description. Default 8000 (env DSH_TEAM_TASK_CHARS). */
+  teamTaskChars: number;
+  /** Write scopes of one team task. Default 32 (env DSH_TEAM_TASK_SCOPES). */
+  teamTaskScopes: number;
   /** A new connection that sent nothing by then is closed. Default 5000 ms (env DSH_FIRST_BYTE_TIMEOUT_MS). */
   firstByteTimeoutMs: number;
   /** Time to send a complete request head; then 408 and closed. Default 10000 ms (env DSH_HEADERS_TIMEOUT_MS). */
@@ -315,6 +321,13 @@ export const loadConfig = (
     skillMaxBytes:
       overrides.skillMaxBytes ??
       intFrom('DSH_SKILL_MAX_BYTES', env.DSH_SKILL_MAX_BYTES, 4 * 1024 * 1024, 1024, 256 * 1024 * 1024),
+    teamBoardTasks:
+      overrides.teamBoardTasks ?? intFrom('DSH_TEAM_BOARD_TASKS', env.DSH_TEAM_BOARD_TASKS, 500, 1, 100_000),
+    teamTaskChars:
+      overrides.teamTaskChars ??
+      intFrom('DSH_TEAM_TASK_CHARS', env.DSH_TEAM_TASK_CHARS, 8000, 100, 1_000_000),
+    teamTaskScopes:
+      overrides.teamTaskScopes ?? intFrom('DSH_TEAM_TASK_SCOPES', env.DSH_TEAM_TASK_SCOPES, 32, 1, 1000),
     firstByteTimeoutMs: overrides.firstByteTimeoutMs ?? timeout('DSH_FIRST_BYTE_TIMEOUT_MS', 5000),
     headersTimeoutMs: overrides.headersTimeoutMs ?? timeout('DSH_HEADERS_TIMEOUT_MS', 10_000),
     keepAliveTimeoutMs: overrides.keepAliveTimeoutMs ?? timeout('DSH_KEEP_ALIVE_TIMEOUT_MS', 5000),

@@ -62,6 +62,19 @@ export const ERROR_CODES = {
   CONFLICT: 409,
   /** An optimistic update named a revision that is not the current one (`data.currentRevision`). */
   REVISION_CONFLICT: 409,
+  // team task board (host/agents/teams/board/)
+  /** `blocked_by` would close a cycle of dependencies (`data.cycle` lists it). */
+  DEPENDENCY_CYCLE: 409,
+  /** A claim of a task whose blockers are not all completed (`data.open` lists them). */
+  TASK_BLOCKED: 409,
+  /** The action does not apply to the task's status (e.g. complete a pending task). */
+  TASK_STATE: 409,
+  /** The task is held by another teammate; only its owner (or the team lead) may do that. */
+  NOT_TASK_OWNER: 403,
+  /** A delete of a task other tasks are blocked by (`data.dependents`); unlink them first. */
+  TASK_HAS_DEPENDENTS: 409,
+  /** A write outside the write scopes of the task the agent holds (`data.task`, `data.scopes`). */
+  WRITE_SCOPE: 403,
   PAYLOAD_TOO_LARGE: 413,
   RATE_LIMITED: 429,
   REQUEST_EXPIRED: 410,

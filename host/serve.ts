@@ -159,6 +159,13 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
     isolates,
     observe: observeCalls(metrics),
     schedules: { maxPerAgent: config.schedulesPerAgent, minPeriodMs: config.scheduleMinSeconds * 1000 },
+    teams: {
+      limits: {
+        maxTasks: config.teamBoardTasks,
+        maxDescriptionChars: config.teamTaskChars,
+        maxScopesPerTask: config.teamTaskScopes,
+      },
+    },
     skills: {
       maxPerTenant: config.skillsPerTenant,
       maxBytes: config.skillMaxBytes,

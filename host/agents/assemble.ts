@@ -4,7 +4,8 @@
 // the workflow tools over an isolate host, the cordis_* tools and their plugin host (which forks
 // plugin workers of its own) beside it, approvals as host requests, the session log tools and the
 // schedules (when the store has search and schedules), the tenants' skill catalogs and their
-// `skill` tools (when it has skills), and the agent service.
+// `skill` tools (when it has skills), the team task boards and their team_task_* tools (when it
+// has teamBoards), and the agent service.
 // The sandbox provider and the isolate host are injected, so this module loads neither dockerode
 // nor isolated-vm; serve.ts, the integration tests and the bench pass the real ones.
 import { timeoutPolicy } from '../../policies/index.ts';
@@ -37,13 +38,15 @@ import { createRegistryRuntime } from './runtime.ts';
 import { createScheduler, type Scheduler, type SchedulerOptions } from './scheduler.ts';
 import { type AgentService, createAgentService } from './service.ts';
 import { createSkillLayers, type SkillLayers } from './skill-layers.ts';
+import { createTeamBoard, type TeamBoard, type TeamBoardOptions } from './teams/board/board.ts';
+import { registerTeamTaskTools } from './teams/board/tools.ts';
 import type { AgentConfig } from './types.ts';
 import { registerWebTools } from './web.ts';
 
 export interface AssembleOptions {
   /** With `search` the session_* tools are installed, with `schedules` the schedule_* tools. */
   store: Pick<Store, 'agents' | 'events' | 'requests'> &
-    Partial<Pick<Store, 'plugins' | 'search' | 'schedules' | 'skills'>>;
+    Partial<Pick<Store, 'plugins' | 'search' | 'schedules' | 'skills' | 'teamBoards'>>;
   sandboxes: SandboxProvider;
   /** Options of the creator-plugin runtime, used with an isolate host and `store.plugins`. Default {}. */
   plugins?: PluginHostOptions;
@@ -69,6 +72,11 @@ export interface AssembleOptions {
    * remote MCP servers are refused.
    */
   egress?: Egress;
+  /**
+   * The team task boards (with `store.teamBoards`): the service's limits (DEFAULT_BOARD_LIMITS),
+   * each tenant's, and who is in which team (default: every agent leads a team of its own).
+   */
+  teams?: Pick<TeamBoardOptions, 'limits' | 'limitsOf' | 'directory'>;
 }
 
 export interface Assembled {
@@ -78,6 +86,8 @@ export interface Assembled {
   scheduler?: Scheduler;
   /** The tenants' skill catalogs (/v1/skills), with `store.skills`. */
   skills?: SkillCatalog;
+  /** The team task boards (`onBoardChange` tells every change), with `store.teamBoards`. */
+  teamBoard?: TeamBoard;
 }
 
 export const assembleAgents = (options: AssembleOptions): Assembled => {
@@ -140,6 +150,11 @@ export const assembleAgents = (options: AssembleOptions): Assembled => {
           ...options.schedules,
         });
   if (scheduler !== undefined) for (const tool of scheduleTools(scheduler)) registry.global.register(tool);
+  const teamBoard =
+    store.teamBoards === undefined
+      ? undefined
+      : createTeamBoard({ store: store.teamBoards, events: store.events, ...options.teams });
+  if (teamBoard !== undefined) registerTeamTaskTools(registry.global);
   const skills = skillsOf(store, options.skills);
   if (options.egress !== undefined)
     registerWebTools(registry.global, { web: options.egress.web, agents: store.agents });
@@ -156,6 +171,7 @@ export const assembleAgents = (options: AssembleOptions): Assembled => {
     ...(plugins ? { plugins: options.plugins ?? {} } : {}),
     ...(options.observe ? { observe: options.observe } : {}),
     ...(scheduler === undefined ? {} : { onAgentDeleted: (id: string) => scheduler.removeAgent(id) }),
+    ...(teamBoard === undefined ? {} : { teamBoard }),
   });
   scheduler?.start();
   return {
@@ -163,6 +179,7 @@ export const assembleAgents = (options: AssembleOptions): Assembled => {
     agents,
     ...(scheduler === undefined ? {} : { scheduler }),
     ...(skills === undefined ? {} : { skills: skills.catalog }),
+    ...(teamBoard === undefined ? {} : { teamBoard }),
   };
 };
 

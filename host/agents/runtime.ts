@@ -14,6 +14,7 @@ import { messageOf, SandboxError } from '../errors.ts';
 import type { Disposer, ToolRegistry, ToolScope } from '../tools/index.ts';
 import type { AgentScope } from '../tools/types.ts';
 import { type Preset, presetEntry } from './presets/index.ts';
+import { installWriteScopes } from './teams/board/guard.ts';
 import type { AgentTools, AgentToolsSpec, ToolRuntime } from './types.ts';
 
 /** Preset layers already set up from their entries (registry.scope(name) is memoised per registry). */
@@ -69,6 +70,8 @@ export const createRegistryRuntime = (
       );
       // Plan mode holds back every mutating call of the agent's scope, inner ones included.
       planModePolicy().install(scope);
+      // While it holds team tasks with write scopes, its file writes stay inside them.
+      installWriteScopes(scope);
       const disposers: Disposer[] = [];
       try {
         if (spec.restrict) disposers.push(scope.restrict(spec.restrict));

@@ -32,6 +32,7 @@ import { createDeletionMarks, getAgent, toAgent } from './service/records.ts';
 import { createRemoteRegistration, remoteDefiner } from './service/remote.ts';
 import { createSandboxBinding } from './service/sandbox.ts';
 import { type AgentSession, createAgentSession } from './session/state.ts';
+import type { TeamBoard } from './teams/board/board.ts';
 import type {
   Agent,
   CallOptions,
@@ -80,6 +81,8 @@ export interface AgentServiceOptions {
   mcpLimitsOf?: (tenantId: string) => Partial<McpLimits> | undefined;
   /** The egress gateway: remote (HTTP) MCP servers are reached only through it; without it they are refused. */
   egress?: EgressGateway;
+  /** The team task boards (agents created with `teams: true`); default none. */
+  teamBoard?: TeamBoard;
 }
 
 export interface AgentService {
@@ -155,6 +158,7 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
     events: store.events,
     ...(options.mcpLimitsOf ? { mcpLimitsOf: options.mcpLimitsOf } : {}),
     ...(options.egress ? { egress: options.egress } : {}),
+    ...(options.teamBoard ? { teamBoard: options.teamBoard } : {}),
   });
   if (options.plugins !== undefined) {
     if (store.plugins === undefined)

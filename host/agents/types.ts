@@ -70,6 +70,11 @@ export interface AgentConfig {
    * creator presets), whose agent() steps become `subagent` host requests. Default false.
    */
   subagents?: boolean;
+  /**
+   * The Agent Teams composition: the agent gets the team task board tools (team_task_create, _get,
+   * _list, _update; standard, code and creator presets). Default false.
+   */
+  teams?: boolean;
   /** Budgets of its run_code programs (code and both modes). */
   codeMode?: CodeModeOptions;
   /**

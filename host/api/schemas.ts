@@ -78,6 +78,8 @@ export const CreateAgent = v.strictObject({
   remoteTools: v.optional(remoteTools),
   /** The client answers `subagent` requests: offers the workflow and ralph tools. Default false. */
   subagents: v.optional(v.boolean()),
+  /** The Agent Teams composition: offers the team task board tools. Default false. */
+  teams: v.optional(v.boolean()),
   codeMode: v.optional(CodeModeOptions),
   /** Offers web_fetch. Default false (the standard preset's `fetch: false`). */
   fetch: v.optional(v.boolean()),

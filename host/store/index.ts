@@ -17,6 +17,7 @@ import { createLibsqlRequestStore } from './requests.ts';
 import { createScheduleStore, type ScheduleStore } from './schedules.ts';
 import { createSessionStateStore, type SessionStateStore } from './session-state.ts';
 import { createSkillStore, type SkillStore } from './skills.ts';
+import { createTeamBoardStore, type TeamBoardStore } from './team-board.ts';
 import { createTenantStore, type TenantStore } from './tenants.ts';
 import type { EventSearch } from './types.ts';
 
@@ -68,6 +69,8 @@ export interface Store {
   skills: SkillStore;
   /** Each tenant's egress settings (allowlist, credentials, budgets, search provider). */
   egress: EgressSettingsStore;
+  /** Each team's task board (the team_task_* tools). */
+  teamBoards: TeamBoardStore;
   /** Flushes events, stops timers, closes the database. Idempotent. */
   close(): void;
 }
@@ -106,6 +109,7 @@ export const openStore = (options: OpenStoreOptions): Store => {
       schedules: createScheduleStore(db, now),
       skills: createSkillStore(db, now),
       egress: createEgressSettingsStore(db, now),
+      teamBoards: createTeamBoardStore(db),
       close() {
         if (closed) return;
         closed = true;
@@ -196,6 +200,13 @@ export {
   type SkillStore,
   type SkillSummary,
 } from './skills.ts';
+export {
+  createTeamBoardStore,
+  type TeamBoardStore,
+  type TeamBoardTx,
+  type TeamTaskRecord,
+  type TeamTaskStatus,
+} from './team-board.ts';
 export {
   API_KEY_PREFIX,
   type ApiKeyInfo,

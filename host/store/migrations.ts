@@ -344,6 +344,39 @@ export const MIGRATIONS: readonly Migration[] = [
     `,
   },
   {
+    version: 11,
+    name: 'team task boards',
+    // One board per team (team_id: the lead agent's id). team_boards hands out task ids (never
+    // reused, so a deleted task's id cannot come back under another subject); blocked_by and
+    // write_scopes are JSON arrays; owner is an agent id. The owner index serves the write-scope
+    // guard, which asks for the tasks an agent holds on every write it makes.
+    sql: `
+      CREATE TABLE team_boards (
+        tenant_id TEXT NOT NULL,
+        team_id TEXT NOT NULL,
+        next_seq INTEGER NOT NULL,
+        PRIMARY KEY (tenant_id, team_id)
+      );
+      CREATE TABLE team_tasks (
+        tenant_id TEXT NOT NULL,
+        team_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        subject TEXT NOT NULL,
+        description TEXT NOT NULL,
+        status TEXT NOT NULL,
+        owner TEXT,
+        blocked_by TEXT NOT NULL,
+        write_scopes TEXT NOT NULL,
+        revision INTEGER NOT NULL,
+        created_by TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (tenant_id, team_id, seq)
+      );
+      CREATE INDEX team_tasks_owner ON team_tasks (tenant_id, owner, status);
+    `,
+  },
+  {
     version: 12,
     name: "tenants' egress settings",
     // One JSON document per tenant (allowlist, credentials, budgets, search provider); versions 10

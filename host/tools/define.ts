@@ -41,6 +41,8 @@ export interface ToolOptions<P extends ObjectSchema, O extends AnySchema> {
   isConcurrencySafe?: (args: v.InferOutput<P>) => boolean;
   /** Default: mutating. Return true only when the call changes nothing outside the session state. */
   isReadOnly?: (args: v.InferOutput<P>) => boolean;
+  /** The file paths the call writes (ToolDefinition.writePaths); absent for tools that write none by path. */
+  writePaths?: (args: v.InferOutput<P>) => string[];
   /** Declared deadline; enforced only when the timeout policy is installed. */
   timeoutMs?: number;
   projectContent?: (
@@ -146,6 +148,7 @@ export const defineTool = <P extends ObjectSchema, O extends AnySchema>(
     execute: options.execute as ToolDefinition['execute'],
     isConcurrencySafe: options.isConcurrencySafe,
     isReadOnly: options.isReadOnly,
+    writePaths: options.writePaths,
     timeoutMs: options.timeoutMs,
     projectContent: options.projectContent,
     finalizeContent: options.finalizeContent,

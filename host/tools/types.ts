@@ -132,6 +132,12 @@ export interface ToolDefinition<Args = any, Value = any> {
    * process, nothing in the client): plan mode lets it run. Absent or throwing means it mutates.
    */
   isReadOnly?(args: Args): boolean;
+  /**
+   * The paths (as the call names them, relative to the workspace or absolute) this call creates,
+   * replaces or edits, for guards that confine writes (team tasks' write scopes). Declared only
+   * by tools that write files by path; a mutating tool without it writes where it likes (a shell).
+   */
+  writePaths?(args: Args): string[];
   /** Declarative only: enforced by the timeout policy (a tools/execute wrapper). */
   readonly timeoutMs?: number;
   /** Execution-prepared content, installed before post-execute policies. */

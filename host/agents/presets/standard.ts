@@ -43,6 +43,11 @@ export const standard = definePreset({
       // web_fetch only for agents created with `fetch: true` (the seed's standard preset has fetch: false).
       'web_search',
       'web_fetch',
+      // Installed with the durable store, and offered only to agents created with `teams: true`.
+      'team_task_create',
+      'team_task_get',
+      'team_task_list',
+      'team_task_update',
     ],
   },
   adds: [],

@@ -16,6 +16,7 @@ import { type AgentMcp, installMcpServers } from '../mcp/servers.ts';
 import type { McpLimits } from '../mcp/types.ts';
 import type { AgentPlugins } from '../plugins/view.ts';
 import type { AgentSession } from '../session/state.ts';
+import type { TeamBoard } from '../teams/board/board.ts';
 import type { Agent, AgentTools, RemoteToolSpec, ToolRuntime } from '../types.ts';
 import { mcpLimitsFor, mcpPersister, mcpServersOf } from './mcp.ts';
 import { type DeletionMarks, deletedError, remoteToolsOf } from './records.ts';
@@ -58,6 +59,8 @@ export interface LiveAgentsOptions {
   mcpLimitsOf?: (tenantId: string) => Partial<McpLimits> | undefined;
   /** Reaches the agents' remote MCP servers; without it they do not start. */
   egress?: EgressGateway;
+  /** The team task boards: `teams: true` agents get theirs, every agent's writes obey what it holds. */
+  teamBoard?: TeamBoard;
 }
 
 export function createLiveAgents(options: LiveAgentsOptions): LiveAgents {
@@ -127,7 +130,21 @@ export function createLiveAgents(options: LiveAgentsOptions): LiveAgents {
         ...(agent.config.subagents === true ? { spawn: options.spawn } : {}),
         // Only with a plugin host does the agent see cordis_* (and only its preset's list admits them).
         ...(plugins === undefined ? {} : { plugins }),
+        ...teamServicesOf(agent),
       },
+    };
+  }
+
+  /**
+   * Every agent's writes obey the scopes of the tasks it holds (a task may be reassigned to any
+   * teammate); only `teams: true` agents see the board tools.
+   */
+  function teamServicesOf(agent: Agent): Record<string, unknown> {
+    const board = options.teamBoard;
+    if (board === undefined) return {};
+    return {
+      writeScopes: () => board.heldScopes(agent.tenantId, agent.id),
+      ...(agent.config.teams === true ? { teamBoard: board.forAgent(agent.tenantId, agent.id) } : {}),
     };
   }
 

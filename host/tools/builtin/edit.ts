@@ -47,6 +47,7 @@ export const editTool = defineTool({
       },
     ],
   },
+  writePaths: (args) => [args.file_path],
   async execute(args, exec) {
     if (args.old_string === args.new_string) {
       throw new SandboxError(

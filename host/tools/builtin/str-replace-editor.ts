@@ -106,6 +106,7 @@ export const strReplaceEditorTool = defineTool({
   output: { schema: v.string() },
   // Only `view` leaves the workspace as it was (plan mode lets it through).
   isReadOnly: (args) => args.command === 'view',
+  writePaths: (args) => (args.command === 'view' ? [] : [args.path]),
   async execute(args, exec) {
     const missing = (REQUIRED[args.command] ?? []).filter(
       (key) => args[key as keyof typeof args] === undefined,

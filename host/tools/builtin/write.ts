@@ -25,6 +25,7 @@ export const writeTool = defineTool({
       },
     ],
   },
+  writePaths: (args) => [args.file_path],
   async execute(args, exec) {
     const sandbox = await sandboxOf(exec);
     const path = sandbox.fs.resolve(args.file_path);

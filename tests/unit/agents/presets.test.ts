@@ -41,7 +41,7 @@ describe('presets', () => {
         ...installed.filter((name) => admitsTool(entry, name) && !added.includes(name)),
         ...added,
       ];
-      const agent = await agents.create(tenant, { preset, mode: 'native', subagents: true });
+      const agent = await agents.create(tenant, { preset, mode: 'native', subagents: true, teams: true });
       const seen = (await agents.tools(agent)).tools.map((t) => t.name);
       expect(seen, preset).toEqual(expected);
       expect(seen.length, preset).toBeGreaterThan(0);

@@ -1,0 +1,132 @@
+// Team task boards (issue 16): the rows of each team's board in `team_tasks`, and the id counter of
+// each board in `team_boards` (migration 11). The store keeps rows and decides nothing: what an
+// action may do is host/agents/teams/board/rules.ts's business, run inside `write`.
+// Invariants: every read and write takes the tenant and the team, so nobody reaches another
+// tenant's board; `write` runs its function in one BEGIN IMMEDIATE transaction, so a revision
+// check, a cycle check and the change they allow commit together (two processes sharing the file
+// cannot both claim a task); task ids are the board's sequence numbers, never reused.
+import { type Database, guarded, immediate } from './db.ts';
+
+export type TeamTaskStatus = 'pending' | 'in_progress' | 'completed';
+
+export interface TeamTaskRecord {
+  /** The board's sequence number as a string ("1", "2", …): short, so a model copies it right. */
+  id: string;
+  subject: string;
+  description: string;
+  status: TeamTaskStatus;
+  /** The agent id holding (in_progress) or reserved for (pending) the task. */
+  owner?: string;
+  /** Ids of tasks of the same board that must be completed first. */
+  blockedBy: string[];
+  /** Normalised workspace-relative paths or globs its owner's writes are confined to. */
+  writeScopes: string[];
+  /** 1 at creation, +1 per change. */
+  revision: number;
+  createdBy: string;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** What `write`'s function may do to one board. */
+export interface TeamBoardTx {
+  /** Every task of the board, in id order. */
+  tasks(): TeamTaskRecord[];
+  /** A fresh id of this board (never handed out before). */
+  nextId(): string;
+  insert(task: TeamTaskRecord): void;
+  update(task: TeamTaskRecord): void;
+  remove(id: string): void;
+}
+
+export interface TeamBoardStore {
+  /** Runs `fn` over one team's board in one write transaction; what it throws rolls it back. */
+  write<T>(tenantId: string, teamId: string, fn: (tx: TeamBoardTx) => T): T;
+  /** Every task of the board, in id order. */
+  tasks(tenantId: string, teamId: string): TeamTaskRecord[];
+  /** The in-progress tasks `owner` holds that have write scopes, on any board of the tenant. */
+  scopedHeldBy(tenantId: string, owner: string): TeamTaskRecord[];
+}
+
+interface TaskRow {
+  seq: number;
+  subject: string;
+  description: string;
+  status: TeamTaskStatus;
+  owner: string | null;
+  blocked_by: string;
+  write_scopes: string;
+  revision: number;
+  created_by: string;
+  created_at: number;
+  updated_at: number;
+}
+
+const toRecord = (r: TaskRow): TeamTaskRecord => ({
+  id: String(r.seq),
+  subject: r.subject,
+  description: r.description,
+  status: r.status,
+  ...(r.owner === null ? {} : { owner: r.owner }),
+  blockedBy: JSON.parse(r.blocked_by),
+  writeScopes: JSON.parse(r.write_scopes),
+  revision: r.revision,
+  createdBy: r.created_by,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
+/** The columns insert and update both write, in this order. */
+const columns = (t: TeamTaskRecord) =>
+  [
+    t.subject,
+    t.description,
+    t.status,
+    t.owner ?? null,
+    JSON.stringify(t.blockedBy),
+    JSON.stringify(t.writeScopes),
+    t.revision,
+  ] as const;
+
+export const createTeamBoardStore = (db: Database): TeamBoardStore => {
+  const select = db.prepare('SELECT * FROM team_tasks WHERE tenant_id = ? AND team_id = ? ORDER BY seq');
+  const held = db.prepare(
+    `SELECT * FROM team_tasks WHERE tenant_id = ? AND owner = ? AND status = 'in_progress'
+     AND write_scopes != '[]' ORDER BY team_id, seq`,
+  );
+  const counter = db.prepare(
+    `INSERT INTO team_boards (tenant_id, team_id, next_seq) VALUES (?, ?, 2)
+     ON CONFLICT (tenant_id, team_id) DO UPDATE SET next_seq = next_seq + 1 RETURNING next_seq - 1 AS seq`,
+  );
+  const insert = db.prepare(
+    `INSERT INTO team_tasks (tenant_id, team_id, seq, subject, description, status, owner, blocked_by,
+     write_scopes, revision, created_by, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  );
+  const update = db.prepare(
+    `UPDATE team_tasks SET subject = ?, description = ?, status = ?, owner = ?, blocked_by = ?,
+     write_scopes = ?, revision = ?, updated_at = ? WHERE tenant_id = ? AND team_id = ? AND seq = ?`,
+  );
+  const remove = db.prepare('DELETE FROM team_tasks WHERE tenant_id = ? AND team_id = ? AND seq = ?');
+
+  const read = (tenantId: string, teamId: string): TeamTaskRecord[] =>
+    (select.all(tenantId, teamId) as TaskRow[]).map(toRecord);
+
+  function txOf(tenantId: string, teamId: string): TeamBoardTx {
+    return {
+      tasks: () => read(tenantId, teamId),
+      nextId: () => String((counter.all(tenantId, teamId)[0] as { seq: number }).seq),
+      insert: (t) =>
+        void insert.run(tenantId, teamId, Number(t.id), ...columns(t), t.createdBy, t.createdAt, t.updatedAt),
+      update: (t) => void update.run(...columns(t), t.updatedAt, tenantId, teamId, Number(t.id)),
+      remove: (id) => void remove.run(tenantId, teamId, Number(id)),
+    };
+  }
+
+  return {
+    write: (tenantId, teamId, fn) =>
+      guarded('change a team task board', () => immediate(db, () => fn(txOf(tenantId, teamId)))),
+    tasks: (tenantId, teamId) => guarded('read a team task board', () => read(tenantId, teamId)),
+    scopedHeldBy: (tenantId, owner) =>
+      guarded('read held team tasks', () => (held.all(tenantId, owner) as TaskRow[]).map(toRecord)),
+  };
+};
