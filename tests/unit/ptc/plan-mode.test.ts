@@ -3,30 +3,12 @@
 // mode a `write` and a `tools.bash` inside run_code are refused (PLAN_MODE) and nothing runs; once
 // the plan submitted with exit_plan_mode is approved, both run.
 import { afterAll, describe, expect, it } from 'vitest';
-import { assembleAgents } from '../../../host/agents/assemble.ts';
-import { createIsolateHost } from '../../../host/isolates/index.ts';
-import { createMemoryProvider } from '../../../host/sandbox/memory/provider.ts';
-import { openStore } from '../../../host/store/index.ts';
 import type { ToolCall } from '../../../host/tools/index.ts';
+import { composedService } from '../../helpers/composed.ts';
 import { until } from '../../helpers/until.ts';
 
-const isolates = createIsolateHost({ workers: 1, prewarm: 1 });
-const store = openStore({ path: ':memory:' });
-const commands: string[] = [];
-const sandboxes = createMemoryProvider({
-  run: (proc) => {
-    commands.push(proc.command);
-    proc.stdout('ran');
-    return 0;
-  },
-});
-const { agents } = assembleAgents({ store, sandboxes, isolates });
-const tenant = store.tenants.createTenant('t').id;
-afterAll(async () => {
-  await agents.close(0);
-  store.close();
-  await isolates.close();
-});
+const { agents, store, commands, tenant, close } = composedService();
+afterAll(close);
 
 const PROGRAM = `
   try {

@@ -1,0 +1,28 @@
+// The composed service (assembleAgents) for unit tests that go through the agent service: a
+// durable store in memory, the memory sandbox whose commands are recorded (each prints `ran`),
+// a real isolate host of one worker, and one tenant. `close()` stops all three.
+import { assembleAgents } from '../../host/agents/assemble.ts';
+import { createIsolateHost } from '../../host/isolates/index.ts';
+import { createMemoryProvider } from '../../host/sandbox/memory/provider.ts';
+import { openStore } from '../../host/store/index.ts';
+
+export const composedService = () => {
+  const isolates = createIsolateHost({ workers: 1, prewarm: 1 });
+  const store = openStore({ path: ':memory:' });
+  const commands: string[] = [];
+  const sandboxes = createMemoryProvider({
+    run: (proc) => {
+      commands.push(proc.command);
+      proc.stdout('ran');
+      return 0;
+    },
+  });
+  const { agents } = assembleAgents({ store, sandboxes, isolates });
+  const tenant = store.tenants.createTenant('t').id;
+  async function close(): Promise<void> {
+    await agents.close(0);
+    store.close();
+    await isolates.close();
+  }
+  return { agents, store, commands, tenant, close };
+};
