@@ -1,7 +1,8 @@
 // Versioned schema migrations, run at start. Invariants: `schema_migrations` lists every applied
 // version; each migration runs in its own BEGIN IMMEDIATE transaction and re-checks its version
-// inside it (two processes starting at once apply it once); a database whose schema is newer than
-// this code is refused, never touched. Migrations are append-only: never edit a shipped one.
+// inside it (two processes starting at once apply it once); every version not applied yet is
+// applied, in version order, one below the highest applied included; a database whose schema is
+// newer than this code is refused, never touched. Migrations are append-only: never edit a shipped one.
 import { SandboxError } from '../errors.ts';
 import type { JsonValue } from '../json.ts';
 import { type Database, guarded, immediate } from './db.ts';
@@ -423,8 +424,15 @@ export const migrate = (db: Database, migrations: readonly Migration[] = MIGRATI
   const applied: number[] = [];
   const has = db.prepare('SELECT 1 AS x FROM schema_migrations WHERE version = ?');
   const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
+  // By version, not only past the highest: a version below it that is missing (branches that took
+  // numbers in a different order than they merged) is applied too.
+  const done = new Set(
+    (db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[]).map(
+      (r) => r.version,
+    ),
+  );
   for (const migration of [...migrations].sort((a, b) => a.version - b.version)) {
-    if (migration.version <= current) continue;
+    if (done.has(migration.version)) continue;
     guarded(`migration ${migration.version} (${migration.name})`, () =>
       immediate(db, () => {
         if (has.all(migration.version).length > 0) return;

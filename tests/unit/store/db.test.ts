@@ -121,6 +121,17 @@ describe('migrations', () => {
     db.close();
   });
 
+  it('applies a missing version below the highest applied one (numbers taken out of merge order)', () => {
+    const db = openDatabase({ path: ':memory:' });
+    const latest = latestSchemaVersion();
+    const late = { version: latest + 1, name: 'late', sql: 'CREATE TABLE late (x)' };
+    const early = { version: latest + 3, name: 'early', sql: 'CREATE TABLE early (x)' };
+    migrate(db, [...MIGRATIONS, early]);
+    expect(migrate(db, [...MIGRATIONS, late, early])).toEqual([latest + 1]);
+    expect(db.prepare("SELECT name FROM sqlite_master WHERE name = 'late'").all()).toHaveLength(1);
+    db.close();
+  });
+
   it('refuses to start on a database written by newer code', () => {
     temp = tempDatabase();
     const db = temp.connect();
