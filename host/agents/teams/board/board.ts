@@ -101,7 +101,7 @@ export function createTeamBoard(options: TeamBoardOptions): TeamBoard {
           sessionId: change.teamId,
           type: 'team.task',
           surface: 'log-only',
-          data: { action: change.action, by: change.by, task: change.task as never },
+          data: { action: change.action, by: change.by, task: { ...change.task } },
         },
       ]);
     } catch (error) {

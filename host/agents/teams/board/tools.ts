@@ -117,7 +117,7 @@ export const teamTaskGetTool = defineTool({
 
 export const teamTaskListTool = defineTool({
   name: 'team_task_list',
-  description: `List your team's board in id order, filtered by status, owner (agent id or teammate name) and ready. ${READY} Pages hold \`limit\` tasks (default 50); pass next_cursor as cursor for the next page.`,
+  description: `List your team's board in id order, filtered by status, owner (agent id or teammate name) and ready. ${READY} Pages hold \`limit\` tasks (default 50, at most 100); pass next_cursor as cursor for the next page.`,
   parameters: v.object({
     status: v.optional(v.picklist(TASK_STATUSES)),
     owner: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(200))),
