@@ -170,7 +170,10 @@ export const assembleAgents = (options: AssembleOptions): Assembled => {
     ...(options.egress === undefined ? {} : { egress: options.egress.gateway }),
     ...(plugins ? { plugins: options.plugins ?? {} } : {}),
     ...(options.observe ? { observe: options.observe } : {}),
-    ...(scheduler === undefined ? {} : { onAgentDeleted: (id: string) => scheduler.removeAgent(id) }),
+    onAgentDeleted: (id: string) => {
+      scheduler?.removeAgent(id);
+      teamBoard?.releaseOwner(id);
+    },
     ...(teamBoard === undefined ? {} : { teamBoard }),
   });
   scheduler?.start();

@@ -46,6 +46,8 @@ export interface TeamBoardStore {
   tasks(tenantId: string, teamId: string): TeamTaskRecord[];
   /** The in-progress tasks `owner` holds that have write scopes, on any board of the tenant. */
   scopedHeldBy(tenantId: string, owner: string): TeamTaskRecord[];
+  /** The boards (of any tenant) where `owner` holds or is reserved unfinished tasks. */
+  boardsOwning(owner: string): { tenantId: string; teamId: string }[];
 }
 
 interface TaskRow {
@@ -107,6 +109,10 @@ export const createTeamBoardStore = (db: Database): TeamBoardStore => {
      write_scopes = ?, revision = ?, updated_at = ? WHERE tenant_id = ? AND team_id = ? AND seq = ?`,
   );
   const remove = db.prepare('DELETE FROM team_tasks WHERE tenant_id = ? AND team_id = ? AND seq = ?');
+  const owning = db.prepare(
+    `SELECT DISTINCT tenant_id AS tenantId, team_id AS teamId FROM team_tasks
+     WHERE owner = ? AND status != 'completed'`,
+  );
 
   const read = (tenantId: string, teamId: string): TeamTaskRecord[] =>
     (select.all(tenantId, teamId) as TaskRow[]).map(toRecord);
@@ -128,5 +134,12 @@ export const createTeamBoardStore = (db: Database): TeamBoardStore => {
     tasks: (tenantId, teamId) => guarded('read a team task board', () => read(tenantId, teamId)),
     scopedHeldBy: (tenantId, owner) =>
       guarded('read held team tasks', () => (held.all(tenantId, owner) as TaskRow[]).map(toRecord)),
+    boardsOwning: (owner) =>
+      guarded('read held team tasks', () =>
+        (owning.all(owner) as { tenantId: string; teamId: string }[]).map(({ tenantId, teamId }) => ({
+          tenantId,
+          teamId,
+        })),
+      ),
   };
 };

@@ -17,12 +17,12 @@ export const composedService = () => {
       return 0;
     },
   });
-  const { agents } = assembleAgents({ store, sandboxes, isolates });
+  const { agents, teamBoard } = assembleAgents({ store, sandboxes, isolates });
   const tenant = store.tenants.createTenant('t').id;
   async function close(): Promise<void> {
     await agents.close(0);
     store.close();
     await isolates.close();
   }
-  return { agents, store, commands, tenant, close };
+  return { agents, store, commands, tenant, teamBoard, close };
 };

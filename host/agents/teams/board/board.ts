@@ -18,6 +18,7 @@ import {
   checkFields,
   isReady,
   newTask,
+  ownerGone,
   taskOf,
   type UpdateInput,
   viewOf,
@@ -80,6 +81,11 @@ export interface TeamBoard {
   onBoardChange(listener: (change: BoardChange) => void): () => void;
   /** The in-progress tasks with write scopes `agentId` holds (sync: the write guard asks per write). */
   heldScopes(tenantId: string, agentId: string): HeldScopes[];
+  /**
+   * The agent was deleted: its unfinished tasks go back to pending and unowned (each a `release`
+   * by it), so the team can claim them; a deleted agent could never complete or release them.
+   */
+  releaseOwner(agentId: string): void;
 }
 
 export function createTeamBoard(options: TeamBoardOptions): TeamBoard {
@@ -212,6 +218,27 @@ export function createTeamBoard(options: TeamBoardOptions): TeamBoard {
     onBoardChange(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
+    },
+    releaseOwner(agentId) {
+      // Called from a delete, which must not fail for it: failures go to onError.
+      try {
+        for (const { tenantId, teamId } of store.boardsOwning(agentId)) {
+          const released = store.write(tenantId, teamId, (tx) => {
+            const before = tx.tasks();
+            const gone = new Set(
+              before.filter((t) => t.owner === agentId && t.status !== 'completed').map((t) => t.id),
+            );
+            const after = before.map((t) => (gone.has(t.id) ? ownerGone(t, now()) : t));
+            const board = boardOf(after);
+            const changed = after.filter((t) => gone.has(t.id));
+            for (const task of changed) tx.update(task);
+            return changed.map((t) => viewOf(t, board));
+          });
+          for (const task of released) told({ tenantId, teamId, action: 'release', by: agentId, task });
+        }
+      } catch (error) {
+        options.onError?.(error);
+      }
     },
     heldScopes: (tenantId, agentId) =>
       store

@@ -12,7 +12,8 @@
 //   reassign (owner; pending or in_progress) and delete: by anyone while the task is unowned,
 //   else by its owner or the lead (NOT_TASK_OWNER).
 // - blocked_by names tasks of the same board, never the task itself, and never closes a cycle
-//   (DEPENDENCY_CYCLE naming it). delete refuses a task others are blocked by (TASK_HAS_DEPENDENTS):
+//   (DEPENDENCY_CYCLE naming it). A deleted agent's unfinished tasks go back to pending, unowned.
+//   delete refuses a task others are blocked by (TASK_HAS_DEPENDENTS):
 //   unlinking them silently would make them ready without anyone deciding it.
 import { SandboxError } from '../../../errors.ts';
 import { normaliseScope } from './scopes.ts';
@@ -315,6 +316,14 @@ export const applyUpdate = (
     }
   }
 };
+
+/** The task of a deleted owner, back to pending and unowned (a release nobody asked for). */
+export const ownerGone = (task: TeamTaskRecord, now: number): TeamTaskRecord => ({
+  ...withoutOwner(task),
+  status: 'pending',
+  revision: task.revision + 1,
+  updatedAt: now,
+});
 
 const withoutOwner = (task: TeamTaskRecord): TeamTaskRecord => {
   const { owner: _owner, ...rest } = task;

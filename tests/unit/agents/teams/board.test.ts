@@ -248,6 +248,30 @@ describe('the task board', () => {
     expect(board.heldScopes('tn_1', 'a')).toEqual([]);
   });
 
+  it("a deleted agent's unfinished tasks go back to pending and unowned", async () => {
+    const { lead, a, board, changes } = setup();
+    for (const subject of ['held', 'reserved', 'done', 'other']) await lead.create(task(subject));
+    await a.update({ task_id: '1', expected_revision: 1, action: 'claim' });
+    await lead.update({ task_id: '2', expected_revision: 1, action: 'reassign', owner: 'a' });
+    await a.update({ task_id: '3', expected_revision: 1, action: 'claim' });
+    await a.update({ task_id: '3', expected_revision: 2, action: 'complete' });
+    await lead.update({ task_id: '4', expected_revision: 1, action: 'reassign', owner: 'b' });
+    changes.length = 0;
+    board.releaseOwner('a');
+    const tasks = (await lead.list({})).tasks.map((t) => [t.task_id, t.status, t.owner, t.revision]);
+    expect(tasks).toEqual([
+      ['1', 'pending', null, 3],
+      ['2', 'pending', null, 3],
+      ['3', 'completed', 'a', 3],
+      ['4', 'pending', 'b', 2],
+    ]);
+    expect(changes.map((c) => [c.action, c.by, c.task.task_id])).toEqual([
+      ['release', 'a', '1'],
+      ['release', 'a', '2'],
+    ]);
+    expect(board.heldScopes('tn_1', 'a')).toEqual([]);
+  });
+
   it('survives a reopened store', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'board-'));
     try {

@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { ToolCall, ToolResult } from '../../../../host/tools/index.ts';
 import { composedService } from '../../../helpers/composed.ts';
 
-const { agents, tenant, close } = composedService();
+const { agents, tenant, close, teamBoard } = composedService();
 afterAll(close);
 
 const textOf = (r: ToolResult | undefined) =>
@@ -56,5 +56,20 @@ describe('the team_task_* tools', () => {
       blocked_by: ['2'],
     });
     expect(textOf(cycle)).toMatch(/closes the cycle 1 → 2 → 1/);
+  });
+
+  it('deleting an agent releases the tasks it held (the service wires the board to deletions)', async () => {
+    const agent = await agents.create(tenant, { preset: 'standard', teams: true });
+    const run = (name: string, args: Record<string, unknown>) =>
+      agents.call(agent, [{ id: name, name, arguments: args }], { signal: new AbortController().signal });
+    await run('team_task_create', { subject: 'Held', description: 'then deleted' });
+    await run('team_task_update', { task_id: '1', expected_revision: 1, action: 'claim' });
+    const released = new Promise((resolve) => teamBoard?.onBoardChange(resolve));
+    await agents.delete(tenant, agent.id);
+    expect(await released).toMatchObject({
+      action: 'release',
+      by: agent.id,
+      task: { status: 'pending', owner: null },
+    });
   });
 });
