@@ -138,8 +138,8 @@ export function createTeamBoard(options: TeamBoardOptions): TeamBoard {
         const view = store.write(tenantId, teamId, (tx) => {
           const board = boardOf(tx.tasks());
           // Checked before an id is drawn, so a refused create does not use one up.
-          newTask(board, input, limits, { id: '0', by: agentId, now: 0 });
-          const task = newTask(board, input, limits, { id: tx.nextId(), by: agentId, now: now() });
+          const checked = newTask(board, input, limits, { id: '', by: agentId, now: now() });
+          const task = { ...checked, id: tx.nextId() };
           tx.insert(task);
           return viewOf(task, board);
         });
