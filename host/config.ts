@@ -4,6 +4,7 @@
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { SandboxError } from './errors.ts';
+import { parseSecretsKey } from './store/sealed.ts';
 
 export interface Config {
   /** Address the API listens on. Default 127.0.0.1 (env DSH_HOST). */
@@ -126,6 +127,11 @@ export interface Config {
   webFetchMaxBytes: number;
   /** Deadline of one web_fetch, redirects included, in ms. Default 30000 (env DSH_WEB_FETCH_TIMEOUT_MS). */
   webFetchTimeoutMs: number;
+  /**
+   * The key secrets are sealed with in the store (egress credentials, MCP servers' headers and
+   * environments): 32 bytes in base64. Default: a key file next to the database, made once (env DSH_SECRETS_KEY).
+   */
+  secretsKey: Buffer | undefined;
 }
 
 /** `ip`, `ip:port` or `[ipv6]:port` entries of DSH_EGRESS_ALLOW_HOSTS_FOR_TESTS; IP literals only. */
@@ -356,6 +362,8 @@ export const loadConfig = (
       overrides.eventPageBytes ??
       intFrom('DSH_EVENT_PAGE_BYTES', env.DSH_EVENT_PAGE_BYTES, 1024 * 1024, 64 * 1024, 256 * 1024 * 1024),
     mcpOrigins: overrides.mcpOrigins ?? originsFrom('DSH_MCP_ORIGINS', env.DSH_MCP_ORIGINS),
+    secretsKey:
+      overrides.secretsKey ?? (env.DSH_SECRETS_KEY ? parseSecretsKey(env.DSH_SECRETS_KEY) : undefined),
     egressConnections:
       overrides.egressConnections ??
       intFrom('DSH_EGRESS_TENANT_CONNECTIONS', env.DSH_EGRESS_TENANT_CONNECTIONS, 32, 1, 100_000),

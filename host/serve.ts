@@ -127,7 +127,13 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
   const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
   if (!options.sandboxes) sandboxImageOf(config); // refused before anything is made
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
-  const store = options.store ?? openStore({ path: config.database, logBudgetBytes: config.tenantLogBytes });
+  const store =
+    options.store ??
+    openStore({
+      path: config.database,
+      logBudgetBytes: config.tenantLogBytes,
+      ...(config.secretsKey === undefined ? {} : { secretsKey: config.secretsKey }),
+    });
   ensureDefaultTenant(store, config, log);
   const sandboxes = options.sandboxes ?? (await defaultProvider(config, store, log));
   const isolates =

@@ -9,6 +9,7 @@ import { nanoid } from 'nanoid';
 import { SandboxError } from '../errors.ts';
 import type { JsonValue } from '../json.ts';
 import { type Database, guarded, storeError } from './db.ts';
+import type { Sealer } from './sealed.ts';
 
 export interface AgentRecord {
   id: string;
@@ -65,7 +66,7 @@ interface AgentRow {
   deleted_at: number | null;
 }
 
-function toRecord(r: AgentRow): AgentRecord {
+function toRecord(r: AgentRow, open: (stored: string) => string): AgentRecord {
   const record: AgentRecord = {
     id: r.id,
     tenantId: r.tenant_id,
@@ -73,7 +74,7 @@ function toRecord(r: AgentRow): AgentRecord {
     mode: r.mode,
     config: JSON.parse(r.config),
     remoteTools: JSON.parse(r.remote_tools),
-    mcpServers: r.mcp_servers === undefined ? [] : JSON.parse(r.mcp_servers),
+    mcpServers: r.mcp_servers === undefined ? [] : JSON.parse(open(r.mcp_servers)),
     createdAt: r.created_at,
   };
   if (r.sandbox_id !== null) record.sandboxId = r.sandbox_id;
@@ -81,7 +82,10 @@ function toRecord(r: AgentRow): AgentRecord {
   return record;
 }
 
-export const createAgentStore = (db: Database, now: () => number = Date.now): AgentStore => {
+export const createAgentStore = (db: Database, now: () => number = Date.now, sealer?: Sealer): AgentStore => {
+  // MCP servers' environments and headers are secrets: their column is sealed (sealed.ts).
+  const open = (stored: string) => sealer?.open(stored) ?? stored;
+  const read = (row: AgentRow) => toRecord(row, open);
   const insert = db.prepare(
     'INSERT INTO agents (id, tenant_id, preset, mode, config, remote_tools, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
   );
@@ -140,11 +144,10 @@ export const createAgentStore = (db: Database, now: () => number = Date.now): Ag
     get: (tenantId, id) =>
       guarded('read agent', () => {
         const row = select.all(id, tenantId)[0] as AgentRow | undefined;
-        return row === undefined ? undefined : toRecord(row);
+        return row === undefined ? undefined : read(row);
       }),
 
-    list: (tenantId) =>
-      guarded('list agents', () => (selectTenant.all(tenantId) as AgentRow[]).map(toRecord)),
+    list: (tenantId) => guarded('list agents', () => (selectTenant.all(tenantId) as AgentRow[]).map(read)),
 
     markDeleted: (tenantId, id) => guarded('delete agent', () => remove.run(now(), id, tenantId).changes > 0),
 
@@ -156,7 +159,8 @@ export const createAgentStore = (db: Database, now: () => number = Date.now): Ag
         setMcp ??= db.prepare(
           'UPDATE agents SET mcp_servers = ? WHERE id = ? AND tenant_id = ? AND deleted_at IS NULL',
         );
-        return setMcp.run(JSON.stringify(servers), id, tenantId).changes > 0;
+        const text = JSON.stringify(servers);
+        return setMcp.run(sealer?.seal(text) ?? text, id, tenantId).changes > 0;
       }),
 
     setSandboxId(id, sandboxId) {
@@ -165,7 +169,7 @@ export const createAgentStore = (db: Database, now: () => number = Date.now): Ag
 
     listAll: (options = {}) =>
       guarded('list all agents', () =>
-        ((options.includeDeleted ? selectAll : selectLive).all() as AgentRow[]).map(toRecord),
+        ((options.includeDeleted ? selectAll : selectLive).all() as AgentRow[]).map(read),
       ),
   };
 };

@@ -1,10 +1,11 @@
 // Each tenant's egress settings (migration 12): its allowlist, the credentials the gateway adds for
 // named hosts, its budgets and its search provider, kept as one JSON document per tenant. The store
 // decides nothing about them (host/egress/settings.ts validates and owns their meaning). The
-// credentials' values are stored here as given: whoever reads this table reads them, so the API
-// never returns the document as it is.
+// document holds credentials' values, so it is stored sealed (sealed.ts), and the API never returns
+// it as it is.
 import type { JsonValue } from '../json.ts';
 import { type Database, guarded } from './db.ts';
+import type { Sealer } from './sealed.ts';
 
 export interface EgressSettingsStore {
   /** The tenant's document; undefined when it never set one. */
@@ -16,6 +17,7 @@ export interface EgressSettingsStore {
 export const createEgressSettingsStore = (
   db: Database,
   now: () => number = Date.now,
+  sealer?: Sealer,
 ): EgressSettingsStore => {
   const select = db.prepare('SELECT settings FROM tenant_egress WHERE tenant_id = ?');
   const upsert = db.prepare(
@@ -26,11 +28,14 @@ export const createEgressSettingsStore = (
     get: (tenantId) =>
       guarded('read egress settings', () => {
         const row = select.all(tenantId)[0] as { settings: string } | undefined;
-        return row === undefined ? undefined : (JSON.parse(row.settings) as JsonValue);
+        return row === undefined
+          ? undefined
+          : (JSON.parse(sealer?.open(row.settings) ?? row.settings) as JsonValue);
       }),
     put: (tenantId, settings) =>
       guarded('write egress settings', () => {
-        upsert.run(tenantId, JSON.stringify(settings), now());
+        const text = JSON.stringify(settings);
+        upsert.run(tenantId, sealer?.seal(text) ?? text, now());
       }),
   };
 };

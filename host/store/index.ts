@@ -1,6 +1,7 @@
 // The store's public entry: openStore() opens the database, runs migrations and wires the
 // repositories; everything else is named re-exports. Invariant: close() stops the request timers,
 // writes every queued event, and only then closes the database.
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { type AgentStore, createAgentStore } from './agents.ts';
 import { type Database, openDatabase } from './db.ts';
@@ -15,6 +16,7 @@ import type { PluginStore, PluginStoreOptions } from './plugins-core.ts';
 import type { ClosableRequestStore } from './request-core.ts';
 import { createLibsqlRequestStore } from './requests.ts';
 import { createScheduleStore, type ScheduleStore } from './schedules.ts';
+import { createSealer, keyFileSecret } from './sealed.ts';
 import { createSessionStateStore, type SessionStateStore } from './session-state.ts';
 import { createSkillStore, type SkillStore } from './skills.ts';
 import { createTeamBoardStore, type TeamBoardStore } from './team-board.ts';
@@ -44,6 +46,11 @@ export interface OpenStoreOptions {
   logBudgetBytes?: number;
   /** The creator-plugin maxima of a tenant (plugins per agent, packages per plugin, code size). */
   pluginLimitsOf?: PluginStoreOptions['limitsOf'];
+  /**
+   * The key secrets are sealed with (sealed.ts). Default: a key file next to the database file
+   * (`<path>.key`, made once), a fresh key for an in-memory database.
+   */
+  secretsKey?: Buffer;
 }
 
 export interface Store {
@@ -85,6 +92,10 @@ export const openStore = (options: OpenStoreOptions): Store => {
       : join(options.dataDir, STORE_FILE));
   const db = openDatabase({ path, url: options.url, busyTimeoutMs: options.busyTimeoutMs });
   try {
+    const sealer = createSealer(
+      options.secretsKey ??
+        (path === undefined || path === ':memory:' ? randomBytes(32) : keyFileSecret(`${path}.key`)),
+    );
     migrate(db);
     const instanceId = instanceIdOf(db);
     const now = options.now ?? Date.now;
@@ -102,13 +113,13 @@ export const openStore = (options: OpenStoreOptions): Store => {
       events,
       requests,
       tenants: createTenantStore(db, now),
-      agents: createAgentStore(db, now),
+      agents: createAgentStore(db, now, sealer),
       plugins: createLibsqlPluginStore(db, { now, limitsOf: options.pluginLimitsOf }),
       sessionState: createSessionStateStore(db, now),
       search: createEventSearch(db),
       schedules: createScheduleStore(db, now),
       skills: createSkillStore(db, now),
-      egress: createEgressSettingsStore(db, now),
+      egress: createEgressSettingsStore(db, now, sealer),
       teamBoards: createTeamBoardStore(db),
       close() {
         if (closed) return;
