@@ -154,6 +154,12 @@ export const Result = v.object({
   value: v.optional(v.unknown()),
   error: v.optional(v.object({ code: v.string(), message: v.string() })),
   durationMs: v.number(),
+  redacted: v.optional(
+    v.pipe(
+      v.literal(true),
+      v.description('A policy replaced the content; the value is withheld (never stored or served).'),
+    ),
+  ),
 });
 export const Results = v.object({ results: v.array(Result) });
 

@@ -46,7 +46,9 @@ export const resultEvent = (
     content: result.content as unknown as JsonValue,
     durationMs: result.durationMs,
   };
-  if (result.value !== undefined) data.value = result.value;
+  // A redacted result's value is never stored (nor indexed, nor deduplicated as a payload).
+  if (result.redacted) data.redacted = true;
+  else if (result.value !== undefined) data.value = result.value;
   if (result.error !== undefined) data.error = result.error as unknown as JsonValue;
   if (provenance !== undefined) data.provenance = { ...provenance };
   const event: SessionEventInput = {

@@ -44,8 +44,11 @@ export interface GuardDenial {
 
 /** The outcome of dispatch, before post-execute policies. */
 export type Outcome =
-  /** The body returned a valid value; `content` is its rendered (projected) form. */
-  | { ok: true; value: JsonValue; content: ContentPart[] }
+  /**
+   * The body returned a valid value; `content` is its rendered (projected) form. `redacted`: a
+   * post-execute policy replaced the content but not the value, so the value is never stored or served.
+   */
+  | { ok: true; value: JsonValue; content: ContentPart[]; redacted?: true }
   /** Anything failed; `error.message` is what the model will read. */
   | { ok: false; error: ToolError };
 
@@ -59,7 +62,11 @@ export interface ExecuteView {
 export type ExecuteWrapper = (view: ExecuteView, next: () => Promise<Outcome>) => Promise<Outcome>;
 
 export type PostExecuteAction =
-  /** Replace the content and/or the canonical value of a successful call (ignored for failures). */
+  /**
+   * Replace the content and/or the canonical value of a successful call (ignored for failures).
+   * Replacing the content alone redacts: the old value stays in memory for the call's own consumer
+   * only, and is neither logged nor returned by the API. Replace the value too to remove it entirely.
+   */
   | { kind: 'replace'; content?: ContentPart[]; value?: JsonValue }
   /** Turn the call into a DENIED failure; `feedback` is what the model reads. */
   | { kind: 'block'; feedback: string; userReason?: string }

@@ -9,7 +9,9 @@
 // Invariants: a call never throws out of `runPrepared`, it settles as a frozen ToolResult; a failed
 // call's content is exactly `Error: <message>`; cancellation before the body is
 // ABORTED_BEFORE_DISPATCH, after the body started it replaces only a successful outcome (ABORTED);
-// denials, wrapper and tool failures, post-policy failures and TOOL_TIMEOUT stay as they are.
+// denials, wrapper and tool failures, post-policy failures and TOOL_TIMEOUT stay as they are; a
+// post-execute policy that replaces the content and not the value redacts: the value stays in memory
+// for the call's own consumer (non-enumerable) and is never logged or served (`redacted: true`).
 import { messageOf } from '../errors.ts';
 import type { EventLog, SessionEventInput } from '../store/types.ts';
 import type { Approvals } from './approvals.ts';
@@ -283,6 +285,11 @@ const settle = (
       durationMs: performance.now() - start,
     };
     if (outcome.value === undefined) delete result.value;
+    else if (outcome.redacted) {
+      // In memory for the call's own consumer only: JSON (API, log, plugins' events) drops it.
+      Object.defineProperty(result, 'value', { value: outcome.value, enumerable: false });
+      result.redacted = true;
+    }
   } else {
     const content = errorContent(outcome.error.message);
     result = {

@@ -90,8 +90,13 @@ export const postExecute = async (env: CallEnv, view: CallView, first: Outcome):
         return failed(
           fail('TOOL_FAILED', `A post-execute policy for ${view.name} produced invalid content.`),
         );
-      const value = action.kind === 'replace' && action.value !== undefined ? action.value : outcome.value;
-      outcome = { ok: true, value, content };
+      const replacement = action.kind === 'replace' ? action.value : undefined;
+      const value = replacement ?? outcome.value;
+      // Content replaced without a value is a redaction: the raw value must not be stored or served.
+      const redacted =
+        replacement === undefined &&
+        (outcome.redacted === true || (action.kind === 'replace' && action.content !== undefined));
+      outcome = redacted ? { ok: true, value, content, redacted: true } : { ok: true, value, content };
     }
   }
   return outcome;

@@ -44,10 +44,19 @@ export interface ToolResult {
   name: string;
   ok: boolean;
   content: ContentPart[];
-  /** The canonical output value of a successful call (what code mode receives). */
+  /**
+   * The canonical output value of a successful call (what code mode receives). When `redacted`,
+   * it is non-enumerable: the call's own in-memory consumer (a program's `tools.*`, a plugin) still
+   * reads it, but JSON (the API, the log) never carries it.
+   */
   value?: JsonValue;
   error?: ToolError;
   durationMs: number;
+  /**
+   * A post-execute policy replaced the content and not the value: the value is withheld from
+   * everything stored and served (the log keeps `redacted: true` instead).
+   */
+  redacted?: true;
 }
 
 /**

@@ -304,6 +304,30 @@ describe('tools/post-execute, finalizeContent and tools/result', () => {
     expect(r?.value).toBe('redacted');
   });
 
+  it('replacing the content alone redacts: the value is for the in-memory caller only, never JSON', async () => {
+    const { scope } = setup();
+    scope.on('tools/post-execute', () => ({
+      kind: 'replace',
+      content: [{ type: 'text', text: '[redacted]' }],
+    }));
+    const r = await run(scope);
+    expect(r?.redacted).toBe(true);
+    expect(r?.value).toBeDefined();
+    expect(JSON.parse(JSON.stringify(r))).not.toHaveProperty('value');
+  });
+
+  it('a later replace with a value ends the redaction', async () => {
+    const { scope } = setup();
+    scope.on('tools/post-execute', () => ({
+      kind: 'replace',
+      content: [{ type: 'text', text: '[redacted]' }],
+    }));
+    scope.on('tools/post-execute', () => ({ kind: 'replace', value: 'clean' }));
+    const r = await run(scope);
+    expect(r?.redacted).toBeUndefined();
+    expect(JSON.parse(JSON.stringify(r))).toMatchObject({ value: 'clean' });
+  });
+
   it('post-execute may block with feedback (DENIED)', async () => {
     const { scope } = setup();
     scope.on('tools/post-execute', () => ({ kind: 'block', feedback: 'output contained a secret' }));
