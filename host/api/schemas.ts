@@ -160,6 +160,12 @@ export const Result = v.object({
       v.description('A policy replaced the content; the value is withheld (never stored or served).'),
     ),
   ),
+  attempts: v.optional(
+    v.pipe(
+      v.number(),
+      v.description('How many times the tool ran, when a policy retried it (absent: once).'),
+    ),
+  ),
 });
 export const Results = v.object({ results: v.array(Result) });
 

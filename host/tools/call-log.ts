@@ -50,6 +50,7 @@ export const resultEvent = (
   if (result.redacted) data.redacted = true;
   else if (result.value !== undefined) data.value = result.value;
   if (result.error !== undefined) data.error = result.error as unknown as JsonValue;
+  if (result.attempts !== undefined) data.attempts = result.attempts;
   if (provenance !== undefined) data.provenance = { ...provenance };
   const event: SessionEventInput = {
     sessionId,

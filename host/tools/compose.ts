@@ -1,29 +1,41 @@
-// The tools/execute wrapper chain: a tiny guarded koa-style compose. Calling `next()` twice from one
-// wrapper throws (a retrying wrapper must not run the body behind the pipeline's back twice);
-// with no wrappers the body runs directly.
+// The tools/execute wrapper chain: a tiny guarded koa-style compose. A wrapper may call `next()`
+// again once the previous attempt settled (a retry: each attempt goes through the rest of the
+// chain and the body, which re-checks the signal), but never while one is in flight and never
+// after the wrapper itself settled (no attempt runs behind the pipeline's back). With no wrappers
+// the body runs directly.
 import { SandboxError } from '../errors.ts';
 import type { ExecuteView, ExecuteWrapper, Outcome } from './hooks.ts';
 
 export type Dispatch = (view: ExecuteView) => Promise<Outcome>;
 
+const refused = (message: string): Promise<Outcome> =>
+  Promise.reject(new SandboxError('TOOL_FAILED', `A tools/execute wrapper ${message}.`));
+
 export const compose = (wrappers: readonly ExecuteWrapper[], body: Dispatch): Dispatch => {
   if (wrappers.length === 0) return body;
   return (view) => {
-    let index = -1;
     const step = (i: number): Promise<Outcome> => {
-      if (i <= index) {
-        return Promise.reject(
-          new SandboxError('TOOL_FAILED', 'A tools/execute wrapper called next() more than once.'),
-        );
-      }
-      index = i;
       const wrapper = wrappers[i];
       if (wrapper === undefined) return body(view);
+      let inFlight = false;
+      let settled = false;
+      const next = (): Promise<Outcome> => {
+        if (settled) return refused('called next() after it returned');
+        if (inFlight) return refused('called next() again before the previous attempt settled');
+        inFlight = true;
+        return step(i + 1).finally(() => {
+          inFlight = false;
+        });
+      };
+      let outcome: Promise<Outcome>;
       try {
-        return Promise.resolve(wrapper(view, () => step(i + 1)));
+        outcome = Promise.resolve(wrapper(view, next));
       } catch (error) {
-        return Promise.reject(error);
+        outcome = Promise.reject(error);
       }
+      return outcome.finally(() => {
+        settled = true;
+      });
     };
     return step(0);
   };

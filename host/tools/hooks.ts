@@ -58,7 +58,11 @@ export interface ExecuteView {
   signal: AbortSignal;
 }
 
-/** tools/execute: koa-style around-dispatch wrapper; call `next()` at most once. */
+/**
+ * tools/execute: koa-style around-dispatch wrapper. `next()` runs one attempt (the rest of the chain
+ * and the body); call it again after an attempt settled to retry, never while one is in flight.
+ * Each attempt re-checks the signal; the result counts the attempts (`attempts`, when more than one).
+ */
 export type ExecuteWrapper = (view: ExecuteView, next: () => Promise<Outcome>) => Promise<Outcome>;
 
 export type PostExecuteAction =

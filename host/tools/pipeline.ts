@@ -12,6 +12,9 @@
 // denials, wrapper and tool failures, post-policy failures and TOOL_TIMEOUT stay as they are; a
 // post-execute policy that replaces the content and not the value redacts: the value stays in memory
 // for the call's own consumer (non-enumerable) and is never logged or served (`redacted: true`).
+// A tools/execute wrapper may retry (compose.ts): one call still settles as one result and one
+// `tool.result` event, which counts the attempts (`attempts`, when more than one); failed attempts
+// are not logged on their own, inner calls they made are (numbered on, so their ids stay unique).
 import { messageOf } from '../errors.ts';
 import type { EventLog, SessionEventInput } from '../store/types.ts';
 import type { Approvals } from './approvals.ts';
@@ -71,6 +74,10 @@ interface InternalView extends ExecuteView {
   readonly prepared: Prepared;
   readonly callerSignal: AbortSignal;
   started: boolean;
+  /** Bodies entered so far (a tools/execute wrapper may retry). */
+  attempts: number;
+  /** Inner calls made so far, over every attempt, so that their ids stay unique in the log. */
+  innerCalls: number;
 }
 
 /** The execution lookup: the set's admitted registration, or why the name cannot run now. */
@@ -162,12 +169,16 @@ export const runBody = async (outer: ExecuteView): Promise<Outcome> => {
   const name = prepared.call.name;
   // A wrapper may replace the signal; the caller's cancellation must still reach the body.
   const signal = view.signal === callerSignal ? callerSignal : AbortSignal.any([callerSignal, view.signal]);
+  // Every attempt re-checks: a retry after cancellation, disposal or replacement does not start.
   if (signal.aborted)
     return failed(callerSignal.aborted ? beforeDispatch(name) : toToolError(signal.reason, signal, name));
+  const changed = view.attempts > 0 ? stale(env, prepared) : undefined;
+  if (changed !== undefined) return failed(changed);
   view.started = true;
+  view.attempts++;
   let value: unknown;
   try {
-    value = await definition.execute(prepared.args, execContext(env, prepared, signal));
+    value = await definition.execute(prepared.args, execContext(view, signal));
   } catch (error) {
     return failed(toToolError(error, signal, name));
   }
@@ -198,10 +209,11 @@ export const runBody = async (outer: ExecuteView): Promise<Outcome> => {
   }
 };
 
-const execContext = (env: CallEnv, prepared: Prepared, signal: AbortSignal): ExecContext => {
+/** What one attempt's body receives: a fresh context, its inner calls numbered on from the last attempt's. */
+const execContext = (view: InternalView, signal: AbortSignal): ExecContext => {
+  const { env, prepared } = view;
   const callId = prepared.call.id;
   let gate: Gate | undefined;
-  let seq = 0;
   // The env of the last extra signal: a program passes the same one on every call, and
   // AbortSignal.any per call would cost more than the rest of the inner call.
   let joined: { extra: AbortSignal | undefined; env: CallEnv } | undefined;
@@ -220,7 +232,7 @@ const execContext = (env: CallEnv, prepared: Prepared, signal: AbortSignal): Exe
     callTool(name, args, options) {
       // An inner call ends with its parent, and also with the program that made it (options.signal).
       const innerEnv = innerEnvOf(options?.signal);
-      const call = { id: `${callId}.${++seq}`, name, arguments: args };
+      const call = { id: `${callId}.${++view.innerCalls}`, name, arguments: args };
       const inner = prepare(
         innerEnv,
         call,
@@ -253,6 +265,7 @@ const settle = (
   view: CallView | undefined,
   outcome: Outcome,
   start: number,
+  attempts = 1,
 ): ToolResult => {
   const { call } = prepared;
   let result: ToolResult;
@@ -273,6 +286,7 @@ const settle = (
             fail('TOOL_FAILED', `Tool ${call.name} could not finalize its content: ${messageOf(error)}`),
           ),
           start,
+          attempts,
         );
       }
     }
@@ -301,6 +315,7 @@ const settle = (
       durationMs: performance.now() - start,
     };
   }
+  if (attempts > 1) result.attempts = attempts;
   Object.freeze(result);
   for (const observer of chainsOf(env.state, env.layer).result) {
     try {
@@ -359,6 +374,7 @@ export const runPrepared = async (env: CallEnv, prepared: Prepared): Promise<Too
     toolSet: env.toolSet,
   };
   let outcome: Outcome;
+  let attempts = 1;
   const chains = chainsOf(env.state, env.layer);
   // Fast path: with no pre-execute listeners and no guards there is nothing to decide or await.
   const policed = chains.pre.length > 0 || chains.guards.length > 0;
@@ -375,17 +391,20 @@ export const runPrepared = async (env: CallEnv, prepared: Prepared): Promise<Too
       prepared,
       callerSignal: env.signal,
       started: false,
+      attempts: 0,
+      innerCalls: 0,
     };
     try {
       outcome = await dispatchOf(env.state, env.layer)(execute);
     } catch (error) {
       outcome = failed(toToolError(error, execute.signal, call.name));
     }
+    attempts = Math.max(1, execute.attempts);
     outcome = cancelled(env, execute, outcome);
     if (chains.post.length > 0) outcome = await postExecute(env, view, outcome);
     outcome = cancelled(env, execute, outcome);
   } catch (error) {
     outcome = failed(fail('TOOL_FAILED', messageOf(error)));
   }
-  return settle(env, prepared, view, outcome, start);
+  return settle(env, prepared, view, outcome, start, attempts);
 };

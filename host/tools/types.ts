@@ -57,6 +57,8 @@ export interface ToolResult {
    * everything stored and served (the log keeps `redacted: true` instead).
    */
   redacted?: true;
+  /** How many times the body ran, when a tools/execute wrapper retried it (absent: once or never). */
+  attempts?: number;
 }
 
 /**

@@ -1,7 +1,14 @@
 import * as v from 'valibot';
 import { describe, expect, it } from 'vitest';
 import { SandboxError } from '../../../host/errors.ts';
-import { type CallView, createRegistry, type Decision, defineTool } from '../../../host/tools/index.ts';
+import { createMemoryEventLog } from '../../../host/store/memory.ts';
+import {
+  type CallView,
+  createRegistry,
+  type Decision,
+  defineTool,
+  type ExecuteWrapper,
+} from '../../../host/tools/index.ts';
 import { agent, call, echoTool } from './helpers.ts';
 
 const setup = () => {
@@ -242,29 +249,98 @@ describe('tools/execute wrappers', () => {
     expect((await run(scope))?.content).toEqual([{ type: 'text', text: 'wrapped' }]);
   });
 
-  it('calling next() twice fails the call instead of running the body twice', async () => {
+  /** A tool that fails with SANDBOX_UNAVAILABLE `failures` times, then answers; counts its runs. */
+  const flaky = (failures: number) => {
+    const runs = { count: 0 };
+    const definition = defineTool({
+      name: 'flaky',
+      description: 'd',
+      parameters: v.object({}),
+      output: { schema: v.number() },
+      execute: async (_args, exec) => {
+        runs.count++;
+        // Inner calls of every attempt are logged, under ids unique across attempts.
+        await exec.callTool('echo', { text: `attempt ${runs.count}` });
+        if (runs.count <= failures) throw new SandboxError('SANDBOX_UNAVAILABLE', 'The sandbox restarts.');
+        return runs.count;
+      },
+    });
+    return { definition, runs };
+  };
+
+  /** A retry policy: runs a call up to `times` more times while it fails with SANDBOX_UNAVAILABLE. */
+  const retryTransient =
+    (times: number): ExecuteWrapper =>
+    async (_view, next) => {
+      let outcome = await next();
+      for (let i = 0; i < times && !outcome.ok && outcome.error.code === 'SANDBOX_UNAVAILABLE'; i++)
+        outcome = await next();
+      return outcome;
+    };
+
+  it('a retry policy reruns a transient failure; the log holds one call and one result counting the attempts', async () => {
+    const log = createMemoryEventLog();
+    const registry = createRegistry({ log });
+    const { definition, runs } = flaky(2);
+    registry.global.register(definition);
+    registry.global.register(echoTool('echo'));
+    registry.global.on('tools/execute', retryTransient(2));
+    const [r] = await registry.global.execute([call('1', 'flaky')], { agent });
+    expect(r).toMatchObject({ ok: true, value: 3, attempts: 3 });
+    expect(runs.count).toBe(3);
+    const events = log.list(agent.sessionId);
+    const root = events.filter((e) => e.parentCallId === undefined);
+    expect(root.map((e) => [e.type, e.callId])).toEqual([
+      ['tool.call', '1'],
+      ['tool.result', '1'],
+    ]);
+    expect(root[1]?.data).toMatchObject({ ok: true, attempts: 3 });
+    expect(
+      events.filter((e) => e.parentCallId === '1' && e.type === 'tool.call').map((e) => e.callId),
+    ).toEqual(['1.1', '1.2', '1.3']);
+  });
+
+  it('a retry gives up after its limit with the last failure', async () => {
     const registry = createRegistry();
-    let runs = 0;
-    registry.global.register(
-      defineTool({
-        name: 't',
-        description: 'd',
-        parameters: v.object({}),
-        output: { schema: v.null() },
-        execute: () => {
-          runs++;
-          return null;
-        },
-      }),
-    );
+    const { definition, runs } = flaky(5);
+    registry.global.register(definition);
+    registry.global.register(echoTool('echo'));
+    registry.global.on('tools/execute', retryTransient(2));
+    const [r] = await registry.global.execute([call('1', 'flaky')], { agent });
+    expect(r).toMatchObject({ ok: false, error: { code: 'SANDBOX_UNAVAILABLE' }, attempts: 3 });
+    expect(runs.count).toBe(3);
+  });
+
+  it('an attempt after cancellation does not start the body', async () => {
+    const registry = createRegistry();
+    const { definition, runs } = flaky(5);
+    registry.global.register(definition);
+    registry.global.register(echoTool('echo'));
+    const controller = new AbortController();
     registry.global.on('tools/execute', async (_view, next) => {
       await next();
+      controller.abort();
       return next();
     });
-    const [r] = await registry.global.execute([call('1', 't')], { agent });
-    expect(runs).toBe(1);
+    const [r] = await registry.global.execute([call('1', 'flaky')], { agent, signal: controller.signal });
+    expect(runs.count).toBe(1);
+    expect(r?.error?.code).toBe('ABORTED_BEFORE_DISPATCH');
+  });
+
+  it('overlapping attempts are refused: next() again while one runs fails the call, the body runs once', async () => {
+    const registry = createRegistry();
+    const { definition, runs } = flaky(0);
+    registry.global.register(definition);
+    registry.global.register(echoTool('echo'));
+    registry.global.on('tools/execute', async (_view, next) => {
+      const [, second] = await Promise.allSettled([next(), next()]);
+      if (second.status === 'rejected') throw second.reason;
+      return second.value;
+    });
+    const [r] = await registry.global.execute([call('1', 'flaky')], { agent });
+    expect(runs.count).toBe(1);
     expect(r?.error?.code).toBe('TOOL_FAILED');
-    expect(r?.error?.message).toMatch(/next\(\) more than once/);
+    expect(r?.error?.message).toMatch(/before the previous attempt settled/);
   });
 
   it('a wrapper failure stays specific and the body does not run', async () => {
