@@ -7,6 +7,7 @@
 // (host/tools/safe-schema.ts), never by backtracking.
 import type { JsonValue } from '../json.ts';
 import { awaitRequest, type RequestStore, remoteToolKind } from '../requests/index.ts';
+import { backstopTimeout } from '../tools/define.ts';
 import { defineJsonSchemaTool } from '../tools/json-schema-tool.ts';
 import { validationSchemaOf, withClientSchema } from '../tools/safe-schema.ts';
 import type { ToolDefinition } from '../tools/types.ts';
@@ -25,6 +26,8 @@ export const defineRemoteTool = (
     parameters: validationSchemaOf(spec.parameters, `remote tool ${spec.name}`),
     isConcurrencySafe: () => spec.concurrencySafe === true,
     isReadOnly: () => spec.readOnly === true,
+    // The request's expiry answers first; the backstop ends a call whose expiry never fires.
+    timeoutMs: backstopTimeout(spec.timeoutMs ?? REMOTE_TOOL_TIMEOUT_MS),
     execute: (args, exec) =>
       awaitRequest(
         requests,

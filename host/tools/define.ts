@@ -14,6 +14,16 @@ import type {
   Validation,
 } from './types.ts';
 
+/**
+ * How long past its own deadline a tool that can hang is given before the timeout policy ends the
+ * call (TOOL_TIMEOUT): the body's deadline (a command's timeout, a wait, a request's expiry) answers
+ * first; the declared `timeoutMs` is the backstop for a sandbox, server or client that never does.
+ */
+export const TIMEOUT_GRACE_MS = 30_000;
+
+/** The `timeoutMs` a tool whose own deadline is `ms` declares. */
+export const backstopTimeout = (ms: number): number => ms + TIMEOUT_GRACE_MS;
+
 type ObjectSchema =
   | v.ObjectSchema<v.ObjectEntries, v.ErrorMessage<v.ObjectIssue> | undefined>
   | v.StrictObjectSchema<v.ObjectEntries, v.ErrorMessage<v.StrictObjectIssue> | undefined>

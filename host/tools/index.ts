@@ -10,7 +10,7 @@ export {
   type RequestApprovalsOptions,
 } from './approvals.ts';
 export { errorContent, renderValue, type WithContent, withContent } from './content.ts';
-export { defineTool, ToolName, type ToolOptions } from './define.ts';
+export { backstopTimeout, defineTool, TIMEOUT_GRACE_MS, ToolName, type ToolOptions } from './define.ts';
 export type { Disposer } from './disposer.ts';
 export {
   createNativeExecutor,

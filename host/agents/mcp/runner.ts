@@ -77,6 +77,8 @@ interface Session {
 
 export interface McpRunner {
   readonly spec: McpServerSpec;
+  /** The longest one call may take by the runner's own deadlines: a start, then the call. */
+  readonly deadlineMs: number;
   state(): McpServerState;
   lastError(): string | undefined;
   restarts(): number;
@@ -364,6 +366,8 @@ export function createMcpRunner(options: McpRunnerOptions): McpRunner {
 
   return {
     spec,
+    deadlineMs:
+      limits.startTimeoutMs + Math.min(spec.timeoutMs ?? limits.callTimeoutMs, limits.callTimeoutMs),
     state: () => state,
     lastError: () => lastError,
     restarts: () => Math.max(0, starts - 1),

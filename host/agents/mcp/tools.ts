@@ -9,6 +9,7 @@
 import type { CallToolResult } from '@modelcontextprotocol/client';
 import { messageOf, SandboxError } from '../../errors.ts';
 import type { JsonValue } from '../../json.ts';
+import { backstopTimeout } from '../../tools/define.ts';
 import { defineJsonSchemaTool } from '../../tools/json-schema-tool.ts';
 import { validationSchemaOf, withClientSchema } from '../../tools/safe-schema.ts';
 import type { ContentPart, ToolDefinition } from '../../tools/types.ts';
@@ -53,6 +54,8 @@ function defineOne(runner: McpRunner, name: string, tool: McpToolInfo): ToolDefi
     name,
     description: `${tool.description} (MCP server ${runner.spec.name}, tool ${tool.name})`,
     parameters: validationSchemaOf(schema, `MCP tool ${name}`),
+    // The runner's own deadlines (a start, then the call) answer first; this is the backstop.
+    timeoutMs: backstopTimeout(runner.deadlineMs),
     execute: async (args, exec) => mcpValue(await runner.call(tool.name, args, exec.signal)),
     output: { render: (_args, value) => contentOf(value) },
   });

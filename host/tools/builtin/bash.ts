@@ -2,7 +2,7 @@
 // background job with run_in_background. Exclusive: a command may mutate anything.
 
 import * as v from 'valibot';
-import { defineTool } from '../define.ts';
+import { backstopTimeout, defineTool } from '../define.ts';
 import { capText, LIMITS, sandboxOf } from './services.ts';
 
 const DEFAULT_TIMEOUT_MS = 120_000;
@@ -42,6 +42,8 @@ export const bashTool = defineTool({
       v.pipe(v.boolean(), v.description('Start as a background job and return its id')),
     ),
   }),
+  // A sandbox that never answers still ends the call (TOOL_TIMEOUT, by the timeout policy).
+  timeoutMs: backstopTimeout(MAX_TIMEOUT_MS),
   output: {
     schema: Output,
     render: (_args, value) => {

@@ -2,7 +2,7 @@
 // run_in_background). Jobs live in the sandbox, so they outlive a control-plane restart.
 
 import * as v from 'valibot';
-import { defineTool } from '../define.ts';
+import { backstopTimeout, defineTool } from '../define.ts';
 import { LIMITS, sandboxOf } from './services.ts';
 
 const Job = v.object({
@@ -47,6 +47,9 @@ const headOf = (text: string, offset: number): { shown: string; next: number } =
   return { shown: bytes.subarray(0, end).toString('utf8'), next: offset + end };
 };
 
+/** The longest wait job_output takes. */
+const MAX_WAIT_MS = 600_000;
+
 export const jobOutputTool = defineTool({
   name: 'job_output',
   description: `Read the output of a background job. Without offset it shows the newest output (the last ${OUTPUT_BYTES} bytes); with offset, ${OUTPUT_BYTES} bytes from that byte offset, to page through older output. Each answer says which bytes it shows and the offset to read on. With wait, block until the job ends or timeout_ms passes (default 30000).`,
@@ -58,7 +61,7 @@ export const jobOutputTool = defineTool({
         v.number(),
         v.integer(),
         v.minValue(0),
-        v.maxValue(600_000),
+        v.maxValue(MAX_WAIT_MS),
         v.description('How long to wait, in ms'),
       ),
     ),
@@ -94,6 +97,8 @@ export const jobOutputTool = defineTool({
       return [{ type: 'text', text: `${describeJob(value)}\n${range}${output ? `\n${output}` : ''}` }];
     },
   },
+  // A wait the sandbox never ends still ends the call (TOOL_TIMEOUT, by the timeout policy).
+  timeoutMs: backstopTimeout(MAX_WAIT_MS),
   isConcurrencySafe: () => true,
   isReadOnly: () => true,
   async execute(args, exec) {

@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto';
 import * as v from 'valibot';
 import { SandboxError } from '../../errors.ts';
 import type { Sandbox, SandboxTerminals, TerminalInfo } from '../../sandbox/types.ts';
-import { defineTool } from '../define.ts';
+import { backstopTimeout, defineTool } from '../define.ts';
 import { LIMITS, sandboxOf } from './services.ts';
 import { capMiddle, cleanTerminalText } from './terminal-text.ts';
 
@@ -201,6 +201,8 @@ export const createPersistentBashTool = (options: PersistentBashOptions = {}) =>
     parameters: v.object({
       command: v.pipe(v.string(), v.minLength(1), v.description('The command to run')),
     }),
+    // The interrupt may go unanswered (a stuck PTY, a sandbox that never replies).
+    timeoutMs: backstopTimeout(timeoutMs),
     output: {
       schema: v.object({
         output: v.string(),

@@ -7,7 +7,7 @@
 import * as v from 'valibot';
 import { SandboxError } from '../../errors.ts';
 import type { SandboxTerminals, TerminalInfo } from '../../sandbox/types.ts';
-import { defineTool } from '../define.ts';
+import { backstopTimeout, defineTool } from '../define.ts';
 import type { ExecContext, ToolDefinition } from '../types.ts';
 import { terminalsOf } from './persistent-bash.ts';
 import { LIMITS, sandboxOf } from './services.ts';
@@ -180,6 +180,8 @@ export const terminalSendTool = defineTool({
       },
     ],
   },
+  // Waits for quiet output at most SEND_WAIT_MS; a sandbox that never answers still ends the call.
+  timeoutMs: backstopTimeout(SEND_WAIT_MS),
   async execute(args, exec) {
     const t = await terms(exec);
     const before = (await t.list()).find((x) => x.id === args.sessionId);

@@ -1,6 +1,17 @@
 import * as v from 'valibot';
-import { describe, expect, it } from 'vitest';
-import { createRegistry, defineTool } from '../../../host/tools/index.ts';
+import { describe, expect, it, vi } from 'vitest';
+import type { McpRunner } from '../../../host/agents/mcp/runner.ts';
+import { defineMcpTools } from '../../../host/agents/mcp/tools.ts';
+import { defineRemoteTool } from '../../../host/agents/remote-tools.ts';
+import type { Sandbox } from '../../../host/sandbox/types.ts';
+import { createMemoryRequestStore } from '../../../host/store/memory.ts';
+import {
+  bashTool,
+  createPersistentBashTool,
+  jobOutputTool,
+  terminalSendTool,
+} from '../../../host/tools/builtin/index.ts';
+import { backstopTimeout, createRegistry, defineTool } from '../../../host/tools/index.ts';
 import { timeoutPolicy } from '../../../policies/index.ts';
 import { agent, call } from '../tools/helpers.ts';
 
@@ -111,5 +122,49 @@ describe('timeoutPolicy', () => {
     expect(() => timeoutPolicy({ defaultMS: 5 } as never)).toThrow(
       expect.objectContaining({ code: 'CONFIG_INVALID' }),
     );
+  });
+});
+
+describe('tools that can hang declare a deadline the timeout policy enforces', () => {
+  const never = () => new Promise<never>(() => undefined);
+
+  it('bash, persistent bash, job_output, terminal_send, remote and MCP tools declare timeoutMs', () => {
+    const requests = createMemoryRequestStore();
+    const remote = defineRemoteTool(
+      { name: 'client_tool', description: 'd', parameters: { type: 'object' }, timeoutMs: 1000 },
+      requests,
+    );
+    const runner = { spec: { name: 's' }, deadlineMs: 90_000, skipped: () => [] } as unknown as McpRunner;
+    const [mcp] = defineMcpTools(runner, [
+      { name: 'fetch', description: 'd', inputSchema: { type: 'object' } },
+    ]).definitions;
+    expect(bashTool.timeoutMs).toBe(backstopTimeout(600_000));
+    expect(createPersistentBashTool({ timeoutMs: 5000 }).timeoutMs).toBe(backstopTimeout(5000));
+    expect(jobOutputTool.timeoutMs).toBe(backstopTimeout(600_000));
+    expect(terminalSendTool.timeoutMs).toBe(backstopTimeout(15_000));
+    expect(remote.timeoutMs).toBe(backstopTimeout(1000));
+    expect(mcp?.timeoutMs).toBe(backstopTimeout(90_000));
+    requests.close?.();
+  });
+
+  it('a bash call whose sandbox never answers ends with TOOL_TIMEOUT', async () => {
+    vi.useFakeTimers();
+    try {
+      const registry = createRegistry();
+      registry.global.register(bashTool);
+      timeoutPolicy().install(registry.global);
+      // A sandbox that hangs and ignores cancellation.
+      const sandbox = { exec: never } as unknown as Sandbox;
+      const hung = { ...agent, services: { sandbox } };
+      const pending = registry.global.execute(
+        [call('1', 'bash', { command: 'sleep 1', description: 'waits' })],
+        { agent: hung },
+      );
+      await vi.advanceTimersByTimeAsync(backstopTimeout(600_000));
+      const [r] = await pending;
+      expect(r?.error?.code).toBe('TOOL_TIMEOUT');
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
