@@ -78,6 +78,8 @@ export const ERROR_CODES = {
   PAYLOAD_TOO_LARGE: 413,
   RATE_LIMITED: 429,
   REQUEST_EXPIRED: 410,
+  /** A call batch named a step that is unknown or expired (POST /v1/agents/:id/steps opens one). */
+  STEP_NOT_FOUND: 404,
   SHUTTING_DOWN: 503,
   REQUEST_TIMEOUT: 504,
   CONFIG_INVALID: 500,

@@ -3,7 +3,8 @@
 // and its own registrations. Each agent gets its own child of its preset (its restrictions, its
 // policies installed through policies/, its remote tools), optionally under a layer of its own
 // tenant's (options.parentOf: the tenant's `skill` tool). Conditional tools are resolved once per
-// describe and per batch, the way a model step would.
+// describe and per batch, the way a model step would, or once per step (./steps.ts) that a client
+// opens to describe and call against the same set.
 // Invariants: an agent's tools fail closed once disposed (its agent deleted or the service closed):
 // a guard installed first and never removed denies every call still made through the scope, so a
 // program or workflow that outlives its agent cannot run anything without its policy. A registry's
@@ -14,6 +15,7 @@ import { messageOf, SandboxError } from '../errors.ts';
 import type { Disposer, ToolRegistry, ToolScope } from '../tools/index.ts';
 import type { AgentScope } from '../tools/types.ts';
 import { type Preset, presetEntry } from './presets/index.ts';
+import { createSteps, type StepOptions } from './steps.ts';
 import { installWriteScopes } from './teams/board/guard.ts';
 import type { AgentTools, AgentToolsSpec, ToolRuntime } from './types.ts';
 
@@ -47,6 +49,8 @@ export interface RegistryRuntimeOptions {
    * Default: none, the agent's scope is a child of its preset's.
    */
   parentOf?: (preset: ToolScope, agent: AgentScope) => ToolScope;
+  /** How long steps last and how many an agent keeps (./steps.ts). */
+  steps?: StepOptions;
 }
 
 export const createRegistryRuntime = (
@@ -72,6 +76,7 @@ export const createRegistryRuntime = (
       planModePolicy().install(scope);
       // While it holds team tasks with write scopes, its file writes stay inside them.
       installWriteScopes(scope);
+      const steps = createSteps(options.steps);
       const disposers: Disposer[] = [];
       try {
         if (spec.restrict) disposers.push(scope.restrict(spec.restrict));
@@ -91,9 +96,16 @@ export const createRegistryRuntime = (
             set.dispose();
           }
         },
-        async execute(calls, signal, provenance) {
+        async step() {
+          const set = await scope.resolve({ agent: spec.agent });
+          const { id, expiresAt } = steps.open(set);
+          return { id, expiresAt, tools: scope.surface(spec.mode, set) };
+        },
+        async execute(calls, signal, provenance, step) {
           if (retired) throw new SandboxError('NOT_FOUND', `Agent ${spec.agent.id} was deleted.`);
-          const set = await scope.resolve({ agent: spec.agent, signal });
+          // A step's set outlives the batch (its retries reuse it); a batch's own ends with it.
+          const owned = step === undefined;
+          const set = owned ? await scope.resolve({ agent: spec.agent, signal }) : steps.take(step);
           try {
             // A plugin's code calls tools directly, whatever surface the model is shown.
             return await scope.execute(calls, {
@@ -104,13 +116,14 @@ export const createRegistryRuntime = (
               ...(provenance === undefined ? {} : { provenance }),
             });
           } finally {
-            set.dispose();
+            if (owned) set.dispose();
           }
         },
         register: (definition) => scope.register(definition),
         inherits: (name) => registry.global.get(name) !== undefined || scope.parent?.get(name) !== undefined,
         dispose() {
           retired = true;
+          steps.dispose();
           for (const dispose of disposers.splice(0)) dispose();
         },
       };

@@ -38,6 +38,7 @@ import type {
   CallOptions,
   CreateAgentRequest,
   RemoteToolSpec,
+  StepView,
   ToolRuntime,
   ToolSurface,
 } from './types.ts';
@@ -98,6 +99,8 @@ export interface AgentService {
   /** Runs `listener` once when the agent is deleted; returns the unsubscriber. */
   onDeleted(agent: Agent, listener: () => void): () => void;
   tools(agent: Agent): Promise<ToolSurface>;
+  /** Opens a step: the tools the model sees, resolved once, that calls naming the step run against. */
+  step(agent: Agent): Promise<StepView>;
   /** The agent's todos, goal and plan mode (the state its session tools keep). */
   session(agent: Agent): AgentSession;
   call(agent: Agent, calls: ToolCall[], options: CallOptions): Promise<ToolResult[]>;
@@ -215,6 +218,12 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
     async tools(agent) {
       await plugins?.ready(agent.id);
       return { mode: agent.mode, tools: await live.of(agent).tools.describe() };
+    },
+    async step(agent) {
+      // As tools(): after a restart, the step waits for the agent's running plugins (their tools).
+      await plugins?.ready(agent.id);
+      const { id, expiresAt, tools } = await live.of(agent).tools.step();
+      return { stepId: id, expiresAt, mode: agent.mode, tools };
     },
     session: (agent) => live.of(agent).session,
     async call(agent, calls, callOptions) {

@@ -109,6 +109,15 @@ export interface CallOptions {
   signal: AbortSignal;
   /** Every session event of this batch (calls, inner calls, results, host requests) as it is appended. */
   onProgress?: (event: SessionEvent) => void;
+  /** The step (AgentService.step) whose tool set the batch runs against. Default: a set of its own. */
+  step?: string;
+}
+
+/** A step: the tools the model sees, resolved once; calls naming it run against exactly that set. */
+export interface StepView extends ToolSurface {
+  stepId: string;
+  /** When the step stops being usable (epoch ms). */
+  expiresAt: number;
 }
 
 /** The tool surface the model sees for one agent. */
@@ -138,7 +147,15 @@ export interface AgentTools {
    * Runs one batch through the one pipeline; results in call order; never rejects for tool failures.
    * With a provenance (a plugin's code makes the calls) they run as native calls and are log-only.
    */
-  execute(calls: ToolCall[], signal: AbortSignal, provenance?: CallProvenance): Promise<ToolResult[]>;
+  execute(
+    calls: ToolCall[],
+    signal: AbortSignal,
+    provenance?: CallProvenance,
+    /** Run against this step's set (STEP_NOT_FOUND when unknown or expired) instead of a fresh one. */
+    step?: string,
+  ): Promise<ToolResult[]>;
+  /** Resolves a set and keeps it as a step: what the model sees with it, to call against it later. */
+  step(): Promise<{ id: string; expiresAt: number; tools: ToolSchema[] }>;
   /** Adds an agent-owned tool (remote tools, plugin tools). */
   register(definition: ToolDefinition): Disposer;
   /**

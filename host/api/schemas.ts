@@ -114,6 +114,12 @@ export const AgentList = v.object({ agents: v.array(Agent) });
 export const ToolSchema = v.object({ name: v.string(), description: v.string(), parameters: jsonObject });
 export const ToolList = v.object({ mode: v.picklist(PRESENTATION_MODES), tools: v.array(ToolSchema) });
 
+export const Step = v.object({
+  stepId: v.pipe(v.string(), v.description('Name it as `step` in POST /calls to run against this set')),
+  expiresAt: v.pipe(v.number(), v.description('When the step stops being usable (epoch ms)')),
+  ...ToolList.entries,
+});
+
 export const Call = v.strictObject({
   id: v.pipe(v.string(), v.minLength(1), v.maxLength(128)),
   name: v.pipe(v.string(), v.minLength(1), v.maxLength(256)),
@@ -138,6 +144,16 @@ export const Calls = v.strictObject({
       (calls) => duplicateId(calls) === undefined,
       (issue) =>
         `call ids must be unique within a batch: ${JSON.stringify(duplicateId(issue.input as { id: string }[]))} appears more than once`,
+    ),
+  ),
+  step: v.optional(
+    v.pipe(
+      v.string(),
+      v.minLength(1),
+      v.maxLength(64),
+      v.description(
+        'Run against the tool set of this step (POST /v1/agents/{id}/steps) instead of a set resolved for this batch.',
+      ),
     ),
   ),
 });

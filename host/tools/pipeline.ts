@@ -96,6 +96,13 @@ export const lookup = (env: CallEnv, name: string): Registration | ToolError => 
       ? registration.when !== undefined
       : set.scopeId !== env.layer.id || !set.admits(registration)
   ) {
+    if (set !== undefined && registration.when === undefined && set.scopeId === env.layer.id) {
+      // Registered (or replaced) after the set was resolved: the step never showed it.
+      return fail(
+        'UNKNOWN_TOOL',
+        `Tool ${name} is not in this step's tool set: it was added or replaced after the step was resolved. Describe a new step to call it.`,
+      );
+    }
     return unknownTool(name);
   }
   return registration;

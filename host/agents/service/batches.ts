@@ -67,7 +67,7 @@ export function createBatches(options: BatchesOptions): Batches {
   const { events, live, marks } = options;
   const running = new Set<Batch>();
 
-  async function call(agent: Agent, calls: ToolCall[], { signal, onProgress }: CallOptions) {
+  async function call(agent: Agent, calls: ToolCall[], { signal, onProgress, step }: CallOptions) {
     if (options.isClosing())
       throw new SandboxError(
         'SHUTTING_DOWN',
@@ -86,7 +86,7 @@ export function createBatches(options: BatchesOptions): Batches {
     } catch {
       // Counting never fails a batch.
     }
-    const work = state.tools.execute(calls, controller.signal);
+    const work = state.tools.execute(calls, controller.signal, undefined, step);
     const entry: Batch = { agentId: agent.id, controller, done: work.catch(() => undefined) };
     running.add(entry);
     try {

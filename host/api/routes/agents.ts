@@ -8,7 +8,7 @@ import type { Agent as AgentModel, CreateAgentRequest } from '../../agents/types
 import { SandboxError } from '../../errors.ts';
 import { jsonBody, jsonRequest, jsonResponse } from '../body.ts';
 import type { ApiEnv } from '../env.ts';
-import { Agent, AgentList, CreateAgent, ErrorBody, ID, ToolList } from '../schemas.ts';
+import { Agent, AgentList, CreateAgent, ErrorBody, ID, Step, ToolList } from '../schemas.ts';
 
 export const agentView = (agent: AgentModel) => ({
   id: agent.id,
@@ -92,6 +92,18 @@ export const agentRoutes = (agents: AgentService): Hono<ApiEnv> => {
     }),
     loadAgent(agents),
     async (c) => c.json(await agents.tools(c.get('agent'))),
+  );
+  app.post(
+    '/v1/agents/:id/steps',
+    describeRoute({
+      operationId: 'openStep',
+      tags: ['agents'],
+      description:
+        'Resolves the tools the model sees once and keeps them as a step: POST /calls naming `step` runs against exactly this set (a tool added, replaced or removed since is UNKNOWN_TOOL). Steps expire (`expiresAt`; then STEP_NOT_FOUND); an agent keeps its 16 newest.',
+      responses: { 201: jsonResponse('The step and its tools', Step), ...notFound },
+    }),
+    loadAgent(agents),
+    async (c) => c.json(await agents.step(c.get('agent')), 201),
   );
   return app;
 };

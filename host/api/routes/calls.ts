@@ -51,11 +51,12 @@ export const callRoutes = (agents: AgentService, callTimeoutMs: number): Hono<Ap
     loadAgent(agents),
     jsonBody(Calls),
     async (c) => {
-      const { calls } = c.get('body') as v.InferOutput<typeof Calls>;
+      const { calls, step } = c.get('body') as v.InferOutput<typeof Calls>;
       const agent = c.get('agent');
       const signal = AbortSignal.any([c.req.raw.signal, AbortSignal.timeout(callTimeoutMs)]);
+      const onStep = step === undefined ? {} : { step };
       if (!wantsSse(c.req.header('accept'))) {
-        return c.json({ results: await agents.call(agent, calls, { signal }) });
+        return c.json({ results: await agents.call(agent, calls, { signal, ...onStep }) });
       }
       return streamSSE(
         c,
@@ -72,7 +73,7 @@ export const callRoutes = (agents: AgentService, callTimeoutMs: number): Hono<Ap
                 .catch(() => undefined), // a gone client must not fail the batch
             );
           };
-          const results = await agents.call(agent, calls, { signal, onProgress });
+          const results = await agents.call(agent, calls, { signal, onProgress, ...onStep });
           await Promise.all(queue);
           await stream.writeSSE({ event: 'results', data: JSON.stringify({ results }) });
         },
