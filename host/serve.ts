@@ -5,7 +5,7 @@
 // SHUTTING_DOWN, detach from containers (they stay running for re-adoption), stop the isolate
 // workers, flush and close the store.
 
-import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, statfsSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -16,12 +16,13 @@ import { createApp } from './api/app.ts';
 import { createConnectionGuard } from './api/connections.ts';
 import { createLifecycle } from './api/lifecycle.ts';
 import { startLoopMonitor } from './api/loop-monitor.ts';
-import { createMetrics, observeCalls } from './api/metrics.ts';
+import { createMetrics, type Metrics, observeCalls } from './api/metrics.ts';
 import { createWebSocketServer } from './api/routes/terminals.ts';
 import type { Config } from './config.ts';
 import { createEgress } from './egress/index.ts';
 import { SandboxError } from './errors.ts';
-import type { IsolateHost } from './isolates/index.ts';
+import type { IsolateHost, IsolateHostEvent } from './isolates/index.ts';
+import type { DockerProvider } from './sandbox/docker/index.ts';
 import type { SandboxProvider } from './sandbox/types.ts';
 import { openStore, type Store } from './store/index.ts';
 
@@ -103,7 +104,7 @@ const defaultProvider = async (
   config: Config,
   store: Store,
   log: (line: string) => void,
-): Promise<SandboxProvider> => {
+): Promise<DockerProvider> => {
   const { createDockerProvider } = await import('./sandbox/docker/index.ts');
   const provider = createDockerProvider({
     image: sandboxImageOf(config),
@@ -123,6 +124,27 @@ const defaultProvider = async (
   return provider;
 };
 
+/** Counts a worker that starts again (a restart), by how its previous process ended. */
+const countRestarts = (metrics: Metrics) => {
+  const seen = new Set<number>();
+  const ended = new Map<number, string>();
+  return (event: IsolateHostEvent): void => {
+    if (event.type === 'worker_killed') ended.set(event.worker, 'killed');
+    else if (event.type === 'worker_exited') {
+      if (!ended.has(event.worker)) ended.set(event.worker, 'exited');
+    } else if (seen.has(event.worker)) {
+      metrics.workerRestart(ended.get(event.worker) ?? 'exited');
+      ended.delete(event.worker);
+    } else seen.add(event.worker);
+  };
+};
+
+/** The workspaces' file system, one statfs per scrape (a per-workspace figure would be one per agent). */
+const diskOf = (dir: string): { used: number; free: number } => {
+  const fs = statfsSync(dir);
+  return { used: (fs.blocks - fs.bfree) * fs.bsize, free: fs.bavail * fs.bsize };
+};
+
 export const startServer = async (config: Config, options: StartOptions = {}): Promise<Running> => {
   const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
   if (!options.sandboxes) sandboxImageOf(config); // refused before anything is made
@@ -135,14 +157,16 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
       ...(config.secretsKey === undefined ? {} : { secretsKey: config.secretsKey }),
     });
   ensureDefaultTenant(store, config, log);
-  const sandboxes = options.sandboxes ?? (await defaultProvider(config, store, log));
+  const docker = options.sandboxes === undefined ? await defaultProvider(config, store, log) : undefined;
+  const sandboxes = options.sandboxes ?? (docker as DockerProvider);
+  const metrics = createMetrics({ version: VERSION });
   const isolates =
     options.isolates ??
     (await import('./isolates/index.ts')).createIsolateHost({
       workers: config.isolateWorkers,
       workerRssMb: config.isolateWorkerMb,
+      onEvent: countRestarts(metrics),
     });
-  const metrics = createMetrics();
   const loop = startLoopMonitor({ metrics, log });
   const lifecycle = createLifecycle();
   const egress = createEgress({
@@ -210,6 +234,12 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
     ...(skills === undefined ? {} : { skills }),
     egress: egress.settings,
     isolateWorkers: () => isolates.workerPids().length,
+    ...(docker === undefined
+      ? {}
+      : {
+          pool: () => ({ size: config.poolSize, available: docker.pool.ready }),
+          workspaceDisk: () => diskOf(config.workspacesDir),
+        }),
     mcpOrigins: config.mcpOrigins,
     ...(config.adminKey === undefined ? {} : { adminKey: config.adminKey }),
     limits: {

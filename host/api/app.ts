@@ -5,6 +5,7 @@ import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
 import { requestId } from 'hono/request-id';
+import { routePath } from 'hono/route';
 import { timeout } from 'hono/timeout';
 import { openAPIRouteHandler } from 'hono-openapi';
 import type { AgentService } from '../agents/service.ts';
@@ -77,6 +78,10 @@ export interface AppDeps {
   lifecycle?: Lifecycle;
   /** Live isolate worker processes, for /metrics. */
   isolateWorkers?: () => number;
+  /** The warm pool's configured size and the sandboxes ready in it now, for /metrics. */
+  pool?: () => { size: number; available: number };
+  /** Bytes used and free on the file system holding the workspaces, for /metrics. */
+  workspaceDisk?: () => { used: number; free: number };
   /** The HTTP server's connection admission (serve.ts); authenticated requests claim their connection. */
   connections?: ConnectionGuard;
   /** The agents' schedules (GET and DELETE /v1/agents/:id/schedules); none leaves those routes out. */
@@ -111,6 +116,33 @@ export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
   );
   metrics.gauge('dsh_call_batches_in_flight', 'Call batches running now.', () => deps.agents.inFlight());
   metrics.gauge('dsh_isolate_workers', 'Live isolate worker processes.', () => deps.isolateWorkers?.() ?? 0);
+  const pool = deps.pool;
+  metrics.gauge('dsh_warm_pool_size', 'Sandboxes the warm pool keeps started and unassigned.', () =>
+    pool === undefined ? 0 : pool().size,
+  );
+  metrics.gauge('dsh_warm_pool_available', 'Sandboxes ready in the warm pool now.', () =>
+    pool === undefined ? 0 : pool().available,
+  );
+  metrics.labelledGauge(
+    'dsh_sandboxes',
+    'Sandboxes by state: assigned to an agent (a handle held here) or warm (ready in the pool).',
+    'state',
+    () => ({ assigned: deps.agents.liveSandboxes(), warm: pool === undefined ? 0 : pool().available }),
+  );
+  metrics.gauge(
+    'dsh_host_requests_pending',
+    'Host requests (approvals, remote tool calls, questions, …) waiting for an answer.',
+    () => deps.store.requests.pending(),
+  );
+  const disk = deps.workspaceDisk;
+  if (disk !== undefined) {
+    metrics.labelledGauge(
+      'dsh_workspace_disk_bytes',
+      'The file system holding the workspaces: bytes used and free.',
+      'kind',
+      () => disk(),
+    );
+  }
   const connections = deps.connections;
   if (connections !== undefined) {
     const stat = (key: keyof ReturnType<ConnectionGuard['stats']>) => () => connections.stats()[key];
@@ -137,6 +169,19 @@ export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
   app.notFound((c) => {
     metrics.error('NOT_FOUND');
     return c.json(errorBody('NOT_FOUND', `No route ${c.req.method} ${c.req.path}.`), 404);
+  });
+  app.use(async function httpMetrics(c, next) {
+    const start = performance.now();
+    c.set('openStream', metrics.stream);
+    await next();
+    metrics.http({
+      method: c.req.method,
+      // The pattern that answered (bounded), never the path.
+      route: routePath(c),
+      status: c.res.status,
+      seconds: (performance.now() - start) / 1000,
+      ...(c.get('tenant') === undefined ? {} : { tenant: c.get('tenant').id }),
+    });
   });
   app.use(requestId());
   app.route('/', systemRoutes({ version: deps.version, startedAt: deps.startedAt, metrics, lifecycle }));

@@ -13,5 +13,7 @@ export interface ApiEnv {
     body: unknown;
     /** Gives the request's tenant slot back early (set by tenantConcurrency): a stream that turns out long-lived. */
     releaseSlot: () => void;
+    /** Counts an open SSE stream of `kind` in /metrics until the returned function is called (set by the app). */
+    openStream: (kind: string) => () => void;
   };
 }

@@ -1,96 +1,179 @@
-// A small Prometheus registry: counters and a histogram with labels, plus gauges read at scrape
-// time. Text exposition format 0.0.4. Label values are escaped; names are fixed in code.
+// The control plane's Prometheus registry, on prom-client (one registry per app, never the global
+// one, so that several apps in one process do not share families). What an operator watches:
+// the process (CPU, memory, start time, heap, event-loop lag: prom-client's default collectors),
+// HTTP requests and their latency by route pattern and status, 429s per tenant, open SSE streams,
+// tool calls and their latency, API errors by code, isolate worker restarts, build info, and gauges
+// the app's parts read at every scrape (sandboxes, pool, host requests, terminals, disk, the log).
+// Invariants: label values are bounded (route patterns, not paths; tool names collapse client
+// ones); a gauge whose reader throws reads NaN for that scrape; registering a gauge name again
+// replaces the earlier reader (an app made twice over one registry keeps one family).
+import {
+  Counter,
+  collectDefaultMetrics,
+  Gauge,
+  Histogram,
+  type PrometheusContentType,
+  Registry,
+} from 'prom-client';
 import type { TenantLogUsage } from '../store/types.ts';
-
-type Labels = Record<string, string>;
-
-const escapeLabel = (value: string): string =>
-  value.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"');
-const labelText = (labels: Labels): string => {
-  const parts = Object.entries(labels).map(([k, v]) => `${k}="${escapeLabel(v)}"`);
-  return parts.length === 0 ? '' : `{${parts.join(',')}}`;
-};
-const key = (labels: Labels): string => JSON.stringify(Object.entries(labels).sort());
 
 export interface Metrics {
   /** A settled tool call: tool name, outcome `ok` or the error code, and seconds taken. */
   call(tool: string, outcome: string, seconds: number): void;
   /** An API error response by code. */
   error(code: string): void;
+  /**
+   * A settled HTTP request: its route pattern (`/v1/agents/:id/calls`, not the path), status and
+   * seconds until the response started; a 429 also counts for its tenant.
+   */
+  http(request: { method: string; route: string; status: number; seconds: number; tenant?: string }): void;
+  /** An SSE stream opened (`calls`, `events`); call the returned function once when it ends. */
+  stream(kind: string): () => void;
+  /** An isolate worker process ended and is replaced (`reason`: exited or killed). */
+  workerRestart(reason: string): void;
   /** Registers a gauge read at every scrape. */
   gauge(name: string, help: string, read: () => number): void;
-  render(): string;
+  /** Registers a gauge with one label read at every scrape: `{ labelValue: value }`. */
+  labelledGauge(name: string, help: string, label: string, read: () => Record<string, number>): void;
+  render(): Promise<string>;
+  readonly contentType: PrometheusContentType;
 }
 
-const BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+export interface MetricsOptions {
+  /** Reported as dsh_build_info{version}. Default 'dev'. */
+  version?: string;
+  /** prom-client's process and Node.js collectors (CPU, memory, heap, event-loop lag). Default true. */
+  process?: boolean;
+}
 
-export const createMetrics = (): Metrics => {
-  const calls = new Map<string, { labels: Labels; value: number }>();
-  const errors = new Map<string, { labels: Labels; value: number }>();
-  const latency = new Map<string, { labels: Labels; buckets: number[]; sum: number; count: number }>();
-  const gauges: { name: string; help: string; read: () => number }[] = [];
+const CALL_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+const HTTP_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 
-  const inc = (map: typeof calls, labels: Labels) => {
-    const k = key(labels);
-    const entry = map.get(k) ?? { labels, value: 0 };
-    entry.value++;
-    map.set(k, entry);
-  };
+export const createMetrics = (options: MetricsOptions = {}): Metrics => {
+  const registry = new Registry();
+  if (options.process ?? true) collectDefaultMetrics({ register: registry });
+  const registers = [registry];
+  const calls = new Counter({
+    name: 'dsh_tool_calls_total',
+    help: 'Tool calls settled, by tool and outcome (ok or error code).',
+    labelNames: ['tool', 'outcome'],
+    registers,
+  });
+  const callSeconds = new Histogram({
+    name: 'dsh_tool_call_seconds',
+    help: 'Tool call latency.',
+    labelNames: ['tool'],
+    buckets: CALL_BUCKETS,
+    registers,
+  });
+  const errors = new Counter({
+    name: 'dsh_api_errors_total',
+    help: 'API error responses by code.',
+    labelNames: ['code'],
+    registers,
+  });
+  const requests = new Counter({
+    name: 'dsh_http_requests_total',
+    help: 'HTTP requests answered, by method, route pattern and status.',
+    labelNames: ['method', 'route', 'status'],
+    registers,
+  });
+  const requestSeconds = new Histogram({
+    name: 'dsh_http_request_seconds',
+    help: 'Time until an HTTP response started (for streams: until the stream opened), by method, route pattern and status.',
+    labelNames: ['method', 'route', 'status'],
+    buckets: HTTP_BUCKETS,
+    registers,
+  });
+  const rateLimited = new Counter({
+    name: 'dsh_http_rate_limited_total',
+    help: 'Requests answered 429 (tenant request slots or connections), by tenant.',
+    labelNames: ['tenant'],
+    registers,
+  });
+  const streams = new Gauge({
+    name: 'dsh_sse_streams_open',
+    help: 'Server-sent event streams open now, by kind (calls, events).',
+    labelNames: ['kind'],
+    registers,
+  });
+  const restarts = new Counter({
+    name: 'dsh_isolate_worker_restarts_total',
+    help: 'Isolate worker processes that ended and were replaced, by reason (exited, killed).',
+    labelNames: ['reason'],
+    registers,
+  });
+  new Gauge({
+    name: 'dsh_build_info',
+    help: 'The running build: always 1, with its version and Node.js version as labels.',
+    labelNames: ['version', 'node'],
+    registers,
+  }).set({ version: options.version ?? 'dev', node: process.versions.node }, 1);
+
+  function replacing(name: string): void {
+    if (registry.getSingleMetric(name) !== undefined) registry.removeSingleMetric(name);
+  }
 
   return {
     call(tool, outcome, seconds) {
-      inc(calls, { tool, outcome });
-      const k = key({ tool });
-      const h = latency.get(k) ?? { labels: { tool }, buckets: BUCKETS.map(() => 0), sum: 0, count: 0 };
-      BUCKETS.forEach((le, i) => {
-        if (seconds <= le) h.buckets[i] = (h.buckets[i] ?? 0) + 1;
-      });
-      h.sum += seconds;
-      h.count++;
-      latency.set(k, h);
+      calls.inc({ tool, outcome });
+      callSeconds.observe({ tool }, seconds);
     },
-    error: (code) => inc(errors, { code }),
+    error: (code) => errors.inc({ code }),
+    http({ method, route, status, seconds, tenant }) {
+      const labels = { method, route, status: String(status) };
+      requests.inc(labels);
+      requestSeconds.observe(labels, seconds);
+      if (status === 429) rateLimited.inc({ tenant: tenant ?? '(none)' });
+    },
+    stream(kind) {
+      streams.inc({ kind });
+      let open = true;
+      return () => {
+        if (!open) return;
+        open = false;
+        streams.dec({ kind });
+      };
+    },
+    workerRestart: (reason) => restarts.inc({ reason }),
     gauge(name, help, read) {
-      gauges.push({ name, help, read });
+      replacing(name);
+      new Gauge({
+        name,
+        help,
+        registers,
+        collect() {
+          let value: number;
+          try {
+            value = read();
+          } catch {
+            value = Number.NaN;
+          }
+          this.set(value);
+        },
+      });
     },
-    render() {
-      const out: string[] = [];
-      out.push(
-        '# HELP dsh_tool_calls_total Tool calls settled, by tool and outcome (ok or error code).',
-        '# TYPE dsh_tool_calls_total counter',
-      );
-      for (const { labels, value } of calls.values())
-        out.push(`dsh_tool_calls_total${labelText(labels)} ${value}`);
-      out.push(
-        '# HELP dsh_api_errors_total API error responses by code.',
-        '# TYPE dsh_api_errors_total counter',
-      );
-      for (const { labels, value } of errors.values())
-        out.push(`dsh_api_errors_total${labelText(labels)} ${value}`);
-      out.push('# HELP dsh_tool_call_seconds Tool call latency.', '# TYPE dsh_tool_call_seconds histogram');
-      for (const h of latency.values()) {
-        BUCKETS.forEach((le, i) => {
-          out.push(
-            `dsh_tool_call_seconds_bucket${labelText({ ...h.labels, le: String(le) })} ${h.buckets[i]}`,
-          );
-        });
-        out.push(`dsh_tool_call_seconds_bucket${labelText({ ...h.labels, le: '+Inf' })} ${h.count}`);
-        out.push(
-          `dsh_tool_call_seconds_sum${labelText(h.labels)} ${h.sum}`,
-          `dsh_tool_call_seconds_count${labelText(h.labels)} ${h.count}`,
-        );
-      }
-      for (const g of gauges) {
-        let value: number;
-        try {
-          value = g.read();
-        } catch {
-          value = Number.NaN;
-        }
-        out.push(`# HELP ${g.name} ${g.help}`, `# TYPE ${g.name} gauge`, `${g.name} ${value}`);
-      }
-      return `${out.join('\n')}\n`;
+    labelledGauge(name, help, label, read) {
+      replacing(name);
+      new Gauge({
+        name,
+        help,
+        labelNames: [label],
+        registers,
+        collect() {
+          this.reset();
+          let values: Record<string, number>;
+          try {
+            values = read();
+          } catch {
+            return;
+          }
+          for (const [value, n] of Object.entries(values)) this.set({ [label]: value }, n);
+        },
+      });
     },
+    render: () => registry.metrics(),
+    contentType: registry.contentType,
   };
 };
 
@@ -105,37 +188,32 @@ export const observeCalls =
     metrics.call(tool, result.ok ? 'ok' : (result.error?.code ?? 'TOOL_FAILED'), result.durationMs / 1000);
   };
 
-// Durable log usage per tenant (issue 11), rendered after the registry's own families.
-
-/** The log's bytes, dropped payloads and refused appends per tenant, as Prometheus text. */
-export const logUsageText = (usage: readonly TenantLogUsage[]): string => {
-  const out = [
-    '# HELP dsh_store_log_bytes Durable log bytes per tenant (events plus payloads stored once).',
-    '# TYPE dsh_store_log_bytes gauge',
-    ...usage.map((u) => `dsh_store_log_bytes${labelText({ tenant: u.tenantId })} ${u.bytes}`),
-    '# HELP dsh_store_log_budget_bytes Durable log bytes each tenant may hold.',
-    '# TYPE dsh_store_log_budget_bytes gauge',
-    ...usage.slice(0, 1).map((u) => `dsh_store_log_budget_bytes ${u.budget}`),
-    '# HELP dsh_store_payloads_dropped_total Large values not kept because their tenant was over budget.',
-    '# TYPE dsh_store_payloads_dropped_total counter',
-    ...usage.map((u) => `dsh_store_payloads_dropped_total${labelText({ tenant: u.tenantId })} ${u.dropped}`),
-    '# HELP dsh_store_appends_refused_total Events refused (calls not run) because their tenant was over budget.',
-    '# TYPE dsh_store_appends_refused_total counter',
-    ...usage.map((u) => `dsh_store_appends_refused_total${labelText({ tenant: u.tenantId })} ${u.refused}`),
-  ];
-  return `${out.join('\n')}\n`;
+/** Durable log usage per tenant (issue 11), read at every scrape. */
+export const withLogUsage = (metrics: Metrics, usage: () => TenantLogUsage[]): Metrics => {
+  const perTenant = (pick: (u: TenantLogUsage) => number) => (): Record<string, number> =>
+    Object.fromEntries(usage().map((u) => [u.tenantId, pick(u)]));
+  metrics.labelledGauge(
+    'dsh_store_log_bytes',
+    'Durable log bytes per tenant (events plus payloads stored once).',
+    'tenant',
+    perTenant((u) => u.bytes),
+  );
+  metrics.gauge('dsh_store_log_budget_bytes', 'Durable log bytes each tenant may hold.', () => {
+    const first = usage()[0];
+    if (first === undefined) throw new Error('no tenant yet');
+    return first.budget;
+  });
+  metrics.labelledGauge(
+    'dsh_store_payloads_dropped_total',
+    'Large values not kept because their tenant was over budget (a count since the tenant was made).',
+    'tenant',
+    perTenant((u) => u.dropped),
+  );
+  metrics.labelledGauge(
+    'dsh_store_appends_refused_total',
+    'Events refused (calls not run) because their tenant was over budget (a count since the tenant was made).',
+    'tenant',
+    perTenant((u) => u.refused),
+  );
+  return metrics;
 };
-
-/** The same registry, its text followed by the log usage read at every scrape. */
-export const withLogUsage = (metrics: Metrics, usage: () => TenantLogUsage[]): Metrics => ({
-  ...metrics,
-  render: () => {
-    let extra: string;
-    try {
-      extra = logUsageText(usage());
-    } catch {
-      extra = '';
-    }
-    return metrics.render() + extra;
-  },
-});

@@ -40,6 +40,8 @@ export interface RequestStoreOptions {
 export interface ClosableRequestStore extends RequestStore {
   /** Clears expiry timers and rejects waiters with SHUTTING_DOWN. Stored state is untouched. */
   close(): void;
+  /** Pending requests this process holds expiry timers for (all of its store's, read at start). */
+  pending(): number;
 }
 
 // setTimeout fires at most 2^31-1 ms ahead; longer expiries re-arm.
@@ -138,6 +140,7 @@ export const createRequestStore = (
   for (const request of backend.listPending()) arm(request);
 
   return {
+    pending: () => timers.size,
     create(input) {
       if (closed) throw new SandboxError('SHUTTING_DOWN', 'the request store is closed');
       if (!Number.isFinite(input.expiresAt)) {

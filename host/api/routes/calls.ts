@@ -4,7 +4,6 @@
 // event. A client that disconnects cancels the batch (cooperatively; the log records it); a batch
 // that outlives `callTimeoutMs` is cancelled the same way.
 import { Hono } from 'hono';
-import { streamSSE } from 'hono/streaming';
 import { describeRoute } from 'hono-openapi';
 import type * as v from 'valibot';
 import type { AgentService } from '../../agents/service.ts';
@@ -14,6 +13,7 @@ import { jsonBody, jsonRequest, jsonResponse } from '../body.ts';
 import type { ApiEnv } from '../env.ts';
 import { errorBody } from '../errors.ts';
 import { Calls, ErrorBody, Results } from '../schemas.ts';
+import { countedSSE } from '../sse.ts';
 import { loadAgent } from './agents.ts';
 
 export const eventView = (e: SessionEvent) => ({
@@ -58,8 +58,9 @@ export const callRoutes = (agents: AgentService, callTimeoutMs: number): Hono<Ap
       if (!wantsSse(c.req.header('accept'))) {
         return c.json({ results: await agents.call(agent, calls, { signal, ...onStep }) });
       }
-      return streamSSE(
+      return countedSSE(
         c,
+        'calls',
         async (stream) => {
           const queue: Promise<void>[] = [];
           const onProgress = (event: SessionEvent) => {

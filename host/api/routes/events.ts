@@ -9,7 +9,6 @@
 // travel as references (`payloads`), each fetched on its own through the agent, so another
 // tenant's agent answers 404 and its payloads cannot be reached.
 import { Hono } from 'hono';
-import { streamSSE } from 'hono/streaming';
 import { describeRoute } from 'hono-openapi';
 import * as v from 'valibot';
 import type { AgentService } from '../../agents/service.ts';
@@ -19,6 +18,7 @@ import { jsonResponse, queryOf } from '../body.ts';
 import type { ApiEnv } from '../env.ts';
 import type { Lifecycle } from '../lifecycle.ts';
 import { ErrorBody, EventPage, EventsQuery, PayloadQuery } from '../schemas.ts';
+import { countedSSE } from '../sse.ts';
 import { loadAgent } from './agents.ts';
 import { eventView, wantsSse } from './calls.ts';
 
@@ -79,7 +79,7 @@ export const eventRoutes = (
       if (header !== undefined && !/^\d{1,15}$/.test(header))
         throw new SandboxError('BAD_REQUEST', 'Last-Event-ID must be an event seq.');
       let last = header === undefined ? (query.after ?? 0) : Number(header);
-      return streamSSE(c, async (stream) => {
+      return countedSSE(c, 'events', async (stream) => {
         /** How far the durable log reaches, as notified (live events are sent only once durable). */
         let durable = 0;
         let wake: (() => void) | undefined;

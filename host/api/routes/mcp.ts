@@ -16,7 +16,6 @@
 import { randomUUID } from 'node:crypto';
 import { createMcpHandler, isInitializeRequest, type ServerEventBus } from '@modelcontextprotocol/server';
 import { type Context, Hono } from 'hono';
-import { streamSSE } from 'hono/streaming';
 import { describeRoute } from 'hono-openapi';
 import type { AgentService } from '../../agents/service.ts';
 import type { Agent } from '../../agents/types.ts';
@@ -32,6 +31,7 @@ import { originAdmitted } from '../mcp/origin.ts';
 import { agentMcpServer } from '../mcp/server.ts';
 import { relay } from '../relay.ts';
 import { ErrorBody } from '../schemas.ts';
+import { countedSSE } from '../sse.ts';
 import { loadAgent } from './agents.ts';
 
 const HEARTBEAT_MS = 15_000;
@@ -154,7 +154,7 @@ export const mcpRoutes = (options: McpRouteOptions): Hono<ApiEnv> => {
     if (!(c.req.header('accept') ?? '').includes('text/event-stream'))
       return c.json(rpcError(-32000, 'Not Acceptable: the GET stream is text/event-stream.'), 406);
     const release = streamPlace(agent);
-    return streamSSE(c, async (stream) => {
+    return countedSSE(c, 'mcp', async (stream) => {
       const cleanups: (() => void)[] = [release];
       try {
         await new Promise<void>((resolve) => {

@@ -43,8 +43,7 @@ export const systemRoutes = (options: SystemRoutesOptions): Hono<ApiEnv> => {
       security: [],
       responses: { 200: { description: 'Prometheus text exposition', content: { 'text/plain': {} } } },
     }),
-    (c) =>
-      c.text(options.metrics.render(), 200, { 'Content-Type': 'text/plain; version=0.0.4; charset=utf-8' }),
+    async (c) => c.text(await options.metrics.render(), 200, { 'Content-Type': options.metrics.contentType }),
   );
   return app;
 };

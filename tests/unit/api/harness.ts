@@ -2,7 +2,7 @@
 // sandbox tools, the memory sandbox provider, and two tenants. Requests go through app.request().
 import { type AgentServiceOptions, createAgentService } from '../../../host/agents/index.ts';
 import { agentEgressRules, registerWebTools } from '../../../host/agents/web.ts';
-import { type ApiLimits, createApp } from '../../../host/api/app.ts';
+import { type ApiLimits, type AppDeps, createApp } from '../../../host/api/app.ts';
 import { createLifecycle } from '../../../host/api/lifecycle.ts';
 import { createMetrics, observeCalls } from '../../../host/api/metrics.ts';
 import { createEgress, type EgressOptions } from '../../../host/egress/index.ts';
@@ -27,6 +27,8 @@ export const makeApi = (
     agents?: Pick<AgentServiceOptions, 'reapRetryMs' | 'questionTtlMs' | 'mcpLimitsOf'>;
     /** With it: the egress gateway (these options over its defaults), /v1/egress and the web tools. */
     egress?: Partial<EgressOptions>;
+    /** More of the app's dependencies (the pool and disk readers of /metrics). */
+    app?: Pick<AppDeps, 'pool' | 'workspaceDisk'>;
   } = {},
 ) => {
   const store = openStore({ path: ':memory:', ...options.store });
@@ -64,6 +66,7 @@ export const makeApi = (
     metrics,
     lifecycle,
     ...(egress === undefined ? {} : { egress: egress.settings }),
+    ...options.app,
   });
   const a = store.tenants.createTenant('tenant-a');
   const b = store.tenants.createTenant('tenant-b');
