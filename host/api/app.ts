@@ -15,7 +15,7 @@ import type { SkillCatalog } from '../skills/catalog.ts';
 import type { Store } from '../store/index.ts';
 import type { ScheduleService } from '../tools/builtin/index.ts';
 import { tenantAuth } from './auth.ts';
-import { type ConnectionGuard, claimConnection, refuseStrayUpgrade } from './connections.ts';
+import { type ConnectionGuard, claimConnection, keepRefusalBody, refuseStrayUpgrade } from './connections.ts';
 import type { ApiEnv } from './env.ts';
 import { errorBody, errorHandler } from './errors.ts';
 import { createLifecycle, type Lifecycle, refuseWhenShuttingDown } from './lifecycle.ts';
@@ -170,6 +170,7 @@ export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
     metrics.error('NOT_FOUND');
     return c.json(errorBody('NOT_FOUND', `No route ${c.req.method} ${c.req.path}.`), 404);
   });
+  app.use(keepRefusalBody);
   app.use(async function httpMetrics(c, next) {
     const start = performance.now();
     c.set('openStream', metrics.stream);

@@ -8,7 +8,8 @@
 // never the reverse); a connection that sent no byte within `firstByteMs` is closed (the server's
 // headersTimeout closes one that sent an incomplete head); one tenant holds at most `perTenant`
 // connections, and a request past that answers 429 and closes its connection. Only terminal
-// routes take a WebSocket upgrade (refuseStrayUpgrade).
+// routes take a WebSocket upgrade (refuseStrayUpgrade); a refused upgrade answers with the app's
+// JSON error body, as its Content-Type says (keepRefusalBody).
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Context, MiddlewareHandler } from 'hono';
@@ -128,6 +129,42 @@ export const createConnectionGuard = (limits: ConnectionLimits): ConnectionGuard
 
 type UpgradeListener = (request: IncomingMessage, socket: Socket, head: Buffer) => void;
 
+/** The JSON error bodies of refused upgrades, kept by keepRefusalBody until the refusal is written. */
+const refusalBodies = new WeakMap<IncomingMessage, string>();
+
+/**
+ * Keeps the body of a refused WebSocket upgrade (the app's JSON error): @hono/node-server writes
+ * an upgrade's refusal itself, with the response's status and headers (Content-Type:
+ * application/json) but `Content-Length: 0`, so the error its content type promises was lost.
+ * Register before everything that can refuse.
+ */
+export const keepRefusalBody: MiddlewareHandler = async function keepRefusalBody(c, next) {
+  await next();
+  const env = c.env as { incoming?: IncomingMessage; outgoing?: ServerResponse } | undefined;
+  if (env?.incoming === undefined || env.outgoing !== undefined || c.res.status < 400) return;
+  refusalBodies.set(env.incoming, await c.res.clone().text());
+};
+
+/** Makes the refusal written on an upgrade's socket carry the body keepRefusalBody kept. */
+const withRefusalBody = (request: IncomingMessage, socket: Socket): void => {
+  const end = socket.end.bind(socket) as (chunk?: unknown, ...rest: unknown[]) => Socket;
+  const empty = '\r\nContent-Length: 0\r\n';
+  socket.end = ((chunk?: unknown, ...rest: unknown[]) => {
+    const body = refusalBodies.get(request);
+    if (
+      body !== undefined &&
+      typeof chunk === 'string' &&
+      chunk.startsWith('HTTP/1.1 ') &&
+      chunk.includes(empty)
+    ) {
+      refusalBodies.delete(request);
+      const head = chunk.replace(empty, `\r\nContent-Length: ${Buffer.byteLength(body)}\r\n`);
+      return end(`${head}${body}`, ...rest);
+    }
+    return end(chunk, ...rest);
+  }) as Socket['end'];
+};
+
 /**
  * Node hands every request with an Upgrade header to the server's 'upgrade' listeners and stops
  * managing its socket: no timeout applies to it any more, and nothing reads it, so not even its
@@ -145,6 +182,7 @@ const closeRefusedUpgrades = (server: Server): void => {
   server.removeAllListeners('upgrade');
   server.on('upgrade', (request: IncomingMessage, socket: Socket, head: Buffer) => {
     socket.once('finish', () => socket.destroy());
+    withRefusalBody(request, socket);
     if (request.headers.upgrade?.toLowerCase() !== 'websocket') {
       socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
       return;

@@ -4,10 +4,11 @@
 // 32), and its writes are slower than the client sends (unbounded input buffering, issue 11).
 // tests/integration/api/terminals.test.ts runs the same route against real sandboxes.
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { createConnectionGuard } from '../../../host/api/connections.ts';
 import { createWebSocketServer, INPUT_LIMIT } from '../../../host/api/routes/terminals.ts';
 import { createMemoryProvider } from '../../../host/sandbox/memory/provider.ts';
 import type { SandboxProvider, SandboxTerminals, TerminalInfo } from '../../../host/sandbox/types.ts';
@@ -94,6 +95,10 @@ const start = async (writeMs: number) => {
       },
       () => resolve(s as Server),
     ) as Server;
+    // As serve.ts does: the connection guard wraps the upgrade listeners once they are installed.
+    createConnectionGuard({ maxConnections: 1000, reserve: 10, firstByteMs: 10_000, perTenant: 1000 }).attach(
+      s as Server,
+    );
   });
   base = `ws://127.0.0.1:${(server.address() as AddressInfo).port}`;
 };
@@ -196,5 +201,44 @@ describe('terminal sockets', () => {
     expect(await closed).toEqual([1000, 'agent deleted']);
     await expect(connect(url, api.keyA)).rejects.toThrow('HTTP 404');
     expect(await gauge('dsh_terminal_sockets_open')).toBe(0);
+  });
+});
+
+/** One raw upgrade request; resolves with everything the server wrote before it closed. */
+const rawUpgrade = (path: string, key: string): Promise<string> =>
+  new Promise((resolve, reject) => {
+    const socket = net.connect((server.address() as AddressInfo).port, '127.0.0.1');
+    let received = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (d: string) => {
+      received += d;
+    });
+    socket.once('error', reject);
+    socket.once('close', () => resolve(received));
+    socket.write(
+      `GET ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nConnection: Upgrade\r\n` +
+        'Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
+    );
+  });
+
+describe('refused upgrades', () => {
+  it('answer with the JSON error body their content type promises', async () => {
+    await start(0);
+    double.release();
+    const agent = await api.createAgent(api.keyA);
+    const cases: [string, string, number, string][] = [
+      [`/v1/agents/${agent.id}/terminals/t1`, 'dsk_wrong', 401, 'UNAUTHORIZED'],
+      ['/v1/agents/agt_missing/terminals/t1', api.keyA, 404, 'NOT_FOUND'],
+      [`/v1/agents/${agent.id}/terminals/nope`, api.keyA, 404, 'NOT_FOUND'],
+      [`/v1/agents/${agent.id}/events`, api.keyA, 400, 'BAD_REQUEST'],
+    ];
+    for (const [path, key, status, code] of cases) {
+      const answer = await rawUpgrade(path, key);
+      const [head = '', body = ''] = answer.split('\r\n\r\n');
+      expect(head).toMatch(new RegExp(`^HTTP/1.1 ${status} `));
+      expect(head.toLowerCase()).toContain('content-type: application/json');
+      expect(head).toContain(`Content-Length: ${Buffer.byteLength(body)}`);
+      expect(JSON.parse(body)).toMatchObject({ error: { code } });
+    }
   });
 });
