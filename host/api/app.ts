@@ -7,7 +7,7 @@ import { HTTPException } from 'hono/http-exception';
 import { requestId } from 'hono/request-id';
 import { routePath } from 'hono/route';
 import { timeout } from 'hono/timeout';
-import { openAPIRouteHandler } from 'hono-openapi';
+import { describeRoute, generateSpecs } from 'hono-openapi';
 import type { AgentService } from '../agents/service.ts';
 import type { EgressSettings } from '../egress/settings.ts';
 import { SandboxError } from '../errors.ts';
@@ -21,6 +21,7 @@ import { errorBody, errorHandler } from './errors.ts';
 import { createLifecycle, type Lifecycle, refuseWhenShuttingDown } from './lifecycle.ts';
 import { createTenantLimiter, tenantConcurrency } from './limits.ts';
 import { createMetrics, type Metrics, withLogUsage } from './metrics.ts';
+import { finishDocument, type OpenApiDocument } from './openapi.ts';
 import { agentRoutes } from './routes/agents.ts';
 import { callRoutes } from './routes/calls.ts';
 import { egressRoutes } from './routes/egress.ts';
@@ -269,21 +270,37 @@ export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
     app.route('/', egressRoutes(deps.egress));
   }
 
+  let document: Promise<OpenApiDocument> | undefined;
   app.get(
     '/openapi.json',
-    openAPIRouteHandler(app, {
-      documentation: {
-        openapi: '3.1.0',
-        info: {
-          title: 'dsh-sandbox control plane',
-          version: deps.version,
-          description:
-            'Runs AI agents\' tool calls in isolation. Errors: { "error": { "code", "message" } }.',
-        },
-        components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
-        security: [{ bearer: [] }],
+    describeRoute({
+      operationId: 'openapi',
+      tags: ['system'],
+      security: [],
+      responses: {
+        200: { description: 'This description (OpenAPI 3.1)', content: { 'application/json': {} } },
       },
     }),
+    async (c) => {
+      document ??= generateSpecs(
+        app,
+        {
+          documentation: {
+            openapi: '3.1.0',
+            info: {
+              title: 'dsh-sandbox control plane',
+              version: deps.version,
+              description:
+                'Runs AI agents\' tool calls in isolation. Errors: { "error": { "code", "message" } }.',
+            },
+            components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+            security: [{ bearer: [] }],
+          },
+        },
+        c,
+      ).then((specs) => finishDocument(specs as OpenApiDocument, { isDeadlineFree: isStreamingRoute }));
+      return c.json(await document);
+    },
   );
   return app;
 };

@@ -4,6 +4,8 @@
 // prototype; malformed JSON (invalid UTF-8 included: it is refused, never rewritten to U+FFFD)
 // is MALFORMED_JSON; schema failures name every issue's path. Upload bodies are never buffered:
 // `uploadBody` streams them with the size limit enforced as the bytes arrive.
+
+import { toJsonSchema } from '@valibot/to-json-schema';
 import type { MiddlewareHandler } from 'hono';
 import { resolver } from 'hono-openapi';
 import * as v from 'valibot';
@@ -139,6 +141,25 @@ export const queryOf = <S extends v.GenericSchema>(
 export const jsonRequest = (schema: v.GenericSchema) => ({
   required: true,
   content: { 'application/json': { schema: resolver(schema) } },
+});
+
+/**
+ * The `text/event-stream` alternative of a JSON response (chosen by `Accept`), as the extension
+ * `x-event-stream` of that response: each event name with the JSON Schema of its data. OpenAPI 3.1
+ * cannot type a stream's events (3.2's itemSchema does), and a second media type in `content`
+ * turns a generated client's response into `Json | string` (openapi-fetch unions every media
+ * type), so the JSON form stays the one `content` names and typed clients get it as it is.
+ */
+export const sseAlternative = (events: Record<string, v.GenericSchema>, description: string) => ({
+  'x-event-stream': {
+    description,
+    events: Object.fromEntries(
+      Object.entries(events).map(([name, schema]) => [
+        name,
+        { data: toJsonSchema(schema, { errorMode: 'ignore' }) },
+      ]),
+    ),
+  },
 });
 
 /** OpenAPI response entry for a JSON schema. */

@@ -340,3 +340,12 @@ export const PlanMode = v.object({
   planMode: v.pipe(v.boolean(), v.description('While true, only read-only tools run (code PLAN_MODE)')),
 });
 export const SetPlanMode = v.strictObject({ planMode: v.boolean() });
+
+/** PUT /v1/agents/:id/files: where the file went and how many bytes were written. */
+export const Uploaded = v.object({
+  path: v.pipe(v.string(), v.description('The confined path inside the workspace')),
+  bytes: v.number(),
+});
+
+/** PUT /v1/agents/:id/archive: what the tar held. */
+export const ArchiveUploaded = v.object({ files: v.number(), bytes: v.number() });

@@ -9,10 +9,10 @@ import type * as v from 'valibot';
 import type { AgentService } from '../../agents/service.ts';
 import { isSandboxError } from '../../errors.ts';
 import type { SessionEvent } from '../../store/types.ts';
-import { jsonBody, jsonRequest, jsonResponse } from '../body.ts';
+import { jsonBody, jsonRequest, jsonResponse, sseAlternative } from '../body.ts';
 import type { ApiEnv } from '../env.ts';
 import { errorBody } from '../errors.ts';
-import { Calls, ErrorBody, Results } from '../schemas.ts';
+import { Calls, ErrorBody, Event, Results } from '../schemas.ts';
 import { countedSSE } from '../sse.ts';
 import { loadAgent } from './agents.ts';
 
@@ -43,7 +43,10 @@ export const callRoutes = (agents: AgentService, callTimeoutMs: number): Hono<Ap
       responses: {
         200: {
           ...jsonResponse('Results in call order', Results),
-          content: { ...jsonResponse('', Results).content, 'text/event-stream': {} },
+          ...sseAlternative(
+            { progress: Event, results: Results, error: ErrorBody },
+            'With Accept: text/event-stream: `progress` events (each a session event as JSON, its seq as id), then one `results` event, or an `error` event.',
+          ),
         },
         404: jsonResponse('No such agent', ErrorBody),
       },

@@ -14,15 +14,18 @@ import * as v from 'valibot';
 import type { AgentService } from '../../agents/service.ts';
 import { SandboxError } from '../../errors.ts';
 import type { EventLog, EventPayloads } from '../../store/types.ts';
-import { jsonResponse, queryOf } from '../body.ts';
+import { jsonResponse, queryOf, sseAlternative } from '../body.ts';
 import type { ApiEnv } from '../env.ts';
 import type { Lifecycle } from '../lifecycle.ts';
-import { ErrorBody, EventPage, EventsQuery, PayloadQuery } from '../schemas.ts';
+import { ErrorBody, Event, EventPage, EventsQuery, PayloadQuery } from '../schemas.ts';
 import { countedSSE } from '../sse.ts';
 import { loadAgent } from './agents.ts';
 import { eventView, wantsSse } from './calls.ts';
 
 const HEARTBEAT_MS = 15_000;
+
+/** The data of the last event of a stream that ends (`deleted`, `shutdown`). */
+const StreamEnd = v.object({ lastEventId: v.number(), message: v.string() });
 
 export const eventRoutes = (
   agents: AgentService,
@@ -61,7 +64,10 @@ export const eventRoutes = (
       responses: {
         200: {
           ...jsonResponse('A page of events', EventPage),
-          content: { ...jsonResponse('', EventPage).content, 'text/event-stream': {} },
+          ...sseAlternative(
+            { event: Event, deleted: StreamEnd, shutdown: StreamEnd },
+            'With Accept: text/event-stream: `event` events (each a session event as JSON, its seq as id; resume with Last-Event-ID), `: ping` comments, then `deleted` when the agent is deleted or `shutdown` when the service stops.',
+          ),
         },
         404: jsonResponse('No such agent', ErrorBody),
       },

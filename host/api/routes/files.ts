@@ -13,10 +13,13 @@ import { Hono } from 'hono';
 import { describeRoute } from 'hono-openapi';
 import type { AgentService } from '../../agents/service.ts';
 import { SandboxError } from '../../errors.ts';
-import { queryOf, uploadBody } from '../body.ts';
+import { jsonResponse, queryOf, uploadBody } from '../body.ts';
 import type { ApiEnv } from '../env.ts';
-import { PathQuery } from '../schemas.ts';
+import { ArchiveUploaded, PathQuery, Uploaded } from '../schemas.ts';
 import { loadAgent } from './agents.ts';
+
+/** A raw byte body (OpenAPI 3.1: a string of any bytes; generators type it as binary). */
+const BYTES = { type: 'string' as const, format: 'binary' };
 
 const pathParam = {
   name: 'path',
@@ -34,7 +37,9 @@ export const fileRoutes = (agents: AgentService, maxUploadBytes: number): Hono<A
       operationId: 'readFile',
       tags: ['files'],
       parameters: [pathParam],
-      responses: { 200: { description: "The file's bytes", content: { 'application/octet-stream': {} } } },
+      responses: {
+        200: { description: "The file's bytes", content: { 'application/octet-stream': { schema: BYTES } } },
+      },
     }),
     loadAgent(agents),
     async (c) => {
@@ -53,8 +58,12 @@ export const fileRoutes = (agents: AgentService, maxUploadBytes: number): Hono<A
       operationId: 'writeFile',
       tags: ['files'],
       parameters: [pathParam],
-      requestBody: { content: { 'application/octet-stream': {} } },
-      responses: { 200: { description: '{ path, bytes }' } },
+      requestBody: {
+        required: true,
+        description: `The file's new content, raw (at most ${maxUploadBytes} bytes); it replaces the file only once all of it arrived.`,
+        content: { 'application/octet-stream': { schema: BYTES } },
+      },
+      responses: { 200: jsonResponse('Written: the confined path and the bytes written', Uploaded) },
     }),
     loadAgent(agents),
     async (c) => {
@@ -75,7 +84,9 @@ export const fileRoutes = (agents: AgentService, maxUploadBytes: number): Hono<A
       operationId: 'downloadArchive',
       tags: ['files'],
       parameters: [pathParam],
-      responses: { 200: { description: 'Uncompressed tar', content: { 'application/x-tar': {} } } },
+      responses: {
+        200: { description: 'Uncompressed tar', content: { 'application/x-tar': { schema: BYTES } } },
+      },
     }),
     loadAgent(agents),
     async (c) => {
@@ -91,8 +102,12 @@ export const fileRoutes = (agents: AgentService, maxUploadBytes: number): Hono<A
       operationId: 'uploadArchive',
       tags: ['files'],
       parameters: [pathParam],
-      requestBody: { content: { 'application/x-tar': {} } },
-      responses: { 200: { description: '{ files, bytes }' } },
+      requestBody: {
+        required: true,
+        description: `An uncompressed tar of files and directories (at most ${maxUploadBytes} bytes of content), extracted into \`path\` once all of it was checked.`,
+        content: { 'application/x-tar': { schema: BYTES } },
+      },
+      responses: { 200: jsonResponse('Extracted: how many files and bytes', ArchiveUploaded) },
     }),
     loadAgent(agents),
     async (c) => {

@@ -20,16 +20,19 @@ import type { IncomingMessage } from 'node:http';
 import { upgradeWebSocket } from '@hono/node-server';
 import { Hono } from 'hono';
 import type { WSContext } from 'hono/ws';
+import { describeRoute } from 'hono-openapi';
 import { WebSocketServer } from 'ws';
 import type { AgentService } from '../../agents/service.ts';
 import { isSandboxError, SandboxError } from '../../errors.ts';
 import type { SandboxTerminals, TerminalSignal } from '../../sandbox/types.ts';
 import type { TenantStore } from '../../store/index.ts';
 import { bearerToken } from '../auth.ts';
+import { jsonResponse } from '../body.ts';
 import { type ConnectionGuard, claimConnection } from '../connections.ts';
 import type { ApiEnv } from '../env.ts';
 import { createTenantLimiter } from '../limits.ts';
 import type { Metrics } from '../metrics.ts';
+import { ErrorBody } from '../schemas.ts';
 import { loadAgent } from './agents.ts';
 
 export const TERMINAL_PROTOCOL = 'dsh.terminal.v1';
@@ -126,6 +129,43 @@ interface RawSocket {
   resume?: () => void;
 }
 
+/** The terminal socket in /openapi.json: a GET that switches protocols (101) to a WebSocket. */
+const TERMINAL_SOCKET = {
+  operationId: 'attachTerminal',
+  tags: ['terminals'],
+  summary: "Attach to one of the agent's terminals (WebSocket)",
+  description:
+    'A WebSocket upgrade (`Connection: Upgrade`, `Upgrade: websocket`). Auth: `Authorization: Bearer <key>`, or a `token` query parameter, or a `bearer.<key>` entry in Sec-WebSocket-Protocol next to `dsh.terminal.v1` (browsers cannot set headers on a WebSocket). Frames: binary both ways (terminal bytes); a text frame holding `{"type":"resize","cols","rows"}` or `{"type":"signal","signal"}` is a control, any other text is input. The buffered output is replayed first (from `offset`), then output streams live. Close codes: 1000 the terminal ended (or `agent deleted`), 1008 input too fast, 1009 a frame too large, 1011 the sandbox connection was lost, 1013 the client reads too slowly. Every check happens before the upgrade: a refusal is a plain JSON error.',
+  parameters: [
+    { name: 'tid', in: 'path' as const, required: true, schema: { type: 'string' as const } },
+    {
+      name: 'offset',
+      in: 'query' as const,
+      schema: { type: 'integer' as const, minimum: 0 },
+      description: 'Replay the buffered output from this byte offset',
+    },
+    {
+      name: 'token',
+      in: 'query' as const,
+      schema: { type: 'string' as const },
+      description: 'The API key, for clients that cannot send the Authorization header',
+    },
+  ],
+  responses: {
+    101: {
+      description: 'Switching Protocols: the WebSocket is open (subprotocol dsh.terminal.v1 when asked for)',
+    },
+    400: jsonResponse('Not a WebSocket upgrade', ErrorBody),
+    401: jsonResponse('No API key, or an unknown or revoked one', ErrorBody),
+    404: jsonResponse('No such agent or terminal for this tenant', ErrorBody),
+    429: jsonResponse('The tenant has its most terminal sockets open; close one', ErrorBody),
+  },
+  'x-websocket': {
+    subprotocol: 'dsh.terminal.v1',
+    frames: 'binary: terminal bytes; text: JSON control or input',
+  },
+};
+
 export const terminalRoutes = (
   agents: AgentService,
   tenants: TenantStore,
@@ -151,6 +191,7 @@ export const terminalRoutes = (
 
   app.get(
     '/v1/agents/:id/terminals/:tid',
+    describeRoute(TERMINAL_SOCKET),
     async function terminalAuth(c, next) {
       const token = tokenOf(
         c.req.header('authorization'),
