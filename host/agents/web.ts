@@ -25,6 +25,7 @@ export function registerWebTools(
   const port: WebPort = {
     fetchPage: (caller, url, signal) => web.fetchPage({ ...caller, via: 'web_fetch' }, url, signal),
     search: (caller, queries, signal) => web.search({ ...caller, via: 'web_search' }, queries, signal),
+    timeoutMs: web.timeoutMs,
   };
   const tenantOf = (agent: AgentScope): string | undefined =>
     typeof agent.services.tenantId === 'string' ? agent.services.tenantId : undefined;

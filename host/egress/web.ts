@@ -23,6 +23,8 @@ export interface WebAccess {
   /** Whether the tenant's agents have a search provider (web_search is offered only then). */
   searchAvailable(tenantId: string): boolean;
   search(caller: EgressCaller, queries: string[], signal: AbortSignal): Promise<WebResults[]>;
+  /** The deadline of one fetch or search (WebLimits.timeoutMs). */
+  readonly timeoutMs: number;
 }
 
 export interface WebLimits {
@@ -128,6 +130,7 @@ export function createWebAccess(options: WebAccessOptions): WebAccess {
 
   return {
     fetchPage,
+    timeoutMs: limits.timeoutMs,
     searchAvailable: (tenantId) =>
       options.searxngUrl !== undefined || options.settings.get(tenantId)?.search !== undefined,
     async search(caller, queries, signal) {

@@ -5,7 +5,7 @@
 // Both change nothing, so they may overlap and run in plan mode.
 import * as v from 'valibot';
 import { SandboxError } from '../../errors.ts';
-import { defineTool } from '../define.ts';
+import { backstopTimeout, defineTool } from '../define.ts';
 import type { ExecContext, ToolDefinition } from '../types.ts';
 
 /** Who is fetching: the tenant (its allowlist), the agent (its narrowing, its log) and the call. */
@@ -33,7 +33,12 @@ export interface WebResults {
 export interface WebPort {
   fetchPage(caller: WebCaller, url: string, signal: AbortSignal): Promise<WebPage>;
   search(caller: WebCaller, queries: string[], signal: AbortSignal): Promise<WebResults[]>;
+  /** The deadline of one fetch or search; the tools declare a backstop past it. Default 30000. */
+  readonly timeoutMs?: number;
 }
+
+/** The timeout policy ends a fetch or search whose own deadline never fires (a stuck reader). */
+const webTimeout = (web: WebPort): number => backstopTimeout(web.timeoutMs ?? 30_000);
 
 export const MAX_QUERIES = 5;
 
@@ -83,6 +88,7 @@ export const webFetchTool = (web: WebPort): ToolDefinition =>
         },
       ],
     },
+    timeoutMs: webTimeout(web),
     execute: (args, exec) => web.fetchPage(callerOf(exec), args.url, exec.signal),
     isConcurrencySafe: () => true,
     isReadOnly: () => true,
@@ -128,6 +134,7 @@ export const webSearchTool = (web: WebPort): ToolDefinition =>
         },
       ],
     },
+    timeoutMs: webTimeout(web),
     execute: async (args, exec) => ({ results: await web.search(callerOf(exec), args.queries, exec.signal) }),
     isConcurrencySafe: () => true,
     isReadOnly: () => true,

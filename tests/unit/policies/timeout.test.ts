@@ -10,6 +10,8 @@ import {
   createPersistentBashTool,
   jobOutputTool,
   terminalSendTool,
+  webFetchTool,
+  webSearchTool,
 } from '../../../host/tools/builtin/index.ts';
 import { backstopTimeout, createRegistry, defineTool } from '../../../host/tools/index.ts';
 import { timeoutPolicy } from '../../../policies/index.ts';
@@ -128,7 +130,7 @@ describe('timeoutPolicy', () => {
 describe('tools that can hang declare a deadline the timeout policy enforces', () => {
   const never = () => new Promise<never>(() => undefined);
 
-  it('bash, persistent bash, job_output, terminal_send, remote and MCP tools declare timeoutMs', () => {
+  it('bash, persistent bash, job_output, terminal_send, remote, MCP and web tools declare timeoutMs', () => {
     const requests = createMemoryRequestStore();
     const remote = defineRemoteTool(
       { name: 'client_tool', description: 'd', parameters: { type: 'object' }, timeoutMs: 1000 },
@@ -144,6 +146,9 @@ describe('tools that can hang declare a deadline the timeout policy enforces', (
     expect(terminalSendTool.timeoutMs).toBe(backstopTimeout(15_000));
     expect(remote.timeoutMs).toBe(backstopTimeout(1000));
     expect(mcp?.timeoutMs).toBe(backstopTimeout(90_000));
+    const web = { fetchPage: never, search: never, timeoutMs: 2000 };
+    expect(webFetchTool(web).timeoutMs).toBe(backstopTimeout(2000));
+    expect(webSearchTool(web).timeoutMs).toBe(backstopTimeout(2000));
     requests.close?.();
   });
 
