@@ -1,7 +1,12 @@
 // Redaction (issue 17 §1): a post-execute policy that replaces a result's content leaves no raw
 // value anywhere it is stored or served: not in POST /calls (JSON and SSE), not in GET /events, not
+// in the MCP endpoint's tools/call, not
 // in any table of the store (events, payloads) nor in the full-text index. The call's own in-memory
 // consumer still reads the value (seed: canonical values belong to execution).
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { type ServerType, serve } from '@hono/node-server';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Row } from '../../../host/store/db.ts';
 import { type Api, makeApi } from './harness.ts';
@@ -90,5 +95,29 @@ describe('a redacting policy', () => {
     for (const event of results) expect(event.data).toMatchObject({ ok: true, redacted: true });
     expect(events.text).not.toContain(SECRET);
     expect(storeMentions()).toEqual([]);
+  });
+
+  it('leaves no raw value in what the MCP endpoint answers', async () => {
+    const agent = await api.createAgent(api.keyA);
+    await upload(agent.id, 'small.txt', `key=${SECRET}\n`);
+    const server = await new Promise<ServerType>((resolve) => {
+      const s = serve({ fetch: api.app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve(s));
+    });
+    const client = new Client({ name: 'redaction-probe', version: '1.0.0' });
+    try {
+      const port = (server.address() as AddressInfo).port;
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/v1/agents/${agent.id}/mcp`), {
+          requestInit: { headers: { Authorization: `Bearer ${api.keyA}` } },
+        }),
+      );
+      const result = await client.callTool({ name: 'read', arguments: { file_path: 'small.txt' } });
+      expect(result.content).toEqual([{ type: 'text', text: '[redacted]' }]);
+      expect(JSON.stringify(result)).not.toContain(SECRET);
+    } finally {
+      await client.close().catch(() => undefined);
+      (server as Server).closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 });
