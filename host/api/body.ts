@@ -57,6 +57,9 @@ export interface UploadBody extends AsyncIterable<Uint8Array> {
  * the client goes away mid-body. Nothing is buffered beyond the chunk in hand. A consumer that
  * stops early leaves the rest of the body unread (not cancelled): see `drain`.
  */
+/** How long drain() waits for a consumer that stopped early to let go of the body. */
+const DRAIN_UNLOCK_WAIT_MS = 2000;
+
 export const uploadBody = (req: Request, maxBytes: number): UploadBody => {
   const declared = Number(req.headers.get('content-length') ?? Number.NaN);
   if (declared > maxBytes) throw payloadTooLarge(maxBytes);
@@ -77,7 +80,13 @@ export const uploadBody = (req: Request, maxBytes: number): UploadBody => {
   return {
     [Symbol.asyncIterator]: () => capped[Symbol.asyncIterator](),
     async drain() {
-      if (body === null || body.locked) return;
+      if (body === null) return;
+      // A consumer that stopped early may still hold the stream's reader for a moment (its
+      // iterator is returned asynchronously, e.g. by Readable.from's destroy): wait for it, or the
+      // unread rest would make the connection close under a client that is still sending.
+      for (let waited = 0; body.locked && waited < DRAIN_UNLOCK_WAIT_MS; waited += 5)
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      if (body.locked) return;
       try {
         if (seen <= maxBytes)
           for await (const chunk of body.values({ preventCancel: true })) {
