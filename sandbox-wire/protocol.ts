@@ -2,17 +2,26 @@
 // shared by the host client and sandboxd itself (bundled into the image, so this module must run on
 // Node 18 and import nothing but node:buffer).
 //
-// A frame is a 4-byte big-endian length followed by that many bytes of UTF-8 JSON. Binary payloads
-// travel base64-encoded inside the JSON. A RESYNC marker (8 bytes of 0xFF) may appear between or
-// inside frames: a valid frame stream can never contain it (JSON text is UTF-8, which never holds
-// 0xFF, and a length header holds at most three), so whoever reads it drops any partial frame and
-// starts afresh. The host sends it before every `hello`; sandboxd sends it before its answer. That
-// is how a re-attach after a detach in mid-frame resumes on a clean frame boundary.
-// Invariants: no frame is longer than MAX_FRAME_BYTES in either direction; a frame's JSON is an
-// object; a reader that meets garbage reports it once and then ignores everything up to the next
-// RESYNC marker.
+// A frame is a 4-byte big-endian length followed by that many bytes of body. A control frame's body
+// is UTF-8 JSON (an object: it starts with `{`); small binary payloads travel base64-encoded inside
+// it. A data frame's body is a 0x00 kind byte, a 4-byte stream id, at most MAX_DATA_BYTES of raw
+// bytes and a 0x00 end byte: bulk transfers (streams.ts: credit-based flow control) move in these,
+// without base64. The end byte means no frame ever ends in 0xFF, so a reader that holds back a
+// chunk's trailing 0xFF bytes (they may begin a marker) never holds back the end of a whole frame.
+// A RESYNC marker (8 bytes of 0xFF) may appear between or inside frames: whoever reads it drops any
+// partial frame and starts afresh. The host sends it before every `hello`; sandboxd sends it before
+// its answer. That is how a re-attach after a detach in mid-frame resumes on a clean frame boundary.
+// A control frame never holds a run of seven 0xFF bytes (JSON text is UTF-8, which never holds 0xFF,
+// and a length header holds at most three); a data frame may, so its encoder stuffs a 0x00 after
+// every seven 0xFF in a row and the reader drops it: no frame ever holds the marker, whatever the
+// bytes it carries (stuffing is below framing: a length counts the bytes before stuffing).
+// Invariants: no frame is longer than MAX_FRAME_BYTES in either direction, no data frame carries
+// more than MAX_DATA_BYTES; a control frame's JSON is an object; a reader that meets garbage reports
+// it once and then ignores everything up to the next RESYNC marker.
 
 export const PROTOCOL_VERSION = 1;
+/** Data frames and streams (readStream, writeStream); a sandboxd that says so in its hello speaks them. */
+export const STREAMS_VERSION = 1;
 /** Largest frame body in either direction. */
 export const MAX_FRAME_BYTES = 16 * 1024 * 1024;
 /** Raw bytes that fit in one frame once base64-encoded (4/3), with 85 KiB left for the JSON around them. */
@@ -20,6 +29,17 @@ export const MAX_BINARY_BYTES = 12 * 1024 * 1024 - 64 * 1024;
 export const RESYNC_BYTE = 0xff;
 export const RESYNC_LENGTH = 8;
 export const RESYNC_MARKER: Buffer = Buffer.alloc(RESYNC_LENGTH, RESYNC_BYTE);
+/** Raw bytes one data frame carries at most: small enough that frames of other calls interleave often. */
+export const MAX_DATA_BYTES = 256 * 1024;
+/** First body byte of a data frame (a control frame's is `{`). */
+export const DATA_KIND = 0x00;
+/** Bytes before a data frame's payload: length, kind, stream id. */
+export const DATA_HEADER_BYTES = 9;
+/** Body bytes of a data frame besides its payload: kind, stream id, end byte. */
+const DATA_OVERHEAD = DATA_HEADER_BYTES - 4 + 1;
+/** A run this long of 0xFF is followed by a stuffed 0x00 (one shorter than the marker). */
+const STUFF_RUN = RESYNC_LENGTH - 1;
+const STUFF_NEEDLE: Buffer = Buffer.alloc(STUFF_RUN, RESYNC_BYTE);
 
 /** Every operation sandboxd answers; `args` and `value` shapes are in host/sandbox/sandboxd/schemas.ts. */
 export const OPS = [
@@ -50,6 +70,8 @@ export const OPS = [
   'termAttach',
   'stdioOpen',
   'stdioWrite',
+  'readStream',
+  'writeStream',
 ] as const;
 export type Op = (typeof OPS)[number];
 
@@ -59,12 +81,20 @@ export type HostMessage =
   | { t: 'hello'; v: number; session: string }
   /** One call; answered by exactly one `res` with the same id. */
   | { t: 'req'; id: number; op: Op; args: Record<string, unknown> }
-  /** Abort an exec or a waiting jobOutput; its `res` still follows. */
-  | { t: 'cancel'; id: number };
+  /** Abort an exec, a waiting jobOutput or a stream; its `res` still follows. */
+  | { t: 'cancel'; id: number }
+  /** Flow control (streams.ts): the sender may send `bytes` more on stream `id`. */
+  | { t: 'credit'; id: number; bytes: number }
+  /** No more data frames on stream `id` from this side. */
+  | { t: 'end'; id: number };
 
 /** sandboxd → host. */
 export type DaemonMessage =
-  | { t: 'hello'; v: number; session: string; pid: number; root: string; node: string }
+  /** `streams` (this protocol's STREAMS_VERSION) says sandboxd speaks data frames; older ones omit it. */
+  | { t: 'hello'; v: number; session: string; pid: number; root: string; node: string; streams?: number }
+  /** Flow control and end of a stream, as the host sends them. */
+  | { t: 'credit'; id: number; bytes: number }
+  | { t: 'end'; id: number }
   /** A call's answer: a value, or an error with a stable code from errors.ts's short list. */
   | { t: 'res'; id: number; ok: true; value: unknown }
   | { t: 'res'; id: number; ok: false; error: { code: string; message: string } }
@@ -91,9 +121,61 @@ export const encodeFrame = (message: object, maxBytes: number = MAX_FRAME_BYTES)
   return frame;
 };
 
+/**
+ * `frame` with a 0x00 after every run of seven 0xFF bytes, so that it can never hold a RESYNC marker.
+ * Returns `frame` itself when it holds no such run (the common case: no copy).
+ */
+export const stuff = (frame: Buffer): Buffer => {
+  let at = frame.indexOf(STUFF_NEEDLE);
+  if (at === -1) return frame;
+  const parts: Buffer[] = [];
+  let from = 0;
+  const zero = Buffer.alloc(1);
+  while (at !== -1) {
+    parts.push(frame.subarray(from, at + STUFF_RUN), zero);
+    from = at + STUFF_RUN;
+    at = frame.indexOf(STUFF_NEEDLE, from);
+  }
+  parts.push(frame.subarray(from));
+  return Buffer.concat(parts);
+};
+
+/**
+ * A data frame with room for `bytes` of payload at DATA_HEADER_BYTES, to be filled in place (a file
+ * read straight into it) and finished with finishData.
+ */
+export const allocData = (id: number, bytes: number): Buffer => {
+  if (!Number.isInteger(bytes) || bytes < 0 || bytes > MAX_DATA_BYTES)
+    throw new FrameError(`a data frame carries 0 to ${MAX_DATA_BYTES} bytes, not ${bytes}`);
+  const frame = Buffer.allocUnsafe(DATA_HEADER_BYTES + bytes + 1);
+  frame[4] = DATA_KIND;
+  frame.writeUInt32BE(id, 5);
+  return frame;
+};
+
+/** The wire form of a frame from allocData whose first `used` payload bytes are filled. */
+export const finishData = (frame: Buffer, used: number): Buffer => {
+  const body = frame.subarray(0, DATA_HEADER_BYTES + used + 1);
+  body.writeUInt32BE(used + DATA_OVERHEAD, 0);
+  body[DATA_HEADER_BYTES + used] = 0;
+  return stuff(body);
+};
+
+/** One data frame carrying `payload` (at most MAX_DATA_BYTES) on stream `id`, stuffed. */
+export const encodeData = (id: number, payload: Uint8Array): Buffer => {
+  const frame = allocData(id, payload.length);
+  frame.set(payload, DATA_HEADER_BYTES);
+  return finishData(frame, payload.length);
+};
+
 export interface DecoderHandlers {
   /** A complete frame, parsed: always a non-null, non-array object. */
   onMessage(message: Record<string, unknown>): void;
+  /**
+   * A data frame's payload (a view: copy what must outlive the call) and stream id. Without this
+   * handler a data frame is garbage.
+   */
+  onData?(id: number, payload: Buffer): void;
   /** Garbage or an oversized frame; the decoder then skips until the next RESYNC marker. */
   onError(error: FrameError): void;
   /** A RESYNC marker arrived; any partial frame was dropped. */
@@ -134,36 +216,63 @@ export class FrameDecoder {
       this.afterMarker = false;
       chunk = chunk.subarray(k);
     }
-    let segStart = 0;
-    let i = chunk.indexOf(RESYNC_BYTE);
-    if (this.heldFF > 0 && i !== 0) this.releaseHeld();
-    while (i !== -1) {
-      let j = i;
-      while (j < chunk.length && chunk[j] === RESYNC_BYTE) j++;
-      const carried = i === 0 ? this.heldFF : 0;
-      if (carried + (j - i) >= RESYNC_LENGTH) {
-        this.feed(chunk.subarray(segStart, i));
+    if (this.heldFF > 0) {
+      // A run of 0xFF that the previous chunk ended with: a marker, a stuffed run, or plain bytes.
+      let k = 0;
+      while (k < chunk.length && chunk[k] === RESYNC_BYTE) k++;
+      const run = this.heldFF + k;
+      if (run >= RESYNC_LENGTH) {
         this.heldFF = 0;
-        this.reset();
-        this.handlers.onResync?.();
-        segStart = j;
-        if (j === chunk.length) this.afterMarker = true;
-      } else if (j === chunk.length) {
-        this.feed(chunk.subarray(segStart, i));
-        this.heldFF = carried + (j - i);
+        this.resync();
+        if (k === chunk.length) {
+          this.afterMarker = true;
+          return;
+        }
+        chunk = chunk.subarray(k);
+      } else if (k === chunk.length) {
+        this.heldFF = run;
         return;
-      } else if (carried > 0) {
-        this.releaseHeld();
+      } else {
+        this.heldFF = 0;
+        this.feed(Buffer.alloc(run, RESYNC_BYTE));
+        chunk = chunk.subarray(k);
+        if (run === STUFF_RUN && chunk[0] === 0) chunk = chunk.subarray(1);
       }
-      i = j < chunk.length ? chunk.indexOf(RESYNC_BYTE, j) : -1;
     }
-    this.feed(chunk.subarray(segStart));
+    let seg = 0;
+    let at = chunk.indexOf(STUFF_NEEDLE);
+    while (at !== -1) {
+      let j = at + STUFF_RUN;
+      while (j < chunk.length && chunk[j] === RESYNC_BYTE) j++;
+      if (j - at >= RESYNC_LENGTH) {
+        this.feed(chunk.subarray(seg, at));
+        this.resync();
+        if (j === chunk.length) {
+          this.afterMarker = true;
+          return;
+        }
+        seg = j;
+      } else if (j === chunk.length) {
+        // Seven at the very end: the next chunk says whether a marker or a stuffed 0x00 follows.
+        this.feed(chunk.subarray(seg, at));
+        this.heldFF = STUFF_RUN;
+        return;
+      } else if (chunk[j] === 0) {
+        this.feed(chunk.subarray(seg, j));
+        seg = j + 1; // the stuffed byte
+      }
+      at = chunk.indexOf(STUFF_NEEDLE, j);
+    }
+    // Fewer than seven 0xFF at the end may be the start of a marker: hold them.
+    let end = chunk.length;
+    while (end > seg && chunk[end - 1] === RESYNC_BYTE) end--;
+    this.feed(chunk.subarray(seg, end));
+    this.heldFF = chunk.length - end;
   }
 
-  private releaseHeld(): void {
-    const held = Buffer.alloc(this.heldFF, RESYNC_BYTE);
-    this.heldFF = 0;
-    this.feed(held);
+  private resync(): void {
+    this.reset();
+    this.handlers.onResync?.();
   }
 
   private feed(data: Buffer): void {
@@ -182,11 +291,20 @@ export class FrameDecoder {
         }
         this.need = length;
       }
-      if (this.buffered < this.need) return;
+      if (this.buffered < this.need) {
+        // A data frame announcing more than one data frame may carry fails now, not 16 MiB later.
+        if (this.need > DATA_OVERHEAD + MAX_DATA_BYTES && this.chunks[0]?.[0] === DATA_KIND)
+          this.fail(`data frame over ${MAX_DATA_BYTES} bytes`);
+        return;
+      }
       const all = this.take(this.buffered);
       const body = all.subarray(0, this.need);
       this.putBack(all.subarray(this.need));
       this.need = -1;
+      if (body[0] === DATA_KIND) {
+        if (!this.data(body)) return;
+        continue;
+      }
       let message: unknown;
       try {
         message = JSON.parse(body.toString('utf8'));
@@ -201,6 +319,25 @@ export class FrameDecoder {
       this.handlers.onMessage(message as Record<string, unknown>);
       if (this.broken) return;
     }
+  }
+
+  /** Hands a data frame's payload over; false when it failed the stream. */
+  private data(body: Buffer): boolean {
+    const onData = this.handlers.onData;
+    if (onData === undefined) {
+      this.fail('unexpected data frame');
+      return false;
+    }
+    if (body.length < DATA_OVERHEAD || body[body.length - 1] !== 0) {
+      this.fail('data frame without a stream id or its end byte');
+      return false;
+    }
+    if (body.length - DATA_OVERHEAD > MAX_DATA_BYTES) {
+      this.fail(`data frame over ${MAX_DATA_BYTES} bytes`);
+      return false;
+    }
+    onData(body.readUInt32BE(1), body.subarray(DATA_HEADER_BYTES - 4, body.length - 1));
+    return !this.broken;
   }
 
   private take(n: number): Buffer {

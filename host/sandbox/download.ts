@@ -1,7 +1,8 @@
-// Downloads out of a sandbox, read piece by piece and only as fast as the consumer takes them: the
-// next piece is read when the consumer asks for it (an HTTP response asks once its socket took the
-// previous one), never ahead, and a consumer that stops (a client that went away) stops the reads.
-// Memory per download is about two pieces (one in the socket, one being read), whatever its size.
+// Downloads out of a sandbox, read only as fast as the consumer takes them: either piece by piece
+// (the next piece is read when the consumer asks for it: an HTTP response asks once its socket took
+// the previous one) or from a stream whose credit the consumer's pace returns (sandboxd reads ahead
+// one window, never more); a consumer that stops (a client that went away) stops the reads.
+// Memory per download is about two pieces or one window, whatever its size.
 // A single file is promised with its length up front (Content-Length), so its content yields
 // exactly that many bytes or fails: a file that grew is cut at the size it had, one that shrank
 // fails the stream rather than end it early. Archives pad a shrunk file instead (tar-pack.ts).
@@ -50,18 +51,24 @@ export interface FileDownload {
   content: AsyncIterable<Buffer>;
 }
 
+/** Bytes of a file from `from` to `size`, in order; fewer only when it ended sooner. */
+export type PiecesFrom = (from: number, size: number) => AsyncIterable<Buffer>;
+
 /**
  * One file's download once its size is known: FILE_TOO_LARGE over `maxBytes` (default
  * DEFAULT_MAX_DOWNLOAD_BYTES), else content that starts with `first` (bytes already read at offset
  * 0, to save a round trip) and yields exactly `size` bytes, or fails with CONFLICT when the file
- * shrank meanwhile.
+ * shrank meanwhile. The rest comes from `read` one piece per pull, or from `pieces` (a stream with
+ * read-ahead and flow control of its own).
  */
 export const fileDownload = (
   path: string,
   size: number,
-  read: ReadAt,
+  read: ReadAt | { pieces: PiecesFrom },
   options: { first?: Buffer; maxBytes?: number } = {},
 ): FileDownload => {
+  const rest: PiecesFrom =
+    typeof read === 'function' ? (from, until) => readPieces(read, until, from) : read.pieces;
   const maxBytes = options.maxBytes ?? DEFAULT_MAX_DOWNLOAD_BYTES;
   if (size > maxBytes) throw downloadTooLarge(path, size, maxBytes);
   const first = options.first?.subarray(0, size);
@@ -71,10 +78,12 @@ export const fileDownload = (
       sent = first.length;
       yield first;
     }
-    for await (const piece of readPieces(read, size, sent)) {
-      sent += piece.length;
-      yield piece;
-    }
+    if (sent < size)
+      for await (const piece of rest(sent, size)) {
+        const want = Math.min(piece.length, size - sent);
+        if (want > 0) yield want < piece.length ? piece.subarray(0, want) : piece;
+        sent += want;
+      }
     if (sent < size)
       throw new SandboxError(
         'CONFLICT',

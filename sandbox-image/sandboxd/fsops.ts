@@ -68,7 +68,7 @@ const at = async <T>(path: string, fn: () => Promise<T>): Promise<T> => {
 };
 
 /** A required integer argument in 0..max; anything else (negative, fractional, larger) is refused. */
-const intIn = (args: Args, name: string, max: number): number => {
+export const intIn = (args: Args, name: string, max: number): number => {
   const v = args[name];
   if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > max)
     throw new WireError('INVALID_ARGUMENTS', `Argument ${name} must be an integer from 0 to ${max}.`);
@@ -124,7 +124,7 @@ const openRegular = async (
 };
 
 /** Runs `fn` on the regular file at lexical `abs` (or a directory, with `directories`), opened for reading (openRegular). */
-const withReadable = <T>(
+export const withReadable = <T>(
   ws: Workspace,
   abs: string,
   fn: (fh: fsp.FileHandle, st: Stats) => Promise<T>,
@@ -174,6 +174,50 @@ const readAt = async (fh: fsp.FileHandle, offset: number, want: number): Promise
   return buf.subarray(0, got);
 };
 
+/**
+ * Replaces (or creates) the file at lexical `abs` atomically: `fill` writes a fresh temporary file
+ * beside it (never an existing path, never through a symlink), which then gets `mode` (default: the
+ * replaced file's, 0o644 for a new one) and is renamed over `abs`. Whatever `fill` throws (an
+ * aborted transfer included) removes the temporary file and leaves `abs` as it was.
+ */
+export const replaceFile = (
+  ws: Workspace,
+  abs: string,
+  mode: number | undefined,
+  fill: (fh: fsp.FileHandle) => Promise<unknown>,
+): Promise<void> =>
+  at(abs, async () => {
+    const r = await ws.open(abs, { followLast: true, create: true }).catch((e: NodeJS.ErrnoException) => {
+      if (e.code === 'ENOTDIR' || e.code === 'EEXIST') throw inTheWay(abs);
+      throw e;
+    });
+    try {
+      const existing = await fsp.lstat(r.path).catch(() => undefined);
+      if (existing?.isDirectory()) throw notFile(abs, 'a directory');
+      const tmp = atFd(
+        r.dir.fd,
+        Buffer.concat([
+          Buffer.from('.'),
+          r.name.subarray(0, 200),
+          Buffer.from(`.${randomBytes(6).toString('hex')}.sandboxd-tmp`),
+        ]),
+      );
+      const fh = await fsp.open(tmp, CREATE_FLAGS, 0o600);
+      try {
+        await fill(fh);
+        await fh.chmod(mode ?? (existing?.isFile() ? existing.mode & 0o7777 : 0o644));
+        await fh.close();
+        await fsp.rename(tmp, r.path);
+      } catch (e) {
+        await fh.close().catch(() => {});
+        await fsp.unlink(tmp).catch(() => {});
+        throw e;
+      }
+    } finally {
+      await r.close().catch(() => {});
+    }
+  });
+
 export const createFsOps = (ws: Workspace) => ({
   async readFile(args: Args) {
     const abs = ws.resolve(str(args, 'path'));
@@ -222,38 +266,8 @@ export const createFsOps = (ws: Workspace) => ({
 
   async writeFile(args: Args) {
     const { abs, data, mode } = writeArgs(ws, args);
-    return at(abs, async () => {
-      const r = await ws.open(abs, { followLast: true, create: true }).catch((e: NodeJS.ErrnoException) => {
-        if (e.code === 'ENOTDIR' || e.code === 'EEXIST') throw inTheWay(abs);
-        throw e;
-      });
-      try {
-        const existing = await fsp.lstat(r.path).catch(() => undefined);
-        if (existing?.isDirectory()) throw notFile(abs, 'a directory');
-        const tmp = atFd(
-          r.dir.fd,
-          Buffer.concat([
-            Buffer.from('.'),
-            r.name.subarray(0, 200),
-            Buffer.from(`.${randomBytes(6).toString('hex')}.sandboxd-tmp`),
-          ]),
-        );
-        const fh = await fsp.open(tmp, CREATE_FLAGS, 0o600);
-        try {
-          await fh.writeFile(data);
-          await fh.chmod(mode ?? (existing?.isFile() ? existing.mode & 0o7777 : 0o644));
-          await fh.close();
-          await fsp.rename(tmp, r.path);
-        } catch (e) {
-          await fh.close().catch(() => {});
-          await fsp.unlink(tmp).catch(() => {});
-          throw e;
-        }
-        return {};
-      } finally {
-        await r.close().catch(() => {});
-      }
-    });
+    await replaceFile(ws, abs, mode, (fh) => fh.writeFile(data));
+    return {};
   },
 
   /** Appends `data` to an existing regular file, then sets `mode` when given. */

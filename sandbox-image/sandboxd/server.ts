@@ -5,10 +5,12 @@
 // Invariants: nothing a request carries can crash this process (every handler's error becomes an
 // error answer with a code from the wire's short list, sandbox-wire/errors.ts); a frame we cannot
 // parse is logged and skipped up to the next RESYNC; an answer too big for a frame becomes a
-// PAYLOAD_TOO_LARGE error; every call but a terminal attach or a stdio program (subscriptions,
-// ended by a cancel or the next session) has a deadline: past it, its signal aborts (stopping ripgrep, walks, waits and
+// PAYLOAD_TOO_LARGE error; every call but a terminal attach, a stdio program (subscriptions) or a
+// stream (readStream, writeStream: paced by the host's credit, streams.ts), each ended by a cancel
+// or the next session, has a deadline: past it, its signal aborts (stopping ripgrep, walks, waits and
 // commands) and it is answered TOOL_TIMEOUT at once, whether or not its handler ever returns, so a
-// stuck call never holds up the next one.
+// stuck call never holds up the next one. Data frames of a stream are written only within its
+// credit, so the answers of other calls queue behind at most one window of them.
 
 import type { Readable, Writable } from 'node:stream';
 import { WireError } from '../../sandbox-wire/errors.ts';
@@ -20,13 +22,16 @@ import {
   type Op,
   PROTOCOL_VERSION,
   RESYNC_MARKER,
+  STREAMS_VERSION,
 } from '../../sandbox-wire/protocol.ts';
 import { runExec } from './exec.ts';
 import { createFsOps } from './fsops.ts';
 import { createJobs } from './jobs.ts';
 import { createSearchOps } from './search.ts';
 import { createStdio } from './stdio.ts';
+import { createStreams } from './streams.ts';
 import { createTerminals } from './terminals.ts';
+import { createTransfers, type TransferIo } from './transfer.ts';
 import { type Args, wireError } from './util.ts';
 import { openWorkspace } from './workspace.ts';
 
@@ -39,6 +44,18 @@ export interface ServerOptions {
   /** Deadline of a call that does not wait by design (file operations, search, ping). Default 30000. */
   opDeadlineMs?: number;
 }
+
+/** The calls that move bytes on a stream of their own (streams.ts). */
+const STREAM_OPS: ReadonlySet<Op> = new Set<Op>(['readStream', 'writeStream']);
+const noStream = (): never => {
+  throw new WireError('INTERNAL', 'This call has no stream.');
+};
+/** What a call that is not a stream call gets as its stream: nothing it could use. */
+const NO_STREAM = {
+  sender: { credit: noStream, frame: noStream, send: noStream, end: noStream },
+  receiver: { next: noStream, consumed: noStream },
+  close: () => {},
+};
 
 /** Extra time a waiting call (exec, jobOutput, termRead) gets past the wait it asked for. */
 const WAIT_GRACE_MS = 5000;
@@ -54,6 +71,8 @@ export const deadlineOf = (op: Op, args: Args, base: number): number | undefined
   switch (op) {
     case 'termAttach':
     case 'stdioOpen':
+    case 'readStream':
+    case 'writeStream':
       return undefined;
     case 'exec':
       return clamp(ms('timeoutMs', 120_000) + WAIT_GRACE_MS);
@@ -73,7 +92,10 @@ const failure = (id: number, error: unknown): object => ({
   error: wireError(error),
 });
 
-type Handler = (args: Args, ctx: { id: number; signal: AbortSignal; session: number }) => Promise<object>;
+type Handler = (
+  args: Args,
+  ctx: { id: number; signal: AbortSignal; session: number; io: TransferIo },
+) => Promise<object>;
 
 export const startServer = async (options: ServerOptions) => {
   const { input, output, log } = options;
@@ -85,6 +107,8 @@ export const startServer = async (options: ServerOptions) => {
   const terms = createTerminals(ws, log);
   // stdio programs (MCP servers) belong to the session that opened them, like execs.
   const stdio = createStdio(ws);
+  const transfers = createTransfers(ws);
+  const streams = createStreams({ log });
   let session = 0; // 0: no hello yet
   const inflight = new Map<number, AbortController>();
   const drainWaiters: Array<() => void> = [];
@@ -172,6 +196,8 @@ export const startServer = async (options: ServerOptions) => {
         ctx.session,
       ),
     stdioWrite: (args, ctx) => stdio.stdioWrite(args, ctx.session),
+    readStream: (args, ctx) => transfers.readStream(args, ctx.io),
+    writeStream: (args, ctx) => transfers.writeStream(args, ctx.io),
   };
 
   const opDeadlineMs = options.opDeadlineMs ?? 30_000;
@@ -203,12 +229,21 @@ export const startServer = async (options: ServerOptions) => {
               ),
             );
           }, limit);
+    const io = STREAM_OPS.has(op)
+      ? streams.open(id, ac.signal, {
+          send: (message) => send(mine, message),
+          write: (frame) => {
+            if (mine === session) write(frame);
+          },
+        })
+      : NO_STREAM;
     try {
-      const value = await handlers[op](args, { id, signal: ac.signal, session: mine });
+      const value = await handlers[op](args, { id, signal: ac.signal, session: mine, io });
       answer({ t: 'res', id, ok: true, value });
     } catch (e) {
       answer(failure(id, e));
     } finally {
+      io.close();
       clearTimeout(timer);
       if (inflight.get(id) === ac) inflight.delete(id);
     }
@@ -218,6 +253,7 @@ export const startServer = async (options: ServerOptions) => {
     if (m.t === 'hello') {
       for (const ac of inflight.values()) ac.abort();
       inflight.clear();
+      streams.closeAll();
       drainWaiters.length = 0;
       session++;
       const reply = {
@@ -227,6 +263,7 @@ export const startServer = async (options: ServerOptions) => {
         pid: process.pid,
         root: ws.root,
         node: process.version,
+        streams: STREAMS_VERSION,
       };
       write(Buffer.concat([RESYNC_MARKER, encodeFrame(reply)]));
       if (m.v !== PROTOCOL_VERSION) log(`host speaks protocol ${String(m.v)}, we speak ${PROTOCOL_VERSION}`);
@@ -240,6 +277,14 @@ export const startServer = async (options: ServerOptions) => {
     }
     if (m.t === 'cancel') {
       inflight.get(id)?.abort();
+      return;
+    }
+    if (m.t === 'credit') {
+      streams.onCredit(id, m.bytes);
+      return;
+    }
+    if (m.t === 'end') {
+      streams.onEnd(id);
       return;
     }
     if (m.t !== 'req') {
@@ -268,6 +313,9 @@ export const startServer = async (options: ServerOptions) => {
       } catch (e) {
         log(`frame handling failed: ${(e as Error).message}`);
       }
+    },
+    onData: (id, payload) => {
+      if (session !== 0) streams.onData(id, payload);
     },
     onError: (e) => log(`bad input (${e.message}); skipping to the next hello`),
   });

@@ -1,8 +1,9 @@
 // Bulk transfer for container sandboxes, done entirely through sandboxd: an uploaded tar is spooled
 // and validated on the host (tar.ts), then written file by file by sandboxd inside the container's
-// own mount namespace, each file streamed in pieces (write-stream.ts); downloads walk the tree
-// through sandboxd and pack only files and directories, reading each file with sandboxd's readRange
-// one piece per pull of the consumer (download.ts), so reads stop when the consumer does.
+// own mount namespace, each file streamed (write-stream.ts); downloads walk the tree through
+// sandboxd and pack only files and directories, reading each file on a stream (sandboxd reads
+// ahead one window of credit, returned as the consumer takes bytes), or with an older sandboxd
+// with readRange one piece per pull of the consumer (download.ts), so reads stop when the consumer does.
 // Why not the Docker archive API: it resolves container paths from the host side (CVE-2018-15664
 // class), costs ~110-130 ms per call (dockerd re-execs itself), and would follow symlinks the agent
 // planted. Invariant: no host-side operation ever touches a path inside the container.
@@ -14,6 +15,7 @@ import {
   DOWNLOAD_PIECE_BYTES,
   downloadTooLarge,
   fileDownload,
+  type PiecesFrom,
   type ReadAt,
   readPieces,
 } from '../download.ts';
@@ -24,6 +26,9 @@ import { extractEntries } from '../tar-extract.ts';
 import { type PackEntry, packEntries } from '../tar-pack.ts';
 import type { SandboxArchive, SandboxFs } from '../types.ts';
 import { writeStream } from './write-stream.ts';
+
+/** The first read of a download when the rest can stream: a small file is still one call. */
+const FIRST_PIECE_BYTES = 64 * 1024;
 
 export interface ArchiveOptions {
   /** Runs one operation on the live session (through sandboxd), counted as in flight. */
@@ -48,6 +53,33 @@ export const createContainerArchive = (options: ArchiveOptions): SandboxArchive 
     (abs: string): ReadAt =>
     async (offset, length) =>
       (await readRange(abs, offset, length)).data;
+  /** Whether the live sandboxd speaks streams (every image since they exist; older ones read in pieces). */
+  const canStream = () => options.use(async ({ fs }) => typeof fs.readStream === 'function');
+  /**
+   * Bytes `from` to `size` of `abs` on one stream of the live session, counted in flight while the
+   * consumer iterates (the idle reaper never stops a sandbox mid-download).
+   */
+  const streamed = (abs: string): PiecesFrom =>
+    async function* (from, size) {
+      let release = (): void => {};
+      const held = new Promise<void>((r) => {
+        release = r;
+      });
+      const fs = await new Promise<SandboxdFs>((resolve, reject) => {
+        options
+          .use(({ fs: live }) => {
+            resolve(live);
+            return held;
+          })
+          .catch(reject);
+      });
+      try {
+        if (!fs.readStream) throw new SandboxError('SANDBOX_PROTOCOL', 'sandboxd stopped speaking streams.');
+        yield* fs.readStream(abs, from, size - from);
+      } finally {
+        release();
+      }
+    };
   return {
     async upload(path, tar, opts = {}) {
       const dir = options.resolve(path);
@@ -129,20 +161,29 @@ export const createContainerArchive = (options: ArchiveOptions): SandboxArchive 
       };
       if (top.type === 'file') add(abs, 'file', top);
       else await walk(abs);
+      const stream = await canStream();
       // A file that shrank meanwhile ends early and packEntries pads it.
       return packEntries(
         listing.map(({ path, ...entry }) =>
           entry.type === 'file'
-            ? { ...entry, content: () => readPieces(readAt(path), entry.size ?? 0) }
+            ? {
+                ...entry,
+                content: () =>
+                  stream ? streamed(path)(0, entry.size ?? 0) : readPieces(readAt(path), entry.size ?? 0),
+              }
             : entry,
         ),
       );
     },
     async downloadFile(path) {
       const abs = options.resolve(path);
-      // The first piece comes with the size, so a small file is one call.
-      const { data, size } = await readRange(abs, 0, DOWNLOAD_PIECE_BYTES);
-      return fileDownload(abs, size, readAt(abs), { first: data, maxBytes: maxDownload });
+      const stream = await canStream();
+      // The first piece comes with the size, so a small file is one call; with streams the rest
+      // follows in data frames, so the first piece (base64 in JSON) stays small.
+      const first = stream ? FIRST_PIECE_BYTES : DOWNLOAD_PIECE_BYTES;
+      const { data, size } = await readRange(abs, 0, first);
+      const rest = stream && size > data.length ? { pieces: streamed(abs) } : readAt(abs);
+      return fileDownload(abs, size, rest, { first: data, maxBytes: maxDownload });
     },
   };
 };

@@ -1,10 +1,11 @@
 // Hijacked attach to a sandbox container's stdio, demultiplexed into plain Node streams for the
 // sandboxd client. Attach happens BEFORE start for a fresh container, so no byte sandboxd writes is
-// lost. Invariants: `stdout`/`stderr` end when the socket ends (demuxStream never ends them);
+// lost. Invariants: `stdout`/`stderr` end when the socket ends (demux never ends them);
 // `close()` detaches only: it destroys our socket, the container and its stdin stay open.
 
 import { PassThrough, type Readable, type Writable } from 'node:stream';
 import type Docker from 'dockerode';
+import { demux } from './demux.ts';
 import { fromDocker } from './errors.ts';
 
 export interface Attachment {
@@ -19,7 +20,7 @@ export interface Attachment {
   close(): void;
 }
 
-export const attach = async (docker: Docker, container: Docker.Container): Promise<Attachment> => {
+export const attach = async (container: Docker.Container): Promise<Attachment> => {
   let socket: NodeJS.ReadWriteStream;
   try {
     socket = (await container.attach({
@@ -34,7 +35,7 @@ export const attach = async (docker: Docker, container: Docker.Container): Promi
   }
   const stdout = new PassThrough();
   const stderr = new PassThrough();
-  docker.modem.demuxStream(socket, stdout, stderr);
+  demux(socket as unknown as Readable, stdout, stderr);
   const closed = new Promise<void>((resolve) => {
     const done = (): void => {
       stdout.end();

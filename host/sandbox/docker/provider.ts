@@ -168,7 +168,7 @@ export const createDockerProvider = (options: DockerProviderOptions): DockerProv
         defaults,
       );
       try {
-        return { container, workspace, live: await openSession(docker, container, connect, defaults) };
+        return { container, workspace, live: await openSession(container, connect, defaults) };
       } catch (e) {
         await removeWith(container, workspace);
         throw e;
@@ -240,13 +240,13 @@ export const createDockerProvider = (options: DockerProviderOptions): DockerProv
       });
     try {
       if (entry.workspace) await workspaces.ready(entry.workspace);
-      return await openSession(docker, entry.container, connect, entry.limits, undefined, { restart });
+      return await openSession(entry.container, connect, entry.limits, undefined, { restart });
     } catch (e) {
       if (!(await vanished(entry, e))) throw e;
     }
     await replace(entry);
     if (entry.workspace) await workspaces.ready(entry.workspace);
-    return openSession(docker, entry.container, connect, entry.limits);
+    return openSession(entry.container, connect, entry.limits);
   };
 
   /** Whether `e` (or, when it says something else, an inspect now) shows the container is gone. */

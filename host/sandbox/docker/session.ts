@@ -63,7 +63,6 @@ const stopNow = async (container: Docker.Container): Promise<void> => {
  * be unresponsive). Fails with SANDBOX_UNAVAILABLE, detaching on failure.
  */
 export const openSession = async (
-  docker: Docker,
   container: Docker.Container,
   connect: ConnectSandboxd,
   limits: SandboxLimits,
@@ -72,7 +71,7 @@ export const openSession = async (
 ): Promise<Live> => {
   if (options.restart) await stopNow(container);
   try {
-    return await openOnce(docker, container, connect, limits, readyMs);
+    return await openOnce(container, connect, limits, readyMs);
   } catch (e) {
     if (options.restart || !(e instanceof SandboxError) || e.code !== 'SANDBOX_UNAVAILABLE') throw e;
     const running = await container.inspect().then(
@@ -82,7 +81,7 @@ export const openSession = async (
     if (!running) throw e;
     await stopNow(container);
     try {
-      return await openOnce(docker, container, connect, limits, readyMs);
+      return await openOnce(container, connect, limits, readyMs);
     } catch (again) {
       throw new SandboxError(
         'SANDBOX_UNAVAILABLE',
@@ -94,7 +93,6 @@ export const openSession = async (
 };
 
 const openOnce = async (
-  docker: Docker,
   container: Docker.Container,
   connect: ConnectSandboxd,
   limits: SandboxLimits,
@@ -106,7 +104,7 @@ const openOnce = async (
   } catch (e) {
     throw fromDocker(e, 'Inspecting the sandbox', { container: container.id });
   }
-  const attachment = await attach(docker, container);
+  const attachment = await attach(container);
   try {
     if (!running) {
       try {

@@ -5,17 +5,55 @@
 // mode can be written), then is renamed over the target: a failed or abandoned upload never leaves
 // a half-written file where the old one was, and its temp file is removed while the session answers.
 // Memory: one piece (WRITE_CHUNK_BYTES) and its base64 frame at a time, whatever the file's size.
+// A sandboxd that speaks streams gets content over SMALL_WRITE_BYTES as one writeStream instead: raw
+// data frames within its credit, the temporary file and the rename done by sandboxd.
 
 import { randomBytes } from 'node:crypto';
 import { posix } from 'node:path';
 import { SandboxError } from '../../errors.ts';
-import { rechunk } from '../chunks.ts';
+import { asBuffer, rechunk } from '../chunks.ts';
 import type { SandboxdFs } from '../sandboxd/client.ts';
 
 /** Bytes per write call: small enough that an upload's buffers stay a few MiB, large enough to stream fast. */
 export const WRITE_CHUNK_BYTES = 1024 * 1024;
 
 const EMPTY = Buffer.alloc(0);
+
+/** Content shorter than this is one writeFile (one round trip); longer content streams. */
+export const SMALL_WRITE_BYTES = 64 * 1024;
+
+/** With a sandboxd that speaks streams: one writeFile for small content, else one writeStream. */
+const streamed = async (
+  fs: SandboxdFs,
+  target: string,
+  source: AsyncIterable<Uint8Array>,
+  mode: number | undefined,
+): Promise<number> => {
+  const asked = mode === undefined ? {} : { mode };
+  const it = source[Symbol.asyncIterator]();
+  const head: Buffer[] = [];
+  let held = 0;
+  let next = await it.next();
+  while (!next.done && held < SMALL_WRITE_BYTES) {
+    const chunk = asBuffer(next.value);
+    head.push(chunk);
+    held += chunk.length;
+    if (held < SMALL_WRITE_BYTES) next = await it.next();
+  }
+  if (held < SMALL_WRITE_BYTES) {
+    await fs.writeFile(target, Buffer.concat(head, held), asked);
+    return held;
+  }
+  async function* all(): AsyncGenerator<Buffer> {
+    yield* head.splice(0);
+    for (;;) {
+      const n = await it.next();
+      if (n.done) return;
+      yield asBuffer(n.value);
+    }
+  }
+  return (fs.writeStream as NonNullable<SandboxdFs['writeStream']>)(target, all(), asked);
+};
 
 /** The mode a replaced file keeps (0o644 for a new one); a directory in the way fails here, before any write. */
 const modeToKeep = async (fs: SandboxdFs, target: string): Promise<number> => {
@@ -40,6 +78,7 @@ export const writeStream = async (
   source: AsyncIterable<Uint8Array>,
   options: { mode?: number; chunkBytes?: number } = {},
 ): Promise<number> => {
+  if (fs.writeStream) return streamed(fs, target, source, options.mode);
   const size = options.chunkBytes ?? WRITE_CHUNK_BYTES;
   const asked = options.mode === undefined ? {} : { mode: options.mode };
   let temp: string | undefined;

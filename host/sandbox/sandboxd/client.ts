@@ -40,6 +40,8 @@ export interface ConnectSandboxdOptions {
   maxOutputBytes?: number;
   /** Longest wait for a liveness ping's answer while calls are in flight; 0 disables. Default 10000. */
   livenessMs?: number;
+  /** Longest a transfer waits for sandboxd's data or credit before it fails. Default callTimeoutMs. */
+  streamStallMs?: number;
 }
 
 /** SandboxFs plus what only sandboxd offers: appends and ranged reads, for streamed transfers. */
@@ -55,6 +57,20 @@ export interface SandboxdFs extends SandboxFs {
    * are integers, `length` at most MAX_BINARY_BYTES; anything else is INVALID_ARGUMENTS.
    */
   readRange(path: string, offset: number, length: number): Promise<{ data: Buffer; size: number }>;
+  /**
+   * Only when sandboxd speaks streams (its hello says so): up to `length` bytes of a regular file
+   * from `offset`, confined as readRange, in data frames with read-ahead and flow control: what
+   * the host holds is one window whatever the size, and a consumer that stops (return()) cancels
+   * the read in sandboxd. Yields fewer bytes only when the file ends sooner.
+   */
+  readStream?(path: string, offset: number, length: number): AsyncGenerator<Buffer>;
+  /**
+   * Only when sandboxd speaks streams: replaces the file at `path` with `source`'s bytes, sent in
+   * data frames within sandboxd's credit and renamed into place by sandboxd once all arrived (a
+   * failed or abandoned upload leaves the old file). `mode` defaults to the replaced file's (0o644
+   * for a new one). Resolves with the bytes written.
+   */
+  writeStream?(path: string, source: AsyncIterable<Uint8Array>, options?: { mode?: number }): Promise<number>;
 }
 
 export interface SandboxdClient {
@@ -70,6 +86,8 @@ export interface SandboxdClient {
   exec(command: string, options?: ExecOptions): Promise<ExecResult>;
   /** One round trip; resolves with its duration in milliseconds. */
   ping(): Promise<number>;
+  /** Streams (bulk transfers) open on this connection: 0 once every transfer ended or was abandoned and answered. */
+  readonly openStreams: number;
   /** Detach: pending calls reject with SANDBOX_UNAVAILABLE; the streams stay open. */
   close(): void;
 }
@@ -133,12 +151,26 @@ const watchLiveness = (conn: Connection, ms: number): Connection => {
     },
     closed: conn.closed,
     close: (reason) => conn.close(reason),
+    get openStreams() {
+      return conn.openStreams;
+    },
     call(op, args, options) {
       inflight++;
       if (!timer) timer = setTimeout(probe, ms).unref();
       return conn.call(op, args, options).finally(() => {
         inflight--;
       });
+    },
+    stream(op, args, options) {
+      const opened = conn.stream(op, args, options);
+      inflight++;
+      if (!timer) timer = setTimeout(probe, ms).unref();
+      opened.result
+        .finally(() => {
+          inflight--;
+        })
+        .catch(() => {});
+      return opened;
     },
   };
 };
@@ -154,6 +186,7 @@ export const connectSandboxd = async (options: ConnectSandboxdOptions): Promise<
     output: options.output,
     root,
     helloTimeoutMs: options.timeoutMs ?? 10_000,
+    streamStallMs: options.streamStallMs ?? callTimeoutMs,
   });
   const conn = watchLiveness(raw, options.livenessMs ?? 10_000);
   const plain = { timeoutMs: callTimeoutMs };
@@ -192,7 +225,48 @@ export const connectSandboxd = async (options: ConnectSandboxdOptions): Promise<
     maxBytes,
   });
 
+  const streamed: Pick<SandboxdFs, 'readStream' | 'writeStream'> = raw.hello.streams
+    ? {
+        async *readStream(path, offset, length) {
+          const abs = resolve(path);
+          const { io, result } = conn.stream('readStream', { path: abs, offset, length });
+          let got = 0;
+          for await (const piece of io.incoming) {
+            got += piece.length;
+            if (got > length) throw broken('sent more bytes than asked for');
+            yield piece;
+          }
+          const { bytes } = await result;
+          if (bytes !== got) throw broken(`said it sent ${bytes} bytes but sent ${got}`);
+        },
+        async writeStream(path, source, opts = {}) {
+          const abs = resolve(path);
+          const { io, result } = conn.stream('writeStream', { path: abs, mode: opts.mode });
+          let sent = 0;
+          try {
+            for await (const chunk of source) {
+              await io.write(chunk);
+              sent += chunk.byteLength;
+            }
+            await io.end();
+          } catch (e) {
+            io.abandon();
+            // sandboxd's own answer (a directory in the way, a full disk) says more than a closed stream.
+            const answer = await result.then(
+              () => undefined,
+              (error: unknown) => error,
+            );
+            throw e instanceof SandboxError && e.code === 'SANDBOX_PROTOCOL' && answer ? answer : e;
+          }
+          const { bytes } = await result;
+          if (bytes !== sent) throw broken(`wrote ${bytes} bytes of ${sent}`);
+          return bytes;
+        },
+      }
+    : {};
+
   const fs: SandboxdFs = {
+    ...streamed,
     root,
     resolve,
     async readFile(path, opts = {}) {
@@ -354,6 +428,9 @@ export const connectSandboxd = async (options: ConnectSandboxdOptions): Promise<
       const t0 = performance.now();
       await conn.call('ping', {}, plain);
       return performance.now() - t0;
+    },
+    get openStreams() {
+      return conn.openStreams;
     },
     close: () => conn.close(),
   };

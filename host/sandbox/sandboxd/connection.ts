@@ -6,6 +6,9 @@
 // rejects at once. Answers to unknown ids (late, cancelled or timed out calls) are ignored. An
 // error answer keeps its code only when the code is on sandboxd's short list (../wire-errors.ts);
 // any other fails that one call with SANDBOX_PROTOCOL.
+// Streams (bulk bytes in data frames, credit-based: streams.ts) are opened with `stream` when
+// sandboxd's hello says it speaks them (`hello.streams`); a data frame on a connection whose
+// sandboxd did not say so is a protocol error like any other.
 // The streams belong to the caller: closing the connection detaches from them but never ends them.
 
 import { randomBytes } from 'node:crypto';
@@ -19,15 +22,23 @@ import {
   type Op,
   PROTOCOL_VERSION,
   RESYNC_MARKER,
+  STREAMS_VERSION,
 } from '../../../sandbox-wire/protocol.ts';
 import { SandboxError } from '../../errors.ts';
 import { fromWireAnswer } from '../wire-errors.ts';
 import { daemonMessageSchema, type OpValue, valueSchemas } from './schemas.ts';
+import { createStreamTable, type StreamHandle } from './streams.ts';
 
 export interface HelloInfo {
   pid: number;
   root: string;
   node: string;
+  /** sandboxd speaks streams (data frames): this protocol's STREAMS_VERSION or later. */
+  streams: boolean;
+}
+
+export interface StreamOptions {
+  signal?: AbortSignal | undefined;
 }
 
 export interface CallOptions {
@@ -45,6 +56,17 @@ export interface Connection {
   /** Resolves (never rejects) with the reason once the connection is gone. */
   readonly closed: Promise<SandboxError>;
   call<O extends Op>(op: O, args: Record<string, unknown>, options: CallOptions): Promise<OpValue<O>>;
+  /**
+   * A call that moves bulk bytes on its stream (only when `hello.streams`): `io` carries them,
+   * `result` is the call's answer. No deadline: the stream fails after a stall instead.
+   */
+  stream<O extends Op>(
+    op: O,
+    args: Record<string, unknown>,
+    options?: StreamOptions,
+  ): { io: StreamHandle; result: Promise<OpValue<O>> };
+  /** Streams open on this connection (tests, metrics). */
+  readonly openStreams: number;
   /** Fails the connection: pending calls reject with `reason` (default: closed by the host). */
   close(reason?: SandboxError): void;
 }
@@ -62,7 +84,12 @@ export interface OpenOptions {
   output: Writable;
   root: string;
   helloTimeoutMs: number;
+  /** Longest a stream waits for data or credit. Default 60000. */
+  streamStallMs?: number;
 }
+
+/** A stream call's timer: none in practice (setTimeout's maximum, 24 days); stalls end streams instead. */
+const NO_DEADLINE_MS = 2 ** 31 - 1;
 
 export const openConnection = (options: OpenOptions): Promise<Connection> => {
   const { input, output, root } = options;
@@ -80,6 +107,14 @@ export const openConnection = (options: OpenOptions): Promise<Connection> => {
   });
   let helloDone: { resolve(c: Connection): void; reject(e: SandboxError): void } | undefined;
 
+  // Its callbacks run only once the connection is up, when send and protocolError exist.
+  const streams = createStreamTable({
+    sendMessage: (message) => send(message),
+    sendFrame: (frame) => send(frame),
+    violation: (why) => protocolError(why),
+    stallMs: options.streamStallMs ?? 60_000,
+  });
+
   const ignore = (): void => {};
   const fail = (error: SandboxError): void => {
     if (failure) return;
@@ -95,6 +130,7 @@ export const openConnection = (options: OpenOptions): Promise<Connection> => {
     if (output.listenerCount('error') === 0) output.on('error', ignore);
     for (const p of pending.values()) p.reject(error);
     pending.clear();
+    streams.failAll(error);
     helloDone?.reject(error);
     settleClosed(error);
   };
@@ -133,11 +169,25 @@ export const openConnection = (options: OpenOptions): Promise<Connection> => {
         protocolError(`sandboxd root ${m.root}, expected ${root}`);
         return;
       }
-      hello = { pid: m.pid, root: m.root, node: m.node };
+      hello = {
+        pid: m.pid,
+        root: m.root,
+        node: m.node,
+        streams: (m.streams ?? 0) >= STREAMS_VERSION,
+      };
       helloDone?.resolve(connection);
       return;
     }
     if (!hello) return; // output of the previous session
+    if (m.t === 'credit') {
+      streams.credit(m.id, m.bytes);
+      return;
+    }
+    if (m.t === 'end') {
+      streams.end(m.id);
+      return;
+    }
+    if (m.t === 'res') streams.answered(m.id);
     const p = pending.get(m.id);
     if (!p) return;
     if (m.t === 'out') {
@@ -176,6 +226,11 @@ export const openConnection = (options: OpenOptions): Promise<Connection> => {
 
   const decoder = new FrameDecoder({
     onMessage,
+    onData: (id, payload) => {
+      if (!synced || failure || !hello) return;
+      if (!hello.streams) return protocolError('a data frame, but sandboxd did not offer streams');
+      streams.data(id, payload);
+    },
     onError: (e: FrameError) => {
       if (synced) protocolError(e.message);
     },
@@ -216,7 +271,33 @@ export const openConnection = (options: OpenOptions): Promise<Connection> => {
     }
   };
 
-  const call = <O extends Op>(
+  const takeId = (): number => {
+    const id = nextId;
+    nextId = nextId >= 2 ** 31 ? 1 : nextId + 1;
+    return id;
+  };
+  const call = <O extends Op>(op: O, args: Record<string, unknown>, opts: CallOptions): Promise<OpValue<O>> =>
+    callAs(takeId(), op, args, opts);
+
+  const stream = <O extends Op>(op: O, args: Record<string, unknown>, opts: StreamOptions = {}) => {
+    if (!hello?.streams)
+      throw new SandboxError('SANDBOX_PROTOCOL', `This sandboxd does not speak streams; ${op} needs them.`);
+    const id = takeId();
+    const ac = new AbortController();
+    const io = streams.open(id, () => ac.abort());
+    const onAbort = (): void => io.abandon();
+    opts.signal?.addEventListener('abort', onAbort, { once: true });
+    const result = callAs(id, op, args, { timeoutMs: NO_DEADLINE_MS, signal: ac.signal }).finally(() =>
+      opts.signal?.removeEventListener('abort', onAbort),
+    );
+    // The caller may never await it (a consumer that stopped): never an unhandled rejection.
+    result.catch(() => {});
+    if (opts.signal?.aborted) io.abandon();
+    return { io, result };
+  };
+
+  const callAs = <O extends Op>(
+    id: number,
     op: O,
     args: Record<string, unknown>,
     opts: CallOptions,
@@ -224,8 +305,6 @@ export const openConnection = (options: OpenOptions): Promise<Connection> => {
     if (failure) return Promise.reject(failure);
     if (opts.signal?.aborted)
       return Promise.reject(new SandboxError('ABORTED', `${op} was aborted before it started.`));
-    const id = nextId;
-    nextId = nextId >= 2 ** 31 ? 1 : nextId + 1;
     return new Promise<OpValue<O>>((resolve, reject) => {
       const cleanup = (): void => {
         clearTimeout(timer);
@@ -290,6 +369,10 @@ export const openConnection = (options: OpenOptions): Promise<Connection> => {
     },
     closed,
     call,
+    stream,
+    get openStreams() {
+      return streams.size;
+    },
     close: (reason) =>
       fail(
         reason ?? new SandboxError('SANDBOX_UNAVAILABLE', 'The sandboxd connection was closed by the host.'),

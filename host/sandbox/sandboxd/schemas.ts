@@ -20,7 +20,10 @@ export const daemonMessageSchema = v.variant('t', [
     pid: int,
     root: text(4096),
     node: text(64),
+    streams: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
   }),
+  v.object({ t: v.literal('credit'), id, bytes: v.pipe(v.number(), v.integer(), v.minValue(1)) }),
+  v.object({ t: v.literal('end'), id }),
   v.object({ t: v.literal('res'), id, ok: v.literal(true), value: v.unknown() }),
   v.object({
     t: v.literal('res'),
@@ -77,6 +80,8 @@ export const valueSchemas = (root: string) => {
     // `stat` when asked for (readWithStat), and then `data` only when the bytes were read.
     readFile: v.object({ data: v.optional(base64), stat: v.optional(stat) }),
     readRange: v.object({ data: base64, size: int }),
+    readStream: v.object({ bytes: int, size: int }),
+    writeStream: v.object({ bytes: int }),
     writeFile: v.object({}),
     appendFile: v.object({}),
     stat,

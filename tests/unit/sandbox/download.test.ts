@@ -1,7 +1,9 @@
-// The docker provider's download path against a real sandboxd run locally: files come out in
-// pieces of at most 1 MiB read only as the consumer pulls them, whatever the agent's read limit;
-// a file that grows is cut at its size, one that shrinks fails a single-file download and is padded
-// in an archive; a consumer that stops stops the reads.
+// The docker provider's download path against a real sandboxd run locally. With a sandboxd that
+// speaks streams, files come out of one stream each (a small file still in one read); without
+// (an older image: `counted` hides the stream calls), in pieces of at most 1 MiB read only as the
+// consumer pulls them, whatever the agent's read limit. Either way a file that grows is cut at its
+// size, one that shrinks fails a single-file download and is padded in an archive, and a consumer
+// that stops stops the reads.
 
 import { createHash, randomBytes } from 'node:crypto';
 import { appendFileSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
@@ -21,11 +23,25 @@ const local = useLocalSandboxd();
 const MiB = DOWNLOAD_PIECE_BYTES;
 const sha = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
 
-/** A container archive over the local sandboxd that records every ranged read (and may act before it). */
-const counted = (before: (offset: number) => void = () => {}, maxDownloadBytes?: number) => {
+/**
+ * A container archive over the local sandboxd that records every ranged read (and may act before
+ * it); without `streams` it is the sandboxd of an older image, which has no stream calls.
+ */
+const counted = (before: (offset: number) => void = () => {}, maxDownloadBytes?: number, streams = false) => {
   const reads: Array<[offset: number, length: number]> = [];
+  const { readStream, writeStream, ...plain } = local.c.fs;
   const fs: SandboxdFs = {
-    ...local.c.fs,
+    ...plain,
+    ...(streams
+      ? {
+          readStream: (path: string, offset: number, length: number) => {
+            reads.push([offset, length]);
+            before(offset);
+            return local.c.fs.readStream?.(path, offset, length) as AsyncGenerator<Buffer>;
+          },
+          writeStream,
+        }
+      : {}),
     readRange: (path, offset, length) => {
       reads.push([offset, length]);
       before(offset);
@@ -38,6 +54,22 @@ const counted = (before: (offset: number) => void = () => {}, maxDownloadBytes?:
     ...(maxDownloadBytes === undefined ? {} : { maxDownloadBytes }),
   });
   return { archive, reads };
+};
+/** Each entry of a tar stream by name, as the sha256 of its content. */
+const digests = async (tar: NodeJS.ReadableStream): Promise<Record<string, string>> => {
+  const ex = extract();
+  tar.pipe(ex);
+  const files: Record<string, string> = {};
+  for await (const entry of ex) files[entry.header.name] = sha(await buffer(entry as never));
+  return files;
+};
+/** Reads a download to its end: the code it failed with and the bytes it yielded before. */
+const drainShrunk = async (file: { content: AsyncIterable<Buffer> }) => {
+  let got = 0;
+  const drained = (async () => {
+    for await (const piece of file.content) got += piece.length;
+  })();
+  return [await codeOf(drained), got];
 };
 const put = (name: string, data: Buffer): void => writeFileSync(join(local.sd.root, name), data);
 
@@ -93,13 +125,10 @@ describe('single-file downloads', () => {
     const shrinks = counted((offset) => {
       if (offset === MiB) truncateSync(join(local.sd.root, 'shrinks.bin'), MiB + 10);
     });
-    const shrunk = await shrinks.archive.downloadFile('shrinks.bin');
-    let got = 0;
-    const drained = (async () => {
-      for await (const piece of shrunk.content) got += piece.length;
-    })();
-    expect(await codeOf(drained)).toBe('CONFLICT');
-    expect(got).toBe(MiB + 10);
+    expect(await drainShrunk(await shrinks.archive.downloadFile('shrinks.bin'))).toEqual([
+      'CONFLICT',
+      MiB + 10,
+    ]);
   });
 
   it('refuse missing files, directories, links out of the workspace and files over the limit up front', async () => {
@@ -127,16 +156,79 @@ describe('archive downloads', () => {
     const tar = await archive.download('tree');
     await sleep(20); // an absence: room for an eager read to show
     expect(reads).toHaveLength(0); // listed, but nothing read before the tar is
-    const ex = extract();
-    tar.pipe(ex);
-    const files: Record<string, string> = {};
-    for await (const entry of ex) files[entry.header.name] = sha(await buffer(entry as never));
-    expect(files).toEqual({
+    expect(await digests(tar)).toEqual({
       'shrinks.txt': sha(Buffer.from('0123\0\0\0\0\0\0')),
       'sub/': sha(Buffer.alloc(0)),
       'sub/big.bin': sha(big),
     });
     expect(reads.map(([, length]) => length)).toEqual([10, MiB, MiB, MiB, 5]);
+  });
+});
+
+describe('downloads on streams', () => {
+  it('arrive byte-exact: a small file in one read, a large one in a first read and one stream', async () => {
+    const data = randomBytes(3 * MiB + 123);
+    put('s-three.bin', data);
+    put('s-small.txt', Buffer.from('small'));
+    const { archive, reads } = counted(undefined, undefined, true);
+    const file = await archive.downloadFile('s-three.bin');
+    expect(sha(await collect(file.content))).toBe(sha(data));
+    expect(reads).toEqual([
+      [0, 64 * 1024],
+      [64 * 1024, data.length - 64 * 1024],
+    ]);
+    const small = await archive.downloadFile('s-small.txt');
+    expect((await collect(small.content)).toString()).toBe('small');
+    expect(reads).toHaveLength(3);
+    expect(local.c.openStreams).toBe(0);
+  });
+
+  it('stop at the size a growing file had, and fail when it shrinks', async () => {
+    const data = randomBytes(3 * MiB);
+    put('s-grows.bin', data);
+    const grows = counted(
+      (offset) => {
+        if (offset > 0) appendFileSync(join(local.sd.root, 's-grows.bin'), randomBytes(2 * MiB));
+      },
+      undefined,
+      true,
+    );
+    expect(sha(await collect((await grows.archive.downloadFile('s-grows.bin')).content))).toBe(sha(data));
+    put('s-shrinks.bin', randomBytes(3 * MiB));
+    const shrinks = counted(
+      (offset) => {
+        if (offset > 0) truncateSync(join(local.sd.root, 's-shrinks.bin'), MiB + 10);
+      },
+      undefined,
+      true,
+    );
+    expect(await drainShrunk(await shrinks.archive.downloadFile('s-shrinks.bin'))).toEqual([
+      'CONFLICT',
+      MiB + 10,
+    ]);
+  });
+
+  it('an archive reads each file on its own stream and pads a file that shrank', async () => {
+    const big = randomBytes(3 * MiB + 5);
+    await local.c.fs.mkdir('s-tree/sub', { recursive: true });
+    put('s-tree/sub/big.bin', big);
+    put('s-tree/shrinks.txt', Buffer.from('0123456789'));
+    const { archive, reads } = counted(
+      () => {
+        if (reads.length === 1) truncateSync(join(local.sd.root, 's-tree/shrinks.txt'), 4);
+      },
+      undefined,
+      true,
+    );
+    expect(await digests(await archive.download('s-tree'))).toEqual({
+      'shrinks.txt': sha(Buffer.from('0123\0\0\0\0\0\0')),
+      'sub/': sha(Buffer.alloc(0)),
+      'sub/big.bin': sha(big),
+    });
+    expect(reads).toEqual([
+      [0, 10],
+      [0, big.length],
+    ]);
   });
 });
 

@@ -6,40 +6,11 @@ import { SandboxError } from '../../../host/errors.ts';
 import { connectSandboxd, type SandboxdClient } from '../../../host/sandbox/sandboxd/client.ts';
 import { WIRE_ERROR_CODES } from '../../../sandbox-wire/errors.ts';
 import { encodeFrame, FrameDecoder, MAX_FRAME_BYTES, RESYNC_MARKER } from '../../../sandbox-wire/protocol.ts';
+import { FAKE_ROOT, fakeSandboxd } from './fake.ts';
 
-const ROOT = '/workspace';
+const ROOT = FAKE_ROOT;
 
-/** A fake sandboxd: answers hello properly, then hands each request to `onRequest`. */
-const fake = async (onRequest: (req: Record<string, unknown>, reply: (bytes: Buffer) => void) => void) => {
-  const toHost = new PassThrough();
-  const fromHost = new PassThrough();
-  const reply = (bytes: Buffer): void => {
-    toHost.write(bytes);
-  };
-  const decoder = new FrameDecoder({
-    onMessage: (m) => {
-      if (m.t === 'hello')
-        reply(
-          Buffer.concat([
-            Buffer.from('stale bytes of an old session'),
-            RESYNC_MARKER,
-            encodeFrame({ t: 'hello', v: 1, session: m.session, pid: 1, root: ROOT, node: 'v18.19.0' }),
-          ]),
-        );
-      else if (m.t === 'req') onRequest(m, reply);
-    },
-    onError: () => {},
-  });
-  fromHost.on('data', (b: Buffer) => decoder.push(b));
-  const client = await connectSandboxd({
-    input: toHost,
-    output: fromHost,
-    root: ROOT,
-    timeoutMs: 2000,
-    callTimeoutMs: 2000,
-  });
-  return { client, toHost, fromHost };
-};
+const fake = (onRequest: Parameters<typeof fakeSandboxd>[0]) => fakeSandboxd(onRequest, { streams: 0 });
 const res = (id: unknown, value: unknown) => encodeFrame({ t: 'res', id, ok: true, value });
 const codeOf = (p: Promise<unknown>) =>
   p.then(

@@ -1,0 +1,208 @@
+// The host's end of streams (sandbox-wire/streams.ts) on one sandboxd connection: the table of open
+// streams by call id, what arrives for them and the credit we grant, and what we send within
+// sandboxd's credit. connection.ts routes data frames, `credit` and `end` here and calls `answered`
+// when a stream's call gets its answer.
+// Invariants (sandboxd is untrusted): we hold at most one window per stream (STREAM_WINDOW_BYTES,
+// plus the frame being decoded), since credit is granted back only as the consumer takes bytes;
+// data for a stream we never opened or that is answered, past the credit we granted, or after its
+// end fails the whole connection (`violation`); a stream whose consumer stops or goes quiet past
+// `stallMs` is abandoned: its call is cancelled and what still arrives for it is dropped (within
+// its credit) until the answer removes it, so a slow or gone HTTP client never grows the host's
+// memory and never leaves sandboxd reading.
+
+import { encodeData, MAX_DATA_BYTES } from '../../../sandbox-wire/protocol.ts';
+import { FlowError, Inbound, Outbound } from '../../../sandbox-wire/streams.ts';
+import { SandboxError } from '../../errors.ts';
+
+/** One stream as its opener sees it. */
+export interface StreamHandle {
+  /** What sandboxd sends, in order; credit goes back as each piece is taken. Ends at its end or answer. */
+  readonly incoming: AsyncIterable<Buffer>;
+  /** Sends `data` within sandboxd's credit, in data frames; resolves once they are written. */
+  write(data: Uint8Array): Promise<void>;
+  /** Tells sandboxd we send no more. */
+  end(): Promise<void>;
+  /** The consumer let go: cancel the call (if it is still running) and drop what arrives. */
+  abandon(): void;
+}
+
+interface Entry {
+  inbound: Inbound;
+  outbound: Outbound;
+  queue: Buffer[];
+  wake: (() => void) | undefined;
+  failure: SandboxError | undefined;
+  abandoned: boolean;
+}
+
+export interface StreamTableOptions {
+  /** Sends a control message (credit, end). */
+  sendMessage(message: { t: 'credit'; id: number; bytes: number } | { t: 'end'; id: number }): Promise<void>;
+  /** Writes one finished data frame, waiting while the socket is full. */
+  sendFrame(frame: Buffer): Promise<void>;
+  /** Fails the connection: sandboxd broke flow control. */
+  violation(why: string): void;
+  /** Longest wait for data or credit before a stream is given up with SANDBOX_UNAVAILABLE. */
+  stallMs: number;
+}
+
+export const createStreamTable = (options: StreamTableOptions) => {
+  const open = new Map<number, Entry>();
+
+  const stalled = (what: string): SandboxError =>
+    new SandboxError(
+      'SANDBOX_UNAVAILABLE',
+      `sandboxd sent no ${what} for ${options.stallMs} ms; the transfer was stopped. Try again.`,
+    );
+
+  /** Resolves when `wait` does, or rejects with `error()` after stallMs. */
+  const withStall = async <T>(wait: Promise<T>, error: () => SandboxError): Promise<T> => {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      return await Promise.race([
+        wait,
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(error()), options.stallMs);
+        }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+
+  const fail = (e: Entry, error: SandboxError): void => {
+    if (e.failure) return;
+    e.failure = error;
+    e.queue = [];
+    e.outbound.close(error);
+    e.wake?.();
+  };
+
+  /** Opens the stream of call `id` (before its request is sent); `cancel` stops that call. */
+  const openStream = (id: number, cancel: () => void): StreamHandle => {
+    const e: Entry = {
+      inbound: new Inbound(),
+      outbound: new Outbound(),
+      queue: [],
+      wake: undefined,
+      failure: undefined,
+      abandoned: false,
+    };
+    open.set(id, e);
+    const abandon = (): void => {
+      if (e.abandoned) return;
+      e.abandoned = true;
+      fail(e, new SandboxError('ABORTED', 'The transfer was stopped.'));
+      if (open.has(id)) cancel();
+    };
+    async function* incoming(): AsyncGenerator<Buffer> {
+      try {
+        for (;;) {
+          if (e.queue.length === 0 && !e.failure && !e.inbound.isEnded) {
+            await withStall(
+              new Promise<void>((resolve) => {
+                e.wake = resolve;
+              }),
+              () => stalled('data'),
+            );
+            e.wake = undefined;
+          }
+          if (e.failure) throw e.failure;
+          const piece = e.queue.shift();
+          if (piece === undefined) {
+            if (e.inbound.isEnded) return;
+            continue;
+          }
+          const grant = e.inbound.consumed(piece.length);
+          if (grant > 0 && open.has(id))
+            void options.sendMessage({ t: 'credit', id, bytes: grant }).catch(() => {});
+          yield piece;
+        }
+      } catch (error) {
+        abandon();
+        throw error;
+      } finally {
+        // A consumer that stops early (return()) lets go of the stream.
+        if (!e.inbound.isEnded || e.queue.length > 0) abandon();
+      }
+    }
+    return {
+      incoming: { [Symbol.asyncIterator]: incoming },
+      async write(data) {
+        const buf = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+        for (let at = 0; at < buf.length; ) {
+          const n = await withStall(e.outbound.acquire(Math.min(MAX_DATA_BYTES, buf.length - at)), () =>
+            stalled('credit'),
+          ).catch((error: unknown) => {
+            abandon();
+            throw error;
+          });
+          await options.sendFrame(encodeData(id, buf.subarray(at, at + n)));
+          at += n;
+        }
+      },
+      async end() {
+        if (e.failure) throw e.failure;
+        await options.sendMessage({ t: 'end', id });
+      },
+      abandon,
+    };
+  };
+
+  return {
+    open: openStream,
+    /** Data frames in flight, for tests and metrics: the number of streams still in the table. */
+    get size(): number {
+      return open.size;
+    },
+    data(id: number, payload: Buffer): void {
+      const e = open.get(id);
+      if (!e) {
+        options.violation(`data for stream ${id}, which is not open`);
+        return;
+      }
+      try {
+        e.inbound.received(payload.length);
+      } catch (error) {
+        if (!(error instanceof FlowError)) throw error;
+        options.violation(`stream ${id}: ${error.message}`);
+        return;
+      }
+      if (e.abandoned || e.failure || payload.length === 0) return;
+      e.queue.push(payload);
+      e.wake?.();
+    },
+    credit(id: number, bytes: number): void {
+      const e = open.get(id);
+      if (!e) return; // a late grant for a stream we are done with
+      try {
+        e.outbound.grant(bytes);
+      } catch (error) {
+        if (!(error instanceof FlowError)) throw error;
+        options.violation(`stream ${id}: ${error.message}`);
+      }
+    },
+    end(id: number): void {
+      const e = open.get(id);
+      if (!e) return;
+      e.inbound.end();
+      e.wake?.();
+    },
+    /** The call of stream `id` was answered: nothing more may arrive for it, nothing more is sent. */
+    answered(id: number): void {
+      const e = open.get(id);
+      if (!e) return;
+      open.delete(id);
+      e.inbound.end();
+      e.outbound.close(new SandboxError('SANDBOX_PROTOCOL', 'sandboxd ended the stream before its end.'));
+      e.wake?.();
+    },
+    /** The connection is gone: every stream fails with its reason. */
+    failAll(error: SandboxError): void {
+      for (const e of open.values()) fail(e, error);
+      open.clear();
+    },
+  };
+};
+
+export type StreamTable = ReturnType<typeof createStreamTable>;

@@ -1,0 +1,156 @@
+// sandboxd's end of streams (sandbox-wire/streams.ts): per call that moves bulk bytes, the credit
+// the host granted for what we send, and the queue of what the host sends us with the credit we
+// granted for it. A stream is named by its call's id and lives as long as its handler runs (or until
+// the call is cancelled or a new session starts).
+// Invariants: we send data frames only within the host's credit, so what waits in our stdout for a
+// stream is at most its window whatever the file's size, and answers of other calls interleave
+// with it; we hold at most the window we granted per incoming stream: data past it, or after its
+// end, fails that stream (logged), never the process; data for a stream we do not know is dropped.
+
+import { WireError } from '../../sandbox-wire/errors.ts';
+import { allocData, finishData, MAX_DATA_BYTES } from '../../sandbox-wire/protocol.ts';
+import { FlowError, Inbound, Outbound, STREAM_WINDOW_BYTES } from '../../sandbox-wire/streams.ts';
+
+/** What a handler that sends bytes gets. */
+export interface Sender {
+  /** Waits for credit; resolves with 1..max bytes the caller may send now. Rejects once aborted. */
+  credit(max: number): Promise<number>;
+  /** Sends a frame from allocData whose first `used` payload bytes are filled (within credit taken). */
+  send(frame: Buffer, used: number): void;
+  /** A fresh frame for up to MAX_DATA_BYTES on this stream (protocol.ts allocData). */
+  frame(bytes: number): Buffer;
+  /** No more data from us on this stream. */
+  end(): void;
+}
+
+/** What a handler that receives bytes gets: the host's payloads in order, until its end. */
+export interface Receiver {
+  /** The next payloads that arrived (all of them at once, for one writev), or undefined at the end. */
+  next(): Promise<Buffer[] | undefined>;
+  /** The handler is done with `bytes` of them: grant that much credit back (in halves of the window). */
+  consumed(bytes: number): void;
+}
+
+interface Incoming {
+  flow: Inbound;
+  queue: Buffer[];
+  wake: (() => void) | undefined;
+  failure: Error | undefined;
+}
+
+/** How one stream reaches the host: both are no-ops once its session is over. */
+export interface StreamOutput {
+  /** Sends a control message. */
+  send: (message: object) => void;
+  /** Writes a finished frame. */
+  write: (frame: Buffer) => void;
+}
+
+export const createStreams = (options: { log: (line: string) => void }) => {
+  const outgoing = new Map<number, Outbound>();
+  const incoming = new Map<number, Incoming>();
+
+  const abortError = (): WireError => new WireError('ABORTED', 'The transfer was cancelled.');
+
+  const failIncoming = (id: number, error: Error): void => {
+    const s = incoming.get(id);
+    if (!s || s.failure) return;
+    s.failure = error;
+    s.queue = [];
+    s.wake?.();
+  };
+
+  /**
+   * Sets up the stream of call `id` as its request arrives (the host may send data right behind it,
+   * within the window every stream starts with); `close` (in the handler's finally) removes it.
+   */
+  const open = (id: number, signal: AbortSignal, output: StreamOutput) => {
+    const out = new Outbound(STREAM_WINDOW_BYTES);
+    const s: Incoming = { flow: new Inbound(), queue: [], wake: undefined, failure: undefined };
+    const onAbort = (): void => {
+      out.close(abortError());
+      failIncoming(id, abortError());
+    };
+    outgoing.set(id, out);
+    incoming.set(id, s);
+    signal.addEventListener('abort', onAbort, { once: true });
+    if (signal.aborted) onAbort();
+    const sender: Sender = {
+      credit: (max) => out.acquire(Math.min(max, MAX_DATA_BYTES)),
+      frame: (bytes) => allocData(id, bytes),
+      send: (frame, used) => output.write(finishData(frame, used)),
+      end: () => output.send({ t: 'end', id }),
+    };
+    const receiver: Receiver = {
+      async next() {
+        while (s.queue.length === 0 && !s.failure && !s.flow.isEnded)
+          await new Promise<void>((resolve) => {
+            s.wake = resolve;
+          });
+        s.wake = undefined;
+        if (s.failure) throw s.failure;
+        if (s.queue.length === 0) return undefined;
+        return s.queue.splice(0);
+      },
+      consumed(bytes) {
+        const grant = s.flow.consumed(bytes);
+        if (grant > 0) output.send({ t: 'credit', id, bytes: grant });
+      },
+    };
+    const close = (): void => {
+      signal.removeEventListener('abort', onAbort);
+      out.close(abortError());
+      if (outgoing.get(id) === out) outgoing.delete(id);
+      if (incoming.get(id) === s) incoming.delete(id);
+    };
+    return { sender, receiver, close };
+  };
+
+  return {
+    open,
+    onCredit(id: number, bytes: unknown): void {
+      const out = outgoing.get(id);
+      if (!out) return; // a late grant for a stream that already ended
+      try {
+        out.grant(bytes);
+      } catch (e) {
+        options.log(`stream ${id}: ${(e as Error).message}; stopped`);
+        out.close(new WireError('INVALID_ARGUMENTS', (e as Error).message));
+      }
+    },
+    onEnd(id: number): void {
+      const s = incoming.get(id);
+      if (!s) return;
+      s.flow.end();
+      s.wake?.();
+    },
+    onData(id: number, payload: Buffer): void {
+      const s = incoming.get(id);
+      if (!s) {
+        options.log(`data for unknown stream ${id} dropped`);
+        return;
+      }
+      if (s.failure) return;
+      try {
+        s.flow.received(payload.length);
+      } catch (e) {
+        if (!(e instanceof FlowError)) throw e;
+        options.log(`stream ${id}: ${e.message}; stopped`);
+        failIncoming(id, new WireError('INVALID_ARGUMENTS', `The host broke flow control: ${e.message}.`));
+        return;
+      }
+      if (payload.length === 0) return;
+      s.queue.push(payload);
+      s.wake?.();
+    },
+    /** A new session: every stream of the previous one is gone. */
+    closeAll(): void {
+      for (const out of outgoing.values()) out.close(abortError());
+      for (const id of incoming.keys()) failIncoming(id, abortError());
+      outgoing.clear();
+      incoming.clear();
+    },
+  };
+};
+
+export type Streams = ReturnType<typeof createStreams>;
