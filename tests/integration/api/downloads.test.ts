@@ -23,6 +23,19 @@ const get = (path: string, signal?: AbortSignal) =>
     ...(signal ? { signal } : {}),
   });
 
+/** What sandboxd holds open, seen from outside the sandbox (root in the container: sandboxd is non-dumpable to the agent). */
+const sandboxdOpenFiles = async (): Promise<string> => {
+  const [info] = await h.fixture.docker.listContainers({ filters: { label: [`dsh.agent=${agent}`] } });
+  const exec = await h.fixture.docker.getContainer(info?.Id as string).exec({
+    Cmd: ['sh', '-c', 'ls -l /proc/$(pgrep -f sandboxd.cjs | head -1)/fd'],
+    User: '0:0',
+    AttachStdout: true,
+    AttachStderr: true,
+  });
+  const stream = await exec.start({ hijack: true, stdin: false });
+  return (await buffer(stream)).toString('latin1');
+};
+
 beforeAll(async () => {
   h = await startHarness();
   agent = await h.agent(h.keyA, { preset: 'standard' });
@@ -77,6 +90,14 @@ describe('downloads', () => {
       ac.abort();
       await expect(reader.read()).rejects.toThrow();
     }
+    // The aborted transfers' streams are freed: sandboxd stopped reading and closed the files.
+    const deadline = Date.now() + 10_000;
+    let open = await sandboxdOpenFiles();
+    while (/big\.bin/.test(open) && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 100));
+      open = await sandboxdOpenFiles();
+    }
+    expect(open).not.toMatch(/big\.bin/);
     const again = await get('/files?path=dl/big.bin');
     expect(sha(new Uint8Array(await again.arrayBuffer()))).toBe(sums['big.bin']);
     expect((await sh('echo still here')).trim()).toBe('still here');
