@@ -8,11 +8,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { assembleAgents } from '../host/agents/assemble.ts';
 import { loadConfig } from '../host/config.ts';
-import type { IsolateHost } from '../host/isolates/index.ts';
 import { createMemoryProvider } from '../host/sandbox/memory/provider.ts';
 import type { SandboxProvider } from '../host/sandbox/types.ts';
 import { startServer } from '../host/serve.ts';
 import { openStore } from '../host/store/index.ts';
+import { noIsolates } from './lib/no-isolates.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 const CALLS = Number(process.env.BENCH_CALLS ?? 300);
@@ -21,15 +21,6 @@ const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.floor(s.length / 2)] as number;
 };
-
-// No programs run here; the bench needs no isolate workers.
-const noIsolates = {
-  run: async () => {
-    throw new Error('unused');
-  },
-  workerPids: () => [],
-  close: async () => {},
-} as unknown as IsolateHost;
 
 const measure = async (label: string, sandboxes: SandboxProvider): Promise<void> => {
   const dataDir = mkdtempSync(join(tmpdir(), 'dsh-bench-http-'));

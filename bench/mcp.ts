@@ -10,10 +10,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { loadConfig } from '../host/config.ts';
-import type { IsolateHost } from '../host/isolates/index.ts';
 import { createMemoryProvider } from '../host/sandbox/memory/provider.ts';
 import { startServer } from '../host/serve.ts';
 import { openStore } from '../host/store/index.ts';
+import { noIsolates } from './lib/no-isolates.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 const CALLS = Number(process.env.BENCH_CALLS ?? 200);
@@ -22,15 +22,6 @@ const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.floor(s.length / 2)] as number;
 };
-
-// `read` runs no program: the bench needs no isolate workers.
-const noIsolates = {
-  run: async () => {
-    throw new Error('unused');
-  },
-  workerPids: () => [],
-  close: async () => {},
-} as unknown as IsolateHost;
 
 const dataDir = mkdtempSync(join(tmpdir(), 'dsh-bench-mcp-'));
 const store = openStore({ dataDir });

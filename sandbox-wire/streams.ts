@@ -10,8 +10,14 @@
 // window it granted; credit must be a positive integer, data past the credit granted or after the
 // end is a FlowError (the host fails the connection over it, sandboxd fails the stream).
 
-/** Credit a receiver grants when a stream opens, and keeps outstanding as its consumer takes bytes. */
+/** Credit every stream starts with in each direction, before any grant (both sides assume it). */
 export const STREAM_WINDOW_BYTES = 1024 * 1024;
+/**
+ * The window a receiver of this version keeps: it grants the difference to STREAM_WINDOW_BYTES as
+ * the stream opens. Bytes in flight through dockerd's pipes take about 10-30 ms on a loaded
+ * machine, so one window must cover that at full speed; it is also the most a receiver holds.
+ */
+export const RECEIVE_WINDOW_BYTES = 4 * 1024 * 1024;
 /** Most credit a sender may hold: a grant beyond it is a protocol error. */
 export const MAX_WINDOW_BYTES = 16 * 1024 * 1024;
 
@@ -37,6 +43,7 @@ export class Inbound {
   private ended = false;
   readonly window: number;
 
+  /** `window`: what this receiver holds at most; the peer starts with STREAM_WINDOW_BYTES of it, the rest is to be granted at once. */
   constructor(window: number = STREAM_WINDOW_BYTES) {
     this.window = checkCredit(window);
     this.allowed = window;

@@ -18,6 +18,7 @@ import {
   encodeFrame,
   FrameDecoder,
   FrameError,
+  MAX_DATA_BYTES,
   OPS,
   type Op,
   PROTOCOL_VERSION,
@@ -230,12 +231,21 @@ export const startServer = async (options: ServerOptions) => {
             );
           }, limit);
     const io = STREAM_OPS.has(op)
-      ? streams.open(id, ac.signal, {
-          send: (message) => send(mine, message),
-          write: (frame) => {
-            if (mine === session) write(frame);
+      ? streams.open(
+          id,
+          ac.signal,
+          {
+            send: (message) => send(mine, message),
+            write: (frame) => {
+              if (mine === session) write(frame);
+            },
+            ready: () =>
+              output.writableLength <= MAX_DATA_BYTES || !waitingForDrain
+                ? Promise.resolve()
+                : new Promise<void>((resolve) => drainWaiters.push(resolve)),
           },
-        })
+          op === 'writeStream',
+        )
       : NO_STREAM;
     try {
       const value = await handlers[op](args, { id, signal: ac.signal, session: mine, io });

@@ -2,14 +2,20 @@
 // the host granted for what we send, and the queue of what the host sends us with the credit we
 // granted for it. A stream is named by its call's id and lives as long as its handler runs (or until
 // the call is cancelled or a new session starts).
-// Invariants: we send data frames only within the host's credit, so what waits in our stdout for a
-// stream is at most its window whatever the file's size, and answers of other calls interleave
-// with it; we hold at most the window we granted per incoming stream: data past it, or after its
+// Invariants: we send data frames only within the host's credit and only while our stdout holds
+// about one frame, so answers of other calls queue behind that much, not behind the file; we hold
+// at most the window we granted per incoming stream (RECEIVE_WINDOW_BYTES): data past it, or after its
 // end, fails that stream (logged), never the process; data for a stream we do not know is dropped.
 
 import { WireError } from '../../sandbox-wire/errors.ts';
 import { allocData, finishData, MAX_DATA_BYTES } from '../../sandbox-wire/protocol.ts';
-import { FlowError, Inbound, Outbound, STREAM_WINDOW_BYTES } from '../../sandbox-wire/streams.ts';
+import {
+  FlowError,
+  Inbound,
+  Outbound,
+  RECEIVE_WINDOW_BYTES,
+  STREAM_WINDOW_BYTES,
+} from '../../sandbox-wire/streams.ts';
 
 /** What a handler that sends bytes gets. */
 export interface Sender {
@@ -38,12 +44,18 @@ interface Incoming {
   failure: Error | undefined;
 }
 
-/** How one stream reaches the host: both are no-ops once its session is over. */
+/** How one stream reaches the host: send and write are no-ops once its session is over. */
 export interface StreamOutput {
   /** Sends a control message. */
   send: (message: object) => void;
   /** Writes a finished frame. */
   write: (frame: Buffer) => void;
+  /**
+   * Resolves once our stdout holds little enough that another data frame may be queued: credit
+   * bounds what is in flight, this bounds what other calls' answers queue behind in our own
+   * buffer (about one frame), so they interleave with a transfer instead of waiting out a window.
+   */
+  ready: () => Promise<void>;
 }
 
 export const createStreams = (options: { log: (line: string) => void }) => {
@@ -64,19 +76,36 @@ export const createStreams = (options: { log: (line: string) => void }) => {
    * Sets up the stream of call `id` as its request arrives (the host may send data right behind it,
    * within the window every stream starts with); `close` (in the handler's finally) removes it.
    */
-  const open = (id: number, signal: AbortSignal, output: StreamOutput) => {
+  const open = (id: number, signal: AbortSignal, output: StreamOutput, receives: boolean) => {
     const out = new Outbound(STREAM_WINDOW_BYTES);
-    const s: Incoming = { flow: new Inbound(), queue: [], wake: undefined, failure: undefined };
+    const s: Incoming = {
+      flow: new Inbound(RECEIVE_WINDOW_BYTES),
+      queue: [],
+      wake: undefined,
+      failure: undefined,
+    };
+    // A call that takes bytes grants the rest of its window at once (the host starts with the default).
+    if (receives) output.send({ t: 'credit', id, bytes: RECEIVE_WINDOW_BYTES - STREAM_WINDOW_BYTES });
+    let stopped = (): void => {};
+    // Settles on abort: a sender waiting for our stdout to drain (which may never happen once the
+    // host is gone) stops too.
+    const aborted = new Promise<void>((resolve) => {
+      stopped = resolve;
+    });
     const onAbort = (): void => {
       out.close(abortError());
       failIncoming(id, abortError());
+      stopped();
     };
     outgoing.set(id, out);
     incoming.set(id, s);
     signal.addEventListener('abort', onAbort, { once: true });
     if (signal.aborted) onAbort();
     const sender: Sender = {
-      credit: (max) => out.acquire(Math.min(max, MAX_DATA_BYTES)),
+      credit: async (max) => {
+        await Promise.race([output.ready(), aborted]);
+        return out.acquire(Math.min(max, MAX_DATA_BYTES));
+      },
       frame: (bytes) => allocData(id, bytes),
       send: (frame, used) => output.write(finishData(frame, used)),
       end: () => output.send({ t: 'end', id }),
@@ -98,6 +127,7 @@ export const createStreams = (options: { log: (line: string) => void }) => {
       },
     };
     const close = (): void => {
+      stopped();
       signal.removeEventListener('abort', onAbort);
       out.close(abortError());
       if (outgoing.get(id) === out) outgoing.delete(id);

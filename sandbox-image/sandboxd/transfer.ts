@@ -42,14 +42,24 @@ export const createTransfers = (ws: Workspace) => ({
     const length = intIn(args, 'length', Number.MAX_SAFE_INTEGER);
     return withReadable(ws, abs, async (fh, { size }) => {
       const out = io.sender;
+      let ahead = 0; // bytes of the range already asked of the file
+      /** The next piece, read into its own frame within the credit. */
+      const readNext = async () => {
+        const want = await out.credit(length - ahead);
+        const frame = out.frame(want);
+        const at = offset + ahead;
+        ahead += want;
+        return { frame, want, got: await readInto(fh, frame, DATA_HEADER_BYTES, want, at) };
+      };
       let sent = 0;
-      while (sent < length) {
-        const n = await out.credit(length - sent);
-        const frame = out.frame(n);
-        const got = await readInto(fh, frame, DATA_HEADER_BYTES, n, offset + sent);
-        if (got > 0) out.send(frame, got);
+      let next = length > 0 ? readNext() : undefined;
+      while (next) {
+        const { frame, want, got } = await next;
         sent += got;
-        if (got < n) break; // the end of the file
+        // Read ahead: the next piece is on its way while this one goes out (a write to a pipe
+        // blocks us until dockerd took it).
+        next = got === want && ahead < length ? readNext() : undefined;
+        if (got > 0) out.send(frame, got);
       }
       out.end();
       return { bytes: sent, size };

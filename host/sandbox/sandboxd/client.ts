@@ -5,8 +5,9 @@
 // The streams belong to the caller (the docker provider): `close()` detaches, it never ends them.
 
 import type { Readable, Writable } from 'node:stream';
-import { MAX_BINARY_BYTES } from '../../../sandbox-wire/protocol.ts';
+import { MAX_BINARY_BYTES, MAX_DATA_BYTES } from '../../../sandbox-wire/protocol.ts';
 import { SandboxError } from '../../errors.ts';
+import { rechunk } from '../chunks.ts';
 import { createResolver } from '../paths.ts';
 import type {
   ExecOptions,
@@ -244,9 +245,10 @@ export const connectSandboxd = async (options: ConnectSandboxdOptions): Promise<
           const { io, result } = conn.stream('writeStream', { path: abs, mode: opts.mode });
           let sent = 0;
           try {
-            for await (const chunk of source) {
-              await io.write(chunk);
-              sent += chunk.byteLength;
+            // Whole data frames, however small the pieces the source (an HTTP body) comes in.
+            for await (const piece of rechunk(source, MAX_DATA_BYTES)) {
+              await io.write(piece);
+              sent += piece.byteLength;
             }
             await io.end();
           } catch (e) {

@@ -290,6 +290,7 @@ export const openConnection = (options: OpenOptions): Promise<Connection> => {
     const result = callAs(id, op, args, { timeoutMs: NO_DEADLINE_MS, signal: ac.signal }).finally(() =>
       opts.signal?.removeEventListener('abort', onAbort),
     );
+    io.opened();
     // The caller may never await it (a consumer that stopped): never an unhandled rejection.
     result.catch(() => {});
     if (opts.signal?.aborted) io.abandon();

@@ -2,7 +2,7 @@
 // streams by call id, what arrives for them and the credit we grant, and what we send within
 // sandboxd's credit. connection.ts routes data frames, `credit` and `end` here and calls `answered`
 // when a stream's call gets its answer.
-// Invariants (sandboxd is untrusted): we hold at most one window per stream (STREAM_WINDOW_BYTES,
+// Invariants (sandboxd is untrusted): we hold at most one window per stream (RECEIVE_WINDOW_BYTES,
 // plus the frame being decoded), since credit is granted back only as the consumer takes bytes;
 // data for a stream we never opened or that is answered, past the credit we granted, or after its
 // end fails the whole connection (`violation`); a stream whose consumer stops or goes quiet past
@@ -11,7 +11,13 @@
 // memory and never leaves sandboxd reading.
 
 import { encodeData, MAX_DATA_BYTES } from '../../../sandbox-wire/protocol.ts';
-import { FlowError, Inbound, Outbound } from '../../../sandbox-wire/streams.ts';
+import {
+  FlowError,
+  Inbound,
+  Outbound,
+  RECEIVE_WINDOW_BYTES,
+  STREAM_WINDOW_BYTES,
+} from '../../../sandbox-wire/streams.ts';
 import { SandboxError } from '../../errors.ts';
 
 /** One stream as its opener sees it. */
@@ -24,6 +30,8 @@ export interface StreamHandle {
   end(): Promise<void>;
   /** The consumer let go: cancel the call (if it is still running) and drop what arrives. */
   abandon(): void;
+  /** Grants the rest of our window beyond the one every stream starts with; call once its request is sent. */
+  opened(): void;
 }
 
 interface Entry {
@@ -81,7 +89,7 @@ export const createStreamTable = (options: StreamTableOptions) => {
   /** Opens the stream of call `id` (before its request is sent); `cancel` stops that call. */
   const openStream = (id: number, cancel: () => void): StreamHandle => {
     const e: Entry = {
-      inbound: new Inbound(),
+      inbound: new Inbound(RECEIVE_WINDOW_BYTES),
       outbound: new Outbound(),
       queue: [],
       wake: undefined,
@@ -146,6 +154,10 @@ export const createStreamTable = (options: StreamTableOptions) => {
         await options.sendMessage({ t: 'end', id });
       },
       abandon,
+      opened() {
+        const extra = RECEIVE_WINDOW_BYTES - STREAM_WINDOW_BYTES;
+        if (extra > 0) void options.sendMessage({ t: 'credit', id, bytes: extra }).catch(() => {});
+      },
     };
   };
 

@@ -4,6 +4,7 @@
 // working. That reads stop when the client goes away, and never run ahead of the socket, is
 // asserted where reads can be counted (tests/unit/api/downloads.test.ts).
 import { createHash } from 'node:crypto';
+import { readdirSync, readlinkSync } from 'node:fs';
 import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
 import { extract } from 'tar-stream';
@@ -23,17 +24,21 @@ const get = (path: string, signal?: AbortSignal) =>
     ...(signal ? { signal } : {}),
   });
 
-/** What sandboxd holds open, seen from outside the sandbox (root in the container: sandboxd is non-dumpable to the agent). */
+/** The files sandboxd holds open, seen from the host (it is non-dumpable inside its container). */
 const sandboxdOpenFiles = async (): Promise<string> => {
   const [info] = await h.fixture.docker.listContainers({ filters: { label: [`dsh.agent=${agent}`] } });
-  const exec = await h.fixture.docker.getContainer(info?.Id as string).exec({
-    Cmd: ['sh', '-c', 'ls -l /proc/$(pgrep -f sandboxd.cjs | head -1)/fd'],
-    User: '0:0',
-    AttachStdout: true,
-    AttachStderr: true,
-  });
-  const stream = await exec.start({ hijack: true, stdin: false });
-  return (await buffer(stream)).toString('latin1');
+  const top = await h.fixture.docker.getContainer(info?.Id as string).top({ ps_args: '-eo pid,args' });
+  const row = top.Processes?.find((p: string[]) => /^node \/opt\/sandboxd\/sandboxd\.cjs/.test(p[1] ?? ''));
+  const fds = `/proc/${row?.[0]}/fd`;
+  return readdirSync(fds)
+    .map((fd) => {
+      try {
+        return readlinkSync(`${fds}/${fd}`);
+      } catch {
+        return '';
+      }
+    })
+    .join('\n');
 };
 
 beforeAll(async () => {
@@ -87,6 +92,8 @@ describe('downloads', () => {
       const res = await get(path, ac.signal);
       const reader = (res.body as ReadableStream<Uint8Array>).getReader();
       expect((await reader.read()).done).toBe(false);
+      // Mid-transfer, sandboxd holds the file open (the check below would see it).
+      if (path.startsWith('/files')) expect(await sandboxdOpenFiles()).toMatch(/big\.bin/);
       ac.abort();
       await expect(reader.read()).rejects.toThrow();
     }

@@ -9,7 +9,7 @@ import {
   encodeFrame,
   MAX_DATA_BYTES,
 } from '../../../sandbox-wire/protocol.ts';
-import { STREAM_WINDOW_BYTES } from '../../../sandbox-wire/streams.ts';
+import { RECEIVE_WINDOW_BYTES, STREAM_WINDOW_BYTES } from '../../../sandbox-wire/streams.ts';
 import { fakeSandboxd, type Reply } from './fake.ts';
 
 /** A fake sandboxd offering streams (unless `streams` is 0), with a short stall time and no liveness pings. */
@@ -45,7 +45,7 @@ describe('host streams against a hostile sandboxd', () => {
     [
       'data past the credit granted',
       (id, reply) => {
-        for (let sent = 0; sent <= STREAM_WINDOW_BYTES; sent += chunk.length) reply(encodeData(id, chunk));
+        for (let sent = 0; sent <= RECEIVE_WINDOW_BYTES; sent += chunk.length) reply(encodeData(id, chunk));
       },
     ],
     [
