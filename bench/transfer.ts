@@ -15,6 +15,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, createReadStream, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import Docker from 'dockerode';
 import { nanoid } from 'nanoid';
 import { loadConfig } from '../host/config.ts';
@@ -86,8 +88,11 @@ let rssPeak = 0;
 const sampler = setInterval(() => {
   rssPeak = Math.max(rssPeak, process.memoryUsage.rss());
 }, 10);
+// A full collection before each measurement, so that garbage of the previous one does not count.
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
 const growthDuring = async (fn: () => Promise<unknown>): Promise<number> => {
-  (globalThis as { gc?: () => void }).gc?.();
+  gc();
   const before = process.memoryUsage.rss();
   rssPeak = before;
   await fn();
@@ -215,9 +220,10 @@ try {
   // Memory: the control plane's RSS growth while it moves 256 MiB, each way (and 16 MiB for scale).
   const g16 = await growthDuring(() => curl(['-o', '/dev/null', url('files', 'f16')]));
   const g256 = await growthDuring(() => curl(['-o', '/dev/null', url('files', 'f256')]));
+  const u16 = await growthDuring(() => curl(['-T', up[16], '-X', 'PUT', url('files', 'u16')]));
   const u256 = await growthDuring(() => curl(['-T', up[256], '-X', 'PUT', url('files', 'u256')]));
   console.log(
-    `control-plane RSS growth: download 16 MiB +${g16.toFixed(1)} MiB, 256 MiB +${g256.toFixed(1)} MiB; upload 256 MiB +${u256.toFixed(1)} MiB`,
+    `control-plane RSS growth: download 16 MiB +${g16.toFixed(1)} MiB, 256 MiB +${g256.toFixed(1)} MiB; upload 16 MiB +${u16.toFixed(1)} MiB, 256 MiB +${u256.toFixed(1)} MiB`,
   );
 
   // A small call on the same sandbox while a 256 MiB download runs (a slow-ish client: curl at full speed).

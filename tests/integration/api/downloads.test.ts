@@ -3,7 +3,7 @@
 // for the file; and a client that goes away mid-download leaves the service and the sandbox
 // working. That reads stop when the client goes away, and never run ahead of the socket, is
 // asserted where reads can be counted (tests/unit/api/downloads.test.ts).
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { readdirSync, readlinkSync } from 'node:fs';
 import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
@@ -68,6 +68,18 @@ describe('downloads', () => {
     const res = await get('/files?path=dl/big.bin');
     expect([res.status, res.headers.get('content-length')]).toEqual([200, String(20 * MiB)]);
     expect(sha(new Uint8Array(await res.arrayBuffer()))).toBe(sums['big.bin']);
+  });
+
+  it('PUT then GET /files round-trips 16 MiB byte-exact', async () => {
+    const data = randomBytes(16 * MiB);
+    const put = await fetch(`${h.server.url}/v1/agents/${agent}/files?path=dl/rt.bin`, {
+      method: 'PUT',
+      headers: { Authorization: `Bearer ${h.keyA}` },
+      body: data,
+    });
+    expect(await put.json()).toEqual({ path: '/workspace/dl/rt.bin', bytes: data.length });
+    const back = await get('/files?path=dl/rt.bin');
+    expect(sha(new Uint8Array(await back.arrayBuffer()))).toBe(sha(data));
   });
 
   it('GET /archive streams a directory holding a 20 MiB file byte-exact', async () => {
