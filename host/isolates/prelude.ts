@@ -2,7 +2,8 @@
 // arguments (never as globals), strips globals the program must not have, and returns
 // `{ run, deliver }` to the worker (as References the program never sees). The bridge is one-way
 // each direction: `call(id, name, argsJson)` goes out, `deliver(ids, envelopeJsons, inline)` comes
-// back (several settled calls per entry, as copied arrays of numbers and strings), and the
+// back (one settled call as a number and a string, several per entry as copied arrays of numbers
+// and strings), and the
 // program's outcome leaves through `done(resultString)`; no promise, function or other object ever
 // crosses.
 // Two ways to enter (the worker picks per entry): queued, on isolated-vm's thread pool, where `call`
@@ -13,6 +14,10 @@
 // built here with intrinsics captured before any program code ran. Whatever the program does to the
 // realm afterwards (prototypes, JSON, Promise) changes only its own result, which the worker treats
 // as untrusted text. The isolate is the security boundary; this prelude only keeps the shape honest.
+// Cost: the prelude is installed while the slot is prepared, ahead of demand. The functions every
+// run enters (run, start, makeTools, binding, deliver) are written in parentheses, which makes V8
+// compile them with the prelude instead of lazily at a run's first entry (its "PIFE" heuristic),
+// and install() warms the compiler and JSON once (see the end): both move work off the run.
 
 /** Log channel codes (first argument of the log callback). */
 export const LOG_LINE = 0;
@@ -76,7 +81,7 @@ export const PRELUDE_SOURCE = String.raw`'use strict';
     error: (...a) => emit(a), debug: (...a) => emit(a),
   });
 
-  const binding = (name) => async function (args) {
+  const binding = ((name) => (async function (args) {
     if (over) throw new RangeError_('the run has ended');
     // The id is taken with the count, before the arguments are serialised: a toJSON in them may
     // make calls of its own, which take the next ids.
@@ -96,12 +101,12 @@ export const PRELUDE_SOURCE = String.raw`'use strict';
     error.name = 'ToolError';
     error.code = text(envelope.error.code);
     throw error;
-  };
-  const makeTools = (names) => {
+  }));
+  const makeTools = ((names) => {
     const tools = create(null);
     for (const name of names) defineProperty(tools, name, { value: freeze(binding(name)), enumerable: true });
     return freeze(tools);
-  };
+  });
   const describe = (kind, e) => {
     let name = 'Error', message = '', stack = '';
     try {
@@ -114,18 +119,21 @@ export const PRELUDE_SOURCE = String.raw`'use strict';
     return 'E' + stringify({ kind, name: clip(name, 200), message: clip(message, 2000), stack: clip(stack, 4000) });
   };
 
-  // Copies made by the worker: real arrays of numbers and strings, read by index only.
-  const deliver = (ids, envelopes, inlineEntry) => {
-    inline = inlineEntry === true;
-    for (let i = 0; i < ids.length; i++) {
-      const resolve = waiting[ids[i]];
-      if (resolve === undefined) continue;
-      delete waiting[ids[i]];
-      resolve(envelopes[i]);
-    }
+  const settle = (id, envelope) => {
+    const resolve = waiting[id];
+    if (resolve === undefined) return;
+    delete waiting[id];
+    resolve(envelope);
   };
+  // One settled call as a number and a string (no array to copy in: the common, sequential case),
+  // or several as copies made by the worker: real arrays of numbers and strings, read by index only.
+  const deliver = ((ids, envelopes, inlineEntry) => {
+    inline = inlineEntry === true;
+    if (typeof ids === 'number') return settle(ids, envelopes);
+    for (let i = 0; i < ids.length; i++) settle(ids[i], envelopes[i]);
+  });
 
-  const start = async function start(src, bindingsJson, globalsJson, limitsJson) {
+  const start = (async function start(src, bindingsJson, globalsJson, limitsJson) {
     limits = parse(limitsJson);
     const tools = makeTools(parse(bindingsJson));
     const globals = parse(globalsJson);
@@ -143,14 +151,20 @@ export const PRELUDE_SOURCE = String.raw`'use strict';
     if (json.length > limits.maxResultBytes)
       return done(describe('limit', new RangeError_('the return value is ' + json.length + ' bytes of JSON, over the ' + limits.maxResultBytes + '-byte limit')));
     done('V' + json);
-  };
+  });
   // The outcome leaves through done() from inside start(), never through a then() on start()'s
   // promise: the program may have replaced Promise.prototype.then, Function.prototype.call or the
   // promise species by then, and none of that may change where (or whether) its outcome goes.
-  const run = (src, bindingsJson, globalsJson, limitsJson, inlineEntry) => {
+  const run = ((src, bindingsJson, globalsJson, limitsJson, inlineEntry) => {
     inline = inlineEntry === true;
     start(src, bindingsJson, globalsJson, limitsJson);
-  };
+  });
+  // Warm-up, by the service at install time (ahead of demand, before any program exists): in a fresh
+  // isolate the first JSON round trip and the first compile through the AsyncFunction constructor
+  // cost more than the rest of a short run. Nothing of it stays reachable; what it leaves is V8's
+  // own caches of this isolate, which hold the service's code only.
+  parse(stringify({ warm: [1, 'up'] }));
+  new AsyncFunction('tools', 'console', 'return 1;\n//# sourceURL=sandbox:///warmup.js');
   const api = create(null);
   api.run = run;
   api.deliver = deliver;

@@ -32,8 +32,11 @@ export interface Slot {
   isolate: ivm.Isolate;
   /** Starts the program: (src, bindingsJson, globalsJson, limitsJson, inline); the outcome arrives through `done`. */
   run: ivm.Reference<(...args: unknown[]) => void>;
-  /** Settles calls inside the isolate: (callIds, envelopeJsons, inline), one entry of the isolate for many. */
-  deliver: ivm.Reference<(callIds: number[], envelopes: string[], inline: boolean) => void>;
+  /**
+   * Settles calls inside the isolate, one entry for many: (callIds, envelopeJsons, inline), or
+   * (callId, envelopeJson, inline) for one.
+   */
+  deliver: ivm.Reference<(callIds: number[] | number, envelopes: string[] | string, inline: boolean) => void>;
   attach(hooks: RunHooks): void;
 }
 
@@ -273,7 +276,9 @@ export const startRun = (slot: Slot, msg: RunMessage, io: RunIo): ActiveRun => {
         ids.push(isolateCallId);
         envelopes.push(envelope);
       }
-      if (ids.length > 0) enter(slot.deliver, [ids, envelopes]);
+      // One result crosses as a number and a string: nothing to serialise as arrays on the way in.
+      if (ids.length === 1) enter(slot.deliver, [ids[0], envelopes[0]]);
+      else if (ids.length > 1) enter(slot.deliver, [ids, envelopes]);
     },
     cancel: () => finish({ kind: 'aborted', message: 'the run was cancelled' }),
     check: () => {

@@ -1,5 +1,6 @@
 // The isolate host end to end with real worker processes: values, logs, globals, the call bridge,
 // concurrency of calls, errors on both sides, error positions, abort, and shutdown.
+import ivm from 'isolated-vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SandboxError } from '../../../host/errors.ts';
 import type { IsolateHost, JsonValue } from '../../../host/isolates/index.ts';
@@ -55,6 +56,19 @@ describe('running programs', () => {
       'undefined',
       null,
     ]);
+  });
+
+  it('shows a program the standard globals and console only: the prelude and its warm-up leave nothing', async () => {
+    const bare = new ivm.Isolate({ memoryLimit: 16 });
+    const standard = (await (
+      await bare.createContext()
+    ).eval('JSON.stringify(Object.getOwnPropertyNames(globalThis))', { copy: true })) as string;
+    bare.dispose();
+    const deleted = ['WebAssembly', 'SharedArrayBuffer', 'Atomics'];
+    const names = (JSON.parse(standard) as string[]).filter((name) => !deleted.includes(name));
+    const expected = [...new Set([...names, 'console'])].sort();
+    const seen = await run({ code: 'return Object.getOwnPropertyNames(globalThis).sort()' });
+    expect(value(seen)).toEqual(expected);
   });
 
   it('settles many calls of one tick with their own results (batched frames both ways)', async () => {
