@@ -16,11 +16,8 @@
 // The machine is shared: repeat runs and read ranges, one run proves little.
 import { spawn } from 'node:child_process';
 import ivm from 'isolated-vm';
-import * as v from 'valibot';
 import { createIsolateHost } from '../host/isolates/index.ts';
-import { createMemoryEventLog } from '../host/store/memory.ts';
-import { type AgentScope, createRegistry, defineTool, type ToolCall } from '../host/tools/index.ts';
-import { createPtcExecutor } from '../host/tools/ptc/index.ts';
+import { codeModeScope } from './code-mode-scope.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 200);
 const TRIVIAL_TARGET_MS = 2;
@@ -31,7 +28,6 @@ const IDLE_GAP_MS = 10;
 const LOOP_RUNS = Number(process.env.BENCH_LOOP_RUNS ?? 20);
 const CALLS = 200;
 
-const agent: AgentScope = { id: 'bench', sessionId: 'bench', services: {} };
 const quantile = (xs: number[], q: number): number => {
   const sorted = [...xs].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number;
@@ -76,26 +72,7 @@ const ipcRoundTrip = async (n: number): Promise<number> => {
 };
 
 const isolates = createIsolateHost({ workers: 2, prewarm: 2 });
-const registry = createRegistry({ log: createMemoryEventLog() });
-const scope = registry.scope('code');
-scope.mount(createPtcExecutor({ isolates }));
-scope.register(
-  defineTool({
-    name: 'noop',
-    description: 'Does nothing.',
-    parameters: v.object({}),
-    output: { schema: v.null() },
-    isConcurrencySafe: () => true,
-    execute: () => null,
-  }),
-);
-
-let seq = 0;
-const runCode = async (code: string): Promise<void> => {
-  const call: ToolCall = { id: `p${++seq}`, name: 'run_code', arguments: { code, description: 'bench' } };
-  const [result] = await scope.execute([call], { agent, mode: 'code' });
-  if (!result?.ok) throw new Error(`run_code failed: ${JSON.stringify(result?.content)}`);
-};
+const { runCode, direct } = codeModeScope(isolates);
 /** A run arriving at an idle service: after a pause, timed from its arrival. */
 const idleRun = async (code: string): Promise<number> => {
   await new Promise((resolve) => setTimeout(resolve, IDLE_GAP_MS));
@@ -103,14 +80,6 @@ const idleRun = async (code: string): Promise<number> => {
   await runCode(code);
   return performance.now() - started;
 };
-const direct = async (): Promise<void> => {
-  const [result] = await scope.execute([{ id: `n${++seq}`, name: 'noop', arguments: {} }], {
-    agent,
-    mode: 'native',
-  });
-  if (!result?.ok) throw new Error('noop failed');
-};
-
 try {
   // Warm up: worker start, esbuild service, JIT on both sides.
   await time(20, () => runCode('return 1'));

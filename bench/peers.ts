@@ -23,11 +23,8 @@ import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import * as v from 'valibot';
 import { createIsolateHost } from '../host/isolates/index.ts';
-import { createMemoryEventLog } from '../host/store/memory.ts';
-import { type AgentScope, createRegistry, defineTool } from '../host/tools/index.ts';
-import { createPtcExecutor } from '../host/tools/ptc/index.ts';
+import { codeModeScope } from './code-mode-scope.ts';
 
 const REPS = Number(process.env.BENCH_RUNS ?? 100);
 /** Cold processes are slow: fewer of them. */
@@ -81,27 +78,7 @@ const ours: Contestant = {
   name: 'ours: run_code (pipeline + isolate worker)',
   reps: REPS,
   async start() {
-    const registry = createRegistry({ log: createMemoryEventLog() });
-    const scope = registry.scope('code');
-    scope.mount(createPtcExecutor({ isolates }));
-    scope.register(
-      defineTool({
-        name: 'noop',
-        description: 'Does nothing.',
-        parameters: v.object({}),
-        output: { schema: v.null() },
-        isConcurrencySafe: () => true,
-        execute: () => null,
-      }),
-    );
-    const agent: AgentScope = { id: 'bench', sessionId: 'bench', services: {} };
-    let seq = 0;
-    return async (code) => {
-      const call = { id: `p${++seq}`, name: 'run_code', arguments: { code, description: 'bench' } };
-      const [result] = await scope.execute([call], { agent, mode: 'code' });
-      if (!result?.ok) throw new Error(`run_code failed: ${JSON.stringify(result?.content)}`);
-      return (result.value as { value?: unknown } | undefined)?.value;
-    };
+    return codeModeScope(isolates).runCode;
   },
 };
 
@@ -206,7 +183,8 @@ const parent :Workerd.Worker = (
     return async (code) => {
       const response = await fetch(url, { method: 'POST', body: code });
       const text = await response.text();
-      if (!response.ok) throw new Error(`workerd: ${response.status} ${text.slice(0, 300)} ${stderr.slice(-600)}`);
+      if (!response.ok)
+        throw new Error(`workerd: ${response.status} ${text.slice(0, 300)} ${stderr.slice(-600)}`);
       return JSON.parse(text);
     };
   },
