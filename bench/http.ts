@@ -3,7 +3,15 @@
 // Run: node --no-node-snapshot bench/http.ts            (memory sandbox: isolates the HTTP cost)
 //      BENCH_DOCKER=1 node --no-node-snapshot bench/http.ts   (also on a real container; needs DSH_SANDBOX_IMAGE)
 // Figures: median per-call time over rounds of sequential calls, and the ratio HTTP / in-process.
+// Then where the HTTP cost goes: this process's CPU time per request while a client in another
+// process (node:http, keep-alive, sequential) sends them: a bare node:http server answering the same
+// bytes (the transport floor), GET /v1/health (Hono and the global middleware), GET /v1/agents/:id
+// (plus authentication and the tenant middleware), POST /calls (plus the body, its validation, the
+// call and its durable log events), and the in-process call alone. CPU time, unlike wall time,
+// holds up on a loaded machine.
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { assembleAgents } from '../host/agents/assemble.ts';
@@ -21,6 +29,32 @@ const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.floor(s.length / 2)] as number;
 };
+
+const CPU_REQUESTS = Number(process.env.BENCH_CPU_REQUESTS ?? 500);
+/** A client in its own process: `n` sequential keep-alive requests (after 20 to warm up), then exits. */
+const CLIENT = `
+const http = require('node:http');
+const [url, method, key, body, n] = process.argv.slice(1);
+const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+const headers = { authorization: 'Bearer ' + key, 'content-type': 'application/json' };
+if (method === 'POST') headers['content-length'] = Buffer.byteLength(body);
+const one = () => new Promise((resolve, reject) => {
+  const req = http.request(url, { method, agent, headers }, (res) => {
+    res.resume();
+    res.on('end', () => (res.statusCode < 300 ? resolve() : reject(new Error(url + ' ' + res.statusCode))));
+  });
+  req.on('error', reject);
+  req.end(method === 'POST' ? body : undefined);
+});
+(async () => { for (let i = 0; i < 20 + Number(n); i++) await one(); agent.destroy(); })().catch((e) => { console.error(String(e)); process.exit(1); });
+`;
+const hammer = (url: string, method: string, key: string, body: string): Promise<void> =>
+  new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['-e', CLIENT, url, method, key, body, String(CPU_REQUESTS)], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`client exited ${code}`))));
+  });
 
 const measure = async (label: string, sandboxes: SandboxProvider): Promise<void> => {
   const dataDir = mkdtempSync(join(tmpdir(), 'dsh-bench-http-'));
@@ -77,6 +111,50 @@ const measure = async (label: string, sandboxes: SandboxProvider): Promise<void>
       `${label.padEnd(7)} one-call batch (read 1 KB): in-process ${(l * 1000).toFixed(0)} µs, HTTP ${(h * 1000).toFixed(0)} µs, ` +
         `HTTP adds ${((h - l) * 1000).toFixed(0)} µs, ratio ${(h / l).toFixed(2)}x (median of ${ROUNDS} rounds × ${n} calls)\n`,
     );
+    if (label === 'memory') {
+      const perRequest = async (fn: () => Promise<unknown>): Promise<number> => {
+        const before = process.cpuUsage();
+        await fn();
+        const used = process.cpuUsage(before);
+        return (used.user + used.system) / CPU_REQUESTS;
+      };
+      const floorServer = createServer((req, res) => {
+        req.resume();
+        req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end(lastBody));
+      });
+      await new Promise<void>((resolve) => floorServer.listen(0, '127.0.0.1', resolve));
+      const floorUrl = `http://127.0.0.1:${(floorServer.address() as { port: number }).port}`;
+      const lastBody = await (
+        await fetch(`${server.url}/v1/agents/${agentId}/calls`, { method: 'POST', headers, body })
+      ).text();
+      const rows: Array<[string, () => Promise<unknown>]> = [
+        ['bare node:http, same bytes (floor)', () => hammer(`${floorUrl}/x`, 'POST', apiKey, body)],
+        ['GET /v1/health', () => hammer(`${server.url}/v1/health`, 'GET', apiKey, body)],
+        [
+          'GET /v1/agents/:id (auth)',
+          () => hammer(`${server.url}/v1/agents/${agentId}`, 'GET', apiKey, body),
+        ],
+        [
+          'POST /v1/agents/:id/calls',
+          () => hammer(`${server.url}/v1/agents/${agentId}/calls`, 'POST', apiKey, body),
+        ],
+        [
+          'in-process call alone',
+          async () => {
+            for (let i = 0; i < CPU_REQUESTS; i++) await inProcess();
+          },
+        ],
+      ];
+      process.stdout.write(
+        `where it goes: this process's CPU time per request (${CPU_REQUESTS} requests each)\n`,
+      );
+      for (const [what, fn] of rows) {
+        const samples: number[] = [];
+        for (let round = 0; round < 3; round++) samples.push(await perRequest(fn));
+        process.stdout.write(`  ${what.padEnd(36)} ${median(samples).toFixed(0)} µs\n`);
+      }
+      floorServer.close();
+    }
     await agents.delete(tenantId, agentId).catch(() => undefined);
   } finally {
     await server.close();
