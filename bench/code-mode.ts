@@ -86,7 +86,11 @@ try {
   await time(200, direct);
 
   const idle = stats(await time(RUNS, () => idleRun('return 1')));
-  const pipeline = stats(await time(RUNS, () => runCode('return 1')));
+  const pipeline = stats(
+    await time(RUNS, async () => {
+      await runCode('return 1');
+    }),
+  );
   const isolate = new ivm.Isolate({ memoryLimit: 64 });
   await time(50, async () => (await isolate.createContext()).eval('1'));
   const bareContext = stats(
