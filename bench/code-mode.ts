@@ -14,10 +14,10 @@
 //    2 ms median end to end, and a brokered call under 60 µs (20 calls per program) and 30 µs (200)
 //    more than the same call made directly.
 // The machine is shared: repeat runs and read ranges, one run proves little.
-import { spawn } from 'node:child_process';
 import ivm from 'isolated-vm';
 import { createIsolateHost } from '../host/isolates/index.ts';
 import { codeModeScope } from './code-mode-scope.ts';
+import { ipcRoundTrip } from './ipc-floor.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 200);
 const TRIVIAL_TARGET_MS = 2;
@@ -44,31 +44,6 @@ const time = async (n: number, fn: () => Promise<unknown> | unknown): Promise<nu
     out.push(typeof own === 'number' ? own : performance.now() - t);
   }
   return out;
-};
-
-/** Median round trip of a small JSON message to a child Node process and back (IPC, as the workers use). */
-const ipcRoundTrip = async (n: number): Promise<number> => {
-  const child = spawn(process.execPath, ['-e', "process.on('message', (m) => process.send(m))"], {
-    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-    serialization: 'json',
-  });
-  const samples: number[] = [];
-  await new Promise<void>((resolve) => {
-    let sent = 0;
-    let at = 0;
-    const next = () => {
-      at = performance.now();
-      child.send({ t: 'result', id: 1, callId: ++sent, envelope: '{"ok":true,"value":null}' });
-    };
-    child.on('message', () => {
-      samples.push(performance.now() - at);
-      if (samples.length >= n) resolve();
-      else next();
-    });
-    next();
-  });
-  child.kill();
-  return quantile(samples.slice(Math.floor(n / 10)), 0.5);
 };
 
 const isolates = createIsolateHost({ workers: 2, prewarm: 2 });
