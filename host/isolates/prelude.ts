@@ -6,9 +6,10 @@
 // and strings), and the
 // program's outcome leaves through `done(resultString)`; no promise, function or other object ever
 // crosses.
-// Two ways to enter (the worker picks per entry): queued, on isolated-vm's thread pool, where `call`
-// and `log` must not wait for the worker's thread (ignored Callbacks); or inline, on the worker's
-// own thread while it has no other run, where their inline twins run at once (no thread hand-off).
+// Two ways to enter (the worker picks per entry): queued, on isolated-vm's thread pool, where `call`,
+// `log` and `done` must not wait for the worker's thread (ignored Callbacks); or inline, on the
+// worker's own thread while it has no other run, where their inline twins run at once (no thread
+// hand-off; an ignored Callback from an inline entry reaches the worker only about 1 ms later).
 // Invariants: no Reference, host function or ivm object is ever stored where the program can reach
 // it; both callbacks are held in this closure only and are called with primitive strings and numbers
 // built here with intrinsics captured before any program code ran. Whatever the program does to the
@@ -31,7 +32,7 @@ export const PROGRAM_FILENAME = 'program.js';
 export const PROGRAM_LINE_OFFSET = 2;
 
 export const PRELUDE_SOURCE = String.raw`'use strict';
-(function install(callQueued, callInline, logQueued, logInline, done) {
+(function install(callQueued, callInline, logQueued, logInline, doneQueued, doneInline) {
   const G = globalThis;
   const stringify = JSON.stringify, parse = JSON.parse, String_ = String, Error_ = Error;
   const TypeError_ = TypeError, RangeError_ = RangeError;
@@ -43,6 +44,7 @@ export const PRELUDE_SOURCE = String.raw`'use strict';
   let inline = false;
   const call = (id, name, json) => (inline ? callInline(id, name, json) : callQueued(id, name, json));
   const log = (code, line) => (inline ? logInline(code, line) : logQueued(code, line));
+  const done = (result) => (inline ? doneInline(result) : doneQueued(result));
   for (const name of ['WebAssembly', 'SharedArrayBuffer', 'Atomics']) delete G[name];
   let limits = { maxOutputBytes: 0, maxCallBytes: 0, maxResultBytes: 0, maxCalls: 0 };
   let outBytes = 0, calls = 0, over = false;

@@ -62,8 +62,11 @@ export const createSlot = async (memoryMb: number): Promise<Slot> => {
     const onLog = (code: unknown, text: unknown) => hooks?.log(code, text);
     const logQueued = new ivm.Callback(onLog, { ignored: true });
     const logInline = new ivm.Callback(onLog);
-    const done = new ivm.Callback((result: unknown) => hooks?.done(result), { ignored: true });
-    const api = (await install.apply(undefined, [callQueued, callInline, logQueued, logInline, done], {
+    const onDone = (result: unknown) => hooks?.done(result);
+    const doneQueued = new ivm.Callback(onDone, { ignored: true });
+    const doneInline = new ivm.Callback(onDone);
+    const installArgs = [callQueued, callInline, logQueued, logInline, doneQueued, doneInline];
+    const api = (await install.apply(undefined, installArgs, {
       result: { reference: true },
     })) as ivm.Reference<{
       run: unknown;

@@ -479,6 +479,18 @@ describe('the same programs on queued entries (for comparison with the problems 
 });
 
 describe('problems this suite found, fixed (the comments say what they were)', () => {
+  // WAS A DIFFERENCE (issue 18): an inline entry reported the outcome through an ignored Callback,
+  // which reaches the worker about 1 ms after the entry (that was a third of a trivial run). So a
+  // program that returned while a microtask loop of its own still spun was a timeout inline (the
+  // entry's budget ran out before the outcome arrived) and ok queued (the worker got the outcome
+  // and disposed of the isolate). Fixed with an inline twin of `done`: ok both ways.
+  it('a program that returns while its own microtask loop spins gets its value, as on a queued entry', async () => {
+    await sameWorkers(async () => {
+      const outcome = await inline({ code: '(async () => { for (;;) await null; })();\nreturn 7' });
+      expect(value(outcome)).toBe(7);
+    });
+  });
+
   // WAS A BUG (prelude and worker, both ways of entering; predates inline entries): emit() clips a line
   // past the cap with the program's own String.prototype.slice. When that returns anything but a
   // string, the worker's log hook drops it (or isolated-vm refuses to copy it), so the worker never
