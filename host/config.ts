@@ -132,6 +132,22 @@ export interface Config {
    * environments): 32 bytes in base64. Default: a key file next to the database, made once (env DSH_SECRETS_KEY).
    */
   secretsKey: Buffer | undefined;
+  /** Live children and teammates one agent may have made. Default 16 (env DSH_CHILDREN_PER_AGENT). */
+  childrenPerAgent: number;
+  /** How deep child agents may nest (a top-level agent is 0). Default 3 (env DSH_CHILD_DEPTH). */
+  childDepth: number;
+  /** Children of one agent running at once. Default 8 (env DSH_CONCURRENT_CHILDREN). */
+  concurrentChildren: number;
+  /** Unread messages one agent's mailbox may hold. Default 256 (env DSH_MAILBOX_SIZE). */
+  mailboxSize: number;
+  /** Bytes of one message, report or child prompt. Default 65536 (env DSH_MESSAGE_BYTES). */
+  messageBytes: number;
+  /**
+   * Product-provider bundles the client can run children with: each gets a `subagent_<name>`
+   * alias (subagent_codex, subagent_claude_code). Default none (env DSH_SUBAGENT_PROVIDERS,
+   * comma-separated, e.g. `codex,claude_code`).
+   */
+  subagentProviders: string[];
 }
 
 /** `ip`, `ip:port` or `[ipv6]:port` entries of DSH_EGRESS_ALLOW_HOSTS_FOR_TESTS; IP literals only. */
@@ -215,6 +231,18 @@ const originsFrom = (name: string, raw: string | undefined): string[] => {
       );
     return url.origin;
   });
+};
+
+const listFrom = (name: string, raw: string | undefined, item: RegExp): string[] => {
+  if (raw === undefined || raw.trim() === '') return [];
+  const items = [...new Set(raw.split(',').map((part) => part.trim()))].filter((part) => part !== '');
+  const bad = items.find((part) => !item.test(part));
+  if (bad !== undefined)
+    throw new SandboxError(
+      'CONFIG_INVALID',
+      `${name} is a comma-separated list of names (lower-case letters, digits, "_"), got "${bad}"`,
+    );
+  return items;
 };
 
 /** A port as `--port` or DSH_PORT gives it: an integer 0-65535 (0 picks a free one). */
@@ -390,5 +418,20 @@ export const loadConfig = (
     webFetchTimeoutMs:
       overrides.webFetchTimeoutMs ??
       intFrom('DSH_WEB_FETCH_TIMEOUT_MS', env.DSH_WEB_FETCH_TIMEOUT_MS, 30_000, 1000, 600_000),
+    childrenPerAgent:
+      overrides.childrenPerAgent ??
+      intFrom('DSH_CHILDREN_PER_AGENT', env.DSH_CHILDREN_PER_AGENT, 16, 1, 10_000),
+    childDepth: overrides.childDepth ?? intFrom('DSH_CHILD_DEPTH', env.DSH_CHILD_DEPTH, 3, 1, 16),
+    concurrentChildren:
+      overrides.concurrentChildren ??
+      intFrom('DSH_CONCURRENT_CHILDREN', env.DSH_CONCURRENT_CHILDREN, 8, 1, 10_000),
+    mailboxSize:
+      overrides.mailboxSize ?? intFrom('DSH_MAILBOX_SIZE', env.DSH_MAILBOX_SIZE, 256, 1, 1_000_000),
+    messageBytes:
+      overrides.messageBytes ??
+      intFrom('DSH_MESSAGE_BYTES', env.DSH_MESSAGE_BYTES, 64 * 1024, 256, 16 * 1024 * 1024),
+    subagentProviders:
+      overrides.subagentProviders ??
+      listFrom('DSH_SUBAGENT_PROVIDERS', env.DSH_SUBAGENT_PROVIDERS, /^[a-z][a-z0-9_]{0,31}$/),
   };
 };

@@ -46,6 +46,13 @@ export const ERROR_CODES = {
   EGRESS_DENIED: 403,
   EGRESS_BUDGET_EXCEEDED: 429,
   EGRESS_FAILED: 502,
+  /**
+   * An agent may not start another child: too many children, too many running at once, or too deep
+   * (`data.limit` says which, `data.max` the tenant's most).
+   */
+  CHILD_LIMIT_EXCEEDED: 429,
+  /** The recipient's mailbox holds its tenant's most undelivered messages; it must read some first. */
+  MAILBOX_FULL: 429,
   // code mode / isolates
   CODE_RUN_FAILED: 422,
   ISOLATE_UNAVAILABLE: 503,

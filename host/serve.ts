@@ -201,6 +201,18 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
       maxBytes: config.skillMaxBytes,
       spoolDir: config.spoolDir,
     },
+    children: {
+      limits: {
+        childrenPerAgent: config.childrenPerAgent,
+        maxDepth: config.childDepth,
+        concurrentChildren: config.concurrentChildren,
+        mailboxSize: config.mailboxSize,
+        messageBytes: config.messageBytes,
+        // A wait never outlives the batch that waits.
+        waitMaxMs: Math.min(600_000, config.callTimeoutMs),
+      },
+      providers: config.subagentProviders,
+    },
     codeMode: {
       defaults: { cpuMs: config.codeCpuMs, wallMs: Math.min(config.codeWallMs, config.callTimeoutMs) },
       // A program never outlives its batch: no wall clock past the batch deadline is promised.

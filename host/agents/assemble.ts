@@ -36,17 +36,18 @@ import { registerCordisTools } from './plugins/cordis-tools.ts';
 import type { PluginHostOptions } from './plugins/host.ts';
 import { createRegistryRuntime } from './runtime.ts';
 import { createScheduler, type Scheduler, type SchedulerOptions } from './scheduler.ts';
-import { type AgentService, createAgentService } from './service.ts';
+import { type AgentService, type AgentServiceOptions, createAgentService } from './service.ts';
 import { createSkillLayers, type SkillLayers } from './skill-layers.ts';
 import { createTeamBoard, type TeamBoard, type TeamBoardOptions } from './teams/board/board.ts';
 import { registerTeamTaskTools } from './teams/board/tools.ts';
+import { createTeamDirectory } from './teams/directory.ts';
 import type { AgentConfig } from './types.ts';
 import { registerWebTools } from './web.ts';
 
 export interface AssembleOptions {
   /** With `search` the session_* tools are installed, with `schedules` the schedule_* tools. */
   store: Pick<Store, 'agents' | 'events' | 'requests'> &
-    Partial<Pick<Store, 'plugins' | 'search' | 'schedules' | 'skills' | 'teamBoards'>>;
+    Partial<Pick<Store, 'plugins' | 'search' | 'schedules' | 'skills' | 'teamBoards' | 'teams'>>;
   sandboxes: SandboxProvider;
   /** Options of the creator-plugin runtime, used with an isolate host and `store.plugins`. Default {}. */
   plugins?: PluginHostOptions;
@@ -77,6 +78,8 @@ export interface AssembleOptions {
    * each tenant's, and who is in which team (default: every agent leads a team of its own).
    */
   teams?: Pick<TeamBoardOptions, 'limits' | 'limitsOf' | 'directory'>;
+  /** Child agents and teams (with `store.teams`): limits and the provider bundles with aliases. */
+  children?: AgentServiceOptions['children'];
 }
 
 export interface Assembled {
@@ -153,7 +156,13 @@ export const assembleAgents = (options: AssembleOptions): Assembled => {
   const teamBoard =
     store.teamBoards === undefined
       ? undefined
-      : createTeamBoard({ store: store.teamBoards, events: store.events, ...options.teams });
+      : createTeamBoard({
+          store: store.teamBoards,
+          events: store.events,
+          // Teams are the leads and the teammates they spawned (host/agents/teams/directory.ts).
+          directory: createTeamDirectory(store.agents),
+          ...options.teams,
+        });
   if (teamBoard !== undefined) registerTeamTaskTools(registry.global);
   const skills = skillsOf(store, options.skills);
   if (options.egress !== undefined)
@@ -175,6 +184,7 @@ export const assembleAgents = (options: AssembleOptions): Assembled => {
       teamBoard?.releaseOwner(id);
     },
     ...(teamBoard === undefined ? {} : { teamBoard }),
+    ...(options.children === undefined ? {} : { children: options.children }),
   });
   scheduler?.start();
   return {

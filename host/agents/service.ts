@@ -10,12 +10,17 @@
 // agent is a cheap store write and agents that only use remote tools never hold a container.
 // With `plugins`, the agent's creator plugins (./plugins/host.ts) run beside it: their tools join
 // its scope, deleting the agent removes them, and resumePlugins() starts those that were running.
+// With `store.teams`, agents created with `subagents` or `teams` make children and teammates:
+// agents of their own, linked to their parent (./teams/). Deleting an agent deletes its
+// descendants with it, each marked deleted before anything is awaited (fail closed: no child
+// outlives its parent, none keeps working in a workspace about to be destroyed).
 // Invariants: another tenant's agent reads as NOT_FOUND; results come back in call order; once
 // delete() has marked an agent deleted nothing runs for it any more (service/deletion.ts).
 import type { EgressGateway } from '../egress/index.ts';
 import { SandboxError } from '../errors.ts';
 import type { Sandbox, SandboxProvider } from '../sandbox/types.ts';
 import { createMemorySessionStateStore, type Store } from '../store/index.ts';
+import type { SessionEvent } from '../store/types.ts';
 import type { ToolRegistry } from '../tools/index.ts';
 import type { ToolCall, ToolResult } from '../tools/types.ts';
 import { createRequestSpawner, type SpawnProvider } from '../tools/workflow/index.ts';
@@ -24,15 +29,19 @@ import { createPluginHost, type PluginHost, type PluginHostOptions } from './plu
 import type { AgentPlugins } from './plugins/view.ts';
 import { createRegistryRuntime } from './runtime.ts';
 import { createBatches } from './service/batches.ts';
-import { createAgentCreation } from './service/create.ts';
+import { childRequest, createAgentCreation } from './service/create.ts';
 import { createDeletion } from './service/deletion.ts';
 import { createLiveAgents } from './service/live.ts';
 import { createMcpServerService, type McpServerService } from './service/mcp.ts';
-import { createDeletionMarks, getAgent, toAgent } from './service/records.ts';
+import { createDeletionMarks, deletedError, getAgent, remoteToolsOf, toAgent } from './service/records.ts';
 import { createRemoteRegistration, remoteDefiner } from './service/remote.ts';
 import { createSandboxBinding } from './service/sandbox.ts';
+import { type ConversationMessage, messageEvents } from './session/messages.ts';
 import { type AgentSession, createAgentSession } from './session/state.ts';
 import type { TeamBoard } from './teams/board/board.ts';
+import type { ChildLimits } from './teams/limits.ts';
+import { createTeamService, type TeamService } from './teams/service.ts';
+import { teamToolsFor } from './teams/tools.ts';
 import type {
   Agent,
   CallOptions,
@@ -45,7 +54,8 @@ import type {
 
 export interface AgentServiceOptions {
   /** Without `sessionState`, todos, goals and plan mode live in memory only (unit tests). */
-  store: Pick<Store, 'agents' | 'events' | 'requests'> & Partial<Pick<Store, 'plugins' | 'sessionState'>>;
+  store: Pick<Store, 'agents' | 'events' | 'requests'> &
+    Partial<Pick<Store, 'plugins' | 'sessionState' | 'teams'>>;
   /**
    * Runs creator plugins (the cordis_* tools' plugin host) with these runtime options; needs
    * `store.plugins`. Default: none, so no agent gets plugins.
@@ -84,6 +94,15 @@ export interface AgentServiceOptions {
   egress?: EgressGateway;
   /** The team task boards (agents created with `teams: true`); default none. */
   teamBoard?: TeamBoard;
+  /**
+   * Child agents and teams (needs `store.teams`): the service's limits over DEFAULT_CHILD_LIMITS,
+   * each tenant's own maxima, and the product-provider bundles that get `subagent_<name>` aliases.
+   */
+  children?: {
+    limits?: Partial<ChildLimits>;
+    limitsOf?: (tenantId: string) => Partial<ChildLimits> | undefined;
+    providers?: readonly string[];
+  };
 }
 
 export interface AgentService {
@@ -110,6 +129,10 @@ export interface AgentService {
   plugins(agent: Agent): AgentPlugins;
   /** Starts the plugins that were running when the service last stopped; resolves to how many. */
   resumePlugins(onError?: (pluginId: string, error: unknown) => void): Promise<number>;
+  /** Appends the client's conversation messages to the agent's session log; resolves to their events. */
+  appendMessages(agent: Agent, messages: readonly ConversationMessage[]): Promise<SessionEvent[]>;
+  /** The agent's children, teams and mailboxes; NOT_FOUND when the service keeps none (no store.teams). */
+  teams(): TeamService;
   /** Adds or replaces client-executed tools; returns every remote tool name of the agent. */
   registerRemoteTools(agent: Agent, tools: RemoteToolSpec[]): Promise<string[]>;
   /** The agent's MCP servers: registered, listed, removed (tool sources run in its sandbox). */
@@ -162,6 +185,8 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
     ...(options.mcpLimitsOf ? { mcpLimitsOf: options.mcpLimitsOf } : {}),
     ...(options.egress ? { egress: options.egress } : {}),
     ...(options.teamBoard ? { teamBoard: options.teamBoard } : {}),
+    ownToolsOf: (agent) =>
+      teams === undefined ? [] : teamToolsFor(teams, agent, options.children?.providers ?? []),
   });
   if (options.plugins !== undefined) {
     if (store.plugins === undefined)
@@ -196,12 +221,59 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
     graceMs: options.deleteGraceMs ?? 5000,
     reapRetryMs: options.reapRetryMs ?? 30_000,
     isClosing,
-    ...(options.onAgentDeleted ? { onDeleted: options.onAgentDeleted } : {}),
+    onDeleted(id, agent) {
+      teams?.deleted(agent);
+      options.onAgentDeleted?.(id);
+    },
   });
+  const create = createAgentCreation({ agents: store.agents, live, maxima: provider.maxima, isClosing });
+  const teams: TeamService | undefined =
+    store.teams === undefined
+      ? undefined
+      : createTeamService({
+          store: { agents: store.agents, events: store.events, requests: store.requests, teams: store.teams },
+          createChild(parent, links) {
+            const record = store.agents.get(parent.tenantId, parent.id);
+            if (record === undefined) throw deletedError(parent.id);
+            return create(parent.tenantId, childRequest(parent, remoteToolsOf(record), links), links);
+          },
+          removeChild: (child) => remove(child.tenantId, child.id),
+          toolNames: async (agent) => (await live.of(agent).tools.describe()).map((t) => t.name),
+          interrupt: batches.interrupt,
+          busy: batches.busy,
+          ...(options.children?.limits ? { limits: options.children.limits } : {}),
+          ...(options.children?.limitsOf ? { limitsOf: options.children.limitsOf } : {}),
+          ...(options.now ? { now: options.now } : {}),
+        });
+  teams?.resume();
+
+  /**
+   * Deletes the agent and its descendants: all are marked deleted synchronously (deepest first,
+   * so no child is ever left without its parent), then torn down together.
+   */
+  async function remove(tenantId: string, id: string): Promise<void> {
+    const agent = getAgent(store.agents, tenantId, id);
+    const doomed = teams?.descendants(agent) ?? [];
+    const children = doomed.map((child) => deletion.delete(tenantId, child.id));
+    const own = deletion.delete(tenantId, id);
+    const settled = await Promise.allSettled(children);
+    await own;
+    for (const outcome of settled)
+      if (outcome.status === 'rejected' && (outcome.reason as { code?: string })?.code !== 'NOT_FOUND')
+        throw outcome.reason;
+  }
+
+  async function appendMessages(agent: Agent, messages: readonly ConversationMessage[]) {
+    live.of(agent); // NOT_FOUND once the agent is gone
+    const appended = store.events.append(messageEvents(agent.sessionId, messages));
+    await store.events.flush();
+    return appended;
+  }
 
   async function close(graceMs = 10_000): Promise<void> {
     closing = true;
     deletion.stopRetrying();
+    teams?.close();
     await batches.drain(graceMs);
     await plugins?.close();
     live.retireAll();
@@ -209,10 +281,16 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
   }
 
   return {
-    create: createAgentCreation({ agents: store.agents, live, maxima: provider.maxima, isClosing }),
+    create: (tenantId, input) => create(tenantId, input),
     get: (tenantId, id) => getAgent(store.agents, tenantId, id),
     list: (tenantId) => store.agents.list(tenantId).map(toAgent),
-    delete: deletion.delete,
+    delete: remove,
+    appendMessages,
+    teams() {
+      if (teams === undefined)
+        throw new SandboxError('NOT_FOUND', 'This service keeps no child agents (its store has no teams).');
+      return teams;
+    },
     reapDeleted: deletion.reapDeleted,
     onDeleted: deletion.onDeleted,
     async tools(agent) {

@@ -6,6 +6,7 @@
 
 import type { AgentPolicy, PolicySpec } from '../../policies/index.ts';
 import type { EgressRule } from '../egress/rules.ts';
+import type { AgentLinks } from '../store/index.ts';
 import type { SessionEvent } from '../store/types.ts';
 import type { Disposer } from '../tools/disposer.ts';
 import type {
@@ -20,7 +21,7 @@ import type {
 } from '../tools/types.ts';
 import type { Preset } from './presets/index.ts';
 
-export type { AgentPolicy, PresentationMode, Preset };
+export type { AgentLinks, AgentPolicy, PresentationMode, Preset };
 
 /** `allow`: only these inherited tools stay visible; `deny`: these are hidden. */
 export type AgentRestriction = { allow: string[] } | { deny: string[] };
@@ -67,12 +68,17 @@ export interface AgentConfig {
   remoteTools?: RemoteToolSpec[];
   /**
    * The client runs subagents: the agent gets the `workflow` and `ralph` tools (standard, code and
-   * creator presets), whose agent() steps become `subagent` host requests. Default false.
+   * creator presets), whose agent() steps become `subagent` host requests, and the child-control
+   * tools (`subagent`, `subagent_fork`, `list_agents`, `send_message`, `interrupt_agent`, and the
+   * `subagent_<provider>` aliases the service is configured with): children are agents of the
+   * service (host/agents/teams/). Default false.
    */
   subagents?: boolean;
   /**
-   * The Agent Teams composition: the agent gets the team task board tools (team_task_create, _get,
-   * _list, _update; standard, code and creator presets). Default false.
+   * The Agent Teams composition: the team task board tools (team_task_create, _get, _list,
+   * _update), `spawn_teammate`, `followup_task`, `wait_agent` and the team-aware `list_agents`,
+   * `send_message` and `interrupt_agent`, which replace the child-control ones of the same names
+   * (standard, code and creator presets). The agent leads the team its teammates join. Default false.
    */
   teams?: boolean;
   /** Budgets of its run_code programs (code and both modes). */
@@ -102,6 +108,8 @@ export interface Agent {
   /** The durable log session of this agent's calls (equal to its id). */
   sessionId: string;
   config: AgentConfig;
+  /** Present for a child or teammate: the agent that made it, its role, depth, team and name. */
+  links?: AgentLinks;
   createdAt: number;
 }
 

@@ -35,6 +35,7 @@ import { scheduleRoutes } from './routes/schedules.ts';
 import { sessionRoutes } from './routes/session.ts';
 import { skillRoutes } from './routes/skills.ts';
 import { systemRoutes } from './routes/system.ts';
+import { teamRoutes } from './routes/teams.ts';
 import { tenantRoutes } from './routes/tenants.ts';
 import { terminalRoutes } from './routes/terminals.ts';
 
@@ -259,6 +260,7 @@ export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
   );
   app.route('/', pluginRoutes(deps.agents));
   app.route('/', sessionRoutes(deps.agents));
+  app.route('/', teamRoutes(deps.agents));
   if (deps.schedules !== undefined) app.route('/', scheduleRoutes(deps.agents, deps.schedules));
   app.route('/', mcpServerRoutes(deps.agents));
   if (deps.skills !== undefined) {

@@ -76,9 +76,12 @@ export const CreateAgent = v.strictObject({
   policy: v.optional(AgentPolicy),
   sandbox: v.optional(SandboxOptions),
   remoteTools: v.optional(remoteTools),
-  /** The client answers `subagent` requests: offers the workflow and ralph tools. Default false. */
+  /**
+   * The client answers `subagent` requests: offers the workflow and ralph tools and the
+   * child-control tools (subagent, subagent_fork, list_agents, send_message, interrupt_agent). Default false.
+   */
   subagents: v.optional(v.boolean()),
-  /** The Agent Teams composition: offers the team task board tools. Default false. */
+  /** The Agent Teams composition: the team task board, spawn_teammate, followup_task, wait_agent and team-aware tools. Default false. */
   teams: v.optional(v.boolean()),
   codeMode: v.optional(CodeModeOptions),
   /** Offers web_fetch. Default false (the standard preset's `fetch: false`). */
@@ -107,6 +110,13 @@ export const Agent = v.object({
   mode: v.picklist(PRESENTATION_MODES),
   sessionId: v.string(),
   config: jsonObject,
+  /** For a child or teammate: the agent that made it. */
+  parentId: v.optional(v.string()),
+  role: v.optional(v.picklist(['child', 'teammate'])),
+  depth: v.optional(v.number()),
+  /** A teammate's team (its lead's id) and its name there. */
+  teamId: v.optional(v.string()),
+  name: v.optional(v.string()),
   createdAt: v.number(),
 });
 export const AgentList = v.object({ agents: v.array(Agent) });
@@ -349,3 +359,60 @@ export const Uploaded = v.object({
 
 /** PUT /v1/agents/:id/archive: what the tar held. */
 export const ArchiveUploaded = v.object({ files: v.number(), bytes: v.number() });
+
+/** A message of the client's conversation: text, or text parts. */
+const ConversationMessage = v.strictObject({
+  role: v.picklist(['user', 'assistant']),
+  content: v.union([
+    v.pipe(v.string(), v.maxLength(1_000_000)),
+    v.pipe(
+      v.array(v.strictObject({ type: v.literal('text'), text: v.pipe(v.string(), v.maxLength(1_000_000)) })),
+      v.maxLength(256),
+    ),
+  ]),
+});
+export const AppendMessages = v.strictObject({
+  messages: v.pipe(v.array(ConversationMessage), v.minLength(1), v.maxLength(256)),
+});
+export const MessagesAppended = v.object({
+  events: v.array(v.object({ seq: v.number(), type: v.string() })),
+});
+
+/** One agent as list_agents shows it (host/agents/teams/service.ts AgentSummary). */
+export const AgentSummary = v.object({
+  agent_id: v.string(),
+  name: v.optional(v.string()),
+  role: v.picklist(['lead', 'teammate', 'child', 'self']),
+  parent_id: v.optional(v.string()),
+  depth: v.number(),
+  description: v.optional(v.string()),
+  status: v.optional(v.picklist(['running', 'completed', 'failed', 'cancelled'])),
+  output: v.optional(v.string()),
+  busy: v.boolean(),
+  unread: v.number(),
+});
+export const AgentSummaries = v.object({ agents: v.array(AgentSummary) });
+export const ChildrenQuery = v.object({
+  scope: v.optional(v.picklist(['children', 'descendants', 'team'])),
+});
+export const MailboxMessage = v.object({
+  id: v.number(),
+  from: v.string(),
+  from_name: v.optional(v.string()),
+  kind: v.picklist(['message', 'followup', 'report']),
+  message: v.string(),
+  at: v.string(),
+});
+export const Mailbox = v.object({ messages: v.array(MailboxMessage) });
+export const MailboxQuery = v.object({
+  after: v.optional(v.pipe(v.string(), v.regex(/^\d{1,15}$/, 'after is a message id'), v.transform(Number))),
+  limit: v.optional(
+    v.pipe(
+      v.string(),
+      v.regex(/^\d{1,4}$/, 'limit is 1-1000'),
+      v.transform(Number),
+      v.minValue(1),
+      v.maxValue(1000),
+    ),
+  ),
+});

@@ -4,6 +4,7 @@
 export { ErrorAnswer, errorMessageOf, OutputAnswer, ResultAnswer } from './answers.ts';
 export { type AwaitRequestInput, awaitRequest } from './await.ts';
 export { defineRequestKind, jsonValue, type RequestKind, type Settlement } from './kind.ts';
+export { agentWakeupKind } from './kinds/agent-wakeup.ts';
 export { AllowAnswer, type ApprovalDecision, approvalKind } from './kinds/approval.ts';
 export { type PlanReview, planReviewKind } from './kinds/plan-review.ts';
 export { pluginClientQueryKind } from './kinds/plugin-client-query.ts';

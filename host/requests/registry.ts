@@ -4,6 +4,7 @@
 import * as v from 'valibot';
 import { SandboxError } from '../errors.ts';
 import type { RequestKind } from './kind.ts';
+import { agentWakeupKind } from './kinds/agent-wakeup.ts';
 import { approvalKind } from './kinds/approval.ts';
 import { planReviewKind } from './kinds/plan-review.ts';
 import { pluginClientQueryKind } from './kinds/plugin-client-query.ts';
@@ -20,6 +21,7 @@ export const REQUEST_KINDS: readonly RequestKind[] = [
   userQuestionKind,
   planReviewKind,
   reminderKind,
+  agentWakeupKind,
 ];
 
 const byName = new Map(REQUEST_KINDS.map((kind) => [kind.name, kind]));

@@ -4,6 +4,8 @@
 // An agent's remote tools (`remote_tools`, migration 4) are its whole current list, replaced as one
 // value: loading an agent reads them here and never from its session log. Its MCP servers
 // (`mcp_servers`, migration 8) likewise: the whole list, each with the tools it listed last.
+// An agent another agent made (a child or teammate, migration 10) carries its links: set once at
+// creation, never changed, so the tree and the teams survive a restart with the rows.
 import type LibsqlDatabase from 'libsql';
 import { nanoid } from 'nanoid';
 import { SandboxError } from '../errors.ts';
@@ -23,8 +25,24 @@ export interface AgentRecord {
   mcpServers: JsonValue[];
   /** The provider's id for the agent's sandbox, once it has one. */
   sandboxId?: string;
+  /** Present only for an agent another agent made (subagent, spawn_teammate). */
+  links?: AgentLinks;
   createdAt: number;
   deletedAt?: number;
+}
+
+/** How a child or teammate hangs off the agent that made it. */
+export interface AgentLinks {
+  /** The agent that made it. */
+  parentId: string;
+  /** `child` (subagent, subagent_fork) or `teammate` (spawn_teammate). */
+  role: 'child' | 'teammate';
+  /** Its parent's depth plus one (a top-level agent is depth 0). */
+  depth: number;
+  /** A teammate's team: the id of the lead that spawned it. */
+  teamId?: string;
+  /** A teammate's name, unique in its team. */
+  name?: string;
 }
 
 export interface CreateAgentInput {
@@ -34,6 +52,8 @@ export interface CreateAgentInput {
   config: JsonValue;
   /** Its remote tools from the start. Default none. */
   remoteTools?: JsonValue[];
+  /** For a child or teammate: who made it. */
+  links?: AgentLinks;
 }
 
 export interface AgentStore {
@@ -51,6 +71,12 @@ export interface AgentStore {
   setSandboxId(id: string, sandboxId: string | undefined): void;
   /** Every agent of every tenant, for re-adoption at start; deleted ones only when asked. */
   listAll(options?: { includeDeleted?: boolean }): AgentRecord[];
+  /** A live agent of any tenant (ids are unique): for links that carry no tenant. */
+  byId(id: string): AgentRecord | undefined;
+  /** The live agents `parentId` made, oldest first. */
+  children(tenantId: string, parentId: string): AgentRecord[];
+  /** The live teammates of the team `teamId` (the lead's id), oldest first; the lead is not one. */
+  teammates(tenantId: string, teamId: string): AgentRecord[];
 }
 
 interface AgentRow {
@@ -64,6 +90,11 @@ interface AgentRow {
   sandbox_id: string | null;
   created_at: number;
   deleted_at: number | null;
+  parent_id?: string | null;
+  team_id?: string | null;
+  name?: string | null;
+  role?: string | null;
+  depth?: number;
 }
 
 function toRecord(r: AgentRow, open: (stored: string) => string): AgentRecord {
@@ -78,6 +109,16 @@ function toRecord(r: AgentRow, open: (stored: string) => string): AgentRecord {
     createdAt: r.created_at,
   };
   if (r.sandbox_id !== null) record.sandboxId = r.sandbox_id;
+  if (typeof r.parent_id === 'string') {
+    const links: AgentLinks = {
+      parentId: r.parent_id,
+      role: r.role === 'teammate' ? 'teammate' : 'child',
+      depth: r.depth ?? 1,
+    };
+    if (typeof r.team_id === 'string') links.teamId = r.team_id;
+    if (typeof r.name === 'string') links.name = r.name;
+    record.links = links;
+  }
   if (r.deleted_at !== null) record.deletedAt = r.deleted_at;
   return record;
 }
@@ -89,6 +130,11 @@ export const createAgentStore = (db: Database, now: () => number = Date.now, sea
   const insert = db.prepare(
     'INSERT INTO agents (id, tenant_id, preset, mode, config, remote_tools, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
   );
+  // Prepared at first use, so a store on a schema before migration 10 (migration tests) still opens.
+  let insertLinked: LibsqlDatabase.Statement | undefined;
+  let selectChildren: LibsqlDatabase.Statement | undefined;
+  let selectTeam: LibsqlDatabase.Statement | undefined;
+  const selectById = db.prepare('SELECT * FROM agents WHERE id = ? AND deleted_at IS NULL');
   const select = db.prepare('SELECT * FROM agents WHERE id = ? AND tenant_id = ? AND deleted_at IS NULL');
   const selectTenant = db.prepare(
     'SELECT * FROM agents WHERE tenant_id = ? AND deleted_at IS NULL ORDER BY created_at, rowid',
@@ -119,8 +165,10 @@ export const createAgentStore = (db: Database, now: () => number = Date.now, sea
         mcpServers: [],
         createdAt: now(),
       };
+      const links = input.links;
+      if (links !== undefined) record.links = { ...links };
       try {
-        insert.run(
+        const row = [
           record.id,
           record.tenantId,
           record.preset,
@@ -128,7 +176,22 @@ export const createAgentStore = (db: Database, now: () => number = Date.now, sea
           config,
           remoteTools,
           record.createdAt,
-        );
+        ];
+        if (links === undefined) insert.run(...row);
+        else {
+          insertLinked ??= db.prepare(
+            `INSERT INTO agents (id, tenant_id, preset, mode, config, remote_tools, created_at,
+               parent_id, team_id, name, role, depth) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          );
+          insertLinked.run(
+            ...row,
+            links.parentId,
+            links.teamId ?? null,
+            links.name ?? null,
+            links.role,
+            links.depth,
+          );
+        }
       } catch (cause) {
         if ((cause as { code?: unknown }).code === 'SQLITE_CONSTRAINT_FOREIGNKEY') {
           throw new SandboxError('NOT_FOUND', `no tenant ${input.tenantId}`, {
@@ -171,5 +234,27 @@ export const createAgentStore = (db: Database, now: () => number = Date.now, sea
       guarded('list all agents', () =>
         ((options.includeDeleted ? selectAll : selectLive).all() as AgentRow[]).map(read),
       ),
+
+    byId: (id) =>
+      guarded('read agent', () => {
+        const row = selectById.all(id)[0] as AgentRow | undefined;
+        return row === undefined ? undefined : read(row);
+      }),
+
+    children: (tenantId, parentId) =>
+      guarded('list child agents', () => {
+        selectChildren ??= db.prepare(
+          'SELECT * FROM agents WHERE parent_id = ? AND tenant_id = ? AND deleted_at IS NULL ORDER BY created_at, rowid',
+        );
+        return (selectChildren.all(parentId, tenantId) as AgentRow[]).map(read);
+      }),
+
+    teammates: (tenantId, teamId) =>
+      guarded('list teammates', () => {
+        selectTeam ??= db.prepare(
+          'SELECT * FROM agents WHERE team_id = ? AND tenant_id = ? AND deleted_at IS NULL ORDER BY created_at, rowid',
+        );
+        return (selectTeam.all(teamId, tenantId) as AgentRow[]).map(read);
+      }),
   };
 };

@@ -20,6 +20,7 @@ import { createSealer, keyFileSecret } from './sealed.ts';
 import { createSessionStateStore, type SessionStateStore } from './session-state.ts';
 import { createSkillStore, type SkillStore } from './skills.ts';
 import { createTeamBoardStore, type TeamBoardStore } from './team-board.ts';
+import { createTeamStore, type TeamStore } from './teams.ts';
 import { createTenantStore, type TenantStore } from './tenants.ts';
 import type { EventSearch } from './types.ts';
 
@@ -78,6 +79,8 @@ export interface Store {
   egress: EgressSettingsStore;
   /** Each team's task board (the team_task_* tools). */
   teamBoards: TeamBoardStore;
+  /** Child agents' runs and every agent's mailbox (the subagent and team tools). */
+  teams: TeamStore;
   /** Flushes events, stops timers, closes the database. Idempotent. */
   close(): void;
 }
@@ -121,6 +124,7 @@ export const openStore = (options: OpenStoreOptions): Store => {
       skills: createSkillStore(db, now),
       egress: createEgressSettingsStore(db, now, sealer),
       teamBoards: createTeamBoardStore(db),
+      teams: createTeamStore(db, now),
       close() {
         if (closed) return;
         closed = true;
@@ -138,7 +142,13 @@ export const openStore = (options: OpenStoreOptions): Store => {
   }
 };
 
-export { type AgentRecord, type AgentStore, type CreateAgentInput, createAgentStore } from './agents.ts';
+export {
+  type AgentLinks,
+  type AgentRecord,
+  type AgentStore,
+  type CreateAgentInput,
+  createAgentStore,
+} from './agents.ts';
 export {
   type Database,
   guarded,
@@ -218,6 +228,15 @@ export {
   type TeamTaskRecord,
   type TeamTaskStatus,
 } from './team-board.ts';
+export {
+  type ChildRun,
+  type ChildStatus,
+  createTeamStore,
+  type MailItem,
+  type MailKind,
+  type NewMailItem,
+  type TeamStore,
+} from './teams.ts';
 export {
   API_KEY_PREFIX,
   type ApiKeyInfo,

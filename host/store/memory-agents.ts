@@ -45,6 +45,7 @@ export const createMemoryAgentStore = (options: MemoryAgentStoreOptions = {}): A
         config: input.config ?? {},
         remoteTools: input.remoteTools ?? [],
         mcpServers: [],
+        ...(input.links === undefined ? {} : { links: input.links }),
         createdAt: now(),
       });
       records.set(record.id, record);
@@ -86,5 +87,24 @@ export const createMemoryAgentStore = (options: MemoryAgentStoreOptions = {}): A
 
     listAll: (options = {}) =>
       byCreation([...records.values()].filter((r) => options.includeDeleted || r.deletedAt === undefined)),
+
+    byId(id) {
+      const record = records.get(id);
+      return record === undefined || record.deletedAt !== undefined ? undefined : copy(record);
+    },
+
+    children: (tenantId, parentId) =>
+      byCreation(
+        [...records.values()].filter(
+          (r) => r.tenantId === tenantId && r.deletedAt === undefined && r.links?.parentId === parentId,
+        ),
+      ),
+
+    teammates: (tenantId, teamId) =>
+      byCreation(
+        [...records.values()].filter(
+          (r) => r.tenantId === tenantId && r.deletedAt === undefined && r.links?.teamId === teamId,
+        ),
+      ),
   };
 };

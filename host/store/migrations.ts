@@ -345,6 +345,45 @@ export const MIGRATIONS: readonly Migration[] = [
     `,
   },
   {
+    version: 10,
+    name: 'child agents, teams and their mailboxes',
+    // An agent made by another (subagent, spawn_teammate) keeps its links on its row; `child_runs`
+    // holds what its parent sees of its work (status, last output, the host request running it);
+    // `mailbox` its queued messages, in order, each delivered (read by wait_agent) at most once.
+    sql: `
+      ALTER TABLE agents ADD COLUMN parent_id TEXT;
+      ALTER TABLE agents ADD COLUMN team_id TEXT;
+      ALTER TABLE agents ADD COLUMN name TEXT;
+      ALTER TABLE agents ADD COLUMN role TEXT;
+      ALTER TABLE agents ADD COLUMN depth INTEGER NOT NULL DEFAULT 0;
+      CREATE INDEX agents_parent ON agents(parent_id) WHERE parent_id IS NOT NULL;
+      CREATE INDEX agents_team ON agents(team_id) WHERE team_id IS NOT NULL;
+      CREATE TABLE child_runs (
+        agent_id TEXT PRIMARY KEY,
+        tenant_id TEXT NOT NULL,
+        parent_id TEXT NOT NULL,
+        description TEXT NOT NULL,
+        status TEXT NOT NULL,
+        output TEXT,
+        request_id TEXT,
+        updated_at INTEGER NOT NULL
+      );
+      CREATE INDEX child_runs_status ON child_runs(status);
+      CREATE TABLE mailbox (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        tenant_id TEXT NOT NULL,
+        agent_id TEXT NOT NULL,
+        from_id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        body TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        delivered_at INTEGER,
+        cancelled_at INTEGER
+      );
+      CREATE INDEX mailbox_agent ON mailbox(agent_id, id);
+    `,
+  },
+  {
     version: 11,
     name: 'team task boards',
     // One board per team (team_id: the lead agent's id). team_boards hands out task ids (never

@@ -48,6 +48,17 @@ export const standard = definePreset({
       'team_task_get',
       'team_task_list',
       'team_task_update',
+      // Registered per agent (host/agents/teams/tools.ts) by its `subagents` and `teams` config;
+      // naming `subagent` puts the whole child-control tier (aliases and team tools too) here.
+      'subagent',
+      'subagent_fork',
+      'list_agents',
+      'send_message',
+      'interrupt_agent',
+      'spawn_teammate',
+      'followup_task',
+      'wait_agent',
+      'report',
     ],
   },
   adds: [],

@@ -2,7 +2,8 @@
 // can abort the agent's batches and close() can let them finish for a grace period and then abort
 // the rest. Invariants: results come back in call order; calls a delete or a shutdown aborted say
 // so (the agent was deleted / the service shut down) instead of a bare ABORTED; progress
-// subscribers hear the batch's last events before the results are returned.
+// subscribers hear the batch's last events before the results are returned. interrupt() aborts an
+// agent's batches for interrupt_agent; their calls say who interrupted them.
 import { SandboxError } from '../../errors.ts';
 import type { EventLog } from '../../store/types.ts';
 import type { ToolCall, ToolResult } from '../../tools/types.ts';
@@ -16,6 +17,10 @@ const DELETED = 'AGENT_DELETED';
 
 export interface Batches {
   call(agent: Agent, calls: ToolCall[], options: CallOptions): Promise<ToolResult[]>;
+  /** Aborts the agent's batches now for interrupt_agent (`by` interrupted it); returns how many. */
+  interrupt(agentId: string, by: string): number;
+  /** Whether a batch of the agent runs now. */
+  busy(agentId: string): boolean;
   /** Aborts the agent's batches now; resolves when they settled or after `graceMs`. */
   abortAgent(agentId: string, graceMs: number): Promise<void>;
   /** Lets every batch finish for `graceMs`, then aborts the rest and resolves when all settled. */
@@ -58,6 +63,19 @@ function shutdownResult(result: ToolResult): ToolResult {
   return abortedAs(result, 'SHUTTING_DOWN', message);
 }
 
+/** The abort reason of an interrupted batch: who interrupted it. */
+class Interrupted {
+  readonly by: string;
+  constructor(by: string) {
+    this.by = by;
+  }
+}
+
+function interruptedResult(result: ToolResult, by: string): ToolResult {
+  const message = `Agent ${by} interrupted this agent (interrupt_agent); the call was stopped.`;
+  return abortedAs(result, 'ABORTED', message);
+}
+
 function deletedResult(result: ToolResult): ToolResult {
   const message = 'The agent was deleted while this call ran; it was stopped.';
   return abortedAs(result, result.error?.code ?? 'ABORTED', message);
@@ -93,6 +111,8 @@ export function createBatches(options: BatchesOptions): Batches {
       let results = await work;
       if (controller.signal.reason === SHUTDOWN) results = results.map(shutdownResult);
       if (controller.signal.reason === DELETED) results = results.map(deletedResult);
+      const reason: unknown = controller.signal.reason;
+      if (reason instanceof Interrupted) results = results.map((r) => interruptedResult(r, reason.by));
       for (const result of results) options.observe?.(result, state.remote.has(result.name));
       return results;
     } finally {
@@ -110,6 +130,12 @@ export function createBatches(options: BatchesOptions): Batches {
     return settledWithin(Promise.all(batches.map((b) => b.done)), graceMs);
   }
 
+  function interrupt(agentId: string, by: string): number {
+    const batches = [...running].filter((b) => b.agentId === agentId && !b.controller.signal.aborted);
+    for (const batch of batches) batch.controller.abort(new Interrupted(by));
+    return batches.length;
+  }
+
   async function drain(graceMs: number): Promise<void> {
     const all = Promise.all([...running].map((r) => r.done));
     await settledWithin(all, graceMs);
@@ -117,5 +143,12 @@ export function createBatches(options: BatchesOptions): Batches {
     await all;
   }
 
-  return { call, abortAgent, drain, size: () => running.size };
+  return {
+    call,
+    interrupt,
+    busy: (agentId) => [...running].some((b) => b.agentId === agentId),
+    abortAgent,
+    drain,
+    size: () => running.size,
+  };
 }

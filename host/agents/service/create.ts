@@ -4,10 +4,10 @@
 import { isSandboxError, SandboxError } from '../../errors.ts';
 import type { JsonValue } from '../../json.ts';
 import type { SandboxLimits } from '../../sandbox/types.ts';
-import type { AgentStore } from '../../store/index.ts';
+import type { AgentLinks, AgentStore } from '../../store/index.ts';
 import { DEFAULT_PRESET, defaultModeOf } from '../presets/index.ts';
 import { checkLimits, sandboxLimits } from '../sandbox-limits.ts';
-import type { Agent, CreateAgentRequest } from '../types.ts';
+import type { Agent, CreateAgentRequest, RemoteToolSpec } from '../types.ts';
 import type { LiveAgents } from './live.ts';
 import { toAgent } from './records.ts';
 import { latestByName } from './remote.ts';
@@ -20,13 +20,13 @@ export interface CreationOptions {
   isClosing: () => boolean;
 }
 
-/** AgentService.create. */
+/** AgentService.create; with `links`, a child or teammate of another agent (teams/service.ts). */
 export function createAgentCreation(
   options: CreationOptions,
-): (tenantId: string, input: CreateAgentRequest) => Promise<Agent> {
+): (tenantId: string, input: CreateAgentRequest, links?: AgentLinks) => Promise<Agent> {
   const { agents, live } = options;
 
-  return async function create(tenantId, input) {
+  return async function create(tenantId, input, links) {
     if (options.isClosing())
       throw new SandboxError(
         'SHUTTING_DOWN',
@@ -42,6 +42,7 @@ export function createAgentCreation(
         mode: input.mode ?? defaultModeOf(preset),
         config: config as JsonValue,
         remoteTools: latestByName(input.remoteTools ?? []) as unknown as JsonValue[],
+        ...(links === undefined ? {} : { links }),
       }),
     );
     try {
@@ -52,6 +53,29 @@ export function createAgentCreation(
       throw modeError(agent, error);
     }
     return agent;
+  };
+}
+
+/**
+ * What a child of `parent` is created from: the parent's preset, mode, restrictions, policy, sandbox
+ * and code-mode budgets and its current remote tools, never more; a teammate is in team mode.
+ */
+export function childRequest(
+  parent: Agent,
+  remoteTools: RemoteToolSpec[],
+  links: AgentLinks,
+): CreateAgentRequest {
+  const { restrict, policy, sandbox, codeMode, subagents } = parent.config;
+  return {
+    preset: parent.preset,
+    mode: parent.mode,
+    ...(restrict === undefined ? {} : { restrict }),
+    ...(policy === undefined ? {} : { policy }),
+    ...(sandbox === undefined ? {} : { sandbox }),
+    ...(codeMode === undefined ? {} : { codeMode }),
+    ...(subagents === true ? { subagents: true } : {}),
+    ...(links.role === 'teammate' ? { teams: true } : {}),
+    ...(remoteTools.length === 0 ? {} : { remoteTools }),
   };
 }
 

@@ -38,8 +38,8 @@ export interface DeletionOptions {
   /** How much later a failed removal is tried again. */
   reapRetryMs: number;
   isClosing: () => boolean;
-  /** Told once the agent is marked deleted (its schedules are removed with it). */
-  onDeleted?: (agentId: string) => void;
+  /** Told once the agent is marked deleted (its schedules, its run and its mail go with it). */
+  onDeleted?: (agentId: string, agent: Agent) => void;
 }
 
 export function createDeletion(options: DeletionOptions): Deletion {
@@ -55,7 +55,7 @@ export function createDeletion(options: DeletionOptions): Deletion {
     marks.deleting.add(id);
     try {
       options.live.retire(id);
-      options.onDeleted?.(id);
+      options.onDeleted?.(id, agent);
       notify(id);
       const stopped = options.batches.abortAgent(id, options.graceMs);
       cancelRequests(agent.sessionId);

@@ -9,7 +9,7 @@ import type { EgressGateway } from '../../egress/index.ts';
 import type { Sandbox } from '../../sandbox/types.ts';
 import type { AgentRecord, AgentStore } from '../../store/index.ts';
 import type { EventLog } from '../../store/types.ts';
-import type { AgentScope } from '../../tools/types.ts';
+import type { AgentScope, ToolDefinition } from '../../tools/types.ts';
 import type { SpawnProvider } from '../../tools/workflow/index.ts';
 import { remoteFetchFor } from '../mcp/remote-fetch.ts';
 import { type AgentMcp, installMcpServers } from '../mcp/servers.ts';
@@ -61,6 +61,11 @@ export interface LiveAgentsOptions {
   egress?: EgressGateway;
   /** The team task boards: `teams: true` agents get theirs, every agent's writes obey what it holds. */
   teamBoard?: TeamBoard;
+  /**
+   * Tools of the agent's own layer besides its remote tools (the child-control and team tools its
+   * config selects: host/agents/teams/tools.ts); a remote tool of the same name wins.
+   */
+  ownToolsOf?: (agent: Agent) => ToolDefinition[];
 }
 
 export function createLiveAgents(options: LiveAgentsOptions): LiveAgents {
@@ -110,6 +115,8 @@ export function createLiveAgents(options: LiveAgentsOptions): LiveAgents {
         },
         mcpServersOf(record),
       );
+      for (const definition of options.ownToolsOf?.(agent) ?? [])
+        if (!remote.has(definition.name)) tools.register(definition);
       return { scope, tools, session, remote, mcp };
     } catch (error) {
       tools.dispose();

@@ -13,6 +13,7 @@ export function toAgent(record: AgentRecord): Agent {
     mode: record.mode as PresentationMode,
     sessionId: record.id,
     config: (record.config ?? {}) as AgentConfig,
+    ...(record.links === undefined ? {} : { links: record.links }),
     createdAt: record.createdAt,
   };
 }

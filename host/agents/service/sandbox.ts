@@ -3,12 +3,14 @@
 // agent's record. Race-free against delete(): the check and the registration of the pending
 // creation happen synchronously, so a delete either refuses the call or finds the pending creation
 // and waits for it before destroying; a creation that finishes after the agent was deleted
-// elsewhere destroys what it made.
+// elsewhere destroys what it made. A child or teammate works in its parent's workspace: its
+// sandbox is the one of the top-level agent it descends from (never one of its own, so deleting
+// the child leaves the workspace to its owner).
 import type { Sandbox, SandboxProvider } from '../../sandbox/types.ts';
 import type { AgentStore } from '../../store/index.ts';
 import { sandboxLimits } from '../sandbox-limits.ts';
 import type { Agent } from '../types.ts';
-import { type DeletionMarks, deletedError } from './records.ts';
+import { type DeletionMarks, deletedError, toAgent } from './records.ts';
 
 export interface SandboxBinding {
   /** The agent's sandbox, created on first use; NOT_FOUND once the agent is gone. */
@@ -29,8 +31,24 @@ export function createSandboxBinding(options: SandboxBindingOptions): SandboxBin
   const { provider, agents, marks } = options;
   const sandboxes = new Map<string, Promise<Sandbox>>();
 
+  /** The agent whose sandbox `agent` uses: itself, or the top-level agent it descends from. */
+  function ownerOf(agent: Agent): Agent | undefined {
+    let current: Agent = agent;
+    for (let hops = 0; current.links !== undefined && hops < 64; hops++) {
+      const parent = agents.get(current.tenantId, current.links.parentId);
+      if (parent === undefined || marks.deleting.has(parent.id)) return undefined;
+      current = toAgent(parent);
+    }
+    return current;
+  }
+
   function of(agent: Agent): Promise<Sandbox> {
     if (marks.deleting.has(agent.id)) return Promise.reject(deletedError(agent.id));
+    if (agent.links !== undefined) {
+      if (marks.gone(agent)) return Promise.reject(deletedError(agent.id));
+      const owner = ownerOf(agent);
+      return owner === undefined ? Promise.reject(deletedError(agent.id)) : of(owner);
+    }
     let pending = sandboxes.get(agent.id);
     if (pending === undefined) {
       if (marks.gone(agent)) return Promise.reject(deletedError(agent.id));

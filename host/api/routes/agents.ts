@@ -16,6 +16,15 @@ export const agentView = (agent: AgentModel) => ({
   mode: agent.mode,
   sessionId: agent.sessionId,
   config: agent.config,
+  ...(agent.links === undefined
+    ? {}
+    : {
+        parentId: agent.links.parentId,
+        role: agent.links.role,
+        depth: agent.links.depth,
+        ...(agent.links.teamId === undefined ? {} : { teamId: agent.links.teamId }),
+        ...(agent.links.name === undefined ? {} : { name: agent.links.name }),
+      }),
   createdAt: agent.createdAt,
 });
 
@@ -72,7 +81,8 @@ export const agentRoutes = (agents: AgentService): Hono<ApiEnv> => {
     describeRoute({
       operationId: 'deleteAgent',
       tags: ['agents'],
-      description: "Also destroys the agent's sandbox.",
+      description:
+        "Also destroys the agent's sandbox, and deletes its child agents and teammates with it (their pending runs and unread mail are cancelled).",
       responses: { 204: { description: 'Deleted' }, ...notFound },
     }),
     loadAgent(agents),

@@ -1,5 +1,8 @@
 // `subagent`: a workflow's agent() step, run by the client (the default SpawnProvider,
-// host/tools/workflow/request-spawner.ts). The client answers with the subagent's final text:
+// host/tools/workflow/request-spawner.ts), or a child agent of the service to run (subagent,
+// subagent_fork, their provider aliases, spawn_teammate: host/agents/teams/): then `agentId` names
+// the child, whose loop the client runs against that agent id, with the tools GET `tools` lists;
+// the child's report(output) answers the request for it. The client answers with the final text:
 // `{ result: "text" }`, `{ result: { text, value? } }` (or `output` for either), or `{ error }`.
 // Invariants: an error answer, a result without text, an unanswered request (REQUEST_EXPIRED) and a
 // cancelled one (ABORTED) fail only this step.
@@ -32,11 +35,26 @@ const Output = v.union([
 /** The step as the script and meta resolved it; absent options are left out, not undefined. */
 const Payload = v.object({
   prompt: v.string(),
-  /** The workflow's meta.name. */
-  workflow: v.string(),
+  /** The workflow's meta.name (workflow steps only). */
+  workflow: v.optional(v.string()),
   phase: v.optional(v.string()),
   provider: v.optional(v.string()),
   model: v.optional(v.string()),
+  /** A child agent of the service: the agent whose loop the client runs (child agents only). */
+  agentId: v.optional(v.string()),
+  /** What the parent said the child is for. */
+  description: v.optional(v.string()),
+  /** `child` (subagent, subagent_fork) or `teammate` (spawn_teammate). */
+  role: v.optional(v.picklist(['child', 'teammate'])),
+  /** A teammate's name in its team. */
+  name: v.optional(v.string()),
+  /** `fork`: the child's log starts with a copy of its parent's conversation (message.* events). */
+  context: v.optional(v.picklist(['fresh', 'fork'])),
+  /** The parent's call returned at once; the outcome arrives as an `agent.child_finished` event. */
+  background: v.optional(v.boolean()),
+  /** Where the child's model-facing tools are listed: GET this path (its names are in `toolNames`). */
+  tools: v.optional(v.string()),
+  toolNames: v.optional(v.array(v.string())),
 });
 export type SubagentPayload = v.InferOutput<typeof Payload>;
 

@@ -37,9 +37,14 @@ describe('presets', () => {
     for (const preset of PRESETS) {
       const entry = presetEntry(preset);
       const added = entry.adds.map((d) => d.name);
+      // The child-control tools are the agent's own (host/agents/teams/tools.ts), in the preset's tier.
+      const children = admitsTool(entry, 'subagent')
+        ? ['subagent', 'subagent_fork', 'list_agents', 'send_message', 'interrupt_agent']
+        : [];
       const expected = [
         ...installed.filter((name) => admitsTool(entry, name) && !added.includes(name)),
         ...added,
+        ...children,
       ];
       const agent = await agents.create(tenant, { preset, mode: 'native', subagents: true, teams: true });
       const seen = (await agents.tools(agent)).tools.map((t) => t.name);

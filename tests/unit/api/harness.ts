@@ -24,7 +24,7 @@ export const makeApi = (
   options: {
     sandboxes?: SandboxProvider;
     store?: Partial<OpenStoreOptions>;
-    agents?: Pick<AgentServiceOptions, 'reapRetryMs' | 'questionTtlMs' | 'mcpLimitsOf'>;
+    agents?: Pick<AgentServiceOptions, 'reapRetryMs' | 'questionTtlMs' | 'mcpLimitsOf' | 'children'>;
     /** With it: the egress gateway (these options over its defaults), /v1/egress and the web tools. */
     egress?: Partial<EgressOptions>;
     /** More of the app's dependencies (the pool and disk readers of /metrics). */

@@ -227,6 +227,7 @@ describe('the registry', () => {
       'user_question',
       'plan_review',
       'reminder',
+      'agent_wakeup',
     ]);
     for (const kind of REQUEST_KINDS)
       for (const shape of kind.answers) expect(AnswerBody.options).toContain(shape);

@@ -1,0 +1,312 @@
+// Child agents and teams over the API, in-process (memory sandboxes): the client plays every
+// agent's loop by calling tools as it. A lead spawns teammates (agents of their own, with their own
+// tools and run requests), messages flow through durable mailboxes, wait_agent wakes on them,
+// report settles a run, followup_task wakes an idle teammate, interrupt_agent stops a teammate's
+// calls, limits refuse with stable codes, deleting a parent deletes its children, and a service
+// rebuilt on the same store loses no child, message or link.
+import { afterEach, describe, expect, it } from 'vitest';
+import { createAgentService } from '../../../host/agents/index.ts';
+import { createApp } from '../../../host/api/app.ts';
+import { createMemoryProvider } from '../../../host/sandbox/memory/provider.ts';
+import { createRegistry, createRequestApprovals } from '../../../host/tools/index.ts';
+import { until } from '../../helpers/until.ts';
+import { type Api, type Loose, makeApi } from '../api/harness.ts';
+import { standardSandboxTools } from '../builtin/standard-tools.ts';
+
+let api: Api;
+afterEach(async () => {
+  await api?.close();
+});
+
+const hold = { name: 'hold', description: 'Waits for the client', parameters: { type: 'object' } };
+
+let n = 0;
+/** Calls one tool as `agentId`; resolves to its result. */
+const call = async (agentId: string, name: string, args: unknown = {}): Promise<Loose> => {
+  const res = await api.call(api.keyA, agentId, [{ id: `c${++n}`, name, arguments: args }]);
+  expect(res.status, res.text).toBe(200);
+  return res.json.results[0];
+};
+const ok = async (agentId: string, name: string, args: unknown = {}): Promise<Loose> => {
+  const result = await call(agentId, name, args);
+  expect(result.ok, JSON.stringify(result.error)).toBe(true);
+  return result.value;
+};
+const get = async (path: string): Promise<Loose> => (await api.request(api.keyA, 'GET', path)).json;
+const toolsOf = async (id: string): Promise<string[]> =>
+  (await get(`/v1/agents/${id}/tools`)).tools.map((t: { name: string }) => t.name);
+const pending = async (id: string): Promise<Loose[]> =>
+  (await get(`/v1/agents/${id}/requests?state=pending`)).requests;
+const events = async (id: string): Promise<Loose[]> => (await get(`/v1/agents/${id}/events`)).events;
+
+describe('child agents and teams', () => {
+  it('a lead spawns teammates that message, wait, report, get woken and interrupted', async () => {
+    api = makeApi();
+    const lead = await api.createAgent(api.keyA, { teams: true, remoteTools: [hold] });
+    expect(await toolsOf(lead.id)).toEqual(
+      expect.arrayContaining([
+        'spawn_teammate',
+        'list_agents',
+        'send_message',
+        'followup_task',
+        'wait_agent',
+      ]),
+    );
+    expect(await toolsOf(lead.id)).not.toContain('report');
+
+    const alice = await ok(lead.id, 'spawn_teammate', {
+      name: 'alice',
+      description: 'Reads the code',
+      prompt: 'Find the parser.',
+    });
+    const bob = await ok(lead.id, 'spawn_teammate', {
+      name: 'bob',
+      description: 'Tests',
+      prompt: 'Run tests.',
+    });
+    expect(alice).toMatchObject({ name: 'alice', status: 'running' });
+    const runs = await pending(lead.id);
+    expect(runs.map((r) => [r.kind, r.payload.agentId, r.payload.role, r.payload.name])).toEqual([
+      ['subagent', alice.agent_id, 'teammate', 'alice'],
+      ['subagent', bob.agent_id, 'teammate', 'bob'],
+    ]);
+    expect(runs[0].payload).toMatchObject({
+      prompt: 'Find the parser.',
+      tools: `/v1/agents/${alice.agent_id}/tools`,
+    });
+    // A teammate is an agent of its own: its tools (the team's, report, the lead's remote tools), no spawning.
+    const aliceTools = await toolsOf(alice.agent_id);
+    expect(runs[0].payload.toolNames).toEqual(aliceTools);
+    expect(aliceTools).toEqual(
+      expect.arrayContaining(['report', 'send_message', 'wait_agent', 'hold', 'bash']),
+    );
+    expect(aliceTools).not.toContain('spawn_teammate');
+    expect(await get(`/v1/agents/${alice.agent_id}`)).toMatchObject({
+      parentId: lead.id,
+      teamId: lead.id,
+      name: 'alice',
+      role: 'teammate',
+      depth: 1,
+    });
+
+    // wait_agent wakes on a teammate's message.
+    const waiting = call(lead.id, 'wait_agent', { timeout_ms: 60_000 });
+    await until(async () => (await get(`/v1/agents/${lead.id}`)) && api.agents.inFlight() > 0);
+    await ok(alice.agent_id, 'send_message', { target: 'lead', message: 'parser is in src/parse.ts' });
+    const woke = (await waiting).value;
+    expect(woke).toMatchObject({
+      timed_out: false,
+      messages: [{ from: alice.agent_id, from_name: 'alice' }],
+    });
+    expect(woke.messages[0].message).toBe('parser is in src/parse.ts');
+    // Delivered once: the next wait times out empty.
+    expect(await ok(lead.id, 'wait_agent', { timeout_ms: 0 })).toEqual({ messages: [], timed_out: true });
+
+    // list_agents shows the truth.
+    const listed = (await ok(lead.id, 'list_agents')).agents;
+    expect(listed.map((a: Loose) => [a.name, a.role, a.status])).toEqual([
+      ['lead', 'self', undefined],
+      ['alice', 'teammate', 'running'],
+      ['bob', 'teammate', 'running'],
+    ]);
+
+    // report settles alice's run: the lead's request is answered and an event says so.
+    await ok(alice.agent_id, 'report', { output: 'Found it.' });
+    const finished = (await events(lead.id)).filter((e) => e.type === 'agent.child_finished');
+    expect(finished.map((e) => e.data)).toEqual([
+      { agentId: alice.agent_id, name: 'alice', status: 'completed', output: 'Found it.' },
+    ]);
+    expect((await pending(lead.id)).map((r) => r.payload.agentId)).toEqual([bob.agent_id]);
+
+    // followup_task wakes the idle alice (a wake-up request on her own session).
+    expect(await ok(lead.id, 'followup_task', { target: 'alice', message: 'Now fix it.' })).toMatchObject({
+      agent_id: alice.agent_id,
+      woke: true,
+    });
+    const [wake] = await pending(alice.agent_id);
+    expect(wake).toMatchObject({
+      kind: 'agent_wakeup',
+      payload: { message: 'Now fix it.', reason: 'followup' },
+    });
+    // send_message does not wake: bob is running anyway, and its message waits in its mailbox.
+    expect(await ok(lead.id, 'send_message', { target: 'bob', message: 'FYI' })).toMatchObject({
+      woke: false,
+    });
+    expect((await get(`/v1/agents/${bob.agent_id}/mailbox`)).messages.map((m: Loose) => m.message)).toEqual([
+      'FYI',
+    ]);
+
+    // interrupt_agent cancels bob's call in flight and tells its client.
+    const held = call(bob.agent_id, 'hold');
+    await until(async () => (await pending(bob.agent_id)).some((r) => r.kind === 'remote_tool'));
+    expect(await ok(lead.id, 'interrupt_agent', { target: 'bob' })).toEqual({
+      agent_id: bob.agent_id,
+      interrupted_batches: 1,
+    });
+    expect(await held).toMatchObject({
+      ok: false,
+      error: { code: 'ABORTED', message: expect.stringMatching(/interrupted/) },
+    });
+    expect(
+      (await events(bob.agent_id)).some((e) => e.type === 'agent.interrupted' && e.data.by === lead.id),
+    ).toBe(true);
+  });
+
+  it('a foreground subagent waits for its report; a fork starts from the parent conversation', async () => {
+    api = makeApi();
+    const parent = await api.createAgent(api.keyA, { subagents: true });
+    expect(await toolsOf(parent.id)).toEqual(
+      expect.arrayContaining(['subagent', 'subagent_fork', 'list_agents', 'send_message', 'interrupt_agent']),
+    );
+    expect(await toolsOf(parent.id)).not.toContain('wait_agent');
+    const appended = await api.request(api.keyA, 'POST', `/v1/agents/${parent.id}/messages`, {
+      messages: [
+        { role: 'user', content: 'The release codename is BLUEFIN.' },
+        { role: 'assistant', content: [{ type: 'text', text: 'Noted.' }] },
+      ],
+    });
+    expect(appended.status, appended.text).toBe(201);
+    expect(appended.json.events.map((e: Loose) => e.type)).toEqual(['message.user', 'message.assistant']);
+
+    const waiting = call(parent.id, 'subagent', { description: 'Check', prompt: 'Check the build.' });
+    const [run] = await until(() => pending(parent.id).then((r) => r.length > 0 && r));
+    expect(run.payload).toMatchObject({ context: 'fresh', background: false, role: 'child' });
+    await ok(run.payload.agentId, 'report', { output: 'The build is green.' });
+    expect((await waiting).value).toEqual({
+      agent_id: run.payload.agentId,
+      status: 'completed',
+      output: 'The build is green.',
+    });
+
+    const forked = await ok(parent.id, 'subagent_fork', {
+      description: 'Release',
+      prompt: 'Announce it.',
+      run_in_background: true,
+    });
+    const copied = (await events(forked.agent_id)).filter((e) => e.type.startsWith('message.'));
+    expect(copied.map((e) => e.data.content)).toEqual([
+      'The release codename is BLUEFIN.',
+      [{ type: 'text', text: 'Noted.' }],
+    ]);
+    expect(copied[0].data.forkedFrom).toEqual({ sessionId: parent.id, seq: appended.json.events[0].seq });
+
+    // list_agents (scope) and the API show both children; send_message wakes the finished one.
+    expect((await ok(parent.id, 'list_agents')).agents.map((a: Loose) => a.status)).toEqual([
+      'completed',
+      'running',
+    ]);
+    expect(
+      await ok(parent.id, 'send_message', { subagent_id: run.payload.agentId, message: 'One more thing.' }),
+    ).toMatchObject({ woke: true });
+    expect((await get(`/v1/agents/${parent.id}/children`)).agents.map((a: Loose) => a.status)).toEqual([
+      'running',
+      'running',
+    ]);
+    // Another agent's children are out of reach.
+    const stranger = await api.createAgent(api.keyA, { subagents: true });
+    expect(await call(stranger.id, 'interrupt_agent', { agent_id: run.payload.agentId })).toMatchObject({
+      ok: false,
+      error: { code: 'NOT_FOUND' },
+    });
+  });
+
+  it('refuses past the limits with stable codes', async () => {
+    api = makeApi(
+      {},
+      {
+        agents: {
+          children: { limits: { childrenPerAgent: 2, maxDepth: 1, mailboxSize: 2, messageBytes: 300 } },
+        },
+      },
+    );
+    const parent = await api.createAgent(api.keyA, { subagents: true });
+    const spawn = { description: 'd', prompt: 'p', run_in_background: true };
+    const first = await ok(parent.id, 'subagent', spawn);
+    await ok(parent.id, 'subagent', spawn);
+    expect(await call(parent.id, 'subagent', spawn)).toMatchObject({
+      ok: false,
+      error: { code: 'CHILD_LIMIT_EXCEEDED', data: { limit: 'children', max: 2 } },
+    });
+    expect(await call(first.agent_id, 'subagent', spawn)).toMatchObject({
+      ok: false,
+      error: { code: 'CHILD_LIMIT_EXCEEDED', data: { limit: 'depth', max: 1 } },
+    });
+    const to = { subagent_id: first.agent_id, message: 'x' };
+    await ok(parent.id, 'send_message', to);
+    await ok(parent.id, 'send_message', to);
+    expect(await call(parent.id, 'send_message', to)).toMatchObject({
+      ok: false,
+      error: { code: 'MAILBOX_FULL' },
+    });
+    expect(await call(parent.id, 'send_message', { ...to, message: 'y'.repeat(301) })).toMatchObject({
+      ok: false,
+      error: { code: 'PAYLOAD_TOO_LARGE' },
+    });
+  });
+
+  it('deleting a parent deletes its children and cancels their pending work', async () => {
+    api = makeApi();
+    const parent = await api.createAgent(api.keyA, { subagents: true });
+    const child = await ok(parent.id, 'subagent', { description: 'd', prompt: 'p', run_in_background: true });
+    const grandchild = await ok(child.agent_id, 'subagent', {
+      description: 'd',
+      prompt: 'p',
+      run_in_background: true,
+    });
+    await ok(parent.id, 'send_message', { subagent_id: grandchild.agent_id, message: 'hello' });
+    expect((await api.request(api.keyA, 'DELETE', `/v1/agents/${parent.id}`)).status).toBe(204);
+    for (const id of [parent.id, child.agent_id, grandchild.agent_id])
+      expect((await api.request(api.keyA, 'GET', `/v1/agents/${id}`)).status).toBe(404);
+    expect(api.store.requests.list(parent.id, 'pending')).toEqual([]);
+    expect(api.store.requests.list(child.agent_id, 'pending')).toEqual([]);
+    expect(api.store.teams.undelivered(grandchild.agent_id)).toEqual([]);
+  });
+
+  it('a service rebuilt on the same store loses no child, message, link or pending run', async () => {
+    api = makeApi();
+    const lead = await api.createAgent(api.keyA, { teams: true });
+    const mate = await ok(lead.id, 'spawn_teammate', { name: 'carol', description: 'd', prompt: 'p' });
+    await ok(mate.agent_id, 'send_message', { target: 'lead', message: 'before the restart' });
+    await api.agents.close(0);
+
+    // A new service and app on the same store, as after a control-plane restart.
+    const registry = createRegistry({
+      log: api.store.events,
+      approvals: createRequestApprovals(api.store.requests),
+    });
+    for (const tool of standardSandboxTools()) registry.global.register(tool);
+    const agents = createAgentService({ store: api.store, registry, sandboxes: createMemoryProvider() });
+    const app = createApp({ startedAt: Date.now(), version: 'test', store: api.store, agents });
+    const again = async (method: string, path: string, body?: unknown): Promise<Loose> => {
+      const res = await app.request(path, {
+        method,
+        headers: { Authorization: `Bearer ${api.keyA}`, 'Content-Type': 'application/json' },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      return res.json();
+    };
+    try {
+      expect((await again('GET', `/v1/agents/${lead.id}/children?scope=team`)).agents).toMatchObject([
+        { name: 'lead', role: 'self' },
+        { agent_id: mate.agent_id, name: 'carol', status: 'running' },
+      ]);
+      const waited = await again('POST', `/v1/agents/${lead.id}/calls`, {
+        calls: [{ id: 'w', name: 'wait_agent', arguments: { timeout_ms: 0 } }],
+      });
+      expect(waited.results[0].value.messages.map((m: Loose) => m.message)).toEqual(['before the restart']);
+      // The run request is watched again: answering it settles the run.
+      const [run] = (await again('GET', `/v1/agents/${lead.id}/requests?state=pending`)).requests;
+      await again('POST', `/v1/agents/${lead.id}/requests/${run.id}`, { result: 'all done' });
+      await until(async () => {
+        const list = (await again('GET', `/v1/agents/${lead.id}/children`)).agents;
+        return list[0]?.status === 'completed' && list;
+      });
+      const log = (await again('GET', `/v1/agents/${lead.id}/events`)).events;
+      expect(log.find((e: Loose) => e.type === 'agent.child_finished')?.data).toMatchObject({
+        output: 'all done',
+      });
+    } finally {
+      await agents.close(0);
+    }
+  });
+});
