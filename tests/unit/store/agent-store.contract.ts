@@ -139,5 +139,42 @@ export const runAgentStoreContract = (harness: Harness<AgentStoreInstance>) => {
       again.setSandboxId(agent.id, undefined);
       expect(again.get(a, agent.id)).not.toHaveProperty('sandboxId');
     });
+
+    it('keeps the links of children and teammates, and finds them by parent, team and id', (ctx) => {
+      const { agents, a, b } = open();
+      const lead = agents.create({ tenantId: a, preset: 'p', mode: 'native', config: { teams: true } });
+      const child = agents.create({
+        tenantId: a,
+        preset: 'p',
+        mode: 'native',
+        config: {},
+        links: { parentId: lead.id, role: 'child', depth: 1 },
+      });
+      const mate = agents.create({
+        tenantId: a,
+        preset: 'p',
+        mode: 'native',
+        config: {},
+        links: { parentId: lead.id, role: 'teammate', depth: 1, teamId: lead.id, name: 'ann' },
+      });
+      expect(lead).not.toHaveProperty('links');
+      expect(agents.get(a, mate.id)?.links).toEqual({
+        parentId: lead.id,
+        role: 'teammate',
+        depth: 1,
+        teamId: lead.id,
+        name: 'ann',
+      });
+      expect(agents.children(a, lead.id).map((r) => r.id)).toEqual([child.id, mate.id]);
+      expect(agents.teammates(a, lead.id).map((r) => r.id)).toEqual([mate.id]);
+      expect(agents.children(b, lead.id)).toEqual([]);
+      expect(agents.byId(child.id)).toEqual(child);
+      agents.markDeleted(a, child.id);
+      expect(agents.byId(child.id)).toBeUndefined();
+      expect(agents.children(a, lead.id).map((r) => r.id)).toEqual([mate.id]);
+      const reopen = instance.reopen;
+      if (reopen === undefined) return ctx.skip();
+      expect(reopen().get(a, mate.id)).toEqual(mate);
+    });
   });
 };

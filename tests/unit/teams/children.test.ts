@@ -215,7 +215,14 @@ describe('child agents and teams', () => {
       {},
       {
         agents: {
-          children: { limits: { childrenPerAgent: 2, maxDepth: 1, mailboxSize: 2, messageBytes: 300 } },
+          children: {
+            limits: { childrenPerAgent: 2, maxDepth: 1, mailboxSize: 2, messageBytes: 300 },
+            // A tenant's own maxima replace the service's.
+            limitsOf: (tenantId) =>
+              api.store.tenants.getTenant(tenantId)?.name === 'tenant-b'
+                ? { childrenPerAgent: 1 }
+                : undefined,
+          },
         },
       },
     );
@@ -226,6 +233,14 @@ describe('child agents and teams', () => {
     expect(await call(parent.id, 'subagent', spawn)).toMatchObject({
       ok: false,
       error: { code: 'CHILD_LIMIT_EXCEEDED', data: { limit: 'children', max: 2 } },
+    });
+    const other = await api.createAgent(api.keyB, { subagents: true });
+    const inB = (body: unknown) =>
+      api.call(api.keyB, other.id, [{ id: `b${++n}`, name: 'subagent', arguments: body }]);
+    expect((await inB(spawn)).json.results[0].ok).toBe(true);
+    expect((await inB(spawn)).json.results[0]).toMatchObject({
+      ok: false,
+      error: { code: 'CHILD_LIMIT_EXCEEDED', data: { limit: 'children', max: 1 } },
     });
     expect(await call(first.agent_id, 'subagent', spawn)).toMatchObject({
       ok: false,
