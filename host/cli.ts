@@ -47,6 +47,12 @@ environment (serve):
   DSH_SPOOL_DIR           where archive uploads wait while checked (default <data-dir>/spool)
   DSH_DISK_OVERCOMMIT     how far workspace limits may exceed the free host disk (default 1: none)
   DSH_DISK_RESERVE_MB     host disk kept free beyond what workspaces may still take (default 1024)
+  DSH_CHILDREN_PER_AGENT  children and teammates one agent may have (default 16)
+  DSH_CHILD_DEPTH         how deep child agents may nest (default 3)
+  DSH_CONCURRENT_CHILDREN children of one agent running at once (default 8)
+  DSH_MAILBOX_SIZE        unread messages one mailbox may hold (default 256)
+  DSH_MESSAGE_BYTES       bytes of one message, report or child prompt (default 65536)
+  DSH_SUBAGENT_PROVIDERS  provider bundles with a subagent_<name> alias, e.g. codex,claude_code
 `;
 
 const main = async (argv: string[]): Promise<number> => {

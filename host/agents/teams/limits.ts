@@ -1,5 +1,5 @@
 // The bounds on child agents and mailboxes. The service's defaults (DSH_CHILD_*, DSH_MAILBOX_*)
-// apply to every tenant; a tenant's own maxima (`childLimitsOf`) replace them field by field.
+// apply to every tenant; a tenant's own maxima (the agent service's `children.limitsOf`) replace them field by field.
 
 export interface ChildLimits {
   /** Live children (and teammates) one agent may have made. Default 16. */
