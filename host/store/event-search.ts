@@ -2,9 +2,10 @@
 // (event-log.ts, search-text.ts): FTS5 finds the entries of the query's tenant (and sessions) whose
 // words match, `event_index` says which events they are and filters them, `agents` says what a
 // session is. A session here is an agent's log: its id is the agent's id, and it stays searchable
-// (`persisted`) after the agent is deleted. Invariants: every query is bound to one tenant twice,
+// (`persisted`) after the agent is deleted; a child agent's session has its parent's as parent. Invariants: every query is bound to one tenant twice,
 // by the owner tokens inside the FTS5 expression and by `tenant_id` in SQL, so no filter or query
 // text can reach another tenant's events; results are bounded by the caller's limit.
+import type LibsqlDatabase from 'libsql';
 import { type Database, guarded } from './db.ts';
 import { ftsExpression } from './search-text.ts';
 import type { EventHit, EventSearch, EventSearchQuery, SessionAvailability, SessionInfo } from './types.ts';
@@ -16,11 +17,8 @@ const availabilityOf = (deletedAt: number | null): SessionAvailability =>
   deletedAt === null ? 'live' : 'persisted';
 
 export const createEventSearch = (db: Database): EventSearch => {
-  const sessionRow = db.prepare(
-    `SELECT a.id AS id, a.created_at AS created_at, a.deleted_at AS deleted_at,
-            coalesce((SELECT last_seq FROM sessions WHERE id = a.id), 0) AS last_seq
-     FROM agents a WHERE a.id = ? AND a.tenant_id = ?`,
-  );
+  // Prepared at first use, so a search on a schema before migration 10 (migration tests) still opens.
+  let sessionRow: LibsqlDatabase.Statement | undefined;
 
   function search(q: EventSearchQuery): EventHit[] {
     const sessions = q.sessionIds?.slice(0, MAX_SEARCH_SESSIONS);
@@ -74,18 +72,45 @@ export const createEventSearch = (db: Database): EventSearch => {
 
   function session(tenantId: string, id: string): SessionInfo | undefined {
     return guarded('read a session', () => {
+      sessionRow ??= db.prepare(
+        `SELECT a.id AS id, a.created_at AS created_at, a.deleted_at AS deleted_at, a.parent_id AS parent_id,
+                coalesce((SELECT last_seq FROM sessions WHERE id = a.id), 0) AS last_seq
+         FROM agents a WHERE a.id = ? AND a.tenant_id = ?`,
+      );
       const row = sessionRow.all(id, tenantId)[0] as
-        | { id: string; created_at: number; deleted_at: number | null; last_seq: number }
+        | {
+            id: string;
+            created_at: number;
+            deleted_at: number | null;
+            parent_id: string | null;
+            last_seq: number;
+          }
         | undefined;
       if (row === undefined) return undefined;
       return {
         id: row.id,
         createdAt: row.created_at,
         availability: availabilityOf(row.deleted_at),
+        ...(row.parent_id === null ? {} : { parentId: row.parent_id }),
         lastSeq: row.last_seq,
       };
     });
   }
 
-  return { search, session };
+  function children(tenantId: string, parentIds: readonly string[]): string[] {
+    const parents = parentIds.slice(0, MAX_SEARCH_SESSIONS);
+    if (parents.length === 0) return [];
+    return guarded('list child sessions', () =>
+      (
+        db
+          .prepare(
+            `SELECT id FROM agents WHERE tenant_id = ? AND parent_id IN (${parents.map(() => '?').join(', ')})
+             ORDER BY created_at, rowid`,
+          )
+          .all(tenantId, ...parents) as { id: string }[]
+      ).map((r) => r.id),
+    );
+  }
+
+  return { search, session, children };
 };

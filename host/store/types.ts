@@ -133,11 +133,13 @@ export interface EventHit {
   at: number;
 }
 
-/** A session as the search tools show it: today one per agent, its id the agent's id. */
+/** A session as the search tools show it: one per agent, its id the agent's id. */
 export interface SessionInfo {
   id: string;
   createdAt: number;
   availability: SessionAvailability;
+  /** The session of the agent that made this one's agent (a child or teammate); absent for a root. */
+  parentId?: string;
   /** The highest seq of its log (0: nothing logged yet). */
   lastSeq: number;
 }
@@ -148,4 +150,6 @@ export interface EventSearch {
   search(query: EventSearchQuery): EventHit[];
   /** The tenant's session `id` (its agent deleted or not); undefined for another tenant's or none. */
   session(tenantId: string, id: string): SessionInfo | undefined;
+  /** The ids of the sessions whose parent is one of `parentIds` (deleted agents' too), oldest first. */
+  children(tenantId: string, parentIds: readonly string[]): string[];
 }

@@ -1,9 +1,9 @@
 // The session log tools (seed 000): `session_event_read`, `session_event_search`,
 // `session_event_trace`, `session_search`, `session_trace`: read and search the durable log.
 // A session here is an agent's log (its id is the agent's id); it stays readable after the agent
-// is deleted (availability `persisted`, `live` while the agent exists). Sessions have no parents or
-// children today (subagents and workflow steps are host requests inside their caller's session),
-// so every session is a root and `parent_session_ids` selects nothing. Surfaces are `current` (the
+// is deleted (availability `persisted`, `live` while the agent exists). A child agent's session has
+// its parent agent's as parent (workflow steps stay host requests inside their caller's session);
+// `parent_session_ids` selects their children. Surfaces are `current` (the
 // model's history) and `log-only` (inner calls, requests); nothing is `shadowed` here.
 // Invariants: the tools never leave the calling agent's tenant (the search port takes the tenant,
 // another tenant's session is NOT_FOUND); an agent whose policy says `sessions: "own"` reaches only
@@ -178,7 +178,7 @@ export const sessionLogTools = (port: SessionLogPort): ToolDefinition[] => {
   const sessionSearch = defineTool({
     name: 'session_search',
     description:
-      "Full-text search across your tenant's sessions (an agent's log is one session; deleted agents' logs stay searchable as `persisted`): the sessions with matching events, newest hit first, at most 20 sessions and 3 hits each. Filters on sessions (ids, creation time, availability) and on events (seq and time ranges, types, surfaces). Sessions have no parents today: every session is a root.",
+      "Full-text search across your tenant's sessions (an agent's log is one session; deleted agents' logs stay searchable as `persisted`; a child agent's session has its parent's as parent): the sessions with matching events, newest hit first, at most 20 sessions and 3 hits each. Filters on sessions (ids, parents, creation time, availability) and on events (seq and time ranges, types, surfaces). With parent_session_ids, root sessions are searched only when include_root_sessions is true.",
     parameters: v.object({
       query: Query,
       session_ids: v.optional(v.pipe(v.array(SessionId), v.maxLength(100))),
@@ -198,11 +198,18 @@ export const sessionLogTools = (port: SessionLogPort): ToolDefinition[] => {
     isConcurrencySafe: () => true,
     async execute(args, exec) {
       const caller = callerOf(exec);
-      // Every session is a root: parent_session_ids selects no child, so roots are searched only
-      // when they are not excluded, and, with parent_session_ids, only when asked for.
+      // Roots are searched unless excluded and, with parent_session_ids, only when asked for;
+      // child sessions unless parent_session_ids names other parents.
       const roots = args.include_root_sessions ?? args.parent_session_ids === undefined;
-      if (!roots) return { sessions: [] };
+      const parents = args.parent_session_ids;
       let sessionIds = args.session_ids;
+      if (parents !== undefined && !roots) {
+        const chosen = port.search.children(caller.tenantId, parents);
+        sessionIds = (sessionIds ?? chosen).filter((id) => chosen.includes(id));
+      }
+      const wanted = (info: SessionInfo | undefined): boolean =>
+        info !== undefined &&
+        (info.parentId === undefined ? roots : parents === undefined || parents.includes(info.parentId));
       if (caller.access === 'own')
         sessionIds = (sessionIds ?? [caller.own]).filter((id) => id === caller.own);
       await port.events.flush();
@@ -226,19 +233,23 @@ export const sessionLogTools = (port: SessionLogPort): ToolDefinition[] => {
         limit: SESSION_LOG_LIMITS.scan,
       });
       const grouped = new Map<string, typeof hits>();
+      const infos = new Map<string, SessionInfo | undefined>();
       for (const hit of hits) {
+        if (!infos.has(hit.sessionId))
+          infos.set(hit.sessionId, port.search.session(caller.tenantId, hit.sessionId));
+        if (!wanted(infos.get(hit.sessionId))) continue;
         const group = grouped.get(hit.sessionId) ?? [];
         grouped.set(hit.sessionId, group);
         group.push(hit);
       }
       const sessions = [...grouped].slice(0, SESSION_LOG_LIMITS.sessions).map(([id, group]) => {
-        const info = port.search.session(caller.tenantId, id);
+        const info = infos.get(id);
         return {
           session_id: id,
           ...(info === undefined
             ? {}
             : { created_at: iso(info.createdAt), availability: info.availability, last_seq: info.lastSeq }),
-          parent_session_id: null,
+          parent_session_id: info?.parentId ?? null,
           matches: group.length,
           hits: group
             .slice(0, SESSION_LOG_LIMITS.hitsPerSession)
@@ -252,20 +263,21 @@ export const sessionLogTools = (port: SessionLogPort): ToolDefinition[] => {
   const sessionTrace = defineTool({
     name: 'session_trace',
     description:
-      'A session (your own unless session_id names another of your tenant) and its tree: its parent and children (none today: every session is a root), its availability, and its most recent root calls with how many inner calls each made.',
+      'A session (your own unless session_id names another of your tenant) and its tree: its parent and children (the sessions of the child agents and teammates its agent made), its availability, and its most recent root calls with how many inner calls each made.',
     parameters: v.object({ session_id: v.optional(SessionId) }),
     output: { schema: v.unknown() },
     isConcurrencySafe: () => true,
     async execute(args, exec) {
       await port.events.flush();
-      const session = sessionOf(callerOf(exec), args.session_id);
+      const caller = callerOf(exec);
+      const session = sessionOf(caller, args.session_id);
       return {
         session_id: session.id,
         created_at: iso(session.createdAt),
         availability: session.availability,
         last_seq: session.lastSeq,
-        parent_session_id: null,
-        children: [],
+        parent_session_id: session.parentId ?? null,
+        children: port.search.children(caller.tenantId, [session.id]),
         recent_calls: recentCalls(session.id, session.lastSeq),
       };
     },

@@ -167,7 +167,7 @@ describe('search and read', () => {
     ).toEqual({
       sessions: [],
     });
-    // No session has a parent: children of any session are none; roots only when asked for.
+    // agentA has no children: none are found under it; roots only when asked for.
     const children = await call(other, 'session_search', { query: MARKER, parent_session_ids: [agentA.id] });
     expect(children.value).toEqual({ sessions: [] });
     const withRoots = await call(other, 'session_search', {
@@ -179,6 +179,38 @@ describe('search and read', () => {
     const traced = await call(other, 'session_trace', { session_id: agentA.id });
     expect(traced.value).toMatchObject({ session_id: agentA.id, parent_session_id: null, children: [] });
     expect((traced.value as Loose).recent_calls.length).toBeGreaterThan(0);
+  });
+
+  it("a child agent's session has its parent's as parent: search by parent, trace the tree", async () => {
+    const parent = await agents.create(tenantA, { preset: 'standard', subagents: true });
+    const spawned = await call(parent, 'subagent', {
+      description: 'd',
+      prompt: 'p',
+      run_in_background: true,
+    });
+    const childId = (spawned.value as Loose).agent_id as string;
+    const child = agents.get(tenantA, childId);
+    await agents.appendMessages(child, [{ role: 'assistant', content: `child says ${MARKER}-kid` }]);
+    const byParent = await call(parent, 'session_search', {
+      query: `${MARKER}-kid`,
+      parent_session_ids: [parent.id],
+    });
+    expect((byParent.value as Loose).sessions).toEqual([
+      expect.objectContaining({ session_id: childId, parent_session_id: parent.id, matches: 1 }),
+    ]);
+    const otherParent = await call(parent, 'session_search', {
+      query: `${MARKER}-kid`,
+      parent_session_ids: [agentA.id],
+    });
+    expect(otherParent.value).toEqual({ sessions: [] });
+    const noRoots = await call(parent, 'session_search', { query: MARKER, include_root_sessions: false });
+    expect((noRoots.value as Loose).sessions.map((x: Loose) => x.session_id)).toEqual([childId]);
+    expect((await call(parent, 'session_trace', {})).value).toMatchObject({ children: [childId] });
+    expect((await call(child, 'session_trace', {})).value).toMatchObject({
+      session_id: childId,
+      parent_session_id: parent.id,
+      children: [],
+    });
   });
 });
 
