@@ -255,9 +255,9 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
     const agent = getAgent(store.agents, tenantId, id);
     const doomed = teams?.descendants(agent) ?? [];
     const children = doomed.map((child) => deletion.delete(tenantId, child.id));
-    const own = deletion.delete(tenantId, id);
-    const settled = await Promise.allSettled(children);
-    await own;
+    const [own, ...settled] = await Promise.allSettled([deletion.delete(tenantId, id), ...children]);
+    if (own?.status === 'rejected') throw own.reason;
+    // A child deleted meanwhile by its own DELETE is gone either way.
     for (const outcome of settled)
       if (outcome.status === 'rejected' && (outcome.reason as { code?: string })?.code !== 'NOT_FOUND')
         throw outcome.reason;
