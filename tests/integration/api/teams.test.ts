@@ -5,45 +5,21 @@
 // of the control plane in the middle loses no child, message or link; a child started with
 // subagent_fork finds its parent's earlier messages with the session tools; deleting the lead
 // deletes its team.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, expect, it } from 'vitest';
-import { loadConfig } from '../../../host/config.ts';
-import { type Running, startServer } from '../../../host/serve.ts';
+import { expect, it } from 'vitest';
+import type { Running } from '../../../host/serve.ts';
 import { until } from '../../helpers/until.ts';
 import type { Loose } from '../../unit/api/harness.ts';
-import { dockerFixture } from '../sandbox/fixtures.ts';
+import { json, served } from './served.ts';
 
-const fixture = dockerFixture();
-const dataDir = mkdtempSync(join(tmpdir(), 'dsh-api-teams-'));
-const config = loadConfig(
-  { host: '127.0.0.1', port: 0, dataDir, poolSize: 0, isolateWorkers: 1, shutdownGraceMs: 300 },
-  {},
-);
-const running: Running[] = [];
-
-afterAll(async () => {
-  for (const r of running) await r.close();
-  await fixture.sweep();
-  rmSync(dataDir, { recursive: true, force: true });
-});
+const service = served('teams', { shutdownGraceMs: 300 });
 
 let server: Running;
 let key: string;
 
 const http = async (method: string, path: string, body?: unknown): Promise<Loose> => {
-  const res = await fetch(`${server.url}${path}`, {
-    method,
-    headers: {
-      Authorization: `Bearer ${key}`,
-      ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const json = await res.json().catch(() => undefined);
-  expect(res.status < 300, `${method} ${path}: ${res.status} ${JSON.stringify(json)}`).toBe(true);
-  return json;
+  const res = await json(server, key, method, path, body);
+  expect(res.status < 300, `${method} ${path}: ${res.status} ${JSON.stringify(res.json)}`).toBe(true);
+  return res.json;
 };
 
 let n = 0;
@@ -61,8 +37,7 @@ const pending = async (agentId: string): Promise<Loose[]> =>
   (await http('GET', `/v1/agents/${agentId}/requests?state=pending`)).requests;
 
 it('plays the client of a lead and two teammates, across a restart', async () => {
-  server = await startServer(config, { sandboxes: fixture.provider(), log: () => {} });
-  running.push(server);
+  server = await service.start();
   key = server.store.tenants.createTenant('teams').apiKey;
 
   const lead = await http('POST', '/v1/agents', { teams: true, subagents: true });
@@ -129,10 +104,8 @@ it('plays the client of a lead and two teammates, across a restart', async () =>
     ['alice', 'teammate', 'completed', false],
     ['bob', 'teammate', 'running', false],
   ]);
-  await server.close();
-  running.splice(running.indexOf(server), 1);
-  server = await startServer(config, { sandboxes: fixture.provider(), log: () => {} });
-  running.push(server);
+  await service.stop(server);
+  server = await service.start();
 
   expect((await ok(lead.id, 'list_agents')).agents).toEqual(before);
   expect(await http('GET', `/v1/agents/${bob.agent_id}`)).toMatchObject({
