@@ -81,6 +81,17 @@ export interface AgentConfig {
    * (standard, code and creator presets). The agent leads the team its teammates join. Default false.
    */
   teams?: boolean;
+  /**
+   * Where this agent's children work: `shared` (default), in its own workspace (the sandbox of the
+   * top-level agent they descend from); `isolated`, each in a sandbox of its own that starts as a
+   * copy of its parent's workspace when the child first uses it. Children inherit the choice.
+   */
+  childWorkspace?: 'shared' | 'isolated';
+  /**
+   * Set by the service on a child whose parent chose `childWorkspace: "isolated"`: it has a sandbox
+   * of its own, seeded from its parent's. Not accepted from clients.
+   */
+  isolatedWorkspace?: boolean;
   /** Budgets of its run_code programs (code and both modes). */
   codeMode?: CodeModeOptions;
   /**

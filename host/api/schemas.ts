@@ -83,6 +83,8 @@ export const CreateAgent = v.strictObject({
   subagents: v.optional(v.boolean()),
   /** The Agent Teams composition: the team task board, spawn_teammate, followup_task, wait_agent and team-aware tools. Default false. */
   teams: v.optional(v.boolean()),
+  /** Where the agent's children work: `shared` (its workspace, default) or `isolated` (a copy each). */
+  childWorkspace: v.optional(v.picklist(['shared', 'isolated'])),
   codeMode: v.optional(CodeModeOptions),
   /** Offers web_fetch. Default false (the standard preset's `fetch: false`). */
   fetch: v.optional(v.boolean()),

@@ -65,7 +65,7 @@ export function childRequest(
   remoteTools: RemoteToolSpec[],
   links: AgentLinks,
 ): CreateAgentRequest {
-  const { restrict, policy, sandbox, codeMode, subagents } = parent.config;
+  const { restrict, policy, sandbox, codeMode, subagents, childWorkspace } = parent.config;
   return {
     preset: parent.preset,
     mode: parent.mode,
@@ -75,6 +75,8 @@ export function childRequest(
     ...(codeMode === undefined ? {} : { codeMode }),
     ...(subagents === true ? { subagents: true } : {}),
     ...(links.role === 'teammate' ? { teams: true } : {}),
+    ...(childWorkspace === undefined ? {} : { childWorkspace }),
+    ...(childWorkspace === 'isolated' ? { isolatedWorkspace: true } : {}),
     ...(remoteTools.length === 0 ? {} : { remoteTools }),
   };
 }

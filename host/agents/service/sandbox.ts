@@ -4,8 +4,10 @@
 // creation happen synchronously, so a delete either refuses the call or finds the pending creation
 // and waits for it before destroying; a creation that finishes after the agent was deleted
 // elsewhere destroys what it made. A child or teammate works in its parent's workspace: its
-// sandbox is the one of the top-level agent it descends from (never one of its own, so deleting
-// the child leaves the workspace to its owner).
+// sandbox is the one of the nearest agent above it that owns one (a top-level agent, or a child
+// with an isolated workspace), never one of its own, so deleting it leaves the workspace to its
+// owner. A child with an isolated workspace (its parent's `childWorkspace: "isolated"`) owns a
+// sandbox, which starts as a copy of its parent's workspace (when the parent has a sandbox).
 import type { Sandbox, SandboxProvider } from '../../sandbox/types.ts';
 import type { AgentStore } from '../../store/index.ts';
 import { sandboxLimits } from '../sandbox-limits.ts';
@@ -27,15 +29,20 @@ export interface SandboxBindingOptions {
   marks: DeletionMarks;
 }
 
+/** A child that works in an ancestor's workspace (not an isolated one). */
+const ownsNone = (agent: Agent): boolean =>
+  agent.links !== undefined && agent.config.isolatedWorkspace !== true;
+
 export function createSandboxBinding(options: SandboxBindingOptions): SandboxBinding {
   const { provider, agents, marks } = options;
   const sandboxes = new Map<string, Promise<Sandbox>>();
 
-  /** The agent whose sandbox `agent` uses: itself, or the top-level agent it descends from. */
+  /** The agent whose sandbox `agent` uses: itself, or the nearest agent above it that owns one. */
   function ownerOf(agent: Agent): Agent | undefined {
     let current: Agent = agent;
-    for (let hops = 0; current.links !== undefined && hops < 64; hops++) {
-      const parent = agents.get(current.tenantId, current.links.parentId);
+    for (let hops = 0; ownsNone(current) && hops < 64; hops++) {
+      const links = current.links as NonNullable<Agent['links']>;
+      const parent = agents.get(current.tenantId, links.parentId);
       if (parent === undefined || marks.deleting.has(parent.id)) return undefined;
       current = toAgent(parent);
     }
@@ -44,7 +51,7 @@ export function createSandboxBinding(options: SandboxBindingOptions): SandboxBin
 
   function of(agent: Agent): Promise<Sandbox> {
     if (marks.deleting.has(agent.id)) return Promise.reject(deletedError(agent.id));
-    if (agent.links !== undefined) {
+    if (ownsNone(agent)) {
       if (marks.gone(agent)) return Promise.reject(deletedError(agent.id));
       const owner = ownerOf(agent);
       return owner === undefined ? Promise.reject(deletedError(agent.id)) : of(owner);
@@ -72,12 +79,24 @@ export function createSandboxBinding(options: SandboxBindingOptions): SandboxBin
         agentId: agent.id,
         limits: sandboxLimits(agent.config.sandbox),
       }));
+    if (existing === undefined) await seed(agent, sandbox);
     if (marks.gone(agent)) {
       if (!marks.deleting.has(agent.id)) await provider.destroy(agent.id).catch(() => undefined);
       throw deletedError(agent.id);
     }
     agents.setSandboxId(agent.id, sandbox.id);
     return sandbox;
+  }
+
+  /** An isolated child's new sandbox gets a copy of its parent's workspace, if that exists. */
+  async function seed(agent: Agent, sandbox: Sandbox): Promise<void> {
+    if (agent.links === undefined) return;
+    const parent = agents.get(agent.tenantId, agent.links.parentId);
+    const owner = parent === undefined ? undefined : ownerOf(toAgent(parent));
+    // A parent that never had a sandbox has nothing to copy (and gets none for it).
+    if (owner === undefined || agents.get(owner.tenantId, owner.id)?.sandboxId === undefined) return;
+    const source = await of(owner);
+    await sandbox.archive.upload('.', await source.archive.download('.'));
   }
 
   async function release(id: string): Promise<void> {

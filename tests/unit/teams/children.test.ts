@@ -325,3 +325,34 @@ describe('child agents and teams', () => {
     }
   });
 });
+
+describe('workspaces', () => {
+  it("children work in their parent's workspace, or in a copy of it with childWorkspace: isolated", async () => {
+    api = makeApi();
+    const spawn = { description: 'd', prompt: 'p', run_in_background: true };
+    const write = (id: string, file: string, content: string) =>
+      ok(id, 'write', { file_path: file, content });
+    const read = async (id: string, file: string) =>
+      (await call(id, 'read', { file_path: file })).content[0].text;
+
+    const shared = await api.createAgent(api.keyA, { subagents: true });
+    await write(shared.id, 'plan.md', 'shared plan');
+    const helper = await ok(shared.id, 'subagent', spawn);
+    expect(await read(helper.agent_id, 'plan.md')).toContain('shared plan');
+    await write(helper.agent_id, 'done.md', 'by the child');
+    expect(await read(shared.id, 'done.md')).toContain('by the child');
+    // The child has no sandbox of its own: deleting it could never remove its parent's.
+    expect(api.store.agents.byId(helper.agent_id)?.sandboxId).toBeUndefined();
+
+    const isolating = await api.createAgent(api.keyA, { subagents: true, childWorkspace: 'isolated' });
+    await write(isolating.id, 'plan.md', 'isolated plan');
+    const copy = await ok(isolating.id, 'subagent', spawn);
+    expect(await read(copy.agent_id, 'plan.md')).toContain('isolated plan');
+    await write(copy.agent_id, 'draft.md', 'only in the copy');
+    expect((await call(isolating.id, 'read', { file_path: 'draft.md' })).error.code).toBe('FILE_NOT_FOUND');
+    expect((await get(`/v1/agents/${copy.agent_id}`)).config).toMatchObject({ isolatedWorkspace: true });
+    // Deleting the isolated child removes its own sandbox, never its parent's.
+    await api.request(api.keyA, 'DELETE', `/v1/agents/${copy.agent_id}`);
+    expect(await read(isolating.id, 'plan.md')).toContain('isolated plan');
+  });
+});
