@@ -147,3 +147,19 @@ it('plays the client of a lead and two teammates, across a restart', async () =>
     expect(res.status).toBe(404);
   }
 });
+
+it('gives a child of childWorkspace: "isolated" its own container, seeded with a copy of the workspace', async () => {
+  server = await service.current();
+  key = server.store.tenants.createTenant('isolated').apiKey;
+  const parent = await http('POST', '/v1/agents', { subagents: true, childWorkspace: 'isolated' });
+  expect((await bash(parent.id, 'mkdir -p src && echo "v1" > src/app.txt')).ok).toBe(true);
+  const child = await ok(parent.id, 'subagent', { description: 'd', prompt: 'p', run_in_background: true });
+  expect(
+    (await bash(child.agent_id, 'cat src/app.txt && echo "v2" > src/app.txt')).content[0].text,
+  ).toContain('v1');
+  expect((await bash(parent.id, 'cat src/app.txt')).content[0].text).toContain('v1');
+  const sandboxOf = (id: string) => server.store.agents.byId(id)?.sandboxId;
+  expect(sandboxOf(child.agent_id)).toEqual(expect.any(String));
+  expect(sandboxOf(child.agent_id)).not.toBe(sandboxOf(parent.id));
+  await http('DELETE', `/v1/agents/${parent.id}`);
+});
