@@ -9,8 +9,11 @@ import type { EventLog, MailItem, NewMailItem, TeamStore } from '../../store/ind
 import type { ChildLimits } from './limits.ts';
 
 export interface Mailboxes {
-  /** Queues an item for `item.agentId`; PAYLOAD_TOO_LARGE or MAILBOX_FULL refuse it. */
-  post(item: NewMailItem, fromName?: string): MailItem;
+  /**
+   * Queues an item for `item.agentId`; PAYLOAD_TOO_LARGE or MAILBOX_FULL refuse it. With `clip`
+   * (the service's own notices) a body over the byte limit is cut instead of refused.
+   */
+  post(item: NewMailItem, fromName?: string, options?: { clip?: boolean }): MailItem;
   /** The recipient's undelivered items, now marked delivered. */
   take(agentId: string): MailItem[];
   /**
@@ -38,9 +41,15 @@ export function createMailboxes(options: MailboxesOptions): Mailboxes {
     for (const wake of waiters.get(agentId) ?? []) wake();
   }
 
-  function post(item: NewMailItem, fromName?: string): MailItem {
+  function post(item: NewMailItem, fromName?: string, how: { clip?: boolean } = {}): MailItem {
     const limits = options.limitsOf(item.tenantId);
     const bytes = Buffer.byteLength(item.body);
+    if (bytes > limits.messageBytes && how.clip === true) {
+      const cut = ' … (cut: the whole text is in the event log)';
+      const kept = Buffer.from(item.body).subarray(0, Math.max(0, limits.messageBytes - cut.length - 4));
+      // A cut inside a UTF-8 sequence decodes to U+FFFD; drop it.
+      return post({ ...item, body: `${kept.toString('utf8').replace(/\uFFFD$/u, '')}${cut}` }, fromName);
+    }
     if (bytes > limits.messageBytes)
       throw new SandboxError(
         'PAYLOAD_TOO_LARGE',

@@ -110,6 +110,7 @@ export function createRuns(options: RunsOptions): Runs {
           body: run.output ?? `(${run.status}, no output)`,
         },
         child?.links?.name,
+        { clip: true },
       );
     } catch {
       // A full mailbox refuses the notice; the event and the run's state keep the outcome.
