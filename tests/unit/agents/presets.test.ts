@@ -37,9 +37,19 @@ describe('presets', () => {
     for (const preset of PRESETS) {
       const entry = presetEntry(preset);
       const added = entry.adds.map((d) => d.name);
-      // The child-control tools are the agent's own (host/agents/teams/tools.ts), in the preset's tier.
+      // The child-control and team tools are the agent's own (host/agents/teams/tools.ts), in the
+      // preset's tier: with subagents and teams, the team-aware ones replace three of them.
       const children = admitsTool(entry, 'subagent')
-        ? ['subagent', 'subagent_fork', 'list_agents', 'send_message', 'interrupt_agent']
+        ? [
+            'subagent',
+            'subagent_fork',
+            'spawn_teammate',
+            'list_agents',
+            'send_message',
+            'followup_task',
+            'interrupt_agent',
+            'wait_agent',
+          ]
         : [];
       const expected = [
         ...installed.filter((name) => admitsTool(entry, name) && !added.includes(name)),
