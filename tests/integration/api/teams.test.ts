@@ -1,6 +1,7 @@
 // Child agents and Agent Teams over real HTTP, real containers and the real isolate host, with the
 // test playing the client of every agent (it calls tools as the lead and as each teammate). A lead
-// spawns two teammates, who work in its workspace; messages flow and wait_agent wakes on one;
+// spawns two teammates, who work in its workspace and on its task board (a claimed task's write
+// scope holds); messages flow and wait_agent wakes on one;
 // list_agents tells the truth; interrupt_agent cancels a teammate's running `sleep 30`; a restart
 // of the control plane in the middle loses no child, message or link; a child started with
 // subagent_fork finds its parent's earlier messages with the session tools; deleting the lead
@@ -67,6 +68,30 @@ it('plays the client of a lead and two teammates, across a restart', async () =>
   // Teammates work in the lead's workspace.
   expect((await bash(alice.agent_id, 'echo "notes v1" > NOTES.md')).ok).toBe(true);
   expect((await bash(lead.id, 'cat NOTES.md')).content[0].text).toContain('notes v1');
+
+  // The team shares the lead's task board: alice claims a ready task and is held to its scope.
+  const docs = await ok(lead.id, 'team_task_create', {
+    subject: 'Release notes',
+    description: 'Write them under docs/',
+    write_scopes: ['docs'],
+  });
+  const ready = await ok(alice.agent_id, 'team_task_list', { ready: true });
+  expect(JSON.stringify(ready)).toContain('Release notes');
+  await ok(alice.agent_id, 'team_task_update', {
+    task_id: docs.task_id,
+    expected_revision: 1,
+    action: 'claim',
+  });
+  await ok(alice.agent_id, 'write', { file_path: 'docs/release.md', content: '# Release\n' });
+  expect(await call(alice.agent_id, 'write', { file_path: 'src/app.ts', content: 'x' })).toMatchObject({
+    ok: false,
+    error: { code: 'WRITE_SCOPE' },
+  });
+  await ok(alice.agent_id, 'team_task_update', {
+    task_id: docs.task_id,
+    expected_revision: 2,
+    action: 'complete',
+  });
 
   // wait_agent wakes on a teammate's message.
   const waiting = call(lead.id, 'wait_agent', { timeout_ms: 60_000 });
