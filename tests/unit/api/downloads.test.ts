@@ -1,5 +1,6 @@
 // GET /files and /archive over a real loopback socket, from a real sandboxd run locally (the agent's
-// archive port is the docker provider's, over that sandboxd, with every ranged read counted): bodies
+// archive port is the docker provider's, over that sandboxd as an image without streams speaks it,
+// with every ranged read counted): bodies
 // are streamed with Content-Length, a client that goes away stops the reads, and a file that
 // shrinks mid-download cuts the connection instead of ending the body short.
 
@@ -24,6 +25,8 @@ const local = useLocalSandboxd();
 const api = makeApi();
 let server: ServerType;
 let base: string;
+/** The same agent API, for a second agent whose archive port speaks streams. */
+let streamBase: string;
 let reads = 0;
 /** Runs before each ranged read, with its offset. */
 let beforeRead: (path: string, offset: number) => void = () => {};
@@ -33,8 +36,11 @@ beforeAll(async () => {
   await api.request(api.keyA, 'PUT', `/v1/agents/${agent.id}/files?path=made`, 'x'); // makes the sandbox
   const sandbox = await api.sandboxes.get(agent.id);
   if (sandbox === undefined) throw new Error('no sandbox');
+  // The piece-by-piece path of images whose sandboxd does not speak streams (streams are covered by
+  // tests/unit/sandboxd/streams.test.ts and tests/integration/api/downloads.test.ts).
+  const { readStream: _r, writeStream: _w, ...pieces } = local.c.fs;
   const fs: SandboxdFs = {
-    ...local.c.fs,
+    ...pieces,
     readRange: (path, offset, length) => {
       reads++;
       beforeRead(path, offset);
@@ -45,10 +51,22 @@ beforeAll(async () => {
   Object.assign(sandbox, {
     archive: createContainerArchive({ use: (fn) => fn({ fs }), resolve: (p) => local.c.fs.resolve(p) }),
   });
+  const streaming = await api.createAgent(api.keyA);
+  await api.request(api.keyA, 'PUT', `/v1/agents/${streaming.id}/files?path=made`, 'x');
+  const streamingSandbox = await api.sandboxes.get(streaming.id);
+  if (streamingSandbox === undefined) throw new Error('no sandbox');
+  Object.assign(streamingSandbox, {
+    archive: createContainerArchive({
+      use: (fn) => fn({ fs: local.c.fs }),
+      resolve: (p) => local.c.fs.resolve(p),
+    }),
+  });
   await new Promise<void>((resolve) => {
     server = serve({ fetch: api.app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve());
   });
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/agents/${agent.id}`;
+  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/agents`;
+  base = `${origin}/${agent.id}`;
+  streamBase = `${origin}/${streaming.id}`;
 });
 afterAll(async () => {
   if (server) {
@@ -128,6 +146,33 @@ describe('GET /files', () => {
       expect(logged).toHaveBeenCalledWith(expect.objectContaining({ code: 'CONFLICT' }));
     } finally {
       beforeRead = () => {};
+      logged.mockRestore();
+    }
+  });
+});
+
+describe('GET /files on streams', () => {
+  it('cuts the connection, instead of ending short, when the file shrinks meanwhile', async () => {
+    put('shrinks-streamed.bin', randomBytes(32 * MiB));
+    const logged = vi.spyOn(console, 'error').mockImplementation(() => {});
+    try {
+      const res = await fetch(`${streamBase}/files?path=shrinks-streamed.bin`, {
+        headers: { Authorization: `Bearer ${api.keyA}` },
+      });
+      expect(res.headers.get('content-length')).toBe(String(32 * MiB));
+      const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+      let got = (await reader.read()).value?.byteLength ?? 0;
+      truncateSync(join(local.sd.root, 'shrinks-streamed.bin'), MiB);
+      const rest = (async () => {
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) return got;
+          got += value.byteLength;
+        }
+      })();
+      await expect(rest).rejects.toThrow();
+      expect(got).toBeLessThan(32 * MiB);
+    } finally {
       logged.mockRestore();
     }
   });
