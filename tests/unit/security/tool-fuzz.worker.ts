@@ -202,9 +202,17 @@ const main = async (): Promise<void> => {
     const store = openStore({ path: ':memory:' });
     const sandboxes = withTerminals(createMemoryProvider({ run: echoRun }));
     const { registry } = assembleAgents({ store, sandboxes, isolates });
-    // ask_user_question waits for a person by design: nobody answers here, so its questions expire
-    // quickly (the call settles as REQUEST_EXPIRED) instead of after the default five minutes.
-    const agents = createAgentService({ store, registry, sandboxes, spawn: spawner, questionTtlMs: 200 });
+    // ask_user_question and a foreground subagent wait for the client by design: nobody answers
+    // here, so their requests expire quickly (the call settles as REQUEST_EXPIRED) instead of after
+    // the defaults (five minutes, half an hour); wait_agent waits at most as long.
+    const agents = createAgentService({
+      store,
+      registry,
+      sandboxes,
+      spawn: spawner,
+      questionTtlMs: 200,
+      children: { limits: { runTtlMs: 200, waitMaxMs: 200 } },
+    });
     const app = createApp({ startedAt: Date.now(), version: 'fuzz', store, agents });
     const tenant = store.tenants.createTenant('fuzz');
     const apiKey = tenant.apiKey;
