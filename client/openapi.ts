@@ -89,7 +89,7 @@ export interface paths {
         post?: never;
         /**
          * Delete agent
-         * @description Also destroys the agent's sandbox.
+         * @description Also destroys the agent's sandbox, and deletes its child agents and teammates with it (their pending runs and unread mail are cancelled).
          */
         delete: operations["deleteAgent"];
         options?: never;
@@ -434,6 +434,86 @@ export interface paths {
          */
         put: operations["setPlanMode"];
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/{id}/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Append messages
+         * @description Appends the client's conversation to the agent's session log, in order, as `message.user` and `message.assistant` events (GET events, the session_* tools and subagent_fork see them).
+         */
+        post: operations["appendMessages"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/{id}/children": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List children
+         * @description The agents this agent made: `children` (default), `descendants`, or `team` (its lead and teammates, and its own children), as list_agents shows them.
+         */
+        get: operations["listChildren"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/{id}/mailbox": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get mailbox
+         * @description The agent's mailbox after message id `after`, read or not (reading here delivers nothing).
+         */
+        get: operations["getMailbox"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/{id}/mailbox/take": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Take mailbox
+         * @description Delivers the agent's unread messages: returned here once, never again (as wait_agent does).
+         */
+        post: operations["takeMailbox"];
         delete?: never;
         options?: never;
         head?: never;
@@ -812,6 +892,12 @@ export interface operations {
                             config: {
                                 [key: string]: unknown;
                             };
+                            parentId?: string;
+                            /** @enum {string} */
+                            role?: "child" | "teammate";
+                            depth?: number;
+                            teamId?: string;
+                            name?: string;
                             createdAt: number;
                         }[];
                     };
@@ -871,6 +957,8 @@ export interface operations {
                     }[];
                     subagents?: boolean;
                     teams?: boolean;
+                    /** @enum {string} */
+                    childWorkspace?: "shared" | "isolated";
                     codeMode?: {
                         cpuMs?: number;
                         wallMs?: number;
@@ -904,6 +992,12 @@ export interface operations {
                         config: {
                             [key: string]: unknown;
                         };
+                        parentId?: string;
+                        /** @enum {string} */
+                        role?: "child" | "teammate";
+                        depth?: number;
+                        teamId?: string;
+                        name?: string;
                         createdAt: number;
                     };
                 };
@@ -956,6 +1050,12 @@ export interface operations {
                         config: {
                             [key: string]: unknown;
                         };
+                        parentId?: string;
+                        /** @enum {string} */
+                        role?: "child" | "teammate";
+                        depth?: number;
+                        teamId?: string;
+                        name?: string;
                         createdAt: number;
                     };
                 };
@@ -2216,6 +2316,235 @@ export interface operations {
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ShuttingDown"];
+            504: components["responses"]["Timeout"];
+        };
+    };
+    appendMessages: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    messages: {
+                        /** @enum {string} */
+                        role: "user" | "assistant";
+                        content: string | {
+                            /** @constant */
+                            type: "text";
+                            text: string;
+                        }[];
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description The events appended */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        events: {
+                            seq: number;
+                            type: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                        };
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description No such agent for this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                        };
+                    };
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ShuttingDown"];
+            504: components["responses"]["Timeout"];
+        };
+    };
+    listChildren: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The agents */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        agents: {
+                            agent_id: string;
+                            name?: string;
+                            /** @enum {string} */
+                            role: "lead" | "teammate" | "child" | "self";
+                            parent_id?: string;
+                            depth: number;
+                            description?: string;
+                            /** @enum {string} */
+                            status?: "running" | "completed" | "failed" | "cancelled";
+                            output?: string;
+                            busy: boolean;
+                            unread: number;
+                        }[];
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description No such agent for this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                        };
+                    };
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ShuttingDown"];
+            504: components["responses"]["Timeout"];
+        };
+    };
+    getMailbox: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Messages, oldest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        messages: {
+                            id: number;
+                            from: string;
+                            from_name?: string;
+                            /** @enum {string} */
+                            kind: "message" | "followup" | "report";
+                            message: string;
+                            at: string;
+                        }[];
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description No such agent for this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                        };
+                    };
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ShuttingDown"];
+            504: components["responses"]["Timeout"];
+        };
+    };
+    takeMailbox: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The messages delivered */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        messages: {
+                            id: number;
+                            from: string;
+                            from_name?: string;
+                            /** @enum {string} */
+                            kind: "message" | "followup" | "report";
+                            message: string;
+                            at: string;
+                        }[];
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description No such agent for this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                        };
+                    };
+                };
+            };
             429: components["responses"]["RateLimited"];
             503: components["responses"]["ShuttingDown"];
             504: components["responses"]["Timeout"];
