@@ -126,8 +126,11 @@ export async function startSession(
     const ended_ = program.ended.then(() => {
       throw failure(`ended during ${method}`);
     });
+    const sent = connection.sendRequest(method, params);
+    // Observed by the race; whichever loses settles later with nobody awaiting it.
+    for (const loser of [ended_, sent]) loser.catch(() => {});
     try {
-      return await Promise.race([connection.sendRequest(method, params), aborted, ended_]);
+      return await Promise.race([sent, aborted, ended_]);
     } catch (error) {
       if (error instanceof SandboxError) {
         if (error.code === 'TOOL_TIMEOUT') abort.abort();

@@ -100,15 +100,16 @@ export function lspTool(limits: LspLimits = DEFAULT_LSP_LIMITS) {
     isConcurrencySafe: () => true,
     isReadOnly: () => true,
     async execute(args, exec) {
-      const sandbox = await sandboxOf(exec);
-      // The sandbox confines the path (PATH_OUTSIDE_WORKSPACE) and says what it is.
-      const { stat, data } = await sandbox.fs.readWithStat(args.file_path, { maxBytes: MAX_FILE_BYTES });
-      const kind = languageOf(stat.path);
+      // Refused by its extension before any byte of it is read.
+      const kind = languageOf(args.file_path);
       if (kind === undefined)
         throw new SandboxError(
           'INVALID_ARGUMENTS',
           `lsp answers for ${KNOWN_EXTENSIONS.join(' ')} files; ${args.file_path} is none of them.`,
         );
+      const sandbox = await sandboxOf(exec);
+      // The sandbox confines the path (PATH_OUTSIDE_WORKSPACE) and says what it is.
+      const { stat, data } = await sandbox.fs.readWithStat(args.file_path, { maxBytes: MAX_FILE_BYTES });
       if (data === undefined)
         throw new SandboxError(
           stat.type === 'directory' ? 'NOT_A_FILE' : 'FILE_TOO_LARGE',
