@@ -188,6 +188,24 @@ export function createTeamService(options: TeamServiceOptions): TeamService {
       );
   }
 
+  /**
+   * One spawn per parent at a time from its check until its child's run exists (createChild
+   * awaits), so two concurrent spawns cannot both pass the last slot or take the same name.
+   */
+  const spawning = new Map<string, Promise<unknown>>();
+
+  async function exclusive<T>(parentId: string, work: () => Promise<T>): Promise<T> {
+    const before = spawning.get(parentId) ?? Promise.resolve();
+    const mine = before.then(work, work);
+    const tail = mine.catch(() => undefined);
+    spawning.set(parentId, tail);
+    try {
+      return await mine;
+    } finally {
+      if (spawning.get(parentId) === tail) spawning.delete(parentId);
+    }
+  }
+
   function checkSpawn(parent: Agent, input: SpawnInput): AgentLinks {
     const bounds = limits(parent.tenantId);
     const depth = (parent.links?.depth ?? 0) + 1;
@@ -238,20 +256,24 @@ export function createTeamService(options: TeamServiceOptions): TeamService {
     input: SpawnInput,
     call: { callId: string; signal: AbortSignal },
   ): Promise<SpawnResult> {
-    const links = checkSpawn(parent, input);
-    const child = await options.createChild(parent, links);
-    const base = { agent_id: child.id, ...(links.name === undefined ? {} : { name: links.name }) };
-    let requestId: string;
-    try {
-      if (input.context === 'fork')
-        forkConversation(events, parent.sessionId, child.sessionId, limits(parent.tenantId).forkMessages);
+    const { links, child, run } = await exclusive(parent.id, async () => {
+      const links = checkSpawn(parent, input);
+      const child = await options.createChild(parent, links);
       const run = {
         agentId: child.id,
         tenantId: child.tenantId,
         parentId: parent.id,
         description: input.description,
       };
+      // Counted as running from here, before the next spawn of this parent is checked.
       teams.putRun({ ...run, status: 'running' });
+      return { links, child, run };
+    });
+    const base = { agent_id: child.id, ...(links.name === undefined ? {} : { name: links.name }) };
+    let requestId: string;
+    try {
+      if (input.context === 'fork')
+        forkConversation(events, parent.sessionId, child.sessionId, limits(parent.tenantId).forkMessages);
       const names = await options.toolNames(child);
       const payload: SubagentPayload = {
         prompt: input.prompt,
@@ -280,15 +302,19 @@ export function createTeamService(options: TeamServiceOptions): TeamService {
       throw error;
     }
     if (input.background) return { ...base, status: 'running' };
-    let run: ChildRun;
+    let outcome: ChildRun;
     try {
-      run = await runs.outcome(child.id, call.signal);
+      outcome = await runs.outcome(child.id, call.signal);
     } catch (error) {
       // A foreground child is cancelled with the call that waits on it; the child itself stays.
       requests.cancel(requestId);
       throw error;
     }
-    return { ...base, status: run.status, ...(run.output === undefined ? {} : { output: run.output }) };
+    return {
+      ...base,
+      status: outcome.status,
+      ...(outcome.output === undefined ? {} : { output: outcome.output }),
+    };
   }
 
   function report(child: Agent, output: string): { parent_id: string; status: ChildStatus } {

@@ -210,6 +210,25 @@ describe('child agents and teams', () => {
     });
   });
 
+  it('concurrent spawns in separate batches cannot both take the last running slot or the same name', async () => {
+    api = makeApi({}, { agents: { children: { limits: { concurrentChildren: 2 } } } });
+    const parent = await api.createAgent(api.keyA, { subagents: true });
+    const spawn = { description: 'd', prompt: 'p', run_in_background: true };
+    const results = await Promise.all([1, 2, 3, 4].map(() => call(parent.id, 'subagent', spawn)));
+    expect(results.filter((r) => r.ok)).toHaveLength(2);
+    expect(results.filter((r) => !r.ok).map((r) => r.error.code)).toEqual([
+      'CHILD_LIMIT_EXCEEDED',
+      'CHILD_LIMIT_EXCEEDED',
+    ]);
+    expect(results.find((r) => !r.ok).error.data).toEqual({ limit: 'concurrent', max: 2 });
+
+    const lead = await api.createAgent(api.keyA, { teams: true });
+    const twins = await Promise.all(
+      [1, 2].map(() => call(lead.id, 'spawn_teammate', { name: 'twin', description: 'd', prompt: 'p' })),
+    );
+    expect(twins.map((r) => (r.ok ? 'ok' : r.error.code)).sort()).toEqual(['CONFLICT', 'ok']);
+  });
+
   it('refuses past the limits with stable codes', async () => {
     api = makeApi(
       {},
