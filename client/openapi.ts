@@ -672,7 +672,8 @@ export interface components {
         /** @description Every error: a stable code (host/errors.ts) and a message that says what to do next. */
         ErrorBody: {
             error: {
-                code: string;
+                /** @enum {string} */
+                code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "REQUEST_EXPIRED" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
                 message: string;
             };
         };
@@ -841,7 +842,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         error: {
-                            code: string;
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "REQUEST_EXPIRED" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
                             message: string;
                         };
                     };
@@ -855,7 +857,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         error: {
-                            code: string;
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "REQUEST_EXPIRED" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
                             message: string;
                         };
                     };
@@ -1010,7 +1013,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         error: {
-                            code: string;
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "REQUEST_EXPIRED" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
                             message: string;
                         };
                     };
@@ -1069,7 +1073,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         error: {
-                            code: string;
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "REQUEST_EXPIRED" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
                             message: string;
                         };
                     };
@@ -1107,7 +1112,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         error: {
-                            code: string;
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "REQUEST_EXPIRED" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
                             message: string;
                         };
                     };
@@ -1157,7 +1163,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         error: {
-                            code: string;
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "REQUEST_EXPIRED" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
                             message: string;
                         };
                     };
@@ -1211,7 +1218,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         error: {
-                            code: string;
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "REQUEST_EXPIRED" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
                             message: string;
                         };
                     };
@@ -1269,7 +1277,8 @@ export interface operations {
                             })[];
                             value?: unknown;
                             error?: {
-                                code: string;
+                                /** @enum {string} */
+                                code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "REQUEST_EXPIRED" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
                                 message: string;
                             };
                             durationMs: number;
@@ -1294,7 +1303,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         error: {
-                            code: string;
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "REQUEST_EXPIRED" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
                             message: string;
                         };
                     };
@@ -1366,7 +1376,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         error: {
-                            code: string;
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "REQUEST_EXPIRED" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
                             message: string;
                         };
                     };
@@ -1409,7 +1420,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         error: {
-                            code: string;
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "REQUEST_EXPIRED" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
                             message: string;
                         };
                     };
@@ -1606,7 +1618,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         error: {
-                            code: string;
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "REQUEST_EXPIRED" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
                             message: string;
                         };
                     };
@@ -1640,16 +1653,155 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        requests: {
+                        requests: ({
                             id: string;
-                            kind: string;
+                            /** @constant */
+                            kind: "approval";
                             callId: string;
-                            state: string;
-                            payload: unknown;
+                            /** @enum {string} */
+                            state: "pending" | "answered" | "expired" | "cancelled";
+                            payload: {
+                                toolName: string;
+                                arguments: unknown;
+                                reason: string;
+                            };
                             answer?: unknown;
                             createdAt: number;
                             expiresAt: number;
-                        }[];
+                        } | {
+                            id: string;
+                            /** @constant */
+                            kind: "remote_tool";
+                            callId: string;
+                            /** @enum {string} */
+                            state: "pending" | "answered" | "expired" | "cancelled";
+                            payload: {
+                                toolName: string;
+                                arguments: unknown;
+                            };
+                            answer?: unknown;
+                            createdAt: number;
+                            expiresAt: number;
+                        } | {
+                            id: string;
+                            /** @constant */
+                            kind: "subagent";
+                            callId: string;
+                            /** @enum {string} */
+                            state: "pending" | "answered" | "expired" | "cancelled";
+                            payload: {
+                                prompt: string;
+                                workflow?: string;
+                                phase?: string;
+                                provider?: string;
+                                model?: string;
+                                agentId?: string;
+                                description?: string;
+                                /** @enum {string} */
+                                role?: "child" | "teammate";
+                                name?: string;
+                                /** @enum {string} */
+                                context?: "fresh" | "fork";
+                                background?: boolean;
+                                tools?: string;
+                                toolNames?: string[];
+                            };
+                            answer?: unknown;
+                            createdAt: number;
+                            expiresAt: number;
+                        } | {
+                            id: string;
+                            /** @constant */
+                            kind: "plugin_client_query";
+                            callId: string;
+                            /** @enum {string} */
+                            state: "pending" | "answered" | "expired" | "cancelled";
+                            payload: {
+                                provider: string;
+                                method: string;
+                                input?: unknown;
+                            };
+                            answer?: unknown;
+                            createdAt: number;
+                            expiresAt: number;
+                        } | {
+                            id: string;
+                            /** @constant */
+                            kind: "user_question";
+                            callId: string;
+                            /** @enum {string} */
+                            state: "pending" | "answered" | "expired" | "cancelled";
+                            payload: {
+                                questions: {
+                                    /** @description Key of this question in the answers */
+                                    id: string;
+                                    /** @description The complete question */
+                                    question: string;
+                                    /** @description A short label for the question, e.g. "Database" */
+                                    header?: string;
+                                    options?: {
+                                        /** @description What the person picks (and what comes back as the answer) */
+                                        label: string;
+                                        /** @description What picking it means */
+                                        description?: string;
+                                    }[];
+                                    /** @description Several options may be picked. Default false */
+                                    multi_select?: boolean;
+                                }[];
+                            };
+                            answer?: unknown;
+                            createdAt: number;
+                            expiresAt: number;
+                        } | {
+                            id: string;
+                            /** @constant */
+                            kind: "plan_review";
+                            callId: string;
+                            /** @enum {string} */
+                            state: "pending" | "answered" | "expired" | "cancelled";
+                            payload: {
+                                plan: string;
+                            };
+                            answer?: unknown;
+                            createdAt: number;
+                            expiresAt: number;
+                        } | {
+                            id: string;
+                            /** @constant */
+                            kind: "reminder";
+                            callId: string;
+                            /** @enum {string} */
+                            state: "pending" | "answered" | "expired" | "cancelled";
+                            payload: {
+                                scheduleId: string;
+                                prompt: string;
+                                dueAt: number;
+                                firedAt: number;
+                                everySeconds?: number;
+                            };
+                            answer?: unknown;
+                            createdAt: number;
+                            expiresAt: number;
+                        } | {
+                            id: string;
+                            /** @constant */
+                            kind: "agent_wakeup";
+                            callId: string;
+                            /** @enum {string} */
+                            state: "pending" | "answered" | "expired" | "cancelled";
+                            payload: {
+                                agentId: string;
+                                from: string;
+                                fromName?: string;
+                                mailboxId: number;
+                                message: string;
+                                /** @enum {string} */
+                                reason: "followup" | "message";
+                            };
+                            answer?: unknown;
+                            createdAt: number;
+                            expiresAt: number;
+                        })[];
                     };
                 };
             };
@@ -1681,10 +1833,149 @@ export interface operations {
                 content: {
                     "application/json": {
                         id: string;
-                        kind: string;
+                        /** @constant */
+                        kind: "approval";
                         callId: string;
-                        state: string;
-                        payload: unknown;
+                        /** @enum {string} */
+                        state: "pending" | "answered" | "expired" | "cancelled";
+                        payload: {
+                            toolName: string;
+                            arguments: unknown;
+                            reason: string;
+                        };
+                        answer?: unknown;
+                        createdAt: number;
+                        expiresAt: number;
+                    } | {
+                        id: string;
+                        /** @constant */
+                        kind: "remote_tool";
+                        callId: string;
+                        /** @enum {string} */
+                        state: "pending" | "answered" | "expired" | "cancelled";
+                        payload: {
+                            toolName: string;
+                            arguments: unknown;
+                        };
+                        answer?: unknown;
+                        createdAt: number;
+                        expiresAt: number;
+                    } | {
+                        id: string;
+                        /** @constant */
+                        kind: "subagent";
+                        callId: string;
+                        /** @enum {string} */
+                        state: "pending" | "answered" | "expired" | "cancelled";
+                        payload: {
+                            prompt: string;
+                            workflow?: string;
+                            phase?: string;
+                            provider?: string;
+                            model?: string;
+                            agentId?: string;
+                            description?: string;
+                            /** @enum {string} */
+                            role?: "child" | "teammate";
+                            name?: string;
+                            /** @enum {string} */
+                            context?: "fresh" | "fork";
+                            background?: boolean;
+                            tools?: string;
+                            toolNames?: string[];
+                        };
+                        answer?: unknown;
+                        createdAt: number;
+                        expiresAt: number;
+                    } | {
+                        id: string;
+                        /** @constant */
+                        kind: "plugin_client_query";
+                        callId: string;
+                        /** @enum {string} */
+                        state: "pending" | "answered" | "expired" | "cancelled";
+                        payload: {
+                            provider: string;
+                            method: string;
+                            input?: unknown;
+                        };
+                        answer?: unknown;
+                        createdAt: number;
+                        expiresAt: number;
+                    } | {
+                        id: string;
+                        /** @constant */
+                        kind: "user_question";
+                        callId: string;
+                        /** @enum {string} */
+                        state: "pending" | "answered" | "expired" | "cancelled";
+                        payload: {
+                            questions: {
+                                /** @description Key of this question in the answers */
+                                id: string;
+                                /** @description The complete question */
+                                question: string;
+                                /** @description A short label for the question, e.g. "Database" */
+                                header?: string;
+                                options?: {
+                                    /** @description What the person picks (and what comes back as the answer) */
+                                    label: string;
+                                    /** @description What picking it means */
+                                    description?: string;
+                                }[];
+                                /** @description Several options may be picked. Default false */
+                                multi_select?: boolean;
+                            }[];
+                        };
+                        answer?: unknown;
+                        createdAt: number;
+                        expiresAt: number;
+                    } | {
+                        id: string;
+                        /** @constant */
+                        kind: "plan_review";
+                        callId: string;
+                        /** @enum {string} */
+                        state: "pending" | "answered" | "expired" | "cancelled";
+                        payload: {
+                            plan: string;
+                        };
+                        answer?: unknown;
+                        createdAt: number;
+                        expiresAt: number;
+                    } | {
+                        id: string;
+                        /** @constant */
+                        kind: "reminder";
+                        callId: string;
+                        /** @enum {string} */
+                        state: "pending" | "answered" | "expired" | "cancelled";
+                        payload: {
+                            scheduleId: string;
+                            prompt: string;
+                            dueAt: number;
+                            firedAt: number;
+                            everySeconds?: number;
+                        };
+                        answer?: unknown;
+                        createdAt: number;
+                        expiresAt: number;
+                    } | {
+                        id: string;
+                        /** @constant */
+                        kind: "agent_wakeup";
+                        callId: string;
+                        /** @enum {string} */
+                        state: "pending" | "answered" | "expired" | "cancelled";
+                        payload: {
+                            agentId: string;
+                            from: string;
+                            fromName?: string;
+                            mailboxId: number;
+                            message: string;
+                            /** @enum {string} */
+                            reason: "followup" | "message";
+                        };
                         answer?: unknown;
                         createdAt: number;
                         expiresAt: number;
@@ -1700,7 +1991,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         error: {
-                            code: string;
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "REQUEST_EXPIRED" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
                             message: string;
                         };
                     };
@@ -1765,7 +2057,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         error: {
-                            code: string;
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "REQUEST_EXPIRED" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
                             message: string;
                         };
                     };
@@ -1779,7 +2072,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         error: {
-                            code: string;
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "REQUEST_EXPIRED" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
                             message: string;
                         };
                     };
@@ -1825,7 +2119,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         error: {
-                            code: string;
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "REQUEST_EXPIRED" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
                             message: string;
                         };
                     };
@@ -1869,7 +2164,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         error: {
-                            code: string;
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "REQUEST_EXPIRED" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
                             message: string;
                         };
                     };
@@ -1913,7 +2209,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         error: {
-                            code: string;
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "REQUEST_EXPIRED" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
                             message: string;
                         };
                     };
@@ -1972,7 +2269,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         error: {
-                            code: string;
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "REQUEST_EXPIRED" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
                             message: string;
                         };
                     };
@@ -2048,7 +2346,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         error: {
-                            code: string;
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "REQUEST_EXPIRED" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
                             message: string;
                         };
                     };
@@ -2101,7 +2400,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         error: {
-                            code: string;
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "REQUEST_EXPIRED" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
                             message: string;
                         };
                     };
@@ -2148,7 +2448,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         error: {
-                            code: string;
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "REQUEST_EXPIRED" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
                             message: string;
                         };
                     };
@@ -2203,7 +2504,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         error: {
-                            code: string;
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "REQUEST_EXPIRED" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
                             message: string;
                         };
                     };
@@ -2246,7 +2548,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         error: {
-                            code: string;
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "REQUEST_EXPIRED" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
                             message: string;
                         };
                     };
@@ -2294,7 +2597,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         error: {
-                            code: string;
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "REQUEST_EXPIRED" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
                             message: string;
                         };
                     };
@@ -2309,7 +2613,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         error: {
-                            code: string;
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "REQUEST_EXPIRED" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
                             message: string;
                         };
                     };
@@ -2368,7 +2673,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         error: {
-                            code: string;
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "REQUEST_EXPIRED" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
                             message: string;
                         };
                     };
@@ -2383,7 +2689,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         error: {
-                            code: string;
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "REQUEST_EXPIRED" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
                             message: string;
                         };
                     };
@@ -2439,7 +2746,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         error: {
-                            code: string;
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "REQUEST_EXPIRED" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
                             message: string;
                         };
                     };
@@ -2489,7 +2797,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         error: {
-                            code: string;
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "REQUEST_EXPIRED" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
                             message: string;
                         };
                     };
@@ -2539,7 +2848,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         error: {
-                            code: string;
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "REQUEST_EXPIRED" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
                             message: string;
                         };
                     };
@@ -2617,7 +2927,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         error: {
-                            code: string;
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "REQUEST_EXPIRED" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
                             message: string;
                         };
                     };
@@ -2678,7 +2989,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         error: {
-                            code: string;
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "REQUEST_EXPIRED" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
                             message: string;
                         };
                     };
@@ -2762,7 +3074,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         error: {
-                            code: string;
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "REQUEST_EXPIRED" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
                             message: string;
                         };
                     };
@@ -2777,7 +3090,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         error: {
-                            code: string;
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "REQUEST_EXPIRED" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
                             message: string;
                         };
                     };
@@ -2793,7 +3107,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         error: {
-                            code: string;
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "REQUEST_EXPIRED" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
                             message: string;
                         };
                     };
@@ -2852,7 +3167,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         error: {
-                            code: string;
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "REQUEST_EXPIRED" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
                             message: string;
                         };
                     };
@@ -2891,7 +3207,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         error: {
-                            code: string;
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "REQUEST_EXPIRED" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
                             message: string;
                         };
                     };
@@ -2976,7 +3293,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         error: {
-                            code: string;
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "REQUEST_EXPIRED" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
                             message: string;
                         };
                     };
@@ -3051,7 +3369,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         error: {
-                            code: string;
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "REQUEST_EXPIRED" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
                             message: string;
                         };
                     };
@@ -3092,7 +3411,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         error: {
-                            code: string;
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "REQUEST_EXPIRED" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
                             message: string;
                         };
                     };
@@ -3220,7 +3540,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         error: {
-                            code: string;
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "REQUEST_EXPIRED" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
                             message: string;
                         };
                     };

@@ -10,6 +10,7 @@
 // clean with Redocly's recommended rules (tests/unit/api/openapi.test.ts) and generates a typed
 // client (client/).
 // Invariant: a route's own response for a status wins over the shared one.
+import { ERROR_CODES } from '../errors.ts';
 
 /** Minimal shapes of the parts of the document this pass reads and writes. */
 interface Operation {
@@ -37,7 +38,7 @@ const ErrorBody = {
   properties: {
     error: {
       type: 'object',
-      properties: { code: { type: 'string' }, message: { type: 'string' } },
+      properties: { code: { type: 'string', enum: Object.keys(ERROR_CODES) }, message: { type: 'string' } },
       required: ['code', 'message'],
     },
   },

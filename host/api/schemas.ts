@@ -4,7 +4,8 @@ import * as v from 'valibot';
 import { AgentPolicy } from '../../policies/index.ts';
 import { PRESETS } from '../agents/presets/index.ts';
 import { canonicalRules } from '../egress/rules.ts';
-import { AnswerBody } from '../requests/index.ts';
+import { ERROR_CODES, type ErrorCode } from '../errors.ts';
+import { AnswerBody, REQUEST_KINDS } from '../requests/index.ts';
 import { Goal, ScheduleShown, Todo } from '../tools/builtin/index.ts';
 import { PRESENTATION_MODES, ToolName } from '../tools/index.ts';
 
@@ -15,7 +16,9 @@ export const ID = v.pipe(
 const names = v.pipe(v.array(ToolName), v.maxLength(256));
 const jsonObject = v.record(v.string(), v.unknown());
 
-export const ErrorBody = v.object({ error: v.object({ code: v.string(), message: v.string() }) });
+/** Every stable error code (host/errors.ts), so that clients can switch on them. */
+export const ErrorCodeSchema = v.picklist(Object.keys(ERROR_CODES) as [ErrorCode, ...ErrorCode[]]);
+export const ErrorBody = v.object({ error: v.object({ code: ErrorCodeSchema, message: v.string() }) });
 
 export const Health = v.object({ ok: v.boolean(), version: v.string(), uptimeMs: v.number() });
 
@@ -180,7 +183,7 @@ export const Result = v.object({
   ok: v.boolean(),
   content: v.array(Content),
   value: v.optional(v.unknown()),
-  error: v.optional(v.object({ code: v.string(), message: v.string() })),
+  error: v.optional(v.object({ code: ErrorCodeSchema, message: v.string() })),
   durationMs: v.number(),
   redacted: v.optional(
     v.pipe(
@@ -267,19 +270,24 @@ export const PathQuery = v.object({
 export const RegisterRemoteTools = v.strictObject({ tools: v.pipe(remoteTools, v.minLength(1)) });
 export const RemoteToolNames = v.object({ tools: v.array(v.string()) });
 
-export const RequestsQuery = v.object({
-  state: v.optional(v.picklist(['pending', 'answered', 'expired', 'cancelled'])),
-});
-export const HostRequest = v.object({
-  id: v.string(),
-  kind: v.string(),
-  callId: v.string(),
-  state: v.string(),
-  payload: v.unknown(),
-  answer: v.optional(v.unknown()),
-  createdAt: v.number(),
-  expiresAt: v.number(),
-});
+const RequestState = v.picklist(['pending', 'answered', 'expired', 'cancelled']);
+export const RequestsQuery = v.object({ state: v.optional(RequestState) });
+/** A host request as listed: one member per kind (host/requests/kinds), its payload typed. */
+export const HostRequest = v.variant(
+  'kind',
+  REQUEST_KINDS.map((kind) =>
+    v.object({
+      id: v.string(),
+      kind: v.literal(kind.name),
+      callId: v.string(),
+      state: RequestState,
+      payload: kind.payload,
+      answer: v.optional(v.unknown()),
+      createdAt: v.number(),
+      expiresAt: v.number(),
+    }),
+  ) as unknown as v.VariantOptions<'kind'>,
+);
 export const RequestList = v.object({ requests: v.array(HostRequest) });
 
 /** The schedules as schedule_list shows them (host/tools/builtin/schedules.ts). */
