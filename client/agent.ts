@@ -1,0 +1,166 @@
+// One agent, as a handle: its tool calls (one, or a batch, with live progress), its workspace
+// files, its event log followed live with resume, the host requests it makes of the client, and
+// its terminals. The handle holds the agent's id and what the service said about it when the
+// handle was made (`info`); every method asks the service again.
+import { DshError, DshToolError } from './errors.ts';
+import { type EventsOptions, followEvents } from './events.ts';
+import { AgentFiles } from './files.ts';
+import { ok, pathOf, type Transport } from './http.ts';
+import {
+  listenForRequests,
+  type OnRequestOptions,
+  type RequestHandler,
+  type RequestListener,
+} from './requests.ts';
+import { readSse } from './sse.ts';
+import { type DshTerminal, openTerminal, type TerminalOptions } from './terminal.ts';
+import type {
+  Agent,
+  AgentEvent,
+  ErrorBody,
+  HostRequest,
+  RequestAnswer,
+  RequestKind,
+  Tool,
+  ToolCall,
+  ToolResult,
+} from './types.ts';
+
+export interface CallOptions {
+  /** Cancels the batch (the service cancels its calls cooperatively and logs it). */
+  signal?: AbortSignal;
+  /** Run against the tool set of this step (POST /v1/agents/{id}/steps). */
+  step?: string;
+  /** Told each event of the batch as it happens (calls, inner calls, host requests, results). */
+  onProgress?: (event: AgentEvent) => void;
+}
+
+export class DshAgent {
+  readonly id: string;
+  /** The agent as the service described it when this handle was made. */
+  readonly info: Agent;
+  /** The agent's workspace files. */
+  readonly files: AgentFiles;
+  /** The agent's host requests, listed and answered by hand (onRequest does it with a handler). */
+  readonly requests: {
+    list(state?: HostRequest['state']): Promise<HostRequest[]>;
+    get(requestId: string): Promise<HostRequest>;
+    answer(requestId: string, answer: RequestAnswer): Promise<{ id: string; state: string }>;
+  };
+  readonly #transport: Transport;
+
+  constructor(transport: Transport, info: Agent) {
+    this.#transport = transport;
+    this.id = info.id;
+    this.info = info;
+    this.files = new AgentFiles(transport, info.id);
+    const { api } = transport;
+    const id = info.id;
+    this.requests = {
+      list: async (state) =>
+        (await ok(api.GET('/v1/agents/{id}/requests', { params: { path: { id }, query: { state } } })))
+          .requests,
+      get: (rid) => ok(api.GET('/v1/agents/{id}/requests/{rid}', { params: { path: { id, rid } } })),
+      answer: (rid, body) =>
+        ok(api.POST('/v1/agents/{id}/requests/{rid}', { params: { path: { id, rid } }, body })),
+    };
+  }
+
+  /** The tools the agent's model sees, exactly. */
+  async tools(): Promise<Tool[]> {
+    return (await ok(this.#transport.api.GET('/v1/agents/{id}/tools', { params: { path: { id: this.id } } })))
+      .tools;
+  }
+
+  /**
+   * Runs one tool call and returns its result; a call that ran and failed (unknown tool, invalid
+   * arguments, denied, …) throws a DshToolError with the stable code.
+   */
+  async call(
+    name: string,
+    args: Record<string, unknown> = {},
+    options: CallOptions = {},
+  ): Promise<ToolResult> {
+    const [result] = await this.batch([{ name, arguments: args }], options);
+    if (result === undefined) throw new DshError('INTERNAL', 'The service answered a call with no result.');
+    if (!result.ok) throw new DshToolError(result);
+    return result;
+  }
+
+  /**
+   * Runs calls as one batch (the service runs concurrency-safe ones together) and returns every
+   * result in call order, failed ones included (`ok: false`). Calls without an id are numbered.
+   */
+  async batch(calls: readonly ToolCall[], options: CallOptions = {}): Promise<ToolResult[]> {
+    const body = {
+      calls: calls.map((call, i) => ({
+        ...call,
+        id: call.id ?? `c${i + 1}`,
+        arguments: call.arguments ?? {},
+      })),
+      ...(options.step === undefined ? {} : { step: options.step }),
+    };
+    const params = { path: { id: this.id } };
+    if (options.onProgress === undefined) {
+      return (
+        await ok(this.#transport.api.POST('/v1/agents/{id}/calls', { params, body, signal: options.signal }))
+      ).results;
+    }
+    // Progress needs the event-stream form of the same route: `progress`…, then `results` or `error`.
+    const response = await this.#transport.request(pathOf('/v1/agents/{id}/calls', { id: this.id }), {
+      method: 'POST',
+      headers: { Accept: 'text/event-stream', 'Content-Type': 'application/json' },
+      body: JSON.stringify(body),
+      ...(options.signal === undefined ? {} : { signal: options.signal }),
+    });
+    for await (const message of readSse(response.body ?? new ReadableStream())) {
+      if (message.event === 'progress') options.onProgress(JSON.parse(message.data) as AgentEvent);
+      else if (message.event === 'results')
+        return (JSON.parse(message.data) as { results: ToolResult[] }).results;
+      else if (message.event === 'error') {
+        const { error } = JSON.parse(message.data) as ErrorBody;
+        throw new DshError(error.code, error.message, { data: error });
+      }
+    }
+    throw new DshError(
+      'SANDBOX_UNAVAILABLE',
+      'The call stream ended before its results; the batch may have run.',
+    );
+  }
+
+  /** The agent's events, live: `for await (const e of agent.events({ after }))`, resumed after breaks. */
+  events(options: EventsOptions = {}): AsyncGenerator<AgentEvent, void, undefined> {
+    return followEvents(this.#transport, this.id, options);
+  }
+
+  /**
+   * Answers host requests of `kind` (one or several) with `handler` until stopped: `ask`
+   * approvals (`{ allow, reason? }`), remote tool calls, subagents, user questions, …
+   */
+  onRequest<K extends RequestKind>(
+    kind: K | readonly K[],
+    handler: RequestHandler<K>,
+    options: OnRequestOptions = {},
+  ): RequestListener {
+    const kinds: readonly K[] = typeof kind === 'string' ? [kind as K] : (kind as readonly K[]);
+    return listenForRequests(this, kinds, handler, options);
+  }
+
+  /** Attaches to terminal `terminalId` (opened by the agent's terminal_open) as a duplex of web streams. */
+  terminal(terminalId: string, options: TerminalOptions = {}): Promise<DshTerminal> {
+    return openTerminal(this.#transport, this.id, terminalId, options);
+  }
+
+  /** Deletes the agent, its sandbox and its children. */
+  async delete(): Promise<void> {
+    await ok(this.#transport.api.DELETE('/v1/agents/{id}', { params: { path: { id: this.id } } }));
+  }
+}
+
+/** The text of a result's content (its text parts, joined by newlines). */
+export function textOf(result: ToolResult): string {
+  return result.content
+    .map((part) => (part.type === 'text' ? part.text : ''))
+    .filter((text) => text !== '')
+    .join('\n');
+}

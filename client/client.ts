@@ -1,0 +1,53 @@
+// The entry object: `new DshClient({ baseUrl, apiKey })`, its agents (create, get, list, delete)
+// as DshAgent handles, and `api`, the typed openapi-fetch client of every route for what the
+// ergonomic layer does not cover.
+import type { Client } from 'openapi-fetch';
+import { DshAgent } from './agent.ts';
+import { createTransport, type DshClientOptions, ok, type Transport } from './http.ts';
+import type { paths } from './openapi.ts';
+import type { CreateAgentOptions } from './types.ts';
+
+export class DshClient {
+  /** The typed client of every route (openapi-fetch), for what the handles do not cover. */
+  readonly api: Client<paths>;
+  readonly agents: Agents;
+
+  constructor(options: DshClientOptions) {
+    const transport = createTransport(options);
+    this.api = transport.api;
+    this.agents = new Agents(transport);
+  }
+}
+
+export class Agents {
+  readonly #transport: Transport;
+
+  constructor(transport: Transport) {
+    this.#transport = transport;
+  }
+
+  /** Creates an agent (its sandbox starts on first use). */
+  async create(options: CreateAgentOptions = {}): Promise<DshAgent> {
+    return this.#handle(await ok(this.#transport.api.POST('/v1/agents', { body: options })));
+  }
+
+  /** The tenant's agent `id`; NOT_FOUND when there is none (another tenant's too). */
+  async get(id: string): Promise<DshAgent> {
+    return this.#handle(await ok(this.#transport.api.GET('/v1/agents/{id}', { params: { path: { id } } })));
+  }
+
+  /** The tenant's agents. */
+  async list(): Promise<DshAgent[]> {
+    const { agents } = await ok(this.#transport.api.GET('/v1/agents'));
+    return agents.map((agent) => this.#handle(agent));
+  }
+
+  /** Deletes agent `id`, its sandbox and its children. */
+  async delete(id: string): Promise<void> {
+    await ok(this.#transport.api.DELETE('/v1/agents/{id}', { params: { path: { id } } }));
+  }
+
+  #handle(info: DshAgent['info']): DshAgent {
+    return new DshAgent(this.#transport, info);
+  }
+}

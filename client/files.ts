@@ -1,0 +1,75 @@
+// An agent's workspace files over the byte routes: one file's raw bytes in and out
+// (`/files?path=`), a directory as an uncompressed tar in and out (`/archive?path=`). Paths are
+// relative to the workspace (the service refuses others with PATH_OUTSIDE_WORKSPACE). Downloads
+// come as web streams so a large file is never held whole unless read() is asked to.
+import { pathOf, type Transport } from './http.ts';
+import type { ArchiveUploaded, Uploaded } from './types.ts';
+
+/** What an upload takes: text (UTF-8), bytes, a Blob or a stream of bytes. */
+export type UploadBody = string | Uint8Array | Blob | ReadableStream<Uint8Array>;
+
+export class AgentFiles {
+  readonly #transport: Transport;
+  readonly #agentId: string;
+
+  constructor(transport: Transport, agentId: string) {
+    this.#transport = transport;
+    this.#agentId = agentId;
+  }
+
+  /** Writes (creates or replaces) the file at `path`; it changes only once all of it arrived. */
+  async write(path: string, content: UploadBody): Promise<Uploaded> {
+    return this.#put('/v1/agents/{id}/files', path, content, 'application/octet-stream');
+  }
+
+  /** The file's bytes. */
+  async read(path: string): Promise<Uint8Array> {
+    return new Uint8Array(await (await this.#get('/v1/agents/{id}/files', path)).arrayBuffer());
+  }
+
+  /** The file as UTF-8 text. */
+  async readText(path: string): Promise<string> {
+    return (await this.#get('/v1/agents/{id}/files', path)).text();
+  }
+
+  /** The file's bytes as a stream, read from the sandbox as the stream is read. */
+  async download(path: string): Promise<ReadableStream<Uint8Array>> {
+    return bodyOf(await this.#get('/v1/agents/{id}/files', path));
+  }
+
+  /** Extracts an uncompressed tar into the directory `path` (once all of it was checked). */
+  async uploadArchive(path: string, tar: UploadBody): Promise<ArchiveUploaded> {
+    return this.#put('/v1/agents/{id}/archive', path, tar, 'application/x-tar');
+  }
+
+  /** The file or directory at `path` as an uncompressed tar stream. */
+  async downloadArchive(path: string): Promise<ReadableStream<Uint8Array>> {
+    return bodyOf(await this.#get('/v1/agents/{id}/archive', path));
+  }
+
+  #url(route: '/v1/agents/{id}/files' | '/v1/agents/{id}/archive', path: string): string {
+    return `${pathOf(route, { id: this.#agentId })}?${new URLSearchParams({ path })}`;
+  }
+
+  #get(route: '/v1/agents/{id}/files' | '/v1/agents/{id}/archive', path: string): Promise<Response> {
+    return this.#transport.request(this.#url(route, path));
+  }
+
+  async #put<R>(
+    route: '/v1/agents/{id}/files' | '/v1/agents/{id}/archive',
+    path: string,
+    body: UploadBody,
+    type: string,
+  ): Promise<R> {
+    const response = await this.#transport.request(this.#url(route, path), {
+      method: 'PUT',
+      headers: { 'Content-Type': type },
+      body: body as RequestInit['body'],
+    });
+    return (await response.json()) as R;
+  }
+}
+
+function bodyOf(response: Response): ReadableStream<Uint8Array> {
+  return response.body ?? new ReadableStream({ start: (controller) => controller.close() });
+}

@@ -1,0 +1,45 @@
+// The client's public types, each read off the generated client/openapi.ts (never copied by hand),
+// so a change of a route's schema changes them, and the drift test makes sure it does.
+import type { components, operations } from './openapi.ts';
+
+/** The JSON body operation `O` answers with status `S`. */
+type JsonOf<
+  O extends keyof operations,
+  S extends keyof operations[O]['responses'],
+> = operations[O]['responses'][S] extends { content: { 'application/json': infer T } } ? T : never;
+/** The JSON request body of operation `O`. */
+type BodyOf<O extends keyof operations> = operations[O] extends {
+  requestBody?: { content: { 'application/json': infer T } };
+}
+  ? T
+  : never;
+
+/** Every stable error code the service answers with (host/errors.ts on the server). */
+export type ErrorCode = components['schemas']['ErrorBody']['error']['code'];
+/** The body of every error response. */
+export type ErrorBody = components['schemas']['ErrorBody'];
+
+/** An agent as the service shows it. */
+export type Agent = JsonOf<'getAgent', 200>;
+/** What `POST /v1/agents` takes: preset, mode, policy, sandbox limits, … */
+export type CreateAgentOptions = BodyOf<'createAgent'>;
+/** One tool call of a batch; `id` is optional here, the client numbers calls without one. */
+export type ToolCall = Omit<BodyOf<'callTools'>['calls'][number], 'id'> & { id?: string };
+/** One call's result: `ok`, the content the model sees, the structured `value`, or the `error`. */
+export type ToolResult = JsonOf<'callTools', 200>['results'][number];
+/** A tool the agent's model sees. */
+export type Tool = JsonOf<'listTools', 200>['tools'][number];
+/** One event of the agent's durable log. */
+export type AgentEvent = JsonOf<'listEvents', 200>['events'][number];
+/** A host request: something only the client can answer, typed by kind. */
+export type HostRequest = JsonOf<'listRequests', 200>['requests'][number];
+/** The kinds of host request: approval, remote_tool, subagent, user_question, … */
+export type RequestKind = HostRequest['kind'];
+/** The host request of one kind, its payload typed. */
+export type RequestOf<K extends RequestKind> = Extract<HostRequest, { kind: K }>;
+/** Every answer shape the service accepts; the request's kind decides which apply. */
+export type RequestAnswer = BodyOf<'answerRequest'>;
+/** What a file upload answers: the confined path and the bytes written. */
+export type Uploaded = JsonOf<'writeFile', 200>;
+/** What an archive upload answers: how many files and bytes were extracted. */
+export type ArchiveUploaded = JsonOf<'uploadArchive', 200>;
