@@ -68,10 +68,11 @@ const commands: Record<string, (args: string[]) => Promise<number>> = {
     // The whole suite (no filters) starts with the static checks: types and lint, seconds each.
     if (args.length === 0) {
       log('type-checking (tsc) and linting (biome) ...');
-      const tsc = await runNode(
-        [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'],
-        process.env,
-      );
+      const tscBin = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+      // The client package also on its own, with browser types and no Node types (client/tsconfig.json).
+      const tsc =
+        (await runNode([tscBin, '-p', 'tsconfig.json'], process.env)) ||
+        (await runNode([tscBin, '-p', join('client', 'tsconfig.json')], process.env));
       const lint = await runNode(
         [join(ROOT, 'node_modules', '@biomejs', 'biome', 'bin', 'biome'), 'ci', '.'],
         process.env,
