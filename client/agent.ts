@@ -17,6 +17,7 @@ import { type DshTerminal, openTerminal, type TerminalOptions } from './terminal
 import type {
   Agent,
   AgentEvent,
+  Answered,
   ErrorBody,
   HostRequest,
   RequestAnswer,
@@ -45,7 +46,7 @@ export class DshAgent {
   readonly requests: {
     list(state?: HostRequest['state']): Promise<HostRequest[]>;
     get(requestId: string): Promise<HostRequest>;
-    answer(requestId: string, answer: RequestAnswer): Promise<{ id: string; state: string }>;
+    answer(requestId: string, answer: RequestAnswer): Promise<Answered>;
   };
   readonly #transport: Transport;
 

@@ -39,6 +39,8 @@ export type RequestKind = HostRequest['kind'];
 export type RequestOf<K extends RequestKind> = Extract<HostRequest, { kind: K }>;
 /** Every answer shape the service accepts; the request's kind decides which apply. */
 export type RequestAnswer = BodyOf<'answerRequest'>;
+/** What answering a request returns. */
+export type Answered = JsonOf<'answerRequest', 200>;
 /** What a file upload answers: the confined path and the bytes written. */
 export type Uploaded = JsonOf<'writeFile', 200>;
 /** What an archive upload answers: how many files and bytes were extracted. */

@@ -4,6 +4,7 @@
 // onRequest, a terminal typed into over its WebSocket, and the event log followed across a
 // restart of the service with nothing lost or repeated.
 import { createServer } from 'node:net';
+import { Duplex } from 'node:stream';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
   type AgentEvent,
@@ -170,6 +171,15 @@ describe('@dsh-sandbox/client on a real service', () => {
     writer.releaseLock();
     terminal.close();
     expect((await terminal.closed).code).toBe(1000);
+
+    // Attached again as a Node Duplex: the buffered output is replayed from the offset asked for.
+    const again = Duplex.fromWeb(await agent.terminal(sessionId, { offset: 0 }));
+    let replay = '';
+    for await (const chunk of again) {
+      replay += String(chunk);
+      if (replay.includes('42-typed')) break;
+    }
+    expect(replay).toContain('42-typed');
 
     await expect(agent.terminal('no-such-terminal')).rejects.toMatchObject({ code: 'NOT_FOUND' });
   });
