@@ -42,7 +42,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List tenants
+         * @description Needs the admin key (DSH_ADMIN_KEY) as the bearer token. Keys are never listed.
+         */
+        get: operations["listTenants"];
         put?: never;
         /**
          * Create tenant
@@ -208,6 +212,26 @@ export interface paths {
         get: operations["readFile"];
         /** Write file */
         put: operations["writeFile"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/{id}/directory": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List directory
+         * @description One directory's entries sorted by name, at most 1000 (`truncated` says when there are more). Use `.` for the workspace root.
+         */
+        get: operations["listDirectory"];
+        put?: never;
         post?: never;
         delete?: never;
         options?: never;
@@ -803,6 +827,62 @@ export interface operations {
                     "text/plain": unknown;
                 };
             };
+        };
+    };
+    listTenants: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every tenant */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        tenants: {
+                            id: string;
+                            name: string;
+                            createdAt: number;
+                        }[];
+                    };
+                };
+            };
+            /** @description Wrong admin key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                        };
+                    };
+                };
+            };
+            /** @description No admin key configured */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                        };
+                    };
+                };
+            };
+            503: components["responses"]["ShuttingDown"];
+            504: components["responses"]["Timeout"];
         };
     };
     createTenant: {
@@ -1501,6 +1581,61 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["ShuttingDown"];
+        };
+    };
+    listDirectory: {
+        parameters: {
+            query: {
+                /** @description Path inside the workspace */
+                path: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The directory's entries */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The directory as asked for */
+                        path: string;
+                        entries: {
+                            name: string;
+                            /** @enum {string} */
+                            type: "file" | "directory" | "symlink" | "other";
+                            size: number;
+                        }[];
+                        /** @description More entries exist than were listed */
+                        truncated: boolean;
+                    };
+                };
+            };
+            /** @description Not a directory, or a path outside the workspace */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                        };
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ShuttingDown"];
+            504: components["responses"]["Timeout"];
         };
     };
     downloadArchive: {

@@ -9,6 +9,7 @@ import { routePath } from 'hono/route';
 import { timeout } from 'hono/timeout';
 import { describeRoute, generateSpecs } from 'hono-openapi';
 import type { AgentService } from '../agents/service.ts';
+import { consoleRoutes } from '../console/index.ts';
 import type { EgressSettings } from '../egress/settings.ts';
 import { SandboxError } from '../errors.ts';
 import type { SkillCatalog } from '../skills/catalog.ts';
@@ -271,6 +272,9 @@ export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
     tenantScoped('/v1/egress');
     app.route('/', egressRoutes(deps.egress));
   }
+
+  // The console (/console): pages over this same API, which it calls in-process (host/console).
+  app.route('/', consoleRoutes({ fetch: (request, env) => app.fetch(request, env) }));
 
   let document: Promise<OpenApiDocument> | undefined;
   app.get(

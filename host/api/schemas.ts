@@ -26,6 +26,9 @@ export const CreateTenant = v.strictObject({
   name: v.pipe(v.string(), v.trim(), v.minLength(1), v.maxLength(200)),
 });
 export const TenantCreated = v.object({ id: v.string(), name: v.string(), apiKey: v.string() });
+export const TenantList = v.object({
+  tenants: v.array(v.object({ id: v.string(), name: v.string(), createdAt: v.number() })),
+});
 
 export const Restrict = v.union([v.strictObject({ allow: names }), v.strictObject({ deny: names })]);
 
@@ -365,6 +368,19 @@ export const SetPlanMode = v.strictObject({ planMode: v.boolean() });
 export const Uploaded = v.object({
   path: v.pipe(v.string(), v.description('The confined path inside the workspace')),
   bytes: v.number(),
+});
+
+/** GET /v1/agents/:id/directory: a directory's entries, sorted by name, at most DIRECTORY_LIMIT. */
+export const DirectoryListing = v.object({
+  path: v.pipe(v.string(), v.description('The directory as asked for')),
+  entries: v.array(
+    v.object({
+      name: v.string(),
+      type: v.picklist(['file', 'directory', 'symlink', 'other']),
+      size: v.number(),
+    }),
+  ),
+  truncated: v.pipe(v.boolean(), v.description('More entries exist than were listed')),
 });
 
 /** PUT /v1/agents/:id/archive: what the tar held. */

@@ -7,7 +7,8 @@
 // took the previous one, and stops reading when the client goes away (host/sandbox/download.ts).
 // A file download is bounded by the sandbox's download limit (1 GiB), not by the model-facing
 // maxReadBytes, and carries Content-Length; if the file shrinks meanwhile the connection is cut
-// rather than ended short.
+// rather than ended short. `directory?path=P` lists one directory (sorted, at most
+// DIRECTORY_LIMIT entries), so that a client can browse the workspace without a tool call.
 import { Readable } from 'node:stream';
 import { Hono } from 'hono';
 import { describeRoute } from 'hono-openapi';
@@ -15,11 +16,14 @@ import type { AgentService } from '../../agents/service.ts';
 import { SandboxError } from '../../errors.ts';
 import { jsonResponse, queryOf, uploadBody } from '../body.ts';
 import type { ApiEnv } from '../env.ts';
-import { ArchiveUploaded, PathQuery, Uploaded } from '../schemas.ts';
+import { ArchiveUploaded, DirectoryListing, ErrorBody, PathQuery, Uploaded } from '../schemas.ts';
 import { loadAgent } from './agents.ts';
 
 /** A raw byte body (OpenAPI 3.1: a string of any bytes; generators type it as binary). */
 const BYTES = { type: 'string' as const, format: 'binary' };
+
+/** Entries of one directory listing at most. */
+export const DIRECTORY_LIMIT = 1000;
 
 const pathParam = {
   name: 'path',
@@ -50,6 +54,30 @@ export const fileRoutes = (agents: AgentService, maxUploadBytes: number): Hono<A
         'Content-Type': 'application/octet-stream',
         'Content-Length': String(file.size),
       });
+    },
+  );
+  app.get(
+    '/v1/agents/:id/directory',
+    describeRoute({
+      operationId: 'listDirectory',
+      tags: ['files'],
+      description: `One directory's entries sorted by name, at most ${DIRECTORY_LIMIT} (\`truncated\` says when there are more). Use \`.\` for the workspace root.`,
+      parameters: [pathParam],
+      responses: {
+        200: jsonResponse("The directory's entries", DirectoryListing),
+        400: jsonResponse('Not a directory, or a path outside the workspace', ErrorBody),
+      },
+    }),
+    loadAgent(agents),
+    async (c) => {
+      const { path } = queryOf(PathQuery, c.req.query());
+      const sandbox = await agents.sandbox(c.get('agent'));
+      const all = await sandbox.fs.list(path);
+      const entries = all
+        .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+        .slice(0, DIRECTORY_LIMIT)
+        .map(({ name, type, size }) => ({ name, type, size }));
+      return c.json({ path, entries, truncated: all.length > DIRECTORY_LIMIT });
     },
   );
   app.put(

@@ -1,4 +1,5 @@
-// POST /v1/tenants (admin key): creates a tenant and returns its API key, once.
+// POST /v1/tenants (admin key): creates a tenant and returns its API key, once. GET /v1/tenants
+// (admin key): every tenant's id, name and creation time (no keys), for the operator.
 import { Hono } from 'hono';
 import { describeRoute } from 'hono-openapi';
 import type * as v from 'valibot';
@@ -6,7 +7,7 @@ import type { TenantStore } from '../../store/index.ts';
 import { adminAuth } from '../auth.ts';
 import { jsonBody, jsonRequest, jsonResponse } from '../body.ts';
 import type { ApiEnv } from '../env.ts';
-import { CreateTenant, ErrorBody, TenantCreated } from '../schemas.ts';
+import { CreateTenant, ErrorBody, TenantCreated, TenantList } from '../schemas.ts';
 
 export const tenantRoutes = (tenants: TenantStore, adminKey: string | undefined): Hono<ApiEnv> => {
   const app = new Hono<ApiEnv>();
@@ -30,6 +31,22 @@ export const tenantRoutes = (tenants: TenantStore, adminKey: string | undefined)
       const tenant = tenants.createTenant(name);
       return c.json({ id: tenant.id, name: tenant.name, apiKey: tenant.apiKey }, 201);
     },
+  );
+  app.get(
+    '/v1/tenants',
+    describeRoute({
+      operationId: 'listTenants',
+      tags: ['tenants'],
+      description: 'Needs the admin key (DSH_ADMIN_KEY) as the bearer token. Keys are never listed.',
+      responses: {
+        200: jsonResponse('Every tenant', TenantList),
+        401: jsonResponse('Wrong admin key', ErrorBody),
+        403: jsonResponse('No admin key configured', ErrorBody),
+      },
+    }),
+    adminAuth(adminKey),
+    (c) =>
+      c.json({ tenants: tenants.listTenants().map(({ id, name, createdAt }) => ({ id, name, createdAt })) }),
   );
   return app;
 };

@@ -1,0 +1,169 @@
+// The live audit timeline of an agent page: follows the console's SSE proxy of the agent's event
+// log (EventSource resumes by Last-Event-ID on its own), filters rows in place, and turns
+// request.created events into answer forms. Untrusted data only ever becomes text: elements are
+// made with createElement and filled with append(string) / textContent, never parsed as markup.
+const section = document.getElementById('timeline');
+const list = document.getElementById('events');
+const filters = document.getElementById('filters');
+const state = document.getElementById('stream-state');
+const exportLink = document.getElementById('export');
+const requests = document.getElementById('requests');
+const csrf = document.querySelector('meta[name="csrf-token"]')?.getAttribute('content') ?? '';
+
+/** An element with attributes and children (strings become text nodes). */
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) node.setAttribute(name, String(value));
+  for (const child of children) if (child !== null && child !== undefined) node.append(child);
+  return node;
+}
+
+const clip = (text, max = 400) => (text.length > max ? `${text.slice(0, max)}…` : text);
+const json = (value) => clip(JSON.stringify(value) ?? 'undefined');
+
+/** One line about an event's data, by type. */
+function summary(e) {
+  const d = e.data ?? {};
+  if (e.type === 'tool.call') return `${d.name}(${json(d.arguments)})`;
+  if (e.type === 'tool.result')
+    return `${d.name} ${d.ok ? 'ok' : `failed ${d.error?.code ?? ''}`} ${d.durationMs ?? ''} ms ${d.ok ? json(d.value ?? d.content) : clip(String(d.error?.message ?? ''))}`;
+  if (e.type.startsWith('request.'))
+    return `${d.kind ?? ''} ${d.requestId ?? ''} ${json(d.payload ?? d.answer ?? d)}`;
+  return json(d);
+}
+
+function matches(row) {
+  const f = new FormData(filters);
+  const family = f.get('family');
+  const surface = f.get('surface');
+  const call = String(f.get('call') ?? '').trim();
+  const text = String(f.get('text') ?? '')
+    .trim()
+    .toLowerCase();
+  return (
+    (!family || row.dataset.family === family) &&
+    (!surface || row.dataset.surface === surface) &&
+    (!call || row.dataset.call === call || row.dataset.parent === call) &&
+    (!text || row.textContent.toLowerCase().includes(text))
+  );
+}
+
+function applyFilters() {
+  for (const row of list.children) row.hidden = !matches(row);
+  const f = new FormData(filters);
+  const query = new URLSearchParams();
+  for (const name of ['family', 'surface', 'call']) if (f.get(name)) query.set(name, String(f.get(name)));
+  const base = section.dataset.export;
+  exportLink.setAttribute('href', query.size > 0 ? `${base}?${query}` : base);
+}
+
+function addRow(e) {
+  const inner = e.parentCallId !== undefined;
+  const row = el(
+    'li',
+    { class: `event ${inner ? 'inner' : 'root'} ${e.type.replace(/[^a-z_.]/gi, '').replaceAll('.', '-')}` },
+    el('span', { class: 'seq' }, String(e.seq)),
+    el('time', {}, new Date(e.at).toISOString().slice(11, 23)),
+    el('span', { class: 'type' }, e.type),
+    el('span', { class: 'call' }, inner ? `${e.callId ?? ''} ⊂ ${e.parentCallId}` : (e.callId ?? '')),
+    el('span', { class: 'summary' }, summary(e)),
+  );
+  row.dataset.seq = String(e.seq);
+  row.dataset.type = e.type;
+  row.dataset.family = e.type.split('.')[0];
+  row.dataset.surface = e.surface;
+  if (e.callId !== undefined) row.dataset.call = e.callId;
+  if (inner) row.dataset.parent = e.parentCallId;
+  row.hidden = !matches(row);
+  list.append(row);
+}
+
+// Answer forms for requests that arrive while the page is open (the server renders the others).
+const QUESTION_KINDS = new Set(['approval', 'plan_review']);
+function requestForm(agentId, requestId, kind, payload) {
+  const form = el('form', {
+    method: 'post',
+    action: `/console/agents/${encodeURIComponent(agentId)}/requests/${encodeURIComponent(requestId)}`,
+    class: 'request',
+    'data-request': requestId,
+  });
+  form.append(
+    el('input', { type: 'hidden', name: 'csrf', value: csrf }),
+    el('input', { type: 'hidden', name: 'kind', value: kind }),
+    el('p', {}, el('strong', {}, kind), ' ', el('code', {}, requestId)),
+  );
+  if (QUESTION_KINDS.has(kind)) {
+    form.append(
+      el(
+        'pre',
+        {},
+        kind === 'approval' ? `${payload?.toolName}: ${payload?.reason}` : String(payload?.plan ?? ''),
+      ),
+      el('input', { type: 'text', name: 'reason', placeholder: 'reason (optional)' }),
+      el('button', { type: 'submit', name: 'decision', value: 'allow' }, 'Allow'),
+      el('button', { type: 'submit', name: 'decision', value: 'deny' }, 'Deny'),
+    );
+  } else if (kind === 'user_question' && Array.isArray(payload?.questions)) {
+    for (const q of payload.questions) {
+      const field =
+        Array.isArray(q.options) && q.options.length > 0
+          ? el(
+              'select',
+              q.multi_select ? { name: `q:${q.id}`, multiple: '' } : { name: `q:${q.id}` },
+              ...q.options.map((o) => el('option', { value: o.label }, o.label)),
+            )
+          : el('input', { type: 'text', name: `q:${q.id}` });
+      form.append(
+        el(
+          'label',
+          { class: 'question' },
+          el('span', {}, q.header ? `${q.header}: ${q.question}` : q.question),
+          field,
+        ),
+      );
+    }
+    form.append(el('button', { type: 'submit' }, 'Answer'));
+  } else {
+    form.append(
+      el('pre', {}, json(payload)),
+      el('textarea', { name: 'answer', rows: 3 }),
+      el('button', { type: 'submit' }, 'Answer'),
+    );
+  }
+  return form;
+}
+
+function trackRequest(e) {
+  if (!requests) return;
+  const id = e.data?.requestId;
+  if (typeof id !== 'string') return;
+  const shown = [...requests.querySelectorAll('form.request')].find((f) => f.dataset.request === id);
+  if (e.type === 'request.created' && !shown)
+    requests.append(requestForm(requests.dataset.agent, id, String(e.data.kind), e.data.payload));
+  else if (e.type !== 'request.created' && shown) shown.remove();
+  document.getElementById('no-requests').hidden = requests.querySelector('form.request') !== null;
+}
+
+filters.addEventListener('input', applyFilters);
+filters.addEventListener('submit', (event) => event.preventDefault());
+
+const source = new EventSource(section.dataset.stream);
+source.addEventListener('open', () => {
+  state.textContent = 'live';
+});
+source.addEventListener('error', () => {
+  state.textContent = source.readyState === EventSource.CLOSED ? 'closed' : 'reconnecting…';
+});
+source.addEventListener('event', (message) => {
+  const e = JSON.parse(message.data);
+  // A reconnect resumes after the last id; a row already shown is never added twice.
+  if (list.querySelector(`li[data-seq="${Number(e.seq)}"]`)) return;
+  addRow(e);
+  if (e.type.startsWith('request.')) trackRequest(e);
+});
+for (const end of ['deleted', 'shutdown']) {
+  source.addEventListener(end, (message) => {
+    state.textContent = JSON.parse(message.data).message;
+    source.close();
+  });
+}

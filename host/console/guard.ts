@@ -1,0 +1,114 @@
+// The console's gate: security headers on every console response, the session cookie, and CSRF.
+// Invariants: every response under /console carries the strict CSP (no inline script, nothing
+// framed) whatever answered it, errors and redirects included; no page, asset or socket but the
+// sign-in page answers without a live session; a mutating request passes only when it comes from
+// this origin (Origin / Sec-Fetch-Site) and, once signed in, carries the session's CSRF token.
+import { timingSafeEqual } from 'node:crypto';
+import type { Context, MiddlewareHandler } from 'hono';
+import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
+import type { ConsoleSession, Sessions } from './sessions.ts';
+
+export interface ConsoleEnv {
+  Variables: { session: ConsoleSession };
+}
+
+export const COOKIE = 'dsh_console';
+
+/** Scripts, styles, sockets and images only from this origin; nothing inline, no framing. */
+export const CSP = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+export const securityHeaders: MiddlewareHandler = async function consoleHeaders(c, next) {
+  await next();
+  const headers = c.res.headers;
+  // A WebSocket's 101 comes back as a response without writable headers: nothing to add there.
+  if (c.res.status === 101) return;
+  try {
+    headers.set('Content-Security-Policy', CSP);
+    headers.set('X-Content-Type-Options', 'nosniff');
+    headers.set('Referrer-Policy', 'no-referrer');
+    headers.set('X-Frame-Options', 'DENY');
+    headers.set('Cross-Origin-Opener-Policy', 'same-origin');
+    if (!headers.has('Cache-Control')) headers.set('Cache-Control', 'no-store');
+  } catch {
+    // An immutable response (a proxied one): copy it so that its headers can be set.
+    c.res = new Response(c.res.body, c.res);
+    return consoleHeaders(c, async () => {});
+  }
+};
+
+const isHttps = (c: Context): boolean => new URL(c.req.url).protocol === 'https:';
+
+export const setSessionCookie = (c: Context, session: ConsoleSession): void => {
+  setCookie(c, COOKIE, session.id, {
+    path: '/console',
+    httpOnly: true,
+    sameSite: 'Strict',
+    secure: isHttps(c),
+    maxAge: Math.max(1, Math.floor((session.expiresAt - Date.now()) / 1000)),
+  });
+};
+
+export const clearSessionCookie = (c: Context): void => {
+  deleteCookie(c, COOKIE, { path: '/console', secure: isHttps(c) });
+};
+
+/** The live session behind the request's cookie, or undefined. */
+export const sessionOf = (sessions: Sessions, c: Context): ConsoleSession | undefined =>
+  sessions.get(getCookie(c, COOKIE));
+
+/**
+ * Admits only requests with a live session of `role`. Without one, a page or asset GET is sent to
+ * the sign-in page and anything else is refused; nothing of what it asked for is answered.
+ */
+export const requireSession = (
+  sessions: Sessions,
+  role?: ConsoleSession['role'],
+): MiddlewareHandler<ConsoleEnv> =>
+  async function requireSession(c, next) {
+    const session = sessionOf(sessions, c);
+    if (session === undefined || (role !== undefined && session.role !== role)) {
+      if (c.req.method === 'GET' && c.req.header('upgrade') === undefined)
+        return c.redirect('/console/signin', 303);
+      return c.text('Sign in to the console first.', 401);
+    }
+    c.set('session', session);
+    await next();
+  };
+
+/** True when a browser says the request comes from this very origin (non-browsers say nothing). */
+export const sameOrigin = (c: Context): boolean => {
+  const site = c.req.header('sec-fetch-site');
+  if (site !== undefined && site !== 'same-origin' && site !== 'none') return false;
+  const origin = c.req.header('origin');
+  return origin === undefined || origin === new URL(c.req.url).origin;
+};
+
+const equal = (a: string, b: string): boolean => {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+};
+
+/** Refuses a mutating request from another site, or one without the session's CSRF token. */
+export const checkCsrf = async (c: Context<ConsoleEnv>): Promise<Record<string, string | File>> => {
+  if (!sameOrigin(c)) throw new CsrfRefusal('This form was sent from another site.');
+  const form = await c.req.parseBody();
+  const sent = form.csrf;
+  if (typeof sent !== 'string' || !equal(sent, c.get('session').csrf))
+    throw new CsrfRefusal('The form is stale or forged: reload the page and send it again.');
+  return form;
+};
+
+export class CsrfRefusal extends Error {
+  override name = 'CsrfRefusal';
+}

@@ -1,0 +1,75 @@
+// The console under /console: server-rendered pages (hono/jsx) over the public v1 API, signed in
+// with a tenant key (or the admin key, for the operator view). Mount with
+// `app.route('/', consoleRoutes({ fetch: (r, env) => app.fetch(r, env) }))`.
+// Invariants: every response under /console carries the security headers (guard.ts); only the
+// sign-in page answers without a session; the console reads and changes nothing but through v1.
+import { Hono } from 'hono';
+import { ApiFailure, type ApiFetch } from './api.ts';
+import { assetOf } from './assets.ts';
+import {
+  type ConsoleEnv,
+  CsrfRefusal,
+  clearSessionCookie,
+  requireSession,
+  securityHeaders,
+} from './guard.ts';
+import { operatorRoutes } from './operator.ts';
+import { createSessions, type Sessions } from './sessions.ts';
+import { signinRoutes } from './signin.ts';
+import { tenantRoutes } from './tenant.ts';
+import { h, page } from './views/layout.ts';
+
+export interface ConsoleOptions {
+  /** The control plane's own fetch: every console request to the API goes through it. */
+  fetch: ApiFetch;
+  /** Default: sessions in memory, 8 hours each. */
+  sessions?: Sessions;
+}
+
+export const consoleRoutes = (options: ConsoleOptions): Hono<ConsoleEnv> => {
+  const sessions = options.sessions ?? createSessions();
+  const app = new Hono<ConsoleEnv>();
+  app.use('/console', securityHeaders);
+  app.use('/console/*', securityHeaders);
+  app.onError(async (error, c) => {
+    if (error instanceof CsrfRefusal) return c.text(error.message, 403);
+    if (error instanceof ApiFailure) {
+      if (error.status === 401) {
+        // The key was revoked meanwhile: the session is over.
+        const session = c.get('session');
+        if (session !== undefined) sessions.close(session.id);
+        clearSessionCookie(c);
+        return c.redirect('/console/signin', 303);
+      }
+      const status =
+        error.status === 404 || error.status === 400 || error.status === 409 ? error.status : 502;
+      return c.html(
+        await page(
+          { title: error.status === 404 ? 'Not found' : 'Refused', session: c.get('session') },
+          h('p', null, `${error.code}: ${error.message}`),
+        ),
+        status,
+      );
+    }
+    console.error('console:', error);
+    return c.text('The console failed to answer; see the service log.', 500);
+  });
+  app.route('/', signinRoutes(options.fetch, sessions));
+  app.route('/', tenantRoutes(options.fetch, sessions));
+  app.route('/', operatorRoutes(options.fetch, sessions));
+  app.get('/console/assets/:name', requireSession(sessions), (c) => {
+    const asset = assetOf(c.req.param('name'));
+    if (asset === undefined) return c.text('No such asset.', 404);
+    return c.body(asset.body as Uint8Array<ArrayBuffer>, 200, {
+      'Content-Type': asset.type,
+      'Cache-Control': 'private, max-age=300',
+    });
+  });
+  app.all('/console/*', requireSession(sessions), async (c) =>
+    c.html(
+      await page({ title: 'Not found', session: c.get('session') }, h('p', null, 'No such console page.')),
+      404,
+    ),
+  );
+  return app;
+};

@@ -1,0 +1,75 @@
+// The operator view (admin key): tenants (GET /v1/tenants) and the service's totals, warm pool,
+// isolate workers and workspace disk as /metrics exposes them.
+import { Hono } from 'hono';
+import { type ApiFetch, apiJson, apiRequest } from './api.ts';
+import { type ConsoleEnv, requireSession } from './guard.ts';
+import type { Sessions } from './sessions.ts';
+import { h, page, table, when } from './views/layout.ts';
+
+/** The gauges shown, by their Prometheus sample (name with labels). */
+const GAUGES: [string, string][] = [
+  ['dsh_sandboxes_live', 'sandboxes held'],
+  ['dsh_call_batches_in_flight', 'call batches running'],
+  ['dsh_host_requests_pending', 'host requests pending'],
+  ['dsh_warm_pool_size', 'warm pool size'],
+  ['dsh_warm_pool_available', 'warm pool ready'],
+  ['dsh_isolate_workers', 'isolate workers'],
+  ['dsh_terminal_sockets_open', 'terminal sockets'],
+  ['dsh_connections_open', 'connections open'],
+  ['dsh_workspace_disk_bytes{kind="used"}', 'workspace disk used (bytes)'],
+  ['dsh_workspace_disk_bytes{kind="free"}', 'workspace disk free (bytes)'],
+];
+
+/** Samples of Prometheus text by name-with-labels (comments skipped). */
+export const samplesOf = (text: string): Map<string, string> => {
+  const out = new Map<string, string>();
+  for (const line of text.split('\n')) {
+    if (line === '' || line.startsWith('#')) continue;
+    const space = line.lastIndexOf(' ');
+    if (space > 0) out.set(line.slice(0, space), line.slice(space + 1));
+  }
+  return out;
+};
+
+interface TenantRow {
+  id: string;
+  name: string;
+  createdAt: number;
+}
+
+export const operatorRoutes = (fetch: ApiFetch, sessions: Sessions): Hono<ConsoleEnv> => {
+  const app = new Hono<ConsoleEnv>();
+  app.get('/console/operator', requireSession(sessions, 'operator'), async (c) => {
+    const key = c.get('session').key;
+    const { tenants } = await apiJson<{ tenants: TenantRow[] }>(fetch, c, key, '/v1/tenants');
+    const metrics = samplesOf(await (await apiRequest(fetch, c, key, '/metrics')).text());
+    const logBytes = (id: string) => metrics.get(`dsh_store_log_bytes{tenant="${id}"}`) ?? '0';
+    return c.html(
+      await page(
+        { title: 'Operator', session: c.get('session') },
+        h('h2', null, 'Service'),
+        table(
+          ['measure', 'value'],
+          GAUGES.filter(([name]) => metrics.has(name)).map(([name, label]) =>
+            h('tr', null, h('td', null, label), h('td', { 'data-metric': name }, metrics.get(name) ?? '')),
+          ),
+        ),
+        h('h2', null, 'Tenants'),
+        table(
+          ['tenant', 'name', 'log bytes', 'created'],
+          tenants.map((t) =>
+            h(
+              'tr',
+              null,
+              h('td', null, t.id),
+              h('td', null, t.name),
+              h('td', null, logBytes(t.id)),
+              h('td', null, when(t.createdAt)),
+            ),
+          ),
+        ),
+      ),
+    );
+  });
+  return app;
+};

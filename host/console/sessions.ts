@@ -1,0 +1,69 @@
+// The console's sessions: an opaque random id (the cookie's only content) mapped, in this process's
+// memory, to the key it signed in with and its CSRF token. Invariants: a session ends at its
+// absolute expiry or at sign-out, whichever comes first, and is never readable after; the map holds
+// at most `max` sessions (the oldest ends first), so repeated sign-ins cannot grow it without bound.
+// A restart ends every session (people sign in again): keys are never written anywhere.
+import { randomBytes } from 'node:crypto';
+
+/** Who signed in: a tenant with its API key, or the operator with the admin key. */
+export type SessionRole = 'tenant' | 'operator';
+
+export interface ConsoleSession {
+  readonly id: string;
+  readonly role: SessionRole;
+  /** The bearer key every API request of this session carries. */
+  readonly key: string;
+  /** The synchronizer token every mutating form of this session must send back. */
+  readonly csrf: string;
+  readonly expiresAt: number;
+}
+
+export interface SessionOptions {
+  /** How long a session lasts from sign-in. Default 8 hours. */
+  ttlMs?: number;
+  /** Sessions held at once; past it the oldest ends. Default 10,000. */
+  max?: number;
+  now?: () => number;
+}
+
+export interface Sessions {
+  open(role: SessionRole, key: string): ConsoleSession;
+  /** The live session of this id, or undefined (unknown, ended or expired). */
+  get(id: string | undefined): ConsoleSession | undefined;
+  close(id: string): void;
+}
+
+const token = (): string => randomBytes(32).toString('base64url');
+
+export const createSessions = ({
+  ttlMs = 8 * 3600_000,
+  max = 10_000,
+  now = Date.now,
+}: SessionOptions = {}): Sessions => {
+  // Insertion order is sign-in order: the first entry is the oldest session.
+  const live = new Map<string, ConsoleSession>();
+  return {
+    open(role, key) {
+      const session = { id: token(), role, key, csrf: token(), expiresAt: now() + ttlMs };
+      live.set(session.id, session);
+      for (const oldest of live.keys()) {
+        if (live.size <= max) break;
+        live.delete(oldest);
+      }
+      return session;
+    },
+    get(id) {
+      if (id === undefined) return undefined;
+      const session = live.get(id);
+      if (session === undefined) return undefined;
+      if (session.expiresAt <= now()) {
+        live.delete(id);
+        return undefined;
+      }
+      return session;
+    },
+    close(id) {
+      live.delete(id);
+    },
+  };
+};

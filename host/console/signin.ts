@@ -1,0 +1,88 @@
+// Signing in and out. A key is checked by asking the API with it (a tenant key: GET /v1/agents;
+// the admin key: GET /v1/tenants) — the console holds no key store of its own. The key stays in
+// the server-side session; the browser gets only the session's opaque id, in an httpOnly,
+// SameSite=Strict cookie (Secure over https).
+import { Hono } from 'hono';
+import { type ApiFetch, apiRequest } from './api.ts';
+import {
+  type ConsoleEnv,
+  checkCsrf,
+  clearSessionCookie,
+  requireSession,
+  sameOrigin,
+  sessionOf,
+  setSessionCookie,
+} from './guard.ts';
+import type { SessionRole, Sessions } from './sessions.ts';
+import { h, page } from './views/layout.ts';
+
+const signinPage = (message?: string) =>
+  page(
+    { title: 'Sign in' },
+    message === undefined ? null : h('p', { role: 'alert' }, message),
+    h(
+      'form',
+      { method: 'post', action: '/console/signin' },
+      h(
+        'p',
+        null,
+        h(
+          'label',
+          null,
+          'API key ',
+          h('input', { type: 'password', name: 'key', required: true, autocomplete: 'off', size: 60 }),
+        ),
+      ),
+      h(
+        'p',
+        null,
+        h(
+          'label',
+          null,
+          h('input', { type: 'radio', name: 'role', value: 'tenant', checked: true }),
+          ' tenant key',
+        ),
+        ' ',
+        h(
+          'label',
+          null,
+          h('input', { type: 'radio', name: 'role', value: 'operator' }),
+          ' admin key (operator view)',
+        ),
+      ),
+      h('button', { type: 'submit' }, 'Sign in'),
+    ),
+  );
+
+export const homeOf = (role: SessionRole): string =>
+  role === 'tenant' ? '/console/agents' : '/console/operator';
+
+export const signinRoutes = (fetch: ApiFetch, sessions: Sessions): Hono<ConsoleEnv> => {
+  const app = new Hono<ConsoleEnv>();
+  app.get('/console/signin', async (c) => {
+    const session = sessionOf(sessions, c);
+    if (session !== undefined) return c.redirect(homeOf(session.role), 303);
+    return c.html(await signinPage());
+  });
+  app.post('/console/signin', async (c) => {
+    // No session yet, so no token: a sign-in from another site (login CSRF) is refused by origin.
+    if (!sameOrigin(c)) return c.text('This form was sent from another site.', 403);
+    const form = await c.req.parseBody();
+    const key = typeof form.key === 'string' ? form.key.trim() : '';
+    const role: SessionRole = form.role === 'operator' ? 'operator' : 'tenant';
+    const probe = role === 'tenant' ? '/v1/agents' : '/v1/tenants';
+    const ok = /^[A-Za-z0-9._~+/=-]{1,512}$/.test(key) && (await apiRequest(fetch, c, key, probe)).ok;
+    if (!ok) return c.html(await signinPage('That key was not accepted.'), 401);
+    const session = sessions.open(role, key);
+    setSessionCookie(c, session);
+    return c.redirect(homeOf(role), 303);
+  });
+  app.post('/console/signout', requireSession(sessions), async (c) => {
+    await checkCsrf(c);
+    sessions.close(c.get('session').id);
+    clearSessionCookie(c);
+    return c.redirect('/console/signin', 303);
+  });
+  app.get('/console', requireSession(sessions), (c) => c.redirect(homeOf(c.get('session').role), 303));
+  return app;
+};

@@ -1,0 +1,105 @@
+// One agent: its settings, pending host requests (answerable here), the live audit timeline with
+// its filters and export, and the ways to its files and terminals. The timeline's rows are added
+// by assets/timeline.js from the event stream, as text.
+import type { ConsoleSession } from '../sessions.ts';
+import { type AgentView, limitsText } from './agents.ts';
+import { h, type Node, table, when } from './layout.ts';
+import { type RequestView, requestForm } from './requests.ts';
+
+/** Event families the timeline filter offers (an event's type up to its first dot). */
+export const FAMILIES = [
+  'tool',
+  'request',
+  'policy',
+  'egress',
+  'agent',
+  'session',
+  'message',
+  'tools',
+  'mailbox',
+  'team',
+  'schedule',
+];
+
+/** Filters and the live list; `stream` is the SSE URL, `exportUrl` the NDJSON download. */
+export const timeline = (stream: string, exportUrl: string): Node =>
+  h(
+    'section',
+    { id: 'timeline', 'data-stream': stream, 'data-export': exportUrl },
+    h('h2', null, 'Audit timeline'),
+    h(
+      'form',
+      { id: 'filters', class: 'filters' },
+      h(
+        'label',
+        null,
+        'family ',
+        h(
+          'select',
+          { name: 'family' },
+          h('option', { value: '' }, 'all'),
+          ...FAMILIES.map((f) => h('option', { value: f }, f)),
+        ),
+      ),
+      h(
+        'label',
+        null,
+        'surface ',
+        h(
+          'select',
+          { name: 'surface' },
+          h('option', { value: '' }, 'all'),
+          h('option', { value: 'current' }, 'current'),
+          h('option', { value: 'log-only' }, 'log-only'),
+        ),
+      ),
+      h('label', null, 'call ', h('input', { name: 'call', type: 'text', size: 14 })),
+      h('label', null, 'text ', h('input', { name: 'text', type: 'search', size: 18 })),
+      h('a', { id: 'export', href: exportUrl, download: '' }, 'Export NDJSON'),
+      h('span', { id: 'stream-state', class: 'muted' }, 'connecting…'),
+    ),
+    h('ol', { id: 'events', class: 'events' }),
+  );
+
+export const agentPage = (agent: AgentView, requests: RequestView[], session: ConsoleSession): Node[] => {
+  const base = `/console/agents/${encodeURIComponent(agent.id)}`;
+  return [
+    table(
+      ['preset', 'mode', 'sandbox', 'code budgets', 'created'],
+      [
+        h(
+          'tr',
+          null,
+          h('td', null, agent.preset),
+          h('td', null, agent.mode),
+          h('td', null, limitsText(agent.config.sandbox)),
+          h('td', null, limitsText(agent.config.codeMode)),
+          h('td', null, when(agent.createdAt)),
+        ),
+      ],
+    ),
+    h(
+      'p',
+      { class: 'links' },
+      h('a', { href: `${base}/files?path=.` }, 'Files'),
+      h(
+        'form',
+        { method: 'get', action: `${base}/terminal`, class: 'inline' },
+        h('input', { type: 'text', name: 'tid', placeholder: 'terminal id', required: true, size: 12 }),
+        h('button', { type: 'submit' }, 'Attach terminal'),
+      ),
+    ),
+    h(
+      'section',
+      { id: 'requests', 'data-agent': agent.id },
+      h('h2', null, 'Pending requests'),
+      h(
+        'p',
+        { id: 'no-requests', class: 'muted', ...(requests.length > 0 ? { hidden: true } : {}) },
+        'None.',
+      ),
+      ...requests.map((r) => requestForm(agent.id, r, session)),
+    ),
+    timeline(`${base}/events/stream`, `${base}/events.ndjson`),
+  ];
+};

@@ -1,0 +1,109 @@
+// Pending host requests as forms: approvals and plan reviews as allow / deny, questions as their
+// options or free text, any other kind as a JSON answer. The browser script builds the same forms
+// for requests that arrive while the page is open (assets/timeline.js).
+import type { ConsoleSession } from '../sessions.ts';
+import { csrfField, h, type Node } from './layout.ts';
+
+export interface RequestView {
+  id: string;
+  kind: string;
+  callId?: string;
+  payload: unknown;
+  createdAt: number;
+  expiresAt: number;
+}
+
+interface QuestionView {
+  id: string;
+  question: string;
+  header?: string;
+  options?: { label: string; description?: string }[];
+  multi_select?: boolean;
+}
+
+const asRecord = (value: unknown): Record<string, unknown> =>
+  value !== null && typeof value === 'object' ? (value as Record<string, unknown>) : {};
+
+const questionField = (q: QuestionView): Node =>
+  h(
+    'label',
+    { class: 'question' },
+    h('span', null, q.header ? `${q.header}: ${q.question}` : q.question),
+    q.options === undefined || q.options.length === 0
+      ? h('input', { type: 'text', name: `q:${q.id}` })
+      : h(
+          'select',
+          { name: `q:${q.id}`, ...(q.multi_select ? { multiple: true } : {}) },
+          ...q.options.map((o) => h('option', { value: o.label }, o.label)),
+        ),
+  );
+
+const answerFields = (r: RequestView): Node[] => {
+  const payload = asRecord(r.payload);
+  if (r.kind === 'approval' || r.kind === 'plan_review')
+    return [
+      h('input', { type: 'text', name: 'reason', placeholder: 'reason (optional)' }),
+      h('button', { type: 'submit', name: 'decision', value: 'allow' }, 'Allow'),
+      h('button', { type: 'submit', name: 'decision', value: 'deny' }, 'Deny'),
+    ];
+  if (r.kind === 'user_question' && Array.isArray(payload.questions))
+    return [
+      ...(payload.questions as QuestionView[]).map(questionField),
+      h('button', { type: 'submit' }, 'Answer'),
+    ];
+  return [
+    h('textarea', { name: 'answer', rows: 3, placeholder: '{ "result": … }' }),
+    h('button', { type: 'submit' }, 'Answer'),
+  ];
+};
+
+const summary = (r: RequestView): string => {
+  const p = asRecord(r.payload);
+  if (r.kind === 'approval') return `${String(p.toolName)}: ${String(p.reason)}`;
+  if (r.kind === 'plan_review') return String(p.plan);
+  return JSON.stringify(r.payload).slice(0, 2000);
+};
+
+export const requestForm = (agentId: string, r: RequestView, session: ConsoleSession): Node =>
+  h(
+    'form',
+    {
+      method: 'post',
+      action: `/console/agents/${encodeURIComponent(agentId)}/requests/${encodeURIComponent(r.id)}`,
+      class: 'request',
+      'data-request': r.id,
+    },
+    csrfField(session),
+    h('input', { type: 'hidden', name: 'kind', value: r.kind }),
+    h('p', null, h('strong', null, r.kind), ' ', h('code', null, r.id)),
+    h('pre', null, summary(r)),
+    r.kind === 'approval'
+      ? h('pre', null, JSON.stringify(asRecord(r.payload).arguments ?? null, null, 2))
+      : null,
+    ...answerFields(r),
+  );
+
+/** The API body that answers a request of `kind` from the form's fields (null: not answerable so). */
+export const answerOf = (kind: string, form: Record<string, string | File | (string | File)[]>): unknown => {
+  if (kind === 'approval' || kind === 'plan_review') {
+    const reason =
+      typeof form.reason === 'string' && form.reason.trim() !== '' ? form.reason.trim() : undefined;
+    return { allow: form.decision === 'allow', ...(reason === undefined ? {} : { reason }) };
+  }
+  if (kind === 'user_question') {
+    const answers: Record<string, string | string[]> = {};
+    for (const [name, value] of Object.entries(form)) {
+      if (!name.startsWith('q:')) continue;
+      const values = (Array.isArray(value) ? value : [value]).filter(
+        (v): v is string => typeof v === 'string',
+      );
+      answers[name.slice(2)] = values.length === 1 ? (values[0] as string) : values;
+    }
+    return { answers };
+  }
+  try {
+    return JSON.parse(typeof form.answer === 'string' ? form.answer : '');
+  } catch {
+    return null;
+  }
+};

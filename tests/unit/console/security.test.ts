@@ -1,0 +1,238 @@
+// The console's security, in-process over the memory provider: nothing without a session, the
+// session cookie's shape, tenant isolation through the API, CSRF (origin and token), untrusted
+// text rendered as text, and the security headers on every console response.
+import { readFileSync } from 'node:fs';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { CSP } from '../../../host/console/guard.ts';
+import { createSessions } from '../../../host/console/sessions.ts';
+import { type Api, makeApi } from '../api/harness.ts';
+
+const ORIGIN = 'http://localhost';
+let api: Api;
+
+beforeEach(() => {
+  api = makeApi();
+});
+afterEach(() => api.close());
+
+const form = (fields: Record<string, string>) => new URLSearchParams(fields).toString();
+
+/** Signs in with `key`; the session cookie ("dsh_console=…") and the page's CSRF token. */
+const signIn = async (key: string): Promise<{ cookie: string; csrf: string }> => {
+  const res = await api.app.request('/console/signin', {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', origin: ORIGIN },
+    body: form({ key, role: 'tenant' }),
+  });
+  expect(res.status).toBe(303);
+  const cookie = (res.headers.get('set-cookie') ?? '').split(';')[0] as string;
+  const page = await (await api.app.request('/console/agents', { headers: { cookie } })).text();
+  const csrf = /name="csrf-token" content="([^"]+)"/.exec(page)?.[1] ?? '';
+  return { cookie, csrf };
+};
+
+const get = (path: string, cookie?: string) => api.app.request(path, { headers: cookie ? { cookie } : {} });
+
+describe('the console without a session', () => {
+  it('answers no page, asset, stream or socket: GETs go to the sign-in page, the rest is refused', async () => {
+    const { id } = await api.createAgent(api.keyA);
+    const paths = [
+      '/console',
+      '/console/agents',
+      `/console/agents/${id}`,
+      `/console/agents/${id}/events/stream`,
+      `/console/agents/${id}/events.ndjson`,
+      `/console/agents/${id}/files?path=.`,
+      `/console/agents/${id}/files/download?path=a.txt`,
+      `/console/agents/${id}/terminal?tid=t1`,
+      '/console/operator',
+      '/console/timeline',
+      '/console/assets/console.css',
+      '/console/assets/timeline.js',
+      '/console/assets/xterm.mjs',
+      '/console/nothing-here',
+    ];
+    for (const path of paths) {
+      const res = await get(path);
+      expect([res.status, res.headers.get('location')], path).toEqual([303, '/console/signin']);
+      expect(await res.text(), path).not.toContain(id);
+      // A made-up cookie is no session either.
+      expect((await get(path, 'dsh_console=forged')).status, path).toBe(303);
+    }
+    const socket = await api.app.request(`/console/agents/${id}/terminals/t1/socket`, {
+      headers: { upgrade: 'websocket', connection: 'Upgrade', origin: ORIGIN },
+    });
+    expect(socket.status).toBe(401);
+    const answer = await api.app.request(`/console/agents/${id}/requests/req_x`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: ORIGIN },
+      body: form({ kind: 'approval', decision: 'allow' }),
+    });
+    expect(answer.status).toBe(401);
+  });
+
+  it('refuses a wrong key and signs in with a tenant key into an httpOnly, SameSite=Strict cookie holding no key', async () => {
+    const wrong = await api.app.request('/console/signin', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: ORIGIN },
+      body: form({ key: 'dsk_not-a-real-key-000000000000000000000', role: 'tenant' }),
+    });
+    expect(wrong.status).toBe(401);
+    expect(wrong.headers.get('set-cookie')).toBeNull();
+    const res = await api.app.request('/console/signin', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: ORIGIN },
+      body: form({ key: api.keyA, role: 'tenant' }),
+    });
+    const cookie = res.headers.get('set-cookie') ?? '';
+    expect(cookie).toMatch(/^dsh_console=[A-Za-z0-9_-]{43};/);
+    expect(cookie).toContain('HttpOnly');
+    expect(cookie).toContain('SameSite=Strict');
+    expect(cookie).toContain('Path=/console');
+    expect(cookie).not.toContain(api.keyA);
+    expect(cookie).not.toContain('Secure'); // plain http here; https gets Secure
+    const secure = await api.app.request('https://localhost/console/signin', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: 'https://localhost' },
+      body: form({ key: api.keyA, role: 'tenant' }),
+    });
+    expect(secure.headers.get('set-cookie')).toContain('Secure');
+  });
+
+  it('ends a session at sign-out and at its expiry', async () => {
+    const { cookie, csrf } = await signIn(api.keyA);
+    expect((await get('/console/agents', cookie)).status).toBe(200);
+    const out = await api.app.request('/console/signout', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: ORIGIN, cookie },
+      body: form({ csrf }),
+    });
+    expect(out.status).toBe(303);
+    expect((await get('/console/agents', cookie)).status).toBe(303);
+
+    let now = 0;
+    const sessions = createSessions({ ttlMs: 1000, now: () => now });
+    const session = sessions.open('tenant', 'k');
+    expect(sessions.get(session.id)).toBe(session);
+    now = 1000;
+    expect(sessions.get(session.id)).toBeUndefined();
+  });
+});
+
+describe('the console signed in', () => {
+  it("shows the tenant's agents and answers 404 for another tenant's agent on every page", async () => {
+    const mine = await api.createAgent(api.keyA, { preset: 'standard', sandbox: { memoryMb: 256 } });
+    const theirs = await api.createAgent(api.keyB);
+    const { cookie } = await signIn(api.keyA);
+    const list = await (await get('/console/agents', cookie)).text();
+    expect(list).toContain(mine.id);
+    expect(list).toContain('memoryMb 256');
+    expect(list).not.toContain(theirs.id);
+    for (const path of [
+      `/console/agents/${theirs.id}`,
+      `/console/agents/${theirs.id}/events/stream`,
+      `/console/agents/${theirs.id}/events.ndjson`,
+      `/console/agents/${theirs.id}/files?path=.`,
+      `/console/agents/${theirs.id}/files/download?path=a.txt`,
+      `/console/agents/${theirs.id}/terminal?tid=t1`,
+    ]) {
+      expect((await get(path, cookie)).status, path).toBe(404);
+    }
+  });
+
+  it('refuses a forged cross-site POST and a POST without the session token', async () => {
+    const { id } = await api.createAgent(api.keyA);
+    const { cookie, csrf } = await signIn(api.keyA);
+    const post = (path: string, headers: Record<string, string>, fields: Record<string, string>) =>
+      api.app.request(path, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', cookie, ...headers },
+        body: form(fields),
+      });
+    const evil = { origin: 'https://evil.example', 'sec-fetch-site': 'cross-site' };
+    expect((await post('/console/signout', evil, { csrf })).status).toBe(403);
+    expect(
+      (await post(`/console/agents/${id}/requests/req_x`, evil, { csrf, kind: 'approval' })).status,
+    ).toBe(403);
+    expect((await post('/console/signout', { origin: ORIGIN }, {})).status).toBe(403);
+    expect((await post('/console/signout', { origin: ORIGIN }, { csrf: `${csrf}x` })).status).toBe(403);
+    // Login CSRF: a sign-in posted from another site is refused before the key is looked at.
+    expect((await post('/console/signin', evil, { key: api.keyA })).status).toBe(403);
+    // The session survived every forgery.
+    expect((await get('/console/agents', cookie)).status).toBe(200);
+    // A socket opened from another site is refused before it reaches the terminal route.
+    const socket = await api.app.request(`/console/agents/${id}/terminals/t1/socket`, {
+      headers: { cookie, upgrade: 'websocket', connection: 'Upgrade', origin: 'https://evil.example' },
+    });
+    expect(socket.status).toBe(403);
+  });
+
+  it('renders a hostile file name and file content as text', async () => {
+    const { id } = await api.createAgent(api.keyA);
+    const name = '<img src=x onerror=alert(1)>';
+    const put = await api.request(
+      api.keyA,
+      'PUT',
+      `/v1/agents/${id}/files?path=${encodeURIComponent(name)}`,
+      '<script>alert(2)</script>',
+    );
+    expect(put.status).toBe(200);
+    const { cookie } = await signIn(api.keyA);
+    const dir = await (await get(`/console/agents/${id}/files?path=.`, cookie)).text();
+    expect(dir).toContain('&lt;img src=x onerror=alert(1)&gt;');
+    expect(dir).not.toContain('<img');
+    const file = await (
+      await get(`/console/agents/${id}/files?path=${encodeURIComponent(name)}`, cookie)
+    ).text();
+    expect(file).toContain('&lt;script&gt;alert(2)&lt;/script&gt;');
+    expect(file).not.toContain('<script>alert');
+    const download = await get(
+      `/console/agents/${id}/files/download?path=${encodeURIComponent(name)}`,
+      cookie,
+    );
+    expect(download.headers.get('content-type')).toBe('application/octet-stream');
+    expect(download.headers.get('content-disposition')).toBe(
+      'attachment; filename="_img_src_x_onerror_alert_1__"',
+    );
+    expect(await download.text()).toBe('<script>alert(2)</script>');
+  });
+
+  it('never writes data into the page as HTML from the browser scripts', () => {
+    for (const asset of ['timeline.js', 'terminal.js']) {
+      const source = readFileSync(new URL(`../../../host/console/assets/${asset}`, import.meta.url), 'utf8');
+      expect(source, asset).not.toMatch(
+        /innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function/,
+      );
+    }
+  });
+
+  it('puts the CSP and the other security headers on every console response', async () => {
+    const { id } = await api.createAgent(api.keyA);
+    const { cookie } = await signIn(api.keyA);
+    const other = await api.createAgent(api.keyB);
+    const responses = [
+      await get('/console/signin'),
+      await get('/console/agents'),
+      await get('/console/agents', cookie),
+      await get(`/console/agents/${id}`, cookie),
+      await get(`/console/agents/${id}/events.ndjson`, cookie),
+      await get(`/console/agents/${other.id}`, cookie),
+      await get('/console/assets/timeline.js', cookie),
+      await get('/console/assets/xterm.mjs', cookie),
+      await get('/console/assets/nothing.js', cookie),
+      await get('/console/nowhere', cookie),
+    ];
+    for (const res of responses) {
+      expect(res.headers.get('content-security-policy'), res.url).toBe(CSP);
+      expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+      expect(res.headers.get('referrer-policy')).toBe('no-referrer');
+    }
+    expect(CSP).toContain("default-src 'self'");
+    expect(CSP).toContain("script-src 'self'");
+    expect(CSP).not.toContain('unsafe-inline');
+    expect(CSP).toContain("frame-ancestors 'none'");
+    const page = await (await get(`/console/agents/${id}`, cookie)).text();
+    // No inline script: every script element has a src.
+    expect(page.match(/<script(?![^>]*\ssrc=)[^>]*>/g)).toBeNull();
+  });
+});
