@@ -35,7 +35,9 @@ export const securityHeaders: MiddlewareHandler = async function consoleHeaders(
   try {
     headers.set('Content-Security-Policy', CSP);
     headers.set('X-Content-Type-Options', 'nosniff');
-    headers.set('Referrer-Policy', 'no-referrer');
+    // same-origin, not no-referrer: under no-referrer a browser sends `Origin: null` with forms,
+    // which the CSRF check could not tell from a forged post.
+    headers.set('Referrer-Policy', 'same-origin');
     headers.set('X-Frame-Options', 'DENY');
     headers.set('Cross-Origin-Opener-Policy', 'same-origin');
     if (!headers.has('Cache-Control')) headers.set('Cache-Control', 'no-store');

@@ -79,7 +79,7 @@ export const agentPage = (agent: AgentView, requests: RequestView[], session: Co
       ],
     ),
     h(
-      'p',
+      'div',
       { class: 'links' },
       h('a', { href: `${base}/files?path=.` }, 'Files'),
       h(

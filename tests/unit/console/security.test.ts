@@ -225,7 +225,7 @@ describe('the console signed in', () => {
     for (const res of responses) {
       expect(res.headers.get('content-security-policy'), res.url).toBe(CSP);
       expect(res.headers.get('x-content-type-options')).toBe('nosniff');
-      expect(res.headers.get('referrer-policy')).toBe('no-referrer');
+      expect(res.headers.get('referrer-policy')).toBe('same-origin');
     }
     expect(CSP).toContain("default-src 'self'");
     expect(CSP).toContain("script-src 'self'");
