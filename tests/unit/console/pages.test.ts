@@ -1,0 +1,128 @@
+// What a signed-in person does in the console, in-process over the memory provider: answer an
+// approval from its form (with hostile arguments shown as text), export the log as NDJSON with
+// the page's filters, browse the workspace, and the operator's view with the admin key.
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { DIRECTORY_LIMIT } from '../../../host/api/routes/files.ts';
+import { until } from '../../helpers/until.ts';
+import { ADMIN_KEY, type Api, makeApi } from '../api/harness.ts';
+
+const ORIGIN = 'http://localhost';
+let api: Api;
+
+beforeEach(() => {
+  api = makeApi();
+});
+afterEach(() => api.close());
+
+const signIn = async (
+  key: string,
+  role = 'tenant',
+): Promise<{ cookie: string; csrf: string; home: string }> => {
+  const res = await api.app.request('/console/signin', {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', origin: ORIGIN },
+    body: new URLSearchParams({ key, role }).toString(),
+  });
+  expect(res.status).toBe(303);
+  const cookie = (res.headers.get('set-cookie') ?? '').split(';')[0] as string;
+  const home = res.headers.get('location') ?? '';
+  const page = await (await api.app.request(home, { headers: { cookie } })).text();
+  return { cookie, csrf: /name="csrf-token" content="([^"]+)"/.exec(page)?.[1] ?? '', home };
+};
+
+const get = (path: string, cookie: string) => api.app.request(path, { headers: { cookie } });
+
+describe('console pages', () => {
+  it('shows a pending approval with its arguments as text and answers it from the form', async () => {
+    const agent = await api.createAgent(api.keyA, { policy: { ask: ['write'] } });
+    const call = api.call(api.keyA, agent.id, [
+      { id: 'w1', name: 'write', arguments: { file_path: 'x.html', content: '<script>alert(1)</script>' } },
+    ]);
+    const { cookie, csrf } = await signIn(api.keyA);
+    const page = await until(async () => {
+      const text = await (await get(`/console/agents/${agent.id}`, cookie)).text();
+      return text.includes('data-request="req_') && text;
+    });
+    expect(page).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
+    expect(page).not.toContain('<script>alert');
+    const rid = /data-request="(req_[^"]+)"/.exec(page)?.[1] as string;
+    const answer = await api.app.request(`/console/agents/${agent.id}/requests/${rid}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: ORIGIN, cookie },
+      body: new URLSearchParams({ csrf, kind: 'approval', decision: 'allow', reason: '' }).toString(),
+    });
+    expect([answer.status, answer.headers.get('location')]).toEqual([303, `/console/agents/${agent.id}`]);
+    expect((await call).json.results[0]).toMatchObject({ ok: true });
+    expect(await (await get(`/console/agents/${agent.id}`, cookie)).text()).not.toContain(
+      'data-request="req_',
+    );
+  });
+
+  it('exports the log as NDJSON, whole or filtered as the page filters', async () => {
+    const agent = await api.createAgent(api.keyA);
+    await api.call(api.keyA, agent.id, [
+      { id: 'a', name: 'write', arguments: { file_path: 'a.txt', content: 'a' } },
+      { id: 'b', name: 'read', arguments: { file_path: 'a.txt' } },
+    ]);
+    const { cookie } = await signIn(api.keyA);
+    const all = await get(`/console/agents/${agent.id}/events.ndjson`, cookie);
+    expect(all.headers.get('content-type')).toBe('application/x-ndjson');
+    expect(all.headers.get('content-disposition')).toContain('attachment');
+    const events = (await all.text())
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+    expect(events.map((e) => `${e.type} ${e.callId}`)).toEqual(
+      expect.arrayContaining(['tool.call a', 'tool.result a', 'tool.call b', 'tool.result b']),
+    );
+    const only = await (
+      await get(`/console/agents/${agent.id}/events.ndjson?family=tool&call=b`, cookie)
+    ).text();
+    expect(
+      only
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line).type),
+    ).toEqual(['tool.call', 'tool.result']);
+  });
+
+  it('browses the workspace: directories sorted, files viewed, and the listing route bounded', async () => {
+    const agent = await api.createAgent(api.keyA);
+    for (const path of ['src/b.ts', 'src/a.ts', 'README.md'])
+      await api.request(api.keyA, 'PUT', `/v1/agents/${agent.id}/files?path=${path}`, `// ${path}`);
+    const listing = await api.request(api.keyA, 'GET', `/v1/agents/${agent.id}/directory?path=src`);
+    expect(listing.json).toMatchObject({
+      path: 'src',
+      entries: [
+        { name: 'a.ts', type: 'file' },
+        { name: 'b.ts', type: 'file' },
+      ],
+      truncated: false,
+    });
+    expect(DIRECTORY_LIMIT).toBe(1000);
+    const { cookie } = await signIn(api.keyA);
+    const root = await (await get(`/console/agents/${agent.id}/files?path=.`, cookie)).text();
+    expect(root.indexOf('README.md')).toBeLessThan(root.indexOf('>src<'));
+    const file = await (await get(`/console/agents/${agent.id}/files?path=src%2Fa.ts`, cookie)).text();
+    expect(file).toContain('<pre class="file">// src/a.ts</pre>');
+    const missing = await get(`/console/agents/${agent.id}/files?path=nope.txt`, cookie);
+    expect(missing.status).toBe(404);
+  });
+
+  it('gives the operator tenants and service figures with the admin key, and nothing with a tenant key', async () => {
+    expect(
+      (await api.request(ADMIN_KEY, 'GET', '/v1/tenants')).json.tenants.map((t: { name: string }) => t.name),
+    ).toEqual(['tenant-a', 'tenant-b']);
+    expect((await api.request(api.keyA, 'GET', '/v1/tenants')).status).toBe(401);
+    const { cookie, home } = await signIn(ADMIN_KEY, 'operator');
+    expect(home).toBe('/console/operator');
+    const page = await (await get('/console/operator', cookie)).text();
+    expect(page).toContain('tenant-a');
+    expect(page).toContain('data-metric="dsh_isolate_workers"');
+    // The operator session is not a tenant's: agent pages send it back to sign in.
+    expect((await get('/console/agents', cookie)).status).toBe(303);
+    const tenant = await signIn(api.keyA);
+    expect((await get('/console/operator', tenant.cookie)).status).toBe(303);
+  });
+});
