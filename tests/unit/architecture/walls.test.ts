@@ -100,6 +100,10 @@ describe('the walls of host/', () => {
     expectOnly('requests', { host: ['errors.ts', 'json.ts'], packages: /^valibot$/ });
   });
 
+  it('host/console reaches the service only through the public API (hono, no room of host/)', () => {
+    expectOnly('console', { host: [], packages: /^(node:|hono($|\/))/ });
+  });
+
   it('reads the environment only in host/config.ts', () => {
     for (const { file, source } of hostFiles()) {
       if (file === 'config.ts') continue;
