@@ -17,6 +17,7 @@ import { operatorRoutes } from './operator.ts';
 import { createSessions, type Sessions } from './sessions.ts';
 import { signinRoutes } from './signin.ts';
 import { tenantRoutes } from './tenant.ts';
+import { timelineRoutes } from './timeline.ts';
 import { h, page } from './views/layout.ts';
 
 export interface ConsoleOptions {
@@ -56,6 +57,7 @@ export const consoleRoutes = (options: ConsoleOptions): Hono<ConsoleEnv> => {
   });
   app.route('/', signinRoutes(options.fetch, sessions));
   app.route('/', tenantRoutes(options.fetch, sessions));
+  app.route('/', timelineRoutes(options.fetch, sessions));
   app.route('/', operatorRoutes(options.fetch, sessions));
   app.get('/console/assets/:name', requireSession(sessions), (c) => {
     const asset = assetOf(c.req.param('name'));

@@ -1,6 +1,7 @@
-// The live audit timeline of an agent page: follows the console's SSE proxy of the agent's event
-// log (EventSource resumes by Last-Event-ID on its own), filters rows in place, and turns
-// request.created events into answer forms. Untrusted data only ever becomes text: elements are
+// The live audit timeline: on an agent page it follows the console's SSE proxy of the agent's
+// event log (EventSource resumes by Last-Event-ID on its own); on the tenant timeline it polls the
+// merged JSON with its cursor. It filters rows in place and turns request.created events into
+// answer forms. Untrusted data only ever becomes text: elements are
 // made with createElement and filled with append(string) / textContent, never parsed as markup.
 const section = document.getElementById('timeline');
 const list = document.getElementById('events');
@@ -54,14 +55,24 @@ function applyFilters() {
   const query = new URLSearchParams();
   for (const name of ['family', 'surface', 'call']) if (f.get(name)) query.set(name, String(f.get(name)));
   const base = section.dataset.export;
+  if (!exportLink || !base) return;
   exportLink.setAttribute('href', query.size > 0 ? `${base}?${query}` : base);
 }
 
+/** Rows shown, by agent and seq: a replayed or re-polled event is never added twice. */
+const shown = new Set();
+
 function addRow(e) {
+  const key = `${e.agentId ?? ''}:${Number(e.seq)}`;
+  if (shown.has(key)) return false;
+  shown.add(key);
   const inner = e.parentCallId !== undefined;
   const row = el(
     'li',
     { class: `event ${inner ? 'inner' : 'root'} ${e.type.replace(/[^a-z_.]/gi, '').replaceAll('.', '-')}` },
+    e.agentId === undefined
+      ? null
+      : el('a', { class: 'agent', href: `/console/agents/${encodeURIComponent(e.agentId)}` }, e.agentId),
     el('span', { class: 'seq' }, String(e.seq)),
     el('time', {}, new Date(e.at).toISOString().slice(11, 23)),
     el('span', { class: 'type' }, e.type),
@@ -74,8 +85,10 @@ function addRow(e) {
   row.dataset.surface = e.surface;
   if (e.callId !== undefined) row.dataset.call = e.callId;
   if (inner) row.dataset.parent = e.parentCallId;
+  if (e.agentId !== undefined) row.dataset.agent = e.agentId;
   row.hidden = !matches(row);
   list.append(row);
+  return true;
 }
 
 // Answer forms for requests that arrive while the page is open (the server renders the others).
@@ -147,23 +160,51 @@ function trackRequest(e) {
 filters.addEventListener('input', applyFilters);
 filters.addEventListener('submit', (event) => event.preventDefault());
 
-const source = new EventSource(section.dataset.stream);
-source.addEventListener('open', () => {
-  state.textContent = 'live';
-});
-source.addEventListener('error', () => {
-  state.textContent = source.readyState === EventSource.CLOSED ? 'closed' : 'reconnecting…';
-});
-source.addEventListener('event', (message) => {
-  const e = JSON.parse(message.data);
-  // A reconnect resumes after the last id; a row already shown is never added twice.
-  if (list.querySelector(`li[data-seq="${Number(e.seq)}"]`)) return;
-  addRow(e);
-  if (e.type.startsWith('request.')) trackRequest(e);
-});
-for (const end of ['deleted', 'shutdown']) {
-  source.addEventListener(end, (message) => {
-    state.textContent = JSON.parse(message.data).message;
-    source.close();
+function follow(url) {
+  const source = new EventSource(url);
+  source.addEventListener('open', () => {
+    state.textContent = 'live';
   });
+  source.addEventListener('error', () => {
+    state.textContent = source.readyState === EventSource.CLOSED ? 'closed' : 'reconnecting…';
+  });
+  source.addEventListener('event', (message) => {
+    const e = JSON.parse(message.data);
+    if (addRow(e) && e.type.startsWith('request.')) trackRequest(e);
+  });
+  for (const end of ['deleted', 'shutdown']) {
+    source.addEventListener(end, (message) => {
+      state.textContent = JSON.parse(message.data).message;
+      source.close();
+    });
+  }
 }
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function poll(url) {
+  let cursor = '';
+  for (;;) {
+    try {
+      const res = await fetch(`${url}?cursor=${encodeURIComponent(cursor)}`, {
+        headers: { accept: 'application/json' },
+      });
+      if (res.redirected || !res.ok) {
+        state.textContent = `stopped (${res.redirected ? 'signed out' : res.status})`;
+        return;
+      }
+      const body = await res.json();
+      list.classList.add('with-agent');
+      for (const e of body.events) addRow(e);
+      cursor = body.cursor;
+      state.textContent = 'live';
+      if (!body.more) await sleep(2000);
+    } catch {
+      state.textContent = 'reconnecting…';
+      await sleep(5000);
+    }
+  }
+}
+
+if (section.dataset.stream) follow(section.dataset.stream);
+else if (section.dataset.poll) void poll(section.dataset.poll);

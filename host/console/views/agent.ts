@@ -21,11 +21,18 @@ export const FAMILIES = [
   'schedule',
 ];
 
-/** Filters and the live list; `stream` is the SSE URL, `exportUrl` the NDJSON download. */
-export const timeline = (stream: string, exportUrl: string): Node =>
+/**
+ * Filters and the live list. `source` is the agent's SSE URL (`stream`) or the tenant timeline's
+ * polled JSON (`poll`); `exportUrl` the NDJSON download, when there is one.
+ */
+export const timeline = (source: { stream: string } | { poll: string }, exportUrl?: string): Node =>
   h(
     'section',
-    { id: 'timeline', 'data-stream': stream, 'data-export': exportUrl },
+    {
+      id: 'timeline',
+      ...('stream' in source ? { 'data-stream': source.stream } : { 'data-poll': source.poll }),
+      ...(exportUrl === undefined ? {} : { 'data-export': exportUrl }),
+    },
     h('h2', null, 'Audit timeline'),
     h(
       'form',
@@ -55,7 +62,9 @@ export const timeline = (stream: string, exportUrl: string): Node =>
       ),
       h('label', null, 'call ', h('input', { name: 'call', type: 'text', size: 14 })),
       h('label', null, 'text ', h('input', { name: 'text', type: 'search', size: 18 })),
-      h('a', { id: 'export', href: exportUrl, download: '' }, 'Export NDJSON'),
+      exportUrl === undefined
+        ? null
+        : h('a', { id: 'export', href: exportUrl, download: '' }, 'Export NDJSON'),
       h('span', { id: 'stream-state', class: 'muted' }, 'connecting…'),
     ),
     h('ol', { id: 'events', class: 'events' }),
@@ -100,6 +109,6 @@ export const agentPage = (agent: AgentView, requests: RequestView[], session: Co
       ),
       ...requests.map((r) => requestForm(agent.id, r, session)),
     ),
-    timeline(`${base}/events/stream`, `${base}/events.ndjson`),
+    timeline({ stream: `${base}/events/stream` }, `${base}/events.ndjson`),
   ];
 };

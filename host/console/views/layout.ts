@@ -28,7 +28,12 @@ const nav = (session: ConsoleSession): Node =>
     { class: 'top' },
     h('a', { href: '/console', class: 'brand' }, 'dsh-sandbox console'),
     session.role === 'tenant'
-      ? h('nav', null, h('a', { href: '/console/agents' }, 'Agents'))
+      ? h(
+          'nav',
+          null,
+          h('a', { href: '/console/agents' }, 'Agents'),
+          h('a', { href: '/console/timeline' }, 'Timeline'),
+        )
       : h('nav', null, h('a', { href: '/console/operator' }, 'Operator')),
     h(
       'form',

@@ -1,6 +1,7 @@
 // The console in Debian's Chromium (driven by playwright-core, no browser download) against a real
 // service with Docker sandboxes: sign in, open an agent, watch a run_code call and its inner calls
-// arrive live, approve its `ask` from the page, browse the files, type in an attached terminal.
+// arrive live, approve its `ask` from the page, see it on the tenant's timeline, browse the files,
+// type in an attached terminal.
 // Tool output with a <script> shows as text and runs nothing. Screenshots go to
 // tests/artifacts/console/ (gitignored), kept for a person to look at.
 import { mkdirSync } from 'node:fs';
@@ -85,12 +86,18 @@ describe('the console in a browser', () => {
     await shot('3-timeline');
   });
 
+  it("shows the call on the tenant's merged timeline", async () => {
+    await page.click('a[href="/console/timeline"]');
+    await page.waitForSelector(`li.event[data-agent="${coder}"][data-type="tool.result"][data-call="c1"]`);
+    await shot('4-tenant-timeline');
+  });
+
   it('browses the workspace and views a file as text', async () => {
     await page.goto(`${server.url}/console/agents/${coder}/files?path=.`);
     await page.click('a.entry:text("hostile.txt")');
     expect(await page.textContent('pre.file')).toBe('<script>window.__pwned = 1</script>');
     expect(await page.evaluate(() => (globalThis as { __pwned?: number }).__pwned)).toBeUndefined();
-    await shot('4-file');
+    await shot('5-file');
   });
 
   it('attaches a terminal, types in it and sees the output', async () => {
@@ -106,6 +113,6 @@ describe('the console in a browser', () => {
     await expect
       .poll(() => page.textContent('#terminal .xterm-rows'), { timeout: 20_000 })
       .toContain('console-42');
-    await shot('5-terminal');
+    await shot('6-terminal');
   });
 });

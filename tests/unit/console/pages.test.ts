@@ -4,7 +4,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DIRECTORY_LIMIT } from '../../../host/api/routes/files.ts';
 import { until } from '../../helpers/until.ts';
-import { ADMIN_KEY, type Api, makeApi } from '../api/harness.ts';
+import { ADMIN_KEY, type Api, type Loose, makeApi } from '../api/harness.ts';
 
 const ORIGIN = 'http://localhost';
 let api: Api;
@@ -108,6 +108,35 @@ describe('console pages', () => {
     expect(file).toContain('<pre class="file">// src/a.ts</pre>');
     const missing = await get(`/console/agents/${agent.id}/files?path=nope.txt`, cookie);
     expect(missing.status).toBe(404);
+  });
+
+  it("merges the tenant's agents' logs into one timeline, resumed by its cursor, without another tenant's", async () => {
+    const one = await api.createAgent(api.keyA);
+    const two = await api.createAgent(api.keyA);
+    const theirs = await api.createAgent(api.keyB);
+    const write = (id: string, key: string, callId: string) =>
+      api.call(key, id, [{ id: callId, name: 'write', arguments: { file_path: 'a.txt', content: callId } }]);
+    await write(one.id, api.keyA, 'one-1');
+    await write(two.id, api.keyA, 'two-1');
+    await write(theirs.id, api.keyB, 'theirs-1');
+    const { cookie } = await signIn(api.keyA);
+    expect(await (await get('/console/timeline', cookie)).text()).toContain(
+      'data-poll="/console/timeline/events"',
+    );
+    const first = (await (await get('/console/timeline/events', cookie)).json()) as Loose;
+    const calls = (body: Loose) =>
+      body.events.filter((e: Loose) => e.type === 'tool.call').map((e: Loose) => `${e.agentId} ${e.callId}`);
+    expect(calls(first)).toEqual([`${one.id} one-1`, `${two.id} two-1`]);
+    expect(first.events.map((e: Loose) => e.at)).toEqual(
+      [...first.events.map((e: Loose) => e.at)].sort((a, b) => a - b),
+    );
+    await write(two.id, api.keyA, 'two-2');
+    const next = (await (
+      await get(`/console/timeline/events?cursor=${first.cursor}`, cookie)
+    ).json()) as Loose;
+    expect(calls(next)).toEqual([`${two.id} two-2`]);
+    // A forged cursor is a fresh start, not an error.
+    expect((await get('/console/timeline/events?cursor=%7Bnot-json', cookie)).status).toBe(200);
   });
 
   it('gives the operator tenants and service figures with the admin key, and nothing with a tenant key', async () => {

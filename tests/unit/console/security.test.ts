@@ -47,6 +47,7 @@ describe('the console without a session', () => {
       `/console/agents/${id}/terminal?tid=t1`,
       '/console/operator',
       '/console/timeline',
+      '/console/timeline/events',
       '/console/assets/console.css',
       '/console/assets/timeline.js',
       '/console/assets/xterm.mjs',
