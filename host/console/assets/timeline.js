@@ -112,6 +112,7 @@ function requestForm(agentId, requestId, kind, payload) {
         {},
         kind === 'approval' ? `${payload?.toolName}: ${payload?.reason}` : String(payload?.plan ?? ''),
       ),
+      ...(kind === 'approval' ? [el('pre', {}, JSON.stringify(payload?.arguments ?? null, null, 2))] : []),
       el('input', { type: 'text', name: 'reason', placeholder: 'reason (optional)' }),
       el('button', { type: 'submit', name: 'decision', value: 'allow' }, 'Allow'),
       el('button', { type: 'submit', name: 'decision', value: 'deny' }, 'Deny'),
