@@ -1,7 +1,8 @@
 // The console's sessions: an opaque random id (the cookie's only content) mapped, in this process's
 // memory, to the key it signed in with and its CSRF token. Invariants: a session ends at its
 // absolute expiry or at sign-out, whichever comes first, and is never readable after; the map holds
-// at most `max` sessions (the oldest ends first), so repeated sign-ins cannot grow it without bound.
+// at most `max` sessions and one key at most `perKey` (the oldest ends first), so repeated sign-ins
+// cannot grow it without bound, nor one tenant's sign-ins end everybody else's sessions.
 // A restart ends every session (people sign in again): keys are never written anywhere.
 import { randomBytes } from 'node:crypto';
 
@@ -23,6 +24,8 @@ export interface SessionOptions {
   ttlMs?: number;
   /** Sessions held at once; past it the oldest ends. Default 10,000. */
   max?: number;
+  /** Sessions of one key held at once; past it that key's oldest ends. Default 32. */
+  perKey?: number;
   now?: () => number;
 }
 
@@ -38,13 +41,22 @@ const token = (): string => randomBytes(32).toString('base64url');
 export const createSessions = ({
   ttlMs = 8 * 3600_000,
   max = 10_000,
+  perKey = 32,
   now = Date.now,
 }: SessionOptions = {}): Sessions => {
-  // Insertion order is sign-in order: the first entry is the oldest session.
+  // Insertion order is sign-in order, and every session lasts ttlMs: the first entry is the oldest
+  // and expires first.
   const live = new Map<string, ConsoleSession>();
   return {
     open(role, key) {
-      const session = { id: token(), role, key, csrf: token(), expiresAt: now() + ttlMs };
+      const at = now();
+      for (const [id, oldest] of live) {
+        if (oldest.expiresAt > at) break;
+        live.delete(id);
+      }
+      const same = [...live.values()].filter((s) => s.key === key);
+      for (const old of same.slice(0, Math.max(0, same.length - perKey + 1))) live.delete(old.id);
+      const session = { id: token(), role, key, csrf: token(), expiresAt: at + ttlMs };
       live.set(session.id, session);
       for (const oldest of live.keys()) {
         if (live.size <= max) break;

@@ -118,6 +118,23 @@ describe('the console without a session', () => {
     now = 1000;
     expect(sessions.get(session.id)).toBeUndefined();
   });
+
+  it("bounds the sessions: one key's sign-ins end only that key's oldest sessions", () => {
+    const sessions = createSessions({ perKey: 2, max: 3 });
+    const other = sessions.open('tenant', 'other');
+    const first = sessions.open('tenant', 'k');
+    const second = sessions.open('tenant', 'k');
+    const third = sessions.open('tenant', 'k');
+    expect([other, first, second, third].map((s) => sessions.get(s.id) !== undefined)).toEqual([
+      true,
+      false,
+      true,
+      true,
+    ]);
+    // Past the overall bound the oldest session of anyone ends.
+    sessions.open('tenant', 'third');
+    expect(sessions.get(other.id)).toBeUndefined();
+  });
 });
 
 describe('the console signed in', () => {
