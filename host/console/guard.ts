@@ -102,9 +102,12 @@ const equal = (a: string, b: string): boolean => {
 };
 
 /** Refuses a mutating request from another site, or one without the session's CSRF token. */
-export const checkCsrf = async (c: Context<ConsoleEnv>): Promise<Record<string, string | File>> => {
+export const checkCsrf = async (
+  c: Context<ConsoleEnv>,
+): Promise<Record<string, string | File | (string | File)[]>> => {
   if (!sameOrigin(c)) throw new CsrfRefusal('This form was sent from another site.');
-  const form = await c.req.parseBody();
+  // Parsed once, keeping repeated fields (a multiple-choice question's picks); a repeated token fails.
+  const form = await c.req.parseBody({ all: true });
   const sent = form.csrf;
   if (typeof sent !== 'string' || !equal(sent, c.get('session').csrf))
     throw new CsrfRefusal('The form is stale or forged: reload the page and send it again.');

@@ -104,13 +104,12 @@ export const tenantRoutes = (fetch: ApiFetch, sessions: Sessions): Hono<ConsoleE
     const form = await checkCsrf(c);
     const id = c.req.param('id');
     const kind = typeof form.kind === 'string' ? form.kind : '';
-    const all = await c.req.parseBody({ all: true });
     await apiPost(
       fetch,
       c,
       key(c),
       `${agentPath(id)}/requests/${encodeURIComponent(c.req.param('rid'))}`,
-      answerOf(kind, all),
+      answerOf(kind, form),
     );
     return c.redirect(`/console/agents/${encodeURIComponent(id)}`, 303);
   });

@@ -114,8 +114,8 @@ function requestForm(agentId, requestId, kind, payload) {
       ),
       ...(kind === 'approval' ? [el('pre', {}, JSON.stringify(payload?.arguments ?? null, null, 2))] : []),
       el('input', { type: 'text', name: 'reason', placeholder: 'reason (optional)' }),
-      el('button', { type: 'submit', name: 'decision', value: 'allow' }, 'Allow'),
       el('button', { type: 'submit', name: 'decision', value: 'deny' }, 'Deny'),
+      el('button', { type: 'submit', name: 'decision', value: 'allow' }, 'Allow'),
     );
   } else if (kind === 'user_question' && Array.isArray(payload?.questions)) {
     for (const q of payload.questions) {

@@ -43,8 +43,9 @@ const answerFields = (r: RequestView): Node[] => {
   if (r.kind === 'approval' || r.kind === 'plan_review')
     return [
       h('input', { type: 'text', name: 'reason', placeholder: 'reason (optional)' }),
-      h('button', { type: 'submit', name: 'decision', value: 'allow' }, 'Allow'),
+      // Deny first: the default button, which Enter in the reason field presses, never allows.
       h('button', { type: 'submit', name: 'decision', value: 'deny' }, 'Deny'),
+      h('button', { type: 'submit', name: 'decision', value: 'allow' }, 'Allow'),
     ];
   if (r.kind === 'user_question' && Array.isArray(payload.questions))
     return [

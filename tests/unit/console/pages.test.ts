@@ -3,6 +3,7 @@
 // the page's filters, browse the workspace, and the operator's view with the admin key.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DIRECTORY_LIMIT } from '../../../host/api/routes/files.ts';
+import { answerOf } from '../../../host/console/views/requests.ts';
 import { until } from '../../helpers/until.ts';
 import { ADMIN_KEY, type Api, type Loose, makeApi } from '../api/harness.ts';
 
@@ -56,6 +57,52 @@ describe('console pages', () => {
     expect(await (await get(`/console/agents/${agent.id}`, cookie)).text()).not.toContain(
       'data-request="req_',
     );
+  });
+
+  it('answers a multiple-choice question from its form with every pick', async () => {
+    const agent = await api.createAgent(api.keyA);
+    const question = {
+      id: 'db',
+      question: 'Which stores?',
+      options: [{ label: 'pg' }, { label: 'sqlite' }, { label: 'none' }],
+      multi_select: true,
+    };
+    const call = api.call(api.keyA, agent.id, [
+      { id: 'q1', name: 'ask_user_question', arguments: { questions: [question] } },
+    ]);
+    const { cookie, csrf } = await signIn(api.keyA);
+    const page = await until(async () => {
+      const text = await (await get(`/console/agents/${agent.id}`, cookie)).text();
+      return text.includes('data-request="req_') && text;
+    });
+    expect(page).toContain('<select name="q:db" multiple="">');
+    const rid = /data-request="(req_[^"]+)"/.exec(page)?.[1] as string;
+    const body = new URLSearchParams([
+      ['csrf', csrf],
+      ['kind', 'user_question'],
+      ['q:db', 'pg'],
+      ['q:db', 'sqlite'],
+    ]);
+    const answer = await api.app.request(`/console/agents/${agent.id}/requests/${rid}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: ORIGIN, cookie },
+      body: body.toString(),
+    });
+    expect(answer.status).toBe(303);
+    expect((await call).json.results[0].value).toMatchObject({
+      answers: [{ id: 'db', answer: ['pg', 'sqlite'] }],
+    });
+  });
+
+  it('turns forms into answers that fail closed: no explicit Allow is a denial; picks of a question stay a list', () => {
+    expect(answerOf('approval', { decision: 'allow', reason: '' })).toEqual({ allow: true });
+    expect(answerOf('approval', { reason: 'too risky' })).toEqual({ allow: false, reason: 'too risky' });
+    expect(answerOf('plan_review', { decision: 'Allow' })).toEqual({ allow: false });
+    expect(answerOf('user_question', { csrf: 't', 'q:db': ['pg', 'sqlite'], 'q:name': 'x' })).toEqual({
+      answers: { db: ['pg', 'sqlite'], name: 'x' },
+    });
+    expect(answerOf('remote_tool', { answer: '{"result":1}' })).toEqual({ result: 1 });
+    expect(answerOf('remote_tool', { answer: 'not json' })).toBeNull();
   });
 
   it('exports the log as NDJSON, whole or filtered as the page filters', async () => {
