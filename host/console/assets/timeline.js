@@ -161,6 +161,16 @@ function trackRequest(e) {
 filters.addEventListener('input', applyFilters);
 filters.addEventListener('submit', (event) => event.preventDefault());
 
+// The terminals this agent opened (terminal_open results), each a link to attach to it.
+const terminals = document.getElementById('terminals');
+function trackTerminal(e) {
+  const tid = e.data?.value?.sessionId;
+  if (!terminals || e.type !== 'tool.result' || e.data?.name !== 'terminal_open' || !e.data.ok) return;
+  if (typeof tid !== 'string') return;
+  const href = `/console/agents/${encodeURIComponent(terminals.dataset.agent)}/terminal?tid=${encodeURIComponent(tid)}`;
+  terminals.append(el('li', {}, el('a', { href, class: 'terminal' }, `terminal ${tid}`)));
+}
+
 function follow(url) {
   const source = new EventSource(url);
   source.addEventListener('open', () => {
@@ -171,7 +181,9 @@ function follow(url) {
   });
   source.addEventListener('event', (message) => {
     const e = JSON.parse(message.data);
-    if (addRow(e) && e.type.startsWith('request.')) trackRequest(e);
+    if (!addRow(e)) return;
+    if (e.type.startsWith('request.')) trackRequest(e);
+    trackTerminal(e);
   });
   for (const end of ['deleted', 'shutdown']) {
     source.addEventListener(end, (message) => {

@@ -98,6 +98,8 @@ export const agentPage = (agent: AgentView, requests: RequestView[], session: Co
         h('button', { type: 'submit' }, 'Attach terminal'),
       ),
     ),
+    // Filled by assets/timeline.js from terminal_open results in the log.
+    h('ul', { id: 'terminals', class: 'terminals', 'data-agent': agent.id }),
     h(
       'section',
       { id: 'requests', 'data-agent': agent.id },

@@ -106,7 +106,9 @@ describe('the console in a browser', () => {
       calls: [{ id: 't1', name: 'terminal_open', arguments: { type: 'bash', name: 'console' } }],
     });
     const tid = opened.json.results[0].value.sessionId as string;
-    await page.goto(`${server.url}/console/agents/${creator}/terminal?tid=${encodeURIComponent(tid)}`);
+    // The agent page offers the terminal its log says it opened.
+    await page.goto(`${server.url}/console/agents/${creator}`);
+    await page.click(`a.terminal:text("terminal ${tid}")`);
     await page.waitForSelector('#terminal-state:text("attached")');
     await page.click('#terminal');
     await page.keyboard.type('echo console-$((6*7))\n');
