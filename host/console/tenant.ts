@@ -19,13 +19,14 @@ interface EventView {
   type: string;
   surface: string;
   callId?: string;
+  parentCallId?: string;
 }
 
 /** What the export's query asks to keep (the same filters as the page's). */
 const eventFilter = (q: Record<string, string>) => (e: EventView) =>
   (!q.family || e.type.split('.')[0] === q.family) &&
   (!q.surface || e.surface === q.surface) &&
-  (!q.call || e.callId === q.call);
+  (!q.call || e.callId === q.call || e.parentCallId === q.call);
 
 /** A download name with nothing that could break out of the header's quoted string. */
 const downloadName = (path: string): string =>
@@ -82,14 +83,18 @@ export const tenantRoutes = (fetch: ApiFetch, sessions: Sessions): Hono<ConsoleE
       `${agentPath(id)}/events?limit=1000`,
     );
     const encoder = new TextEncoder();
+    let pageOf: { events: EventView[]; next: number } | undefined = first;
+    // One page per pull: a slow download holds one page in memory, never the whole log.
     const body = new ReadableStream<Uint8Array>({
-      async start(controller) {
-        let pageOf = first;
-        for (;;) {
-          const lines = pageOf.events.filter(keep).map((e) => `${JSON.stringify(e)}\n`);
-          if (lines.length > 0) controller.enqueue(encoder.encode(lines.join('')));
-          if (pageOf.events.length === 0) break;
-          pageOf = await apiJson(fetch, c, key(c), `${agentPath(id)}/events?limit=1000&after=${pageOf.next}`);
+      async pull(controller) {
+        while (pageOf !== undefined) {
+          const current = pageOf;
+          pageOf =
+            current.events.length === 0
+              ? undefined
+              : await apiJson(fetch, c, key(c), `${agentPath(id)}/events?limit=1000&after=${current.next}`);
+          const lines = current.events.filter(keep).map((e) => `${JSON.stringify(e)}\n`);
+          if (lines.length > 0) return controller.enqueue(encoder.encode(lines.join('')));
         }
         controller.close();
       },

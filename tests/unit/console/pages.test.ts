@@ -123,6 +123,21 @@ describe('console pages', () => {
     expect(events.map((e) => `${e.type} ${e.callId}`)).toEqual(
       expect.arrayContaining(['tool.call a', 'tool.result a', 'tool.call b', 'tool.result b']),
     );
+    // Past one page (1,000 events) the export reads on, page by page, to the end.
+    const { sessionId } = (await api.request(api.keyA, 'GET', `/v1/agents/${agent.id}`)).json;
+    api.store.events.append(
+      Array.from({ length: 2100 }, (_, i) => ({
+        sessionId,
+        type: 'note.added',
+        surface: 'log-only' as const,
+        data: { i },
+      })),
+    );
+    await api.store.events.flush();
+    const long = (await (await get(`/console/agents/${agent.id}/events.ndjson?family=note`, cookie)).text())
+      .trim()
+      .split('\n');
+    expect(long.map((line) => JSON.parse(line).data.i)).toEqual(Array.from({ length: 2100 }, (_, i) => i));
     const only = await (
       await get(`/console/agents/${agent.id}/events.ndjson?family=tool&call=b`, cookie)
     ).text();
