@@ -156,6 +156,11 @@ describe('the console signed in', () => {
     ]) {
       expect((await get(path, cookie)).status, path).toBe(404);
     }
+    // The terminal socket goes through the public route's checks: their agent is its 404.
+    const socket = await api.app.request(`/console/agents/${theirs.id}/terminals/t1/socket`, {
+      headers: { cookie, upgrade: 'websocket', connection: 'Upgrade', origin: ORIGIN },
+    });
+    expect(socket.status).toBe(404);
   });
 
   it('refuses a forged cross-site POST and a POST without the session token', async () => {
