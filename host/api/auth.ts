@@ -46,7 +46,7 @@ export const adminAuth = (adminKey: string | undefined): MiddlewareHandler<ApiEn
     if (expected === undefined) {
       throw new SandboxError(
         'FORBIDDEN',
-        'Tenant creation over HTTP is off: set DSH_ADMIN_KEY, or use `dsh-sandbox tenant create <name>`.',
+        'The admin routes (/v1/tenants) are off: set DSH_ADMIN_KEY, or create tenants with `dsh-sandbox tenant create <name>`.',
       );
     }
     if (!timingSafeEqual(digest(token), expected)) {
