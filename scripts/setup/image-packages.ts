@@ -1,14 +1,14 @@
 // Third-party programs of the sandbox image, each a folder of sandbox-image/ with a package.json and
 // the package-lock.json that pins it and everything it needs: the reference MCP server
 // (@modelcontextprotocol/server-everything, the official servers' test server) and the language
-// servers of the lsp tool (typescript-language-server with typescript, pyright). Each is installed
+// servers of the lsp tool (typescript-language-server with typescript, pyright), and npm. Each is installed
 // at image build time with `npm ci` from its lockfile; the image tag hashes the lockfiles, so it
 // changes only when they do. Installs are cached under .tools/ per lockfile; nothing is downloaded
 // when the image is already built, and nothing ever at run time (the sandbox has no network). A
 // build that needs one and cannot reach the npm registry fails with a message saying so, rather than
 // building an image without it.
 // In the image (Dockerfile.sandbox): /opt/mcp/everything (`mcp-server-everything`) and /opt/lsp
-// (`typescript-language-server`, `pyright-langserver`).
+// (`typescript-language-server`, `pyright-langserver`), /opt/npm (`npm`, `npx`).
 
 import { createHash } from 'node:crypto';
 import {
@@ -37,6 +37,7 @@ export interface ImagePackage {
 export const IMAGE_PACKAGES: readonly ImagePackage[] = [
   { folder: 'mcp-everything', what: 'the reference MCP server @modelcontextprotocol/server-everything' },
   { folder: 'lsp', what: 'the language servers of the lsp tool (typescript-language-server, pyright)' },
+  { folder: 'npm', what: "npm, for the agent's own installs through the egress proxy" },
 ];
 
 /** The lockfile that pins a package folder (an image input). */
