@@ -114,6 +114,8 @@ export interface Config {
   egressConnections: number;
   /** Egress bytes (both directions) one tenant may move per hour, its most. Default 1 GiB (env DSH_EGRESS_TENANT_BYTES_PER_HOUR). */
   egressBytesPerHour: number;
+  /** Connections through sandboxd's egress proxy one agent's sandbox may have open at once; more wait, then get a 503. Default 16 (env DSH_EGRESS_SANDBOX_TUNNELS). */
+  egressSandboxTunnels: number;
   /**
    * TEST AND DEVELOPMENT ONLY: non-public addresses the egress gateway may connect to anyway, as
    * `ip` or `ip:port` (`[ipv6]:port`), comma-separated; the tenant's allowlist still decides.
@@ -404,6 +406,9 @@ export const loadConfig = (
         1024,
         2 ** 50,
       ),
+    egressSandboxTunnels:
+      overrides.egressSandboxTunnels ??
+      intFrom('DSH_EGRESS_SANDBOX_TUNNELS', env.DSH_EGRESS_SANDBOX_TUNNELS, 16, 1, 1024),
     egressTestHosts: overrides.egressTestHosts ?? testHostsFrom(env.DSH_EGRESS_ALLOW_HOSTS_FOR_TESTS),
     searxngUrl: overrides.searxngUrl ?? urlFrom('DSH_SEARCH_SEARXNG_URL', env.DSH_SEARCH_SEARXNG_URL),
     webFetchMaxBytes:

@@ -20,6 +20,7 @@ import { createMetrics, type Metrics, observeCalls } from './api/metrics.ts';
 import { createWebSocketServer } from './api/routes/terminals.ts';
 import type { Config } from './config.ts';
 import { createEgress } from './egress/index.ts';
+import { createSandboxEgress, type SandboxEgress } from './egress/proxy/index.ts';
 import { SandboxError } from './errors.ts';
 import type { IsolateHost, IsolateHostEvent } from './isolates/index.ts';
 import type { DockerProvider } from './sandbox/docker/index.ts';
@@ -30,8 +31,11 @@ export const VERSION = '0.1.0';
 export const DEFAULT_KEY_FILE = 'default-tenant.key';
 
 export interface StartOptions {
-  /** Default: the docker provider on the local engine with config.sandboxImage. */
-  sandboxes?: SandboxProvider;
+  /**
+   * Default: the docker provider on the local engine with config.sandboxImage. A function gets the
+   * hook that serves each sandbox's egress proxy (a docker provider's `egress` option).
+   */
+  sandboxes?: SandboxProvider | ((egress: SandboxEgress['attach']) => SandboxProvider);
   /** Default: createIsolateHost({ workers: config.isolateWorkers, workerRssMb: config.isolateWorkerMb }). */
   isolates?: IsolateHost;
   /** Default: a libsql file in config.dataDir. */
@@ -104,6 +108,7 @@ const defaultProvider = async (
   config: Config,
   store: Store,
   log: (line: string) => void,
+  egress: SandboxEgress['attach'],
 ): Promise<DockerProvider> => {
   const { createDockerProvider } = await import('./sandbox/docker/index.ts');
   const provider = createDockerProvider({
@@ -114,6 +119,7 @@ const defaultProvider = async (
     defaults: { diskBytes: config.workspaceMb * 1024 * 1024 },
     workspaces: await workspaceStore(config, log),
     spoolDir: config.spoolDir,
+    egress,
   });
   const claim = store.agents.listAll({ includeDeleted: true }).flatMap((a) => a.sandboxId ?? []);
   const adopted = await provider.adopt({ claim }).catch((e: unknown) => {
@@ -157,18 +163,6 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
       ...(config.secretsKey === undefined ? {} : { secretsKey: config.secretsKey }),
     });
   ensureDefaultTenant(store, config, log);
-  const docker = options.sandboxes === undefined ? await defaultProvider(config, store, log) : undefined;
-  const sandboxes = options.sandboxes ?? (docker as DockerProvider);
-  const metrics = createMetrics({ version: VERSION });
-  const isolates =
-    options.isolates ??
-    (await import('./isolates/index.ts')).createIsolateHost({
-      workers: config.isolateWorkers,
-      workerRssMb: config.isolateWorkerMb,
-      onEvent: countRestarts(metrics),
-    });
-  const loop = startLoopMonitor({ metrics, log });
-  const lifecycle = createLifecycle();
   const egress = createEgress({
     store: store.egress,
     events: store.events,
@@ -182,6 +176,34 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
     log(
       `egress: TEST HOSTS admitted despite their addresses (DSH_EGRESS_ALLOW_HOSTS_FOR_TESTS): ${config.egressTestHosts.map((h) => (h.port === undefined ? h.ip : `${h.ip}:${h.port}`)).join(', ')}`,
     );
+  // Sandbox egress (sandboxd's proxy) is the docker provider's; attributed to the sandbox's agent.
+  const sandboxEgress = createSandboxEgress({
+    gateway: egress.gateway,
+    callerOf: (agentId) => {
+      const agent = store.agents.byId(agentId);
+      return agent && { tenantId: agent.tenantId, agentId, sessionId: agentId, via: 'proxy' };
+    },
+    maxTunnels: config.egressSandboxTunnels,
+    onError: (e) => log(`egress proxy: ${String(e)}`),
+  });
+  const docker =
+    options.sandboxes === undefined
+      ? await defaultProvider(config, store, log, sandboxEgress.attach)
+      : undefined;
+  const sandboxes =
+    typeof options.sandboxes === 'function'
+      ? options.sandboxes(sandboxEgress.attach)
+      : (options.sandboxes ?? (docker as DockerProvider));
+  const metrics = createMetrics({ version: VERSION });
+  const isolates =
+    options.isolates ??
+    (await import('./isolates/index.ts')).createIsolateHost({
+      workers: config.isolateWorkers,
+      workerRssMb: config.isolateWorkerMb,
+      onEvent: countRestarts(metrics),
+    });
+  const loop = startLoopMonitor({ metrics, log });
+  const lifecycle = createLifecycle();
   const { agents, scheduler, skills } = assembleAgents({
     egress,
     store,
@@ -307,6 +329,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
       clearInterval(idle);
       clearTimeout(hard);
       await isolates.close();
+      sandboxEgress.close();
       await egress.close();
       loop.stop();
       if (options.store === undefined) store.close();

@@ -72,6 +72,7 @@ export const OPS = [
   'stdioWrite',
   'readStream',
   'writeStream',
+  'egressAccept',
 ] as const;
 export type Op = (typeof OPS)[number];
 

@@ -11,6 +11,7 @@
 
 import { promises as fsp } from 'node:fs';
 import { WireError } from '../../sandbox-wire/errors.ts';
+import { proxyEnv } from './egress.ts';
 import { launch, type Proc, sharedSpawner } from './launch.ts';
 import type { Spawner } from './spawner.ts';
 import { type Args, env, killGroup, optInt, optStr, str } from './util.ts';
@@ -32,8 +33,9 @@ const NOT_INHERITED = new Set(['BASH_ENV', 'ENV', 'PROMPT_COMMAND', 'TERM', 'LC_
 /**
  * Environment for the agent's commands: ours minus sandboxd's own settings and minus whatever would
  * make a shell depend on who runs sandboxd (BASH_ENV, ENV, PROMPT_COMMAND, TERM, LC_ALL), with HOME
- * the agent's home (SANDBOXD_HOME: /home/agent in the image) and LANG C.UTF-8 unless set; then the
- * call's own variables, which win.
+ * the agent's home (SANDBOXD_HOME: /home/agent in the image) and LANG C.UTF-8 unless set, and the
+ * egress proxy's variables (egress.ts proxyEnv: always, once it listens; a destination the tenant
+ * does not allow gets a clear 403 from it); then the call's own variables, which win.
  */
 export const childEnv = (extra: Record<string, string>): NodeJS.ProcessEnv => {
   const base: NodeJS.ProcessEnv = {};
@@ -42,7 +44,7 @@ export const childEnv = (extra: Record<string, string>): NodeJS.ProcessEnv => {
   base.LANG ??= 'C.UTF-8';
   const home = process.env.SANDBOXD_HOME;
   if (home) base.HOME = home;
-  return { ...base, ...extra };
+  return { ...base, ...proxyEnv, ...extra };
 };
 
 /** Confined, existing working directory (real path). */

@@ -7,7 +7,9 @@
 // jobs it records), SANDBOXD_EXIT_ON_EOF=1
 // (exit, killing our jobs, when stdin closes: for local runs; in a container stdin stays open across
 // detach and re-attach, and sandboxd must outlive any one host connection), SANDBOXD_OP_DEADLINE_MS
-// (the deadline of a call that does not wait by design, default 30000: server.ts).
+// (the deadline of a call that does not wait by design, default 30000: server.ts),
+// SANDBOXD_PROXY_PORT (the egress proxy's port on 127.0.0.1: egress.ts; default 3128 in the image,
+// any free port in local runs).
 // Invariant: no request, frame or stray error ends this process.
 
 import { mkdirSync } from 'node:fs';
@@ -43,6 +45,7 @@ const main = async (): Promise<void> => {
     mkdirSync(process.env.SANDBOXD_HOME, { recursive: true, mode: 0o700 });
   }
   const deadline = Number(process.env.SANDBOXD_OP_DEADLINE_MS);
+  const proxyPort = Number(process.env.SANDBOXD_PROXY_PORT || (agent ? 3128 : 0));
   const server = await startServer({
     input: process.stdin,
     output: process.stdout,
@@ -50,6 +53,7 @@ const main = async (): Promise<void> => {
     stateDir,
     log,
     ...(Number.isInteger(deadline) && deadline > 0 ? { opDeadlineMs: deadline } : {}),
+    ...(Number.isInteger(proxyPort) && proxyPort >= 0 && proxyPort < 65536 ? { proxyPort } : {}),
   });
   // Start the command spawner now, so that the agent's first exec is as fast as the rest.
   sharedSpawner().start();

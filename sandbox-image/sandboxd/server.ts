@@ -6,7 +6,8 @@
 // error answer with a code from the wire's short list, sandbox-wire/errors.ts); a frame we cannot
 // parse is logged and skipped up to the next RESYNC; an answer too big for a frame becomes a
 // PAYLOAD_TOO_LARGE error; every call but a terminal attach, a stdio program (subscriptions) or a
-// stream (readStream, writeStream: paced by the host's credit, streams.ts), each ended by a cancel
+// stream (readStream, writeStream, egressAccept: paced by the host's credit, streams.ts; egress.ts),
+// each ended by a cancel
 // or the next session, has a deadline: past it, its signal aborts (stopping ripgrep, walks, waits and
 // commands) and it is answered TOOL_TIMEOUT at once, whether or not its handler ever returns, so a
 // stuck call never holds up the next one. Data frames of a stream are written only within its
@@ -25,6 +26,7 @@ import {
   RESYNC_MARKER,
   STREAMS_VERSION,
 } from '../../sandbox-wire/protocol.ts';
+import { createEgressProxy } from './egress.ts';
 import { runExec } from './exec.ts';
 import { createFsOps } from './fsops.ts';
 import { createJobs } from './jobs.ts';
@@ -44,10 +46,14 @@ export interface ServerOptions {
   log: (line: string) => void;
   /** Deadline of a call that does not wait by design (file operations, search, ping). Default 30000. */
   opDeadlineMs?: number;
+  /** Port of the egress proxy on 127.0.0.1 (egress.ts). Default 0: any free port (local runs). */
+  proxyPort?: number;
 }
 
 /** The calls that move bytes on a stream of their own (streams.ts). */
-const STREAM_OPS: ReadonlySet<Op> = new Set<Op>(['readStream', 'writeStream']);
+const STREAM_OPS: ReadonlySet<Op> = new Set<Op>(['readStream', 'writeStream', 'egressAccept']);
+/** The stream calls that take bytes from the host (they grant their whole window at once). */
+const RECEIVING_OPS: ReadonlySet<Op> = new Set<Op>(['writeStream', 'egressAccept']);
 const noStream = (): never => {
   throw new WireError('INTERNAL', 'This call has no stream.');
 };
@@ -74,6 +80,7 @@ export const deadlineOf = (op: Op, args: Args, base: number): number | undefined
     case 'stdioOpen':
     case 'readStream':
     case 'writeStream':
+    case 'egressAccept':
       return undefined;
     case 'exec':
       return clamp(ms('timeoutMs', 120_000) + WAIT_GRACE_MS);
@@ -110,6 +117,8 @@ export const startServer = async (options: ServerOptions) => {
   const stdio = createStdio(ws);
   const transfers = createTransfers(ws);
   const streams = createStreams({ log });
+  const egress = createEgressProxy({ log, port: options.proxyPort ?? 0 });
+  await egress.listen();
   let session = 0; // 0: no hello yet
   const inflight = new Map<number, AbortController>();
   const drainWaiters: Array<() => void> = [];
@@ -199,6 +208,7 @@ export const startServer = async (options: ServerOptions) => {
     stdioWrite: (args, ctx) => stdio.stdioWrite(args, ctx.session),
     readStream: (args, ctx) => transfers.readStream(args, ctx.io),
     writeStream: (args, ctx) => transfers.writeStream(args, ctx.io),
+    egressAccept: (_args, ctx) => egress.egressAccept(ctx.io, ctx.signal),
   };
 
   const opDeadlineMs = options.opDeadlineMs ?? 30_000;
@@ -244,7 +254,7 @@ export const startServer = async (options: ServerOptions) => {
                 ? Promise.resolve()
                 : new Promise<void>((resolve) => drainWaiters.push(resolve)),
           },
-          op === 'writeStream',
+          RECEIVING_OPS.has(op),
         )
       : NO_STREAM;
     try {
@@ -336,6 +346,7 @@ export const startServer = async (options: ServerOptions) => {
     killJobs: () => {
       jobs.killAll();
       terms.killAll();
+      egress.close();
     },
     /** For tests: the session counter. */
     get session() {

@@ -14,7 +14,7 @@ import Docker from 'dockerode';
 import { nanoid } from 'nanoid';
 import { SandboxError } from '../../errors.ts';
 import { createResolver, WORKSPACE_ROOT } from '../paths.ts';
-import { connectSandboxd, isUnresponsive } from '../sandboxd/client.ts';
+import { connectSandboxd, isUnresponsive, type SandboxdEgress } from '../sandboxd/client.ts';
 import type { ProviderFlags, Sandbox, SandboxLimits, SandboxProvider, SandboxSpec } from '../types.ts';
 import {
   DOCKER_DEFAULT_LIMITS,
@@ -74,6 +74,12 @@ export interface DockerProviderOptions {
   workspaces?: WorkspaceStore;
   /** Where archive uploads are spooled while they are checked (a disk, not a tmpfs). Default os.tmpdir(). */
   spoolDir?: string;
+  /**
+   * Serves the egress proxy of an agent's sandbox on each session opened for it (host/egress/proxy:
+   * createSandboxEgress().attach); the returned stop runs when that session ends. Default none:
+   * sandboxd's proxy answers every connection 503.
+   */
+  egress?: (agentId: string, egress: SandboxdEgress) => () => void;
 }
 
 /** One agent known to this process; the reaper reads and writes its Reapable part. */
@@ -216,6 +222,12 @@ export const createDockerProvider = (options: DockerProviderOptions): DockerProv
       if (entry.live === opening) entry.live = undefined;
     };
     opening.then((l) => {
+      const egress = l.session.egress;
+      if (egress && options.egress) {
+        const stop = options.egress(entry.agentId, egress);
+        void l.attachment.closed.then(stop);
+        void l.session.closed?.then(stop, stop);
+      }
       void l.attachment.closed.then(forget);
       void l.session.closed?.then((reason) => {
         forget();

@@ -13,7 +13,7 @@ import type { Readable, Writable } from 'node:stream';
 import type Docker from 'dockerode';
 import { SandboxError } from '../../errors.ts';
 import { WORKSPACE_ROOT } from '../paths.ts';
-import type { SandboxdFs } from '../sandboxd/client.ts';
+import type { SandboxdEgress, SandboxdFs } from '../sandboxd/client.ts';
 import type { Sandbox, SandboxJobs, SandboxLimits, SandboxStdio, SandboxTerminals } from '../types.ts';
 import { type Attachment, attach } from './attach.ts';
 import { fromDocker, isNotModified } from './errors.ts';
@@ -27,6 +27,8 @@ export interface SandboxdSession {
   terminals?: SandboxTerminals;
   /** Programs on pipes (sandboxd has them; test doubles may not). */
   stdio?: SandboxStdio;
+  /** The sandbox's egress proxy connections (sandboxd speaking streams; test doubles may not). */
+  egress?: SandboxdEgress;
   ping(): Promise<unknown>;
   close(): Promise<void> | void;
   /** Settles when the connection is gone (protocol error, socket closed). */

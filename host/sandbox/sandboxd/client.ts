@@ -22,6 +22,7 @@ import type {
 } from '../types.ts';
 import { type Connection, type HelloInfo, openConnection } from './connection.ts';
 import { createStdioClient } from './stdio.ts';
+import type { StreamHandle } from './streams.ts';
 import { createTerminalClient } from './terminals.ts';
 
 export interface ConnectSandboxdOptions {
@@ -74,8 +75,20 @@ export interface SandboxdFs extends SandboxFs {
   writeStream?(path: string, source: AsyncIterable<Uint8Array>, options?: { mode?: number }): Promise<number>;
 }
 
+/** sandboxd's egress proxy (sandbox-image/sandboxd/egress.ts), as the host takes its connections. */
+export interface SandboxdEgress {
+  /**
+   * Waits for the next connection to the sandbox's proxy and carries its bytes both ways on a
+   * stream of its own (no stall limit: a tunnel may idle). `result` settles when it closed.
+   * Outside the liveness watchdog: a waiting accept is not a call in flight.
+   */
+  accept(signal?: AbortSignal): { io: StreamHandle; result: Promise<{ bytesIn: number; bytesOut: number }> };
+}
+
 export interface SandboxdClient {
   readonly fs: SandboxdFs;
+  /** Only when sandboxd speaks streams. */
+  readonly egress?: SandboxdEgress;
   readonly jobs: SandboxJobs;
   readonly terminals: SandboxTerminals;
   /** Programs on pipes (stdio MCP servers), ended with this connection. */
@@ -418,8 +431,13 @@ export const connectSandboxd = async (options: ConnectSandboxdOptions): Promise<
     kill: (id, signal = 'SIGTERM') => conn.call('jobKill', { id: String(id), signal }, plain),
   };
 
+  const egress: SandboxdEgress | undefined = raw.hello.streams
+    ? { accept: (signal) => raw.stream('egressAccept', {}, { signal, stallMs: 0 }) }
+    : undefined;
+
   return {
     fs,
+    ...(egress === undefined ? {} : { egress }),
     jobs,
     terminals: createTerminalClient(conn, resolve, callTimeoutMs),
     stdio: createStdioClient(conn, resolve, callTimeoutMs),

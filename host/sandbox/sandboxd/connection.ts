@@ -39,6 +39,8 @@ export interface HelloInfo {
 
 export interface StreamOptions {
   signal?: AbortSignal | undefined;
+  /** Longest wait for data or credit on this stream; 0: none. Default the connection's streamStallMs. */
+  stallMs?: number;
 }
 
 export interface CallOptions {
@@ -284,7 +286,7 @@ export const openConnection = (options: OpenOptions): Promise<Connection> => {
       throw new SandboxError('SANDBOX_PROTOCOL', `This sandboxd does not speak streams; ${op} needs them.`);
     const id = takeId();
     const ac = new AbortController();
-    const io = streams.open(id, () => ac.abort());
+    const io = streams.open(id, () => ac.abort(), opts.stallMs);
     const onAbort = (): void => io.abandon();
     opts.signal?.addEventListener('abort', onAbort, { once: true });
     const result = callAs(id, op, args, { timeoutMs: NO_DEADLINE_MS, signal: ac.signal }).finally(() =>

@@ -82,6 +82,7 @@ export const valueSchemas = (root: string) => {
     readRange: v.object({ data: base64, size: int }),
     readStream: v.object({ bytes: int, size: int }),
     writeStream: v.object({ bytes: int }),
+    egressAccept: v.object({ bytesIn: int, bytesOut: int }),
     writeFile: v.object({}),
     appendFile: v.object({}),
     stat,

@@ -63,14 +63,15 @@ export const createStreamTable = (options: StreamTableOptions) => {
       `sandboxd sent no ${what} for ${options.stallMs} ms; the transfer was stopped. Try again.`,
     );
 
-  /** Resolves when `wait` does, or rejects with `error()` after stallMs. */
-  const withStall = async <T>(wait: Promise<T>, error: () => SandboxError): Promise<T> => {
+  /** Resolves when `wait` does, or rejects with `error()` after `stallMs` (0: never). */
+  const withStall = async <T>(wait: Promise<T>, error: () => SandboxError, stallMs: number): Promise<T> => {
+    if (stallMs === 0) return wait;
     let timer: NodeJS.Timeout | undefined;
     try {
       return await Promise.race([
         wait,
         new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(error()), options.stallMs);
+          timer = setTimeout(() => reject(error()), stallMs);
         }),
       ]);
     } finally {
@@ -86,8 +87,11 @@ export const createStreamTable = (options: StreamTableOptions) => {
     e.wake?.();
   };
 
-  /** Opens the stream of call `id` (before its request is sent); `cancel` stops that call. */
-  const openStream = (id: number, cancel: () => void): StreamHandle => {
+  /**
+   * Opens the stream of call `id` (before its request is sent); `cancel` stops that call. `stallMs`
+   * overrides the table's for this stream (0: none, for a tunnel that may idle as long as its peers).
+   */
+  const openStream = (id: number, cancel: () => void, stallMs: number = options.stallMs): StreamHandle => {
     const e: Entry = {
       inbound: new Inbound(RECEIVE_WINDOW_BYTES),
       outbound: new Outbound(),
@@ -112,6 +116,7 @@ export const createStreamTable = (options: StreamTableOptions) => {
                 e.wake = resolve;
               }),
               () => stalled('data'),
+              stallMs,
             );
             e.wake = undefined;
           }
@@ -139,8 +144,10 @@ export const createStreamTable = (options: StreamTableOptions) => {
       async write(data) {
         const buf = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
         for (let at = 0; at < buf.length; ) {
-          const n = await withStall(e.outbound.acquire(Math.min(MAX_DATA_BYTES, buf.length - at)), () =>
-            stalled('credit'),
+          const n = await withStall(
+            e.outbound.acquire(Math.min(MAX_DATA_BYTES, buf.length - at)),
+            () => stalled('credit'),
+            stallMs,
           ).catch((error: unknown) => {
             abandon();
             throw error;

@@ -35,7 +35,10 @@ export function served(name: string, overrides: Partial<Config> = {}): Served {
     rmSync(dataDir, { recursive: true, force: true });
   });
   async function start(): Promise<Running> {
-    const server = await startServer(config, { sandboxes: fixture.provider(), log: () => {} });
+    const server = await startServer(config, {
+      sandboxes: (egress) => fixture.provider({ egress }),
+      log: () => {},
+    });
     running.push(server);
     return server;
   }

@@ -1,0 +1,45 @@
+// One tunnelled connection of the sandbox's proxy as a Node Duplex: what the client in the container
+// sends (the stream's incoming pieces, starting with the first one the pump already read), and what
+// we write back (sent within sandboxd's credit). Ending our side ends the stream; destroying the
+// duplex before that, or with an error, abandons it (sandboxd cuts the client's connection), while
+// a destroy after a clean end leaves sandboxd to flush what it holds and close gracefully.
+import { Duplex } from 'node:stream';
+import type { StreamHandle } from '../../sandbox/sandboxd/streams.ts';
+
+export function tunnelDuplex(io: StreamHandle, pieces: AsyncIterator<Buffer>, first: Buffer): Duplex {
+  let pending: Buffer | undefined = first;
+  let reading = false;
+  let ended = false;
+  const duplex: Duplex = new Duplex({
+    allowHalfOpen: true,
+    read() {
+      if (pending) {
+        const piece = pending;
+        pending = undefined;
+        duplex.push(piece);
+        return;
+      }
+      if (reading) return;
+      reading = true;
+      pieces.next().then(
+        (r) => {
+          reading = false;
+          duplex.push(r.done ? null : r.value);
+        },
+        (error: unknown) => duplex.destroy(error as Error),
+      );
+    },
+    write(chunk: Buffer, _encoding, callback) {
+      io.write(chunk).then(() => callback(), callback);
+    },
+    final(callback) {
+      ended = true;
+      io.end().then(() => callback(), callback);
+    },
+    destroy(error, callback) {
+      if (error || !ended) io.abandon();
+      callback(error);
+    },
+  });
+  return duplex;
+}

@@ -1,0 +1,98 @@
+// Sandbox egress through sandboxd's proxy, the control plane's end: for every live sandboxd session
+// of an agent, a pump that keeps one `egressAccept` waiting (sandbox-image/sandboxd/egress.ts), plus
+// one per open tunnel up to `maxTunnels`, and hands each connection that arrives to the proxy server
+// (./server.ts) as its agent. The docker provider calls `attach` for each session it opens and the
+// returned stop when that session ends.
+// Invariants: at most `maxTunnels` connections of one sandbox are open here at once (more wait in
+// sandboxd, which answers 503 when none frees up in time); a connection is served only once its
+// client sent its first byte (the HTTP server's head timeout starts then, not while an accept
+// waits); the caller is looked up when a connection arrives, so a deleted agent gets a refusal.
+import { SandboxError } from '../../errors.ts';
+import type { SandboxdEgress } from '../../sandbox/sandboxd/client.ts';
+import type { EgressGateway } from '../gateway.ts';
+import type { EgressCaller } from '../types.ts';
+import { tunnelDuplex } from './duplex.ts';
+import { createProxyServer, type ProxyServerOptions } from './server.ts';
+
+export interface SandboxEgressOptions extends Omit<ProxyServerOptions, 'gateway'> {
+  gateway: Pick<EgressGateway, 'connect' | 'fetch'>;
+  /** Who an agent's sandbox egress is (its tenant and session); undefined: refused (a deleted agent). */
+  callerOf: (agentId: string) => EgressCaller | undefined;
+  /** Connections open at once per sandbox. Default 32. */
+  maxTunnels?: number;
+  /** An accept that failed for another reason than the session ending (an old sandboxd). */
+  onError?: (error: unknown) => void;
+}
+
+export interface SandboxEgress {
+  /** Serves the proxy of `agentId`'s sandbox on one sandboxd session; returns its stop. */
+  attach(agentId: string, egress: SandboxdEgress): () => void;
+  close(): void;
+}
+
+/** The session went away under the accept (a detach, a lost connection, a new hello): no failure. */
+const sessionEnded = (e: unknown): boolean =>
+  e instanceof SandboxError && (e.code === 'SANDBOX_UNAVAILABLE' || e.code === 'ABORTED');
+
+export function createSandboxEgress(options: SandboxEgressOptions): SandboxEgress {
+  const proxy = createProxyServer(options);
+  const maxTunnels = options.maxTunnels ?? 32;
+  const stops = new Set<() => void>();
+
+  function attach(agentId: string, egress: SandboxdEgress): () => void {
+    const ac = new AbortController();
+    let waiting = 0;
+    let open = 0;
+    let failed = false;
+
+    function more(): void {
+      while (!ac.signal.aborted && !failed && waiting === 0 && open + waiting < maxTunnels) void take();
+    }
+
+    async function take(): Promise<void> {
+      waiting++;
+      const { io, result } = egress.accept(ac.signal);
+      const pieces = io.incoming[Symbol.asyncIterator]();
+      const first = await pieces.next().catch(() => undefined);
+      waiting--;
+      if (first === undefined || first.done) {
+        // No byte: a client that closed at once (go on), or the accept failed (stop, and say why
+        // unless the session simply ended).
+        const why = await result.then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        if (why !== undefined) {
+          failed = true;
+          if (!ac.signal.aborted && !sessionEnded(why)) options.onError?.(why);
+        }
+        return more();
+      }
+      open++;
+      more();
+      const caller = options.callerOf(agentId);
+      const duplex = tunnelDuplex(io, pieces, first.value);
+      if (caller) proxy.handle(duplex, caller);
+      else duplex.destroy();
+      await result.catch(() => {});
+      open--;
+      more();
+    }
+
+    more();
+    const stop = (): void => {
+      stops.delete(stop);
+      ac.abort();
+    };
+    stops.add(stop);
+    return stop;
+  }
+
+  return {
+    attach,
+    close() {
+      for (const stop of [...stops]) stop();
+      proxy.close();
+    },
+  };
+}

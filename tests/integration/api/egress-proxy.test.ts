@@ -1,0 +1,132 @@
+// Sandbox egress through sandboxd's proxy on the composition `serve` runs, with a real container
+// (issue 19): the agent's commands get HTTP(S)_PROXY pointing at sandboxd on the container's
+// loopback, every connection is tunnelled over the attach stream to the gateway, and the loopback
+// "internet" of ./internet.ts stands in for the world (admitted by the test switch; the tenant's
+// allowlist still decides). curl, npm, pip and git reach an allowlisted host; anything else gets a
+// clear 403 naming the reason; a redirect to a refused host is refused; a credential the tenant set
+// reaches the upstream but never the sandbox; the container still has only `lo`; every connection
+// is an audit event in the agent's log.
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import type { Running } from '../../../host/serve.ts';
+import type { Loose } from '../../unit/api/harness.ts';
+import { type Internet, NPM_PACKAGE, PIP_PACKAGE, startInternet } from './internet.ts';
+import { json, served } from './served.ts';
+
+const SECRET = 'Bearer upstream-secret-9d41c2';
+let internet: Internet & { pip: boolean; git: boolean };
+beforeAll(async () => {
+  internet = await startInternet();
+});
+afterAll(async () => {
+  await internet?.close();
+});
+
+const service = served('egress-proxy', { egressTestHosts: [{ ip: '127.0.0.2' }, { ip: '127.0.0.3' }] });
+
+let seq = 0;
+const bash = async (server: Running, key: string, agentId: string, command: string) => {
+  const res = await json(server, key, 'POST', `/v1/agents/${agentId}/calls`, {
+    calls: [
+      { id: `b${++seq}`, name: 'bash', arguments: { command, description: 'egress', timeoutMs: 120_000 } },
+    ],
+  });
+  expect(res.status).toBe(200);
+  const result = res.json.results[0] as Loose;
+  expect(result.ok, JSON.stringify(result)).toBe(true);
+  return { stdout: String(result.value.stdout), exitCode: result.value.exitCode as number | null };
+};
+
+it('tunnels curl, npm, pip and git to allowlisted hosts only, with credentials kept out of the sandbox', async () => {
+  const server = await service.start();
+  const key = server.store.tenants.createTenant('egress-proxy').apiKey;
+  const agentId = (await json(server, key, 'POST', '/v1/agents', {})).json.id as string;
+  const sh = (command: string) => bash(server, key, agentId, command);
+  const { http, https, other } = internet;
+
+  // The variables every command gets, and a container that still has only a loopback interface.
+  const env = await sh('env | grep -i _proxy= | sort; ls /sys/class/net');
+  expect(env.stdout).toContain('HTTP_PROXY=http://127.0.0.1:3128');
+  expect(env.stdout).toContain('https_proxy=http://127.0.0.1:3128');
+  expect(env.stdout).toContain('NO_PROXY=localhost,127.0.0.1,::1');
+  expect(env.stdout.trim().split('\n').at(-1)).toBe('lo');
+
+  // Default deny: no allowlist yet, a clear refusal (not a hang, not a bare connection error).
+  const before = await sh(`curl -sS -D - ${http.url}/hello`);
+  expect(before.stdout).toMatch(/^HTTP\/1\.1 403/);
+  expect(before.stdout).toMatch(/x-dsh-egress: denied; reason="no allowlist"/i);
+  expect(before.stdout).toContain('PUT /v1/egress');
+
+  const put = await json(server, key, 'PUT', '/v1/egress', {
+    allow: [{ host: '127.0.0.2', ports: [http.port, https.port] }],
+    credentials: [{ name: 'site', host: '127.0.0.2', header: 'Authorization', value: SECRET }],
+  });
+  expect(put.status).toBe(200);
+  await json(server, key, 'POST', `/v1/agents/${agentId}/calls`, {
+    calls: [{ id: 'ca', name: 'write', arguments: { file_path: 'test-ca.pem', content: internet.caPem } }],
+  });
+
+  // Plain HTTP and HTTPS (CONNECT, the client's own TLS to the upstream) to the allowlisted host.
+  expect((await sh(`curl -sS --fail ${http.url}/hello`)).stdout).toBe('hello from http\n');
+  expect((await sh(`curl -sS --fail --cacert test-ca.pem ${https.url}/hello`)).stdout).toBe(
+    'hello from https\n',
+  );
+
+  // Another host: 403 with the gateway's reason, for HTTP and for a CONNECT tunnel alike.
+  const refused = await sh(`curl -sS -D - ${other.url}/hello`);
+  expect(refused.stdout).toMatch(/^HTTP\/1\.1 403/);
+  expect(refused.stdout).toMatch(/x-dsh-egress: denied/i);
+  expect(refused.stdout).toContain('127.0.0.3');
+  const tunnel = await sh(
+    `curl -sS -o /dev/null -w '%{http_connect}' https://${other.host}:${other.port}/ 2>&1`,
+  );
+  expect(tunnel.stdout).toContain('403');
+  // A redirect to a refused host: the client follows it through the proxy, which refuses that hop.
+  const redirected = await sh(
+    `curl -sS -L -o /dev/null -w '%{http_code} %{num_redirects}' ${http.url}/redirect`,
+  );
+  expect(redirected.stdout).toBe('403 1');
+  expect(internet.seen.some((s) => s.site === 'other')).toBe(false);
+
+  // The credential reaches the upstream on plain HTTP, added by the gateway; the sandbox never sees it.
+  internet.seen.length = 0;
+  await sh(`curl -sS --fail ${http.url}/hello > fetched.txt`);
+  expect(internet.seen.find((s) => s.site === 'http')?.headers.authorization).toBe(SECRET);
+  // (The needle is split so that the command line `ps` shows does not hold it.)
+  const inside = await sh(
+    'env; ps -eo args; cat fetched.txt; grep -r "upstream-""secret" /workspace /tmp 2>/dev/null; true',
+  );
+  expect(inside.stdout).not.toContain('upstream-secret');
+
+  // npm from a loopback registry: installs from the allowlisted host, a clear failure from another.
+  const npm = await sh(
+    `npm install --no-audit --no-fund --registry ${http.url}/ ${NPM_PACKAGE} >/dev/null 2>&1; node -p "require('${NPM_PACKAGE}')"`,
+  );
+  expect(npm.stdout).toContain('tiny from the loopback registry');
+  const npmRefused = await sh(
+    `npm install --no-audit --no-fund --fetch-retries=0 --registry ${other.url}/ ${NPM_PACKAGE} 2>&1; echo "exit $?"`,
+  );
+  expect(npmRefused.stdout).toMatch(/403/);
+  expect(npmRefused.stdout).not.toContain('exit 0');
+
+  if (internet.pip) {
+    const pip = await sh(
+      `pip install -q --disable-pip-version-check --target pylib --index-url ${http.url}/simple/ --trusted-host 127.0.0.2 ${PIP_PACKAGE} 2>&1; PYTHONPATH=pylib python3 -c 'import ${PIP_PACKAGE}; print(${PIP_PACKAGE}.GREETING)'`,
+    );
+    expect(pip.stdout).toContain('tiny from the loopback index');
+  }
+  if (internet.git) {
+    const git = await sh(`git clone -q ${http.url}/git/repo.git cloned 2>&1; cat cloned/README.md`);
+    expect(git.stdout).toContain('cloned through the egress proxy');
+  }
+
+  // Every connection is an audit event in the agent's log: allowed ones with bytes, refused ones with why.
+  const audit = server.store.events
+    .list(agentId)
+    .filter((e) => e.type === 'egress' && (e.data as Loose).via === 'proxy')
+    .map((e) => e.data as Loose);
+  expect(audit.some((a) => a.decision === 'allow' && a.host === '127.0.0.2' && a.bytesIn > 0)).toBe(true);
+  expect(audit.some((a) => a.decision === 'allow' && a.port === https.port)).toBe(true);
+  expect(audit.some((a) => a.decision === 'deny' && a.host === '127.0.0.3')).toBe(true);
+  expect(audit.some((a) => a.decision === 'deny' && a.reason === 'no allowlist')).toBe(true);
+  expect(JSON.stringify(audit)).not.toContain('upstream-secret');
+});
