@@ -32,6 +32,10 @@ export function tunnelDuplex(io: StreamHandle, pieces: AsyncIterator<Buffer>, fi
     write(chunk: Buffer, _encoding, callback) {
       io.write(chunk).then(() => callback(), callback);
     },
+    // What queued while a write waited for credit goes out together, in whole data frames.
+    writev(chunks, callback) {
+      io.write(Buffer.concat(chunks.map((c) => c.chunk as Buffer))).then(() => callback(), callback);
+    },
     final(callback) {
       ended = true;
       io.end().then(() => callback(), callback);

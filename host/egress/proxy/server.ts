@@ -90,6 +90,7 @@ function refuse(res: ServerResponse, r: Refusal): void {
     'x-dsh-egress': `${r.kind}; reason="${headerSafe(r.reason)}"`,
     'content-type': 'text/plain; charset=utf-8',
     'content-length': Buffer.byteLength(body),
+    connection: 'close',
   });
   res.end(body);
 }
