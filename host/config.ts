@@ -123,6 +123,11 @@ export interface Config {
    * (env DSH_EGRESS_ALLOW_HOSTS_FOR_TESTS).
    */
   egressTestHosts: Array<{ ip: string; port?: number }>;
+  /**
+   * A PEM file of CA certificates the egress gateway trusts for HTTPS upstreams besides Node's own
+   * (a private CA; tests' loopback servers). Read at start. Default none (env DSH_EGRESS_CA_FILE).
+   */
+  egressCaFile: string | undefined;
   /** A SearXNG instance every tenant's web_search uses unless it set its own. Default none (env DSH_SEARCH_SEARXNG_URL). */
   searxngUrl: string | undefined;
   /** Largest response web_fetch reads, in bytes. Default 5 MiB (env DSH_WEB_FETCH_MAX_BYTES). */
@@ -410,6 +415,8 @@ export const loadConfig = (
       overrides.egressSandboxTunnels ??
       intFrom('DSH_EGRESS_SANDBOX_TUNNELS', env.DSH_EGRESS_SANDBOX_TUNNELS, 16, 1, 1024),
     egressTestHosts: overrides.egressTestHosts ?? testHostsFrom(env.DSH_EGRESS_ALLOW_HOSTS_FOR_TESTS),
+    egressCaFile:
+      overrides.egressCaFile ?? (env.DSH_EGRESS_CA_FILE ? resolve(cwd, env.DSH_EGRESS_CA_FILE) : undefined),
     searxngUrl: overrides.searxngUrl ?? urlFrom('DSH_SEARCH_SEARXNG_URL', env.DSH_SEARCH_SEARXNG_URL),
     webFetchMaxBytes:
       overrides.webFetchMaxBytes ??

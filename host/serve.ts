@@ -5,10 +5,11 @@
 // SHUTTING_DOWN, detach from containers (they stay running for re-adoption), stop the isolate
 // workers, flush and close the store.
 
-import { chmodSync, existsSync, mkdirSync, statfsSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, statfsSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { rootCertificates } from 'node:tls';
 import { serve as listen } from '@hono/node-server';
 import { assembleAgents } from './agents/assemble.ts';
 import { agentEgressRules } from './agents/web.ts';
@@ -20,6 +21,7 @@ import { createMetrics, type Metrics, observeCalls } from './api/metrics.ts';
 import { createWebSocketServer } from './api/routes/terminals.ts';
 import type { Config } from './config.ts';
 import { createEgress } from './egress/index.ts';
+import { createAuthorities } from './egress/intercept/authority.ts';
 import { createSandboxEgress, type SandboxEgress } from './egress/proxy/index.ts';
 import { SandboxError } from './errors.ts';
 import type { IsolateHost, IsolateHostEvent } from './isolates/index.ts';
@@ -130,6 +132,18 @@ const defaultProvider = async (
   return provider;
 };
 
+/** Node's CAs plus the operator's file (DSH_EGRESS_CA_FILE): what HTTPS upstreams are verified against. */
+const upstreamCas = (file: string): string => {
+  try {
+    return `${rootCertificates.join('\n')}\n${readFileSync(file, 'utf8')}`;
+  } catch (e) {
+    throw new SandboxError(
+      'CONFIG_INVALID',
+      `DSH_EGRESS_CA_FILE ${file} cannot be read: ${(e as Error).message}`,
+    );
+  }
+};
+
 /** Counts a worker that starts again (a restart), by how its previous process ended. */
 const countRestarts = (metrics: Metrics) => {
   const seen = new Set<number>();
@@ -169,6 +183,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
     agentRulesOf: agentEgressRules(store.agents),
     maxBudget: { connections: config.egressConnections, bytesPerHour: config.egressBytesPerHour },
     testHosts: config.egressTestHosts,
+    ...(config.egressCaFile === undefined ? {} : { ca: upstreamCas(config.egressCaFile) }),
     ...(config.searxngUrl === undefined ? {} : { searxngUrl: config.searxngUrl }),
     web: { maxBytes: config.webFetchMaxBytes, timeoutMs: config.webFetchTimeoutMs },
   });
@@ -184,6 +199,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
       return agent && { tenantId: agent.tenantId, agentId, sessionId: agentId, via: 'proxy' };
     },
     maxTunnels: config.egressSandboxTunnels,
+    intercept: createAuthorities({ store: store.egress }),
     onError: (e) => log(`egress proxy: ${String(e)}`),
   });
   const docker =

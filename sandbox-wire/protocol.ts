@@ -73,6 +73,7 @@ export const OPS = [
   'readStream',
   'writeStream',
   'egressAccept',
+  'egressTrust',
 ] as const;
 export type Op = (typeof OPS)[number];
 

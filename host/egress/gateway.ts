@@ -91,6 +91,11 @@ export interface EgressGateway {
   fetch(caller: EgressCaller, url: string | URL, init?: GatewayFetchInit): Promise<Response>;
   /** Replaces every credential value of the tenant in `text` with a placeholder naming it. */
   redact(tenantId: string, text: string): string;
+  /**
+   * Whether the tenant gave a credential for `host`: the sandbox's HTTPS to it is intercepted (the
+   * gateway terminates TLS to add it: ./intercept/), all other hosts' is an opaque tunnel.
+   */
+  intercepts(tenantId: string, host: string): boolean;
   audit: Audit;
   budgets: Budgets;
 }
@@ -271,9 +276,20 @@ export function createEgressGateway(options: EgressGatewayOptions): EgressGatewa
     return out;
   }
 
+  function intercepts(tenantId: string, host: string): boolean {
+    let canonical: string;
+    try {
+      canonical = canonicalHost(host).host;
+    } catch {
+      return false;
+    }
+    return (options.settingsOf(tenantId)?.credentials ?? []).some((c) => hostMatches(c.host, canonical));
+  }
+
   const gateway: EgressGateway = {
     authorize,
     connect,
+    intercepts,
     fetch: (caller, url, init) =>
       gatewayFetch(
         { authorize, audit, ...(options.ca === undefined ? {} : { ca: options.ca }) },

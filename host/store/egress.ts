@@ -2,7 +2,8 @@
 // named hosts, its budgets and its search provider, kept as one JSON document per tenant. The store
 // decides nothing about them (host/egress/settings.ts validates and owns their meaning). The
 // document holds credentials' values, so it is stored sealed (sealed.ts), and the API never returns
-// it as it is.
+// it as it is. Beside it (migration 13), the tenant's interception CA (host/egress/intercept/): its
+// certificate and private key, sealed likewise, written once and never replaced.
 import type { JsonValue } from '../json.ts';
 import { type Database, guarded } from './db.ts';
 import type { Sealer } from './sealed.ts';
@@ -12,6 +13,10 @@ export interface EgressSettingsStore {
   get(tenantId: string): JsonValue | undefined;
   /** Replaces the tenant's document whole. */
   put(tenantId: string, settings: JsonValue): void;
+  /** The tenant's interception CA (certificate and key, PEM), once made. */
+  getCa(tenantId: string): { certPem: string; keyPem: string } | undefined;
+  /** Keeps `ca` unless the tenant has one already; returns the one kept. */
+  putCaOnce(tenantId: string, ca: { certPem: string; keyPem: string }): { certPem: string; keyPem: string };
 }
 
 export const createEgressSettingsStore = (
@@ -24,7 +29,25 @@ export const createEgressSettingsStore = (
     `INSERT INTO tenant_egress (tenant_id, settings, updated_at) VALUES (?, ?, ?)
      ON CONFLICT(tenant_id) DO UPDATE SET settings = excluded.settings, updated_at = excluded.updated_at`,
   );
+  const selectCa = db.prepare('SELECT ca FROM tenant_egress_ca WHERE tenant_id = ?');
+  const insertCa = db.prepare(
+    'INSERT INTO tenant_egress_ca (tenant_id, ca, created_at) VALUES (?, ?, ?) ON CONFLICT(tenant_id) DO NOTHING',
+  );
+  const getCa = (tenantId: string) =>
+    guarded('read the egress CA', () => {
+      const row = selectCa.all(tenantId)[0] as { ca: string } | undefined;
+      return row === undefined
+        ? undefined
+        : (JSON.parse(sealer?.open(row.ca) ?? row.ca) as { certPem: string; keyPem: string });
+    });
   return {
+    getCa,
+    putCaOnce: (tenantId, ca) =>
+      guarded('write the egress CA', () => {
+        const text = JSON.stringify({ certPem: ca.certPem, keyPem: ca.keyPem });
+        insertCa.run(tenantId, sealer?.seal(text) ?? text, now());
+        return getCa(tenantId) ?? ca;
+      }),
     get: (tenantId) =>
       guarded('read egress settings', () => {
         const row = select.all(tenantId)[0] as { settings: string } | undefined;

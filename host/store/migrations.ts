@@ -429,6 +429,18 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 13,
+    name: "tenants' egress interception CAs",
+    // Made once per tenant at its first intercepted connection; the private key is sealed.
+    sql: `
+      CREATE TABLE tenant_egress_ca (
+        tenant_id TEXT PRIMARY KEY REFERENCES tenants(id),
+        ca TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+      );
+    `,
+  },
 ];
 
 export const latestSchemaVersion = (migrations: readonly Migration[] = MIGRATIONS): number =>

@@ -11,10 +11,13 @@
 // Invariants: we send within the host's credit and write to the client only what the host sent;
 // a cancelled call (or a new session) destroys its connection; at most MAX_QUEUED connections wait.
 
+import { promises as fsp, readFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
+import { join } from 'node:path';
 import { WireError } from '../../sandbox-wire/errors.ts';
 import { DATA_HEADER_BYTES } from '../../sandbox-wire/protocol.ts';
 import type { TransferIo } from './transfer.ts';
+import { type Args, str } from './util.ts';
 
 /** Where the proxy listens inside the container. */
 export const PROXY_HOST = '127.0.0.1';
@@ -23,6 +26,10 @@ export const PROXY_PORT = 3128;
 const MAX_QUEUED = 64;
 /** Longest a connection waits for the host to take it. */
 const QUEUE_MS = 10_000;
+/** The system's CA bundle (Debian's ca-certificates), the start of ours. */
+const SYSTEM_BUNDLE = '/etc/ssl/certs/ca-certificates.crt';
+/** Largest CA certificate the host may hand us. */
+const MAX_CA_BYTES = 64 * 1024;
 
 /**
  * The proxy variables every process of the agent gets (exec.ts childEnv), once the proxy listens:
@@ -30,6 +37,23 @@ const QUEUE_MS = 10_000;
  * Loopback stays direct: it is the container's own.
  */
 export const proxyEnv: Record<string, string> = {};
+
+/**
+ * The CA bundle every TLS client of the agent is pointed at: the system's, plus the tenant's
+ * interception CA once the host sends it (egressTrust). Root is read-only, so it lives in
+ * sandboxd's state directory; one file serves OpenSSL (curl, git, Python), Node and pip.
+ */
+const setTrustEnv = (bundle: string): void => {
+  Object.assign(proxyEnv, {
+    SSL_CERT_FILE: bundle,
+    CURL_CA_BUNDLE: bundle,
+    REQUESTS_CA_BUNDLE: bundle,
+    PIP_CERT: bundle,
+    GIT_SSL_CAINFO: bundle,
+    NODE_EXTRA_CA_CERTS: bundle,
+    npm_config_cafile: bundle,
+  });
+};
 
 const setProxyEnv = (port: number): void => {
   const url = `http://${PROXY_HOST}:${port}`;
@@ -59,7 +83,26 @@ const refuse = (socket: Socket, why: string): void => {
   setTimeout(() => socket.destroy(), 1000).unref();
 };
 
-export const createEgressProxy = (options: { log: (line: string) => void; port?: number }) => {
+export const createEgressProxy = (options: {
+  log: (line: string) => void;
+  port?: number;
+  stateDir: string;
+}) => {
+  const bundle = join(options.stateDir, 'ca-bundle.pem');
+  const systemBundle = (): string => {
+    try {
+      return readFileSync(SYSTEM_BUNDLE, 'utf8');
+    } catch {
+      return '';
+    }
+  };
+  /** Replaces the bundle atomically: a process reading it sees the old one or the new one. */
+  const writeBundle = async (text: string): Promise<void> => {
+    await fsp.mkdir(options.stateDir, { recursive: true });
+    const tmp = `${bundle}.${process.pid}.tmp`;
+    await fsp.writeFile(tmp, text, { mode: 0o644 });
+    await fsp.rename(tmp, bundle);
+  };
   const queue: Array<{ socket: Socket; timer: NodeJS.Timeout }> = [];
   const waiters: Array<(socket: Socket) => void> = [];
   let served = false; // the host asked for a connection at least once (this process's life)
@@ -156,8 +199,14 @@ export const createEgressProxy = (options: { log: (line: string) => void; port?:
 
   return {
     /** Starts listening; sets proxyEnv once it does. A port in use is logged, not fatal. */
-    listen(): Promise<void> {
+    async listen(): Promise<void> {
       const port = options.port ?? PROXY_PORT;
+      try {
+        await writeBundle(systemBundle());
+        setTrustEnv(bundle);
+      } catch (e) {
+        options.log(`egress proxy: cannot write ${bundle}: ${(e as Error).message}`);
+      }
       return new Promise<void>((resolve) => {
         // allowHalfOpen: a client that ends its side (a request sent) still reads the answer.
         server = createServer({ allowHalfOpen: true, pauseOnConnect: true }, onConnection);
@@ -170,6 +219,18 @@ export const createEgressProxy = (options: { log: (line: string) => void; port?:
           resolve();
         });
       });
+    },
+
+    /** Adds the tenant's interception CA (PEM) to the bundle. */
+    async egressTrust(args: Args) {
+      const pem = str(args, 'pem');
+      if (
+        pem.length > MAX_CA_BYTES ||
+        !/^-----BEGIN CERTIFICATE-----\n[A-Za-z0-9+/=\n]+-----END CERTIFICATE-----\n?$/.test(pem)
+      )
+        throw new WireError('INVALID_ARGUMENTS', 'pem must be one PEM certificate.');
+      await writeBundle(`${systemBundle()}\n# dsh-sandbox egress interception CA\n${pem}`);
+      return {};
     },
 
     /** The host takes one connection: its bytes both ways until both sides ended; answers the byte counts. */

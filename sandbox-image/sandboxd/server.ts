@@ -117,7 +117,7 @@ export const startServer = async (options: ServerOptions) => {
   const stdio = createStdio(ws);
   const transfers = createTransfers(ws);
   const streams = createStreams({ log });
-  const egress = createEgressProxy({ log, port: options.proxyPort ?? 0 });
+  const egress = createEgressProxy({ log, port: options.proxyPort ?? 0, stateDir: options.stateDir });
   await egress.listen();
   let session = 0; // 0: no hello yet
   const inflight = new Map<number, AbortController>();
@@ -209,6 +209,7 @@ export const startServer = async (options: ServerOptions) => {
     readStream: (args, ctx) => transfers.readStream(args, ctx.io),
     writeStream: (args, ctx) => transfers.writeStream(args, ctx.io),
     egressAccept: (_args, ctx) => egress.egressAccept(ctx.io, ctx.signal),
+    egressTrust: (args) => egress.egressTrust(args),
   };
 
   const opDeadlineMs = options.opDeadlineMs ?? 30_000;

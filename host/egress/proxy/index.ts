@@ -1,21 +1,19 @@
 // Sandbox egress through sandboxd's proxy, the control plane's end: for every live sandboxd session
 // of an agent, a pump that keeps one `egressAccept` waiting (sandbox-image/sandboxd/egress.ts), plus
 // one per open tunnel up to `maxTunnels`, and hands each connection that arrives to the proxy server
-// (./server.ts) as its agent. The docker provider calls `attach` for each session it opens and the
-// returned stop when that session ends.
+// (./server.ts) as its agent, after handing sandboxd the tenant's interception CA to trust. The
+// docker provider calls `attach` for each session it opens and the returned stop when it ends.
 // Invariants: at most `maxTunnels` connections of one sandbox are open here at once (more wait in
 // sandboxd, which answers 503 when none frees up in time); a connection is served only once its
 // client sent its first byte (the HTTP server's head timeout starts then, not while an accept
 // waits); the caller is looked up when a connection arrives, so a deleted agent gets a refusal.
 import { SandboxError } from '../../errors.ts';
 import type { SandboxdEgress } from '../../sandbox/sandboxd/client.ts';
-import type { EgressGateway } from '../gateway.ts';
 import type { EgressCaller } from '../types.ts';
 import { tunnelDuplex } from './duplex.ts';
 import { createProxyServer, type ProxyServerOptions } from './server.ts';
 
-export interface SandboxEgressOptions extends Omit<ProxyServerOptions, 'gateway'> {
-  gateway: Pick<EgressGateway, 'connect' | 'fetch'>;
+export interface SandboxEgressOptions extends ProxyServerOptions {
   /** Who an agent's sandbox egress is (its tenant and session); undefined: refused (a deleted agent). */
   callerOf: (agentId: string) => EgressCaller | undefined;
   /** Connections open at once per sandbox. Default 32. */
@@ -79,6 +77,12 @@ export function createSandboxEgress(options: SandboxEgressOptions): SandboxEgres
       more();
     }
 
+    // The sandbox trusts its tenant's interception CA (sandboxd adds it to the bundle its processes use).
+    const tenantId = options.callerOf(agentId)?.tenantId;
+    if (options.intercept && tenantId !== undefined)
+      egress.trust(options.intercept.caOf(tenantId)).catch((e: unknown) => {
+        if (!sessionEnded(e)) options.onError?.(e);
+      });
     more();
     const stop = (): void => {
       stops.delete(stop);

@@ -7,6 +7,10 @@
 // tenant's credentials for that host added by the gateway. A refusal is an HTTP answer the client
 // shows: 403 (denied), 429 (budget) or 502 (unreachable), with `X-Dsh-Egress` saying which and why
 // and the gateway's message as the body; never a hang, never a dropped connection without a word.
+// A CONNECT to a host the tenant gave a credential for is intercepted instead (with `intercept`):
+// once the gateway admits the host, we answer 200, terminate the client's TLS with a leaf of the
+// tenant's CA (../intercept/), and each request inside goes through gateway.fetch as an https://
+// URL, so the gateway adds the credential and verifies the upstream's certificate itself.
 // Invariants: everything from the container is hostile: the target of a CONNECT must be host:port
 // with a port from 1 to 65535, a plain request's body is read up to maxBodyBytes, hop-by-hop and
 // proxy headers never travel on; the caller of a connection is fixed when it arrives.
@@ -14,12 +18,16 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { Duplex } from 'node:stream';
 import { Readable } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
+import { TLSSocket } from 'node:tls';
 import { SandboxError } from '../../errors.ts';
 import type { EgressGateway } from '../gateway.ts';
+import type { Authorities } from '../intercept/authority.ts';
 import type { EgressCaller } from '../types.ts';
 
 export interface ProxyServerOptions {
-  gateway: Pick<EgressGateway, 'connect' | 'fetch'>;
+  gateway: Pick<EgressGateway, 'authorize' | 'connect' | 'fetch' | 'intercepts'>;
+  /** The tenants' CAs: HTTPS to a host with a credential is intercepted with them. Default none: every CONNECT is a tunnel. */
+  intercept?: Authorities;
   /** Largest request head from the client. Default 16 KiB. */
   maxHeaderBytes?: number;
   /** Largest body of a plain-HTTP request (CONNECT tunnels are not bounded here). Default 32 MiB. */
@@ -125,12 +133,15 @@ export function createProxyServer(options: ProxyServerOptions) {
   const maxBodyBytes = options.maxBodyBytes ?? 32 * 1024 * 1024;
   const idleMs = options.idleMs ?? 300_000;
   const callers = new WeakMap<object, EgressCaller>();
-  const server = createServer({
+  const inside = new WeakMap<object, { caller: EgressCaller; origin: string }>();
+  const serverOptions = {
     maxHeaderSize: options.maxHeaderBytes ?? 16 * 1024,
     headersTimeout: options.headersTimeoutMs ?? 30_000,
     requestTimeout: 0,
     keepAliveTimeout: 60_000,
-  });
+  };
+  const server = createServer(serverOptions);
+  const intercepted = createServer(serverOptions);
 
   async function onConnect(req: IncomingMessage, client: Duplex, head: Buffer): Promise<void> {
     client.on('error', () => {});
@@ -146,6 +157,17 @@ export function createProxyServer(options: ProxyServerOptions) {
       return;
     }
     const host = (m[1] ?? m[2]) as string;
+    if (options.intercept && gateway.intercepts(caller.tenantId, host)) {
+      await intercept(
+        caller,
+        client,
+        head,
+        host,
+        m[2] === undefined ? `${host}:${port}` : `[${host}]:${port}`,
+        port,
+      );
+      return;
+    }
     let upstream: Awaited<ReturnType<typeof gateway.connect>>;
     try {
       upstream = await gateway.connect(caller, { host, port });
@@ -164,6 +186,37 @@ export function createProxyServer(options: ProxyServerOptions) {
     socket.pipe(client);
   }
 
+  /** Terminates the client's TLS for `host` with the tenant's leaf and serves what it asks inside. */
+  async function intercept(
+    caller: EgressCaller,
+    client: Duplex,
+    head: Buffer,
+    host: string,
+    authority: string,
+    port: number,
+  ): Promise<void> {
+    const authorities = options.intercept as Authorities;
+    try {
+      // Admission before any TLS: a refused host gets its 403 as a tunnel would.
+      const grant = await gateway.authorize(caller, { host, port });
+      grant.lease.close();
+    } catch (error) {
+      client.end(rawRefusal(refusalOf(error)));
+      return;
+    }
+    client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+    if (head.length > 0) client.unshift(head);
+    const tls = new TLSSocket(client, {
+      isServer: true,
+      secureContext: authorities.contextFor(caller.tenantId, host),
+      ALPNProtocols: ['http/1.1'],
+    });
+    tls.on('error', () => tls.destroy());
+    client.on('close', () => tls.destroy());
+    inside.set(tls, { caller, origin: `https://${authority}` });
+    intercepted.emit('connection', tls);
+  }
+
   async function onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const caller = callers.get(req.socket);
     const target = req.url ?? '';
@@ -178,6 +231,22 @@ export function createProxyServer(options: ProxyServerOptions) {
       );
       return;
     }
+    await forward(req, res, caller, target);
+  }
+
+  /** A request inside an intercepted TLS connection: origin-form, to the host of its CONNECT. */
+  async function onInterceptedRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const at = inside.get(req.socket);
+    const path = req.url ?? '';
+    if (!at || !path.startsWith('/')) {
+      refuse(res, badRequest('Inside a tunnel, send origin-form requests (a path).'));
+      return;
+    }
+    await forward(req, res, at.caller, `${at.origin}${path}`);
+  }
+
+  /** One request through gateway.fetch (credentials added there), the answer streamed back. */
+  async function forward(req: IncomingMessage, res: ServerResponse, caller: EgressCaller, target: string) {
     const headers: Array<[string, string]> = [];
     for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) {
       const name = req.rawHeaders[i] as string;
@@ -221,6 +290,10 @@ export function createProxyServer(options: ProxyServerOptions) {
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     void onRequest(req, res).catch(() => res.destroy());
   });
+  intercepted.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    void onInterceptedRequest(req, res).catch(() => res.destroy());
+  });
+  intercepted.on('clientError', (_error: Error, socket: Duplex) => socket.destroy());
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
     if (socket.writable)
       socket.end(
@@ -244,6 +317,7 @@ export function createProxyServer(options: ProxyServerOptions) {
     /** Ends idle keep-alive connections; open tunnels end with their sandboxes. */
     close(): void {
       server.closeIdleConnections();
+      intercepted.closeIdleConnections();
     },
   };
 }

@@ -83,6 +83,8 @@ export interface SandboxdEgress {
    * Outside the liveness watchdog: a waiting accept is not a call in flight.
    */
   accept(signal?: AbortSignal): { io: StreamHandle; result: Promise<{ bytesIn: number; bytesOut: number }> };
+  /** Adds a CA certificate (PEM) to the bundle the sandbox's processes trust (SSL_CERT_FILE and friends). */
+  trust(pem: string): Promise<void>;
 }
 
 export interface SandboxdClient {
@@ -432,7 +434,12 @@ export const connectSandboxd = async (options: ConnectSandboxdOptions): Promise<
   };
 
   const egress: SandboxdEgress | undefined = raw.hello.streams
-    ? { accept: (signal) => raw.stream('egressAccept', {}, { signal, stallMs: 0 }) }
+    ? {
+        accept: (signal) => raw.stream('egressAccept', {}, { signal, stallMs: 0 }),
+        trust: async (pem) => {
+          await conn.call('egressTrust', { pem }, plain);
+        },
+      }
     : undefined;
 
   return {

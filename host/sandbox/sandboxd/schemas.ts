@@ -83,6 +83,7 @@ export const valueSchemas = (root: string) => {
     readStream: v.object({ bytes: int, size: int }),
     writeStream: v.object({ bytes: int }),
     egressAccept: v.object({ bytesIn: int, bytesOut: int }),
+    egressTrust: v.object({}),
     writeFile: v.object({}),
     appendFile: v.object({}),
     stat,

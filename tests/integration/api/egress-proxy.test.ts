@@ -6,6 +6,9 @@
 // clear 403 naming the reason; a redirect to a refused host is refused; a credential the tenant set
 // reaches the upstream but never the sandbox; the container still has only `lo`; every connection
 // is an audit event in the agent's log.
+import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Running } from '../../../host/serve.ts';
 import type { Loose } from '../../unit/api/harness.ts';
@@ -13,15 +16,21 @@ import { type Internet, NPM_PACKAGE, PIP_PACKAGE, startInternet } from './intern
 import { json, served } from './served.ts';
 
 const SECRET = 'Bearer upstream-secret-9d41c2';
+// The gateway verifies the upstreams it connects to for intercepted HTTPS against the test CA.
+const caFile = join(tmpdir(), `dsh-egress-proxy-ca-${process.pid}.pem`);
 let internet: Internet & { pip: boolean; git: boolean };
 beforeAll(async () => {
   internet = await startInternet();
+  writeFileSync(caFile, internet.caPem);
 });
 afterAll(async () => {
   await internet?.close();
 });
 
-const service = served('egress-proxy', { egressTestHosts: [{ ip: '127.0.0.2' }, { ip: '127.0.0.3' }] });
+const service = served('egress-proxy', {
+  egressTestHosts: [{ ip: '127.0.0.2' }, { ip: '127.0.0.3' }, { ip: '127.0.0.4' }],
+  egressCaFile: caFile,
+});
 
 let seq = 0;
 const bash = async (server: Running, key: string, agentId: string, command: string) => {
@@ -41,7 +50,7 @@ it('tunnels curl, npm, pip and git to allowlisted hosts only, with credentials k
   const key = server.store.tenants.createTenant('egress-proxy').apiKey;
   const agentId = (await json(server, key, 'POST', '/v1/agents', {})).json.id as string;
   const sh = (command: string) => bash(server, key, agentId, command);
-  const { http, https, other } = internet;
+  const { http, https, other, api, apiHttp } = internet;
 
   // The variables every command gets, and a container that still has only a loopback interface.
   const env = await sh('env | grep -i _proxy= | sort; ls /sys/class/net');
@@ -57,8 +66,11 @@ it('tunnels curl, npm, pip and git to allowlisted hosts only, with credentials k
   expect(before.stdout).toContain('PUT /v1/egress');
 
   const put = await json(server, key, 'PUT', '/v1/egress', {
-    allow: [{ host: '127.0.0.2', ports: [http.port, https.port] }],
-    credentials: [{ name: 'site', host: '127.0.0.2', header: 'Authorization', value: SECRET }],
+    allow: [
+      { host: '127.0.0.2', ports: [http.port, https.port] },
+      { host: '127.0.0.4', ports: [api.port, apiHttp.port] },
+    ],
+    credentials: [{ name: 'api', host: '127.0.0.4', header: 'Authorization', value: SECRET }],
   });
   expect(put.status).toBe(200);
   await json(server, key, 'POST', `/v1/agents/${agentId}/calls`, {
@@ -87,10 +99,21 @@ it('tunnels curl, npm, pip and git to allowlisted hosts only, with credentials k
   expect(redirected.stdout).toBe('403 1');
   expect(internet.seen.some((s) => s.site === 'other')).toBe(false);
 
-  // The credential reaches the upstream on plain HTTP, added by the gateway; the sandbox never sees it.
+  // The credential reaches the upstream, added by the gateway: on plain HTTP, and on HTTPS, which the
+  // gateway intercepts for this host only (a leaf of the tenant's CA, which the sandbox trusts
+  // through SSL_CERT_FILE and friends; the upstream's own certificate verified by the gateway).
   internet.seen.length = 0;
-  await sh(`curl -sS --fail ${http.url}/hello > fetched.txt`);
-  expect(internet.seen.find((s) => s.site === 'http')?.headers.authorization).toBe(SECRET);
+  await sh(`curl -sS --fail ${apiHttp.url}/hello > fetched.txt`);
+  expect(internet.seen.find((s) => s.site === 'api-http')?.headers.authorization).toBe(SECRET);
+  const intercepted = await sh(`curl -sS --fail -v ${api.url}/hello 2>&1`);
+  expect(intercepted.stdout).toContain('hello from api');
+  expect(intercepted.stdout).toMatch(/issuer: .*dsh-sandbox egress CA/);
+  expect(intercepted.stdout).toMatch(/subjectAltName: host "127\.0\.0\.4" matched/);
+  expect(internet.seen.find((s) => s.site === 'api')?.headers.authorization).toBe(SECRET);
+  const trust = await sh(
+    'env | grep -E "^(SSL_CERT_FILE|NODE_EXTRA_CA_CERTS|REQUESTS_CA_BUNDLE|PIP_CERT|GIT_SSL_CAINFO|CURL_CA_BUNDLE)=" | wc -l',
+  );
+  expect(trust.stdout.trim()).toBe('6');
   // (The needle is split so that the command line `ps` shows does not hold it.)
   const inside = await sh(
     'env; ps -eo args; cat fetched.txt; grep -r "upstream-""secret" /workspace /tmp 2>/dev/null; true',
@@ -108,9 +131,10 @@ it('tunnels curl, npm, pip and git to allowlisted hosts only, with credentials k
   expect(npmRefused.stdout).toMatch(/403/);
   expect(npmRefused.stdout).not.toContain('exit 0');
 
+  // pip from the intercepted HTTPS index: Python trusts the tenant's CA through PIP_CERT.
   if (internet.pip) {
     const pip = await sh(
-      `pip install -q --disable-pip-version-check --target pylib --index-url ${http.url}/simple/ --trusted-host 127.0.0.2 ${PIP_PACKAGE} 2>&1; PYTHONPATH=pylib python3 -c 'import ${PIP_PACKAGE}; print(${PIP_PACKAGE}.GREETING)'`,
+      `pip install -q --target pylib --index-url ${api.url}/simple/ ${PIP_PACKAGE} 2>&1; PYTHONPATH=pylib python3 -c 'import ${PIP_PACKAGE}; print(${PIP_PACKAGE}.GREETING)'`,
     );
     expect(pip.stdout).toContain('tiny from the loopback index');
   }

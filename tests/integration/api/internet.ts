@@ -1,8 +1,9 @@
 // A loopback "internet" for sandbox egress tests and bench/egress-proxy.ts (these machines have no
 // other): an HTTP server on 127.0.0.2 (pages, a redirect, a byte source, a tiny npm registry, a
 // pip simple index with one wheel, a git repository over dumb HTTP), the same routes over HTTPS
-// with a certificate of a test CA of its own (made with the openssl CLI), and a server on
-// 127.0.0.3 that tests leave out of the allowlist. 127.0.0.2 and .3, not .1: the sandbox's
+// with a certificate of a test CA of its own (made with the openssl CLI), an "api" host on 127.0.0.4
+// (HTTPS and HTTP) that tests give a credential for, and a server on 127.0.0.3 that tests leave
+// out of the allowlist. 127.0.0.2 and .3, not .1: the sandbox's
 // NO_PROXY sends 127.0.0.1 straight to the container's own loopback. Nothing here reaches beyond
 // 127.0.0.0/8. What the servers saw (paths and headers) is kept in `seen`, never echoed back.
 import { execFileSync } from 'node:child_process';
@@ -29,6 +30,9 @@ export interface Site {
 export interface Internet {
   http: Site;
   https: Site;
+  /** A host of its own (127.0.0.4) over HTTPS and HTTP: the one tests give a credential for. */
+  api: Site;
+  apiHttp: Site;
   /** Left out of the allowlist by the tests. */
   other: Site;
   /** The test CA's certificate (PEM): what a client in the sandbox trusts for `https`. */
@@ -42,8 +46,8 @@ const openssl = (dir: string, args: string[]): void => {
   execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
 };
 
-/** A test CA and a leaf for `ip` it signed: { caPem, keyPem, certPem }. */
-function testCertificates(dir: string, ip: string) {
+/** A test CA and a leaf for `ips` it signed: { caPem, keyPem, certPem }. */
+function testCertificates(dir: string, ips: string[]) {
   const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
   openssl(dir, [
     'req',
@@ -58,8 +62,11 @@ function testCertificates(dir: string, ip: string) {
     '-subj',
     '/CN=dsh test CA',
   ]);
-  openssl(dir, ['req', ...ec, '-keyout', 'leaf.key', '-out', 'leaf.csr', '-subj', `/CN=${ip}`]);
-  writeFileSync(join(dir, 'leaf.ext'), `subjectAltName=IP:${ip}\nbasicConstraints=CA:FALSE\n`);
+  openssl(dir, ['req', ...ec, '-keyout', 'leaf.key', '-out', 'leaf.csr', '-subj', `/CN=${ips[0]}`]);
+  writeFileSync(
+    join(dir, 'leaf.ext'),
+    `subjectAltName=${ips.map((ip) => `IP:${ip}`).join(',')}\nbasicConstraints=CA:FALSE\n`,
+  );
   openssl(dir, [
     'x509',
     '-req',
@@ -140,7 +147,7 @@ const listen = (server: Server, host: string): Promise<number> =>
 
 export async function startInternet(): Promise<Internet & { pip: boolean; git: boolean }> {
   const dir = mkdtempSync(join(tmpdir(), 'dsh-internet-'));
-  const certs = testCertificates(dir, '127.0.0.2');
+  const certs = testCertificates(dir, ['127.0.0.2', '127.0.0.4']);
   const tarball = await npmTarball();
   const whl = wheel(dir);
   const repo = gitRepository(dir);
@@ -152,7 +159,7 @@ export async function startInternet(): Promise<Internet & { pip: boolean; git: b
   const routes = (site: string) => (req: IncomingMessage, res: ServerResponse) => {
     const path = req.url ?? '/';
     seen.push({ site, path, headers: req.headers });
-    const base = site === 'https' ? `https://${req.headers.host}` : `http://${req.headers.host}`;
+    const base = `${site === 'https' || site === 'api' ? 'https' : 'http'}://${req.headers.host}`;
     const send = (status: number, body: string | Buffer, type = 'text/plain') => {
       res.writeHead(status, { 'content-type': type, 'content-length': Buffer.byteLength(body) });
       res.end(body);
@@ -221,6 +228,8 @@ export async function startInternet(): Promise<Internet & { pip: boolean; git: b
   const http = createHttpServer(routes('http'));
   const https = createHttpsServer({ key: certs.keyPem, cert: certs.certPem }, routes('https'));
   const other = createHttpServer(routes('other'));
+  const api = createHttpsServer({ key: certs.keyPem, cert: certs.certPem }, routes('api'));
+  const apiHttp = createHttpServer(routes('api-http'));
   const site = (host: string, port: number, scheme = 'http'): Site => ({
     host,
     port,
@@ -229,18 +238,22 @@ export async function startInternet(): Promise<Internet & { pip: boolean; git: b
   const httpSite = site('127.0.0.2', await listen(http, '127.0.0.2'));
   const httpsSite = site('127.0.0.2', await listen(https, '127.0.0.2'), 'https');
   const otherSite = site('127.0.0.3', await listen(other, '127.0.0.3'));
+  const apiSite = site('127.0.0.4', await listen(api, '127.0.0.4'), 'https');
+  const apiHttpSite = site('127.0.0.4', await listen(apiHttp, '127.0.0.4'));
   httpUrl = httpSite.url;
   otherUrl = otherSite.url;
   return {
     http: httpSite,
     https: httpsSite,
     other: otherSite,
+    api: apiSite,
+    apiHttp: apiHttpSite,
     caPem: certs.caPem,
     seen,
     pip: whl !== undefined,
     git: repo !== undefined,
     async close() {
-      for (const s of [http, https, other]) {
+      for (const s of [http, https, other, api, apiHttp]) {
         s.closeAllConnections?.();
         await new Promise<void>((resolve) => s.close(() => resolve()));
       }

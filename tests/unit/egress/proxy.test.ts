@@ -30,6 +30,10 @@ function harness(refuse?: SandboxError) {
   const calls: Array<{ kind: string; host?: string; port?: number; url?: string; init?: unknown }> = [];
   const proxy = createProxyServer({
     gateway: {
+      intercepts: () => false,
+      authorize: async () => {
+        throw new Error('unused');
+      },
       async connect(_caller, to): Promise<EgressConnection> {
         calls.push({ kind: 'connect', host: to.host, port: to.port });
         if (refuse) throw refuse;
