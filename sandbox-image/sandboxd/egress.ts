@@ -12,7 +12,7 @@
 // a cancelled call (or a new session) destroys its connection; at most MAX_QUEUED connections wait.
 
 import { promises as fsp, readFileSync } from 'node:fs';
-import { createServer, type Server, type Socket } from 'node:net';
+import { type AddressInfo, createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { WireError } from '../../sandbox-wire/errors.ts';
 import { DATA_HEADER_BYTES } from '../../sandbox-wire/protocol.ts';
@@ -215,7 +215,7 @@ export const createEgressProxy = (options: {
           resolve();
         });
         server.listen({ host: PROXY_HOST, port }, () => {
-          setProxyEnv(port);
+          setProxyEnv((server?.address() as AddressInfo).port);
           resolve();
         });
       });

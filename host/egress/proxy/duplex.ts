@@ -12,6 +12,8 @@ export function tunnelDuplex(io: StreamHandle, pieces: AsyncIterator<Buffer>, fi
   let ended = false;
   const duplex: Duplex = new Duplex({
     allowHalfOpen: true,
+    // Room for what arrives while a write waits for credit: writev sends it as whole data frames.
+    writableHighWaterMark: 1024 * 1024,
     read() {
       if (pending) {
         const piece = pending;
