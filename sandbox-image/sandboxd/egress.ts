@@ -209,13 +209,14 @@ export const createEgressProxy = (options: {
       }
       return new Promise<void>((resolve) => {
         // allowHalfOpen: a client that ends its side (a request sent) still reads the answer.
-        server = createServer({ allowHalfOpen: true, pauseOnConnect: true }, onConnection);
-        server.once('error', (e) => {
+        const listener = createServer({ allowHalfOpen: true, pauseOnConnect: true }, onConnection);
+        server = listener;
+        listener.once('error', (e) => {
           options.log(`egress proxy: cannot listen on ${PROXY_HOST}:${port}: ${e.message}`);
           resolve();
         });
-        server.listen({ host: PROXY_HOST, port }, () => {
-          setProxyEnv((server?.address() as AddressInfo).port);
+        listener.listen({ host: PROXY_HOST, port }, () => {
+          setProxyEnv((listener.address() as AddressInfo).port);
           resolve();
         });
       });
