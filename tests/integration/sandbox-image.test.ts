@@ -45,6 +45,13 @@ describe('sandbox image', () => {
     expect(result.stdout.split('\n').slice(0, 4)).toEqual(['42', '42', '1', 'true']);
   });
 
+  it('has curl, npm and pip for the egress proxy', async () => {
+    const result = await sh(
+      "curl --version | head -1 | cut -d' ' -f1; npm --version; pip --version | cut -d' ' -f1",
+    );
+    expect(result.stdout.split('\n').slice(0, 3)).toEqual(['curl', '10.9.9', 'pip']);
+  });
+
   it('ships sandboxd as a bundle that Node in the image can load', async () => {
     const result = await sh(
       'test -s /opt/sandboxd/sandboxd.cjs && node --check /opt/sandboxd/sandboxd.cjs && echo ok',
