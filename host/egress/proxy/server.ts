@@ -168,14 +168,24 @@ export function createProxyServer(options: ProxyServerOptions) {
       );
       return;
     }
+    // A client gone while the gateway connects takes the connection attempt with it.
+    const gone = new AbortController();
+    const onGone = (): void => gone.abort();
+    client.once('close', onGone);
     let upstream: Awaited<ReturnType<typeof gateway.connect>>;
     try {
-      upstream = await gateway.connect(caller, { host, port });
+      upstream = await gateway.connect(caller, { host, port }, gone.signal);
     } catch (error) {
       client.end(rawRefusal(refusalOf(error)));
       return;
+    } finally {
+      client.off('close', onGone);
     }
     const socket = upstream.socket;
+    if (client.destroyed) {
+      socket.destroy();
+      return;
+    }
     socket.setTimeout(idleMs, () => socket.destroy());
     socket.on('error', () => client.destroy());
     client.on('close', () => socket.destroy());

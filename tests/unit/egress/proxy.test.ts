@@ -84,6 +84,40 @@ describe('sandbox egress proxy server', () => {
     expect(h.calls).toEqual([{ kind: 'connect', host: '127.0.0.2', port: 443 }]);
   });
 
+  it('lets go of the upstream when the client left while the gateway connected', async () => {
+    let release: () => void = () => {};
+    const upstream = connect(echoPort, '127.0.0.1');
+    let signal: AbortSignal | undefined;
+    const proxy = createProxyServer({
+      gateway: {
+        intercepts: () => false,
+        authorize: async () => {
+          throw new Error('unused');
+        },
+        connect: async (_caller, _to, s) => {
+          signal = s;
+          await new Promise<void>((resolve) => {
+            release = resolve;
+          });
+          return { socket: upstream, ip: '127.0.0.1', closed: new Promise(() => {}) };
+        },
+        fetch: async () => new Response(''),
+      },
+    });
+    const [client, server] = duplexPair();
+    proxy.handle(server, caller);
+    client.write('CONNECT a.test:443 HTTP/1.1\r\n\r\n');
+    const deadline = Date.now() + 5000;
+    while (!signal && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    client.destroy();
+    server.destroy();
+    while (!signal?.aborted && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    expect(signal?.aborted).toBe(true);
+    release();
+    while (!upstream.destroyed && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    expect(upstream.destroyed).toBe(true);
+  });
+
   it('answers a refused CONNECT with 403, the reason in X-Dsh-Egress and the message as body', async () => {
     const h = harness(
       new SandboxError('EGRESS_DENIED', 'Egress to x.test:443 is denied.', {
