@@ -79,10 +79,13 @@ export function createSandboxEgress(options: SandboxEgressOptions): SandboxEgres
 
     // The sandbox trusts its tenant's interception CA (sandboxd adds it to the bundle its processes use).
     const tenantId = options.callerOf(agentId)?.tenantId;
-    if (options.intercept && tenantId !== undefined)
-      egress.trust(options.intercept.caOf(tenantId)).catch((e: unknown) => {
-        if (!sessionEnded(e)) options.onError?.(e);
-      });
+    const authorities = options.intercept;
+    if (authorities && tenantId !== undefined)
+      Promise.resolve()
+        .then(() => egress.trust(authorities.caOf(tenantId)))
+        .catch((e: unknown) => {
+          if (!sessionEnded(e)) options.onError?.(e);
+        });
     more();
     const stop = (): void => {
       stops.delete(stop);
