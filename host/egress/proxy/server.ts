@@ -25,7 +25,7 @@ import type { Authorities } from '../intercept/authority.ts';
 import type { EgressCaller } from '../types.ts';
 
 export interface ProxyServerOptions {
-  gateway: Pick<EgressGateway, 'authorize' | 'connect' | 'fetch' | 'intercepts'>;
+  gateway: Pick<EgressGateway, 'audit' | 'authorize' | 'connect' | 'fetch' | 'intercepts'>;
   /** The tenants' CAs: HTTPS to a host with a credential is intercepted with them. Default none: every CONNECT is a tunnel. */
   intercept?: Authorities;
   /** Largest request head from the client. Default 16 KiB. */
@@ -210,6 +210,15 @@ export function createProxyServer(options: ProxyServerOptions) {
       // Admission before any TLS: a refused host gets its 403 as a tunnel would.
       const grant = await gateway.authorize(caller, { host, port });
       grant.lease.close();
+      // The connection itself is an event too; each request inside gets its own from gateway.fetch.
+      gateway.audit(caller, {
+        decision: 'allow',
+        reason: 'intercepted',
+        host: grant.host,
+        port,
+        ip: grant.ip,
+        credentials: grant.credentials.map((c) => c.name),
+      });
     } catch (error) {
       client.end(rawRefusal(refusalOf(error)));
       return;

@@ -150,6 +150,8 @@ it('tunnels curl, npm, pip and git to allowlisted hosts only, with credentials k
     .map((e) => e.data as Loose);
   expect(audit.some((a) => a.decision === 'allow' && a.host === '127.0.0.2' && a.bytesIn > 0)).toBe(true);
   expect(audit.some((a) => a.decision === 'allow' && a.port === https.port)).toBe(true);
+  expect(audit.some((a) => a.reason === 'intercepted' && a.port === api.port)).toBe(true);
+  expect(audit.some((a) => a.url === `${api.url}/hello` && a.credentials?.[0] === 'api')).toBe(true);
   expect(audit.some((a) => a.decision === 'deny' && a.host === '127.0.0.3')).toBe(true);
   expect(audit.some((a) => a.decision === 'deny' && a.reason === 'no allowlist')).toBe(true);
   expect(JSON.stringify(audit)).not.toContain('upstream-secret');

@@ -31,6 +31,7 @@ function harness(refuse?: SandboxError) {
   const proxy = createProxyServer({
     gateway: {
       intercepts: () => false,
+      audit: () => {},
       authorize: async () => {
         throw new Error('unused');
       },
@@ -91,6 +92,7 @@ describe('sandbox egress proxy server', () => {
     const proxy = createProxyServer({
       gateway: {
         intercepts: () => false,
+        audit: () => {},
         authorize: async () => {
           throw new Error('unused');
         },

@@ -82,6 +82,7 @@ const gateway = {
   },
   fetch: async () => new Response('x'),
   intercepts: () => false,
+  audit: () => {},
 };
 const caller = { tenantId: 't', agentId: 'a', sessionId: 'a', via: 'proxy' as const };
 
