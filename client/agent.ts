@@ -119,8 +119,9 @@ export class DshAgent {
       else if (message.event === 'results')
         return (JSON.parse(message.data) as { results: ToolResult[] }).results;
       else if (message.event === 'error') {
-        const { error } = JSON.parse(message.data) as ErrorBody;
-        throw new DshError(error.code, error.message, { data: error });
+        const body = JSON.parse(message.data) as ErrorBody;
+        const { code, message: text, data } = body.error;
+        throw new DshError(code, text, { body, ...(data === undefined ? {} : { data }) });
       }
     }
     throw new DshError(

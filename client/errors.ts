@@ -1,14 +1,18 @@
 // Errors as typed exceptions: every failure the service reports becomes a DshError carrying its
-// stable code (the ErrorCode union of /openapi.json), the HTTP status and the parsed body; a tool
-// call that ran and failed becomes a DshToolError carrying its result. Responses are translated
+// stable code (the ErrorCode union of /openapi.json), the HTTP status, the error's structured
+// `data` as the service sent it (on client errors: the current revision of a REVISION_CONFLICT, the
+// limit of a CHILD_LIMIT_EXCEEDED, …) and the parsed body; a tool call that ran and failed becomes
+// a DshToolError carrying its result. Responses are translated
 // here once (errorFromResponse), so the rest of the client only throws what this module makes.
 import type { ErrorCode, ToolResult } from './types.ts';
 
 export interface DshErrorOptions {
   /** The HTTP status, when the error came from a response. */
   status?: number;
-  /** The parsed body or result the error came from. */
+  /** The error's structured detail: the service's `error.data`, or the failed result of a DshToolError. */
   data?: unknown;
+  /** The parsed body (JSON, or text) of the response the error came from. */
+  body?: unknown;
   /** Seconds the service asked to wait (Retry-After) before trying again. */
   retryAfterS?: number;
   cause?: unknown;
@@ -20,7 +24,14 @@ export class DshError extends Error {
   /** The stable code (host/errors.ts on the server); switch on it, never on the message. */
   readonly code: ErrorCode;
   readonly status: number | undefined;
+  /**
+   * The service's structured detail of the error (`error.data` of its body: e.g. `currentRevision`,
+   * `limit` and `max`, `issues`, `retryAfterS`); undefined when it sent none (it never does for
+   * 5xx). For a DshToolError: the failed result.
+   */
   readonly data: unknown;
+  /** The parsed body of the response (JSON, or the text of a page that is not the service's). */
+  readonly body: unknown;
   readonly retryAfterS: number | undefined;
 
   constructor(code: ErrorCode, message: string, options: DshErrorOptions = {}) {
@@ -28,6 +39,7 @@ export class DshError extends Error {
     this.code = code;
     this.status = options.status;
     this.data = options.data;
+    this.body = options.body;
     this.retryAfterS = options.retryAfterS;
   }
 }
@@ -64,7 +76,8 @@ function codeOfStatus(status: number): ErrorCode {
 
 /** The error of a response status and its body (parsed JSON, text or nothing). */
 export function errorFromBody(status: number, body: unknown, retryAfter?: string | null): DshError {
-  const error = (body as { error?: { code?: unknown; message?: unknown } } | null | undefined)?.error;
+  const error = (body as { error?: { code?: unknown; message?: unknown; data?: unknown } } | null | undefined)
+    ?.error;
   const code = typeof error?.code === 'string' ? (error.code as ErrorCode) : codeOfStatus(status);
   const message =
     typeof error?.message === 'string'
@@ -73,7 +86,8 @@ export function errorFromBody(status: number, body: unknown, retryAfter?: string
   const seconds = retryAfter == null ? Number.NaN : Number(retryAfter);
   return new DshError(code, message, {
     status,
-    data: body,
+    body,
+    ...(error?.data === undefined ? {} : { data: error.data }),
     ...(Number.isFinite(seconds) ? { retryAfterS: seconds } : {}),
   });
 }

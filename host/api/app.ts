@@ -297,7 +297,7 @@ export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
               title: 'dsh-sandbox control plane',
               version: deps.version,
               description:
-                'Runs AI agents\' tool calls in isolation. Errors: { "error": { "code", "message" } }.',
+                'Runs AI agents\' tool calls in isolation. Errors: { "error": { "code", "message", "data"? } } (data: a client error\'s structured detail).',
             },
             components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
             security: [{ bearer: [] }],

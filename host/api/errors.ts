@@ -1,5 +1,9 @@
-// The one place where errors become HTTP responses: `{ error: { code, message } }` with the status
-// from httpStatusOf(code). Hono's own HTTPExceptions (401 from auth, 413 from bodyLimit) keep
+// The one place where errors become HTTP responses: `{ error: { code, message, data? } }` with the
+// status from httpStatusOf(code). `data` is the SandboxError's own structured detail (the current
+// revision of a REVISION_CONFLICT, the limit of a CHILD_LIMIT_EXCEEDED, the issues of a
+// BAD_REQUEST), sent only with client errors (4xx): what a 5xx carries describes the service's
+// insides (container ids, store codes, free disk), so it stays in the server's log. Never the
+// cause or the stack; data that is not plain JSON or is over PUBLIC_DATA_BYTES is left out. Hono's own HTTPExceptions (401 from auth, 413 from bodyLimit) keep
 // their headers (WWW-Authenticate). Unexpected errors answer INTERNAL without internals; the
 // request id ties the response to the server log line.
 import type { Context } from 'hono';
@@ -18,7 +22,37 @@ const CODE_BY_STATUS: Record<number, ErrorCode> = {
   504: 'REQUEST_TIMEOUT',
 };
 
-export const errorBody = (code: string, message: string) => ({ error: { code, message } });
+/** The most bytes of JSON an error body's `data` may take; more is left out, not cut. */
+export const PUBLIC_DATA_BYTES = 16 * 1024;
+
+export interface ErrorBodyJson {
+  error: { code: string; message: string; data?: Record<string, unknown> };
+}
+
+export const errorBody = (code: string, message: string, data?: Record<string, unknown>): ErrorBodyJson => ({
+  error: { code, message, ...(data === undefined ? {} : { data }) },
+});
+
+/** The data of `error` that a client may see (see the header), as plain JSON; undefined when none. */
+export const publicData = (error: unknown): Record<string, unknown> | undefined => {
+  if (!isSandboxError(error) || error.data === undefined || httpStatusOf(error.code) >= 500) return undefined;
+  try {
+    const text = JSON.stringify(error.data);
+    if (text === undefined || Buffer.byteLength(text) > PUBLIC_DATA_BYTES) return undefined;
+    const plain: unknown = JSON.parse(text);
+    return plain !== null && typeof plain === 'object' && !Array.isArray(plain)
+      ? (plain as Record<string, unknown>)
+      : undefined;
+  } catch {
+    return undefined; // a cycle or a BigInt: not JSON, not sent
+  }
+};
+
+/** The body of an error answer (HTTP or an SSE `error` event): unknown errors say INTERNAL only. */
+export const errorBodyOf = (error: unknown): ErrorBodyJson =>
+  isSandboxError(error)
+    ? errorBody(error.code, error.message, publicData(error))
+    : errorBody('INTERNAL', 'Internal error; the server log has the details.');
 
 export interface ErrorHandlerOptions {
   /** Told about every error response (metrics, logs). */
@@ -32,7 +66,9 @@ export const errorHandler =
     let status: number;
     let message: string;
     let headers: Headers | undefined;
+    let data: Record<string, unknown> | undefined;
     if (isSandboxError(error)) {
+      data = publicData(error);
       code = error.code;
       status = httpStatusOf(code);
       message = error.message;
@@ -55,7 +91,7 @@ export const errorHandler =
       );
     }
     options.onError?.(code, status, error);
-    const response = c.json(errorBody(code, message), status as ContentfulStatusCode);
+    const response = c.json(errorBody(code, message, data), status as ContentfulStatusCode);
     headers?.forEach((value, key) => {
       if (key.toLowerCase() !== 'content-type' && key.toLowerCase() !== 'content-length')
         response.headers.set(key, value);

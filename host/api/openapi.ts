@@ -34,11 +34,21 @@ const METHODS = new Set(['get', 'put', 'post', 'delete', 'patch', 'head', 'optio
 
 const ErrorBody = {
   type: 'object',
-  description: 'Every error: a stable code (host/errors.ts) and a message that says what to do next.',
+  description:
+    'Every error: a stable code (host/errors.ts), a message that says what to do next and, on client errors, the structured `data` of the code.',
   properties: {
     error: {
       type: 'object',
-      properties: { code: { type: 'string', enum: Object.keys(ERROR_CODES) }, message: { type: 'string' } },
+      properties: {
+        code: { type: 'string', enum: Object.keys(ERROR_CODES) },
+        message: { type: 'string' },
+        data: {
+          type: 'object',
+          additionalProperties: true,
+          description:
+            "The error's structured detail, on client errors (4xx) that have one: e.g. `currentRevision` of REVISION_CONFLICT, `limit` and `max` of CHILD_LIMIT_EXCEEDED, `issues` of BAD_REQUEST, `retryAfterS` of RATE_LIMITED. Never sent with 5xx errors.",
+        },
+      },
       required: ['code', 'message'],
     },
   },

@@ -18,7 +18,14 @@ const jsonObject = v.record(v.string(), v.unknown());
 
 /** Every stable error code (host/errors.ts), so that clients can switch on them. */
 export const ErrorCodeSchema = v.picklist(Object.keys(ERROR_CODES) as [ErrorCode, ...ErrorCode[]]);
-export const ErrorBody = v.object({ error: v.object({ code: ErrorCodeSchema, message: v.string() }) });
+export const ErrorBody = v.object({
+  error: v.object({
+    code: ErrorCodeSchema,
+    message: v.string(),
+    /** Client errors' structured detail (host/api/errors.ts publicData). */
+    data: v.optional(v.record(v.string(), v.unknown())),
+  }),
+});
 
 export const Health = v.object({ ok: v.boolean(), version: v.string(), uptimeMs: v.number() });
 

@@ -11,7 +11,7 @@ import { isSandboxError } from '../../errors.ts';
 import type { SessionEvent } from '../../store/types.ts';
 import { jsonBody, jsonRequest, jsonResponse, sseAlternative } from '../body.ts';
 import type { ApiEnv } from '../env.ts';
-import { errorBody } from '../errors.ts';
+import { errorBodyOf } from '../errors.ts';
 import { Calls, ErrorBody, Event, Results } from '../schemas.ts';
 import { countedSSE } from '../sse.ts';
 import { loadAgent } from './agents.ts';
@@ -82,12 +82,9 @@ export const callRoutes = (agents: AgentService, callTimeoutMs: number): Hono<Ap
           await stream.writeSSE({ event: 'results', data: JSON.stringify({ results }) });
         },
         async (error, stream) => {
-          const known = isSandboxError(error);
-          const body = errorBody(
-            known ? error.code : 'INTERNAL',
-            known ? error.message : 'Internal error; the server log has the details.',
-          );
-          if (!known) process.stderr.write(`SSE call stream failed: ${error.stack ?? String(error)}\n`);
+          const body = errorBodyOf(error);
+          if (!isSandboxError(error))
+            process.stderr.write(`SSE call stream failed: ${error.stack ?? String(error)}\n`);
           await stream.writeSSE({ event: 'error', data: JSON.stringify(body) }).catch(() => undefined);
         },
       );

@@ -1,7 +1,7 @@
 // Error mapping of the client: a response the service refused becomes a DshError with the stable
-// code of its body (typed as the ErrorCode union of /openapi.json), its status, body and
-// Retry-After; a body that says no code (a proxy's page) gets the code of its status; a failed
-// tool result becomes a DshToolError carrying the result.
+// code of its body (typed as the ErrorCode union of /openapi.json), its status, the error's
+// structured data, the body and Retry-After; a body that says no code (a proxy's page) gets the
+// code of its status; a failed tool result becomes a DshToolError carrying the result.
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { errorFromBody, errorFromResponse } from '../../../client/errors.ts';
 import {
@@ -26,13 +26,30 @@ describe('client errors', () => {
       message: 'slow down',
       status: 429,
       retryAfterS: 5,
-      data: { error: { code: 'RATE_LIMITED', message: 'slow down' } },
+      body: { error: { code: 'RATE_LIMITED', message: 'slow down' } },
     });
+    expect(error.data).toBeUndefined();
+  });
+
+  it("carries the service's structured data of the error as `data`", async () => {
+    const body = {
+      error: {
+        code: 'REVISION_CONFLICT',
+        message: 'The goal changed; read it again.',
+        data: { goal_id: 'g1', currentRevision: 4 },
+      },
+    };
+    const error = await errorFromResponse(
+      new Response(JSON.stringify(body), { status: 409, headers: { 'content-type': 'application/json' } }),
+    );
+    expect(error).toMatchObject({ code: 'REVISION_CONFLICT', status: 409, body });
+    expect(error.data).toEqual({ goal_id: 'g1', currentRevision: 4 });
   });
 
   it('falls back to the code of the status when the body has none', async () => {
     const error = await errorFromResponse(new Response('<html>Bad Gateway</html>', { status: 502 }));
-    expect(error).toMatchObject({ code: 'INTERNAL', status: 502, data: '<html>Bad Gateway</html>' });
+    expect(error).toMatchObject({ code: 'INTERNAL', status: 502, body: '<html>Bad Gateway</html>' });
+    expect(error.data).toBeUndefined();
     expect(error.message).toContain('HTTP 502: <html>Bad Gateway</html>');
     expect(errorFromBody(404, undefined).code).toBe('NOT_FOUND');
     expect(errorFromBody(401, {}).code).toBe('UNAUTHORIZED');
