@@ -34,6 +34,8 @@ export const ERROR_CODES = {
   BINARY_FILE: 400,
   ARCHIVE_REJECTED: 400,
   JOB_NOT_FOUND: 404,
+  /** A command a client ran (POST /v1/agents/:id/exec) outlived its timeoutMs and was killed. */
+  EXEC_TIMEOUT: 504,
   TERMINAL_NOT_FOUND: 404,
   DIRECTORY_NOT_EMPTY: 409,
   LIMIT_EXCEEDED: 400,

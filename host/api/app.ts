@@ -15,6 +15,7 @@ import { SandboxError } from '../errors.ts';
 import type { SkillCatalog } from '../skills/catalog.ts';
 import type { Store } from '../store/index.ts';
 import type { ScheduleService } from '../tools/builtin/index.ts';
+import { createClientAudit } from './audit.ts';
 import { tenantAuth } from './auth.ts';
 import { type ConnectionGuard, claimConnection, keepRefusalBody, refuseStrayUpgrade } from './connections.ts';
 import type { ApiEnv } from './env.ts';
@@ -27,6 +28,8 @@ import { agentRoutes } from './routes/agents.ts';
 import { callRoutes } from './routes/calls.ts';
 import { egressRoutes } from './routes/egress.ts';
 import { eventRoutes } from './routes/events.ts';
+import { execRoutes } from './routes/exec.ts';
+import { fileRemoveRoutes } from './routes/file-remove.ts';
 import { fileRoutes } from './routes/files.ts';
 import { isMcpStream, mcpRoutes } from './routes/mcp.ts';
 import { mcpServerRoutes } from './routes/mcp-servers.ts';
@@ -38,7 +41,9 @@ import { skillRoutes } from './routes/skills.ts';
 import { systemRoutes } from './routes/system.ts';
 import { teamRoutes } from './routes/teams.ts';
 import { tenantRoutes } from './routes/tenants.ts';
+import { terminalControlRoutes } from './routes/terminal-control.ts';
 import { terminalRoutes } from './routes/terminals.ts';
+import { auditUploads } from './routes/upload-audit.ts';
 
 export interface ApiLimits {
   /** Largest JSON request body. Default 1 MiB. */
@@ -98,13 +103,14 @@ export interface AppDeps {
 }
 
 /**
- * Routes without the generic request deadline: call batches (their own callTimeoutMs), event
+ * Routes without the generic request deadline: call batches and client commands (their own
+ * callTimeoutMs; a command its own timeoutMs within it), event
  * streams, and uploads, which are bounded by size and whose time depends on the client's bandwidth
  * (the HTTP server's requestTimeout still ends a body that never arrives); a deadline there would
  * answer 504 while the handler kept writing. Downloads keep it: they answer with a stream at once.
  */
 const isStreamingRoute = (method: string, path: string): boolean =>
-  (method === 'POST' && path.endsWith('/calls')) ||
+  (method === 'POST' && (path.endsWith('/calls') || path.endsWith('/exec'))) ||
   (method === 'GET' && path.endsWith('/events')) ||
   path.endsWith('/mcp') ||
   (method === 'PUT' &&
@@ -245,7 +251,15 @@ export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
   app.route('/', agentRoutes(deps.agents));
   app.route('/', callRoutes(deps.agents, limits.callTimeoutMs));
   app.route('/', eventRoutes(deps.agents, deps.store.events, lifecycle, limits.eventPageBytes));
+  // What the client does to a sandbox beside the tools (uploads, a command, a delete, a terminal) is
+  // in the agent's log (./audit.ts).
+  const audit = createClientAudit(deps.store.events);
+  app.use('/v1/agents/:id/files', auditUploads(deps.agents, audit, 'file_write'));
+  app.use('/v1/agents/:id/archive', auditUploads(deps.agents, audit, 'archive_upload'));
   app.route('/', fileRoutes(deps.agents, limits.maxUploadBytes));
+  app.route('/', execRoutes(deps.agents, audit, limits.callTimeoutMs));
+  app.route('/', fileRemoveRoutes(deps.agents, audit));
+  app.route('/', terminalControlRoutes(deps.agents, audit));
   app.route('/', requestRoutes(deps.agents, deps.store.requests));
   const { callTimeoutMs } = limits;
   app.route(

@@ -121,6 +121,8 @@ export const SETTLING_TYPES: ReadonlySet<string> = new Set([
   'request.answered',
   'request.expired',
   'request.cancelled',
+  // how a client's action on the sandbox ended (host/api/audit.ts)
+  'client.result',
 ]);
 /** Fixed part of an event's JSON: `{"seq":…,"at":…,"type":"","surface":"log-only","callId":"",…}`. */
 const EVENT_ENVELOPE = 128;

@@ -64,7 +64,8 @@ describe('/openapi.json', () => {
   it('describes the terminal WebSocket and the event streams beside what typed clients call', () => {
     const terminal = document['x-websockets']['/v1/agents/{id}/terminals/{tid}'];
     expect(terminal.responses['101']).toBeDefined();
-    expect(document.paths['/v1/agents/{id}/terminals/{tid}']).toBeUndefined();
+    // The same path's DELETE (close the terminal) is an ordinary route and stays.
+    expect(Object.keys(document.paths['/v1/agents/{id}/terminals/{tid}'])).toEqual(['delete']);
     const calls = document.paths['/v1/agents/{id}/calls'].post.responses['200'];
     expect(Object.keys(calls.content)).toEqual(['application/json']);
     expect(Object.keys(calls['x-event-stream'].events)).toEqual(['progress', 'results', 'error']);
