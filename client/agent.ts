@@ -1,6 +1,6 @@
 // One agent, as a handle: its tool calls (one, or a batch, with live progress), its workspace
-// files, its event log followed live with resume, the host requests it makes of the client, and
-// its terminals. The handle holds the agent's id and what the service said about it when the
+// files, commands run in its sandbox (exec), its event log followed live with resume, the host
+// requests it makes of the client, and its terminals (opened, listed, closed, attached to). The handle holds the agent's id and what the service said about it when the
 // handle was made (`info`); every method asks the service again.
 import { DshError, DshToolError } from './errors.ts';
 import { type EventsOptions, followEvents } from './events.ts';
@@ -19,9 +19,13 @@ import type {
   AgentEvent,
   Answered,
   ErrorBody,
+  ExecOptions,
+  ExecResult,
   HostRequest,
+  OpenTerminalOptions,
   RequestAnswer,
   RequestKind,
+  TerminalInfo,
   Tool,
   ToolCall,
   ToolResult,
@@ -48,6 +52,15 @@ export class DshAgent {
     get(requestId: string): Promise<HostRequest>;
     answer(requestId: string, answer: RequestAnswer): Promise<Answered>;
   };
+  /**
+   * The agent's terminals (PTYs in its sandbox), whatever its preset: open one (default `bash`),
+   * list them (the agent's own too), close one; attach to one with `terminal(id)`.
+   */
+  readonly terminals: {
+    open(options?: OpenTerminalOptions): Promise<TerminalInfo>;
+    list(): Promise<TerminalInfo[]>;
+    close(terminalId: string): Promise<void>;
+  };
   readonly #transport: Transport;
 
   constructor(transport: Transport, info: Agent) {
@@ -65,6 +78,31 @@ export class DshAgent {
       answer: (rid, body) =>
         ok(api.POST('/v1/agents/{id}/requests/{rid}', { params: { path: { id, rid } }, body })),
     };
+    this.terminals = {
+      open: (body = {}) => ok(api.POST('/v1/agents/{id}/terminals', { params: { path: { id } }, body })),
+      list: async () =>
+        (await ok(api.GET('/v1/agents/{id}/terminals', { params: { path: { id } } }))).terminals,
+      close: async (tid) => {
+        await ok(api.DELETE('/v1/agents/{id}/terminals/{tid}', { params: { path: { id, tid } } }));
+      },
+    };
+  }
+
+  /**
+   * Runs `command` in the agent's sandbox as the agent (`bash -c command`: pipes and redirections
+   * work, quoting is yours) and returns its exit code and output, a failing exit code included. A
+   * command still running at `timeoutMs` is killed and throws DshError EXEC_TIMEOUT; `signal` kills
+   * it too. The agent's tool policy does not apply (the key is its operator); the run is in its log.
+   */
+  async exec(command: string, options: ExecOptions & { signal?: AbortSignal } = {}): Promise<ExecResult> {
+    const { signal, ...rest } = options;
+    return ok(
+      this.#transport.api.POST('/v1/agents/{id}/exec', {
+        params: { path: { id: this.id } },
+        body: { command, ...rest },
+        ...(signal === undefined ? {} : { signal }),
+      }),
+    );
   }
 
   /** The tools the agent's model sees, exactly. */
@@ -148,7 +186,7 @@ export class DshAgent {
     return listenForRequests(this, kinds, handler, options);
   }
 
-  /** Attaches to terminal `terminalId` (opened by the agent's terminal_open) as a duplex of web streams. */
+  /** Attaches to terminal `terminalId` (from `terminals.open` or the agent's terminal_open) as a duplex of web streams. */
   terminal(terminalId: string, options: TerminalOptions = {}): Promise<DshTerminal> {
     return openTerminal(this.#transport, this.id, terminalId, options);
   }

@@ -1,5 +1,6 @@
 // An agent's workspace files over the byte routes: one file's raw bytes in and out
-// (`/files?path=`), a directory as an uncompressed tar in and out (`/archive?path=`). Paths are
+// (`/files?path=`), a directory as an uncompressed tar in and out (`/archive?path=`), and removal
+// (DELETE `/files?path=`). Paths are
 // relative to the workspace (the service refuses others with PATH_OUTSIDE_WORKSPACE). Downloads
 // come as web streams so a large file is never held whole unless read() is asked to.
 import { pathOf, type Transport } from './http.ts';
@@ -45,6 +46,18 @@ export class AgentFiles {
   /** The file or directory at `path` as an uncompressed tar stream. */
   async downloadArchive(path: string): Promise<ReadableStream<Uint8Array>> {
     return bodyOf(await this.#get('/v1/agents/{id}/archive', path));
+  }
+
+  /**
+   * Removes the file, symlink (not what it points to) or empty directory at `path`; a directory
+   * with its contents only with `recursive: true` (else DIRECTORY_NOT_EMPTY). The workspace root
+   * cannot be removed (CONFLICT).
+   */
+  async remove(path: string, options: { recursive?: boolean } = {}): Promise<void> {
+    const query = new URLSearchParams({ path, ...(options.recursive ? { recursive: 'true' } : {}) });
+    await this.#transport.request(`${pathOf('/v1/agents/{id}/files', { id: this.#agentId })}?${query}`, {
+      method: 'DELETE',
+    });
   }
 
   #url(route: '/v1/agents/{id}/files' | '/v1/agents/{id}/archive', path: string): string {

@@ -45,3 +45,11 @@ export type Answered = JsonOf<'answerRequest', 200>;
 export type Uploaded = JsonOf<'writeFile', 200>;
 /** What an archive upload answers: how many files and bytes were extracted. */
 export type ArchiveUploaded = JsonOf<'uploadArchive', 200>;
+/** What `agent.exec` takes besides the command: working directory, environment, timeout, stdin. */
+export type ExecOptions = Omit<BodyOf<'execCommand'>, 'command'>;
+/** How a command run with `agent.exec` ended: exit code, output (each stream cut at 1 MiB, flagged), duration. */
+export type ExecResult = JsonOf<'execCommand', 200>;
+/** What `agent.terminals.open` takes: the program (argv, default bash), size, working directory, name. */
+export type OpenTerminalOptions = BodyOf<'openTerminal'>;
+/** One of the agent's terminals (a PTY in its sandbox). */
+export type TerminalInfo = JsonOf<'openTerminal', 201>;

@@ -74,8 +74,14 @@ describe('a client generated from /openapi.json', () => {
     expect(file.data).toBe('written\n');
 
     const events = await client.GET('/v1/agents/{id}/events', { params: { path: { id }, query: {} } });
-    const types = (events.data?.events ?? []).map((e) => `${e.type}:${e.callId ?? ''}`);
+    const all = events.data?.events ?? [];
+    const types = all.filter((e) => e.type.startsWith('tool.')).map((e) => `${e.type}:${e.callId ?? ''}`);
     expect(types.sort()).toEqual(['tool.call:r', 'tool.call:w', 'tool.result:r', 'tool.result:w']);
+    // The upload is in the log as the client's action.
+    expect(all.filter((e) => e.type.startsWith('client.')).map((e) => e.type)).toEqual([
+      'client.file_write',
+      'client.result',
+    ]);
     expect(events.data?.next).toBeGreaterThan(0);
 
     const missing = await client.GET('/v1/agents/{id}', { params: { path: { id: 'agt_missing' } } });
