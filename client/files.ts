@@ -1,10 +1,10 @@
 // An agent's workspace files over the byte routes: one file's raw bytes in and out
-// (`/files?path=`), a directory as an uncompressed tar in and out (`/archive?path=`), and removal
-// (DELETE `/files?path=`). Paths are
+// (`/files?path=`), a directory as an uncompressed tar in and out (`/archive?path=`), one
+// directory's entries (`/directory?path=`), and removal (DELETE `/files?path=`). Paths are
 // relative to the workspace (the service refuses others with PATH_OUTSIDE_WORKSPACE). Downloads
 // come as web streams so a large file is never held whole unless read() is asked to.
-import { pathOf, type Transport } from './http.ts';
-import type { ArchiveUploaded, Uploaded } from './types.ts';
+import { ok, pathOf, type Transport } from './http.ts';
+import type { ArchiveUploaded, DirectoryListing, Uploaded } from './types.ts';
 
 /** What an upload takes: text (UTF-8), bytes, a Blob or a stream of bytes. */
 export type UploadBody = string | Uint8Array | Blob | ReadableStream<Uint8Array>;
@@ -46,6 +46,15 @@ export class AgentFiles {
   /** The file or directory at `path` as an uncompressed tar stream. */
   async downloadArchive(path: string): Promise<ReadableStream<Uint8Array>> {
     return bodyOf(await this.#get('/v1/agents/{id}/archive', path));
+  }
+
+  /**
+   * The entries of directory `path` (`.` is the workspace root), sorted by name, at most 1,000
+   * (`truncated` says when there are more).
+   */
+  async list(path = '.'): Promise<DirectoryListing> {
+    const params = { path: { id: this.#agentId }, query: { path } };
+    return ok(this.#transport.api.GET('/v1/agents/{id}/directory', { params }));
   }
 
   /**

@@ -53,3 +53,5 @@ export type ExecResult = JsonOf<'execCommand', 200>;
 export type OpenTerminalOptions = BodyOf<'openTerminal'>;
 /** One of the agent's terminals (a PTY in its sandbox). */
 export type TerminalInfo = JsonOf<'openTerminal', 201>;
+/** One directory of the workspace as `agent.files.list` answers it: entries sorted by name, at most 1,000. */
+export type DirectoryListing = JsonOf<'listDirectory', 200>;

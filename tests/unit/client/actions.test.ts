@@ -1,6 +1,6 @@
 // The client's handles for what a person does to a sandbox beside the tools, against the app
 // in-process (memory sandbox provider with a scripted `run` and a terminals double): agent.exec,
-// agent.files.remove, agent.terminals.open/list/close, and the service's error data on DshError.
+// agent.files.list and remove, agent.terminals.open/list/close, and the service's error data on DshError.
 // tests/integration/client/client.test.ts runs them against real sandboxes.
 import { afterAll, describe, expect, expectTypeOf, it } from 'vitest';
 import {
@@ -124,7 +124,7 @@ describe('client actions on a sandbox', () => {
     expect((bad as DshError).body).toMatchObject({ error: { code: 'BAD_REQUEST' } });
   });
 
-  it('agent.files.remove removes a file, a directory only with recursive, nothing outside', async () => {
+  it('agent.files.list lists a directory; files.remove removes a file, a directory only with recursive, nothing outside', async () => {
     const agent = await client.agents.create();
     await agent.files.write('notes/a.txt', 'a');
     await agent.files.write('b.txt', 'b');
@@ -137,6 +137,13 @@ describe('client actions on a sandbox', () => {
     await expect(agent.files.remove('../notes', { recursive: true })).rejects.toMatchObject({
       code: 'PATH_OUTSIDE_WORKSPACE',
     });
+    expect(await agent.files.list()).toMatchObject({
+      path: '.',
+      entries: [{ name: 'notes', type: 'directory' }],
+      truncated: false,
+    });
+    expect((await agent.files.list('notes')).entries.map((e) => e.name)).toEqual(['a.txt']);
+    await expect(agent.files.list('../..')).rejects.toMatchObject({ code: 'PATH_OUTSIDE_WORKSPACE' });
     await agent.files.remove('notes', { recursive: true });
     await expect(agent.files.readText('notes/a.txt')).rejects.toMatchObject({ code: 'FILE_NOT_FOUND' });
   });
