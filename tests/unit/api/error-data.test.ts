@@ -80,6 +80,25 @@ describe('error bodies with data', () => {
       expect(bad.json.error.data.issues.map((i: Loose) => i.path).sort()).toEqual(['extra', 'preset']);
     });
 
+    it("carries the data in a call stream's error event too", async () => {
+      api = makeApi();
+      const agent = await api.createAgent(api.keyA);
+      const res = await api.app.request(`/v1/agents/${agent.id}/calls`, {
+        method: 'POST',
+        headers: {
+          Authorization: `Bearer ${api.keyA}`,
+          'Content-Type': 'application/json',
+          Accept: 'text/event-stream',
+        },
+        body: JSON.stringify({ calls: [{ id: 'c1', name: 'read', arguments: {} }], step: 'no-such-step' }),
+      });
+      const text = await res.text();
+      const line = text.split('\n').find((l) => l.startsWith('data: {"error"'));
+      expect(JSON.parse(line?.slice('data: '.length) ?? '{}')).toEqual({
+        error: { code: 'STEP_NOT_FOUND', message: expect.any(String), data: { step: 'no-such-step' } },
+      });
+    });
+
     it('says when to retry a refusal for too many requests at once', async () => {
       api = makeApi({ tenantConcurrency: 1 });
       let release!: () => void;

@@ -122,6 +122,12 @@ describe('client actions on a sandbox', () => {
     expect((bad as DshError).code).toBe('BAD_REQUEST');
     expect((bad as DshError).data).toMatchObject({ issues: [{ path: expect.stringContaining('env') }] });
     expect((bad as DshError).body).toMatchObject({ error: { code: 'BAD_REQUEST' } });
+    // The same from a batch, as JSON and as an event stream's `error` event.
+    const calls = [{ name: 'read', arguments: { file_path: 'x' } }];
+    for (const options of [{ step: 'gone' }, { step: 'gone', onProgress: () => undefined }]) {
+      const stale = await agent.batch(calls, options).catch((e: unknown) => e);
+      expect(stale).toMatchObject({ code: 'STEP_NOT_FOUND', data: { step: 'gone' } });
+    }
   });
 
   it('agent.files.list lists a directory; files.remove removes a file, a directory only with recursive, nothing outside', async () => {
