@@ -1,7 +1,8 @@
 // One agent, as a handle: its tool calls (one, or a batch, with live progress), its workspace
 // files, commands run in its sandbox (exec), its event log followed live with resume, the host
-// requests it makes of the client, and its terminals (opened, listed, closed, attached to). The handle holds the agent's id and what the service said about it when the
-// handle was made (`info`); every method asks the service again.
+// requests it makes of the client, and its terminals (opened, listed, closed, attached to). The
+// handle holds the agent's id and what the service said about it when the handle was made
+// (`info`); every method asks the service again.
 import { DshError, DshToolError } from './errors.ts';
 import { type EventsOptions, followEvents } from './events.ts';
 import { AgentFiles } from './files.ts';
@@ -186,7 +187,7 @@ export class DshAgent {
     return listenForRequests(this, kinds, handler, options);
   }
 
-  /** Attaches to terminal `terminalId` (from `terminals.open` or the agent's terminal_open) as a duplex of web streams. */
+  /** Attaches to terminal `terminalId` (from `terminals.open`, or the agent's terminal_open) as web streams. */
   terminal(terminalId: string, options: TerminalOptions = {}): Promise<DshTerminal> {
     return openTerminal(this.#transport, this.id, terminalId, options);
   }

@@ -63,10 +63,10 @@ export class AgentFiles {
    * cannot be removed (CONFLICT).
    */
   async remove(path: string, options: { recursive?: boolean } = {}): Promise<void> {
-    const query = new URLSearchParams({ path, ...(options.recursive ? { recursive: 'true' } : {}) });
-    await this.#transport.request(`${pathOf('/v1/agents/{id}/files', { id: this.#agentId })}?${query}`, {
-      method: 'DELETE',
-    });
+    const query = { path, ...(options.recursive ? { recursive: 'true' as const } : {}) };
+    await ok(
+      this.#transport.api.DELETE('/v1/agents/{id}/files', { params: { path: { id: this.#agentId }, query } }),
+    );
   }
 
   #url(route: '/v1/agents/{id}/files' | '/v1/agents/{id}/archive', path: string): string {

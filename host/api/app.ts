@@ -104,8 +104,8 @@ export interface AppDeps {
 
 /**
  * Routes without the generic request deadline: call batches and client commands (their own
- * callTimeoutMs; a command its own timeoutMs within it), event
- * streams, and uploads, which are bounded by size and whose time depends on the client's bandwidth
+ * callTimeoutMs; a command its own timeoutMs within it), event streams, and uploads, which are
+ * bounded by size and whose time depends on the client's bandwidth
  * (the HTTP server's requestTimeout still ends a body that never arrives); a deadline there would
  * answer 504 while the handler kept writing. Downloads keep it: they answer with a stream at once.
  */

@@ -2,9 +2,10 @@
 // status from httpStatusOf(code). `data` is the SandboxError's own structured detail (the current
 // revision of a REVISION_CONFLICT, the limit of a CHILD_LIMIT_EXCEEDED, the issues of a
 // BAD_REQUEST), sent only with client errors (4xx): what a 5xx carries describes the service's
-// insides (container ids, store codes, free disk), so it stays in the server's log. Never the
-// cause or the stack; data that is not plain JSON or is over PUBLIC_DATA_BYTES is left out. Hono's own HTTPExceptions (401 from auth, 413 from bodyLimit) keep
-// their headers (WWW-Authenticate). Unexpected errors answer INTERNAL without internals; the
+// insides (container ids, store codes, free disk), so it stays on the server. Never the
+// cause or the stack; data that is not plain JSON or is over PUBLIC_DATA_BYTES is left out.
+// Hono's own HTTPExceptions (401 from auth, 413 from bodyLimit) keep their headers
+// (WWW-Authenticate). Unexpected errors answer INTERNAL without internals; the
 // request id ties the response to the server log line.
 import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
