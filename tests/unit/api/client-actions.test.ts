@@ -88,7 +88,7 @@ const terminalsDouble = () => {
 
 let api: Api;
 let terms: ReturnType<typeof terminalsDouble>;
-const start = () => {
+const start = (logBudgetBytes?: number) => {
   started = [];
   killed = [];
   terms = terminalsDouble();
@@ -100,7 +100,10 @@ const start = () => {
     create: async (spec) => withTerms(await memory.create(spec)) as never,
     get: async (id) => withTerms(await memory.get(id)),
   };
-  api = makeApi({ maxJsonBytes: 64 * 1024 }, { sandboxes });
+  api = makeApi(
+    { maxJsonBytes: 64 * 1024 },
+    { sandboxes, ...(logBudgetBytes === undefined ? {} : { store: { logBudgetBytes } }) },
+  );
 };
 afterEach(() => api.close());
 
@@ -223,6 +226,21 @@ describe('POST /v1/agents/:id/exec', () => {
     expect(tooLong.status).toBe(400);
     // Nothing that was refused ran or was recorded as run.
     expect((await clientEvents(api.keyA, agent.id)).filter((e) => e.type === 'client.exec')).toHaveLength(3);
+  });
+
+  it('runs nothing that the log cannot record (a tenant over its log budget)', async () => {
+    start(16 * 1024);
+    const agent = await api.createAgent(api.keyA);
+    const res = await api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/exec`, {
+      command: `hang ${'x'.repeat(40_000)}`,
+    });
+    expect([res.status, res.json.error.code]).toEqual([507, 'STORE_BUDGET_EXCEEDED']);
+    expect(started).toEqual([]);
+    // What fits is still run and recorded.
+    const small = await api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/exec`, {
+      command: 'echo fits',
+    });
+    expect(small.json.stdout).toBe('fits\n');
   });
 
   it("is the operator's action: the agent's tool policy does not apply", async () => {
