@@ -116,6 +116,9 @@ const isStreamingRoute = (method: string, path: string): boolean =>
   (method === 'PUT' &&
     (path.endsWith('/files') || path.endsWith('/archive') || path.startsWith('/v1/skills/')));
 
+/** DELETE routes that do work in the sandbox (remove files, close a terminal) rather than stop work. */
+const isSandboxWork = (path: string): boolean => path.endsWith('/files') || /\/terminals\/[^/]*$/.test(path);
+
 export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
   const limits = { ...DEFAULT_LIMITS, ...deps.limits };
   const metrics = withLogUsage(deps.metrics ?? createMetrics(), () => deps.store.events.usage());
@@ -231,8 +234,10 @@ export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
   );
   // Past the terminal routes nothing upgrades: a stray upgrade's answer would never be read.
   app.use('/v1/agents/*', refuseStrayUpgrade);
-  // DELETE takes no slot: it is how a tenant stops what holds its slots (long calls, streams).
-  // Nor does an MCP client's notification stream, open for as long as it is connected (own cap).
+  // DELETE takes no slot: it is how a tenant stops what holds its slots (long calls, streams);
+  // except the DELETEs that work in the sandbox and stop nothing (a file tree removed, a terminal
+  // closed): those are bounded like any other request. Nor does an MCP client's notification
+  // stream take one, open for as long as it is connected (own cap).
   const concurrency = tenantConcurrency(createTenantLimiter(limits.tenantConcurrency));
   const tenantScoped = (path: string): void => {
     app.use(path, tenantAuth(deps.store.tenants));
@@ -241,7 +246,8 @@ export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
       await next();
     });
     app.use(path, async function tenantSlot(c, next) {
-      return c.req.method === 'DELETE' || isMcpStream(c.req.method, c.req.path)
+      return (c.req.method === 'DELETE' && !isSandboxWork(c.req.path)) ||
+        isMcpStream(c.req.method, c.req.path)
         ? next()
         : concurrency(c, next);
     });

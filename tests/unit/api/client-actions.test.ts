@@ -243,6 +243,23 @@ describe('POST /v1/agents/:id/exec', () => {
     expect(small.json.stdout).toBe('fits\n');
   });
 
+  it("holds one of the tenant's request slots while it runs; so do file and terminal DELETEs", async () => {
+    started = [];
+    killed = [];
+    const memory = createMemoryProvider({ run });
+    api = makeApi({ tenantConcurrency: 1 }, { sandboxes: memory });
+    const agent = await api.createAgent(api.keyA);
+    const running = api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/exec`, { command: 'hang slot' });
+    await until(() => started.length === 1);
+    const files = await api.request(api.keyA, 'DELETE', `/v1/agents/${agent.id}/files?path=x`);
+    expect([files.status, files.json.error.code]).toEqual([429, 'RATE_LIMITED']);
+    const term = await api.request(api.keyA, 'DELETE', `/v1/agents/${agent.id}/terminals/t1`);
+    expect(term.status).toBe(429);
+    // Deleting the agent takes no slot: it is how a tenant stops what holds them.
+    expect((await api.request(api.keyA, 'DELETE', `/v1/agents/${agent.id}`)).status).toBe(204);
+    expect((await running).status).toBe(404);
+  });
+
   it("is the operator's action: the agent's tool policy does not apply", async () => {
     start();
     const agent = await api.createAgent(api.keyA, { policy: { deny: ['bash'], planMode: true } });
