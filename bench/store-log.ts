@@ -1,8 +1,14 @@
 // Cost of durable event logging per tool call (a tool.call + tool.result pair), `node bench/store-log.ts`.
-// Compares the libsql EventLog (WAL file, synchronous NORMAL, one transaction per tick) with a bare
-// array push and with the in-memory EventLog, in three shapes: a burst (everything in one tick, the
-// best case for batching), one call per tick (the worst case: a 2-event transaction per tick), and
-// 32 concurrent calls per tick. `unbatched` forces a flush (one transaction) per appended event.
+// Part 1, the target of issue 18: what the log adds to a 1,000-call concurrency-safe batch run
+// through the tool pipeline, against the same batch with no log in the same run: the batch's
+// answer, the control plane's main-thread CPU for the batch and its log write (what every other
+// request waits behind), and the time until the batch's events are durable. Before: the libsql
+// transaction on the main thread (`inline`); after: on the writer thread (store/event-writer.ts).
+// Part 2 compares the libsql EventLog (WAL file, synchronous NORMAL, one transaction per tick)
+// with a bare array push and with the in-memory EventLog, in three shapes: a burst (everything in
+// one tick, the best case for batching), one call per tick (the worst case: a 2-event transaction
+// per tick), and 32 concurrent calls per tick. `unbatched` forces a flush (one transaction) per
+// appended event.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,7 +18,9 @@ import { createLibsqlEventLog } from '../host/store/event-log.ts';
 import type { ClosableEventLog } from '../host/store/event-log-core.ts';
 import { createMemoryEventLog } from '../host/store/memory.ts';
 import { migrate } from '../host/store/migrations.ts';
-import type { SessionEventInput } from '../host/store/types.ts';
+import type { EventLog, SessionEventInput } from '../host/store/types.ts';
+import { createRegistry } from '../host/tools/index.ts';
+import { benchAgent, noop, noopBatch } from './lib/noop-tool.ts';
 
 const RESULT_TEXT = `total 48\n${'drwxr-xr-x 2 agent agent 4096 Dec  2 10:40 src\n'.repeat(10)}`;
 const call = (sessionId: string, i: number): SessionEventInput => ({
@@ -84,10 +92,11 @@ const run = async (sink: Sink, shape: Shape, pairs: number): Promise<number> => 
 
 const dir = mkdtempSync(join(tmpdir(), 'dsh-bench-store-'));
 const opened: { log: ClosableEventLog; close(): void }[] = [];
-const libsqlSink = (batchWindowMs = 0): Sink => {
-  const db = openDatabase({ path: join(dir, `bench-${opened.length}.db`) });
+const libsqlSink = (batchWindowMs = 0, thread = false): Sink & EventLog => {
+  const path = join(dir, `bench-${opened.length}.db`);
+  const db = openDatabase({ path });
   migrate(db);
-  const log = createLibsqlEventLog(db, { batchWindowMs });
+  const log = createLibsqlEventLog(db, { batchWindowMs, ...(thread ? { writerPath: path } : {}) });
   const close = () => {
     log.close();
     db.close();
@@ -95,7 +104,7 @@ const libsqlSink = (batchWindowMs = 0): Sink => {
   opened.push({ log, close });
   return log;
 };
-const memorySink = (): Sink => {
+const memorySink = (): Sink & EventLog => {
   const log = createMemoryEventLog();
   opened.push({ log, close: () => log.close() });
   return log;
@@ -109,21 +118,87 @@ const SIZES: Record<Shape, number> = {
 };
 const fmt = (n: number) => n.toFixed(2).padStart(9);
 
+// Part 1: a 1,000-call batch through the pipeline.
+const BATCH = 1000;
+const GROUPS = Number(process.env.BENCH_GROUPS ?? 7);
+const PER_GROUP = 6;
+const agent = benchAgent;
+const batchCalls = noopBatch(BATCH);
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1] as number;
+
+interface BatchFigures {
+  answerMs: number;
+  cpuMs: number;
+  durableMs: number;
+}
+
+/**
+ * Medians over groups of batches (thread CPU time ticks in coarse steps on this kernel, so CPU is
+ * read per group and divided): answer = execute's wall time, cpu = main-thread CPU of execute and
+ * flush, durable = wall time of execute and flush.
+ */
+const batchRun = async (log: EventLog | undefined): Promise<BatchFigures> => {
+  const registry = createRegistry(log === undefined ? {} : { log });
+  registry.global.register(noop);
+  const scope = registry.scope('preset:bench').child('agent:bench');
+  const one = async () => {
+    const start = performance.now();
+    await scope.execute(batchCalls, { agent });
+    const answered = performance.now();
+    await log?.flush();
+    return { answer: answered - start, durable: performance.now() - start };
+  };
+  for (let i = 0; i < 3; i++) await one(); // warm-up
+  const answers: number[] = [];
+  const durables: number[] = [];
+  const cpus: number[] = [];
+  for (let g = 0; g < GROUPS; g++) {
+    const cpu = process.threadCpuUsage();
+    for (let i = 0; i < PER_GROUP; i++) {
+      const { answer, durable } = await one();
+      answers.push(answer);
+      durables.push(durable);
+    }
+    const used = process.threadCpuUsage(cpu);
+    cpus.push((used.user + used.system) / 1000 / PER_GROUP);
+  }
+  return { answerMs: median(answers), cpuMs: median(cpus), durableMs: median(durables) };
+};
+
 try {
   console.log(
     `store-log bench: node ${process.version}, payload ≈ ${JSON.stringify(result('s', 0)).length} B result`,
   );
   console.log(
-    'shape           pairs   array µs/pair  memory µs/pair  libsql µs/pair  (÷array)  events/s  libsql+2ms window  (÷array)  events/s',
+    `\n${BATCH}-call batch through the pipeline (medians of ${GROUPS} groups of ${PER_GROUP}; main-thread CPU is what other requests wait behind)`,
   );
-  for (const shape of Object.keys(SIZES) as Shape[]) {
+  console.log('log                          answer ms   main-thread CPU ms  (added)   until durable ms');
+  const none = await batchRun(undefined);
+  const variants: [string, BatchFigures][] = [
+    ['none (baseline)', none],
+    ['in-memory log', await batchRun(memorySink())],
+    ['libsql, inline (before)', await batchRun(libsqlSink(2))],
+    ['libsql, writer thread (now)', await batchRun(libsqlSink(2, true))],
+  ];
+  for (const [name, f] of variants) {
+    console.log(
+      `${name.padEnd(28)} ${f.answerMs.toFixed(2).padStart(9)}   ${f.cpuMs.toFixed(2).padStart(15)}  ${`+${(f.cpuMs - none.cpuMs).toFixed(2)}`.padStart(8)}   ${f.durableMs.toFixed(2).padStart(14)}`,
+    );
+  }
+  console.log('\nper call, appended directly (no pipeline):');
+  console.log(
+    'shape           pairs   array µs/pair  memory µs/pair  libsql µs/pair  (÷array)  events/s  libsql+2ms window  (÷array)  events/s  thread+2ms window  (÷array)  events/s',
+  );
+  // BENCH_SHAPES=0 prints part 1 only.
+  for (const shape of process.env.BENCH_SHAPES === '0' ? [] : (Object.keys(SIZES) as Shape[])) {
     const pairs = SIZES[shape];
     await run(libsqlSink(), shape, Math.min(pairs, 500)); // warm up statements and JIT
     const array = await run(arraySink(), shape, pairs);
     const memory = await run(memorySink(), shape, pairs);
     const libsql = await run(libsqlSink(), shape, pairs);
     const windowed = await run(libsqlSink(2), shape, pairs);
-    const cells = [libsql, windowed].map(
+    const threaded = await run(libsqlSink(2, true), shape, pairs);
+    const cells = [libsql, windowed, threaded].map(
       (us) =>
         `${fmt(us)}  ${(us / array).toFixed(1).padStart(7)}x  ${String(Math.round(2e6 / us)).padStart(8)}`,
     );

@@ -12,28 +12,19 @@ import * as v from 'valibot';
 import { openStore } from '../host/store/index.ts';
 import { createMemoryEventLog } from '../host/store/memory.ts';
 import {
-  type AgentScope,
   createRegistry,
   defineTool,
   type ExecContext,
   type ToolCall,
 } from '../host/tools/index.ts';
 import { rulesPolicy } from '../policies/index.ts';
+import { benchAgent, noop, noopBatch } from './lib/noop-tool.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 9);
 const CALLS = Number(process.env.BENCH_CALLS ?? 20_000);
 const BATCH = 1_000;
 
-const noop = defineTool({
-  name: 'noop',
-  description: 'Does nothing.',
-  parameters: v.object({ n: v.number() }),
-  output: { schema: v.number() },
-  execute: (args) => args.n,
-  isConcurrencySafe: () => true,
-});
-
-const agent: AgentScope = { id: 'bench', sessionId: 'bench-session', services: {} };
+const agent = benchAgent;
 const exec: ExecContext = {
   signal: new AbortController().signal,
   callId: 'direct',
@@ -75,11 +66,7 @@ durable.global.register(noop);
 const durableScope = durable.scope('preset:bench').child('agent:bench');
 
 const one = (i: number): ToolCall[] => [{ id: `c${i}`, name: 'noop', arguments: { n: i } }];
-const batchCalls: ToolCall[] = Array.from({ length: BATCH }, (_, i) => ({
-  id: `b${i}`,
-  name: 'noop',
-  arguments: { n: i },
-}));
+const batchCalls = noopBatch(BATCH);
 
 const direct = await measure(CALLS, async (i) => noop.execute({ n: i }, exec));
 const pipeline = await measure(CALLS, (i) => plainScope.execute(one(i), { agent }));

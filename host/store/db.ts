@@ -68,7 +68,8 @@ export const openDatabase = (options: OpenDatabaseOptions): Database => {
   return db;
 };
 
-const resolveLocation = (options: OpenDatabaseOptions): string => {
+/** The absolute file path (or `:memory:`) that `openDatabase` opens for these options. */
+export const resolveLocation = (options: OpenDatabaseOptions): string => {
   if (options.path !== undefined && options.url !== undefined) {
     throw new SandboxError('CONFIG_INVALID', 'give the store either a path or a url, not both');
   }

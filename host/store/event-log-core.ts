@@ -4,6 +4,9 @@
 // only after their events are durable (so a client never sees a seq a crash could hand out again).
 // Invariants: one process writes a given session; rows are written in append order; a failed
 // batch stays queued (flush() rejects, the next tick retries) instead of being dropped.
+// With a writer thread (event-writer.ts) the batch is handed over instead of written here: one
+// write in flight, everything appended meanwhile goes into the next one (group commit), and the
+// rows in flight count as queued for readers until the thread says they are stored.
 //
 // Large values and budgets (issue 11). Values of event data longer than `inlineBytes` are stored
 // apart as payloads, once per tenant by SHA-256 (payloads.ts), so the same 1 MiB argument sent a
@@ -106,6 +109,25 @@ export interface EventLogOptions {
   tenantOf?: (sessionId: string) => string;
 }
 
+/**
+ * Writes rows off the caller's thread (event-writer.ts), one write at a time, in order. The core
+ * falls back to `backend.write` once a write comes back `lost`.
+ */
+export interface AsyncEventWriter {
+  /**
+   * `done` is called once: how many rows (from the first) are stored and their seqs, the error that
+   * stopped the rest, and `lost` when the thread ended (whether the rest was stored is unknown).
+   */
+  write(
+    rows: QueuedRow[],
+    done: (result: { stored: number; seqs: number[]; error?: unknown; lost?: boolean }) => void,
+  ): void;
+  /** Blocks the calling thread until the write in flight (if any) has called its `done`. */
+  waitSync(): void;
+  /** Ends the thread (after waitSync). */
+  close(): void;
+}
+
 export interface ClosableEventLog extends EventLog, EventPayloads {
   /** Writes what is queued and stops the background writer. */
   close(): void;
@@ -192,7 +214,11 @@ const shape = (input: SessionEventInput, inlineBytes: number): SplitData => {
   }
 };
 
-export const createEventLog = (backend: EventBackend, options: EventLogOptions = {}): ClosableEventLog => {
+export const createEventLog = (
+  backend: EventBackend,
+  options: EventLogOptions = {},
+  threadWriter?: AsyncEventWriter,
+): ClosableEventLog => {
   const now = options.now ?? Date.now;
   const batchWindowMs = options.batchWindowMs ?? 0;
   const budget = options.budgetBytes ?? DEFAULT_LOG_BUDGET_BYTES;
@@ -206,6 +232,14 @@ export const createEventLog = (backend: EventBackend, options: EventLogOptions =
   const queuedBlobs = new Map<string, string>();
   const listeners = new Map<string, Set<(event: SessionEvent) => void>>();
   let queue: QueuedRow[] = [];
+  /** Rows the writer thread has and has not answered for yet (readers still see them). */
+  let inFlight: QueuedRow[] = [];
+  /** The writer thread while it works; undefined writes on the caller's thread. */
+  let writer = threadWriter;
+  /** Rows appended and rows known stored, since open: flush() waits for the first to reach the second. */
+  let appended = 0;
+  let stored = 0;
+  const answerWaiters = new Set<{ resolve: () => void; reject: (error: unknown) => void }>();
   /** Cancels the pending background write, when one is scheduled. */
   let scheduled: (() => void) | undefined;
   let failures = 0;
@@ -252,11 +286,24 @@ export const createEventLog = (backend: EventBackend, options: EventLogOptions =
     }
   };
 
-  /** The one writer path: takes the whole queue, writes it atomically, then notifies. */
+  /** What follows a stored batch: seqs followed, payloads no longer queued, subscribers told. */
+  const committed = (batch: QueuedRow[]) => {
+    stored += batch.length;
+    for (const row of batch) {
+      // The backend may have renumbered rows after another process's writes: follow it.
+      if (row.seq > (lastSeq.get(row.sessionId) ?? 0)) lastSeq.set(row.sessionId, row.seq);
+      for (const blob of row.blobs) queuedBlobs.delete(blobKey(row.tenantId, blob.sha256));
+    }
+    notify(batch);
+    for (const row of batch) row.blobs = [];
+  };
+
+  /** The one writer path: takes the whole queue, writes it atomically (or hands it to the thread), then notifies. */
   const drain = () => {
     scheduled?.();
     scheduled = undefined;
     if (queue.length === 0) return;
+    if (writer !== undefined) return handOver(writer);
     const batch = queue;
     queue = [];
     try {
@@ -267,14 +314,57 @@ export const createEventLog = (backend: EventBackend, options: EventLogOptions =
       throw error;
     }
     failures = 0;
-    for (const row of batch) {
-      // The backend may have renumbered rows after another process's writes: follow it.
-      if (row.seq > (lastSeq.get(row.sessionId) ?? 0)) lastSeq.set(row.sessionId, row.seq);
-      for (const blob of row.blobs) queuedBlobs.delete(blobKey(row.tenantId, blob.sha256));
-    }
-    notify(batch);
-    for (const row of batch) row.blobs = [];
+    committed(batch);
   };
+
+  /** Gives the queue to the writer thread unless a write is in flight (its answer sends the rest). */
+  const handOver = (thread: AsyncEventWriter) => {
+    if (inFlight.length > 0 || queue.length === 0) return;
+    const batch = queue;
+    queue = [];
+    inFlight = batch;
+    thread.write(batch, (answer) => {
+      inFlight = [];
+      const done = batch.slice(0, answer.stored);
+      done.forEach((row, i) => {
+        row.seq = answer.seqs[i] ?? row.seq;
+      });
+      let rest = batch.slice(answer.stored);
+      if (answer.lost) {
+        // The thread ended: what it stored is unknown, so use the stored seqs (one writer per session).
+        writer = undefined;
+        const kept = rest.filter((row) => row.seq > backend.lastSeq(row.sessionId));
+        done.push(...rest.filter((row) => !kept.includes(row)));
+        rest = kept;
+      }
+      if (done.length > 0) committed(done);
+      const waiters = [...answerWaiters];
+      answerWaiters.clear();
+      if (answer.error === undefined) {
+        failures = 0;
+        for (const w of waiters) w.resolve();
+        if (queue.length > 0 && !closed) handOver(thread);
+        return;
+      }
+      queue = rest.concat(queue);
+      options.onError?.(answer.error);
+      if (answer.lost) {
+        // Not a failed write: the rest is written here from now on.
+        for (const w of waiters) w.resolve();
+        if (!closed) schedule();
+        return;
+      }
+      failures++;
+      for (const w of waiters) w.reject(answer.error);
+      if (!closed) schedule();
+    });
+  };
+
+  /** Resolves at the writer thread's next answer, rejecting when that write failed. */
+  const nextAnswer = () =>
+    new Promise<void>((resolve, reject) => {
+      answerWaiters.add({ resolve, reject });
+    });
 
   const schedule = () => {
     if (scheduled !== undefined || closed) return;
@@ -324,11 +414,7 @@ export const createEventLog = (backend: EventBackend, options: EventLogOptions =
    * Shapes one event for the queue under its tenant's budget (see the header), counting what it
    * adds into `pending` (this append's usage so far) and `adding` (its new payloads).
    */
-  const admit = (
-    input: SessionEventInput,
-    pending: Map<string, number>,
-    adding: Set<string>,
-  ): Omit<QueuedRow, 'seq' | 'at'> => {
+  const admit = (input: SessionEventInput, pending: Map<string, number>, adding: Set<string>): QueuedRow => {
     validate(input);
     const tenantId = tenantOf(input.sessionId);
     const before = usageOf(tenantId) + (pending.get(tenantId) ?? 0);
@@ -340,8 +426,11 @@ export const createEventLog = (backend: EventBackend, options: EventLogOptions =
       const key = blobKey(tenantId, b.sha256);
       return !adding.has(key) && !queuedBlobs.has(key) && !backend.hasBlob(tenantId, b.sha256);
     });
-    const row = {
+    // seq and at are set when the append is admitted whole.
+    const row: QueuedRow = {
       sessionId: input.sessionId,
+      seq: 0,
+      at: 0,
       type: input.type,
       surface: input.surface,
       callId: input.callId,
@@ -352,7 +441,7 @@ export const createEventLog = (backend: EventBackend, options: EventLogOptions =
       bytes: 0,
       blobs,
     };
-    let bytes = rowBytes({ ...row, seq: 0, at: 0 }) + blobs.reduce((n, b) => n + b.bytes, 0);
+    let bytes = rowBytes(row) + blobs.reduce((n, b) => n + b.bytes, 0);
     if (before + bytes > budget) {
       if (!settles) throw refuse(tenantId, before, bytes);
       if (blobs.length > 0) {
@@ -362,7 +451,7 @@ export const createEventLog = (backend: EventBackend, options: EventLogOptions =
         countersOf(tenantId).dropped += lost.size;
         blobs = [];
         row.blobs = blobs;
-        bytes = rowBytes({ ...row, seq: 0, at: 0 });
+        bytes = rowBytes(row);
       }
     }
     row.bytes = bytes;
@@ -398,8 +487,11 @@ export const createEventLog = (backend: EventBackend, options: EventLogOptions =
       }
       const at = now();
       const events: SessionEvent[] = [];
+      appended += inputs.length;
       inputs.forEach((input, i) => {
-        const row: QueuedRow = { ...rows[i]!, seq: nextSeq(input.sessionId), at };
+        const row = rows[i] as QueuedRow;
+        row.seq = nextSeq(input.sessionId);
+        row.at = at;
         for (const blob of row.blobs) queuedBlobs.set(blobKey(row.tenantId, blob.sha256), blob.json);
         queue.push(row);
         events.push({ ...input, seq: row.seq, at });
@@ -409,7 +501,12 @@ export const createEventLog = (backend: EventBackend, options: EventLogOptions =
     },
 
     async flush() {
-      drain();
+      // Rows are stored in append order: everything appended so far is durable when `stored` gets there.
+      const target = appended;
+      while (stored < target) {
+        drain();
+        if (inFlight.length > 0) await nextAnswer();
+      }
     },
 
     list(sessionId, query: EventQuery = {}) {
@@ -419,10 +516,15 @@ export const createEventLog = (backend: EventBackend, options: EventLogOptions =
       const inline = query.payloads !== 'refs';
       if (limit === 0) return [];
       const rows = backend.read(sessionId, afterSeq, limit);
-      // Queued rows always have higher seqs than stored ones: append them after.
-      for (const row of queue) {
+      // Queued rows always have higher seqs than stored ones: append them after. Rows in flight
+      // may be stored by now: those past the last stored one are not.
+      let after = rows.at(-1)?.seq ?? afterSeq;
+      for (const row of inFlight.length === 0 ? queue : [...inFlight, ...queue]) {
         if (rows.length >= limit) break;
-        if (row.sessionId === sessionId && row.seq > afterSeq) rows.push(row);
+        if (row.sessionId === sessionId && row.seq > after) {
+          rows.push(row);
+          after = row.seq;
+        }
       }
       const events: SessionEvent[] = [];
       let total = 0;
@@ -449,6 +551,7 @@ export const createEventLog = (backend: EventBackend, options: EventLogOptions =
     payload(sessionId, seq, pointer) {
       const row =
         queue.find((r) => r.sessionId === sessionId && r.seq === seq) ??
+        inFlight.find((r) => r.sessionId === sessionId && r.seq === seq) ??
         backend.read(sessionId, Math.max(0, seq - 1), 1).find((r) => r.seq === seq);
       if (row === undefined)
         throw new SandboxError('NOT_FOUND', `No event ${seq} in this log.`, { data: { seq } });
@@ -485,9 +588,13 @@ export const createEventLog = (backend: EventBackend, options: EventLogOptions =
     close() {
       if (closed) return;
       try {
+        // The write in flight answers first (and may give rows back); the rest is written here.
+        writer?.waitSync();
+        writer = undefined;
         drain();
       } finally {
         closed = true;
+        threadWriter?.close();
         listeners.clear();
       }
     },

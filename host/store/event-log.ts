@@ -19,6 +19,7 @@ import {
   type EventLogOptions,
   type QueuedRow,
 } from './event-log-core.ts';
+import { createEventWriter } from './event-writer.ts';
 import { INDEX_PAYLOAD_MAX, indexText, ownerTokens } from './search-text.ts';
 import type { EventSurface } from './types.ts';
 
@@ -53,6 +54,15 @@ const prepareIndex = (db: Database) => ({
 export interface LibsqlEventBackendOptions {
   /** Index every event for full-text search. Default true; false only to measure what it costs. */
   index?: boolean;
+}
+
+export interface LibsqlEventLogOptions extends EventLogOptions, LibsqlEventBackendOptions {
+  /**
+   * The database file, to write events on a thread of their own with a second connection to it
+   * (event-writer.ts). Default: none, events are written on the caller's connection and thread.
+   */
+  writerPath?: string;
+  busyTimeoutMs?: number;
 }
 
 export const createLibsqlEventBackend = (
@@ -204,7 +214,15 @@ export const createLibsqlEventBackend = (
 };
 
 /** An EventLog persisted in the store database. Call `close()` before closing the database. */
-export const createLibsqlEventLog = (
-  db: Database,
-  options: EventLogOptions & LibsqlEventBackendOptions = {},
-): ClosableEventLog => createEventLog(createLibsqlEventBackend(db, options), options);
+export const createLibsqlEventLog = (db: Database, options: LibsqlEventLogOptions = {}): ClosableEventLog =>
+  createEventLog(
+    createLibsqlEventBackend(db, options),
+    options,
+    options.writerPath === undefined
+      ? undefined
+      : createEventWriter({
+          path: options.writerPath,
+          ...(options.index === undefined ? {} : { index: options.index }),
+          ...(options.busyTimeoutMs === undefined ? {} : { busyTimeoutMs: options.busyTimeoutMs }),
+        }),
+  );

@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { type AgentStore, createAgentStore } from './agents.ts';
-import { type Database, openDatabase } from './db.ts';
+import { type Database, openDatabase, resolveLocation } from './db.ts';
 import { createEgressSettingsStore, type EgressSettingsStore } from './egress.ts';
 import { createLibsqlEventLog } from './event-log.ts';
 import type { ClosableEventLog, EventLogOptions } from './event-log-core.ts';
@@ -45,6 +45,12 @@ export interface OpenStoreOptions {
   eventBatchWindowMs?: number;
   /** Log bytes each tenant may hold (events plus payloads). Default 512 MiB (event-log-core.ts says what happens past it). */
   logBudgetBytes?: number;
+  /**
+   * Where event transactions run: `thread` (the default for a database file) on a writer thread
+   * with its own connection, so SQLite's inserts never hold the event loop (bench/store-log.ts);
+   * `inline` on the store's connection. An in-memory database is always inline.
+   */
+  eventWriter?: 'thread' | 'inline';
   /** The creator-plugin maxima of a tenant (plugins per agent, packages per plugin, code size). */
   pluginLimitsOf?: PluginStoreOptions['limitsOf'];
   /**
@@ -102,8 +108,12 @@ export const openStore = (options: OpenStoreOptions): Store => {
     migrate(db);
     const instanceId = instanceIdOf(db);
     const now = options.now ?? Date.now;
+    const file = resolveLocation({ path, url: options.url });
     const events = createLibsqlEventLog(db, {
       now,
+      ...(file !== ':memory:' && options.eventWriter !== 'inline'
+        ? { writerPath: file, busyTimeoutMs: options.busyTimeoutMs }
+        : {}),
       onError: options.onError,
       batchWindowMs: options.eventBatchWindowMs ?? 2,
       ...(options.logBudgetBytes === undefined ? {} : { budgetBytes: options.logBudgetBytes }),

@@ -128,13 +128,13 @@ export const runEventLogContract = (harness: Harness<EventLogInstance>) => {
       expect(got).toEqual([1, 2]);
     });
 
-    it('delivers to subscribers within a tick, without an explicit flush', async () => {
+    it('delivers to subscribers without an explicit flush', async () => {
       const { log } = open();
       const got: SessionEvent[] = [];
       log.subscribe('s', (e) => got.push(e));
       log.append([ev('s', 'tool.call', { n: 1 })]);
-      await tick();
-      await tick();
+      // Within a tick when written inline; a writer thread answers when its transaction commits.
+      await until(() => got.length > 0, { what: 'the event delivered' });
       expect(got).toMatchObject([{ seq: 1, type: 'tool.call', data: { n: 1 } }]);
     });
 
@@ -211,8 +211,11 @@ export const runEventLogContract = (harness: Harness<EventLogInstance>) => {
         await log.flush();
         const stored = reopen().list('s');
         expect(seqs(stored)).toEqual([1, 2, 3, 4]);
-        expect(stored.map((e) => e.type)).toEqual(['from.a', 'from.a', 'from.b', 'from.a']);
-        expect(seen).toEqual([3]); // subscribers see the seq that was stored
+        // Which process commits first is a race when both write on threads; neither loses a row.
+        expect(stored.map((e) => e.type).sort()).toEqual(['from.a', 'from.a', 'from.a', 'from.b']);
+        expect(stored.at(-1)?.type).toBe('from.a');
+        const b = stored.find((e) => e.type === 'from.b');
+        expect(seen).toEqual([b?.seq]); // subscribers see the seq that was stored
       });
     });
   });

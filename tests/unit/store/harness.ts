@@ -62,13 +62,17 @@ export const tempDatabase = () => {
   return { dir, path, connect, cleanup };
 };
 
-export const libsqlEventLogHarness: Harness<EventLogInstance> = {
-  name: 'libsql',
+/** The libsql log writing on its caller's connection, or (`thread`) on a writer thread of its own. */
+const libsqlLogHarness = (thread: boolean): Harness<EventLogInstance> => ({
+  name: thread ? 'libsql, writer thread' : 'libsql',
   open(options = {}) {
     const temp = tempDatabase();
     const logs: ClosableEventLog[] = [];
     const make = () => {
-      const log = createLibsqlEventLog(temp.connect(), options);
+      const log = createLibsqlEventLog(
+        temp.connect(),
+        thread ? { ...options, writerPath: temp.path } : options,
+      );
       logs.push(log);
       return log;
     };
@@ -81,7 +85,10 @@ export const libsqlEventLogHarness: Harness<EventLogInstance> = {
       },
     };
   },
-};
+});
+
+export const libsqlEventLogHarness = libsqlLogHarness(false);
+export const libsqlThreadEventLogHarness = libsqlLogHarness(true);
 
 export const memoryEventLogHarness: Harness<EventLogInstance> = {
   name: 'memory',
