@@ -147,10 +147,28 @@ try {
     instance: `${run}v`,
     idleMs: 0,
   });
+  // As the service starts them: adopt() first (after it, a pool hit asks the engine nothing).
+  for (const provider of [pooled, cold, coldVolume]) await provider.adopt();
   const readyReps = Math.max(3, Math.min(REPS, 6));
   const warmMs: number[] = [];
   const coldMs: number[] = [];
   const volumeMs: number[] = [];
+  const rawMs: number[] = [];
+  /** The floor of a cold create: a bare container of the same image, created and started. */
+  const rawCreateStart = async (i: number) => {
+    const t = performance.now();
+    const c = await docker.createContainer({
+      Image: image,
+      name: `dshb-${run}-raw-${i}`,
+      Entrypoint: ['sleep'],
+      Cmd: ['infinity'],
+      Labels: labels,
+      HostConfig: { NetworkMode: 'none' },
+    });
+    await c.start();
+    rawMs.push(performance.now() - t);
+    await c.remove({ force: true });
+  };
   for (let i = 0; i < readyReps; i++) {
     await pooled.pool.filled();
     let t = performance.now();
@@ -162,8 +180,12 @@ try {
     t = performance.now();
     await coldVolume.create({ tenantId: 'b', agentId: `vol${i}` });
     volumeMs.push(performance.now() - t);
+    await rawCreateStart(i);
   }
   row('agent ready (warm pool)', median(warmMs), median(coldMs), 'cold create+start+ready');
+  console.log(
+    `${'cold create + own workspace + ready'.padEnd(34)} ${median(coldMs).toFixed(2).padStart(9)} ms   ${'raw docker create+start'.padEnd(28)} ${median(rawMs).toFixed(2).padStart(9)} ms   +${(median(coldMs) - median(rawMs)).toFixed(1)} ms`,
+  );
   if (loop)
     row(
       'cold create, 1 GiB loop workspace',

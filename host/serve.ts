@@ -123,11 +123,15 @@ const defaultProvider = async (
     spoolDir: config.spoolDir,
     egress,
   });
-  const claim = store.agents.listAll({ includeDeleted: true }).flatMap((a) => a.sandboxId ?? []);
-  const adopted = await provider.adopt({ claim }).catch((e: unknown) => {
-    log(`could not list existing sandboxes: ${String(e)}`);
-    return [];
-  });
+  const recorded = store.agents
+    .listAll({ includeDeleted: true })
+    .flatMap((a) => (a.sandboxId === undefined ? [] : [[a.sandboxId, a.id] as const]));
+  const adopted = await provider
+    .adopt({ claim: recorded.map(([id]) => id), assigned: new Map(recorded) })
+    .catch((e: unknown) => {
+      log(`could not list existing sandboxes: ${String(e)}`);
+      return [];
+    });
   log(`instance ${store.instanceId}: re-adopted ${adopted.length} agent sandbox(es)`);
   return provider;
 };

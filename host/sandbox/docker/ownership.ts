@@ -58,6 +58,8 @@ export interface Owner {
   process: string;
   /** Container ids this instance's store records as agents' sandboxes (for legacy containers). */
   claim: ReadonlySet<string>;
+  /** Container id → agent id: the sandboxes this instance's store records for its agents. */
+  assigned: ReadonlyMap<string, string>;
   /** Whether a workspace provably lives in this instance's workspace store. */
   owns(mount: WorkspaceMount): boolean;
 }
@@ -68,6 +70,8 @@ export type Verdict =
   | { kind: 'adopt'; name: string; legacy: boolean }
   /** An unassigned pool container a previous process of this instance left behind. */
   | { kind: 'remove' }
+  /** A pool container of this instance the store records as the agent's: assigned, not yet renamed. */
+  | { kind: 'assign'; agentId: string }
   /** Not this instance's to touch (another instance's, or this process's own live pool). */
   | { kind: 'keep' };
 
@@ -87,7 +91,9 @@ export const classify = (c: Docker.ContainerInfo, o: Owner): Verdict => {
     const agent = names.find((n) => n.startsWith(`${own}-agent-`));
     if (agent) return { kind: 'adopt', name: agent, legacy: false };
     const pooled = labels[LABEL_POOL] === '1' && names.some((n) => n.startsWith(`${own}-pool-`));
-    return pooled && labels[LABEL_POOL_OWNER] !== o.process ? { kind: 'remove' } : { kind: 'keep' };
+    if (!pooled || labels[LABEL_POOL_OWNER] === o.process) return { kind: 'keep' };
+    const agentId = o.assigned.get(c.Id);
+    return agentId === undefined ? { kind: 'remove' } : { kind: 'assign', agentId };
   }
   if (instance !== undefined) return { kind: 'keep' };
   // Made before instance ids existed.

@@ -7,6 +7,11 @@
 // `<prefix>-<instance>-agent-<slug(agentId)>` (Docker cannot relabel, but it can rename), so
 // `get(agentId)` finds it after a restart by name alone; pooled containers are named
 // `<prefix>-<instance>-pool-<id>` and carry `dsh.pool=1`; at most one live session per agent here;
+// A pool hit makes no Docker call before the agent is ready: the rename follows in the background
+// (destroy waits for it), and a restart that finds a pool container the store records as an
+// agent's sandbox (`assigned`: the rename never happened) renames and adopts it instead of removing
+// it. After adopt(), a container for an agent this process does not know can only be one adopt()
+// listed, so create() and get() ask the engine only about those;
 // a container that vanished (removed by hand or by the engine) is replaced on the agent's next
 // call, on its old workspace when that still exists; a destroyed agent's handles never recreate.
 
@@ -92,6 +97,8 @@ interface Entry extends Reapable {
   workspace: WorkspaceMount | undefined;
   /** destroy() ran: calls through old handles fail instead of making a new container. */
   destroyed?: boolean;
+  /** The rename of an assigned pool container, while it runs (destroy waits for it). */
+  renaming?: Promise<void>;
 }
 
 export interface AdoptOptions {
@@ -100,6 +107,12 @@ export interface AdoptOptions {
    * container made before instance ids existed and listed here is adopted (ownership.ts).
    */
   claim?: Iterable<string>;
+  /**
+   * Container id → agent id for every agent of this instance's store that records a sandbox: a
+   * pool container listed here was assigned to that agent by a process that ended before renaming
+   * it, and is adopted under the agent's name instead of being removed as a leftover.
+   */
+  assigned?: ReadonlyMap<string, string>;
 }
 
 export type DockerProvider = SandboxProvider & {
@@ -136,6 +149,13 @@ export const createDockerProvider = (options: DockerProviderOptions): DockerProv
   const legacy = new Map<string, string>();
   /** This process's pool nonce: pool containers of this instance with another one are leftovers. */
   const owner = nanoid(10);
+  /** Agent container names adopt() found; undefined before adopt() (then any name may exist). */
+  let adoptedNames: Set<string> | undefined;
+  /** Whether the engine may hold a container for an agent this process does not know. */
+  const mayExist = (agentId: string): boolean =>
+    adoptedNames === undefined ||
+    adoptedNames.has(names.agent(agentId)) ||
+    legacy.has(names.legacyAgent(agentId));
 
   const workspaces = options.workspaces ?? createVolumeWorkspaces(docker);
   const createContainer = (
@@ -196,7 +216,12 @@ export const createDockerProvider = (options: DockerProviderOptions): DockerProv
     agentId: string,
     tenantId: string,
     limits: SandboxLimits,
-  ): Promise<{ container: Docker.Container; workspace: WorkspaceMount; opened?: Live }> => {
+  ): Promise<{
+    container: Docker.Container;
+    workspace: WorkspaceMount;
+    opened?: Live;
+    renaming?: Promise<void>;
+  }> => {
     const name = names.agent(agentId);
     // A pooled workspace has the default size; a file system is not resized on assignment.
     const attempts = limits.diskBytes === defaults.diskBytes ? pool.ready : 0;
@@ -204,10 +229,14 @@ export const createDockerProvider = (options: DockerProviderOptions): DockerProv
       const warm = pool.take();
       if (!warm) break;
       try {
-        await warm.container.rename({ name });
         if (JSON.stringify(limits) !== JSON.stringify(defaults))
           await warm.container.update(resourceConfig(limits));
-        return { container: warm.container, workspace: warm.workspace, opened: warm.live };
+        // Off the path to ready: the store records the container id before the agent's first call,
+        // and adopt() finishes a rename a crash interrupted (see the header).
+        const renaming = warm.container.rename({ name }).catch((e: unknown) => {
+          onError(fromDocker(e, 'Naming an assigned pooled sandbox', { agentId }));
+        });
+        return { container: warm.container, workspace: warm.workspace, opened: warm.live, renaming };
       } catch (e) {
         onError(fromDocker(e, 'Assigning a pooled sandbox (a new one is made instead)', { agentId }));
         void discardWarm(warm).catch(onError);
@@ -339,6 +368,7 @@ export const createDockerProvider = (options: DockerProviderOptions): DockerProv
       const info = await inspect(known.container, agentId);
       return info && { entry: known, id: info.Id };
     }
+    if (!mayExist(agentId)) return undefined;
     for (const ref of [names.agent(agentId), legacy.get(names.legacyAgent(agentId))]) {
       if (ref === undefined) continue;
       const info = await inspect(docker.getContainer(ref), agentId);
@@ -374,8 +404,15 @@ export const createDockerProvider = (options: DockerProviderOptions): DockerProv
       const limits = resolveLimits(defaults, maxima, spec.limits);
       const existing = await lookup(spec.agentId);
       if (existing) return handle(existing.entry, existing.id);
-      const { container, workspace, opened } = await provision(spec.agentId, spec.tenantId, limits);
-      const fresh = { container, limits, workspace, tenantId: spec.tenantId, lastUsed: Date.now() };
+      const { container, workspace, opened, renaming } = await provision(spec.agentId, spec.tenantId, limits);
+      const fresh = {
+        container,
+        limits,
+        workspace,
+        tenantId: spec.tenantId,
+        lastUsed: Date.now(),
+        ...(renaming === undefined ? {} : { renaming }),
+      };
       // A known entry whose container vanished takes the new one, so that its handles follow.
       let entry = entries.get(spec.agentId);
       if (entry) {
@@ -403,6 +440,7 @@ export const createDockerProvider = (options: DockerProviderOptions): DockerProv
       const entry = (await lookup(agentId))?.entry ?? entries.get(agentId);
       if (!entry) return;
       entry.destroyed = true;
+      await entry.renaming;
       await detachEntry(entry);
       entries.delete(agentId);
       // The workspace too when the container vanished without it.
@@ -411,7 +449,10 @@ export const createDockerProvider = (options: DockerProviderOptions): DockerProv
     async close() {
       stopReaper();
       await pool.close();
-      for (const entry of entries.values()) await detachEntry(entry);
+      for (const entry of entries.values()) {
+        await entry.renaming;
+        await detachEntry(entry);
+      }
       entries.clear();
     },
     async adopt(adoptOptions = {}) {
@@ -425,6 +466,7 @@ export const createDockerProvider = (options: DockerProviderOptions): DockerProv
         instance,
         process: owner,
         claim: new Set(adoptOptions.claim ?? []),
+        assigned: adoptOptions.assigned ?? new Map<string, string>(),
         owns: (m: WorkspaceMount) => workspaces.owns(m),
       };
       const adopted: string[] = [];
@@ -434,6 +476,19 @@ export const createDockerProvider = (options: DockerProviderOptions): DockerProv
         const verdict = classify(c, self);
         if (verdict.kind === 'remove') {
           await removeContainer(docker.getContainer(c.Id)).catch(onError);
+          continue;
+        }
+        if (verdict.kind === 'assign') {
+          // An assignment whose rename a crash interrupted: finish it, then it is the agent's.
+          const name = names.agent(verdict.agentId);
+          try {
+            await docker.getContainer(c.Id).rename({ name });
+            adopted.push(name);
+          } catch (e) {
+            onError(fromDocker(e, 'Naming an assigned pooled sandbox', { agentId: verdict.agentId }));
+          }
+          const mount = listedWorkspace(c);
+          if (mount) inUse.push(mount);
           continue;
         }
         const mount = listedWorkspace(c);
@@ -446,6 +501,7 @@ export const createDockerProvider = (options: DockerProviderOptions): DockerProv
       // This instance's workspaces whose container is gone (a crash between the two creations, a
       // removal by hand); another instance's are not ours to judge, even in a shared folder.
       await workspaces.sweep(inUse, false, sweepable(prefix, instance)).catch(onError);
+      adoptedNames = new Set([...(adoptedNames ?? []), ...adopted]);
       return adopted;
     },
   };

@@ -4,6 +4,7 @@
 import { existsSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { codeOf } from '../../contract/sandbox/suite.ts';
+import { until } from '../../helpers/until.ts';
 import { dockerFixture, pingOnlyConnect } from './fixtures.ts';
 
 const fx = dockerFixture();
@@ -26,9 +27,12 @@ describe('docker provider lifecycle', () => {
     const [waiting] = await pooledContainers();
     const sb = await provider.create({ tenantId: 't', agentId: 'pooled' });
     expect(sb.id).toBe(waiting); // the container that was waiting in the pool, not a new one
-    const info = await fx.docker.getContainer(sb.id).inspect();
-    expect(info.Name).toBe(`/dsht-${fx.runId}-agent-pooled`);
-    expect(info.State.Running).toBe(true);
+    // Renamed after the agent is ready (off its path), so `docker ps` soon shows whose it is.
+    const name = `/dsht-${fx.runId}-agent-pooled`;
+    await until(async () => (await fx.docker.getContainer(sb.id).inspect()).Name === name, {
+      what: 'the pooled container renamed for its agent',
+    });
+    expect((await state(sb.id)).Running).toBe(true);
     await provider.pool.filled();
     expect(provider.pool.ready).toBe(1);
     await provider.close();
@@ -147,6 +151,28 @@ describe('docker provider lifecycle with sandboxd', () => {
 });
 
 describe('control-plane restart', () => {
+  it('keeps a pooled sandbox its agent got just before a crash (the rename never happened)', async () => {
+    const crashed = fx.provider({ pool: { size: 1 } });
+    await crashed.pool.filled();
+    const sb = await crashed.create({ tenantId: 't', agentId: 'early' });
+    await sb.fs.writeFile('kept.txt', Buffer.from('mine'));
+    // As if the process died between handing the container out and renaming it: the store had
+    // recorded it as the agent's sandbox (the service does so before the agent's first call).
+    const container = fx.docker.getContainer(sb.id);
+    await until(async () => (await container.inspect()).Name.includes('-agent-'), { what: 'the rename' });
+    await container.rename({ name: `dsht-${fx.runId}-pool-crashed` });
+    await crashed.close(); // its session ends as the process's would; close() leaves agents' containers
+
+    const next = fx.provider();
+    await next.adopt({ claim: [sb.id], assigned: new Map([[sb.id, 'early']]) });
+    const again = await next.get('early');
+    expect(again?.id).toBe(sb.id);
+    expect((await again?.fs.readFile('kept.txt'))?.toString()).toBe('mine');
+    expect((await container.inspect()).Name).toBe(`/dsht-${fx.runId}-agent-early`);
+    await next.destroy('early');
+    await next.close();
+  });
+
   it('keeps files and background jobs: a new provider re-adopts the agent and reads the job it did not start', async () => {
     const first = fx.provider();
     const sb = await first.create({ tenantId: 't', agentId: 'durable' });

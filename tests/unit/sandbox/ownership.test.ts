@@ -14,7 +14,8 @@ const self: Owner = {
   prefix: 'dsh',
   instance: 'aaaa11112222',
   process: 'proc-now',
-  claim: new Set(['legacy-claimed']),
+  claim: new Set(['legacy-claimed', 'assigned-id']),
+  assigned: new Map([['assigned-id', 'agent-z']]),
   owns: (m) => m.source.startsWith('/ws/'),
 };
 const mine = { 'dsh.instance': 'aaaa11112222' };
@@ -34,6 +35,13 @@ describe('what an instance owns on a shared engine', () => {
     expect(
       classify(listed('dsh-aaaa11112222-pool-2', { ...pool, 'dsh.pool.owner': 'proc-now' }), self).kind,
     ).toBe('keep');
+    // Assigned to an agent by a process that ended before renaming it: the store says whose it is.
+    expect(
+      classify(
+        listed('dsh-aaaa11112222-pool-3', { ...pool, 'dsh.pool.owner': 'proc-old' }, 'assigned-id'),
+        self,
+      ),
+    ).toEqual({ kind: 'assign', agentId: 'agent-z' });
     // A pooled container already assigned to an agent (renamed) is an agent, never a leftover.
     expect(
       classify(listed('dsh-aaaa11112222-agent-y', { ...pool, 'dsh.pool.owner': 'proc-old' }), self).kind,
