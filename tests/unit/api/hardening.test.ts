@@ -21,6 +21,17 @@ const stillServing = async () => {
 };
 
 describe('bad input', () => {
+  it('a revoked key is refused from the next request on', async () => {
+    const { store } = api;
+    const tenant = store.tenants.createTenant('revoked-soon');
+    expect((await api.request(tenant.apiKey, 'GET', '/v1/agents')).status).toBe(200);
+    expect((await api.request(tenant.apiKey, 'GET', '/v1/agents')).status).toBe(200);
+    store.tenants.revokeKey(tenant.keyId);
+    const refused = await api.request(tenant.apiKey, 'GET', '/v1/agents');
+    expect(refused.status).toBe(401);
+    expect(refused.json?.error?.code).toBe('UNAUTHORIZED');
+  });
+
   it('malformed JSON is 400 MALFORMED_JSON', async () => {
     for (const body of ['{"preset":', 'nope', '{"a":1}}', '\u0000']) {
       const res = await api.request(api.keyA, 'POST', '/v1/agents', body, {

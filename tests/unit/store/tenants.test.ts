@@ -58,6 +58,33 @@ describe('tenants and API keys', () => {
     expect(tenants.verifyKey(acme.apiKey)).toBeUndefined();
   });
 
+  it('stops a revoked key at once, even one verified a moment before', () => {
+    const { tenants } = open();
+    const acme = tenants.createTenant('acme');
+    expect(tenants.verifyKey(acme.apiKey)?.id).toBe(acme.id);
+    expect(tenants.verifyKey(acme.apiKey)?.id).toBe(acme.id); // remembered now
+    tenants.revokeKey(acme.keyId);
+    expect(tenants.verifyKey(acme.apiKey)).toBeUndefined();
+  });
+
+  it('stops a key another process revoked within the 2 s it trusts a verified key', () => {
+    temp = tempDatabase();
+    let clock = 1_000_000;
+    store = openStore({ dataDir: temp.dir, now: () => clock });
+    const acme = store.tenants.createTenant('acme');
+    expect(store.tenants.verifyKey(acme.apiKey)?.id).toBe(acme.id);
+    const other = openStore({ dataDir: temp.dir }); // the CLI or a second process on this database
+    try {
+      other.tenants.revokeKey(acme.keyId);
+    } finally {
+      other.close();
+    }
+    clock += 1_000;
+    expect(store.tenants.verifyKey(acme.apiKey)?.id).toBe(acme.id); // still trusted: the bound
+    clock += 1_001;
+    expect(store.tenants.verifyKey(acme.apiKey)).toBeUndefined();
+  });
+
   it('rotates: a second key works, revoking the first leaves the second working', () => {
     const { tenants } = open();
     const acme = tenants.createTenant('acme');
