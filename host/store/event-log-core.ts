@@ -4,10 +4,9 @@
 // only after their events are durable (so a client never sees a seq a crash could hand out again).
 // Invariants: one process writes a given session; rows are written in append order; a failed
 // batch stays queued (flush() rejects, the next tick retries) instead of being dropped.
-// With a writer thread (event-writer.ts) a large batch is handed over instead of written here: one
+// With a writer thread (event-writer.ts) the batch is handed over instead of written here: one
 // write in flight, everything appended meanwhile goes into the next one (group commit), and the
-// rows in flight count as queued for readers until the thread says they are stored. A small batch
-// with no write in flight is written here: the hand-over costs more than its transaction.
+// rows in flight count as queued for readers until the thread says they are stored.
 //
 // Large values and budgets (issue 11). Values of event data longer than `inlineBytes` are stored
 // apart as payloads, once per tenant by SHA-256 (payloads.ts), so the same 1 MiB argument sent a
@@ -106,11 +105,6 @@ export interface EventLogOptions {
   budgetBytes?: number;
   /** Values of event data longer than this (JSON characters) are stored once, apart. Default 16 KiB. */
   inlineBytes?: number;
-  /**
-   * With a writer thread: batches of fewer rows are written on the caller's thread when no thread
-   * write is in flight. Default THREAD_MIN_ROWS (64); 1 sends every write to the thread.
-   */
-  threadMinRows?: number;
   /** Overrides the backend's session → tenant mapping (tests, stores without agents). */
   tenantOf?: (sessionId: string) => string;
 }
@@ -140,11 +134,7 @@ export interface ClosableEventLog extends EventLog, EventPayloads {
 }
 
 const SURFACES: ReadonlySet<string> = new Set<EventSurface>(['current', 'log-only']);
-/**
- * Batches of fewer rows are written on the caller's thread (when no thread write is in flight):
- * measured, a one-call batch's 2 rows cost less to write than to post to the thread and back.
- */
-export const THREAD_MIN_ROWS = 64;
+
 export const DEFAULT_EVENT_LIMIT = 500;
 export const MAX_EVENT_LIMIT = 5000;
 export const DEFAULT_LOG_BUDGET_BYTES = 512 * 1024 * 1024;
@@ -232,7 +222,6 @@ export const createEventLog = (
 ): ClosableEventLog => {
   const now = options.now ?? Date.now;
   const batchWindowMs = options.batchWindowMs ?? 0;
-  const threadMinRows = options.threadMinRows ?? THREAD_MIN_ROWS;
   const budget = options.budgetBytes ?? DEFAULT_LOG_BUDGET_BYTES;
   const inlineBytes = options.inlineBytes ?? DEFAULT_INLINE_BYTES;
   const lastSeq = new Map<string, number>();
@@ -315,8 +304,7 @@ export const createEventLog = (
     scheduled?.();
     scheduled = undefined;
     if (queue.length === 0) return;
-    if (writer !== undefined && (inFlight.length > 0 || queue.length >= threadMinRows))
-      return handOver(writer);
+    if (writer !== undefined) return handOver(writer);
     const batch = queue;
     queue = [];
     try {

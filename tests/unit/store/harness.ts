@@ -71,7 +71,7 @@ const libsqlLogHarness = (thread: boolean): Harness<EventLogInstance> => ({
     const make = () => {
       const log = createLibsqlEventLog(
         temp.connect(),
-        thread ? { threadMinRows: 1, ...options, writerPath: temp.path } : options,
+        thread ? { ...options, writerPath: temp.path } : options,
       );
       logs.push(log);
       return log;
