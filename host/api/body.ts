@@ -14,11 +14,20 @@ import { capBytes } from '../sandbox/chunks.ts';
 
 const POISON = new Set(['__proto__', 'constructor', 'prototype']);
 
+/**
+ * Matches text in which a key may be a POISON word. Text it does not match has none of them as
+ * written and no `\u` escape that could spell one (no other JSON escape yields a letter): most
+ * bodies, and they skip the reviver, which costs a call per value.
+ */
+const MAYBE_POISONED = /__proto__|constructor|prototype|\\u/;
+
 /** JSON.parse that drops prototype-poisoning keys wherever they appear. */
 export const parseJson = (text: string): unknown =>
-  JSON.parse(text, function reviver(key, value) {
-    return POISON.has(key) ? undefined : value;
-  });
+  MAYBE_POISONED.test(text)
+    ? JSON.parse(text, function reviver(key, value) {
+        return POISON.has(key) ? undefined : value;
+      })
+    : JSON.parse(text);
 
 const issuesOf = (issues: readonly v.BaseIssue<unknown>[]): string =>
   issues.map((i) => `${v.getDotPath(i) ?? '(root)'}: ${i.message}`).join('; ');

@@ -182,6 +182,12 @@ describe('bad input', () => {
     expect(Object.getPrototypeOf(parsed)).toBe(Object.prototype);
     expect(parsed.a).toEqual({});
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    // Spelled with escapes, they are the same keys.
+    const escaped = parseJson(
+      '{"\\u005f_proto__":{"polluted":3},"c":{"constr\\u0075ctor":1,"ok":2}}',
+    ) as Record<string, Loose>;
+    expect(Object.hasOwn(escaped, '__proto__')).toBe(false);
+    expect(escaped.c).toEqual({ ok: 2 });
 
     const agent = await api.createAgent(api.keyA);
     const raw = `{"calls":[{"id":"w","name":"write","arguments":{"file_path":"p.txt","content":"ok","__proto__":{"isAdmin":true}}}],"__proto__":{"polluted":true}}`;
