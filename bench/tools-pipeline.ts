@@ -11,12 +11,7 @@ import { join } from 'node:path';
 import * as v from 'valibot';
 import { openStore } from '../host/store/index.ts';
 import { createMemoryEventLog } from '../host/store/memory.ts';
-import {
-  createRegistry,
-  defineTool,
-  type ExecContext,
-  type ToolCall,
-} from '../host/tools/index.ts';
+import { createRegistry, defineTool, type ExecContext, type ToolCall } from '../host/tools/index.ts';
 import { rulesPolicy } from '../policies/index.ts';
 import { benchAgent, noop, noopBatch } from './lib/noop-tool.ts';
 
