@@ -134,7 +134,6 @@ export interface ClosableEventLog extends EventLog, EventPayloads {
 }
 
 const SURFACES: ReadonlySet<string> = new Set<EventSurface>(['current', 'log-only']);
-
 export const DEFAULT_EVENT_LIMIT = 500;
 export const MAX_EVENT_LIMIT = 5000;
 export const DEFAULT_LOG_BUDGET_BYTES = 512 * 1024 * 1024;
