@@ -4,6 +4,7 @@
 // Invariants: every response under /console carries the security headers (guard.ts); only the
 // sign-in page answers without a session; the console reads and changes nothing but through v1.
 import { Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
 import { ApiFailure, type ApiFetch } from './api.ts';
 import { assetOf } from './assets.ts';
 import {
@@ -27,11 +28,25 @@ export interface ConsoleOptions {
   sessions?: Sessions;
 }
 
+/** A sign-in form is a key (512 characters at most) and a role. */
+const SIGNIN_BYTES = 8 * 1024;
+/** Any other form: an answer's JSON (the API takes 1 MiB of it) with its form encoding. */
+const FORM_BYTES = 2 * 1024 * 1024;
+
+/**
+ * Bounds a request body before anything parses it: /console is outside the API's body limit, and
+ * the sign-in form is parsed with no session, so without this anyone could make it buffer gigabytes.
+ */
+const formLimit = (maxSize: number) =>
+  bodyLimit({ maxSize, onError: (c) => c.text('The form is larger than the console takes.', 413) });
+
 export const consoleRoutes = (options: ConsoleOptions): Hono<ConsoleEnv> => {
   const sessions = options.sessions ?? createSessions();
   const app = new Hono<ConsoleEnv>();
   app.use('/console', securityHeaders);
   app.use('/console/*', securityHeaders);
+  app.use('/console/signin', formLimit(SIGNIN_BYTES));
+  app.use('/console/*', formLimit(FORM_BYTES));
   app.onError(async (error, c) => {
     if (error instanceof CsrfRefusal) return c.text(error.message, 403);
     if (error instanceof ApiFailure) {

@@ -1,0 +1,49 @@
+// The console against hostile callers, in-process over the memory provider: bodies too large for a
+// form.
+import { afterEach, describe, expect, it } from 'vitest';
+import { type Api, makeApi } from '../api/harness.ts';
+
+const ORIGIN = 'http://localhost';
+let api: Api;
+
+afterEach(() => api.close());
+
+const form = (fields: Record<string, string>) => new URLSearchParams(fields).toString();
+
+const signIn = async (app: Api['app'], key: string) => {
+  const res = await app.request('/console/signin', {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', origin: ORIGIN },
+    body: form({ key, role: 'tenant' }),
+  });
+  expect(res.status).toBe(303);
+  const cookie = (res.headers.get('set-cookie') ?? '').split(';')[0] as string;
+  const page = await (await app.request('/console/agents', { headers: { cookie } })).text();
+  return { cookie, csrf: /name="csrf-token" content="([^"]+)"/.exec(page)?.[1] ?? '' };
+};
+
+describe('the console against hostile callers', () => {
+  it('refuses a form body larger than a form needs, before a session or key is looked at', async () => {
+    api = makeApi();
+    const huge = form({ key: api.keyA, role: 'tenant', pad: 'x'.repeat(2 * 1024 * 1024) });
+    const signin = await api.app.request('/console/signin', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: ORIGIN },
+      body: huge,
+    });
+    expect(signin.status).toBe(413);
+    expect(signin.headers.get('set-cookie')).toBeNull();
+    expect(signin.headers.get('content-security-policy')).toContain("default-src 'self'");
+    // Signed in, an answer's form is bounded too (the API's own JSON limit is 1 MiB).
+    const { id } = await api.createAgent(api.keyA);
+    const { cookie, csrf } = await signIn(api.app, api.keyA);
+    const answer = await api.app.request(`/console/agents/${id}/requests/req_x`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: ORIGIN, cookie },
+      body: form({ csrf, kind: 'other', answer: 'x'.repeat(3 * 1024 * 1024) }),
+    });
+    expect(answer.status).toBe(413);
+    // A sign-in of ordinary size still works.
+    expect((await signIn(api.app, api.keyA)).cookie).toMatch(/^dsh_console=/);
+  });
+});
