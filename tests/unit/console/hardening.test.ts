@@ -1,5 +1,6 @@
 // The console against hostile callers, in-process over the memory provider: bodies too large for a
-// form.
+// form, a tenant with more agents than request slots on the timeline, and subresource requests
+// from another site (Fetch Metadata).
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Api, makeApi } from '../api/harness.ts';
 
@@ -45,5 +46,22 @@ describe('the console against hostile callers', () => {
     expect(answer.status).toBe(413);
     // A sign-in of ordinary size still works.
     expect((await signIn(api.app, api.keyA)).cookie).toMatch(/^dsh_console=/);
+  });
+
+  it("reads the timeline of a tenant with more agents than request slots", async () => {
+    api = makeApi({ tenantConcurrency: 6 });
+    const ids = [];
+    for (let i = 0; i < 9; i++) {
+      const { id } = await api.createAgent(api.keyA);
+      await api.call(api.keyA, id, [
+        { id: 'w', name: 'write', arguments: { file_path: 'a.txt', content: 'a' } },
+      ]);
+      ids.push(id);
+    }
+    const { cookie } = await signIn(api.app, api.keyA);
+    const res = await api.app.request('/console/timeline/events', { headers: { cookie } });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { events: { agentId: string }[] };
+    expect(new Set(body.events.map((e) => e.agentId))).toEqual(new Set(ids));
   });
 });
