@@ -48,6 +48,26 @@ export const securityHeaders: MiddlewareHandler = async function consoleHeaders(
   }
 };
 
+/**
+ * Fetch Metadata: of requests that another site's page made, only a top-level navigation (a link
+ * followed) is answered; an <img>, <script>, EventSource, fetch or frame from there is refused
+ * before anything is read. SameSite=Strict keeps the cookie off cross-site requests, but a page of
+ * the same site on another port (http://localhost:8080 next to http://localhost:7070) gets it, and
+ * could otherwise hold the tenant's request slots with event streams or timeline polls.
+ */
+export const refuseForeignRequests: MiddlewareHandler = async function refuseForeignRequests(c, next) {
+  const site = c.req.header('sec-fetch-site');
+  if (site === 'cross-site' || site === 'same-site') {
+    const dest = c.req.header('sec-fetch-dest');
+    const link =
+      c.req.method === 'GET' &&
+      c.req.header('sec-fetch-mode') === 'navigate' &&
+      (dest === undefined || dest === 'document');
+    if (!link) return c.text('This request was made by a page of another site.', 403);
+  }
+  await next();
+};
+
 const isHttps = (c: Context): boolean => new URL(c.req.url).protocol === 'https:';
 
 export const setSessionCookie = (c: Context, session: ConsoleSession): void => {

@@ -11,6 +11,7 @@ import {
   type ConsoleEnv,
   CsrfRefusal,
   clearSessionCookie,
+  refuseForeignRequests,
   requireSession,
   securityHeaders,
 } from './guard.ts';
@@ -45,6 +46,8 @@ export const consoleRoutes = (options: ConsoleOptions): Hono<ConsoleEnv> => {
   const app = new Hono<ConsoleEnv>();
   app.use('/console', securityHeaders);
   app.use('/console/*', securityHeaders);
+  app.use('/console', refuseForeignRequests);
+  app.use('/console/*', refuseForeignRequests);
   app.use('/console/signin', formLimit(SIGNIN_BYTES));
   app.use('/console/*', formLimit(FORM_BYTES));
   app.onError(async (error, c) => {

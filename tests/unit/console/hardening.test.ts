@@ -48,7 +48,7 @@ describe('the console against hostile callers', () => {
     expect((await signIn(api.app, api.keyA)).cookie).toMatch(/^dsh_console=/);
   });
 
-  it("reads the timeline of a tenant with more agents than request slots", async () => {
+  it('reads the timeline of a tenant with more agents than request slots', async () => {
     api = makeApi({ tenantConcurrency: 6 });
     const ids = [];
     for (let i = 0; i < 9; i++) {
@@ -63,5 +63,46 @@ describe('the console against hostile callers', () => {
     expect(res.status).toBe(200);
     const body = (await res.json()) as { events: { agentId: string }[] };
     expect(new Set(body.events.map((e) => e.agentId))).toEqual(new Set(ids));
+  });
+
+  it('answers no subresource request from another site, though a link from one still opens the page', async () => {
+    api = makeApi();
+    const { id } = await api.createAgent(api.keyA);
+    const { cookie } = await signIn(api.app, api.keyA);
+    // An <img>, <script> or fetch() from a page of the same site on another port carries the
+    // cookie (SameSite ignores ports): it must not open streams or fan out polls for it.
+    for (const path of [
+      '/console/timeline/events',
+      `/console/agents/${id}/events/stream`,
+      `/console/agents/${id}/events.ndjson`,
+      '/console/assets/timeline.js',
+    ]) {
+      for (const site of ['same-site', 'cross-site']) {
+        const res = await api.app.request(path, {
+          headers: { cookie, 'sec-fetch-site': site, 'sec-fetch-mode': 'no-cors', 'sec-fetch-dest': 'image' },
+        });
+        expect(res.status, `${path} ${site}`).toBe(403);
+        await res.body?.cancel();
+      }
+    }
+    const link = await api.app.request(`/console/agents/${id}`, {
+      headers: {
+        cookie,
+        'sec-fetch-site': 'same-site',
+        'sec-fetch-mode': 'navigate',
+        'sec-fetch-dest': 'document',
+      },
+    });
+    expect(link.status).toBe(200);
+    // Its own pages' requests pass.
+    const own = await api.app.request('/console/timeline/events', {
+      headers: {
+        cookie,
+        'sec-fetch-site': 'same-origin',
+        'sec-fetch-mode': 'cors',
+        'sec-fetch-dest': 'empty',
+      },
+    });
+    expect(own.status).toBe(200);
   });
 });
