@@ -107,6 +107,50 @@ export const requireSession = (
     await next();
   };
 
+/**
+ * Aborts when the session ends (sign-out, eviction) or expires: what stays open, an event stream,
+ * must not outlive the session that was checked when it opened.
+ */
+export const sessionEnd = (session: ConsoleSession): AbortSignal =>
+  AbortSignal.any([session.ended, AbortSignal.timeout(Math.max(0, session.expiresAt - Date.now()))]);
+
+/**
+ * `res` with its body ended when `signal` aborts: the body's source is cancelled (as when the
+ * browser goes away, so the API's stream ends and frees its slot) and the browser's copy closes.
+ */
+export const endBodyOn = (res: Response, signal: AbortSignal): Response => {
+  if (res.body === null) return res;
+  const reader = res.body.getReader();
+  let ended = false;
+  const end = (controller: ReadableStreamDefaultController<Uint8Array>) => {
+    if (ended) return;
+    ended = true;
+    signal.removeEventListener('abort', onAbort);
+    reader.cancel().catch(() => undefined);
+    controller.close();
+  };
+  let onAbort = () => {};
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      onAbort = () => end(controller);
+      if (signal.aborted) end(controller);
+      else signal.addEventListener('abort', onAbort, { once: true });
+    },
+    async pull(controller) {
+      const { done, value } = await reader.read();
+      if (ended) return;
+      if (done) end(controller);
+      else controller.enqueue(value);
+    },
+    cancel(reason) {
+      ended = true;
+      signal.removeEventListener('abort', onAbort);
+      return reader.cancel(reason);
+    },
+  });
+  return new Response(body, res);
+};
+
 /** True when a browser says the request comes from this very origin (non-browsers say nothing). */
 export const sameOrigin = (c: Context): boolean => {
   const site = c.req.header('sec-fetch-site');

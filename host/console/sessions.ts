@@ -1,6 +1,7 @@
 // The console's sessions: an opaque random id (the cookie's only content) mapped, in this process's
 // memory, to the key it signed in with and its CSRF token. Invariants: a session ends at its
-// absolute expiry or at sign-out, whichever comes first, and is never readable after; the map holds
+// absolute expiry or at sign-out, whichever comes first, and is never readable after (its `ended`
+// signal aborts then, so that what it keeps open ends with it); the map holds
 // at most `max` sessions and one key at most `perKey` (the oldest ends first), so repeated sign-ins
 // cannot grow it without bound, nor one tenant's sign-ins end everybody else's sessions.
 // A restart ends every session (people sign in again): keys are never written anywhere.
@@ -17,6 +18,8 @@ export interface ConsoleSession {
   /** The synchronizer token every mutating form of this session must send back. */
   readonly csrf: string;
   readonly expiresAt: number;
+  /** Aborted when the session is closed or pushed out by the bounds (expiry: see guard.ts). */
+  readonly ended: AbortSignal;
 }
 
 export interface SessionOptions {
@@ -47,20 +50,29 @@ export const createSessions = ({
   // Insertion order is sign-in order, and every session lasts ttlMs: the first entry is the oldest
   // and expires first.
   const live = new Map<string, ConsoleSession>();
+  const enders = new Map<string, AbortController>();
+  function end(id: string): void {
+    live.delete(id);
+    enders.get(id)?.abort();
+    enders.delete(id);
+  }
   return {
     open(role, key) {
       const at = now();
       for (const [id, oldest] of live) {
         if (oldest.expiresAt > at) break;
-        live.delete(id);
+        end(id);
       }
       const same = [...live.values()].filter((s) => s.key === key);
-      for (const old of same.slice(0, Math.max(0, same.length - perKey + 1))) live.delete(old.id);
-      const session = { id: token(), role, key, csrf: token(), expiresAt: at + ttlMs };
-      live.set(session.id, session);
+      for (const old of same.slice(0, Math.max(0, same.length - perKey + 1))) end(old.id);
+      const ender = new AbortController();
+      const id = token();
+      const session = { id, role, key, csrf: token(), expiresAt: at + ttlMs, ended: ender.signal };
+      live.set(id, session);
+      enders.set(id, ender);
       for (const oldest of live.keys()) {
         if (live.size <= max) break;
-        live.delete(oldest);
+        end(oldest);
       }
       return session;
     },
@@ -69,13 +81,13 @@ export const createSessions = ({
       const session = live.get(id);
       if (session === undefined) return undefined;
       if (session.expiresAt <= now()) {
-        live.delete(id);
+        end(id);
         return undefined;
       }
       return session;
     },
     close(id) {
-      live.delete(id);
+      end(id);
     },
   };
 };

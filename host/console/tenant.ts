@@ -3,7 +3,7 @@
 // key (api.ts), so another tenant's agent is the API's 404 here too.
 import { Hono } from 'hono';
 import { type ApiFetch, apiJson, apiPost, apiRequest, failureOf } from './api.ts';
-import { type ConsoleEnv, checkCsrf, requireSession, sameOrigin } from './guard.ts';
+import { type ConsoleEnv, checkCsrf, endBodyOn, requireSession, sameOrigin, sessionEnd } from './guard.ts';
 import type { Sessions } from './sessions.ts';
 import { agentPage } from './views/agent.ts';
 import { type AgentView, agentsTable } from './views/agents.ts';
@@ -62,14 +62,15 @@ export const tenantRoutes = (fetch: ApiFetch, sessions: Sessions): Hono<ConsoleE
     );
   });
 
-  // The agent's live log as SSE, resumed from Last-Event-ID: the v1 stream itself.
+  // The agent's live log as SSE, resumed from Last-Event-ID: the v1 stream itself, ended when the
+  // session ends (sign-out, expiry) rather than when the tab is closed.
   app.get('/console/agents/:id/events/stream', async (c) => {
     const lastId = c.req.header('last-event-id');
     const res = await apiRequest(fetch, c, key(c), `${agentPath(c.req.param('id'))}/events`, {
       headers: { accept: 'text/event-stream', ...(lastId === undefined ? {} : { 'last-event-id': lastId }) },
     });
     if (!res.ok) throw await failureOf(res);
-    return res;
+    return endBodyOn(res, sessionEnd(c.get('session')));
   });
 
   // The whole log (or what the filters keep) as NDJSON, read page by page.

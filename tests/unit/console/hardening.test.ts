@@ -105,4 +105,43 @@ describe('the console against hostile callers', () => {
     });
     expect(own.status).toBe(200);
   });
+
+  it('ends the event streams a session opened when it signs out, and only those', async () => {
+    api = makeApi();
+    const { id } = await api.createAgent(api.keyA);
+    await api.call(api.keyA, id, [
+      { id: 'w', name: 'write', arguments: { file_path: 'a.txt', content: 'a' } },
+    ]);
+    const mine = await signIn(api.app, api.keyA);
+    const other = await signIn(api.app, api.keyA);
+    const open = async (cookie: string) => {
+      const res = await api.app.request(`/console/agents/${id}/events/stream`, { headers: { cookie } });
+      expect(res.status).toBe(200);
+      const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+      expect((await reader.read()).done).toBe(false); // the log's replay
+      return reader;
+    };
+    const ending = await open(mine.cookie);
+    const staying = await open(other.cookie);
+    const out = await api.app.request('/console/signout', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: ORIGIN, cookie: mine.cookie },
+      body: form({ csrf: mine.csrf }),
+    });
+    expect(out.status).toBe(303);
+    // Read to its end: without the fix this waits for an event that never comes (the test's timeout).
+    for (;;) if ((await ending.read().catch(() => ({ done: true }))).done) break;
+    // The other session's stream is still open: a new event arrives on it.
+    await api.call(api.keyA, id, [
+      { id: 'w2', name: 'write', arguments: { file_path: 'b.txt', content: 'b' } },
+    ]);
+    const decoder = new TextDecoder();
+    let text = '';
+    while (!text.includes('b.txt')) {
+      const chunk = await staying.read();
+      expect(chunk.done).toBe(false);
+      text += decoder.decode(chunk.value);
+    }
+    await staying.cancel();
+  });
 });
