@@ -73,6 +73,10 @@ export const signinRoutes = (fetch: ApiFetch, sessions: Sessions): Hono<ConsoleE
     const probe = role === 'tenant' ? '/v1/agents' : '/v1/tenants';
     const ok = /^[A-Za-z0-9._~+/=-]{1,512}$/.test(key) && (await apiRequest(fetch, c, key, probe)).ok;
     if (!ok) return c.html(await signinPage('That key was not accepted.'), 401);
+    // A session this browser already held ends: a sign-in always starts from a fresh id, and the
+    // session it replaces does not live on unseen (with its streams) until it expires.
+    const held = sessionOf(sessions, c);
+    if (held !== undefined) sessions.close(held.id);
     const session = sessions.open(role, key);
     setSessionCookie(c, session);
     return c.redirect(homeOf(role), 303);

@@ -144,4 +144,22 @@ describe('the console against hostile callers', () => {
     }
     await staying.cancel();
   });
+
+  it('ends the session a browser held when it signs in again, and never keeps a cookie it sent', async () => {
+    api = makeApi();
+    const first = await signIn(api.app, api.keyA);
+    const again = await api.app.request('/console/signin', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: ORIGIN, cookie: first.cookie },
+      body: form({ key: api.keyB, role: 'tenant' }),
+    });
+    expect(again.status).toBe(303);
+    const cookie = (again.headers.get('set-cookie') ?? '').split(';')[0] as string;
+    expect(cookie).toMatch(/^dsh_console=/);
+    expect(cookie).not.toBe(first.cookie);
+    expect((await api.app.request('/console/agents', { headers: { cookie: first.cookie } })).status).toBe(
+      303,
+    );
+    expect((await api.app.request('/console/agents', { headers: { cookie } })).status).toBe(200);
+  });
 });
