@@ -5,7 +5,25 @@ import { Terminal } from '/console/assets/xterm.mjs';
 
 const host = document.getElementById('terminal');
 const state = document.getElementById('terminal-state');
-const term = new Terminal({ convertEol: false, cursorBlink: true, cols: 100, rows: 30 });
+/**
+ * Terminal output is the agent's: a link it prints (OSC 8) opens only when it is http(s), after the
+ * person confirms, in a tab that cannot reach this one. (xterm's default opens any scheme, javascript:
+ * and data: included, with the console's origin; only the CSP stood in the way.)
+ */
+const linkHandler = {
+  activate(_event, text) {
+    let url;
+    try {
+      url = new URL(text);
+    } catch {
+      return;
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') return;
+    if (confirm(`Open ${url.href}? The terminal's output links to it.`))
+      window.open(url.href, '_blank', 'noopener,noreferrer');
+  },
+};
+const term = new Terminal({ convertEol: false, cursorBlink: true, cols: 100, rows: 30, linkHandler });
 term.open(host);
 
 const url = new URL(host.dataset.socket, location.href);

@@ -1,13 +1,13 @@
 // The console against hostile callers, in-process over the memory provider: bodies too large for a
-// form, a tenant with more agents than request slots on the timeline, and subresource requests
-// from another site (Fetch Metadata).
+// form, a tenant with more agents than request slots on the timeline, subresource requests from
+// another site (Fetch Metadata), streams that outlive their session's sign-out, a sign-in over a
+// held session, and links in a hostile terminal's output.
+import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Api, makeApi } from '../api/harness.ts';
 
 const ORIGIN = 'http://localhost';
 let api: Api;
-
-afterEach(() => api.close());
 
 const form = (fields: Record<string, string>) => new URLSearchParams(fields).toString();
 
@@ -24,6 +24,8 @@ const signIn = async (app: Api['app'], key: string) => {
 };
 
 describe('the console against hostile callers', () => {
+  afterEach(() => api.close());
+
   it('refuses a form body larger than a form needs, before a session or key is looked at', async () => {
     api = makeApi();
     const huge = form({ key: api.keyA, role: 'tenant', pad: 'x'.repeat(2 * 1024 * 1024) });
@@ -161,5 +163,14 @@ describe('the console against hostile callers', () => {
       303,
     );
     expect((await api.app.request('/console/agents', { headers: { cookie } })).status).toBe(200);
+  });
+});
+
+describe('the terminal page against hostile output', () => {
+  it("opens only http(s) links from a terminal's output (OSC 8), never xterm's any-scheme default", () => {
+    const source = readFileSync(new URL('../../../host/console/assets/terminal.js', import.meta.url), 'utf8');
+    expect(source).toMatch(/new Terminal\(\{[^}]*\blinkHandler\b/);
+    expect(source).toContain("url.protocol !== 'http:' && url.protocol !== 'https:'");
+    expect(source).toContain('noopener');
   });
 });
