@@ -27,6 +27,8 @@ export interface ConsoleOptions {
   fetch: ApiFetch;
   /** Default: sessions in memory, 8 hours each. */
   sessions?: Sessions;
+  /** Bytes of event pages one timeline poll reads before it starts no more. Default 2 MiB. */
+  timelinePollBytes?: number;
 }
 
 /** A sign-in form is a key (512 characters at most) and a role. */
@@ -75,7 +77,7 @@ export const consoleRoutes = (options: ConsoleOptions): Hono<ConsoleEnv> => {
   });
   app.route('/', signinRoutes(options.fetch, sessions));
   app.route('/', tenantRoutes(options.fetch, sessions));
-  app.route('/', timelineRoutes(options.fetch, sessions));
+  app.route('/', timelineRoutes(options.fetch, sessions, options.timelinePollBytes));
   app.route('/', operatorRoutes(options.fetch, sessions));
   app.get('/console/assets/:name', requireSession(sessions), (c) => {
     const asset = assetOf(c.req.param('name'));

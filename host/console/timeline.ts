@@ -3,9 +3,11 @@
 // each poll reads the next page of each agent's log (GET /v1/agents/:id/events?after=) — short
 // requests that hold no tenant slot between polls, unlike one open stream per agent would.
 // Bounds: the MAX_AGENTS newest agents, PAGE events per agent per poll, PARALLEL pages read at
-// once (so a poll never takes more than that many of the tenant's request slots).
+// once (so a poll never takes more than that many of the tenant's request slots), and no page
+// started once a poll has read `pollBytes` (a page is up to the API's 1 MiB: 50 of them would be
+// 50 MiB per poll); agents are read in a random order, so a few busy logs cannot starve the rest.
 import { type Context, Hono } from 'hono';
-import { type ApiFetch, apiJson } from './api.ts';
+import { type ApiFetch, apiJson, apiRequest, failureOf } from './api.ts';
 import { type ConsoleEnv, requireSession } from './guard.ts';
 import type { Sessions } from './sessions.ts';
 import { timeline } from './views/agent.ts';
@@ -53,7 +55,24 @@ const cursorOf = (raw: string | undefined): Record<string, number> => {
   }
 };
 
-export const timelineRoutes = (fetch: ApiFetch, sessions: Sessions): Hono<ConsoleEnv> => {
+/** Bytes of pages a poll reads before it starts no more (default). */
+export const POLL_BYTES = 2 * 1024 * 1024;
+
+/** A copy of `items` in random order. */
+const shuffled = <T>(items: T[]): T[] => {
+  const out = [...items];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [out[i], out[j]] = [out[j] as T, out[i] as T];
+  }
+  return out;
+};
+
+export const timelineRoutes = (
+  fetch: ApiFetch,
+  sessions: Sessions,
+  pollBytes = POLL_BYTES,
+): Hono<ConsoleEnv> => {
   const app = new Hono<ConsoleEnv>();
   app.use('/console/timeline', requireSession(sessions, 'tenant'));
   app.use('/console/timeline/*', requireSession(sessions, 'tenant'));
@@ -82,22 +101,30 @@ export const timelineRoutes = (fetch: ApiFetch, sessions: Sessions): Hono<Consol
     const key = c.get('session').key;
     const cursor = cursorOf(c.req.query('cursor'));
     const agents = await newest(c, key);
-    const pages = await readLimited(agents, PARALLEL, async (a) => {
+    let read = 0;
+    const pages = await readLimited(shuffled(agents), PARALLEL, async (a) => {
       const after = cursor[a.id] ?? 0;
-      const { events, next } = await apiJson<{ events: EventView[]; next: number }>(
+      // Past the budget the agent keeps its place in the cursor and the next poll comes at once.
+      if (read >= pollBytes) return { id: a.id, events: [], next: after, left: true };
+      const res = await apiRequest(
         fetch,
         c,
         key,
         `/v1/agents/${encodeURIComponent(a.id)}/events?after=${after}&limit=${PAGE}`,
       );
-      return { id: a.id, events: events.map((e) => ({ agentId: a.id, ...e })), next };
+      if (!res.ok) throw await failureOf(res);
+      const text = await res.text();
+      read += text.length;
+      const { events, next } = JSON.parse(text) as { events: EventView[]; next: number };
+      const left = events.length === PAGE;
+      return { id: a.id, events: events.map((e) => ({ agentId: a.id, ...e })), next, left };
     });
     const next = Object.fromEntries(pages.map((p) => [p.id, p.next]));
     const events = pages.flatMap((p) => p.events).sort((a, b) => a.at - b.at);
     return c.json({
       events,
       cursor: Buffer.from(JSON.stringify(next)).toString('base64url'),
-      more: pages.some((p) => p.events.length === PAGE),
+      more: pages.some((p) => p.left),
     });
   });
   return app;

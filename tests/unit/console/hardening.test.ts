@@ -3,7 +3,9 @@
 // another site (Fetch Metadata), streams that outlive their session's sign-out, a sign-in over a
 // held session, and links in a hostile terminal's output.
 import { readFileSync } from 'node:fs';
+import { Hono } from 'hono';
 import { afterEach, describe, expect, it } from 'vitest';
+import { consoleRoutes } from '../../../host/console/index.ts';
 import { type Api, makeApi } from '../api/harness.ts';
 
 const ORIGIN = 'http://localhost';
@@ -11,7 +13,7 @@ let api: Api;
 
 const form = (fields: Record<string, string>) => new URLSearchParams(fields).toString();
 
-const signIn = async (app: Api['app'], key: string) => {
+const signIn = async (app: Pick<Api['app'], 'request'>, key: string) => {
   const res = await app.request('/console/signin', {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded', origin: ORIGIN },
@@ -65,6 +67,40 @@ describe('the console against hostile callers', () => {
     expect(res.status).toBe(200);
     const body = (await res.json()) as { events: { agentId: string }[] };
     expect(new Set(body.events.map((e) => e.agentId))).toEqual(new Set(ids));
+  });
+
+  it("stops reading a timeline poll's pages past its byte budget and reads the rest on the next polls", async () => {
+    api = makeApi();
+    const ids = new Set<string>();
+    for (let i = 0; i < 9; i++) {
+      const { id } = await api.createAgent(api.keyA);
+      await api.call(api.keyA, id, [
+        { id: 'w', name: 'write', arguments: { file_path: 'a.txt', content: 'a' } },
+      ]);
+      ids.add(id);
+    }
+    const app = new Hono().route(
+      '/',
+      consoleRoutes({ fetch: (r, env) => api.app.fetch(r, env), timelinePollBytes: 1 }),
+    );
+    const { cookie } = await signIn(app, api.keyA);
+    const seen = new Set<string>();
+    let cursor = '';
+    for (let poll = 0; poll < 60 && seen.size < ids.size; poll++) {
+      const res = await app.request(`/console/timeline/events?cursor=${cursor}`, { headers: { cookie } });
+      const body = (await res.json()) as { events: { agentId: string }[]; cursor: string; more: boolean };
+      // One byte of budget: only the pages already started (4 at once) are read.
+      const agents = new Set(body.events.map((e) => e.agentId));
+      expect(agents.size).toBeLessThanOrEqual(4);
+      for (const agent of agents) {
+        expect(seen.has(agent), 'read twice').toBe(false);
+        seen.add(agent);
+      }
+      // Agents it did not read may have more: the browser polls again at once.
+      if (seen.size < ids.size) expect(body.more).toBe(true);
+      cursor = body.cursor;
+    }
+    expect(seen).toEqual(ids);
   });
 
   it('answers no subresource request from another site, though a link from one still opens the page', async () => {
