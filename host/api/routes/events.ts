@@ -106,7 +106,7 @@ export const eventRoutes = (
             finish();
           });
         });
-        const closed = () => stream.aborted || lifecycle.shuttingDown || deleted;
+        const closed = () => stream.aborted || c.req.raw.signal.aborted || lifecycle.shuttingDown || deleted;
         /** Sends every event after `last` up to `upTo`, one bounded page at a time. */
         const catchUp = async (upTo: number) => {
           while (!closed()) {

@@ -270,6 +270,29 @@ describe('events', () => {
     expect(messages.map((m) => m.data.callId)).toEqual(['a', 'b', 'b']);
   });
 
+  it('a stream whose request is aborted (its body never cancelled) ends and the service goes on', async () => {
+    const agent = await api.createAgent(api.keyA);
+    await api.call(api.keyA, agent.id, [{ id: 'a', name: 'read', arguments: { file_path: 'a' } }]);
+    const controller = new AbortController();
+    const res = await api.app.request(`/v1/agents/${agent.id}/events`, {
+      headers: { Authorization: `Bearer ${api.keyA}`, Accept: 'text/event-stream' },
+      signal: controller.signal,
+    });
+    let replayed = 0;
+    const stream = readSse(res.body as ReadableStream<Uint8Array>, (m) => {
+      replayed = m.length;
+      return false;
+    });
+    await until(() => replayed === 2);
+    // Only the request's signal: the handler must see it (it used to spin in microtasks here,
+    // starving the event loop, so nothing else was ever served again).
+    controller.abort();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const after = await api.request(api.keyA, 'GET', `/v1/agents/${agent.id}`);
+    expect(after.status).toBe(200);
+    await stream; // the stream ended
+  });
+
   it('a shutdown closes open streams with a final shutdown event', async () => {
     const agent = await api.createAgent(api.keyA);
     // One call (events 1 and 2) for the stream to replay: once they arrived, the stream is live.
