@@ -532,6 +532,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/agents/{id}/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get agent usage
+         * @description Never starts the sandbox. Memory and CPU are left out when the container is not running or Docker takes longer than 3000 ms to sample them.
+         */
+        get: operations["getAgentUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/workspaces": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List workspaces
+         * @description Needs the admin key (DSH_ADMIN_KEY). The workspaces of every tenant's agents that have a sandbox, by agent id, with their disk; `limit` 1-100 (default 50), `after` the `next` of the page before.
+         */
+        get: operations["listWorkspaces"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/agents/{id}/messages": {
         parameters: {
             query?: never;
@@ -1094,6 +1134,17 @@ export interface operations {
                             teamId?: string;
                             name?: string;
                             createdAt: number;
+                            state?: {
+                                /**
+                                 * @description none: no sandbox made yet; starting: being created or re-adopted; ready: held by this instance; gone: one was made but this instance holds none (the next use re-adopts or remakes it). A child sharing its parent's workspace shows the parent's.
+                                 * @enum {string}
+                                 */
+                                sandbox: "none" | "starting" | "ready" | "gone";
+                                /** @description Call batches of the agent running now */
+                                batches: number;
+                                /** @description When its last batch started or ended on this instance (epoch ms) */
+                                lastCallAt?: number;
+                            };
                         }[];
                     };
                 };
@@ -1194,6 +1245,17 @@ export interface operations {
                         teamId?: string;
                         name?: string;
                         createdAt: number;
+                        state?: {
+                            /**
+                             * @description none: no sandbox made yet; starting: being created or re-adopted; ready: held by this instance; gone: one was made but this instance holds none (the next use re-adopts or remakes it). A child sharing its parent's workspace shows the parent's.
+                             * @enum {string}
+                             */
+                            sandbox: "none" | "starting" | "ready" | "gone";
+                            /** @description Call batches of the agent running now */
+                            batches: number;
+                            /** @description When its last batch started or ended on this instance (epoch ms) */
+                            lastCallAt?: number;
+                        };
                     };
                 };
             };
@@ -1256,6 +1318,17 @@ export interface operations {
                         teamId?: string;
                         name?: string;
                         createdAt: number;
+                        state?: {
+                            /**
+                             * @description none: no sandbox made yet; starting: being created or re-adopted; ready: held by this instance; gone: one was made but this instance holds none (the next use re-adopts or remakes it). A child sharing its parent's workspace shows the parent's.
+                             * @enum {string}
+                             */
+                            sandbox: "none" | "starting" | "ready" | "gone";
+                            /** @description Call batches of the agent running now */
+                            batches: number;
+                            /** @description When its last batch started or ended on this instance (epoch ms) */
+                            lastCallAt?: number;
+                        };
                     };
                 };
             };
@@ -3244,6 +3317,161 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
+            503: components["responses"]["ShuttingDown"];
+            504: components["responses"]["Timeout"];
+        };
+    };
+    getAgentUsage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The agent's state and usage */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        state: {
+                            /**
+                             * @description none: no sandbox made yet; starting: being created or re-adopted; ready: held by this instance; gone: one was made but this instance holds none (the next use re-adopts or remakes it). A child sharing its parent's workspace shows the parent's.
+                             * @enum {string}
+                             */
+                            sandbox: "none" | "starting" | "ready" | "gone";
+                            /** @description Call batches of the agent running now */
+                            batches: number;
+                            /** @description When its last batch started or ended on this instance (epoch ms) */
+                            lastCallAt?: number;
+                        };
+                        log: {
+                            /** @description Events in the agent's session log (its last seq) */
+                            events: number;
+                            /** @description Tool calls in its log, inner calls of programs and workflows included */
+                            calls: number;
+                            /** @description When its last event was appended (epoch ms) */
+                            lastEventAt?: number;
+                        };
+                        /** @description Its workspace's file system; absent where workspaces have no size limit or no sandbox exists */
+                        disk?: {
+                            usedBytes: number;
+                            limitBytes: number;
+                        };
+                        /** @description Its container's memory (page cache left out), when running */
+                        memory?: {
+                            usedBytes: number;
+                            limitBytes: number;
+                        };
+                        /** @description CPU over about the last second, 100 = one whole CPU, when running */
+                        cpuPercent?: number;
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description No such agent for this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "REQUEST_EXPIRED" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            message: string;
+                        };
+                    };
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ShuttingDown"];
+            504: components["responses"]["Timeout"];
+        };
+    };
+    listWorkspaces: {
+        parameters: {
+            query?: {
+                after?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of workspaces */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        workspaces: {
+                            tenantId: string;
+                            agentId: string;
+                            disk?: {
+                                usedBytes: number;
+                                limitBytes: number;
+                            };
+                        }[];
+                        /** @description Pass as `after` for the next page; absent on the last */
+                        next?: string;
+                    };
+                };
+            };
+            /** @description Invalid page */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "REQUEST_EXPIRED" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            message: string;
+                        };
+                    };
+                };
+            };
+            /** @description Wrong admin key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "REQUEST_EXPIRED" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            message: string;
+                        };
+                    };
+                };
+            };
+            /** @description No admin key configured */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "REQUEST_EXPIRED" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            message: string;
+                        };
+                    };
+                };
+            };
             503: components["responses"]["ShuttingDown"];
             504: components["responses"]["Timeout"];
         };

@@ -36,6 +36,7 @@ import { createMcpServerService, type McpServerService } from './service/mcp.ts'
 import { createDeletionMarks, deletedError, getAgent, remoteToolsOf, toAgent } from './service/records.ts';
 import { createRemoteRegistration, remoteDefiner } from './service/remote.ts';
 import { createSandboxBinding } from './service/sandbox.ts';
+import { type AgentUsage, createAgentUsage } from './service/usage.ts';
 import { type ConversationMessage, messageEvents } from './session/messages.ts';
 import { type AgentSession, createAgentSession } from './session/state.ts';
 import type { TeamBoard } from './teams/board/board.ts';
@@ -137,6 +138,8 @@ export interface AgentService {
   registerRemoteTools(agent: Agent, tools: RemoteToolSpec[]): Promise<string[]>;
   /** The agent's MCP servers: registered, listed, removed (tool sources run in its sandbox). */
   readonly mcpServers: McpServerService;
+  /** State and usage of agents and their workspaces, as this process knows them (service/usage.ts). */
+  readonly usage: AgentUsage;
   /** Sandboxes this process holds a handle to. */
   liveSandboxes(): number;
   inFlight(): number;
@@ -328,6 +331,7 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
       ...(options.mcpLimitsOf ? { limitsOf: options.mcpLimitsOf } : {}),
       remote: options.egress !== undefined,
     }),
+    usage: createAgentUsage({ agents: store.agents, provider, sandboxes, batches }),
     liveSandboxes: sandboxes.size,
     inFlight: batches.size,
     close,

@@ -44,6 +44,7 @@ import { tenantRoutes } from './routes/tenants.ts';
 import { terminalControlRoutes } from './routes/terminal-control.ts';
 import { terminalRoutes } from './routes/terminals.ts';
 import { auditUploads } from './routes/upload-audit.ts';
+import { usageRoutes } from './routes/usage.ts';
 
 export interface ApiLimits {
   /** Largest JSON request body. Default 1 MiB. */
@@ -75,7 +76,8 @@ export const DEFAULT_LIMITS: ApiLimits = {
 export interface AppDeps {
   startedAt: number;
   version: string;
-  store: Pick<Store, 'tenants' | 'events' | 'requests'>;
+  /** With `search`, GET /v1/agents/:id/usage and GET /v1/admin/workspaces are served. */
+  store: Pick<Store, 'tenants' | 'events' | 'requests'> & Partial<Pick<Store, 'search'>>;
   agents: AgentService;
   /** Admin key for POST /v1/tenants; none turns that route off. */
   adminKey?: string;
@@ -281,6 +283,9 @@ export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
   );
   app.route('/', pluginRoutes(deps.agents));
   app.route('/', sessionRoutes(deps.agents));
+  const { search } = deps.store;
+  if (search !== undefined)
+    app.route('/', usageRoutes(deps.agents, { events: deps.store.events, search }, deps.adminKey));
   app.route('/', teamRoutes(deps.agents));
   if (deps.schedules !== undefined) app.route('/', scheduleRoutes(deps.agents, deps.schedules));
   app.route('/', mcpServerRoutes(deps.agents));

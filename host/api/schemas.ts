@@ -119,6 +119,63 @@ export const CreateAgent = v.strictObject({
   ),
 });
 
+const epochMs = (what: string) => v.pipe(v.number(), v.description(`${what} (epoch ms)`));
+
+/** An agent's state as the instance that answers knows it (memory only: cheap in lists). */
+export const AgentState = v.object({
+  sandbox: v.pipe(
+    v.picklist(['none', 'starting', 'ready', 'gone']),
+    v.description(
+      "none: no sandbox made yet; starting: being created or re-adopted; ready: held by this instance; gone: one was made but this instance holds none (the next use re-adopts or remakes it). A child sharing its parent's workspace shows the parent's.",
+    ),
+  ),
+  batches: v.pipe(v.number(), v.description('Call batches of the agent running now')),
+  lastCallAt: v.optional(epochMs('When its last batch started or ended on this instance')),
+});
+
+/** Bytes used of a bound. */
+export const UsedOf = v.object({ usedBytes: v.number(), limitBytes: v.number() });
+
+export const AgentUsage = v.object({
+  id: v.string(),
+  state: AgentState,
+  log: v.object({
+    events: v.pipe(v.number(), v.description("Events in the agent's session log (its last seq)")),
+    calls: v.pipe(
+      v.number(),
+      v.description('Tool calls in its log, inner calls of programs and workflows included'),
+    ),
+    lastEventAt: v.optional(epochMs('When its last event was appended')),
+  }),
+  disk: v.optional(
+    v.pipe(
+      UsedOf,
+      v.description(
+        "Its workspace's file system; absent where workspaces have no size limit or no sandbox exists",
+      ),
+    ),
+  ),
+  memory: v.optional(
+    v.pipe(UsedOf, v.description("Its container's memory (page cache left out), when running")),
+  ),
+  cpuPercent: v.optional(
+    v.pipe(v.number(), v.description('CPU over about the last second, 100 = one whole CPU, when running')),
+  ),
+});
+
+export const WorkspaceList = v.object({
+  workspaces: v.array(
+    v.object({
+      tenantId: v.string(),
+      agentId: v.string(),
+      disk: v.optional(UsedOf),
+    }),
+  ),
+  next: v.optional(
+    v.pipe(v.string(), v.description('Pass as `after` for the next page; absent on the last')),
+  ),
+});
+
 export const Agent = v.object({
   id: v.string(),
   preset: v.picklist(PRESETS),
@@ -133,6 +190,8 @@ export const Agent = v.object({
   teamId: v.optional(v.string()),
   name: v.optional(v.string()),
   createdAt: v.number(),
+  /** In lists and GET /v1/agents/:id: its state on the answering instance. */
+  state: v.optional(AgentState),
 });
 export const AgentList = v.object({ agents: v.array(Agent) });
 

@@ -358,6 +358,29 @@ export interface ProviderFlags {
   stdio: boolean;
 }
 
+/** Bytes used of a bound (a workspace's file system, a container's memory). */
+export interface UsedOf {
+  usedBytes: number;
+  limitBytes: number;
+}
+
+/** What an agent's sandbox uses now, as its provider measures it; each part only where it can. */
+export interface SandboxUsage {
+  /** The workspace file system; absent where workspaces have no size limit (volumes, memory without diskBytes). */
+  disk?: UsedOf;
+  /** Memory of the container (page cache left out), with `stats` only. */
+  memory?: UsedOf;
+  /** CPU over about the last second, 100 = one whole CPU, with `stats` only. */
+  cpuPercent?: number;
+}
+
+export interface SandboxUsageOptions {
+  /** Also memory and CPU (Docker stats: about a second). Default false: the disk alone. */
+  stats?: boolean;
+  /** Memory and CPU are left out when they take longer than this. Default 3000 ms. */
+  statsTimeoutMs?: number;
+}
+
 export interface SandboxProvider {
   readonly name: string;
   readonly flags: ProviderFlags;
@@ -371,4 +394,9 @@ export interface SandboxProvider {
   destroy(agentId: string): Promise<void>;
   /** Stops background work (pool, reaper) and detaches; sandboxes stay for re-adoption. */
   close(): Promise<void>;
+  /**
+   * What the agent's sandbox uses now, without starting or adopting it; undefined when it has none.
+   * Optional: a provider without it reports no usage.
+   */
+  usage?(agentId: string, options?: SandboxUsageOptions): Promise<SandboxUsage | undefined>;
 }

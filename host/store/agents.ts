@@ -71,6 +71,8 @@ export interface AgentStore {
   setSandboxId(id: string, sandboxId: string | undefined): void;
   /** Every agent of every tenant, for re-adoption at start; deleted ones only when asked. */
   listAll(options?: { includeDeleted?: boolean }): AgentRecord[];
+  /** Live agents of any tenant whose record names a sandbox, by id after `after`, at most `limit`. */
+  withSandbox(after: string, limit: number): AgentRecord[];
   /** A live agent of any tenant (ids are unique): for links that carry no tenant. */
   byId(id: string): AgentRecord | undefined;
   /** The live agents `parentId` made, oldest first. */
@@ -149,6 +151,7 @@ export const createAgentStore = (db: Database, now: () => number = Date.now, sea
   );
   // Prepared at first use, so a store on a schema before migration 8 (migration tests) still opens.
   let setMcp: LibsqlDatabase.Statement | undefined;
+  let selectWithSandbox: LibsqlDatabase.Statement | undefined;
   const setSandbox = db.prepare('UPDATE agents SET sandbox_id = ? WHERE id = ?');
 
   return {
@@ -234,6 +237,15 @@ export const createAgentStore = (db: Database, now: () => number = Date.now, sea
       guarded('list all agents', () =>
         ((options.includeDeleted ? selectAll : selectLive).all() as AgentRow[]).map(read),
       ),
+
+    withSandbox: (after, limit) =>
+      guarded('list agents with sandboxes', () => {
+        selectWithSandbox ??= db.prepare(
+          `SELECT * FROM agents WHERE id > ? AND sandbox_id IS NOT NULL AND deleted_at IS NULL
+           ORDER BY id LIMIT ?`,
+        );
+        return (selectWithSandbox.all(after, limit) as AgentRow[]).map(read);
+      }),
 
     byId: (id) =>
       guarded('read agent', () => {

@@ -112,5 +112,17 @@ export const createEventSearch = (db: Database): EventSearch => {
     );
   }
 
-  return { search, session, children };
+  let countRow: LibsqlDatabase.Statement | undefined;
+  function count(tenantId: string, id: string, type: string): number {
+    return guarded('count session events', () => {
+      // Covered by event_index_session_type; the tenant is checked on the session's agent.
+      countRow ??= db.prepare(
+        `SELECT count(*) AS n FROM event_index
+         WHERE session_id = ?1 AND type = ?2 AND EXISTS (SELECT 1 FROM agents WHERE id = ?1 AND tenant_id = ?3)`,
+      );
+      return (countRow.all(id, type, tenantId)[0] as { n: number }).n;
+    });
+  }
+
+  return { search, session, children, count };
 };

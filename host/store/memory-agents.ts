@@ -88,6 +88,13 @@ export const createMemoryAgentStore = (options: MemoryAgentStoreOptions = {}): A
     listAll: (options = {}) =>
       byCreation([...records.values()].filter((r) => options.includeDeleted || r.deletedAt === undefined)),
 
+    withSandbox: (after, limit) =>
+      [...records.values()]
+        .filter((r) => r.id > after && r.sandboxId !== undefined && r.deletedAt === undefined)
+        .sort((a, b) => (a.id < b.id ? -1 : 1))
+        .slice(0, limit)
+        .map(copy),
+
     byId(id) {
       const record = records.get(id);
       return record === undefined || record.deletedAt !== undefined ? undefined : copy(record);

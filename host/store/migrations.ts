@@ -441,6 +441,15 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 14,
+    name: 'count events of a session by type',
+    // An agent's usage counts the tool calls of its session (GET /v1/agents/:id/usage) from this
+    // index alone, never from the events table.
+    sql: `
+      CREATE INDEX event_index_session_type ON event_index(session_id, type);
+    `,
+  },
 ];
 
 export const latestSchemaVersion = (migrations: readonly Migration[] = MIGRATIONS): number =>

@@ -152,4 +152,6 @@ export interface EventSearch {
   session(tenantId: string, id: string): SessionInfo | undefined;
   /** The ids of the sessions whose parent is one of `parentIds` (deleted agents' too), oldest first. */
   children(tenantId: string, parentIds: readonly string[]): string[];
+  /** How many events of `type` the tenant's session `id` holds (from the index, no scan of the log). */
+  count(tenantId: string, id: string, type: string): number;
 }

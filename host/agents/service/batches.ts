@@ -21,6 +21,8 @@ export interface Batches {
   interrupt(agentId: string, by: string): number;
   /** Whether a batch of the agent runs now. */
   busy(agentId: string): boolean;
+  /** The agent's batches running now and when its last batch started or ended here (epoch ms). */
+  activity(agentId: string): { batches: number; lastCallAt?: number };
   /** Aborts the agent's batches now; resolves when they settled or after `graceMs`. */
   abortAgent(agentId: string, graceMs: number): Promise<void>;
   /** Lets every batch finish for `graceMs`, then aborts the rest and resolves when all settled. */
@@ -84,6 +86,17 @@ function deletedResult(result: ToolResult): ToolResult {
 export function createBatches(options: BatchesOptions): Batches {
   const { events, live, marks } = options;
   const running = new Set<Batch>();
+  /** Batches running per agent (only agents with one), for activity() on long lists. */
+  const perAgent = new Map<string, number>();
+  /** When each agent's last batch started or ended in this process. */
+  const lastCall = new Map<string, number>();
+
+  function count(agentId: string, by: number): void {
+    const n = (perAgent.get(agentId) ?? 0) + by;
+    if (n > 0) perAgent.set(agentId, n);
+    else perAgent.delete(agentId);
+    lastCall.set(agentId, Date.now());
+  }
 
   async function call(agent: Agent, calls: ToolCall[], { signal, onProgress, step }: CallOptions) {
     if (options.isClosing())
@@ -107,6 +120,7 @@ export function createBatches(options: BatchesOptions): Batches {
     const work = state.tools.execute(calls, controller.signal, undefined, step);
     const entry: Batch = { agentId: agent.id, controller, done: work.catch(() => undefined) };
     running.add(entry);
+    count(agent.id, 1);
     try {
       let results = await work;
       if (controller.signal.reason === SHUTDOWN) results = results.map(shutdownResult);
@@ -117,6 +131,7 @@ export function createBatches(options: BatchesOptions): Batches {
       return results;
     } finally {
       running.delete(entry);
+      count(agent.id, -1);
       signal.removeEventListener('abort', onAbort);
       // Subscribers hear an event once its batch is written; let the batch's last ones through.
       if (untrack !== undefined) await events.flush().catch(() => undefined);
@@ -127,7 +142,9 @@ export function createBatches(options: BatchesOptions): Batches {
   function abortAgent(agentId: string, graceMs: number): Promise<void> {
     const batches = [...running].filter((b) => b.agentId === agentId);
     for (const batch of batches) batch.controller.abort(DELETED);
-    return settledWithin(Promise.all(batches.map((b) => b.done)), graceMs);
+    // The agent is deleted: forget its last call time once its batches are done.
+    const done = Promise.all(batches.map((b) => b.done)).then(() => lastCall.delete(agentId));
+    return settledWithin(done, graceMs);
   }
 
   function interrupt(agentId: string, by: string): number {
@@ -146,7 +163,11 @@ export function createBatches(options: BatchesOptions): Batches {
   return {
     call,
     interrupt,
-    busy: (agentId) => [...running].some((b) => b.agentId === agentId),
+    busy: (agentId) => perAgent.has(agentId),
+    activity(agentId) {
+      const at = lastCall.get(agentId);
+      return { batches: perAgent.get(agentId) ?? 0, ...(at === undefined ? {} : { lastCallAt: at }) };
+    },
     abortAgent,
     drain,
     size: () => running.size,

@@ -14,6 +14,14 @@ import { sandboxLimits } from '../sandbox-limits.ts';
 import type { Agent } from '../types.ts';
 import { type DeletionMarks, deletedError, toAgent } from './records.ts';
 
+/**
+ * An agent's sandbox as this process knows it (a child sharing a workspace: its owner's).
+ * `none`: none was ever made; `starting`: being created or re-adopted now; `ready`: a handle is
+ * held here; `gone`: the agent's record names one but this process holds none (after a restart,
+ * or it failed to come back): the next use re-adopts it or makes a new one.
+ */
+export type SandboxState = 'none' | 'starting' | 'ready' | 'gone';
+
 export interface SandboxBinding {
   /** The agent's sandbox, created on first use; NOT_FOUND once the agent is gone. */
   of(agent: Agent): Promise<Sandbox>;
@@ -21,6 +29,13 @@ export interface SandboxBinding {
   release(id: string): Promise<void>;
   /** Sandboxes this process holds a handle to (or is getting one for). */
   size(): number;
+  /**
+   * The agent's sandbox state here, from memory and the agent's record (`recorded`: whether the
+   * record names a sandbox, when the caller has it at hand; read from the store otherwise).
+   */
+  stateOf(agent: Agent, recorded?: boolean): SandboxState;
+  /** The agent whose sandbox (and workspace) `agent` uses: itself or an ancestor; undefined when gone. */
+  ownerOf(agent: Agent): Agent | undefined;
 }
 
 export interface SandboxBindingOptions {
@@ -36,6 +51,8 @@ const ownsNone = (agent: Agent): boolean =>
 export function createSandboxBinding(options: SandboxBindingOptions): SandboxBinding {
   const { provider, agents, marks } = options;
   const sandboxes = new Map<string, Promise<Sandbox>>();
+  /** Agents whose entry in `sandboxes` has resolved. */
+  const ready = new Set<string>();
 
   /** The agent whose sandbox `agent` uses: itself, or the nearest agent above it that owns one. */
   function ownerOf(agent: Agent): Agent | undefined {
@@ -61,9 +78,14 @@ export function createSandboxBinding(options: SandboxBindingOptions): SandboxBin
       if (marks.gone(agent)) return Promise.reject(deletedError(agent.id));
       const binding = bind(agent);
       sandboxes.set(agent.id, binding);
-      binding.catch(() => {
-        if (sandboxes.get(agent.id) === binding) sandboxes.delete(agent.id);
-      });
+      binding.then(
+        () => {
+          if (sandboxes.get(agent.id) === binding) ready.add(agent.id);
+        },
+        () => {
+          if (sandboxes.get(agent.id) === binding) sandboxes.delete(agent.id);
+        },
+      );
       pending = binding;
     }
     return pending;
@@ -102,8 +124,22 @@ export function createSandboxBinding(options: SandboxBindingOptions): SandboxBin
   async function release(id: string): Promise<void> {
     const creating = sandboxes.get(id);
     sandboxes.delete(id);
+    ready.delete(id);
     await creating?.catch(() => undefined);
   }
 
-  return { of, release, size: () => sandboxes.size };
+  function stateOf(agent: Agent, recorded?: boolean): SandboxState {
+    const shared = ownsNone(agent);
+    const owner = shared ? ownerOf(agent) : agent;
+    if (owner === undefined) return 'none';
+    if (ready.has(owner.id)) return 'ready';
+    if (sandboxes.has(owner.id)) return 'starting';
+    const named =
+      !shared && recorded !== undefined
+        ? recorded
+        : agents.get(owner.tenantId, owner.id)?.sandboxId !== undefined;
+    return named ? 'gone' : 'none';
+  }
+
+  return { of, release, size: () => sandboxes.size, stateOf, ownerOf };
 }

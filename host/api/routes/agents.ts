@@ -64,7 +64,12 @@ export const agentRoutes = (agents: AgentService): Hono<ApiEnv> => {
       tags: ['agents'],
       responses: { 200: jsonResponse("The tenant's agents", AgentList) },
     }),
-    (c) => c.json({ agents: agents.list(c.get('tenant').id).map(agentView) }),
+    (c) =>
+      c.json({
+        agents: agents.usage
+          .list(c.get('tenant').id)
+          .map(({ agent, state }) => ({ ...agentView(agent), state })),
+      }),
   );
   app.get(
     '/v1/agents/:id',
@@ -74,7 +79,7 @@ export const agentRoutes = (agents: AgentService): Hono<ApiEnv> => {
       responses: { 200: jsonResponse('The agent', Agent), ...notFound },
     }),
     loadAgent(agents),
-    (c) => c.json(agentView(c.get('agent'))),
+    (c) => c.json({ ...agentView(c.get('agent')), state: agents.usage.state(c.get('agent')) }),
   );
   app.delete(
     '/v1/agents/:id',

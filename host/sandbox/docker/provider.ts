@@ -40,6 +40,7 @@ import { createWarmPool, type PoolItem, type WarmPool } from './pool.ts';
 import { type Reapable, startReaper } from './reaper.ts';
 import { createSandboxHandle } from './sandbox.ts';
 import { type ConnectSandboxd, closeLive, type Live, openSession } from './session.ts';
+import { containerUsage } from './usage.ts';
 import { createVolumeWorkspaces } from './workspaces/volume.ts';
 import { type WorkspaceMount, type WorkspaceStore, workspaceOf } from './workspaces.ts';
 
@@ -455,6 +456,13 @@ export const createDockerProvider = (options: DockerProviderOptions): DockerProv
       }
       entries.clear();
     },
+    usage: (agentId, usageOptions) =>
+      containerUsage(
+        entries.get(agentId)?.container ?? docker.getContainer(names.agent(agentId)),
+        workspaces,
+        agentId,
+        usageOptions,
+      ),
     async adopt(adoptOptions = {}) {
       const list = await docker
         .listContainers({ all: true, filters: { label: [`${LABEL_MANAGED}=1`] } })

@@ -154,5 +154,14 @@ export const createMemoryProvider = (
       if (sb) for (const j of await sb.jobs.list()) if (j.status === 'running') await sb.jobs.kill(j.id);
     },
     async close() {},
+    async usage(agentId) {
+      const sb = sandboxes.get(agentId);
+      if (sb === undefined) return undefined;
+      // A workspace has a size only when the spec gave it one (as docker's loop workspaces do).
+      const limitBytes = sb.limits.diskBytes;
+      if (limitBytes === undefined) return {};
+      const usedBytes = sb.fs.entries(sb.fs.root).reduce((n, e) => n + (e.data?.length ?? 0), 0);
+      return { disk: { usedBytes, limitBytes } };
+    },
   };
 };
