@@ -18,6 +18,7 @@ import { type DshTerminal, openTerminal, type TerminalOptions } from './terminal
 import type {
   Agent,
   AgentEvent,
+  AgentUsage,
   Answered,
   ErrorBody,
   ExecOptions,
@@ -190,6 +191,14 @@ export class DshAgent {
   /** Attaches to terminal `terminalId` (from `terminals.open`, or the agent's terminal_open) as web streams. */
   terminal(terminalId: string, options: TerminalOptions = {}): Promise<DshTerminal> {
     return openTerminal(this.#transport, this.id, terminalId, options);
+  }
+
+  /**
+   * The agent's state (sandbox, batches running, last call) and usage (its log's events and tool
+   * calls, its workspace's disk, its container's memory and CPU). Never starts the sandbox.
+   */
+  async usage(): Promise<AgentUsage> {
+    return ok(this.#transport.api.GET('/v1/agents/{id}/usage', { params: { path: { id: this.id } } }));
   }
 
   /** Deletes the agent, its sandbox and its children. */

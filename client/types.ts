@@ -21,6 +21,8 @@ export type ErrorBody = components['schemas']['ErrorBody'];
 
 /** An agent as the service shows it. */
 export type Agent = JsonOf<'getAgent', 200>;
+/** An agent's state on the instance that answered, and its usage: log, disk, memory, CPU. */
+export type AgentUsage = JsonOf<'getAgentUsage', 200>;
 /** What `POST /v1/agents` takes: preset, mode, policy, sandbox limits, … */
 export type CreateAgentOptions = BodyOf<'createAgent'>;
 /** One tool call of a batch; `id` is optional here, the client numbers calls without one. */

@@ -3,9 +3,9 @@
 // timeout. Read-only: never starts, adopts or renames a container; a container that is gone reads
 // as none (undefined).
 import type Docker from 'dockerode';
-import type { SandboxUsage, SandboxUsageOptions } from '../types.ts';
+import type { SandboxUsage, SandboxUsageOptions, UsedOf } from '../types.ts';
 import { fromDocker, isNotFound } from './errors.ts';
-import { type WorkspaceStore, workspaceOf } from './workspaces.ts';
+import { type WorkspaceMount, type WorkspaceStore, workspaceOf } from './workspaces.ts';
 
 /** The part of `docker stats` (API 1.41+, one sample with its previous one) read here. */
 interface StatsSample {
@@ -48,6 +48,18 @@ const statsWithin = async (container: Docker.Container, ms: number): Promise<Sta
   }
 };
 
+/**
+ * Used blocks of the workspace's file system against the size it was made with (what the agent
+ * asked for as diskMb), not the file system's own total, which leaves out its metadata.
+ */
+const diskOf = async (workspaces: WorkspaceStore, mount: WorkspaceMount): Promise<UsedOf | undefined> => {
+  const [used, size] = await Promise.all([
+    workspaces.usage(mount).catch(() => undefined),
+    workspaces.limitOf(mount).catch(() => undefined),
+  ]);
+  return used === undefined ? undefined : { usedBytes: used.usedBytes, limitBytes: size ?? used.limitBytes };
+};
+
 export const containerUsage = async (
   container: Docker.Container,
   workspaces: WorkspaceStore,
@@ -64,7 +76,7 @@ export const containerUsage = async (
   const mount = workspaceOf(info);
   const running = info.State?.Running === true;
   const [disk, stats] = await Promise.all([
-    mount === undefined ? undefined : workspaces.usage(mount).catch(() => undefined),
+    mount === undefined ? undefined : diskOf(workspaces, mount),
     options.stats === true && running
       ? statsWithin(container, options.statsTimeoutMs ?? DEFAULT_STATS_TIMEOUT_MS)
       : undefined,

@@ -2,7 +2,7 @@
 // assembled as serve.ts does, the memory sandbox provider): an event stream cut mid-way by the
 // network resumes from the last event it delivered (Last-Event-ID), nothing lost or repeated; a
 // consumer that stops closes its connection; onRequest answers several kinds with one handler,
-// narrowing each request by its kind.
+// narrowing each request by its kind; agent.usage() follows what the agent does.
 import type { AddressInfo } from 'node:net';
 import { type ServerType, serve } from '@hono/node-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -160,5 +160,19 @@ describe('the client on a live service', () => {
     } finally {
       await listener.stop();
     }
+  });
+
+  it("agent.usage() shows the agent's sandbox, calls and disk as they change", async () => {
+    const client = new DshClient({ baseUrl, apiKey: key });
+    const agent = await client.agents.create({ preset: 'standard', sandbox: { diskMb: 16 } });
+    const fresh = await agent.usage();
+    expect(fresh.state.sandbox).toBe('none');
+    expect(fresh.log.calls).toBe(0);
+    await agent.call('write', { file_path: 'a.txt', content: 'hello' });
+    const used = await agent.usage();
+    expect(used.state.sandbox).toBe('ready');
+    expect(used.log.calls).toBe(1);
+    const disk: { usedBytes: number; limitBytes: number } | undefined = used.disk;
+    expect(disk).toEqual({ usedBytes: 5, limitBytes: 16 * 1024 * 1024 });
   });
 });
