@@ -1,9 +1,11 @@
-// The operator view (admin key): tenants (GET /v1/tenants) and the service's totals, warm pool,
-// isolate workers and workspace disk as /metrics exposes them.
+// The operator view (admin key): tenants (GET /v1/tenants), the service's totals, warm pool,
+// isolate workers and workspace disk as /metrics exposes them, and disk per workspace
+// (GET /v1/admin/workspaces, a page at a time: `?after=` follows the API's `next`).
 import { Hono } from 'hono';
 import { type ApiFetch, apiJson, apiRequest } from './api.ts';
 import { type ConsoleEnv, requireSession } from './guard.ts';
 import type { Sessions } from './sessions.ts';
+import { usedText } from './views/agents.ts';
 import { h, page, table, when } from './views/layout.ts';
 
 /** The gauges shown, by their Prometheus sample (name with labels). */
@@ -37,12 +39,23 @@ interface TenantRow {
   createdAt: number;
 }
 
+interface WorkspacePage {
+  workspaces: { tenantId: string; agentId: string; disk?: { usedBytes: number; limitBytes: number } }[];
+  next?: string;
+}
+
+/** Workspaces on one operator page. */
+const WORKSPACE_PAGE = 50;
+
 export const operatorRoutes = (fetch: ApiFetch, sessions: Sessions): Hono<ConsoleEnv> => {
   const app = new Hono<ConsoleEnv>();
   app.get('/console/operator', requireSession(sessions, 'operator'), async (c) => {
     const key = c.get('session').key;
     const { tenants } = await apiJson<{ tenants: TenantRow[] }>(fetch, c, key, '/v1/tenants');
     const metrics = samplesOf(await (await apiRequest(fetch, c, key, '/metrics')).text());
+    const after = c.req.query('after');
+    const query = new URLSearchParams({ limit: String(WORKSPACE_PAGE), ...(after ? { after } : {}) });
+    const workspaces = await apiJson<WorkspacePage>(fetch, c, key, `/v1/admin/workspaces?${query}`);
     const logBytes = (id: string) => metrics.get(`dsh_store_log_bytes{tenant="${id}"}`) ?? '0';
     return c.html(
       await page(
@@ -68,6 +81,28 @@ export const operatorRoutes = (fetch: ApiFetch, sessions: Sessions): Hono<Consol
             ),
           ),
         ),
+        h('h2', null, 'Disk per workspace'),
+        workspaces.workspaces.length === 0
+          ? h('p', { class: 'muted' }, 'No agent has a sandbox.')
+          : table(
+              ['tenant', 'agent', 'disk'],
+              workspaces.workspaces.map((w) =>
+                h(
+                  'tr',
+                  { 'data-workspace': w.agentId },
+                  h('td', null, w.tenantId),
+                  h('td', null, w.agentId),
+                  h('td', null, usedText(w.disk)),
+                ),
+              ),
+            ),
+        workspaces.next === undefined
+          ? null
+          : h(
+              'a',
+              { href: `/console/operator?${new URLSearchParams({ after: workspaces.next })}` },
+              'Next workspaces',
+            ),
       ),
     );
   });

@@ -5,7 +5,7 @@ import { Hono } from 'hono';
 import { type ApiFetch, apiJson, apiPost, apiRequest, failureOf } from './api.ts';
 import { type ConsoleEnv, checkCsrf, endBodyOn, requireSession, sameOrigin, sessionEnd } from './guard.ts';
 import type { Sessions } from './sessions.ts';
-import { agentPage } from './views/agent.ts';
+import { agentPage, type UsageView } from './views/agent.ts';
 import { type AgentView, agentsTable } from './views/agents.ts';
 import { type DirEntryView, directoryView, fileView } from './views/files.ts';
 import { h, page } from './views/layout.ts';
@@ -53,11 +53,12 @@ export const tenantRoutes = (fetch: ApiFetch, sessions: Sessions): Hono<ConsoleE
       key(c),
       `${agentPath(id)}/requests?state=pending`,
     );
+    const usage = await apiJson<UsageView>(fetch, c, key(c), `${agentPath(id)}/usage`);
     const session = c.get('session');
     return c.html(
       await page(
         { title: `Agent ${agent.id}`, session, scripts: ['timeline.js'] },
-        ...agentPage(agent, requests, session),
+        ...agentPage(agent, requests, session, usage),
       ),
     );
   });

@@ -2,7 +2,7 @@
 // its filters and export, and the ways to its files and terminals. The timeline's rows are added
 // by assets/timeline.js from the event stream, as text.
 import type { ConsoleSession } from '../sessions.ts';
-import { type AgentView, limitsText } from './agents.ts';
+import { type AgentStateView, type AgentView, limitsText, stateText, usedText } from './agents.ts';
 import { h, type Node, table, when } from './layout.ts';
 import { type RequestView, requestForm } from './requests.ts';
 
@@ -70,7 +70,46 @@ export const timeline = (source: { stream: string } | { poll: string }, exportUr
     h('ol', { id: 'events', class: 'events' }),
   );
 
-export const agentPage = (agent: AgentView, requests: RequestView[], session: ConsoleSession): Node[] => {
+/** GET /v1/agents/:id/usage as the console reads it. */
+export interface UsageView {
+  state: AgentStateView;
+  log: { events: number; calls: number; lastEventAt?: number };
+  disk?: { usedBytes: number; limitBytes: number };
+  memory?: { usedBytes: number; limitBytes: number };
+  cpuPercent?: number;
+}
+
+/** The agent's state and usage: one row, each measure in its own cell. */
+export const usageTable = (usage: UsageView): Node =>
+  h(
+    'section',
+    { id: 'usage' },
+    h('h2', null, 'State and usage'),
+    table(
+      ['state', 'last call', 'events', 'tool calls', 'last event', 'disk', 'memory', 'CPU'],
+      [
+        h(
+          'tr',
+          null,
+          h('td', { 'data-state': usage.state.sandbox }, stateText(usage.state)),
+          h('td', null, usage.state.lastCallAt === undefined ? '' : when(usage.state.lastCallAt)),
+          h('td', { 'data-usage': 'events' }, String(usage.log.events)),
+          h('td', { 'data-usage': 'calls' }, String(usage.log.calls)),
+          h('td', null, usage.log.lastEventAt === undefined ? '' : when(usage.log.lastEventAt)),
+          h('td', { 'data-usage': 'disk' }, usedText(usage.disk)),
+          h('td', { 'data-usage': 'memory' }, usedText(usage.memory)),
+          h('td', null, usage.cpuPercent === undefined ? 'not measured' : `${usage.cpuPercent}%`),
+        ),
+      ],
+    ),
+  );
+
+export const agentPage = (
+  agent: AgentView,
+  requests: RequestView[],
+  session: ConsoleSession,
+  usage?: UsageView,
+): Node[] => {
   const base = `/console/agents/${encodeURIComponent(agent.id)}`;
   return [
     table(
@@ -87,6 +126,7 @@ export const agentPage = (agent: AgentView, requests: RequestView[], session: Co
         ),
       ],
     ),
+    ...(usage === undefined ? [] : [usageTable(usage)]),
     h(
       'div',
       { class: 'links' },

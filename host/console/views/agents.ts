@@ -1,4 +1,5 @@
-// The tenant's agents: one row each with preset, mode, links, sandbox limits and budgets.
+// The tenant's agents: one row each with preset, mode, links, sandbox limits and budgets, and its
+// state on the instance that answered (sandbox, batches running, last call).
 import { h, type Node, table, when } from './layout.ts';
 
 /** An agent as GET /v1/agents shows it (the fields the console reads). */
@@ -12,7 +13,39 @@ export interface AgentView {
   name?: string;
   depth?: number;
   createdAt: number;
+  /** Its state on the instance that answered (GET /v1/agents and /v1/agents/:id). */
+  state?: AgentStateView;
 }
+
+/** `state` of an agent as the API shows it. */
+export interface AgentStateView {
+  sandbox: string;
+  batches: number;
+  lastCallAt?: number;
+}
+
+/** "ready · 2 running" */
+export const stateText = (state: AgentStateView | undefined): string =>
+  state === undefined ? '' : `${state.sandbox}${state.batches > 0 ? ` · ${state.batches} running` : ''}`;
+
+/** Bytes as people read them: "5.0 MiB". */
+export const bytesText = (bytes: number): string => {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  return unit === 0 ? `${value} B` : `${value.toFixed(1)} ${units[unit]}`;
+};
+
+/** "5.0 MiB of 64.0 MiB (8%)" */
+export const usedText = (used: { usedBytes: number; limitBytes: number } | undefined): string =>
+  used === undefined
+    ? 'not measured'
+    : `${bytesText(used.usedBytes)} of ${bytesText(used.limitBytes)}` +
+      (used.limitBytes > 0 ? ` (${Math.round((used.usedBytes / used.limitBytes) * 100)}%)` : '');
 
 /** "memoryMb 512 · cpus 1" from an object of limits; "defaults" when none were asked for. */
 export const limitsText = (value: unknown): string => {
@@ -41,6 +74,8 @@ export const agentRows = (agents: AgentView[]): Node[] =>
       ),
       h('td', null, limitsText(a.config.sandbox)),
       h('td', null, limitsText(a.config.codeMode)),
+      h('td', { 'data-state': a.state?.sandbox ?? '' }, stateText(a.state)),
+      h('td', null, a.state?.lastCallAt === undefined ? '' : when(a.state.lastCallAt)),
       h('td', null, when(a.createdAt)),
     ),
   );
@@ -48,4 +83,7 @@ export const agentRows = (agents: AgentView[]): Node[] =>
 export const agentsTable = (agents: AgentView[]): Node =>
   agents.length === 0
     ? h('p', null, 'No agents yet. Create one with POST /v1/agents.')
-    : table(['agent', 'preset', 'mode', 'role', 'sandbox', 'code budgets', 'created'], agentRows(agents));
+    : table(
+        ['agent', 'preset', 'mode', 'role', 'sandbox', 'code budgets', 'state', 'last call', 'created'],
+        agentRows(agents),
+      );
