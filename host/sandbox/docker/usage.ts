@@ -24,8 +24,11 @@ export const fromStats = (s: StatsSample): Pick<SandboxUsage, 'memory' | 'cpuPer
     const cache = m.stats?.inactive_file ?? m.stats?.total_inactive_file ?? m.stats?.cache ?? 0;
     out.memory = { usedBytes: Math.max(0, m.usage - cache), limitBytes: m.limit };
   }
-  const cpu = (s.cpu_stats?.cpu_usage?.total_usage ?? 0) - (s.precpu_stats?.cpu_usage?.total_usage ?? 0);
-  const system = (s.cpu_stats?.system_cpu_usage ?? 0) - (s.precpu_stats?.system_cpu_usage ?? 0);
+  // Without the previous sample the difference would be the CPU since boot: no figure then.
+  const before = s.precpu_stats;
+  if (!before?.system_cpu_usage) return out;
+  const cpu = (s.cpu_stats?.cpu_usage?.total_usage ?? 0) - (before.cpu_usage?.total_usage ?? 0);
+  const system = (s.cpu_stats?.system_cpu_usage ?? 0) - before.system_cpu_usage;
   if (system > 0 && cpu >= 0)
     out.cpuPercent = Math.round((cpu / system) * (s.cpu_stats?.online_cpus ?? 1) * 10_000) / 100;
   return out;
