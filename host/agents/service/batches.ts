@@ -95,7 +95,8 @@ export function createBatches(options: BatchesOptions): Batches {
     const n = (perAgent.get(agentId) ?? 0) + by;
     if (n > 0) perAgent.set(agentId, n);
     else perAgent.delete(agentId);
-    lastCall.set(agentId, Date.now());
+    // A deleted agent's time is forgotten (abortAgent), not set again by its last batch ending.
+    if (!marks.deleting.has(agentId)) lastCall.set(agentId, Date.now());
   }
 
   async function call(agent: Agent, calls: ToolCall[], { signal, onProgress, step }: CallOptions) {
@@ -142,9 +143,8 @@ export function createBatches(options: BatchesOptions): Batches {
   function abortAgent(agentId: string, graceMs: number): Promise<void> {
     const batches = [...running].filter((b) => b.agentId === agentId);
     for (const batch of batches) batch.controller.abort(DELETED);
-    // The agent is deleted: forget its last call time once its batches are done.
-    const done = Promise.all(batches.map((b) => b.done)).then(() => lastCall.delete(agentId));
-    return settledWithin(done, graceMs);
+    lastCall.delete(agentId); // the agent is deleted
+    return settledWithin(Promise.all(batches.map((b) => b.done)), graceMs);
   }
 
   function interrupt(agentId: string, by: string): number {
