@@ -20,7 +20,7 @@ options:
   -h, --help            this text
 
 environment (serve):
-  DSH_ADMIN_KEY           bearer key for POST /v1/tenants (unset: tenants only via the CLI)
+  DSH_ADMIN_KEY           bearer key of the admin routes, 24+ characters (unset: tenants only via the CLI)
   DSH_SANDBOX_IMAGE       sandbox image tag (required; npm start passes the one it built)
   DSH_POOL_SIZE           warm containers kept ready (default 2)
   DSH_ISOLATE_WORKERS     isolate worker processes for run_code (default 2)

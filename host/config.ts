@@ -285,6 +285,18 @@ export const unknownSettings = (env: NodeJS.ProcessEnv = process.env): string[] 
     .sort();
 };
 
+/** The admin key opens every tenant's agents: one short enough to guess is refused at start. */
+export const ADMIN_KEY_MIN_LENGTH = 24;
+
+function adminKeyFrom(key: string | undefined): string | undefined {
+  if (key !== undefined && key.length < ADMIN_KEY_MIN_LENGTH)
+    throw new SandboxError(
+      'CONFIG_INVALID',
+      `DSH_ADMIN_KEY must be at least ${ADMIN_KEY_MIN_LENGTH} characters (it is ${key.length}); use a random one, e.g. from \`openssl rand -hex 32\``,
+    );
+  return key;
+}
+
 export const loadConfig = (
   overrides: Partial<Config> = {},
   env: NodeJS.ProcessEnv = process.env,
@@ -325,7 +337,7 @@ export const loadConfig = (
     port: overrides.port ?? intFrom('DSH_PORT', env.DSH_PORT, 7070, 0, 65535),
     dataDir,
     database: overrides.database ?? env.DSH_DB ?? resolve(dataDir, 'store.db'),
-    adminKey: overrides.adminKey ?? (env.DSH_ADMIN_KEY || undefined),
+    adminKey: adminKeyFrom(overrides.adminKey ?? (env.DSH_ADMIN_KEY || undefined)),
     sandboxImage: overrides.sandboxImage ?? (env.DSH_SANDBOX_IMAGE || undefined),
     dockerHost: overrides.dockerHost ?? (env.DOCKER_HOST || undefined),
     poolSize: overrides.poolSize ?? intFrom('DSH_POOL_SIZE', env.DSH_POOL_SIZE, 2, 0, 64),

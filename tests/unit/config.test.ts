@@ -68,6 +68,12 @@ describe('configuration from the environment', () => {
     expect(await codeOf(over)).toBe('CONFIG_INVALID');
   });
 
+  it('takes an admin key of 24 characters or more', () => {
+    const key = 'k'.repeat(24);
+    expect(loadConfig({}, { DSH_ADMIN_KEY: key }, '/srv').adminKey).toBe(key);
+    expect(loadConfig({}, {}, '/srv').adminKey).toBeUndefined();
+  });
+
   it('refuses bad values at start with CONFIG_INVALID', async () => {
     for (const env of [
       { DSH_DISK_QUOTA: 'maybe' },
@@ -78,6 +84,8 @@ describe('configuration from the environment', () => {
       { DSH_MAX_CONNECTIONS: '100', DSH_CONNECTION_RESERVE: '100' },
       { DSH_HEADERS_TIMEOUT_MS: '0' },
       { DSH_ISOLATE_WORKER_MB: '64' },
+      // An admin key short enough to guess (it opens every tenant).
+      { DSH_ADMIN_KEY: 'admin' },
     ]) {
       expect(await codeOf((async () => loadConfig({}, env, '/srv'))()), JSON.stringify(env)).toBe(
         'CONFIG_INVALID',
