@@ -21,13 +21,50 @@ const POISON = new Set(['__proto__', 'constructor', 'prototype']);
  */
 const MAYBE_POISONED = /__proto__|constructor|prototype|\\u/;
 
-/** JSON.parse that drops prototype-poisoning keys wherever they appear. */
-export const parseJson = (text: string): unknown =>
-  MAYBE_POISONED.test(text)
+/**
+ * How deep a request body may nest arrays and objects. V8's JSON.parse does not recurse, but
+ * whatever walks the value next (validation, the reviver, the log's shaping) does: 100,000 levels
+ * would overflow the stack there. Tool arguments have their own, smaller bound.
+ */
+export const JSON_MAX_NESTING = 512;
+
+/** Whether `text` opens more than `max` arrays or objects at once (strings skipped). */
+export function nestsDeeper(text: string, max: number): boolean {
+  // A body shorter than that cannot open that many.
+  if (text.length <= max) return false;
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92)
+        i++; // a backslash escapes the next character
+      else if (c === 34) inString = false;
+    } else if (c === 34) inString = true;
+    else if (c === 91 || c === 123) {
+      if (++depth > max) return true;
+    } else if (c === 93 || c === 125) depth--;
+  }
+  return false;
+}
+
+/**
+ * JSON.parse that drops prototype-poisoning keys wherever they appear, and refuses nesting deeper
+ * than JSON_MAX_NESTING (MALFORMED_JSON) before anything recurses into it.
+ */
+export const parseJson = (text: string): unknown => {
+  if (nestsDeeper(text, JSON_MAX_NESTING))
+    throw new SandboxError(
+      'MALFORMED_JSON',
+      `The JSON nests arrays and objects deeper than ${JSON_MAX_NESTING} levels.`,
+      { data: { maxNesting: JSON_MAX_NESTING } },
+    );
+  return MAYBE_POISONED.test(text)
     ? JSON.parse(text, function reviver(key, value) {
         return POISON.has(key) ? undefined : value;
       })
     : JSON.parse(text);
+};
 
 const issuesOf = (issues: readonly v.BaseIssue<unknown>[]): string =>
   issues.map((i) => `${v.getDotPath(i) ?? '(root)'}: ${i.message}`).join('; ');
@@ -129,6 +166,7 @@ export const readJson = async (req: Request, empty?: () => unknown): Promise<unk
   try {
     return parseJson(text);
   } catch (error) {
+    if (error instanceof SandboxError) throw error;
     throw new SandboxError(
       'MALFORMED_JSON',
       `The request body is not valid JSON: ${(error as Error).message}`,

@@ -174,6 +174,32 @@ describe('bad input', () => {
     await stillServing();
   });
 
+  it('nesting deeper than 512 levels is MALFORMED_JSON before anything walks it; strings do not count', async () => {
+    await api.close();
+    api = makeApi({ maxJsonBytes: 1024 * 1024 });
+    const deep = 100_000;
+    for (const body of [
+      `${'['.repeat(deep)}${']'.repeat(deep)}`,
+      `{"preset":"standard","policy":${'{"a":'.repeat(deep)}1${'}'.repeat(deep)}}`,
+    ]) {
+      const res = await api.app.request('/v1/agents', {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${api.keyA}`, 'Content-Type': 'application/json' },
+        body,
+      });
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as Loose).error).toMatchObject({
+        code: 'MALFORMED_JSON',
+        data: { maxNesting: 512 },
+      });
+    }
+    // Brackets inside strings (escaped quotes too) are text, not nesting.
+    const content = `\\"${'['.repeat(2000)}"{`;
+    expect(parseJson(JSON.stringify({ content }))).toEqual({ content });
+    expect(parseJson(`${'['.repeat(512)}${']'.repeat(512)}`)).toBeInstanceOf(Array);
+    await stillServing();
+  });
+
   it('prototype-poisoning keys never reach an object prototype', async () => {
     const parsed = parseJson(
       '{"__proto__":{"polluted":1},"a":{"constructor":{"prototype":{"polluted":2}}},"b":[{"__proto__":{"x":1}}]}',
