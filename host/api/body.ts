@@ -22,11 +22,12 @@ const POISON = new Set(['__proto__', 'constructor', 'prototype']);
 const MAYBE_POISONED = /__proto__|constructor|prototype|\\u/;
 
 /**
- * How deep a request body may nest arrays and objects. V8's JSON.parse does not recurse, but
- * whatever walks the value next (validation, the reviver, the log's shaping) does: 100,000 levels
- * would overflow the stack there. Tool arguments have their own, smaller bound.
+ * Past this nesting a body takes the reviver's path (below). V8's JSON.parse does not recurse, but
+ * its reviver does, as does whatever walks the value next (validation, the log's shaping): the
+ * reviver's recursion is the bound, and a body too deep for it is MALFORMED_JSON, never a stack
+ * overflow in a handler. Tool arguments have their own, smaller bound.
  */
-export const JSON_MAX_NESTING = 512;
+export const JSON_FAST_NESTING = 512;
 
 /** Whether `text` opens more than `max` arrays or objects at once (strings skipped). */
 export function nestsDeeper(text: string, max: number): boolean {
@@ -49,21 +50,21 @@ export function nestsDeeper(text: string, max: number): boolean {
 }
 
 /**
- * JSON.parse that drops prototype-poisoning keys wherever they appear, and refuses nesting deeper
- * than JSON_MAX_NESTING (MALFORMED_JSON) before anything recurses into it.
+ * JSON.parse that drops prototype-poisoning keys wherever they appear. Bodies that may hold one,
+ * and bodies nesting deeper than JSON_FAST_NESTING, go through the reviver; one too deep for its
+ * recursion is MALFORMED_JSON.
  */
 export const parseJson = (text: string): unknown => {
-  if (nestsDeeper(text, JSON_MAX_NESTING))
-    throw new SandboxError(
-      'MALFORMED_JSON',
-      `The JSON nests arrays and objects deeper than ${JSON_MAX_NESTING} levels.`,
-      { data: { maxNesting: JSON_MAX_NESTING } },
-    );
-  return MAYBE_POISONED.test(text)
-    ? JSON.parse(text, function reviver(key, value) {
-        return POISON.has(key) ? undefined : value;
-      })
-    : JSON.parse(text);
+  if (!MAYBE_POISONED.test(text) && !nestsDeeper(text, JSON_FAST_NESTING)) return JSON.parse(text);
+  try {
+    return JSON.parse(text, function reviver(key, value) {
+      return POISON.has(key) ? undefined : value;
+    });
+  } catch (error) {
+    if (error instanceof RangeError)
+      throw new SandboxError('MALFORMED_JSON', 'The JSON nests arrays and objects too deeply.');
+    throw error;
+  }
 };
 
 const issuesOf = (issues: readonly v.BaseIssue<unknown>[]): string =>
