@@ -19,6 +19,7 @@ import { startServer } from '../host/serve.ts';
 import { openStore } from '../host/store/index.ts';
 import { startInternet } from '../tests/integration/api/internet.ts';
 import { noIsolates } from './lib/no-isolates.ts';
+import { removeBenchResources } from './lib/sweep.ts';
 
 const MiB = 1024 * 1024;
 const SIZE = 64 * MiB;
@@ -152,17 +153,7 @@ try {
 } finally {
   await server.close();
   for (const p of providers) await p.close().catch(() => {});
-  const docker = new Docker();
-  for (const c of await docker.listContainers({ all: true, filters: { label: [`dsh.bench=${run}`] } }))
-    await docker
-      .getContainer(c.Id)
-      .remove({ force: true, v: true })
-      .catch(() => {});
-  for (const v of (await docker.listVolumes({ filters: { label: [`dsh.bench=${run}`] } })).Volumes ?? [])
-    await docker
-      .getVolume(v.Name)
-      .remove()
-      .catch(() => {});
+  await removeBenchResources(new Docker(), run);
   await internet.close();
   store.close();
   rmSync(dataDir, { recursive: true, force: true });

@@ -21,6 +21,7 @@ import {
   loopUnavailable,
 } from '../host/sandbox/docker/index.ts';
 import type { Sandbox } from '../host/sandbox/types.ts';
+import { removeBenchResources } from './lib/sweep.ts';
 
 const REPS = Number(process.argv[2] ?? 20);
 const docker = new Docker();
@@ -102,17 +103,7 @@ const row = (what: string, ours: number, raw: number, rawWhat: string): void => 
 };
 
 const sweep = async (): Promise<void> => {
-  const filters = { label: [`dsh.bench=${run}`] };
-  for (const c of await docker.listContainers({ all: true, filters }))
-    await docker
-      .getContainer(c.Id)
-      .remove({ force: true })
-      .catch(() => {});
-  for (const v of (await docker.listVolumes({ filters })).Volumes ?? [])
-    await docker
-      .getVolume(v.Name)
-      .remove()
-      .catch(() => {});
+  await removeBenchResources(docker, run);
   await workspaces.sweep([], true);
   await rm(workspacesDir).catch(() => {});
 };

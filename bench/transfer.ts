@@ -24,6 +24,7 @@ import { createDockerProvider } from '../host/sandbox/docker/index.ts';
 import { startServer } from '../host/serve.ts';
 import { openStore } from '../host/store/index.ts';
 import { noIsolates } from './lib/no-isolates.ts';
+import { removeBenchResources } from './lib/sweep.ts';
 
 const MiB = 1024 * 1024;
 const REPS = Number(process.env.BENCH_REPS ?? 5);
@@ -245,15 +246,6 @@ try {
   await server.close();
   await provider.close();
   store.close();
-  for (const c of await docker.listContainers({ all: true, filters: { label: [`dsh.bench=${run}`] } }))
-    await docker
-      .getContainer(c.Id)
-      .remove({ force: true, v: true })
-      .catch(() => {});
-  for (const v of (await docker.listVolumes({ filters: { label: [`dsh.bench=${run}`] } })).Volumes ?? [])
-    await docker
-      .getVolume(v.Name)
-      .remove()
-      .catch(() => {});
+  await removeBenchResources(docker, run);
   rmSync(dataDir, { recursive: true, force: true });
 }

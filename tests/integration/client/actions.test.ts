@@ -4,9 +4,10 @@
 // planted; terminals open in a preset without terminal tools, are typed into, listed and closed;
 // each action is in the agent's log; another tenant's agent is NOT_FOUND.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { type DshAgent, DshClient, type DshTerminal, isDshError } from '../../../client/index.ts';
+import { type DshAgent, DshClient, isDshError } from '../../../client/index.ts';
 import type { Running } from '../../../host/serve.ts';
 import { served } from '../api/served.ts';
+import { readUntil } from './terminal-read.ts';
 
 const service = served('client-actions');
 let server: Running;
@@ -18,24 +19,6 @@ beforeAll(async () => {
   client = new DshClient({ baseUrl: server.url, apiKey: server.store.tenants.createTenant('a').apiKey });
   stranger = new DshClient({ baseUrl: server.url, apiKey: server.store.tenants.createTenant('b').apiKey });
 });
-
-const readUntil = async (terminal: DshTerminal, pattern: RegExp): Promise<string> => {
-  const reader = terminal.readable.getReader();
-  const decoder = new TextDecoder();
-  let text = '';
-  const deadline = setTimeout(() => void reader.cancel(), 30_000);
-  try {
-    while (!pattern.test(text)) {
-      const { done, value } = await reader.read();
-      if (done) throw new Error(`the terminal ended before ${pattern}: ${JSON.stringify(text)}`);
-      text += decoder.decode(value, { stream: true });
-    }
-    return text;
-  } finally {
-    clearTimeout(deadline);
-    reader.releaseLock();
-  }
-};
 
 const clientEventTypes = async (agent: DshAgent): Promise<string[]> => {
   const types: string[] = [];

@@ -10,7 +10,6 @@ import {
   type AgentEvent,
   DshClient,
   DshError,
-  type DshTerminal,
   DshToolError,
   isDshError,
   textOf,
@@ -18,6 +17,7 @@ import {
 import type { Running } from '../../../host/serve.ts';
 import { until } from '../../helpers/until.ts';
 import { served } from '../api/served.ts';
+import { readUntil } from './terminal-read.ts';
 
 /** A port nobody listens on now, so that a restarted service comes back at the same URL. */
 const freePort = (): Promise<number> =>
@@ -39,25 +39,6 @@ beforeAll(async () => {
   const key = server.store.tenants.createTenant('client').apiKey;
   client = new DshClient({ baseUrl: server.url, apiKey: key });
 });
-
-/** Reads a terminal until its output matches `pattern`. */
-const readUntil = async (terminal: DshTerminal, pattern: RegExp): Promise<string> => {
-  const reader = terminal.readable.getReader();
-  const decoder = new TextDecoder();
-  let text = '';
-  const deadline = setTimeout(() => void reader.cancel(), 30_000);
-  try {
-    while (!pattern.test(text)) {
-      const { done, value } = await reader.read();
-      if (done) throw new Error(`the terminal ended before ${pattern}: ${JSON.stringify(text)}`);
-      text += decoder.decode(value, { stream: true });
-    }
-    return text;
-  } finally {
-    clearTimeout(deadline);
-    reader.releaseLock();
-  }
-};
 
 describe('@dsh-sandbox/client on a real service', () => {
   it('creates, gets, lists and deletes agents; refusals are typed DshErrors', async () => {
