@@ -4,8 +4,10 @@
 // sign-in page answers without a live session; a mutating request passes only when it comes from
 // this origin (Origin / Sec-Fetch-Site) and, once signed in, carries the session's CSRF token.
 import { timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 import type { Context, MiddlewareHandler } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
+import type { WebSocket, WebSocketServer } from 'ws';
 import type { ConsoleSession, Sessions } from './sessions.ts';
 
 export interface ConsoleEnv {
@@ -113,6 +115,42 @@ export const requireSession = (
  */
 export const sessionEnd = (session: ConsoleSession): AbortSignal =>
   AbortSignal.any([session.ended, AbortSignal.timeout(Math.max(0, session.expiresAt - Date.now()))]);
+
+/** Each WebSocket server's sockets by the upgrade request they came from (one listener per server). */
+const socketsByRequest = new WeakMap<WebSocketServer, WeakMap<IncomingMessage, WebSocket>>();
+
+const socketsOf = (wss: WebSocketServer): WeakMap<IncomingMessage, WebSocket> => {
+  let sockets = socketsByRequest.get(wss);
+  if (sockets === undefined) {
+    const map = new WeakMap<IncomingMessage, WebSocket>();
+    sockets = map;
+    socketsByRequest.set(wss, map);
+    wss.on('connection', (ws: WebSocket, request: IncomingMessage) => map.set(request, ws));
+  }
+  return sockets;
+};
+
+/**
+ * Ends the WebSocket an upgrade request (`env`, as @hono/node-server passes it) becomes when
+ * `signal` aborts: a close frame (1008, "console session ended") once upgraded, the connection
+ * dropped before. A terminal attached from the console must not outlive its session.
+ */
+export const endSocketOn = (env: unknown, signal: AbortSignal): void => {
+  const { incoming, wss } = (env ?? {}) as { incoming?: IncomingMessage; wss?: WebSocketServer };
+  if (incoming === undefined) return;
+  const sockets = wss === undefined ? undefined : socketsOf(wss);
+  const end = (): void => {
+    const ws = sockets?.get(incoming);
+    if (ws !== undefined) ws.close(1008, 'console session ended');
+    else incoming.socket.destroy();
+  };
+  if (signal.aborted) {
+    end();
+    return;
+  }
+  signal.addEventListener('abort', end, { once: true });
+  incoming.socket.once('close', () => signal.removeEventListener('abort', end));
+};
 
 /**
  * `res` with its body ended when `signal` aborts: the body's source is cancelled (as when the

@@ -3,7 +3,15 @@
 // key (api.ts), so another tenant's agent is the API's 404 here too.
 import { Hono } from 'hono';
 import { type ApiFetch, apiJson, apiPost, apiRequest, failureOf } from './api.ts';
-import { type ConsoleEnv, checkCsrf, endBodyOn, requireSession, sameOrigin, sessionEnd } from './guard.ts';
+import {
+  type ConsoleEnv,
+  checkCsrf,
+  endBodyOn,
+  endSocketOn,
+  requireSession,
+  sameOrigin,
+  sessionEnd,
+} from './guard.ts';
 import type { Sessions } from './sessions.ts';
 import { agentPage, type UsageView } from './views/agent.ts';
 import { type AgentView, agentsTable } from './views/agents.ts';
@@ -212,6 +220,8 @@ export const tenantRoutes = (fetch: ApiFetch, sessions: Sessions): Hono<ConsoleE
       if (value !== undefined) headers.set(name, value);
     }
     const path = `${agentPath(c.req.param('id'))}/terminals/${encodeURIComponent(c.req.param('tid'))}${url.search}`;
+    // Like the event stream, the socket ends with the session (sign-out, expiry), not the tab.
+    endSocketOn(c.env, sessionEnd(c.get('session')));
     return apiRequest(fetch, c, key(c), path, { headers });
   });
   return app;
