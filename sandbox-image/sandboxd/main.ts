@@ -54,9 +54,11 @@ const main = async (): Promise<void> => {
     log,
     ...(Number.isInteger(deadline) && deadline > 0 ? { opDeadlineMs: deadline } : {}),
     ...(Number.isInteger(proxyPort) && proxyPort >= 0 && proxyPort < 65536 ? { proxyPort } : {}),
+    // Start the command spawner once the host's first call is answered (its ping: the sandbox is
+    // ready from there), so that the agent's first exec is as fast as the rest without the spawn
+    // delaying that answer. An exec before then starts it too (launch.ts).
+    onFirstAnswer: () => sharedSpawner().start(),
   });
-  // Start the command spawner now, so that the agent's first exec is as fast as the rest.
-  sharedSpawner().start();
   // Keep running whatever happens to stdin (a container's stdin only closes if the host asks).
   const keepAlive = setInterval(() => {}, 1 << 30);
   process.stdin.on('end', () => {

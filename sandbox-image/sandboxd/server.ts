@@ -48,6 +48,11 @@ export interface ServerOptions {
   opDeadlineMs?: number;
   /** Port of the egress proxy on 127.0.0.1 (egress.ts). Default 0: any free port (local runs). */
   proxyPort?: number;
+  /**
+   * Runs once, just after the first answer to a call is written (the host's ping after its hello:
+   * the host then has its sandbox ready). main.ts starts the command spawner there, off that path.
+   */
+  onFirstAnswer?: () => void;
 }
 
 /** The calls that move bytes on a stream of their own (streams.ts). */
@@ -120,6 +125,7 @@ export const startServer = async (options: ServerOptions) => {
   const egress = createEgressProxy({ log, port: options.proxyPort ?? 0, stateDir: options.stateDir });
   await egress.listen();
   let session = 0; // 0: no hello yet
+  let firstAnswer = options.onFirstAnswer;
   const inflight = new Map<number, AbortController>();
   const drainWaiters: Array<() => void> = [];
 
@@ -223,6 +229,11 @@ export const startServer = async (options: ServerOptions) => {
       answered = true;
       clearTimeout(timer);
       send(mine, message);
+      if (firstAnswer) {
+        const run = firstAnswer;
+        firstAnswer = undefined;
+        setImmediate(run);
+      }
     };
     const limit = deadlineOf(op, args, opDeadlineMs);
     const timer =

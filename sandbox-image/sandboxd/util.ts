@@ -1,6 +1,6 @@
 // Small helpers shared by sandboxd's handlers: argument readers that turn a malformed request into
 // INVALID_ARGUMENTS, the errno → stable code table, and the wire form of an error.
-// Runs on Node 18 inside the image (bundled by esbuild); nothing here may need a newer Node.
+// Runs on the image's sandboxd runtime (Node 22, bundled by esbuild) and, in unit tests, on the host's Node.
 
 import { isWireErrorCode, WireError, type WireErrorCode } from '../../sandbox-wire/errors.ts';
 

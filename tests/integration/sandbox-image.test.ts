@@ -58,4 +58,20 @@ describe('sandbox image', () => {
     );
     expect(result.stdout.trim()).toBe('ok');
   });
+
+  it("runs sandboxd on its own Node 22 runtime, root's and not writable by the agent; the agent's node stays Debian's", async () => {
+    const result = await sh(
+      [
+        '/opt/sandboxd/runtime/node -v',
+        "stat -c '%u %a' /opt/sandboxd/runtime/node",
+        '/opt/sandboxd/runtime/node --check /opt/sandboxd/sandboxd.cjs && echo loads',
+        'readlink -f "$(command -v node)"',
+      ].join(' && '),
+    );
+    const [version, owner, loads, agentNode] = result.stdout.trim().split('\n');
+    expect(version).toMatch(/^v22\./);
+    expect(owner).toBe('0 755');
+    expect(loads).toBe('loads');
+    expect(agentNode).not.toContain('/opt/sandboxd');
+  });
 });

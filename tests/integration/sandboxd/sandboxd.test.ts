@@ -91,8 +91,8 @@ afterAll(async () => {
 });
 
 describe('sandboxd in the sandbox image', () => {
-  it('says hello from the image (Node 18, /workspace) and round-trips file operations', async () => {
-    expect(c.info).toMatchObject({ root: '/workspace', node: expect.stringMatching(/^v18\./) });
+  it('says hello from the image (its own Node 22 runtime, /workspace) and round-trips file operations', async () => {
+    expect(c.info).toMatchObject({ root: '/workspace', node: expect.stringMatching(/^v22\./) });
     await until(() => stderr.includes('sandboxd: ready'), { what: "sandboxd's ready line on stderr" });
     await c.fs.writeFile('src/app.ts', 'export const answer = 42;\n// TODO: more\n');
     expect((await c.fs.readFile('/workspace/src/app.ts')).toString()).toContain('answer = 42');

@@ -103,7 +103,7 @@ describe('container escape and abuse from bash', () => {
   it('has a read-only root: writes to /usr, /etc, / and /home fail; only /workspace and /tmp are writable', async () => {
     const out = await sh(
       [
-        'for p in /usr/pwned /etc/pwned /pwned /bin/pwned /home/agent/pwned /opt/sandboxd/sandboxd.cjs; do (echo x > $p) 2>/dev/null && echo "WROTE $p"; done',
+        'for p in /usr/pwned /etc/pwned /pwned /bin/pwned /home/agent/pwned /opt/sandboxd/sandboxd.cjs /opt/sandboxd/runtime/node; do (echo x > $p) 2>/dev/null && echo "WROTE $p"; done',
         '(echo x >> /etc/passwd) 2>/dev/null && echo "WROTE passwd"',
         'echo x > /workspace/ok && echo x > /tmp/ok && echo writable-ok',
       ].join('; '),
