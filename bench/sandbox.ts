@@ -1,7 +1,7 @@
 // Sandbox provider benchmark: `node --no-node-snapshot bench/sandbox.ts` (image: DSH_SANDBOX_IMAGE,
 // else the one setup builds). Every item is measured against raw dockerode in the same run:
-// agent ready from the warm pool vs cold create (and a cold create's loop workspace vs a Docker
-// volume); `exec true` through sandboxd vs a raw Docker exec;
+// agent ready from the warm pool vs cold create vs a raw `docker create`+`start` (and a cold
+// create's spare loop workspace vs mkfs on the path vs a Docker volume); `exec true` through sandboxd vs a raw Docker exec;
 // read/write 1 KiB and 1 MiB through sandboxd vs raw exec `cat`; archive upload through sandboxd vs
 // putArchive; grep over a small repo through sandboxd vs raw exec `rg`. Prints medians and ratios.
 // Everything it makes is labelled dsh.bench=<run> and removed by that label at the end.
@@ -121,12 +121,24 @@ try {
     idleMs: 0,
     workspaces,
   });
+  // Cold creates as the service makes them (formatted workspaces made ahead), and without spares
+  // (mkfs on the path), alternating in the same run.
   const cold = createDockerProvider({
     docker,
     image,
     labels,
     prefix: 'dshb',
     instance: `${run}c`,
+    idleMs: 0,
+    workspaces,
+    workspaceSpares: 2,
+  });
+  const coldMkfs = createDockerProvider({
+    docker,
+    image,
+    labels,
+    prefix: 'dshb',
+    instance: `${run}m`,
     idleMs: 0,
     workspaces,
   });
@@ -139,10 +151,11 @@ try {
     idleMs: 0,
   });
   // As the service starts them: adopt() first (after it, a pool hit asks the engine nothing).
-  for (const provider of [pooled, cold, coldVolume]) await provider.adopt();
+  for (const provider of [pooled, cold, coldMkfs, coldVolume]) await provider.adopt();
   const readyReps = Math.max(3, Math.min(REPS, 6));
   const warmMs: number[] = [];
   const coldMs: number[] = [];
+  const mkfsMs: number[] = [];
   const volumeMs: number[] = [];
   const rawMs: number[] = [];
   /** The floor of a cold create: a bare container of the same image, created and started. */
@@ -160,36 +173,61 @@ try {
     rawMs.push(performance.now() - t);
     await c.remove({ force: true });
   };
+  const coldCreate = async (i: number) => {
+    await workspaces.sparesFilled?.(`dshb-${run}c`);
+    const t = performance.now();
+    await cold.create({ tenantId: 'b', agentId: `cold${i}` });
+    coldMs.push(performance.now() - t);
+  };
+  const mkfsCreate = async (i: number) => {
+    const t = performance.now();
+    await coldMkfs.create({ tenantId: 'b', agentId: `mkfs${i}` });
+    mkfsMs.push(performance.now() - t);
+  };
   for (let i = 0; i < readyReps; i++) {
     await pooled.pool.filled();
     let t = performance.now();
     await pooled.create({ tenantId: 'b', agentId: `warm${i}` });
     warmMs.push(performance.now() - t);
-    t = performance.now();
-    await cold.create({ tenantId: 'b', agentId: `cold${i}` });
-    coldMs.push(performance.now() - t);
+    // Each cold create on a machine not busy with this run's own refills; alternating the order.
+    await pooled.pool.filled();
+    if (i % 2) {
+      await coldCreate(i);
+      await mkfsCreate(i);
+    } else {
+      await mkfsCreate(i);
+      await coldCreate(i);
+    }
+    await rawCreateStart(i);
     t = performance.now();
     await coldVolume.create({ tenantId: 'b', agentId: `vol${i}` });
     volumeMs.push(performance.now() - t);
-    await rawCreateStart(i);
   }
   row('agent ready (warm pool)', median(warmMs), median(coldMs), 'cold create+start+ready');
   console.log(
     `${'cold create + own workspace + ready'.padEnd(34)} ${median(coldMs).toFixed(2).padStart(9)} ms   ${'raw docker create+start'.padEnd(28)} ${median(rawMs).toFixed(2).padStart(9)} ms   +${(median(coldMs) - median(rawMs)).toFixed(1)} ms`,
   );
-  if (loop)
+  const range = (xs: number[]): string => `${Math.min(...xs).toFixed(0)}-${Math.max(...xs).toFixed(0)} ms`;
+  console.log(
+    `${''.padEnd(34)} cold ${range(coldMs)}; raw ${range(rawMs)}; per rep (cold - raw): ${coldMs.map((x, i) => (x - (rawMs[i] ?? 0)).toFixed(0)).join(', ')} ms`,
+  );
+  if (loop) {
+    row('cold create, spare workspace', median(coldMs), median(mkfsMs), 'cold create, mkfs on the path');
     row(
       'cold create, 1 GiB loop workspace',
       median(coldMs),
       median(volumeMs),
       'cold create, Docker volume (no disk limit)',
     );
+  }
   for (let i = 0; i < readyReps; i++) {
     await pooled.destroy(`warm${i}`);
     await cold.destroy(`cold${i}`);
+    await coldMkfs.destroy(`mkfs${i}`);
     await coldVolume.destroy(`vol${i}`);
   }
   await pooled.close();
+  await coldMkfs.close();
   await coldVolume.close();
 
   const sb: Sandbox = await cold.create({ tenantId: 'b', agentId: 'bench' });

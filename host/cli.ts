@@ -44,6 +44,7 @@ environment (serve):
                           needs root and a local engine); off: Docker volumes, no disk limit
   DSH_WORKSPACES_DIR      workspace images and mount points (default <data-dir>/workspaces)
   DSH_WORKSPACE_MB        default workspace size in MiB (default 1024)
+  DSH_WORKSPACE_SPARES    workspaces of the default size made ahead (default 2)
   DSH_SPOOL_DIR           where archive uploads wait while checked (default <data-dir>/spool)
   DSH_DISK_OVERCOMMIT     how far workspace limits may exceed the free host disk (default 1: none)
   DSH_DISK_RESERVE_MB     host disk kept free beyond what workspaces may still take (default 1024)

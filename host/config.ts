@@ -76,6 +76,8 @@ export interface Config {
   workspacesDir: string;
   /** Default workspace size in MiB; an agent may ask for another (sandbox.diskMb). Default 1024 (env DSH_WORKSPACE_MB). */
   workspaceMb: number;
+  /** Workspaces of the default size made ahead (formatted, unmounted), so a cold create only mounts one. Default 2 (env DSH_WORKSPACE_SPARES). */
+  workspaceSpares: number;
   /** Where archive uploads wait while they are checked; a disk, not a tmpfs. Default <dataDir>/spool (env DSH_SPOOL_DIR). */
   spoolDir: string;
   /**
@@ -394,6 +396,8 @@ export const loadConfig = (
     ),
     workspaceMb:
       overrides.workspaceMb ?? intFrom('DSH_WORKSPACE_MB', env.DSH_WORKSPACE_MB, 1024, 16, 16 * 1024 * 1024),
+    workspaceSpares:
+      overrides.workspaceSpares ?? intFrom('DSH_WORKSPACE_SPARES', env.DSH_WORKSPACE_SPARES, 2, 0, 64),
     spoolDir: resolve(cwd, overrides.spoolDir ?? env.DSH_SPOOL_DIR ?? resolve(dataDir, 'spool')),
     diskOvercommit: overrides.diskOvercommit ?? ratioFrom('DSH_DISK_OVERCOMMIT', env.DSH_DISK_OVERCOMMIT, 1),
     diskReserveMb:

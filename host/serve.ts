@@ -117,6 +117,7 @@ const defaultProvider = async (
     image: sandboxImageOf(config),
     instance: store.instanceId,
     pool: { size: config.poolSize },
+    workspaceSpares: config.workspaceSpares,
     onError: (e) => log(`sandbox: ${String(e)}`),
     defaults: { diskBytes: config.workspaceMb * 1024 * 1024 },
     workspaces: await workspaceStore(config, log),

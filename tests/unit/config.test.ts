@@ -14,6 +14,7 @@ describe('configuration from the environment', () => {
       diskQuota: true,
       workspacesDir: '/srv/app/.data/workspaces',
       workspaceMb: 1024,
+      workspaceSpares: 2,
       spoolDir: '/srv/app/.data/spool',
       diskOvercommit: 1,
       diskReserveMb: 1024,
@@ -37,11 +38,17 @@ describe('configuration from the environment', () => {
   });
 
   it('reads the workspace settings, explicit options winning over the environment', () => {
-    const env = { DSH_DISK_QUOTA: 'off', DSH_WORKSPACES_DIR: 'ws', DSH_WORKSPACE_MB: '256' };
+    const env = {
+      DSH_DISK_QUOTA: 'off',
+      DSH_WORKSPACES_DIR: 'ws',
+      DSH_WORKSPACE_MB: '256',
+      DSH_WORKSPACE_SPARES: '0',
+    };
     expect(loadConfig({}, env, '/srv')).toMatchObject({
       diskQuota: false,
       workspacesDir: '/srv/ws',
       workspaceMb: 256,
+      workspaceSpares: 0,
     });
     expect(loadConfig({ diskQuota: true, workspaceMb: 64 }, env, '/srv')).toMatchObject({
       diskQuota: true,

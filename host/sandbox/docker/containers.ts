@@ -29,7 +29,9 @@ export interface NewContainer {
 
 /**
  * Creates the workspace `<name>-ws` (or takes `reuse`) and the container (not started), both
- * carrying `labels`. A failed create removes only a workspace it made.
+ * carrying `labels`; the container is created while the workspace's file system is still being made
+ * (workspaces.ts `alongside`). A failed create removes only a workspace it made, and the container
+ * when the workspace failed after it.
  */
 export const createSandboxContainer = async (
   docker: Docker,
@@ -38,16 +40,41 @@ export const createSandboxContainer = async (
 ): Promise<{ container: Docker.Container; workspace: WorkspaceMount }> => {
   const name = `${spec.name}-ws`;
   const bytes = spec.limits.diskBytes ?? DOCKER_DEFAULT_LIMITS.diskBytes ?? 0;
-  const mount: Docker.MountSettings = spec.reuse
-    ? { Type: spec.reuse.type as Docker.MountType, Source: spec.reuse.source, Target: WORKSPACE_ROOT }
-    : await workspaces.create(name, bytes, spec.labels);
-  const workspace = { type: mount.Type ?? 'volume', source: mount.Source ?? name };
+  /** The container, once made (by `alongside` while the workspace is being made, or after it). */
+  const made: { container?: Docker.Container } = {};
+  const createContainer = async (mount: Docker.MountSettings): Promise<Docker.Container> => {
+    try {
+      made.container = await docker.createContainer(containerConfig({ ...spec, workspace: mount }));
+      return made.container;
+    } catch (e) {
+      throw fromDocker(e, 'Creating the sandbox container', { name: spec.name });
+    }
+  };
+  if (spec.reuse) {
+    const { type, source } = spec.reuse;
+    const container = await createContainer({
+      Type: type as Docker.MountType,
+      Source: source,
+      Target: WORKSPACE_ROOT,
+    });
+    return { container, workspace: spec.reuse };
+  }
+  let mount: Docker.MountSettings;
   try {
-    const container = await docker.createContainer(containerConfig({ ...spec, workspace: mount }));
-    return { container, workspace };
+    mount = await workspaces.create(name, bytes, spec.labels, createContainer);
   } catch (e) {
-    if (!spec.reuse) await workspaces.remove(workspace).catch(() => {});
-    throw fromDocker(e, 'Creating the sandbox container', { name: spec.name });
+    // The workspace failed (and is removed) after its container was made: that goes too.
+    await made.container?.remove({ force: true }).catch(() => {});
+    throw e;
+  }
+  const workspace = { type: mount.Type ?? 'volume', source: mount.Source ?? name };
+  if (made.container) return { container: made.container, workspace };
+  // A store that ignores `alongside` (a volume store) leaves the container to be made after it.
+  try {
+    return { container: await createContainer(mount), workspace };
+  } catch (e) {
+    await workspaces.remove(workspace).catch(() => {});
+    throw e;
   }
 };
 

@@ -63,6 +63,11 @@ export interface DockerProviderOptions {
   maxima?: Partial<SandboxLimits>;
   /** Started, unassigned containers kept ready. Default { size: 0 }. */
   pool?: { size: number };
+  /**
+   * Workspaces of the default size made ahead (workspaces.ts keepSpares; loop workspaces: formatted
+   * images), so that a cold create only mounts one. Default 0.
+   */
+  workspaceSpares?: number;
   /** Stop an agent's container after this long without a call (no running jobs). 0 disables. Default 900000. */
   idleMs?: number;
   /** Size of the /tmp tmpfs. Default 64 MiB. */
@@ -159,6 +164,9 @@ export const createDockerProvider = (options: DockerProviderOptions): DockerProv
     legacy.has(names.legacyAgent(agentId));
 
   const workspaces = options.workspaces ?? createVolumeWorkspaces(docker);
+  const spareBytes = defaults.diskBytes;
+  if (spareBytes !== undefined)
+    workspaces.keepSpares?.(names.own, spareBytes, options.workspaceSpares ?? 0, onError);
   const createContainer = (
     name: string,
     labels: Record<string, string>,
@@ -450,6 +458,7 @@ export const createDockerProvider = (options: DockerProviderOptions): DockerProv
     async close() {
       stopReaper();
       await pool.close();
+      await workspaces.dropSpares?.(names.own);
       for (const entry of entries.values()) {
         await entry.renaming;
         await detachEntry(entry);

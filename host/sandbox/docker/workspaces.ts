@@ -22,8 +22,30 @@ export interface WorkspaceMount {
 
 export interface WorkspaceStore {
   readonly kind: 'loop' | 'volume';
-  /** Makes the workspace `name` holding at most `bytes`; returns the container's /workspace mount. */
-  create(name: string, bytes: number, labels: Record<string, string>): Promise<Docker.MountSettings>;
+  /**
+   * Makes the workspace `name` holding at most `bytes`; returns the container's /workspace mount.
+   * `alongside`, when given, is started as soon as that mount's source exists (a loop store: while
+   * the file system is still being made or mounted), so that the container can be created
+   * meanwhile; create() waits for it and fails with its failure, having removed the workspace.
+   */
+  create(
+    name: string,
+    bytes: number,
+    labels: Record<string, string>,
+    alongside?: (mount: Docker.MountSettings) => Promise<unknown>,
+  ): Promise<Docker.MountSettings>;
+  /**
+   * Keeps `count` workspaces of `bytes` made ahead for the names that start with `${prefix}-`, so
+   * that create() of such a name and size only takes one (a loop store: formatted images, named
+   * `${prefix}-spare-…`, counted by disk admission like any workspace, and given up when a create
+   * would not fit otherwise). Refilled in the background; `onError` hears what failed there. A
+   * store without it makes every workspace on demand.
+   */
+  keepSpares?(prefix: string, bytes: number, count: number, onError: (e: unknown) => void): void;
+  /** Resolves when the spares of `prefix` are refilled (or refilling stopped at a failure). */
+  sparesFilled?(prefix: string): Promise<void>;
+  /** Stops keeping spares for `prefix` and removes the ready ones. */
+  dropSpares?(prefix: string): Promise<void>;
   /**
    * Before a container (re)starts: its workspace is mounted. Fails SANDBOX_UNAVAILABLE if it is
    * gone (a volume store has nothing to mount and leaves volumes to the engine).

@@ -12,11 +12,19 @@
 // writes a path inside a mounted workspace (the host only formats, mounts and unmounts); names are
 // checked so that no path leaves `root`; admission checks run one at a time, so two creates cannot
 // both take the last room on the host's disk.
+// Spares (keepSpares): formatted, unmounted images `<prefix>-spare-<random>.img` made ahead in the
+// background, so that a create of the spared size only renames one to its own name and mounts it.
+// A spare is handed out by this process only, from its in-memory list (taken synchronously, then
+// renamed: never to two workspaces); one a crash left behind, whole or half-made, is never reused:
+// it carries the instance's prefix and no container uses it, so the next adopt() sweeps it. Spares
+// are `.img` files under `root`, so admission counts them like any workspace, and a create that
+// would not fit otherwise removes spares first.
 
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, open, readdir, readFile, rm, rmdir, stat, statfs } from 'node:fs/promises';
+import { chmod, mkdir, open, readdir, readFile, rename, rm, rmdir, stat, statfs } from 'node:fs/promises';
 import { join, resolve as resolvePath } from 'node:path';
 import type Docker from 'dockerode';
+import { nanoid } from 'nanoid';
 import { SandboxError } from '../../../errors.ts';
 import { WORKSPACE_ROOT } from '../../paths.ts';
 import type { WorkspaceMount, WorkspaceStore, WorkspaceUsage } from '../workspaces.ts';
@@ -64,6 +72,20 @@ function failed(what: string, error: unknown, data: Record<string, unknown>): Sa
   });
 }
 
+const isFull = (e: unknown): boolean => e instanceof SandboxError && e.code === 'CAPACITY_EXCEEDED';
+
+/** The spares kept for one name prefix (keepSpares). */
+interface Spares {
+  prefix: string;
+  bytes: number;
+  count: number;
+  onError: (e: unknown) => void;
+  /** Names of formatted spare images, ready to take. */
+  ready: string[];
+  filling: Promise<void> | undefined;
+  dropped: boolean;
+}
+
 export function createLoopWorkspaces(rootDir: string, options: LoopOptions = {}): WorkspaceStore {
   const root = resolvePath(rootDir);
   const overcommit = options.overcommit ?? 1;
@@ -73,6 +95,7 @@ export function createLoopWorkspaces(rootDir: string, options: LoopOptions = {})
   let prepared: Promise<void> | undefined;
   /** Admission checks and the truncates they admit run one at a time (two creates cannot both fit). */
   let admitting: Promise<unknown> = Promise.resolve();
+  const spares = new Map<string, Spares>();
 
   function paths(name: string): { image: string; dir: string } {
     if (!NAME.test(name)) throw new SandboxError('INTERNAL', `bad workspace name ${JSON.stringify(name)}`);
@@ -112,6 +135,127 @@ export function createLoopWorkspaces(rootDir: string, options: LoopOptions = {})
     await file.truncate(bytes).finally(() => file.close());
   }
 
+  /**
+   * The sparse image of `name`, admitted (serialised with every other admission). When it does not
+   * fit, ready spares give way first, one at a time: they are room held for later, not in use.
+   */
+  async function admitted(name: string, bytes: number): Promise<void> {
+    for (;;) {
+      const turn = admitting.then(() => admit(name, bytes));
+      admitting = turn.catch(() => {});
+      try {
+        return await turn;
+      } catch (e) {
+        const spare = isFull(e) ? anySpare() : undefined;
+        if (spare === undefined) throw e;
+        await removeOne(spare);
+      }
+    }
+  }
+
+  /** A ready spare of any prefix, taken out of its list. */
+  function anySpare(): string | undefined {
+    for (const pool of spares.values()) if (pool.ready.length > 0) return pool.ready.pop();
+    return undefined;
+  }
+
+  async function format(image: string, background = false): Promise<void> {
+    await runSystemTool(
+      'mkfs.ext4',
+      [
+        '-q',
+        '-F',
+        '-m',
+        '0',
+        '-i',
+        '8192',
+        '-L',
+        'workspace',
+        '-E',
+        `lazy_itable_init=1,lazy_journal_init=1,root_owner=${AGENT_UID}:${AGENT_UID}`,
+        image,
+      ],
+      { background },
+    );
+  }
+
+  /** A ready spare for `name` of `bytes`, out of its list (a refill follows), or undefined. */
+  function takeSpare(name: string, bytes: number): string | undefined {
+    for (const pool of spares.values()) {
+      if (!name.startsWith(`${pool.prefix}-`) || pool.bytes !== bytes) continue;
+      const spare = pool.ready.shift();
+      refill(pool);
+      if (spare !== undefined) return spare;
+    }
+    return undefined;
+  }
+
+  /** One formatted spare image for `pool`; a failed one is removed (never kept half-made). */
+  async function makeSpare(pool: Spares): Promise<string> {
+    const name = `${pool.prefix}-spare-${nanoid(10).replace(/[^a-zA-Z0-9]/g, 'x')}`;
+    mine.add(name);
+    try {
+      await prepare();
+      // Only while the room is there (never by removing other spares).
+      const turn = admitting.then(() => admit(name, pool.bytes));
+      admitting = turn.catch(() => {});
+      await turn;
+      // At the lowest priority: a spare is made while a create that took one boots its sandbox.
+      await format(paths(name).image, true);
+      return name;
+    } catch (e) {
+      await removeOne(name).catch(() => {});
+      throw e;
+    }
+  }
+
+  /**
+   * Single-flight background refill up to `count`; stops at the first failure until the next take.
+   * No room for a spare is not a failure: the room is for workspaces in use.
+   */
+  function refill(pool: Spares): void {
+    if (pool.filling || pool.dropped) return;
+    pool.filling = (async () => {
+      while (!pool.dropped && pool.ready.length < pool.count) {
+        const name = await makeSpare(pool);
+        if (pool.dropped) await removeOne(name);
+        else pool.ready.push(name);
+      }
+    })()
+      .catch((e: unknown) => {
+        if (!isFull(e)) pool.onError(e);
+      })
+      .finally(() => {
+        pool.filling = undefined;
+      });
+  }
+
+  function keepSpares(prefix: string, bytes: number, count: number, onError: (e: unknown) => void): void {
+    if (!NAME.test(`${prefix}-spare-x`) || count <= 0 || bytes < MIN_WORKSPACE_BYTES) return;
+    const pool: Spares = { prefix, bytes, count, onError, ready: [], filling: undefined, dropped: false };
+    const before = spares.get(prefix);
+    spares.set(prefix, pool);
+    if (before) void dropPool(before);
+    refill(pool);
+  }
+
+  async function dropPool(pool: Spares): Promise<void> {
+    pool.dropped = true;
+    await pool.filling;
+    for (const name of pool.ready.splice(0)) await removeOne(name).catch(pool.onError);
+  }
+
+  async function sparesFilled(prefix: string): Promise<void> {
+    await spares.get(prefix)?.filling;
+  }
+
+  async function dropSpares(prefix: string): Promise<void> {
+    const pool = spares.get(prefix);
+    if (!pool) return;
+    spares.delete(prefix);
+    await dropPool(pool);
+  }
+
   async function mountOne(name: string): Promise<void> {
     const { image, dir } = paths(name);
     if ((await mountedUnder(root)).has(dir)) return;
@@ -148,6 +292,10 @@ export function createLoopWorkspaces(rootDir: string, options: LoopOptions = {})
   async function removeOne(name: string): Promise<void> {
     const { image, dir } = paths(name);
     mine.delete(name);
+    for (const pool of spares.values()) {
+      const at = pool.ready.indexOf(name);
+      if (at >= 0) pool.ready.splice(at, 1);
+    }
     await unmountOne(name);
     await rmdir(dir).catch((e: NodeJS.ErrnoException) => {
       if (e.code !== 'ENOENT') throw e;
@@ -155,40 +303,55 @@ export function createLoopWorkspaces(rootDir: string, options: LoopOptions = {})
     await rm(image, { force: true });
   }
 
-  async function create(name: string, bytes: number): Promise<Docker.MountSettings> {
+  async function create(
+    name: string,
+    bytes: number,
+    _labels: Record<string, string>,
+    alongside?: (mount: Docker.MountSettings) => Promise<unknown>,
+  ): Promise<Docker.MountSettings> {
     if (!Number.isSafeInteger(bytes) || bytes < MIN_WORKSPACE_BYTES)
       throw new SandboxError('LIMIT_EXCEEDED', `A workspace needs at least ${MIN_WORKSPACE_BYTES} bytes.`, {
         data: { bytes },
       });
     await prepare();
     const { image, dir } = paths(name);
+    const mount: Docker.MountSettings = {
+      Type: 'bind',
+      Source: dir,
+      Target: WORKSPACE_ROOT,
+      ReadOnly: false,
+    };
     mine.add(name);
+    let beside: Promise<unknown> | undefined;
     try {
+      // A spare is renamed to this name (taken from the list first: never two takers). One that a
+      // sweep removed meanwhile is made afresh instead.
+      const spare = takeSpare(name, bytes);
+      const fromSpare =
+        spare !== undefined &&
+        (await rename(paths(spare).image, image).then(
+          () => true,
+          () => false,
+        ));
+      if (spare !== undefined) mine.delete(spare);
       // Sparse: the image takes host disk only for what is written; admitted only if it fits.
-      const admitted = admitting.then(() => admit(name, bytes));
-      admitting = admitted.catch(() => {});
-      await admitted;
-      await runSystemTool('mkfs.ext4', [
-        '-q',
-        '-F',
-        '-m',
-        '0',
-        '-i',
-        '8192',
-        '-L',
-        'workspace',
-        '-E',
-        `lazy_itable_init=1,lazy_journal_init=1,root_owner=${AGENT_UID}:${AGENT_UID}`,
-        image,
-      ]);
+      if (!fromSpare) await admitted(name, bytes);
+      // The mount point exists from here (mode 0000 until mounted): the container can be created.
+      await mkdir(dir, { recursive: true, mode: 0o000 });
+      await chmod(dir, 0o000);
+      beside = alongside?.(mount);
+      beside?.catch(() => {});
+      if (!fromSpare) await format(image);
       await mountOne(name);
+      // mkfs makes lost+found; the agent's workspace starts empty.
+      await rmdir(join(dir, 'lost+found')).catch(() => {});
+      await beside;
     } catch (e) {
+      await beside?.catch(() => {});
       await removeOne(name).catch(() => {});
       throw e instanceof SandboxError ? e : failed('Creating the workspace', e, { name });
     }
-    // mkfs makes lost+found; the agent's workspace starts empty.
-    await rmdir(join(dir, 'lost+found')).catch(() => {});
-    return { Type: 'bind', Source: dir, Target: WORKSPACE_ROOT, ReadOnly: false };
+    return mount;
   }
 
   async function ready(mount: WorkspaceMount): Promise<void> {
@@ -247,5 +410,18 @@ export function createLoopWorkspaces(rootDir: string, options: LoopOptions = {})
     return removed;
   }
 
-  return { kind: 'loop', create, ready, remove, limitOf, usage, exists, owns, sweep };
+  return {
+    kind: 'loop',
+    create,
+    ready,
+    remove,
+    limitOf,
+    usage,
+    exists,
+    owns,
+    sweep,
+    keepSpares,
+    sparesFilled,
+    dropSpares,
+  };
 }

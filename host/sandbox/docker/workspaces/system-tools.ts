@@ -5,10 +5,8 @@
 import { execFile } from 'node:child_process';
 import { constants } from 'node:fs';
 import { access } from 'node:fs/promises';
+import { setPriority } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
-
-const exec = promisify(execFile);
 
 /** Where the tools are looked up, in this order. */
 const SYSTEM_BIN = ['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin'];
@@ -39,12 +37,29 @@ async function lookUp(tool: string): Promise<string | undefined> {
   return undefined;
 }
 
-/** Runs a system tool by its absolute path; fails when it is not installed. */
+/**
+ * Runs a system tool by its absolute path; fails when it is not installed (the error carries what it
+ * printed as `stdout` and `stderr`). `background`: at the lowest CPU priority (nice 19), for work
+ * made ahead of demand that must not slow what a caller is waiting for.
+ */
 export async function runSystemTool(
   tool: string,
   args: string[],
+  options: { background?: boolean } = {},
 ): Promise<{ stdout: string; stderr: string }> {
   const path = await systemTool(tool);
   if (!path) throw new Error(`${tool} is not installed in ${SYSTEM_BIN.join(', ')}`);
-  return exec(path, args);
+  return new Promise((resolve, reject) => {
+    const child = execFile(path, args, (error, stdout, stderr) => {
+      if (error) reject(Object.assign(error, { stdout, stderr }));
+      else resolve({ stdout, stderr });
+    });
+    if (options.background && child.pid !== undefined) {
+      try {
+        setPriority(child.pid, 19);
+      } catch {
+        // Gone already, or not allowed: it runs at normal priority.
+      }
+    }
+  });
 }
