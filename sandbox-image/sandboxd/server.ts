@@ -50,7 +50,8 @@ export interface ServerOptions {
   proxyPort?: number;
   /**
    * Runs once, just after the first answer to a call is written (the host's ping after its hello:
-   * the host then has its sandbox ready). main.ts starts the command spawner there, off that path.
+   * the host then has its sandbox ready), as the egress proxy starts listening. main.ts starts the
+   * command spawner there, off that path.
    */
   onFirstAnswer?: () => void;
 }
@@ -123,9 +124,16 @@ export const startServer = async (options: ServerOptions) => {
   const transfers = createTransfers(ws);
   const streams = createStreams({ log });
   const egress = createEgressProxy({ log, port: options.proxyPort ?? 0, stateDir: options.stateDir });
-  await egress.listen();
+  // The proxy starts listening once the first call is answered: writing its CA bundle and listening
+  // cost ~60 ms of CPU at boot, which the host's wait for a ready sandbox need not include. Every
+  // call but a ping waits for it, so no command ever starts without the proxy's variables.
+  let listening: Promise<void> | undefined;
+  const listen = (): Promise<void> => {
+    listening ??= egress.listen();
+    return listening;
+  };
   let session = 0; // 0: no hello yet
-  let firstAnswer = options.onFirstAnswer;
+  let firstAnswer = true;
   const inflight = new Map<number, AbortController>();
   const drainWaiters: Array<() => void> = [];
 
@@ -230,9 +238,11 @@ export const startServer = async (options: ServerOptions) => {
       clearTimeout(timer);
       send(mine, message);
       if (firstAnswer) {
-        const run = firstAnswer;
-        firstAnswer = undefined;
-        setImmediate(run);
+        firstAnswer = false;
+        setImmediate(() => {
+          void listen();
+          options.onFirstAnswer?.();
+        });
       }
     };
     const limit = deadlineOf(op, args, opDeadlineMs);
@@ -270,6 +280,7 @@ export const startServer = async (options: ServerOptions) => {
         )
       : NO_STREAM;
     try {
+      if (op !== 'ping') await listen();
       const value = await handlers[op](args, { id, signal: ac.signal, session: mine, io });
       answer({ t: 'res', id, ok: true, value });
     } catch (e) {
