@@ -105,6 +105,8 @@ interface Entry extends Reapable {
   destroyed?: boolean;
   /** The rename of an assigned pool container, while it runs (destroy waits for it). */
   renaming?: Promise<void>;
+  /** Its container was just created and never started (its first open need not inspect it). */
+  created?: boolean;
 }
 
 export interface AdoptOptions {
@@ -203,7 +205,11 @@ export const createDockerProvider = (options: DockerProviderOptions): DockerProv
         defaults,
       );
       try {
-        return { container, workspace, live: await openSession(container, connect, defaults) };
+        return {
+          container,
+          workspace,
+          live: await openSession(container, connect, defaults, undefined, { created: true }),
+        };
       } catch (e) {
         await removeWith(container, workspace);
         throw e;
@@ -288,15 +294,17 @@ export const createDockerProvider = (options: DockerProviderOptions): DockerProv
       throw new SandboxError('SANDBOX_UNAVAILABLE', `The sandbox of agent ${entry.agentId} was destroyed.`, {
         data: { agentId: entry.agentId },
       });
+    const created = entry.created === true;
+    entry.created = false;
     try {
       if (entry.workspace) await workspaces.ready(entry.workspace);
-      return await openSession(entry.container, connect, entry.limits, undefined, { restart });
+      return await openSession(entry.container, connect, entry.limits, undefined, { restart, created });
     } catch (e) {
       if (!(await vanished(entry, e))) throw e;
     }
     await replace(entry);
     if (entry.workspace) await workspaces.ready(entry.workspace);
-    return openSession(entry.container, connect, entry.limits);
+    return openSession(entry.container, connect, entry.limits, undefined, { created: true });
   };
 
   /** Whether `e` (or, when it says something else, an inspect now) shows the container is gone. */
@@ -420,6 +428,7 @@ export const createDockerProvider = (options: DockerProviderOptions): DockerProv
         workspace,
         tenantId: spec.tenantId,
         lastUsed: Date.now(),
+        created: opened === undefined,
         ...(renaming === undefined ? {} : { renaming }),
       };
       // A known entry whose container vanished takes the new one, so that its handles follow.

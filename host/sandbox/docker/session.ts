@@ -62,18 +62,19 @@ const stopNow = async (container: Docker.Container): Promise<void> => {
 /**
  * Attach, start if needed, connect and ping; when sandboxd does not answer although its container
  * runs, restart the container and try once more. `restart`: restart first (sandboxd is known to
- * be unresponsive). Fails with SANDBOX_UNAVAILABLE, detaching on failure.
+ * be unresponsive). `created`: the container was just created and never started, so the first try
+ * asks the engine nothing before attaching. Fails with SANDBOX_UNAVAILABLE, detaching on failure.
  */
 export const openSession = async (
   container: Docker.Container,
   connect: ConnectSandboxd,
   limits: SandboxLimits,
   readyMs = 15_000,
-  options: { restart?: boolean } = {},
+  options: { restart?: boolean; created?: boolean } = {},
 ): Promise<Live> => {
   if (options.restart) await stopNow(container);
   try {
-    return await openOnce(container, connect, limits, readyMs);
+    return await openOnce(container, connect, limits, readyMs, options.created === true && !options.restart);
   } catch (e) {
     if (options.restart || !(e instanceof SandboxError) || e.code !== 'SANDBOX_UNAVAILABLE') throw e;
     const running = await container.inspect().then(
@@ -99,12 +100,15 @@ const openOnce = async (
   connect: ConnectSandboxd,
   limits: SandboxLimits,
   readyMs: number,
+  created = false,
 ): Promise<Live> => {
-  let running: boolean;
-  try {
-    running = (await container.inspect()).State.Running;
-  } catch (e) {
-    throw fromDocker(e, 'Inspecting the sandbox', { container: container.id });
+  let running = false;
+  if (!created) {
+    try {
+      running = (await container.inspect()).State.Running;
+    } catch (e) {
+      throw fromDocker(e, 'Inspecting the sandbox', { container: container.id });
+    }
   }
   const attachment = await attach(container);
   try {
