@@ -170,14 +170,47 @@ export const encodeData = (id: number, payload: Uint8Array): Buffer => {
   return finishData(frame, payload.length);
 };
 
+/** How many of `buf`'s bytes from its start (`fromEnd`: from its end) are 0xFF, counting at most STUFF_RUN. */
+const runOfFF = (buf: Buffer, fromEnd: boolean): number => {
+  let k = 0;
+  while (k < STUFF_RUN && k < buf.length && buf[fromEnd ? buf.length - 1 - k : k] === RESYNC_BYTE) k++;
+  return k;
+};
+
+/**
+ * One data frame carrying the concatenation of `parts` (at most MAX_DATA_BYTES in all) on stream
+ * `id`, as the buffers to write one after another (a writev): its header, the parts themselves
+ * (no copy) and its end byte. Only when the bytes would need stuffing (a run of seven 0xFF, within
+ * a part or across parts or the header) is it one stuffed copy (encodeData).
+ */
+export const encodeDataParts = (id: number, parts: readonly Buffer[]): Buffer[] => {
+  let bytes = 0;
+  for (const part of parts) bytes += part.length;
+  if (bytes > MAX_DATA_BYTES)
+    throw new FrameError(`a data frame carries 0 to ${MAX_DATA_BYTES} bytes, not ${bytes}`);
+  const header = allocData(id, 0).subarray(0, DATA_HEADER_BYTES);
+  header.writeUInt32BE(bytes + DATA_OVERHEAD, 0);
+  let run = runOfFF(header, true);
+  for (const part of parts) {
+    const lead = runOfFF(part, false);
+    if (run + lead >= STUFF_RUN || part.indexOf(STUFF_NEEDLE) !== -1)
+      return [encodeData(id, Buffer.concat(parts as Buffer[], bytes))];
+    run = lead === part.length ? run + lead : runOfFF(part, true);
+  }
+  return [header, ...parts, Buffer.alloc(1)];
+};
+
 export interface DecoderHandlers {
   /** A complete frame, parsed: always a non-null, non-array object. */
   onMessage(message: Record<string, unknown>): void;
   /**
-   * A data frame's payload (a view: copy what must outlive the call) and stream id. Without this
-   * handler a data frame is garbage.
+   * A data frame's stream id and payload, as the parts it arrived in (none for an empty payload):
+   * views of the pushed chunks, never concatenated, so a bulk transfer is not copied here. A part
+   * that would keep alive more than twice its own bytes of a chunk is a copy instead (keepParts),
+   * so what the parts hold stays within twice the payload. Without this handler a data frame is
+   * garbage.
    */
-  onData?(id: number, payload: Buffer): void;
+  onData?(id: number, payload: Buffer[]): void;
   /** Garbage or an oversized frame; the decoder then skips until the next RESYNC marker. */
   onError(error: FrameError): void;
   /** A RESYNC marker arrived; any partial frame was dropped. */
@@ -284,9 +317,8 @@ export class FrameDecoder {
     for (;;) {
       if (this.need === -1) {
         if (this.buffered < 4) return;
-        const all = this.take(this.buffered);
-        const length = all.readUInt32BE(0);
-        this.putBack(all.subarray(4));
+        const length = this.peekUInt32(0);
+        this.takeParts(4);
         if (length < 2 || length > this.maxBytes) {
           this.fail(`frame length ${length} is outside 2..${this.maxBytes}`);
           return;
@@ -299,14 +331,18 @@ export class FrameDecoder {
           this.fail(`data frame over ${MAX_DATA_BYTES} bytes`);
         return;
       }
+      if (this.chunks[0]?.[0] === DATA_KIND) {
+        // A data frame's payload is handed over in the parts it came in: no copy of bulk bytes.
+        const id = this.need >= DATA_OVERHEAD ? this.peekUInt32(1) : 0;
+        const parts = this.takeParts(this.need);
+        this.need = -1;
+        if (!this.data(id, parts)) return;
+        continue;
+      }
       const all = this.take(this.buffered);
       const body = all.subarray(0, this.need);
       this.putBack(all.subarray(this.need));
       this.need = -1;
-      if (body[0] === DATA_KIND) {
-        if (!this.data(body)) return;
-        continue;
-      }
       let message: unknown;
       try {
         message = JSON.parse(body.toString('utf8'));
@@ -323,23 +359,62 @@ export class FrameDecoder {
     }
   }
 
-  /** Hands a data frame's payload over; false when it failed the stream. */
-  private data(body: Buffer): boolean {
+  /** Hands a data frame's payload over (`body`: the frame's body in parts); false when it failed the stream. */
+  private data(id: number, body: Buffer[]): boolean {
     const onData = this.handlers.onData;
     if (onData === undefined) {
       this.fail('unexpected data frame');
       return false;
     }
-    if (body.length < DATA_OVERHEAD || body[body.length - 1] !== 0) {
+    let length = 0;
+    for (const part of body) length += part.length;
+    const last = body[body.length - 1];
+    if (length < DATA_OVERHEAD || last === undefined || last[last.length - 1] !== 0) {
       this.fail('data frame without a stream id or its end byte');
       return false;
     }
-    if (body.length - DATA_OVERHEAD > MAX_DATA_BYTES) {
+    if (length - DATA_OVERHEAD > MAX_DATA_BYTES) {
       this.fail(`data frame over ${MAX_DATA_BYTES} bytes`);
       return false;
     }
-    onData(body.readUInt32BE(1), body.subarray(DATA_HEADER_BYTES - 4, body.length - 1));
+    onData(id, keepParts(sliceParts(body, DATA_HEADER_BYTES - 4, length - 1)));
     return !this.broken;
+  }
+
+  /** The big-endian 32-bit integer `at` bytes into what is buffered (at least at + 4 bytes). */
+  private peekUInt32(at: number): number {
+    let value = 0;
+    let skip = at;
+    let want = 4;
+    for (const chunk of this.chunks) {
+      if (skip >= chunk.length) {
+        skip -= chunk.length;
+        continue;
+      }
+      for (let i = skip; i < chunk.length && want > 0; i++, want--)
+        value = value * 256 + (chunk[i] as number);
+      skip = 0;
+      if (want === 0) break;
+    }
+    return value;
+  }
+
+  /** The first `n` buffered bytes (at most what is buffered), as views of the chunks they are in. */
+  private takeParts(n: number): Buffer[] {
+    let whole = 0;
+    let left = n;
+    while (left > 0 && (this.chunks[whole] as Buffer).length <= left) {
+      left -= (this.chunks[whole] as Buffer).length;
+      whole++;
+    }
+    const parts = this.chunks.splice(0, whole);
+    if (left > 0) {
+      const chunk = this.chunks[0] as Buffer;
+      parts.push(chunk.subarray(0, left));
+      this.chunks[0] = chunk.subarray(left);
+    }
+    this.buffered -= n;
+    return parts;
   }
 
   private take(n: number): Buffer {
@@ -363,6 +438,54 @@ export class FrameDecoder {
     this.handlers.onError(new FrameError(why));
   }
 }
+
+/** Bytes `from` to `to` of the concatenation of `parts`, as views (empty parts left out). */
+export const sliceParts = (parts: readonly Buffer[], from: number, to: number): Buffer[] => {
+  const out: Buffer[] = [];
+  let at = 0;
+  for (const part of parts) {
+    const start = Math.max(from - at, 0);
+    const end = Math.min(to - at, part.length);
+    if (end > start) out.push(start === 0 && end === part.length ? part : part.subarray(start, end));
+    at += part.length;
+    if (at >= to) break;
+  }
+  return out;
+};
+
+/** Whether a view keeps alive at most twice its own bytes. */
+const dense = (part: Buffer): boolean => part.length * 2 >= part.buffer.byteLength;
+
+/**
+ * `parts` with every run of parts that keep alive more than twice their own bytes (small views of
+ * big chunks, or the many pieces of a payload full of stuffed 0xFF runs) replaced by one copy: what
+ * a queue of parts holds stays within twice their bytes, whatever a hostile peer interleaves around
+ * them, and a payload is never more parts than it has dense ones plus one copy between each.
+ */
+export const keepParts = (parts: Buffer[]): Buffer[] => {
+  if (parts.every(dense)) return parts;
+  const out: Buffer[] = [];
+  let run: Buffer[] = [];
+  const flush = (): void => {
+    if (run.length === 0) return;
+    // A copy of its own (not a slice of the shared pool), so that it keeps alive just its bytes.
+    let bytes = 0;
+    for (const part of run) bytes += part.length;
+    const copy = Buffer.allocUnsafeSlow(bytes);
+    let at = 0;
+    for (const part of run) at += part.copy(copy, at);
+    out.push(copy);
+    run = [];
+  };
+  for (const part of parts) {
+    if (dense(part)) {
+      flush();
+      out.push(part);
+    } else run.push(part);
+  }
+  flush();
+  return out;
+};
 
 /** Base64 of bytes, and back; the only binary encoding on the wire. */
 export const toWire = (data: Uint8Array): string =>

@@ -1,7 +1,7 @@
 // Byte-stream helpers for uploads, so that no upload is ever held whole in memory: a cap that fails
 // as soon as one byte too many arrived (not after the stream ended), and a regrouping into pieces
 // of a fixed size for transports that move one bounded piece per call (sandboxd frames).
-// Invariant: capBytes and rechunk hold at most one piece (or one source chunk) at a time; only
+// Invariant: capBytes, rechunk and regroup hold at most one piece (or one source chunk) at a time; only
 // `collect` gathers a whole stream, for the memory provider.
 
 import { SandboxError } from '../errors.ts';
@@ -44,8 +44,11 @@ export const capUpload = (
           }),
       );
 
-/** Regroups `source` into pieces of exactly `size` bytes; only the last piece may be shorter. */
-export async function* rechunk(source: AsyncIterable<Uint8Array>, size: number): AsyncGenerator<Buffer> {
+/**
+ * Regroups `source` into groups of views totalling exactly `size` bytes (only the last may be
+ * shorter), without copying: what rechunk does for a consumer that takes parts (a writev).
+ */
+export async function* regroup(source: AsyncIterable<Uint8Array>, size: number): AsyncGenerator<Buffer[]> {
   let parts: Buffer[] = [];
   let held = 0;
   for await (const chunk of source) {
@@ -54,17 +57,23 @@ export async function* rechunk(source: AsyncIterable<Uint8Array>, size: number):
       const take = size - held;
       parts.push(rest.subarray(0, take));
       rest = rest.subarray(take);
-      const piece = Buffer.concat(parts, size);
+      const group = parts;
       parts = [];
       held = 0;
-      yield piece;
+      yield group;
     }
     if (rest.length > 0) {
       parts.push(rest);
       held += rest.length;
     }
   }
-  if (held > 0) yield Buffer.concat(parts, held);
+  if (held > 0) yield parts;
+}
+
+/** Regroups `source` into pieces of exactly `size` bytes; only the last piece may be shorter. */
+export async function* rechunk(source: AsyncIterable<Uint8Array>, size: number): AsyncGenerator<Buffer> {
+  for await (const parts of regroup(source, size))
+    yield parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts);
 }
 
 /** Collects a (capped) stream into one Buffer: only for providers that keep files in memory anyway. */

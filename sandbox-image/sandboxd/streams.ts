@@ -154,23 +154,26 @@ export const createStreams = (options: { log: (line: string) => void }) => {
       s.flow.end();
       s.wake?.();
     },
-    onData(id: number, payload: Buffer): void {
+    /** One data frame's payload, in the parts it arrived in (protocol.ts onData). */
+    onData(id: number, payload: Buffer[]): void {
       const s = incoming.get(id);
       if (!s) {
         options.log(`data for unknown stream ${id} dropped`);
         return;
       }
       if (s.failure) return;
+      let bytes = 0;
+      for (const part of payload) bytes += part.length;
       try {
-        s.flow.received(payload.length);
+        s.flow.received(bytes);
       } catch (e) {
         if (!(e instanceof FlowError)) throw e;
         options.log(`stream ${id}: ${e.message}; stopped`);
         failIncoming(id, new WireError('INVALID_ARGUMENTS', `The host broke flow control: ${e.message}.`));
         return;
       }
-      if (payload.length === 0) return;
-      s.queue.push(payload);
+      if (bytes === 0) return;
+      s.queue.push(...payload);
       s.wake?.();
     },
     /** A new session: every stream of the previous one is gone. */

@@ -7,7 +7,7 @@
 import type { Readable, Writable } from 'node:stream';
 import { MAX_BINARY_BYTES, MAX_DATA_BYTES } from '../../../sandbox-wire/protocol.ts';
 import { SandboxError } from '../../errors.ts';
-import { rechunk } from '../chunks.ts';
+import { regroup } from '../chunks.ts';
 import { createResolver } from '../paths.ts';
 import type {
   ExecOptions,
@@ -260,10 +260,11 @@ export const connectSandboxd = async (options: ConnectSandboxdOptions): Promise<
           const { io, result } = conn.stream('writeStream', { path: abs, mode: opts.mode });
           let sent = 0;
           try {
-            // Whole data frames, however small the pieces the source (an HTTP body) comes in.
-            for await (const piece of rechunk(source, MAX_DATA_BYTES)) {
-              await io.write(piece);
-              sent += piece.byteLength;
+            // Whole data frames, however small the pieces the source (an HTTP body) comes in,
+            // made of those pieces without copying them.
+            for await (const parts of regroup(source, MAX_DATA_BYTES)) {
+              await io.write(parts);
+              for (const part of parts) sent += part.byteLength;
             }
             await io.end();
           } catch (e) {

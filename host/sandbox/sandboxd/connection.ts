@@ -255,11 +255,18 @@ export const openConnection = (options: OpenOptions): Promise<Connection> => {
       ),
     );
 
-  const send = async (message: HostMessage | Buffer): Promise<void> => {
+  /** Writes a message, a finished frame, or a frame's buffers (one writev: corked). */
+  const send = async (message: HostMessage | Buffer | Buffer[]): Promise<void> => {
     while (draining) await draining;
     if (failure) throw failure;
-    const frame = Buffer.isBuffer(message) ? message : encodeFrame(message);
-    if (!output.write(frame)) {
+    let flowing: boolean;
+    if (Array.isArray(message)) {
+      output.cork();
+      flowing = true;
+      for (const part of message) flowing = output.write(part) && flowing;
+      output.uncork();
+    } else flowing = output.write(Buffer.isBuffer(message) ? message : encodeFrame(message));
+    if (!flowing) {
       draining = new Promise<void>((resolve) => {
         const done = (): void => {
           output.off('drain', done);

@@ -3,14 +3,16 @@
 // sandboxd's credit. connection.ts routes data frames, `credit` and `end` here and calls `answered`
 // when a stream's call gets its answer.
 // Invariants (sandboxd is untrusted): we hold at most one window per stream (RECEIVE_WINDOW_BYTES,
-// plus the frame being decoded), since credit is granted back only as the consumer takes bytes;
+// plus the frame being decoded), since credit is granted back only as the consumer takes bytes; its
+// bytes are views of what the socket read, never copied, each keeping alive at most twice its own
+// size (protocol.ts keepParts), so the memory behind a window is at most two windows;
 // data for a stream we never opened or that is answered, past the credit we granted, or after its
 // end fails the whole connection (`violation`); a stream whose consumer stops or goes quiet past
 // `stallMs` is abandoned: its call is cancelled and what still arrives for it is dropped (within
 // its credit) until the answer removes it, so a slow or gone HTTP client never grows the host's
 // memory and never leaves sandboxd reading.
 
-import { encodeData, MAX_DATA_BYTES } from '../../../sandbox-wire/protocol.ts';
+import { encodeDataParts, MAX_DATA_BYTES, sliceParts } from '../../../sandbox-wire/protocol.ts';
 import {
   FlowError,
   Inbound,
@@ -19,13 +21,17 @@ import {
   STREAM_WINDOW_BYTES,
 } from '../../../sandbox-wire/streams.ts';
 import { SandboxError } from '../../errors.ts';
+import { asBuffer } from '../chunks.ts';
 
 /** One stream as its opener sees it. */
 export interface StreamHandle {
   /** What sandboxd sends, in order; credit goes back as each piece is taken. Ends at its end or answer. */
   readonly incoming: AsyncIterable<Buffer>;
-  /** Sends `data` within sandboxd's credit, in data frames; resolves once they are written. */
-  write(data: Uint8Array): Promise<void>;
+  /**
+   * Sends `data` (one buffer, or parts sent as if concatenated) within sandboxd's credit, in data
+   * frames written without copying the bytes (encodeDataParts); resolves once they are written.
+   */
+  write(data: Uint8Array | readonly Uint8Array[]): Promise<void>;
   /** Tells sandboxd we send no more. */
   end(): Promise<void>;
   /** The consumer let go: cancel the call (if it is still running) and drop what arrives. */
@@ -46,8 +52,8 @@ interface Entry {
 export interface StreamTableOptions {
   /** Sends a control message (credit, end). */
   sendMessage(message: { t: 'credit'; id: number; bytes: number } | { t: 'end'; id: number }): Promise<void>;
-  /** Writes one finished data frame, waiting while the socket is full. */
-  sendFrame(frame: Buffer): Promise<void>;
+  /** Writes one finished data frame (its buffers in order, one writev), waiting while the socket is full. */
+  sendFrame(frame: Buffer[]): Promise<void>;
   /** Fails the connection: sandboxd broke flow control. */
   violation(why: string): void;
   /** Longest wait for data or credit before a stream is given up with SANDBOX_UNAVAILABLE. */
@@ -142,17 +148,19 @@ export const createStreamTable = (options: StreamTableOptions) => {
     return {
       incoming: { [Symbol.asyncIterator]: incoming },
       async write(data) {
-        const buf = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-        for (let at = 0; at < buf.length; ) {
+        const parts = (Array.isArray(data) ? data : [data]).map(asBuffer);
+        let total = 0;
+        for (const part of parts) total += part.length;
+        for (let at = 0; at < total; ) {
           const n = await withStall(
-            e.outbound.acquire(Math.min(MAX_DATA_BYTES, buf.length - at)),
+            e.outbound.acquire(Math.min(MAX_DATA_BYTES, total - at)),
             () => stalled('credit'),
             stallMs,
           ).catch((error: unknown) => {
             abandon();
             throw error;
           });
-          await options.sendFrame(encodeData(id, buf.subarray(at, at + n)));
+          await options.sendFrame(encodeDataParts(id, sliceParts(parts, at, at + n)));
           at += n;
         }
       },
@@ -174,21 +182,24 @@ export const createStreamTable = (options: StreamTableOptions) => {
     get size(): number {
       return open.size;
     },
-    data(id: number, payload: Buffer): void {
+    /** One data frame's payload, in the parts it arrived in (views: no copy of bulk bytes). */
+    data(id: number, payload: Buffer[]): void {
       const e = open.get(id);
       if (!e) {
         options.violation(`data for stream ${id}, which is not open`);
         return;
       }
+      let bytes = 0;
+      for (const part of payload) bytes += part.length;
       try {
-        e.inbound.received(payload.length);
+        e.inbound.received(bytes);
       } catch (error) {
         if (!(error instanceof FlowError)) throw error;
         options.violation(`stream ${id}: ${error.message}`);
         return;
       }
-      if (e.abandoned || e.failure || payload.length === 0) return;
-      e.queue.push(payload);
+      if (e.abandoned || e.failure || bytes === 0) return;
+      e.queue.push(...payload);
       e.wake?.();
     },
     credit(id: number, bytes: number): void {

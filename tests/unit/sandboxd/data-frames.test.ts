@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import {
   encodeData,
+  encodeDataParts,
   encodeFrame,
   FrameDecoder,
   type FrameError,
@@ -25,7 +26,7 @@ type Seen = { json: unknown[]; data: Array<[number, string]>; errors: string[]; 
 const decoderFor = (seen: Seen) =>
   new FrameDecoder({
     onMessage: (m) => seen.json.push(m),
-    onData: (id, payload) => seen.data.push([id, payload.toString('hex')]),
+    onData: (id, payload) => seen.data.push([id, Buffer.concat(payload).toString('hex')]),
     onError: (e: FrameError) => seen.errors.push(e.message),
     onResync: () => {
       seen.resyncs++;
@@ -90,6 +91,53 @@ describe('data frames', () => {
 
   it('refuses to encode more than MAX_DATA_BYTES', () => {
     expect(() => encodeData(1, Buffer.alloc(MAX_DATA_BYTES + 1))).toThrow(/data frame/);
+    expect(() => encodeDataParts(1, [Buffer.alloc(MAX_DATA_BYTES), Buffer.alloc(1)])).toThrow(/data frame/);
+  });
+
+  it('from parts: the same bytes on the wire as one payload, uncopied unless a 0xFF run needs stuffing', () => {
+    const ff = (n: number) => Buffer.alloc(n, 0xff);
+    const cases: Array<[number, Buffer[]]> = [
+      [1, [Buffer.from('abc'), Buffer.from('def')]],
+      [2, []],
+      [3, [ff(3), ff(3)]], // six: no stuffing
+      [4, [ff(4), ff(3), Buffer.from([1])]], // seven across two parts
+      [0x7fffffff, [ff(4), Buffer.from([2])]], // the id's three 0xFF and the payload's four
+      [0x7fffffff, [ff(3), Buffer.from([2])]], // six with the id's: none
+      [6, [Buffer.from([1]), ff(20), ff(1), Buffer.from([0, 0xff])]],
+    ];
+    for (const [id, parts] of cases) {
+      const pieces = encodeDataParts(id, parts);
+      const whole = Buffer.concat(parts);
+      expect(Buffer.concat(pieces)).toEqual(encodeData(id, whole));
+      const stuffed = encodeData(id, whole).length !== 10 + whole.length;
+      // Unstuffed frames are the header, the parts themselves and the end byte.
+      if (!stuffed) expect(pieces.slice(1, -1).every((p, i) => p === parts[i])).toBe(true);
+    }
+  });
+
+  it('hands a payload over in the parts it came in, copying only parts that would keep much more alive', () => {
+    const payload = randomBytes(200_000);
+    const wire = encodeData(1, payload);
+    // A tiny part of a big chunk (the frame's last bytes and the next frame in one chunk) is copied.
+    const cuts = [60_000, 130_000, wire.length - 5];
+    const chunks = [0, ...cuts].map((from, i) =>
+      Buffer.concat([
+        wire.subarray(from, cuts[i] ?? wire.length),
+        i === 3 ? Buffer.alloc(100_000) : Buffer.alloc(0),
+      ]),
+    );
+    const got: Buffer[][] = [];
+    const d = new FrameDecoder({
+      onMessage: () => {},
+      onData: (_, parts) => got.push(parts),
+      onError: () => {},
+    });
+    for (const c of chunks) d.push(c);
+    expect(got).toHaveLength(1);
+    const parts = got[0] as Buffer[];
+    expect(Buffer.concat(parts)).toEqual(payload);
+    expect(parts.length).toBeGreaterThan(1);
+    for (const part of parts) expect(part.buffer.byteLength).toBeLessThanOrEqual(2 * part.length);
   });
 
   it('an oversized data frame fails at its header, before its body is buffered', () => {
