@@ -138,8 +138,8 @@ export const startServer = async (options: ServerOptions) => {
   const drainWaiters: Array<() => void> = [];
 
   let waitingForDrain = false;
-  const write = (frame: Buffer): boolean => {
-    const ok = output.write(frame);
+  const write = (frame: Buffer, done?: () => void): boolean => {
+    const ok = output.write(frame, done);
     if (!ok && !waitingForDrain) {
       waitingForDrain = true;
       output.once('drain', () => {
@@ -268,8 +268,8 @@ export const startServer = async (options: ServerOptions) => {
           ac.signal,
           {
             send: (message) => send(mine, message),
-            write: (frame) => {
-              if (mine === session) write(frame);
+            write: (frame, done) => {
+              if (mine === session) write(frame, done);
             },
             ready: () =>
               output.writableLength <= MAX_DATA_BYTES || !waitingForDrain

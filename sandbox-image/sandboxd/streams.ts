@@ -8,7 +8,7 @@
 // end, fails that stream (logged), never the process; data for a stream we do not know is dropped.
 
 import { WireError } from '../../sandbox-wire/errors.ts';
-import { allocData, finishData, MAX_DATA_BYTES } from '../../sandbox-wire/protocol.ts';
+import { allocData, DATA_HEADER_BYTES, finishData, MAX_DATA_BYTES } from '../../sandbox-wire/protocol.ts';
 import {
   FlowError,
   Inbound,
@@ -17,13 +17,23 @@ import {
   STREAM_WINDOW_BYTES,
 } from '../../sandbox-wire/streams.ts';
 
+/** Written frames a sending stream keeps for its next ones (credit bounds how many are in flight anyway). */
+const FRAME_POOL = 4;
+
 /** What a handler that sends bytes gets. */
 export interface Sender {
   /** Waits for credit; resolves with 1..max bytes the caller may send now. Rejects once aborted. */
   credit(max: number): Promise<number>;
-  /** Sends a frame from allocData whose first `used` payload bytes are filled (within credit taken). */
+  /**
+   * Sends a frame from `frame` whose first `used` payload bytes are filled (within credit taken);
+   * the frame is not to be touched again (it goes back to this stream's pool once written).
+   */
   send(frame: Buffer, used: number): void;
-  /** A fresh frame for up to MAX_DATA_BYTES on this stream (protocol.ts allocData). */
+  /**
+   * A frame for up to `bytes` (at most MAX_DATA_BYTES) on this stream (protocol.ts allocData): a
+   * full-size one from this stream's pool when a written one is free, so that a transfer does not
+   * allocate (and collect) a fresh 256 KiB buffer per frame.
+   */
   frame(bytes: number): Buffer;
   /** No more data from us on this stream. */
   end(): void;
@@ -48,8 +58,8 @@ interface Incoming {
 export interface StreamOutput {
   /** Sends a control message. */
   send: (message: object) => void;
-  /** Writes a finished frame. */
-  write: (frame: Buffer) => void;
+  /** Writes a finished frame; `done` runs once it was handed to the OS (or dropped). */
+  write: (frame: Buffer, done?: () => void) => void;
   /**
    * Resolves once our stdout holds little enough that another data frame may be queued: credit
    * bounds what is in flight, this bounds what other calls' answers queue behind in our own
@@ -101,13 +111,19 @@ export const createStreams = (options: { log: (line: string) => void }) => {
     incoming.set(id, s);
     signal.addEventListener('abort', onAbort, { once: true });
     if (signal.aborted) onAbort();
+    // Full-size frames written and free again: at most FRAME_POOL of them, dropped with the stream.
+    const pool: Buffer[] = [];
+    const full = DATA_HEADER_BYTES + MAX_DATA_BYTES + 1;
     const sender: Sender = {
       credit: async (max) => {
         await Promise.race([output.ready(), aborted]);
         return out.acquire(Math.min(max, MAX_DATA_BYTES));
       },
-      frame: (bytes) => allocData(id, bytes),
-      send: (frame, used) => output.write(finishData(frame, used)),
+      frame: (bytes) => pool.pop() ?? allocData(id, bytes < MAX_DATA_BYTES / 4 ? bytes : MAX_DATA_BYTES),
+      send: (frame, used) => {
+        const reuse = frame.length === full && pool.length < FRAME_POOL;
+        output.write(finishData(frame, used), reuse ? () => pool.push(frame) : undefined);
+      },
       end: () => output.send({ t: 'end', id }),
     };
     const receiver: Receiver = {

@@ -40,6 +40,19 @@ describe('sandboxd streams', () => {
     expect(local.c.openStreams).toBe(0);
   });
 
+  it('downloads byte-exact to a slow consumer (a frame is reused only once it was written)', async () => {
+    const data = randomBytes(8 * MiB);
+    writeFileSync(join(local.sd.root, 'slow-down.bin'), data);
+    const parts: Buffer[] = [];
+    let n = 0;
+    for await (const piece of local.c.fs.readStream?.('slow-down.bin', 0, data.length) ?? []) {
+      parts.push(Buffer.from(piece));
+      // Every few pieces the consumer lags, so sandboxd's output backs up with frames in flight.
+      if (++n % 16 === 0) await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(sha(Buffer.concat(parts))).toBe(sha(data));
+  });
+
   it('uploads 16 MiB byte-exact, replacing the file only at the end', async () => {
     const data = randomBytes(16 * MiB);
     const bytes = await local.c.fs.writeStream?.('up/new.bin', chunksOf(data, 100_000), { mode: 0o640 });
