@@ -67,7 +67,7 @@ export interface QueuedRow extends EventRow {
   /** What the row adds to its tenant's usage (payloads included). */
   bytes: number;
   /** Payloads this row stores first (not yet stored for the tenant). */
-  blobs: PayloadBlob[];
+  blobs: readonly PayloadBlob[];
 }
 
 /**
@@ -115,12 +115,13 @@ export interface EventLogOptions {
  */
 export interface AsyncEventWriter {
   /**
-   * `done` is called once: how many rows (from the first) are stored and their seqs, the error that
-   * stopped the rest, and `lost` when the thread ended (whether the rest was stored is unknown).
+   * `done` is called once: how many rows (from the first) are stored, their seqs when the backend
+   * renumbered them (undefined: as given), the error that stopped the rest, and `lost` when the
+   * thread ended (whether the rest was stored is unknown).
    */
   write(
     rows: QueuedRow[],
-    done: (result: { stored: number; seqs: number[]; error?: unknown; lost?: boolean }) => void,
+    done: (result: { stored: number; seqs?: number[]; error?: unknown; lost?: boolean }) => void,
   ): void;
   /** Blocks the calling thread until the write in flight (if any) has called its `done`. */
   waitSync(): void;
@@ -146,6 +147,24 @@ export const SETTLING_TYPES: ReadonlySet<string> = new Set([
   // how a client's action on the sandbox ended (host/api/audit.ts)
   'client.result',
 ]);
+/** A tenant's log budget as this process counts it (see the header). */
+interface Budget {
+  tenantId: string;
+  /** Log bytes stored plus queued: loaded from the backend on the tenant's first append. */
+  used: number;
+  dropped: number;
+  refused: number;
+}
+
+/** What appending to a session needs, kept per session. */
+interface SessionState {
+  tenantId: string;
+  /** Its tenant's, once the session appended. */
+  budget: Budget | undefined;
+  /** The last seq given (or stored, once the backend renumbered); -1 until read at its first append. */
+  seq: number;
+}
+
 /** Fixed part of an event's JSON: `{"seq":…,"at":…,"type":"","surface":"log-only","callId":"",…}`. */
 const EVENT_ENVELOPE = 128;
 /** What a row costs beyond its data and refs (key, type, ids, columns): an estimate, the same everywhere. */
@@ -201,12 +220,18 @@ const validate = (input: SessionEventInput): void => {
   }
 };
 
-/** The data's JSON text with its large values moved out (payloads.ts). */
-const shape = (input: SessionEventInput, inlineBytes: number): SplitData => {
+/** What rows with no payloads share (never mutated). */
+const NO_BLOBS: readonly PayloadBlob[] = Object.freeze([]);
+
+/**
+ * The data's JSON text with its large values moved out (payloads.ts): a string when nothing moved
+ * (the common case, no object built around it).
+ */
+const shape = (input: SessionEventInput, inlineBytes: number): string | SplitData => {
   try {
     if (!mayExceed(input.data, inlineBytes)) {
       const json = JSON.stringify(input.data) ?? 'null';
-      if (json.length <= inlineBytes) return { json, refs: [], blobs: [] };
+      if (json.length <= inlineBytes) return json;
     }
     return splitValue(input.data, inlineBytes);
   } catch (cause) {
@@ -223,11 +248,10 @@ export const createEventLog = (
   const batchWindowMs = options.batchWindowMs ?? 0;
   const budget = options.budgetBytes ?? DEFAULT_LOG_BUDGET_BYTES;
   const inlineBytes = options.inlineBytes ?? DEFAULT_INLINE_BYTES;
-  const lastSeq = new Map<string, number>();
-  const tenants = new Map<string, string>();
-  /** Log bytes per tenant: stored plus queued. Loaded from the backend on a tenant's first append. */
-  const used = new Map<string, number>();
-  const counters = new Map<string, { dropped: number; refused: number }>();
+  /** Per session: its tenant, its budget and its last seq, loaded as first needed. */
+  const sessions = new Map<string, SessionState>();
+  /** Per tenant that appended since open: log bytes stored plus queued, and what was dropped or refused. */
+  const budgets = new Map<string, Budget>();
   /** Payloads queued but not yet written, by `${tenant}\0${sha256}`. */
   const queuedBlobs = new Map<string, string>();
   const listeners = new Map<string, Set<(event: SessionEvent) => void>>();
@@ -245,25 +269,26 @@ export const createEventLog = (
   let failures = 0;
   let closed = false;
 
-  const tenantOf = (sessionId: string): string => {
-    let tenant = tenants.get(sessionId);
-    if (tenant === undefined) {
-      tenant = options.tenantOf?.(sessionId) ?? backend.tenantOf(sessionId);
-      tenants.set(sessionId, tenant);
+  const sessionOf = (sessionId: string): SessionState => {
+    let session = sessions.get(sessionId);
+    if (session === undefined) {
+      const tenantId = options.tenantOf?.(sessionId) ?? backend.tenantOf(sessionId);
+      session = { tenantId, budget: undefined, seq: -1 };
+      sessions.set(sessionId, session);
     }
-    return tenant;
+    return session;
   };
-  const usageOf = (tenant: string): number => {
-    let bytes = used.get(tenant);
-    if (bytes === undefined) {
-      bytes = backend.usage(tenant);
-      used.set(tenant, bytes);
+  const tenantOf = (sessionId: string): string => sessionOf(sessionId).tenantId;
+  /** The tenant's budget, its usage loaded from the backend on its first append. */
+  const budgetOf = (session: SessionState): Budget => {
+    if (session.budget !== undefined) return session.budget;
+    const tenantId = session.tenantId;
+    let entry = budgets.get(tenantId);
+    if (entry === undefined) {
+      entry = { tenantId, used: backend.usage(tenantId), dropped: 0, refused: 0 };
+      budgets.set(tenantId, entry);
     }
-    return bytes;
-  };
-  const countersOf = (tenant: string) => {
-    const entry = counters.get(tenant) ?? { dropped: 0, refused: 0 };
-    counters.set(tenant, entry);
+    session.budget = entry;
     return entry;
   };
   const blobKey = (tenant: string, sha256: string) => `${tenant}\0${sha256}`;
@@ -289,13 +314,22 @@ export const createEventLog = (
   /** What follows a stored batch: seqs followed, payloads no longer queued, subscribers told. */
   const committed = (batch: QueuedRow[]) => {
     stored += batch.length;
+    let session: SessionState | undefined;
+    let sessionId: string | undefined;
+    let blobs = false;
     for (const row of batch) {
       // The backend may have renumbered rows after another process's writes: follow it.
-      if (row.seq > (lastSeq.get(row.sessionId) ?? 0)) lastSeq.set(row.sessionId, row.seq);
+      if (row.sessionId !== sessionId) {
+        sessionId = row.sessionId;
+        session = sessions.get(sessionId);
+      }
+      if (session !== undefined && row.seq > session.seq) session.seq = row.seq;
+      if (row.blobs.length === 0) continue;
+      blobs = true;
       for (const blob of row.blobs) queuedBlobs.delete(blobKey(row.tenantId, blob.sha256));
     }
-    notify(batch);
-    for (const row of batch) row.blobs = [];
+    if (listeners.size > 0) notify(batch);
+    if (blobs) for (const row of batch) row.blobs = NO_BLOBS;
   };
 
   /** The one writer path: takes the whole queue, writes it atomically (or hands it to the thread), then notifies. */
@@ -325,11 +359,15 @@ export const createEventLog = (
     inFlight = batch;
     thread.write(batch, (answer) => {
       inFlight = [];
-      const done = batch.slice(0, answer.stored);
-      done.forEach((row, i) => {
-        row.seq = answer.seqs[i] ?? row.seq;
-      });
-      let rest = batch.slice(answer.stored);
+      // The common answer: everything stored as numbered, no copies.
+      const whole = answer.stored === batch.length;
+      const done = whole ? batch : batch.slice(0, answer.stored);
+      const { seqs } = answer;
+      if (seqs !== undefined)
+        done.forEach((row, i) => {
+          row.seq = seqs[i] ?? row.seq;
+        });
+      let rest = whole ? [] : batch.slice(answer.stored);
       if (answer.lost) {
         // The thread ended: what it stored is unknown, so use the stored seqs (one writer per session).
         writer = undefined;
@@ -393,14 +431,9 @@ export const createEventLog = (
     scheduled = () => clearTimeout(handle);
   };
 
-  const nextSeq = (sessionId: string): number => {
-    const seq = lastSeq.get(sessionId)! + 1;
-    lastSeq.set(sessionId, seq);
-    return seq;
-  };
-
-  const refuse = (tenantId: string, bytes: number, adding: number): SandboxError => {
-    countersOf(tenantId).refused++;
+  const refuse = (tenant: Budget, bytes: number, adding: number): SandboxError => {
+    const { tenantId } = tenant;
+    tenant.refused++;
     return new SandboxError(
       'STORE_BUDGET_EXCEEDED',
       `This tenant's event log holds ${bytes} of its ${budget} bytes; ` +
@@ -411,21 +444,30 @@ export const createEventLog = (
   };
 
   /**
-   * Shapes one event for the queue under its tenant's budget (see the header), counting what it
-   * adds into `pending` (this append's usage so far) and `adding` (its new payloads).
+   * Shapes one event for the queue under its tenant's budget (see the header), given what this
+   * append already adds to that budget (`pending`) and the payloads it already adds (`adding`,
+   * into which this event's new ones go).
    */
-  const admit = (input: SessionEventInput, pending: Map<string, number>, adding: Set<string>): QueuedRow => {
-    validate(input);
-    const tenantId = tenantOf(input.sessionId);
-    const before = usageOf(tenantId) + (pending.get(tenantId) ?? 0);
+  const admit = (
+    input: SessionEventInput,
+    session: SessionState,
+    pending: number,
+    adding: Set<string> | undefined,
+  ): QueuedRow => {
+    const tenant = budgetOf(session);
+    const tenantId = session.tenantId;
+    const before = tenant.used + pending;
     const settles = SETTLING_TYPES.has(input.type);
     // Spent budgets refuse before any serializing or hashing.
-    if (!settles && before >= budget) throw refuse(tenantId, before, 0);
+    if (!settles && before >= budget) throw refuse(tenant, before, 0);
     const split = shape(input, inlineBytes);
-    let blobs = split.blobs.filter((b) => {
-      const key = blobKey(tenantId, b.sha256);
-      return !adding.has(key) && !queuedBlobs.has(key) && !backend.hasBlob(tenantId, b.sha256);
-    });
+    const simple = typeof split === 'string';
+    let blobs = simple
+      ? NO_BLOBS
+      : split.blobs.filter((b) => {
+          const key = blobKey(tenantId, b.sha256);
+          return !adding?.has(key) && !queuedBlobs.has(key) && !backend.hasBlob(tenantId, b.sha256);
+        });
     // seq and at are set when the append is admitted whole.
     const row: QueuedRow = {
       sessionId: input.sessionId,
@@ -435,29 +477,61 @@ export const createEventLog = (
       surface: input.surface,
       callId: input.callId,
       parentCallId: input.parentCallId,
-      data: split.json,
-      refs: split.refs.length === 0 ? undefined : JSON.stringify(split.refs),
+      data: simple ? split : split.json,
+      refs: simple || split.refs.length === 0 ? undefined : JSON.stringify(split.refs),
       tenantId,
       bytes: 0,
       blobs,
     };
-    let bytes = rowBytes(row) + blobs.reduce((n, b) => n + b.bytes, 0);
+    let bytes = rowBytes(row);
+    for (const b of blobs) bytes += b.bytes;
     if (before + bytes > budget) {
-      if (!settles) throw refuse(tenantId, before, bytes);
-      if (blobs.length > 0) {
+      if (!settles) throw refuse(tenant, before, bytes);
+      if (!simple && blobs.length > 0) {
         const lost = new Set(blobs.map((b) => b.sha256));
         const refs = split.refs.map((r) => (lost.has(r.sha256) ? { ...r, dropped: true as const } : r));
         row.refs = JSON.stringify(refs);
-        countersOf(tenantId).dropped += lost.size;
-        blobs = [];
+        tenant.dropped += lost.size;
+        blobs = NO_BLOBS;
         row.blobs = blobs;
         bytes = rowBytes(row);
       }
     }
     row.bytes = bytes;
-    pending.set(tenantId, (pending.get(tenantId) ?? 0) + bytes);
-    for (const b of blobs) adding.add(blobKey(tenantId, b.sha256));
+    for (const b of blobs) adding?.add(blobKey(tenantId, b.sha256));
     return row;
+  };
+
+  /** Queues an admitted row (its session's seq loaded) with its seq and time; the event appended. */
+  const enqueue = (
+    input: SessionEventInput,
+    row: QueuedRow,
+    session: SessionState,
+    at: number,
+  ): SessionEvent => {
+    row.seq = ++session.seq;
+    row.at = at;
+    for (const blob of row.blobs) queuedBlobs.set(blobKey(row.tenantId, blob.sha256), blob.json);
+    queue.push(row);
+    appended++;
+    return { ...input, seq: row.seq, at };
+  };
+
+  /** A session's last seq, read from the backend before its first append. */
+  const loadSeq = (sessionId: string, session: SessionState) => {
+    if (session.seq < 0) session.seq = backend.lastSeq(sessionId);
+  };
+
+  /** One event (what the tool pipeline appends): the general path without its per-append maps. */
+  const appendOne = (input: SessionEventInput): SessionEvent => {
+    validate(input);
+    const session = sessionOf(input.sessionId);
+    const row = admit(input, session, 0, undefined);
+    loadSeq(input.sessionId, session);
+    (session.budget as Budget).used += row.bytes;
+    const event = enqueue(input, row, session, now());
+    schedule();
+    return event;
   };
 
   /** About the length of the event's JSON as the API shows it (envelope, data and payload list). */
@@ -476,26 +550,27 @@ export const createEventLog = (
   return {
     append(inputs) {
       if (closed) throw new SandboxError('SHUTTING_DOWN', 'the event log is closed');
+      if (inputs.length === 1) return [appendOne(inputs[0] as SessionEventInput)];
       // Check, serialize and admit everything first so a bad or refused event rejects the whole
       // append before any seq or byte is used (and a refused one is never serialized).
-      const pending = new Map<string, number>();
+      const pending = new Map<Budget, number>();
       const adding = new Set<string>();
-      const rows = inputs.map((input) => admit(input, pending, adding));
-      for (const [tenant, bytes] of pending) used.set(tenant, usageOf(tenant) + bytes);
-      for (const { sessionId } of inputs) {
-        if (!lastSeq.has(sessionId)) lastSeq.set(sessionId, backend.lastSeq(sessionId));
-      }
-      const at = now();
-      const events: SessionEvent[] = [];
-      appended += inputs.length;
-      inputs.forEach((input, i) => {
-        const row = rows[i] as QueuedRow;
-        row.seq = nextSeq(input.sessionId);
-        row.at = at;
-        for (const blob of row.blobs) queuedBlobs.set(blobKey(row.tenantId, blob.sha256), blob.json);
-        queue.push(row);
-        events.push({ ...input, seq: row.seq, at });
+      const states: SessionState[] = [];
+      const rows = inputs.map((input) => {
+        validate(input);
+        const session = sessionOf(input.sessionId);
+        const tenant = budgetOf(session);
+        const row = admit(input, session, pending.get(tenant) ?? 0, adding);
+        pending.set(tenant, (pending.get(tenant) ?? 0) + row.bytes);
+        states.push(session);
+        return row;
       });
+      for (const [i, input] of inputs.entries()) loadSeq(input.sessionId, states[i] as SessionState);
+      for (const [tenant, bytes] of pending) tenant.used += bytes;
+      const at = now();
+      const events = inputs.map((input, i) =>
+        enqueue(input, rows[i] as QueuedRow, states[i] as SessionState, at),
+      );
       if (events.length > 0) schedule();
       return events;
     },
@@ -562,15 +637,14 @@ export const createEventLog = (
     usage() {
       const all = new Map<string, number>();
       for (const { tenantId, bytes } of backend.usageAll()) all.set(tenantId, bytes);
-      for (const [tenantId, bytes] of used) all.set(tenantId, bytes);
-      for (const tenantId of counters.keys()) if (!all.has(tenantId)) all.set(tenantId, usageOf(tenantId));
+      for (const { tenantId, used } of budgets.values()) all.set(tenantId, used);
       return [...all].map(
         ([tenantId, bytes]): TenantLogUsage => ({
           tenantId,
           bytes,
           budget,
-          dropped: counters.get(tenantId)?.dropped ?? 0,
-          refused: counters.get(tenantId)?.refused ?? 0,
+          dropped: budgets.get(tenantId)?.dropped ?? 0,
+          refused: budgets.get(tenantId)?.refused ?? 0,
         }),
       );
     },

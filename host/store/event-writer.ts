@@ -37,7 +37,7 @@ const THREAD = new URL('./event-writer-thread.ts', import.meta.url);
  * Rows as bytes and numbers: structured clone pays per string (2,000 rows are ~16,000 strings), so
  * the few distinct short strings (session, type, surface, tenant) go once in a table, the long ones
  * (call ids, data, refs) as UTF-8 in one buffer, and the rest as numbers. Both buffers are shared
- * memory, posted by reference; the writer never touches them after posting (a fresh pair per write).
+ * memory, posted by reference (a transferred or copied buffer cost 1-7 ms per 2,000 rows).
  */
 export interface PackedRows {
   /** Distinct sessionId, type, surface and tenantId values, referenced by index. */
@@ -50,10 +50,34 @@ export interface PackedRows {
   blobs: [number, QueuedRow['blobs']][];
 }
 
+/**
+ * The shared memory one writer packs into, kept from write to write: a new SharedArrayBuffer costs
+ * ~0.5 ms per 200 KB (more than packing 2,000 rows into it). Safe to reuse because one write is in
+ * flight at a time and the thread copies a write's rows out (unpackRows) before it answers; a
+ * space larger than RETAIN_BYTES is used for its one write and not kept.
+ */
+export interface PackSpace {
+  bytes?: SharedArrayBuffer;
+  numbers?: SharedArrayBuffer;
+}
+
 const NUMBERS = 11;
 const LONG = ['callId', 'parentCallId', 'data', 'refs'] as const;
+const RETAIN_BYTES = 8 * 1024 * 1024;
+const MIN_SPACE = 64 * 1024;
 
-export function packRows(rows: readonly QueuedRow[]): PackedRows {
+function take(space: PackSpace, key: keyof PackSpace, size: number): SharedArrayBuffer {
+  const kept = space[key];
+  if (kept !== undefined && kept.byteLength >= size) return kept;
+  // Grown to a power of two so a growing batch size reallocates a few times, not every write.
+  const grown = Math.max(MIN_SPACE, 2 ** Math.ceil(Math.log2(Math.max(1, size))));
+  if (grown > RETAIN_BYTES) return new SharedArrayBuffer(size);
+  const buffer = new SharedArrayBuffer(grown);
+  space[key] = buffer;
+  return buffer;
+}
+
+export function packRows(rows: readonly QueuedRow[], space: PackSpace = {}): PackedRows {
   const table: string[] = [];
   const indexOf = new Map<string, number>();
   const intern = (value: string): number => {
@@ -68,9 +92,13 @@ export function packRows(rows: readonly QueuedRow[]): PackedRows {
   for (const r of rows)
     chars += (r.callId?.length ?? 0) + (r.parentCallId?.length ?? 0) + r.data.length + (r.refs?.length ?? 0);
   // A UTF-16 unit is at most 3 bytes of UTF-8.
-  // Shared memory: posted by reference (a transferred or copied buffer cost 1-7 ms per 2,000 rows).
-  const buffer = Buffer.from(new SharedArrayBuffer(chars * 3));
-  const numbers = new Float64Array(new SharedArrayBuffer(rows.length * NUMBERS * 8));
+  const shared = take(space, 'bytes', chars * 3);
+  const buffer = Buffer.from(shared, 0, chars * 3);
+  const numbers = new Float64Array(
+    take(space, 'numbers', rows.length * NUMBERS * 8),
+    0,
+    rows.length * NUMBERS,
+  );
   const blobs: PackedRows['blobs'] = [];
   let offset = 0;
   for (let i = 0; i < rows.length; i++) {
@@ -94,7 +122,7 @@ export function packRows(rows: readonly QueuedRow[]): PackedRows {
     }
     if (r.blobs.length > 0) blobs.push([i, r.blobs]);
   }
-  return { table, numbers, bytes: new Uint8Array(buffer.buffer, 0, offset), blobs };
+  return { table, numbers, bytes: new Uint8Array(shared, 0, offset), blobs };
 }
 
 export function unpackRows({ table, numbers, bytes, blobs }: PackedRows): QueuedRow[] {
@@ -149,21 +177,22 @@ export function createEventWriter(options: EventWriterOptions): AsyncEventWriter
   worker.unref();
   port1.unref();
   let nextId = 1;
-  let inFlight: { id: number; done: WriteDone; rows: QueuedRow[] } | undefined;
+  let inFlight: { id: number; done: WriteDone } | undefined;
   let dead: unknown;
   let seen = 0;
+  const space: PackSpace = {};
 
   function settle(answer: WriterAnswer): void {
     seen++;
     if (inFlight === undefined || inFlight.id !== answer.id) return;
-    const { done, rows } = inFlight;
+    const { done } = inFlight;
     inFlight = undefined;
     port1.unref();
-    const seqs = answer.seqs ?? rows.slice(0, answer.written).map((r) => r.seq);
-    if (answer.error === undefined) done({ stored: answer.written, seqs });
+    const seqs = answer.seqs === undefined ? {} : { seqs: answer.seqs };
+    if (answer.error === undefined) done({ stored: answer.written, ...seqs });
     else {
       const error = Object.assign(new Error(answer.error.message), { code: answer.error.code });
-      done({ stored: answer.written, seqs, error });
+      done({ stored: answer.written, ...seqs, error });
     }
   }
 
@@ -174,7 +203,7 @@ export function createEventWriter(options: EventWriterOptions): AsyncEventWriter
     const pending = inFlight;
     inFlight = undefined;
     port1.unref();
-    pending?.done({ stored: 0, seqs: [], error: dead, lost: true });
+    pending?.done({ stored: 0, error: dead, lost: true });
   }
 
   port1.on('message', settle);
@@ -184,15 +213,15 @@ export function createEventWriter(options: EventWriterOptions): AsyncEventWriter
   return {
     write(rows, done) {
       if (dead !== undefined) {
-        done({ stored: 0, seqs: [], error: dead, lost: true });
+        done({ stored: 0, error: dead, lost: true });
         return;
       }
       if (inFlight !== undefined) throw new Error('event writer: one write at a time');
       const id = nextId++;
-      inFlight = { id, done, rows };
+      inFlight = { id, done };
       // A write in flight keeps the process up, as the inline writer's setImmediate did.
       port1.ref();
-      const packed = packRows(rows);
+      const packed = packRows(rows, space);
       port1.postMessage({ id, rows: packed });
     },
 

@@ -1,7 +1,14 @@
 // Splitting event data into inline JSON and payloads: exact round trips under JSON semantics,
 // pointers for awkward keys, and bounded work on hostile shapes.
 import { describe, expect, it } from 'vitest';
-import { payloadText, resolveData, splitData, splitValue, topRefs } from '../../../host/store/payloads.ts';
+import {
+  mayExceed,
+  payloadText,
+  resolveData,
+  splitData,
+  splitValue,
+  topRefs,
+} from '../../../host/store/payloads.ts';
 
 const reader = (blobs: { sha256: string; json: string }[]) => (sha: string) =>
   blobs.find((b) => b.sha256 === sha)?.json;
@@ -55,5 +62,32 @@ describe('event payloads', () => {
     expect(() => payloadText(split.refs, '/b', reader(split.blobs))).toThrow(
       expect.objectContaining({ code: 'NOT_FOUND' }),
     );
+  });
+});
+
+describe('mayExceed', () => {
+  it('says false only for values whose JSON surely fits', () => {
+    const inherited = Object.create({ big: 'i'.repeat(500) }) as Record<string, unknown>;
+    inherited.own = 1;
+    const cases: unknown[] = [
+      null,
+      1.2345678901234567,
+      'x'.repeat(99),
+      'x'.repeat(100),
+      { name: 'noop', arguments: { n: 1 } },
+      [1, undefined, 'é'.repeat(40), { a: [true, false, null] }],
+      Array.from({ length: 50 }, (_, i) => i),
+      { when: new Date(0) },
+      inherited,
+      JSON.parse(`${'['.repeat(40)}${']'.repeat(40)}`),
+      { ['k'.repeat(120)]: 1 },
+    ];
+    for (const value of cases) {
+      const json = JSON.stringify(value) ?? 'null';
+      if (!mayExceed(value, 100)) expect(json.length).toBeLessThanOrEqual(100);
+    }
+    expect(mayExceed({ name: 'noop', arguments: { n: 1 } }, 100)).toBe(false);
+    expect(mayExceed('x'.repeat(200), 100)).toBe(true);
+    expect(mayExceed({ when: new Date(0) }, 100)).toBe(true);
   });
 });
