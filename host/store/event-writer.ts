@@ -62,7 +62,6 @@ export interface PackSpace {
 }
 
 const NUMBERS = 11;
-const LONG = ['callId', 'parentCallId', 'data', 'refs'] as const;
 const RETAIN_BYTES = 8 * 1024 * 1024;
 const MIN_SPACE = 64 * 1024;
 
@@ -77,17 +76,33 @@ function take(space: PackSpace, key: keyof PackSpace, size: number): SharedArray
   return buffer;
 }
 
+/** Table indexes of distinct strings; the last one looked up per field is answered without the map. */
+function createInterner(table: string[]) {
+  const indexOf = new Map<string, number>();
+  return (): ((value: string) => number) => {
+    let last: string | undefined;
+    let lastIndex = -1;
+    return (value) => {
+      if (value === last) return lastIndex;
+      let i = indexOf.get(value);
+      if (i === undefined) {
+        i = table.push(value) - 1;
+        indexOf.set(value, i);
+      }
+      last = value;
+      lastIndex = i;
+      return i;
+    };
+  };
+}
+
 export function packRows(rows: readonly QueuedRow[], space: PackSpace = {}): PackedRows {
   const table: string[] = [];
-  const indexOf = new Map<string, number>();
-  const intern = (value: string): number => {
-    let i = indexOf.get(value);
-    if (i === undefined) {
-      i = table.push(value) - 1;
-      indexOf.set(value, i);
-    }
-    return i;
-  };
+  const field = createInterner(table);
+  const session = field();
+  const type = field();
+  const surface = field();
+  const tenant = field();
   let chars = 0;
   for (const r of rows)
     chars += (r.callId?.length ?? 0) + (r.parentCallId?.length ?? 0) + r.data.length + (r.refs?.length ?? 0);
@@ -101,25 +116,29 @@ export function packRows(rows: readonly QueuedRow[], space: PackSpace = {}): Pac
   );
   const blobs: PackedRows['blobs'] = [];
   let offset = 0;
+  /** Writes a long value's UTF-8 and returns its byte length (-1: undefined). */
+  const put = (value: string | undefined): number => {
+    if (value === undefined) return -1;
+    if (value.length === 0) return 0;
+    const written = buffer.write(value, offset);
+    offset += written;
+    return written;
+  };
   for (let i = 0; i < rows.length; i++) {
     const r = rows[i] as QueuedRow;
     const n = i * NUMBERS;
     numbers[n] = r.seq;
     numbers[n + 1] = r.at;
     numbers[n + 2] = r.bytes;
-    numbers[n + 3] = intern(r.sessionId);
-    numbers[n + 4] = intern(r.type);
-    numbers[n + 5] = intern(r.surface);
-    numbers[n + 6] = intern(r.tenantId);
-    for (let k = 0; k < LONG.length; k++) {
-      const value = r[LONG[k] as (typeof LONG)[number]];
-      if (value === undefined) numbers[n + 7 + k] = -1;
-      else {
-        const written = value.length === 0 ? 0 : buffer.write(value, offset, 'utf8');
-        numbers[n + 7 + k] = written;
-        offset += written;
-      }
-    }
+    numbers[n + 3] = session(r.sessionId);
+    numbers[n + 4] = type(r.type);
+    numbers[n + 5] = surface(r.surface);
+    numbers[n + 6] = tenant(r.tenantId);
+    // callId, parentCallId, data, refs: the order of PackedRows.numbers.
+    numbers[n + 7] = put(r.callId);
+    numbers[n + 8] = put(r.parentCallId);
+    numbers[n + 9] = put(r.data);
+    numbers[n + 10] = put(r.refs);
     if (r.blobs.length > 0) blobs.push([i, r.blobs]);
   }
   return { table, numbers, bytes: new Uint8Array(shared, 0, offset), blobs };

@@ -44,9 +44,9 @@ export const createMemoryEventBackend = (
       for (const row of rows) {
         const list = sessions.get(row.sessionId) ?? [];
         sessions.set(row.sessionId, list);
-        // Only what a database would keep: not the queued row with its payloads and whole data.
-        const { sessionId, seq, type, surface, callId, parentCallId, data, refs, at } = row;
-        list.push({ sessionId, seq, type, surface, callId, parentCallId, data, refs, at });
+        // The queued row itself (the log's own object, never handed out or changed once stored;
+        // its payloads are kept once, below, and dropped from it when the write is done).
+        list.push(row);
         for (const blob of row.blobs) blobs.set(key(row.tenantId, blob.sha256), blob.json);
         usage.set(row.tenantId, (usage.get(row.tenantId) ?? 0) + row.bytes);
       }
