@@ -29,7 +29,11 @@ export interface EgressRecord {
 
 export type Audit = (caller: EgressCaller, record: EgressRecord) => void;
 
-/** Appends to the caller's session; a log that refuses the append (its budget) loses only the audit. */
+/**
+ * Appends to the caller's session. A log that refuses the append (its budget) can lose only a
+ * denial's audit: an allowed egress's audit settles (kept past the budget, host/store), and the
+ * gateway allows nothing while the log refuses the session's events.
+ */
 export function createAudit(events: Pick<EventLog, 'append'>, onError?: (error: unknown) => void): Audit {
   return function audit(caller, record) {
     const data = {

@@ -36,7 +36,7 @@ export interface EgressGatewayOptions {
   /** The agent's own rules, which narrow the tenant's; undefined: the tenant's alone. */
   agentRulesOf: (tenantId: string, agentId: string) => EgressRule[] | undefined;
   /** Where the audit events go (the agent's session). */
-  events: Pick<EventLog, 'append'>;
+  events: Pick<EventLog, 'append' | 'admits'>;
   /** The operator's maxima of every tenant's budget. */
   maxBudget: EgressBudget;
   /** Non-public addresses admitted anyway (DSH_EGRESS_ALLOW_HOSTS_FOR_TESTS). Default none. */
@@ -184,6 +184,14 @@ export function createEgressGateway(options: EgressGatewayOptions): EgressGatewa
       const decision = decide(settings.allow, agentRules, { ...to, host });
       if (decision.kind === 'deny')
         throw denied(`Egress to ${host}:${to.port} is denied: ${decision.reason}.`, decision.reason);
+      // What the log could not record does not happen: the audit of an allowed egress is written
+      // when it closes (and kept then whatever the budget), so it is allowed only while the log
+      // still admits the agent's events.
+      if (options.events.admits?.(caller.sessionId) === false)
+        throw denied(
+          `Egress to ${host}:${to.port} is denied: this tenant's event log is full, so it could not be recorded (an operator can raise DSH_TENANT_LOG_BYTES).`,
+          'event log full',
+        );
       const pinned = await resolve(host, literal, to.port);
       const lease = budgets.open(caller.tenantId, budgetOf(settings));
       return {

@@ -12,7 +12,7 @@ import { createWebAccess, type WebAccess, type WebLimits } from './web.ts';
 
 export interface EgressOptions {
   store: EgressSettingsStore;
-  events: Pick<EventLog, 'append'>;
+  events: Pick<EventLog, 'append' | 'admits'>;
   /** The agent's own rules (its config's `egress.allow`). */
   agentRulesOf: (tenantId: string, agentId: string) => EgressRule[] | undefined;
   /** The operator's maxima of every tenant's budget. */

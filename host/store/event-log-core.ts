@@ -17,8 +17,9 @@
 // - An event that does not fit is refused with STORE_BUDGET_EXCEEDED, so the pipeline does not
 //   run a call it cannot record whole: every call that ran has its arguments in the log.
 // - Except events that settle something already admitted (SETTLING_TYPES: a call's result, a
-//   request's end): never refused, so the timeline never holds a call without its end. One that
-//   does not fit keeps its small facts (type, ids, name, ok, sizes) and the sha256 and size of
+//   request's end; and an allowed egress's audit, written when it closes, the egress having been
+//   allowed only while the log `admits` its session): never refused, so the timeline never holds
+//   a call without its end, nor an egress without its record. One that does not fit keeps its small facts (type, ids, name, ok, sizes) and the sha256 and size of
 //   every large value; the values it would newly add are not kept (PayloadRef.dropped). The
 //   overshoot is bounded by those small forms of the calls admitted before the budget ran out.
 // Payloads already stored cost nothing: an event that only references them always fits as well as
@@ -147,6 +148,20 @@ export const SETTLING_TYPES: ReadonlySet<string> = new Set([
   // how a client's action on the sandbox ended (host/api/audit.ts)
   'client.result',
 ]);
+/**
+ * Whether `input` ends something already admitted: a SETTLING_TYPES event, or the audit of an
+ * egress connection or request that was allowed (host/egress/audit.ts: written when it closes, and
+ * allowed only while the log `admits` its session, so it is never lost to the budget).
+ */
+const settles = (input: SessionEventInput): boolean =>
+  SETTLING_TYPES.has(input.type) ||
+  (input.type === 'egress' &&
+    typeof input.data === 'object' &&
+    input.data !== null &&
+    !Array.isArray(input.data) &&
+    input.data.decision === 'allow');
+/** What `admits` asks room for by default: an audit event's row with its envelope. */
+const ADMIT_BYTES = 1024;
 /** A tenant's log budget as this process counts it (see the header). */
 interface Budget {
   tenantId: string;
@@ -457,9 +472,9 @@ export const createEventLog = (
     const tenant = budgetOf(session);
     const tenantId = session.tenantId;
     const before = tenant.used + pending;
-    const settles = SETTLING_TYPES.has(input.type);
+    const settling = settles(input);
     // Spent budgets refuse before any serializing or hashing.
-    if (!settles && before >= budget) throw refuse(tenant, before, 0);
+    if (!settling && before >= budget) throw refuse(tenant, before, 0);
     const split = shape(input, inlineBytes);
     const simple = typeof split === 'string';
     let blobs = simple
@@ -486,7 +501,7 @@ export const createEventLog = (
     let bytes = rowBytes(row);
     for (const b of blobs) bytes += b.bytes;
     if (before + bytes > budget) {
-      if (!settles) throw refuse(tenant, before, bytes);
+      if (!settling) throw refuse(tenant, before, bytes);
       if (!simple && blobs.length > 0) {
         const lost = new Set(blobs.map((b) => b.sha256));
         const refs = split.refs.map((r) => (lost.has(r.sha256) ? { ...r, dropped: true as const } : r));
@@ -573,6 +588,15 @@ export const createEventLog = (
       );
       if (events.length > 0) schedule();
       return events;
+    },
+
+    admits(sessionId, bytes = ADMIT_BYTES) {
+      if (closed) return false;
+      try {
+        return budgetOf(sessionOf(sessionId)).used + bytes <= budget;
+      } catch {
+        return false;
+      }
     },
 
     async flush() {

@@ -71,6 +71,12 @@ export interface EventLog {
    */
   append(events: SessionEventInput[]): SessionEvent[];
   flush(): Promise<void>;
+  /**
+   * Whether an event of `bytes` (default 1 KiB) of this session that settles nothing would be
+   * admitted now: false once its tenant's budget has less room left (or the log is closed). What
+   * must not happen unrecorded (an egress) asks first. Absent: every event is admitted.
+   */
+  admits?(sessionId: string, bytes?: number): boolean;
   list(sessionId: string, query?: EventQuery): SessionEvent[];
   /** Called for every event appended to the session after subscription. Returns an unsubscribe. */
   subscribe(sessionId: string, listener: (event: SessionEvent) => void): () => void;

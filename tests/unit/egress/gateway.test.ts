@@ -57,8 +57,8 @@ const lookup: Lookup = async (host) => {
   return found.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
 };
 
-const setup = (settings: Partial<TenantEgress>, agentRules?: TenantEgress['allow']) => {
-  const events = createMemoryEventLog();
+const setup = (settings: Partial<TenantEgress>, agentRules?: TenantEgress['allow'], budgetBytes?: number) => {
+  const events = createMemoryEventLog(budgetBytes === undefined ? {} : { budgetBytes, tenantOf: () => 't1' });
   const gateway = createEgressGateway({
     settingsOf: () => ({ allow: [], credentials: [], ...settings }),
     agentRulesOf: () => agentRules,
@@ -262,5 +262,28 @@ describe('egress gateway', () => {
     await expect(gateway.connect(caller, { host: 'internal.test', port: 443 })).rejects.toMatchObject({
       code: 'EGRESS_DENIED',
     });
+  });
+
+  it('allows nothing its log could not record: a full log denies, a tunnel open when it filled is still audited', async () => {
+    const { gateway, caller, audit, events } = setup({ allow: allowLoopback() }, undefined, 2_000);
+    const tunnel = await gateway.connect({ ...caller, via: 'proxy' }, { host: 'site.test', port: tcpPort });
+    // The agent's log fills up while the tunnel is open.
+    expect(events.admits?.('a1')).toBe(true);
+    for (let i = 0; events.admits?.('a1') === true; i++)
+      events.append([
+        { sessionId: 'a1', type: 'note', surface: 'log-only', data: { i, pad: 'x'.repeat(200) } },
+      ]);
+    await expect(
+      gateway.connect({ ...caller, via: 'proxy' }, { host: 'site.test', port: tcpPort }),
+    ).rejects.toMatchObject({ code: 'EGRESS_DENIED', data: { reason: 'event log full' } });
+    await expect(gateway.fetch(caller, `http://site.test:${port}/x`)).rejects.toMatchObject({
+      code: 'EGRESS_DENIED',
+    });
+    // The tunnel admitted before settles its audit past the budget.
+    tunnel.socket.end();
+    await tunnel.closed;
+    expect(audit().filter((e) => e.decision === 'allow')).toEqual([
+      expect.objectContaining({ via: 'proxy', host: 'site.test', port: tcpPort }),
+    ]);
   });
 });
