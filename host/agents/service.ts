@@ -33,7 +33,14 @@ import { childRequest, createAgentCreation } from './service/create.ts';
 import { createDeletion } from './service/deletion.ts';
 import { createLiveAgents } from './service/live.ts';
 import { createMcpServerService, type McpServerService } from './service/mcp.ts';
-import { createDeletionMarks, deletedError, getAgent, remoteToolsOf, toAgent } from './service/records.ts';
+import {
+  createAgentLookup,
+  createDeletionMarks,
+  deletedError,
+  getAgent,
+  remoteToolsOf,
+  toAgent,
+} from './service/records.ts';
 import { createRemoteRegistration, remoteDefiner } from './service/remote.ts';
 import { createSandboxBinding } from './service/sandbox.ts';
 import { type AgentUsage, createAgentUsage } from './service/usage.ts';
@@ -163,6 +170,7 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
   let closing = false;
   const isClosing = () => closing;
   const marks = createDeletionMarks(store.agents);
+  const lookup = createAgentLookup(store.agents, marks);
   const sandboxes = createSandboxBinding({ provider, agents: store.agents, marks });
   let plugins: PluginHost | undefined;
   const sessionState = store.sessionState ?? createMemorySessionStateStore();
@@ -214,6 +222,7 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
   });
   const deletion = createDeletion({
     agents: store.agents,
+    forget: lookup.forget,
     requests: store.requests,
     provider,
     marks,
@@ -229,7 +238,13 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
       options.onAgentDeleted?.(id);
     },
   });
-  const create = createAgentCreation({ agents: store.agents, live, maxima: provider.maxima, isClosing });
+  const create = createAgentCreation({
+    agents: store.agents,
+    live,
+    maxima: provider.maxima,
+    isClosing,
+    forget: lookup.forget,
+  });
   const teams: TeamService | undefined =
     store.teams === undefined
       ? undefined
@@ -285,7 +300,7 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
 
   return {
     create: (tenantId, input) => create(tenantId, input),
-    get: (tenantId, id) => getAgent(store.agents, tenantId, id),
+    get: lookup.get,
     list: (tenantId) => store.agents.list(tenantId).map(toAgent),
     delete: remove,
     appendMessages,

@@ -202,18 +202,28 @@ export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
   app.route('/', systemRoutes({ version: deps.version, startedAt: deps.startedAt, metrics, lifecycle }));
 
   app.use('/v1/*', refuseWhenShuttingDown(lifecycle));
+  const jsonBodyLimit = bodyLimit({
+    maxSize: limits.maxJsonBytes,
+    onError: () => {
+      throw new SandboxError(
+        'PAYLOAD_TOO_LARGE',
+        `The request body is larger than ${limits.maxJsonBytes} bytes.`,
+      );
+    },
+  });
   app.use('/v1/*', async function jsonLimit(c, next) {
+    const method = c.req.method;
     // Uploads are PUTs bounded by their own limit; PUT /v1/egress is JSON like any other body.
-    if (c.req.method === 'PUT' && c.req.path !== '/v1/egress') return next();
-    return bodyLimit({
-      maxSize: limits.maxJsonBytes,
-      onError: () => {
-        throw new SandboxError(
-          'PAYLOAD_TOO_LARGE',
-          `The request body is larger than ${limits.maxJsonBytes} bytes.`,
-        );
-      },
-    })(c, next);
+    if ((method === 'PUT' && c.req.path !== '/v1/egress') || method === 'GET' || method === 'HEAD')
+      return next();
+    // A declared length settles it without the body: hono's bodyLimit would ask for the body
+    // first, which turns @hono/node-server's request into a whole web Request over a stream.
+    const length = c.req.header('content-length');
+    if (length !== undefined && c.req.header('transfer-encoding') === undefined) {
+      if (Number.parseInt(length, 10) > limits.maxJsonBytes) return jsonBodyLimit(c, next);
+      return next();
+    }
+    return jsonBodyLimit(c, next);
   });
   const deadline = timeout(
     limits.requestTimeoutMs,

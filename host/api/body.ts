@@ -149,6 +149,9 @@ export const uploadBody = (req: Request, maxBytes: number): UploadBody => {
   };
 };
 
+/** Stateless between calls (never `stream: true`), so one serves every request. */
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
 /** Reads and parses the body as JSON; an empty body is `empty` when given, else MALFORMED_JSON. */
 export const readJson = async (req: Request, empty?: () => unknown): Promise<unknown> => {
   const type = (req.headers.get('content-type') ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
@@ -157,7 +160,7 @@ export const readJson = async (req: Request, empty?: () => unknown): Promise<unk
   }
   let text: string;
   try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(await req.arrayBuffer());
+    text = utf8.decode(await req.arrayBuffer());
   } catch (error) {
     if ((error as { code?: unknown }).code === 'ERR_ENCODING_INVALID_ENCODED_DATA')
       throw new SandboxError('MALFORMED_JSON', 'The request body is not valid UTF-8.');

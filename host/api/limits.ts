@@ -50,9 +50,10 @@ export const tenantConcurrency = (limiter: TenantLimiter): MiddlewareHandler<Api
       release();
       throw error;
     }
-    const body = c.res.body;
+    // The content type first: reading `body` of a small answer (a JSON string) would turn it into a
+    // stream that the server then has to read back (@hono/node-server writes a string directly).
     const type = c.res.headers.get('content-type') ?? '';
-    if (body === null || !STREAMED.some((t) => type.startsWith(t))) {
+    if (!STREAMED.some((t) => type.startsWith(t)) || c.res.body === null) {
       release();
       return;
     }

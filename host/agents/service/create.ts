@@ -18,6 +18,8 @@ export interface CreationOptions {
   /** The most a sandbox may ask for (the provider's maxima). */
   maxima: SandboxLimits | undefined;
   isClosing: () => boolean;
+  /** Forgets a remembered agent (records.ts AgentLookup): a refused one is never answered. */
+  forget?: (id: string) => void;
 }
 
 /** AgentService.create; with `links`, a child or teammate of another agent (teams/service.ts). */
@@ -49,6 +51,7 @@ export function createAgentCreation(
       await live.of(agent).tools.describe();
     } catch (error) {
       agents.markDeleted(tenantId, agent.id);
+      options.forget?.(agent.id);
       live.retire(agent.id);
       throw modeError(agent, error);
     }

@@ -25,6 +25,8 @@ export interface Deletion {
 
 export interface DeletionOptions {
   agents: AgentStore;
+  /** Forgets a remembered agent (records.ts AgentLookup) the moment it is marked deleted. */
+  forget?: (id: string) => void;
   requests: RequestStore;
   provider: SandboxProvider;
   marks: DeletionMarks;
@@ -53,6 +55,7 @@ export function createDeletion(options: DeletionOptions): Deletion {
     // Everything up to the first await is synchronous: from here on nothing new starts for it.
     if (!agents.markDeleted(tenantId, id)) throw deletedError(id);
     marks.deleting.add(id);
+    options.forget?.(id);
     try {
       options.live.retire(id);
       options.onDeleted?.(id, agent);

@@ -1,6 +1,11 @@
 // The agent service's view of store.agents: records as Agents, the errors for missing and deleted
-// agents, and which agents are gone. Invariant: an agent is gone once its delete() began in this
-// process (marked before its first await) or the store no longer has it (deleted elsewhere).
+// agents, which agents are gone, and the lookup that remembers agents for a moment. Invariants: an
+// agent is gone once its delete() began in this process (marked before its first await) or the
+// store no longer has it (deleted elsewhere); `gone` always asks the store, so no call of an agent
+// deleted anywhere runs. The lookup answers from memory for AGENT_LOOKUP_MS after a read (an
+// Agent never changes: its config, preset, mode and links are fixed at creation); an agent
+// deleted in this process is forgotten at once, one deleted by another process sharing the
+// database reads as absent here within AGENT_LOOKUP_MS (as a revoked key does).
 import { SandboxError } from '../../errors.ts';
 import type { AgentRecord, AgentStore } from '../../store/index.ts';
 import type { Agent, AgentConfig, PresentationMode, Preset, RemoteToolSpec } from '../types.ts';
@@ -32,6 +37,48 @@ export function getAgent(agents: AgentStore, tenantId: string, id: string): Agen
   const record = agents.get(tenantId, id);
   if (record === undefined) throw new SandboxError('NOT_FOUND', `No agent ${id}.`, { data: { agentId: id } });
   return toAgent(record);
+}
+
+/** How long a looked-up agent is answered from memory. */
+export const AGENT_LOOKUP_MS = 2000;
+/** The most agents remembered at once (the oldest is forgotten first). */
+const AGENT_LOOKUP_MAX = 1024;
+
+export interface AgentLookup {
+  /** getAgent, from memory when the agent was read in the last AGENT_LOOKUP_MS. */
+  get(tenantId: string, id: string): Agent;
+  /** Forgets the agent (deleted here, or refused at creation): the next get reads the store. */
+  forget(id: string): void;
+}
+
+export function createAgentLookup(
+  agents: AgentStore,
+  marks: DeletionMarks,
+  options: { now?: () => number; ttlMs?: number } = {},
+): AgentLookup {
+  const now = options.now ?? Date.now;
+  const ttlMs = options.ttlMs ?? AGENT_LOOKUP_MS;
+  const known = new Map<string, { agent: Agent; until: number }>();
+  return {
+    get(tenantId, id) {
+      const entry = known.get(id);
+      if (entry !== undefined && !marks.deleting.has(id)) {
+        // Another tenant's id reads the store, which answers NOT_FOUND.
+        if (entry.until > now() && entry.agent.tenantId === tenantId) return entry.agent;
+        if (entry.until <= now()) known.delete(id);
+      }
+      const agent = getAgent(agents, tenantId, id);
+      if (ttlMs > 0 && !marks.deleting.has(id)) {
+        if (known.size >= AGENT_LOOKUP_MAX && !known.has(id))
+          known.delete(known.keys().next().value as string);
+        known.set(id, { agent, until: now() + ttlMs });
+      }
+      return agent;
+    },
+    forget: (id) => {
+      known.delete(id);
+    },
+  };
 }
 
 export interface DeletionMarks {
