@@ -30,6 +30,31 @@ export const eventView = (e: SessionEvent) => ({
 
 export const wantsSse = (accept: string | undefined): boolean => (accept ?? '').includes('text/event-stream');
 
+/**
+ * The batch's signal: aborted when the client goes away (with the request's reason) or after `ms`
+ * (a TimeoutError, as AbortSignal.timeout gives). `done` drops the timer and the listener; what
+ * AbortSignal.any over AbortSignal.timeout cost per request (a composite signal, a timer left
+ * pending for the whole deadline) is one controller and a timer cleared when the batch ends.
+ */
+export const batchSignal = (request: AbortSignal, ms: number): { signal: AbortSignal; done(): void } => {
+  const controller = new AbortController();
+  const onAbort = () => controller.abort(request.reason);
+  const timer = setTimeout(
+    () => controller.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')),
+    ms,
+  );
+  timer.unref();
+  if (request.aborted) onAbort();
+  else request.addEventListener('abort', onAbort, { once: true });
+  return {
+    signal: controller.signal,
+    done() {
+      clearTimeout(timer);
+      request.removeEventListener('abort', onAbort);
+    },
+  };
+};
+
 export const callRoutes = (agents: AgentService, callTimeoutMs: number): Hono<ApiEnv> => {
   const app = new Hono<ApiEnv>();
   app.post(
@@ -56,10 +81,15 @@ export const callRoutes = (agents: AgentService, callTimeoutMs: number): Hono<Ap
     async (c) => {
       const { calls, step } = c.get('body') as v.InferOutput<typeof Calls>;
       const agent = c.get('agent');
-      const signal = AbortSignal.any([c.req.raw.signal, AbortSignal.timeout(callTimeoutMs)]);
+      const deadline = batchSignal(c.req.raw.signal, callTimeoutMs);
+      const { signal } = deadline;
       const onStep = step === undefined ? {} : { step };
       if (!wantsSse(c.req.header('accept'))) {
-        return c.json({ results: await agents.call(agent, calls, { signal, ...onStep }) });
+        try {
+          return c.json({ results: await agents.call(agent, calls, { signal, ...onStep }) });
+        } finally {
+          deadline.done();
+        }
       }
       return countedSSE(
         c,
@@ -77,9 +107,13 @@ export const callRoutes = (agents: AgentService, callTimeoutMs: number): Hono<Ap
                 .catch(() => undefined), // a gone client must not fail the batch
             );
           };
-          const results = await agents.call(agent, calls, { signal, onProgress, ...onStep });
-          await Promise.all(queue);
-          await stream.writeSSE({ event: 'results', data: JSON.stringify({ results }) });
+          try {
+            const results = await agents.call(agent, calls, { signal, onProgress, ...onStep });
+            await Promise.all(queue);
+            await stream.writeSSE({ event: 'results', data: JSON.stringify({ results }) });
+          } finally {
+            deadline.done();
+          }
         },
         async (error, stream) => {
           const body = errorBodyOf(error);
