@@ -2,7 +2,9 @@
 // call made in-process through the agent service, in the same run, against the same agent.
 // Run: node --no-node-snapshot bench/http.ts            (memory sandbox: isolates the HTTP cost)
 //      BENCH_DOCKER=1 node --no-node-snapshot bench/http.ts   (also on a real container; needs DSH_SANDBOX_IMAGE)
-// Figures: median per-call time over rounds of sequential calls, and the ratio HTTP / in-process.
+// Figures: median per-call time over rounds of sequential calls, and the ratio HTTP / in-process;
+// beside them the same client (fetch, in this process) and bytes against a bare node:http server:
+// the wall-time floor of any HTTP server here, which the 'HTTP adds' figure includes.
 // Then where the HTTP cost goes: this process's CPU time per request while a client in another
 // process (node:http, keep-alive, sequential) sends them: a bare node:http server answering the same
 // bytes (the transport floor), GET /v1/health (Hono and the global middleware), GET /v1/agents/:id
@@ -90,13 +92,28 @@ const measure = async (label: string, sandboxes: SandboxProvider): Promise<void>
       const [result] = await agents.call(agent, [call], { signal: new AbortController().signal });
       if (!result?.ok) throw new Error('in-process call failed');
     };
+    // The transport's floor: the same client (fetch) and bytes against a bare node:http server.
+    const lastBody = await (
+      await fetch(`${server.url}/v1/agents/${agentId}/calls`, { method: 'POST', headers, body })
+    ).text();
+    const floorServer = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end(lastBody));
+    });
+    await new Promise<void>((resolve) => floorServer.listen(0, '127.0.0.1', resolve));
+    const floorUrl = `http://127.0.0.1:${(floorServer.address() as { port: number }).port}`;
+    const viaFloor = async () => {
+      await (await fetch(`${floorUrl}/x`, { method: 'POST', headers, body })).json();
+    };
     const n = label === 'docker' ? Math.min(CALLS, 100) : CALLS;
     for (let i = 0; i < 30; i++) {
       await viaHttp();
       await inProcess();
+      await viaFloor();
     }
     const httpMs: number[] = [];
     const localMs: number[] = [];
+    const floorMs: number[] = [];
     for (let round = 0; round < ROUNDS; round++) {
       let t = performance.now();
       for (let i = 0; i < n; i++) await inProcess();
@@ -104,29 +121,28 @@ const measure = async (label: string, sandboxes: SandboxProvider): Promise<void>
       t = performance.now();
       for (let i = 0; i < n; i++) await viaHttp();
       httpMs.push((performance.now() - t) / n);
+      t = performance.now();
+      for (let i = 0; i < n; i++) await viaFloor();
+      floorMs.push((performance.now() - t) / n);
     }
     const h = median(httpMs);
     const l = median(localMs);
+    const f = median(floorMs);
     process.stdout.write(
       `${label.padEnd(7)} one-call batch (read 1 KB): in-process ${(l * 1000).toFixed(0)} µs, HTTP ${(h * 1000).toFixed(0)} µs, ` +
-        `HTTP adds ${((h - l) * 1000).toFixed(0)} µs, ratio ${(h / l).toFixed(2)}x (median of ${ROUNDS} rounds × ${n} calls)\n`,
+        `HTTP adds ${((h - l) * 1000).toFixed(0)} µs, ratio ${(h / l).toFixed(2)}x (median of ${ROUNDS} rounds × ${n} calls); ` +
+        `the same fetch to a bare node:http server answering the same bytes ${(f * 1000).toFixed(0)} µs (HTTP adds over it and the call ${((h - l - f) * 1000).toFixed(0)} µs)\n`,
     );
     if (label === 'memory') {
-      const perRequest = async (fn: () => Promise<unknown>): Promise<number> => {
+      /** Process CPU per request (every thread: the log's writer, GC helpers) and the main thread's. */
+      const perRequest = async (fn: () => Promise<unknown>): Promise<[number, number]> => {
         const before = process.cpuUsage();
+        const mainBefore = process.threadCpuUsage();
         await fn();
         const used = process.cpuUsage(before);
-        return (used.user + used.system) / CPU_REQUESTS;
+        const main = process.threadCpuUsage(mainBefore);
+        return [(used.user + used.system) / CPU_REQUESTS, (main.user + main.system) / CPU_REQUESTS];
       };
-      const floorServer = createServer((req, res) => {
-        req.resume();
-        req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end(lastBody));
-      });
-      await new Promise<void>((resolve) => floorServer.listen(0, '127.0.0.1', resolve));
-      const floorUrl = `http://127.0.0.1:${(floorServer.address() as { port: number }).port}`;
-      const lastBody = await (
-        await fetch(`${server.url}/v1/agents/${agentId}/calls`, { method: 'POST', headers, body })
-      ).text();
       const rows: Array<[string, () => Promise<unknown>]> = [
         ['bare node:http, same bytes (floor)', () => hammer(`${floorUrl}/x`, 'POST', apiKey, body)],
         ['GET /v1/health', () => hammer(`${server.url}/v1/health`, 'GET', apiKey, body)],
@@ -149,12 +165,16 @@ const measure = async (label: string, sandboxes: SandboxProvider): Promise<void>
         `where it goes: this process's CPU time per request (${CPU_REQUESTS} requests each)\n`,
       );
       for (const [what, fn] of rows) {
-        const samples: number[] = [];
+        const samples: [number, number][] = [];
         for (let round = 0; round < 3; round++) samples.push(await perRequest(fn));
-        process.stdout.write(`  ${what.padEnd(36)} ${median(samples).toFixed(0)} µs\n`);
+        const all = median(samples.map(([a]) => a));
+        const main = median(samples.map(([, m]) => m));
+        process.stdout.write(
+          `  ${what.padEnd(36)} ${all.toFixed(0)} µs (main thread ${main.toFixed(0)} µs)\n`,
+        );
       }
-      floorServer.close();
     }
+    floorServer.close();
     await agents.delete(tenantId, agentId).catch(() => undefined);
   } finally {
     await server.close();
