@@ -31,6 +31,7 @@ import {
 import { type CodeModeBudget, createPtcExecutor } from '../tools/ptc/index.ts';
 import type { AgentScope } from '../tools/types.ts';
 import { registerWorkflowTools } from '../tools/workflow/index.ts';
+import { rememberConfigs } from './configs.ts';
 import { lspTool } from './lsp/tool.ts';
 import { registerCordisTools } from './plugins/cordis-tools.ts';
 import type { PluginHostOptions } from './plugins/host.ts';
@@ -95,6 +96,8 @@ export interface Assembled {
 
 export const assembleAgents = (options: AssembleOptions): Assembled => {
   const { store } = options;
+  // Agents' configs never change: read once each for the tools' conditions and budgets.
+  const configs = rememberConfigs(store.agents);
   const registry = createRegistry({
     log: store.events,
     approvals: createRequestApprovals(
@@ -119,7 +122,7 @@ export const assembleAgents = (options: AssembleOptions): Assembled => {
         codeModeOf: (agent) => {
           const tenantId = agent.services.tenantId;
           if (typeof tenantId !== 'string') return undefined;
-          return (store.agents.get(tenantId, agent.id)?.config as AgentConfig | null | undefined)?.codeMode;
+          return configs(tenantId, agent.id)?.codeMode;
         },
       }),
     );
@@ -130,9 +133,7 @@ export const assembleAgents = (options: AssembleOptions): Assembled => {
   }
   const plugins = options.isolates !== undefined && store.plugins !== undefined;
   const configOf = (tenantId: unknown, agentId: string): AgentConfig | undefined =>
-    typeof tenantId === 'string'
-      ? ((store.agents.get(tenantId, agentId)?.config ?? undefined) as AgentConfig | undefined)
-      : undefined;
+    typeof tenantId === 'string' ? configs(tenantId, agentId) : undefined;
   if (store.search !== undefined) {
     const port = {
       events: store.events,
@@ -166,7 +167,7 @@ export const assembleAgents = (options: AssembleOptions): Assembled => {
   if (teamBoard !== undefined) registerTeamTaskTools(registry.global);
   const skills = skillsOf(store, options.skills);
   if (options.egress !== undefined)
-    registerWebTools(registry.global, { web: options.egress.web, agents: store.agents });
+    registerWebTools(registry.global, { web: options.egress.web, configOf: configs });
   // Installed last: each tenant's layer shadows it (keeping its place at the end of the list).
   if (skills !== undefined) registry.global.register(skillTool(skills.catalog));
   const agents = createAgentService({

@@ -9,6 +9,7 @@ import { type WebPort, webFetchTool, webSearchTool } from '../tools/builtin/inde
 import type { Disposer } from '../tools/disposer.ts';
 import type { ToolScope } from '../tools/registry.ts';
 import type { AgentScope } from '../tools/types.ts';
+import type { ConfigOf } from './configs.ts';
 import type { AgentConfig } from './types.ts';
 
 /** Where an agent's egress rules come from: its stored config. */
@@ -19,9 +20,9 @@ export function agentEgressRules(agents: Pick<AgentStore, 'get'>) {
 
 export function registerWebTools(
   scope: ToolScope,
-  options: { web: WebAccess; agents: Pick<AgentStore, 'get'> },
+  options: { web: WebAccess; configOf: ConfigOf },
 ): Disposer[] {
-  const { web, agents } = options;
+  const { web, configOf } = options;
   const port: WebPort = {
     fetchPage: (caller, url, signal) => web.fetchPage({ ...caller, via: 'web_fetch' }, url, signal),
     search: (caller, queries, signal) => web.search({ ...caller, via: 'web_search' }, queries, signal),
@@ -32,7 +33,7 @@ export function registerWebTools(
   const fetchEnabled = ({ agent }: { agent: AgentScope }): boolean => {
     const tenantId = tenantOf(agent);
     if (tenantId === undefined) return false;
-    return (agents.get(tenantId, agent.id)?.config as AgentConfig | null | undefined)?.fetch === true;
+    return configOf(tenantId, agent.id)?.fetch === true;
   };
   const searchEnabled = ({ agent }: { agent: AgentScope }): boolean => {
     const tenantId = tenantOf(agent);
