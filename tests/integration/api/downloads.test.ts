@@ -28,7 +28,9 @@ const get = (path: string, signal?: AbortSignal) =>
 const sandboxdOpenFiles = async (): Promise<string> => {
   const [info] = await h.fixture.docker.listContainers({ filters: { label: [`dsh.agent=${agent}`] } });
   const top = await h.fixture.docker.getContainer(info?.Id as string).top({ ps_args: '-eo pid,args' });
-  const row = top.Processes?.find((p: string[]) => /^node \/opt\/sandboxd\/sandboxd\.cjs/.test(p[1] ?? ''));
+  const row = top.Processes?.find((p: string[]) =>
+    /^\S*node \/opt\/sandboxd\/sandboxd\.cjs/.test(p[1] ?? ''),
+  );
   const fds = `/proc/${row?.[0]}/fd`;
   return readdirSync(fds)
     .map((fd) => {

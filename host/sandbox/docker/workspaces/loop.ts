@@ -46,6 +46,13 @@ export interface LoopOptions {
   overcommit?: number;
   /** Host disk kept free beyond what the workspaces may still take. Default 1 GiB. */
   reserveBytes?: number;
+  /** The host disk's free bytes for unprivileged use; statfs of the root by default (tests fix it). */
+  freeBytes?: (root: string) => Promise<number>;
+}
+
+async function statfsFree(root: string): Promise<number> {
+  const fs = await statfs(root);
+  return fs.bavail * fs.bsize;
 }
 
 /** Mount points currently mounted under `root` (from /proc/self/mountinfo; octal escapes decoded). */
@@ -90,6 +97,7 @@ export function createLoopWorkspaces(rootDir: string, options: LoopOptions = {})
   const root = resolvePath(rootDir);
   const overcommit = options.overcommit ?? 1;
   const reserveBytes = options.reserveBytes ?? 1024 ** 3;
+  const freeBytes = options.freeBytes ?? statfsFree;
   /** Made by this process and not removed: a sweep must not take one whose container is on its way. */
   const mine = new Set<string>();
   let prepared: Promise<void> | undefined;
@@ -122,8 +130,7 @@ export function createLoopWorkspaces(rootDir: string, options: LoopOptions = {})
       const s = await stat(join(root, file)).catch(() => undefined);
       if (s) growth += Math.max(0, s.size - s.blocks * 512);
     }
-    const fs = await statfs(root);
-    const free = fs.bavail * fs.bsize - reserveBytes;
+    const free = (await freeBytes(root)) - reserveBytes;
     if (growth > free * overcommit) {
       throw new SandboxError(
         'CAPACITY_EXCEEDED',
