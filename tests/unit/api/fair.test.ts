@@ -1,0 +1,219 @@
+// The fair scheduler (host/api/fair.ts) on a simulated event loop: `defer` queues callbacks that
+// checkPhase() runs the way Node runs a check phase (only those queued before it began, microtasks
+// drained after each), and a fake clock stands for the main-thread time a granted slice uses.
+import { describe, expect, it } from 'vitest';
+import { createFairScheduler, takingTurns } from '../../../host/api/fair.ts';
+import { DEFAULT_LIMITS, type IsolateHost, type RunOutcome } from '../../../host/isolates/types.ts';
+
+const flushMicrotasks = async (): Promise<void> => {
+  for (let i = 0; i < 10; i++) await Promise.resolve();
+};
+
+const loop = (budgetMs: number) => {
+  let clock = 0;
+  let deferred: (() => void)[] = [];
+  const scheduler = createFairScheduler({
+    budgetMs,
+    now: () => clock,
+    defer: (fn) => void deferred.push(fn),
+  });
+  return {
+    scheduler,
+    /** Main-thread time spent by whatever runs now. */
+    work: (ms: number) => {
+      clock += ms;
+    },
+    async checkPhase(): Promise<void> {
+      const phase = deferred;
+      deferred = [];
+      for (const fn of phase) {
+        fn();
+        await flushMicrotasks();
+      }
+    },
+    pending: () => deferred.length,
+  };
+};
+
+describe('fair scheduler', () => {
+  it('lets heavy work go at once while the turn lasts and nobody waits', async () => {
+    const l = loop(5);
+    const order: string[] = [];
+    for (const name of ['a', 'b', 'c']) {
+      void l.scheduler.turn('t1').then(() => order.push(name));
+      l.work(1);
+    }
+    await flushMicrotasks();
+    expect(order).toEqual(['a', 'b', 'c']);
+    expect(l.scheduler.waiting()).toBe(0);
+  });
+
+  it('queues work past the budget for a later check phase and grants it in FIFO order per key', async () => {
+    const l = loop(5);
+    const order: number[] = [];
+    for (let i = 0; i < 8; i++) {
+      void l.scheduler.turn('t1').then(() => {
+        order.push(i);
+        l.work(2); // each slice costs 2 ms of the turn
+      });
+      await flushMicrotasks();
+    }
+    // A grant needs budget left before it: 0, 1, 2 began at 0, 2 and 4 ms; at 6 ms the rest wait.
+    expect(order).toEqual([0, 1, 2]);
+    expect(l.scheduler.waiting()).toBe(5);
+    await l.checkPhase();
+    // A fresh turn in the check phase, the same budget.
+    expect(order).toEqual([0, 1, 2, 3, 4, 5]);
+    await l.checkPhase();
+    expect(order).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    expect(l.scheduler.waiting()).toBe(0);
+  });
+
+  it('serves waiting tenants in round robin: a burst of one tenant does not starve another', async () => {
+    const l = loop(1);
+    const order: string[] = [];
+    l.work(0);
+    void l.scheduler.turn('busy').then(() => order.push('busy-first'));
+    l.work(1); // the turn is spent
+    for (let i = 0; i < 5; i++) void l.scheduler.turn('busy').then(() => order.push(`busy${i}`));
+    void l.scheduler.turn('quiet').then(() => order.push('quiet'));
+    void l.scheduler.turn('other').then(() => order.push('other'));
+    await flushMicrotasks();
+    expect(order).toEqual(['busy-first']);
+    // Each slice spends the whole budget: one grant per check phase.
+    for (let i = 0; i < 7; i++) {
+      await l.checkPhase();
+      l.work(1);
+    }
+    expect(order).toEqual(['busy-first', 'busy0', 'quiet', 'other', 'busy1', 'busy2', 'busy3', 'busy4']);
+  });
+
+  it('grants at least one waiter per check phase even when every slice overruns the budget', async () => {
+    const l = loop(5);
+    let granted = 0;
+    l.work(0);
+    void l.scheduler.turn('t').then(() => l.work(50));
+    await flushMicrotasks();
+    for (let i = 0; i < 20; i++)
+      void l.scheduler.turn('t').then(() => {
+        granted++;
+        l.work(50);
+      });
+    for (let phase = 1; phase <= 20; phase++) {
+      await l.checkPhase();
+      expect(granted).toBe(phase);
+    }
+    expect(l.scheduler.waiting()).toBe(0);
+  });
+
+  it('keeps no more drain callbacks queued than it needs', async () => {
+    const l = loop(1);
+    l.work(0);
+    void l.scheduler.turn('t');
+    l.work(1);
+    for (let i = 0; i < 1000; i++) void l.scheduler.turn(`tenant${i % 10}`);
+    // closeTurn plus at most 32 drains, however many wait.
+    expect(l.pending()).toBeLessThanOrEqual(33);
+    let phases = 0;
+    while (l.scheduler.waiting() > 0 && phases < 5000) {
+      await l.checkPhase();
+      l.work(1);
+      phases++;
+    }
+    expect(l.scheduler.waiting()).toBe(0);
+    await l.checkPhase();
+    await l.checkPhase();
+    expect(l.pending()).toBe(0);
+  });
+
+  it('run() returns what the work returns and propagates its error, and the queue goes on', async () => {
+    const l = loop(1);
+    l.work(0);
+    await l.scheduler.turn('t');
+    l.work(1);
+    const ok = l.scheduler.run('t', () => 42);
+    const sync = l.scheduler.run('t', () => {
+      throw new Error('sync boom');
+    });
+    const async = l.scheduler.run('u', async () => {
+      throw new Error('async boom');
+    });
+    const after = l.scheduler.run('t', () => 'after');
+    for (let i = 0; i < 4; i++) await l.checkPhase();
+    await expect(ok).resolves.toBe(42);
+    await expect(sync).rejects.toThrow('sync boom');
+    await expect(async).rejects.toThrow('async boom');
+    await expect(after).resolves.toBe('after');
+  });
+
+  it('is off with a budget of 0: every turn at once, nothing deferred', async () => {
+    const l = loop(0);
+    const order: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      void l.scheduler.turn('t').then(() => order.push(i));
+      l.work(100);
+    }
+    await flushMicrotasks();
+    expect(order).toEqual([0, 1, 2, 3, 4]);
+    expect(l.pending()).toBe(0);
+  });
+
+  it('works on the real event loop: waiters past the budget are all granted', async () => {
+    const scheduler = createFairScheduler({ budgetMs: 0.001 });
+    const done: string[] = [];
+    await Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        scheduler.turn(`t${i % 3}`).then(() => {
+          const until = performance.now() + 0.01;
+          while (performance.now() < until);
+          done.push(`t${i % 3}`);
+        }),
+      ),
+    );
+    expect(done).toHaveLength(50);
+    expect(scheduler.waiting()).toBe(0);
+  });
+});
+
+describe('takingTurns', () => {
+  it("gives a program's outcome back only in its owner's turn, unchanged", async () => {
+    const asked: string[] = [];
+    let release = (): void => undefined;
+    const fair = {
+      turn: (key: string) => {
+        asked.push(key);
+        return new Promise<void>((resolve) => {
+          release = resolve;
+        });
+      },
+      run: async <T>(_key: string, fn: () => T | Promise<T>) => fn(),
+      waiting: () => 0,
+    };
+    const outcome: RunOutcome = {
+      ok: true,
+      value: 1,
+      logs: [],
+      stats: { calls: 0, maxInFlight: 0, wallMs: 1, inline: false },
+    };
+    const isolates: IsolateHost = {
+      run: async () => outcome,
+      limits: DEFAULT_LIMITS,
+      workerPids: () => [7],
+      close: async () => undefined,
+    };
+    const taking = takingTurns(isolates, fair);
+    let settled: RunOutcome | undefined;
+    const request = { code: 'return 1', bindings: [], onCall: async () => null, owner: 'tenant-1' };
+    const run = taking.run(request).then((o) => {
+      settled = o;
+    });
+    await flushMicrotasks();
+    expect(asked).toEqual(['tenant-1']);
+    expect(settled).toBeUndefined();
+    release();
+    await run;
+    expect(settled).toBe(outcome);
+    expect(taking.workerPids()).toEqual([7]);
+    expect(taking.limits).toBe(isolates.limits);
+  });
+});
