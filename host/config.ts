@@ -29,6 +29,12 @@ export interface Config {
   isolateWorkerMb: number;
   /** Requests of one tenant in flight at once; more answer 429. Default 16 (env DSH_TENANT_CONCURRENCY). */
   tenantConcurrency: number;
+  /**
+   * Main-thread time heavy requests (call batches) may use in one event-loop turn before they wait
+   * their turn, per tenant in round robin, behind light ones; 0 turns that off. Default 4 ms
+   * (env DSH_FAIR_TURN_MS).
+   */
+  fairTurnMs: number;
   /** Largest file or archive upload in bytes. Default 64 MiB (env DSH_MAX_UPLOAD_BYTES). */
   maxUploadBytes: number;
   /** Deadline of one call batch in ms. Default 600000 (env DSH_CALL_TIMEOUT_MS). */
@@ -383,6 +389,7 @@ export const loadConfig = (
       intFrom('DSH_TEAM_TASK_CHARS', env.DSH_TEAM_TASK_CHARS, 8000, 100, 1_000_000),
     teamTaskScopes:
       overrides.teamTaskScopes ?? intFrom('DSH_TEAM_TASK_SCOPES', env.DSH_TEAM_TASK_SCOPES, 32, 1, 1000),
+    fairTurnMs: overrides.fairTurnMs ?? intFrom('DSH_FAIR_TURN_MS', env.DSH_FAIR_TURN_MS, 4, 0, 1000),
     firstByteTimeoutMs: overrides.firstByteTimeoutMs ?? timeout('DSH_FIRST_BYTE_TIMEOUT_MS', 5000),
     headersTimeoutMs: overrides.headersTimeoutMs ?? timeout('DSH_HEADERS_TIMEOUT_MS', 10_000),
     keepAliveTimeoutMs: overrides.keepAliveTimeoutMs ?? timeout('DSH_KEEP_ALIVE_TIMEOUT_MS', 5000),

@@ -15,6 +15,7 @@ import { assembleAgents } from './agents/assemble.ts';
 import { agentEgressRules } from './agents/web.ts';
 import { createApp } from './api/app.ts';
 import { createConnectionGuard } from './api/connections.ts';
+import { createFairScheduler, takingTurns } from './api/fair.ts';
 import { createLifecycle } from './api/lifecycle.ts';
 import { startLoopMonitor } from './api/loop-monitor.ts';
 import { createMetrics, type Metrics, observeCalls } from './api/metrics.ts';
@@ -224,12 +225,13 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
       onEvent: countRestarts(metrics),
     });
   const loop = startLoopMonitor({ metrics, log });
+  const fair = createFairScheduler({ budgetMs: config.fairTurnMs });
   const lifecycle = createLifecycle();
   const { agents, scheduler, skills } = assembleAgents({
     egress,
     store,
     sandboxes,
-    isolates,
+    isolates: takingTurns(isolates, fair),
     observe: observeCalls(metrics),
     schedules: { maxPerAgent: config.schedulesPerAgent, minPeriodMs: config.scheduleMinSeconds * 1000 },
     teams: {
@@ -285,6 +287,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
     metrics,
     lifecycle,
     connections,
+    fair,
     ...(scheduler === undefined ? {} : { schedules: scheduler }),
     ...(skills === undefined ? {} : { skills }),
     egress: egress.settings,

@@ -1,7 +1,7 @@
 // The Hono application of the control plane: middleware (request id, shutdown gate, body limits,
 // timeouts, auth, per-tenant concurrency), the v1 routes, /openapi.json generated from the same
 // valibot schemas that validate, and the one error handler (./errors.ts).
-import { Hono } from 'hono';
+import { type Context, Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
 import { requestId } from 'hono/request-id';
@@ -20,6 +20,7 @@ import { tenantAuth } from './auth.ts';
 import { type ConnectionGuard, claimConnection, keepRefusalBody, refuseStrayUpgrade } from './connections.ts';
 import type { ApiEnv } from './env.ts';
 import { errorBody, errorHandler } from './errors.ts';
+import { createFairScheduler, type FairScheduler } from './fair.ts';
 import { createLifecycle, type Lifecycle, refuseWhenShuttingDown } from './lifecycle.ts';
 import { createTenantLimiter, tenantConcurrency } from './limits.ts';
 import { createMetrics, type Metrics, withLogUsage } from './metrics.ts';
@@ -61,6 +62,8 @@ export interface ApiLimits {
   tenantTerminals: number;
   /** Largest page of events (and step of an event stream) in bytes of event JSON. Default 1 MiB. */
   eventPageBytes: number;
+  /** Main-thread time heavy requests may use per event-loop turn before they wait (./fair.ts); 0: off. Default 4 ms. */
+  fairTurnMs: number;
 }
 
 export const DEFAULT_LIMITS: ApiLimits = {
@@ -71,6 +74,7 @@ export const DEFAULT_LIMITS: ApiLimits = {
   callTimeoutMs: 600_000,
   tenantTerminals: 32,
   eventPageBytes: 1024 * 1024,
+  fairTurnMs: 4,
 };
 
 export interface AppDeps {
@@ -102,6 +106,8 @@ export interface AppDeps {
   skills?: SkillCatalog;
   /** The tenants' egress settings (/v1/egress); none leaves those routes out. */
   egress?: EgressSettings;
+  /** Turns of heavy requests on the event loop. Default: one with limits.fairTurnMs. */
+  fair?: FairScheduler;
 }
 
 /**
@@ -117,6 +123,18 @@ const isStreamingRoute = (method: string, path: string): boolean =>
   path.endsWith('/mcp') ||
   (method === 'PUT' &&
     (path.endsWith('/files') || path.endsWith('/archive') || path.startsWith('/v1/skills/')));
+
+/**
+ * Requests whose work is heavy on the main thread (a batch of tool calls: reading and checking the
+ * body, the pipeline, a program's compile and its result) wait their turn (./fair.ts). Everything
+ * else (reads, health, deletes) is light and never waits for one. Only requests that came through
+ * the HTTP server take turns: an in-process one (app.request, the console's calls) runs inside the
+ * turn of whatever made it, and turns are handed out only when the event loop comes round.
+ */
+const takesTurns = (c: Context): boolean =>
+  c.req.method === 'POST' &&
+  (c.env as { incoming?: unknown } | undefined)?.incoming !== undefined &&
+  (c.req.path.endsWith('/calls') || c.req.path.endsWith('/exec') || c.req.path.endsWith('/mcp'));
 
 /** DELETE routes that do work in the sandbox (remove files, close a terminal) rather than stop work. */
 const isSandboxWork = (path: string): boolean => path.endsWith('/files') || /\/terminals\/[^/]*$/.test(path);
@@ -183,6 +201,14 @@ export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
   app.notFound((c) => {
     metrics.error('NOT_FOUND');
     return c.json(errorBody('NOT_FOUND', `No route ${c.req.method} ${c.req.path}.`), 404);
+  });
+  const fair = deps.fair ?? createFairScheduler({ budgetMs: limits.fairTurnMs });
+  // A heavy request waits its turn before any of its work: what runs before admission (parsing,
+  // auth, limits) is ~half of its main-thread time, and a burst of it held light requests up. Its
+  // tenant is not known yet: its key stands for it (a bad one is refused once its turn comes).
+  app.use(async function fairEntry(c, next) {
+    if (takesTurns(c)) await fair.turn(c.req.header('authorization') ?? '');
+    await next();
   });
   app.use(keepRefusalBody);
   app.use(async function httpMetrics(c, next) {
@@ -262,6 +288,11 @@ export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
         isMcpStream(c.req.method, c.req.path)
         ? next()
         : concurrency(c, next);
+    });
+    // After admission (limits answer at once), a heavy request's work waits its tenant's turn.
+    app.use(path, async function fairTurn(c, next) {
+      if (takesTurns(c)) await fair.turn(c.get('tenant').id);
+      await next();
     });
   };
   // `/v1/agents/*` matches `/v1/agents` itself too: one registration, so one slot per request.
