@@ -10,6 +10,7 @@
 // without a size cap and a shape check; every deadline has a host-side backstop that kills the worker.
 import { admitRun } from './admission.ts';
 import { onProgramCall } from './broker.ts';
+import { compileProgram } from './compile.ts';
 import { hostConfigOf } from './host-config.ts';
 import { failed, finishRun, type HostState } from './host-run.ts';
 import { BUDGET_SHARE } from './memory.ts';
@@ -48,6 +49,9 @@ export function createIsolateHost(options: IsolateHostOptions = {}): IsolateHost
     freed: () => void setImmediate(pump, state),
   };
   const stopWatchdog = watchInlineRuns(state);
+  // esbuild's service (a process) starts now rather than inside the first program's request:
+  // spawning it holds the event loop for ~10-80 ms, and every request waits behind that.
+  if (config.prewarm > 0) void compileProgram('return');
 
   return {
     run: (request) => admitRun(state, request),
