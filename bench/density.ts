@@ -7,8 +7,13 @@
 // the RSS of the processes in it (docker-init and sandboxd), and this process's heap and RSS
 // growth. Then it runs PROGRAMS `run_code` programs at once over HTTP (`return 1`, spread over the
 // agents) while a separate client samples a small call (`GET /v1/agents/:id`) every 10 ms, and
-// prints that call's p50/p99 idle and under the load. At the end it deletes its agents, stops the
-// service and removes whatever is still labelled with its instance id (only its own containers).
+// prints that call's p50/p99 idle and under the load. Both clients are processes of their own, as
+// real clients are: in this process their fetch work (undici alone was 13% of its CPU samples)
+// would queue on the service's own event loop. DENSITY_ROUNDS (default 1) repeats the burst.
+// DSH_FAIR_TURN_MS=0 turns the control plane's fair scheduler off (host/api/fair.ts), for a
+// baseline. At the end it deletes its agents, stops the service and removes whatever is still
+// labelled with its instance id (only its own containers).
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -21,6 +26,7 @@ import { openStore } from '../host/store/index.ts';
 
 const N = Number(process.argv[2] ?? 100);
 const PROGRAMS = Number(process.argv[3] ?? 200);
+const ROUNDS = Number(process.env.DENSITY_ROUNDS ?? 1);
 const MiB = 1024 * 1024;
 const docker = new Docker();
 const image =
@@ -89,22 +95,89 @@ const api = async (
 };
 const agents: string[] = [];
 
-/** A small call sampled every 10 ms from its own loop; returns its latencies when stopped. */
-const sampler = (agentId: string) => {
-  const latencies: number[] = [];
+/**
+ * The clients, each in a process of its own. `sample`: a small call every 10 ms until its stdin
+ * closes, then prints [startedAt, ms] per call. `burst`: the programs at once, each on its own
+ * connection, then prints when it began and ended and each program's time and outcome.
+ */
+const CLIENT = `
+const [mode, url, key, agentsJson, programs] = process.argv.slice(1);
+const agents = JSON.parse(agentsJson);
+const headers = { authorization: 'Bearer ' + key, 'content-type': 'application/json' };
+const wall = () => performance.timeOrigin + performance.now();
+if (mode === 'sample') {
+  const samples = [];
   let running = true;
-  const done = (async () => {
+  process.stdin.on('end', () => { running = false; }).resume();
+  (async () => {
     while (running) {
-      const t = performance.now();
-      await api('GET', `/v1/agents/${agentId}`);
-      latencies.push(performance.now() - t);
+      const t = wall();
+      const res = await fetch(url + '/v1/agents/' + agents[0], { headers });
+      await res.text();
+      samples.push([t, wall() - t]);
       await new Promise((r) => setTimeout(r, 10));
     }
+    process.stdout.write(JSON.stringify(samples));
   })();
-  return async () => {
-    running = false;
-    await done;
-    return latencies;
+} else {
+  // One round per line on stdin (spawning a process from the service's would stall its loop).
+  const reasonOf = (status, body) =>
+    status + ' ' + (body?.error?.code ?? body?.results?.[0]?.error?.code ?? '?');
+  const round = async () => {
+    const startedAt = wall();
+    const results = await Promise.all(Array.from({ length: Number(programs) }, async (_, i) => {
+      const t = wall();
+      const res = await fetch(url + '/v1/agents/' + agents[i % agents.length] + '/calls', {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ calls: [{ id: 'p' + i, name: 'run_code', arguments: { code: 'return 1', description: 'density' } }] }),
+      });
+      const text = await res.text();
+      const body = text === '' ? undefined : JSON.parse(text);
+      const ok = res.status === 200 && body?.results?.[0]?.ok === true;
+      return [wall() - t, ok ? '' : reasonOf(res.status, body)];
+    }));
+    process.stdout.write(JSON.stringify({ startedAt, endedAt: wall(), programs: results }) + '\\n');
+  };
+  let rounds = Promise.resolve();
+  require('node:readline').createInterface({ input: process.stdin }).on('line', () => {
+    rounds = rounds.then(round);
+  });
+}
+`;
+
+const client = (mode: 'sample' | 'burst', ids: string[]) => {
+  const child = spawn(
+    process.execPath,
+    ['-e', CLIENT, mode, server.url, apiKey, JSON.stringify(ids), String(PROGRAMS)],
+    { stdio: ['pipe', 'pipe', 'inherit'] },
+  );
+  let out = '';
+  const lines: ((line: string) => void)[] = [];
+  child.stdout.on('data', (chunk: Buffer) => {
+    out += chunk.toString();
+    for (let nl = out.indexOf('\n'); nl >= 0 && lines.length > 0; nl = out.indexOf('\n')) {
+      lines.shift()?.(out.slice(0, nl));
+      out = out.slice(nl + 1);
+    }
+  });
+  const exited = new Promise<string>((resolve, reject) =>
+    child.on('exit', (code) =>
+      code === 0 ? resolve(out) : reject(new Error(`${mode} client exited ${code}`)),
+    ),
+  );
+  return {
+    /** A burst client's next round: what it printed for it. */
+    round: (): Promise<string> =>
+      new Promise((resolve) => {
+        lines.push(resolve);
+        child.stdin.write('go\n');
+      }),
+    /** Closes its stdin (which ends it) and returns what it printed last. */
+    output: async (): Promise<string> => {
+      child.stdin.end();
+      return exited;
+    },
   };
 };
 
@@ -153,43 +226,58 @@ try {
     `  ≈ ${mib(perAgent)} per idle agent: ${Math.floor(hostTotal / perAgent)} would fill this machine's ${mib(hostTotal)} (memory only)`,
   );
 
-  // The small call idle, then under PROGRAMS concurrent programs.
-  const probe = agents[0] as string;
-  const idleStop = sampler(probe);
-  await new Promise((r) => setTimeout(r, 2000));
-  const idle = await idleStop();
-  const loadStop = sampler(probe);
-  const t0 = performance.now();
-  const programMs: number[] = [];
-  let failed = 0;
-  const reasons = new Map<string, number>();
-  const reasonOf = (res: { status: number; json: unknown }): string => {
-    const body = res.json as
-      | { error?: { code?: string }; results?: { error?: { code?: string } }[] }
-      | undefined;
-    return `${res.status} ${body?.error?.code ?? body?.results?.[0]?.error?.code ?? '?'}`;
-  };
-  await Promise.all(
-    Array.from({ length: PROGRAMS }, async (_, i) => {
-      const t = performance.now();
-      const res = await api('POST', `/v1/agents/${agents[i % agents.length]}/calls`, {
-        calls: [{ id: `p${i}`, name: 'run_code', arguments: { code: 'return 1', description: 'density' } }],
-      });
-      programMs.push(performance.now() - t);
-      const ok = (res.json as { results?: { ok: boolean }[] } | undefined)?.results?.[0]?.ok;
-      if (res.status !== 200 || ok !== true) {
-        failed++;
-        reasons.set(reasonOf(res), (reasons.get(reasonOf(res)) ?? 0) + 1);
-      }
-    }),
-  );
-  const wallMs = performance.now() - t0;
-  const loaded = await loadStop();
+  // The small call idle, then under PROGRAMS concurrent programs (ROUNDS times), from other processes.
+  const burster = client('burst', agents);
+  const sampling = client('sample', agents);
+  await new Promise((r) => setTimeout(r, 2500));
+  const bursts: { startedAt: number; endedAt: number; programs: [number, string][] }[] = [];
+  // The service's event loop meanwhile: a 2 ms timer's lateness is the longest stretch of work
+  // between two of its turns (a request arriving then waits at least that long); this thread's CPU
+  // time between two firings is the same stretch without the time this process was not running
+  // (on a loaded machine most of the lateness).
+  const lags: number[] = [];
+  const stretches: number[] = [];
+  let expected = performance.now() + 2;
+  let cpuBefore = process.threadCpuUsage();
+  const probe = setInterval(() => {
+    const now = performance.now();
+    const cpu = process.threadCpuUsage();
+    lags.push(Math.max(0, now - expected));
+    stretches.push((cpu.user + cpu.system - cpuBefore.user - cpuBefore.system) / 1000);
+    expected = now + 2;
+    cpuBefore = cpu;
+  }, 2);
+  for (let round = 0; round < ROUNDS; round++) {
+    bursts.push(JSON.parse(await burster.round()));
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  clearInterval(probe);
+  await burster.output();
+  const samples = JSON.parse(await sampling.output()) as [number, number][];
+  const firstBurst = (bursts[0] as (typeof bursts)[number]).startedAt;
+  // Idle: the samples after the sampler's first 500 ms (its own warm-up) and before any burst.
+  const idle = samples
+    .filter(([at]) => at > (samples[0]?.[0] ?? 0) + 500 && at < firstBurst)
+    .map(([, ms]) => ms);
+  // Loaded: every sample that was in flight at some time during a burst.
+  const loaded = samples
+    .filter(([at, ms]) => bursts.some((b) => at < b.endedAt && at + ms > b.startedAt))
+    .map(([, ms]) => ms);
+  for (const burst of bursts) {
+    const programMs = burst.programs.map(([ms]) => ms);
+    const reasons = new Map<string, number>();
+    for (const [, reason] of burst.programs)
+      if (reason !== '') reasons.set(reason, (reasons.get(reason) ?? 0) + 1);
+    const failed = [...reasons.values()].reduce((a, b) => a + b, 0);
+    console.log(
+      `${PROGRAMS} programs at once: all done in ${((burst.endedAt - burst.startedAt) / 1000).toFixed(2)} s, each p50 ${quantile(programMs, 0.5).toFixed(0)} ms / p99 ${quantile(programMs, 0.99).toFixed(0)} ms, ${failed} failed${failed === 0 ? '' : ` (${[...reasons].map(([r, n]) => `${n}× ${r}`).join(', ')})`}`,
+    );
+  }
   console.log(
-    `${PROGRAMS} programs at once: all done in ${(wallMs / 1000).toFixed(2)} s, each p50 ${quantile(programMs, 0.5).toFixed(0)} ms / p99 ${quantile(programMs, 0.99).toFixed(0)} ms, ${failed} failed${failed === 0 ? '' : ` (${[...reasons].map(([r, n]) => `${n}× ${r}`).join(', ')})`}`,
+    `event loop during the bursts: lag p99 ${quantile(lags, 0.99).toFixed(1)} ms, max ${Math.max(...lags).toFixed(1)} ms; main-thread CPU between two turns p99 ${quantile(stretches, 0.99).toFixed(1)} ms, max ${Math.max(...stretches).toFixed(1)} ms`,
   );
   console.log(
-    `GET /v1/agents/:id meanwhile: p50 ${quantile(loaded, 0.5).toFixed(1)} ms, p99 ${quantile(loaded, 0.99).toFixed(1)} ms (${loaded.length} samples); idle p50 ${quantile(idle, 0.5).toFixed(1)} ms, p99 ${quantile(idle, 0.99).toFixed(1)} ms (${idle.length})`,
+    `GET /v1/agents/:id meanwhile (fair turn ${config.fairTurnMs} ms): p50 ${quantile(loaded, 0.5).toFixed(1)} ms, p99 ${quantile(loaded, 0.99).toFixed(1)} ms, max ${Math.max(...loaded).toFixed(1)} ms (${loaded.length} samples); idle p50 ${quantile(idle, 0.5).toFixed(1)} ms, p99 ${quantile(idle, 0.99).toFixed(1)} ms (${idle.length})`,
   );
 } finally {
   for (const id of agents) await api('DELETE', `/v1/agents/${id}`).catch(() => undefined);
