@@ -13,10 +13,10 @@ import { consoleRoutes } from '../console/index.ts';
 import type { EgressSettings } from '../egress/settings.ts';
 import { SandboxError } from '../errors.ts';
 import type { SkillCatalog } from '../skills/catalog.ts';
-import type { Store } from '../store/index.ts';
+import type { Store, TenantStore } from '../store/index.ts';
 import type { ScheduleService } from '../tools/builtin/index.ts';
 import { createClientAudit } from './audit.ts';
-import { tenantAuth } from './auth.ts';
+import { bearerToken, tenantAuth } from './auth.ts';
 import { type ConnectionGuard, claimConnection, keepRefusalBody, refuseStrayUpgrade } from './connections.ts';
 import type { ApiEnv } from './env.ts';
 import { errorBody, errorHandler } from './errors.ts';
@@ -136,6 +136,15 @@ const takesTurns = (c: Context): boolean =>
   (c.env as { incoming?: unknown } | undefined)?.incoming !== undefined &&
   (c.req.path.endsWith('/calls') || c.req.path.endsWith('/exec') || c.req.path.endsWith('/mcp'));
 
+/** The tenant of a valid bearer key; undefined for anything else (tenantAuth answers that). */
+const tenantOf = (tenants: Pick<TenantStore, 'verifyKey'>, header: string | undefined) => {
+  try {
+    return tenants.verifyKey(bearerToken(header));
+  } catch {
+    return undefined;
+  }
+};
+
 /** DELETE routes that do work in the sandbox (remove files, close a terminal) rather than stop work. */
 const isSandboxWork = (path: string): boolean => path.endsWith('/files') || /\/terminals\/[^/]*$/.test(path);
 
@@ -202,14 +211,6 @@ export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
     metrics.error('NOT_FOUND');
     return c.json(errorBody('NOT_FOUND', `No route ${c.req.method} ${c.req.path}.`), 404);
   });
-  const fair = deps.fair ?? createFairScheduler({ budgetMs: limits.fairTurnMs });
-  // A heavy request waits its turn before any of its work: what runs before admission (parsing,
-  // auth, limits) is ~half of its main-thread time, and a burst of it held light requests up. Its
-  // tenant is not known yet: its key stands for it (a bad one is refused once its turn comes).
-  app.use(async function fairEntry(c, next) {
-    if (takesTurns(c)) await fair.turn(c.req.header('authorization') ?? '');
-    await next();
-  });
   app.use(keepRefusalBody);
   app.use(async function httpMetrics(c, next) {
     const start = performance.now();
@@ -225,6 +226,22 @@ export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
     });
   });
   app.use(requestId());
+  const fair = deps.fair ?? createFairScheduler({ budgetMs: limits.fairTurnMs });
+  // A heavy request waits its turn before the rest of its work: what runs before admission (the
+  // middleware, the body) is ~half of its main-thread time, and a burst of it held light requests
+  // up. Its key is checked first (remembered: a hash and a lookup) and its connection claimed, so
+  // it waits in its tenant's queue and its connection no longer counts as unauthenticated (those
+  // give way to newer ones); one without a valid key does not wait: tenantAuth refuses it.
+  app.use(async function fairEntry(c, next) {
+    if (takesTurns(c)) {
+      const tenant = tenantOf(deps.store.tenants, c.req.header('authorization'));
+      if (tenant !== undefined) {
+        claimConnection(connections, c, tenant.id);
+        await fair.turn(tenant.id);
+      }
+    }
+    await next();
+  });
   app.route('/', systemRoutes({ version: deps.version, startedAt: deps.startedAt, metrics, lifecycle }));
 
   app.use('/v1/*', refuseWhenShuttingDown(lifecycle));

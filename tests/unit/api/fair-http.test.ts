@@ -1,9 +1,12 @@
 // Call batches over HTTP take turns (host/api/fair.ts) while reads never wait for one: a scheduler
 // that holds every turn until the test lets it go shows which requests wait, for whom, and that a
 // held batch still ends as the API says once it runs (an agent deleted meanwhile is gone).
-import type { AddressInfo } from 'node:net';
+
+import type { Server } from 'node:http';
+import { type AddressInfo, connect, type Socket } from 'node:net';
 import { type ServerType, serve } from '@hono/node-server';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createConnectionGuard } from '../../../host/api/connections.ts';
 import type { FairScheduler } from '../../../host/api/fair.ts';
 import { type Api, makeApi } from './harness.ts';
 
@@ -47,9 +50,17 @@ describe('fair turns over HTTP', () => {
 
   beforeEach(async () => {
     fair = holdingScheduler();
-    api = makeApi({}, { app: { fair: fair.scheduler } });
+    // 8 connections, at most 6 unauthenticated, 2 per tenant.
+    const connections = createConnectionGuard({
+      maxConnections: 8,
+      reserve: 2,
+      firstByteMs: 10_000,
+      perTenant: 2,
+    });
+    api = makeApi({}, { app: { fair: fair.scheduler, connections } });
     server = await new Promise<ServerType>((resolve) => {
       const s = serve({ fetch: api.app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve(s));
+      connections.attach(s as Server);
     });
     url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   });
@@ -72,15 +83,16 @@ describe('fair turns over HTTP', () => {
       calls: [{ id: 'r', name: 'read', arguments: { file_path: 'missing.txt' } }],
     });
     await until(() => fair.keys.length === 1);
-    // Before admission its key stands for the tenant.
-    expect(fair.keys).toEqual([`Bearer ${api.keyA}`]);
+    const tenant = api.store.tenants.verifyKey(api.keyA)?.id;
+    // Before the middleware, in its tenant's queue.
+    expect(fair.keys).toEqual([tenant]);
     const read = await http(api.keyA, 'GET', `/v1/agents/${agent.id}`);
     expect(read.status).toBe(200);
     expect(fair.keys).toHaveLength(1);
     fair.release();
-    // After admission, its tenant.
+    // Again after admission.
     await until(() => fair.keys.length === 2);
-    expect(fair.keys[1]).toBe(api.store.tenants.verifyKey(api.keyA)?.id);
+    expect(fair.keys[1]).toBe(tenant);
     fair.release();
     const res = await batch;
     expect(res.status).toBe(200);
@@ -103,12 +115,32 @@ describe('fair turns over HTTP', () => {
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe('NOT_FOUND');
   });
 
-  it('a request without a valid key is refused once its turn comes, and takes none after', async () => {
+  it('a request without a valid key takes no turn: it is refused at once', async () => {
     const agent = await api.createAgent(api.keyA);
-    const batch = http('not-a-key', 'POST', `/v1/agents/${agent.id}/calls`, { calls: [] });
+    const res = await http('not-a-key', 'POST', `/v1/agents/${agent.id}/calls`, { calls: [] });
+    expect(res.status).toBe(401);
+    expect(fair.keys).toEqual([]);
+  });
+
+  it('a waiting batch holds its connection for its tenant: ones without a key cannot displace it', async () => {
+    const agent = await api.createAgent(api.keyA);
+    const batch = http(api.keyA, 'POST', `/v1/agents/${agent.id}/calls`, {
+      calls: [{ id: 'r', name: 'read', arguments: { file_path: 'missing.txt' } }],
+    });
     await until(() => fair.keys.length === 1);
+    // More silent connections than the unauthenticated ones may hold: the oldest of them give way.
+    const silent: Socket[] = [];
+    for (let i = 0; i < 10; i++) {
+      const socket = connect((server.address() as AddressInfo).port, '127.0.0.1');
+      socket.on('error', () => undefined);
+      await new Promise((r) => socket.once('connect', r));
+      silent.push(socket);
+    }
     fair.release();
-    expect((await batch).status).toBe(401);
-    expect(fair.keys).toEqual(['Bearer not-a-key']);
+    await until(() => fair.keys.length === 2);
+    fair.release();
+    const res = await batch;
+    expect(res.status).toBe(200);
+    for (const socket of silent) socket.destroy();
   });
 });
