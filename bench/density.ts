@@ -274,7 +274,7 @@ try {
     );
   }
   console.log(
-    `event loop during the bursts: lag p99 ${quantile(lags, 0.99).toFixed(1)} ms, max ${Math.max(...lags).toFixed(1)} ms; main-thread CPU between two turns p99 ${quantile(stretches, 0.99).toFixed(1)} ms, max ${Math.max(...stretches).toFixed(1)} ms`,
+    `event loop during the bursts: lag p99 ${quantile(lags, 0.99).toFixed(1)} ms, max ${Math.max(...lags).toFixed(1)} ms; main-thread CPU between two turns p99 ${quantile(stretches, 0.99).toFixed(1)} ms, max ${Math.max(...stretches).toFixed(1)} ms; main-thread CPU in all ${(stretches.reduce((a, b) => a + b, 0) / 1000).toFixed(2)} s (${(stretches.reduce((a, b) => a + b, 0) / (PROGRAMS * ROUNDS)).toFixed(2)} ms a program, the samples' GETs included)`,
   );
   console.log(
     `GET /v1/agents/:id meanwhile (fair turn ${config.fairTurnMs} ms): p50 ${quantile(loaded, 0.5).toFixed(1)} ms, p99 ${quantile(loaded, 0.99).toFixed(1)} ms, max ${Math.max(...loaded).toFixed(1)} ms (${loaded.length} samples); idle p50 ${quantile(idle, 0.5).toFixed(1)} ms, p99 ${quantile(idle, 0.99).toFixed(1)} ms (${idle.length})`,
