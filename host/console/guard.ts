@@ -7,7 +7,6 @@ import { timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Context, MiddlewareHandler } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
-import type { WebSocket, WebSocketServer } from 'ws';
 import type { ConsoleSession, Sessions } from './sessions.ts';
 
 export interface ConsoleEnv {
@@ -115,6 +114,14 @@ export const requireSession = (
  */
 export const sessionEnd = (session: ConsoleSession): AbortSignal =>
   AbortSignal.any([session.ended, AbortSignal.timeout(Math.max(0, session.expiresAt - Date.now()))]);
+
+/** What the console needs of the API's WebSocket server (ws's) and its sockets: no import of it here. */
+interface WebSocket {
+  close(code: number, reason: string): void;
+}
+interface WebSocketServer {
+  on(event: 'connection', listener: (ws: WebSocket, request: IncomingMessage) => void): unknown;
+}
 
 /** Each WebSocket server's sockets by the upgrade request they came from (one listener per server). */
 const socketsByRequest = new WeakMap<WebSocketServer, WeakMap<IncomingMessage, WebSocket>>();
