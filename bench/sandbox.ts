@@ -111,45 +111,23 @@ const sweep = async (): Promise<void> => {
 try {
   console.log(`image ${image}, ${REPS} reps (medians; ×N = how many times faster than the raw way)\n`);
   // 1. Agent ready: warm pool vs cold create.
-  const pooled = createDockerProvider({
-    docker,
-    image,
-    labels,
-    prefix: 'dshb',
-    instance: `${run}p`,
-    pool: { size: 1 },
-    idleMs: 0,
-    workspaces,
-  });
+  /** A provider of this run's containers (instance `<run><suffix>`) that never stops one for idling. */
+  const provider = (suffix: string, options: Partial<Parameters<typeof createDockerProvider>[0]> = {}) =>
+    createDockerProvider({
+      docker,
+      image,
+      labels,
+      prefix: 'dshb',
+      instance: `${run}${suffix}`,
+      idleMs: 0,
+      ...options,
+    });
+  const pooled = provider('p', { pool: { size: 1 }, workspaces });
   // Cold creates as the service makes them (formatted workspaces made ahead), and without spares
-  // (mkfs on the path), alternating in the same run.
-  const cold = createDockerProvider({
-    docker,
-    image,
-    labels,
-    prefix: 'dshb',
-    instance: `${run}c`,
-    idleMs: 0,
-    workspaces,
-    workspaceSpares: 2,
-  });
-  const coldMkfs = createDockerProvider({
-    docker,
-    image,
-    labels,
-    prefix: 'dshb',
-    instance: `${run}m`,
-    idleMs: 0,
-    workspaces,
-  });
-  const coldVolume = createDockerProvider({
-    docker,
-    image,
-    labels,
-    prefix: 'dshb',
-    instance: `${run}v`,
-    idleMs: 0,
-  });
+  // (mkfs on the path), alternating in the same run; and on a Docker volume (no disk limit).
+  const cold = provider('c', { workspaces, workspaceSpares: 2 });
+  const coldMkfs = provider('m', { workspaces });
+  const coldVolume = provider('v');
   // As the service starts them: adopt() first (after it, a pool hit asks the engine nothing).
   for (const provider of [pooled, cold, coldMkfs, coldVolume]) await provider.adopt();
   const readyReps = Math.max(3, Math.min(REPS, 6));
