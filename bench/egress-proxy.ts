@@ -85,6 +85,7 @@ const server = await startServer(config, {
       labels: { 'dsh.bench': run },
       idleMs: 0,
       egress,
+      links: join(dataDir, 'links'),
     });
     providers.push(provider);
     return provider;

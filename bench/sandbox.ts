@@ -6,7 +6,7 @@
 // putArchive; grep over a small repo through sandboxd vs raw exec `rg`. Prints medians and ratios.
 // Everything it makes is labelled dsh.bench=<run> and removed by that label at the end.
 
-import { rmdir as rm } from 'node:fs/promises';
+import { rmdir as rm, rm as rmAll } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
@@ -106,6 +106,7 @@ const sweep = async (): Promise<void> => {
   await removeBenchResources(docker, run);
   await workspaces.sweep([], true);
   await rm(workspacesDir).catch(() => {});
+  await rmAll(`${workspacesDir}-links`, { recursive: true, force: true });
 };
 
 try {
@@ -120,6 +121,8 @@ try {
       prefix: 'dshb',
       instance: `${run}${suffix}`,
       idleMs: 0,
+      // Sessions over each container's link socket, as the service runs them.
+      links: `${workspacesDir}-links`,
       ...options,
     });
   const pooled = provider('p', { pool: { size: 1 }, workspaces });

@@ -71,13 +71,17 @@ const sh = (cmd: string, args: string[], opts: { stdin?: string; capture?: boole
 
 const dataDir = mkdtempSync(join(tmpdir(), 'dsh-bench-transfer-'));
 const store = openStore({ dataDir });
+// Sessions over each container's link socket, as the service runs them (BENCH_LINKS=0: the attach stream).
+const overAttach = process.env.BENCH_LINKS === '0';
 const provider = createDockerProvider({
   image,
   prefix: 'dshbench',
   instance: `t${run}`,
   labels: { 'dsh.bench': run },
   idleMs: 0,
+  ...(overAttach ? {} : { links: join(dataDir, 'links') }),
 });
+console.log(`sessions over ${overAttach ? 'the attach stream (BENCH_LINKS=0)' : 'link sockets'}`);
 const config = loadConfig(
   { host: '127.0.0.1', port: 0, dataDir, tenantConcurrency: 1000, maxUploadBytes: 1024 * MiB },
   {},

@@ -87,6 +87,14 @@ export interface Config {
   /** Where archive uploads wait while they are checked; a disk, not a tmpfs. Default <dataDir>/spool (env DSH_SPOOL_DIR). */
   spoolDir: string;
   /**
+   * Talk to each sandboxd over a unix socket of its container's own (bind-mounted read-only)
+   * instead of the engine's attach stream: no dockerd or containerd-shim on the way. Default on
+   * with a local engine (env DSH_SANDBOX_LINKS=on|off).
+   */
+  sandboxLinks: boolean;
+  /** Where the containers' link folders live. Default <dataDir>/links (env DSH_LINKS_DIR). */
+  linksDir: string;
+  /**
    * How far the workspaces' limits may exceed the free host disk. 1 (default): a workspace is made
    * only if every workspace can still grow to its limit (env DSH_DISK_OVERCOMMIT).
    */
@@ -406,6 +414,8 @@ export const loadConfig = (
     workspaceSpares:
       overrides.workspaceSpares ?? intFrom('DSH_WORKSPACE_SPARES', env.DSH_WORKSPACE_SPARES, 2, 0, 64),
     spoolDir: resolve(cwd, overrides.spoolDir ?? env.DSH_SPOOL_DIR ?? resolve(dataDir, 'spool')),
+    sandboxLinks: overrides.sandboxLinks ?? switchFrom('DSH_SANDBOX_LINKS', env.DSH_SANDBOX_LINKS, true),
+    linksDir: resolve(cwd, overrides.linksDir ?? env.DSH_LINKS_DIR ?? resolve(dataDir, 'links')),
     diskOvercommit: overrides.diskOvercommit ?? ratioFrom('DSH_DISK_OVERCOMMIT', env.DSH_DISK_OVERCOMMIT, 1),
     diskReserveMb:
       overrides.diskReserveMb ?? intFrom('DSH_DISK_RESERVE_MB', env.DSH_DISK_RESERVE_MB, 1024, 0, 2 ** 30),

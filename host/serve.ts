@@ -124,6 +124,7 @@ const defaultProvider = async (
     workspaces: await workspaceStore(config, log),
     spoolDir: config.spoolDir,
     egress,
+    ...(linksOf(config, log) === undefined ? {} : { links: config.linksDir }),
   });
   const recorded = store.agents
     .listAll({ includeDeleted: true })
@@ -136,6 +137,19 @@ const defaultProvider = async (
     });
   log(`instance ${store.instanceId}: re-adopted ${adopted.length} agent sandbox(es)`);
   return provider;
+};
+
+/** The links folder, when sessions may use links: on, and an engine on this machine. */
+const linksOf = (config: Config, log: (line: string) => void): string | undefined => {
+  if (!config.sandboxLinks) return undefined;
+  const host = config.dockerHost;
+  if (host && !host.startsWith('unix://')) {
+    log(
+      `sandboxes: the attach stream only (the engine at DOCKER_HOST=${host} cannot see this machine's folders)`,
+    );
+    return undefined;
+  }
+  return config.linksDir;
 };
 
 /** Node's CAs plus the operator's file (DSH_EGRESS_CA_FILE): what HTTPS upstreams are verified against. */

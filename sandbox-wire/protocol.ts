@@ -22,6 +22,18 @@
 export const PROTOCOL_VERSION = 1;
 /** Data frames and streams (readStream, writeStream); a sandboxd that says so in its hello speaks them. */
 export const STREAMS_VERSION = 1;
+/**
+ * The link (`dial`): sandboxd connects a unix socket the host listens on, bind-mounted read-only
+ * into the container, and the host then speaks this same protocol over it instead of the attach
+ * stream (no dockerd or containerd-shim between them). A sandboxd that can says so in its hello.
+ * The connection starts with LINK_PREFACE and the 64 hex digits of the token the host sent in its
+ * `dial` call, then a newline: the host accepts no other connection.
+ */
+export const LINK_VERSION = 1;
+export const LINK_PREFACE = 'DSHLINK1 ';
+/** Bytes of a link's preface: LINK_PREFACE, a 32-byte token in hex, a newline. */
+export const LINK_PREFACE_BYTES = LINK_PREFACE.length + 64 + 1;
+export const linkPreface = (token: string): Buffer => Buffer.from(`${LINK_PREFACE}${token}\n`, 'latin1');
 /** Largest frame body in either direction. */
 export const MAX_FRAME_BYTES = 16 * 1024 * 1024;
 /** Raw bytes that fit in one frame once base64-encoded (4/3), with 85 KiB left for the JSON around them. */
@@ -74,6 +86,7 @@ export const OPS = [
   'writeStream',
   'egressAccept',
   'egressTrust',
+  'dial',
 ] as const;
 export type Op = (typeof OPS)[number];
 
@@ -93,7 +106,17 @@ export type HostMessage =
 /** sandboxd → host. */
 export type DaemonMessage =
   /** `streams` (this protocol's STREAMS_VERSION) says sandboxd speaks data frames; older ones omit it. */
-  | { t: 'hello'; v: number; session: string; pid: number; root: string; node: string; streams?: number }
+  | {
+      t: 'hello';
+      v: number;
+      session: string;
+      pid: number;
+      root: string;
+      node: string;
+      streams?: number;
+      /** LINK_VERSION: sandboxd can dial the host's link socket. */
+      link?: number;
+    }
   /** Flow control and end of a stream, as the host sends them. */
   | { t: 'credit'; id: number; bytes: number }
   | { t: 'end'; id: number }

@@ -9,7 +9,8 @@
 // detach and re-attach, and sandboxd must outlive any one host connection), SANDBOXD_OP_DEADLINE_MS
 // (the deadline of a call that does not wait by design, default 30000: server.ts),
 // SANDBOXD_PROXY_PORT (the egress proxy's port on 127.0.0.1: egress.ts; default 3128 in the image,
-// any free port in local runs).
+// any free port in local runs), SANDBOXD_LINK (the host's link socket, which `dial` connects:
+// link.ts; set by the host when it bind-mounts one, unset otherwise).
 // Invariant: no request, frame or stray error ends this process.
 
 import { mkdirSync } from 'node:fs';
@@ -54,6 +55,7 @@ const main = async (): Promise<void> => {
     log,
     ...(Number.isInteger(deadline) && deadline > 0 ? { opDeadlineMs: deadline } : {}),
     ...(Number.isInteger(proxyPort) && proxyPort >= 0 && proxyPort < 65536 ? { proxyPort } : {}),
+    ...(process.env.SANDBOXD_LINK ? { linkPath: process.env.SANDBOXD_LINK } : {}),
     // Start the command spawner once the host's first call is answered (its ping: the sandbox is
     // ready from there), so that the agent's first exec is as fast as the rest without the spawn
     // delaying that answer. An exec before then starts it too (launch.ts).

@@ -2,6 +2,11 @@
 // the answer. One session at a time: a `hello` (always preceded by a RESYNC marker) starts a new one,
 // kills the previous session's running execs and cancels its waits, and from then on answers of the
 // old session are dropped, so a re-attached host never sees them under its own request ids.
+// Links: frames come over stdin and, once the host asked for it (`dial`, link.ts), over a unix
+// socket too. A session belongs to the link its hello came on: its answers go there, and frames
+// from any other link are ignored but for a hello (which moves the session to that link). A link
+// that closes under its session ends that session (as a new hello would), so nothing waits on a
+// dead socket; at most one socket link is open (a new dial closes the previous one).
 // Invariants: nothing a request carries can crash this process (every handler's error becomes an
 // error answer with a code from the wire's short list, sandbox-wire/errors.ts); a frame we cannot
 // parse is logged and skipped up to the next RESYNC; an answer too big for a frame becomes a
@@ -13,12 +18,14 @@
 // stuck call never holds up the next one. Data frames of a stream are written only within its
 // credit, so the answers of other calls queue behind at most one window of them.
 
+import type { Socket } from 'node:net';
 import type { Readable, Writable } from 'node:stream';
 import { WireError } from '../../sandbox-wire/errors.ts';
 import {
   encodeFrame,
   FrameDecoder,
   FrameError,
+  LINK_VERSION,
   MAX_DATA_BYTES,
   OPS,
   type Op,
@@ -30,6 +37,7 @@ import { createEgressProxy } from './egress.ts';
 import { runExec } from './exec.ts';
 import { createFsOps } from './fsops.ts';
 import { createJobs } from './jobs.ts';
+import { dialLink } from './link.ts';
 import { createSearchOps } from './search.ts';
 import { createStdio } from './stdio.ts';
 import { createStreams } from './streams.ts';
@@ -48,6 +56,8 @@ export interface ServerOptions {
   opDeadlineMs?: number;
   /** Port of the egress proxy on 127.0.0.1 (egress.ts). Default 0: any free port (local runs). */
   proxyPort?: number;
+  /** The host's link socket (SANDBOXD_LINK): `dial` connects it. Default none: no link. */
+  linkPath?: string;
   /**
    * Runs once, just after the first answer to a call is written (the host's ping after its hello:
    * the host then has its sandbox ready), as the egress proxy starts listening. main.ts starts the
@@ -111,8 +121,16 @@ type Handler = (
   ctx: { id: number; signal: AbortSignal; session: number; io: TransferIo },
 ) => Promise<object>;
 
+/** Where frames come from and where the answers of a session started on it go. */
+interface Link {
+  output: Writable;
+  /** Its output said "wait for drain" and has not drained yet. */
+  draining: boolean;
+  close(): void;
+}
+
 export const startServer = async (options: ServerOptions) => {
-  const { input, output, log } = options;
+  const { log } = options;
   const ws = await openWorkspace(options.root);
   const fsOps = createFsOps(ws);
   const search = createSearchOps(ws);
@@ -133,21 +151,34 @@ export const startServer = async (options: ServerOptions) => {
     return listening;
   };
   let session = 0; // 0: no hello yet
+  /** The link of the current session; undefined before the first hello and after its link closed. */
+  let current: Link | undefined;
+  /** The socket link, while one is open. */
+  let socketLink: Link | undefined;
   let firstAnswer = true;
   const inflight = new Map<number, AbortController>();
   const drainWaiters: Array<() => void> = [];
 
-  let waitingForDrain = false;
   const write = (frame: Buffer, done?: () => void): boolean => {
-    const ok = output.write(frame, done);
-    if (!ok && !waitingForDrain) {
-      waitingForDrain = true;
-      output.once('drain', () => {
-        waitingForDrain = false;
-        for (const fn of drainWaiters.splice(0)) fn();
+    const link = current;
+    if (link === undefined) return true; // nobody is listening
+    const ok = link.output.write(frame, done);
+    if (!ok && !link.draining) {
+      link.draining = true;
+      link.output.once('drain', () => {
+        link.draining = false;
+        if (link === current) for (const fn of drainWaiters.splice(0)) fn();
       });
     }
     return ok;
+  };
+  /** Forgets the current session: its calls stop and its answers are dropped (a hello's first step). */
+  const endSession = (): void => {
+    for (const ac of inflight.values()) ac.abort();
+    inflight.clear();
+    streams.closeAll();
+    drainWaiters.length = 0;
+    session++;
   };
   const send = (forSession: number, message: object): boolean => {
     if (forSession !== session) return true; // a previous session's output: nobody is listening for it
@@ -224,6 +255,10 @@ export const startServer = async (options: ServerOptions) => {
     writeStream: (args, ctx) => transfers.writeStream(args, ctx.io),
     egressAccept: (_args, ctx) => egress.egressAccept(ctx.io, ctx.signal),
     egressTrust: (args) => egress.egressTrust(args),
+    dial: async (args) => {
+      addSocket(await dialLink(options.linkPath, args.token));
+      return {};
+    },
   };
 
   const opDeadlineMs = options.opDeadlineMs ?? 30_000;
@@ -272,7 +307,7 @@ export const startServer = async (options: ServerOptions) => {
               if (mine === session) write(frame, done);
             },
             ready: () =>
-              output.writableLength <= MAX_DATA_BYTES || !waitingForDrain
+              current === undefined || current.output.writableLength <= MAX_DATA_BYTES || !current.draining
                 ? Promise.resolve()
                 : new Promise<void>((resolve) => drainWaiters.push(resolve)),
           },
@@ -280,7 +315,8 @@ export const startServer = async (options: ServerOptions) => {
         )
       : NO_STREAM;
     try {
-      if (op !== 'ping') await listen();
+      // A ping (the host's first call) and a dial (its second) need no proxy: both are on the way to ready.
+      if (op !== 'ping' && op !== 'dial') await listen();
       const value = await handlers[op](args, { id, signal: ac.signal, session: mine, io });
       answer({ t: 'res', id, ok: true, value });
     } catch (e) {
@@ -292,13 +328,10 @@ export const startServer = async (options: ServerOptions) => {
     }
   };
 
-  const onMessage = (m: Record<string, unknown>): void => {
+  const onMessage = (m: Record<string, unknown>, link: Link): void => {
     if (m.t === 'hello') {
-      for (const ac of inflight.values()) ac.abort();
-      inflight.clear();
-      streams.closeAll();
-      drainWaiters.length = 0;
-      session++;
+      endSession();
+      current = link;
       const reply = {
         t: 'hello',
         v: PROTOCOL_VERSION,
@@ -307,12 +340,13 @@ export const startServer = async (options: ServerOptions) => {
         root: ws.root,
         node: process.version,
         streams: STREAMS_VERSION,
+        ...(options.linkPath ? { link: LINK_VERSION } : {}),
       };
       write(Buffer.concat([RESYNC_MARKER, encodeFrame(reply)]));
       if (m.v !== PROTOCOL_VERSION) log(`host speaks protocol ${String(m.v)}, we speak ${PROTOCOL_VERSION}`);
       return;
     }
-    if (session === 0) return; // no session: nobody to answer
+    if (session === 0 || link !== current) return; // no session here: nobody to answer
     const id = m.id;
     if (typeof id !== 'number' || !Number.isInteger(id) || id < 1 || id > 2 ** 31) {
       log('frame without a valid id skipped');
@@ -349,24 +383,45 @@ export const startServer = async (options: ServerOptions) => {
     void onRequest(id, op, args as Args);
   };
 
-  const decoder = new FrameDecoder({
-    onMessage: (m) => {
-      try {
-        onMessage(m);
-      } catch (e) {
-        log(`frame handling failed: ${(e as Error).message}`);
-      }
-    },
-    onData: (id, payload) => {
-      if (session !== 0) streams.onData(id, payload);
-    },
-    onError: (e) => log(`bad input (${e.message}); skipping to the next hello`),
-  });
-  input.on('data', (chunk: Buffer) => decoder.push(chunk));
+  /** Serves frames from `input`; the answers of a session started there go to `link.output`. */
+  const serve = (input: Readable, link: Link): void => {
+    const decoder = new FrameDecoder({
+      onMessage: (m) => {
+        try {
+          onMessage(m, link);
+        } catch (e) {
+          log(`frame handling failed: ${(e as Error).message}`);
+        }
+      },
+      onData: (id, payload) => {
+        if (session !== 0 && link === current) streams.onData(id, payload);
+      },
+      onError: (e) => log(`bad input (${e.message}); skipping to the next hello`),
+    });
+    input.on('data', (chunk: Buffer) => decoder.push(chunk));
+  };
+
+  /** A dialled link socket: it replaces the previous one; its session ends when it closes. */
+  const addSocket = (socket: Socket): void => {
+    socketLink?.close();
+    const link: Link = { output: socket, draining: false, close: () => socket.destroy() };
+    socketLink = link;
+    socket.on('error', (e) => log(`link: ${e.message}`));
+    socket.once('close', () => {
+      if (socketLink === link) socketLink = undefined;
+      if (current !== link) return;
+      endSession();
+      current = undefined;
+    });
+    serve(socket, link);
+  };
+
+  serve(options.input, { output: options.output, draining: false, close: () => {} });
 
   return {
     /** Kill every job and terminal this process started (used when running outside a container). */
     killJobs: () => {
+      socketLink?.close();
       jobs.killAll();
       terms.killAll();
       egress.close();

@@ -4,7 +4,8 @@
 // own seccomp profile (seccomp.ts), read-only root with only the workspace, a size-limited /tmp and
 // a /dev/shm of the same size writable, memory (swap equal) / CPU / pids limits, init process, log
 // driver none, no privileged mode, no host namespaces, no devices, no bind mount but the workspace's
-// own file system (so never the Docker socket), restart policy "no".
+// own file system and the container's own link folder (read-only: LINK_MOUNT), so never the Docker
+// socket, restart policy "no".
 // Identity (CIS 4.1 differs on purpose): the container starts as root so that sandboxd can run
 // apart from the agent (real uid 0, effective uid AGENT_IDS; sandbox-image/sandboxd/identity.ts)
 // with the two capabilities it needs for that; every process of the agent runs as uid 1000 only,
@@ -90,6 +91,15 @@ export const resourceConfig = (limits: SandboxLimits) => ({
   PidsLimit: limits.pids,
 });
 
+/** Where a container sees its link folder (read-only): the host's link socket appears there. */
+export const LINK_MOUNT = '/run/dsh-link';
+/** The link socket's name in that folder (host/sandbox/sandboxd/link.ts). */
+export const LINK_SOCKET = 'link.sock';
+
+/** The host folder bind-mounted at LINK_MOUNT, when the container has one. */
+export const linkDirOf = (info: Docker.ContainerInspectInfo): string | undefined =>
+  info.Mounts?.find((m) => m.Destination === LINK_MOUNT && m.Type === 'bind')?.Source;
+
 export interface ContainerSpec {
   image: string;
   name: string;
@@ -101,6 +111,8 @@ export interface ContainerSpec {
   tmpBytes: number;
   /** Extra environment for sandboxd. */
   env?: Record<string, string>;
+  /** A host folder of this container's own, for the link socket (read-only at LINK_MOUNT). */
+  link?: string;
 }
 
 export const containerConfig = (spec: ContainerSpec): Docker.ContainerCreateOptions => ({
@@ -109,9 +121,12 @@ export const containerConfig = (spec: ContainerSpec): Docker.ContainerCreateOpti
   Labels: spec.labels,
   User: '0:0',
   WorkingDir: WORKSPACE_ROOT,
-  Env: Object.entries({ ...spec.env, SANDBOXD_ROOT: WORKSPACE_ROOT, SANDBOXD_AGENT: AGENT_IDS }).map(
-    ([k, v]) => `${k}=${v}`,
-  ),
+  Env: Object.entries({
+    ...spec.env,
+    SANDBOXD_ROOT: WORKSPACE_ROOT,
+    SANDBOXD_AGENT: AGENT_IDS,
+    ...(spec.link === undefined ? {} : { SANDBOXD_LINK: `${LINK_MOUNT}/${LINK_SOCKET}` }),
+  }).map(([k, v]) => `${k}=${v}`),
   // sandboxd speaks its framed RPC over the attach stream: stdin stays open across detaches.
   OpenStdin: true,
   StdinOnce: false,
@@ -128,7 +143,12 @@ export const containerConfig = (spec: ContainerSpec): Docker.ContainerCreateOpti
     SecurityOpt: ['no-new-privileges:true', `seccomp=${SECCOMP_PROFILE}`],
     Privileged: false,
     ReadonlyRootfs: true,
-    Mounts: [{ ...spec.workspace, Target: WORKSPACE_ROOT, ReadOnly: false }],
+    Mounts: [
+      { ...spec.workspace, Target: WORKSPACE_ROOT, ReadOnly: false },
+      ...(spec.link === undefined
+        ? []
+        : [{ Type: 'bind' as const, Source: spec.link, Target: LINK_MOUNT, ReadOnly: true }]),
+    ],
     // bash runs scripts from /tmp, so no noexec; nosuid/nodev still apply.
     Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${spec.tmpBytes},mode=1777` },
     // /dev/shm (nosuid, nodev, noexec by Docker) bounded like /tmp; POSIX message queues are closed

@@ -3,11 +3,13 @@
 // container's workspace with it and treats "already gone" (or going) as done.
 
 import { createHash } from 'node:crypto';
+import { rm } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import type Docker from 'dockerode';
 import { SandboxError } from '../../errors.ts';
 import { WORKSPACE_ROOT } from '../paths.ts';
 import type { SandboxLimits } from '../types.ts';
-import { containerConfig, DOCKER_DEFAULT_LIMITS } from './config.ts';
+import { containerConfig, DOCKER_DEFAULT_LIMITS, linkDirOf } from './config.ts';
 import { dockerMessage, fromDocker, isConflict, isNotFound } from './errors.ts';
 import { type WorkspaceMount, type WorkspaceStore, workspaceOf } from './workspaces.ts';
 
@@ -25,6 +27,8 @@ export interface NewContainer {
   tmpBytes: number;
   /** An existing workspace to mount instead of making `<name>-ws` (its container vanished). */
   reuse?: WorkspaceMount;
+  /** The container's link folder on this host (config.ts LINK_MOUNT), made before the container. */
+  link?: string;
 }
 
 /**
@@ -79,17 +83,23 @@ export const createSandboxContainer = async (
 };
 
 /**
- * Force-removes the container and then its workspace. A removal already in progress (someone else's
+ * Force-removes the container and then its workspace, and its link folder when `links` (the
+ * provider's folder of link folders) holds it. A removal already in progress (someone else's
  * `docker rm -f`) is waited for, so the workspace goes too.
  */
 export const removeSandboxContainer = async (
   workspaces: WorkspaceStore,
   container: Docker.Container,
+  links?: string,
 ): Promise<WorkspaceMount | undefined> => {
   let workspace: WorkspaceMount | undefined;
   try {
-    workspace = workspaceOf(await container.inspect());
+    const info = await container.inspect();
+    workspace = workspaceOf(info);
+    const link = linkDirOf(info);
     await container.remove({ force: true });
+    if (links !== undefined && link !== undefined && dirname(link) === links)
+      await rm(link, { recursive: true, force: true });
   } catch (e) {
     if (isConflict(e) && /already in progress/i.test(dockerMessage(e))) await gone(container);
     else if (!isNotFound(e)) throw fromDocker(e, 'Removing the sandbox', { container: container.id });

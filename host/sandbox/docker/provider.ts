@@ -15,11 +15,15 @@
 // a container that vanished (removed by hand or by the engine) is replaced on the agent's next
 // call, on its old workspace when that still exists; a destroyed agent's handles never recreate.
 
+import { mkdirSync } from 'node:fs';
+import { mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import Docker from 'dockerode';
 import { nanoid } from 'nanoid';
 import { SandboxError } from '../../errors.ts';
 import { createResolver, WORKSPACE_ROOT } from '../paths.ts';
 import { connectSandboxd, isUnresponsive, type SandboxdEgress } from '../sandboxd/client.ts';
+import { MAX_SOCKET_PATH } from '../sandboxd/link.ts';
 import type { ProviderFlags, Sandbox, SandboxLimits, SandboxProvider, SandboxSpec } from '../types.ts';
 import {
   DOCKER_DEFAULT_LIMITS,
@@ -30,6 +34,7 @@ import {
   LABEL_POOL,
   LABEL_POOL_OWNER,
   LABEL_TENANT,
+  LINK_SOCKET,
   resolveLimits,
   resourceConfig,
 } from './config.ts';
@@ -39,7 +44,13 @@ import { classify, listedWorkspace, naming, sweepable } from './ownership.ts';
 import { createWarmPool, type PoolItem, type WarmPool } from './pool.ts';
 import { type Reapable, startReaper } from './reaper.ts';
 import { createSandboxHandle } from './sandbox.ts';
-import { type ConnectSandboxd, closeLive, type Live, openSession } from './session.ts';
+import {
+  type ConnectSandboxd,
+  closeLive,
+  type Live,
+  type OpenSessionOptions,
+  openSession,
+} from './session.ts';
 import { containerUsage } from './usage.ts';
 import { createVolumeWorkspaces } from './workspaces/volume.ts';
 import { type WorkspaceMount, type WorkspaceStore, workspaceOf } from './workspaces.ts';
@@ -91,6 +102,13 @@ export interface DockerProviderOptions {
    * sandboxd's proxy answers every connection 503.
    */
   egress?: (agentId: string, egress: SandboxdEgress) => () => void;
+  /**
+   * A folder on this host (the engine's host) for the containers' link folders: each container
+   * gets one, bind-mounted read-only, and its sessions run over a unix socket there instead of the
+   * attach stream (session.ts), with no dockerd or containerd-shim in between. Default none: the
+   * attach stream only (an engine on another host cannot see this host's folders).
+   */
+  links?: string;
 }
 
 /** One agent known to this process; the reaper reads and writes its Reapable part. */
@@ -107,6 +125,8 @@ interface Entry extends Reapable {
   renaming?: Promise<void>;
   /** Its container was just created and never started (its first open need not inspect it). */
   created?: boolean;
+  /** Its link folder, when this process made the container (else read from its inspect). */
+  link?: string;
 }
 
 export interface AdoptOptions {
@@ -132,6 +152,32 @@ export type DockerProvider = SandboxProvider & {
    * instance's containers or workspaces.
    */
   adopt(options?: AdoptOptions): Promise<string[]>;
+};
+
+/**
+ * The provider's folder of link folders (made, mode 0700: only the control plane looks inside), or
+ * undefined when there is none or its sockets' paths would be too long for a unix socket.
+ */
+const linksFolder = (dir: string | undefined, onError: (e: unknown) => void): string | undefined => {
+  if (dir === undefined) return undefined;
+  if (Buffer.byteLength(join(dir, 'x'.repeat(12), LINK_SOCKET)) > MAX_SOCKET_PATH) {
+    onError(
+      new SandboxError(
+        'CONFIG_INVALID',
+        `The links folder ${dir} is too deep for a unix socket path; sandboxes use the attach stream.`,
+      ),
+    );
+    return undefined;
+  }
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  return dir;
+};
+
+/** A new link folder in `links`: searchable by the agent's uid (sandboxd dials with it). */
+const makeLinkDir = async (links: string): Promise<string> => {
+  const dir = join(links, nanoid(12));
+  await mkdir(dir, { mode: 0o755 });
+  return dir;
 };
 
 export const createDockerProvider = (options: DockerProviderOptions): DockerProvider => {
@@ -169,21 +215,38 @@ export const createDockerProvider = (options: DockerProviderOptions): DockerProv
   const spareBytes = defaults.diskBytes;
   if (spareBytes !== undefined)
     workspaces.keepSpares?.(names.own, spareBytes, options.workspaceSpares ?? 0, onError);
-  const createContainer = (
+  const links = linksFolder(options.links, onError);
+  const createContainer = async (
     name: string,
     labels: Record<string, string>,
     limits: SandboxLimits,
     reuse?: WorkspaceMount,
-  ) =>
-    createSandboxContainer(docker, workspaces, {
-      image: options.image,
-      name,
-      labels,
-      limits,
-      tmpBytes,
-      ...(reuse ? { reuse } : {}),
-    });
-  const removeContainer = (container: Docker.Container) => removeSandboxContainer(workspaces, container);
+  ): Promise<{ container: Docker.Container; workspace: WorkspaceMount; link?: string }> => {
+    const link = links === undefined ? undefined : await makeLinkDir(links);
+    try {
+      const made = await createSandboxContainer(docker, workspaces, {
+        image: options.image,
+        name,
+        labels,
+        limits,
+        tmpBytes,
+        ...(reuse ? { reuse } : {}),
+        ...(link === undefined ? {} : { link }),
+      });
+      return link === undefined ? made : { ...made, link };
+    } catch (e) {
+      if (link !== undefined) await rm(link, { recursive: true, force: true });
+      throw e;
+    }
+  };
+  /** How sessions are opened: over the link when the container has one. */
+  const sessionOptions = (extra: OpenSessionOptions): OpenSessionOptions => ({
+    ...extra,
+    onLinkError: (e) =>
+      onError(new SandboxError('SANDBOX_UNAVAILABLE', `${String(e)} (the attach stream serves instead)`)),
+  });
+  const removeContainer = (container: Docker.Container) =>
+    removeSandboxContainer(workspaces, container, links);
   /** Removes a container and its workspace; the workspace also when the container is already gone. */
   const removeWith = async (container: Docker.Container, workspace: WorkspaceMount | undefined) => {
     await removeContainer(container);
@@ -199,7 +262,7 @@ export const createDockerProvider = (options: DockerProviderOptions): DockerProv
     size: options.pool?.size ?? 0,
     onError,
     make: async () => {
-      const { container, workspace } = await createContainer(
+      const { container, workspace, link } = await createContainer(
         names.pool(nanoid(10)),
         { ...ownLabels, [LABEL_POOL]: '1', [LABEL_POOL_OWNER]: owner },
         defaults,
@@ -208,7 +271,13 @@ export const createDockerProvider = (options: DockerProviderOptions): DockerProv
         return {
           container,
           workspace,
-          live: await openSession(container, connect, defaults, undefined, { created: true }),
+          live: await openSession(
+            container,
+            connect,
+            defaults,
+            undefined,
+            sessionOptions({ created: true, ...(link === undefined ? {} : { link }) }),
+          ),
         };
       } catch (e) {
         await removeWith(container, workspace);
@@ -236,6 +305,7 @@ export const createDockerProvider = (options: DockerProviderOptions): DockerProv
     workspace: WorkspaceMount;
     opened?: Live;
     renaming?: Promise<void>;
+    link?: string;
   }> => {
     const name = names.agent(agentId);
     // A pooled workspace has the default size; a file system is not resized on assignment.
@@ -298,14 +368,24 @@ export const createDockerProvider = (options: DockerProviderOptions): DockerProv
     entry.created = false;
     try {
       if (entry.workspace) await workspaces.ready(entry.workspace);
-      return await openSession(entry.container, connect, entry.limits, undefined, { restart, created });
+      return await openSession(
+        entry.container,
+        connect,
+        entry.limits,
+        undefined,
+        linkOf(entry, { restart, created }),
+      );
     } catch (e) {
       if (!(await vanished(entry, e))) throw e;
     }
     await replace(entry);
     if (entry.workspace) await workspaces.ready(entry.workspace);
-    return openSession(entry.container, connect, entry.limits, undefined, { created: true });
+    return openSession(entry.container, connect, entry.limits, undefined, linkOf(entry, { created: true }));
   };
+
+  /** Session options for an entry: its link folder when this process made its container. */
+  const linkOf = (entry: Entry, extra: OpenSessionOptions): OpenSessionOptions =>
+    sessionOptions({ ...extra, ...(entry.link === undefined ? {} : { link: entry.link }) });
 
   /** Whether `e` (or, when it says something else, an inspect now) shows the container is gone. */
   const vanished = async (entry: Entry, e: unknown): Promise<boolean> =>
@@ -328,6 +408,7 @@ export const createDockerProvider = (options: DockerProviderOptions): DockerProv
     if (old && !kept) await workspaces.remove(old).catch(onError);
     entry.container = made.container;
     entry.workspace = made.workspace;
+    entry.link = made.link;
     onError(
       new SandboxError(
         'SANDBOX_UNAVAILABLE',
@@ -421,11 +502,16 @@ export const createDockerProvider = (options: DockerProviderOptions): DockerProv
       const limits = resolveLimits(defaults, maxima, spec.limits);
       const existing = await lookup(spec.agentId);
       if (existing) return handle(existing.entry, existing.id);
-      const { container, workspace, opened, renaming } = await provision(spec.agentId, spec.tenantId, limits);
+      const { container, workspace, opened, renaming, link } = await provision(
+        spec.agentId,
+        spec.tenantId,
+        limits,
+      );
       const fresh = {
         container,
         limits,
         workspace,
+        link,
         tenantId: spec.tenantId,
         lastUsed: Date.now(),
         created: opened === undefined,

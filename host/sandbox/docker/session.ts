@@ -8,14 +8,22 @@
 // not) and connected once more; one that still does not answer is reported broken. The client's
 // liveness watchdog (sandboxd/client.ts) finds one that stops answering mid-session; the provider
 // then reopens with `restart` at once, so no call waits for a hello that cannot come.
+// The link: when the container has a link folder (config.ts LINK_MOUNT) and its sandboxd can dial,
+// the session moves from the attach stream to a unix socket (sandboxd/link.ts): no dockerd or
+// containerd-shim between the control plane and sandboxd. The attach socket stays open beside it
+// (its end is how a stopped container is noticed) and goes when the link's session does. A link
+// that cannot be made is reported and the session stays on the attach stream.
 
+import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import type Docker from 'dockerode';
 import { SandboxError } from '../../errors.ts';
 import { WORKSPACE_ROOT } from '../paths.ts';
 import type { SandboxdEgress, SandboxdFs } from '../sandboxd/client.ts';
+import { listenLink } from '../sandboxd/link.ts';
 import type { Sandbox, SandboxJobs, SandboxLimits, SandboxStdio, SandboxTerminals } from '../types.ts';
 import { type Attachment, attach } from './attach.ts';
+import { LINK_SOCKET, linkDirOf } from './config.ts';
 import { fromDocker, isNotModified } from './errors.ts';
 
 /** What the docker provider needs from host/sandbox/sandboxd/client.ts (`connectSandboxd`). */
@@ -30,6 +38,8 @@ export interface SandboxdSession {
   /** The sandbox's egress proxy connections (sandboxd speaking streams; test doubles may not). */
   egress?: SandboxdEgress;
   ping(): Promise<unknown>;
+  /** Only when sandboxd can dial the host's link socket (sandboxd/client.ts). */
+  dial?(token: string): Promise<void>;
   close(): Promise<void> | void;
   /** Settles when the connection is gone (protocol error, socket closed). */
   readonly closed?: Promise<unknown>;
@@ -48,6 +58,19 @@ export type ConnectSandboxd = (options: ConnectOptions) => Promise<SandboxdSessi
 export interface Live {
   session: SandboxdSession;
   attachment: Attachment;
+  /** The session runs over the link socket, not the attach stream. */
+  linked: boolean;
+}
+
+export interface OpenSessionOptions {
+  /** Restart first (sandboxd is known to be unresponsive). */
+  restart?: boolean;
+  /** The container was just created and never started: the first try asks the engine nothing before attaching. */
+  created?: boolean;
+  /** The container's link folder on this host (config.ts); default: read from its inspect (none when `created`). */
+  link?: string;
+  /** A link that could not be made (the session stays on the attach stream). */
+  onLinkError?: (error: unknown) => void;
 }
 
 /** SIGKILL the container (a stopped sandboxd included) and wait until it has stopped. */
@@ -70,11 +93,18 @@ export const openSession = async (
   connect: ConnectSandboxd,
   limits: SandboxLimits,
   readyMs = 15_000,
-  options: { restart?: boolean; created?: boolean } = {},
+  options: OpenSessionOptions = {},
 ): Promise<Live> => {
   if (options.restart) await stopNow(container);
   try {
-    return await openOnce(container, connect, limits, readyMs, options.created === true && !options.restart);
+    return await openOnce(
+      container,
+      connect,
+      limits,
+      readyMs,
+      options,
+      options.created === true && !options.restart,
+    );
   } catch (e) {
     if (options.restart || !(e instanceof SandboxError) || e.code !== 'SANDBOX_UNAVAILABLE') throw e;
     const running = await container.inspect().then(
@@ -84,7 +114,7 @@ export const openSession = async (
     if (!running) throw e;
     await stopNow(container);
     try {
-      return await openOnce(container, connect, limits, readyMs);
+      return await openOnce(container, connect, limits, readyMs, options);
     } catch (again) {
       throw new SandboxError(
         'SANDBOX_UNAVAILABLE',
@@ -100,12 +130,16 @@ const openOnce = async (
   connect: ConnectSandboxd,
   limits: SandboxLimits,
   readyMs: number,
+  options: OpenSessionOptions,
   created = false,
 ): Promise<Live> => {
   let running = false;
+  let link = options.link;
   if (!created) {
     try {
-      running = (await container.inspect()).State.Running;
+      const info = await container.inspect();
+      running = info.State.Running;
+      link ??= linkDirOf(info);
     } catch (e) {
       throw fromDocker(e, 'Inspecting the sandbox', { container: container.id });
     }
@@ -119,13 +153,15 @@ const openOnce = async (
         if (!isNotModified(e)) throw fromDocker(e, 'Starting the sandbox', { container: container.id });
       }
     }
-    const session = await connect({
-      input: attachment.stdout,
-      output: attachment.stdin,
-      root: WORKSPACE_ROOT,
-      maxReadBytes: limits.maxReadBytes,
-      maxOutputBytes: limits.maxOutputBytes,
-    });
+    const overAttach = (): Promise<SandboxdSession> | SandboxdSession =>
+      connect({
+        input: attachment.stdout,
+        output: attachment.stdin,
+        root: WORKSPACE_ROOT,
+        maxReadBytes: limits.maxReadBytes,
+        maxOutputBytes: limits.maxOutputBytes,
+      });
+    let session = await overAttach();
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
       session.ping(),
@@ -148,14 +184,66 @@ const openOnce = async (
         );
       }),
     ]).finally(() => clearTimeout(timer));
+    let linked = false;
+    if (link !== undefined && session.dial) {
+      try {
+        session = await overLink(session, link, connect, limits);
+        linked = true;
+      } catch (e) {
+        options.onLinkError?.(e);
+        // sandboxd may have moved its session to the link already: a new hello brings it back.
+        await session.close();
+        session = await overAttach();
+        await session.ping();
+      }
+    }
     // A connection that failed (a protocol error: anything in the container can write garbage to
     // sandboxd's stdout) is never used again, so its socket goes with it: the next call attaches
     // afresh, and there is never more than one attach socket per container.
     const release = (): void => attachment.close();
     void session.closed?.then(release, release);
-    return { session, attachment };
+    return { session, attachment, linked };
   } catch (e) {
     attachment.close();
+    throw e;
+  }
+};
+
+/**
+ * The session over the container's link socket: listen in its link folder, have sandboxd dial it
+ * (over `attached`, which is then closed), and open a session on the socket. Fails, leaving nothing
+ * open but `attached`, when any step does.
+ */
+const overLink = async (
+  attached: SandboxdSession,
+  dir: string,
+  connect: ConnectSandboxd,
+  limits: SandboxLimits,
+): Promise<SandboxdSession> => {
+  const listener = await listenLink(join(dir, LINK_SOCKET));
+  let socket: import('node:net').Socket;
+  try {
+    [socket] = await Promise.all([listener.accepted, attached.dial?.(listener.token)]);
+  } finally {
+    listener.close();
+  }
+  try {
+    const session = await connect({
+      input: socket,
+      output: socket,
+      root: WORKSPACE_ROOT,
+      maxReadBytes: limits.maxReadBytes,
+      maxOutputBytes: limits.maxOutputBytes,
+    });
+    const end = (): void => {
+      socket.destroy();
+    };
+    void session.closed?.then(end, end);
+    await session.ping();
+    await attached.close();
+    return session;
+  } catch (e) {
+    socket.destroy();
     throw e;
   }
 };

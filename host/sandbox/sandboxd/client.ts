@@ -102,6 +102,11 @@ export interface SandboxdClient {
   exec(command: string, options?: ExecOptions): Promise<ExecResult>;
   /** One round trip; resolves with its duration in milliseconds. */
   ping(): Promise<number>;
+  /**
+   * Only when sandboxd can (`info.link`): asks it to connect the host's link socket with `token`
+   * (64 hex digits; link.ts). Resolves once it connected and sent its preface.
+   */
+  dial?(token: string): Promise<void>;
   /** Streams (bulk transfers) open on this connection: 0 once every transfer ended or was abandoned and answered. */
   readonly openStreams: number;
   /** Detach: pending calls reject with SANDBOX_UNAVAILABLE; the streams stay open. */
@@ -457,6 +462,13 @@ export const connectSandboxd = async (options: ConnectSandboxdOptions): Promise<
       await conn.call('ping', {}, plain);
       return performance.now() - t0;
     },
+    ...(raw.hello.link
+      ? {
+          dial: async (token: string) => {
+            await conn.call('dial', { token }, plain);
+          },
+        }
+      : {}),
     get openStreams() {
       return conn.openStreams;
     },

@@ -19,6 +19,7 @@ import {
   FrameDecoder,
   FrameError,
   type HostMessage,
+  LINK_VERSION,
   type Op,
   PROTOCOL_VERSION,
   RESYNC_MARKER,
@@ -35,6 +36,8 @@ export interface HelloInfo {
   node: string;
   /** sandboxd speaks streams (data frames): this protocol's STREAMS_VERSION or later. */
   streams: boolean;
+  /** sandboxd can dial a link socket (`dial`): this protocol's LINK_VERSION or later. */
+  link: boolean;
 }
 
 export interface StreamOptions {
@@ -176,6 +179,7 @@ export const openConnection = (options: OpenOptions): Promise<Connection> => {
         root: m.root,
         node: m.node,
         streams: (m.streams ?? 0) >= STREAMS_VERSION,
+        link: (m.link ?? 0) >= LINK_VERSION,
       };
       helloDone?.resolve(connection);
       return;

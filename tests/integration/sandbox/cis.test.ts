@@ -42,11 +42,17 @@ describe('CIS 5.x container runtime checks on an agent sandbox', () => {
     expect(opts.some((o) => /seccomp[=:]unconfined|apparmor[=:]unconfined/.test(o))).toBe(false);
     expect(opts.filter((o) => o.startsWith('seccomp=')).length).toBe(1);
   });
-  it('5.6/5.32: one mount, the workspace (its own file system in the run folder), never the Docker socket', () => {
+  it('5.6/5.32: the workspace (its own file system in the run folder) and the link folder read-only, never the Docker socket', () => {
     expect(host.Binds ?? null).toBeNull();
     const kind = fx.workspacesDir ? 'bind' : 'volume';
-    expect(info.Mounts.map((m) => [m.Type, m.Destination, m.RW])).toEqual([[kind, '/workspace', true]]);
-    if (fx.workspacesDir) expect(info.Mounts[0]?.Source).toBe(`${fx.workspacesDir}/${info.Name.slice(1)}-ws`);
+    const mounts = [...info.Mounts].sort((a, b) => a.Destination.localeCompare(b.Destination));
+    expect(mounts.map((m) => [m.Type, m.Destination, m.RW])).toEqual([
+      ['bind', '/run/dsh-link', false],
+      [kind, '/workspace', true],
+    ]);
+    if (fx.workspacesDir) expect(mounts[1]?.Source).toBe(`${fx.workspacesDir}/${info.Name.slice(1)}-ws`);
+    // The link folder is a folder of this container's own in the provider's links folder.
+    expect(mounts[0]?.Source).toMatch(new RegExp(`^${fx.linksDir}/[A-Za-z0-9_-]{12}$`));
     expect(JSON.stringify(info.Mounts)).not.toMatch(/docker\.sock/);
   });
   it('5.10/5.30: network none', () => {

@@ -24,7 +24,9 @@ const sh = async (sb: Sandbox, command: string) => {
   return { code: r.exitCode, out: `${r.stdout}${r.stderr}` };
 };
 const imageOf = async (sb: Sandbox): Promise<string> => {
-  const [mount] = (await fx.docker.getContainer(sb.id).inspect()).Mounts;
+  const mount = (await fx.docker.getContainer(sb.id).inspect()).Mounts.find(
+    (m) => m.Destination === '/workspace',
+  );
   return `${mount?.Source}.img`;
 };
 
@@ -87,7 +89,9 @@ describe.skipIf(!loopWorkspaces)('workspace disk limit (loop-mounted file system
 
   it('remounts the workspace, contents intact, when the container restarts after it was unmounted', async () => {
     await small.fs.writeFile('keep.txt', 'survives a reboot');
-    const [mount] = (await fx.docker.getContainer(small.id).inspect()).Mounts;
+    const mount = (await fx.docker.getContainer(small.id).inspect()).Mounts.find(
+      (m) => m.Destination === '/workspace',
+    );
     await fx.docker.getContainer(small.id).stop({ t: 1 });
     execFileSync('umount', [mount?.Source ?? '']);
     // The next call restarts the container; the provider mounts the workspace first.

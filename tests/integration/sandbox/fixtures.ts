@@ -5,7 +5,7 @@
 // Workspaces are the service's own kind: loop-mounted file systems in a folder of this run (as root,
 // which CI is), else Docker volumes.
 
-import { rmdir } from 'node:fs/promises';
+import { rm, rmdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
@@ -43,6 +43,8 @@ export interface Fixture {
   workspaces: WorkspaceStore;
   /** Where loop workspaces live (undefined with volumes). */
   workspacesDir: string | undefined;
+  /** The containers' link folders (every provider of the fixture uses links, as the service does). */
+  linksDir: string;
   sweep: () => Promise<void>;
 }
 
@@ -68,6 +70,7 @@ export const dockerFixture = (): Fixture => {
     .replace(/[^a-z0-9]/g, 'x');
   const workspacesDir = loopWorkspaces ? join(tmpdir(), `dsh-ws-${runId}`) : undefined;
   const workspaces = workspacesDir ? createLoopWorkspaces(workspacesDir) : createVolumeWorkspaces(docker);
+  const linksDir = join(tmpdir(), `dsh-ln-${runId}`);
   const options = (extra: Partial<DockerProviderOptions> = {}): DockerProviderOptions => ({
     docker,
     image: sandboxImage(),
@@ -77,6 +80,7 @@ export const dockerFixture = (): Fixture => {
     instance: runId,
     idleMs: 0,
     workspaces,
+    links: linksDir,
     ...extra,
   });
   const open: Array<{ close(): Promise<void> }> = [];
@@ -86,6 +90,7 @@ export const dockerFixture = (): Fixture => {
     options,
     workspaces,
     workspacesDir,
+    linksDir,
     closeLater: (provider) => void open.push(provider),
     provider: (extra) => {
       const provider = createDockerProvider(options(extra));
@@ -98,6 +103,7 @@ export const dockerFixture = (): Fixture => {
       // Unmounts and deletes every workspace of this run, then its (now empty) folder.
       await workspaces.sweep([], true);
       if (workspacesDir) await rmdir(workspacesDir).catch(() => {});
+      await rm(linksDir, { recursive: true, force: true });
     },
   };
 };

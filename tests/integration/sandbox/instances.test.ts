@@ -180,7 +180,9 @@ describe('a sandbox that vanished', () => {
       })
     ).map((c) => c.Id);
     expect(gone).toBeDefined();
-    const mount = (await fx.docker.getContainer(gone ?? '').inspect()).Mounts[0];
+    const mount = (await fx.docker.getContainer(gone ?? '').inspect()).Mounts.find(
+      (m) => m.Destination === '/workspace',
+    );
     await fx.docker.getContainer(gone ?? '').remove({ force: true });
 
     const sb = await provider.create({ tenantId: 't', agentId: 'after-removal' });

@@ -88,7 +88,9 @@ describe('docker provider lifecycle', () => {
     const again = await second.get('agent/with:odd chars');
     expect(again?.id).toBe(sb.id);
     expect(await second.get('nobody')).toBeUndefined();
-    const [mount] = (await fx.docker.getContainer(sb.id).inspect()).Mounts;
+    const mount = (await fx.docker.getContainer(sb.id).inspect()).Mounts.find(
+      (m) => m.Destination === '/workspace',
+    );
     await second.destroy('agent/with:odd chars');
     expect(await second.get('agent/with:odd chars')).toBeUndefined();
     expect(await codeOf(fx.docker.getContainer(sb.id).inspect())).toBeDefined();
