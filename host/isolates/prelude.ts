@@ -135,6 +135,10 @@ export const PRELUDE_SOURCE = String.raw`'use strict';
     for (let i = 0; i < ids.length; i++) settle(ids[i], envelopes[i]);
   });
 
+  // A dynamic function records where it was made (its eval origin): V8 then re-parses the calling
+  // function for source positions it compiled without. Made here, only this small function is
+  // re-parsed, once, by the warm-up below; made in start(), the whole prelude was, in each run.
+  const compileMain = ((body) => new AsyncFunction('tools', 'console', body));
   const start = (async function start(src, bindingsJson, globalsJson, limitsJson) {
     limits = parse(limitsJson);
     const tools = makeTools(parse(bindingsJson));
@@ -142,7 +146,7 @@ export const PRELUDE_SOURCE = String.raw`'use strict';
     for (const key of keys(globals)) defineProperty(G, key, { value: globals[key], writable: true, configurable: true });
     defineProperty(G, 'console', { value: console_, writable: true, configurable: true });
     let main;
-    try { main = new AsyncFunction('tools', 'console', src + '\nreturn __main(tools, console);\n//# sourceURL=${PROGRAM_FILENAME}'); }
+    try { main = compileMain(src + '\nreturn __main(tools, console);\n//# sourceURL=${PROGRAM_FILENAME}'); }
     catch (e) { return done(describe('compile', e)); }
     let value;
     try { value = await main(tools, console_); } catch (e) { return done(describe('runtime', e)); }
@@ -166,7 +170,7 @@ export const PRELUDE_SOURCE = String.raw`'use strict';
   // cost more than the rest of a short run. Nothing of it stays reachable; what it leaves is V8's
   // own caches of this isolate, which hold the service's code only.
   parse(stringify({ warm: [1, 'up'] }));
-  new AsyncFunction('tools', 'console', 'return 1;\n//# sourceURL=sandbox:///warmup.js');
+  compileMain('return 1;\n//# sourceURL=sandbox:///warmup.js');
   const api = create(null);
   api.run = run;
   api.deliver = deliver;
