@@ -8,6 +8,8 @@
 export interface Outbox<M> {
   /** Send now if it is the first of this tick, else queue it for the tick's end. */
   post(message: M): void;
+  /** Queue it for the next `send`, or for the tick's end: never a frame of its own at once. */
+  queue(message: M): void;
   /** Send what is queued plus `message` now; false when the channel refused it. */
   send(message: M): boolean;
   /** Send what is queued now. */
@@ -45,6 +47,12 @@ export const createOutbox = <M>(
       burst = true;
       defer(endBurst);
       write(message);
+    },
+    queue(message) {
+      queue.push(message);
+      if (burst) return;
+      burst = true;
+      defer(endBurst);
     },
     send(message) {
       queue.push(message);

@@ -171,6 +171,7 @@ export const PRELUDE_SOURCE = String.raw`'use strict';
   // own caches of this isolate, which hold the service's code only.
   parse(stringify({ warm: [1, 'up'] }));
   compileMain('return 1;\n//# sourceURL=sandbox:///warmup.js');
+  makeTools(['warm']);
   const api = create(null);
   api.run = run;
   api.deliver = deliver;

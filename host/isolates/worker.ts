@@ -69,8 +69,9 @@ const onRun = async (msg: Extract<HostToWorker, { t: 'run' }>): Promise<void> =>
   const done = (outcome: WorkerOutcome) => {
     runs.delete(msg.id);
     released.delete(msg.id);
-    // One frame: the pool state tells the host this worker is about to be busy creating isolates.
-    outbox.post({ t: 'pool', ready: pool.length, warming: warming || pool.length < args.prewarm });
+    // One frame (one write, one wake-up of the host): the pool state tells the host this worker is
+    // about to be busy creating isolates, and the outcome.
+    outbox.queue({ t: 'pool', ready: pool.length, warming: warming || pool.length < args.prewarm });
     outbox.send({ t: 'done', id: msg.id, outcome });
     // The run's isolate is disposed right after this returns; then the pool is topped up.
     setImmediate(refill);

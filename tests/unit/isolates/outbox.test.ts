@@ -63,6 +63,28 @@ describe('outbox', () => {
     ]);
   });
 
+  it('queues without a frame of its own: a queued message leaves with the next send, or at the tick end', async () => {
+    const { frames, write } = recorder();
+    const outbox = createOutbox<Message>(write);
+    outbox.queue({ t: 'pool', n: 1 });
+    expect(frames).toEqual([]);
+    outbox.send({ t: 'done', n: 2 });
+    expect(frames).toEqual([
+      {
+        t: 'batch',
+        messages: [
+          { t: 'pool', n: 1 },
+          { t: 'done', n: 2 },
+        ],
+      },
+    ]);
+    await new Promise((r) => setImmediate(r));
+    outbox.queue({ t: 'pool', n: 3 });
+    await new Promise((r) => setImmediate(r));
+    expect(frames.at(-1)).toEqual({ t: 'pool', n: 3 });
+    expect(frames).toHaveLength(2);
+  });
+
   it('drops what is queued when cleared', async () => {
     const { frames, write } = recorder();
     const outbox = createOutbox<Message>(write);
