@@ -11,11 +11,15 @@
 // 4. the rest = 1 − 2 − 3: the host's share (frame checks, broker, reply batching) plus whatever
 //    scheduling a loaded machine adds beyond the bare round trip.
 // The machine is shared: repeat runs and read ranges.
+import { setFlagsFromString } from 'node:v8';
+import { ISOLATE_V8_FLAGS } from '../host/isolates/fork.ts';
 import type { JsonValue } from '../host/isolates/index.ts';
 import { compileProgram, createIsolateHost } from '../host/isolates/index.ts';
 import { createSlot, startRun } from '../host/isolates/worker-run.ts';
 import { ipcRoundTrip } from './ipc-floor.ts';
 
+// The in-process worker side runs its isolates under the flags a worker process has.
+for (const flag of ISOLATE_V8_FLAGS) setFlagsFromString(flag);
 const REPS = Number(process.env.BENCH_RUNS ?? 40);
 const GAP_MS = 10;
 const ENVELOPE = '{"ok":true,"value":null}';

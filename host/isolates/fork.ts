@@ -11,6 +11,15 @@ import { createOutbox, type Outbox } from './outbox.ts';
 
 const STDERR_TAIL = 4096;
 
+/**
+ * V8 flags of a worker process, which hold for its isolates too. Sparkplug (the baseline compiler)
+ * compiles in batches once ~4 KB of bytecode has run hot (V8's default threshold, 4096): in a fresh
+ * isolate that came at a program's 13th tool call and stalled the worker's thread 50-700 µs
+ * (bench/call-hops.ts, measured in-process per call). At 64 KB a short program never pays it; a
+ * long one is still compiled, a little later (CPU-bound programs timed the same within noise).
+ */
+export const ISOLATE_V8_FLAGS = ['--baseline-batch-compilation-threshold=65536'];
+
 export interface ForkedWorker<M> {
   child: ChildProcess;
   outbox: Outbox<M>;
@@ -25,7 +34,7 @@ export const forkWorker = <M extends object>(
   heapMb: number,
 ): ForkedWorker<M> => {
   const child = fork(path, [argsJson], {
-    execArgv: ['--no-node-snapshot', `--max-old-space-size=${heapMb}`],
+    execArgv: ['--no-node-snapshot', `--max-old-space-size=${heapMb}`, ...ISOLATE_V8_FLAGS],
     env: {},
     stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
     serialization: 'json',
