@@ -13,9 +13,12 @@
 // 4. The targets, one line each with figure, baseline, ratio and verdict: a trivial run_code under
 //    2 ms median end to end, and a brokered call under 60 µs (20 calls per program) and 30 µs (200)
 //    more than the same call made directly.
+// 5. run_code's pipeline alone, around an isolate host that answers every run at once, back to back
+//    and one every IDLE_GAP_MS: the difference is what cold caches cost a run arriving at an idle
+//    service (the same code, its data and V8's, refetched after the process slept).
 // The machine is shared: repeat runs and read ranges, one run proves little.
 import ivm from 'isolated-vm';
-import { createIsolateHost } from '../host/isolates/index.ts';
+import { createIsolateHost, type IsolateHost } from '../host/isolates/index.ts';
 import { codeModeScope } from './code-mode-scope.ts';
 import { ipcRoundTrip } from './ipc-floor.ts';
 
@@ -47,6 +50,18 @@ const time = async (n: number, fn: () => Promise<unknown> | unknown): Promise<nu
 };
 
 const isolates = createIsolateHost({ workers: 2, prewarm: 2 });
+/** An isolate host that answers every run at once: what the pipeline around it costs alone. */
+const answering: IsolateHost = {
+  run: async () => ({
+    ok: true,
+    value: 1,
+    logs: [],
+    stats: { calls: 0, maxInFlight: 0, wallMs: 0, inline: true },
+  }),
+  limits: isolates.limits,
+  workerPids: () => [],
+  close: async () => undefined,
+};
 const { runCode, direct } = codeModeScope(isolates);
 /** A run arriving at an idle service: after a pause, timed from its arrival. */
 const idleRun = async (code: string): Promise<number> => {
@@ -83,6 +98,22 @@ try {
       fresh.dispose();
     }),
   );
+  // The pipeline alone, back to back and arriving like the idle runs: the gap is cold caches.
+  const pipelineOnly = codeModeScope(answering).runCode;
+  await time(RUNS * 5, () => pipelineOnly('return 1'));
+  const pipelineWarm = stats(
+    await time(RUNS * 5, async () => {
+      await pipelineOnly('return 1');
+    }),
+  );
+  const pipelineIdle = stats(
+    await time(RUNS, async () => {
+      await new Promise((resolve) => setTimeout(resolve, IDLE_GAP_MS));
+      const started = performance.now();
+      await pipelineOnly('return 1');
+      return performance.now() - started;
+    }),
+  );
   const directCalls = stats(await time(RUNS * 5, direct));
   const ipc = await ipcRoundTrip(2000);
 
@@ -97,6 +128,9 @@ try {
   );
   console.log(
     `isolated-vm in-process, new isolate + eval:  median ${fmt(bareIsolate.median)}, p99 ${fmt(bareIsolate.p99)}  (ratio ${(idle.median / bareIsolate.median).toFixed(1)}x)`,
+  );
+  console.log(
+    `run_code's pipeline alone (an isolate host that answers at once): back to back median ${fmt(pipelineWarm.median)}, one every ${IDLE_GAP_MS} ms median ${fmt(pipelineIdle.median)} (p99 ${fmt(pipelineIdle.p99)})`,
   );
   console.log(
     `direct noop through scope.execute (${RUNS * 5} calls): median ${fmt(directCalls.median)}, p99 ${fmt(directCalls.p99)}`,
