@@ -255,8 +255,13 @@ export const startServer = async (options: ServerOptions) => {
     writeStream: (args, ctx) => transfers.writeStream(args, ctx.io),
     egressAccept: (_args, ctx) => egress.egressAccept(ctx.io, ctx.signal),
     egressTrust: (args) => egress.egressTrust(args),
-    dial: async (args) => {
-      addSocket(await dialLink(options.linkPath, args.token));
+    dial: async (args, ctx) => {
+      const socket = await dialLink(options.linkPath, args.token);
+      if (ctx.signal.aborted) {
+        socket.destroy();
+        throw new WireError('TOOL_FAILED', 'The session that asked for this link has ended.');
+      }
+      addSocket(socket);
       return {};
     },
   };
@@ -331,6 +336,8 @@ export const startServer = async (options: ServerOptions) => {
   const onMessage = (m: Record<string, unknown>, link: Link): void => {
     if (m.t === 'hello') {
       endSession();
+      // Another link takes the session: the socket link's host must learn at once, not by silence.
+      if (socketLink !== undefined && socketLink !== link) socketLink.close();
       current = link;
       const reply = {
         t: 'hello',

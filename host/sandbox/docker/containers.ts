@@ -99,7 +99,7 @@ export const removeSandboxContainer = async (
     const link = linkDirOf(info);
     await container.remove({ force: true });
     if (links !== undefined && link !== undefined && dirname(link) === links)
-      await rm(link, { recursive: true, force: true });
+      await rm(link, { recursive: true, force: true }).catch(() => {}); // an empty folder at most
   } catch (e) {
     if (isConflict(e) && /already in progress/i.test(dockerMessage(e))) await gone(container);
     else if (!isNotFound(e)) throw fromDocker(e, 'Removing the sandbox', { container: container.id });

@@ -15,8 +15,8 @@
 // a container that vanished (removed by hand or by the engine) is replaced on the agent's next
 // call, on its old workspace when that still exists; a destroyed agent's handles never recreate.
 
-import { mkdirSync } from 'node:fs';
-import { mkdir, rm } from 'node:fs/promises';
+import { chmodSync, mkdirSync } from 'node:fs';
+import { chmod, mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import Docker from 'dockerode';
 import { nanoid } from 'nanoid';
@@ -170,6 +170,7 @@ const linksFolder = (dir: string | undefined, onError: (e: unknown) => void): st
     return undefined;
   }
   mkdirSync(dir, { recursive: true, mode: 0o700 });
+  chmodSync(dir, 0o700); // whatever the umask, or an older folder's mode
   return dir;
 };
 
@@ -177,6 +178,7 @@ const linksFolder = (dir: string | undefined, onError: (e: unknown) => void): st
 const makeLinkDir = async (links: string): Promise<string> => {
   const dir = join(links, nanoid(12));
   await mkdir(dir, { mode: 0o755 });
+  await chmod(dir, 0o755); // whatever the umask
   return dir;
 };
 
@@ -242,6 +244,7 @@ export const createDockerProvider = (options: DockerProviderOptions): DockerProv
   /** How sessions are opened: over the link when the container has one. */
   const sessionOptions = (extra: OpenSessionOptions): OpenSessionOptions => ({
     ...extra,
+    ...(links === undefined ? {} : { links }),
     onLinkError: (e) =>
       onError(new SandboxError('SANDBOX_UNAVAILABLE', `${String(e)} (the attach stream serves instead)`)),
   });

@@ -14,7 +14,8 @@
 // (its end is how a stopped container is noticed) and goes when the link's session does. A link
 // that cannot be made is reported and the session stays on the attach stream.
 
-import { join } from 'node:path';
+import { chmod, mkdir } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import type Docker from 'dockerode';
 import { SandboxError } from '../../errors.ts';
@@ -69,6 +70,11 @@ export interface OpenSessionOptions {
   created?: boolean;
   /** The container's link folder on this host (config.ts); default: read from its inspect (none when `created`). */
   link?: string;
+  /**
+   * The provider's folder of link folders: a folder read from an inspect is used only when it lies
+   * there (so links off, or moved, means no link for older containers too). Default none: no link.
+   */
+  links?: string;
   /** A link that could not be made (the session stays on the attach stream). */
   onLinkError?: (error: unknown) => void;
 }
@@ -139,11 +145,20 @@ const openOnce = async (
     try {
       const info = await container.inspect();
       running = info.State.Running;
-      link ??= linkDirOf(info);
+      const found = linkDirOf(info);
+      if (
+        link === undefined &&
+        found !== undefined &&
+        options.links !== undefined &&
+        dirname(found) === options.links
+      )
+        link = found;
     } catch (e) {
       throw fromDocker(e, 'Inspecting the sandbox', { container: container.id });
     }
   }
+  // A folder that went away (a wiped data folder) would fail the start: Docker needs the bind's source.
+  if (link !== undefined && !running) await ensureLinkDir(link);
   const attachment = await attach(container);
   try {
     if (!running) {
@@ -187,7 +202,7 @@ const openOnce = async (
     let linked = false;
     if (link !== undefined && session.dial) {
       try {
-        session = await overLink(session, link, connect, limits);
+        session = await within(overLink(session, link, connect, limits), readyMs, 'the link took too long');
         linked = true;
       } catch (e) {
         options.onLinkError?.(e);
@@ -209,6 +224,33 @@ const openOnce = async (
   }
 };
 
+/** `p`, or a rejection after `ms` (what `p` settles to later is dropped: closed, if a session). */
+const within = async (p: Promise<SandboxdSession>, ms: number, why: string): Promise<SandboxdSession> => {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      p,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          void p.then(
+            (late) => late.close(),
+            () => {},
+          );
+          reject(new SandboxError('SANDBOX_UNAVAILABLE', `${why} (${ms} ms)`));
+        }, ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+};
+
+/** Makes a container's link folder again when it is gone (mode 0755: sandboxd dials as the agent). */
+const ensureLinkDir = async (dir: string): Promise<void> => {
+  await mkdir(dir, { recursive: true, mode: 0o755 });
+  await chmod(dir, 0o755);
+};
+
 /**
  * The session over the container's link socket: listen in its link folder, have sandboxd dial it
  * (over `attached`, which is then closed), and open a session on the socket. Fails, leaving nothing
@@ -224,6 +266,13 @@ const overLink = async (
   let socket: import('node:net').Socket;
   try {
     [socket] = await Promise.all([listener.accepted, attached.dial?.(listener.token)]);
+  } catch (e) {
+    // The token's connection may have come although the dial's answer failed: it goes too.
+    void listener.accepted.then(
+      (s) => s.destroy(),
+      () => {},
+    );
+    throw e;
   } finally {
     listener.close();
   }

@@ -4,8 +4,9 @@
 // never connects to anything a container named). The token is sent to sandboxd over its stdin;
 // a connection that does not open with the preface and that token within the time allowed is
 // closed, whoever made it (anything the agent runs can reach the same socket while it exists).
-// Invariants: at most MAX_TRIES connections are looked at per listen; exactly one is handed over;
-// the listener and its socket file are gone once the link is made or given up.
+// Invariants: at most MAX_TRIES connections are looked at per listen (one more gives the link up);
+// exactly one is handed over; the listener and its socket file are gone once the link is made or
+// given up.
 
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { rmSync } from 'node:fs';
@@ -27,6 +28,15 @@ export interface LinkListener {
   close(): void;
 }
 
+/** Removes a socket file; never throws (it runs in timers and socket callbacks). */
+const removeSocketFile = (path: string): void => {
+  try {
+    rmSync(path, { force: true });
+  } catch {
+    // listen() reports a path that is in the way
+  }
+};
+
 const unavailable = (why: string): SandboxError =>
   new SandboxError('SANDBOX_UNAVAILABLE', `The sandbox's link was not made: ${why}.`);
 
@@ -44,8 +54,16 @@ export const listenLink = async (path: string, timeoutMs = 5000): Promise<LinkLi
   let tries = 0;
   let done = false;
   const server = createServer({ pauseOnConnect: false }, (socket) => {
-    if (done || ++tries > MAX_TRIES) {
+    if (done) {
       socket.destroy();
+      return;
+    }
+    // Anything inside can knock; past MAX_TRIES the link is given up at once (the attach stream
+    // serves), rather than accepting and closing connections until the deadline.
+    if (++tries > MAX_TRIES) {
+      socket.destroy();
+      finish();
+      settle?.reject(unavailable(`more than ${MAX_TRIES} connections came before the one with the token`));
       return;
     }
     looking.add(socket);
@@ -76,13 +94,13 @@ export const listenLink = async (path: string, timeoutMs = 5000): Promise<LinkLi
     server.close();
     for (const s of looking) s.destroy();
     looking.clear();
-    rmSync(path, { force: true });
+    removeSocketFile(path);
   };
   const timer = setTimeout(() => {
     finish();
     settle?.reject(unavailable(`no connection with the token within ${timeoutMs} ms`));
   }, timeoutMs);
-  rmSync(path, { force: true });
+  removeSocketFile(path);
   try {
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);

@@ -4,7 +4,7 @@
 // cannot be made leaves the session on the attach stream (reported, still serving); removing the
 // sandbox removes its link folder.
 import { createHash, randomBytes } from 'node:crypto';
-import { chmod, readdir } from 'node:fs/promises';
+import { chmod, readdir, rm } from 'node:fs/promises';
 import { Socket } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { ConnectSandboxd } from '../../../host/sandbox/docker/index.ts';
@@ -60,6 +60,27 @@ describe('sandbox links', () => {
     expect(again.seen).toEqual([false, true]);
     await next.destroy('ln-1');
     expect(await readdir(fx.linksDir)).toEqual([]); // the folder went with the sandbox
+  });
+
+  it('links no container when links are off, and makes a folder that went away again before a start', async () => {
+    const made = fx.provider();
+    const sb = await made.create({ agentId: 'ln-3', tenantId: 't1' });
+    await made.close();
+    const off = watched();
+    const without = fx.provider({ connect: off.connect, links: undefined });
+    await without.adopt();
+    expect((await (await without.get('ln-3'))?.exec('echo off'))?.stdout).toBe('off\n');
+    expect(off.seen).toEqual([false]); // the container has a link folder, but links are off
+    await without.close();
+    // The folder goes while the container is stopped: the next start makes it again and links.
+    await fx.docker.getContainer(sb.id).stop({ t: 0 });
+    for (const f of await readdir(fx.linksDir)) await rm(`${fx.linksDir}/${f}`, { recursive: true });
+    const on = watched();
+    const next = fx.provider({ connect: on.connect });
+    await next.adopt();
+    expect((await (await next.get('ln-3'))?.exec('echo on'))?.stdout).toBe('on\n');
+    expect(on.seen).toEqual([false, true]);
+    await next.destroy('ln-3');
   });
 
   it('stays on the attach stream when the link cannot be made, and says so', async () => {

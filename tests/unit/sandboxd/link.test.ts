@@ -101,6 +101,32 @@ describe('sandboxd link', () => {
     stdio = back;
   });
 
+  it('gives the link up at once when more than 8 connections knock first', async () => {
+    const listener = await listenLink(path, 10_000);
+    const t0 = performance.now();
+    const knocks = Array.from({ length: 9 }, () => {
+      const s = netConnect(path);
+      s.on('error', () => {});
+      return s;
+    });
+    await expect(listener.accepted).rejects.toMatchObject({ code: 'SANDBOX_UNAVAILABLE' });
+    expect(performance.now() - t0).toBeLessThan(5000); // not at the 10 s deadline
+    expect(existsSync(path)).toBe(false);
+    for (const s of knocks) s.destroy();
+  });
+
+  it('closes the link when another client says hello on stdin, so its host knows at once', async () => {
+    const first = await sd.connect();
+    const { client, socket } = await link(first, sd.root);
+    first.close();
+    const taker = await sd.connect();
+    const reason = await client.closed;
+    expect(reason.code).toBe('SANDBOX_UNAVAILABLE');
+    expect((await taker.exec('echo taken')).stdout).toBe('taken\n');
+    socket.destroy();
+    stdio = taker;
+  });
+
   it('is refused when the socket path is too long for a unix socket', async () => {
     await expect(listenLink(join(dir, 'x'.repeat(120)))).rejects.toMatchObject({
       code: 'SANDBOX_UNAVAILABLE',
