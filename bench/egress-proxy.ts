@@ -12,24 +12,19 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
-import { nanoid } from 'nanoid';
 import { loadConfig } from '../host/config.ts';
 import { createDockerProvider } from '../host/sandbox/docker/index.ts';
 import { startServer } from '../host/serve.ts';
 import { openStore } from '../host/store/index.ts';
 import { startInternet } from '../tests/integration/api/internet.ts';
 import { noIsolates } from './lib/no-isolates.ts';
-import { removeBenchResources } from './lib/sweep.ts';
+import { benchImage, benchRunId, removeBenchResources } from './lib/sweep.ts';
 
 const MiB = 1024 * 1024;
 const SIZE = 64 * MiB;
 const REPS = Number(process.env.BENCH_REPS ?? 5);
-const image =
-  process.env.DSH_SANDBOX_IMAGE ??
-  (await (await import('../scripts/setup/image.ts')).ensureSandboxImage()).tag;
-const run = nanoid(6)
-  .toLowerCase()
-  .replace(/[^a-z0-9]/g, 'x');
+const image = await benchImage();
+const run = benchRunId();
 
 const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b);

@@ -7,18 +7,13 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
-import { nanoid } from 'nanoid';
 import { createDockerProvider } from '../host/sandbox/docker/index.ts';
 import type { Sandbox } from '../host/sandbox/types.ts';
-import { removeBenchResources } from './lib/sweep.ts';
+import { benchImage, benchRunId, removeBenchResources } from './lib/sweep.ts';
 
 const REPS = Number(process.env.BENCH_REPS ?? 5) * 60;
-const image =
-  process.env.DSH_SANDBOX_IMAGE ??
-  (await (await import('../scripts/setup/image.ts')).ensureSandboxImage()).tag;
-const run = nanoid(6)
-  .toLowerCase()
-  .replace(/[^a-z0-9]/g, 'x');
+const image = await benchImage();
+const run = benchRunId();
 const docker = new Docker();
 const dir = mkdtempSync(join(tmpdir(), 'dsh-bench-link-'));
 

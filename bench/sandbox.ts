@@ -11,7 +11,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import Docker from 'dockerode';
-import { nanoid } from 'nanoid';
 import { pack } from 'tar-stream';
 import { loadConfig } from '../host/config.ts';
 import {
@@ -21,13 +20,11 @@ import {
   loopUnavailable,
 } from '../host/sandbox/docker/index.ts';
 import type { Sandbox } from '../host/sandbox/types.ts';
-import { removeBenchResources } from './lib/sweep.ts';
+import { benchRunId, removeBenchResources } from './lib/sweep.ts';
 
 const REPS = Number(process.argv[2] ?? 20);
 const docker = new Docker();
-const run = nanoid(6)
-  .toLowerCase()
-  .replace(/[^a-z0-9]/g, 'x');
+const run = benchRunId();
 const labels = { 'dsh.bench': run };
 // The service's own workspaces (a loop-mounted file system each) where this machine can mount them.
 const workspacesDir = join(tmpdir(), `dsh-bench-ws-${run}`);

@@ -1,6 +1,18 @@
-// Removes what one bench run made in Docker: every container and volume carrying its
+// A bench run's id and image, and removing what one bench run made in Docker: every container and volume carrying its
 // `dsh.bench=<run>` label, and nothing else (other runs and the service's own are left alone).
 import type Docker from 'dockerode';
+import { nanoid } from 'nanoid';
+
+/** A bench run's id: lowercase letters and digits, for its `dsh.bench` label and instance names. */
+export const benchRunId = (): string =>
+  nanoid(6)
+    .toLowerCase()
+    .replace(/[^a-z0-9]/g, 'x');
+
+/** The sandbox image: DSH_SANDBOX_IMAGE, else the one this checkout builds (made if missing). */
+export const benchImage = async (): Promise<string> =>
+  process.env.DSH_SANDBOX_IMAGE ??
+  (await (await import('../../scripts/setup/image.ts')).ensureSandboxImage()).tag;
 
 export async function removeBenchResources(docker: Docker, run: string): Promise<void> {
   const filters = { label: [`dsh.bench=${run}`] };
