@@ -10,14 +10,24 @@
 // prints that call's p50/p99 idle and under the load. Both clients are processes of their own, as
 // real clients are: in this process their fetch work (undici alone was 13% of its CPU samples)
 // would queue on the service's own event loop. DENSITY_ROUNDS (default 1) repeats the burst.
-// DSH_FAIR_TURN_MS=0 turns the control plane's fair scheduler off (host/api/fair.ts), for a
-// baseline. At the end it deletes its agents, stops the service and removes whatever is still
+// DSH_FAIR_TURN_MS=0 turns the control plane's fair scheduler off (host/api/fair.ts), and
+// DSH_ISOLATE_NICE=0 leaves the isolate workers at the service's niceness, for baselines.
+// Fewer agents (N=20) make a quicker run: the burst is the same 200 programs.
+// Where a loaded sample's time went: until the service's handler saw it, the handling, and back to
+// the client (on the monotonic clock all processes share); the main-thread CPU and collections
+// during the slowest ones; the CPU time of every thread of the service and of every other process
+// during the bursts (the isolate workers, the clients, the engine, the rest of the machine); the
+// collections (PerformanceObserver 'gc'). DENSITY_TRACE=file writes the samples' parts, the
+// collections and the loop probes as JSON, to lay beside a --cpu-prof profile of this process.
+// At the end it deletes its agents, stops the service and removes whatever is still
 // labelled with its instance id (only its own containers).
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import diagnostics from 'node:diagnostics_channel';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { PerformanceObserver } from 'node:perf_hooks';
 import Docker from 'dockerode';
 import { loadConfig } from '../host/config.ts';
 import { createLoopWorkspaces } from '../host/sandbox/docker/index.ts';
@@ -38,6 +48,10 @@ const quantile = (xs: number[], q: number): number => {
 };
 const gc = (): void => (globalThis as { gc?: () => void }).gc?.();
 const mib = (bytes: number): string => `${(bytes / MiB).toFixed(1)} MiB`;
+/** The monotonic clock in ms, shared by every process on the machine (the clients use it too). */
+const monotonic = (): number => Number(process.hrtime.bigint()) / 1e6;
+/** performance.now() + hrOffset ≈ monotonic(). */
+const hrOffset = monotonic() - performance.now();
 
 /** Memory of one container: cgroup v1 files where they are, else one docker stats sample. */
 const containerMemory = async (id: string): Promise<{ usage: number; rss: number; procRss: number }> => {
@@ -59,6 +73,54 @@ const containerMemory = async (id: string): Promise<{ usage: number; rss: number
     const rss = stats.memory_stats.stats?.total_rss ?? stats.memory_stats.stats?.rss ?? 0;
     return { usage: stats.memory_stats.usage ?? 0, rss, procRss: Number.NaN };
   }
+};
+
+/**
+ * CPU time (ms) of every thread of this process by its name, and of every other process on the
+ * machine by what it is to this run: the isolate workers, the clients, the engine, the rest.
+ */
+const cpuByWho = (): Map<string, number> => {
+  const tick = 10; // ms per clock tick (USER_HZ 100)
+  const out = new Map<string, number>();
+  const add = (who: string, stat: string): void => {
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    out.set(who, (out.get(who) ?? 0) + (Number(f[11]) + Number(f[12])) * tick);
+  };
+  const read = (path: string): string => {
+    try {
+      return readFileSync(path, 'utf8');
+    } catch {
+      return '';
+    }
+  };
+  for (const tid of readdirSync('/proc/self/task')) {
+    const stat = read(`/proc/self/task/${tid}/stat`);
+    if (stat) add(`service: ${read(`/proc/self/task/${tid}/comm`).trim()}`, stat);
+  }
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid) || Number(pid) === process.pid) continue;
+    const stat = read(`/proc/${pid}/stat`);
+    if (!stat) continue;
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    const cmd = read(`/proc/${pid}/cmdline`).replaceAll('\0', ' ');
+    const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    const who =
+      ppid === process.pid
+        ? cmd.includes('isolates/worker')
+          ? 'isolate workers'
+          : cmd.includes(' -e ')
+            ? cmd.includes(' sample ')
+              ? 'sampler client'
+              : 'burst client'
+            : `child ${comm}`
+        : /^(dockerd|containerd|containerd-shim.*)$/.test(comm)
+          ? 'engine (dockerd, containerd)'
+          : cmd.includes('sandboxd')
+            ? 'sandboxd (all agents)'
+            : 'other processes';
+    add(who, stat);
+  }
+  return out;
 };
 
 const dataDir = mkdtempSync(join(tmpdir(), 'dsh-bench-density-'));
@@ -104,7 +166,8 @@ const CLIENT = `
 const [mode, url, key, agentsJson, programs] = process.argv.slice(1);
 const agents = JSON.parse(agentsJson);
 const headers = { authorization: 'Bearer ' + key, 'content-type': 'application/json' };
-const wall = () => performance.timeOrigin + performance.now();
+// The monotonic clock every process on the machine shares (the service's trace uses it too).
+const wall = () => Number(process.hrtime.bigint()) / 1e6;
 if (mode === 'sample') {
   const samples = [];
   let running = true;
@@ -112,7 +175,7 @@ if (mode === 'sample') {
   (async () => {
     while (running) {
       const t = wall();
-      const res = await fetch(url + '/v1/agents/' + agents[0], { headers });
+      const res = await fetch(url + '/v1/agents/' + agents[0] + '?sample=' + samples.length, { headers });
       await res.text();
       samples.push([t, wall() - t]);
       await new Promise((r) => setTimeout(r, 10));
@@ -226,6 +289,36 @@ try {
     `  ≈ ${mib(perAgent)} per idle agent: ${Math.floor(hostTotal / perAgent)} would fill this machine's ${mib(hostTotal)} (memory only)`,
   );
 
+  // Where a sample's time went: each of the sampler's GETs (marked by its query) is seen by the
+  // service when its request starts (headers parsed, handler called) and when its response is
+  // finished, on the monotonic clock the clients use too; and the collections meanwhile.
+  const seen = new Map<number, { start: number; finish: number }>();
+  const sampleOf = (request: { url?: string }): number | undefined => {
+    const at = request.url?.indexOf('?sample=') ?? -1;
+    return at < 0 ? undefined : Number(request.url?.slice(at + 8));
+  };
+  const onStart = (message: unknown): void => {
+    const n = sampleOf((message as { request: { url?: string } }).request);
+    if (n !== undefined) seen.set(n, { start: monotonic(), finish: Number.NaN });
+  };
+  const onFinish = (message: unknown): void => {
+    const n = sampleOf((message as { request: { url?: string } }).request);
+    const entry = n === undefined ? undefined : seen.get(n);
+    if (entry) entry.finish = monotonic();
+  };
+  diagnostics.subscribe('http.server.request.start', onStart);
+  diagnostics.subscribe('http.server.response.finish', onFinish);
+  const collections: { at: number; ms: number; kind: number }[] = [];
+  const gcObserver = new PerformanceObserver((list) => {
+    for (const e of list.getEntries())
+      collections.push({
+        at: e.startTime + hrOffset,
+        ms: e.duration,
+        kind: (e as { detail?: { kind?: number } }).detail?.kind ?? 0,
+      });
+  });
+  gcObserver.observe({ entryTypes: ['gc'] });
+
   // The small call idle, then under PROGRAMS concurrent programs (ROUNDS times), from other processes.
   const burster = client('burst', agents);
   const sampling = client('sample', agents);
@@ -237,21 +330,31 @@ try {
   // (on a loaded machine most of the lateness).
   const lags: number[] = [];
   const stretches: number[] = [];
+  /** When each probe fired (monotonic ms), beside lags and stretches. */
+  const probedAt: number[] = [];
   let expected = performance.now() + 2;
   let cpuBefore = process.threadCpuUsage();
   const probe = setInterval(() => {
     const now = performance.now();
     const cpu = process.threadCpuUsage();
+    probedAt.push(now + hrOffset);
     lags.push(Math.max(0, now - expected));
     stretches.push((cpu.user + cpu.system - cpuBefore.user - cpuBefore.system) / 1000);
     expected = now + 2;
     cpuBefore = cpu;
   }, 2);
+  const cpuInBursts = new Map<string, number>();
   for (let round = 0; round < ROUNDS; round++) {
+    const whoBefore = cpuByWho();
     bursts.push(JSON.parse(await burster.round()));
+    for (const [who, ms] of cpuByWho())
+      cpuInBursts.set(who, (cpuInBursts.get(who) ?? 0) + ms - (whoBefore.get(who) ?? 0));
     await new Promise((r) => setTimeout(r, 500));
   }
   clearInterval(probe);
+  gcObserver.disconnect();
+  diagnostics.unsubscribe('http.server.request.start', onStart);
+  diagnostics.unsubscribe('http.server.response.finish', onFinish);
   await burster.output();
   const samples = JSON.parse(await sampling.output()) as [number, number][];
   const firstBurst = (bursts[0] as (typeof bursts)[number]).startedAt;
@@ -260,9 +363,22 @@ try {
     .filter(([at]) => at > (samples[0]?.[0] ?? 0) + 500 && at < firstBurst)
     .map(([, ms]) => ms);
   // Loaded: every sample that was in flight at some time during a burst.
-  const loaded = samples
-    .filter(([at, ms]) => bursts.some((b) => at < b.endedAt && at + ms > b.startedAt))
-    .map(([, ms]) => ms);
+  const during = (at: number, ms: number): boolean =>
+    bursts.some((b) => at < b.endedAt && at + ms > b.startedAt);
+  const loaded = samples.filter(([at, ms]) => during(at, ms)).map(([, ms]) => ms);
+  // Each loaded sample in three parts: until the service's handler saw it (the client's write, the
+  // wait for the service's poll phase, HTTP parsing), the service's handling until the response
+  // was written, and from there until the client had read it (the client's own scheduling).
+  const parts = samples.flatMap(([at, ms], n) => {
+    const s = seen.get(n);
+    return s && during(at, ms) && Number.isFinite(s.finish)
+      ? [{ n, at, ms, toService: s.start - at, handling: s.finish - s.start, toClient: at + ms - s.finish }]
+      : [];
+  });
+  /** Main-thread CPU (ms) between the probes that fired in [from, to]. */
+  const probeCpu = (from: number, to: number): number =>
+    probedAt.reduce((a, at, i) => (at > from && at <= to ? a + (stretches[i] ?? 0) : a), 0);
+  const inBursts = collections.filter((c) => bursts.some((b) => c.at >= b.startedAt && c.at < b.endedAt));
   for (const burst of bursts) {
     const programMs = burst.programs.map(([ms]) => ms);
     const reasons = new Map<string, number>();
@@ -277,8 +393,44 @@ try {
     `event loop during the bursts: lag p99 ${quantile(lags, 0.99).toFixed(1)} ms, max ${Math.max(...lags).toFixed(1)} ms; main-thread CPU between two turns p99 ${quantile(stretches, 0.99).toFixed(1)} ms, max ${Math.max(...stretches).toFixed(1)} ms; main-thread CPU in all ${(stretches.reduce((a, b) => a + b, 0) / 1000).toFixed(2)} s (${(stretches.reduce((a, b) => a + b, 0) / (PROGRAMS * ROUNDS)).toFixed(2)} ms a program, the samples' GETs included)`,
   );
   console.log(
-    `GET /v1/agents/:id meanwhile (fair turn ${config.fairTurnMs} ms): p50 ${quantile(loaded, 0.5).toFixed(1)} ms, p99 ${quantile(loaded, 0.99).toFixed(1)} ms, max ${Math.max(...loaded).toFixed(1)} ms (${loaded.length} samples); idle p50 ${quantile(idle, 0.5).toFixed(1)} ms, p99 ${quantile(idle, 0.99).toFixed(1)} ms (${idle.length})`,
+    `GET /v1/agents/:id meanwhile (fair turn ${config.fairTurnMs} ms, isolate workers at niceness ${config.isolateNice}): p50 ${quantile(loaded, 0.5).toFixed(1)} ms, p99 ${quantile(loaded, 0.99).toFixed(1)} ms, max ${Math.max(...loaded).toFixed(1)} ms (${loaded.length} samples); idle p50 ${quantile(idle, 0.5).toFixed(1)} ms, p99 ${quantile(idle, 0.99).toFixed(1)} ms (${idle.length})`,
   );
+  const p = (xs: number[]) => `p50 ${quantile(xs, 0.5).toFixed(1)} / p99 ${quantile(xs, 0.99).toFixed(1)}`;
+  console.log(
+    `  its parts (ms): until the service's handler saw it ${p(parts.map((x) => x.toService))}; handling ${p(parts.map((x) => x.handling))}; back to the client ${p(parts.map((x) => x.toClient))}`,
+  );
+  const worst = [...parts].sort((a, b) => b.ms - a.ms).slice(0, 5);
+  for (const w of worst)
+    console.log(
+      `  slow sample: ${w.ms.toFixed(1)} ms = ${w.toService.toFixed(1)} to the service + ${w.handling.toFixed(1)} handling + ${w.toClient.toFixed(1)} back; main-thread CPU meanwhile ${probeCpu(w.at, w.at + w.ms).toFixed(1)} ms; collections meanwhile ${collections
+        .filter((c) => c.at < w.at + w.ms && c.at + c.ms > w.at)
+        .reduce((a, c) => a + c.ms, 0)
+        .toFixed(1)} ms`,
+    );
+  const burstMs = bursts.reduce((a, b) => a + b.endedAt - b.startedAt, 0);
+  console.log(
+    `CPU during the bursts (${(burstMs / 1000).toFixed(2)} s of wall time on ${availableParallelism()} cores), in ms: ${[
+      ...cpuInBursts,
+    ]
+      .filter(([, ms]) => ms > 0)
+      .sort((a, b) => b[1] - a[1])
+      .map(([who, ms]) => `${who} ${ms.toFixed(0)}`)
+      .join(', ')}`,
+  );
+  const young = inBursts.filter((c) => c.kind === 1);
+  console.log(
+    `garbage collection during the bursts: ${inBursts.length} collections, ${inBursts.reduce((a, c) => a + c.ms, 0).toFixed(0)} ms in all (scavenges ${young.length}, ${young.reduce((a, c) => a + c.ms, 0).toFixed(0)} ms), the longest ${Math.max(0, ...inBursts.map((c) => c.ms)).toFixed(1)} ms`,
+  );
+  if (process.env.DENSITY_TRACE)
+    writeFileSync(
+      process.env.DENSITY_TRACE,
+      JSON.stringify({
+        bursts: bursts.map(({ startedAt, endedAt }) => ({ startedAt, endedAt })),
+        parts,
+        collections,
+        probes: probedAt.map((at, i) => [at, lags[i], stretches[i]]),
+      }),
+    );
 } finally {
   for (const id of agents) await api('DELETE', `/v1/agents/${id}`).catch(() => undefined);
   await server.close();

@@ -35,6 +35,12 @@ export interface Config {
    * (env DSH_FAIR_TURN_MS).
    */
   fairTurnMs: number;
+  /**
+   * Niceness of the isolate worker processes (strangers' programs), so the control plane's thread
+   * goes first when they compete for a core; 0 leaves them at the service's. Default 10
+   * (env DSH_ISOLATE_NICE).
+   */
+  isolateNice: number;
   /** Largest file or archive upload in bytes. Default 64 MiB (env DSH_MAX_UPLOAD_BYTES). */
   maxUploadBytes: number;
   /** Deadline of one call batch in ms. Default 600000 (env DSH_CALL_TIMEOUT_MS). */
@@ -398,6 +404,7 @@ export const loadConfig = (
     teamTaskScopes:
       overrides.teamTaskScopes ?? intFrom('DSH_TEAM_TASK_SCOPES', env.DSH_TEAM_TASK_SCOPES, 32, 1, 1000),
     fairTurnMs: overrides.fairTurnMs ?? intFrom('DSH_FAIR_TURN_MS', env.DSH_FAIR_TURN_MS, 4, 0, 1000),
+    isolateNice: overrides.isolateNice ?? intFrom('DSH_ISOLATE_NICE', env.DSH_ISOLATE_NICE, 10, 0, 19),
     firstByteTimeoutMs: overrides.firstByteTimeoutMs ?? timeout('DSH_FIRST_BYTE_TIMEOUT_MS', 5000),
     headersTimeoutMs: overrides.headersTimeoutMs ?? timeout('DSH_HEADERS_TIMEOUT_MS', 10_000),
     keepAliveTimeoutMs: overrides.keepAliveTimeoutMs ?? timeout('DSH_KEEP_ALIVE_TIMEOUT_MS', 5000),

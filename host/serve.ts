@@ -15,7 +15,7 @@ import { assembleAgents } from './agents/assemble.ts';
 import { agentEgressRules } from './agents/web.ts';
 import { createApp } from './api/app.ts';
 import { createConnectionGuard } from './api/connections.ts';
-import { createFairScheduler, takingTurns } from './api/fair.ts';
+import { createFairScheduler, takingTurns, yieldingWorkers } from './api/fair.ts';
 import { createLifecycle } from './api/lifecycle.ts';
 import { startLoopMonitor } from './api/loop-monitor.ts';
 import { createMetrics, type Metrics, observeCalls } from './api/metrics.ts';
@@ -179,6 +179,13 @@ const countRestarts = (metrics: Metrics) => {
   };
 };
 
+const both =
+  <E>(a: (event: E) => void, b: (event: E) => void) =>
+  (event: E): void => {
+    a(event);
+    b(event);
+  };
+
 /** The workspaces' file system, one statfs per scrape (a per-workspace figure would be one per agent). */
 const diskOf = (dir: string): { used: number; free: number } => {
   const fs = statfsSync(dir);
@@ -236,7 +243,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
     (await import('./isolates/index.ts')).createIsolateHost({
       workers: config.isolateWorkers,
       workerRssMb: config.isolateWorkerMb,
-      onEvent: countRestarts(metrics),
+      onEvent: both(countRestarts(metrics), yieldingWorkers(config.isolateNice)),
     });
   const loop = startLoopMonitor({ metrics, log });
   const fair = createFairScheduler({ budgetMs: config.fairTurnMs });

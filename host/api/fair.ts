@@ -12,7 +12,8 @@
 // a second grant while another key waits (round robin); each check phase with waiters grants at
 // least one of them (no starvation, even when one slice overruns the whole budget); a grant is
 // only ever a resolved promise (nothing here rejects, nothing is dropped). budgetMs 0 turns it off.
-import type { IsolateHost } from '../isolates/types.ts';
+import { setPriority } from 'node:os';
+import type { IsolateHost, IsolateHostEvent } from '../isolates/types.ts';
 
 export interface FairScheduler {
   /**
@@ -125,12 +126,23 @@ export const createFairScheduler = (options: FairOptions): FairScheduler => {
 /**
  * The isolate host with a turn between a program's outcome and what is made of it (the pipeline's
  * results, the log, the answer), in its owner's (tenant's) queue: the workers' results of a burst
- * of programs come back together, and shaping them all at once held every light request up.
+ * of programs come back together, and shaping them all at once held every light request up. So
+ * does each tool call a program makes (the pipeline's work for it) before it runs: 200 programs
+ * calling tools in a loop are as much main-thread work as 200 batches. When nobody waits and the
+ * turn lasts, a call goes on at once (one resolved promise).
  */
 export const takingTurns = (isolates: IsolateHost, fair: FairScheduler): IsolateHost => ({
   run: async (request) => {
-    const outcome = await isolates.run(request);
-    await fair.turn(request.owner ?? '');
+    const owner = request.owner ?? '';
+    const { onCall } = request;
+    const outcome = await isolates.run({
+      ...request,
+      onCall: async (name, args, signal) => {
+        await fair.turn(owner);
+        return onCall(name, args, signal);
+      },
+    });
+    await fair.turn(owner);
     return outcome;
   },
   get limits() {
@@ -139,3 +151,21 @@ export const takingTurns = (isolates: IsolateHost, fair: FairScheduler): Isolate
   workerPids: () => isolates.workerPids(),
   close: () => isolates.close(),
 });
+
+/**
+ * The isolate workers yield the cores to the control plane: each worker, once started, runs at
+ * `nice` (Linux's CFS then gives the service's thread ~9× their weight at niceness 10, and a
+ * worker woken by its IPC no longer preempts the thread that serves every request). A program's
+ * CPU limit is CPU time, unchanged; on an idle core a worker runs as fast as before. Raising a
+ * child's niceness needs no privilege; a worker already gone is ignored. 0: left as they are.
+ */
+export const yieldingWorkers =
+  (nice: number, set: (pid: number, priority: number) => void = setPriority) =>
+  (event: IsolateHostEvent): void => {
+    if (nice <= 0 || event.type !== 'worker_started' || event.pid <= 0) return;
+    try {
+      set(event.pid, nice);
+    } catch {
+      // It exited meanwhile (ESRCH): its successor gets its own event.
+    }
+  };

@@ -1,8 +1,10 @@
 // The fair scheduler (host/api/fair.ts) on a simulated event loop: `defer` queues callbacks that
 // checkPhase() runs the way Node runs a check phase (only those queued before it began, microtasks
 // drained after each), and a fake clock stands for the main-thread time a granted slice uses.
+import { spawn } from 'node:child_process';
+import { getPriority } from 'node:os';
 import { describe, expect, it } from 'vitest';
-import { createFairScheduler, takingTurns } from '../../../host/api/fair.ts';
+import { createFairScheduler, takingTurns, yieldingWorkers } from '../../../host/api/fair.ts';
 import { DEFAULT_LIMITS, type IsolateHost, type RunOutcome } from '../../../host/isolates/types.ts';
 
 const flushMicrotasks = async (): Promise<void> => {
@@ -175,26 +177,32 @@ describe('fair scheduler', () => {
   });
 });
 
+const okOutcome = (value: number, calls: number): RunOutcome => ({
+  ok: true,
+  value,
+  logs: [],
+  stats: { calls, maxInFlight: calls, wallMs: 1, inline: false },
+});
+
+/** A scheduler whose every turn is held until the test releases it, in the order asked. */
+const heldTurns = () => {
+  const asked: string[] = [];
+  const releases: (() => void)[] = [];
+  const fair = {
+    turn: (key: string) => {
+      asked.push(key);
+      return new Promise<void>((resolve) => void releases.push(resolve));
+    },
+    run: async <T>(_key: string, fn: () => T | Promise<T>) => fn(),
+    waiting: () => 0,
+  };
+  return { asked, release: () => releases.shift()?.(), fair };
+};
+
 describe('takingTurns', () => {
   it("gives a program's outcome back only in its owner's turn, unchanged", async () => {
-    const asked: string[] = [];
-    let release = (): void => undefined;
-    const fair = {
-      turn: (key: string) => {
-        asked.push(key);
-        return new Promise<void>((resolve) => {
-          release = resolve;
-        });
-      },
-      run: async <T>(_key: string, fn: () => T | Promise<T>) => fn(),
-      waiting: () => 0,
-    };
-    const outcome: RunOutcome = {
-      ok: true,
-      value: 1,
-      logs: [],
-      stats: { calls: 0, maxInFlight: 0, wallMs: 1, inline: false },
-    };
+    const { asked, release, fair } = heldTurns();
+    const outcome = okOutcome(1, 0);
     const isolates: IsolateHost = {
       run: async () => outcome,
       limits: DEFAULT_LIMITS,
@@ -215,5 +223,80 @@ describe('takingTurns', () => {
     expect(settled).toBe(outcome);
     expect(taking.workerPids()).toEqual([7]);
     expect(taking.limits).toBe(isolates.limits);
+  });
+});
+
+describe('takingTurns: tool calls', () => {
+  it("runs each of a program's tool calls only in its owner's turn, with what the program gave", async () => {
+    const { asked, release, fair } = heldTurns();
+    const handled: unknown[] = [];
+    const outcome = okOutcome(2, 1);
+    const isolates: IsolateHost = {
+      // The host hands the program's call to the request's onCall, as a worker's call would be.
+      run: async (request) => {
+        const signal = new AbortController().signal;
+        expect(await request.onCall('tools.add', [1, 1], signal)).toBe(2);
+        return outcome;
+      },
+      limits: DEFAULT_LIMITS,
+      workerPids: () => [],
+      close: async () => undefined,
+    };
+    const request = {
+      code: 'return await tools.add(1, 1)',
+      bindings: [],
+      owner: 'tenant-2',
+      onCall: async (name: string, args: unknown) => {
+        handled.push([name, args]);
+        return 2;
+      },
+    };
+    const run = takingTurns(isolates, fair).run(request);
+    await flushMicrotasks();
+    // The call waits for its turn: the pipeline has not seen it yet.
+    expect(asked).toEqual(['tenant-2']);
+    expect(handled).toEqual([]);
+    release();
+    await flushMicrotasks();
+    expect(handled).toEqual([['tools.add', [1, 1]]]);
+    // Then the outcome waits for its own turn.
+    expect(asked).toEqual(['tenant-2', 'tenant-2']);
+    release();
+    expect(await run).toBe(outcome);
+  });
+});
+
+describe('yieldingWorkers', () => {
+  it('lowers each started isolate worker to the niceness given, and only that', () => {
+    const set: [number, number][] = [];
+    const hook = yieldingWorkers(10, (pid, nice) => void set.push([pid, nice]));
+    hook({ type: 'worker_started', worker: 0, pid: 101 });
+    hook({ type: 'worker_exited', worker: 0, pid: 101, code: 1, signal: null, stderr: '' });
+    hook({ type: 'worker_started', worker: 0, pid: 102 });
+    expect(set).toEqual([
+      [101, 10],
+      [102, 10],
+    ]);
+  });
+
+  it('leaves the workers alone at 0 and ignores a worker gone before its niceness was set', () => {
+    const set: number[] = [];
+    yieldingWorkers(0, (pid) => void set.push(pid))({ type: 'worker_started', worker: 0, pid: 101 });
+    expect(set).toEqual([]);
+    const gone = yieldingWorkers(10, () => {
+      throw Object.assign(new Error('no such process'), { code: 'ESRCH' });
+    });
+    expect(() => gone({ type: 'worker_started', worker: 1, pid: 103 })).not.toThrow();
+  });
+
+  it('really lowers a child process: the kernel reports its new niceness', async () => {
+    const child = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 5000)'], { stdio: 'ignore' });
+    try {
+      const pid = child.pid as number;
+      yieldingWorkers(19)({ type: 'worker_started', worker: 0, pid });
+      expect(getPriority(pid)).toBe(19);
+    } finally {
+      child.kill();
+    }
   });
 });
