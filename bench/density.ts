@@ -11,7 +11,8 @@
 // real clients are: in this process their fetch work (undici alone was 13% of its CPU samples)
 // would queue on the service's own event loop. DENSITY_ROUNDS (default 1) repeats the burst.
 // DSH_FAIR_TURN_MS=0 turns the control plane's fair scheduler off (host/api/fair.ts), and
-// DSH_ISOLATE_NICE=0 leaves the isolate workers at the service's niceness, for baselines.
+// DSH_ISOLATE_NICE=0 leaves the isolate workers at the service's niceness, for baselines;
+// DENSITY_BURST_NICE=n runs the burst's client at niceness n (as if it were on another machine).
 // Fewer agents (N=20) make a quicker run: the burst is the same 200 programs.
 // Where a loaded sample's time went: until the service's handler saw it, the handling, and back to
 // the client (on the monotonic clock all processes share); the main-thread CPU and collections
@@ -25,7 +26,7 @@ import { spawn } from 'node:child_process';
 import diagnostics from 'node:diagnostics_channel';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { availableParallelism, tmpdir } from 'node:os';
+import { availableParallelism, setPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PerformanceObserver } from 'node:perf_hooks';
 import Docker from 'dockerode';
@@ -76,15 +77,16 @@ const containerMemory = async (id: string): Promise<{ usage: number; rss: number
 };
 
 /**
- * CPU time (ms) of every thread of this process by its name, and of every other process on the
- * machine by what it is to this run: the isolate workers, the clients, the engine, the rest.
+ * CPU time (ms) of every thread of this process and every other process on the machine, by id,
+ * with what it is to this run: a thread of the service by its name, the isolate workers, the
+ * clients, the engine, the rest. (A process that ends between two readings is not counted.)
  */
-const cpuByWho = (): Map<string, number> => {
+const cpuByWho = (): Map<string, { who: string; ms: number }> => {
   const tick = 10; // ms per clock tick (USER_HZ 100)
-  const out = new Map<string, number>();
-  const add = (who: string, stat: string): void => {
+  const out = new Map<string, { who: string; ms: number }>();
+  const add = (id: string, who: string, stat: string): void => {
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    out.set(who, (out.get(who) ?? 0) + (Number(f[11]) + Number(f[12])) * tick);
+    out.set(id, { who, ms: (Number(f[11]) + Number(f[12])) * tick });
   };
   const read = (path: string): string => {
     try {
@@ -95,7 +97,7 @@ const cpuByWho = (): Map<string, number> => {
   };
   for (const tid of readdirSync('/proc/self/task')) {
     const stat = read(`/proc/self/task/${tid}/stat`);
-    if (stat) add(`service: ${read(`/proc/self/task/${tid}/comm`).trim()}`, stat);
+    if (stat) add(`t${tid}`, `service: ${read(`/proc/self/task/${tid}/comm`).trim()}`, stat);
   }
   for (const pid of readdirSync('/proc')) {
     if (!/^\d+$/.test(pid) || Number(pid) === process.pid) continue;
@@ -118,7 +120,7 @@ const cpuByWho = (): Map<string, number> => {
           : cmd.includes('sandboxd')
             ? 'sandboxd (all agents)'
             : 'other processes';
-    add(who, stat);
+    add(pid, who, stat);
   }
   return out;
 };
@@ -230,6 +232,7 @@ const client = (mode: 'sample' | 'burst', ids: string[]) => {
     ),
   );
   return {
+    pid: child.pid as number,
     /** A burst client's next round: what it printed for it. */
     round: (): Promise<string> =>
       new Promise((resolve) => {
@@ -321,6 +324,9 @@ try {
 
   // The small call idle, then under PROGRAMS concurrent programs (ROUNDS times), from other processes.
   const burster = client('burst', agents);
+  // DENSITY_BURST_NICE=n: the burst's client at niceness n, standing for clients on other machines
+  // (its fetch work, ~1.5-2 ms of CPU a program, otherwise competes with the service for the cores).
+  if (process.env.DENSITY_BURST_NICE) setPriority(burster.pid, Number(process.env.DENSITY_BURST_NICE));
   const sampling = client('sample', agents);
   await new Promise((r) => setTimeout(r, 2500));
   const bursts: { startedAt: number; endedAt: number; programs: [number, string][] }[] = [];
@@ -347,8 +353,8 @@ try {
   for (let round = 0; round < ROUNDS; round++) {
     const whoBefore = cpuByWho();
     bursts.push(JSON.parse(await burster.round()));
-    for (const [who, ms] of cpuByWho())
-      cpuInBursts.set(who, (cpuInBursts.get(who) ?? 0) + ms - (whoBefore.get(who) ?? 0));
+    for (const [id, { who, ms }] of cpuByWho())
+      cpuInBursts.set(who, (cpuInBursts.get(who) ?? 0) + ms - (whoBefore.get(id)?.ms ?? 0));
     await new Promise((r) => setTimeout(r, 500));
   }
   clearInterval(probe);
