@@ -118,7 +118,7 @@ const cpuByWho = (): Map<string, { who: string; ms: number }> => {
         : /^(dockerd|containerd|containerd-shim.*)$/.test(comm)
           ? 'engine (dockerd, containerd)'
           : cmd.includes('sandboxd')
-            ? 'sandboxd (all agents)'
+            ? 'sandboxd (every container on the machine)'
             : 'other processes';
     add(pid, who, stat);
   }
