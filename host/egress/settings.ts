@@ -31,6 +31,13 @@ export interface EgressSettingsView {
 export interface EgressSettings {
   /** What the gateway enforces; undefined when the tenant never set anything. */
   get(tenantId: string): TenantEgress | undefined;
+  /**
+   * Whether the tenant set a search provider of its own: asked for every batch (is web_search
+   * offered?), so remembered for SEARCH_MEMO_MS after a read; put() here forgets it at once, a
+   * change by another process sharing the store shows within that time. A search itself reads the
+   * settings afresh (get).
+   */
+  hasSearch(tenantId: string): boolean;
   view(tenantId: string): EgressSettingsView;
   put(tenantId: string, input: EgressSettingsInput): EgressSettingsView;
 }
@@ -48,6 +55,11 @@ const RESERVED_HEADERS = new Set([
   'proxy-connection',
 ]);
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/;
+
+/** How long hasSearch remembers a tenant's answer. */
+export const SEARCH_MEMO_MS = 2000;
+/** The most tenants it remembers at once (the oldest is forgotten first). */
+const SEARCH_MEMO_MAX = 1024;
 
 const bad = (message: string): SandboxError => new SandboxError('BAD_REQUEST', message);
 
@@ -69,8 +81,22 @@ export function checkServiceUrl(raw: string, what: string): string {
 export function createEgressSettings(options: {
   store: EgressSettingsStore;
   maxBudget: EgressBudget;
+  /** Default Date.now. */
+  now?: () => number;
 }): EgressSettings {
   const { store, maxBudget } = options;
+  const now = options.now ?? Date.now;
+  const searchMemo = new Map<string, { search: boolean; until: number }>();
+
+  function hasSearch(tenantId: string): boolean {
+    const known = searchMemo.get(tenantId);
+    if (known !== undefined && known.until > now()) return known.search;
+    const search = get(tenantId)?.search !== undefined;
+    searchMemo.delete(tenantId);
+    if (searchMemo.size >= SEARCH_MEMO_MAX) searchMemo.delete(searchMemo.keys().next().value as string);
+    searchMemo.set(tenantId, { search, until: now() + SEARCH_MEMO_MS });
+    return search;
+  }
 
   function get(tenantId: string): TenantEgress | undefined {
     return store.get(tenantId) as TenantEgress | undefined;
@@ -131,8 +157,9 @@ export function createEgressSettings(options: {
           }),
     };
     store.put(tenantId, JSON.parse(JSON.stringify(settings)) as JsonValue);
+    searchMemo.delete(tenantId);
     return view(tenantId);
   }
 
-  return { get, view, put };
+  return { get, hasSearch, view, put };
 }

@@ -38,7 +38,7 @@ export interface WebLimits {
 
 export interface WebAccessOptions {
   gateway: EgressGateway;
-  settings: Pick<EgressSettings, 'get'>;
+  settings: Pick<EgressSettings, 'get' | 'hasSearch'>;
   readable: ReadablePool;
   /** The operator's SearXNG instance, used by tenants without their own. */
   searxngUrl?: string;
@@ -131,8 +131,7 @@ export function createWebAccess(options: WebAccessOptions): WebAccess {
   return {
     fetchPage,
     timeoutMs: limits.timeoutMs,
-    searchAvailable: (tenantId) =>
-      options.searxngUrl !== undefined || options.settings.get(tenantId)?.search !== undefined,
+    searchAvailable: (tenantId) => options.searxngUrl !== undefined || options.settings.hasSearch(tenantId),
     async search(caller, queries, signal) {
       const provider = providerOf(caller);
       if (provider === undefined)

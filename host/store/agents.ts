@@ -60,6 +60,8 @@ export interface AgentStore {
   create(input: CreateAgentInput): AgentRecord;
   /** Undefined for unknown, deleted, or another tenant's agents. */
   get(tenantId: string, id: string): AgentRecord | undefined;
+  /** Whether `get` would find the agent, without reading its record (one indexed row, no columns). */
+  isLive(tenantId: string, id: string): boolean;
   /** The tenant's live agents, oldest first. */
   list(tenantId: string): AgentRecord[];
   /** False when there was no live agent of that tenant with that id. */
@@ -138,6 +140,9 @@ export const createAgentStore = (db: Database, now: () => number = Date.now, sea
   let selectTeam: LibsqlDatabase.Statement | undefined;
   const selectById = db.prepare('SELECT * FROM agents WHERE id = ? AND deleted_at IS NULL');
   const select = db.prepare('SELECT * FROM agents WHERE id = ? AND tenant_id = ? AND deleted_at IS NULL');
+  const selectLiveOne = db.prepare(
+    'SELECT 1 AS live FROM agents WHERE id = ? AND tenant_id = ? AND deleted_at IS NULL',
+  );
   const selectTenant = db.prepare(
     'SELECT * FROM agents WHERE tenant_id = ? AND deleted_at IS NULL ORDER BY created_at, rowid',
   );
@@ -212,6 +217,9 @@ export const createAgentStore = (db: Database, now: () => number = Date.now, sea
         const row = select.all(id, tenantId)[0] as AgentRow | undefined;
         return row === undefined ? undefined : read(row);
       }),
+
+    // .get, not .all: all() goes through libsql's row iterator (a batch of 100 rows per step).
+    isLive: (tenantId, id) => guarded('read agent', () => selectLiveOne.get(id, tenantId) !== undefined),
 
     list: (tenantId) => guarded('list agents', () => (selectTenant.all(tenantId) as AgentRow[]).map(read)),
 

@@ -57,6 +57,8 @@ export const createMemoryAgentStore = (options: MemoryAgentStoreOptions = {}): A
       return record === undefined ? undefined : copy(record);
     },
 
+    isLive: (tenantId, id) => live(tenantId, id) !== undefined,
+
     list: (tenantId) =>
       byCreation([...records.values()].filter((r) => r.tenantId === tenantId && r.deletedAt === undefined)),
 

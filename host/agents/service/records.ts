@@ -92,6 +92,6 @@ export function createDeletionMarks(agents: AgentStore): DeletionMarks {
   const deleting = new Set<string>();
   return {
     deleting,
-    gone: (agent) => deleting.has(agent.id) || agents.get(agent.tenantId, agent.id) === undefined,
+    gone: (agent) => deleting.has(agent.id) || !agents.isLive(agent.tenantId, agent.id),
   };
 }

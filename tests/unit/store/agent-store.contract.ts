@@ -36,6 +36,16 @@ export const runAgentStoreContract = (harness: Harness<AgentStoreInstance>) => {
       expect(agents.list(a)).toEqual([agent]);
     });
 
+    it('says an agent is live exactly when its tenant can read it', () => {
+      const { agents, a, b } = open();
+      const agent = agents.create({ tenantId: a, preset: 'p', mode: 'native', config: {} });
+      expect(agents.isLive(a, agent.id)).toBe(true);
+      expect(agents.isLive(b, agent.id)).toBe(false);
+      expect(agents.isLive(a, 'agt_unknown')).toBe(false);
+      agents.markDeleted(a, agent.id);
+      expect(agents.isLive(a, agent.id)).toBe(false);
+    });
+
     it('lists oldest first, also on equal creation times', () => {
       instance = harness.open({ now: () => 1000 });
       const a = instance.tenant('a');

@@ -1,0 +1,47 @@
+// Whether a tenant has a search provider is asked for every call batch (is web_search offered?), so
+// the settings remember the answer for a moment (settings.ts hasSearch): a put through this service
+// is seen at once, a change written by another process sharing the store within SEARCH_MEMO_MS.
+import { describe, expect, it } from 'vitest';
+import { createEgressSettings, SEARCH_MEMO_MS } from '../../../host/egress/settings.ts';
+import type { JsonValue } from '../../../host/json.ts';
+import type { EgressSettingsStore } from '../../../host/store/egress.ts';
+
+const memoryStore = () => {
+  const docs = new Map<string, JsonValue>();
+  let reads = 0;
+  const store = {
+    get: (tenantId: string) => {
+      reads++;
+      return docs.get(tenantId);
+    },
+    put: (tenantId: string, settings: JsonValue) => void docs.set(tenantId, settings),
+  } as unknown as EgressSettingsStore;
+  return { store, docs, reads: () => reads };
+};
+const maxBudget = { connections: 8, bytesPerHour: 1024 };
+const search = { provider: 'searxng' as const, url: 'http://127.0.0.1:8888/' };
+
+describe('egress settings: hasSearch', () => {
+  it('sees a put through the service at once, both ways', () => {
+    const { store } = memoryStore();
+    const settings = createEgressSettings({ store, maxBudget });
+    expect(settings.hasSearch('t')).toBe(false);
+    settings.put('t', { allow: [], search });
+    expect(settings.hasSearch('t')).toBe(true);
+    settings.put('t', { allow: [] });
+    expect(settings.hasSearch('t')).toBe(false);
+  });
+
+  it("reads the store once per moment, and sees another process's change within it", () => {
+    let now = 1000;
+    const { store, docs, reads } = memoryStore();
+    const settings = createEgressSettings({ store, maxBudget, now: () => now });
+    expect(settings.hasSearch('t')).toBe(false);
+    expect(settings.hasSearch('t')).toBe(false);
+    expect(reads()).toBe(1);
+    docs.set('t', { allow: [], credentials: [], search }); // written by another process
+    now += SEARCH_MEMO_MS;
+    expect(settings.hasSearch('t')).toBe(true);
+    expect(settings.hasSearch('other')).toBe(false);
+  });
+});
