@@ -5,6 +5,9 @@
 // Figures: median per-call time over rounds of sequential calls, and the ratio HTTP / in-process;
 // beside them the same client (fetch, in this process) and bytes against a bare node:http server:
 // the wall-time floor of any HTTP server here, which the 'HTTP adds' figure includes.
+// The same three with the client in a process of its own, as a real client is (node:http,
+// keep-alive, sequential): here the client's own work (fetch's, in the figures above, shares this
+// process's event loop) is not in the server's way, and the server's is not in the client's.
 // Then where the HTTP cost goes: this process's CPU time per request while a client in another
 // process (node:http, keep-alive, sequential) sends them: a bare node:http server answering the same
 // bytes (the transport floor), GET /v1/health (Hono and the global middleware), GET /v1/agents/:id
@@ -33,7 +36,10 @@ const median = (xs: number[]): number => {
 };
 
 const CPU_REQUESTS = Number(process.env.BENCH_CPU_REQUESTS ?? 500);
-/** A client in its own process: `n` sequential keep-alive requests (after 20 to warm up), then exits. */
+/**
+ * A client in its own process: `n` sequential keep-alive requests after 20 to warm up; prints the
+ * mean wall time of the `n` in µs, then exits.
+ */
 const CLIENT = `
 const http = require('node:http');
 const [url, method, key, body, n] = process.argv.slice(1);
@@ -48,14 +54,27 @@ const one = () => new Promise((resolve, reject) => {
   req.on('error', reject);
   req.end(method === 'POST' ? body : undefined);
 });
-(async () => { for (let i = 0; i < 20 + Number(n); i++) await one(); agent.destroy(); })().catch((e) => { console.error(String(e)); process.exit(1); });
+(async () => {
+  for (let i = 0; i < 20; i++) await one();
+  const start = performance.now();
+  for (let i = 0; i < Number(n); i++) await one();
+  process.stdout.write(String(((performance.now() - start) * 1000) / Number(n)));
+  agent.destroy();
+})().catch((e) => { console.error(String(e)); process.exit(1); });
 `;
-const hammer = (url: string, method: string, key: string, body: string): Promise<void> =>
+/** Runs the client in its own process; resolves with its mean wall time per request in µs. */
+const hammer = (url: string, method: string, key: string, body: string, n = CPU_REQUESTS): Promise<number> =>
   new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['-e', CLIENT, url, method, key, body, String(CPU_REQUESTS)], {
-      stdio: ['ignore', 'ignore', 'inherit'],
+    const child = spawn(process.execPath, ['-e', CLIENT, url, method, key, body, String(n)], {
+      stdio: ['ignore', 'pipe', 'inherit'],
     });
-    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`client exited ${code}`))));
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+    });
+    child.on('exit', (code) =>
+      code === 0 ? resolve(Number(out)) : reject(new Error(`client exited ${code}`)),
+    );
   });
 
 const measure = async (label: string, sandboxes: SandboxProvider): Promise<void> => {
@@ -134,6 +153,23 @@ const measure = async (label: string, sandboxes: SandboxProvider): Promise<void>
         `the same fetch to a bare node:http server answering the same bytes ${(f * 1000).toFixed(0)} µs (HTTP adds over it and the call ${((h - l - f) * 1000).toFixed(0)} µs)\n`,
     );
     if (label === 'memory') {
+      // The client in a process of its own: the same rounds, alternated, each client process sending
+      // n requests after its warm-up (the in-process call as above, in this process).
+      const apart = { http: [] as number[], floor: [] as number[], local: [] as number[] };
+      const callsUrl = `${server.url}/v1/agents/${agentId}/calls`;
+      for (let round = 0; round < ROUNDS; round++) {
+        const t = performance.now();
+        for (let i = 0; i < n; i++) await inProcess();
+        apart.local.push(((performance.now() - t) * 1000) / n);
+        apart.http.push(await hammer(callsUrl, 'POST', apiKey, body, n));
+        apart.floor.push(await hammer(`${floorUrl}/x`, 'POST', apiKey, body, n));
+      }
+      const [ah, af, al] = [median(apart.http), median(apart.floor), median(apart.local)];
+      process.stdout.write(
+        `${label.padEnd(7)} the client in its own process (node:http, keep-alive): in-process ${al.toFixed(0)} µs, HTTP ${ah.toFixed(0)} µs, ` +
+          `HTTP adds ${(ah - al).toFixed(0)} µs, ratio ${(ah / al).toFixed(2)}x (median of ${ROUNDS} rounds × ${n} calls); ` +
+          `the same client to a bare node:http server answering the same bytes ${af.toFixed(0)} µs (HTTP adds over it and the call ${(ah - al - af).toFixed(0)} µs)\n`,
+      );
       /** Process CPU per request (every thread: the log's writer, GC helpers) and the main thread's. */
       const perRequest = async (fn: () => Promise<unknown>): Promise<[number, number]> => {
         const before = process.cpuUsage();
