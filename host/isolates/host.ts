@@ -24,6 +24,7 @@ import { watchInlineRuns } from './watchdog.ts';
 
 export function createIsolateHost(options: IsolateHostOptions = {}): IsolateHost {
   const config = hostConfigOf(options);
+  let pumpQueued = false;
   const state: HostState = {
     config,
     supervisor: createSupervisor({
@@ -46,7 +47,15 @@ export function createIsolateHost(options: IsolateHostOptions = {}): IsolateHost
     byOwner: new Map(),
     nextId: 0,
     closed: false,
-    freed: () => void setImmediate(pump, state),
+    // One pump per check phase, however many runs ended in the poll phase before it.
+    freed: () => {
+      if (pumpQueued) return;
+      pumpQueued = true;
+      setImmediate(() => {
+        pumpQueued = false;
+        pump(state);
+      });
+    },
   };
   const stopWatchdog = watchInlineRuns(state);
   // esbuild's service (a process) starts now rather than inside the first program's request:
