@@ -16,13 +16,13 @@ export function pump(state: HostState): void {
   const { queue, supervisor, config } = state;
   // Owners found at their share stay there for this pump (a dispatch only adds runs and takes
   // workers out of the open ones): their other queued runs are skipped without asking again.
-  let atShare: Set<string> | undefined;
+  const atShare = new Set<string>();
   for (let i = 0; i < queue.length; ) {
     const next = queue[i] as HostRun;
     const owner = next.request.owner;
     // An owner at its share waits; the runs of others behind it go first.
-    if (owner !== undefined && (atShare?.has(owner) || !underShare(state, next))) {
-      (atShare ??= new Set()).add(owner);
+    if (owner !== undefined && (atShare.has(owner) || !underShare(state, next))) {
+      atShare.add(owner);
       i++;
       continue;
     }
