@@ -15,15 +15,12 @@
 // a container that vanished (removed by hand or by the engine) is replaced on the agent's next
 // call, on its old workspace when that still exists; a destroyed agent's handles never recreate.
 
-import { chmodSync, mkdirSync } from 'node:fs';
-import { chmod, mkdir, rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
 import Docker from 'dockerode';
 import { nanoid } from 'nanoid';
 import { SandboxError } from '../../errors.ts';
 import { createResolver, WORKSPACE_ROOT } from '../paths.ts';
 import { connectSandboxd, isUnresponsive, type SandboxdEgress } from '../sandboxd/client.ts';
-import { MAX_SOCKET_PATH } from '../sandboxd/link.ts';
 import type { ProviderFlags, Sandbox, SandboxLimits, SandboxProvider, SandboxSpec } from '../types.ts';
 import {
   DOCKER_DEFAULT_LIMITS,
@@ -34,12 +31,12 @@ import {
   LABEL_POOL,
   LABEL_POOL_OWNER,
   LABEL_TENANT,
-  LINK_SOCKET,
   resolveLimits,
   resourceConfig,
 } from './config.ts';
 import { createSandboxContainer, limitsOf, removeSandboxContainer } from './containers.ts';
 import { fromDocker, isContainerGone, isNotFound } from './errors.ts';
+import { linksFolder, makeLinkDir, sweepLinkDirs } from './links.ts';
 import { classify, listedWorkspace, naming, sweepable } from './ownership.ts';
 import { createWarmPool, type PoolItem, type WarmPool } from './pool.ts';
 import { type Reapable, startReaper } from './reaper.ts';
@@ -152,34 +149,6 @@ export type DockerProvider = SandboxProvider & {
    * instance's containers or workspaces.
    */
   adopt(options?: AdoptOptions): Promise<string[]>;
-};
-
-/**
- * The provider's folder of link folders (made, mode 0700: only the control plane looks inside), or
- * undefined when there is none or its sockets' paths would be too long for a unix socket.
- */
-const linksFolder = (dir: string | undefined, onError: (e: unknown) => void): string | undefined => {
-  if (dir === undefined) return undefined;
-  if (Buffer.byteLength(join(dir, 'x'.repeat(12), LINK_SOCKET)) > MAX_SOCKET_PATH) {
-    onError(
-      new SandboxError(
-        'CONFIG_INVALID',
-        `The links folder ${dir} is too deep for a unix socket path; sandboxes use the attach stream.`,
-      ),
-    );
-    return undefined;
-  }
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  chmodSync(dir, 0o700); // whatever the umask, or an older folder's mode
-  return dir;
-};
-
-/** A new link folder in `links`: searchable by the agent's uid (sandboxd dials with it). */
-const makeLinkDir = async (links: string): Promise<string> => {
-  const dir = join(links, nanoid(12));
-  await mkdir(dir, { mode: 0o755 });
-  await chmod(dir, 0o755); // whatever the umask
-  return dir;
 };
 
 export const createDockerProvider = (options: DockerProviderOptions): DockerProvider => {
@@ -616,6 +585,8 @@ export const createDockerProvider = (options: DockerProviderOptions): DockerProv
       // This instance's workspaces whose container is gone (a crash between the two creations, a
       // removal by hand); another instance's are not ours to judge, even in a shared folder.
       await workspaces.sweep(inUse, false, sweepable(prefix, instance)).catch(onError);
+      // Link folders no container mounts (a container removed behind our back, a crash mid-create).
+      if (links !== undefined) await sweepLinkDirs(links, list).catch(onError);
       adoptedNames = new Set([...(adoptedNames ?? []), ...adopted]);
       return adopted;
     },

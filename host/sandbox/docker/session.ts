@@ -14,7 +14,6 @@
 // (its end is how a stopped container is noticed) and goes when the link's session does. A link
 // that cannot be made is reported and the session stays on the attach stream.
 
-import { chmod, mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import type Docker from 'dockerode';
@@ -26,6 +25,7 @@ import type { Sandbox, SandboxJobs, SandboxLimits, SandboxStdio, SandboxTerminal
 import { type Attachment, attach } from './attach.ts';
 import { LINK_SOCKET, linkDirOf } from './config.ts';
 import { fromDocker, isNotModified } from './errors.ts';
+import { ensureLinkDir } from './links.ts';
 
 /** What the docker provider needs from host/sandbox/sandboxd/client.ts (`connectSandboxd`). */
 export interface SandboxdSession {
@@ -243,12 +243,6 @@ const within = async (p: Promise<SandboxdSession>, ms: number, why: string): Pro
   } finally {
     clearTimeout(timer);
   }
-};
-
-/** Makes a container's link folder again when it is gone (mode 0755: sandboxd dials as the agent). */
-const ensureLinkDir = async (dir: string): Promise<void> => {
-  await mkdir(dir, { recursive: true, mode: 0o755 });
-  await chmod(dir, 0o755);
 };
 
 /**
