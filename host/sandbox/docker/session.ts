@@ -59,8 +59,6 @@ export type ConnectSandboxd = (options: ConnectOptions) => Promise<SandboxdSessi
 export interface Live {
   session: SandboxdSession;
   attachment: Attachment;
-  /** The session runs over the link socket, not the attach stream. */
-  linked: boolean;
 }
 
 export interface OpenSessionOptions {
@@ -199,11 +197,9 @@ const openOnce = async (
         );
       }),
     ]).finally(() => clearTimeout(timer));
-    let linked = false;
     if (link !== undefined && session.dial) {
       try {
         session = await within(overLink(session, link, connect, limits), readyMs, 'the link took too long');
-        linked = true;
       } catch (e) {
         options.onLinkError?.(e);
         // sandboxd may have moved its session to the link already: a new hello brings it back.
@@ -217,7 +213,7 @@ const openOnce = async (
     // afresh, and there is never more than one attach socket per container.
     const release = (): void => attachment.close();
     void session.closed?.then(release, release);
-    return { session, attachment, linked };
+    return { session, attachment };
   } catch (e) {
     attachment.close();
     throw e;
