@@ -11,14 +11,8 @@
 
 import { randomBytes } from 'node:crypto';
 import { SandboxError } from '../errors.ts';
-import type { UploadEntry } from './tar.ts';
+import type { PlannedEntry, UploadEntry } from './tar.ts';
 import type { SandboxFs } from './types.ts';
-
-/** The shape of one entry, known from the validating pass before any content is replayed. */
-export interface PlannedEntry {
-  name: string;
-  type: 'file' | 'directory';
-}
 
 type Fs = Pick<SandboxFs, 'stat' | 'mkdir' | 'remove' | 'rename' | 'resolve'>;
 type Kind = 'missing' | 'file' | 'directory' | 'symlink' | 'other';

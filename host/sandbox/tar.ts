@@ -18,7 +18,6 @@ import { fromBytes } from '../../sandbox-wire/byte-names.ts';
 import { SandboxError } from '../errors.ts';
 import { safeRelativeName } from './paths.ts';
 import { withSpool } from './spool.ts';
-import type { PlannedEntry } from './tar-extract.ts';
 
 /** One validated entry of an upload. */
 export interface UploadEntry {
@@ -30,6 +29,12 @@ export interface UploadEntry {
   size: number;
   /** Exactly `size` bytes, streamed; read it before asking for the next entry. */
   content: AsyncIterable<Buffer>;
+}
+
+/** The shape of one entry, known from the validating pass before any content is replayed. */
+export interface PlannedEntry {
+  name: string;
+  type: 'file' | 'directory';
 }
 
 export interface UploadLimits {

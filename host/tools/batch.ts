@@ -4,9 +4,10 @@
 // result that settles early waits in memory for the ones before it; inner calls log as they
 // settle). Classification happens once, at preparation, from the validated arguments.
 import type { EventLog, SessionEventInput } from '../store/types.ts';
+import type { CallEnv, Prepared } from './call-env.ts';
 import { tryAppend } from './call-log.ts';
 import { createGate } from './gate.ts';
-import { type CallEnv, type Prepared, prepare, runPrepared } from './pipeline.ts';
+import { prepare, runPrepared } from './pipeline.ts';
 import type { ToolCall, ToolDefinition, ToolError, ToolResult } from './types.ts';
 
 export interface RunOptions {

@@ -17,8 +17,8 @@
 // are not logged on their own, inner calls they made are (numbered on, so their ids stay unique).
 import { messageOf } from '../errors.ts';
 import type { EventLog, SessionEventInput } from '../store/types.ts';
-import type { Approvals } from './approvals.ts';
 import { closedArgumentNames, unknownArgumentsIssue } from './arguments.ts';
+import type { CallEnv, Prepared } from './call-env.ts';
 import { callEvent, recordCall, resultEvent, tryAppend } from './call-log.ts';
 import { errorContent, isContent, isWithContent } from './content.ts';
 import { createGate, type Gate } from './gate.ts';
@@ -39,35 +39,6 @@ import type {
   ToolResult,
   Validation,
 } from './types.ts';
-
-/** Everything one batch (or one program's inner calls) shares. */
-export interface CallEnv {
-  readonly state: RegistryState;
-  readonly layer: Layer;
-  readonly agent: AgentScope;
-  readonly toolSet: ResolvedToolSet | undefined;
-  readonly signal: AbortSignal;
-  readonly log: EventLog | undefined;
-  readonly approvals: Approvals | undefined;
-  readonly concurrency: number;
-  /** Whose code makes the calls of this env (a plugin's); none for the model's and the client's. */
-  readonly provenance?: CallProvenance;
-  /** Logs a settled call's result event (a batch logs its root results in model order). Default: append now. */
-  readonly logResult?: (log: EventLog, event: SessionEventInput) => void;
-}
-
-/** A call after the synchronous stage: looked up, validated and classified for the scheduler. */
-export interface Prepared {
-  readonly call: ToolCall;
-  readonly parentCallId: string | undefined;
-  readonly provenance: CallProvenance | undefined;
-  readonly registration: Registration | undefined;
-  readonly definition: ToolDefinition | undefined;
-  readonly args: unknown;
-  readonly failure: ToolError | undefined;
-  readonly version: number;
-  readonly safe: boolean;
-}
 
 interface InternalView extends ExecuteView {
   readonly env: CallEnv;

@@ -6,6 +6,7 @@
 import { SandboxError } from '../errors.ts';
 import type { EventLog } from '../store/types.ts';
 import { runBatch } from './batch.ts';
+import type { CallEnv } from './call-env.ts';
 import type { Disposer } from './disposer.ts';
 import { createNativeExecutor, type Executor, type ExecutorBatch } from './executor.ts';
 import type { Guard, Phase, PhaseListeners } from './hooks.ts';
@@ -24,7 +25,7 @@ import {
   restrictIn,
   visibleOf,
 } from './layers.ts';
-import { type CallEnv, runBody } from './pipeline.ts';
+import { runBody } from './pipeline.ts';
 import { type Condition, type Registration, type ResolvedToolSet, resolveToolSet } from './resolved-set.ts';
 import {
   type AgentScope,

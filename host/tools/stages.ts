@@ -2,11 +2,11 @@
 // `ask` round trip before it; the tools/post-execute waterfall after it. Both fail closed: a
 // listener that throws before dispatch denies, one that throws after it fails the call.
 import { messageOf } from '../errors.ts';
+import type { CallEnv, Prepared } from './call-env.ts';
 import { isContent } from './content.ts';
 import type { CallView, Decision, Outcome } from './hooks.ts';
 import { chainsOf } from './layers.ts';
 import { beforeDispatch, fail, failed } from './outcomes.ts';
-import type { CallEnv, Prepared } from './pipeline.ts';
 import type { ToolError } from './types.ts';
 
 export const decide = async (
