@@ -83,7 +83,7 @@ const main = async (argv: string[]): Promise<number> => {
       const unknown = unknownSettings();
       if (unknown.length > 0)
         process.stderr.write(
-          `dsh-sandbox: warning: ${unknown.join(', ')} ${unknown.length === 1 ? 'is' : 'are'} set but no setting of the service (a typo?); see the README's configuration table\n`,
+          `dsh-sandbox: warning: ${unknown.join(', ')} ${unknown.length === 1 ? 'is' : 'are'} set but no setting of the service (a typo?); see docs/configuration.md\n`,
         );
       const { serve } = await import('./serve.ts');
       await serve(config);

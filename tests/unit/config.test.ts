@@ -103,11 +103,11 @@ describe('configuration from the environment', () => {
 
 describe('settings the service does not know, and the CLI port', () => {
   const documented = (): string[] => {
-    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    const readme = readFileSync(new URL('../../docs/configuration.md', import.meta.url), 'utf8');
     return [...new Set([...readme.matchAll(/`(DSH_[A-Z0-9_]+)`/g)].map((m) => m[1] as string))];
   };
 
-  it('reports a DSH_ variable nothing reads (a typo), but none the README documents', () => {
+  it('reports a DSH_ variable nothing reads (a typo), but none docs/configuration.md documents', () => {
     const names = documented();
     expect(names.length).toBeGreaterThan(30);
     const env = Object.fromEntries(names.map((name) => [name, '']));

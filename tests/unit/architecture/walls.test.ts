@@ -1,4 +1,4 @@
-// The walls ARCHITECTURE.md keeps, pinned: the control plane (host/) never imports scripts/ (setup
+// The walls docs/architecture.md keeps, pinned: the control plane (host/) never imports scripts/ (setup
 // may import host, never the reverse, so there is no cycle and one place builds the image); only
 // host/config.ts reads the environment (everything else gets its settings from a Config); the
 // store sits below every room (it implements ports and imports nothing above it), and the host
