@@ -1,6 +1,11 @@
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { loadConfig, portFrom, unknownSettings } from '../../host/config.ts';
+import { type Config, loadConfig, portFrom, unknownSettings } from '../../host/config.ts';
+import { SandboxError } from '../../host/errors.ts';
+import { SETTINGS } from '../../host/settings.ts';
+import { settingsMarkdown } from '../../host/settings-text.ts';
 import { codeOf } from '../contract/sandbox/suite.ts';
 
 describe('configuration from the environment', () => {
@@ -124,5 +129,39 @@ describe('settings the service does not know, and the CLI port', () => {
     }
     expect(portFrom('--port', '0')).toBe(0);
     expect(portFrom('--port', '8080')).toBe(8080);
+  });
+});
+
+describe('the settings table drives parsing, --help and the docs', () => {
+  const rows = Object.entries(SETTINGS);
+
+  it('docs/configuration.md holds exactly the reference the table makes (node scripts/docs-settings.ts)', () => {
+    const doc = readFileSync(new URL('../../docs/configuration.md', import.meta.url), 'utf8');
+    expect(doc).toContain(settingsMarkdown());
+  });
+
+  it('--help names every setting the service reads, with its default', () => {
+    const help = execFileSync(
+      process.execPath,
+      ['--no-node-snapshot', fileURLToPath(new URL('../../host/cli.ts', import.meta.url)), '--help'],
+      { encoding: 'utf8', env: { PATH: process.env.PATH ?? '' } },
+    );
+    for (const [, row] of rows) expect(help).toMatch(new RegExp(`^  ${row.env}\\b.*; default `, 'm'));
+  });
+
+  it('reads every row from its variable, and refuses a value out of range naming the variable', async () => {
+    const defaults = loadConfig({}, {}, '/srv');
+    expect(Object.keys(defaults).sort()).toEqual(rows.map(([key]) => key).sort());
+    for (const [key, row] of rows) {
+      if (!('min' in row) && typeof defaults[key as keyof Config] !== 'number') continue;
+      const error = await Promise.resolve()
+        .then(() => loadConfig({}, { [row.env]: 'not a number' }, '/srv'))
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+      expect(error, row.env).toBeInstanceOf(SandboxError);
+      expect((error as SandboxError).message, row.env).toContain(row.env);
+    }
   });
 });

@@ -1,0 +1,737 @@
+// Every setting of the service, as one table: its Config key, environment variable (and
+// command-line flag), kind, default, range, section and help. The table drives parsing
+// (config.ts loadConfig), `--help` (settings-text.ts) and docs/configuration.md (written by
+// `node scripts/docs-settings.ts`; tests/unit/config.test.ts fails when the three disagree).
+// A setting's default or range may depend on settings earlier in the table (the reserve on the
+// connection cap, the code budgets on their maxima, paths on the data directory): entries are read
+// in table order. Nothing here reads the environment; config.ts hands each setting its raw text.
+import { isIP } from 'node:net';
+import { resolve } from 'node:path';
+import { SandboxError } from './errors.ts';
+import { parseSecretsKey } from './store/sealed.ts';
+
+/** Where a setting is listed in --help and the docs. */
+export type Section =
+  | 'service'
+  | 'sandboxes'
+  | 'workspaces'
+  | 'code mode'
+  | 'requests and connections'
+  | 'tenants and agents'
+  | 'teams'
+  | 'egress';
+
+/** What a setting's parse and default see: the working directory and the settings read before it. */
+export interface SettingContext {
+  cwd: string;
+  earlier: Readonly<Record<string, unknown>>;
+}
+
+export interface Setting<T> {
+  /** The environment variable. */
+  env: string;
+  /** The command-line option of `serve`, when there is one. */
+  flag?: string;
+  section: Section;
+  /** One line for --help. */
+  help: string;
+  /** The docs' text (markdown); default: `help`. */
+  doc?: string;
+  /** The default as --help and the docs spell it. */
+  shown: string;
+  /** The value of a non-empty raw text; CONFIG_INVALID naming the setting when it is not one. */
+  parse(raw: string, context: SettingContext): T;
+  /** The value when nothing sets it. */
+  fallback(context: SettingContext): T;
+  /** Checks (and normalizes) a value from any source, an explicit option included. Default: as is. */
+  adopt?(value: T, context: SettingContext): T;
+}
+
+const invalid = (message: string): SandboxError => new SandboxError('CONFIG_INVALID', message);
+
+type Common = Pick<Setting<unknown>, 'env' | 'flag' | 'section' | 'help' | 'doc'>;
+type Dynamic<T> = T | ((earlier: Readonly<Record<string, unknown>>) => T);
+const settle = <T>(v: Dynamic<T>, earlier: Readonly<Record<string, unknown>>): T =>
+  typeof v === 'function' ? (v as (e: Readonly<Record<string, unknown>>) => T)(earlier) : v;
+
+/** An integer in [min, max]; bounds and default may depend on earlier settings. */
+export function int(
+  spec: Common & { default: Dynamic<number>; min: number; max: Dynamic<number>; shown?: string },
+): Setting<number> {
+  const check = (value: number, raw: string, earlier: Readonly<Record<string, unknown>>): number => {
+    const max = settle(spec.max, earlier);
+    if (!Number.isInteger(value) || value < spec.min || value > max)
+      throw invalid(`${spec.env} must be an integer between ${spec.min} and ${max}, got "${raw}"`);
+    return value;
+  };
+  return {
+    ...spec,
+    shown: spec.shown ?? `\`${String(spec.default)}\``,
+    parse: (raw, { earlier }) => check(Number(raw), raw, earlier),
+    fallback: ({ earlier }) => settle(spec.default, earlier),
+  };
+}
+
+/** on | off (also true/false, 1/0, yes/no). */
+export function toggle(spec: Common & { default: boolean }): Setting<boolean> {
+  return {
+    ...spec,
+    shown: spec.default ? '`on`' : '`off`',
+    parse(raw) {
+      if (/^(on|true|1|yes)$/i.test(raw)) return true;
+      if (/^(off|false|0|no)$/i.test(raw)) return false;
+      throw invalid(`${spec.env} must be on or off, got "${raw}"`);
+    },
+    fallback: () => spec.default,
+  };
+}
+
+/** A number between 0.1 and 100. */
+export function ratio(spec: Common & { default: number }): Setting<number> {
+  return {
+    ...spec,
+    shown: `\`${spec.default}\``,
+    parse(raw) {
+      const value = Number(raw);
+      if (!Number.isFinite(value) || value < 0.1 || value > 100)
+        throw invalid(`${spec.env} must be a number between 0.1 and 100, got "${raw}"`);
+      return value;
+    },
+    fallback: () => spec.default,
+  };
+}
+
+/** Free text; `undefined` when unset and no default. */
+export function text(spec: Common & { shown: string; default: Dynamic<string> }): Setting<string>;
+export function text(spec: Common & { shown: string }): Setting<string | undefined>;
+export function text(
+  spec: Common & { shown: string; default?: Dynamic<string> },
+): Setting<string | undefined> {
+  return {
+    ...spec,
+    parse: (raw) => raw,
+    fallback: ({ earlier }) => (spec.default === undefined ? undefined : settle(spec.default, earlier)),
+  };
+}
+
+/** A file or folder path, resolved against the working directory whatever its source. */
+export function path(
+  spec: Common & { shown: string; default: (earlier: Readonly<Record<string, unknown>>) => string },
+): Setting<string>;
+export function path(spec: Common & { shown: string }): Setting<string | undefined>;
+export function path(
+  spec: Common & { shown: string; default?: (earlier: Readonly<Record<string, unknown>>) => string },
+): Setting<string | undefined> {
+  return {
+    ...spec,
+    parse: (raw) => raw,
+    fallback: ({ earlier }) => spec.default?.(earlier),
+    adopt: (value, { cwd }) => (value === undefined ? undefined : resolve(cwd, value)),
+  };
+}
+
+/** An http or https URL. */
+export function url(spec: Common): Setting<string | undefined> {
+  return {
+    ...spec,
+    shown: 'none',
+    parse(raw) {
+      try {
+        const parsed = new URL(raw);
+        if (parsed.protocol === 'http:' || parsed.protocol === 'https:') return parsed.href;
+      } catch {}
+      throw invalid(`${spec.env} must be an http or https URL, got "${raw}"`);
+    },
+    fallback: () => undefined,
+  };
+}
+
+/** A comma-separated list of http(s) origins, each spelled as URL.origin spells it. */
+export function origins(spec: Common): Setting<string[]> {
+  return {
+    ...spec,
+    shown: 'none',
+    parse: (raw) =>
+      listItems(raw).map((item) => {
+        let parsed: URL | undefined;
+        try {
+          parsed = new URL(item);
+        } catch {}
+        if (
+          parsed === undefined ||
+          (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') ||
+          parsed.origin !== item.replace(/\/$/, '')
+        )
+          throw invalid(`${spec.env} must list origins like https://host[:port], got "${item}"`);
+        return parsed.origin;
+      }),
+    fallback: () => [],
+  };
+}
+
+/** A comma-separated list of names (lower-case letters, digits, "_"), each once. */
+export function names(spec: Common): Setting<string[]> {
+  return {
+    ...spec,
+    shown: 'none',
+    parse(raw) {
+      const items = [...new Set(listItems(raw))];
+      const bad = items.find((item) => !/^[a-z][a-z0-9_]{0,31}$/.test(item));
+      if (bad !== undefined)
+        throw invalid(
+          `${spec.env} is a comma-separated list of names (lower-case letters, digits, "_"), got "${bad}"`,
+        );
+      return items;
+    },
+    fallback: () => [],
+  };
+}
+
+const listItems = (raw: string): string[] =>
+  raw
+    .split(',')
+    .map((part) => part.trim())
+    .filter((part) => part !== '');
+
+/** `ip`, `ip:port` or `[ipv6]:port` entries; IP literals only. */
+function testHosts(spec: Common): Setting<Array<{ ip: string; port?: number }>> {
+  return {
+    ...spec,
+    shown: 'none',
+    parse: (raw) =>
+      raw.split(',').map((entry) => {
+        const item = entry.trim();
+        const match =
+          /^\[([0-9a-fA-F:.]+)\](?::(\d{1,5}))?$/.exec(item) ?? /^([0-9.]+)(?::(\d{1,5}))?$/.exec(item);
+        const ip = match?.[1];
+        const port = match?.[2] === undefined ? undefined : Number(match[2]);
+        if (ip === undefined || isIP(ip) === 0 || (port !== undefined && (port < 1 || port > 65535)))
+          throw invalid(`${spec.env} takes IP addresses as ip, ip:port or [ipv6]:port, got "${item}"`);
+        return port === undefined ? { ip } : { ip, port };
+      }),
+    fallback: () => [],
+  };
+}
+
+/** The admin key opens every tenant's agents: one short enough to guess is refused at start. */
+export const ADMIN_KEY_MIN_LENGTH = 24;
+
+const timeoutMs = (spec: Common & { default: number }): Setting<number> =>
+  int({ ...spec, min: 100, max: 600_000 });
+
+const MiB = 1024 * 1024;
+
+/** The table. Its order is the order of --help and the docs, and the order settings are read in. */
+export const SETTINGS = {
+  host: text({
+    env: 'DSH_HOST',
+    flag: '--host',
+    section: 'service',
+    shown: '`127.0.0.1`',
+    default: '127.0.0.1',
+    help: 'listen address',
+  }),
+  port: int({
+    env: 'DSH_PORT',
+    flag: '--port',
+    section: 'service',
+    default: 7070,
+    min: 0,
+    max: 65535,
+    help: 'port (0 picks a free one)',
+    doc: 'port (`0` picks a free one)',
+  }),
+  dataDir: path({
+    env: 'DSH_DATA_DIR',
+    flag: '--data-dir',
+    section: 'service',
+    shown: '`./.data`',
+    default: () => '.data',
+    help: "store (with this instance's id), default tenant key, dockerd log",
+  }),
+  database: text({
+    env: 'DSH_DB',
+    section: 'service',
+    shown: '`<data dir>/store.db`',
+    default: (c) => resolve(c.dataDir as string, 'store.db'),
+    help: 'libsql database file (WAL)',
+  }),
+  adminKey: {
+    ...text({
+      env: 'DSH_ADMIN_KEY',
+      section: 'service',
+      shown: 'none',
+      help: `bearer key of the admin routes and the operator view, ${ADMIN_KEY_MIN_LENGTH}+ characters (unset: tenants only via the CLI)`,
+      doc: 'bearer key of the admin routes (`/v1/tenants`, `/v1/admin/*`) and the operator view; at least 24 characters, else `CONFIG_INVALID` at start (unset: tenants only via the CLI)',
+    }),
+    adopt(key: string | undefined): string | undefined {
+      if (key !== undefined && key.length < ADMIN_KEY_MIN_LENGTH)
+        throw invalid(
+          `DSH_ADMIN_KEY must be at least ${ADMIN_KEY_MIN_LENGTH} characters (it is ${key.length}); use a random one, e.g. from \`openssl rand -hex 32\``,
+        );
+      return key;
+    },
+  } satisfies Setting<string | undefined>,
+  secretsKey: {
+    env: 'DSH_SECRETS_KEY',
+    section: 'service',
+    shown: 'a key file next to the database',
+    help: 'the key secrets are sealed with in the store: 32 bytes in base64',
+    doc: "32 bytes in base64 (`openssl rand -base64 32`): the key egress credentials and MCP servers' headers and environments are sealed with in the store",
+    parse: (raw: string): Buffer | undefined => parseSecretsKey(raw),
+    fallback: (): Buffer | undefined => undefined,
+  } satisfies Setting<Buffer | undefined>,
+  shutdownGraceMs: int({
+    env: 'DSH_SHUTDOWN_GRACE_MS',
+    section: 'service',
+    default: 10_000,
+    min: 0,
+    max: 600_000,
+    help: 'how long shutdown lets running calls finish',
+  }),
+  sandboxImage: text({
+    env: 'DSH_SANDBOX_IMAGE',
+    section: 'sandboxes',
+    shown: 'built by setup',
+    help: 'sandbox image tag (npm start passes the one it built)',
+    doc: 'sandbox image tag; `npm start` passes the one it built, a direct `host/cli.ts serve` needs it set',
+  }),
+  dockerHost: text({
+    env: 'DOCKER_HOST',
+    section: 'sandboxes',
+    shown: 'the local socket',
+    help: 'Docker engine to use',
+  }),
+  poolSize: int({
+    env: 'DSH_POOL_SIZE',
+    section: 'sandboxes',
+    default: 2,
+    min: 0,
+    max: 64,
+    help: 'warm pool of started, unassigned sandboxes',
+  }),
+  sandboxLinks: toggle({
+    env: 'DSH_SANDBOX_LINKS',
+    section: 'sandboxes',
+    default: true,
+    help: "on: talk to each sandboxd over a unix socket of its container's own, not the engine's attach stream",
+    doc: "`on`: the control plane talks to each sandboxd over a unix socket in a folder of that container's own (bind-mounted read-only at `/run/dsh-link`) instead of the engine's attach stream, so no dockerd or containerd-shim sits between them; the attach stream stays the bootstrap and the fallback. Off by itself with an engine on another host (`DOCKER_HOST` not `unix://`)",
+  }),
+  linksDir: path({
+    env: 'DSH_LINKS_DIR',
+    section: 'sandboxes',
+    shown: '`<data dir>/links`',
+    default: (c) => resolve(c.dataDir as string, 'links'),
+    help: "where the containers' link folders live",
+    doc: "where the containers' link folders live (mode 0700; each container's 0755); a path too long for a unix socket turns links off, and the log says so",
+  }),
+  diskQuota: toggle({
+    env: 'DSH_DISK_QUOTA',
+    section: 'workspaces',
+    default: true,
+    help: 'on: each workspace is its own size-limited file system (root, a local engine); off: Docker volumes, no disk limit',
+    doc: '`on`: every workspace is its own size-limited file system (needs root, loop devices and a local engine; the service refuses to start otherwise and says why). `off`: plain Docker volumes with **no disk limit**',
+  }),
+  workspacesDir: path({
+    env: 'DSH_WORKSPACES_DIR',
+    section: 'workspaces',
+    shown: '`<data dir>/workspaces`',
+    default: (c) => resolve(c.dataDir as string, 'workspaces'),
+    help: 'workspace images and their mount points',
+  }),
+  workspaceMb: int({
+    env: 'DSH_WORKSPACE_MB',
+    section: 'workspaces',
+    default: 1024,
+    min: 16,
+    max: 16 * 1024 * 1024,
+    help: 'default workspace size in MiB',
+    doc: 'default workspace size; an agent may ask for another with `sandbox.diskMb` (at most 64 GiB)',
+  }),
+  workspaceSpares: int({
+    env: 'DSH_WORKSPACE_SPARES',
+    section: 'workspaces',
+    default: 2,
+    min: 0,
+    max: 64,
+    help: 'workspaces of the default size made ahead',
+    doc: 'workspaces of the default size made ahead (formatted file systems, not yet mounted), so that a cold create only mounts one; they count against the disk like any workspace and give way to a create that would not fit otherwise',
+  }),
+  diskOvercommit: ratio({
+    env: 'DSH_DISK_OVERCOMMIT',
+    section: 'workspaces',
+    default: 1,
+    help: "how far the workspaces' limits may exceed the free host disk (1: not at all)",
+    doc: "how far the workspaces' limits may exceed the free host disk; at 1 a workspace is made only while every workspace can still grow to its limit (`CAPACITY_EXCEEDED` otherwise)",
+  }),
+  diskReserveMb: int({
+    env: 'DSH_DISK_RESERVE_MB',
+    section: 'workspaces',
+    default: 1024,
+    min: 0,
+    max: 2 ** 30,
+    help: 'host disk kept free beyond what the workspaces may still take, in MiB',
+  }),
+  spoolDir: path({
+    env: 'DSH_SPOOL_DIR',
+    section: 'workspaces',
+    shown: '`<data dir>/spool`',
+    default: (c) => resolve(c.dataDir as string, 'spool'),
+    help: 'where archive uploads wait while they are checked (a disk, not a tmpfs)',
+    doc: 'where archive uploads wait (private 0600 files) while they are checked in full',
+  }),
+  maxUploadBytes: int({
+    env: 'DSH_MAX_UPLOAD_BYTES',
+    section: 'workspaces',
+    default: 64 * MiB,
+    min: 1024,
+    max: 2 ** 40,
+    help: 'largest file or archive upload',
+  }),
+  isolateWorkers: int({
+    env: 'DSH_ISOLATE_WORKERS',
+    section: 'code mode',
+    default: 2,
+    min: 1,
+    max: 64,
+    help: 'isolate worker processes for run_code',
+  }),
+  isolateWorkerMb: int({
+    env: 'DSH_ISOLATE_WORKER_MB',
+    section: 'code mode',
+    default: 1024,
+    min: 256,
+    max: 65_536,
+    help: 'resident memory of one isolate worker; bounds how many programs it holds',
+    doc: 'resident memory of one isolate worker; a worker takes only the programs whose memory limits fit in it (9 of 64 MB each at 1024), the rest queue',
+  }),
+  isolateNice: int({
+    env: 'DSH_ISOLATE_NICE',
+    section: 'code mode',
+    default: 10,
+    min: 0,
+    max: 19,
+    help: "niceness of the isolate worker processes (0: the service's)",
+    doc: "niceness of the isolate worker processes, so the control plane's thread goes first when strangers' programs compete with it for a core (a program's CPU limit is CPU time, unchanged); `0` leaves them at the service's",
+  }),
+  codeCpuMaxMs: int({
+    env: 'DSH_CODE_CPU_MAX_MS',
+    section: 'code mode',
+    default: 60_000,
+    min: 10,
+    max: 3_600_000,
+    help: 'the most CPU time an agent may ask for (codeMode.cpuMs)',
+  }),
+  codeWallMaxMs: int({
+    env: 'DSH_CODE_WALL_MAX_MS',
+    section: 'code mode',
+    default: 3_600_000,
+    min: 100,
+    max: 86_400_000,
+    help: 'the most wall-clock time an agent may ask for (codeMode.wallMs)',
+  }),
+  codeCpuMs: int({
+    env: 'DSH_CODE_CPU_MS',
+    section: 'code mode',
+    default: (c) => Math.min(10_000, c.codeCpuMaxMs as number),
+    shown: '`10000`',
+    min: 10,
+    max: (c) => c.codeCpuMaxMs as number,
+    help: "a run_code program's CPU time for its own work, in ms (at most DSH_CODE_CPU_MAX_MS)",
+  }),
+  codeWallMs: int({
+    env: 'DSH_CODE_WALL_MS',
+    section: 'code mode',
+    default: (c) => Math.min(600_000, c.codeWallMaxMs as number),
+    shown: '`600000`',
+    min: 100,
+    max: (c) => c.codeWallMaxMs as number,
+    help: "a run_code program's wall clock, waiting on tools included, in ms (at most DSH_CODE_WALL_MAX_MS)",
+  }),
+  callTimeoutMs: int({
+    env: 'DSH_CALL_TIMEOUT_MS',
+    section: 'requests and connections',
+    default: 600_000,
+    min: 1000,
+    max: 86_400_000,
+    help: 'deadline of one call batch',
+  }),
+  tenantConcurrency: int({
+    env: 'DSH_TENANT_CONCURRENCY',
+    section: 'requests and connections',
+    default: 16,
+    min: 1,
+    max: 10_000,
+    help: 'requests of one tenant in flight; more answer 429',
+    doc: 'requests of one tenant in flight; more answer 429 (deleting an agent takes no slot)',
+  }),
+  fairTurnMs: int({
+    env: 'DSH_FAIR_TURN_MS',
+    section: 'requests and connections',
+    default: 4,
+    min: 0,
+    max: 1000,
+    help: 'main-thread time call batches may take in one event-loop turn before they wait their turn (0: off)',
+    doc: 'main-thread time call batches may take in one event-loop turn before they wait their turn (per tenant, round robin) behind light requests such as reads; `0` turns that off',
+  }),
+  maxConnections: int({
+    env: 'DSH_MAX_CONNECTIONS',
+    section: 'requests and connections',
+    default: 1024,
+    min: 16,
+    max: 1_000_000,
+    help: 'open HTTP connections at once',
+  }),
+  connectionReserve: {
+    ...int({
+      env: 'DSH_CONNECTION_RESERVE',
+      section: 'requests and connections',
+      default: (c) => Math.min(64, Math.floor((c.maxConnections as number) / 4)),
+      shown: '`64` (at most a quarter of the cap)',
+      min: 0,
+      max: 1_000_000,
+      help: 'connections only clients with a valid key may use',
+      doc: 'connections only clients with a valid key may use: connections without one hold at most the cap minus this, the oldest closed to make room for a newer one',
+    }),
+    adopt(reserve: number, { earlier }: SettingContext): number {
+      if (reserve >= (earlier.maxConnections as number))
+        throw invalid(
+          `DSH_CONNECTION_RESERVE (${reserve}) must be below DSH_MAX_CONNECTIONS (${String(earlier.maxConnections)})`,
+        );
+      return reserve;
+    },
+  } satisfies Setting<number>,
+  tenantConnections: int({
+    env: 'DSH_TENANT_CONNECTIONS',
+    section: 'requests and connections',
+    default: 128,
+    min: 1,
+    max: 1_000_000,
+    help: 'open connections of one tenant; a request past that answers 429',
+    doc: 'open connections of one tenant; a request past that answers 429 and its connection closes',
+  }),
+  tenantTerminals: int({
+    env: 'DSH_TENANT_TERMINALS',
+    section: 'requests and connections',
+    default: 32,
+    min: 1,
+    max: 10_000,
+    help: 'terminal WebSockets of one tenant open at once',
+  }),
+  firstByteTimeoutMs: timeoutMs({
+    env: 'DSH_FIRST_BYTE_TIMEOUT_MS',
+    section: 'requests and connections',
+    default: 5000,
+    help: 'a new connection that sends nothing by then is closed',
+  }),
+  headersTimeoutMs: timeoutMs({
+    env: 'DSH_HEADERS_TIMEOUT_MS',
+    section: 'requests and connections',
+    default: 10_000,
+    help: 'time to send a complete request head (then 408 and closed)',
+  }),
+  keepAliveTimeoutMs: timeoutMs({
+    env: 'DSH_KEEP_ALIVE_TIMEOUT_MS',
+    section: 'requests and connections',
+    default: 5000,
+    help: 'an idle keep-alive connection is closed after this',
+  }),
+  mcpOrigins: origins({
+    env: 'DSH_MCP_ORIGINS',
+    section: 'requests and connections',
+    help: "browser origins admitted to the agents' MCP endpoints besides this machine's own",
+    doc: "browser origins (comma-separated, `https://host[:port]`) admitted to the agents' MCP endpoints besides this machine's own (localhost, 127.0.0.0/8, ::1); a request carrying any other `Origin` answers 403 (DNS-rebinding protection); clients that are not browsers send no Origin and are not affected",
+  }),
+  eventPageBytes: int({
+    env: 'DSH_EVENT_PAGE_BYTES',
+    section: 'requests and connections',
+    default: MiB,
+    min: 64 * 1024,
+    max: 256 * MiB,
+    help: 'largest page of GET /v1/agents/:id/events',
+    doc: 'largest page of `GET /v1/agents/:id/events` (and SSE replay step); large values come as references',
+  }),
+  tenantLogBytes: int({
+    env: 'DSH_TENANT_LOG_BYTES',
+    section: 'tenants and agents',
+    default: 512 * MiB,
+    min: MiB,
+    max: 2 ** 50,
+    help: 'durable log each tenant may hold',
+    doc: 'durable log each tenant may hold (events plus large values, each stored once); a call whose event does not fit answers `STORE_BUDGET_EXCEEDED` and is not run; results of calls already running are still logged, past it with large values as hash and size only',
+  }),
+  schedulesPerAgent: int({
+    env: 'DSH_SCHEDULES_PER_AGENT',
+    section: 'tenants and agents',
+    default: 32,
+    min: 1,
+    max: 10_000,
+    help: 'schedules (schedule_create) one agent may have',
+  }),
+  scheduleMinSeconds: int({
+    env: 'DSH_SCHEDULE_MIN_SECONDS',
+    section: 'tenants and agents',
+    default: 60,
+    min: 1,
+    max: 86_400,
+    help: 'shortest period of a recurring schedule (every_seconds)',
+  }),
+  skillsPerTenant: int({
+    env: 'DSH_SKILLS_PER_TENANT',
+    section: 'tenants and agents',
+    default: 256,
+    min: 1,
+    max: 100_000,
+    help: "skills one tenant's catalog may hold",
+  }),
+  skillMaxBytes: int({
+    env: 'DSH_SKILL_MAX_BYTES',
+    section: 'tenants and agents',
+    default: 4 * MiB,
+    min: 1024,
+    max: 256 * MiB,
+    help: 'bytes of all files of one skill package (at most 256 files)',
+  }),
+  childrenPerAgent: int({
+    env: 'DSH_CHILDREN_PER_AGENT',
+    section: 'teams',
+    default: 16,
+    min: 1,
+    max: 10_000,
+    help: 'live children and teammates one agent may have made',
+    doc: 'live children and teammates one agent may have made (`CHILD_LIMIT_EXCEEDED`, `data.limit: "children"`)',
+  }),
+  childDepth: int({
+    env: 'DSH_CHILD_DEPTH',
+    section: 'teams',
+    default: 3,
+    min: 1,
+    max: 16,
+    help: 'how deep children may nest (a top-level agent is depth 0)',
+    doc: 'how deep children may nest: a top-level agent is depth 0 (`data.limit: "depth"`)',
+  }),
+  concurrentChildren: int({
+    env: 'DSH_CONCURRENT_CHILDREN',
+    section: 'teams',
+    default: 8,
+    min: 1,
+    max: 10_000,
+    help: 'children of one agent running at once',
+    doc: 'children of one agent running at once (`data.limit: "concurrent"`)',
+  }),
+  mailboxSize: int({
+    env: 'DSH_MAILBOX_SIZE',
+    section: 'teams',
+    default: 256,
+    min: 1,
+    max: 1_000_000,
+    help: "unread messages one agent's mailbox may hold",
+    doc: "unread messages one agent's mailbox may hold (`MAILBOX_FULL`)",
+  }),
+  messageBytes: int({
+    env: 'DSH_MESSAGE_BYTES',
+    section: 'teams',
+    default: 64 * 1024,
+    min: 256,
+    max: 16 * MiB,
+    help: 'bytes of one message, report or child prompt',
+    doc: 'bytes of one message, report or child prompt (`PAYLOAD_TOO_LARGE`)',
+  }),
+  subagentProviders: names({
+    env: 'DSH_SUBAGENT_PROVIDERS',
+    section: 'teams',
+    help: 'product-provider bundles the clients run children with, each with a subagent_<name> alias (codex,claude_code)',
+    doc: 'comma-separated product-provider bundles the clients run children with (`codex,claude_code`): each gets a `subagent_<name>` alias',
+  }),
+  teamBoardTasks: int({
+    env: 'DSH_TEAM_BOARD_TASKS',
+    section: 'teams',
+    default: 500,
+    min: 1,
+    max: 100_000,
+    help: "tasks one team's task board holds, completed ones included",
+    doc: "tasks one team's task board holds, completed ones included (`LIMIT_EXCEEDED` past it)",
+  }),
+  teamTaskChars: int({
+    env: 'DSH_TEAM_TASK_CHARS',
+    section: 'teams',
+    default: 8000,
+    min: 100,
+    max: 1_000_000,
+    help: "characters of one team task's description",
+    doc: "characters of one team task's description (subjects: 200)",
+  }),
+  teamTaskScopes: int({
+    env: 'DSH_TEAM_TASK_SCOPES',
+    section: 'teams',
+    default: 32,
+    min: 1,
+    max: 1000,
+    help: 'write scopes of one team task',
+  }),
+  egressConnections: int({
+    env: 'DSH_EGRESS_TENANT_CONNECTIONS',
+    section: 'egress',
+    default: 32,
+    min: 1,
+    max: 100_000,
+    help: 'egress connections (and HTTP requests) one tenant may have open at once',
+    doc: "egress connections (and HTTP requests) one tenant may have open at once; the most a tenant's own `budget` may ask for",
+  }),
+  egressBytesPerHour: int({
+    env: 'DSH_EGRESS_TENANT_BYTES_PER_HOUR',
+    section: 'egress',
+    default: 2 ** 30,
+    min: 1024,
+    max: 2 ** 50,
+    help: 'egress bytes (both directions) one tenant may move per hour',
+    doc: "egress bytes (both directions) one tenant may move per hour; the most a tenant's own `budget` may ask for",
+  }),
+  egressSandboxTunnels: int({
+    env: 'DSH_EGRESS_SANDBOX_TUNNELS',
+    section: 'egress',
+    default: 16,
+    min: 1,
+    max: 1024,
+    help: "connections through sandboxd's egress proxy one agent's sandbox may have open at once",
+    doc: "connections through sandboxd's egress proxy one agent's sandbox may have open at once; more wait in sandboxd (at most 10 s, then a 503)",
+  }),
+  egressCaFile: path({
+    env: 'DSH_EGRESS_CA_FILE',
+    section: 'egress',
+    shown: 'none',
+    help: "a PEM file of CA certificates the gateway trusts for HTTPS upstreams besides Node's own",
+    doc: "a PEM file of CA certificates the gateway trusts for HTTPS upstreams besides Node's own (a private CA; the loopback test servers' CA); read at start",
+  }),
+  egressTestHosts: testHosts({
+    env: 'DSH_EGRESS_ALLOW_HOSTS_FOR_TESTS',
+    section: 'egress',
+    help: 'TEST AND DEVELOPMENT ONLY: non-public IP addresses the egress gateway may connect to',
+    doc: "**test and development only**: IP addresses (`ip`, `ip:port`, `[ipv6]:port`, comma-separated) the egress gateway may connect to although they are not public (loopback servers standing in for the internet); the tenant's allowlist still decides. Off by default; the service prints the list at start when set",
+  }),
+  searxngUrl: url({
+    env: 'DSH_SEARCH_SEARXNG_URL',
+    section: 'egress',
+    help: "a SearXNG instance every tenant's web_search uses unless the tenant set its own",
+    doc: "a SearXNG instance (its base URL; the instance must enable the `json` format) that every tenant's `web_search` uses unless the tenant set its own; reached directly, as the operator's own service",
+  }),
+  webFetchMaxBytes: int({
+    env: 'DSH_WEB_FETCH_MAX_BYTES',
+    section: 'egress',
+    default: 5 * MiB,
+    min: 1024,
+    max: 256 * MiB,
+    help: 'largest response web_fetch reads',
+  }),
+  webFetchTimeoutMs: int({
+    env: 'DSH_WEB_FETCH_TIMEOUT_MS',
+    section: 'egress',
+    default: 30_000,
+    min: 1000,
+    max: 600_000,
+    help: 'deadline of one web_fetch, redirects included',
+  }),
+} as const;
+
+/** The service's configuration: one value per setting of the table. */
+export type Config = { -readonly [K in keyof typeof SETTINGS]: ReturnType<(typeof SETTINGS)[K]['fallback']> };
