@@ -4,28 +4,21 @@
 // Invariants: the call never outlives its process group: on exit, timeout or cancel the whole group
 // gets SIGKILL (a `cmd &` left behind is killed; background work belongs in jobs); at most
 // maxOutputBytes per stream is sent, the rest is drained and dropped (truncated: true); when the host
-// is slow to read (send() returns false) the child's pipes are paused until the writer drains.
-// After the exit nothing the command wrote is lost: the pipes are read to their end. Only pipes held
-// open by a process that left the group are let go: once a grace of reading (CLOSE_GRACE_MS, time
-// paused for a slow host does not count) brought nothing new, or after CLOSE_MAX_GRACES of them.
+// is slow to read the child's pipes are paused until the writer drains, and after the exit they are
+// read to their end (output.ts, the rule exec and stdio programs share).
 
 import { promises as fsp } from 'node:fs';
 import { WireError } from '../../sandbox-wire/errors.ts';
 import { proxyEnv } from './egress.ts';
 import { launch, type Proc, sharedSpawner } from './launch.ts';
+import { type OutputIo, outputFlow } from './output.ts';
 import type { Spawner } from './spawner.ts';
 import { type Args, env, killGroup, optInt, optStr, str } from './util.ts';
 import type { Workspace } from './workspace.ts';
 
-export interface ExecIo {
-  /** Send one chunk of output; false means "wait for drain". */
-  send(stream: 'stdout' | 'stderr', data: Buffer): boolean;
-  onDrain(fn: () => void): void;
-}
+export type ExecIo = OutputIo;
 
 const MAX_TIMEOUT_MS = 24 * 60 * 60 * 1000;
-const CLOSE_GRACE_MS = 200;
-const CLOSE_MAX_GRACES = 10;
 
 /** Variables of sandboxd's own environment that never reach a command: shell hooks and terminal. */
 const NOT_INHERITED = new Set(['BASH_ENV', 'ENV', 'PROMPT_COMMAND', 'TERM', 'LC_ALL']);
@@ -100,30 +93,13 @@ export const runExec = async (
   let timedOut = false;
   let truncated = false;
   const sent = { stdout: 0, stderr: 0 };
-  let paused = false; // waiting for the host to drain: output left in the pipes is not lost
-  let progress = 0; // bumped by every chunk read and every resume: the close grace waits for quiet
-
+  const flow = outputFlow(child, io);
   const pump = (stream: 'stdout' | 'stderr') => (chunk: Buffer) => {
-    progress++;
     const room = maxOutputBytes - sent[stream];
-    if (room <= 0) {
-      truncated = true;
-      return;
-    }
-    const part = chunk.length > room ? chunk.subarray(0, room) : chunk;
+    const part = room <= 0 ? undefined : chunk.length > room ? chunk.subarray(0, room) : chunk;
     if (part !== chunk) truncated = true;
-    sent[stream] += part.length;
-    if (!io.send(stream, part) && !paused) {
-      paused = true;
-      child.stdout.pause();
-      child.stderr.pause();
-      io.onDrain(() => {
-        paused = false;
-        progress++;
-        child.stdout.resume();
-        child.stderr.resume();
-      });
-    }
+    sent[stream] += part?.length ?? 0;
+    flow.forward(stream, part);
   };
   child.stdout.on('data', pump('stdout'));
   child.stderr.on('data', pump('stderr'));
@@ -141,38 +117,7 @@ export const runExec = async (
     const { code, signal: sig } = await child.exited;
     // Whatever the command left running in its group goes too, so the pipes can close.
     killGroup(pid, 'SIGKILL');
-    let grace: NodeJS.Timeout | undefined;
-    let closed = false;
-    await Promise.race([
-      child.closed.then(() => {
-        closed = true;
-      }),
-      new Promise<void>((resolve) => {
-        // A grandchild that left the group (setsid, nohup) may still hold the pipes open. The grace
-        // is decided after the loop has polled (setImmediate), so output already waiting in a pipe,
-        // or in one just resumed, is read first: a busy loop runs timers before it reads.
-        let graces = 0;
-        const arm = (): void => {
-          const seen = progress;
-          grace = setTimeout(
-            () =>
-              setImmediate(() => {
-                if (closed) return;
-                if (!signal.aborted) {
-                  if (paused) return arm();
-                  if (progress !== seen && ++graces < CLOSE_MAX_GRACES) return arm();
-                }
-                child.stdout.destroy();
-                child.stderr.destroy();
-                resolve();
-              }),
-            CLOSE_GRACE_MS,
-          );
-        };
-        arm();
-      }),
-    ]);
-    clearTimeout(grace);
+    await flow.drained(signal);
     const killed = timedOut || signal.aborted;
     return {
       exitCode: killed || sig !== null ? null : code,

@@ -5,13 +5,14 @@
 // It belongs to the host session that opened it: a cancel of the open, the next `hello` or the
 // program's own exit ends it, and then its whole process group is killed.
 // Invariants: at most MAX_RUNNING programs at once; stdin never queues more than MAX_QUEUED_INPUT
-// (a program that does not read fails the write, LIMIT_EXCEEDED); when the host is slow to read,
-// the program's pipes are paused (nothing it writes is dropped, it just blocks); at most
+// (a program that does not read fails the write, LIMIT_EXCEEDED); its output pipes follow the rule
+// exec shares (output.ts: paused while the host is slow, read to their end after the exit); at most
 // MAX_STDERR_BYTES of stderr is streamed over the program's life (the rest is read and dropped).
 
 import { WireError } from '../../sandbox-wire/errors.ts';
 import { childEnv, workdir } from './exec.ts';
 import { launch, type Proc, sharedSpawner } from './launch.ts';
+import { type OutputIo, outputFlow } from './output.ts';
 import type { Spawner } from './spawner.ts';
 import { type Args, env, killGroup, optStr, str } from './util.ts';
 import type { Workspace } from './workspace.ts';
@@ -20,15 +21,9 @@ const MAX_RUNNING = 16;
 const MAX_WRITE_BYTES = 4 * 1024 * 1024;
 const MAX_QUEUED_INPUT = 8 * 1024 * 1024;
 const MAX_STDERR_BYTES = 1024 * 1024;
-/** How long the pipes may stay open after the program exited (a grandchild holding them). */
-const CLOSE_GRACE_MS = 1000;
 const KEY = /^[A-Za-z0-9_-]{1,64}$/;
 
-export interface StdioIo {
-  /** Send one chunk of output; false means "wait for drain". */
-  send(stream: 'stdout' | 'stderr', data: Buffer): boolean;
-  onDrain(fn: () => void): void;
-}
+export type StdioIo = OutputIo;
 
 interface Running {
   session: number;
@@ -92,28 +87,14 @@ export const createStdio = (ws: Workspace, spawner: () => Spawner = sharedSpawne
         throw error;
       }
       const proc = child;
+      const flow = outputFlow(proc, io);
       let stderrSent = 0;
-      let paused = false;
-      const pauseUntilDrained = (): void => {
-        if (paused) return;
-        paused = true;
-        proc.stdout.pause();
-        proc.stderr.pause();
-        io.onDrain(() => {
-          paused = false;
-          proc.stdout.resume();
-          proc.stderr.resume();
-        });
-      };
-      proc.stdout.on('data', (chunk: Buffer) => {
-        if (!io.send('stdout', chunk)) pauseUntilDrained();
-      });
+      proc.stdout.on('data', (chunk: Buffer) => flow.forward('stdout', chunk));
       proc.stderr.on('data', (chunk: Buffer) => {
         const room = MAX_STDERR_BYTES - stderrSent;
-        if (room <= 0) return;
-        const part = chunk.length > room ? chunk.subarray(0, room) : chunk;
-        stderrSent += part.length;
-        if (!io.send('stderr', part)) pauseUntilDrained();
+        const part = room <= 0 ? undefined : chunk.length > room ? chunk.subarray(0, room) : chunk;
+        stderrSent += part?.length ?? 0;
+        flow.forward('stderr', part);
       });
       const stop = (): void => killGroup(proc.pid, 'SIGKILL');
       signal.addEventListener('abort', stop, { once: true });
@@ -121,16 +102,7 @@ export const createStdio = (ws: Workspace, spawner: () => Spawner = sharedSpawne
       try {
         const { code, signal: sig } = await proc.exited;
         stop(); // whatever it left in its group goes too
-        let grace: NodeJS.Timeout | undefined;
-        await Promise.race([
-          proc.closed,
-          new Promise<void>((resolve) => {
-            grace = setTimeout(resolve, CLOSE_GRACE_MS);
-          }),
-        ]);
-        clearTimeout(grace);
-        proc.stdout.destroy();
-        proc.stderr.destroy();
+        await flow.drained(signal);
         return { exitCode: sig === null ? code : null, signal: sig ?? null };
       } finally {
         signal.removeEventListener('abort', stop);
