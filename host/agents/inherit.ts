@@ -86,7 +86,9 @@ const decided = (rules: readonly PolicyRule[] | undefined, decision: string): Po
  * One entry per field of an agent's policy. agentPolicies evaluates `deny` names, then `rules`, then
  * `ask` names, the first match deciding: the child's deny rules go before the parent's rules, its
  * ask rules after them, and its allow rules nowhere, so that for every call the child's decision is
- * the parent's or a stricter one (deny over ask over allow).
+ * the parent's or a stricter one (deny over ask over allow). (The agent's own layer is the only
+ * one that installs pre-execute policies; were an outer one added, a child's `ask` could overrule its
+ * denial exactly as the parent's own `ask` does.)
  */
 const POLICY: { [K in keyof AgentPolicy]-?: (p: AgentPolicy, a: AgentPolicy) => AgentPolicy[K] } = {
   deny: (p, a) => union(p.deny, a.deny),
