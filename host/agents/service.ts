@@ -29,18 +29,11 @@ import { createPluginHost, type PluginHost, type PluginHostOptions } from './plu
 import type { AgentPlugins } from './plugins/view.ts';
 import { createRegistryRuntime } from './runtime.ts';
 import { createBatches } from './service/batches.ts';
-import { childRequest, createAgentCreation } from './service/create.ts';
+import { createAgentCreation } from './service/create.ts';
 import { createDeletion } from './service/deletion.ts';
 import { createLiveAgents } from './service/live.ts';
 import { createMcpServerService, type McpServerService } from './service/mcp.ts';
-import {
-  createAgentLookup,
-  createDeletionMarks,
-  deletedError,
-  getAgent,
-  remoteToolsOf,
-  toAgent,
-} from './service/records.ts';
+import { createAgentLookup, createDeletionMarks, getAgent, toAgent } from './service/records.ts';
 import { createRemoteRegistration, remoteDefiner } from './service/remote.ts';
 import { createSandboxBinding } from './service/sandbox.ts';
 import { type AgentUsage, createAgentUsage } from './service/usage.ts';
@@ -250,11 +243,9 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
       ? undefined
       : createTeamService({
           store: { agents: store.agents, events: store.events, requests: store.requests, teams: store.teams },
-          createChild(parent, links) {
-            const record = store.agents.get(parent.tenantId, parent.id);
-            if (record === undefined) throw deletedError(parent.id);
-            return create(parent.tenantId, childRequest(parent, remoteToolsOf(record), links), links);
-          },
+          // A child asks for nothing but a teammate's team mode; create() narrows it to its parent.
+          createChild: (parent, links) =>
+            create(parent.tenantId, links.role === 'teammate' ? { teams: true } : {}, links),
           removeChild: (child) => remove(child.tenantId, child.id),
           toolNames: async (agent) => (await live.of(agent).tools.describe()).map((t) => t.name),
           interrupt: batches.interrupt,

@@ -56,7 +56,10 @@ export interface CodeModeOptions {
   wallMs?: number;
 }
 
-/** What an agent is created from; stored as the agent's config. */
+/**
+ * What an agent is created from; stored as the agent's config. A child's or teammate's is its
+ * parent's narrowed by what it asks for (./inherit.ts has one rule per field: add one with a field).
+ */
 export interface AgentConfig {
   restrict?: AgentRestriction;
   /**

@@ -1,15 +1,18 @@
 // Creation: a cheap store write (the sandbox comes later, on first use), then the agent's tools are
 // loaded once so that a bad config fails now, not at the first call: invalid remote tools or
 // policy, a mode this service cannot serve. A refused agent is marked deleted again, never returned.
+// An agent made with links (a child or teammate) is made from its parent's settings narrowed by
+// what it asks for (../inherit.ts), here, whatever path made it: no child gets more than its parent.
 import { isSandboxError, SandboxError } from '../../errors.ts';
 import type { JsonValue } from '../../json.ts';
 import type { SandboxLimits } from '../../sandbox/types.ts';
 import type { AgentLinks, AgentStore } from '../../store/index.ts';
+import { inheritRequest } from '../inherit.ts';
 import { DEFAULT_PRESET, defaultModeOf } from '../presets/index.ts';
 import { checkLimits, sandboxLimits } from '../sandbox-limits.ts';
-import type { Agent, CreateAgentRequest, RemoteToolSpec } from '../types.ts';
+import type { Agent, CreateAgentRequest } from '../types.ts';
 import type { LiveAgents } from './live.ts';
-import { toAgent } from './records.ts';
+import { deletedError, remoteToolsOf, toAgent } from './records.ts';
 import { latestByName } from './remote.ts';
 
 export interface CreationOptions {
@@ -28,22 +31,40 @@ export function createAgentCreation(
 ): (tenantId: string, input: CreateAgentRequest, links?: AgentLinks) => Promise<Agent> {
   const { agents, live } = options;
 
+  /** What a child asks for, narrowed to its parent as the parent is now (gone: NOT_FOUND). */
+  function inherited(tenantId: string, asked: CreateAgentRequest, links: AgentLinks): CreateAgentRequest {
+    const record = agents.get(tenantId, links.parentId);
+    if (record === undefined) throw deletedError(links.parentId);
+    const parent = toAgent(record);
+    return inheritRequest(
+      {
+        preset: parent.preset,
+        mode: parent.mode,
+        config: parent.config,
+        remoteTools: remoteToolsOf(record),
+        planMode: live.of(parent).session.planMode(),
+      },
+      asked,
+    );
+  }
+
   return async function create(tenantId, input, links) {
     if (options.isClosing())
       throw new SandboxError(
         'SHUTTING_DOWN',
         'The service is shutting down; create the agent after it restarts.',
       );
-    const preset = input.preset ?? DEFAULT_PRESET;
-    const { preset: _p, mode: _m, ...config } = input;
-    checkLimits(sandboxLimits(input.sandbox), options.maxima);
+    const request = links === undefined ? input : inherited(tenantId, input, links);
+    const preset = request.preset ?? DEFAULT_PRESET;
+    const { preset: _p, mode: _m, ...config } = request;
+    checkLimits(sandboxLimits(request.sandbox), options.maxima);
     const agent = toAgent(
       agents.create({
         tenantId,
         preset,
-        mode: input.mode ?? defaultModeOf(preset),
+        mode: request.mode ?? defaultModeOf(preset),
         config: config as JsonValue,
-        remoteTools: latestByName(input.remoteTools ?? []) as unknown as JsonValue[],
+        remoteTools: latestByName(request.remoteTools ?? []) as unknown as JsonValue[],
         ...(links === undefined ? {} : { links }),
       }),
     );
@@ -56,31 +77,6 @@ export function createAgentCreation(
       throw modeError(agent, error);
     }
     return agent;
-  };
-}
-
-/**
- * What a child of `parent` is created from: the parent's preset, mode, restrictions, policy, sandbox
- * and code-mode budgets and its current remote tools, never more; a teammate is in team mode.
- */
-export function childRequest(
-  parent: Agent,
-  remoteTools: RemoteToolSpec[],
-  links: AgentLinks,
-): CreateAgentRequest {
-  const { restrict, policy, sandbox, codeMode, subagents, childWorkspace } = parent.config;
-  return {
-    preset: parent.preset,
-    mode: parent.mode,
-    ...(restrict === undefined ? {} : { restrict }),
-    ...(policy === undefined ? {} : { policy }),
-    ...(sandbox === undefined ? {} : { sandbox }),
-    ...(codeMode === undefined ? {} : { codeMode }),
-    ...(subagents === true ? { subagents: true } : {}),
-    ...(links.role === 'teammate' ? { teams: true } : {}),
-    ...(childWorkspace === undefined ? {} : { childWorkspace }),
-    ...(childWorkspace === 'isolated' ? { isolatedWorkspace: true } : {}),
-    ...(remoteTools.length === 0 ? {} : { remoteTools }),
   };
 }
 
