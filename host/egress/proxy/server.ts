@@ -23,6 +23,7 @@ import { SandboxError } from '../../errors.ts';
 import type { EgressGateway } from '../gateway.ts';
 import type { Authorities } from '../intercept/authority.ts';
 import type { EgressCaller } from '../types.ts';
+import { enforceHeadDeadlines } from './heads.ts';
 
 export interface ProxyServerOptions {
   gateway: Pick<EgressGateway, 'audit' | 'authorize' | 'connect' | 'fetch' | 'intercepts'>;
@@ -32,8 +33,10 @@ export interface ProxyServerOptions {
   maxHeaderBytes?: number;
   /** Largest body of a plain-HTTP request (CONNECT tunnels are not bounded here). Default 32 MiB. */
   maxBodyBytes?: number;
-  /** A request head must be complete within this. Default 30000 ms. */
+  /** A request head must be complete within this of the connection's arrival (each connection on its own). Default 30000 ms. */
   headersTimeoutMs?: number;
+  /** The next request head on a kept-alive connection is due within this of the last answer. Default 60000 ms. */
+  keepAliveMs?: number;
   /** A tunnel or upstream response idle this long is cut. Default 300000 ms. */
   idleMs?: number;
 }
@@ -75,11 +78,18 @@ export function refusalOf(error: unknown): Refusal {
   return { status: 502, kind: 'failed', reason: 'internal error', message: 'The egress gateway failed.' };
 }
 
+const STATUS_TEXT: Record<number, string> = {
+  400: 'Bad Request',
+  403: 'Forbidden',
+  408: 'Request Timeout',
+  429: 'Too Many Requests',
+};
+
 /** A whole HTTP/1.1 answer as bytes (for a socket that is no longer the HTTP server's). */
 function rawRefusal(r: Refusal): string {
   const body = `${r.message}\n`;
   return (
-    `HTTP/1.1 ${r.status} ${r.status === 403 ? 'Forbidden' : r.status === 429 ? 'Too Many Requests' : r.status === 400 ? 'Bad Request' : 'Bad Gateway'}\r\n` +
+    `HTTP/1.1 ${r.status} ${STATUS_TEXT[r.status] ?? 'Bad Gateway'}\r\n` +
     `X-Dsh-Egress: ${r.kind}; reason="${headerSafe(r.reason)}"\r\n` +
     `Content-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
     `Connection: close\r\n\r\n${body}`
@@ -134,14 +144,30 @@ export function createProxyServer(options: ProxyServerOptions) {
   const idleMs = options.idleMs ?? 300_000;
   const callers = new WeakMap<object, EgressCaller>();
   const inside = new WeakMap<object, { caller: EgressCaller; origin: string }>();
+  const deadlines = {
+    headMs: options.headersTimeoutMs ?? 30_000,
+    keepAliveMs: options.keepAliveMs ?? 60_000,
+  };
+  // Node's head timeout does not run for servers that never listen, and its keep-alive timeout
+  // only on sockets with setTimeout (the TLS ones): ./heads.ts holds every connection to both.
   const serverOptions = {
     maxHeaderSize: options.maxHeaderBytes ?? 16 * 1024,
-    headersTimeout: options.headersTimeoutMs ?? 30_000,
     requestTimeout: 0,
-    keepAliveTimeout: 60_000,
+    keepAliveTimeout: deadlines.keepAliveMs,
   };
   const server = createServer(serverOptions);
   const intercepted = createServer(serverOptions);
+  enforceHeadDeadlines(server, {
+    ...deadlines,
+    timeoutAnswer: (ms) =>
+      rawRefusal({
+        status: 408,
+        kind: 'timeout',
+        reason: 'no request',
+        message: `No complete request head within ${ms} ms; the connection is closed.`,
+      }),
+  });
+  enforceHeadDeadlines(intercepted, deadlines);
 
   async function onConnect(req: IncomingMessage, client: Duplex, head: Buffer): Promise<void> {
     client.on('error', () => {});
@@ -232,6 +258,7 @@ export function createProxyServer(options: ProxyServerOptions) {
     });
     tls.on('error', () => tls.destroy());
     client.on('close', () => tls.destroy());
+    tls.on('close', () => client.destroy());
     inside.set(tls, { caller, origin: `https://${authority}` });
     intercepted.emit('connection', tls);
   }
