@@ -1,12 +1,16 @@
 // The control plane's HTTP forward proxy for sandboxes: every connection a process in a container
 // makes to sandboxd's proxy arrives here as a Duplex (./duplex.ts) and is parsed by one Node HTTP
-// server (llhttp, headers bounded by maxHeaderBytes, a request head due within headersTimeoutMs).
+// server (llhttp, headers bounded by maxHeaderBytes, a request head due within headersTimeoutMs of
+// the connection's arrival, each connection on its own: ./heads.ts).
 // CONNECT host:port becomes gateway.connect (an opaque tunnel: allowlist, pinned address, budget
-// and audit are the gateway's); a request with an absolute http:// URL becomes gateway.fetch with
-// redirects left to the client (each hop it follows is a new request here, checked again) and the
-// tenant's credentials for that host added by the gateway. A refusal is an HTTP answer the client
-// shows: 403 (denied), 429 (budget) or 502 (unreachable), with `X-Dsh-Egress` saying which and why
-// and the gateway's message as the body; never a hang, never a dropped connection without a word.
+// charged as the bytes pass, and audit are the gateway's); a request with an absolute http:// URL
+// becomes gateway.fetch with redirects left to the client (each hop it follows is a new request
+// here, checked again), its body charged before it is sent, and only the tenant's credentials for
+// that host that say `allowInsecure` added by the gateway (plain HTTP is read on the path). A
+// refusal is an HTTP answer the client shows: 403 (denied), 429 (budget), 408 (no request in time)
+// or 502 (unreachable), with `X-Dsh-Egress` saying which and why and the gateway's message as the
+// body; never a hang, never a dropped connection without a word (but a tunnel cut at the budget:
+// inside it, nothing can be said).
 // A CONNECT to a host the tenant gave a credential for is intercepted instead (with `intercept`):
 // once the gateway admits the host, we answer 200, terminate the client's TLS with a leaf of the
 // tenant's CA (../intercept/), and each request inside goes through gateway.fetch as an https://
@@ -207,19 +211,12 @@ export function createProxyServer(options: ProxyServerOptions) {
     } finally {
       client.off('close', onGone);
     }
-    const socket = upstream.socket;
     if (client.destroyed) {
-      socket.destroy();
+      upstream.destroy();
       return;
     }
-    socket.setTimeout(idleMs, () => socket.destroy());
-    socket.on('error', () => client.destroy());
-    client.on('close', () => socket.destroy());
-    socket.on('close', () => client.destroy());
     client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-    if (head.length > 0) socket.write(head);
-    client.pipe(socket);
-    socket.pipe(client);
+    upstream.join(client, { head, idleMs });
   }
 
   /** Terminates the client's TLS for `host` with the tenant's leaf and serves what it asks inside. */
@@ -234,7 +231,7 @@ export function createProxyServer(options: ProxyServerOptions) {
     const authorities = options.intercept as Authorities;
     try {
       // Admission before any TLS: a refused host gets its 403 as a tunnel would.
-      const grant = await gateway.authorize(caller, { host, port });
+      const grant = await gateway.authorize(caller, { host, port, tls: true });
       grant.lease.close();
       // The connection itself is an event too; each request inside gets its own from gateway.fetch.
       gateway.audit(caller, {
