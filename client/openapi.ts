@@ -787,7 +787,7 @@ export interface paths {
         get: operations["getEgress"];
         /**
          * Put egress
-         * @description Replaces the tenant's egress settings. Default deny: only destinations a rule admits are reached (ports default to 80 and 443), and never an internal address. A credential is added by the gateway as `header: value` to requests for its host; leave `value` out to keep the stored one. An agent's own `egress.allow` can only narrow these rules.
+         * @description Replaces the tenant's egress settings. Default deny: only destinations a rule admits are reached (ports default to 80 and 443), and never an internal address. A credential is added by the gateway as `header: value` to https requests for its host (to plain http ones only with `allowInsecure: true`); leave `value` out to keep the stored one. An agent's own `egress.allow` can only narrow these rules.
          */
         put: operations["putEgress"];
         post?: never;
@@ -4356,6 +4356,7 @@ export interface operations {
                             name: string;
                             host: string;
                             header: string;
+                            allowInsecure?: boolean;
                         }[];
                         budget: {
                             connections: number;
@@ -4395,6 +4396,7 @@ export interface operations {
                         host: string;
                         header: string;
                         value?: string;
+                        allowInsecure?: boolean;
                     }[];
                     budget?: {
                         connections?: number;
@@ -4426,6 +4428,7 @@ export interface operations {
                             name: string;
                             host: string;
                             header: string;
+                            allowInsecure?: boolean;
                         }[];
                         budget: {
                             connections: number;

@@ -226,6 +226,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
       return agent && { tenantId: agent.tenantId, agentId, sessionId: agentId, via: 'proxy' };
     },
     maxTunnels: config.egressSandboxTunnels,
+    headersTimeoutMs: config.headersTimeoutMs,
     intercept: createAuthorities({ store: store.egress }),
     onError: (e) => log(`egress proxy: ${String(e)}`),
   });

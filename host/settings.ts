@@ -529,6 +529,7 @@ export const SETTINGS = {
     section: 'requests and connections',
     default: 10_000,
     help: 'time to send a complete request head (then 408 and closed)',
+    doc: "time to send a complete request head (then 408 and closed), to the API and to a sandbox's egress proxy (there counted from the connection's arrival, each connection on its own)",
   }),
   keepAliveTimeoutMs: timeoutMs({
     env: 'DSH_KEEP_ALIVE_TIMEOUT_MS',

@@ -1,7 +1,8 @@
 // The audit trail of egress: one `egress` event in the agent's durable log (log-only, linked to the
 // call it serves) per connection or HTTP request, allowed or refused: who, where (host, port, the
 // resolved and pinned address, for HTTP the method and the URL without userinfo), the decision and
-// its reason, bytes both ways, the status, and the names (never values) of credentials added.
+// its reason, bytes both ways, the status, and the names (never values) of credentials added (and
+// of those kept back from a plain-HTTP request).
 // A refused destination is logged when refused, an allowed one when it closes.
 import type { JsonValue } from '../json.ts';
 import type { EventLog } from '../store/types.ts';
@@ -23,6 +24,8 @@ export interface EgressRecord {
   bytesOut?: number;
   durationMs?: number;
   credentials?: string[];
+  /** Credentials for the host not added because the request was plain HTTP (names). */
+  withheld?: string[];
   /** How it ended, when not cleanly (a cap, a budget, an error). */
   error?: string;
 }

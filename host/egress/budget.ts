@@ -1,8 +1,11 @@
 // Per-tenant egress budgets, held in this process: connections open at once, and bytes (both
 // directions) per hour, counted in fixed one-hour windows. A connection takes a lease when it
-// opens and gives it back when it closes; its bytes are charged as they pass, and a charge past the
-// budget tells the caller to cut the connection. Invariant: `open` counts only leases not closed
-// (close is idempotent), so a budget never leaks on an error path.
+// opens and gives it back when it closes; its bytes are charged as they pass, never after: bytes
+// about to leave are taken before they are sent (`take`: what does not fit is not sent, and the
+// connection is cut), bytes that arrived are charged as they arrive (`charge`: past the budget the
+// connection is cut, at most the chunk in hand over). Invariants: `open` counts only leases not
+// closed (close is idempotent), so a budget never leaks on an error path; a refused `take` charges
+// nothing, so bytes never sent never count.
 import { SandboxError } from '../errors.ts';
 
 export interface EgressBudget {
@@ -13,8 +16,13 @@ export interface EgressBudget {
 }
 
 export interface BudgetLease {
-  /** Charges bytes; false when the tenant's hourly budget is now used up (cut the connection). */
+  /** Charges bytes that arrived; false when the tenant's hourly budget is now used up (cut the connection). */
   charge(bytes: number): boolean;
+  /**
+   * Charges bytes about to be sent when they fit in what is left of the hour's budget; false, and
+   * nothing charged, when they do not (do not send them: cut the connection or refuse the request).
+   */
+  take(bytes: number): boolean;
   close(): void;
 }
 
@@ -70,6 +78,12 @@ export function createBudgets(now: () => number = Date.now): Budgets {
         const current = accountOf(tenantId);
         current.bytes += bytes;
         return current.bytes <= budget.bytesPerHour;
+      },
+      take(bytes) {
+        const current = accountOf(tenantId);
+        if (current.bytes + bytes > budget.bytesPerHour) return false;
+        current.bytes += bytes;
+        return true;
       },
       close() {
         if (closed) return;

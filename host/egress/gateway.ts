@@ -6,11 +6,15 @@
 // it checked: the connection goes to that IP, never to a second resolution (no DNS rebinding
 // between check and connect). Every decision is an audit event (./audit.ts).
 // Callers: `fetch` (./http.ts) for web_fetch, web_search and remote MCP servers; `connect` for the
-// sandbox's proxy tunnel (an opaque TCP stream to an allowed host and port).
+// sandbox's proxy tunnel (an opaque TCP stream to an allowed host and port, whose bytes move only
+// through its `join`: ./tunnel.ts).
 // Invariants: nothing connects without a grant; a grant's lease is closed exactly once, when its
-// connection ends; refusals are EGRESS_DENIED with `data.reason`, budgets EGRESS_BUDGET_EXCEEDED.
+// connection ends; bytes are charged to it as they pass, never after; a grant carries a credential
+// only for a TLS connection or one the credential's `allowInsecure` admits; refusals are
+// EGRESS_DENIED with `data.reason`, budgets EGRESS_BUDGET_EXCEEDED.
 import { lookup as dnsLookup } from 'node:dns/promises';
-import { connect as netConnect, type Socket } from 'node:net';
+import { connect as netConnect } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { SandboxError } from '../errors.ts';
 import type { EventLog } from '../store/types.ts';
 import { classifyAddress } from './address.ts';
@@ -19,6 +23,7 @@ import { type BudgetLease, type Budgets, createBudgets, type EgressBudget } from
 import { canonicalHost, hostMatches } from './hosts.ts';
 import { type GatewayFetchInit, gatewayFetch } from './http.ts';
 import { decide, type EgressRule } from './rules.ts';
+import { splice } from './tunnel.ts';
 import type { EgressCaller, EgressCredential, TenantEgress } from './types.ts';
 
 /** An address the operator admits although it is not public (tests and development only). */
@@ -58,8 +63,13 @@ export interface Grant {
   ip: string;
   family: 4 | 6;
   lease: BudgetLease;
-  /** Headers to add (the tenant's credentials for this host), by credential. */
+  /**
+   * Headers to add: the tenant's credentials for this host that may travel on this connection (all
+   * of them over TLS, only those with `allowInsecure` without).
+   */
   credentials: EgressCredential[];
+  /** The names of the host's credentials kept back because the connection is not TLS (for the audit). */
+  withheld: string[];
 }
 
 export interface EgressTarget {
@@ -67,12 +77,27 @@ export interface EgressTarget {
   port: number;
   /** The HTTP method when the gateway sees the request; absent for an opaque tunnel. */
   method?: string;
+  /**
+   * Whether the gateway itself speaks TLS to the upstream (an https:// request). Credentials are
+   * granted only then, or for a credential that says `allowInsecure`. Default false.
+   */
+  tls?: boolean;
 }
 
-/** An open tunnel: the socket, and a promise that settles when it closed and was audited. */
+/**
+ * An open tunnel to the upstream. Its bytes move only through `join`, which charges them to the
+ * tenant's budget as they pass (./tunnel.ts): nothing reaches the upstream uncharged.
+ */
 export interface EgressConnection {
-  socket: Socket;
   ip: string;
+  /**
+   * Carries bytes both ways between `client` and the upstream until either ends, `head` first;
+   * at the tenant's budget both are cut. Once per connection.
+   */
+  join(client: Duplex, options?: { head?: Buffer; idleMs?: number }): void;
+  /** Closes the connection unjoined (the client left meanwhile). */
+  destroy(): void;
+  /** Settles when it closed and was audited. */
   closed: Promise<void>;
 }
 
@@ -81,7 +106,7 @@ export interface EgressGateway {
   authorize(caller: EgressCaller, to: EgressTarget, url?: string): Promise<Grant>;
   /**
    * An opaque TCP connection to an allowed host and port, for the sandbox's proxy (CONNECT). The
-   * bytes both ways count against the tenant's budget; past it the socket is destroyed.
+   * bytes both ways count against the tenant's budget as they pass; at it the tunnel is cut.
    */
   connect(caller: EgressCaller, to: EgressTarget, signal?: AbortSignal): Promise<EgressConnection>;
   /**
@@ -194,14 +219,15 @@ export function createEgressGateway(options: EgressGatewayOptions): EgressGatewa
         );
       const pinned = await resolve(host, literal, to.port);
       const lease = budgets.open(caller.tenantId, budgetOf(settings));
-      return {
-        host,
-        port: to.port,
-        ip: pinned.ip,
-        family: pinned.family,
-        lease,
-        credentials: settings.credentials.filter((c) => hostMatches(c.host, host)),
-      };
+      // A secret goes only where nobody on the path reads it, unless its credential says otherwise.
+      const credentials: EgressCredential[] = [];
+      const withheld: string[] = [];
+      for (const c of settings.credentials) {
+        if (!hostMatches(c.host, host)) continue;
+        if (to.tls === true || c.allowInsecure === true) credentials.push(c);
+        else withheld.push(c.name);
+      }
+      return { host, port: to.port, ip: pinned.ip, family: pinned.family, lease, credentials, withheld };
     } catch (error) {
       const reason =
         error instanceof SandboxError ? String(error.data?.reason ?? error.code) : 'internal error';
@@ -230,17 +256,8 @@ export function createEgressGateway(options: EgressGatewayOptions): EgressGatewa
       ...(signal ? { signal } : {}),
     });
     let error: string | undefined;
-    socket.on('data', (chunk: Buffer) => {
-      if (!grant.lease.charge(chunk.length)) {
-        error = 'egress budget used up';
-        socket.destroy(
-          new SandboxError('EGRESS_BUDGET_EXCEEDED', 'The tenant used its egress budget for this hour.'),
-        );
-      }
-    });
     const closed = new Promise<void>((resolve) => {
       socket.once('close', () => {
-        grant.lease.charge(socket.bytesWritten);
         grant.lease.close();
         audit(caller, {
           decision: 'allow',
@@ -273,7 +290,20 @@ export function createEgressGateway(options: EgressGatewayOptions): EgressGatewa
     socket.on('error', (e) => {
       error ??= e.message;
     });
-    return { socket, ip: grant.ip, closed };
+    return {
+      ip: grant.ip,
+      closed,
+      join(client, options = {}) {
+        splice(client, socket, grant.lease, {
+          ...options,
+          idleMs: options.idleMs ?? 0,
+          onCut: () => {
+            error ??= 'egress budget used up';
+          },
+        });
+      },
+      destroy: () => socket.destroy(),
+    };
   }
 
   function redact(tenantId: string, text: string): string {

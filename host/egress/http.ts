@@ -4,10 +4,14 @@
 // Redirects are followed by hand, at most `maxRedirects`, each target checked like the first URL;
 // a 303 (and a 301/302 after POST) continues as GET without a body, as browsers do. The tenant's
 // credentials for a hop's host are added to that hop only (they win over the caller's headers of
-// the same name); the caller's own headers go to the first origin only, never across a redirect to
-// another one. URLs with userinfo are refused (`http://allowed@evil/` is a trap, not a login).
-// The response body streams; its bytes are charged to the budget as they arrive, and past
-// `maxBytes` or the budget the stream errors. One audit event per hop, when it ends.
+// the same name), and only over https unless the credential says `allowInsecure` (the grant holds
+// just those: ./gateway.ts); the caller's own headers go to the first origin only, never across a
+// redirect to another one. URLs with userinfo are refused (`http://allowed@evil/` is a trap, not a
+// login).
+// A request body is charged before it is sent (one that does not fit in the budget left is not
+// sent: EGRESS_BUDGET_EXCEEDED). The response body streams; its bytes are charged to the budget as
+// they arrive, and past `maxBytes` or the budget the stream errors. One audit event per hop, when
+// it ends.
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { LookupFunction } from 'node:net';
@@ -95,7 +99,11 @@ export async function gatewayFetch(
     const headers = new Headers();
     for (const [name, value] of callerHeaders)
       if (url.origin === origin || PORTABLE.has(name)) headers.set(name, value);
-    const grant = await deps.authorize(caller, { host: url.hostname, port: portOf(url), method }, shown(url));
+    const grant = await deps.authorize(
+      caller,
+      { host: url.hostname, port: portOf(url), method, tls: url.protocol === 'https:' },
+      shown(url),
+    );
     for (const credential of grant.credentials) headers.set(credential.header, credential.value);
     const response = await send(deps, caller, grant, url, method, headers, body, init);
     const location = response.headers.get('location');
@@ -138,11 +146,11 @@ function send(
   const started = Date.now();
   const payload = body === null || body === undefined ? undefined : Buffer.from(body);
   let bytesIn = 0;
+  let bytesOut = 0;
   let settled = false;
   function finish(status: number | undefined, error?: string): void {
     if (settled) return;
     settled = true;
-    grant.lease.charge(payload?.length ?? 0);
     grant.lease.close();
     deps.audit(caller, {
       decision: 'allow',
@@ -153,11 +161,26 @@ function send(
       ip: grant.ip,
       ...(status === undefined ? {} : { status }),
       bytesIn,
-      bytesOut: payload?.length ?? 0,
+      bytesOut,
       durationMs: Date.now() - started,
       ...(grant.credentials.length === 0 ? {} : { credentials: grant.credentials.map((c) => c.name) }),
+      ...(grant.withheld.length === 0 ? {} : { withheld: grant.withheld }),
       ...(error === undefined ? {} : { error }),
     });
+  }
+  // The body is charged before a byte of it leaves: one that does not fit is not sent at all.
+  if (payload !== undefined) {
+    if (!grant.lease.take(payload.length)) {
+      finish(undefined, 'egress budget used up');
+      return Promise.reject(
+        new SandboxError(
+          'EGRESS_BUDGET_EXCEEDED',
+          `The request body of ${payload.length} bytes is more than what is left of the tenant's egress budget this hour; nothing was sent.`,
+          { data: { reason: 'bytes' } },
+        ),
+      );
+    }
+    bytesOut = payload.length;
   }
   return new Promise<Response>((resolve, reject) => {
     const request = (url.protocol === 'https:' ? httpsRequest : httpRequest)({
@@ -193,7 +216,9 @@ function send(
         bytesIn += chunk.length;
         if (!grant.lease.charge(chunk.length))
           message.destroy(
-            new SandboxError('EGRESS_BUDGET_EXCEEDED', 'The tenant used its egress budget for this hour.'),
+            new SandboxError('EGRESS_BUDGET_EXCEEDED', 'The tenant used its egress budget for this hour.', {
+              data: { reason: 'bytes' },
+            }),
           );
         else if (init.maxBytes !== undefined && bytesIn > init.maxBytes)
           message.destroy(

@@ -19,7 +19,7 @@ export interface EgressSettingsInput {
   search?: SearchSettings | null;
 }
 
-/** What the API shows: credentials by name, host and header only. */
+/** What the API shows: credentials by name, host, header and `allowInsecure` only. */
 export interface EgressSettingsView {
   allow: EgressRule[];
   credentials: Array<Omit<EgressCredential, 'value'>>;
@@ -106,7 +106,12 @@ export function createEgressSettings(options: {
     const settings = get(tenantId);
     return {
       allow: settings?.allow ?? [],
-      credentials: (settings?.credentials ?? []).map(({ name, host, header }) => ({ name, host, header })),
+      credentials: (settings?.credentials ?? []).map(({ name, host, header, allowInsecure }) => ({
+        name,
+        host,
+        header,
+        ...(allowInsecure === true ? { allowInsecure } : {}),
+      })),
       budget: {
         connections: Math.min(settings?.budget?.connections ?? maxBudget.connections, maxBudget.connections),
         bytesPerHour: Math.min(
@@ -133,7 +138,13 @@ export function createEgressSettings(options: {
       if (value === undefined)
         throw bad(`Credential ${c.name} has no value: send one (only a stored credential may leave it out).`);
       if (/[\r\n\0]/.test(value)) throw bad(`Credential ${c.name}: a header value has no line breaks.`);
-      return { name: c.name, host: canonicalPattern(c.host), header: c.header, value };
+      return {
+        name: c.name,
+        host: canonicalPattern(c.host),
+        header: c.header,
+        value,
+        ...(c.allowInsecure === true ? { allowInsecure: true } : {}),
+      };
     });
   }
 

@@ -8,13 +8,19 @@ export type { EgressBudget, EgressRule };
 
 /**
  * A secret the gateway adds to requests for hosts matching `host` (an allowlist pattern), as the
- * header `header`. Stored by the service; the API, the model and the sandbox only ever see its name.
+ * header `header`, over https only unless `allowInsecure`. Stored by the service; the API, the
+ * model and the sandbox only ever see its name.
  */
 export interface EgressCredential {
   name: string;
   host: string;
   header: string;
   value: string;
+  /**
+   * Also add it to plain `http://` requests, where anyone on the path reads it. Default false: a
+   * plain-HTTP request to its host goes without it.
+   */
+  allowInsecure?: boolean;
 }
 
 /** A web search provider the tenant's agents' `web_search` uses. */

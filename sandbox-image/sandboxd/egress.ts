@@ -4,10 +4,11 @@
 // every byte of a connection goes to the host as it is, and the host (host/egress/proxy/) parses
 // the request, asks the gateway and answers; so nothing a process in the container sends is
 // interpreted by this process beyond moving it.
-// The host keeps one egressAccept waiting per sandbox, plus one per open tunnel up to its limit; a
-// connection that arrives while none waits is queued (paused) for at most QUEUE_MS, then answered
-// 503. Before the host ever asked (no control plane serving egress), a connection is answered 503
-// at once: a refusal, never a hang.
+// The host keeps one egressAccept waiting per sandbox, plus one per open tunnel up to its limit; an
+// accept that takes a connection says so at once (an empty data frame), so the host asks for the
+// next before this client sent anything. A connection that arrives while none waits is queued
+// (paused) for at most QUEUE_MS, then answered 503. Before the host ever asked (no control plane
+// serving egress), a connection is answered 503 at once: a refusal, never a hang.
 // Invariants: we send within the host's credit and write to the client only what the host sent;
 // a cancelled call (or a new session) destroys its connection; at most MAX_QUEUED connections wait.
 
@@ -237,6 +238,9 @@ export const createEgressProxy = (options: {
     /** The host takes one connection: its bytes both ways until both sides ended; answers the byte counts. */
     async egressAccept(io: TransferIo, signal: AbortSignal) {
       const socket = await take(signal);
+      // An empty data frame first: "a connection arrived". The host asks for the next one at once
+      // and times this one out on its own, whether or not its client ever sends a byte.
+      io.sender.send(io.sender.frame(0), 0);
       const onAbort = (): void => {
         socket.destroy();
       };

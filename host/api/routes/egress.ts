@@ -17,6 +17,8 @@ const Credential = v.strictObject({
   host: hostPattern,
   header: v.pipe(v.string(), v.minLength(1), v.maxLength(128)),
   value: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(8192))),
+  /** Also over plain http:// (default false: credentials travel only over TLS). */
+  allowInsecure: v.optional(v.boolean()),
 });
 
 const Search = v.strictObject({
@@ -38,7 +40,14 @@ export const PutEgress = v.strictObject({
 
 const EgressView = v.object({
   allow: v.array(EgressRuleSchema),
-  credentials: v.array(v.object({ name: v.string(), host: v.string(), header: v.string() })),
+  credentials: v.array(
+    v.object({
+      name: v.string(),
+      host: v.string(),
+      header: v.string(),
+      allowInsecure: v.optional(v.boolean()),
+    }),
+  ),
   budget: v.object({ connections: v.number(), bytesPerHour: v.number() }),
   search: v.optional(Search),
 });
@@ -62,7 +71,7 @@ export const egressRoutes = (settings: EgressSettings): Hono<ApiEnv> => {
       operationId: 'putEgress',
       tags: ['egress'],
       description:
-        "Replaces the tenant's egress settings. Default deny: only destinations a rule admits are reached (ports default to 80 and 443), and never an internal address. A credential is added by the gateway as `header: value` to requests for its host; leave `value` out to keep the stored one. An agent's own `egress.allow` can only narrow these rules.",
+        "Replaces the tenant's egress settings. Default deny: only destinations a rule admits are reached (ports default to 80 and 443), and never an internal address. A credential is added by the gateway as `header: value` to https requests for its host (to plain http ones only with `allowInsecure: true`); leave `value` out to keep the stored one. An agent's own `egress.allow` can only narrow these rules.",
       requestBody: jsonRequest(PutEgress),
       responses: {
         200: jsonResponse('The settings now', EgressView),

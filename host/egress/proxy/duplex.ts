@@ -1,6 +1,7 @@
 // One tunnelled connection of the sandbox's proxy as a Node Duplex: what the client in the container
-// sends (the stream's incoming pieces, starting with the first one the pump already read), and what
-// we write back (sent within sandboxd's credit). Ending our side ends the stream; destroying the
+// sends (the stream's incoming pieces, starting with the first one the pump already read, empty
+// ones skipped: sandboxd's mark that the connection arrived), and what we write back (sent within
+// sandboxd's credit). Ending our side ends the stream; destroying the
 // duplex before that, or with an error, abandons it (sandboxd cuts the client's connection), while
 // a destroy after a clean end leaves sandboxd to flush what it holds and close gracefully.
 import { Duplex } from 'node:stream';
@@ -18,18 +19,25 @@ export function tunnelDuplex(io: StreamHandle, pieces: AsyncIterator<Buffer>, fi
       if (pending) {
         const piece = pending;
         pending = undefined;
-        duplex.push(piece);
-        return;
+        if (piece.length > 0) {
+          duplex.push(piece);
+          return;
+        }
       }
       if (reading) return;
       reading = true;
-      pieces.next().then(
-        (r) => {
-          reading = false;
-          duplex.push(r.done ? null : r.value);
-        },
-        (error: unknown) => duplex.destroy(error as Error),
-      );
+      const next = (): void => {
+        pieces.next().then(
+          (r) => {
+            // An empty piece is sandboxd's mark that the connection arrived: no bytes to push.
+            if (!r.done && r.value.length === 0) return next();
+            reading = false;
+            duplex.push(r.done ? null : r.value);
+          },
+          (error: unknown) => duplex.destroy(error as Error),
+        );
+      };
+      next();
     },
     write(chunk: Buffer, _encoding, callback) {
       io.write(chunk).then(() => callback(), callback);

@@ -4,9 +4,12 @@
 // (./server.ts) as its agent, after handing sandboxd the tenant's interception CA to trust. The
 // docker provider calls `attach` for each session it opens and the returned stop when it ends.
 // Invariants: at most `maxTunnels` connections of one sandbox are open here at once (more wait in
-// sandboxd, which answers 503 when none frees up in time); a connection is served only once its
-// client sent its first byte (the HTTP server's head timeout starts then, not while an accept
-// waits); the caller is looked up when a connection arrives, so a deleted agent gets a refusal.
+// sandboxd, which answers 503 when none frees up in time); an accept's first piece says that a
+// connection arrived (sandboxd sends an empty one at once; an older one's first piece is the
+// client's first bytes), and only then is the next accept asked for and the connection served, so
+// its head deadline (./heads.ts) starts when it arrived and never while an accept waits, and an
+// idle client holds up no other connection, only its own place until that deadline; the caller is
+// looked up when a connection arrives, so a deleted agent gets a refusal.
 import { SandboxError } from '../../errors.ts';
 import type { SandboxdEgress } from '../../sandbox/sandboxd/client.ts';
 import type { EgressCaller } from '../types.ts';
@@ -51,11 +54,12 @@ export function createSandboxEgress(options: SandboxEgressOptions): SandboxEgres
       waiting++;
       const { io, result } = egress.accept(ac.signal);
       const pieces = io.incoming[Symbol.asyncIterator]();
+      // The connection's arrival (sandboxd's empty mark), or its first bytes (an older sandboxd).
       const first = await pieces.next().catch(() => undefined);
       waiting--;
       if (first === undefined || first.done) {
-        // No byte: a client that closed at once (go on), or the accept failed (stop, and say why
-        // unless the session simply ended).
+        // No connection: a client that closed at once (go on), or the accept failed (stop, and say
+        // why unless the session simply ended).
         const why = await result.then(
           () => undefined,
           (e: unknown) => e,

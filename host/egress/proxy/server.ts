@@ -1,12 +1,16 @@
 // The control plane's HTTP forward proxy for sandboxes: every connection a process in a container
 // makes to sandboxd's proxy arrives here as a Duplex (./duplex.ts) and is parsed by one Node HTTP
-// server (llhttp, headers bounded by maxHeaderBytes, a request head due within headersTimeoutMs).
+// server (llhttp, headers bounded by maxHeaderBytes, a request head due within headersTimeoutMs of
+// the connection's arrival, each connection on its own: ./heads.ts).
 // CONNECT host:port becomes gateway.connect (an opaque tunnel: allowlist, pinned address, budget
-// and audit are the gateway's); a request with an absolute http:// URL becomes gateway.fetch with
-// redirects left to the client (each hop it follows is a new request here, checked again) and the
-// tenant's credentials for that host added by the gateway. A refusal is an HTTP answer the client
-// shows: 403 (denied), 429 (budget) or 502 (unreachable), with `X-Dsh-Egress` saying which and why
-// and the gateway's message as the body; never a hang, never a dropped connection without a word.
+// charged as the bytes pass, and audit are the gateway's); a request with an absolute http:// URL
+// becomes gateway.fetch with redirects left to the client (each hop it follows is a new request
+// here, checked again), its body charged before it is sent, and only the tenant's credentials for
+// that host that say `allowInsecure` added by the gateway (plain HTTP is read on the path). A
+// refusal is an HTTP answer the client shows: 403 (denied), 429 (budget), 408 (no request in time)
+// or 502 (unreachable), with `X-Dsh-Egress` saying which and why and the gateway's message as the
+// body; never a hang, never a dropped connection without a word (but a tunnel cut at the budget:
+// inside it, nothing can be said).
 // A CONNECT to a host the tenant gave a credential for is intercepted instead (with `intercept`):
 // once the gateway admits the host, we answer 200, terminate the client's TLS with a leaf of the
 // tenant's CA (../intercept/), and each request inside goes through gateway.fetch as an https://
@@ -23,6 +27,7 @@ import { SandboxError } from '../../errors.ts';
 import type { EgressGateway } from '../gateway.ts';
 import type { Authorities } from '../intercept/authority.ts';
 import type { EgressCaller } from '../types.ts';
+import { enforceHeadDeadlines } from './heads.ts';
 
 export interface ProxyServerOptions {
   gateway: Pick<EgressGateway, 'audit' | 'authorize' | 'connect' | 'fetch' | 'intercepts'>;
@@ -32,8 +37,10 @@ export interface ProxyServerOptions {
   maxHeaderBytes?: number;
   /** Largest body of a plain-HTTP request (CONNECT tunnels are not bounded here). Default 32 MiB. */
   maxBodyBytes?: number;
-  /** A request head must be complete within this. Default 30000 ms. */
+  /** A request head must be complete within this of the connection's arrival (each connection on its own). Default 30000 ms. */
   headersTimeoutMs?: number;
+  /** The next request head on a kept-alive connection is due within this of the last answer. Default 60000 ms. */
+  keepAliveMs?: number;
   /** A tunnel or upstream response idle this long is cut. Default 300000 ms. */
   idleMs?: number;
 }
@@ -75,11 +82,18 @@ export function refusalOf(error: unknown): Refusal {
   return { status: 502, kind: 'failed', reason: 'internal error', message: 'The egress gateway failed.' };
 }
 
+const STATUS_TEXT: Record<number, string> = {
+  400: 'Bad Request',
+  403: 'Forbidden',
+  408: 'Request Timeout',
+  429: 'Too Many Requests',
+};
+
 /** A whole HTTP/1.1 answer as bytes (for a socket that is no longer the HTTP server's). */
 function rawRefusal(r: Refusal): string {
   const body = `${r.message}\n`;
   return (
-    `HTTP/1.1 ${r.status} ${r.status === 403 ? 'Forbidden' : r.status === 429 ? 'Too Many Requests' : r.status === 400 ? 'Bad Request' : 'Bad Gateway'}\r\n` +
+    `HTTP/1.1 ${r.status} ${STATUS_TEXT[r.status] ?? 'Bad Gateway'}\r\n` +
     `X-Dsh-Egress: ${r.kind}; reason="${headerSafe(r.reason)}"\r\n` +
     `Content-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
     `Connection: close\r\n\r\n${body}`
@@ -134,14 +148,30 @@ export function createProxyServer(options: ProxyServerOptions) {
   const idleMs = options.idleMs ?? 300_000;
   const callers = new WeakMap<object, EgressCaller>();
   const inside = new WeakMap<object, { caller: EgressCaller; origin: string }>();
+  const deadlines = {
+    headMs: options.headersTimeoutMs ?? 30_000,
+    keepAliveMs: options.keepAliveMs ?? 60_000,
+  };
+  // Node's head timeout does not run for servers that never listen, and its keep-alive timeout
+  // only on sockets with setTimeout (the TLS ones): ./heads.ts holds every connection to both.
   const serverOptions = {
     maxHeaderSize: options.maxHeaderBytes ?? 16 * 1024,
-    headersTimeout: options.headersTimeoutMs ?? 30_000,
     requestTimeout: 0,
-    keepAliveTimeout: 60_000,
+    keepAliveTimeout: deadlines.keepAliveMs,
   };
   const server = createServer(serverOptions);
   const intercepted = createServer(serverOptions);
+  enforceHeadDeadlines(server, {
+    ...deadlines,
+    timeoutAnswer: (ms) =>
+      rawRefusal({
+        status: 408,
+        kind: 'timeout',
+        reason: 'no request',
+        message: `No complete request head within ${ms} ms; the connection is closed.`,
+      }),
+  });
+  enforceHeadDeadlines(intercepted, deadlines);
 
   async function onConnect(req: IncomingMessage, client: Duplex, head: Buffer): Promise<void> {
     client.on('error', () => {});
@@ -181,19 +211,12 @@ export function createProxyServer(options: ProxyServerOptions) {
     } finally {
       client.off('close', onGone);
     }
-    const socket = upstream.socket;
     if (client.destroyed) {
-      socket.destroy();
+      upstream.destroy();
       return;
     }
-    socket.setTimeout(idleMs, () => socket.destroy());
-    socket.on('error', () => client.destroy());
-    client.on('close', () => socket.destroy());
-    socket.on('close', () => client.destroy());
     client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-    if (head.length > 0) socket.write(head);
-    client.pipe(socket);
-    socket.pipe(client);
+    upstream.join(client, { head, idleMs });
   }
 
   /** Terminates the client's TLS for `host` with the tenant's leaf and serves what it asks inside. */
@@ -208,7 +231,7 @@ export function createProxyServer(options: ProxyServerOptions) {
     const authorities = options.intercept as Authorities;
     try {
       // Admission before any TLS: a refused host gets its 403 as a tunnel would.
-      const grant = await gateway.authorize(caller, { host, port });
+      const grant = await gateway.authorize(caller, { host, port, tls: true });
       grant.lease.close();
       // The connection itself is an event too; each request inside gets its own from gateway.fetch.
       gateway.audit(caller, {
@@ -232,6 +255,7 @@ export function createProxyServer(options: ProxyServerOptions) {
     });
     tls.on('error', () => tls.destroy());
     client.on('close', () => tls.destroy());
+    tls.on('close', () => client.destroy());
     inside.set(tls, { caller, origin: `https://${authority}` });
     intercepted.emit('connection', tls);
   }

@@ -253,6 +253,7 @@ export const connectSandboxd = async (options: ConnectSandboxdOptions): Promise<
           const { io, result } = conn.stream('readStream', { path: abs, offset, length });
           let got = 0;
           for await (const piece of io.incoming) {
+            if (piece.length === 0) continue; // a mark: no bytes
             got += piece.length;
             if (got > length) throw broken('sent more bytes than asked for');
             yield piece;

@@ -23,9 +23,14 @@ import {
 import { SandboxError } from '../../errors.ts';
 import { asBuffer } from '../chunks.ts';
 
+const EMPTY = Buffer.alloc(0);
+
 /** One stream as its opener sees it. */
 export interface StreamHandle {
-  /** What sandboxd sends, in order; credit goes back as each piece is taken. Ends at its end or answer. */
+  /**
+   * What sandboxd sends, in order; credit goes back as each piece is taken. Ends at its end or
+   * answer. An empty data frame arrives as an empty piece (a mark some calls send).
+   */
   readonly incoming: AsyncIterable<Buffer>;
   /**
    * Sends `data` (one buffer, or parts sent as if concatenated) within sandboxd's credit, in data
@@ -198,8 +203,12 @@ export const createStreamTable = (options: StreamTableOptions) => {
         options.violation(`stream ${id}: ${error.message}`);
         return;
       }
-      if (e.abandoned || e.failure || bytes === 0) return;
-      e.queue.push(...payload);
+      if (e.abandoned || e.failure) return;
+      // An empty frame is a mark the consumer sees as an empty piece (egressAccept's "a connection
+      // arrived"); marks in a row are one, so frames without bytes cannot grow the queue.
+      if (bytes > 0) e.queue.push(...payload);
+      else if (e.queue.at(-1) !== EMPTY) e.queue.push(EMPTY);
+      else return;
       e.wake?.();
     },
     credit(id: number, bytes: number): void {

@@ -4,8 +4,8 @@
 // "internet" of ./internet.ts stands in for the world (admitted by the test switch; the tenant's
 // allowlist still decides). curl, npm, pip and git reach an allowlisted host; anything else gets a
 // clear 403 naming the reason; a redirect to a refused host is refused; a credential the tenant set
-// reaches the upstream but never the sandbox; the container still has only `lo`; every connection
-// is an audit event in the agent's log.
+// reaches the upstream over TLS (never plain HTTP) but never the sandbox; the container still has
+// only `lo`; every connection is an audit event in the agent's log.
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -99,12 +99,13 @@ it('tunnels curl, npm, pip and git to allowlisted hosts only, with credentials k
   expect(redirected.stdout).toBe('403 1');
   expect(internet.seen.some((s) => s.site === 'other')).toBe(false);
 
-  // The credential reaches the upstream, added by the gateway: on plain HTTP, and on HTTPS, which the
-  // gateway intercepts for this host only (a leaf of the tenant's CA, which the sandbox trusts
-  // through SSL_CERT_FILE and friends; the upstream's own certificate verified by the gateway).
+  // The credential reaches the upstream, added by the gateway, over HTTPS, which the gateway
+  // intercepts for this host only (a leaf of the tenant's CA, which the sandbox trusts through
+  // SSL_CERT_FILE and friends; the upstream's own certificate verified by the gateway). Plain HTTP
+  // to the same host goes without it (the credential does not say allowInsecure).
   internet.seen.length = 0;
   await sh(`curl -sS --fail ${apiHttp.url}/hello > fetched.txt`);
-  expect(internet.seen.find((s) => s.site === 'api-http')?.headers.authorization).toBe(SECRET);
+  expect(internet.seen.find((s) => s.site === 'api-http')?.headers).not.toHaveProperty('authorization');
   const intercepted = await sh(`curl -sS --fail -v ${api.url}/hello 2>&1`);
   expect(intercepted.stdout).toContain('hello from api');
   expect(intercepted.stdout).toMatch(/issuer: .*dsh-sandbox egress CA/);

@@ -52,6 +52,8 @@ export const startHarness = async (
     config?: Partial<Config>;
     /** Options of the docker provider over the fixture's (e.g. a warm pool). */
     provider?: Partial<DockerProviderOptions>;
+    /** Serve the sandboxes' egress proxy, as `serve` does. Default off: sandboxd answers 503. */
+    egress?: boolean;
   } = {},
 ): Promise<Harness> => {
   const fixture = dockerFixture();
@@ -71,7 +73,9 @@ export const startHarness = async (
     {},
   );
   const server = await startServer(config, {
-    sandboxes: fixture.provider(options.provider),
+    sandboxes: options.egress
+      ? (egress) => fixture.provider({ egress, ...options.provider })
+      : fixture.provider(options.provider),
     log: (line) => logs.push(line),
   });
   const keyA = server.store.tenants.createTenant('tenant-a').apiKey;

@@ -97,11 +97,16 @@ describe('egress settings over the API', () => {
     expect(empty.json).toMatchObject({ allow: [], credentials: [] });
     const put = await putEgress({
       allow: [{ host: '127.0.0.1', ports: [port] }, { host: '*.Example.COM' }],
-      credentials: [{ name: 'site', host: '127.0.0.1', header: 'Authorization', value: SECRET }],
+      // The loopback site is plain HTTP: the credential opts in (it goes over TLS only otherwise).
+      credentials: [
+        { name: 'site', host: '127.0.0.1', header: 'Authorization', value: SECRET, allowInsecure: true },
+      ],
     });
     expect(put.status).toBe(200);
     expect(put.json.allow).toEqual([{ host: '127.0.0.1', ports: [port] }, { host: '*.example.com' }]);
-    expect(put.json.credentials).toEqual([{ name: 'site', host: '127.0.0.1', header: 'Authorization' }]);
+    expect(put.json.credentials).toEqual([
+      { name: 'site', host: '127.0.0.1', header: 'Authorization', allowInsecure: true },
+    ]);
     expect(put.text).not.toContain('upstream-secret');
     // Sending back what GET showed keeps the secret.
     const again = await putEgress({ allow: put.json.allow, credentials: put.json.credentials });

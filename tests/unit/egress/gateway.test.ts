@@ -5,6 +5,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createServer as createTcpServer, type Server as TcpServer } from 'node:net';
+import { duplexPair } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEgressGateway, type Lookup } from '../../../host/egress/gateway.ts';
 import type { EgressCaller, TenantEgress } from '../../../host/egress/types.ts';
@@ -189,7 +190,10 @@ describe('egress gateway', () => {
     const secret = 'Bearer sk-live-0123456789';
     const { gateway, caller, audit } = setup({
       allow: allowLoopback(),
-      credentials: [{ name: 'docs', host: 'site.test', header: 'Authorization', value: secret }],
+      // Plain HTTP here for the loopback server: the credential opts in (TLS only otherwise).
+      credentials: [
+        { name: 'docs', host: 'site.test', header: 'Authorization', value: secret, allowInsecure: true },
+      ],
     });
     await (await gateway.fetch(caller, `http://site.test:${port}/a`)).text();
     expect(seen.at(-1)?.headers.authorization).toBe(secret);
@@ -247,10 +251,12 @@ describe('egress gateway', () => {
     const { gateway, caller, audit } = setup({ allow: allowLoopback() });
     const tunnel = await gateway.connect({ ...caller, via: 'proxy' }, { host: 'site.test', port: tcpPort });
     expect(tunnel.ip).toBe('127.0.0.1');
-    const echoed = new Promise<string>((r) => tunnel.socket.once('data', (d) => r(String(d))));
-    tunnel.socket.write('ping');
+    const [client, end] = duplexPair();
+    tunnel.join(end);
+    const echoed = new Promise<string>((r) => client.once('data', (d: Buffer) => r(String(d))));
+    client.write('ping');
     expect(await echoed).toBe('ping');
-    tunnel.socket.end();
+    client.end();
     await tunnel.closed;
     expect(audit().at(-1)).toMatchObject({
       via: 'proxy',
@@ -280,7 +286,7 @@ describe('egress gateway', () => {
       code: 'EGRESS_DENIED',
     });
     // The tunnel admitted before settles its audit past the budget.
-    tunnel.socket.end();
+    tunnel.destroy();
     await tunnel.closed;
     expect(audit().filter((e) => e.decision === 'allow')).toEqual([
       expect.objectContaining({ via: 'proxy', host: 'site.test', port: tcpPort }),

@@ -6,11 +6,12 @@
 // the gateway is asked.
 
 import type { AddressInfo } from 'node:net';
-import { connect, createServer, type Server } from 'node:net';
+import { connect, createServer, type Server, type Socket } from 'node:net';
 import { type Duplex, duplexPair } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EgressConnection } from '../../../host/egress/gateway.ts';
 import { createProxyServer } from '../../../host/egress/proxy/server.ts';
+import { splice } from '../../../host/egress/tunnel.ts';
 import type { EgressCaller } from '../../../host/egress/types.ts';
 import { SandboxError } from '../../../host/errors.ts';
 
@@ -26,6 +27,17 @@ afterAll(() => {
   echo.close();
 });
 
+/** A connection as the gateway's, over `socket` (no budget to speak of). */
+function tunnelTo(socket: Socket): EgressConnection {
+  const lease = { charge: () => true, take: () => true, close: () => {} };
+  return {
+    ip: '127.0.0.1',
+    closed: new Promise(() => {}),
+    join: (client, options) => splice(client, socket, lease, { idleMs: 0, ...options, onCut: () => {} }),
+    destroy: () => socket.destroy(),
+  };
+}
+
 function harness(refuse?: SandboxError) {
   const calls: Array<{ kind: string; host?: string; port?: number; url?: string; init?: unknown }> = [];
   const proxy = createProxyServer({
@@ -40,7 +52,7 @@ function harness(refuse?: SandboxError) {
         if (refuse) throw refuse;
         const socket = connect(echoPort, '127.0.0.1');
         await new Promise((resolve) => socket.once('connect', resolve));
-        return { socket, ip: '127.0.0.1', closed: new Promise(() => {}) };
+        return tunnelTo(socket);
       },
       async fetch(_caller, url, init) {
         calls.push({ kind: 'fetch', url: String(url), init });
@@ -101,7 +113,7 @@ describe('sandbox egress proxy server', () => {
           await new Promise<void>((resolve) => {
             release = resolve;
           });
-          return { socket: upstream, ip: '127.0.0.1', closed: new Promise(() => {}) };
+          return tunnelTo(upstream);
         },
         fetch: async () => new Response(''),
       },

@@ -1,9 +1,9 @@
 // sandboxd's end of sandbox egress (sandbox-image/sandboxd/egress.ts) against a local sandboxd: its
 // proxy address reaches every command's environment; before the host ever takes a connection one
-// is answered 503 at once (never a hang); a taken connection carries bytes both ways and both
-// ends over an egressAccept stream; a cancelled accept lets the next one take the connection; the
-// tenant's CA joins the bundle that SSL_CERT_FILE and friends name, and nothing but one PEM
-// certificate is accepted for it.
+// is answered 503 at once (never a hang); a taken connection is said at once (an empty piece,
+// before its client sent anything) and carries bytes both ways and both ends over an egressAccept
+// stream; a cancelled accept lets the next one take the connection; the tenant's CA joins the
+// bundle that SSL_CERT_FILE and friends name, and nothing but one PEM certificate is accepted for it.
 import { readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
@@ -47,8 +47,11 @@ describe('sandboxd egress proxy', () => {
     if (!egress) throw new Error('sandboxd offers no egress');
     const { io, result } = egress.accept();
     const { socket, received } = await client(await proxyPort());
-    socket.write('CONNECT a.test:443 HTTP/1.1\r\n\r\n');
     const pieces = io.incoming[Symbol.asyncIterator]();
+    // The arrival is said at once, before the client sent a byte: an empty piece.
+    const arrived = await pieces.next();
+    expect(arrived).toEqual({ done: false, value: Buffer.alloc(0) });
+    socket.write('CONNECT a.test:443 HTTP/1.1\r\n\r\n');
     const first = await pieces.next();
     expect(first.value?.toString()).toBe('CONNECT a.test:443 HTTP/1.1\r\n\r\n');
     await io.write(Buffer.from('HTTP/1.1 200 OK\r\n\r\nfrom the host'));
@@ -71,8 +74,9 @@ describe('sandboxd egress proxy', () => {
     const { io, result } = egress.accept();
     const { socket, received } = await client(await proxyPort());
     socket.write('x');
-    const first = await io.incoming[Symbol.asyncIterator]().next();
-    expect(first.value?.toString()).toBe('x');
+    const pieces = io.incoming[Symbol.asyncIterator]();
+    expect((await pieces.next()).value?.length).toBe(0);
+    expect((await pieces.next()).value?.toString()).toBe('x');
     io.abandon();
     await received;
     await result.catch(() => {});
