@@ -19,12 +19,12 @@ import { SandboxError } from '../errors.ts';
 import type { EventLog } from '../store/types.ts';
 import { classifyAddress } from './address.ts';
 import { type Audit, createAudit, type EgressRecord } from './audit.ts';
-import { type BudgetLease, type Budgets, createBudgets, type EgressBudget } from './budget.ts';
+import { type Budgets, createBudgets, type EgressBudget } from './budget.ts';
 import { canonicalHost, hostMatches } from './hosts.ts';
 import { type GatewayFetchInit, gatewayFetch } from './http.ts';
 import { decide, type EgressRule } from './rules.ts';
 import { splice } from './tunnel.ts';
-import type { EgressCaller, EgressCredential, TenantEgress } from './types.ts';
+import type { EgressCaller, EgressCredential, EgressTarget, Grant, TenantEgress } from './types.ts';
 
 /** An address the operator admits although it is not public (tests and development only). */
 export interface TestHost {
@@ -53,35 +53,6 @@ export interface EgressGatewayOptions {
   budgets?: Budgets;
   now?: () => number;
   onAuditError?: (error: unknown) => void;
-}
-
-/** A checked destination: the pinned address, the budget lease, and the credentials for it. */
-export interface Grant {
-  host: string;
-  port: number;
-  /** The one address this connection may go to. */
-  ip: string;
-  family: 4 | 6;
-  lease: BudgetLease;
-  /**
-   * Headers to add: the tenant's credentials for this host that may travel on this connection (all
-   * of them over TLS, only those with `allowInsecure` without).
-   */
-  credentials: EgressCredential[];
-  /** The names of the host's credentials kept back because the connection is not TLS (for the audit). */
-  withheld: string[];
-}
-
-export interface EgressTarget {
-  host: string;
-  port: number;
-  /** The HTTP method when the gateway sees the request; absent for an opaque tunnel. */
-  method?: string;
-  /**
-   * Whether the gateway itself speaks TLS to the upstream (an https:// request). Credentials are
-   * granted only then, or for a credential that says `allowInsecure`. Default false.
-   */
-  tls?: boolean;
 }
 
 /**

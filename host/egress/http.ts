@@ -18,8 +18,7 @@ import type { LookupFunction } from 'node:net';
 import { Readable } from 'node:stream';
 import { SandboxError } from '../errors.ts';
 import type { Audit } from './audit.ts';
-import type { EgressTarget, Grant } from './gateway.ts';
-import type { EgressCaller } from './types.ts';
+import type { EgressCaller, EgressTarget, Grant } from './types.ts';
 
 export interface GatewayFetchInit {
   method?: string;

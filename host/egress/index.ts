@@ -60,7 +60,7 @@ export function createEgress(options: EgressOptions): Egress {
 export { classifyAddress } from './address.ts';
 export { EGRESS_EVENT } from './audit.ts';
 export type { EgressBudget } from './budget.ts';
-export type { EgressConnection, EgressGateway, EgressTarget, Grant, Lookup, TestHost } from './gateway.ts';
+export type { EgressConnection, EgressGateway, Lookup, TestHost } from './gateway.ts';
 export type { EgressRule } from './rules.ts';
 export type { EgressSettings, EgressSettingsView } from './settings.ts';
 export type { EgressCaller, EgressCredential, SearchSettings, TenantEgress } from './types.ts';

@@ -1,7 +1,7 @@
 // The egress vocabulary: what a tenant sets (its allowlist, the credentials the gateway adds for
 // named hosts, its budgets and its search provider), who is reaching out (EgressCaller) and what the
 // gateway decided. Types only.
-import type { EgressBudget } from './budget.ts';
+import type { BudgetLease, EgressBudget } from './budget.ts';
 import type { EgressRule } from './rules.ts';
 
 export type { EgressBudget, EgressRule };
@@ -55,4 +55,33 @@ export interface EgressCaller {
    * tenant itself configured for the service's use (its search provider).
    */
   agentRules?: boolean;
+}
+
+/** A checked destination: the pinned address, the budget lease, and the credentials for it. */
+export interface Grant {
+  host: string;
+  port: number;
+  /** The one address this connection may go to. */
+  ip: string;
+  family: 4 | 6;
+  lease: BudgetLease;
+  /**
+   * Headers to add: the tenant's credentials for this host that may travel on this connection (all
+   * of them over TLS, only those with `allowInsecure` without).
+   */
+  credentials: EgressCredential[];
+  /** The names of the host's credentials kept back because the connection is not TLS (for the audit). */
+  withheld: string[];
+}
+
+export interface EgressTarget {
+  host: string;
+  port: number;
+  /** The HTTP method when the gateway sees the request; absent for an opaque tunnel. */
+  method?: string;
+  /**
+   * Whether the gateway itself speaks TLS to the upstream (an https:// request). Credentials are
+   * granted only then, or for a credential that says `allowInsecure`. Default false.
+   */
+  tls?: boolean;
 }

@@ -111,3 +111,41 @@ describe('the walls of host/', () => {
     }
   });
 });
+
+describe('no import circles', () => {
+  /** Every code file of the runtime folders, with the files of this repository it imports. */
+  const graph = (): Map<string, string[]> => {
+    const edges = new Map<string, string[]>();
+    for (const folder of ['host', 'sandbox-image', 'sandbox-wire', 'policies', 'sdk-gen', 'client']) {
+      for (const name of readdirSync(join(REPO, folder), { recursive: true, encoding: 'utf8' })) {
+        if (!name.endsWith('.ts') || name.endsWith('.test.ts')) continue;
+        const file = join(folder, name).split(sep).join('/');
+        const targets = specifiersOf(readFileSync(join(REPO, file), 'utf8'))
+          .filter((specifier) => specifier.startsWith('.'))
+          .map((specifier) => relative(REPO, join(REPO, dirname(file), specifier)).split(sep).join('/'));
+        edges.set(file, targets);
+      }
+    }
+    return edges;
+  };
+
+  it('no file imports itself back through others, type imports included (a circle is closed by moving a type)', () => {
+    const edges = graph();
+    expect(edges.size).toBeGreaterThan(300);
+    const circles: string[] = [];
+    const state = new Map<string, 'open' | 'done'>();
+    const path: string[] = [];
+    const visit = (file: string): void => {
+      state.set(file, 'open');
+      path.push(file);
+      for (const next of edges.get(file) ?? []) {
+        if (state.get(next) === 'open') circles.push([...path.slice(path.indexOf(next)), next].join(' -> '));
+        else if (!state.has(next) && edges.has(next)) visit(next);
+      }
+      path.pop();
+      state.set(file, 'done');
+    };
+    for (const file of edges.keys()) if (!state.has(file)) visit(file);
+    expect(circles).toEqual([]);
+  });
+});
