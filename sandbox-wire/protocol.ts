@@ -30,6 +30,13 @@ export const STREAMS_VERSION = 1;
  * `dial` call, then a newline: the host accepts no other connection.
  */
 export const LINK_VERSION = 1;
+/**
+ * Writes that never follow a symlink (`noSymlinks` on writeFile, mkdir and remove: every
+ * component below the root must not be one, what openat2's RESOLVE_NO_SYMLINKS does), for the writes
+ * the service makes on its own (the skill loader's). A sandboxd that honours it says so in its hello,
+ * and the host asks only one that does: an older one would follow the link.
+ */
+export const NO_SYMLINKS_VERSION = 1;
 export const LINK_PREFACE = 'DSHLINK1 ';
 /** Bytes of a link's preface: LINK_PREFACE, a 32-byte token in hex, a newline. */
 export const LINK_PREFACE_BYTES = LINK_PREFACE.length + 64 + 1;
@@ -116,6 +123,8 @@ export type DaemonMessage =
       streams?: number;
       /** LINK_VERSION: sandboxd can dial the host's link socket. */
       link?: number;
+      /** NO_SYMLINKS_VERSION: sandboxd honours `noSymlinks`. */
+      noSymlinks?: number;
     }
   /** Flow control and end of a stream, as the host sends them. */
   | { t: 'credit'; id: number; bytes: number }

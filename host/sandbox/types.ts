@@ -81,6 +81,16 @@ export interface GlobOptions {
 }
 
 /** The agent's file system (`ctx.fs`). */
+/** For the writes the service makes on its own in a workspace (host/tools/builtin/skill.ts). */
+export interface NoSymlinks {
+  /**
+   * Refuse (FORBIDDEN) a path with a symlink in any component below the root, even one that stays
+   * inside the workspace (RESOLVE_NO_SYMLINKS), without races: a link the agent planted can never
+   * redirect the write. Default false: file tools follow links that stay inside the workspace.
+   */
+  noSymlinks?: boolean;
+}
+
 export interface SandboxFs {
   readonly root: string;
   /** Normalise and confine a path; throws PATH_OUTSIDE_WORKSPACE. */
@@ -93,12 +103,13 @@ export interface SandboxFs {
    */
   readWithStat(path: string, options?: ReadWithStatOptions): Promise<FileRead>;
   /** Creates parent directories. Replaces an existing file. */
-  writeFile(path: string, data: Uint8Array | string, options?: { mode?: number }): Promise<void>;
+  writeFile(path: string, data: Uint8Array | string, options?: { mode?: number } & NoSymlinks): Promise<void>;
   stat(path: string): Promise<FileStat>;
   exists(path: string): Promise<boolean>;
   list(path: string): Promise<DirEntry[]>;
-  mkdir(path: string, options?: { recursive?: boolean }): Promise<void>;
-  remove(path: string, options?: { recursive?: boolean }): Promise<void>;
+  mkdir(path: string, options?: { recursive?: boolean } & NoSymlinks): Promise<void>;
+  /** A symlink named by `path` itself is removed, never followed. */
+  remove(path: string, options?: { recursive?: boolean } & NoSymlinks): Promise<void>;
   rename(from: string, to: string): Promise<void>;
   /** Matching paths, absolute, sorted, files only. `**` crosses directories. */
   glob(pattern: string, options?: GlobOptions): Promise<{ paths: string[]; truncated: boolean }>;

@@ -450,6 +450,21 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX event_index_session_type ON event_index(session_id, type);
     `,
   },
+  {
+    version: 15,
+    name: "teammates' write grants",
+    // What an agent's team lead has let it write (host/agents/teams/board/grants.ts): set when it
+    // first holds a scoped task, widened only by the lead, never dropped while the agent lives.
+    sql: `
+      CREATE TABLE team_write_grants (
+        tenant_id TEXT NOT NULL,
+        agent_id TEXT NOT NULL,
+        scopes TEXT NOT NULL,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (tenant_id, agent_id)
+      );
+    `,
+  },
 ];
 
 export const latestSchemaVersion = (migrations: readonly Migration[] = MIGRATIONS): number =>

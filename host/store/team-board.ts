@@ -1,6 +1,8 @@
-// Team task boards (issue 16): the rows of each team's board in `team_tasks`, and the id counter of
-// each board in `team_boards` (migration 11). The store keeps rows and decides nothing: what an
-// action may do is host/agents/teams/board/rules.ts's business, run inside `write`.
+// Team task boards (issue 16): the rows of each team's board in `team_tasks`, the id counter of
+// each board in `team_boards` (migration 11), and each teammate's write grant in
+// `team_write_grants` (migration 15). The store keeps rows and decides nothing: what an action may
+// do, and what it grants, is host/agents/teams/board/rules.ts's and grants.ts's business, run
+// inside `write`.
 // Invariants: every read and write takes the tenant and the team, so nobody reaches another
 // tenant's board; `write` runs its function in one BEGIN IMMEDIATE transaction, so a revision
 // check, a cycle check and the change they allow commit together (two processes sharing the file
@@ -37,6 +39,10 @@ export interface TeamBoardTx {
   insert(task: TeamTaskRecord): void;
   update(task: TeamTaskRecord): void;
   remove(id: string): void;
+  /** The write grant of `agentId` (its normalised scopes); undefined when it has none. */
+  grantOf(agentId: string): string[] | undefined;
+  /** Stores the write grant of `agentId` (of this board's tenant). */
+  setGrant(agentId: string, scopes: readonly string[]): void;
 }
 
 export interface TeamBoardStore {
@@ -46,6 +52,8 @@ export interface TeamBoardStore {
   tasks(tenantId: string, teamId: string): TeamTaskRecord[];
   /** The in-progress tasks `owner` holds that have write scopes, on any board of the tenant. */
   scopedHeldBy(tenantId: string, owner: string): TeamTaskRecord[];
+  /** The write grant of `agentId` in `tenantId`; undefined when it has none. */
+  grantOf(tenantId: string, agentId: string): string[] | undefined;
   /** The boards (of any tenant) where `owner` holds or is reserved unfinished tasks. */
   boardsOwning(owner: string): { tenantId: string; teamId: string }[];
 }
@@ -109,6 +117,15 @@ export const createTeamBoardStore = (db: Database): TeamBoardStore => {
      write_scopes = ?, revision = ?, updated_at = ? WHERE tenant_id = ? AND team_id = ? AND seq = ?`,
   );
   const remove = db.prepare('DELETE FROM team_tasks WHERE tenant_id = ? AND team_id = ? AND seq = ?');
+  const selectGrant = db.prepare('SELECT scopes FROM team_write_grants WHERE tenant_id = ? AND agent_id = ?');
+  const upsertGrant = db.prepare(
+    `INSERT INTO team_write_grants (tenant_id, agent_id, scopes, updated_at) VALUES (?, ?, ?, ?)
+     ON CONFLICT (tenant_id, agent_id) DO UPDATE SET scopes = excluded.scopes, updated_at = excluded.updated_at`,
+  );
+  const readGrant = (tenantId: string, agentId: string): string[] | undefined => {
+    const row = selectGrant.all(tenantId, agentId)[0] as { scopes: string } | undefined;
+    return row === undefined ? undefined : (JSON.parse(row.scopes) as string[]);
+  };
   const owning = db.prepare(
     `SELECT DISTINCT tenant_id AS tenantId, team_id AS teamId FROM team_tasks
      WHERE owner = ? AND status != 'completed'`,
@@ -125,6 +142,9 @@ export const createTeamBoardStore = (db: Database): TeamBoardStore => {
         void insert.run(tenantId, teamId, Number(t.id), ...columns(t), t.createdBy, t.createdAt, t.updatedAt),
       update: (t) => void update.run(...columns(t), t.updatedAt, tenantId, teamId, Number(t.id)),
       remove: (id) => void remove.run(tenantId, teamId, Number(id)),
+      grantOf: (agentId) => readGrant(tenantId, agentId),
+      setGrant: (agentId, scopes) =>
+        void upsertGrant.run(tenantId, agentId, JSON.stringify(scopes), Date.now()),
     };
   }
 
@@ -134,6 +154,7 @@ export const createTeamBoardStore = (db: Database): TeamBoardStore => {
     tasks: (tenantId, teamId) => guarded('read a team task board', () => read(tenantId, teamId)),
     scopedHeldBy: (tenantId, owner) =>
       guarded('read held team tasks', () => (held.all(tenantId, owner) as TaskRow[]).map(toRecord)),
+    grantOf: (tenantId, agentId) => guarded('read a write grant', () => readGrant(tenantId, agentId)),
     boardsOwning: (owner) =>
       guarded('read held team tasks', () =>
         (owning.all(owner) as { tenantId: string; teamId: string }[]).map(({ tenantId, teamId }) => ({

@@ -76,7 +76,11 @@ export interface TeamStore {
     requestId: string | undefined,
     outcome: { status: ChildStatus; output?: string },
   ): boolean;
-  /** Queues an item; MAILBOX_FULL when the recipient already holds `max` undelivered ones. */
+  /**
+   * Queues an item; MAILBOX_FULL when the recipient already holds `max` undelivered ones of its
+   * room. Messages and followups share one room; reports count apart, per sender (a report's room
+   * is its sender's unread reports in this mailbox), so no message can crowd a report out.
+   */
   post(item: NewMailItem, max: number): MailItem;
   /** The recipient's undelivered items, oldest first. */
   undelivered(agentId: string): MailItem[];
@@ -145,8 +149,10 @@ export const createTeamStore = (db: Database, now: () => number = Date.now): Tea
     `UPDATE child_runs SET status = ?, output = coalesce(?, output), request_id = NULL, updated_at = ?
      WHERE agent_id = ? AND status = 'running' AND (? IS NULL OR request_id = ?)`,
   );
-  const count = db.prepare(
-    'SELECT count(*) AS n FROM mailbox WHERE agent_id = ? AND delivered_at IS NULL AND cancelled_at IS NULL',
+  const unread = 'agent_id = ? AND delivered_at IS NULL AND cancelled_at IS NULL';
+  const countMessages = db.prepare(`SELECT count(*) AS n FROM mailbox WHERE ${unread} AND kind != 'report'`);
+  const countReports = db.prepare(
+    `SELECT count(*) AS n FROM mailbox WHERE ${unread} AND kind = 'report' AND from_id = ?`,
   );
   const insert = db.prepare(
     'INSERT INTO mailbox (tenant_id, agent_id, from_id, kind, body, created_at) VALUES (?, ?, ?, ?, ?, ?)',
@@ -203,12 +209,17 @@ export const createTeamStore = (db: Database, now: () => number = Date.now): Tea
     post(item, max) {
       return guarded('queue a message', () =>
         immediate(db, () => {
-          const { n } = count.all(item.agentId)[0] as { n: number };
+          const report = item.kind === 'report';
+          const { n } = (
+            report ? countReports.all(item.agentId, item.fromId) : countMessages.all(item.agentId)
+          )[0] as { n: number };
           if (n >= max)
             throw new SandboxError(
               'MAILBOX_FULL',
-              `The mailbox of agent ${item.agentId} holds ${n} unread messages, its most; wait until it reads some (wait_agent) and send again.`,
-              { data: { agentId: item.agentId, max } },
+              report
+                ? `The mailbox of agent ${item.agentId} holds ${n} unread reports of yours, the most one sender may leave there; wait until it reads them (your latest output is in its list_agents) and report again.`
+                : `The mailbox of agent ${item.agentId} holds ${n} unread messages, its most; wait until it reads some (wait_agent) and send again.`,
+              { data: { agentId: item.agentId, max, kind: report ? 'report' : 'message' } },
             );
           const createdAt = now();
           const id = Number(

@@ -62,6 +62,12 @@ export interface ResolveOptions {
   followLast: boolean;
   /** Create missing directories on the way (mode 0755), not the final component. */
   create?: boolean;
+  /**
+   * Refuse any symlink on the way (RESOLVE_NO_SYMLINKS), the final component's too when
+   * `followLast`: for the service's own writes, which a link planted in the workspace must never
+   * redirect, even to another place inside it. FORBIDDEN names the link.
+   */
+  noSymlinks?: boolean;
 }
 
 /**
@@ -125,8 +131,14 @@ export const createBeneath = (realRoot: string, roots: string[], escapes: (path:
       return { dir, name, path: atFd(dir.fd, name), close: () => release(dir) };
     };
     let hops = 0;
-    /** Continue the walk at a symlink's target. */
-    const follow = (target: Buffer): void => {
+    /** Continue the walk at the target of the symlink `name`. */
+    const follow = (name: Buffer, target: Buffer): void => {
+      if (options.noSymlinks)
+        throw new WireError(
+          'FORBIDDEN',
+          `Path ${JSON.stringify(abs)} goes through the symlink ${JSON.stringify(name.toString())}; this write never follows a symlink. Remove or rename the link.`,
+          { data: { path: abs } },
+        );
       if (++hops > MAX_HOPS) throw errno('ELOOP', 'too many levels of symbolic links');
       if (target[0] === 0x2f) {
         const rest = underRoot(target);
@@ -149,7 +161,7 @@ export const createBeneath = (realRoot: string, roots: string[], escapes: (path:
           // The final name: handed back unopened, after following it when it is a symlink.
           const target = options.followLast ? await linkOf(top.fd, name) : undefined;
           if (target === undefined) return await done(name);
-          follow(target);
+          follow(name, target);
           continue;
         }
         try {
@@ -169,7 +181,7 @@ export const createBeneath = (realRoot: string, roots: string[], escapes: (path:
         }
         const target = await linkOf(top.fd, name);
         if (target === undefined) throw errno('ENOTDIR', 'not a directory');
-        follow(target);
+        follow(name, target);
       }
       return await done(DOT);
     } catch (e) {

@@ -13,6 +13,9 @@
 // swapped in after a check is never followed out of the workspace. Only regular files are read or
 // appended to: every open is O_NONBLOCK (a FIFO never blocks it) and the opened file is fstat'ed.
 // Names travel in byte-names.ts form, so a name that is not UTF-8 round-trips.
+// writeFile, mkdir and remove take `noSymlinks` (protocol.ts NO_SYMLINKS_VERSION): then no
+// component below the root may be a symlink (beneath.ts refuses it with FORBIDDEN), for the writes
+// the service makes on its own, which a link planted in the workspace must not redirect.
 
 import { randomBytes } from 'node:crypto';
 import { constants, promises as fsp, type Stats } from 'node:fs';
@@ -178,19 +181,23 @@ const readAt = async (fh: fsp.FileHandle, offset: number, want: number): Promise
  * Replaces (or creates) the file at lexical `abs` atomically: `fill` writes a fresh temporary file
  * beside it (never an existing path, never through a symlink), which then gets `mode` (default: the
  * replaced file's, 0o644 for a new one) and is renamed over `abs`. Whatever `fill` throws (an
- * aborted transfer included) removes the temporary file and leaves `abs` as it was.
+ * aborted transfer included) removes the temporary file and leaves `abs` as it was. With
+ * `noSymlinks`, a symlink anywhere on the path (the final name included) refuses the write.
  */
 export const replaceFile = (
   ws: Workspace,
   abs: string,
   mode: number | undefined,
   fill: (fh: fsp.FileHandle) => Promise<unknown>,
+  noSymlinks = false,
 ): Promise<void> =>
   at(abs, async () => {
-    const r = await ws.open(abs, { followLast: true, create: true }).catch((e: NodeJS.ErrnoException) => {
-      if (e.code === 'ENOTDIR' || e.code === 'EEXIST') throw inTheWay(abs);
-      throw e;
-    });
+    const r = await ws
+      .open(abs, { followLast: true, create: true, noSymlinks })
+      .catch((e: NodeJS.ErrnoException) => {
+        if (e.code === 'ENOTDIR' || e.code === 'EEXIST') throw inTheWay(abs);
+        throw e;
+      });
     try {
       const existing = await fsp.lstat(r.path).catch(() => undefined);
       if (existing?.isDirectory()) throw notFile(abs, 'a directory');
@@ -266,7 +273,7 @@ export const createFsOps = (ws: Workspace) => ({
 
   async writeFile(args: Args) {
     const { abs, data, mode } = writeArgs(ws, args);
-    await replaceFile(ws, abs, mode, (fh) => fh.writeFile(data));
+    await replaceFile(ws, abs, mode, (fh) => fh.writeFile(data), bool(args, 'noSymlinks'));
     return {};
   },
 
@@ -337,7 +344,7 @@ export const createFsOps = (ws: Workspace) => ({
     const recursive = bool(args, 'recursive');
     return at(abs, async () => {
       const r = await ws
-        .open(abs, { followLast: true, create: recursive })
+        .open(abs, { followLast: true, create: recursive, noSymlinks: bool(args, 'noSymlinks') })
         .catch((e: NodeJS.ErrnoException) => {
           if (e.code === 'ENOTDIR' || e.code === 'EEXIST')
             throw new WireError('NOT_A_DIRECTORY', `Not a directory: ${abs} (a file is in the way)`, {
@@ -366,8 +373,10 @@ export const createFsOps = (ws: Workspace) => ({
     const abs = ws.resolve(str(args, 'path'));
     if (abs === ws.root)
       throw conflict('The workspace root cannot be removed; remove the entries inside it instead.');
+    // The final name is never followed: a symlink there is removed itself.
+    const options = { followLast: false, noSymlinks: bool(args, 'noSymlinks') };
     return at(abs, () =>
-      within(ws, abs, { followLast: false }, async (r) => {
+      within(ws, abs, options, async (r) => {
         const st = await fsp.lstat(r.path);
         if (!st.isDirectory()) await fsp.unlink(r.path);
         else if (bool(args, 'recursive')) await removeTree(r.dir.fd, r.name);

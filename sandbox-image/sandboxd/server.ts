@@ -27,6 +27,7 @@ import {
   FrameError,
   LINK_VERSION,
   MAX_DATA_BYTES,
+  NO_SYMLINKS_VERSION,
   OPS,
   type Op,
   PROTOCOL_VERSION,
@@ -347,6 +348,7 @@ export const startServer = async (options: ServerOptions) => {
         root: ws.root,
         node: process.version,
         streams: STREAMS_VERSION,
+        noSymlinks: NO_SYMLINKS_VERSION,
         ...(options.linkPath ? { link: LINK_VERSION } : {}),
       };
       write(Buffer.concat([RESYNC_MARKER, encodeFrame(reply)]));

@@ -144,13 +144,14 @@ export function createLiveAgents(options: LiveAgentsOptions): LiveAgents {
 
   /**
    * Every agent's writes obey the scopes of the tasks it holds (a task may be reassigned to any
-   * teammate); only `teams: true` agents see the board tools.
+   * teammate), its write grant and its ancestors' (a child has no board of its own); only
+   * `teams: true` agents see the board tools.
    */
   function teamServicesOf(agent: Agent): Record<string, unknown> {
     const board = options.teamBoard;
     if (board === undefined) return {};
     return {
-      writeScopes: () => board.heldScopes(agent.tenantId, agent.id),
+      writeScopes: () => board.writeBounds(agent.tenantId, agent.id),
       ...(agent.config.teams === true ? { teamBoard: board.forAgent(agent.tenantId, agent.id) } : {}),
     };
   }

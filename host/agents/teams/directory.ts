@@ -18,7 +18,15 @@ export interface TeamDirectory {
   teamOf(agentId: string): Promise<string | undefined>;
   /** The lead, then its live teammates, oldest first; empty for an unknown or deleted team. */
   members(teamId: string): Promise<TeamMember[]>;
+  /**
+   * The live agents above `agentId` (links.parentId, then its parent's…), nearest first; [] for a
+   * top-level agent; undefined when one of them is gone or the chain is longer than MAX_CHAIN.
+   */
+  ancestors(agentId: string): string[] | undefined;
 }
+
+/** Deeper than any tenant's maxDepth may go; a longer chain is a broken store. */
+const MAX_CHAIN = 64;
 
 /** The name the lead goes by in its team. */
 export const LEAD_NAME = 'lead';
@@ -36,6 +44,18 @@ export const createTeamDirectory = (agents: Pick<AgentStore, 'byId' | 'teammates
     async teamOf(agentId) {
       const record = find(agentId);
       return record === undefined ? undefined : teamIdOf(record);
+    },
+    ancestors(agentId) {
+      const chain: string[] = [];
+      let links = find(agentId)?.links;
+      while (links !== undefined) {
+        if (chain.length >= MAX_CHAIN) return undefined;
+        const parent = find(links.parentId);
+        if (parent === undefined) return undefined;
+        chain.push(parent.id);
+        links = parent.links;
+      }
+      return chain;
     },
     async members(teamId) {
       // An agent in no team leads a team of one (the board's view of it).

@@ -4,13 +4,22 @@
 // client's event stream) and wakes its waiters. Invariants: a message over its tenant's byte limit
 // or to a full mailbox is refused before anything is stored; a wait takes (delivers) what it
 // returns, so two waits never return the same item; a wait ends by its timeout or its signal.
+// Reports (a child's report, the service's notice that a child finished) are never crowded out by
+// messages: messages and followups fill the mailbox's own room (mailboxSize), while each sender's
+// reports have a room of their own (REPORTS_PER_SENDER unread), so a teammate that floods the lead
+// with messages cannot make another teammate's report disappear, and the reports a mailbox holds
+// are bounded by the recipient's children times that room.
 import { SandboxError } from '../../errors.ts';
 import type { EventLog, MailItem, NewMailItem, TeamStore } from '../../store/index.ts';
 import type { ChildLimits } from './limits.ts';
 
+/** Unread reports one sender may leave in one mailbox (apart from the mailbox's messages). */
+export const REPORTS_PER_SENDER = 16;
+
 export interface Mailboxes {
   /**
-   * Queues an item for `item.agentId`; PAYLOAD_TOO_LARGE or MAILBOX_FULL refuse it. With `clip`
+   * Queues an item for `item.agentId`; PAYLOAD_TOO_LARGE or MAILBOX_FULL (its room is full: the
+   * mailbox's for messages, its sender's own for reports) refuse it. With `clip`
    * (the service's own notices) a body over the byte limit is cut instead of refused.
    */
   post(item: NewMailItem, fromName?: string, options?: { clip?: boolean }): MailItem;
@@ -56,7 +65,7 @@ export function createMailboxes(options: MailboxesOptions): Mailboxes {
         `The message is ${bytes} bytes; this tenant's most is ${limits.messageBytes}. Shorten it, or write it to a file and send its path.`,
         { data: { bytes, max: limits.messageBytes } },
       );
-    const stored = teams.post(item, limits.mailboxSize);
+    const stored = teams.post(item, item.kind === 'report' ? REPORTS_PER_SENDER : limits.mailboxSize);
     try {
       events.append([
         {

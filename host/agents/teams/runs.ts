@@ -22,7 +22,10 @@ export interface Runs {
   watch(childId: string, request: HostRequest): void;
   /** Settles the child's run (if it is still on `requestId`; undefined: any) and announces it. */
   settle(childId: string, requestId: string | undefined, outcome: Outcome): boolean;
-  /** Stores a report of a child whose run was not pending (it continued on its own) and announces it. */
+  /**
+   * Stores a report of a child whose run was not pending (it continued on its own) and announces it;
+   * MAILBOX_FULL, changing nothing, when the parent has not read this child's last reports.
+   */
   reportIdle(run: ChildRun, output: string): void;
   /** Resolves with the run once it is no longer running; rejects when `signal` aborts. */
   outcome(childId: string, signal: AbortSignal): Promise<ChildRun>;
@@ -81,7 +84,23 @@ export function createRuns(options: RunsOptions): Runs {
     );
   }
 
-  function announce(childId: string): void {
+  /** The `report` item telling the parent what `childId` said; MAILBOX_FULL when its room is full. */
+  function notice(run: ChildRun, name: string | undefined): void {
+    mailboxes.post(
+      {
+        tenantId: run.tenantId,
+        agentId: run.parentId,
+        fromId: run.agentId,
+        kind: 'report',
+        body: run.output ?? `(${run.status}, no output)`,
+      },
+      name,
+      { clip: true },
+    );
+  }
+
+  /** Tells waiters, the parent's log and (unless `posted` already) its mailbox how the run stands. */
+  function announce(childId: string, posted = false): void {
     const run = teams.run(childId);
     const child = agents.byId(childId);
     if (run === undefined) return;
@@ -100,20 +119,12 @@ export function createRuns(options: RunsOptions): Runs {
     } catch {
       // A parent's log over its budget misses the entry; its mailbox still says it.
     }
+    if (posted) return;
     try {
-      mailboxes.post(
-        {
-          tenantId: run.tenantId,
-          agentId: parentId,
-          fromId: childId,
-          kind: 'report',
-          body: run.output ?? `(${run.status}, no output)`,
-        },
-        child?.links?.name,
-        { clip: true },
-      );
+      notice(run, child?.links?.name);
     } catch {
-      // A full mailbox refuses the notice; the event and the run's state keep the outcome.
+      // Messages cannot fill a report's room (mailboxes.ts): only this child's own unread reports
+      // can, and then the event and the run's state keep the outcome.
     }
   }
 
@@ -126,8 +137,13 @@ export function createRuns(options: RunsOptions): Runs {
 
   function reportIdle(run: ChildRun, output: string): void {
     const { requestId: _r, updatedAt: _u, ...rest } = run;
-    teams.putRun({ ...rest, status: 'completed', output });
-    announce(run.agentId);
+    const next = { ...rest, status: 'completed' as const, output };
+    // Queued before anything changes: a child that left its room full of unread reports is told
+    // (MAILBOX_FULL) instead of its report vanishing.
+    if (agents.byId(run.parentId) !== undefined)
+      notice({ ...next, updatedAt: run.updatedAt }, agents.byId(run.agentId)?.links?.name);
+    teams.putRun(next);
+    announce(run.agentId, true);
   }
 
   function outcome(childId: string, signal: AbortSignal): Promise<ChildRun> {

@@ -14,6 +14,7 @@ import type {
   ExecResult,
   JobInfo,
   JobOutput,
+  NoSymlinks,
   ReadOptions,
   SandboxFs,
   SandboxJobs,
@@ -289,6 +290,20 @@ export const connectSandboxd = async (options: ConnectSandboxdOptions): Promise<
       }
     : {};
 
+  /**
+   * The `noSymlinks` argument, asked only of a sandboxd whose hello says it honours it: an older one
+   * would ignore it and follow the link, so the write is refused here instead.
+   */
+  const noSymlinks = (opts: NoSymlinks): { noSymlinks?: true } => {
+    if (opts.noSymlinks !== true) return {};
+    if (!raw.hello.noSymlinks)
+      throw new SandboxError(
+        'SANDBOX_UNAVAILABLE',
+        "This sandbox's sandboxd predates writes that never follow a symlink, so the service will not write here; recreate the agent's sandbox (delete and create the agent) to get the current one.",
+      );
+    return { noSymlinks: true };
+  };
+
   const fs: SandboxdFs = {
     ...streamed,
     root,
@@ -326,7 +341,11 @@ export const connectSandboxd = async (options: ConnectSandboxdOptions): Promise<
     },
     async writeFile(path, data, opts = {}) {
       const abs = resolve(path);
-      await conn.call('writeFile', { path: abs, data: payload(abs, data), mode: opts.mode }, plain);
+      await conn.call(
+        'writeFile',
+        { path: abs, data: payload(abs, data), mode: opts.mode, ...noSymlinks(opts) },
+        plain,
+      );
     },
     async appendFile(path, data, opts = {}) {
       const abs = resolve(path);
@@ -347,10 +366,18 @@ export const connectSandboxd = async (options: ConnectSandboxdOptions): Promise<
       return (await conn.call('list', { path: resolve(path) }, plain)).entries;
     },
     async mkdir(path, opts = {}) {
-      await conn.call('mkdir', { path: resolve(path), recursive: opts.recursive === true }, plain);
+      await conn.call(
+        'mkdir',
+        { path: resolve(path), recursive: opts.recursive === true, ...noSymlinks(opts) },
+        plain,
+      );
     },
     async remove(path, opts = {}) {
-      await conn.call('remove', { path: resolve(path), recursive: opts.recursive === true }, plain);
+      await conn.call(
+        'remove',
+        { path: resolve(path), recursive: opts.recursive === true, ...noSymlinks(opts) },
+        plain,
+      );
     },
     async rename(from, to) {
       await conn.call('rename', { from: resolve(from), to: resolve(to) }, plain);

@@ -20,6 +20,7 @@ import {
   FrameError,
   type HostMessage,
   LINK_VERSION,
+  NO_SYMLINKS_VERSION,
   type Op,
   PROTOCOL_VERSION,
   RESYNC_MARKER,
@@ -38,6 +39,8 @@ export interface HelloInfo {
   streams: boolean;
   /** sandboxd can dial a link socket (`dial`): this protocol's LINK_VERSION or later. */
   link: boolean;
+  /** sandboxd honours `noSymlinks` on its writes: this protocol's NO_SYMLINKS_VERSION or later. */
+  noSymlinks: boolean;
 }
 
 export interface StreamOptions {
@@ -180,6 +183,7 @@ export const openConnection = (options: OpenOptions): Promise<Connection> => {
         node: m.node,
         streams: (m.streams ?? 0) >= STREAMS_VERSION,
         link: (m.link ?? 0) >= LINK_VERSION,
+        noSymlinks: (m.noSymlinks ?? 0) >= NO_SYMLINKS_VERSION,
       };
       helloDone?.resolve(connection);
       return;

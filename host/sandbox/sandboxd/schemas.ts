@@ -22,6 +22,7 @@ export const daemonMessageSchema = v.variant('t', [
     node: text(64),
     streams: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
     link: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
+    noSymlinks: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
   }),
   v.object({ t: v.literal('credit'), id, bytes: v.pipe(v.number(), v.integer(), v.minValue(1)) }),
   v.object({ t: v.literal('end'), id }),

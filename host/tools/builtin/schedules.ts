@@ -2,7 +2,8 @@
 // The tools only speak; the ScheduleService (host/agents/scheduler.ts) validates times, keeps the
 // schedules in the store and fires them (a `schedule.fired` session event and a `reminder` host
 // request the client answers). A schedule belongs to the calling agent: nobody lists or deletes
-// another agent's, and they are deleted with the agent.
+// another agent's, and they are deleted with the agent. schedule_list only reads, so plan mode lets
+// it run; create and delete change what will happen, so they wait for the plan.
 import * as v from 'valibot';
 import { SandboxError } from '../../errors.ts';
 import type { JsonValue } from '../../json.ts';
@@ -127,6 +128,7 @@ export const scheduleTools = (service: ScheduleService): ToolDefinition[] => [
       ],
     },
     isConcurrencySafe: () => true,
+    isReadOnly: () => true,
     execute: (_args, exec) => service.list(ownerOf(exec)),
   }),
   defineTool({

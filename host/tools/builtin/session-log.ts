@@ -8,7 +8,7 @@
 // Invariants: the tools never leave the calling agent's tenant (the search port takes the tenant,
 // another tenant's session is NOT_FOUND); an agent whose policy says `sessions: "own"` reaches only
 // its own session (DENIED otherwise); every result is bounded (hits, events, characters per event),
-// large values stay payload markers.
+// large values stay payload markers. All five are read-only (the seed says so), so plan mode lets them run.
 import * as v from 'valibot';
 import { SandboxError } from '../../errors.ts';
 import type { EventLog, EventSearch, EventSearchQuery, SessionInfo } from '../../store/types.ts';
@@ -112,6 +112,7 @@ export const sessionLogTools = (port: SessionLogPort): ToolDefinition[] => {
     }),
     output: { schema: v.object({ session_id: v.string(), events: v.array(v.unknown()) }) },
     isConcurrencySafe: () => true,
+    isReadOnly: () => true,
     async execute(args, exec) {
       await port.events.flush();
       const session = sessionOf(callerOf(exec), args.session_id);
@@ -146,6 +147,7 @@ export const sessionLogTools = (port: SessionLogPort): ToolDefinition[] => {
     }),
     output: { schema: v.object({ session_id: v.string(), hits: v.array(v.unknown()) }) },
     isConcurrencySafe: () => true,
+    isReadOnly: () => true,
     async execute(args, exec) {
       const caller = callerOf(exec);
       await port.events.flush();
@@ -168,6 +170,7 @@ export const sessionLogTools = (port: SessionLogPort): ToolDefinition[] => {
     parameters: v.object({ session_id: v.optional(SessionId), seq: Seq }),
     output: { schema: v.unknown() },
     isConcurrencySafe: () => true,
+    isReadOnly: () => true,
     async execute(args, exec) {
       await port.events.flush();
       const session = sessionOf(callerOf(exec), args.session_id);
@@ -196,6 +199,7 @@ export const sessionLogTools = (port: SessionLogPort): ToolDefinition[] => {
     }),
     output: { schema: v.object({ sessions: v.array(v.unknown()) }) },
     isConcurrencySafe: () => true,
+    isReadOnly: () => true,
     async execute(args, exec) {
       const caller = callerOf(exec);
       // Roots are searched unless excluded and, with parent_session_ids, only when asked for;
@@ -267,6 +271,7 @@ export const sessionLogTools = (port: SessionLogPort): ToolDefinition[] => {
     parameters: v.object({ session_id: v.optional(SessionId) }),
     output: { schema: v.unknown() },
     isConcurrencySafe: () => true,
+    isReadOnly: () => true,
     async execute(args, exec) {
       await port.events.flush();
       const caller = callerOf(exec);

@@ -4,10 +4,15 @@
 // whole on every load (so loading twice leaves the same tree), and the result says where they are.
 // The description lists the tenant's skills, so each tenant gets its own definition
 // (host/agents/skill-layers.ts re-makes it when the catalog changes); the catalog itself is the
-// SkillPort, which host/skills implements over the store. Read-only for plan mode: the one place it
-// writes is the catalog's own copy in `.skills/`, and reading a skill's instructions is planning.
+// SkillPort, which host/skills implements over the store. Read-only for plan mode: reading a skill's
+// instructions is planning, and in plan mode it copies nothing (the result says so).
+// The copy is a write the service makes on its own, so it never follows a symlink (NoSymlinks): a
+// `.skills` or `.skills/<name>` link planted in the workspace (`.skills -> src`) refuses the load
+// (FORBIDDEN naming the link) instead of redirecting the removal and the writes elsewhere; a link
+// at `.skills/<name>` itself is removed, not followed.
 import * as v from 'valibot';
-import { SandboxError } from '../../errors.ts';
+import { isSandboxError, SandboxError } from '../../errors.ts';
+import type { SandboxFs } from '../../sandbox/types.ts';
 import { defineTool } from '../define.ts';
 import type { ExecContext, ToolDefinition } from '../types.ts';
 import { capText, sandboxOf } from './services.ts';
@@ -79,8 +84,29 @@ const Loaded = v.object({
   /** The folder its files were copied to, absolute in the sandbox. */
   path: v.string(),
   files: v.array(v.string()),
+  /** False in plan mode: the files were not copied (load it again once the plan is approved). */
+  copied: v.boolean(),
   instructions: v.string(),
 });
+
+/** Replaces `dir` with `files`, never through a symlink (NoSymlinks). */
+async function copyInto(
+  fs: SandboxFs,
+  dir: string,
+  files: readonly { path: string; mode: number; content: Uint8Array }[],
+  signal: AbortSignal,
+): Promise<void> {
+  signal.throwIfAborted();
+  try {
+    await fs.remove(dir, { recursive: true, noSymlinks: true });
+  } catch (error) {
+    if (!isSandboxError(error) || error.code !== 'FILE_NOT_FOUND') throw error;
+  }
+  for (const file of files) {
+    signal.throwIfAborted();
+    await fs.writeFile(`${dir}/${file.path}`, file.content, { mode: file.mode, noSymlinks: true });
+  }
+}
 
 /**
  * The `skill` tool over `port`; its description lists `skills` (none given: it lists nothing, for a
@@ -98,7 +124,7 @@ export function skillTool(port: SkillPort, skills?: readonly SkillEntry[]): Tool
       render: (_args, value) => [
         {
           type: 'text',
-          text: `Skill ${value.name} loaded; its files are in ${value.path}/ (${filesOf(value.files)}).\n\n${capText(value.instructions, SKILL_LISTING.instructionChars, `instructions (read ${value.path}/SKILL.md)`)}`,
+          text: `${value.copied ? `Skill ${value.name} loaded; its files are in ${value.path}/` : `Skill ${value.name} read; plan mode is on, so its files were not copied to ${value.path}/ (load it again once the plan is approved)`} (${filesOf(value.files)}).\n\n${capText(value.instructions, SKILL_LISTING.instructionChars, `instructions (${value.copied ? `read ${value.path}/SKILL.md` : 'load it again after plan mode'})`)}`,
         },
       ],
     },
@@ -118,18 +144,15 @@ export function skillTool(port: SkillPort, skills?: readonly SkillEntry[]): Tool
       }
       const sandbox = await sandboxOf(exec);
       const dir = `${SKILLS_DIR}/${skill.name}`;
-      exec.signal.throwIfAborted();
-      if (await sandbox.fs.exists(dir)) await sandbox.fs.remove(dir, { recursive: true });
-      for (const file of skill.files) {
-        exec.signal.throwIfAborted();
-        await sandbox.fs.writeFile(`${dir}/${file.path}`, file.content, { mode: file.mode });
-      }
+      const copied = exec.agent.services.session?.planMode() !== true;
+      if (copied) await copyInto(sandbox.fs, dir, skill.files, exec.signal);
       return {
         name: skill.name,
         description: skill.description,
         path: sandbox.fs.resolve(dir),
         files: skill.files.map((f) => f.path),
         instructions: skill.instructions,
+        copied,
       };
     },
   });

@@ -212,6 +212,25 @@ describe('confinement', () => {
     await c.fs.writeFile('alias/new.txt', 'via link');
     expect(readFileSync(join(sd.root, 'real/new.txt'), 'utf8')).toBe('via link');
   });
+
+  it('with noSymlinks, follows no symlink at all, even one that stays inside the root', async () => {
+    await c.fs.writeFile('kept/lint/keep.txt', 'keep');
+    symlinkSync('kept', join(sd.root, 'planted'));
+    symlinkSync('keep.txt', join(sd.root, 'kept/lint/final'));
+    const no = { noSymlinks: true } as const;
+    expect(await codeOf(c.fs.remove('planted/lint', { recursive: true, ...no }))).toBe('FORBIDDEN');
+    expect(await codeOf(c.fs.writeFile('planted/lint/SKILL.md', 'x', no))).toBe('FORBIDDEN');
+    expect(await codeOf(c.fs.mkdir('planted/new', { recursive: true, ...no }))).toBe('FORBIDDEN');
+    expect(await codeOf(c.fs.writeFile('kept/lint/final', 'x', no))).toBe('FORBIDDEN');
+    expect(readFileSync(join(sd.root, 'kept/lint/keep.txt'), 'utf8')).toBe('keep');
+    expect(existsSync(join(sd.root, 'kept/lint/SKILL.md'))).toBe(false);
+    // A link named by remove itself is removed, not followed; without links the writes work.
+    await c.fs.remove('kept/lint/final', no);
+    expect(readFileSync(join(sd.root, 'kept/lint/keep.txt'), 'utf8')).toBe('keep');
+    await c.fs.writeFile('fresh/dir/file.txt', 'ok', no);
+    expect(readFileSync(join(sd.root, 'fresh/dir/file.txt'), 'utf8')).toBe('ok');
+    expect(c.info.noSymlinks).toBe(true);
+  });
 });
 
 describe('readWithStat (one round trip for the read tool)', () => {

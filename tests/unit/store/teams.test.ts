@@ -1,5 +1,5 @@
 // Child runs and mailboxes in libsql (host/store/teams.ts): mailboxes keep order, refuse past their
-// size, deliver each item once and never a cancelled one; a run is settled only by the request it
+// size (reports in a room of their own per sender), deliver each item once and never a cancelled one; a run is settled only by the request it
 // names; everything is still there for a second connection (a restart).
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTeamStore, type TeamStore } from '../../../host/store/teams.ts';
@@ -40,10 +40,29 @@ describe('mailboxes', () => {
     teams.post(mail('agt_1', 'a'), 2);
     const second = teams.post(mail('agt_1', 'b'), 2);
     expect(() => teams.post(mail('agt_1', 'c'), 2)).toThrow(
-      expect.objectContaining({ code: 'MAILBOX_FULL', data: { agentId: 'agt_1', max: 2 } }),
+      expect.objectContaining({ code: 'MAILBOX_FULL', data: { agentId: 'agt_1', max: 2, kind: 'message' } }),
     );
     teams.deliver('agt_1', second.id);
     expect(teams.post(mail('agt_1', 'c'), 2).body).toBe('c');
+  });
+
+  it('count reports apart, per sender: messages never crowd a report out', () => {
+    const { teams } = open();
+    const report = (fromId: string, body: string) => ({
+      ...mail('agt_1', body),
+      fromId,
+      kind: 'report' as const,
+    });
+    teams.post(mail('agt_1', 'a'), 1);
+    expect(() => teams.post(mail('agt_1', 'b'), 1)).toThrow(
+      expect.objectContaining({ code: 'MAILBOX_FULL' }),
+    );
+    teams.post(report('agt_x', 'done'), 1);
+    teams.post(report('agt_y', 'done too'), 1);
+    expect(() => teams.post(report('agt_x', 'again'), 1)).toThrow(
+      expect.objectContaining({ code: 'MAILBOX_FULL', data: { agentId: 'agt_1', max: 1, kind: 'report' } }),
+    );
+    expect(teams.undelivered('agt_1').map((m) => m.body)).toEqual(['a', 'done', 'done too']);
   });
 
   it("cancels a deleted agent's unread items: never delivered, never listed", () => {

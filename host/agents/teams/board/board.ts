@@ -5,11 +5,15 @@
 // and to onBoardChange listeners, after the change committed.
 // Invariants: an agent only ever reaches its own team's board (the directory decides, per call);
 // owners are agent ids of the team (names given to reassign or list are resolved to ids first);
-// limits are the tenant's (limitsOf over the service's own, over DEFAULT_BOARD_LIMITS).
+// limits are the tenant's (limitsOf over the service's own, over DEFAULT_BOARD_LIMITS); a change and
+// the write grant it gives (grants.ts) commit in the same transaction.
+// What bounds an agent's writes (writeBounds, for the guard): the scoped tasks it holds, its own
+// grant, and the grant of every agent above it (a child writes only where its parents may).
 import { SandboxError } from '../../../errors.ts';
 import type { TeamBoardStore } from '../../../store/team-board.ts';
 import type { EventLog } from '../../../store/types.ts';
 import { soloDirectory } from './directory.ts';
+import { grantAfter } from './grants.ts';
 import {
   type Actor,
   applyUpdate,
@@ -28,10 +32,10 @@ import {
   type BoardLimits,
   DEFAULT_BOARD_LIMITS,
   DEFAULT_PAGE,
-  type HeldScopes,
   type TaskView,
   type TeamDirectory,
   type TeamTaskStatus,
+  type WriteBounds,
 } from './types.ts';
 
 export interface TeamBoardOptions {
@@ -79,8 +83,8 @@ export interface TeamBoard {
   forAgent(tenantId: string, agentId: string): AgentBoard;
   /** `listener` is told every committed change of every board; returns the unsubscriber. */
   onBoardChange(listener: (change: BoardChange) => void): () => void;
-  /** The in-progress tasks with write scopes `agentId` holds (sync: the write guard asks per write). */
-  heldScopes(tenantId: string, agentId: string): HeldScopes[];
+  /** What bounds the writes of `agentId` (sync: the write guard asks per write). */
+  writeBounds(tenantId: string, agentId: string): WriteBounds;
   /**
    * The agent was deleted: its unfinished tasks go back to pending and unowned (each a `release`
    * by it), so the team can claim them; a deleted agent could never complete or release them.
@@ -138,7 +142,8 @@ export function createTeamBoard(options: TeamBoardOptions): TeamBoard {
         const view = store.write(tenantId, teamId, (tx) => {
           const board = boardOf(tx.tasks());
           // Checked before an id is drawn, so a refused create does not use one up.
-          const checked = newTask(board, input, limits, { id: '', by: agentId, now: now() });
+          const by = { id: agentId, lead: teamId };
+          const checked = newTask(board, input, limits, { id: '', by, now: now() });
           const task = { ...checked, id: tx.nextId() };
           tx.insert(task);
           return viewOf(task, board);
@@ -190,20 +195,21 @@ export function createTeamBoard(options: TeamBoardOptions): TeamBoard {
             );
         }
         const limits = limitsOf(tenantId);
+        const resolved = { ...input, ...(owner === undefined ? {} : { owner }) };
         const view = store.write(tenantId, teamId, (tx) => {
           const board = boardOf(tx.tasks());
-          const next = applyUpdate(
-            board,
-            { ...input, ...(owner === undefined ? {} : { owner }) },
-            actor,
-            limits,
-            now(),
-          );
+          const next = applyUpdate(board, resolved, actor, limits, now());
           if (next === 'deleted') {
             const before = taskOf(board, input.task_id);
             tx.remove(before.id);
             return { ...viewOf(before, board), deleted: true as const };
           }
+          const grantee = next.owner;
+          const grant =
+            grantee === undefined
+              ? undefined
+              : grantAfter(next, resolved, actor, tx.grantOf(grantee), limits);
+          if (grantee !== undefined && grant !== undefined) tx.setGrant(grantee, grant);
           tx.update(next);
           return viewOf(next, new Map([...board, [next.id, next]]));
         });
@@ -240,9 +246,18 @@ export function createTeamBoard(options: TeamBoardOptions): TeamBoard {
         options.onError?.(error);
       }
     },
-    heldScopes: (tenantId, agentId) =>
-      store
+    writeBounds(tenantId, agentId) {
+      const held = store
         .scopedHeldBy(tenantId, agentId)
-        .map((t) => ({ taskId: t.id, subject: t.subject, scopes: t.writeScopes })),
+        .map((t) => ({ taskId: t.id, subject: t.subject, scopes: t.writeScopes }));
+      const above = directory.ancestors(agentId);
+      // An ancestor is gone (its deletion is under way): what it may write is unknown, so nothing.
+      if (above === undefined) return { held, grants: [], broken: true };
+      const grants = [agentId, ...above].flatMap((id) => {
+        const scopes = store.grantOf(tenantId, id);
+        return scopes === undefined ? [] : [{ agentId: id, own: id === agentId, scopes }];
+      });
+      return { held, grants };
+    },
   };
 }

@@ -11,6 +11,8 @@
 // - edit (subject, description, write_scopes), set_dependencies (blocked_by, pending tasks only),
 //   reassign (owner; pending or in_progress) and delete: by anyone while the task is unowned,
 //   else by its owner or the lead (NOT_TASK_OWNER).
+// - write_scopes are the lead's to give (create or edit; DENIED for anyone else): scopes are set by
+//   whoever assigns the work, never by the one who does it (grants.ts says what they grant).
 // - blocked_by names tasks of the same board, never the task itself, and never closes a cycle
 //   (DEPENDENCY_CYCLE naming it). A deleted agent's unfinished tasks go back to pending, unowned.
 //   delete refuses a task others are blocked by (TASK_HAS_DEPENDENTS):
@@ -155,13 +157,23 @@ export const checkBlockers = (
   return unique;
 };
 
+/** Write scopes are the team lead's to set; anyone else giving some is DENIED. */
+const checkScopesBy = (scopes: readonly string[] | undefined, actor: Actor): void => {
+  if (scopes === undefined || actor.id === actor.lead) return;
+  throw new SandboxError(
+    'DENIED',
+    'Only the team lead sets write_scopes: scopes are set by whoever assigns the work. Leave them out, or ask the lead (send_message to "lead") to set them.',
+  );
+};
+
 /** A new task's record (its id, times and creator given). */
 export const newTask = (
   board: Board,
   input: CreateInput,
   limits: BoardLimits,
-  meta: { id: string; by: string; now: number },
+  meta: { id: string; by: Actor; now: number },
 ): TeamTaskRecord => {
+  checkScopesBy(input.write_scopes?.length === 0 ? undefined : input.write_scopes, meta.by);
   if (board.size >= limits.maxTasks)
     throw new SandboxError(
       'LIMIT_EXCEEDED',
@@ -176,7 +188,7 @@ export const newTask = (
     blockedBy: checkBlockers(board, undefined, input.blocked_by ?? [], limits),
     writeScopes: checkScopes(input.write_scopes ?? [], limits),
     revision: 1,
-    createdBy: meta.by,
+    createdBy: meta.by.id,
     createdAt: meta.now,
     updatedAt: meta.now,
   };
@@ -285,6 +297,7 @@ export const applyUpdate = (
       return { ...withoutOwner(next), status: 'pending' };
     case 'edit':
       guardChange();
+      checkScopesBy(input.write_scopes, actor);
       return {
         ...next,
         ...(input.subject === undefined

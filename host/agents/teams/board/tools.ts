@@ -29,7 +29,7 @@ const boardOf = (exec: ExecContext): AgentBoard => {
 const READY =
   'A task is ready when it is pending and every task in its blocked_by is completed (a pending task reserved for a teammate by reassign is ready for that teammate only).';
 const SCOPES =
-  'write_scopes are paths relative to the workspace, or globs (`*` within a name, `**` any depth): "src/parser" covers everything below it, "docs/**/*.md" the files it matches. While an agent holds (in_progress) tasks with write scopes, its write, edit and str_replace_editor calls (inside run_code programs too) may only change files in the union of those scopes; others are refused with code WRITE_SCOPE. bash, jobs, terminals and remote, MCP or plugin tools are NOT confined: a shell can write anywhere.';
+  'write_scopes are paths relative to the workspace, or globs (`*` within a name, `**` any depth): "src/parser" covers everything below it, "docs/**/*.md" the files it matches. Only the team lead sets them. While an agent holds (in_progress) tasks with write scopes, its write, edit and str_replace_editor calls (inside run_code programs too) may only change files in the union of those scopes; others are refused with code WRITE_SCOPE. A teammate that has held a scoped task stays confined to what the lead gave it (its first scoped task, plus the scopes of tasks the lead later reassigns to it or edits) after release or completion, and so do the child agents it starts. bash, jobs, terminals and remote, MCP or plugin tools are NOT confined: a shell can write anywhere.';
 
 const id = v.pipe(v.string(), v.minLength(1), v.maxLength(32), v.description('The task id, e.g. "3"'));
 const ids = (what: string) =>

@@ -14,6 +14,11 @@ export interface TeamDirectory {
   teamOf(agentId: string): Promise<string | undefined>;
   /** The team's members, the lead included. */
   members(teamId: string): Promise<{ id: string; name?: string }[]>;
+  /**
+   * The agents above `agentId`, the one that made it first; [] for a top-level agent; undefined
+   * when the chain is broken (an ancestor is gone) or too long. Sync: the write guard asks per write.
+   */
+  ancestors(agentId: string): string[] | undefined;
 }
 
 /** Bounds of one tenant's boards; the service's come from DSH_TEAM_* (host/config.ts). */
@@ -100,4 +105,24 @@ export interface HeldScopes {
   taskId: string;
   subject: string;
   scopes: string[];
+}
+
+/** A write grant that bounds an agent's writes: its own, or one of an ancestor's. */
+export interface GrantBound {
+  /** The agent the grant is of. */
+  agentId: string;
+  /** Whether it is the writing agent's own (else an ancestor's, which a child inherits). */
+  own: boolean;
+  scopes: string[];
+}
+
+/**
+ * Everything that bounds an agent's file writes (the guard's view): a written path must lie in one
+ * of the held tasks' scopes (when it holds any) and in every grant. Nothing held and no grant:
+ * free; `broken`: refused (an ancestor is gone, so what it may write is unknown).
+ */
+export interface WriteBounds {
+  held: HeldScopes[];
+  grants: GrantBound[];
+  broken?: true;
 }

@@ -15,6 +15,7 @@ const TEAM: TeamDirectory = {
     teamId === 'lead'
       ? [{ id: 'lead' }, { id: 'a', name: 'alice' }, { id: 'b', name: 'bob' }]
       : [{ id: teamId }],
+  ancestors: () => [],
 };
 
 const stores: Store[] = [];
@@ -232,7 +233,7 @@ describe('the task board', () => {
     expect((await lead.create(task('c'))).task_id).toBe('3');
   });
 
-  it("tells every change on the lead's log and to onBoardChange; heldScopes is what the owner holds", async () => {
+  it("tells every change on the lead's log and to onBoardChange; writeBounds is what the owner holds and was granted", async () => {
     const { lead, a, board, changes, store } = setup();
     await lead.create(task('one', { write_scopes: ['src'] }));
     await a.update({ task_id: '1', expected_revision: 1, action: 'claim' });
@@ -242,10 +243,15 @@ describe('the task board', () => {
     ]);
     const events = store.events.list('lead').filter((e) => e.type === 'team.task');
     expect(events.map((e) => (e.data as { action: string }).action)).toEqual(['create', 'claim']);
-    expect(board.heldScopes('tn_1', 'a')).toEqual([{ taskId: '1', subject: 'one', scopes: ['src'] }]);
-    expect(board.heldScopes('tn_2', 'a')).toEqual([]);
+    const grant = { agentId: 'a', own: true, scopes: ['src'] };
+    expect(board.writeBounds('tn_1', 'a')).toEqual({
+      held: [{ taskId: '1', subject: 'one', scopes: ['src'] }],
+      grants: [grant],
+    });
+    expect(board.writeBounds('tn_2', 'a')).toEqual({ held: [], grants: [] });
     await a.update({ task_id: '1', expected_revision: 2, action: 'complete' });
-    expect(board.heldScopes('tn_1', 'a')).toEqual([]);
+    // The task is done; what the lead let a write stays.
+    expect(board.writeBounds('tn_1', 'a')).toEqual({ held: [], grants: [grant] });
   });
 
   it("a deleted agent's unfinished tasks go back to pending and unowned", async () => {
@@ -269,7 +275,7 @@ describe('the task board', () => {
       ['release', 'a', '1'],
       ['release', 'a', '2'],
     ]);
-    expect(board.heldScopes('tn_1', 'a')).toEqual([]);
+    expect(board.writeBounds('tn_1', 'a')).toEqual({ held: [], grants: [] });
   });
 
   it('survives a reopened store', async () => {

@@ -6,7 +6,7 @@
 // The composed service (assembleAgents) over the memory sandbox and a real isolate host.
 import { afterAll, describe, expect, it } from 'vitest';
 import { writeScopesGuard } from '../../../../host/agents/teams/board/guard.ts';
-import type { HeldScopes } from '../../../../host/agents/teams/board/types.ts';
+import type { WriteBounds } from '../../../../host/agents/teams/board/types.ts';
 import { strReplaceEditorTool } from '../../../../host/tools/builtin/index.ts';
 import { createRegistry, type ToolCall, type ToolResult } from '../../../../host/tools/index.ts';
 import { composedService } from '../../../helpers/composed.ts';
@@ -128,8 +128,8 @@ describe('write scopes', () => {
     const registry = createRegistry({});
     registry.global.register(strReplaceEditorTool);
     registry.global.guard(writeScopesGuard);
-    const held: HeldScopes[] = [{ taskId: '4', subject: 'Docs', scopes: ['docs'] }];
-    const agent = { id: 'a', sessionId: 's', services: { writeScopes: () => held } };
+    const bounds: WriteBounds = { held: [{ taskId: '4', subject: 'Docs', scopes: ['docs'] }], grants: [] };
+    const agent = { id: 'a', sessionId: 's', services: { writeScopes: () => bounds } };
     const results = await registry.global.execute(
       [
         { id: '1', name: 'str_replace_editor', arguments: { command: 'view', path: 'src' } },
