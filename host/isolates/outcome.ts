@@ -16,6 +16,7 @@ const FAILURE_KINDS = new Set<FailureKind>([
   'aborted',
   'crash',
   'limit',
+  'stalled',
 ]);
 const MAX_LOG_LINES = 10_000;
 

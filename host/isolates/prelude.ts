@@ -15,6 +15,8 @@
 // built here with intrinsics captured before any program code ran. Whatever the program does to the
 // realm afterwards (prototypes, JSON, Promise) changes only its own result, which the worker treats
 // as untrusted text. The isolate is the security boundary; this prelude only keeps the shape honest.
+// The program has no timer or other event source of its own (no setTimeout, FinalizationRegistry,
+// Atomics.waitAsync, WebAssembly): it runs only inside an entry, `run` or `deliver`.
 // Cost: the prelude is installed while the slot is prepared, ahead of demand. The functions every
 // run enters (run, start, makeTools, binding, deliver) are written in parentheses, which makes V8
 // compile them with the prelude instead of lazily at a run's first entry (its "PIFE" heuristic),
@@ -46,6 +48,10 @@ export const PRELUDE_SOURCE = String.raw`'use strict';
   const log = (code, line) => (inline ? logInline(code, line) : logQueued(code, line));
   const done = (result) => (inline ? doneInline(result) : doneQueued(result));
   for (const name of ['WebAssembly', 'SharedArrayBuffer', 'Atomics']) delete G[name];
+  // Its callbacks run as tasks of their own after an entry, whenever V8 collected: the one event
+  // besides the bridge that could resume a program. Without it, a program with no call pending
+  // and no entry in flight can never run again, which the worker relies on (worker-run.ts, stalled).
+  delete G.FinalizationRegistry;
   let limits = { maxOutputBytes: 0, maxCallBytes: 0, maxResultBytes: 0, maxCalls: 0 };
   let outBytes = 0, calls = 0, over = false;
   const waiting = create(null);

@@ -98,7 +98,8 @@ export type FailureKind =
   | 'output_limit' // captured console output over maxOutputBytes
   | 'aborted' // the caller's signal fired
   | 'crash' // the worker process died or stopped answering
-  | 'limit'; // a size or count cap (call args, return value, calls, code size)
+  | 'limit' // a size or count cap (call args, return value, calls, code size)
+  | 'stalled'; // it awaits a promise nothing can settle (no tool call pending): it would never finish
 
 export type RunOutcome =
   | { ok: true; value: JsonValue | undefined; logs: string[]; stats: RunStats }

@@ -11,6 +11,12 @@
 // brokered call's cost; while an inline entry runs, this thread does nothing else, so its
 // deadline is the run's remaining wall-clock and CPU budget (isolated-vm's `timeout`) and the
 // worker only goes inline when no other run could wait behind it.
+//
+// A program resumes only inside an entry (the prelude leaves it no timer or other event of its
+// own), and an entry returns only after its microtasks ran. So when every entry has returned (the
+// inline one, and each queued one, whose return the worker observes), no call of the run is
+// pending and it has no outcome, nothing can ever resume it: it ends at once as `stalled` instead
+// of holding its slot until the wall clock. That check is a comparison after each entry.
 import ivm from 'isolated-vm';
 import { LOG_LIMIT, PRELUDE_FILENAME, PRELUDE_SOURCE } from './prelude.ts';
 import type { HostToWorker, WorkerOutcome, WorkerToHost } from './protocol.ts';
@@ -138,6 +144,8 @@ export const startRun = (slot: Slot, msg: RunMessage, io: RunIo): ActiveRun => {
   // inside the isolate's own callback, and never while this thread is still busy with it (the host
   // would hand this worker a new run that then waits).
   let inEntry = false;
+  /** Queued entries not returned yet (their microtasks included). */
+  let queued = 0;
   let report: WorkerOutcome | undefined;
   const close = (): void => {
     if (report === undefined) return;
@@ -208,6 +216,12 @@ export const startRun = (slot: Slot, msg: RunMessage, io: RunIo): ActiveRun => {
     kind: 'memory',
     message: `the program ran out of memory (limit ${limits.memoryMb} MB)`,
   });
+  const stalled = (): Failure => ({
+    kind: 'stalled',
+    message:
+      'the program awaits a promise that nothing can settle (no tool call of it is pending, and ' +
+      'programs have no timers or other events), so it would never finish',
+  });
 
   /**
    * What an inline entry's throw means, judged by state, never by its message (which the program
@@ -230,15 +244,34 @@ export const startRun = (slot: Slot, msg: RunMessage, io: RunIo): ActiveRun => {
     }
     return Math.max(1, Math.ceil(Math.min(deadline - performance.now(), cpuLeft)));
   };
+  /**
+   * After an entry returned: with no entry in flight, no call pending and no outcome, nothing can
+   * resume the program (see the header). Exact, never a guess: a program that waits on anything
+   * that can still happen has a call pending or an entry on its way.
+   */
+  const afterEntry = (): void => {
+    if (finished || inEntry || queued > 0 || pending.size > 0) return;
+    finish(slot.isolate.isDisposed ? lostIsolate() : stalled());
+  };
+  const queuedReturned = (): void => {
+    queued--;
+    afterEntry();
+  };
   /** One entry into the isolate, inline or queued. */
   const enter = (ref: ivm.Reference<(...args: never[]) => unknown>, args: unknown[]): void => {
     if (finished) return;
     if (!io.inline()) {
-      // Fire and forget: nothing comes back, so the isolate's thread never wakes this one for it.
-      // A failure in there shows as a disposed isolate (memory) at the next check.
+      // Queued: this thread goes on at once and learns that the entry returned from its promise,
+      // which settles after every call and log the entry made (isolated-vm hands both to this
+      // thread in one queue, in order). It rejects with the program's unhandled rejection (dropped,
+      // as inline) or when the isolate is gone (memory, seen here or at the next check).
       try {
-        ref.applyIgnored(undefined, [...args, false] as never[], { arguments: { copy: true } });
+        queued++;
+        ref
+          .apply(undefined, [...args, false] as never[], { arguments: { copy: true } })
+          .then(queuedReturned, queuedReturned);
       } catch {
+        queued--;
         finish(slot.isolate.isDisposed ? lostIsolate() : { kind: 'crash', message: 'the isolate failed' });
       }
       return;
@@ -255,6 +288,7 @@ export const startRun = (slot: Slot, msg: RunMessage, io: RunIo): ActiveRun => {
       inEntry = false;
       close();
     }
+    afterEntry();
   };
 
   const limitsJson = JSON.stringify({

@@ -97,12 +97,49 @@ describe('code mode (run_code) as an attacker', () => {
     expect(out.keys).not.toContain('require');
   });
 
-  it('host timers do not outlive the run: a program that never settles ends at the wall-clock deadline', async () => {
-    // The agent's own wall clock (codeMode.wallMs): the service's default waits 10 minutes on tools.
-    const patient = await h.agent(h.keyA, { preset: 'code', codeMode: { wallMs: 3_000 } });
-    const r = await run(h.keyA, patient, 'await new Promise(() => {}); return "never";');
+  it('a program that can never finish ends at once as stalled, not at the 10-minute wall clock', async () => {
+    // The service's default wall clock (10 minutes): ending within this test's timeout is ending early.
+    const [r] = await h.calls(h.keyA, codeA, [
+      [
+        'hung',
+        'run_code',
+        {
+          code: 'console.log("waiting"); await new Promise(() => {}); return "never";',
+          description: 'probe',
+        },
+      ],
+    ]);
     expect(r.ok).toBe(false);
-    expect(text(r)).toBe('Error: code run failed (timeout): the program ran longer than 3000 ms');
+    expect(r.error).toMatchObject({ code: 'CODE_RUN_FAILED', data: { kind: 'stalled' } });
+    expect(text(r)).toBe(
+      'Error: code run failed (stalled): the program awaits a promise that nothing can settle (no tool ' +
+        'call of it is pending, and programs have no timers or other events), so it would never finish' +
+        '\nCaptured output:\nwaiting',
+    );
+  });
+
+  it('programs that wait on a slow command or on a chain its results settle still complete', async () => {
+    // `sleep` in the sandbox stands for a timer: code mode has none, a program waits on a tool.
+    const slow = await run(
+      h.keyA,
+      codeA,
+      `const r = await tools.bash({ command: 'sleep 1; echo slept', description: 'wait' });
+       return JSON.stringify(r).includes('slept') ? 'waited' : JSON.stringify(r);`,
+      'slow',
+    );
+    expect(text(slow)).toBe('waited');
+    const chained = await run(
+      h.keyA,
+      codeA,
+      `let done;
+       const gate = new Promise((resolve) => { done = resolve; });
+       tools.bash({ command: 'sleep 1; echo one', description: 'first' })
+         .then(() => tools.bash({ command: 'echo two', description: 'second' }))
+         .then((r) => done(JSON.stringify(r).includes('two') ? 'chained' : JSON.stringify(r)));
+       return await gate;`,
+      'chain',
+    );
+    expect(text(chained)).toBe('chained');
   });
 
   it('a deny rule on bash blocks tools.bash exactly like a direct bash call', async () => {

@@ -172,15 +172,25 @@ describe('workflow', () => {
     expect(textOf(syntax.content)).toMatch(/^Error: workflow failed \(compile\): program\.ts:1:11/);
   });
 
-  it('a script that never settles times out', async () => {
+  it('a script that can never finish ends at once (stalled), not at its 30-minute wall clock', async () => {
     const s = setup(
       isolates,
-      fakeSpawner(() => 'ok'),
-      { limits: { wallMs: 300 } },
+      fakeSpawner((r) => r.prompt, 100),
     );
-    const result = await s.run(workflow('await new Promise(() => {});'));
-    expect(result.error).toMatchObject({ code: 'CODE_RUN_FAILED', data: { kind: 'timeout' } });
-    expect(textOf(result.content)).toMatch(/^Error: workflow failed \(timeout\): /);
+    const stuck = await s.run(workflow('phase("A"); await agent("x"); await new Promise(() => {});'));
+    expect(stuck.error).toMatchObject({ code: 'CODE_RUN_FAILED', data: { kind: 'stalled' } });
+    expect(textOf(stuck.content)).toMatch(
+      /^Error: workflow failed \(stalled\): the program awaits a promise that nothing can settle/,
+    );
+    // Waiting on a slow subagent through a promise of its own is not a stall.
+    const waits = await s.run(
+      workflow(
+        'let done; const gate = new Promise((r) => { done = r; }); agent("y").then(done); return await gate;',
+        undefined,
+        'w2',
+      ),
+    );
+    expect(waits.value).toMatchObject({ value: 'y' });
   });
 
   it('more agent() calls than the cap stop the workflow, even if the script catches', async () => {
