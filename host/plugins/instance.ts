@@ -64,6 +64,7 @@ export interface Instance {
 export const isolateLimits = (limits: PluginLimits): IsolateLimits => ({
   memoryMb: limits.memoryMb,
   cpuMsPerCallback: limits.cpuMsPerCallback,
+  callbackWallMs: limits.callbackWallMs,
   cpuMsPerMinute: limits.cpuMsPerMinute,
   maxTools: limits.maxTools,
   maxProviders: limits.maxProviders,

@@ -22,7 +22,7 @@ export type PluginState =
 export type PluginFailureKind =
   | 'compile' // the host body does not parse
   | 'apply' // the body or apply() threw, or the body returned no plugin
-  | 'timeout' // a callback ran past its CPU budget, or a start past its wall clock
+  | 'timeout' // a callback ran past its CPU budget or its wall-clock bound, or a start past its wall clock
   | 'memory' // the isolate's heap limit
   | 'limit' // a count or size cap (messages per callback, value sizes)
   | 'refused' // the host refused a registration (a name it may not have, a bad schema)
@@ -41,8 +41,17 @@ export interface PluginFailure {
 export interface PluginLimits {
   /** Heap of the plugin's isolate (isolated-vm memoryLimit, at least 8). Default 16. */
   memoryMb: number;
-  /** CPU one entry into the isolate may use (apply, an event, a tool's execute up to its next await). Default 1000. */
+  /**
+   * CPU one entry into the isolate may use (apply, an event, a tool's execute up to its next await):
+   * CPU time the process really spent on it (host/isolates/cpu.ts), so an entry that waits for a
+   * core under load is not charged for the wait. Default 1000.
+   */
   cpuMsPerCallback: number;
+  /**
+   * Wall clock one entry may hold the isolate, however little CPU it uses: the backstop for an entry
+   * that neither finishes nor computes. Default 10 000.
+   */
+  callbackWallMs: number;
   /**
    * CPU the plugin may use over time, across all its entries: a bucket of this many ms that refills
    * at this many ms per minute, so a plugin that keeps every callback just under its budget still
@@ -78,6 +87,7 @@ export interface PluginLimits {
 export const DEFAULT_PLUGIN_LIMITS: Readonly<PluginLimits> = Object.freeze({
   memoryMb: 16,
   cpuMsPerCallback: 1_000,
+  callbackWallMs: 10_000,
   cpuMsPerMinute: 15_000,
   callWallMs: 30_000,
   startWallMs: 10_000,
