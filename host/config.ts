@@ -27,6 +27,25 @@ export interface Config {
   isolateWorkers: number;
   /** Resident memory of one isolate worker, which bounds how many programs it holds at once (MB). */
   isolateWorkerMb: number;
+  /**
+   * Plugin worker processes on this host, every tenant's together; each holds one tenant's plugins,
+   * and a quarter of them (at least one) stay for tenants that have none. Default 8 (env DSH_PLUGIN_WORKERS).
+   */
+  pluginWorkers: number;
+  /** Resident memory of one plugin worker process (MB). Default 1024 (env DSH_PLUGIN_WORKER_MB). */
+  pluginWorkerMb: number;
+  /** A plugin worker that holds no plugin ends after this (ms). Default 30000 (env DSH_PLUGIN_IDLE_MS). */
+  pluginIdleMs: number;
+  /** Plugin worker processes one tenant may have. Default 2 (env DSH_PLUGIN_TENANT_WORKERS). */
+  pluginTenantWorkers: number;
+  /** Plugins one agent may run at once. Default 16 (env DSH_PLUGINS_PER_AGENT). */
+  pluginsPerAgent: number;
+  /** Plugins one tenant's agents may run at once. Default 32 (env DSH_PLUGINS_PER_TENANT). */
+  pluginsPerTenant: number;
+  /** Heap limits of one agent's running plugins, added up (MB). Default 256 (env DSH_PLUGIN_AGENT_MB). */
+  pluginAgentMb: number;
+  /** Heap limits of one tenant's running plugins, added up (MB). Default 512 (env DSH_PLUGIN_TENANT_MB). */
+  pluginTenantMb: number;
   /** Requests of one tenant in flight at once; more answer 429. Default 16 (env DSH_TENANT_CONCURRENCY). */
   tenantConcurrency: number;
   /**
@@ -368,6 +387,27 @@ export const loadConfig = (
     isolateWorkerMb:
       overrides.isolateWorkerMb ??
       intFrom('DSH_ISOLATE_WORKER_MB', env.DSH_ISOLATE_WORKER_MB, 1024, 256, 65_536),
+    pluginWorkers:
+      overrides.pluginWorkers ?? intFrom('DSH_PLUGIN_WORKERS', env.DSH_PLUGIN_WORKERS, 8, 1, 1024),
+    pluginWorkerMb:
+      overrides.pluginWorkerMb ??
+      intFrom('DSH_PLUGIN_WORKER_MB', env.DSH_PLUGIN_WORKER_MB, 1024, 256, 65_536),
+    pluginIdleMs:
+      overrides.pluginIdleMs ??
+      intFrom('DSH_PLUGIN_IDLE_MS', env.DSH_PLUGIN_IDLE_MS, 30_000, 1000, 86_400_000),
+    pluginTenantWorkers:
+      overrides.pluginTenantWorkers ??
+      intFrom('DSH_PLUGIN_TENANT_WORKERS', env.DSH_PLUGIN_TENANT_WORKERS, 2, 1, 1024),
+    pluginsPerAgent:
+      overrides.pluginsPerAgent ?? intFrom('DSH_PLUGINS_PER_AGENT', env.DSH_PLUGINS_PER_AGENT, 16, 1, 10_000),
+    pluginsPerTenant:
+      overrides.pluginsPerTenant ??
+      intFrom('DSH_PLUGINS_PER_TENANT', env.DSH_PLUGINS_PER_TENANT, 32, 1, 100_000),
+    pluginAgentMb:
+      overrides.pluginAgentMb ?? intFrom('DSH_PLUGIN_AGENT_MB', env.DSH_PLUGIN_AGENT_MB, 256, 8, 1_048_576),
+    pluginTenantMb:
+      overrides.pluginTenantMb ??
+      intFrom('DSH_PLUGIN_TENANT_MB', env.DSH_PLUGIN_TENANT_MB, 512, 8, 1_048_576),
     tenantConcurrency:
       overrides.tenantConcurrency ??
       intFrom('DSH_TENANT_CONCURRENCY', env.DSH_TENANT_CONCURRENCY, 16, 1, 10_000),
