@@ -388,7 +388,7 @@ export const loadConfig = (
       overrides.isolateWorkerMb ??
       intFrom('DSH_ISOLATE_WORKER_MB', env.DSH_ISOLATE_WORKER_MB, 1024, 256, 65_536),
     pluginWorkers:
-      overrides.pluginWorkers ?? intFrom('DSH_PLUGIN_WORKERS', env.DSH_PLUGIN_WORKERS, 8, 1, 1024),
+      overrides.pluginWorkers ?? intFrom('DSH_PLUGIN_WORKERS', env.DSH_PLUGIN_WORKERS, 8, 2, 1024),
     pluginWorkerMb:
       overrides.pluginWorkerMb ??
       intFrom('DSH_PLUGIN_WORKER_MB', env.DSH_PLUGIN_WORKER_MB, 1024, 256, 65_536),
