@@ -280,6 +280,21 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
       },
       providers: config.subagentProviders,
     },
+    // Each tenant's plugins on worker processes of its own, within its caps and the host's.
+    plugins: {
+      processOptions: {
+        maxWorkers: config.pluginWorkers,
+        rssMb: config.pluginWorkerMb,
+        idleMs: config.pluginIdleMs,
+      },
+      limits: {
+        maxWorkersPerTenant: config.pluginTenantWorkers,
+        maxRunningPerAgent: config.pluginsPerAgent,
+        maxRunningPerTenant: config.pluginsPerTenant,
+        maxMemoryMbPerAgent: config.pluginAgentMb,
+        maxMemoryMbPerTenant: config.pluginTenantMb,
+      },
+    },
     codeMode: {
       defaults: { cpuMs: config.codeCpuMs, wallMs: Math.min(config.codeWallMs, config.callTimeoutMs) },
       // A program never outlives its batch: no wall clock past the batch deadline is promised.

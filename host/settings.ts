@@ -16,6 +16,7 @@ export type Section =
   | 'sandboxes'
   | 'workspaces'
   | 'code mode'
+  | 'plugins'
   | 'requests and connections'
   | 'tenants and agents'
   | 'teams'
@@ -447,6 +448,76 @@ export const SETTINGS = {
     min: 100,
     max: (c) => c.codeWallMaxMs as number,
     help: "a run_code program's wall clock, waiting on tools included, in ms (at most DSH_CODE_WALL_MAX_MS)",
+  }),
+  pluginWorkers: int({
+    env: 'DSH_PLUGIN_WORKERS',
+    section: 'plugins',
+    default: 8,
+    min: 2,
+    max: 1024,
+    help: "creator-plugin worker processes on the host, every tenant's together",
+    doc: "creator-plugin worker processes on the host, every tenant's together; each holds one tenant's plugins, and a quarter of them (at least one) stay for tenants that have none",
+  }),
+  pluginWorkerMb: int({
+    env: 'DSH_PLUGIN_WORKER_MB',
+    section: 'plugins',
+    default: 1024,
+    min: 256,
+    max: 65_536,
+    help: "resident memory of one plugin worker (its plugins' isolates included); killed past it",
+  }),
+  pluginIdleMs: int({
+    env: 'DSH_PLUGIN_IDLE_MS',
+    section: 'plugins',
+    default: 30_000,
+    min: 1000,
+    max: 86_400_000,
+    help: 'a plugin worker that holds no plugin ends after this',
+  }),
+  pluginTenantWorkers: int({
+    env: 'DSH_PLUGIN_TENANT_WORKERS',
+    section: 'plugins',
+    default: 2,
+    min: 1,
+    max: 1024,
+    help: 'plugin worker processes one tenant may have',
+    doc: 'plugin worker processes one tenant may have (`LIMIT_EXCEEDED`, `data.limit: "maxWorkersPerTenant"`)',
+  }),
+  pluginsPerAgent: int({
+    env: 'DSH_PLUGINS_PER_AGENT',
+    section: 'plugins',
+    default: 16,
+    min: 1,
+    max: 10_000,
+    help: 'plugins one agent may run at once',
+    doc: 'plugins one agent may run at once (`data.limit: "maxRunningPerAgent"`)',
+  }),
+  pluginsPerTenant: int({
+    env: 'DSH_PLUGINS_PER_TENANT',
+    section: 'plugins',
+    default: 32,
+    min: 1,
+    max: 100_000,
+    help: "plugins one tenant's agents may run at once",
+    doc: 'plugins one tenant\'s agents may run at once (`data.limit: "maxRunningPerTenant"`)',
+  }),
+  pluginAgentMb: int({
+    env: 'DSH_PLUGIN_AGENT_MB',
+    section: 'plugins',
+    default: 256,
+    min: 8,
+    max: 1_048_576,
+    help: "heap limits of one agent's running plugins, added up, in MB",
+    doc: 'heap limits of one agent\'s running plugins, added up, in MB (`data.limit: "maxMemoryMbPerAgent"`)',
+  }),
+  pluginTenantMb: int({
+    env: 'DSH_PLUGIN_TENANT_MB',
+    section: 'plugins',
+    default: 512,
+    min: 8,
+    max: 1_048_576,
+    help: "heap limits of one tenant's running plugins, added up, in MB",
+    doc: 'heap limits of one tenant\'s running plugins, added up, in MB (`data.limit: "maxMemoryMbPerTenant"`)',
   }),
   callTimeoutMs: int({
     env: 'DSH_CALL_TIMEOUT_MS',

@@ -2,7 +2,15 @@
 // the worker processes it forks do, so the API process never holds a plugin's isolate.
 
 export type { Instance } from './instance.ts';
-export type { PluginProcesses, PluginProcessesOptions, PluginWorker } from './processes.ts';
+export type {
+  PlacementCaps,
+  PlacementRequest,
+  PluginPlacement,
+  PluginProcessEvent,
+  PluginProcesses,
+  PluginProcessesOptions,
+  PluginWorker,
+} from './processes.ts';
 export { createPluginProcesses } from './processes.ts';
 export type { PluginRuntime, PluginRuntimeOptions, RunPackage, RunResult, StartInput } from './runtime.ts';
 export { createPluginRuntime } from './runtime.ts';

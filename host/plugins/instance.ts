@@ -5,7 +5,7 @@
 // pending executes are rejected, its own calls are aborted and its subscription is dropped, exactly
 // once (`finish`); after that it posts nothing and ignores whatever still arrives for its id.
 import { isSandboxError, messageOf, SandboxError } from '../errors.ts';
-import type { PluginProcesses, PluginWorker } from './processes.ts';
+import type { PluginPlacement, PluginProcesses } from './processes.ts';
 import type { IsolateLimits, PluginWorkerToHost } from './protocol.ts';
 import { clip, MAX_ERROR_CHARS } from './protocol.ts';
 import type {
@@ -36,7 +36,8 @@ interface PendingExecute {
 export interface InstanceOptions {
   id: number;
   pluginId: string;
-  worker: PluginWorker;
+  /** Its seat on a worker of its tenant, given back when the instance ends. */
+  placement: PluginPlacement;
   processes: PluginProcesses;
   limits: PluginLimits;
   capabilities: PluginCapabilities;
@@ -64,6 +65,7 @@ export interface Instance {
 export const isolateLimits = (limits: PluginLimits): IsolateLimits => ({
   memoryMb: limits.memoryMb,
   cpuMsPerCallback: limits.cpuMsPerCallback,
+  callbackWallMs: limits.callbackWallMs,
   cpuMsPerMinute: limits.cpuMsPerMinute,
   maxTools: limits.maxTools,
   maxProviders: limits.maxProviders,
@@ -76,7 +78,8 @@ export const isolateLimits = (limits: PluginLimits): IsolateLimits => ({
 });
 
 export const createInstance = (options: InstanceOptions): Instance => {
-  const { id, pluginId, worker, processes, limits, capabilities } = options;
+  const { id, pluginId, placement, processes, limits, capabilities } = options;
+  const { worker } = placement;
   const registered = new Map<number, { name: string; dispose: () => void }>();
   /** Inspection providers by token (the tools' token space). */
   const provided = new Map<number, { name: string; dispose: () => void }>();
@@ -107,7 +110,7 @@ export const createInstance = (options: InstanceOptions): Instance => {
   function finish(): void {
     if (ended) return;
     ended = true;
-    processes.release(worker, limits.memoryMb);
+    processes.release(placement);
     own.abort();
     unsubscribe?.();
     unsubscribe = undefined;

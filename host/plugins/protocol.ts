@@ -13,6 +13,7 @@ export type IsolateLimits = Pick<
   PluginLimits,
   | 'memoryMb'
   | 'cpuMsPerCallback'
+  | 'callbackWallMs'
   | 'cpuMsPerMinute'
   | 'maxTools'
   | 'maxProviders'

@@ -1,21 +1,26 @@
 // The creator-plugin runtime: plugins by id, each stopped | starting | running | failed, each
-// running one package in an isolate of its own on a plugin worker process (processes.ts).
+// running one package in an isolate of its own on a worker process of its tenant (processes.ts).
 // Operations on one plugin (start, update, stop, a restart after its worker died) run one after
 // another, never interleaved. Update is Cordis HMR's: dispose the old package's effects, load the
 // new one, and when that fails load the old one again; the package a plugin runs moves only on
 // success. Invariants: a plugin's state is `running` exactly while its current instance is loaded;
 // every instance that ends has undone its registrations (instance.ts) before the state changes; a
 // plugin's failure, loop or memory ends only that plugin — when a worker process dies, its plugins
-// are started again from their packages (`restarts`). Worker processes are shared by tenants, so a
-// death is blamed with care: not on anybody when a plugin on that worker had just ended by memory
-// or CPU (isolated-vm may leave the process past its cap after disposing such an isolate), else on
-// the plugins that were running something; a plugin ends as `crash` only when it was to blame for
-// two deaths since it was last started, so one tenant's bomb cannot fail another tenant's plugin
-// that merely had a call in flight.
-import { SandboxError } from '../errors.ts';
+// (all of one tenant: no other tenant's plugin shares it) are started again from their packages
+// (`restarts`). A tenant's agents still share its workers, so a death is blamed with care: not on
+// anybody when a plugin on that worker had just ended by memory or CPU (isolated-vm may leave the
+// process past its cap after disposing such an isolate), else on the plugins that were running
+// something; a plugin ends as `crash` only when it was to blame for two deaths since it was last
+// started, so one agent's bomb cannot fail its neighbour that merely had a call in flight.
+import { isSandboxError, messageOf, SandboxError } from '../errors.ts';
 import type { PluginOwner } from '../store/plugins-core.ts';
 import { createInstance, type Instance } from './instance.ts';
-import { createPluginProcesses, type PluginProcesses, type PluginProcessesOptions } from './processes.ts';
+import {
+  createPluginProcesses,
+  type PluginPlacement,
+  type PluginProcesses,
+  type PluginProcessesOptions,
+} from './processes.ts';
 import {
   DEFAULT_PLUGIN_LIMITS,
   type JsonValue,
@@ -51,7 +56,9 @@ export interface PluginRuntimeOptions {
   /** The worker processes; default: created from `processOptions` and closed with the runtime. */
   processes?: PluginProcesses;
   processOptions?: PluginProcessesOptions;
-  /** A tenant's limits; fields it leaves out come from DEFAULT_PLUGIN_LIMITS. */
+  /** The service's limits for every tenant; fields it leaves out come from DEFAULT_PLUGIN_LIMITS. */
+  limits?: Partial<PluginLimits>;
+  /** A tenant's own limits; fields it leaves out come from `limits`. */
   limitsOf?: (tenantId: string) => Partial<PluginLimits> | undefined;
   /** Told after every state change (to persist what a restart should resume). */
   onStateChange?: (owner: PluginOwner, status: PluginStatus) => void;
@@ -69,8 +76,8 @@ export interface PluginRuntime {
   forget(owner: PluginOwner, pluginId: string): boolean;
   status(owner: PluginOwner, pluginId: string): PluginStatus | undefined;
   list(owner: PluginOwner): PluginStatus[];
-  /** The worker processes' pids (diagnostics and tests). */
-  pids(): number[];
+  /** The pids of the worker processes, of one tenant or of all (diagnostics and tests). */
+  pids(tenantId?: string): number[];
   close(): Promise<void>;
 }
 
@@ -106,7 +113,7 @@ export const createPluginRuntime = (options: PluginRuntimeOptions = {}): PluginR
   const instances = new Map<number, { instance: Instance; worker: number }>();
   let nextInstance = 0;
   let closed = false;
-  /** When an isolate on a worker (by index) last ended by memory or CPU: its death soon after is that isolate's. */
+  /** When an isolate on a worker (by id) last ended by memory or CPU: its death soon after is that isolate's. */
   const hostileEnds = new Map<number, number>();
   const noteEnd = (worker: number | undefined, kind: PluginFailure['kind']): void => {
     if (worker !== undefined && (kind === 'memory' || kind === 'timeout'))
@@ -117,14 +124,13 @@ export const createPluginRuntime = (options: PluginRuntimeOptions = {}): PluginR
     message(worker, message) {
       if (message.t === 'ready' || message.t === 'batch') return;
       const live = instances.get(message.id);
-      if (live !== undefined && live.worker === worker.index) live.instance.handle(message);
+      if (live !== undefined && live.worker === worker.id) live.instance.handle(message);
     },
     exit(worker) {
       const excused =
-        performance.now() - (hostileEnds.get(worker.index) ?? Number.NEGATIVE_INFINITY) < EXCUSE_MS;
-      hostileEnds.delete(worker.index);
-      for (const live of [...instances.values()])
-        if (live.worker === worker.index) live.instance.lost(excused);
+        performance.now() - (hostileEnds.get(worker.id) ?? Number.NEGATIVE_INFINITY) < EXCUSE_MS;
+      hostileEnds.delete(worker.id);
+      for (const live of [...instances.values()]) if (live.worker === worker.id) live.instance.lost(excused);
     },
   });
 
@@ -180,24 +186,29 @@ export const createPluginRuntime = (options: PluginRuntimeOptions = {}): PluginR
         kind: 'limit',
         message: `the host body is over ${plugin.limits.maxCodeBytes} characters`,
       });
-    let worker: Awaited<ReturnType<PluginProcesses['place']>>;
+    let placement: PluginPlacement;
     try {
-      worker = await processes.place(plugin.limits.memoryMb);
+      placement = await processes.place({
+        owner: plugin.owner,
+        memoryMb: plugin.limits.memoryMb,
+        caps: plugin.limits,
+      });
     } catch (error) {
-      return failure({ kind: 'unavailable', message: (error as Error).message });
+      return refused(error);
     }
+    const { worker } = placement;
     const id = ++nextInstance;
     const instance = createInstance({
       id,
       pluginId: plugin.pluginId,
-      worker,
+      placement,
       processes,
       limits: plugin.limits,
       capabilities: plugin.capabilities,
       log: (line, dropped) => log(plugin, line, dropped),
       onEnd: (reason, suspect) => ended(plugin, instance, reason, suspect),
     });
-    instances.set(id, { instance, worker: worker.index });
+    instances.set(id, { instance, worker: worker.id });
     plugin.instance = instance;
     setState(plugin, 'starting');
     try {
@@ -206,13 +217,26 @@ export const createPluginRuntime = (options: PluginRuntimeOptions = {}): PluginR
       instances.delete(id);
       plugin.instance = undefined;
       const failed = failure(reason as Omit<PluginFailure, 'at'>);
-      noteEnd(worker.index, failed.kind);
+      noteEnd(worker.id, failed.kind);
       return failed;
     }
     plugin.current = pkg;
     plugin.error = undefined;
     setState(plugin, 'running');
     return undefined;
+  }
+
+  /** Why place() refused a plugin, with its stable code and, past a cap, the cap. */
+  function refused(error: unknown): PluginFailure {
+    if (!isSandboxError(error)) return failure({ kind: 'unavailable', message: messageOf(error) });
+    const { limit, max } = error.data ?? {};
+    const capped = error.code === 'LIMIT_EXCEEDED' && typeof limit === 'string' && typeof max === 'number';
+    return failure({
+      kind: capped ? 'limit' : 'unavailable',
+      message: error.message,
+      code: error.code,
+      ...(capped ? { limit: { name: limit, max } } : {}),
+    });
   }
 
   /** A loaded instance ended by itself: the plugin fails, or starts again if its worker died under another. */
@@ -269,7 +293,11 @@ export const createPluginRuntime = (options: PluginRuntimeOptions = {}): PluginR
 
   return {
     start(input) {
-      const limits = { ...DEFAULT_PLUGIN_LIMITS, ...options.limitsOf?.(input.owner.tenantId) };
+      const limits = {
+        ...DEFAULT_PLUGIN_LIMITS,
+        ...options.limits,
+        ...options.limitsOf?.(input.owner.tenantId),
+      };
       let plugin = plugins.get(input.pluginId);
       if (plugin !== undefined && owned(input.owner, input.pluginId) === undefined)
         return Promise.reject(notFound(input.pluginId));
@@ -370,7 +398,7 @@ export const createPluginRuntime = (options: PluginRuntimeOptions = {}): PluginR
         .filter((p) => p.owner.tenantId === owner.tenantId && p.owner.agentId === owner.agentId)
         .map(statusOf),
 
-    pids: () => processes.pids(),
+    pids: (tenantId) => processes.pids(tenantId),
 
     async close() {
       if (closed) return;

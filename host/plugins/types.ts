@@ -1,6 +1,7 @@
 // The public vocabulary of the creator-plugin runtime: the states a plugin goes through, the limits
 // that bound it, and the host capabilities the caller hands it (the only things a plugin can reach).
 // Everything here is data or an interface; runtime.ts implements it.
+import type { ErrorCode } from '../errors.ts';
 import type { JsonValue } from '../json.ts';
 
 export type { JsonValue };
@@ -22,27 +23,44 @@ export type PluginState =
 export type PluginFailureKind =
   | 'compile' // the host body does not parse
   | 'apply' // the body or apply() threw, or the body returned no plugin
-  | 'timeout' // a callback ran past its CPU budget, or a start past its wall clock
+  | 'timeout' // a callback ran past its CPU budget or its wall-clock bound, or a start past its wall clock
   | 'memory' // the isolate's heap limit
-  | 'limit' // a count or size cap (messages per callback, value sizes)
+  | 'limit' // a count or size cap (messages per callback, value sizes; the tenant's or agent's running plugins)
   | 'refused' // the host refused a registration (a name it may not have, a bad schema)
   | 'crash' // the plugin process died while this plugin ran
-  | 'unavailable'; // no plugin worker had room for it, or the runtime is shutting down
+  | 'unavailable'; // the host had no plugin worker left for it, or the runtime is shutting down
 
 export interface PluginFailure {
   kind: PluginFailureKind;
   message: string;
+  /** The stable code of a refusal to place it (LIMIT_EXCEEDED, ISOLATE_UNAVAILABLE, SHUTTING_DOWN). */
+  code?: ErrorCode;
+  /** Which of its tenant's or agent's caps refused it, and that cap (LIMIT_EXCEEDED). */
+  limit?: { name: string; max: number };
   /** The plugin's own stack (lines of its host body), when it threw. */
   stack?: string;
   at: number;
 }
 
-/** Bounds of one plugin; the caller gives each tenant's (limitsOf). */
+/**
+ * Bounds of one plugin, and of a tenant's plugins together (the `max…PerAgent`, `max…PerTenant`
+ * fields: what placement on the tenant's worker processes enforces); the caller gives each
+ * tenant's (limitsOf).
+ */
 export interface PluginLimits {
   /** Heap of the plugin's isolate (isolated-vm memoryLimit, at least 8). Default 16. */
   memoryMb: number;
-  /** CPU one entry into the isolate may use (apply, an event, a tool's execute up to its next await). Default 1000. */
+  /**
+   * CPU one entry into the isolate may use (apply, an event, a tool's execute up to its next await):
+   * CPU time the process really spent on it (host/isolates/cpu.ts), so an entry that waits for a
+   * core under load is not charged for the wait. Default 1000.
+   */
   cpuMsPerCallback: number;
+  /**
+   * Wall clock one entry may hold the isolate, however little CPU it uses: the backstop for an entry
+   * that neither finishes nor computes. Default 10 000.
+   */
+  callbackWallMs: number;
   /**
    * CPU the plugin may use over time, across all its entries: a bucket of this many ms that refills
    * at this many ms per minute, so a plugin that keeps every callback just under its budget still
@@ -73,11 +91,25 @@ export interface PluginLimits {
   maxValueBytes: number;
   /** Size of a package's host body (characters). Default 256 KiB. */
   maxCodeBytes: number;
+  /** Plugins one agent may run (or start) at once. Default 16. */
+  maxRunningPerAgent: number;
+  /** Plugins one tenant's agents may run at once, together. Default 32. */
+  maxRunningPerTenant: number;
+  /** Heap limits (memoryMb) of one agent's running plugins, added up, in MB. Default 256. */
+  maxMemoryMbPerAgent: number;
+  /** Heap limits of one tenant's running plugins, added up, in MB. Default 512. */
+  maxMemoryMbPerTenant: number;
+  /**
+   * Plugin worker processes of the tenant's own; the host may give it fewer, keeping some for
+   * tenants that have none (processes.ts). Default 2.
+   */
+  maxWorkersPerTenant: number;
 }
 
 export const DEFAULT_PLUGIN_LIMITS: Readonly<PluginLimits> = Object.freeze({
   memoryMb: 16,
   cpuMsPerCallback: 1_000,
+  callbackWallMs: 10_000,
   cpuMsPerMinute: 15_000,
   callWallMs: 30_000,
   startWallMs: 10_000,
@@ -91,6 +123,11 @@ export const DEFAULT_PLUGIN_LIMITS: Readonly<PluginLimits> = Object.freeze({
   logRing: 200,
   maxValueBytes: 1024 * 1024,
   maxCodeBytes: 256 * 1024,
+  maxRunningPerAgent: 16,
+  maxRunningPerTenant: 32,
+  maxMemoryMbPerAgent: 256,
+  maxMemoryMbPerTenant: 512,
+  maxWorkersPerTenant: 2,
 });
 
 /** A tool a running plugin registered; `execute` runs in the plugin's isolate. */

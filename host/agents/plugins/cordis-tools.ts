@@ -3,7 +3,9 @@
 // which the agent service sets only when it has a plugin host, and are offered only then (and
 // only to presets that name them: the creator preset). Failures are SandboxErrors with stable
 // codes; a plugin that did not start fails cordis_run with its reason (TOOL_NAME_TAKEN for a tool
-// that would shadow another, TOOL_FAILED otherwise) and says where its logs are.
+// that would shadow another, LIMIT_EXCEEDED past a cap of its agent or tenant with `data.limit`
+// naming it, ISOLATE_UNAVAILABLE when the host has no worker for it, TOOL_FAILED otherwise) and
+// says where its logs are.
 import * as v from 'valibot';
 import { SandboxError } from '../../errors.ts';
 import { defineTool } from '../../tools/define.ts';
@@ -144,8 +146,8 @@ const failedRun = (pluginId: string, packageId: string, outcome: LaunchOutcome):
   const still = outcome.status.state === 'running' ? ` It still runs ${outcome.status.packageId}.` : '';
   return new SandboxError(
     outcome.code ?? 'TOOL_FAILED',
-    `Plugin ${pluginId} did not start package ${packageId} (${error.kind}): ${error.message}.${still} cordis_inspect_self shows its logs.`,
-    { data: { kind: error.kind } },
+    `Plugin ${pluginId} did not start package ${packageId} (${error.kind}): ${error.message.replace(/\.$/, '')}.${still} cordis_inspect_self shows its logs.`,
+    { data: { kind: error.kind, ...(error.limit ? { limit: error.limit.name, max: error.limit.max } : {}) } },
   );
 };
 

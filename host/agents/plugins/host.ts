@@ -193,7 +193,8 @@ export function createPluginHost(deps: PluginHostDeps, options: PluginHostOption
       ...(running ? { currentPackageId: result.status.packageId as string } : {}),
     });
     if (result.ok) return { status: result.status };
-    const code = refusals.get(pluginId);
+    // A refused registration's code, else that of a refusal to place it (a cap of the tenant's).
+    const code = refusals.get(pluginId) ?? result.error.code;
     return { status: result.status, error: result.error, ...(code ? { code } : {}) };
   }
 

@@ -44,7 +44,10 @@ export interface PluginDetail extends PluginView {
 export interface LaunchOutcome {
   status: PluginStatus;
   error?: PluginFailure;
-  /** The stable code of a refused registration (TOOL_NAME_TAKEN …) that made the start fail. */
+  /**
+   * The stable code of a refused registration (TOOL_NAME_TAKEN …) that made the start fail, or of a
+   * refusal to place it (LIMIT_EXCEEDED past a cap of its agent or tenant, ISOLATE_UNAVAILABLE).
+   */
   code?: SandboxError['code'];
 }
 

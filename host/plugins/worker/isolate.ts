@@ -1,11 +1,15 @@
 // One loaded package inside a plugin worker process: its isolate (isolated-vm, a heap limit of its
 // own), the prelude (prelude.ts) and the entries into it. Every entry (start, a tool's execute, a
-// settled call, an event, stop) is queued on isolated-vm's thread pool with the CPU budget of one
-// callback as its timeout, so a plugin's loop or memory never holds the worker's thread or another
-// plugin's isolate. Invariants: once `ended`, the isolate is disposed and exactly one `failed` or
-// `unloaded` went out for this id, and nothing else goes out for it; everything the isolate sends
-// is untrusted text, size-checked and shape-checked before anything is forwarded.
+// settled call, an event, stop) is queued on isolated-vm's thread pool, so a plugin's loop or
+// memory never holds the worker's thread or another plugin's isolate. An entry is bounded by the
+// CPU it really uses (the worker's meter charges it every poll, host/isolates/cpu.ts: under load an
+// entry waits for a core without paying for it) and, as a backstop, by a generous wall clock
+// (isolated-vm's timeout, which counts waiting too). Invariants: once `ended`, the isolate is
+// disposed and exactly one `failed` or `unloaded` went out for this id, and nothing else goes out
+// for it; everything the isolate sends is untrusted text, size-checked and shape-checked before
+// anything is forwarded.
 import ivm from 'isolated-vm';
+import type { Metered } from '../../isolates/cpu.ts';
 import { BODY_FILENAME, BODY_LINE_OFFSET, PRELUDE_FILENAME, PRELUDE_SOURCE } from '../prelude.ts';
 import type { HostToPluginWorker, IsolateLimits, PluginWorkerToHost } from '../protocol.ts';
 import { clip, MAX_ERROR_CHARS, MAX_STACK_CHARS } from '../protocol.ts';
@@ -19,7 +23,7 @@ const HOST_EVENT_NAMES = new Set<string>(HOST_EVENTS);
 /** What isolated-vm's timeout rejects an entry with. */
 const TIMED_OUT = 'Script execution timed out.';
 
-export interface PluginIsolate {
+export interface PluginIsolate extends Metered {
   readonly id: number;
   readonly memoryMb: number;
   /** Entries sent into the isolate and not yet returned (a crash is blamed on plugins with some). */
@@ -29,7 +33,10 @@ export interface PluginIsolate {
   event(name: string, dataJson: string): void;
   /** Disposes the plugin's scope, then the isolate; `unloaded` follows (also when it already ended). */
   unload(): void;
-  /** Poll: ends the plugin if its isolate died or stays busy past any callback's budget; the CPU it burned since the last poll (ns). */
+  /**
+   * Poll, after the meter's sample() and charge() (which end the plugin past a CPU budget or when
+   * its isolate died): the CPU it was charged since the previous poll (ns), for the memory governor.
+   */
   check(): number;
   /** The worker saw it hold more memory than its limit allows (memory.ts). */
   outOfMemory(): void;
@@ -73,10 +80,18 @@ export const loadPlugin = async (
   let ended = false;
   let unloading = false;
   let inFlight = 0;
-  let lastCpu = 0n;
-  let busyCpu = 0n;
+  /** isolated-vm's `cpuTime` at the last sample (time entered, not CPU: host/isolates/cpu.ts). */
+  let enteredAt = 0n;
+  /** Time entered since the last sample that belongs to entries that have returned (ns). */
+  let enteredByDone = 0;
+  /** The last sample (ns entered), and the CPU charged since the previous poll (ns). */
+  let sampled = 0;
+  let charged = 0;
+  /** CPU charged to the entry that runs now (ns); entries run one after another. */
+  let entryCpu = 0;
+  const entryBudgetNs = limits.cpuMsPerCallback * 1_000_000;
   /** The CPU bucket (cpuMsPerMinute), in ns: full at load, refilled by wall time, drained by CPU. */
-  const bucketNs = BigInt(limits.cpuMsPerMinute) * 1_000_000n;
+  const bucketNs = limits.cpuMsPerMinute * 1_000_000;
   let bucket = bucketNs;
   let refilledAt = performance.now();
   const calls = new Set<number>();
@@ -206,34 +221,44 @@ export const loadPlugin = async (
     throw error;
   }
 
+  /** An entry returned: what it was entered since the last sample is not the next one's. */
+  const returned = (): void => {
+    inFlight--;
+    entryCpu = 0;
+    try {
+      enteredByDone = Number(isolate.cpuTime - enteredAt);
+    } catch {
+      // disposed: the next sample ends the plugin
+    }
+  };
+
   /**
    * One entry, judged by state when it rejects: the isolate is gone (memory), isolated-vm's timeout
-   * fired (the callback's CPU budget). Anything else is the plugin's own unhandled rejection, which
-   * isolated-vm reports through the entry: logged, as Cordis reports a listener's error.
+   * fired (the entry's wall-clock bound). Anything else is the plugin's own unhandled rejection,
+   * which isolated-vm reports through the entry: logged, as Cordis reports a listener's error.
    */
   const enter = (ref: Entry, args: unknown[]): void => {
     if (ended) return;
     inFlight++;
     ref
-      .apply(undefined, args as never[], { arguments: { copy: true }, timeout: limits.cpuMsPerCallback })
-      .then(
-        () => {
-          inFlight--;
-        },
-        (error: unknown) => {
-          inFlight--;
-          if (isolate.isDisposed) return end('memory', memoryMessage(limits));
-          const message = error instanceof Error ? error.message : String(error);
-          if (message === TIMED_OUT) return end('timeout', cpuMessage(limits));
-          if (!ended)
-            send({
-              t: 'log',
-              id,
-              level: 'error',
-              text: clip(`unhandled rejection: ${message}`, limits.maxLogChars),
-            });
-        },
-      );
+      .apply(undefined, args as never[], { arguments: { copy: true }, timeout: limits.callbackWallMs })
+      .then(returned, (error: unknown) => {
+        returned();
+        if (isolate.isDisposed) return end('memory', memoryMessage(limits));
+        const message = error instanceof Error ? error.message : String(error);
+        if (message === TIMED_OUT)
+          return end(
+            'timeout',
+            `a callback of the plugin held its isolate longer than its wall-clock bound of ${limits.callbackWallMs} ms`,
+          );
+        if (!ended)
+          send({
+            t: 'log',
+            id,
+            level: 'error',
+            text: clip(`unhandled rejection: ${message}`, limits.maxLogChars),
+          });
+      });
   };
 
   enter(refs.start, [msg.source, msg.configJson, JSON.stringify(limits), JSON.stringify(HOST_EVENTS)]);
@@ -265,33 +290,40 @@ export const loadPlugin = async (
       // meanwhile) still ends in `unloaded`: through end() above, or this deadline.
       setTimeout(unloaded, limits.cpuMsPerCallback * 2 + 1000).unref();
     },
-    check() {
+    sample() {
+      sampled = 0;
       if (ended) return 0;
-      if (isolate.isDisposed) {
-        end('memory', memoryMessage(limits));
-        return 0;
-      }
-      let cpu: bigint;
+      let entered: bigint;
       try {
-        cpu = isolate.cpuTime;
+        if (isolate.isDisposed) throw new Error('disposed');
+        entered = isolate.cpuTime;
       } catch {
         end('memory', memoryMessage(limits));
         return 0;
       }
-      const burned = cpu - lastCpu;
-      // Backstop for timeouts isolated-vm misses: busy at every poll for 3 budgets in a row.
-      busyCpu = burned > 0n ? busyCpu + burned : 0n;
-      lastCpu = cpu;
-      if (busyCpu > BigInt(limits.cpuMsPerCallback * 3 + 500) * 1_000_000n)
-        end('timeout', cpuMessage(limits));
+      sampled = Number(entered - enteredAt);
+      enteredAt = entered;
+      return sampled;
+    },
+    charge(cpuNs) {
+      const done = Math.min(enteredByDone, sampled);
+      enteredByDone = 0;
+      if (ended) return;
+      charged += cpuNs;
+      // The entry that runs now pays for its part of the time entered; returned ones paid theirs.
+      if (inFlight > 0 && sampled > 0) entryCpu += (cpuNs * (sampled - done)) / sampled;
+      if (entryCpu > entryBudgetNs) return end('timeout', cpuMessage(limits));
       const now = performance.now();
-      const refill = BigInt(Math.floor(((now - refilledAt) * limits.cpuMsPerMinute * 1_000_000) / 60_000));
+      bucket = Math.min(bucketNs, bucket + ((now - refilledAt) * bucketNs) / 60_000);
       refilledAt = now;
-      bucket = bucket + refill > bucketNs ? bucketNs : bucket + refill;
-      bucket -= burned;
-      if (bucket < 0n)
+      bucket -= cpuNs;
+      if (bucket < 0)
         end('timeout', `the plugin used more CPU than its share of ${limits.cpuMsPerMinute} ms per minute`);
-      return Number(burned);
+    },
+    check() {
+      const ran = charged;
+      charged = 0;
+      return ended ? 0 : ran;
     },
     outOfMemory: () => end('memory', memoryMessage(limits)),
     heapBytes: async () => {

@@ -5,6 +5,7 @@
 // when the process went over its allowance, or that holds more than its own limit while it waits,
 // ends as `memory`. Invariants: losing the parent ends this process; a plugin's failure to load
 // is answered with `failed`, never by this process ending.
+import { createCpuMeter } from '../../isolates/cpu.ts';
 import { createMemoryWatch } from '../../isolates/memory.ts';
 import { createOutbox } from '../../isolates/outbox.ts';
 import type { HostToPluginWorker, PluginWorkerToHost } from '../protocol.ts';
@@ -125,10 +126,14 @@ process.on('unhandledRejection', (reason) =>
   process.stderr.write(`unhandled rejection: ${String(reason).slice(0, 300)}\n`),
 );
 
-// Every poll: CPU backstops and dead isolates, then memory (host/isolates/memory.ts). Plugins are
-// mostly idle: one is checked against its own limit when it has just stopped running, or when the
-// process is over its allowance with nobody running.
+// Every poll: CPU as the process really used it (host/isolates/cpu.ts) and dead isolates, then
+// memory (host/isolates/memory.ts). Plugins are mostly idle: one is checked against its own limit
+// when it has just stopped running, or when the process is over its allowance with nobody running.
+const meter = createCpuMeter();
 const watch = createMemoryWatch(args.budgetMb);
-setInterval(() => watch(plugins.values()), 25).unref();
+setInterval(() => {
+  meter(plugins.values());
+  watch(plugins.values());
+}, 25).unref();
 
 outbox.send({ t: 'ready', pid: process.pid });

@@ -55,7 +55,6 @@ const boot = (store: Store) => {
     sandboxes,
     isolates,
     plugins: {
-      processOptions: { workers: 1 },
       limitsOf: () => ({ cpuMsPerCallback: 500, callWallMs: 10_000, startWallMs: 10_000, maxTools: 8 }),
     },
   });

@@ -41,8 +41,8 @@ export const TEST_LIMITS: Partial<PluginLimits> = {
   startWallMs: 3_000,
 };
 
-export const startRuntime = (limits: Partial<PluginLimits> = TEST_LIMITS, workers = 1): PluginRuntime =>
-  createPluginRuntime({ limitsOf: () => limits, processOptions: { workers } });
+export const startRuntime = (limits: Partial<PluginLimits> = TEST_LIMITS): PluginRuntime =>
+  createPluginRuntime({ limitsOf: () => limits });
 
 export interface InnerCall {
   name: string;

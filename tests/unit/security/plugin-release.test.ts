@@ -14,20 +14,20 @@ const counted = (inner: PluginProcesses) => {
   let held = 0;
   const processes: PluginProcesses = {
     ...inner,
-    async place(memoryMb) {
-      const worker = await inner.place(memoryMb);
+    async place(request) {
+      const placement = await inner.place(request);
       held++;
-      return worker;
+      return placement;
     },
-    release(worker, memoryMb) {
+    release(placement) {
       held--;
-      inner.release(worker, memoryMb);
+      inner.release(placement);
     },
   };
   return { processes, held: () => held };
 };
 
-const workers = counted(createPluginProcesses({ workers: 1 }));
+const workers = counted(createPluginProcesses());
 const { store, keyA, request, call, creator, define, bServed, close } = pluginService({
   processes: workers.processes,
   limits: { callWallMs: 20_000 },

@@ -5,14 +5,18 @@ import { expect } from 'vitest';
 import { assembleAgents } from '../../../host/agents/assemble.ts';
 import { createApp } from '../../../host/api/app.ts';
 import { createIsolateHost } from '../../../host/isolates/index.ts';
-import type { PluginLimits } from '../../../host/plugins/index.ts';
-import type { PluginProcesses } from '../../../host/plugins/processes.ts';
+import type { PluginLimits, PluginProcesses, PluginProcessesOptions } from '../../../host/plugins/index.ts';
 import { createMemoryProvider } from '../../../host/sandbox/memory/provider.ts';
 import { openStore } from '../../../host/store/index.ts';
 import type { Loose } from '../api/harness.ts';
 
 export const pluginService = (
-  options: { limits?: Partial<PluginLimits>; processes?: PluginProcesses } = {},
+  options: {
+    limits?: Partial<PluginLimits>;
+    /** The plugin worker processes (the caller closes them); default: made from `processOptions`. */
+    processes?: PluginProcesses;
+    processOptions?: PluginProcessesOptions;
+  } = {},
 ) => {
   const isolates = createIsolateHost({ workers: 1, prewarm: 1 });
   const store = openStore({ path: ':memory:' });
@@ -21,13 +25,17 @@ export const pluginService = (
     sandboxes: createMemoryProvider(),
     isolates,
     plugins: {
-      ...(options.processes ? { processes: options.processes } : { processOptions: { workers: 1 } }),
+      ...(options.processes
+        ? { processes: options.processes }
+        : { processOptions: options.processOptions ?? {} }),
       limitsOf: () => ({ cpuMsPerCallback: 300, callWallMs: 3_000, startWallMs: 3_000, ...options.limits }),
     },
   });
   const app = createApp({ startedAt: Date.now(), version: 'test', store, agents });
-  const keyA = store.tenants.createTenant('a').apiKey;
-  const keyB = store.tenants.createTenant('b').apiKey;
+  const tenantA = store.tenants.createTenant('a');
+  const tenantB = store.tenants.createTenant('b');
+  const keyA = tenantA.apiKey;
+  const keyB = tenantB.apiKey;
   let seq = 0;
 
   const request = async (
@@ -88,5 +96,18 @@ export const pluginService = (
     await isolates.close();
     store.close();
   };
-  return { store, keyA, keyB, request, call, creator, define, run, bServed, close };
+  return {
+    store,
+    keyA,
+    keyB,
+    tenantA: tenantA.id,
+    tenantB: tenantB.id,
+    request,
+    call,
+    creator,
+    define,
+    run,
+    bServed,
+    close,
+  };
 };
