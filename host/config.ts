@@ -3,6 +3,7 @@
 
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
+import { trustedProxies } from './api/client-address.ts';
 import { SandboxError } from './errors.ts';
 import { parseSecretsKey } from './store/sealed.ts';
 
@@ -17,6 +18,15 @@ export interface Config {
   database: string;
   /** Admin key for POST /v1/tenants; none means tenant creation only through the CLI (env DSH_ADMIN_KEY). */
   adminKey: string | undefined;
+  /** Failed key attempts one client address may make per window; then 429 AUTH_THROTTLED. Default 10 (env DSH_AUTH_FAILURES). */
+  authFailures: number;
+  /** The window of authFailures, from an address's first failure, in ms. Default 60000 (env DSH_AUTH_FAILURE_WINDOW_MS). */
+  authFailureWindowMs: number;
+  /**
+   * Reverse proxies (IP addresses or ip/prefix subnets) whose X-Forwarded-For names the client, for
+   * limits per client address. Default none: the header is ignored (env DSH_TRUSTED_PROXIES, comma-separated).
+   */
+  trustedProxies: string[];
   /** Sandbox image tag; default: the one setup built for this checkout (env DSH_SANDBOX_IMAGE). */
   sandboxImage: string | undefined;
   /** The Docker engine's address (DOCKER_HOST); undefined: the local socket. */
@@ -319,6 +329,21 @@ function adminKeyFrom(key: string | undefined): string | undefined {
   return key;
 }
 
+/** DSH_TRUSTED_PROXIES: IP addresses or subnets, each checked here so that a typo fails at start. */
+const proxiesFrom = (raw: string | undefined): string[] => {
+  if (raw === undefined || raw.trim() === '') return [];
+  const entries = raw
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
+  try {
+    trustedProxies(entries);
+  } catch (e) {
+    throw new SandboxError('CONFIG_INVALID', `DSH_TRUSTED_PROXIES: ${(e as Error).message}`);
+  }
+  return entries;
+};
+
 export const loadConfig = (
   overrides: Partial<Config> = {},
   env: NodeJS.ProcessEnv = process.env,
@@ -360,6 +385,12 @@ export const loadConfig = (
     dataDir,
     database: overrides.database ?? env.DSH_DB ?? resolve(dataDir, 'store.db'),
     adminKey: adminKeyFrom(overrides.adminKey ?? (env.DSH_ADMIN_KEY || undefined)),
+    authFailures:
+      overrides.authFailures ?? intFrom('DSH_AUTH_FAILURES', env.DSH_AUTH_FAILURES, 10, 1, 1_000_000),
+    authFailureWindowMs:
+      overrides.authFailureWindowMs ??
+      intFrom('DSH_AUTH_FAILURE_WINDOW_MS', env.DSH_AUTH_FAILURE_WINDOW_MS, 60_000, 1000, 86_400_000),
+    trustedProxies: overrides.trustedProxies ?? proxiesFrom(env.DSH_TRUSTED_PROXIES),
     sandboxImage: overrides.sandboxImage ?? (env.DSH_SANDBOX_IMAGE || undefined),
     dockerHost: overrides.dockerHost ?? (env.DOCKER_HOST || undefined),
     poolSize: overrides.poolSize ?? intFrom('DSH_POOL_SIZE', env.DSH_POOL_SIZE, 2, 0, 64),
