@@ -21,6 +21,7 @@ options:
 
 environment (serve):
   DSH_ADMIN_KEY           bearer key of the admin routes, 24+ characters (unset: tenants only via the CLI)
+  DSH_METRICS_KEY         bearer key of GET /metrics only, 24+ characters (unset, and no admin key: /metrics off)
   DSH_AUTH_FAILURES       failed key attempts per client address and window; then 429 (default 10)
   DSH_AUTH_FAILURE_WINDOW_MS  that window, from the first failure (default 60000)
   DSH_TRUSTED_PROXIES     proxies (ip or ip/prefix, comma-separated) whose X-Forwarded-For is believed

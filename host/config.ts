@@ -18,6 +18,11 @@ export interface Config {
   database: string;
   /** Admin key for POST /v1/tenants; none means tenant creation only through the CLI (env DSH_ADMIN_KEY). */
   adminKey: string | undefined;
+  /**
+   * A key that opens GET /metrics and nothing else, for a scraper (the admin key opens it too); with
+   * neither, /metrics answers 403. At least 24 characters (env DSH_METRICS_KEY).
+   */
+  metricsKey: string | undefined;
   /** Failed key attempts one client address may make per window; then 429 AUTH_THROTTLED. Default 10 (env DSH_AUTH_FAILURES). */
   authFailures: number;
   /** The window of authFailures, from an address's first failure, in ms. Default 60000 (env DSH_AUTH_FAILURE_WINDOW_MS). */
@@ -320,11 +325,11 @@ export const unknownSettings = (env: NodeJS.ProcessEnv = process.env): string[] 
 /** The admin key opens every tenant's agents: one short enough to guess is refused at start. */
 export const ADMIN_KEY_MIN_LENGTH = 24;
 
-function adminKeyFrom(key: string | undefined): string | undefined {
+function adminKeyFrom(key: string | undefined, name = 'DSH_ADMIN_KEY'): string | undefined {
   if (key !== undefined && key.length < ADMIN_KEY_MIN_LENGTH)
     throw new SandboxError(
       'CONFIG_INVALID',
-      `DSH_ADMIN_KEY must be at least ${ADMIN_KEY_MIN_LENGTH} characters (it is ${key.length}); use a random one, e.g. from \`openssl rand -hex 32\``,
+      `${name} must be at least ${ADMIN_KEY_MIN_LENGTH} characters (it is ${key.length}); use a random one, e.g. from \`openssl rand -hex 32\``,
     );
   return key;
 }
@@ -385,6 +390,7 @@ export const loadConfig = (
     dataDir,
     database: overrides.database ?? env.DSH_DB ?? resolve(dataDir, 'store.db'),
     adminKey: adminKeyFrom(overrides.adminKey ?? (env.DSH_ADMIN_KEY || undefined)),
+    metricsKey: adminKeyFrom(overrides.metricsKey ?? (env.DSH_METRICS_KEY || undefined), 'DSH_METRICS_KEY'),
     authFailures:
       overrides.authFailures ?? intFrom('DSH_AUTH_FAILURES', env.DSH_AUTH_FAILURES, 10, 1, 1_000_000),
     authFailureWindowMs:

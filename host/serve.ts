@@ -323,6 +323,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
         }),
     mcpOrigins: config.mcpOrigins,
     ...(config.adminKey === undefined ? {} : { adminKey: config.adminKey }),
+    ...(config.metricsKey === undefined ? {} : { metricsKey: config.metricsKey }),
     authThrottle: createAuthThrottle({
       maxFailures: config.authFailures,
       windowMs: config.authFailureWindowMs,

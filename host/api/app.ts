@@ -88,6 +88,8 @@ export interface AppDeps {
   agents: AgentService;
   /** Admin key for POST /v1/tenants; none turns that route off. */
   adminKey?: string;
+  /** A key that opens GET /metrics and nothing else (the admin key opens it too); with neither, /metrics is off. */
+  metricsKey?: string;
   /** Failed key attempts per source (./auth-throttle.ts). Default: one with its defaults. */
   authThrottle?: AuthThrottle;
   /** Proxies whose X-Forwarded-For names the client (./client-address.ts trustedProxies); default none. */
@@ -262,7 +264,19 @@ export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
     }
     await next();
   });
-  app.route('/', systemRoutes({ version: deps.version, startedAt: deps.startedAt, metrics, lifecycle }));
+  app.route(
+    '/',
+    systemRoutes({
+      version: deps.version,
+      startedAt: deps.startedAt,
+      metrics,
+      lifecycle,
+      keys: {
+        ...(deps.adminKey === undefined ? {} : { adminKey: deps.adminKey }),
+        ...(deps.metricsKey === undefined ? {} : { metricsKey: deps.metricsKey }),
+      },
+    }),
+  );
 
   app.use('/v1/*', refuseWhenShuttingDown(lifecycle));
   const jsonBodyLimit = bodyLimit({

@@ -1,6 +1,6 @@
 // Authentication: `Authorization: Bearer <key>`. Tenant keys are verified by the tenant store
-// (SHA-256, constant-time compare); the admin key (config DSH_ADMIN_KEY) is compared here in
-// constant time. Every 401 carries a WWW-Authenticate
+// (SHA-256, constant-time compare); the admin key (config DSH_ADMIN_KEY) and the metrics key
+// (DSH_METRICS_KEY) are compared here in constant time. Every 401 carries a WWW-Authenticate
 // challenge (RFC 6750). Every key check goes through checkKey: a source that failed too often is
 // answered 429 before its key is looked at, and a wrong key counts against it (./auth-throttle.ts).
 import { createHash, timingSafeEqual } from 'node:crypto';
@@ -80,6 +80,26 @@ export const adminAuth = (adminKey: string | undefined): MiddlewareHandler<ApiEn
     if (checkKey(c, () => oneOf(token, expected)) === undefined) {
       throw unauthorized('The admin key is wrong.', `${REALM}, error="invalid_token"`);
     }
+    await next();
+  };
+};
+
+/**
+ * GET /metrics: the metrics key (DSH_METRICS_KEY, for a scraper that should hold nothing more) or
+ * the admin key (the operator view reads it). With neither configured, /metrics is off (403): what
+ * it shows (tenant ids, traffic, load) is the operator's, not every client's.
+ */
+export const metricsAuth = (keys: { adminKey?: string; metricsKey?: string }): MiddlewareHandler<ApiEnv> => {
+  const expected = [keys.metricsKey, keys.adminKey].filter((k) => k !== undefined).map(digest);
+  return async function metricsAuth(c, next) {
+    const token = bearerToken(c.req.header('authorization'));
+    if (expected.length === 0)
+      throw new SandboxError(
+        'FORBIDDEN',
+        '/metrics is off: set DSH_METRICS_KEY (or DSH_ADMIN_KEY) and scrape with it as the bearer token.',
+      );
+    if (checkKey(c, () => oneOf(token, expected)) === undefined)
+      throw unauthorized('The metrics key is wrong.', `${REALM}, error="invalid_token"`);
     await next();
   };
 };

@@ -32,7 +32,7 @@ export const makeApi = (
     /** More of the app's dependencies (the pool and disk readers of /metrics). */
     app?: Pick<
       AppDeps,
-      'pool' | 'workspaceDisk' | 'fair' | 'connections' | 'authThrottle' | 'trustedProxies'
+      'pool' | 'workspaceDisk' | 'fair' | 'connections' | 'authThrottle' | 'trustedProxies' | 'metricsKey'
     >;
   } = {},
 ) => {

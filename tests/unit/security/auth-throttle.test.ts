@@ -2,8 +2,8 @@
 // 401s), over real HTTP from distinct loopback addresses (127.0.0.x): after the threshold an
 // address gets 429 AUTH_THROTTLED with Retry-After and its keys are not checked (a right one waits
 // too), while a right key from another address works; every key check counts (tenant keys, the
-// admin key, terminal sockets, the console's sign-in); X-Forwarded-For is believed only
-// from a trusted proxy; the window ends on an injected clock, not a sleep; and the table of
+// admin and metrics keys, terminal sockets, the console's sign-in); X-Forwarded-For is believed
+// only from a trusted proxy; the window ends on an injected clock, not a sleep; and the table of
 // addresses is bounded however many there are.
 
 import { request } from 'node:http';
@@ -95,11 +95,11 @@ describe('failed keys are throttled per client address, over HTTP', () => {
     expect((await send('127.0.0.1', 'GET', '/v1/agents', bearer('dsk_wrong'))).status).toBe(401);
   });
 
-  it('every key check counts: admin routes, terminal sockets, a query token', async () => {
+  it('every key check counts: admin routes, /metrics, terminal sockets, a query token', async () => {
     const from = '127.0.0.3';
     const attempts = [
       () => send(from, 'GET', '/v1/tenants', bearer('not-the-admin-key-0123456789')),
-      () => send(from, 'POST', '/v1/tenants', bearer('not-the-admin-key-0123456789')),
+      () => send(from, 'GET', '/metrics', bearer('not-the-admin-key-0123456789')),
       () => send(from, 'GET', '/v1/admin/workspaces', bearer('not-the-admin-key-0123456789')),
       () => send(from, 'GET', '/v1/agents/x/terminals/t1', bearer('dsk_wrong')),
       () => send(from, 'GET', '/v1/agents/x/terminals/t1?token=dsk_wrong'),
@@ -109,6 +109,7 @@ describe('failed keys are throttled per client address, over HTTP', () => {
     const refused = await send(from, 'GET', '/v1/tenants', bearer(ADMIN_KEY));
     expect(refused.status).toBe(429);
     expect(codeOf(refused)).toBe('AUTH_THROTTLED');
+    expect((await send(from, 'GET', '/metrics', bearer(ADMIN_KEY))).status).toBe(429);
     // A request without a key is no guess: it stays a 401 and counts nothing elsewhere.
     expect((await send('127.0.0.4', 'GET', '/v1/agents')).status).toBe(401);
     expect((await send('127.0.0.4', 'GET', '/v1/tenants', bearer(ADMIN_KEY))).status).toBe(200);
