@@ -86,6 +86,8 @@ export const ERROR_CODES = {
   WRITE_SCOPE: 403,
   PAYLOAD_TOO_LARGE: 413,
   RATE_LIMITED: 429,
+  /** Too many failed key attempts from the request's address: refused unchecked until Retry-After. */
+  AUTH_THROTTLED: 429,
   REQUEST_EXPIRED: 410,
   /** A call batch named a step that is unknown or expired (POST /v1/agents/:id/steps opens one). */
   STEP_NOT_FOUND: 404,

@@ -14,6 +14,8 @@ import { serve as listen } from '@hono/node-server';
 import { assembleAgents } from './agents/assemble.ts';
 import { agentEgressRules } from './agents/web.ts';
 import { createApp } from './api/app.ts';
+import { createAuthThrottle } from './api/auth-throttle.ts';
+import { trustedProxies } from './api/client-address.ts';
 import { createConnectionGuard } from './api/connections.ts';
 import { createFairScheduler, takingTurns, yieldingWorkers } from './api/fair.ts';
 import { createLifecycle } from './api/lifecycle.ts';
@@ -337,6 +339,12 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
         }),
     mcpOrigins: config.mcpOrigins,
     ...(config.adminKey === undefined ? {} : { adminKey: config.adminKey }),
+    ...(config.metricsKey === undefined ? {} : { metricsKey: config.metricsKey }),
+    authThrottle: createAuthThrottle({
+      maxFailures: config.authFailures,
+      windowMs: config.authFailureWindowMs,
+    }),
+    ...(config.trustedProxies.length === 0 ? {} : { trustedProxies: trustedProxies(config.trustedProxies) }),
     limits: {
       tenantConcurrency: config.tenantConcurrency,
       maxUploadBytes: config.maxUploadBytes,

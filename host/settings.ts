@@ -7,6 +7,7 @@
 // in table order. Nothing here reads the environment; config.ts hands each setting its raw text.
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
+import { trustedProxies } from './api/client-address.ts';
 import { SandboxError } from './errors.ts';
 import { parseSecretsKey } from './store/sealed.ts';
 
@@ -217,6 +218,33 @@ function testHosts(spec: Common): Setting<Array<{ ip: string; port?: number }>> 
 /** The admin key opens every tenant's agents: one short enough to guess is refused at start. */
 export const ADMIN_KEY_MIN_LENGTH = 24;
 
+/** A key that opens much (every tenant, or the metrics): one short enough to guess is refused. */
+function longKey(env: string, key: string | undefined): string | undefined {
+  if (key !== undefined && key.length < ADMIN_KEY_MIN_LENGTH)
+    throw invalid(
+      `${env} must be at least ${ADMIN_KEY_MIN_LENGTH} characters (it is ${key.length}); use a random one, e.g. from \`openssl rand -hex 32\``,
+    );
+  return key;
+}
+
+/** Reverse proxies as IP addresses or ip/prefix subnets, checked as the throttle will use them. */
+function proxies(spec: Common): Setting<string[]> {
+  return {
+    ...spec,
+    shown: 'none',
+    parse(raw) {
+      const entries = listItems(raw);
+      try {
+        trustedProxies(entries);
+      } catch (e) {
+        throw invalid(`${spec.env}: ${(e as Error).message}`);
+      }
+      return entries;
+    },
+    fallback: () => [],
+  };
+}
+
 const timeoutMs = (spec: Common & { default: number }): Setting<number> =>
   int({ ...spec, min: 100, max: 600_000 });
 
@@ -265,13 +293,17 @@ export const SETTINGS = {
       help: `bearer key of the admin routes and the operator view, ${ADMIN_KEY_MIN_LENGTH}+ characters (unset: tenants only via the CLI)`,
       doc: 'bearer key of the admin routes (`/v1/tenants`, `/v1/admin/*`) and the operator view; at least 24 characters, else `CONFIG_INVALID` at start (unset: tenants only via the CLI)',
     }),
-    adopt(key: string | undefined): string | undefined {
-      if (key !== undefined && key.length < ADMIN_KEY_MIN_LENGTH)
-        throw invalid(
-          `DSH_ADMIN_KEY must be at least ${ADMIN_KEY_MIN_LENGTH} characters (it is ${key.length}); use a random one, e.g. from \`openssl rand -hex 32\``,
-        );
-      return key;
-    },
+    adopt: (key: string | undefined): string | undefined => longKey('DSH_ADMIN_KEY', key),
+  } satisfies Setting<string | undefined>,
+  metricsKey: {
+    ...text({
+      env: 'DSH_METRICS_KEY',
+      section: 'service',
+      shown: 'none',
+      help: `bearer key of GET /metrics and nothing else, ${ADMIN_KEY_MIN_LENGTH}+ characters (with neither it nor the admin key, /metrics answers 403)`,
+      doc: 'bearer key of `GET /metrics` and nothing else, for a scraper such as Prometheus (`authorization: { credentials: <key> }` in its scrape config); at least 24 characters. With neither it nor `DSH_ADMIN_KEY` set, `/metrics` answers 403',
+    }),
+    adopt: (key: string | undefined): string | undefined => longKey('DSH_METRICS_KEY', key),
   } satisfies Setting<string | undefined>,
   secretsKey: {
     env: 'DSH_SECRETS_KEY',
@@ -607,6 +639,29 @@ export const SETTINGS = {
     section: 'requests and connections',
     default: 5000,
     help: 'an idle keep-alive connection is closed after this',
+  }),
+  authFailures: int({
+    env: 'DSH_AUTH_FAILURES',
+    section: 'requests and connections',
+    default: 10,
+    min: 1,
+    max: 1_000_000,
+    help: 'failed key attempts one client address may make per window; then 429 AUTH_THROTTLED',
+    doc: 'failed key attempts (tenant, admin or metrics key; API, terminal sockets or console sign-in) one client address may make per window; its further attempts answer 429 `AUTH_THROTTLED` with `Retry-After` until the window ends, without their key being checked',
+  }),
+  authFailureWindowMs: int({
+    env: 'DSH_AUTH_FAILURE_WINDOW_MS',
+    section: 'requests and connections',
+    default: 60_000,
+    min: 1000,
+    max: 86_400_000,
+    help: "that window, from the address's first failure in it",
+  }),
+  trustedProxies: proxies({
+    env: 'DSH_TRUSTED_PROXIES',
+    section: 'requests and connections',
+    help: 'reverse proxies (ip or ip/prefix, comma-separated) whose X-Forwarded-For names the client',
+    doc: "reverse proxies (IP addresses or `ip/prefix` subnets, comma-separated) whose `X-Forwarded-For` names the client for the key-failure throttle; unset, the header is ignored and the client is the TCP peer. **Set it behind a proxy**, else every client shares the proxy's address and one client's wrong keys throttle all of them",
   }),
   mcpOrigins: origins({
     env: 'DSH_MCP_ORIGINS',

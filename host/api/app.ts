@@ -1,6 +1,7 @@
 // The Hono application of the control plane: middleware (request id, shutdown gate, body limits,
 // timeouts, auth, per-tenant concurrency), the v1 routes, /openapi.json generated from the same
 // valibot schemas that validate, and the one error handler (./errors.ts).
+import type { BlockList } from 'node:net';
 import { type Context, Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
@@ -17,6 +18,8 @@ import type { Store, TenantStore } from '../store/index.ts';
 import type { ScheduleService } from '../tools/builtin/index.ts';
 import { createClientAudit } from './audit.ts';
 import { bearerToken, tenantAuth } from './auth.ts';
+import { type AuthThrottle, createAuthThrottle, keyAttemptsOf } from './auth-throttle.ts';
+import { clientSource } from './client-address.ts';
 import { type ConnectionGuard, claimConnection, keepRefusalBody, refuseStrayUpgrade } from './connections.ts';
 import type { ApiEnv } from './env.ts';
 import { errorBody, errorHandler } from './errors.ts';
@@ -85,6 +88,12 @@ export interface AppDeps {
   agents: AgentService;
   /** Admin key for POST /v1/tenants; none turns that route off. */
   adminKey?: string;
+  /** A key that opens GET /metrics and nothing else (the admin key opens it too); with neither, /metrics is off. */
+  metricsKey?: string;
+  /** Failed key attempts per source (./auth-throttle.ts). Default: one with its defaults. */
+  authThrottle?: AuthThrottle;
+  /** Proxies whose X-Forwarded-For names the client (./client-address.ts trustedProxies); default none. */
+  trustedProxies?: BlockList;
   limits?: Partial<ApiLimits>;
   /** Default: a fresh registry. Pass one to share it with the agent service's observe hook. */
   metrics?: Metrics;
@@ -152,6 +161,7 @@ export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
   const limits = { ...DEFAULT_LIMITS, ...deps.limits };
   const metrics = withLogUsage(deps.metrics ?? createMetrics(), () => deps.store.events.usage());
   const lifecycle = deps.lifecycle ?? createLifecycle();
+  const throttle = deps.authThrottle ?? createAuthThrottle();
   metrics.gauge('dsh_sandboxes_live', 'Sandboxes this control plane holds a handle to.', () =>
     deps.agents.liveSandboxes(),
   );
@@ -205,6 +215,13 @@ export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
     );
   }
 
+  metrics.gauge('dsh_auth_failures', 'Failed key attempts since start.', () => throttle.stats().failures);
+  metrics.gauge(
+    'dsh_auth_throttled',
+    'Key attempts refused unchecked since start: their address had failed too often (AUTH_THROTTLED).',
+    () => throttle.stats().refused,
+  );
+
   const app = new Hono<ApiEnv>();
   app.onError(errorHandler({ onError: (code) => metrics.error(code) }));
   app.notFound((c) => {
@@ -226,6 +243,11 @@ export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
     });
   });
   app.use(requestId());
+  // Every key check of the request counts against its source (./auth.ts checkKey).
+  app.use(async function keyAttempts(c, next) {
+    c.set('keyAttempts', keyAttemptsOf(throttle, clientSource(c.env, deps.trustedProxies)));
+    await next();
+  });
   const fair = deps.fair ?? createFairScheduler({ budgetMs: limits.fairTurnMs });
   // A heavy request waits its turn before the rest of its work: what runs before admission (the
   // middleware, the body) is ~half of its main-thread time, and a burst of it held light requests
@@ -233,7 +255,7 @@ export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
   // it waits in its tenant's queue and its connection no longer counts as unauthenticated (those
   // give way to newer ones); one without a valid key does not wait: tenantAuth refuses it.
   app.use(async function fairEntry(c, next) {
-    if (takesTurns(c)) {
+    if (takesTurns(c) && !c.var.keyAttempts.throttled()) {
       const tenant = tenantOf(deps.store.tenants, c.req.header('authorization'));
       if (tenant !== undefined) {
         claimConnection(connections, c, tenant.id);
@@ -242,7 +264,19 @@ export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
     }
     await next();
   });
-  app.route('/', systemRoutes({ version: deps.version, startedAt: deps.startedAt, metrics, lifecycle }));
+  app.route(
+    '/',
+    systemRoutes({
+      version: deps.version,
+      startedAt: deps.startedAt,
+      metrics,
+      lifecycle,
+      keys: {
+        ...(deps.adminKey === undefined ? {} : { adminKey: deps.adminKey }),
+        ...(deps.metricsKey === undefined ? {} : { metricsKey: deps.metricsKey }),
+      },
+    }),
+  );
 
   app.use('/v1/*', refuseWhenShuttingDown(lifecycle));
   const jsonBodyLimit = bodyLimit({

@@ -2,6 +2,7 @@
 import type { RequestIdVariables } from 'hono/request-id';
 import type { Agent } from '../agents/types.ts';
 import type { Tenant } from '../store/index.ts';
+import type { KeyAttempts } from './auth-throttle.ts';
 
 export interface ApiEnv {
   Variables: RequestIdVariables & {
@@ -15,5 +16,7 @@ export interface ApiEnv {
     releaseSlot: () => void;
     /** Counts an open SSE stream of `kind` in /metrics until the returned function is called (set by the app). */
     openStream: (kind: string) => () => void;
+    /** The key-failure throttle for this request's source (set by the app; ./auth-throttle.ts). */
+    keyAttempts: KeyAttempts;
   };
 }

@@ -69,7 +69,7 @@ const RESPONSES = {
   NotFound: errorResponse("No such resource for this tenant (NOT_FOUND; another tenant's ids too)."),
   PayloadTooLarge: errorResponse('The body is larger than the service takes (PAYLOAD_TOO_LARGE).'),
   RateLimited: errorResponse(
-    'The tenant holds all its request slots or connections (RATE_LIMITED); retry after Retry-After.',
+    'The tenant holds all its request slots or connections (RATE_LIMITED), or its address made too many failed key attempts (AUTH_THROTTLED); retry after Retry-After.',
     { 'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer' } } },
   ),
   ShuttingDown: errorResponse('The service is shutting down (SHUTTING_DOWN); retry after it restarts.'),

@@ -1,5 +1,6 @@
 // Signing in and out. A key is checked by asking the API with it (a tenant key: GET /v1/agents;
-// the admin key: GET /v1/tenants) — the console holds no key store of its own. The key stays in
+// the admin key: GET /v1/tenants) — the console holds no key store of its own, and wrong keys count
+// against the browser's address like any other (api/auth-throttle.ts). The key stays in
 // the server-side session; the browser gets only the session's opaque id, in an httpOnly,
 // SameSite=Strict cookie (Secure over https).
 import { Hono } from 'hono';
@@ -71,8 +72,19 @@ export const signinRoutes = (fetch: ApiFetch, sessions: Sessions): Hono<ConsoleE
     const key = typeof form.key === 'string' ? form.key.trim() : '';
     const role: SessionRole = form.role === 'operator' ? 'operator' : 'tenant';
     const probe = role === 'tenant' ? '/v1/agents' : '/v1/tenants';
-    const ok = /^[A-Za-z0-9._~+/=-]{1,512}$/.test(key) && (await apiRequest(fetch, c, key, probe)).ok;
-    if (!ok) return c.html(await signinPage('That key was not accepted.'), 401);
+    const answer = /^[A-Za-z0-9._~+/=-]{1,512}$/.test(key)
+      ? await apiRequest(fetch, c, key, probe)
+      : undefined;
+    // The API throttles failed keys per address, the browser's included (its connection goes along).
+    if (answer?.status === 429) {
+      const retry = answer.headers.get('retry-after') ?? '60';
+      return c.html(
+        await signinPage(`Too many failed sign-ins from your address; try again in ${retry} seconds.`),
+        429,
+        { 'Retry-After': retry },
+      );
+    }
+    if (answer?.ok !== true) return c.html(await signinPage('That key was not accepted.'), 401);
     // A session this browser already held ends: a sign-in always starts from a fresh id, and the
     // session it replaces does not live on unseen (with its streams) until it expires.
     const held = sessionOf(sessions, c);

@@ -8,7 +8,8 @@
 // Invariants: input is written to the terminal without ever blocking the output relay (a program
 // that does not read its input cannot stall its own output); EOF on fd 0 means sandboxd is gone,
 // and hangs the terminal up; the helper exits shortly after the program does, even when a
-// background process still holds the terminal open.
+// background process still holds the terminal open; the first size is set before the program
+// exists, so a resize that follows the open at once is never undone.
 // Identity (identity.ts): the helper keeps real/saved uid 0 so that the agent cannot signal or
 // trace it (PYTHON_PRELUDE); the program gets all three of the agent's ids before exec.
 // Run as `python3 -c PTY_HELPER ROWS COLS ECHO(0|1) PROGRAM ARGS…`.
@@ -16,27 +17,37 @@
 import { PYTHON_PRELUDE } from './identity.ts';
 
 export const PTY_HELPER = String.raw`${PYTHON_PRELUDE}
-import os, pty, sys, select, signal, struct, fcntl, termios, errno
+import os, sys, select, signal, struct, fcntl, termios, errno
 rows, cols, echo = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == '1'
 argv = sys.argv[4:]
 os.set_inheritable(3, False)  # the program must not hold the control pipe (nor keep it open)
-pid, master = pty.fork()
+# The first size and echo are set here, before the fork: set in the child, they could land after
+# a resize this process had already applied (a busy machine runs the child late), and undo it.
+master, slave = os.openpty()
+fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack('HHHH', rows, cols, 0, 0))
+if not echo:
+    a = termios.tcgetattr(slave)
+    a[3] &= ~termios.ECHO
+    termios.tcsetattr(slave, termios.TCSANOW, a)
+pid = os.fork()
 if pid == 0:
     try:
+        os.close(master)
+        os.setsid()
+        fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
+        for fd in (0, 1, 2):
+            os.dup2(slave, fd)
+        os.close(slave)
         _r, _e, _s = os.getresuid()
         if _r != _e:
             _g = os.getegid()
             os.setresgid(_g, _g, _g)
             os.setresuid(_e, _e, _e)
-        fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack('HHHH', rows, cols, 0, 0))
-        if not echo:
-            a = termios.tcgetattr(0)
-            a[3] &= ~termios.ECHO
-            termios.tcsetattr(0, termios.TCSANOW, a)
         os.execvp(argv[0], argv)
     except BaseException as e:
         os.write(2, ('cannot start %s: %s\r\n' % (argv[0], e)).encode())
     os._exit(127)
+os.close(slave)
 
 def status(line):
     try:

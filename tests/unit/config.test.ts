@@ -86,6 +86,27 @@ describe('configuration from the environment', () => {
     expect(loadConfig({}, {}, '/srv').adminKey).toBeUndefined();
   });
 
+  it('reads the metrics key, the key-failure throttle and the trusted proxies', () => {
+    expect(loadConfig({}, {}, '/srv')).toMatchObject({
+      metricsKey: undefined,
+      authFailures: 10,
+      authFailureWindowMs: 60_000,
+      trustedProxies: [],
+    });
+    const env = {
+      DSH_METRICS_KEY: 'm'.repeat(24),
+      DSH_AUTH_FAILURES: '3',
+      DSH_AUTH_FAILURE_WINDOW_MS: '5000',
+      DSH_TRUSTED_PROXIES: ' 10.0.0.1, 192.168.0.0/16 ,fd00::/8',
+    };
+    expect(loadConfig({}, env, '/srv')).toMatchObject({
+      metricsKey: 'm'.repeat(24),
+      authFailures: 3,
+      authFailureWindowMs: 5000,
+      trustedProxies: ['10.0.0.1', '192.168.0.0/16', 'fd00::/8'],
+    });
+  });
+
   it('refuses bad values at start with CONFIG_INVALID', async () => {
     for (const env of [
       { DSH_DISK_QUOTA: 'maybe' },
@@ -98,6 +119,10 @@ describe('configuration from the environment', () => {
       { DSH_ISOLATE_WORKER_MB: '64' },
       // An admin key short enough to guess (it opens every tenant).
       { DSH_ADMIN_KEY: 'admin' },
+      { DSH_METRICS_KEY: 'metrics' },
+      { DSH_AUTH_FAILURES: '0' },
+      { DSH_TRUSTED_PROXIES: '10.0.0.1,proxy.example' },
+      { DSH_TRUSTED_PROXIES: '10.0.0.0/33' },
     ]) {
       expect(await codeOf((async () => loadConfig({}, env, '/srv'))()), JSON.stringify(env)).toBe(
         'CONFIG_INVALID',

@@ -1,18 +1,21 @@
-// Unauthenticated system routes: health, Prometheus metrics. (/openapi.json is mounted by app.ts,
-// which needs the finished app.)
+// System routes: health (no key), Prometheus metrics (the metrics or the admin key: ../auth.ts
+// metricsAuth). (/openapi.json is mounted by app.ts, which needs the finished app.)
 import { Hono } from 'hono';
 import { describeRoute } from 'hono-openapi';
+import { metricsAuth } from '../auth.ts';
 import { jsonResponse } from '../body.ts';
 import type { ApiEnv } from '../env.ts';
 import type { Lifecycle } from '../lifecycle.ts';
 import type { Metrics } from '../metrics.ts';
-import { Health } from '../schemas.ts';
+import { ErrorBody, Health } from '../schemas.ts';
 
 export interface SystemRoutesOptions {
   version: string;
   startedAt: number;
   metrics: Metrics;
   lifecycle: Lifecycle;
+  /** The keys that open /metrics; with none, /metrics answers 403. */
+  keys: { adminKey?: string; metricsKey?: string };
 }
 
 export const systemRoutes = (options: SystemRoutesOptions): Hono<ApiEnv> => {
@@ -40,9 +43,15 @@ export const systemRoutes = (options: SystemRoutesOptions): Hono<ApiEnv> => {
     describeRoute({
       operationId: 'metrics',
       tags: ['system'],
-      security: [],
-      responses: { 200: { description: 'Prometheus text exposition', content: { 'text/plain': {} } } },
+      description:
+        'Needs the metrics key (DSH_METRICS_KEY) or the admin key (DSH_ADMIN_KEY) as the bearer token; with neither configured, 403.',
+      responses: {
+        200: { description: 'Prometheus text exposition', content: { 'text/plain': {} } },
+        401: jsonResponse('No key, or a wrong one', ErrorBody),
+        403: jsonResponse('No metrics or admin key configured', ErrorBody),
+      },
     }),
+    metricsAuth(options.keys),
     async (c) => c.text(await options.metrics.render(), 200, { 'Content-Type': options.metrics.contentType }),
   );
   return app;

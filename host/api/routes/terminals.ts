@@ -26,7 +26,7 @@ import type { AgentService } from '../../agents/service.ts';
 import { isSandboxError, SandboxError } from '../../errors.ts';
 import type { SandboxTerminals, TerminalSignal } from '../../sandbox/types.ts';
 import type { TenantStore } from '../../store/index.ts';
-import { bearerToken } from '../auth.ts';
+import { bearerToken, tenantOfKey } from '../auth.ts';
 import { jsonResponse } from '../body.ts';
 import { type ConnectionGuard, claimConnection } from '../connections.ts';
 import type { ApiEnv } from '../env.ts';
@@ -198,11 +198,7 @@ export const terminalRoutes = (
         c.req.query('token'),
         c.req.header('sec-websocket-protocol'),
       );
-      const tenant = tenants.verifyKey(token);
-      if (tenant === undefined)
-        throw new SandboxError('UNAUTHORIZED', 'The API key is unknown or revoked.', {
-          data: { wwwAuthenticate: 'Bearer realm="dsh-sandbox", error="invalid_token"' },
-        });
+      const tenant = tenantOfKey(c, tenants, token);
       claimConnection(options.connections, c, tenant.id);
       c.set('tenant', tenant);
       await next();

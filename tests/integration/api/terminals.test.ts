@@ -7,7 +7,7 @@ import WebSocket from 'ws';
 import { INPUT_LIMIT } from '../../../host/api/routes/terminals.ts';
 import type { SandboxTerminals } from '../../../host/sandbox/types.ts';
 import { until as waitUntil } from '../../helpers/until.ts';
-import { type Harness, type Loose, startHarness, text as textOf } from '../security/harness.ts';
+import { type Harness, type Loose, METRICS_KEY, startHarness, text as textOf } from '../security/harness.ts';
 
 let h: Harness;
 const http: Harness['http'] = (...args) => h.http(...args);
@@ -59,7 +59,7 @@ beforeAll(async () => {
 
 /** A gauge's value from /metrics. */
 const gauge = async (name: string): Promise<number> => {
-  const m = new RegExp(`^${name} (\\S+)$`, 'm').exec((await http(undefined, 'GET', '/metrics')).text);
+  const m = new RegExp(`^${name} (\\S+)$`, 'm').exec((await http(METRICS_KEY, 'GET', '/metrics')).text);
   if (!m) throw new Error(`no gauge ${name}`);
   return Number(m[1]);
 };

@@ -5,7 +5,7 @@
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { until } from '../../helpers/until.ts';
-import { type Harness, type Loose, startHarness } from './harness.ts';
+import { type Harness, type Loose, METRICS_KEY, startHarness } from './harness.ts';
 
 let h: Harness;
 let agent: string;
@@ -287,7 +287,7 @@ describe('hostile HTTP input', () => {
     await until(
       async () =>
         Number(
-          /^dsh_connections_open (\d+)$/m.exec((await h.http(undefined, 'GET', '/metrics')).text)?.[1] ?? 0,
+          /^dsh_connections_open (\d+)$/m.exec((await h.http(METRICS_KEY, 'GET', '/metrics')).text)?.[1] ?? 0,
         ) > 10,
       { what: 'the slow connections to be open' },
     );
@@ -298,7 +298,7 @@ describe('hostile HTTP input', () => {
     expect(sockets.every((s) => s.closedAt !== undefined)).toBe(true);
     await stillServing();
     // A body cut off by the timeout is the client's fault, never an INTERNAL error.
-    const metrics = await h.http(undefined, 'GET', '/metrics');
+    const metrics = await h.http(METRICS_KEY, 'GET', '/metrics');
     expect(metrics.text).not.toMatch(/dsh_api_errors_total\{[^}]*INTERNAL/);
   }, 170_000);
 });

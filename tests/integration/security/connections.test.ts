@@ -4,7 +4,7 @@
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { until } from '../../helpers/until.ts';
-import { type Harness, startHarness } from './harness.ts';
+import { type Harness, METRICS_KEY, startHarness } from './harness.ts';
 
 let h: Harness;
 beforeAll(async () => {
@@ -72,7 +72,7 @@ const within = async (ms: number, what: string, done: Promise<unknown>): Promise
 };
 
 const gauge = async (name: string): Promise<number> => {
-  const { raw } = await get('/metrics');
+  const { raw } = await get('/metrics', METRICS_KEY);
   await raw.closed;
   const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(raw.received());
   if (!m) throw new Error(`no gauge ${name}`);

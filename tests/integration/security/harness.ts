@@ -43,6 +43,9 @@ export interface Harness {
   close(): Promise<void>;
 }
 
+/** The key of GET /metrics on every harness's server. */
+export const METRICS_KEY = 'metrics-key-for-tests-0123456789';
+
 export const text = (r: Loose): string => (r.content ?? []).map((p: Loose) => p.text ?? '').join('');
 
 export const startHarness = async (
@@ -67,6 +70,7 @@ export const startHarness = async (
       poolSize: 0,
       isolateWorkers: options.isolateWorkers ?? 1,
       shutdownGraceMs: 1000,
+      metricsKey: METRICS_KEY,
       ...(options.maxUploadBytes === undefined ? {} : { maxUploadBytes: options.maxUploadBytes }),
       ...options.config,
     },

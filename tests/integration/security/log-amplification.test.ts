@@ -7,7 +7,7 @@
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Harness, type Loose, startHarness, text } from './harness.ts';
+import { type Harness, type Loose, METRICS_KEY, startHarness, text } from './harness.ts';
 
 const MiB = 1024 * 1024;
 const BUDGET = 16 * MiB;
@@ -112,7 +112,7 @@ describe('durable log amplification (issue 11)', () => {
     expect(b.ok, text(b)).toBe(true);
     expect(text(b)).not.toContain('budget');
     expect(text(b)).toContain(': 10');
-    const metrics = await h.http(undefined, 'GET', '/metrics');
+    const metrics = await h.http(METRICS_KEY, 'GET', '/metrics');
     expect(metrics.text).toMatch(/dsh_store_log_bytes\{tenant="[^"]+"\} \d+/);
   }, 300_000);
 });

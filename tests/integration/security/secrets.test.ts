@@ -5,7 +5,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Harness, type Loose, startHarness, text } from './harness.ts';
+import { type Harness, type Loose, METRICS_KEY, startHarness, text } from './harness.ts';
 
 let h: Harness;
 let agent: string;
@@ -88,7 +88,7 @@ describe('secrets and internals', () => {
       await h.http(h.keyB, 'GET', `/v1/agents/${agent}`),
       await h.http(h.keyA, 'GET', `/v1/agents/${agent}`),
       await h.http(h.keyA, 'GET', '/v1/agents'),
-      await h.http(undefined, 'GET', '/metrics'),
+      await h.http(METRICS_KEY, 'GET', '/metrics'),
       await h.http(undefined, 'GET', '/openapi.json'),
       await h.http(undefined, 'GET', '/v1/health'),
     ];

@@ -11,7 +11,7 @@
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { until } from '../../helpers/until.ts';
-import { type Harness, startHarness } from './harness.ts';
+import { type Harness, METRICS_KEY, startHarness } from './harness.ts';
 
 let h: Harness;
 beforeAll(async () => {
@@ -99,7 +99,7 @@ describe('WebSocket upgrades outside the terminal routes', () => {
     expect(answers[2]).toMatch(/^HTTP\/1\.1 401 /);
     // The server closed them, though their clients did not: only the request asking is open.
     const open = async () => {
-      const metrics = await own.http(undefined, 'GET', '/metrics', undefined, { Connection: 'close' });
+      const metrics = await own.http(METRICS_KEY, 'GET', '/metrics', undefined, { Connection: 'close' });
       return /^dsh_connections_open (\d+)$/m.exec(metrics.text)?.[1];
     };
     for (let i = 0; i < 50 && (await open()) !== '1'; i++) await sleep(100);

@@ -40,7 +40,7 @@ describe('health, openapi, metrics', () => {
       { id: 'c2', name: 'nope', arguments: {} },
     ]);
     await api.request(api.keyA, 'GET', '/v1/agents/agt_missing');
-    const res = await api.request(undefined, 'GET', '/metrics');
+    const res = await api.request(ADMIN_KEY, 'GET', '/metrics');
     expect(res.headers.get('content-type')).toContain('text/plain');
     expect(res.text).toContain('dsh_tool_calls_total{tool="write",outcome="ok"} 1');
     expect(res.text).toContain('dsh_tool_calls_total{tool="(unknown)",outcome="UNKNOWN_TOOL"} 1');

@@ -30,7 +30,10 @@ export const makeApi = (
     /** With it: the egress gateway (these options over its defaults), /v1/egress and the web tools. */
     egress?: Partial<EgressOptions>;
     /** More of the app's dependencies (the pool and disk readers of /metrics). */
-    app?: Pick<AppDeps, 'pool' | 'workspaceDisk' | 'fair' | 'connections'>;
+    app?: Pick<
+      AppDeps,
+      'pool' | 'workspaceDisk' | 'fair' | 'connections' | 'authThrottle' | 'trustedProxies' | 'metricsKey'
+    >;
   } = {},
 ) => {
   const store = openStore({ path: ':memory:', ...options.store });

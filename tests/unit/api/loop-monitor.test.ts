@@ -3,7 +3,7 @@
 import { afterEach, expect, it } from 'vitest';
 import { type LoopMonitor, startLoopMonitor } from '../../../host/api/loop-monitor.ts';
 import { until } from '../../helpers/until.ts';
-import { type Api, makeApi } from './harness.ts';
+import { ADMIN_KEY, type Api, makeApi } from './harness.ts';
 
 let api: Api | undefined;
 let monitor: LoopMonitor | undefined;
@@ -39,7 +39,7 @@ it('a stall longer than stallMs is logged and shows in /metrics', async () => {
   );
   await until(() => lines.length >= 1, { what: 'the probe to see the stall' });
   expect(lines[0]).toMatch(/^event loop stalled for \d+ ms/);
-  const metrics = (await api.request(undefined, 'GET', '/metrics')).text;
+  const metrics = (await api.request(ADMIN_KEY, 'GET', '/metrics')).text;
   expect(gauge(metrics, 'dsh_event_loop_lag_seconds')).toBeGreaterThanOrEqual(0.3);
   expect(gauge(metrics, 'dsh_event_loop_lag_max_seconds')).toBeGreaterThanOrEqual(0.3);
   expect(gauge(metrics, 'dsh_event_loop_stalls')).toBe(lines.length);

@@ -316,7 +316,7 @@ const inspect = async (agentId: string, ...args: string[]): Promise<Loose> => {
         'json',
         ...args,
       ],
-      { env: { PATH: process.env.PATH ?? '', HOME: home }, timeout: 60_000 },
+      { env: { PATH: process.env.PATH ?? '', HOME: home }, timeout: 90_000 },
     );
     return JSON.parse(stdout);
   } finally {
@@ -324,7 +324,10 @@ const inspect = async (agentId: string, ...args: string[]): Promise<Loose> => {
   }
 };
 
-describe('the MCP Inspector CLI against an agent', () => {
+// Each test starts the Inspector's CLI three times, a Node program that loads a large bundle (three
+// took 2.2 s at load 10 with this file alone; with the whole suite at load 15, the default 20 s was
+// not enough: issue 28). The deadlines only guard against a hang.
+describe('the MCP Inspector CLI against an agent', { timeout: 300_000 }, () => {
   it('lists and calls the native tools', async () => {
     const agentId = await createAgent({ preset: 'standard' });
     const listed = await inspect(agentId, '--method', 'tools/list');

@@ -5,7 +5,7 @@
 // families that were there before (tool calls, their latency, API errors, sandboxes, batches, workers).
 import { afterEach, describe, expect, it } from 'vitest';
 import { until } from '../../helpers/until.ts';
-import { type Api, makeApi } from './harness.ts';
+import { ADMIN_KEY, type Api, makeApi } from './harness.ts';
 
 interface Sample {
   name: string;
@@ -51,7 +51,7 @@ afterEach(async () => {
   await api.close();
 });
 
-const scrape = async () => parse((await api.request(undefined, 'GET', '/metrics')).text);
+const scrape = async () => parse((await api.request(ADMIN_KEY, 'GET', '/metrics')).text);
 const find = (samples: Sample[], name: string, labels: Record<string, string> = {}) =>
   samples.find((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
 

@@ -13,7 +13,7 @@ import { createWebSocketServer, INPUT_LIMIT } from '../../../host/api/routes/ter
 import { createMemoryProvider } from '../../../host/sandbox/memory/provider.ts';
 import type { SandboxProvider, SandboxTerminals, TerminalInfo } from '../../../host/sandbox/types.ts';
 import { until } from '../../helpers/until.ts';
-import { type Api, makeApi } from './harness.ts';
+import { ADMIN_KEY, type Api, makeApi } from './harness.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -118,7 +118,7 @@ const connect = (url: string, key: string) =>
   });
 
 const gauge = async (name: string): Promise<number> => {
-  const m = new RegExp(`^${name} (\\S+)$`, 'm').exec((await api.request(undefined, 'GET', '/metrics')).text);
+  const m = new RegExp(`^${name} (\\S+)$`, 'm').exec((await api.request(ADMIN_KEY, 'GET', '/metrics')).text);
   if (!m) throw new Error(`no gauge ${name}`);
   return Number(m[1]);
 };

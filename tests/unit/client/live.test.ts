@@ -15,7 +15,8 @@ import { until } from '../../helpers/until.ts';
 
 const store = openStore({ path: ':memory:' });
 const { agents } = assembleAgents({ store, sandboxes: createMemoryProvider() });
-const app = createApp({ startedAt: Date.now(), version: 'test', store, agents });
+const METRICS_KEY = 'metrics-key-for-tests-0123456789';
+const app = createApp({ startedAt: Date.now(), version: 'test', store, agents, metricsKey: METRICS_KEY });
 const key = store.tenants.createTenant('tenant-a').apiKey;
 let server: ServerType;
 let baseUrl: string;
@@ -100,7 +101,9 @@ describe('the client on a live service', () => {
     const open = async () =>
       Number(
         /dsh_sse_streams_open\{kind="events"\} (\d+)/.exec(
-          await (await fetch(`${baseUrl}/metrics`)).text(),
+          await (
+            await fetch(`${baseUrl}/metrics`, { headers: { Authorization: `Bearer ${METRICS_KEY}` } })
+          ).text(),
         )?.[1] ?? 0,
       );
     for await (const event of agent.events()) {

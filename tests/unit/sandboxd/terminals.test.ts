@@ -82,6 +82,27 @@ describe('sandboxd terminals', () => {
     await local.c.terminals.close(t.id);
   });
 
+  it('a resize sent at once after the open holds, however late the program starts', async () => {
+    // The PTY helper set the first size in its child, which a busy machine may run after the
+    // helper already applied a resize: the resize was undone (issue 28, the client's terminal test
+    // under load). Several terminals at once make the child late often enough to show it.
+    const terminals = await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        const t = await local.c.terminals.open({ env: { PS1: '$ ' } });
+        await local.c.terminals.resize(t.id, 101, 31);
+        return t;
+      }),
+    );
+    await Promise.all(
+      terminals.map(async (t) => {
+        await local.c.terminals.write(t.id, 'stty size; echo "done-$((1+1))"\r');
+        const { text } = await until(local.c.terminals, t.id, /done-2/, 0, 60_000);
+        expect(/^(\d+ \d+)\r?$/m.exec(text)?.[1]).toBe('31 101');
+        await local.c.terminals.close(t.id);
+      }),
+    );
+  });
+
   it('SIGINT interrupts the foreground job, not the shell', async () => {
     const t = await local.c.terminals.open();
     await local.c.terminals.write(t.id, 'echo st$((1))arted; sleep 100; echo after-sleep\r');

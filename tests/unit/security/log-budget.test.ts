@@ -5,7 +5,7 @@
 // and large value can still be read, by its own tenant only.
 import { afterEach, describe, expect, it } from 'vitest';
 import { until } from '../../helpers/until.ts';
-import { type Api, type Loose, makeApi } from '../api/harness.ts';
+import { ADMIN_KEY, type Api, type Loose, makeApi } from '../api/harness.ts';
 import { readSse } from '../api/sse.ts';
 
 const KiB = 1024;
@@ -24,7 +24,7 @@ describe('durable log budgets and bounded event pages', () => {
 
   const logBytes = async (agentId: string): Promise<number> => {
     const tenantId = api.store.agents.listAll().find((a) => a.id === agentId)!.tenantId;
-    const metrics = await api.request(undefined, 'GET', '/metrics');
+    const metrics = await api.request(ADMIN_KEY, 'GET', '/metrics');
     const line = metrics.text
       .split('\n')
       .find((l) => l.startsWith(`dsh_store_log_bytes{tenant="${tenantId}"}`));
@@ -122,7 +122,7 @@ describe('durable log budgets and bounded event pages', () => {
       expect((await api.request(api.keyA, 'GET', path)).json).toBe(unique(i, 200 * KiB));
       expect((await api.request(api.keyB, 'GET', path)).status).toBe(404);
     }
-    const metrics = await api.request(undefined, 'GET', '/metrics');
+    const metrics = await api.request(ADMIN_KEY, 'GET', '/metrics');
     expect(metrics.text).toMatch(/dsh_store_appends_refused_total\{tenant="[^"]+"\} [1-9]/);
     expect(metrics.text).toContain(`dsh_store_log_budget_bytes ${MiB}`);
   });
