@@ -3850,10 +3850,15 @@ export interface operations {
                                 name: string;
                                 tool: string;
                             }[];
+                            /** @description The first 20 of the server's tools the agent does not get, with the reason */
                             skipped: {
                                 tool: string;
                                 reason: string;
                             }[];
+                            /** @description How many of the server's tools the agent does not get */
+                            skippedCount: number;
+                            /** @description Why the server's last listing stopped before its last page (a bound of the tenant's: pages, tools, bytes or time); the tools read before it are kept */
+                            incomplete?: string;
                             lastError?: string;
                             restarts: number;
                         }[];
@@ -3940,10 +3945,15 @@ export interface operations {
                             name: string;
                             tool: string;
                         }[];
+                        /** @description The first 20 of the server's tools the agent does not get, with the reason */
                         skipped: {
                             tool: string;
                             reason: string;
                         }[];
+                        /** @description How many of the server's tools the agent does not get */
+                        skippedCount: number;
+                        /** @description Why the server's last listing stopped before its last page (a bound of the tenant's: pages, tools, bytes or time); the tools read before it are kept */
+                        incomplete?: string;
                         lastError?: string;
                         restarts: number;
                     };
@@ -4041,10 +4051,15 @@ export interface operations {
                             name: string;
                             tool: string;
                         }[];
+                        /** @description The first 20 of the server's tools the agent does not get, with the reason */
                         skipped: {
                             tool: string;
                             reason: string;
                         }[];
+                        /** @description How many of the server's tools the agent does not get */
+                        skippedCount: number;
+                        /** @description Why the server's last listing stopped before its last page (a bound of the tenant's: pages, tools, bytes or time); the tools read before it are kept */
+                        incomplete?: string;
                         lastError?: string;
                         restarts: number;
                     };

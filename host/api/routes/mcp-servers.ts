@@ -64,7 +64,19 @@ const McpServer = v.object({
   headers: v.optional(v.array(v.string())),
   state: v.picklist(['stopped', 'starting', 'ready', 'failed']),
   tools: v.array(v.object({ name: v.string(), tool: v.string() })),
-  skipped: v.array(v.object({ tool: v.string(), reason: v.string() })),
+  skipped: v.pipe(
+    v.array(v.object({ tool: v.string(), reason: v.string() })),
+    v.description("The first 20 of the server's tools the agent does not get, with the reason"),
+  ),
+  skippedCount: v.pipe(v.number(), v.description("How many of the server's tools the agent does not get")),
+  incomplete: v.optional(
+    v.pipe(
+      v.string(),
+      v.description(
+        "Why the server's last listing stopped before its last page (a bound of the tenant's: pages, tools, bytes or time); the tools read before it are kept",
+      ),
+    ),
+  ),
   lastError: v.optional(v.string()),
   restarts: v.number(),
 });
