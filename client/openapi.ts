@@ -701,7 +701,7 @@ export interface paths {
         put?: never;
         /**
          * Register mcp server
-         * @description Starts a stdio MCP server in the agent's sandbox (as the agent, no network), or connects to a remote one (transport http: Streamable HTTP, reached by the control plane through the egress gateway, only at a URL the tenant's egress allowlist admits, its headers kept by the service and shown back by name only), lists its tools and adds them as mcp__<server>__<tool>; a server of the same name is replaced. MCP_SERVER_FAILED when it does not start or cannot be reached.
+         * @description Starts a stdio MCP server in the agent's sandbox (with the agent's uid, so it shares the workspace, but a group of its own, so the agent's processes cannot read its `env`; no network; a program the agent can edit in the workspace can still reveal its env), or connects to a remote one (transport http: Streamable HTTP, reached by the control plane through the egress gateway, only at a URL the tenant's egress allowlist admits, its headers kept by the service and shown back by name only), lists its tools and adds them as mcp__<server>__<tool>; a server of the same name is replaced. MCP_SERVER_FAILED when it does not start or cannot be reached.
          */
         post: operations["registerMcpServer"];
         delete?: never;
@@ -3909,6 +3909,7 @@ export interface operations {
                     transport?: "stdio";
                     command: string[];
                     cwd?: string;
+                    /** @description Extra environment of the program. Stored sealed and shown back by name only; the agent's processes cannot read it in the sandbox (the server runs in a group of its own), but a server whose program lives in the workspace is code the agent can edit. */
                     env?: {
                         [key: string]: string;
                     };

@@ -9,11 +9,17 @@ export interface McpStdioSpec {
   /** 1-32 of [A-Za-z0-9-] (no `_`, so `mcp__<server>__<tool>` parses one way); unique per agent. */
   name: string;
   transport: 'stdio';
-  /** Program and arguments, run without a shell as the agent in its sandbox. */
+  /**
+   * Program and arguments, run without a shell in the agent's sandbox with the agent's uid and the
+   * servers' gid (sandbox-image/sandboxd/identity.ts).
+   */
   command: string[];
   /** Working directory in the workspace. Default: the workspace root. */
   cwd?: string;
-  /** Extra environment of the program (nothing of the service's own reaches it). */
+  /**
+   * Extra environment of the program (nothing of the service's own reaches it); the agent's
+   * processes cannot read it (another gid), though a program in the workspace is the agent's to edit.
+   */
   env?: Record<string, string>;
   /** Deadline of one tools/call, within the tenant's maximum (callTimeoutMs). */
   timeoutMs?: number;
