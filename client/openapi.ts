@@ -704,7 +704,7 @@ export interface paths {
         put?: never;
         /**
          * Register mcp server
-         * @description Starts a stdio MCP server in the agent's sandbox (as the agent, no network), or connects to a remote one (transport http: Streamable HTTP, reached by the control plane through the egress gateway, only at a URL the tenant's egress allowlist admits, its headers kept by the service and shown back by name only), lists its tools and adds them as mcp__<server>__<tool>; a server of the same name is replaced. MCP_SERVER_FAILED when it does not start or cannot be reached.
+         * @description Starts a stdio MCP server in the agent's sandbox (with the agent's uid, so it shares the workspace, but a group of its own, so the agent's processes cannot read its `env`; no network; a program the agent can edit in the workspace can still reveal its env), or connects to a remote one (transport http: Streamable HTTP, reached by the control plane through the egress gateway, only at a URL the tenant's egress allowlist admits, its headers kept by the service and shown back by name only), lists its tools and adds them as mcp__<server>__<tool>; a server of the same name is replaced. MCP_SERVER_FAILED when it does not start or cannot be reached.
          */
         post: operations["registerMcpServer"];
         delete?: never;
@@ -3889,10 +3889,15 @@ export interface operations {
                                 name: string;
                                 tool: string;
                             }[];
+                            /** @description The first 20 of the server's tools the agent does not get, with the reason */
                             skipped: {
                                 tool: string;
                                 reason: string;
                             }[];
+                            /** @description How many of the server's tools the agent does not get */
+                            skippedCount: number;
+                            /** @description Why the server's last listing stopped before its last page (a bound of the tenant's: pages, tools, bytes or time); the tools read before it are kept */
+                            incomplete?: string;
                             lastError?: string;
                             restarts: number;
                         }[];
@@ -3943,6 +3948,7 @@ export interface operations {
                     transport?: "stdio";
                     command: string[];
                     cwd?: string;
+                    /** @description Extra environment of the program. Stored sealed and shown back by name only; the agent's processes cannot read it in the sandbox (the server runs in a group of its own), but a server whose program lives in the workspace is code the agent can edit. */
                     env?: {
                         [key: string]: string;
                     };
@@ -3979,10 +3985,15 @@ export interface operations {
                             name: string;
                             tool: string;
                         }[];
+                        /** @description The first 20 of the server's tools the agent does not get, with the reason */
                         skipped: {
                             tool: string;
                             reason: string;
                         }[];
+                        /** @description How many of the server's tools the agent does not get */
+                        skippedCount: number;
+                        /** @description Why the server's last listing stopped before its last page (a bound of the tenant's: pages, tools, bytes or time); the tools read before it are kept */
+                        incomplete?: string;
                         lastError?: string;
                         restarts: number;
                     };
@@ -4080,10 +4091,15 @@ export interface operations {
                             name: string;
                             tool: string;
                         }[];
+                        /** @description The first 20 of the server's tools the agent does not get, with the reason */
                         skipped: {
                             tool: string;
                             reason: string;
                         }[];
+                        /** @description How many of the server's tools the agent does not get */
+                        skippedCount: number;
+                        /** @description Why the server's last listing stopped before its last page (a bound of the tenant's: pages, tools, bytes or time); the tools read before it are kept */
+                        incomplete?: string;
                         lastError?: string;
                         restarts: number;
                     };

@@ -219,11 +219,14 @@ const duplicateId = (calls: readonly { id: string }[]): string | undefined => {
   return undefined;
 };
 
+/** Calls one request may start at once: a POST /calls batch, or a JSON-RPC batch on the MCP endpoint. */
+export const MAX_CALLS_PER_BATCH = 64;
+
 export const Calls = v.strictObject({
   calls: v.pipe(
     v.array(Call),
     v.minLength(1),
-    v.maxLength(64),
+    v.maxLength(MAX_CALLS_PER_BATCH),
     v.check(
       (calls) => duplicateId(calls) === undefined,
       (issue) =>

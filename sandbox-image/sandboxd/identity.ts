@@ -1,7 +1,8 @@
 // sandboxd's identity, apart from the agent's. In a container sandboxd starts as root with only
-// CAP_SETUID and CAP_SETGID (host/sandbox/docker/config.ts) and SANDBOXD_AGENT=uid:gid, and at once
-// becomes real/saved uid 0, effective uid = the agent's (and likewise for gids; no supplementary
-// groups). So:
+// CAP_SETUID and CAP_SETGID (host/sandbox/docker/config.ts), SANDBOXD_AGENT=uid:gid and
+// SANDBOXD_SERVER_GID=gid, and at once becomes real/saved uid 0, effective uid = the agent's; its
+// effective gid is the agent's too, its real/saved gid the servers' group (no supplementary groups).
+// So:
 // - every file sandboxd touches is touched with exactly the agent's permissions and comes out owned
 //   by the agent (file access uses the effective ids), with no capability in effect;
 // - the agent's processes (all three ids = the agent's) can neither signal sandboxd (kill(2) needs
@@ -9,12 +10,20 @@
 //   read its /proc/<pid>/environ, mem or fd/* (those need uid == euid == suid of the target, and the
 //   effective-uid change made it non-dumpable as well);
 // - sandboxd can still signal the agent's processes (its effective uid is theirs).
-// Its helpers (spawner, PTY helper) keep the same split: execve copies the effective uid into the
-// saved one, so each first sets its saved ids back to 0 (PYTHON_PRELUDE). Everything the agent runs
-// gets all three ids = the agent's before exec (setpriv for the spawner's commands, for jobs and for
-// the rare exec that child_process starts; setresuid in the PTY child): a uid change that leaves no id 0 clears every capability, and
-// no-new-privileges stays on. child_process's own uid/gid options must never be used here: from an
-// effective (not real) root they change only the effective ids and would leave the child real uid 0.
+// Its helpers (spawner, PTY helper) keep the same split: execve copies the effective ids into the
+// saved ones, so each first sets its saved ids back to the real ones (PYTHON_PRELUDE). Everything
+// the agent runs gets all three ids = the agent's before exec (setpriv for the spawner's commands,
+// for jobs and for the rare exec that child_process starts; setresuid in the PTY child): a uid change
+// that leaves no id 0 clears every capability, and no-new-privileges stays on. child_process's own
+// uid/gid options must never be used here: from an effective (not real) root they change only the
+// effective ids and would leave the child real uid 0.
+// Programs on pipes (stdio MCP servers, language servers: stdio.ts) run as the servers instead:
+// the agent's uid, so they read and write the workspace exactly as the agent does (its files are
+// theirs, theirs the agent's), but the servers' gid (all three). Reading another process's
+// /proc/<pid>/environ, mem or fd, or tracing it, needs the reader's uid AND gid to equal the
+// target's real, effective and saved ones, so the agent's processes cannot read a server's
+// environment (an MCP server's `env` holds the tenant's tokens). Taking the servers' gid needs no
+// capability: it is the real gid of sandboxd and its helpers, which setresgid(2) may always take.
 // Outside a container (unit tests, local runs) SANDBOXD_AGENT is unset and nothing changes.
 
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
@@ -55,28 +64,45 @@ const parseIds = (spec: string): AgentIds => {
   return { uid, gid };
 };
 
+const parseServerGid = (spec: string | undefined, agent: AgentIds): number => {
+  const gid = Number(spec);
+  if (!/^\d{1,9}$/.test(spec ?? '') || gid === 0 || gid === agent.gid)
+    throw new Error(
+      `SANDBOXD_SERVER_GID must be a gid other than 0 and the agent's (${agent.gid}), got ${String(spec)}: stdio servers must not run in the agent's group`,
+    );
+  return gid;
+};
+
 /**
- * Become real/saved root with the agent's effective ids (see the header). `spec` is SANDBOXD_AGENT;
- * unset means "run as we are" (local runs). Throws when it is set but cannot be honoured: sandboxd
- * must never run as the agent's own uid in a container.
+ * Become real/saved root with the agent's effective ids and the servers' real/saved gid (see the
+ * header). `spec` is SANDBOXD_AGENT, `serverGid` SANDBOXD_SERVER_GID; an unset SANDBOXD_AGENT means
+ * "run as we are" (local runs). Throws when it is set but cannot be honoured: sandboxd must never
+ * run as the agent's own uid in a container, nor run its servers in the agent's group.
  */
-export const runApart = (spec: string | undefined): AgentIds | undefined => {
+export const runApart = (spec: string | undefined, serverGid: string | undefined): AgentIds | undefined => {
   if (!spec) return undefined;
   const ids = parseIds(spec);
+  const servers = parseServerGid(serverGid, ids);
   const current = agentIds();
-  if (current?.uid === ids.uid && current.gid === ids.gid) return ids; // done already
+  if (current?.uid === ids.uid && current.gid === ids.gid && process.getgid?.() === servers) return ids; // done already
   if (process.getuid?.() !== 0 || process.geteuid?.() !== 0)
     throw new Error(
       `sandboxd must start as root (uid 0, with CAP_SETUID and CAP_SETGID) to run apart from the agent (uid ${ids.uid}); it runs as uid ${process.getuid?.()}`,
     );
   if (!existsSync(SETPRIV))
     throw new Error(`${SETPRIV} is missing: the agent's commands could not drop sandboxd's ids`);
-  const p = process as Required<Pick<NodeJS.Process, 'setgroups' | 'setegid' | 'seteuid'>>;
+  const p = process as Required<Pick<NodeJS.Process, 'setgroups' | 'setgid' | 'setegid' | 'seteuid'>>;
   p.setgroups([]);
+  p.setgid(servers); // as root: real, effective and saved
   p.setegid(ids.gid);
   p.seteuid(ids.uid);
   const now = agentIds();
-  if (now?.uid !== ids.uid || now.gid !== ids.gid || process.getuid?.() !== 0)
+  if (
+    now?.uid !== ids.uid ||
+    now.gid !== ids.gid ||
+    process.getuid?.() !== 0 ||
+    process.getgid?.() !== servers
+  )
     throw new Error('could not take the agent effective ids');
   return ids;
 };
@@ -111,16 +137,28 @@ export const agentMaySignal = (pid: number): boolean => {
   return uidsOf(pid)?.[0] === ids.uid;
 };
 
+/** Who a program runs as: the agent, or a server (a program on pipes; see the header). */
+export type RunAs = 'agent' | 'server';
+
+/** The servers' gid (sandboxd's real gid) when running apart, else undefined. */
+export const serverGid = (): number | undefined => (agentIds() ? process.getgid?.() : undefined);
+
 /**
- * `file args` as a command that first takes all three of the agent's ids (util-linux setpriv, in the
- * image), for processes started with child_process; unchanged when not running apart.
+ * `file args` as a command that first takes all three of the agent's ids, or for a server the
+ * agent's uid and the servers' gid (util-linux setpriv, in the image), for processes started with
+ * child_process; unchanged when not running apart.
  */
-export const asAgent = (file: string, args: string[]): { file: string; args: string[] } => {
+export const asAgent = (
+  file: string,
+  args: string[],
+  as: RunAs = 'agent',
+): { file: string; args: string[] } => {
   const ids = agentIds();
   if (!ids) return { file, args };
+  const gid = as === 'server' ? serverGid() : ids.gid;
   return {
     file: SETPRIV,
-    args: [`--reuid=${ids.uid}`, `--regid=${ids.gid}`, '--keep-groups', '--', file, ...args],
+    args: [`--reuid=${ids.uid}`, `--regid=${gid}`, '--keep-groups', '--', file, ...args],
   };
 };
 

@@ -2,7 +2,8 @@
 // child_process.spawn (the first exec, which also starts the spawner; a request the spawner never
 // took because it died; or when python3 is missing or broken). Either way the caller gets the same
 // Proc: a process in a session and process group of its own (pid = pgid) with all three of the
-// agent's ids (identity.ts), its three pipes, and promises for its exit and for its output closing.
+// agent's ids, or a server's (identity.ts), its three pipes, and promises for its exit and for its
+// output closing.
 
 import { spawn } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
@@ -38,7 +39,7 @@ const closedBoth = (a: Readable, b: Readable): Promise<void> =>
 /** child_process.spawn, resolved once the process is running (rejects with its spawn error). */
 export const spawnWithNode = (req: SpawnRequest): Promise<Proc> =>
   new Promise((resolve, reject) => {
-    const { file, args } = asAgent(req.file, req.args);
+    const { file, args } = asAgent(req.file, req.args, req.as);
     const child = spawn(file, args, {
       cwd: req.cwd,
       env: req.env,

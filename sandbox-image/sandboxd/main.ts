@@ -1,7 +1,8 @@
 // sandboxd entry point: the main process of every sandbox container (under tini, started as root
 // and at once running apart from the agent: identity.ts), and the process the unit tests spawn
 // locally. It serves the framed RPC on stdin/stdout and logs to stderr. Settings: SANDBOXD_AGENT
-// (uid:gid of the agent; set in the image, unset locally), SANDBOXD_HOME (the agent's home, HOME of
+// (uid:gid of the agent; set in the image, unset locally), SANDBOXD_SERVER_GID (the gid its
+// programs on pipes run with: identity.ts; required with SANDBOXD_AGENT), SANDBOXD_HOME (the agent's home, HOME of
 // its commands; default: an empty directory in the state directory), SANDBOXD_ROOT (default /workspace),
 // SANDBOXD_STATE (default /tmp/sandboxd: it lasts as long as the container, which is as long as the
 // jobs it records), SANDBOXD_EXIT_ON_EOF=1
@@ -15,7 +16,7 @@
 
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { agentIds, makeDropBox, nonDumpable, runApart } from './identity.ts';
+import { agentIds, makeDropBox, nonDumpable, runApart, serverGid } from './identity.ts';
 import { configureSharedSpawner, sharedSpawner } from './launch.ts';
 import { startServer } from './server.ts';
 
@@ -35,7 +36,7 @@ const main = async (): Promise<void> => {
   const agent = process.env.SANDBOXD_AGENT;
   // The spawner's FIFO box must be made as root, before sandboxd takes the agent's effective ids.
   const box = agent ? makeDropBox('/tmp/.sandboxd-fifos') : undefined;
-  runApart(agent);
+  runApart(agent, process.env.SANDBOXD_SERVER_GID);
   configureSharedSpawner(box ? { box } : {});
   const root = process.env.SANDBOXD_ROOT || '/workspace';
   const stateDir = process.env.SANDBOXD_STATE || '/tmp/sandboxd';
@@ -71,7 +72,7 @@ const main = async (): Promise<void> => {
   });
   const ids = agentIds();
   const identity = ids
-    ? `apart from the agent: uid 0/${ids.uid}/0, ${nonDumpable() ? 'non-dumpable' : 'DUMPABLE'}`
+    ? `apart from the agent: uid 0/${ids.uid}/0, ${nonDumpable() ? 'non-dumpable' : 'DUMPABLE'}, servers' gid ${serverGid()}`
     : `uid ${process.getuid?.()}`;
   log(`ready (root ${root}, state ${stateDir}, pid ${process.pid}, node ${process.version}, ${identity})`);
 };

@@ -1,7 +1,7 @@
 // The spawner's program: a small python3 loop that sandboxd starts once and asks to start commands,
 // because a fork of sandboxd's large Node process costs 10-20 ms and a vfork from python about 1 ms.
 // Protocol: one JSON object per line, requests on the spawner's stdin, events on its stdout.
-//   → {"t":"spawn","id":N,"argv":[b64..],"cwd":b64,"env":[[b64,b64]..],"stdin":bool}
+//   → {"t":"spawn","id":N,"argv":[b64..],"cwd":b64,"env":[[b64,b64]..],"stdin":bool,"server":bool}
 //   ← {"t":"got","id":N}  (read, about to start it: a request without it was never started)
 //   ← {"t":"spawned","id":N,"pid":P,"fifos":[stdin|"",stdout,stderr]}  or  {"t":"error","id":N,...}
 //   → {"t":"release","id":N}  (sandboxd has opened each of the FIFOs)
@@ -17,7 +17,8 @@
 // writing; at the release it closes them and unlinks the names. Strings travel as base64 of their
 // UTF-8 bytes so that what reaches the command is byte for byte what child_process.spawn would pass.
 // The command runs in a session of its own (pid = process group id) with all three of the agent's
-// ids when sandboxd runs apart from the agent (through setpriv, argv[2]); sandboxd kills the group.
+// ids when sandboxd runs apart from the agent (through setpriv, argv[2]), or with `server` the
+// agent's uid and the servers' gid (identity.ts); sandboxd kills the group.
 // When stdin closes (sandboxd is gone) the spawner kills the groups it started and exits.
 
 import { PYTHON_PRELUDE } from './identity.ts';
@@ -37,8 +38,12 @@ def main():
     os.chdir('/')
     r, e, _s = os.getresuid()
     # Apart from the agent, a command first takes all three of the agent's ids through setpriv
-    # (argv[2]): Popen's own user/group would fork (about 7 ms of CPU here) where this vforks.
-    apart = [sys.argv[2], '--reuid=%d' % e, '--regid=%d' % os.getegid(), '--keep-groups', '--'] if r != e else []
+    # (argv[2]): Popen's own user/group would fork (about 7 ms of CPU here) where this vforks. A
+    # server (a program on pipes) takes the agent's uid and the servers' gid, our real gid.
+    def apart_as(gid):
+        return [sys.argv[2], '--reuid=%d' % e, '--regid=%d' % gid, '--keep-groups', '--'] if r != e else []
+    apart = apart_as(os.getegid())
+    apart_server = apart_as(os.getresgid()[0])
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
     os.set_blocking(wake_w, False)
@@ -92,7 +97,8 @@ def main():
             err_name, err_w = fifo(fds, names, os.O_WRONLY)
             ends = [in_r, out_w, err_w]
             env = {b(k): b(v) for k, v in m['env']}
-            p = subprocess.Popen(apart + [b(a) for a in m['argv']], cwd=b(m['cwd']), env=env, stdin=in_r,
+            prefix = apart_server if m.get('server') is True else apart
+            p = subprocess.Popen(prefix + [b(a) for a in m['argv']], cwd=b(m['cwd']), env=env, stdin=in_r,
                                  stdout=out_w, stderr=err_w, start_new_session=True, close_fds=True)
         except Exception as e:
             close_all(fds)

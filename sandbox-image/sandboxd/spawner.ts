@@ -27,7 +27,7 @@ import { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
 import { WireError } from '../../sandbox-wire/errors.ts';
-import { SETPRIV } from './identity.ts';
+import { type RunAs, SETPRIV } from './identity.ts';
 import { SPAWNER_SCRIPT } from './spawner-script.ts';
 
 export interface SpawnRequest {
@@ -39,6 +39,8 @@ export interface SpawnRequest {
   env: NodeJS.ProcessEnv;
   /** Whether the caller will write to stdin; if not, the command reads EOF at once. */
   stdin: boolean;
+  /** Who it runs as (identity.ts). Default the agent. */
+  as?: RunAs;
 }
 export interface Exit {
   code: number | null;
@@ -389,6 +391,7 @@ export const createSpawner = (options: SpawnerOptions = {}) => {
           cwd: b64(req.cwd),
           env: Object.entries(req.env).flatMap(([k, v]) => (v === undefined ? [] : [[b64(k), b64(v)]])),
           stdin: req.stdin,
+          server: req.as === 'server',
         });
       });
     },

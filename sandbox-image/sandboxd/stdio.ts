@@ -1,6 +1,7 @@
-// Programs on pipes that sandboxd owns (stdio MCP servers today, language servers later): a
-// `stdioOpen` call starts one as the agent (launch.ts: own process group, all three of the agent's
-// ids) and is answered only when it has ended; meanwhile its stdout and stderr stream to the host as
+// Programs on pipes that sandboxd owns (stdio MCP servers, language servers): a `stdioOpen` call
+// starts one as a server (launch.ts: own process group; identity.ts: the agent's uid, so the
+// workspace is theirs alike, and the servers' gid, so the agent's processes cannot read its
+// environment, which may hold the tenant's tokens) and is answered only when it has ended; meanwhile its stdout and stderr stream to the host as
 // `out` frames of that call, and `stdioWrite` calls feed its stdin, naming it by the host's `key`.
 // It belongs to the host session that opened it: a cancel of the open, the next `hello` or the
 // program's own exit ends it, and then its whole process group is killed.
@@ -71,7 +72,7 @@ export const createStdio = (ws: Workspace, spawner: () => Spawner = sharedSpawne
         const { real } = await workdir(ws, optStr(args, 'cwd'));
         const [file, ...rest] = command as [string, ...string[]];
         child = await launch(
-          { file, args: rest, cwd: real, env: childEnv(env(args, 'env')), stdin: true },
+          { file, args: rest, cwd: real, env: childEnv(env(args, 'env')), stdin: true, as: 'server' },
           spawner(),
         );
         settle?.resolve(child);

@@ -1,6 +1,7 @@
 // One MCP server of one agent, run on demand: started in the agent's sandbox at the first call that
-// needs it (or at registration), initialized and its tools listed through the official SDK's Client
-// over SandboxStdioTransport, then kept while it answers. State, in order: stopped → starting →
+// needs it (or at registration), initialized and its tools listed (listing.ts: bounded, checked in
+// slices) through the official SDK's Client over SandboxStdioTransport, then kept while it answers,
+// all of the start within one deadline (startTimeoutMs). State, in order: stopped → starting →
 // ready → (it ends: stopped | a call times out: stopped, the program killed | no call for idleMs:
 // stopped) … and failed once `maxFailures` starts or crashes came in a row (only a new
 // registration clears it). A server's `notifications/tools/list_changed` makes it list its tools
@@ -22,33 +23,17 @@ import {
 import * as v from 'valibot';
 import { messageOf, SandboxError } from '../../errors.ts';
 import type { Sandbox } from '../../sandbox/types.ts';
-import type { JsonSchema } from '../../tools/types.ts';
+import { type McpListing, noSkips, readListing } from './listing.ts';
 import { SandboxStdioTransport } from './transport.ts';
 import type { McpLimits, McpServerSpec, McpServerState, McpToolInfo } from './types.ts';
 
 const STDERR_TAIL = 2048;
-const MAX_DESCRIPTION = 8192;
 
-/**
- * A page of tools/list, read leniently: the SDK's listTools() refuses the whole page when one tool
- * is malformed, so one bad tool would hide a server's good ones. Each tool is checked on its own.
- */
-const ToolsPage = v.looseObject({
+/** A page of tools/list, its tools checked one by one afterwards (listing.ts). */
+const ToolsPageShape = v.looseObject({
   tools: v.array(v.unknown()),
   nextCursor: v.optional(v.string()),
 });
-const ListedTool = v.looseObject({
-  name: v.pipe(v.string(), v.minLength(1)),
-  title: v.optional(v.string()),
-  description: v.optional(v.string()),
-  inputSchema: v.looseObject({ type: v.literal('object') }),
-});
-
-/** A listed tool's name for a skip note, whatever the server sent. */
-const listedName = (tool: unknown, index: number): string => {
-  const name = (tool as { name?: unknown } | null)?.name;
-  return typeof name === 'string' && name !== '' ? name.slice(0, 200) : `#${index}`;
-};
 
 /**
  * Output schemas of a server's tools are not checked by the SDK: its default validator runs a
@@ -64,7 +49,7 @@ export interface McpRunnerOptions {
   limits: McpLimits;
   sandbox: () => Promise<Sandbox>;
   /** The tools the server listed at a start (the runner's owner updates the agent's scope). */
-  onTools?: (tools: McpToolInfo[], skipped: Array<{ tool: string; reason: string }>) => void;
+  onTools?: (tools: McpToolInfo[]) => void;
   version?: string;
   /** How a remote (http) server is reached: the egress gateway's fetch. Without it they do not start. */
   remoteFetch?: FetchLike;
@@ -82,8 +67,8 @@ export interface McpRunner {
   state(): McpServerState;
   lastError(): string | undefined;
   restarts(): number;
-  /** Tools of its last listing left out (over maxToolsPerServer), with the reason. */
-  skipped(): Array<{ tool: string; reason: string }>;
+  /** What its last listing left out (counted, the first few with the reason), and why it stopped early. */
+  listing(): Omit<McpListing, 'tools'>;
   /** Starts the server when it is not running; resolves to the tools it listed. */
   start(): Promise<McpToolInfo[]>;
   call(tool: string, args: Record<string, unknown>, signal: AbortSignal): Promise<CallToolResult>;
@@ -108,8 +93,7 @@ export function createMcpRunner(options: McpRunnerOptions): McpRunner {
   let stderr = '';
   let calls = 0;
   /** What the server listed last. */
-  let listedLast: McpToolInfo[] = [];
-  let skippedLast: Array<{ tool: string; reason: string }> = [];
+  let listedLast: McpListing = { tools: [], skipped: noSkips() };
   let idle: NodeJS.Timeout | undefined;
 
   /** Stops a running server that had no call for idleMs (not a failure: it starts again when needed). */
@@ -183,7 +167,7 @@ export function createMcpRunner(options: McpRunnerOptions): McpRunner {
     return transport;
   }
 
-  async function open(ended: (why: string) => void): Promise<Session> {
+  async function open(ended: (why: string) => void, deadline: number): Promise<Session> {
     const transport = spec.transport === 'http' ? httpTransport() : await stdioTransport(ended);
     const client: Client = new Client(
       { name: 'dsh-sandbox', version: options.version ?? '0.1.0' },
@@ -196,7 +180,8 @@ export function createMcpRunner(options: McpRunnerOptions): McpRunner {
             autoRefresh: false,
             debounceMs: 1000,
             onChanged: () => {
-              if (live?.client === client) listTools(client).catch(() => {});
+              if (live?.client === client)
+                listTools(client, Date.now() + limits.startTimeoutMs).catch(() => {});
             },
           },
         },
@@ -204,7 +189,7 @@ export function createMcpRunner(options: McpRunnerOptions): McpRunner {
     );
     client.onerror = () => {}; // malformed lines are skipped; a broken server shows in its calls
     try {
-      await client.connect(transport, { timeout: limits.startTimeoutMs });
+      await client.connect(transport, { timeout: Math.max(1, deadline - Date.now()) });
     } catch (error) {
       void transport.close();
       throw error;
@@ -212,46 +197,25 @@ export function createMcpRunner(options: McpRunnerOptions): McpRunner {
     return { client, transport };
   }
 
-  async function listTools(client: Client): Promise<McpToolInfo[]> {
-    const tools: McpToolInfo[] = [];
-    const skipped: Array<{ tool: string; reason: string }> = [];
-    let cursor: string | undefined;
-    for (let page = 0; page < 16; page++) {
-      const listed = await client.request(
-        { method: 'tools/list', params: cursor === undefined ? {} : { cursor } },
-        ToolsPage,
-        { timeout: limits.startTimeoutMs },
-      );
-      for (const [index, entry] of listed.tools.entries()) {
-        const tool = v.safeParse(ListedTool, entry);
-        if (!tool.success) {
-          const issue = tool.issues[0];
-          const where =
-            issue === undefined ? '' : ` (${v.getDotPath(issue) ?? 'the tool'}: ${issue.message})`;
-          skipped.push({
-            tool: listedName(entry, index),
-            reason: `not a valid MCP tool${where}`.slice(0, 500),
-          });
-          continue;
-        }
-        if (tools.length >= limits.maxToolsPerServer) {
-          skipped.push({ tool: listedName(entry, index), reason: `over ${limits.maxToolsPerServer} tools` });
-          continue;
-        }
-        const { name, title, description, inputSchema } = tool.output;
-        tools.push({
-          name,
-          description: (description ?? title ?? name).slice(0, MAX_DESCRIPTION),
-          inputSchema: inputSchema as JsonSchema,
-        });
-      }
-      cursor = listed.nextCursor;
-      if (cursor === undefined) break;
-    }
-    listedLast = tools;
-    skippedLast = skipped;
-    options.onTools?.(tools, skipped);
-    return tools;
+  /** Reads the listing within the tenant's bounds by `deadline`, and tells the owner. */
+  async function listTools(client: Client, deadline: number): Promise<McpToolInfo[]> {
+    const listing = await readListing(
+      (cursor, timeout) =>
+        client
+          .request({ method: 'tools/list', params: cursor === undefined ? {} : { cursor } }, ToolsPageShape, {
+            timeout,
+          })
+          .catch((error: unknown) => {
+            if (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout)
+              return 'timeout' as const;
+            throw error;
+          }),
+      limits,
+      deadline,
+    );
+    listedLast = listing;
+    options.onTools?.(listing.tools);
+    return listing.tools;
   }
 
   function connect(): Promise<Session> {
@@ -268,6 +232,8 @@ export function createMcpRunner(options: McpRunnerOptions): McpRunner {
     starts++;
     let endedWhy: string | undefined;
     let mine: Session | undefined;
+    // One deadline for the whole start: launched, initialized, and every page of its tools listed.
+    const deadline = Date.now() + limits.startTimeoutMs;
     const started = (async () => {
       try {
         mine = await open((why) => {
@@ -277,8 +243,8 @@ export function createMcpRunner(options: McpRunnerOptions): McpRunner {
           live = undefined;
           session = undefined;
           failure(why);
-        });
-        await listTools(mine.client);
+        }, deadline);
+        await listTools(mine.client, deadline);
         if (stopped) throw failedError(spec.name, 'was removed.');
         live = mine;
         state = 'ready';
@@ -302,7 +268,7 @@ export function createMcpRunner(options: McpRunnerOptions): McpRunner {
 
   async function start(): Promise<McpToolInfo[]> {
     await connect();
-    return listedLast;
+    return listedLast.tools;
   }
 
   async function call(
@@ -371,7 +337,10 @@ export function createMcpRunner(options: McpRunnerOptions): McpRunner {
     state: () => state,
     lastError: () => lastError,
     restarts: () => Math.max(0, starts - 1),
-    skipped: () => skippedLast,
+    listing: () => ({
+      skipped: listedLast.skipped,
+      ...(listedLast.incomplete === undefined ? {} : { incomplete: listedLast.incomplete }),
+    }),
     start,
     call,
     stop,

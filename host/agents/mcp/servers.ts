@@ -89,7 +89,9 @@ export function installMcpServers(options: AgentMcpOptions, records: readonly Mc
       ...where,
       state: e.runner.state(),
       tools: e.defs.names,
-      skipped: e.defs.skipped,
+      skipped: e.defs.skipped.first,
+      skippedCount: e.defs.skipped.count,
+      ...(e.defs.incomplete === undefined ? {} : { incomplete: e.defs.incomplete }),
       ...(lastError === undefined ? {} : { lastError }),
       restarts: e.runner.restarts(),
     };

@@ -13,9 +13,10 @@ import { backstopTimeout } from '../../tools/define.ts';
 import { defineJsonSchemaTool } from '../../tools/json-schema-tool.ts';
 import { validationSchemaOf, withClientSchema } from '../../tools/safe-schema.ts';
 import type { ContentPart, ToolDefinition } from '../../tools/types.ts';
+import { noteSkip } from './listing.ts';
 import { NameMap } from './names.ts';
 import type { McpRunner } from './runner.ts';
-import type { McpToolInfo } from './types.ts';
+import type { McpSkipped, McpToolInfo } from './types.ts';
 
 const MAX_TEXT_ERROR = 4000;
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
@@ -24,25 +25,34 @@ export interface McpDefinitions {
   definitions: ToolDefinition[];
   /** Model-facing name → the server's tool name. */
   names: Array<{ name: string; tool: string }>;
-  skipped: Array<{ tool: string; reason: string }>;
+  /** What the listing left out and what could not be defined: counted, the first few with reasons. */
+  skipped: McpSkipped;
+  /** Why the listing stopped early, when it did. */
+  incomplete?: string;
 }
 
 /** Definitions for a server's listed tools; a tool that cannot be one is skipped with its reason. */
 export function defineMcpTools(runner: McpRunner, tools: readonly McpToolInfo[]): McpDefinitions {
   const server = runner.spec.name;
   const map = new NameMap(server);
-  const out: McpDefinitions = { definitions: [], names: [], skipped: [...runner.skipped()] };
+  const { skipped, incomplete } = runner.listing();
+  const out: McpDefinitions = {
+    definitions: [],
+    names: [],
+    skipped: { count: skipped.count, first: [...skipped.first] },
+    ...(incomplete === undefined ? {} : { incomplete }),
+  };
   for (const tool of tools) {
     const added = map.add(tool.name);
     if ('collidesWith' in added) {
-      out.skipped.push({ tool: tool.name, reason: `its name collides with ${added.collidesWith}` });
+      noteSkip(out.skipped, tool.name, `its name collides with ${added.collidesWith}`);
       continue;
     }
     try {
       out.definitions.push(defineOne(runner, added.name, tool));
       out.names.push({ name: added.name, tool: tool.name });
     } catch (error) {
-      out.skipped.push({ tool: tool.name, reason: messageOf(error).slice(0, 500) });
+      noteSkip(out.skipped, tool.name, messageOf(error).slice(0, 500));
     }
   }
   return out;

@@ -9,11 +9,17 @@ export interface McpStdioSpec {
   /** 1-32 of [A-Za-z0-9-] (no `_`, so `mcp__<server>__<tool>` parses one way); unique per agent. */
   name: string;
   transport: 'stdio';
-  /** Program and arguments, run without a shell as the agent in its sandbox. */
+  /**
+   * Program and arguments, run without a shell in the agent's sandbox with the agent's uid and the
+   * servers' gid (sandbox-image/sandboxd/identity.ts).
+   */
   command: string[];
   /** Working directory in the workspace. Default: the workspace root. */
   cwd?: string;
-  /** Extra environment of the program (nothing of the service's own reaches it). */
+  /**
+   * Extra environment of the program (nothing of the service's own reaches it); the agent's
+   * processes cannot read it (another gid), though a program in the workspace is the agent's to edit.
+   */
   env?: Record<string, string>;
   /** Deadline of one tools/call, within the tenant's maximum (callTimeoutMs). */
   timeoutMs?: number;
@@ -46,6 +52,13 @@ export interface McpToolInfo {
   inputSchema: JsonSchema;
 }
 
+/** Tools of a server the agent does not get: how many, and the first few with the reason. */
+export interface McpSkipped {
+  count: number;
+  /** At most 20 (MAX_SKIP_NOTES in listing.ts), in the order the server listed them. */
+  first: Array<{ tool: string; reason: string }>;
+}
+
 /** The spec and the tools the server listed when it last started. */
 export type McpServerRecord = McpServerSpec & { tools: McpToolInfo[] };
 
@@ -53,13 +66,24 @@ export type McpServerRecord = McpServerSpec & { tools: McpToolInfo[] };
 export interface McpLimits {
   /** MCP servers one agent may have. Default 8. */
   maxServers: number;
-  /** Tools taken from one server; the rest are skipped (and reported). Default 64. */
+  /** Tools taken from one server; the rest are skipped (and counted). Default 64. */
   maxToolsPerServer: number;
+  /**
+   * Bounds of one tools/list listing, valid tools or not: pages asked for (default 16), tools read
+   * (default 1024) and bytes of their JSON (default 4 MiB). The listing stops at the first bound it
+   * meets, keeps what it read and says so; it also ends at the start's deadline (startTimeoutMs).
+   */
+  maxListPages: number;
+  maxListedTools: number;
+  maxListBytes: number;
   /** Largest message a server may send (a result, a tool list), in bytes. Default 1 MiB. */
   maxResultBytes: number;
   /** Longest (and default) deadline of one tools/call. Default 60000 ms. */
   callTimeoutMs: number;
-  /** Deadline of a start: the program launched, initialized and its tools listed. Default 30000 ms. */
+  /**
+   * Deadline of a start: the program launched, initialized and its tools listed (all pages, within
+   * the bounds above). Default 30000 ms.
+   */
   startTimeoutMs: number;
   /** Failed starts or crashes in a row after which a server is marked failed. Default 3. */
   maxFailures: number;
@@ -73,6 +97,9 @@ export interface McpLimits {
 export const DEFAULT_MCP_LIMITS: Readonly<McpLimits> = Object.freeze({
   maxServers: 8,
   maxToolsPerServer: 64,
+  maxListPages: 16,
+  maxListedTools: 1024,
+  maxListBytes: 4 * 1024 * 1024,
   maxResultBytes: 1024 * 1024,
   callTimeoutMs: 60_000,
   startTimeoutMs: 30_000,
@@ -98,8 +125,12 @@ export interface McpServerStatus {
   state: McpServerState;
   /** Model-facing name → the server's own tool name. */
   tools: Array<{ name: string; tool: string }>;
-  /** Tools of the server that the agent does not get, with the reason. */
+  /** The first 20 tools of the server that the agent does not get, with the reason. */
   skipped: Array<{ tool: string; reason: string }>;
+  /** How many tools of the server the agent does not get (all of them, not only those shown). */
+  skippedCount: number;
+  /** Why its last listing stopped before the server's last page, when a bound stopped it. */
+  incomplete?: string;
   /** Why it last failed (with the end of its stderr), if it did. */
   lastError?: string;
   /** Starts after the first one. */

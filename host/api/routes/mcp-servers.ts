@@ -49,6 +49,9 @@ const RegisterStdioServer = v.strictObject({
     v.pipe(
       v.record(v.pipe(v.string(), v.regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/)), arg),
       v.check((e) => Object.keys(e).length <= 64, 'at most 64 variables'),
+      v.description(
+        "Extra environment of the program. Stored sealed and shown back by name only; the agent's processes cannot read it in the sandbox (the server runs in a group of its own), but a server whose program lives in the workspace is code the agent can edit.",
+      ),
     ),
   ),
   timeoutMs: callTimeout,
@@ -64,7 +67,19 @@ const McpServer = v.object({
   headers: v.optional(v.array(v.string())),
   state: v.picklist(['stopped', 'starting', 'ready', 'failed']),
   tools: v.array(v.object({ name: v.string(), tool: v.string() })),
-  skipped: v.array(v.object({ tool: v.string(), reason: v.string() })),
+  skipped: v.pipe(
+    v.array(v.object({ tool: v.string(), reason: v.string() })),
+    v.description("The first 20 of the server's tools the agent does not get, with the reason"),
+  ),
+  skippedCount: v.pipe(v.number(), v.description("How many of the server's tools the agent does not get")),
+  incomplete: v.optional(
+    v.pipe(
+      v.string(),
+      v.description(
+        "Why the server's last listing stopped before its last page (a bound of the tenant's: pages, tools, bytes or time); the tools read before it are kept",
+      ),
+    ),
+  ),
   lastError: v.optional(v.string()),
   restarts: v.number(),
 });
@@ -80,7 +95,7 @@ export const mcpServerRoutes = (agents: AgentService): Hono<ApiEnv> => {
       operationId: 'registerMcpServer',
       tags: ['mcp'],
       description:
-        "Starts a stdio MCP server in the agent's sandbox (as the agent, no network), or connects to a remote one (transport http: Streamable HTTP, reached by the control plane through the egress gateway, only at a URL the tenant's egress allowlist admits, its headers kept by the service and shown back by name only), lists its tools and adds them as mcp__<server>__<tool>; a server of the same name is replaced. MCP_SERVER_FAILED when it does not start or cannot be reached.",
+        "Starts a stdio MCP server in the agent's sandbox (with the agent's uid, so it shares the workspace, but a group of its own, so the agent's processes cannot read its `env`; no network; a program the agent can edit in the workspace can still reveal its env), or connects to a remote one (transport http: Streamable HTTP, reached by the control plane through the egress gateway, only at a URL the tenant's egress allowlist admits, its headers kept by the service and shown back by name only), lists its tools and adds them as mcp__<server>__<tool>; a server of the same name is replaced. MCP_SERVER_FAILED when it does not start or cannot be reached.",
       requestBody: jsonRequest(RegisterMcpServer),
       responses: {
         201: jsonResponse('The server with its tools', McpServer),

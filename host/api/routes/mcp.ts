@@ -9,6 +9,8 @@
 // the 2025-era standalone GET stream, which a stateless SDK handler refuses, is served here as a
 // stream of `notifications/tools/list_changed` fed by the agent's log. 2026-era clients get the
 // same notifications on their `subscriptions/listen` stream through the handler's event bus.
+// JSON-RPC batches only in 2025-03-26, the one revision that had them, and at most 64 messages
+// (../mcp/batches.ts).
 // Bounds: a notification stream — the 2025-era GET, or a 2026-era `subscriptions/listen` POST —
 // holds no tenant request slot (clients keep it open for as long as they are connected) but counts
 // against `streamsPerTenant`, and ends when the agent is deleted or the service shuts down; other
@@ -25,6 +27,7 @@ import { jsonResponse, readJson } from '../body.ts';
 import type { ApiEnv } from '../env.ts';
 import type { Lifecycle } from '../lifecycle.ts';
 import { createTenantLimiter } from '../limits.ts';
+import { batchRefusal } from '../mcp/batches.ts';
 import { createInflightCalls } from '../mcp/cancels.ts';
 import { onToolsChanged } from '../mcp/changes.ts';
 import { originAdmitted } from '../mcp/origin.ts';
@@ -116,6 +119,9 @@ export const mcpRoutes = (options: McpRouteOptions): Hono<ApiEnv> => {
           if (!isSandboxError(error) || error.code !== 'MALFORMED_JSON') throw error;
           return c.json(rpcError(-32700, `Parse error: ${error.message}`), 400);
         }
+        // Batches only in the revision that has them, and no bigger than a POST /calls batch.
+        const refused = batchRefusal(parsedBody, c.req.header('mcp-protocol-version'));
+        if (refused !== undefined) return c.json(rpcError(-32600, refused), 400);
       }
       // A listen stream lives as long as its client: it gives its request slot back and takes a
       // stream place instead, as the GET stream does.

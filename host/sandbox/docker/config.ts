@@ -9,7 +9,8 @@
 // Identity (CIS 4.1 differs on purpose): the container starts as root so that sandboxd can run
 // apart from the agent (real uid 0, effective uid AGENT_IDS; sandbox-image/sandboxd/identity.ts)
 // with the two capabilities it needs for that; every process of the agent runs as uid 1000 only,
-// with no capability, and cannot signal, trace or read sandboxd.
+// with no capability, and cannot signal, trace or read sandboxd, nor read the environment of its
+// programs on pipes (uid 1000, gid SERVER_GID).
 
 import type Docker from 'dockerode';
 import { SandboxError } from '../../errors.ts';
@@ -34,6 +35,11 @@ export const LABEL_POOL_OWNER = 'dsh.pool.owner';
 
 /** uid:gid of every process the agent runs in its sandbox (the image's `agent` user). */
 export const AGENT_IDS = '1000:1000';
+/**
+ * The gid of the sandbox's programs on pipes (stdio MCP servers, language servers), with the
+ * agent's uid: not the agent's group, so that the agent's processes cannot read their environment.
+ */
+export const SERVER_GID = '1001';
 
 export const DOCKER_DEFAULT_LIMITS: SandboxLimits = {
   memoryBytes: 512 * 1024 * 1024,
@@ -125,6 +131,7 @@ export const containerConfig = (spec: ContainerSpec): Docker.ContainerCreateOpti
     ...spec.env,
     SANDBOXD_ROOT: WORKSPACE_ROOT,
     SANDBOXD_AGENT: AGENT_IDS,
+    SANDBOXD_SERVER_GID: SERVER_GID,
     ...(spec.link === undefined ? {} : { SANDBOXD_LINK: `${LINK_MOUNT}/${LINK_SOCKET}` }),
   }).map(([k, v]) => `${k}=${v}`),
   // sandboxd speaks its framed RPC over the attach stream: stdin stays open across detaches.

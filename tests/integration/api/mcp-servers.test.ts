@@ -101,7 +101,7 @@ it('the everything server runs in the agent container: POST /calls, run_code, MC
   expect((await json(second, key, 'DELETE', `/v1/agents/${agent.id}`)).status).toBe(204);
 });
 
-it('a server of the agent’s own runs as the agent with no network; its flood fails only its own call', async () => {
+it('a server of the agent’s own runs with the agent’s uid and no network; its flood fails only its own call', async () => {
   const server = await service.current();
   const key = server.store.tenants.createTenant('mcp-own').apiKey;
   const agent = (await json(server, key, 'POST', '/v1/agents', {})).json;
@@ -118,7 +118,8 @@ it('a server of the agent’s own runs as the agent with no network; its flood f
   });
   expect(registered.status).toBe(201);
   const who = JSON.parse((await callOne(server, key, agent.id, 'mcp__tiny__whoami', {})).content[0].text);
-  expect(who).toEqual({ uid: 1000, gid: 1000, nets: ['lo'] });
+  // The agent's uid (the workspace is shared), the servers' gid (the agent cannot read its /proc).
+  expect(who).toEqual({ uid: 1000, gid: 1001, nets: ['lo'] });
   const flood = await callOne(server, key, agent.id, 'mcp__tiny__huge', { n: 2 * 1024 * 1024 });
   expect(flood.error.code).toBe('MCP_SERVER_FAILED');
   expect((await callOne(server, key, agent.id, 'mcp__tiny__echo', { message: 'ok' })).content[0].text).toBe(

@@ -58,6 +58,7 @@ describe('docker container config', () => {
     ]);
     expect(c.HostConfig?.Ulimits?.map((u) => u.Name)).not.toContain('nproc');
     expect(c.Env).toContain('SANDBOXD_AGENT=1000:1000');
+    expect(c.Env).toContain('SANDBOXD_SERVER_GID=1001');
   });
   it('runs under our seccomp profile: Docker default minus io_uring, memfd_secret and message queues', () => {
     const opts = c.HostConfig?.SecurityOpt ?? [];

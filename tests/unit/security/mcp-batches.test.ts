@@ -1,0 +1,109 @@
+// JSON-RPC batches on an agent's MCP endpoint (issue 28): one POST of a batch array put 100 calls
+// in flight, where POST /calls caps a batch at 64, in revisions that have no batches at all. Batches
+// exist only in MCP 2025-03-26 (removed in 2025-06-18); there they are capped like /calls, and in
+// every other revision the endpoint refuses them with a JSON-RPC error. Real loopback HTTP.
+import type { AddressInfo } from 'node:net';
+import { type ServerType, serve } from '@hono/node-server';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Api, type Loose, makeApi } from '../api/harness.ts';
+
+let api: Api;
+let server: ServerType;
+let base = '';
+
+beforeAll(async () => {
+  api = makeApi();
+  server = await new Promise<ServerType>((resolve) => {
+    const s = serve({ fetch: api.app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve(s));
+  });
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+
+afterAll(async () => {
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  await api.close();
+});
+
+/** POSTs `body` to the agent's MCP endpoint; the status and every JSON-RPC message of the answer. */
+const post = async (agentId: string, body: unknown, version?: string) => {
+  const res = await fetch(`${base}/v1/agents/${agentId}/mcp`, {
+    method: 'POST',
+    headers: {
+      Authorization: `Bearer ${api.keyA}`,
+      'Content-Type': 'application/json',
+      Accept: 'application/json, text/event-stream',
+      ...(version === undefined ? {} : { 'MCP-Protocol-Version': version }),
+    },
+    body: JSON.stringify(body),
+  });
+  const text = await res.text();
+  const messages: Loose[] = (res.headers.get('content-type') ?? '').includes('text/event-stream')
+    ? text
+        .split('\n')
+        .filter((line) => line.startsWith('data: ') && line.length > 6)
+        .map((line) => JSON.parse(line.slice(6)))
+    : [JSON.parse(text)];
+  return { status: res.status, messages };
+};
+
+const ping = (id: number) => ({ jsonrpc: '2.0', id, method: 'ping' });
+const globCall = (id: number) => ({
+  jsonrpc: '2.0',
+  id,
+  method: 'tools/call',
+  params: { name: 'glob', arguments: { pattern: '*' } },
+});
+
+const toolCalls = async (agentId: string): Promise<number> =>
+  ((await api.request(api.keyA, 'GET', `/v1/agents/${agentId}/events`)).json.events as Loose[]).filter(
+    (e) => e.type === 'tool.call',
+  ).length;
+
+describe('JSON-RPC batches on the MCP endpoint', () => {
+  it('are refused in the revisions without them (2025-06-18 on), and nothing of them runs', async () => {
+    const agent = await api.createAgent(api.keyA);
+    for (const version of ['2025-06-18', '2025-11-25', '2026-07-28']) {
+      const res = await post(
+        agent.id,
+        [ping(1), ...Array.from({ length: 99 }, (_, i) => globCall(i + 2))],
+        version,
+      );
+      expect(res.status, version).toBe(400);
+      expect(res.messages).toEqual([
+        {
+          jsonrpc: '2.0',
+          id: null,
+          error: { code: -32600, message: expect.stringContaining(`MCP ${version} has no JSON-RPC batches`) },
+        },
+      ]);
+    }
+    expect(await toolCalls(agent.id)).toBe(0);
+    // A single message in the same revisions is served as ever.
+    expect((await post(agent.id, ping(7), '2025-06-18')).messages).toEqual([
+      { jsonrpc: '2.0', id: 7, result: {} },
+    ]);
+  });
+
+  it('are served in 2025-03-26 (named, or assumed without the header) up to 64 messages, like POST /calls', async () => {
+    const agent = await api.createAgent(api.keyA);
+    for (const version of ['2025-03-26', undefined]) {
+      const two = await post(agent.id, [ping(1), globCall(2)], version);
+      expect(two.status).toBe(200);
+      expect(two.messages.map((m) => m.id).sort()).toEqual([1, 2]);
+      expect(two.messages.find((m) => m.id === 2)?.result?.isError).toBeFalsy();
+
+      const over = await post(
+        agent.id,
+        Array.from({ length: 65 }, (_, i) => globCall(i + 1)),
+        version,
+      );
+      expect(over.status).toBe(400);
+      expect(over.messages[0].error).toEqual({
+        code: -32600,
+        message: expect.stringContaining('at most 64 messages'),
+      });
+    }
+    // The two batches of two ran their one call each; the batches of 65 ran nothing.
+    expect(await toolCalls(agent.id)).toBe(2);
+  });
+});
