@@ -16,7 +16,6 @@
 // `tool.result` event, which counts the attempts (`attempts`, when more than one); failed attempts
 // are not logged on their own, inner calls they made are (numbered on, so their ids stay unique).
 import { messageOf } from '../errors.ts';
-import type { EventLog, SessionEventInput } from '../store/types.ts';
 import { closedArgumentNames, unknownArgumentsIssue } from './arguments.ts';
 import type { CallEnv, Prepared } from './call-env.ts';
 import { callEvent, recordCall, resultEvent, tryAppend } from './call-log.ts';
@@ -24,12 +23,11 @@ import { errorContent, isContent, isWithContent } from './content.ts';
 import { createGate, type Gate } from './gate.ts';
 import type { CallView, ExecuteView, Outcome } from './hooks.ts';
 import { MAX_ARGUMENT_DEPTH, nestedDeeperThan } from './json-walk.ts';
-import { chainsOf, dispatchOf, type Layer, type RegistryState, visibleOf } from './layers.ts';
+import { chainsOf, dispatchOf, visibleOf } from './layers.ts';
 import { beforeDispatch, fail, failed, toToolError, unknownTool } from './outcomes.ts';
-import type { Registration, ResolvedToolSet } from './resolved-set.ts';
+import type { Registration } from './resolved-set.ts';
 import { decide, postExecute } from './stages.ts';
 import type {
-  AgentScope,
   CallProvenance,
   ExecContext,
   JsonValue,

@@ -122,7 +122,11 @@ describe('no import circles', () => {
         const file = join(folder, name).split(sep).join('/');
         const targets = specifiersOf(readFileSync(join(REPO, file), 'utf8'))
           .filter((specifier) => specifier.startsWith('.'))
-          .map((specifier) => relative(REPO, join(REPO, dirname(file), specifier)).split(sep).join('/'));
+          .map((specifier) =>
+            relative(REPO, join(REPO, dirname(file), specifier))
+              .split(sep)
+              .join('/'),
+          );
         edges.set(file, targets);
       }
     }
