@@ -71,7 +71,7 @@ export const ERROR_CODES = {
   CONFLICT: 409,
   /** An optimistic update named a revision that is not the current one (`data.currentRevision`). */
   REVISION_CONFLICT: 409,
-  // team task board (host/agents/teams/board/)
+  // team task board (host/teams/board/)
   /** `blocked_by` would close a cycle of dependencies (`data.cycle` lists it). */
   DEPENDENCY_CYCLE: 409,
   /** A claim of a task whose blockers are not all completed (`data.open` lists them). */

@@ -32,16 +32,16 @@ import { type CodeModeBudget, createPtcExecutor } from '../tools/ptc/index.ts';
 import type { AgentScope } from '../tools/types.ts';
 import { registerWorkflowTools } from '../tools/workflow/index.ts';
 import { rememberConfigs } from './configs.ts';
-import { lspTool } from './lsp/tool.ts';
-import { registerCordisTools } from './plugins/cordis-tools.ts';
-import type { PluginHostOptions } from './plugins/host.ts';
+import { lspTool } from '../tools/builtin/lsp/tool.ts';
+import { registerCordisTools } from '../cordis/cordis-tools.ts';
+import type { PluginHostOptions } from '../cordis/host.ts';
 import { createRegistryRuntime } from './runtime.ts';
-import { createScheduler, type Scheduler, type SchedulerOptions } from './scheduler.ts';
+import { createScheduler, type Scheduler, type SchedulerOptions } from '../schedules/scheduler.ts';
 import { type AgentService, type AgentServiceOptions, createAgentService } from './service.ts';
 import { createSkillLayers, type SkillLayers } from './skill-layers.ts';
-import { createTeamBoard, type TeamBoard, type TeamBoardOptions } from './teams/board/board.ts';
-import { registerTeamTaskTools } from './teams/board/tools.ts';
-import { createTeamDirectory } from './teams/directory.ts';
+import { createTeamBoard, type TeamBoard, type TeamBoardOptions } from '../teams/board/board.ts';
+import { registerTeamTaskTools } from '../teams/board/tools.ts';
+import { createTeamDirectory } from '../teams/directory.ts';
 import type { AgentConfig } from './types.ts';
 import { registerWebTools } from './web.ts';
 
@@ -160,7 +160,7 @@ export const assembleAgents = (options: AssembleOptions): Assembled => {
       : createTeamBoard({
           store: store.teamBoards,
           events: store.events,
-          // Teams are the leads and the teammates they spawned (host/agents/teams/directory.ts).
+          // Teams are the leads and the teammates they spawned (host/teams/directory.ts).
           directory: createTeamDirectory(store.agents),
           ...options.teams,
         });

@@ -1,4 +1,4 @@
-// What an agent made by another agent (a child or teammate, host/agents/teams/) is created from:
+// What an agent made by another agent (a child or teammate, host/teams/) is created from:
 // its parent's settings, narrowed by whatever the child asks for, field by field, never widened.
 // Allowlists intersect (restrict, egress, remote tools, plugin shadows), denials and questions add
 // up (policy deny, ask and rules, with the parent's always applied), limits and budgets take the

@@ -74,7 +74,7 @@ export interface AgentConfig {
    * creator presets), whose agent() steps become `subagent` host requests, and the child-control
    * tools (`subagent`, `subagent_fork`, `list_agents`, `send_message`, `interrupt_agent`, and the
    * `subagent_<provider>` aliases the service is configured with): children are agents of the
-   * service (host/agents/teams/). Default false.
+   * service (host/teams/). Default false.
    */
   subagents?: boolean;
   /**

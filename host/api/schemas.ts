@@ -473,7 +473,7 @@ export const MessagesAppended = v.object({
   events: v.array(v.object({ seq: v.number(), type: v.string() })),
 });
 
-/** One agent as list_agents shows it (host/agents/teams/service.ts AgentSummary). */
+/** One agent as list_agents shows it (host/teams/service.ts AgentSummary). */
 export const AgentSummary = v.object({
   agent_id: v.string(),
   name: v.optional(v.string()),

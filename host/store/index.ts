@@ -73,7 +73,7 @@ export interface Store {
   agents: AgentStore;
   /** Creator plugins and their immutable packages (cordis_define). */
   plugins: PluginStore;
-  /** Each session's todos, plan mode and current goal (host/agents/session/ decides what they mean). */
+  /** Each session's todos, plan mode and current goal (host/session/ decides what they mean). */
   sessionState: SessionStateStore;
   /** Full-text search over the session log (the `session_*` tools). */
   search: EventSearch;

@@ -453,7 +453,7 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     version: 15,
     name: "teammates' write grants",
-    // What an agent's team lead has let it write (host/agents/teams/board/grants.ts): set when it
+    // What an agent's team lead has let it write (host/teams/board/grants.ts): set when it
     // first holds a scoped task, widened only by the lead, never dropped while the agent lives.
     sql: `
       CREATE TABLE team_write_grants (

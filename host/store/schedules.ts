@@ -1,6 +1,6 @@
 // Schedules (seed 000 `schedule_*`): an agent's durable reminders, one row each in `schedules`
 // (migration 7). The store keeps them and decides nothing about time: the scheduler
-// (host/agents/scheduler.ts) computes when each is due and fires it. Invariants: every read and
+// (host/schedules/scheduler.ts) computes when each is due and fires it. Invariants: every read and
 // delete takes the tenant and the agent, so nobody reaches another's schedules; the count limit
 // is checked in the same transaction as the insert; firing a schedule (removing a one-shot one,
 // advancing a recurring one) and what the fire does (`then`) commit together or not at all, only

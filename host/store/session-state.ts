@@ -1,6 +1,6 @@
 // The durable state of a session besides its log (migration 6): its todo list, whether it is in
 // plan mode, and its current goal. The store keeps the values as JSON and decides nothing about
-// them (host/agents/session/ does). Invariants: a field never written reads as absent, so its
+// them (host/session/ does). Invariants: a field never written reads as absent, so its
 // owner applies its own default (plan mode: the agent's policy at creation); a write replaces one
 // field whole and leaves the others.
 import type { JsonValue } from '../json.ts';

@@ -1,7 +1,7 @@
 // Team task boards (issue 16): the rows of each team's board in `team_tasks`, the id counter of
 // each board in `team_boards` (migration 11), and each teammate's write grant in
 // `team_write_grants` (migration 15). The store keeps rows and decides nothing: what an action may
-// do, and what it grants, is host/agents/teams/board/rules.ts's and grants.ts's business, run
+// do, and what it grants, is host/teams/board/rules.ts's and grants.ts's business, run
 // inside `write`.
 // Invariants: every read and write takes the tenant and the team, so nobody reaches another
 // tenant's board; `write` runs its function in one BEGIN IMMEDIATE transaction, so a revision

@@ -16,7 +16,7 @@ export const standard = definePreset({
       'job_list',
       'job_output',
       'job_kill',
-      // Installed only where the sandbox runs programs on pipes (the Docker provider): host/agents/lsp.
+      // Installed only where the sandbox runs programs on pipes (the Docker provider): host/tools/builtin/lsp.
       'lsp',
       // Session state and questions (seed 000): host/tools/builtin/session.ts.
       'ask_user_question',
@@ -48,7 +48,7 @@ export const standard = definePreset({
       'team_task_get',
       'team_task_list',
       'team_task_update',
-      // Registered per agent (host/agents/teams/tools.ts) by its `subagents` and `teams` config;
+      // Registered per agent (host/teams/tools.ts) by its `subagents` and `teams` config;
       // naming `subagent` puts the whole child-control tier (aliases and team tools too) here.
       'subagent',
       'subagent_fork',

@@ -11,12 +11,12 @@ import type { AgentRecord, AgentStore } from '../../store/index.ts';
 import type { EventLog } from '../../store/types.ts';
 import type { AgentScope, ToolDefinition } from '../../tools/types.ts';
 import type { SpawnProvider } from '../../tools/workflow/index.ts';
-import { remoteFetchFor } from '../mcp/remote-fetch.ts';
-import { type AgentMcp, installMcpServers } from '../mcp/servers.ts';
-import type { McpLimits } from '../mcp/types.ts';
-import type { AgentPlugins } from '../plugins/view.ts';
-import type { AgentSession } from '../session/state.ts';
-import type { TeamBoard } from '../teams/board/board.ts';
+import { remoteFetchFor } from '../../mcp-servers/remote-fetch.ts';
+import { type AgentMcp, installMcpServers } from '../../mcp-servers/servers.ts';
+import type { McpLimits } from '../../mcp-servers/types.ts';
+import type { AgentPlugins } from '../../cordis/view.ts';
+import type { AgentSession } from '../../session/state.ts';
+import type { TeamBoard } from '../../teams/board/board.ts';
 import type { Agent, AgentTools, RemoteToolSpec, ToolRuntime } from '../types.ts';
 import { mcpLimitsFor, mcpPersister, mcpServersOf } from './mcp.ts';
 import { type DeletionMarks, deletedError, remoteToolsOf } from './records.ts';
@@ -63,7 +63,7 @@ export interface LiveAgentsOptions {
   teamBoard?: TeamBoard;
   /**
    * Tools of the agent's own layer besides its remote tools (the child-control and team tools its
-   * config selects: host/agents/teams/tools.ts); a remote tool of the same name wins.
+   * config selects: host/teams/tools.ts); a remote tool of the same name wins.
    */
   ownToolsOf?: (agent: Agent) => ToolDefinition[];
 }

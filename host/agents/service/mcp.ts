@@ -10,8 +10,8 @@ import { SandboxError } from '../../errors.ts';
 import type { JsonValue } from '../../json.ts';
 import type { AgentRecord, AgentStore } from '../../store/index.ts';
 import type { EventLog } from '../../store/types.ts';
-import { SERVER_NAME } from '../mcp/names.ts';
-import type { AgentMcp } from '../mcp/servers.ts';
+import { SERVER_NAME } from '../../mcp-servers/names.ts';
+import type { AgentMcp } from '../../mcp-servers/servers.ts';
 import {
   DEFAULT_MCP_LIMITS,
   type McpHttpSpec,
@@ -19,7 +19,7 @@ import {
   type McpServerRecord,
   type McpServerSpec,
   type McpServerStatus,
-} from '../mcp/types.ts';
+} from '../../mcp-servers/types.ts';
 import type { Agent } from '../types.ts';
 import { deletedError } from './records.ts';
 

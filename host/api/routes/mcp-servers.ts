@@ -7,7 +7,7 @@
 import { Hono } from 'hono';
 import { describeRoute } from 'hono-openapi';
 import * as v from 'valibot';
-import type { McpServerSpec } from '../../agents/mcp/types.ts';
+import type { McpServerSpec } from '../../mcp-servers/types.ts';
 import type { AgentService } from '../../agents/service.ts';
 import { jsonBody, jsonRequest, jsonResponse } from '../body.ts';
 import type { ApiEnv } from '../env.ts';

@@ -1,6 +1,6 @@
 // `subagent`: a workflow's agent() step, run by the client (the default SpawnProvider,
 // host/tools/workflow/request-spawner.ts), or a child agent of the service to run (subagent,
-// subagent_fork, their provider aliases, spawn_teammate: host/agents/teams/): then `agentId` names
+// subagent_fork, their provider aliases, spawn_teammate: host/teams/): then `agentId` names
 // the child, whose loop the client runs against that agent id, with the tools GET `tools` lists;
 // the child's report(output) answers the request for it. The client answers with the final text:
 // `{ result: "text" }`, `{ result: { text, value? } }` (or `output` for either), or `{ error }`.

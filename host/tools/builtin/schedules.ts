@@ -1,5 +1,5 @@
 // `schedule_create`, `schedule_list`, `schedule_delete` (seed 000): an agent's durable reminders.
-// The tools only speak; the ScheduleService (host/agents/scheduler.ts) validates times, keeps the
+// The tools only speak; the ScheduleService (host/schedules/scheduler.ts) validates times, keeps the
 // schedules in the store and fires them (a `schedule.fired` session event and a `reminder` host
 // request the client answers). A schedule belongs to the calling agent: nobody lists or deletes
 // another agent's, and they are deleted with the agent. schedule_list only reads, so plan mode lets

@@ -1,8 +1,8 @@
-// What a language server writes is checked before the JSON-RPC reader buffers it (host/agents/lsp/
+// What a language server writes is checked before the JSON-RPC reader buffers it (host/tools/builtin/lsp/
 // frames.ts): well-formed messages pass however they are split into chunks; an oversize body, an
 // endless header or a header without Content-Length is refused once, with the reason.
 import { describe, expect, it } from 'vitest';
-import { watchFrames } from '../../../host/agents/lsp/frames.ts';
+import { watchFrames } from '../../../host/tools/builtin/lsp/frames.ts';
 
 const frame = (body: string, header = `Content-Length: ${Buffer.byteLength(body)}`) =>
   Buffer.from(`${header}\r\n\r\n${body}`);

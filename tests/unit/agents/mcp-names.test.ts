@@ -1,7 +1,7 @@
 // Model-facing names of MCP tools: mcp__<server>__<tool>, only [A-Za-z0-9_-], at most 64 characters,
 // long names kept apart by a hash of the server's own name, and collisions refused, never shadowed.
 import { describe, expect, it } from 'vitest';
-import { MAX_TOOL_NAME, mcpToolName, NameMap } from '../../../host/agents/mcp/names.ts';
+import { MAX_TOOL_NAME, mcpToolName, NameMap } from '../../../host/mcp-servers/names.ts';
 
 describe('MCP tool names', () => {
   it('prefixes, replaces what model APIs refuse, and stays within 64 characters', () => {

@@ -37,7 +37,7 @@ describe('presets', () => {
     for (const preset of PRESETS) {
       const entry = presetEntry(preset);
       const added = entry.adds.map((d) => d.name);
-      // The child-control and team tools are the agent's own (host/agents/teams/tools.ts), in the
+      // The child-control and team tools are the agent's own (host/teams/tools.ts), in the
       // preset's tier: with subagents and teams, the team-aware ones replace three of them.
       const children = admitsTool(entry, 'subagent')
         ? [

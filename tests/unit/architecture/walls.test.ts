@@ -112,27 +112,27 @@ describe('the walls of host/', () => {
   });
 });
 
-describe('no import circles', () => {
-  /** Every code file of the runtime folders, with the files of this repository it imports. */
-  const graph = (): Map<string, string[]> => {
-    const edges = new Map<string, string[]>();
-    for (const folder of ['host', 'sandbox-image', 'sandbox-wire', 'policies', 'sdk-gen', 'client']) {
-      for (const name of readdirSync(join(REPO, folder), { recursive: true, encoding: 'utf8' })) {
-        if (!name.endsWith('.ts') || name.endsWith('.test.ts')) continue;
-        const file = join(folder, name).split(sep).join('/');
-        const targets = specifiersOf(readFileSync(join(REPO, file), 'utf8'))
-          .filter((specifier) => specifier.startsWith('.'))
-          .map((specifier) =>
-            relative(REPO, join(REPO, dirname(file), specifier))
-              .split(sep)
-              .join('/'),
-          );
-        edges.set(file, targets);
-      }
+/** Every code file of the runtime folders, with the files of this repository it imports. */
+const graph = (): Map<string, string[]> => {
+  const edges = new Map<string, string[]>();
+  for (const folder of ['host', 'sandbox-image', 'sandbox-wire', 'policies', 'sdk-gen', 'client']) {
+    for (const name of readdirSync(join(REPO, folder), { recursive: true, encoding: 'utf8' })) {
+      if (!name.endsWith('.ts') || name.endsWith('.test.ts')) continue;
+      const file = join(folder, name).split(sep).join('/');
+      const targets = specifiersOf(readFileSync(join(REPO, file), 'utf8'))
+        .filter((specifier) => specifier.startsWith('.'))
+        .map((specifier) =>
+          relative(REPO, join(REPO, dirname(file), specifier))
+            .split(sep)
+            .join('/'),
+        );
+      edges.set(file, targets);
     }
-    return edges;
-  };
+  }
+  return edges;
+};
 
+describe('no import circles', () => {
   it('no file imports itself back through others, type imports included (a circle is closed by moving a type)', () => {
     const edges = graph();
     expect(edges.size).toBeGreaterThan(300);
@@ -151,5 +151,42 @@ describe('no import circles', () => {
     };
     for (const file of edges.keys()) if (!state.has(file)) visit(file);
     expect(circles).toEqual([]);
+  });
+});
+
+describe('the rooms around the agent service', () => {
+  /** The room of a runtime file: host/<its first folder> (or the file, at host/'s root). */
+  const roomOf = (file: string): string => file.split('/').slice(0, 2).join('/').replace(/\.ts$/, '');
+  /** The rooms whose files import files of `room`, the room itself left out, sorted. */
+  const importersOf = (edges: Map<string, string[]>, room: string): string[] => {
+    const rooms = new Set<string>();
+    for (const [file, targets] of edges)
+      if (roomOf(file) !== room && targets.some((target) => roomOf(target) === room)) rooms.add(roomOf(file));
+    return [...rooms].sort();
+  };
+
+  it('teams, cordis, MCP servers, session and schedules are rooms the agent service wires', () => {
+    const edges = graph();
+    expect(importersOf(edges, 'host/teams')).toEqual(['host/agents']);
+    expect(importersOf(edges, 'host/cordis')).toEqual(['host/agents']);
+    expect(importersOf(edges, 'host/schedules')).toEqual(['host/agents']);
+    expect(importersOf(edges, 'host/session')).toEqual(['host/agents', 'host/teams']);
+    // The API validates a server's spec with the room's own type.
+    expect(importersOf(edges, 'host/mcp-servers')).toEqual(['host/agents', 'host/api']);
+  });
+
+  it('none of them reaches above the agent service, and session and schedules sit below it', () => {
+    const edges = graph();
+    for (const room of ['teams', 'cordis', 'mcp-servers', 'session', 'schedules']) {
+      const reached = new Set(
+        [...edges]
+          .filter(([file]) => roomOf(file) === `host/${room}`)
+          .flatMap(([, targets]) => targets.map(roomOf)),
+      );
+      for (const above of ['host/api', 'host/console', 'host/serve', 'host/cli'])
+        expect(reached.has(above), `host/${room} imports ${above}`).toBe(false);
+      if (room === 'session' || room === 'schedules')
+        expect(reached.has('host/agents'), `host/${room} imports host/agents`).toBe(false);
+    }
   });
 });

@@ -1,7 +1,7 @@
 import * as v from 'valibot';
 import { describe, expect, it, vi } from 'vitest';
-import type { McpRunner } from '../../../host/agents/mcp/runner.ts';
-import { defineMcpTools } from '../../../host/agents/mcp/tools.ts';
+import type { McpRunner } from '../../../host/mcp-servers/runner.ts';
+import { defineMcpTools } from '../../../host/mcp-servers/tools.ts';
 import { defineRemoteTool } from '../../../host/agents/remote-tools.ts';
 import type { Sandbox } from '../../../host/sandbox/types.ts';
 import { createMemoryRequestStore } from '../../../host/store/memory.ts';
@@ -136,7 +136,11 @@ describe('tools that can hang declare a deadline the timeout policy enforces', (
       { name: 'client_tool', description: 'd', parameters: { type: 'object' }, timeoutMs: 1000 },
       requests,
     );
-    const runner = { spec: { name: 's' }, deadlineMs: 90_000, skipped: () => [] } as unknown as McpRunner;
+    const runner = {
+      spec: { name: 's' },
+      deadlineMs: 90_000,
+      listing: () => ({ skipped: { count: 0, first: [] } }),
+    } as unknown as McpRunner;
     const [mcp] = defineMcpTools(runner, [
       { name: 'fetch', description: 'd', inputSchema: { type: 'object' } },
     ]).definitions;

@@ -6,8 +6,8 @@
 // The servers run on pipes of a real (local) sandboxd, as in tests/unit/api/mcp-servers.test.ts.
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMcpRunner } from '../../../host/agents/mcp/runner.ts';
-import { DEFAULT_MCP_LIMITS, type McpLimits } from '../../../host/agents/mcp/types.ts';
+import { createMcpRunner } from '../../../host/mcp-servers/runner.ts';
+import { DEFAULT_MCP_LIMITS, type McpLimits } from '../../../host/mcp-servers/types.ts';
 import { createMemoryProvider } from '../../../host/sandbox/memory/provider.ts';
 import type { Sandbox, SandboxProvider, StdioEnd, StdioOpenOptions } from '../../../host/sandbox/types.ts';
 import { type Api, makeApi } from '../api/harness.ts';

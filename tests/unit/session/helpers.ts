@@ -2,7 +2,7 @@
 // file, so a test can reopen it as a restarted control plane), the memory sandbox provider, the
 // agent service with the session log, schedule and skill tools, and the HTTP app in front.
 import { assembleAgents } from '../../../host/agents/assemble.ts';
-import type { SchedulerOptions } from '../../../host/agents/scheduler.ts';
+import type { SchedulerOptions } from '../../../host/schedules/scheduler.ts';
 import { createApp } from '../../../host/api/app.ts';
 import { createMemoryProvider } from '../../../host/sandbox/memory/provider.ts';
 import { openStore } from '../../../host/store/index.ts';

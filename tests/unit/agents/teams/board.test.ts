@@ -5,8 +5,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createTeamBoard } from '../../../../host/agents/teams/board/board.ts';
-import type { BoardChange, TeamDirectory } from '../../../../host/agents/teams/board/types.ts';
+import { createTeamBoard } from '../../../../host/teams/board/board.ts';
+import type { BoardChange, TeamDirectory } from '../../../../host/teams/board/types.ts';
 import { openStore, type Store } from '../../../../host/store/index.ts';
 
 const TEAM: TeamDirectory = {

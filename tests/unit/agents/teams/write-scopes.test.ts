@@ -5,8 +5,8 @@
 // holding no scoped task is not confined, and bash is not confined at all (documented).
 // The composed service (assembleAgents) over the memory sandbox and a real isolate host.
 import { afterAll, describe, expect, it } from 'vitest';
-import { writeScopesGuard } from '../../../../host/agents/teams/board/guard.ts';
-import type { WriteBounds } from '../../../../host/agents/teams/board/types.ts';
+import { writeScopesGuard } from '../../../../host/teams/board/guard.ts';
+import type { WriteBounds } from '../../../../host/teams/board/types.ts';
 import { strReplaceEditorTool } from '../../../../host/tools/builtin/index.ts';
 import { createRegistry, type ToolCall, type ToolResult } from '../../../../host/tools/index.ts';
 import { composedService } from '../../../helpers/composed.ts';

@@ -1,0 +1,192 @@
+// Child runs: a child's work is run by the client, asked for by a host request (a `subagent`
+// request on the parent's session to start it, an `agent_wakeup` request on its own session to
+// continue it). The run's state (host/store/teams.ts) says where it stands; a watch on the pending
+// request settles it when the client answers, the request expires or is cancelled. Settling
+// announces the outcome to the parent: an `agent.child_finished` event on its log, a `report` item
+// in its mailbox (so wait_agent wakes), and any foreground call waiting on it.
+// Invariants: a run settles once per request (the store compares the request id), so a report
+// followed by the request's own answer announces once; after a restart, resume() watches every run
+// still pending, so no outcome is lost; watches end with close() without cancelling anything.
+import * as v from 'valibot';
+import type { HostRequest, RequestStore } from '../requests/index.ts';
+import type { AgentStore, ChildRun, ChildStatus, EventLog, TeamStore } from '../store/index.ts';
+import type { Mailboxes } from './mailboxes.ts';
+
+export interface Outcome {
+  status: ChildStatus;
+  output?: string;
+}
+
+export interface Runs {
+  /** Watches a pending run request of `childId` until it settles. */
+  watch(childId: string, request: HostRequest): void;
+  /** Settles the child's run (if it is still on `requestId`; undefined: any) and announces it. */
+  settle(childId: string, requestId: string | undefined, outcome: Outcome): boolean;
+  /**
+   * Stores a report of a child whose run was not pending (it continued on its own) and announces it;
+   * MAILBOX_FULL, changing nothing, when the parent has not read this child's last reports.
+   */
+  reportIdle(run: ChildRun, output: string): void;
+  /** Resolves with the run once it is no longer running; rejects when `signal` aborts. */
+  outcome(childId: string, signal: AbortSignal): Promise<ChildRun>;
+  /** Watches every run left pending by the last process; resolves to how many. */
+  resume(): number;
+  close(): void;
+}
+
+export interface RunsOptions {
+  agents: Pick<AgentStore, 'byId'>;
+  events: Pick<EventLog, 'append'>;
+  requests: RequestStore;
+  teams: TeamStore;
+  mailboxes: Mailboxes;
+}
+
+const Text = v.union([
+  v.string(),
+  v.pipe(
+    v.object({ text: v.string() }),
+    v.transform((o) => o.text),
+  ),
+]);
+
+/** What a settled run request means for the run. */
+export function outcomeOf(request: HostRequest): Outcome {
+  switch (request.state) {
+    case 'answered': {
+      const answer = (request.answer ?? {}) as { result?: unknown; output?: unknown; error?: unknown };
+      if (answer.error !== undefined) {
+        const error = answer.error as string | { message?: string };
+        const message = typeof error === 'string' ? error : (error.message ?? '');
+        return { status: 'failed', output: `The client reported an error: ${message || 'no reason given'}` };
+      }
+      const text = v.safeParse(Text, 'result' in answer ? answer.result : answer.output);
+      return text.success ? { status: 'completed', output: text.output } : { status: 'completed' };
+    }
+    case 'expired':
+      return { status: 'failed', output: 'Nobody ran the child before its request expired.' };
+    case 'cancelled':
+      return { status: 'cancelled' };
+    default:
+      return { status: 'running' };
+  }
+}
+
+export function createRuns(options: RunsOptions): Runs {
+  const { agents, events, requests, teams, mailboxes } = options;
+  const stop = new AbortController();
+  const waiting = new Map<string, Set<(run: ChildRun) => void>>();
+
+  function watch(childId: string, request: HostRequest): void {
+    requests.wait(request.id, stop.signal).then(
+      (settled) => settle(childId, request.id, outcomeOf(settled)),
+      () => undefined, // the service is closing: the next start resumes the watch
+    );
+  }
+
+  /** The `report` item telling the parent what `childId` said; MAILBOX_FULL when its room is full. */
+  function notice(run: ChildRun, name: string | undefined): void {
+    mailboxes.post(
+      {
+        tenantId: run.tenantId,
+        agentId: run.parentId,
+        fromId: run.agentId,
+        kind: 'report',
+        body: run.output ?? `(${run.status}, no output)`,
+      },
+      name,
+      { clip: true },
+    );
+  }
+
+  /** Tells waiters, the parent's log and (unless `posted` already) its mailbox how the run stands. */
+  function announce(childId: string, posted = false): void {
+    const run = teams.run(childId);
+    const child = agents.byId(childId);
+    if (run === undefined) return;
+    for (const resolve of waiting.get(childId) ?? []) resolve(run);
+    waiting.delete(childId);
+    const parentId = run.parentId;
+    if (agents.byId(parentId) === undefined) return; // deleted with (or before) its child
+    const data = {
+      agentId: childId,
+      ...(child?.links?.name === undefined ? {} : { name: child.links.name }),
+      status: run.status,
+      ...(run.output === undefined ? {} : { output: run.output }),
+    };
+    try {
+      events.append([{ sessionId: parentId, type: 'agent.child_finished', surface: 'current', data }]);
+    } catch {
+      // A parent's log over its budget misses the entry; its mailbox still says it.
+    }
+    if (posted) return;
+    try {
+      notice(run, child?.links?.name);
+    } catch {
+      // Messages cannot fill a report's room (mailboxes.ts): only this child's own unread reports
+      // can, and then the event and the run's state keep the outcome.
+    }
+  }
+
+  function settle(childId: string, requestId: string | undefined, outcome: Outcome): boolean {
+    if (outcome.status === 'running') return false;
+    const changed = teams.settleRun(childId, requestId, outcome);
+    if (changed) announce(childId);
+    return changed;
+  }
+
+  function reportIdle(run: ChildRun, output: string): void {
+    const { requestId: _r, updatedAt: _u, ...rest } = run;
+    const next = { ...rest, status: 'completed' as const, output };
+    // Queued before anything changes: a child that left its room full of unread reports is told
+    // (MAILBOX_FULL) instead of its report vanishing.
+    if (agents.byId(run.parentId) !== undefined)
+      notice({ ...next, updatedAt: run.updatedAt }, agents.byId(run.agentId)?.links?.name);
+    teams.putRun(next);
+    announce(run.agentId, true);
+  }
+
+  function outcome(childId: string, signal: AbortSignal): Promise<ChildRun> {
+    const run = teams.run(childId);
+    if (run !== undefined && run.status !== 'running') return Promise.resolve(run);
+    return new Promise<ChildRun>((resolve, reject) => {
+      const set = waiting.get(childId) ?? new Set();
+      waiting.set(childId, set);
+      const onAbort = () => {
+        set.delete(done);
+        reject(signal.reason);
+      };
+      const done = (settled: ChildRun) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(settled);
+      };
+      set.add(done);
+      if (signal.aborted) onAbort();
+      else signal.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  function resume(): number {
+    let watched = 0;
+    for (const run of teams.runsWith('running')) {
+      if (run.requestId === undefined) continue;
+      const request = requests.get(run.requestId);
+      if (request === undefined) settle(run.agentId, run.requestId, { status: 'cancelled' });
+      else if (request.state !== 'pending') settle(run.agentId, run.requestId, outcomeOf(request));
+      else {
+        watch(run.agentId, request);
+        watched++;
+      }
+    }
+    return watched;
+  }
+
+  return {
+    watch,
+    settle,
+    reportIdle,
+    outcome,
+    resume,
+    close: () => stop.abort(),
+  };
+}
