@@ -18,7 +18,8 @@ export {
 export type { DockerProvider, DockerProviderOptions } from './provider.ts';
 export { createDockerProvider } from './provider.ts';
 export type { ConnectSandboxd, SandboxdSession } from './session.ts';
-export { createLoopWorkspaces, type LoopOptions, MIN_WORKSPACE_BYTES } from './workspaces/loop.ts';
+export { createLoopWorkspaces, type LoopOptions } from './workspaces/loop.ts';
+export { MIN_WORKSPACE_BYTES } from './workspaces/loop-state.ts';
 export { loopUnavailable } from './workspaces/probe.ts';
 export { createVolumeWorkspaces } from './workspaces/volume.ts';
 export type { WorkspaceMount, WorkspaceStore, WorkspaceUsage } from './workspaces.ts';
