@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { setImmediate as tick } from 'node:timers/promises';
 import { openDatabase } from '../host/store/db.ts';
 import { createLibsqlEventLog } from '../host/store/event-log.ts';
-import type { ClosableEventLog } from '../host/store/event-log-core.ts';
+import type { ClosableEventLog } from '../host/store/event-log-port.ts';
 import { createMemoryEventLog } from '../host/store/memory.ts';
 import { migrate } from '../host/store/migrations.ts';
 import type { EventLog, SessionEventInput } from '../host/store/types.ts';

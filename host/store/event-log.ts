@@ -12,13 +12,8 @@
 // `event_index` entry and its tokens in `events_fts`, the payloads the row newly stored included.
 import { type Database, guarded, immediate } from './db.ts';
 
-import {
-  type ClosableEventLog,
-  createEventLog,
-  type EventBackend,
-  type EventLogOptions,
-  type QueuedRow,
-} from './event-log-core.ts';
+import { createEventLog } from './event-log-core.ts';
+import type { ClosableEventLog, EventBackend, EventLogOptions, QueuedRow } from './event-log-port.ts';
 import { createEventWriter } from './event-writer.ts';
 import { INDEX_PAYLOAD_MAX, indexText, ownerTokens } from './search-text.ts';
 import type { EventSurface } from './types.ts';

@@ -9,7 +9,7 @@
 // caller falls back to writing on its own connection.
 import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from 'node:worker_threads';
 import { SandboxError } from '../errors.ts';
-import type { AsyncEventWriter, QueuedRow } from './event-log-core.ts';
+import type { AsyncEventWriter, QueuedRow } from './event-log-port.ts';
 
 type WriteDone = Parameters<AsyncEventWriter['write']>[1];
 

@@ -7,7 +7,7 @@ import { type AgentStore, createAgentStore } from './agents.ts';
 import { type Database, openDatabase, resolveLocation } from './db.ts';
 import { createEgressSettingsStore, type EgressSettingsStore } from './egress.ts';
 import { createLibsqlEventLog } from './event-log.ts';
-import type { ClosableEventLog, EventLogOptions } from './event-log-core.ts';
+import type { ClosableEventLog, EventLogOptions } from './event-log-port.ts';
 import { createEventSearch } from './event-search.ts';
 import { instanceIdOf } from './instance.ts';
 import { migrate } from './migrations.ts';
@@ -43,7 +43,7 @@ export interface OpenStoreOptions {
    * different ticks (bench/store-log.ts); readers see queued events at once either way.
    */
   eventBatchWindowMs?: number;
-  /** Log bytes each tenant may hold (events plus payloads). Default 512 MiB (event-log-core.ts says what happens past it). */
+  /** Log bytes each tenant may hold (events plus payloads). Default 512 MiB (event-log-budget.ts says what happens past it). */
   logBudgetBytes?: number;
   /**
    * Where event transactions run: `thread` (the default for a database file) on a writer thread
@@ -170,16 +170,15 @@ export {
 } from './db.ts';
 export { createEgressSettingsStore, type EgressSettingsStore } from './egress.ts';
 export { createLibsqlEventLog, type LibsqlEventBackendOptions } from './event-log.ts';
-export {
-  type ClosableEventLog,
-  createEventLog,
-  DEFAULT_LOG_BUDGET_BYTES,
-  type EventBackend,
-  type EventLogOptions,
-  type EventRow,
-  type QueuedRow,
-  SETTLING_TYPES,
-} from './event-log-core.ts';
+export { DEFAULT_LOG_BUDGET_BYTES, SETTLING_TYPES } from './event-log-budget.ts';
+export { createEventLog } from './event-log-core.ts';
+export type {
+  ClosableEventLog,
+  EventBackend,
+  EventLogOptions,
+  EventRow,
+  QueuedRow,
+} from './event-log-port.ts';
 export { createEventSearch, MAX_SEARCH_SESSIONS } from './event-search.ts';
 export { INSTANCE_ID, instanceIdOf } from './instance.ts';
 export { createMemoryEventLog, createMemoryPluginStore, createMemoryRequestStore } from './memory.ts';

@@ -3,13 +3,8 @@
 // doubles for other modules; nothing here survives the process. Stored values are kept as JSON
 // strings or copies so callers cannot change what was stored.
 import type { HostRequest } from '../requests/port.ts';
-import {
-  type ClosableEventLog,
-  createEventLog,
-  type EventBackend,
-  type EventLogOptions,
-  type EventRow,
-} from './event-log-core.ts';
+import { createEventLog } from './event-log-core.ts';
+import type { ClosableEventLog, EventBackend, EventLogOptions, EventRow } from './event-log-port.ts';
 import {
   createPluginStore,
   type PackageRecord,

@@ -21,7 +21,7 @@ export interface Migration {
 /**
  * Version 3: events written before payloads existed hold their large values inline. Move them out
  * (as the event log does for new events; legacy payloads are never dropped), then count every
- * tenant's usage. Row cost as in event-log-core's rowBytes: 48 + data + refs + type + ids.
+ * tenant's usage. Row cost as in event-log-budget.ts's rowBytes: 48 + data + refs + type + ids.
  */
 const storeLegacyPayloads = (db: Database): void => {
   const large = db

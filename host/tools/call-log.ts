@@ -2,7 +2,7 @@
 // `current`); inner calls of programs, workflows and plugins are `log-only` and name their parent.
 // Appends are synchronous enqueues; the store batches the writes. A call the store refuses to
 // record is not run (recordCall says why, as the call's error); large values and tenant budgets
-// are the store's business (host/store/event-log-core.ts). A call with a provenance (a plugin's code
+// are the store's business (host/store/event-log-budget.ts). A call with a provenance (a plugin's code
 // made it) is log-only too, even without a parent: it is no part of the model's history.
 import { isSandboxError } from '../errors.ts';
 import type { JsonValue } from '../json.ts';

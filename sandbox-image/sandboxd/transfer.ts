@@ -7,7 +7,7 @@
 
 import { WireError } from '../../sandbox-wire/errors.ts';
 import { DATA_HEADER_BYTES } from '../../sandbox-wire/protocol.ts';
-import { intIn, replaceFile, withReadable } from './fsops.ts';
+import { intIn, replaceFile, withReadable } from './fs-access.ts';
 import type { Receiver, Sender } from './streams.ts';
 import { type Args, optInt, str } from './util.ts';
 import type { Workspace } from './workspace.ts';

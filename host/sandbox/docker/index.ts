@@ -3,6 +3,7 @@
 // dockerode: import it only where Docker is wanted (the memory provider and the ports never pull
 // it in).
 
+export type { AdoptOptions } from './adopt.ts';
 export {
   containerConfig,
   DOCKER_DEFAULT_LIMITS,
@@ -14,10 +15,11 @@ export {
   LABEL_TENANT,
   resolveLimits,
 } from './config.ts';
-export type { AdoptOptions, DockerProvider, DockerProviderOptions } from './provider.ts';
+export type { DockerProvider, DockerProviderOptions } from './provider.ts';
 export { createDockerProvider } from './provider.ts';
 export type { ConnectSandboxd, SandboxdSession } from './session.ts';
-export { createLoopWorkspaces, type LoopOptions, MIN_WORKSPACE_BYTES } from './workspaces/loop.ts';
+export { createLoopWorkspaces, type LoopOptions } from './workspaces/loop.ts';
+export { MIN_WORKSPACE_BYTES } from './workspaces/loop-state.ts';
 export { loopUnavailable } from './workspaces/probe.ts';
 export { createVolumeWorkspaces } from './workspaces/volume.ts';
 export type { WorkspaceMount, WorkspaceStore, WorkspaceUsage } from './workspaces.ts';

@@ -3,7 +3,7 @@
 import { createHash } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { JsonValue } from '../../../host/json.ts';
-import type { ClosableEventLog } from '../../../host/store/event-log-core.ts';
+import type { ClosableEventLog } from '../../../host/store/event-log-port.ts';
 import type { SessionEvent, SessionEventInput } from '../../../host/store/types.ts';
 import type { EventLogInstance, Harness } from './harness.ts';
 

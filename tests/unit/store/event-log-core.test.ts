@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createEventLog, type EventBackend, type EventRow } from '../../../host/store/event-log-core.ts';
+import { createEventLog } from '../../../host/store/event-log-core.ts';
+import type { EventBackend, EventRow } from '../../../host/store/event-log-port.ts';
 import { createMemoryEventBackend } from '../../../host/store/memory.ts';
 import { until } from '../../helpers/until.ts';
 

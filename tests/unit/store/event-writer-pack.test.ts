@@ -2,7 +2,7 @@
 // memory exactly, including when one space is reused by a smaller write after a larger one (the
 // bytes of the earlier write must not leak into the later rows) and when a write outgrows it.
 import { describe, expect, it } from 'vitest';
-import type { QueuedRow } from '../../../host/store/event-log-core.ts';
+import type { QueuedRow } from '../../../host/store/event-log-port.ts';
 import { type PackSpace, packRows, unpackRows } from '../../../host/store/event-writer.ts';
 
 const row = (seq: number, data: string, extra: Partial<QueuedRow> = {}): QueuedRow => ({

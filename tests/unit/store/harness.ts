@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { type AgentStore, createAgentStore } from '../../../host/store/agents.ts';
 import { type Database, openDatabase } from '../../../host/store/db.ts';
 import { createLibsqlEventLog } from '../../../host/store/event-log.ts';
-import type { ClosableEventLog, EventLogOptions } from '../../../host/store/event-log-core.ts';
+import type { ClosableEventLog, EventLogOptions } from '../../../host/store/event-log-port.ts';
 import { createMemoryEventLog, createMemoryRequestStore } from '../../../host/store/memory.ts';
 import { createMemoryAgentStore } from '../../../host/store/memory-agents.ts';
 import { migrate } from '../../../host/store/migrations.ts';

@@ -1,0 +1,81 @@
+// Re-adoption at start (the provider's adopt()): this instance's containers on the engine sorted by
+// ownership.ts into the agents' (found again by name), legacy ones the store claims, pool
+// containers a crash left assigned but unrenamed (renamed and adopted now), and leftovers (removed);
+// then this instance's workspaces and link folders no container uses are swept.
+// Invariants: never touches another instance's containers, workspaces or link folders; a
+// workspace any container still uses (whoever's it is) is kept; adopted names only add up, so
+// lookup.ts asks the engine about them alone from now on.
+import { LABEL_MANAGED } from './config.ts';
+import { fromDocker } from './errors.ts';
+import { sweepLinkDirs } from './links.ts';
+import { classify, listedWorkspace, sweepable } from './ownership.ts';
+import { type ProviderBase, removeContainer } from './provider-state.ts';
+import type { WorkspaceMount } from './workspaces.ts';
+
+export interface AdoptOptions {
+  /**
+   * Container ids this instance's store records as its agents' sandboxes (`sandboxId`). Only a
+   * container made before instance ids existed and listed here is adopted (ownership.ts).
+   */
+  claim?: Iterable<string>;
+  /**
+   * Container id → agent id for every agent of this instance's store that records a sandbox: a
+   * pool container listed here was assigned to that agent by a process that ended before renaming
+   * it, and is adopted under the agent's name instead of being removed as a leftover.
+   */
+  assigned?: ReadonlyMap<string, string>;
+}
+
+/** The names of this instance's agent containers on the engine (see the header). */
+export async function adopt(s: ProviderBase, adoptOptions: AdoptOptions = {}): Promise<string[]> {
+  const { docker, names, prefix, instance, onError, links } = s;
+  const list = await docker
+    .listContainers({ all: true, filters: { label: [`${LABEL_MANAGED}=1`] } })
+    .catch((e) => {
+      throw fromDocker(e, 'Listing sandboxes');
+    });
+  const self = {
+    prefix,
+    instance,
+    process: s.owner,
+    claim: new Set(adoptOptions.claim ?? []),
+    assigned: adoptOptions.assigned ?? new Map<string, string>(),
+    owns: (m: WorkspaceMount) => s.workspaces.owns(m),
+  };
+  const adopted: string[] = [];
+  // Workspaces any container still uses, whoever's it is: the sweep keeps them.
+  const inUse: WorkspaceMount[] = [];
+  for (const c of list) {
+    const verdict = classify(c, self);
+    if (verdict.kind === 'remove') {
+      await removeContainer(s, docker.getContainer(c.Id)).catch(onError);
+      continue;
+    }
+    if (verdict.kind === 'assign') {
+      // An assignment whose rename a crash interrupted: finish it, then it is the agent's.
+      const name = names.agent(verdict.agentId);
+      try {
+        await docker.getContainer(c.Id).rename({ name });
+        adopted.push(name);
+      } catch (e) {
+        onError(fromDocker(e, 'Naming an assigned pooled sandbox', { agentId: verdict.agentId }));
+      }
+      const mount = listedWorkspace(c);
+      if (mount) inUse.push(mount);
+      continue;
+    }
+    const mount = listedWorkspace(c);
+    if (mount) inUse.push(mount);
+    if (verdict.kind === 'adopt') {
+      adopted.push(verdict.name);
+      if (verdict.legacy) s.legacy.set(verdict.name, c.Id);
+    }
+  }
+  // This instance's workspaces whose container is gone (a crash between the two creations, a
+  // removal by hand); another instance's are not ours to judge, even in a shared folder.
+  await s.workspaces.sweep(inUse, false, sweepable(prefix, instance)).catch(onError);
+  // Link folders no container mounts (a container removed behind our back, a crash mid-create).
+  if (links !== undefined) await sweepLinkDirs(links, list).catch(onError);
+  s.adoptedNames = new Set([...(s.adoptedNames ?? []), ...adopted]);
+  return adopted;
+}

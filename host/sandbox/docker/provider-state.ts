@@ -1,0 +1,151 @@
+// What one docker provider holds, in one object its parts (provision.ts, agent-live.ts, lookup.ts,
+// adopt.ts) take as their first argument: the engine and settings, the agents this process knows
+// (Entry), what adopt() found, and the container plumbing every part shares (a container made
+// with its workspace and link folder, removed with them, the labels and session options of an
+// agent's container).
+// Invariants: a container made here carries `ownLabels` (dsh.managed=1, dsh.instance=<instance>
+// and the caller's labels) and a name from `names` (ownership.ts); a link folder made for a
+// container that failed to be created is removed again; `entries` holds at most one Entry per
+// agent, and an Entry keeps its identity while its container is replaced (its handles follow).
+import { rm } from 'node:fs/promises';
+import type Docker from 'dockerode';
+import { SandboxError } from '../../errors.ts';
+import type { SandboxdEgress } from '../sandboxd/client.ts';
+import type { SandboxLimits } from '../types.ts';
+import { LABEL_AGENT, LABEL_TENANT } from './config.ts';
+import { createSandboxContainer, removeSandboxContainer } from './containers.ts';
+import { makeLinkDir } from './links.ts';
+import type { Naming } from './ownership.ts';
+import type { WarmPool } from './pool.ts';
+import type { Reapable } from './reaper.ts';
+import type { ConnectSandboxd, OpenSessionOptions } from './session.ts';
+import type { WorkspaceMount, WorkspaceStore } from './workspaces.ts';
+
+/** One agent known to this process; the reaper reads and writes its Reapable part. */
+export interface Entry extends Reapable {
+  agentId: string;
+  /** For the labels of a replacement container; unknown for a pooled container adopted after a restart. */
+  tenantId: string | undefined;
+  limits: SandboxLimits;
+  /** Mounted again before the container starts (it is not, after a reboot). */
+  workspace: WorkspaceMount | undefined;
+  /** destroy() ran: calls through old handles fail instead of making a new container. */
+  destroyed?: boolean;
+  /** The rename of an assigned pool container, while it runs (destroy waits for it). */
+  renaming?: Promise<void>;
+  /** Its container was just created and never started (its first open need not inspect it). */
+  created?: boolean;
+  /** Its link folder, when this process made the container (else read from its inspect). */
+  link?: string;
+}
+
+/** Everything but the warm pool, which is made from it (its first make() runs at once). */
+export interface ProviderBase {
+  docker: Docker;
+  image: string;
+  prefix: string;
+  instance: string;
+  names: Naming;
+  /** dsh.managed, dsh.instance and the caller's labels: on everything this provider makes. */
+  ownLabels: Record<string, string>;
+  defaults: SandboxLimits;
+  /** The most a spec may ask for. */
+  maxima: SandboxLimits;
+  tmpBytes: number;
+  connect: ConnectSandboxd;
+  onError: (error: unknown) => void;
+  resolve: (path: string) => string;
+  egress: ((agentId: string, egress: SandboxdEgress) => () => void) | undefined;
+  spoolDir: string | undefined;
+  entries: Map<string, Entry>;
+  /** Legacy agent container name → container id, for the ones adopt() found claimed by the store. */
+  legacy: Map<string, string>;
+  /** This process's pool nonce: pool containers of this instance with another one are leftovers. */
+  owner: string;
+  /** Agent container names adopt() found; undefined before adopt() (then any name may exist). */
+  adoptedNames: Set<string> | undefined;
+  workspaces: WorkspaceStore;
+  /** The folder of the containers' link folders; undefined: the attach stream only. */
+  links: string | undefined;
+}
+
+export interface ProviderState extends ProviderBase {
+  pool: WarmPool;
+}
+
+export interface MadeContainer {
+  container: Docker.Container;
+  workspace: WorkspaceMount;
+  link?: string;
+}
+
+/** A new container with its workspace (a new one, or `reuse`) and, when links are on, its link folder. */
+export async function createContainer(
+  s: ProviderBase,
+  name: string,
+  labels: Record<string, string>,
+  limits: SandboxLimits,
+  reuse?: WorkspaceMount,
+): Promise<MadeContainer> {
+  const link = s.links === undefined ? undefined : await makeLinkDir(s.links);
+  try {
+    const made = await createSandboxContainer(s.docker, s.workspaces, {
+      image: s.image,
+      name,
+      labels,
+      limits,
+      tmpBytes: s.tmpBytes,
+      ...(reuse ? { reuse } : {}),
+      ...(link === undefined ? {} : { link }),
+    });
+    return link === undefined ? made : { ...made, link };
+  } catch (e) {
+    if (link !== undefined) await rm(link, { recursive: true, force: true });
+    throw e;
+  }
+}
+
+/** Removes a container with its workspace and link folder; the workspace it had, when it had one. */
+export function removeContainer(
+  s: ProviderBase,
+  container: Docker.Container,
+): Promise<WorkspaceMount | undefined> {
+  return removeSandboxContainer(s.workspaces, container, s.links);
+}
+
+/** Removes a container and its workspace; the workspace also when the container is already gone. */
+export async function removeWith(
+  s: ProviderBase,
+  container: Docker.Container,
+  workspace: WorkspaceMount | undefined,
+): Promise<void> {
+  await removeContainer(s, container);
+  if (workspace) await s.workspaces.remove(workspace);
+}
+
+export function agentLabels(
+  s: ProviderBase,
+  agentId: string,
+  tenantId: string | undefined,
+): Record<string, string> {
+  return {
+    ...s.ownLabels,
+    [LABEL_AGENT]: agentId,
+    ...(tenantId === undefined ? {} : { [LABEL_TENANT]: tenantId }),
+  };
+}
+
+/** How sessions are opened: over the link when the container has one. */
+export function sessionOptions(s: ProviderBase, extra: OpenSessionOptions): OpenSessionOptions {
+  return {
+    ...extra,
+    ...(s.links === undefined ? {} : { links: s.links }),
+    onLinkError: (e) =>
+      s.onError(new SandboxError('SANDBOX_UNAVAILABLE', `${String(e)} (the attach stream serves instead)`)),
+  };
+}
+
+/** Session options for an entry: its link folder when this process made its container. */
+export function linkOf(s: ProviderBase, entry: Entry, extra: OpenSessionOptions): OpenSessionOptions {
+  return sessionOptions(s, { ...extra, ...(entry.link === undefined ? {} : { link: entry.link }) });
+}

@@ -1,0 +1,94 @@
+// The event log's ports: what a backend stores rows with (EventBackend), the writer thread a
+// backend may add (AsyncEventWriter), the rows that travel through both, and the options of the
+// shared core (event-log-core.ts). Types only: the behaviour every backend shares is the core's.
+// The store's move to asynchronous ports (issue 30) changes EventBackend here and the modules that
+// call it (event-log-state.ts, event-log-budget.ts, event-log-queue.ts, event-log-read.ts).
+import type { PayloadBlob } from './payloads.ts';
+import type { EventLog, EventPayloads, EventSurface } from './types.ts';
+
+/** An event as stored: data already serialized (markers in place of payloads), so later mutation cannot change it. */
+export interface EventRow {
+  sessionId: string;
+  seq: number;
+  type: string;
+  surface: EventSurface;
+  callId: string | undefined;
+  parentCallId: string | undefined;
+  data: string;
+  /** JSON array of PayloadRef, children first; undefined when nothing moved. */
+  refs: string | undefined;
+  at: number;
+}
+
+/** A row on its way to the backend, with what its write must also do. */
+export interface QueuedRow extends EventRow {
+  tenantId: string;
+  /** What the row adds to its tenant's usage (payloads included). */
+  bytes: number;
+  /** Payloads this row stores first (not yet stored for the tenant). */
+  blobs: readonly PayloadBlob[];
+}
+
+/**
+ * Where rows go. All methods are synchronous; `write` is atomic (all rows, their payloads and the
+ * usage they add, or nothing) and may raise the seqs of a session's rows (keeping their order) when
+ * another writer got there first.
+ */
+export interface EventBackend {
+  /** The highest seq stored for the session, 0 when none. Called once per session. */
+  lastSeq(sessionId: string): number;
+  /** The tenant whose budget the session's events count against ('' when none is known). */
+  tenantOf(sessionId: string): string;
+  /** Stored log bytes of a tenant. Called once per tenant. */
+  usage(tenantId: string): number;
+  /** Stored log bytes of every tenant. */
+  usageAll(): { tenantId: string; bytes: number }[];
+  readBlob(tenantId: string, sha256: string): string | undefined;
+  hasBlob(tenantId: string, sha256: string): boolean;
+  write(rows: QueuedRow[]): void;
+  read(sessionId: string, afterSeq: number, limit: number): EventRow[];
+}
+
+export interface EventLogOptions {
+  /** Clock for `at`. Default Date.now. */
+  now?: () => number;
+  /** Told about background write failures (the rows stay queued and are retried). */
+  onError?: (error: unknown) => void;
+  /**
+   * How long appends may wait to be written together. 0 (the default) writes at the next
+   * setImmediate; a few ms coalesces calls that arrive in different ticks into one transaction.
+   * flush() and close() always write at once.
+   */
+  batchWindowMs?: number;
+  /** Log bytes each tenant may hold (events plus payloads). Default DEFAULT_LOG_BUDGET_BYTES (512 MiB). */
+  budgetBytes?: number;
+  /** Values of event data longer than this (JSON characters) are stored once, apart. Default 16 KiB. */
+  inlineBytes?: number;
+  /** Overrides the backend's session → tenant mapping (tests, stores without agents). */
+  tenantOf?: (sessionId: string) => string;
+}
+
+/**
+ * Writes rows off the caller's thread (event-writer.ts), one write at a time, in order. The core
+ * falls back to `backend.write` once a write comes back `lost`.
+ */
+export interface AsyncEventWriter {
+  /**
+   * `done` is called once: how many rows (from the first) are stored, their seqs when the backend
+   * renumbered them (undefined: as given), the error that stopped the rest, and `lost` when the
+   * thread ended (whether the rest was stored is unknown).
+   */
+  write(
+    rows: QueuedRow[],
+    done: (result: { stored: number; seqs?: number[]; error?: unknown; lost?: boolean }) => void,
+  ): void;
+  /** Blocks the calling thread until the write in flight (if any) has called its `done`. */
+  waitSync(): void;
+  /** Ends the thread (after waitSync). */
+  close(): void;
+}
+
+export interface ClosableEventLog extends EventLog, EventPayloads {
+  /** Writes what is queued and stops the background writer. */
+  close(): void;
+}

@@ -1,0 +1,220 @@
+// The one writer path: admitted rows are queued, and drain() takes the whole queue and writes it
+// in one atomic batch, on the caller's thread (backend.write) or handed over to the writer thread
+// (event-writer.ts); what follows a stored batch (seqs followed, payloads no longer queued,
+// subscribers told) is committed()'s. Writes run at the next setImmediate, or after the batch
+// window; flush() and close() write at once.
+// Invariants: rows are written in append order; a failed batch stays queued (flush() rejects, the
+// next tick retries, backing off while writes keep failing) instead of being dropped; subscribers
+// are told only after their events are durable, so a client never sees a seq a crash could hand
+// out again. With a writer thread one write is in flight, everything appended meanwhile goes into
+// the next one (group commit), and the rows in flight count as queued for readers until the
+// thread says they are stored; once the thread is lost, the rest is written on the caller's thread.
+import type { AsyncEventWriter, QueuedRow } from './event-log-port.ts';
+import { NO_BLOBS, toEvent } from './event-log-rows.ts';
+import { blobKey, type LogState, type SessionState } from './event-log-state.ts';
+import type { SessionEvent, SessionEventInput } from './types.ts';
+
+type WriteAnswer = Parameters<Parameters<AsyncEventWriter['write']>[1]>[0];
+
+/** Queues an admitted row (its session's seq loaded) with its seq and time; the event appended. */
+export function enqueue(
+  s: LogState,
+  input: SessionEventInput,
+  row: QueuedRow,
+  session: SessionState,
+  at: number,
+): SessionEvent {
+  row.seq = ++session.seq;
+  row.at = at;
+  for (const blob of row.blobs) s.queuedBlobs.set(blobKey(row.tenantId, blob.sha256), blob.json);
+  s.queue.push(row);
+  s.appended++;
+  return { ...input, seq: row.seq, at };
+}
+
+/** Writes the queue soon (see the header), unless a write is already scheduled. */
+export function schedule(s: LogState): void {
+  if (s.immediate !== undefined || s.timeout !== undefined || s.closed) return;
+  if (s.failures > 0) later(s, 50);
+  else if (s.batchWindowMs > 0)
+    later(s, s.batchWindowMs, true); // ref'd: queued events keep the process up
+  else s.immediate = setImmediate(runScheduled, s);
+}
+
+/** Retries are unref'd so a store that keeps failing never holds the process open. */
+function later(s: LogState, ms: number, ref = false): void {
+  const handle = setTimeout(runScheduled, ms, s);
+  if (!ref) handle.unref();
+  s.timeout = handle;
+}
+
+function runScheduled(s: LogState): void {
+  s.immediate = undefined;
+  s.timeout = undefined;
+  try {
+    drain(s);
+  } catch (error) {
+    s.options.onError?.(error);
+    if (!s.closed) later(s, Math.min(5000, 50 * 2 ** Math.min(s.failures, 7)));
+  }
+}
+
+/** Cancels the pending background write, when one is scheduled. */
+function unschedule(s: LogState): void {
+  if (s.immediate !== undefined) clearImmediate(s.immediate);
+  if (s.timeout !== undefined) clearTimeout(s.timeout);
+  s.immediate = undefined;
+  s.timeout = undefined;
+}
+
+/** The one writer path: takes the whole queue, writes it atomically (or hands it to the thread), then notifies. */
+export function drain(s: LogState): void {
+  unschedule(s);
+  if (s.queue.length === 0) return;
+  if (s.writer !== undefined) {
+    handOver(s, s.writer);
+    return;
+  }
+  const batch = s.queue;
+  s.queue = [];
+  try {
+    s.backend.write(batch);
+  } catch (error) {
+    s.queue = batch.concat(s.queue);
+    s.failures++;
+    throw error;
+  }
+  s.failures = 0;
+  committed(s, batch);
+}
+
+/** Gives the queue to the writer thread unless a write is in flight (its answer sends the rest). */
+function handOver(s: LogState, thread: AsyncEventWriter): void {
+  if (s.inFlight.length > 0 || s.queue.length === 0) return;
+  const batch = s.queue;
+  s.queue = [];
+  s.inFlight = batch;
+  thread.write(batch, (answer) => onAnswer(s, batch, answer));
+}
+
+/** The writer thread's answer for `batch`: what it stored is committed, the rest queued again. */
+function onAnswer(s: LogState, batch: QueuedRow[], answer: WriteAnswer): void {
+  s.inFlight = [];
+  // The common answer: everything stored as numbered, no copies.
+  const whole = answer.stored === batch.length;
+  const done = whole ? batch : batch.slice(0, answer.stored);
+  const { seqs } = answer;
+  if (seqs !== undefined)
+    done.forEach((row, i) => {
+      row.seq = seqs[i] ?? row.seq;
+    });
+  let rest = whole ? [] : batch.slice(answer.stored);
+  if (answer.lost) {
+    // The thread ended: what it stored is unknown, so use the stored seqs (one writer per session).
+    s.writer = undefined;
+    const kept = rest.filter((row) => row.seq > s.backend.lastSeq(row.sessionId));
+    done.push(...rest.filter((row) => !kept.includes(row)));
+    rest = kept;
+  }
+  if (done.length > 0) committed(s, done);
+  const waiters = [...s.answerWaiters];
+  s.answerWaiters.clear();
+  if (answer.error === undefined) {
+    s.failures = 0;
+    for (const w of waiters) w.resolve();
+    if (s.queue.length > 0 && !s.closed) schedule(s);
+    return;
+  }
+  s.queue = rest.concat(s.queue);
+  s.options.onError?.(answer.error);
+  if (answer.lost) {
+    // Not a failed write: the rest is written here from now on.
+    for (const w of waiters) w.resolve();
+    if (!s.closed) schedule(s);
+    return;
+  }
+  s.failures++;
+  for (const w of waiters) w.reject(answer.error);
+  if (!s.closed) schedule(s);
+}
+
+/** What follows a stored batch: seqs followed, payloads no longer queued, subscribers told. */
+function committed(s: LogState, batch: QueuedRow[]): void {
+  s.stored += batch.length;
+  let session: SessionState | undefined;
+  let sessionId: string | undefined;
+  let blobs = false;
+  for (const row of batch) {
+    // The backend may have renumbered rows after another process's writes: follow it.
+    if (row.sessionId !== sessionId) {
+      sessionId = row.sessionId;
+      session = s.sessions.get(sessionId);
+    }
+    if (session !== undefined && row.seq > session.seq) session.seq = row.seq;
+    if (row.blobs.length === 0) continue;
+    blobs = true;
+    for (const blob of row.blobs) s.queuedBlobs.delete(blobKey(row.tenantId, blob.sha256));
+  }
+  if (s.listeners.size > 0) notify(s, batch);
+  if (blobs) for (const row of batch) row.blobs = NO_BLOBS;
+}
+
+function notify(s: LogState, rows: QueuedRow[]): void {
+  for (const row of rows) {
+    const set = s.listeners.get(row.sessionId);
+    if (set === undefined) continue;
+    // Subscribers see what `payloads: 'refs'` readers see: large values stay markers.
+    const event = toEvent(row);
+    for (const listener of [...set]) {
+      try {
+        listener(event);
+      } catch (error) {
+        s.options.onError?.(error);
+      }
+    }
+  }
+}
+
+export function subscribe(
+  s: LogState,
+  sessionId: string,
+  listener: (event: SessionEvent) => void,
+): () => void {
+  const set = s.listeners.get(sessionId) ?? new Set();
+  s.listeners.set(sessionId, set);
+  set.add(listener);
+  return () => {
+    set.delete(listener);
+    if (set.size === 0 && s.listeners.get(sessionId) === set) s.listeners.delete(sessionId);
+  };
+}
+
+/** Resolves at the writer thread's next answer, rejecting when that write failed. */
+function nextAnswer(s: LogState): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    s.answerWaiters.add({ resolve, reject });
+  });
+}
+
+export async function flush(s: LogState): Promise<void> {
+  // Rows are stored in append order: everything appended so far is durable when `stored` gets there.
+  const target = s.appended;
+  while (s.stored < target) {
+    drain(s);
+    if (s.inFlight.length > 0) await nextAnswer(s);
+  }
+}
+
+export function close(s: LogState): void {
+  if (s.closed) return;
+  try {
+    // The write in flight answers first (and may give rows back); the rest is written here.
+    s.writer?.waitSync();
+    s.writer = undefined;
+    drain(s);
+  } finally {
+    s.closed = true;
+    s.threadWriter?.close();
+    s.listeners.clear();
+  }
+}

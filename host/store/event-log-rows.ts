@@ -1,0 +1,94 @@
+// Between events and rows: an input checked and its data shaped into a row's JSON (large values
+// moved out as payloads, payloads.ts), a stored row read back as an event, and an event's size as
+// the API shows it (what paging by bytes counts). Pure functions over their arguments.
+// Invariants: a row's `data` is the JSON text of the event's data with markers in place of its
+// payloads, and its `refs` the JSON of their list (children first), undefined when nothing moved;
+// shape() and validate() throw STORE_FAILED and nothing else.
+import { SandboxError } from '../errors.ts';
+import type { EventRow } from './event-log-port.ts';
+import { mayExceed, type PayloadBlob, type SplitData, splitValue, topRefs } from './payloads.ts';
+import type { EventSurface, PayloadRef, SessionEvent, SessionEventInput } from './types.ts';
+
+const SURFACES: ReadonlySet<string> = new Set<EventSurface>(['current', 'log-only']);
+
+/** What rows with no payloads share (never mutated). */
+export const NO_BLOBS: readonly PayloadBlob[] = Object.freeze([]);
+
+/** Fixed part of an event's JSON: `{"seq":…,"at":…,"type":"","surface":"log-only","callId":"",…}`. */
+const EVENT_ENVELOPE = 128;
+
+export function validate(input: SessionEventInput): void {
+  if (typeof input.sessionId !== 'string' || input.sessionId === '') {
+    throw new SandboxError('STORE_FAILED', 'event needs a non-empty sessionId');
+  }
+  if (typeof input.type !== 'string' || input.type === '') {
+    throw new SandboxError('STORE_FAILED', 'event needs a non-empty type', {
+      data: { sessionId: input.sessionId },
+    });
+  }
+  if (!SURFACES.has(input.surface)) {
+    throw new SandboxError(
+      'STORE_FAILED',
+      `event surface must be 'current' or 'log-only', got ${input.surface}`,
+    );
+  }
+}
+
+/**
+ * The data's JSON text with its large values moved out (payloads.ts): a string when nothing moved
+ * (the common case, no object built around it).
+ */
+export function shape(input: SessionEventInput, inlineBytes: number): string | SplitData {
+  try {
+    if (!mayExceed(input.data, inlineBytes)) {
+      const json = JSON.stringify(input.data) ?? 'null';
+      if (json.length <= inlineBytes) return json;
+    }
+    return splitValue(input.data, inlineBytes);
+  } catch (cause) {
+    throw new SandboxError('STORE_FAILED', `event ${input.type} data is not JSON-serializable`, { cause });
+  }
+}
+
+export function parseRefs(row: EventRow): PayloadRef[] {
+  return row.refs === undefined ? [] : (JSON.parse(row.refs) as PayloadRef[]);
+}
+
+/** A row as an event with the given data (no payload list). */
+export function baseEvent(row: EventRow, data: SessionEvent['data']): SessionEvent {
+  const event: SessionEvent = {
+    sessionId: row.sessionId,
+    seq: row.seq,
+    type: row.type,
+    surface: row.surface,
+    data,
+    at: row.at,
+  };
+  if (row.callId !== undefined) event.callId = row.callId;
+  if (row.parentCallId !== undefined) event.parentCallId = row.parentCallId;
+  return event;
+}
+
+/** A stored row as an event with its markers and their list (no payload is read). */
+export function toEvent(row: EventRow): SessionEvent {
+  const event = baseEvent(row, JSON.parse(row.data));
+  const refs = topRefs(parseRefs(row));
+  if (refs.length > 0) event.payloads = refs;
+  return event;
+}
+
+/** About the length of the event's JSON as the API shows it (envelope, data and payload list). */
+export function sizeOf(row: EventRow, refs: PayloadRef[], inline: boolean): number {
+  return (
+    EVENT_ENVELOPE +
+    row.type.length +
+    (row.callId?.length ?? 0) +
+    (row.parentCallId?.length ?? 0) +
+    row.data.length +
+    (inline
+      ? refs.reduce((n, r) => n + (r.dropped ? 0 : r.bytes), 0)
+      : refs.length === 0
+        ? 0
+        : JSON.stringify(refs).length + 14)
+  );
+}
