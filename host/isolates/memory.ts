@@ -133,7 +133,7 @@ export interface Governed {
   readonly id: number;
   /** The isolate's heap limit (isolated-vm `memoryLimit`), in MB. */
   readonly memoryMb: number;
-  /** Ends it if its CPU budget is spent or its isolate died; the CPU its isolate burned since the last check (ns). */
+  /** Ends it if its isolate died (CPU budgets: the meter, cpu.ts); the CPU it was charged since the last check (ns). */
   check(): number;
   /** Ends it as `memory`. */
   outOfMemory(): void;

@@ -80,6 +80,19 @@ export type WorkerToHost =
 /** How often a worker with an inline run says it is alive. */
 export const ALIVE_MS = 250;
 
+/**
+ * How many times its CPU budget left an inline entry may hold its worker's thread, in wall-clock
+ * time (worker-run.ts). isolated-vm's timeout is the only interrupt of an entry on that thread: it
+ * counts wall-clock time, waiting for a core included, and it ends the entry for good. So it is set
+ * this much past the budget: a program starved of cores (up to this factor) is not cut off, and a
+ * busy loop on an idle machine still ends, having used at most this factor times its budget.
+ */
+export const INLINE_WAIT_FACTOR = 4;
+
+/** The longest an inline entry of a run with these limits may hold its worker's thread (ms). */
+export const inlineEntryMaxMs = (limits: { cpuMs: number; wallMs: number }): number =>
+  Math.min(limits.wallMs, INLINE_WAIT_FACTOR * limits.cpuMs);
+
 /** Longest error message or code that crosses in either direction. */
 export const MAX_ERROR_CHARS = 2_000;
 /** Longest raw stack a worker forwards. */

@@ -13,8 +13,10 @@ export interface RunLimits {
    */
   wallMs: number;
   /**
-   * CPU time of the program's own work (the isolate's CPU clock): waiting on a tool call costs
-   * none of it, so a program that waits for minutes on a tool still has its whole budget. Default 10 000.
+   * CPU time of the program's own work: CPU its worker process really spent on it (cpu.ts), never
+   * time it waited for a core; waiting on a tool call costs none of it, so a program that waits for
+   * minutes on a tool still has its whole budget. An inline entry is cut off after
+   * INLINE_WAIT_FACTOR × the budget left in wall-clock time (protocol.ts). Default 10 000.
    */
   cpuMs: number;
   /** Isolate heap limit (isolated-vm `memoryLimit`, a guideline V8 may overshoot 2-3x). Default 64. */

@@ -8,9 +8,17 @@
 // chosen per entry by the worker (`inline()`): queued on isolated-vm's thread pool, or inline on
 // this thread with applySync while this run is the worker's only one. Inline saves the two thread
 // hand-offs of every call (isolate thread -> this thread -> isolate thread), about a third of a
-// brokered call's cost; while an inline entry runs, this thread does nothing else, so its
-// deadline is the run's remaining wall-clock and CPU budget (isolated-vm's `timeout`) and the
-// worker only goes inline when no other run could wait behind it.
+// brokered call's cost; while an inline entry runs, this thread does nothing else, so the worker
+// only goes inline when no other run could wait behind it.
+//
+// The CPU budget counts CPU the worker process really spent on the run, never time it waited for
+// a core (isolated-vm's `cpuTime` and `timeout` count wall-clock time while the isolate is entered:
+// cpu.ts). Queued entries are charged by the worker's meter every poll (cpu.ts). An inline entry
+// runs on this thread while the run is the worker's only one, so what the process used during it
+// is the entry's; nothing polls meanwhile, and its one interrupt is isolated-vm's timeout, which
+// ends the entry for good. That timeout is the rest of the wall clock, or INLINE_WAIT_FACTOR times
+// the CPU budget left (protocol.ts) if sooner; when it fires, the CPU measured decides: budget
+// spent (a busy loop) is the CPU-budget error, else the program was starved past that factor.
 //
 // A program resumes only inside an entry (the prelude leaves it no timer or other event of its
 // own), and an entry returns only after its microtasks ran. So when every entry has returned (the
@@ -18,9 +26,10 @@
 // pending and it has no outcome, nothing can ever resume it: it ends at once as `stalled` instead
 // of holding its slot until the wall clock. That check is a comparison after each entry.
 import ivm from 'isolated-vm';
+import type { Metered } from './cpu.ts';
 import { LOG_LIMIT, PRELUDE_FILENAME, PRELUDE_SOURCE } from './prelude.ts';
 import type { HostToWorker, WorkerOutcome, WorkerToHost } from './protocol.ts';
-import { clip, MAX_ERROR_CHARS, MAX_STACK_CHARS } from './protocol.ts';
+import { clip, INLINE_WAIT_FACTOR, MAX_ERROR_CHARS, MAX_STACK_CHARS } from './protocol.ts';
 
 type RunMessage = Extract<HostToWorker, { t: 'run' }>;
 type Failure = Omit<Extract<WorkerOutcome, { ok: false }>, 'ok' | 'logs'> & { ok?: false };
@@ -98,7 +107,7 @@ export const createSlot = async (memoryMb: number): Promise<Slot> => {
   }
 };
 
-export interface ActiveRun {
+export interface ActiveRun extends Metered {
   id: number;
   /** The isolate's heap limit (isolated-vm `memoryLimit`), in MB. */
   readonly memoryMb: number;
@@ -110,8 +119,9 @@ export interface ActiveRun {
   deliver(results: ReadonlyArray<readonly [unknown, unknown]>): void;
   cancel(): void;
   /**
-   * Called by the worker's poll: ends the run if the isolate burned its CPU budget or died.
-   * Returns the CPU the isolate burned since the previous check, in ns (0: it did not run).
+   * Called by the worker's poll after the meter's sample() and charge() (which end the run past its
+   * CPU budget): ends the run if its isolate died. Returns the CPU the run was charged since the
+   * previous check, queued and inline entries alike, in ns (0: it did not run).
    */
   check(): number;
   /** Ends the run as `memory`: the worker saw it hold more than its limit allows (memory.ts). */
@@ -135,7 +145,6 @@ export const startRun = (slot: Slot, msg: RunMessage, io: RunIo): ActiveRun => {
   const pending = new Map<number, number>(); // host call id -> the isolate's own call id
   let outBytes = 0;
   let calls = 0;
-  let lastCpu = 0n;
   let nextCallId = 0;
   let finished = false;
 
@@ -211,7 +220,25 @@ export const startRun = (slot: Slot, msg: RunMessage, io: RunIo): ActiveRun => {
   });
   const deadline = performance.now() + limits.wallMs;
   const wall = setTimeout(() => finish(wallTimeout()), limits.wallMs);
-  const cpuBudget = BigInt(limits.cpuMs) * 1_000_000n;
+  const cpuBudgetNs = limits.cpuMs * 1_000_000;
+  /** CPU the run used so far, and since the last check() (ns): queued entries by the meter, inline ones measured. */
+  let cpuUsedNs = 0;
+  let ranNs = 0;
+  const spend = (ns: number): void => {
+    cpuUsedNs += ns;
+    ranNs += ns;
+  };
+  /**
+   * isolated-vm's `cpuTime` at the last sample, and the time entered inline since then (ns): the
+   * meter gets the queued part only, as it shares the CPU of the threads other than this one.
+   */
+  let enteredAt = 0n;
+  let enteredInlineNs = 0;
+  try {
+    enteredAt = slot.isolate.cpuTime; // the prelude's install is not the run's
+  } catch {
+    // disposed: the first entry fails and says why
+  }
   const lostIsolate = (): Failure => ({
     kind: 'memory',
     message: `the program ran out of memory (limit ${limits.memoryMb} MB)`,
@@ -223,26 +250,30 @@ export const startRun = (slot: Slot, msg: RunMessage, io: RunIo): ActiveRun => {
       'programs have no timers or other events), so it would never finish',
   });
 
+  const starved = (tookMs: number, cpuNs: number): Failure => ({
+    kind: 'timeout',
+    message:
+      `the machine was too busy for the program: one stretch of it took ${Math.round(tookMs)} ms and ` +
+      `got only ${Math.round(cpuNs / 1e6)} ms of CPU time (its CPU budget: ${limits.cpuMs} ms)`,
+  });
+
   /**
    * What an inline entry's throw means, judged by state, never by its message (which the program
    * can write: isolated-vm ends each applySync by throwing a promise the program left rejected
-   * without a handler). The isolate is gone: memory. The entry used its whole budget: timeout.
-   * Anything else is the program's own unhandled rejection, which a queued entry drops as well.
+   * without a handler). The isolate is gone: memory. The entry took its whole timeout: the CPU
+   * budget if the run has spent it, else the wall clock if that is up, else it was starved. Anything
+   * else is the program's own unhandled rejection, which a queued entry drops as well.
    */
-  const entryFailed = (startedAt: number, budgetMs: number): Failure | undefined => {
+  const entryFailed = (tookMs: number, timeoutMs: number, cpuNs: number): Failure | undefined => {
     if (slot.isolate.isDisposed) return lostIsolate();
-    if (performance.now() - startedAt < budgetMs - 1) return undefined;
-    return performance.now() >= deadline - 1 ? wallTimeout() : cpuTimeout();
+    if (tookMs < timeoutMs - 1) return undefined;
+    if (cpuUsedNs >= cpuBudgetNs) return cpuTimeout();
+    return performance.now() >= deadline - 1 ? wallTimeout() : starved(tookMs, cpuNs);
   };
-  /** What an inline entry may still take: the rest of the wall-clock and of the CPU budget (ms). */
-  const entryBudgetMs = (): number => {
-    let cpuLeft = limits.cpuMs;
-    try {
-      cpuLeft = Number((cpuBudget - slot.isolate.cpuTime) / 1_000_000n);
-    } catch {
-      // disposed: the entry fails at once and says why
-    }
-    return Math.max(1, Math.ceil(Math.min(deadline - performance.now(), cpuLeft)));
+  /** An inline entry's timeout: the rest of the wall clock, or INLINE_WAIT_FACTOR × the CPU left (ms). */
+  const entryTimeoutMs = (): number => {
+    const cpuLeftMs = (cpuBudgetNs - cpuUsedNs) / 1e6;
+    return Math.max(1, Math.ceil(Math.min(deadline - performance.now(), INLINE_WAIT_FACTOR * cpuLeftMs)));
   };
   /**
    * After an entry returned: with no entry in flight, no call pending and no outcome, nothing can
@@ -276,16 +307,25 @@ export const startRun = (slot: Slot, msg: RunMessage, io: RunIo): ActiveRun => {
       }
       return;
     }
-    const budgetMs = entryBudgetMs();
+    const timeoutMs = entryTimeoutMs();
     const startedAt = performance.now();
+    const cpuBefore = processCpuUs();
+    let threw = false;
     inEntry = true;
     try {
-      ref.applySync(undefined, [...args, true] as never[], { arguments: { copy: true }, timeout: budgetMs });
+      ref.applySync(undefined, [...args, true] as never[], { arguments: { copy: true }, timeout: timeoutMs });
     } catch {
-      const failure = entryFailed(startedAt, budgetMs);
-      if (failure) finish(failure);
+      threw = true;
     } finally {
       inEntry = false;
+      // This run is the worker's only one: the process's CPU during the entry is the entry's.
+      const cpuNs = (processCpuUs() - cpuBefore) * 1000;
+      const tookMs = performance.now() - startedAt;
+      enteredInlineNs += tookMs * 1e6;
+      spend(cpuNs);
+      const failure = threw ? entryFailed(tookMs, timeoutMs, cpuNs) : undefined;
+      if (failure) finish(failure);
+      else if (cpuUsedNs > cpuBudgetNs) finish(cpuTimeout());
       close();
     }
     afterEntry();
@@ -318,23 +358,35 @@ export const startRun = (slot: Slot, msg: RunMessage, io: RunIo): ActiveRun => {
       else if (ids.length > 1) enter(slot.deliver, [ids, envelopes]);
     },
     cancel: () => finish({ kind: 'aborted', message: 'the run was cancelled' }),
+    sample: () => {
+      if (finished) return 0;
+      let entered: bigint;
+      try {
+        if (slot.isolate.isDisposed) throw new Error('disposed');
+        entered = slot.isolate.cpuTime;
+      } catch {
+        finish(lostIsolate());
+        return 0;
+      }
+      const queuedNs = Number(entered - enteredAt) - enteredInlineNs;
+      enteredAt = entered;
+      enteredInlineNs = 0;
+      return Math.max(0, queuedNs);
+    },
+    charge: (cpuNs) => {
+      if (finished) return;
+      spend(cpuNs);
+      if (cpuUsedNs > cpuBudgetNs) finish(cpuTimeout());
+    },
     check: () => {
       if (finished) return 0;
       if (slot.isolate.isDisposed) {
         finish(lostIsolate());
         return 0;
       }
-      let cpu = 0n;
-      try {
-        cpu = slot.isolate.cpuTime;
-      } catch {
-        finish(lostIsolate());
-        return 0;
-      }
-      if (cpu > cpuBudget) finish(cpuTimeout());
-      const burned = Number(cpu - lastCpu);
-      lastCpu = cpu;
-      return burned;
+      const ran = ranNs;
+      ranNs = 0;
+      return ran;
     },
     outOfMemory: () => finish(lostIsolate()),
     heapBytes: async () => {
@@ -347,6 +399,12 @@ export const startRun = (slot: Slot, msg: RunMessage, io: RunIo): ActiveRun => {
       }
     },
   };
+};
+
+/** CPU this process used so far, all its threads, in µs. */
+const processCpuUs = (): number => {
+  const usage = process.cpuUsage();
+  return usage.user + usage.system;
 };
 
 const FAILURE_KINDS = new Set(['compile', 'runtime', 'limit']);

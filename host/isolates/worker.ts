@@ -1,10 +1,11 @@
 // Entry point of an isolate worker process (forked by supervisor.ts with --no-node-snapshot and a
-// heap cap). It owns a small pool of pre-warmed isolate slots and the runs in flight, polls their
-// CPU time and the process's memory (memory.ts), and speaks the protocol.ts messages over the IPC
+// heap cap). It owns a small pool of pre-warmed isolate slots and the runs in flight, polls the CPU
+// they really used (cpu.ts) and the process's memory (memory.ts), and speaks the protocol.ts messages over the IPC
 // channel. Invariants: a slot is used by one run and then disposed;
 // the pool only ever holds slots no program has touched; losing the parent ends this process (with a
 // SIGKILL fallback, because a disposed isolate can hang process.exit).
 
+import { createCpuMeter } from './cpu.ts';
 import { createMemoryWatch } from './memory.ts';
 import { createOutbox } from './outbox.ts';
 import type { HostToWorker, WorkerOutcome, WorkerToHost } from './protocol.ts';
@@ -157,9 +158,14 @@ process.on('unhandledRejection', (reason) =>
   process.stderr.write(`unhandled rejection: ${String(reason).slice(0, 300)}\n`),
 );
 
-// Every poll: CPU budgets, then memory (memory.ts).
+// Every poll: CPU as the process really used it on queued entries (cpu.ts; inline entries are
+// measured around themselves, worker-run.ts), which ends runs past their budgets, then memory.
+const meter = createCpuMeter();
 const watch = createMemoryWatch(args.budgetMb);
-setInterval(() => watch(runs.values()), 20).unref();
+setInterval(() => {
+  meter(runs.values());
+  watch(runs.values());
+}, 20).unref();
 // Inline entries hold this thread; the host kills a worker that goes quiet for longer than an
 // entry may legitimately take (protocol.ts `alive`).
 setInterval(() => {

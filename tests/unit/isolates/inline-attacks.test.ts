@@ -564,7 +564,9 @@ describe('problems this suite found, fixed (the comments say what they were)', (
   // backstop ended the run at wallMs + killGraceMs (about 31 s of CPU with the defaults instead of
   // 10), or isolated-vm's "failed to terminate" path took the worker down (SIGSEGV, run as crash).
   // Fixed: the worker's loop says it is alive every ALIVE_MS while it has an inline run; the host
-  // kills a worker silent for longer than the CPU budget plus grace. Only this run's worker dies.
+  // kills a worker silent for longer than an inline entry may take (INLINE_WAIT_FACTOR × the CPU
+  // budget, protocol.ts) plus grace. Only this run's worker dies. (A wall clock past that bound, so
+  // that the host's run deadline does not come first.)
   it.each([
     [
       'a spinning getter on an unhandled rejection',
@@ -573,7 +575,7 @@ describe('problems this suite found, fixed (the comments say what they were)', (
     ['a non-interruptible builtin', 'const a = []; a[4294967294] = 1; return a.indexOf(2)'],
   ])('%s still ends at the CPU budget', async (_label, attack) => {
     const mark = events.length;
-    const outcome = await inline({ code: `await tools.echo({}); ${attack}` });
+    const outcome = await inline({ code: `await tools.echo({}); ${attack}`, limits: { wallMs: 5_000 } });
     expect(failure(outcome)).toEqual(CPU_TIMEOUT);
     expect(
       events
