@@ -9,12 +9,18 @@
 // The sandbox provider and the isolate host are injected, so this module loads neither dockerode
 // nor isolated-vm; serve.ts, the integration tests and the bench pass the real ones.
 import { timeoutPolicy } from '../../policies/index.ts';
+import { registerCordisTools } from '../cordis/cordis-tools.ts';
+import type { PluginHostOptions } from '../cordis/host.ts';
 import type { Egress } from '../egress/index.ts';
 import type { IsolateHost } from '../isolates/index.ts';
 import type { SandboxProvider } from '../sandbox/types.ts';
+import { createScheduler, type Scheduler, type SchedulerOptions } from '../schedules/scheduler.ts';
 import { createSkillCatalog, type SkillCatalog } from '../skills/catalog.ts';
 import type { SkillLimits } from '../skills/package.ts';
 import type { Store } from '../store/index.ts';
+import { createTeamBoard, type TeamBoard, type TeamBoardOptions } from '../teams/board/board.ts';
+import { registerTeamTaskTools } from '../teams/board/tools.ts';
+import { createTeamDirectory } from '../teams/directory.ts';
 import {
   builtinTools,
   type SessionAccess,
@@ -22,6 +28,7 @@ import {
   sessionLogTools,
   skillTool,
 } from '../tools/builtin/index.ts';
+import { lspTool } from '../tools/builtin/lsp/tool.ts';
 import {
   createRegistry,
   createRequestApprovals,
@@ -32,16 +39,9 @@ import { type CodeModeBudget, createPtcExecutor } from '../tools/ptc/index.ts';
 import type { AgentScope } from '../tools/types.ts';
 import { registerWorkflowTools } from '../tools/workflow/index.ts';
 import { rememberConfigs } from './configs.ts';
-import { lspTool } from '../tools/builtin/lsp/tool.ts';
-import { registerCordisTools } from '../cordis/cordis-tools.ts';
-import type { PluginHostOptions } from '../cordis/host.ts';
 import { createRegistryRuntime } from './runtime.ts';
-import { createScheduler, type Scheduler, type SchedulerOptions } from '../schedules/scheduler.ts';
 import { type AgentService, type AgentServiceOptions, createAgentService } from './service.ts';
 import { createSkillLayers, type SkillLayers } from './skill-layers.ts';
-import { createTeamBoard, type TeamBoard, type TeamBoardOptions } from '../teams/board/board.ts';
-import { registerTeamTaskTools } from '../teams/board/tools.ts';
-import { createTeamDirectory } from '../teams/directory.ts';
 import type { AgentConfig } from './types.ts';
 import { registerWebTools } from './web.ts';
 

@@ -12,11 +12,11 @@
 
 import { installPolicies, type PolicySpec, planModePolicy } from '../../policies/index.ts';
 import { messageOf, SandboxError } from '../errors.ts';
+import { installWriteScopes } from '../teams/board/guard.ts';
 import type { Disposer, ToolRegistry, ToolScope } from '../tools/index.ts';
 import type { AgentScope } from '../tools/types.ts';
 import { type Preset, presetEntry } from './presets/index.ts';
 import { createSteps, type StepOptions } from './steps.ts';
-import { installWriteScopes } from '../teams/board/guard.ts';
 import type { AgentTools, AgentToolsSpec, ToolRuntime } from './types.ts';
 
 /** Preset layers already set up from their entries (registry.scope(name) is memoised per registry). */

@@ -16,17 +16,24 @@
 // outlives its parent, none keeps working in a workspace about to be destroyed).
 // Invariants: another tenant's agent reads as NOT_FOUND; results come back in call order; once
 // delete() has marked an agent deleted nothing runs for it any more (service/deletion.ts).
+
+import { createPluginHost, type PluginHost, type PluginHostOptions } from '../cordis/host.ts';
+import type { AgentPlugins } from '../cordis/view.ts';
 import type { EgressGateway } from '../egress/index.ts';
 import { SandboxError } from '../errors.ts';
+import type { McpLimits } from '../mcp-servers/types.ts';
 import type { Sandbox, SandboxProvider } from '../sandbox/types.ts';
+import { type ConversationMessage, messageEvents } from '../session/messages.ts';
+import { type AgentSession, createAgentSession } from '../session/state.ts';
 import { createMemorySessionStateStore, type Store } from '../store/index.ts';
 import type { SessionEvent } from '../store/types.ts';
+import type { TeamBoard } from '../teams/board/board.ts';
+import type { ChildLimits } from '../teams/limits.ts';
+import { createTeamService, type TeamService } from '../teams/service.ts';
+import { teamToolsFor } from '../teams/tools.ts';
 import type { ToolRegistry } from '../tools/index.ts';
 import type { ToolCall, ToolResult } from '../tools/types.ts';
 import { createRequestSpawner, type SpawnProvider } from '../tools/workflow/index.ts';
-import type { McpLimits } from '../mcp-servers/types.ts';
-import { createPluginHost, type PluginHost, type PluginHostOptions } from '../cordis/host.ts';
-import type { AgentPlugins } from '../cordis/view.ts';
 import { createRegistryRuntime } from './runtime.ts';
 import { createBatches } from './service/batches.ts';
 import { createAgentCreation } from './service/create.ts';
@@ -37,12 +44,6 @@ import { createAgentLookup, createDeletionMarks, getAgent, toAgent } from './ser
 import { createRemoteRegistration, remoteDefiner } from './service/remote.ts';
 import { createSandboxBinding } from './service/sandbox.ts';
 import { type AgentUsage, createAgentUsage } from './service/usage.ts';
-import { type ConversationMessage, messageEvents } from '../session/messages.ts';
-import { type AgentSession, createAgentSession } from '../session/state.ts';
-import type { TeamBoard } from '../teams/board/board.ts';
-import type { ChildLimits } from '../teams/limits.ts';
-import { createTeamService, type TeamService } from '../teams/service.ts';
-import { teamToolsFor } from '../teams/tools.ts';
 import type {
   Agent,
   CallOptions,

@@ -9,6 +9,9 @@
 // providers join the agent's and never take a host provider's id or another plugin's
 // (TOOL_NAME_TAKEN, the one code for a name a plugin may not take); it reaches only the agent it
 // was started for.
+
+import type { LiveAgent } from '../agents/service/live.ts';
+import type { Agent } from '../agents/types.ts';
 import { SandboxError } from '../errors.ts';
 import type {
   HostEventName,
@@ -19,8 +22,6 @@ import type {
 } from '../plugins/index.ts';
 import type { EventLog } from '../store/types.ts';
 import type { CallProvenance, ToolResult } from '../tools/types.ts';
-import type { LiveAgent } from '../agents/service/live.ts';
-import type { Agent } from '../agents/types.ts';
 import { pluginToolDefinition, type RunningCalls } from './tool.ts';
 
 /** Plugin tool names of one agent, by the plugin that holds each (a name is held by one plugin). */

@@ -6,6 +6,10 @@
 // and reads another agent's plugins as absent; a plugin's `running` flag in the store is true
 // exactly while it should run after a restart (set on a successful run or update, cleared by stop,
 // by a failure and by the agent's deletion); deleting an agent stops and removes its plugins.
+
+import type { LiveAgent } from '../agents/service/live.ts';
+import { toAgent } from '../agents/service/records.ts';
+import type { Agent } from '../agents/types.ts';
 import { SandboxError } from '../errors.ts';
 import type { JsonValue } from '../json.ts';
 import {
@@ -19,9 +23,6 @@ import type { RequestStore } from '../requests/index.ts';
 import type { AgentStore } from '../store/index.ts';
 import type { DefineInput, PluginOwner, PluginStore } from '../store/plugins-core.ts';
 import type { EventLog } from '../store/types.ts';
-import type { LiveAgent } from '../agents/service/live.ts';
-import { toAgent } from '../agents/service/records.ts';
-import type { Agent } from '../agents/types.ts';
 import { type AgentProviders, pluginCapabilities, type ToolOwners } from './capabilities.ts';
 import { createInspector, HOST_PROVIDER_IDS } from './inspect.ts';
 import { createRunningCalls } from './tool.ts';

@@ -6,13 +6,14 @@
 // client answers (it runs the client bodies). Invariants: every method reads only the agent it
 // was made for (a plugin provider is looked up among that agent's only); inputs are checked and
 // outputs bounded (SESSION_PAGE events; a plugin method's result by its maxValueBytes).
+
+import type { Agent } from '../agents/types.ts';
 import { SandboxError } from '../errors.ts';
 import type { JsonValue } from '../json.ts';
 import type { PluginProvider } from '../plugins/index.ts';
 import { awaitRequest, pluginClientQueryKind, type RequestStore } from '../requests/index.ts';
 import type { EventLog } from '../store/types.ts';
 import type { ToolSchema } from '../tools/types.ts';
-import type { Agent } from '../agents/types.ts';
 
 /** Events one `session.events` query returns at most. */
 export const SESSION_PAGE = 50;

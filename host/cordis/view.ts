@@ -1,6 +1,8 @@
 // One agent's plugins as the cordis_* tools and the API see them: the stored plugin and its
 // packages joined with what the runtime knows of it now (state, tools, logs, the last failure).
 // Every read takes the agent's owner, so another agent's plugin reads as absent (NOT_FOUND).
+
+import type { Agent } from '../agents/types.ts';
 import { SandboxError } from '../errors.ts';
 import type { PluginFailure, PluginStatus } from '../plugins/index.ts';
 import type {
@@ -12,7 +14,6 @@ import type {
   PluginRecord,
   PluginStore,
 } from '../store/plugins-core.ts';
-import type { Agent } from '../agents/types.ts';
 import type { Inspector } from './inspect.ts';
 
 /** A plugin as lists show it. */

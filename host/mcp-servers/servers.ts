@@ -8,10 +8,10 @@
 // (the server does not start, its tools cannot be registered, persisting fails) leaves the previous
 // server of that name and its tools as they were; `persist` always gets the whole list.
 import type { FetchLike } from '@modelcontextprotocol/client';
+import type { AgentTools } from '../agents/types.ts';
 import { messageOf, SandboxError } from '../errors.ts';
 import type { Sandbox } from '../sandbox/types.ts';
 import type { Disposer } from '../tools/disposer.ts';
-import type { AgentTools } from '../agents/types.ts';
 import { createMcpRunner, type McpRunner } from './runner.ts';
 import { defineMcpTools, type McpDefinitions } from './tools.ts';
 import type { McpLimits, McpServerRecord, McpServerSpec, McpServerStatus, McpToolInfo } from './types.ts';

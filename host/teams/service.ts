@@ -6,9 +6,12 @@
 // Invariants: a child never gets more than its parent (same preset, mode, restrictions, policy and
 // sandbox options, depth one deeper); every bound is checked before anything is made; an agent
 // reaches only its own descendants (subagent tools) or its team (team tools), never another tenant.
+
+import type { Agent } from '../agents/types.ts';
 import { SandboxError } from '../errors.ts';
 import type { JsonValue } from '../json.ts';
 import type { RequestStore, SubagentPayload } from '../requests/index.ts';
+import { forkConversation } from '../session/messages.ts';
 import type {
   AgentLinks,
   AgentRecord,
@@ -20,8 +23,6 @@ import type {
   MailKind,
   TeamStore,
 } from '../store/index.ts';
-import { forkConversation } from '../session/messages.ts';
-import type { Agent } from '../agents/types.ts';
 import { createTeamDirectory, LEAD_NAME, type TeamDirectory, teamIdOf } from './directory.ts';
 import { type ChildLimits, childLimitsFor } from './limits.ts';
 import { createMailboxes, type Mailboxes } from './mailboxes.ts';

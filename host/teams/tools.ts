@@ -10,10 +10,10 @@
 // name but report, which
 // (as the seed says of a child's own reporting tools) survives filters over inherited capabilities.
 import * as v from 'valibot';
-import { defineTool } from '../tools/define.ts';
-import type { ToolDefinition } from '../tools/types.ts';
 import { admitsTool, presetEntry } from '../agents/presets/index.ts';
 import type { Agent } from '../agents/types.ts';
+import { defineTool } from '../tools/define.ts';
+import type { ToolDefinition } from '../tools/types.ts';
 import type { TeamService } from './service.ts';
 
 const text = (min: number, max: number) => v.pipe(v.string(), v.minLength(min), v.maxLength(max));

@@ -5,18 +5,18 @@
 // Invariants: an agent that is gone never gets a scope; a retired scope fails closed (runtime.ts:
 // every call still made through it, inner ones included, is DENIED).
 import { agentPolicies } from '../../../policies/index.ts';
+import type { AgentPlugins } from '../../cordis/view.ts';
 import type { EgressGateway } from '../../egress/index.ts';
-import type { Sandbox } from '../../sandbox/types.ts';
-import type { AgentRecord, AgentStore } from '../../store/index.ts';
-import type { EventLog } from '../../store/types.ts';
-import type { AgentScope, ToolDefinition } from '../../tools/types.ts';
-import type { SpawnProvider } from '../../tools/workflow/index.ts';
 import { remoteFetchFor } from '../../mcp-servers/remote-fetch.ts';
 import { type AgentMcp, installMcpServers } from '../../mcp-servers/servers.ts';
 import type { McpLimits } from '../../mcp-servers/types.ts';
-import type { AgentPlugins } from '../../cordis/view.ts';
+import type { Sandbox } from '../../sandbox/types.ts';
 import type { AgentSession } from '../../session/state.ts';
+import type { AgentRecord, AgentStore } from '../../store/index.ts';
+import type { EventLog } from '../../store/types.ts';
 import type { TeamBoard } from '../../teams/board/board.ts';
+import type { AgentScope, ToolDefinition } from '../../tools/types.ts';
+import type { SpawnProvider } from '../../tools/workflow/index.ts';
 import type { Agent, AgentTools, RemoteToolSpec, ToolRuntime } from '../types.ts';
 import { mcpLimitsFor, mcpPersister, mcpServersOf } from './mcp.ts';
 import { type DeletionMarks, deletedError, remoteToolsOf } from './records.ts';

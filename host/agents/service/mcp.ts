@@ -8,8 +8,6 @@
 import { checkServiceUrl } from '../../egress/settings.ts';
 import { SandboxError } from '../../errors.ts';
 import type { JsonValue } from '../../json.ts';
-import type { AgentRecord, AgentStore } from '../../store/index.ts';
-import type { EventLog } from '../../store/types.ts';
 import { SERVER_NAME } from '../../mcp-servers/names.ts';
 import type { AgentMcp } from '../../mcp-servers/servers.ts';
 import {
@@ -20,6 +18,8 @@ import {
   type McpServerSpec,
   type McpServerStatus,
 } from '../../mcp-servers/types.ts';
+import type { AgentRecord, AgentStore } from '../../store/index.ts';
+import type { EventLog } from '../../store/types.ts';
 import type { Agent } from '../types.ts';
 import { deletedError } from './records.ts';
 

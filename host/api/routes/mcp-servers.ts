@@ -7,8 +7,8 @@
 import { Hono } from 'hono';
 import { describeRoute } from 'hono-openapi';
 import * as v from 'valibot';
-import type { McpServerSpec } from '../../mcp-servers/types.ts';
 import type { AgentService } from '../../agents/service.ts';
+import type { McpServerSpec } from '../../mcp-servers/types.ts';
 import { jsonBody, jsonRequest, jsonResponse } from '../body.ts';
 import type { ApiEnv } from '../env.ts';
 import { ErrorBody } from '../schemas.ts';

@@ -1,8 +1,8 @@
 import * as v from 'valibot';
 import { describe, expect, it, vi } from 'vitest';
+import { defineRemoteTool } from '../../../host/agents/remote-tools.ts';
 import type { McpRunner } from '../../../host/mcp-servers/runner.ts';
 import { defineMcpTools } from '../../../host/mcp-servers/tools.ts';
-import { defineRemoteTool } from '../../../host/agents/remote-tools.ts';
 import type { Sandbox } from '../../../host/sandbox/types.ts';
 import { createMemoryRequestStore } from '../../../host/store/memory.ts';
 import {

@@ -4,9 +4,9 @@
 // reports is told (MAILBOX_FULL) instead of the report vanishing. Through the tool calls of the
 // composed agent service, as each agent's client makes them.
 import { afterAll, expect, it } from 'vitest';
+import type { Agent } from '../../../host/agents/types.ts';
 import { DEFAULT_CHILD_LIMITS } from '../../../host/teams/limits.ts';
 import { REPORTS_PER_SENDER } from '../../../host/teams/mailboxes.ts';
-import type { Agent } from '../../../host/agents/types.ts';
 import type { ToolResult } from '../../../host/tools/types.ts';
 import { composedService } from '../../helpers/composed.ts';
 

@@ -2,9 +2,9 @@
 // file, so a test can reopen it as a restarted control plane), the memory sandbox provider, the
 // agent service with the session log, schedule and skill tools, and the HTTP app in front.
 import { assembleAgents } from '../../../host/agents/assemble.ts';
-import type { SchedulerOptions } from '../../../host/schedules/scheduler.ts';
 import { createApp } from '../../../host/api/app.ts';
 import { createMemoryProvider } from '../../../host/sandbox/memory/provider.ts';
+import type { SchedulerOptions } from '../../../host/schedules/scheduler.ts';
 import { openStore } from '../../../host/store/index.ts';
 import type { ToolResult } from '../../../host/tools/types.ts';
 

@@ -2,9 +2,9 @@
 // their timeout, reject when cancelled, and deliver each item to one wait only; the service's own
 // notices are cut to the byte limit instead of refused.
 import { afterEach, describe, expect, it } from 'vitest';
+import { openStore, type Store } from '../../../host/store/index.ts';
 import { DEFAULT_CHILD_LIMITS } from '../../../host/teams/limits.ts';
 import { createMailboxes } from '../../../host/teams/mailboxes.ts';
-import { openStore, type Store } from '../../../host/store/index.ts';
 
 let store: Store;
 afterEach(() => store?.close());

@@ -9,9 +9,9 @@ import * as v from 'valibot';
 import { relativeTo, WORKSPACE_ROOT } from '../../../../sandbox-wire/paths.ts';
 import { SandboxError } from '../../../errors.ts';
 import type { Sandbox } from '../../../sandbox/types.ts';
+import { defineTool } from '../../define.ts';
 import { looksBinary } from '../read.ts';
 import { sandboxOf } from '../services.ts';
-import { defineTool } from '../../define.ts';
 import { KNOWN_EXTENSIONS, type Language, languageOf } from './languages.ts';
 import { DEFAULT_LSP_LIMITS, type LspLimits, type LspSession, startSession } from './session.ts';
 

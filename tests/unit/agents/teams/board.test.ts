@@ -5,9 +5,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { openStore, type Store } from '../../../../host/store/index.ts';
 import { createTeamBoard } from '../../../../host/teams/board/board.ts';
 import type { BoardChange, TeamDirectory } from '../../../../host/teams/board/types.ts';
-import { openStore, type Store } from '../../../../host/store/index.ts';
 
 const TEAM: TeamDirectory = {
   teamOf: async (id) => (['lead', 'a', 'b'].includes(id) ? 'lead' : undefined),
