@@ -86,6 +86,11 @@ export interface MemoryVerdict<R> {
 export interface MemoryGovernor {
   /** One poll: the resident set now and the live runs; says who has to go. */
   poll<R extends GovernedRun>(rss: number, runs: readonly R[]): MemoryVerdict<R>;
+  /**
+   * Runs ended since the last poll, whatever ended them (isolated-vm's own limit, a CPU budget, a
+   * cancel): what the process holds now is still theirs for DRAIN_MS, not the next runs'.
+   */
+  ended(rss: number): void;
 }
 
 /** How long the memory of ended runs may take to be given back before it counts again (ms). */
@@ -125,6 +130,10 @@ export const createMemoryGovernor = (
       const spared = running.filter((run) => run.cpuNs < busiest * LIGHT_SHARE);
       return { end, spared, checkWaiting: running.length === 0, allowance };
     },
+    ended(rss) {
+      drainRss = now() < drainUntil ? Math.max(drainRss, rss) : rss;
+      drainUntil = now() + DRAIN_MS;
+    },
   };
 };
 
@@ -154,6 +163,8 @@ export const createMemoryWatch = (
 ): ((live: Iterable<Governed>) => void) => {
   const governor = createMemoryGovernor(budgetMb, rss());
   let ranBefore = new Set<number>();
+  /** The runs of the previous poll: one gone since ended, and its memory is still being given back. */
+  let seen = new Set<number>();
   const heapChecks = new Set<number>();
   const checkHeap = (item: Governed): void => {
     if (heapChecks.has(item.id)) return;
@@ -166,7 +177,15 @@ export const createMemoryWatch = (
   return (live) => {
     const sampled: Array<{ item: Governed; memoryMb: number; cpuNs: number }> = [];
     for (const item of live) sampled.push({ item, memoryMb: item.memoryMb, cpuNs: item.check() });
-    const verdict = governor.poll(rss(), sampled);
+    const now = rss();
+    const ids = new Set(sampled.map((sample) => sample.item.id));
+    for (const id of seen)
+      if (!ids.has(id)) {
+        governor.ended(now);
+        break;
+      }
+    seen = ids;
+    const verdict = governor.poll(now, sampled);
     for (const { item } of verdict.end) item.outOfMemory();
     for (const { item } of verdict.spared) checkHeap(item);
     const ran = new Set<number>();

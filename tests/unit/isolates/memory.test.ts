@@ -4,7 +4,7 @@
 // kill every run on it. CPU budgets are generous here so that no run ends by time instead.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IsolateHost, JsonValue } from '../../../host/isolates/index.ts';
-import { createMemoryGovernor, runsPerWorker } from '../../../host/isolates/memory.ts';
+import { createMemoryGovernor, DRAIN_MS, runsPerWorker } from '../../../host/isolates/memory.ts';
 import { until } from '../../helpers/until.ts';
 import { failure, runner, sleep, startHost, value } from './helpers.ts';
 
@@ -81,6 +81,20 @@ describe('who the memory governor blames', () => {
     const verdict = governor.poll(900 * MB, [attack, ...neighbours]);
     expect(verdict.end.map((r) => r.name)).toEqual(['attack']);
     expect(verdict.spared.map((r) => r.name)).toEqual(['n1', 'n2', 'n3']);
+  });
+
+  it('does not blame the next runs for what a run that just ended still holds, however it ended', () => {
+    // A run ended by isolated-vm's own limit left 800 MB mapped for a moment; the neighbour that
+    // runs in the next poll has nothing to do with it.
+    let t = 0;
+    const governor = createMemoryGovernor(1024, 100 * MB, () => t);
+    const neighbour = { name: 'neighbour', memoryMb: 32, cpuNs: 2 * ms };
+    governor.ended(900 * MB);
+    t = 10;
+    expect(governor.poll(900 * MB, [neighbour]).end).toEqual([]);
+    // Once the memory had its time to be given back, holding it is somebody's again.
+    t = 10 + DRAIN_MS;
+    expect(governor.poll(900 * MB, [neighbour]).end.map((r) => r.name)).toEqual(['neighbour']);
   });
 
   it('blames every run that ran comparably, and nobody while the worker stays within its allowance', () => {
