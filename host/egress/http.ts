@@ -8,10 +8,10 @@
 // just those: ./gateway.ts); the caller's own headers go to the first origin only, never across a
 // redirect to another one. URLs with userinfo are refused (`http://allowed@evil/` is a trap, not a
 // login).
-// A request body is charged before it is sent (one that does not fit in the budget left is not
-// sent: EGRESS_BUDGET_EXCEEDED). The response body streams; its bytes are charged to the budget as
-// they arrive, and past `maxBytes` or the budget the stream errors. One audit event per hop, when
-// it ends.
+// A request, its head (URL and headers) and its body, is charged before it is sent (one that does
+// not fit in the budget left is not sent: EGRESS_BUDGET_EXCEEDED). The response's head is charged
+// when it arrives; its body streams, its bytes charged as they arrive, and past `maxBytes` or the
+// budget the stream errors. One audit event per hop, when it ends.
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { LookupFunction } from 'node:net';
@@ -167,26 +167,27 @@ function send(
       ...(error === undefined ? {} : { error }),
     });
   }
-  // The body is charged before a byte of it leaves: one that does not fit is not sent at all.
-  if (payload !== undefined) {
-    if (!grant.lease.take(payload.length)) {
-      finish(undefined, 'egress budget used up');
-      return Promise.reject(
-        new SandboxError(
-          'EGRESS_BUDGET_EXCEEDED',
-          `The request body of ${payload.length} bytes is more than what is left of the tenant's egress budget this hour; nothing was sent.`,
-          { data: { reason: 'bytes' } },
-        ),
-      );
-    }
-    bytesOut = payload.length;
+  // The request (its head and body) is charged before a byte of it leaves: one that does not fit
+  // is not sent at all.
+  const path = `${url.pathname}${url.search}`;
+  const outgoing = requestHeadBytes(method, path, grant.host, headers) + (payload?.length ?? 0);
+  if (!grant.lease.take(outgoing)) {
+    finish(undefined, 'egress budget used up');
+    return Promise.reject(
+      new SandboxError(
+        'EGRESS_BUDGET_EXCEEDED',
+        `The request of ${outgoing} bytes (head and body) is more than what is left of the tenant's egress budget this hour; nothing was sent.`,
+        { data: { reason: 'bytes' } },
+      ),
+    );
   }
+  bytesOut = outgoing;
   return new Promise<Response>((resolve, reject) => {
     const request = (url.protocol === 'https:' ? httpsRequest : httpRequest)({
       protocol: url.protocol,
       hostname: grant.host,
       port: grant.port,
-      path: `${url.pathname}${url.search}`,
+      path,
       method,
       headers: Object.fromEntries(headers),
       lookup: pinnedLookup(grant),
@@ -211,6 +212,20 @@ function send(
       );
     });
     request.once('response', (message: IncomingMessage) => {
+      // The response's head counts as its body does: headers can carry as much as a body.
+      const head = responseHeadBytes(message);
+      bytesIn += head;
+      if (!grant.lease.charge(head)) {
+        const error = new SandboxError(
+          'EGRESS_BUDGET_EXCEEDED',
+          'The tenant used its egress budget for this hour.',
+          { data: { reason: 'bytes' } },
+        );
+        message.destroy(error);
+        finish(message.statusCode, 'egress budget used up');
+        reject(error);
+        return;
+      }
       message.on('data', (chunk: Buffer) => {
         bytesIn += chunk.length;
         if (!grant.lease.charge(chunk.length))
@@ -258,4 +273,20 @@ function send(
     });
     request.end(payload);
   });
+}
+
+/** Bytes of a request's head on the wire (request line, Host and the other headers, blank line). */
+function requestHeadBytes(method: string, path: string, host: string, headers: Headers): number {
+  let bytes = method.length + path.length + 12 + 8 + host.length + 2; // "M P HTTP/1.1\r\n", "Host: h\r\n"
+  for (const [name, value] of headers) bytes += Buffer.byteLength(name) + Buffer.byteLength(value) + 4;
+  return bytes + 2;
+}
+
+/** Bytes of a response's head as it arrived (status line, raw headers, blank line). */
+function responseHeadBytes(message: IncomingMessage): number {
+  let bytes = 17 + (message.statusMessage?.length ?? 0); // "HTTP/1.1 200 OK\r\n"
+  const raw = message.rawHeaders;
+  for (let i = 0; i + 1 < raw.length; i += 2)
+    bytes += Buffer.byteLength(raw[i] ?? '') + Buffer.byteLength(raw[i + 1] ?? '') + 4;
+  return bytes + 2;
 }

@@ -23,7 +23,7 @@ const CHUNK = 64 * 1024;
 const chunk = Buffer.alloc(CHUNK, 'u');
 
 /** Bytes each upstream received, by what it is. */
-const received = { sink: 0, body: 0 };
+const received = { sink: 0, body: 0, heads: 0 };
 let sink: TcpServer; // counts what a tunnel sends
 let source: TcpServer; // sends LARGE bytes to whoever connects
 let http: Server; // counts request bodies; /large answers LARGE bytes
@@ -49,10 +49,15 @@ beforeAll(async () => {
     pump();
   });
   http = createServer((req, res) => {
+    received.heads += req.rawHeaders.reduce((n, h) => n + h.length + 2, (req.url?.length ?? 0) + 16);
     req.on('data', (b: Buffer) => {
       received.body += b.length;
     });
     req.on('end', () => {
+      if (req.url?.startsWith('/headers')) {
+        res.writeHead(204, { 'x-down': 'd'.repeat(8000) });
+        return void res.end();
+      }
       if (req.url !== '/large') return void res.end('ok\n');
       res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': LARGE });
       let left = LARGE;
@@ -82,13 +87,13 @@ afterAll(() => {
 const caller: EgressCaller = { tenantId: 't1', agentId: 'a1', sessionId: 'a1', via: 'proxy' };
 
 /** A fresh gateway (budgets of its own) admitting the loopback servers, with 1 MiB per hour. */
-function setup() {
+function setup(bytesPerHour = BUDGET) {
   const events = createMemoryEventLog();
   const gateway = createEgressGateway({
     settingsOf: () => ({
       allow: [{ host: '127.0.0.1', ports: [ports.sink, ports.source, ports.http] }],
       credentials: [],
-      budget: { bytesPerHour: BUDGET },
+      budget: { bytesPerHour },
     }),
     agentRulesOf: () => undefined,
     events,
@@ -181,6 +186,26 @@ describe('egress budgets are charged as the bytes flow, and the connection is cu
     expect(received.body).toBe(5);
     small.client.destroy();
     client.destroy();
+  });
+
+  it('request and response heads count as bodies do: 8 KB headers both ways stop at the budget', async () => {
+    received.heads = 0;
+    const budget = 64 * 1024;
+    const { proxy, gateway } = setup(budget);
+    const statuses: string[] = [];
+    for (let i = 0; i < 40; i++) {
+      const { client, state } = connectClient(proxy);
+      client.write(
+        `GET http://127.0.0.1:${ports.http}/headers?d=${'q'.repeat(2000)} HTTP/1.1\r\nHost: x\r\nX-Exfil: ${'a'.repeat(8000)}\r\n\r\n`,
+      );
+      await until(() => state.text.includes('\r\n\r\n') || state.closed, { what: `answer ${i}` });
+      statuses.push(state.text.slice(9, 12));
+      client.destroy();
+    }
+    // Each exchange moves about 18 KB of heads: a 64 KiB budget lets a few through, then 429s.
+    expect(statuses.filter((s) => s === '429').length).toBeGreaterThan(30);
+    expect(received.heads).toBeLessThanOrEqual(budget);
+    expect(gateway.budgets.usage('t1').bytes).toBeLessThanOrEqual(budget + 9000);
   });
 
   it('a download through a CONNECT tunnel: the client gets at most the budget and a chunk, then the tunnel is cut', async () => {
