@@ -12,8 +12,8 @@
 // Past the allowance (or the worker's whole budget), somebody holds more than its limit allows;
 // only isolates that ran since the last poll can have grown, so those runs end as `memory` — but
 // growing by tens of MB takes CPU, so one that ran a sliver of what the busiest one ran (under a
-// tenth: a neighbour that only reached its next tool call while another allocated) is not blamed;
-// its heap is checked against its own limit instead. A run that waits holds what its heap holds,
+// tenth: a neighbour that only reached its next tool call while another allocated), or under 2 ms
+// of CPU even alone, is not blamed; its heap is checked against its own limit instead. A run that waits holds what its heap holds,
 // so when none ran, the waiting ones over their own limit (heap statistics: V8 heap plus external
 // memory) end instead. What no poll can stop is one
 // allocation already under way (a single object is at most ~1 GB in V8): the supervisor's resident
@@ -71,6 +71,12 @@ export interface GovernedRun {
 
 /** A run that ran under this share of the busiest one's CPU since the last poll is not blamed. */
 export const LIGHT_SHARE = 0.1;
+/**
+ * Nor is one that ran under this much CPU since the last poll, even alone: growing by tens of MB
+ * takes milliseconds of CPU, so what the process holds past its allowance is somebody else's (a run
+ * that just ended, isolates being prepared or disposed) and the light one's heap is checked instead.
+ */
+export const LIGHT_CPU_NS = 2_000_000;
 
 export interface MemoryVerdict<R> {
   /** Runs to end as `memory` now. */
@@ -126,8 +132,9 @@ export const createMemoryGovernor = (
         drainUntil = now() + DRAIN_MS;
       }
       const busiest = Math.max(0, ...running.map((run) => run.cpuNs));
-      const end = running.filter((run) => run.cpuNs >= busiest * LIGHT_SHARE);
-      const spared = running.filter((run) => run.cpuNs < busiest * LIGHT_SHARE);
+      const floor = Math.max(busiest * LIGHT_SHARE, LIGHT_CPU_NS);
+      const end = running.filter((run) => run.cpuNs >= floor);
+      const spared = running.filter((run) => run.cpuNs < floor);
       return { end, spared, checkWaiting: running.length === 0, allowance };
     },
     ended(rss) {
@@ -142,8 +149,12 @@ export interface Governed {
   readonly id: number;
   /** The isolate's heap limit (isolated-vm `memoryLimit`), in MB. */
   readonly memoryMb: number;
-  /** Ends it if its isolate died (CPU budgets: the meter, cpu.ts); the CPU it was charged since the last check (ns). */
-  check(): number;
+  /**
+   * The CPU it was charged since the last check (ns; CPU budgets are the meter's, cpu.ts), or
+   * undefined when it is over (ended, or its isolate died: then it ends now), so that what the
+   * process holds for a moment is still its own, not the next runs'.
+   */
+  check(): number | undefined;
   /** Ends it as `memory`. */
   outOfMemory(): void;
   /** The isolate's V8 heap plus its external memory, in bytes; undefined once it is gone. */
@@ -163,7 +174,7 @@ export const createMemoryWatch = (
 ): ((live: Iterable<Governed>) => void) => {
   const governor = createMemoryGovernor(budgetMb, rss());
   let ranBefore = new Set<number>();
-  /** The runs of the previous poll: one gone since ended, and its memory is still being given back. */
+  /** The runs of the previous poll: one gone since has ended, and its memory is still being given back. */
   let seen = new Set<number>();
   const heapChecks = new Set<number>();
   const checkHeap = (item: Governed): void => {
@@ -176,14 +187,16 @@ export const createMemoryWatch = (
   };
   return (live) => {
     const sampled: Array<{ item: Governed; memoryMb: number; cpuNs: number }> = [];
-    for (const item of live) sampled.push({ item, memoryMb: item.memoryMb, cpuNs: item.check() });
+    let over = false;
+    for (const item of live) {
+      const cpuNs = item.check();
+      if (cpuNs === undefined) over = true;
+      else sampled.push({ item, memoryMb: item.memoryMb, cpuNs });
+    }
     const now = rss();
     const ids = new Set(sampled.map((sample) => sample.item.id));
-    for (const id of seen)
-      if (!ids.has(id)) {
-        governor.ended(now);
-        break;
-      }
+    for (const id of seen) if (!ids.has(id)) over = true;
+    if (over) governor.ended(now);
     seen = ids;
     const verdict = governor.poll(now, sampled);
     for (const { item } of verdict.end) item.outOfMemory();

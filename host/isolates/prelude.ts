@@ -22,6 +22,8 @@
 // compile them with the prelude instead of lazily at a run's first entry (its "PIFE" heuristic),
 // and install() warms the compiler and JSON once (see the end): both move work off the run.
 
+import { PRELUDE_KIT } from './prelude-kit.ts';
+
 /** Log channel codes (first argument of the log callback). */
 export const LOG_LINE = 0;
 /** A cap was hit inside the isolate; the text says which. The worker ends the run as `limit`. */
@@ -47,31 +49,11 @@ export const PRELUDE_SOURCE = String.raw`'use strict';
   const call = (id, name, json) => (inline ? callInline(id, name, json) : callQueued(id, name, json));
   const log = (code, line) => (inline ? logInline(code, line) : logQueued(code, line));
   const done = (result) => (inline ? doneInline(result) : doneQueued(result));
-  for (const name of ['WebAssembly', 'SharedArrayBuffer', 'Atomics']) delete G[name];
-  // Its callbacks run as tasks of their own after an entry, whenever V8 collected: the one event
-  // besides the bridge that could resume a program. Without it, a program with no call pending
-  // and no entry in flight can never run again, which the worker relies on (worker-run.ts, stalled).
-  delete G.FinalizationRegistry;
-  let limits = { maxOutputBytes: 0, maxCallBytes: 0, maxResultBytes: 0, maxCalls: 0 };
+${PRELUDE_KIT}  let limits = { maxOutputBytes: 0, maxCallBytes: 0, maxResultBytes: 0, maxCalls: 0 };
   let outBytes = 0, calls = 0, over = false;
   const waiting = create(null);
   const Promise_ = Promise;
 
-  // The program may replace String.prototype.slice; every string the prelude cuts is cut with this.
-  const clip = (s, n) => (s.length > n ? apply(slice, s, [0, n]) : s);
-  const text = (v) => { try { return String_(v); } catch { return '[unprintable]'; } };
-  const replacer = (_k, v) => (typeof v === 'bigint' ? text(v) + 'n' : v);
-  const format = (v) => {
-    if (typeof v === 'string') return v;
-    if (v === undefined || typeof v === 'symbol' || typeof v === 'number' || typeof v === 'boolean') return text(v);
-    if (typeof v === 'bigint') return text(v) + 'n';
-    if (typeof v === 'function') return '[Function]';
-    try {
-      if (v instanceof Error_) return text(v.name) + ': ' + text(v.message);
-      const s = stringify(v, replacer);
-      return s === undefined ? text(v) : s;
-    } catch { return text(v); }
-  };
   const fail = (message) => { over = true; log(${LOG_LIMIT}, clip(text(message), 2000)); return new RangeError_(message); };
 
   const emit = (args) => {
@@ -115,17 +97,7 @@ export const PRELUDE_SOURCE = String.raw`'use strict';
     for (const name of names) defineProperty(tools, name, { value: freeze(binding(name)), enumerable: true });
     return freeze(tools);
   });
-  const describe = (kind, e) => {
-    let name = 'Error', message = '', stack = '';
-    try {
-      if (e instanceof Error_) {
-        try { name = text(e.name); } catch {}
-        try { message = text(e.message); } catch {}
-        try { const s = e.stack; stack = typeof s === 'string' ? s : ''; } catch {}
-      } else { message = 'Uncaught ' + format(e); }
-    } catch { message = 'unprintable error'; }
-    return 'E' + stringify({ kind, name: clip(name, 200), message: clip(message, 2000), stack: clip(stack, 4000) });
-  };
+  const describe = (kind, e) => 'E' + stringify(describeError(kind, e));
 
   const settle = (id, envelope) => {
     const resolve = waiting[id];

@@ -121,9 +121,10 @@ export interface ActiveRun extends Metered {
   /**
    * Called by the worker's poll after the meter's sample() and charge() (which end the run past its
    * CPU budget): ends the run if its isolate died. Returns the CPU the run was charged since the
-   * previous check, queued and inline entries alike, in ns (0: it did not run).
+   * previous check, queued and inline entries alike, in ns (0: it did not run), or undefined once
+   * the run is over (memory.ts Governed).
    */
-  check(): number;
+  check(): number | undefined;
   /** Ends the run as `memory`: the worker saw it hold more than its limit allows (memory.ts). */
   outOfMemory(): void;
   /** The isolate's V8 heap plus its external memory, in bytes; undefined once it is gone. */
@@ -379,10 +380,10 @@ export const startRun = (slot: Slot, msg: RunMessage, io: RunIo): ActiveRun => {
       if (cpuUsedNs > cpuBudgetNs) finish(cpuTimeout());
     },
     check: () => {
-      if (finished) return 0;
+      if (finished) return undefined;
       if (slot.isolate.isDisposed) {
         finish(lostIsolate());
-        return 0;
+        return undefined;
       }
       const ran = ranNs;
       ranNs = 0;

@@ -5,11 +5,10 @@
 // the pool only ever holds slots no program has touched; losing the parent ends this process (with a
 // SIGKILL fallback, because a disposed isolate can hang process.exit).
 
-import { createCpuMeter } from './cpu.ts';
-import { createMemoryWatch } from './memory.ts';
 import { createOutbox } from './outbox.ts';
 import type { HostToWorker, WorkerOutcome, WorkerToHost } from './protocol.ts';
 import { ALIVE_MS, isMessage, unbatch } from './protocol.ts';
+import { startWorkerUpkeep } from './worker-kit.ts';
 import type { ActiveRun, Slot } from './worker-run.ts';
 import { createSlot, startRun } from './worker-run.ts';
 
@@ -151,21 +150,9 @@ process.on('message', (raw: unknown) => {
   }
   if (results.length > 0) deliverAll(results);
 });
-// The parent is gone: nobody would kill us after a hang, so end without the graceful path.
-process.on('disconnect', () => process.kill(process.pid, 'SIGKILL'));
-// Stray rejections from isolates disposed mid-operation are expected; they must not end the worker.
-process.on('unhandledRejection', (reason) =>
-  process.stderr.write(`unhandled rejection: ${String(reason).slice(0, 300)}\n`),
-);
-
 // Every poll: CPU as the process really used it on queued entries (cpu.ts; inline entries are
 // measured around themselves, worker-run.ts), which ends runs past their budgets, then memory.
-const meter = createCpuMeter();
-const watch = createMemoryWatch(args.budgetMb);
-setInterval(() => {
-  meter(runs.values());
-  watch(runs.values());
-}, 20).unref();
+startWorkerUpkeep({ budgetMb: args.budgetMb, pollMs: 20, live: () => runs.values() });
 // Inline entries hold this thread; the host kills a worker that goes quiet for longer than an
 // entry may legitimately take (protocol.ts `alive`).
 setInterval(() => {

@@ -25,6 +25,8 @@
 // Promise) changes only its own behaviour, which the worker treats as untrusted text; the isolate
 // is the security boundary, this prelude only keeps the shape honest.
 
+import { PRELUDE_KIT } from '../isolates/prelude-kit.ts';
+
 export const PRELUDE_FILENAME = 'sandbox:///plugin-prelude.js';
 /** Script name of the host body; the Function header puts its first line on line 3. */
 export const BODY_FILENAME = 'plugin.js';
@@ -38,25 +40,12 @@ export const PRELUDE_SOURCE = String.raw`'use strict';
   const freeze = Object.freeze, create = Object.create, keys = Object.keys, isArray = Array.isArray, apply = Reflect.apply;
   const slice = String.prototype.slice, fnToString = Function.prototype.toString;
   const all = Promise.all.bind(Promise);
-  for (const name of ['WebAssembly', 'SharedArrayBuffer', 'Atomics']) delete G[name];
-
+${PRELUDE_KIT}
   let L = null; // limits, set by start
   let budget = 0, logLeft = 0, dropped = 0, noted = false, ended = false;
   const TOOL_NAME = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
   const hostEvents = create(null);
 
-  const clip = (s, n) => (s.length > n ? apply(slice, s, [0, n]) : s);
-  const text = (v) => { try { return String_(v); } catch { return '[unprintable]'; } };
-  const format = (v) => {
-    if (typeof v === 'string') return v;
-    if (typeof v === 'function') return '[Function]';
-    if (typeof v !== 'object' || v === null) return text(v);
-    try {
-      if (v instanceof Error_) return text(v.name) + ': ' + text(v.message);
-      const s = stringify(v);
-      return s === undefined ? text(v) : s;
-    } catch { return text(v); }
-  };
   const isThenable = (v) => v !== null && (typeof v === 'object' || typeof v === 'function') && typeof v.then === 'function';
 
   // Every message to the host goes through here and counts against the entry's budget.
@@ -362,15 +351,8 @@ export const PRELUDE_SOURCE = String.raw`'use strict';
     return ctx;
   };
   const describe = (kind, e) => {
-    let name = 'Error', message = '', stack = '';
-    try {
-      if (e instanceof Error_) {
-        try { name = text(e.name); } catch {}
-        try { message = text(e.message); } catch {}
-        try { const s = e.stack; stack = typeof s === 'string' ? s : ''; } catch {}
-      } else message = 'Uncaught ' + format(e);
-    } catch { message = 'unprintable error'; }
-    return { ok: false, kind, name: clip(name, 200), message: clip(message, 2000), stack: clip(stack, 4000) };
+    const d = describeError(kind, e);
+    return { ok: false, kind: d.kind, name: d.name, message: d.message, stack: d.stack };
   };
 
   let root;

@@ -37,7 +37,7 @@ export interface PluginIsolate extends Metered {
    * Poll, after the meter's sample() and charge() (which end the plugin past a CPU budget or when
    * its isolate died): the CPU it was charged since the previous poll (ns), for the memory governor.
    */
-  check(): number;
+  check(): number | undefined;
   /** The worker saw it hold more memory than its limit allows (memory.ts). */
   outOfMemory(): void;
   heapBytes(): Promise<number | undefined>;
@@ -323,7 +323,7 @@ export const loadPlugin = async (
     check() {
       const ran = charged;
       charged = 0;
-      return ended ? 0 : ran;
+      return ended ? undefined : ran;
     },
     outOfMemory: () => end('memory', memoryMessage(limits)),
     heapBytes: async () => {

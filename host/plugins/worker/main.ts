@@ -5,9 +5,8 @@
 // when the process went over its allowance, or that holds more than its own limit while it waits,
 // ends as `memory`. Invariants: losing the parent ends this process; a plugin's failure to load
 // is answered with `failed`, never by this process ending.
-import { createCpuMeter } from '../../isolates/cpu.ts';
-import { createMemoryWatch } from '../../isolates/memory.ts';
 import { createOutbox } from '../../isolates/outbox.ts';
+import { startWorkerUpkeep } from '../../isolates/worker-kit.ts';
 import type { HostToPluginWorker, PluginWorkerToHost } from '../protocol.ts';
 import { clip, isMessage, unbatch } from '../protocol.ts';
 import { loadPlugin, type PluginIsolate } from './isolate.ts';
@@ -120,20 +119,9 @@ process.on('message', (raw: unknown) => {
   }
   if (results.length > 0) deliverAll(results);
 });
-process.on('disconnect', () => process.kill(process.pid, 'SIGKILL'));
-// Stray rejections from isolates disposed mid-operation are expected; they must not end the worker.
-process.on('unhandledRejection', (reason) =>
-  process.stderr.write(`unhandled rejection: ${String(reason).slice(0, 300)}\n`),
-);
-
 // Every poll: CPU as the process really used it (host/isolates/cpu.ts) and dead isolates, then
 // memory (host/isolates/memory.ts). Plugins are mostly idle: one is checked against its own limit
 // when it has just stopped running, or when the process is over its allowance with nobody running.
-const meter = createCpuMeter();
-const watch = createMemoryWatch(args.budgetMb);
-setInterval(() => {
-  meter(plugins.values());
-  watch(plugins.values());
-}, 25).unref();
+startWorkerUpkeep({ budgetMb: args.budgetMb, pollMs: 25, live: () => plugins.values() });
 
 outbox.send({ t: 'ready', pid: process.pid });
