@@ -20,15 +20,27 @@ export interface HeadDeadlineOptions {
   timeoutAnswer?: (ms: number) => string;
 }
 
-/** Closes after `answer` is written, or at once when it cannot be; an error, so a tunnel is cut, not drained. */
+/** How long a 408 may take to reach a client that does not read it before the connection is cut. */
+const ANSWER_GRACE_MS = 10_000;
+
+/**
+ * Closes after `answer` is written: a destroy after a clean end lets sandboxd deliver what it holds
+ * and close gracefully (./duplex.ts), where a destroy with an error would cut the client's
+ * connection before the answer reached it. Without an answer, or when it cannot be delivered in
+ * ANSWER_GRACE_MS (no credit: the client does not read), the connection is cut.
+ */
 function expire(socket: Duplex, ms: number, answer: string | undefined): void {
   const error = new SandboxError('EGRESS_FAILED', `No complete request head within ${ms} ms.`);
   if (answer === undefined || !socket.writable) {
     socket.destroy(error);
     return;
   }
-  socket.end(answer, () => socket.destroy(error));
-  setTimeout(() => socket.destroy(error), 1000).unref();
+  const cut = setTimeout(() => socket.destroy(error), ANSWER_GRACE_MS);
+  cut.unref();
+  socket.end(answer, () => {
+    clearTimeout(cut);
+    socket.destroy();
+  });
 }
 
 export function enforceHeadDeadlines(server: Server, options: HeadDeadlineOptions): void {
