@@ -1,0 +1,99 @@
+// What agents do to each other through the service: send a message (posted to the target's
+// mailbox, and waking the target when it is idle), wait for messages, and interrupt a reachable
+// agent's calls (reach.ts decides which agents those are).
+// Invariants: a message is posted before any wake-up is created for it; a wake-up is created only
+// for an idle target (no calls running, no run or wake-up pending), so one message never starts two
+// turns; waking a child marks its run as running again and watches the new request (runs.ts).
+import type { Agent } from '../../agents/types.ts';
+import type { AgentRecord, MailItem } from '../../store/index.ts';
+import { resolve } from './reach.ts';
+import { messageView, nameOf, type TeamState } from './state.ts';
+import type { MessageView, Reach } from './types.ts';
+
+/** No calls of it run, no run or wake-up of it is pending: a message would wait unread. */
+function idle(state: TeamState, target: AgentRecord): boolean {
+  if (state.options.busy(target.id)) return false;
+  if (state.teams.run(target.id)?.status === 'running') return false;
+  return !state.requests.list(target.id, 'pending').some((r) => r.kind === 'agent_wakeup');
+}
+
+function wake(state: TeamState, target: AgentRecord, item: MailItem, callId: string): void {
+  const { teams } = state;
+  const fromName = nameOf(state, item.fromId);
+  const request = state.requests.create({
+    sessionId: target.id,
+    kind: 'agent_wakeup',
+    callId,
+    payload: {
+      agentId: target.id,
+      from: item.fromId,
+      ...(fromName === undefined ? {} : { fromName }),
+      mailboxId: item.id,
+      message: item.body,
+      reason: item.kind === 'followup' ? 'followup' : 'message',
+    },
+    expiresAt: state.now() + state.limits(target.tenantId).runTtlMs,
+  });
+  const run = teams.run(target.id);
+  if (run === undefined) return; // a lead: nothing of it is a run its parent waits on
+  const { updatedAt: _u, requestId: _r, output: _o, ...rest } = run;
+  teams.putRun({
+    ...rest,
+    ...(run.output === undefined ? {} : { output: run.output }),
+    status: 'running',
+    requestId: request.id,
+  });
+  state.runs.watch(target.id, request);
+}
+
+export function send(
+  state: TeamState,
+  from: Agent,
+  target: string,
+  message: string,
+  how: { reach: Reach; kind: 'message' | 'followup'; wake: boolean; callId: string },
+): { message_id: number; agent_id: string; woke: boolean } {
+  const to = resolve(state, from, target, how.reach);
+  const item = state.mailboxes.post(
+    { tenantId: from.tenantId, agentId: to.id, fromId: from.id, kind: how.kind, body: message },
+    nameOf(state, from.id),
+  );
+  const woke = how.wake && idle(state, to);
+  if (woke) wake(state, to, item, how.callId);
+  return { message_id: item.id, agent_id: to.id, woke };
+}
+
+/** Takes the agent's unread messages, waiting for one up to `timeoutMs` (cut to the tenant's most). */
+export async function wait(
+  state: TeamState,
+  agent: Agent,
+  timeoutMs: number | undefined,
+  signal: AbortSignal,
+): Promise<{ messages: MessageView[]; timed_out: boolean }> {
+  const max = state.limits(agent.tenantId).waitMaxMs;
+  const items = await state.mailboxes.wait(agent.id, Math.min(timeoutMs ?? max, max), signal);
+  return {
+    messages: items.map((item) => messageView(item, (id) => nameOf(state, id))),
+    timed_out: items.length === 0,
+  };
+}
+
+export function interrupt(
+  state: TeamState,
+  by: Agent,
+  target: string,
+  reach: Reach,
+): { agent_id: string; interrupted_batches: number } {
+  const to = resolve(state, by, target, reach);
+  const stopped = state.options.interrupt(to.id, by.id);
+  const byName = nameOf(state, by.id);
+  state.events.append([
+    {
+      sessionId: to.id,
+      type: 'agent.interrupted',
+      surface: 'current',
+      data: { by: by.id, ...(byName === undefined ? {} : { byName }), batches: stopped },
+    },
+  ]);
+  return { agent_id: to.id, interrupted_batches: stopped };
+}

@@ -1,0 +1,59 @@
+// list_agents: the agents one agent sees (its children, its descendants, or its team and its own
+// descendants), each as a summary of its links, its run and its mailbox.
+// Invariant: a list holds only agents the lister reaches (reach.ts), of its own tenant; the lister
+// itself shows with the role 'self'.
+import type { Agent } from '../../agents/types.ts';
+import type { AgentRecord } from '../../store/index.ts';
+import { LEAD_NAME, teamIdOf } from '../directory.ts';
+import { descendantsOf } from './reach.ts';
+import { recordOf, type TeamState } from './state.ts';
+import type { AgentSummary } from './types.ts';
+
+function summary(
+  state: TeamState,
+  record: AgentRecord,
+  self: string,
+  role?: AgentSummary['role'],
+): AgentSummary {
+  const run = state.teams.run(record.id);
+  const name = record.links?.name ?? (role === 'lead' ? LEAD_NAME : undefined);
+  return {
+    agent_id: record.id,
+    ...(name === undefined ? {} : { name }),
+    role: record.id === self ? 'self' : (role ?? record.links?.role ?? 'child'),
+    ...(record.links === undefined ? {} : { parent_id: record.links.parentId }),
+    depth: record.links?.depth ?? 0,
+    ...(run === undefined
+      ? {}
+      : {
+          description: run.description,
+          status: run.status,
+          ...(run.output === undefined ? {} : { output: run.output }),
+        }),
+    busy: state.options.busy(record.id),
+    unread: state.teams.undelivered(record.id).length,
+  };
+}
+
+export function list(
+  state: TeamState,
+  agent: Agent,
+  scope: 'children' | 'descendants' | 'team',
+): AgentSummary[] {
+  const { agents } = state;
+  if (scope === 'children')
+    return agents.children(agent.tenantId, agent.id).map((r) => summary(state, r, agent.id));
+  if (scope === 'descendants')
+    return descendantsOf(state, agent.tenantId, agent.id).map((r) => summary(state, r, agent.id));
+  const team = teamIdOf(recordOf(state, agent));
+  const lead = team === undefined ? undefined : agents.get(agent.tenantId, team);
+  const members =
+    lead === undefined
+      ? []
+      : [
+          summary(state, lead, agent.id, 'lead'),
+          ...agents.teammates(agent.tenantId, lead.id).map((r) => summary(state, r, agent.id, 'teammate')),
+        ];
+  const own = descendantsOf(state, agent.tenantId, agent.id).filter((r) => r.links?.role !== 'teammate');
+  return [...members, ...own.map((r) => summary(state, r, agent.id))];
+}

@@ -1,0 +1,70 @@
+// What every part of the team service shares: its stores, its collaborators (mailboxes.ts, runs.ts,
+// directory.ts), the tenant's limits, and the small reads the parts have in common (an agent's
+// record and display name, a text's size against the tenant's most, a mailbox item as read).
+// Invariant: `spawning` holds one chain per parent with a spawn in progress, and none for a parent
+// without one (spawn.ts `exclusive`).
+import type { Agent } from '../../agents/types.ts';
+import { SandboxError } from '../../errors.ts';
+import type { RequestStore } from '../../requests/index.ts';
+import type { AgentRecord, AgentStore, EventLog, MailItem, TeamStore } from '../../store/index.ts';
+import { LEAD_NAME, type TeamDirectory, teamIdOf } from '../directory.ts';
+import type { ChildLimits } from '../limits.ts';
+import type { Mailboxes } from '../mailboxes.ts';
+import type { Runs } from '../runs.ts';
+import type { MessageView, TeamServiceOptions } from './types.ts';
+
+export interface TeamState {
+  readonly options: TeamServiceOptions;
+  readonly agents: AgentStore;
+  readonly events: EventLog;
+  readonly requests: RequestStore;
+  readonly teams: TeamStore;
+  readonly now: () => number;
+  /** The tenant's child limits: its own maxima over the service's defaults. */
+  readonly limits: (tenantId: string) => ChildLimits;
+  readonly mailboxes: Mailboxes;
+  readonly runs: Runs;
+  readonly directory: TeamDirectory;
+  /**
+   * One spawn per parent at a time from its check until its child's run exists (createChild
+   * awaits), so two concurrent spawns cannot both pass the last slot or take the same name.
+   */
+  readonly spawning: Map<string, Promise<unknown>>;
+}
+
+export function recordOf(state: TeamState, agent: Agent): AgentRecord {
+  const record = state.agents.get(agent.tenantId, agent.id);
+  if (record === undefined) throw new SandboxError('NOT_FOUND', `Agent ${agent.id} was deleted.`);
+  return record;
+}
+
+/** An agent's name in its team: a teammate's own, the lead's, or none. */
+export function nameOf(state: TeamState, id: string): string | undefined {
+  const record = state.agents.byId(id);
+  if (record === undefined) return undefined;
+  if (record.links?.name !== undefined) return record.links.name;
+  return teamIdOf(record) === record.id ? LEAD_NAME : undefined;
+}
+
+export function checkBytes(state: TeamState, tenantId: string, text: string, what: string): void {
+  const max = state.limits(tenantId).messageBytes;
+  const bytes = Buffer.byteLength(text);
+  if (bytes > max)
+    throw new SandboxError(
+      'PAYLOAD_TOO_LARGE',
+      `The ${what} is ${bytes} bytes; this tenant's most is ${max}. Shorten it, or write it to a file and pass its path.`,
+      { data: { bytes, max } },
+    );
+}
+
+export function messageView(item: MailItem, nameOf: (id: string) => string | undefined): MessageView {
+  const name = nameOf(item.fromId);
+  return {
+    id: item.id,
+    from: item.fromId,
+    ...(name === undefined ? {} : { from_name: name }),
+    kind: item.kind,
+    message: item.body,
+    at: new Date(item.createdAt).toISOString(),
+  };
+}
