@@ -87,3 +87,13 @@ export const hogThenQuick = async (
   );
   return { hog: hogRun, quick, finished };
 };
+
+/**
+ * How a spinning program's end reads: its CPU budget, or, on a machine so loaded that an inline
+ * stretch took INLINE_WAIT_FACTOR x the budget left without getting that much CPU, as starved
+ * (host/isolates/worker-run.ts). Either way long before the wall clock.
+ */
+export const cpuTimeoutMessage = (cpuMs: number): RegExp =>
+  new RegExp(
+    `^(the program used more than ${cpuMs} ms of CPU time|the machine was too busy for the program: )`,
+  );

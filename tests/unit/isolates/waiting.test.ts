@@ -33,17 +33,17 @@ describe('waiting on tools', () => {
   });
 
   it('a program that spins is ended by its CPU budget long before the wall clock', async () => {
+    // The message names the CPU budget, not the 5 s wall clock; on a machine so loaded that an
+    // inline stretch took 4x the budget left without using it, the run ends as starved instead
+    // (worker-run.ts, INLINE_WAIT_FACTOR): still long before the wall clock.
+    const budgetOrStarved =
+      /^(the program used more than 200 ms of CPU time|the machine was too busy for the program)/;
     const spin = await run({ code: 'for (;;) {}' });
-    // The message names the CPU budget, not the 5 s wall clock.
-    expect(failure(spin)).toEqual({
-      kind: 'timeout',
-      message: 'the program used more than 200 ms of CPU time',
-    });
+    expect(failure(spin).kind).toBe('timeout');
+    expect(failure(spin).message).toMatch(budgetOrStarved);
     const afterWaiting = await run({ code: 'await tools.echo({}); for (;;) {}', onCall: slowTool(500) });
-    expect(failure(afterWaiting)).toEqual({
-      kind: 'timeout',
-      message: 'the program used more than 200 ms of CPU time',
-    });
+    expect(failure(afterWaiting).kind).toBe('timeout');
+    expect(failure(afterWaiting).message).toMatch(budgetOrStarved);
   });
 
   it('the wall clock still ends a program that waits past it', async () => {
