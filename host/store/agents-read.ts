@@ -1,0 +1,65 @@
+// The libsql agents repository's reads (agents.ts): one agent by tenant and id or by id alone, a
+// tenant's agents, every agent at start, agents with sandboxes, and an agent's children and team.
+// Invariants: every read but byId, listAll and withSandbox takes the tenant id, and another
+// tenant's agent reads as absent; deleted agents are left out unless listAll is asked for them;
+// lists come oldest first (created_at, then rowid), withSandbox by id.
+import type { AgentRecord } from './agents-port.ts';
+import type { AgentRow, AgentsState } from './agents-state.ts';
+import { guarded } from './db.ts';
+
+export function getAgent(state: AgentsState, tenantId: string, id: string): AgentRecord | undefined {
+  return guarded('read agent', () => {
+    const row = state.select.all(id, tenantId)[0] as AgentRow | undefined;
+    return row === undefined ? undefined : state.read(row);
+  });
+}
+
+// .get, not .all: all() goes through libsql's row iterator (a batch of 100 rows per step).
+export function isLive(state: AgentsState, tenantId: string, id: string): boolean {
+  return guarded('read agent', () => state.selectLiveOne.get(id, tenantId) !== undefined);
+}
+
+export function listAgents(state: AgentsState, tenantId: string): AgentRecord[] {
+  return guarded('list agents', () => (state.selectTenant.all(tenantId) as AgentRow[]).map(state.read));
+}
+
+export function listAllAgents(state: AgentsState, options: { includeDeleted?: boolean } = {}): AgentRecord[] {
+  return guarded('list all agents', () =>
+    ((options.includeDeleted ? state.selectAll : state.selectLive).all() as AgentRow[]).map(state.read),
+  );
+}
+
+export function withSandbox(state: AgentsState, after: string, limit: number): AgentRecord[] {
+  return guarded('list agents with sandboxes', () => {
+    state.selectWithSandbox ??= state.db.prepare(
+      `SELECT * FROM agents WHERE id > ? AND sandbox_id IS NOT NULL AND deleted_at IS NULL
+       ORDER BY id LIMIT ?`,
+    );
+    return (state.selectWithSandbox.all(after, limit) as AgentRow[]).map(state.read);
+  });
+}
+
+export function agentById(state: AgentsState, id: string): AgentRecord | undefined {
+  return guarded('read agent', () => {
+    const row = state.selectById.all(id)[0] as AgentRow | undefined;
+    return row === undefined ? undefined : state.read(row);
+  });
+}
+
+export function childrenOf(state: AgentsState, tenantId: string, parentId: string): AgentRecord[] {
+  return guarded('list child agents', () => {
+    state.selectChildren ??= state.db.prepare(
+      'SELECT * FROM agents WHERE parent_id = ? AND tenant_id = ? AND deleted_at IS NULL ORDER BY created_at, rowid',
+    );
+    return (state.selectChildren.all(parentId, tenantId) as AgentRow[]).map(state.read);
+  });
+}
+
+export function teammatesOf(state: AgentsState, tenantId: string, teamId: string): AgentRecord[] {
+  return guarded('list teammates', () => {
+    state.selectTeam ??= state.db.prepare(
+      'SELECT * FROM agents WHERE team_id = ? AND tenant_id = ? AND deleted_at IS NULL ORDER BY created_at, rowid',
+    );
+    return (state.selectTeam.all(teamId, tenantId) as AgentRow[]).map(state.read);
+  });
+}

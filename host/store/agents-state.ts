@@ -1,0 +1,112 @@
+// What the parts of the libsql agents repository (agents.ts) share: its prepared statements, the
+// clock, the sealer, and turning a row into an AgentRecord.
+// Invariants: statements for columns a later migration added (mcp_servers: migration 8; links:
+// migration 10) are prepared at first use, so a store on an older schema (migration tests) still
+// opens; the mcp_servers column is sealed (sealed.ts), since MCP servers' environments and headers
+// are secrets.
+import type LibsqlDatabase from 'libsql';
+import type { AgentLinks, AgentRecord } from './agents-port.ts';
+import type { Database } from './db.ts';
+import type { Sealer } from './sealed.ts';
+
+export interface AgentRow {
+  id: string;
+  tenant_id: string;
+  preset: string;
+  mode: string;
+  config: string;
+  remote_tools: string;
+  mcp_servers: string;
+  sandbox_id: string | null;
+  created_at: number;
+  deleted_at: number | null;
+  parent_id?: string | null;
+  team_id?: string | null;
+  name?: string | null;
+  role?: string | null;
+  depth?: number;
+}
+
+export function toRecord(r: AgentRow, open: (stored: string) => string): AgentRecord {
+  const record: AgentRecord = {
+    id: r.id,
+    tenantId: r.tenant_id,
+    preset: r.preset,
+    mode: r.mode,
+    config: JSON.parse(r.config),
+    remoteTools: JSON.parse(r.remote_tools),
+    mcpServers: r.mcp_servers === undefined ? [] : JSON.parse(open(r.mcp_servers)),
+    createdAt: r.created_at,
+  };
+  if (r.sandbox_id !== null) record.sandboxId = r.sandbox_id;
+  if (typeof r.parent_id === 'string') {
+    const links: AgentLinks = {
+      parentId: r.parent_id,
+      role: r.role === 'teammate' ? 'teammate' : 'child',
+      depth: r.depth ?? 1,
+    };
+    if (typeof r.team_id === 'string') links.teamId = r.team_id;
+    if (typeof r.name === 'string') links.name = r.name;
+    record.links = links;
+  }
+  if (r.deleted_at !== null) record.deletedAt = r.deleted_at;
+  return record;
+}
+
+export interface AgentsState {
+  readonly db: Database;
+  readonly now: () => number;
+  readonly sealer: Sealer | undefined;
+  readonly read: (row: AgentRow) => AgentRecord;
+  readonly insert: LibsqlDatabase.Statement;
+  readonly selectById: LibsqlDatabase.Statement;
+  readonly select: LibsqlDatabase.Statement;
+  readonly selectLiveOne: LibsqlDatabase.Statement;
+  readonly selectTenant: LibsqlDatabase.Statement;
+  readonly selectLive: LibsqlDatabase.Statement;
+  readonly selectAll: LibsqlDatabase.Statement;
+  readonly remove: LibsqlDatabase.Statement;
+  readonly setRemote: LibsqlDatabase.Statement;
+  readonly setSandbox: LibsqlDatabase.Statement;
+  // Prepared at first use (see the header).
+  insertLinked: LibsqlDatabase.Statement | undefined;
+  selectChildren: LibsqlDatabase.Statement | undefined;
+  selectTeam: LibsqlDatabase.Statement | undefined;
+  setMcp: LibsqlDatabase.Statement | undefined;
+  selectWithSandbox: LibsqlDatabase.Statement | undefined;
+}
+
+export function prepareAgents(db: Database, now: () => number, sealer: Sealer | undefined): AgentsState {
+  const open = (stored: string) => sealer?.open(stored) ?? stored;
+  return {
+    db,
+    now,
+    sealer,
+    read: (row: AgentRow) => toRecord(row, open),
+    insert: db.prepare(
+      'INSERT INTO agents (id, tenant_id, preset, mode, config, remote_tools, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    ),
+    selectById: db.prepare('SELECT * FROM agents WHERE id = ? AND deleted_at IS NULL'),
+    select: db.prepare('SELECT * FROM agents WHERE id = ? AND tenant_id = ? AND deleted_at IS NULL'),
+    selectLiveOne: db.prepare(
+      'SELECT 1 AS live FROM agents WHERE id = ? AND tenant_id = ? AND deleted_at IS NULL',
+    ),
+    selectTenant: db.prepare(
+      'SELECT * FROM agents WHERE tenant_id = ? AND deleted_at IS NULL ORDER BY created_at, rowid',
+    ),
+    selectLive: db.prepare('SELECT * FROM agents WHERE deleted_at IS NULL ORDER BY created_at, rowid'),
+    selectAll: db.prepare('SELECT * FROM agents ORDER BY created_at, rowid'),
+    remove: db.prepare(
+      'UPDATE agents SET deleted_at = ? WHERE id = ? AND tenant_id = ? AND deleted_at IS NULL',
+    ),
+    setRemote: db.prepare(
+      'UPDATE agents SET remote_tools = ? WHERE id = ? AND tenant_id = ? AND deleted_at IS NULL',
+    ),
+    setSandbox: db.prepare('UPDATE agents SET sandbox_id = ? WHERE id = ?'),
+    insertLinked: undefined,
+    selectChildren: undefined,
+    selectTeam: undefined,
+    setMcp: undefined,
+    selectWithSandbox: undefined,
+  };
+}

@@ -1,0 +1,108 @@
+// The libsql event backend's reads (event-log.ts): a session's last seq and tenant, tenants' stored
+// log bytes, payloads by tenant and sha256, and a page of a session's events.
+// Invariants: a session's last seq is max(sessions.last_seq, max(events.seq)), so a reopened log
+// continues without gaps; a session's tenant is its agent's ('' when none is known); a page is in
+// seq order, after `afterSeq`, at most `limit` rows, with absent columns read as undefined.
+import type LibsqlDatabase from 'libsql';
+import { type Database, guarded } from './db.ts';
+import type { EventRow } from './event-log-port.ts';
+import type { EventSurface } from './types.ts';
+
+interface StoredEvent {
+  session_id: string;
+  seq: number;
+  type: string;
+  surface: EventSurface;
+  call_id: string | null;
+  parent_call_id: string | null;
+  data: string;
+  refs: string | null;
+  at: number;
+}
+
+export interface EventReads {
+  readonly lastSeq: LibsqlDatabase.Statement;
+  readonly read: LibsqlDatabase.Statement;
+  readonly tenantOf: LibsqlDatabase.Statement;
+  readonly usageOf: LibsqlDatabase.Statement;
+  readonly usageAll: LibsqlDatabase.Statement;
+  readonly readBlob: LibsqlDatabase.Statement;
+  readonly hasBlob: LibsqlDatabase.Statement;
+}
+
+export function prepareReads(db: Database): EventReads {
+  return {
+    lastSeq: db.prepare(
+      `SELECT max(coalesce((SELECT last_seq FROM sessions WHERE id = ?1), 0),
+                  coalesce((SELECT max(seq) FROM events WHERE session_id = ?1), 0)) AS seq`,
+    ),
+    read: db.prepare(
+      `SELECT session_id, seq, type, surface, call_id, parent_call_id, data, refs, at FROM events
+       WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
+    ),
+    tenantOf: db.prepare('SELECT tenant_id FROM agents WHERE id = ?'),
+    usageOf: db.prepare('SELECT bytes FROM tenant_log_usage WHERE tenant_id = ?'),
+    usageAll: db.prepare('SELECT tenant_id, bytes FROM tenant_log_usage'),
+    readBlob: db.prepare('SELECT data FROM payloads WHERE tenant_id = ? AND sha256 = ?'),
+    hasBlob: db.prepare('SELECT 1 AS x FROM payloads WHERE tenant_id = ? AND sha256 = ?'),
+  };
+}
+
+export function lastSeqOf(reads: EventReads, sessionId: string): number {
+  return guarded('read last event seq', () => (reads.lastSeq.all(sessionId)[0] as { seq: number }).seq);
+}
+
+export function tenantOfSession(reads: EventReads, sessionId: string): string {
+  return guarded(
+    'read session tenant',
+    () => (reads.tenantOf.all(sessionId)[0] as { tenant_id: string } | undefined)?.tenant_id ?? '',
+  );
+}
+
+export function usageOf(reads: EventReads, tenantId: string): number {
+  return guarded(
+    'read log usage',
+    () => (reads.usageOf.all(tenantId)[0] as { bytes: number } | undefined)?.bytes ?? 0,
+  );
+}
+
+export function usageOfAll(reads: EventReads): { tenantId: string; bytes: number }[] {
+  return guarded('read log usage', () =>
+    (reads.usageAll.all() as { tenant_id: string; bytes: number }[]).map((r) => ({
+      tenantId: r.tenant_id,
+      bytes: r.bytes,
+    })),
+  );
+}
+
+export function readBlob(reads: EventReads, tenantId: string, sha256: string): string | undefined {
+  return guarded(
+    'read payload',
+    () => (reads.readBlob.all(tenantId, sha256)[0] as { data: string } | undefined)?.data,
+  );
+}
+
+export function hasBlob(reads: EventReads, tenantId: string, sha256: string): boolean {
+  return guarded('read payload', () => reads.hasBlob.all(tenantId, sha256).length > 0);
+}
+
+export function readEvents(
+  reads: EventReads,
+  sessionId: string,
+  afterSeq: number,
+  limit: number,
+): EventRow[] {
+  return guarded('read events', () =>
+    (reads.read.all(sessionId, afterSeq, limit) as StoredEvent[]).map((r) => ({
+      sessionId: r.session_id,
+      seq: r.seq,
+      type: r.type,
+      surface: r.surface,
+      callId: r.call_id ?? undefined,
+      parentCallId: r.parent_call_id ?? undefined,
+      data: r.data,
+      refs: r.refs ?? undefined,
+      at: r.at,
+    })),
+  );
+}

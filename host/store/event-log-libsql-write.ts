@@ -1,0 +1,132 @@
+// The libsql event backend's write (event-log.ts): one batch of queued rows in one BEGIN IMMEDIATE
+// transaction, with their sessions, payloads, byte usage and full-text index entries.
+// Invariants: a session row exists (and its last_seq is raised) before its events are inserted;
+// the common path reads nothing (a read costs as much as two inserts); if a second process wrote
+// the session meanwhile, the insert hits the primary key and the batch is retried once, renumbered
+// after the stored rows, so stored seqs stay unique and gap-free. Payloads live in `payloads` (one
+// row per tenant and sha256, INSERT OR IGNORE), and the same transaction adds what the batch really
+// stored to `tenant_log_usage` and indexes every row for full-text search (search-text.ts): an
+// `event_index` entry and its tokens in `events_fts`, the payloads the row newly stored included.
+import type LibsqlDatabase from 'libsql';
+import { type Database, guarded, immediate } from './db.ts';
+import type { QueuedRow } from './event-log-port.ts';
+import { INDEX_PAYLOAD_MAX, indexText, ownerTokens } from './search-text.ts';
+
+/** Payloads past this many characters are indexed by their first characters, unparsed. */
+const PARSED_PAYLOAD_MAX = 256 * 1024;
+
+/** The searchable text of a payload the event log stores for the first time. */
+const payloadIndexText = (json: string): string =>
+  json.length <= PARSED_PAYLOAD_MAX
+    ? indexText('', json, INDEX_PAYLOAD_MAX)
+    : json.slice(0, INDEX_PAYLOAD_MAX);
+
+const prepareIndex = (db: Database) => ({
+  entry: db.prepare(
+    'INSERT INTO event_index (tenant_id, session_id, seq, type, surface, at) VALUES (?, ?, ?, ?, ?, ?)',
+  ),
+  tokens: db.prepare('INSERT INTO events_fts (rowid, owner, body) VALUES (?, ?, ?)'),
+});
+
+const indexOf = (state: EventWrites) => (state.indexStatements ??= prepareIndex(state.db));
+
+export interface EventWrites {
+  readonly db: Database;
+  readonly indexing: boolean;
+  /** Prepared at the first write: a log opened only to read needs no index tables. */
+  indexStatements: ReturnType<typeof prepareIndex> | undefined;
+  readonly storedSeq: LibsqlDatabase.Statement;
+  readonly upsertSession: LibsqlDatabase.Statement;
+  readonly insert: LibsqlDatabase.Statement;
+  readonly addUsage: LibsqlDatabase.Statement;
+  readonly insertBlob: LibsqlDatabase.Statement;
+}
+
+export function prepareWrites(db: Database, indexing: boolean): EventWrites {
+  return {
+    db,
+    indexing,
+    indexStatements: undefined,
+    storedSeq: db.prepare('SELECT last_seq FROM sessions WHERE id = ?'),
+    upsertSession: db.prepare(
+      `INSERT INTO sessions (id, created_at, last_seq) VALUES (?, ?, ?)
+       ON CONFLICT (id) DO UPDATE SET last_seq = max(last_seq, excluded.last_seq)`,
+    ),
+    insert: db.prepare(
+      `INSERT INTO events (session_id, seq, type, surface, call_id, parent_call_id, data, refs, at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    addUsage: db.prepare(
+      `INSERT INTO tenant_log_usage (tenant_id, bytes) VALUES (?, ?)
+       ON CONFLICT (tenant_id) DO UPDATE SET bytes = bytes + excluded.bytes`,
+    ),
+    insertBlob: db.prepare(
+      'INSERT OR IGNORE INTO payloads (tenant_id, sha256, bytes, data, created_at) VALUES (?, ?, ?, ?, ?)',
+    ),
+  };
+}
+
+/** Writes the rows, retrying once renumbered if another process wrote one of their sessions. */
+export function writeEvents(state: EventWrites, rows: QueuedRow[]): void {
+  guarded('write events', () => {
+    try {
+      writeBatch(state, rows, false);
+    } catch (error) {
+      if ((error as { code?: unknown }).code !== 'SQLITE_CONSTRAINT_PRIMARYKEY') throw error;
+      writeBatch(state, rows, true);
+    }
+  });
+}
+
+/** One transaction; `renumber` checks each session's stored last seq first (the rare retry path). */
+function writeBatch(state: EventWrites, rows: QueuedRow[], renumber: boolean): void {
+  const { db, indexing, storedSeq, upsertSession, insert, addUsage, insertBlob } = state;
+  immediate(db, () => {
+    const bySession = new Map<string, QueuedRow[]>();
+    for (const row of rows) {
+      const group = bySession.get(row.sessionId);
+      if (group === undefined) bySession.set(row.sessionId, [row]);
+      else group.push(row);
+    }
+    for (const [sessionId, group] of bySession) {
+      if (renumber) {
+        const stored = (storedSeq.all(sessionId)[0] as { last_seq: number } | undefined)?.last_seq ?? 0;
+        if (stored >= group[0]!.seq) {
+          group.forEach((row, i) => {
+            row.seq = stored + 1 + i;
+          });
+        }
+      }
+      upsertSession.run(sessionId, group[0]!.at, group.at(-1)!.seq);
+    }
+    const usage = new Map<string, number>();
+    for (const r of rows) {
+      let bytes = r.bytes;
+      let text = indexing ? indexText(r.type, r.data) : '';
+      for (const blob of r.blobs) {
+        // Another process may have stored it meanwhile: count only what this write adds.
+        if (insertBlob.run(r.tenantId, blob.sha256, blob.bytes, blob.json, r.at).changes === 0)
+          bytes -= blob.bytes;
+        else if (indexing) text += ` ${payloadIndexText(blob.json)}`;
+      }
+      usage.set(r.tenantId, (usage.get(r.tenantId) ?? 0) + bytes);
+      insert.run(
+        r.sessionId,
+        r.seq,
+        r.type,
+        r.surface,
+        r.callId ?? null,
+        r.parentCallId ?? null,
+        r.data,
+        r.refs ?? null,
+        r.at,
+      );
+      if (indexing) {
+        const index = indexOf(state);
+        const id = index.entry.run(r.tenantId, r.sessionId, r.seq, r.type, r.surface, r.at).lastInsertRowid;
+        index.tokens.run(id, ownerTokens(r.tenantId, r.sessionId), text);
+      }
+    }
+    for (const [tenantId, bytes] of usage) addUsage.run(tenantId, bytes);
+  });
+}

@@ -1,0 +1,85 @@
+// What every part of the shared RequestStore core (request-core.ts) holds in common: the backend
+// and options, the expiry timers, the in-process waiters and the poller that re-reads waited
+// requests; plus request.* events (emit) and waking a request's waiters (wake).
+// Invariants: `timers` holds one timer per pending request this process watches and none for a
+// settled one (wake clears it); `waiters` holds a set only while someone waits on that request;
+// the poller runs only while `waiters` is not empty (wake and abort stop it when the last leaves).
+import type { JsonValue } from '../json.ts';
+import type { HostRequest, HostRequestState } from '../requests/port.ts';
+import type { EventLog } from './types.ts';
+
+export type SettledState = Exclude<HostRequestState, 'pending'>;
+
+/** Persistence for requests. All methods are synchronous. */
+export interface RequestBackend {
+  insert(request: HostRequest): void;
+  get(id: string): HostRequest | undefined;
+  list(sessionId: string, state?: HostRequestState): HostRequest[];
+  /**
+   * Moves a pending request to `state` if it is still pending (and, for `answered`, not past
+   * `now`), returning the settled request; undefined when someone else got there first.
+   */
+  settle(id: string, state: SettledState, now: number, answer?: JsonValue): HostRequest | undefined;
+  /** Every pending request, soonest expiry first (read at start to arm expiry timers). */
+  listPending(): HostRequest[];
+}
+
+export interface RequestStoreOptions {
+  /** Where request.created / answered / expired / cancelled events go. Default: nowhere. */
+  events?: EventLog;
+  /** Clock. Default Date.now. */
+  now?: () => number;
+  /**
+   * While someone waits, how often to re-read waited requests, so an answer written by another
+   * process sharing the database still wakes them. Default 1000 ms.
+   */
+  pollMs?: number;
+}
+
+export interface RequestWaiter {
+  resolve: (r: HostRequest) => void;
+  reject: (e: unknown) => void;
+}
+
+export interface RequestCoreState {
+  readonly backend: RequestBackend;
+  readonly options: RequestStoreOptions;
+  readonly now: () => number;
+  readonly timers: Map<string, NodeJS.Timeout>;
+  readonly waiters: Map<string, Set<RequestWaiter>>;
+  closed: boolean;
+  poller: NodeJS.Timeout | undefined;
+}
+
+export function emit(
+  state: RequestCoreState,
+  request: HostRequest,
+  type: string,
+  data: { [key: string]: JsonValue },
+): void {
+  state.options.events?.append([
+    {
+      sessionId: request.sessionId,
+      type,
+      surface: 'log-only',
+      callId: request.callId,
+      data: { requestId: request.id, ...data },
+    },
+  ]);
+}
+
+/** Resolves the waiters of a request that is no longer pending (settled here or elsewhere). */
+export function wake(state: RequestCoreState, request: HostRequest): void {
+  const { timers, waiters } = state;
+  clearTimeout(timers.get(request.id));
+  timers.delete(request.id);
+  const set = waiters.get(request.id);
+  waiters.delete(request.id);
+  for (const waiter of set ?? []) waiter.resolve(request);
+  if (waiters.size === 0) stopPolling(state);
+}
+
+export function stopPolling(state: RequestCoreState): void {
+  clearInterval(state.poller);
+  state.poller = undefined;
+}

@@ -1,0 +1,74 @@
+// Waiting on a request in the shared RequestStore core (request-core.ts): in-process waiters, the
+// poller that re-reads waited requests so an answer written by another process sharing the
+// database still wakes them, and close.
+// Invariants: a waiter settles exactly once (its request settles, its signal aborts, or the store
+// closes with SHUTTING_DOWN) and its abort listener is removed when it does; close clears every
+// timer and rejects every waiter but leaves stored state untouched.
+import { SandboxError } from '../errors.ts';
+import type { HostRequest } from '../requests/port.ts';
+import { getRequest } from './request-expiry.ts';
+import { type RequestCoreState, stopPolling, wake } from './request-state.ts';
+
+function startPolling(state: RequestCoreState): void {
+  if (state.poller !== undefined) return;
+  state.poller = setInterval(() => {
+    for (const id of [...state.waiters.keys()]) {
+      const current = getRequest(state, id);
+      if (current !== undefined && current.state !== 'pending') wake(state, current);
+    }
+  }, state.options.pollMs ?? 1000).unref();
+}
+
+export function waitFor(
+  state: RequestCoreState,
+  id: string,
+  signal: AbortSignal | undefined,
+): Promise<HostRequest> {
+  const { waiters } = state;
+  return new Promise<HostRequest>((resolve, reject) => {
+    if (signal?.aborted) return reject(abortError(id, signal));
+    const request = getRequest(state, id);
+    if (request === undefined) {
+      return reject(new SandboxError('NOT_FOUND', `no request ${id}`, { data: { requestId: id } }));
+    }
+    if (request.state !== 'pending') return resolve(request);
+    if (state.closed) return reject(new SandboxError('SHUTTING_DOWN', 'the request store is closed'));
+    const set = waiters.get(id) ?? new Set();
+    waiters.set(id, set);
+    const onAbort = () => {
+      set.delete(waiter);
+      if (set.size === 0 && waiters.get(id) === set) waiters.delete(id);
+      if (waiters.size === 0) stopPolling(state);
+      reject(abortError(id, signal!));
+    };
+    const waiter = {
+      resolve: (r: HostRequest) => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve(r);
+      },
+      reject: (e: unknown) => {
+        signal?.removeEventListener('abort', onAbort);
+        reject(e);
+      },
+    };
+    set.add(waiter);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    startPolling(state);
+  });
+}
+
+export function closeRequests(state: RequestCoreState): void {
+  state.closed = true;
+  stopPolling(state);
+  for (const timer of state.timers.values()) clearTimeout(timer);
+  state.timers.clear();
+  const error = new SandboxError('SHUTTING_DOWN', 'the request store closed while waiting');
+  for (const set of state.waiters.values()) for (const waiter of set) waiter.reject(error);
+  state.waiters.clear();
+}
+
+const abortError = (id: string, signal: AbortSignal) =>
+  new SandboxError('ABORTED', `stopped waiting for request ${id}`, {
+    cause: signal.reason,
+    data: { requestId: id },
+  });

@@ -1,0 +1,66 @@
+// sandboxd's egress environment: the proxy variables every process of the agent gets (proxyEnv,
+// read by exec.ts childEnv) and the CA bundle every TLS client of the agent is pointed at.
+// Invariants: proxyEnv names the proxy only once it listens, and the bundle only once it was
+// written; the bundle is replaced atomically (a process reading it sees the old one or the new one).
+import { promises as fsp, readFileSync } from 'node:fs';
+
+/** Where the proxy listens inside the container. */
+export const PROXY_HOST = '127.0.0.1';
+/** The system's CA bundle (Debian's ca-certificates), the start of ours. */
+const SYSTEM_BUNDLE = '/etc/ssl/certs/ca-certificates.crt';
+
+/**
+ * The proxy variables every process of the agent gets (exec.ts childEnv), once the proxy listens:
+ * both spellings, since curl reads only the lower-case http_proxy and Python's requests prefers it.
+ * Loopback stays direct: it is the container's own.
+ */
+export const proxyEnv: Record<string, string> = {};
+
+/**
+ * The CA bundle every TLS client of the agent is pointed at: the system's, plus the tenant's
+ * interception CA once the host sends it (egressTrust). Root is read-only, so it lives in
+ * sandboxd's state directory; one file serves OpenSSL (curl, git, Python), Node and pip.
+ */
+export const setTrustEnv = (bundle: string): void => {
+  Object.assign(proxyEnv, {
+    SSL_CERT_FILE: bundle,
+    CURL_CA_BUNDLE: bundle,
+    REQUESTS_CA_BUNDLE: bundle,
+    PIP_CERT: bundle,
+    GIT_SSL_CAINFO: bundle,
+    NODE_EXTRA_CA_CERTS: bundle,
+    npm_config_cafile: bundle,
+  });
+};
+
+export const setProxyEnv = (port: number): void => {
+  const url = `http://${PROXY_HOST}:${port}`;
+  const noProxy = 'localhost,127.0.0.1,::1';
+  Object.assign(proxyEnv, {
+    HTTP_PROXY: url,
+    HTTPS_PROXY: url,
+    http_proxy: url,
+    https_proxy: url,
+    NO_PROXY: noProxy,
+    no_proxy: noProxy,
+    // npm reads its own settings first; these match the variables above.
+    npm_config_proxy: url,
+    npm_config_https_proxy: url,
+  });
+};
+
+export const systemBundle = (): string => {
+  try {
+    return readFileSync(SYSTEM_BUNDLE, 'utf8');
+  } catch {
+    return '';
+  }
+};
+
+/** Replaces the bundle atomically: a process reading it sees the old one or the new one. */
+export const writeBundle = async (stateDir: string, bundle: string, text: string): Promise<void> => {
+  await fsp.mkdir(stateDir, { recursive: true });
+  const tmp = `${bundle}.${process.pid}.tmp`;
+  await fsp.writeFile(tmp, text, { mode: 0o644 });
+  await fsp.rename(tmp, bundle);
+};
