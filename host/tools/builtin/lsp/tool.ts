@@ -12,8 +12,9 @@ import type { Sandbox } from '../../../sandbox/types.ts';
 import { defineTool } from '../../define.ts';
 import { looksBinary } from '../read.ts';
 import { sandboxOf } from '../services.ts';
-import { KNOWN_EXTENSIONS, type Language, languageOf } from './languages.ts';
-import { DEFAULT_LSP_LIMITS, type LspLimits, type LspSession, startSession } from './session.ts';
+import { KNOWN_EXTENSIONS, languageOf } from './languages.ts';
+import { type LspServers, sessionFor } from './servers.ts';
+import { DEFAULT_LSP_LIMITS, type LspLimits } from './session.ts';
 
 const MAX_FILE_BYTES = 4 * 1024 * 1024;
 const MAX_LOCATIONS = 100;
@@ -37,44 +38,8 @@ interface Place {
 }
 
 /** An agent sandbox's language servers: one per language, started on demand, stopped when idle. */
-interface Servers {
-  sessions: Map<Language['id'], Promise<LspSession>>;
-  timers: Map<Language['id'], NodeJS.Timeout>;
-}
-
 export function lspTool(limits: LspLimits = DEFAULT_LSP_LIMITS) {
-  const bySandbox = new WeakMap<Sandbox, Servers>();
-
-  async function sessionFor(sandbox: Sandbox, language: Language, signal: AbortSignal): Promise<LspSession> {
-    const stdio = sandbox.stdio;
-    if (stdio === undefined)
-      throw new SandboxError('SANDBOX_UNAVAILABLE', "This agent's sandbox cannot run language servers.");
-    let servers = bySandbox.get(sandbox);
-    if (servers === undefined) {
-      servers = { sessions: new Map(), timers: new Map() };
-      bySandbox.set(sandbox, servers);
-    }
-    const { sessions, timers } = servers;
-    let pending = sessions.get(language.id);
-    const current = pending === undefined ? undefined : await pending.catch(() => undefined);
-    if (current === undefined || !current.alive()) {
-      pending = startSession(stdio, language, limits, signal);
-      sessions.set(language.id, pending);
-      pending.catch(() => {
-        if (sessions.get(language.id) === pending) sessions.delete(language.id);
-      });
-    }
-    const session = await (pending as Promise<LspSession>);
-    clearTimeout(timers.get(language.id));
-    timers.set(
-      language.id,
-      setTimeout(() => {
-        session.close();
-        if (sessions.get(language.id) === pending) sessions.delete(language.id);
-      }, limits.idleMs).unref(),
-    );
-    return session;
-  }
+  const servers: LspServers = { bySandbox: new WeakMap(), limits };
 
   return defineTool({
     name: 'lsp',
@@ -125,7 +90,7 @@ export function lspTool(limits: LspLimits = DEFAULT_LSP_LIMITS) {
           'INVALID_ARGUMENTS',
           `line ${args.line} is past the end of ${args.file_path}, which has ${lines.length} lines.`,
         );
-      const session = await sessionFor(sandbox, kind.language, exec.signal);
+      const session = await sessionFor(servers, sandbox, kind.language, exec.signal);
       const raw = await session.query(
         OPERATIONS[args.operation],
         `file://${stat.path}`,
