@@ -49,10 +49,8 @@ export interface MetricsOptions {
 const CALL_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 const HTTP_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 
-export const createMetrics = (options: MetricsOptions = {}): Metrics => {
-  const registry = new Registry();
-  if (options.process ?? true) collectDefaultMetrics({ register: registry });
-  const registers = [registry];
+/** The control plane's own instruments, registered on `registers` (and dsh_build_info set). */
+function createInstruments(registers: Registry[], options: MetricsOptions) {
   const calls = new Counter({
     name: 'dsh_tool_calls_total',
     help: 'Tool calls settled, by tool and outcome (ok or error code).',
@@ -109,6 +107,15 @@ export const createMetrics = (options: MetricsOptions = {}): Metrics => {
     labelNames: ['version', 'node'],
     registers,
   }).set({ version: options.version ?? 'dev', node: process.versions.node }, 1);
+  return { calls, callSeconds, errors, requests, requestSeconds, rateLimited, streams, restarts };
+}
+
+export const createMetrics = (options: MetricsOptions = {}): Metrics => {
+  const registry = new Registry();
+  if (options.process ?? true) collectDefaultMetrics({ register: registry });
+  const registers = [registry];
+  const { calls, callSeconds, errors, requests, requestSeconds, rateLimited, streams, restarts } =
+    createInstruments(registers, options);
 
   function replacing(name: string): void {
     if (registry.getSingleMetric(name) !== undefined) registry.removeSingleMetric(name);

@@ -3,6 +3,7 @@
 // after `Last-Event-ID` (or `after`) and then follows new events; each SSE id is the event's seq,
 // so a reconnect resumes exactly. GET /v1/agents/:id/events/:seq/payload?pointer=P: one large
 // value of an event.
+// The stream itself is events-stream.ts's.
 // Invariants: no event is skipped or repeated between replay and live (both read the log after
 // the last seq sent; notifications only say how far the durable log reaches); a page, and every
 // read of the stream, is bounded in count and in bytes (at least one event), and large values
@@ -21,8 +22,7 @@ import { ErrorBody, Event, EventPage, EventsQuery, PayloadQuery } from '../schem
 import { countedSSE } from '../sse.ts';
 import { loadAgent } from './agents.ts';
 import { eventView, wantsSse } from './calls.ts';
-
-const HEARTBEAT_MS = 15_000;
+import { type EventRoutesState, eventPage, followEvents } from './events-stream.ts';
 
 /** The data of the last event of a stream that ends (`deleted`, `shutdown`). */
 const StreamEnd = v.object({ lastEventId: v.number(), message: v.string() });
@@ -35,8 +35,7 @@ export const eventRoutes = (
   pageBytes: number,
 ): Hono<ApiEnv> => {
   const app = new Hono<ApiEnv>();
-  const page = (sessionId: string, afterSeq: number, limit: number) =>
-    events.list(sessionId, { afterSeq, limit, maxBytes: pageBytes, payloads: 'refs' });
+  const state: EventRoutesState = { agents, events, lifecycle, pageBytes };
 
   app.get(
     '/v1/agents/:id/events',
@@ -78,87 +77,14 @@ export const eventRoutes = (
       const sessionId = c.get('agent').sessionId;
       await events.flush();
       if (!wantsSse(c.req.header('accept'))) {
-        const events = page(sessionId, query.after ?? 0, query.limit ?? 500);
+        const events = eventPage(state, sessionId, query.after ?? 0, query.limit ?? 500);
         return c.json({ events: events.map(eventView), next: events.at(-1)?.seq ?? query.after ?? 0 });
       }
       const header = c.req.header('last-event-id');
       if (header !== undefined && !/^\d{1,15}$/.test(header))
         throw new SandboxError('BAD_REQUEST', 'Last-Event-ID must be an event seq.');
-      let last = header === undefined ? (query.after ?? 0) : Number(header);
-      return countedSSE(c, 'events', async (stream) => {
-        /** How far the durable log reaches, as notified (live events are sent only once durable). */
-        let durable = 0;
-        let wake: (() => void) | undefined;
-        const unsubscribe = events.subscribe(sessionId, (event) => {
-          durable = Math.max(durable, event.seq);
-          wake?.();
-        });
-        /** Set when the agent is deleted: its stream ends (with a `deleted` message) like its calls. */
-        let deleted = false;
-        let stopWatching = () => {};
-        const done = new Promise<void>((resolve) => {
-          const finish = () => resolve();
-          lifecycle.signal.addEventListener('abort', finish, { once: true });
-          stream.onAbort(finish);
-          c.req.raw.signal.addEventListener('abort', finish, { once: true });
-          stopWatching = agents.onDeleted(c.get('agent'), () => {
-            deleted = true;
-            finish();
-          });
-        });
-        const closed = () => stream.aborted || c.req.raw.signal.aborted || lifecycle.shuttingDown || deleted;
-        /** Sends every event after `last` up to `upTo`, one bounded page at a time. */
-        const catchUp = async (upTo: number) => {
-          while (!closed()) {
-            const batch = page(sessionId, last, 1000).filter((e) => e.seq <= upTo);
-            if (batch.length === 0) return;
-            for (const event of batch) {
-              last = event.seq;
-              await stream.writeSSE({
-                event: 'event',
-                id: String(event.seq),
-                data: JSON.stringify(eventView(event)),
-              });
-            }
-          }
-        };
-        const heartbeat = setInterval(
-          () => void stream.write(': ping\n\n').catch(() => undefined),
-          HEARTBEAT_MS,
-        );
-        try {
-          // Replay: everything stored (flushed above) and whatever arrives meanwhile.
-          await catchUp(Number.POSITIVE_INFINITY);
-          while (!closed()) {
-            // Arm the wake-up before reading, so an event made durable during a write is not missed.
-            const next = new Promise<void>((resolve) => {
-              wake = resolve;
-            });
-            await catchUp(durable);
-            if (closed()) break;
-            await Promise.race([done, next]);
-          }
-          if (lifecycle.shuttingDown && !stream.aborted) {
-            await stream.writeSSE({
-              event: 'shutdown',
-              data: JSON.stringify({
-                lastEventId: last,
-                message: 'The service is shutting down; reconnect with Last-Event-ID.',
-              }),
-            });
-          }
-          if (deleted && !stream.aborted) {
-            await stream.writeSSE({
-              event: 'deleted',
-              data: JSON.stringify({ lastEventId: last, message: 'The agent was deleted.' }),
-            });
-          }
-        } finally {
-          clearInterval(heartbeat);
-          unsubscribe();
-          stopWatching();
-        }
-      });
+      const last = header === undefined ? (query.after ?? 0) : Number(header);
+      return countedSSE(c, 'events', (stream) => followEvents(state, c, stream, sessionId, last));
     },
   );
 

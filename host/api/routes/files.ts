@@ -8,30 +8,18 @@
 // A file download is bounded by the sandbox's download limit (1 GiB), not by the model-facing
 // maxReadBytes, and carries Content-Length; if the file shrinks meanwhile the connection is cut
 // rather than ended short. `directory?path=P` lists one directory (sorted, at most
-// DIRECTORY_LIMIT entries), so that a client can browse the workspace without a tool call.
-import { Readable } from 'node:stream';
+// DIRECTORY_LIMIT entries), so that a client can browse the workspace without a tool call.// The uploads are files-upload.ts's.
 import { Hono } from 'hono';
 import { describeRoute } from 'hono-openapi';
 import type { AgentService } from '../../agents/service.ts';
-import { SandboxError } from '../../errors.ts';
-import { jsonResponse, queryOf, uploadBody } from '../body.ts';
+import { jsonResponse, queryOf } from '../body.ts';
 import type { ApiEnv } from '../env.ts';
-import { ArchiveUploaded, DirectoryListing, ErrorBody, PathQuery, Uploaded } from '../schemas.ts';
+import { DirectoryListing, ErrorBody, PathQuery } from '../schemas.ts';
 import { loadAgent } from './agents.ts';
-
-/** A raw byte body (OpenAPI 3.1: a string of any bytes; generators type it as binary). */
-const BYTES = { type: 'string' as const, format: 'binary' };
+import { BYTES, pathParam, uploadRoutes } from './files-upload.ts';
 
 /** Entries of one directory listing at most. */
 export const DIRECTORY_LIMIT = 1000;
-
-const pathParam = {
-  name: 'path',
-  in: 'query' as const,
-  required: true,
-  schema: { type: 'string' as const },
-  description: 'Path inside the workspace',
-};
 
 export const fileRoutes = (agents: AgentService, maxUploadBytes: number): Hono<ApiEnv> => {
   const app = new Hono<ApiEnv>();
@@ -80,32 +68,6 @@ export const fileRoutes = (agents: AgentService, maxUploadBytes: number): Hono<A
       return c.json({ path, entries, truncated: all.length > DIRECTORY_LIMIT });
     },
   );
-  app.put(
-    '/v1/agents/:id/files',
-    describeRoute({
-      operationId: 'writeFile',
-      tags: ['files'],
-      parameters: [pathParam],
-      requestBody: {
-        required: true,
-        description: `The file's new content, raw (at most ${maxUploadBytes} bytes); it replaces the file only once all of it arrived.`,
-        content: { 'application/octet-stream': { schema: BYTES } },
-      },
-      responses: { 200: jsonResponse('Written: the confined path and the bytes written', Uploaded) },
-    }),
-    loadAgent(agents),
-    async (c) => {
-      const { path } = queryOf(PathQuery, c.req.query());
-      const body = uploadBody(c.req.raw, maxUploadBytes);
-      try {
-        const sandbox = await agents.sandbox(c.get('agent'));
-        return c.json(await sandbox.archive.uploadFile(path, body, { maxBytes: maxUploadBytes }));
-      } catch (error) {
-        await body.drain();
-        throw error;
-      }
-    },
-  );
   app.get(
     '/v1/agents/:id/archive',
     describeRoute({
@@ -124,33 +86,6 @@ export const fileRoutes = (agents: AgentService, maxUploadBytes: number): Hono<A
       return c.body(ReadableStream.from(tar), 200, { 'Content-Type': 'application/x-tar' });
     },
   );
-  app.put(
-    '/v1/agents/:id/archive',
-    describeRoute({
-      operationId: 'uploadArchive',
-      tags: ['files'],
-      parameters: [pathParam],
-      requestBody: {
-        required: true,
-        description: `An uncompressed tar of files and directories (at most ${maxUploadBytes} bytes of content), extracted into \`path\` once all of it was checked.`,
-        content: { 'application/x-tar': { schema: BYTES } },
-      },
-      responses: { 200: jsonResponse('Extracted: how many files and bytes', ArchiveUploaded) },
-    }),
-    loadAgent(agents),
-    async (c) => {
-      const { path } = queryOf(PathQuery, c.req.query());
-      if (c.req.raw.body === null) throw new SandboxError('BAD_REQUEST', 'Send the tar as the request body.');
-      const body = uploadBody(c.req.raw, maxUploadBytes);
-      try {
-        const sandbox = await agents.sandbox(c.get('agent'));
-        const tar = Readable.from(body, { objectMode: false });
-        return c.json(await sandbox.archive.upload(path, tar, { maxBytes: maxUploadBytes }));
-      } catch (error) {
-        await body.drain();
-        throw error;
-      }
-    },
-  );
+  app.route('/', uploadRoutes(agents, maxUploadBytes));
   return app;
 };

@@ -14,14 +14,14 @@
 // Bounds: a notification stream — the 2025-era GET, or a 2026-era `subscriptions/listen` POST —
 // holds no tenant request slot (clients keep it open for as long as they are connected) but counts
 // against `streamsPerTenant`, and ends when the agent is deleted or the service shuts down; other
-// POSTs hold a slot like every other request.
+// POSTs hold a slot like every other request. The streams are mcp-streams.ts's.
 import { randomUUID } from 'node:crypto';
 import { createMcpHandler, isInitializeRequest, type ServerEventBus } from '@modelcontextprotocol/server';
 import { type Context, Hono } from 'hono';
 import { describeRoute } from 'hono-openapi';
 import type { AgentService } from '../../agents/service.ts';
 import type { Agent } from '../../agents/types.ts';
-import { isSandboxError, SandboxError } from '../../errors.ts';
+import { isSandboxError } from '../../errors.ts';
 import type { EventLog } from '../../store/types.ts';
 import { jsonResponse, readJson } from '../body.ts';
 import type { ApiEnv } from '../env.ts';
@@ -32,13 +32,9 @@ import { createInflightCalls } from '../mcp/cancels.ts';
 import { onToolsChanged } from '../mcp/changes.ts';
 import { originAdmitted } from '../mcp/origin.ts';
 import { agentMcpServer } from '../mcp/server.ts';
-import { relay } from '../relay.ts';
 import { ErrorBody } from '../schemas.ts';
-import { countedSSE } from '../sse.ts';
 import { loadAgent } from './agents.ts';
-
-const HEARTBEAT_MS = 15_000;
-const LIST_CHANGED = JSON.stringify({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
+import { changeStream, listenStream, type McpRoutesState, rpcError, streamPlace } from './mcp-streams.ts';
 
 export interface McpRouteOptions {
   agents: AgentService;
@@ -58,9 +54,6 @@ export interface McpRouteOptions {
 export const isMcpStream = (method: string, path: string): boolean =>
   method === 'GET' && path.endsWith('/mcp');
 
-/** A JSON-RPC error outside any request (the shape MCP clients read from a failed POST). */
-const rpcError = (code: number, message: string) => ({ jsonrpc: '2.0', error: { code, message }, id: null });
-
 /** A single 2026-era `subscriptions/listen` request (a stream the client holds open). */
 const isListen = (body: unknown): boolean =>
   typeof body === 'object' &&
@@ -72,12 +65,71 @@ const agentBus = (events: EventLog, agent: Agent): ServerEventBus => ({
   publish() {},
   subscribe: (listener) => onToolsChanged(events, agent, () => listener({ kind: 'tools_list_changed' })),
 });
+/** A POST (or DELETE) to the endpoint, served by a fresh SDK handler; a GET opens the change stream. */
+async function serveMcp(state: McpRoutesState, c: Context<ApiEnv>): Promise<Response> {
+  const { agents, events, inflight } = state;
+  const agent = c.get('agent');
+  if (c.req.method === 'GET') return changeStream(state, c, agent);
+  let parsedBody: unknown;
+  if (c.req.method === 'POST') {
+    // The API's one JSON reader: invalid UTF-8 is refused, never rewritten to U+FFFD, and no
+    // `__proto__`, `constructor` or `prototype` key reaches a tool (body.ts).
+    try {
+      parsedBody = await readJson(c.req.raw);
+    } catch (error) {
+      if (!isSandboxError(error) || error.code !== 'MALFORMED_JSON') throw error;
+      return c.json(rpcError(-32700, `Parse error: ${error.message}`), 400);
+    }
+    // Batches only in the revision that has them, and no bigger than a POST /calls batch.
+    const refused = batchRefusal(parsedBody, c.req.header('mcp-protocol-version'));
+    if (refused !== undefined) return c.json(rpcError(-32600, refused), 400);
+  }
+  // A listen stream lives as long as its client: it gives its request slot back and takes a
+  // stream place instead, as the GET stream does.
+  const place = isListen(parsedBody) ? streamPlace(state, agent) : undefined;
+  if (place !== undefined) c.get('releaseSlot')?.();
+  const session = c.req.header('mcp-session-id');
+  const handler = createMcpHandler(
+    () =>
+      agentMcpServer({
+        agents,
+        agent,
+        version: state.version,
+        inflight,
+        session,
+        signal: c.req.raw.signal,
+        callTimeoutMs: state.callTimeoutMs,
+      }),
+    { bus: agentBus(events, agent) },
+  );
+  let response: Response;
+  try {
+    response = await handler.fetch(c.req.raw, parsedBody === undefined ? {} : { parsedBody });
+  } catch (error) {
+    place?.();
+    throw error;
+  }
+  if (place !== undefined) return listenStream(state, c, agent, response, place);
+  if (session !== undefined || !response.ok || !isInitializeRequest(parsedBody)) return response;
+  const stamped = new Response(response.body, response);
+  stamped.headers.set('mcp-session-id', randomUUID());
+  return stamped;
+}
 
 export const mcpRoutes = (options: McpRouteOptions): Hono<ApiEnv> => {
   const { agents, events, lifecycle } = options;
-  const inflight = createInflightCalls();
-  const streams = createTenantLimiter(options.streamsPerTenant ?? 32);
-  const origins = new Set(options.origins ?? []);
+  const state: McpRoutesState = {
+    agents,
+    events,
+    lifecycle,
+    version: options.version,
+    callTimeoutMs: options.callTimeoutMs,
+    streamsPerTenant: options.streamsPerTenant,
+    inflight: createInflightCalls(),
+    streams: createTenantLimiter(options.streamsPerTenant ?? 32),
+    origins: new Set(options.origins ?? []),
+  };
+  const { origins } = state;
   const app = new Hono<ApiEnv>();
 
   app.on(
@@ -106,117 +158,7 @@ export const mcpRoutes = (options: McpRouteOptions): Hono<ApiEnv> => {
       );
     },
     loadAgent(agents),
-    async (c) => {
-      const agent = c.get('agent');
-      if (c.req.method === 'GET') return changeStream(c, agent);
-      let parsedBody: unknown;
-      if (c.req.method === 'POST') {
-        // The API's one JSON reader: invalid UTF-8 is refused, never rewritten to U+FFFD, and no
-        // `__proto__`, `constructor` or `prototype` key reaches a tool (body.ts).
-        try {
-          parsedBody = await readJson(c.req.raw);
-        } catch (error) {
-          if (!isSandboxError(error) || error.code !== 'MALFORMED_JSON') throw error;
-          return c.json(rpcError(-32700, `Parse error: ${error.message}`), 400);
-        }
-        // Batches only in the revision that has them, and no bigger than a POST /calls batch.
-        const refused = batchRefusal(parsedBody, c.req.header('mcp-protocol-version'));
-        if (refused !== undefined) return c.json(rpcError(-32600, refused), 400);
-      }
-      // A listen stream lives as long as its client: it gives its request slot back and takes a
-      // stream place instead, as the GET stream does.
-      const place = isListen(parsedBody) ? streamPlace(agent) : undefined;
-      if (place !== undefined) c.get('releaseSlot')?.();
-      const session = c.req.header('mcp-session-id');
-      const handler = createMcpHandler(
-        () =>
-          agentMcpServer({
-            agents,
-            agent,
-            version: options.version,
-            inflight,
-            session,
-            signal: c.req.raw.signal,
-            callTimeoutMs: options.callTimeoutMs,
-          }),
-        { bus: agentBus(events, agent) },
-      );
-      let response: Response;
-      try {
-        response = await handler.fetch(c.req.raw, parsedBody === undefined ? {} : { parsedBody });
-      } catch (error) {
-        place?.();
-        throw error;
-      }
-      if (place !== undefined) return listenStream(c, agent, response, place);
-      if (session !== undefined || !response.ok || !isInitializeRequest(parsedBody)) return response;
-      const stamped = new Response(response.body, response);
-      stamped.headers.set('mcp-session-id', randomUUID());
-      return stamped;
-    },
+    (c) => serveMcp(state, c),
   );
-
-  function changeStream(c: Context<ApiEnv>, agent: Agent) {
-    if (!(c.req.header('accept') ?? '').includes('text/event-stream'))
-      return c.json(rpcError(-32000, 'Not Acceptable: the GET stream is text/event-stream.'), 406);
-    const release = streamPlace(agent);
-    return countedSSE(c, 'mcp', async (stream) => {
-      const cleanups: (() => void)[] = [release];
-      try {
-        await new Promise<void>((resolve) => {
-          const finish = () => resolve();
-          stream.onAbort(finish);
-          cleanups.push(
-            endings(c, agent, finish),
-            onToolsChanged(events, agent, () => void stream.writeSSE({ data: LIST_CHANGED }).catch(finish)),
-          );
-          const heartbeat = setInterval(() => void stream.write(': ping\n\n').catch(finish), HEARTBEAT_MS);
-          cleanups.push(() => clearInterval(heartbeat));
-        });
-      } finally {
-        for (const cleanup of cleanups) cleanup();
-      }
-    });
-  }
-
-  /** The SDK's listen stream, forwarded until its client goes, the agent is deleted or the service stops. */
-  function listenStream(c: Context<ApiEnv>, agent: Agent, response: Response, release: () => void) {
-    let ended = false;
-    let undo: (() => void) | undefined;
-    const relayed = relay(response, () => {
-      ended = true;
-      undo?.();
-      release();
-    });
-    if (!ended) undo = endings(c, agent, () => relayed.close());
-    return relayed.response;
-  }
-
-  /** One of the tenant's notification-stream places; RATE_LIMITED when all are taken. */
-  function streamPlace(agent: Agent): () => void {
-    const release = streams.tryAcquire(agent.tenantId);
-    if (release === undefined)
-      throw new SandboxError(
-        'RATE_LIMITED',
-        `This tenant has ${options.streamsPerTenant ?? 32} MCP notification streams open; close one first.`,
-        { data: { retryAfterS: 5 } },
-      );
-    return release;
-  }
-
-  /** Calls `end` when the client goes, the agent is deleted or the service shuts down; returns the undo. */
-  function endings(c: Context<ApiEnv>, agent: Agent, end: () => void): () => void {
-    const signal = c.req.raw.signal;
-    signal.addEventListener('abort', end, { once: true });
-    lifecycle.signal.addEventListener('abort', end, { once: true });
-    const offDeleted = agents.onDeleted(agent, end);
-    if (lifecycle.shuttingDown || signal.aborted) queueMicrotask(end);
-    return () => {
-      signal.removeEventListener('abort', end);
-      lifecycle.signal.removeEventListener('abort', end);
-      offDeleted();
-    };
-  }
-
   return app;
 };

@@ -1,0 +1,138 @@
+// The v1 routes of the control plane app (./app.ts), mounted in the order that decides who answers
+// (mountV1Routes), and /openapi.json, generated once from the same routes and schemas (mountOpenApi).
+// Invariants: terminal WebSockets are mounted before the header auth (they authenticate themselves
+// and hold no slot); nothing past them upgrades; each tenant-scoped prefix is registered once.
+import type { Hono } from 'hono';
+import { describeRoute, generateSpecs } from 'hono-openapi';
+import { isStreamingRoute, useTenantScope } from './app-admission.ts';
+import type { AppState } from './app-deps.ts';
+import { createClientAudit } from './audit.ts';
+import { refuseStrayUpgrade } from './connections.ts';
+import type { ApiEnv } from './env.ts';
+import { createTenantLimiter, tenantConcurrency } from './limits.ts';
+import { finishDocument, type OpenApiDocument } from './openapi.ts';
+import { agentRoutes } from './routes/agents.ts';
+import { callRoutes } from './routes/calls.ts';
+import { egressRoutes } from './routes/egress.ts';
+import { eventRoutes } from './routes/events.ts';
+import { execRoutes } from './routes/exec.ts';
+import { fileRemoveRoutes } from './routes/file-remove.ts';
+import { fileRoutes } from './routes/files.ts';
+import { mcpRoutes } from './routes/mcp.ts';
+import { mcpServerRoutes } from './routes/mcp-servers.ts';
+import { pluginRoutes } from './routes/plugins.ts';
+import { requestRoutes } from './routes/requests.ts';
+import { scheduleRoutes } from './routes/schedules.ts';
+import { sessionRoutes } from './routes/session.ts';
+import { skillRoutes } from './routes/skills.ts';
+import { teamRoutes } from './routes/teams.ts';
+import { tenantRoutes } from './routes/tenants.ts';
+import { terminalControlRoutes } from './routes/terminal-control.ts';
+import { terminalRoutes } from './routes/terminals.ts';
+import { auditUploads } from './routes/upload-audit.ts';
+import { usageRoutes } from './routes/usage.ts';
+
+/** The tenant, agent, skill and egress routes under /v1, with their tenant admission. */
+export function mountV1Routes(app: Hono<ApiEnv>, state: AppState): void {
+  const { deps, limits, metrics, lifecycle, connections } = state;
+  app.route('/', tenantRoutes(deps.store.tenants, deps.adminKey));
+
+  // Terminal WebSockets authenticate themselves (browsers cannot send the header) and hold no
+  // request slot while open; registered first, they answer before the header auth below.
+  app.route(
+    '/',
+    terminalRoutes(deps.agents, deps.store.tenants, {
+      maxSocketsPerTenant: limits.tenantTerminals,
+      metrics,
+      ...(connections === undefined ? {} : { connections }),
+    }),
+  );
+  // Past the terminal routes nothing upgrades: a stray upgrade's answer would never be read.
+  app.use('/v1/agents/*', refuseStrayUpgrade);
+  // DELETE takes no slot: it is how a tenant stops what holds its slots (long calls, streams);
+  // except the DELETEs that work in the sandbox and stop nothing (a file tree removed, a terminal
+  // closed): those are bounded like any other request. Nor does an MCP client's notification
+  // stream take one, open for as long as it is connected (own cap).
+  const concurrency = tenantConcurrency(createTenantLimiter(limits.tenantConcurrency));
+  const tenantScoped = (path: string): void => useTenantScope(app, state, concurrency, path);
+  // `/v1/agents/*` matches `/v1/agents` itself too: one registration, so one slot per request.
+  tenantScoped('/v1/agents/*');
+  app.route('/', agentRoutes(deps.agents));
+  app.route('/', callRoutes(deps.agents, limits.callTimeoutMs));
+  app.route('/', eventRoutes(deps.agents, deps.store.events, lifecycle, limits.eventPageBytes));
+  // What the client does to a sandbox beside the tools (uploads, a command, a delete, a terminal) is
+  // in the agent's log (./audit.ts).
+  const audit = createClientAudit(deps.store.events);
+  app.use('/v1/agents/:id/files', auditUploads(deps.agents, audit, 'file_write'));
+  app.use('/v1/agents/:id/archive', auditUploads(deps.agents, audit, 'archive_upload'));
+  app.route('/', fileRoutes(deps.agents, limits.maxUploadBytes));
+  app.route('/', execRoutes(deps.agents, audit, limits.callTimeoutMs));
+  app.route('/', fileRemoveRoutes(deps.agents, audit));
+  app.route('/', terminalControlRoutes(deps.agents, audit));
+  app.route('/', requestRoutes(deps.agents, deps.store.requests));
+  const { callTimeoutMs } = limits;
+  app.route(
+    '/',
+    mcpRoutes({
+      agents: deps.agents,
+      events: deps.store.events,
+      lifecycle,
+      version: deps.version,
+      callTimeoutMs,
+      ...(deps.mcpOrigins === undefined ? {} : { origins: deps.mcpOrigins }),
+    }),
+  );
+  app.route('/', pluginRoutes(deps.agents));
+  app.route('/', sessionRoutes(deps.agents));
+  const { search } = deps.store;
+  if (search !== undefined)
+    app.route('/', usageRoutes(deps.agents, { events: deps.store.events, search }, deps.adminKey));
+  app.route('/', teamRoutes(deps.agents));
+  if (deps.schedules !== undefined) app.route('/', scheduleRoutes(deps.agents, deps.schedules));
+  app.route('/', mcpServerRoutes(deps.agents));
+  if (deps.skills !== undefined) {
+    tenantScoped('/v1/skills/*');
+    app.route('/', skillRoutes(deps.skills));
+  }
+  if (deps.egress !== undefined) {
+    tenantScoped('/v1/egress');
+    app.route('/', egressRoutes(deps.egress));
+  }
+}
+
+/** GET /openapi.json: the description of `app`, generated on first request and kept. */
+export function mountOpenApi(app: Hono<ApiEnv>, state: AppState): void {
+  const { deps } = state;
+  let document: Promise<OpenApiDocument> | undefined;
+  app.get(
+    '/openapi.json',
+    describeRoute({
+      operationId: 'openapi',
+      tags: ['system'],
+      security: [],
+      responses: {
+        200: { description: 'This description (OpenAPI 3.1)', content: { 'application/json': {} } },
+      },
+    }),
+    async (c) => {
+      document ??= generateSpecs(
+        app,
+        {
+          documentation: {
+            openapi: '3.1.0',
+            info: {
+              title: 'dsh-sandbox control plane',
+              version: deps.version,
+              description:
+                'Runs AI agents\' tool calls in isolation. Errors: { "error": { "code", "message", "data"? } } (data: a client error\'s structured detail).',
+            },
+            components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+            security: [{ bearer: [] }],
+          },
+        },
+        c,
+      ).then((specs) => finishDocument(specs as OpenApiDocument, { isDeadlineFree: isStreamingRoute }));
+      return c.json(await document);
+    },
+  );
+}

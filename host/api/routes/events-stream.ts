@@ -1,0 +1,110 @@
+// The live event stream of GET /v1/agents/:id/events (./events.ts): everything after the resume
+// point replayed, then new events followed as they become durable, ended by the agent's deletion
+// (`deleted`) or the service's shutdown (`shutdown`), with `: ping` heartbeats meanwhile.
+// Invariants: no event is skipped or repeated between replay and live (both read the log after the
+// last seq sent; notifications only say how far the durable log reaches); every read is bounded in
+// count and in bytes (eventPage, at least one event).
+import type { Context } from 'hono';
+import type { SSEStreamingApi } from 'hono/streaming';
+import type { AgentService } from '../../agents/service.ts';
+import type { EventLog, EventPayloads } from '../../store/types.ts';
+import type { ApiEnv } from '../env.ts';
+import type { Lifecycle } from '../lifecycle.ts';
+import { eventView } from './calls.ts';
+
+const HEARTBEAT_MS = 15_000;
+
+/** What eventRoutes serves its pages and streams from. */
+export interface EventRoutesState {
+  agents: AgentService;
+  events: EventLog & EventPayloads;
+  lifecycle: Lifecycle;
+  /** Byte bound of a page and of every read of a stream (ApiLimits.eventPageBytes). */
+  pageBytes: number;
+}
+
+/** The events after `afterSeq`: at most `limit` of them and about pageBytes bytes (at least one). */
+export function eventPage(state: EventRoutesState, sessionId: string, afterSeq: number, limit: number) {
+  return state.events.list(sessionId, { afterSeq, limit, maxBytes: state.pageBytes, payloads: 'refs' });
+}
+
+/** Streams the events of `sessionId` after seq `from` on `stream` until it closes, the agent is deleted or the service stops. */
+export async function followEvents(
+  state: EventRoutesState,
+  c: Context<ApiEnv>,
+  stream: SSEStreamingApi,
+  sessionId: string,
+  from: number,
+): Promise<void> {
+  const { agents, events, lifecycle } = state;
+  let last = from;
+  /** How far the durable log reaches, as notified (live events are sent only once durable). */
+  let durable = 0;
+  let wake: (() => void) | undefined;
+  const unsubscribe = events.subscribe(sessionId, (event) => {
+    durable = Math.max(durable, event.seq);
+    wake?.();
+  });
+  /** Set when the agent is deleted: its stream ends (with a `deleted` message) like its calls. */
+  let deleted = false;
+  let stopWatching = () => {};
+  const done = new Promise<void>((resolve) => {
+    const finish = () => resolve();
+    lifecycle.signal.addEventListener('abort', finish, { once: true });
+    stream.onAbort(finish);
+    c.req.raw.signal.addEventListener('abort', finish, { once: true });
+    stopWatching = agents.onDeleted(c.get('agent'), () => {
+      deleted = true;
+      finish();
+    });
+  });
+  const closed = () => stream.aborted || c.req.raw.signal.aborted || lifecycle.shuttingDown || deleted;
+  /** Sends every event after `last` up to `upTo`, one bounded page at a time. */
+  const catchUp = async (upTo: number) => {
+    while (!closed()) {
+      const batch = eventPage(state, sessionId, last, 1000).filter((e) => e.seq <= upTo);
+      if (batch.length === 0) return;
+      for (const event of batch) {
+        last = event.seq;
+        await stream.writeSSE({
+          event: 'event',
+          id: String(event.seq),
+          data: JSON.stringify(eventView(event)),
+        });
+      }
+    }
+  };
+  const heartbeat = setInterval(() => void stream.write(': ping\n\n').catch(() => undefined), HEARTBEAT_MS);
+  try {
+    // Replay: everything stored (flushed above) and whatever arrives meanwhile.
+    await catchUp(Number.POSITIVE_INFINITY);
+    while (!closed()) {
+      // Arm the wake-up before reading, so an event made durable during a write is not missed.
+      const next = new Promise<void>((resolve) => {
+        wake = resolve;
+      });
+      await catchUp(durable);
+      if (closed()) break;
+      await Promise.race([done, next]);
+    }
+    if (lifecycle.shuttingDown && !stream.aborted) {
+      await stream.writeSSE({
+        event: 'shutdown',
+        data: JSON.stringify({
+          lastEventId: last,
+          message: 'The service is shutting down; reconnect with Last-Event-ID.',
+        }),
+      });
+    }
+    if (deleted && !stream.aborted) {
+      await stream.writeSSE({
+        event: 'deleted',
+        data: JSON.stringify({ lastEventId: last, message: 'The agent was deleted.' }),
+      });
+    }
+  } finally {
+    clearInterval(heartbeat);
+    unsubscribe();
+    stopWatching();
+  }
+}

@@ -1,0 +1,85 @@
+// The uploads of ./files.ts: PUT `files?path=P` (one file's raw bytes) and PUT `archive?path=P`
+// (an uncompressed tar extracted into a directory), with the route parameters both modules share.
+// Invariants: an upload is capped (PAYLOAD_TOO_LARGE) as it streams in and never held whole in
+// memory: a file goes to the sandbox piece by piece, an archive is spooled and checked in full
+// first (host/sandbox/tar.ts); a failed upload's body is drained, so the client reads the answer.
+import { Readable } from 'node:stream';
+import { Hono } from 'hono';
+import { describeRoute } from 'hono-openapi';
+import type { AgentService } from '../../agents/service.ts';
+import { SandboxError } from '../../errors.ts';
+import { jsonResponse, queryOf, uploadBody } from '../body.ts';
+import type { ApiEnv } from '../env.ts';
+import { ArchiveUploaded, PathQuery, Uploaded } from '../schemas.ts';
+import { loadAgent } from './agents.ts';
+
+/** A raw byte body (OpenAPI 3.1: a string of any bytes; generators type it as binary). */
+export const BYTES = { type: 'string' as const, format: 'binary' };
+
+export const pathParam = {
+  name: 'path',
+  in: 'query' as const,
+  required: true,
+  schema: { type: 'string' as const },
+  description: 'Path inside the workspace',
+};
+
+/** PUT /v1/agents/:id/files and /v1/agents/:id/archive, each at most maxUploadBytes. */
+export const uploadRoutes = (agents: AgentService, maxUploadBytes: number): Hono<ApiEnv> => {
+  const app = new Hono<ApiEnv>();
+  app.put(
+    '/v1/agents/:id/files',
+    describeRoute({
+      operationId: 'writeFile',
+      tags: ['files'],
+      parameters: [pathParam],
+      requestBody: {
+        required: true,
+        description: `The file's new content, raw (at most ${maxUploadBytes} bytes); it replaces the file only once all of it arrived.`,
+        content: { 'application/octet-stream': { schema: BYTES } },
+      },
+      responses: { 200: jsonResponse('Written: the confined path and the bytes written', Uploaded) },
+    }),
+    loadAgent(agents),
+    async (c) => {
+      const { path } = queryOf(PathQuery, c.req.query());
+      const body = uploadBody(c.req.raw, maxUploadBytes);
+      try {
+        const sandbox = await agents.sandbox(c.get('agent'));
+        return c.json(await sandbox.archive.uploadFile(path, body, { maxBytes: maxUploadBytes }));
+      } catch (error) {
+        await body.drain();
+        throw error;
+      }
+    },
+  );
+  app.put(
+    '/v1/agents/:id/archive',
+    describeRoute({
+      operationId: 'uploadArchive',
+      tags: ['files'],
+      parameters: [pathParam],
+      requestBody: {
+        required: true,
+        description: `An uncompressed tar of files and directories (at most ${maxUploadBytes} bytes of content), extracted into \`path\` once all of it was checked.`,
+        content: { 'application/x-tar': { schema: BYTES } },
+      },
+      responses: { 200: jsonResponse('Extracted: how many files and bytes', ArchiveUploaded) },
+    }),
+    loadAgent(agents),
+    async (c) => {
+      const { path } = queryOf(PathQuery, c.req.query());
+      if (c.req.raw.body === null) throw new SandboxError('BAD_REQUEST', 'Send the tar as the request body.');
+      const body = uploadBody(c.req.raw, maxUploadBytes);
+      try {
+        const sandbox = await agents.sandbox(c.get('agent'));
+        const tar = Readable.from(body, { objectMode: false });
+        return c.json(await sandbox.archive.upload(path, tar, { maxBytes: maxUploadBytes }));
+      } catch (error) {
+        await body.drain();
+        throw error;
+      }
+    },
+  );
+  return app;
+};

@@ -1,0 +1,111 @@
+// The notification streams of the agent's MCP endpoint (./mcp.ts): the 2025-era GET stream of
+// `notifications/tools/list_changed` fed by the agent's log (changeStream), and the SDK's 2026-era
+// `subscriptions/listen` stream forwarded (listenStream).
+// Invariants: a stream holds no tenant request slot but one of the tenant's `streamsPerTenant`
+// places (streamPlace, RATE_LIMITED when all are taken), given back exactly once when it ends; it
+// ends when its client goes, the agent is deleted or the service shuts down (endings).
+import type { Context } from 'hono';
+import type { AgentService } from '../../agents/service.ts';
+import type { Agent } from '../../agents/types.ts';
+import { SandboxError } from '../../errors.ts';
+import type { EventLog } from '../../store/types.ts';
+import type { ApiEnv } from '../env.ts';
+import type { Lifecycle } from '../lifecycle.ts';
+import type { TenantLimiter } from '../limits.ts';
+import type { createInflightCalls } from '../mcp/cancels.ts';
+import { onToolsChanged } from '../mcp/changes.ts';
+import { relay } from '../relay.ts';
+import { countedSSE } from '../sse.ts';
+
+const HEARTBEAT_MS = 15_000;
+const LIST_CHANGED = JSON.stringify({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
+
+/** What mcpRoutes keeps for all its requests. */
+export interface McpRoutesState {
+  agents: AgentService;
+  events: EventLog;
+  lifecycle: Lifecycle;
+  version: string;
+  callTimeoutMs: number;
+  streamsPerTenant: number | undefined;
+  inflight: ReturnType<typeof createInflightCalls>;
+  streams: TenantLimiter;
+  origins: Set<string>;
+}
+
+/** A JSON-RPC error outside any request (the shape MCP clients read from a failed POST). */
+export const rpcError = (code: number, message: string) => ({
+  jsonrpc: '2.0',
+  error: { code, message },
+  id: null,
+});
+
+export function changeStream(state: McpRoutesState, c: Context<ApiEnv>, agent: Agent) {
+  const { events } = state;
+  if (!(c.req.header('accept') ?? '').includes('text/event-stream'))
+    return c.json(rpcError(-32000, 'Not Acceptable: the GET stream is text/event-stream.'), 406);
+  const release = streamPlace(state, agent);
+  return countedSSE(c, 'mcp', async (stream) => {
+    const cleanups: (() => void)[] = [release];
+    try {
+      await new Promise<void>((resolve) => {
+        const finish = () => resolve();
+        stream.onAbort(finish);
+        cleanups.push(
+          endings(state, c, agent, finish),
+          onToolsChanged(events, agent, () => void stream.writeSSE({ data: LIST_CHANGED }).catch(finish)),
+        );
+        const heartbeat = setInterval(() => void stream.write(': ping\n\n').catch(finish), HEARTBEAT_MS);
+        cleanups.push(() => clearInterval(heartbeat));
+      });
+    } finally {
+      for (const cleanup of cleanups) cleanup();
+    }
+  });
+}
+
+/** The SDK's listen stream, forwarded until its client goes, the agent is deleted or the service stops. */
+export function listenStream(
+  state: McpRoutesState,
+  c: Context<ApiEnv>,
+  agent: Agent,
+  response: Response,
+  release: () => void,
+) {
+  let ended = false;
+  let undo: (() => void) | undefined;
+  const relayed = relay(response, () => {
+    ended = true;
+    undo?.();
+    release();
+  });
+  if (!ended) undo = endings(state, c, agent, () => relayed.close());
+  return relayed.response;
+}
+
+/** One of the tenant's notification-stream places; RATE_LIMITED when all are taken. */
+export function streamPlace(state: McpRoutesState, agent: Agent): () => void {
+  const release = state.streams.tryAcquire(agent.tenantId);
+  if (release === undefined)
+    throw new SandboxError(
+      'RATE_LIMITED',
+      `This tenant has ${state.streamsPerTenant ?? 32} MCP notification streams open; close one first.`,
+      { data: { retryAfterS: 5 } },
+    );
+  return release;
+}
+
+/** Calls `end` when the client goes, the agent is deleted or the service shuts down; returns the undo. */
+function endings(state: McpRoutesState, c: Context<ApiEnv>, agent: Agent, end: () => void): () => void {
+  const { agents, lifecycle } = state;
+  const signal = c.req.raw.signal;
+  signal.addEventListener('abort', end, { once: true });
+  lifecycle.signal.addEventListener('abort', end, { once: true });
+  const offDeleted = agents.onDeleted(agent, end);
+  if (lifecycle.shuttingDown || signal.aborted) queueMicrotask(end);
+  return () => {
+    signal.removeEventListener('abort', end);
+    lifecycle.signal.removeEventListener('abort', end);
+    offDeleted();
+  };
+}

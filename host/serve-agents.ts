@@ -1,0 +1,127 @@
+// The execution side of `serve` (./serve.ts): the isolate host (worker restarts counted, workers
+// yielding the CPU) and the agent service assembled over it with the configured limits; at start,
+// the sandboxes of deleted agents are reaped and the plugins that were running start again.
+// Invariants: a program never outlives its batch (code-mode wall clocks and waits are capped by the
+// batch deadline); isolate work takes fair turns with the API's heavy requests (./api/fair.ts).
+import { type Assembled, assembleAgents } from './agents/assemble.ts';
+import { type FairScheduler, takingTurns, yieldingWorkers } from './api/fair.ts';
+import { type Metrics, observeCalls } from './api/metrics.ts';
+import type { Config } from './config.ts';
+import type { Egress } from './egress/index.ts';
+import type { IsolateHost, IsolateHostEvent } from './isolates/index.ts';
+import type { SandboxProvider } from './sandbox/types.ts';
+import type { Store } from './store/index.ts';
+
+/** Counts a worker that starts again (a restart), by how its previous process ended. */
+const countRestarts = (metrics: Metrics) => {
+  const seen = new Set<number>();
+  const ended = new Map<number, string>();
+  return (event: IsolateHostEvent): void => {
+    if (event.type === 'worker_killed') ended.set(event.worker, 'killed');
+    else if (event.type === 'worker_exited') {
+      if (!ended.has(event.worker)) ended.set(event.worker, 'exited');
+    } else if (seen.has(event.worker)) {
+      metrics.workerRestart(ended.get(event.worker) ?? 'exited');
+      ended.delete(event.worker);
+    } else seen.add(event.worker);
+  };
+};
+
+const both =
+  <E>(a: (event: E) => void, b: (event: E) => void) =>
+  (event: E): void => {
+    a(event);
+    b(event);
+  };
+
+/** The given isolate host, or one with the configured workers that counts their restarts. */
+export async function startIsolates(
+  config: Config,
+  metrics: Metrics,
+  given?: IsolateHost,
+): Promise<IsolateHost> {
+  return (
+    given ??
+    (await import('./isolates/index.ts')).createIsolateHost({
+      workers: config.isolateWorkers,
+      workerRssMb: config.isolateWorkerMb,
+      onEvent: both(countRestarts(metrics), yieldingWorkers(config.isolateNice)),
+    })
+  );
+}
+
+export interface ServerAgentParts {
+  egress: Egress;
+  store: Store;
+  sandboxes: SandboxProvider;
+  isolates: IsolateHost;
+  metrics: Metrics;
+  fair: FairScheduler;
+}
+
+/** The agent service, its scheduler and skills, with the configured limits; starts the reaping and plugin resumption. */
+export function startAgents(config: Config, parts: ServerAgentParts, log: (line: string) => void): Assembled {
+  const { egress, store, sandboxes, isolates, metrics, fair } = parts;
+  const assembled = assembleAgents({
+    egress,
+    store,
+    sandboxes,
+    isolates: takingTurns(isolates, fair),
+    observe: observeCalls(metrics),
+    schedules: { maxPerAgent: config.schedulesPerAgent, minPeriodMs: config.scheduleMinSeconds * 1000 },
+    teams: {
+      limits: {
+        maxTasks: config.teamBoardTasks,
+        maxDescriptionChars: config.teamTaskChars,
+        maxScopesPerTask: config.teamTaskScopes,
+      },
+    },
+    skills: {
+      maxPerTenant: config.skillsPerTenant,
+      maxBytes: config.skillMaxBytes,
+      spoolDir: config.spoolDir,
+    },
+    children: {
+      limits: {
+        childrenPerAgent: config.childrenPerAgent,
+        maxDepth: config.childDepth,
+        concurrentChildren: config.concurrentChildren,
+        mailboxSize: config.mailboxSize,
+        messageBytes: config.messageBytes,
+        // A wait never outlives the batch that waits.
+        waitMaxMs: Math.min(600_000, config.callTimeoutMs),
+      },
+      providers: config.subagentProviders,
+    },
+    // Each tenant's plugins on worker processes of its own, within its caps and the host's.
+    plugins: {
+      processOptions: {
+        maxWorkers: config.pluginWorkers,
+        rssMb: config.pluginWorkerMb,
+        idleMs: config.pluginIdleMs,
+      },
+      limits: {
+        maxWorkersPerTenant: config.pluginTenantWorkers,
+        maxRunningPerAgent: config.pluginsPerAgent,
+        maxRunningPerTenant: config.pluginsPerTenant,
+        maxMemoryMbPerAgent: config.pluginAgentMb,
+        maxMemoryMbPerTenant: config.pluginTenantMb,
+      },
+    },
+    codeMode: {
+      defaults: { cpuMs: config.codeCpuMs, wallMs: Math.min(config.codeWallMs, config.callTimeoutMs) },
+      // A program never outlives its batch: no wall clock past the batch deadline is promised.
+      maxima: { cpuMs: config.codeCpuMaxMs, wallMs: Math.min(config.codeWallMaxMs, config.callTimeoutMs) },
+    },
+  });
+  const { agents } = assembled;
+  // Agents deleted while their sandbox could not be removed (a crash, an engine error) lose it now.
+  void agents
+    .reapDeleted((id, e) => log(`could not remove the sandbox of deleted agent ${id}: ${String(e)}`))
+    .then((n) => n > 0 && log(`removed the sandboxes of ${n} deleted agent(s)`));
+  // Plugins that were running when the service stopped run again (their tools come back with them).
+  void agents
+    .resumePlugins((id, e) => log(`could not start plugin ${id} again: ${String(e)}`))
+    .then((n) => n > 0 && log(`started ${n} plugin(s) again`));
+  return assembled;
+}

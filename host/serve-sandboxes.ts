@@ -1,0 +1,145 @@
+// The sandboxes of `serve` (./serve.ts) and their egress: the sandbox image, the loop workspaces
+// (or plain volumes when the disk quota is off), the docker provider that re-adopts this store's
+// containers, and the egress (the gateway, web access, sandboxd's proxy) attributed to agents.
+// Invariant: no image, no start (sandboxImageOf refuses before anything is made); a provider adopts
+// only its own instance's containers, so several instances may share one engine.
+import { readFileSync } from 'node:fs';
+import { rootCertificates } from 'node:tls';
+import { agentEgressRules } from './agents/web.ts';
+import type { Config } from './config.ts';
+import { createEgress, type Egress } from './egress/index.ts';
+import { createAuthorities } from './egress/intercept/authority.ts';
+import { createSandboxEgress, type SandboxEgress } from './egress/proxy/index.ts';
+import { SandboxError } from './errors.ts';
+import type { DockerProvider } from './sandbox/docker/index.ts';
+import type { Store } from './store/index.ts';
+
+/** The sandbox image tag; the image is built by scripts/ (`npm start`), never from here. */
+export const sandboxImageOf = (config: Config): string => {
+  if (config.sandboxImage !== undefined) return config.sandboxImage;
+  throw new SandboxError(
+    'CONFIG_INVALID',
+    'No sandbox image: start the service with `npm start` (it builds the image for this checkout), or set DSH_SANDBOX_IMAGE to a tag that `npm run setup` printed.',
+  );
+};
+
+/**
+ * Loop workspaces (a size-limited file system each); undefined when the operator turned the quota
+ * off, which leaves the provider its default, plain Docker volumes.
+ */
+const workspaceStore = async (config: Config, log: (line: string) => void) => {
+  if (!config.diskQuota) {
+    log('workspaces: Docker volumes WITHOUT a disk limit (DSH_DISK_QUOTA=off)');
+    return undefined;
+  }
+  const { createLoopWorkspaces, loopUnavailable } = await import('./sandbox/docker/index.ts');
+  const why = await loopUnavailable({ dockerHost: config.dockerHost });
+  if (why !== undefined) {
+    throw new SandboxError(
+      'CONFIG_INVALID',
+      `Workspaces cannot get a disk limit here: ${why}. Fix that, or set DSH_DISK_QUOTA=off to run without one (any agent can then fill the host's disk).`,
+    );
+  }
+  log(`workspaces: one ${config.workspaceMb} MiB file system each (default) in ${config.workspacesDir}`);
+  return createLoopWorkspaces(config.workspacesDir, {
+    overcommit: config.diskOvercommit,
+    reserveBytes: config.diskReserveMb * 1024 * 1024,
+  });
+};
+
+/**
+ * The docker provider on the local engine, acting for this store's instance: it adopts only its own
+ * containers (and those of older versions that this store's agents name as their sandbox), so
+ * several instances with their own data directories can share one engine.
+ */
+export const defaultProvider = async (
+  config: Config,
+  store: Store,
+  log: (line: string) => void,
+  egress: SandboxEgress['attach'],
+): Promise<DockerProvider> => {
+  const { createDockerProvider } = await import('./sandbox/docker/index.ts');
+  const provider = createDockerProvider({
+    image: sandboxImageOf(config),
+    instance: store.instanceId,
+    pool: { size: config.poolSize },
+    workspaceSpares: config.workspaceSpares,
+    onError: (e) => log(`sandbox: ${String(e)}`),
+    defaults: { diskBytes: config.workspaceMb * 1024 * 1024 },
+    workspaces: await workspaceStore(config, log),
+    spoolDir: config.spoolDir,
+    egress,
+    ...(linksOf(config, log) === undefined ? {} : { links: config.linksDir }),
+  });
+  const recorded = store.agents
+    .listAll({ includeDeleted: true })
+    .flatMap((a) => (a.sandboxId === undefined ? [] : [[a.sandboxId, a.id] as const]));
+  const adopted = await provider
+    .adopt({ claim: recorded.map(([id]) => id), assigned: new Map(recorded) })
+    .catch((e: unknown) => {
+      log(`could not list existing sandboxes: ${String(e)}`);
+      return [];
+    });
+  log(`instance ${store.instanceId}: re-adopted ${adopted.length} agent sandbox(es)`);
+  return provider;
+};
+
+/** The links folder, when sessions may use links: on, and an engine on this machine. */
+const linksOf = (config: Config, log: (line: string) => void): string | undefined => {
+  if (!config.sandboxLinks) return undefined;
+  const host = config.dockerHost;
+  if (host && !host.startsWith('unix://')) {
+    log(
+      `sandboxes: the attach stream only (the engine at DOCKER_HOST=${host} cannot see this machine's folders)`,
+    );
+    return undefined;
+  }
+  return config.linksDir;
+};
+
+/** Node's CAs plus the operator's file (DSH_EGRESS_CA_FILE): what HTTPS upstreams are verified against. */
+const upstreamCas = (file: string): string => {
+  try {
+    return `${rootCertificates.join('\n')}\n${readFileSync(file, 'utf8')}`;
+  } catch (e) {
+    throw new SandboxError(
+      'CONFIG_INVALID',
+      `DSH_EGRESS_CA_FILE ${file} cannot be read: ${(e as Error).message}`,
+    );
+  }
+};
+
+/** The egress gateway and web access of the agents' tools, and sandboxd's proxy over the same gateway. */
+export function startEgress(
+  config: Config,
+  store: Store,
+  log: (line: string) => void,
+): { egress: Egress; sandboxEgress: SandboxEgress } {
+  const egress = createEgress({
+    store: store.egress,
+    events: store.events,
+    agentRulesOf: agentEgressRules(store.agents),
+    maxBudget: { connections: config.egressConnections, bytesPerHour: config.egressBytesPerHour },
+    testHosts: config.egressTestHosts,
+    ...(config.egressCaFile === undefined ? {} : { ca: upstreamCas(config.egressCaFile) }),
+    ...(config.searxngUrl === undefined ? {} : { searxngUrl: config.searxngUrl }),
+    web: { maxBytes: config.webFetchMaxBytes, timeoutMs: config.webFetchTimeoutMs },
+  });
+  if (config.egressTestHosts.length > 0)
+    log(
+      `egress: TEST HOSTS admitted despite their addresses (DSH_EGRESS_ALLOW_HOSTS_FOR_TESTS): ${config.egressTestHosts.map((h) => (h.port === undefined ? h.ip : `${h.ip}:${h.port}`)).join(', ')}`,
+    );
+  // Sandbox egress (sandboxd's proxy) is the docker provider's; attributed to the sandbox's agent.
+  const sandboxEgress = createSandboxEgress({
+    gateway: egress.gateway,
+    callerOf: (agentId) => {
+      const agent = store.agents.byId(agentId);
+      return agent && { tenantId: agent.tenantId, agentId, sessionId: agentId, via: 'proxy' };
+    },
+    maxTunnels: config.egressSandboxTunnels,
+    headersTimeoutMs: config.headersTimeoutMs,
+    intercept: createAuthorities({ store: store.egress }),
+    onError: (e) => log(`egress proxy: ${String(e)}`),
+  });
+  return { egress, sandboxEgress };
+}
