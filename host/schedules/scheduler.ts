@@ -8,10 +8,7 @@
 // transaction that makes its request, so it fires at most once per due time even across restarts;
 // a schedule whose agent is gone never fires and is removed; the count per agent and the shortest
 // period are enforced at create.
-import * as v from 'valibot';
-import { SandboxError } from '../errors.ts';
 import type { RequestStore } from '../requests/index.ts';
-import { reminderKind } from '../requests/index.ts';
 import type { AgentStore, EventLog, ScheduleRecord, ScheduleStore } from '../store/index.ts';
 import type {
   ScheduleOwner,
@@ -19,7 +16,8 @@ import type {
   ScheduleService,
   ScheduleView,
 } from '../tools/builtin/schedules.ts';
-import { instantOf } from './schedule-time.ts';
+import { fireSchedule } from './fire.ts';
+import { iso, timingOf } from './timing.ts';
 
 export interface SchedulerOptions {
   schedules: ScheduleStore;
@@ -47,14 +45,10 @@ export interface Scheduler extends ScheduleService {
   close(): void;
 }
 
-/** Furthest ahead a schedule may be, and longest period: one year. */
-const MAX_AHEAD_MS = 366 * 24 * 3600 * 1000;
 /** setTimeout's limit; a later schedule re-arms on the way. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 /** Schedules fired per wake-up; the rest fire at the next one, right after. */
 const FIRE_BATCH = 100;
-
-const iso = (t: number): string => new Date(t).toISOString();
 
 export const scheduleView = (record: ScheduleRecord): ScheduleView => {
   const view: ScheduleView = {
@@ -80,41 +74,8 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   let started = false;
   let closed = false;
 
-  function seconds(name: string, value: number, minMs: number): number {
-    const ms = Math.round(value * 1000);
-    if (!Number.isFinite(value) || ms < minMs || ms > MAX_AHEAD_MS)
-      throw new SandboxError(
-        'INVALID_ARGUMENTS',
-        `${name} must be between ${minMs / 1000} and ${MAX_AHEAD_MS / 1000} seconds (got ${value}).`,
-      );
-    return ms;
-  }
-
   function create(owner: ScheduleOwner, request: ScheduleRequest): ScheduleView {
-    const t = now();
-    let kind: ScheduleRecord['kind'];
-    let nextAt: number;
-    let everyMs: number | undefined;
-    if (request.after_seconds !== undefined) {
-      kind = 'after';
-      nextAt = t + seconds('after_seconds', request.after_seconds, 1);
-    } else if (request.every_seconds !== undefined) {
-      kind = 'every';
-      everyMs = seconds('every_seconds', request.every_seconds, minPeriodMs);
-      nextAt = t + everyMs;
-    } else if (request.at !== undefined) {
-      kind = 'at';
-      nextAt = instantOf(request.at);
-      if (nextAt <= t)
-        throw new SandboxError(
-          'INVALID_ARGUMENTS',
-          `at is ${iso(nextAt)}, which has passed (it is ${iso(t)} now); give a future time.`,
-        );
-      if (nextAt - t > MAX_AHEAD_MS)
-        throw new SandboxError('INVALID_ARGUMENTS', `at is more than a year ahead (${iso(nextAt)}).`);
-    } else {
-      throw new SandboxError('INVALID_ARGUMENTS', 'Give exactly one of after_seconds, every_seconds or at.');
-    }
+    const { kind, nextAt, everyMs } = timingOf(request, now(), minPeriodMs);
     const { prompt, ...spec } = request;
     const record = schedules.create(
       {
@@ -132,48 +93,6 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     return scheduleView(record);
   }
 
-  /** Fires one due schedule (see the header). */
-  function fire(record: ScheduleRecord, at: number): void {
-    if (options.agents.get(record.tenantId, record.agentId) === undefined) {
-      schedules.deleteAgent(record.agentId);
-      return;
-    }
-    // Periods missed while the control plane was down fire once, now; the period restarts from now.
-    const next =
-      record.everyMs === undefined
-        ? undefined
-        : record.nextAt + record.everyMs > at
-          ? record.nextAt + record.everyMs
-          : at + record.everyMs;
-    const payload = v.parse(reminderKind.payload, {
-      scheduleId: record.id,
-      prompt: record.prompt,
-      dueAt: record.nextAt,
-      firedAt: at,
-      ...(record.everyMs === undefined ? {} : { everySeconds: record.everyMs / 1000 }),
-    });
-    let requestId = '';
-    const fired = schedules.fire({ id: record.id, dueAt: record.nextAt }, at, next, () => {
-      requestId = options.requests.create({
-        sessionId: record.agentId,
-        kind: reminderKind.name,
-        callId: `schedule:${record.id}`,
-        payload,
-        expiresAt: at + ttlMs,
-      }).id;
-    });
-    if (!fired) return;
-    options.events.append([
-      {
-        sessionId: record.agentId,
-        type: 'schedule.fired',
-        surface: 'current',
-        callId: `schedule:${record.id}`,
-        data: { ...payload, requestId, ...(next === undefined ? {} : { nextAt: next }) },
-      },
-    ]);
-  }
-
   function wake(): void {
     timer = undefined;
     if (closed) return;
@@ -181,7 +100,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       const at = now();
       for (const record of schedules.due(at, FIRE_BATCH)) {
         try {
-          fire(record, at);
+          fireSchedule(options, ttlMs, record, at);
         } catch (error) {
           options.onError?.(error);
         }
