@@ -11,7 +11,6 @@ import type { Assembled } from './agents/assemble.ts';
 import type { AgentService } from './agents/service.ts';
 import { createApp } from './api/app.ts';
 import { createAuthThrottle } from './api/auth-throttle.ts';
-import { trustedProxies } from './api/client-address.ts';
 import type { ConnectionGuard } from './api/connections.ts';
 import type { ApiEnv } from './api/env.ts';
 import type { FairScheduler } from './api/fair.ts';
@@ -23,6 +22,7 @@ import type { Egress } from './egress/index.ts';
 import type { IsolateHost } from './isolates/index.ts';
 import type { DockerProvider } from './sandbox/docker/index.ts';
 import type { Store } from './store/index.ts';
+import { trustedProxies } from './trusted-proxies.ts';
 
 /** The workspaces' file system, one statfs per scrape (a per-workspace figure would be one per agent). */
 const diskOf = (dir: string): { used: number; free: number } => {

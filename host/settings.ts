@@ -7,9 +7,9 @@
 // in table order. Nothing here reads the environment; config.ts hands each setting its raw text.
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
-import { trustedProxies } from './api/client-address.ts';
 import { SandboxError } from './errors.ts';
 import { parseSecretsKey } from './store/sealed.ts';
+import { trustedProxies } from './trusted-proxies.ts';
 
 /** Where a setting is listed in --help and the docs. */
 export type Section =

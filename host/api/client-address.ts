@@ -7,30 +7,7 @@
 // console's in-process calls carry the browser's connection along (console/api.ts) but not its
 // headers. A request that came over no connection (app.request in tests) has no source.
 import type { IncomingMessage } from 'node:http';
-import { BlockList, isIP } from 'node:net';
-import { SandboxError } from '../errors.ts';
-
-/** The proxies whose X-Forwarded-For is believed; entries are `ip` or `ip/prefix`. */
-export const trustedProxies = (entries: readonly string[]): BlockList => {
-  const list = new BlockList();
-  for (const entry of entries) {
-    const [address = '', prefix] = entry.split('/');
-    const family = isIP(address) === 6 ? 'ipv6' : isIP(address) === 4 ? 'ipv4' : undefined;
-    const bits = prefix === undefined ? undefined : Number(prefix);
-    const most = family === 'ipv6' ? 128 : 32;
-    if (
-      family === undefined ||
-      (bits !== undefined && !(Number.isInteger(bits) && bits >= 0 && bits <= most))
-    )
-      throw new SandboxError(
-        'CONFIG_INVALID',
-        `A trusted proxy is an IP address or a subnet (ip/prefix), got "${entry}"`,
-      );
-    if (bits === undefined) list.addAddress(address, family);
-    else list.addSubnet(address, bits, family);
-  }
-  return list;
-};
+import { type BlockList, isIP } from 'node:net';
 
 const MAPPED = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i;
 

@@ -11,7 +11,8 @@ import type { AddressInfo } from 'node:net';
 import { type ServerType, serve } from '@hono/node-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAuthThrottle } from '../../../host/api/auth-throttle.ts';
-import { sourceKey, trustedProxies } from '../../../host/api/client-address.ts';
+import { sourceKey } from '../../../host/api/client-address.ts';
+import { trustedProxies } from '../../../host/trusted-proxies.ts';
 import { ADMIN_KEY, type Api, makeApi } from '../api/harness.ts';
 
 const MAX = 5;
