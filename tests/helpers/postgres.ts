@@ -1,0 +1,65 @@
+// What a test sees of the run's private PostgreSQL cluster (tests/helpers/postgres-global-setup.ts):
+// `describePostgres` declares a suite that needs it (skipped, with the reason in its name, when
+// PostgreSQL is not installed), and `createDatabase` makes a fresh database in it for one test file
+// and drops it afterwards. Invariant: a test only ever uses databases it created here, in the
+// cluster its own run started; nothing reaches a system cluster or a TCP port.
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { describe, inject } from 'vitest';
+import { postgresUrl } from './postgres-cluster.ts';
+
+export interface TestDatabase {
+  /** `postgres://postgres@localhost/<name>?host=<socket dir>`. */
+  url: string;
+  name: string;
+  /** Drops the database, ending any connection still open to it. Idempotent. */
+  drop(): Promise<void>;
+}
+
+/** The run's cluster; throws with the reason when there is none. */
+const cluster = (): { socketDir: string; adminUrl: string } => {
+  const provided = inject('postgres');
+  if ('missing' in provided) throw new Error(provided.missing);
+  if ('failed' in provided) throw new Error(provided.failed);
+  return provided;
+};
+
+/** Why PostgreSQL tests cannot run in this run, or undefined when they can (or must fail). */
+export const postgresMissing = (): string | undefined => {
+  const provided = inject('postgres');
+  return 'missing' in provided ? provided.missing : undefined;
+};
+
+/** describe() for a suite that needs PostgreSQL: skipped with the reason in its name when it is missing. */
+export const describePostgres = (name: string, fn: () => void): void => {
+  const missing = postgresMissing();
+  if (missing === undefined) describe(name, fn);
+  else describe.skip(`${name} [skipped: ${missing}]`, fn);
+};
+
+const admin = async <T>(fn: (client: pg.Client) => Promise<T>): Promise<T> => {
+  const client = new pg.Client({ connectionString: cluster().adminUrl, application_name: 'dsh-tests' });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+};
+
+/** A fresh, empty database in the run's cluster. Drop it in afterAll/afterEach. */
+export const createDatabase = async (): Promise<TestDatabase> => {
+  const { socketDir } = cluster();
+  const name = `dsh_test_${process.pid}_${randomBytes(4).toString('hex')}`;
+  await admin((client) => client.query(`CREATE DATABASE ${name} TEMPLATE template0 ENCODING 'UTF8'`));
+  let dropped = false;
+  return {
+    url: postgresUrl(socketDir, name),
+    name,
+    async drop() {
+      if (dropped) return;
+      dropped = true;
+      await admin((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+    },
+  };
+};
