@@ -20,17 +20,17 @@ import { isSandboxError, messageOf, SandboxError } from '../../errors.ts';
 export type PgRow = Record<string, unknown>;
 
 /** What one query returns: its rows and how many rows it touched (UPDATE/DELETE/INSERT). */
-export interface PgResult<R extends PgRow = PgRow> {
+export interface PgResult<R extends object = PgRow> {
   rows: R[];
   rowCount: number;
 }
 
 /** Queries with `$1 … $n` parameters, on the pool or on one transaction's client. */
 export interface PgQueries {
-  query<R extends PgRow = PgRow>(sql: string, params?: readonly unknown[]): Promise<PgResult<R>>;
+  query<R extends object = PgRow>(sql: string, params?: readonly unknown[]): Promise<PgResult<R>>;
   /** The first row, or undefined. */
-  one<R extends PgRow = PgRow>(sql: string, params?: readonly unknown[]): Promise<R | undefined>;
-  many<R extends PgRow = PgRow>(sql: string, params?: readonly unknown[]): Promise<R[]>;
+  one<R extends object = PgRow>(sql: string, params?: readonly unknown[]): Promise<R | undefined>;
+  many<R extends object = PgRow>(sql: string, params?: readonly unknown[]): Promise<R[]>;
 }
 
 export interface PgDatabase extends PgQueries {
@@ -138,7 +138,7 @@ const withoutParams = (url: string, names: readonly string[]): string => {
 };
 
 const queriesOn = (target: pg.Pool | pg.PoolClient, open: () => boolean = () => true): PgQueries => {
-  const query = async <R extends PgRow>(sql: string, params?: readonly unknown[]): Promise<PgResult<R>> => {
+  const query = async <R extends object>(sql: string, params?: readonly unknown[]): Promise<PgResult<R>> => {
     if (!open()) {
       throw new SandboxError(
         'STORE_FAILED',
@@ -147,8 +147,8 @@ const queriesOn = (target: pg.Pool | pg.PoolClient, open: () => boolean = () => 
       );
     }
     try {
-      const result = await target.query<R>(sql, params as unknown[] | undefined);
-      return { rows: result.rows, rowCount: result.rowCount ?? 0 };
+      const result = await target.query(sql, params as unknown[] | undefined);
+      return { rows: result.rows as R[], rowCount: result.rowCount ?? 0 };
     } catch (cause) {
       throw pgStoreError(operationOf(sql), cause);
     }
