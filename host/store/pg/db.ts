@@ -153,11 +153,17 @@ const queriesOn = (target: pg.Pool | pg.PoolClient, open: () => boolean = () => 
       throw pgStoreError(operationOf(sql), cause);
     }
   };
-  return {
-    query,
-    one: async (sql, params) => (await query(sql, params)).rows[0] as never,
-    many: async (sql, params) => (await query(sql, params)).rows as never,
-  };
+  async function one<R extends object = PgRow>(
+    sql: string,
+    params?: readonly unknown[],
+  ): Promise<R | undefined> {
+    const { rows } = await query<R>(sql, params);
+    return rows[0];
+  }
+  async function many<R extends object = PgRow>(sql: string, params?: readonly unknown[]): Promise<R[]> {
+    return (await query<R>(sql, params)).rows;
+  }
+  return { query, one, many };
 };
 
 /** Opens a pool on a `postgres://` URL. No I/O: throws CONFIG_INVALID only for an unusable URL or option. */
@@ -180,18 +186,14 @@ export const openPgDatabase = (options: OpenPgDatabaseOptions): PgDatabase => {
   }
   let names = options.ssl === undefined ? [] : SSL_PARAMS;
   if (options.applicationName !== undefined) names = [...names, 'application_name'];
-  const hasAppName = /[?&]application_name=/.test(url);
   const pool = new pg.Pool({
     connectionString: withoutParams(url, names),
     max: poolSize,
     connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
     types: numberTypes(),
     ...(options.ssl === undefined ? {} : { ssl: options.ssl }),
-    ...(options.applicationName !== undefined
-      ? { application_name: options.applicationName }
-      : hasAppName
-        ? {}
-        : { application_name: 'dsh-sandbox' }),
+    // pg lets the url's parameters win over these; the option's were taken out of the url above.
+    application_name: options.applicationName ?? 'dsh-sandbox',
   });
   pool.on('error', (cause) => options.onError?.(pgStoreError('an idle pooled connection', cause)));
   let closed: Promise<void> | undefined;
