@@ -8,6 +8,11 @@ import pg from 'pg';
 import { describe, inject } from 'vitest';
 import { postgresUrl } from './postgres-cluster.ts';
 
+// pg fills what a connection's settings leave out from libpq's PG* variables (PGSSLMODE,
+// PGOPTIONS, PGPASSWORD, PGAPPNAME, …): a developer's shell must not change what the tests connect
+// to or how. Every test that reaches PostgreSQL imports this module first.
+for (const name of Object.keys(process.env)) if (name.startsWith('PG')) delete process.env[name];
+
 export interface TestDatabase {
   /** `postgres://postgres@localhost/<name>?host=<socket dir>`. */
   url: string;

@@ -46,7 +46,10 @@ export interface PgDatabase extends PgQueries {
 }
 
 export interface OpenPgDatabaseOptions {
-  /** `postgres://` or `postgresql://` URL (libpq's form: user, password, host or `?host=<socket dir>`, database, sslmode). */
+  /**
+   * `postgres://` or `postgresql://` URL (libpq's form: user, password, host or `?host=<socket dir>`,
+   * database, sslmode). What it leaves out, pg takes from libpq's PG* variables (PGPASSWORD, …).
+   */
   url: string;
   /** Connections the pool may hold. Default 10. */
   poolSize?: number;
