@@ -18,6 +18,7 @@ import { PG_BASELINE_VERSION } from '../../../host/store/pg/baseline.ts';
 import { openPgDatabase, type PgDatabase } from '../../../host/store/pg/db.ts';
 import { pgInstanceIdOf } from '../../../host/store/pg/instance.ts';
 import { migratePg, pgSchemaVersion } from '../../../host/store/pg/migrate.ts';
+import { indexText, ownerTokens } from '../../../host/store/search-text.ts';
 import { createDatabase, describePostgres, type TestDatabase } from '../../helpers/postgres.ts';
 
 interface Column {
@@ -174,6 +175,36 @@ describePostgres('one migration list for libsql and PostgreSQL', () => {
       'schedules',
       'tenants',
     ]);
+  });
+
+  it("serves a tenant-bound phrase search from event_index.search through its GIN index, as the baseline's header says", async () => {
+    const db = await freshPg();
+    await migratePg(db);
+    const add = (tenant: string, session: string, seq: number, data: object) =>
+      db.query(
+        `INSERT INTO event_index (tenant_id, session_id, seq, type, surface, at, search) VALUES ($1, $2, $3, 'tool.call', 'api', 1,
+           setweight(to_tsvector('simple', $4), 'A') || setweight(to_tsvector('simple', $5), 'D'))`,
+        [tenant, session, seq, ownerTokens(tenant, session), indexText('tool.call', JSON.stringify(data))],
+      );
+    await add('ten_a', 'agt_1', 1, { command: 'deploy the blue whale' });
+    await add('ten_a', 'agt_2', 1, { command: 'whale blue' });
+    await add('ten_b', 'agt_3', 1, { command: 'deploy the blue whale' });
+    const owner = (tenant: string) => `t${Buffer.from(tenant).toString('hex')}:A`;
+    const search = `SELECT session_id FROM event_index
+      WHERE search @@ (to_tsquery('simple', $1) && phraseto_tsquery('simple', $2)) AND tenant_id = $3 ORDER BY id DESC`;
+    expect(await db.many(search, [owner('ten_a'), 'Blue Whale', 'ten_a'])).toEqual([{ session_id: 'agt_1' }]);
+    expect(await db.many(search, [owner('ten_b'), 'blue whale', 'ten_b'])).toEqual([{ session_id: 'agt_3' }]);
+    // The tsquery alone binds the tenant: a body that spells another tenant's owner token (weight D)
+    // does not make its event that tenant's (weight A).
+    await add('ten_a', 'agt_4', 1, { note: `${owner('ten_b').slice(0, -2)} deploy` });
+    const tokensOnly = `SELECT session_id FROM event_index
+      WHERE search @@ (to_tsquery('simple', $1) && phraseto_tsquery('simple', $2)) ORDER BY id`;
+    expect(await db.many(tokensOnly, [owner('ten_b'), 'deploy'])).toEqual([{ session_id: 'agt_3' }]);
+    const plan = await db.tx(async (tx) => {
+      await tx.query('SET LOCAL enable_seqscan = off');
+      return tx.many<{ 'QUERY PLAN': string }>(`EXPLAIN ${search}`, [owner('ten_a'), 'whale', 'ten_a']);
+    });
+    expect(plan.map((r) => r['QUERY PLAN']).join('\n')).toMatch(/Bitmap Index Scan on event_index_search/);
   });
 
   it('makes an instance id once, as on libsql', async () => {
