@@ -143,7 +143,9 @@ export const startPostgresCluster = (bin: string): PostgresCluster => {
     if (stopped) return;
     stopped = true;
     try {
-      if (started) run(bin, 'pg_ctl', ['stop', '-D', data, '-m', 'immediate', '-w']);
+      // No postmaster.pid: it stopped already (or a later start reaped it as an orphan).
+      if (started && existsSync(join(data, 'postmaster.pid')))
+        run(bin, 'pg_ctl', ['stop', '-D', data, '-m', 'immediate', '-w']);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
