@@ -1,11 +1,14 @@
 // What a test sees of the run's private PostgreSQL cluster (tests/helpers/postgres-global-setup.ts):
 // `describePostgres` declares a suite that needs it (skipped, with the reason in its name, when
 // PostgreSQL is not installed), and `createDatabase` makes a fresh database in it for one test file
-// and drops it afterwards. Invariant: a test only ever uses databases it created here, in the
+// and drops it afterwards (`createStoreDatabase`: one with the store's schema, and pools on it for
+// a port's Postgres harness). Invariant: a test only ever uses databases it created here, in the
 // cluster its own run started; nothing reaches a system cluster or a TCP port.
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { describe, inject } from 'vitest';
+import { openPgDatabase, type PgDatabase } from '../../host/store/pg/db.ts';
+import { migratePg } from '../../host/store/pg/migrate.ts';
 import { postgresUrl } from './postgres-cluster.ts';
 
 // pg fills what a connection's settings leave out from libpq's PG* variables (PGSSLMODE,
@@ -65,6 +68,39 @@ export const createDatabase = async (): Promise<TestDatabase> => {
       if (dropped) return;
       dropped = true;
       await admin((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+    },
+  };
+};
+
+export interface StoreDatabase extends TestDatabase {
+  /** A new pool on the database: a port's store, a second replica, or the same store restarted. */
+  open(options?: { poolSize?: number }): PgDatabase;
+  /** Closes every pool open() made, then drops the database. Idempotent. */
+  drop(): Promise<void>;
+}
+
+/** A fresh database migrated to the store's schema (host/store/pg/migrate.ts). */
+export const createStoreDatabase = async (): Promise<StoreDatabase> => {
+  const database = await createDatabase();
+  const pools: PgDatabase[] = [];
+  const open = (options: { poolSize?: number } = {}) => {
+    const db = openPgDatabase({ url: database.url, poolSize: options.poolSize ?? 2 });
+    pools.push(db);
+    return db;
+  };
+  try {
+    await migratePg(open({ poolSize: 1 }));
+  } catch (error) {
+    for (const db of pools) await db.close();
+    await database.drop();
+    throw error;
+  }
+  return {
+    ...database,
+    open,
+    async drop() {
+      for (const db of pools.splice(0)) await db.close();
+      await database.drop();
     },
   };
 };

@@ -3,10 +3,9 @@
 // tenant-store.contract.ts once the async port lands: then this file's cases give way to
 // `runTenantStoreContract(harness)`), plus the raw-key check read from the database's rows.
 import { afterEach, expect, it } from 'vitest';
-import { openPgDatabase, type PgDatabase } from '../../../host/store/pg/db.ts';
-import { migratePg } from '../../../host/store/pg/migrate.ts';
+import type { PgDatabase } from '../../../host/store/pg/db.ts';
 import { type AsyncTenantStore, createPgTenantStore } from '../../../host/store/pg/tenants.ts';
-import { createDatabase, describePostgres, type TestDatabase } from '../../helpers/postgres.ts';
+import { createStoreDatabase, describePostgres } from '../../helpers/postgres.ts';
 
 interface Instance {
   store: AsyncTenantStore;
@@ -22,28 +21,18 @@ interface Instance {
 const harness = {
   name: 'postgres',
   async open(options: { now?: () => number } = {}): Promise<Instance> {
-    const database: TestDatabase = await createDatabase();
-    const pools: PgDatabase[] = [];
-    const pool = () => {
-      const db = openPgDatabase({ url: database.url, poolSize: 2 });
-      pools.push(db);
-      return db;
-    };
-    let db = pool();
-    await migratePg(db);
+    const database = await createStoreDatabase();
+    let db = database.open();
     return {
       store: createPgTenantStore(db, options.now),
-      second: async () => createPgTenantStore(pool()),
+      second: async () => createPgTenantStore(database.open()),
       async reopen() {
         await db.close();
-        db = pool();
+        db = database.open();
         return createPgTenantStore(db, options.now);
       },
       db: () => db,
-      async close() {
-        for (const one of pools) await one.close();
-        await database.drop();
-      },
+      close: () => database.drop(),
     };
   },
 };
