@@ -6,8 +6,8 @@ import { join } from 'node:path';
 import { expect, inject, it } from 'vitest';
 import { openPgDatabase } from '../../../host/store/pg/db.ts';
 import { findPostgresBin } from '../../../scripts/setup/postgres.ts';
-import { startPostgresCluster } from '../../helpers/postgres-cluster.ts';
 import { describePostgres } from '../../helpers/postgres.ts';
+import { startPostgresCluster } from '../../helpers/postgres-cluster.ts';
 
 /** A pid that belongs to no process (pid_max is at most 2^22). */
 const DEAD_PID = 2 ** 22 + 1;
