@@ -1,6 +1,8 @@
 // Two projects: `unit` (no Docker, seconds) and `integration` (the real Docker engine and the
 // real isolate host). Every test process loads isolated-vm, so it runs with --no-node-snapshot
-// in forked children (NODE_OPTIONS cannot carry that flag into worker threads).
+// in forked children (NODE_OPTIONS cannot carry that flag into worker threads). The root
+// globalSetup runs once per run for both projects: one private PostgreSQL cluster
+// (tests/helpers/postgres-global-setup.ts), provided to every project.
 import { defineConfig } from 'vitest/config';
 
 const shared = {
@@ -10,6 +12,7 @@ const shared = {
 
 export default defineConfig({
   test: {
+    globalSetup: ['tests/helpers/postgres-global-setup.ts'],
     projects: [
       {
         test: {

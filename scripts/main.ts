@@ -1,5 +1,6 @@
 // Runs on Node 24 after scripts/run.sh made sure of Node and the npm packages. One command each
-// for the npm scripts: setup (Docker engine + sandbox image), test, serve, doctor, bench.
+// for the npm scripts: setup (Docker engine + sandbox image, and PostgreSQL's binaries for the
+// tests), test, serve, doctor, bench.
 
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -9,6 +10,7 @@ import { ensureDockerEngine } from './setup/docker-engine.ts';
 import { doctor } from './setup/doctor.ts';
 import { log } from './setup/exec.ts';
 import { ensureSandboxImage } from './setup/image.ts';
+import { ensurePostgres } from './setup/postgres.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 
@@ -23,6 +25,19 @@ const setup = async (): Promise<string> => {
     `Docker ${engine.version}${engine.started ? ' (started)' : ''}; sandbox image ${image.tag}${image.built ? ' (built)' : ''}; ready in ${seconds} s`,
   );
   return image.tag;
+};
+
+/**
+ * PostgreSQL's server binaries for the tests' private cluster (installed from Debian when missing,
+ * as the Docker engine is). Not fatal: without them the tests that need PostgreSQL skip, saying why.
+ */
+const setupPostgres = async (): Promise<void> => {
+  try {
+    const { bin, installed } = await ensurePostgres();
+    if (installed) log(`PostgreSQL installed (${bin})`);
+  } catch (error) {
+    log(`${(error as Error).message}; the tests that need PostgreSQL will be skipped`);
+  }
 };
 
 const runNode = (args: string[], env: NodeJS.ProcessEnv): Promise<number> =>
@@ -62,6 +77,7 @@ const printSummary = (report: string): void => {
 const commands: Record<string, (args: string[]) => Promise<number>> = {
   async setup() {
     await setup();
+    await setupPostgres();
     return 0;
   },
   async test(args) {
@@ -81,6 +97,7 @@ const commands: Record<string, (args: string[]) => Promise<number>> = {
     }
     const unitOnly = args.join(' ').includes('--project unit');
     const image = unitOnly ? undefined : await setup();
+    await setupPostgres();
     const report = join(loadConfig().dataDir, 'vitest-report.json');
     rmSync(report, { force: true });
     const reporters = args.some((a) => a.startsWith('--reporter'))

@@ -7,6 +7,8 @@ import { SandboxError } from '../errors.ts';
 import type { JsonValue } from '../json.ts';
 import { type Database, guarded, immediate } from './db.ts';
 import { DEFAULT_INLINE_BYTES, resolveData, splitData } from './payloads.ts';
+import { PG_BASELINE } from './pg/baseline.ts';
+import type { PgQueries } from './pg/db.ts';
 import { indexText, ownerTokens } from './search-text.ts';
 import type { PayloadRef } from './types.ts';
 
@@ -16,6 +18,16 @@ export interface Migration {
   sql: string;
   /** Data changes that SQL alone cannot make; runs after `sql`, in the same transaction. */
   up?: (db: Database) => void;
+  /**
+   * The same change on PostgreSQL (pg/migrate.ts), in the same transaction as its record. Versions
+   * from before the Postgres backend have none: the first version that has one is the baseline
+   * (pg/baseline.ts) and creates the whole schema as it stood then. Every later version has one.
+   */
+  pg?: {
+    sql: string;
+    /** Data changes that SQL alone cannot make; runs after `sql`. */
+    up?: (tx: PgQueries) => Promise<void>;
+  };
 }
 
 /**
@@ -464,6 +476,8 @@ export const MIGRATIONS: readonly Migration[] = [
         PRIMARY KEY (tenant_id, agent_id)
       );
     `,
+    // The Postgres backend starts here: its baseline creates the schema of versions 1..15 at once.
+    pg: { sql: PG_BASELINE },
   },
 ];
 

@@ -92,7 +92,7 @@ describe('the walls of host/', () => {
   it('host/store imports nothing above it: itself, the shared vocabulary and the ports it implements', () => {
     expectOnly('store', {
       host: ['errors.ts', 'json.ts', 'requests/port.ts'],
-      packages: /^(node:|nanoid$|libsql$)/,
+      packages: /^(node:|nanoid$|libsql$|pg$)/,
     });
   });
 
