@@ -180,9 +180,10 @@ export const assembleAgents = (options: AssembleOptions): Assembled => {
     ...(options.egress === undefined ? {} : { egress: options.egress.gateway }),
     ...(plugins ? { plugins: options.plugins ?? {} } : {}),
     ...(options.observe ? { observe: options.observe } : {}),
+    // Both run in the background and never reject (their failures go to onError).
     onAgentDeleted: (id: string) => {
-      scheduler?.removeAgent(id);
-      teamBoard?.releaseOwner(id);
+      void scheduler?.removeAgent(id);
+      void teamBoard?.releaseOwner(id);
     },
     ...(teamBoard === undefined ? {} : { teamBoard }),
     ...(options.children === undefined ? {} : { children: options.children }),

@@ -58,14 +58,14 @@ export function createTeamService(options: TeamServiceOptions): TeamService {
     wait: (agent, timeoutMs, signal) => wait(state, agent, timeoutMs, signal),
     interrupt: (by, target, reach) => interrupt(state, by, target, reach),
     list: (agent, scope) => list(state, agent, scope),
-    mailbox: (agent, afterId, limit) =>
-      teams
-        .list(agent.id, {
+    mailbox: async (agent, afterId, limit) =>
+      (
+        await teams.list(agent.id, {
           ...(afterId === undefined ? {} : { afterId }),
           ...(limit === undefined ? {} : { limit }),
         })
-        .map(view),
-    take: (agent) => mailboxes.take(agent.id).map(view),
+      ).map(view),
+    take: async (agent) => (await mailboxes.take(agent.id)).map(view),
     descendants: (agent) => descendantsOf(state, agent.tenantId, agent.id).reverse(),
     deleted: (agent) => deleted(state, agent),
     directory: state.directory,

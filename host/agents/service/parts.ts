@@ -80,9 +80,9 @@ export function deletionFor(state: AgentServiceState): Deletion {
     graceMs: options.deleteGraceMs ?? 5000,
     reapRetryMs: options.reapRetryMs ?? 30_000,
     isClosing: state.isClosing,
-    onDeleted(id, agent) {
-      state.teams?.deleted(agent);
+    async onDeleted(id, agent) {
       options.onAgentDeleted?.(id);
+      await state.teams?.deleted(agent);
     },
   });
 }

@@ -35,7 +35,7 @@ async function exclusive<T>(state: TeamState, parentId: string, work: () => Prom
 }
 
 /** The links of the child `input` asks for, once every bound allows it. */
-function checkSpawn(state: TeamState, parent: Agent, input: SpawnInput): AgentLinks {
+async function checkSpawn(state: TeamState, parent: Agent, input: SpawnInput): Promise<AgentLinks> {
   const { agents, teams } = state;
   const bounds = state.limits(parent.tenantId);
   const depth = (parent.links?.depth ?? 0) + 1;
@@ -52,7 +52,8 @@ function checkSpawn(state: TeamState, parent: Agent, input: SpawnInput): AgentLi
       bounds.childrenPerAgent,
       `This agent has ${children.length} children, its tenant's most; give work to one of them with send_message instead.`,
     );
-  const running = children.filter((c) => teams.run(c.id)?.status === 'running').length;
+  const runs = await Promise.all(children.map((c) => teams.run(c.id)));
+  const running = runs.filter((run) => run?.status === 'running').length;
   if (running >= bounds.concurrentChildren)
     throw limitError(
       'concurrent',
@@ -86,7 +87,7 @@ export async function spawn(
 ): Promise<SpawnResult> {
   const { options, events, requests, teams, runs } = state;
   const { links, child, run } = await exclusive(state, parent.id, async () => {
-    const links = checkSpawn(state, parent, input);
+    const links = await checkSpawn(state, parent, input);
     const child = await options.createChild(parent, links);
     const run = {
       agentId: child.id,
@@ -95,7 +96,7 @@ export async function spawn(
       description: input.description,
     };
     // Counted as running from here, before the next spawn of this parent is checked.
-    teams.putRun({ ...run, status: 'running' });
+    await teams.putRun({ ...run, status: 'running' });
     return { links, child, run };
   });
   const base = { agent_id: child.id, ...(links.name === undefined ? {} : { name: links.name }) };
@@ -116,7 +117,7 @@ export async function spawn(
       ...(links.name === undefined ? {} : { name: links.name }),
       ...(input.provider === undefined ? {} : { provider: input.provider }),
     };
-    const request = requests.create({
+    const request = await requests.create({
       sessionId: parent.sessionId,
       kind: 'subagent',
       callId: call.callId,
@@ -124,7 +125,7 @@ export async function spawn(
       expiresAt: state.now() + state.limits(parent.tenantId).runTtlMs,
     });
     requestId = request.id;
-    teams.putRun({ ...run, status: 'running', requestId });
+    await teams.putRun({ ...run, status: 'running', requestId });
     runs.watch(child.id, request);
   } catch (error) {
     await options.removeChild(child).catch(() => undefined);
@@ -136,7 +137,7 @@ export async function spawn(
     outcome = await runs.outcome(child.id, call.signal);
   } catch (error) {
     // A foreground child is cancelled with the call that waits on it; the child itself stays.
-    requests.cancel(requestId);
+    await requests.cancel(requestId);
     throw error;
   }
   return {
