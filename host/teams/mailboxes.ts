@@ -43,6 +43,20 @@ export interface MailboxesOptions {
   limitsOf(tenantId: string): ChildLimits;
 }
 
+/** `run`, with the calls for one key run one after the other (each after the last settled). */
+function queuedPerKey<T>(run: (key: string) => Promise<T>): (key: string) => Promise<T> {
+  const tails = new Map<string, Promise<unknown>>();
+  return (key) => {
+    const mine = (tails.get(key) ?? Promise.resolve()).then(() => run(key));
+    const tail = mine.catch(() => undefined);
+    tails.set(key, tail);
+    void tail.then(() => {
+      if (tails.get(key) === tail) tails.delete(key);
+    });
+    return mine;
+  };
+}
+
 export function createMailboxes(options: MailboxesOptions): Mailboxes {
   const { teams, events } = options;
   const waiters = new Map<string, Set<() => void>>();
@@ -95,26 +109,13 @@ export function createMailboxes(options: MailboxesOptions): Mailboxes {
     return stored;
   }
 
-  /** The take in flight per recipient: takes of one mailbox run one after the other. */
-  const taking = new Map<string, Promise<unknown>>();
-
-  async function takeNow(agentId: string): Promise<MailItem[]> {
+  /** Read and deliver are two store calls: queued per recipient, so two takes never share an item. */
+  const take = queuedPerKey(async (agentId: string): Promise<MailItem[]> => {
     const items = await teams.undelivered(agentId);
     const last = items.at(-1);
     if (last !== undefined) await teams.deliver(agentId, last.id);
     return items;
-  }
-
-  /** Read and deliver are two store calls: queued per recipient, so two takes never share an item. */
-  function take(agentId: string): Promise<MailItem[]> {
-    const mine = (taking.get(agentId) ?? Promise.resolve()).then(() => takeNow(agentId));
-    const tail = mine.catch(() => undefined);
-    taking.set(agentId, tail);
-    void tail.then(() => {
-      if (taking.get(agentId) === tail) taking.delete(agentId);
-    });
-    return mine;
-  }
+  });
 
   async function wait(agentId: string, timeoutMs: number, signal: AbortSignal): Promise<MailItem[]> {
     for (;;) {
@@ -123,6 +124,7 @@ export function createMailboxes(options: MailboxesOptions): Mailboxes {
       const items = await take(agentId);
       if (items.length > 0 || timeoutMs <= 0) return items;
       if (notices !== seen) continue; // something was posted while the read was in flight
+      signal.throwIfAborted(); // aborted while the read was in flight: no listener would see it now
       const started = Date.now();
       const woken = await sleepUntilWoken(agentId, timeoutMs, signal);
       timeoutMs -= Date.now() - started;

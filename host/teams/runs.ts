@@ -72,6 +72,45 @@ export function outcomeOf(request: HostRequest): Outcome {
   }
 }
 
+/** Resolves with the run once it is no longer running (announce() resolves `waiting`). */
+function settledRun(
+  waiting: Map<string, Set<(run: ChildRun) => void>>,
+  teams: TeamStore,
+  childId: string,
+  signal: AbortSignal,
+): Promise<ChildRun> {
+  return new Promise<ChildRun>((resolve, reject) => {
+    // Waiting before the run is read, so an announce landing while the read is in flight counts.
+    const set = waiting.get(childId) ?? new Set();
+    waiting.set(childId, set);
+    const leave = () => {
+      signal.removeEventListener('abort', onAbort);
+      set.delete(done);
+      if (set.size === 0 && waiting.get(childId) === set) waiting.delete(childId);
+    };
+    const onAbort = () => {
+      leave();
+      reject(signal.reason);
+    };
+    const done = (settled: ChildRun) => {
+      leave();
+      resolve(settled);
+    };
+    set.add(done);
+    if (signal.aborted) return onAbort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    teams.run(childId).then(
+      (run) => {
+        if (run !== undefined && run.status !== 'running') done(run);
+      },
+      (error: unknown) => {
+        leave();
+        reject(error);
+      },
+    );
+  });
+}
+
 export function createRuns(options: RunsOptions): Runs {
   const { agents, events, requests, teams, mailboxes } = options;
   const stop = new AbortController();
@@ -151,37 +190,6 @@ export function createRuns(options: RunsOptions): Runs {
     await announce(run.agentId, true);
   }
 
-  function outcome(childId: string, signal: AbortSignal): Promise<ChildRun> {
-    return new Promise<ChildRun>((resolve, reject) => {
-      // Waiting before the run is read, so an announce landing while the read is in flight counts.
-      const set = waiting.get(childId) ?? new Set();
-      waiting.set(childId, set);
-      const leave = () => {
-        signal.removeEventListener('abort', onAbort);
-        set.delete(done);
-        if (set.size === 0 && waiting.get(childId) === set) waiting.delete(childId);
-      };
-      const onAbort = () => {
-        leave();
-        reject(signal.reason);
-      };
-      const done = (settled: ChildRun) => {
-        leave();
-        resolve(settled);
-      };
-      set.add(done);
-      if (signal.aborted) return onAbort();
-      signal.addEventListener('abort', onAbort, { once: true });
-      teams.run(childId).then((run) => {
-        if (run !== undefined && run.status !== 'running') done(run);
-      }, onFailure);
-      function onFailure(error: unknown) {
-        leave();
-        reject(error);
-      }
-    });
-  }
-
   async function resume(): Promise<number> {
     let watched = 0;
     for (const run of await teams.runsWith('running')) {
@@ -201,7 +209,7 @@ export function createRuns(options: RunsOptions): Runs {
     watch,
     settle,
     reportIdle,
-    outcome,
+    outcome: (childId, signal) => settledRun(waiting, teams, childId, signal),
     resume,
     close: () => stop.abort(),
   };

@@ -81,8 +81,7 @@ export function deletionFor(state: AgentServiceState): Deletion {
     reapRetryMs: options.reapRetryMs ?? 30_000,
     isClosing: state.isClosing,
     async onDeleted(id, agent) {
-      options.onAgentDeleted?.(id);
-      await state.teams?.deleted(agent);
+      await Promise.all([options.onAgentDeleted?.(id), state.teams?.deleted(agent)]);
     },
   });
 }

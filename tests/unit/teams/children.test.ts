@@ -291,9 +291,9 @@ describe('child agents and teams', () => {
     expect((await api.request(api.keyA, 'DELETE', `/v1/agents/${parent.id}`)).status).toBe(204);
     for (const id of [parent.id, child.agent_id, grandchild.agent_id])
       expect((await api.request(api.keyA, 'GET', `/v1/agents/${id}`)).status).toBe(404);
-    expect(api.store.requests.list(parent.id, 'pending')).toEqual([]);
-    expect(api.store.requests.list(child.agent_id, 'pending')).toEqual([]);
-    expect(api.store.teams.undelivered(grandchild.agent_id)).toEqual([]);
+    expect(await api.store.requests.list(parent.id, 'pending')).toEqual([]);
+    expect(await api.store.requests.list(child.agent_id, 'pending')).toEqual([]);
+    expect(await api.store.teams.undelivered(grandchild.agent_id)).toEqual([]);
   });
 
   it('a service rebuilt on the same store loses no child, message, link or pending run', async () => {
