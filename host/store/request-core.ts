@@ -4,12 +4,12 @@
 // expiresAt is never answered and reads as expired; at start, overdue requests are expired and the
 // rest get timers, so nothing pending is lost across a restart (armed asynchronously: a read
 // before that expires what is due all the same).
-// Every method that touches the backend is asynchronous; the events it logs keep the order of the
-// calls that caused them, because each logs once its own backend call has settled.
-// This module wires the parts and holds create, draft/adopt, list, answer and cancel: request-state.ts holds
-// what the parts share (the backend, timers, waiters, poller), request.* events and wake-up;
-// request-expiry.ts settles, expires and arms timers; request-waiting.ts holds waiters, the
-// cross-process poller and close.
+// Every method that touches the backend is asynchronous; each logs its event once its own backend
+// call has settled, so the log follows the order in which the store settled them.
+// This module wires the parts and holds create, draft/adopt, list, answer and cancel:
+// request-state.ts holds what the parts share (the backend, timers, waiters, poller), request.*
+// events and wake-up; request-expiry.ts settles, expires and arms timers; request-waiting.ts holds
+// waiters, the cross-process poller and close.
 import { nanoid } from 'nanoid';
 import { SandboxError } from '../errors.ts';
 import type { HostRequest, NewHostRequest, RequestStore } from '../requests/port.ts';

@@ -40,7 +40,15 @@ export function waitFor(
   const { waiters } = state;
   return new Promise<HostRequest>((resolve, reject) => {
     if (signal?.aborted) return reject(abortError(id, signal));
-    if (state.closed) return reject(new SandboxError('SHUTTING_DOWN', 'the request store is closed'));
+    if (state.closed) {
+      // Nobody could wake a waiter now: a settled request still resolves, a pending one cannot.
+      getRequest(state, id).then((request) => {
+        if (request === undefined) reject(notFound(id));
+        else if (request.state !== 'pending') resolve(request);
+        else reject(new SandboxError('SHUTTING_DOWN', 'the request store is closed'));
+      }, reject);
+      return;
+    }
     const set = waiters.get(id) ?? new Set();
     waiters.set(id, set);
     const leave = () => {
@@ -67,8 +75,7 @@ export function waitFor(
     signal?.addEventListener('abort', onAbort, { once: true });
     startPolling(state);
     getRequest(state, id).then((request) => {
-      if (request === undefined)
-        waiter.reject(new SandboxError('NOT_FOUND', `no request ${id}`, { data: { requestId: id } }));
+      if (request === undefined) waiter.reject(notFound(id));
       else if (request.state !== 'pending') waiter.resolve(request);
     }, waiter.reject);
   });
@@ -83,6 +90,9 @@ export function closeRequests(state: RequestCoreState): void {
   for (const set of state.waiters.values()) for (const waiter of set) waiter.reject(error);
   state.waiters.clear();
 }
+
+const notFound = (id: string) =>
+  new SandboxError('NOT_FOUND', `no request ${id}`, { data: { requestId: id } });
 
 const abortError = (id: string, signal: AbortSignal) =>
   new SandboxError('ABORTED', `stopped waiting for request ${id}`, {

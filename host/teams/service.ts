@@ -48,6 +48,7 @@ export function createTeamService(options: TeamServiceOptions): TeamService {
     runs: createRuns({ agents, events, requests, teams, mailboxes }),
     directory: createTeamDirectory(agents),
     spawning: new Map(),
+    waking: new Map(),
   };
   const view = (item: MailItem) => messageView(item, (id) => nameOf(state, id));
 

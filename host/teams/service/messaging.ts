@@ -3,11 +3,12 @@
 // agent's calls (reach.ts decides which agents those are).
 // Invariants: a message is posted before any wake-up is created for it; a wake-up is created only
 // for an idle target (no calls running, no run or wake-up pending), so one message never starts two
-// turns; waking a child marks its run as running again and watches the new request (runs.ts).
+// turns (the idle check and the wake-up run one at a time per target: the reads are asynchronous);
+// waking a child marks its run as running again and watches the new request (runs.ts).
 import type { Agent } from '../../agents/types.ts';
 import type { AgentRecord, MailItem } from '../../store/index.ts';
 import { resolve } from './reach.ts';
-import { messageView, nameOf, type TeamState } from './state.ts';
+import { exclusive, messageView, nameOf, type TeamState } from './state.ts';
 import type { MessageView, Reach } from './types.ts';
 
 /** No calls of it run, no run or wake-up of it is pending: a message would wait unread. */
@@ -58,8 +59,13 @@ export async function send(
     { tenantId: from.tenantId, agentId: to.id, fromId: from.id, kind: how.kind, body: message },
     nameOf(state, from.id),
   );
-  const woke = how.wake && (await idle(state, to));
-  if (woke) await wake(state, to, item, how.callId);
+  const woke =
+    how.wake &&
+    (await exclusive(state.waking, to.id, async () => {
+      if (!(await idle(state, to))) return false;
+      await wake(state, to, item, how.callId);
+      return true;
+    }));
   return { message_id: item.id, agent_id: to.id, woke };
 }
 

@@ -12,26 +12,13 @@ import type { SubagentPayload } from '../../requests/index.ts';
 import { forkConversation } from '../../session/messages.ts';
 import type { AgentLinks, ChildRun } from '../../store/index.ts';
 import { LEAD_NAME } from '../directory.ts';
-import { checkBytes, type TeamState } from './state.ts';
+import { checkBytes, exclusive, type TeamState } from './state.ts';
 import type { SpawnInput, SpawnResult } from './types.ts';
 
 const TEAMMATE_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 
 function limitError(limit: string, max: number, message: string): SandboxError {
   return new SandboxError('CHILD_LIMIT_EXCEEDED', message, { data: { limit, max } });
-}
-
-/** Runs `work` after every earlier spawn of the same parent has settled. */
-async function exclusive<T>(state: TeamState, parentId: string, work: () => Promise<T>): Promise<T> {
-  const before = state.spawning.get(parentId) ?? Promise.resolve();
-  const mine = before.then(work, work);
-  const tail = mine.catch(() => undefined);
-  state.spawning.set(parentId, tail);
-  try {
-    return await mine;
-  } finally {
-    if (state.spawning.get(parentId) === tail) state.spawning.delete(parentId);
-  }
 }
 
 /** The links of the child `input` asks for, once every bound allows it. */
@@ -86,7 +73,7 @@ export async function spawn(
   call: { callId: string; signal: AbortSignal },
 ): Promise<SpawnResult> {
   const { options, events, requests, teams, runs } = state;
-  const { links, child, run } = await exclusive(state, parent.id, async () => {
+  const { links, child, run } = await exclusive(state.spawning, parent.id, async () => {
     const links = await checkSpawn(state, parent, input);
     const child = await options.createChild(parent, links);
     const run = {

@@ -229,6 +229,18 @@ describe('child agents and teams', () => {
     expect(twins.map((r) => (r.ok ? 'ok' : r.error.code)).sort()).toEqual(['CONFLICT', 'ok']);
   });
 
+  it('followups sent at once to an idle teammate wake it once', async () => {
+    api = makeApi();
+    const lead = await api.createAgent(api.keyA, { teams: true });
+    const alice = await ok(lead.id, 'spawn_teammate', { name: 'alice', description: 'd', prompt: 'p' });
+    await ok(alice.agent_id, 'report', { output: 'done' }); // her run is over: she is idle
+    const sent = await Promise.all(
+      ['one', 'two', 'three'].map((message) => ok(lead.id, 'followup_task', { target: 'alice', message })),
+    );
+    expect(sent.filter((r) => r.woke)).toHaveLength(1);
+    expect((await pending(alice.agent_id)).map((r) => r.kind)).toEqual(['agent_wakeup']);
+  });
+
   it('refuses past the limits with stable codes', async () => {
     api = makeApi(
       {},
