@@ -180,9 +180,9 @@ export const assembleAgents = (options: AssembleOptions): Assembled => {
     ...(options.egress === undefined ? {} : { egress: options.egress.gateway }),
     ...(plugins ? { plugins: options.plugins ?? {} } : {}),
     ...(options.observe ? { observe: options.observe } : {}),
-    onAgentDeleted: (id: string) => {
-      scheduler?.removeAgent(id);
-      teamBoard?.releaseOwner(id);
+    // Neither rejects (their failures go to onError): a delete does not fail for them.
+    onAgentDeleted: async (id: string) => {
+      await Promise.all([scheduler?.removeAgent(id), teamBoard?.releaseOwner(id)]);
     },
     ...(teamBoard === undefined ? {} : { teamBoard }),
     ...(options.children === undefined ? {} : { children: options.children }),

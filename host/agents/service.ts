@@ -73,7 +73,8 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
     forget: lookup.forget,
   });
   state.teams = teamServiceFor(state);
-  state.teams?.resume();
+  // In the background: a run it cannot resume now stays as stored, for the next start.
+  void state.teams?.resume().catch(() => undefined);
   const { live, batches, deletion } = state;
 
   return {

@@ -38,7 +38,7 @@ export const awaitRequest = async <Payload, Answer, Outcome>(
     );
   }
   const payload = checked.output;
-  const request = store.create({
+  const request = await store.create({
     sessionId: input.sessionId,
     kind: kind.name,
     callId: input.callId,
@@ -49,7 +49,8 @@ export const awaitRequest = async <Payload, Answer, Outcome>(
   try {
     settled = await store.wait(request.id, signal);
   } catch (error) {
-    store.cancel(request.id);
+    // The wait's own error is what the caller needs; a cancel that fails leaves the request to expire.
+    await store.cancel(request.id).catch(() => false);
     throw error;
   }
   return kind.settle(settlementOf(kind, settled, payload, input.ttlMs));

@@ -1,6 +1,7 @@
-// Firing one due schedule: a pending `reminder` host request made in the same store transaction
-// that removes a one-shot schedule or advances a recurring one (so it fires at most once per due
-// time, across restarts too), then a `schedule.fired` event in the agent's session. A schedule
+// Firing one due schedule: a pending `reminder` host request (drafted by the request store, which
+// adopts it once written) made in the same store transaction that removes a one-shot schedule or
+// advances a recurring one (so it fires at most once per due time, across restarts too), then a
+// `schedule.fired` event in the agent's session. A schedule
 // whose agent is gone is removed instead. Periods missed while the control plane was down fire
 // once, now, and the period restarts from now.
 import * as v from 'valibot';
@@ -16,10 +17,15 @@ export interface FireDeps {
   events: EventLog;
 }
 
-export function fireSchedule(options: FireDeps, ttlMs: number, record: ScheduleRecord, at: number): void {
+export async function fireSchedule(
+  options: FireDeps,
+  ttlMs: number,
+  record: ScheduleRecord,
+  at: number,
+): Promise<void> {
   const { schedules } = options;
-  if (options.agents.get(record.tenantId, record.agentId) === undefined) {
-    schedules.deleteAgent(record.agentId);
+  if ((await options.agents.get(record.tenantId, record.agentId)) === undefined) {
+    await schedules.deleteAgent(record.agentId);
     return;
   }
   const next =
@@ -35,17 +41,17 @@ export function fireSchedule(options: FireDeps, ttlMs: number, record: ScheduleR
     firedAt: at,
     ...(record.everyMs === undefined ? {} : { everySeconds: record.everyMs / 1000 }),
   });
-  let requestId = '';
-  const fired = schedules.fire({ id: record.id, dueAt: record.nextAt }, at, next, () => {
-    requestId = options.requests.create({
-      sessionId: record.agentId,
-      kind: reminderKind.name,
-      callId: `schedule:${record.id}`,
-      payload,
-      expiresAt: at + ttlMs,
-    }).id;
+  // Drafted here, written by the schedule store in the fire's own transaction, adopted after it.
+  const reminder = options.requests.draft({
+    sessionId: record.agentId,
+    kind: reminderKind.name,
+    callId: `schedule:${record.id}`,
+    payload,
+    expiresAt: at + ttlMs,
   });
+  const fired = await schedules.fire({ id: record.id, dueAt: record.nextAt }, at, next, reminder);
   if (!fired) return;
+  const { id: requestId } = await options.requests.adopt(reminder);
   options.events.append([
     {
       sessionId: record.agentId,

@@ -1,9 +1,10 @@
 // The scheduler: validates schedule_create's times (schedule-time.ts), keeps schedules in the store
 // and fires them when due: a `schedule.fired` event in the agent's session (surface `current`: the
 // model's history) and a pending `reminder` host request the client answers by running the prompt.
-// One timer, armed for the soonest schedule of the store; start() reads them all, so a schedule
-// that fell due while the control plane was down fires once at start, and a recurring one that
-// missed several periods fires once and then keeps its period from now.
+// One timer, armed for the soonest schedule of the store (the store is asynchronous: of two arms
+// in flight, the later read sets the timer); start() reads them all, so a schedule that fell due
+// while the control plane was down fires once at start, and a recurring one that missed several
+// periods fires once and then keeps its period from now.
 // Invariants: a fire removes a one-shot schedule (or advances a recurring one) in the same
 // transaction that makes its request, so it fires at most once per due time even across restarts;
 // a schedule whose agent is gone never fires and is removed; the count per agent and the shortest
@@ -37,10 +38,13 @@ export interface SchedulerOptions {
 }
 
 export interface Scheduler extends ScheduleService {
-  /** Arms the timer from the store (fires what is already due). */
+  /** Arms the timer from the store (fires what is already due), in the background. */
   start(): void;
-  /** Removes every schedule of a deleted agent. */
-  removeAgent(agentId: string): void;
+  /**
+   * Removes every schedule of a deleted agent. Never rejects: a failure goes to onError, and the
+   * fire removes what is left (its agent is gone).
+   */
+  removeAgent(agentId: string): Promise<void>;
   /** Stops the timer; stored schedules stay for the next start. */
   close(): void;
 }
@@ -73,11 +77,13 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   let timer: NodeJS.Timeout | undefined;
   let started = false;
   let closed = false;
+  /** Bumped by every arm(): only the latest one's read of the store sets the timer. */
+  let arming = 0;
 
-  function create(owner: ScheduleOwner, request: ScheduleRequest): ScheduleView {
+  async function create(owner: ScheduleOwner, request: ScheduleRequest): Promise<ScheduleView> {
     const { kind, nextAt, everyMs } = timingOf(request, now(), minPeriodMs);
     const { prompt, ...spec } = request;
-    const record = schedules.create(
+    const record = await schedules.create(
       {
         tenantId: owner.tenantId,
         agentId: owner.agentId,
@@ -89,18 +95,19 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       },
       maxPerAgent,
     );
-    arm();
+    await arm();
     return scheduleView(record);
   }
 
-  function wake(): void {
+  /** The timer ran out: fires what is due (each fire on its own), then re-arms. Never rejects. */
+  async function wake(): Promise<void> {
     timer = undefined;
     if (closed) return;
     try {
       const at = now();
-      for (const record of schedules.due(at, FIRE_BATCH)) {
+      for (const record of await schedules.due(at, FIRE_BATCH)) {
         try {
-          fireSchedule(options, ttlMs, record, at);
+          await fireSchedule(options, ttlMs, record, at);
         } catch (error) {
           options.onError?.(error);
         }
@@ -108,42 +115,50 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     } catch (error) {
       options.onError?.(error);
     }
-    arm();
+    await arm();
   }
 
-  /** (Re-)arms the one timer for the soonest schedule. */
-  function arm(): void {
+  /** (Re-)arms the one timer for the soonest schedule. Never rejects. */
+  async function arm(): Promise<void> {
     if (!started || closed) return;
-    clearTimeout(timer);
-    timer = undefined;
+    const mine = ++arming;
     let next: number | undefined;
     try {
-      next = schedules.nextDue();
+      next = await schedules.nextDue();
     } catch (error) {
       options.onError?.(error);
       next = now() + 5000; // the store failed: look again soon
     }
+    // A later arm() read the store after this one did, or the scheduler closed meanwhile.
+    if (mine !== arming || closed) return;
+    clearTimeout(timer);
+    timer = undefined;
     if (next === undefined) return;
-    timer = setTimeout(wake, Math.min(MAX_TIMER_MS, Math.max(0, next - now())));
+    timer = setTimeout(() => void wake(), Math.min(MAX_TIMER_MS, Math.max(0, next - now())));
     // The HTTP server keeps the process up; a scheduler alone must not.
     timer.unref();
   }
 
   return {
     create,
-    list: (owner) => schedules.list(owner.tenantId, owner.agentId).map(scheduleView),
-    delete(owner, id) {
-      const deleted = schedules.delete(owner.tenantId, owner.agentId, id);
-      if (deleted) arm();
+    list: async (owner) => (await schedules.list(owner.tenantId, owner.agentId)).map(scheduleView),
+    async delete(owner, id) {
+      const deleted = await schedules.delete(owner.tenantId, owner.agentId, id);
+      if (deleted) await arm();
       return deleted;
     },
     start() {
       if (started || closed) return;
       started = true;
-      arm();
+      void arm();
     },
-    removeAgent(agentId) {
-      if (schedules.deleteAgent(agentId) > 0) arm();
+    async removeAgent(agentId) {
+      try {
+        if ((await schedules.deleteAgent(agentId)) > 0) await arm();
+      } catch (error) {
+        // Left for the fire: a schedule whose agent is gone is removed when it falls due.
+        options.onError?.(error);
+      }
     },
     close() {
       closed = true;

@@ -118,7 +118,7 @@ export const openStore = (options: OpenStoreOptions): Store => {
       batchWindowMs: options.eventBatchWindowMs ?? 2,
       ...(options.logBudgetBytes === undefined ? {} : { budgetBytes: options.logBudgetBytes }),
     });
-    const requests = createLibsqlRequestStore(db, { events, now });
+    const requests = createLibsqlRequestStore(db, { events, now, onError: options.onError });
     let closed = false;
     return {
       db,

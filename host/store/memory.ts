@@ -59,18 +59,18 @@ const copy = (request: HostRequest): HostRequest => structuredClone(request);
 export const createMemoryRequestBackend = (): RequestBackend => {
   const requests = new Map<string, HostRequest>();
   return {
-    insert(request) {
+    async insert(request) {
       requests.set(request.id, copy(request));
     },
-    get: (id) => {
+    get: async (id) => {
       const request = requests.get(id);
       return request === undefined ? undefined : copy(request);
     },
-    list: (sessionId, state) =>
+    list: async (sessionId, state) =>
       [...requests.values()]
         .filter((r) => r.sessionId === sessionId && (state === undefined || r.state === state))
         .map(copy),
-    settle(id, state, now, answer) {
+    async settle(id, state, now, answer) {
       const request = requests.get(id);
       if (request === undefined || request.state !== 'pending') return undefined;
       if (state === 'answered' && request.expiresAt <= now) return undefined;
@@ -78,7 +78,7 @@ export const createMemoryRequestBackend = (): RequestBackend => {
       if (state === 'answered') request.answer = structuredClone(answer ?? null);
       return copy(request);
     },
-    listPending: () =>
+    listPending: async () =>
       [...requests.values()]
         .filter((r) => r.state === 'pending')
         .sort((a, b) => a.expiresAt - b.expiresAt)

@@ -2,20 +2,24 @@
 // expiry timers, in-process waiters and request.* events. Invariants: a request leaves `pending`
 // exactly once (the backend's conditional update decides who wins); a pending request past its
 // expiresAt is never answered and reads as expired; at start, overdue requests are expired and the
-// rest get timers, so nothing pending is lost across a restart.
-// This module wires the parts and holds create, list, answer and cancel: request-state.ts holds
-// what the parts share (the backend, timers, waiters, poller), request.* events and wake-up;
-// request-expiry.ts settles, expires and arms timers; request-waiting.ts holds waiters, the
-// cross-process poller and close.
+// rest get timers, so nothing pending is lost across a restart (armed asynchronously: a read
+// before that expires what is due all the same).
+// Every method that touches the backend is asynchronous; each logs its event once its own backend
+// call has settled, so the log follows the order in which the store settled them.
+// This module wires the parts and holds create, draft/adopt, list, answer and cancel:
+// request-state.ts holds what the parts share (the backend, timers, waiters, poller), request.*
+// events and wake-up; request-expiry.ts settles, expires and arms timers; request-waiting.ts holds
+// waiters, the cross-process poller and close.
 import { nanoid } from 'nanoid';
 import { SandboxError } from '../errors.ts';
-import type { HostRequest, RequestStore } from '../requests/port.ts';
+import type { HostRequest, NewHostRequest, RequestStore } from '../requests/port.ts';
 import { arm, expireIfDue, getRequest, settled } from './request-expiry.ts';
 import {
   emit,
   type RequestBackend,
   type RequestCoreState,
   type RequestStoreOptions,
+  report,
 } from './request-state.ts';
 import { closeRequests, waitFor } from './request-waiting.ts';
 
@@ -44,57 +48,76 @@ export const createRequestStore = (
   const { now } = state;
   const expire = (request: HostRequest) => expireIfDue(state, request);
 
-  for (const request of backend.listPending()) arm(state, request);
+  // Arming what is pending is not awaited by anyone: a read meanwhile still expires what is due.
+  report(
+    state,
+    backend.listPending().then((pending) => {
+      for (const request of pending) arm(state, request);
+    }),
+  );
+
+  /** The request's log line and expiry timer, once it is stored (by create or another store). */
+  const track = async (request: HostRequest): Promise<HostRequest> => {
+    emit(state, request, 'request.created', {
+      kind: request.kind,
+      payload: request.payload,
+      expiresAt: request.expiresAt,
+    });
+    arm(state, request);
+    return (await backend.get(request.id)) ?? request;
+  };
+
+  const draft = (input: NewHostRequest): HostRequest => {
+    if (state.closed) throw new SandboxError('SHUTTING_DOWN', 'the request store is closed');
+    if (!Number.isFinite(input.expiresAt)) {
+      throw new SandboxError('BAD_REQUEST', 'a request needs a finite expiresAt (epoch ms)');
+    }
+    return {
+      id: `req_${nanoid()}`,
+      sessionId: input.sessionId,
+      kind: input.kind,
+      callId: input.callId,
+      state: 'pending',
+      payload: input.payload,
+      createdAt: now(),
+      expiresAt: input.expiresAt,
+    };
+  };
 
   return {
     pending: () => state.timers.size,
-    create(input) {
-      if (state.closed) throw new SandboxError('SHUTTING_DOWN', 'the request store is closed');
-      if (!Number.isFinite(input.expiresAt)) {
-        throw new SandboxError('BAD_REQUEST', 'a request needs a finite expiresAt (epoch ms)');
-      }
-      const request: HostRequest = {
-        id: `req_${nanoid()}`,
-        sessionId: input.sessionId,
-        kind: input.kind,
-        callId: input.callId,
-        state: 'pending',
-        payload: input.payload,
-        createdAt: now(),
-        expiresAt: input.expiresAt,
-      };
-      backend.insert(request);
-      emit(state, request, 'request.created', {
-        kind: request.kind,
-        payload: request.payload,
-        expiresAt: request.expiresAt,
-      });
-      arm(state, request);
-      return backend.get(request.id) ?? request;
+    draft,
+    async create(input) {
+      const request = draft(input);
+      await backend.insert(request);
+      return track(request);
     },
+    adopt: (request) => track(request),
 
     get: (id) => getRequest(state, id),
 
-    list(sessionId, wanted) {
+    async list(sessionId, wanted) {
       // 'pending' and 'expired' depend on the clock, so those lists are checked here, not by the backend.
       const final = wanted === 'answered' || wanted === 'cancelled';
-      const all = backend.list(sessionId, final ? wanted : undefined).map(expire);
+      const stored = await backend.list(sessionId, final ? wanted : undefined);
+      const all: HostRequest[] = [];
+      for (const request of stored) all.push(await expire(request)); // in order, one settle at a time
       return wanted === undefined ? all : all.filter((r) => r.state === wanted);
     },
 
-    answer(id, answer) {
-      const request = backend.settle(id, 'answered', now(), answer);
+    async answer(id, answer) {
+      const request = await backend.settle(id, 'answered', now(), answer);
       if (request !== undefined) {
         settled(state, request);
         return true;
       }
-      const current = backend.get(id);
-      if (current !== undefined) expireIfDue(state, current);
+      const current = await backend.get(id);
+      if (current !== undefined) await expireIfDue(state, current);
       return false;
     },
 
-    cancel(id) {
-      const request = backend.settle(id, 'cancelled', now());
+    async cancel(id) {
+      const request = await backend.settle(id, 'cancelled', now());
       if (request === undefined) return false;
       settled(state, request);
       return true;

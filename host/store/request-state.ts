@@ -1,6 +1,7 @@
 // What every part of the shared RequestStore core (request-core.ts) holds in common: the backend
 // and options, the expiry timers, the in-process waiters and the poller that re-reads waited
-// requests; plus request.* events (emit) and waking a request's waiters (wake).
+// requests; plus request.* events (emit), waking a request's waiters (wake) and reporting what
+// failed where nobody awaits it (report: a timer, the poller, arming at start).
 // Invariants: `timers` holds one timer per pending request this process watches and none for a
 // settled one (wake clears it); `waiters` holds a set only while someone waits on that request;
 // the poller runs only while `waiters` is not empty (wake and abort stop it when the last leaves).
@@ -10,18 +11,21 @@ import type { EventLog } from './types.ts';
 
 export type SettledState = Exclude<HostRequestState, 'pending'>;
 
-/** Persistence for requests. All methods are synchronous. */
+/**
+ * Persistence for requests. Every method is asynchronous so a network database can back it; the
+ * libsql backend answers from its synchronous statements.
+ */
 export interface RequestBackend {
-  insert(request: HostRequest): void;
-  get(id: string): HostRequest | undefined;
-  list(sessionId: string, state?: HostRequestState): HostRequest[];
+  insert(request: HostRequest): Promise<void>;
+  get(id: string): Promise<HostRequest | undefined>;
+  list(sessionId: string, state?: HostRequestState): Promise<HostRequest[]>;
   /**
    * Moves a pending request to `state` if it is still pending (and, for `answered`, not past
    * `now`), returning the settled request; undefined when someone else got there first.
    */
-  settle(id: string, state: SettledState, now: number, answer?: JsonValue): HostRequest | undefined;
+  settle(id: string, state: SettledState, now: number, answer?: JsonValue): Promise<HostRequest | undefined>;
   /** Every pending request, soonest expiry first (read at start to arm expiry timers). */
-  listPending(): HostRequest[];
+  listPending(): Promise<HostRequest[]>;
 }
 
 export interface RequestStoreOptions {
@@ -34,6 +38,11 @@ export interface RequestStoreOptions {
    * process sharing the database still wakes them. Default 1000 ms.
    */
   pollMs?: number;
+  /**
+   * Told about store failures nobody awaits (an expiry timer, the poller, arming at start); the
+   * store carries on and the next read retries. Default: nowhere.
+   */
+  onError?: (error: unknown) => void;
 }
 
 export interface RequestWaiter {
@@ -82,4 +91,9 @@ export function wake(state: RequestCoreState, request: HostRequest): void {
 export function stopPolling(state: RequestCoreState): void {
   clearInterval(state.poller);
   state.poller = undefined;
+}
+
+/** A failure of work nobody awaits (timers, the poller): reported, never an unhandled rejection. */
+export function report(state: RequestCoreState, work: Promise<unknown>): void {
+  work.catch((error: unknown) => state.options.onError?.(error));
 }

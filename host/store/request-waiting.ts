@@ -2,20 +2,33 @@
 // poller that re-reads waited requests so an answer written by another process sharing the
 // database still wakes them, and close.
 // Invariants: a waiter settles exactly once (its request settles, its signal aborts, or the store
-// closes with SHUTTING_DOWN) and its abort listener is removed when it does; close clears every
-// timer and rejects every waiter but leaves stored state untouched.
+// closes with SHUTTING_DOWN) and leaves `waiters` and drops its abort listener when it does; a
+// waiter joins `waiters` before the request is read, so a settle landing while the read is in
+// flight still wakes it; close clears every timer and rejects every waiter but leaves stored state
+// untouched.
 import { SandboxError } from '../errors.ts';
 import type { HostRequest } from '../requests/port.ts';
 import { getRequest } from './request-expiry.ts';
-import { type RequestCoreState, stopPolling, wake } from './request-state.ts';
+import { type RequestCoreState, report, stopPolling, wake } from './request-state.ts';
 
 function startPolling(state: RequestCoreState): void {
   if (state.poller !== undefined) return;
-  state.poller = setInterval(() => {
+  let busy = false; // a slow store: one round at a time
+  const poll = async () => {
     for (const id of [...state.waiters.keys()]) {
-      const current = getRequest(state, id);
+      const current = await getRequest(state, id);
       if (current !== undefined && current.state !== 'pending') wake(state, current);
     }
+  };
+  state.poller = setInterval(() => {
+    if (busy) return;
+    busy = true;
+    report(
+      state,
+      poll().finally(() => {
+        busy = false;
+      }),
+    );
   }, state.options.pollMs ?? 1000).unref();
 }
 
@@ -27,33 +40,44 @@ export function waitFor(
   const { waiters } = state;
   return new Promise<HostRequest>((resolve, reject) => {
     if (signal?.aborted) return reject(abortError(id, signal));
-    const request = getRequest(state, id);
-    if (request === undefined) {
-      return reject(new SandboxError('NOT_FOUND', `no request ${id}`, { data: { requestId: id } }));
+    if (state.closed) {
+      // Nobody could wake a waiter now: a settled request still resolves, a pending one cannot.
+      getRequest(state, id).then((request) => {
+        if (request === undefined) reject(notFound(id));
+        else if (request.state !== 'pending') resolve(request);
+        else reject(new SandboxError('SHUTTING_DOWN', 'the request store is closed'));
+      }, reject);
+      return;
     }
-    if (request.state !== 'pending') return resolve(request);
-    if (state.closed) return reject(new SandboxError('SHUTTING_DOWN', 'the request store is closed'));
     const set = waiters.get(id) ?? new Set();
     waiters.set(id, set);
-    const onAbort = () => {
+    const leave = () => {
+      signal?.removeEventListener('abort', onAbort);
       set.delete(waiter);
       if (set.size === 0 && waiters.get(id) === set) waiters.delete(id);
       if (waiters.size === 0) stopPolling(state);
+    };
+    const onAbort = () => {
+      leave();
       reject(abortError(id, signal!));
     };
     const waiter = {
       resolve: (r: HostRequest) => {
-        signal?.removeEventListener('abort', onAbort);
+        leave();
         resolve(r);
       },
       reject: (e: unknown) => {
-        signal?.removeEventListener('abort', onAbort);
+        leave();
         reject(e);
       },
     };
     set.add(waiter);
     signal?.addEventListener('abort', onAbort, { once: true });
     startPolling(state);
+    getRequest(state, id).then((request) => {
+      if (request === undefined) waiter.reject(notFound(id));
+      else if (request.state !== 'pending') waiter.resolve(request);
+    }, waiter.reject);
   });
 }
 
@@ -66,6 +90,9 @@ export function closeRequests(state: RequestCoreState): void {
   for (const set of state.waiters.values()) for (const waiter of set) waiter.reject(error);
   state.waiters.clear();
 }
+
+const notFound = (id: string) =>
+  new SandboxError('NOT_FOUND', `no request ${id}`, { data: { requestId: id } });
 
 const abortError = (id: string, signal: AbortSignal) =>
   new SandboxError('ABORTED', `stopped waiting for request ${id}`, {

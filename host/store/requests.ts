@@ -1,5 +1,6 @@
 // The libsql RequestStore: the shared core (request-core.ts) over the `requests` table.
-// Invariants: a request is written before create() returns (requests are rare and must survive a
+// The statements run synchronously; the backend's methods return their results as promises.
+// Invariants: a request is written before create() resolves (requests are rare and must survive a
 // crash, so they are not batched); settling is one conditional `UPDATE … WHERE state = 'pending'
 // RETURNING`, so exactly one writer wins even across processes sharing the file.
 import type { HostRequest, HostRequestState } from '../requests/port.ts';
@@ -40,11 +41,29 @@ const toRequest = (r: StoredRequest): HostRequest => {
   return request;
 };
 
-export const createLibsqlRequestBackend = (db: Database): RequestBackend => {
+/**
+ * Writes a new pending request, synchronously: for the backend below, and for another store's
+ * transaction that writes a drafted request with its own change (schedules.ts fires so).
+ */
+export const prepareRequestInsert = (db: Database): ((r: HostRequest) => void) => {
   const insert = db.prepare(
     `INSERT INTO requests (id, session_id, kind, call_id, state, payload, created_at, expires_at)
      VALUES (?, ?, ?, ?, 'pending', ?, ?, ?)`,
   );
+  return (r) =>
+    void insert.run(
+      r.id,
+      r.sessionId,
+      r.kind,
+      r.callId,
+      JSON.stringify(r.payload) ?? 'null',
+      r.createdAt,
+      r.expiresAt,
+    );
+};
+
+export const createLibsqlRequestBackend = (db: Database): RequestBackend => {
+  const insert = prepareRequestInsert(db);
   const get = db.prepare(`SELECT ${COLUMNS} FROM requests WHERE id = ?`);
   const list = db.prepare(`SELECT ${COLUMNS} FROM requests WHERE session_id = ? ORDER BY created_at, rowid`);
   const listState = db.prepare(
@@ -60,33 +79,23 @@ export const createLibsqlRequestBackend = (db: Database): RequestBackend => {
   );
   const one = (rows: unknown[]) => (rows[0] === undefined ? undefined : toRequest(rows[0] as StoredRequest));
 
+  // Each method runs its statement synchronously and hands the result back as a promise.
   return {
-    insert: (r) =>
-      guarded('create request', () => {
-        insert.run(
-          r.id,
-          r.sessionId,
-          r.kind,
-          r.callId,
-          JSON.stringify(r.payload) ?? 'null',
-          r.createdAt,
-          r.expiresAt,
-        );
-      }),
-    get: (id) => guarded('read request', () => one(get.all(id))),
-    list: (sessionId, state) =>
+    insert: async (r) => guarded('create request', () => insert(r)),
+    get: async (id) => guarded('read request', () => one(get.all(id))),
+    list: async (sessionId, state) =>
       guarded('list requests', () =>
         (state === undefined ? list.all(sessionId) : listState.all(sessionId, state)).map((r) =>
           toRequest(r as StoredRequest),
         ),
       ),
-    settle: (id, state, now, value) =>
+    settle: async (id, state, now, value) =>
       guarded(`settle request as ${state}`, () =>
         state === 'answered'
           ? one(answer.all(JSON.stringify(value) ?? 'null', now, id, now))
           : one(close.all(state, now, id)),
       ),
-    listPending: () =>
+    listPending: async () =>
       guarded('list pending requests', () => pending.all().map((r) => toRequest(r as StoredRequest))),
   };
 };

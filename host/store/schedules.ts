@@ -3,13 +3,16 @@
 // (host/schedules/scheduler.ts) computes when each is due and fires it. Invariants: every read and
 // delete takes the tenant and the agent, so nobody reaches another's schedules; the count limit
 // is checked in the same transaction as the insert; firing a schedule (removing a one-shot one,
-// advancing a recurring one) and what the fire does (`then`) commit together or not at all, only
+// advancing a recurring one) and the request the fire makes commit together or not at all, only
 // for the due time the firer read (so processes sharing the file fire it once), and a schedule
-// deleted meanwhile does not fire.
+// deleted meanwhile does not fire. The port is asynchronous; this libsql implementation runs its
+// statements (and BEGIN IMMEDIATE around the checked ones) synchronously inside each method.
 import { nanoid } from 'nanoid';
 import { SandboxError } from '../errors.ts';
 import type { JsonValue } from '../json.ts';
+import type { HostRequest } from '../requests/port.ts';
 import { type Database, guarded, immediate } from './db.ts';
+import { prepareRequestInsert } from './requests.ts';
 
 export type ScheduleKind = 'after' | 'every' | 'at';
 
@@ -34,30 +37,32 @@ export interface ScheduleRecord {
 /** A schedule before the store gave it an id and a history. */
 export type NewSchedule = Omit<ScheduleRecord, 'id' | 'fired' | 'lastFiredAt' | 'createdAt'>;
 
+/** Every method is asynchronous, so a network database can back it. */
 export interface ScheduleStore {
   /** LIMIT_EXCEEDED when the agent already has `maxPerAgent` schedules. */
-  create(input: NewSchedule, maxPerAgent: number): ScheduleRecord;
+  create(input: NewSchedule, maxPerAgent: number): Promise<ScheduleRecord>;
   /** The agent's schedules, oldest first. */
-  list(tenantId: string, agentId: string): ScheduleRecord[];
+  list(tenantId: string, agentId: string): Promise<ScheduleRecord[]>;
   /** False when the agent has no such schedule. */
-  delete(tenantId: string, agentId: string, id: string): boolean;
+  delete(tenantId: string, agentId: string, id: string): Promise<boolean>;
   /** Removes every schedule of an agent (it was deleted); returns how many. */
-  deleteAgent(agentId: string): number;
+  deleteAgent(agentId: string): Promise<number>;
   /** Schedules due at `now`, soonest first, at most `limit`. */
-  due(now: number, limit: number): ScheduleRecord[];
+  due(now: number, limit: number): Promise<ScheduleRecord[]>;
   /** The soonest next_at of all schedules, undefined when there are none. */
-  nextDue(): number | undefined;
+  nextDue(): Promise<number | undefined>;
   /**
    * Records that the schedule due at `dueAt` fired at `firedAt`: a recurring one moves to `nextAt`,
-   * any other is removed; `then` runs in the same transaction. False (and `then` not run) when it
-   * was gone or another process sharing the database fired that due time first.
+   * any other is removed; `request` (drafted by the RequestStore, which adopts it afterwards) is
+   * written in the same transaction. False (and nothing written) when the schedule was gone or
+   * another process sharing the database fired that due time first.
    */
   fire(
     schedule: { id: string; dueAt: number },
     firedAt: number,
     nextAt: number | undefined,
-    then: () => void,
-  ): boolean;
+    request: HostRequest,
+  ): Promise<boolean>;
 }
 
 interface ScheduleRow {
@@ -105,12 +110,13 @@ export const createScheduleStore = (db: Database, now: () => number = Date.now):
   const due = db.prepare('SELECT * FROM schedules WHERE next_at <= ? ORDER BY next_at LIMIT ?');
   const nextDue = db.prepare('SELECT min(next_at) AS at FROM schedules');
   const removeFired = db.prepare('DELETE FROM schedules WHERE id = ? AND next_at = ?');
+  const insertRequest = prepareRequestInsert(db);
   const advance = db.prepare(
     'UPDATE schedules SET next_at = ?, fired = fired + 1, last_fired_at = ? WHERE id = ? AND next_at = ?',
   );
 
   return {
-    create: (input, maxPerAgent) =>
+    create: async (input, maxPerAgent) =>
       guarded('create a schedule', () =>
         immediate(db, () => {
           const { n } = count.all(input.tenantId, input.agentId)[0] as { n: number };
@@ -140,16 +146,16 @@ export const createScheduleStore = (db: Database, now: () => number = Date.now):
           return record;
         }),
       ),
-    list: (tenantId, agentId) =>
+    list: async (tenantId, agentId) =>
       guarded('list schedules', () => (select.all(tenantId, agentId) as ScheduleRow[]).map(toRecord)),
-    delete: (tenantId, agentId, id) =>
+    delete: async (tenantId, agentId, id) =>
       guarded('delete a schedule', () => remove.run(id, tenantId, agentId).changes > 0),
-    deleteAgent: (agentId) => guarded('delete schedules', () => removeAgent.run(agentId).changes),
-    due: (at, limit) =>
+    deleteAgent: async (agentId) => guarded('delete schedules', () => removeAgent.run(agentId).changes),
+    due: async (at, limit) =>
       guarded('read due schedules', () => (due.all(at, limit) as ScheduleRow[]).map(toRecord)),
-    nextDue: () =>
+    nextDue: async () =>
       guarded('read due schedules', () => (nextDue.all()[0] as { at: number | null }).at ?? undefined),
-    fire: ({ id, dueAt }, firedAt, nextAt, then) =>
+    fire: async ({ id, dueAt }, firedAt, nextAt, request) =>
       guarded('fire a schedule', () =>
         immediate(db, () => {
           // Only the due time this firer read: a process sharing the file that fired it first wins.
@@ -158,7 +164,7 @@ export const createScheduleStore = (db: Database, now: () => number = Date.now):
               ? removeFired.run(id, dueAt).changes
               : advance.run(nextAt, firedAt, id, dueAt).changes;
           if (changed === 0) return false;
-          then();
+          insertRequest(request);
           return true;
         }),
       ),

@@ -4,9 +4,11 @@
 // do, and what it grants, is host/teams/board/rules.ts's and grants.ts's business, run
 // inside `write`.
 // Invariants: every read and write takes the tenant and the team, so nobody reaches another
-// tenant's board; `write` runs its function in one BEGIN IMMEDIATE transaction, so a revision
-// check, a cycle check and the change they allow commit together (two processes sharing the file
-// cannot both claim a task); task ids are the board's sequence numbers, never reused.
+// tenant's board; `write` runs its (synchronous) function in one BEGIN IMMEDIATE transaction, so a
+// revision check, a cycle check and the change they allow commit together (two processes sharing
+// the file cannot both claim a task); task ids are the board's sequence numbers, never reused.
+// The port is asynchronous; this libsql implementation runs its statements synchronously inside
+// each method and resolves with the result.
 import { type Database, guarded, immediate } from './db.ts';
 
 export type TeamTaskStatus = 'pending' | 'in_progress' | 'completed';
@@ -30,7 +32,7 @@ export interface TeamTaskRecord {
   updatedAt: number;
 }
 
-/** What `write`'s function may do to one board. */
+/** What `write`'s function may do to one board: synchronous, inside the write transaction. */
 export interface TeamBoardTx {
   /** Every task of the board, in id order. */
   tasks(): TeamTaskRecord[];
@@ -45,17 +47,27 @@ export interface TeamBoardTx {
   setGrant(agentId: string, scopes: readonly string[]): void;
 }
 
+/**
+ * Every method is asynchronous, so a network database can back it; `write`'s function is not.
+ */
 export interface TeamBoardStore {
-  /** Runs `fn` over one team's board in one write transaction; what it throws rolls it back. */
-  write<T>(tenantId: string, teamId: string, fn: (tx: TeamBoardTx) => T): T;
+  /**
+   * Runs `fn` over one team's board in one write transaction and resolves with what it returned;
+   * what it throws rolls the transaction back and rejects. `fn` is synchronous and must stay so:
+   * it may not await anything, the transaction is not held across an await. A backend may run it
+   * over statements inside its transaction (libsql: BEGIN IMMEDIATE, as here) or load the board
+   * first under a row lock (its tasks, its id counter, the grants `fn` asks for), run `fn` over
+   * that copy and apply the changes it made before committing (PostgreSQL: SELECT … FOR UPDATE).
+   */
+  write<T>(tenantId: string, teamId: string, fn: (tx: TeamBoardTx) => T): Promise<T>;
   /** Every task of the board, in id order. */
-  tasks(tenantId: string, teamId: string): TeamTaskRecord[];
+  tasks(tenantId: string, teamId: string): Promise<TeamTaskRecord[]>;
   /** The in-progress tasks `owner` holds that have write scopes, on any board of the tenant. */
-  scopedHeldBy(tenantId: string, owner: string): TeamTaskRecord[];
+  scopedHeldBy(tenantId: string, owner: string): Promise<TeamTaskRecord[]>;
   /** The write grant of `agentId` in `tenantId`; undefined when it has none. */
-  grantOf(tenantId: string, agentId: string): string[] | undefined;
+  grantOf(tenantId: string, agentId: string): Promise<string[] | undefined>;
   /** The boards (of any tenant) where `owner` holds or is reserved unfinished tasks. */
-  boardsOwning(owner: string): { tenantId: string; teamId: string }[];
+  boardsOwning(owner: string): Promise<{ tenantId: string; teamId: string }[]>;
 }
 
 interface TaskRow {
@@ -149,13 +161,13 @@ export const createTeamBoardStore = (db: Database): TeamBoardStore => {
   }
 
   return {
-    write: (tenantId, teamId, fn) =>
+    write: async (tenantId, teamId, fn) =>
       guarded('change a team task board', () => immediate(db, () => fn(txOf(tenantId, teamId)))),
-    tasks: (tenantId, teamId) => guarded('read a team task board', () => read(tenantId, teamId)),
-    scopedHeldBy: (tenantId, owner) =>
+    tasks: async (tenantId, teamId) => guarded('read a team task board', () => read(tenantId, teamId)),
+    scopedHeldBy: async (tenantId, owner) =>
       guarded('read held team tasks', () => (held.all(tenantId, owner) as TaskRow[]).map(toRecord)),
-    grantOf: (tenantId, agentId) => guarded('read a write grant', () => readGrant(tenantId, agentId)),
-    boardsOwning: (owner) =>
+    grantOf: async (tenantId, agentId) => guarded('read a write grant', () => readGrant(tenantId, agentId)),
+    boardsOwning: async (owner) =>
       guarded('read held team tasks', () =>
         (owning.all(owner) as { tenantId: string; teamId: string }[]).map(({ tenantId, teamId }) => ({
           tenantId,

@@ -61,12 +61,13 @@ export interface NewMailItem {
   body: string;
 }
 
+/** Child runs and mailboxes. Every method is asynchronous, so a network database can back it. */
 export interface TeamStore {
   /** Creates or replaces the run of `agentId`. */
-  putRun(run: Omit<ChildRun, 'updatedAt'>): ChildRun;
-  run(agentId: string): ChildRun | undefined;
+  putRun(run: Omit<ChildRun, 'updatedAt'>): Promise<ChildRun>;
+  run(agentId: string): Promise<ChildRun | undefined>;
   /** Every run with this status (all tenants): what start-up resumes watching. */
-  runsWith(status: ChildStatus): ChildRun[];
+  runsWith(status: ChildStatus): Promise<ChildRun[]>;
   /**
    * Sets status and output, and forgets the request, only while the run is `running` and names
    * `requestId` (undefined: any request). False when the run had moved on.
@@ -75,21 +76,21 @@ export interface TeamStore {
     agentId: string,
     requestId: string | undefined,
     outcome: { status: ChildStatus; output?: string },
-  ): boolean;
+  ): Promise<boolean>;
   /**
    * Queues an item; MAILBOX_FULL when the recipient already holds `max` undelivered ones of its
    * room. Messages and followups share one room; reports count apart, per sender (a report's room
    * is its sender's unread reports in this mailbox), so no message can crowd a report out.
    */
-  post(item: NewMailItem, max: number): MailItem;
+  post(item: NewMailItem, max: number): Promise<MailItem>;
   /** The recipient's undelivered items, oldest first. */
-  undelivered(agentId: string): MailItem[];
+  undelivered(agentId: string): Promise<MailItem[]>;
   /** Marks the recipient's undelivered items up to `upToId` delivered; resolves to how many. */
-  deliver(agentId: string, upToId: number): number;
+  deliver(agentId: string, upToId: number): Promise<number>;
   /** The recipient's items after `afterId` (delivered or not, never cancelled), oldest first. */
-  list(agentId: string, options?: { afterId?: number; limit?: number }): MailItem[];
+  list(agentId: string, options?: { afterId?: number; limit?: number }): Promise<MailItem[]>;
   /** Cancels the recipient's undelivered items (it was deleted); resolves to how many. */
-  cancelPending(agentId: string): number;
+  cancelPending(agentId: string): Promise<number>;
 }
 
 interface MailRow {
@@ -136,6 +137,7 @@ const runOf = (r: RunRow): ChildRun => ({
   updatedAt: r.updated_at,
 });
 
+/** The libsql TeamStore: each method runs its statements synchronously and resolves with the result. */
 export const createTeamStore = (db: Database, now: () => number = Date.now): TeamStore => {
   const putRun = db.prepare(
     `INSERT INTO child_runs (agent_id, tenant_id, parent_id, description, status, output, request_id, updated_at)
@@ -171,7 +173,7 @@ export const createTeamStore = (db: Database, now: () => number = Date.now): Tea
   );
 
   return {
-    putRun(run) {
+    async putRun(run) {
       const stored: ChildRun = { ...run, updatedAt: now() };
       guarded('store a child run', () =>
         putRun.run(
@@ -187,13 +189,14 @@ export const createTeamStore = (db: Database, now: () => number = Date.now): Tea
       );
       return stored;
     },
-    run: (agentId) =>
+    run: async (agentId) =>
       guarded('read a child run', () => {
         const row = getRun.all(agentId)[0] as RunRow | undefined;
         return row === undefined ? undefined : runOf(row);
       }),
-    runsWith: (status) => guarded('list child runs', () => (runsWith.all(status) as RunRow[]).map(runOf)),
-    settleRun: (agentId, requestId, outcome) =>
+    runsWith: async (status) =>
+      guarded('list child runs', () => (runsWith.all(status) as RunRow[]).map(runOf)),
+    settleRun: async (agentId, requestId, outcome) =>
       guarded(
         'settle a child run',
         () =>
@@ -206,7 +209,7 @@ export const createTeamStore = (db: Database, now: () => number = Date.now): Tea
             requestId ?? null,
           ).changes > 0,
       ),
-    post(item, max) {
+    async post(item, max) {
       return guarded('queue a message', () =>
         immediate(db, () => {
           const report = item.kind === 'report';
@@ -230,16 +233,16 @@ export const createTeamStore = (db: Database, now: () => number = Date.now): Tea
         }),
       );
     },
-    undelivered: (agentId) =>
+    undelivered: async (agentId) =>
       guarded('read a mailbox', () => (undelivered.all(agentId) as MailRow[]).map(mailOf)),
-    deliver: (agentId, upToId) =>
+    deliver: async (agentId, upToId) =>
       guarded('deliver messages', () => deliver.run(now(), agentId, upToId).changes),
-    list: (agentId, options = {}) =>
+    list: async (agentId, options = {}) =>
       guarded('list a mailbox', () =>
         (list.all(agentId, options.afterId ?? 0, Math.min(options.limit ?? 100, 1000)) as MailRow[]).map(
           mailOf,
         ),
       ),
-    cancelPending: (agentId) => guarded('cancel messages', () => cancel.run(now(), agentId).changes),
+    cancelPending: async (agentId) => guarded('cancel messages', () => cancel.run(now(), agentId).changes),
   };
 };

@@ -1,7 +1,8 @@
 // Mailboxes: every agent's durable queue of messages from other agents (store: host/store/teams.ts),
 // and the in-process waits on them (wait_agent). Posting stores the item first (the mailbox is the
 // truth), then logs a `mailbox.message` event on the recipient's session (its timeline and its
-// client's event stream) and wakes its waiters. Invariants: a message over its tenant's byte limit
+// client's event stream) and wakes its waiters. The store is asynchronous; a wait reads again
+// instead of sleeping when anything was posted during its read. Invariants: a message over its tenant's byte limit
 // or to a full mailbox is refused before anything is stored; a wait takes (delivers) what it
 // returns, so two waits never return the same item; a wait ends by its timeout or its signal.
 // Reports (a child's report, the service's notice that a child finished) are never crowded out by
@@ -22,9 +23,9 @@ export interface Mailboxes {
    * mailbox's for messages, its sender's own for reports) refuse it. With `clip`
    * (the service's own notices) a body over the byte limit is cut instead of refused.
    */
-  post(item: NewMailItem, fromName?: string, options?: { clip?: boolean }): MailItem;
+  post(item: NewMailItem, fromName?: string, options?: { clip?: boolean }): Promise<MailItem>;
   /** The recipient's undelivered items, now marked delivered. */
-  take(agentId: string): MailItem[];
+  take(agentId: string): Promise<MailItem[]>;
   /**
    * Takes the recipient's undelivered items, waiting up to `timeoutMs` for one to arrive; resolves
    * to [] at the timeout. Rejects when `signal` aborts.
@@ -42,15 +43,35 @@ export interface MailboxesOptions {
   limitsOf(tenantId: string): ChildLimits;
 }
 
+/** `run`, with the calls for one key run one after the other (each after the last settled). */
+function queuedPerKey<T>(run: (key: string) => Promise<T>): (key: string) => Promise<T> {
+  const tails = new Map<string, Promise<unknown>>();
+  return (key) => {
+    const mine = (tails.get(key) ?? Promise.resolve()).then(() => run(key));
+    const tail = mine.catch(() => undefined);
+    tails.set(key, tail);
+    void tail.then(() => {
+      if (tails.get(key) === tail) tails.delete(key);
+    });
+    return mine;
+  };
+}
+
 export function createMailboxes(options: MailboxesOptions): Mailboxes {
   const { teams, events } = options;
   const waiters = new Map<string, Set<() => void>>();
+  /**
+   * Bumped by every notify: a wait that read an empty mailbox sleeps only if nothing was posted
+   * while its read was in flight (else it reads again), so no post slips between read and sleep.
+   */
+  let notices = 0;
 
   function notify(agentId: string): void {
+    notices++;
     for (const wake of waiters.get(agentId) ?? []) wake();
   }
 
-  function post(item: NewMailItem, fromName?: string, how: { clip?: boolean } = {}): MailItem {
+  async function post(item: NewMailItem, fromName?: string, how: { clip?: boolean } = {}): Promise<MailItem> {
     const limits = options.limitsOf(item.tenantId);
     const bytes = Buffer.byteLength(item.body);
     if (bytes > limits.messageBytes && how.clip === true) {
@@ -65,7 +86,7 @@ export function createMailboxes(options: MailboxesOptions): Mailboxes {
         `The message is ${bytes} bytes; this tenant's most is ${limits.messageBytes}. Shorten it, or write it to a file and send its path.`,
         { data: { bytes, max: limits.messageBytes } },
       );
-    const stored = teams.post(item, item.kind === 'report' ? REPORTS_PER_SENDER : limits.mailboxSize);
+    const stored = await teams.post(item, item.kind === 'report' ? REPORTS_PER_SENDER : limits.mailboxSize);
     try {
       events.append([
         {
@@ -88,18 +109,22 @@ export function createMailboxes(options: MailboxesOptions): Mailboxes {
     return stored;
   }
 
-  function take(agentId: string): MailItem[] {
-    const items = teams.undelivered(agentId);
+  /** Read and deliver are two store calls: queued per recipient, so two takes never share an item. */
+  const take = queuedPerKey(async (agentId: string): Promise<MailItem[]> => {
+    const items = await teams.undelivered(agentId);
     const last = items.at(-1);
-    if (last !== undefined) teams.deliver(agentId, last.id);
+    if (last !== undefined) await teams.deliver(agentId, last.id);
     return items;
-  }
+  });
 
   async function wait(agentId: string, timeoutMs: number, signal: AbortSignal): Promise<MailItem[]> {
     for (;;) {
       signal.throwIfAborted();
-      const items = take(agentId);
+      const seen = notices;
+      const items = await take(agentId);
       if (items.length > 0 || timeoutMs <= 0) return items;
+      if (notices !== seen) continue; // something was posted while the read was in flight
+      signal.throwIfAborted(); // aborted while the read was in flight: no listener would see it now
       const started = Date.now();
       const woken = await sleepUntilWoken(agentId, timeoutMs, signal);
       timeoutMs -= Date.now() - started;

@@ -21,16 +21,16 @@ export interface Runs {
   /** Watches a pending run request of `childId` until it settles. */
   watch(childId: string, request: HostRequest): void;
   /** Settles the child's run (if it is still on `requestId`; undefined: any) and announces it. */
-  settle(childId: string, requestId: string | undefined, outcome: Outcome): boolean;
+  settle(childId: string, requestId: string | undefined, outcome: Outcome): Promise<boolean>;
   /**
    * Stores a report of a child whose run was not pending (it continued on its own) and announces it;
    * MAILBOX_FULL, changing nothing, when the parent has not read this child's last reports.
    */
-  reportIdle(run: ChildRun, output: string): void;
+  reportIdle(run: ChildRun, output: string): Promise<void>;
   /** Resolves with the run once it is no longer running; rejects when `signal` aborts. */
   outcome(childId: string, signal: AbortSignal): Promise<ChildRun>;
   /** Watches every run left pending by the last process; resolves to how many. */
-  resume(): number;
+  resume(): Promise<number>;
   close(): void;
 }
 
@@ -72,21 +72,65 @@ export function outcomeOf(request: HostRequest): Outcome {
   }
 }
 
+/** Resolves with the run once it is no longer running (announce() resolves `waiting`). */
+function settledRun(
+  waiting: Map<string, Set<(run: ChildRun) => void>>,
+  teams: TeamStore,
+  childId: string,
+  signal: AbortSignal,
+): Promise<ChildRun> {
+  return new Promise<ChildRun>((resolve, reject) => {
+    // Waiting before the run is read, so an announce landing while the read is in flight counts.
+    const set = waiting.get(childId) ?? new Set();
+    waiting.set(childId, set);
+    const leave = () => {
+      signal.removeEventListener('abort', onAbort);
+      set.delete(done);
+      if (set.size === 0 && waiting.get(childId) === set) waiting.delete(childId);
+    };
+    const onAbort = () => {
+      leave();
+      reject(signal.reason);
+    };
+    const done = (settled: ChildRun) => {
+      leave();
+      resolve(settled);
+    };
+    set.add(done);
+    if (signal.aborted) return onAbort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    teams.run(childId).then(
+      (run) => {
+        if (run !== undefined && run.status !== 'running') done(run);
+      },
+      (error: unknown) => {
+        leave();
+        reject(error);
+      },
+    );
+  });
+}
+
 export function createRuns(options: RunsOptions): Runs {
   const { agents, events, requests, teams, mailboxes } = options;
   const stop = new AbortController();
   const waiting = new Map<string, Set<(run: ChildRun) => void>>();
 
   function watch(childId: string, request: HostRequest): void {
-    requests.wait(request.id, stop.signal).then(
-      (settled) => settle(childId, request.id, outcomeOf(settled)),
-      () => undefined, // the service is closing: the next start resumes the watch
-    );
+    requests
+      .wait(request.id, stop.signal)
+      .then(
+        (settled) => settle(childId, request.id, outcomeOf(settled)),
+        () => false, // the service is closing: the next start resumes the watch
+      )
+      // The store failed to settle it: the run stays running on this request, so the next
+      // start's resume() settles it from the request.
+      .catch(() => undefined);
   }
 
   /** The `report` item telling the parent what `childId` said; MAILBOX_FULL when its room is full. */
-  function notice(run: ChildRun, name: string | undefined): void {
-    mailboxes.post(
+  async function notice(run: ChildRun, name: string | undefined): Promise<void> {
+    await mailboxes.post(
       {
         tenantId: run.tenantId,
         agentId: run.parentId,
@@ -100,8 +144,8 @@ export function createRuns(options: RunsOptions): Runs {
   }
 
   /** Tells waiters, the parent's log and (unless `posted` already) its mailbox how the run stands. */
-  function announce(childId: string, posted = false): void {
-    const run = teams.run(childId);
+  async function announce(childId: string, posted = false): Promise<void> {
+    const run = await teams.run(childId);
     const child = agents.byId(childId);
     if (run === undefined) return;
     for (const resolve of waiting.get(childId) ?? []) resolve(run);
@@ -121,58 +165,38 @@ export function createRuns(options: RunsOptions): Runs {
     }
     if (posted) return;
     try {
-      notice(run, child?.links?.name);
+      await notice(run, child?.links?.name);
     } catch {
       // Messages cannot fill a report's room (mailboxes.ts): only this child's own unread reports
       // can, and then the event and the run's state keep the outcome.
     }
   }
 
-  function settle(childId: string, requestId: string | undefined, outcome: Outcome): boolean {
+  async function settle(childId: string, requestId: string | undefined, outcome: Outcome): Promise<boolean> {
     if (outcome.status === 'running') return false;
-    const changed = teams.settleRun(childId, requestId, outcome);
-    if (changed) announce(childId);
+    const changed = await teams.settleRun(childId, requestId, outcome);
+    if (changed) await announce(childId);
     return changed;
   }
 
-  function reportIdle(run: ChildRun, output: string): void {
+  async function reportIdle(run: ChildRun, output: string): Promise<void> {
     const { requestId: _r, updatedAt: _u, ...rest } = run;
     const next = { ...rest, status: 'completed' as const, output };
     // Queued before anything changes: a child that left its room full of unread reports is told
     // (MAILBOX_FULL) instead of its report vanishing.
     if (agents.byId(run.parentId) !== undefined)
-      notice({ ...next, updatedAt: run.updatedAt }, agents.byId(run.agentId)?.links?.name);
-    teams.putRun(next);
-    announce(run.agentId, true);
+      await notice({ ...next, updatedAt: run.updatedAt }, agents.byId(run.agentId)?.links?.name);
+    await teams.putRun(next);
+    await announce(run.agentId, true);
   }
 
-  function outcome(childId: string, signal: AbortSignal): Promise<ChildRun> {
-    const run = teams.run(childId);
-    if (run !== undefined && run.status !== 'running') return Promise.resolve(run);
-    return new Promise<ChildRun>((resolve, reject) => {
-      const set = waiting.get(childId) ?? new Set();
-      waiting.set(childId, set);
-      const onAbort = () => {
-        set.delete(done);
-        reject(signal.reason);
-      };
-      const done = (settled: ChildRun) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(settled);
-      };
-      set.add(done);
-      if (signal.aborted) onAbort();
-      else signal.addEventListener('abort', onAbort, { once: true });
-    });
-  }
-
-  function resume(): number {
+  async function resume(): Promise<number> {
     let watched = 0;
-    for (const run of teams.runsWith('running')) {
+    for (const run of await teams.runsWith('running')) {
       if (run.requestId === undefined) continue;
-      const request = requests.get(run.requestId);
-      if (request === undefined) settle(run.agentId, run.requestId, { status: 'cancelled' });
-      else if (request.state !== 'pending') settle(run.agentId, run.requestId, outcomeOf(request));
+      const request = await requests.get(run.requestId);
+      if (request === undefined) await settle(run.agentId, run.requestId, { status: 'cancelled' });
+      else if (request.state !== 'pending') await settle(run.agentId, run.requestId, outcomeOf(request));
       else {
         watch(run.agentId, request);
         watched++;
@@ -185,7 +209,7 @@ export function createRuns(options: RunsOptions): Runs {
     watch,
     settle,
     reportIdle,
-    outcome,
+    outcome: (childId, signal) => settledRun(waiting, teams, childId, signal),
     resume,
     close: () => stop.abort(),
   };

@@ -48,6 +48,7 @@ export function createTeamService(options: TeamServiceOptions): TeamService {
     runs: createRuns({ agents, events, requests, teams, mailboxes }),
     directory: createTeamDirectory(agents),
     spawning: new Map(),
+    waking: new Map(),
   };
   const view = (item: MailItem) => messageView(item, (id) => nameOf(state, id));
 
@@ -58,14 +59,14 @@ export function createTeamService(options: TeamServiceOptions): TeamService {
     wait: (agent, timeoutMs, signal) => wait(state, agent, timeoutMs, signal),
     interrupt: (by, target, reach) => interrupt(state, by, target, reach),
     list: (agent, scope) => list(state, agent, scope),
-    mailbox: (agent, afterId, limit) =>
-      teams
-        .list(agent.id, {
+    mailbox: async (agent, afterId, limit) =>
+      (
+        await teams.list(agent.id, {
           ...(afterId === undefined ? {} : { afterId }),
           ...(limit === undefined ? {} : { limit }),
         })
-        .map(view),
-    take: (agent) => mailboxes.take(agent.id).map(view),
+      ).map(view),
+    take: async (agent) => (await mailboxes.take(agent.id)).map(view),
     descendants: (agent) => descendantsOf(state, agent.tenantId, agent.id).reverse(),
     deleted: (agent) => deleted(state, agent),
     directory: state.directory,

@@ -41,7 +41,7 @@ export interface DeletionOptions {
   reapRetryMs: number;
   isClosing: () => boolean;
   /** Told once the agent is marked deleted (its schedules, its run and its mail go with it). */
-  onDeleted?: (agentId: string, agent: Agent) => void;
+  onDeleted?: (agentId: string, agent: Agent) => Promise<void>;
 }
 
 export function createDeletion(options: DeletionOptions): Deletion {
@@ -58,13 +58,14 @@ export function createDeletion(options: DeletionOptions): Deletion {
     options.forget?.(id);
     try {
       options.live.retire(id);
-      options.onDeleted?.(id, agent);
+      // Started here, awaited below: its store work must not hold back the abort.
+      const ended = options.onDeleted?.(id, agent);
       notify(id);
       const stopped = options.batches.abortAgent(id, options.graceMs);
-      cancelRequests(agent.sessionId);
-      await stopped;
+      const cancelled = cancelRequests(agent.sessionId);
+      await Promise.all([stopped, ended, cancelled]);
       await options.plugins?.removeAgent(agent);
-      cancelRequests(agent.sessionId); // made by a body between the abort and its end
+      await cancelRequests(agent.sessionId); // made by a body between the abort and its end
       await options.sandboxes.release(id);
       await provider.destroy(id).catch((e: unknown) => {
         retryReap();
@@ -77,8 +78,8 @@ export function createDeletion(options: DeletionOptions): Deletion {
     }
   }
 
-  function cancelRequests(sessionId: string): void {
-    for (const request of requests.list(sessionId, 'pending')) requests.cancel(request.id);
+  async function cancelRequests(sessionId: string): Promise<void> {
+    for (const request of await requests.list(sessionId, 'pending')) await requests.cancel(request.id);
   }
 
   function notify(id: string): void {

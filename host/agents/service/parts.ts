@@ -80,9 +80,8 @@ export function deletionFor(state: AgentServiceState): Deletion {
     graceMs: options.deleteGraceMs ?? 5000,
     reapRetryMs: options.reapRetryMs ?? 30_000,
     isClosing: state.isClosing,
-    onDeleted(id, agent) {
-      state.teams?.deleted(agent);
-      options.onAgentDeleted?.(id);
+    async onDeleted(id, agent) {
+      await Promise.all([options.onAgentDeleted?.(id), state.teams?.deleted(agent)]);
     },
   });
 }

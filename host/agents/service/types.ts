@@ -60,8 +60,11 @@ export interface AgentServiceOptions {
    * much later, so the sandbox does not wait for the next start. Default 30000 ms.
    */
   reapRetryMs?: number;
-  /** Told the id of every agent deleted, once it is marked deleted (its schedules go with it). */
-  onAgentDeleted?: (agentId: string) => void;
+  /**
+   * Told the id of every agent deleted, once it is marked deleted (its schedules go with it); the
+   * delete resolves after what it returns.
+   */
+  onAgentDeleted?: (agentId: string) => void | Promise<void>;
   /** Each tenant's bounds on its agents' MCP servers, over DEFAULT_MCP_LIMITS. */
   mcpLimitsOf?: (tenantId: string) => Partial<McpLimits> | undefined;
   /** The egress gateway: remote (HTTP) MCP servers are reached only through it; without it they are refused. */

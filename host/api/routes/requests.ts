@@ -77,9 +77,9 @@ export const requestRoutes = (agents: AgentService, requests: RequestStore): Hon
       responses: { 200: jsonResponse('Requests', RequestList) },
     }),
     loadAgent(agents),
-    (c) => {
+    async (c) => {
       const { state } = queryOf(RequestsQuery, c.req.query());
-      return c.json({ requests: requests.list(c.get('agent').sessionId, state).map(requestView) });
+      return c.json({ requests: (await requests.list(c.get('agent').sessionId, state)).map(requestView) });
     },
   );
   app.get(
@@ -93,7 +93,7 @@ export const requestRoutes = (agents: AgentService, requests: RequestStore): Hon
       },
     }),
     loadAgent(agents),
-    (c) => c.json(requestView(owned(requests, c.get('agent').sessionId, c.req.param('rid')))),
+    async (c) => c.json(requestView(await owned(requests, c.get('agent').sessionId, c.req.param('rid')))),
   );
   app.post(
     '/v1/agents/:id/requests/:rid',
@@ -111,12 +111,12 @@ export const requestRoutes = (agents: AgentService, requests: RequestStore): Hon
     }),
     loadAgent(agents),
     jsonBody(Answer),
-    (c) => {
-      const request = owned(requests, c.get('agent').sessionId, c.req.param('rid'));
+    async (c) => {
+      const request = await owned(requests, c.get('agent').sessionId, c.req.param('rid'));
       const answer = c.get('body') as JsonValue;
       checkAnswer(request.kind, answer);
-      if (!requests.answer(request.id, answer)) {
-        const now = requests.get(request.id);
+      if (!(await requests.answer(request.id, answer))) {
+        const now = await requests.get(request.id);
         if (now?.state === 'expired')
           throw new SandboxError(
             'REQUEST_EXPIRED',
@@ -130,8 +130,12 @@ export const requestRoutes = (agents: AgentService, requests: RequestStore): Hon
   return app;
 };
 
-const owned = (requests: RequestStore, sessionId: string, rid: string | undefined): HostRequestModel => {
-  const request = rid !== undefined && v.is(ID, rid) ? requests.get(rid) : undefined;
+const owned = async (
+  requests: RequestStore,
+  sessionId: string,
+  rid: string | undefined,
+): Promise<HostRequestModel> => {
+  const request = rid !== undefined && v.is(ID, rid) ? await requests.get(rid) : undefined;
   if (request === undefined || request.sessionId !== sessionId)
     throw new SandboxError('NOT_FOUND', `No request ${JSON.stringify((rid ?? '').slice(0, 80))}.`);
   return request;

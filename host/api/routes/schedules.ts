@@ -23,9 +23,9 @@ export const scheduleRoutes = (agents: AgentService, schedules: ScheduleService)
       responses: { 200: jsonResponse('Schedules', ScheduleList) },
     }),
     loadAgent(agents),
-    (c) => {
+    async (c) => {
       const agent = c.get('agent');
-      return c.json({ schedules: schedules.list({ tenantId: agent.tenantId, agentId: agent.id }) });
+      return c.json({ schedules: await schedules.list({ tenantId: agent.tenantId, agentId: agent.id }) });
     },
   );
   app.delete(
@@ -36,10 +36,10 @@ export const scheduleRoutes = (agents: AgentService, schedules: ScheduleService)
       responses: { 204: { description: 'Deleted' }, 404: jsonResponse('No such schedule', ErrorBody) },
     }),
     loadAgent(agents),
-    (c) => {
+    async (c) => {
       const agent = c.get('agent');
       const sid = c.req.param('sid') ?? '';
-      if (!schedules.delete({ tenantId: agent.tenantId, agentId: agent.id }, sid))
+      if (!(await schedules.delete({ tenantId: agent.tenantId, agentId: agent.id }, sid)))
         throw new SandboxError('NOT_FOUND', `No schedule ${JSON.stringify(sid.slice(0, 80))}.`);
       return c.body(null, 204);
     },

@@ -68,7 +68,7 @@ async function createTask(
 ): Promise<TaskView> {
   const teamId = await teamOf(s, agentId);
   const limits = limitsOf(s, tenantId);
-  const view = s.store.write(tenantId, teamId, (tx) => {
+  const view = await s.store.write(tenantId, teamId, (tx) => {
     const board = boardOf(tx.tasks());
     // Checked before an id is drawn, so a refused create does not use one up.
     const by = { id: agentId, lead: teamId };
@@ -82,7 +82,7 @@ async function createTask(
 }
 
 async function getTask(s: BoardState, tenantId: string, agentId: string, taskId: string): Promise<TaskView> {
-  const board = boardOf(s.store.tasks(tenantId, await teamOf(s, agentId)));
+  const board = boardOf(await s.store.tasks(tenantId, await teamOf(s, agentId)));
   return viewOf(taskOf(board, taskId), board);
 }
 
@@ -97,7 +97,7 @@ async function listTasks(
   const limit = Math.min(query.limit ?? DEFAULT_PAGE, limits.maxPage);
   const owner =
     query.owner === undefined ? undefined : ((await memberId(s, teamId, query.owner)) ?? query.owner);
-  const tasks = s.store.tasks(tenantId, teamId);
+  const tasks = await s.store.tasks(tenantId, teamId);
   const board = boardOf(tasks);
   const matching = tasks.filter(
     (t) =>
@@ -135,7 +135,7 @@ async function updateTask(
   }
   const limits = limitsOf(s, tenantId);
   const resolved = { ...input, ...(owner === undefined ? {} : { owner }) };
-  const view = s.store.write(tenantId, teamId, (tx) => {
+  const view = await s.store.write(tenantId, teamId, (tx) => {
     const board = boardOf(tx.tasks());
     const next = applyUpdate(board, resolved, actor, limits, s.now());
     if (next === 'deleted') {

@@ -18,13 +18,14 @@ export interface TeamBoard {
   forAgent(tenantId: string, agentId: string): AgentBoard;
   /** `listener` is told every committed change of every board; returns the unsubscriber. */
   onBoardChange(listener: (change: BoardChange) => void): () => void;
-  /** What bounds the writes of `agentId` (sync: the write guard asks per write). */
-  writeBounds(tenantId: string, agentId: string): WriteBounds;
+  /** What bounds the writes of `agentId` (the write guard's loader asks once per writing call). */
+  writeBounds(tenantId: string, agentId: string): Promise<WriteBounds>;
   /**
    * The agent was deleted: its unfinished tasks go back to pending and unowned (each a `release`
    * by it), so the team can claim them; a deleted agent could never complete or release them.
+   * Never rejects: failures go to onError.
    */
-  releaseOwner(agentId: string): void;
+  releaseOwner(agentId: string): Promise<void>;
 }
 
 export function createTeamBoard(options: TeamBoardOptions): TeamBoard {
@@ -47,12 +48,12 @@ export function createTeamBoard(options: TeamBoardOptions): TeamBoard {
   };
 }
 
-function releaseOwner(s: BoardState, agentId: string): void {
+async function releaseOwner(s: BoardState, agentId: string): Promise<void> {
   const { store, now } = s;
   // Called from a delete, which must not fail for it: failures go to onError.
   try {
-    for (const { tenantId, teamId } of store.boardsOwning(agentId)) {
-      const released = store.write(tenantId, teamId, (tx) => {
+    for (const { tenantId, teamId } of await store.boardsOwning(agentId)) {
+      const released = await store.write(tenantId, teamId, (tx) => {
         const before = tx.tasks();
         const gone = new Set(
           before.filter((t) => t.owner === agentId && t.status !== 'completed').map((t) => t.id),
@@ -70,17 +71,22 @@ function releaseOwner(s: BoardState, agentId: string): void {
   }
 }
 
-function writeBounds(s: BoardState, tenantId: string, agentId: string): WriteBounds {
+async function writeBounds(s: BoardState, tenantId: string, agentId: string): Promise<WriteBounds> {
   const { store } = s;
-  const held = store
-    .scopedHeldBy(tenantId, agentId)
-    .map((t) => ({ taskId: t.id, subject: t.subject, scopes: t.writeScopes }));
+  const held = (await store.scopedHeldBy(tenantId, agentId)).map((t) => ({
+    taskId: t.id,
+    subject: t.subject,
+    scopes: t.writeScopes,
+  }));
   const above = s.directory.ancestors(agentId);
   // An ancestor is gone (its deletion is under way): what it may write is unknown, so nothing.
   if (above === undefined) return { held, grants: [], broken: true };
-  const grants = [agentId, ...above].flatMap((id) => {
-    const scopes = store.grantOf(tenantId, id);
-    return scopes === undefined ? [] : [{ agentId: id, own: id === agentId, scopes }];
+  // One read per ancestor, all in flight together; the order of the list is kept.
+  const chain = [agentId, ...above];
+  const scopes = await Promise.all(chain.map((id) => store.grantOf(tenantId, id)));
+  const grants = chain.flatMap((id, i) => {
+    const own = scopes[i];
+    return own === undefined ? [] : [{ agentId: id, own: id === agentId, scopes: own }];
   });
   return { held, grants };
 }

@@ -3,24 +3,25 @@
 // agent's calls (reach.ts decides which agents those are).
 // Invariants: a message is posted before any wake-up is created for it; a wake-up is created only
 // for an idle target (no calls running, no run or wake-up pending), so one message never starts two
-// turns; waking a child marks its run as running again and watches the new request (runs.ts).
+// turns (the idle check and the wake-up run one at a time per target: the reads are asynchronous);
+// waking a child marks its run as running again and watches the new request (runs.ts).
 import type { Agent } from '../../agents/types.ts';
 import type { AgentRecord, MailItem } from '../../store/index.ts';
 import { resolve } from './reach.ts';
-import { messageView, nameOf, type TeamState } from './state.ts';
+import { exclusive, messageView, nameOf, type TeamState } from './state.ts';
 import type { MessageView, Reach } from './types.ts';
 
 /** No calls of it run, no run or wake-up of it is pending: a message would wait unread. */
-function idle(state: TeamState, target: AgentRecord): boolean {
+async function idle(state: TeamState, target: AgentRecord): Promise<boolean> {
   if (state.options.busy(target.id)) return false;
-  if (state.teams.run(target.id)?.status === 'running') return false;
-  return !state.requests.list(target.id, 'pending').some((r) => r.kind === 'agent_wakeup');
+  if ((await state.teams.run(target.id))?.status === 'running') return false;
+  return !(await state.requests.list(target.id, 'pending')).some((r) => r.kind === 'agent_wakeup');
 }
 
-function wake(state: TeamState, target: AgentRecord, item: MailItem, callId: string): void {
+async function wake(state: TeamState, target: AgentRecord, item: MailItem, callId: string): Promise<void> {
   const { teams } = state;
   const fromName = nameOf(state, item.fromId);
-  const request = state.requests.create({
+  const request = await state.requests.create({
     sessionId: target.id,
     kind: 'agent_wakeup',
     callId,
@@ -34,10 +35,10 @@ function wake(state: TeamState, target: AgentRecord, item: MailItem, callId: str
     },
     expiresAt: state.now() + state.limits(target.tenantId).runTtlMs,
   });
-  const run = teams.run(target.id);
+  const run = await teams.run(target.id);
   if (run === undefined) return; // a lead: nothing of it is a run its parent waits on
   const { updatedAt: _u, requestId: _r, output: _o, ...rest } = run;
-  teams.putRun({
+  await teams.putRun({
     ...rest,
     ...(run.output === undefined ? {} : { output: run.output }),
     status: 'running',
@@ -46,20 +47,25 @@ function wake(state: TeamState, target: AgentRecord, item: MailItem, callId: str
   state.runs.watch(target.id, request);
 }
 
-export function send(
+export async function send(
   state: TeamState,
   from: Agent,
   target: string,
   message: string,
   how: { reach: Reach; kind: 'message' | 'followup'; wake: boolean; callId: string },
-): { message_id: number; agent_id: string; woke: boolean } {
+): Promise<{ message_id: number; agent_id: string; woke: boolean }> {
   const to = resolve(state, from, target, how.reach);
-  const item = state.mailboxes.post(
+  const item = await state.mailboxes.post(
     { tenantId: from.tenantId, agentId: to.id, fromId: from.id, kind: how.kind, body: message },
     nameOf(state, from.id),
   );
-  const woke = how.wake && idle(state, to);
-  if (woke) wake(state, to, item, how.callId);
+  const woke =
+    how.wake &&
+    (await exclusive(state.waking, to.id, async () => {
+      if (!(await idle(state, to))) return false;
+      await wake(state, to, item, how.callId);
+      return true;
+    }));
   return { message_id: item.id, agent_id: to.id, woke };
 }
 

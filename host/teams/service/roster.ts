@@ -9,13 +9,13 @@ import { descendantsOf } from './reach.ts';
 import { recordOf, type TeamState } from './state.ts';
 import type { AgentSummary } from './types.ts';
 
-function summary(
+async function summary(
   state: TeamState,
   record: AgentRecord,
   self: string,
   role?: AgentSummary['role'],
-): AgentSummary {
-  const run = state.teams.run(record.id);
+): Promise<AgentSummary> {
+  const [run, unread] = await Promise.all([state.teams.run(record.id), state.teams.undelivered(record.id)]);
   const name = record.links?.name ?? (role === 'lead' ? LEAD_NAME : undefined);
   return {
     agent_id: record.id,
@@ -31,29 +31,33 @@ function summary(
           ...(run.output === undefined ? {} : { output: run.output }),
         }),
     busy: state.options.busy(record.id),
-    unread: state.teams.undelivered(record.id).length,
+    unread: unread.length,
   };
 }
 
+/** The agents one agent sees, summarised; the store reads of all of them in flight together. */
 export function list(
   state: TeamState,
   agent: Agent,
   scope: 'children' | 'descendants' | 'team',
-): AgentSummary[] {
+): Promise<AgentSummary[]> {
   const { agents } = state;
-  if (scope === 'children')
-    return agents.children(agent.tenantId, agent.id).map((r) => summary(state, r, agent.id));
-  if (scope === 'descendants')
-    return descendantsOf(state, agent.tenantId, agent.id).map((r) => summary(state, r, agent.id));
+  const summaries = (rows: { record: AgentRecord; role?: AgentSummary['role'] }[]) =>
+    Promise.all(rows.map(({ record, role }) => summary(state, record, agent.id, role)));
+  const plain = (records: AgentRecord[]) => records.map((record) => ({ record }));
+  if (scope === 'children') return summaries(plain(agents.children(agent.tenantId, agent.id)));
+  if (scope === 'descendants') return summaries(plain(descendantsOf(state, agent.tenantId, agent.id)));
   const team = teamIdOf(recordOf(state, agent));
   const lead = team === undefined ? undefined : agents.get(agent.tenantId, team);
   const members =
     lead === undefined
       ? []
       : [
-          summary(state, lead, agent.id, 'lead'),
-          ...agents.teammates(agent.tenantId, lead.id).map((r) => summary(state, r, agent.id, 'teammate')),
+          { record: lead, role: 'lead' as const },
+          ...agents
+            .teammates(agent.tenantId, lead.id)
+            .map((record) => ({ record, role: 'teammate' as const })),
         ];
   const own = descendantsOf(state, agent.tenantId, agent.id).filter((r) => r.links?.role !== 'teammate');
-  return [...members, ...own.map((r) => summary(state, r, agent.id))];
+  return summaries([...members, ...plain(own)]);
 }

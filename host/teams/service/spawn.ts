@@ -12,7 +12,7 @@ import type { SubagentPayload } from '../../requests/index.ts';
 import { forkConversation } from '../../session/messages.ts';
 import type { AgentLinks, ChildRun } from '../../store/index.ts';
 import { LEAD_NAME } from '../directory.ts';
-import { checkBytes, type TeamState } from './state.ts';
+import { checkBytes, exclusive, type TeamState } from './state.ts';
 import type { SpawnInput, SpawnResult } from './types.ts';
 
 const TEAMMATE_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
@@ -21,21 +21,8 @@ function limitError(limit: string, max: number, message: string): SandboxError {
   return new SandboxError('CHILD_LIMIT_EXCEEDED', message, { data: { limit, max } });
 }
 
-/** Runs `work` after every earlier spawn of the same parent has settled. */
-async function exclusive<T>(state: TeamState, parentId: string, work: () => Promise<T>): Promise<T> {
-  const before = state.spawning.get(parentId) ?? Promise.resolve();
-  const mine = before.then(work, work);
-  const tail = mine.catch(() => undefined);
-  state.spawning.set(parentId, tail);
-  try {
-    return await mine;
-  } finally {
-    if (state.spawning.get(parentId) === tail) state.spawning.delete(parentId);
-  }
-}
-
 /** The links of the child `input` asks for, once every bound allows it. */
-function checkSpawn(state: TeamState, parent: Agent, input: SpawnInput): AgentLinks {
+async function checkSpawn(state: TeamState, parent: Agent, input: SpawnInput): Promise<AgentLinks> {
   const { agents, teams } = state;
   const bounds = state.limits(parent.tenantId);
   const depth = (parent.links?.depth ?? 0) + 1;
@@ -52,7 +39,8 @@ function checkSpawn(state: TeamState, parent: Agent, input: SpawnInput): AgentLi
       bounds.childrenPerAgent,
       `This agent has ${children.length} children, its tenant's most; give work to one of them with send_message instead.`,
     );
-  const running = children.filter((c) => teams.run(c.id)?.status === 'running').length;
+  const runs = await Promise.all(children.map((c) => teams.run(c.id)));
+  const running = runs.filter((run) => run?.status === 'running').length;
   if (running >= bounds.concurrentChildren)
     throw limitError(
       'concurrent',
@@ -85,8 +73,8 @@ export async function spawn(
   call: { callId: string; signal: AbortSignal },
 ): Promise<SpawnResult> {
   const { options, events, requests, teams, runs } = state;
-  const { links, child, run } = await exclusive(state, parent.id, async () => {
-    const links = checkSpawn(state, parent, input);
+  const { links, child, run } = await exclusive(state.spawning, parent.id, async () => {
+    const links = await checkSpawn(state, parent, input);
     const child = await options.createChild(parent, links);
     const run = {
       agentId: child.id,
@@ -95,7 +83,7 @@ export async function spawn(
       description: input.description,
     };
     // Counted as running from here, before the next spawn of this parent is checked.
-    teams.putRun({ ...run, status: 'running' });
+    await teams.putRun({ ...run, status: 'running' });
     return { links, child, run };
   });
   const base = { agent_id: child.id, ...(links.name === undefined ? {} : { name: links.name }) };
@@ -116,7 +104,7 @@ export async function spawn(
       ...(links.name === undefined ? {} : { name: links.name }),
       ...(input.provider === undefined ? {} : { provider: input.provider }),
     };
-    const request = requests.create({
+    const request = await requests.create({
       sessionId: parent.sessionId,
       kind: 'subagent',
       callId: call.callId,
@@ -124,7 +112,7 @@ export async function spawn(
       expiresAt: state.now() + state.limits(parent.tenantId).runTtlMs,
     });
     requestId = request.id;
-    teams.putRun({ ...run, status: 'running', requestId });
+    await teams.putRun({ ...run, status: 'running', requestId });
     runs.watch(child.id, request);
   } catch (error) {
     await options.removeChild(child).catch(() => undefined);
@@ -136,7 +124,7 @@ export async function spawn(
     outcome = await runs.outcome(child.id, call.signal);
   } catch (error) {
     // A foreground child is cancelled with the call that waits on it; the child itself stays.
-    requests.cancel(requestId);
+    await requests.cancel(requestId);
     throw error;
   }
   return {

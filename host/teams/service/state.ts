@@ -2,7 +2,7 @@
 // directory.ts), the tenant's limits, and the small reads the parts have in common (an agent's
 // record and display name, a text's size against the tenant's most, a mailbox item as read).
 // Invariant: `spawning` holds one chain per parent with a spawn in progress, and none for a parent
-// without one (spawn.ts `exclusive`).
+// without one; `waking` the same per message target (`exclusive`).
 import type { Agent } from '../../agents/types.ts';
 import { SandboxError } from '../../errors.ts';
 import type { RequestStore } from '../../requests/index.ts';
@@ -30,6 +30,28 @@ export interface TeamState {
    * awaits), so two concurrent spawns cannot both pass the last slot or take the same name.
    */
   readonly spawning: Map<string, Promise<unknown>>;
+  /**
+   * One idle check and wake-up per target at a time (the store reads are asynchronous), so two
+   * messages at once cannot both find it idle and start two turns.
+   */
+  readonly waking: Map<string, Promise<unknown>>;
+}
+
+/** Runs `work` after every earlier one of `key` in `chains` has settled. */
+export async function exclusive<T>(
+  chains: Map<string, Promise<unknown>>,
+  key: string,
+  work: () => Promise<T>,
+): Promise<T> {
+  const before = chains.get(key) ?? Promise.resolve();
+  const mine = before.then(work, work);
+  const tail = mine.catch(() => undefined);
+  chains.set(key, tail);
+  try {
+    return await mine;
+  } finally {
+    if (chains.get(key) === tail) chains.delete(key);
+  }
 }
 
 export function recordOf(state: TeamState, agent: Agent): AgentRecord {

@@ -40,10 +40,10 @@ export interface ScheduleView {
 
 /** The port the schedule tools use; host/agents implements it. */
 export interface ScheduleService {
-  create(owner: ScheduleOwner, request: ScheduleRequest): ScheduleView;
-  list(owner: ScheduleOwner): ScheduleView[];
+  create(owner: ScheduleOwner, request: ScheduleRequest): Promise<ScheduleView>;
+  list(owner: ScheduleOwner): Promise<ScheduleView[]>;
   /** False when the owner has no such schedule. */
-  delete(owner: ScheduleOwner, id: string): boolean;
+  delete(owner: ScheduleOwner, id: string): Promise<boolean>;
 }
 
 const ScheduleAt = v.object({
@@ -139,8 +139,8 @@ export const scheduleTools = (service: ScheduleService): ToolDefinition[] => [
       schema: v.object({ id: v.string(), deleted: v.literal(true) }),
       render: (args) => [{ type: 'text', text: `Deleted schedule ${args.id}` }],
     },
-    execute(args, exec) {
-      if (!service.delete(ownerOf(exec), args.id))
+    async execute(args, exec) {
+      if (!(await service.delete(ownerOf(exec), args.id)))
         throw new SandboxError(
           'NOT_FOUND',
           `This session has no schedule ${args.id}; schedule_list shows its schedules.`,

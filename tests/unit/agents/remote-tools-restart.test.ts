@@ -73,12 +73,12 @@ it('an agent keeps its remote tools across a restart, loaded without reading its
     signal: new AbortController().signal,
   });
   const deadline = Date.now() + 5_000;
-  let pending = second.store.requests.list(agent.sessionId, 'pending');
+  let pending = await second.store.requests.list(agent.sessionId, 'pending');
   while (pending.length === 0 && Date.now() < deadline) {
     await new Promise((resolve) => setTimeout(resolve, 10));
-    pending = second.store.requests.list(agent.sessionId, 'pending');
+    pending = await second.store.requests.list(agent.sessionId, 'pending');
   }
   expect(pending[0]?.payload).toEqual({ toolName: 'lookup', arguments: { q: 'ada' } });
-  second.store.requests.answer(pending[0]!.id, { result: 'found' });
+  await second.store.requests.answer(pending[0]!.id, { result: 'found' });
   expect(await call).toEqual([expect.objectContaining({ ok: true, value: 'found' })]);
 });

@@ -88,13 +88,13 @@ describe('deleting an agent', () => {
       ],
     });
     const batch = api.call(api.keyA, agent.id, [{ id: 'r', name: 'ask_client', arguments: {} }]);
-    const request = await until(() => api.store.requests.list(agent.id, 'pending')[0]);
+    const request = await until(async () => (await api.store.requests.list(agent.id, 'pending'))[0]);
     expect((await api.request(api.keyA, 'DELETE', `/v1/agents/${agent.id}`)).status).toBe(204);
     const res = await batch;
     expect(res.json.results[0].error.code).not.toBe('REQUEST_EXPIRED');
     expect(res.json.results[0].ok).toBe(false);
-    expect(api.store.requests.list(agent.id, 'pending')).toEqual([]);
-    expect(api.store.requests.get(request.id)?.state).toBe('cancelled');
+    expect(await api.store.requests.list(agent.id, 'pending')).toEqual([]);
+    expect((await api.store.requests.get(request.id))?.state).toBe('cancelled');
     // Answering it afterwards is refused like any request of an unknown agent.
     const answer = await api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/requests/${request.id}`, {
       result: 1,

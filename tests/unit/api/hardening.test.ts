@@ -296,8 +296,8 @@ describe('limits', () => {
       api.call(api.keyA, agent.id, [{ id: 'h2', name: 'hold', arguments: {} }]),
     ];
     const pending = await until(
-      () => {
-        const held = api.store.requests.list(agent.id, 'pending');
+      async () => {
+        const held = await api.store.requests.list(agent.id, 'pending');
         return held.length === 2 && held;
       },
       { what: 'both calls to be held' },
@@ -307,7 +307,7 @@ describe('limits', () => {
     expect(over.json.error.code).toBe('RATE_LIMITED');
     expect(over.headers.get('retry-after')).toBe('1');
     expect((await api.request(api.keyB, 'GET', '/v1/agents')).status).toBe(200);
-    for (const r of pending) api.store.requests.answer(r.id, { result: 'done' });
+    for (const r of pending) await api.store.requests.answer(r.id, { result: 'done' });
     for (const res of await Promise.all(held)) expect(res.json.results[0].ok).toBe(true);
     await stillServing();
   });

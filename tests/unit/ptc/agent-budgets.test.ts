@@ -55,11 +55,11 @@ describe("an agent's codeMode", () => {
       ],
       { signal: new AbortController().signal },
     );
-    const request = await until(() => store.requests.list(agent.sessionId, 'pending')[0]);
+    const request = await until(async () => (await store.requests.list(agent.sessionId, 'pending'))[0]);
     // The behaviour under test: the client takes a second, longer than the service's 300 ms
     // default and within the agent's 3 s.
     await new Promise((resolve) => setTimeout(resolve, 1_000));
-    store.requests.answer(request.id, { result: 'from the client' });
+    await store.requests.answer(request.id, { result: 'from the client' });
     const [result] = await call;
     expect(textOf(result?.content ?? [])).toBe('from the client');
   });

@@ -46,9 +46,9 @@ describe('plan mode', () => {
     expect(inner?.data).toMatchObject({ name: 'bash', ok: false, error: { code: 'PLAN_MODE' } });
 
     const submitted = call([{ id: 'x', name: 'exit_plan_mode', arguments: { plan: '1. Say hi.' } }]);
-    const review = await until(() => store.requests.list(agent.sessionId, 'pending')[0]);
+    const review = await until(async () => (await store.requests.list(agent.sessionId, 'pending'))[0]);
     expect(review.kind).toBe('plan_review');
-    store.requests.answer(review.id, { allow: true });
+    await store.requests.answer(review.id, { allow: true });
     expect((await submitted)[0]?.value).toEqual({ approved: true });
 
     const [allowedWrite, allowedProgram] = await call([write, program]);

@@ -134,12 +134,12 @@ describe('an ask inside a program', () => {
       agent,
       mode: 'code',
     });
-    const request = await until(() => requests.list(agent.sessionId, 'pending')[0]);
+    const request = await until(async () => (await requests.list(agent.sessionId, 'pending'))[0]);
     expect(request).toMatchObject({ kind: 'approval', payload: { toolName: 'slow' } });
     // The behaviour under test: the person answers later than the service's default wall clock
     // (500 ms) and the CPU budget (200 ms); the program stays suspended within its own 5 s.
     await new Promise((resolve) => setTimeout(resolve, 1_000));
-    expect(requests.answer(request.id, { allow: true })).toBe(true);
+    expect(await requests.answer(request.id, { allow: true })).toBe(true);
     const [result] = await outcome;
     expect(textOf(result?.content ?? [])).toBe('waited 10 ms');
   });
@@ -154,13 +154,13 @@ describe('an ask inside a program', () => {
       mode: 'code',
       signal: controller.signal,
     });
-    await until(() => requests.list(agent.sessionId, 'pending').length > 0);
+    await until(async () => (await requests.list(agent.sessionId, 'pending')).length > 0);
     controller.abort();
     const [result] = await outcome;
     expect(result?.ok).toBe(false);
     // Ended by the cancellation, not by the 5 s wall clock a wait that ignored it would run into.
     expect(textOf(result?.content ?? [])).toMatch(/^Error: code run failed \(aborted\): /);
-    expect(requests.list(agent.sessionId, 'pending')).toEqual([]);
-    expect(requests.list(agent.sessionId, 'cancelled')).toHaveLength(1);
+    expect(await requests.list(agent.sessionId, 'pending')).toEqual([]);
+    expect(await requests.list(agent.sessionId, 'cancelled')).toHaveLength(1);
   });
 });

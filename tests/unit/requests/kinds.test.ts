@@ -18,6 +18,7 @@ import {
   userQuestionKind,
 } from '../../../host/requests/index.ts';
 import { createMemoryRequestStore } from '../../../host/store/memory.ts';
+import { until } from '../../helpers/until.ts';
 
 const stores: ReturnType<typeof createMemoryRequestStore>[] = [];
 afterEach(() => {
@@ -38,10 +39,11 @@ const settleWith = async <P, O>(
     payload,
     ttlMs: answer === 'expire' ? 20 : 60_000,
   });
-  const [request] = store.list('s1', 'pending');
-  if (request === undefined) throw new Error('no pending request');
-  if (answer === 'cancel') store.cancel(request.id);
-  else if (answer !== 'expire') store.answer(request.id, answer);
+  const request = await until(async () => (await store.list('s1', 'pending'))[0], {
+    what: 'the pending request',
+  });
+  if (answer === 'cancel') await store.cancel(request.id);
+  else if (answer !== 'expire') await store.answer(request.id, answer);
   return asked;
 };
 
@@ -127,7 +129,7 @@ describe('awaitRequest', () => {
     await expect(
       awaitRequest(store, subagentKind, { sessionId: 's1', callId: 'c1', payload: bad, ttlMs: 1000 }),
     ).rejects.toMatchObject({ code: 'INTERNAL' });
-    expect(store.list('s1')).toEqual([]);
+    expect(await store.list('s1')).toEqual([]);
 
     const controller = new AbortController();
     const asked = awaitRequest(
@@ -136,11 +138,11 @@ describe('awaitRequest', () => {
       { sessionId: 's1', callId: 'c2', payload: { ...step, phase: 'Read' }, ttlMs: 1000 },
       controller.signal,
     );
-    const [request] = store.list('s1', 'pending');
+    const request = await until(async () => (await store.list('s1', 'pending'))[0]);
     expect(request).toMatchObject({ kind: 'subagent', callId: 'c2', payload: { ...step, phase: 'Read' } });
     controller.abort();
     await expect(asked).rejects.toMatchObject({ code: 'ABORTED' });
-    expect(store.get(request?.id as string)?.state).toBe('cancelled');
+    expect((await store.get(request.id))?.state).toBe('cancelled');
   });
 
   it('a kind defined outside the registry works end to end: the store needs nothing per kind', async () => {

@@ -54,10 +54,14 @@ export const startService = (options: ServiceOptions = {}) => {
 };
 
 /** Polls `check` until it returns something other than undefined; fails after `ms`. */
-export const waitFor = async <T>(what: string, check: () => T | undefined, ms = 20_000): Promise<T> => {
+export const waitFor = async <T>(
+  what: string,
+  check: () => T | undefined | Promise<T | undefined>,
+  ms = 20_000,
+): Promise<T> => {
   const deadline = Date.now() + ms;
   for (;;) {
-    const value = check();
+    const value = await check();
     if (value !== undefined) return value;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 25));

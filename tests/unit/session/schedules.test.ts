@@ -26,8 +26,8 @@ const tempDb = () => {
   dirs.push(dir);
   return join(dir, 'store.db');
 };
-const reminders = (service: ReturnType<typeof startService>, agentId: string) =>
-  service.store.requests.list(agentId).filter((r) => r.kind === 'reminder');
+const reminders = async (service: ReturnType<typeof startService>, agentId: string) =>
+  (await service.store.requests.list(agentId)).filter((r) => r.kind === 'reminder');
 const fired = (service: ReturnType<typeof startService>, agentId: string) =>
   service.store.events.list(agentId, { limit: 5000 }).filter((e) => e.type === 'schedule.fired');
 
@@ -109,8 +109,8 @@ describe('delivery', () => {
     await first.stop();
 
     const second = start({ path });
-    const [reminder] = await waitFor('the reminder', () => {
-      const list = reminders(second, agent.id);
+    const [reminder] = await waitFor('the reminder', async () => {
+      const list = await reminders(second, agent.id);
       return list.length > 0 ? list : undefined;
     });
     expect(reminder).toMatchObject({
@@ -127,9 +127,9 @@ describe('delivery', () => {
     ]);
     // Fired once: it is gone, so nothing can fire it again.
     expect((await second.call(agent, 'schedule_list', {})).value).toEqual([]);
-    expect(reminders(second, agent.id)).toHaveLength(1);
+    expect(await reminders(second, agent.id)).toHaveLength(1);
     // The client answers it like any request.
-    expect(second.store.requests.answer(reminder!.id, { result: 'looked' })).toBe(true);
+    expect(await second.store.requests.answer(reminder!.id, { result: 'looked' })).toBe(true);
   });
 
   it('a schedule that fell due while the service was down fires once at start, a recurring one too', async () => {
@@ -144,8 +144,8 @@ describe('delivery', () => {
 
     clock += 5 * 3600 * 1000; // down for five hours: five periods missed
     const second = start({ path, now: () => clock });
-    const list = await waitFor('both reminders', () => {
-      const all = reminders(second, agent.id);
+    const list = await waitFor('both reminders', async () => {
+      const all = await reminders(second, agent.id);
       return all.length >= 2 ? all : undefined;
     });
     expect(list.map((r) => (r.payload as Loose).prompt).sort()).toEqual(['hourly', 'once']);
@@ -165,16 +165,17 @@ describe('delivery', () => {
     const agent = await s.agents.create(tenant, { preset: 'standard' });
     const created = await s.call(agent, 'schedule_create', { prompt: 'tick', every_seconds: 0.1 });
     const id = (created.value as Loose).id;
-    const ticks = () => reminders(s, agent.id).filter((r) => (r.payload as Loose).prompt === 'tick').length;
-    await waitFor('three ticks', () => (ticks() >= 3 ? true : undefined));
+    const ticks = async () =>
+      (await reminders(s, agent.id)).filter((r) => (r.payload as Loose).prompt === 'tick').length;
+    await waitFor('three ticks', async () => ((await ticks()) >= 3 ? true : undefined));
     expect((await s.call(agent, 'schedule_delete', { id })).ok).toBe(true);
-    const after = ticks();
+    const after = await ticks();
     // A one-shot schedule due many periods later: when it has fired, the deleted one would have too.
     await s.call(agent, 'schedule_create', { prompt: 'later', after_seconds: 1 });
-    await waitFor('the later reminder', () =>
-      reminders(s, agent.id).some((r) => (r.payload as Loose).prompt === 'later') ? true : undefined,
+    await waitFor('the later reminder', async () =>
+      (await reminders(s, agent.id)).some((r) => (r.payload as Loose).prompt === 'later') ? true : undefined,
     );
-    expect(ticks()).toBe(after);
+    expect(await ticks()).toBe(after);
     expect((await s.call(agent, 'schedule_delete', { id })).error?.code).toBe('NOT_FOUND');
   });
 });
@@ -205,6 +206,6 @@ describe('ownership', () => {
 
     await s.call(agent, 'schedule_create', { prompt: 'q', after_seconds: 3600 });
     await s.agents.delete(a.id, agent.id);
-    expect(s.store.schedules.list(a.id, agent.id)).toEqual([]);
+    expect(await s.store.schedules.list(a.id, agent.id)).toEqual([]);
   });
 });

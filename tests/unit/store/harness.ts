@@ -1,5 +1,5 @@
-// Harnesses that let one contract suite run against every EventLog / RequestStore / AgentStore
-// implementation.
+// Harnesses that let one contract suite run against every EventLog / AgentStore implementation
+// (the RequestStore's are in request-store.harness.ts).
 // `reopen` is an optional capability (data, not a subclass): it opens a second instance on the same
 // storage while the first stays open, i.e. what a restarted or second process would see. Memory
 // implementations have no storage to reopen, so the durability tests skip for them.
@@ -10,24 +10,15 @@ import { type AgentStore, createAgentStore } from '../../../host/store/agents.ts
 import { type Database, openDatabase } from '../../../host/store/db.ts';
 import { createLibsqlEventLog } from '../../../host/store/event-log.ts';
 import type { ClosableEventLog, EventLogOptions } from '../../../host/store/event-log-port.ts';
-import { createMemoryEventLog, createMemoryRequestStore } from '../../../host/store/memory.ts';
+import { createMemoryEventLog } from '../../../host/store/memory.ts';
 import { createMemoryAgentStore } from '../../../host/store/memory-agents.ts';
 import { migrate } from '../../../host/store/migrations.ts';
-import type { ClosableRequestStore } from '../../../host/store/request-core.ts';
-import { createLibsqlRequestStore } from '../../../host/store/requests.ts';
 import { createTenantStore } from '../../../host/store/tenants.ts';
 
 export interface EventLogInstance {
   log: ClosableEventLog;
   /** Another instance over the same storage (a restart / second process). */
   reopen?: () => ClosableEventLog;
-  cleanup(): void;
-}
-
-export interface RequestStoreInstance {
-  store: ClosableRequestStore;
-  events: ClosableEventLog;
-  reopen?: () => { store: ClosableRequestStore; events: ClosableEventLog };
   cleanup(): void;
 }
 
@@ -95,45 +86,6 @@ export const memoryEventLogHarness: Harness<EventLogInstance> = {
   open(options = {}) {
     const log = createMemoryEventLog(options);
     return { log, cleanup: () => log.close() };
-  },
-};
-
-export const libsqlRequestStoreHarness: Harness<RequestStoreInstance> = {
-  name: 'libsql',
-  open(options = {}) {
-    const temp = tempDatabase();
-    const opened: { store: ClosableRequestStore; events: ClosableEventLog }[] = [];
-    const make = () => {
-      const db = temp.connect();
-      const events = createLibsqlEventLog(db, options);
-      const pair = { store: createLibsqlRequestStore(db, { ...options, events }), events };
-      opened.push(pair);
-      return pair;
-    };
-    return {
-      ...make(),
-      reopen: make,
-      cleanup() {
-        for (const { store, events } of opened) {
-          store.close();
-          events.close();
-        }
-        temp.cleanup();
-      },
-    };
-  },
-};
-
-export const memoryRequestStoreHarness: Harness<RequestStoreInstance> = {
-  name: 'memory',
-  open(options = {}) {
-    const events = createMemoryEventLog(options);
-    const store = createMemoryRequestStore({ ...options, events });
-    const cleanup = () => {
-      store.close();
-      events.close();
-    };
-    return { store, events, cleanup };
   },
 };
 

@@ -15,7 +15,7 @@ describe('openStore', () => {
     temp = tempDatabase();
     const first = openStore({ dataDir: temp.dir });
     first.events.append([{ sessionId: 's', type: 'tool.call', surface: 'current', data: { n: 1 } }]);
-    const request = first.requests.create({
+    const request = await first.requests.create({
       sessionId: 's',
       kind: 'remote_tool',
       callId: 'c1',
@@ -27,13 +27,13 @@ describe('openStore', () => {
     const second = openStore({ dataDir: temp.dir });
     try {
       expect(second.events.list('s').map((e) => e.type)).toEqual(['tool.call', 'request.created']);
-      expect(second.requests.list('s', 'pending').map((r) => r.id)).toEqual([request.id]);
+      expect((await second.requests.list('s', 'pending')).map((r) => r.id)).toEqual([request.id]);
     } finally {
       second.close();
     }
   });
 
-  it('keeps flushed events and created requests when the process is killed without closing', () => {
+  it('keeps flushed events and created requests when the process is killed without closing', async () => {
     temp = tempDatabase();
     const entry = fileURLToPath(new URL('../../../host/store/index.ts', import.meta.url));
     const script = join(temp.dir, 'crash.ts');
@@ -42,7 +42,7 @@ describe('openStore', () => {
       `import { openStore } from ${JSON.stringify(entry)};
       const store = openStore({ dataDir: ${JSON.stringify(temp.dir)} });
       for (let i = 0; i < 100; i++) store.events.append([{ sessionId: 's', type: 'tool.call', surface: 'current', data: i }]);
-      store.requests.create({ sessionId: 's', kind: 'approval', callId: 'c', payload: {}, expiresAt: Date.now() + 60000 });
+      await store.requests.create({ sessionId: 's', kind: 'approval', callId: 'c', payload: {}, expiresAt: Date.now() + 60000 });
       await store.events.flush();
       process.kill(process.pid, 'SIGKILL');`,
     );
@@ -51,7 +51,7 @@ describe('openStore', () => {
     const store = openStore({ dataDir: temp.dir });
     try {
       expect(store.events.list('s').map((e) => e.seq)).toEqual(Array.from({ length: 101 }, (_, i) => i + 1));
-      expect(store.requests.list('s', 'pending')).toHaveLength(1);
+      expect(await store.requests.list('s', 'pending')).toHaveLength(1);
     } finally {
       store.close();
     }

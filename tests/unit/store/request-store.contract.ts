@@ -1,7 +1,8 @@
-// The RequestStore contract: every implementation runs this suite through a one-line test file.
+// The RequestStore contract: every implementation runs this suite through a one-line test file,
+// giving it an async factory that opens a fresh store (request-store.harness.ts).
 import { afterEach, describe, expect, it } from 'vitest';
 import type { HostRequest } from '../../../host/requests/port.ts';
-import type { Harness, RequestStoreInstance } from './harness.ts';
+import type { OpenRequestStore, RequestStoreInstance } from './request-store.harness.ts';
 
 const input = (expiresInMs = 60_000, sessionId = 's1') => ({
   sessionId,
@@ -11,19 +12,22 @@ const input = (expiresInMs = 60_000, sessionId = 's1') => ({
   expiresAt: Date.now() + expiresInMs,
 });
 
-export const runRequestStoreContract = (harness: Harness<RequestStoreInstance>) => {
-  describe(`RequestStore contract (${harness.name})`, () => {
-    let instance: RequestStoreInstance;
-    const open = (options?: { now?: () => number; pollMs?: number }) => {
-      instance = harness.open(options);
+export const runRequestStoreContract = (name: string, openStore: OpenRequestStore) => {
+  describe(`RequestStore contract (${name})`, () => {
+    let instance: RequestStoreInstance | undefined;
+    const open = async (options?: { now?: () => number; pollMs?: number }) => {
+      instance = await openStore(options);
       return instance;
     };
-    afterEach(() => instance?.cleanup());
+    afterEach(async () => {
+      await instance?.close();
+      instance = undefined;
+    });
 
-    it('creates pending requests with req_ ids that get and list return', () => {
-      const { store } = open();
-      const a = store.create(input());
-      const b = store.create(input(60_000, 's2'));
+    it('creates pending requests with req_ ids that get and list return', async () => {
+      const { store } = await open();
+      const a = await store.create(input());
+      const b = await store.create(input(60_000, 's2'));
       expect(a.id).toMatch(/^req_[\w-]{21}$/);
       expect(a).toMatchObject({
         state: 'pending',
@@ -31,82 +35,107 @@ export const runRequestStoreContract = (harness: Harness<RequestStoreInstance>) 
         callId: 'call_1',
         payload: input().payload,
       });
-      expect(store.get(a.id)).toEqual(a);
-      expect(store.list('s1').map((r) => r.id)).toEqual([a.id]);
-      expect(store.list('s2', 'pending').map((r) => r.id)).toEqual([b.id]);
-      expect(store.list('s2', 'answered')).toEqual([]);
-      expect(store.get('req_missing')).toBeUndefined();
+      expect(await store.get(a.id)).toEqual(a);
+      expect((await store.list('s1')).map((r) => r.id)).toEqual([a.id]);
+      expect((await store.list('s2', 'pending')).map((r) => r.id)).toEqual([b.id]);
+      expect(await store.list('s2', 'answered')).toEqual([]);
+      expect(await store.get('req_missing')).toBeUndefined();
+    });
+
+    it('refuses a request without a finite expiry, and any once closed', async () => {
+      const { store } = await open();
+      await expect(store.create({ ...input(), expiresAt: Number.NaN })).rejects.toMatchObject({
+        code: 'BAD_REQUEST',
+      });
+      store.close();
+      await expect(store.create(input())).rejects.toMatchObject({ code: 'SHUTTING_DOWN' });
     });
 
     it('lets only the first answer win', async () => {
-      const { store } = open();
-      const r = store.create(input());
-      expect(store.answer(r.id, { allow: true })).toBe(true);
-      expect(store.answer(r.id, { allow: false })).toBe(false);
-      expect(store.cancel(r.id)).toBe(false);
-      expect(store.get(r.id)).toMatchObject({ state: 'answered', answer: { allow: true } });
-      expect(store.answer('req_missing', 1)).toBe(false);
+      const { store } = await open();
+      const r = await store.create(input());
+      expect(await store.answer(r.id, { allow: true })).toBe(true);
+      expect(await store.answer(r.id, { allow: false })).toBe(false);
+      expect(await store.cancel(r.id)).toBe(false);
+      expect(await store.get(r.id)).toMatchObject({ state: 'answered', answer: { allow: true } });
+      expect(await store.answer('req_missing', 1)).toBe(false);
+    });
+
+    it('lets exactly one of two answers given at once win', async () => {
+      const { store } = await open();
+      const r = await store.create(input());
+      const results = await Promise.all([store.answer(r.id, 'first'), store.answer(r.id, 'second')]);
+      expect(results.filter(Boolean)).toHaveLength(1);
+      expect((await store.get(r.id))?.answer).toBe(results[0] ? 'first' : 'second');
     });
 
     it('wakes every waiter with the answered request', async () => {
-      const { store } = open();
-      const r = store.create(input());
+      const { store } = await open();
+      const r = await store.create(input());
       const waits = [store.wait(r.id), store.wait(r.id)];
-      setTimeout(() => store.answer(r.id, { output: 'done' }), 5);
+      setTimeout(() => void store.answer(r.id, { output: 'done' }), 5);
       for (const settled of await Promise.all(waits)) {
         expect(settled).toMatchObject({ id: r.id, state: 'answered', answer: { output: 'done' } });
       }
       await expect(store.wait(r.id)).resolves.toMatchObject({ state: 'answered' });
     });
 
-    it('settles cancelled requests for waiters and refuses later answers', async () => {
-      const { store } = open();
-      const r = store.create(input());
+    it('wakes a waiter whose request is answered while its wait is still reading', async () => {
+      const { store } = await open();
+      const r = await store.create(input());
       const waiting = store.wait(r.id);
-      expect(store.cancel(r.id)).toBe(true);
+      expect(await store.answer(r.id, 'now')).toBe(true);
+      await expect(waiting).resolves.toMatchObject({ state: 'answered', answer: 'now' });
+    });
+
+    it('settles cancelled requests for waiters and refuses later answers', async () => {
+      const { store } = await open();
+      const r = await store.create(input());
+      const waiting = store.wait(r.id);
+      expect(await store.cancel(r.id)).toBe(true);
       await expect(waiting).resolves.toMatchObject({ state: 'cancelled' });
-      expect(store.answer(r.id, 'late')).toBe(false);
-      expect(store.get(r.id)).not.toHaveProperty('answer');
+      expect(await store.answer(r.id, 'late')).toBe(false);
+      expect(await store.get(r.id)).not.toHaveProperty('answer');
     });
 
     it('expires a request at expiresAt: waiters wake and answers are denied', async () => {
-      const { store } = open();
-      const r = store.create(input(40));
+      const { store } = await open();
+      const r = await store.create(input(40));
       const settled = await store.wait(r.id);
       expect(settled.state).toBe('expired');
       expect(Date.now()).toBeGreaterThanOrEqual(r.expiresAt); // not before its time
-      expect(store.answer(r.id, { allow: true })).toBe(false);
-      expect(store.list('s1', 'expired').map((x) => x.id)).toEqual([r.id]);
+      expect(await store.answer(r.id, { allow: true })).toBe(false);
+      expect((await store.list('s1', 'expired')).map((x) => x.id)).toEqual([r.id]);
     });
 
-    it('reads a request past its expiry as expired even before its timer runs', () => {
+    it('reads a request past its expiry as expired even before its timer runs', async () => {
       let now = Date.now();
-      const { store } = open({ now: () => now });
-      const r = store.create({ ...input(), expiresAt: now + 1000 });
+      const { store } = await open({ now: () => now });
+      const r = await store.create({ ...input(), expiresAt: now + 1000 });
       now += 1001;
-      expect(store.answer(r.id, { allow: true })).toBe(false);
-      expect(store.get(r.id)?.state).toBe('expired');
+      expect(await store.answer(r.id, { allow: true })).toBe(false);
+      expect((await store.get(r.id))?.state).toBe('expired');
     });
 
     it('rejects a wait on abort with ABORTED, and on an unknown id with NOT_FOUND', async () => {
-      const { store } = open();
-      const r = store.create(input());
+      const { store } = await open();
+      const r = await store.create(input());
       const controller = new AbortController();
       const waiting = store.wait(r.id, controller.signal);
       controller.abort(new Error('client went away'));
       await expect(waiting).rejects.toMatchObject({ code: 'ABORTED' });
       await expect(store.wait(r.id, AbortSignal.abort())).rejects.toMatchObject({ code: 'ABORTED' });
       await expect(store.wait('req_missing')).rejects.toMatchObject({ code: 'NOT_FOUND' });
-      expect(store.get(r.id)?.state).toBe('pending');
+      expect((await store.get(r.id))?.state).toBe('pending');
     });
 
     it('records created, answered, expired and cancelled in the session event log', async () => {
-      const { store, events } = open();
-      const answered = store.create(input());
-      store.answer(answered.id, { allow: true });
-      const cancelled = store.create(input());
-      store.cancel(cancelled.id);
-      const expired = store.create(input(10));
+      const { store, events } = await open();
+      const answered = await store.create(input());
+      await store.answer(answered.id, { allow: true });
+      const cancelled = await store.create(input());
+      await store.cancel(cancelled.id);
+      const expired = await store.create(input(10));
       await store.wait(expired.id);
       await events.flush();
       const log = events.list('s1').map((e) => [e.type, (e.data as { requestId: string }).requestId]);
@@ -125,9 +154,25 @@ export const runRequestStoreContract = (harness: Harness<RequestStoreInstance>) 
       });
     });
 
+    it('drafts without storing; adopts a draft another transaction wrote (logged, expiry armed)', async () => {
+      const { store, events, writeDraft } = await open();
+      const draft = store.draft(input(40));
+      expect(draft).toMatchObject({ id: expect.stringMatching(/^req_[\w-]{21}$/), state: 'pending' });
+      expect(await store.get(draft.id)).toBeUndefined();
+      expect(() => store.draft({ ...input(), expiresAt: Number.POSITIVE_INFINITY })).toThrow(
+        expect.objectContaining({ code: 'BAD_REQUEST' }),
+      );
+      await writeDraft(draft); // what the other store's transaction does
+      expect(await store.adopt(draft)).toEqual(draft);
+      await expect(store.wait(draft.id)).resolves.toMatchObject({ state: 'expired' });
+      await events.flush();
+      const mine = events.list('s1').filter((e) => (e.data as { requestId: string }).requestId === draft.id);
+      expect(mine.map((e) => e.type)).toEqual(['request.created', 'request.expired']);
+    });
+
     it('rejects waiters with SHUTTING_DOWN on close', async () => {
-      const { store } = open();
-      const r = store.create(input());
+      const { store } = await open();
+      const r = await store.create(input());
       const waiting = store.wait(r.id);
       store.close();
       await expect(waiting).rejects.toMatchObject({ code: 'SHUTTING_DOWN' });
@@ -135,58 +180,58 @@ export const runRequestStoreContract = (harness: Harness<RequestStoreInstance>) 
 
     describe('durability (implementations with storage)', () => {
       it('keeps pending requests across a restart: the new process can answer and wait', async (ctx) => {
-        const { store, reopen } = open();
+        const { store, reopen } = await open();
         if (reopen === undefined) return ctx.skip();
-        const r = store.create(input());
+        const r = await store.create(input());
         store.close();
-        const next = reopen();
-        expect(next.store.list('s1', 'pending').map((x) => x.id)).toEqual([r.id]);
+        const next = await reopen();
+        expect((await next.store.list('s1', 'pending')).map((x) => x.id)).toEqual([r.id]);
         const waiting = next.store.wait(r.id);
-        expect(next.store.answer(r.id, { allow: true })).toBe(true);
+        expect(await next.store.answer(r.id, { allow: true })).toBe(true);
         await expect(waiting).resolves.toMatchObject({ state: 'answered', answer: { allow: true } });
       });
 
       it('reads requests that expired while no process ran as expired, and logs it', async (ctx) => {
         let now = Date.now();
-        const { store, reopen } = open({ now: () => now });
+        const { store, reopen } = await open({ now: () => now });
         if (reopen === undefined) return ctx.skip();
-        const r = store.create({ ...input(), expiresAt: now + 20 });
+        const r = await store.create({ ...input(), expiresAt: now + 20 });
         store.close();
         now += 40; // while no process ran
-        const next = reopen();
-        expect(next.store.get(r.id)?.state).toBe('expired');
-        expect(next.store.answer(r.id, { allow: true })).toBe(false);
+        const next = await reopen();
+        expect((await next.store.get(r.id))?.state).toBe('expired');
+        expect(await next.store.answer(r.id, { allow: true })).toBe(false);
         await next.events.flush();
         expect(next.events.list('s1').map((e) => e.type)).toContain('request.expired');
       });
 
       it('arms expiry for pending requests found at start', async (ctx) => {
-        const { store, reopen } = open();
+        const { store, reopen } = await open();
         if (reopen === undefined) return ctx.skip();
-        const r = store.create(input(60));
+        const r = await store.create(input(60));
         store.close();
-        const next = reopen();
+        const next = await reopen();
         const settled: HostRequest = await next.store.wait(r.id);
         expect(settled.state).toBe('expired');
       });
 
       it('wakes a waiter when another process answers', async (ctx) => {
-        const { store, reopen } = open({ pollMs: 20 });
+        const { store, reopen } = await open({ pollMs: 20 });
         if (reopen === undefined) return ctx.skip();
-        const r = store.create(input());
+        const r = await store.create(input());
         const waiting = store.wait(r.id);
-        expect(reopen().store.answer(r.id, { allow: true })).toBe(true);
+        expect(await (await reopen()).store.answer(r.id, { allow: true })).toBe(true);
         await expect(waiting).resolves.toMatchObject({ state: 'answered', answer: { allow: true } });
       });
 
       it('lets exactly one of two processes answer the same request', async (ctx) => {
-        const { store, reopen } = open();
+        const { store, reopen } = await open();
         if (reopen === undefined) return ctx.skip();
-        const r = store.create(input());
-        const other = reopen().store;
-        const results = [other.answer(r.id, 'from B'), store.answer(r.id, 'from A')];
+        const r = await store.create(input());
+        const other = (await reopen()).store;
+        const results = [await other.answer(r.id, 'from B'), await store.answer(r.id, 'from A')];
         expect(results).toEqual([true, false]);
-        expect(store.get(r.id)?.answer).toBe('from B');
+        expect((await store.get(r.id))?.answer).toBe('from B');
       });
     });
   });

@@ -1,4 +1,4 @@
-import { libsqlRequestStoreHarness } from './harness.ts';
 import { runRequestStoreContract } from './request-store.contract.ts';
+import { openLibsqlRequestStore } from './request-store.harness.ts';
 
-runRequestStoreContract(libsqlRequestStoreHarness);
+runRequestStoreContract('libsql', openLibsqlRequestStore);

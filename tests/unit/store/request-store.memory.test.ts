@@ -1,4 +1,4 @@
-import { memoryRequestStoreHarness } from './harness.ts';
 import { runRequestStoreContract } from './request-store.contract.ts';
+import { openMemoryRequestStore } from './request-store.harness.ts';
 
-runRequestStoreContract(memoryRequestStoreHarness);
+runRequestStoreContract('memory', openMemoryRequestStore);

@@ -229,6 +229,18 @@ describe('child agents and teams', () => {
     expect(twins.map((r) => (r.ok ? 'ok' : r.error.code)).sort()).toEqual(['CONFLICT', 'ok']);
   });
 
+  it('followups sent at once to an idle teammate wake it once', async () => {
+    api = makeApi();
+    const lead = await api.createAgent(api.keyA, { teams: true });
+    const alice = await ok(lead.id, 'spawn_teammate', { name: 'alice', description: 'd', prompt: 'p' });
+    await ok(alice.agent_id, 'report', { output: 'done' }); // her run is over: she is idle
+    const sent = await Promise.all(
+      ['one', 'two', 'three'].map((message) => ok(lead.id, 'followup_task', { target: 'alice', message })),
+    );
+    expect(sent.filter((r) => r.woke)).toHaveLength(1);
+    expect((await pending(alice.agent_id)).map((r) => r.kind)).toEqual(['agent_wakeup']);
+  });
+
   it('refuses past the limits with stable codes', async () => {
     api = makeApi(
       {},
@@ -291,9 +303,9 @@ describe('child agents and teams', () => {
     expect((await api.request(api.keyA, 'DELETE', `/v1/agents/${parent.id}`)).status).toBe(204);
     for (const id of [parent.id, child.agent_id, grandchild.agent_id])
       expect((await api.request(api.keyA, 'GET', `/v1/agents/${id}`)).status).toBe(404);
-    expect(api.store.requests.list(parent.id, 'pending')).toEqual([]);
-    expect(api.store.requests.list(child.agent_id, 'pending')).toEqual([]);
-    expect(api.store.teams.undelivered(grandchild.agent_id)).toEqual([]);
+    expect(await api.store.requests.list(parent.id, 'pending')).toEqual([]);
+    expect(await api.store.requests.list(child.agent_id, 'pending')).toEqual([]);
+    expect(await api.store.teams.undelivered(grandchild.agent_id)).toEqual([]);
   });
 
   it('a service rebuilt on the same store loses no child, message, link or pending run', async () => {

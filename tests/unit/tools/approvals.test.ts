@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { createMemoryRequestStore } from '../../../host/store/memory.ts';
 import { type ApprovalRequest, createRegistry, createRequestApprovals } from '../../../host/tools/index.ts';
-import { agent, call, echoTool, tick } from './helpers.ts';
+import { until } from '../../helpers/until.ts';
+import { agent, call, echoTool } from './helpers.ts';
 
 const askEverything = (registry: ReturnType<typeof createRegistry>) =>
   registry.global.on('tools/pre-execute', () => ({ kind: 'ask', reason: 'echo needs a human' }));
@@ -70,14 +71,13 @@ describe('approvals over the RequestStore', () => {
   it('creates a pending approval request and runs the call when the client allows it', async () => {
     const { store, registry } = setup();
     const pending = registry.global.execute([call('c1', 'echo', { text: 'x' })], { agent });
-    await tick(5);
-    const [req] = store.list('session-1', 'pending');
+    const req = await until(async () => (await store.list('session-1', 'pending'))[0]);
     expect(req).toMatchObject({
       kind: 'approval',
       callId: 'c1',
       payload: { toolName: 'echo', arguments: { text: 'x' }, reason: 'echo needs a human' },
     });
-    store.answer(req?.id as string, { allow: true });
+    await store.answer(req.id, { allow: true });
     expect((await pending)[0]?.ok).toBe(true);
     store.close?.();
   });
@@ -85,8 +85,8 @@ describe('approvals over the RequestStore', () => {
   it('a client denial becomes DENIED with its reason', async () => {
     const { store, registry } = setup();
     const pending = registry.global.execute([call('c1', 'echo', { text: 'x' })], { agent });
-    await tick(5);
-    store.answer(store.list('session-1', 'pending')[0]?.id as string, {
+    const req = await until(async () => (await store.list('session-1', 'pending'))[0]);
+    await store.answer(req.id, {
       allow: false,
       reason: 'not on prod',
     });
@@ -110,11 +110,11 @@ describe('approvals over the RequestStore', () => {
       agent,
       signal: controller.signal,
     });
-    await tick(5);
+    await until(async () => (await store.list('session-1', 'pending')).length > 0);
     controller.abort();
     const [r] = await pending;
     expect(r?.error?.code).toBe('ABORTED_BEFORE_DISPATCH');
-    expect(store.list('session-1', 'pending')).toEqual([]);
+    expect(await store.list('session-1', 'pending')).toEqual([]);
     store.close?.();
   });
 });

@@ -1,0 +1,121 @@
+// The ScheduleStore contract: owners only reach their own schedules, at most the limit of them;
+// due and nextDue read across owners, soonest first; a fire counts only for the due time its firer
+// read, so processes sharing the database fire a schedule once, and it writes its request in the
+// same transaction (or, when it loses, nothing). Every implementation runs it through a one-line
+// test file with an async factory.
+import { afterEach, describe, expect, it } from 'vitest';
+import type { HostRequest } from '../../../host/requests/port.ts';
+import type { ScheduleStore } from '../../../host/store/schedules.ts';
+
+export interface ScheduleStoreInstance {
+  schedules: ScheduleStore;
+  /** The stored host request `id`, as the request store would read it (the fire writes it). */
+  requestOf(id: string): Promise<HostRequest | undefined>;
+  /** Another instance over the same storage (a second process). */
+  reopen?: () => Promise<ScheduleStore>;
+  close(): Promise<void> | void;
+}
+
+export type OpenScheduleStore = () => Promise<ScheduleStoreInstance>;
+
+const input = (agentId: string, nextAt: number, tenantId = 'tn_a') => ({
+  tenantId,
+  agentId,
+  prompt: 'p',
+  kind: 'every' as const,
+  spec: { every_seconds: 60 },
+  everyMs: 60_000,
+  nextAt,
+});
+
+let serial = 0;
+const reminder = (agentId: string): HostRequest => ({
+  id: `req_contract_${++serial}`,
+  sessionId: agentId,
+  kind: 'reminder',
+  callId: 'schedule:x',
+  state: 'pending',
+  payload: { prompt: 'p' },
+  createdAt: 1000,
+  expiresAt: Date.now() + 60_000,
+});
+
+export const runScheduleStoreContract = (name: string, openStore: OpenScheduleStore) =>
+  describe(`ScheduleStore contract (${name})`, () => {
+    let instance: ScheduleStoreInstance | undefined;
+    const open = async () => {
+      instance = await openStore();
+      return instance;
+    };
+    afterEach(async () => {
+      await instance?.close();
+      instance = undefined;
+    });
+
+    it('a due time fires once, whoever read it; a stale reader fires (and writes) nothing', async () => {
+      const { schedules, requestOf } = await open();
+      const { id } = await schedules.create(input('agt_1', 1000), 10);
+      // Two processes read the schedule due at 1000; the first fires it.
+      const first = reminder('agt_1');
+      const second = reminder('agt_1');
+      expect(await schedules.fire({ id, dueAt: 1000 }, 1000, 61_000, first)).toBe(true);
+      expect(await schedules.fire({ id, dueAt: 1000 }, 1001, 61_001, second)).toBe(false);
+      expect(await requestOf(first.id)).toEqual(first);
+      expect(await requestOf(second.id)).toBeUndefined();
+      expect(await schedules.list('tn_a', 'agt_1')).toEqual([
+        expect.objectContaining({ nextAt: 61_000, fired: 1, lastFiredAt: 1000 }),
+      ]);
+    });
+
+    it('a one-shot fire removes the schedule; a deleted one does not fire', async () => {
+      const { schedules, requestOf } = await open();
+      const once = await schedules.create({ ...input('agt_1', 1000), kind: 'after', everyMs: undefined }, 10);
+      const gone = await schedules.create(input('agt_1', 2000), 10);
+      const made = reminder('agt_1');
+      expect(await schedules.fire({ id: once.id, dueAt: 1000 }, 1000, undefined, made)).toBe(true);
+      expect(await requestOf(made.id)).toMatchObject({ state: 'pending' });
+      expect(await schedules.delete('tn_a', 'agt_1', gone.id)).toBe(true);
+      const late = reminder('agt_1');
+      expect(await schedules.fire({ id: gone.id, dueAt: 2000 }, 2000, 62_000, late)).toBe(false);
+      expect(await requestOf(late.id)).toBeUndefined();
+      expect(await schedules.list('tn_a', 'agt_1')).toEqual([]);
+    });
+
+    it('two processes firing the same due time at once: one wins', async (ctx) => {
+      const { schedules, reopen } = await open();
+      if (reopen === undefined) return ctx.skip();
+      const other = await reopen();
+      const { id } = await schedules.create(input('agt_1', 1000), 10);
+      const fired = await Promise.all([
+        schedules.fire({ id, dueAt: 1000 }, 1000, 61_000, reminder('agt_1')),
+        other.fire({ id, dueAt: 1000 }, 1000, 61_000, reminder('agt_1')),
+      ]);
+      expect(fired.filter(Boolean)).toHaveLength(1);
+    });
+
+    it('owners reach only their own schedules, at most the limit of them', async () => {
+      const { schedules } = await open();
+      const { id } = await schedules.create(input('agt_1', 1000), 2);
+      await schedules.create(input('agt_1', 2000), 2);
+      await expect(schedules.create(input('agt_1', 3000), 2)).rejects.toMatchObject({
+        code: 'LIMIT_EXCEEDED',
+      });
+      expect(await schedules.delete('tn_b', 'agt_1', id)).toBe(false);
+      expect(await schedules.delete('tn_a', 'agt_2', id)).toBe(false);
+      expect(await schedules.list('tn_a', 'agt_2')).toEqual([]);
+      expect((await schedules.list('tn_a', 'agt_1')).map((s) => s.nextAt)).toEqual([1000, 2000]);
+      expect(await schedules.deleteAgent('agt_1')).toBe(2);
+      expect(await schedules.nextDue()).toBeUndefined();
+    });
+
+    it("due and nextDue read every owner's schedules, soonest first", async () => {
+      const { schedules } = await open();
+      await schedules.create(input('agt_1', 3000), 10);
+      await schedules.create(input('agt_2', 1000, 'tn_b'), 10);
+      await schedules.create(input('agt_1', 2000), 10);
+      expect(await schedules.nextDue()).toBe(1000);
+      expect((await schedules.due(2500, 10)).map((s) => s.nextAt)).toEqual([1000, 2000]);
+      expect((await schedules.due(5000, 1)).map((s) => s.nextAt)).toEqual([1000]);
+      expect(await schedules.due(500, 10)).toEqual([]);
+    });
+  });
