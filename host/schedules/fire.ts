@@ -16,9 +16,14 @@ export interface FireDeps {
   events: EventLog;
 }
 
-export function fireSchedule(options: FireDeps, ttlMs: number, record: ScheduleRecord, at: number): void {
+export async function fireSchedule(
+  options: FireDeps,
+  ttlMs: number,
+  record: ScheduleRecord,
+  at: number,
+): Promise<void> {
   const { schedules } = options;
-  if (options.agents.get(record.tenantId, record.agentId) === undefined) {
+  if ((await options.agents.get(record.tenantId, record.agentId)) === undefined) {
     schedules.deleteAgent(record.agentId);
     return;
   }

@@ -93,14 +93,15 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     return scheduleView(record);
   }
 
-  function wake(): void {
+  /** The timer ran out: fires what is due (each fire on its own), then re-arms. Never rejects. */
+  async function wake(): Promise<void> {
     timer = undefined;
     if (closed) return;
     try {
       const at = now();
       for (const record of schedules.due(at, FIRE_BATCH)) {
         try {
-          fireSchedule(options, ttlMs, record, at);
+          await fireSchedule(options, ttlMs, record, at);
         } catch (error) {
           options.onError?.(error);
         }
@@ -124,7 +125,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       next = now() + 5000; // the store failed: look again soon
     }
     if (next === undefined) return;
-    timer = setTimeout(wake, Math.min(MAX_TIMER_MS, Math.max(0, next - now())));
+    timer = setTimeout(() => void wake(), Math.min(MAX_TIMER_MS, Math.max(0, next - now())));
     // The HTTP server keeps the process up; a scheduler alone must not.
     timer.unref();
   }

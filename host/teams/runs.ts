@@ -21,16 +21,16 @@ export interface Runs {
   /** Watches a pending run request of `childId` until it settles. */
   watch(childId: string, request: HostRequest): void;
   /** Settles the child's run (if it is still on `requestId`; undefined: any) and announces it. */
-  settle(childId: string, requestId: string | undefined, outcome: Outcome): boolean;
+  settle(childId: string, requestId: string | undefined, outcome: Outcome): Promise<boolean>;
   /**
    * Stores a report of a child whose run was not pending (it continued on its own) and announces it;
    * MAILBOX_FULL, changing nothing, when the parent has not read this child's last reports.
    */
-  reportIdle(run: ChildRun, output: string): void;
+  reportIdle(run: ChildRun, output: string): Promise<void>;
   /** Resolves with the run once it is no longer running; rejects when `signal` aborts. */
   outcome(childId: string, signal: AbortSignal): Promise<ChildRun>;
   /** Watches every run left pending by the last process; resolves to how many. */
-  resume(): number;
+  resume(): Promise<number>;
   close(): void;
 }
 
@@ -78,10 +78,15 @@ export function createRuns(options: RunsOptions): Runs {
   const waiting = new Map<string, Set<(run: ChildRun) => void>>();
 
   function watch(childId: string, request: HostRequest): void {
-    requests.wait(request.id, stop.signal).then(
-      (settled) => settle(childId, request.id, outcomeOf(settled)),
-      () => undefined, // the service is closing: the next start resumes the watch
-    );
+    requests
+      .wait(request.id, stop.signal)
+      .then(
+        (settled) => settle(childId, request.id, outcomeOf(settled)),
+        () => false, // the service is closing: the next start resumes the watch
+      )
+      // The store failed to settle it: the run stays running on this request, so the next
+      // start's resume() settles it from the request.
+      .catch(() => undefined);
   }
 
   /** The `report` item telling the parent what `childId` said; MAILBOX_FULL when its room is full. */
@@ -100,14 +105,14 @@ export function createRuns(options: RunsOptions): Runs {
   }
 
   /** Tells waiters, the parent's log and (unless `posted` already) its mailbox how the run stands. */
-  function announce(childId: string, posted = false): void {
+  async function announce(childId: string, posted = false): Promise<void> {
     const run = teams.run(childId);
-    const child = agents.byId(childId);
     if (run === undefined) return;
     for (const resolve of waiting.get(childId) ?? []) resolve(run);
     waiting.delete(childId);
     const parentId = run.parentId;
-    if (agents.byId(parentId) === undefined) return; // deleted with (or before) its child
+    const [child, parent] = await Promise.all([agents.byId(childId), agents.byId(parentId)]);
+    if (parent === undefined) return; // deleted with (or before) its child
     const data = {
       agentId: childId,
       ...(child?.links?.name === undefined ? {} : { name: child.links.name }),
@@ -128,22 +133,22 @@ export function createRuns(options: RunsOptions): Runs {
     }
   }
 
-  function settle(childId: string, requestId: string | undefined, outcome: Outcome): boolean {
+  async function settle(childId: string, requestId: string | undefined, outcome: Outcome): Promise<boolean> {
     if (outcome.status === 'running') return false;
     const changed = teams.settleRun(childId, requestId, outcome);
-    if (changed) announce(childId);
+    if (changed) await announce(childId);
     return changed;
   }
 
-  function reportIdle(run: ChildRun, output: string): void {
+  async function reportIdle(run: ChildRun, output: string): Promise<void> {
     const { requestId: _r, updatedAt: _u, ...rest } = run;
     const next = { ...rest, status: 'completed' as const, output };
+    const [parent, child] = await Promise.all([agents.byId(run.parentId), agents.byId(run.agentId)]);
     // Queued before anything changes: a child that left its room full of unread reports is told
     // (MAILBOX_FULL) instead of its report vanishing.
-    if (agents.byId(run.parentId) !== undefined)
-      notice({ ...next, updatedAt: run.updatedAt }, agents.byId(run.agentId)?.links?.name);
+    if (parent !== undefined) notice({ ...next, updatedAt: run.updatedAt }, child?.links?.name);
     teams.putRun(next);
-    announce(run.agentId, true);
+    await announce(run.agentId, true);
   }
 
   function outcome(childId: string, signal: AbortSignal): Promise<ChildRun> {
@@ -166,13 +171,13 @@ export function createRuns(options: RunsOptions): Runs {
     });
   }
 
-  function resume(): number {
+  async function resume(): Promise<number> {
     let watched = 0;
     for (const run of teams.runsWith('running')) {
       if (run.requestId === undefined) continue;
       const request = requests.get(run.requestId);
-      if (request === undefined) settle(run.agentId, run.requestId, { status: 'cancelled' });
-      else if (request.state !== 'pending') settle(run.agentId, run.requestId, outcomeOf(request));
+      if (request === undefined) await settle(run.agentId, run.requestId, { status: 'cancelled' });
+      else if (request.state !== 'pending') await settle(run.agentId, run.requestId, outcomeOf(request));
       else {
         watch(run.agentId, request);
         watched++;

@@ -18,7 +18,7 @@ import { interrupt, send, wait } from './service/messaging.ts';
 import { descendantsOf } from './service/reach.ts';
 import { list } from './service/roster.ts';
 import { spawn } from './service/spawn.ts';
-import { messageView, nameOf, type TeamState } from './service/state.ts';
+import { messageViews, type TeamState } from './service/state.ts';
 import type { TeamService, TeamServiceOptions } from './service/types.ts';
 
 export { messageView } from './service/state.ts';
@@ -49,7 +49,7 @@ export function createTeamService(options: TeamServiceOptions): TeamService {
     directory: createTeamDirectory(agents),
     spawning: new Map(),
   };
-  const view = (item: MailItem) => messageView(item, (id) => nameOf(state, id));
+  const views = (items: readonly MailItem[]) => messageViews(state, items);
 
   return {
     spawn: (parent, input, call) => spawn(state, parent, input, call),
@@ -59,14 +59,14 @@ export function createTeamService(options: TeamServiceOptions): TeamService {
     interrupt: (by, target, reach) => interrupt(state, by, target, reach),
     list: (agent, scope) => list(state, agent, scope),
     mailbox: (agent, afterId, limit) =>
-      teams
-        .list(agent.id, {
+      views(
+        teams.list(agent.id, {
           ...(afterId === undefined ? {} : { afterId }),
           ...(limit === undefined ? {} : { limit }),
-        })
-        .map(view),
-    take: (agent) => mailboxes.take(agent.id).map(view),
-    descendants: (agent) => descendantsOf(state, agent.tenantId, agent.id).reverse(),
+        }),
+      ),
+    take: (agent) => views(mailboxes.take(agent.id)),
+    descendants: async (agent) => (await descendantsOf(state, agent.tenantId, agent.id)).reverse(),
     deleted: (agent) => deleted(state, agent),
     directory: state.directory,
     limits,

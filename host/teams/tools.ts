@@ -103,7 +103,7 @@ function legacyTools(teams: TeamService, agent: Agent): ToolDefinition[] {
       output: anything,
       isConcurrencySafe: () => true,
       isReadOnly: () => true,
-      execute: (args) => ({ agents: teams.list(agent, args.scope ?? 'children') }),
+      execute: async (args) => ({ agents: await teams.list(agent, args.scope ?? 'children') }),
     }),
     defineTool({
       name: 'send_message',
@@ -195,7 +195,7 @@ function teamTools(teams: TeamService, agent: Agent): ToolDefinition[] {
       output: anything,
       isConcurrencySafe: () => true,
       isReadOnly: () => true,
-      execute: () => ({ agents: teams.list(agent, 'team') }),
+      execute: async () => ({ agents: await teams.list(agent, 'team') }),
     }),
     teamMessageTool(
       teams,

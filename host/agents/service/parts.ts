@@ -80,9 +80,12 @@ export function deletionFor(state: AgentServiceState): Deletion {
     graceMs: options.deleteGraceMs ?? 5000,
     reapRetryMs: options.reapRetryMs ?? 30_000,
     isClosing: state.isClosing,
-    onDeleted(id, agent) {
-      state.teams?.deleted(agent);
-      options.onAgentDeleted?.(id);
+    async onDeleted(id, agent) {
+      try {
+        await state.teams?.deleted(agent);
+      } finally {
+        options.onAgentDeleted?.(id);
+      }
     },
   });
 }
@@ -97,7 +100,7 @@ export function teamServiceFor(state: AgentServiceState): TeamService | undefine
     createChild: (parent, links) =>
       state.create(parent.tenantId, links.role === 'teammate' ? { teams: true } : {}, links),
     removeChild: (child) => removeAgent(state, child.tenantId, child.id),
-    toolNames: async (agent) => (await live.of(agent).tools.describe()).map((t) => t.name),
+    toolNames: async (agent) => (await (await live.of(agent)).tools.describe()).map((t) => t.name),
     interrupt: batches.interrupt,
     busy: batches.busy,
     ...(options.children?.limits ? { limits: options.children.limits } : {}),

@@ -54,9 +54,9 @@ export const teamRoutes = (agents: AgentService): Hono<ApiEnv> => {
       responses: { 200: jsonResponse('The agents', AgentSummaries), ...notFound },
     }),
     loadAgent(agents),
-    (c) => {
+    async (c) => {
       const { scope } = queryOf(ChildrenQuery, c.req.query());
-      return c.json({ agents: agents.teams().list(c.get('agent'), scope ?? 'children') });
+      return c.json({ agents: await agents.teams().list(c.get('agent'), scope ?? 'children') });
     },
   );
   app.get(
@@ -69,9 +69,9 @@ export const teamRoutes = (agents: AgentService): Hono<ApiEnv> => {
       responses: { 200: jsonResponse('Messages, oldest first', Mailbox), ...notFound },
     }),
     loadAgent(agents),
-    (c) => {
+    async (c) => {
       const { after, limit } = queryOf(MailboxQuery, c.req.query());
-      return c.json({ messages: agents.teams().mailbox(c.get('agent'), after, limit) });
+      return c.json({ messages: await agents.teams().mailbox(c.get('agent'), after, limit) });
     },
   );
   app.post(
@@ -84,7 +84,7 @@ export const teamRoutes = (agents: AgentService): Hono<ApiEnv> => {
       responses: { 200: jsonResponse('The messages delivered', Mailbox), ...notFound },
     }),
     loadAgent(agents),
-    (c) => c.json({ messages: agents.teams().take(c.get('agent')) }),
+    async (c) => c.json({ messages: await agents.teams().take(c.get('agent')) }),
   );
   return app;
 };

@@ -18,8 +18,8 @@ export interface TeamBoard {
   forAgent(tenantId: string, agentId: string): AgentBoard;
   /** `listener` is told every committed change of every board; returns the unsubscriber. */
   onBoardChange(listener: (change: BoardChange) => void): () => void;
-  /** What bounds the writes of `agentId` (sync: the write guard asks per write). */
-  writeBounds(tenantId: string, agentId: string): WriteBounds;
+  /** What bounds the writes of `agentId` (the write guard's loader asks once per writing call). */
+  writeBounds(tenantId: string, agentId: string): Promise<WriteBounds>;
   /**
    * The agent was deleted: its unfinished tasks go back to pending and unowned (each a `release`
    * by it), so the team can claim them; a deleted agent could never complete or release them.
@@ -70,12 +70,12 @@ function releaseOwner(s: BoardState, agentId: string): void {
   }
 }
 
-function writeBounds(s: BoardState, tenantId: string, agentId: string): WriteBounds {
+async function writeBounds(s: BoardState, tenantId: string, agentId: string): Promise<WriteBounds> {
   const { store } = s;
   const held = store
     .scopedHeldBy(tenantId, agentId)
     .map((t) => ({ taskId: t.id, subject: t.subject, scopes: t.writeScopes }));
-  const above = s.directory.ancestors(agentId);
+  const above = await s.directory.ancestors(agentId);
   // An ancestor is gone (its deletion is under way): what it may write is unknown, so nothing.
   if (above === undefined) return { held, grants: [], broken: true };
   const grants = [agentId, ...above].flatMap((id) => {

@@ -4,8 +4,13 @@
 // of the in_progress tasks it holds (when it holds any), and inside its own write grant and every
 // ancestor's (grants.ts: what the team lead let it write, which outlives the tasks; a child inherits
 // its parents'). An agent with no held scoped task and no grant anywhere above it is not confined.
-// Two parts, both installed in the agent's own scope (runtime.ts), so they see the inner tools.*
+// Three parts, all installed in the agent's own scope (runtime.ts), so they see the inner tools.*
 // calls of run_code programs and workflows too:
+// - writeScopesLoader, a tools/pre-execute listener that decides nothing: the bounds live in the
+//   store, which is asynchronous, and guards are synchronous, so it loads the bounds of a call that
+//   writes (one read per such call, none for the rest) before the guard stage, and the guard and
+//   the wrapper below read them from there. A load that fails denies the call (the pre-execute
+//   stage fails closed); a writing call whose bounds were never loaded is refused as unbounded.
 // - writeScopesGuard, in the pipeline's guard stage: lexical. Each path goes through the sandbox's
 //   own rules (confine: `..`, absolute spellings and paths outside the workspace cannot pass) and
 //   must lie in a scope (scopes.ts) of each bound. No later policy can turn its WRITE_SCOPE denial
@@ -19,24 +24,32 @@
 // symlink swapped in between the check and the write needs such a tool, so the same caveat holds.
 import { isSandboxError } from '../../errors.ts';
 import type { Sandbox } from '../../sandbox/types.ts';
-import type { CallView, ExecuteWrapper, Guard, GuardDenial } from '../../tools/hooks.ts';
+import type { CallView, ExecuteWrapper, Guard, GuardDenial, PreExecuteListener } from '../../tools/hooks.ts';
 import type { Disposer, ToolScope } from '../../tools/index.ts';
 import { inScope, workspacePath } from './scopes.ts';
 import type { HeldScopes, WriteBounds } from './types.ts';
 
 declare module '../../tools/types.ts' {
   interface ToolServices {
-    /** What bounds the agent's file writes (asked per write; sync). */
-    writeScopes?: () => WriteBounds;
+    /** What bounds the agent's file writes (read from the store, once per writing call). */
+    writeScopes?: () => Promise<WriteBounds>;
   }
 }
 
 const FREE: WriteBounds = { held: [], grants: [] };
+/** What a writing call gets when its bounds were never loaded: nothing (fail closed). */
+const UNLOADED: WriteBounds = { held: [], grants: [], broken: true };
 
-const boundsOf = (call: CallView): WriteBounds => {
-  const bounds = call.agent.services.writeScopes as (() => WriteBounds) | undefined;
-  return typeof bounds === 'function' ? bounds() : FREE;
+/** The bounds writeScopesLoader read for each writing call, until the call is dropped. */
+const loaded = new WeakMap<CallView, WriteBounds>();
+
+const serviceOf = (call: CallView): (() => Promise<WriteBounds>) | undefined => {
+  const bounds = call.agent.services.writeScopes as (() => Promise<WriteBounds>) | undefined;
+  return typeof bounds === 'function' ? bounds : undefined;
 };
+
+const boundsOf = (call: CallView): WriteBounds =>
+  serviceOf(call) === undefined ? FREE : (loaded.get(call) ?? UNLOADED);
 
 const confines = (b: WriteBounds): boolean => b.broken === true || b.held.length > 0 || b.grants.length > 0;
 
@@ -71,6 +84,14 @@ const refusal = (bounds: WriteBounds, relative: string): string | undefined => {
   return grant.own
     ? `Your team lead gave you write scopes, and your file writes stay inside them (${grant.scopes.join(', ')}) for as long as you live: releasing, completing, creating or claiming tasks does not change them. Ask the lead to reassign you a task whose write_scopes cover it.`
     : `You were started by agent ${grant.agentId}, whose writes are confined to ${grant.scopes.join(', ')}; a child writes only where its parents may.`;
+};
+
+/** Loads the bounds of a call that writes, for the guard and the wrapper; decides nothing. */
+export const writeScopesLoader: PreExecuteListener = async (call) => {
+  const bounds = serviceOf(call);
+  if (bounds === undefined || pathsOf(call).length === 0) return undefined;
+  loaded.set(call, await bounds());
+  return undefined;
 };
 
 export const writeScopesGuard: Guard = (call) => {
@@ -140,8 +161,9 @@ export const writeScopesSymlinks: ExecuteWrapper = async (view, next) => {
   return next();
 };
 
-/** Installs both parts in `scope` (an agent's own). */
+/** Installs the three parts in `scope` (an agent's own). */
 export const installWriteScopes = (scope: Pick<ToolScope, 'guard' | 'on'>): Disposer[] => [
+  scope.on('tools/pre-execute', writeScopesLoader),
   scope.guard(writeScopesGuard),
   scope.on('tools/execute', writeScopesSymlinks),
 ];

@@ -9,11 +9,11 @@ import type { ChildStatus } from '../../store/index.ts';
 import { checkBytes, type TeamState } from './state.ts';
 
 /** report(output): sets a child's output for its parent and ends its run. */
-export function report(
+export async function report(
   state: TeamState,
   child: Agent,
   output: string,
-): { parent_id: string; status: ChildStatus } {
+): Promise<{ parent_id: string; status: ChildStatus }> {
   const { requests, teams, runs } = state;
   const run = teams.run(child.id);
   if (run === undefined)
@@ -23,23 +23,23 @@ export function report(
     );
   checkBytes(state, child.tenantId, output, 'report');
   if (run.status === 'running') {
-    runs.settle(child.id, run.requestId, { status: 'completed', output });
+    await runs.settle(child.id, run.requestId, { status: 'completed', output });
     // The run request on the parent's session is answered with the report; a wake-up request
     // stays for the client to answer when its turn ends.
     const request = run.requestId === undefined ? undefined : requests.get(run.requestId);
     if (request?.kind === 'subagent' && request.state === 'pending')
       requests.answer(request.id, { result: output });
-  } else runs.reportIdle(run, output);
+  } else await runs.reportIdle(run, output);
   return { parent_id: run.parentId, status: 'completed' };
 }
 
 /** The agent was deleted: its run is cancelled (its parent told), its unread mail cancelled. */
-export function deleted(state: TeamState, agent: Agent): void {
+export async function deleted(state: TeamState, agent: Agent): Promise<void> {
   const { requests, teams, runs } = state;
   teams.cancelPending(agent.id);
   const run = teams.run(agent.id);
   if (run?.status !== 'running') return;
   // Cancelling the request settles the run through its watch; without one, settle it here.
   if (run.requestId === undefined || !requests.cancel(run.requestId))
-    runs.settle(agent.id, run.requestId, { status: 'cancelled' });
+    await runs.settle(agent.id, run.requestId, { status: 'cancelled' });
 }

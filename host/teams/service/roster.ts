@@ -35,25 +35,29 @@ function summary(
   };
 }
 
-export function list(
+export async function list(
   state: TeamState,
   agent: Agent,
   scope: 'children' | 'descendants' | 'team',
-): AgentSummary[] {
+): Promise<AgentSummary[]> {
   const { agents } = state;
   if (scope === 'children')
-    return agents.children(agent.tenantId, agent.id).map((r) => summary(state, r, agent.id));
+    return (await agents.children(agent.tenantId, agent.id)).map((r) => summary(state, r, agent.id));
   if (scope === 'descendants')
-    return descendantsOf(state, agent.tenantId, agent.id).map((r) => summary(state, r, agent.id));
-  const team = teamIdOf(recordOf(state, agent));
-  const lead = team === undefined ? undefined : agents.get(agent.tenantId, team);
+    return (await descendantsOf(state, agent.tenantId, agent.id)).map((r) => summary(state, r, agent.id));
+  const team = teamIdOf(await recordOf(state, agent));
+  const lead = team === undefined ? undefined : await agents.get(agent.tenantId, team);
   const members =
     lead === undefined
       ? []
       : [
           summary(state, lead, agent.id, 'lead'),
-          ...agents.teammates(agent.tenantId, lead.id).map((r) => summary(state, r, agent.id, 'teammate')),
+          ...(await agents.teammates(agent.tenantId, lead.id)).map((r) =>
+            summary(state, r, agent.id, 'teammate'),
+          ),
         ];
-  const own = descendantsOf(state, agent.tenantId, agent.id).filter((r) => r.links?.role !== 'teammate');
+  const own = (await descendantsOf(state, agent.tenantId, agent.id)).filter(
+    (r) => r.links?.role !== 'teammate',
+  );
   return [...members, ...own.map((r) => summary(state, r, agent.id))];
 }

@@ -35,7 +35,7 @@ async function exclusive<T>(state: TeamState, parentId: string, work: () => Prom
 }
 
 /** The links of the child `input` asks for, once every bound allows it. */
-function checkSpawn(state: TeamState, parent: Agent, input: SpawnInput): AgentLinks {
+async function checkSpawn(state: TeamState, parent: Agent, input: SpawnInput): Promise<AgentLinks> {
   const { agents, teams } = state;
   const bounds = state.limits(parent.tenantId);
   const depth = (parent.links?.depth ?? 0) + 1;
@@ -45,7 +45,7 @@ function checkSpawn(state: TeamState, parent: Agent, input: SpawnInput): AgentLi
       bounds.maxDepth,
       `A child here would be at depth ${depth}; this tenant allows ${bounds.maxDepth}. Do the work yourself or report back to your parent.`,
     );
-  const children = agents.children(parent.tenantId, parent.id);
+  const children = await agents.children(parent.tenantId, parent.id);
   if (children.length >= bounds.childrenPerAgent)
     throw limitError(
       'children',
@@ -73,7 +73,7 @@ function checkSpawn(state: TeamState, parent: Agent, input: SpawnInput): AgentLi
       'INVALID_ARGUMENTS',
       `A teammate name is 1-64 letters, digits, "_" or "-", and not "${LEAD_NAME}"; got ${JSON.stringify(name)}.`,
     );
-  if (agents.teammates(parent.tenantId, parent.id).some((t) => t.links?.name === name))
+  if ((await agents.teammates(parent.tenantId, parent.id)).some((t) => t.links?.name === name))
     throw new SandboxError('CONFLICT', `Your team already has a teammate named ${name}; pick another name.`);
   return { ...links, teamId: parent.id, name };
 }
@@ -86,7 +86,7 @@ export async function spawn(
 ): Promise<SpawnResult> {
   const { options, events, requests, teams, runs } = state;
   const { links, child, run } = await exclusive(state, parent.id, async () => {
-    const links = checkSpawn(state, parent, input);
+    const links = await checkSpawn(state, parent, input);
     const child = await options.createChild(parent, links);
     const run = {
       agentId: child.id,

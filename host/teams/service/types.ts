@@ -95,32 +95,36 @@ export interface TeamService {
     call: { callId: string; signal: AbortSignal },
   ): Promise<SpawnResult>;
   /** report(output): sets a child's output for its parent and ends its run. */
-  report(child: Agent, output: string): { parent_id: string; status: ChildStatus };
+  report(child: Agent, output: string): Promise<{ parent_id: string; status: ChildStatus }>;
   send(
     from: Agent,
     target: string,
     message: string,
     how: { reach: Reach; kind: 'message' | 'followup'; wake: boolean; callId: string },
-  ): { message_id: number; agent_id: string; woke: boolean };
+  ): Promise<{ message_id: number; agent_id: string; woke: boolean }>;
   /** Takes the agent's unread messages, waiting for one up to `timeoutMs` (cut to the tenant's most). */
   wait(
     agent: Agent,
     timeoutMs: number | undefined,
     signal: AbortSignal,
   ): Promise<{ messages: MessageView[]; timed_out: boolean }>;
-  interrupt(by: Agent, target: string, reach: Reach): { agent_id: string; interrupted_batches: number };
-  list(agent: Agent, scope: 'children' | 'descendants' | 'team'): AgentSummary[];
+  interrupt(
+    by: Agent,
+    target: string,
+    reach: Reach,
+  ): Promise<{ agent_id: string; interrupted_batches: number }>;
+  list(agent: Agent, scope: 'children' | 'descendants' | 'team'): Promise<AgentSummary[]>;
   /** The agent's mailbox after `afterId` (read or not). */
-  mailbox(agent: Agent, afterId?: number, limit?: number): MessageView[];
+  mailbox(agent: Agent, afterId?: number, limit?: number): Promise<MessageView[]>;
   /** Takes (delivers) the agent's unread messages. */
-  take(agent: Agent): MessageView[];
+  take(agent: Agent): Promise<MessageView[]>;
   /** The agent's live descendants, deepest first (deleted before it). */
-  descendants(agent: Agent): AgentRecord[];
+  descendants(agent: Agent): Promise<AgentRecord[]>;
   /** The agent was deleted: its run is cancelled (its parent told), its unread mail cancelled. */
-  deleted(agent: Agent): void;
+  deleted(agent: Agent): Promise<void>;
   readonly directory: TeamDirectory;
   limits(tenantId: string): ChildLimits;
   /** Watches the runs a previous process left pending; resolves to how many. */
-  resume(): number;
+  resume(): Promise<number>;
   close(): void;
 }
