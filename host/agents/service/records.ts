@@ -1,8 +1,8 @@
 // The agent service's view of store.agents: records as Agents, the errors for missing and deleted
 // agents, which agents are gone, and the lookup that remembers agents for a moment. Invariants: an
-// agent is gone once its delete() began in this process (marked before its first await) or the
-// store no longer has it (deleted elsewhere); `gone` always asks the store, so no call of an agent
-// deleted anywhere runs. The lookup answers from memory for AGENT_LOOKUP_MS after a read (an
+// agent is gone once its delete() began in this process (marked before the store is asked to stamp
+// it; the lookup answers NOT_FOUND from then on) or the store no longer has it (deleted elsewhere);
+// `gone` always asks the store, so no call of an agent deleted anywhere runs. The lookup answers from memory for AGENT_LOOKUP_MS after a read (an
 // Agent never changes: its config, preset, mode and links are fixed at creation); an agent
 // deleted in this process is forgotten at once, one deleted by another process sharing the
 // database reads as absent here within AGENT_LOOKUP_MS (as a revoked key does).
@@ -61,6 +61,8 @@ export function createAgentLookup(
   const known = new Map<string, { agent: Agent; until: number }>();
   return {
     async get(tenantId, id) {
+      // Its delete began here (the store may not have stamped it yet): nothing new starts for it.
+      if (marks.deleting.has(id)) throw deletedError(id);
       const entry = known.get(id);
       if (entry !== undefined && !marks.deleting.has(id)) {
         // Another tenant's id reads the store, which answers NOT_FOUND.

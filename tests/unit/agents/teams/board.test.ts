@@ -15,7 +15,7 @@ const TEAM: TeamDirectory = {
     teamId === 'lead'
       ? [{ id: 'lead' }, { id: 'a', name: 'alice' }, { id: 'b', name: 'bob' }]
       : [{ id: teamId }],
-  ancestors: () => [],
+  ancestors: async () => [],
 };
 
 const stores: Store[] = [];
@@ -244,14 +244,14 @@ describe('the task board', () => {
     const events = store.events.list('lead').filter((e) => e.type === 'team.task');
     expect(events.map((e) => (e.data as { action: string }).action)).toEqual(['create', 'claim']);
     const grant = { agentId: 'a', own: true, scopes: ['src'] };
-    expect(board.writeBounds('tn_1', 'a')).toEqual({
+    expect(await board.writeBounds('tn_1', 'a')).toEqual({
       held: [{ taskId: '1', subject: 'one', scopes: ['src'] }],
       grants: [grant],
     });
-    expect(board.writeBounds('tn_2', 'a')).toEqual({ held: [], grants: [] });
+    expect(await board.writeBounds('tn_2', 'a')).toEqual({ held: [], grants: [] });
     await a.update({ task_id: '1', expected_revision: 2, action: 'complete' });
     // The task is done; what the lead let a write stays.
-    expect(board.writeBounds('tn_1', 'a')).toEqual({ held: [], grants: [grant] });
+    expect(await board.writeBounds('tn_1', 'a')).toEqual({ held: [], grants: [grant] });
   });
 
   it("a deleted agent's unfinished tasks go back to pending and unowned", async () => {
@@ -275,7 +275,7 @@ describe('the task board', () => {
       ['release', 'a', '1'],
       ['release', 'a', '2'],
     ]);
-    expect(board.writeBounds('tn_1', 'a')).toEqual({ held: [], grants: [] });
+    expect(await board.writeBounds('tn_1', 'a')).toEqual({ held: [], grants: [] });
   });
 
   it('survives a reopened store', async () => {

@@ -5,7 +5,7 @@
 // holding no scoped task is not confined, and bash is not confined at all (documented).
 // The composed service (assembleAgents) over the memory sandbox and a real isolate host.
 import { afterAll, describe, expect, it } from 'vitest';
-import { writeScopesGuard } from '../../../../host/teams/board/guard.ts';
+import { writeScopesGuard, writeScopesLoader } from '../../../../host/teams/board/guard.ts';
 import type { WriteBounds } from '../../../../host/teams/board/types.ts';
 import { strReplaceEditorTool } from '../../../../host/tools/builtin/index.ts';
 import { createRegistry, type ToolCall, type ToolResult } from '../../../../host/tools/index.ts';
@@ -127,9 +127,10 @@ describe('write scopes', () => {
   it("str_replace_editor's edits are confined, its view is not", async () => {
     const registry = createRegistry({});
     registry.global.register(strReplaceEditorTool);
+    registry.global.on('tools/pre-execute', writeScopesLoader);
     registry.global.guard(writeScopesGuard);
     const bounds: WriteBounds = { held: [{ taskId: '4', subject: 'Docs', scopes: ['docs'] }], grants: [] };
-    const agent = { id: 'a', sessionId: 's', services: { writeScopes: () => bounds } };
+    const agent = { id: 'a', sessionId: 's', services: { writeScopes: async () => bounds } };
     const results = await registry.global.execute(
       [
         { id: '1', name: 'str_replace_editor', arguments: { command: 'view', path: 'src' } },
