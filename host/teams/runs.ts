@@ -78,15 +78,11 @@ export function createRuns(options: RunsOptions): Runs {
   const waiting = new Map<string, Set<(run: ChildRun) => void>>();
 
   function watch(childId: string, request: HostRequest): void {
-    requests
-      .wait(request.id, stop.signal)
-      .then(
-        (settled) => settle(childId, request.id, outcomeOf(settled)),
-        () => false, // the service is closing: the next start resumes the watch
-      )
-      // The store failed to settle it: the run stays running on this request, so the next
-      // start's resume() settles it from the request.
-      .catch(() => undefined);
+    requests.wait(request.id, stop.signal).then(
+      // A store that failed to settle it leaves the run on this request: the next resume() settles it.
+      (settled) => settle(childId, request.id, outcomeOf(settled)).catch(() => false),
+      () => false, // the service is closing: the next start resumes the watch
+    );
   }
 
   /** The `report` item telling the parent what `childId` said; MAILBOX_FULL when its room is full. */

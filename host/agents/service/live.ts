@@ -70,6 +70,41 @@ export interface LiveAgentsOptions {
   ownToolsOf?: (agent: Agent) => ToolDefinition[];
 }
 
+/** The agent's scope: its id, session and the services its tools get. */
+function scopeOf(options: LiveAgentsOptions, agent: Agent, session: AgentSession): AgentScope {
+  const plugins = options.pluginsOf?.(agent);
+  return {
+    id: agent.id,
+    sessionId: agent.sessionId,
+    services: {
+      tenantId: agent.tenantId,
+      // Fixed at creation: the global tools' conditions read it here (host/agents/configs.ts).
+      agentConfig: agent.config,
+      sandbox: () => options.sandboxOf(agent),
+      session,
+      // Only an agent whose client runs subagents can spawn them (and so sees workflow and ralph).
+      ...(agent.config.subagents === true ? { spawn: options.spawn } : {}),
+      // Only with a plugin host does the agent see cordis_* (and only its preset's list admits them).
+      ...(plugins === undefined ? {} : { plugins }),
+      ...teamServicesOf(options, agent),
+    },
+  };
+}
+
+/**
+ * Every agent's writes obey the scopes of the tasks it holds (a task may be reassigned to any
+ * teammate), its write grant and its ancestors' (a child has no board of its own); only
+ * `teams: true` agents see the board tools.
+ */
+function teamServicesOf(options: LiveAgentsOptions, agent: Agent): Record<string, unknown> {
+  const board = options.teamBoard;
+  if (board === undefined) return {};
+  return {
+    writeScopes: () => board.writeBounds(agent.tenantId, agent.id),
+    ...(agent.config.teams === true ? { teamBoard: board.forAgent(agent.tenantId, agent.id) } : {}),
+  };
+}
+
 export function createLiveAgents(options: LiveAgentsOptions): LiveAgents {
   const { agents, runtime, marks } = options;
   const live = new Map<string, LiveAgent>();
@@ -109,7 +144,7 @@ export function createLiveAgents(options: LiveAgentsOptions): LiveAgents {
     record: AgentRecord,
     session: AgentSession,
   ): LiveAgent {
-    const scope = scopeOf(agent, session);
+    const scope = scopeOf(options, agent, session);
     const tools = runtime.forAgent({
       agent: scope,
       preset: agent.preset,
@@ -146,40 +181,6 @@ export function createLiveAgents(options: LiveAgentsOptions): LiveAgents {
       tools.dispose();
       throw error;
     }
-  }
-
-  function scopeOf(agent: Agent, session: AgentSession): AgentScope {
-    const plugins = options.pluginsOf?.(agent);
-    return {
-      id: agent.id,
-      sessionId: agent.sessionId,
-      services: {
-        tenantId: agent.tenantId,
-        // Fixed at creation: the global tools' conditions read it here (host/agents/configs.ts).
-        agentConfig: agent.config,
-        sandbox: () => options.sandboxOf(agent),
-        session,
-        // Only an agent whose client runs subagents can spawn them (and so sees workflow and ralph).
-        ...(agent.config.subagents === true ? { spawn: options.spawn } : {}),
-        // Only with a plugin host does the agent see cordis_* (and only its preset's list admits them).
-        ...(plugins === undefined ? {} : { plugins }),
-        ...teamServicesOf(agent),
-      },
-    };
-  }
-
-  /**
-   * Every agent's writes obey the scopes of the tasks it holds (a task may be reassigned to any
-   * teammate), its write grant and its ancestors' (a child has no board of its own); only
-   * `teams: true` agents see the board tools.
-   */
-  function teamServicesOf(agent: Agent): Record<string, unknown> {
-    const board = options.teamBoard;
-    if (board === undefined) return {};
-    return {
-      writeScopes: () => board.writeBounds(agent.tenantId, agent.id),
-      ...(agent.config.teams === true ? { teamBoard: board.forAgent(agent.tenantId, agent.id) } : {}),
-    };
   }
 
   function retire(id: string): void {
