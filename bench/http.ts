@@ -92,7 +92,7 @@ const measure = async (label: string, sandboxes: SandboxProvider): Promise<void>
       body: '{}',
     });
     const agentId = ((await res.json()) as { id: string }).id;
-    const agent = agents.get(tenantId, agentId);
+    const agent = await agents.get(tenantId, agentId);
     const write = await agents.call(
       agent,
       [{ id: 'w', name: 'write', arguments: { file_path: 'bench.txt', content: 'x'.repeat(1000) } }],

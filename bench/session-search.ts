@@ -52,16 +52,15 @@ const open = (name: string): Database => {
   return db;
 };
 /** A tenant with `n` agents (sessions) in `db`. */
-const agentsIn = (db: Database, n: number) => {
+const agentsIn = async (db: Database, n: number) => {
   const tenant = createTenantStore(db).createTenant('bench').id;
   const agents = createAgentStore(db);
-  return {
-    tenant,
-    sessions: Array.from(
-      { length: n },
-      () => agents.create({ tenantId: tenant, preset: 'standard', mode: 'native', config: {} }).id,
-    ),
-  };
+  const sessions: string[] = [];
+  for (let i = 0; i < n; i++)
+    sessions.push(
+      (await agents.create({ tenantId: tenant, preset: 'standard', mode: 'native', config: {} })).id,
+    );
+  return { tenant, sessions };
 };
 
 /** Writes `pairs` call+result pairs, 32 calls per tick; µs per event, final flush included. */
@@ -87,8 +86,8 @@ try {
   // ---- 1. indexing cost per event ------------------------------------------------------------
   const plainDb = open('plain');
   const indexedDb = open('indexed');
-  const plain = agentsIn(plainDb, 10);
-  const indexed = agentsIn(indexedDb, 10);
+  const plain = await agentsIn(plainDb, 10);
+  const indexed = await agentsIn(indexedDb, 10);
   const plainLog = createLibsqlEventLog(plainDb, { index: false });
   const indexedLog = createLibsqlEventLog(indexedDb);
   const rounds: { plain: number; indexed: number }[] = [];
@@ -118,8 +117,8 @@ try {
 
   // ---- 2. search latency over 100k events ----------------------------------------------------
   const db = open('search');
-  const mine = agentsIn(db, 10);
-  const theirs = agentsIn(db, 2);
+  const mine = await agentsIn(db, 10);
+  const theirs = await agentsIn(db, 2);
   const log = createLibsqlEventLog(db);
   await write(log, theirs.sessions, 10_000, 0, (i) => (i === 5 ? 'needle-7f3a' : ''));
   await write(log, mine.sessions, 50_000, 0, (i) => (i === 5_000 ? 'needle-7f3a' : ''));

@@ -71,9 +71,9 @@ export const defaultProvider = async (
     egress,
     ...(linksOf(config, log) === undefined ? {} : { links: config.linksDir }),
   });
-  const recorded = store.agents
-    .listAll({ includeDeleted: true })
-    .flatMap((a) => (a.sandboxId === undefined ? [] : [[a.sandboxId, a.id] as const]));
+  const recorded = (await store.agents.listAll({ includeDeleted: true })).flatMap((a) =>
+    a.sandboxId === undefined ? [] : [[a.sandboxId, a.id] as const],
+  );
   const adopted = await provider
     .adopt({ claim: recorded.map(([id]) => id), assigned: new Map(recorded) })
     .catch((e: unknown) => {
@@ -132,8 +132,8 @@ export function startEgress(
   // Sandbox egress (sandboxd's proxy) is the docker provider's; attributed to the sandbox's agent.
   const sandboxEgress = createSandboxEgress({
     gateway: egress.gateway,
-    callerOf: (agentId) => {
-      const agent = store.agents.byId(agentId);
+    callerOf: async (agentId) => {
+      const agent = await store.agents.byId(agentId);
       return agent && { tenantId: agent.tenantId, agentId, sessionId: agentId, via: 'proxy' };
     },
     maxTunnels: config.egressSandboxTunnels,

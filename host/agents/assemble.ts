@@ -38,11 +38,10 @@ import {
 import { type CodeModeBudget, createPtcExecutor } from '../tools/ptc/index.ts';
 import type { AgentScope } from '../tools/types.ts';
 import { registerWorkflowTools } from '../tools/workflow/index.ts';
-import { rememberConfigs } from './configs.ts';
+import { configOf } from './configs.ts';
 import { createRegistryRuntime } from './runtime.ts';
 import { type AgentService, type AgentServiceOptions, createAgentService } from './service.ts';
 import { createSkillLayers, type SkillLayers } from './skill-layers.ts';
-import type { AgentConfig } from './types.ts';
 import { registerWebTools } from './web.ts';
 
 export interface AssembleOptions {
@@ -96,8 +95,6 @@ export interface Assembled {
 
 export const assembleAgents = (options: AssembleOptions): Assembled => {
   const { store } = options;
-  // Agents' configs never change: read once each for the tools' conditions and budgets.
-  const configs = rememberConfigs(store.agents);
   const registry = createRegistry({
     log: store.events,
     approvals: createRequestApprovals(
@@ -119,11 +116,7 @@ export const assembleAgents = (options: AssembleOptions): Assembled => {
         ...(codeMode.defaults ? { limits: codeMode.defaults } : {}),
         ...(codeMode.maxima ? { maxima: codeMode.maxima } : {}),
         // The agent's stored config: read where it is kept, so the agent service needs no part in it.
-        codeModeOf: (agent) => {
-          const tenantId = agent.services.tenantId;
-          if (typeof tenantId !== 'string') return undefined;
-          return configs(tenantId, agent.id)?.codeMode;
-        },
+        codeModeOf: (agent) => configOf(agent)?.codeMode,
       }),
     );
     // Offered only to agents created with `subagents: true` (see the tools' condition).
@@ -132,14 +125,11 @@ export const assembleAgents = (options: AssembleOptions): Assembled => {
     if (store.plugins !== undefined) registerCordisTools(registry.global);
   }
   const plugins = options.isolates !== undefined && store.plugins !== undefined;
-  const configOf = (tenantId: unknown, agentId: string): AgentConfig | undefined =>
-    typeof tenantId === 'string' ? configs(tenantId, agentId) : undefined;
   if (store.search !== undefined) {
     const port = {
       events: store.events,
       search: store.search,
-      accessOf: (agent: AgentScope): SessionAccess =>
-        configOf(agent.services.tenantId, agent.id)?.policy?.sessions ?? 'tenant',
+      accessOf: (agent: AgentScope): SessionAccess => configOf(agent)?.policy?.sessions ?? 'tenant',
     };
     for (const tool of sessionLogTools(port)) registry.global.register(tool);
   }
@@ -166,8 +156,7 @@ export const assembleAgents = (options: AssembleOptions): Assembled => {
         });
   if (teamBoard !== undefined) registerTeamTaskTools(registry.global);
   const skills = skillsOf(store, options.skills);
-  if (options.egress !== undefined)
-    registerWebTools(registry.global, { web: options.egress.web, configOf: configs });
+  if (options.egress !== undefined) registerWebTools(registry.global, { web: options.egress.web, configOf });
   // Installed last: each tenant's layer shadows it (keeping its place at the end of the list).
   if (skills !== undefined) registry.global.register(skillTool(skills.catalog));
   const agents = createAgentService({
@@ -212,7 +201,8 @@ function skillsOf(
   const layers = createSkillLayers({
     skills: catalog,
     events: store.events,
-    agentsOf: (tenantId) => store.agents.list(tenantId).map((agent) => ({ sessionId: agent.id })),
+    agentsOf: async (tenantId) =>
+      (await store.agents.list(tenantId)).map((agent) => ({ sessionId: agent.id })),
   });
   catalog.onChange(layers.refresh);
   return { catalog, layers };

@@ -80,7 +80,7 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
   return {
     create: (tenantId, input) => state.create(tenantId, input),
     get: lookup.get,
-    list: (tenantId) => store.agents.list(tenantId).map(toAgent),
+    list: async (tenantId) => (await store.agents.list(tenantId)).map(toAgent),
     delete: (tenantId, id) => removeAgent(state, tenantId, id),
     appendMessages: (agent, messages) => appendMessages(state, agent, messages),
     teams() {
@@ -92,37 +92,37 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
     onDeleted: deletion.onDeleted,
     async tools(agent) {
       await state.plugins?.ready(agent.id);
-      return { mode: agent.mode, tools: await live.of(agent).tools.describe() };
+      return { mode: agent.mode, tools: await (await live.of(agent)).tools.describe() };
     },
     async step(agent) {
       // As tools(): after a restart, the step waits for the agent's running plugins (their tools).
       await state.plugins?.ready(agent.id);
-      const { id, expiresAt, tools } = await live.of(agent).tools.step();
+      const { id, expiresAt, tools } = await (await live.of(agent)).tools.step();
       return { stepId: id, expiresAt, mode: agent.mode, tools };
     },
-    session: (agent) => live.of(agent).session,
+    session: async (agent) => (await live.of(agent)).session,
     async call(agent, calls, callOptions) {
       // After a restart, an agent's calls wait until its running plugins are back (their tools with them).
       await state.plugins?.ready(agent.id);
       return batches.call(agent, calls, callOptions);
     },
     sandbox: sandboxes.of,
-    plugins(agent) {
+    async plugins(agent) {
       const { plugins } = state;
       if (plugins === undefined)
         throw new SandboxError('NOT_FOUND', 'This service runs no plugins (it has no isolate host).');
-      live.of(agent); // NOT_FOUND once the agent is gone
+      await live.of(agent); // NOT_FOUND once the agent is gone
       return plugins.of(agent);
     },
     resumePlugins: (onError) => state.plugins?.resume(onError) ?? Promise.resolve(0),
     registerRemoteTools: createRemoteRegistration({
       agents: store.agents,
       events: store.events,
-      remoteOf: (agent) => live.of(agent).remote,
+      remoteOf: async (agent) => (await live.of(agent)).remote,
     }),
     mcpServers: createMcpServerService({
       events: store.events,
-      mcpOf: (agent) => live.of(agent).mcp,
+      mcpOf: async (agent) => (await live.of(agent)).mcp,
       ...(options.mcpLimitsOf ? { limitsOf: options.mcpLimitsOf } : {}),
       remote: options.egress !== undefined,
     }),

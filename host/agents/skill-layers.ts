@@ -4,7 +4,8 @@
 // tenant and appends a `tools.change` event to each of the tenant's agents' logs, so clients and
 // the MCP endpoint list the tools again. Invariants: a tenant layer registers `skill` only when its
 // preset sees the global one (the preset's allow-list decides, as for every tool), and its agents'
-// restrictions mask it like any inherited tool; it holds nothing else.
+// restrictions mask it like any inherited tool; it holds nothing else. The layers change at once; the
+// `tools.change` events follow when the store has listed the tenant's agents.
 import type { EventLog } from '../store/types.ts';
 import { type SkillPort, skillTool } from '../tools/builtin/skill.ts';
 import type { Disposer, ToolScope } from '../tools/index.ts';
@@ -27,7 +28,7 @@ export interface SkillLayersOptions {
   skills: SkillPort;
   events: EventLog;
   /** The tenant's agents (their sessions get the `tools.change`). */
-  agentsOf: (tenantId: string) => { sessionId: string }[];
+  agentsOf: (tenantId: string) => Promise<{ sessionId: string }[]>;
 }
 
 export function createSkillLayers(options: SkillLayersOptions): SkillLayers {
@@ -61,9 +62,13 @@ export function createSkillLayers(options: SkillLayersOptions): SkillLayers {
 
   function refresh(tenantId: string): void {
     for (const layer of tenants.get(tenantId)?.values() ?? []) install(layer, tenantId);
-    const sessions = options.agentsOf(tenantId);
-    if (sessions.length === 0) return;
+    void announce(tenantId);
+  }
+
+  async function announce(tenantId: string): Promise<void> {
     try {
+      const sessions = await options.agentsOf(tenantId);
+      if (sessions.length === 0) return;
       options.events.append(
         sessions.map(({ sessionId }) => ({
           sessionId,
@@ -73,7 +78,7 @@ export function createSkillLayers(options: SkillLayersOptions): SkillLayers {
         })),
       );
     } catch {
-      // over the tenant's log budget: the tools changed all the same
+      // over the tenant's log budget, or the store failed to list: the tools changed all the same
     }
   }
 

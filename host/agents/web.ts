@@ -12,10 +12,10 @@ import type { AgentScope } from '../tools/types.ts';
 import type { ConfigOf } from './configs.ts';
 import type { AgentConfig } from './types.ts';
 
-/** Where an agent's egress rules come from: its stored config. */
+/** Where an agent's egress rules come from: its stored config (one awaited read per admission). */
 export function agentEgressRules(agents: Pick<AgentStore, 'get'>) {
-  return (tenantId: string, agentId: string) =>
-    (agents.get(tenantId, agentId)?.config as AgentConfig | null | undefined)?.egress?.allow;
+  return async (tenantId: string, agentId: string) =>
+    ((await agents.get(tenantId, agentId))?.config as AgentConfig | null | undefined)?.egress?.allow;
 }
 
 export function registerWebTools(
@@ -30,11 +30,7 @@ export function registerWebTools(
   };
   const tenantOf = (agent: AgentScope): string | undefined =>
     typeof agent.services.tenantId === 'string' ? agent.services.tenantId : undefined;
-  const fetchEnabled = ({ agent }: { agent: AgentScope }): boolean => {
-    const tenantId = tenantOf(agent);
-    if (tenantId === undefined) return false;
-    return configOf(tenantId, agent.id)?.fetch === true;
-  };
+  const fetchEnabled = ({ agent }: { agent: AgentScope }): boolean => configOf(agent)?.fetch === true;
   const searchEnabled = ({ agent }: { agent: AgentScope }): boolean => {
     const tenantId = tenantOf(agent);
     return tenantId !== undefined && web.searchAvailable(tenantId);

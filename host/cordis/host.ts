@@ -67,7 +67,7 @@ function of(state: HostState, agent: Agent): AgentPlugins {
       agent,
       events: deps.events,
       requests: deps.requests,
-      tools: () => deps.liveOf(agent).tools.describe(),
+      tools: async () => (await deps.liveOf(agent)).tools.describe(),
       plugins: () => plugins.list() as unknown as JsonValue,
       plugin: (pluginId) => plugins.get(pluginId) as unknown as JsonValue,
       provided: () => [...(state.providers.get(agent.id)?.values() ?? [])],

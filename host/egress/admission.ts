@@ -96,7 +96,7 @@ export async function authorize(
         'no allowlist',
       );
     const agentRules =
-      caller.agentRules === false ? undefined : options.agentRulesOf(caller.tenantId, caller.agentId);
+      caller.agentRules === false ? undefined : await options.agentRulesOf(caller.tenantId, caller.agentId);
     const decision = decide(settings.allow, agentRules, { ...to, host });
     if (decision.kind === 'deny')
       throw denied(`Egress to ${host}:${to.port} is denied: ${decision.reason}.`, decision.reason);

@@ -23,7 +23,7 @@ export interface EgressGatewayOptions {
   /** The tenant's settings (allowlist, credentials, budget); undefined: nothing is admitted. */
   settingsOf: (tenantId: string) => TenantEgress | undefined;
   /** The agent's own rules, which narrow the tenant's; undefined: the tenant's alone. */
-  agentRulesOf: (tenantId: string, agentId: string) => EgressRule[] | undefined;
+  agentRulesOf: (tenantId: string, agentId: string) => Promise<EgressRule[] | undefined>;
   /** Where the audit events go (the agent's session). */
   events: Pick<EventLog, 'append' | 'admits'>;
   /** The operator's maxima of every tenant's budget. */

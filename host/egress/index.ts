@@ -14,7 +14,7 @@ export interface EgressOptions {
   store: EgressSettingsStore;
   events: Pick<EventLog, 'append' | 'admits'>;
   /** The agent's own rules (its config's `egress.allow`). */
-  agentRulesOf: (tenantId: string, agentId: string) => EgressRule[] | undefined;
+  agentRulesOf: (tenantId: string, agentId: string) => Promise<EgressRule[] | undefined>;
   /** The operator's maxima of every tenant's budget. */
   maxBudget: EgressBudget;
   testHosts?: readonly TestHost[];

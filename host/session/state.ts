@@ -3,8 +3,10 @@
 // (`session.todos`, `session.goal`, `session.plan_mode`, log-only), and its questions to the client
 // as host requests (`user_question`, `plan_review`). Invariants: every change is logged before it is
 // stored, so a log its tenant's budget refuses leaves the state as it was; the state is read once per
-// process and written through (an agent's calls run in one process); plan mode starts as the agent's
-// policy says (`policy.planMode`) until the client or an approved plan sets it.
+// process, with one awaited read before the session exists (so its getters stay synchronous), and
+// written through: a change is in memory only once the store took it (an agent's calls run in one
+// process); plan mode starts as the agent's policy says (`policy.planMode`) until the client or an
+// approved plan sets it.
 import { SandboxError } from '../errors.ts';
 import type { JsonValue } from '../json.ts';
 import {
@@ -26,10 +28,10 @@ import { applyUpdate, checkReplaceable, newGoal, startRound } from './goal.ts';
 export type PlanModeCause = 'client' | 'plan_approved';
 
 export interface AgentSession extends SessionService {
-  /** Turns plan mode on or off (PUT /plan-mode); returns the new state. */
-  setPlanMode(on: boolean, by: PlanModeCause): boolean;
+  /** Turns plan mode on or off (PUT /plan-mode); resolves with the new state once it is stored. */
+  setPlanMode(on: boolean, by: PlanModeCause): Promise<boolean>;
   /** A call batch starts: counts a round of the active goal (goal.ts says when that blocks it). */
-  startRound(): void;
+  startRound(): Promise<void>;
 }
 
 export interface AgentSessionOptions {
@@ -44,40 +46,34 @@ export interface AgentSessionOptions {
   now: () => number;
 }
 
-export function createAgentSession(options: AgentSessionOptions): AgentSession {
+/** Reads the session's stored state (one awaited read), then makes its service over it. */
+export async function createAgentSession(options: AgentSessionOptions): Promise<AgentSession> {
   const { sessionId, store, events, requests } = options;
-  let state: { todos: Todo[]; planMode: boolean; goal: Goal | null } | undefined;
-
-  function current() {
-    if (state === undefined) {
-      const stored = store.get(sessionId);
-      state = {
-        todos: (stored.todos as Todo[] | undefined) ?? [],
-        planMode: stored.planMode ?? options.planModeAtStart,
-        goal: (stored.goal as Goal | null | undefined) ?? null,
-      };
-    }
-    return state;
-  }
+  const stored = await store.get(sessionId);
+  const state: { todos: Todo[]; planMode: boolean; goal: Goal | null } = {
+    todos: (stored.todos as Todo[] | undefined) ?? [],
+    planMode: stored.planMode ?? options.planModeAtStart,
+    goal: (stored.goal as Goal | null | undefined) ?? null,
+  };
 
   function announce(type: string, data: JsonValue): void {
     events.append([{ sessionId, type, surface: 'log-only', data }]);
   }
 
-  function saveGoal(goal: Goal, logged: boolean): Goal {
+  async function saveGoal(goal: Goal, logged: boolean): Promise<Goal> {
     if (logged) announce('session.goal', { goal } as unknown as JsonValue);
-    store.set(sessionId, { goal: goal as unknown as JsonValue });
-    current().goal = goal;
+    await store.set(sessionId, { goal: goal as unknown as JsonValue });
+    state.goal = goal;
     return goal;
   }
 
   const at = () => new Date(options.now()).toISOString();
 
-  function setPlanMode(on: boolean, by: PlanModeCause): boolean {
-    if (current().planMode === on) return on;
+  async function setPlanMode(on: boolean, by: PlanModeCause): Promise<boolean> {
+    if (state.planMode === on) return on;
     announce('session.plan_mode', { on, by });
-    store.set(sessionId, { planMode: on });
-    current().planMode = on;
+    await store.set(sessionId, { planMode: on });
+    state.planMode = on;
     return on;
   }
 
@@ -91,34 +87,34 @@ export function createAgentSession(options: AgentSessionOptions): AgentSession {
   }
 
   return {
-    todos: () => current().todos,
-    writeTodos(todos) {
+    todos: () => state.todos,
+    async writeTodos(todos) {
       const list = todos.map(({ content, status }) => ({ content, status }));
       announce('session.todos', { todos: list });
-      store.set(sessionId, { todos: list });
-      current().todos = list;
+      await store.set(sessionId, { todos: list });
+      state.todos = list;
       return list;
     },
-    goal: () => current().goal,
-    createGoal(objective, maxGoalRounds) {
-      checkReplaceable(current().goal);
+    goal: () => state.goal,
+    async createGoal(objective, maxGoalRounds) {
+      checkReplaceable(state.goal);
       return saveGoal(newGoal(objective, maxGoalRounds, at()), true);
     },
-    updateGoal: (update: GoalUpdate) => saveGoal(applyUpdate(current().goal, update, at()), true),
-    planMode: () => current().planMode,
+    updateGoal: async (update: GoalUpdate) => saveGoal(applyUpdate(state.goal, update, at()), true),
+    planMode: () => state.planMode,
     setPlanMode,
-    startRound() {
-      const round = startRound(current().goal, at());
-      if (round !== undefined) saveGoal(round.goal, round.changed);
+    async startRound() {
+      const round = startRound(state.goal, at());
+      if (round !== undefined) await saveGoal(round.goal, round.changed);
     },
     async submitPlan(plan, call): Promise<PlanReview> {
-      if (!current().planMode)
+      if (!state.planMode)
         throw new SandboxError(
           'CONFLICT',
           'Plan mode is off for this agent, so there is no plan to submit; go on with the task.',
         );
       const review = await ask(planReviewKind, { plan }, call);
-      if (review.approved) setPlanMode(false, 'plan_approved');
+      if (review.approved) await setPlanMode(false, 'plan_approved');
       return review;
     },
     ask(questions: readonly Question[], call): Promise<QuestionAnswers> {

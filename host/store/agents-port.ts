@@ -2,7 +2,9 @@
 // (agents.ts over libsql, memory-agents.ts in memory). Invariants every backend keeps: every read
 // takes the tenant id, and another tenant's agent reads as absent; deletion is a soft stamp; an
 // agent's remote tools and MCP servers are each one whole list, replaced as one value; an agent's
-// links are set once at creation and never change.
+// links are set once at creation and never change. Every method is asynchronous, so a backend
+// over the network (Postgres) fits the same port; the libsql one answers from its synchronous
+// prepared statements.
 import type { JsonValue } from '../json.ts';
 
 export interface AgentRecord {
@@ -49,28 +51,28 @@ export interface CreateAgentInput {
 }
 
 export interface AgentStore {
-  create(input: CreateAgentInput): AgentRecord;
+  create(input: CreateAgentInput): Promise<AgentRecord>;
   /** Undefined for unknown, deleted, or another tenant's agents. */
-  get(tenantId: string, id: string): AgentRecord | undefined;
+  get(tenantId: string, id: string): Promise<AgentRecord | undefined>;
   /** Whether `get` would find the agent, without reading its record (one indexed row, no columns). */
-  isLive(tenantId: string, id: string): boolean;
+  isLive(tenantId: string, id: string): Promise<boolean>;
   /** The tenant's live agents, oldest first. */
-  list(tenantId: string): AgentRecord[];
+  list(tenantId: string): Promise<AgentRecord[]>;
   /** False when there was no live agent of that tenant with that id. */
-  markDeleted(tenantId: string, id: string): boolean;
+  markDeleted(tenantId: string, id: string): Promise<boolean>;
   /** Replaces the agent's remote tools; false when there is no live agent of that tenant with that id. */
-  setRemoteTools(tenantId: string, id: string, tools: JsonValue[]): boolean;
+  setRemoteTools(tenantId: string, id: string, tools: JsonValue[]): Promise<boolean>;
   /** Replaces the agent's MCP servers; false when there is no live agent of that tenant with that id. */
-  setMcpServers(tenantId: string, id: string, servers: JsonValue[]): boolean;
-  setSandboxId(id: string, sandboxId: string | undefined): void;
+  setMcpServers(tenantId: string, id: string, servers: JsonValue[]): Promise<boolean>;
+  setSandboxId(id: string, sandboxId: string | undefined): Promise<void>;
   /** Every agent of every tenant, for re-adoption at start; deleted ones only when asked. */
-  listAll(options?: { includeDeleted?: boolean }): AgentRecord[];
+  listAll(options?: { includeDeleted?: boolean }): Promise<AgentRecord[]>;
   /** Live agents of any tenant whose record names a sandbox, by id after `after`, at most `limit`. */
-  withSandbox(after: string, limit: number): AgentRecord[];
+  withSandbox(after: string, limit: number): Promise<AgentRecord[]>;
   /** A live agent of any tenant (ids are unique): for links that carry no tenant. */
-  byId(id: string): AgentRecord | undefined;
+  byId(id: string): Promise<AgentRecord | undefined>;
   /** The live agents `parentId` made, oldest first. */
-  children(tenantId: string, parentId: string): AgentRecord[];
+  children(tenantId: string, parentId: string): Promise<AgentRecord[]>;
   /** The live teammates of the team `teamId` (the lead's id), oldest first; the lead is not one. */
-  teammates(tenantId: string, teamId: string): AgentRecord[];
+  teammates(tenantId: string, teamId: string): Promise<AgentRecord[]>;
 }

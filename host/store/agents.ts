@@ -8,7 +8,9 @@
 // creation, never changed, so the tree and the teams survive a restart with the rows.
 // This module wires the libsql parts: agents-port.ts holds the records and the AgentStore port
 // (re-exported here); agents-state.ts the prepared statements and rows; agents-write.ts creation,
-// deletion and updates; agents-read.ts the reads.
+// deletion and updates; agents-read.ts the reads. Those parts stay synchronous (prepared
+// statements on the main thread, as fast as before); the port wraps each call in an async method,
+// so a failure reaches the caller as a rejected promise, never as a throw.
 import type { AgentStore } from './agents-port.ts';
 import {
   agentById,
@@ -30,18 +32,18 @@ export type { AgentLinks, AgentRecord, AgentStore, CreateAgentInput } from './ag
 export const createAgentStore = (db: Database, now: () => number = Date.now, sealer?: Sealer): AgentStore => {
   const state = prepareAgents(db, now, sealer);
   return {
-    create: (input) => createAgent(state, input),
-    get: (tenantId, id) => getAgent(state, tenantId, id),
-    isLive: (tenantId, id) => isLive(state, tenantId, id),
-    list: (tenantId) => listAgents(state, tenantId),
-    markDeleted: (tenantId, id) => markDeleted(state, tenantId, id),
-    setRemoteTools: (tenantId, id, tools) => setRemoteTools(state, tenantId, id, tools),
-    setMcpServers: (tenantId, id, servers) => setMcpServers(state, tenantId, id, servers),
-    setSandboxId: (id, sandboxId) => setSandboxId(state, id, sandboxId),
-    listAll: (options) => listAllAgents(state, options),
-    withSandbox: (after, limit) => withSandbox(state, after, limit),
-    byId: (id) => agentById(state, id),
-    children: (tenantId, parentId) => childrenOf(state, tenantId, parentId),
-    teammates: (tenantId, teamId) => teammatesOf(state, tenantId, teamId),
+    create: async (input) => createAgent(state, input),
+    get: async (tenantId, id) => getAgent(state, tenantId, id),
+    isLive: async (tenantId, id) => isLive(state, tenantId, id),
+    list: async (tenantId) => listAgents(state, tenantId),
+    markDeleted: async (tenantId, id) => markDeleted(state, tenantId, id),
+    setRemoteTools: async (tenantId, id, tools) => setRemoteTools(state, tenantId, id, tools),
+    setMcpServers: async (tenantId, id, servers) => setMcpServers(state, tenantId, id, servers),
+    setSandboxId: async (id, sandboxId) => setSandboxId(state, id, sandboxId),
+    listAll: async (options) => listAllAgents(state, options),
+    withSandbox: async (after, limit) => withSandbox(state, after, limit),
+    byId: async (id) => agentById(state, id),
+    children: async (tenantId, parentId) => childrenOf(state, tenantId, parentId),
+    teammates: async (tenantId, teamId) => teammatesOf(state, tenantId, teamId),
   };
 };

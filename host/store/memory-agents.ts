@@ -1,6 +1,6 @@
 // In-memory AgentStore: the agents repository's double for unit tests, held to the same contract
 // as the libsql one (tests/unit/store/agent-store.contract.ts). Records are kept as JSON copies, so
-// callers cannot change what was stored; nothing here survives the process.
+// callers cannot change what was stored; nothing here survives the process. Its methods are async like the port's, answering at once.
 import { nanoid } from 'nanoid';
 import { SandboxError } from '../errors.ts';
 import type { AgentRecord, AgentStore } from './agents.ts';
@@ -32,7 +32,7 @@ export const createMemoryAgentStore = (options: MemoryAgentStoreOptions = {}): A
   }
 
   return {
-    create(input) {
+    async create(input) {
       if (!tenantExists(input.tenantId))
         throw new SandboxError('NOT_FOUND', `no tenant ${input.tenantId}`, {
           data: { tenantId: input.tenantId },
@@ -52,64 +52,64 @@ export const createMemoryAgentStore = (options: MemoryAgentStoreOptions = {}): A
       return copy(record);
     },
 
-    get(tenantId, id) {
+    async get(tenantId, id) {
       const record = live(tenantId, id);
       return record === undefined ? undefined : copy(record);
     },
 
-    isLive: (tenantId, id) => live(tenantId, id) !== undefined,
+    isLive: async (tenantId, id) => live(tenantId, id) !== undefined,
 
-    list: (tenantId) =>
+    list: async (tenantId) =>
       byCreation([...records.values()].filter((r) => r.tenantId === tenantId && r.deletedAt === undefined)),
 
-    markDeleted(tenantId, id) {
+    async markDeleted(tenantId, id) {
       const record = live(tenantId, id);
       if (record !== undefined) record.deletedAt = now();
       return record !== undefined;
     },
 
-    setRemoteTools(tenantId, id, tools) {
+    async setRemoteTools(tenantId, id, tools) {
       const record = live(tenantId, id);
       if (record !== undefined) record.remoteTools = JSON.parse(JSON.stringify(tools));
       return record !== undefined;
     },
 
-    setMcpServers(tenantId, id, servers) {
+    async setMcpServers(tenantId, id, servers) {
       const record = live(tenantId, id);
       if (record !== undefined) record.mcpServers = JSON.parse(JSON.stringify(servers));
       return record !== undefined;
     },
 
-    setSandboxId(id, sandboxId) {
+    async setSandboxId(id, sandboxId) {
       const record = records.get(id);
       if (record === undefined) return;
       if (sandboxId === undefined) delete record.sandboxId;
       else record.sandboxId = sandboxId;
     },
 
-    listAll: (options = {}) =>
+    listAll: async (options = {}) =>
       byCreation([...records.values()].filter((r) => options.includeDeleted || r.deletedAt === undefined)),
 
-    withSandbox: (after, limit) =>
+    withSandbox: async (after, limit) =>
       [...records.values()]
         .filter((r) => r.id > after && r.sandboxId !== undefined && r.deletedAt === undefined)
         .sort((a, b) => (a.id < b.id ? -1 : 1))
         .slice(0, limit)
         .map(copy),
 
-    byId(id) {
+    async byId(id) {
       const record = records.get(id);
       return record === undefined || record.deletedAt !== undefined ? undefined : copy(record);
     },
 
-    children: (tenantId, parentId) =>
+    children: async (tenantId, parentId) =>
       byCreation(
         [...records.values()].filter(
           (r) => r.tenantId === tenantId && r.deletedAt === undefined && r.links?.parentId === parentId,
         ),
       ),
 
-    teammates: (tenantId, teamId) =>
+    teammates: async (tenantId, teamId) =>
       byCreation(
         [...records.values()].filter(
           (r) => r.tenantId === tenantId && r.deletedAt === undefined && r.links?.teamId === teamId,

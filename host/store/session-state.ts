@@ -2,7 +2,8 @@
 // plan mode, and its current goal. The store keeps the values as JSON and decides nothing about
 // them (host/session/ does). Invariants: a field never written reads as absent, so its
 // owner applies its own default (plan mode: the agent's policy at creation); a write replaces one
-// field whole and leaves the others.
+// field whole and leaves the others. The port is asynchronous (a network backend fits it); the
+// libsql implementation answers from synchronous prepared statements.
 import type { JsonValue } from '../json.ts';
 import { type Database, guarded } from './db.ts';
 
@@ -14,9 +15,9 @@ export interface SessionStateRecord {
 }
 
 export interface SessionStateStore {
-  get(sessionId: string): SessionStateRecord;
+  get(sessionId: string): Promise<SessionStateRecord>;
   /** Writes the fields given (each replaced whole), in one statement per field. */
-  set(sessionId: string, fields: SessionStateRecord): void;
+  set(sessionId: string, fields: SessionStateRecord): Promise<void>;
 }
 
 interface Row {
@@ -35,7 +36,7 @@ export const createSessionStateStore = (db: Database, now: () => number = Date.n
   const upserts = { todos: upsert('todos'), planMode: upsert('plan_mode'), goal: upsert('goal') };
 
   return {
-    get: (sessionId) =>
+    get: async (sessionId) =>
       guarded('read session state', () => {
         const row = select.all(sessionId)[0] as Row | undefined;
         const record: SessionStateRecord = {};
@@ -44,7 +45,7 @@ export const createSessionStateStore = (db: Database, now: () => number = Date.n
         if (row?.goal != null) record.goal = JSON.parse(row.goal);
         return record;
       }),
-    set: (sessionId, fields) =>
+    set: async (sessionId, fields) =>
       guarded('write session state', () => {
         const at = now();
         if (fields.todos !== undefined) upserts.todos.run(sessionId, JSON.stringify(fields.todos), at);
@@ -58,8 +59,8 @@ export const createSessionStateStore = (db: Database, now: () => number = Date.n
 export const createMemorySessionStateStore = (): SessionStateStore => {
   const rows = new Map<string, string>();
   return {
-    get: (sessionId) => JSON.parse(rows.get(sessionId) ?? '{}'),
-    set(sessionId, fields) {
+    get: async (sessionId) => JSON.parse(rows.get(sessionId) ?? '{}'),
+    async set(sessionId, fields) {
       const current = JSON.parse(rows.get(sessionId) ?? '{}');
       rows.set(sessionId, JSON.stringify({ ...current, ...fields }));
     },

@@ -22,7 +22,7 @@ export interface TeamDirectory {
    * The live agents above `agentId` (links.parentId, then its parent's…), nearest first; [] for a
    * top-level agent; undefined when one of them is gone or the chain is longer than MAX_CHAIN.
    */
-  ancestors(agentId: string): string[] | undefined;
+  ancestors(agentId: string): Promise<string[] | undefined>;
 }
 
 /** Deeper than any tenant's maxDepth may go; a longer chain is a broken store. */
@@ -42,15 +42,16 @@ export const createTeamDirectory = (agents: Pick<AgentStore, 'byId' | 'teammates
 
   return {
     async teamOf(agentId) {
-      const record = find(agentId);
+      const record = await find(agentId);
       return record === undefined ? undefined : teamIdOf(record);
     },
-    ancestors(agentId) {
+    // One read per level: each parent's id is in the record of the agent below it.
+    async ancestors(agentId) {
       const chain: string[] = [];
-      let links = find(agentId)?.links;
+      let links = (await find(agentId))?.links;
       while (links !== undefined) {
         if (chain.length >= MAX_CHAIN) return undefined;
-        const parent = find(links.parentId);
+        const parent = await find(links.parentId);
         if (parent === undefined) return undefined;
         chain.push(parent.id);
         links = parent.links;
@@ -59,13 +60,13 @@ export const createTeamDirectory = (agents: Pick<AgentStore, 'byId' | 'teammates
     },
     async members(teamId) {
       // An agent in no team leads a team of one (the board's view of it).
-      const lead = find(teamId);
+      const lead = await find(teamId);
       if (lead === undefined) return [];
       return [
         { id: lead.id, name: LEAD_NAME, role: 'lead' },
-        ...agents
-          .teammates(lead.tenantId, teamId)
-          .map((r): TeamMember => ({ id: r.id, name: r.links?.name ?? r.id, role: 'teammate' })),
+        ...(await agents.teammates(lead.tenantId, teamId)).map(
+          (r): TeamMember => ({ id: r.id, name: r.links?.name ?? r.id, role: 'teammate' }),
+        ),
       ];
     },
   };

@@ -146,12 +146,12 @@ export function createRuns(options: RunsOptions): Runs {
   /** Tells waiters, the parent's log and (unless `posted` already) its mailbox how the run stands. */
   async function announce(childId: string, posted = false): Promise<void> {
     const run = await teams.run(childId);
-    const child = agents.byId(childId);
     if (run === undefined) return;
     for (const resolve of waiting.get(childId) ?? []) resolve(run);
     waiting.delete(childId);
     const parentId = run.parentId;
-    if (agents.byId(parentId) === undefined) return; // deleted with (or before) its child
+    const [child, parent] = await Promise.all([agents.byId(childId), agents.byId(parentId)]);
+    if (parent === undefined) return; // deleted with (or before) its child
     const data = {
       agentId: childId,
       ...(child?.links?.name === undefined ? {} : { name: child.links.name }),
@@ -182,10 +182,10 @@ export function createRuns(options: RunsOptions): Runs {
   async function reportIdle(run: ChildRun, output: string): Promise<void> {
     const { requestId: _r, updatedAt: _u, ...rest } = run;
     const next = { ...rest, status: 'completed' as const, output };
+    const [parent, child] = await Promise.all([agents.byId(run.parentId), agents.byId(run.agentId)]);
     // Queued before anything changes: a child that left its room full of unread reports is told
     // (MAILBOX_FULL) instead of its report vanishing.
-    if (agents.byId(run.parentId) !== undefined)
-      await notice({ ...next, updatedAt: run.updatedAt }, agents.byId(run.agentId)?.links?.name);
+    if (parent !== undefined) await notice({ ...next, updatedAt: run.updatedAt }, child?.links?.name);
     await teams.putRun(next);
     await announce(run.agentId, true);
   }

@@ -18,7 +18,7 @@ import { interrupt, send, wait } from './service/messaging.ts';
 import { descendantsOf } from './service/reach.ts';
 import { list } from './service/roster.ts';
 import { spawn } from './service/spawn.ts';
-import { messageView, nameOf, type TeamState } from './service/state.ts';
+import { messageViews, type TeamState } from './service/state.ts';
 import type { TeamService, TeamServiceOptions } from './service/types.ts';
 
 export { messageView } from './service/state.ts';
@@ -50,7 +50,7 @@ export function createTeamService(options: TeamServiceOptions): TeamService {
     spawning: new Map(),
     waking: new Map(),
   };
-  const view = (item: MailItem) => messageView(item, (id) => nameOf(state, id));
+  const views = (items: readonly MailItem[]) => messageViews(state, items);
 
   return {
     spawn: (parent, input, call) => spawn(state, parent, input, call),
@@ -60,14 +60,14 @@ export function createTeamService(options: TeamServiceOptions): TeamService {
     interrupt: (by, target, reach) => interrupt(state, by, target, reach),
     list: (agent, scope) => list(state, agent, scope),
     mailbox: async (agent, afterId, limit) =>
-      (
+      views(
         await teams.list(agent.id, {
           ...(afterId === undefined ? {} : { afterId }),
           ...(limit === undefined ? {} : { limit }),
-        })
-      ).map(view),
-    take: async (agent) => (await mailboxes.take(agent.id)).map(view),
-    descendants: (agent) => descendantsOf(state, agent.tenantId, agent.id).reverse(),
+        }),
+      ),
+    take: async (agent) => views(await mailboxes.take(agent.id)),
+    descendants: async (agent) => (await descendantsOf(state, agent.tenantId, agent.id)).reverse(),
     deleted: (agent) => deleted(state, agent),
     directory: state.directory,
     limits,

@@ -105,8 +105,8 @@ export function createBatches(options: BatchesOptions): Batches {
         'SHUTTING_DOWN',
         'The service is shutting down; retry the calls after it restarts.',
       );
-    if (marks.gone(agent)) throw deletedError(agent.id);
-    const state = live.of(agent);
+    if (await marks.gone(agent)) throw deletedError(agent.id);
+    const state = await live.of(agent);
     const controller = new AbortController();
     const onAbort = () => controller.abort(signal.reason);
     signal.addEventListener('abort', onAbort, { once: true });
@@ -114,7 +114,7 @@ export function createBatches(options: BatchesOptions): Batches {
     const untrack = onProgress ? trackBatch(events, agent.sessionId, calls, onProgress) : undefined;
     // A round of the agent's goal is one batch (goal.ts); a full log refuses the calls below anyway.
     try {
-      state.session.startRound();
+      await state.session.startRound();
     } catch {
       // Counting never fails a batch.
     }

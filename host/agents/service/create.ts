@@ -32,17 +32,22 @@ export function createAgentCreation(
   const { agents, live } = options;
 
   /** What a child asks for, narrowed to its parent as the parent is now (gone: NOT_FOUND). */
-  function inherited(tenantId: string, asked: CreateAgentRequest, links: AgentLinks): CreateAgentRequest {
-    const record = agents.get(tenantId, links.parentId);
+  async function inherited(
+    tenantId: string,
+    asked: CreateAgentRequest,
+    links: AgentLinks,
+  ): Promise<CreateAgentRequest> {
+    const record = await agents.get(tenantId, links.parentId);
     if (record === undefined) throw deletedError(links.parentId);
     const parent = toAgent(record);
+    const { session } = await live.of(parent);
     return inheritRequest(
       {
         preset: parent.preset,
         mode: parent.mode,
         config: parent.config,
         remoteTools: remoteToolsOf(record),
-        planMode: live.of(parent).session.planMode(),
+        planMode: session.planMode(),
       },
       asked,
     );
@@ -54,12 +59,12 @@ export function createAgentCreation(
         'SHUTTING_DOWN',
         'The service is shutting down; create the agent after it restarts.',
       );
-    const request = links === undefined ? input : inherited(tenantId, input, links);
+    const request = links === undefined ? input : await inherited(tenantId, input, links);
     const preset = request.preset ?? DEFAULT_PRESET;
     const { preset: _p, mode: _m, ...config } = request;
     checkLimits(sandboxLimits(request.sandbox), options.maxima);
     const agent = toAgent(
-      agents.create({
+      await agents.create({
         tenantId,
         preset,
         mode: request.mode ?? defaultModeOf(preset),
@@ -69,9 +74,9 @@ export function createAgentCreation(
       }),
     );
     try {
-      await live.of(agent).tools.describe();
+      await (await live.of(agent)).tools.describe();
     } catch (error) {
-      agents.markDeleted(tenantId, agent.id);
+      await agents.markDeleted(tenantId, agent.id);
       options.forget?.(agent.id);
       live.retire(agent.id);
       throw modeError(agent, error);

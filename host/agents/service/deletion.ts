@@ -1,4 +1,5 @@
-// Deletion: once delete() has marked the agent deleted (synchronously, before its first await),
+// Deletion: once delete() has marked the agent deleting in this process (synchronously, before it
+// asks the store to stamp it) nothing new starts for it here, and once the store took the stamp
 // nothing runs for it any more: its tool scope fails closed (every call, inner ones included, is
 // DENIED), its batches are aborted, its host requests cancelled, its deletion listeners (terminal
 // sockets) told, its plugins stopped and removed, and no sandbox can be created for it; the
@@ -51,15 +52,24 @@ export function createDeletion(options: DeletionOptions): Deletion {
   let retry: NodeJS.Timeout | undefined;
 
   async function remove(tenantId: string, id: string): Promise<void> {
-    const agent = getAgent(agents, tenantId, id);
-    // Everything up to the first await is synchronous: from here on nothing new starts for it.
-    if (!agents.markDeleted(tenantId, id)) throw deletedError(id);
+    const agent = await getAgent(agents, tenantId, id);
+    // A delete of it is already under way here: that one owns the mark.
+    if (marks.deleting.has(id)) throw deletedError(id);
+    // Marked before the store is asked: from here on nothing new starts for it in this process.
     marks.deleting.add(id);
     options.forget?.(id);
+    let stamped = false;
+    try {
+      stamped = await agents.markDeleted(tenantId, id);
+    } finally {
+      if (!stamped) marks.deleting.delete(id);
+    }
+    if (!stamped) throw deletedError(id);
     try {
       options.live.retire(id);
-      // Started here, awaited below: its store work must not hold back the abort.
-      const ended = options.onDeleted?.(id, agent);
+      // Started here, awaited below: its store work must not hold back the abort, and its failure
+      // (the team's run and mail of the agent) must not keep the sandbox.
+      const ended = options.onDeleted?.(id, agent).catch(() => undefined);
       notify(id);
       const stopped = options.batches.abortAgent(id, options.graceMs);
       const cancelled = cancelRequests(agent.sessionId);
@@ -72,7 +82,7 @@ export function createDeletion(options: DeletionOptions): Deletion {
         throw e;
       });
       // Only now: a delete that failed above leaves the id for reapDeleted() (retried, and at start).
-      agents.setSandboxId(id, undefined);
+      await agents.setSandboxId(id, undefined);
     } finally {
       marks.deleting.delete(id);
     }
@@ -85,16 +95,18 @@ export function createDeletion(options: DeletionOptions): Deletion {
   function notify(id: string): void {
     const set = listeners.get(id);
     listeners.delete(id);
-    for (const listener of set ?? []) listener();
+    const told = [...(set ?? [])];
+    set?.clear(); // so onDeleted's own check of the store tells none of them twice
+    for (const listener of told) listener();
   }
 
   async function reapDeleted(onError?: (agentId: string, error: unknown) => void): Promise<number> {
     let removed = 0;
-    for (const record of agents.listAll({ includeDeleted: true })) {
+    for (const record of await agents.listAll({ includeDeleted: true })) {
       if (record.deletedAt === undefined || record.sandboxId === undefined) continue;
       try {
         await provider.destroy(record.id);
-        agents.setSandboxId(record.id, undefined);
+        await agents.setSandboxId(record.id, undefined);
         removed++;
       } catch (e) {
         onError?.(record.id, e);
@@ -113,17 +125,28 @@ export function createDeletion(options: DeletionOptions): Deletion {
   }
 
   function onDeleted(agent: Agent, listener: () => void): () => void {
-    if (marks.gone(agent)) {
+    if (marks.deleting.has(agent.id)) {
       listener();
       return () => {};
     }
     const set = listeners.get(agent.id) ?? new Set<() => void>();
     listeners.set(agent.id, set);
     set.add(listener);
-    return () => {
+    const unsubscribe = () => {
       set.delete(listener);
       if (set.size === 0 && listeners.get(agent.id) === set) listeners.delete(agent.id);
     };
+    // Deleted elsewhere (the store says so): told once the store answered, unless told already.
+    marks.gone(agent).then(
+      (gone) => {
+        if (gone && set.has(listener)) {
+          unsubscribe();
+          listener();
+        }
+      },
+      () => undefined, // the store failed: a delete here still notifies
+    );
+    return unsubscribe;
   }
 
   return {

@@ -3,7 +3,9 @@
 // until the agent is deleted or the service closes. A restart therefore loses nothing: the record
 // holds everything, the sandbox is re-adopted by agent id when a tool first asks for it.
 // Invariants: an agent that is gone never gets a scope; a retired scope fails closed (runtime.ts:
-// every call still made through it, inner ones included, is DENIED).
+// every call still made through it, inner ones included, is DENIED); the record and session state
+// are awaited first and the scope is then built synchronously from them, once per agent even when
+// calls race to load it; a load the agent's retirement overtook is thrown away, never kept.
 import { agentPolicies } from '../../../policies/index.ts';
 import type { AgentPlugins } from '../../cordis/view.ts';
 import type { EgressGateway } from '../../egress/index.ts';
@@ -33,8 +35,8 @@ export interface LiveAgent {
 }
 
 export interface LiveAgents {
-  /** The agent's loaded tools; NOT_FOUND once it is gone. */
-  of(agent: Agent): LiveAgent;
+  /** The agent's loaded tools (its record read on first use); NOT_FOUND once it is gone. */
+  of(agent: Agent): Promise<LiveAgent>;
   /** Forgets the agent's tools and makes them fail closed. */
   retire(id: string): void;
   retireAll(): void;
@@ -51,8 +53,8 @@ export interface LiveAgentsOptions {
   spawn: SpawnProvider;
   /** The agent's creator plugins (`services.plugins`); undefined when the service runs none. */
   pluginsOf?: (agent: Agent) => AgentPlugins | undefined;
-  /** The agent's session service, made once per load. */
-  sessionOf: (agent: Agent) => AgentSession;
+  /** The agent's session service (its stored state read first), made once per load. */
+  sessionOf: (agent: Agent) => Promise<AgentSession>;
   /** Persists and logs MCP server changes; told nothing else. */
   events: EventLog;
   /** Each tenant's MCP bounds over DEFAULT_MCP_LIMITS. */
@@ -68,24 +70,81 @@ export interface LiveAgentsOptions {
   ownToolsOf?: (agent: Agent) => ToolDefinition[];
 }
 
+/** The agent's scope: its id, session and the services its tools get. */
+function scopeOf(options: LiveAgentsOptions, agent: Agent, session: AgentSession): AgentScope {
+  const plugins = options.pluginsOf?.(agent);
+  return {
+    id: agent.id,
+    sessionId: agent.sessionId,
+    services: {
+      tenantId: agent.tenantId,
+      // Fixed at creation: the global tools' conditions read it here (host/agents/configs.ts).
+      agentConfig: agent.config,
+      sandbox: () => options.sandboxOf(agent),
+      session,
+      // Only an agent whose client runs subagents can spawn them (and so sees workflow and ralph).
+      ...(agent.config.subagents === true ? { spawn: options.spawn } : {}),
+      // Only with a plugin host does the agent see cordis_* (and only its preset's list admits them).
+      ...(plugins === undefined ? {} : { plugins }),
+      ...teamServicesOf(options, agent),
+    },
+  };
+}
+
+/**
+ * Every agent's writes obey the scopes of the tasks it holds (a task may be reassigned to any
+ * teammate), its write grant and its ancestors' (a child has no board of its own); only
+ * `teams: true` agents see the board tools.
+ */
+function teamServicesOf(options: LiveAgentsOptions, agent: Agent): Record<string, unknown> {
+  const board = options.teamBoard;
+  if (board === undefined) return {};
+  return {
+    writeScopes: () => board.writeBounds(agent.tenantId, agent.id),
+    ...(agent.config.teams === true ? { teamBoard: board.forAgent(agent.tenantId, agent.id) } : {}),
+  };
+}
+
 export function createLiveAgents(options: LiveAgentsOptions): LiveAgents {
   const { agents, runtime, marks } = options;
   const live = new Map<string, LiveAgent>();
+  /** Loads under way, so racing first calls share one; retire() drops an entry to void its load. */
+  const loading = new Map<string, Promise<LiveAgent>>();
 
-  function of(agent: Agent): LiveAgent {
+  async function of(agent: Agent): Promise<LiveAgent> {
     if (marks.deleting.has(agent.id)) throw deletedError(agent.id);
     const existing = live.get(agent.id);
     if (existing !== undefined) return existing;
-    const record = agents.get(agent.tenantId, agent.id);
+    const pending = loading.get(agent.id);
+    if (pending !== undefined) return pending;
+    const started: Promise<LiveAgent> = loadStored(agent, () => loading.get(agent.id) === started);
+    loading.set(agent.id, started);
+    const settle = () => {
+      if (loading.get(agent.id) === started) loading.delete(agent.id);
+    };
+    started.then(settle, settle);
+    return started;
+  }
+
+  /** Reads the record and session state, then builds the agent's tools synchronously from them. */
+  async function loadStored(agent: Agent, stillWanted: () => boolean): Promise<LiveAgent> {
+    const record = await agents.get(agent.tenantId, agent.id);
     if (record === undefined) throw deletedError(agent.id);
-    const loaded = load(agent, remoteToolsOf(record), record);
+    const session = await options.sessionOf(agent);
+    // Deleted or retired during the awaits: this load is void.
+    if (marks.deleting.has(agent.id) || !stillWanted()) throw deletedError(agent.id);
+    const loaded = load(agent, remoteToolsOf(record), record, session);
     live.set(agent.id, loaded);
     return loaded;
   }
 
-  function load(agent: Agent, remoteSpecs: RemoteToolSpec[], record: AgentRecord): LiveAgent {
-    const session = options.sessionOf(agent);
-    const scope = scopeOf(agent, session);
+  function load(
+    agent: Agent,
+    remoteSpecs: RemoteToolSpec[],
+    record: AgentRecord,
+    session: AgentSession,
+  ): LiveAgent {
+    const scope = scopeOf(options, agent, session);
     const tools = runtime.forAgent({
       agent: scope,
       preset: agent.preset,
@@ -124,41 +183,10 @@ export function createLiveAgents(options: LiveAgentsOptions): LiveAgents {
     }
   }
 
-  function scopeOf(agent: Agent, session: AgentSession): AgentScope {
-    const plugins = options.pluginsOf?.(agent);
-    return {
-      id: agent.id,
-      sessionId: agent.sessionId,
-      services: {
-        tenantId: agent.tenantId,
-        sandbox: () => options.sandboxOf(agent),
-        session,
-        // Only an agent whose client runs subagents can spawn them (and so sees workflow and ralph).
-        ...(agent.config.subagents === true ? { spawn: options.spawn } : {}),
-        // Only with a plugin host does the agent see cordis_* (and only its preset's list admits them).
-        ...(plugins === undefined ? {} : { plugins }),
-        ...teamServicesOf(agent),
-      },
-    };
-  }
-
-  /**
-   * Every agent's writes obey the scopes of the tasks it holds (a task may be reassigned to any
-   * teammate), its write grant and its ancestors' (a child has no board of its own); only
-   * `teams: true` agents see the board tools.
-   */
-  function teamServicesOf(agent: Agent): Record<string, unknown> {
-    const board = options.teamBoard;
-    if (board === undefined) return {};
-    return {
-      writeScopes: () => board.writeBounds(agent.tenantId, agent.id),
-      ...(agent.config.teams === true ? { teamBoard: board.forAgent(agent.tenantId, agent.id) } : {}),
-    };
-  }
-
   function retire(id: string): void {
     const state = live.get(id);
     live.delete(id);
+    loading.delete(id);
     state?.mcp.stopAll();
     state?.tools.dispose();
   }
@@ -169,6 +197,7 @@ export function createLiveAgents(options: LiveAgentsOptions): LiveAgents {
       state.tools.dispose();
     }
     live.clear();
+    loading.clear();
   }
 
   return { of, retire, retireAll };

@@ -42,8 +42,8 @@ export function mcpPersister(
   agents: AgentStore,
   events: EventLog,
   agent: Agent,
-): (records: McpServerRecord[]) => void {
-  return function persist(records) {
+): (records: McpServerRecord[]) => Promise<void> {
+  return async function persist(records) {
     // Secrets stay out of the log: a program's environment and a remote server's headers by name only.
     const servers = records.map(({ tools, ...spec }) => ({
       ...spec,
@@ -60,22 +60,22 @@ export function mcpPersister(
         data: { servers: JSON.parse(JSON.stringify(servers)) as JsonValue },
       },
     ]);
-    if (!agents.setMcpServers(agent.tenantId, agent.id, records as unknown as JsonValue[]))
+    if (!(await agents.setMcpServers(agent.tenantId, agent.id, records as unknown as JsonValue[])))
       throw deletedError(agent.id);
   };
 }
 
 export interface McpServerService {
   register(agent: Agent, spec: McpServerSpec): Promise<McpServerStatus>;
-  list(agent: Agent): McpServerStatus[];
-  get(agent: Agent, name: string): McpServerStatus;
+  list(agent: Agent): Promise<McpServerStatus[]>;
+  get(agent: Agent, name: string): Promise<McpServerStatus>;
   remove(agent: Agent, name: string): Promise<void>;
 }
 
 export function createMcpServerService(options: {
   events: EventLog;
   /** The agent's installed MCP servers (loading the agent on first use). */
-  mcpOf: (agent: Agent) => AgentMcp;
+  mcpOf: (agent: Agent) => Promise<AgentMcp>;
   limitsOf?: (tenantId: string) => Partial<McpLimits> | undefined;
   /** Whether remote (http) servers can be reached (the service has an egress gateway). */
   remote?: boolean;
@@ -112,19 +112,20 @@ export function createMcpServerService(options: {
 
   return {
     async register(agent, spec) {
-      const status = await options.mcpOf(agent).put(check(agent, spec));
+      const mcp = await options.mcpOf(agent);
+      const status = await mcp.put(check(agent, spec));
       await events.flush();
       return status;
     },
-    list: (agent) => options.mcpOf(agent).list(),
-    get(agent, name) {
-      const status = options.mcpOf(agent).get(name);
+    list: async (agent) => (await options.mcpOf(agent)).list(),
+    async get(agent, name) {
+      const status = (await options.mcpOf(agent)).get(name);
       if (status === undefined)
         throw new SandboxError('NOT_FOUND', `Agent ${agent.id} has no MCP server ${name}.`);
       return status;
     },
     async remove(agent, name) {
-      if (!options.mcpOf(agent).remove(name))
+      if (!(await (await options.mcpOf(agent)).remove(name)))
         throw new SandboxError('NOT_FOUND', `Agent ${agent.id} has no MCP server ${name}.`);
       await events.flush();
     },

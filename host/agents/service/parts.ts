@@ -81,7 +81,11 @@ export function deletionFor(state: AgentServiceState): Deletion {
     reapRetryMs: options.reapRetryMs ?? 30_000,
     isClosing: state.isClosing,
     async onDeleted(id, agent) {
-      await Promise.all([options.onAgentDeleted?.(id), state.teams?.deleted(agent)]);
+      try {
+        await state.teams?.deleted(agent);
+      } finally {
+        await options.onAgentDeleted?.(id);
+      }
     },
   });
 }
@@ -96,7 +100,7 @@ export function teamServiceFor(state: AgentServiceState): TeamService | undefine
     createChild: (parent, links) =>
       state.create(parent.tenantId, links.role === 'teammate' ? { teams: true } : {}, links),
     removeChild: (child) => removeAgent(state, child.tenantId, child.id),
-    toolNames: async (agent) => (await live.of(agent).tools.describe()).map((t) => t.name),
+    toolNames: async (agent) => (await (await live.of(agent)).tools.describe()).map((t) => t.name),
     interrupt: batches.interrupt,
     busy: batches.busy,
     ...(options.children?.limits ? { limits: options.children.limits } : {}),

@@ -42,10 +42,13 @@ export function latestByName(specs: readonly RemoteToolSpec[]): RemoteToolSpec[]
 export interface RemoteTools {
   has(name: string): boolean;
   /**
-   * Adds or replaces `specs` by name; `persist` gets the whole new list and may throw, which puts
-   * the old tools back. Returns every remote tool name.
+   * Adds or replaces `specs` by name; `persist` gets the whole new list and may reject, which puts
+   * the old tools back. Resolves to every remote tool name.
    */
-  replace(specs: readonly RemoteToolSpec[], persist: (all: RemoteToolSpec[]) => void): string[];
+  replace(
+    specs: readonly RemoteToolSpec[],
+    persist: (all: RemoteToolSpec[]) => Promise<void>,
+  ): Promise<string[]>;
 }
 
 interface Entry {
@@ -74,12 +77,26 @@ export function installRemoteTools(
     for (const { spec, definition } of previous) put(spec, definition);
   }
 
-  function replace(specs: readonly RemoteToolSpec[], persist: (all: RemoteToolSpec[]) => void): string[] {
+  /** Puts `specs` in place of their namesakes; returns what was there before (restore() takes it). */
+  function swap(specs: readonly RemoteToolSpec[]): Entry[] {
     const definitions = specs.map((spec) => ({ spec, definition: define(spec) }));
     const previous = [...entries.values()];
     try {
       for (const { spec, definition } of definitions) put(spec, definition);
-      persist([...entries.values()].map((entry) => entry.spec));
+    } catch (error) {
+      restore(previous);
+      throw error;
+    }
+    return previous;
+  }
+
+  async function replace(
+    specs: readonly RemoteToolSpec[],
+    persist: (all: RemoteToolSpec[]) => Promise<void>,
+  ): Promise<string[]> {
+    const previous = swap(specs);
+    try {
+      await persist([...entries.values()].map((entry) => entry.spec));
     } catch (error) {
       restore(previous);
       throw error;
@@ -87,7 +104,7 @@ export function installRemoteTools(
     return [...entries.keys()];
   }
 
-  replace(specs, () => {});
+  swap(specs); // the stored ones: nothing to persist
   return { has: (name) => entries.has(name), replace };
 }
 
@@ -95,7 +112,7 @@ export interface RemoteRegistrationOptions {
   agents: AgentStore;
   events: EventLog;
   /** The agent's installed remote tools (loading the agent on first use). */
-  remoteOf: (agent: Agent) => RemoteTools;
+  remoteOf: (agent: Agent) => Promise<RemoteTools>;
 }
 
 /** AgentService.registerRemoteTools. */
@@ -104,24 +121,24 @@ export function createRemoteRegistration(
 ): (agent: Agent, tools: RemoteToolSpec[]) => Promise<string[]> {
   const { agents, events } = options;
 
-  function persist(agent: Agent, all: RemoteToolSpec[]): void {
+  async function persist(agent: Agent, all: RemoteToolSpec[]): Promise<void> {
     const tools = all as unknown as JsonValue[];
     // Logged first: an append the tenant's log budget refuses leaves the table as it was.
     events.append([
       { sessionId: agent.sessionId, type: 'agent.remote_tools', surface: 'log-only', data: { tools } },
     ]);
-    if (!agents.setRemoteTools(agent.tenantId, agent.id, tools)) throw deletedError(agent.id);
+    if (!(await agents.setRemoteTools(agent.tenantId, agent.id, tools))) throw deletedError(agent.id);
   }
 
   return async function registerRemoteTools(agent, tools) {
-    const remote = options.remoteOf(agent);
+    const remote = await options.remoteOf(agent);
     const names = new Set<string>();
     for (const spec of tools) {
       if (names.has(spec.name))
         throw new SandboxError('INVALID_ARGUMENTS', `Remote tool ${spec.name} is listed twice.`);
       names.add(spec.name);
     }
-    const all = remote.replace(tools, (specs) => persist(agent, specs));
+    const all = await remote.replace(tools, (specs) => persist(agent, specs));
     await events.flush();
     return all;
   };

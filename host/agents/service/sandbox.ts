@@ -1,9 +1,9 @@
 // Sandbox binding: an agent's sandbox, created lazily when its first tool or file transfer needs
 // one (or re-adopted by agent id after a restart), at most once per process, its id written to the
-// agent's record. Race-free against delete(): the check and the registration of the pending
-// creation happen synchronously, so a delete either refuses the call or finds the pending creation
-// and waits for it before destroying; a creation that finishes after the agent was deleted
-// elsewhere destroys what it made. A child or teammate works in its parent's workspace: its
+// agent's record. Race-free against delete(): the pending creation is registered synchronously
+// and checks whether the agent is gone inside it (a store read), so a delete either refuses the call
+// (marked here) or finds the pending creation and waits for it before destroying; a creation that
+// finishes after the agent was deleted elsewhere destroys what it made. A child or teammate works in its parent's workspace: its
 // sandbox is the one of the nearest agent above it that owns one (a top-level agent, or a child
 // with an isolated workspace), never one of its own, so deleting it leaves the workspace to its
 // owner. A child with an isolated workspace (its parent's `childWorkspace: "isolated"`) owns a
@@ -33,9 +33,9 @@ export interface SandboxBinding {
    * The agent's sandbox state here, from memory and the agent's record (`recorded`: whether the
    * record names a sandbox, when the caller has it at hand; read from the store otherwise).
    */
-  stateOf(agent: Agent, recorded?: boolean): SandboxState;
+  stateOf(agent: Agent, recorded?: boolean): Promise<SandboxState>;
   /** The agent whose sandbox (and workspace) `agent` uses: itself or an ancestor; undefined when gone. */
-  ownerOf(agent: Agent): Agent | undefined;
+  ownerOf(agent: Agent): Promise<Agent | undefined>;
 }
 
 export interface SandboxBindingOptions {
@@ -55,11 +55,11 @@ export function createSandboxBinding(options: SandboxBindingOptions): SandboxBin
   const ready = new Set<string>();
 
   /** The agent whose sandbox `agent` uses: itself, or the nearest agent above it that owns one. */
-  function ownerOf(agent: Agent): Agent | undefined {
+  async function ownerOf(agent: Agent): Promise<Agent | undefined> {
     let current: Agent = agent;
     for (let hops = 0; ownsNone(current) && hops < 64; hops++) {
       const links = current.links as NonNullable<Agent['links']>;
-      const parent = agents.get(current.tenantId, links.parentId);
+      const parent = await agents.get(current.tenantId, links.parentId);
       if (parent === undefined || marks.deleting.has(parent.id)) return undefined;
       current = toAgent(parent);
     }
@@ -68,14 +68,9 @@ export function createSandboxBinding(options: SandboxBindingOptions): SandboxBin
 
   function of(agent: Agent): Promise<Sandbox> {
     if (marks.deleting.has(agent.id)) return Promise.reject(deletedError(agent.id));
-    if (ownsNone(agent)) {
-      if (marks.gone(agent)) return Promise.reject(deletedError(agent.id));
-      const owner = ownerOf(agent);
-      return owner === undefined ? Promise.reject(deletedError(agent.id)) : of(owner);
-    }
+    if (ownsNone(agent)) return ownersSandbox(agent);
     let pending = sandboxes.get(agent.id);
     if (pending === undefined) {
-      if (marks.gone(agent)) return Promise.reject(deletedError(agent.id));
       const binding = bind(agent);
       sandboxes.set(agent.id, binding);
       binding.then(
@@ -91,9 +86,18 @@ export function createSandboxBinding(options: SandboxBindingOptions): SandboxBin
     return pending;
   }
 
+  async function ownersSandbox(agent: Agent): Promise<Sandbox> {
+    if (await marks.gone(agent)) throw deletedError(agent.id);
+    const owner = await ownerOf(agent);
+    if (owner === undefined) throw deletedError(agent.id);
+    return of(owner);
+  }
+
   async function bind(agent: Agent): Promise<Sandbox> {
+    // Inside the registered binding, so a delete that starts meanwhile finds it and waits for it.
+    if (await marks.gone(agent)) throw deletedError(agent.id);
     const existing = await provider.get(agent.id);
-    if (existing === undefined && marks.gone(agent)) throw deletedError(agent.id);
+    if (existing === undefined && (await marks.gone(agent))) throw deletedError(agent.id);
     const sandbox =
       existing ??
       (await provider.create({
@@ -102,21 +106,21 @@ export function createSandboxBinding(options: SandboxBindingOptions): SandboxBin
         limits: sandboxLimits(agent.config.sandbox),
       }));
     if (existing === undefined) await seed(agent, sandbox);
-    if (marks.gone(agent)) {
+    if (await marks.gone(agent)) {
       if (!marks.deleting.has(agent.id)) await provider.destroy(agent.id).catch(() => undefined);
       throw deletedError(agent.id);
     }
-    agents.setSandboxId(agent.id, sandbox.id);
+    await agents.setSandboxId(agent.id, sandbox.id);
     return sandbox;
   }
 
   /** An isolated child's new sandbox gets a copy of its parent's workspace, if that exists. */
   async function seed(agent: Agent, sandbox: Sandbox): Promise<void> {
     if (agent.links === undefined) return;
-    const parent = agents.get(agent.tenantId, agent.links.parentId);
-    const owner = parent === undefined ? undefined : ownerOf(toAgent(parent));
+    const parent = await agents.get(agent.tenantId, agent.links.parentId);
+    const owner = parent === undefined ? undefined : await ownerOf(toAgent(parent));
     // A parent that never had a sandbox has nothing to copy (and gets none for it).
-    if (owner === undefined || agents.get(owner.tenantId, owner.id)?.sandboxId === undefined) return;
+    if (owner === undefined || (await agents.get(owner.tenantId, owner.id))?.sandboxId === undefined) return;
     const source = await of(owner);
     await sandbox.archive.upload('.', await source.archive.download('.'));
   }
@@ -128,16 +132,16 @@ export function createSandboxBinding(options: SandboxBindingOptions): SandboxBin
     await creating?.catch(() => undefined);
   }
 
-  function stateOf(agent: Agent, recorded?: boolean): SandboxState {
+  async function stateOf(agent: Agent, recorded?: boolean): Promise<SandboxState> {
     const shared = ownsNone(agent);
-    const owner = shared ? ownerOf(agent) : agent;
+    const owner = shared ? await ownerOf(agent) : agent;
     if (owner === undefined) return 'none';
     if (ready.has(owner.id)) return 'ready';
     if (sandboxes.has(owner.id)) return 'starting';
     const named =
       !shared && recorded !== undefined
         ? recorded
-        : agents.get(owner.tenantId, owner.id)?.sandboxId !== undefined;
+        : (await agents.get(owner.tenantId, owner.id))?.sandboxId !== undefined;
     return named ? 'gone' : 'none';
   }
 

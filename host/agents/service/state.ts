@@ -41,8 +41,8 @@ export interface AgentServiceState {
  */
 export async function removeAgent(state: AgentServiceState, tenantId: string, id: string): Promise<void> {
   const { deletion, teams } = state;
-  const agent = getAgent(state.store.agents, tenantId, id);
-  const doomed = teams?.descendants(agent) ?? [];
+  const agent = await getAgent(state.store.agents, tenantId, id);
+  const doomed = (await teams?.descendants(agent)) ?? [];
   const children = doomed.map((child) => deletion.delete(tenantId, child.id));
   const [own, ...settled] = await Promise.allSettled([deletion.delete(tenantId, id), ...children]);
   if (own?.status === 'rejected') throw own.reason;
@@ -57,7 +57,7 @@ export async function appendMessages(
   agent: Agent,
   messages: readonly ConversationMessage[],
 ): Promise<SessionEvent[]> {
-  state.live.of(agent); // NOT_FOUND once the agent is gone
+  await state.live.of(agent); // NOT_FOUND once the agent is gone
   const appended = state.store.events.append(messageEvents(agent.sessionId, messages));
   await state.store.events.flush();
   return appended;

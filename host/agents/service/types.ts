@@ -84,9 +84,9 @@ export interface AgentServiceOptions {
 
 export interface AgentService {
   create(tenantId: string, input: CreateAgentRequest): Promise<Agent>;
-  /** Throws NOT_FOUND for unknown, deleted or another tenant's agents. */
-  get(tenantId: string, id: string): Agent;
-  list(tenantId: string): Agent[];
+  /** Rejects with NOT_FOUND for unknown, deleted or another tenant's agents. */
+  get(tenantId: string, id: string): Promise<Agent>;
+  list(tenantId: string): Promise<Agent[]>;
   /**
    * Marks the agent deleted, then stops everything it started (batches, programs, workflows, host
    * requests, terminal sockets through onDeleted) and destroys its sandbox; resolves when done.
@@ -98,12 +98,12 @@ export interface AgentService {
   /** Opens a step: the tools the model sees, resolved once, that calls naming the step run against. */
   step(agent: Agent): Promise<StepView>;
   /** The agent's todos, goal and plan mode (the state its session tools keep). */
-  session(agent: Agent): AgentSession;
+  session(agent: Agent): Promise<AgentSession>;
   call(agent: Agent, calls: ToolCall[], options: CallOptions): Promise<ToolResult[]>;
   /** The agent's sandbox, created on first use (or re-adopted after a restart). */
   sandbox(agent: Agent): Promise<Sandbox>;
   /** The agent's creator plugins; NOT_FOUND when the service runs none. */
-  plugins(agent: Agent): AgentPlugins;
+  plugins(agent: Agent): Promise<AgentPlugins>;
   /** Starts the plugins that were running when the service last stopped; resolves to how many. */
   resumePlugins(onError?: (pluginId: string, error: unknown) => void): Promise<number>;
   /** Appends the client's conversation messages to the agent's session log; resolves to their events. */

@@ -35,9 +35,9 @@ export const MAX_WORKSPACE_PAGE = 100;
 const CONCURRENT_READS = 4;
 
 export interface AgentUsage {
-  state(agent: Agent, recorded?: boolean): AgentState;
-  /** The tenant's live agents with their state (one store read). */
-  list(tenantId: string): { agent: Agent; state: AgentState }[];
+  state(agent: Agent, recorded?: boolean): Promise<AgentState>;
+  /** The tenant's live agents with their state (one store read, plus a shared workspace's owner). */
+  list(tenantId: string): Promise<{ agent: Agent; state: AgentState }[]>;
   /** What the sandbox the agent works in uses now; undefined when it has none or the provider cannot tell. */
   sandbox(agent: Agent, options?: SandboxUsageOptions): Promise<SandboxUsage | undefined>;
   /** Workspaces of agents with a sandbox, by agent id after `after`, at most `limit` (≤ MAX_WORKSPACE_PAGE). */
@@ -71,24 +71,25 @@ async function mapBounded<T, R>(items: T[], width: number, fn: (item: T) => Prom
 export function createAgentUsage(options: AgentUsageOptions): AgentUsage {
   const { agents, provider, sandboxes, batches } = options;
 
-  function state(agent: Agent, recorded?: boolean): AgentState {
+  async function state(agent: Agent, recorded?: boolean): Promise<AgentState> {
+    const sandbox = await sandboxes.stateOf(agent, recorded);
     const { batches: running, lastCallAt } = batches.activity(agent.id);
     return {
-      sandbox: sandboxes.stateOf(agent, recorded),
+      sandbox,
       batches: running,
       ...(lastCallAt === undefined ? {} : { lastCallAt }),
     };
   }
 
   async function sandbox(agent: Agent, usageOptions?: SandboxUsageOptions) {
-    const owner = sandboxes.ownerOf(agent);
+    const owner = await sandboxes.ownerOf(agent);
     if (owner === undefined || provider.usage === undefined) return undefined;
     return provider.usage(owner.id, usageOptions);
   }
 
   async function workspaces(page: { after?: string; limit?: number }) {
     const limit = Math.max(1, Math.min(MAX_WORKSPACE_PAGE, Math.trunc(page.limit ?? 50)));
-    const records = agents.withSandbox(page.after ?? '', limit + 1);
+    const records = await agents.withSandbox(page.after ?? '', limit + 1);
     const shown = records.slice(0, limit);
     const list = await mapBounded(shown, CONCURRENT_READS, async (record): Promise<WorkspaceInfo> => {
       const used = await provider.usage?.(record.id).catch(() => undefined);
@@ -104,11 +105,13 @@ export function createAgentUsage(options: AgentUsageOptions): AgentUsage {
 
   return {
     state,
-    list: (tenantId) =>
-      agents.list(tenantId).map((record) => {
-        const agent = toAgent(record);
-        return { agent, state: state(agent, record.sandboxId !== undefined) };
-      }),
+    list: async (tenantId) =>
+      Promise.all(
+        (await agents.list(tenantId)).map(async (record) => {
+          const agent = toAgent(record);
+          return { agent, state: await state(agent, record.sandboxId !== undefined) };
+        }),
+      ),
     sandbox,
     workspaces,
   };

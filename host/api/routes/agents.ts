@@ -34,7 +34,7 @@ export const loadAgent = (agents: AgentService): MiddlewareHandler<ApiEnv> =>
     const id: string = c.req.param('id') ?? '';
     if (!v.is(ID, id))
       throw new SandboxError('NOT_FOUND', `No agent ${JSON.stringify(String(id).slice(0, 80))}.`);
-    c.set('agent', agents.get(c.get('tenant').id, id));
+    c.set('agent', await agents.get(c.get('tenant').id, id));
     await next();
   };
 
@@ -64,11 +64,12 @@ export const agentRoutes = (agents: AgentService): Hono<ApiEnv> => {
       tags: ['agents'],
       responses: { 200: jsonResponse("The tenant's agents", AgentList) },
     }),
-    (c) =>
+    async (c) =>
       c.json({
-        agents: agents.usage
-          .list(c.get('tenant').id)
-          .map(({ agent, state }) => ({ ...agentView(agent), state })),
+        agents: (await agents.usage.list(c.get('tenant').id)).map(({ agent, state }) => ({
+          ...agentView(agent),
+          state,
+        })),
       }),
   );
   app.get(
@@ -79,7 +80,7 @@ export const agentRoutes = (agents: AgentService): Hono<ApiEnv> => {
       responses: { 200: jsonResponse('The agent', Agent), ...notFound },
     }),
     loadAgent(agents),
-    (c) => c.json({ ...agentView(c.get('agent')), state: agents.usage.state(c.get('agent')) }),
+    async (c) => c.json({ ...agentView(c.get('agent')), state: await agents.usage.state(c.get('agent')) }),
   );
   app.delete(
     '/v1/agents/:id',

@@ -120,7 +120,7 @@ export const mcpServerRoutes = (agents: AgentService): Hono<ApiEnv> => {
       responses: { 200: jsonResponse("The agent's MCP servers", McpServerList), ...notFound },
     }),
     loadAgent(agents),
-    (c) => c.json({ servers: agents.mcpServers.list(c.get('agent')) }),
+    async (c) => c.json({ servers: await agents.mcpServers.list(c.get('agent')) }),
   );
   app.get(
     '/v1/agents/:id/mcp-servers/:name',
@@ -130,7 +130,7 @@ export const mcpServerRoutes = (agents: AgentService): Hono<ApiEnv> => {
       responses: { 200: jsonResponse('The server', McpServer), ...notFound },
     }),
     loadAgent(agents),
-    (c) => c.json(agents.mcpServers.get(c.get('agent'), c.req.param('name'))),
+    async (c) => c.json(await agents.mcpServers.get(c.get('agent'), c.req.param('name'))),
   );
   app.delete(
     '/v1/agents/:id/mcp-servers/:name',

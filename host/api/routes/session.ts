@@ -22,7 +22,7 @@ export const sessionRoutes = (agents: AgentService): Hono<ApiEnv> => {
       responses: { 200: jsonResponse('The task list', TodoList), ...notFound },
     }),
     loadAgent(agents),
-    (c) => c.json({ todos: agents.session(c.get('agent')).todos() }),
+    async (c) => c.json({ todos: (await agents.session(c.get('agent'))).todos() }),
   );
   app.get(
     '/v1/agents/:id/goal',
@@ -34,7 +34,7 @@ export const sessionRoutes = (agents: AgentService): Hono<ApiEnv> => {
       responses: { 200: jsonResponse('The current goal', CurrentGoal), ...notFound },
     }),
     loadAgent(agents),
-    (c) => c.json({ goal: agents.session(c.get('agent')).goal() }),
+    async (c) => c.json({ goal: (await agents.session(c.get('agent'))).goal() }),
   );
   app.get(
     '/v1/agents/:id/plan-mode',
@@ -44,7 +44,7 @@ export const sessionRoutes = (agents: AgentService): Hono<ApiEnv> => {
       responses: { 200: jsonResponse('Whether the agent is in plan mode', PlanMode), ...notFound },
     }),
     loadAgent(agents),
-    (c) => c.json({ planMode: agents.session(c.get('agent')).planMode() }),
+    async (c) => c.json({ planMode: (await agents.session(c.get('agent'))).planMode() }),
   );
   app.put(
     '/v1/agents/:id/plan-mode',
@@ -62,9 +62,10 @@ export const sessionRoutes = (agents: AgentService): Hono<ApiEnv> => {
     }),
     loadAgent(agents),
     jsonBody(SetPlanMode),
-    (c) => {
+    async (c) => {
       const { planMode } = c.get('body') as v.InferOutput<typeof SetPlanMode>;
-      return c.json({ planMode: agents.session(c.get('agent')).setPlanMode(planMode, 'client') });
+      const session = await agents.session(c.get('agent'));
+      return c.json({ planMode: await session.setPlanMode(planMode, 'client') });
     },
   );
   return app;

@@ -19,7 +19,7 @@ export const auditUploads = (
     if (c.req.method !== 'PUT') return next();
     let agent: Agent;
     try {
-      agent = agents.get(c.get('tenant').id, c.req.param('id') ?? '');
+      agent = await agents.get(c.get('tenant').id, c.req.param('id') ?? '');
     } catch {
       return next();
     }

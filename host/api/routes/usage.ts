@@ -67,7 +67,7 @@ export const usageRoutes = (
       const used = await agents.usage.sandbox(agent, { stats: true, statsTimeoutMs: STATS_TIMEOUT_MS });
       return c.json({
         id: agent.id,
-        state: agents.usage.state(agent),
+        state: await agents.usage.state(agent),
         log: logUsage(store, agent.tenantId, agent.sessionId),
         ...used,
       });

@@ -42,7 +42,7 @@ export async function launch(
           owner,
           pluginId,
           ...source,
-          capabilities: capabilities(state, agent, pluginId),
+          capabilities: capabilities(state, agent, pluginId, await state.deps.liveOf(agent)),
         });
   const running = result.status.state === 'running';
   store.setRunState(owner, pluginId, {

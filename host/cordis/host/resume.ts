@@ -26,7 +26,7 @@ export async function resume(
     for (const record of records) {
       const owner = { tenantId: record.tenantId, agentId: record.agentId };
       try {
-        const agentRecord = state.deps.agents.get(record.tenantId, record.agentId);
+        const agentRecord = await state.deps.agents.get(record.tenantId, record.agentId);
         if (agentRecord === undefined || record.currentPackageId === undefined) {
           state.deps.store.setRunState(owner, record.id, { running: false });
           continue;

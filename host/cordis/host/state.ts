@@ -28,8 +28,8 @@ export interface PluginHostDeps {
   agents: AgentStore;
   events: EventLog;
   requests: RequestStore;
-  /** The agent's loaded tools. */
-  liveOf(agent: Agent): LiveAgent;
+  /** The agent's loaded tools (loading them on first use). */
+  liveOf(agent: Agent): Promise<LiveAgent>;
 }
 
 export interface HostState {
@@ -136,7 +136,8 @@ export function providersOf(state: HostState, agent: Agent): AgentProviders {
   return agentProviders;
 }
 
-export function capabilities(state: HostState, agent: Agent, pluginId: string) {
+/** A plugin's capabilities over the agent's tools, loaded before it starts (`live`). */
+export function capabilities(state: HostState, agent: Agent, pluginId: string, live: LiveAgent) {
   let agentOwners = state.owners.get(agent.id);
   if (agentOwners === undefined) {
     agentOwners = new Map();
@@ -145,7 +146,7 @@ export function capabilities(state: HostState, agent: Agent, pluginId: string) {
   return pluginCapabilities({
     agent,
     pluginId,
-    live: () => state.deps.liveOf(agent),
+    live: () => live,
     owners: agentOwners,
     providers: providersOf(state, agent),
     hostProviders: HOST_PROVIDER_IDS,

@@ -9,7 +9,7 @@
 // client's first bytes), and only then is the next accept asked for and the connection served, so
 // its head deadline (./heads.ts) starts when it arrived and never while an accept waits, and an
 // idle client holds up no other connection, only its own place until that deadline; the caller is
-// looked up when a connection arrives, so a deleted agent gets a refusal.
+// looked up (a store read) when a connection arrives, so a deleted agent gets a refusal.
 import { SandboxError } from '../../errors.ts';
 import type { SandboxdEgress } from '../../sandbox/sandboxd/client.ts';
 import type { EgressCaller } from '../types.ts';
@@ -18,7 +18,7 @@ import { createProxyServer, type ProxyServerOptions } from './server.ts';
 
 export interface SandboxEgressOptions extends ProxyServerOptions {
   /** Who an agent's sandbox egress is (its tenant and session); undefined: refused (a deleted agent). */
-  callerOf: (agentId: string) => EgressCaller | undefined;
+  callerOf: (agentId: string) => Promise<EgressCaller | undefined>;
   /** Connections open at once per sandbox. Default 32. */
   maxTunnels?: number;
   /** An accept that failed for another reason than the session ending (an old sandboxd). */
@@ -72,8 +72,11 @@ export function createSandboxEgress(options: SandboxEgressOptions): SandboxEgres
       }
       open++;
       more();
-      const caller = options.callerOf(agentId);
       const duplex = tunnelDuplex(io, pieces, first.value);
+      const caller = await options.callerOf(agentId).catch((e: unknown) => {
+        options.onError?.(e);
+        return undefined;
+      });
       if (caller) proxy.handle(duplex, caller);
       else duplex.destroy();
       await result.catch(() => {});
@@ -82,11 +85,13 @@ export function createSandboxEgress(options: SandboxEgressOptions): SandboxEgres
     }
 
     // The sandbox trusts its tenant's interception CA (sandboxd adds it to the bundle its processes use).
-    const tenantId = options.callerOf(agentId)?.tenantId;
     const authorities = options.intercept;
-    if (authorities && tenantId !== undefined)
-      Promise.resolve()
-        .then(() => egress.trust(authorities.caOf(tenantId)))
+    if (authorities)
+      options
+        .callerOf(agentId)
+        .then((caller) =>
+          caller === undefined ? undefined : egress.trust(authorities.caOf(caller.tenantId)),
+        )
         .catch((e: unknown) => {
           if (!sessionEnded(e)) options.onError?.(e);
         });

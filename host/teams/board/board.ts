@@ -78,7 +78,7 @@ async function writeBounds(s: BoardState, tenantId: string, agentId: string): Pr
     subject: t.subject,
     scopes: t.writeScopes,
   }));
-  const above = s.directory.ancestors(agentId);
+  const above = await s.directory.ancestors(agentId);
   // An ancestor is gone (its deletion is under way): what it may write is unknown, so nothing.
   if (above === undefined) return { held, grants: [], broken: true };
   // One read per ancestor, all in flight together; the order of the list is kept.

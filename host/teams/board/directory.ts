@@ -6,5 +6,5 @@ import type { TeamDirectory } from './types.ts';
 export const soloDirectory: TeamDirectory = {
   teamOf: async (agentId) => agentId,
   members: async (teamId) => [{ id: teamId }],
-  ancestors: () => [],
+  ancestors: async () => [],
 };

@@ -16,9 +16,9 @@ export interface TeamDirectory {
   members(teamId: string): Promise<{ id: string; name?: string }[]>;
   /**
    * The agents above `agentId`, the one that made it first; [] for a top-level agent; undefined
-   * when the chain is broken (an ancestor is gone) or too long. Sync: the write guard asks per write.
+   * when the chain is broken (an ancestor is gone) or too long (one store read per level).
    */
-  ancestors(agentId: string): string[] | undefined;
+  ancestors(agentId: string): Promise<string[] | undefined>;
 }
 
 /** Bounds of one tenant's boards; the service's come from DSH_TEAM_* (host/config.ts). */

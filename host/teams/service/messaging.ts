@@ -8,7 +8,7 @@
 import type { Agent } from '../../agents/types.ts';
 import type { AgentRecord, MailItem } from '../../store/index.ts';
 import { resolve } from './reach.ts';
-import { exclusive, messageView, nameOf, type TeamState } from './state.ts';
+import { exclusive, messageViews, nameOf, type TeamState } from './state.ts';
 import type { MessageView, Reach } from './types.ts';
 
 /** No calls of it run, no run or wake-up of it is pending: a message would wait unread. */
@@ -20,7 +20,7 @@ async function idle(state: TeamState, target: AgentRecord): Promise<boolean> {
 
 async function wake(state: TeamState, target: AgentRecord, item: MailItem, callId: string): Promise<void> {
   const { teams } = state;
-  const fromName = nameOf(state, item.fromId);
+  const fromName = await nameOf(state, item.fromId);
   const request = await state.requests.create({
     sessionId: target.id,
     kind: 'agent_wakeup',
@@ -54,10 +54,11 @@ export async function send(
   message: string,
   how: { reach: Reach; kind: 'message' | 'followup'; wake: boolean; callId: string },
 ): Promise<{ message_id: number; agent_id: string; woke: boolean }> {
-  const to = resolve(state, from, target, how.reach);
+  const to = await resolve(state, from, target, how.reach);
+  const fromName = await nameOf(state, from.id);
   const item = await state.mailboxes.post(
     { tenantId: from.tenantId, agentId: to.id, fromId: from.id, kind: how.kind, body: message },
-    nameOf(state, from.id),
+    fromName,
   );
   const woke =
     how.wake &&
@@ -79,20 +80,20 @@ export async function wait(
   const max = state.limits(agent.tenantId).waitMaxMs;
   const items = await state.mailboxes.wait(agent.id, Math.min(timeoutMs ?? max, max), signal);
   return {
-    messages: items.map((item) => messageView(item, (id) => nameOf(state, id))),
+    messages: await messageViews(state, items),
     timed_out: items.length === 0,
   };
 }
 
-export function interrupt(
+export async function interrupt(
   state: TeamState,
   by: Agent,
   target: string,
   reach: Reach,
-): { agent_id: string; interrupted_batches: number } {
-  const to = resolve(state, by, target, reach);
+): Promise<{ agent_id: string; interrupted_batches: number }> {
+  const to = await resolve(state, by, target, reach);
+  const byName = await nameOf(state, by.id);
   const stopped = state.options.interrupt(to.id, by.id);
-  const byName = nameOf(state, by.id);
   state.events.append([
     {
       sessionId: to.id,

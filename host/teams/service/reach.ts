@@ -10,13 +10,17 @@ import { LEAD_NAME, teamIdOf } from '../directory.ts';
 import { recordOf, type TeamState } from './state.ts';
 import type { Reach } from './types.ts';
 
-/** The live descendants of `root`, breadth first. */
-export function descendantsOf(state: TeamState, tenantId: string, rootId: string): AgentRecord[] {
+/** The live descendants of `root`, breadth first (one store read per agent with children to list). */
+export async function descendantsOf(
+  state: TeamState,
+  tenantId: string,
+  rootId: string,
+): Promise<AgentRecord[]> {
   const out: AgentRecord[] = [];
   const queue = [rootId];
   while (queue.length > 0) {
     const id = queue.shift() as string;
-    for (const child of state.agents.children(tenantId, id)) {
+    for (const child of await state.agents.children(tenantId, id)) {
       out.push(child);
       queue.push(child.id);
     }
@@ -24,17 +28,27 @@ export function descendantsOf(state: TeamState, tenantId: string, rootId: string
   return out;
 }
 
-function isDescendant(state: TeamState, tenantId: string, ancestorId: string, record: AgentRecord): boolean {
+async function isDescendant(
+  state: TeamState,
+  tenantId: string,
+  ancestorId: string,
+  record: AgentRecord,
+): Promise<boolean> {
   let current: AgentRecord | undefined = record;
   for (let hops = 0; current?.links !== undefined && hops < 64; hops++) {
     if (current.links.parentId === ancestorId) return true;
-    current = state.agents.get(tenantId, current.links.parentId);
+    current = await state.agents.get(tenantId, current.links.parentId);
   }
   return false;
 }
 
 /** The agent `target` names for `from`: an own descendant by id, or (team reach) a member by name or id. */
-export function resolve(state: TeamState, from: Agent, target: string, reach: Reach): AgentRecord {
+export async function resolve(
+  state: TeamState,
+  from: Agent,
+  target: string,
+  reach: Reach,
+): Promise<AgentRecord> {
   const { agents } = state;
   const notFound = () =>
     new SandboxError(
@@ -42,17 +56,19 @@ export function resolve(state: TeamState, from: Agent, target: string, reach: Re
       `No agent ${JSON.stringify(target.slice(0, 80))} you can reach; list_agents lists them.`,
     );
   if (target === from.id) throw new SandboxError('INVALID_ARGUMENTS', 'That is this agent itself.');
-  const byId = agents.get(from.tenantId, target);
-  if (byId !== undefined && isDescendant(state, from.tenantId, from.id, byId)) return byId;
+  const byId = await agents.get(from.tenantId, target);
+  if (byId !== undefined && (await isDescendant(state, from.tenantId, from.id, byId))) return byId;
   if (reach === 'children') throw notFound();
-  const team = teamIdOf(recordOf(state, from));
+  const team = teamIdOf(await recordOf(state, from));
   if (team === undefined) throw notFound();
-  const lead = agents.get(from.tenantId, team);
+  const lead = await agents.get(from.tenantId, team);
   if (lead !== undefined && (target === LEAD_NAME || target === lead.id)) {
     if (lead.id === from.id) throw new SandboxError('INVALID_ARGUMENTS', 'That is this agent itself.');
     return lead;
   }
-  const mate = agents.teammates(from.tenantId, team).find((t) => t.id === target || t.links?.name === target);
+  const mate = (await agents.teammates(from.tenantId, team)).find(
+    (t) => t.id === target || t.links?.name === target,
+  );
   if (mate === undefined) throw notFound();
   if (mate.id === from.id) throw new SandboxError('INVALID_ARGUMENTS', 'That is this agent itself.');
   return mate;

@@ -36,7 +36,7 @@ async function summary(
 }
 
 /** The agents one agent sees, summarised; the store reads of all of them in flight together. */
-export function list(
+export async function list(
   state: TeamState,
   agent: Agent,
   scope: 'children' | 'descendants' | 'team',
@@ -45,19 +45,22 @@ export function list(
   const summaries = (rows: { record: AgentRecord; role?: AgentSummary['role'] }[]) =>
     Promise.all(rows.map(({ record, role }) => summary(state, record, agent.id, role)));
   const plain = (records: AgentRecord[]) => records.map((record) => ({ record }));
-  if (scope === 'children') return summaries(plain(agents.children(agent.tenantId, agent.id)));
-  if (scope === 'descendants') return summaries(plain(descendantsOf(state, agent.tenantId, agent.id)));
-  const team = teamIdOf(recordOf(state, agent));
-  const lead = team === undefined ? undefined : agents.get(agent.tenantId, team);
+  if (scope === 'children') return summaries(plain(await agents.children(agent.tenantId, agent.id)));
+  if (scope === 'descendants') return summaries(plain(await descendantsOf(state, agent.tenantId, agent.id)));
+  const team = teamIdOf(await recordOf(state, agent));
+  const lead = team === undefined ? undefined : await agents.get(agent.tenantId, team);
   const members =
     lead === undefined
       ? []
       : [
           { record: lead, role: 'lead' as const },
-          ...agents
-            .teammates(agent.tenantId, lead.id)
-            .map((record) => ({ record, role: 'teammate' as const })),
+          ...(await agents.teammates(agent.tenantId, lead.id)).map((record) => ({
+            record,
+            role: 'teammate' as const,
+          })),
         ];
-  const own = descendantsOf(state, agent.tenantId, agent.id).filter((r) => r.links?.role !== 'teammate');
+  const own = (await descendantsOf(state, agent.tenantId, agent.id)).filter(
+    (r) => r.links?.role !== 'teammate',
+  );
   return summaries([...members, ...plain(own)]);
 }

@@ -32,7 +32,7 @@ async function checkSpawn(state: TeamState, parent: Agent, input: SpawnInput): P
       bounds.maxDepth,
       `A child here would be at depth ${depth}; this tenant allows ${bounds.maxDepth}. Do the work yourself or report back to your parent.`,
     );
-  const children = agents.children(parent.tenantId, parent.id);
+  const children = await agents.children(parent.tenantId, parent.id);
   if (children.length >= bounds.childrenPerAgent)
     throw limitError(
       'children',
@@ -61,7 +61,7 @@ async function checkSpawn(state: TeamState, parent: Agent, input: SpawnInput): P
       'INVALID_ARGUMENTS',
       `A teammate name is 1-64 letters, digits, "_" or "-", and not "${LEAD_NAME}"; got ${JSON.stringify(name)}.`,
     );
-  if (agents.teammates(parent.tenantId, parent.id).some((t) => t.links?.name === name))
+  if ((await agents.teammates(parent.tenantId, parent.id)).some((t) => t.links?.name === name))
     throw new SandboxError('CONFLICT', `Your team already has a teammate named ${name}; pick another name.`);
   return { ...links, teamId: parent.id, name };
 }

@@ -54,15 +54,15 @@ export async function exclusive<T>(
   }
 }
 
-export function recordOf(state: TeamState, agent: Agent): AgentRecord {
-  const record = state.agents.get(agent.tenantId, agent.id);
+export async function recordOf(state: TeamState, agent: Agent): Promise<AgentRecord> {
+  const record = await state.agents.get(agent.tenantId, agent.id);
   if (record === undefined) throw new SandboxError('NOT_FOUND', `Agent ${agent.id} was deleted.`);
   return record;
 }
 
 /** An agent's name in its team: a teammate's own, the lead's, or none. */
-export function nameOf(state: TeamState, id: string): string | undefined {
-  const record = state.agents.byId(id);
+export async function nameOf(state: TeamState, id: string): Promise<string | undefined> {
+  const record = await state.agents.byId(id);
   if (record === undefined) return undefined;
   if (record.links?.name !== undefined) return record.links.name;
   return teamIdOf(record) === record.id ? LEAD_NAME : undefined;
@@ -77,6 +77,13 @@ export function checkBytes(state: TeamState, tenantId: string, text: string, wha
       `The ${what} is ${bytes} bytes; this tenant's most is ${max}. Shorten it, or write it to a file and pass its path.`,
       { data: { bytes, max } },
     );
+}
+
+/** The items as their recipient sees them: each sender's name read once, all in flight together. */
+export async function messageViews(state: TeamState, items: readonly MailItem[]): Promise<MessageView[]> {
+  const senders = [...new Set(items.map((item) => item.fromId))];
+  const names = new Map(await Promise.all(senders.map(async (id) => [id, await nameOf(state, id)] as const)));
+  return items.map((item) => messageView(item, (id) => names.get(id)));
 }
 
 export function messageView(item: MailItem, nameOf: (id: string) => string | undefined): MessageView {

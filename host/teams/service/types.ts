@@ -108,14 +108,18 @@ export interface TeamService {
     timeoutMs: number | undefined,
     signal: AbortSignal,
   ): Promise<{ messages: MessageView[]; timed_out: boolean }>;
-  interrupt(by: Agent, target: string, reach: Reach): { agent_id: string; interrupted_batches: number };
+  interrupt(
+    by: Agent,
+    target: string,
+    reach: Reach,
+  ): Promise<{ agent_id: string; interrupted_batches: number }>;
   list(agent: Agent, scope: 'children' | 'descendants' | 'team'): Promise<AgentSummary[]>;
   /** The agent's mailbox after `afterId` (read or not). */
   mailbox(agent: Agent, afterId?: number, limit?: number): Promise<MessageView[]>;
   /** Takes (delivers) the agent's unread messages. */
   take(agent: Agent): Promise<MessageView[]>;
   /** The agent's live descendants, deepest first (deleted before it). */
-  descendants(agent: Agent): AgentRecord[];
+  descendants(agent: Agent): Promise<AgentRecord[]>;
   /** The agent was deleted: its run is cancelled (its parent told), its unread mail cancelled. */
   deleted(agent: Agent): Promise<void>;
   readonly directory: TeamDirectory;

@@ -58,16 +58,16 @@ export interface AskingCall {
   signal: AbortSignal;
 }
 
-/** One agent's session state and its questions to the client. */
+/** One agent's session state and its questions to the client. Reads answer from memory; a write resolves once stored. */
 export interface SessionService {
   todos(): Todo[];
   /** Replaces the whole list; announced as a `session.todos` event. */
-  writeTodos(todos: readonly Todo[]): Todo[];
+  writeTodos(todos: readonly Todo[]): Promise<Todo[]>;
   goal(): Goal | null;
   /** CONFLICT while a goal that is not completed is current. */
-  createGoal(objective: string, maxGoalRounds?: number): Goal;
+  createGoal(objective: string, maxGoalRounds?: number): Promise<Goal>;
   /** NOT_FOUND for another goal id, REVISION_CONFLICT for a stale revision, CONFLICT for a move its state forbids. */
-  updateGoal(update: GoalUpdate): Goal;
+  updateGoal(update: GoalUpdate): Promise<Goal>;
   planMode(): boolean;
   /** Submits the plan as a `plan_review` request; approval ends plan mode. CONFLICT outside plan mode. */
   submitPlan(plan: string, call: AskingCall): Promise<PlanReview>;

@@ -31,5 +31,5 @@ export const todoWriteTool = defineTool({
     ],
   },
   isReadOnly: () => true,
-  execute: (args, exec) => ({ todos: sessionOf(exec).writeTodos(args.todos) }),
+  execute: async (args, exec) => ({ todos: await sessionOf(exec).writeTodos(args.todos) }),
 });

@@ -183,8 +183,8 @@ it('gives a child of childWorkspace: "isolated" its own container, seeded with a
     (await bash(child.agent_id, 'cat src/app.txt && echo "v2" > src/app.txt')).content[0].text,
   ).toContain('v1');
   expect((await bash(parent.id, 'cat src/app.txt')).content[0].text).toContain('v1');
-  const sandboxOf = (id: string) => server.store.agents.byId(id)?.sandboxId;
-  expect(sandboxOf(child.agent_id)).toEqual(expect.any(String));
-  expect(sandboxOf(child.agent_id)).not.toBe(sandboxOf(parent.id));
+  const sandboxOf = async (id: string) => (await server.store.agents.byId(id))?.sandboxId;
+  expect(await sandboxOf(child.agent_id)).toEqual(expect.any(String));
+  expect(await sandboxOf(child.agent_id)).not.toBe(await sandboxOf(parent.id));
   await http('DELETE', `/v1/agents/${parent.id}`);
 });

@@ -104,7 +104,7 @@ describe('two services on one engine', () => {
 
     const a2 = await agentOf(a);
     expect(await bash(a, a2, 'echo fresh')).toContain('fresh');
-    expect(poolA).toContain(a.server.store.agents.listAll().find((x) => x.id === a2)?.sandboxId);
+    expect(poolA).toContain((await a.server.store.agents.listAll()).find((x) => x.id === a2)?.sandboxId);
     expect(await bash(a, a1, 'cat f.txt')).toContain('from-a');
     expect(await bash(b, b1, 'cat f.txt')).toContain('from-b');
   });

@@ -74,9 +74,9 @@ it("a child in an isolated workspace is refused what its parent's egress refuses
   expect(childRefused).toMatch(/x-dsh-egress: denied; reason="[^"]*agent's egress allowlist/i);
   expect(internet.seen.some((s) => s.site === 'other')).toBe(false);
   expect(await curl(childId, http.url)).toMatch(/^HTTP\/1\.1 200/);
-  const sandboxOf = (id: string) => server.store.agents.byId(id)?.sandboxId;
-  expect(sandboxOf(childId)).toEqual(expect.any(String));
-  expect(sandboxOf(childId)).not.toBe(sandboxOf(parent.id));
+  const sandboxOf = async (id: string) => (await server.store.agents.byId(id))?.sandboxId;
+  expect(await sandboxOf(childId)).toEqual(expect.any(String));
+  expect(await sandboxOf(childId)).not.toBe(await sandboxOf(parent.id));
   const child = await api('GET', `/v1/agents/${childId}`);
   expect(child.config).toMatchObject({ isolatedWorkspace: true, egress: narrowed });
 

@@ -59,7 +59,7 @@ it('an agent keeps its remote tools across a restart, loaded without reading its
   open.length = 0;
 
   const second = boot(dataDir, logThatMustNotBePaged);
-  const agent = second.agents.get(tenant, created.id);
+  const agent = await second.agents.get(tenant, created.id);
   const surface = await second.agents.tools(agent);
   expect(surface.tools.map((t) => [t.name, t.description])).toEqual([
     ['bash', expect.any(String)],

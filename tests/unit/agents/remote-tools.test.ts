@@ -35,7 +35,7 @@ describe('a refused registration changes nothing', () => {
       agents.registerRemoteTools(agent, [tool('client_a'), tool('client_b'), tool('run_code')]),
     ).rejects.toMatchObject({ code: 'RESERVED_TOOL_NAME' });
     expect(await names(agents, agent)).toEqual(['client_a']);
-    expect(store.agents.get('t', agent.id)?.remoteTools).toEqual([tool('client_a')]);
+    expect((await store.agents.get('t', agent.id))?.remoteTools).toEqual([tool('client_a')]);
     expect(await agents.registerRemoteTools(agent, [tool('client_b')])).toEqual(['client_a', 'client_b']);
   });
 
@@ -46,13 +46,13 @@ describe('a refused registration changes nothing', () => {
       code: 'STORE_BUDGET_EXCEEDED',
     });
     expect(await names(agents, agent)).toEqual(['client_a']);
-    expect(store.agents.get('t', agent.id)?.remoteTools).toEqual([tool('client_a')]);
+    expect((await store.agents.get('t', agent.id))?.remoteTools).toEqual([tool('client_a')]);
   });
 
   it('when another process deleted the agent meanwhile', async () => {
     const { store, agents } = boot();
     const agent = await agents.create('t', { remoteTools: [tool('client_a')] });
-    store.agents.markDeleted('t', agent.id);
+    await store.agents.markDeleted('t', agent.id);
     await expect(agents.registerRemoteTools(agent, [tool('client_b')])).rejects.toMatchObject({
       code: 'NOT_FOUND',
     });
@@ -63,6 +63,6 @@ it('stores the remote tools an agent was created with once per name, the last on
   const { store, agents } = boot();
   const first = { ...tool('client_a'), description: 'first' };
   const agent = await agents.create('t', { remoteTools: [first, tool('client_b'), tool('client_a')] });
-  expect(store.agents.get('t', agent.id)?.remoteTools).toEqual([tool('client_b'), tool('client_a')]);
+  expect((await store.agents.get('t', agent.id))?.remoteTools).toEqual([tool('client_b'), tool('client_a')]);
   expect(await names(agents, agent)).toEqual(['client_b', 'client_a']);
 });

@@ -104,7 +104,7 @@ describe('deleting an agent', () => {
 
   it('refuses its files, archive, tools and calls, and never creates a sandbox for it again', async () => {
     const agent = await api.createAgent(api.keyA);
-    const loaded = api.agents.get(api.store.tenants.verifyKey(api.keyA)!.id, agent.id);
+    const loaded = await api.agents.get(api.store.tenants.verifyKey(api.keyA)!.id, agent.id);
     expect((await api.request(api.keyA, 'DELETE', `/v1/agents/${agent.id}`)).status).toBe(204);
     for (const [method, path] of [
       ['GET', 'files?path=a.txt'],
@@ -169,7 +169,7 @@ describe('deleting an agent', () => {
     };
     api = makeApi({}, { sandboxes: slow });
     const agent = await api.createAgent(api.keyA);
-    const loaded = api.agents.get(api.store.tenants.verifyKey(api.keyA)!.id, agent.id);
+    const loaded = await api.agents.get(api.store.tenants.verifyKey(api.keyA)!.id, agent.id);
     const first = api.agents.sandbox(loaded).catch((e: unknown) => e);
     await until(() => creating === 1); // creation under way
     expect((await api.request(api.keyA, 'DELETE', `/v1/agents/${agent.id}`)).status).toBe(204);

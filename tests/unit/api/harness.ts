@@ -1,7 +1,7 @@
 // The API in-process: a libsql store in memory, the real registry and pipeline with the builtin
 // sandbox tools, the memory sandbox provider, and two tenants. Requests go through app.request().
 
-import { rememberConfigs } from '../../../host/agents/configs.ts';
+import { configOf } from '../../../host/agents/configs.ts';
 import { type AgentServiceOptions, createAgentService } from '../../../host/agents/index.ts';
 import { agentEgressRules, registerWebTools } from '../../../host/agents/web.ts';
 import { type ApiLimits, type AppDeps, createApp } from '../../../host/api/app.ts';
@@ -49,8 +49,7 @@ export const makeApi = (
           maxBudget: { connections: 16, bytesPerHour: 64 * 1024 * 1024 },
           ...options.egress,
         });
-  if (egress !== undefined)
-    registerWebTools(registry.global, { web: egress.web, configOf: rememberConfigs(store.agents) });
+  if (egress !== undefined) registerWebTools(registry.global, { web: egress.web, configOf });
   const sandboxes = options.sandboxes ?? createMemoryProvider();
   const metrics = createMetrics();
   const agents = createAgentService({

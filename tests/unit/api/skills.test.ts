@@ -279,7 +279,7 @@ describe('the skill tool', () => {
     expect(read.ok).toBe(true);
     expect(read.content[0].text).toContain('Bisect with git bisect run.');
     // A script keeps its mode, so the agent can run it.
-    const agent = service.agents.get(service.store.tenants.verifyKey(keyA)?.id ?? '', agentId);
+    const agent = await service.agents.get(service.store.tenants.verifyKey(keyA)?.id ?? '', agentId);
     const sandbox = await service.agents.sandbox(agent);
     expect((await sandbox.fs.stat('.skills/systematic-debugging/scripts/repro.sh')).mode & 0o777).toBe(0o755);
   });

@@ -62,7 +62,7 @@ const setup = (settings: Partial<TenantEgress>, agentRules?: TenantEgress['allow
   const events = createMemoryEventLog(budgetBytes === undefined ? {} : { budgetBytes, tenantOf: () => 't1' });
   const gateway = createEgressGateway({
     settingsOf: () => ({ allow: [], credentials: [], ...settings }),
-    agentRulesOf: () => agentRules,
+    agentRulesOf: async () => agentRules,
     events,
     maxBudget: { connections: 8, bytesPerHour: 1_000_000 },
     testHosts: [{ ip: '127.0.0.1' }],
@@ -129,7 +129,7 @@ describe('egress gateway', () => {
     const events = createMemoryEventLog();
     const strict = createEgressGateway({
       settingsOf: () => ({ allow: [{ host: '*' }], credentials: [] }),
-      agentRulesOf: () => undefined,
+      agentRulesOf: async () => undefined,
       events,
       maxBudget: { connections: 8, bytesPerHour: 1_000_000 },
       lookup: async (host) => (host === 'localhost' ? [{ address: '127.0.0.1', family: 4 }] : lookup(host)),

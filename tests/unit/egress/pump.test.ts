@@ -91,7 +91,7 @@ describe('sandbox egress pump', () => {
     const sd = fakeSandboxd();
     const egress = createSandboxEgress({
       gateway,
-      callerOf: () => caller,
+      callerOf: async () => caller,
       maxTunnels: 2,
       intercept: { caOf: () => 'CA PEM', contextFor: () => undefined as never },
     });
@@ -114,7 +114,11 @@ describe('sandbox egress pump', () => {
   it('reports an accept sandboxd refuses once, and asks no more', async () => {
     const sd = fakeSandboxd();
     const errors: unknown[] = [];
-    const egress = createSandboxEgress({ gateway, callerOf: () => caller, onError: (e) => errors.push(e) });
+    const egress = createSandboxEgress({
+      gateway,
+      callerOf: async () => caller,
+      onError: (e) => errors.push(e),
+    });
     const stop = egress.attach('a', sd.egress);
     await until(() => sd.accepts.length === 1);
     sd.accepts[0]?.fail(
@@ -129,7 +133,11 @@ describe('sandbox egress pump', () => {
   it('says nothing when the session ends under a waiting accept', async () => {
     const sd = fakeSandboxd();
     const errors: unknown[] = [];
-    const egress = createSandboxEgress({ gateway, callerOf: () => caller, onError: (e) => errors.push(e) });
+    const egress = createSandboxEgress({
+      gateway,
+      callerOf: async () => caller,
+      onError: (e) => errors.push(e),
+    });
     egress.attach('a', sd.egress);
     await until(() => sd.accepts.length === 1);
     sd.accepts[0]?.fail(new SandboxError('SANDBOX_UNAVAILABLE', 'The connection to sandboxd was lost.'));

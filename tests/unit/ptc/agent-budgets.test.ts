@@ -71,6 +71,6 @@ describe("an agent's codeMode", () => {
       code: 'INVALID_ARGUMENTS',
       message: "codeMode.wallMs is 60000 ms, over this service's maximum of 5000 ms; ask for at most that.",
     });
-    expect(agents.list(tenant).every((a) => a.config.codeMode?.wallMs !== 60_000)).toBe(true);
+    expect((await agents.list(tenant)).every((a) => a.config.codeMode?.wallMs !== 60_000)).toBe(true);
   });
 });

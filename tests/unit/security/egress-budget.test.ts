@@ -95,7 +95,7 @@ function setup(bytesPerHour = BUDGET) {
       credentials: [],
       budget: { bytesPerHour },
     }),
-    agentRulesOf: () => undefined,
+    agentRulesOf: async () => undefined,
     events,
     maxBudget: { connections: 8, bytesPerHour: 1024 * MiB },
     testHosts: [{ ip: '127.0.0.1' }],

@@ -28,7 +28,7 @@ const gateway: Pick<EgressGateway, 'audit' | 'authorize' | 'connect' | 'fetch' |
 };
 const egress = createSandboxEgress({
   gateway,
-  callerOf: (agentId) => ({ tenantId: 't', agentId, sessionId: agentId, via: 'proxy' }),
+  callerOf: async (agentId) => ({ tenantId: 't', agentId, sessionId: agentId, via: 'proxy' }),
   headersTimeoutMs: HEAD_MS,
 });
 afterAll(() => egress.close());
@@ -77,7 +77,7 @@ describe("one idle connection does not stall the sandbox's egress", () => {
     if (!sandboxd) throw new Error('sandboxd offers no egress');
     const quiet = createSandboxEgress({
       gateway,
-      callerOf: (agentId) => ({ tenantId: 't', agentId, sessionId: agentId, via: 'proxy' }),
+      callerOf: async (agentId) => ({ tenantId: 't', agentId, sessionId: agentId, via: 'proxy' }),
       headersTimeoutMs: HEAD_MS,
       keepAliveMs: HEAD_MS,
     });

@@ -303,24 +303,19 @@ describe('what a child inherits', () => {
           : { description: 'd', prompt: 'p', run_in_background: true };
       for (const tool of ['subagent', 'subagent_fork', 'subagent_codex', 'spawn_teammate']) {
         if (!tools.includes(tool)) continue;
-        const before = a.store.agents.children(
-          a.store.agents.byId(parentId)?.tenantId ?? '',
-          parentId,
-        ).length;
+        const tenantId = (await a.store.agents.byId(parentId))?.tenantId ?? '';
+        const before = (await a.store.agents.children(tenantId, parentId)).length;
         const res = await a.call(a.keyA, parentId, [
           { id: `s${++n}`, name: tool, arguments: spawnArgs(tool) },
         ]);
         const result: Loose = res.json.results[0];
         if (result.ok) children.push(result.value.agent_id);
         // A spawn the parent's restrictions refuse makes no agent.
-        else
-          expect(
-            a.store.agents.children(a.store.agents.byId(parentId)?.tenantId ?? '', parentId).length,
-          ).toBe(before);
+        else expect((await a.store.agents.children(tenantId, parentId)).length).toBe(before);
       }
       // The team service itself, as any tool that reaches it would (past the parent's own guards).
-      const record = a.store.agents.byId(parentId);
-      const agent: Agent = a.agents.get(record?.tenantId ?? '', parentId);
+      const record = await a.store.agents.byId(parentId);
+      const agent: Agent = await a.agents.get(record?.tenantId ?? '', parentId);
       const direct = [
         { role: 'child', context: 'fresh' },
         { role: 'child', context: 'fork' },
@@ -355,7 +350,7 @@ describe('what a child inherits', () => {
     ]);
     expect(res.json.results[0].error?.code).toBe('PLAN_MODE');
     // Any other way to the team service makes a child that starts in plan mode.
-    const agent = a.agents.get(a.store.agents.byId(parentId)?.tenantId ?? '', parentId);
+    const agent = await a.agents.get((await a.store.agents.byId(parentId))?.tenantId ?? '', parentId);
     for (const role of ['child', 'teammate'] as const) {
       const child = await a.agents.teams().spawn(
         agent,

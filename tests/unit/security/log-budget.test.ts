@@ -23,7 +23,7 @@ describe('durable log budgets and bounded event pages', () => {
   afterEach(() => api?.close());
 
   const logBytes = async (agentId: string): Promise<number> => {
-    const tenantId = api.store.agents.listAll().find((a) => a.id === agentId)!.tenantId;
+    const tenantId = (await api.store.agents.listAll()).find((a) => a.id === agentId)!.tenantId;
     const metrics = await api.request(ADMIN_KEY, 'GET', '/metrics');
     const line = metrics.text
       .split('\n')

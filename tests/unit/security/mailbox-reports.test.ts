@@ -30,7 +30,7 @@ it("keeps a teammate's report when another fills the lead's mailbox with message
   const { agents, tenant } = service;
   const lead = await agents.create(tenant, { teams: true });
   const spawn = async (name: string) =>
-    agents.get(
+    await agents.get(
       tenant,
       (await value(lead, 'spawn_teammate', { name, description: name, prompt: 'work' })).agent_id as string,
     );

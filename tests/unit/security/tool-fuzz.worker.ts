@@ -235,7 +235,7 @@ const main = async (): Promise<void> => {
       if (created.status !== 201) created = await api('POST', '/v1/agents', { preset, subagents: true });
       if (created.status !== 201) throw new Error(`create ${preset}: ${JSON.stringify(created.json)}`);
       const agentId = created.json.id as string;
-      const sandbox = await agents.sandbox(agents.get(tenant.id, agentId));
+      const sandbox = await agents.sandbox(await agents.get(tenant.id, agentId));
       await resetWorkspace(sandbox);
       // The terminal the pinned terminal calls name, and the persistent shell of the minimal preset.
       await sandbox.terminals?.open({ name: 'fuzz' });

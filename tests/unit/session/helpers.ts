@@ -37,7 +37,7 @@ export const startService = (options: ServiceOptions = {}) => {
     args: unknown,
   ): Promise<ToolResult> => {
     const [result] = await agents.call(
-      agents.get(agent.tenantId, agent.id),
+      await agents.get(agent.tenantId, agent.id),
       [{ id: `c${++n}`, name, arguments: args }],
       {
         signal: new AbortController().signal,

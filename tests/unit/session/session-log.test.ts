@@ -21,7 +21,7 @@ beforeAll(async () => {
   await store.events.flush();
   markerSeq = store.events.list(agentA.id).find((e) => e.type === 'tool.result')!.seq;
   // 10,000 events after it: 5,000 calls of a concurrency-safe tool, each a call and a result.
-  const live = agents.get(tenantA, agentA.id);
+  const live = await agents.get(tenantA, agentA.id);
   for (let batch = 0; batch < 10; batch++) {
     const calls = Array.from({ length: 500 }, (_, i) => ({
       id: `f${batch}-${i}`,
@@ -189,7 +189,7 @@ describe('search and read', () => {
       run_in_background: true,
     });
     const childId = (spawned.value as Loose).agent_id as string;
-    const child = agents.get(tenantA, childId);
+    const child = await agents.get(tenantA, childId);
     await agents.appendMessages(child, [{ role: 'assistant', content: `child says ${MARKER}-kid` }]);
     const byParent = await call(parent, 'session_search', {
       query: `${MARKER}-kid`,

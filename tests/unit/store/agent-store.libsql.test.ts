@@ -1,4 +1,4 @@
 import { runAgentStoreContract } from './agent-store.contract.ts';
-import { libsqlAgentStoreHarness } from './harness.ts';
+import { libsqlAgentStoreHarness } from './agent-store.harness.ts';
 
 runAgentStoreContract(libsqlAgentStoreHarness);

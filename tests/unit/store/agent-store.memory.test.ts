@@ -1,4 +1,4 @@
 import { runAgentStoreContract } from './agent-store.contract.ts';
-import { memoryAgentStoreHarness } from './harness.ts';
+import { memoryAgentStoreHarness } from './agent-store.harness.ts';
 
 runAgentStoreContract(memoryAgentStoreHarness);

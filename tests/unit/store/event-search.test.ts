@@ -31,7 +31,7 @@ describe('the index', () => {
       MIGRATIONS.filter((m) => m.version < 7),
     );
     const tenant = createTenantStore(db).createTenant('a').id;
-    const agent = createAgentStore(db).create({
+    const agent = await createAgentStore(db).create({
       tenantId: tenant,
       preset: 'standard',
       mode: 'native',
@@ -60,8 +60,8 @@ describe('the index', () => {
     const agents = createAgentStore(db);
     const a = tenants.createTenant('a').id;
     const b = tenants.createTenant('b').id;
-    const agentA = agents.create({ tenantId: a, preset: 'standard', mode: 'native', config: {} });
-    const agentB = agents.create({ tenantId: b, preset: 'standard', mode: 'native', config: {} });
+    const agentA = await agents.create({ tenantId: a, preset: 'standard', mode: 'native', config: {} });
+    const agentB = await agents.create({ tenantId: b, preset: 'standard', mode: 'native', config: {} });
     const log = createLibsqlEventLog(db);
     const big = `pelican-77 ${'x'.repeat(40 * 1024)}`;
     log.append([result(agentA.id, big), result(agentA.id, big), result(agentB.id, big)]);

@@ -1,32 +1,21 @@
-// Harnesses that let one contract suite run against every EventLog / AgentStore implementation
-// (the RequestStore's are in request-store.harness.ts).
+// Harnesses that let one contract suite run against every EventLog implementation (the
+// AgentStore's are in agent-store.harness.ts, the RequestStore's in request-store.harness.ts).
 // `reopen` is an optional capability (data, not a subclass): it opens a second instance on the same
 // storage while the first stays open, i.e. what a restarted or second process would see. Memory
 // implementations have no storage to reopen, so the durability tests skip for them.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type AgentStore, createAgentStore } from '../../../host/store/agents.ts';
 import { type Database, openDatabase } from '../../../host/store/db.ts';
 import { createLibsqlEventLog } from '../../../host/store/event-log.ts';
 import type { ClosableEventLog, EventLogOptions } from '../../../host/store/event-log-port.ts';
 import { createMemoryEventLog } from '../../../host/store/memory.ts';
-import { createMemoryAgentStore } from '../../../host/store/memory-agents.ts';
 import { migrate } from '../../../host/store/migrations.ts';
-import { createTenantStore } from '../../../host/store/tenants.ts';
 
 export interface EventLogInstance {
   log: ClosableEventLog;
   /** Another instance over the same storage (a restart / second process). */
   reopen?: () => ClosableEventLog;
-  cleanup(): void;
-}
-
-export interface AgentStoreInstance {
-  agents: AgentStore;
-  /** Makes a tenant agents can belong to; returns its id. */
-  tenant(name: string): string;
-  reopen?: () => AgentStore;
   cleanup(): void;
 }
 
@@ -86,38 +75,5 @@ export const memoryEventLogHarness: Harness<EventLogInstance> = {
   open(options = {}) {
     const log = createMemoryEventLog(options);
     return { log, cleanup: () => log.close() };
-  },
-};
-
-export const libsqlAgentStoreHarness: Harness<AgentStoreInstance> = {
-  name: 'libsql',
-  open(options = {}) {
-    const temp = tempDatabase();
-    const db = temp.connect();
-    return {
-      agents: createAgentStore(db, options.now),
-      tenant: (name) => createTenantStore(db).createTenant(name).id,
-      reopen: () => createAgentStore(temp.connect(), options.now),
-      cleanup: temp.cleanup,
-    };
-  },
-};
-
-export const memoryAgentStoreHarness: Harness<AgentStoreInstance> = {
-  name: 'memory',
-  open(options = {}) {
-    const tenants = new Set<string>();
-    const agents = createMemoryAgentStore({
-      ...(options.now ? { now: options.now } : {}),
-      tenantExists: (id) => tenants.has(id),
-    });
-    return {
-      agents,
-      tenant(name) {
-        tenants.add(`ten_${name}`);
-        return `ten_${name}`;
-      },
-      cleanup: () => {},
-    };
   },
 };

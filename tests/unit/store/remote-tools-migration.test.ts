@@ -59,8 +59,8 @@ it('back-fills the remote tools of agents made before it from their config and l
 
   expect(migrate(db)[0]).toBe(4);
   const agents = createAgentStore(db);
-  const remote = (id: string) =>
-    agents.listAll({ includeDeleted: true }).find((a) => a.id === id)?.remoteTools;
+  const all = await agents.listAll({ includeDeleted: true });
+  const remote = (id: string) => all.find((a) => a.id === id)?.remoteTools;
   expect(remote('agt_config')).toEqual([tool('from_config')]);
   expect(remote('agt_registered')).toEqual([tool('first'), tool('second')]);
   expect(remote('agt_large')).toEqual(large);
@@ -87,7 +87,7 @@ it('keeps what came before a registration whose large values were not kept', asy
   db.exec('DELETE FROM payloads');
 
   expect(migrate(db)[0]).toBe(4);
-  expect(createAgentStore(db).get('tn_a', 'agt_1')?.remoteTools).toEqual([
+  expect((await createAgentStore(db).get('tn_a', 'agt_1'))?.remoteTools).toEqual([
     { name: 'kept', description: 'k', parameters: { type: 'object' } },
   ]);
   db.close();

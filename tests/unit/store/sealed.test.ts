@@ -27,14 +27,14 @@ describe('secrets at rest', () => {
   let tenantId = '';
   let agentId = '';
 
-  it('keeps egress credentials and MCP server secrets out of the database file', () => {
+  it('keeps egress credentials and MCP server secrets out of the database file', async () => {
     const store = openStore({ path });
     tenantId = store.tenants.createTenant('t').id;
-    agentId = store.agents.create({ tenantId, preset: 'standard', mode: 'native', config: {} }).id;
+    agentId = (await store.agents.create({ tenantId, preset: 'standard', mode: 'native', config: {} })).id;
     store.egress.put(tenantId, {
       credentials: [{ name: 'gh', host: 'example.com', header: 'Authorization', value: SECRET }],
     });
-    store.agents.setMcpServers(tenantId, agentId, [
+    await store.agents.setMcpServers(tenantId, agentId, [
       { name: 'remote', headers: { Authorization: SECRET }, env: { TOKEN: SECRET } },
     ]);
     expect(onDisk()).not.toContain(SECRET);
@@ -45,10 +45,10 @@ describe('secrets at rest', () => {
     expect(readdirSync(dir)).toContain('store.db.key');
   });
 
-  it('reads them back after a restart with the same key', () => {
+  it('reads them back after a restart with the same key', async () => {
     const store = openStore({ path });
     expect(JSON.stringify(store.egress.get(tenantId))).toContain(SECRET);
-    expect(JSON.stringify(store.agents.get(tenantId, agentId)?.mcpServers)).toContain(SECRET);
+    expect(JSON.stringify((await store.agents.get(tenantId, agentId))?.mcpServers)).toContain(SECRET);
     store.close();
   });
 

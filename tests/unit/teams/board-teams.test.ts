@@ -26,7 +26,7 @@ it("a teammate works on its lead's board; an outsider has its own", async () => 
   const { agents, tenant } = service;
   const lead = await agents.create(tenant, { teams: true });
   const spawned = await value(lead, 'spawn_teammate', { name: 'ann', description: 'd', prompt: 'p' });
-  const ann = agents.get(tenant, spawned.agent_id as string);
+  const ann = await agents.get(tenant, spawned.agent_id as string);
   const task = await value(lead, 'team_task_create', { subject: 'Write docs', description: 'All of them' });
   const seen = await value(ann, 'team_task_list', {});
   expect(JSON.stringify(seen)).toContain('Write docs');

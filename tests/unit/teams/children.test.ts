@@ -373,7 +373,7 @@ describe('workspaces', () => {
     await write(helper.agent_id, 'done.md', 'by the child');
     expect(await read(shared.id, 'done.md')).toContain('by the child');
     // The child has no sandbox of its own: deleting it could never remove its parent's.
-    expect(api.store.agents.byId(helper.agent_id)?.sandboxId).toBeUndefined();
+    expect((await api.store.agents.byId(helper.agent_id))?.sandboxId).toBeUndefined();
 
     const isolating = await api.createAgent(api.keyA, { subagents: true, childWorkspace: 'isolated' });
     await write(isolating.id, 'plan.md', 'isolated plan');

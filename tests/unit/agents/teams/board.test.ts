@@ -15,7 +15,7 @@ const TEAM: TeamDirectory = {
     teamId === 'lead'
       ? [{ id: 'lead' }, { id: 'a', name: 'alice' }, { id: 'b', name: 'bob' }]
       : [{ id: teamId }],
-  ancestors: () => [],
+  ancestors: async () => [],
 };
 
 const stores: Store[] = [];
