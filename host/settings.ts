@@ -283,7 +283,16 @@ export const SETTINGS = {
     section: 'service',
     shown: '`<data dir>/store.db`',
     default: (c) => resolve(c.dataDir as string, 'store.db'),
-    help: 'libsql database file (WAL)',
+    help: 'the store: a libsql database file (WAL), or a postgres:// URL',
+    doc: 'the store: a libsql database file (WAL; a path or `file:` URL), or a `postgres://` / `postgresql://` URL (libpq form: user, password, `host` or `?host=<socket dir>`, database, `sslmode`), which selects the PostgreSQL backend (docs/configuration.md, "The store on PostgreSQL")',
+  }),
+  databasePool: int({
+    env: 'DSH_DB_POOL',
+    section: 'service',
+    default: 10,
+    min: 1,
+    max: 1000,
+    help: 'connections to PostgreSQL this process may hold (libsql: unused)',
   }),
   adminKey: {
     ...text({

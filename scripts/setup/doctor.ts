@@ -5,6 +5,7 @@ import Docker from 'dockerode';
 import { loadConfig } from '../../host/config.ts';
 import { run } from './exec.ts';
 import { imageInputs } from './image.ts';
+import { storeCheck } from './store-check.ts';
 
 interface Check {
   name: string;
@@ -54,6 +55,11 @@ const checks: Check[] = [
       db.close();
       return `sqlite ${row.v}`;
     },
+  },
+  {
+    name: 'store',
+    fix: 'DSH_DB: a writable libsql file, or a postgres:// URL the server accepts (docs/configuration.md, "The store on PostgreSQL")',
+    run: () => storeCheck(loadConfig().database),
   },
   {
     name: 'docker engine',

@@ -16,6 +16,7 @@
 import type { ConnectionOptions } from 'node:tls';
 import pg from 'pg';
 import { isSandboxError, messageOf, SandboxError } from '../../errors.ts';
+import { isPostgresUrl } from './url.ts';
 
 export type PgRow = Record<string, unknown>;
 
@@ -67,7 +68,6 @@ export interface OpenPgDatabaseOptions {
   onError?: (error: SandboxError) => void;
 }
 
-const URL_SCHEME = /^postgres(ql)?:\/\//i;
 /** URL parameters that configure TLS; dropped when the `ssl` option decides instead. */
 const SSL_PARAMS = ['ssl', 'sslmode', 'sslcert', 'sslkey', 'sslrootcert', 'uselibpqcompat'];
 
@@ -172,7 +172,7 @@ const queriesOn = (target: pg.Pool | pg.PoolClient, open: () => boolean = () => 
 /** Opens a pool on a `postgres://` URL. No I/O: throws CONFIG_INVALID only for an unusable URL or option. */
 export const openPgDatabase = (options: OpenPgDatabaseOptions): PgDatabase => {
   const { url } = options;
-  if (typeof url !== 'string' || !URL_SCHEME.test(url)) {
+  if (typeof url !== 'string' || !isPostgresUrl(url)) {
     throw new SandboxError('CONFIG_INVALID', 'a PostgreSQL store needs a postgres:// or postgresql:// url', {
       data: { scheme: typeof url === 'string' ? url.split(':')[0] : typeof url },
     });

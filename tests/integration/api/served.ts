@@ -8,8 +8,10 @@ import { join } from 'node:path';
 import { afterAll } from 'vitest';
 import { type Config, loadConfig } from '../../../host/config.ts';
 import { type Running, startServer } from '../../../host/serve.ts';
+import type { TestDatabase } from '../../helpers/postgres.ts';
 import type { Loose } from '../../unit/api/harness.ts';
 import { dockerFixture, type Fixture } from '../sandbox/fixtures.ts';
+import { storeDatabase } from '../store-mode.ts';
 
 export interface Served {
   fixture: Fixture;
@@ -29,12 +31,18 @@ export function served(name: string, overrides: Partial<Config> = {}): Served {
     {},
   );
   const running: Running[] = [];
+  // On PostgreSQL (../store-mode.ts) every start and restart uses the same fresh database.
+  let database: Promise<TestDatabase | undefined> | undefined;
   afterAll(async () => {
     for (const r of running) await r.close();
     await fixture.sweep();
+    await (await database)?.drop();
     rmSync(dataDir, { recursive: true, force: true });
   });
   async function start(): Promise<Running> {
+    database ??= storeDatabase();
+    const url = (await database)?.url;
+    if (url !== undefined) config.database = url;
     const server = await startServer(config, {
       sandboxes: (egress) => fixture.provider({ egress }),
       log: () => {},

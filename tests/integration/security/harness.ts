@@ -11,6 +11,7 @@ import type { DockerProviderOptions } from '../../../host/sandbox/docker/provide
 import { type Running, startServer } from '../../../host/serve.ts';
 import type { Loose } from '../../unit/api/harness.ts';
 import { dockerFixture, type Fixture } from '../sandbox/fixtures.ts';
+import { storeDatabase } from '../store-mode.ts';
 
 export type { Loose };
 
@@ -61,6 +62,7 @@ export const startHarness = async (
 ): Promise<Harness> => {
   const fixture = dockerFixture();
   const dataDir = mkdtempSync(join(tmpdir(), 'dsh-sec-'));
+  const database = await storeDatabase();
   const logs: string[] = [];
   const config = loadConfig(
     {
@@ -72,6 +74,7 @@ export const startHarness = async (
       shutdownGraceMs: 1000,
       metricsKey: METRICS_KEY,
       ...(options.maxUploadBytes === undefined ? {} : { maxUploadBytes: options.maxUploadBytes }),
+      ...(database === undefined ? {} : { database: database.url }),
       ...options.config,
     },
     {},
@@ -136,6 +139,7 @@ export const startHarness = async (
     async close() {
       await server.close();
       await fixture.sweep();
+      await database?.drop();
       rmSync(dataDir, { recursive: true, force: true });
     },
   };

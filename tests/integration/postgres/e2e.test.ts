@@ -1,0 +1,5 @@
+// The API scenario of ../api/e2e.test.ts, run again with the service on the PostgreSQL store (issue 30).
+import { usePostgresStore } from '../store-mode.ts';
+
+usePostgresStore();
+await import('../api/e2e.test.ts');
