@@ -139,7 +139,8 @@ const apply = async (
   } else if (board.made) {
     await q.query('DELETE FROM team_boards WHERE tenant_id = $1 AND team_id = $2', key);
   }
-  for (const [agentId, scopes] of changes.grants) {
+  // In agent id order: two writes of one tenant that set the same grants lock their rows alike.
+  for (const [agentId, scopes] of [...changes.grants].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
     await q.query(
       `INSERT INTO team_write_grants (tenant_id, agent_id, scopes, updated_at) VALUES ($1, $2, $3, $4)
        ON CONFLICT (tenant_id, agent_id) DO UPDATE SET scopes = excluded.scopes, updated_at = excluded.updated_at`,
