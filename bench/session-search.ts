@@ -52,8 +52,8 @@ const open = (name: string): Database => {
   return db;
 };
 /** A tenant with `n` agents (sessions) in `db`. */
-const agentsIn = (db: Database, n: number) => {
-  const tenant = createTenantStore(db).createTenant('bench').id;
+const agentsIn = async (db: Database, n: number) => {
+  const tenant = (await createTenantStore(db).createTenant('bench')).id;
   const agents = createAgentStore(db);
   return {
     tenant,
@@ -87,8 +87,8 @@ try {
   // ---- 1. indexing cost per event ------------------------------------------------------------
   const plainDb = open('plain');
   const indexedDb = open('indexed');
-  const plain = agentsIn(plainDb, 10);
-  const indexed = agentsIn(indexedDb, 10);
+  const plain = await agentsIn(plainDb, 10);
+  const indexed = await agentsIn(indexedDb, 10);
   const plainLog = createLibsqlEventLog(plainDb, { index: false });
   const indexedLog = createLibsqlEventLog(indexedDb);
   const rounds: { plain: number; indexed: number }[] = [];
@@ -118,8 +118,8 @@ try {
 
   // ---- 2. search latency over 100k events ----------------------------------------------------
   const db = open('search');
-  const mine = agentsIn(db, 10);
-  const theirs = agentsIn(db, 2);
+  const mine = await agentsIn(db, 10);
+  const theirs = await agentsIn(db, 2);
   const log = createLibsqlEventLog(db);
   await write(log, theirs.sessions, 10_000, 0, (i) => (i === 5 ? 'needle-7f3a' : ''));
   await write(log, mine.sessions, 50_000, 0, (i) => (i === 5_000 ? 'needle-7f3a' : ''));

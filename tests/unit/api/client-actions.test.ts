@@ -88,7 +88,7 @@ const terminalsDouble = () => {
 
 let api: Api;
 let terms: ReturnType<typeof terminalsDouble>;
-const start = (logBudgetBytes?: number) => {
+const start = async (logBudgetBytes?: number) => {
   started = [];
   killed = [];
   terms = terminalsDouble();
@@ -100,7 +100,7 @@ const start = (logBudgetBytes?: number) => {
     create: async (spec) => withTerms(await memory.create(spec)) as never,
     get: async (id) => withTerms(await memory.get(id)),
   };
-  api = makeApi(
+  api = await makeApi(
     { maxJsonBytes: 64 * 1024 },
     { sandboxes, ...(logBudgetBytes === undefined ? {} : { store: { logBudgetBytes } }) },
   );
@@ -247,7 +247,7 @@ describe('POST /v1/agents/:id/exec', () => {
     started = [];
     killed = [];
     const memory = createMemoryProvider({ run });
-    api = makeApi({ tenantConcurrency: 1 }, { sandboxes: memory });
+    api = await makeApi({ tenantConcurrency: 1 }, { sandboxes: memory });
     const agent = await api.createAgent(api.keyA);
     const running = api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/exec`, { command: 'hang slot' });
     await until(() => started.length === 1);
@@ -396,7 +396,7 @@ describe('terminals from the client', () => {
   });
 
   it('answers SANDBOX_UNAVAILABLE where the provider has no terminals', async () => {
-    api = makeApi();
+    api = await makeApi();
     const agent = await api.createAgent(api.keyA);
     const res = await api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/terminals`, {});
     expect([res.status, res.json.error.code]).toEqual([503, 'SANDBOX_UNAVAILABLE']);

@@ -64,11 +64,11 @@ describe('interception certificates', () => {
 });
 
 describe("a tenant's interception CA", () => {
-  it('is made once per tenant, kept sealed in the store, and signs the leaves of every process', () => {
+  it('is made once per tenant, kept sealed in the store, and signs the leaves of every process', async () => {
     const store = openStore({ path: ':memory:' });
     try {
-      store.tenants.createTenant('a');
-      const [tenant] = store.tenants.listTenants();
+      await store.tenants.createTenant('a');
+      const [tenant] = await store.tenants.listTenants();
       const id = (tenant as { id: string }).id;
       const first = createAuthorities({ store: store.egress });
       const pem = first.caOf(id);

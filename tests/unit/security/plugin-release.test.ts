@@ -28,7 +28,7 @@ const counted = (inner: PluginProcesses) => {
 };
 
 const workers = counted(createPluginProcesses());
-const { store, keyA, request, call, creator, define, bServed, close } = pluginService({
+const { store, keyA, request, call, creator, define, bServed, close } = await pluginService({
   processes: workers.processes,
   limits: { callWallMs: 20_000 },
 });

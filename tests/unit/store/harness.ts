@@ -6,6 +6,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { nanoid } from 'nanoid';
 import { type AgentStore, createAgentStore } from '../../../host/store/agents.ts';
 import { type Database, openDatabase } from '../../../host/store/db.ts';
 import { createLibsqlEventLog } from '../../../host/store/event-log.ts';
@@ -15,7 +16,6 @@ import { createMemoryAgentStore } from '../../../host/store/memory-agents.ts';
 import { migrate } from '../../../host/store/migrations.ts';
 import type { ClosableRequestStore } from '../../../host/store/request-core.ts';
 import { createLibsqlRequestStore } from '../../../host/store/requests.ts';
-import { createTenantStore } from '../../../host/store/tenants.ts';
 
 export interface EventLogInstance {
   log: ClosableEventLog;
@@ -144,7 +144,13 @@ export const libsqlAgentStoreHarness: Harness<AgentStoreInstance> = {
     const db = temp.connect();
     return {
       agents: createAgentStore(db, options.now),
-      tenant: (name) => createTenantStore(db).createTenant(name).id,
+      // A bare tenant row for the agents' foreign key: the TenantStore's methods are async, and
+      // this capability stays synchronous for the AgentStore contract.
+      tenant(name) {
+        const id = `ten_${name}_${nanoid(6)}`;
+        db.prepare('INSERT INTO tenants (id, name, created_at) VALUES (?, ?, ?)').run(id, name, Date.now());
+        return id;
+      },
       reopen: () => createAgentStore(temp.connect(), options.now),
       cleanup: temp.cleanup,
     };

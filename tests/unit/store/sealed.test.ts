@@ -27,9 +27,9 @@ describe('secrets at rest', () => {
   let tenantId = '';
   let agentId = '';
 
-  it('keeps egress credentials and MCP server secrets out of the database file', () => {
+  it('keeps egress credentials and MCP server secrets out of the database file', async () => {
     const store = openStore({ path });
-    tenantId = store.tenants.createTenant('t').id;
+    tenantId = (await store.tenants.createTenant('t')).id;
     agentId = store.agents.create({ tenantId, preset: 'standard', mode: 'native', config: {} }).id;
     store.egress.put(tenantId, {
       credentials: [{ name: 'gh', host: 'example.com', header: 'Authorization', value: SECRET }],
