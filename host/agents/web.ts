@@ -35,9 +35,9 @@ export function registerWebTools(
     if (tenantId === undefined) return false;
     return configOf(tenantId, agent.id)?.fetch === true;
   };
-  const searchEnabled = ({ agent }: { agent: AgentScope }): boolean => {
+  const searchEnabled = async ({ agent }: { agent: AgentScope }): Promise<boolean> => {
     const tenantId = tenantOf(agent);
-    return tenantId !== undefined && web.searchAvailable(tenantId);
+    return tenantId !== undefined && (await web.searchAvailable(tenantId));
   };
   return [
     scope.register(webSearchTool(port), { when: searchEnabled }),

@@ -89,7 +89,7 @@ export async function authorize(
     record.host = host;
     if (!Number.isInteger(to.port) || to.port < 1 || to.port > 65535)
       throw denied(`Port ${to.port} is not a port.`, 'malformed port');
-    const settings = options.settingsOf(caller.tenantId);
+    const settings = await options.settingsOf(caller.tenantId);
     if (settings === undefined || settings.allow.length === 0)
       throw denied(
         `Egress is denied: this tenant has no egress allowlist (PUT /v1/egress sets one).`,
@@ -133,20 +133,24 @@ export async function authorize(
   }
 }
 
-export function redact(s: GatewayState, tenantId: string, text: string): string {
-  let out = text;
-  for (const c of s.options.settingsOf(tenantId)?.credentials ?? []) {
-    if (c.value.length >= 4) out = out.split(c.value).join(`[credential ${c.name}]`);
-  }
-  return out;
+export async function redactor(s: GatewayState, tenantId: string): Promise<(text: string) => string> {
+  const credentials = ((await s.options.settingsOf(tenantId))?.credentials ?? []).filter(
+    (c) => c.value.length >= 4,
+  );
+  return function redact(text: string): string {
+    let out = text;
+    for (const c of credentials) out = out.split(c.value).join(`[credential ${c.name}]`);
+    return out;
+  };
 }
 
-export function intercepts(s: GatewayState, tenantId: string, host: string): boolean {
+export async function intercepts(s: GatewayState, tenantId: string, host: string): Promise<boolean> {
   let canonical: string;
   try {
     canonical = canonicalHost(host).host;
   } catch {
     return false;
   }
-  return (s.options.settingsOf(tenantId)?.credentials ?? []).some((c) => hostMatches(c.host, canonical));
+  const credentials = (await s.options.settingsOf(tenantId))?.credentials ?? [];
+  return credentials.some((c) => hostMatches(c.host, canonical));
 }

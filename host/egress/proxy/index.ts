@@ -85,8 +85,9 @@ export function createSandboxEgress(options: SandboxEgressOptions): SandboxEgres
     const tenantId = options.callerOf(agentId)?.tenantId;
     const authorities = options.intercept;
     if (authorities && tenantId !== undefined)
-      Promise.resolve()
-        .then(() => egress.trust(authorities.caOf(tenantId)))
+      authorities
+        .caOf(tenantId)
+        .then((pem) => egress.trust(pem))
         .catch((e: unknown) => {
           if (!sessionEnded(e)) options.onError?.(e);
         });

@@ -112,7 +112,7 @@ describe('egress settings over the API', () => {
     const again = await putEgress({ allow: put.json.allow, credentials: put.json.credentials });
     expect(again.status).toBe(200);
     expect(
-      JSON.stringify(api.store.egress.get(((await api.store.tenants.verifyKey(api.keyA)) as Loose).id)),
+      JSON.stringify(await api.store.egress.get(((await api.store.tenants.verifyKey(api.keyA)) as Loose).id)),
     ).toContain('upstream-secret');
     expect((await api.request(api.keyA, 'GET', '/v1/egress')).text).not.toContain('upstream-secret');
     // Another tenant sees its own (empty) settings.

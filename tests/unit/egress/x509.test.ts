@@ -71,14 +71,15 @@ describe("a tenant's interception CA", () => {
       const [tenant] = await store.tenants.listTenants();
       const id = (tenant as { id: string }).id;
       const first = createAuthorities({ store: store.egress });
-      const pem = first.caOf(id);
-      expect(first.caOf(id)).toBe(pem);
+      const pem = await first.caOf(id);
+      expect(await first.caOf(id)).toBe(pem);
       // Another process over the same store: the same CA.
-      expect(createAuthorities({ store: store.egress }).caOf(id)).toBe(pem);
+      expect(await createAuthorities({ store: store.egress }).caOf(id)).toBe(pem);
       const row = store.db.prepare('SELECT ca FROM tenant_egress_ca').all()[0] as { ca: string };
       expect(row.ca.startsWith('sealed:v1:')).toBe(true);
       expect(row.ca).not.toContain('PRIVATE KEY');
-      expect(first.contextFor(id, 'api.example.com')).toBe(first.contextFor(id, 'api.example.com'));
+      const context = await first.contextFor(id, 'api.example.com');
+      expect(await first.contextFor(id, 'api.example.com')).toBe(context);
     } finally {
       store.close();
     }
