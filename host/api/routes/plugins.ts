@@ -23,7 +23,7 @@ export const pluginRoutes = (agents: AgentService): Hono<ApiEnv> => {
       responses: { 200: jsonResponse("The agent's plugins", PluginList), ...notFound },
     }),
     loadAgent(agents),
-    (c) => c.json({ plugins: agents.plugins(c.get('agent')).list() }),
+    async (c) => c.json({ plugins: await agents.plugins(c.get('agent')).list() }),
   );
   app.get(
     '/v1/agents/:id/plugins/:pluginId',
@@ -34,7 +34,7 @@ export const pluginRoutes = (agents: AgentService): Hono<ApiEnv> => {
       responses: { 200: jsonResponse('The plugin', PluginDetail), ...notFound },
     }),
     loadAgent(agents),
-    (c) => c.json(agents.plugins(c.get('agent')).get(c.req.param('pluginId'))),
+    async (c) => c.json(await agents.plugins(c.get('agent')).get(c.req.param('pluginId'))),
   );
   app.get(
     '/v1/agents/:id/plugins/:pluginId/packages/:packageId',
@@ -45,7 +45,8 @@ export const pluginRoutes = (agents: AgentService): Hono<ApiEnv> => {
       responses: { 200: jsonResponse('The package', PluginPackage), ...notFound },
     }),
     loadAgent(agents),
-    (c) => c.json(agents.plugins(c.get('agent')).package(c.req.param('pluginId'), c.req.param('packageId'))),
+    async (c) =>
+      c.json(await agents.plugins(c.get('agent')).package(c.req.param('pluginId'), c.req.param('packageId'))),
   );
   return app;
 };
