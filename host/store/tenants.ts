@@ -52,8 +52,10 @@ export interface TenantStore {
 }
 
 export const API_KEY_PREFIX = 'dsk_';
-const PREFIX_LENGTH = API_KEY_PREFIX.length + 8;
-const KEY_SHAPE = /^dsk_[A-Za-z0-9_-]{32,128}$/;
+/** Characters of a key kept in clear to find its candidate rows (every backend the same). */
+export const PREFIX_LENGTH = API_KEY_PREFIX.length + 8;
+/** What a key looks like; anything else is refused without a read. */
+export const KEY_SHAPE = /^dsk_[A-Za-z0-9_-]{32,128}$/;
 
 const sha256 = (key: string): Buffer => createHash('sha256').update(key, 'utf8').digest();
 
@@ -76,7 +78,7 @@ interface CandidateRow {
 }
 
 /** Verified keys remembered at most (the oldest is forgotten first). */
-const KEY_CACHE_MAX = 4096;
+export const KEY_CACHE_MAX = 4096;
 
 export interface TenantStoreOptions {
   /** How long a verified key is trusted without reading the database again. Default 2000; 0 reads every time. */
