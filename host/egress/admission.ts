@@ -7,7 +7,9 @@
 // Invariants: nothing is granted without an allowlist entry, a public (or admitted) address for
 // every resolution, and a lease; a refusal is EGRESS_DENIED with `data.reason` and is audited; a
 // grant carries a credential only for a TLS connection or one the credential's `allowInsecure`
-// admits; an allowed egress is admitted only while the event log still admits the agent's events.
+// admits; an allowed egress is admitted only while the event log still admits the agent's events;
+// each decision (a connection, a request, an intercept, a redactor) reads the tenant's settings
+// once, awaited, and nothing reads them per byte.
 import { SandboxError } from '../errors.ts';
 import { classifyAddress } from './address.ts';
 import type { EgressRecord } from './audit.ts';
