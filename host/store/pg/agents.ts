@@ -17,7 +17,7 @@
 //   write is in flight changes nothing stored (libsql serialises synchronously too).
 import { nanoid } from 'nanoid';
 import { isSandboxError, SandboxError } from '../../errors.ts';
-import type { AgentRecord, AgentStore } from '../agents-port.ts';
+import type { AgentRecord, AgentStore, CreateAgentInput } from '../agents-port.ts';
 import { type AgentRow, toRecord } from '../agents-state.ts';
 import type { Sealer } from '../sealed.ts';
 import { type PgDatabase, pgGuarded } from './db.ts';
@@ -30,73 +30,90 @@ const OLDEST_FIRST = 'ORDER BY created_at, rowid';
 /** SQLSTATE foreign_key_violation: the only foreign key of `agents` is its tenant. */
 const FOREIGN_KEY_VIOLATION = '23503';
 
+/** What the store's functions share: the pool, the clock, and turning a row into a record. */
+interface PgAgents {
+  db: PgDatabase;
+  now: () => number;
+  read: (row: AgentRow) => AgentRecord;
+}
+
+/** The records of one SELECT of every column, in its order. */
+const selectAgents = (state: PgAgents, operation: string, where: string, params: readonly unknown[]) =>
+  pgGuarded(operation, async () =>
+    (await state.db.many<AgentRow>(`SELECT ${COLUMNS} FROM agents ${where}`, params)).map(state.read),
+  );
+
+const selectAgent = async (state: PgAgents, operation: string, where: string, params: readonly unknown[]) =>
+  (await selectAgents(state, operation, where, params))[0];
+
+/** Whether one conditional UPDATE changed a row. */
+const updateAgent = (db: PgDatabase, operation: string, sql: string, params: readonly unknown[]) =>
+  pgGuarded(operation, async () => (await db.query(sql, params)).rowCount > 0);
+
+async function createAgent(state: PgAgents, input: CreateAgentInput): Promise<AgentRecord> {
+  const config = JSON.stringify(input.config ?? {});
+  const remoteTools = JSON.stringify(input.remoteTools ?? []);
+  const created: AgentRecord = {
+    id: `agt_${nanoid()}`,
+    tenantId: input.tenantId,
+    preset: input.preset,
+    mode: input.mode,
+    config: JSON.parse(config),
+    remoteTools: JSON.parse(remoteTools),
+    mcpServers: [],
+    createdAt: state.now(),
+  };
+  const links = input.links;
+  if (links !== undefined) created.links = { ...links };
+  try {
+    // One statement for both kinds: an agent without links gets the columns' defaults
+    // (no parent, team, name or role; depth 0), as libsql's shorter INSERT leaves them.
+    await state.db.query(
+      `INSERT INTO agents (id, tenant_id, preset, mode, config, remote_tools, created_at,
+         parent_id, team_id, name, role, depth) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+      [
+        created.id,
+        created.tenantId,
+        created.preset,
+        created.mode,
+        config,
+        remoteTools,
+        created.createdAt,
+        links?.parentId ?? null,
+        links?.teamId ?? null,
+        links?.name ?? null,
+        links?.role ?? null,
+        links?.depth ?? 0,
+      ],
+    );
+  } catch (error) {
+    if (isSandboxError(error) && error.data?.pgCode === FOREIGN_KEY_VIOLATION) {
+      throw new SandboxError('NOT_FOUND', `no tenant ${input.tenantId}`, {
+        cause: error.cause ?? error,
+        data: { tenantId: input.tenantId },
+      });
+    }
+    throw error;
+  }
+  return created;
+}
+
 export const createPgAgentStore = (
   db: PgDatabase,
   now: () => number = Date.now,
   sealer?: Sealer,
 ): AgentStore => {
   const open = (stored: string) => sealer?.open(stored) ?? stored;
-  const read = (row: AgentRow): AgentRecord => toRecord(row, open);
-
-  /** The records of one SELECT of every column, in its order. */
+  const state: PgAgents = { db, now, read: (row) => toRecord(row, open) };
   const records = (operation: string, where: string, params: readonly unknown[]) =>
-    pgGuarded(operation, async () =>
-      (await db.many<AgentRow>(`SELECT ${COLUMNS} FROM agents ${where}`, params)).map(read),
-    );
-  const record = async (operation: string, where: string, params: readonly unknown[]) =>
-    (await records(operation, where, params))[0];
-  /** Whether one conditional UPDATE changed a row. */
+    selectAgents(state, operation, where, params);
+  const record = (operation: string, where: string, params: readonly unknown[]) =>
+    selectAgent(state, operation, where, params);
   const updated = (operation: string, sql: string, params: readonly unknown[]) =>
-    pgGuarded(operation, async () => (await db.query(sql, params)).rowCount > 0);
+    updateAgent(db, operation, sql, params);
 
   return {
-    async create(input) {
-      const config = JSON.stringify(input.config ?? {});
-      const remoteTools = JSON.stringify(input.remoteTools ?? []);
-      const created: AgentRecord = {
-        id: `agt_${nanoid()}`,
-        tenantId: input.tenantId,
-        preset: input.preset,
-        mode: input.mode,
-        config: JSON.parse(config),
-        remoteTools: JSON.parse(remoteTools),
-        mcpServers: [],
-        createdAt: now(),
-      };
-      const links = input.links;
-      if (links !== undefined) created.links = { ...links };
-      try {
-        // One statement for both kinds: an agent without links gets the columns' defaults
-        // (no parent, team, name or role; depth 0), as libsql's shorter INSERT leaves them.
-        await db.query(
-          `INSERT INTO agents (id, tenant_id, preset, mode, config, remote_tools, created_at,
-             parent_id, team_id, name, role, depth) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-          [
-            created.id,
-            created.tenantId,
-            created.preset,
-            created.mode,
-            config,
-            remoteTools,
-            created.createdAt,
-            links?.parentId ?? null,
-            links?.teamId ?? null,
-            links?.name ?? null,
-            links?.role ?? null,
-            links?.depth ?? 0,
-          ],
-        );
-      } catch (error) {
-        if (isSandboxError(error) && error.data?.pgCode === FOREIGN_KEY_VIOLATION) {
-          throw new SandboxError('NOT_FOUND', `no tenant ${input.tenantId}`, {
-            cause: error.cause ?? error,
-            data: { tenantId: input.tenantId },
-          });
-        }
-        throw error;
-      }
-      return created;
-    },
+    create: (input) => createAgent(state, input),
 
     get: (tenantId, id) =>
       record('read agent', `WHERE id = $1 AND tenant_id = $2 AND ${LIVE}`, [id, tenantId]),
