@@ -7,9 +7,11 @@
 // unsealed is read as it is; links are written only at creation; an agent of an unknown tenant is
 // NOT_FOUND (the foreign key decides); lists come oldest first (created_at, then rowid).
 // Where Postgres differs, and why:
-// - Two replicas may write one row at once. Every update is one conditional UPDATE (`… AND
-//   deleted_at IS NULL`): the second waits for the first's row lock and re-reads the row, so of two
-//   concurrent deletions exactly one answers true, and no update lands on a deleted agent.
+// - Two replicas may write one row at once. Each write is one statement, and those that answer
+//   true/false are conditional UPDATEs (`… AND deleted_at IS NULL`): the second waits for the
+//   first's row lock and re-reads the row, so of two concurrent deletions exactly one answers
+//   true, and no such update lands on a deleted agent. setSandboxId is unconditional, as on libsql
+//   (re-adoption clears a deleted agent's sandbox).
 // - withSandbox pages by id under COLLATE "C" (byte order, SQLite's BINARY): a database made with
 //   a linguistic collation would otherwise order ids of mixed case and `-`/`_` differently.
 // - The schema starts at migration 15 (baseline.ts), so no statement waits for a later column.
