@@ -142,7 +142,7 @@ const config = loadConfig(
   process.env,
 );
 const server = await startServer(config, { store, log: () => {} });
-const { apiKey } = store.tenants.createTenant('density');
+const { apiKey } = await store.tenants.createTenant('density');
 const headers = { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' };
 const api = async (
   method: string,

@@ -91,7 +91,7 @@ const server = await startServer(config, {
 });
 
 try {
-  const { apiKey } = store.tenants.createTenant('bench');
+  const { apiKey } = await store.tenants.createTenant('bench');
   const api = async (method: string, path: string, body: unknown) => {
     const res = await fetch(`${server.url}${path}`, {
       method,

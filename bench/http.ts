@@ -85,7 +85,7 @@ const measure = async (label: string, sandboxes: SandboxProvider): Promise<void>
   // The in-process path uses its own service over the same store and provider: same agent, same pipeline.
   const { agents } = assembleAgents({ store, sandboxes });
   try {
-    const { apiKey, id: tenantId } = store.tenants.createTenant('bench');
+    const { apiKey, id: tenantId } = await store.tenants.createTenant('bench');
     const res = await fetch(`${server.url}/v1/agents`, {
       method: 'POST',
       headers: { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' },

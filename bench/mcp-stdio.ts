@@ -29,7 +29,7 @@ const config = loadConfig(
   {},
 );
 const server = await startServer(config, { log: () => {} });
-const key = server.store.tenants.createTenant('bench-mcp').apiKey;
+const key = (await server.store.tenants.createTenant('bench-mcp')).apiKey;
 
 const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
 const median = (xs: number[]) => sorted(xs)[Math.floor(xs.length / 2)] ?? Number.NaN;

@@ -34,7 +34,7 @@ const server = await startServer(config, {
 });
 const clients: Client[] = [];
 try {
-  const { apiKey } = store.tenants.createTenant('bench');
+  const { apiKey } = await store.tenants.createTenant('bench');
   const headers = { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' };
   const created = await fetch(`${server.url}/v1/agents`, { method: 'POST', headers, body: '{}' });
   const agentId = ((await created.json()) as { id: string }).id;

@@ -53,7 +53,7 @@ const open = (name: string): Database => {
 };
 /** A tenant with `n` agents (sessions) in `db`. */
 const agentsIn = async (db: Database, n: number) => {
-  const tenant = createTenantStore(db).createTenant('bench').id;
+  const tenant = (await createTenantStore(db).createTenant('bench')).id;
   const agents = createAgentStore(db);
   const sessions: string[] = [];
   for (let i = 0; i < n; i++)

@@ -100,7 +100,7 @@ const growthDuring = async (fn: () => Promise<unknown>): Promise<number> => {
 };
 
 try {
-  const { apiKey } = store.tenants.createTenant('bench');
+  const { apiKey } = await store.tenants.createTenant('bench');
   const auth = `Authorization: Bearer ${apiKey}`;
   const created = await fetch(`${server.url}/v1/agents`, {
     method: 'POST',

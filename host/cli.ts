@@ -64,7 +64,7 @@ const main = async (argv: string[]): Promise<number> => {
       const { openStore } = await import('./store/index.ts');
       const store = openStore({ path: config.database });
       try {
-        const tenant = store.tenants.createTenant(rest[1]);
+        const tenant = await store.tenants.createTenant(rest[1]);
         process.stdout.write(`${JSON.stringify(tenant)}\n`);
       } finally {
         store.close();

@@ -51,10 +51,14 @@ export interface Running {
   close(): Promise<void>;
 }
 
-const ensureDefaultTenant = (store: Store, config: Config, log: (line: string) => void): void => {
+const ensureDefaultTenant = async (
+  store: Store,
+  config: Config,
+  log: (line: string) => void,
+): Promise<void> => {
   const keyFile = join(config.dataDir, DEFAULT_KEY_FILE);
-  if (store.tenants.listTenants().length === 0) {
-    const tenant = store.tenants.createTenant('default');
+  if ((await store.tenants.listTenants()).length === 0) {
+    const tenant = await store.tenants.createTenant('default');
     writeFileSync(keyFile, `${tenant.apiKey}\n`, { mode: 0o600 });
     chmodSync(keyFile, 0o600);
     log(
@@ -76,7 +80,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
       logBudgetBytes: config.tenantLogBytes,
       ...(config.secretsKey === undefined ? {} : { secretsKey: config.secretsKey }),
     });
-  ensureDefaultTenant(store, config, log);
+  await ensureDefaultTenant(store, config, log);
   const { egress, sandboxEgress } = startEgress(config, store, log);
   const docker =
     options.sandboxes === undefined

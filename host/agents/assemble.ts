@@ -164,7 +164,12 @@ export const assembleAgents = (options: AssembleOptions): Assembled => {
     registry,
     ...(skills === undefined
       ? {}
-      : { runtime: createRegistryRuntime(registry, { parentOf: skills.layers.parentOf }) }),
+      : {
+          runtime: createRegistryRuntime(registry, {
+            parentOf: skills.layers.parentOf,
+            ready: skills.layers.ready,
+          }),
+        }),
     sandboxes: options.sandboxes,
     ...(options.egress === undefined ? {} : { egress: options.egress.gateway }),
     ...(plugins ? { plugins: options.plugins ?? {} } : {}),

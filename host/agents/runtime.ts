@@ -2,7 +2,8 @@
 // of the global layer, set up from the preset's entry (host/agents/presets/): its restriction mask
 // and its own registrations. Each agent gets its own child of its preset (its restrictions, its
 // policies installed through policies/, its remote tools), optionally under a layer of its own
-// tenant's (options.parentOf: the tenant's `skill` tool). Conditional tools are resolved once per
+// tenant's (options.parentOf: the tenant's `skill` tool, there once options.ready settled: every
+// resolve awaits it). Conditional tools are resolved once per
 // describe and per batch, the way a model step would, or once per step (./steps.ts) that a client
 // opens to describe and call against the same set.
 // Invariants: an agent's tools fail closed once disposed (its agent deleted or the service closed):
@@ -49,6 +50,8 @@ export interface RegistryRuntimeOptions {
    * Default: none, the agent's scope is a child of its preset's.
    */
   parentOf?: (preset: ToolScope, agent: AgentScope) => ToolScope;
+  /** Settles when the layer parentOf gave is complete (its catalog read); awaited before each resolve. */
+  ready?: (agent: AgentScope) => Promise<void>;
   /** How long steps last and how many an agent keeps (./steps.ts). */
   steps?: StepOptions;
 }
@@ -87,9 +90,13 @@ export const createRegistryRuntime = (
         for (const dispose of disposers) dispose();
         throw error;
       }
+      const resolve = async (signal?: AbortSignal) => {
+        await options.ready?.(spec.agent);
+        return scope.resolve({ agent: spec.agent, ...(signal === undefined ? {} : { signal }) });
+      };
       return {
         async describe() {
-          const set = await scope.resolve({ agent: spec.agent });
+          const set = await resolve();
           try {
             return scope.surface(spec.mode, set);
           } finally {
@@ -97,7 +104,7 @@ export const createRegistryRuntime = (
           }
         },
         async step() {
-          const set = await scope.resolve({ agent: spec.agent });
+          const set = await resolve();
           const { id, expiresAt } = steps.open(set);
           return { id, expiresAt, tools: scope.surface(spec.mode, set) };
         },
@@ -105,7 +112,7 @@ export const createRegistryRuntime = (
           if (retired) throw new SandboxError('NOT_FOUND', `Agent ${spec.agent.id} was deleted.`);
           // A step's set outlives the batch (its retries reuse it); a batch's own ends with it.
           const owned = step === undefined;
-          const set = owned ? await scope.resolve({ agent: spec.agent, signal }) : steps.take(step);
+          const set = owned ? await resolve(signal) : steps.take(step);
           try {
             // A plugin's code calls tools directly, whatever surface the model is shown.
             return await scope.execute(calls, {

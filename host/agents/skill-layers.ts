@@ -4,24 +4,42 @@
 // tenant and appends a `tools.change` event to each of the tenant's agents' logs, so clients and
 // the MCP endpoint list the tools again. Invariants: a tenant layer registers `skill` only when its
 // preset sees the global one (the preset's allow-list decides, as for every tool), and its agents'
-// restrictions mask it like any inherited tool; it holds nothing else. The layers change at once; the
-// `tools.change` events follow when the store has listed the tenant's agents.
+// restrictions mask it like any inherited tool; it holds nothing else.
+// The catalog is read asynchronously: a tenant's listing is loaded once per process when its first
+// layer is made (and again at every change), and its layers get `skill` when it arrives; ready()
+// settles only then, and the runtime awaits it before every resolve, so no step sees a tenant
+// layer without its `skill`. A listing older than the one applied is never applied over it.
+// The `tools.change` events follow when the store has listed the tenant's agents.
 import type { EventLog } from '../store/types.ts';
-import { type SkillPort, skillTool } from '../tools/builtin/skill.ts';
+import { type SkillEntry, type SkillPort, skillTool } from '../tools/builtin/skill.ts';
 import type { Disposer, ToolScope } from '../tools/index.ts';
 import type { AgentScope } from '../tools/types.ts';
 
 export interface SkillLayers {
   /** The scope an agent's own scope is a child of: its tenant's layer under its preset. */
   parentOf(preset: ToolScope, agent: AgentScope): ToolScope;
+  /** Settles once the agent's tenant layers hold `skill` as its catalog listed it (loaded once). */
+  ready(agent: AgentScope): Promise<void>;
   /** Re-makes the tenant's `skill` tools from its catalog and tells its agents' clients. */
-  refresh(tenantId: string): void;
+  refresh(tenantId: string): Promise<void>;
 }
 
 interface TenantLayer {
   preset: ToolScope;
   scope: ToolScope;
   registered: Disposer | undefined;
+}
+
+/** One tenant's layers and the catalog listing they show. */
+interface TenantLayers {
+  layers: Map<ToolScope, TenantLayer>;
+  /** The listing applied last; undefined until the first load arrives. */
+  listing: SkillEntry[] | undefined;
+  /** The first load (retried by the next ready() when it failed). */
+  loaded: Promise<void> | undefined;
+  /** Loads started and the newest one applied: a slower older load never undoes a newer one. */
+  started: number;
+  applied: number;
 }
 
 export interface SkillLayersOptions {
@@ -33,39 +51,70 @@ export interface SkillLayersOptions {
 
 export function createSkillLayers(options: SkillLayersOptions): SkillLayers {
   const { skills } = options;
-  const tenants = new Map<string, Map<ToolScope, TenantLayer>>();
+  const tenants = new Map<string, TenantLayers>();
 
-  function install(layer: TenantLayer, tenantId: string): void {
+  function install(layer: TenantLayer, listing: SkillEntry[]): void {
     layer.registered?.();
     layer.registered =
-      layer.preset.get('skill') === undefined
-        ? undefined
-        : layer.scope.register(skillTool(skills, skills.list(tenantId)));
+      layer.preset.get('skill') === undefined ? undefined : layer.scope.register(skillTool(skills, listing));
+  }
+
+  /** Reads the tenant's listing and puts it in every layer of the tenant, unless a newer one was. */
+  async function load(tenant: TenantLayers, tenantId: string): Promise<void> {
+    const seq = ++tenant.started;
+    const listing = await skills.list(tenantId);
+    if (seq < tenant.applied) return;
+    tenant.applied = seq;
+    tenant.listing = listing;
+    for (const layer of tenant.layers.values()) install(layer, listing);
+  }
+
+  function tenantOf(tenantId: string): TenantLayers {
+    let tenant = tenants.get(tenantId);
+    if (tenant === undefined) {
+      tenant = { layers: new Map(), listing: undefined, loaded: undefined, started: 0, applied: 0 };
+      tenants.set(tenantId, tenant);
+    }
+    return tenant;
+  }
+
+  function firstLoad(tenant: TenantLayers, tenantId: string): Promise<void> {
+    if (tenant.loaded === undefined) {
+      const loaded = load(tenant, tenantId);
+      tenant.loaded = loaded;
+      loaded.catch(() => {
+        if (tenant.loaded === loaded) tenant.loaded = undefined;
+      });
+    }
+    return tenant.loaded;
   }
 
   function parentOf(preset: ToolScope, agent: AgentScope): ToolScope {
     const tenantId = agent.services.tenantId;
     if (typeof tenantId !== 'string') return preset;
-    let layers = tenants.get(tenantId);
-    if (layers === undefined) {
-      layers = new Map();
-      tenants.set(tenantId, layers);
-    }
-    let layer = layers.get(preset);
+    const tenant = tenantOf(tenantId);
+    let layer = tenant.layers.get(preset);
     if (layer === undefined) {
       layer = { preset, scope: preset.child(`tenant:${tenantId}`), registered: undefined };
-      install(layer, tenantId);
-      layers.set(preset, layer);
+      if (tenant.listing !== undefined) install(layer, tenant.listing);
+      tenant.layers.set(preset, layer);
     }
+    // ready() reports a failure of this load; the next one retries it.
+    firstLoad(tenant, tenantId).catch(() => {});
     return layer.scope;
   }
 
-  function refresh(tenantId: string): void {
-    for (const layer of tenants.get(tenantId)?.values() ?? []) install(layer, tenantId);
-    void announce(tenantId);
+  async function ready(agent: AgentScope): Promise<void> {
+    const tenantId = agent.services.tenantId;
+    if (typeof tenantId !== 'string') return;
+    const tenant = tenants.get(tenantId);
+    if (tenant === undefined || tenant.listing !== undefined) return;
+    await firstLoad(tenant, tenantId);
   }
 
-  async function announce(tenantId: string): Promise<void> {
+  async function refresh(tenantId: string): Promise<void> {
+    const tenant = tenants.get(tenantId);
+    if (tenant !== undefined) await load(tenant, tenantId);
     try {
       const sessions = await options.agentsOf(tenantId);
       if (sessions.length === 0) return;
@@ -82,5 +131,5 @@ export function createSkillLayers(options: SkillLayersOptions): SkillLayers {
     }
   }
 
-  return { parentOf, refresh };
+  return { parentOf, ready, refresh };
 }

@@ -31,9 +31,9 @@ export function registerWebTools(
   const tenantOf = (agent: AgentScope): string | undefined =>
     typeof agent.services.tenantId === 'string' ? agent.services.tenantId : undefined;
   const fetchEnabled = ({ agent }: { agent: AgentScope }): boolean => configOf(agent)?.fetch === true;
-  const searchEnabled = ({ agent }: { agent: AgentScope }): boolean => {
+  const searchEnabled = async ({ agent }: { agent: AgentScope }): Promise<boolean> => {
     const tenantId = tenantOf(agent);
-    return tenantId !== undefined && web.searchAvailable(tenantId);
+    return tenantId !== undefined && (await web.searchAvailable(tenantId));
   };
   return [
     scope.register(webSearchTool(port), { when: searchEnabled }),

@@ -50,9 +50,9 @@ const takesTurns = (c: Context): boolean =>
   (c.req.path.endsWith('/calls') || c.req.path.endsWith('/exec') || c.req.path.endsWith('/mcp'));
 
 /** The tenant of a valid bearer key; undefined for anything else (tenantAuth answers that). */
-const tenantOf = (tenants: Pick<TenantStore, 'verifyKey'>, header: string | undefined) => {
+const tenantOf = async (tenants: Pick<TenantStore, 'verifyKey'>, header: string | undefined) => {
   try {
-    return tenants.verifyKey(bearerToken(header));
+    return await tenants.verifyKey(bearerToken(header));
   } catch {
     return undefined;
   }
@@ -96,7 +96,7 @@ export function useEntry(app: Hono<ApiEnv>, state: AppState): void {
   // give way to newer ones); one without a valid key does not wait: tenantAuth refuses it.
   app.use(async function fairEntry(c, next) {
     if (takesTurns(c) && !c.var.keyAttempts.throttled()) {
-      const tenant = tenantOf(deps.store.tenants, c.req.header('authorization'));
+      const tenant = await tenantOf(deps.store.tenants, c.req.header('authorization'));
       if (tenant !== undefined) {
         claimConnection(connections, c, tenant.id);
         await fair.turn(tenant.id);

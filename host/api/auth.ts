@@ -35,17 +35,24 @@ export const bearerToken = (header: string | undefined): string => {
  * the request's source failed too often; a check that finds no match (undefined) counts as a
  * failure. A key that is missing or malformed is no guess: callers parse it first (bearerToken).
  */
-export const checkKey = <T>(c: Context, verify: () => T | undefined): T | undefined => {
+export const checkKey = async <T>(
+  c: Context,
+  verify: () => T | undefined | Promise<T | undefined>,
+): Promise<T | undefined> => {
   const attempts = (c.var as { keyAttempts?: KeyAttempts }).keyAttempts;
   attempts?.admit();
-  const found = verify();
+  const found = await verify();
   if (found === undefined) attempts?.failed();
   return found;
 };
 
 /** The tenant whose key `token` is; 401 (or 429, see checkKey) otherwise. */
-export const tenantOfKey = (c: Context, tenants: Pick<TenantStore, 'verifyKey'>, token: string): Tenant => {
-  const tenant = checkKey(c, () => tenants.verifyKey(token));
+export const tenantOfKey = async (
+  c: Context,
+  tenants: Pick<TenantStore, 'verifyKey'>,
+  token: string,
+): Promise<Tenant> => {
+  const tenant = await checkKey(c, () => tenants.verifyKey(token));
   if (tenant === undefined)
     throw unauthorized('The API key is unknown or revoked.', `${REALM}, error="invalid_token"`);
   return tenant;
@@ -53,7 +60,7 @@ export const tenantOfKey = (c: Context, tenants: Pick<TenantStore, 'verifyKey'>,
 
 export const tenantAuth = (tenants: TenantStore): MiddlewareHandler<ApiEnv> =>
   async function tenantAuth(c, next) {
-    c.set('tenant', tenantOfKey(c, tenants, bearerToken(c.req.header('authorization'))));
+    c.set('tenant', await tenantOfKey(c, tenants, bearerToken(c.req.header('authorization'))));
     await next();
   };
 
@@ -77,7 +84,7 @@ export const adminAuth = (adminKey: string | undefined): MiddlewareHandler<ApiEn
         'The admin routes (/v1/tenants) are off: set DSH_ADMIN_KEY, or create tenants with `dsh-sandbox tenant create <name>`.',
       );
     }
-    if (checkKey(c, () => oneOf(token, expected)) === undefined) {
+    if ((await checkKey(c, () => oneOf(token, expected))) === undefined) {
       throw unauthorized('The admin key is wrong.', `${REALM}, error="invalid_token"`);
     }
     await next();
@@ -98,7 +105,7 @@ export const metricsAuth = (keys: { adminKey?: string; metricsKey?: string }): M
         'FORBIDDEN',
         '/metrics is off: set DSH_METRICS_KEY (or DSH_ADMIN_KEY) and scrape with it as the bearer token.',
       );
-    if (checkKey(c, () => oneOf(token, expected)) === undefined)
+    if ((await checkKey(c, () => oneOf(token, expected))) === undefined)
       throw unauthorized('The metrics key is wrong.', `${REALM}, error="invalid_token"`);
     await next();
   };

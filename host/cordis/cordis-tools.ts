@@ -104,15 +104,18 @@ const inspectSelf = defineTool({
   output: { schema: json, render: (_args, value) => text(value) },
   isConcurrencySafe: () => true,
   isReadOnly: () => true,
-  execute(args, exec) {
+  async execute(args, exec) {
     const plugins = pluginsOf(exec);
     if (args.packageId !== undefined) {
       if (args.pluginId === undefined)
         throw new SandboxError('INVALID_ARGUMENTS', 'packageId needs the pluginId it belongs to.');
-      return asJson(plugins.package(args.pluginId, args.packageId));
+      return asJson(await plugins.package(args.pluginId, args.packageId));
     }
-    if (args.pluginId !== undefined) return asJson(plugins.get(args.pluginId));
-    return asJson({ plugins: plugins.list().map((p) => plugins.get(p.id)) });
+    if (args.pluginId !== undefined) return asJson(await plugins.get(args.pluginId));
+    // One plugin's detail after another, in list order.
+    const details = [];
+    for (const p of await plugins.list()) details.push(await plugins.get(p.id));
+    return asJson({ plugins: details });
   },
 });
 
@@ -135,8 +138,8 @@ const define = defineTool({
       },
     ],
   },
-  execute(args, exec) {
-    const result = pluginsOf(exec).define(args);
+  async execute(args, exec) {
+    const result = await pluginsOf(exec).define(args);
     return { pluginId: result.plugin.id, packageId: result.package.id, created: result.created };
   },
 });
@@ -210,8 +213,8 @@ const undefine = defineTool({
     schema: v.object({ pluginId: v.string(), removed: v.boolean() }),
     render: (_args, value) => [{ type: 'text', text: `Removed plugin ${value.pluginId} and its packages.` }],
   },
-  execute(args, exec) {
-    pluginsOf(exec).undefine(args.pluginId);
+  async execute(args, exec) {
+    await pluginsOf(exec).undefine(args.pluginId);
     return { pluginId: args.pluginId, removed: true };
   },
 });

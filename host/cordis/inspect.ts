@@ -51,8 +51,8 @@ export interface InspectorOptions {
   /** The agent's model-facing tools. */
   tools(): Promise<ToolSchema[]>;
   /** The agent's plugins, and one of them with its packages. */
-  plugins(): JsonValue;
-  plugin(pluginId: string): JsonValue;
+  plugins(): Promise<JsonValue>;
+  plugin(pluginId: string): Promise<JsonValue>;
   /** The providers the agent's running plugins provide now. */
   provided(): PluginProvider[];
 }

@@ -1,6 +1,7 @@
 // One agent's plugins as the cordis_* tools and the API see them: the stored plugin and its
 // packages joined with what the runtime knows of it now (state, tools, logs, the last failure).
 // Every read takes the agent's owner, so another agent's plugin reads as absent (NOT_FOUND).
+// Everything that reads the store is async (one read of the plugin, then what it asks for).
 
 import type { Agent } from '../agents/types.ts';
 import { SandboxError } from '../errors.ts';
@@ -56,15 +57,15 @@ export interface AgentPlugins {
   readonly agent: Agent;
   /** Inspection providers (cordis_inspect_list / cordis_inspect_query). */
   readonly inspect: Inspector;
-  define(input: DefineInput): DefineResult;
+  define(input: DefineInput): Promise<DefineResult>;
   run(pluginId: string, packageId: string, mode: 'run' | 'update'): Promise<LaunchOutcome>;
   stop(pluginId: string): Promise<PluginView>;
-  undefine(pluginId: string): void;
-  list(): PluginView[];
+  undefine(pluginId: string): Promise<void>;
+  list(): Promise<PluginView[]>;
   /** NOT_FOUND for a plugin the agent does not have. */
-  get(pluginId: string): PluginDetail;
+  get(pluginId: string): Promise<PluginDetail>;
   /** NOT_FOUND for a package the plugin does not hold; the code included. */
-  package(pluginId: string, packageId: string): PackageRecord;
+  package(pluginId: string, packageId: string): Promise<PackageRecord>;
 }
 
 export interface AgentPluginsOptions {
@@ -74,10 +75,10 @@ export interface AgentPluginsOptions {
   /** What the runtime knows of one of the agent's plugins now (undefined: never ran here). */
   status(pluginId: string): PluginStatus | undefined;
   inspect: Inspector;
-  define(input: DefineInput): DefineResult;
+  define(input: DefineInput): Promise<DefineResult>;
   launch(pluginId: string, packageId: string, mode: 'run' | 'update'): Promise<LaunchOutcome>;
   stop(pluginId: string): Promise<PluginStatus | undefined>;
-  undefine(pluginId: string): boolean;
+  undefine(pluginId: string): Promise<boolean>;
 }
 
 const notFound = (pluginId: string): SandboxError =>
@@ -108,8 +109,8 @@ export function agentPlugins(options: AgentPluginsOptions): AgentPlugins {
     return out;
   }
 
-  function record(pluginId: string): PluginRecord {
-    const found = store.getPlugin(owner, pluginId);
+  async function record(pluginId: string): Promise<PluginRecord> {
+    const found = await store.getPlugin(owner, pluginId);
     if (found === undefined) throw notFound(pluginId);
     return found;
   }
@@ -118,34 +119,36 @@ export function agentPlugins(options: AgentPluginsOptions): AgentPlugins {
     agent: options.agent,
     inspect: options.inspect,
     define: options.define,
-    run(pluginId, packageId, mode) {
-      record(pluginId);
+    async run(pluginId, packageId, mode) {
+      await record(pluginId);
       return options.launch(pluginId, packageId, mode);
     },
     async stop(pluginId) {
-      record(pluginId);
+      await record(pluginId);
       const status = await options.stop(pluginId);
-      return view(record(pluginId), status);
+      return view(await record(pluginId), status);
     },
-    undefine(pluginId) {
-      record(pluginId);
-      if (!options.undefine(pluginId)) throw notFound(pluginId);
+    async undefine(pluginId) {
+      await record(pluginId);
+      if (!(await options.undefine(pluginId))) throw notFound(pluginId);
     },
-    list: () => store.listPlugins(owner).map((r) => view(r)),
-    get(pluginId) {
-      const found = record(pluginId);
+    list: async () => (await store.listPlugins(owner)).map((r) => view(r)),
+    async get(pluginId) {
+      const found = await record(pluginId);
+      const packages = await store.listPackages(owner, pluginId);
+      // The runtime's status after the reads, as it is when the detail is answered.
       const status = options.status(pluginId);
       return {
         ...view(found, status),
-        packages: store.listPackages(owner, pluginId),
+        packages,
         logs: status?.logs ?? [],
         droppedLogs: status?.droppedLogs ?? 0,
         restarts: status?.restarts ?? 0,
       };
     },
-    package(pluginId, packageId) {
-      record(pluginId);
-      const pkg = store.getPackage(owner, pluginId, packageId);
+    async package(pluginId, packageId) {
+      await record(pluginId);
+      const pkg = await store.getPackage(owner, pluginId, packageId);
       if (pkg === undefined)
         throw new SandboxError('NOT_FOUND', `Plugin ${pluginId} has no package ${packageId}.`, {
           data: { pluginId, packageId },

@@ -7,7 +7,9 @@
 // Invariants: nothing is granted without an allowlist entry, a public (or admitted) address for
 // every resolution, and a lease; a refusal is EGRESS_DENIED with `data.reason` and is audited; a
 // grant carries a credential only for a TLS connection or one the credential's `allowInsecure`
-// admits; an allowed egress is admitted only while the event log still admits the agent's events.
+// admits; an allowed egress is admitted only while the event log still admits the agent's events;
+// each decision (a connection, a request, an intercept, a redactor) reads the tenant's settings
+// once, awaited, and nothing reads them per byte.
 import { SandboxError } from '../errors.ts';
 import { classifyAddress } from './address.ts';
 import type { EgressRecord } from './audit.ts';
@@ -89,7 +91,7 @@ export async function authorize(
     record.host = host;
     if (!Number.isInteger(to.port) || to.port < 1 || to.port > 65535)
       throw denied(`Port ${to.port} is not a port.`, 'malformed port');
-    const settings = options.settingsOf(caller.tenantId);
+    const settings = await options.settingsOf(caller.tenantId);
     if (settings === undefined || settings.allow.length === 0)
       throw denied(
         `Egress is denied: this tenant has no egress allowlist (PUT /v1/egress sets one).`,
@@ -133,20 +135,24 @@ export async function authorize(
   }
 }
 
-export function redact(s: GatewayState, tenantId: string, text: string): string {
-  let out = text;
-  for (const c of s.options.settingsOf(tenantId)?.credentials ?? []) {
-    if (c.value.length >= 4) out = out.split(c.value).join(`[credential ${c.name}]`);
-  }
-  return out;
+export async function redactor(s: GatewayState, tenantId: string): Promise<(text: string) => string> {
+  const credentials = ((await s.options.settingsOf(tenantId))?.credentials ?? []).filter(
+    (c) => c.value.length >= 4,
+  );
+  return function redact(text: string): string {
+    let out = text;
+    for (const c of credentials) out = out.split(c.value).join(`[credential ${c.name}]`);
+    return out;
+  };
 }
 
-export function intercepts(s: GatewayState, tenantId: string, host: string): boolean {
+export async function intercepts(s: GatewayState, tenantId: string, host: string): Promise<boolean> {
   let canonical: string;
   try {
     canonical = canonicalHost(host).host;
   } catch {
     return false;
   }
-  return (s.options.settingsOf(tenantId)?.credentials ?? []).some((c) => hostMatches(c.host, canonical));
+  const credentials = (await s.options.settingsOf(tenantId))?.credentials ?? [];
+  return credentials.some((c) => hostMatches(c.host, canonical));
 }

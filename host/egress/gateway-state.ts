@@ -20,8 +20,11 @@ export interface TestHost {
 export type Lookup = (host: string) => Promise<Array<{ address: string; family: number }>>;
 
 export interface EgressGatewayOptions {
-  /** The tenant's settings (allowlist, credentials, budget); undefined: nothing is admitted. */
-  settingsOf: (tenantId: string) => TenantEgress | undefined;
+  /**
+   * The tenant's settings (allowlist, credentials, budget); undefined: nothing is admitted. Read
+   * once per decision (a connection, a request, a redaction), never per byte.
+   */
+  settingsOf: (tenantId: string) => Promise<TenantEgress | undefined>;
   /** The agent's own rules, which narrow the tenant's; undefined: the tenant's alone. */
   agentRulesOf: (tenantId: string, agentId: string) => Promise<EgressRule[] | undefined>;
   /** Where the audit events go (the agent's session). */
@@ -69,13 +72,16 @@ export interface EgressGateway {
    * response body streams; the audit event is written when it ends.
    */
   fetch(caller: EgressCaller, url: string | URL, init?: GatewayFetchInit): Promise<Response>;
-  /** Replaces every credential value of the tenant in `text` with a placeholder naming it. */
-  redact(tenantId: string, text: string): string;
+  /**
+   * What replaces every credential value of the tenant in a text with a placeholder naming it:
+   * the settings read once, then applied to as many texts as the caller has.
+   */
+  redactor(tenantId: string): Promise<(text: string) => string>;
   /**
    * Whether the tenant gave a credential for `host`: the sandbox's HTTPS to it is intercepted (the
    * gateway terminates TLS to add it: ./intercept/), all other hosts' is an opaque tunnel.
    */
-  intercepts(tenantId: string, host: string): boolean;
+  intercepts(tenantId: string, host: string): Promise<boolean>;
   audit: Audit;
   budgets: Budgets;
 }

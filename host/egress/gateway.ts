@@ -16,7 +16,7 @@
 // only for a TLS connection or one the credential's `allowInsecure` admits; refusals are
 // EGRESS_DENIED with `data.reason`, budgets EGRESS_BUDGET_EXCEEDED.
 import { lookup as dnsLookup } from 'node:dns/promises';
-import { authorize, intercepts, redact } from './admission.ts';
+import { authorize, intercepts, redactor } from './admission.ts';
 import { createAudit } from './audit.ts';
 import { createBudgets } from './budget.ts';
 import { connect } from './connection.ts';
@@ -57,7 +57,7 @@ export function createEgressGateway(options: EgressGatewayOptions): EgressGatewa
         url,
         init,
       ),
-    redact: (tenantId, text) => redact(s, tenantId, text),
+    redactor: (tenantId) => redactor(s, tenantId),
     audit,
     budgets,
   };

@@ -2,7 +2,8 @@
 // (patterns, methods, header names, budgets within the operator's maxima), stored whole, and shown
 // back without a single secret. A credential sent without a value keeps the value stored under its
 // name, so a client can send back what GET showed it (names only) without losing the secrets.
-// Invariants: `view` never holds a credential value; `get` is what the gateway enforces.
+// Invariants: `view` never holds a credential value; `get` is what the gateway enforces. Each
+// method reads the store once (put: once before and once after its write), awaited.
 import { SandboxError } from '../errors.ts';
 import type { JsonValue } from '../json.ts';
 import type { EgressSettingsStore } from '../store/egress.ts';
@@ -30,16 +31,16 @@ export interface EgressSettingsView {
 
 export interface EgressSettings {
   /** What the gateway enforces; undefined when the tenant never set anything. */
-  get(tenantId: string): TenantEgress | undefined;
+  get(tenantId: string): Promise<TenantEgress | undefined>;
   /**
    * Whether the tenant set a search provider of its own: asked for every batch (is web_search
    * offered?), so remembered for SEARCH_MEMO_MS after a read; put() here forgets it at once, a
    * change by another process sharing the store shows within that time. A search itself reads the
    * settings afresh (get).
    */
-  hasSearch(tenantId: string): boolean;
-  view(tenantId: string): EgressSettingsView;
-  put(tenantId: string, input: EgressSettingsInput): EgressSettingsView;
+  hasSearch(tenantId: string): Promise<boolean>;
+  view(tenantId: string): Promise<EgressSettingsView>;
+  put(tenantId: string, input: EgressSettingsInput): Promise<EgressSettingsView>;
 }
 
 /** Headers the gateway itself owns on every request. */
@@ -88,22 +89,25 @@ export function createEgressSettings(options: {
   const now = options.now ?? Date.now;
   const searchMemo = new Map<string, { search: boolean; until: number }>();
 
-  function hasSearch(tenantId: string): boolean {
+  async function hasSearch(tenantId: string): Promise<boolean> {
     const known = searchMemo.get(tenantId);
     if (known !== undefined && known.until > now()) return known.search;
-    const search = get(tenantId)?.search !== undefined;
+    const search = (await get(tenantId))?.search !== undefined;
     searchMemo.delete(tenantId);
     if (searchMemo.size >= SEARCH_MEMO_MAX) searchMemo.delete(searchMemo.keys().next().value as string);
     searchMemo.set(tenantId, { search, until: now() + SEARCH_MEMO_MS });
     return search;
   }
 
-  function get(tenantId: string): TenantEgress | undefined {
-    return store.get(tenantId) as TenantEgress | undefined;
+  async function get(tenantId: string): Promise<TenantEgress | undefined> {
+    return (await store.get(tenantId)) as TenantEgress | undefined;
   }
 
-  function view(tenantId: string): EgressSettingsView {
-    const settings = get(tenantId);
+  async function view(tenantId: string): Promise<EgressSettingsView> {
+    return viewOf(await get(tenantId));
+  }
+
+  function viewOf(settings: TenantEgress | undefined): EgressSettingsView {
     return {
       allow: settings?.allow ?? [],
       credentials: (settings?.credentials ?? []).map(({ name, host, header, allowInsecure }) => ({
@@ -124,10 +128,10 @@ export function createEgressSettings(options: {
   }
 
   function credentialsOf(
-    tenantId: string,
+    before: TenantEgress | undefined,
     input: EgressSettingsInput['credentials'] = [],
   ): EgressCredential[] {
-    const stored = new Map((get(tenantId)?.credentials ?? []).map((c) => [c.name, c]));
+    const stored = new Map((before?.credentials ?? []).map((c) => [c.name, c]));
     const names = new Set<string>();
     return input.map((c) => {
       if (names.has(c.name)) throw bad(`Two credentials are named ${JSON.stringify(c.name)}.`);
@@ -148,7 +152,7 @@ export function createEgressSettings(options: {
     });
   }
 
-  function put(tenantId: string, input: EgressSettingsInput): EgressSettingsView {
+  async function put(tenantId: string, input: EgressSettingsInput): Promise<EgressSettingsView> {
     for (const key of ['connections', 'bytesPerHour'] as const) {
       const asked = input.budget?.[key];
       if (asked !== undefined && asked > maxBudget[key])
@@ -157,9 +161,10 @@ export function createEgressSettings(options: {
           `budget.${key} ${asked} is over the operator's most (${maxBudget[key]}).`,
         );
     }
+    const allow = canonicalRules(input.allow);
     const settings: TenantEgress = {
-      allow: canonicalRules(input.allow),
-      credentials: credentialsOf(tenantId, input.credentials),
+      allow,
+      credentials: credentialsOf(await get(tenantId), input.credentials),
       ...(input.budget === undefined ? {} : { budget: input.budget }),
       ...(input.search == null
         ? {}
@@ -167,7 +172,7 @@ export function createEgressSettings(options: {
             search: { provider: input.search.provider, url: checkServiceUrl(input.search.url, 'search.url') },
           }),
     };
-    store.put(tenantId, JSON.parse(JSON.stringify(settings)) as JsonValue);
+    await store.put(tenantId, JSON.parse(JSON.stringify(settings)) as JsonValue);
     searchMemo.delete(tenantId);
     return view(tenantId);
   }

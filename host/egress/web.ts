@@ -21,7 +21,7 @@ export type FetchedPage = WebPage;
 export interface WebAccess {
   fetchPage(caller: EgressCaller, url: string, signal: AbortSignal): Promise<FetchedPage>;
   /** Whether the tenant's agents have a search provider (web_search is offered only then). */
-  searchAvailable(tenantId: string): boolean;
+  searchAvailable(tenantId: string): Promise<boolean>;
   search(caller: EgressCaller, queries: string[], signal: AbortSignal): Promise<WebResults[]>;
   /** The deadline of one fetch or search (WebLimits.timeoutMs). */
   readonly timeoutMs: number;
@@ -93,10 +93,10 @@ export function createWebAccess(options: WebAccessOptions): WebAccess {
       const readable: { title?: string; markdown: string } = html
         ? await options.readable.convert(text, finalUrl, signal)
         : { markdown: text };
-      const redacted = gateway.redact(caller.tenantId, readable.markdown);
+      const redact = await gateway.redactor(caller.tenantId);
+      const redacted = redact(readable.markdown);
       const truncated = redacted.length > limits.maxChars;
-      const title =
-        readable.title === undefined ? undefined : gateway.redact(caller.tenantId, readable.title);
+      const title = readable.title === undefined ? undefined : redact(readable.title);
       return {
         url: finalUrl,
         status: response.status,
@@ -112,8 +112,8 @@ export function createWebAccess(options: WebAccessOptions): WebAccess {
     }
   }
 
-  function providerOf(caller: EgressCaller): SearchProvider | undefined {
-    const own = options.settings.get(caller.tenantId)?.search;
+  async function providerOf(caller: EgressCaller): Promise<SearchProvider | undefined> {
+    const own = (await options.settings.get(caller.tenantId))?.search;
     if (own !== undefined) {
       // The tenant's provider is the service's use, not the agent's: the tenant's rules alone.
       const viaGateway: ProviderFetch = (url, signal) =>
@@ -131,21 +131,23 @@ export function createWebAccess(options: WebAccessOptions): WebAccess {
   return {
     fetchPage,
     timeoutMs: limits.timeoutMs,
-    searchAvailable: (tenantId) => options.searxngUrl !== undefined || options.settings.hasSearch(tenantId),
+    searchAvailable: async (tenantId) =>
+      options.searxngUrl !== undefined || (await options.settings.hasSearch(tenantId)),
     async search(caller, queries, signal) {
-      const provider = providerOf(caller);
+      const provider = await providerOf(caller);
       if (provider === undefined)
         throw new SandboxError('TOOL_FAILED', 'No web search provider is configured for this tenant.');
       const deadline = AbortSignal.any([signal, AbortSignal.timeout(limits.timeoutMs)]);
       const answers = await Promise.all(
         queries.map(async (query) => ({ query, results: await provider.search(query, deadline) })),
       );
+      const redact = await gateway.redactor(caller.tenantId);
       return answers.map((a) => ({
         query: a.query,
         results: a.results.map((hit) => ({
-          title: gateway.redact(caller.tenantId, hit.title),
+          title: redact(hit.title),
           url: hit.url,
-          snippet: gateway.redact(caller.tenantId, hit.snippet),
+          snippet: redact(hit.snippet),
         })),
       }));
     },

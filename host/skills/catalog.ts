@@ -1,7 +1,8 @@
 // A tenant's skill catalog as the API and the `skill` tool use it: uploads (a tar, validated whole
 // by host/sandbox/tar.ts's hostile-archive checks before anything is kept, then by package.ts),
 // listing, reading, deleting, over the durable SkillStore. Invariants: every operation takes the
-// tenant; listeners hear of a change after it is stored, so a tool made then lists the new catalog.
+// tenant; listeners hear of a change after it is stored, and an upload or delete answers only once
+// they are done (they may be async), so a tool made then lists the new catalog.
 import type { Readable } from 'node:stream';
 import { SandboxError } from '../errors.ts';
 import { receiveUpload } from '../sandbox/tar.ts';
@@ -17,12 +18,12 @@ export interface SkillCatalog extends SkillPort {
   readonly limits: SkillLimits;
   /** Stores the tar's package as the tenant's skill `name` (replacing it); `created` when it is new. */
   upload(tenantId: string, name: string, tar: Readable): Promise<{ skill: SkillDetail; created: boolean }>;
-  summaries(tenantId: string): SkillSummary[];
-  get(tenantId: string, name: string): SkillDetail | undefined;
+  summaries(tenantId: string): Promise<SkillSummary[]>;
+  get(tenantId: string, name: string): Promise<SkillDetail | undefined>;
   /** False when the tenant has no such skill. */
-  delete(tenantId: string, name: string): boolean;
-  /** Told the tenant whose catalog changed; returns the unsubscriber. */
-  onChange(listener: (tenantId: string) => void): () => void;
+  delete(tenantId: string, name: string): Promise<boolean>;
+  /** Told the tenant whose catalog changed (and awaited); returns the unsubscriber. */
+  onChange(listener: (tenantId: string) => void | Promise<void>): () => void;
 }
 
 export interface SkillCatalogOptions {
@@ -36,15 +37,15 @@ export interface SkillCatalogOptions {
 export function createSkillCatalog(options: SkillCatalogOptions): SkillCatalog {
   const { store } = options;
   const limits: SkillLimits = { ...DEFAULT_SKILL_LIMITS, ...options.limits };
-  const listeners = new Set<(tenantId: string) => void>();
+  const listeners = new Set<(tenantId: string) => void | Promise<void>>();
 
-  function changed(tenantId: string): void {
-    for (const listener of listeners) listener(tenantId);
+  async function changed(tenantId: string): Promise<void> {
+    for (const listener of listeners) await listener(tenantId);
   }
 
-  function get(tenantId: string, name: string): SkillDetail | undefined {
-    const summary = store.get(tenantId, name);
-    return summary === undefined ? undefined : { ...summary, files: store.files(tenantId, name) };
+  async function get(tenantId: string, name: string): Promise<SkillDetail | undefined> {
+    const summary = await store.get(tenantId, name);
+    return summary === undefined ? undefined : { ...summary, files: await store.files(tenantId, name) };
   }
 
   async function upload(tenantId: string, name: string, tar: Readable) {
@@ -65,9 +66,9 @@ export function createSkillCatalog(options: SkillCatalogOptions): SkillCatalog {
         `The package has ${skill.files.length} files, more than ${limits.maxFiles}.`,
         { data: { limit: limits.maxFiles } },
       );
-    const { created } = store.put(tenantId, skill, limits.maxPerTenant);
-    changed(tenantId);
-    return { skill: get(tenantId, name) as SkillDetail, created };
+    const { created } = await store.put(tenantId, skill, limits.maxPerTenant);
+    await changed(tenantId);
+    return { skill: (await get(tenantId, name)) as SkillDetail, created };
   }
 
   return {
@@ -75,11 +76,12 @@ export function createSkillCatalog(options: SkillCatalogOptions): SkillCatalog {
     upload,
     get,
     summaries: (tenantId) => store.list(tenantId),
-    list: (tenantId) => store.list(tenantId).map(({ name, description }) => ({ name, description })),
+    list: async (tenantId) =>
+      (await store.list(tenantId)).map(({ name, description }) => ({ name, description })),
     load: (tenantId, name) => store.load(tenantId, name),
-    delete(tenantId, name) {
-      const deleted = store.delete(tenantId, name);
-      if (deleted) changed(tenantId);
+    async delete(tenantId, name) {
+      const deleted = await store.delete(tenantId, name);
+      if (deleted) await changed(tenantId);
       return deleted;
     },
     onChange(listener) {

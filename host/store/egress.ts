@@ -4,19 +4,27 @@
 // document holds credentials' values, so it is stored sealed (sealed.ts), and the API never returns
 // it as it is. Beside it (migration 13), the tenant's interception CA (host/egress/intercept/): its
 // certificate and private key, sealed likewise, written once and never replaced.
+// Every method returns a Promise (the port a network database can implement); this libsql
+// implementation runs its statements synchronously inside them.
 import type { JsonValue } from '../json.ts';
 import { type Database, guarded } from './db.ts';
 import type { Sealer } from './sealed.ts';
 
+/** A tenant's interception CA: its certificate and private key, PEM. */
+export interface EgressCa {
+  certPem: string;
+  keyPem: string;
+}
+
 export interface EgressSettingsStore {
   /** The tenant's document; undefined when it never set one. */
-  get(tenantId: string): JsonValue | undefined;
+  get(tenantId: string): Promise<JsonValue | undefined>;
   /** Replaces the tenant's document whole. */
-  put(tenantId: string, settings: JsonValue): void;
+  put(tenantId: string, settings: JsonValue): Promise<void>;
   /** The tenant's interception CA (certificate and key, PEM), once made. */
-  getCa(tenantId: string): { certPem: string; keyPem: string } | undefined;
-  /** Keeps `ca` unless the tenant has one already; returns the one kept. */
-  putCaOnce(tenantId: string, ca: { certPem: string; keyPem: string }): { certPem: string; keyPem: string };
+  getCa(tenantId: string): Promise<EgressCa | undefined>;
+  /** Keeps `ca` unless the tenant has one already; returns the one kept (the first writer wins). */
+  putCaOnce(tenantId: string, ca: EgressCa): Promise<EgressCa>;
 }
 
 export const createEgressSettingsStore = (
@@ -36,26 +44,24 @@ export const createEgressSettingsStore = (
   const getCa = (tenantId: string) =>
     guarded('read the egress CA', () => {
       const row = selectCa.all(tenantId)[0] as { ca: string } | undefined;
-      return row === undefined
-        ? undefined
-        : (JSON.parse(sealer?.open(row.ca) ?? row.ca) as { certPem: string; keyPem: string });
+      return row === undefined ? undefined : (JSON.parse(sealer?.open(row.ca) ?? row.ca) as EgressCa);
     });
   return {
-    getCa,
-    putCaOnce: (tenantId, ca) =>
+    getCa: async (tenantId) => getCa(tenantId),
+    putCaOnce: async (tenantId, ca) =>
       guarded('write the egress CA', () => {
         const text = JSON.stringify({ certPem: ca.certPem, keyPem: ca.keyPem });
         insertCa.run(tenantId, sealer?.seal(text) ?? text, now());
         return getCa(tenantId) ?? ca;
       }),
-    get: (tenantId) =>
+    get: async (tenantId) =>
       guarded('read egress settings', () => {
         const row = select.all(tenantId)[0] as { settings: string } | undefined;
         return row === undefined
           ? undefined
           : (JSON.parse(sealer?.open(row.settings) ?? row.settings) as JsonValue);
       }),
-    put: (tenantId, settings) =>
+    put: async (tenantId, settings) =>
       guarded('write egress settings', () => {
         const text = JSON.stringify(settings);
         upsert.run(tenantId, sealer?.seal(text) ?? text, now());

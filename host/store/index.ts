@@ -200,6 +200,8 @@ export {
   type PluginStore,
   type PluginStoreLimits,
   type PluginStoreOptions,
+  type PluginTx,
+  type PluginTxScope,
   packageIdOf,
 } from './plugins-core.ts';
 export {

@@ -9,9 +9,11 @@ import {
   createPluginStore,
   type PackageRecord,
   type PluginBackend,
+  type PluginOwner,
   type PluginRecord,
   type PluginStore,
   type PluginStoreOptions,
+  type PluginTx,
 } from './plugins-core.ts';
 import {
   type ClosableRequestStore,
@@ -93,54 +95,70 @@ export const createMemoryRequestStore = (options: RequestStoreOptions = {}): Clo
   createRequestStore(createMemoryRequestBackend(), options);
 
 /**
- * Plugins and packages over Maps. A transaction that throws leaves the maps as they were (what a
- * database rollback does), so a failed define never leaves a plugin without its package.
+ * Plugins and packages over Maps. A transaction runs its decision synchronously over the maps; one
+ * that throws leaves them as they were (what a database rollback does), so a failed define never
+ * leaves a plugin without its package.
  */
 export const createMemoryPluginBackend = (): PluginBackend => {
   let plugins = new Map<string, PluginRecord>();
   let packages = new Map<string, PackageRecord[]>();
-  const owned = (plugin: PluginRecord | undefined, owner: { tenantId: string; agentId: string }) =>
+  const owned = (plugin: PluginRecord | undefined, owner: PluginOwner) =>
     plugin !== undefined && plugin.tenantId === owner.tenantId && plugin.agentId === owner.agentId
       ? structuredClone(plugin)
       : undefined;
-  const ofOwner = (owner: { tenantId: string; agentId: string }) =>
-    [...plugins.values()].filter((p) => owned(p, owner) !== undefined);
+  const ofOwner = (owner: PluginOwner) => [...plugins.values()].filter((p) => owned(p, owner) !== undefined);
+  const packageOf = (pluginId: string, id: string) => {
+    const pkg = packages.get(pluginId)?.find((p) => p.id === id);
+    return pkg === undefined ? undefined : structuredClone(pkg);
+  };
+  const tx = (owner: PluginOwner, pluginId?: string, packageId?: string): PluginTx => {
+    const plugin = () => (pluginId === undefined ? undefined : owned(plugins.get(pluginId), owner));
+    return {
+      countPlugins: () => ofOwner(owner).length,
+      plugin,
+      package: () =>
+        pluginId === undefined || packageId === undefined || plugin() === undefined
+          ? undefined
+          : packageOf(pluginId, packageId),
+      countPackages: () =>
+        pluginId === undefined || plugin() === undefined ? 0 : (packages.get(pluginId)?.length ?? 0),
+      insertPlugin: (p) => void plugins.set(p.id, structuredClone(p)),
+      updatePlugin(id, state) {
+        const stored = plugins.get(id);
+        if (stored === undefined) return;
+        const updated: PluginRecord = { ...stored, running: state.running };
+        if (state.currentPackageId === undefined) delete updated.currentPackageId;
+        else updated.currentPackageId = state.currentPackageId;
+        plugins.set(id, updated);
+      },
+      deletePlugin(id) {
+        plugins.delete(id);
+        packages.delete(id);
+      },
+      insertPackage: (pkg) =>
+        void packages.set(pkg.pluginId, [...(packages.get(pkg.pluginId) ?? []), structuredClone(pkg)]),
+    };
+  };
   return {
-    transaction(fn) {
+    async transaction(scope, fn) {
       const saved = { plugins: new Map(plugins), packages: new Map(packages) };
       try {
-        return fn();
+        return fn(tx(scope.owner, scope.pluginId, scope.packageId));
       } catch (error) {
         plugins = saved.plugins;
         packages = saved.packages;
         throw error;
       }
     },
-    insertPlugin: (plugin) => void plugins.set(plugin.id, structuredClone(plugin)),
-    getPlugin: (owner, id) => owned(plugins.get(id), owner),
-    listPlugins: (owner) => ofOwner(owner).map((p) => structuredClone(p)),
-    countPlugins: (owner) => ofOwner(owner).length,
-    updatePlugin(id, state) {
-      const plugin = plugins.get(id);
-      if (plugin === undefined) return;
-      const updated: PluginRecord = { ...plugin, running: state.running };
-      if (state.currentPackageId === undefined) delete updated.currentPackageId;
-      else updated.currentPackageId = state.currentPackageId;
-      plugins.set(id, updated);
-    },
-    deletePlugin(id) {
-      plugins.delete(id);
-      packages.delete(id);
-    },
-    listRunning: () => [...plugins.values()].filter((p) => p.running).map((p) => structuredClone(p)),
-    insertPackage: (pkg) =>
-      void packages.set(pkg.pluginId, [...(packages.get(pkg.pluginId) ?? []), structuredClone(pkg)]),
-    getPackage(pluginId, id) {
-      const pkg = packages.get(pluginId)?.find((p) => p.id === id);
-      return pkg === undefined ? undefined : structuredClone(pkg);
-    },
-    listPackages: (pluginId) => (packages.get(pluginId) ?? []).map((p) => structuredClone(p)),
-    countPackages: (pluginId) => packages.get(pluginId)?.length ?? 0,
+    getPlugin: async (owner, id) => owned(plugins.get(id), owner),
+    listPlugins: async (owner) => ofOwner(owner).map((p) => structuredClone(p)),
+    listRunning: async () => [...plugins.values()].filter((p) => p.running).map((p) => structuredClone(p)),
+    getPackage: async (owner, pluginId, id) =>
+      owned(plugins.get(pluginId), owner) === undefined ? undefined : packageOf(pluginId, id),
+    listPackages: async (owner, pluginId) =>
+      owned(plugins.get(pluginId), owner) === undefined
+        ? []
+        : (packages.get(pluginId) ?? []).map((p) => structuredClone(p)),
   };
 };
 

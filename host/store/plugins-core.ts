@@ -4,6 +4,10 @@
 // the same plugin again returns the stored package instead of a copy); every read and write takes
 // the owner (tenant + agent), and another owner's plugin reads as absent; the count checks and the
 // insert run in one backend transaction, so two defines at once never pass a maximum together.
+// Every PluginStore method returns a Promise. A transaction names up front what it reads (the
+// owner, a plugin, a package: PluginTxScope), the backend loads that inside it and runs the
+// decision synchronously over it (PluginTx), then applies the writes: libsql reads lazily inside
+// BEGIN IMMEDIATE, a network database can load the rows FOR UPDATE first; no await runs inside.
 import { createHash } from 'node:crypto';
 import { customAlphabet } from 'nanoid';
 import { SandboxError } from '../errors.ts';
@@ -88,14 +92,14 @@ export const DEFAULT_PLUGIN_STORE_LIMITS: Readonly<PluginStoreLimits> = Object.f
 
 export interface PluginStore {
   /** Stores an immutable package, making the plugin first for `{ kind: 'new' }`. */
-  define(owner: PluginOwner, input: DefineInput): DefineResult;
-  getPlugin(owner: PluginOwner, pluginId: string): PluginRecord | undefined;
+  define(owner: PluginOwner, input: DefineInput): Promise<DefineResult>;
+  getPlugin(owner: PluginOwner, pluginId: string): Promise<PluginRecord | undefined>;
   /** The owner's plugins, oldest first. */
-  listPlugins(owner: PluginOwner): PluginRecord[];
+  listPlugins(owner: PluginOwner): Promise<PluginRecord[]>;
   /** Undefined for unknown packages and for plugins of another owner. */
-  getPackage(owner: PluginOwner, pluginId: string, packageId: string): PackageRecord | undefined;
+  getPackage(owner: PluginOwner, pluginId: string, packageId: string): Promise<PackageRecord | undefined>;
   /** The plugin's packages, oldest first; empty for another owner's plugin. */
-  listPackages(owner: PluginOwner, pluginId: string): PackageSummary[];
+  listPackages(owner: PluginOwner, pluginId: string): Promise<PackageSummary[]>;
   /**
    * Records what the runtime did: whether the plugin should run, and the package it runs (kept
    * when omitted). NOT_FOUND for another owner's plugin or a package the plugin does not hold.
@@ -104,29 +108,55 @@ export interface PluginStore {
     owner: PluginOwner,
     pluginId: string,
     state: { running: boolean; currentPackageId?: string },
-  ): PluginRecord;
+  ): Promise<PluginRecord>;
   /** Removes the plugin and its packages; false when the owner has no such plugin. */
-  undefine(owner: PluginOwner, pluginId: string): boolean;
+  undefine(owner: PluginOwner, pluginId: string): Promise<boolean>;
   /** Every plugin of every tenant that should be running (what a restart resumes). */
-  listRunning(): PluginRecord[];
+  listRunning(): Promise<PluginRecord[]>;
 }
 
-/** Persistence for plugins and packages. Every method is synchronous; `transaction` is atomic. */
-export interface PluginBackend {
-  transaction<T>(fn: () => T): T;
+/** What one transaction reads: the owner's plugins, and a plugin and a package of it when named. */
+export interface PluginTxScope {
+  owner: PluginOwner;
+  pluginId?: string;
+  packageId?: string;
+}
+
+/**
+ * One transaction's view, synchronous: the reads are what its scope names (loaded, and locked
+ * where the backend locks, before the decision runs), the writes are applied when it returns.
+ */
+export interface PluginTx {
+  /** The owner's plugins. */
+  countPlugins(): number;
+  /** The scope's plugin, when the owner has it. */
+  plugin(): PluginRecord | undefined;
+  /** The scope's package of the scope's plugin. */
+  package(): PackageRecord | undefined;
+  /** The packages the scope's plugin holds (0 without one). */
+  countPackages(): number;
   insertPlugin(plugin: PluginRecord): void;
-  /** Only the owner's plugin. */
-  getPlugin(owner: PluginOwner, pluginId: string): PluginRecord | undefined;
-  listPlugins(owner: PluginOwner): PluginRecord[];
-  countPlugins(owner: PluginOwner): number;
+  insertPackage(pkg: PackageRecord): void;
   updatePlugin(pluginId: string, state: { running: boolean; currentPackageId: string | undefined }): void;
   /** Deletes the plugin and its packages. */
   deletePlugin(pluginId: string): void;
-  listRunning(): PluginRecord[];
-  insertPackage(pkg: PackageRecord): void;
-  getPackage(pluginId: string, packageId: string): PackageRecord | undefined;
-  listPackages(pluginId: string): PackageRecord[];
-  countPackages(pluginId: string): number;
+}
+
+/** Persistence for plugins and packages. */
+export interface PluginBackend {
+  /**
+   * Runs `fn` over `scope`'s rows in one atomic transaction and commits its writes; when `fn`
+   * throws nothing is written and the promise rejects with its error. `fn` is synchronous.
+   */
+  transaction<T>(scope: PluginTxScope, fn: (tx: PluginTx) => T): Promise<T>;
+  /** Only the owner's plugin. */
+  getPlugin(owner: PluginOwner, pluginId: string): Promise<PluginRecord | undefined>;
+  listPlugins(owner: PluginOwner): Promise<PluginRecord[]>;
+  listRunning(): Promise<PluginRecord[]>;
+  /** Only a package of the owner's plugin. */
+  getPackage(owner: PluginOwner, pluginId: string, packageId: string): Promise<PackageRecord | undefined>;
+  /** The owner's plugin's packages, oldest first; empty for another owner's plugin. */
+  listPackages(owner: PluginOwner, pluginId: string): Promise<PackageRecord[]>;
 }
 
 export interface PluginStoreOptions {
@@ -191,6 +221,34 @@ const notFound = (pluginId: string): SandboxError =>
     },
   );
 
+/** Makes the owner's new plugin in `tx`, within the plugins-per-agent maximum. */
+function newPlugin(
+  tx: PluginTx,
+  owner: PluginOwner,
+  idPrefix: string,
+  limits: PluginStoreLimits,
+  now: () => number,
+): PluginRecord {
+  const count = tx.countPlugins();
+  if (count >= limits.pluginsPerAgent) {
+    throw new SandboxError(
+      'LIMIT_EXCEEDED',
+      `This agent already has ${count} plugins, the most it may have; undefine one it no longer needs.`,
+      { data: { plugins: count, limit: limits.pluginsPerAgent } },
+    );
+  }
+  const plugin: PluginRecord = {
+    id: `${idPrefix}-${suffix()}`,
+    tenantId: owner.tenantId,
+    agentId: owner.agentId,
+    idPrefix,
+    running: false,
+    createdAt: now(),
+  };
+  tx.insertPlugin(plugin);
+  return plugin;
+}
+
 export const createPluginStore = (backend: PluginBackend, options: PluginStoreOptions = {}): PluginStore => {
   const now = options.now ?? Date.now;
   const limitsOf = (tenantId: string): PluginStoreLimits => ({
@@ -198,47 +256,34 @@ export const createPluginStore = (backend: PluginBackend, options: PluginStoreOp
     ...options.limitsOf?.(tenantId),
   });
 
-  function newPlugin(owner: PluginOwner, idPrefix: string, limits: PluginStoreLimits): PluginRecord {
-    if (typeof idPrefix !== 'string' || !ID_PREFIX.test(idPrefix))
-      throw invalid('idPrefix is 1 to 32 letters, digits, _ or -, starting with a letter.', { idPrefix });
-    const count = backend.countPlugins(owner);
-    if (count >= limits.pluginsPerAgent) {
-      throw new SandboxError(
-        'LIMIT_EXCEEDED',
-        `This agent already has ${count} plugins, the most it may have; undefine one it no longer needs.`,
-        { data: { plugins: count, limit: limits.pluginsPerAgent } },
-      );
-    }
-    const plugin: PluginRecord = {
-      id: `${idPrefix}-${suffix()}`,
-      tenantId: owner.tenantId,
-      agentId: owner.agentId,
-      idPrefix,
-      running: false,
-      createdAt: now(),
-    };
-    backend.insertPlugin(plugin);
-    return plugin;
-  }
-
-  function define(owner: PluginOwner, input: DefineInput): DefineResult {
+  async function define(owner: PluginOwner, input: DefineInput): Promise<DefineResult> {
     const limits = limitsOf(owner.tenantId);
     const codeBytes = checkInput(input, limits);
     const code: CordisCode = {};
     if (input.code.host !== undefined) code.host = input.code.host;
     if (input.code.client !== undefined) code.client = input.code.client;
     const id = packageIdOf(input.name, input.purpose, code);
-    return backend.transaction(() => {
-      const selector = input.plugin;
+    const selector = input.plugin;
+    if (selector?.kind === 'new') {
+      if (typeof selector.idPrefix !== 'string' || !ID_PREFIX.test(selector.idPrefix))
+        throw invalid('idPrefix is 1 to 32 letters, digits, _ or -, starting with a letter.', {
+          idPrefix: selector.idPrefix,
+        });
+    } else if (selector?.kind !== 'existing')
+      throw invalid("plugin is { kind: 'new', idPrefix } or { kind: 'existing', pluginId }.");
+    const scope: PluginTxScope =
+      selector.kind === 'new' ? { owner } : { owner, pluginId: selector.pluginId, packageId: id };
+    return backend.transaction(scope, (tx) => {
       let plugin: PluginRecord | undefined;
-      if (selector?.kind === 'new') plugin = newPlugin(owner, selector.idPrefix, limits);
-      else if (selector?.kind === 'existing') {
-        plugin = backend.getPlugin(owner, selector.pluginId);
+      if (selector.kind === 'new') plugin = newPlugin(tx, owner, selector.idPrefix, limits, now);
+      else {
+        plugin = tx.plugin();
         if (plugin === undefined) throw notFound(selector.pluginId);
-      } else throw invalid("plugin is { kind: 'new', idPrefix } or { kind: 'existing', pluginId }.");
-      const stored = backend.getPackage(plugin.id, id);
-      if (stored !== undefined) return { plugin, package: stored, created: false };
-      const count = backend.countPackages(plugin.id);
+        const stored = tx.package();
+        if (stored !== undefined) return { plugin, package: stored, created: false };
+      }
+      // A new plugin holds no package yet.
+      const count = selector.kind === 'new' ? 0 : tx.countPackages();
       if (count >= limits.packagesPerPlugin) {
         throw new SandboxError(
           'LIMIT_EXCEEDED',
@@ -255,7 +300,7 @@ export const createPluginStore = (backend: PluginBackend, options: PluginStoreOp
         codeBytes,
         createdAt: now(),
       };
-      backend.insertPackage(pkg);
+      tx.insertPackage(pkg);
       return { plugin, package: pkg, created: true };
     });
   }
@@ -264,29 +309,38 @@ export const createPluginStore = (backend: PluginBackend, options: PluginStoreOp
     define,
     getPlugin: (owner, pluginId) => backend.getPlugin(owner, pluginId),
     listPlugins: (owner) => backend.listPlugins(owner),
-    getPackage: (owner, pluginId, packageId) =>
-      backend.getPlugin(owner, pluginId) === undefined ? undefined : backend.getPackage(pluginId, packageId),
-    listPackages: (owner, pluginId) =>
-      backend.getPlugin(owner, pluginId) === undefined ? [] : backend.listPackages(pluginId).map(summary),
+    getPackage: (owner, pluginId, packageId) => backend.getPackage(owner, pluginId, packageId),
+    listPackages: async (owner, pluginId) => (await backend.listPackages(owner, pluginId)).map(summary),
     setRunState: (owner, pluginId, state) =>
-      backend.transaction(() => {
-        const plugin = backend.getPlugin(owner, pluginId);
-        if (plugin === undefined) throw notFound(pluginId);
-        const currentPackageId = state.currentPackageId ?? plugin.currentPackageId;
-        if (currentPackageId !== undefined && backend.getPackage(pluginId, currentPackageId) === undefined) {
-          throw new SandboxError('NOT_FOUND', `Plugin ${pluginId} has no package ${currentPackageId}.`, {
-            data: { pluginId, packageId: currentPackageId },
-          });
-        }
-        backend.updatePlugin(pluginId, { running: state.running, currentPackageId });
-        const updated: PluginRecord = { ...plugin, running: state.running };
-        if (currentPackageId !== undefined) updated.currentPackageId = currentPackageId;
-        return updated;
-      }),
+      backend.transaction(
+        {
+          owner,
+          pluginId,
+          ...(state.currentPackageId === undefined ? {} : { packageId: state.currentPackageId }),
+        },
+        (tx) => {
+          const plugin = tx.plugin();
+          if (plugin === undefined) throw notFound(pluginId);
+          // A package the plugin runs already was checked when it was set, and packages leave
+          // only with their plugin: only a newly named one needs checking.
+          if (state.currentPackageId !== undefined && tx.package() === undefined) {
+            throw new SandboxError(
+              'NOT_FOUND',
+              `Plugin ${pluginId} has no package ${state.currentPackageId}.`,
+              { data: { pluginId, packageId: state.currentPackageId } },
+            );
+          }
+          const currentPackageId = state.currentPackageId ?? plugin.currentPackageId;
+          tx.updatePlugin(pluginId, { running: state.running, currentPackageId });
+          const updated: PluginRecord = { ...plugin, running: state.running };
+          if (currentPackageId !== undefined) updated.currentPackageId = currentPackageId;
+          return updated;
+        },
+      ),
     undefine: (owner, pluginId) =>
-      backend.transaction(() => {
-        if (backend.getPlugin(owner, pluginId) === undefined) return false;
-        backend.deletePlugin(pluginId);
+      backend.transaction({ owner, pluginId }, (tx) => {
+        if (tx.plugin() === undefined) return false;
+        tx.deletePlugin(pluginId);
         return true;
       }),
     listRunning: () => backend.listRunning(),

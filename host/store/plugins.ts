@@ -2,14 +2,19 @@
 // `plugin_packages` tables (migration 5). Invariants: a define is one BEGIN IMMEDIATE transaction
 // (counts and inserts together, so concurrent defines, even from another process, never pass a
 // maximum together); packages are only ever inserted or deleted with their plugin, never updated.
+// A transaction's view reads lazily with the prepared statements inside that BEGIN IMMEDIATE (the
+// scope bounds what it reads) and writes at once; the async methods wrap the same sync calls.
 import { type Database, guarded, immediate } from './db.ts';
 import {
   createPluginStore,
   type PackageRecord,
   type PluginBackend,
+  type PluginOwner,
   type PluginRecord,
   type PluginStore,
   type PluginStoreOptions,
+  type PluginTx,
+  type PluginTxScope,
 } from './plugins-core.ts';
 
 interface PluginRow {
@@ -89,35 +94,37 @@ export const createLibsqlPluginBackend = (db: Database): PluginBackend => {
   const countPackages = db.prepare('SELECT count(*) AS n FROM plugin_packages WHERE plugin_id = ?');
   const count = (rows: unknown[]): number => Number((rows[0] as { n: number } | undefined)?.n ?? 0);
 
-  return {
-    transaction: (fn) => guarded('plugin store transaction', () => immediate(db, fn)),
-    insertPlugin: (p) =>
-      guarded('insert plugin', () => insertPlugin.run(p.id, p.tenantId, p.agentId, p.idPrefix, p.createdAt)),
-    getPlugin: (owner, id) =>
-      guarded('read plugin', () => {
-        const row = getPlugin.all(id, owner.tenantId, owner.agentId)[0] as PluginRow | undefined;
-        return row === undefined ? undefined : toPlugin(row);
-      }),
-    listPlugins: (owner) =>
-      guarded('list plugins', () =>
-        (listPlugins.all(owner.tenantId, owner.agentId) as PluginRow[]).map(toPlugin),
-      ),
-    countPlugins: (owner) =>
-      guarded('count plugins', () => count(countPlugins.all(owner.tenantId, owner.agentId))),
-    updatePlugin: (id, state) =>
-      guarded('update plugin', () =>
-        updatePlugin.run(state.running ? 1 : 0, state.currentPackageId ?? null, id),
-      ),
-    deletePlugin: (id) =>
-      guarded('delete plugin', () => {
+  const pluginOf = (owner: PluginOwner, id: string): PluginRecord | undefined => {
+    const row = getPlugin.all(id, owner.tenantId, owner.agentId)[0] as PluginRow | undefined;
+    return row === undefined ? undefined : toPlugin(row);
+  };
+  const packageOf = (pluginId: string, id: string): PackageRecord | undefined => {
+    const row = getPackage.all(pluginId, id)[0] as PackageRow | undefined;
+    return row === undefined ? undefined : toPackage(row);
+  };
+
+  /** The view of one transaction: synchronous statements, run inside its BEGIN IMMEDIATE. */
+  const txOf = (scope: PluginTxScope): PluginTx => {
+    const { owner, pluginId, packageId } = scope;
+    const plugin = () => (pluginId === undefined ? undefined : pluginOf(owner, pluginId));
+    return {
+      countPlugins: () => count(countPlugins.all(owner.tenantId, owner.agentId)),
+      plugin,
+      package: () =>
+        pluginId === undefined || packageId === undefined || plugin() === undefined
+          ? undefined
+          : packageOf(pluginId, packageId),
+      countPackages: () =>
+        pluginId === undefined || plugin() === undefined ? 0 : count(countPackages.all(pluginId)),
+      insertPlugin: (p) => void insertPlugin.run(p.id, p.tenantId, p.agentId, p.idPrefix, p.createdAt),
+      updatePlugin: (id, state) =>
+        void updatePlugin.run(state.running ? 1 : 0, state.currentPackageId ?? null, id),
+      deletePlugin(id) {
         deletePackages.run(id);
         deletePlugin.run(id);
-      }),
-    listRunning: () =>
-      guarded('list running plugins', () => (listRunning.all() as PluginRow[]).map(toPlugin)),
-    insertPackage: (p) =>
-      guarded('insert package', () =>
-        insertPackage.run(
+      },
+      insertPackage: (p) =>
+        void insertPackage.run(
           p.pluginId,
           p.id,
           p.name,
@@ -127,15 +134,29 @@ export const createLibsqlPluginBackend = (db: Database): PluginBackend => {
           p.codeBytes,
           p.createdAt,
         ),
+    };
+  };
+
+  return {
+    transaction: async (scope, fn) =>
+      guarded('plugin store transaction', () => immediate(db, () => fn(txOf(scope)))),
+    getPlugin: async (owner, id) => guarded('read plugin', () => pluginOf(owner, id)),
+    listPlugins: async (owner) =>
+      guarded('list plugins', () =>
+        (listPlugins.all(owner.tenantId, owner.agentId) as PluginRow[]).map(toPlugin),
       ),
-    getPackage: (pluginId, id) =>
-      guarded('read package', () => {
-        const row = getPackage.all(pluginId, id)[0] as PackageRow | undefined;
-        return row === undefined ? undefined : toPackage(row);
-      }),
-    listPackages: (pluginId) =>
-      guarded('list packages', () => (listPackages.all(pluginId) as PackageRow[]).map(toPackage)),
-    countPackages: (pluginId) => guarded('count packages', () => count(countPackages.all(pluginId))),
+    listRunning: async () =>
+      guarded('list running plugins', () => (listRunning.all() as PluginRow[]).map(toPlugin)),
+    getPackage: async (owner, pluginId, id) =>
+      guarded('read package', () =>
+        pluginOf(owner, pluginId) === undefined ? undefined : packageOf(pluginId, id),
+      ),
+    listPackages: async (owner, pluginId) =>
+      guarded('list packages', () =>
+        pluginOf(owner, pluginId) === undefined
+          ? []
+          : (listPackages.all(pluginId) as PackageRow[]).map(toPackage),
+      ),
   };
 };
 

@@ -2,7 +2,9 @@
 // package in `skill_files` (migration 9). The store keeps validated packages and decides nothing
 // about their format (host/skills/package.ts does). Invariants: every read and delete takes the
 // tenant, so nobody reaches another tenant's skills; a put replaces a skill's whole package (row
-// and files) in one transaction, and the count limit is checked in that same transaction.
+// and files) in one transaction, and the count limit is checked in that same transaction. Every
+// method returns a Promise (the port a network database can implement); this libsql implementation
+// runs its statements synchronously inside them, a transaction never spans an await.
 import { SandboxError } from '../errors.ts';
 import { type Database, guarded, immediate } from './db.ts';
 
@@ -42,16 +44,16 @@ export interface SkillStore {
     tenantId: string,
     skill: SkillPackage,
     maxPerTenant: number,
-  ): { summary: SkillSummary; created: boolean };
+  ): Promise<{ summary: SkillSummary; created: boolean }>;
   /** The tenant's skills by name. */
-  list(tenantId: string): SkillSummary[];
-  get(tenantId: string, name: string): SkillSummary | undefined;
+  list(tenantId: string): Promise<SkillSummary[]>;
+  get(tenantId: string, name: string): Promise<SkillSummary | undefined>;
   /** The file paths and sizes of one skill, by path. */
-  files(tenantId: string, name: string): { path: string; bytes: number }[];
+  files(tenantId: string, name: string): Promise<{ path: string; bytes: number }[]>;
   /** The whole package, contents included. */
-  load(tenantId: string, name: string): SkillPackage | undefined;
+  load(tenantId: string, name: string): Promise<SkillPackage | undefined>;
   /** False when the tenant has no such skill. */
-  delete(tenantId: string, name: string): boolean;
+  delete(tenantId: string, name: string): Promise<boolean>;
 }
 
 interface SkillRow {
@@ -105,7 +107,7 @@ export const createSkillStore = (db: Database, now: () => number = Date.now): Sk
     selectOne.all(tenantId, name)[0] as SkillRow | undefined;
 
   return {
-    put: (tenantId, skill, maxPerTenant) =>
+    put: async (tenantId, skill, maxPerTenant) =>
       guarded('store a skill', () =>
         immediate(db, () => {
           const before = existing.all(tenantId, skill.name)[0] as { created_at: number } | undefined;
@@ -135,15 +137,16 @@ export const createSkillStore = (db: Database, now: () => number = Date.now): Sk
           return { summary: toSummary(one(tenantId, skill.name) as SkillRow), created: before === undefined };
         }),
       ),
-    list: (tenantId) => guarded('list skills', () => (select.all(tenantId) as SkillRow[]).map(toSummary)),
-    get: (tenantId, name) =>
+    list: async (tenantId) =>
+      guarded('list skills', () => (select.all(tenantId) as SkillRow[]).map(toSummary)),
+    get: async (tenantId, name) =>
       guarded('read a skill', () => {
         const row = one(tenantId, name);
         return row === undefined ? undefined : toSummary(row);
       }),
-    files: (tenantId, name) =>
+    files: async (tenantId, name) =>
       guarded('list a skill', () => selectFiles.all(tenantId, name) as { path: string; bytes: number }[]),
-    load: (tenantId, name) =>
+    load: async (tenantId, name) =>
       guarded('load a skill', () => {
         const row = one(tenantId, name);
         if (row === undefined) return undefined;
@@ -156,7 +159,7 @@ export const createSkillStore = (db: Database, now: () => number = Date.now): Sk
         const { createdAt: _c, updatedAt: _u, ...summary } = toSummary(row);
         return { ...summary, instructions: row.instructions ?? '', files };
       }),
-    delete: (tenantId, name) =>
+    delete: async (tenantId, name) =>
       guarded('delete a skill', () =>
         immediate(db, () => {
           removeFiles.run(tenantId, name);

@@ -6,7 +6,7 @@ import { createIsolateHost } from '../../host/isolates/index.ts';
 import { createMemoryProvider } from '../../host/sandbox/memory/provider.ts';
 import { openStore } from '../../host/store/index.ts';
 
-export const composedService = () => {
+export const composedService = async () => {
   const isolates = createIsolateHost({ workers: 1, prewarm: 1 });
   const store = openStore({ path: ':memory:' });
   const commands: string[] = [];
@@ -18,7 +18,7 @@ export const composedService = () => {
     },
   });
   const { agents, teamBoard } = assembleAgents({ store, sandboxes, isolates });
-  const tenant = store.tenants.createTenant('t').id;
+  const tenant = (await store.tenants.createTenant('t')).id;
   async function close(): Promise<void> {
     await agents.close(0);
     store.close();

@@ -63,7 +63,7 @@ export const egressRoutes = (settings: EgressSettings): Hono<ApiEnv> => {
         "The tenant's egress settings: allowlist, credentials by name (values are never shown), the budget in force, the search provider.",
       responses: { 200: jsonResponse('The settings', EgressView) },
     }),
-    (c) => c.json(settings.view(c.get('tenant').id)),
+    async (c) => c.json(await settings.view(c.get('tenant').id)),
   );
   app.put(
     '/v1/egress',
@@ -79,7 +79,7 @@ export const egressRoutes = (settings: EgressSettings): Hono<ApiEnv> => {
       },
     }),
     jsonBody(PutEgress),
-    (c) => c.json(settings.put(c.get('tenant').id, c.get('body') as EgressSettingsInput)),
+    async (c) => c.json(await settings.put(c.get('tenant').id, c.get('body') as EgressSettingsInput)),
   );
   return app;
 };

@@ -23,7 +23,7 @@ export const pluginRoutes = (agents: AgentService): Hono<ApiEnv> => {
       responses: { 200: jsonResponse("The agent's plugins", PluginList), ...notFound },
     }),
     loadAgent(agents),
-    async (c) => c.json({ plugins: (await agents.plugins(c.get('agent'))).list() }),
+    async (c) => c.json({ plugins: await (await agents.plugins(c.get('agent'))).list() }),
   );
   app.get(
     '/v1/agents/:id/plugins/:pluginId',
@@ -34,7 +34,7 @@ export const pluginRoutes = (agents: AgentService): Hono<ApiEnv> => {
       responses: { 200: jsonResponse('The plugin', PluginDetail), ...notFound },
     }),
     loadAgent(agents),
-    async (c) => c.json((await agents.plugins(c.get('agent'))).get(c.req.param('pluginId'))),
+    async (c) => c.json(await (await agents.plugins(c.get('agent'))).get(c.req.param('pluginId'))),
   );
   app.get(
     '/v1/agents/:id/plugins/:pluginId/packages/:packageId',
@@ -47,7 +47,10 @@ export const pluginRoutes = (agents: AgentService): Hono<ApiEnv> => {
     loadAgent(agents),
     async (c) =>
       c.json(
-        (await agents.plugins(c.get('agent'))).package(c.req.param('pluginId'), c.req.param('packageId')),
+        await (await agents.plugins(c.get('agent'))).package(
+          c.req.param('pluginId'),
+          c.req.param('packageId'),
+        ),
       ),
   );
   return app;

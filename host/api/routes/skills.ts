@@ -36,7 +36,7 @@ export const skillRoutes = (skills: SkillCatalog): Hono<ApiEnv> => {
       description: "The tenant's skills by name; each agent's `skill` tool lists them.",
       responses: { 200: jsonResponse('Skills', SkillList) },
     }),
-    (c) => c.json({ skills: skills.summaries(c.get('tenant').id) }),
+    async (c) => c.json({ skills: await skills.summaries(c.get('tenant').id) }),
   );
   app.get(
     '/v1/skills/:name',
@@ -49,9 +49,9 @@ export const skillRoutes = (skills: SkillCatalog): Hono<ApiEnv> => {
         404: jsonResponse('No such skill', ErrorBody),
       },
     }),
-    (c) => {
+    async (c) => {
       const name = c.req.param('name');
-      const skill = skills.get(c.get('tenant').id, name);
+      const skill = await skills.get(c.get('tenant').id, name);
       if (skill === undefined) throw noSkill(name);
       return c.json(skill);
     },
@@ -92,9 +92,9 @@ export const skillRoutes = (skills: SkillCatalog): Hono<ApiEnv> => {
       parameters: [nameParam],
       responses: { 204: { description: 'Deleted' }, 404: jsonResponse('No such skill', ErrorBody) },
     }),
-    (c) => {
+    async (c) => {
       const name = c.req.param('name');
-      if (!skills.delete(c.get('tenant').id, name)) throw noSkill(name);
+      if (!(await skills.delete(c.get('tenant').id, name))) throw noSkill(name);
       return c.body(null, 204);
     },
   );

@@ -26,9 +26,9 @@ export const tenantRoutes = (tenants: TenantStore, adminKey: string | undefined)
     }),
     adminAuth(adminKey),
     jsonBody(CreateTenant),
-    (c) => {
+    async (c) => {
       const { name } = c.get('body') as v.InferOutput<typeof CreateTenant>;
-      const tenant = tenants.createTenant(name);
+      const tenant = await tenants.createTenant(name);
       return c.json({ id: tenant.id, name: tenant.name, apiKey: tenant.apiKey }, 201);
     },
   );
@@ -45,8 +45,10 @@ export const tenantRoutes = (tenants: TenantStore, adminKey: string | undefined)
       },
     }),
     adminAuth(adminKey),
-    (c) =>
-      c.json({ tenants: tenants.listTenants().map(({ id, name, createdAt }) => ({ id, name, createdAt })) }),
+    async (c) =>
+      c.json({
+        tenants: (await tenants.listTenants()).map(({ id, name, createdAt }) => ({ id, name, createdAt })),
+      }),
   );
   return app;
 };

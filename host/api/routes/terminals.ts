@@ -128,7 +128,7 @@ export const terminalRoutes = (
         c.req.query('token'),
         c.req.header('sec-websocket-protocol'),
       );
-      const tenant = tenantOfKey(c, tenants, token);
+      const tenant = await tenantOfKey(c, tenants, token);
       claimConnection(options.connections, c, tenant.id);
       c.set('tenant', tenant);
       await next();

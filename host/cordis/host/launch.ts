@@ -18,7 +18,7 @@ export async function launch(
 ): Promise<{ status: PluginStatus; error?: PluginFailure; code?: SandboxError['code'] }> {
   const owner = ownerOf(agent);
   const { store } = state.deps;
-  const pkg = store.getPackage(owner, pluginId, packageId);
+  const pkg = await store.getPackage(owner, pluginId, packageId);
   if (pkg === undefined)
     throw new SandboxError('NOT_FOUND', `Plugin ${pluginId} has no package ${packageId}.`, {
       data: { pluginId, packageId },
@@ -45,7 +45,7 @@ export async function launch(
           capabilities: capabilities(state, agent, pluginId, await state.deps.liveOf(agent)),
         });
   const running = result.status.state === 'running';
-  store.setRunState(owner, pluginId, {
+  await store.setRunState(owner, pluginId, {
     running,
     ...(running ? { currentPackageId: result.status.packageId as string } : {}),
   });
@@ -63,11 +63,11 @@ export async function stop(
   const owner = ownerOf(agent);
   const { made } = state;
   const status = made?.status(owner, pluginId) === undefined ? undefined : await made.stop(owner, pluginId);
-  state.deps.store.setRunState(owner, pluginId, { running: false });
+  await state.deps.store.setRunState(owner, pluginId, { running: false });
   return status;
 }
 
-export function undefine(state: HostState, agent: Agent, pluginId: string): boolean {
+export async function undefine(state: HostState, agent: Agent, pluginId: string): Promise<boolean> {
   const owner = ownerOf(agent);
   const now = statusOf(state, owner, pluginId)?.state;
   if (now === 'running' || now === 'starting')
@@ -84,13 +84,13 @@ export async function removeAgent(state: HostState, agent: Agent): Promise<void>
   const owner = ownerOf(agent);
   const { made, refusals } = state;
   const { store } = state.deps;
-  for (const plugin of store.listPlugins(owner)) {
+  for (const plugin of await store.listPlugins(owner)) {
     if (made?.status(owner, plugin.id) !== undefined) {
       await made.stop(owner, plugin.id);
       made.forget(owner, plugin.id);
     }
     refusals.delete(plugin.id);
-    store.undefine(owner, plugin.id);
+    await store.undefine(owner, plugin.id);
   }
   state.owners.delete(agent.id);
   state.providers.delete(agent.id);

@@ -4,7 +4,7 @@
 // promise for it, so no caller sees its tool set without them.
 import { toAgent } from '../../agents/service/records.ts';
 import { SandboxError } from '../../errors.ts';
-import type { PluginStore } from '../../store/plugins-core.ts';
+import type { PluginRecord } from '../../store/plugins-core.ts';
 import { launch } from './launch.ts';
 import type { HostState } from './state.ts';
 
@@ -15,20 +15,20 @@ export async function resume(
   state: HostState,
   onError?: (pluginId: string, error: unknown) => void,
 ): Promise<number> {
-  const byAgent = new Map<string, ReturnType<PluginStore['listRunning']>>();
-  for (const record of state.deps.store.listRunning()) {
+  const byAgent = new Map<string, PluginRecord[]>();
+  for (const record of await state.deps.store.listRunning()) {
     const list = byAgent.get(record.agentId) ?? [];
     list.push(record);
     byAgent.set(record.agentId, list);
   }
   let started = 0;
-  async function resumeAgent(records: ReturnType<PluginStore['listRunning']>): Promise<void> {
+  async function resumeAgent(records: PluginRecord[]): Promise<void> {
     for (const record of records) {
       const owner = { tenantId: record.tenantId, agentId: record.agentId };
       try {
         const agentRecord = await state.deps.agents.get(record.tenantId, record.agentId);
         if (agentRecord === undefined || record.currentPackageId === undefined) {
-          state.deps.store.setRunState(owner, record.id, { running: false });
+          await state.deps.store.setRunState(owner, record.id, { running: false });
           continue;
         }
         const outcome = await launch(state, toAgent(agentRecord), record.id, record.currentPackageId, 'run');

@@ -77,11 +77,9 @@ export function runtime(state: HostState): PluginRuntime {
     onStateChange(owner, status) {
       // A failed plugin is not started again by a restart; cordis_run starts it.
       if (status.state !== 'failed' || state.closing) return;
-      try {
-        store.setRunState(owner, status.pluginId, { running: false });
-      } catch {
+      store.setRunState(owner, status.pluginId, { running: false }).catch(() => {
         // undefined meanwhile
-      }
+      });
     },
   });
   return state.made;

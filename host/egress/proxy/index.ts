@@ -89,9 +89,9 @@ export function createSandboxEgress(options: SandboxEgressOptions): SandboxEgres
     if (authorities)
       options
         .callerOf(agentId)
-        .then((caller) =>
-          caller === undefined ? undefined : egress.trust(authorities.caOf(caller.tenantId)),
-        )
+        .then(async (caller) => {
+          if (caller !== undefined) egress.trust(await authorities.caOf(caller.tenantId));
+        })
         .catch((e: unknown) => {
           if (!sessionEnded(e)) options.onError?.(e);
         });

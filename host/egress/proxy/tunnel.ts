@@ -9,7 +9,7 @@
 // intercepted connection is admitted and audited before any TLS.
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { TLSSocket } from 'node:tls';
+import { type SecureContext, TLSSocket } from 'node:tls';
 import type { Authorities } from '../intercept/authority.ts';
 import type { EgressCaller } from '../types.ts';
 import { badRequest, rawRefusal, refusalOf } from './refusals.ts';
@@ -38,7 +38,7 @@ export async function onConnect(
     return;
   }
   const host = (m[1] ?? m[2]) as string;
-  if (options.intercept && gateway.intercepts(caller.tenantId, host)) {
+  if (options.intercept && (await gateway.intercepts(caller.tenantId, host))) {
     await intercept(
       s,
       caller,
@@ -83,6 +83,7 @@ async function intercept(
 ): Promise<void> {
   const { gateway, options, inside, intercepted } = s;
   const authorities = options.intercept as Authorities;
+  let secureContext: SecureContext;
   try {
     // Admission before any TLS: a refused host gets its 403 as a tunnel would.
     const grant = await gateway.authorize(caller, { host, port, tls: true });
@@ -96,6 +97,8 @@ async function intercept(
       ip: grant.ip,
       credentials: grant.credentials.map((c) => c.name),
     });
+    // The leaf before the 200: what the client sends next is already TLS.
+    secureContext = await authorities.contextFor(caller.tenantId, host);
   } catch (error) {
     client.end(rawRefusal(refusalOf(error)));
     return;
@@ -104,7 +107,7 @@ async function intercept(
   if (head.length > 0) client.unshift(head);
   const tls = new TLSSocket(client, {
     isServer: true,
-    secureContext: authorities.contextFor(caller.tenantId, host),
+    secureContext,
     ALPNProtocols: ['http/1.1'],
   });
   tls.on('error', () => tls.destroy());

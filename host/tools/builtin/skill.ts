@@ -34,13 +34,14 @@ export interface SkillEntry {
 /** What the `skill` tool reads; host/skills implements it. */
 export interface SkillPort {
   /** The tenant's skills, by name. */
-  list(tenantId: string): SkillEntry[];
+  list(tenantId: string): Promise<SkillEntry[]>;
   load(
     tenantId: string,
     name: string,
-  ):
+  ): Promise<
     | (SkillEntry & { instructions: string; files: { path: string; mode: number; content: Uint8Array }[] })
-    | undefined;
+    | undefined
+  >;
 }
 
 const BASE =
@@ -131,9 +132,9 @@ export function skillTool(port: SkillPort, skills?: readonly SkillEntry[]): Tool
     isReadOnly: () => true,
     async execute(args, exec) {
       const tenantId = tenantOf(exec);
-      const skill = SKILL_NAME.test(args.name) ? port.load(tenantId, args.name) : undefined;
+      const skill = SKILL_NAME.test(args.name) ? await port.load(tenantId, args.name) : undefined;
       if (skill === undefined) {
-        const available = port.list(tenantId);
+        const available = await port.list(tenantId);
         throw new SandboxError(
           'NOT_FOUND',
           available.length === 0

@@ -47,7 +47,7 @@ const bash = async (server: Running, key: string, agentId: string, command: stri
 
 it('tunnels curl, npm, pip and git to allowlisted hosts only, with credentials kept out of the sandbox', async () => {
   const server = await service.start();
-  const key = server.store.tenants.createTenant('egress-proxy').apiKey;
+  const key = (await server.store.tenants.createTenant('egress-proxy')).apiKey;
   const agentId = (await json(server, key, 'POST', '/v1/agents', {})).json.id as string;
   const sh = (command: string) => bash(server, key, agentId, command);
   const { http, https, other, api, apiHttp } = internet;

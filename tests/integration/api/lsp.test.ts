@@ -50,7 +50,7 @@ const lsp = async (server: Running, key: string, agentId: string, args: Record<s
 
 it('answers definitions, references, implementations and hovers from servers in the container', async () => {
   const server = await service.start();
-  const key = server.store.tenants.createTenant('lsp').apiKey;
+  const key = (await server.store.tenants.createTenant('lsp')).apiKey;
   const agentId = (await json(server, key, 'POST', '/v1/agents', {})).json.id as string;
   const ask = (operation: string, file_path: string, line: number, character: number) =>
     lsp(server, key, agentId, { operation, file_path, line, character });

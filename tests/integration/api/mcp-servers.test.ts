@@ -23,7 +23,7 @@ const callOne = async (server: Running, key: string, agent: string, name: string
 
 it('the everything server runs in the agent container: POST /calls, run_code, MCP in and out, policy, log, restart', async () => {
   const first = await service.start();
-  const key = first.store.tenants.createTenant('mcp-servers').apiKey;
+  const key = (await first.store.tenants.createTenant('mcp-servers')).apiKey;
   const agent = (
     await json(first, key, 'POST', '/v1/agents', {
       mode: 'both',
@@ -103,7 +103,7 @@ it('the everything server runs in the agent container: POST /calls, run_code, MC
 
 it('a server of the agent’s own runs with the agent’s uid and no network; its flood fails only its own call', async () => {
   const server = await service.current();
-  const key = server.store.tenants.createTenant('mcp-own').apiKey;
+  const key = (await server.store.tenants.createTenant('mcp-own')).apiKey;
   const agent = (await json(server, key, 'POST', '/v1/agents', {})).json;
   const source = readFileSync(join(import.meta.dirname, '..', '..', 'fixtures', 'mcp', 'tiny-server.mjs'));
   const put = await fetch(`${server.url}/v1/agents/${agent.id}/files?path=tiny.mjs`, {

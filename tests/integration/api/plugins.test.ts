@@ -31,7 +31,7 @@ const names = async (server: Running, key: string, agentId: string): Promise<str
 
 it('a creator plugin works against a real container and survives a restart of the control plane', async () => {
   const first = await service.start();
-  const key = first.store.tenants.createTenant('plugins').apiKey;
+  const key = (await first.store.tenants.createTenant('plugins')).apiKey;
   const agentId = (await json(first, key, 'POST', '/v1/agents', { preset: 'creator', mode: 'both' })).json.id;
   await call(first, key, agentId, 'bash', {
     command: "printf 'the quick brown fox\\njumps over\\n' > notes.txt",

@@ -12,7 +12,7 @@ const { fixture } = service;
 
 it("shuts down gracefully and re-adopts the agent's container after a restart", async () => {
   const first = await service.start();
-  const key = first.store.tenants.createTenant('restart').apiKey;
+  const key = (await first.store.tenants.createTenant('restart')).apiKey;
   const agent = (
     await json(first, key, 'POST', '/v1/agents', {
       remoteTools: [

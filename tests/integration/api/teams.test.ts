@@ -39,7 +39,7 @@ const pending = async (agentId: string): Promise<Loose[]> =>
 
 it('plays the client of a lead and two teammates, across a restart', async () => {
   server = await service.start();
-  key = server.store.tenants.createTenant('teams').apiKey;
+  key = (await server.store.tenants.createTenant('teams')).apiKey;
 
   const lead = await http('POST', '/v1/agents', { teams: true, subagents: true });
   await http('POST', `/v1/agents/${lead.id}/messages`, {
@@ -175,7 +175,7 @@ it('plays the client of a lead and two teammates, across a restart', async () =>
 
 it('gives a child of childWorkspace: "isolated" its own container, seeded with a copy of the workspace', async () => {
   server = await service.current();
-  key = server.store.tenants.createTenant('isolated').apiKey;
+  key = (await server.store.tenants.createTenant('isolated')).apiKey;
   const parent = await http('POST', '/v1/agents', { subagents: true, childWorkspace: 'isolated' });
   expect((await bash(parent.id, 'mkdir -p src && echo "v1" > src/app.txt')).ok).toBe(true);
   const child = await ok(parent.id, 'subagent', { description: 'd', prompt: 'p', run_in_background: true });

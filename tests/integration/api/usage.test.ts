@@ -13,7 +13,7 @@ it.skipIf(!loopWorkspaces)(
   'disk used grows by a 5 MiB file written in the sandbox; the limit is the agent diskMb',
   async () => {
     const server = await service.start();
-    const key = server.store.tenants.createTenant('usage').apiKey;
+    const key = (await server.store.tenants.createTenant('usage')).apiKey;
     const http = async (path: string, body?: unknown, as = key) => {
       const res = await json(server, as, body === undefined ? 'GET' : 'POST', path, body);
       expect(res.status, `${path}: ${JSON.stringify(res.json)}`).toBeLessThan(300);

@@ -16,8 +16,14 @@ let stranger: DshClient;
 
 beforeAll(async () => {
   server = await service.start();
-  client = new DshClient({ baseUrl: server.url, apiKey: server.store.tenants.createTenant('a').apiKey });
-  stranger = new DshClient({ baseUrl: server.url, apiKey: server.store.tenants.createTenant('b').apiKey });
+  client = new DshClient({
+    baseUrl: server.url,
+    apiKey: (await server.store.tenants.createTenant('a')).apiKey,
+  });
+  stranger = new DshClient({
+    baseUrl: server.url,
+    apiKey: (await server.store.tenants.createTenant('b')).apiKey,
+  });
 });
 
 const clientEventTypes = async (agent: DshAgent): Promise<string[]> => {

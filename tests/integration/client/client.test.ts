@@ -36,7 +36,7 @@ let client: DshClient;
 
 beforeAll(async () => {
   server = await service.start();
-  const key = server.store.tenants.createTenant('client').apiKey;
+  const key = (await server.store.tenants.createTenant('client')).apiKey;
   client = new DshClient({ baseUrl: server.url, apiKey: key });
 });
 

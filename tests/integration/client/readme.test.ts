@@ -27,7 +27,7 @@ const example = (): string => {
 
 it("the README's Client example runs against the service and prints what its comments say", async () => {
   const server = await service.start();
-  const key = server.store.tenants.createTenant('readme').apiKey;
+  const key = (await server.store.tenants.createTenant('readme')).apiKey;
   const code = example();
   expect(code).toContain("from '@dsh-sandbox/client'");
   const file = join(dir, 'example.mts');

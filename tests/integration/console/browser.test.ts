@@ -25,7 +25,7 @@ beforeAll(async () => {
   if (executablePath.startsWith('error: ')) throw new Error(executablePath.slice(7));
   mkdirSync(ARTIFACTS, { recursive: true });
   server = await s.current();
-  key = server.store.tenants.createTenant('console').apiKey;
+  key = (await server.store.tenants.createTenant('console')).apiKey;
   // --no-sandbox: the tests run as root in a container, where Chromium's own sandbox cannot start.
   browser = await chromium.launch({ executablePath, headless: true, args: ['--no-sandbox'] });
   page = await browser.newPage({ viewport: { width: 1400, height: 900 } });

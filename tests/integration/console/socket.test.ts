@@ -12,7 +12,7 @@ let key: string;
 
 beforeAll(async () => {
   server = await s.current();
-  key = server.store.tenants.createTenant('console-socket').apiKey;
+  key = (await server.store.tenants.createTenant('console-socket')).apiKey;
 });
 
 /** Signs in as the tenant: the session cookie and the page's CSRF token. */

@@ -47,7 +47,7 @@ const start = async (dataDir: string, key?: string): Promise<{ server: Running; 
   const server = await startServer(config, { log: () => {} });
   servers.push(server);
   instances.add(server.store.instanceId);
-  return { server, key: key ?? server.store.tenants.createTenant('t').apiKey };
+  return { server, key: key ?? (await server.store.tenants.createTenant('t')).apiKey };
 };
 
 const api = async (s: { server: Running; key: string }, method: string, path: string, body?: unknown) => {

@@ -112,7 +112,7 @@ describe('connections without a key', () => {
 
 describe('connections with a key', () => {
   it('one tenant holds at most its cap of connections; others still get theirs', async () => {
-    const key = h.server.store.tenants.createTenant('tenant-c').apiKey;
+    const key = (await h.server.store.tenants.createTenant('tenant-c')).apiKey;
     const held = [];
     for (let i = 0; i < 4; i++) {
       const r = await get('/v1/agents', key, true);

@@ -66,7 +66,7 @@ afterAll(async () => {
 
 /** A tenant of its own (budgets are per tenant), its egress settings, and an agent. */
 async function tenant(name: string, egress: Record<string, unknown>, agent: Record<string, unknown> = {}) {
-  const key = h.server.store.tenants.createTenant(name).apiKey;
+  const key = (await h.server.store.tenants.createTenant(name)).apiKey;
   const put = await h.http(key, 'PUT', '/v1/egress', {
     allow: [{ host: '127.0.0.2', ports: [port] }],
     ...egress,

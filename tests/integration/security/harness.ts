@@ -85,8 +85,8 @@ export const startHarness = async (
       : fixture.provider(options.provider),
     log: (line) => logs.push(line),
   });
-  const keyA = server.store.tenants.createTenant('tenant-a').apiKey;
-  const keyB = server.store.tenants.createTenant('tenant-b').apiKey;
+  const keyA = (await server.store.tenants.createTenant('tenant-a')).apiKey;
+  const keyB = (await server.store.tenants.createTenant('tenant-b')).apiKey;
 
   const http: Harness['http'] = async (key, method, path, body, headers = {}) => {
     const init: RequestInit = {

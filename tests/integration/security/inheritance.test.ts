@@ -20,7 +20,7 @@ const service = served('inheritance', { egressTestHosts: [{ ip: '127.0.0.2' }, {
 
 it("a child in an isolated workspace is refused what its parent's egress refuses", async () => {
   const server = await service.start();
-  const key = server.store.tenants.createTenant('inheritance').apiKey;
+  const key = (await server.store.tenants.createTenant('inheritance')).apiKey;
   const { http, other } = internet;
   const api = async (method: string, path: string, body?: unknown): Promise<Loose> => {
     const res = await json(server, key, method, path, body);

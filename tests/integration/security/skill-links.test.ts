@@ -45,7 +45,7 @@ const sh = async (agentId: string, command: string): Promise<string> => {
 
 it('never writes through a link planted in the workspace, and copies nothing in plan mode', async () => {
   server = await service.start();
-  key = server.store.tenants.createTenant('skills').apiKey;
+  key = (await server.store.tenants.createTenant('skills')).apiKey;
   const res = await fetch(`${server.url}/v1/skills/lint`, {
     method: 'PUT',
     headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/x-tar' },

@@ -35,7 +35,7 @@ const codeOf = (result: Loose): string => (result.ok ? 'ok' : result.error.code)
 
 it('keeps a scoped teammate inside the scope its lead gave, whatever it does; only the lead widens it', async () => {
   server = await service.start();
-  key = server.store.tenants.createTenant('scopes').apiKey;
+  key = (await server.store.tenants.createTenant('scopes')).apiKey;
   const lead = (await http('POST', '/v1/agents', { teams: true, subagents: true })).id as string;
   const alice = (
     await ok(lead, 'spawn_teammate', { name: 'alice', description: 'Docs', prompt: 'Write the docs.' })

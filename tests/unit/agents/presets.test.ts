@@ -21,7 +21,7 @@ const isolates = {
 } as unknown as IsolateHost;
 const store = openStore({ path: ':memory:' });
 const { registry, agents } = assembleAgents({ store, sandboxes: createMemoryProvider(), isolates });
-const tenant = store.tenants.createTenant('t').id;
+const tenant = (await store.tenants.createTenant('t')).id;
 afterAll(async () => {
   await agents.close(0);
   store.close();

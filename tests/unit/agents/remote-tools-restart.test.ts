@@ -43,7 +43,7 @@ it('an agent keeps its remote tools across a restart, loaded without reading its
   const dataDir = mkdtempSync(join(tmpdir(), 'dsh-agents-restart-'));
   dirs.push(dataDir);
   const first = boot(dataDir);
-  const tenant = first.store.tenants.createTenant('t').id;
+  const tenant = (await first.store.tenants.createTenant('t')).id;
   const created = await first.agents.create(tenant, {
     preset: 'minimal',
     remoteTools: [tool('lookup', 'first version'), tool('notify', 'tells the user')],

@@ -2,8 +2,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ADMIN_KEY, type Api, makeApi } from './harness.ts';
 
 let api: Api;
-beforeEach(() => {
-  api = makeApi();
+beforeEach(async () => {
+  api = await makeApi();
 });
 afterEach(async () => {
   await api.close();

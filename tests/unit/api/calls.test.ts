@@ -4,8 +4,8 @@ import { type Api, makeApi } from './harness.ts';
 import { readSse } from './sse.ts';
 
 let api: Api;
-beforeEach(() => {
-  api = makeApi();
+beforeEach(async () => {
+  api = await makeApi();
 });
 afterEach(async () => {
   await api.close();

@@ -88,7 +88,7 @@ const terminalsDouble = () => {
 
 let api: Api;
 let terms: ReturnType<typeof terminalsDouble>;
-const start = (logBudgetBytes?: number) => {
+const start = async (logBudgetBytes?: number) => {
   started = [];
   killed = [];
   terms = terminalsDouble();
@@ -100,7 +100,7 @@ const start = (logBudgetBytes?: number) => {
     create: async (spec) => withTerms(await memory.create(spec)) as never,
     get: async (id) => withTerms(await memory.get(id)),
   };
-  api = makeApi(
+  api = await makeApi(
     { maxJsonBytes: 64 * 1024 },
     { sandboxes, ...(logBudgetBytes === undefined ? {} : { store: { logBudgetBytes } }) },
   );
@@ -115,7 +115,7 @@ const clientEvents = async (key: string, id: string): Promise<Loose[]> => {
 
 describe('POST /v1/agents/:id/exec', () => {
   it('runs a command as the agent and answers its exit code and output', async () => {
-    start();
+    await start();
     const agent = await api.createAgent(api.keyA);
     const ok = await api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/exec`, {
       command: 'echo hi there',
@@ -147,7 +147,7 @@ describe('POST /v1/agents/:id/exec', () => {
   });
 
   it('records the run in the log before it starts, and never the values of env or stdin', async () => {
-    start();
+    await start();
     const agent = await api.createAgent(api.keyA);
     const res = await api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/exec`, {
       command: 'env TOKEN',
@@ -167,7 +167,7 @@ describe('POST /v1/agents/:id/exec', () => {
   });
 
   it('keeps at most 1 MiB of each stream and says which was cut', async () => {
-    start();
+    await start();
     const agent = await api.createAgent(api.keyA);
     const res = await api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/exec`, { command: 'flood' });
     expect(res.status).toBe(200);
@@ -176,7 +176,7 @@ describe('POST /v1/agents/:id/exec', () => {
   });
 
   it('kills a command at its timeoutMs and answers EXEC_TIMEOUT, recorded as failed', async () => {
-    start();
+    await start();
     const agent = await api.createAgent(api.keyA);
     const res = await api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/exec`, {
       command: 'hang on',
@@ -190,7 +190,7 @@ describe('POST /v1/agents/:id/exec', () => {
   });
 
   it('kills the command when the agent is deleted, and runs nothing for a deleted agent', async () => {
-    start();
+    await start();
     const agent = await api.createAgent(api.keyA);
     const running = api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/exec`, { command: 'hang long' });
     await until(() => started.length === 1);
@@ -203,7 +203,7 @@ describe('POST /v1/agents/:id/exec', () => {
   });
 
   it("refuses hostile input: another tenant's agent, a cwd outside, bad env, a huge body", async () => {
-    start();
+    await start();
     const agent = await api.createAgent(api.keyA);
     const url = `/v1/agents/${agent.id}/exec`;
     const other = await api.request(api.keyB, 'POST', url, { command: 'echo x' });
@@ -229,7 +229,7 @@ describe('POST /v1/agents/:id/exec', () => {
   });
 
   it('runs nothing that the log cannot record (a tenant over its log budget)', async () => {
-    start(16 * 1024);
+    await start(16 * 1024);
     const agent = await api.createAgent(api.keyA);
     const res = await api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/exec`, {
       command: `hang ${'x'.repeat(40_000)}`,
@@ -247,7 +247,7 @@ describe('POST /v1/agents/:id/exec', () => {
     started = [];
     killed = [];
     const memory = createMemoryProvider({ run });
-    api = makeApi({ tenantConcurrency: 1 }, { sandboxes: memory });
+    api = await makeApi({ tenantConcurrency: 1 }, { sandboxes: memory });
     const agent = await api.createAgent(api.keyA);
     const running = api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/exec`, { command: 'hang slot' });
     await until(() => started.length === 1);
@@ -261,7 +261,7 @@ describe('POST /v1/agents/:id/exec', () => {
   });
 
   it("is the operator's action: the agent's tool policy does not apply", async () => {
-    start();
+    await start();
     const agent = await api.createAgent(api.keyA, { policy: { deny: ['bash'], planMode: true } });
     const res = await api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/exec`, { command: 'echo ran' });
     expect(res.json.stdout).toBe('ran\n');
@@ -277,7 +277,7 @@ describe('DELETE /v1/agents/:id/files', () => {
     api.request(key, 'DELETE', `/v1/agents/${id}/files?${query}`);
 
   it('removes a file, and a directory with its contents only when recursive', async () => {
-    start();
+    await start();
     const agent = await api.createAgent(api.keyA);
     await put(agent.id, 'a.txt');
     await put(agent.id, 'dir/inner/b.txt');
@@ -300,7 +300,7 @@ describe('DELETE /v1/agents/:id/files', () => {
   });
 
   it("refuses paths outside the workspace, the root itself, and another tenant's agent", async () => {
-    start();
+    await start();
     const agent = await api.createAgent(api.keyA);
     await put(agent.id, 'keep.txt');
     for (const path of ['../etc/passwd', '/etc/passwd', 'x/../../etc', '..']) {
@@ -320,7 +320,7 @@ describe('DELETE /v1/agents/:id/files', () => {
   });
 
   it('uploads are in the log too, with what was written', async () => {
-    start();
+    await start();
     const agent = await api.createAgent(api.keyA);
     await put(agent.id, 'up.txt');
     const events = await clientEvents(api.keyA, agent.id);
@@ -337,7 +337,7 @@ describe('DELETE /v1/agents/:id/files', () => {
 
 describe('terminals from the client', () => {
   it('opens, lists and closes a terminal, in any preset', async () => {
-    start();
+    await start();
     const agent = await api.createAgent(api.keyA, { preset: 'standard' });
     const base = `/v1/agents/${agent.id}/terminals`;
     const opened = await api.request(api.keyA, 'POST', base, {
@@ -372,7 +372,7 @@ describe('terminals from the client', () => {
   });
 
   it("keeps the sandbox's limit and refuses hostile input and another tenant's agent", async () => {
-    start();
+    await start();
     const agent = await api.createAgent(api.keyA);
     const base = `/v1/agents/${agent.id}/terminals`;
     for (let i = 0; i < 16; i++) expect((await api.request(api.keyA, 'POST', base, {})).status).toBe(201);
@@ -396,7 +396,7 @@ describe('terminals from the client', () => {
   });
 
   it('answers SANDBOX_UNAVAILABLE where the provider has no terminals', async () => {
-    api = makeApi();
+    api = await makeApi();
     const agent = await api.createAgent(api.keyA);
     const res = await api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/terminals`, {});
     expect([res.status, res.json.error.code]).toEqual([503, 'SANDBOX_UNAVAILABLE']);

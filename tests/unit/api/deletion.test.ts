@@ -12,8 +12,8 @@ import { type Api, makeApi } from './harness.ts';
 import { readSse } from './sse.ts';
 
 let api: Api;
-beforeEach(() => {
-  api = makeApi();
+beforeEach(async () => {
+  api = await makeApi();
 });
 afterEach(async () => {
   await api.close();
@@ -104,7 +104,7 @@ describe('deleting an agent', () => {
 
   it('refuses its files, archive, tools and calls, and never creates a sandbox for it again', async () => {
     const agent = await api.createAgent(api.keyA);
-    const loaded = await api.agents.get(api.store.tenants.verifyKey(api.keyA)!.id, agent.id);
+    const loaded = await api.agents.get((await api.store.tenants.verifyKey(api.keyA))!.id, agent.id);
     expect((await api.request(api.keyA, 'DELETE', `/v1/agents/${agent.id}`)).status).toBe(204);
     for (const [method, path] of [
       ['GET', 'files?path=a.txt'],
@@ -167,9 +167,9 @@ describe('deleting an agent', () => {
         return base.create(spec);
       },
     };
-    api = makeApi({}, { sandboxes: slow });
+    api = await makeApi({}, { sandboxes: slow });
     const agent = await api.createAgent(api.keyA);
-    const loaded = await api.agents.get(api.store.tenants.verifyKey(api.keyA)!.id, agent.id);
+    const loaded = await api.agents.get((await api.store.tenants.verifyKey(api.keyA))!.id, agent.id);
     const first = api.agents.sandbox(loaded).catch((e: unknown) => e);
     await until(() => creating === 1); // creation under way
     expect((await api.request(api.keyA, 'DELETE', `/v1/agents/${agent.id}`)).status).toBe(204);
@@ -191,7 +191,7 @@ describe('deleting an agent', () => {
         return base.destroy(agentId);
       },
     };
-    api = makeApi({}, { sandboxes: flaky, agents: { reapRetryMs: 20 } });
+    api = await makeApi({}, { sandboxes: flaky, agents: { reapRetryMs: 20 } });
     const agent = await api.createAgent(api.keyA);
     await api.call(api.keyA, agent.id, [
       { id: 'w', name: 'write', arguments: { file_path: 'a', content: 'x' } },
@@ -215,7 +215,7 @@ describe('deleting an agent', () => {
         return base.destroy(agentId);
       },
     };
-    api = makeApi({}, { sandboxes: flaky });
+    api = await makeApi({}, { sandboxes: flaky });
     const agent = await api.createAgent(api.keyA);
     expect(
       (

@@ -22,7 +22,7 @@ import { useLocalSandboxd } from '../sandboxd/harness.ts';
 import { makeApi } from './harness.ts';
 
 const local = useLocalSandboxd();
-const api = makeApi();
+const api = await makeApi();
 let server: ServerType;
 let base: string;
 /** The same agent API, for a second agent whose archive port speaks streams. */

@@ -32,7 +32,7 @@ describe('restart', () => {
     dirs.push(dataDir);
     const sandboxes = createMemoryProvider();
     const first = bootApp(dataDir, sandboxes);
-    const { apiKey } = first.store.tenants.createTenant('t');
+    const { apiKey } = await first.store.tenants.createTenant('t');
     const H = { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' };
     const agent = (await (
       await first.app.request('/v1/agents', { method: 'POST', headers: H, body: '{"preset":"minimal"}' })
@@ -82,7 +82,7 @@ describe('restart: session state', () => {
     dirs.push(dataDir);
     const sandboxes = createMemoryProvider();
     const first = bootApp(dataDir, sandboxes);
-    const { apiKey } = first.store.tenants.createTenant('t');
+    const { apiKey } = await first.store.tenants.createTenant('t');
     const H = { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' };
     const send = async (app: typeof first.app, method: string, path: string, body?: unknown) => {
       const init = { method, headers: H, ...(body === undefined ? {} : { body: JSON.stringify(body) }) };
@@ -123,7 +123,7 @@ describe('request deadlines and ids', () => {
     const memory = createMemoryProvider();
     const stuck: SandboxProvider = { ...memory, get: () => new Promise(() => {}) };
     const { store, agents, app } = bootApp(dataDir, stuck, { requestTimeoutMs: 100 });
-    const { apiKey } = store.tenants.createTenant('t');
+    const { apiKey } = await store.tenants.createTenant('t');
     const H = { Authorization: `Bearer ${apiKey}` };
     const agent = (await (
       await app.request('/v1/agents', {
@@ -141,7 +141,7 @@ describe('request deadlines and ids', () => {
   });
 
   it('every response carries a request id; a well-formed client id is echoed, also on errors', async () => {
-    api = makeApi();
+    api = await makeApi();
     const own = await api.request(api.keyA, 'GET', '/v1/agents/agt_nope', undefined, {
       'X-Request-Id': 'client-req-42',
     });
@@ -152,7 +152,7 @@ describe('request deadlines and ids', () => {
   });
 
   it('a finished SSE call stream gives its concurrency slot back', async () => {
-    api = makeApi({ tenantConcurrency: 1 });
+    api = await makeApi({ tenantConcurrency: 1 });
     const agent = await api.createAgent(api.keyA);
     for (let i = 0; i < 3; i++) {
       const res = await api.callStream(api.keyA, agent.id, [

@@ -73,7 +73,7 @@ describe('error bodies with data', () => {
     afterEach(() => api.close());
 
     it('names the issues of an invalid body', async () => {
-      api = makeApi();
+      api = await makeApi();
       const bad = await api.request(api.keyA, 'POST', '/v1/agents', { preset: 'nope', extra: 1 });
       expect(bad.status).toBe(400);
       expect(bad.json.error.code).toBe('BAD_REQUEST');
@@ -81,7 +81,7 @@ describe('error bodies with data', () => {
     });
 
     it("carries the data in a call stream's error event too", async () => {
-      api = makeApi();
+      api = await makeApi();
       const agent = await api.createAgent(api.keyA);
       const res = await api.app.request(`/v1/agents/${agent.id}/calls`, {
         method: 'POST',
@@ -100,7 +100,7 @@ describe('error bodies with data', () => {
     });
 
     it('says when to retry a refusal for too many requests at once', async () => {
-      api = makeApi({ tenantConcurrency: 1 });
+      api = await makeApi({ tenantConcurrency: 1 });
       let release!: () => void;
       const held = new Promise<void>((r) => {
         release = r;

@@ -8,8 +8,8 @@ import { until } from '../../helpers/until.ts';
 import { type Api, type Loose, makeApi } from './harness.ts';
 
 let api: Api;
-beforeEach(() => {
-  api = makeApi({ maxJsonBytes: 4096, maxUploadBytes: 8192, tenantConcurrency: 2 });
+beforeEach(async () => {
+  api = await makeApi({ maxJsonBytes: 4096, maxUploadBytes: 8192, tenantConcurrency: 2 });
 });
 afterEach(async () => {
   await api.close();
@@ -23,10 +23,10 @@ const stillServing = async () => {
 describe('bad input', () => {
   it('a revoked key is refused from the next request on', async () => {
     const { store } = api;
-    const tenant = store.tenants.createTenant('revoked-soon');
+    const tenant = await store.tenants.createTenant('revoked-soon');
     expect((await api.request(tenant.apiKey, 'GET', '/v1/agents')).status).toBe(200);
     expect((await api.request(tenant.apiKey, 'GET', '/v1/agents')).status).toBe(200);
-    store.tenants.revokeKey(tenant.keyId);
+    await store.tenants.revokeKey(tenant.keyId);
     const refused = await api.request(tenant.apiKey, 'GET', '/v1/agents');
     expect(refused.status).toBe(401);
     expect(refused.json?.error?.code).toBe('UNAUTHORIZED');
@@ -176,7 +176,7 @@ describe('bad input', () => {
 
   it('nesting too deep for the reviver is MALFORMED_JSON before anything walks it; strings do not count', async () => {
     await api.close();
-    api = makeApi({ maxJsonBytes: 1024 * 1024 });
+    api = await makeApi({ maxJsonBytes: 1024 * 1024 });
     const deep = 100_000;
     for (const body of [
       `${'['.repeat(deep)}${']'.repeat(deep)}`,
@@ -247,7 +247,7 @@ describe('bad input', () => {
 
 describe('limits', () => {
   it('a download holds its tenant slot until the client has read it', async () => {
-    const one = makeApi({ tenantConcurrency: 1 });
+    const one = await makeApi({ tenantConcurrency: 1 });
     const agent = await one.createAgent(one.keyA);
     const H = { Authorization: `Bearer ${one.keyA}` };
     const base = `/v1/agents/${agent.id}`;
@@ -265,7 +265,7 @@ describe('limits', () => {
   });
 
   it('a slow upload is not cut by the request deadline (it would be answered 504 while still writing)', async () => {
-    const slow = makeApi({ requestTimeoutMs: 100 });
+    const slow = await makeApi({ requestTimeoutMs: 100 });
     const agent = await slow.createAgent(slow.keyA);
     let sent = 0;
     const res = await slow.app.request(`/v1/agents/${agent.id}/files?path=slow.txt`, {

@@ -21,7 +21,7 @@ export type Loose = any;
 
 export const ADMIN_KEY = 'admin-key-for-tests-0123456789';
 
-export const makeApi = (
+export const makeApi = async (
   limits: Partial<ApiLimits> = {},
   options: {
     sandboxes?: SandboxProvider;
@@ -73,8 +73,8 @@ export const makeApi = (
     ...(egress === undefined ? {} : { egress: egress.settings }),
     ...options.app,
   });
-  const a = store.tenants.createTenant('tenant-a');
-  const b = store.tenants.createTenant('tenant-b');
+  const a = await store.tenants.createTenant('tenant-a');
+  const b = await store.tenants.createTenant('tenant-b');
 
   const request = async (
     key: string | undefined,
@@ -157,4 +157,4 @@ export const makeApi = (
   };
 };
 
-export type Api = ReturnType<typeof makeApi>;
+export type Api = Awaited<ReturnType<typeof makeApi>>;

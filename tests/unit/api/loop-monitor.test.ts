@@ -22,7 +22,7 @@ const gauge = (text: string, name: string): number =>
   Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
 
 it('a stall longer than stallMs is logged and shows in /metrics', async () => {
-  api = makeApi();
+  api = await makeApi();
   const lines: string[] = [];
   monitor = startLoopMonitor({
     metrics: api.metrics,

@@ -31,7 +31,7 @@ const store = openStore({ path: ':memory:' });
 const isolates = createIsolateHost({ workers: 1 });
 const { agents } = assembleAgents({ store, sandboxes: createMemoryProvider(), isolates });
 const app = createApp({ startedAt: Date.now(), version: 'test', store, agents, mcpOrigins: [LISTED_ORIGIN] });
-const key = store.tenants.createTenant('conformance').apiKey;
+const key = (await store.tenants.createTenant('conformance')).apiKey;
 let server: ServerType;
 let proxy: Server;
 let base = '';

@@ -48,7 +48,7 @@ beforeAll(async () => {
     ) as Server;
   });
   port = (http.address() as AddressInfo).port;
-  api = makeApi({}, { egress: { testHosts: [{ ip: '127.0.0.1' }] } });
+  api = await makeApi({}, { egress: { testHosts: [{ ip: '127.0.0.1' }] } });
 });
 
 afterAll(async () => {

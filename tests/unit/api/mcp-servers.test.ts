@@ -19,6 +19,8 @@ const tiny = (...args: string[]) => ({ name: 'tiny', command: [process.execPath,
 
 let sd: LocalSandboxd;
 let api: Api;
+/** Tenant b's id, once the harness made it (mcpLimitsOf is synchronous). */
+let tenantB: string | undefined;
 
 beforeAll(async () => {
   sd = await startLocalSandboxd();
@@ -32,7 +34,7 @@ beforeAll(async () => {
     create: async (spec) => withStdio(await memory.create(spec)) as never,
     get: async (id) => withStdio(await memory.get(id)),
   };
-  api = makeApi(
+  api = await makeApi(
     {},
     {
       sandboxes,
@@ -41,13 +43,12 @@ beforeAll(async () => {
         mcpLimitsOf: (tenantId) => ({
           maxServers: 2,
           maxResultBytes: 64 * 1024,
-          ...(tenantId === api?.store.tenants.listTenants().find((t) => t.name === 'tenant-b')?.id
-            ? { idleMs: 300 }
-            : {}),
+          ...(tenantId === tenantB ? { idleMs: 300 } : {}),
         }),
       },
     },
   );
+  tenantB = (await api.store.tenants.verifyKey(api.keyB))?.id;
 });
 
 afterAll(async () => {

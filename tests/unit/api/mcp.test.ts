@@ -32,8 +32,8 @@ const app = createApp({
   agents,
   limits: { tenantConcurrency: SLOTS },
 });
-const keyA = store.tenants.createTenant('tenant-a').apiKey;
-const keyB = store.tenants.createTenant('tenant-b').apiKey;
+const keyA = (await store.tenants.createTenant('tenant-a')).apiKey;
+const keyB = (await store.tenants.createTenant('tenant-b')).apiKey;
 let server: ServerType;
 let base = '';
 const clients: Client[] = [];

@@ -57,7 +57,7 @@ const find = (samples: Sample[], name: string, labels: Record<string, string> = 
 
 describe('/metrics', () => {
   it('parses, and has the process, HTTP, pool, sandbox, request, disk and build families', async () => {
-    api = makeApi(
+    api = await makeApi(
       {},
       {
         app: {
@@ -112,7 +112,7 @@ describe('/metrics', () => {
   });
 
   it('counts pending host requests, open SSE streams and 429s per tenant', async () => {
-    api = makeApi({ tenantConcurrency: 2 });
+    api = await makeApi({ tenantConcurrency: 2 });
     const agent = await api.createAgent(api.keyA);
     await api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/remote-tools`, {
       tools: [{ name: 'ask_client', description: 'Waits for the client', parameters: { type: 'object' } }],

@@ -73,8 +73,8 @@ const boot = (store: Store) => {
 
 let store = openStore({ path });
 let api = boot(store);
-const keyA = store.tenants.createTenant('a').apiKey;
-const keyB = store.tenants.createTenant('b').apiKey;
+const keyA = (await store.tenants.createTenant('a')).apiKey;
+const keyB = (await store.tenants.createTenant('b')).apiKey;
 let seq = 0;
 if (!LINES.includes('lines')) throw new Error('LINES did not change WORDS');
 
@@ -367,10 +367,14 @@ describe('hostile plugins against the wiring', () => {
   });
 
   it('deleting the agent stops and removes its plugins', async () => {
-    const tenantIds = store.tenants.listTenants().map((t) => t.id);
-    expect(tenantIds.flatMap((tenantId) => store.plugins.listPlugins({ tenantId, agentId }))).not.toEqual([]);
+    const tenantIds = (await store.tenants.listTenants()).map((t) => t.id);
+    const pluginsOf = async () =>
+      (
+        await Promise.all(tenantIds.map((tenantId) => store.plugins.listPlugins({ tenantId, agentId })))
+      ).flat();
+    expect(await pluginsOf()).not.toEqual([]);
     expect((await api.request(keyA, 'DELETE', `/v1/agents/${agentId}`)).status).toBe(204);
-    expect(tenantIds.flatMap((tenantId) => store.plugins.listPlugins({ tenantId, agentId }))).toEqual([]);
-    expect(store.plugins.listRunning().filter((p) => p.agentId === agentId)).toEqual([]);
+    expect(await pluginsOf()).toEqual([]);
+    expect((await store.plugins.listRunning()).filter((p) => p.agentId === agentId)).toEqual([]);
   });
 });

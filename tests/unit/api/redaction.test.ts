@@ -15,8 +15,8 @@ import { readSse } from './sse.ts';
 const SECRET = 'TOPSECRET';
 
 let api: Api;
-beforeEach(() => {
-  api = makeApi();
+beforeEach(async () => {
+  api = await makeApi();
   api.registry.global.on('tools/post-execute', (_call, outcome) =>
     outcome.ok && JSON.stringify(outcome.value).includes(SECRET)
       ? { kind: 'replace', content: [{ type: 'text', text: '[redacted]' }] }

@@ -43,7 +43,7 @@ const QUESTIONS = {
 let api: Api;
 let agentId: string;
 beforeEach(async () => {
-  api = makeApi();
+  api = await makeApi();
   agentId = (await api.createAgent(api.keyA)).id;
 });
 afterEach(async () => {
@@ -280,7 +280,7 @@ describe('ask_user_question', () => {
 
   it('an unanswered question expires: the call fails REQUEST_EXPIRED and a late answer is refused', async () => {
     await api.close();
-    api = makeApi({}, { agents: { questionTtlMs: 150 } });
+    api = await makeApi({}, { agents: { questionTtlMs: 150 } });
     agentId = (await api.createAgent(api.keyA)).id;
     const result = await run('ask_user_question', QUESTIONS);
     expect(result.error.code).toBe('REQUEST_EXPIRED');

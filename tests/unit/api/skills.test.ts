@@ -60,10 +60,10 @@ const debuggingTar = (top = '') =>
 let service: ReturnType<typeof startService>;
 let keyA: string;
 let keyB: string;
-beforeEach(() => {
+beforeEach(async () => {
   service = startService();
-  keyA = service.store.tenants.createTenant('a').apiKey;
-  keyB = service.store.tenants.createTenant('b').apiKey;
+  keyA = (await service.store.tenants.createTenant('a')).apiKey;
+  keyB = (await service.store.tenants.createTenant('b')).apiKey;
 });
 afterEach(async () => {
   await service.stop();
@@ -279,7 +279,7 @@ describe('the skill tool', () => {
     expect(read.ok).toBe(true);
     expect(read.content[0].text).toContain('Bisect with git bisect run.');
     // A script keeps its mode, so the agent can run it.
-    const agent = await service.agents.get(service.store.tenants.verifyKey(keyA)?.id ?? '', agentId);
+    const agent = await service.agents.get((await service.store.tenants.verifyKey(keyA))?.id ?? '', agentId);
     const sandbox = await service.agents.sandbox(agent);
     expect((await sandbox.fs.stat('.skills/systematic-debugging/scripts/repro.sh')).mode & 0o777).toBe(0o755);
   });
@@ -319,7 +319,7 @@ describe('the skill tool in other presets', () => {
     const store = openStore({ path: ':memory:' });
     const { agents, skills } = assembleAgents({ store, sandboxes: createMemoryProvider(), isolates });
     try {
-      const tenant = store.tenants.createTenant('t').id;
+      const tenant = (await store.tenants.createTenant('t')).id;
       await skills?.upload(tenant, 'systematic-debugging', Readable.from(await debuggingTar()));
       const coder = await agents.create(tenant, { preset: 'code' });
       const [runCode, ...rest] = (await agents.tools(coder)).tools;
@@ -342,7 +342,7 @@ describe('durability', () => {
     const dir = mkdtempSync(join(tmpdir(), 'dsh-skills-'));
     try {
       const first = startService({ path: join(dir, 'store.db') });
-      const tenant = first.store.tenants.createTenant('t');
+      const tenant = await first.store.tenants.createTenant('t');
       await first.skills.upload(tenant.id, 'systematic-debugging', Readable.from(await debuggingTar()));
       await first.stop();
       const second = startService({ path: join(dir, 'store.db') });

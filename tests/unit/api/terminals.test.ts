@@ -84,7 +84,7 @@ const start = async (writeMs: number) => {
     create: async (spec) => withTerms(await memory.create(spec)) as never,
     get: async (id) => withTerms(await memory.get(id)),
   };
-  api = makeApi({ tenantTerminals: 32 }, { sandboxes });
+  api = await makeApi({ tenantTerminals: 32 }, { sandboxes });
   server = await new Promise<Server>((resolve) => {
     const s = serve(
       {
@@ -127,7 +127,9 @@ describe('terminal sockets', () => {
   it('the per-tenant cap holds when 60 connect at once and the sandbox answers in one burst', async () => {
     await start(0);
     const agent = await api.createAgent(api.keyA);
-    await api.agents.sandbox(await api.agents.get(api.store.tenants.verifyKey(api.keyA)!.id, agent.id));
+    await api.agents.sandbox(
+      await api.agents.get((await api.store.tenants.verifyKey(api.keyA))!.id, agent.id),
+    );
     const url = `${base}/v1/agents/${agent.id}/terminals/t1`;
     let refused = 0;
     const attempts = Array.from({ length: 60 }, () =>

@@ -5,8 +5,8 @@ import { until } from '../../helpers/until.ts';
 import { ADMIN_KEY, type Api, makeApi } from './harness.ts';
 
 let api: Api;
-beforeEach(() => {
-  api = makeApi();
+beforeEach(async () => {
+  api = await makeApi();
 });
 afterEach(async () => {
   await api.close();
@@ -102,8 +102,8 @@ describe('operator: disk per workspace', () => {
 
     const all = await api.request(ADMIN_KEY, 'GET', '/v1/admin/workspaces');
     expect(all.status).toBe(200);
-    const tenantA = api.store.tenants.verifyKey(api.keyA)!.id;
-    const tenantB = api.store.tenants.verifyKey(api.keyB)!.id;
+    const tenantA = (await api.store.tenants.verifyKey(api.keyA))!.id;
+    const tenantB = (await api.store.tenants.verifyKey(api.keyB))!.id;
     expect(all.json.next).toBeUndefined();
     expect(all.json.workspaces).toEqual(
       [

@@ -77,7 +77,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => searx.listen(0, '127.0.0.1', r));
   searxPort = (searx.address() as AddressInfo).port;
-  api = makeApi({}, { egress: { testHosts: [{ ip: '127.0.0.1' }] } });
+  api = await makeApi({}, { egress: { testHosts: [{ ip: '127.0.0.1' }] } });
 });
 
 afterAll(async () => {
@@ -112,7 +112,7 @@ describe('egress settings over the API', () => {
     const again = await putEgress({ allow: put.json.allow, credentials: put.json.credentials });
     expect(again.status).toBe(200);
     expect(
-      JSON.stringify(api.store.egress.get((api.store.tenants.verifyKey(api.keyA) as Loose).id)),
+      JSON.stringify(await api.store.egress.get(((await api.store.tenants.verifyKey(api.keyA)) as Loose).id)),
     ).toContain('upstream-secret');
     expect((await api.request(api.keyA, 'GET', '/v1/egress')).text).not.toContain('upstream-secret');
     // Another tenant sees its own (empty) settings.
@@ -283,7 +283,7 @@ describe('web_search', () => {
   });
 
   it("uses the operator's provider (DSH_SEARCH_SEARXNG_URL) for tenants without one", async () => {
-    const operator = makeApi({}, { egress: { searxngUrl: `http://127.0.0.1:${searxPort}` } });
+    const operator = await makeApi({}, { egress: { searxngUrl: `http://127.0.0.1:${searxPort}` } });
     try {
       const agent = await operator.createAgent(operator.keyA);
       const result = (

@@ -11,8 +11,8 @@ const isolates = createIsolateHost({ workers: 1, prewarm: 1 });
 afterAll(() => isolates.close());
 
 let api: Api;
-beforeEach(() => {
-  api = makeApi();
+beforeEach(async () => {
+  api = await makeApi();
   registerWorkflowTools(api.registry.global, { isolates });
 });
 afterEach(async () => {

@@ -85,12 +85,12 @@ const app = createApp({ startedAt: Date.now(), version: 'test', store, agents })
 const inProcess = (request: Request) => Promise.resolve(app.fetch(request));
 const client = new DshClient({
   baseUrl: 'http://dsh.test',
-  apiKey: store.tenants.createTenant('a').apiKey,
+  apiKey: (await store.tenants.createTenant('a')).apiKey,
   fetch: inProcess,
 });
 const stranger = new DshClient({
   baseUrl: 'http://dsh.test',
-  apiKey: store.tenants.createTenant('b').apiKey,
+  apiKey: (await store.tenants.createTenant('b')).apiKey,
   fetch: inProcess,
 });
 

@@ -15,7 +15,7 @@ import { openStore } from '../../../host/store/index.ts';
 const store = openStore({ path: ':memory:' });
 const { agents } = assembleAgents({ store, sandboxes: createMemoryProvider() });
 const app = createApp({ startedAt: Date.now(), version: 'test', store, agents });
-const key = store.tenants.createTenant('tenant-a').apiKey;
+const key = (await store.tenants.createTenant('tenant-a')).apiKey;
 let server: ServerType;
 let client: ReturnType<typeof createClient<paths>>;
 

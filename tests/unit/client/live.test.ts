@@ -17,7 +17,7 @@ const store = openStore({ path: ':memory:' });
 const { agents } = assembleAgents({ store, sandboxes: createMemoryProvider() });
 const METRICS_KEY = 'metrics-key-for-tests-0123456789';
 const app = createApp({ startedAt: Date.now(), version: 'test', store, agents, metricsKey: METRICS_KEY });
-const key = store.tenants.createTenant('tenant-a').apiKey;
+const key = (await store.tenants.createTenant('tenant-a')).apiKey;
 let server: ServerType;
 let baseUrl: string;
 

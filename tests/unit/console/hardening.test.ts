@@ -29,7 +29,7 @@ describe('the console against hostile callers', () => {
   afterEach(() => api.close());
 
   it('refuses a form body larger than a form needs, before a session or key is looked at', async () => {
-    api = makeApi();
+    api = await makeApi();
     const huge = form({ key: api.keyA, role: 'tenant', pad: 'x'.repeat(2 * 1024 * 1024) });
     const signin = await api.app.request('/console/signin', {
       method: 'POST',
@@ -53,7 +53,7 @@ describe('the console against hostile callers', () => {
   });
 
   it('reads the timeline of a tenant with more agents than request slots', async () => {
-    api = makeApi({ tenantConcurrency: 6 });
+    api = await makeApi({ tenantConcurrency: 6 });
     const ids = [];
     for (let i = 0; i < 9; i++) {
       const { id } = await api.createAgent(api.keyA);
@@ -70,7 +70,7 @@ describe('the console against hostile callers', () => {
   });
 
   it("stops reading a timeline poll's pages past its byte budget and reads the rest on the next polls", async () => {
-    api = makeApi();
+    api = await makeApi();
     const ids = new Set<string>();
     for (let i = 0; i < 9; i++) {
       const { id } = await api.createAgent(api.keyA);
@@ -104,7 +104,7 @@ describe('the console against hostile callers', () => {
   });
 
   it('answers no subresource request from another site, though a link from one still opens the page', async () => {
-    api = makeApi();
+    api = await makeApi();
     const { id } = await api.createAgent(api.keyA);
     const { cookie } = await signIn(api.app, api.keyA);
     // An <img>, <script> or fetch() from a page of the same site on another port carries the
@@ -145,7 +145,7 @@ describe('the console against hostile callers', () => {
   });
 
   it('ends the event streams a session opened when it signs out, and only those', async () => {
-    api = makeApi();
+    api = await makeApi();
     const { id } = await api.createAgent(api.keyA);
     await api.call(api.keyA, id, [
       { id: 'w', name: 'write', arguments: { file_path: 'a.txt', content: 'a' } },
@@ -184,7 +184,7 @@ describe('the console against hostile callers', () => {
   });
 
   it('ends the session a browser held when it signs in again, and never keeps a cookie it sent', async () => {
-    api = makeApi();
+    api = await makeApi();
     const first = await signIn(api.app, api.keyA);
     const again = await api.app.request('/console/signin', {
       method: 'POST',

@@ -10,8 +10,8 @@ import { type Api, makeApi } from '../api/harness.ts';
 const ORIGIN = 'http://localhost';
 let api: Api;
 
-beforeEach(() => {
-  api = makeApi();
+beforeEach(async () => {
+  api = await makeApi();
 });
 afterEach(() => api.close());
 

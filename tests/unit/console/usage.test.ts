@@ -5,8 +5,8 @@ import { afterEach, beforeEach, expect, it } from 'vitest';
 import { ADMIN_KEY, type Api, makeApi } from '../api/harness.ts';
 
 let api: Api;
-beforeEach(() => {
-  api = makeApi();
+beforeEach(async () => {
+  api = await makeApi();
 });
 afterEach(() => api.close());
 

@@ -61,7 +61,7 @@ const lookup: Lookup = async (host) => {
 const setup = (settings: Partial<TenantEgress>, agentRules?: TenantEgress['allow'], budgetBytes?: number) => {
   const events = createMemoryEventLog(budgetBytes === undefined ? {} : { budgetBytes, tenantOf: () => 't1' });
   const gateway = createEgressGateway({
-    settingsOf: () => ({ allow: [], credentials: [], ...settings }),
+    settingsOf: async () => ({ allow: [], credentials: [], ...settings }),
     agentRulesOf: async () => agentRules,
     events,
     maxBudget: { connections: 8, bytesPerHour: 1_000_000 },
@@ -128,7 +128,7 @@ describe('egress gateway', () => {
   ])('refuses %s (without the test switch)', async (_what, url, reason) => {
     const events = createMemoryEventLog();
     const strict = createEgressGateway({
-      settingsOf: () => ({ allow: [{ host: '*' }], credentials: [] }),
+      settingsOf: async () => ({ allow: [{ host: '*' }], credentials: [] }),
       agentRulesOf: async () => undefined,
       events,
       maxBudget: { connections: 8, bytesPerHour: 1_000_000 },
@@ -214,7 +214,7 @@ describe('egress gateway', () => {
     expect(seen.at(-1)?.headers.authorization).toBeUndefined();
     expect(JSON.stringify(audit())).not.toContain('sk-live');
     expect(audit()[0]).toMatchObject({ credentials: ['docs'] });
-    expect(gateway.redact('t1', `echo: ${secret}`)).toBe('echo: [credential docs]');
+    expect((await gateway.redactor('t1'))(`echo: ${secret}`)).toBe('echo: [credential docs]');
   });
 
   it('caps the body, and holds the budget: connections at once and bytes per hour', async () => {

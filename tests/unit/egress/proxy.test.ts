@@ -42,7 +42,7 @@ function harness(refuse?: SandboxError) {
   const calls: Array<{ kind: string; host?: string; port?: number; url?: string; init?: unknown }> = [];
   const proxy = createProxyServer({
     gateway: {
-      intercepts: () => false,
+      intercepts: async () => false,
       audit: () => {},
       authorize: async () => {
         throw new Error('unused');
@@ -103,7 +103,7 @@ describe('sandbox egress proxy server', () => {
     let signal: AbortSignal | undefined;
     const proxy = createProxyServer({
       gateway: {
-        intercepts: () => false,
+        intercepts: async () => false,
         audit: () => {},
         authorize: async () => {
           throw new Error('unused');

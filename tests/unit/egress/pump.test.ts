@@ -81,7 +81,7 @@ const gateway = {
     throw new SandboxError('EGRESS_DENIED', 'no', { data: { reason: 'test' } });
   },
   fetch: async () => new Response('x'),
-  intercepts: () => false,
+  intercepts: async () => false,
   audit: () => {},
 };
 const caller = { tenantId: 't', agentId: 'a', sessionId: 'a', via: 'proxy' as const };
@@ -93,7 +93,7 @@ describe('sandbox egress pump', () => {
       gateway,
       callerOf: async () => caller,
       maxTunnels: 2,
-      intercept: { caOf: () => 'CA PEM', contextFor: () => undefined as never },
+      intercept: { caOf: async () => 'CA PEM', contextFor: async () => undefined as never },
     });
     const stop = egress.attach('a', sd.egress);
     await until(() => sd.accepts.length === 1);

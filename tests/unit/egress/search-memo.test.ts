@@ -10,11 +10,11 @@ const memoryStore = () => {
   const docs = new Map<string, JsonValue>();
   let reads = 0;
   const store = {
-    get: (tenantId: string) => {
+    get: async (tenantId: string) => {
       reads++;
       return docs.get(tenantId);
     },
-    put: (tenantId: string, settings: JsonValue) => void docs.set(tenantId, settings),
+    put: async (tenantId: string, settings: JsonValue) => void docs.set(tenantId, settings),
   } as unknown as EgressSettingsStore;
   return { store, docs, reads: () => reads };
 };
@@ -22,26 +22,26 @@ const maxBudget = { connections: 8, bytesPerHour: 1024 };
 const search = { provider: 'searxng' as const, url: 'http://127.0.0.1:8888/' };
 
 describe('egress settings: hasSearch', () => {
-  it('sees a put through the service at once, both ways', () => {
+  it('sees a put through the service at once, both ways', async () => {
     const { store } = memoryStore();
     const settings = createEgressSettings({ store, maxBudget });
-    expect(settings.hasSearch('t')).toBe(false);
-    settings.put('t', { allow: [], search });
-    expect(settings.hasSearch('t')).toBe(true);
-    settings.put('t', { allow: [] });
-    expect(settings.hasSearch('t')).toBe(false);
+    expect(await settings.hasSearch('t')).toBe(false);
+    await settings.put('t', { allow: [], search });
+    expect(await settings.hasSearch('t')).toBe(true);
+    await settings.put('t', { allow: [] });
+    expect(await settings.hasSearch('t')).toBe(false);
   });
 
-  it("reads the store once per moment, and sees another process's change within it", () => {
+  it("reads the store once per moment, and sees another process's change within it", async () => {
     let now = 1000;
     const { store, docs, reads } = memoryStore();
     const settings = createEgressSettings({ store, maxBudget, now: () => now });
-    expect(settings.hasSearch('t')).toBe(false);
-    expect(settings.hasSearch('t')).toBe(false);
+    expect(await settings.hasSearch('t')).toBe(false);
+    expect(await settings.hasSearch('t')).toBe(false);
     expect(reads()).toBe(1);
     docs.set('t', { allow: [], credentials: [], search }); // written by another process
     now += SEARCH_MEMO_MS;
-    expect(settings.hasSearch('t')).toBe(true);
-    expect(settings.hasSearch('other')).toBe(false);
+    expect(await settings.hasSearch('t')).toBe(true);
+    expect(await settings.hasSearch('other')).toBe(false);
   });
 });

@@ -64,21 +64,22 @@ describe('interception certificates', () => {
 });
 
 describe("a tenant's interception CA", () => {
-  it('is made once per tenant, kept sealed in the store, and signs the leaves of every process', () => {
+  it('is made once per tenant, kept sealed in the store, and signs the leaves of every process', async () => {
     const store = openStore({ path: ':memory:' });
     try {
-      store.tenants.createTenant('a');
-      const [tenant] = store.tenants.listTenants();
+      await store.tenants.createTenant('a');
+      const [tenant] = await store.tenants.listTenants();
       const id = (tenant as { id: string }).id;
       const first = createAuthorities({ store: store.egress });
-      const pem = first.caOf(id);
-      expect(first.caOf(id)).toBe(pem);
+      const pem = await first.caOf(id);
+      expect(await first.caOf(id)).toBe(pem);
       // Another process over the same store: the same CA.
-      expect(createAuthorities({ store: store.egress }).caOf(id)).toBe(pem);
+      expect(await createAuthorities({ store: store.egress }).caOf(id)).toBe(pem);
       const row = store.db.prepare('SELECT ca FROM tenant_egress_ca').all()[0] as { ca: string };
       expect(row.ca.startsWith('sealed:v1:')).toBe(true);
       expect(row.ca).not.toContain('PRIVATE KEY');
-      expect(first.contextFor(id, 'api.example.com')).toBe(first.contextFor(id, 'api.example.com'));
+      const context = await first.contextFor(id, 'api.example.com');
+      expect(await first.contextFor(id, 'api.example.com')).toBe(context);
     } finally {
       store.close();
     }

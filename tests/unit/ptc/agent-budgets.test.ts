@@ -17,7 +17,7 @@ const { agents } = assembleAgents({
   isolates,
   codeMode: { defaults: { cpuMs: 200, wallMs: 300 }, maxima: { cpuMs: 1_000, wallMs: 5_000 } },
 });
-const tenant = store.tenants.createTenant('t').id;
+const tenant = (await store.tenants.createTenant('t')).id;
 afterAll(async () => {
   await agents.close(0);
   store.close();

@@ -7,7 +7,7 @@ import type { ToolCall } from '../../../host/tools/index.ts';
 import { composedService } from '../../helpers/composed.ts';
 import { until } from '../../helpers/until.ts';
 
-const { agents, store, commands, tenant, close } = composedService();
+const { agents, store, commands, tenant, close } = await composedService();
 afterAll(close);
 
 const PROGRAM = `

@@ -6,7 +6,7 @@ import { makeApi } from '../api/harness.ts';
 
 describe('JSON bodies', () => {
   it('invalid UTF-8 anywhere in a JSON body is 400 MALFORMED_JSON and nothing runs', async () => {
-    const api = makeApi();
+    const api = await makeApi();
     try {
       const agent = await api.createAgent(api.keyA);
       for (const bytes of [[0xff], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xe2, 0x82]]) {
@@ -48,7 +48,7 @@ describe('JSON bodies', () => {
   });
 
   it('the MCP endpoint reads its body the same way: invalid UTF-8 is a parse error, prototype keys are dropped', async () => {
-    const api = makeApi();
+    const api = await makeApi();
     try {
       const agent = await api.createAgent(api.keyA);
       const mcp = (body: Uint8Array) =>

@@ -32,7 +32,10 @@ describe('failed keys are throttled per client address, over HTTP', () => {
   const throttle = createAuthThrottle({ maxFailures: MAX, windowMs: WINDOW_MS, now: () => clock });
 
   beforeAll(async () => {
-    api = makeApi({}, { app: { authThrottle: throttle, trustedProxies: trustedProxies(['127.0.0.9']) } });
+    api = await makeApi(
+      {},
+      { app: { authThrottle: throttle, trustedProxies: trustedProxies(['127.0.0.9']) } },
+    );
     server = await new Promise<ServerType>((resolve) => {
       const s = serve({ fetch: api.app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve(s));
     });

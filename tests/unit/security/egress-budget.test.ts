@@ -90,7 +90,7 @@ const caller: EgressCaller = { tenantId: 't1', agentId: 'a1', sessionId: 'a1', v
 function setup(bytesPerHour = BUDGET) {
   const events = createMemoryEventLog();
   const gateway = createEgressGateway({
-    settingsOf: () => ({
+    settingsOf: async () => ({
       allow: [{ host: '127.0.0.1', ports: [ports.sink, ports.source, ports.http] }],
       credentials: [],
       budget: { bytesPerHour },

@@ -39,7 +39,7 @@ beforeAll(async () => {
   secure = createHttpsServer({ key: leaf.keyPem, cert: leaf.certPem }, record('secure'));
   plainPort = await listen(plain);
   securePort = await listen(secure);
-  api = makeApi({}, { egress: { testHosts: [{ ip: '127.0.0.1' }], ca: ca.certPem } });
+  api = await makeApi({}, { egress: { testHosts: [{ ip: '127.0.0.1' }], ca: ca.certPem } });
 });
 afterAll(async () => {
   await api?.close();
@@ -108,7 +108,7 @@ describe('credentials go only over TLS unless they say allowInsecure', () => {
   it('the proxy: a plain-HTTP request through it goes without the credential', async () => {
     expect((await putEgress()).status).toBe(200);
     const agent = await api.createAgent(api.keyA);
-    const tenantId = (api.store.tenants.verifyKey(api.keyA) as Loose).id as string;
+    const tenantId = ((await api.store.tenants.verifyKey(api.keyA)) as Loose).id as string;
     seen.length = 0;
     const answer = await throughProxy(
       { tenantId, agentId: agent.id, sessionId: agent.id, via: 'proxy' },
@@ -125,7 +125,7 @@ describe('credentials go only over TLS unless they say allowInsecure', () => {
       { name: 'site', host: '127.0.0.1', header: 'Authorization', allowInsecure: true },
     ]);
     const agent = await api.createAgent(api.keyA, { fetch: true });
-    const tenantId = (api.store.tenants.verifyKey(api.keyA) as Loose).id as string;
+    const tenantId = ((await api.store.tenants.verifyKey(api.keyA)) as Loose).id as string;
     seen.length = 0;
     expect((await webFetch(agent.id, `http://127.0.0.1:${plainPort}/page`)).ok).toBe(true);
     await throughProxy(

@@ -23,7 +23,7 @@ const gateway: Pick<EgressGateway, 'audit' | 'authorize' | 'connect' | 'fetch' |
     throw new SandboxError('EGRESS_DENIED', 'unused');
   },
   fetch: async (_caller, url) => new Response(`fetched ${String(url)}\n`, { status: 200 }),
-  intercepts: () => false,
+  intercepts: async () => false,
   audit: () => {},
 };
 const egress = createSandboxEgress({

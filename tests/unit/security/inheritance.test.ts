@@ -278,7 +278,7 @@ describe('what a child inherits', () => {
   it.each(Object.entries(CASES))(
     '%s: every path to a child keeps it at least as restrictive',
     async (_f, c) => {
-      api = makeApi(
+      api = await makeApi(
         {},
         {
           agents: {
@@ -339,7 +339,7 @@ describe('what a child inherits', () => {
   );
 
   it('a parent in plan mode now (turned on by the client) makes its children in plan mode', async () => {
-    api = makeApi();
+    api = await makeApi();
     const a = api;
     const parentId = (await a.createAgent(a.keyA, { subagents: true, teams: true })).id;
     const on = await a.request(a.keyA, 'PUT', `/v1/agents/${parentId}/plan-mode`, { planMode: true });
@@ -374,7 +374,7 @@ describe('what a child inherits', () => {
   });
 
   it("a child's egress is its parent's, and a child's policy denies what its parent's does", async () => {
-    api = makeApi();
+    api = await makeApi();
     const a = api;
     const allow = [{ host: '127.0.0.2', ports: [8080] }];
     const parentId = (

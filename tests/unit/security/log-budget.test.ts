@@ -44,7 +44,10 @@ describe('durable log budgets and bounded event pages', () => {
   };
 
   it('a tenant at its budget cannot grow the store, another tenant is unaffected, and every call that ran is logged', async () => {
-    api = makeApi({ maxJsonBytes: 4 * MiB, eventPageBytes: PAGE_BYTES }, { store: { logBudgetBytes: MiB } });
+    api = await makeApi(
+      { maxJsonBytes: 4 * MiB, eventPageBytes: PAGE_BYTES },
+      { store: { logBudgetBytes: MiB } },
+    );
     const a = await api.createAgent(api.keyA);
     const b = await api.createAgent(api.keyB);
 
@@ -128,7 +131,7 @@ describe('durable log budgets and bounded event pages', () => {
   });
 
   it('pages and the event stream stay under the byte bound over many large events', async () => {
-    api = makeApi({ maxJsonBytes: 4 * MiB, eventPageBytes: PAGE_BYTES });
+    api = await makeApi({ maxJsonBytes: 4 * MiB, eventPageBytes: PAGE_BYTES });
     const a = await api.createAgent(api.keyA);
     for (let round = 0; round < 4; round++) {
       const res = await api.call(

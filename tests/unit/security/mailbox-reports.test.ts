@@ -10,7 +10,7 @@ import { REPORTS_PER_SENDER } from '../../../host/teams/mailboxes.ts';
 import type { ToolResult } from '../../../host/tools/types.ts';
 import { composedService } from '../../helpers/composed.ts';
 
-const service = composedService();
+const service = await composedService();
 afterAll(() => service.close());
 
 let n = 0;

@@ -12,7 +12,7 @@ let server: ServerType;
 let base = '';
 
 beforeAll(async () => {
-  api = makeApi();
+  api = await makeApi();
   server = await new Promise<ServerType>((resolve) => {
     const s = serve({ fetch: api.app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve(s));
   });

@@ -38,7 +38,7 @@ beforeAll(async () => {
     create: async (spec) => withStdio(await memory.create(spec)) as never,
     get: async (id) => withStdio(await memory.get(id)),
   };
-  api = makeApi({}, { sandboxes, agents: { mcpLimitsOf: (tenantId) => limitsByTenant.get(tenantId) } });
+  api = await makeApi({}, { sandboxes, agents: { mcpLimitsOf: (tenantId) => limitsByTenant.get(tenantId) } });
 });
 
 afterAll(async () => {
@@ -48,7 +48,7 @@ afterAll(async () => {
 
 /** A tenant of its own with these MCP limits, and an agent of it. */
 const agentWith = async (limits: Partial<McpLimits>) => {
-  const tenant = api.store.tenants.createTenant(`t-${limitsByTenant.size}`);
+  const tenant = await api.store.tenants.createTenant(`t-${limitsByTenant.size}`);
   limitsByTenant.set(tenant.id, limits);
   return { key: tenant.apiKey, agent: await api.createAgent(tenant.apiKey) };
 };

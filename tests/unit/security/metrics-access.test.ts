@@ -22,7 +22,7 @@ describe('GET /metrics over HTTP', () => {
   });
 
   const start = async (options: Parameters<typeof makeApi>[1] = {}) => {
-    api = makeApi({}, options);
+    api = await makeApi({}, options);
     const app = api.app;
     server = await new Promise<ServerType>((resolve) => {
       const s = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve(s));
@@ -43,7 +43,7 @@ describe('GET /metrics over HTTP', () => {
     await api.call(api.keyA, agent.id, [
       { id: 'c', name: 'write', arguments: { file_path: 'a', content: 'x' } },
     ]);
-    const tenantA = api.store.tenants.verifyKey(api.keyA)?.id as string;
+    const tenantA = (await api.store.tenants.verifyKey(api.keyA))?.id as string;
 
     for (const key of [undefined, api.keyA, api.keyB, 'metrics-key-for-tests-0123456780']) {
       const refused = await get('/metrics', key);

@@ -6,7 +6,7 @@ import { afterAll, expect, it } from 'vitest';
 import type { ToolResult } from '../../../host/tools/types.ts';
 import { composedService } from '../../helpers/composed.ts';
 
-const service = composedService();
+const service = await composedService();
 afterAll(() => service.close());
 
 it('lets an agent in plan mode read its session log and list its schedules', async () => {

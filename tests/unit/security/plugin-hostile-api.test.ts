@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Loose } from '../api/harness.ts';
 import { pluginService } from './plugin-service.ts';
 
-const { keyA, keyB, request, call, define, run, bServed, creator, close } = pluginService();
+const { keyA, keyB, request, call, define, run, bServed, creator, close } = await pluginService();
 afterAll(close);
 
 let a: string;

@@ -16,7 +16,7 @@ const BOMB = `return { name: 'bomb', apply(ctx) {
 } }`;
 
 const processes = createPluginProcesses({ rssMb: 512 });
-const { keyA, keyB, tenantB, request, call, creator, run, close } = pluginService({
+const { keyA, keyB, tenantB, request, call, creator, run, close } = await pluginService({
   processes,
   limits: { callWallMs: 30_000 },
 });

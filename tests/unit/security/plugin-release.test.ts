@@ -28,7 +28,7 @@ const counted = (inner: PluginProcesses) => {
 };
 
 const workers = counted(createPluginProcesses());
-const { store, keyA, request, call, creator, define, bServed, close } = pluginService({
+const { store, keyA, request, call, creator, define, bServed, close } = await pluginService({
   processes: workers.processes,
   limits: { callWallMs: 20_000 },
 });
@@ -54,7 +54,7 @@ describe('plugin isolates are given back', () => {
     expect((await request(keyA, 'DELETE', `/v1/agents/${agentId}`)).status).toBe(204);
     await Promise.all([hanging, starting]);
     await until(() => workers.held() === 0, { what: 'every isolate released' });
-    expect(store.plugins.listRunning()).toEqual([]);
+    expect(await store.plugins.listRunning()).toEqual([]);
     await bServed();
   });
 
@@ -88,7 +88,7 @@ describe('plugin isolates are given back', () => {
       (t: Loose) => t.name,
     );
     expect(tools.includes('which')).toBe(running);
-    expect(store.plugins.listRunning().some((p) => p.id === pluginId)).toBe(running);
+    expect((await store.plugins.listRunning()).some((p) => p.id === pluginId)).toBe(running);
     expect((await request(keyA, 'DELETE', `/v1/agents/${agentId}`)).status).toBe(204);
     await until(() => workers.held() === 0, { what: 'every isolate released' });
     await bServed();

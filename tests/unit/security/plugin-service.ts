@@ -10,7 +10,7 @@ import { createMemoryProvider } from '../../../host/sandbox/memory/provider.ts';
 import { openStore } from '../../../host/store/index.ts';
 import type { Loose } from '../api/harness.ts';
 
-export const pluginService = (
+export const pluginService = async (
   options: {
     limits?: Partial<PluginLimits>;
     /** The plugin worker processes (the caller closes them); default: made from `processOptions`. */
@@ -32,8 +32,8 @@ export const pluginService = (
     },
   });
   const app = createApp({ startedAt: Date.now(), version: 'test', store, agents });
-  const tenantA = store.tenants.createTenant('a');
-  const tenantB = store.tenants.createTenant('b');
+  const tenantA = await store.tenants.createTenant('a');
+  const tenantB = await store.tenants.createTenant('b');
   const keyA = tenantA.apiKey;
   const keyB = tenantB.apiKey;
   let seq = 0;

@@ -48,16 +48,17 @@ describe("a tenant that fills its plugins' limits", () => {
       for (const waiter of [...waiters]) waiter(event);
     },
   });
-  const { keyA, keyB, tenantA, tenantB, call, creator, run, close } = pluginService({
+  const service = pluginService({
     processes,
     limits: { maxRunningPerAgent: 5, maxRunningPerTenant: 12, callWallMs: 60_000 },
   });
   afterAll(async () => {
-    await close();
+    await (await service).close();
     await processes.close();
   });
 
   it("is refused at its own caps; another tenant's first plugin starts and runs", async () => {
+    const { keyA, keyB, tenantA, tenantB, call, creator, run } = await service;
     const agents = [await creator(keyA), await creator(keyA), await creator(keyA)];
     let started = 0;
     /** Defines and starts plugins on `agentId` until one is refused (either step); returns that refusal. */

@@ -17,7 +17,7 @@ const setup = () => {
 
 describe('tenant-written policy patterns', () => {
   it('a catastrophic-backtracking condition cannot stall the service for another tenant', async () => {
-    const api = makeApi();
+    const api = await makeApi();
     try {
       const created = await api.request(api.keyA, 'POST', '/v1/agents', {
         policy: { rules: [{ tool: 'write', when: { file_path: '^(a+)+$' }, decision: 'deny' }] },
@@ -37,7 +37,7 @@ describe('tenant-written policy patterns', () => {
   });
 
   it('patterns that need backtracking are refused at agent creation with a clear 400', async () => {
-    const api = makeApi();
+    const api = await makeApi();
     try {
       for (const pattern of ['(a)\\1', '(?=a)b', 'a{1,5000}', 'x'.repeat(600)]) {
         const res = await api.request(api.keyA, 'POST', '/v1/agents', {

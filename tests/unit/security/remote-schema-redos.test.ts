@@ -5,14 +5,14 @@
 import { describe, expect, it } from 'vitest';
 import { makeApi } from '../api/harness.ts';
 
-const register = (api: ReturnType<typeof makeApi>, agentId: string, parameters: unknown) =>
+const register = (api: Awaited<ReturnType<typeof makeApi>>, agentId: string, parameters: unknown) =>
   api.request(api.keyA, 'POST', `/v1/agents/${agentId}/remote-tools`, {
     tools: [{ name: 'rt', description: 'remote', parameters, timeoutMs: 100 }],
   });
 
 describe('remote tool schemas', () => {
   it('a catastrophic-backtracking pattern cannot stall the service, and patterns still decide', async () => {
-    const api = makeApi();
+    const api = await makeApi();
     try {
       const agent = await api.createAgent(api.keyA);
       const schema = {
@@ -54,7 +54,7 @@ describe('remote tool schemas', () => {
   });
 
   it('patterns the linear engine cannot run, and patternProperties, are refused with a clear 400', async () => {
-    const api = makeApi();
+    const api = await makeApi();
     try {
       const agent = await api.createAgent(api.keyA);
       for (const parameters of [

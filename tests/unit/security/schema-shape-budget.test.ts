@@ -65,7 +65,7 @@ describe('outside schema shapes', () => {
   });
 
   it('over the API: a hostile remote tool schema answers INVALID_ARGUMENTS, and other tenants are served', async () => {
-    const api = makeApi();
+    const api = await makeApi();
     try {
       const agent = await api.createAgent(api.keyA);
       const schemas = [

@@ -214,7 +214,7 @@ const main = async (): Promise<void> => {
       children: { limits: { runTtlMs: 200, waitMaxMs: 200 } },
     });
     const app = createApp({ startedAt: Date.now(), version: 'fuzz', store, agents });
-    const tenant = store.tenants.createTenant('fuzz');
+    const tenant = await store.tenants.createTenant('fuzz');
     const apiKey = tenant.apiKey;
     const headers = { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' };
     const api = async (method: string, path: string, body?: unknown) => {

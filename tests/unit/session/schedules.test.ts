@@ -37,7 +37,7 @@ describe('the contract (seed 000)', () => {
 
   it("takes the seed's examples verbatim", async () => {
     const s = start({ now });
-    const tenant = s.store.tenants.createTenant('t').id;
+    const tenant = (await s.store.tenants.createTenant('t')).id;
     const agent = await s.agents.create(tenant, { preset: 'standard' });
     const after = await s.call(agent, 'schedule_create', {
       prompt: 'Check whether the deployment completed.',
@@ -73,7 +73,7 @@ describe('the contract (seed 000)', () => {
 
   it('refuses anything but exactly one time, past or unknown times, short periods and too many schedules', async () => {
     const s = start({ now, schedules: { maxPerAgent: 2, minPeriodMs: 60_000 } });
-    const tenant = s.store.tenants.createTenant('t').id;
+    const tenant = (await s.store.tenants.createTenant('t')).id;
     const agent = await s.agents.create(tenant, { preset: 'standard' });
     const code = async (args: object) =>
       (await s.call(agent, 'schedule_create', { prompt: 'p', ...args })).error?.code;
@@ -99,7 +99,7 @@ describe('delivery', () => {
   it('a reminder set for 2 s fires once, after a restart of the service in between', async () => {
     const path = tempDb();
     const first = startService({ path });
-    const tenant = first.store.tenants.createTenant('t').id;
+    const tenant = (await first.store.tenants.createTenant('t')).id;
     const agent = await first.agents.create(tenant, { preset: 'standard' });
     const created = await first.call(agent, 'schedule_create', {
       prompt: 'Look at the build.',
@@ -136,7 +136,7 @@ describe('delivery', () => {
     const path = tempDb();
     let clock = Date.UTC(2026, 7, 1);
     const first = startService({ path, now: () => clock });
-    const tenant = first.store.tenants.createTenant('t').id;
+    const tenant = (await first.store.tenants.createTenant('t')).id;
     const agent = await first.agents.create(tenant, { preset: 'standard' });
     await first.call(agent, 'schedule_create', { prompt: 'once', after_seconds: 60 });
     await first.call(agent, 'schedule_create', { prompt: 'hourly', every_seconds: 3600 });
@@ -161,7 +161,7 @@ describe('delivery', () => {
 
   it('a recurring schedule fires repeatedly and stops when deleted', async () => {
     const s = start({ schedules: { minPeriodMs: 100 } });
-    const tenant = s.store.tenants.createTenant('t').id;
+    const tenant = (await s.store.tenants.createTenant('t')).id;
     const agent = await s.agents.create(tenant, { preset: 'standard' });
     const created = await s.call(agent, 'schedule_create', { prompt: 'tick', every_seconds: 0.1 });
     const id = (created.value as Loose).id;
@@ -183,8 +183,8 @@ describe('delivery', () => {
 describe('ownership', () => {
   it('schedules are deleted with their agent, and over HTTP (described in /openapi.json) only their own tenant reaches them', async () => {
     const s = start();
-    const a = s.store.tenants.createTenant('a');
-    const b = s.store.tenants.createTenant('b');
+    const a = await s.store.tenants.createTenant('a');
+    const b = await s.store.tenants.createTenant('b');
     const agent = await s.agents.create(a.id, { preset: 'standard' });
     const other = await s.agents.create(a.id, { preset: 'standard' });
     const created = await s.call(agent, 'schedule_create', { prompt: 'p', after_seconds: 3600 });

@@ -7,8 +7,8 @@ import { startService } from './helpers.ts';
 
 const service = startService();
 const { store, agents, call } = service;
-const tenantA = store.tenants.createTenant('a').id;
-const tenantB = store.tenants.createTenant('b').id;
+const tenantA = (await store.tenants.createTenant('a')).id;
+const tenantB = (await store.tenants.createTenant('b')).id;
 const MARKER = 'zebra-quokka-4711';
 let agentA: Awaited<ReturnType<typeof agents.create>>;
 let markerSeq = 0;

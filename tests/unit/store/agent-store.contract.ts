@@ -197,6 +197,19 @@ export const runAgentStoreContract = (harness: AgentStoreHarness) => {
       expect(await again.get(a, agent.id)).not.toHaveProperty('sandboxId');
     });
 
+    it('answers true to exactly one of two stores deleting one agent at once', async (ctx) => {
+      const { instance, agents, a } = await open();
+      const reopen = instance.reopen;
+      if (reopen === undefined) return ctx.skip();
+      // A second store on the same storage: another replica on one database, or another process.
+      const other = await reopen();
+      const agent = await agents.create({ tenantId: a, preset: 'p', mode: 'native', config: {} });
+      const answers = await Promise.all([agents.markDeleted(a, agent.id), other.markDeleted(a, agent.id)]);
+      expect(answers.filter(Boolean)).toEqual([true]);
+      expect(await other.setRemoteTools(a, agent.id, [lookup])).toBe(false);
+      expect(await agents.isLive(a, agent.id)).toBe(false);
+    });
+
     it('keeps the links of children and teammates, and finds them by parent, team and id', async (ctx) => {
       const { instance, agents, a, b } = await open();
       const lead = await agents.create({ tenantId: a, preset: 'p', mode: 'native', config: { teams: true } });

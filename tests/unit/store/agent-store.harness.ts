@@ -1,6 +1,7 @@
 // The AgentStore's harnesses: how its contract suite (agent-store.contract.ts) opens each
 // implementation. Asynchronous end to end (open, tenant, reopen, cleanup), so a backend over the
-// network (Postgres) runs the same suite from a third one-line file.
+// network runs the same suite: Postgres's harness sits in agent-store.postgres.test.ts, beside
+// the private cluster it needs (tests/helpers/postgres.ts), so the libsql and memory runs never load pg.
 // `reopen` is an optional capability: a second store on the same storage while the first stays
 // open (a restart or a second process); the memory store has none, so those cases skip there.
 import { type AgentStore, createAgentStore } from '../../../host/store/agents.ts';

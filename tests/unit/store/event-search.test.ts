@@ -30,7 +30,7 @@ describe('the index', () => {
       db,
       MIGRATIONS.filter((m) => m.version < 7),
     );
-    const tenant = createTenantStore(db).createTenant('a').id;
+    const tenant = (await createTenantStore(db).createTenant('a')).id;
     const agent = await createAgentStore(db).create({
       tenantId: tenant,
       preset: 'standard',
@@ -58,8 +58,8 @@ describe('the index', () => {
     const db = temp.connect();
     const tenants = createTenantStore(db);
     const agents = createAgentStore(db);
-    const a = tenants.createTenant('a').id;
-    const b = tenants.createTenant('b').id;
+    const a = (await tenants.createTenant('a')).id;
+    const b = (await tenants.createTenant('b')).id;
     const agentA = await agents.create({ tenantId: a, preset: 'standard', mode: 'native', config: {} });
     const agentB = await agents.create({ tenantId: b, preset: 'standard', mode: 'native', config: {} });
     const log = createLibsqlEventLog(db);

@@ -57,10 +57,10 @@ describe('openStore', () => {
     }
   });
 
-  it('works on :memory: for tests', () => {
+  it('works on :memory: for tests', async () => {
     temp = tempDatabase();
     const store = openStore({ path: ':memory:' });
-    expect(store.tenants.listTenants()).toEqual([]);
+    expect(await store.tenants.listTenants()).toEqual([]);
     store.close();
   });
 

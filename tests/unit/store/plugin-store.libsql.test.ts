@@ -4,12 +4,12 @@ import { runPluginStoreContract } from './plugin-store.contract.ts';
 
 runPluginStoreContract({
   name: 'libsql',
-  open(options) {
+  async open(options) {
     const temp = tempDatabase();
     return {
       store: createLibsqlPluginStore(temp.connect(), options),
-      reopen: () => createLibsqlPluginStore(temp.connect(), options),
-      cleanup: temp.cleanup,
+      reopen: async () => createLibsqlPluginStore(temp.connect(), options),
+      close: temp.cleanup,
     };
   },
 });

@@ -3,5 +3,5 @@ import { runPluginStoreContract } from './plugin-store.contract.ts';
 
 runPluginStoreContract({
   name: 'memory',
-  open: (options) => ({ store: createMemoryPluginStore(options), cleanup: () => {} }),
+  open: async (options) => ({ store: createMemoryPluginStore(options), close: () => {} }),
 });

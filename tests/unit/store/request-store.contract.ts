@@ -233,6 +233,20 @@ export const runRequestStoreContract = (name: string, openStore: OpenRequestStor
         expect(results).toEqual([true, false]);
         expect((await store.get(r.id))?.answer).toBe('from B');
       });
+
+      it('lets exactly one of two processes answering at once win, and both read its answer', async (ctx) => {
+        const { store, reopen } = await open();
+        if (reopen === undefined) return ctx.skip();
+        const other = (await reopen()).store;
+        for (let round = 0; round < 5; round++) {
+          const r = await store.create(input());
+          const results = await Promise.all([store.answer(r.id, 'from A'), other.answer(r.id, 'from B')]);
+          expect(results.filter(Boolean)).toHaveLength(1);
+          const winner = results[0] ? 'from A' : 'from B';
+          expect((await store.get(r.id))?.answer).toBe(winner);
+          expect((await other.get(r.id))?.answer).toBe(winner);
+        }
+      });
     });
   });
 };

@@ -82,15 +82,37 @@ export const runScheduleStoreContract = (name: string, openStore: OpenScheduleSt
     });
 
     it('two processes firing the same due time at once: one wins', async (ctx) => {
-      const { schedules, reopen } = await open();
+      const { schedules, requestOf, reopen } = await open();
       if (reopen === undefined) return ctx.skip();
       const other = await reopen();
       const { id } = await schedules.create(input('agt_1', 1000), 10);
+      const made = [reminder('agt_1'), reminder('agt_1')];
       const fired = await Promise.all([
-        schedules.fire({ id, dueAt: 1000 }, 1000, 61_000, reminder('agt_1')),
-        other.fire({ id, dueAt: 1000 }, 1000, 61_000, reminder('agt_1')),
+        schedules.fire({ id, dueAt: 1000 }, 1000, 61_000, made[0]!),
+        other.fire({ id, dueAt: 1000 }, 1000, 61_000, made[1]!),
       ]);
       expect(fired.filter(Boolean)).toHaveLength(1);
+      // Only the winner's request is written.
+      const stored = await Promise.all(made.map((r) => requestOf(r.id)));
+      expect(stored.map((r) => r !== undefined)).toEqual(fired);
+      expect(await schedules.list('tn_a', 'agt_1')).toEqual([expect.objectContaining({ fired: 1 })]);
+    });
+
+    it('two processes creating at once never pass the limit', async (ctx) => {
+      const { schedules, reopen } = await open();
+      if (reopen === undefined) return ctx.skip();
+      const other = await reopen();
+      for (let limit = 1; limit <= 4; limit++) {
+        const made = await Promise.allSettled([
+          schedules.create(input('agt_1', 1000 * limit), limit),
+          other.create(input('agt_1', 1000 * limit + 1), limit),
+        ]);
+        expect(made.filter((p) => p.status === 'fulfilled')).toHaveLength(1);
+        expect(made.find((p) => p.status === 'rejected')).toMatchObject({
+          reason: { code: 'LIMIT_EXCEEDED' },
+        });
+        expect(await other.list('tn_a', 'agt_1')).toHaveLength(limit);
+      }
     });
 
     it('owners reach only their own schedules, at most the limit of them', async () => {

@@ -29,16 +29,16 @@ describe('secrets at rest', () => {
 
   it('keeps egress credentials and MCP server secrets out of the database file', async () => {
     const store = openStore({ path });
-    tenantId = store.tenants.createTenant('t').id;
+    tenantId = (await store.tenants.createTenant('t')).id;
     agentId = (await store.agents.create({ tenantId, preset: 'standard', mode: 'native', config: {} })).id;
-    store.egress.put(tenantId, {
+    await store.egress.put(tenantId, {
       credentials: [{ name: 'gh', host: 'example.com', header: 'Authorization', value: SECRET }],
     });
     await store.agents.setMcpServers(tenantId, agentId, [
       { name: 'remote', headers: { Authorization: SECRET }, env: { TOKEN: SECRET } },
     ]);
     expect(onDisk()).not.toContain(SECRET);
-    expect(JSON.stringify(store.egress.get(tenantId))).toContain(SECRET);
+    expect(JSON.stringify(await store.egress.get(tenantId))).toContain(SECRET);
     store.close();
     expect(onDisk()).not.toContain(SECRET);
     // The key file is the operator's to guard: only its owner may read it.
@@ -47,19 +47,19 @@ describe('secrets at rest', () => {
 
   it('reads them back after a restart with the same key', async () => {
     const store = openStore({ path });
-    expect(JSON.stringify(store.egress.get(tenantId))).toContain(SECRET);
+    expect(JSON.stringify(await store.egress.get(tenantId))).toContain(SECRET);
     expect(JSON.stringify((await store.agents.get(tenantId, agentId))?.mcpServers)).toContain(SECRET);
     store.close();
   });
 
-  it('refuses them under another key with CONFIG_INVALID, and reads values stored before sealing', () => {
+  it('refuses them under another key with CONFIG_INVALID, and reads values stored before sealing', async () => {
     const other = openStore({ path, secretsKey: randomBytes(32) });
-    expect(() => other.egress.get(tenantId)).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID' }));
+    await expect(other.egress.get(tenantId)).rejects.toMatchObject({ code: 'CONFIG_INVALID' });
     // A row written before sealing existed: plain JSON, read as it is.
     other.db
       .prepare('UPDATE tenant_egress SET settings = ? WHERE tenant_id = ?')
       .run('{"allow":[]}', tenantId);
-    expect(other.egress.get(tenantId)).toEqual({ allow: [] });
+    expect(await other.egress.get(tenantId)).toEqual({ allow: [] });
     other.close();
   });
 

@@ -70,6 +70,15 @@ export const runSessionStateContract = (name: string, open: () => Promise<Sessio
       expect(await store.get('agt_1')).toEqual({ todos });
     });
 
+    it('keeps both of two stores writing different fields of one session at once', async (ctx) => {
+      const { store, reopen } = await start();
+      if (reopen === undefined) return ctx.skip();
+      // A second store on the same storage: another replica on one database, or another process.
+      const other = await reopen();
+      await Promise.all([store.set('agt_1', { todos }), other.set('agt_1', { planMode: true, goal })]);
+      expect(await store.get('agt_1')).toEqual({ todos, planMode: true, goal });
+    });
+
     it('keeps the state across a restart', async (ctx) => {
       const { store, reopen } = await start();
       if (reopen === undefined) return ctx.skip();

@@ -99,6 +99,32 @@ export const runTeamBoardStoreContract = (name: string, openStore: OpenTeamBoard
       expect(await boards.tasks('tn_1', 'lead')).toHaveLength(3);
     });
 
+    it('two processes writing one board at once: gap-free ids, and a task claimed once', async (ctx) => {
+      const { boards, reopen } = await open();
+      if (reopen === undefined) return ctx.skip();
+      const other = await reopen();
+      const ids = await Promise.all(
+        [boards, other, boards, other, boards, other].map((b) => create(b, 'tn_1', 'lead', 2)),
+      );
+      expect(ids.flat().sort((a, b) => Number(a) - Number(b))).toEqual(
+        Array.from({ length: 12 }, (_, i) => String(i + 1)),
+      );
+      const claim = (b: TeamBoardStore, owner: string) =>
+        b.write('tn_1', 'lead', (tx) => {
+          const t = tx.tasks().find((x) => x.id === '1');
+          if (t === undefined || t.status !== 'pending') return false;
+          tx.update({ ...t, status: 'in_progress', owner, revision: t.revision + 1 });
+          return true;
+        });
+      for (const id of ['a', 'b', 'c']) {
+        const claims = await Promise.all([claim(boards, `${id}1`), claim(other, `${id}2`)]);
+        expect(claims.filter(Boolean)).toHaveLength(id === 'a' ? 1 : 0);
+      }
+      const [first] = await other.tasks('tn_1', 'lead');
+      expect(first).toMatchObject({ status: 'in_progress', revision: 2 });
+      expect(['a1', 'a2']).toContain(first?.owner);
+    });
+
     it('keeps tenants and teams apart', async () => {
       const { boards } = await open();
       await create(boards, 'tn_1', 'lead', 1, { status: 'in_progress', owner: 'a', writeScopes: ['src'] });

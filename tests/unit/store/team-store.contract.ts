@@ -99,6 +99,22 @@ export const runTeamStoreContract = (name: string, openStore: OpenTeamStore) => 
         expect(await teams.undelivered('agt_1')).toHaveLength(1);
       });
 
+      it('never let two processes posting at once both take the last place', async (ctx) => {
+        const { teams, reopen } = await open();
+        if (reopen === undefined) return ctx.skip();
+        const other = await reopen();
+        for (let round = 1; round <= 5; round++) {
+          const posts = await Promise.allSettled([
+            teams.post(mail('agt_1', `a${round}`), round),
+            other.post(mail('agt_1', `b${round}`), round),
+          ]);
+          expect(posts.filter((p) => p.status === 'fulfilled')).toHaveLength(1);
+          expect(await teams.undelivered('agt_1')).toHaveLength(round);
+        }
+        const ids = (await other.undelivered('agt_1')).map((m) => m.id);
+        expect(ids).toEqual([...ids].sort((x, y) => x - y));
+      });
+
       it("cancels a deleted agent's unread items: never delivered, never listed", async () => {
         const { teams } = await open();
         await teams.post(mail('agt_1', 'a'), 10);

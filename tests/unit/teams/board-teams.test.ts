@@ -6,7 +6,7 @@ import type { Agent } from '../../../host/agents/types.ts';
 import type { ToolResult } from '../../../host/tools/types.ts';
 import { composedService } from '../../helpers/composed.ts';
 
-const service = composedService();
+const service = await composedService();
 afterAll(() => service.close());
 
 let n = 0;

@@ -41,7 +41,7 @@ const events = async (id: string): Promise<Loose[]> => (await get(`/v1/agents/${
 
 describe('child agents and teams', () => {
   it('a lead spawns teammates that message, wait, report, get woken and interrupted', async () => {
-    api = makeApi();
+    api = await makeApi();
     const lead = await api.createAgent(api.keyA, { teams: true, remoteTools: [hold] });
     expect(await toolsOf(lead.id)).toEqual(
       expect.arrayContaining([
@@ -153,7 +153,7 @@ describe('child agents and teams', () => {
   });
 
   it('a foreground subagent waits for its report; a fork starts from the parent conversation', async () => {
-    api = makeApi();
+    api = await makeApi();
     const parent = await api.createAgent(api.keyA, { subagents: true });
     expect(await toolsOf(parent.id)).toEqual(
       expect.arrayContaining(['subagent', 'subagent_fork', 'list_agents', 'send_message', 'interrupt_agent']),
@@ -211,7 +211,7 @@ describe('child agents and teams', () => {
   });
 
   it('concurrent spawns in separate batches cannot both take the last running slot or the same name', async () => {
-    api = makeApi({}, { agents: { children: { limits: { concurrentChildren: 2 } } } });
+    api = await makeApi({}, { agents: { children: { limits: { concurrentChildren: 2 } } } });
     const parent = await api.createAgent(api.keyA, { subagents: true });
     const spawn = { description: 'd', prompt: 'p', run_in_background: true };
     const results = await Promise.all([1, 2, 3, 4].map(() => call(parent.id, 'subagent', spawn)));
@@ -230,7 +230,7 @@ describe('child agents and teams', () => {
   });
 
   it('followups sent at once to an idle teammate wake it once', async () => {
-    api = makeApi();
+    api = await makeApi();
     const lead = await api.createAgent(api.keyA, { teams: true });
     const alice = await ok(lead.id, 'spawn_teammate', { name: 'alice', description: 'd', prompt: 'p' });
     await ok(alice.agent_id, 'report', { output: 'done' }); // her run is over: she is idle
@@ -242,21 +242,21 @@ describe('child agents and teams', () => {
   });
 
   it('refuses past the limits with stable codes', async () => {
-    api = makeApi(
+    // Known once the harness made its tenants (limitsOf is synchronous).
+    let tenantB: string | undefined;
+    api = await makeApi(
       {},
       {
         agents: {
           children: {
             limits: { childrenPerAgent: 2, maxDepth: 1, mailboxSize: 2, messageBytes: 300 },
             // A tenant's own maxima replace the service's.
-            limitsOf: (tenantId) =>
-              api.store.tenants.getTenant(tenantId)?.name === 'tenant-b'
-                ? { childrenPerAgent: 1 }
-                : undefined,
+            limitsOf: (tenantId) => (tenantId === tenantB ? { childrenPerAgent: 1 } : undefined),
           },
         },
       },
     );
+    tenantB = (await api.store.tenants.verifyKey(api.keyB))?.id;
     const parent = await api.createAgent(api.keyA, { subagents: true });
     const spawn = { description: 'd', prompt: 'p', run_in_background: true };
     const first = await ok(parent.id, 'subagent', spawn);
@@ -291,7 +291,7 @@ describe('child agents and teams', () => {
   });
 
   it('deleting a parent deletes its children and cancels their pending work', async () => {
-    api = makeApi();
+    api = await makeApi();
     const parent = await api.createAgent(api.keyA, { subagents: true });
     const child = await ok(parent.id, 'subagent', { description: 'd', prompt: 'p', run_in_background: true });
     const grandchild = await ok(child.agent_id, 'subagent', {
@@ -309,7 +309,7 @@ describe('child agents and teams', () => {
   });
 
   it('a service rebuilt on the same store loses no child, message, link or pending run', async () => {
-    api = makeApi();
+    api = await makeApi();
     const lead = await api.createAgent(api.keyA, { teams: true });
     const mate = await ok(lead.id, 'spawn_teammate', { name: 'carol', description: 'd', prompt: 'p' });
     await ok(mate.agent_id, 'send_message', { target: 'lead', message: 'before the restart' });
@@ -359,7 +359,7 @@ describe('child agents and teams', () => {
 
 describe('workspaces', () => {
   it("children work in their parent's workspace, or in a copy of it with childWorkspace: isolated", async () => {
-    api = makeApi();
+    api = await makeApi();
     const spawn = { description: 'd', prompt: 'p', run_in_background: true };
     const write = (id: string, file: string, content: string) =>
       ok(id, 'write', { file_path: file, content });

@@ -9,7 +9,7 @@ import { openStore } from '../../../host/store/index.ts';
 const isolates = createIsolateHost({ workers: 1, prewarm: 1 });
 const store = openStore({ path: ':memory:' });
 const { agents } = assembleAgents({ store, sandboxes: createMemoryProvider(), isolates });
-const tenant = store.tenants.createTenant('t').id;
+const tenant = (await store.tenants.createTenant('t')).id;
 afterAll(async () => {
   await agents.close(0);
   store.close();

@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { ToolCall, ToolResult } from '../../../../host/tools/index.ts';
 import { composedService } from '../../../helpers/composed.ts';
 
-const { agents, tenant, close, teamBoard } = composedService();
+const { agents, tenant, close, teamBoard } = await composedService();
 afterAll(close);
 
 const textOf = (r: ToolResult | undefined) =>

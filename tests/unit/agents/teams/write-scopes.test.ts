@@ -11,7 +11,7 @@ import { strReplaceEditorTool } from '../../../../host/tools/builtin/index.ts';
 import { createRegistry, type ToolCall, type ToolResult } from '../../../../host/tools/index.ts';
 import { composedService } from '../../../helpers/composed.ts';
 
-const { agents, store, commands, tenant, close } = composedService();
+const { agents, store, commands, tenant, close } = await composedService();
 afterAll(close);
 
 let n = 0;

@@ -1,0 +1,155 @@
+// Schedules on PostgreSQL: the ScheduleStore of ../schedules.ts over the same rows (`schedules`,
+// pg/baseline.ts), with its invariants: every read and delete takes the tenant and the agent; the
+// count limit holds when create() resolves; firing a schedule (removing a one-shot one, advancing a
+// recurring one) and the request the fire makes commit together or not at all, only for the due
+// time the firer read, and a schedule deleted meanwhile does not fire.
+// Where Postgres differs, and why:
+// - fire() is one conditional DELETE/UPDATE `WHERE id = $ AND next_at = <due time read>` and the
+//   request's INSERT (pg/requests.ts's insertPgRequest) in one transaction. Two replicas firing the
+//   same due time: the second statement waits for the first's row lock and, under READ COMMITTED,
+//   re-checks its WHERE against the committed row (moved on, or gone) and touches nothing, so it
+//   writes no request. libsql gets the same from its single writer.
+// - create()'s check (count the agent's schedules, then insert) would let two replicas both take
+//   the last place; an agent with no schedule has no row to lock, so create() first takes a
+//   transaction-scoped advisory lock on the owner (a hash of 'schedules:', the tenant and the
+//   agent). Creates for one owner queue; others do not (a hash collision only makes two queue).
+// Reads order by (created_at, rowid), rowid being baseline.ts's identity column standing in for
+// SQLite's implicit one: schedules made in one millisecond list in insertion order on both backends.
+import { nanoid } from 'nanoid';
+import { SandboxError } from '../../errors.ts';
+import type { ScheduleKind, ScheduleRecord, ScheduleStore } from '../schedules.ts';
+import { type PgDatabase, pgGuarded } from './db.ts';
+import { insertPgRequest } from './requests.ts';
+
+interface ScheduleRow {
+  id: string;
+  tenant_id: string;
+  agent_id: string;
+  prompt: string;
+  kind: ScheduleKind;
+  spec: string;
+  every_ms: number | null;
+  next_at: number;
+  fired: number;
+  last_fired_at: number | null;
+  created_at: number;
+}
+
+const COLUMNS =
+  'id, tenant_id, agent_id, prompt, kind, spec, every_ms, next_at, fired, last_fired_at, created_at';
+
+const toRecord = (r: ScheduleRow): ScheduleRecord => {
+  const record: ScheduleRecord = {
+    id: r.id,
+    tenantId: r.tenant_id,
+    agentId: r.agent_id,
+    prompt: r.prompt,
+    kind: r.kind,
+    spec: JSON.parse(r.spec),
+    nextAt: r.next_at,
+    fired: r.fired,
+    createdAt: r.created_at,
+  };
+  if (r.every_ms !== null) record.everyMs = r.every_ms;
+  if (r.last_fired_at !== null) record.lastFiredAt = r.last_fired_at;
+  return record;
+};
+
+export const createPgScheduleStore = (db: PgDatabase, now: () => number = Date.now): ScheduleStore => ({
+  create: (input, maxPerAgent) =>
+    pgGuarded('create a schedule', () =>
+      db.tx(async (tx) => {
+        // The owner's creates one at a time (see the header): the count stays true until COMMIT.
+        await tx.query("SELECT pg_advisory_xact_lock(hashtextextended('schedules:' || $1 || ':' || $2, 0))", [
+          input.tenantId,
+          input.agentId,
+        ]);
+        const counted = await tx.one<{ n: number }>(
+          'SELECT count(*) AS n FROM schedules WHERE tenant_id = $1 AND agent_id = $2',
+          [input.tenantId, input.agentId],
+        );
+        const n = counted?.n ?? 0;
+        if (n >= maxPerAgent)
+          throw new SandboxError(
+            'LIMIT_EXCEEDED',
+            `This agent already has ${n} schedules, the most it may have; delete one (schedule_delete) first.`,
+            { data: { limit: maxPerAgent } },
+          );
+        const record: ScheduleRecord = { id: `sch_${nanoid(12)}`, ...input, fired: 0, createdAt: now() };
+        await tx.query(
+          `INSERT INTO schedules (id, tenant_id, agent_id, prompt, kind, spec, every_ms, next_at, created_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+          [
+            record.id,
+            record.tenantId,
+            record.agentId,
+            record.prompt,
+            record.kind,
+            JSON.stringify(record.spec),
+            record.everyMs ?? null,
+            record.nextAt,
+            record.createdAt,
+          ],
+        );
+        return record;
+      }),
+    ),
+
+  list: (tenantId, agentId) =>
+    pgGuarded('list schedules', async () =>
+      (
+        await db.many<ScheduleRow>(
+          `SELECT ${COLUMNS} FROM schedules WHERE tenant_id = $1 AND agent_id = $2 ORDER BY created_at, rowid`,
+          [tenantId, agentId],
+        )
+      ).map(toRecord),
+    ),
+
+  delete: (tenantId, agentId, id) =>
+    pgGuarded('delete a schedule', async () => {
+      const { rowCount } = await db.query(
+        'DELETE FROM schedules WHERE id = $1 AND tenant_id = $2 AND agent_id = $3',
+        [id, tenantId, agentId],
+      );
+      return rowCount > 0;
+    }),
+
+  deleteAgent: (agentId) =>
+    pgGuarded('delete schedules', async () => {
+      const { rowCount } = await db.query('DELETE FROM schedules WHERE agent_id = $1', [agentId]);
+      return rowCount;
+    }),
+
+  due: (at, limit) =>
+    pgGuarded('read due schedules', async () =>
+      (
+        await db.many<ScheduleRow>(
+          `SELECT ${COLUMNS} FROM schedules WHERE next_at <= $1 ORDER BY next_at LIMIT $2`,
+          [at, limit],
+        )
+      ).map(toRecord),
+    ),
+
+  nextDue: () =>
+    pgGuarded('read due schedules', async () => {
+      const row = await db.one<{ at: number | null }>('SELECT min(next_at) AS at FROM schedules');
+      return row?.at ?? undefined;
+    }),
+
+  fire: ({ id, dueAt }, firedAt, nextAt, request) =>
+    pgGuarded('fire a schedule', () =>
+      db.tx(async (tx) => {
+        // Only the due time this firer read: a replica that fired it first wins (see the header).
+        const { rowCount } =
+          nextAt === undefined
+            ? await tx.query('DELETE FROM schedules WHERE id = $1 AND next_at = $2', [id, dueAt])
+            : await tx.query(
+                'UPDATE schedules SET next_at = $1, fired = fired + 1, last_fired_at = $2 WHERE id = $3 AND next_at = $4',
+                [nextAt, firedAt, id, dueAt],
+              );
+        if (rowCount === 0) return false;
+        await insertPgRequest(tx, request);
+        return true;
+      }),
+    ),
+});

@@ -1,0 +1,87 @@
+// The EgressSettingsStore contract (a tenant's egress document and its interception CA, both sealed
+// at rest where the backend has a sealer): every backend runs this suite through a one-line test
+// file. `open` is async so a network database can make its schema first; `tenant` makes a tenant
+// the rows can belong to; `reopen` opens the store again on the same database (a restart or
+// another process).
+import { afterEach, describe, expect, it } from 'vitest';
+import type { EgressSettingsStore } from '../../../host/store/egress.ts';
+
+export interface EgressSettingsStoreInstance {
+  store: EgressSettingsStore;
+  tenant(name: string): Promise<string>;
+  /** Another store on the same database (and the same secrets key). */
+  reopen(): Promise<EgressSettingsStore>;
+  close(): Promise<void> | void;
+}
+
+export interface EgressSettingsStoreHarness {
+  name: string;
+  open(): Promise<EgressSettingsStoreInstance>;
+}
+
+const SECRET = 'TOPSECRET-egress-5b1c';
+const settings = {
+  allow: [{ host: 'example.com' }],
+  credentials: [{ name: 'gh', host: 'example.com', header: 'Authorization', value: SECRET }],
+  budget: { connections: 4 },
+};
+const ca = (n: number) => ({ certPem: `CERT ${n}`, keyPem: `KEY ${n}` });
+
+export const runEgressSettingsStoreContract = (harness: EgressSettingsStoreHarness) => {
+  describe(`EgressSettingsStore contract (${harness.name})`, () => {
+    let instance: EgressSettingsStoreInstance | undefined;
+    const open = async () => {
+      instance = await harness.open();
+      return instance;
+    };
+    afterEach(async () => {
+      await instance?.close();
+      instance = undefined;
+    });
+
+    it('has no document for a tenant that never set one, then the one it put, replaced whole', async () => {
+      const { store, tenant } = await open();
+      const a = await tenant('a');
+      expect(await store.get(a)).toBeUndefined();
+      await store.put(a, settings);
+      expect(await store.get(a)).toEqual(settings);
+      await store.put(a, { allow: [] });
+      expect(await store.get(a)).toEqual({ allow: [] });
+    });
+
+    it("keeps each tenant's document apart", async () => {
+      const { store, tenant } = await open();
+      const a = await tenant('a');
+      const b = await tenant('b');
+      await store.put(a, settings);
+      expect(await store.get(b)).toBeUndefined();
+      await store.put(b, { allow: [{ host: 'b.example' }] });
+      expect(await store.get(a)).toEqual(settings);
+      expect(await store.get(b)).toEqual({ allow: [{ host: 'b.example' }] });
+    });
+
+    it('keeps the first CA a tenant gets: a second putCaOnce returns it and changes nothing', async () => {
+      const { store, tenant } = await open();
+      const a = await tenant('a');
+      const b = await tenant('b');
+      expect(await store.getCa(a)).toBeUndefined();
+      expect(await store.putCaOnce(a, ca(1))).toEqual(ca(1));
+      expect(await store.putCaOnce(a, ca(2))).toEqual(ca(1));
+      expect(await store.getCa(a)).toEqual(ca(1));
+      expect(await store.getCa(b)).toBeUndefined();
+      expect(await store.putCaOnce(b, ca(3))).toEqual(ca(3));
+    });
+
+    it('reads the document and the CA back from another store on the same database', async () => {
+      const opened = await open();
+      const a = await opened.tenant('a');
+      await opened.store.put(a, settings);
+      await opened.store.putCaOnce(a, ca(1));
+      const again = await opened.reopen();
+      expect(await again.get(a)).toEqual(settings);
+      expect(await again.getCa(a)).toEqual(ca(1));
+      // A racing second process keeps the first's CA.
+      expect(await again.putCaOnce(a, ca(2))).toEqual(ca(1));
+    });
+  });
+};

@@ -1,0 +1,115 @@
+// The TenantStore contract (tenants and API keys): every backend runs this suite through a one-line
+// test file. `open` is async so a network database can make its schema first; `second` opens
+// another store on the same database (the CLI or another replica), `reopen` one after a restart.
+import { afterEach, describe, expect, it } from 'vitest';
+import type { TenantStore } from '../../../host/store/tenants.ts';
+
+export interface TenantStoreInstance {
+  store: TenantStore;
+  /** Another store on the same database, open beside this one (another process). */
+  second(): Promise<TenantStore>;
+  /** Closes this store and opens it again on the same database (a restart). */
+  reopen(): Promise<TenantStore>;
+  close(): Promise<void> | void;
+}
+
+export interface TenantStoreHarness {
+  name: string;
+  open(options?: { now?: () => number }): Promise<TenantStoreInstance>;
+}
+
+export const runTenantStoreContract = (harness: TenantStoreHarness) => {
+  describe(`TenantStore contract (${harness.name})`, () => {
+    let instance: TenantStoreInstance | undefined;
+    const open = async (options?: { now?: () => number }) => {
+      instance = await harness.open(options);
+      return instance;
+    };
+    afterEach(async () => {
+      await instance?.close();
+      instance = undefined;
+    });
+
+    it('creates a tenant with a dsk_ key that verifies to that tenant', async () => {
+      const { store: tenants } = await open();
+      const acme = await tenants.createTenant('acme');
+      expect(acme.apiKey).toMatch(/^dsk_[A-Za-z0-9_-]{32,}$/);
+      expect(acme.id).toMatch(/^ten_/);
+      expect(await tenants.verifyKey(acme.apiKey)).toEqual({
+        id: acme.id,
+        name: 'acme',
+        createdAt: acme.createdAt,
+      });
+      expect((await tenants.getTenant(acme.id))?.name).toBe('acme');
+      expect(await tenants.getTenant('ten_missing')).toBeUndefined();
+      expect((await tenants.listTenants()).map((t) => t.name)).toEqual(['acme']);
+    });
+
+    it('rejects unknown, tampered, malformed and revoked keys', async () => {
+      const { store: tenants } = await open();
+      const acme = await tenants.createTenant('acme');
+      const last = acme.apiKey.at(-1) === 'A' ? 'B' : 'A';
+      expect(await tenants.verifyKey(acme.apiKey.slice(0, -1) + last)).toBeUndefined();
+      expect(await tenants.verifyKey(`dsk_${'x'.repeat(40)}`)).toBeUndefined();
+      expect(await tenants.verifyKey('Bearer nonsense')).toBeUndefined();
+      expect(await tenants.verifyKey('')).toBeUndefined();
+      expect(await tenants.revokeKey(acme.keyId)).toBe(true);
+      expect(await tenants.revokeKey(acme.keyId)).toBe(false);
+      expect(await tenants.verifyKey(acme.apiKey)).toBeUndefined();
+    });
+
+    it('stops a revoked key at once, even one verified a moment before', async () => {
+      const { store: tenants } = await open();
+      const acme = await tenants.createTenant('acme');
+      expect((await tenants.verifyKey(acme.apiKey))?.id).toBe(acme.id);
+      expect((await tenants.verifyKey(acme.apiKey))?.id).toBe(acme.id); // remembered now
+      await tenants.revokeKey(acme.keyId);
+      expect(await tenants.verifyKey(acme.apiKey)).toBeUndefined();
+    });
+
+    it('stops a key another process revoked within the 2 s it trusts a verified key', async () => {
+      let clock = 1_000_000;
+      const opened = await open({ now: () => clock });
+      const acme = await opened.store.createTenant('acme');
+      expect((await opened.store.verifyKey(acme.apiKey))?.id).toBe(acme.id);
+      const other = await opened.second(); // the CLI or a second process on this database
+      expect(await other.revokeKey(acme.keyId)).toBe(true);
+      clock += 1_000;
+      expect((await opened.store.verifyKey(acme.apiKey))?.id).toBe(acme.id); // still trusted: the bound
+      clock += 1_001;
+      expect(await opened.store.verifyKey(acme.apiKey)).toBeUndefined();
+    });
+
+    it('rotates: a second key works, revoking the first leaves the second working', async () => {
+      const { store: tenants } = await open();
+      const acme = await tenants.createTenant('acme');
+      const second = await tenants.createKey(acme.id);
+      expect((await tenants.verifyKey(second.apiKey))?.id).toBe(acme.id);
+      await tenants.revokeKey(acme.keyId);
+      expect((await tenants.verifyKey(second.apiKey))?.id).toBe(acme.id);
+      expect((await tenants.listKeys(acme.id)).map((k) => [k.id, k.revokedAt !== undefined])).toEqual([
+        [acme.keyId, true],
+        [second.keyId, false],
+      ]);
+      await expect(tenants.createKey('ten_missing')).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    });
+
+    it('keeps tenants and keys across a restart', async () => {
+      const opened = await open();
+      const acme = await opened.store.createTenant('acme');
+      const restarted = await opened.reopen();
+      expect((await restarted.verifyKey(acme.apiKey))?.id).toBe(acme.id);
+      expect((await restarted.listTenants()).map((t) => t.id)).toEqual([acme.id]);
+    });
+
+    it('maps each key to its own tenant, and lists tenants oldest first', async () => {
+      const { store: tenants } = await open({ now: () => 5 });
+      const a = await tenants.createTenant('a');
+      const b = await tenants.createTenant('b');
+      expect((await tenants.verifyKey(a.apiKey))?.id).toBe(a.id);
+      expect((await tenants.verifyKey(b.apiKey))?.id).toBe(b.id);
+      expect((await tenants.listTenants()).map((t) => t.name)).toEqual(['a', 'b']);
+      await expect(tenants.createTenant('  ')).rejects.toMatchObject({ code: 'BAD_REQUEST' });
+    });
+  });
+};
