@@ -61,13 +61,18 @@ const main = async (argv: string[]): Promise<number> => {
         process.stderr.write('usage: dsh-sandbox tenant create <name>\n');
         return 2;
       }
-      const { openStore } = await import('./store/index.ts');
-      const store = openStore({ path: config.database });
+      const { connectStore } = await import('./store/connect.ts');
+      const store = await connectStore({
+        database: config.database,
+        dataDir: config.dataDir,
+        poolSize: config.databasePool,
+        ...(config.secretsKey === undefined ? {} : { secretsKey: config.secretsKey }),
+      });
       try {
         const tenant = await store.tenants.createTenant(rest[1]);
         process.stdout.write(`${JSON.stringify(tenant)}\n`);
       } finally {
-        store.close();
+        await store.close();
       }
       return 0;
     }

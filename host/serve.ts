@@ -24,7 +24,8 @@ import type { SandboxProvider } from './sandbox/types.ts';
 import { startAgents, startIsolates } from './serve-agents.ts';
 import { createServerApp, listenHttp } from './serve-http.ts';
 import { defaultProvider, sandboxImageOf, startEgress } from './serve-sandboxes.ts';
-import { openStore, type Store } from './store/index.ts';
+import { connectStore } from './store/connect.ts';
+import type { Store } from './store/index.ts';
 
 export const VERSION = '0.1.0';
 export const DEFAULT_KEY_FILE = 'default-tenant.key';
@@ -75,11 +76,14 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   const store =
     options.store ??
-    openStore({
-      path: config.database,
+    (await connectStore({
+      database: config.database,
+      dataDir: config.dataDir,
+      poolSize: config.databasePool,
       logBudgetBytes: config.tenantLogBytes,
       ...(config.secretsKey === undefined ? {} : { secretsKey: config.secretsKey }),
-    });
+      log,
+    }));
   await ensureDefaultTenant(store, config, log);
   const { egress, sandboxEgress } = startEgress(config, store, log);
   const docker =
@@ -144,7 +148,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
       sandboxEgress.close();
       await egress.close();
       loop.stop();
-      if (options.store === undefined) store.close();
+      if (options.store === undefined) await store.close();
     })();
     return closing;
   };

@@ -317,9 +317,9 @@ export const SETTINGS = {
   secretsKey: {
     env: 'DSH_SECRETS_KEY',
     section: 'service',
-    shown: 'a key file next to the database',
+    shown: 'a key file next to the libsql database; on PostgreSQL `<data dir>/secrets.key`',
     help: 'the key secrets are sealed with in the store: 32 bytes in base64',
-    doc: "32 bytes in base64 (`openssl rand -base64 32`): the key egress credentials and MCP servers' headers and environments are sealed with in the store",
+    doc: "32 bytes in base64 (`openssl rand -base64 32`): the key egress credentials and MCP servers' headers and environments are sealed with in the store. Replicas sharing one PostgreSQL store must all be given the same key",
     parse: (raw: string): Buffer | undefined => parseSecretsKey(raw),
     fallback: (): Buffer | undefined => undefined,
   } satisfies Setting<Buffer | undefined>,

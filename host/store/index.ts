@@ -22,7 +22,7 @@ import { createSkillStore, type SkillStore } from './skills.ts';
 import { createTeamBoardStore, type TeamBoardStore } from './team-board.ts';
 import { createTeamStore, type TeamStore } from './teams.ts';
 import { createTenantStore, type TenantStore } from './tenants.ts';
-import type { EventSearch } from './types.ts';
+import type { Store } from './store.ts';
 
 export interface OpenStoreOptions {
   /** Directory for the database file `store.db` (created with mode 0700). */
@@ -60,40 +60,15 @@ export interface OpenStoreOptions {
   secretsKey?: Buffer;
 }
 
-export interface Store {
+/** The libsql store: the ports plus the database they live in (tests and migrations reach it). */
+export interface LibsqlStore extends Store {
+  backend: 'libsql';
   db: Database;
-  /**
-   * This control plane's identity, made once per store (migration 2). The docker provider labels
-   * and names everything it creates with it and adopts or removes only what carries it.
-   */
-  instanceId: string;
-  events: ClosableEventLog;
-  requests: ClosableRequestStore;
-  tenants: TenantStore;
-  agents: AgentStore;
-  /** Creator plugins and their immutable packages (cordis_define). */
-  plugins: PluginStore;
-  /** Each session's todos, plan mode and current goal (host/session/ decides what they mean). */
-  sessionState: SessionStateStore;
-  /** Full-text search over the session log (the `session_*` tools). */
-  search: EventSearch;
-  /** Agents' reminders (the `schedule_*` tools). */
-  schedules: ScheduleStore;
-  /** Each tenant's skill packages (the `skill` tool, /v1/skills). */
-  skills: SkillStore;
-  /** Each tenant's egress settings (allowlist, credentials, budgets, search provider). */
-  egress: EgressSettingsStore;
-  /** Each team's task board (the team_task_* tools). */
-  teamBoards: TeamBoardStore;
-  /** Child agents' runs and every agent's mailbox (the subagent and team tools). */
-  teams: TeamStore;
-  /** Flushes events, stops timers, closes the database. Idempotent. */
-  close(): void;
 }
 
 export const STORE_FILE = 'store.db';
 
-export const openStore = (options: OpenStoreOptions): Store => {
+export const openStore = (options: OpenStoreOptions): LibsqlStore => {
   const path =
     options.path ??
     (options.dataDir === undefined || options.url !== undefined
@@ -121,6 +96,7 @@ export const openStore = (options: OpenStoreOptions): Store => {
     const requests = createLibsqlRequestStore(db, { events, now, onError: options.onError });
     let closed = false;
     return {
+      backend: 'libsql',
       db,
       instanceId,
       events,
@@ -135,7 +111,8 @@ export const openStore = (options: OpenStoreOptions): Store => {
       egress: createEgressSettingsStore(db, now, sealer),
       teamBoards: createTeamBoardStore(db),
       teams: createTeamStore(db, now),
-      close() {
+      // Synchronous work behind a promise: the database is closed when close() returns.
+      async close() {
         if (closed) return;
         closed = true;
         try {
@@ -256,4 +233,5 @@ export {
   type Tenant,
   type TenantStore,
 } from './tenants.ts';
+export type { Store } from './store.ts';
 export type * from './types.ts';

@@ -7,6 +7,7 @@
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LibsqlStore } from '../../../host/store/index.ts';
 import { type Harness, type Loose, METRICS_KEY, startHarness, text } from './harness.ts';
 
 const MiB = 1024 * 1024;
@@ -31,7 +32,7 @@ const program = (salt: string | undefined, calls = CALLS) => `
 
 const storeBytes = () => {
   const path = join(h.dataDir, 'store.db');
-  h.server.store.db.pragma('wal_checkpoint(TRUNCATE)');
+  (h.server.store as LibsqlStore).db.pragma('wal_checkpoint(TRUNCATE)');
   return statSync(path).size;
 };
 

@@ -1,0 +1,52 @@
+// Opens the store DSH_DB names: a `postgres://` URL opens PostgreSQL (./pg/index.ts, loaded only
+// then, so the default start never loads pg), anything else the libsql file (./index.ts, the
+// default). Invariant: both give the same Store; what differs is where the secrets key comes from
+// when the operator set none: libsql keeps a key file next to its database, PostgreSQL (a
+// database several replicas share) one in this process's data directory, which every replica
+// must then be given (DSH_SECRETS_KEY) — said at start.
+import { join } from 'node:path';
+import { type OpenStoreOptions, openStore } from './index.ts';
+import { isPostgresUrl } from './pg/url.ts';
+import { keyFileSecret } from './sealed.ts';
+import type { Store } from './store.ts';
+
+export interface ConnectStoreOptions
+  extends Pick<OpenStoreOptions, 'now' | 'onError' | 'logBudgetBytes' | 'pluginLimitsOf' | 'secretsKey'> {
+  /** DSH_DB: a libsql path or `file:` URL, or a `postgres://` URL. */
+  database: string;
+  /** The data directory (the PostgreSQL store's default key file lives there). */
+  dataDir: string;
+  /** Connections to PostgreSQL this process may hold (DSH_DB_POOL). */
+  poolSize?: number;
+  /** Told once how the PostgreSQL store got its secrets key when none was set. */
+  log?: (line: string) => void;
+}
+
+export const SECRETS_KEY_FILE = 'secrets.key';
+
+export const connectStore = async (options: ConnectStoreOptions): Promise<Store> => {
+  const { database, secretsKey, now, onError, logBudgetBytes, pluginLimitsOf } = options;
+  const shared = {
+    ...(now === undefined ? {} : { now }),
+    ...(onError === undefined ? {} : { onError }),
+    ...(logBudgetBytes === undefined ? {} : { logBudgetBytes }),
+    ...(pluginLimitsOf === undefined ? {} : { pluginLimitsOf }),
+  };
+  if (!isPostgresUrl(database))
+    return openStore({ path: database, ...shared, ...(secretsKey === undefined ? {} : { secretsKey }) });
+  const { openPgStore } = await import('./pg/index.ts');
+  let key = secretsKey;
+  if (key === undefined) {
+    const file = join(options.dataDir, SECRETS_KEY_FILE);
+    key = keyFileSecret(file);
+    options.log?.(
+      `secrets are sealed with the key in ${file}: give every replica on this database the same key (DSH_SECRETS_KEY)`,
+    );
+  }
+  return openPgStore({
+    url: database,
+    secretsKey: key,
+    ...shared,
+    ...(options.poolSize === undefined ? {} : { poolSize: options.poolSize }),
+  });
+};

@@ -1,0 +1,47 @@
+// The store as the rest of the service sees it: every port, whichever backend keeps them
+// (libsql: ./index.ts openStore; PostgreSQL: ./pg/index.ts openPgStore; ./connect.ts picks one
+// from DSH_DB). Types only.
+import type { AgentStore } from './agents-port.ts';
+import type { EgressSettingsStore } from './egress.ts';
+import type { ClosableEventLog } from './event-log-port.ts';
+import type { PluginStore } from './plugins-core.ts';
+import type { ClosableRequestStore } from './request-core.ts';
+import type { ScheduleStore } from './schedules.ts';
+import type { SessionStateStore } from './session-state.ts';
+import type { SkillStore } from './skills.ts';
+import type { TeamBoardStore } from './team-board.ts';
+import type { TeamStore } from './teams.ts';
+import type { TenantStore } from './tenants.ts';
+import type { EventSearch } from './types.ts';
+
+export interface Store {
+  /** Which backend keeps the ports. */
+  backend: 'libsql' | 'postgres';
+  /**
+   * This control plane's identity, made once per store (migration 2). The docker provider labels
+   * and names everything it creates with it and adopts or removes only what carries it.
+   */
+  instanceId: string;
+  events: ClosableEventLog;
+  requests: ClosableRequestStore;
+  tenants: TenantStore;
+  agents: AgentStore;
+  /** Creator plugins and their immutable packages (cordis_define). */
+  plugins: PluginStore;
+  /** Each session's todos, plan mode and current goal (host/session/ decides what they mean). */
+  sessionState: SessionStateStore;
+  /** Full-text search over the session log (the `session_*` tools). */
+  search: EventSearch;
+  /** Agents' reminders (the `schedule_*` tools). */
+  schedules: ScheduleStore;
+  /** Each tenant's skill packages (the `skill` tool, /v1/skills). */
+  skills: SkillStore;
+  /** Each tenant's egress settings (allowlist, credentials, budgets, search provider). */
+  egress: EgressSettingsStore;
+  /** Each team's task board (the team_task_* tools). */
+  teamBoards: TeamBoardStore;
+  /** Child agents' runs and every agent's mailbox (the subagent and team tools). */
+  teams: TeamStore;
+  /** Flushes events, stops timers, closes the database. Idempotent. */
+  close(): Promise<void>;
+}
