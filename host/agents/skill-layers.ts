@@ -63,18 +63,18 @@ export function createSkillLayers(options: SkillLayersOptions): SkillLayers {
     for (const layer of tenants.get(tenantId)?.values() ?? []) install(layer, tenantId);
     const sessions = options.agentsOf(tenantId);
     if (sessions.length === 0) return;
-    try {
-      options.events.append(
+    options.events
+      .append(
         sessions.map(({ sessionId }) => ({
           sessionId,
           type: 'tools.change',
           surface: 'log-only' as const,
           data: { added: [], removed: [], changed: ['skill'] },
         })),
-      );
-    } catch {
-      // over the tenant's log budget: the tools changed all the same
-    }
+      )
+      .catch(() => {
+        // over the tenant's log budget: the tools changed all the same
+      });
   }
 
   return { parentOf, refresh };

@@ -34,7 +34,7 @@ export async function put(s: ServersState, spec: McpServerSpec): Promise<McpServ
   try {
     disposers = register(s, defs);
     entries.set(spec.name, { record, runner, defs, disposers });
-    options.persist(snapshot(s));
+    await options.persist(snapshot(s));
   } catch (error) {
     for (const dispose of disposers) dispose();
     runner.stop();
@@ -47,14 +47,14 @@ export async function put(s: ServersState, spec: McpServerSpec): Promise<McpServ
   return statusOf(entries.get(spec.name) as Entry);
 }
 
-export function remove(s: ServersState, name: string): boolean {
+export async function remove(s: ServersState, name: string): Promise<boolean> {
   const { entries, options } = s;
   const e = entries.get(name);
   if (e === undefined) return false;
   entries.delete(name);
   for (const dispose of e.disposers) dispose();
   try {
-    options.persist(snapshot(s));
+    await options.persist(snapshot(s));
   } catch (error) {
     entries.set(name, { ...e, disposers: register(s, e.defs) });
     throw error;

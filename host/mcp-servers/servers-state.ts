@@ -19,8 +19,8 @@ export interface AgentMcpOptions {
   sandbox: () => Promise<Sandbox>;
   /** Reaches remote (http) servers: the egress gateway's fetch for this agent. */
   remoteFetch?: FetchLike;
-  /** Stores the whole list (and logs it); may throw, which undoes the change that called it. */
-  persist: (records: McpServerRecord[]) => void;
+  /** Stores the whole list (and logs it); may reject, which undoes the change that called it. */
+  persist: (records: McpServerRecord[]) => Promise<void>;
   /** Told when a restarted server's tools replaced its old ones (already persisted). */
   onChange?: () => void;
 }
@@ -38,7 +38,7 @@ export interface AgentMcp {
   /** Starts the server, lists its tools and installs them (replacing one of the same name). */
   put(spec: McpServerSpec): Promise<McpServerStatus>;
   /** False when there is no server of that name. */
-  remove(name: string): boolean;
+  remove(name: string): Promise<boolean>;
   stopAll(): void;
 }
 
@@ -57,7 +57,8 @@ export function runnerFor(s: ServersState, spec: McpServerSpec): McpRunner {
     limits,
     sandbox: options.sandbox,
     ...(options.remoteFetch === undefined ? {} : { remoteFetch: options.remoteFetch }),
-    onTools: (listed) => refresh(s, spec.name, runner, listed),
+    // refresh() settles every failure itself (the previous tools back): nothing to report here.
+    onTools: (listed) => void refresh(s, spec.name, runner, listed).catch(() => undefined),
   });
   return runner;
 }
@@ -100,7 +101,12 @@ export function statusOf(e: Entry): McpServerStatus {
 }
 
 /** A running server listed tools: when they differ from the installed ones, swap them. */
-export function refresh(s: ServersState, name: string, runner: McpRunner, listed: McpToolInfo[]): void {
+export async function refresh(
+  s: ServersState,
+  name: string,
+  runner: McpRunner,
+  listed: McpToolInfo[],
+): Promise<void> {
   const { options } = s;
   const e = s.entries.get(name);
   if (e === undefined || e.runner !== runner) return; // a registration in progress, or gone
@@ -112,7 +118,7 @@ export function refresh(s: ServersState, name: string, runner: McpRunner, listed
     e.disposers = register(s, defs);
     e.defs = defs;
     e.record = { ...e.record, tools: listed };
-    options.persist(snapshot(s));
+    await options.persist(snapshot(s));
   } catch {
     for (const dispose of e.disposers) dispose();
     Object.assign(e, previous, { disposers: register(s, previous.defs) });

@@ -16,11 +16,17 @@ export interface FireDeps {
   events: EventLog;
 }
 
-export function fireSchedule(options: FireDeps, ttlMs: number, record: ScheduleRecord, at: number): void {
+/** Fires `record` now; the `schedule.fired` append when it fired (the caller reports its failure). */
+export function fireSchedule(
+  options: FireDeps,
+  ttlMs: number,
+  record: ScheduleRecord,
+  at: number,
+): Promise<unknown> | undefined {
   const { schedules } = options;
   if (options.agents.get(record.tenantId, record.agentId) === undefined) {
     schedules.deleteAgent(record.agentId);
-    return;
+    return undefined;
   }
   const next =
     record.everyMs === undefined
@@ -45,8 +51,8 @@ export function fireSchedule(options: FireDeps, ttlMs: number, record: ScheduleR
       expiresAt: at + ttlMs,
     }).id;
   });
-  if (!fired) return;
-  options.events.append([
+  if (!fired) return undefined;
+  return options.events.append([
     {
       sessionId: record.agentId,
       type: 'schedule.fired',

@@ -100,7 +100,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       const at = now();
       for (const record of schedules.due(at, FIRE_BATCH)) {
         try {
-          fireSchedule(options, ttlMs, record, at);
+          fireSchedule(options, ttlMs, record, at)?.catch((error: unknown) => options.onError?.(error));
         } catch (error) {
           options.onError?.(error);
         }

@@ -61,7 +61,9 @@ export function createAgentSession(options: AgentSessionOptions): AgentSession {
   }
 
   function announce(type: string, data: JsonValue): void {
-    events.append([{ sessionId, type, surface: 'log-only', data }]);
+    // Not awaited (these methods are synchronous): a change its tenant's full log refuses to
+    // announce is made all the same, as a tool's own effects are; the call that made it is logged.
+    events.append([{ sessionId, type, surface: 'log-only', data }]).catch(() => undefined);
   }
 
   function saveGoal(goal: Goal, logged: boolean): Goal {

@@ -3,7 +3,7 @@
 // (payloads.ts), so the same 1 MiB argument sent a thousand times costs one copy, and a row costs
 // at most about `inlineBytes`. Every tenant (the tenant of the session's agent) has a byte budget
 // for its log: event rows plus the payloads they brought. The rules, decided here and checked
-// synchronously at append:
+// at append (synchronously, once the backend's answers are loaded: event-log-load.ts):
 // - An event that fits in what is left of its tenant's budget is stored whole.
 // - An event that does not fit is refused with STORE_BUDGET_EXCEEDED, so the pipeline does not
 //   run a call it cannot record whole: every call that ran has its arguments in the log.
@@ -20,6 +20,7 @@
 // several processes sharing one database each enforce it against what they last read.
 import { SandboxError } from '../errors.ts';
 import type { EventRow, QueuedRow } from './event-log-port.ts';
+import { answer, Loading } from './event-log-load.ts';
 import { NO_BLOBS, shape } from './event-log-rows.ts';
 import { type Budget, blobKey, type LogState, type SessionState, sessionOf } from './event-log-state.ts';
 import type { SessionEventInput, TenantLogUsage } from './types.ts';
@@ -73,7 +74,8 @@ export function budgetOf(s: LogState, session: SessionState): Budget {
   const tenantId = session.tenantId;
   let entry = s.budgets.get(tenantId);
   if (entry === undefined) {
-    entry = { tenantId, used: s.backend.usage(tenantId), dropped: 0, refused: 0 };
+    const used = answer(s, `usage\0${tenantId}`, () => s.backend.usage(tenantId));
+    entry = { tenantId, used, dropped: 0, refused: 0 };
     s.budgets.set(tenantId, entry);
   }
   session.budget = entry;
@@ -117,7 +119,11 @@ export function admit(
     ? NO_BLOBS
     : split.blobs.filter((b) => {
         const key = blobKey(tenantId, b.sha256);
-        return !adding?.has(key) && !s.queuedBlobs.has(key) && !s.backend.hasBlob(tenantId, b.sha256);
+        return (
+          !adding?.has(key) &&
+          !s.queuedBlobs.has(key) &&
+          !answer(s, `has\0${key}`, () => s.backend.hasBlob(tenantId, b.sha256))
+        );
       });
   const row: QueuedRow = {
     sessionId: input.sessionId,
@@ -157,7 +163,8 @@ export function admits(s: LogState, sessionId: string, bytes = ADMIT_BYTES): boo
   if (s.closed) return false;
   try {
     return budgetOf(s, sessionOf(s, sessionId)).used + bytes <= s.budget;
-  } catch {
+  } catch (error) {
+    if (error instanceof Loading) throw error;
     return false;
   }
 }
@@ -166,7 +173,7 @@ export function admits(s: LogState, sessionId: string, bytes = ADMIT_BYTES): boo
 export function usageOf(s: LogState): TenantLogUsage[] {
   const { budget, budgets } = s;
   const all = new Map<string, number>();
-  for (const { tenantId, bytes } of s.backend.usageAll()) all.set(tenantId, bytes);
+  for (const { tenantId, bytes } of answer(s, 'usageAll', () => s.backend.usageAll())) all.set(tenantId, bytes);
   for (const { tenantId, used } of budgets.values()) all.set(tenantId, used);
   return [...all].map(
     ([tenantId, bytes]): TenantLogUsage => ({

@@ -1,6 +1,8 @@
 // Shapes call events for the durable log. Root calls are part of the model's history (surface
 // `current`); inner calls of programs, workflows and plugins are `log-only` and name their parent.
-// Appends are synchronous enqueues; the store batches the writes. A call the store refuses to
+// An append is called synchronously where the call is (so events keep the order calls were made
+// in) and awaited only for its verdict; the store batches the writes (and with libsql answers at
+// once, an already settled promise). A call the store refuses to
 // record is not run (recordCall says why, as the call's error); large values and tenant budgets
 // are the store's business (host/store/event-log-budget.ts). A call with a provenance (a plugin's code
 // made it) is log-only too, even without a parent: it is no part of the model's history.
@@ -64,9 +66,13 @@ export const resultEvent = (
 };
 
 /** Appends a call's `tool.call` event; the error to settle the call with when the store refused it. */
-export const recordCall = (log: EventLog, event: SessionEventInput, name: string): ToolError | undefined => {
+export const recordCall = async (
+  log: EventLog,
+  event: SessionEventInput,
+  name: string,
+): Promise<ToolError | undefined> => {
   try {
-    log.append([event]);
+    await log.append([event]);
     return undefined;
   } catch (error) {
     if (isSandboxError(error) && error.code === 'STORE_BUDGET_EXCEEDED') {
@@ -82,10 +88,13 @@ export const recordCall = (log: EventLog, event: SessionEventInput, name: string
   }
 };
 
-/** Appends one event; false when the store refused it (the caller decides what that means). */
-export const tryAppend = (log: EventLog, event: SessionEventInput): boolean => {
+/**
+ * Appends one event (now, in call order); resolves false when the store refused it (the caller
+ * decides what that means). Never rejects, so callers may leave it unawaited.
+ */
+export const tryAppend = async (log: EventLog, event: SessionEventInput): Promise<boolean> => {
   try {
-    log.append([event]);
+    await log.append([event]);
     return true;
   } catch {
     return false;

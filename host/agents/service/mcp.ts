@@ -37,13 +37,13 @@ export function mcpLimitsFor(
   return { ...DEFAULT_MCP_LIMITS, ...limitsOf?.(tenantId) };
 }
 
-/** Writes the list (log first, then the table); throws, changing nothing, when either refuses. */
+/** Writes the list (log first, then the table); rejects, changing nothing, when either refuses. */
 export function mcpPersister(
   agents: AgentStore,
   events: EventLog,
   agent: Agent,
-): (records: McpServerRecord[]) => void {
-  return function persist(records) {
+): (records: McpServerRecord[]) => Promise<void> {
+  return async function persist(records) {
     // Secrets stay out of the log: a program's environment and a remote server's headers by name only.
     const servers = records.map(({ tools, ...spec }) => ({
       ...spec,
@@ -52,7 +52,7 @@ export function mcpPersister(
         : { env: spec.env === undefined ? undefined : Object.keys(spec.env) }),
       tools: tools.map((t) => t.name),
     }));
-    events.append([
+    await events.append([
       {
         sessionId: agent.sessionId,
         type: MCP_SERVERS_EVENT,
@@ -124,7 +124,7 @@ export function createMcpServerService(options: {
       return status;
     },
     async remove(agent, name) {
-      if (!options.mcpOf(agent).remove(name))
+      if (!(await options.mcpOf(agent).remove(name)))
         throw new SandboxError('NOT_FOUND', `Agent ${agent.id} has no MCP server ${name}.`);
       await events.flush();
     },

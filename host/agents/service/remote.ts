@@ -42,10 +42,10 @@ export function latestByName(specs: readonly RemoteToolSpec[]): RemoteToolSpec[]
 export interface RemoteTools {
   has(name: string): boolean;
   /**
-   * Adds or replaces `specs` by name; `persist` gets the whole new list and may throw, which puts
-   * the old tools back. Returns every remote tool name.
+   * Adds or replaces `specs` by name; `persist` gets the whole new list and may reject, which puts
+   * the old tools back. Resolves to every remote tool name.
    */
-  replace(specs: readonly RemoteToolSpec[], persist: (all: RemoteToolSpec[]) => void): string[];
+  replace(specs: readonly RemoteToolSpec[], persist: (all: RemoteToolSpec[]) => Promise<void>): Promise<string[]>;
 }
 
 interface Entry {
@@ -74,12 +74,26 @@ export function installRemoteTools(
     for (const { spec, definition } of previous) put(spec, definition);
   }
 
-  function replace(specs: readonly RemoteToolSpec[], persist: (all: RemoteToolSpec[]) => void): string[] {
+  /** Installs `specs` (by name) now; the entries before, to restore. */
+  function swap(specs: readonly RemoteToolSpec[]): Entry[] {
     const definitions = specs.map((spec) => ({ spec, definition: define(spec) }));
     const previous = [...entries.values()];
     try {
       for (const { spec, definition } of definitions) put(spec, definition);
-      persist([...entries.values()].map((entry) => entry.spec));
+    } catch (error) {
+      restore(previous);
+      throw error;
+    }
+    return previous;
+  }
+
+  async function replace(
+    specs: readonly RemoteToolSpec[],
+    persist: (all: RemoteToolSpec[]) => Promise<void>,
+  ): Promise<string[]> {
+    const previous = swap(specs);
+    try {
+      await persist([...entries.values()].map((entry) => entry.spec));
     } catch (error) {
       restore(previous);
       throw error;
@@ -87,7 +101,7 @@ export function installRemoteTools(
     return [...entries.keys()];
   }
 
-  replace(specs, () => {});
+  swap(specs);
   return { has: (name) => entries.has(name), replace };
 }
 
@@ -104,10 +118,10 @@ export function createRemoteRegistration(
 ): (agent: Agent, tools: RemoteToolSpec[]) => Promise<string[]> {
   const { agents, events } = options;
 
-  function persist(agent: Agent, all: RemoteToolSpec[]): void {
+  async function persist(agent: Agent, all: RemoteToolSpec[]): Promise<void> {
     const tools = all as unknown as JsonValue[];
     // Logged first: an append the tenant's log budget refuses leaves the table as it was.
-    events.append([
+    await events.append([
       { sessionId: agent.sessionId, type: 'agent.remote_tools', surface: 'log-only', data: { tools } },
     ]);
     if (!agents.setRemoteTools(agent.tenantId, agent.id, tools)) throw deletedError(agent.id);
@@ -121,7 +135,7 @@ export function createRemoteRegistration(
         throw new SandboxError('INVALID_ARGUMENTS', `Remote tool ${spec.name} is listed twice.`);
       names.add(spec.name);
     }
-    const all = remote.replace(tools, (specs) => persist(agent, specs));
+    const all = await remote.replace(tools, (specs) => persist(agent, specs));
     await events.flush();
     return all;
   };

@@ -78,16 +78,16 @@ export async function wait(
   };
 }
 
-export function interrupt(
+export async function interrupt(
   state: TeamState,
   by: Agent,
   target: string,
   reach: Reach,
-): { agent_id: string; interrupted_batches: number } {
+): Promise<{ agent_id: string; interrupted_batches: number }> {
   const to = resolve(state, by, target, reach);
   const stopped = state.options.interrupt(to.id, by.id);
   const byName = nameOf(state, by.id);
-  state.events.append([
+  await state.events.append([
     {
       sessionId: to.id,
       type: 'agent.interrupted',

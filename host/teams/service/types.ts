@@ -108,7 +108,11 @@ export interface TeamService {
     timeoutMs: number | undefined,
     signal: AbortSignal,
   ): Promise<{ messages: MessageView[]; timed_out: boolean }>;
-  interrupt(by: Agent, target: string, reach: Reach): { agent_id: string; interrupted_batches: number };
+  interrupt(
+    by: Agent,
+    target: string,
+    reach: Reach,
+  ): Promise<{ agent_id: string; interrupted_batches: number }>;
   list(agent: Agent, scope: 'children' | 'descendants' | 'team'): AgentSummary[];
   /** The agent's mailbox after `afterId` (read or not). */
   mailbox(agent: Agent, afterId?: number, limit?: number): MessageView[];

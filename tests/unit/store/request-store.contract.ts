@@ -109,7 +109,7 @@ export const runRequestStoreContract = (harness: Harness<RequestStoreInstance>) 
       const expired = store.create(input(10));
       await store.wait(expired.id);
       await events.flush();
-      const log = events.list('s1').map((e) => [e.type, (e.data as { requestId: string }).requestId]);
+      const log = (await events.list('s1')).map((e) => [e.type, (e.data as { requestId: string }).requestId]);
       expect(log).toEqual([
         ['request.created', answered.id],
         ['request.answered', answered.id],
@@ -118,7 +118,7 @@ export const runRequestStoreContract = (harness: Harness<RequestStoreInstance>) 
         ['request.created', expired.id],
         ['request.expired', expired.id],
       ]);
-      expect(events.list('s1')[1]).toMatchObject({
+      expect((await events.list('s1'))[1]).toMatchObject({
         surface: 'log-only',
         callId: 'call_1',
         data: { answer: { allow: true } },
@@ -157,7 +157,7 @@ export const runRequestStoreContract = (harness: Harness<RequestStoreInstance>) 
         expect(next.store.get(r.id)?.state).toBe('expired');
         expect(next.store.answer(r.id, { allow: true })).toBe(false);
         await next.events.flush();
-        expect(next.events.list('s1').map((e) => e.type)).toContain('request.expired');
+        expect((await next.events.list('s1')).map((e) => e.type)).toContain('request.expired');
       });
 
       it('arms expiry for pending requests found at start', async (ctx) => {

@@ -35,7 +35,7 @@ describe('mailbox waits', () => {
     expect((await first).map((m) => m.body)).toEqual(['hello']);
     expect(await second).toEqual([]);
     expect(await mail.wait('agt_to', 0, never)).toEqual([]);
-    expect(store.events.list('agt_to').map((e) => [e.type, (e.data as { message: string }).message])).toEqual(
+    expect((await store.events.list('agt_to')).map((e) => [e.type, (e.data as { message: string }).message])).toEqual(
       [['mailbox.message', 'hello']],
     );
   });

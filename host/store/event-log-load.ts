@@ -1,0 +1,66 @@
+// How the core takes a backend answer that may come now or later (event-log-port.ts, Answer) while
+// its own steps stay synchronous: an operation (an append, a page, a payload, usage) runs as one
+// synchronous function; where it needs an answer the backend gives as a promise, answer() starts
+// that load and throws Loading, and settle() runs the operation again once the load is done, with
+// the answers loaded so far at hand. A synchronous backend (libsql, memory) never throws Loading,
+// so its operations run once, in the caller's call, with no await.
+// Invariants: an operation mutates nothing before its last load (each one is all or nothing, as
+// append already is), so running it again is safe; the answers of one operation are its own
+// (s.answers is set only while that operation runs, synchronously) and die with it.
+import type { Answer } from './event-log-port.ts';
+import type { LogState } from './event-log-state.ts';
+
+/** Thrown by answer(): the operation waits for `loaded` and runs again. */
+export class Loading {
+  readonly loaded: Promise<void>;
+  constructor(loaded: Promise<void>) {
+    this.loaded = loaded;
+  }
+}
+
+export function isPromise<T>(value: Answer<T>): value is Promise<T> {
+  return typeof (value as { then?: unknown } | null | undefined)?.then === 'function';
+}
+
+/**
+ * The backend's answer `key` for the running operation: now when `load` answers synchronously (or
+ * an earlier run of this operation loaded it); otherwise its load starts and Loading is thrown.
+ */
+export function answer<T>(s: LogState, key: string, load: () => Answer<T>): T {
+  const loaded = s.answers;
+  if (loaded?.has(key)) return loaded.get(key) as T;
+  const value = load();
+  if (!isPromise(value)) return value;
+  const answers = loaded ?? new Map<string, unknown>();
+  s.answers = answers;
+  throw new Loading(
+    value.then((v) => {
+      answers.set(key, v);
+    }),
+  );
+}
+
+/** Runs `run` (an operation, see the header): its value now, or a promise when it had to load. */
+export function settle<T>(s: LogState, run: () => T, answers?: Map<string, unknown>): T | Promise<T> {
+  const outer = s.answers;
+  s.answers = answers;
+  try {
+    return run();
+  } catch (error) {
+    if (!(error instanceof Loading)) throw error;
+    const kept = s.answers;
+    return error.loaded.then(() => settle(s, run, kept));
+  } finally {
+    s.answers = outer;
+  }
+}
+
+/** `settle` as a promise: already resolved (or rejected) when the backend answered synchronously. */
+export function settled<T>(s: LogState, run: () => T): Promise<T> {
+  try {
+    const value = settle(s, run);
+    return isPromise(value) ? value : Promise.resolve(value);
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
