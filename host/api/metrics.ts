@@ -204,10 +204,8 @@ export const observeCalls =
 
 /** Durable log usage per tenant (issue 11), read at every scrape. */
 export const withLogUsage = (metrics: Metrics, usage: () => Promise<TenantLogUsage[]>): Metrics => {
-  const perTenant =
-    (pick: (u: TenantLogUsage) => number) =>
-    async (): Promise<Record<string, number>> =>
-      Object.fromEntries((await usage()).map((u) => [u.tenantId, pick(u)]));
+  const perTenant = (pick: (u: TenantLogUsage) => number) => async (): Promise<Record<string, number>> =>
+    Object.fromEntries((await usage()).map((u) => [u.tenantId, pick(u)]));
   metrics.labelledGauge(
     'dsh_store_log_bytes',
     'Durable log bytes per tenant (events plus payloads stored once).',

@@ -7,8 +7,8 @@
 // nothing: a bad or refused event rejects the whole append before any seq or byte is used.
 import { SandboxError } from '../errors.ts';
 import { admit, budgetOf } from './event-log-budget.ts';
-import type { QueuedRow } from './event-log-port.ts';
 import { answer, isPromise, settle } from './event-log-load.ts';
+import type { QueuedRow } from './event-log-port.ts';
 import { enqueue, schedule } from './event-log-queue.ts';
 import { validate } from './event-log-rows.ts';
 import { type Budget, type LogState, type SessionState, sessionOf } from './event-log-state.ts';

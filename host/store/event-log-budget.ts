@@ -19,8 +19,8 @@
 // Usage is counted at append (queued rows included) and persisted by the backend in the same write;
 // several processes sharing one database each enforce it against what they last read.
 import { SandboxError } from '../errors.ts';
-import type { EventRow, QueuedRow } from './event-log-port.ts';
 import { answer, Loading } from './event-log-load.ts';
+import type { EventRow, QueuedRow } from './event-log-port.ts';
 import { NO_BLOBS, shape } from './event-log-rows.ts';
 import { type Budget, blobKey, type LogState, type SessionState, sessionOf } from './event-log-state.ts';
 import type { SessionEventInput, TenantLogUsage } from './types.ts';
@@ -173,7 +173,8 @@ export function admits(s: LogState, sessionId: string, bytes = ADMIT_BYTES): boo
 export function usageOf(s: LogState): TenantLogUsage[] {
   const { budget, budgets } = s;
   const all = new Map<string, number>();
-  for (const { tenantId, bytes } of answer(s, 'usageAll', () => s.backend.usageAll())) all.set(tenantId, bytes);
+  for (const { tenantId, bytes } of answer(s, 'usageAll', () => s.backend.usageAll()))
+    all.set(tenantId, bytes);
   for (const { tenantId, used } of budgets.values()) all.set(tenantId, used);
   return [...all].map(
     ([tenantId, bytes]): TenantLogUsage => ({

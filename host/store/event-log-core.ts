@@ -15,6 +15,7 @@
 // batch stays queued (flush() rejects, the next tick retries) instead of being dropped.
 import { append } from './event-log-append.ts';
 import { admits, DEFAULT_LOG_BUDGET_BYTES, usageOf } from './event-log-budget.ts';
+import { settled } from './event-log-load.ts';
 import type {
   AsyncEventWriter,
   ClosableEventLog,
@@ -22,7 +23,6 @@ import type {
   EventLogOptions,
   SyncEventBackend,
 } from './event-log-port.ts';
-import { settled } from './event-log-load.ts';
 import { close, flush, subscribe } from './event-log-queue.ts';
 import { list, payload } from './event-log-read.ts';
 import type { LogState } from './event-log-state.ts';

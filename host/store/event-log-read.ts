@@ -7,9 +7,9 @@
 // session (one writer per session), so a page is the backend's rows followed by those; a page holds
 // at least one event when one exists, however large.
 import { SandboxError } from '../errors.ts';
-import { baseEvent, parseRefs, sizeOf, toEvent } from './event-log-rows.ts';
 import { answer, settled } from './event-log-load.ts';
 import type { EventRow } from './event-log-port.ts';
+import { baseEvent, parseRefs, sizeOf, toEvent } from './event-log-rows.ts';
 import { type LogState, readBlob, sessionOf } from './event-log-state.ts';
 import { payloadText, resolveData, topRefs } from './payloads.ts';
 import type { EventQuery, SessionEvent } from './types.ts';

@@ -72,7 +72,8 @@ export function sessionOf(s: LogState, sessionId: string): SessionState {
   let session = s.sessions.get(sessionId);
   if (session === undefined) {
     const tenantId =
-      s.options.tenantOf?.(sessionId) ?? answer(s, `tenant\0${sessionId}`, () => s.backend.tenantOf(sessionId));
+      s.options.tenantOf?.(sessionId) ??
+      answer(s, `tenant\0${sessionId}`, () => s.backend.tenantOf(sessionId));
     session = { tenantId, budget: undefined, seq: -1 };
     s.sessions.set(sessionId, session);
   }

@@ -45,7 +45,10 @@ export interface RemoteTools {
    * Adds or replaces `specs` by name; `persist` gets the whole new list and may reject, which puts
    * the old tools back. Resolves to every remote tool name.
    */
-  replace(specs: readonly RemoteToolSpec[], persist: (all: RemoteToolSpec[]) => Promise<void>): Promise<string[]>;
+  replace(
+    specs: readonly RemoteToolSpec[],
+    persist: (all: RemoteToolSpec[]) => Promise<void>,
+  ): Promise<string[]>;
 }
 
 interface Entry {

@@ -18,7 +18,9 @@ const containersOf = async (agentId: string) =>
   h.fixture.docker.listContainers({ all: true, filters: { label: [`dsh.agent=${agentId}`] } });
 
 const innerResults = async (agentId: string): Promise<SessionEvent[]> =>
-  (await h.server.store.events.list(agentId, { limit: 5000 })).filter((e) => e.type === 'tool.result' && e.parentCallId !== undefined);
+  (await h.server.store.events.list(agentId, { limit: 5000 })).filter(
+    (e) => e.type === 'tool.result' && e.parentCallId !== undefined,
+  );
 
 describe('deleting an agent while its program runs', () => {
   it('stops the program: no tool runs after the 204, policy stays closed, no container is left', async () => {
@@ -31,10 +33,13 @@ describe('deleting an agent while its program runs', () => {
     const batch = h.http(h.keyA, 'POST', `/v1/agents/${agentId}/calls`, {
       calls: [{ id: 'p', name: 'run_code', arguments: { code: program, description: 'loop' } }],
     });
-    await until(async () => (await innerResults(agentId)).filter((e) => (e.data as Loose).name === 'bash').length >= 3, {
-      what: 'the program to loop',
-      timeoutMs: 60_000,
-    });
+    await until(
+      async () => (await innerResults(agentId)).filter((e) => (e.data as Loose).name === 'bash').length >= 3,
+      {
+        what: 'the program to loop',
+        timeoutMs: 60_000,
+      },
+    );
     expect(await containersOf(agentId)).toHaveLength(1);
 
     const deleted = await h.http(h.keyA, 'DELETE', `/v1/agents/${agentId}`);

@@ -50,9 +50,10 @@ describe('isolate workers are shared fairly between tenants', () => {
           events.some((e) => e.callId === 'burn'),
         ),
       {
-      what: "A's programs to be dispatched",
-      timeoutMs: 30_000,
-    });
+        what: "A's programs to be dispatched",
+        timeoutMs: 30_000,
+      },
+    );
     await until(() => childrenCpuMs() - idleCpuMs >= 1000, {
       what: "A's programs to spin",
       timeoutMs: 30_000,

@@ -83,7 +83,9 @@ describe('run_code programs', () => {
     expect(text.endsWith('\nCaptured output:\nstep 1')).toBe(true);
     expect(result.error).toMatchObject({ code: 'CODE_RUN_FAILED', data: { kind: 'runtime' } });
     await s.log.flush();
-    const logged = (await s.log.list(agent.sessionId)).find((e) => e.type === 'tool.result' && e.callId === result.id);
+    const logged = (await s.log.list(agent.sessionId)).find(
+      (e) => e.type === 'tool.result' && e.callId === result.id,
+    );
     expect(logged?.data).toMatchObject({ error: { code: 'CODE_RUN_FAILED', data: { kind: 'runtime' } } });
   });
 
@@ -242,7 +244,13 @@ describe('run_code programs', () => {
       'await tools.grep({ key: "k" });\ntry { await tools.read({ path: "/y" }); } catch {}\nreturn 1;',
       'outer-7',
     );
-    const events = (await s.log.list(agent.sessionId)).map((e) => [e.type, e.surface, e.callId, e.parentCallId ?? null, (e.data as { name: string }).name]);
+    const events = (await s.log.list(agent.sessionId)).map((e) => [
+      e.type,
+      e.surface,
+      e.callId,
+      e.parentCallId ?? null,
+      (e.data as { name: string }).name,
+    ]);
     expect(events).toEqual([
       ['tool.call', 'current', 'outer-7', null, 'run_code'],
       ['tool.call', 'log-only', 'outer-7.1', 'outer-7', 'grep'],

@@ -50,7 +50,9 @@ describe('openStore', () => {
     expect(child.signal).toBe('SIGKILL');
     const store = openStore({ dataDir: temp.dir });
     try {
-      expect((await store.events.list('s')).map((e) => e.seq)).toEqual(Array.from({ length: 101 }, (_, i) => i + 1));
+      expect((await store.events.list('s')).map((e) => e.seq)).toEqual(
+        Array.from({ length: 101 }, (_, i) => i + 1),
+      );
       expect(store.requests.list('s', 'pending')).toHaveLength(1);
     } finally {
       store.close();

@@ -27,7 +27,7 @@ describe('durable log', () => {
     const registry = createRegistry({ log });
     registry.global.register(echoTool());
     await registry.global.execute([call('c1', 'echo', { text: 'hi' })], { agent });
-    const events = (await log.list('session-1'));
+    const events = await log.list('session-1');
     expect(events.map((e) => [e.type, e.surface, e.callId])).toEqual([
       ['tool.call', 'current', 'c1'],
       ['tool.result', 'current', 'c1'],
@@ -74,9 +74,7 @@ describe('durable log', () => {
     releaseSlow();
     await batch;
     expect(finished).toEqual(['b', 'c', 'a']);
-    const order = (await log.list('session-1'))
-      .filter((e) => e.type === 'tool.result')
-      .map((e) => e.callId);
+    const order = (await log.list('session-1')).filter((e) => e.type === 'tool.result').map((e) => e.callId);
     expect(order).toEqual(['a', 'b', 'c']);
     log.close?.();
   });
@@ -89,9 +87,7 @@ describe('durable log', () => {
       c.id === 'c2' ? { kind: 'deny', reason: 'no', userReason: 'blocked by admin' } : undefined,
     );
     await registry.global.execute([call('c1', 'nope'), call('c2', 'echo', { text: 'x' })], { agent });
-    const results = (await log.list('session-1'))
-      .filter((e) => e.type === 'tool.result')
-      .map((e) => e.data);
+    const results = (await log.list('session-1')).filter((e) => e.type === 'tool.result').map((e) => e.data);
     expect(results).toEqual([
       expect.objectContaining({ ok: false, error: expect.objectContaining({ code: 'UNKNOWN_TOOL' }) }),
       expect.objectContaining({
@@ -126,7 +122,7 @@ describe('durable log', () => {
     const registry = createRegistry({ log });
     registry.global.register(echoTool());
     await registry.global.execute([call('c1', 'echo', { text: 'x' })], { agent, log: null });
-    expect((await log.list('session-1'))).toEqual([]);
+    expect(await log.list('session-1')).toEqual([]);
     log.close?.();
   });
 
