@@ -8,7 +8,12 @@
 // append already is), so running it again is safe; the answers of one operation are its own
 // (s.answers is set only while that operation runs, synchronously) and die with it.
 import type { Answer } from './event-log-port.ts';
-import type { LogState } from './event-log-state.ts';
+
+/** What an operation's answers live in (LogState has it: event-log-state.ts). */
+export interface Answering {
+  /** The backend answers loaded so far by the running operation; undefined between operations. */
+  answers: Map<string, unknown> | undefined;
+}
 
 /** Thrown by answer(): the operation waits for `loaded` and runs again. */
 export class Loading {
@@ -26,7 +31,7 @@ export function isPromise<T>(value: Answer<T>): value is Promise<T> {
  * The backend's answer `key` for the running operation: now when `load` answers synchronously (or
  * an earlier run of this operation loaded it); otherwise its load starts and Loading is thrown.
  */
-export function answer<T>(s: LogState, key: string, load: () => Answer<T>): T {
+export function answer<T>(s: Answering, key: string, load: () => Answer<T>): T {
   const loaded = s.answers;
   if (loaded?.has(key)) return loaded.get(key) as T;
   const value = load();
@@ -41,7 +46,7 @@ export function answer<T>(s: LogState, key: string, load: () => Answer<T>): T {
 }
 
 /** Runs `run` (an operation, see the header): its value now, or a promise when it had to load. */
-export function settle<T>(s: LogState, run: () => T, answers?: Map<string, unknown>): T | Promise<T> {
+export function settle<T>(s: Answering, run: () => T, answers?: Map<string, unknown>): T | Promise<T> {
   const outer = s.answers;
   s.answers = answers;
   try {
@@ -56,7 +61,7 @@ export function settle<T>(s: LogState, run: () => T, answers?: Map<string, unkno
 }
 
 /** `settle` as a promise: already resolved (or rejected) when the backend answered synchronously. */
-export function settled<T>(s: LogState, run: () => T): Promise<T> {
+export function settled<T>(s: Answering, run: () => T): Promise<T> {
   try {
     const value = settle(s, run);
     return isPromise(value) ? value : Promise.resolve(value);

@@ -8,7 +8,7 @@
 // rows in append order, `inFlight` older than `queue`; a session with an entry in `chains` has an
 // append still loading, and every later append of that session waits behind it; a payload is in `queuedBlobs` exactly while
 // a row that stores it is queued or in flight; `appended - stored` rows are queued or in flight.
-import { answer } from './event-log-load.ts';
+import { type Answering, answer } from './event-log-load.ts';
 import type { AsyncEventWriter, EventBackend, EventLogOptions, QueuedRow } from './event-log-port.ts';
 import type { SessionEvent } from './types.ts';
 
@@ -30,7 +30,7 @@ export interface SessionState {
   seq: number;
 }
 
-export interface LogState {
+export interface LogState extends Answering {
   backend: EventBackend;
   options: EventLogOptions;
   now: () => number;
@@ -62,8 +62,6 @@ export interface LogState {
   /** Failed writes in a row: the retry backs off with them. */
   failures: number;
   closed: boolean;
-  /** The backend answers loaded so far by the running operation (event-log-load.ts). */
-  answers: Map<string, unknown> | undefined;
   /** Per session, its last append still loading (asynchronous backends only): later ones chain after it. */
   chains: Map<string, Promise<unknown>>;
 }
