@@ -65,26 +65,38 @@ export const resultEvent = (
   return event;
 };
 
-/** Appends a call's `tool.call` event; the error to settle the call with when the store refused it. */
-export const recordCall = async (
+/** Why a call was not run when its `tool.call` could not be recorded. */
+const unrecorded = (error: unknown, name: string): ToolError => {
+  if (isSandboxError(error) && error.code === 'STORE_BUDGET_EXCEEDED') {
+    return {
+      ...fail(
+        'STORE_BUDGET_EXCEEDED',
+        `The call to ${name} was not run: this tenant's event log is over its storage budget.`,
+      ),
+      data: { budget: (error.data?.budget as number | undefined) ?? null },
+    };
+  }
+  return fail('STORE_FAILED', `The call to ${name} could not be recorded, so it was not run; try again.`);
+};
+
+const recorded = (): undefined => undefined;
+const appended = (): boolean => true;
+const refused = (): boolean => false;
+
+/**
+ * Appends a call's `tool.call` event (now, in call order); resolves to the error to settle the call
+ * with when the store refused it. Never rejects. One `then` and no async function: this is paid by
+ * every call of the pipeline.
+ */
+export const recordCall = (
   log: EventLog,
   event: SessionEventInput,
   name: string,
 ): Promise<ToolError | undefined> => {
   try {
-    await log.append([event]);
-    return undefined;
+    return log.append([event]).then(recorded, (error: unknown) => unrecorded(error, name));
   } catch (error) {
-    if (isSandboxError(error) && error.code === 'STORE_BUDGET_EXCEEDED') {
-      return {
-        ...fail(
-          'STORE_BUDGET_EXCEEDED',
-          `The call to ${name} was not run: this tenant's event log is over its storage budget.`,
-        ),
-        data: { budget: (error.data?.budget as number | undefined) ?? null },
-      };
-    }
-    return fail('STORE_FAILED', `The call to ${name} could not be recorded, so it was not run; try again.`);
+    return Promise.resolve(unrecorded(error, name));
   }
 };
 
@@ -92,11 +104,10 @@ export const recordCall = async (
  * Appends one event (now, in call order); resolves false when the store refused it (the caller
  * decides what that means). Never rejects, so callers may leave it unawaited.
  */
-export const tryAppend = async (log: EventLog, event: SessionEventInput): Promise<boolean> => {
+export const tryAppend = (log: EventLog, event: SessionEventInput): Promise<boolean> => {
   try {
-    await log.append([event]);
-    return true;
+    return log.append([event]).then(appended, refused);
   } catch {
-    return false;
+    return Promise.resolve(false);
   }
 };
