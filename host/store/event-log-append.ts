@@ -3,7 +3,7 @@
 // Invariants: a session's seqs are assigned in append call order, gap-free and strictly
 // increasing from 1 (its last stored seq is read once, before its first append); with a
 // synchronous backend in the append call itself, with an asynchronous one once its answers are
-// loaded, every later append of the session chained behind (appendChained). An append is all or
+// loaded, every later append of the session chained behind it (append). An append is all or
 // nothing: a bad or refused event rejects the whole append before any seq or byte is used.
 import { SandboxError } from '../errors.ts';
 import { admit, budgetOf } from './event-log-budget.ts';

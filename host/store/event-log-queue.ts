@@ -1,14 +1,16 @@
 // The one writer path: admitted rows are queued, and drain() takes the whole queue and writes it
 // in one atomic batch, on the caller's thread (backend.write), handed over to the writer thread
-// (event-writer.ts), or to an asynchronous backend's write (its promise answers as the thread does); what follows a stored batch (seqs followed, payloads no longer queued,
-// subscribers told) is committed()'s. Writes run at the next setImmediate, or after the batch
-// window; flush() and close() write at once.
+// (event-writer.ts), or to an asynchronous backend's write (its promise answers as the thread
+// does); what follows a stored batch (seqs followed, payloads no longer queued, subscribers told)
+// is committed()'s. Writes run at the next setImmediate, or after the batch window; flush() and
+// close() write at once.
 // Invariants: rows are written in append order; a failed batch stays queued (flush() rejects, the
 // next tick retries, backing off while writes keep failing) instead of being dropped; subscribers
 // are told only after their events are durable, so a client never sees a seq a crash could hand
-// out again. With a writer thread or an asynchronous backend one write is in flight, everything appended meanwhile goes into
-// the next one (group commit), and the rows in flight count as queued for readers until the
-// thread says they are stored; once the thread is lost, the rest is written on the caller's thread.
+// out again. With a writer thread or an asynchronous backend one write is in flight, everything
+// appended meanwhile goes into the next one (group commit), and the rows in flight count as queued
+// for readers until the answer says they are stored; once the thread is lost, the rest is written
+// on the caller's thread.
 import { isPromise } from './event-log-load.ts';
 import type { AsyncEventWriter, QueuedRow, SyncEventBackend } from './event-log-port.ts';
 import { NO_BLOBS, toEvent } from './event-log-rows.ts';

@@ -6,8 +6,9 @@
 // Invariants: a session's tenant is read once (its first use) and never changes for this log; a
 // session's `seq` is the last seq given or stored, -1 until loaded; `queue` and `inFlight` hold
 // rows in append order, `inFlight` older than `queue`; a session with an entry in `chains` has an
-// append still loading, and every later append of that session waits behind it; a payload is in `queuedBlobs` exactly while
-// a row that stores it is queued or in flight; `appended - stored` rows are queued or in flight.
+// append still loading, and every later append of that session waits behind it; a payload is in
+// `queuedBlobs` exactly while a row that stores it is queued or in flight; `appended - stored`
+// rows are queued or in flight.
 import { type Answering, answer } from './event-log-load.ts';
 import type { AsyncEventWriter, EventBackend, EventLogOptions, QueuedRow } from './event-log-port.ts';
 import type { SessionEvent } from './types.ts';
