@@ -7,7 +7,7 @@
 // nothing: a bad or refused event rejects the whole append before any seq or byte is used.
 import { SandboxError } from '../errors.ts';
 import { admit, budgetOf } from './event-log-budget.ts';
-import { answer, isPromise, settle } from './event-log-load.ts';
+import { answer, isPromise, Loading, settle } from './event-log-load.ts';
 import type { QueuedRow } from './event-log-port.ts';
 import { enqueue, schedule } from './event-log-queue.ts';
 import { validate } from './event-log-rows.ts';
@@ -46,13 +46,23 @@ export function appendMany(s: LogState, inputs: SessionEventInput[]): SessionEve
     loadSeq(s, input.sessionId, session);
     states.push(session);
   }
-  const rows = inputs.map((input, i) => {
-    const session = states[i] as SessionState;
-    const tenant = budgetOf(s, session);
-    const row = admit(s, input, session, pending.get(tenant) ?? 0, adding);
-    pending.set(tenant, (pending.get(tenant) ?? 0) + row.bytes);
-    return row;
-  });
+  // What each tenant had dropped before: a later event's load (asynchronous backends) runs the
+  // append again, and the drops counted by the events before it must not count twice.
+  const dropped = new Map<Budget, number>();
+  let rows: QueuedRow[];
+  try {
+    rows = inputs.map((input, i) => {
+      const session = states[i] as SessionState;
+      const tenant = budgetOf(s, session);
+      if (!dropped.has(tenant)) dropped.set(tenant, tenant.dropped);
+      const row = admit(s, input, session, pending.get(tenant) ?? 0, adding);
+      pending.set(tenant, (pending.get(tenant) ?? 0) + row.bytes);
+      return row;
+    });
+  } catch (error) {
+    if (error instanceof Loading) for (const [tenant, before] of dropped) tenant.dropped = before;
+    throw error;
+  }
   for (const [tenant, bytes] of pending) tenant.used += bytes;
   const at = s.now();
   const events = inputs.map((input, i) =>

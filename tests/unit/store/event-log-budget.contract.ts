@@ -165,6 +165,21 @@ export const runEventBudgetContract = (factory: EventLogFactory) => {
       expect(await usageOf(log, 'b')).toBeGreaterThan(64 * KiB);
     });
 
+    it('counts each value a full budget drops once, however many an append drops', async () => {
+      instance = await factory.open({ tenantOf: () => 't', budgetBytes: 64 * KiB, inlineBytes: KiB });
+      const { log } = instance;
+      await log.append([call('s', 'c1', unique(1, 60 * KiB))]);
+      const settled = await log.append([
+        result('s', 'c1', unique(2, 10 * KiB)),
+        result('s', 'c2', unique(3, 10 * KiB)),
+      ]);
+      expect(settled.map((e) => e.seq)).toEqual([2, 3]);
+      await log.flush();
+      expect((await log.usage()).find((u) => u.tenantId === 't')).toMatchObject({ dropped: 2, refused: 0 });
+      const events = await log.list('s', { afterSeq: 1, payloads: 'refs' });
+      expect(events.map((e) => e.payloads?.map((p) => p.dropped))).toEqual([[true], [true]]);
+    });
+
     it('bounds pages in bytes, and a client can still read every event and payload', async () => {
       instance = await factory.open({ inlineBytes: 4 * KiB });
       const { log } = instance;
