@@ -57,7 +57,7 @@ export function createAudit(events: Pick<EventLog, 'append'>, onError?: (error: 
         },
       ]);
     } catch (error) {
-      // JSON of the record itself
+      // the record did not serialize: reported like a refused append
       appended = Promise.reject(error);
     }
     appended.catch((error: unknown) => onError?.(error));
