@@ -7,7 +7,7 @@
 // nothing: a bad or refused event rejects the whole append before any seq or byte is used.
 import { SandboxError } from '../errors.ts';
 import { admit, budgetOf } from './event-log-budget.ts';
-import { answer, isPromise, Loading, settle } from './event-log-load.ts';
+import { answer, gather, isPromise, Loading, loaded, settle } from './event-log-load.ts';
 import type { QueuedRow } from './event-log-port.ts';
 import { enqueue, schedule } from './event-log-queue.ts';
 import { validate } from './event-log-rows.ts';
@@ -40,28 +40,37 @@ export function appendMany(s: LogState, inputs: SessionEventInput[]): SessionEve
   const pending = new Map<Budget, number>();
   const adding = new Set<string>();
   const states: SessionState[] = [];
+  // An asynchronous backend's loads are gathered over all events, and waited for together.
+  const loads: Promise<void>[] = [];
   for (const input of inputs) {
     validate(input);
-    const session = sessionOf(s, input.sessionId);
-    loadSeq(s, input.sessionId, session);
+    const session = gather(loads, () => sessionOf(s, input.sessionId));
+    if (session === undefined) continue;
+    gather(loads, () => loadSeq(s, input.sessionId, session));
     states.push(session);
   }
-  // What each tenant had dropped before: a later event's load (asynchronous backends) runs the
-  // append again, and the drops counted by the events before it must not count twice.
-  const dropped = new Map<Budget, number>();
-  let rows: QueuedRow[];
-  try {
-    rows = inputs.map((input, i) => {
-      const session = states[i] as SessionState;
+  loaded(loads);
+  // What each tenant had dropped and refused before: when a load makes the append run again,
+  // what the events before it counted must not count twice.
+  const counts = new Map<Budget, { dropped: number; refused: number }>();
+  const rows: QueuedRow[] = [];
+  for (const [i, input] of inputs.entries()) {
+    const session = states[i] as SessionState;
+    try {
       const tenant = budgetOf(s, session);
-      if (!dropped.has(tenant)) dropped.set(tenant, tenant.dropped);
+      if (!counts.has(tenant)) counts.set(tenant, { dropped: tenant.dropped, refused: tenant.refused });
       const row = admit(s, input, session, pending.get(tenant) ?? 0, adding);
       pending.set(tenant, (pending.get(tenant) ?? 0) + row.bytes);
-      return row;
-    });
-  } catch (error) {
-    if (error instanceof Loading) for (const [tenant, before] of dropped) tenant.dropped = before;
-    throw error;
+      rows.push(row);
+    } catch (error) {
+      // Past a load, the rest only gathers loads: what they decide is decided on the next run.
+      if (error instanceof Loading) loads.push(error.loaded);
+      else if (loads.length === 0) throw error;
+    }
+  }
+  if (loads.length > 0) {
+    for (const [tenant, before] of counts) Object.assign(tenant, before);
+    loaded(loads);
   }
   for (const [tenant, bytes] of pending) tenant.used += bytes;
   const at = s.now();

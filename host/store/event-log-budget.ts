@@ -19,7 +19,7 @@
 // Usage is counted at append (queued rows included) and persisted by the backend in the same write;
 // several processes sharing one database each enforce it against what they last read.
 import { SandboxError } from '../errors.ts';
-import { answer, Loading } from './event-log-load.ts';
+import { answer, gather, Loading, loaded } from './event-log-load.ts';
 import type { EventRow, QueuedRow } from './event-log-port.ts';
 import { NO_BLOBS, shape } from './event-log-rows.ts';
 import { type Budget, blobKey, type LogState, type SessionState, sessionOf } from './event-log-state.ts';
@@ -115,6 +115,8 @@ export function admit(
   if (!settling && before >= s.budget) throw refuse(s, tenant, before, 0);
   const split = shape(input, s.inlineBytes);
   const simple = typeof split === 'string';
+  // Every payload's "stored already?" asked together (an asynchronous backend answers them in one round).
+  const loads: Promise<void>[] = [];
   let blobs = simple
     ? NO_BLOBS
     : split.blobs.filter((b) => {
@@ -122,9 +124,10 @@ export function admit(
         return (
           !adding?.has(key) &&
           !s.queuedBlobs.has(key) &&
-          !answer(s, `has\0${key}`, () => s.backend.hasBlob(tenantId, b.sha256))
+          gather(loads, () => answer(s, `has\0${key}`, () => s.backend.hasBlob(tenantId, b.sha256))) === false
         );
       });
+  loaded(loads);
   const row: QueuedRow = {
     sessionId: input.sessionId,
     seq: 0,

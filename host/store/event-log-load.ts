@@ -2,7 +2,8 @@
 // its own steps stay synchronous: an operation (an append, a page, a payload, usage) runs as one
 // synchronous function; where it needs an answer the backend gives as a promise, answer() starts
 // that load and throws Loading, and settle() runs the operation again once the load is done, with
-// the answers loaded so far at hand. A synchronous backend (libsql, memory) never throws Loading,
+// the answers loaded so far at hand (an operation over many items gathers their loads first: one
+// round for all). A synchronous backend (libsql, memory) never throws Loading,
 // so its operations run once, in the caller's call, with no await.
 // Invariants: an operation mutates nothing before its last load (each one is all or nothing, as
 // append already is), so running it again is safe; the answers of one operation are its own
@@ -43,6 +44,26 @@ export function answer<T>(s: Answering, key: string, load: () => Answer<T>): T {
       answers.set(key, v);
     }),
   );
+}
+
+/**
+ * Runs `step`, keeping the load it needs in `loads` (then undefined) instead of stopping there: an
+ * operation over many items gathers their loads and waits for them together (loaded()), one round
+ * for all, instead of one round trip per item.
+ */
+export function gather<T>(loads: Promise<void>[], step: () => T): T | undefined {
+  try {
+    return step();
+  } catch (error) {
+    if (!(error instanceof Loading)) throw error;
+    loads.push(error.loaded);
+    return undefined;
+  }
+}
+
+/** Throws one Loading for every load gathered; nothing when there is none. */
+export function loaded(loads: Promise<void>[]): void {
+  if (loads.length > 0) throw new Loading(Promise.all(loads).then(() => undefined));
 }
 
 /** Runs `run` (an operation, see the header): its value now, or a promise when it had to load. */

@@ -74,8 +74,12 @@ export const asyncEventLogFactory: EventLogFactory = {
       logs.push(log);
       return log;
     };
-    /** Until no call to the backend is pending (a closed instance's last writes included). */
+    /**
+     * Until every instance's appends are written (a closed one's too: close cannot wait for an
+     * asynchronous backend, flush can) and no call to the backend is pending.
+     */
     const idle = async () => {
+      await Promise.allSettled(logs.map((log) => log.flush()));
       while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
     };
     return {
