@@ -163,10 +163,6 @@ export function createEgressSettings(options: {
         );
     }
     const allow = canonicalRules(input.allow);
-    const search =
-      input.search == null
-        ? undefined
-        : { provider: input.search.provider, url: checkServiceUrl(input.search.url, 'search.url') };
     // The stored credentials a value-less one keeps are read in the write's own transaction, so a
     // concurrent put cannot slip a value in between that this write would then undo.
     let written: TenantEgress | undefined;
@@ -175,7 +171,14 @@ export function createEgressSettings(options: {
         allow,
         credentials: credentialsOf(before as TenantEgress | undefined, input.credentials),
         ...(input.budget === undefined ? {} : { budget: input.budget }),
-        ...(search === undefined ? {} : { search }),
+        ...(input.search == null
+          ? {}
+          : {
+              search: {
+                provider: input.search.provider,
+                url: checkServiceUrl(input.search.url, 'search.url'),
+              },
+            }),
       };
       return JSON.parse(JSON.stringify(written)) as JsonValue;
     });
