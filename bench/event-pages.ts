@@ -20,7 +20,7 @@ try {
   const log = createLibsqlEventLog(db);
   for (let i = 0; i < CALLS; i++) {
     const content = `${i}:`.padEnd(MiB, 'x'); // distinct values: nothing to deduplicate
-    log.append([
+    void log.append([
       {
         sessionId: 's',
         type: 'tool.call',
@@ -33,26 +33,26 @@ try {
   }
   await log.flush();
 
-  const page = (query: EventQuery) => {
+  const page = async (query: EventQuery) => {
     const rss = process.memoryUsage().rss;
     const start = performance.now();
-    const events = log.list('s', { limit: 500, ...query });
+    const events = await log.list('s', { limit: 500, ...query });
     const bytes = JSON.stringify({ events }).length;
     const ms = performance.now() - start;
     return { ms, bytes, events: events.length, rssMiB: (process.memoryUsage().rss - rss) / MiB };
   };
-  const show = (label: string, r: ReturnType<typeof page>) =>
+  const show = (label: string, r: Awaited<ReturnType<typeof page>>) =>
     console.log(
       `${label.padEnd(44)} ${r.ms.toFixed(1).padStart(8)} ms  ${(r.bytes / MiB).toFixed(2).padStart(8)} MiB  ` +
         `${String(r.events).padStart(4)} events  rss +${r.rssMiB.toFixed(0)} MiB`,
     );
   console.log(`one page over ${CALLS} calls with distinct 1 MiB arguments (libsql):`);
   // The bounded page first (median of 5), so the large one's garbage does not land on it.
-  const runs = Array.from({ length: 5 }, () => page({ payloads: 'refs', maxBytes: MiB })).sort(
-    (a, b) => a.ms - b.ms,
-  );
+  const runs: Awaited<ReturnType<typeof page>>[] = [];
+  for (let i = 0; i < 5; i++) runs.push(await page({ payloads: 'refs', maxBytes: MiB }));
+  runs.sort((a, b) => a.ms - b.ms);
   const after = runs[2]!;
-  const before = page({ payloads: 'inline' });
+  const before = await page({ payloads: 'inline' });
   show('before: values inline, bounded by count', before);
   show('now: values by reference, bounded at 1 MiB', after);
   console.log(
@@ -67,7 +67,7 @@ try {
   const big = 'y'.repeat(MiB);
   const start = performance.now();
   for (let i = 0; i < 1000; i++) {
-    repeat.append([
+    void repeat.append([
       {
         sessionId: 's',
         type: 'tool.call',

@@ -73,7 +73,7 @@ const write = async (
 ): Promise<number> => {
   const start = performance.now();
   for (let i = from; i < from + pairs; i++) {
-    log.append(pair(sessions[i % sessions.length]!, i, marker?.(i)));
+    void log.append(pair(sessions[i % sessions.length]!, i, marker?.(i)));
     if (i % 32 === 31) await tick();
   }
   await log.flush();
@@ -140,14 +140,14 @@ try {
     let hits = 0;
     for (let i = 0; i < 50; i++) {
       const start = performance.now();
-      hits = search.search(query).length;
+      hits = (await search.search(query)).length;
       times.push(performance.now() - start);
     }
     console.log(`  ${what.padEnd(40)} ${median(times).toFixed(2)} ms  (${hits} hits)`);
   }
-  const leaked = search
-    .search({ tenantId: mine.tenant, query: 'needle-7f3a', limit: 20 })
-    .filter((h) => !mine.sessions.includes(h.sessionId));
+  const leaked = (await search.search({ tenantId: mine.tenant, query: 'needle-7f3a', limit: 20 })).filter(
+    (h) => !mine.sessions.includes(h.sessionId),
+  );
   console.log(`  hits from the other tenant: ${leaked.length}`);
   log.close();
   db.close();

@@ -118,7 +118,7 @@ export function createSkillLayers(options: SkillLayersOptions): SkillLayers {
     try {
       const sessions = await options.agentsOf(tenantId);
       if (sessions.length === 0) return;
-      options.events.append(
+      await options.events.append(
         sessions.map(({ sessionId }) => ({
           sessionId,
           type: 'tools.change',

@@ -57,13 +57,13 @@ export function createClientAudit(events: EventLog): ClientAudit {
   async function begin(agent: Agent, action: ClientAction, facts: AuditFacts) {
     const callId = `client:${randomUUID()}`;
     const base = { sessionId: agent.sessionId, surface: 'log-only' as const, callId };
-    events.append([{ ...base, type: `client.${action}`, data: facts }]);
+    await events.append([{ ...base, type: `client.${action}`, data: facts }]);
     await events.flush();
     return async (outcome: AuditOutcome): Promise<void> => {
       const data: AuditFacts = outcome.ok
         ? { action, ok: true, ...outcome.facts }
         : { action, ok: false, error: errorFacts(outcome.error) };
-      events.append([{ ...base, type: 'client.result', data }]);
+      await events.append([{ ...base, type: 'client.result', data }]);
       await events.flush();
     };
   }

@@ -31,10 +31,15 @@ export interface Metrics {
   stream(kind: string): () => void;
   /** An isolate worker process ended and is replaced (`reason`: exited or killed). */
   workerRestart(reason: string): void;
-  /** Registers a gauge read at every scrape. */
-  gauge(name: string, help: string, read: () => number): void;
+  /** Registers a gauge read at every scrape (a reader that answers with a promise is awaited). */
+  gauge(name: string, help: string, read: () => number | Promise<number>): void;
   /** Registers a gauge with one label read at every scrape: `{ labelValue: value }`. */
-  labelledGauge(name: string, help: string, label: string, read: () => Record<string, number>): void;
+  labelledGauge(
+    name: string,
+    help: string,
+    label: string,
+    read: () => Record<string, number> | Promise<Record<string, number>>,
+  ): void;
   render(): Promise<string>;
   readonly contentType: PrometheusContentType;
 }
@@ -149,10 +154,10 @@ export const createMetrics = (options: MetricsOptions = {}): Metrics => {
         name,
         help,
         registers,
-        collect() {
+        async collect() {
           let value: number;
           try {
-            value = read();
+            value = await read();
           } catch {
             value = Number.NaN;
           }
@@ -167,14 +172,16 @@ export const createMetrics = (options: MetricsOptions = {}): Metrics => {
         help,
         labelNames: [label],
         registers,
-        collect() {
-          this.reset();
+        async collect() {
           let values: Record<string, number>;
           try {
-            values = read();
+            values = await read();
           } catch {
+            this.reset();
             return;
           }
+          // Reset after the read: an awaited read must not leave the family empty meanwhile.
+          this.reset();
           for (const [value, n] of Object.entries(values)) this.set({ [label]: value }, n);
         },
       });
@@ -196,17 +203,17 @@ export const observeCalls =
   };
 
 /** Durable log usage per tenant (issue 11), read at every scrape. */
-export const withLogUsage = (metrics: Metrics, usage: () => TenantLogUsage[]): Metrics => {
-  const perTenant = (pick: (u: TenantLogUsage) => number) => (): Record<string, number> =>
-    Object.fromEntries(usage().map((u) => [u.tenantId, pick(u)]));
+export const withLogUsage = (metrics: Metrics, usage: () => Promise<TenantLogUsage[]>): Metrics => {
+  const perTenant = (pick: (u: TenantLogUsage) => number) => async (): Promise<Record<string, number>> =>
+    Object.fromEntries((await usage()).map((u) => [u.tenantId, pick(u)]));
   metrics.labelledGauge(
     'dsh_store_log_bytes',
     'Durable log bytes per tenant (events plus payloads stored once).',
     'tenant',
     perTenant((u) => u.bytes),
   );
-  metrics.gauge('dsh_store_log_budget_bytes', 'Durable log bytes each tenant may hold.', () => {
-    const first = usage()[0];
+  metrics.gauge('dsh_store_log_budget_bytes', 'Durable log bytes each tenant may hold.', async () => {
+    const first = (await usage())[0];
     if (first === undefined) throw new Error('no tenant yet');
     return first.budget;
   });

@@ -120,7 +120,7 @@ const field = (input: unknown, key: string): unknown =>
 export function createInspector(options: InspectorOptions): Inspector {
   const { agent } = options;
 
-  function sessionEvents(input: unknown): JsonValue {
+  async function sessionEvents(input: unknown): Promise<JsonValue> {
     const after = field(input, 'after') ?? 0;
     const limit = field(input, 'limit') ?? SESSION_PAGE;
     if (!Number.isInteger(after) || (after as number) < 0 || !Number.isInteger(limit))
@@ -128,7 +128,7 @@ export function createInspector(options: InspectorOptions): Inspector {
         'INVALID_ARGUMENTS',
         'session.events takes { after?: integer, limit?: integer }.',
       );
-    const page = options.events.list(agent.sessionId, {
+    const page = await options.events.list(agent.sessionId, {
       afterSeq: after as number,
       limit: Math.min(Math.max(limit as number, 1), SESSION_PAGE),
       payloads: 'refs',

@@ -105,7 +105,7 @@ export async function authorize(
     // What the log could not record does not happen: the audit of an allowed egress is written
     // when it closes (and kept then whatever the budget), so it is allowed only while the log
     // still admits the agent's events.
-    if (options.events.admits?.(caller.sessionId) === false)
+    if ((await options.events.admits?.(caller.sessionId)) === false)
       throw denied(
         `Egress to ${host}:${to.port} is denied: this tenant's event log is full, so it could not be recorded (an operator can raise DSH_TENANT_LOG_BYTES).`,
         'event log full',

@@ -45,8 +45,9 @@ export function createAudit(events: Pick<EventLog, 'append'>, onError?: (error: 
       agentId: caller.agentId,
       ...record,
     };
+    let appended: Promise<unknown>;
     try {
-      events.append([
+      appended = events.append([
         {
           sessionId: caller.sessionId,
           type: EGRESS_EVENT,
@@ -56,7 +57,9 @@ export function createAudit(events: Pick<EventLog, 'append'>, onError?: (error: 
         },
       ]);
     } catch (error) {
-      onError?.(error);
+      // the record did not serialize: reported like a refused append
+      appended = Promise.reject(error);
     }
+    appended.catch((error: unknown) => onError?.(error));
   };
 }

@@ -3,7 +3,8 @@
 // back without a single secret. A credential sent without a value keeps the value stored under its
 // name, so a client can send back what GET showed it (names only) without losing the secrets.
 // Invariants: `view` never holds a credential value; `get` is what the gateway enforces. Each
-// method reads the store once (put: once before and once after its write), awaited.
+// method reads the store once, awaited (put: inside the store's update, the read and the write one
+// transaction).
 import { SandboxError } from '../errors.ts';
 import type { JsonValue } from '../json.ts';
 import type { EgressSettingsStore } from '../store/egress.ts';
@@ -162,19 +163,27 @@ export function createEgressSettings(options: {
         );
     }
     const allow = canonicalRules(input.allow);
-    const settings: TenantEgress = {
-      allow,
-      credentials: credentialsOf(await get(tenantId), input.credentials),
-      ...(input.budget === undefined ? {} : { budget: input.budget }),
-      ...(input.search == null
-        ? {}
-        : {
-            search: { provider: input.search.provider, url: checkServiceUrl(input.search.url, 'search.url') },
-          }),
-    };
-    await store.put(tenantId, JSON.parse(JSON.stringify(settings)) as JsonValue);
+    // The stored credentials a value-less one keeps are read in the write's own transaction, so a
+    // concurrent put cannot slip a value in between that this write would then undo.
+    let written: TenantEgress | undefined;
+    await store.update(tenantId, (before) => {
+      written = {
+        allow,
+        credentials: credentialsOf(before as TenantEgress | undefined, input.credentials),
+        ...(input.budget === undefined ? {} : { budget: input.budget }),
+        ...(input.search == null
+          ? {}
+          : {
+              search: {
+                provider: input.search.provider,
+                url: checkServiceUrl(input.search.url, 'search.url'),
+              },
+            }),
+      };
+      return JSON.parse(JSON.stringify(written)) as JsonValue;
+    });
     searchMemo.delete(tenantId);
-    return view(tenantId);
+    return viewOf(written);
   }
 
   return { get, hasSearch, view, put };

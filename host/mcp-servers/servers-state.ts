@@ -57,7 +57,8 @@ export function runnerFor(s: ServersState, spec: McpServerSpec): McpRunner {
     limits,
     sandbox: options.sandbox,
     ...(options.remoteFetch === undefined ? {} : { remoteFetch: options.remoteFetch }),
-    onTools: (listed) => void refresh(s, spec.name, runner, listed), // never rejects
+    // refresh() settles every failure itself (the previous tools back): nothing to report here.
+    onTools: (listed) => void refresh(s, spec.name, runner, listed).catch(() => undefined),
   });
   return runner;
 }

@@ -17,6 +17,7 @@ export interface FireDeps {
   events: EventLog;
 }
 
+/** Fires `record` now; rejects when the store failed or the log refused `schedule.fired` (the caller reports it). */
 export async function fireSchedule(
   options: FireDeps,
   ttlMs: number,
@@ -52,7 +53,7 @@ export async function fireSchedule(
   const fired = await schedules.fire({ id: record.id, dueAt: record.nextAt }, at, next, reminder);
   if (!fired) return;
   const { id: requestId } = await options.requests.adopt(reminder);
-  options.events.append([
+  await options.events.append([
     {
       sessionId: record.agentId,
       type: 'schedule.fired',

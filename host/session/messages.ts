@@ -34,15 +34,15 @@ export function messageEvents(
 }
 
 /** The newest `max` message events of a session, oldest first. */
-export function conversationOf(
+export async function conversationOf(
   events: Pick<EventLog, 'list'>,
   sessionId: string,
   max: number,
-): SessionEvent[] {
+): Promise<SessionEvent[]> {
   const found: SessionEvent[] = [];
   let after = 0;
   for (;;) {
-    const page = events.list(sessionId, { afterSeq: after, limit: 5000 });
+    const page = await events.list(sessionId, { afterSeq: after, limit: 5000 });
     if (page.length === 0) break;
     for (const event of page) if (isMessageEvent(event)) found.push(event);
     if (found.length > max * 2) found.splice(0, found.length - max);
@@ -52,13 +52,13 @@ export function conversationOf(
 }
 
 /** Copies the parent's conversation (its newest `max` messages) into the child's log; resolves to how many. */
-export function forkConversation(
+export async function forkConversation(
   events: Pick<EventLog, 'list' | 'append'>,
   from: string,
   to: string,
   max: number,
-): number {
-  const copied = conversationOf(events, from, max).map(
+): Promise<number> {
+  const copied = (await conversationOf(events, from, max)).map(
     (event): SessionEventInput => ({
       sessionId: to,
       type: event.type,
@@ -69,6 +69,6 @@ export function forkConversation(
       },
     }),
   );
-  for (let i = 0; i < copied.length; i += 500) events.append(copied.slice(i, i + 500));
+  for (let i = 0; i < copied.length; i += 500) await events.append(copied.slice(i, i + 500));
   return copied.length;
 }

@@ -56,12 +56,13 @@ export async function createAgentSession(options: AgentSessionOptions): Promise<
     goal: (stored.goal as Goal | null | undefined) ?? null,
   };
 
-  function announce(type: string, data: JsonValue): void {
-    events.append([{ sessionId, type, surface: 'log-only', data }]);
+  /** Logged before the change is stored: a change its tenant's full log refuses is not made. */
+  async function announce(type: string, data: JsonValue): Promise<void> {
+    await events.append([{ sessionId, type, surface: 'log-only', data }]);
   }
 
   async function saveGoal(goal: Goal, logged: boolean): Promise<Goal> {
-    if (logged) announce('session.goal', { goal } as unknown as JsonValue);
+    if (logged) await announce('session.goal', { goal } as unknown as JsonValue);
     await store.set(sessionId, { goal: goal as unknown as JsonValue });
     state.goal = goal;
     return goal;
@@ -71,7 +72,7 @@ export async function createAgentSession(options: AgentSessionOptions): Promise<
 
   async function setPlanMode(on: boolean, by: PlanModeCause): Promise<boolean> {
     if (state.planMode === on) return on;
-    announce('session.plan_mode', { on, by });
+    await announce('session.plan_mode', { on, by });
     await store.set(sessionId, { planMode: on });
     state.planMode = on;
     return on;
@@ -90,7 +91,7 @@ export async function createAgentSession(options: AgentSessionOptions): Promise<
     todos: () => state.todos,
     async writeTodos(todos) {
       const list = todos.map(({ content, status }) => ({ content, status }));
-      announce('session.todos', { todos: list });
+      await announce('session.todos', { todos: list });
       await store.set(sessionId, { todos: list });
       state.todos = list;
       return list;

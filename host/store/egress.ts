@@ -4,10 +4,14 @@
 // document holds credentials' values, so it is stored sealed (sealed.ts), and the API never returns
 // it as it is. Beside it (migration 13), the tenant's interception CA (host/egress/intercept/): its
 // certificate and private key, sealed likewise, written once and never replaced.
+// Invariants: a document changes only whole; update() reads and writes it in one transaction, so a
+// value kept from the stored document (a credential sent without its value) is never one another
+// writer replaced meanwhile; the first CA a tenant gets is the one it keeps.
 // Every method returns a Promise (the port a network database can implement); this libsql
-// implementation runs its statements synchronously inside them.
+// implementation runs its statements synchronously inside them (update and putCaOnce inside BEGIN
+// IMMEDIATE), a transaction never spans an await.
 import type { JsonValue } from '../json.ts';
-import { type Database, guarded } from './db.ts';
+import { type Database, guarded, immediate } from './db.ts';
 import type { Sealer } from './sealed.ts';
 
 /** A tenant's interception CA: its certificate and private key, PEM. */
@@ -21,6 +25,13 @@ export interface EgressSettingsStore {
   get(tenantId: string): Promise<JsonValue | undefined>;
   /** Replaces the tenant's document whole. */
   put(tenantId: string, settings: JsonValue): Promise<void>;
+  /**
+   * Replaces the tenant's document with what `fn` makes of the stored one (undefined when it has
+   * none), read and written in one transaction: a concurrent put or update of the tenant waits or
+   * is waited for, never interleaves. `fn` is synchronous; when it throws nothing is written and
+   * the promise rejects with its error. Returns the document written.
+   */
+  update(tenantId: string, fn: (before: JsonValue | undefined) => JsonValue): Promise<JsonValue>;
   /** The tenant's interception CA (certificate and key, PEM), once made. */
   getCa(tenantId: string): Promise<EgressCa | undefined>;
   /** Keeps `ca` unless the tenant has one already; returns the one kept (the first writer wins). */
@@ -41,6 +52,16 @@ export const createEgressSettingsStore = (
   const insertCa = db.prepare(
     'INSERT INTO tenant_egress_ca (tenant_id, ca, created_at) VALUES (?, ?, ?) ON CONFLICT(tenant_id) DO NOTHING',
   );
+  const read = (tenantId: string): JsonValue | undefined => {
+    const row = select.all(tenantId)[0] as { settings: string } | undefined;
+    return row === undefined
+      ? undefined
+      : (JSON.parse(sealer?.open(row.settings) ?? row.settings) as JsonValue);
+  };
+  const write = (tenantId: string, settings: JsonValue): void => {
+    const text = JSON.stringify(settings);
+    upsert.run(tenantId, sealer?.seal(text) ?? text, now());
+  };
   const getCa = (tenantId: string) =>
     guarded('read the egress CA', () => {
       const row = selectCa.all(tenantId)[0] as { ca: string } | undefined;
@@ -49,22 +70,22 @@ export const createEgressSettingsStore = (
   return {
     getCa: async (tenantId) => getCa(tenantId),
     putCaOnce: async (tenantId, ca) =>
-      guarded('write the egress CA', () => {
-        const text = JSON.stringify({ certPem: ca.certPem, keyPem: ca.keyPem });
-        insertCa.run(tenantId, sealer?.seal(text) ?? text, now());
-        return getCa(tenantId) ?? ca;
-      }),
-    get: async (tenantId) =>
-      guarded('read egress settings', () => {
-        const row = select.all(tenantId)[0] as { settings: string } | undefined;
-        return row === undefined
-          ? undefined
-          : (JSON.parse(sealer?.open(row.settings) ?? row.settings) as JsonValue);
-      }),
-    put: async (tenantId, settings) =>
-      guarded('write egress settings', () => {
-        const text = JSON.stringify(settings);
-        upsert.run(tenantId, sealer?.seal(text) ?? text, now());
-      }),
+      guarded('write the egress CA', () =>
+        immediate(db, () => {
+          const text = JSON.stringify({ certPem: ca.certPem, keyPem: ca.keyPem });
+          insertCa.run(tenantId, sealer?.seal(text) ?? text, now());
+          return getCa(tenantId) ?? ca;
+        }),
+      ),
+    get: async (tenantId) => guarded('read egress settings', () => read(tenantId)),
+    put: async (tenantId, settings) => guarded('write egress settings', () => write(tenantId, settings)),
+    update: async (tenantId, fn) =>
+      guarded('update egress settings', () =>
+        immediate(db, () => {
+          const next = fn(read(tenantId));
+          write(tenantId, next);
+          return next;
+        }),
+      ),
   };
 };

@@ -3,7 +3,7 @@
 // (payloads.ts), so the same 1 MiB argument sent a thousand times costs one copy, and a row costs
 // at most about `inlineBytes`. Every tenant (the tenant of the session's agent) has a byte budget
 // for its log: event rows plus the payloads they brought. The rules, decided here and checked
-// synchronously at append:
+// at append (synchronously, once the backend's answers are loaded: event-log-load.ts):
 // - An event that fits in what is left of its tenant's budget is stored whole.
 // - An event that does not fit is refused with STORE_BUDGET_EXCEEDED, so the pipeline does not
 //   run a call it cannot record whole: every call that ran has its arguments in the log.
@@ -19,6 +19,7 @@
 // Usage is counted at append (queued rows included) and persisted by the backend in the same write;
 // several processes sharing one database each enforce it against what they last read.
 import { SandboxError } from '../errors.ts';
+import { answer, gather, Loading, loaded } from './event-log-load.ts';
 import type { EventRow, QueuedRow } from './event-log-port.ts';
 import { NO_BLOBS, shape } from './event-log-rows.ts';
 import { type Budget, blobKey, type LogState, type SessionState, sessionOf } from './event-log-state.ts';
@@ -73,7 +74,8 @@ export function budgetOf(s: LogState, session: SessionState): Budget {
   const tenantId = session.tenantId;
   let entry = s.budgets.get(tenantId);
   if (entry === undefined) {
-    entry = { tenantId, used: s.backend.usage(tenantId), dropped: 0, refused: 0 };
+    const used = answer(s, `usage\0${tenantId}`, () => s.backend.usage(tenantId));
+    entry = { tenantId, used, dropped: 0, refused: 0 };
     s.budgets.set(tenantId, entry);
   }
   session.budget = entry;
@@ -113,12 +115,19 @@ export function admit(
   if (!settling && before >= s.budget) throw refuse(s, tenant, before, 0);
   const split = shape(input, s.inlineBytes);
   const simple = typeof split === 'string';
+  // Every payload's "stored already?" asked together (an asynchronous backend answers them in one round).
+  const loads: Promise<void>[] = [];
   let blobs = simple
     ? NO_BLOBS
     : split.blobs.filter((b) => {
         const key = blobKey(tenantId, b.sha256);
-        return !adding?.has(key) && !s.queuedBlobs.has(key) && !s.backend.hasBlob(tenantId, b.sha256);
+        return (
+          !adding?.has(key) &&
+          !s.queuedBlobs.has(key) &&
+          gather(loads, () => answer(s, `has\0${key}`, () => s.backend.hasBlob(tenantId, b.sha256))) === false
+        );
       });
+  loaded(loads);
   const row: QueuedRow = {
     sessionId: input.sessionId,
     seq: 0,
@@ -157,7 +166,8 @@ export function admits(s: LogState, sessionId: string, bytes = ADMIT_BYTES): boo
   if (s.closed) return false;
   try {
     return budgetOf(s, sessionOf(s, sessionId)).used + bytes <= s.budget;
-  } catch {
+  } catch (error) {
+    if (error instanceof Loading) throw error;
     return false;
   }
 }
@@ -166,7 +176,8 @@ export function admits(s: LogState, sessionId: string, bytes = ADMIT_BYTES): boo
 export function usageOf(s: LogState): TenantLogUsage[] {
   const { budget, budgets } = s;
   const all = new Map<string, number>();
-  for (const { tenantId, bytes } of s.backend.usageAll()) all.set(tenantId, bytes);
+  for (const { tenantId, bytes } of answer(s, 'usageAll', () => s.backend.usageAll()))
+    all.set(tenantId, bytes);
   for (const { tenantId, used } of budgets.values()) all.set(tenantId, used);
   return [...all].map(
     ([tenantId, bytes]): TenantLogUsage => ({

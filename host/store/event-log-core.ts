@@ -1,9 +1,11 @@
-// The EventLog behaviour shared by every backend: per-session seq assigned synchronously at
-// append (gap-free, strictly increasing from 1), rows queued and written by ONE writer path in one
+// The EventLog behaviour shared by every backend: per-session seq assigned at append in call
+// order (gap-free, strictly increasing from 1; in the append call itself when the backend answers
+// synchronously, which libsql and memory do), rows queued and written by ONE writer path in one
 // batch per tick, readers that see queued rows merged after the durable ones, and subscribers told
 // only after their events are durable (so a client never sees a seq a crash could hand out again).
 // This module wires the parts, each in its own module over one LogState (event-log-state.ts):
-// event-log-port.ts the backend and writer-thread ports and the options; event-log-append.ts
+// event-log-port.ts the backend and writer-thread ports and the options; event-log-load.ts takes
+// a backend's answers now or later without an await on the synchronous path; event-log-append.ts
 // checks an append and gives it seqs; event-log-budget.ts admits, refuses or shrinks each event
 // under its tenant's byte budget (large values stored apart, once per tenant) and says what a row
 // costs; event-log-queue.ts is the one writer path (queue, rows in flight on the writer thread,
@@ -11,16 +13,28 @@
 // included; event-log-rows.ts converts between events and rows.
 // Invariants: one process writes a given session; rows are written in append order; a failed
 // batch stays queued (flush() rejects, the next tick retries) instead of being dropped.
-import { SandboxError } from '../errors.ts';
-import { appendMany, appendOne } from './event-log-append.ts';
+import { append } from './event-log-append.ts';
 import { admits, DEFAULT_LOG_BUDGET_BYTES, usageOf } from './event-log-budget.ts';
-import type { AsyncEventWriter, ClosableEventLog, EventBackend, EventLogOptions } from './event-log-port.ts';
+import { settled } from './event-log-load.ts';
+import type {
+  AsyncEventWriter,
+  ClosableEventLog,
+  EventBackend,
+  EventLogOptions,
+  SyncEventBackend,
+} from './event-log-port.ts';
 import { close, flush, subscribe } from './event-log-queue.ts';
 import { list, payload } from './event-log-read.ts';
 import type { LogState } from './event-log-state.ts';
 import { DEFAULT_INLINE_BYTES } from './payloads.ts';
-import type { SessionEventInput } from './types.ts';
 
+/** A writer thread only with a synchronous backend: the thread writes with the backend's own rows. */
+export function createEventLog(
+  backend: SyncEventBackend,
+  options?: EventLogOptions,
+  threadWriter?: AsyncEventWriter,
+): ClosableEventLog;
+export function createEventLog(backend: EventBackend, options?: EventLogOptions): ClosableEventLog;
 export function createEventLog(
   backend: EventBackend,
   options: EventLogOptions = {},
@@ -48,17 +62,16 @@ export function createEventLog(
     timeout: undefined,
     failures: 0,
     closed: false,
+    answers: undefined,
+    chains: new Map(),
   };
   return {
-    append(inputs) {
-      if (s.closed) throw new SandboxError('SHUTTING_DOWN', 'the event log is closed');
-      return inputs.length === 1 ? [appendOne(s, inputs[0] as SessionEventInput)] : appendMany(s, inputs);
-    },
-    admits: (sessionId, bytes) => admits(s, sessionId, bytes),
+    append: (inputs) => append(s, inputs),
+    admits: (sessionId, bytes) => settled(s, () => admits(s, sessionId, bytes)),
     flush: () => flush(s),
     list: (sessionId, query) => list(s, sessionId, query),
     payload: (sessionId, seq, pointer) => payload(s, sessionId, seq, pointer),
-    usage: () => usageOf(s),
+    usage: () => settled(s, () => usageOf(s)),
     subscribe: (sessionId, listener) => subscribe(s, sessionId, listener),
     close: () => close(s),
   };

@@ -1,8 +1,8 @@
 // The event log's ports: what a backend stores rows with (EventBackend), the writer thread a
 // backend may add (AsyncEventWriter), the rows that travel through both, and the options of the
 // shared core (event-log-core.ts). Types only: the behaviour every backend shares is the core's.
-// The store's move to asynchronous ports (issue 30) changes EventBackend here and the modules that
-// call it (event-log-state.ts, event-log-budget.ts, event-log-queue.ts, event-log-read.ts).
+// A backend may answer now or with a promise (issue 30); event-log-load.ts is how the core takes
+// either without an await on the synchronous path.
 import type { PayloadBlob } from './payloads.ts';
 import type { EventLog, EventPayloads, EventSurface } from './types.ts';
 
@@ -29,19 +29,37 @@ export interface QueuedRow extends EventRow {
   blobs: readonly PayloadBlob[];
 }
 
+/** A backend's answer: now (libsql, memory) or later (a network database). */
+export type Answer<T> = T | Promise<T>;
+
 /**
- * Where rows go. All methods are synchronous; `write` is atomic (all rows, their payloads and the
- * usage they add, or nothing) and may raise the seqs of a session's rows (keeping their order) when
- * another writer got there first.
+ * Where rows go. A backend answers synchronously (libsql, memory: SyncEventBackend) or with
+ * promises (a network database); the core (event-log-core.ts) takes the synchronous path whenever
+ * the answer is already there, so a synchronous backend costs no await. `write` is atomic (all
+ * rows, their payloads and the usage they add, or nothing), one write in flight at a time, and may
+ * raise the seqs of a session's rows (keeping their order, in place) when another writer got there
+ * first.
  */
 export interface EventBackend {
   /** The highest seq stored for the session, 0 when none. Called once per session. */
-  lastSeq(sessionId: string): number;
+  lastSeq(sessionId: string): Answer<number>;
   /** The tenant whose budget the session's events count against ('' when none is known). */
-  tenantOf(sessionId: string): string;
+  tenantOf(sessionId: string): Answer<string>;
   /** Stored log bytes of a tenant. Called once per tenant. */
-  usage(tenantId: string): number;
+  usage(tenantId: string): Answer<number>;
   /** Stored log bytes of every tenant. */
+  usageAll(): Answer<{ tenantId: string; bytes: number }[]>;
+  readBlob(tenantId: string, sha256: string): Answer<string | undefined>;
+  hasBlob(tenantId: string, sha256: string): Answer<boolean>;
+  write(rows: QueuedRow[]): Answer<void>;
+  read(sessionId: string, afterSeq: number, limit: number): Answer<EventRow[]>;
+}
+
+/** A backend that answers at once (libsql, memory; the writer thread calls its `write` directly). */
+export interface SyncEventBackend extends EventBackend {
+  lastSeq(sessionId: string): number;
+  tenantOf(sessionId: string): string;
+  usage(tenantId: string): number;
   usageAll(): { tenantId: string; bytes: number }[];
   readBlob(tenantId: string, sha256: string): string | undefined;
   hasBlob(tenantId: string, sha256: string): boolean;

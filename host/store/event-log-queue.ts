@@ -1,15 +1,18 @@
 // The one writer path: admitted rows are queued, and drain() takes the whole queue and writes it
-// in one atomic batch, on the caller's thread (backend.write) or handed over to the writer thread
-// (event-writer.ts); what follows a stored batch (seqs followed, payloads no longer queued,
-// subscribers told) is committed()'s. Writes run at the next setImmediate, or after the batch
-// window; flush() and close() write at once.
+// in one atomic batch, on the caller's thread (backend.write), handed over to the writer thread
+// (event-writer.ts), or to an asynchronous backend's write (its promise answers as the thread
+// does); what follows a stored batch (seqs followed, payloads no longer queued, subscribers told)
+// is committed()'s. Writes run at the next setImmediate, or after the batch window; flush() and
+// close() write at once.
 // Invariants: rows are written in append order; a failed batch stays queued (flush() rejects, the
 // next tick retries, backing off while writes keep failing) instead of being dropped; subscribers
 // are told only after their events are durable, so a client never sees a seq a crash could hand
-// out again. With a writer thread one write is in flight, everything appended meanwhile goes into
-// the next one (group commit), and the rows in flight count as queued for readers until the
-// thread says they are stored; once the thread is lost, the rest is written on the caller's thread.
-import type { AsyncEventWriter, QueuedRow } from './event-log-port.ts';
+// out again. With a writer thread or an asynchronous backend one write is in flight, everything
+// appended meanwhile goes into the next one (group commit), and the rows in flight count as queued
+// for readers until the answer says they are stored; once the thread is lost, the rest is written
+// on the caller's thread.
+import { isPromise } from './event-log-load.ts';
+import type { AsyncEventWriter, QueuedRow, SyncEventBackend } from './event-log-port.ts';
 import { NO_BLOBS, toEvent } from './event-log-rows.ts';
 import { blobKey, type LogState, type SessionState } from './event-log-state.ts';
 import type { SessionEvent, SessionEventInput } from './types.ts';
@@ -34,7 +37,16 @@ export function enqueue(
 
 /** Writes the queue soon (see the header), unless a write is already scheduled. */
 export function schedule(s: LogState): void {
-  if (s.immediate !== undefined || s.timeout !== undefined || s.closed) return;
+  if (s.closed) {
+    // Only an asynchronous backend's append that was loading when the log closed gets here.
+    try {
+      drain(s);
+    } catch (error) {
+      s.options.onError?.(error);
+    }
+    return;
+  }
+  if (s.immediate !== undefined || s.timeout !== undefined) return;
   if (s.failures > 0) later(s, 50);
   else if (s.batchWindowMs > 0)
     later(s, s.batchWindowMs, true); // ref'd: queued events keep the process up
@@ -75,14 +87,25 @@ export function drain(s: LogState): void {
     handOver(s, s.writer);
     return;
   }
+  // An asynchronous write in flight: its answer sends the rest (one transaction at a time).
+  if (s.inFlight.length > 0) return;
   const batch = s.queue;
   s.queue = [];
+  let written: unknown;
   try {
-    s.backend.write(batch);
+    written = s.backend.write(batch);
   } catch (error) {
     s.queue = batch.concat(s.queue);
     s.failures++;
     throw error;
+  }
+  if (isPromise(written)) {
+    s.inFlight = batch;
+    written.then(
+      () => onAnswer(s, batch, { stored: batch.length }),
+      (error: unknown) => onAnswer(s, batch, { stored: 0, error }),
+    );
+    return;
   }
   s.failures = 0;
   committed(s, batch);
@@ -111,8 +134,10 @@ function onAnswer(s: LogState, batch: QueuedRow[], answer: WriteAnswer): void {
   let rest = whole ? [] : batch.slice(answer.stored);
   if (answer.lost) {
     // The thread ended: what it stored is unknown, so use the stored seqs (one writer per session).
+    // A writer thread is only given with a synchronous backend (createEventLog's signature).
     s.writer = undefined;
-    const kept = rest.filter((row) => row.seq > s.backend.lastSeq(row.sessionId));
+    const backend = s.backend as SyncEventBackend;
+    const kept = rest.filter((row) => row.seq > backend.lastSeq(row.sessionId));
     done.push(...rest.filter((row) => !kept.includes(row)));
     rest = kept;
   }
@@ -122,7 +147,11 @@ function onAnswer(s: LogState, batch: QueuedRow[], answer: WriteAnswer): void {
   if (answer.error === undefined) {
     s.failures = 0;
     for (const w of waiters) w.resolve();
-    if (s.queue.length > 0 && !s.closed) schedule(s);
+    if (s.queue.length > 0) {
+      // An asynchronous backend's log closed while this write was in flight writes the rest now.
+      if (s.closed) drain(s);
+      else schedule(s);
+    }
     return;
   }
   s.queue = rest.concat(s.queue);
@@ -197,6 +226,8 @@ function nextAnswer(s: LogState): Promise<void> {
 }
 
 export async function flush(s: LogState): Promise<void> {
+  // Appends still loading (asynchronous backends) count as appended: they were called before.
+  if (s.chains.size > 0) await Promise.allSettled([...s.chains.values()]);
   // Rows are stored in append order: everything appended so far is durable when `stored` gets there.
   const target = s.appended;
   while (s.stored < target) {
@@ -205,6 +236,11 @@ export async function flush(s: LogState): Promise<void> {
   }
 }
 
+/**
+ * Stops the log. With a synchronous backend everything queued is written first; with an
+ * asynchronous one the write in flight cannot be waited for here: what is queued behind it is
+ * written when it answers (flush() before close() to know when it is durable).
+ */
 export function close(s: LogState): void {
   if (s.closed) return;
   try {

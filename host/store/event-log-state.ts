@@ -1,11 +1,15 @@
 // What one event log holds between calls, in one object that the core's parts (append, budget,
 // queue, read) take as their first argument, as host/isolates' HostState is: the backend and the
 // options, the per-session and per-tenant caches, the queue and the rows in flight, the counts
-// flush() waits on, the pending background write and the subscribers.
+// flush() waits on, the pending background write and the subscribers, and what an asynchronous
+// backend makes wait: the answers of the running operation and the appends still loading.
 // Invariants: a session's tenant is read once (its first use) and never changes for this log; a
 // session's `seq` is the last seq given or stored, -1 until loaded; `queue` and `inFlight` hold
-// rows in append order, `inFlight` older than `queue`; a payload is in `queuedBlobs` exactly while
-// a row that stores it is queued or in flight; `appended - stored` rows are queued or in flight.
+// rows in append order, `inFlight` older than `queue`; a session with an entry in `chains` has an
+// append still loading, and every later append of that session waits behind it; a payload is in
+// `queuedBlobs` exactly while a row that stores it is queued or in flight; `appended - stored`
+// rows are queued or in flight.
+import { type Answering, answer } from './event-log-load.ts';
 import type { AsyncEventWriter, EventBackend, EventLogOptions, QueuedRow } from './event-log-port.ts';
 import type { SessionEvent } from './types.ts';
 
@@ -27,7 +31,7 @@ export interface SessionState {
   seq: number;
 }
 
-export interface LogState {
+export interface LogState extends Answering {
   backend: EventBackend;
   options: EventLogOptions;
   now: () => number;
@@ -59,12 +63,16 @@ export interface LogState {
   /** Failed writes in a row: the retry backs off with them. */
   failures: number;
   closed: boolean;
+  /** Per session, its last append still loading (asynchronous backends only): later ones chain after it. */
+  chains: Map<string, Promise<unknown>>;
 }
 
 export function sessionOf(s: LogState, sessionId: string): SessionState {
   let session = s.sessions.get(sessionId);
   if (session === undefined) {
-    const tenantId = s.options.tenantOf?.(sessionId) ?? s.backend.tenantOf(sessionId);
+    const tenantId =
+      s.options.tenantOf?.(sessionId) ??
+      answer(s, `tenant\0${sessionId}`, () => s.backend.tenantOf(sessionId));
     session = { tenantId, budget: undefined, seq: -1 };
     s.sessions.set(sessionId, session);
   }
@@ -77,5 +85,6 @@ export function blobKey(tenant: string, sha256: string): string {
 
 /** A payload's text: queued ones from the queue, the others from the backend. */
 export function readBlob(s: LogState, tenant: string, sha256: string): string | undefined {
-  return s.queuedBlobs.get(blobKey(tenant, sha256)) ?? s.backend.readBlob(tenant, sha256);
+  const key = blobKey(tenant, sha256);
+  return s.queuedBlobs.get(key) ?? answer(s, `blob\0${key}`, () => s.backend.readBlob(tenant, sha256));
 }

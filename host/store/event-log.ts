@@ -25,7 +25,7 @@ import {
   usageOfAll,
 } from './event-log-libsql-read.ts';
 import { prepareWrites, writeEvents } from './event-log-libsql-write.ts';
-import type { ClosableEventLog, EventBackend, EventLogOptions } from './event-log-port.ts';
+import type { ClosableEventLog, EventLogOptions, SyncEventBackend } from './event-log-port.ts';
 import { createEventWriter } from './event-writer.ts';
 
 export interface LibsqlEventBackendOptions {
@@ -45,7 +45,7 @@ export interface LibsqlEventLogOptions extends EventLogOptions, LibsqlEventBacke
 export const createLibsqlEventBackend = (
   db: Database,
   options: LibsqlEventBackendOptions = {},
-): EventBackend => {
+): SyncEventBackend => {
   const reads = prepareReads(db);
   const writes = prepareWrites(db, options.index ?? true);
   return {

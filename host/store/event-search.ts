@@ -4,7 +4,8 @@
 // session is. A session here is an agent's log: its id is the agent's id, and it stays searchable
 // (`persisted`) after the agent is deleted; a child agent's session has its parent's as parent. Invariants: every query is bound to one tenant twice,
 // by the owner tokens inside the FTS5 expression and by `tenant_id` in SQL, so no filter or query
-// text can reach another tenant's events; results are bounded by the caller's limit.
+// text can reach another tenant's events; results are bounded by the caller's limit. The port is
+// asynchronous (issue 30); the libsql queries behind it stay synchronous prepared statements.
 import type LibsqlDatabase from 'libsql';
 import { type Database, guarded } from './db.ts';
 import { ftsExpression } from './search-text.ts';
@@ -124,5 +125,11 @@ export const createEventSearch = (db: Database): EventSearch => {
     });
   }
 
-  return { search, session, children, count };
+  // The queries stay synchronous statements; the port answers with promises (issue 30).
+  return {
+    search: async (q) => search(q),
+    session: async (tenantId, id) => session(tenantId, id),
+    children: async (tenantId, parentIds) => children(tenantId, parentIds),
+    count: async (tenantId, id, type) => count(tenantId, id, type),
+  };
 };

@@ -4,7 +4,7 @@
 // strings or copies so callers cannot change what was stored.
 import type { HostRequest } from '../requests/port.ts';
 import { createEventLog } from './event-log-core.ts';
-import type { ClosableEventLog, EventBackend, EventLogOptions, EventRow } from './event-log-port.ts';
+import type { ClosableEventLog, EventLogOptions, EventRow, SyncEventBackend } from './event-log-port.ts';
 import {
   createPluginStore,
   type PackageRecord,
@@ -25,7 +25,7 @@ import {
 /** `tenantOf` maps sessions to tenants (default: every session counts against tenant ''). */
 export const createMemoryEventBackend = (
   tenantOf: (sessionId: string) => string = () => '',
-): EventBackend => {
+): SyncEventBackend => {
   const sessions = new Map<string, EventRow[]>();
   const blobs = new Map<string, string>();
   const usage = new Map<string, number>();

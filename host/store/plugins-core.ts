@@ -7,7 +7,9 @@
 // Every PluginStore method returns a Promise. A transaction names up front what it reads (the
 // owner, a plugin, a package: PluginTxScope), the backend loads that inside it and runs the
 // decision synchronously over it (PluginTx), then applies the writes: libsql reads lazily inside
-// BEGIN IMMEDIATE, a network database can load the rows FOR UPDATE first; no await runs inside.
+// BEGIN IMMEDIATE; Postgres (pg/plugins.ts) locks the owner, loads the scope's rows first and
+// applies the writes the decision recorded, which holds because the decisions here never read
+// after writing. No await runs inside a decision.
 import { createHash } from 'node:crypto';
 import { customAlphabet } from 'nanoid';
 import { SandboxError } from '../errors.ts';
@@ -125,6 +127,7 @@ export interface PluginTxScope {
 /**
  * One transaction's view, synchronous: the reads are what its scope names (loaded, and locked
  * where the backend locks, before the decision runs), the writes are applied when it returns.
+ * A decision reads before it writes: a backend may answer reads from what it loaded up front.
  */
 export interface PluginTx {
   /** The owner's plugins. */

@@ -17,7 +17,8 @@ import {
   type PluginTxScope,
 } from './plugins-core.ts';
 
-interface PluginRow {
+/** A `plugins` row as both backends read it (pg/plugins.ts too). */
+export interface PluginRow {
   id: string;
   tenant_id: string;
   agent_id: string;
@@ -27,7 +28,8 @@ interface PluginRow {
   created_at: number;
 }
 
-interface PackageRow {
+/** A `plugin_packages` row as both backends read it. */
+export interface PackageRow {
   plugin_id: string;
   id: string;
   name: string;
@@ -38,7 +40,7 @@ interface PackageRow {
   created_at: number;
 }
 
-const toPlugin = (r: PluginRow): PluginRecord => {
+export const toPlugin = (r: PluginRow): PluginRecord => {
   const plugin: PluginRecord = {
     id: r.id,
     tenantId: r.tenant_id,
@@ -51,7 +53,7 @@ const toPlugin = (r: PluginRow): PluginRecord => {
   return plugin;
 };
 
-const toPackage = (r: PackageRow): PackageRecord => {
+export const toPackage = (r: PackageRow): PackageRecord => {
   const pkg: PackageRecord = {
     id: r.id,
     pluginId: r.plugin_id,
@@ -66,8 +68,8 @@ const toPackage = (r: PackageRow): PackageRecord => {
   return pkg;
 };
 
-const PLUGIN = 'id, tenant_id, agent_id, id_prefix, current_package_id, running, created_at';
-const PACKAGE = 'plugin_id, id, name, purpose, host_code, client_code, code_bytes, created_at';
+export const PLUGIN = 'id, tenant_id, agent_id, id_prefix, current_package_id, running, created_at';
+export const PACKAGE = 'plugin_id, id, name, purpose, host_code, client_code, code_bytes, created_at';
 
 export const createLibsqlPluginBackend = (db: Database): PluginBackend => {
   const insertPlugin = db.prepare(`INSERT INTO plugins (${PLUGIN}) VALUES (?, ?, ?, ?, NULL, 0, ?)`);

@@ -58,12 +58,15 @@ export const createRequestStore = (
 
   /** The request's log line and expiry timer, once it is stored (by create or another store). */
   const track = async (request: HostRequest): Promise<HostRequest> => {
-    emit(state, request, 'request.created', {
+    const logged = emit(state, request, 'request.created', {
       kind: request.kind,
       payload: request.payload,
       expiresAt: request.expiresAt,
     });
     arm(state, request);
+    // A refused request.created rejects create(), as before the port was asynchronous; the stored
+    // request still expires on its timer.
+    await logged;
     return (await backend.get(request.id)) ?? request;
   };
 

@@ -60,13 +60,17 @@ export interface RequestCoreState {
   poller: NodeJS.Timeout | undefined;
 }
 
+/**
+ * Logs a request's event; the append, for a caller that awaits it. The synchronous callers do not:
+ * its rejection (a refused request.created) is caught here so it is never unhandled.
+ */
 export function emit(
   state: RequestCoreState,
   request: HostRequest,
   type: string,
   data: { [key: string]: JsonValue },
-): void {
-  state.options.events?.append([
+): Promise<unknown> | undefined {
+  const appended = state.options.events?.append([
     {
       sessionId: request.sessionId,
       type,
@@ -75,6 +79,8 @@ export function emit(
       data: { requestId: request.id, ...data },
     },
   ]);
+  appended?.catch(() => undefined);
+  return appended;
 }
 
 /** Resolves the waiters of a request that is no longer pending (settled here or elsewhere). */

@@ -1,5 +1,6 @@
 // The store's own ports: the durable session log (EventLog, with payload reads and usage per
-// tenant). host/tools, host/api and host/agents depend on these interfaces; host/store implements
+// tenant) and its search (EventSearch). Every method that reads or writes the store answers with a
+// Promise (issue 30: a network database is a backend too); subscribers stay in-process and sync. host/tools, host/api and host/agents depend on these interfaces; host/store implements
 // them over libsql (memory.ts is the in-process double for unit tests). The store also implements
 // ports other rooms own (RequestStore: host/requests/port.ts) and imports nothing above it.
 // Invariants: every session has a gap-free, strictly increasing per-session `seq` starting at 1;
@@ -66,19 +67,25 @@ export interface EventQuery {
 
 export interface EventLog {
   /**
-   * Appends in order and returns the assigned events. The write may be batched with other appends
-   * made in the same tick; `flush()` resolves when everything appended so far is durable.
+   * Appends in order and resolves to the assigned events. The write may be batched with other
+   * appends made in the same tick; `flush()` resolves when everything appended so far is durable.
+   * Appends keep call order per session even when not awaited one by one (append() called twice
+   * in a row gives the first call's events the lower seqs), and an appended event is readable
+   * (list) from the moment its append resolves.
    */
-  append(events: SessionEventInput[]): SessionEvent[];
+  append(events: SessionEventInput[]): Promise<SessionEvent[]>;
   flush(): Promise<void>;
   /**
    * Whether an event of `bytes` (default 1 KiB) of this session that settles nothing would be
    * admitted now: false once its tenant's budget has less room left (or the log is closed). What
    * must not happen unrecorded (an egress) asks first. Absent: every event is admitted.
    */
-  admits?(sessionId: string, bytes?: number): boolean;
-  list(sessionId: string, query?: EventQuery): SessionEvent[];
-  /** Called for every event appended to the session after subscription. Returns an unsubscribe. */
+  admits?(sessionId: string, bytes?: number): Promise<boolean>;
+  list(sessionId: string, query?: EventQuery): Promise<SessionEvent[]>;
+  /**
+   * Called for every event appended to the session after subscription (in-process, so synchronous).
+   * Returns an unsubscribe.
+   */
   subscribe(sessionId: string, listener: (event: SessionEvent) => void): () => void;
 }
 
@@ -100,9 +107,9 @@ export interface EventPayloads {
    * The JSON text of one listed payload of an event (with any payloads inside it read back).
    * NOT_FOUND when the event has no such payload or the payload was dropped.
    */
-  payload(sessionId: string, seq: number, pointer: string): string;
+  payload(sessionId: string, seq: number, pointer: string): Promise<string>;
   /** Every tenant with log usage (stored and queued). */
-  usage(): TenantLogUsage[];
+  usage(): Promise<TenantLogUsage[]>;
 }
 
 /** Whether a session's agent still exists (`live`) or only its log does (`persisted`: the agent was deleted). */
@@ -153,11 +160,11 @@ export interface SessionInfo {
 /** Search over the durable log; never crosses tenants (every method takes the tenant). */
 export interface EventSearch {
   /** Matching events, newest first (by when they were indexed), at most `limit`. */
-  search(query: EventSearchQuery): EventHit[];
+  search(query: EventSearchQuery): Promise<EventHit[]>;
   /** The tenant's session `id` (its agent deleted or not); undefined for another tenant's or none. */
-  session(tenantId: string, id: string): SessionInfo | undefined;
+  session(tenantId: string, id: string): Promise<SessionInfo | undefined>;
   /** The ids of the sessions whose parent is one of `parentIds` (deleted agents' too), oldest first. */
-  children(tenantId: string, parentIds: readonly string[]): string[];
+  children(tenantId: string, parentIds: readonly string[]): Promise<string[]>;
   /** How many events of `type` the tenant's session `id` holds (from the index, no scan of the log). */
-  count(tenantId: string, id: string, type: string): number;
+  count(tenantId: string, id: string, type: string): Promise<number>;
 }

@@ -87,8 +87,8 @@ export function createMailboxes(options: MailboxesOptions): Mailboxes {
         { data: { bytes, max: limits.messageBytes } },
       );
     const stored = await teams.post(item, item.kind === 'report' ? REPORTS_PER_SENDER : limits.mailboxSize);
-    try {
-      events.append([
+    events
+      .append([
         {
           sessionId: item.agentId,
           type: 'mailbox.message',
@@ -101,10 +101,10 @@ export function createMailboxes(options: MailboxesOptions): Mailboxes {
             message: item.body,
           },
         },
-      ]);
-    } catch {
-      // The mailbox holds the message; a log over its budget only misses the timeline entry.
-    }
+      ])
+      .catch(() => {
+        // The mailbox holds the message; a log over its budget only misses the timeline entry.
+      });
     notify(item.agentId);
     return stored;
   }

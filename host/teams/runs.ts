@@ -158,11 +158,11 @@ export function createRuns(options: RunsOptions): Runs {
       status: run.status,
       ...(run.output === undefined ? {} : { output: run.output }),
     };
-    try {
-      events.append([{ sessionId: parentId, type: 'agent.child_finished', surface: 'current', data }]);
-    } catch {
-      // A parent's log over its budget misses the entry; its mailbox still says it.
-    }
+    events
+      .append([{ sessionId: parentId, type: 'agent.child_finished', surface: 'current', data }])
+      .catch(() => {
+        // A parent's log over its budget misses the entry; its mailbox still says it.
+      });
     if (posted) return;
     try {
       await notice(run, child?.links?.name);

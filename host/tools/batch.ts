@@ -46,7 +46,7 @@ const inModelOrder = (env: CallEnv, calls: readonly ToolCall[]): CallEnv => {
     if (i === undefined || held[i] !== undefined || i < next) return void tryAppend(log, event);
     held[i] = event;
     for (let ready = held[next]; ready !== undefined; ready = held[next]) {
-      tryAppend(log, ready);
+      void tryAppend(log, ready);
       held[next++] = undefined;
     }
   }

@@ -1,6 +1,8 @@
 // Shapes call events for the durable log. Root calls are part of the model's history (surface
 // `current`); inner calls of programs, workflows and plugins are `log-only` and name their parent.
-// Appends are synchronous enqueues; the store batches the writes. A call the store refuses to
+// An append is called synchronously where the call is (so events keep the order calls were made
+// in) and awaited only for its verdict; the store batches the writes (and with libsql answers at
+// once, an already settled promise). A call the store refuses to
 // record is not run (recordCall says why, as the call's error); large values and tenant budgets
 // are the store's business (host/store/event-log-budget.ts). A call with a provenance (a plugin's code
 // made it) is log-only too, even without a parent: it is no part of the model's history.
@@ -63,31 +65,49 @@ export const resultEvent = (
   return event;
 };
 
-/** Appends a call's `tool.call` event; the error to settle the call with when the store refused it. */
-export const recordCall = (log: EventLog, event: SessionEventInput, name: string): ToolError | undefined => {
+/** Why a call was not run when its `tool.call` could not be recorded. */
+const unrecorded = (error: unknown, name: string): ToolError => {
+  if (isSandboxError(error) && error.code === 'STORE_BUDGET_EXCEEDED') {
+    return {
+      ...fail(
+        'STORE_BUDGET_EXCEEDED',
+        `The call to ${name} was not run: this tenant's event log is over its storage budget.`,
+      ),
+      data: { budget: (error.data?.budget as number | undefined) ?? null },
+    };
+  }
+  return fail('STORE_FAILED', `The call to ${name} could not be recorded, so it was not run; try again.`);
+};
+
+const recorded = (): undefined => undefined;
+const appended = (): boolean => true;
+const refused = (): boolean => false;
+
+/**
+ * Appends a call's `tool.call` event (now, in call order); resolves to the error to settle the call
+ * with when the store refused it. Never rejects. One `then` and no async function: this is paid by
+ * every call of the pipeline.
+ */
+export const recordCall = (
+  log: EventLog,
+  event: SessionEventInput,
+  name: string,
+): Promise<ToolError | undefined> => {
   try {
-    log.append([event]);
-    return undefined;
+    return log.append([event]).then(recorded, (error: unknown) => unrecorded(error, name));
   } catch (error) {
-    if (isSandboxError(error) && error.code === 'STORE_BUDGET_EXCEEDED') {
-      return {
-        ...fail(
-          'STORE_BUDGET_EXCEEDED',
-          `The call to ${name} was not run: this tenant's event log is over its storage budget.`,
-        ),
-        data: { budget: (error.data?.budget as number | undefined) ?? null },
-      };
-    }
-    return fail('STORE_FAILED', `The call to ${name} could not be recorded, so it was not run; try again.`);
+    return Promise.resolve(unrecorded(error, name));
   }
 };
 
-/** Appends one event; false when the store refused it (the caller decides what that means). */
-export const tryAppend = (log: EventLog, event: SessionEventInput): boolean => {
+/**
+ * Appends one event (now, in call order); resolves false when the store refused it (the caller
+ * decides what that means). Never rejects, so callers may leave it unawaited.
+ */
+export const tryAppend = (log: EventLog, event: SessionEventInput): Promise<boolean> => {
   try {
-    log.append([event]);
-    return true;
+    return log.append([event]).then(appended, refused);
   } catch {
-    return false;
+    return Promise.resolve(false);
   }
 };

@@ -302,7 +302,7 @@ const settle = (
   }
   if (env.log !== undefined) {
     const event = resultEvent(env.agent.sessionId, result, prepared.parentCallId, prepared.provenance);
-    if (env.logResult === undefined) tryAppend(env.log, event);
+    if (env.logResult === undefined) void tryAppend(env.log, event);
     else env.logResult(env.log, event);
   }
   return result;
@@ -322,7 +322,7 @@ export const runPrepared = async (env: CallEnv, prepared: Prepared): Promise<Too
   const unrecorded =
     env.log === undefined
       ? undefined
-      : recordCall(
+      : await recordCall(
           env.log,
           callEvent(
             env.agent.sessionId,

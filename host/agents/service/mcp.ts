@@ -37,7 +37,7 @@ export function mcpLimitsFor(
   return { ...DEFAULT_MCP_LIMITS, ...limitsOf?.(tenantId) };
 }
 
-/** Writes the list (log first, then the table); throws, changing nothing, when either refuses. */
+/** Writes the list (log first, then the table); rejects, changing nothing, when either refuses. */
 export function mcpPersister(
   agents: AgentStore,
   events: EventLog,
@@ -52,7 +52,7 @@ export function mcpPersister(
         : { env: spec.env === undefined ? undefined : Object.keys(spec.env) }),
       tools: tools.map((t) => t.name),
     }));
-    events.append([
+    await events.append([
       {
         sessionId: agent.sessionId,
         type: MCP_SERVERS_EVENT,

@@ -124,7 +124,7 @@ export function createRemoteRegistration(
   async function persist(agent: Agent, all: RemoteToolSpec[]): Promise<void> {
     const tools = all as unknown as JsonValue[];
     // Logged first: an append the tenant's log budget refuses leaves the table as it was.
-    events.append([
+    await events.append([
       { sessionId: agent.sessionId, type: 'agent.remote_tools', surface: 'log-only', data: { tools } },
     ]);
     if (!(await agents.setRemoteTools(agent.tenantId, agent.id, tools))) throw deletedError(agent.id);

@@ -58,7 +58,7 @@ export async function appendMessages(
   messages: readonly ConversationMessage[],
 ): Promise<SessionEvent[]> {
   await state.live.of(agent); // NOT_FOUND once the agent is gone
-  const appended = state.store.events.append(messageEvents(agent.sessionId, messages));
+  const appended = await state.store.events.append(messageEvents(agent.sessionId, messages));
   await state.store.events.flush();
   return appended;
 }

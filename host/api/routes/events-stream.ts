@@ -62,7 +62,7 @@ export async function followEvents(
   /** Sends every event after `last` up to `upTo`, one bounded page at a time. */
   const catchUp = async (upTo: number) => {
     while (!closed()) {
-      const batch = eventPage(state, sessionId, last, 1000).filter((e) => e.seq <= upTo);
+      const batch = (await eventPage(state, sessionId, last, 1000)).filter((e) => e.seq <= upTo);
       if (batch.length === 0) return;
       for (const event of batch) {
         last = event.seq;

@@ -77,7 +77,7 @@ export const eventRoutes = (
       const sessionId = c.get('agent').sessionId;
       await events.flush();
       if (!wantsSse(c.req.header('accept'))) {
-        const events = eventPage(state, sessionId, query.after ?? 0, query.limit ?? 500);
+        const events = await eventPage(state, sessionId, query.after ?? 0, query.limit ?? 500);
         return c.json({ events: events.map(eventView), next: events.at(-1)?.seq ?? query.after ?? 0 });
       }
       const header = c.req.header('last-event-id');
@@ -110,7 +110,7 @@ export const eventRoutes = (
       const seq = c.req.param('seq');
       if (!/^\d{1,15}$/.test(seq)) throw new SandboxError('BAD_REQUEST', 'seq must be an event seq.');
       const { pointer } = queryOf(PayloadQuery, c.req.query());
-      const text = events.payload(c.get('agent').sessionId, Number(seq), pointer);
+      const text = await events.payload(c.get('agent').sessionId, Number(seq), pointer);
       return c.body(text, 200, { 'content-type': 'application/json' });
     },
   );

@@ -19,15 +19,15 @@ import { loadAgent, notFound } from './agents.ts';
 const STATS_TIMEOUT_MS = 3000;
 
 /** The log part of an agent's usage. */
-function logUsage(store: Pick<Store, 'events' | 'search'>, tenantId: string, sessionId: string) {
-  const events = store.search.session(tenantId, sessionId)?.lastSeq ?? 0;
+async function logUsage(store: Pick<Store, 'events' | 'search'>, tenantId: string, sessionId: string) {
+  const events = (await store.search.session(tenantId, sessionId))?.lastSeq ?? 0;
   const last =
     events === 0
       ? undefined
-      : store.events.list(sessionId, { afterSeq: events - 1, limit: 1, payloads: 'refs' })[0];
+      : (await store.events.list(sessionId, { afterSeq: events - 1, limit: 1, payloads: 'refs' }))[0];
   return {
     events,
-    calls: store.search.count(tenantId, sessionId, 'tool.call'),
+    calls: await store.search.count(tenantId, sessionId, 'tool.call'),
     ...(last === undefined ? {} : { lastEventAt: last.at }),
   };
 }
@@ -65,10 +65,11 @@ export const usageRoutes = (
       const agent = c.get('agent');
       await store.events.flush(); // counts what was appended so far, as the events route shows it
       const used = await agents.usage.sandbox(agent, { stats: true, statsTimeoutMs: STATS_TIMEOUT_MS });
+      const log = await logUsage(store, agent.tenantId, agent.sessionId);
       return c.json({
         id: agent.id,
         state: await agents.usage.state(agent),
-        log: logUsage(store, agent.tenantId, agent.sessionId),
+        log,
         ...used,
       });
     },

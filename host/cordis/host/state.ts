@@ -111,18 +111,18 @@ function flushChange(state: HostState, agentId: string): void {
   const entry = pending.get(agentId);
   pending.delete(agentId);
   if (entry === undefined || state.closing || (entry.added.size === 0 && entry.removed.size === 0)) return;
-  try {
-    state.deps.events.append([
+  state.deps.events
+    .append([
       {
         sessionId: entry.agent.sessionId,
         type: 'tools.change',
         surface: 'log-only',
         data: { added: [...entry.added], removed: [...entry.removed] },
       },
-    ]);
-  } catch {
-    // over the tenant's log budget: the set changed all the same
-  }
+    ])
+    .catch(() => {
+      // over the tenant's log budget: the set changed all the same
+    });
 }
 
 export function providersOf(state: HostState, agent: Agent): AgentProviders {

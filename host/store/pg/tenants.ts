@@ -7,8 +7,8 @@
 // revoked by another replica on the same database stops working here within keyCacheMs. Only
 // valid keys are remembered, at most KEY_CACHE_MAX of them. A tenant and its first key are made in
 // one transaction.
-// The key's shape, prefix length and cache bound are tenants.ts's (not exported there yet): keep
-// them equal, or a key made on one backend would not verify on the other.
+// The key's shape, prefix length and cache bound are tenants.ts's own constants, so a key made on
+// one backend verifies on the other.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { nanoid } from 'nanoid';
 import { SandboxError } from '../../errors.ts';
@@ -16,26 +16,14 @@ import {
   API_KEY_PREFIX,
   type ApiKeyInfo,
   type CreatedKey,
+  KEY_CACHE_MAX,
+  KEY_SHAPE,
+  PREFIX_LENGTH,
   type Tenant,
   type TenantStore,
   type TenantStoreOptions,
 } from '../tenants.ts';
 import { type PgDatabase, type PgQueries, pgGuarded } from './db.ts';
-
-/**
- * TenantStore with every method returning a Promise. The port itself becomes async in the same
- * change (issue 30); this type equals it then, and keeps this file compiling until then.
- */
-export type AsyncTenantStore = {
-  [K in keyof TenantStore]: (
-    ...args: Parameters<TenantStore[K]>
-  ) => Promise<Awaited<ReturnType<TenantStore[K]>>>;
-};
-
-const PREFIX_LENGTH = API_KEY_PREFIX.length + 8;
-const KEY_SHAPE = /^dsk_[A-Za-z0-9_-]{32,128}$/;
-/** Verified keys remembered at most (the oldest is forgotten first). */
-const KEY_CACHE_MAX = 4096;
 
 const sha256 = (key: string): Buffer => createHash('sha256').update(key, 'utf8').digest();
 
@@ -62,7 +50,7 @@ export const createPgTenantStore = (
   db: PgDatabase,
   now: () => number = Date.now,
   options: TenantStoreOptions = {},
-): AsyncTenantStore => {
+): TenantStore => {
   const keyCacheMs = options.keyCacheMs ?? 2000;
   /** sha256 hex → the key's tenant, its id (for revokeKey) and until when it is trusted. */
   const verified = new Map<string, { tenant: Tenant; keyId: string; until: number }>();

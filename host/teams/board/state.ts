@@ -43,18 +43,16 @@ export function limitsOf(s: BoardState, tenantId: string): BoardLimits {
 }
 
 export function told(s: BoardState, change: BoardChange): void {
-  try {
-    s.events.append([
+  s.events
+    .append([
       {
         sessionId: change.teamId,
         type: 'team.task',
         surface: 'log-only',
         data: { action: change.action, by: change.by, task: { ...change.task } },
       },
-    ]);
-  } catch (error) {
-    s.options.onError?.(error);
-  }
+    ])
+    .catch((error: unknown) => s.options.onError?.(error));
   for (const listener of s.listeners) {
     try {
       listener(change);

@@ -94,7 +94,7 @@ export async function interrupt(
   const to = await resolve(state, by, target, reach);
   const byName = await nameOf(state, by.id);
   const stopped = state.options.interrupt(to.id, by.id);
-  state.events.append([
+  await state.events.append([
     {
       sessionId: to.id,
       type: 'agent.interrupted',

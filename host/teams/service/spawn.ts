@@ -90,7 +90,12 @@ export async function spawn(
   let requestId: string;
   try {
     if (input.context === 'fork')
-      forkConversation(events, parent.sessionId, child.sessionId, state.limits(parent.tenantId).forkMessages);
+      await forkConversation(
+        events,
+        parent.sessionId,
+        child.sessionId,
+        state.limits(parent.tenantId).forkMessages,
+      );
     const names = await options.toolNames(child);
     const payload: SubagentPayload = {
       prompt: input.prompt,

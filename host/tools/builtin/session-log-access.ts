@@ -68,14 +68,18 @@ export function callerOf(s: SessionLogState, exec: ExecContext): Caller {
 }
 
 /** The session a call names (its own when none), checked against tenant and policy. */
-export function sessionOf(s: SessionLogState, caller: Caller, id: string | undefined): SessionInfo {
+export async function sessionOf(
+  s: SessionLogState,
+  caller: Caller,
+  id: string | undefined,
+): Promise<SessionInfo> {
   const sessionId = id ?? caller.own;
   if (sessionId !== caller.own && caller.access === 'own')
     throw new SandboxError(
       'DENIED',
       "This agent's policy limits the session tools to its own session; omit session_id.",
     );
-  const info = s.port.search.session(caller.tenantId, sessionId);
+  const info = await s.port.search.session(caller.tenantId, sessionId);
   if (info === undefined)
     throw new SandboxError(
       'NOT_FOUND',
@@ -84,8 +88,8 @@ export function sessionOf(s: SessionLogState, caller: Caller, id: string | undef
   return info;
 }
 
-export function hitView(s: SessionLogState, query: string, hit: { sessionId: string; seq: number }) {
-  const event = s.traces.eventAt(hit.sessionId, hit.seq);
+export async function hitView(s: SessionLogState, query: string, hit: { sessionId: string; seq: number }) {
+  const event = await s.traces.eventAt(hit.sessionId, hit.seq);
   if (event === undefined) return undefined;
   const name = nameOf(event);
   return {
@@ -93,6 +97,16 @@ export function hitView(s: SessionLogState, query: string, hit: { sessionId: str
     ...(name === undefined ? {} : { name }),
     snippet: snippetOf(event, query),
   };
+}
+
+/** The views of `hits` (read together), those whose event is gone left out. */
+export async function hitViews(
+  s: SessionLogState,
+  query: string,
+  hits: readonly { sessionId: string; seq: number }[],
+) {
+  const views = await Promise.all(hits.map((hit) => hitView(s, query, hit)));
+  return views.filter((view) => view !== undefined);
 }
 
 /** The event filters common to both searches, from the seed's argument names. */

@@ -9,7 +9,7 @@ import { defineTool } from '../define.ts';
 import {
   callerOf,
   eventFilters,
-  hitView,
+  hitViews,
   Query,
   Seq,
   SessionId,
@@ -39,13 +39,16 @@ export function readTool(s: SessionLogState) {
     isReadOnly: () => true,
     async execute(args, exec) {
       await port.events.flush();
-      const session = sessionOf(s, callerOf(s, exec), args.session_id);
+      const session = await sessionOf(s, callerOf(s, exec), args.session_id);
       const before = Math.min(args.before ?? 0, SESSION_LOG_LIMITS.around);
       const after = Math.min(args.after ?? 0, SESSION_LOG_LIMITS.around);
       const from = Math.max(0, args.seq - before - 1);
-      const events = port.events
-        .list(session.id, { afterSeq: from, limit: args.seq - from + after, payloads: 'refs' })
-        .filter((e) => e.seq <= args.seq + after);
+      const page = await port.events.list(session.id, {
+        afterSeq: from,
+        limit: args.seq - from + after,
+        payloads: 'refs',
+      });
+      const events = page.filter((e) => e.seq <= args.seq + after);
       if (!events.some((e) => e.seq === args.seq))
         throw new SandboxError(
           'NOT_FOUND',
@@ -79,15 +82,15 @@ export function searchTool(s: SessionLogState) {
     async execute(args, exec) {
       const caller = callerOf(s, exec);
       await port.events.flush();
-      const session = sessionOf(s, caller, args.session_id);
-      const hits = port.search.search({
+      const session = await sessionOf(s, caller, args.session_id);
+      const hits = await port.search.search({
         tenantId: caller.tenantId,
         query: args.query,
         sessionIds: [session.id],
         ...eventFilters(args),
         limit: SESSION_LOG_LIMITS.hits,
       });
-      return { session_id: session.id, hits: hits.flatMap((hit) => hitView(s, args.query, hit) ?? []) };
+      return { session_id: session.id, hits: await hitViews(s, args.query, hits) };
     },
   });
 }
@@ -106,7 +109,7 @@ export function traceTool(s: SessionLogState) {
     isReadOnly: () => true,
     async execute(args, exec) {
       await port.events.flush();
-      const session = sessionOf(s, callerOf(s, exec), args.session_id);
+      const session = await sessionOf(s, callerOf(s, exec), args.session_id);
       return traceOf(session.id, args.seq);
     },
   });

@@ -11,7 +11,7 @@ import {
   Availability,
   callerOf,
   eventFilters,
-  hitView,
+  hitViews,
   Query,
   Seq,
   SessionId,
@@ -57,7 +57,7 @@ export function sessionSearchTool(s: SessionLogState) {
       const parents = args.parent_session_ids;
       let sessionIds = args.session_ids;
       if (parents !== undefined && !roots) {
-        const chosen = port.search.children(caller.tenantId, parents);
+        const chosen = await port.search.children(caller.tenantId, parents);
         sessionIds = (sessionIds ?? chosen).filter((id) => chosen.includes(id));
       }
       const wanted = (info: SessionInfo | undefined): boolean =>
@@ -68,7 +68,7 @@ export function sessionSearchTool(s: SessionLogState) {
       await port.events.flush();
       const createdFrom = timeOf('created_at_from', args.created_at_from);
       const createdTo = timeOf('created_at_to', args.created_at_to);
-      const hits = port.search.search({
+      const hits = await port.search.search({
         tenantId: caller.tenantId,
         query: args.query,
         ...(sessionIds === undefined ? {} : { sessionIds }),
@@ -86,16 +86,21 @@ export function sessionSearchTool(s: SessionLogState) {
         limit: SESSION_LOG_LIMITS.scan,
       });
       const grouped = new Map<string, typeof hits>();
-      const infos = new Map<string, SessionInfo | undefined>();
+      // Each session read once, all together, before the hits are grouped.
+      const ids = [...new Set(hits.map((hit) => hit.sessionId))];
+      const loaded = await Promise.all(ids.map((id) => port.search.session(caller.tenantId, id)));
+      const infos = new Map<string, SessionInfo | undefined>(ids.map((id, i) => [id, loaded[i]]));
       for (const hit of hits) {
-        if (!infos.has(hit.sessionId))
-          infos.set(hit.sessionId, port.search.session(caller.tenantId, hit.sessionId));
         if (!wanted(infos.get(hit.sessionId))) continue;
         const group = grouped.get(hit.sessionId) ?? [];
         grouped.set(hit.sessionId, group);
         group.push(hit);
       }
-      const sessions = [...grouped].slice(0, SESSION_LOG_LIMITS.sessions).map(([id, group]) => {
+      const shown = [...grouped].slice(0, SESSION_LOG_LIMITS.sessions);
+      const views = await Promise.all(
+        shown.map(([, group]) => hitViews(s, args.query, group.slice(0, SESSION_LOG_LIMITS.hitsPerSession))),
+      );
+      const sessions = shown.map(([id, group], i) => {
         const info = infos.get(id);
         return {
           session_id: id,
@@ -104,9 +109,7 @@ export function sessionSearchTool(s: SessionLogState) {
             : { created_at: iso(info.createdAt), availability: info.availability, last_seq: info.lastSeq }),
           parent_session_id: info?.parentId ?? null,
           matches: group.length,
-          hits: group
-            .slice(0, SESSION_LOG_LIMITS.hitsPerSession)
-            .flatMap((hit) => hitView(s, args.query, hit) ?? []),
+          hits: views[i] ?? [],
         };
       });
       return { sessions, ...(hits.length >= SESSION_LOG_LIMITS.scan ? { more: true } : {}) };
@@ -129,15 +132,15 @@ export function sessionTraceTool(s: SessionLogState) {
     async execute(args, exec) {
       await port.events.flush();
       const caller = callerOf(s, exec);
-      const session = sessionOf(s, caller, args.session_id);
+      const session = await sessionOf(s, caller, args.session_id);
       return {
         session_id: session.id,
         created_at: iso(session.createdAt),
         availability: session.availability,
         last_seq: session.lastSeq,
         parent_session_id: session.parentId ?? null,
-        children: port.search.children(caller.tenantId, [session.id]),
-        recent_calls: recentCalls(session.id, session.lastSeq),
+        children: await port.search.children(caller.tenantId, [session.id]),
+        recent_calls: await recentCalls(session.id, session.lastSeq),
       };
     },
   });

@@ -9,14 +9,15 @@ import { eventView, nameOf, SESSION_LOG_LIMITS, shownData } from './session-view
 
 export const createSessionTraces = (log: Pick<EventLog, 'list'>) => {
   /** The event at `seq` of a session, large values as markers. */
-  function eventAt(sessionId: string, seq: number): SessionEvent | undefined {
-    return log.list(sessionId, { afterSeq: seq - 1, limit: 1, payloads: 'refs' }).find((e) => e.seq === seq);
+  async function eventAt(sessionId: string, seq: number): Promise<SessionEvent | undefined> {
+    const page = await log.list(sessionId, { afterSeq: seq - 1, limit: 1, payloads: 'refs' });
+    return page.find((e) => e.seq === seq);
   }
 
   /** The root calls among the session's last events, newest last. */
-  function recentCalls(sessionId: string, lastSeq: number) {
+  async function recentCalls(sessionId: string, lastSeq: number) {
     const window = 1000;
-    const page = log.list(sessionId, {
+    const page = await log.list(sessionId, {
       afterSeq: Math.max(0, lastSeq - window),
       limit: window,
       payloads: 'refs',
@@ -50,8 +51,8 @@ export const createSessionTraces = (log: Pick<EventLog, 'list'>) => {
   }
 
   /** The event's root call and everything under it (see session_event_trace). */
-  function traceOf(sessionId: string, seq: number) {
-    const target = eventAt(sessionId, seq);
+  async function traceOf(sessionId: string, seq: number) {
+    const target = await eventAt(sessionId, seq);
     if (target === undefined)
       throw new SandboxError('NOT_FOUND', `Session ${sessionId} has no event ${seq}.`);
     if (target.callId === undefined)
@@ -63,7 +64,7 @@ export const createSessionTraces = (log: Pick<EventLog, 'list'>) => {
     let end = seq;
     while (rootSeq === undefined && end > 1 && scanned < SESSION_LOG_LIMITS.traceScan) {
       const from = Math.max(0, end - 200);
-      const page = log.list(sessionId, { afterSeq: from, limit: end - from, payloads: 'refs' });
+      const page = await log.list(sessionId, { afterSeq: from, limit: end - from, payloads: 'refs' });
       scanned += page.length;
       for (const e of page.reverse()) {
         if (e.seq >= end || e.type !== 'tool.call' || e.callId !== want) continue;
@@ -85,7 +86,7 @@ export const createSessionTraces = (log: Pick<EventLog, 'list'>) => {
         truncated: scanned >= SESSION_LOG_LIMITS.traceScan,
       };
     // Forwards from the root: its events and those of every call made under it, until its result.
-    const rootEvent = eventAt(sessionId, rootSeq)!;
+    const rootEvent = (await eventAt(sessionId, rootSeq))!;
     const depth = new Map<string, number>([[rootEvent.callId!, 0]]);
     const events: ReturnType<typeof traceEntry>[] = [];
     let after = rootSeq - 1;
@@ -96,7 +97,7 @@ export const createSessionTraces = (log: Pick<EventLog, 'list'>) => {
       scanned < SESSION_LOG_LIMITS.traceScan &&
       events.length < SESSION_LOG_LIMITS.traceEvents
     ) {
-      const page = log.list(sessionId, { afterSeq: after, limit: 200, payloads: 'refs' });
+      const page = await log.list(sessionId, { afterSeq: after, limit: 200, payloads: 'refs' });
       if (page.length === 0) break;
       scanned += page.length;
       for (const e of page) {

@@ -145,8 +145,7 @@ it('tunnels curl, npm, pip and git to allowlisted hosts only, with credentials k
   }
 
   // Every connection is an audit event in the agent's log: allowed ones with bytes, refused ones with why.
-  const audit = server.store.events
-    .list(agentId)
+  const audit = (await server.store.events.list(agentId))
     .filter((e) => e.type === 'egress' && (e.data as Loose).via === 'proxy')
     .map((e) => e.data as Loose);
   expect(audit.some((a) => a.decision === 'allow' && a.host === '127.0.0.2' && a.bytesIn > 0)).toBe(true);

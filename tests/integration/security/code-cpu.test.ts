@@ -53,7 +53,7 @@ describe('run_code under load', () => {
     for (let attempt = 0; attempt < 10; attempt++) {
       const id = `spin${attempt}`;
       const call = h.calls(h.keyA, agent, [[id, 'run_code', { description: 'spin', code: SPINNER }]]);
-      await until(() => h.server.store.events.list(agent).some((e) => e.callId === id), {
+      await until(async () => (await h.server.store.events.list(agent)).some((e) => e.callId === id), {
         what: 'the program to be dispatched',
         timeoutMs: 30_000,
       });

@@ -251,10 +251,10 @@ describe('code mode (run_code) as an attacker', () => {
         .finally(() => settled++),
     );
     await until(
-      () =>
-        h.server.store.events
-          .list(codeA, { limit: 5000 })
-          .filter((e) => e.type === 'tool.call' && /^spin\d$/.test(e.callId ?? '')).length === 6,
+      async () =>
+        (await h.server.store.events.list(codeA, { limit: 5000 })).filter(
+          (e) => e.type === 'tool.call' && /^spin\d$/.test(e.callId ?? ''),
+        ).length === 6,
       { what: "A's programs to be dispatched", timeoutMs: 30_000 },
     );
     expect(text(await run(h.keyB, codeB, 'return "b-served";', 'served'))).toBe('b-served');

@@ -17,10 +17,10 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const containersOf = async (agentId: string) =>
   h.fixture.docker.listContainers({ all: true, filters: { label: [`dsh.agent=${agentId}`] } });
 
-const innerResults = (agentId: string): SessionEvent[] =>
-  h.server.store.events
-    .list(agentId, { limit: 5000 })
-    .filter((e) => e.type === 'tool.result' && e.parentCallId !== undefined);
+const innerResults = async (agentId: string): Promise<SessionEvent[]> =>
+  (await h.server.store.events.list(agentId, { limit: 5000 })).filter(
+    (e) => e.type === 'tool.result' && e.parentCallId !== undefined,
+  );
 
 describe('deleting an agent while its program runs', () => {
   it('stops the program: no tool runs after the 204, policy stays closed, no container is left', async () => {
@@ -33,14 +33,17 @@ describe('deleting an agent while its program runs', () => {
     const batch = h.http(h.keyA, 'POST', `/v1/agents/${agentId}/calls`, {
       calls: [{ id: 'p', name: 'run_code', arguments: { code: program, description: 'loop' } }],
     });
-    await until(() => innerResults(agentId).filter((e) => (e.data as Loose).name === 'bash').length >= 3, {
-      what: 'the program to loop',
-      timeoutMs: 60_000,
-    });
+    await until(
+      async () => (await innerResults(agentId)).filter((e) => (e.data as Loose).name === 'bash').length >= 3,
+      {
+        what: 'the program to loop',
+        timeoutMs: 60_000,
+      },
+    );
     expect(await containersOf(agentId)).toHaveLength(1);
 
     const deleted = await h.http(h.keyA, 'DELETE', `/v1/agents/${agentId}`);
-    const lastBefore204 = h.server.store.events.list(agentId, { limit: 5000 }).at(-1)?.seq ?? 0;
+    const lastBefore204 = (await h.server.store.events.list(agentId, { limit: 5000 })).at(-1)?.seq ?? 0;
     expect(deleted.status).toBe(204);
     // No container for the agent, now or a little later (a program that kept calling tools made one):
     // an absence, so watching for a while is the check.
@@ -52,7 +55,7 @@ describe('deleting an agent while its program runs', () => {
     expect(res.json.results[0].ok).toBe(false);
 
     await h.server.store.events.flush();
-    const results = innerResults(agentId);
+    const results = await innerResults(agentId);
     const writes = results.filter((e) => (e.data as Loose).name === 'write');
     expect(writes.length).toBeGreaterThan(0);
     // Denied by policy before the delete, and never anything else (no REQUEST_EXPIRED, no run).
@@ -62,6 +65,6 @@ describe('deleting an agent while its program runs', () => {
     expect(results.filter((e) => e.seq > lastBefore204 && (e.data as Loose).ok === true)).toEqual([]);
     expect((await h.http(h.keyA, 'GET', `/v1/agents/${agentId}`)).status).toBe(404);
     await sleep(500); // watching for a while: an absence
-    expect(innerResults(agentId)).toHaveLength(results.length); // and no call since
+    expect(await innerResults(agentId)).toHaveLength(results.length); // and no call since
   });
 });

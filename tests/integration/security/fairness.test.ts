@@ -44,10 +44,16 @@ describe('isolate workers are shared fairly between tenants', () => {
         .finally(() => settled++),
     );
     // Every program of A was dispatched to the isolate host before B's, and they are burning CPU.
-    await until(() => flooders.every((a) => h.server.store.events.list(a).some((e) => e.callId === 'burn')), {
-      what: "A's programs to be dispatched",
-      timeoutMs: 30_000,
-    });
+    await until(
+      async () =>
+        (await Promise.all(flooders.map((a) => h.server.store.events.list(a)))).every((events) =>
+          events.some((e) => e.callId === 'burn'),
+        ),
+      {
+        what: "A's programs to be dispatched",
+        timeoutMs: 30_000,
+      },
+    );
     await until(() => childrenCpuMs() - idleCpuMs >= 1000, {
       what: "A's programs to spin",
       timeoutMs: 30_000,

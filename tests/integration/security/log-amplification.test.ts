@@ -92,8 +92,8 @@ describe('durable log amplification (issue 11)', () => {
     expect(r.ok, text(r)).toBe(true);
     const refused = /over its storage budget\.?"?:\s*(\d+)/.exec(text(r));
     expect(Number(refused?.[1]), text(r)).toBeGreaterThan(CALLS - 20);
-    const spent = () => Math.max(...h.server.store.events.usage().map((u) => u.bytes));
-    const full = spent();
+    const spent = async () => Math.max(...(await h.server.store.events.usage()).map((u) => u.bytes));
+    const full = await spent();
     expect(full).toBeLessThanOrEqual(BUDGET);
     expect(full).toBeGreaterThan(BUDGET - 2 * MiB);
     // Another such program: every large call refused, the store grows by the program's own small
@@ -103,7 +103,7 @@ describe('durable log amplification (issue 11)', () => {
       ['again', 'run_code', { code: program('again', 50), description: 'probe' }],
     ]);
     expect(/over its storage budget\.?"?:\s*(\d+)/.exec(text(again))?.[1], text(again)).toBe('50');
-    expect(spent() - full).toBeLessThan(4 * 1024);
+    expect((await spent()) - full).toBeLessThan(4 * 1024);
     expect(storeBytes()).toBeLessThanOrEqual(before + 64 * 1024);
 
     const agentB = await h.agent(h.keyB, { preset: 'code' });

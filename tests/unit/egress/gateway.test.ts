@@ -69,8 +69,8 @@ const setup = (settings: Partial<TenantEgress>, agentRules?: TenantEgress['allow
     lookup,
   });
   const caller: EgressCaller = { tenantId: 't1', agentId: 'a1', sessionId: 'a1', via: 'web_fetch' };
-  const audit = (): Array<Record<string, unknown>> =>
-    events.list('a1').map((e: SessionEvent) => e.data as Record<string, unknown>);
+  const audit = async (): Promise<Array<Record<string, unknown>>> =>
+    (await events.list('a1')).map((e: SessionEvent) => e.data as Record<string, unknown>);
   return { gateway, caller, audit, events };
 };
 
@@ -87,7 +87,7 @@ describe('egress gateway', () => {
       code: 'EGRESS_DENIED',
       data: { reason: 'no allowlist' },
     });
-    expect(audit()).toEqual([
+    expect(await audit()).toEqual([
       expect.objectContaining({
         decision: 'deny',
         host: 'site.test',
@@ -103,7 +103,7 @@ describe('egress gateway', () => {
     const res = await gateway.fetch(caller, `http://site.test:${port}/page`);
     expect(await res.text()).toBe('hello GET /page');
     expect(seen.at(-1)?.host).toBe(`site.test:${port}`);
-    expect(audit()).toEqual([
+    expect(await audit()).toEqual([
       expect.objectContaining({
         decision: 'allow',
         host: 'site.test',
@@ -114,7 +114,7 @@ describe('egress gateway', () => {
       }),
     ]);
     // The body's 15 bytes and the response's head: what crossed, as a tunnel counts it.
-    expect(audit()[0]?.bytesIn).toBeGreaterThan(15 + 50);
+    expect((await audit())[0]?.bytesIn).toBeGreaterThan(15 + 50);
   });
 
   it.each([
@@ -139,7 +139,7 @@ describe('egress gateway', () => {
       code: 'EGRESS_DENIED',
       data: { reason },
     });
-    expect(events.list('a1')[0]?.data).toMatchObject({ decision: 'deny', reason });
+    expect((await events.list('a1'))[0]?.data).toMatchObject({ decision: 'deny', reason });
   });
 
   it('refuses a name when any one of its addresses is internal', async () => {
@@ -175,7 +175,7 @@ describe('egress gateway', () => {
     const ok = encodeURIComponent(`http://127.0.0.1:${port}/landed`);
     const res = await gateway.fetch(caller, `http://site.test:${port}/redirect?to=${ok}`);
     expect(await res.text()).toBe('hello GET /landed');
-    expect(audit().map((e) => [e.decision, e.host])).toEqual(
+    expect((await audit()).map((e) => [e.decision, e.host])).toEqual(
       expect.arrayContaining([
         ['deny', 'other.test'],
         ['allow', '127.0.0.1'],
@@ -212,8 +212,8 @@ describe('egress gateway', () => {
     expect(seen.at(-1)?.url).toBe('/c');
     expect(seen.at(-1)?.headers['x-token']).toBeUndefined();
     expect(seen.at(-1)?.headers.authorization).toBeUndefined();
-    expect(JSON.stringify(audit())).not.toContain('sk-live');
-    expect(audit()[0]).toMatchObject({ credentials: ['docs'] });
+    expect(JSON.stringify(await audit())).not.toContain('sk-live');
+    expect((await audit())[0]).toMatchObject({ credentials: ['docs'] });
     expect((await gateway.redactor('t1'))(`echo: ${secret}`)).toBe('echo: [credential docs]');
   });
 
@@ -259,7 +259,7 @@ describe('egress gateway', () => {
     expect(await echoed).toBe('ping');
     client.end();
     await tunnel.closed;
-    expect(audit().at(-1)).toMatchObject({
+    expect((await audit()).at(-1)).toMatchObject({
       via: 'proxy',
       decision: 'allow',
       bytesIn: 4,
@@ -275,9 +275,9 @@ describe('egress gateway', () => {
     const { gateway, caller, audit, events } = setup({ allow: allowLoopback() }, undefined, 2_000);
     const tunnel = await gateway.connect({ ...caller, via: 'proxy' }, { host: 'site.test', port: tcpPort });
     // The agent's log fills up while the tunnel is open.
-    expect(events.admits?.('a1')).toBe(true);
-    for (let i = 0; events.admits?.('a1') === true; i++)
-      events.append([
+    expect(await events.admits?.('a1')).toBe(true);
+    for (let i = 0; (await events.admits?.('a1')) === true; i++)
+      await events.append([
         { sessionId: 'a1', type: 'note', surface: 'log-only', data: { i, pad: 'x'.repeat(200) } },
       ]);
     await expect(
@@ -289,7 +289,7 @@ describe('egress gateway', () => {
     // The tunnel admitted before settles its audit past the budget.
     tunnel.destroy();
     await tunnel.closed;
-    expect(audit().filter((e) => e.decision === 'allow')).toEqual([
+    expect((await audit()).filter((e) => e.decision === 'allow')).toEqual([
       expect.objectContaining({ via: 'proxy', host: 'site.test', port: tcpPort }),
     ]);
   });

@@ -15,6 +15,11 @@ const memoryStore = () => {
       return docs.get(tenantId);
     },
     put: async (tenantId: string, settings: JsonValue) => void docs.set(tenantId, settings),
+    update: async (tenantId: string, fn: (before: JsonValue | undefined) => JsonValue) => {
+      const next = fn(docs.get(tenantId));
+      docs.set(tenantId, next);
+      return next;
+    },
   } as unknown as EgressSettingsStore;
   return { store, docs, reads: () => reads };
 };

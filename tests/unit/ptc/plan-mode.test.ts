@@ -40,9 +40,9 @@ describe('plan mode', () => {
     expect(JSON.stringify(refusedProgram?.value)).toContain('Plan mode is on: bash');
     expect(commands).toEqual([]);
     // The inner call's durable result says why, under the stable code.
-    const inner = store.events
-      .list(agent.sessionId)
-      .find((e) => e.type === 'tool.result' && e.parentCallId === 'p');
+    const inner = (await store.events.list(agent.sessionId)).find(
+      (e) => e.type === 'tool.result' && e.parentCallId === 'p',
+    );
     expect(inner?.data).toMatchObject({ name: 'bash', ok: false, error: { code: 'PLAN_MODE' } });
 
     const submitted = call([{ id: 'x', name: 'exit_plan_mode', arguments: { plan: '1. Say hi.' } }]);

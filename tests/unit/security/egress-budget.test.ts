@@ -101,7 +101,7 @@ function setup(bytesPerHour = BUDGET) {
     testHosts: [{ ip: '127.0.0.1' }],
   });
   const proxy = createProxyServer({ gateway });
-  const audit = () => events.list('a1').map((e) => e.data as Record<string, unknown>);
+  const audit = async () => (await events.list('a1')).map((e) => e.data as Record<string, unknown>);
   return { gateway, proxy, audit };
 }
 
@@ -154,10 +154,10 @@ describe('egress budgets are charged as the bytes flow, and the connection is cu
     expect(state.text).toMatch(/^HTTP\/1\.1 200/);
     await upload(client, LARGE);
     await until(() => state.closed, { what: 'the tunnel cut' });
-    await until(() => audit().some((e) => e.decision === 'allow'), { what: 'the audit' });
+    await until(async () => (await audit()).some((e) => e.decision === 'allow'), { what: 'the audit' });
     expect(received.sink).toBeLessThanOrEqual(BUDGET);
     expect(gateway.budgets.usage('t1').bytes).toBeLessThanOrEqual(BUDGET);
-    expect(audit().find((e) => e.decision === 'allow')).toMatchObject({
+    expect((await audit()).find((e) => e.decision === 'allow')).toMatchObject({
       error: 'egress budget used up',
       bytesOut: received.sink,
     });

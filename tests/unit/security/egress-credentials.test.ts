@@ -96,8 +96,7 @@ describe('credentials go only over TLS unless they say allowInsecure', () => {
       { site: 'plain', authorization: undefined },
       { site: 'secure', authorization: SECRET },
     ]);
-    const audit = api.store.events
-      .list(agent.id)
+    const audit = (await api.store.events.list(agent.id))
       .filter((e) => e.type === 'egress')
       .map((e) => e.data as Loose);
     expect(audit[0]).toMatchObject({ port: plainPort, withheld: ['site'] });

@@ -28,8 +28,8 @@ const tempDb = () => {
 };
 const reminders = async (service: ReturnType<typeof startService>, agentId: string) =>
   (await service.store.requests.list(agentId)).filter((r) => r.kind === 'reminder');
-const fired = (service: ReturnType<typeof startService>, agentId: string) =>
-  service.store.events.list(agentId, { limit: 5000 }).filter((e) => e.type === 'schedule.fired');
+const fired = async (service: ReturnType<typeof startService>, agentId: string) =>
+  (await service.store.events.list(agentId, { limit: 5000 })).filter((e) => e.type === 'schedule.fired');
 
 describe('the contract (seed 000)', () => {
   // 2026-08-01T00:00:00Z: the seed's `at` example is three weeks ahead.
@@ -119,7 +119,7 @@ describe('delivery', () => {
       payload: { prompt: 'Look at the build.', scheduleId: (created.value as Loose).id },
     });
     await second.store.events.flush();
-    expect(fired(second, agent.id)).toEqual([
+    expect(await fired(second, agent.id)).toEqual([
       expect.objectContaining({
         surface: 'current',
         data: expect.objectContaining({ requestId: reminder!.id }),

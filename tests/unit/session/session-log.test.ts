@@ -19,7 +19,7 @@ beforeAll(async () => {
   const read = await call(agentA, 'read', { file_path: 'notes.txt' });
   expect(read.ok).toBe(true);
   await store.events.flush();
-  markerSeq = store.events.list(agentA.id).find((e) => e.type === 'tool.result')!.seq;
+  markerSeq = (await store.events.list(agentA.id)).find((e) => e.type === 'tool.result')!.seq;
   // 10,000 events after it: 5,000 calls of a concurrency-safe tool, each a call and a result.
   const live = await agents.get(tenantA, agentA.id);
   for (let batch = 0; batch < 10; batch++) {
@@ -92,7 +92,7 @@ describe('the contract (seed 000)', () => {
 
 describe('search and read', () => {
   it('session_event_search finds a string a tool wrote 10,000 events back', async () => {
-    expect(store.events.list(agentA.id, { afterSeq: markerSeq, limit: 5000 }).length).toBe(5000);
+    expect((await store.events.list(agentA.id, { afterSeq: markerSeq, limit: 5000 })).length).toBe(5000);
     const result = await call(agentA, 'session_event_search', { query: MARKER });
     expect(result.ok).toBe(true);
     const hits = (result.value as Loose).hits;
@@ -103,7 +103,7 @@ describe('search and read', () => {
     // The searches themselves are found by their tool's name, not by what they searched for.
     const searches = await call(agentA, 'session_event_search', { query: 'session_event_search' });
     expect((searches.value as Loose).hits.length).toBeGreaterThan(0);
-    const last = store.search.session(tenantA, agentA.id)!.lastSeq;
+    const last = (await store.search.session(tenantA, agentA.id))!.lastSeq;
     expect(last - markerSeq).toBeGreaterThanOrEqual(10_000);
   });
 

@@ -4,6 +4,8 @@
 // the rows can belong to; `reopen` opens the store again on the same database (a restart or
 // another process).
 import { afterEach, describe, expect, it } from 'vitest';
+import { SandboxError } from '../../../host/errors.ts';
+import type { JsonValue } from '../../../host/json.ts';
 import type { EgressSettingsStore } from '../../../host/store/egress.ts';
 
 export interface EgressSettingsStoreInstance {
@@ -60,6 +62,43 @@ export const runEgressSettingsStoreContract = (harness: EgressSettingsStoreHarne
       expect(await store.get(b)).toEqual({ allow: [{ host: 'b.example' }] });
     });
 
+    it('updates from the stored document in one step; a throwing update writes nothing', async () => {
+      const { store, tenant } = await open();
+      const a = await tenant('a');
+      const seen: unknown[] = [];
+      const first = await store.update(a, (before) => {
+        seen.push(before);
+        return settings;
+      });
+      expect(first).toEqual(settings);
+      expect(
+        await store.update(a, (before) => {
+          seen.push(before);
+          return { allow: [] };
+        }),
+      ).toEqual({ allow: [] });
+      expect(seen).toEqual([undefined, settings]);
+      await expect(
+        store.update(a, () => {
+          throw new SandboxError('BAD_REQUEST', 'refused');
+        }),
+      ).rejects.toMatchObject({ code: 'BAD_REQUEST', message: 'refused' });
+      expect(await store.get(a)).toEqual({ allow: [] });
+    });
+
+    it('two stores updating one document at once lose no update', async () => {
+      const opened = await open();
+      const a = await opened.tenant('a');
+      const other = await opened.reopen();
+      const bump = (before: JsonValue | undefined) => ({
+        n: ((before as { n?: number } | undefined)?.n ?? 0) + 1,
+      });
+      await Promise.all(
+        Array.from({ length: 8 }, (_, i) => (i % 2 === 0 ? opened.store : other).update(a, bump)),
+      );
+      expect(await opened.store.get(a)).toEqual({ n: 8 });
+    });
+
     it('keeps the first CA a tenant gets: a second putCaOnce returns it and changes nothing', async () => {
       const { store, tenant } = await open();
       const a = await tenant('a');
@@ -82,6 +121,11 @@ export const runEgressSettingsStoreContract = (harness: EgressSettingsStoreHarne
       expect(await again.getCa(a)).toEqual(ca(1));
       // A racing second process keeps the first's CA.
       expect(await again.putCaOnce(a, ca(2))).toEqual(ca(1));
+      // Two processes making a tenant's first CA at once both keep the same one.
+      const b = await opened.tenant('b');
+      const kept = await Promise.all([opened.store.putCaOnce(b, ca(3)), again.putCaOnce(b, ca(4))]);
+      expect(kept[1]).toEqual(kept[0]);
+      expect(await again.getCa(b)).toEqual(kept[0]);
     });
   });
 };

@@ -28,11 +28,11 @@ describe('event log writer', () => {
     const log = createEventLog(backend, { onError: (e) => errors.push(e) });
     const got: number[] = [];
     log.subscribe('s', (e) => got.push(e.seq));
-    log.append([{ sessionId: 's', type: 'x', surface: 'current', data: 1 }]);
+    void log.append([{ sessionId: 's', type: 'x', surface: 'current', data: 1 }]);
     await expect(log.flush()).rejects.toThrow('disk I/O error');
-    expect(log.list('s').map((e) => e.seq)).toEqual([1]);
+    expect((await log.list('s')).map((e) => e.seq)).toEqual([1]);
     expect(got).toEqual([]); // subscribers only hear about durable events
-    log.append([{ sessionId: 's', type: 'x', surface: 'current', data: 2 }]);
+    void log.append([{ sessionId: 's', type: 'x', surface: 'current', data: 2 }]);
     await log.flush();
     expect(stored.map((r) => r.seq)).toEqual([1, 2]);
     expect(got).toEqual([1, 2]);
@@ -43,7 +43,7 @@ describe('event log writer', () => {
     const { backend, stored } = flaky(1);
     const errors: unknown[] = [];
     const log = createEventLog(backend, { onError: (e) => errors.push(e) });
-    log.append([{ sessionId: 's', type: 'x', surface: 'current', data: 1 }]);
+    void log.append([{ sessionId: 's', type: 'x', surface: 'current', data: 1 }]);
     await until(() => stored.length > 0, { what: 'the retried write' });
     expect(errors).toHaveLength(1);
     expect(stored.map((r) => r.seq)).toEqual([1]);

@@ -48,7 +48,7 @@ it('keeps every event reported durable when the process is killed mid-batch', as
   try {
     const seqs: number[] = [];
     for (let after = 0; ; ) {
-      const page = store.events.list('s', { afterSeq: after, limit: 5000, payloads: 'refs' });
+      const page = await store.events.list('s', { afterSeq: after, limit: 5000, payloads: 'refs' });
       if (page.length === 0) break;
       for (const event of page) seqs.push(event.seq);
       after = page.at(-1)?.seq ?? after;
@@ -61,7 +61,7 @@ it('keeps every event reported durable when the process is killed mid-batch', as
       .get('s') as { n: number };
     expect(indexed.n).toBe(seqs.length);
     // The log carries on after what survived.
-    const [next] = store.events.append([
+    const [next] = await store.events.append([
       { sessionId: 's', type: 'after.crash', surface: 'log-only', data: {} },
     ]);
     await store.events.flush();

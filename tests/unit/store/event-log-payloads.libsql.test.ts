@@ -24,7 +24,7 @@ describe('libsql event log on disk', () => {
     const before = fileBytes(temp.path);
     const big = 'x'.repeat(MiB);
     for (let i = 1; i <= 1000; i++) {
-      log.append([
+      void log.append([
         {
           sessionId: 'agent_1',
           type: 'tool.call',
@@ -43,7 +43,7 @@ describe('libsql event log on disk', () => {
     expect(grown).toBeLessThan(3 * MiB);
   }, 180_000);
 
-  it('migration 3 moves large values of existing events out, keeps them readable and counts usage', () => {
+  it('migration 3 moves large values of existing events out, keeps them readable and counts usage', async () => {
     temp = tempDatabase();
     const db = openDatabase({ path: temp.path });
     migrate(
@@ -74,13 +74,13 @@ describe('libsql event log on disk', () => {
       expect.objectContaining({ n: 1 }),
     ]);
     const log = createLibsqlEventLog(db);
-    expect(log.list('ag_1').map((e) => e.data)).toEqual([
+    expect((await log.list('ag_1')).map((e) => e.data)).toEqual([
       data(1),
       data(2),
       data(3),
       { name: 'bash', arguments: { command: 'ls' } },
     ]);
-    const usage = log.usage().find((u) => u.tenantId === 'tn_a')!.bytes;
+    const usage = (await log.usage()).find((u) => u.tenantId === 'tn_a')!.bytes;
     expect(usage).toBeGreaterThan(100 * 1024);
     expect(usage).toBeLessThan(100 * 1024 + 4 * 1024);
     log.close();

@@ -1,6 +1,7 @@
 import { runEventLogContract } from './event-log.contract.ts';
 import { runEventBudgetContract } from './event-log-budget.contract.ts';
+import { eventLogFactory } from './event-log-factory.ts';
 import { libsqlEventLogHarness } from './harness.ts';
 
-runEventLogContract(libsqlEventLogHarness);
-runEventBudgetContract(libsqlEventLogHarness);
+runEventLogContract(eventLogFactory(libsqlEventLogHarness));
+runEventBudgetContract(eventLogFactory(libsqlEventLogHarness));

@@ -1,6 +1,7 @@
 import { runEventLogContract } from './event-log.contract.ts';
 import { runEventBudgetContract } from './event-log-budget.contract.ts';
+import { eventLogFactory } from './event-log-factory.ts';
 import { memoryEventLogHarness } from './harness.ts';
 
-runEventLogContract(memoryEventLogHarness);
-runEventBudgetContract(memoryEventLogHarness);
+runEventLogContract(eventLogFactory(memoryEventLogHarness));
+runEventBudgetContract(eventLogFactory(memoryEventLogHarness));

@@ -1,6 +1,7 @@
 import { runEventLogContract } from './event-log.contract.ts';
 import { runEventBudgetContract } from './event-log-budget.contract.ts';
+import { eventLogFactory } from './event-log-factory.ts';
 import { libsqlThreadEventLogHarness } from './harness.ts';
 
-runEventLogContract(libsqlThreadEventLogHarness);
-runEventBudgetContract(libsqlThreadEventLogHarness);
+runEventLogContract(eventLogFactory(libsqlThreadEventLogHarness));
+runEventBudgetContract(eventLogFactory(libsqlThreadEventLogHarness));

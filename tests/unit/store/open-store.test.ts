@@ -14,7 +14,7 @@ describe('openStore', () => {
   it('writes queued events and keeps pending requests when closed, for the next start to find', async () => {
     temp = tempDatabase();
     const first = openStore({ dataDir: temp.dir });
-    first.events.append([{ sessionId: 's', type: 'tool.call', surface: 'current', data: { n: 1 } }]);
+    void first.events.append([{ sessionId: 's', type: 'tool.call', surface: 'current', data: { n: 1 } }]);
     const request = await first.requests.create({
       sessionId: 's',
       kind: 'remote_tool',
@@ -26,7 +26,7 @@ describe('openStore', () => {
     first.close();
     const second = openStore({ dataDir: temp.dir });
     try {
-      expect(second.events.list('s').map((e) => e.type)).toEqual(['tool.call', 'request.created']);
+      expect((await second.events.list('s')).map((e) => e.type)).toEqual(['tool.call', 'request.created']);
       expect((await second.requests.list('s', 'pending')).map((r) => r.id)).toEqual([request.id]);
     } finally {
       second.close();
@@ -41,7 +41,7 @@ describe('openStore', () => {
       script,
       `import { openStore } from ${JSON.stringify(entry)};
       const store = openStore({ dataDir: ${JSON.stringify(temp.dir)} });
-      for (let i = 0; i < 100; i++) store.events.append([{ sessionId: 's', type: 'tool.call', surface: 'current', data: i }]);
+      for (let i = 0; i < 100; i++) void store.events.append([{ sessionId: 's', type: 'tool.call', surface: 'current', data: i }]);
       await store.requests.create({ sessionId: 's', kind: 'approval', callId: 'c', payload: {}, expiresAt: Date.now() + 60000 });
       await store.events.flush();
       process.kill(process.pid, 'SIGKILL');`,
@@ -50,7 +50,9 @@ describe('openStore', () => {
     expect(child.signal).toBe('SIGKILL');
     const store = openStore({ dataDir: temp.dir });
     try {
-      expect(store.events.list('s').map((e) => e.seq)).toEqual(Array.from({ length: 101 }, (_, i) => i + 1));
+      expect((await store.events.list('s')).map((e) => e.seq)).toEqual(
+        Array.from({ length: 101 }, (_, i) => i + 1),
+      );
       expect(await store.requests.list('s', 'pending')).toHaveLength(1);
     } finally {
       store.close();

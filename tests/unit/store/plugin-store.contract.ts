@@ -183,6 +183,32 @@ export const runPluginStoreContract = (harness: PluginStoreHarness) => {
       expect(await store.listPlugins(alice)).toHaveLength(2);
     });
 
+    it('never lets two stores on one storage pass a maximum together (two replicas)', async (context) => {
+      const store = await open({ limitsOf: () => ({ pluginsPerAgent: 2, packagesPerPlugin: 3 }) });
+      const reopen = instance?.reopen;
+      if (reopen === undefined) return context.skip();
+      const other = await reopen();
+      // Connections open first, so the defines below meet in the database, not in a connect queue.
+      await Promise.all([store, store, other, other].map((s) => s.listPlugins(bob)));
+      const made = await Promise.allSettled(
+        [1, 2, 3, 4].map((n) => (n % 2 === 0 ? store : other).define(alice, hello(`return () => ${n}`))),
+      );
+      expect(made.filter((o) => o.status === 'fulfilled')).toHaveLength(2);
+      for (const o of made.filter((o) => o.status === 'rejected'))
+        expect((o as PromiseRejectedResult).reason).toMatchObject({ code: 'LIMIT_EXCEEDED' });
+      // Packages of one plugin: it holds one, two more fit.
+      const [first] = await store.listPlugins(alice);
+      const existing = { kind: 'existing' as const, pluginId: (first as { id: string }).id };
+      const added = await Promise.allSettled(
+        [5, 6, 7, 8].map((n) =>
+          (n % 2 === 0 ? store : other).define(alice, { ...hello(`return () => ${n}`), plugin: existing }),
+        ),
+      );
+      expect(added.filter((o) => o.status === 'fulfilled')).toHaveLength(2);
+      expect(await other.listPackages(alice, existing.pluginId)).toHaveLength(3);
+      expect(await other.listPlugins(alice)).toHaveLength(2);
+    });
+
     it('records the run state and lists the running plugins of every tenant', async () => {
       const store = await open();
       const a = await store.define(alice, hello());

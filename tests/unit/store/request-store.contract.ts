@@ -138,7 +138,7 @@ export const runRequestStoreContract = (name: string, openStore: OpenRequestStor
       const expired = await store.create(input(10));
       await store.wait(expired.id);
       await events.flush();
-      const log = events.list('s1').map((e) => [e.type, (e.data as { requestId: string }).requestId]);
+      const log = (await events.list('s1')).map((e) => [e.type, (e.data as { requestId: string }).requestId]);
       expect(log).toEqual([
         ['request.created', answered.id],
         ['request.answered', answered.id],
@@ -147,7 +147,7 @@ export const runRequestStoreContract = (name: string, openStore: OpenRequestStor
         ['request.created', expired.id],
         ['request.expired', expired.id],
       ]);
-      expect(events.list('s1')[1]).toMatchObject({
+      expect((await events.list('s1'))[1]).toMatchObject({
         surface: 'log-only',
         callId: 'call_1',
         data: { answer: { allow: true } },
@@ -166,7 +166,9 @@ export const runRequestStoreContract = (name: string, openStore: OpenRequestStor
       expect(await store.adopt(draft)).toEqual(draft);
       await expect(store.wait(draft.id)).resolves.toMatchObject({ state: 'expired' });
       await events.flush();
-      const mine = events.list('s1').filter((e) => (e.data as { requestId: string }).requestId === draft.id);
+      const mine = (await events.list('s1')).filter(
+        (e) => (e.data as { requestId: string }).requestId === draft.id,
+      );
       expect(mine.map((e) => e.type)).toEqual(['request.created', 'request.expired']);
     });
 
@@ -202,7 +204,7 @@ export const runRequestStoreContract = (name: string, openStore: OpenRequestStor
         expect((await next.store.get(r.id))?.state).toBe('expired');
         expect(await next.store.answer(r.id, { allow: true })).toBe(false);
         await next.events.flush();
-        expect(next.events.list('s1').map((e) => e.type)).toContain('request.expired');
+        expect((await next.events.list('s1')).map((e) => e.type)).toContain('request.expired');
       });
 
       it('arms expiry for pending requests found at start', async (ctx) => {

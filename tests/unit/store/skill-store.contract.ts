@@ -127,6 +127,23 @@ export const runSkillStoreContract = (harness: SkillStoreHarness) => {
       expect((await store.put(a, skill('two', 2), 2)).created).toBe(false);
     });
 
+    it('two stores putting new skills at once never pass the maximum together', async () => {
+      const opened = await open();
+      const a = await opened.tenant('a');
+      const other = await opened.reopen();
+      for (let limit = 1; limit <= 3; limit++) {
+        const made = await Promise.allSettled([
+          opened.store.put(a, skill(`first-${limit}`), limit),
+          other.put(a, skill(`second-${limit}`), limit),
+        ]);
+        expect(made.filter((p) => p.status === 'fulfilled')).toHaveLength(1);
+        expect(made.find((p) => p.status === 'rejected')).toMatchObject({
+          reason: { code: 'LIMIT_EXCEEDED' },
+        });
+        expect(await other.list(a)).toHaveLength(limit);
+      }
+    });
+
     it('keeps the catalog for another store on the same database', async () => {
       const opened = await open();
       const a = await opened.tenant('a');

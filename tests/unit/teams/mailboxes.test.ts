@@ -35,9 +35,9 @@ describe('mailbox waits', () => {
     expect((await first).map((m) => m.body)).toEqual(['hello']);
     expect(await second).toEqual([]);
     expect(await mail.wait('agt_to', 0, never)).toEqual([]);
-    expect(store.events.list('agt_to').map((e) => [e.type, (e.data as { message: string }).message])).toEqual(
-      [['mailbox.message', 'hello']],
-    );
+    expect(
+      (await store.events.list('agt_to')).map((e) => [e.type, (e.data as { message: string }).message]),
+    ).toEqual([['mailbox.message', 'hello']]);
   });
 
   it('end empty at their timeout and reject when cancelled', async () => {

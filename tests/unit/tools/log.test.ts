@@ -18,8 +18,8 @@ const nested = defineTool({
   },
 });
 
-const brief = (log: EventLog) =>
-  log.list('session-1').map((e) => [e.type, e.surface, e.callId, e.parentCallId ?? null]);
+const brief = async (log: EventLog) =>
+  (await log.list('session-1')).map((e) => [e.type, e.surface, e.callId, e.parentCallId ?? null]);
 
 describe('durable log', () => {
   it('a root call appends tool.call then tool.result on the current surface', async () => {
@@ -27,7 +27,7 @@ describe('durable log', () => {
     const registry = createRegistry({ log });
     registry.global.register(echoTool());
     await registry.global.execute([call('c1', 'echo', { text: 'hi' })], { agent });
-    const events = log.list('session-1');
+    const events = await log.list('session-1');
     expect(events.map((e) => [e.type, e.surface, e.callId])).toEqual([
       ['tool.call', 'current', 'c1'],
       ['tool.result', 'current', 'c1'],
@@ -74,10 +74,7 @@ describe('durable log', () => {
     releaseSlow();
     await batch;
     expect(finished).toEqual(['b', 'c', 'a']);
-    const order = log
-      .list('session-1')
-      .filter((e) => e.type === 'tool.result')
-      .map((e) => e.callId);
+    const order = (await log.list('session-1')).filter((e) => e.type === 'tool.result').map((e) => e.callId);
     expect(order).toEqual(['a', 'b', 'c']);
     log.close?.();
   });
@@ -90,10 +87,7 @@ describe('durable log', () => {
       c.id === 'c2' ? { kind: 'deny', reason: 'no', userReason: 'blocked by admin' } : undefined,
     );
     await registry.global.execute([call('c1', 'nope'), call('c2', 'echo', { text: 'x' })], { agent });
-    const results = log
-      .list('session-1')
-      .filter((e) => e.type === 'tool.result')
-      .map((e) => e.data);
+    const results = (await log.list('session-1')).filter((e) => e.type === 'tool.result').map((e) => e.data);
     expect(results).toEqual([
       expect.objectContaining({ ok: false, error: expect.objectContaining({ code: 'UNKNOWN_TOOL' }) }),
       expect.objectContaining({
@@ -112,7 +106,7 @@ describe('durable log', () => {
     registry.global.register(nested);
     const [r] = await registry.global.execute([call('p', 'prog')], { agent });
     expect(r?.value).toEqual([true, 'INVALID_ARGUMENTS']);
-    expect(brief(log)).toEqual([
+    expect(await brief(log)).toEqual([
       ['tool.call', 'current', 'p', null],
       ['tool.call', 'log-only', 'p.1', 'p'],
       ['tool.result', 'log-only', 'p.1', 'p'],
@@ -128,7 +122,7 @@ describe('durable log', () => {
     const registry = createRegistry({ log });
     registry.global.register(echoTool());
     await registry.global.execute([call('c1', 'echo', { text: 'x' })], { agent, log: null });
-    expect(log.list('session-1')).toEqual([]);
+    expect(await log.list('session-1')).toEqual([]);
     log.close?.();
   });
 
@@ -139,7 +133,7 @@ describe('durable log', () => {
         throw new Error('disk full');
       },
       flush: async () => {},
-      list: () => [],
+      list: async () => [],
       subscribe: () => () => {},
     };
     const registry = createRegistry({ log: broken });

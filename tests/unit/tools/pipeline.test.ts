@@ -288,7 +288,7 @@ describe('tools/execute wrappers', () => {
     const [r] = await registry.global.execute([call('1', 'flaky')], { agent });
     expect(r).toMatchObject({ ok: true, value: 3, attempts: 3 });
     expect(runs.count).toBe(3);
-    const events = log.list(agent.sessionId);
+    const events = await log.list(agent.sessionId);
     const root = events.filter((e) => e.parentCallId === undefined);
     expect(root.map((e) => [e.type, e.callId])).toEqual([
       ['tool.call', '1'],

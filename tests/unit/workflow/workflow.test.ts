@@ -49,7 +49,7 @@ describe('workflow', () => {
       ['Audit packages/llm', 'Inspect', 'small', 'package-audit'],
     ]);
     // Every step is an inner, log-only call of the workflow call.
-    const events = s.log.list('session-1');
+    const events = await s.log.list('session-1');
     const inner = events.filter((e) => e.type === 'tool.call' && e.parentCallId === 'w1');
     expect(inner.map((e) => (e.data as { name: string }).name).sort()).toEqual([
       'agent',

@@ -241,7 +241,7 @@ describe('the task board', () => {
       ['create', 'lead', 'lead', 'pending'],
       ['claim', 'a', 'lead', 'in_progress'],
     ]);
-    const events = store.events.list('lead').filter((e) => e.type === 'team.task');
+    const events = (await store.events.list('lead')).filter((e) => e.type === 'team.task');
     expect(events.map((e) => (e.data as { action: string }).action)).toEqual(['create', 'claim']);
     const grant = { agentId: 'a', own: true, scopes: ['src'] };
     expect(await board.writeBounds('tn_1', 'a')).toEqual({

@@ -100,8 +100,7 @@ describe('write scopes', () => {
     const [ok, refused] = (program?.value as { value: string[] } | undefined)?.value ?? [];
     expect(ok).toBe('ok');
     expect(refused).toMatch(/write may not write "other\/from-code.ts".*task 1/);
-    const inner = store.events
-      .list(agent.sessionId)
+    const inner = (await store.events.list(agent.sessionId))
       .filter((e) => e.type === 'tool.result' && e.parentCallId === 'p')
       .map((e) => (e.data as { error?: { code: string } }).error?.code ?? 'ok');
     expect(inner).toEqual(['ok', 'WRITE_SCOPE']);
