@@ -19,8 +19,7 @@ import type { ClosableEventLog } from '../host/store/event-log-port.ts';
 import { createMemoryEventLog } from '../host/store/memory.ts';
 import { migrate } from '../host/store/migrations.ts';
 import type { EventLog, SessionEventInput } from '../host/store/types.ts';
-import { createRegistry } from '../host/tools/index.ts';
-import { benchAgent, noop, noopBatch } from './lib/noop-tool.ts';
+import { BATCH, type BatchFigures, batchRun, GROUPS, PER_GROUP } from './lib/batch-run.ts';
 
 const RESULT_TEXT = `total 48\n${'drwxr-xr-x 2 agent agent 4096 Dec  2 10:40 src\n'.repeat(10)}`;
 const call = (sessionId: string, i: number): SessionEventInput => ({
@@ -119,52 +118,6 @@ const SIZES: Record<Shape, number> = {
 const fmt = (n: number) => n.toFixed(2).padStart(9);
 
 // Part 1: a 1,000-call batch through the pipeline.
-const BATCH = 1000;
-const GROUPS = Number(process.env.BENCH_GROUPS ?? 7);
-const PER_GROUP = 6;
-const agent = benchAgent;
-const batchCalls = noopBatch(BATCH);
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1] as number;
-
-interface BatchFigures {
-  answerMs: number;
-  cpuMs: number;
-  durableMs: number;
-}
-
-/**
- * Medians over groups of batches (thread CPU time ticks in coarse steps on this kernel, so CPU is
- * read per group and divided): answer = execute's wall time, cpu = main-thread CPU of execute and
- * flush, durable = wall time of execute and flush.
- */
-const batchRun = async (log: EventLog | undefined): Promise<BatchFigures> => {
-  const registry = createRegistry(log === undefined ? {} : { log });
-  registry.global.register(noop);
-  const scope = registry.scope('preset:bench').child('agent:bench');
-  const one = async () => {
-    const start = performance.now();
-    await scope.execute(batchCalls, { agent });
-    const answered = performance.now();
-    await log?.flush();
-    return { answer: answered - start, durable: performance.now() - start };
-  };
-  for (let i = 0; i < 3; i++) await one(); // warm-up
-  const answers: number[] = [];
-  const durables: number[] = [];
-  const cpus: number[] = [];
-  for (let g = 0; g < GROUPS; g++) {
-    const cpu = process.threadCpuUsage();
-    for (let i = 0; i < PER_GROUP; i++) {
-      const { answer, durable } = await one();
-      answers.push(answer);
-      durables.push(durable);
-    }
-    const used = process.threadCpuUsage(cpu);
-    cpus.push((used.user + used.system) / 1000 / PER_GROUP);
-  }
-  return { answerMs: median(answers), cpuMs: median(cpus), durableMs: median(durables) };
-};
-
 try {
   console.log(
     `store-log bench: node ${process.version}, payload ≈ ${JSON.stringify(result('s', 0)).length} B result`,

@@ -290,9 +290,9 @@ export const SETTINGS = {
     env: 'DSH_DB_POOL',
     section: 'service',
     default: 10,
-    min: 1,
+    min: 2,
     max: 1000,
-    help: 'connections to PostgreSQL this process may hold (libsql: unused)',
+    help: 'connections to PostgreSQL this process may hold, one of them the lock that keeps a second service off the database (libsql: unused)',
   }),
   adminKey: {
     ...text({

@@ -108,15 +108,14 @@ const reapOrphans = (bin: string, run: Runner): void => {
   }
 };
 
-const CONFIG = (socketDir: string): string =>
+const CONFIG = (socketDir: string, durable: boolean): string =>
   [
-    '# dsh-sandbox test cluster: unix socket only, no durability',
+    `# dsh-sandbox ${durable ? 'bench' : 'test'} cluster: unix socket only${durable ? '' : ', no durability'}`,
     "listen_addresses = ''",
     `unix_socket_directories = '${socketDir}'`,
     `port = ${PORT}`,
-    'fsync = off',
-    'synchronous_commit = off',
-    'full_page_writes = off',
+    // A bench measures what an operator's server does: every commit flushed (the defaults).
+    ...(durable ? [] : ['fsync = off', 'synchronous_commit = off', 'full_page_writes = off']),
     'max_connections = 200',
     'shared_buffers = 32MB',
     "timezone = 'UTC'",
@@ -124,8 +123,11 @@ const CONFIG = (socketDir: string): string =>
     '',
   ].join('\n');
 
-/** Starts a fresh cluster from the binaries in `bin`. Throws with initdb's or pg_ctl's output. */
-export const startPostgresCluster = (bin: string): PostgresCluster => {
+/**
+ * Starts a fresh cluster from the binaries in `bin`. Throws with initdb's or pg_ctl's output.
+ * `durable` (benches) keeps PostgreSQL's default durability: fsync, synchronous_commit, full pages.
+ */
+export const startPostgresCluster = (bin: string, options: { durable?: boolean } = {}): PostgresCluster => {
   const owner = ownerAccount();
   const run = runnerFor(owner);
   reapOrphans(bin, run);
@@ -163,7 +165,7 @@ export const startPostgresCluster = (bin: string): PostgresCluster => {
       '--locale=C',
       '--no-sync',
     ]);
-    writeFileSync(join(data, 'postgresql.auto.conf'), CONFIG(dir));
+    writeFileSync(join(data, 'postgresql.auto.conf'), CONFIG(dir, options.durable === true));
     if (owner !== undefined) chownSync(join(data, 'postgresql.auto.conf'), owner.uid, owner.gid);
     run(bin, 'pg_ctl', ['start', '-D', data, '-l', join(dir, 'server.log'), '-w', '-t', '60', '-s']);
     started = true;

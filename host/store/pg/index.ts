@@ -5,13 +5,14 @@
 // runs on both); the event log keeps its shared core (seqs assigned in this process, group
 // commit, byte budgets) over a backend that writes one batch per transaction; close() stops the
 // request timers, writes every queued event, and only then ends the pool's connections.
+import type pg from 'pg';
 import { SandboxError } from '../../errors.ts';
 import type { EventLogOptions } from '../event-log-port.ts';
 import type { PluginStoreOptions } from '../plugins-core.ts';
 import { createSealer } from '../sealed.ts';
 import type { Store } from '../store.ts';
 import { createPgAgentStore } from './agents.ts';
-import { openPgDatabase } from './db.ts';
+import { openPgDatabase, type PgDatabase, pgGuarded, pgStoreError } from './db.ts';
 import { createPgEgressSettingsStore } from './egress.ts';
 import { createPgEventLog } from './event-log.ts';
 import { createPgEventSearch } from './event-search.ts';
@@ -46,6 +47,32 @@ export interface OpenPgStoreOptions {
   pluginLimitsOf?: PluginStoreOptions['limitsOf'];
 }
 
+/** The advisory lock one service holds on its database for as long as it runs (`dsh-svc!`). */
+export const SERVICE_LOCK_KEY = 0x6473_682d_7376_6321n;
+
+/**
+ * Takes the session-level advisory lock on a connection kept out of the pool until close: until
+ * several replicas can share a database (they would assign one session's seqs twice and adopt each
+ * other's containers), a second service on the same database stops here.
+ */
+const holdDatabase = async (db: PgDatabase, url: string): Promise<pg.PoolClient> => {
+  const client = await pgGuarded('connect', () => db.pool.connect());
+  try {
+    const { rows } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [
+      SERVICE_LOCK_KEY.toString(),
+    ]);
+    if (rows[0]?.ok !== true)
+      throw new SandboxError(
+        'CONFIG_INVALID',
+        `another dsh-sandbox service is running on the database ${redactUrl(url)}; one service per database until replicas are supported`,
+      );
+    return client;
+  } catch (error) {
+    client.release(true);
+    throw pgStoreError('lock the database', error);
+  }
+};
+
 /** Opens the PostgreSQL store. Throws CONFIG_INVALID or STORE_FAILED, naming the URL without its password. */
 export const openPgStore = async (options: OpenPgStoreOptions): Promise<Store> => {
   const onError = options.onError;
@@ -54,7 +81,9 @@ export const openPgStore = async (options: OpenPgStoreOptions): Promise<Store> =
     ...(options.poolSize === undefined ? {} : { poolSize: options.poolSize }),
     ...(onError === undefined ? {} : { onError }),
   });
+  let owner: pg.PoolClient | undefined;
   try {
+    owner = await holdDatabase(db, options.url);
     await migratePg(db);
     const instanceId = await pgInstanceIdOf(db);
     const now = options.now ?? Date.now;
@@ -88,6 +117,7 @@ export const openPgStore = async (options: OpenPgStoreOptions): Promise<Store> =
             requests.close();
             await events.close();
           } finally {
+            owner?.release(true); // ends the session, and with it the lock
             await db.close();
           }
         })();
@@ -95,6 +125,7 @@ export const openPgStore = async (options: OpenPgStoreOptions): Promise<Store> =
       },
     };
   } catch (error) {
+    owner?.release(true);
     await db.close();
     if (error instanceof SandboxError && error.code === 'STORE_FAILED')
       error.message = `${error.message} (database ${redactUrl(options.url)})`;
