@@ -93,11 +93,13 @@ describe('terminals on the sandbox image', () => {
       await sandbox.detach();
       const again = (await provider.get(`pty-${h.fixture.runId}`))?.terminals as SandboxTerminals;
       // SIGINT reaches sleep at once, but bash reaps it a moment later: wait for the prompt.
-      let listed = (await again.list()).find((x) => x.id === t.id);
-      for (let i = 0; i < 100 && listed?.busy; i++) {
-        await new Promise((r) => setTimeout(r, 50));
-        listed = (await again.list()).find((x) => x.id === t.id);
-      }
+      const listed = await waitUntil(
+        async () => {
+          const found = (await again.list()).find((x) => x.id === t.id);
+          return found?.busy === false ? found : undefined;
+        },
+        { what: 'the prompt after SIGINT', timeoutMs: 60_000, intervalMs: 50 },
+      );
       expect(listed).toMatchObject({ status: 'running', busy: false });
       expect((await again.read(t.id, { offset: 0 })).data.toString()).toContain('py-pty-ok');
       await again.write(t.id, 'pwd\r');
