@@ -182,7 +182,7 @@ export const runEventLogContract = (factory: EventLogFactory) => {
 
     it('refuses appends after close', async () => {
       const { log } = await open();
-      log.close();
+      await log.close();
       await expect(log.append([ev('s')])).rejects.toThrow(expect.objectContaining({ code: 'SHUTTING_DOWN' }));
     });
 
@@ -200,11 +200,11 @@ export const runEventLogContract = (factory: EventLogFactory) => {
         const { log, reopen } = await open();
         if (reopen === undefined) return ctx.skip();
         for (let i = 0; i < 10; i++) void log.append([ev('s'), ev('t')]);
-        log.close(); // close writes what is queued
+        await log.close(); // close writes what is queued
         const again = await reopen();
         expect((await again.append([ev('s')]))[0]!.seq).toBe(11);
         await again.flush();
-        again.close();
+        await again.close();
         const third = await reopen();
         expect(seqs(await third.list('s'))).toEqual(range(1, 11));
         expect(seqs(await third.list('t'))).toEqual(range(1, 10));

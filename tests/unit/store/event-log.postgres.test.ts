@@ -1,0 +1,86 @@
+// The EventLog contracts (seqs, paging, subscribers, durability; payloads and budgets) against
+// PostgreSQL (host/store/pg/event-log.ts) in the run's private cluster: a fresh database per case;
+// `reopen` opens another log on another pool on it while the first stays open (a restarted or
+// second replica). Plus two replicas on one database appending at once.
+import { afterEach, expect, it } from 'vitest';
+import type { ClosableEventLog, EventLogOptions } from '../../../host/store/event-log-port.ts';
+import { createPgEventLog } from '../../../host/store/pg/event-log.ts';
+import { createStoreDatabase, describePostgres, type StoreDatabase } from '../../helpers/postgres.ts';
+import { runEventLogContract } from './event-log.contract.ts';
+import { runEventBudgetContract } from './event-log-budget.contract.ts';
+import type { EventLogFactory } from './event-log-factory.ts';
+
+const postgresEventLogFactory: EventLogFactory = {
+  name: 'postgres',
+  async open(options: EventLogOptions = {}) {
+    const database = await createStoreDatabase();
+    const logs: ClosableEventLog[] = [];
+    const make = () => {
+      const log = createPgEventLog(database.open(), options);
+      logs.push(log);
+      return log;
+    };
+    return {
+      log: make(),
+      reopen: async () => make(),
+      async cleanup() {
+        await Promise.allSettled(logs.map((log) => log.close()));
+        await database.drop();
+      },
+    };
+  },
+};
+
+describePostgres('EventLog (postgres)', () => {
+  runEventLogContract(postgresEventLogFactory);
+  runEventBudgetContract(postgresEventLogFactory);
+
+  let database: StoreDatabase | undefined;
+  afterEach(async () => {
+    await database?.drop();
+    database = undefined;
+  });
+
+  const ev = (sessionId: string, type: string, data = 0) => ({
+    sessionId,
+    type,
+    surface: 'current' as const,
+    data,
+  });
+
+  it('two replicas on one database: their own sessions at once, then one session after a restart', async () => {
+    database = await createStoreDatabase();
+    const a = createPgEventLog(database.open(), { tenantOf: () => 't' });
+    const b = createPgEventLog(database.open(), { tenantOf: () => 't' });
+    // Appends of both in the same ticks: each one's batches in flight while the other's commit.
+    for (let i = 1; i <= 100; i++) {
+      void a.append([ev('a', 'x', i), ev('shared-later', 'from.a', i)]);
+      void b.append([ev('b', 'x', i)]);
+      if (i % 10 === 0) await Promise.all([a.flush(), b.flush()]);
+    }
+    await Promise.all([a.flush(), b.flush()]);
+    const usage = async (log: ClosableEventLog) => (await log.usage()).find((u) => u.tenantId === 't')?.bytes;
+    const reader = createPgEventLog(database.open(), { tenantOf: () => 't' });
+    expect((await reader.list('a', { limit: 5000 })).map((e) => [e.seq, e.data])).toEqual(
+      Array.from({ length: 100 }, (_, i) => [i + 1, i + 1]),
+    );
+    expect((await reader.list('b', { limit: 5000 })).map((e) => e.seq)).toEqual(
+      Array.from({ length: 100 }, (_, i) => i + 1),
+    );
+    // Both counted into one usage row, nothing lost between them.
+    const stored = await usage(reader);
+    expect(stored).toBeGreaterThan(0);
+    // Replica a restarts; b appends to a's session after it, then a (restarted) again.
+    await a.close();
+    await b.append([ev('shared-later', 'from.b')]);
+    await b.flush();
+    const a2 = createPgEventLog(database.open(), { tenantOf: () => 't' });
+    const [next] = await a2.append([ev('shared-later', 'from.a2')]);
+    expect(next!.seq).toBe(102);
+    await a2.flush();
+    const shared = await reader.list('shared-later', { limit: 5000 });
+    expect(shared.map((e) => e.seq)).toEqual(Array.from({ length: 102 }, (_, i) => i + 1));
+    expect(shared.slice(-2).map((e) => e.type)).toEqual(['from.b', 'from.a2']);
+    await Promise.all([a2.close(), b.close(), reader.close()]);
+  });
+});
