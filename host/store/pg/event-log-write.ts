@@ -14,14 +14,15 @@
 // per tenant and sha256; sorted, so concurrent writers take their index entries in one order): only
 // those this write really stored count towards `tenant_log_usage` and are indexed with the row that
 // stored them. Usage is added last, in tenant order. The `search` tsvector is filled as
-// baseline.ts's header says (owner tokens weight A, indexed text weight D, 'simple' config).
+// baseline.ts's header says (owner tokens weight A, indexed text weight D, 'simple' config), over
+// the text's words as FTS5 would cut them (search-words.ts).
 // Differs from libsql: the index text of one row is cut at PG_INDEX_TEXT_MAX characters in all
 // (libsql indexes the first 16 KiB of every payload a row newly stores, however many): a tsvector
 // holds at most 1 MiB, and a row whose tsvector would not fit would fail its batch on every retry.
-// NUL characters, which Postgres text cannot hold, are left out of the index text.
 import type { QueuedRow } from '../event-log-port.ts';
 import { INDEX_PAYLOAD_MAX, INDEX_TEXT_MAX, indexText, ownerTokens } from '../search-text.ts';
 import type { PgQueries } from './db.ts';
+import { searchWords } from './search-words.ts';
 
 /** Payloads past this many characters are indexed by their first characters, unparsed (as libsql). */
 const PARSED_PAYLOAD_MAX = 256 * 1024;
@@ -136,7 +137,7 @@ export async function writePgEvents(q: PgQueries, rows: QueuedRow[], indexing: b
       else if (indexing && text.length < PG_INDEX_TEXT_MAX) text += ` ${payloadIndexText(blob.json)}`;
     }
     usage.set(r.tenantId, (usage.get(r.tenantId) ?? 0) + bytes);
-    if (indexing) bodies.push(text.slice(0, PG_INDEX_TEXT_MAX).replaceAll('\0', ' '));
+    if (indexing) bodies.push(searchWords(text.slice(0, PG_INDEX_TEXT_MAX)));
   }
   let offset = 0;
   for (const chunk of chunks(rows, (r) => r.data.length + (r.refs?.length ?? 0))) {
