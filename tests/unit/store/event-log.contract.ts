@@ -124,6 +124,12 @@ export const runEventLogContract = (factory: EventLogFactory) => {
       cyclic.self = cyclic;
       await expect(log.append([ev('s'), ev('s', 'x', cyclic as never)])).rejects.toThrow(/JSON/);
       await expect(log.append([{ ...ev('s'), surface: 'nowhere' as never }])).rejects.toThrow(/surface/);
+      // What no backend may fail to store later, after the append was accepted.
+      await expect(log.append([ev('s'), { ...ev('s'), callId: 'c\u0000' }])).rejects.toThrow(/NUL/);
+      await expect(log.append([ev('s', 'x\u0000')])).rejects.toThrow(/NUL/);
+      await log.append([ev('t', 'x', { text: 'a\u0000b' })]); // data is JSON: a NUL is escaped
+      await log.flush();
+      expect((await log.list('t'))[0]!.data).toEqual({ text: 'a\u0000b' });
       expect(await log.list('s')).toEqual([]);
       expect((await log.append([ev('s')]))[0]!.seq).toBe(1);
     });
