@@ -59,24 +59,32 @@ export const createPgEventSearch = (db: PgDatabase): EventSearch => ({
       ...terms.map((term) => bodyPhrase(param(searchWords(term)))),
     ].join(' && ');
     const where = [`m.search @@ (${match})`, `m.tenant_id = ${param(q.tenantId)}`];
-    const range = (column: string, from: number | undefined, to: number | undefined) => {
-      if (from !== undefined) where.push(`${column} >= ${param(from)}`);
-      if (to !== undefined) where.push(`${column} <= ${param(to)}`);
+    const sessionWhere: string[] = [];
+    const range = (into: string[], column: string, from: number | undefined, to: number | undefined) => {
+      if (from !== undefined) into.push(`${column} >= ${param(from)}`);
+      if (to !== undefined) into.push(`${column} <= ${param(to)}`);
     };
     const among = (column: string, values: readonly string[] | undefined) => {
       if (values !== undefined) where.push(`${column} = ANY(${param(values)}::text[])`);
     };
     among('m.session_id', sessions);
-    range('m.seq', q.seqFrom, q.seqTo);
-    range('m.at', q.timeFrom, q.timeTo);
+    range(where, 'm.seq', q.seqFrom, q.seqTo);
+    range(where, 'm.at', q.timeFrom, q.timeTo);
     among('m.type', q.types);
     among('m.surface', q.surfaces);
-    range('a.created_at', q.createdFrom, q.createdTo);
-    if (!availability.has('live')) where.push('a.deleted_at IS NOT NULL');
-    if (!availability.has('persisted')) where.push('a.deleted_at IS NULL');
-    const sql = `SELECT m.session_id, m.seq, m.type, m.surface, m.at
-      FROM event_index m JOIN agents a ON a.id = m.session_id AND a.tenant_id = m.tenant_id
-      WHERE ${where.join(' AND ')} ORDER BY m.id DESC LIMIT ${param(Math.trunc(q.limit))}`;
+    range(sessionWhere, 'a.created_at', q.createdFrom, q.createdTo);
+    if (!availability.has('live')) sessionWhere.push('a.deleted_at IS NOT NULL');
+    if (!availability.has('persisted')) sessionWhere.push('a.deleted_at IS NULL');
+    // The index's matches first, then their sessions (what FTS5's MATCH does on libsql): left to
+    // itself the planner may walk every event of the tenant's sessions and test each tsvector.
+    const sql = `WITH hits AS MATERIALIZED (
+        SELECT m.id, m.tenant_id, m.session_id, m.seq, m.type, m.surface, m.at FROM event_index m
+        WHERE ${where.join(' AND ')}
+      )
+      SELECT m.session_id, m.seq, m.type, m.surface, m.at
+      FROM hits m JOIN agents a ON a.id = m.session_id AND a.tenant_id = m.tenant_id
+      ${sessionWhere.length === 0 ? '' : `WHERE ${sessionWhere.join(' AND ')}`}
+      ORDER BY m.id DESC LIMIT ${param(Math.trunc(q.limit))}`;
     return pgGuarded('search the session log', async () =>
       (await db.many<HitRow>(sql, params)).map((r) => ({
         sessionId: r.session_id,
