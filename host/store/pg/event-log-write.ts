@@ -16,6 +16,9 @@
 // stored them. Usage is added last, in tenant order. The `search` tsvector is filled as
 // baseline.ts's header says (owner tokens weight A, indexed text weight D, 'simple' config), over
 // the text's words as FTS5 would cut them (search-words.ts).
+// A commit whose answer is lost (the connection dropped during COMMIT) looks like a failed write:
+// the core retries the batch, which then stores its rows a second time, renumbered after the first
+// (libsql's writer thread has no such window: its commit is local).
 // Differs from libsql: the index text of one row is cut at PG_INDEX_TEXT_MAX characters in all
 // (libsql indexes the first 16 KiB of every payload a row newly stores, however many): a tsvector
 // holds at most 1 MiB, and a row whose tsvector would not fit would fail its batch on every retry.
