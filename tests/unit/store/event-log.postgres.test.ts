@@ -1,14 +1,19 @@
 // The EventLog contracts (seqs, paging, subscribers, durability; payloads and budgets) against
 // PostgreSQL (host/store/pg/event-log.ts) in the run's private cluster: a fresh database per case;
 // `reopen` opens another log on another pool on it while the first stays open (a restarted or
-// second replica). Plus two replicas on one database appending at once.
+// second replica). Plus two replicas on one database appending at once, the same appends counted
+// alike on libsql and Postgres, and a row with many new payloads indexed within a tsvector's limit.
 import { afterEach, expect, it } from 'vitest';
 import type { ClosableEventLog, EventLogOptions } from '../../../host/store/event-log-port.ts';
+import { createLibsqlEventLog } from '../../../host/store/event-log.ts';
 import { createPgEventLog } from '../../../host/store/pg/event-log.ts';
+import { createPgEventSearch } from '../../../host/store/pg/event-search.ts';
+import type { SessionEventInput } from '../../../host/store/types.ts';
 import { createStoreDatabase, describePostgres, type StoreDatabase } from '../../helpers/postgres.ts';
 import { runEventLogContract } from './event-log.contract.ts';
 import { runEventBudgetContract } from './event-log-budget.contract.ts';
 import type { EventLogFactory } from './event-log-factory.ts';
+import { tempDatabase } from './harness.ts';
 
 const postgresEventLogFactory: EventLogFactory = {
   name: 'postgres',
@@ -108,5 +113,81 @@ describePostgres('EventLog (postgres)', () => {
       .many<{ last_seq: number }>("SELECT last_seq FROM sessions WHERE id = 's'");
     expect(row?.last_seq).toBe(200);
     await Promise.all([a.close(), b.close(), reader.close()]);
+  });
+
+  /** Tool calls with large values, some repeated, over two tenants (what the budget counts). */
+  const workload = (): SessionEventInput[][] =>
+    Array.from({ length: 30 }, (_, i): SessionEventInput[] => {
+      const sessionId = `${i % 2 === 0 ? 'a' : 'b'}:1`;
+      return [
+        {
+          sessionId,
+          type: 'tool.call',
+          surface: 'log-only',
+          callId: `c${i}`,
+          ...(i % 3 === 0 ? { parentCallId: 'run' } : {}),
+          data: { name: 'write', arguments: { content: `${i % 4}`.repeat(20_000), note: `call ${i}` } },
+        },
+        {
+          sessionId,
+          type: 'tool.result',
+          surface: 'current',
+          callId: `c${i}`,
+          data: { ok: true, text: `done ${i} ü` },
+        },
+      ];
+    });
+
+  it('counts the same appends as libsql does: usage bytes, events and payloads alike', async () => {
+    database = await createStoreDatabase();
+    const options = { tenantOf: (s: string) => s.split(':')[0]!, inlineBytes: 4096, now: () => 1000 };
+    const pgLog = createPgEventLog(database.open(), options);
+    const temp = tempDatabase();
+    const libsqlLog = createLibsqlEventLog(temp.connect(), options);
+    try {
+      for (const batch of workload()) {
+        void pgLog.append(batch);
+        void libsqlLog.append(batch);
+      }
+      await Promise.all([pgLog.flush(), libsqlLog.flush()]);
+      const reader = createPgEventLog(database.open(), options);
+      const sorted = (u: { tenantId: string; bytes: number }[]) =>
+        u
+          .map(({ tenantId, bytes }) => ({ tenantId, bytes }))
+          .sort((x, y) => (x.tenantId < y.tenantId ? -1 : 1));
+      expect(sorted(await reader.usage())).toEqual(sorted(await libsqlLog.usage()));
+      for (const session of ['a:1', 'b:1'])
+        for (const payloads of ['inline', 'refs'] as const)
+          expect(await reader.list(session, { payloads })).toEqual(
+            await libsqlLog.list(session, { payloads }),
+          );
+      await reader.close();
+    } finally {
+      await Promise.all([pgLog.close(), libsqlLog.close()]);
+      temp.cleanup();
+    }
+  });
+
+  it('indexes a row that stores many new payloads at once within what a tsvector holds', async () => {
+    database = await createStoreDatabase();
+    const db = database.open();
+    await db.query("INSERT INTO tenants (id, name, created_at) VALUES ('t', 't', 0)");
+    await db.query(
+      "INSERT INTO agents (id, tenant_id, preset, mode, config, created_at) VALUES ('s', 't', 'p', 'native', '{}', 0)",
+    );
+    const log = createPgEventLog(db);
+    // 40 values of distinct words, each stored apart: far more text than one tsvector may hold.
+    const words = (i: number) => Array.from({ length: 4000 }, (_, j) => `w${i}x${j}`).join(' ');
+    const data = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`v${i}`, words(i)]));
+    await log.append([{ sessionId: 's', type: 'tool.call', surface: 'log-only', data }]);
+    await log.append([{ sessionId: 's', type: 'tool.result', surface: 'log-only', data: 'after' }]);
+    await log.flush();
+    expect((await log.list('s')).map((e) => e.seq)).toEqual([1, 2]);
+    const search = createPgEventSearch(db);
+    const hits = async (query: string) =>
+      (await search.search({ tenantId: 't', query, limit: 5 })).map((h) => h.seq);
+    expect(await hits('w0x1')).toEqual([1]); // the first payloads are indexed
+    expect(await hits('after')).toEqual([2]);
+    await log.close();
   });
 });
