@@ -16,9 +16,11 @@
 // stored them. Usage is added last, in tenant order. The `search` tsvector is filled as
 // baseline.ts's header says (owner tokens weight A, indexed text weight D, 'simple' config), over
 // the text's words as FTS5 would cut them (search-words.ts).
-// A commit whose answer is lost (the connection dropped during COMMIT) looks like a failed write:
-// the core retries the batch, which then stores its rows a second time, renumbered after the first
-// (libsql's writer thread has no such window: its commit is local).
+// A commit whose answer is lost (the connection dropped during COMMIT) looks like a failed write;
+// the backend then asks the server about the transaction (committed(): txid_status) and answers
+// success when it did commit, so the core does not store the batch twice. Only when that question
+// fails too (the server unreachable) is the batch retried, and then stored again, renumbered after
+// the first copy (libsql's writer thread has no such window: its commit is local).
 // Differs from libsql: the index text of one row is cut at PG_INDEX_TEXT_MAX characters in all
 // (libsql indexes the first 16 KiB of every payload a row newly stores, however many): a tsvector
 // holds at most 1 MiB, and a row whose tsvector would not fit would fail its batch on every retry.
@@ -63,7 +65,11 @@ function chunks<T>(items: readonly T[], size: (item: T) => number): T[][] {
 }
 
 /** Locks the batch's sessions (creating missing ones) and renumbers rows another writer got ahead of. */
-async function lockSessions(q: PgQueries, rows: QueuedRow[]): Promise<Map<string, number>> {
+async function lockSessions(
+  q: PgQueries,
+  rows: QueuedRow[],
+  written: WriteAttempt,
+): Promise<Map<string, number>> {
   const bySession = new Map<string, QueuedRow[]>();
   for (const row of rows) {
     const group = bySession.get(row.sessionId);
@@ -71,13 +77,14 @@ async function lockSessions(q: PgQueries, rows: QueuedRow[]): Promise<Map<string
     else group.push(row);
   }
   const ids = [...bySession.keys()].sort();
-  const stored = await q.many<{ id: string; last_seq: number }>(
+  const stored = await q.many<{ id: string; last_seq: number; xid: number }>(
     `INSERT INTO sessions AS t (id, created_at, last_seq)
      SELECT id, created_at, 0 FROM unnest($1::text[], $2::bigint[]) AS x(id, created_at) ORDER BY id
      ON CONFLICT (id) DO UPDATE SET last_seq = t.last_seq
-     RETURNING t.id, t.last_seq`,
+     RETURNING t.id, t.last_seq, txid_current() AS xid`,
     [ids, ids.map((id) => bySession.get(id)![0]!.at)],
   );
+  written.xid = stored[0]?.xid;
   const last = new Map<string, number>();
   for (const { id, last_seq } of stored) {
     const group = bySession.get(id)!;
@@ -125,9 +132,22 @@ async function insertPayloads(q: PgQueries, rows: QueuedRow[]): Promise<Set<stri
   return stored;
 }
 
-/** Writes the rows in one transaction on `q` (the caller's db.tx), renumbering them when needed. */
-export async function writePgEvents(q: PgQueries, rows: QueuedRow[], indexing: boolean): Promise<void> {
-  const lastSeqs = await lockSessions(q, rows);
+/** What the caller learns of a write that may fail: its transaction's id, once it has one. */
+export interface WriteAttempt {
+  xid: number | undefined;
+}
+
+/**
+ * Writes the rows in one transaction on `q` (the caller's db.tx), renumbering them when needed;
+ * `written.xid` is the transaction's id (so a failed COMMIT can be asked about: committed()).
+ */
+export async function writePgEvents(
+  q: PgQueries,
+  rows: QueuedRow[],
+  indexing: boolean,
+  written: WriteAttempt,
+): Promise<void> {
+  const lastSeqs = await lockSessions(q, rows, written);
   const newBlobs = await insertPayloads(q, rows);
   const usage = new Map<string, number>();
   const bodies: string[] = [];
@@ -188,4 +208,14 @@ export async function writePgEvents(q: PgQueries, rows: QueuedRow[], indexing: b
      ON CONFLICT (tenant_id) DO UPDATE SET bytes = u.bytes + excluded.bytes`,
     [ids, ids.map((id) => lastSeqs.get(id)), tenants, tenants.map((t) => usage.get(t))],
   );
+}
+
+/** Whether transaction `xid` committed, asked on another connection; false when unknown. */
+export async function committed(q: PgQueries, xid: number): Promise<boolean> {
+  try {
+    const row = await q.one<{ status: string | null }>('SELECT txid_status($1) AS status', [xid]);
+    return row?.status === 'committed';
+  } catch {
+    return false;
+  }
 }

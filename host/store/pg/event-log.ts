@@ -18,7 +18,7 @@ import { createEventLog } from '../event-log-core.ts';
 import type { ClosableEventLog, EventBackend, EventLogOptions, EventRow } from '../event-log-port.ts';
 import type { EventSurface } from '../types.ts';
 import { type PgDatabase, pgGuarded } from './db.ts';
-import { writePgEvents } from './event-log-write.ts';
+import { committed, type WriteAttempt, writePgEvents } from './event-log-write.ts';
 
 export interface PgEventLogOptions extends EventLogOptions {
   /** Index every event for full-text search. Default true; false only to measure what it costs. */
@@ -98,7 +98,16 @@ export const createPgEventBackend = (db: PgDatabase, options: { index?: boolean 
         ]);
         return row !== undefined;
       }),
-    write: (rows) => pgGuarded('write events', () => db.tx((q) => writePgEvents(q, rows, indexing))),
+    write: (rows) =>
+      pgGuarded('write events', async () => {
+        const written: WriteAttempt = { xid: undefined };
+        try {
+          await db.tx((q) => writePgEvents(q, rows, indexing, written));
+        } catch (error) {
+          // A COMMIT whose answer was lost may have committed: then the batch is stored.
+          if (written.xid === undefined || !(await committed(db, written.xid))) throw error;
+        }
+      }),
     read: (sessionId, afterSeq, limit) =>
       pgGuarded('read events', async () =>
         (

@@ -2,12 +2,14 @@
 // PostgreSQL (host/store/pg/event-log.ts) in the run's private cluster: a fresh database per case;
 // `reopen` opens another log on another pool on it while the first stays open (a restarted or
 // second replica). Plus two replicas on one database appending at once, the same appends counted
-// alike on libsql and Postgres, and a row with many new payloads indexed within a tsvector's limit.
+// alike on libsql and Postgres, a row with many new payloads indexed within a tsvector's limit, and
+// a COMMIT whose answer is lost stored once.
 import { afterEach, expect, it } from 'vitest';
 import type { ClosableEventLog, EventLogOptions } from '../../../host/store/event-log-port.ts';
 import { createLibsqlEventLog } from '../../../host/store/event-log.ts';
 import { createPgEventLog } from '../../../host/store/pg/event-log.ts';
 import { createPgEventSearch } from '../../../host/store/pg/event-search.ts';
+import type { PgDatabase } from '../../../host/store/pg/db.ts';
 import type { SessionEventInput } from '../../../host/store/types.ts';
 import { createStoreDatabase, describePostgres, type StoreDatabase } from '../../helpers/postgres.ts';
 import { runEventLogContract } from './event-log.contract.ts';
@@ -189,5 +191,42 @@ describePostgres('EventLog (postgres)', () => {
     expect(await hits('w0x1')).toEqual([1]); // the first payloads are indexed
     expect(await hits('after')).toEqual([2]);
     await log.close();
+  });
+
+  it('stores a batch once when its COMMIT answer is lost, and retries one that did not commit', async () => {
+    database = await createStoreDatabase();
+    const real = database.open();
+    let lose: 'after commit' | 'before commit' | undefined;
+    const db: PgDatabase = {
+      ...real,
+      async tx(fn) {
+        const when = lose;
+        lose = undefined;
+        const result = await real.tx(async (q) => {
+          const value = await fn(q);
+          if (when === 'before commit') throw new Error('connection lost before COMMIT');
+          return value;
+        });
+        if (when === 'after commit') throw new Error('connection lost during COMMIT');
+        return result;
+      },
+    };
+    const errors: unknown[] = [];
+    const log = createPgEventLog(db, { tenantOf: () => 't', onError: (e) => errors.push(e) });
+    lose = 'after commit';
+    await log.append([ev('s', 'one'), ev('s', 'two')]);
+    await log.flush();
+    expect(errors).toEqual([]); // the server said it committed: a success
+    lose = 'before commit';
+    await log.append([ev('s', 'three')]);
+    await expect(log.flush()).rejects.toThrow('connection lost before COMMIT');
+    await log.flush(); // retried
+    const reader = createPgEventLog(database.open());
+    expect((await reader.list('s')).map((e) => [e.seq, e.type])).toEqual([
+      [1, 'one'],
+      [2, 'two'],
+      [3, 'three'],
+    ]);
+    await Promise.all([log.close(), reader.close()]);
   });
 });
