@@ -5,11 +5,11 @@
 // alike on libsql and Postgres, a row with many new payloads indexed within a tsvector's limit, and
 // a COMMIT whose answer is lost stored once.
 import { afterEach, expect, it } from 'vitest';
-import type { ClosableEventLog, EventLogOptions } from '../../../host/store/event-log-port.ts';
 import { createLibsqlEventLog } from '../../../host/store/event-log.ts';
+import type { ClosableEventLog, EventLogOptions } from '../../../host/store/event-log-port.ts';
+import type { PgDatabase } from '../../../host/store/pg/db.ts';
 import { createPgEventLog } from '../../../host/store/pg/event-log.ts';
 import { createPgEventSearch } from '../../../host/store/pg/event-search.ts';
-import type { PgDatabase } from '../../../host/store/pg/db.ts';
 import type { SessionEventInput } from '../../../host/store/types.ts';
 import { createStoreDatabase, describePostgres, type StoreDatabase } from '../../helpers/postgres.ts';
 import { runEventLogContract } from './event-log.contract.ts';

@@ -4,8 +4,8 @@
 // tsquery syntax, a term with punctuation is a phrase, words are cut and folded as FTS5 cuts them,
 // and owner tokens are not searchable text; and the same queries find the same events as on libsql.
 import { afterEach, expect, it } from 'vitest';
-import type { ClosableEventLog } from '../../../host/store/event-log-port.ts';
 import { createLibsqlEventLog } from '../../../host/store/event-log.ts';
+import type { ClosableEventLog } from '../../../host/store/event-log-port.ts';
 import { createEventSearch } from '../../../host/store/event-search.ts';
 import { createPgAgentStore } from '../../../host/store/pg/agents.ts';
 import { createPgEventLog } from '../../../host/store/pg/event-log.ts';
