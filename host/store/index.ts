@@ -117,7 +117,7 @@ export const openStore = (options: OpenStoreOptions): LibsqlStore => {
         closed = true;
         try {
           requests.close();
-          events.close();
+          void events.close(); // libsql: everything queued is written before it returns
         } finally {
           db.close();
         }
