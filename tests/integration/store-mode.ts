@@ -17,3 +17,9 @@ export const usePostgresStore = (): void => {
  */
 export const storeDatabase = async (): Promise<TestDatabase | undefined> =>
   mode === 'postgres' ? await createDatabase() : undefined;
+
+/** Throws when a harness asked for PostgreSQL but the service it started runs on something else. */
+export const checkBackend = (database: TestDatabase | undefined, store: { backend: string }): void => {
+  if (database !== undefined && store.backend !== 'postgres')
+    throw new Error(`the service was asked to run on PostgreSQL but runs on ${store.backend}`);
+};

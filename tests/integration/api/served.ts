@@ -11,7 +11,7 @@ import { type Running, startServer } from '../../../host/serve.ts';
 import type { TestDatabase } from '../../helpers/postgres.ts';
 import type { Loose } from '../../unit/api/harness.ts';
 import { dockerFixture, type Fixture } from '../sandbox/fixtures.ts';
-import { storeDatabase } from '../store-mode.ts';
+import { checkBackend, storeDatabase } from '../store-mode.ts';
 
 export interface Served {
   fixture: Fixture;
@@ -47,6 +47,7 @@ export function served(name: string, overrides: Partial<Config> = {}): Served {
       sandboxes: (egress) => fixture.provider({ egress }),
       log: () => {},
     });
+    checkBackend(await database, server.store);
     running.push(server);
     return server;
   }

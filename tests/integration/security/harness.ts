@@ -11,7 +11,7 @@ import type { DockerProviderOptions } from '../../../host/sandbox/docker/provide
 import { type Running, startServer } from '../../../host/serve.ts';
 import type { Loose } from '../../unit/api/harness.ts';
 import { dockerFixture, type Fixture } from '../sandbox/fixtures.ts';
-import { storeDatabase } from '../store-mode.ts';
+import { checkBackend, storeDatabase } from '../store-mode.ts';
 
 export type { Loose };
 
@@ -85,6 +85,7 @@ export const startHarness = async (
       : fixture.provider(options.provider),
     log: (line) => logs.push(line),
   });
+  checkBackend(database, server.store);
   const keyA = (await server.store.tenants.createTenant('tenant-a')).apiKey;
   const keyB = (await server.store.tenants.createTenant('tenant-b')).apiKey;
 
