@@ -62,6 +62,7 @@ export function createEventLog(
     timeout: undefined,
     failures: 0,
     closed: false,
+    closing: undefined,
     answers: undefined,
     chains: new Map(),
   };

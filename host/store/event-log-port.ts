@@ -107,6 +107,12 @@ export interface AsyncEventWriter {
 }
 
 export interface ClosableEventLog extends EventLog, EventPayloads {
-  /** Writes what is queued and stops the background writer. */
-  close(): void;
+  /**
+   * Refuses appends from now on, writes what is queued and stops the background writer. Resolves
+   * once everything appended before it is stored: with a synchronous backend (libsql, memory)
+   * before it returns (a failed write throws from the call), with an asynchronous one once the
+   * write in flight and the rest behind it answered (rejects when one fails). Await it before
+   * closing the database an asynchronous backend writes to.
+   */
+  close(): Promise<void>;
 }

@@ -237,12 +237,15 @@ export async function flush(s: LogState): Promise<void> {
 }
 
 /**
- * Stops the log. With a synchronous backend everything queued is written first; with an
- * asynchronous one the write in flight cannot be waited for here: what is queued behind it is
- * written when it answers (flush() before close() to know when it is durable).
+ * Stops the log: appends are refused from this call on, and everything queued is written. With a
+ * synchronous backend that happens in this call (a failed write throws from it, as it always did;
+ * the promise is already resolved); with an asynchronous one the write in flight answers first,
+ * then what is queued behind it, and appends still loading when close was called, are written:
+ * the promise resolves once all of it is stored and rejects when one of those writes fails (those
+ * rows are then lost, the log being closed). Calling close again returns the same promise.
  */
-export function close(s: LogState): void {
-  if (s.closed) return;
+export function close(s: LogState): Promise<void> {
+  if (s.closed) return s.closing ?? Promise.resolve();
   try {
     // The write in flight answers first (and may give rows back); the rest is written here.
     s.writer?.waitSync();
@@ -253,4 +256,8 @@ export function close(s: LogState): void {
     s.threadWriter?.close();
     s.listeners.clear();
   }
+  // Only an asynchronous backend leaves rows unstored here (schedule() and the write's answer
+  // write the rest at once on a closed log): wait for them as flush() does.
+  s.closing = s.stored === s.appended && s.chains.size === 0 ? Promise.resolve() : flush(s);
+  return s.closing;
 }

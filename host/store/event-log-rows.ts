@@ -3,7 +3,8 @@
 // the API shows it (what paging by bytes counts). Pure functions over their arguments.
 // Invariants: a row's `data` is the JSON text of the event's data with markers in place of its
 // payloads, and its `refs` the JSON of their list (children first), undefined when nothing moved;
-// shape() and validate() throw STORE_FAILED and nothing else.
+// shape() and validate() throw STORE_FAILED and nothing else; validate() refuses what some backend
+// cannot store (a NUL in an id or type), so every backend takes the same events.
 import { SandboxError } from '../errors.ts';
 import type { EventRow } from './event-log-port.ts';
 import { mayExceed, type PayloadBlob, type SplitData, splitValue, topRefs } from './payloads.ts';
@@ -24,6 +25,18 @@ export function validate(input: SessionEventInput): void {
   if (typeof input.type !== 'string' || input.type === '') {
     throw new SandboxError('STORE_FAILED', 'event needs a non-empty type', {
       data: { sessionId: input.sessionId },
+    });
+  }
+  // A NUL is refused on every backend: Postgres text cannot hold one, and a row it cannot store
+  // would fail its batch on every retry. (Data is JSON text, where a NUL is escaped.)
+  if (
+    input.sessionId.includes('\0') ||
+    input.type.includes('\0') ||
+    input.callId?.includes('\0') ||
+    input.parentCallId?.includes('\0')
+  ) {
+    throw new SandboxError('STORE_FAILED', 'event ids and type must not contain NUL characters', {
+      data: { sessionId: input.sessionId.replaceAll('\0', '\\0') },
     });
   }
   if (!SURFACES.has(input.surface)) {

@@ -63,6 +63,8 @@ export interface LogState extends Answering {
   /** Failed writes in a row: the retry backs off with them. */
   failures: number;
   closed: boolean;
+  /** What close() answers: settled once everything appended before it is stored (or failed). */
+  closing: Promise<void> | undefined;
   /** Per session, its last append still loading (asynchronous backends only): later ones chain after it. */
   chains: Map<string, Promise<unknown>>;
 }

@@ -140,7 +140,7 @@ export const openStore = (options: OpenStoreOptions): Store => {
         closed = true;
         try {
           requests.close();
-          events.close();
+          void events.close(); // libsql: everything queued is written before it returns
         } finally {
           db.close();
         }

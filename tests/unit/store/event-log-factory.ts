@@ -74,10 +74,7 @@ export const asyncEventLogFactory: EventLogFactory = {
       logs.push(log);
       return log;
     };
-    /**
-     * Until every instance's appends are written (a closed one's too: close cannot wait for an
-     * asynchronous backend, flush can) and no call to the backend is pending.
-     */
+    /** Until every instance's appends are written and no call to the backend is pending. */
     const idle = async () => {
       await Promise.allSettled(logs.map((log) => log.flush()));
       while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
@@ -89,7 +86,7 @@ export const asyncEventLogFactory: EventLogFactory = {
         return make();
       },
       async cleanup() {
-        for (const log of logs) log.close();
+        await Promise.allSettled(logs.map((log) => log.close()));
         await idle();
       },
     };

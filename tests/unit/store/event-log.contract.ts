@@ -124,6 +124,12 @@ export const runEventLogContract = (factory: EventLogFactory) => {
       cyclic.self = cyclic;
       await expect(log.append([ev('s'), ev('s', 'x', cyclic as never)])).rejects.toThrow(/JSON/);
       await expect(log.append([{ ...ev('s'), surface: 'nowhere' as never }])).rejects.toThrow(/surface/);
+      // What no backend may fail to store later, after the append was accepted.
+      await expect(log.append([ev('s'), { ...ev('s'), callId: 'c\u0000' }])).rejects.toThrow(/NUL/);
+      await expect(log.append([ev('s', 'x\u0000')])).rejects.toThrow(/NUL/);
+      await log.append([ev('t', 'x', { text: 'a\u0000b' })]); // data is JSON: a NUL is escaped
+      await log.flush();
+      expect((await log.list('t'))[0]!.data).toEqual({ text: 'a\u0000b' });
       expect(await log.list('s')).toEqual([]);
       expect((await log.append([ev('s')]))[0]!.seq).toBe(1);
     });
@@ -182,7 +188,7 @@ export const runEventLogContract = (factory: EventLogFactory) => {
 
     it('refuses appends after close', async () => {
       const { log } = await open();
-      log.close();
+      await log.close();
       await expect(log.append([ev('s')])).rejects.toThrow(expect.objectContaining({ code: 'SHUTTING_DOWN' }));
     });
 
@@ -200,11 +206,11 @@ export const runEventLogContract = (factory: EventLogFactory) => {
         const { log, reopen } = await open();
         if (reopen === undefined) return ctx.skip();
         for (let i = 0; i < 10; i++) void log.append([ev('s'), ev('t')]);
-        log.close(); // close writes what is queued
+        await log.close(); // close writes what is queued
         const again = await reopen();
         expect((await again.append([ev('s')]))[0]!.seq).toBe(11);
         await again.flush();
-        again.close();
+        await again.close();
         const third = await reopen();
         expect(seqs(await third.list('s'))).toEqual(range(1, 11));
         expect(seqs(await third.list('t'))).toEqual(range(1, 10));

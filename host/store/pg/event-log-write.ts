@@ -1,0 +1,221 @@
+// The Postgres event backend's write (event-log.ts): one batch of queued rows in ONE transaction,
+// with their sessions, payloads, byte usage and full-text index entries, the same rows as the
+// libsql write (../event-log-libsql-write.ts). Every statement is a multi-row INSERT over unnest()
+// arrays (a fixed number of parameters whatever the batch), cut at WRITE_CHUNK_ROWS rows or
+// WRITE_CHUNK_CHARS characters of text so no statement grows without bound.
+// Invariants: all rows, their payloads, usage and index entries are stored, or nothing (the
+// transaction); a session row exists (and its last_seq is raised) before its events are inserted.
+// Where libsql relies on BEGIN IMMEDIATE's single writer, this write locks its sessions' rows first
+// (an upsert whose conflict branch only locks, in id order, so two writers never wait on each other
+// in a cycle): a second replica writing the same session waits for this transaction, then reads the
+// seq this one stored. When that stored seq has reached a batch's first row of the session, the
+// session's rows are renumbered after it in place (libsql does the same on a primary-key clash),
+// so stored seqs stay unique and gap-free. Payloads are inserted ON CONFLICT DO NOTHING (one row
+// per tenant and sha256; sorted, so concurrent writers take their index entries in one order): only
+// those this write really stored count towards `tenant_log_usage` and are indexed with the row that
+// stored them. Usage is added last, in tenant order. The `search` tsvector is filled as
+// baseline.ts's header says (owner tokens weight A, indexed text weight D, 'simple' config), over
+// the text's words as FTS5 would cut them (search-words.ts).
+// A commit whose answer is lost (the connection dropped during COMMIT) looks like a failed write;
+// the backend then asks the server about the transaction (committed(): txid_status) and answers
+// success when it did commit, so the core does not store the batch twice. Only when that question
+// fails too (the server unreachable) is the batch retried, and then stored again, renumbered after
+// the first copy (libsql's writer thread has no such window: its commit is local).
+// Differs from libsql: the index text of one row is cut at PG_INDEX_TEXT_MAX characters in all
+// (libsql indexes the first 16 KiB of every payload a row newly stores, however many): a tsvector
+// holds at most 1 MiB, and a row whose tsvector would not fit would fail its batch on every retry.
+import type { QueuedRow } from '../event-log-port.ts';
+import { INDEX_PAYLOAD_MAX, INDEX_TEXT_MAX, indexText, ownerTokens } from '../search-text.ts';
+import type { PgQueries } from './db.ts';
+import { searchWords } from './search-words.ts';
+
+/** Payloads past this many characters are indexed by their first characters, unparsed (as libsql). */
+const PARSED_PAYLOAD_MAX = 256 * 1024;
+/** Most characters indexed for one row: its own text and six new payloads' worth (see the header). */
+export const PG_INDEX_TEXT_MAX = INDEX_TEXT_MAX + 6 * INDEX_PAYLOAD_MAX;
+/** Most rows one INSERT carries. */
+const WRITE_CHUNK_ROWS = 1000;
+/** About the most characters of data one INSERT carries (a chunk holds at least one row). */
+const WRITE_CHUNK_CHARS = 8 * 1024 * 1024;
+
+const payloadIndexText = (json: string): string =>
+  json.length <= PARSED_PAYLOAD_MAX
+    ? indexText('', json, INDEX_PAYLOAD_MAX)
+    : json.slice(0, INDEX_PAYLOAD_MAX);
+
+const SEARCH = `setweight(to_tsvector('simple', x.owner), 'A') || setweight(to_tsvector('simple', x.body), 'D')`;
+
+/** Consecutive slices of `items`, each at most WRITE_CHUNK_ROWS long and about WRITE_CHUNK_CHARS big. */
+function chunks<T>(items: readonly T[], size: (item: T) => number): T[][] {
+  const out: T[][] = [];
+  let chunk: T[] = [];
+  let chars = 0;
+  for (const item of items) {
+    const n = size(item);
+    if (chunk.length > 0 && (chunk.length >= WRITE_CHUNK_ROWS || chars + n > WRITE_CHUNK_CHARS)) {
+      out.push(chunk);
+      chunk = [];
+      chars = 0;
+    }
+    chunk.push(item);
+    chars += n;
+  }
+  if (chunk.length > 0) out.push(chunk);
+  return out;
+}
+
+/** Locks the batch's sessions (creating missing ones) and renumbers rows another writer got ahead of. */
+async function lockSessions(
+  q: PgQueries,
+  rows: QueuedRow[],
+  written: WriteAttempt,
+): Promise<Map<string, number>> {
+  const bySession = new Map<string, QueuedRow[]>();
+  for (const row of rows) {
+    const group = bySession.get(row.sessionId);
+    if (group === undefined) bySession.set(row.sessionId, [row]);
+    else group.push(row);
+  }
+  const ids = [...bySession.keys()].sort();
+  const stored = await q.many<{ id: string; last_seq: number; xid: number }>(
+    `INSERT INTO sessions AS t (id, created_at, last_seq)
+     SELECT id, created_at, 0 FROM unnest($1::text[], $2::bigint[]) AS x(id, created_at) ORDER BY id
+     ON CONFLICT (id) DO UPDATE SET last_seq = t.last_seq
+     RETURNING t.id, t.last_seq, txid_current() AS xid`,
+    [ids, ids.map((id) => bySession.get(id)![0]!.at)],
+  );
+  written.xid = stored[0]?.xid;
+  const last = new Map<string, number>();
+  for (const { id, last_seq } of stored) {
+    const group = bySession.get(id)!;
+    if (last_seq >= group[0]!.seq)
+      group.forEach((row, i) => {
+        row.seq = last_seq + 1 + i;
+      });
+    last.set(id, group.at(-1)!.seq);
+  }
+  return last;
+}
+
+/** Inserts the batch's new payloads; the keys (`tenant\0sha256`) of those this write stored. */
+async function insertPayloads(q: PgQueries, rows: QueuedRow[]): Promise<Set<string>> {
+  const blobs = new Map<
+    string,
+    { tenantId: string; sha256: string; bytes: number; json: string; at: number }
+  >();
+  for (const row of rows)
+    for (const blob of row.blobs) {
+      const key = `${row.tenantId}\0${blob.sha256}`;
+      if (!blobs.has(key)) blobs.set(key, { tenantId: row.tenantId, ...blob, at: row.at });
+    }
+  const stored = new Set<string>();
+  if (blobs.size === 0) return stored;
+  const sorted = [...blobs.values()].sort((a, b) =>
+    a.tenantId === b.tenantId ? (a.sha256 < b.sha256 ? -1 : 1) : a.tenantId < b.tenantId ? -1 : 1,
+  );
+  for (const chunk of chunks(sorted, (b) => b.json.length)) {
+    const inserted = await q.many<{ tenant_id: string; sha256: string }>(
+      `INSERT INTO payloads (tenant_id, sha256, bytes, data, created_at)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::bigint[])
+       ON CONFLICT (tenant_id, sha256) DO NOTHING
+       RETURNING tenant_id, sha256`,
+      [
+        chunk.map((b) => b.tenantId),
+        chunk.map((b) => b.sha256),
+        chunk.map((b) => b.bytes),
+        chunk.map((b) => b.json),
+        chunk.map((b) => b.at),
+      ],
+    );
+    for (const r of inserted) stored.add(`${r.tenant_id}\0${r.sha256}`);
+  }
+  return stored;
+}
+
+/** What the caller learns of a write that may fail: its transaction's id, once it has one. */
+export interface WriteAttempt {
+  xid: number | undefined;
+}
+
+/**
+ * Writes the rows in one transaction on `q` (the caller's db.tx), renumbering them when needed;
+ * `written.xid` is the transaction's id (so a failed COMMIT can be asked about: committed()).
+ */
+export async function writePgEvents(
+  q: PgQueries,
+  rows: QueuedRow[],
+  indexing: boolean,
+  written: WriteAttempt,
+): Promise<void> {
+  const lastSeqs = await lockSessions(q, rows, written);
+  const newBlobs = await insertPayloads(q, rows);
+  const usage = new Map<string, number>();
+  const bodies: string[] = [];
+  for (const r of rows) {
+    let bytes = r.bytes;
+    let text = indexing ? indexText(r.type, r.data) : '';
+    for (const blob of r.blobs) {
+      // Stored already (by another writer, or by an earlier row of this batch): not counted again.
+      if (!newBlobs.delete(`${r.tenantId}\0${blob.sha256}`)) bytes -= blob.bytes;
+      else if (indexing && text.length < PG_INDEX_TEXT_MAX) text += ` ${payloadIndexText(blob.json)}`;
+    }
+    usage.set(r.tenantId, (usage.get(r.tenantId) ?? 0) + bytes);
+    if (indexing) bodies.push(searchWords(text.slice(0, PG_INDEX_TEXT_MAX)));
+  }
+  let offset = 0;
+  for (const chunk of chunks(rows, (r) => r.data.length + (r.refs?.length ?? 0))) {
+    const body = bodies.slice(offset, offset + chunk.length);
+    offset += chunk.length;
+    const events = [
+      chunk.map((r) => r.sessionId),
+      chunk.map((r) => r.seq),
+      chunk.map((r) => r.type),
+      chunk.map((r) => r.surface),
+      chunk.map((r) => r.callId ?? null),
+      chunk.map((r) => r.parentCallId ?? null),
+      chunk.map((r) => r.data),
+      chunk.map((r) => r.refs ?? null),
+      chunk.map((r) => r.at),
+    ];
+    const insertEvents = `INSERT INTO events (session_id, seq, type, surface, call_id, parent_call_id, data, refs, at)
+      SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[],
+                           $7::text[], $8::text[], $9::bigint[])`;
+    if (!indexing) {
+      await q.query(insertEvents, events);
+      continue;
+    }
+    // One statement for both: index ids follow the rows' order (newest last, as search expects).
+    await q.query(
+      `WITH stored AS (${insertEvents})
+       INSERT INTO event_index (tenant_id, session_id, seq, type, surface, at, search)
+       SELECT x.tenant_id, x.session_id, x.seq, x.type, x.surface, x.at, ${SEARCH}
+       FROM unnest($10::text[], $1::text[], $2::bigint[], $3::text[], $4::text[], $9::bigint[],
+                   $11::text[], $12::text[])
+            WITH ORDINALITY AS x(tenant_id, session_id, seq, type, surface, at, owner, body, n)
+       ORDER BY x.n`,
+      [...events, chunk.map((r) => r.tenantId), chunk.map((r) => ownerTokens(r.tenantId, r.sessionId)), body],
+    );
+  }
+  const ids = [...lastSeqs.keys()];
+  const tenants = [...usage.keys()].sort();
+  await q.query(
+    `WITH raised AS (
+       UPDATE sessions SET last_seq = greatest(sessions.last_seq, x.last_seq)
+       FROM unnest($1::text[], $2::bigint[]) AS x(id, last_seq) WHERE sessions.id = x.id
+     )
+     INSERT INTO tenant_log_usage AS u (tenant_id, bytes)
+     SELECT * FROM unnest($3::text[], $4::bigint[]) ORDER BY 1
+     ON CONFLICT (tenant_id) DO UPDATE SET bytes = u.bytes + excluded.bytes`,
+    [ids, ids.map((id) => lastSeqs.get(id)), tenants, tenants.map((t) => usage.get(t))],
+  );
+}
+
+/** Whether transaction `xid` committed, asked on another connection; false when unknown. */
+export async function committed(q: PgQueries, xid: number): Promise<boolean> {
+  try {
+    const row = await q.one<{ status: string | null }>('SELECT txid_status($1) AS status', [xid]);
+    return row?.status === 'committed';
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,129 @@
+// The EventLog on PostgreSQL: the shared batching core (../event-log-core.ts) over an asynchronous
+// EventBackend on the same tables and rows as the libsql one (../event-log.ts): `events`,
+// `sessions`, `payloads` (once per tenant and sha256), `tenant_log_usage` (the core's row cost,
+// what a write really stored) and `event_index` (with its `search` tsvector in place of SQLite's
+// events_fts). This module owns the reads and wires the write (event-log-write.ts says its
+// transaction, its locks and where it differs from libsql).
+// Invariants, as on libsql: a session's last seq is max(sessions.last_seq, max(events.seq)), so a
+// reopened log continues without gaps; a session's tenant is its agent's ('' when none is known);
+// a page is in seq order, after `afterSeq`, at most `limit` rows (the core pages in bytes over it).
+// The core keeps one write in flight (group commit: everything appended meanwhile goes into the
+// next transaction), so a log holds at most one pool connection for writing.
+// Durability: one transaction per batch, committed with the server's synchronous_commit (on by
+// default: the commit is flushed to the server's WAL before it answers). An append is durable when
+// flush() resolves, not when append() does; subscribers hear about events only once committed.
+// With synchronous_commit off a server crash may lose the last commits it answered, which the
+// seqs survive as on libsql (the next write renumbers after what was really stored).
+import { createEventLog } from '../event-log-core.ts';
+import type { ClosableEventLog, EventBackend, EventLogOptions, EventRow } from '../event-log-port.ts';
+import type { EventSurface } from '../types.ts';
+import { type PgDatabase, pgGuarded } from './db.ts';
+import { committed, type WriteAttempt, writePgEvents } from './event-log-write.ts';
+
+export interface PgEventLogOptions extends EventLogOptions {
+  /** Index every event for full-text search. Default true; false only to measure what it costs. */
+  index?: boolean;
+}
+
+interface StoredEvent {
+  session_id: string;
+  seq: number;
+  type: string;
+  surface: EventSurface;
+  call_id: string | null;
+  parent_call_id: string | null;
+  data: string;
+  refs: string | null;
+  at: number;
+}
+
+const toRow = (r: StoredEvent): EventRow => ({
+  sessionId: r.session_id,
+  seq: r.seq,
+  type: r.type,
+  surface: r.surface,
+  callId: r.call_id ?? undefined,
+  parentCallId: r.parent_call_id ?? undefined,
+  data: r.data,
+  refs: r.refs ?? undefined,
+  at: r.at,
+});
+
+export const createPgEventBackend = (db: PgDatabase, options: { index?: boolean } = {}): EventBackend => {
+  const indexing = options.index ?? true;
+  return {
+    lastSeq: (sessionId) =>
+      pgGuarded('read last event seq', async () => {
+        const row = await db.one<{ seq: number }>(
+          `SELECT greatest(coalesce((SELECT last_seq FROM sessions WHERE id = $1), 0),
+                           coalesce((SELECT max(seq) FROM events WHERE session_id = $1), 0)) AS seq`,
+          [sessionId],
+        );
+        return row?.seq ?? 0;
+      }),
+    tenantOf: (sessionId) =>
+      pgGuarded('read session tenant', async () => {
+        const row = await db.one<{ tenant_id: string }>('SELECT tenant_id FROM agents WHERE id = $1', [
+          sessionId,
+        ]);
+        return row?.tenant_id ?? '';
+      }),
+    usage: (tenantId) =>
+      pgGuarded('read log usage', async () => {
+        const row = await db.one<{ bytes: number }>(
+          'SELECT bytes FROM tenant_log_usage WHERE tenant_id = $1',
+          [tenantId],
+        );
+        return row?.bytes ?? 0;
+      }),
+    usageAll: () =>
+      pgGuarded('read log usage', async () =>
+        (
+          await db.many<{ tenant_id: string; bytes: number }>('SELECT tenant_id, bytes FROM tenant_log_usage')
+        ).map((r) => ({ tenantId: r.tenant_id, bytes: r.bytes })),
+      ),
+    readBlob: (tenantId, sha256) =>
+      pgGuarded('read payload', async () => {
+        const row = await db.one<{ data: string }>(
+          'SELECT data FROM payloads WHERE tenant_id = $1 AND sha256 = $2',
+          [tenantId, sha256],
+        );
+        return row?.data;
+      }),
+    hasBlob: (tenantId, sha256) =>
+      pgGuarded('read payload', async () => {
+        const row = await db.one('SELECT 1 AS x FROM payloads WHERE tenant_id = $1 AND sha256 = $2', [
+          tenantId,
+          sha256,
+        ]);
+        return row !== undefined;
+      }),
+    write: (rows) =>
+      pgGuarded('write events', async () => {
+        const written: WriteAttempt = { xid: undefined };
+        try {
+          await db.tx((q) => writePgEvents(q, rows, indexing, written));
+        } catch (error) {
+          // A COMMIT whose answer was lost may have committed: then the batch is stored.
+          if (written.xid === undefined || !(await committed(db, written.xid))) throw error;
+        }
+      }),
+    read: (sessionId, afterSeq, limit) =>
+      pgGuarded('read events', async () =>
+        (
+          await db.many<StoredEvent>(
+            `SELECT session_id, seq, type, surface, call_id, parent_call_id, data, refs, at FROM events
+             WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+            [sessionId, afterSeq, limit],
+          )
+        ).map(toRow),
+      ),
+  };
+};
+
+/**
+ * An EventLog persisted in the Postgres store database. Await `close()` before closing `db`: it
+ * writes what is queued and waits for the write in flight.
+ */
+export const createPgEventLog = (db: PgDatabase, options: PgEventLogOptions = {}): ClosableEventLog =>
+  createEventLog(createPgEventBackend(db, options), options);
