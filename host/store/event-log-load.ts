@@ -28,22 +28,29 @@ export function isPromise<T>(value: Answer<T>): value is Promise<T> {
   return typeof (value as { then?: unknown } | null | undefined)?.then === 'function';
 }
 
+/** Where a load still under way is kept in an operation's answers (beside its key's answer). */
+const PENDING = '\u0001';
+
 /**
  * The backend's answer `key` for the running operation: now when `load` answers synchronously (or
  * an earlier run of this operation loaded it); otherwise its load starts and Loading is thrown.
+ * A key asked again while its load is under way waits for that load (an append of 1000 events of
+ * one session loads its tenant, seq and usage once, not once per event).
  */
 export function answer<T>(s: Answering, key: string, load: () => Answer<T>): T {
   const loaded = s.answers;
   if (loaded?.has(key)) return loaded.get(key) as T;
+  const pending = loaded?.get(PENDING + key) as Promise<void> | undefined;
+  if (pending !== undefined) throw new Loading(pending);
   const value = load();
   if (!isPromise(value)) return value;
   const answers = loaded ?? new Map<string, unknown>();
   s.answers = answers;
-  throw new Loading(
-    value.then((v) => {
-      answers.set(key, v);
-    }),
-  );
+  const done = value.then((v) => {
+    answers.set(key, v);
+  });
+  answers.set(PENDING + key, done);
+  throw new Loading(done);
 }
 
 /**

@@ -50,3 +50,37 @@ describe('event log writer', () => {
     log.close();
   });
 });
+
+describe('an asynchronous backend', () => {
+  it("loads a session's tenant, seq and usage once for an append of many of its events", async () => {
+    const inner = createMemoryEventBackend();
+    const calls = new Map<string, number>();
+    const later =
+      <A extends unknown[], T>(name: string, fn: (...args: A) => T) =>
+      (...args: A): Promise<T> => {
+        calls.set(name, (calls.get(name) ?? 0) + 1);
+        return new Promise((resolve) => setImmediate(() => resolve(fn(...args))));
+      };
+    const backend: EventBackend = {
+      lastSeq: later('lastSeq', inner.lastSeq),
+      tenantOf: later('tenantOf', inner.tenantOf),
+      usage: later('usage', inner.usage),
+      usageAll: later('usageAll', inner.usageAll),
+      readBlob: later('readBlob', inner.readBlob),
+      hasBlob: later('hasBlob', inner.hasBlob),
+      write: later('write', inner.write),
+      read: later('read', inner.read),
+    };
+    const log = createEventLog(backend);
+    const events = Array.from({ length: 1000 }, (_, i) => ({
+      sessionId: i % 2 === 0 ? 's' : 't',
+      type: 'x',
+      surface: 'current' as const,
+      data: i,
+    }));
+    expect((await log.append(events)).at(-1)?.seq).toBe(500);
+    await log.flush();
+    expect(Object.fromEntries(calls)).toEqual({ tenantOf: 2, lastSeq: 2, usage: 1, write: 1 });
+    await log.close();
+  });
+});
