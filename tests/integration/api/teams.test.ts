@@ -146,8 +146,11 @@ it('plays the client of a lead and two teammates, across a restart', async () =>
   // bob's run request is still watched: the client's answer settles it and the lead hears of it.
   const [bobRun] = await pending(lead.id);
   await http('POST', `/v1/agents/${lead.id}/requests/${bobRun.id}`, { result: 'Tests pass.' });
-  const heard = await ok(lead.id, 'wait_agent', { timeout_ms: 60_000 });
-  expect(heard.messages.map((m: Loose) => [m.from_name, m.kind, m.message])).toEqual([
+  // The report follows the answer (the run settles after the answer is stored): wait until both are heard.
+  const heard: Loose[] = [];
+  for (let i = 0; i < 2 && heard.length < 2; i++)
+    heard.push(...(await ok(lead.id, 'wait_agent', { timeout_ms: 60_000 })).messages);
+  expect(heard.map((m: Loose) => [m.from_name, m.kind, m.message])).toEqual([
     ['alice', 'report', 'Release notes written.'],
     ['bob', 'report', 'Tests pass.'],
   ]);
