@@ -4,6 +4,7 @@
 // when the operator set none: libsql keeps a key file next to its database, PostgreSQL (a
 // database several replicas share) one in this process's data directory, which every replica
 // must then be given (DSH_SECRETS_KEY) — said at start.
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { type OpenStoreOptions, openStore } from './index.ts';
 import { isPostgresUrl } from './pg/url.ts';
@@ -37,6 +38,7 @@ export const connectStore = async (options: ConnectStoreOptions): Promise<Store>
   const { openPgStore } = await import('./pg/index.ts');
   let key = secretsKey;
   if (key === undefined) {
+    mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
     const file = join(options.dataDir, SECRETS_KEY_FILE);
     key = keyFileSecret(file);
     options.log?.(

@@ -3,26 +3,25 @@
 // writes every queued event, and only then closes the database.
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { type AgentStore, createAgentStore } from './agents.ts';
+import { createAgentStore } from './agents.ts';
 import { type Database, openDatabase, resolveLocation } from './db.ts';
-import { createEgressSettingsStore, type EgressSettingsStore } from './egress.ts';
+import { createEgressSettingsStore } from './egress.ts';
 import { createLibsqlEventLog } from './event-log.ts';
-import type { ClosableEventLog, EventLogOptions } from './event-log-port.ts';
+import type { EventLogOptions } from './event-log-port.ts';
 import { createEventSearch } from './event-search.ts';
 import { instanceIdOf } from './instance.ts';
 import { migrate } from './migrations.ts';
 import { createLibsqlPluginStore } from './plugins.ts';
-import type { PluginStore, PluginStoreOptions } from './plugins-core.ts';
-import type { ClosableRequestStore } from './request-core.ts';
+import type { PluginStoreOptions } from './plugins-core.ts';
 import { createLibsqlRequestStore } from './requests.ts';
-import { createScheduleStore, type ScheduleStore } from './schedules.ts';
+import { createScheduleStore } from './schedules.ts';
 import { createSealer, keyFileSecret } from './sealed.ts';
-import { createSessionStateStore, type SessionStateStore } from './session-state.ts';
-import { createSkillStore, type SkillStore } from './skills.ts';
-import { createTeamBoardStore, type TeamBoardStore } from './team-board.ts';
-import { createTeamStore, type TeamStore } from './teams.ts';
-import { createTenantStore, type TenantStore } from './tenants.ts';
+import { createSessionStateStore } from './session-state.ts';
+import { createSkillStore } from './skills.ts';
 import type { Store } from './store.ts';
+import { createTeamBoardStore } from './team-board.ts';
+import { createTeamStore } from './teams.ts';
+import { createTenantStore } from './tenants.ts';
 
 export interface OpenStoreOptions {
   /** Directory for the database file `store.db` (created with mode 0700). */
@@ -209,6 +208,7 @@ export {
   type SkillStore,
   type SkillSummary,
 } from './skills.ts';
+export type { Store } from './store.ts';
 export {
   createTeamBoardStore,
   type TeamBoardStore,
@@ -233,5 +233,4 @@ export {
   type Tenant,
   type TenantStore,
 } from './tenants.ts';
-export type { Store } from './store.ts';
 export type * from './types.ts';
