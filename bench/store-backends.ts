@@ -217,10 +217,35 @@ const creates = async () => {
   row('   per agent', 'µs', figures);
 };
 
+/** Where PostgreSQL's time goes: a bare round trip on the socket, and a one-row commit (its WAL flush). */
+const floors = async () => {
+  const store = await openBackend('postgres');
+  await store.close();
+  const client = new pg.Client({ connectionString: postgresUrl(cluster.socketDir, `bench_${databases}`) });
+  await client.connect();
+  try {
+    await client.query('CREATE TABLE floor (id bigint PRIMARY KEY)');
+    const time = async (n: number, fn: (i: number) => Promise<unknown>) => {
+      for (let i = 0; i < 50; i++) await fn(-i - 1);
+      const t = performance.now();
+      for (let i = 0; i < n; i++) await fn(i);
+      return ((performance.now() - t) * 1000) / n;
+    };
+    const select = await time(2000, () => client.query('SELECT 1'));
+    const commit = await time(500, (i) => client.query('INSERT INTO floor VALUES ($1)', [i]));
+    console.log(
+      `\n0. PostgreSQL floors on this machine: a SELECT 1 round trip ${select.toFixed(0)} µs, a one-row INSERT committed (WAL flushed) ${commit.toFixed(0)} µs`,
+    );
+  } finally {
+    await client.end();
+  }
+};
+
 try {
   console.log(
     `store-backends bench: node ${process.version}, PostgreSQL from ${bin} (fsync and synchronous_commit on)`,
   );
+  await floors();
   await batches();
   await http();
   await search();
