@@ -47,7 +47,10 @@ export function createPluginHost(deps: PluginHostDeps, options: PluginHostOption
   return {
     of: (agent) => of(state, agent),
     resume: (onError) => resume(state, onError),
-    ready: (agentId) => state.resuming.get(agentId),
+    ready: (agentId) =>
+      state.listing === undefined
+        ? state.resuming.get(agentId)
+        : state.listing.then(() => state.resuming.get(agentId)),
     removeAgent: (agent) => removeAgent(state, agent),
     async close() {
       state.closing = true;

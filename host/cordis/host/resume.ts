@@ -1,7 +1,8 @@
 // Starting again, after a restart, every plugin whose stored state says it was running: agents a
 // few at a time (RESUME_CONCURRENCY), each one's own plugins one by one, in order.
-// Invariant: until an agent's own plugins are back (started or failed), `resuming` holds a pending
-// promise for it, so no caller sees its tool set without them.
+// Invariant: from resume()'s call until an agent's own plugins are back (started or failed),
+// ready() of that agent is pending (`listing` while the store lists the running plugins, then the
+// agent's entry in `resuming`), so no caller sees its tool set without them.
 import { toAgent } from '../../agents/service/records.ts';
 import { SandboxError } from '../../errors.ts';
 import type { PluginRecord } from '../../store/plugins-core.ts';
@@ -16,7 +17,21 @@ export async function resume(
   onError?: (pluginId: string, error: unknown) => void,
 ): Promise<number> {
   const byAgent = new Map<string, PluginRecord[]>();
-  for (const record of await state.deps.store.listRunning()) {
+  // ready() waits for the list too: an agent's request arriving while the store answers must not
+  // find no wait for it and see its tool set without its plugins.
+  let listed = () => {};
+  state.listing = new Promise<void>((resolve) => {
+    listed = resolve;
+  });
+  let running: PluginRecord[];
+  try {
+    running = await state.deps.store.listRunning();
+  } catch (error) {
+    state.listing = undefined;
+    listed();
+    throw error;
+  }
+  for (const record of running) {
     const list = byAgent.get(record.agentId) ?? [];
     list.push(record);
     byAgent.set(record.agentId, list);
@@ -48,6 +63,8 @@ export async function resume(
     state.resuming.set(agentId, done);
     return { agentId, records, settle };
   });
+  state.listing = undefined;
+  listed();
   const worker = async () => {
     for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
       await resumeAgent(next.records);

@@ -46,6 +46,11 @@ export interface HostState {
   readonly pending: Map<string, { agent: Agent; added: Set<string>; removed: Set<string> }>;
   /** Per agent id, settled when resume() has started its plugins. */
   readonly resuming: Map<string, Promise<void>>;
+  /**
+   * Set by resume() before its first await, settled once `resuming` holds every agent it will
+   * start plugins of: the store's list of running plugins is a round trip on some backends.
+   */
+  listing: Promise<void> | undefined;
   closing: boolean;
   /** Made on the first start, so a service whose agents run no plugin forks no plugin worker. */
   made: PluginRuntime | undefined;
@@ -61,6 +66,7 @@ export function createHostState(deps: PluginHostDeps, options: PluginHostOptions
     refusals: new Map(),
     pending: new Map(),
     resuming: new Map(),
+    listing: undefined,
     closing: false,
     made: undefined,
   };

@@ -238,6 +238,22 @@ describe('creator plugins over the API', () => {
     expect(counted.value).toEqual({ lines: 2 });
     expect(await resumed).toBe(1);
   });
+
+  it('after a restart on a store that lists plugins a round trip later, the first request still waits for them', async () => {
+    await api.agents.close(0);
+    store.close();
+    store = openStore({ path });
+    // As PostgreSQL answers: the list of running plugins arrives after the first request came in.
+    const listRunning = store.plugins.listRunning.bind(store.plugins);
+    store.plugins.listRunning = async () => {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      return listRunning();
+    };
+    api = boot(store);
+    const resumed = api.agents.resumePlugins();
+    expect(await names(keyA, agentId)).toContain('count_words');
+    expect(await resumed).toBe(1);
+  });
 });
 
 describe('inspection providers of plugins', () => {
