@@ -3,8 +3,16 @@
 // (agents.ts). Invariants: a mailbox keeps its order (ids increase); an item is delivered at most
 // once and a cancelled one never; a run is settled by the host request that runs it only while it
 // still names that request (a later wake-up or a report wins over a stale answer).
-import { SandboxError } from '../errors.ts';
 import { type Database, guarded, immediate } from './db.ts';
+import {
+  checkMailboxRoom,
+  type MailRow,
+  mailOf,
+  mailPageSize,
+  type RunRow,
+  runOf,
+  runParams,
+} from './teams-rows.ts';
 
 /** Where a child's work stands, as its parent sees it. */
 export type ChildStatus =
@@ -93,50 +101,6 @@ export interface TeamStore {
   cancelPending(agentId: string): Promise<number>;
 }
 
-interface MailRow {
-  id: number;
-  tenant_id: string;
-  agent_id: string;
-  from_id: string;
-  kind: MailKind;
-  body: string;
-  created_at: number;
-  delivered_at: number | null;
-}
-
-interface RunRow {
-  agent_id: string;
-  tenant_id: string;
-  parent_id: string;
-  description: string;
-  status: ChildStatus;
-  output: string | null;
-  request_id: string | null;
-  updated_at: number;
-}
-
-const mailOf = (r: MailRow): MailItem => ({
-  id: r.id,
-  tenantId: r.tenant_id,
-  agentId: r.agent_id,
-  fromId: r.from_id,
-  kind: r.kind,
-  body: r.body,
-  createdAt: r.created_at,
-  ...(r.delivered_at === null ? {} : { deliveredAt: r.delivered_at }),
-});
-
-const runOf = (r: RunRow): ChildRun => ({
-  agentId: r.agent_id,
-  tenantId: r.tenant_id,
-  parentId: r.parent_id,
-  description: r.description,
-  status: r.status,
-  ...(r.output === null ? {} : { output: r.output }),
-  ...(r.request_id === null ? {} : { requestId: r.request_id }),
-  updatedAt: r.updated_at,
-});
-
 /** The libsql TeamStore: each method runs its statements synchronously and resolves with the result. */
 export const createTeamStore = (db: Database, now: () => number = Date.now): TeamStore => {
   const putRun = db.prepare(
@@ -175,18 +139,7 @@ export const createTeamStore = (db: Database, now: () => number = Date.now): Tea
   return {
     async putRun(run) {
       const stored: ChildRun = { ...run, updatedAt: now() };
-      guarded('store a child run', () =>
-        putRun.run(
-          run.agentId,
-          run.tenantId,
-          run.parentId,
-          run.description,
-          run.status,
-          run.output ?? null,
-          run.requestId ?? null,
-          stored.updatedAt,
-        ),
-      );
+      guarded('store a child run', () => putRun.run(...runParams(stored)));
       return stored;
     },
     run: async (agentId) =>
@@ -216,14 +169,7 @@ export const createTeamStore = (db: Database, now: () => number = Date.now): Tea
           const { n } = (
             report ? countReports.all(item.agentId, item.fromId) : countMessages.all(item.agentId)
           )[0] as { n: number };
-          if (n >= max)
-            throw new SandboxError(
-              'MAILBOX_FULL',
-              report
-                ? `The mailbox of agent ${item.agentId} holds ${n} unread reports of yours, the most one sender may leave there; wait until it reads them (your latest output is in its list_agents) and report again.`
-                : `The mailbox of agent ${item.agentId} holds ${n} unread messages, its most; wait until it reads some (wait_agent) and send again.`,
-              { data: { agentId: item.agentId, max, kind: report ? 'report' : 'message' } },
-            );
+          checkMailboxRoom(item, n, max);
           const createdAt = now();
           const id = Number(
             insert.run(item.tenantId, item.agentId, item.fromId, item.kind, item.body, createdAt)
@@ -239,9 +185,7 @@ export const createTeamStore = (db: Database, now: () => number = Date.now): Tea
       guarded('deliver messages', () => deliver.run(now(), agentId, upToId).changes),
     list: async (agentId, options = {}) =>
       guarded('list a mailbox', () =>
-        (list.all(agentId, options.afterId ?? 0, Math.min(options.limit ?? 100, 1000)) as MailRow[]).map(
-          mailOf,
-        ),
+        (list.all(agentId, options.afterId ?? 0, mailPageSize(options.limit)) as MailRow[]).map(mailOf),
       ),
     cancelPending: async (agentId) => guarded('cancel messages', () => cancel.run(now(), agentId).changes),
   };
