@@ -7,12 +7,16 @@
 // for the due time the firer read (so processes sharing the file fire it once), and a schedule
 // deleted meanwhile does not fire. The port is asynchronous; this libsql implementation runs its
 // statements (and BEGIN IMMEDIATE around the checked ones) synchronously inside each method.
-import { nanoid } from 'nanoid';
-import { SandboxError } from '../errors.ts';
 import type { JsonValue } from '../json.ts';
 import type { HostRequest } from '../requests/port.ts';
 import { type Database, guarded, immediate } from './db.ts';
 import { prepareRequestInsert } from './requests.ts';
+import {
+  newScheduleRecord,
+  type ScheduleRow,
+  scheduleInsertParams,
+  toScheduleRecord,
+} from './schedules-rows.ts';
 
 export type ScheduleKind = 'after' | 'every' | 'at';
 
@@ -65,37 +69,6 @@ export interface ScheduleStore {
   ): Promise<boolean>;
 }
 
-interface ScheduleRow {
-  id: string;
-  tenant_id: string;
-  agent_id: string;
-  prompt: string;
-  kind: ScheduleKind;
-  spec: string;
-  every_ms: number | null;
-  next_at: number;
-  fired: number;
-  last_fired_at: number | null;
-  created_at: number;
-}
-
-const toRecord = (r: ScheduleRow): ScheduleRecord => {
-  const record: ScheduleRecord = {
-    id: r.id,
-    tenantId: r.tenant_id,
-    agentId: r.agent_id,
-    prompt: r.prompt,
-    kind: r.kind,
-    spec: JSON.parse(r.spec),
-    nextAt: r.next_at,
-    fired: r.fired,
-    createdAt: r.created_at,
-  };
-  if (r.every_ms !== null) record.everyMs = r.every_ms;
-  if (r.last_fired_at !== null) record.lastFiredAt = r.last_fired_at;
-  return record;
-};
-
 export const createScheduleStore = (db: Database, now: () => number = Date.now): ScheduleStore => {
   const count = db.prepare('SELECT count(*) AS n FROM schedules WHERE tenant_id = ? AND agent_id = ?');
   const insert = db.prepare(
@@ -120,39 +93,18 @@ export const createScheduleStore = (db: Database, now: () => number = Date.now):
       guarded('create a schedule', () =>
         immediate(db, () => {
           const { n } = count.all(input.tenantId, input.agentId)[0] as { n: number };
-          if (n >= maxPerAgent)
-            throw new SandboxError(
-              'LIMIT_EXCEEDED',
-              `This agent already has ${n} schedules, the most it may have; delete one (schedule_delete) first.`,
-              { data: { limit: maxPerAgent } },
-            );
-          const record: ScheduleRecord = {
-            id: `sch_${nanoid(12)}`,
-            ...input,
-            fired: 0,
-            createdAt: now(),
-          };
-          insert.run(
-            record.id,
-            record.tenantId,
-            record.agentId,
-            record.prompt,
-            record.kind,
-            JSON.stringify(record.spec),
-            record.everyMs ?? null,
-            record.nextAt,
-            record.createdAt,
-          );
+          const record = newScheduleRecord(input, n, maxPerAgent, now());
+          insert.run(...scheduleInsertParams(record));
           return record;
         }),
       ),
     list: async (tenantId, agentId) =>
-      guarded('list schedules', () => (select.all(tenantId, agentId) as ScheduleRow[]).map(toRecord)),
+      guarded('list schedules', () => (select.all(tenantId, agentId) as ScheduleRow[]).map(toScheduleRecord)),
     delete: async (tenantId, agentId, id) =>
       guarded('delete a schedule', () => remove.run(id, tenantId, agentId).changes > 0),
     deleteAgent: async (agentId) => guarded('delete schedules', () => removeAgent.run(agentId).changes),
     due: async (at, limit) =>
-      guarded('read due schedules', () => (due.all(at, limit) as ScheduleRow[]).map(toRecord)),
+      guarded('read due schedules', () => (due.all(at, limit) as ScheduleRow[]).map(toScheduleRecord)),
     nextDue: async () =>
       guarded('read due schedules', () => (nextDue.all()[0] as { at: number | null }).at ?? undefined),
     fire: async ({ id, dueAt }, firedAt, nextAt, request) =>
