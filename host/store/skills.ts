@@ -5,8 +5,14 @@
 // and files) in one transaction, and the count limit is checked in that same transaction. Every
 // method returns a Promise (the port a network database can implement); this libsql implementation
 // runs its statements synchronously inside them, a transaction never spans an await.
-import { SandboxError } from '../errors.ts';
 import { type Database, guarded, immediate } from './db.ts';
+import {
+  checkSkillRoom,
+  SKILL_SUMMARY,
+  type SkillRow,
+  toSkillPackage,
+  toSkillSummary,
+} from './skills-rows.ts';
 
 /** A skill as the catalog lists it. */
 export interface SkillSummary {
@@ -56,27 +62,6 @@ export interface SkillStore {
   delete(tenantId: string, name: string): Promise<boolean>;
 }
 
-interface SkillRow {
-  name: string;
-  description: string;
-  instructions?: string;
-  digest: string;
-  bytes: number;
-  created_at: number;
-  updated_at: number;
-}
-
-const toSummary = (r: SkillRow): SkillSummary => ({
-  name: r.name,
-  description: r.description,
-  digest: r.digest,
-  bytes: r.bytes,
-  createdAt: r.created_at,
-  updatedAt: r.updated_at,
-});
-
-const SUMMARY = 'name, description, digest, bytes, created_at, updated_at';
-
 export const createSkillStore = (db: Database, now: () => number = Date.now): SkillStore => {
   const count = db.prepare('SELECT count(*) AS n FROM skills WHERE tenant_id = ?');
   const existing = db.prepare('SELECT created_at FROM skills WHERE tenant_id = ? AND name = ?');
@@ -92,9 +77,9 @@ export const createSkillStore = (db: Database, now: () => number = Date.now): Sk
   );
   const removeFiles = db.prepare('DELETE FROM skill_files WHERE tenant_id = ? AND name = ?');
   const remove = db.prepare('DELETE FROM skills WHERE tenant_id = ? AND name = ?');
-  const select = db.prepare(`SELECT ${SUMMARY} FROM skills WHERE tenant_id = ? ORDER BY name`);
+  const select = db.prepare(`SELECT ${SKILL_SUMMARY} FROM skills WHERE tenant_id = ? ORDER BY name`);
   const selectOne = db.prepare(
-    `SELECT ${SUMMARY}, instructions FROM skills WHERE tenant_id = ? AND name = ?`,
+    `SELECT ${SKILL_SUMMARY}, instructions FROM skills WHERE tenant_id = ? AND name = ?`,
   );
   const selectFiles = db.prepare(
     'SELECT path, length(content) AS bytes FROM skill_files WHERE tenant_id = ? AND name = ? ORDER BY path',
@@ -113,12 +98,7 @@ export const createSkillStore = (db: Database, now: () => number = Date.now): Sk
           const before = existing.all(tenantId, skill.name)[0] as { created_at: number } | undefined;
           if (before === undefined) {
             const { n } = count.all(tenantId)[0] as { n: number };
-            if (n >= maxPerTenant)
-              throw new SandboxError(
-                'LIMIT_EXCEEDED',
-                `This tenant already has ${n} skills, the most it may have; delete one (DELETE /v1/skills/:name) first.`,
-                { data: { limit: maxPerTenant } },
-              );
+            checkSkillRoom(n, maxPerTenant);
           }
           const at = now();
           upsert.run(
@@ -134,15 +114,18 @@ export const createSkillStore = (db: Database, now: () => number = Date.now): Sk
           removeFiles.run(tenantId, skill.name);
           for (const file of skill.files)
             insertFile.run(tenantId, skill.name, file.path, file.mode, file.content);
-          return { summary: toSummary(one(tenantId, skill.name) as SkillRow), created: before === undefined };
+          return {
+            summary: toSkillSummary(one(tenantId, skill.name) as SkillRow),
+            created: before === undefined,
+          };
         }),
       ),
     list: async (tenantId) =>
-      guarded('list skills', () => (select.all(tenantId) as SkillRow[]).map(toSummary)),
+      guarded('list skills', () => (select.all(tenantId) as SkillRow[]).map(toSkillSummary)),
     get: async (tenantId, name) =>
       guarded('read a skill', () => {
         const row = one(tenantId, name);
-        return row === undefined ? undefined : toSummary(row);
+        return row === undefined ? undefined : toSkillSummary(row);
       }),
     files: async (tenantId, name) =>
       guarded('list a skill', () => selectFiles.all(tenantId, name) as { path: string; bytes: number }[]),
@@ -156,8 +139,7 @@ export const createSkillStore = (db: Database, now: () => number = Date.now): Sk
           content: Uint8Array;
         }[];
         const files = rows.map((f) => ({ path: f.path, mode: f.mode, content: Buffer.from(f.content) }));
-        const { createdAt: _c, updatedAt: _u, ...summary } = toSummary(row);
-        return { ...summary, instructions: row.instructions ?? '', files };
+        return toSkillPackage(row, files);
       }),
     delete: async (tenantId, name) =>
       guarded('delete a skill', () =>
