@@ -10,6 +10,7 @@
 // The port is asynchronous; this libsql implementation runs its statements synchronously inside
 // each method and resolves with the result.
 import { type Database, guarded, immediate } from './db.ts';
+import { grantScopes, type TaskRow, taskColumns, toTaskRecord } from './team-board-rows.ts';
 
 export type TeamTaskStatus = 'pending' | 'in_progress' | 'completed';
 
@@ -70,46 +71,6 @@ export interface TeamBoardStore {
   boardsOwning(owner: string): Promise<{ tenantId: string; teamId: string }[]>;
 }
 
-interface TaskRow {
-  seq: number;
-  subject: string;
-  description: string;
-  status: TeamTaskStatus;
-  owner: string | null;
-  blocked_by: string;
-  write_scopes: string;
-  revision: number;
-  created_by: string;
-  created_at: number;
-  updated_at: number;
-}
-
-const toRecord = (r: TaskRow): TeamTaskRecord => ({
-  id: String(r.seq),
-  subject: r.subject,
-  description: r.description,
-  status: r.status,
-  ...(r.owner === null ? {} : { owner: r.owner }),
-  blockedBy: JSON.parse(r.blocked_by),
-  writeScopes: JSON.parse(r.write_scopes),
-  revision: r.revision,
-  createdBy: r.created_by,
-  createdAt: r.created_at,
-  updatedAt: r.updated_at,
-});
-
-/** The columns insert and update both write, in this order. */
-const columns = (t: TeamTaskRecord) =>
-  [
-    t.subject,
-    t.description,
-    t.status,
-    t.owner ?? null,
-    JSON.stringify(t.blockedBy),
-    JSON.stringify(t.writeScopes),
-    t.revision,
-  ] as const;
-
 export const createTeamBoardStore = (db: Database): TeamBoardStore => {
   const select = db.prepare('SELECT * FROM team_tasks WHERE tenant_id = ? AND team_id = ? ORDER BY seq');
   const held = db.prepare(
@@ -136,7 +97,7 @@ export const createTeamBoardStore = (db: Database): TeamBoardStore => {
   );
   const readGrant = (tenantId: string, agentId: string): string[] | undefined => {
     const row = selectGrant.all(tenantId, agentId)[0] as { scopes: string } | undefined;
-    return row === undefined ? undefined : (JSON.parse(row.scopes) as string[]);
+    return row === undefined ? undefined : grantScopes(row.scopes);
   };
   const owning = db.prepare(
     `SELECT DISTINCT tenant_id AS tenantId, team_id AS teamId FROM team_tasks
@@ -144,15 +105,23 @@ export const createTeamBoardStore = (db: Database): TeamBoardStore => {
   );
 
   const read = (tenantId: string, teamId: string): TeamTaskRecord[] =>
-    (select.all(tenantId, teamId) as TaskRow[]).map(toRecord);
+    (select.all(tenantId, teamId) as TaskRow[]).map(toTaskRecord);
 
   function txOf(tenantId: string, teamId: string): TeamBoardTx {
     return {
       tasks: () => read(tenantId, teamId),
       nextId: () => String((counter.all(tenantId, teamId)[0] as { seq: number }).seq),
       insert: (t) =>
-        void insert.run(tenantId, teamId, Number(t.id), ...columns(t), t.createdBy, t.createdAt, t.updatedAt),
-      update: (t) => void update.run(...columns(t), t.updatedAt, tenantId, teamId, Number(t.id)),
+        void insert.run(
+          tenantId,
+          teamId,
+          Number(t.id),
+          ...taskColumns(t),
+          t.createdBy,
+          t.createdAt,
+          t.updatedAt,
+        ),
+      update: (t) => void update.run(...taskColumns(t), t.updatedAt, tenantId, teamId, Number(t.id)),
       remove: (id) => void remove.run(tenantId, teamId, Number(id)),
       grantOf: (agentId) => readGrant(tenantId, agentId),
       setGrant: (agentId, scopes) =>
@@ -165,7 +134,7 @@ export const createTeamBoardStore = (db: Database): TeamBoardStore => {
       guarded('change a team task board', () => immediate(db, () => fn(txOf(tenantId, teamId)))),
     tasks: async (tenantId, teamId) => guarded('read a team task board', () => read(tenantId, teamId)),
     scopedHeldBy: async (tenantId, owner) =>
-      guarded('read held team tasks', () => (held.all(tenantId, owner) as TaskRow[]).map(toRecord)),
+      guarded('read held team tasks', () => (held.all(tenantId, owner) as TaskRow[]).map(toTaskRecord)),
     grantOf: async (tenantId, agentId) => guarded('read a write grant', () => readGrant(tenantId, agentId)),
     boardsOwning: async (owner) =>
       guarded('read held team tasks', () =>
