@@ -1,6 +1,7 @@
 // Between events and rows: an input checked and its data shaped into a row's JSON (large values
-// moved out as payloads, payloads.ts), a stored row read back as an event, and an event's size as
-// the API shows it (what paging by bytes counts). Pure functions over their arguments.
+// moved out as payloads, payloads.ts), an `events` row as every backend reads it (StoredEvent →
+// EventRow, absent columns read as undefined), a stored row read back as an event, and an event's
+// size as the API shows it (what paging by bytes counts). Pure functions over their arguments.
 // Invariants: a row's `data` is the JSON text of the event's data with markers in place of its
 // payloads, and its `refs` the JSON of their list (children first), undefined when nothing moved;
 // shape() and validate() throw STORE_FAILED and nothing else; validate() refuses what some backend
@@ -11,6 +12,40 @@ import { mayExceed, type PayloadBlob, type SplitData, splitValue, topRefs } from
 import type { EventSurface, PayloadRef, SessionEvent, SessionEventInput } from './types.ts';
 
 const SURFACES: ReadonlySet<string> = new Set<EventSurface>(['current', 'log-only']);
+
+/** An `events` row as a page's SELECT reads it, on every backend. */
+export interface StoredEvent {
+  session_id: string;
+  seq: number;
+  type: string;
+  surface: EventSurface;
+  call_id: string | null;
+  parent_call_id: string | null;
+  data: string;
+  refs: string | null;
+  at: number;
+}
+
+/** The columns a page reads, in StoredEvent's order. */
+export const EVENT_COLUMNS = 'session_id, seq, type, surface, call_id, parent_call_id, data, refs, at';
+
+export const toEventRow = (r: StoredEvent): EventRow => ({
+  sessionId: r.session_id,
+  seq: r.seq,
+  type: r.type,
+  surface: r.surface,
+  callId: r.call_id ?? undefined,
+  parentCallId: r.parent_call_id ?? undefined,
+  data: r.data,
+  refs: r.refs ?? undefined,
+  at: r.at,
+});
+
+/** A `tenant_log_usage` row as usageAll() answers it. */
+export const toUsage = (r: { tenant_id: string; bytes: number }): { tenantId: string; bytes: number } => ({
+  tenantId: r.tenant_id,
+  bytes: r.bytes,
+});
 
 /** What rows with no payloads share (never mutated). */
 export const NO_BLOBS: readonly PayloadBlob[] = Object.freeze([]);
