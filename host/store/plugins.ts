@@ -7,6 +7,7 @@
 import { type Database, guarded, immediate } from './db.ts';
 import {
   createPluginStore,
+  lazyPluginReads,
   type PackageRecord,
   type PluginBackend,
   type PluginOwner,
@@ -64,17 +65,14 @@ export const createLibsqlPluginBackend = (db: Database): PluginBackend => {
 
   /** The view of one transaction: synchronous statements, run inside its BEGIN IMMEDIATE. */
   const txOf = (scope: PluginTxScope): PluginTx => {
-    const { owner, pluginId, packageId } = scope;
-    const plugin = () => (pluginId === undefined ? undefined : pluginOf(owner, pluginId));
+    const { owner } = scope;
     return {
-      countPlugins: () => count(countPlugins.all(owner.tenantId, owner.agentId)),
-      plugin,
-      package: () =>
-        pluginId === undefined || packageId === undefined || plugin() === undefined
-          ? undefined
-          : packageOf(pluginId, packageId),
-      countPackages: () =>
-        pluginId === undefined || plugin() === undefined ? 0 : count(countPackages.all(pluginId)),
+      ...lazyPluginReads(scope, {
+        countPlugins: () => count(countPlugins.all(owner.tenantId, owner.agentId)),
+        plugin: (id) => pluginOf(owner, id),
+        package: packageOf,
+        countPackages: (pluginId) => count(countPackages.all(pluginId)),
+      }),
       insertPlugin: (p) => void insertPlugin.run(...pluginInsertParams(p)),
       updatePlugin: (id, state) => void updatePlugin.run(...pluginStateParams(state), id),
       deletePlugin(id) {
