@@ -5,7 +5,7 @@
 // transaction. Imports no backend.
 import { nanoid } from 'nanoid';
 import { SandboxError } from '../errors.ts';
-import type { NewSchedule, ScheduleKind, ScheduleRecord } from './schedules.ts';
+import type { NewSchedule, ScheduleKind, ScheduleRecord } from './schedules-port.ts';
 
 export interface ScheduleRow {
   id: string;

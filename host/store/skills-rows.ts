@@ -4,7 +4,7 @@
 // backends mean the same by every column and refuse with the same words; each keeps only its SQL
 // and its transaction. Imports no backend.
 import { SandboxError } from '../errors.ts';
-import type { SkillFile, SkillPackage, SkillSummary } from './skills.ts';
+import type { SkillFile, SkillPackage, SkillSummary } from './skills-port.ts';
 
 export interface SkillRow {
   name: string;

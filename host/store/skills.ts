@@ -5,7 +5,10 @@
 // and files) in one transaction, and the count limit is checked in that same transaction. Every
 // method returns a Promise (the port a network database can implement); this libsql implementation
 // runs its statements synchronously inside them, a transaction never spans an await.
+// The port's types are in skills-port.ts (re-exported here); the rows both backends share in
+// skills-rows.ts.
 import { type Database, guarded, immediate } from './db.ts';
+import type { SkillStore } from './skills-port.ts';
 import {
   checkSkillRoom,
   SKILL_SUMMARY,
@@ -14,53 +17,7 @@ import {
   toSkillSummary,
 } from './skills-rows.ts';
 
-/** A skill as the catalog lists it. */
-export interface SkillSummary {
-  name: string;
-  description: string;
-  /** sha256 of the package (hex): changes whenever any file does. */
-  digest: string;
-  /** Bytes of all its files. */
-  bytes: number;
-  createdAt: number;
-  updatedAt: number;
-}
-
-export interface SkillFile {
-  /** Relative to the package root, `/`-separated; `SKILL.md` is one of them. */
-  path: string;
-  /** Permission bits as uploaded (0o755 keeps a script executable in the workspace). */
-  mode: number;
-  content: Buffer;
-}
-
-/** A whole package, as put and as loaded. */
-export interface SkillPackage extends Omit<SkillSummary, 'createdAt' | 'updatedAt'> {
-  /** SKILL.md after its front matter: the instructions. */
-  instructions: string;
-  files: SkillFile[];
-}
-
-export interface SkillStore {
-  /**
-   * Adds or replaces the tenant's skill of that name. LIMIT_EXCEEDED when it is new and the tenant
-   * already has `maxPerTenant`. Returns its summary and whether it was new.
-   */
-  put(
-    tenantId: string,
-    skill: SkillPackage,
-    maxPerTenant: number,
-  ): Promise<{ summary: SkillSummary; created: boolean }>;
-  /** The tenant's skills by name. */
-  list(tenantId: string): Promise<SkillSummary[]>;
-  get(tenantId: string, name: string): Promise<SkillSummary | undefined>;
-  /** The file paths and sizes of one skill, by path. */
-  files(tenantId: string, name: string): Promise<{ path: string; bytes: number }[]>;
-  /** The whole package, contents included. */
-  load(tenantId: string, name: string): Promise<SkillPackage | undefined>;
-  /** False when the tenant has no such skill. */
-  delete(tenantId: string, name: string): Promise<boolean>;
-}
+export type { SkillFile, SkillPackage, SkillStore, SkillSummary } from './skills-port.ts';
 
 export const createSkillStore = (db: Database, now: () => number = Date.now): SkillStore => {
   const count = db.prepare('SELECT count(*) AS n FROM skills WHERE tenant_id = ?');

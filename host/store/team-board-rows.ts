@@ -3,7 +3,7 @@
 // values and a grant's stored scopes. One module, so the libsql (team-board.ts) and PostgreSQL
 // (pg/team-board.ts) backends mean the same by every column; each keeps only its SQL and its
 // transaction. Imports no backend.
-import type { TeamTaskRecord, TeamTaskStatus } from './team-board.ts';
+import type { TeamTaskRecord, TeamTaskStatus } from './team-board-port.ts';
 
 export interface TaskRow {
   seq: number;

@@ -4,7 +4,7 @@
 // PostgreSQL (pg/teams.ts) backends mean the same by every column and refuse with the same words;
 // each keeps only its SQL and its transaction. Imports no backend.
 import { SandboxError } from '../errors.ts';
-import type { ChildRun, ChildStatus, MailItem, MailKind, NewMailItem } from './teams.ts';
+import type { ChildRun, ChildStatus, MailItem, MailKind, NewMailItem } from './teams-port.ts';
 
 export interface MailRow {
   id: number;

@@ -3,7 +3,9 @@
 // (agents.ts). Invariants: a mailbox keeps its order (ids increase); an item is delivered at most
 // once and a cancelled one never; a run is settled by the host request that runs it only while it
 // still names that request (a later wake-up or a report wins over a stale answer).
+// The port's types are in teams-port.ts (re-exported here); the rows both backends share in teams-rows.ts.
 import { type Database, guarded, immediate } from './db.ts';
+import type { ChildRun, TeamStore } from './teams-port.ts';
 import {
   checkMailboxRoom,
   type MailRow,
@@ -14,92 +16,9 @@ import {
   runParams,
 } from './teams-rows.ts';
 
+export type { ChildRun, ChildStatus, MailItem, MailKind, NewMailItem, TeamStore } from './teams-port.ts';
+
 /** Where a child's work stands, as its parent sees it. */
-export type ChildStatus =
-  /** Its client runs it now (a `subagent` or wake-up request is pending). */
-  | 'running'
-  /** It reported (or its client answered the request); it takes further messages. */
-  | 'completed'
-  /** Its client answered with an error, or nobody answered in time. */
-  | 'failed'
-  /** Its run was cancelled (the parent's call aborted, or the child was deleted). */
-  | 'cancelled';
-
-export interface ChildRun {
-  agentId: string;
-  tenantId: string;
-  /** Who is told its outcome (kept here: the child's row may be deleted by then). */
-  parentId: string;
-  description: string;
-  status: ChildStatus;
-  /** Its last report (or the text its client answered with). */
-  output?: string;
-  /** The host request its client is running it by, while one is pending. */
-  requestId?: string;
-  updatedAt: number;
-}
-
-/** What a mailbox item is. */
-export type MailKind =
-  /** send_message: read when the recipient gets to it. */
-  | 'message'
-  /** followup_task: also wakes an idle recipient. */
-  | 'followup'
-  /** The service telling a parent that a child reported or finished. */
-  | 'report';
-
-export interface MailItem {
-  id: number;
-  tenantId: string;
-  /** The recipient. */
-  agentId: string;
-  /** The sender's agent id. */
-  fromId: string;
-  kind: MailKind;
-  body: string;
-  createdAt: number;
-  deliveredAt?: number;
-}
-
-export interface NewMailItem {
-  tenantId: string;
-  agentId: string;
-  fromId: string;
-  kind: MailKind;
-  body: string;
-}
-
-/** Child runs and mailboxes. Every method is asynchronous, so a network database can back it. */
-export interface TeamStore {
-  /** Creates or replaces the run of `agentId`. */
-  putRun(run: Omit<ChildRun, 'updatedAt'>): Promise<ChildRun>;
-  run(agentId: string): Promise<ChildRun | undefined>;
-  /** Every run with this status (all tenants): what start-up resumes watching. */
-  runsWith(status: ChildStatus): Promise<ChildRun[]>;
-  /**
-   * Sets status and output, and forgets the request, only while the run is `running` and names
-   * `requestId` (undefined: any request). False when the run had moved on.
-   */
-  settleRun(
-    agentId: string,
-    requestId: string | undefined,
-    outcome: { status: ChildStatus; output?: string },
-  ): Promise<boolean>;
-  /**
-   * Queues an item; MAILBOX_FULL when the recipient already holds `max` undelivered ones of its
-   * room. Messages and followups share one room; reports count apart, per sender (a report's room
-   * is its sender's unread reports in this mailbox), so no message can crowd a report out.
-   */
-  post(item: NewMailItem, max: number): Promise<MailItem>;
-  /** The recipient's undelivered items, oldest first. */
-  undelivered(agentId: string): Promise<MailItem[]>;
-  /** Marks the recipient's undelivered items up to `upToId` delivered; resolves to how many. */
-  deliver(agentId: string, upToId: number): Promise<number>;
-  /** The recipient's items after `afterId` (delivered or not, never cancelled), oldest first. */
-  list(agentId: string, options?: { afterId?: number; limit?: number }): Promise<MailItem[]>;
-  /** Cancels the recipient's undelivered items (it was deleted); resolves to how many. */
-  cancelPending(agentId: string): Promise<number>;
-}
 
 /** The libsql TeamStore: each method runs its statements synchronously and resolves with the result. */
 export const createTeamStore = (db: Database, now: () => number = Date.now): TeamStore => {

@@ -9,7 +9,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { nanoid } from 'nanoid';
 import { SandboxError } from '../errors.ts';
-import type { ApiKeyInfo, Tenant } from './tenants.ts';
+import type { ApiKeyInfo, Tenant } from './tenants-port.ts';
 
 export const API_KEY_PREFIX = 'dsk_';
 /** Characters of a key kept in clear to find its candidate rows (every backend the same). */

@@ -10,7 +10,8 @@
 // process answers 401 from the next request); a key revoked by another process on the same
 // database stops working here within keyCacheMs. Only valid keys are remembered, at most
 // KEY_CACHE_MAX of them. What both backends share (key shape, hashing, the cache, the errors)
-// lives in tenant-keys.ts; this module keeps the port and its libsql statements.
+// lives in tenant-keys.ts; this module keeps the libsql statements.
+// The port's types are in tenants-port.ts (re-exported here).
 import { type Database, guarded, immediate } from './db.ts';
 import {
   type CandidateRow,
@@ -22,44 +23,10 @@ import {
   newTenant,
   noTenant,
 } from './tenant-keys.ts';
+import type { CreatedKey, Tenant, TenantStore } from './tenants-port.ts';
 
 export { API_KEY_PREFIX, KEY_CACHE_MAX, KEY_SHAPE, PREFIX_LENGTH } from './tenant-keys.ts';
-
-export interface Tenant {
-  id: string;
-  name: string;
-  createdAt: number;
-}
-
-export interface CreatedKey {
-  keyId: string;
-  /** The raw key. Shown once; the store cannot give it back. */
-  apiKey: string;
-}
-
-export interface ApiKeyInfo {
-  id: string;
-  tenantId: string;
-  prefix: string;
-  createdAt: number;
-  revokedAt?: number;
-}
-
-export interface TenantStore {
-  createTenant(name: string): Promise<Tenant & CreatedKey>;
-  getTenant(id: string): Promise<Tenant | undefined>;
-  listTenants(): Promise<Tenant[]>;
-  /** A further key for an existing tenant (rotation). */
-  createKey(tenantId: string): Promise<CreatedKey>;
-  listKeys(tenantId: string): Promise<ApiKeyInfo[]>;
-  /**
-   * The key's tenant, or undefined for unknown, malformed or revoked keys. Runs on every HTTP
-   * request: a remembered key costs no read, any other one read.
-   */
-  verifyKey(apiKey: string): Promise<Tenant | undefined>;
-  /** False when the key does not exist or was already revoked. */
-  revokeKey(keyId: string): Promise<boolean>;
-}
+export type { ApiKeyInfo, CreatedKey, Tenant, TenantStore } from './tenants-port.ts';
 
 export interface TenantStoreOptions {
   /** How long a verified key is trusted without reading the database again. Default 2000; 0 reads every time. */

@@ -15,7 +15,7 @@
 //   agent). Creates for one owner queue; others do not (a hash collision only makes two queue).
 // Reads order by (created_at, rowid), rowid being baseline.ts's identity column standing in for
 // SQLite's implicit one: schedules made in one millisecond list in insertion order on both backends.
-import type { ScheduleStore } from '../schedules.ts';
+import type { ScheduleStore } from '../schedules-port.ts';
 import {
   newScheduleRecord,
   type ScheduleRow,

@@ -10,7 +10,7 @@
 // deletes queue across replicas, other tenants' do not (a hash collision only makes two queue).
 // Names and paths list in byte order (COLLATE "C"), SQLite's BINARY order, whatever the
 // database's collation.
-import type { SkillPackage, SkillStore } from '../skills.ts';
+import type { SkillPackage, SkillStore } from '../skills-port.ts';
 import {
   checkSkillRoom,
   SKILL_SUMMARY,

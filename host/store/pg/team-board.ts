@@ -19,7 +19,7 @@
 // are libsql's (which makes the row at the first id drawn). Grants are read without a lock: a grant
 // is changed only by a write on the board of its agent's team, which the board lock serialises.
 // scopedHeldBy orders by team_id COLLATE "C", SQLite's byte order, whatever the database's collation.
-import type { TeamBoardStore, TeamTaskRecord } from '../team-board.ts';
+import type { TeamBoardStore, TeamTaskRecord } from '../team-board-port.ts';
 import { grantScopes, type TaskRow, taskColumns, toTaskRecord } from '../team-board-rows.ts';
 import { type BoardChanges, createBoardCopy } from './board-copy.ts';
 import { type PgDatabase, type PgQueries, pgGuarded } from './db.ts';

@@ -13,7 +13,7 @@
 // mailbox's ids in commit order: an identity value is drawn at INSERT, and without it a post that
 // drew a lower id could commit after a reader had delivered up to a higher one, and be marked
 // delivered unseen.
-import type { ChildRun, TeamStore } from '../teams.ts';
+import type { ChildRun, TeamStore } from '../teams-port.ts';
 import {
   checkMailboxRoom,
   type MailRow,
