@@ -4,7 +4,8 @@
 // tenant's agent reads as absent; deleted agents are left out unless listAll is asked for them;
 // lists come oldest first (created_at, then rowid), withSandbox by id.
 import type { AgentRecord } from './agents-port.ts';
-import type { AgentRow, AgentsState } from './agents-state.ts';
+import type { AgentRow } from './agents-rows.ts';
+import type { AgentsState } from './agents-state.ts';
 import { guarded } from './db.ts';
 
 export function getAgent(state: AgentsState, tenantId: string, id: string): AgentRecord | undefined {

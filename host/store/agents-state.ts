@@ -1,57 +1,14 @@
 // What the parts of the libsql agents repository (agents.ts) share: its prepared statements, the
-// clock, the sealer, and turning a row into an AgentRecord.
+// clock, the sealer, and turning a row into an AgentRecord (agents-rows.ts's, shared with Postgres).
 // Invariants: statements for columns a later migration added (mcp_servers: migration 8; links:
 // migration 10) are prepared at first use, so a store on an older schema (migration tests) still
 // opens; the mcp_servers column is sealed (sealed.ts), since MCP servers' environments and headers
 // are secrets.
 import type LibsqlDatabase from 'libsql';
-import type { AgentLinks, AgentRecord } from './agents-port.ts';
+import type { AgentRecord } from './agents-port.ts';
+import { type AgentRow, toRecord } from './agents-rows.ts';
 import type { Database } from './db.ts';
 import type { Sealer } from './sealed.ts';
-
-export interface AgentRow {
-  id: string;
-  tenant_id: string;
-  preset: string;
-  mode: string;
-  config: string;
-  remote_tools: string;
-  mcp_servers: string;
-  sandbox_id: string | null;
-  created_at: number;
-  deleted_at: number | null;
-  parent_id?: string | null;
-  team_id?: string | null;
-  name?: string | null;
-  role?: string | null;
-  depth?: number;
-}
-
-export function toRecord(r: AgentRow, open: (stored: string) => string): AgentRecord {
-  const record: AgentRecord = {
-    id: r.id,
-    tenantId: r.tenant_id,
-    preset: r.preset,
-    mode: r.mode,
-    config: JSON.parse(r.config),
-    remoteTools: JSON.parse(r.remote_tools),
-    mcpServers: r.mcp_servers === undefined ? [] : JSON.parse(open(r.mcp_servers)),
-    createdAt: r.created_at,
-  };
-  if (r.sandbox_id !== null) record.sandboxId = r.sandbox_id;
-  if (typeof r.parent_id === 'string') {
-    const links: AgentLinks = {
-      parentId: r.parent_id,
-      role: r.role === 'teammate' ? 'teammate' : 'child',
-      depth: r.depth ?? 1,
-    };
-    if (typeof r.team_id === 'string') links.teamId = r.team_id;
-    if (typeof r.name === 'string') links.name = r.name;
-    record.links = links;
-  }
-  if (r.deleted_at !== null) record.deletedAt = r.deleted_at;
-  return record;
-}
 
 export interface AgentsState {
   readonly db: Database;

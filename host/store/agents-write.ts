@@ -4,28 +4,15 @@
 // written only at creation; deletion stamps `deleted_at` and never removes the row, so start-up
 // re-adoption can still find and remove the agent's sandbox; every update skips a deleted agent
 // and another tenant's.
-import { nanoid } from 'nanoid';
-import { SandboxError } from '../errors.ts';
 import type { JsonValue } from '../json.ts';
 import type { AgentRecord, CreateAgentInput } from './agents-port.ts';
+import { newAgent, noAgentTenant } from './agents-rows.ts';
 import type { AgentsState } from './agents-state.ts';
 import { guarded, storeError } from './db.ts';
 
 export function createAgent(state: AgentsState, input: CreateAgentInput): AgentRecord {
-  const config = JSON.stringify(input.config ?? {});
-  const remoteTools = JSON.stringify(input.remoteTools ?? []);
-  const record: AgentRecord = {
-    id: `agt_${nanoid()}`,
-    tenantId: input.tenantId,
-    preset: input.preset,
-    mode: input.mode,
-    config: JSON.parse(config),
-    remoteTools: JSON.parse(remoteTools),
-    mcpServers: [],
-    createdAt: state.now(),
-  };
+  const { record, config, remoteTools } = newAgent(input, state.now());
   const links = input.links;
-  if (links !== undefined) record.links = { ...links };
   try {
     const row = [
       record.id,
@@ -53,10 +40,7 @@ export function createAgent(state: AgentsState, input: CreateAgentInput): AgentR
     }
   } catch (cause) {
     if ((cause as { code?: unknown }).code === 'SQLITE_CONSTRAINT_FOREIGNKEY') {
-      throw new SandboxError('NOT_FOUND', `no tenant ${input.tenantId}`, {
-        cause,
-        data: { tenantId: input.tenantId },
-      });
+      throw noAgentTenant(input.tenantId, cause);
     }
     throw storeError('create agent', cause);
   }

@@ -7,7 +7,8 @@
 // An agent another agent made (a child or teammate, migration 10) carries its links: set once at
 // creation, never changed, so the tree and the teams survive a restart with the rows.
 // This module wires the libsql parts: agents-port.ts holds the records and the AgentStore port
-// (re-exported here); agents-state.ts the prepared statements and rows; agents-write.ts creation,
+// (re-exported here); agents-rows.ts the rows and new records (shared with pg/agents.ts);
+// agents-state.ts the prepared statements; agents-write.ts creation,
 // deletion and updates; agents-read.ts the reads. Those parts stay synchronous (prepared
 // statements on the main thread, as fast as before); the port wraps each call in an async method,
 // so a failure reaches the caller as a rejected promise, never as a throw.

@@ -12,7 +12,7 @@
 // IMMEDIATE), a transaction never spans an await.
 import type { JsonValue } from '../json.ts';
 import { type Database, guarded, immediate } from './db.ts';
-import type { Sealer } from './sealed.ts';
+import { type Sealer, sealedJson } from './sealed.ts';
 
 /** A tenant's interception CA: its certificate and private key, PEM. */
 export interface EgressCa {
@@ -52,28 +52,24 @@ export const createEgressSettingsStore = (
   const insertCa = db.prepare(
     'INSERT INTO tenant_egress_ca (tenant_id, ca, created_at) VALUES (?, ?, ?) ON CONFLICT(tenant_id) DO NOTHING',
   );
+  const json = sealedJson(sealer);
   const read = (tenantId: string): JsonValue | undefined => {
     const row = select.all(tenantId)[0] as { settings: string } | undefined;
-    return row === undefined
-      ? undefined
-      : (JSON.parse(sealer?.open(row.settings) ?? row.settings) as JsonValue);
+    return row === undefined ? undefined : json.open<JsonValue>(row.settings);
   };
-  const write = (tenantId: string, settings: JsonValue): void => {
-    const text = JSON.stringify(settings);
-    upsert.run(tenantId, sealer?.seal(text) ?? text, now());
-  };
+  const write = (tenantId: string, settings: JsonValue): void =>
+    void upsert.run(tenantId, json.seal(settings), now());
   const getCa = (tenantId: string) =>
     guarded('read the egress CA', () => {
       const row = selectCa.all(tenantId)[0] as { ca: string } | undefined;
-      return row === undefined ? undefined : (JSON.parse(sealer?.open(row.ca) ?? row.ca) as EgressCa);
+      return row === undefined ? undefined : json.open<EgressCa>(row.ca);
     });
   return {
     getCa: async (tenantId) => getCa(tenantId),
     putCaOnce: async (tenantId, ca) =>
       guarded('write the egress CA', () =>
         immediate(db, () => {
-          const text = JSON.stringify({ certPem: ca.certPem, keyPem: ca.keyPem });
-          insertCa.run(tenantId, sealer?.seal(text) ?? text, now());
+          insertCa.run(tenantId, json.seal({ certPem: ca.certPem, keyPem: ca.keyPem }), now());
           return getCa(tenantId) ?? ca;
         }),
       ),

@@ -6,19 +6,7 @@
 import type LibsqlDatabase from 'libsql';
 import { type Database, guarded } from './db.ts';
 import type { EventRow } from './event-log-port.ts';
-import type { EventSurface } from './types.ts';
-
-interface StoredEvent {
-  session_id: string;
-  seq: number;
-  type: string;
-  surface: EventSurface;
-  call_id: string | null;
-  parent_call_id: string | null;
-  data: string;
-  refs: string | null;
-  at: number;
-}
+import { EVENT_COLUMNS, type StoredEvent, toEventRow, toUsage } from './event-log-rows.ts';
 
 export interface EventReads {
   readonly lastSeq: LibsqlDatabase.Statement;
@@ -37,7 +25,7 @@ export function prepareReads(db: Database): EventReads {
                   coalesce((SELECT max(seq) FROM events WHERE session_id = ?1), 0)) AS seq`,
     ),
     read: db.prepare(
-      `SELECT session_id, seq, type, surface, call_id, parent_call_id, data, refs, at FROM events
+      `SELECT ${EVENT_COLUMNS} FROM events
        WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
     ),
     tenantOf: db.prepare('SELECT tenant_id FROM agents WHERE id = ?'),
@@ -68,10 +56,7 @@ export function usageOf(reads: EventReads, tenantId: string): number {
 
 export function usageOfAll(reads: EventReads): { tenantId: string; bytes: number }[] {
   return guarded('read log usage', () =>
-    (reads.usageAll.all() as { tenant_id: string; bytes: number }[]).map((r) => ({
-      tenantId: r.tenant_id,
-      bytes: r.bytes,
-    })),
+    (reads.usageAll.all() as { tenant_id: string; bytes: number }[]).map(toUsage),
   );
 }
 
@@ -93,16 +78,6 @@ export function readEvents(
   limit: number,
 ): EventRow[] {
   return guarded('read events', () =>
-    (reads.read.all(sessionId, afterSeq, limit) as StoredEvent[]).map((r) => ({
-      sessionId: r.session_id,
-      seq: r.seq,
-      type: r.type,
-      surface: r.surface,
-      callId: r.call_id ?? undefined,
-      parentCallId: r.parent_call_id ?? undefined,
-      data: r.data,
-      refs: r.refs ?? undefined,
-      at: r.at,
-    })),
+    (reads.read.all(sessionId, afterSeq, limit) as StoredEvent[]).map(toEventRow),
   );
 }

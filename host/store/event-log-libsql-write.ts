@@ -10,16 +10,8 @@
 import type LibsqlDatabase from 'libsql';
 import { type Database, guarded, immediate } from './db.ts';
 import type { QueuedRow } from './event-log-port.ts';
-import { INDEX_PAYLOAD_MAX, indexText, ownerTokens } from './search-text.ts';
-
-/** Payloads past this many characters are indexed by their first characters, unparsed. */
-const PARSED_PAYLOAD_MAX = 256 * 1024;
-
-/** The searchable text of a payload the event log stores for the first time. */
-const payloadIndexText = (json: string): string =>
-  json.length <= PARSED_PAYLOAD_MAX
-    ? indexText('', json, INDEX_PAYLOAD_MAX)
-    : json.slice(0, INDEX_PAYLOAD_MAX);
+import { groupBySession, renumberAfter } from './event-log-rows.ts';
+import { indexText, ownerTokens, payloadIndexText } from './search-text.ts';
 
 const prepareIndex = (db: Database) => ({
   entry: db.prepare(
@@ -82,20 +74,12 @@ export function writeEvents(state: EventWrites, rows: QueuedRow[]): void {
 function writeBatch(state: EventWrites, rows: QueuedRow[], renumber: boolean): void {
   const { db, indexing, storedSeq, upsertSession, insert, addUsage, insertBlob } = state;
   immediate(db, () => {
-    const bySession = new Map<string, QueuedRow[]>();
-    for (const row of rows) {
-      const group = bySession.get(row.sessionId);
-      if (group === undefined) bySession.set(row.sessionId, [row]);
-      else group.push(row);
-    }
-    for (const [sessionId, group] of bySession) {
+    for (const [sessionId, group] of groupBySession(rows)) {
       if (renumber) {
-        const stored = (storedSeq.all(sessionId)[0] as { last_seq: number } | undefined)?.last_seq ?? 0;
-        if (stored >= group[0]!.seq) {
-          group.forEach((row, i) => {
-            row.seq = stored + 1 + i;
-          });
-        }
+        renumberAfter(
+          group,
+          (storedSeq.all(sessionId)[0] as { last_seq: number } | undefined)?.last_seq ?? 0,
+        );
       }
       upsertSession.run(sessionId, group[0]!.at, group.at(-1)!.seq);
     }

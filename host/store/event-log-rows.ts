@@ -1,16 +1,75 @@
 // Between events and rows: an input checked and its data shaped into a row's JSON (large values
-// moved out as payloads, payloads.ts), a stored row read back as an event, and an event's size as
-// the API shows it (what paging by bytes counts). Pure functions over their arguments.
+// moved out as payloads, payloads.ts), an `events` row as every backend reads it (StoredEvent →
+// EventRow, absent columns read as undefined), a batch grouped by session and renumbered after
+// another writer's rows, a stored row read back as an event, and an event's size as the API shows
+// it (what paging by bytes counts). Pure functions over their arguments (renumberAfter changes the
+// rows it is given, as both backends' writes do).
 // Invariants: a row's `data` is the JSON text of the event's data with markers in place of its
 // payloads, and its `refs` the JSON of their list (children first), undefined when nothing moved;
 // shape() and validate() throw STORE_FAILED and nothing else; validate() refuses what some backend
 // cannot store (a NUL in an id or type), so every backend takes the same events.
 import { SandboxError } from '../errors.ts';
-import type { EventRow } from './event-log-port.ts';
+import type { EventRow, QueuedRow } from './event-log-port.ts';
 import { mayExceed, type PayloadBlob, type SplitData, splitValue, topRefs } from './payloads.ts';
 import type { EventSurface, PayloadRef, SessionEvent, SessionEventInput } from './types.ts';
 
 const SURFACES: ReadonlySet<string> = new Set<EventSurface>(['current', 'log-only']);
+
+/** An `events` row as a page's SELECT reads it, on every backend. */
+export interface StoredEvent {
+  session_id: string;
+  seq: number;
+  type: string;
+  surface: EventSurface;
+  call_id: string | null;
+  parent_call_id: string | null;
+  data: string;
+  refs: string | null;
+  at: number;
+}
+
+/** The columns a page reads, in StoredEvent's order. */
+export const EVENT_COLUMNS = 'session_id, seq, type, surface, call_id, parent_call_id, data, refs, at';
+
+export const toEventRow = (r: StoredEvent): EventRow => ({
+  sessionId: r.session_id,
+  seq: r.seq,
+  type: r.type,
+  surface: r.surface,
+  callId: r.call_id ?? undefined,
+  parentCallId: r.parent_call_id ?? undefined,
+  data: r.data,
+  refs: r.refs ?? undefined,
+  at: r.at,
+});
+
+/** A `tenant_log_usage` row as usageAll() answers it. */
+export const toUsage = (r: { tenant_id: string; bytes: number }): { tenantId: string; bytes: number } => ({
+  tenantId: r.tenant_id,
+  bytes: r.bytes,
+});
+
+/** A batch's rows by session, each group in queue order (so in seq order). */
+export function groupBySession(rows: readonly QueuedRow[]): Map<string, QueuedRow[]> {
+  const bySession = new Map<string, QueuedRow[]>();
+  for (const row of rows) {
+    const group = bySession.get(row.sessionId);
+    if (group === undefined) bySession.set(row.sessionId, [row]);
+    else group.push(row);
+  }
+  return bySession;
+}
+
+/**
+ * Renumbers one session's rows after `stored` (the session's last seq as stored) when another
+ * writer got there first, in place, so stored seqs stay unique and gap-free.
+ */
+export function renumberAfter(group: QueuedRow[], stored: number): void {
+  if (stored >= group[0]!.seq)
+    group.forEach((row, i) => {
+      row.seq = stored + 1 + i;
+    });
+}
 
 /** What rows with no payloads share (never mutated). */
 export const NO_BLOBS: readonly PayloadBlob[] = Object.freeze([]);

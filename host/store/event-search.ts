@@ -8,14 +8,17 @@
 // asynchronous (issue 30); the libsql queries behind it stay synchronous prepared statements.
 import type LibsqlDatabase from 'libsql';
 import { type Database, guarded } from './db.ts';
+import {
+  type HitRow,
+  MAX_SEARCH_SESSIONS,
+  type SessionRow,
+  toHit,
+  toSessionInfo,
+} from './event-search-rows.ts';
 import { ftsExpression } from './search-text.ts';
-import type { EventHit, EventSearch, EventSearchQuery, SessionAvailability, SessionInfo } from './types.ts';
+import type { EventHit, EventSearch, EventSearchQuery, SessionInfo } from './types.ts';
 
-/** Most sessions one query may name. */
-export const MAX_SEARCH_SESSIONS = 100;
-
-const availabilityOf = (deletedAt: number | null): SessionAvailability =>
-  deletedAt === null ? 'live' : 'persisted';
+export { MAX_SEARCH_SESSIONS } from './event-search-rows.ts';
 
 export const createEventSearch = (db: Database): EventSearch => {
   // Prepared at first use, so a search on a schema before migration 10 (migration tests) still opens.
@@ -58,17 +61,7 @@ export const createEventSearch = (db: Database): EventSearch => {
       FROM events_fts JOIN event_index m ON m.id = events_fts.rowid
       JOIN agents a ON a.id = m.session_id AND a.tenant_id = m.tenant_id
       WHERE ${where.join(' AND ')} ORDER BY events_fts.rowid DESC LIMIT ?`;
-    return guarded('search the session log', () =>
-      (
-        db.prepare(sql).all(...params) as {
-          session_id: string;
-          seq: number;
-          type: string;
-          surface: EventHit['surface'];
-          at: number;
-        }[]
-      ).map((r) => ({ sessionId: r.session_id, seq: r.seq, type: r.type, surface: r.surface, at: r.at })),
-    );
+    return guarded('search the session log', () => (db.prepare(sql).all(...params) as HitRow[]).map(toHit));
   }
 
   function session(tenantId: string, id: string): SessionInfo | undefined {
@@ -78,23 +71,8 @@ export const createEventSearch = (db: Database): EventSearch => {
                 coalesce((SELECT last_seq FROM sessions WHERE id = a.id), 0) AS last_seq
          FROM agents a WHERE a.id = ? AND a.tenant_id = ?`,
       );
-      const row = sessionRow.all(id, tenantId)[0] as
-        | {
-            id: string;
-            created_at: number;
-            deleted_at: number | null;
-            parent_id: string | null;
-            last_seq: number;
-          }
-        | undefined;
-      if (row === undefined) return undefined;
-      return {
-        id: row.id,
-        createdAt: row.created_at,
-        availability: availabilityOf(row.deleted_at),
-        ...(row.parent_id === null ? {} : { parentId: row.parent_id }),
-        lastSeq: row.last_seq,
-      };
+      const row = sessionRow.all(id, tenantId)[0] as SessionRow | undefined;
+      return row === undefined ? undefined : toSessionInfo(row);
     });
   }
 

@@ -7,6 +7,7 @@ import { createEventLog } from './event-log-core.ts';
 import type { ClosableEventLog, EventLogOptions, EventRow, SyncEventBackend } from './event-log-port.ts';
 import {
   createPluginStore,
+  lazyPluginReads,
   type PackageRecord,
   type PluginBackend,
   type PluginOwner,
@@ -14,6 +15,7 @@ import {
   type PluginStore,
   type PluginStoreOptions,
   type PluginTx,
+  type PluginTxScope,
 } from './plugins-core.ts';
 import {
   type ClosableRequestStore,
@@ -111,17 +113,15 @@ export const createMemoryPluginBackend = (): PluginBackend => {
     const pkg = packages.get(pluginId)?.find((p) => p.id === id);
     return pkg === undefined ? undefined : structuredClone(pkg);
   };
-  const tx = (owner: PluginOwner, pluginId?: string, packageId?: string): PluginTx => {
-    const plugin = () => (pluginId === undefined ? undefined : owned(plugins.get(pluginId), owner));
+  const tx = (scope: PluginTxScope): PluginTx => {
+    const { owner } = scope;
     return {
-      countPlugins: () => ofOwner(owner).length,
-      plugin,
-      package: () =>
-        pluginId === undefined || packageId === undefined || plugin() === undefined
-          ? undefined
-          : packageOf(pluginId, packageId),
-      countPackages: () =>
-        pluginId === undefined || plugin() === undefined ? 0 : (packages.get(pluginId)?.length ?? 0),
+      ...lazyPluginReads(scope, {
+        countPlugins: () => ofOwner(owner).length,
+        plugin: (id) => owned(plugins.get(id), owner),
+        package: packageOf,
+        countPackages: (pluginId) => packages.get(pluginId)?.length ?? 0,
+      }),
       insertPlugin: (p) => void plugins.set(p.id, structuredClone(p)),
       updatePlugin(id, state) {
         const stored = plugins.get(id);
@@ -143,7 +143,7 @@ export const createMemoryPluginBackend = (): PluginBackend => {
     async transaction(scope, fn) {
       const saved = { plugins: new Map(plugins), packages: new Map(packages) };
       try {
-        return fn(tx(scope.owner, scope.pluginId, scope.packageId));
+        return fn(tx(scope));
       } catch (error) {
         plugins = saved.plugins;
         packages = saved.packages;

@@ -495,6 +495,15 @@ export const schemaVersion = (db: Database): number =>
     return row.v ?? 0;
   });
 
+/** CONFIG_INVALID: the database was written by a build that knows later migrations (every backend). */
+export const newerSchema = (current: number, latest: number): SandboxError =>
+  new SandboxError(
+    'CONFIG_INVALID',
+    `the database schema is version ${current} but this build knows only up to ${latest}; ` +
+      'upgrade dsh-sandbox or point it at another data directory',
+    { data: { schemaVersion: current, supportedVersion: latest } },
+  );
+
 /**
  * Brings the schema up to date. Returns the versions applied now. Throws CONFIG_INVALID when the
  * database was written by newer code, STORE_FAILED (with the migration named) when one fails.
@@ -503,12 +512,7 @@ export const migrate = (db: Database, migrations: readonly Migration[] = MIGRATI
   const latest = latestSchemaVersion(migrations);
   const current = schemaVersion(db);
   if (current > latest) {
-    throw new SandboxError(
-      'CONFIG_INVALID',
-      `the database schema is version ${current} but this build knows only up to ${latest}; ` +
-        'upgrade dsh-sandbox or point it at another data directory',
-      { data: { schemaVersion: current, supportedVersion: latest } },
-    );
+    throw newerSchema(current, latest);
   }
   const applied: number[] = [];
   const has = db.prepare('SELECT 1 AS x FROM schema_migrations WHERE version = ?');

@@ -145,6 +145,36 @@ export interface PluginTx {
   deletePlugin(pluginId: string): void;
 }
 
+/** What a backend that reads inside its transaction (libsql, memory) looks up when asked. */
+export interface PluginLookups {
+  countPlugins(): number;
+  /** The plugin when the scope's owner has it. */
+  plugin(pluginId: string): PluginRecord | undefined;
+  package(pluginId: string, packageId: string): PackageRecord | undefined;
+  countPackages(pluginId: string): number;
+}
+
+/**
+ * A PluginTx's reads over lookups run when asked: the scope's package, and its plugin's package
+ * count, only when the scope names a plugin the owner has (another owner's reads as absent).
+ */
+export const lazyPluginReads = (
+  { pluginId, packageId }: PluginTxScope,
+  find: PluginLookups,
+): Pick<PluginTx, 'countPlugins' | 'plugin' | 'package' | 'countPackages'> => {
+  const plugin = () => (pluginId === undefined ? undefined : find.plugin(pluginId));
+  return {
+    countPlugins: () => find.countPlugins(),
+    plugin,
+    package: () =>
+      pluginId === undefined || packageId === undefined || plugin() === undefined
+        ? undefined
+        : find.package(pluginId, packageId),
+    countPackages: () =>
+      pluginId === undefined || plugin() === undefined ? 0 : find.countPackages(pluginId),
+  };
+};
+
 /** Persistence for plugins and packages. */
 export interface PluginBackend {
   /**

@@ -7,6 +7,7 @@
 import { type Database, guarded, immediate } from './db.ts';
 import {
   createPluginStore,
+  lazyPluginReads,
   type PackageRecord,
   type PluginBackend,
   type PluginOwner,
@@ -16,60 +17,17 @@ import {
   type PluginTx,
   type PluginTxScope,
 } from './plugins-core.ts';
-
-/** A `plugins` row as both backends read it (pg/plugins.ts too). */
-export interface PluginRow {
-  id: string;
-  tenant_id: string;
-  agent_id: string;
-  id_prefix: string;
-  current_package_id: string | null;
-  running: number;
-  created_at: number;
-}
-
-/** A `plugin_packages` row as both backends read it. */
-export interface PackageRow {
-  plugin_id: string;
-  id: string;
-  name: string;
-  purpose: string;
-  host_code: string | null;
-  client_code: string | null;
-  code_bytes: number;
-  created_at: number;
-}
-
-export const toPlugin = (r: PluginRow): PluginRecord => {
-  const plugin: PluginRecord = {
-    id: r.id,
-    tenantId: r.tenant_id,
-    agentId: r.agent_id,
-    idPrefix: r.id_prefix,
-    running: r.running === 1,
-    createdAt: r.created_at,
-  };
-  if (r.current_package_id !== null) plugin.currentPackageId = r.current_package_id;
-  return plugin;
-};
-
-export const toPackage = (r: PackageRow): PackageRecord => {
-  const pkg: PackageRecord = {
-    id: r.id,
-    pluginId: r.plugin_id,
-    name: r.name,
-    purpose: r.purpose,
-    code: {},
-    codeBytes: r.code_bytes,
-    createdAt: r.created_at,
-  };
-  if (r.host_code !== null) pkg.code.host = r.host_code;
-  if (r.client_code !== null) pkg.code.client = r.client_code;
-  return pkg;
-};
-
-export const PLUGIN = 'id, tenant_id, agent_id, id_prefix, current_package_id, running, created_at';
-export const PACKAGE = 'plugin_id, id, name, purpose, host_code, client_code, code_bytes, created_at';
+import {
+  PACKAGE,
+  type PackageRow,
+  PLUGIN,
+  type PluginRow,
+  packageInsertParams,
+  pluginInsertParams,
+  pluginStateParams,
+  toPackage,
+  toPlugin,
+} from './plugins-rows.ts';
 
 export const createLibsqlPluginBackend = (db: Database): PluginBackend => {
   const insertPlugin = db.prepare(`INSERT INTO plugins (${PLUGIN}) VALUES (?, ?, ?, ?, NULL, 0, ?)`);
@@ -107,35 +65,21 @@ export const createLibsqlPluginBackend = (db: Database): PluginBackend => {
 
   /** The view of one transaction: synchronous statements, run inside its BEGIN IMMEDIATE. */
   const txOf = (scope: PluginTxScope): PluginTx => {
-    const { owner, pluginId, packageId } = scope;
-    const plugin = () => (pluginId === undefined ? undefined : pluginOf(owner, pluginId));
+    const { owner } = scope;
     return {
-      countPlugins: () => count(countPlugins.all(owner.tenantId, owner.agentId)),
-      plugin,
-      package: () =>
-        pluginId === undefined || packageId === undefined || plugin() === undefined
-          ? undefined
-          : packageOf(pluginId, packageId),
-      countPackages: () =>
-        pluginId === undefined || plugin() === undefined ? 0 : count(countPackages.all(pluginId)),
-      insertPlugin: (p) => void insertPlugin.run(p.id, p.tenantId, p.agentId, p.idPrefix, p.createdAt),
-      updatePlugin: (id, state) =>
-        void updatePlugin.run(state.running ? 1 : 0, state.currentPackageId ?? null, id),
+      ...lazyPluginReads(scope, {
+        countPlugins: () => count(countPlugins.all(owner.tenantId, owner.agentId)),
+        plugin: (id) => pluginOf(owner, id),
+        package: packageOf,
+        countPackages: (pluginId) => count(countPackages.all(pluginId)),
+      }),
+      insertPlugin: (p) => void insertPlugin.run(...pluginInsertParams(p)),
+      updatePlugin: (id, state) => void updatePlugin.run(...pluginStateParams(state), id),
       deletePlugin(id) {
         deletePackages.run(id);
         deletePlugin.run(id);
       },
-      insertPackage: (p) =>
-        void insertPackage.run(
-          p.pluginId,
-          p.id,
-          p.name,
-          p.purpose,
-          p.code.host ?? null,
-          p.code.client ?? null,
-          p.codeBytes,
-          p.createdAt,
-        ),
+      insertPackage: (p) => void insertPackage.run(...packageInsertParams(p)),
     };
   };
 

@@ -7,94 +7,19 @@
 // for the due time the firer read (so processes sharing the file fire it once), and a schedule
 // deleted meanwhile does not fire. The port is asynchronous; this libsql implementation runs its
 // statements (and BEGIN IMMEDIATE around the checked ones) synchronously inside each method.
-import { nanoid } from 'nanoid';
-import { SandboxError } from '../errors.ts';
-import type { JsonValue } from '../json.ts';
-import type { HostRequest } from '../requests/port.ts';
+// The port's types are in schedules-port.ts (re-exported here); the rows both backends share in
+// schedules-rows.ts.
 import { type Database, guarded, immediate } from './db.ts';
 import { prepareRequestInsert } from './requests.ts';
+import type { ScheduleStore } from './schedules-port.ts';
+import {
+  newScheduleRecord,
+  type ScheduleRow,
+  scheduleInsertParams,
+  toScheduleRecord,
+} from './schedules-rows.ts';
 
-export type ScheduleKind = 'after' | 'every' | 'at';
-
-export interface ScheduleRecord {
-  id: string;
-  tenantId: string;
-  agentId: string;
-  prompt: string;
-  kind: ScheduleKind;
-  /** The schedule as it was asked for (`after_seconds`, `every_seconds` or `at`), for listing. */
-  spec: JsonValue;
-  /** The period of a recurring schedule. */
-  everyMs?: number;
-  /** When it fires next (epoch ms). */
-  nextAt: number;
-  /** How often it has fired. */
-  fired: number;
-  lastFiredAt?: number;
-  createdAt: number;
-}
-
-/** A schedule before the store gave it an id and a history. */
-export type NewSchedule = Omit<ScheduleRecord, 'id' | 'fired' | 'lastFiredAt' | 'createdAt'>;
-
-/** Every method is asynchronous, so a network database can back it. */
-export interface ScheduleStore {
-  /** LIMIT_EXCEEDED when the agent already has `maxPerAgent` schedules. */
-  create(input: NewSchedule, maxPerAgent: number): Promise<ScheduleRecord>;
-  /** The agent's schedules, oldest first. */
-  list(tenantId: string, agentId: string): Promise<ScheduleRecord[]>;
-  /** False when the agent has no such schedule. */
-  delete(tenantId: string, agentId: string, id: string): Promise<boolean>;
-  /** Removes every schedule of an agent (it was deleted); returns how many. */
-  deleteAgent(agentId: string): Promise<number>;
-  /** Schedules due at `now`, soonest first, at most `limit`. */
-  due(now: number, limit: number): Promise<ScheduleRecord[]>;
-  /** The soonest next_at of all schedules, undefined when there are none. */
-  nextDue(): Promise<number | undefined>;
-  /**
-   * Records that the schedule due at `dueAt` fired at `firedAt`: a recurring one moves to `nextAt`,
-   * any other is removed; `request` (drafted by the RequestStore, which adopts it afterwards) is
-   * written in the same transaction. False (and nothing written) when the schedule was gone or
-   * another process sharing the database fired that due time first.
-   */
-  fire(
-    schedule: { id: string; dueAt: number },
-    firedAt: number,
-    nextAt: number | undefined,
-    request: HostRequest,
-  ): Promise<boolean>;
-}
-
-interface ScheduleRow {
-  id: string;
-  tenant_id: string;
-  agent_id: string;
-  prompt: string;
-  kind: ScheduleKind;
-  spec: string;
-  every_ms: number | null;
-  next_at: number;
-  fired: number;
-  last_fired_at: number | null;
-  created_at: number;
-}
-
-const toRecord = (r: ScheduleRow): ScheduleRecord => {
-  const record: ScheduleRecord = {
-    id: r.id,
-    tenantId: r.tenant_id,
-    agentId: r.agent_id,
-    prompt: r.prompt,
-    kind: r.kind,
-    spec: JSON.parse(r.spec),
-    nextAt: r.next_at,
-    fired: r.fired,
-    createdAt: r.created_at,
-  };
-  if (r.every_ms !== null) record.everyMs = r.every_ms;
-  if (r.last_fired_at !== null) record.lastFiredAt = r.last_fired_at;
-  return record;
-};
+export type { NewSchedule, ScheduleKind, ScheduleRecord, ScheduleStore } from './schedules-port.ts';
 
 export const createScheduleStore = (db: Database, now: () => number = Date.now): ScheduleStore => {
   const count = db.prepare('SELECT count(*) AS n FROM schedules WHERE tenant_id = ? AND agent_id = ?');
@@ -120,39 +45,18 @@ export const createScheduleStore = (db: Database, now: () => number = Date.now):
       guarded('create a schedule', () =>
         immediate(db, () => {
           const { n } = count.all(input.tenantId, input.agentId)[0] as { n: number };
-          if (n >= maxPerAgent)
-            throw new SandboxError(
-              'LIMIT_EXCEEDED',
-              `This agent already has ${n} schedules, the most it may have; delete one (schedule_delete) first.`,
-              { data: { limit: maxPerAgent } },
-            );
-          const record: ScheduleRecord = {
-            id: `sch_${nanoid(12)}`,
-            ...input,
-            fired: 0,
-            createdAt: now(),
-          };
-          insert.run(
-            record.id,
-            record.tenantId,
-            record.agentId,
-            record.prompt,
-            record.kind,
-            JSON.stringify(record.spec),
-            record.everyMs ?? null,
-            record.nextAt,
-            record.createdAt,
-          );
+          const record = newScheduleRecord(input, n, maxPerAgent, now());
+          insert.run(...scheduleInsertParams(record));
           return record;
         }),
       ),
     list: async (tenantId, agentId) =>
-      guarded('list schedules', () => (select.all(tenantId, agentId) as ScheduleRow[]).map(toRecord)),
+      guarded('list schedules', () => (select.all(tenantId, agentId) as ScheduleRow[]).map(toScheduleRecord)),
     delete: async (tenantId, agentId, id) =>
       guarded('delete a schedule', () => remove.run(id, tenantId, agentId).changes > 0),
     deleteAgent: async (agentId) => guarded('delete schedules', () => removeAgent.run(agentId).changes),
     due: async (at, limit) =>
-      guarded('read due schedules', () => (due.all(at, limit) as ScheduleRow[]).map(toRecord)),
+      guarded('read due schedules', () => (due.all(at, limit) as ScheduleRow[]).map(toScheduleRecord)),
     nextDue: async () =>
       guarded('read due schedules', () => (nextDue.all()[0] as { at: number | null }).at ?? undefined),
     fire: async ({ id, dueAt }, firedAt, nextAt, request) =>

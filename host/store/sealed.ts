@@ -68,3 +68,17 @@ export function keyFileSecret(file: string): Buffer {
   }
   return parseSecretsKey(readFileSync(file, 'utf8'));
 }
+
+/**
+ * A JSON value as a sealed column holds it, on every backend: `seal` stores the value's JSON
+ * sealed (as it is without a sealer), `open` reads a stored value back, sealed or not.
+ */
+export const sealedJson = (
+  sealer: Sealer | undefined,
+): { seal(value: unknown): string; open<T>(stored: string): T } => ({
+  seal(value) {
+    const text = JSON.stringify(value);
+    return sealer?.seal(text) ?? text;
+  },
+  open: <T>(stored: string): T => JSON.parse(sealer?.open(stored) ?? stored) as T,
+});

@@ -68,6 +68,15 @@ export const indexText = (type: string, data: string, max = INDEX_TEXT_MAX): str
   return text.length > max ? text.slice(0, max) : text;
 };
 
+/** Payloads past this many characters are indexed by their first characters, unparsed. */
+const PARSED_PAYLOAD_MAX = 256 * 1024;
+
+/** The searchable text of a payload the event log stores for the first time (every backend). */
+export const payloadIndexText = (json: string): string =>
+  json.length <= PARSED_PAYLOAD_MAX
+    ? indexText('', json, INDEX_PAYLOAD_MAX)
+    : json.slice(0, INDEX_PAYLOAD_MAX);
+
 /** The terms of a search box query: whitespace-separated, empty ones dropped, at most MAX_QUERY_TERMS. */
 export const queryTerms = (query: string): string[] =>
   query

@@ -5,77 +5,19 @@
 // and files) in one transaction, and the count limit is checked in that same transaction. Every
 // method returns a Promise (the port a network database can implement); this libsql implementation
 // runs its statements synchronously inside them, a transaction never spans an await.
-import { SandboxError } from '../errors.ts';
+// The port's types are in skills-port.ts (re-exported here); the rows both backends share in
+// skills-rows.ts.
 import { type Database, guarded, immediate } from './db.ts';
+import type { SkillStore } from './skills-port.ts';
+import {
+  checkSkillRoom,
+  SKILL_SUMMARY,
+  type SkillRow,
+  toSkillPackage,
+  toSkillSummary,
+} from './skills-rows.ts';
 
-/** A skill as the catalog lists it. */
-export interface SkillSummary {
-  name: string;
-  description: string;
-  /** sha256 of the package (hex): changes whenever any file does. */
-  digest: string;
-  /** Bytes of all its files. */
-  bytes: number;
-  createdAt: number;
-  updatedAt: number;
-}
-
-export interface SkillFile {
-  /** Relative to the package root, `/`-separated; `SKILL.md` is one of them. */
-  path: string;
-  /** Permission bits as uploaded (0o755 keeps a script executable in the workspace). */
-  mode: number;
-  content: Buffer;
-}
-
-/** A whole package, as put and as loaded. */
-export interface SkillPackage extends Omit<SkillSummary, 'createdAt' | 'updatedAt'> {
-  /** SKILL.md after its front matter: the instructions. */
-  instructions: string;
-  files: SkillFile[];
-}
-
-export interface SkillStore {
-  /**
-   * Adds or replaces the tenant's skill of that name. LIMIT_EXCEEDED when it is new and the tenant
-   * already has `maxPerTenant`. Returns its summary and whether it was new.
-   */
-  put(
-    tenantId: string,
-    skill: SkillPackage,
-    maxPerTenant: number,
-  ): Promise<{ summary: SkillSummary; created: boolean }>;
-  /** The tenant's skills by name. */
-  list(tenantId: string): Promise<SkillSummary[]>;
-  get(tenantId: string, name: string): Promise<SkillSummary | undefined>;
-  /** The file paths and sizes of one skill, by path. */
-  files(tenantId: string, name: string): Promise<{ path: string; bytes: number }[]>;
-  /** The whole package, contents included. */
-  load(tenantId: string, name: string): Promise<SkillPackage | undefined>;
-  /** False when the tenant has no such skill. */
-  delete(tenantId: string, name: string): Promise<boolean>;
-}
-
-interface SkillRow {
-  name: string;
-  description: string;
-  instructions?: string;
-  digest: string;
-  bytes: number;
-  created_at: number;
-  updated_at: number;
-}
-
-const toSummary = (r: SkillRow): SkillSummary => ({
-  name: r.name,
-  description: r.description,
-  digest: r.digest,
-  bytes: r.bytes,
-  createdAt: r.created_at,
-  updatedAt: r.updated_at,
-});
-
-const SUMMARY = 'name, description, digest, bytes, created_at, updated_at';
+export type { SkillFile, SkillPackage, SkillStore, SkillSummary } from './skills-port.ts';
 
 export const createSkillStore = (db: Database, now: () => number = Date.now): SkillStore => {
   const count = db.prepare('SELECT count(*) AS n FROM skills WHERE tenant_id = ?');
@@ -92,9 +34,9 @@ export const createSkillStore = (db: Database, now: () => number = Date.now): Sk
   );
   const removeFiles = db.prepare('DELETE FROM skill_files WHERE tenant_id = ? AND name = ?');
   const remove = db.prepare('DELETE FROM skills WHERE tenant_id = ? AND name = ?');
-  const select = db.prepare(`SELECT ${SUMMARY} FROM skills WHERE tenant_id = ? ORDER BY name`);
+  const select = db.prepare(`SELECT ${SKILL_SUMMARY} FROM skills WHERE tenant_id = ? ORDER BY name`);
   const selectOne = db.prepare(
-    `SELECT ${SUMMARY}, instructions FROM skills WHERE tenant_id = ? AND name = ?`,
+    `SELECT ${SKILL_SUMMARY}, instructions FROM skills WHERE tenant_id = ? AND name = ?`,
   );
   const selectFiles = db.prepare(
     'SELECT path, length(content) AS bytes FROM skill_files WHERE tenant_id = ? AND name = ? ORDER BY path',
@@ -113,12 +55,7 @@ export const createSkillStore = (db: Database, now: () => number = Date.now): Sk
           const before = existing.all(tenantId, skill.name)[0] as { created_at: number } | undefined;
           if (before === undefined) {
             const { n } = count.all(tenantId)[0] as { n: number };
-            if (n >= maxPerTenant)
-              throw new SandboxError(
-                'LIMIT_EXCEEDED',
-                `This tenant already has ${n} skills, the most it may have; delete one (DELETE /v1/skills/:name) first.`,
-                { data: { limit: maxPerTenant } },
-              );
+            checkSkillRoom(n, maxPerTenant);
           }
           const at = now();
           upsert.run(
@@ -134,15 +71,18 @@ export const createSkillStore = (db: Database, now: () => number = Date.now): Sk
           removeFiles.run(tenantId, skill.name);
           for (const file of skill.files)
             insertFile.run(tenantId, skill.name, file.path, file.mode, file.content);
-          return { summary: toSummary(one(tenantId, skill.name) as SkillRow), created: before === undefined };
+          return {
+            summary: toSkillSummary(one(tenantId, skill.name) as SkillRow),
+            created: before === undefined,
+          };
         }),
       ),
     list: async (tenantId) =>
-      guarded('list skills', () => (select.all(tenantId) as SkillRow[]).map(toSummary)),
+      guarded('list skills', () => (select.all(tenantId) as SkillRow[]).map(toSkillSummary)),
     get: async (tenantId, name) =>
       guarded('read a skill', () => {
         const row = one(tenantId, name);
-        return row === undefined ? undefined : toSummary(row);
+        return row === undefined ? undefined : toSkillSummary(row);
       }),
     files: async (tenantId, name) =>
       guarded('list a skill', () => selectFiles.all(tenantId, name) as { path: string; bytes: number }[]),
@@ -156,8 +96,7 @@ export const createSkillStore = (db: Database, now: () => number = Date.now): Sk
           content: Uint8Array;
         }[];
         const files = rows.map((f) => ({ path: f.path, mode: f.mode, content: Buffer.from(f.content) }));
-        const { createdAt: _c, updatedAt: _u, ...summary } = toSummary(row);
-        return { ...summary, instructions: row.instructions ?? '', files };
+        return toSkillPackage(row, files);
       }),
     delete: async (tenantId, name) =>
       guarded('delete a skill', () =>

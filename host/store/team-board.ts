@@ -9,106 +9,13 @@
 // the file cannot both claim a task); task ids are the board's sequence numbers, never reused.
 // The port is asynchronous; this libsql implementation runs its statements synchronously inside
 // each method and resolves with the result.
+// The port's types are in team-board-port.ts (re-exported here); the rows both backends share in
+// team-board-rows.ts.
 import { type Database, guarded, immediate } from './db.ts';
+import type { TeamBoardStore, TeamBoardTx, TeamTaskRecord } from './team-board-port.ts';
+import { grantScopes, type TaskRow, taskColumns, toTaskRecord } from './team-board-rows.ts';
 
-export type TeamTaskStatus = 'pending' | 'in_progress' | 'completed';
-
-export interface TeamTaskRecord {
-  /** The board's sequence number as a string ("1", "2", …): short, so a model copies it right. */
-  id: string;
-  subject: string;
-  description: string;
-  status: TeamTaskStatus;
-  /** The agent id holding (in_progress) or reserved for (pending) the task. */
-  owner?: string;
-  /** Ids of tasks of the same board that must be completed first. */
-  blockedBy: string[];
-  /** Normalised workspace-relative paths or globs its owner's writes are confined to. */
-  writeScopes: string[];
-  /** 1 at creation, +1 per change. */
-  revision: number;
-  createdBy: string;
-  createdAt: number;
-  updatedAt: number;
-}
-
-/** What `write`'s function may do to one board: synchronous, inside the write transaction. */
-export interface TeamBoardTx {
-  /** Every task of the board, in id order. */
-  tasks(): TeamTaskRecord[];
-  /** A fresh id of this board (never handed out before). */
-  nextId(): string;
-  insert(task: TeamTaskRecord): void;
-  update(task: TeamTaskRecord): void;
-  remove(id: string): void;
-  /** The write grant of `agentId` (its normalised scopes); undefined when it has none. */
-  grantOf(agentId: string): string[] | undefined;
-  /** Stores the write grant of `agentId` (of this board's tenant). */
-  setGrant(agentId: string, scopes: readonly string[]): void;
-}
-
-/**
- * Every method is asynchronous, so a network database can back it; `write`'s function is not.
- */
-export interface TeamBoardStore {
-  /**
-   * Runs `fn` over one team's board in one write transaction and resolves with what it returned;
-   * what it throws rolls the transaction back and rejects. `fn` is synchronous and must stay so:
-   * it may not await anything, the transaction is not held across an await. A backend may run it
-   * over statements inside its transaction (libsql: BEGIN IMMEDIATE, as here) or load the board
-   * first under a row lock (its tasks, its id counter, the grants `fn` asks for), run `fn` over
-   * that copy and apply the changes it made before committing (PostgreSQL: SELECT … FOR UPDATE).
-   */
-  write<T>(tenantId: string, teamId: string, fn: (tx: TeamBoardTx) => T): Promise<T>;
-  /** Every task of the board, in id order. */
-  tasks(tenantId: string, teamId: string): Promise<TeamTaskRecord[]>;
-  /** The in-progress tasks `owner` holds that have write scopes, on any board of the tenant. */
-  scopedHeldBy(tenantId: string, owner: string): Promise<TeamTaskRecord[]>;
-  /** The write grant of `agentId` in `tenantId`; undefined when it has none. */
-  grantOf(tenantId: string, agentId: string): Promise<string[] | undefined>;
-  /** The boards (of any tenant) where `owner` holds or is reserved unfinished tasks. */
-  boardsOwning(owner: string): Promise<{ tenantId: string; teamId: string }[]>;
-}
-
-interface TaskRow {
-  seq: number;
-  subject: string;
-  description: string;
-  status: TeamTaskStatus;
-  owner: string | null;
-  blocked_by: string;
-  write_scopes: string;
-  revision: number;
-  created_by: string;
-  created_at: number;
-  updated_at: number;
-}
-
-const toRecord = (r: TaskRow): TeamTaskRecord => ({
-  id: String(r.seq),
-  subject: r.subject,
-  description: r.description,
-  status: r.status,
-  ...(r.owner === null ? {} : { owner: r.owner }),
-  blockedBy: JSON.parse(r.blocked_by),
-  writeScopes: JSON.parse(r.write_scopes),
-  revision: r.revision,
-  createdBy: r.created_by,
-  createdAt: r.created_at,
-  updatedAt: r.updated_at,
-});
-
-/** The columns insert and update both write, in this order. */
-const columns = (t: TeamTaskRecord) =>
-  [
-    t.subject,
-    t.description,
-    t.status,
-    t.owner ?? null,
-    JSON.stringify(t.blockedBy),
-    JSON.stringify(t.writeScopes),
-    t.revision,
-  ] as const;
+export type { TeamBoardStore, TeamBoardTx, TeamTaskRecord, TeamTaskStatus } from './team-board-port.ts';
 
 export const createTeamBoardStore = (db: Database): TeamBoardStore => {
   const select = db.prepare('SELECT * FROM team_tasks WHERE tenant_id = ? AND team_id = ? ORDER BY seq');
@@ -136,7 +43,7 @@ export const createTeamBoardStore = (db: Database): TeamBoardStore => {
   );
   const readGrant = (tenantId: string, agentId: string): string[] | undefined => {
     const row = selectGrant.all(tenantId, agentId)[0] as { scopes: string } | undefined;
-    return row === undefined ? undefined : (JSON.parse(row.scopes) as string[]);
+    return row === undefined ? undefined : grantScopes(row.scopes);
   };
   const owning = db.prepare(
     `SELECT DISTINCT tenant_id AS tenantId, team_id AS teamId FROM team_tasks
@@ -144,15 +51,23 @@ export const createTeamBoardStore = (db: Database): TeamBoardStore => {
   );
 
   const read = (tenantId: string, teamId: string): TeamTaskRecord[] =>
-    (select.all(tenantId, teamId) as TaskRow[]).map(toRecord);
+    (select.all(tenantId, teamId) as TaskRow[]).map(toTaskRecord);
 
   function txOf(tenantId: string, teamId: string): TeamBoardTx {
     return {
       tasks: () => read(tenantId, teamId),
       nextId: () => String((counter.all(tenantId, teamId)[0] as { seq: number }).seq),
       insert: (t) =>
-        void insert.run(tenantId, teamId, Number(t.id), ...columns(t), t.createdBy, t.createdAt, t.updatedAt),
-      update: (t) => void update.run(...columns(t), t.updatedAt, tenantId, teamId, Number(t.id)),
+        void insert.run(
+          tenantId,
+          teamId,
+          Number(t.id),
+          ...taskColumns(t),
+          t.createdBy,
+          t.createdAt,
+          t.updatedAt,
+        ),
+      update: (t) => void update.run(...taskColumns(t), t.updatedAt, tenantId, teamId, Number(t.id)),
       remove: (id) => void remove.run(tenantId, teamId, Number(id)),
       grantOf: (agentId) => readGrant(tenantId, agentId),
       setGrant: (agentId, scopes) =>
@@ -165,7 +80,7 @@ export const createTeamBoardStore = (db: Database): TeamBoardStore => {
       guarded('change a team task board', () => immediate(db, () => fn(txOf(tenantId, teamId)))),
     tasks: async (tenantId, teamId) => guarded('read a team task board', () => read(tenantId, teamId)),
     scopedHeldBy: async (tenantId, owner) =>
-      guarded('read held team tasks', () => (held.all(tenantId, owner) as TaskRow[]).map(toRecord)),
+      guarded('read held team tasks', () => (held.all(tenantId, owner) as TaskRow[]).map(toTaskRecord)),
     grantOf: async (tenantId, agentId) => guarded('read a write grant', () => readGrant(tenantId, agentId)),
     boardsOwning: async (owner) =>
       guarded('read held team tasks', () =>

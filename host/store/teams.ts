@@ -3,139 +3,22 @@
 // (agents.ts). Invariants: a mailbox keeps its order (ids increase); an item is delivered at most
 // once and a cancelled one never; a run is settled by the host request that runs it only while it
 // still names that request (a later wake-up or a report wins over a stale answer).
-import { SandboxError } from '../errors.ts';
+// The port's types are in teams-port.ts (re-exported here); the rows both backends share in teams-rows.ts.
 import { type Database, guarded, immediate } from './db.ts';
+import type { ChildRun, TeamStore } from './teams-port.ts';
+import {
+  checkMailboxRoom,
+  type MailRow,
+  mailOf,
+  mailPageSize,
+  type RunRow,
+  runOf,
+  runParams,
+} from './teams-rows.ts';
+
+export type { ChildRun, ChildStatus, MailItem, MailKind, NewMailItem, TeamStore } from './teams-port.ts';
 
 /** Where a child's work stands, as its parent sees it. */
-export type ChildStatus =
-  /** Its client runs it now (a `subagent` or wake-up request is pending). */
-  | 'running'
-  /** It reported (or its client answered the request); it takes further messages. */
-  | 'completed'
-  /** Its client answered with an error, or nobody answered in time. */
-  | 'failed'
-  /** Its run was cancelled (the parent's call aborted, or the child was deleted). */
-  | 'cancelled';
-
-export interface ChildRun {
-  agentId: string;
-  tenantId: string;
-  /** Who is told its outcome (kept here: the child's row may be deleted by then). */
-  parentId: string;
-  description: string;
-  status: ChildStatus;
-  /** Its last report (or the text its client answered with). */
-  output?: string;
-  /** The host request its client is running it by, while one is pending. */
-  requestId?: string;
-  updatedAt: number;
-}
-
-/** What a mailbox item is. */
-export type MailKind =
-  /** send_message: read when the recipient gets to it. */
-  | 'message'
-  /** followup_task: also wakes an idle recipient. */
-  | 'followup'
-  /** The service telling a parent that a child reported or finished. */
-  | 'report';
-
-export interface MailItem {
-  id: number;
-  tenantId: string;
-  /** The recipient. */
-  agentId: string;
-  /** The sender's agent id. */
-  fromId: string;
-  kind: MailKind;
-  body: string;
-  createdAt: number;
-  deliveredAt?: number;
-}
-
-export interface NewMailItem {
-  tenantId: string;
-  agentId: string;
-  fromId: string;
-  kind: MailKind;
-  body: string;
-}
-
-/** Child runs and mailboxes. Every method is asynchronous, so a network database can back it. */
-export interface TeamStore {
-  /** Creates or replaces the run of `agentId`. */
-  putRun(run: Omit<ChildRun, 'updatedAt'>): Promise<ChildRun>;
-  run(agentId: string): Promise<ChildRun | undefined>;
-  /** Every run with this status (all tenants): what start-up resumes watching. */
-  runsWith(status: ChildStatus): Promise<ChildRun[]>;
-  /**
-   * Sets status and output, and forgets the request, only while the run is `running` and names
-   * `requestId` (undefined: any request). False when the run had moved on.
-   */
-  settleRun(
-    agentId: string,
-    requestId: string | undefined,
-    outcome: { status: ChildStatus; output?: string },
-  ): Promise<boolean>;
-  /**
-   * Queues an item; MAILBOX_FULL when the recipient already holds `max` undelivered ones of its
-   * room. Messages and followups share one room; reports count apart, per sender (a report's room
-   * is its sender's unread reports in this mailbox), so no message can crowd a report out.
-   */
-  post(item: NewMailItem, max: number): Promise<MailItem>;
-  /** The recipient's undelivered items, oldest first. */
-  undelivered(agentId: string): Promise<MailItem[]>;
-  /** Marks the recipient's undelivered items up to `upToId` delivered; resolves to how many. */
-  deliver(agentId: string, upToId: number): Promise<number>;
-  /** The recipient's items after `afterId` (delivered or not, never cancelled), oldest first. */
-  list(agentId: string, options?: { afterId?: number; limit?: number }): Promise<MailItem[]>;
-  /** Cancels the recipient's undelivered items (it was deleted); resolves to how many. */
-  cancelPending(agentId: string): Promise<number>;
-}
-
-interface MailRow {
-  id: number;
-  tenant_id: string;
-  agent_id: string;
-  from_id: string;
-  kind: MailKind;
-  body: string;
-  created_at: number;
-  delivered_at: number | null;
-}
-
-interface RunRow {
-  agent_id: string;
-  tenant_id: string;
-  parent_id: string;
-  description: string;
-  status: ChildStatus;
-  output: string | null;
-  request_id: string | null;
-  updated_at: number;
-}
-
-const mailOf = (r: MailRow): MailItem => ({
-  id: r.id,
-  tenantId: r.tenant_id,
-  agentId: r.agent_id,
-  fromId: r.from_id,
-  kind: r.kind,
-  body: r.body,
-  createdAt: r.created_at,
-  ...(r.delivered_at === null ? {} : { deliveredAt: r.delivered_at }),
-});
-
-const runOf = (r: RunRow): ChildRun => ({
-  agentId: r.agent_id,
-  tenantId: r.tenant_id,
-  parentId: r.parent_id,
-  description: r.description,
-  status: r.status,
-  ...(r.output === null ? {} : { output: r.output }),
-  ...(r.request_id === null ? {} : { requestId: r.request_id }),
-  updatedAt: r.updated_at,
-});
 
 /** The libsql TeamStore: each method runs its statements synchronously and resolves with the result. */
 export const createTeamStore = (db: Database, now: () => number = Date.now): TeamStore => {
@@ -175,18 +58,7 @@ export const createTeamStore = (db: Database, now: () => number = Date.now): Tea
   return {
     async putRun(run) {
       const stored: ChildRun = { ...run, updatedAt: now() };
-      guarded('store a child run', () =>
-        putRun.run(
-          run.agentId,
-          run.tenantId,
-          run.parentId,
-          run.description,
-          run.status,
-          run.output ?? null,
-          run.requestId ?? null,
-          stored.updatedAt,
-        ),
-      );
+      guarded('store a child run', () => putRun.run(...runParams(stored)));
       return stored;
     },
     run: async (agentId) =>
@@ -216,14 +88,7 @@ export const createTeamStore = (db: Database, now: () => number = Date.now): Tea
           const { n } = (
             report ? countReports.all(item.agentId, item.fromId) : countMessages.all(item.agentId)
           )[0] as { n: number };
-          if (n >= max)
-            throw new SandboxError(
-              'MAILBOX_FULL',
-              report
-                ? `The mailbox of agent ${item.agentId} holds ${n} unread reports of yours, the most one sender may leave there; wait until it reads them (your latest output is in its list_agents) and report again.`
-                : `The mailbox of agent ${item.agentId} holds ${n} unread messages, its most; wait until it reads some (wait_agent) and send again.`,
-              { data: { agentId: item.agentId, max, kind: report ? 'report' : 'message' } },
-            );
+          checkMailboxRoom(item, n, max);
           const createdAt = now();
           const id = Number(
             insert.run(item.tenantId, item.agentId, item.fromId, item.kind, item.body, createdAt)
@@ -239,9 +104,7 @@ export const createTeamStore = (db: Database, now: () => number = Date.now): Tea
       guarded('deliver messages', () => deliver.run(now(), agentId, upToId).changes),
     list: async (agentId, options = {}) =>
       guarded('list a mailbox', () =>
-        (list.all(agentId, options.afterId ?? 0, Math.min(options.limit ?? 100, 1000)) as MailRow[]).map(
-          mailOf,
-        ),
+        (list.all(agentId, options.afterId ?? 0, mailPageSize(options.limit)) as MailRow[]).map(mailOf),
       ),
     cancelPending: async (agentId) => guarded('cancel messages', () => cancel.run(now(), agentId).changes),
   };

@@ -9,76 +9,24 @@
 // a hash and no read. Revocation: revokeKey() through this store forgets the key at once (this
 // process answers 401 from the next request); a key revoked by another process on the same
 // database stops working here within keyCacheMs. Only valid keys are remembered, at most
-// KEY_CACHE_MAX of them.
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { nanoid } from 'nanoid';
-import { SandboxError } from '../errors.ts';
+// KEY_CACHE_MAX of them. What both backends share (key shape, hashing, the cache, the errors)
+// lives in tenant-keys.ts; this module keeps the libsql statements.
+// The port's types are in tenants-port.ts (re-exported here).
 import { type Database, guarded, immediate } from './db.ts';
+import {
+  type CandidateRow,
+  checkTenantName,
+  createKeyVerifier,
+  type KeyRow,
+  keyInfoOf,
+  newApiKey,
+  newTenant,
+  noTenant,
+} from './tenant-keys.ts';
+import type { CreatedKey, Tenant, TenantStore } from './tenants-port.ts';
 
-export interface Tenant {
-  id: string;
-  name: string;
-  createdAt: number;
-}
-
-export interface CreatedKey {
-  keyId: string;
-  /** The raw key. Shown once; the store cannot give it back. */
-  apiKey: string;
-}
-
-export interface ApiKeyInfo {
-  id: string;
-  tenantId: string;
-  prefix: string;
-  createdAt: number;
-  revokedAt?: number;
-}
-
-export interface TenantStore {
-  createTenant(name: string): Promise<Tenant & CreatedKey>;
-  getTenant(id: string): Promise<Tenant | undefined>;
-  listTenants(): Promise<Tenant[]>;
-  /** A further key for an existing tenant (rotation). */
-  createKey(tenantId: string): Promise<CreatedKey>;
-  listKeys(tenantId: string): Promise<ApiKeyInfo[]>;
-  /**
-   * The key's tenant, or undefined for unknown, malformed or revoked keys. Runs on every HTTP
-   * request: a remembered key costs no read, any other one read.
-   */
-  verifyKey(apiKey: string): Promise<Tenant | undefined>;
-  /** False when the key does not exist or was already revoked. */
-  revokeKey(keyId: string): Promise<boolean>;
-}
-
-export const API_KEY_PREFIX = 'dsk_';
-/** Characters of a key kept in clear to find its candidate rows (every backend the same). */
-export const PREFIX_LENGTH = API_KEY_PREFIX.length + 8;
-/** What a key looks like; anything else is refused without a read. */
-export const KEY_SHAPE = /^dsk_[A-Za-z0-9_-]{32,128}$/;
-
-const sha256 = (key: string): Buffer => createHash('sha256').update(key, 'utf8').digest();
-
-interface KeyRow {
-  id: string;
-  tenant_id: string;
-  hash: Uint8Array;
-  prefix: string;
-  created_at: number;
-  revoked_at: number | null;
-}
-
-/** A live key that could be the one presented, with its tenant (verifyKey's one read). */
-interface CandidateRow {
-  id: string;
-  hash: Uint8Array;
-  tenant_id: string;
-  tenant_name: string;
-  tenant_created_at: number;
-}
-
-/** Verified keys remembered at most (the oldest is forgotten first). */
-export const KEY_CACHE_MAX = 4096;
+export { API_KEY_PREFIX, KEY_CACHE_MAX, KEY_SHAPE, PREFIX_LENGTH } from './tenant-keys.ts';
+export type { ApiKeyInfo, CreatedKey, Tenant, TenantStore } from './tenants-port.ts';
 
 export interface TenantStoreOptions {
   /** How long a verified key is trusted without reading the database again. Default 2000; 0 reads every time. */
@@ -91,8 +39,7 @@ export const createTenantStore = (
   options: TenantStoreOptions = {},
 ): TenantStore => {
   const keyCacheMs = options.keyCacheMs ?? 2000;
-  /** sha256 hex → the key's tenant, its id (for revokeKey) and until when it is trusted. */
-  const verified = new Map<string, { tenant: Tenant; keyId: string; until: number }>();
+  const verifier = createKeyVerifier(now, keyCacheMs);
   const insertTenant = db.prepare('INSERT INTO tenants (id, name, created_at) VALUES (?, ?, ?)');
   const insertKey = db.prepare(
     'INSERT INTO api_keys (id, tenant_id, hash, prefix, created_at) VALUES (?, ?, ?, ?, ?)',
@@ -113,20 +60,17 @@ export const createTenantStore = (
     guarded('read tenant', () => selectTenant.all(id)[0] as Tenant | undefined);
 
   const addKey = (tenantId: string): CreatedKey => {
-    const apiKey = API_KEY_PREFIX + randomBytes(30).toString('base64url');
-    const keyId = `key_${nanoid()}`;
-    insertKey.run(keyId, tenantId, sha256(apiKey), apiKey.slice(0, PREFIX_LENGTH), now());
+    const { keyId, apiKey, hash, prefix } = newApiKey();
+    insertKey.run(keyId, tenantId, hash, prefix, now());
     return { keyId, apiKey };
   };
 
   return {
     async createTenant(name) {
-      if (typeof name !== 'string' || name.trim() === '') {
-        throw new SandboxError('BAD_REQUEST', 'a tenant needs a non-empty name');
-      }
+      checkTenantName(name);
       return guarded('create tenant', () =>
         immediate(db, () => {
-          const tenant: Tenant = { id: `ten_${nanoid()}`, name, createdAt: now() };
+          const tenant = newTenant(name, now());
           insertTenant.run(tenant.id, tenant.name, tenant.createdAt);
           return { ...tenant, ...addKey(tenant.id) };
         }),
@@ -138,60 +82,20 @@ export const createTenantStore = (
     listTenants: async () => guarded('list tenants', () => selectTenants.all() as Tenant[]),
 
     async createKey(tenantId) {
-      if (getTenant(tenantId) === undefined) {
-        throw new SandboxError('NOT_FOUND', `no tenant ${tenantId}`, { data: { tenantId } });
-      }
+      if (getTenant(tenantId) === undefined) throw noTenant(tenantId);
       return guarded('create api key', () => addKey(tenantId));
     },
 
     listKeys: async (tenantId) =>
-      guarded('list api keys', () =>
-        (keysByTenant.all(tenantId) as KeyRow[]).map((k) => {
-          const info: ApiKeyInfo = {
-            id: k.id,
-            tenantId: k.tenant_id,
-            prefix: k.prefix,
-            createdAt: k.created_at,
-          };
-          if (k.revoked_at !== null) info.revokedAt = k.revoked_at;
-          return info;
-        }),
+      guarded('list api keys', () => (keysByTenant.all(tenantId) as KeyRow[]).map(keyInfoOf)),
+
+    verifyKey: (apiKey) =>
+      verifier.verify(apiKey, (prefix) =>
+        guarded('verify api key', () => keysByPrefix.all(prefix) as CandidateRow[]),
       ),
 
-    async verifyKey(apiKey) {
-      if (typeof apiKey !== 'string' || !KEY_SHAPE.test(apiKey)) return undefined;
-      const hash = sha256(apiKey);
-      const hex = hash.toString('hex');
-      const known = verified.get(hex);
-      if (known !== undefined) {
-        if (known.until > now()) return known.tenant;
-        verified.delete(hex);
-      }
-      const candidates = guarded(
-        'verify api key',
-        () => keysByPrefix.all(apiKey.slice(0, PREFIX_LENGTH)) as CandidateRow[],
-      );
-      // Compare against every candidate so timing does not depend on which one matches.
-      let match: CandidateRow | undefined;
-      for (const row of candidates) {
-        const stored = Buffer.from(row.hash);
-        if (stored.length === hash.length && timingSafeEqual(stored, hash)) match = row;
-      }
-      if (match === undefined) return undefined;
-      const tenant: Tenant = {
-        id: match.tenant_id,
-        name: match.tenant_name,
-        createdAt: match.tenant_created_at,
-      };
-      if (keyCacheMs > 0) {
-        if (verified.size >= KEY_CACHE_MAX) verified.delete(verified.keys().next().value as string);
-        verified.set(hex, { tenant, keyId: match.id, until: now() + keyCacheMs });
-      }
-      return tenant;
-    },
-
     async revokeKey(keyId) {
-      for (const [hex, entry] of verified) if (entry.keyId === keyId) verified.delete(hex);
+      verifier.forget(keyId);
       return guarded('revoke api key', () => revoke.run(now(), keyId).changes > 0);
     },
   };

@@ -17,10 +17,9 @@
 // - The schema starts at migration 15 (baseline.ts), so no statement waits for a later column.
 // - Values are serialised before the first await, so a caller changing what it passed while the
 //   write is in flight changes nothing stored (libsql serialises synchronously too).
-import { nanoid } from 'nanoid';
-import { isSandboxError, SandboxError } from '../../errors.ts';
+import { isSandboxError } from '../../errors.ts';
 import type { AgentRecord, AgentStore, CreateAgentInput } from '../agents-port.ts';
-import { type AgentRow, toRecord } from '../agents-state.ts';
+import { type AgentRow, newAgent, noAgentTenant, toRecord } from '../agents-rows.ts';
 import type { Sealer } from '../sealed.ts';
 import { type PgDatabase, pgGuarded } from './db.ts';
 
@@ -53,20 +52,8 @@ const updateAgent = (db: PgDatabase, operation: string, sql: string, params: rea
   pgGuarded(operation, async () => (await db.query(sql, params)).rowCount > 0);
 
 async function createAgent(state: PgAgents, input: CreateAgentInput): Promise<AgentRecord> {
-  const config = JSON.stringify(input.config ?? {});
-  const remoteTools = JSON.stringify(input.remoteTools ?? []);
-  const created: AgentRecord = {
-    id: `agt_${nanoid()}`,
-    tenantId: input.tenantId,
-    preset: input.preset,
-    mode: input.mode,
-    config: JSON.parse(config),
-    remoteTools: JSON.parse(remoteTools),
-    mcpServers: [],
-    createdAt: state.now(),
-  };
+  const { record: created, config, remoteTools } = newAgent(input, state.now());
   const links = input.links;
-  if (links !== undefined) created.links = { ...links };
   try {
     // One statement for both kinds: an agent without links gets the columns' defaults
     // (no parent, team, name or role; depth 0), as libsql's shorter INSERT leaves them.
@@ -90,10 +77,7 @@ async function createAgent(state: PgAgents, input: CreateAgentInput): Promise<Ag
     );
   } catch (error) {
     if (isSandboxError(error) && error.data?.pgCode === FOREIGN_KEY_VIOLATION) {
-      throw new SandboxError('NOT_FOUND', `no tenant ${input.tenantId}`, {
-        cause: error.cause ?? error,
-        data: { tenantId: input.tenantId },
-      });
+      throw noAgentTenant(input.tenantId, error.cause ?? error);
     }
     throw error;
   }

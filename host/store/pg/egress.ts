@@ -14,7 +14,7 @@
 // would read the snapshot from before it).
 import type { JsonValue } from '../../json.ts';
 import type { EgressCa, EgressSettingsStore } from '../egress.ts';
-import type { Sealer } from '../sealed.ts';
+import { type Sealer, sealedJson } from '../sealed.ts';
 import { type PgDatabase, type PgQueries, pgGuarded } from './db.ts';
 
 const lockDocument = async (tx: PgQueries, tenantId: string): Promise<void> => {
@@ -26,24 +26,20 @@ export const createPgEgressSettingsStore = (
   now: () => number = Date.now,
   sealer?: Sealer,
 ): EgressSettingsStore => {
-  const opened = <T>(stored: string): T => JSON.parse(sealer?.open(stored) ?? stored) as T;
-  const sealed = (value: unknown): string => {
-    const text = JSON.stringify(value);
-    return sealer?.seal(text) ?? text;
-  };
+  const json = sealedJson(sealer);
 
   const read = async (q: PgQueries, tenantId: string): Promise<JsonValue | undefined> => {
     const row = await q.one<{ settings: string }>('SELECT settings FROM tenant_egress WHERE tenant_id = $1', [
       tenantId,
     ]);
-    return row === undefined ? undefined : opened<JsonValue>(row.settings);
+    return row === undefined ? undefined : json.open<JsonValue>(row.settings);
   };
 
   const write = async (q: PgQueries, tenantId: string, settings: JsonValue): Promise<void> => {
     await q.query(
       `INSERT INTO tenant_egress (tenant_id, settings, updated_at) VALUES ($1, $2, $3)
        ON CONFLICT (tenant_id) DO UPDATE SET settings = excluded.settings, updated_at = excluded.updated_at`,
-      [tenantId, sealed(settings), now()],
+      [tenantId, json.seal(settings), now()],
     );
   };
 
@@ -51,7 +47,7 @@ export const createPgEgressSettingsStore = (
     const row = await q.one<{ ca: string }>('SELECT ca FROM tenant_egress_ca WHERE tenant_id = $1', [
       tenantId,
     ]);
-    return row === undefined ? undefined : opened<EgressCa>(row.ca);
+    return row === undefined ? undefined : json.open<EgressCa>(row.ca);
   };
 
   return {
@@ -83,7 +79,7 @@ export const createPgEgressSettingsStore = (
           const { rowCount } = await tx.query(
             `INSERT INTO tenant_egress_ca (tenant_id, ca, created_at) VALUES ($1, $2, $3)
              ON CONFLICT (tenant_id) DO NOTHING`,
-            [tenantId, sealed({ certPem: ca.certPem, keyPem: ca.keyPem }), now()],
+            [tenantId, json.seal({ certPem: ca.certPem, keyPem: ca.keyPem }), now()],
           );
           if (rowCount > 0) return { certPem: ca.certPem, keyPem: ca.keyPem };
           return (await readCa(tx, tenantId)) ?? ca;

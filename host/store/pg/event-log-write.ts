@@ -25,23 +25,23 @@
 // (libsql indexes the first 16 KiB of every payload a row newly stores, however many): a tsvector
 // holds at most 1 MiB, and a row whose tsvector would not fit would fail its batch on every retry.
 import type { QueuedRow } from '../event-log-port.ts';
-import { INDEX_PAYLOAD_MAX, INDEX_TEXT_MAX, indexText, ownerTokens } from '../search-text.ts';
+import { groupBySession, renumberAfter } from '../event-log-rows.ts';
+import {
+  INDEX_PAYLOAD_MAX,
+  INDEX_TEXT_MAX,
+  indexText,
+  ownerTokens,
+  payloadIndexText,
+} from '../search-text.ts';
 import type { PgQueries } from './db.ts';
 import { searchWords } from './search-words.ts';
 
-/** Payloads past this many characters are indexed by their first characters, unparsed (as libsql). */
-const PARSED_PAYLOAD_MAX = 256 * 1024;
 /** Most characters indexed for one row: its own text and six new payloads' worth (see the header). */
 export const PG_INDEX_TEXT_MAX = INDEX_TEXT_MAX + 6 * INDEX_PAYLOAD_MAX;
 /** Most rows one INSERT carries. */
 const WRITE_CHUNK_ROWS = 1000;
 /** About the most characters of data one INSERT carries (a chunk holds at least one row). */
 const WRITE_CHUNK_CHARS = 8 * 1024 * 1024;
-
-const payloadIndexText = (json: string): string =>
-  json.length <= PARSED_PAYLOAD_MAX
-    ? indexText('', json, INDEX_PAYLOAD_MAX)
-    : json.slice(0, INDEX_PAYLOAD_MAX);
 
 const SEARCH = `setweight(to_tsvector('simple', x.owner), 'A') || setweight(to_tsvector('simple', x.body), 'D')`;
 
@@ -70,12 +70,7 @@ async function lockSessions(
   rows: QueuedRow[],
   written: WriteAttempt,
 ): Promise<Map<string, number>> {
-  const bySession = new Map<string, QueuedRow[]>();
-  for (const row of rows) {
-    const group = bySession.get(row.sessionId);
-    if (group === undefined) bySession.set(row.sessionId, [row]);
-    else group.push(row);
-  }
+  const bySession = groupBySession(rows);
   const ids = [...bySession.keys()].sort();
   const stored = await q.many<{ id: string; last_seq: number; xid: number }>(
     `INSERT INTO sessions AS t (id, created_at, last_seq)
@@ -88,10 +83,7 @@ async function lockSessions(
   const last = new Map<string, number>();
   for (const { id, last_seq } of stored) {
     const group = bySession.get(id)!;
-    if (last_seq >= group[0]!.seq)
-      group.forEach((row, i) => {
-        row.seq = last_seq + 1 + i;
-      });
+    renumberAfter(group, last_seq);
     last.set(id, group.at(-1)!.seq);
   }
   return last;

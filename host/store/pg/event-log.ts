@@ -15,8 +15,8 @@
 // With synchronous_commit off a server crash may lose the last commits it answered, which the
 // seqs survive as on libsql (the next write renumbers after what was really stored).
 import { createEventLog } from '../event-log-core.ts';
-import type { ClosableEventLog, EventBackend, EventLogOptions, EventRow } from '../event-log-port.ts';
-import type { EventSurface } from '../types.ts';
+import type { ClosableEventLog, EventBackend, EventLogOptions } from '../event-log-port.ts';
+import { EVENT_COLUMNS, type StoredEvent, toEventRow, toUsage } from '../event-log-rows.ts';
 import { type PgDatabase, pgGuarded } from './db.ts';
 import { committed, type WriteAttempt, writePgEvents } from './event-log-write.ts';
 
@@ -24,30 +24,6 @@ export interface PgEventLogOptions extends EventLogOptions {
   /** Index every event for full-text search. Default true; false only to measure what it costs. */
   index?: boolean;
 }
-
-interface StoredEvent {
-  session_id: string;
-  seq: number;
-  type: string;
-  surface: EventSurface;
-  call_id: string | null;
-  parent_call_id: string | null;
-  data: string;
-  refs: string | null;
-  at: number;
-}
-
-const toRow = (r: StoredEvent): EventRow => ({
-  sessionId: r.session_id,
-  seq: r.seq,
-  type: r.type,
-  surface: r.surface,
-  callId: r.call_id ?? undefined,
-  parentCallId: r.parent_call_id ?? undefined,
-  data: r.data,
-  refs: r.refs ?? undefined,
-  at: r.at,
-});
 
 export const createPgEventBackend = (db: PgDatabase, options: { index?: boolean } = {}): EventBackend => {
   const indexing = options.index ?? true;
@@ -80,7 +56,7 @@ export const createPgEventBackend = (db: PgDatabase, options: { index?: boolean 
       pgGuarded('read log usage', async () =>
         (
           await db.many<{ tenant_id: string; bytes: number }>('SELECT tenant_id, bytes FROM tenant_log_usage')
-        ).map((r) => ({ tenantId: r.tenant_id, bytes: r.bytes })),
+        ).map(toUsage),
       ),
     readBlob: (tenantId, sha256) =>
       pgGuarded('read payload', async () => {
@@ -112,11 +88,11 @@ export const createPgEventBackend = (db: PgDatabase, options: { index?: boolean 
       pgGuarded('read events', async () =>
         (
           await db.many<StoredEvent>(
-            `SELECT session_id, seq, type, surface, call_id, parent_call_id, data, refs, at FROM events
+            `SELECT ${EVENT_COLUMNS} FROM events
              WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
             [sessionId, afterSeq, limit],
           )
-        ).map(toRow),
+        ).map(toEventRow),
       ),
   };
 };

@@ -12,14 +12,17 @@
 // `body :`), a term is a phrase (phraseto_tsquery: its words adjacent, in order) and never tsquery
 // syntax (a parameter, cut into words as the indexed text was: search-words.ts); results
 // are newest first by index id and bounded by the caller's limit.
-import { MAX_SEARCH_SESSIONS } from '../event-search.ts';
+import {
+  type HitRow,
+  MAX_SEARCH_SESSIONS,
+  type SessionRow,
+  toHit,
+  toSessionInfo,
+} from '../event-search-rows.ts';
 import { ownerTokens, queryTerms } from '../search-text.ts';
-import type { EventHit, EventSearch, EventSearchQuery, SessionAvailability, SessionInfo } from '../types.ts';
+import type { EventHit, EventSearch, EventSearchQuery, SessionInfo } from '../types.ts';
 import { type PgDatabase, pgGuarded } from './db.ts';
 import { searchWords } from './search-words.ts';
-
-const availabilityOf = (deletedAt: number | null): SessionAvailability =>
-  deletedAt === null ? 'live' : 'persisted';
 
 /** The owner tokens (`t<hex>`, `s<hex>`: letters and digits only, safe in tsquery text) of a tenant and sessions. */
 const ownerQuery = (tenantId: string, sessionIds: readonly string[] | undefined): string => {
@@ -32,14 +35,6 @@ const ownerQuery = (tenantId: string, sessionIds: readonly string[] | undefined)
 /** A term's phrase query with each of its lexemes restricted to weight D (the indexed text). */
 const bodyPhrase = (param: string): string =>
   `regexp_replace(phraseto_tsquery('simple', ${param})::text, '(''(?:[^'']|'''')*'')', '\\1:D', 'g')::tsquery`;
-
-interface HitRow {
-  session_id: string;
-  seq: number;
-  type: string;
-  surface: EventHit['surface'];
-  at: number;
-}
 
 export const createPgEventSearch = (db: PgDatabase): EventSearch => ({
   async search(q: EventSearchQuery): Promise<EventHit[]> {
@@ -85,39 +80,18 @@ export const createPgEventSearch = (db: PgDatabase): EventSearch => ({
       FROM hits m JOIN agents a ON a.id = m.session_id AND a.tenant_id = m.tenant_id
       ${sessionWhere.length === 0 ? '' : `WHERE ${sessionWhere.join(' AND ')}`}
       ORDER BY m.id DESC LIMIT ${param(Math.trunc(q.limit))}`;
-    return pgGuarded('search the session log', async () =>
-      (await db.many<HitRow>(sql, params)).map((r) => ({
-        sessionId: r.session_id,
-        seq: r.seq,
-        type: r.type,
-        surface: r.surface,
-        at: r.at,
-      })),
-    );
+    return pgGuarded('search the session log', async () => (await db.many<HitRow>(sql, params)).map(toHit));
   },
 
   session: (tenantId, id) =>
     pgGuarded('read a session', async (): Promise<SessionInfo | undefined> => {
-      const row = await db.one<{
-        id: string;
-        created_at: number;
-        deleted_at: number | null;
-        parent_id: string | null;
-        last_seq: number;
-      }>(
+      const row = await db.one<SessionRow>(
         `SELECT a.id, a.created_at, a.deleted_at, a.parent_id,
                 coalesce((SELECT last_seq FROM sessions WHERE id = a.id), 0) AS last_seq
          FROM agents a WHERE a.id = $1 AND a.tenant_id = $2`,
         [id, tenantId],
       );
-      if (row === undefined) return undefined;
-      return {
-        id: row.id,
-        createdAt: row.created_at,
-        availability: availabilityOf(row.deleted_at),
-        ...(row.parent_id === null ? {} : { parentId: row.parent_id }),
-        lastSeq: row.last_seq,
-      };
+      return row === undefined ? undefined : toSessionInfo(row);
     }),
 
   async children(tenantId, parentIds) {

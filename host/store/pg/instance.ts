@@ -2,8 +2,7 @@
 // as on SQLite (../instance.ts says what it is for), made by the Postgres baseline
 // (pg/baseline.ts) once per database. Invariant: it never changes for a database; replicas that
 // share one database share one instance id.
-import { SandboxError } from '../../errors.ts';
-import { INSTANCE_ID } from '../instance.ts';
+import { checkInstanceId } from '../instance-id.ts';
 import { type PgQueries, pgGuarded } from './db.ts';
 
 /** This store's instance id. Throws STORE_FAILED when the row is missing or damaged. */
@@ -11,13 +10,5 @@ export const pgInstanceIdOf = async (db: PgQueries): Promise<string> => {
   const row = await pgGuarded('read the instance id', () =>
     db.one<{ value: unknown }>("SELECT value FROM meta WHERE key = 'instance_id'"),
   );
-  const id = row?.value;
-  if (typeof id !== 'string' || !INSTANCE_ID.test(id)) {
-    throw new SandboxError(
-      'STORE_FAILED',
-      `The store has no valid instance id (meta.instance_id = ${JSON.stringify(id ?? null)}); it was edited by hand or damaged.`,
-      { data: { instanceId: id ?? null } },
-    );
-  }
-  return id;
+  return checkInstanceId(row?.value);
 };

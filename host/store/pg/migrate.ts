@@ -8,7 +8,7 @@
 // same error as on SQLite; a list in which a version after the baseline lacks its pg step is a
 // build defect and refused before anything runs.
 import { SandboxError } from '../../errors.ts';
-import { latestSchemaVersion, MIGRATIONS, type Migration } from '../migrations.ts';
+import { latestSchemaVersion, MIGRATIONS, type Migration, newerSchema } from '../migrations.ts';
 import type { PgDatabase, PgQueries } from './db.ts';
 
 /** The advisory lock key every migrating replica takes ('dshmig' in ASCII; below 2^53). */
@@ -82,12 +82,7 @@ export const migratePg = async (
     const done = await versionsOf(tx);
     const current = Math.max(0, ...done);
     if (current > latest) {
-      throw new SandboxError(
-        'CONFIG_INVALID',
-        `the database schema is version ${current} but this build knows only up to ${latest}; ` +
-          'upgrade dsh-sandbox or point it at another data directory',
-        { data: { schemaVersion: current, supportedVersion: latest } },
-      );
+      throw newerSchema(current, latest);
     }
     const applied: number[] = [];
     // By version, not only past the highest, as on SQLite.

@@ -1,8 +1,9 @@
 // Creator plugins on PostgreSQL: the PluginBackend of the shared core (../plugins-core.ts) over
-// the same rows as the libsql backend (../plugins.ts: `plugins`, `plugin_packages`), with its
-// invariants: every read takes the owner (tenant + agent); a define's counts and inserts commit
-// together, so concurrent defines never pass a maximum together, even from two replicas;
-// packages are only ever inserted, or deleted with their plugin, never updated.
+// the same rows as the libsql backend (../plugins.ts: `plugins`, `plugin_packages`, read and
+// written through ../plugins-rows.ts as there), with its invariants: every read takes the owner
+// (tenant + agent); a define's counts and inserts commit together, so concurrent defines never
+// pass a maximum together, even from two replicas; packages are only ever inserted, or deleted
+// with their plugin, never updated.
 // Where Postgres differs, and why: libsql's transaction reads lazily inside BEGIN IMMEDIATE (one
 // writer for the whole file). Here the decision cannot wait for a query, so transaction(scope, fn):
 //   1. takes a transaction-scoped advisory lock on the owner (a hash of 'plugins:', the tenant and
@@ -16,7 +17,6 @@
 //   4. applies the writes in the order fn made them and COMMITs; when fn throws nothing is written.
 // Reads outside a transaction order by (created_at, rowid), rowid being baseline.ts's identity
 // column standing in for SQLite's implicit one.
-import { PACKAGE, type PackageRow, PLUGIN, type PluginRow, toPackage, toPlugin } from '../plugins.ts';
 import {
   createPluginStore,
   type PackageRecord,
@@ -27,6 +27,17 @@ import {
   type PluginTx,
   type PluginTxScope,
 } from '../plugins-core.ts';
+import {
+  PACKAGE,
+  type PackageRow,
+  PLUGIN,
+  type PluginRow,
+  packageInsertParams,
+  pluginInsertParams,
+  pluginStateParams,
+  toPackage,
+  toPlugin,
+} from '../plugins-rows.ts';
 import { type PgDatabase, type PgQueries, pgGuarded } from './db.ts';
 
 /** PACKAGE's columns of `plugin_packages k`, for the reads that join the owner's plugin. */
@@ -85,32 +96,19 @@ const viewOf = (loaded: Loaded, writes: Write[]): PluginTx => ({
   countPackages: () => loaded.packages,
   insertPlugin: (p) =>
     void writes.push((q) =>
-      q.query(`INSERT INTO plugins (${PLUGIN}) VALUES ($1, $2, $3, $4, NULL, 0, $5)`, [
-        p.id,
-        p.tenantId,
-        p.agentId,
-        p.idPrefix,
-        p.createdAt,
-      ]),
+      q.query(`INSERT INTO plugins (${PLUGIN}) VALUES ($1, $2, $3, $4, NULL, 0, $5)`, pluginInsertParams(p)),
     ),
   insertPackage: (p) =>
     void writes.push((q) =>
-      q.query(`INSERT INTO plugin_packages (${PACKAGE}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, [
-        p.pluginId,
-        p.id,
-        p.name,
-        p.purpose,
-        p.code.host ?? null,
-        p.code.client ?? null,
-        p.codeBytes,
-        p.createdAt,
-      ]),
+      q.query(
+        `INSERT INTO plugin_packages (${PACKAGE}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+        packageInsertParams(p),
+      ),
     ),
   updatePlugin: (id, state) =>
     void writes.push((q) =>
       q.query('UPDATE plugins SET running = $1, current_package_id = $2 WHERE id = $3', [
-        state.running ? 1 : 0,
-        state.currentPackageId ?? null,
+        ...pluginStateParams(state),
         id,
       ]),
     ),

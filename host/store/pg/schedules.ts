@@ -15,45 +15,18 @@
 //   agent). Creates for one owner queue; others do not (a hash collision only makes two queue).
 // Reads order by (created_at, rowid), rowid being baseline.ts's identity column standing in for
 // SQLite's implicit one: schedules made in one millisecond list in insertion order on both backends.
-import { nanoid } from 'nanoid';
-import { SandboxError } from '../../errors.ts';
-import type { ScheduleKind, ScheduleRecord, ScheduleStore } from '../schedules.ts';
+import type { ScheduleStore } from '../schedules-port.ts';
+import {
+  newScheduleRecord,
+  type ScheduleRow,
+  scheduleInsertParams,
+  toScheduleRecord,
+} from '../schedules-rows.ts';
 import { type PgDatabase, pgGuarded } from './db.ts';
 import { insertPgRequest } from './requests.ts';
 
-interface ScheduleRow {
-  id: string;
-  tenant_id: string;
-  agent_id: string;
-  prompt: string;
-  kind: ScheduleKind;
-  spec: string;
-  every_ms: number | null;
-  next_at: number;
-  fired: number;
-  last_fired_at: number | null;
-  created_at: number;
-}
-
 const COLUMNS =
   'id, tenant_id, agent_id, prompt, kind, spec, every_ms, next_at, fired, last_fired_at, created_at';
-
-const toRecord = (r: ScheduleRow): ScheduleRecord => {
-  const record: ScheduleRecord = {
-    id: r.id,
-    tenantId: r.tenant_id,
-    agentId: r.agent_id,
-    prompt: r.prompt,
-    kind: r.kind,
-    spec: JSON.parse(r.spec),
-    nextAt: r.next_at,
-    fired: r.fired,
-    createdAt: r.created_at,
-  };
-  if (r.every_ms !== null) record.everyMs = r.every_ms;
-  if (r.last_fired_at !== null) record.lastFiredAt = r.last_fired_at;
-  return record;
-};
 
 export const createPgScheduleStore = (db: PgDatabase, now: () => number = Date.now): ScheduleStore => ({
   create: (input, maxPerAgent) =>
@@ -69,27 +42,11 @@ export const createPgScheduleStore = (db: PgDatabase, now: () => number = Date.n
           [input.tenantId, input.agentId],
         );
         const n = counted?.n ?? 0;
-        if (n >= maxPerAgent)
-          throw new SandboxError(
-            'LIMIT_EXCEEDED',
-            `This agent already has ${n} schedules, the most it may have; delete one (schedule_delete) first.`,
-            { data: { limit: maxPerAgent } },
-          );
-        const record: ScheduleRecord = { id: `sch_${nanoid(12)}`, ...input, fired: 0, createdAt: now() };
+        const record = newScheduleRecord(input, n, maxPerAgent, now());
         await tx.query(
           `INSERT INTO schedules (id, tenant_id, agent_id, prompt, kind, spec, every_ms, next_at, created_at)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-          [
-            record.id,
-            record.tenantId,
-            record.agentId,
-            record.prompt,
-            record.kind,
-            JSON.stringify(record.spec),
-            record.everyMs ?? null,
-            record.nextAt,
-            record.createdAt,
-          ],
+          scheduleInsertParams(record),
         );
         return record;
       }),
@@ -102,7 +59,7 @@ export const createPgScheduleStore = (db: PgDatabase, now: () => number = Date.n
           `SELECT ${COLUMNS} FROM schedules WHERE tenant_id = $1 AND agent_id = $2 ORDER BY created_at, rowid`,
           [tenantId, agentId],
         )
-      ).map(toRecord),
+      ).map(toScheduleRecord),
     ),
 
   delete: (tenantId, agentId, id) =>
@@ -127,7 +84,7 @@ export const createPgScheduleStore = (db: PgDatabase, now: () => number = Date.n
           `SELECT ${COLUMNS} FROM schedules WHERE next_at <= $1 ORDER BY next_at LIMIT $2`,
           [at, limit],
         )
-      ).map(toRecord),
+      ).map(toScheduleRecord),
     ),
 
   nextDue: () =>

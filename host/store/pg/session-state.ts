@@ -8,14 +8,9 @@
 // ONE upsert (the SET list names only them), one round trip, and a reader on another replica never
 // sees half of one write. Two concurrent writes of different fields both land (the upsert locks
 // the row; the second updates the row the first left), as they do on libsql.
-import type { SessionStateRecord, SessionStateStore } from '../session-state.ts';
+import type { SessionStateStore } from '../session-state-port.ts';
+import { type SessionStateRow, sessionStateColumns, toSessionState } from '../session-state-rows.ts';
 import { type PgDatabase, pgGuarded } from './db.ts';
-
-interface Row {
-  todos: string | null;
-  plan_mode: number | null;
-  goal: string | null;
-}
 
 export const createPgSessionStateStore = (
   db: PgDatabase,
@@ -23,30 +18,20 @@ export const createPgSessionStateStore = (
 ): SessionStateStore => ({
   get: (sessionId) =>
     pgGuarded('read session state', async () => {
-      const row = await db.one<Row>(
+      const row = await db.one<SessionStateRow>(
         'SELECT todos, plan_mode, goal FROM session_state WHERE session_id = $1',
         [sessionId],
       );
-      const record: SessionStateRecord = {};
-      if (row?.todos != null) record.todos = JSON.parse(row.todos);
-      if (row?.plan_mode != null) record.planMode = row.plan_mode === 1;
-      if (row?.goal != null) record.goal = JSON.parse(row.goal);
-      return record;
+      return toSessionState(row);
     }),
 
   async set(sessionId, fields) {
-    // Column names come from this fixed list, never from the caller; the values are parameters.
-    const columns: string[] = [];
-    const values: unknown[] = [];
-    const add = (column: string, value: unknown) => {
-      columns.push(column);
-      values.push(value);
-    };
-    if (fields.todos !== undefined) add('todos', JSON.stringify(fields.todos));
-    if (fields.planMode !== undefined) add('plan_mode', fields.planMode ? 1 : 0);
-    if (fields.goal !== undefined) add('goal', JSON.stringify(fields.goal));
-    if (columns.length === 0) return;
-    add('updated_at', now());
+    // Column names come from a fixed list (session-state-rows.ts), never from the caller; the values
+    // are parameters.
+    const given = sessionStateColumns(fields);
+    if (given.length === 0) return;
+    const columns: string[] = [...given.map(([column]) => column), 'updated_at'];
+    const values: unknown[] = [...given.map(([, value]) => value), now()];
     const params = columns.map((_, i) => `$${i + 2}`).join(', ');
     const updates = columns.map((column) => `${column} = excluded.${column}`).join(', ');
     await pgGuarded('write session state', () =>

@@ -10,33 +10,18 @@
 // deletes queue across replicas, other tenants' do not (a hash collision only makes two queue).
 // Names and paths list in byte order (COLLATE "C"), SQLite's BINARY order, whatever the
 // database's collation.
-import { SandboxError } from '../../errors.ts';
-import type { SkillPackage, SkillStore, SkillSummary } from '../skills.ts';
+import type { SkillPackage, SkillStore } from '../skills-port.ts';
+import {
+  checkSkillRoom,
+  SKILL_SUMMARY,
+  type SkillRow,
+  toSkillPackage,
+  toSkillSummary,
+} from '../skills-rows.ts';
 import { type PgDatabase, type PgQueries, pgGuarded } from './db.ts';
 
-interface SkillRow {
-  name: string;
-  description: string;
-  instructions?: string;
-  digest: string;
-  bytes: number;
-  created_at: number;
-  updated_at: number;
-}
-
-const toSummary = (r: SkillRow): SkillSummary => ({
-  name: r.name,
-  description: r.description,
-  digest: r.digest,
-  bytes: r.bytes,
-  createdAt: r.created_at,
-  updatedAt: r.updated_at,
-});
-
-const SUMMARY = 'name, description, digest, bytes, created_at, updated_at';
-
 const one = (q: PgQueries, tenantId: string, name: string): Promise<SkillRow | undefined> =>
-  q.one<SkillRow>(`SELECT ${SUMMARY}, instructions FROM skills WHERE tenant_id = $1 AND name = $2`, [
+  q.one<SkillRow>(`SELECT ${SKILL_SUMMARY}, instructions FROM skills WHERE tenant_id = $1 AND name = $2`, [
     tenantId,
     name,
   ]);
@@ -86,16 +71,11 @@ export const createPgSkillStore = (db: PgDatabase, now: () => number = Date.now)
           const n =
             (await tx.one<{ n: number }>('SELECT count(*) AS n FROM skills WHERE tenant_id = $1', [tenantId]))
               ?.n ?? 0;
-          if (n >= maxPerTenant)
-            throw new SandboxError(
-              'LIMIT_EXCEEDED',
-              `This tenant already has ${n} skills, the most it may have; delete one (DELETE /v1/skills/:name) first.`,
-              { data: { limit: maxPerTenant } },
-            );
+          checkSkillRoom(n, maxPerTenant);
         }
         await writePackage(tx, tenantId, skill, now());
         const row = (await one(tx, tenantId, skill.name)) as SkillRow;
-        return { summary: toSummary(row), created: before === undefined };
+        return { summary: toSkillSummary(row), created: before === undefined };
       }),
     ),
 
@@ -103,16 +83,16 @@ export const createPgSkillStore = (db: PgDatabase, now: () => number = Date.now)
     pgGuarded('list skills', async () =>
       (
         await db.many<SkillRow>(
-          `SELECT ${SUMMARY} FROM skills WHERE tenant_id = $1 ORDER BY name COLLATE "C"`,
+          `SELECT ${SKILL_SUMMARY} FROM skills WHERE tenant_id = $1 ORDER BY name COLLATE "C"`,
           [tenantId],
         )
-      ).map(toSummary),
+      ).map(toSkillSummary),
     ),
 
   get: (tenantId, name) =>
     pgGuarded('read a skill', async () => {
       const row = await one(db, tenantId, name);
-      return row === undefined ? undefined : toSummary(row);
+      return row === undefined ? undefined : toSkillSummary(row);
     }),
 
   files: (tenantId, name) =>
@@ -139,8 +119,7 @@ export const createPgSkillStore = (db: PgDatabase, now: () => number = Date.now)
         return { row, files };
       });
       if (loaded === undefined) return undefined;
-      const { createdAt: _c, updatedAt: _u, ...summary } = toSummary(loaded.row);
-      return { ...summary, instructions: loaded.row.instructions ?? '', files: loaded.files };
+      return toSkillPackage(loaded.row, loaded.files);
     }),
 
   delete: (tenantId, name) =>

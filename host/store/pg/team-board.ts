@@ -19,54 +19,16 @@
 // are libsql's (which makes the row at the first id drawn). Grants are read without a lock: a grant
 // is changed only by a write on the board of its agent's team, which the board lock serialises.
 // scopedHeldBy orders by team_id COLLATE "C", SQLite's byte order, whatever the database's collation.
-import type { TeamBoardStore, TeamTaskRecord, TeamTaskStatus } from '../team-board.ts';
+import type { TeamBoardStore, TeamTaskRecord } from '../team-board-port.ts';
+import { grantScopes, type TaskRow, taskColumns, toTaskRecord } from '../team-board-rows.ts';
 import { type BoardChanges, createBoardCopy } from './board-copy.ts';
 import { type PgDatabase, type PgQueries, pgGuarded } from './db.ts';
-
-interface TaskRow {
-  seq: number;
-  subject: string;
-  description: string;
-  status: TeamTaskStatus;
-  owner: string | null;
-  blocked_by: string;
-  write_scopes: string;
-  revision: number;
-  created_by: string;
-  created_at: number;
-  updated_at: number;
-}
 
 const TASK =
   'seq, subject, description, status, owner, blocked_by, write_scopes, revision, created_by, created_at, updated_at';
 
-const toRecord = (r: TaskRow): TeamTaskRecord => ({
-  id: String(r.seq),
-  subject: r.subject,
-  description: r.description,
-  status: r.status,
-  ...(r.owner === null ? {} : { owner: r.owner }),
-  blockedBy: JSON.parse(r.blocked_by),
-  writeScopes: JSON.parse(r.write_scopes),
-  revision: r.revision,
-  createdBy: r.created_by,
-  createdAt: r.created_at,
-  updatedAt: r.updated_at,
-});
-
 /** A task's row values after (tenant_id, team_id, seq), in TASK's order. */
-const valuesOf = (t: TeamTaskRecord): unknown[] => [
-  t.subject,
-  t.description,
-  t.status,
-  t.owner ?? null,
-  JSON.stringify(t.blockedBy),
-  JSON.stringify(t.writeScopes),
-  t.revision,
-  t.createdBy,
-  t.createdAt,
-  t.updatedAt,
-];
+const valuesOf = (t: TeamTaskRecord): unknown[] => [...taskColumns(t), t.createdBy, t.createdAt, t.updatedAt];
 
 const readTasks = async (q: PgQueries, tenantId: string, teamId: string): Promise<TeamTaskRecord[]> =>
   (
@@ -74,7 +36,7 @@ const readTasks = async (q: PgQueries, tenantId: string, teamId: string): Promis
       `SELECT ${TASK} FROM team_tasks WHERE tenant_id = $1 AND team_id = $2 ORDER BY seq`,
       [tenantId, teamId],
     )
-  ).map(toRecord);
+  ).map(toTaskRecord);
 
 /** Locks the board's counter row (making it when missing); its next_seq and whether it was made. */
 const lockBoard = async (
@@ -155,7 +117,7 @@ export const createPgTeamBoardStore = (db: PgDatabase): TeamBoardStore => {
       'SELECT scopes FROM team_write_grants WHERE tenant_id = $1 AND agent_id = $2',
       [tenantId, agentId],
     );
-    return row === undefined ? undefined : (JSON.parse(row.scopes) as string[]);
+    return row === undefined ? undefined : grantScopes(row.scopes);
   };
 
   return {
@@ -171,7 +133,7 @@ export const createPgTeamBoardStore = (db: PgDatabase): TeamBoardStore => {
           const copy = createBoardCopy(
             tasks,
             board.nextSeq,
-            new Map(grants.map((g) => [g.agent_id, JSON.parse(g.scopes) as string[]])),
+            new Map(grants.map((g) => [g.agent_id, grantScopes(g.scopes)])),
           );
           const result = fn(copy.tx);
           await apply(tx, tenantId, teamId, board, copy.changes());
@@ -189,7 +151,7 @@ export const createPgTeamBoardStore = (db: PgDatabase): TeamBoardStore => {
              AND write_scopes != '[]' ORDER BY team_id COLLATE "C", seq`,
             [tenantId, owner],
           )
-        ).map(toRecord),
+        ).map(toTaskRecord),
       ),
 
     grantOf: (tenantId, agentId) => pgGuarded('read a write grant', () => grantOf(db, tenantId, agentId)),

@@ -13,53 +13,17 @@
 // mailbox's ids in commit order: an identity value is drawn at INSERT, and without it a post that
 // drew a lower id could commit after a reader had delivered up to a higher one, and be marked
 // delivered unseen.
-import { SandboxError } from '../../errors.ts';
-import type { ChildRun, ChildStatus, MailItem, MailKind, TeamStore } from '../teams.ts';
+import type { ChildRun, TeamStore } from '../teams-port.ts';
+import {
+  checkMailboxRoom,
+  type MailRow,
+  mailOf,
+  mailPageSize,
+  type RunRow,
+  runOf,
+  runParams,
+} from '../teams-rows.ts';
 import { type PgDatabase, pgGuarded } from './db.ts';
-
-interface MailRow {
-  id: number;
-  tenant_id: string;
-  agent_id: string;
-  from_id: string;
-  kind: MailKind;
-  body: string;
-  created_at: number;
-  delivered_at: number | null;
-}
-
-interface RunRow {
-  agent_id: string;
-  tenant_id: string;
-  parent_id: string;
-  description: string;
-  status: ChildStatus;
-  output: string | null;
-  request_id: string | null;
-  updated_at: number;
-}
-
-const mailOf = (r: MailRow): MailItem => ({
-  id: r.id,
-  tenantId: r.tenant_id,
-  agentId: r.agent_id,
-  fromId: r.from_id,
-  kind: r.kind,
-  body: r.body,
-  createdAt: r.created_at,
-  ...(r.delivered_at === null ? {} : { deliveredAt: r.delivered_at }),
-});
-
-const runOf = (r: RunRow): ChildRun => ({
-  agentId: r.agent_id,
-  tenantId: r.tenant_id,
-  parentId: r.parent_id,
-  description: r.description,
-  status: r.status,
-  ...(r.output === null ? {} : { output: r.output }),
-  ...(r.request_id === null ? {} : { requestId: r.request_id }),
-  updatedAt: r.updated_at,
-});
 
 const MAIL = 'id, tenant_id, agent_id, from_id, kind, body, created_at, delivered_at';
 const RUN = 'agent_id, tenant_id, parent_id, description, status, output, request_id, updated_at';
@@ -74,16 +38,7 @@ export const createPgTeamStore = (db: PgDatabase, now: () => number = Date.now):
          ON CONFLICT (agent_id) DO UPDATE SET description = excluded.description,
          status = excluded.status, output = excluded.output, request_id = excluded.request_id,
          updated_at = excluded.updated_at`,
-        [
-          run.agentId,
-          run.tenantId,
-          run.parentId,
-          run.description,
-          run.status,
-          run.output ?? null,
-          run.requestId ?? null,
-          stored.updatedAt,
-        ],
+        runParams(stored),
       ),
     );
     return stored;
@@ -128,14 +83,7 @@ export const createPgTeamStore = (db: PgDatabase, now: () => number = Date.now):
               [item.agentId],
             );
         const n = counted?.n ?? 0;
-        if (n >= max)
-          throw new SandboxError(
-            'MAILBOX_FULL',
-            report
-              ? `The mailbox of agent ${item.agentId} holds ${n} unread reports of yours, the most one sender may leave there; wait until it reads them (your latest output is in its list_agents) and report again.`
-              : `The mailbox of agent ${item.agentId} holds ${n} unread messages, its most; wait until it reads some (wait_agent) and send again.`,
-            { data: { agentId: item.agentId, max, kind: report ? 'report' : 'message' } },
-          );
+        checkMailboxRoom(item, n, max);
         const createdAt = now();
         const inserted = await tx.one<{ id: number }>(
           `INSERT INTO mailbox (tenant_id, agent_id, from_id, kind, body, created_at)
@@ -167,7 +115,7 @@ export const createPgTeamStore = (db: PgDatabase, now: () => number = Date.now):
       (
         await db.many<MailRow>(
           `SELECT ${MAIL} FROM mailbox WHERE agent_id = $1 AND id > $2 AND cancelled_at IS NULL ORDER BY id LIMIT $3`,
-          [agentId, options.afterId ?? 0, Math.min(options.limit ?? 100, 1000)],
+          [agentId, options.afterId ?? 0, mailPageSize(options.limit)],
         )
       ).map(mailOf),
     ),

@@ -3,10 +3,11 @@
 // file. `open` is async so a network database can make its schema first; `tenant` makes a tenant
 // the rows can belong to; `reopen` opens the store again on the same database (a restart or
 // another process).
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { SandboxError } from '../../../host/errors.ts';
 import type { JsonValue } from '../../../host/json.ts';
 import type { EgressSettingsStore } from '../../../host/store/egress.ts';
+import { closedAfterEach } from '../../helpers/per-test.ts';
 
 export interface EgressSettingsStoreInstance {
   store: EgressSettingsStore;
@@ -31,15 +32,7 @@ const ca = (n: number) => ({ certPem: `CERT ${n}`, keyPem: `KEY ${n}` });
 
 export const runEgressSettingsStoreContract = (harness: EgressSettingsStoreHarness) => {
   describe(`EgressSettingsStore contract (${harness.name})`, () => {
-    let instance: EgressSettingsStoreInstance | undefined;
-    const open = async () => {
-      instance = await harness.open();
-      return instance;
-    };
-    afterEach(async () => {
-      await instance?.close();
-      instance = undefined;
-    });
+    const open = closedAfterEach((): Promise<EgressSettingsStoreInstance> => harness.open());
 
     it('has no document for a tenant that never set one, then the one it put, replaced whole', async () => {
       const { store, tenant } = await open();

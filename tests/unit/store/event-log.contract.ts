@@ -1,7 +1,8 @@
 // The EventLog contract: every implementation runs this suite through a one-line test file, with
 // an async factory (event-log-factory.ts).
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { SessionEvent, SessionEventInput } from '../../../host/store/types.ts';
+import { closedAfterEach } from '../../helpers/per-test.ts';
 import { until } from '../../helpers/until.ts';
 import type { EventLogContractInstance, EventLogFactory } from './event-log-factory.ts';
 
@@ -22,15 +23,10 @@ const tick = () => new Promise((resolve) => setImmediate(resolve));
 
 export const runEventLogContract = (factory: EventLogFactory) => {
   describe(`EventLog contract (${factory.name})`, () => {
-    let instance: EventLogContractInstance | undefined;
-    const open = async (options?: { batchWindowMs?: number }) => {
-      instance = await factory.open(options);
-      return instance;
-    };
-    afterEach(async () => {
-      await instance?.cleanup();
-      instance = undefined;
-    });
+    const open = closedAfterEach(
+      (options?: { batchWindowMs?: number }): Promise<EventLogContractInstance> => factory.open(options),
+      (opened) => opened.cleanup(),
+    );
 
     it('gives each session gap-free seqs from 1 across many appends, batches and ticks', async () => {
       const { log } = await open();

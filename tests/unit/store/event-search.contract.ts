@@ -2,9 +2,10 @@
 // with an async factory (a PostgreSQL database starts asynchronously). A factory gives a search,
 // the event log that indexes what it stores, and a way to make tenants and agents (a session is an
 // agent's log), so the cases need no backend of their own.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ClosableEventLog } from '../../../host/store/event-log-port.ts';
 import type { EventSearch, SessionEventInput } from '../../../host/store/types.ts';
+import { closedAfterEach } from '../../helpers/per-test.ts';
 
 export interface EventSearchInstance {
   search: EventSearch;
@@ -32,15 +33,10 @@ const result = (sessionId: string, text: string): SessionEventInput => ({
 
 export const runEventSearchContract = (factory: EventSearchFactory) => {
   describe(`EventSearch contract (${factory.name})`, () => {
-    let instance: EventSearchInstance | undefined;
-    const open = async () => {
-      instance = await factory.open();
-      return instance;
-    };
-    afterEach(async () => {
-      await instance?.cleanup();
-      instance = undefined;
-    });
+    const open = closedAfterEach(
+      (): Promise<EventSearchInstance> => factory.open(),
+      (opened) => opened.cleanup(),
+    );
 
     it('indexes a large value once, with the event that stored it, and keeps tenants apart', async () => {
       const { search, log, tenant, agent } = await open();

@@ -1,7 +1,8 @@
 // The RequestStore contract: every implementation runs this suite through a one-line test file,
 // giving it an async factory that opens a fresh store (request-store.harness.ts).
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { HostRequest } from '../../../host/requests/port.ts';
+import { closedAfterEach } from '../../helpers/per-test.ts';
 import type { OpenRequestStore, RequestStoreInstance } from './request-store.harness.ts';
 
 const input = (expiresInMs = 60_000, sessionId = 's1') => ({
@@ -14,15 +15,10 @@ const input = (expiresInMs = 60_000, sessionId = 's1') => ({
 
 export const runRequestStoreContract = (name: string, openStore: OpenRequestStore) => {
   describe(`RequestStore contract (${name})`, () => {
-    let instance: RequestStoreInstance | undefined;
-    const open = async (options?: { now?: () => number; pollMs?: number }) => {
-      instance = await openStore(options);
-      return instance;
-    };
-    afterEach(async () => {
-      await instance?.close();
-      instance = undefined;
-    });
+    const open = closedAfterEach(
+      (options?: { now?: () => number; pollMs?: number }): Promise<RequestStoreInstance> =>
+        openStore(options),
+    );
 
     it('creates pending requests with req_ ids that get and list return', async () => {
       const { store } = await open();

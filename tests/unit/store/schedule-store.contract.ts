@@ -3,9 +3,10 @@
 // read, so processes sharing the database fire a schedule once, and it writes its request in the
 // same transaction (or, when it loses, nothing). Every implementation runs it through a one-line
 // test file with an async factory.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { HostRequest } from '../../../host/requests/port.ts';
 import type { ScheduleStore } from '../../../host/store/schedules.ts';
+import { closedAfterEach } from '../../helpers/per-test.ts';
 
 export interface ScheduleStoreInstance {
   schedules: ScheduleStore;
@@ -42,15 +43,7 @@ const reminder = (agentId: string): HostRequest => ({
 
 export const runScheduleStoreContract = (name: string, openStore: OpenScheduleStore) =>
   describe(`ScheduleStore contract (${name})`, () => {
-    let instance: ScheduleStoreInstance | undefined;
-    const open = async () => {
-      instance = await openStore();
-      return instance;
-    };
-    afterEach(async () => {
-      await instance?.close();
-      instance = undefined;
-    });
+    const open = closedAfterEach((): Promise<ScheduleStoreInstance> => openStore());
 
     it('a due time fires once, whoever read it; a stale reader fires (and writes) nothing', async () => {
       const { schedules, requestOf } = await open();

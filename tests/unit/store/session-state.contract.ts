@@ -2,8 +2,9 @@
 // with an async factory (a Postgres run is a third such file). Its cases are what host/session/
 // relies on (tests/unit/api/session-tools.test.ts, durability.test.ts): a field never written reads
 // as absent, a write replaces the fields it names and leaves the others, and what is stored is a copy.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { SessionStateStore } from '../../../host/store/session-state.ts';
+import { closedAfterEach } from '../../helpers/per-test.ts';
 
 export interface SessionStateInstance {
   store: SessionStateStore;
@@ -20,15 +21,7 @@ const goal = { id: 'goal_1', objective: 'Ship it', state: 'active', revision: 1,
 
 export const runSessionStateContract = (name: string, open: () => Promise<SessionStateInstance>) => {
   describe(`SessionStateStore contract (${name})`, () => {
-    let instance: SessionStateInstance | undefined;
-    const start = async () => {
-      instance = await open();
-      return instance;
-    };
-    afterEach(async () => {
-      await instance?.close();
-      instance = undefined;
-    });
+    const start = closedAfterEach(open);
 
     it('reads a session never written as no fields at all', async () => {
       const { store } = await start();

@@ -2,8 +2,9 @@
 // suite through a one-line test file. `open` is async so a network database can make its schema
 // first; `tenant` makes a tenant the rows can belong to; `reopen` opens the store again on the
 // same database (a restart or another process).
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { SkillPackage, SkillStore } from '../../../host/store/skills.ts';
+import { closedAfterEach } from '../../helpers/per-test.ts';
 
 export interface SkillStoreInstance {
   store: SkillStore;
@@ -38,15 +39,9 @@ const skill = (name: string, version = 1, extra: { path: string; text: string; m
 
 export const runSkillStoreContract = (harness: SkillStoreHarness) => {
   describe(`SkillStore contract (${harness.name})`, () => {
-    let instance: SkillStoreInstance | undefined;
-    const open = async (options?: { now?: () => number }) => {
-      instance = await harness.open(options);
-      return instance;
-    };
-    afterEach(async () => {
-      await instance?.close();
-      instance = undefined;
-    });
+    const open = closedAfterEach(
+      (options?: { now?: () => number }): Promise<SkillStoreInstance> => harness.open(options),
+    );
 
     it('puts, lists by name, reads with files, loads whole, replaces and deletes a package', async () => {
       let clock = 1000;

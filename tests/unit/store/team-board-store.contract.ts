@@ -3,8 +3,9 @@
 // write grants per tenant, the reads the write guard and an agent's deletion need, and everything
 // still there for a second instance. Every implementation runs it through a one-line test file
 // with an async factory. The rules of what a change may do are host/teams/board's (board.test.ts).
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { TeamBoardStore, TeamTaskRecord } from '../../../host/store/team-board.ts';
+import { closedAfterEach } from '../../helpers/per-test.ts';
 
 export interface TeamBoardStoreInstance {
   boards: TeamBoardStore;
@@ -31,15 +32,7 @@ const task = (id: string, over: Partial<TeamTaskRecord> = {}): TeamTaskRecord =>
 
 export const runTeamBoardStoreContract = (name: string, openStore: OpenTeamBoardStore) => {
   describe(`TeamBoardStore contract (${name})`, () => {
-    let instance: TeamBoardStoreInstance | undefined;
-    const open = async () => {
-      instance = await openStore();
-      return instance;
-    };
-    afterEach(async () => {
-      await instance?.close();
-      instance = undefined;
-    });
+    const open = closedAfterEach((): Promise<TeamBoardStoreInstance> => openStore());
 
     /** Creates tasks on a board through write, each with a fresh id. */
     const create = (boards: TeamBoardStore, tenantId: string, teamId: string, n: number, over = {}) =>

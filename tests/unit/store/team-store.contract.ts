@@ -2,8 +2,9 @@
 // (reports in a room of their own per sender), deliver each item once and never a cancelled one; a
 // run is settled only by the request it names; everything is still there for a second instance (a
 // restart). Every implementation runs it through a one-line test file with an async factory.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { TeamStore } from '../../../host/store/teams.ts';
+import { closedAfterEach } from '../../helpers/per-test.ts';
 
 export interface TeamStoreInstance {
   teams: TeamStore;
@@ -20,15 +21,9 @@ const mail = (agentId: string, body: string) =>
 
 export const runTeamStoreContract = (name: string, openStore: OpenTeamStore) => {
   describe(`TeamStore contract (${name})`, () => {
-    let instance: TeamStoreInstance | undefined;
-    const open = async () => {
+    const open = closedAfterEach(async (): Promise<TeamStoreInstance> => {
       let t = 1000;
-      instance = await openStore(() => t++);
-      return instance;
-    };
-    afterEach(async () => {
-      await instance?.close();
-      instance = undefined;
+      return openStore(() => t++);
     });
 
     describe('mailboxes', () => {

@@ -1,8 +1,9 @@
 // The TenantStore contract (tenants and API keys): every backend runs this suite through a one-line
 // test file. `open` is async so a network database can make its schema first; `second` opens
 // another store on the same database (the CLI or another replica), `reopen` one after a restart.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { TenantStore } from '../../../host/store/tenants.ts';
+import { closedAfterEach } from '../../helpers/per-test.ts';
 
 export interface TenantStoreInstance {
   store: TenantStore;
@@ -20,15 +21,9 @@ export interface TenantStoreHarness {
 
 export const runTenantStoreContract = (harness: TenantStoreHarness) => {
   describe(`TenantStore contract (${harness.name})`, () => {
-    let instance: TenantStoreInstance | undefined;
-    const open = async (options?: { now?: () => number }) => {
-      instance = await harness.open(options);
-      return instance;
-    };
-    afterEach(async () => {
-      await instance?.close();
-      instance = undefined;
-    });
+    const open = closedAfterEach(
+      (options?: { now?: () => number }): Promise<TenantStoreInstance> => harness.open(options),
+    );
 
     it('creates a tenant with a dsk_ key that verifies to that tenant', async () => {
       const { store: tenants } = await open();

@@ -1,0 +1,119 @@
+// API keys as both backends of the TenantStore make, list and verify them: the key's shape, its
+// prefix and hash, a new key, the `api_keys` row → ApiKeyInfo, the errors, and the verified-key
+// cache with its constant-time match. One module, so a key made on one backend verifies on the
+// other and both refuse with the same words; the libsql (tenants.ts) and PostgreSQL
+// (pg/tenants.ts) backends keep only their SQL and transactions. Imports no backend.
+// Invariants (the cache): only keys that verified are remembered, by their SHA-256, for
+// `keyCacheMs`, at most KEY_CACHE_MAX of them (the oldest is forgotten first); forget() drops a
+// revoked key at once. Every candidate row is compared, so timing does not say which one matched.
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { nanoid } from 'nanoid';
+import { SandboxError } from '../errors.ts';
+import type { ApiKeyInfo, Tenant } from './tenants-port.ts';
+
+export const API_KEY_PREFIX = 'dsk_';
+/** Characters of a key kept in clear to find its candidate rows (every backend the same). */
+export const PREFIX_LENGTH = API_KEY_PREFIX.length + 8;
+/** What a key looks like; anything else is refused without a read. */
+export const KEY_SHAPE = /^dsk_[A-Za-z0-9_-]{32,128}$/;
+/** Verified keys remembered at most (the oldest is forgotten first). */
+export const KEY_CACHE_MAX = 4096;
+
+const sha256 = (key: string): Buffer => createHash('sha256').update(key, 'utf8').digest();
+
+/** BAD_REQUEST unless `name` is a non-empty string. */
+export const checkTenantName = (name: unknown): void => {
+  if (typeof name !== 'string' || name.trim() === '') {
+    throw new SandboxError('BAD_REQUEST', 'a tenant needs a non-empty name');
+  }
+};
+
+export const noTenant = (tenantId: string): SandboxError =>
+  new SandboxError('NOT_FOUND', `no tenant ${tenantId}`, { data: { tenantId } });
+
+/** A new tenant's row: a fresh id. */
+export const newTenant = (name: string, createdAt: number): Tenant => ({
+  id: `ten_${nanoid()}`,
+  name,
+  createdAt,
+});
+
+/** A fresh key: what the caller is shown once, and what the row keeps (hash and prefix). */
+export const newApiKey = (): { keyId: string; apiKey: string; hash: Buffer; prefix: string } => {
+  const apiKey = API_KEY_PREFIX + randomBytes(30).toString('base64url');
+  return { keyId: `key_${nanoid()}`, apiKey, hash: sha256(apiKey), prefix: apiKey.slice(0, PREFIX_LENGTH) };
+};
+
+export interface KeyRow {
+  id: string;
+  tenant_id: string;
+  prefix: string;
+  created_at: number;
+  revoked_at: number | null;
+}
+
+export const keyInfoOf = (k: KeyRow): ApiKeyInfo => {
+  const info: ApiKeyInfo = { id: k.id, tenantId: k.tenant_id, prefix: k.prefix, createdAt: k.created_at };
+  if (k.revoked_at !== null) info.revokedAt = k.revoked_at;
+  return info;
+};
+
+/** A live key that could be the one presented, with its tenant (verifyKey's one read). */
+export interface CandidateRow {
+  id: string;
+  hash: Uint8Array;
+  tenant_id: string;
+  tenant_name: string;
+  tenant_created_at: number;
+}
+
+export interface KeyVerifier {
+  /**
+   * The key's tenant, or undefined for unknown, malformed or revoked keys. A remembered key costs
+   * no read; any other one `read(prefix)` (the live keys with that prefix, joined with their tenant).
+   */
+  verify(
+    apiKey: string,
+    read: (prefix: string) => CandidateRow[] | Promise<CandidateRow[]>,
+  ): Promise<Tenant | undefined>;
+  /** Forgets a key (it is being revoked), so this process refuses it from the next request. */
+  forget(keyId: string): void;
+}
+
+export const createKeyVerifier = (now: () => number, keyCacheMs: number): KeyVerifier => {
+  /** sha256 hex → the key's tenant, its id (for forget) and until when it is trusted. */
+  const verified = new Map<string, { tenant: Tenant; keyId: string; until: number }>();
+  return {
+    async verify(apiKey, read) {
+      if (typeof apiKey !== 'string' || !KEY_SHAPE.test(apiKey)) return undefined;
+      const hash = sha256(apiKey);
+      const hex = hash.toString('hex');
+      const known = verified.get(hex);
+      if (known !== undefined) {
+        if (known.until > now()) return known.tenant;
+        verified.delete(hex);
+      }
+      const candidates = await read(apiKey.slice(0, PREFIX_LENGTH));
+      // Compare against every candidate so timing does not depend on which one matches.
+      let match: CandidateRow | undefined;
+      for (const row of candidates) {
+        const stored = Buffer.from(row.hash);
+        if (stored.length === hash.length && timingSafeEqual(stored, hash)) match = row;
+      }
+      if (match === undefined) return undefined;
+      const tenant: Tenant = {
+        id: match.tenant_id,
+        name: match.tenant_name,
+        createdAt: match.tenant_created_at,
+      };
+      if (keyCacheMs > 0) {
+        if (verified.size >= KEY_CACHE_MAX) verified.delete(verified.keys().next().value as string);
+        verified.set(hex, { tenant, keyId: match.id, until: now() + keyCacheMs });
+      }
+      return tenant;
+    },
+    forget(keyId) {
+      for (const [hex, entry] of verified) if (entry.keyId === keyId) verified.delete(hex);
+    },
+  };
+};
