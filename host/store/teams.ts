@@ -6,6 +6,15 @@
 import { SandboxError } from '../errors.ts';
 import { type Database, guarded, immediate } from './db.ts';
 
+/**
+ * A client's or a model's text (a run's description and output, a message's body) as both backends
+ * can store it: a NUL becomes U+FFFD. PostgreSQL's text refuses a NUL (a refused settle would
+ * leave its run running for good, and fail every start's resume() again) and libsql cuts the text
+ * at it.
+ */
+export const storableText = (text: string): string =>
+  text.includes('\0') ? text.replaceAll('\0', '\uFFFD') : text;
+
 /** Where a child's work stands, as its parent sees it. */
 export type ChildStatus =
   /** Its client runs it now (a `subagent` or wake-up request is pending). */
@@ -180,9 +189,9 @@ export const createTeamStore = (db: Database, now: () => number = Date.now): Tea
           run.agentId,
           run.tenantId,
           run.parentId,
-          run.description,
+          storableText(run.description),
           run.status,
-          run.output ?? null,
+          run.output === undefined ? null : storableText(run.output),
           run.requestId ?? null,
           stored.updatedAt,
         ),
@@ -202,7 +211,7 @@ export const createTeamStore = (db: Database, now: () => number = Date.now): Tea
         () =>
           settle.run(
             outcome.status,
-            outcome.output ?? null,
+            outcome.output === undefined ? null : storableText(outcome.output),
             now(),
             agentId,
             requestId ?? null,
@@ -226,8 +235,14 @@ export const createTeamStore = (db: Database, now: () => number = Date.now): Tea
             );
           const createdAt = now();
           const id = Number(
-            insert.run(item.tenantId, item.agentId, item.fromId, item.kind, item.body, createdAt)
-              .lastInsertRowid,
+            insert.run(
+              item.tenantId,
+              item.agentId,
+              item.fromId,
+              item.kind,
+              storableText(item.body),
+              createdAt,
+            ).lastInsertRowid,
           );
           return { ...item, id, createdAt };
         }),
