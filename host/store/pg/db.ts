@@ -12,7 +12,8 @@
 // - errors are translated once, here, into SandboxError STORE_FAILED with the original as `cause`
 //   and its SQLSTATE in `data.pgCode` (SandboxErrors pass through unchanged);
 // - a connection that dies while idle in the pool is reported to `onError`, never thrown into
-//   the event loop (pg emits it on the pool, and an unheard 'error' event ends the process).
+//   the event loop (pg emits it on the pool, and an unheard 'error' event ends the process); one
+//   that dies while a transaction holds it fails that transaction's queries and is dropped.
 import type { ConnectionOptions } from 'node:tls';
 import pg from 'pg';
 import { isSandboxError, messageOf, SandboxError } from '../../errors.ts';
@@ -210,6 +211,14 @@ export const openPgDatabase = (options: OpenPgDatabaseOptions): PgDatabase => {
     }
     let open = true;
     let broken: Error | undefined;
+    // pg emits a connection's death ('Connection terminated unexpectedly', a server restarting, a
+    // backend killed) on the client as well as to its queries, and the pool listens only while the
+    // client is idle: unheard while checked out here, it is an uncaught exception that ends the
+    // process. The queries already reject with it; the client is not handed out again.
+    const onDead = (cause: Error) => {
+      broken ??= cause;
+    };
+    client.on('error', onDead);
     const control = async (statement: string): Promise<void> => {
       try {
         await client.query(statement);
@@ -234,6 +243,9 @@ export const openPgDatabase = (options: OpenPgDatabaseOptions): PgDatabase => {
     } finally {
       open = false;
       client.release(broken);
+      // Removed only after release: pg-pool's own listener is back on an idle client, and a
+      // destroyed one may still report its end.
+      if (broken === undefined) client.removeListener('error', onDead);
     }
   };
 
