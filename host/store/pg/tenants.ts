@@ -3,7 +3,8 @@
 // creation; the database holds its SHA-256 and the short non-secret prefix that finds candidate
 // rows; verification compares hashes in constant time and ignores revoked keys. A key that is not
 // remembered costs one read (the key joined with its tenant); a verified key is remembered by its
-// SHA-256 for `keyCacheMs` (2 s). Revocation through this store forgets the key at once; a key
+// SHA-256 for `keyCacheMs` (2 s). Revocation through this store forgets the key at once, also
+// against a check whose read was in flight during it (it is not remembered); a key
 // revoked by another replica on the same database stops working here within keyCacheMs. Only
 // valid keys are remembered, at most KEY_CACHE_MAX of them. A tenant and its first key are made in
 // one transaction.
@@ -54,6 +55,11 @@ export const createPgTenantStore = (
   const keyCacheMs = options.keyCacheMs ?? 2000;
   /** sha256 hex → the key's tenant, its id (for revokeKey) and until when it is trusted. */
   const verified = new Map<string, { tenant: Tenant; keyId: string; until: number }>();
+  /**
+   * Bumped when a revocation ends: a key check whose read was in flight meanwhile may have read the
+   * key before it was revoked (its snapshot precedes the UPDATE's commit), so it is not remembered.
+   */
+  let revocations = 0;
 
   const getTenant = (id: string): Promise<Tenant | undefined> =>
     pgGuarded('read tenant', () => db.one<Tenant>(`SELECT ${TENANT} FROM tenants WHERE id = $1`, [id]));
@@ -128,6 +134,7 @@ export const createPgTenantStore = (
         if (known.until > now()) return known.tenant;
         verified.delete(hex);
       }
+      const revoked = revocations;
       const candidates = await pgGuarded('verify api key', () =>
         db.many<CandidateRow>(
           `SELECT k.id, k.hash, t.id AS tenant_id, t.name AS tenant_name, t.created_at AS tenant_created_at
@@ -147,7 +154,7 @@ export const createPgTenantStore = (
         name: match.tenant_name,
         createdAt: match.tenant_created_at,
       };
-      if (keyCacheMs > 0) {
+      if (keyCacheMs > 0 && revoked === revocations) {
         if (verified.size >= KEY_CACHE_MAX) verified.delete(verified.keys().next().value as string);
         verified.set(hex, { tenant, keyId: match.id, until: now() + keyCacheMs });
       }
@@ -156,10 +163,19 @@ export const createPgTenantStore = (
 
     async revokeKey(keyId) {
       for (const [hex, entry] of verified) if (entry.keyId === keyId) verified.delete(hex);
-      const { rowCount } = await pgGuarded('revoke api key', () =>
-        db.query('UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL', [now(), keyId]),
-      );
-      return rowCount > 0;
+      try {
+        const { rowCount } = await pgGuarded('revoke api key', () =>
+          db.query('UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL', [
+            now(),
+            keyId,
+          ]),
+        );
+        return rowCount > 0;
+      } finally {
+        // Again: a check that read the key while the UPDATE ran may have remembered it since.
+        revocations++;
+        for (const [hex, entry] of verified) if (entry.keyId === keyId) verified.delete(hex);
+      }
     },
   };
 };
