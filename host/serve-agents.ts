@@ -118,10 +118,13 @@ export function startAgents(config: Config, parts: ServerAgentParts, log: (line:
   // Agents deleted while their sandbox could not be removed (a crash, an engine error) lose it now.
   void agents
     .reapDeleted((id, e) => log(`could not remove the sandbox of deleted agent ${id}: ${String(e)}`))
-    .then((n) => n > 0 && log(`removed the sandboxes of ${n} deleted agent(s)`));
+    .then((n) => n > 0 && log(`removed the sandboxes of ${n} deleted agent(s)`))
+    // The store's list can fail (on PostgreSQL: a server restarting); unheard, it would end the process.
+    .catch((e: unknown) => log(`could not reap the sandboxes of deleted agents: ${String(e)}`));
   // Plugins that were running when the service stopped run again (their tools come back with them).
   void agents
     .resumePlugins((id, e) => log(`could not start plugin ${id} again: ${String(e)}`))
-    .then((n) => n > 0 && log(`started ${n} plugin(s) again`));
+    .then((n) => n > 0 && log(`started ${n} plugin(s) again`))
+    .catch((e: unknown) => log(`could not list the plugins to start again: ${String(e)}`));
   return assembled;
 }

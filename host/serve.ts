@@ -70,6 +70,28 @@ const ensureDefaultTenant = async (
   }
 };
 
+/**
+ * Where the store's background failures go (an event write to be retried, a pooled connection
+ * lost, a request timer's read): the log, at most one line per STORE_TROUBLE_MS, with how many
+ * came meanwhile, so an outage of the database is visible without flooding the log.
+ */
+const STORE_TROUBLE_MS = 5000;
+const storeTrouble = (log: (line: string) => void): ((error: unknown) => void) => {
+  let last = 0;
+  let quiet = 0;
+  return (error) => {
+    const now = Date.now();
+    if (now - last < STORE_TROUBLE_MS) {
+      quiet++;
+      return;
+    }
+    const more = quiet === 0 ? '' : ` (and ${quiet} more since the last line)`;
+    log(`store: ${error instanceof Error ? error.message : String(error)}${more}`);
+    last = now;
+    quiet = 0;
+  };
+};
+
 export const startServer = async (config: Config, options: StartOptions = {}): Promise<Running> => {
   const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
   if (!options.sandboxes) sandboxImageOf(config); // refused before anything is made
@@ -83,6 +105,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
       logBudgetBytes: config.tenantLogBytes,
       ...(config.secretsKey === undefined ? {} : { secretsKey: config.secretsKey }),
       log,
+      onError: storeTrouble(log),
     }));
   await ensureDefaultTenant(store, config, log);
   const { egress, sandboxEgress } = startEgress(config, store, log);

@@ -8,7 +8,7 @@
 // Invariants: a fire removes a one-shot schedule (or advances a recurring one) in the same
 // transaction that makes its request, so it fires at most once per due time even across restarts;
 // a schedule whose agent is gone never fires and is removed; the count per agent and the shortest
-// period are enforced at create.
+// period are enforced at create; a failed read or fire is tried again after RETRY_MS, never at once.
 import type { RequestStore } from '../requests/index.ts';
 import type { AgentStore, EventLog, ScheduleRecord, ScheduleStore } from '../store/index.ts';
 import type {
@@ -51,6 +51,8 @@ export interface Scheduler extends ScheduleService {
 
 /** setTimeout's limit; a later schedule re-arms on the way. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
+/** How long after a failed read or fire the store is asked again. */
+const RETRY_MS = 5000;
 /** Schedules fired per wake-up; the rest fire at the next one, right after. */
 const FIRE_BATCH = 100;
 
@@ -103,23 +105,27 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   async function wake(): Promise<void> {
     timer = undefined;
     if (closed) return;
+    let failed = false;
     try {
       const at = now();
       for (const record of await schedules.due(at, FIRE_BATCH)) {
         try {
           await fireSchedule(options, ttlMs, record, at);
         } catch (error) {
+          failed = true;
           options.onError?.(error);
         }
       }
     } catch (error) {
+      failed = true;
       options.onError?.(error);
     }
-    await arm();
+    // A fire that failed left its schedule due: without a pause it would be fired again at once.
+    await arm(failed ? now() + RETRY_MS : 0);
   }
 
-  /** (Re-)arms the one timer for the soonest schedule. Never rejects. */
-  async function arm(): Promise<void> {
+  /** (Re-)arms the one timer for the soonest schedule, not before `notBefore`. Never rejects. */
+  async function arm(notBefore = 0): Promise<void> {
     if (!started || closed) return;
     const mine = ++arming;
     let next: number | undefined;
@@ -127,14 +133,17 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       next = await schedules.nextDue();
     } catch (error) {
       options.onError?.(error);
-      next = now() + 5000; // the store failed: look again soon
+      next = now() + RETRY_MS; // the store failed: look again soon
     }
     // A later arm() read the store after this one did, or the scheduler closed meanwhile.
     if (mine !== arming || closed) return;
     clearTimeout(timer);
     timer = undefined;
     if (next === undefined) return;
-    timer = setTimeout(() => void wake(), Math.min(MAX_TIMER_MS, Math.max(0, next - now())));
+    timer = setTimeout(
+      () => void wake(),
+      Math.min(MAX_TIMER_MS, Math.max(0, next - now(), notBefore - now())),
+    );
     // The HTTP server keeps the process up; a scheduler alone must not.
     timer.unref();
   }

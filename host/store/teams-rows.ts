@@ -51,13 +51,22 @@ export const runOf = (r: RunRow): ChildRun => ({
 });
 
 /** A run's values in the column order of `child_runs` (agent_id … updated_at). */
+/**
+ * A client's or a model's text (a run's description and output, a message's body) as both backends
+ * can store it: a NUL becomes U+FFFD. PostgreSQL's text refuses a NUL (a refused settle would
+ * leave its run running for good, and fail every start's resume() again) and libsql cuts the text
+ * at it.
+ */
+export const storableText = (text: string): string =>
+  text.includes('\0') ? text.replaceAll('\0', '\uFFFD') : text;
+
 export const runParams = (run: ChildRun): (string | number | null)[] => [
   run.agentId,
   run.tenantId,
   run.parentId,
-  run.description,
+  storableText(run.description),
   run.status,
-  run.output ?? null,
+  run.output === undefined ? null : storableText(run.output),
   run.requestId ?? null,
   run.updatedAt,
 ];

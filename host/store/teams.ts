@@ -14,6 +14,7 @@ import {
   type RunRow,
   runOf,
   runParams,
+  storableText,
 } from './teams-rows.ts';
 
 export type { ChildRun, ChildStatus, MailItem, MailKind, NewMailItem, TeamStore } from './teams-port.ts';
@@ -74,7 +75,7 @@ export const createTeamStore = (db: Database, now: () => number = Date.now): Tea
         () =>
           settle.run(
             outcome.status,
-            outcome.output ?? null,
+            outcome.output === undefined ? null : storableText(outcome.output),
             now(),
             agentId,
             requestId ?? null,
@@ -91,8 +92,14 @@ export const createTeamStore = (db: Database, now: () => number = Date.now): Tea
           checkMailboxRoom(item, n, max);
           const createdAt = now();
           const id = Number(
-            insert.run(item.tenantId, item.agentId, item.fromId, item.kind, item.body, createdAt)
-              .lastInsertRowid,
+            insert.run(
+              item.tenantId,
+              item.agentId,
+              item.fromId,
+              item.kind,
+              storableText(item.body),
+              createdAt,
+            ).lastInsertRowid,
           );
           return { ...item, id, createdAt };
         }),

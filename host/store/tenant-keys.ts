@@ -5,7 +5,7 @@
 // (pg/tenants.ts) backends keep only their SQL and transactions. Imports no backend.
 // Invariants (the cache): only keys that verified are remembered, by their SHA-256, for
 // `keyCacheMs`, at most KEY_CACHE_MAX of them (the oldest is forgotten first); forget() drops a
-// revoked key at once. Every candidate row is compared, so timing does not say which one matched.
+// revoked key at once, and a check whose read overlapped a revocation is not remembered. Every candidate row is compared, so timing does not say which one matched.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { nanoid } from 'nanoid';
 import { SandboxError } from '../errors.ts';
@@ -78,11 +78,22 @@ export interface KeyVerifier {
   ): Promise<Tenant | undefined>;
   /** Forgets a key (it is being revoked), so this process refuses it from the next request. */
   forget(keyId: string): void;
+  /**
+   * A revocation of `keyId` ended (stored or failed): forgets it again, and keeps a check whose
+   * read was in flight meanwhile from remembering it (its read may precede the revocation's commit,
+   * on a backend whose reads are not synchronous).
+   */
+  revoked(keyId: string): void;
 }
 
 export const createKeyVerifier = (now: () => number, keyCacheMs: number): KeyVerifier => {
   /** sha256 hex → the key's tenant, its id (for forget) and until when it is trusted. */
   const verified = new Map<string, { tenant: Tenant; keyId: string; until: number }>();
+  /** Bumped when a revocation ends: a check that read before it is not remembered. */
+  let revocations = 0;
+  const forget = (keyId: string): void => {
+    for (const [hex, entry] of verified) if (entry.keyId === keyId) verified.delete(hex);
+  };
   return {
     async verify(apiKey, read) {
       if (typeof apiKey !== 'string' || !KEY_SHAPE.test(apiKey)) return undefined;
@@ -93,6 +104,7 @@ export const createKeyVerifier = (now: () => number, keyCacheMs: number): KeyVer
         if (known.until > now()) return known.tenant;
         verified.delete(hex);
       }
+      const revoked = revocations;
       const candidates = await read(apiKey.slice(0, PREFIX_LENGTH));
       // Compare against every candidate so timing does not depend on which one matches.
       let match: CandidateRow | undefined;
@@ -106,14 +118,16 @@ export const createKeyVerifier = (now: () => number, keyCacheMs: number): KeyVer
         name: match.tenant_name,
         createdAt: match.tenant_created_at,
       };
-      if (keyCacheMs > 0) {
+      if (keyCacheMs > 0 && revoked === revocations) {
         if (verified.size >= KEY_CACHE_MAX) verified.delete(verified.keys().next().value as string);
         verified.set(hex, { tenant, keyId: match.id, until: now() + keyCacheMs });
       }
       return tenant;
     },
-    forget(keyId) {
-      for (const [hex, entry] of verified) if (entry.keyId === keyId) verified.delete(hex);
+    forget,
+    revoked(keyId) {
+      revocations++;
+      forget(keyId);
     },
   };
 };

@@ -192,16 +192,24 @@ export function createRuns(options: RunsOptions): Runs {
 
   async function resume(): Promise<number> {
     let watched = 0;
+    let failure: { error: unknown } | undefined;
     for (const run of await teams.runsWith('running')) {
       if (run.requestId === undefined) continue;
-      const request = await requests.get(run.requestId);
-      if (request === undefined) await settle(run.agentId, run.requestId, { status: 'cancelled' });
-      else if (request.state !== 'pending') await settle(run.agentId, run.requestId, outcomeOf(request));
-      else {
-        watch(run.agentId, request);
-        watched++;
+      // One run the store fails on must not leave the runs after it unwatched; the first failure
+      // is thrown once every run was tried (the run stays running, for the next start).
+      try {
+        const request = await requests.get(run.requestId);
+        if (request === undefined) await settle(run.agentId, run.requestId, { status: 'cancelled' });
+        else if (request.state !== 'pending') await settle(run.agentId, run.requestId, outcomeOf(request));
+        else {
+          watch(run.agentId, request);
+          watched++;
+        }
+      } catch (error) {
+        failure ??= { error };
       }
     }
+    if (failure !== undefined) throw failure.error;
     return watched;
   }
 

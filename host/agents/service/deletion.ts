@@ -119,7 +119,8 @@ export function createDeletion(options: DeletionOptions): Deletion {
     if (retry || options.isClosing()) return;
     retry = setTimeout(() => {
       retry = undefined;
-      void reapDeleted(() => retryReap()); // still failing: once more later
+      // Still failing, or the store's list failed (its rejection unheard would end the process): once more later.
+      reapDeleted(() => retryReap()).catch(() => retryReap());
     }, options.reapRetryMs);
     retry.unref();
   }

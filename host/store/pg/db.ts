@@ -10,9 +10,11 @@
 //   await only queries on the handle it is given, never other I/O, and the handle refuses
 //   queries once the transaction has ended;
 // - errors are translated once, here, into SandboxError STORE_FAILED with the original as `cause`
-//   and its SQLSTATE in `data.pgCode` (SandboxErrors pass through unchanged);
+//   and its SQLSTATE in `data.pgCode` (SandboxErrors pass through unchanged), except a caller's
+//   text with a NUL in it (text cannot hold one): BAD_REQUEST, the client's mistake;
 // - a connection that dies while idle in the pool is reported to `onError`, never thrown into
-//   the event loop (pg emits it on the pool, and an unheard 'error' event ends the process).
+//   the event loop (pg emits it on the pool, and an unheard 'error' event ends the process); one
+//   that dies while a transaction holds it fails that transaction's queries and is dropped.
 import type { ConnectionOptions } from 'node:tls';
 import pg from 'pg';
 import { isSandboxError, messageOf, SandboxError } from '../../errors.ts';
@@ -82,6 +84,8 @@ const HINTS: Record<string, string> = {
   '57P01': 'the server is shutting down or restarting; retry',
   '57P03': 'the server is starting up; retry',
 };
+/** SQLSTATE 22021: what the server answers a text parameter with a NUL in it. */
+const NUL_IN_TEXT = '22021';
 const NETWORK_HINT = 'is PostgreSQL running and reachable at the host in DSH_DB?';
 
 /** Translates anything pg throws into STORE_FAILED (SandboxErrors pass through unchanged). */
@@ -92,6 +96,14 @@ export const pgStoreError = (operation: string, cause: unknown): SandboxError =>
   const pgCode = code !== undefined && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
   const network = code !== undefined && pgCode === undefined && /^E[A-Z]+$/.test(code);
   const hint = pgCode !== undefined ? HINTS[pgCode] : network ? NETWORK_HINT : undefined;
+  // Only a caller's text reaches the server with a NUL (every string pg sends is otherwise valid
+  // UTF-8): the call is the client's mistake, not the server's, and must not be retried as a 500.
+  if (pgCode === NUL_IN_TEXT)
+    return new SandboxError(
+      'BAD_REQUEST',
+      'A text holds a NUL character (\\0), which the store cannot hold; remove it and send again.',
+      { cause, data: { operation, pgCode } },
+    );
   return new SandboxError(
     'STORE_FAILED',
     `store: ${operation} failed: ${messageOf(cause)}${hint === undefined ? '' : ` (${hint})`}`,
@@ -210,6 +222,14 @@ export const openPgDatabase = (options: OpenPgDatabaseOptions): PgDatabase => {
     }
     let open = true;
     let broken: Error | undefined;
+    // pg emits a connection's death ('Connection terminated unexpectedly', a server restarting, a
+    // backend killed) on the client as well as to its queries, and the pool listens only while the
+    // client is idle: unheard while checked out here, it is an uncaught exception that ends the
+    // process. The queries already reject with it; the client is not handed out again.
+    const onDead = (cause: Error) => {
+      broken ??= cause;
+    };
+    client.on('error', onDead);
     const control = async (statement: string): Promise<void> => {
       try {
         await client.query(statement);
@@ -234,6 +254,9 @@ export const openPgDatabase = (options: OpenPgDatabaseOptions): PgDatabase => {
     } finally {
       open = false;
       client.release(broken);
+      // Removed only after release: pg-pool's own listener is back on an idle client, and a
+      // destroyed one may still report its end.
+      if (broken === undefined) client.removeListener('error', onDead);
     }
   };
 

@@ -55,8 +55,18 @@ export const SERVICE_LOCK_KEY = 0x6473_682d_7376_6321n;
  * several replicas can share a database (they would assign one session's seqs twice and adopt each
  * other's containers), a second service on the same database stops here.
  */
-const holdDatabase = async (db: PgDatabase, url: string): Promise<pg.PoolClient> => {
+const holdDatabase = async (
+  db: PgDatabase,
+  url: string,
+  onError: OpenPgStoreOptions['onError'],
+): Promise<pg.PoolClient> => {
   const client = await pgGuarded('connect', () => db.pool.connect());
+  // Out of the pool, nobody else hears this connection die (a server restarting, the backend
+  // terminated): pg emits it as an 'error' event, which unheard is an uncaught exception that ends
+  // the process. Told instead: the lock is gone with it.
+  client.on('error', (cause) =>
+    onError?.(pgStoreError('hold the database lock (its connection ended; the lock is released)', cause)),
+  );
   try {
     const { rows } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [
       SERVICE_LOCK_KEY.toString(),
@@ -83,7 +93,7 @@ export const openPgStore = async (options: OpenPgStoreOptions): Promise<Store> =
   });
   let owner: pg.PoolClient | undefined;
   try {
-    owner = await holdDatabase(db, options.url);
+    owner = await holdDatabase(db, options.url, onError);
     await migratePg(db);
     const instanceId = await pgInstanceIdOf(db);
     const now = options.now ?? Date.now;

@@ -22,6 +22,7 @@ import {
   type RunRow,
   runOf,
   runParams,
+  storableText,
 } from '../teams-rows.ts';
 import { type PgDatabase, pgGuarded } from './db.ts';
 
@@ -62,7 +63,13 @@ export const createPgTeamStore = (db: PgDatabase, now: () => number = Date.now):
       const { rowCount } = await db.query(
         `UPDATE child_runs SET status = $1, output = coalesce($2, output), request_id = NULL, updated_at = $3
          WHERE agent_id = $4 AND status = 'running' AND ($5::text IS NULL OR request_id = $5)`,
-        [outcome.status, outcome.output ?? null, now(), agentId, requestId ?? null],
+        [
+          outcome.status,
+          outcome.output === undefined ? null : storableText(outcome.output),
+          now(),
+          agentId,
+          requestId ?? null,
+        ],
       );
       return rowCount > 0;
     }),
@@ -88,7 +95,7 @@ export const createPgTeamStore = (db: PgDatabase, now: () => number = Date.now):
         const inserted = await tx.one<{ id: number }>(
           `INSERT INTO mailbox (tenant_id, agent_id, from_id, kind, body, created_at)
            VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
-          [item.tenantId, item.agentId, item.fromId, item.kind, item.body, createdAt],
+          [item.tenantId, item.agentId, item.fromId, item.kind, storableText(item.body), createdAt],
         );
         return { ...item, id: inserted!.id, createdAt };
       }),

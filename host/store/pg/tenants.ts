@@ -3,7 +3,8 @@
 // creation; the database holds its SHA-256 and the short non-secret prefix that finds candidate
 // rows; verification compares hashes in constant time and ignores revoked keys. A key that is not
 // remembered costs one read (the key joined with its tenant); a verified key is remembered by its
-// SHA-256 for `keyCacheMs` (2 s). Revocation through this store forgets the key at once; a key
+// SHA-256 for `keyCacheMs` (2 s). Revocation through this store forgets the key at once, also
+// against a check whose read was in flight during it (it is not remembered); a key
 // revoked by another replica on the same database stops working here within keyCacheMs. Only
 // valid keys are remembered, at most KEY_CACHE_MAX of them. A tenant and its first key are made in
 // one transaction.
@@ -97,10 +98,18 @@ export const createPgTenantStore = (
 
     async revokeKey(keyId) {
       verifier.forget(keyId);
-      const { rowCount } = await pgGuarded('revoke api key', () =>
-        db.query('UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL', [now(), keyId]),
-      );
-      return rowCount > 0;
+      try {
+        const { rowCount } = await pgGuarded('revoke api key', () =>
+          db.query('UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL', [
+            now(),
+            keyId,
+          ]),
+        );
+        return rowCount > 0;
+      } finally {
+        // A check that read the key while the UPDATE ran may have remembered it since.
+        verifier.revoked(keyId);
+      }
     },
   };
 };

@@ -43,6 +43,16 @@ export const runTeamStoreContract = (name: string, openStore: OpenTeamStore) => 
         expect((await teams.list('agt_1', { afterId: first.id })).map((m) => m.body)).toEqual(['two']);
       });
 
+      it('take a body with a NUL in it like any other text', async () => {
+        // A model's or a client's text: Postgres text cannot hold a NUL, and a refused post would
+        // lose a child's report. Every backend stores it (PostgreSQL with U+FFFD in its place).
+        const { teams } = await open();
+        await teams.post(mail('agt_1', 'be\0fore'), 10);
+        expect((await teams.undelivered('agt_1')).map((m) => m.body)).toEqual([
+          expect.stringMatching(/^be.fore$/),
+        ]);
+      });
+
       it('survive a restart', async (ctx) => {
         const { teams, reopen } = await open();
         if (reopen === undefined) return ctx.skip();
@@ -133,6 +143,21 @@ export const runTeamStoreContract = (name: string, openStore: OpenTeamStore) => 
         await teams.putRun({ ...run, status: 'running', requestId: 'req_3' });
         expect((await teams.runsWith('running')).map((r) => r.requestId)).toEqual(['req_3']);
         expect(await teams.run('agt_missing')).toBeUndefined();
+      });
+
+      it('settle with an output that holds a NUL, as with any other text', async () => {
+        // The output is what the client answered: refused, the run would stay running for good (a
+        // foreground spawn waiting on it, and every start's resume() failing on it again).
+        const { teams } = await open();
+        await teams.putRun({ ...run, status: 'running', requestId: 'req_2', description: 'd\0' });
+        expect(await teams.settleRun('agt_c', 'req_2', { status: 'completed', output: 'do\0ne' })).toBe(true);
+        expect(await teams.run('agt_c')).toMatchObject({
+          status: 'completed',
+          description: expect.stringMatching(/^d.$/),
+          output: expect.stringMatching(/^do.ne$/),
+        });
+        await teams.putRun({ ...run, status: 'completed', output: 'idle\0' });
+        expect((await teams.run('agt_c'))?.output).toMatch(/^idle.$/);
       });
 
       it('are still there after a restart', async (ctx) => {

@@ -1,0 +1,82 @@
+// A small pool stays usable after hundreds of failing operations of every kind a store makes: a
+// transaction whose fn throws, a statement the server refuses inside and outside a transaction (a
+// NUL in a text parameter among them), and a connection that dies mid-transaction. None of them
+// may keep a connection checked out, or the next query would wait for a slot that never frees;
+// and a connection dying while checked out (in a transaction, or the service's lock holder) must
+// not reach the process as an uncaught 'error' event (vitest reports those as unhandled errors).
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { SandboxError } from '../../../host/errors.ts';
+import type { PgDatabase } from '../../../host/store/pg/db.ts';
+import { openPgStore } from '../../../host/store/pg/index.ts';
+import { createStoreDatabase, describePostgres, type StoreDatabase } from '../../helpers/postgres.ts';
+import { until } from '../../helpers/until.ts';
+
+describePostgres('postgres pool under errors', () => {
+  let database: StoreDatabase;
+  let db: PgDatabase;
+  beforeAll(async () => {
+    database = await createStoreDatabase();
+    db = database.open({ poolSize: 2 });
+  });
+  afterAll(() => database?.drop());
+
+  const refused = async (work: () => Promise<unknown>) => {
+    await expect(work()).rejects.toBeInstanceOf(SandboxError);
+  };
+
+  it('gives every connection back, whatever failed', async () => {
+    const rounds = 60;
+    const failures: Array<() => Promise<unknown>> = [
+      () =>
+        db.tx(async (tx) => {
+          await tx.query('SELECT 1');
+          throw new SandboxError('CONFLICT', 'fn changed its mind');
+        }),
+      () => db.tx((tx) => tx.query('SELECT * FROM no_such_table')),
+      () => db.query('INSERT INTO meta (key, value) VALUES ($1, $2)', ['k', 'a\0b']),
+      () => db.tx((tx) => tx.query('INSERT INTO meta (key, value) VALUES ($1, $2)', ['k2', 'a\0b'])),
+      () => db.query('SELECT $1::int', ['not a number']),
+    ];
+    for (let round = 0; round < rounds; round++) {
+      await Promise.all(failures.map((fail) => refused(fail)));
+    }
+    // A connection that dies inside a transaction: its ROLLBACK fails too, and the pool drops it.
+    for (let round = 0; round < 10; round++) {
+      await refused(() =>
+        db.tx(async (tx) => {
+          await tx.query('SELECT pg_terminate_backend(pg_backend_pid())');
+        }),
+      );
+    }
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => db.one<{ n: number }>('SELECT $1::int8 AS n', [i])),
+    );
+    expect(answers.map((a) => a?.n)).toEqual(Array.from({ length: 20 }, (_, i) => i));
+    expect(await db.tx(async (tx) => (await tx.one<{ n: number }>('SELECT 7::int8 AS n'))?.n)).toBe(7);
+    expect(db.pool.totalCount).toBeLessThanOrEqual(2);
+    expect(db.pool.waitingCount).toBe(0);
+  });
+
+  it("reports the death of the connection that holds the service's database lock instead of crashing", async () => {
+    const errors: SandboxError[] = [];
+    const store = await openPgStore({
+      url: database.url,
+      poolSize: 2,
+      secretsKey: randomBytes(32),
+      onError: (error) => errors.push(error as SandboxError),
+    });
+    try {
+      // The lock's holder (a server restarting, an administrator, a proxy timing it out) goes away.
+      const { rowCount } = await db.query(
+        "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid != pg_backend_pid()",
+      );
+      expect(rowCount).toBe(1);
+      await until(() => errors.length > 0);
+      expect(errors[0]).toMatchObject({ code: 'STORE_FAILED', message: expect.stringContaining('lock') });
+      expect((await store.tenants.listTenants()).length).toBeGreaterThanOrEqual(0);
+    } finally {
+      await store.close();
+    }
+  });
+});
