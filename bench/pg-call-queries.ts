@@ -60,6 +60,18 @@ try {
           url: postgresUrl(cluster.socketDir, 'call_queries'),
           secretsKey: Buffer.alloc(32, 7),
         });
+  // How long each append() takes to answer (the pipeline awaits its verdict before answering?).
+  const appends: number[] = [];
+  const append = store.events.append.bind(store.events);
+  store.events.append = (inputs) => {
+    const t = performance.now();
+    const answered = append(inputs);
+    void answered.then(
+      () => appends.push(performance.now() - t),
+      () => {},
+    );
+    return answered;
+  };
   const config = loadConfig({ host: '127.0.0.1', port: 0, dataDir: dir, tenantConcurrency: 1000 }, {});
   const server = await startServer(config, {
     sandboxes: createMemoryProvider(),
@@ -100,6 +112,10 @@ try {
         JSON.stringify(Object.fromEntries(kinds)),
       );
       log = undefined;
+      const sorted = appends.splice(0).sort((a, b) => a - b);
+      console.log(
+        `  append() answered: median ${((sorted[sorted.length >> 1] ?? 0) * 1000).toFixed(0)} µs, p90 ${((sorted[Math.floor(sorted.length * 0.9)] ?? 0) * 1000).toFixed(0)} µs over ${sorted.length}`,
+      );
     }
     for (let round = 0; round < Number(process.env.ROUNDS ?? 2); round++) {
       await new Promise((resolve) => setTimeout(resolve, 200));
