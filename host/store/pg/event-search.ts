@@ -78,7 +78,7 @@ export const createPgEventSearch = (db: PgDatabase): EventSearch => ({
     // nested loop then looks up the sessions of the newest matches only until the limit is met,
     // instead of joining every match (15k for a frequent word) before a top-N sort. The cost
     // left is the GIN scan and the heap visits that recheck each match (weights need the tsvector):
-    // see bench/pg-search-explain.ts.
+    // see bench/lib/pg-search-explain.ts.
     const sql = `WITH hits AS MATERIALIZED (
         SELECT m.id, m.session_id, m.seq, m.type, m.surface, m.at FROM event_index m
         WHERE ${where.join(' AND ')}

@@ -1,13 +1,17 @@
 // EXPLAIN (ANALYZE, BUFFERS) of the session searches bench/store-backends.ts part 3 times on
 // PostgreSQL: the same fill (100k events of one tenant in 10 sessions, 20k of another), the same
 // queries, each search's SQL captured from the pool and explained after a warm-up run. A tool for
-// reading plans, not a figure of the bench. Run: node --no-node-snapshot bench/pg-search-explain.ts
+// reading plans, not a figure of the bench (bench/lib: `npm run bench` does not run it).
+// Run: node --no-node-snapshot bench/lib/pg-search-explain.ts; QUERIES=a,b picks the searches,
+// SESSIONS=1 limits them to one session, SQL=1 prints each statement, SETUP=<file> runs SQL after
+// the fill (an ANALYZE, an index to try), ALT=<file> times and explains candidate statements
+// (separated by lines of `---`) with the captured statement's parameters.
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
-import { openPgStore } from '../host/store/pg/index.ts';
-import type { SessionEventInput } from '../host/store/types.ts';
-import { findPostgresBin } from '../scripts/setup/postgres.ts';
-import { postgresUrl, startPostgresCluster } from '../tests/helpers/postgres-cluster.ts';
+import { openPgStore } from '../../host/store/pg/index.ts';
+import type { SessionEventInput } from '../../host/store/types.ts';
+import { findPostgresBin } from '../../scripts/setup/postgres.ts';
+import { postgresUrl, startPostgresCluster } from '../../tests/helpers/postgres-cluster.ts';
 
 const EVENTS = Number(process.env.BENCH_SEARCH_EVENTS ?? 100_000);
 const bin = await findPostgresBin();

@@ -1,19 +1,21 @@
 // The statements one HTTP call (bench/store-backends.ts part 2: a one-call batch reading 1 KB,
 // memory sandbox) sends to PostgreSQL, in order, with when each started and ended relative to the
 // request and whether it ended before the response arrived ('during') or after. A tool for
-// reading the request path, not a figure of the bench. Run: node --no-node-snapshot bench/pg-call-queries.ts
+// reading the request path, not a figure of the bench (bench/lib: `npm run bench` does not run it).
+// Run: node --no-node-snapshot bench/lib/pg-call-queries.ts; BACKEND=libsql runs the loop on libsql,
+// ROUNDS=n lists n single calls (default 2).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { loadConfig } from '../host/config.ts';
-import { createMemoryProvider } from '../host/sandbox/memory/provider.ts';
-import { startServer } from '../host/serve.ts';
-import { openStore } from '../host/store/index.ts';
-import { openPgStore } from '../host/store/pg/index.ts';
-import { findPostgresBin } from '../scripts/setup/postgres.ts';
-import { postgresUrl, startPostgresCluster } from '../tests/helpers/postgres-cluster.ts';
-import { noIsolates } from './lib/no-isolates.ts';
+import { loadConfig } from '../../host/config.ts';
+import { createMemoryProvider } from '../../host/sandbox/memory/provider.ts';
+import { startServer } from '../../host/serve.ts';
+import { openStore } from '../../host/store/index.ts';
+import { openPgStore } from '../../host/store/pg/index.ts';
+import { findPostgresBin } from '../../scripts/setup/postgres.ts';
+import { postgresUrl, startPostgresCluster } from '../../tests/helpers/postgres-cluster.ts';
+import { noIsolates } from './no-isolates.ts';
 
 const bin = await findPostgresBin();
 if (bin === undefined) throw new Error('no PostgreSQL binaries: run `npm run setup`');
