@@ -170,6 +170,40 @@ describePostgres('EventLog (postgres)', () => {
     }
   });
 
+  it('writes a batch larger than one statement (2,500 events in one append) as libsql does', async () => {
+    database = await createStoreDatabase();
+    const options = { tenantOf: (s: string) => s.split(':')[0]!, now: () => 1000 };
+    const pgLog = createPgEventLog(database.open(), options);
+    const temp = tempDatabase();
+    const libsqlLog = createLibsqlEventLog(temp.connect(), options);
+    const batch = Array.from({ length: 2500 }, (_, i) =>
+      ev(['a:1', 'a:2', 'b:1'][i % 3] as string, i % 2 === 0 ? 'tool.call' : 'tool.result', i),
+    );
+    try {
+      const [pgEvents, libsqlEvents] = await Promise.all([pgLog.append(batch), libsqlLog.append(batch)]);
+      expect(pgEvents.map((e) => e.seq)).toEqual(libsqlEvents.map((e) => e.seq));
+      await Promise.all([pgLog.flush(), libsqlLog.flush()]);
+      const reader = createPgEventLog(database.open(), options);
+      for (const session of ['a:1', 'a:2', 'b:1']) {
+        const stored = await reader.list(session, { limit: 5000 });
+        expect(stored).toEqual(await libsqlLog.list(session, { limit: 5000 }));
+        expect(stored.map((e) => e.seq)).toEqual(Array.from({ length: stored.length }, (_, i) => i + 1));
+      }
+      const sorted = (u: { tenantId: string; bytes: number }[]) =>
+        u
+          .map(({ tenantId, bytes }) => ({ tenantId, bytes }))
+          .sort((x, y) => (x.tenantId < y.tenantId ? -1 : 1));
+      expect(sorted(await reader.usage())).toEqual(sorted(await libsqlLog.usage()));
+      // The next append of a session goes on after the batch, on a restarted log too.
+      const [next] = await reader.append([ev('a:1', 'tool.call', 9)]);
+      expect(next?.seq).toBe(835);
+      await reader.close();
+    } finally {
+      await Promise.all([pgLog.close(), libsqlLog.close()]);
+      temp.cleanup();
+    }
+  });
+
   it('indexes a row that stores many new payloads at once within what a tsvector holds', async () => {
     database = await createStoreDatabase();
     const db = database.open();
