@@ -19,11 +19,11 @@ import { createMemoryProvider } from '../host/sandbox/memory/provider.ts';
 import { startServer } from '../host/serve.ts';
 import { openStore, type Store } from '../host/store/index.ts';
 import { openPgStore } from '../host/store/pg/index.ts';
-import type { SessionEventInput } from '../host/store/types.ts';
 import { findPostgresBin } from '../scripts/setup/postgres.ts';
 import { postgresUrl, startPostgresCluster } from '../tests/helpers/postgres-cluster.ts';
 import { batchRun } from './lib/batch-run.ts';
 import { noIsolates } from './lib/no-isolates.ts';
+import { fillSearchLog, readOverHttp } from './lib/store-workloads.ts';
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1] as number;
 const SEARCH_EVENTS = Number(process.env.BENCH_SEARCH_EVENTS ?? 100_000);
@@ -95,26 +95,11 @@ const http = async () => {
       log: () => {},
     });
     try {
-      const { apiKey } = await store.tenants.createTenant('bench');
-      const headers = { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' };
-      const created = await fetch(`${server.url}/v1/agents`, { method: 'POST', headers, body: '{}' });
-      const agentId = ((await created.json()) as { id: string }).id;
-      const post = async (calls: unknown[]) => {
-        const r = await fetch(`${server.url}/v1/agents/${agentId}/calls`, {
-          method: 'POST',
-          headers,
-          body: JSON.stringify({ calls }),
-        });
-        const json = (await r.json()) as { results: { ok: boolean }[] };
-        if (!json.results[0]?.ok) throw new Error(`${backend}: call failed: ${JSON.stringify(json)}`);
-      };
-      await post([{ id: 'w', name: 'write', arguments: { file_path: 'b.txt', content: 'x'.repeat(1000) } }]);
-      const read = [{ id: 'r', name: 'read', arguments: { file_path: 'b.txt' } }];
-      for (let i = 0; i < 50; i++) await post(read);
+      const call = await readOverHttp(server.url, store);
       const rounds: number[] = [];
       for (let round = 0; round < 5; round++) {
         const t = performance.now();
-        for (let i = 0; i < HTTP_CALLS; i++) await post(read);
+        for (let i = 0; i < HTTP_CALLS; i++) await call();
         rounds.push(((performance.now() - t) * 1000) / HTTP_CALLS);
       }
       figures[backend] = median(rounds);
@@ -129,20 +114,6 @@ const http = async () => {
   row('   per call', 'µs', figures);
 };
 
-const WORDS = 'alpha build cache deploy error fixture graph handler index journal kernel lambda module'.split(
-  ' ',
-);
-const result = (sessionId: string, i: number, marker = ''): SessionEventInput => ({
-  sessionId,
-  type: 'tool.result',
-  surface: 'current',
-  callId: `call_${i}`,
-  data: {
-    name: 'bash',
-    content: `${WORDS[i % WORDS.length]} ${WORDS[(i * 7) % WORDS.length]} src/m_${i % 500}.ts line ${i} ${marker}`,
-  },
-});
-
 const search = async () => {
   const fill: Figures = {} as Figures;
   const queries = {
@@ -155,32 +126,14 @@ const search = async () => {
   for (const backend of BACKENDS) {
     const store = await openBackend(backend);
     try {
-      const tenant = await store.tenants.createTenant('a');
-      const other = await store.tenants.createTenant('b');
-      const agent = (id: string) =>
-        store.agents.create({ tenantId: id, preset: 'standard', mode: 'native', config: {} });
-      const sessions = await Promise.all(Array.from({ length: 10 }, () => agent(tenant.id)));
-      const foreign = await agent(other.id);
       const t = performance.now();
-      for (let i = 0; i < SEARCH_EVENTS; i += 500) {
-        const events: SessionEventInput[] = [];
-        for (let j = i; j < i + 500; j++)
-          events.push(result((sessions[j % 10] as { id: string }).id, j, j === 10_000 ? 'needle-1' : ''));
-        void store.events.append(events);
-        await store.events.flush();
-      }
-      for (let i = 0; i < SEARCH_EVENTS / 5; i += 500) {
-        const events: SessionEventInput[] = [];
-        for (let j = i; j < i + 500; j++) events.push(result(foreign.id, j, 'needle-1'));
-        void store.events.append(events);
-        await store.events.flush();
-      }
+      const { tenantId } = await fillSearchLog(store, SEARCH_EVENTS);
       fill[backend] = (performance.now() - t) / 1000;
       for (const [label, query] of Object.entries(queries)) {
         const times: number[] = [];
         for (let i = 0; i < 15; i++) {
           const s = performance.now();
-          await store.search.search({ tenantId: tenant.id, query, limit: 20 });
+          await store.search.search({ tenantId, query, limit: 20 });
           times.push(performance.now() - s);
         }
         latency[label] ??= {} as Figures;

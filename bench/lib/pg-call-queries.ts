@@ -16,6 +16,7 @@ import { openPgStore } from '../../host/store/pg/index.ts';
 import { findPostgresBin } from '../../scripts/setup/postgres.ts';
 import { postgresUrl, startPostgresCluster } from '../../tests/helpers/postgres-cluster.ts';
 import { noIsolates } from './no-isolates.ts';
+import { readOverHttp } from './store-workloads.ts';
 
 const bin = await findPostgresBin();
 if (bin === undefined) throw new Error('no PostgreSQL binaries: run `npm run setup`');
@@ -82,29 +83,14 @@ try {
     log: () => {},
   });
   try {
-    const { apiKey } = await store.tenants.createTenant('bench');
-    const headers = { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' };
-    const created = await fetch(`${server.url}/v1/agents`, { method: 'POST', headers, body: '{}' });
-    const agentId = ((await created.json()) as { id: string }).id;
-    const post = async (calls: unknown[]) => {
-      const r = await fetch(`${server.url}/v1/agents/${agentId}/calls`, {
-        method: 'POST',
-        headers,
-        body: JSON.stringify({ calls }),
-      });
-      const json = (await r.json()) as { results: { ok: boolean }[] };
-      if (!json.results[0]?.ok) throw new Error(`call failed: ${JSON.stringify(json)}`);
-    };
-    await post([{ id: 'w', name: 'write', arguments: { file_path: 'b.txt', content: 'x'.repeat(1000) } }]);
-    const read = [{ id: 'r', name: 'read', arguments: { file_path: 'b.txt' } }];
-    for (let i = 0; i < 50; i++) await post(read);
+    const call = await readOverHttp(server.url, store);
     await new Promise((resolve) => setTimeout(resolve, 200));
     // A loop as the bench's: per call, its time, the statements sent and the main thread's CPU.
     for (let round = 0; round < 3; round++) {
       log = [];
       const cpu = process.cpuUsage();
       const t = performance.now();
-      for (let i = 0; i < 300; i++) await post(read);
+      for (let i = 0; i < 300; i++) await call();
       const per = ((performance.now() - t) * 1000) / 300;
       const used = process.cpuUsage(cpu);
       const kinds = new Map<string, number>();
@@ -123,7 +109,7 @@ try {
       await new Promise((resolve) => setTimeout(resolve, 200));
       log = [];
       const t = performance.now();
-      await post(read);
+      await call();
       const answered = performance.now() - t;
       // Let what the call left running finish, so its statements are listed too.
       await new Promise((resolve) => setTimeout(resolve, 200));

@@ -9,9 +9,9 @@
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { openPgStore } from '../../host/store/pg/index.ts';
-import type { SessionEventInput } from '../../host/store/types.ts';
 import { findPostgresBin } from '../../scripts/setup/postgres.ts';
 import { postgresUrl, startPostgresCluster } from '../../tests/helpers/postgres-cluster.ts';
+import { fillSearchLog } from './store-workloads.ts';
 
 const EVENTS = Number(process.env.BENCH_SEARCH_EVENTS ?? 100_000);
 const bin = await findPostgresBin();
@@ -28,20 +28,6 @@ pg.Pool.prototype.query = function (this: pg.Pool, ...args: unknown[]) {
   return query.apply(this, args);
 } as typeof pg.Pool.prototype.query;
 
-const WORDS = 'alpha build cache deploy error fixture graph handler index journal kernel lambda module'.split(
-  ' ',
-);
-const result = (sessionId: string, i: number, marker = ''): SessionEventInput => ({
-  sessionId,
-  type: 'tool.result',
-  surface: 'current',
-  callId: `call_${i}`,
-  data: {
-    name: 'bash',
-    content: `${WORDS[i % WORDS.length]} ${WORDS[(i * 7) % WORDS.length]} src/m_${i % 500}.ts line ${i} ${marker}`,
-  },
-});
-
 try {
   const admin = new pg.Client({ connectionString: cluster.adminUrl });
   await admin.connect();
@@ -49,25 +35,7 @@ try {
   await admin.end();
   const url = postgresUrl(cluster.socketDir, 'explain_search');
   const store = await openPgStore({ url, secretsKey: Buffer.alloc(32, 7) });
-  const tenant = await store.tenants.createTenant('a');
-  const other = await store.tenants.createTenant('b');
-  const agent = (id: string) =>
-    store.agents.create({ tenantId: id, preset: 'standard', mode: 'native', config: {} });
-  const sessions = await Promise.all(Array.from({ length: 10 }, () => agent(tenant.id)));
-  const foreign = await agent(other.id);
-  for (let i = 0; i < EVENTS; i += 500) {
-    const events: SessionEventInput[] = [];
-    for (let j = i; j < i + 500; j++)
-      events.push(result((sessions[j % 10] as { id: string }).id, j, j === 10_000 ? 'needle-1' : ''));
-    void store.events.append(events);
-    await store.events.flush();
-  }
-  for (let i = 0; i < EVENTS / 5; i += 500) {
-    const events: SessionEventInput[] = [];
-    for (let j = i; j < i + 500; j++) events.push(result(foreign.id, j, 'needle-1'));
-    void store.events.append(events);
-    await store.events.flush();
-  }
+  const fill = await fillSearchLog(store, EVENTS);
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   if (process.env.SETUP !== undefined) await client.query(readFileSync(process.env.SETUP, 'utf8'));
@@ -76,15 +44,15 @@ try {
   );
   console.log('event_index size', size.rows[0]);
   const queries = (process.env.QUERIES ?? 'kernel,needle-1,alpha cache,zebra').split(',');
-  const sessionFilter = process.env.SESSIONS === '1' ? [(sessions[3] as { id: string }).id] : undefined;
+  const sessionFilter = process.env.SESSIONS === '1' ? [fill.sessionIds[3] as string] : undefined;
   for (const q of queries) {
     captured = undefined;
     for (let i = 0; i < 5; i++)
-      await store.search.search({ tenantId: tenant.id, query: q, limit: 20, sessionIds: sessionFilter });
+      await store.search.search({ tenantId: fill.tenantId, query: q, limit: 20, sessionIds: sessionFilter });
     const times: number[] = [];
     for (let i = 0; i < 15; i++) {
       const s = performance.now();
-      await store.search.search({ tenantId: tenant.id, query: q, limit: 20, sessionIds: sessionFilter });
+      await store.search.search({ tenantId: fill.tenantId, query: q, limit: 20, sessionIds: sessionFilter });
       times.push(performance.now() - s);
     }
     times.sort((a, b) => a - b);
