@@ -10,7 +10,8 @@ import type { Config } from './config.ts';
 import type { Egress } from './egress/index.ts';
 import type { IsolateHost, IsolateHostEvent } from './isolates/index.ts';
 import type { SandboxProvider } from './sandbox/types.ts';
-import type { Store } from './store/index.ts';
+import type { Ownership } from './replicas/ownership.ts';
+import type { ScheduleRecord, Store } from './store/index.ts';
 
 /** Counts a worker that starts again (a restart), by how its previous process ended. */
 const countRestarts = (metrics: Metrics) => {
@@ -57,18 +58,26 @@ export interface ServerAgentParts {
   isolates: IsolateHost;
   metrics: Metrics;
   fair: FairScheduler;
+  /** Replicas: which families this process runs (their schedules and plugins are its alone). */
+  ownership?: Ownership | undefined;
 }
 
 /** The agent service, its scheduler and skills, with the configured limits; starts the reaping and plugin resumption. */
 export function startAgents(config: Config, parts: ServerAgentParts, log: (line: string) => void): Assembled {
-  const { egress, store, sandboxes, isolates, metrics, fair } = parts;
+  const { egress, store, sandboxes, isolates, metrics, fair, ownership } = parts;
   const assembled = assembleAgents({
     egress,
     store,
     sandboxes,
     isolates: takingTurns(isolates, fair),
     observe: observeCalls(metrics),
-    schedules: { maxPerAgent: config.schedulesPerAgent, minPeriodMs: config.scheduleMinSeconds * 1000 },
+    schedules: {
+      maxPerAgent: config.schedulesPerAgent,
+      minPeriodMs: config.scheduleMinSeconds * 1000,
+      ...(ownership === undefined
+        ? {}
+        : { mayFire: (record: ScheduleRecord) => ownership.claim(record.tenantId, record.agentId) }),
+    },
     teams: {
       limits: {
         maxTasks: config.teamBoardTasks,
@@ -122,6 +131,8 @@ export function startAgents(config: Config, parts: ServerAgentParts, log: (line:
     // The store's list can fail (on PostgreSQL: a server restarting); unheard, it would end the process.
     .catch((e: unknown) => log(`could not reap the sandboxes of deleted agents: ${String(e)}`));
   // Plugins that were running when the service stopped run again (their tools come back with them).
+  // With replicas, each family's plugins run where the family does: taking it over resumes them.
+  if (ownership !== undefined) return assembled;
   void agents
     .resumePlugins((id, e) => log(`could not start plugin ${id} again: ${String(e)}`))
     .then((n) => n > 0 && log(`started ${n} plugin(s) again`))

@@ -24,6 +24,7 @@ import type { SandboxProvider } from './sandbox/types.ts';
 import { startAgents, startIsolates } from './serve-agents.ts';
 import { createServerApp, listenHttp } from './serve-http.ts';
 import { defaultProvider, sandboxImageOf, startEgress } from './serve-sandboxes.ts';
+import { ownershipOf, replicaIdentity, wireOwnership } from './serve-replicas.ts';
 import { connectStore } from './store/connect.ts';
 import type { Store } from './store/index.ts';
 
@@ -96,7 +97,9 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
   const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
   if (!options.sandboxes) sandboxImageOf(config); // refused before anything is made
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
-  const store =
+  const identity = replicaIdentity(config);
+  const trouble = storeTrouble(log);
+  const opened =
     options.store ??
     (await connectStore({
       database: config.database,
@@ -105,8 +108,12 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
       logBudgetBytes: config.tenantLogBytes,
       ...(config.secretsKey === undefined ? {} : { secretsKey: config.secretsKey }),
       log,
-      onError: storeTrouble(log),
+      onError: trouble,
+      fence: identity.fence,
     }));
+  // On PostgreSQL this process is one replica of many: agent families are owned (serve-replicas.ts).
+  const { ownership, store } =
+    options.store === undefined ? ownershipOf(opened, identity, trouble) : { ownership: undefined, store: opened };
   await ensureDefaultTenant(store, config, log);
   const { egress, sandboxEgress } = startEgress(config, store, log);
   const docker =
@@ -124,9 +131,10 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
   const lifecycle = createLifecycle();
   const { agents, scheduler, skills } = startAgents(
     config,
-    { egress, store, sandboxes, isolates, metrics, fair },
+    { egress, store, sandboxes, isolates, metrics, fair, ownership },
     log,
   );
+  if (ownership !== undefined) wireOwnership(ownership, agents, log);
   // Connections without a valid key cannot take the last ones, nor stay silent (api/connections.ts).
   const connections = createConnectionGuard({
     maxConnections: config.maxConnections,
@@ -153,6 +161,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
   const server = await listenHttp(config, app.fetch, wss, connections);
   const { address, port } = server.address() as AddressInfo;
   const host = address.includes(':') ? `[${address}]` : address;
+  await ownership?.start(config.replicaUrl ?? `http://${host}:${port}`);
 
   let closing: Promise<void> | undefined;
   const close = () => {
@@ -167,6 +176,8 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
       await closed;
       clearInterval(idle);
       clearTimeout(hard);
+      // The families go to the other replicas at once (they need not wait for the leases to expire).
+      await ownership?.close().catch((e: unknown) => log(`replica: ${String(e)}`));
       await isolates.close();
       sandboxEgress.close();
       await egress.close();

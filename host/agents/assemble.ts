@@ -64,7 +64,10 @@ export interface AssembleOptions {
   defaultToolTimeoutMs?: number;
   observe?: (result: ToolResult, remote: boolean) => void;
   /** Limits and clock of the scheduler (count per agent, shortest period, reminder expiry). */
-  schedules?: Pick<SchedulerOptions, 'maxPerAgent' | 'minPeriodMs' | 'reminderTtlMs' | 'now' | 'onError'>;
+  schedules?: Pick<
+    SchedulerOptions,
+    'maxPerAgent' | 'minPeriodMs' | 'reminderTtlMs' | 'now' | 'onError' | 'mayFire'
+  >;
   /** Limits of the skill catalogs (DEFAULT_SKILL_LIMITS) and where their uploads spool (OS temp dir). */
   skills?: Partial<SkillLimits> & { spoolDir?: string };
   /**

@@ -114,7 +114,18 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
       await live.of(agent); // NOT_FOUND once the agent is gone
       return plugins.of(agent);
     },
-    resumePlugins: (onError) => state.plugins?.resume(onError) ?? Promise.resolve(0),
+    resumePlugins: (onError, agentIds) => state.plugins?.resume(onError, agentIds) ?? Promise.resolve(0),
+    async release(tenantId, agentIds) {
+      await Promise.all(
+        agentIds.map(async (id) => {
+          live.retire(id);
+          lookup.forget(id);
+          await batches.abortAgent(id, 0);
+          await sandboxes.release(id);
+          await state.plugins?.releaseAgent(tenantId, id);
+        }),
+      );
+    },
     registerRemoteTools: createRemoteRegistration({
       agents: store.agents,
       events: store.events,

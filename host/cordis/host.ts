@@ -11,7 +11,7 @@
 import type { Agent } from '../agents/types.ts';
 import type { JsonValue } from '../json.ts';
 import type { DefineInput } from '../store/plugins-core.ts';
-import { launch, removeAgent, stop, undefine } from './host/launch.ts';
+import { launch, releaseAgent, removeAgent, stop, undefine } from './host/launch.ts';
 import { resume } from './host/resume.ts';
 import {
   createHostState,
@@ -34,11 +34,19 @@ export interface PluginHost {
    * Until an agent's own plugins are back, ready(agent) is pending, so no caller sees its tool set
    * without them.
    */
-  resume(onError?: (pluginId: string, error: unknown) => void): Promise<number>;
+  resume(
+    onError?: (pluginId: string, error: unknown) => void,
+    agentIds?: ReadonlySet<string>,
+  ): Promise<number>;
   /** Settles once the agent's plugins that resume() is starting are started (or failed). */
   ready(agentId: string): Promise<void> | undefined;
   /** Stops and removes every plugin of a deleted agent. */
   removeAgent(agent: Agent): Promise<void>;
+  /**
+   * Replicas: stops the agent's plugins in this process and forgets them, their stored state kept
+   * (the replica that took the agent's family over resumes them).
+   */
+  releaseAgent(tenantId: string, agentId: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -46,12 +54,13 @@ export function createPluginHost(deps: PluginHostDeps, options: PluginHostOption
   const state = createHostState(deps, options);
   return {
     of: (agent) => of(state, agent),
-    resume: (onError) => resume(state, onError),
+    resume: (onError, agentIds) => resume(state, onError, agentIds),
     ready: (agentId) =>
       state.listing === undefined
         ? state.resuming.get(agentId)
         : state.listing.then(() => state.resuming.get(agentId)),
     removeAgent: (agent) => removeAgent(state, agent),
+    releaseAgent: (tenantId, agentId) => releaseAgent(state, tenantId, agentId),
     async close() {
       state.closing = true;
       await state.made?.close();

@@ -9,6 +9,8 @@
 // transaction that makes its request, so it fires at most once per due time even across restarts;
 // a schedule whose agent is gone never fires and is removed; the count per agent and the shortest
 // period are enforced at create; a failed read or fire is tried again after RETRY_MS, never at once.
+// With replicas each one arms its timer from the same store, and only the owner of an agent's
+// family fires its schedules (`mayFire`); the due-time fence makes a fire during a fail-over once.
 import type { RequestStore } from '../requests/index.ts';
 import type { AgentStore, EventLog, ScheduleRecord, ScheduleStore } from '../store/index.ts';
 import type {
@@ -35,6 +37,12 @@ export interface SchedulerOptions {
   reminderTtlMs?: number;
   /** Told about fires that failed (the store, the log); the scheduler carries on. */
   onError?: (error: unknown) => void;
+  /**
+   * Replicas: whether this process fires the schedule (it owns, or has just taken, the agent's
+   * family). One it may not fire is the owner's; it is looked at again after RETRY_MS, and fired
+   * here only once its owner is gone and this replica took the family. Default: every schedule.
+   */
+  mayFire?: (record: ScheduleRecord) => Promise<boolean>;
 }
 
 export interface Scheduler extends ScheduleService {
@@ -110,6 +118,11 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       const at = now();
       for (const record of await schedules.due(at, FIRE_BATCH)) {
         try {
+          // Another replica's: its owner fires it; look again later in case the owner is gone.
+          if (options.mayFire !== undefined && !(await options.mayFire(record))) {
+            failed = true;
+            continue;
+          }
           await fireSchedule(options, ttlMs, record, at);
         } catch (error) {
           failed = true;

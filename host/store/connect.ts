@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { type OpenStoreOptions, openStore } from './index.ts';
 import { isPostgresUrl } from './pg/url.ts';
 import { keyFileSecret } from './sealed.ts';
+import type { EventFence } from './event-log-port.ts';
 import type { Store } from './store.ts';
 
 export interface ConnectStoreOptions
@@ -21,6 +22,8 @@ export interface ConnectStoreOptions
   poolSize?: number;
   /** Told once how the PostgreSQL store got its secrets key when none was set. */
   log?: (line: string) => void;
+  /** Replicas on PostgreSQL: the fence events are written under (the embedded store has none). */
+  fence?: EventFence;
 }
 
 export const SECRETS_KEY_FILE = 'secrets.key';
@@ -50,5 +53,6 @@ export const connectStore = async (options: ConnectStoreOptions): Promise<Store>
     secretsKey: key,
     ...shared,
     ...(options.poolSize === undefined ? {} : { poolSize: options.poolSize }),
+    ...(options.fence === undefined ? {} : { fence: options.fence }),
   });
 };

@@ -11,7 +11,8 @@
 // costs; event-log-queue.ts is the one writer path (queue, rows in flight on the writer thread,
 // group commit, retries, subscribers told); event-log-read.ts pages and payloads, queued rows
 // included; event-log-rows.ts converts between events and rows.
-// Invariants: one process writes a given session; rows are written in append order; a failed
+// Invariants: one process writes a given session (with replicas, the family's owner: a fence
+// drops what a former owner still appends, event-log-queue.ts); rows are written in append order; a failed
 // batch stays queued (flush() rejects, the next tick retries) instead of being dropped.
 import { append } from './event-log-append.ts';
 import { admits, DEFAULT_LOG_BUDGET_BYTES, usageOf } from './event-log-budget.ts';
@@ -75,5 +76,9 @@ export function createEventLog(
     usage: () => settled(s, () => usageOf(s)),
     subscribe: (sessionId, listener) => subscribe(s, sessionId, listener),
     close: () => close(s),
+    forget: (sessionId) => {
+      const session = s.sessions.get(sessionId);
+      if (session !== undefined) session.seq = -1;
+    },
   };
 }

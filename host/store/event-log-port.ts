@@ -27,6 +27,29 @@ export interface QueuedRow extends EventRow {
   bytes: number;
   /** Payloads this row stores first (not yet stored for the tenant). */
   blobs: readonly PayloadBlob[];
+  /** With a fence (replicas): the family and epoch it was appended in, or 'lost'; unset when not fenced. */
+  fence?: FenceToken | 'lost';
+}
+
+/** A family held in one epoch: what an owner's writes are fenced by. */
+export interface FenceToken {
+  familyId: string;
+  epoch: number;
+}
+
+/**
+ * Which sessions' events this process may still write, when several replicas share one database
+ * (host/replicas/fence.ts). A session of a family the process holds writes in that family's epoch;
+ * one of a family it lost writes nothing; one it never held is not fenced. The backend checks the
+ * tokens in the write's own transaction (pg/leases.ts heldFamilies), so an owner that was paused
+ * past its lease writes nothing even before it learns it lost the family.
+ */
+export interface EventFence {
+  readonly replicaId: string;
+  /** The session's token now: synchronous, asked once per appended row. */
+  tokenOf(sessionId: string): FenceToken | 'lost' | undefined;
+  /** Told which families' rows were dropped or refused: their owner moved, their work must stop here. */
+  lost(familyIds: readonly string[]): void;
 }
 
 /** A backend's answer: now (libsql, memory) or later (a network database). */
@@ -72,6 +95,8 @@ export interface EventLogOptions {
   now?: () => number;
   /** Told about background write failures (the rows stay queued and are retried). */
   onError?: (error: unknown) => void;
+  /** Replicas: the fence every row is appended under (see EventFence). Unset: nothing is fenced. */
+  fence?: EventFence;
   /**
    * How long appends may wait to be written together. 0 (the default) writes at the next
    * setImmediate; a few ms coalesces calls that arrive in different ticks into one transaction.
@@ -107,6 +132,11 @@ export interface AsyncEventWriter {
 }
 
 export interface ClosableEventLog extends EventLog, EventPayloads {
+  /**
+   * Forgets what this process knows of the session's seqs, so its next append reads the stored
+   * last seq again: a replica taking a family over calls it, another replica having written since.
+   */
+  forget(sessionId: string): void;
   /**
    * Refuses appends from now on, writes what is queued and stops the background writer. Resolves
    * once everything appended before it is stored: with a synchronous backend (libsql, memory)

@@ -12,7 +12,7 @@
 // for readers until the answer says they are stored; once the thread is lost, the rest is written
 // on the caller's thread.
 import { isPromise } from './event-log-load.ts';
-import type { AsyncEventWriter, QueuedRow, SyncEventBackend } from './event-log-port.ts';
+import type { AsyncEventWriter, EventFence, QueuedRow, SyncEventBackend } from './event-log-port.ts';
 import { NO_BLOBS, toEvent } from './event-log-rows.ts';
 import { blobKey, type LogState, type SessionState } from './event-log-state.ts';
 import type { SessionEvent, SessionEventInput } from './types.ts';
@@ -29,6 +29,10 @@ export function enqueue(
 ): SessionEvent {
   row.seq = ++session.seq;
   row.at = at;
+  if (s.options.fence !== undefined) {
+    const token = s.options.fence.tokenOf(row.sessionId);
+    if (token !== undefined) row.fence = token;
+  }
   for (const blob of row.blobs) s.queuedBlobs.set(blobKey(row.tenantId, blob.sha256), blob.json);
   s.queue.push(row);
   s.appended++;
@@ -83,6 +87,8 @@ function unschedule(s: LogState): void {
 export function drain(s: LogState): void {
   unschedule(s);
   if (s.queue.length === 0) return;
+  if (s.options.fence !== undefined) dropFenced(s, s.options.fence);
+  if (s.queue.length === 0) return;
   if (s.writer !== undefined) {
     handOver(s, s.writer);
     return;
@@ -109,6 +115,29 @@ export function drain(s: LogState): void {
   }
   s.failures = 0;
   committed(s, batch);
+}
+
+/**
+ * Drops the queued rows of families this process no longer holds in the epoch they were appended
+ * in (another replica owns them now and repairs their log): counted as settled, so flush() does not
+ * wait for them, and the families reported lost so their work stops here.
+ */
+function dropFenced(s: LogState, fence: EventFence): void {
+  let lost: Set<string> | undefined;
+  const kept = s.queue.filter((row) => {
+    const token = row.fence;
+    if (token === undefined) return true;
+    const now = fence.tokenOf(row.sessionId);
+    if (token !== 'lost' && now !== undefined && now !== 'lost' && now.epoch === token.epoch) return true;
+    lost ??= new Set();
+    if (token !== 'lost') lost.add(token.familyId);
+    for (const blob of row.blobs) s.queuedBlobs.delete(blobKey(row.tenantId, blob.sha256));
+    return false;
+  });
+  if (lost === undefined) return;
+  s.stored += s.queue.length - kept.length;
+  s.queue = kept;
+  if (lost.size > 0) fence.lost([...lost]);
 }
 
 /** Gives the queue to the writer thread unless a write is in flight (its answer sends the rest). */

@@ -479,6 +479,45 @@ export const MIGRATIONS: readonly Migration[] = [
     // The Postgres backend starts here: its baseline creates the schema of versions 1..15 at once.
     pg: { sql: PG_BASELINE },
   },
+  {
+    version: 18,
+    name: 'replicas and family leases',
+    // Who runs on one PostgreSQL database and who owns each agent family (host/replicas,
+    // pg/leases.ts). The embedded SQLite store serves one process and never reads them; they exist
+    // there too so both backends report one schema.
+    sql: `
+      CREATE TABLE replicas (
+        id TEXT PRIMARY KEY,
+        url TEXT NOT NULL,
+        started_at INTEGER NOT NULL,
+        heartbeat_at INTEGER NOT NULL
+      );
+      CREATE TABLE family_leases (
+        family_id TEXT PRIMARY KEY,
+        replica_id TEXT NOT NULL,
+        epoch INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL
+      );
+      CREATE INDEX family_leases_replica ON family_leases(replica_id);
+    `,
+    pg: {
+      sql: `
+        CREATE TABLE replicas (
+          id text PRIMARY KEY,
+          url text NOT NULL,
+          started_at timestamptz NOT NULL,
+          heartbeat_at timestamptz NOT NULL
+        );
+        CREATE TABLE family_leases (
+          family_id text PRIMARY KEY,
+          replica_id text NOT NULL,
+          epoch bigint NOT NULL,
+          expires_at timestamptz NOT NULL
+        );
+        CREATE INDEX family_leases_replica ON family_leases(replica_id);
+      `,
+    },
+  },
 ];
 
 export const latestSchemaVersion = (migrations: readonly Migration[] = MIGRATIONS): number =>

@@ -4,6 +4,7 @@
 import type { AgentStore } from './agents-port.ts';
 import type { EgressSettingsStore } from './egress.ts';
 import type { ClosableEventLog } from './event-log-port.ts';
+import type { LeaseStore } from './leases-port.ts';
 import type { PluginStore } from './plugins-core.ts';
 import type { ClosableRequestStore } from './request-core.ts';
 import type { ScheduleStore } from './schedules.ts';
@@ -42,6 +43,11 @@ export interface Store {
   teamBoards: TeamBoardStore;
   /** Child agents' runs and every agent's mailbox (the subagent and team tools). */
   teams: TeamStore;
+  /**
+   * Which replicas run on the database and which owns each agent family (host/replicas). Only
+   * PostgreSQL keeps it; the embedded libsql store serves one process, which owns every family.
+   */
+  leases?: LeaseStore;
   /** Flushes events, stops timers, closes the database. Idempotent. */
   close(): Promise<void>;
 }

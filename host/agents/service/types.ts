@@ -105,7 +105,17 @@ export interface AgentService {
   /** The agent's creator plugins; NOT_FOUND when the service runs none. */
   plugins(agent: Agent): Promise<AgentPlugins>;
   /** Starts the plugins that were running when the service last stopped; resolves to how many. */
-  resumePlugins(onError?: (pluginId: string, error: unknown) => void): Promise<number>;
+  resumePlugins(
+    onError?: (pluginId: string, error: unknown) => void,
+    agentIds?: ReadonlySet<string>,
+  ): Promise<number>;
+  /**
+   * Replicas: stops this process's work for the agents (their family is run by another replica
+   * now): their tool scopes fail closed and are forgotten, their batches aborted, their sandboxes
+   * detached (they keep running), their plugins stopped here with their stored state kept. The
+   * next use, should the family come back, loads them afresh.
+   */
+  release(tenantId: string, agentIds: readonly string[]): Promise<void>;
   /** Appends the client's conversation messages to the agent's session log; resolves to their events. */
   appendMessages(agent: Agent, messages: readonly ConversationMessage[]): Promise<SessionEvent[]>;
   /** The agent's children, teams and mailboxes; NOT_FOUND when the service keeps none (no store.teams). */

@@ -80,6 +80,20 @@ export async function undefine(state: HostState, agent: Agent, pluginId: string)
   return state.deps.store.undefine(owner, pluginId);
 }
 
+/** Stops the agent's plugins here and forgets them; the store's records (and `running`) stay. */
+export async function releaseAgent(state: HostState, tenantId: string, agentId: string): Promise<void> {
+  const owner = { tenantId, agentId };
+  const { made } = state;
+  if (made !== undefined)
+    for (const plugin of await state.deps.store.listPlugins(owner)) {
+      if (made.status(owner, plugin.id) === undefined) continue;
+      await made.stop(owner, plugin.id);
+      made.forget(owner, plugin.id);
+    }
+  state.owners.delete(agentId);
+  state.providers.delete(agentId);
+}
+
 export async function removeAgent(state: HostState, agent: Agent): Promise<void> {
   const owner = ownerOf(agent);
   const { made, refusals } = state;

@@ -15,6 +15,7 @@ const RESUME_CONCURRENCY = 4;
 export async function resume(
   state: HostState,
   onError?: (pluginId: string, error: unknown) => void,
+  agentIds?: ReadonlySet<string>,
 ): Promise<number> {
   const byAgent = new Map<string, PluginRecord[]>();
   // ready() waits for the list too: an agent's request arriving while the store answers must not
@@ -32,6 +33,8 @@ export async function resume(
     throw error;
   }
   for (const record of running) {
+    // Replicas: only the agents of the family this replica has just taken.
+    if (agentIds !== undefined && !agentIds.has(record.agentId)) continue;
     const list = byAgent.get(record.agentId) ?? [];
     list.push(record);
     byAgent.set(record.agentId, list);

@@ -15,18 +15,31 @@
 // With synchronous_commit off a server crash may lose the last commits it answered, which the
 // seqs survive as on libsql (the next write renumbers after what was really stored).
 import { createEventLog } from '../event-log-core.ts';
-import type { ClosableEventLog, EventBackend, EventLogOptions } from '../event-log-port.ts';
+import { SandboxError } from '../../errors.ts';
+import type {
+  ClosableEventLog,
+  EventBackend,
+  EventFence,
+  EventLogOptions,
+  FenceToken,
+  QueuedRow,
+} from '../event-log-port.ts';
 import { EVENT_COLUMNS, type StoredEvent, toEventRow, toUsage } from '../event-log-rows.ts';
-import { type PgDatabase, pgGuarded } from './db.ts';
+import { type PgDatabase, type PgQueries, pgGuarded } from './db.ts';
 import { committed, type WriteAttempt, writePgEvents } from './event-log-write.ts';
+import { heldFamilies } from './leases.ts';
 
 export interface PgEventLogOptions extends EventLogOptions {
   /** Index every event for full-text search. Default true; false only to measure what it costs. */
   index?: boolean;
 }
 
-export const createPgEventBackend = (db: PgDatabase, options: { index?: boolean } = {}): EventBackend => {
+export const createPgEventBackend = (
+  db: PgDatabase,
+  options: { index?: boolean; fence?: EventFence } = {},
+): EventBackend => {
   const indexing = options.index ?? true;
+  const fence = options.fence;
   return {
     lastSeq: (sessionId) =>
       pgGuarded('read last event seq', async () => {
@@ -78,7 +91,10 @@ export const createPgEventBackend = (db: PgDatabase, options: { index?: boolean 
       pgGuarded('write events', async () => {
         const written: WriteAttempt = { xid: undefined };
         try {
-          await db.tx((q) => writePgEvents(q, rows, indexing, written));
+          await db.tx(async (q) => {
+            if (fence !== undefined) await checkFence(q, fence, rows);
+            await writePgEvents(q, rows, indexing, written);
+          });
         } catch (error) {
           // A COMMIT whose answer was lost may have committed: then the batch is stored.
           if (written.xid === undefined || !(await committed(db, written.xid))) throw error;
@@ -96,6 +112,27 @@ export const createPgEventBackend = (db: PgDatabase, options: { index?: boolean 
       ),
   };
 };
+
+/**
+ * With replicas: refuses the whole write (OWNER_FENCED) when one of its families is no longer this
+ * replica's in the epoch its rows were appended in, after telling the fence, so the log's next
+ * attempt drops those rows and writes the rest. The lease rows stay locked until the write commits.
+ */
+async function checkFence(q: PgQueries, fence: EventFence, rows: readonly QueuedRow[]): Promise<void> {
+  const tokens = new Map<string, FenceToken>();
+  for (const row of rows)
+    if (row.fence !== undefined && row.fence !== 'lost') tokens.set(row.fence.familyId, row.fence);
+  if (tokens.size === 0) return;
+  const held = await heldFamilies(q, fence.replicaId, [...tokens.values()]);
+  if (held.size === tokens.size) return;
+  const lost = [...tokens.keys()].filter((familyId) => !held.has(familyId));
+  fence.lost(lost);
+  throw new SandboxError(
+    'OWNER_FENCED',
+    `this replica no longer owns the agent families ${lost.join(', ')}; their events were not written`,
+    { data: { families: lost } },
+  );
+}
 
 /**
  * An EventLog persisted in the Postgres store database. Await `close()` before closing `db`: it

@@ -2,21 +2,23 @@
 // to date (pg/migrate.ts, under an advisory lock, so replicas starting together migrate once),
 // and wires every port's Postgres backend into the same Store the libsql backend makes.
 // Invariants: the same ports, rows, error codes and limits as libsql (each port's contract suite
-// runs on both); the event log keeps its shared core (seqs assigned in this process, group
-// commit, byte budgets) over a backend that writes one batch per transaction; close() stops the
+// runs on both); the event log keeps its shared core (seqs assigned in the process that owns the
+// session's family, group commit, byte budgets) over a backend that writes one batch per
+// transaction, fenced by the family's lease when replicas share the database (`fence`,
+// host/replicas); the replicas port (`leases`) exists on this backend only; close() stops the
 // request timers, writes every queued event, and only then ends the pool's connections.
-import type pg from 'pg';
 import { SandboxError } from '../../errors.ts';
-import type { EventLogOptions } from '../event-log-port.ts';
+import type { EventFence, EventLogOptions } from '../event-log-port.ts';
 import type { PluginStoreOptions } from '../plugins-core.ts';
 import { createSealer } from '../sealed.ts';
 import type { Store } from '../store.ts';
 import { createPgAgentStore } from './agents.ts';
-import { openPgDatabase, type PgDatabase, pgGuarded, pgStoreError } from './db.ts';
+import { openPgDatabase } from './db.ts';
 import { createPgEgressSettingsStore } from './egress.ts';
 import { createPgEventLog } from './event-log.ts';
 import { createPgEventSearch } from './event-search.ts';
 import { pgInstanceIdOf } from './instance.ts';
+import { createPgLeaseStore } from './leases.ts';
 import { migratePg } from './migrate.ts';
 import { createPgPluginStore } from './plugins.ts';
 import { createPgRequestStore } from './requests.ts';
@@ -45,43 +47,9 @@ export interface OpenPgStoreOptions {
   logBudgetBytes?: number;
   /** The creator-plugin maxima of a tenant. */
   pluginLimitsOf?: PluginStoreOptions['limitsOf'];
+  /** Replicas: the fence every event is written under (host/replicas). */
+  fence?: EventFence;
 }
-
-/** The advisory lock one service holds on its database for as long as it runs (`dsh-svc!`). */
-export const SERVICE_LOCK_KEY = 0x6473_682d_7376_6321n;
-
-/**
- * Takes the session-level advisory lock on a connection kept out of the pool until close: until
- * several replicas can share a database (they would assign one session's seqs twice and adopt each
- * other's containers), a second service on the same database stops here.
- */
-const holdDatabase = async (
-  db: PgDatabase,
-  url: string,
-  onError: OpenPgStoreOptions['onError'],
-): Promise<pg.PoolClient> => {
-  const client = await pgGuarded('connect', () => db.pool.connect());
-  // Out of the pool, nobody else hears this connection die (a server restarting, the backend
-  // terminated): pg emits it as an 'error' event, which unheard is an uncaught exception that ends
-  // the process. Told instead: the lock is gone with it.
-  client.on('error', (cause) =>
-    onError?.(pgStoreError('hold the database lock (its connection ended; the lock is released)', cause)),
-  );
-  try {
-    const { rows } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [
-      SERVICE_LOCK_KEY.toString(),
-    ]);
-    if (rows[0]?.ok !== true)
-      throw new SandboxError(
-        'CONFIG_INVALID',
-        `another dsh-sandbox service is running on the database ${redactUrl(url)}; one service per database until replicas are supported`,
-      );
-    return client;
-  } catch (error) {
-    client.release(true);
-    throw pgStoreError('lock the database', error);
-  }
-};
 
 /** Opens the PostgreSQL store. Throws CONFIG_INVALID or STORE_FAILED, naming the URL without its password. */
 export const openPgStore = async (options: OpenPgStoreOptions): Promise<Store> => {
@@ -91,9 +59,7 @@ export const openPgStore = async (options: OpenPgStoreOptions): Promise<Store> =
     ...(options.poolSize === undefined ? {} : { poolSize: options.poolSize }),
     ...(onError === undefined ? {} : { onError }),
   });
-  let owner: pg.PoolClient | undefined;
   try {
-    owner = await holdDatabase(db, options.url, onError);
     await migratePg(db);
     const instanceId = await pgInstanceIdOf(db);
     const now = options.now ?? Date.now;
@@ -103,6 +69,7 @@ export const openPgStore = async (options: OpenPgStoreOptions): Promise<Store> =
       onError,
       batchWindowMs: options.eventBatchWindowMs ?? 2,
       ...(options.logBudgetBytes === undefined ? {} : { budgetBytes: options.logBudgetBytes }),
+      ...(options.fence === undefined ? {} : { fence: options.fence }),
     });
     const requests = createPgRequestStore(db, { events, now, onError });
     let closing: Promise<void> | undefined;
@@ -121,13 +88,13 @@ export const openPgStore = async (options: OpenPgStoreOptions): Promise<Store> =
       egress: createPgEgressSettingsStore(db, now, sealer),
       teamBoards: createPgTeamBoardStore(db),
       teams: createPgTeamStore(db, now),
+      leases: createPgLeaseStore(db),
       close() {
         closing ??= (async () => {
           try {
             requests.close();
             await events.close();
           } finally {
-            owner?.release(true); // ends the session, and with it the lock
             await db.close();
           }
         })();
@@ -135,7 +102,6 @@ export const openPgStore = async (options: OpenPgStoreOptions): Promise<Store> =
       },
     };
   } catch (error) {
-    owner?.release(true);
     await db.close();
     if (error instanceof SandboxError && error.code === 'STORE_FAILED')
       error.message = `${error.message} (database ${redactUrl(options.url)})`;

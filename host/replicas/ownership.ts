@@ -1,0 +1,253 @@
+// Ownership of agent families across replicas on one PostgreSQL database: which replica runs an
+// agent's family, taken on first use by a lease with an epoch (host/store/pg/leases.ts), renewed
+// in the background, handed over at a clean stop, and taken over by another replica once it
+// expires (the owner crashed, was paused or cut off). route() is what the API asks for every
+// request about one agent: serve it here, or forward it to the owner's URL.
+// Invariants: this replica runs a family's work only while the fence holds it (fence.ts), and the
+// database refuses its event writes once another replica took it (the epoch in every write);
+// taking a family over first binds its sessions, forgets their seqs (another replica wrote
+// since), holds the new epoch, and then runs the takeover hooks (the log's interrupted calls
+// repaired, its plugins resumed) before any request of the family is served here; a family found
+// lost (renewal, or a refused write) runs the lost hooks once, which stop its work here; renewal
+// never counts a family lost that was taken after the renewal's query was sent.
+import { customAlphabet } from 'nanoid';
+import { SandboxError } from '../errors.ts';
+import type { AgentRecord, AgentStore } from '../store/agents-port.ts';
+import type { ClosableEventLog } from '../store/event-log-port.ts';
+import type { LeaseStore } from '../store/leases-port.ts';
+import { createFamilies, type Families } from './family.ts';
+import type { ReplicaFence } from './fence.ts';
+
+/** How long a lease lasts without renewal, and how often it is renewed. */
+export const LEASE_TTL_MS = 15_000;
+export const LEASE_RENEW_MS = 3_000;
+/** How long a forward target is remembered before the lease is read again. */
+const TARGET_MS = 1_000;
+
+/** A fresh replica id: 12 lowercase letters and digits. */
+export const newReplicaId = customAlphabet('0123456789abcdefghijklmnopqrstuvwxyz', 12);
+
+export type Route = { kind: 'local' } | { kind: 'forward'; url: string; replicaId: string };
+
+/** A family this replica has just taken: its tenant and live agents (their sessions). */
+export interface Takeover {
+  familyId: string;
+  tenantId: string;
+  agentIds: readonly string[];
+  epoch: number;
+}
+
+export interface OwnershipOptions {
+  replicaId: string;
+  leases: LeaseStore;
+  agents: AgentStore;
+  events: ClosableEventLog;
+  fence: ReplicaFence;
+  ttlMs?: number;
+  renewMs?: number;
+  onError?: (error: unknown) => void;
+}
+
+export interface Ownership {
+  readonly replicaId: string;
+  /** Where a request about the agent is served (see the header). */
+  route(tenantId: string, agentId: string, options?: { forwarded?: boolean }): Promise<Route>;
+  /** Whether this replica runs the agent's family now, taking it when nobody does. */
+  claim(tenantId: string, agentId: string): Promise<boolean>;
+  /** A forward to the family's owner failed: read its lease again next time. */
+  unreachable(tenantId: string, agentId: string): void;
+  /** A new agent: children and teammates join their parent's family here at once. */
+  created(record: AgentRecord): void;
+  onTakeover(hook: (takeover: Takeover) => Promise<void>): void;
+  onLost(hook: (lost: { familyId: string; tenantId: string; agentIds: readonly string[] }) => void): void;
+  /** Families held now. */
+  held(): string[];
+  /** Registers this replica (reachable at `url`) and starts renewing. */
+  start(url: string): Promise<void>;
+  /** Stops renewing and ends every lease at once, so the other replicas take the families now. */
+  close(): Promise<void>;
+}
+
+interface OwnershipState {
+  o: OwnershipOptions;
+  ttlMs: number;
+  families: Families;
+  /** Takeovers in progress: requests of the family wait for them. */
+  taking: Map<string, Promise<Route>>;
+  /** When each family was taken (performance.now()), for renewal's race (see the header). */
+  takenAt: Map<string, number>;
+  /** Forward targets, remembered briefly. */
+  targets: Map<string, { route: Route; until: number }>;
+  takeoverHooks: ((takeover: Takeover) => Promise<void>)[];
+  /** Each held family's tenant (what the lost hooks are told). */
+  tenantOf: Map<string, string>;
+  lastRenewed: number;
+  timer: NodeJS.Timeout | undefined;
+  closed: boolean;
+}
+
+const LOCAL: Route = { kind: 'local' };
+
+async function takeOver(s: OwnershipState, tenantId: string, familyId: string, epoch: number): Promise<void> {
+  const { fence, events } = s.o;
+  const agentIds = await s.families.members(tenantId, familyId);
+  for (const id of agentIds) {
+    fence.bind(id, familyId);
+    events.forget(id);
+  }
+  fence.hold(familyId, epoch);
+  s.tenantOf.set(familyId, tenantId);
+  s.takenAt.set(familyId, performance.now());
+  for (const hook of s.takeoverHooks) {
+    try {
+      await hook({ familyId, tenantId, agentIds, epoch });
+    } catch (error) {
+      s.o.onError?.(error);
+    }
+  }
+}
+
+async function take(s: OwnershipState, tenantId: string, familyId: string, forwarded: boolean): Promise<Route> {
+  const { o } = s;
+  const acquired = await o.leases.acquire(familyId, o.replicaId, s.ttlMs);
+  if (acquired.held) {
+    await takeOver(s, tenantId, familyId, acquired.epoch);
+    return LOCAL;
+  }
+  const { lease } = acquired;
+  if (forwarded)
+    throw new SandboxError(
+      'OWNER_MOVED',
+      'This agent is run by another replica now; retry the request.',
+      { data: { retryAfterMs: 1000 } },
+    );
+  if (lease.url === undefined)
+    throw new SandboxError(
+      'OWNER_UNREACHABLE',
+      'The replica running this agent is not reachable; retry once its lease has expired.',
+      { data: { retryAfterMs: 1000 } },
+    );
+  const route: Route = { kind: 'forward', url: lease.url, replicaId: lease.replicaId };
+  s.targets.set(familyId, { route, until: performance.now() + TARGET_MS });
+  return route;
+}
+
+async function routeFamily(
+  s: OwnershipState,
+  tenantId: string,
+  agentId: string,
+  familyId: string,
+  forwarded: boolean,
+): Promise<Route> {
+  const { fence } = s.o;
+  const taking = s.taking.get(familyId);
+  if (taking !== undefined) {
+    const route = await taking;
+    if (route.kind === 'local') fence.bind(agentId, familyId);
+    return route;
+  }
+  if (fence.holds(familyId)) {
+    fence.bind(agentId, familyId);
+    return LOCAL;
+  }
+  const target = s.targets.get(familyId);
+  if (target !== undefined && !forwarded && target.until > performance.now()) return target.route;
+  const started = take(s, tenantId, familyId, forwarded).finally(() => {
+    if (s.taking.get(familyId) === started) s.taking.delete(familyId);
+  });
+  s.taking.set(familyId, started);
+  const route = await started;
+  if (route.kind === 'local') fence.bind(agentId, familyId);
+  return route;
+}
+
+async function renew(s: OwnershipState): Promise<void> {
+  const { o } = s;
+  const sentAt = performance.now();
+  try {
+    const still = await o.leases.renew(o.replicaId, s.ttlMs);
+    s.lastRenewed = sentAt;
+    const kept = new Map(still.map((f) => [f.familyId, f.epoch]));
+    for (const familyId of o.fence.held()) {
+      if ((s.takenAt.get(familyId) ?? 0) > sentAt) continue; // taken after the query was sent
+      if (kept.get(familyId) !== o.fence.tokenOfFamily(familyId)?.epoch) o.fence.lost([familyId]);
+    }
+  } catch (error) {
+    o.onError?.(error);
+    // No renewal for a whole lease: whatever the database says, the others may have taken them.
+    if (performance.now() - s.lastRenewed > s.ttlMs) o.fence.lost(o.fence.held());
+  }
+}
+
+export function createOwnership(o: OwnershipOptions): Ownership {
+  const s: OwnershipState = {
+    o,
+    ttlMs: o.ttlMs ?? LEASE_TTL_MS,
+    families: createFamilies(o.agents),
+    taking: new Map(),
+    takenAt: new Map(),
+    targets: new Map(),
+    takeoverHooks: [],
+    tenantOf: new Map(),
+    lastRenewed: performance.now(),
+    timer: undefined,
+    closed: false,
+  };
+  // Registered first, so the hooks added later still find the family's tenant; dropped after them.
+  o.fence.onLost((familyId) => {
+    s.takenAt.delete(familyId);
+    s.targets.delete(familyId);
+    queueMicrotask(() => {
+      if (!o.fence.holds(familyId)) s.tenantOf.delete(familyId);
+    });
+  });
+  const familyOf = async (tenantId: string, agentId: string) => s.families.of(tenantId, agentId);
+  return {
+    replicaId: o.replicaId,
+    async route(tenantId, agentId, options = {}) {
+      const familyId = await familyOf(tenantId, agentId);
+      // Unknown here: the local routes answer (NOT_FOUND, or whatever the agent's absence means).
+      if (familyId === undefined) return LOCAL;
+      return routeFamily(s, tenantId, agentId, familyId, options.forwarded === true);
+    },
+    async claim(tenantId, agentId) {
+      const familyId = await familyOf(tenantId, agentId);
+      if (familyId === undefined) return true; // gone: the caller's own check removes it
+      if (o.fence.holds(familyId)) return true;
+      s.targets.delete(familyId);
+      return (await routeFamily(s, tenantId, agentId, familyId, false)).kind === 'local';
+    },
+    unreachable(tenantId, agentId) {
+      const familyId = s.families.known(agentId);
+      if (familyId !== undefined) s.targets.delete(familyId);
+    },
+    created(record) {
+      const parentId = record.links?.parentId;
+      const familyId = parentId === undefined ? record.id : (s.families.known(parentId) ?? parentId);
+      s.families.note(record.id, familyId);
+      if (o.fence.holds(familyId)) o.fence.bind(record.id, familyId);
+    },
+    onTakeover(hook) {
+      s.takeoverHooks.push(hook);
+    },
+    onLost(hook) {
+      o.fence.onLost((familyId, agentIds) => {
+        const tenantId = s.tenantOf.get(familyId);
+        if (tenantId !== undefined) hook({ familyId, tenantId, agentIds });
+      });
+    },
+    held: () => o.fence.held(),
+    async start(url) {
+      await o.leases.register({ id: o.replicaId, url });
+      s.lastRenewed = performance.now();
+      s.timer = setInterval(() => void renew(s), o.renewMs ?? LEASE_RENEW_MS);
+      s.timer.unref();
+    },
+    async close() {
+      if (s.closed) return;
+      s.closed = true;
+      clearInterval(s.timer);
+      await o.leases.retire(o.replicaId);
+    },
+  };
+}

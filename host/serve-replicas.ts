@@ -1,0 +1,84 @@
+// Replicas in `serve`: on a PostgreSQL store (which keeps the replicas port) this process is one
+// replica among any number on the database: it gets an id and an event fence before the store
+// opens (every event it writes is fenced), and once the agent service runs, the ownership of agent
+// families (host/replicas) with what taking one over and losing one do to the service. The embedded
+// libsql store has no replicas port: nothing here runs, and this process owns every agent.
+import { randomBytes } from 'node:crypto';
+import type { AgentService } from './agents/service.ts';
+import { createFence, type ReplicaFence } from './replicas/fence.ts';
+import { createOwnership, newReplicaId, type Ownership } from './replicas/ownership.ts';
+import type { Store } from './store/store.ts';
+
+export interface ReplicaIdentity {
+  /** DSH_REPLICA_ID, or a fresh one: how logs and forwarded requests name this replica. */
+  replicaId: string;
+  /**
+   * What holds leases: the replica id and a part new at every start. A replica restarted under the
+   * same DSH_REPLICA_ID is a new holder, so a family it held before is taken over (one epoch up,
+   * its interrupted calls repaired) and a former process of it that still runs (paused, cut off)
+   * is fenced like any other replica.
+   */
+  holder: string;
+  fence: ReplicaFence;
+}
+
+/** This process's replica id (DSH_REPLICA_ID, else a fresh one), its lease holder and its event fence. */
+export const replicaIdentity = (config: { replicaId?: string | undefined }): ReplicaIdentity => {
+  const replicaId = config.replicaId ?? newReplicaId();
+  const holder = `${replicaId}~${randomBytes(4).toString('hex')}`;
+  return { replicaId, holder, fence: createFence(holder) };
+};
+
+/**
+ * The ownership of agent families, when the store keeps replicas (PostgreSQL); and the store the
+ * agent service gets, which tells the ownership about every agent it creates (a child joins its
+ * parent's family at once, so its first events are fenced too).
+ */
+export const ownershipOf = (
+  store: Store,
+  identity: ReplicaIdentity,
+  onError: (error: unknown) => void,
+): { ownership: Ownership | undefined; store: Store } => {
+  if (store.leases === undefined) return { ownership: undefined, store };
+  const ownership = createOwnership({
+    replicaId: identity.holder,
+    leases: store.leases,
+    agents: store.agents,
+    events: store.events,
+    fence: identity.fence,
+    onError,
+  });
+  const agents = store.agents;
+  const told: Store = {
+    ...store,
+    agents: {
+      ...agents,
+      async create(input) {
+        const record = await agents.create(input);
+        ownership.created(record);
+        return record;
+      },
+    },
+  };
+  return { ownership, store: told };
+};
+
+/** What taking a family over and losing one do to the agent service. */
+export const wireOwnership = (
+  ownership: Ownership,
+  agents: AgentService,
+  log: (line: string) => void,
+): void => {
+  ownership.onTakeover(async ({ familyId, agentIds }) => {
+    // Plugins the family ran on its former owner run here now.
+    const started = await agents.resumePlugins(
+      (id, e) => log(`could not start plugin ${id} again: ${String(e)}`),
+      new Set(agentIds),
+    );
+    if (started > 0) log(`family ${familyId}: started ${started} plugin(s) again`);
+  });
+  ownership.onLost(({ familyId, tenantId, agentIds }) => {
+    log(`family ${familyId} is run by another replica now; its work here stops`);
+    agents.release(tenantId, agentIds).catch((e: unknown) => log(`releasing family ${familyId}: ${String(e)}`));
+  });
+};

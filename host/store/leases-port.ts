@@ -1,0 +1,58 @@
+// The replicas port: which control-plane replicas run on one database and which of them owns each
+// agent family (a top-level agent with its children and teammates), held by a lease with an
+// epoch. Only the PostgreSQL backend keeps it (pg/leases.ts): the embedded libsql store serves one
+// process, which owns every family. Types only; host/replicas decides what the leases mean.
+// Invariants every backend keeps: time is the database's clock alone (a replica's clock never
+// decides whether a lease has expired); a family has at most one lease row; its epoch only grows,
+// and grows whenever the family changes hands or is taken again after its lease expired, so a
+// write fenced by (family, epoch) can never be made by an owner that has since lost it.
+
+/** A replica as the others see it. */
+export interface ReplicaInfo {
+  id: string;
+  /** How the other replicas reach it (DSH_REPLICA_URL). */
+  url: string;
+}
+
+/** A family's lease as read. */
+export interface FamilyLease {
+  familyId: string;
+  replicaId: string;
+  epoch: number;
+  /** The owner's URL; undefined when the owner is no longer registered. */
+  url: string | undefined;
+  /** Whether the lease has expired by the database's clock (anybody may take the family). */
+  expired: boolean;
+}
+
+/** The answer of acquire(). */
+export type Acquired =
+  | { held: true; epoch: number }
+  | { held: false; lease: FamilyLease };
+
+/** A family this replica still holds after a renewal, with its epoch. */
+export interface HeldFamily {
+  familyId: string;
+  epoch: number;
+}
+
+export interface LeaseStore {
+  /** Registers (or refreshes) this replica; the others find its URL here. */
+  register(replica: ReplicaInfo): Promise<void>;
+  /** Removes this replica's row and ends its leases at once, so the others take its families without waiting. */
+  retire(replicaId: string): Promise<void>;
+  /**
+   * Takes the family for `replicaId` for `ttlMs` when nobody holds it, its lease has expired, or
+   * the replica holds it already (a renewal of that one family); otherwise answers who holds it.
+   */
+  acquire(familyId: string, replicaId: string, ttlMs: number): Promise<Acquired>;
+  /**
+   * Extends every unexpired lease of `replicaId` by `ttlMs` and refreshes its registration; the
+   * families it still holds. A family missing from the answer is lost (taken or expired).
+   */
+  renew(replicaId: string, ttlMs: number): Promise<HeldFamily[]>;
+  /** Ends one family's lease now (a clean hand-off); false when the replica did not hold it. */
+  release(familyId: string, replicaId: string): Promise<boolean>;
+  /** The family's lease, undefined when it has none. */
+  lease(familyId: string): Promise<FamilyLease | undefined>;
+}

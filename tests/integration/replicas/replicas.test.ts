@@ -1,0 +1,167 @@
+// Several control-plane replicas on one PostgreSQL database, each a process of its own, with the
+// real Docker engine and isolate host: an agent is used through any replica (the one that does not
+// run it forwards to the one that does); a `kill -9` of the owner in the middle of a batch loses
+// nothing (another replica takes the family over once its lease ran out, every logged call has
+// exactly one result, the seqs have no gap, and a retry with the same Idempotency-Key runs no call
+// twice); and an owner stopped past its lease and then resumed writes nothing more.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { postgresMissing } from '../../helpers/postgres.ts';
+import { until } from '../../helpers/until.ts';
+import type { Loose } from '../../unit/api/harness.ts';
+import { readSse } from '../../unit/api/sse.ts';
+import { type Cluster, exited, type Replica, startCluster } from './cluster.ts';
+
+/** Short leases, so a fail-over takes seconds: the lease is renewed every fifth of it. */
+const LEASE_MS = 3000;
+
+const missing = postgresMissing();
+const suite = missing === undefined ? describe : describe.skip;
+
+suite(`replicas on one PostgreSQL database${missing === undefined ? '' : ` [skipped: ${missing}]`}`, () => {
+  let cluster: Cluster;
+  let a: Replica;
+  let b: Replica;
+
+  beforeAll(async () => {
+    cluster = await startCluster(['replica-a', 'replica-b'], LEASE_MS);
+    [a, b] = cluster.replicas as [Replica, Replica];
+  }, 120_000);
+  afterAll(async () => {
+    await cluster?.close();
+  });
+
+  const bash = (id: string, command: string) => ({ id, name: 'bash', arguments: { command, description: id } });
+  const events = async (via: Replica, agentId: string): Promise<Loose[]> =>
+    (await cluster.request(via, 'GET', `/v1/agents/${agentId}/events?limit=5000`)).json.events as Loose[];
+
+  /** Every logged tool.call has exactly one tool.result, and the seqs run 1, 2, 3… without a gap. */
+  const expectWholeLog = (log: Loose[]) => {
+    expect(log.map((e) => e.seq)).toEqual(log.map((_, i) => i + 1));
+    const calls = log.filter((e) => e.type === 'tool.call').map((e) => `${e.parentCallId ?? ''}/${e.callId}`);
+    const results = log.filter((e) => e.type === 'tool.result').map((e) => `${e.parentCallId ?? ''}/${e.callId}`);
+    expect(new Set(calls).size).toBe(calls.length);
+    expect([...results].sort()).toEqual([...calls].sort());
+  };
+
+  it('serves an agent made through one replica through the other: calls, files, events and its stream', async () => {
+    const agent = (await cluster.request(a, 'POST', '/v1/agents', {})).json;
+    const first = await cluster.request(a, 'POST', `/v1/agents/${agent.id}/calls`, {
+      calls: [bash('one', 'echo made-on-a > /workspace/note.txt')],
+    });
+    expect(first.json.results[0]).toMatchObject({ ok: true });
+
+    const viaB = await cluster.request(b, 'POST', `/v1/agents/${agent.id}/calls`, {
+      calls: [bash('two', 'cat /workspace/note.txt')],
+    });
+    expect(viaB.status).toBe(200);
+    expect(JSON.stringify(viaB.json.results[0].content)).toContain('made-on-a');
+
+    // Its live stream through B shows a call made through A, once durable.
+    const stream = await fetch(`${b.url}/v1/agents/${agent.id}/events?after=0`, {
+      headers: { Authorization: `Bearer ${cluster.key}`, Accept: 'text/event-stream' },
+    });
+    expect(stream.status).toBe(200);
+    const seen = readSse(stream.body as ReadableStream<Uint8Array>, (messages) =>
+      messages.some((m) => m.data?.type === 'tool.result' && m.data?.callId === 'three'),
+    );
+    await cluster.request(a, 'POST', `/v1/agents/${agent.id}/calls`, { calls: [bash('three', 'true')] });
+    await seen;
+
+    const log = await events(b, agent.id);
+    expect(log.filter((e) => e.type === 'tool.result').map((e) => e.callId)).toEqual(['one', 'two', 'three']);
+    expectWholeLog(log);
+  });
+
+  it('loses no call when the owner is killed in the middle of a batch, and a retry with its key runs nothing twice', async () => {
+    const agent = (await cluster.request(a, 'POST', '/v1/agents', {})).json;
+    // A runs the family (its first call went there).
+    await cluster.request(a, 'POST', `/v1/agents/${agent.id}/calls`, { calls: [bash('start', 'true')] });
+    const calls = Array.from({ length: 200 }, (_, i) => bash(`c${i}`, `echo c${i} >> /workspace/ran.txt`));
+    const key = 'batch-200';
+    const batch = cluster
+      .request(b, 'POST', `/v1/agents/${agent.id}/calls`, { calls }, { 'Idempotency-Key': key })
+      .catch((error: unknown) => error);
+    await until(
+      async () => (await events(a, agent.id)).filter((e) => e.type === 'tool.result').length >= 20,
+      { what: 'the batch under way on A', timeoutMs: 60_000 },
+    );
+    a.child.kill('SIGKILL');
+    await exited(a.child);
+    const first = await batch;
+    // The forwarded request died with its owner: B says so (or the connection ended).
+    if (!(first instanceof Error)) expect([502, 503]).toContain((first as { status: number }).status);
+
+    // The client retries with the same key until B has taken the family over.
+    const retried = await until(
+      async () => {
+        const r = await cluster.request(b, 'POST', `/v1/agents/${agent.id}/calls`, { calls }, { 'Idempotency-Key': key });
+        return r.status === 200 ? r : undefined;
+      },
+      { what: 'B answering the retried batch', timeoutMs: 60_000, intervalMs: 250 },
+    );
+    const results = retried.json.results as Loose[];
+    expect(results).toHaveLength(200);
+    const ok = results.filter((r) => r.ok).length;
+    expect(ok).toBeGreaterThanOrEqual(20);
+    for (const r of results.filter((x) => !x.ok)) expect(r.error.code).toBe('INTERRUPTED');
+
+    const log = await events(b, agent.id);
+    expectWholeLog(log);
+    // No call ran twice: each line at most once in the file the calls appended to.
+    const ran = await cluster.request(b, 'POST', `/v1/agents/${agent.id}/calls`, {
+      calls: [bash('count', 'sort /workspace/ran.txt | uniq -d | wc -l; wc -l < /workspace/ran.txt')],
+    });
+    const [dupes, lines] = String(ran.json.results[0].content[0].text)
+      .trim()
+      .split(/\s+/)
+      .map(Number);
+    expect(dupes).toBe(0);
+    expect(lines).toBeGreaterThanOrEqual(ok);
+    expect(lines).toBeLessThanOrEqual(200);
+    a = await cluster.start('replica-a');
+  });
+
+  it('an owner stopped past its lease and then resumed writes nothing more to the family', async () => {
+    const agent = (await cluster.request(a, 'POST', '/v1/agents', {})).json;
+    await cluster.request(a, 'POST', `/v1/agents/${agent.id}/calls`, { calls: [bash('start', 'true')] });
+    const stream = await fetch(`${a.url}/v1/agents/${agent.id}/events`, {
+      headers: { Authorization: `Bearer ${cluster.key}`, Accept: 'text/event-stream' },
+    });
+    const logged = readSse(stream.body as ReadableStream<Uint8Array>, (messages) =>
+      messages.some((m) => m.data?.type === 'tool.call' && m.data?.callId === 'slow'),
+    );
+    const slow = cluster
+      .request(a, 'POST', `/v1/agents/${agent.id}/calls`, { calls: [bash('slow', 'sleep 2; echo late')] })
+      .catch((error: unknown) => error);
+    await logged;
+    a.child.kill('SIGSTOP');
+    // B takes the family once A's lease ran out, and repairs the call A left running.
+    const repaired = await until(
+      async () => {
+        const r = await cluster.request(b, 'GET', `/v1/agents/${agent.id}/events?limit=5000`);
+        if (r.status !== 200) return undefined;
+        const log = r.json.events as Loose[];
+        return log.some((e) => e.type === 'tool.result' && e.callId === 'slow') ? log : undefined;
+      },
+      { what: 'B taking the family over', timeoutMs: 60_000, intervalMs: 250 },
+    );
+    expect(repaired.find((e) => e.type === 'tool.result' && e.callId === 'slow')?.data.error.code).toBe(
+      'INTERRUPTED',
+    );
+    a.child.kill('SIGCONT');
+    await slow; // A's batch ends (its result is refused by the database, or dropped)
+    await until(() => a.lines.some((line) => line.includes(`family ${agent.id} is run by another replica`)), {
+      what: 'A telling it lost the family',
+      timeoutMs: 30_000,
+    });
+    const after = await cluster.request(b, 'POST', `/v1/agents/${agent.id}/calls`, { calls: [bash('after', 'true')] });
+    expect(after.json.results[0]).toMatchObject({ ok: true });
+    const log = await events(b, agent.id);
+    expectWholeLog(log);
+    expect(log.filter((e) => e.type === 'tool.result').map((e) => [e.callId, e.data.ok])).toEqual([
+      ['start', true],
+      ['slow', false],
+      ['after', true],
+    ]);
+  });
+});
