@@ -4,7 +4,7 @@
 // A backend may answer now or with a promise (issue 30); event-log-load.ts is how the core takes
 // either without an await on the synchronous path.
 import type { PayloadBlob } from './payloads.ts';
-import type { EventLog, EventPayloads, EventSurface } from './types.ts';
+import type { EventLog, EventPayloads, EventRepairs, EventSurface } from './types.ts';
 
 /** An event as stored: data already serialized (markers in place of payloads), so later mutation cannot change it. */
 export interface EventRow {
@@ -36,8 +36,8 @@ export type Answer<T> = T | Promise<T>;
  * Where rows go. A backend answers synchronously (libsql, memory: SyncEventBackend) or with
  * promises (a network database); the core (event-log-core.ts) takes the synchronous path whenever
  * the answer is already there, so a synchronous backend costs no await. `write` is atomic (all
- * rows, their payloads and the usage they add, or nothing), one write in flight at a time, and may
- * raise the seqs of a session's rows (keeping their order, in place) when another writer got there
+ * rows, their payloads, the usage they add and the open calls they open or close, or nothing), one
+ * write in flight at a time, and may raise the seqs of a session's rows (keeping their order, in place) when another writer got there
  * first.
  */
 export interface EventBackend {
@@ -53,6 +53,12 @@ export interface EventBackend {
   hasBlob(tenantId: string, sha256: string): Answer<boolean>;
   write(rows: QueuedRow[]): Answer<void>;
   read(sessionId: string, afterSeq: number, limit: number): Answer<EventRow[]>;
+  /**
+   * The `tool.call` and `tool.result` rows of every session with open calls (its stored calls
+   * outnumber its results: `sessions.open_calls` > 0, kept by `write`), of `sessionIds` only when
+   * given; by session, then seq. Reads only those sessions' rows, never the whole log.
+   */
+  callRows(sessionIds: readonly string[] | undefined): Answer<EventRow[]>;
 }
 
 /** A backend that answers at once (libsql, memory; the writer thread calls its `write` directly). */
@@ -65,6 +71,7 @@ export interface SyncEventBackend extends EventBackend {
   hasBlob(tenantId: string, sha256: string): boolean;
   write(rows: QueuedRow[]): void;
   read(sessionId: string, afterSeq: number, limit: number): EventRow[];
+  callRows(sessionIds: readonly string[] | undefined): EventRow[];
 }
 
 export interface EventLogOptions {
@@ -106,7 +113,7 @@ export interface AsyncEventWriter {
   close(): void;
 }
 
-export interface ClosableEventLog extends EventLog, EventPayloads {
+export interface ClosableEventLog extends EventLog, EventPayloads, EventRepairs {
   /**
    * Refuses appends from now on, writes what is queued and stops the background writer. Resolves
    * once everything appended before it is stored: with a synchronous backend (libsql, memory)
