@@ -1,4 +1,5 @@
-// `serve`: opens the store, makes the default tenant on first start, re-adopts the agents'
+// `serve`: opens the store, makes the default tenant on first start, ends the calls a crash left
+// running (INTERRUPTED, tools/interrupted.ts), re-adopts the agents'
 // containers, starts the isolate workers and runs the HTTP API on loopback until SIGINT/SIGTERM.
 // Shutdown order: stop accepting, refuse new requests (503), end SSE streams with a final
 // `shutdown` event, let in-flight batches finish for the grace period and fail the rest with
@@ -26,6 +27,7 @@ import { createServerApp, listenHttp } from './serve-http.ts';
 import { defaultProvider, sandboxImageOf, startEgress } from './serve-sandboxes.ts';
 import { connectStore } from './store/connect.ts';
 import type { Store } from './store/index.ts';
+import { repairInterruptedCalls, repairLine } from './tools/interrupted.ts';
 
 export const VERSION = '0.1.0';
 export const DEFAULT_KEY_FILE = 'default-tenant.key';
@@ -108,6 +110,9 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
       onError: storeTrouble(log),
     }));
   await ensureDefaultTenant(store, config, log);
+  // Calls a crash left running end INTERRUPTED before anything runs or is served (tools/interrupted.ts).
+  const repaired = repairLine(await repairInterruptedCalls(store.events, { requests: store.requests }));
+  if (repaired !== undefined) log(repaired);
   const { egress, sandboxEgress } = startEgress(config, store, log);
   const docker =
     options.sandboxes === undefined
