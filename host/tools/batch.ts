@@ -2,7 +2,8 @@
 // bounded pool; an exclusive call waits for the pool to drain and runs alone; results come back in
 // model order, and reach the durable log in model order too (the log is the replay source: a
 // result that settles early waits in memory for the ones before it, never for a call that logs
-// no result because its call was not recorded; inner calls log as they settle). Classification happens once, at preparation, from the validated arguments.
+// no result because its call was not recorded; inner calls log as they settle). Classification
+// happens once, at preparation, from the validated arguments.
 import type { EventLog, SessionEventInput } from '../store/types.ts';
 import type { CallEnv, Prepared } from './call-env.ts';
 import { tryAppend } from './call-log.ts';
@@ -32,43 +33,37 @@ const prepareOne = (env: CallEnv, call: ToolCall, options: RunOptions): Prepared
         safe: true,
       };
 
-/** A root call that logged no result (its tool.call was not recorded): nothing to wait for. */
+/** A root call that logs no result (its tool.call was not recorded): nothing to wait for. */
 const UNLOGGED = Symbol('unlogged');
 
 /**
- * The env whose root results are logged in the order of `calls`, and `settled(i)`, told when call
- * `i` settled: a call that logged no result (its call was refused by the store) must not hold the
- * results after it back for good. Unchanged (settled does nothing) for one call, without a log, or
- * when two calls share an id (then nothing tells their results apart).
+ * The env whose root results are logged in the order of `calls`; unchanged for one call, without a
+ * log, or when two calls share an id (then nothing tells their results apart). A call that logs no
+ * result (the store refused its call) must not hold the results after it back for good.
  */
-const inModelOrder = (
-  env: CallEnv,
-  calls: readonly ToolCall[],
-): { env: CallEnv; settled: (i: number) => void } => {
+const inModelOrder = (env: CallEnv, calls: readonly ToolCall[]): CallEnv => {
   const index = new Map(calls.map((call, i) => [call.id, i]));
-  if (env.log === undefined || calls.length < 2 || index.size !== calls.length)
-    return { env, settled: () => undefined };
+  const log = env.log;
+  if (log === undefined || calls.length < 2 || index.size !== calls.length) return env;
   const held: (SessionEventInput | typeof UNLOGGED | undefined)[] = new Array(calls.length);
   let next = 0;
-  const drain = (log: EventLog) => {
+  const hold = (i: number, entry: SessionEventInput | typeof UNLOGGED) => {
+    held[i] = entry;
     for (let ready = held[next]; ready !== undefined; ready = held[next]) {
       if (ready !== UNLOGGED) void tryAppend(log, ready);
       held[next++] = undefined;
     }
   };
-  function logResult(log: EventLog, event: SessionEventInput): void {
+  function logResult(target: EventLog, event: SessionEventInput): void {
     const i = event.parentCallId === undefined ? index.get(event.callId ?? '') : undefined;
-    if (i === undefined || held[i] !== undefined || i < next) return void tryAppend(log, event);
-    held[i] = event;
-    drain(log);
+    if (i === undefined || held[i] !== undefined || i < next) return void tryAppend(target, event);
+    hold(i, event);
   }
-  // A call settles after logResult ran for it (pipeline.ts settle), so one still missing never logs.
-  function settled(i: number): void {
-    if (i < next || held[i] !== undefined || env.log === undefined) return;
-    held[i] = UNLOGGED;
-    drain(env.log);
+  function unlogged(callId: string, parentCallId: string | undefined): void {
+    const i = parentCallId === undefined ? index.get(callId) : undefined;
+    if (i !== undefined && held[i] === undefined && i >= next) hold(i, UNLOGGED);
   }
-  return { env: { ...env, logResult }, settled };
+  return { ...env, logResult, unlogged };
 };
 
 export const runBatch = async (
@@ -79,16 +74,11 @@ export const runBatch = async (
   // A single call needs no pool.
   if (calls.length === 1) return [await runPrepared(env, prepareOne(env, calls[0] as ToolCall, options))];
   const gate = createGate(env.concurrency);
-  const { env: ordered, settled } = inModelOrder(env, calls);
+  const ordered = inModelOrder(env, calls);
   const pending: Promise<ToolResult>[] = new Array(calls.length);
   for (let i = 0; i < calls.length; i++) {
     const p = prepareOne(ordered, calls[i] as ToolCall, options);
-    pending[i] = gate
-      .run(p.safe, () => runPrepared(ordered, p))
-      .then((result) => {
-        settled(i);
-        return result;
-      });
+    pending[i] = gate.run(p.safe, () => runPrepared(ordered, p));
   }
   return Promise.all(pending);
 };
