@@ -7,8 +7,10 @@
 // Invariants: every logged call ends with exactly one result: the store names only the calls
 // without one (events.unfinishedCalls), so a second run appends nothing; inner calls are settled
 // before their parent (as they would have ended), the rest in call order; one append per session.
-// The caller runs it only for sessions no call of this process is running in (at start, before
-// the API takes requests; at a fail-over, before the family's calls are served), one run at a time.
+// The caller runs it only for sessions no call of any process is running in (at start, before the
+// API takes requests; at a fail-over, before the family's calls are served), one run at a time:
+// where replicas share a database, a replica repairs only the families it takes, never at start
+// for every session.
 import type { JsonValue } from '../json.ts';
 import type { RequestStore } from '../requests/port.ts';
 import type { EventLog, EventRepairs, SessionEventInput, UnfinishedCall } from '../store/types.ts';

@@ -119,6 +119,23 @@ export const runUnfinishedCallsContract = (factory: EventLogFactory) => {
       expect(await log.unfinishedCalls()).toEqual([]);
     });
 
+    it('keeps the count exact when a second process wrote the same session meanwhile', async () => {
+      const opened = await open();
+      if (opened.reopen === undefined) return;
+      const second = await opened.reopen();
+      await opened.log.append([call('s', 'a')]);
+      await opened.log.flush();
+      await second.append([call('s', 'b'), result('s', 'b')]);
+      await second.flush();
+      // The first log's next seq is taken: its write is renumbered after the second's rows.
+      await opened.log.append([call('s', 'c')]);
+      await opened.log.flush();
+      expect((await second.unfinishedCalls()).map((c) => [c.callId, c.seq])).toEqual([
+        ['a', 1],
+        ['c', 4],
+      ]);
+    });
+
     it('survives a restart: a reopened log reports the first one’s open calls', async () => {
       const opened = await open();
       if (opened.reopen === undefined) return;
