@@ -37,8 +37,8 @@ export type Answer<T> = T | Promise<T>;
  * promises (a network database); the core (event-log-core.ts) takes the synchronous path whenever
  * the answer is already there, so a synchronous backend costs no await. `write` is atomic (all
  * rows, their payloads, the usage they add and the open calls they open or close, or nothing), one
- * write in flight at a time, and may raise the seqs of a session's rows (keeping their order, in place) when another writer got there
- * first.
+ * write in flight at a time, and may raise the seqs of a session's rows (keeping their order, in
+ * place) when another writer got there first.
  */
 export interface EventBackend {
   /** The highest seq stored for the session, 0 when none. Called once per session. */

@@ -156,9 +156,10 @@ export async function writePgEvents(
     usage.set(r.tenantId, (usage.get(r.tenantId) ?? 0) + bytes);
     if (indexing) bodies.push(searchWords(text.slice(0, PG_INDEX_TEXT_MAX)));
   }
-  // The sessions' new last_seq and open calls and the tenants' usage: CTEs of the batch's last INSERT (one round
-  // trip fewer per batch: on a busy host each statement costs the writer's thread a socket write and
-  // a wake-up of the server, ~100 µs), or a statement of their own when the batch has no rows left.
+  // The sessions' new last_seq and open calls and the tenants' usage: CTEs of the batch's last
+  // INSERT (one round trip fewer per batch: on a busy host each statement costs the writer's thread
+  // a socket write and a wake-up of the server, ~100 µs), or a statement of their own when the
+  // batch has no rows left.
   const ids = [...lastSeqs.keys()];
   const tenants = [...usage.keys()].sort();
   const tailParams = [
