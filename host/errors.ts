@@ -23,6 +23,12 @@ export const ERROR_CODES = {
   NO_EXECUTOR: 500,
   /** The agent is in plan mode and the call would change something; it was not run. */
   PLAN_MODE: 403,
+  /**
+   * The call was running when its service stopped (a crash, a restart, a fail-over): logged at the
+   * next start (host/tools/interrupted.ts); it may or may not have taken effect. Check before
+   * running it again.
+   */
+  INTERRUPTED: 503,
   // sandbox
   SANDBOX_UNAVAILABLE: 503,
   SANDBOX_PROTOCOL: 502,

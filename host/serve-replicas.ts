@@ -8,6 +8,7 @@ import type { AgentService } from './agents/service.ts';
 import { createFence, type ReplicaFence } from './replicas/fence.ts';
 import { createOwnership, newReplicaId, type Ownership } from './replicas/ownership.ts';
 import type { Store } from './store/store.ts';
+import { repairInterruptedCalls, repairLine } from './tools/interrupted.ts';
 
 export interface ReplicaIdentity {
   /** DSH_REPLICA_ID, or a fresh one: how logs and forwarded requests name this replica. */
@@ -66,10 +67,15 @@ export const ownershipOf = (
 /** What taking a family over and losing one do to the agent service. */
 export const wireOwnership = (
   ownership: Ownership,
-  agents: AgentService,
+  { agents, store }: { agents: AgentService; store: Store },
   log: (line: string) => void,
 ): void => {
   ownership.onTakeover(async ({ familyId, agentIds }) => {
+    // The calls its former owner left running end INTERRUPTED, before anything of it runs here.
+    const repaired = repairLine(
+      await repairInterruptedCalls(store.events, { sessionIds: agentIds, requests: store.requests }),
+    );
+    if (repaired !== undefined) log(`family ${familyId}: ${repaired}`);
     // Plugins the family ran on its former owner run here now.
     const started = await agents.resumePlugins(
       (id, e) => log(`could not start plugin ${id} again: ${String(e)}`),

@@ -1,4 +1,5 @@
-// `serve`: opens the store, makes the default tenant on first start, re-adopts the agents'
+// `serve`: opens the store, makes the default tenant on first start, ends the calls a crash left
+// running (INTERRUPTED, tools/interrupted.ts), re-adopts the agents'
 // containers, starts the isolate workers and runs the HTTP API on loopback until SIGINT/SIGTERM.
 // Shutdown order: stop accepting, refuse new requests (503), end SSE streams with a final
 // `shutdown` event, let in-flight batches finish for the grace period and fail the rest with
@@ -27,6 +28,7 @@ import { defaultProvider, sandboxImageOf, startEgress } from './serve-sandboxes.
 import { ownershipOf, replicaIdentity, wireOwnership } from './serve-replicas.ts';
 import { connectStore } from './store/connect.ts';
 import type { Store } from './store/index.ts';
+import { repairInterruptedCalls, repairLine } from './tools/interrupted.ts';
 
 export const VERSION = '0.1.0';
 export const DEFAULT_KEY_FILE = 'default-tenant.key';
@@ -115,6 +117,12 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
   const { ownership, store } =
     options.store === undefined ? ownershipOf(opened, identity, trouble) : { ownership: undefined, store: opened };
   await ensureDefaultTenant(store, config, log);
+  // Calls a crash left running end INTERRUPTED before anything runs or is served (tools/interrupted.ts).
+  // With replicas, only the families a replica takes over, when it takes them (serve-replicas.ts).
+  if (ownership === undefined) {
+    const repaired = repairLine(await repairInterruptedCalls(store.events, { requests: store.requests }));
+    if (repaired !== undefined) log(repaired);
+  }
   const { egress, sandboxEgress } = startEgress(config, store, log);
   const docker =
     options.sandboxes === undefined
@@ -134,7 +142,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
     { egress, store, sandboxes, isolates, metrics, fair, ownership },
     log,
   );
-  if (ownership !== undefined) wireOwnership(ownership, agents, log);
+  if (ownership !== undefined) wireOwnership(ownership, { agents, store }, log);
   // Connections without a valid key cannot take the last ones, nor stay silent (api/connections.ts).
   const connections = createConnectionGuard({
     maxConnections: config.maxConnections,

@@ -10,12 +10,14 @@
 // under its tenant's byte budget (large values stored apart, once per tenant) and says what a row
 // costs; event-log-queue.ts is the one writer path (queue, rows in flight on the writer thread,
 // group commit, retries, subscribers told); event-log-read.ts pages and payloads, queued rows
-// included; event-log-rows.ts converts between events and rows.
+// included; event-log-calls.ts finds the calls left without a result (the repair after a crash);
+// event-log-rows.ts converts between events and rows.
 // Invariants: one process writes a given session (with replicas, the family's owner: a fence
 // drops what a former owner still appends, event-log-queue.ts); rows are written in append order; a failed
 // batch stays queued (flush() rejects, the next tick retries) instead of being dropped.
 import { append } from './event-log-append.ts';
 import { admits, DEFAULT_LOG_BUDGET_BYTES, usageOf } from './event-log-budget.ts';
+import { unfinishedCalls } from './event-log-calls.ts';
 import { settled } from './event-log-load.ts';
 import type {
   AsyncEventWriter,
@@ -75,6 +77,7 @@ export function createEventLog(
     payload: (sessionId, seq, pointer) => payload(s, sessionId, seq, pointer),
     usage: () => settled(s, () => usageOf(s)),
     subscribe: (sessionId, listener) => subscribe(s, sessionId, listener),
+    unfinishedCalls: (query) => unfinishedCalls(s, query),
     close: () => close(s),
     forget: (sessionId) => {
       const session = s.sessions.get(sessionId);

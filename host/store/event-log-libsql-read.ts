@@ -1,5 +1,6 @@
 // The libsql event backend's reads (event-log.ts): a session's last seq and tenant, tenants' stored
-// log bytes, payloads by tenant and sha256, and a page of a session's events.
+// log bytes, payloads by tenant and sha256, a page of a session's events, and the call and result
+// rows of the sessions with open calls (sessions.open_calls > 0: the repair after a crash).
 // Invariants: a session's last seq is max(sessions.last_seq, max(events.seq)), so a reopened log
 // continues without gaps; a session's tenant is its agent's ('' when none is known); a page is in
 // seq order, after `afterSeq`, at most `limit` rows, with absent columns read as undefined.
@@ -16,6 +17,9 @@ export interface EventReads {
   readonly usageAll: LibsqlDatabase.Statement;
   readonly readBlob: LibsqlDatabase.Statement;
   readonly hasBlob: LibsqlDatabase.Statement;
+  readonly openSessions: LibsqlDatabase.Statement;
+  readonly openSession: LibsqlDatabase.Statement;
+  readonly callRows: LibsqlDatabase.Statement;
 }
 
 export function prepareReads(db: Database): EventReads {
@@ -33,6 +37,15 @@ export function prepareReads(db: Database): EventReads {
     usageAll: db.prepare('SELECT tenant_id, bytes FROM tenant_log_usage'),
     readBlob: db.prepare('SELECT data FROM payloads WHERE tenant_id = ? AND sha256 = ?'),
     hasBlob: db.prepare('SELECT 1 AS x FROM payloads WHERE tenant_id = ? AND sha256 = ?'),
+    // One row per session: far fewer than events, and read only when a repair asks.
+    openSessions: db.prepare('SELECT id FROM sessions WHERE open_calls > 0 ORDER BY id'),
+    openSession: db.prepare('SELECT id FROM sessions WHERE id = ? AND open_calls > 0'),
+    // The session's own range of the primary key; a result's data is not needed.
+    callRows: db.prepare(
+      `SELECT session_id, seq, type, surface, call_id, parent_call_id,
+              CASE type WHEN 'tool.call' THEN data ELSE '{}' END AS data, NULL AS refs, at
+       FROM events WHERE session_id = ? AND type IN ('tool.call', 'tool.result') ORDER BY seq`,
+    ),
   };
 }
 
@@ -80,4 +93,14 @@ export function readEvents(
   return guarded('read events', () =>
     (reads.read.all(sessionId, afterSeq, limit) as StoredEvent[]).map(toEventRow),
   );
+}
+
+export function callRowsOf(reads: EventReads, sessionIds: readonly string[] | undefined): EventRow[] {
+  return guarded('read open calls', () => {
+    const ids =
+      sessionIds === undefined
+        ? (reads.openSessions.all() as { id: string }[]).map((r) => r.id)
+        : [...new Set(sessionIds)].sort().filter((id) => reads.openSession.all(id).length > 0);
+    return ids.flatMap((id) => (reads.callRows.all(id) as StoredEvent[]).map(toEventRow));
+  });
 }

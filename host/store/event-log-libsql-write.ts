@@ -1,6 +1,7 @@
 // The libsql event backend's write (event-log.ts): one batch of queued rows in one BEGIN IMMEDIATE
 // transaction, with their sessions, payloads, byte usage and full-text index entries.
-// Invariants: a session row exists (and its last_seq is raised) before its events are inserted;
+// Invariants: a session row exists (and its last_seq is raised, its open_calls moved by the rows'
+// calls minus their results: the same statement) before its events are inserted;
 // the common path reads nothing (a read costs as much as two inserts); if a second process wrote
 // the session meanwhile, the insert hits the primary key and the batch is retried once, renumbered
 // after the stored rows, so stored seqs stay unique and gap-free. Payloads live in `payloads` (one
@@ -10,7 +11,7 @@
 import type LibsqlDatabase from 'libsql';
 import { type Database, guarded, immediate } from './db.ts';
 import type { QueuedRow } from './event-log-port.ts';
-import { groupBySession, renumberAfter } from './event-log-rows.ts';
+import { groupBySession, openedBy, renumberAfter } from './event-log-rows.ts';
 import { indexText, ownerTokens, payloadIndexText } from './search-text.ts';
 
 const prepareIndex = (db: Database) => ({
@@ -41,8 +42,9 @@ export function prepareWrites(db: Database, indexing: boolean): EventWrites {
     indexStatements: undefined,
     storedSeq: db.prepare('SELECT last_seq FROM sessions WHERE id = ?'),
     upsertSession: db.prepare(
-      `INSERT INTO sessions (id, created_at, last_seq) VALUES (?, ?, ?)
-       ON CONFLICT (id) DO UPDATE SET last_seq = max(last_seq, excluded.last_seq)`,
+      `INSERT INTO sessions (id, created_at, last_seq, open_calls) VALUES (?, ?, ?, ?)
+       ON CONFLICT (id) DO UPDATE SET last_seq = max(last_seq, excluded.last_seq),
+         open_calls = open_calls + excluded.open_calls`,
     ),
     insert: db.prepare(
       `INSERT INTO events (session_id, seq, type, surface, call_id, parent_call_id, data, refs, at)
@@ -81,7 +83,7 @@ function writeBatch(state: EventWrites, rows: QueuedRow[], renumber: boolean): v
           (storedSeq.all(sessionId)[0] as { last_seq: number } | undefined)?.last_seq ?? 0,
         );
       }
-      upsertSession.run(sessionId, group[0]!.at, group.at(-1)!.seq);
+      upsertSession.run(sessionId, group[0]!.at, group.at(-1)!.seq, openedBy(group));
     }
     const usage = new Map<string, number>();
     for (const r of rows) {

@@ -4,7 +4,7 @@
 // A backend may answer now or with a promise (issue 30); event-log-load.ts is how the core takes
 // either without an await on the synchronous path.
 import type { PayloadBlob } from './payloads.ts';
-import type { EventLog, EventPayloads, EventSurface } from './types.ts';
+import type { EventLog, EventPayloads, EventRepairs, EventSurface } from './types.ts';
 
 /** An event as stored: data already serialized (markers in place of payloads), so later mutation cannot change it. */
 export interface EventRow {
@@ -59,9 +59,9 @@ export type Answer<T> = T | Promise<T>;
  * Where rows go. A backend answers synchronously (libsql, memory: SyncEventBackend) or with
  * promises (a network database); the core (event-log-core.ts) takes the synchronous path whenever
  * the answer is already there, so a synchronous backend costs no await. `write` is atomic (all
- * rows, their payloads and the usage they add, or nothing), one write in flight at a time, and may
- * raise the seqs of a session's rows (keeping their order, in place) when another writer got there
- * first.
+ * rows, their payloads, the usage they add and the open calls they open or close, or nothing), one
+ * write in flight at a time, and may raise the seqs of a session's rows (keeping their order, in
+ * place) when another writer got there first.
  */
 export interface EventBackend {
   /** The highest seq stored for the session, 0 when none. Called once per session. */
@@ -76,6 +76,12 @@ export interface EventBackend {
   hasBlob(tenantId: string, sha256: string): Answer<boolean>;
   write(rows: QueuedRow[]): Answer<void>;
   read(sessionId: string, afterSeq: number, limit: number): Answer<EventRow[]>;
+  /**
+   * The `tool.call` and `tool.result` rows of every session with open calls (its stored calls
+   * outnumber its results: `sessions.open_calls` > 0, kept by `write`), of `sessionIds` only when
+   * given; by session, then seq. Reads only those sessions' rows, never the whole log.
+   */
+  callRows(sessionIds: readonly string[] | undefined): Answer<EventRow[]>;
 }
 
 /** A backend that answers at once (libsql, memory; the writer thread calls its `write` directly). */
@@ -88,6 +94,7 @@ export interface SyncEventBackend extends EventBackend {
   hasBlob(tenantId: string, sha256: string): boolean;
   write(rows: QueuedRow[]): void;
   read(sessionId: string, afterSeq: number, limit: number): EventRow[];
+  callRows(sessionIds: readonly string[] | undefined): EventRow[];
 }
 
 export interface EventLogOptions {
@@ -131,7 +138,7 @@ export interface AsyncEventWriter {
   close(): void;
 }
 
-export interface ClosableEventLog extends EventLog, EventPayloads {
+export interface ClosableEventLog extends EventLog, EventPayloads, EventRepairs {
   /**
    * Forgets what this process knows of the session's seqs, so its next append reads the stored
    * last seq again: a replica taking a family over calls it, another replica having written since.

@@ -49,6 +49,19 @@ export const toUsage = (r: { tenant_id: string; bytes: number }): { tenantId: st
   bytes: r.bytes,
 });
 
+/**
+ * How many calls a session's rows leave open: its `tool.call` rows minus its `tool.result` rows
+ * (what the writes add to `sessions.open_calls`, in the transaction that stores the rows).
+ */
+export function openedBy(group: readonly EventRow[]): number {
+  let opened = 0;
+  for (const row of group) {
+    if (row.type === 'tool.call') opened++;
+    else if (row.type === 'tool.result') opened--;
+  }
+  return opened;
+}
+
 /** A batch's rows by session, each group in queue order (so in seq order). */
 export function groupBySession(rows: readonly QueuedRow[]): Map<string, QueuedRow[]> {
   const bySession = new Map<string, QueuedRow[]>();

@@ -2,7 +2,8 @@
 // `sessions` tables. This module wires the parts: event-log-libsql-write.ts writes a batch (one
 // transaction, sessions, payloads, usage, index); event-log-libsql-read.ts holds the reads.
 // Invariants: one BEGIN IMMEDIATE transaction per batch; a session row exists
-// (and its last_seq is raised) before its events are inserted; a session's last seq is loaded
+// (and its last_seq is raised, its open_calls moved by the batch's calls minus its results) before
+// its events are inserted; a session's last seq is loaded
 // once from max(sessions.last_seq, max(events.seq)), so a reopened log continues without gaps.
 // Sessions have one writing process by design; if a second one wrote the session meanwhile, the
 // insert hits the primary key and the batch is retried once, renumbered after the stored rows, so
@@ -15,6 +16,7 @@
 import type { Database } from './db.ts';
 import { createEventLog } from './event-log-core.ts';
 import {
+  callRowsOf,
   hasBlob,
   lastSeqOf,
   prepareReads,
@@ -57,6 +59,7 @@ export const createLibsqlEventBackend = (
     hasBlob: (tenantId, sha256) => hasBlob(reads, tenantId, sha256),
     write: (rows) => writeEvents(writes, rows),
     read: (sessionId, afterSeq, limit) => readEvents(reads, sessionId, afterSeq, limit),
+    callRows: (sessionIds) => callRowsOf(reads, sessionIds),
   };
 };
 

@@ -5,6 +5,7 @@
 import type { HostRequest } from '../requests/port.ts';
 import { createEventLog } from './event-log-core.ts';
 import type { ClosableEventLog, EventLogOptions, EventRow, SyncEventBackend } from './event-log-port.ts';
+import { groupBySession, openedBy } from './event-log-rows.ts';
 import {
   createPluginStore,
   lazyPluginReads,
@@ -31,6 +32,8 @@ export const createMemoryEventBackend = (
   const sessions = new Map<string, EventRow[]>();
   const blobs = new Map<string, string>();
   const usage = new Map<string, number>();
+  // Calls minus results per session, as sessions.open_calls on the databases.
+  const openCalls = new Map<string, number>();
   const key = (tenantId: string, sha256: string) => `${tenantId}\0${sha256}`;
   return {
     lastSeq: (sessionId) => sessions.get(sessionId)?.at(-1)?.seq ?? 0,
@@ -40,6 +43,8 @@ export const createMemoryEventBackend = (
     readBlob: (tenantId, sha256) => blobs.get(key(tenantId, sha256)),
     hasBlob: (tenantId, sha256) => blobs.has(key(tenantId, sha256)),
     write(rows) {
+      for (const [sessionId, group] of groupBySession(rows))
+        openCalls.set(sessionId, (openCalls.get(sessionId) ?? 0) + openedBy(group));
       for (const row of rows) {
         const list = sessions.get(row.sessionId) ?? [];
         sessions.set(row.sessionId, list);
@@ -54,6 +59,14 @@ export const createMemoryEventBackend = (
       const list = sessions.get(sessionId) ?? [];
       // seq starts at 1 and has no gaps, so seq n sits at index n - 1.
       return list.slice(afterSeq, afterSeq + limit);
+    },
+    callRows(sessionIds) {
+      const ids = [...(sessionIds ?? openCalls.keys())].sort();
+      return [...new Set(ids)]
+        .filter((id) => (openCalls.get(id) ?? 0) > 0)
+        .flatMap((id) =>
+          (sessions.get(id) ?? []).filter((r) => r.type === 'tool.call' || r.type === 'tool.result'),
+        );
     },
   };
 };

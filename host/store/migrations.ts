@@ -30,6 +30,15 @@ export interface Migration {
   };
 }
 
+/** Version 16 on either backend (the same SQL but for the column's type name). */
+const OPEN_CALLS = (integer: string): string => `
+  ALTER TABLE sessions ADD COLUMN open_calls ${integer} NOT NULL DEFAULT 0;
+  UPDATE sessions SET open_calls = c.opened
+  FROM (SELECT session_id, sum(CASE type WHEN 'tool.call' THEN 1 ELSE -1 END) AS opened
+        FROM events WHERE type IN ('tool.call', 'tool.result') GROUP BY session_id) AS c
+  WHERE c.session_id = sessions.id;
+`;
+
 /**
  * Version 3: events written before payloads existed hold their large values inline. Move them out
  * (as the event log does for new events; legacy payloads are never dropped), then count every
@@ -478,6 +487,16 @@ export const MIGRATIONS: readonly Migration[] = [
     `,
     // The Postgres backend starts here: its baseline creates the schema of versions 1..15 at once.
     pg: { sql: PG_BASELINE },
+  },
+  {
+    version: 16,
+    name: 'open calls per session',
+    // Calls minus results per session, kept by the event writes in the statement that raises
+    // last_seq, so the repair after a crash (host/tools/interrupted.ts) reads only the sessions
+    // with a call left open, never the whole log. Counted here from the rows already stored, so
+    // logs written before it are repaired too.
+    sql: OPEN_CALLS('INTEGER'),
+    pg: { sql: OPEN_CALLS('integer') },
   },
   {
     version: 18,

@@ -112,6 +112,33 @@ export interface EventPayloads {
   usage(): Promise<TenantLogUsage[]>;
 }
 
+/** A `tool.call` in the log with no `tool.result` after it (its process stopped while it ran). */
+export interface UnfinishedCall {
+  sessionId: string;
+  /** The seq of its `tool.call` event. */
+  seq: number;
+  callId: string;
+  /** The tool's name, as the call event has it. */
+  name: string;
+  surface: EventSurface;
+  parentCallId: string | undefined;
+  /** Whose code made the call (a plugin's), as the call event has it. */
+  provenance?: JsonValue;
+  /** When the call was logged (epoch ms). */
+  at: number;
+}
+
+/** What the durable store adds for the repair after a crash (host/tools/interrupted.ts). */
+export interface EventRepairs {
+  /**
+   * Every logged call without a result, of `sessionIds` only when given: by session, then seq.
+   * Everything appended before is written first. Reads only the sessions whose stored calls
+   * outnumber their results (a counter the writes keep), never the whole log. A call id may
+   * repeat in one session: a result closes the earliest open call with its id.
+   */
+  unfinishedCalls(options?: { sessionIds?: readonly string[] }): Promise<UnfinishedCall[]>;
+}
+
 /** Whether a session's agent still exists (`live`) or only its log does (`persisted`: the agent was deleted). */
 export type SessionAvailability = 'live' | 'persisted';
 

@@ -1,8 +1,9 @@
 // The batch scheduler: calls start in model order; consecutive concurrency-safe calls share a
 // bounded pool; an exclusive call waits for the pool to drain and runs alone; results come back in
 // model order, and reach the durable log in model order too (the log is the replay source: a
-// result that settles early waits in memory for the ones before it; inner calls log as they
-// settle). Classification happens once, at preparation, from the validated arguments.
+// result that settles early waits in memory for the ones before it, never for a call that logs
+// no result because its call was not recorded; inner calls log as they settle). Classification
+// happens once, at preparation, from the validated arguments.
 import type { EventLog, SessionEventInput } from '../store/types.ts';
 import type { CallEnv, Prepared } from './call-env.ts';
 import { tryAppend } from './call-log.ts';
@@ -32,25 +33,37 @@ const prepareOne = (env: CallEnv, call: ToolCall, options: RunOptions): Prepared
         safe: true,
       };
 
+/** A root call that logs no result (its tool.call was not recorded): nothing to wait for. */
+const UNLOGGED = Symbol('unlogged');
+
 /**
  * The env whose root results are logged in the order of `calls`; unchanged for one call, without a
- * log, or when two calls share an id (then nothing tells their results apart).
+ * log, or when two calls share an id (then nothing tells their results apart). A call that logs no
+ * result (the store refused its call) must not hold the results after it back for good.
  */
 const inModelOrder = (env: CallEnv, calls: readonly ToolCall[]): CallEnv => {
   const index = new Map(calls.map((call, i) => [call.id, i]));
-  if (env.log === undefined || calls.length < 2 || index.size !== calls.length) return env;
-  const held: (SessionEventInput | undefined)[] = new Array(calls.length);
+  const log = env.log;
+  if (log === undefined || calls.length < 2 || index.size !== calls.length) return env;
+  const held: (SessionEventInput | typeof UNLOGGED | undefined)[] = new Array(calls.length);
   let next = 0;
-  function logResult(log: EventLog, event: SessionEventInput): void {
-    const i = event.parentCallId === undefined ? index.get(event.callId ?? '') : undefined;
-    if (i === undefined || held[i] !== undefined || i < next) return void tryAppend(log, event);
-    held[i] = event;
+  const hold = (i: number, entry: SessionEventInput | typeof UNLOGGED) => {
+    held[i] = entry;
     for (let ready = held[next]; ready !== undefined; ready = held[next]) {
-      void tryAppend(log, ready);
+      if (ready !== UNLOGGED) void tryAppend(log, ready);
       held[next++] = undefined;
     }
+  };
+  function logResult(target: EventLog, event: SessionEventInput): void {
+    const i = event.parentCallId === undefined ? index.get(event.callId ?? '') : undefined;
+    if (i === undefined || held[i] !== undefined || i < next) return void tryAppend(target, event);
+    hold(i, event);
   }
-  return { ...env, logResult };
+  function unlogged(callId: string, parentCallId: string | undefined): void {
+    const i = parentCallId === undefined ? index.get(callId) : undefined;
+    if (i !== undefined && held[i] === undefined && i >= next) hold(i, UNLOGGED);
+  }
+  return { ...env, logResult, unlogged };
 };
 
 export const runBatch = async (

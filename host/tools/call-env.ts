@@ -21,6 +21,8 @@ export interface CallEnv {
   readonly provenance?: CallProvenance;
   /** Logs a settled call's result event (a batch logs its root results in model order). Default: append now. */
   readonly logResult?: (log: EventLog, event: SessionEventInput) => void;
+  /** Told that a call logs no result (its tool.call was not recorded), so none is waited for. */
+  readonly unlogged?: (callId: string, parentCallId: string | undefined) => void;
 }
 
 /** A call after the synchronous stage: looked up, validated and classified for the scheduler. */

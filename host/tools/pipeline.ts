@@ -335,8 +335,10 @@ export const runPrepared = async (env: CallEnv, prepared: Prepared): Promise<Too
           call.name,
         );
   // A call that was not recorded leaves nothing in the log, not even its result.
-  if (unrecorded !== undefined)
+  if (unrecorded !== undefined) {
+    env.unlogged?.(call.id, prepared.parentCallId);
     return settle({ ...env, log: undefined }, prepared, undefined, failed(unrecorded), start);
+  }
   if (prepared.failure !== undefined || definition === undefined) {
     return settle(env, prepared, undefined, failed(prepared.failure ?? unknownTool(call.name)), start);
   }

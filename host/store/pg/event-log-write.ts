@@ -5,7 +5,8 @@
 // WRITE_CHUNK_CHARS characters of text so no statement grows without bound.
 // Invariants: all rows, their payloads, usage and index entries are stored, or nothing (the
 // transaction); a session row exists (locked) before its events are inserted, and its last_seq
-// is raised, with the tenants' usage, by CTEs of the statement that inserts the batch's last rows.
+// is raised and its open_calls moved (the rows' calls minus their results), with the tenants'
+// usage, by CTEs of the statement that inserts the batch's last rows.
 // Where libsql relies on BEGIN IMMEDIATE's single writer, this write locks its sessions' rows first
 // (an upsert whose conflict branch only locks, in id order, so two writers never wait on each other
 // in a cycle): a second replica writing the same session waits for this transaction, then reads the
@@ -26,7 +27,7 @@
 // (libsql indexes the first 16 KiB of every payload a row newly stores, however many): a tsvector
 // holds at most 1 MiB, and a row whose tsvector would not fit would fail its batch on every retry.
 import type { QueuedRow } from '../event-log-port.ts';
-import { groupBySession, renumberAfter } from '../event-log-rows.ts';
+import { groupBySession, openedBy, renumberAfter } from '../event-log-rows.ts';
 import {
   INDEX_PAYLOAD_MAX,
   INDEX_TEXT_MAX,
@@ -70,7 +71,7 @@ async function lockSessions(
   q: PgQueries,
   rows: QueuedRow[],
   written: WriteAttempt,
-): Promise<Map<string, number>> {
+): Promise<Map<string, { lastSeq: number; opened: number }>> {
   const bySession = groupBySession(rows);
   const ids = [...bySession.keys()].sort();
   const stored = await q.many<{ id: string; last_seq: number; xid: number }>(
@@ -81,11 +82,11 @@ async function lockSessions(
     [ids, ids.map((id) => bySession.get(id)![0]!.at)],
   );
   written.xid = stored[0]?.xid;
-  const last = new Map<string, number>();
+  const last = new Map<string, { lastSeq: number; opened: number }>();
   for (const { id, last_seq } of stored) {
     const group = bySession.get(id)!;
     renumberAfter(group, last_seq);
-    last.set(id, group.at(-1)!.seq);
+    last.set(id, { lastSeq: group.at(-1)!.seq, opened: openedBy(group) });
   }
   return last;
 }
@@ -155,18 +156,27 @@ export async function writePgEvents(
     usage.set(r.tenantId, (usage.get(r.tenantId) ?? 0) + bytes);
     if (indexing) bodies.push(searchWords(text.slice(0, PG_INDEX_TEXT_MAX)));
   }
-  // The sessions' new last_seq and the tenants' usage: CTEs of the batch's last INSERT (one round
-  // trip fewer per batch: on a busy host each statement costs the writer's thread a socket write and
-  // a wake-up of the server, ~100 µs), or a statement of their own when the batch has no rows left.
+  // The sessions' new last_seq and open calls and the tenants' usage: CTEs of the batch's last
+  // INSERT (one round trip fewer per batch: on a busy host each statement costs the writer's thread
+  // a socket write and a wake-up of the server, ~100 µs), or a statement of their own when the
+  // batch has no rows left.
   const ids = [...lastSeqs.keys()];
   const tenants = [...usage.keys()].sort();
-  const tailParams = [ids, ids.map((id) => lastSeqs.get(id)), tenants, tenants.map((t) => usage.get(t))];
+  const tailParams = [
+    ids,
+    ids.map((id) => lastSeqs.get(id)!.lastSeq),
+    ids.map((id) => lastSeqs.get(id)!.opened),
+    tenants,
+    tenants.map((t) => usage.get(t)),
+  ];
   const tail = (first: number) => `raised AS (
-       UPDATE sessions SET last_seq = greatest(sessions.last_seq, x.last_seq)
-       FROM unnest($${first}::text[], $${first + 1}::bigint[]) AS x(id, last_seq) WHERE sessions.id = x.id
+       UPDATE sessions SET last_seq = greatest(sessions.last_seq, x.last_seq),
+         open_calls = sessions.open_calls + x.opened
+       FROM unnest($${first}::text[], $${first + 1}::bigint[], $${first + 2}::integer[])
+            AS x(id, last_seq, opened) WHERE sessions.id = x.id
      ), used AS (
        INSERT INTO tenant_log_usage AS u (tenant_id, bytes)
-       SELECT * FROM unnest($${first + 2}::text[], $${first + 3}::bigint[]) ORDER BY 1
+       SELECT * FROM unnest($${first + 3}::text[], $${first + 4}::bigint[]) ORDER BY 1
        ON CONFLICT (tenant_id) DO UPDATE SET bytes = u.bytes + excluded.bytes
      )`;
   const parts = chunks(rows, (r) => r.data.length + (r.refs?.length ?? 0));

@@ -6,7 +6,8 @@
 // transaction, its locks and where it differs from libsql).
 // Invariants, as on libsql: a session's last seq is max(sessions.last_seq, max(events.seq)), so a
 // reopened log continues without gaps; a session's tenant is its agent's ('' when none is known);
-// a page is in seq order, after `afterSeq`, at most `limit` rows (the core pages in bytes over it).
+// a page is in seq order, after `afterSeq`, at most `limit` rows (the core pages in bytes over it);
+// the repair's call rows are read only for sessions whose open_calls (kept by the write) is above 0.
 // The core keeps one write in flight (group commit: everything appended meanwhile goes into the
 // next transaction), so a log holds at most one pool connection for writing.
 // Durability: one transaction per batch, committed with the server's synchronous_commit (on by
@@ -110,6 +111,29 @@ export const createPgEventBackend = (
           )
         ).map(toEventRow),
       ),
+    callRows: (sessionIds) =>
+      pgGuarded('read open calls', async () => {
+        // The candidate sessions first (one row per session), then their rows by the primary key:
+        // one statement joining both could be planned as a scan of all events.
+        const ids = (
+          await db.many<{ id: string }>(
+            sessionIds === undefined
+              ? 'SELECT id FROM sessions WHERE open_calls > 0 ORDER BY id COLLATE "C"'
+              : 'SELECT id FROM sessions WHERE id = ANY($1::text[]) AND open_calls > 0 ORDER BY id COLLATE "C"',
+            sessionIds === undefined ? [] : [[...sessionIds]],
+          )
+        ).map((r) => r.id);
+        if (ids.length === 0) return [];
+        return (
+          await db.many<StoredEvent>(
+            `SELECT session_id, seq, type, surface, call_id, parent_call_id,
+                    CASE type WHEN 'tool.call' THEN data ELSE '{}' END AS data, NULL AS refs, at
+             FROM events WHERE session_id = ANY($1::text[]) AND type IN ('tool.call', 'tool.result')
+             ORDER BY session_id COLLATE "C", seq`,
+            [ids],
+          )
+        ).map(toEventRow);
+      }),
   };
 };
 

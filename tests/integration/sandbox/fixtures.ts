@@ -63,11 +63,13 @@ export const removeLabelled = async (docker: Docker, label: string): Promise<voi
       .catch(() => {});
 };
 
-export const dockerFixture = (): Fixture => {
-  const docker = new Docker();
-  const runId = nanoid(8)
+/** `runId`: another process's fixture, to make sandboxes it sweeps (a service run as a child). */
+export const dockerFixture = (
+  runId = nanoid(8)
     .toLowerCase()
-    .replace(/[^a-z0-9]/g, 'x');
+    .replace(/[^a-z0-9]/g, 'x'),
+): Fixture => {
+  const docker = new Docker();
   const workspacesDir = loopWorkspaces ? join(tmpdir(), `dsh-ws-${runId}`) : undefined;
   const workspaces = workspacesDir ? createLoopWorkspaces(workspacesDir) : createVolumeWorkspaces(docker);
   const linksDir = join(tmpdir(), `dsh-ln-${runId}`);

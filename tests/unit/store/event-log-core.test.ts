@@ -70,6 +70,7 @@ describe('an asynchronous backend', () => {
       hasBlob: later('hasBlob', inner.hasBlob),
       write: later('write', inner.write),
       read: later('read', inner.read),
+      callRows: later('callRows', inner.callRows),
     };
     const log = createEventLog(backend);
     const events = Array.from({ length: 1000 }, (_, i) => ({

@@ -57,6 +57,7 @@ export const asyncEventLogFactory: EventLogFactory = {
       readBlob: (tenantId, sha256) => later(() => inner.readBlob(tenantId, sha256)),
       hasBlob: (tenantId, sha256) => later(() => inner.hasBlob(tenantId, sha256)),
       read: (sessionId, afterSeq, limit) => later(() => inner.read(sessionId, afterSeq, limit)),
+      callRows: (sessionIds) => later(() => inner.callRows(sessionIds)),
       write: (rows) =>
         later(() => {
           const last = new Map<string, number>();

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../../host/store/db.ts';
 import { createLibsqlEventLog } from '../../../host/store/event-log.ts';
 import { MIGRATIONS, migrate } from '../../../host/store/migrations.ts';
-import { tempDatabase } from './harness.ts';
+import { asOlderCode, tempDatabase } from './harness.ts';
 
 const MiB = 1024 * 1024;
 const fileBytes = (path: string) =>
@@ -73,17 +73,19 @@ describe('libsql event log on disk', () => {
     expect(db.prepare('SELECT count(*) AS n FROM payloads').all()).toEqual([
       expect.objectContaining({ n: 1 }),
     ]);
-    const log = createLibsqlEventLog(db);
-    expect((await log.list('ag_1')).map((e) => e.data)).toEqual([
-      data(1),
-      data(2),
-      data(3),
-      { name: 'bash', arguments: { command: 'ls' } },
-    ]);
-    const usage = (await log.usage()).find((u) => u.tenantId === 'tn_a')!.bytes;
-    expect(usage).toBeGreaterThan(100 * 1024);
-    expect(usage).toBeLessThan(100 * 1024 + 4 * 1024);
-    log.close();
+    await asOlderCode(db, async () => {
+      const log = createLibsqlEventLog(db);
+      expect((await log.list('ag_1')).map((e) => e.data)).toEqual([
+        data(1),
+        data(2),
+        data(3),
+        { name: 'bash', arguments: { command: 'ls' } },
+      ]);
+      const usage = (await log.usage()).find((u) => u.tenantId === 'tn_a')!.bytes;
+      expect(usage).toBeGreaterThan(100 * 1024);
+      expect(usage).toBeLessThan(100 * 1024 + 4 * 1024);
+      await log.close();
+    });
     db.close();
   });
 });

@@ -14,6 +14,7 @@ import type { SessionEventInput } from '../../../host/store/types.ts';
 import { createStoreDatabase, describePostgres, type StoreDatabase } from '../../helpers/postgres.ts';
 import { runEventLogContract } from './event-log.contract.ts';
 import { runEventBudgetContract } from './event-log-budget.contract.ts';
+import { runUnfinishedCallsContract } from './event-log-calls.contract.ts';
 import type { EventLogFactory } from './event-log-factory.ts';
 import { tempDatabase } from './harness.ts';
 
@@ -41,6 +42,7 @@ const postgresEventLogFactory: EventLogFactory = {
 describePostgres('EventLog (postgres)', () => {
   runEventLogContract(postgresEventLogFactory);
   runEventBudgetContract(postgresEventLogFactory);
+  runUnfinishedCallsContract(postgresEventLogFactory);
 
   let database: StoreDatabase | undefined;
   afterEach(async () => {

@@ -9,7 +9,7 @@ import { createEventSearch } from '../../../host/store/event-search.ts';
 import { MIGRATIONS, migrate } from '../../../host/store/migrations.ts';
 import { ftsExpression, indexText } from '../../../host/store/search-text.ts';
 import { createTenantStore } from '../../../host/store/tenants.ts';
-import { tempDatabase } from './harness.ts';
+import { asOlderCode, tempDatabase } from './harness.ts';
 
 let temp: ReturnType<typeof tempDatabase> | undefined;
 afterEach(() => temp?.cleanup());
@@ -37,9 +37,11 @@ describe('the index', () => {
       mode: 'native',
       config: {},
     });
-    const old = createLibsqlEventLog(db, { index: false }); // as the code before the index wrote it
-    await old.append([result(agent.id, 'written before the index: walrus-1234')]);
-    old.close();
+    await asOlderCode(db, async () => {
+      const old = createLibsqlEventLog(db, { index: false }); // as the code before the index wrote it
+      await old.append([result(agent.id, 'written before the index: walrus-1234')]);
+      await old.close();
+    });
     expect(
       migrate(
         db,

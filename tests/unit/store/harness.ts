@@ -25,6 +25,21 @@ export interface Harness<T> {
 }
 
 /** A temp dir with a migrated database file; `connect()` opens another connection to it. */
+/**
+ * Runs `fn`, which opens today's event log, on a database migrated only part of the way (as older
+ * code left it): the column today's writes keep that a later migration adds (sessions.open_calls,
+ * version 16) is there while `fn` runs and gone after, so that migration then finds what older code
+ * wrote and counts it.
+ */
+export async function asOlderCode<T>(db: Database, fn: () => Promise<T>): Promise<T> {
+  db.exec('ALTER TABLE sessions ADD COLUMN open_calls INTEGER NOT NULL DEFAULT 0');
+  try {
+    return await fn();
+  } finally {
+    db.exec('ALTER TABLE sessions DROP COLUMN open_calls');
+  }
+}
+
 export const tempDatabase = () => {
   const dir = mkdtempSync(join(tmpdir(), 'dsh-store-'));
   const path = join(dir, 'store.db');

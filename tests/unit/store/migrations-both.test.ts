@@ -300,6 +300,46 @@ describePostgres('one migration list for libsql and PostgreSQL', () => {
     expect(await pgSchemaVersion(db)).toBe(0);
   });
 
+  it('counts the open calls of a log written before version 16 (calls minus results per session)', async () => {
+    const before = MIGRATIONS.filter((m) => m.version < 16);
+    const rows: [string, number, string][] = [
+      ['a', 1, 'tool.call'],
+      ['a', 2, 'tool.result'],
+      ['a', 3, 'tool.call'],
+      ['a', 4, 'message.user'],
+      ['b', 1, 'tool.call'],
+      ['b', 2, 'tool.result'],
+    ];
+    const sqlite = openDatabase({ path: ':memory:' });
+    migrate(sqlite, before);
+    const session = sqlite.prepare('INSERT INTO sessions (id, created_at, last_seq) VALUES (?, 1, 0)');
+    const event = sqlite.prepare(
+      "INSERT INTO events (session_id, seq, type, surface, call_id, data, at) VALUES (?, ?, ?, 'current', 'c', '{}', 1)",
+    );
+    for (const id of ['a', 'b', 'c']) session.run(id);
+    for (const row of rows) event.run(...row);
+    migrate(sqlite);
+    const counted = sqlite.prepare('SELECT id, open_calls FROM sessions ORDER BY id').all();
+    sqlite.close();
+    const db = await freshPg();
+    await migratePg(db, before);
+    for (const id of ['a', 'b', 'c'])
+      await db.query('INSERT INTO sessions (id, created_at, last_seq) VALUES ($1, 1, 0)', [id]);
+    for (const row of rows)
+      await db.query(
+        "INSERT INTO events (session_id, seq, type, surface, call_id, data, at) VALUES ($1, $2, $3, 'current', 'c', '{}', 1)",
+        row,
+      );
+    await migratePg(db);
+    const expected = [
+      { id: 'a', open_calls: 1 },
+      { id: 'b', open_calls: 0 },
+      { id: 'c', open_calls: 0 },
+    ];
+    expect(counted).toEqual(expected);
+    expect(await db.many('SELECT id, open_calls FROM sessions ORDER BY id')).toEqual(expected);
+  });
+
   it('has its baseline at the latest version of the list it was written for, and nothing before it', () => {
     const withPg = MIGRATIONS.filter((m) => m.pg !== undefined).map((m) => m.version);
     expect(withPg[0]).toBe(PG_BASELINE_VERSION);

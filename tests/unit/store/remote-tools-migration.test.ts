@@ -5,7 +5,7 @@ import { createAgentStore } from '../../../host/store/agents.ts';
 import { openDatabase } from '../../../host/store/db.ts';
 import { createLibsqlEventLog } from '../../../host/store/event-log.ts';
 import { MIGRATIONS, migrate } from '../../../host/store/migrations.ts';
-import { tempDatabase } from './harness.ts';
+import { asOlderCode, tempDatabase } from './harness.ts';
 
 let temp: ReturnType<typeof tempDatabase> | undefined;
 afterEach(() => temp?.cleanup());
@@ -34,24 +34,32 @@ it('back-fills the remote tools of agents made before it from their config and l
   agent.run('agt_large', '{}', null);
   agent.run('agt_none', '{}', null);
   agent.run('agt_deleted', '{}', 1);
-  const log = createLibsqlEventLog(db, { index: false }); // as the code before the index wrote it
-  const registered = (sessionId: string, tools: unknown[]) =>
-    log.append([{ sessionId, type: 'agent.remote_tools', surface: 'log-only', data: { tools } as never }]);
-  const call = (sessionId: string, id: string) =>
-    log.append([
-      { sessionId, type: 'tool.call', surface: 'current', callId: id, data: { name: 'bash', arguments: {} } },
-    ]);
-  call('agt_config', 'c1');
-  registered('agt_registered', [tool('from_config'), tool('first')]);
-  call('agt_registered', 'c2');
-  registered('agt_registered', [tool('first'), tool('second')]);
-  call('agt_registered', 'c3');
   // Past the inline threshold: the registration's large values sit in `payloads`.
   const large = [tool('big', 'd'.repeat(40 * 1024)), tool('small')];
-  registered('agt_large', large);
-  registered('agt_deleted', [tool('gone')]);
-  await log.flush();
-  log.close();
+  await asOlderCode(db, async () => {
+    const log = createLibsqlEventLog(db, { index: false }); // as the code before the index wrote it
+    const registered = (sessionId: string, tools: unknown[]) =>
+      log.append([{ sessionId, type: 'agent.remote_tools', surface: 'log-only', data: { tools } as never }]);
+    const call = (sessionId: string, id: string) =>
+      log.append([
+        {
+          sessionId,
+          type: 'tool.call',
+          surface: 'current',
+          callId: id,
+          data: { name: 'bash', arguments: {} },
+        },
+      ]);
+    call('agt_config', 'c1');
+    registered('agt_registered', [tool('from_config'), tool('first')]);
+    call('agt_registered', 'c2');
+    registered('agt_registered', [tool('first'), tool('second')]);
+    call('agt_registered', 'c3');
+    registered('agt_large', large);
+    registered('agt_deleted', [tool('gone')]);
+    await log.flush();
+    await log.close();
+  });
   const refs = db.prepare(`SELECT refs FROM events WHERE session_id = 'agt_large'`).all() as {
     refs: string | null;
   }[];
@@ -73,17 +81,19 @@ it('keeps what came before a registration whose large values were not kept', asy
   const db = beforeMigration4();
   db.exec(`INSERT INTO agents (id, tenant_id, preset, mode, config, created_at)
       VALUES ('agt_1', 'tn_a', 'standard', 'native', '{"remoteTools":[{"name":"kept","description":"k","parameters":{"type":"object"}}]}', 0);`);
-  const log = createLibsqlEventLog(db, { index: false }); // as the code before the index wrote it
-  log.append([
-    {
-      sessionId: 'agt_1',
-      type: 'agent.remote_tools',
-      surface: 'log-only',
-      data: { tools: [tool('big', 'd'.repeat(40 * 1024))] },
-    },
-  ]);
-  await log.flush();
-  log.close();
+  await asOlderCode(db, async () => {
+    const log = createLibsqlEventLog(db, { index: false }); // as the code before the index wrote it
+    log.append([
+      {
+        sessionId: 'agt_1',
+        type: 'agent.remote_tools',
+        surface: 'log-only',
+        data: { tools: [tool('big', 'd'.repeat(40 * 1024))] },
+      },
+    ]);
+    await log.flush();
+    await log.close();
+  });
   db.exec('DELETE FROM payloads');
 
   expect(migrate(db)[0]).toBe(4);

@@ -79,6 +79,32 @@ describe('durable log', () => {
     log.close?.();
   });
 
+  it("a call the store refused to record holds none of the batch's later results back", async () => {
+    const stored = createMemoryEventLog();
+    // The store refuses the first call's tool.call (as over budget or in an outage), takes the rest.
+    const log: EventLog = {
+      ...stored,
+      append: (events) =>
+        events.some((e) => e.type === 'tool.call' && e.callId === 'a')
+          ? Promise.reject(new Error('store down'))
+          : stored.append(events),
+    };
+    const registry = createRegistry({ log });
+    registry.global.register(echoTool());
+    const results = await registry.global.execute(
+      [call('a', 'echo', { text: '1' }), call('b', 'echo', { text: '2' }), call('c', 'echo', { text: '3' })],
+      { agent },
+    );
+    expect(results.map((r) => r.error?.code ?? 'ok')).toEqual(['STORE_FAILED', 'ok', 'ok']);
+    await stored.flush();
+    const logged = await stored.list('session-1');
+    const of = (type: string) => logged.filter((e) => e.type === type).map((e) => e.callId);
+    expect(of('tool.call')).toEqual(['b', 'c']);
+    expect(of('tool.result')).toEqual(['b', 'c']);
+    expect(await stored.unfinishedCalls()).toEqual([]);
+    await stored.close();
+  });
+
   it('failed and denied calls still log an error result with structured detail', async () => {
     const log = createMemoryEventLog();
     const registry = createRegistry({ log });
