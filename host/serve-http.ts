@@ -14,6 +14,7 @@ import { createAuthThrottle } from './api/auth-throttle.ts';
 import type { ConnectionGuard } from './api/connections.ts';
 import type { ApiEnv } from './api/env.ts';
 import type { FairScheduler } from './api/fair.ts';
+import { upgradeTunnels } from './api/forward/upgrade.ts';
 import type { Lifecycle } from './api/lifecycle.ts';
 import type { Metrics } from './api/metrics.ts';
 import type { createWebSocketServer } from './api/routes/terminals.ts';
@@ -104,10 +105,12 @@ export function listenHttp(
   wss: ReturnType<typeof createWebSocketServer>,
   connections: ConnectionGuard,
 ): Promise<Server> {
+  // A terminal upgrade for another replica's agent is tunnelled there (api/forward/upgrade.ts).
+  const upgrades = upgradeTunnels(fetch);
   return new Promise<Server>((resolve) => {
     const s = listen(
       {
-        fetch,
+        fetch: upgrades.fetch,
         hostname: config.host,
         port: config.port,
         websocket: { server: wss },
@@ -126,6 +129,7 @@ export function listenHttp(
       },
       () => resolve(s as Server),
     ) as Server;
+    upgrades.attach(s);
     // Before the first connection: the guard owns the connection cap (it makes room by closing
     // unauthenticated connections, which Node's own maxConnections could not).
     connections.attach(s);
