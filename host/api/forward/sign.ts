@@ -7,6 +7,7 @@
 // unchanged and the owner checks it itself. Invariant: the names in FORWARD_HEADERS are only ever
 // set by a forwarder; a client's own copies are dropped before forwarding and refused on receipt.
 import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
+import { REPLICA_ID } from '../../replica.ts';
 
 export const FORWARDED_BY = 'x-dsh-forwarded-by';
 export const CLIENT_ADDRESS = 'x-dsh-client-address';
@@ -17,9 +18,6 @@ export const FORWARD_HEADERS: readonly string[] = [FORWARDED_BY, CLIENT_ADDRESS,
 
 /** How far a forwarded request's timestamp may be from the receiver's clock, either way. */
 export const CLOCK_SKEW_MS = 30_000;
-
-/** A replica id as it may appear in a header and a log line. */
-export const REPLICA_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 
 /** The key replicas sign forwarded requests with: its own purpose, so it never seals or opens a secret. */
 export function replicaKey(secretsKey: Buffer): Buffer {
