@@ -136,12 +136,24 @@ export const newOwnerState = (): OwnerState => ({
 /** The front: forwards every request as `route()` says, with its own signature check or not. */
 export const frontApp = (
   route: () => Route,
-  options: { verify?: boolean; forwarder?: Partial<ForwarderOptions> } = {},
+  options: { verify?: boolean; forwarder?: Partial<ForwarderOptions>; rewrap?: boolean } = {},
 ): { app: Hono<ApiEnv>; close(): void } => {
   const forwarder = createForwarder({ replica: { id: 'front', key: KEY }, ...options.forwarder });
   const app = new Hono<ApiEnv>();
   app.onError(errorHandler());
   if (options.verify !== false) app.use(verifyForwarded({ key: KEY }));
+  // A middleware that made the request a new one over a web stream of the node request's body
+  // (as a counting or decoding middleware would): the forwarder reads that, not the socket.
+  if (options.rewrap)
+    app.use(async (c, next) => {
+      const body = c.req.raw.body;
+      if (body !== null)
+        c.req.raw = new Request(c.req.raw, {
+          body: body.pipeThrough(new TransformStream()),
+          duplex: 'half',
+        } as RequestInit);
+      await next();
+    });
   app.use(forwardByRoute({ route, forwarder }));
   app.all('*', (c) => c.json({ servedBy: 'front' }));
   return { app, close: () => forwarder.close() };

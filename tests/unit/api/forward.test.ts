@@ -172,6 +172,30 @@ describe('forwarding a request', () => {
     expect(JSON.parse(await answered)).toEqual({ bytes: 8 * chunk.length });
   });
 
+  it('streams a body a middleware already wrapped in a web stream as well', async () => {
+    closeFront();
+    await front.close();
+    await startFront({ rewrap: true });
+    const req = request(`${front.url}/v1/agents/a1/upload`, { method: 'PUT' });
+    const answered = new Promise<string>((resolve, reject) => {
+      req.on('response', (res) => {
+        let text = '';
+        res.on('data', (d: Buffer) => {
+          text += d;
+        });
+        res.on('end', () => resolve(text));
+      });
+      req.on('error', reject);
+    });
+    const chunk = Buffer.alloc(100_000, 1);
+    for (let sent = 1; sent <= 3; sent++) {
+      req.write(chunk);
+      await until(() => state.uploaded >= sent * chunk.length, { what: `the owner to read chunk ${sent}` });
+    }
+    req.end();
+    expect(JSON.parse(await answered)).toEqual({ bytes: 3 * chunk.length });
+  });
+
   it('streams SSE event by event, before the stream ends', async () => {
     const encoder = new TextEncoder();
     const received: string[] = [];
