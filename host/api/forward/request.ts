@@ -108,6 +108,9 @@ export function forwardRequest(
     }),
   );
   headers.host = base.host;
+  // One id for the request in both replicas' logs (the owner's request id takes a valid one given).
+  const id = c.get('requestId');
+  if (id !== undefined) headers['x-request-id'] = id;
   const body = raw.method === 'GET' || raw.method === 'HEAD' ? undefined : bodyOf(c);
   const send = base.protocol === 'https:' ? httpsRequest : httpRequest;
   const connectTimeoutMs = options.connectTimeoutMs ?? 2_000;

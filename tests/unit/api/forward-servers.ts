@@ -7,6 +7,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { serve, upgradeWebSocket } from '@hono/node-server';
 import { Hono } from 'hono';
+import { requestId } from 'hono/request-id';
 import { WebSocketServer } from 'ws';
 import { clientSource } from '../../../host/api/client-address.ts';
 import type { ApiEnv } from '../../../host/api/env.ts';
@@ -141,6 +142,7 @@ export const frontApp = (
   const forwarder = createForwarder({ replica: { id: 'front', key: KEY }, ...options.forwarder });
   const app = new Hono<ApiEnv>();
   app.onError(errorHandler());
+  app.use(requestId());
   if (options.verify !== false) app.use(verifyForwarded({ key: KEY }));
   // A middleware that made the request a new one over a web stream of the node request's body
   // (as a counting or decoding middleware would): the forwarder reads that, not the socket.

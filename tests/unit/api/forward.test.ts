@@ -85,6 +85,8 @@ describe('forwarding a request', () => {
     expect(answer.status).toBe(200);
     expect(answer.headers['x-owner']).toBe('yes');
     const seen = JSON.parse(answer.text);
+    // The front's request id (made here: the client gave none) is the owner's too.
+    expect(seen.headers['x-request-id']).toMatch(/^[\w-]{20,}$/);
     expect(seen).toMatchObject({
       method: 'POST',
       path: '/v1/agents/a1/echo',
