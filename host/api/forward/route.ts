@@ -86,7 +86,12 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     upgrade(c, target) {
       const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
       if (incoming === undefined) return false;
-      return tunnelUpgrade(incoming, target, { replica, client: clientOf(c), connectTimeoutMs });
+      const { method, url, headers } = c.req.raw;
+      return tunnelUpgrade(incoming, { method, url, headers }, target, {
+        replica,
+        client: clientOf(c),
+        connectTimeoutMs,
+      });
     },
     close() {
       for (const agent of agents.values()) agent.destroy();

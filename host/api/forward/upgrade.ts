@@ -1,7 +1,7 @@
 // Forwarding a WebSocket upgrade (a terminal) to the replica that owns its agent, at the socket
-// level: connect to the owner, write the request head again (end-to-end headers, the replica
-// signature of ./sign.ts, the owner's Host), then pipe the two sockets both ways, the bytes the
-// client sent past its head first. The owner's own handshake answer (101 with its subprotocol, or a
+// level: connect to the owner, write the head of the request the route decided on (end-to-end
+// headers, the replica signature of ./sign.ts, the owner's Host), then pipe the two sockets both
+// ways, the bytes the client sent past its head first. The owner's own handshake answer (101 with its subprotocol, or a
 // JSON refusal) reaches the client unchanged, so nothing about the WebSocket is decided here.
 // The route decision runs inside the Hono app (./route.ts), which @hono/node-server calls for an
 // upgrade with the node request but without the socket's head bytes, and which writes a refusal to
@@ -40,21 +40,37 @@ const refuseOnSocket = (socket: Duplex, replicaId: string): void => {
   );
 };
 
-/** The upgrade request's head as the owner gets it. */
-function headOf(req: IncomingMessage, base: URL, options: ForwardUpgradeOptions, path: string): string {
-  const named = connectionNamed(req.headers.connection);
-  const lines = [`${req.method ?? 'GET'} ${path} HTTP/1.1`, `Host: ${base.host}`];
+/** An upgrade request as it is sent on: its method, URL (path and query count) and header fields. */
+export interface UpgradeLine {
+  method: string;
+  url: string;
+  /** In order, repeats kept; names in any case. */
+  headers: Iterable<readonly [string, string]>;
+}
+
+/** The request line and fields of a node request. */
+const lineOf = (req: IncomingMessage): UpgradeLine => {
   const raw = req.rawHeaders;
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i] as string;
+  const headers: [string, string][] = [];
+  for (let i = 0; i < raw.length; i += 2) headers.push([raw[i] as string, raw[i + 1] as string]);
+  return { method: req.method ?? 'GET', url: req.url ?? '/', headers };
+};
+
+/** The upgrade request's head as the owner gets it. */
+function headOf(line: UpgradeLine, base: URL, options: ForwardUpgradeOptions, path: string): string {
+  const fields = [...line.headers];
+  const fieldOf = (name: string) => fields.find(([n]) => n.toLowerCase() === name)?.[1];
+  const named = connectionNamed(fieldOf('connection'));
+  const lines = [`${line.method} ${path} HTTP/1.1`, `Host: ${base.host}`];
+  for (const [name, value] of fields) {
     if (isHopHeader(name.toLowerCase(), named)) continue;
-    lines.push(`${name}: ${raw[i + 1] as string}`);
+    lines.push(`${name}: ${value}`);
   }
-  lines.push('Connection: Upgrade', `Upgrade: ${req.headers.upgrade ?? 'websocket'}`);
+  lines.push('Connection: Upgrade', `Upgrade: ${fieldOf('upgrade') ?? 'websocket'}`);
   const signed = forwardHeaders(options.replica.key, {
     replicaId: options.replica.id,
     timestamp: (options.now ?? Date.now)(),
-    method: req.method ?? 'GET',
+    method: line.method,
     target: path,
     client: options.client,
   });
@@ -73,8 +89,19 @@ export function forwardUpgrade(
   target: ForwardTarget,
   options: ForwardUpgradeOptions,
 ): Promise<void> {
+  return tunnel(lineOf(req), socket, head, target, options);
+}
+
+/** Sends `line` to `target` on a new connection and pipes it and `socket` both ways. */
+function tunnel(
+  line: UpgradeLine,
+  socket: Duplex,
+  head: Buffer,
+  target: ForwardTarget,
+  options: ForwardUpgradeOptions,
+): Promise<void> {
   const base = new URL(target.url);
-  const path = signedTarget(req.url ?? '/');
+  const path = signedTarget(line.url);
   const host = base.hostname.replace(/^\[(.*)\]$/, '$1');
   const port = Number(base.port || (base.protocol === 'https:' ? 443 : 80));
   const upstream: Socket =
@@ -91,7 +118,7 @@ export function forwardUpgrade(
   upstream.once(base.protocol === 'https:' ? 'secureConnect' : 'connect', () => {
     clearTimeout(timer);
     connected = true;
-    upstream.write(headOf(req, base, options, path));
+    upstream.write(headOf(line, base, options, path));
     if (head.length > 0) upstream.write(head);
     upstream.pipe(socket);
     socket.pipe(upstream);
@@ -168,17 +195,20 @@ export function upgradeTunnels<F extends Fetch>(fetch: F): { fetch: F; attach(se
 }
 
 /**
- * Takes the upgrade of `incoming` over and tunnels it to `target`; false when upgradeTunnels is
- * not attached to the server it came through (then nothing was done, and it must be served here).
+ * Takes the upgrade of `incoming` (its socket) over and tunnels it to `target` as `line` says: the
+ * request the route decided on, which is the node request's own unless an in-process caller (the
+ * console's terminal page) made another over it. False when upgradeTunnels is not attached to the
+ * server it came through (then nothing was done).
  */
 export function tunnelUpgrade(
   incoming: IncomingMessage,
+  line: UpgradeLine,
   target: ForwardTarget,
   options: ForwardUpgradeOptions,
 ): boolean {
   const head = heads.get(incoming);
   if (head === undefined) return false;
   heads.delete(incoming);
-  tunnels.set(incoming, forwardUpgrade(incoming, incoming.socket, head, target, options));
+  tunnels.set(incoming, tunnel(line, incoming.socket, head, target, options));
   return true;
 }

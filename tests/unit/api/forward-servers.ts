@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { serve, upgradeWebSocket } from '@hono/node-server';
-import { Hono } from 'hono';
+import { type Context, Hono } from 'hono';
 import { requestId } from 'hono/request-id';
 import { WebSocketServer } from 'ws';
 import { clientSource } from '../../../host/api/client-address.ts';
@@ -65,6 +65,7 @@ export interface OwnerState {
   longAborted: boolean;
   sse: ReadableStreamDefaultController<Uint8Array> | undefined;
   socketClosed: boolean;
+  lastAuthorization: string | undefined;
 }
 
 /** The owner: checks forwarded requests with KEY and answers from its routes. */
@@ -110,6 +111,7 @@ export const ownerApp = (state: OwnerState): Hono<ApiEnv> => {
     '/v1/agents/:id/terminals/:tid',
     upgradeWebSocket((c) => ({
       onOpen(_event, ws) {
+        state.lastAuthorization = c.req.header('authorization');
         ws.send(
           `hello ${c.req.param('tid')} from the owner, forwarded by ${c.get('forwardedBy') ?? 'nobody'}`,
         );
@@ -132,11 +134,12 @@ export const newOwnerState = (): OwnerState => ({
   longAborted: false,
   sse: undefined,
   socketClosed: false,
+  lastAuthorization: undefined,
 });
 
 /** The front: forwards every request as `route()` says, with its own signature check or not. */
 export const frontApp = (
-  route: () => Route,
+  route: (c: Context<ApiEnv>) => Route,
   options: { verify?: boolean; forwarder?: Partial<ForwarderOptions>; rewrap?: boolean } = {},
 ): { app: Hono<ApiEnv>; close(): void } => {
   const forwarder = createForwarder({ replica: { id: 'front', key: KEY }, ...options.forwarder });
@@ -157,6 +160,20 @@ export const frontApp = (
       await next();
     });
   app.use(forwardByRoute({ route, forwarder }));
+  // As the console's terminal page does: its own upgrade turned into an in-process API request.
+  app.get('/console/terminals/:tid', (c) => {
+    const headers = new Headers({ authorization: 'Bearer console-session-key' });
+    for (const name of [
+      'upgrade',
+      'connection',
+      'sec-websocket-key',
+      'sec-websocket-version',
+      'sec-websocket-protocol',
+    ])
+      if (c.req.header(name) !== undefined) headers.set(name, c.req.header(name) as string);
+    const url = new URL(`/v1/agents/a1/terminals/${c.req.param('tid')}`, c.req.url);
+    return app.fetch(new Request(url, { headers }), c.env);
+  });
   app.all('*', (c) => c.json({ servedBy: 'front' }));
   return { app, close: () => forwarder.close() };
 };

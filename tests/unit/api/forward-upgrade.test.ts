@@ -27,7 +27,7 @@ beforeEach(async () => {
   state = newOwnerState();
   owner = await listen(ownerApp(state));
   route = { kind: 'forward', url: owner.url, replicaId: 'owner' };
-  const made = frontApp(() => route);
+  const made = frontApp((c) => (c.req.path.startsWith('/console/') ? { kind: 'local' } : route));
   closeFront = made.close;
   front = await listen(made.app, { tunnels: true });
 });
@@ -77,6 +77,14 @@ describe('forwarding a WebSocket upgrade', () => {
     expect(messages.slice(1)).toEqual(['text frame', Buffer.from([0, 1, 2, 255])]);
     ws.close(1000, 'client done');
     await until(() => state.socketClosed, { what: 'the owner to see the close' });
+  });
+
+  it('tunnels the request the route decided on: an in-process one made over the upgrade (the console)', async () => {
+    const { ws, messages } = await open('/console/terminals/t9');
+    await until(() => messages.length >= 1, { what: 'the greeting' });
+    expect(messages[0]).toBe('hello t9 from the owner, forwarded by front');
+    expect(state.lastAuthorization).toBe('Bearer console-session-key');
+    ws.close();
   });
 
   it("the owner's close reaches the client", async () => {
