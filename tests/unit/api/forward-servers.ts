@@ -65,6 +65,7 @@ export interface OwnerState {
   longAborted: boolean;
   sse: ReadableStreamDefaultController<Uint8Array> | undefined;
   socketClosed: boolean;
+  sseCancelled: boolean;
   lastAuthorization: string | undefined;
 }
 
@@ -95,6 +96,9 @@ export const ownerApp = (state: OwnerState): Hono<ApiEnv> => {
     const body = new ReadableStream<Uint8Array>({
       start(controller) {
         state.sse = controller;
+      },
+      cancel() {
+        state.sseCancelled = true;
       },
     });
     return new Response(body, {
@@ -134,6 +138,7 @@ export const newOwnerState = (): OwnerState => ({
   longAborted: false,
   sse: undefined,
   socketClosed: false,
+  sseCancelled: false,
   lastAuthorization: undefined,
 });
 

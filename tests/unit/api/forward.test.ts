@@ -238,6 +238,24 @@ describe('forwarding a request', () => {
     await until(() => state.longAborted, { what: 'the owner to see its request cancelled' });
   });
 
+  it('ends the owner’s stream when the client leaves in the middle of it', async () => {
+    let received = '';
+    const req = request(`${front.url}/v1/agents/a1/events`, (res) => {
+      res.setEncoding('utf8');
+      res.on('data', (text: string) => {
+        received += text;
+      });
+      res.on('error', () => {});
+    });
+    req.on('error', () => {});
+    req.end();
+    await until(() => state.sse, { what: 'the owner to open the stream' });
+    state.sse?.enqueue(new TextEncoder().encode('data: first\n\n'));
+    await until(() => received.includes('data: first'), { what: 'the first event at the client' });
+    req.destroy();
+    await until(() => state.sseCancelled, { what: 'the owner to see its stream cancelled' });
+  });
+
   it('answers 503 OWNER_UNREACHABLE with Retry-After: 1 when the owner is down', async () => {
     await owner.close();
     const answer = await send(`${front.url}/v1/agents/a1/echo`, { method: 'POST', body: 'x' });
