@@ -14,6 +14,7 @@ import { createAuthThrottle } from './api/auth-throttle.ts';
 import type { ConnectionGuard } from './api/connections.ts';
 import type { ApiEnv } from './api/env.ts';
 import type { FairScheduler } from './api/fair.ts';
+import type { ReplicaDeps } from './api/forward/route.ts';
 import { upgradeTunnels } from './api/forward/upgrade.ts';
 import type { Lifecycle } from './api/lifecycle.ts';
 import type { Metrics } from './api/metrics.ts';
@@ -44,6 +45,8 @@ export interface ServerAppParts {
   lifecycle: Lifecycle;
   connections: ConnectionGuard;
   fair: FairScheduler;
+  /** Replicas: forwarded requests checked, other replicas' agents forwarded (api/forward/route.ts). */
+  replicas?: ReplicaDeps;
 }
 
 /** The control plane app over the parts, with the configured keys, throttle, proxies and limits. */
@@ -60,6 +63,7 @@ export function createServerApp(config: Config, parts: ServerAppParts): Hono<Api
     lifecycle,
     connections,
     fair,
+    replicas,
   } = parts;
   return createApp({
     startedAt: Date.now(),
@@ -71,6 +75,7 @@ export function createServerApp(config: Config, parts: ServerAppParts): Hono<Api
     connections,
     fair,
     ...(scheduler === undefined ? {} : { schedules: scheduler }),
+    ...(replicas === undefined ? {} : { replicas }),
     ...(skills === undefined ? {} : { skills }),
     egress: egress.settings,
     isolateWorkers: () => isolates.workerPids().length,
