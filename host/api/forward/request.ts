@@ -216,8 +216,12 @@ function answerOf(res: IncomingMessage, method: string): Response {
   });
 }
 
-/** A keep-alive agent for one target origin. */
+/**
+ * A keep-alive agent for one target origin. No cap on its sockets: event streams and MCP sessions
+ * hold theirs for as long as they are open, and a cap would queue every other request behind them
+ * (the owner's connection admission bounds them); idle ones kept are bounded.
+ */
 export const agentFor = (url: string): Agent =>
   new URL(url).protocol === 'https:'
-    ? new HttpsAgent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64 })
-    : new Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64 });
+    ? new HttpsAgent({ keepAlive: true, maxFreeSockets: 64 })
+    : new Agent({ keepAlive: true, maxFreeSockets: 64 });

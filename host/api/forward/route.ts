@@ -144,7 +144,9 @@ export interface ReplicaDeps {
 }
 
 /** The routing middleware for the app's slot; undefined (no slot) without a route. */
-export const routeSlot = (replicas: ReplicaDeps | undefined): MiddlewareHandler<ApiEnv> | undefined =>
-  replicas?.route === undefined || replicas.forwarder === undefined
-    ? undefined
-    : forwardByRoute({ route: replicas.route, forwarder: replicas.forwarder });
+export const routeSlot = (replicas: ReplicaDeps | undefined): MiddlewareHandler<ApiEnv> | undefined => {
+  if (replicas?.route === undefined) return undefined;
+  if (replicas.forwarder === undefined)
+    throw new SandboxError('CONFIG_INVALID', 'A replica route needs a forwarder (createForwarder).');
+  return forwardByRoute({ route: replicas.route, forwarder: replicas.forwarder });
+};

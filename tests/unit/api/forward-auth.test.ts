@@ -14,6 +14,7 @@ import {
   forwardByRoute,
   type Route,
   type RouteRequest,
+  routeSlot,
 } from '../../../host/api/forward/route.ts';
 import {
   CLOCK_SKEW_MS,
@@ -141,6 +142,14 @@ describe('the receiving replica', () => {
 });
 
 describe("the app's route slot (AppDeps.replicas)", () => {
+  it('is refused at registration with a route but no forwarder, and absent without a route', () => {
+    expect(() => routeSlot({ key: KEY, route: () => ({ kind: 'local' }) })).toThrow(
+      expect.objectContaining({ code: 'CONFIG_INVALID' }),
+    );
+    expect(routeSlot({ key: KEY })).toBeUndefined();
+    expect(routeSlot(undefined)).toBeUndefined();
+  });
+
   let api: Api | undefined;
   let owner: Listening | undefined;
   afterEach(async () => {
