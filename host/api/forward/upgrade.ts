@@ -53,7 +53,13 @@ const lineOf = (req: IncomingMessage): UpgradeLine => {
   const raw = req.rawHeaders;
   const headers: [string, string][] = [];
   for (let i = 0; i < raw.length; i += 2) headers.push([raw[i] as string, raw[i + 1] as string]);
-  return { method: req.method ?? 'GET', url: req.url ?? '/', headers };
+  // Joined, not resolved: a request target of `//host/path` is a path here, not another host.
+  const target = req.url ?? '/';
+  return {
+    method: req.method ?? 'GET',
+    url: target.startsWith('/') ? `http://replica.invalid${target}` : target,
+    headers,
+  };
 };
 
 /** The upgrade request's head as the owner gets it. */

@@ -3,13 +3,17 @@
 // subprotocol, or its refusal) reaches the client unchanged, frames flow both ways, either side's
 // close ends both, bytes the client sent right behind its request head are not lost, and an owner
 // that is down answers 503 OWNER_UNREACHABLE on the client's socket.
-import { connect } from 'node:net';
+import { createServer, type IncomingMessage } from 'node:http';
+import { type AddressInfo, connect } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import type { Route } from '../../../host/api/forward/route.ts';
+import { forwardUpgrade } from '../../../host/api/forward/upgrade.ts';
 import { until } from '../../helpers/until.ts';
 import {
   frontApp,
+  KEY,
   type Listening,
   listen,
   newOwnerState,
@@ -106,6 +110,37 @@ describe('forwarding a WebSocket upgrade', () => {
     expect(refused).toMatchObject({ status: 503, headers: { 'retry-after': '1' } });
     expect(JSON.parse((refused as { body: string }).body).error.code).toBe('OWNER_UNREACHABLE');
     owner = await listen(ownerApp(state)); // for afterEach
+  });
+
+  it("forwardUpgrade works from a server's own 'upgrade' listener too (the raw hook)", async () => {
+    const raw = createServer();
+    raw.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      void forwardUpgrade(
+        req,
+        socket,
+        head,
+        { url: owner.url, replicaId: 'owner' },
+        {
+          replica: { id: 'edge', key: KEY },
+          client: '198.51.100.9',
+        },
+      );
+    });
+    await new Promise<void>((resolve) => raw.listen(0, '127.0.0.1', resolve));
+    try {
+      const ws = new WebSocket(
+        `ws://127.0.0.1:${(raw.address() as AddressInfo).port}/v1/agents/a1/terminals/t2`,
+      );
+      const first = await new Promise<string>((resolve, reject) => {
+        ws.once('message', (data: Buffer) => resolve(data.toString()));
+        ws.once('error', reject);
+      });
+      expect(first).toBe('hello t2 from the owner, forwarded by edge');
+      ws.close();
+    } finally {
+      raw.closeAllConnections();
+      await new Promise((resolve) => raw.close(resolve));
+    }
   });
 
   it('keeps the bytes a client sent right behind its request head', async () => {
