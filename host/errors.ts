@@ -98,15 +98,18 @@ export const ERROR_CODES = {
   /** A call batch named a step that is unknown or expired (POST /v1/agents/:id/steps opens one). */
   STEP_NOT_FOUND: 404,
   SHUTTING_DOWN: 503,
+  // replicas (host/api/forward): a request for an agent another replica owns is forwarded there.
+  /** The replica that owns the agent did not answer; retry after Retry-After (ownership moves on). */
+  OWNER_UNREACHABLE: 503,
+  /** A forwarded request reached a replica that no longer owns the agent; retry after Retry-After. */
+  OWNER_MOVED: 503,
+  /** Replica forwarding headers (x-dsh-*) without a valid, current replica signature. */
+  FORWARD_UNVERIFIED: 401,
   /**
    * Replicas: this replica no longer owns the agent's family (its lease was taken over while it was
    * paused or cut off); what it was doing for the family stops, the new owner answers. Retry.
    */
   OWNER_FENCED: 503,
-  /** Replicas: a forwarded request reached a replica that no longer runs the agent. Retry. */
-  OWNER_MOVED: 503,
-  /** Replicas: the replica running the agent does not answer; retry once its lease has expired. */
-  OWNER_UNREACHABLE: 503,
   REQUEST_TIMEOUT: 504,
   CONFIG_INVALID: 500,
   INTERNAL: 500,

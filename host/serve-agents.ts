@@ -9,8 +9,8 @@ import { type Metrics, observeCalls } from './api/metrics.ts';
 import type { Config } from './config.ts';
 import type { Egress } from './egress/index.ts';
 import type { IsolateHost, IsolateHostEvent } from './isolates/index.ts';
-import type { SandboxProvider } from './sandbox/types.ts';
 import type { Ownership } from './replicas/ownership.ts';
+import type { SandboxProvider } from './sandbox/types.ts';
 import type { ScheduleRecord, Store } from './store/index.ts';
 
 /** Counts a worker that starts again (a restart), by how its previous process ended. */

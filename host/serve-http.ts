@@ -14,6 +14,8 @@ import { createAuthThrottle } from './api/auth-throttle.ts';
 import type { ConnectionGuard } from './api/connections.ts';
 import type { ApiEnv } from './api/env.ts';
 import type { FairScheduler } from './api/fair.ts';
+import type { ReplicaDeps } from './api/forward/route.ts';
+import { upgradeTunnels } from './api/forward/upgrade.ts';
 import type { Lifecycle } from './api/lifecycle.ts';
 import type { Metrics } from './api/metrics.ts';
 import type { createWebSocketServer } from './api/routes/terminals.ts';
@@ -43,6 +45,8 @@ export interface ServerAppParts {
   lifecycle: Lifecycle;
   connections: ConnectionGuard;
   fair: FairScheduler;
+  /** Replicas: forwarded requests checked, other replicas' agents forwarded (api/forward/route.ts). */
+  replicas?: ReplicaDeps;
 }
 
 /** The control plane app over the parts, with the configured keys, throttle, proxies and limits. */
@@ -59,6 +63,7 @@ export function createServerApp(config: Config, parts: ServerAppParts): Hono<Api
     lifecycle,
     connections,
     fair,
+    replicas,
   } = parts;
   return createApp({
     startedAt: Date.now(),
@@ -70,6 +75,7 @@ export function createServerApp(config: Config, parts: ServerAppParts): Hono<Api
     connections,
     fair,
     ...(scheduler === undefined ? {} : { schedules: scheduler }),
+    ...(replicas === undefined ? {} : { replicas }),
     ...(skills === undefined ? {} : { skills }),
     egress: egress.settings,
     isolateWorkers: () => isolates.workerPids().length,
@@ -104,10 +110,12 @@ export function listenHttp(
   wss: ReturnType<typeof createWebSocketServer>,
   connections: ConnectionGuard,
 ): Promise<Server> {
+  // A terminal upgrade for another replica's agent is tunnelled there (api/forward/upgrade.ts).
+  const upgrades = upgradeTunnels(fetch);
   return new Promise<Server>((resolve) => {
     const s = listen(
       {
-        fetch,
+        fetch: upgrades.fetch,
         hostname: config.host,
         port: config.port,
         websocket: { server: wss },
@@ -126,6 +134,7 @@ export function listenHttp(
       },
       () => resolve(s as Server),
     ) as Server;
+    upgrades.attach(s);
     // Before the first connection: the guard owns the connection cap (it makes room by closing
     // unauthenticated connections, which Node's own maxConnections could not).
     connections.attach(s);

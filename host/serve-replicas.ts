@@ -5,10 +5,14 @@
 // libsql store has no replicas port: nothing here runs, and this process owns every agent.
 import { randomBytes } from 'node:crypto';
 import type { AgentService } from './agents/service.ts';
+import { createForwarder, type ReplicaDeps } from './api/forward/route.ts';
+import { replicaKey } from './api/forward/sign.ts';
+import { newReplicaId } from './replica.ts';
 import { createFence, type ReplicaFence } from './replicas/fence.ts';
-import { createOwnership, newReplicaId, type Ownership } from './replicas/ownership.ts';
+import { createOwnership, type Ownership } from './replicas/ownership.ts';
 import type { Store } from './store/store.ts';
 import { repairInterruptedCalls, repairLine } from './tools/interrupted.ts';
+import { trustedProxies } from './trusted-proxies.ts';
 
 export interface ReplicaIdentity {
   /** DSH_REPLICA_ID, or a fresh one: how logs and forwarded requests name this replica. */
@@ -26,7 +30,7 @@ export interface ReplicaIdentity {
 /** This process's replica id (DSH_REPLICA_ID, else a fresh one), its lease holder and its event fence. */
 export const replicaIdentity = (config: { replicaId?: string | undefined }): ReplicaIdentity => {
   const replicaId = config.replicaId ?? newReplicaId();
-  const holder = `${replicaId}~${randomBytes(4).toString('hex')}`;
+  const holder = `${replicaId}:${randomBytes(4).toString('hex')}`;
   return { replicaId, holder, fence: createFence(holder) };
 };
 
@@ -38,6 +42,7 @@ export const replicaIdentity = (config: { replicaId?: string | undefined }): Rep
 export const ownershipOf = (
   store: Store,
   identity: ReplicaIdentity,
+  leaseMs: number,
   onError: (error: unknown) => void,
 ): { ownership: Ownership | undefined; store: Store } => {
   if (store.leases === undefined) return { ownership: undefined, store };
@@ -47,6 +52,8 @@ export const ownershipOf = (
     agents: store.agents,
     events: store.events,
     fence: identity.fence,
+    ttlMs: leaseMs,
+    renewMs: Math.max(200, Math.floor(leaseMs / 5)),
     onError,
   });
   const agents = store.agents;
@@ -63,6 +70,31 @@ export const ownershipOf = (
   };
   return { ownership, store: told };
 };
+
+/**
+ * The app's replica slot (api/forward): forwarded requests checked with the key every replica
+ * derives from the store's secrets key, and each request about an agent served here or forwarded
+ * to its family's owner, as the ownership decides.
+ */
+export const replicaDeps = (
+  ownership: Ownership,
+  identity: ReplicaIdentity,
+  secretsKey: Buffer,
+  proxies: readonly string[],
+): ReplicaDeps => {
+  const key = replicaKey(secretsKey);
+  return {
+    key,
+    route: (c, { forwarded, agentId }) =>
+      agentId === undefined ? LOCAL : ownership.route(c.get('tenant').id, agentId, { forwarded }),
+    forwarder: createForwarder({
+      replica: { id: identity.replicaId, key },
+      ...(proxies.length === 0 ? {} : { trustedProxies: trustedProxies(proxies) }),
+    }),
+  };
+};
+
+const LOCAL = { kind: 'local' } as const;
 
 /** What taking a family over and losing one do to the agent service. */
 export const wireOwnership = (
@@ -85,6 +117,8 @@ export const wireOwnership = (
   });
   ownership.onLost(({ familyId, tenantId, agentIds }) => {
     log(`family ${familyId} is run by another replica now; its work here stops`);
-    agents.release(tenantId, agentIds).catch((e: unknown) => log(`releasing family ${familyId}: ${String(e)}`));
+    agents
+      .release(tenantId, agentIds)
+      .catch((e: unknown) => log(`releasing family ${familyId}: ${String(e)}`));
   });
 };

@@ -20,13 +20,14 @@ import { createWebSocketServer } from './api/routes/terminals.ts';
 import type { Config } from './config.ts';
 import type { SandboxEgress } from './egress/proxy/index.ts';
 import type { IsolateHost } from './isolates/index.ts';
+import { replicaUrlOf } from './replica.ts';
 import type { DockerProvider } from './sandbox/docker/index.ts';
 import type { SandboxProvider } from './sandbox/types.ts';
 import { startAgents, startIsolates } from './serve-agents.ts';
 import { createServerApp, listenHttp } from './serve-http.ts';
+import { ownershipOf, replicaDeps, replicaIdentity, wireOwnership } from './serve-replicas.ts';
 import { defaultProvider, sandboxImageOf, startEgress } from './serve-sandboxes.ts';
-import { ownershipOf, replicaIdentity, wireOwnership } from './serve-replicas.ts';
-import { connectStore } from './store/connect.ts';
+import { connectStore, storeSecretsKey } from './store/connect.ts';
 import type { Store } from './store/index.ts';
 import { repairInterruptedCalls, repairLine } from './tools/interrupted.ts';
 
@@ -101,6 +102,15 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   const identity = replicaIdentity(config);
   const trouble = storeTrouble(log);
+  const secretsKey =
+    options.store === undefined
+      ? storeSecretsKey({
+          database: config.database,
+          dataDir: config.dataDir,
+          secretsKey: config.secretsKey,
+          log,
+        })
+      : undefined;
   const opened =
     options.store ??
     (await connectStore({
@@ -108,14 +118,16 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
       dataDir: config.dataDir,
       poolSize: config.databasePool,
       logBudgetBytes: config.tenantLogBytes,
-      ...(config.secretsKey === undefined ? {} : { secretsKey: config.secretsKey }),
+      ...(secretsKey === undefined ? {} : { secretsKey }),
       log,
       onError: trouble,
       fence: identity.fence,
     }));
   // On PostgreSQL this process is one replica of many: agent families are owned (serve-replicas.ts).
   const { ownership, store } =
-    options.store === undefined ? ownershipOf(opened, identity, trouble) : { ownership: undefined, store: opened };
+    options.store === undefined
+      ? ownershipOf(opened, identity, config.replicaLeaseMs, trouble)
+      : { ownership: undefined, store: opened };
   await ensureDefaultTenant(store, config, log);
   // Calls a crash left running end INTERRUPTED before anything runs or is served (tools/interrupted.ts).
   // With replicas, only the families a replica takes over, when it takes them (serve-replicas.ts).
@@ -163,13 +175,16 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
     lifecycle,
     connections,
     fair,
+    ...(ownership === undefined || secretsKey === undefined
+      ? {}
+      : { replicas: replicaDeps(ownership, identity, secretsKey, config.trustedProxies) }),
   });
   // Terminal WebSockets (/v1/agents/:id/terminals/:tid) upgrade through this ws server.
   const wss = createWebSocketServer();
   const server = await listenHttp(config, app.fetch, wss, connections);
   const { address, port } = server.address() as AddressInfo;
   const host = address.includes(':') ? `[${address}]` : address;
-  await ownership?.start(config.replicaUrl ?? `http://${host}:${port}`);
+  await ownership?.start(replicaUrlOf(config, port));
 
   let closing: Promise<void> | undefined;
   const close = () => {

@@ -8,6 +8,7 @@
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { SandboxError } from './errors.ts';
+import { parseReplicaId, parseReplicaUrl } from './replica.ts';
 import { parseSecretsKey } from './store/sealed.ts';
 import { trustedProxies } from './trusted-proxies.ts';
 
@@ -323,6 +324,37 @@ export const SETTINGS = {
     parse: (raw: string): Buffer | undefined => parseSecretsKey(raw),
     fallback: (): Buffer | undefined => undefined,
   } satisfies Setting<Buffer | undefined>,
+  replicaUrl: {
+    env: 'DSH_REPLICA_URL',
+    section: 'service',
+    shown: '`http://<host>:<port>` of the listen address (a wildcard address: loopback)',
+    help: 'the base URL the other replicas on this store reach this one at (requests for its agents are forwarded there)',
+    doc: 'the base URL (`http://host:port`, or `https://`, no path) the other replicas sharing this store reach this one at: a request that reaches another replica for an agent this one owns is forwarded there, signed with a key derived from `DSH_SECRETS_KEY`. Unset, it is made from `DSH_HOST` and the port the server got, a wildcard address (`0.0.0.0`, `::`) becoming loopback: **set it when replicas run on several machines**',
+    parse: (raw: string): string | undefined => parseReplicaUrl(raw),
+    fallback: (): string | undefined => undefined,
+    adopt: (value: string | undefined): string | undefined =>
+      value === undefined ? undefined : parseReplicaUrl(value),
+  } satisfies Setting<string | undefined>,
+  replicaId: {
+    env: 'DSH_REPLICA_ID',
+    section: 'service',
+    shown: 'the host name and a random part, new each start',
+    help: "this replica's name among the replicas on this store (letters, digits, . _ : -; at most 64)",
+    doc: "this replica's name among the replicas sharing this store: it signs the requests it forwards and names it in logs (letters, digits, `.`, `_`, `:`, `-`; at most 64). Unset, a new one each start (the host name and a random part), so a restarted replica is a new one",
+    parse: (raw: string): string | undefined => parseReplicaId(raw),
+    fallback: (): string | undefined => undefined,
+    adopt: (value: string | undefined): string | undefined =>
+      value === undefined ? undefined : parseReplicaId(value),
+  } satisfies Setting<string | undefined>,
+  replicaLeaseMs: int({
+    env: 'DSH_REPLICA_LEASE_MS',
+    section: 'service',
+    default: 15_000,
+    min: 1_000,
+    max: 600_000,
+    help: 'how long a replica holds an agent family without renewing it (renewed every fifth of it)',
+    doc: "replicas on PostgreSQL: how long a replica's hold on an agent family lasts without renewal (it renews every fifth of it). When a replica dies, another takes its families over once this has passed: shorter fails over faster, at more renewals and a greater chance that a paused replica (a long garbage collection, a stalled VM) loses its families and has its running calls ended INTERRUPTED",
+  }),
   shutdownGraceMs: int({
     env: 'DSH_SHUTDOWN_GRACE_MS',
     section: 'service',

@@ -1,7 +1,9 @@
 // The middleware of the control plane app (./app.ts) in the order createApp registers it: the error
 // and not-found answers, HTTP metrics, request id, key attempts, a heavy request's early turn
-// (useEntry); the shutdown gate, JSON body limit and request deadline of /v1 (useV1Limits); and a
-// tenant-scoped prefix's auth, connection claim, request slot and fair turn (useTenantScope).
+// (useEntry, with a forwarded request's replica signature checked first: ./forward/verify.ts); the
+// shutdown gate, JSON body limit and request deadline of /v1 (useV1Limits); and a tenant-scoped
+// prefix's auth, connection claim, route to the owning replica (./forward/route.ts), request slot
+// and fair turn (useTenantScope).
 // Invariants: a request holds at most one tenant slot (one registration per prefix, one limiter per
 // app); heavy work (./fair.ts) waits its turn only after its key is checked; DELETEs that stop work
 // and MCP notification streams take no slot.
@@ -20,6 +22,8 @@ import { clientSource } from './client-address.ts';
 import { claimConnection, keepRefusalBody } from './connections.ts';
 import type { ApiEnv } from './env.ts';
 import { errorBody, errorHandler } from './errors.ts';
+import { routeSlot } from './forward/route.ts';
+import { verifyForwarded } from './forward/verify.ts';
 import { refuseWhenShuttingDown } from './lifecycle.ts';
 import { isMcpStream } from './routes/mcp.ts';
 
@@ -84,6 +88,8 @@ export function useEntry(app: Hono<ApiEnv>, state: AppState): void {
     });
   });
   app.use(requestId());
+  // A request another replica forwarded is signed (or refused) before its address is read.
+  if (deps.replicas !== undefined) app.use(verifyForwarded({ key: deps.replicas.key }));
   // Every key check of the request counts against its source (./auth.ts checkKey).
   app.use(async function keyAttempts(c, next) {
     c.set('keyAttempts', keyAttemptsOf(throttle, clientSource(c.env, deps.trustedProxies)));
@@ -158,6 +164,9 @@ export function useTenantScope(
     claimConnection(connections, c, c.get('tenant').id);
     await next();
   });
+  // Another replica's agent is forwarded there before it takes a slot or a turn here.
+  const forward = routeSlot(deps.replicas);
+  if (forward !== undefined) app.use(path, forward);
   app.use(path, async function tenantSlot(c, next) {
     return (c.req.method === 'DELETE' && !isSandboxWork(c.req.path)) || isMcpStream(c.req.method, c.req.path)
       ? next()

@@ -12,6 +12,7 @@ import type { ScheduleService } from '../tools/builtin/index.ts';
 import type { AuthThrottle } from './auth-throttle.ts';
 import type { ConnectionGuard } from './connections.ts';
 import type { FairScheduler } from './fair.ts';
+import type { ReplicaDeps } from './forward/route.ts';
 import type { Lifecycle } from './lifecycle.ts';
 import type { Metrics } from './metrics.ts';
 
@@ -82,6 +83,8 @@ export interface AppDeps {
   egress?: EgressSettings;
   /** Turns of heavy requests on the event loop. Default: one with limits.fairTurnMs. */
   fair?: FairScheduler;
+  /** Replicas (./forward/): forwarded requests checked, others' agents forwarded. None: one instance. */
+  replicas?: ReplicaDeps;
 }
 
 /** What createApp builds once from AppDeps and the wiring modules share. */

@@ -9,6 +9,7 @@ import type { AppState } from './app-deps.ts';
 import { createClientAudit } from './audit.ts';
 import { refuseStrayUpgrade } from './connections.ts';
 import type { ApiEnv } from './env.ts';
+import { routeSlot } from './forward/route.ts';
 import { createTenantLimiter, tenantConcurrency } from './limits.ts';
 import { finishDocument, type OpenApiDocument } from './openapi.ts';
 import { agentRoutes } from './routes/agents.ts';
@@ -35,6 +36,7 @@ import { usageRoutes } from './routes/usage.ts';
 /** The tenant, agent, skill and egress routes under /v1, with their tenant admission. */
 export function mountV1Routes(app: Hono<ApiEnv>, state: AppState): void {
   const { deps, limits, metrics, lifecycle, connections } = state;
+  const forward = routeSlot(deps.replicas);
   app.route('/', tenantRoutes(deps.store.tenants, deps.adminKey));
 
   // Terminal WebSockets authenticate themselves (browsers cannot send the header) and hold no
@@ -45,6 +47,7 @@ export function mountV1Routes(app: Hono<ApiEnv>, state: AppState): void {
       maxSocketsPerTenant: limits.tenantTerminals,
       metrics,
       ...(connections === undefined ? {} : { connections }),
+      ...(forward === undefined ? {} : { forward }),
     }),
   );
   // Past the terminal routes nothing upgrades: a stray upgrade's answer would never be read.

@@ -6,6 +6,8 @@
 // The address is read from the node request (env.incoming), not from the Hono request: the
 // console's in-process calls carry the browser's connection along (console/api.ts) but not its
 // headers. A request that came over no connection (app.request in tests) has no source.
+// A request another replica forwarded (its signature checked by ./forward/verify.ts) comes from
+// the client that replica names: the peer is only the replica.
 import type { IncomingMessage } from 'node:http';
 import { type BlockList, isIP } from 'node:net';
 
@@ -40,6 +42,15 @@ const expandIpv6 = (address: string): string[] => {
   return [...left, ...zeros, ...right].map((part) => Number.parseInt(part, 16).toString(16));
 };
 
+/** Clients named by the replica that forwarded a request, once its signature was checked. */
+const forwardedClients = new WeakMap<IncomingMessage, string>();
+
+/** Counts the request of `env` as coming from `client` (a verified forwarding replica's word). */
+export const nameForwardedClient = (env: unknown, client: string): void => {
+  const incoming = (env as { incoming?: IncomingMessage } | undefined)?.incoming;
+  if (incoming !== undefined && client !== '') forwardedClients.set(incoming, client);
+};
+
 const familyOf = (address: string): 'ipv4' | 'ipv6' => (isIP(address) === 4 ? 'ipv4' : 'ipv6');
 
 /**
@@ -50,6 +61,8 @@ const familyOf = (address: string): 'ipv4' | 'ipv6' => (isIP(address) === 4 ? 'i
  */
 export const clientSource = (env: unknown, proxies: BlockList | undefined): string | undefined => {
   const incoming = (env as { incoming?: IncomingMessage } | undefined)?.incoming;
+  const named = incoming === undefined ? undefined : forwardedClients.get(incoming);
+  if (named !== undefined) return named;
   const peer = incoming?.socket?.remoteAddress;
   if (peer === undefined) return undefined;
   let client = peer.replace(MAPPED, '$1');

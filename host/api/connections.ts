@@ -1,7 +1,10 @@
 // Admission of TCP connections to the HTTP server, so that connections nobody authenticated cannot
 // lock out the tenants (issue 11: 1,100 idle connections without a key answered 0 of 10 keyed ones).
 // A connection is unauthenticated until a request on it presents a valid key (claim()); then it
-// belongs to that tenant until it closes.
+// belongs to that tenant until it closes. A connection from another replica (a request on it came
+// forwarded, its signature checked: ./forward/verify.ts) belongs to no tenant and has no cap: the
+// forwarding replica holds many tenants' requests on it in turn, and counted each tenant's own
+// connections already.
 // Invariants: at most `maxConnections` are open; unauthenticated ones hold at most
 // `maxConnections - reserve` of them, and when a new connection would pass either bound the OLDEST
 // unauthenticated connection is closed to make room (so idle attackers are displaced by newcomers,
@@ -45,6 +48,9 @@ export interface ConnectionGuard {
   claim(socket: Socket, tenantId: string): boolean;
   stats(): ConnectionStats;
 }
+
+/** The holder of connections from other replicas (never a tenant id: those have no NUL). */
+const REPLICAS = '\u0000replicas';
 
 interface State {
   tenant: string | undefined;
@@ -117,7 +123,7 @@ export const createConnectionGuard = (limits: ConnectionLimits): ConnectionGuard
       if (state === undefined) return true; // not a connection of an attached server (in-process requests)
       if (state.tenant !== undefined) return true; // bound on an earlier request
       const held = perTenant.get(tenantId) ?? 0;
-      if (held >= limits.perTenant) return false;
+      if (held >= limits.perTenant && tenantId !== REPLICAS) return false;
       perTenant.set(tenantId, held + 1);
       state.tenant = tenantId;
       unauthenticated.delete(socket);
@@ -200,7 +206,8 @@ export const claimConnection = (guard: ConnectionGuard | undefined, c: Context, 
   const env = c.env as { incoming?: IncomingMessage; outgoing?: ServerResponse } | undefined;
   const socket = env?.incoming?.socket;
   if (guard === undefined || socket === undefined) return;
-  if (guard.claim(socket, tenantId)) return;
+  const forwarded = (c.var as { forwardedBy?: string }).forwardedBy !== undefined;
+  if (guard.claim(socket, forwarded ? REPLICAS : tenantId)) return;
   if (env?.outgoing) env.outgoing.shouldKeepAlive = false;
   throw new SandboxError(
     'RATE_LIMITED',

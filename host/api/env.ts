@@ -18,5 +18,7 @@ export interface ApiEnv {
     openStream: (kind: string) => () => void;
     /** The key-failure throttle for this request's source (set by the app; ./auth-throttle.ts). */
     keyAttempts: KeyAttempts;
+    /** The replica that forwarded this request, its signature checked (./forward/verify.ts); unset when direct. */
+    forwardedBy: string | undefined;
   };
 }

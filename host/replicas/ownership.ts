@@ -10,7 +10,6 @@
 // repaired, its plugins resumed) before any request of the family is served here; a family found
 // lost (renewal, or a refused write) runs the lost hooks once, which stop its work here; renewal
 // never counts a family lost that was taken after the renewal's query was sent.
-import { customAlphabet } from 'nanoid';
 import { SandboxError } from '../errors.ts';
 import type { AgentRecord, AgentStore } from '../store/agents-port.ts';
 import type { ClosableEventLog } from '../store/event-log-port.ts';
@@ -23,9 +22,6 @@ export const LEASE_TTL_MS = 15_000;
 export const LEASE_RENEW_MS = 3_000;
 /** How long a forward target is remembered before the lease is read again. */
 const TARGET_MS = 1_000;
-
-/** A fresh replica id: 12 lowercase letters and digits. */
-export const newReplicaId = customAlphabet('0123456789abcdefghijklmnopqrstuvwxyz', 12);
 
 export type Route = { kind: 'local' } | { kind: 'forward'; url: string; replicaId: string };
 
@@ -107,7 +103,12 @@ async function takeOver(s: OwnershipState, tenantId: string, familyId: string, e
   }
 }
 
-async function take(s: OwnershipState, tenantId: string, familyId: string, forwarded: boolean): Promise<Route> {
+async function take(
+  s: OwnershipState,
+  tenantId: string,
+  familyId: string,
+  forwarded: boolean,
+): Promise<Route> {
   const { o } = s;
   const acquired = await o.leases.acquire(familyId, o.replicaId, s.ttlMs);
   if (acquired.held) {
@@ -116,11 +117,9 @@ async function take(s: OwnershipState, tenantId: string, familyId: string, forwa
   }
   const { lease } = acquired;
   if (forwarded)
-    throw new SandboxError(
-      'OWNER_MOVED',
-      'This agent is run by another replica now; retry the request.',
-      { data: { retryAfterMs: 1000 } },
-    );
+    throw new SandboxError('OWNER_MOVED', 'This agent is run by another replica now; retry the request.', {
+      data: { retryAfterMs: 1000 },
+    });
   if (lease.url === undefined)
     throw new SandboxError(
       'OWNER_UNREACHABLE',
@@ -217,7 +216,7 @@ export function createOwnership(o: OwnershipOptions): Ownership {
       s.targets.delete(familyId);
       return (await routeFamily(s, tenantId, agentId, familyId, false)).kind === 'local';
     },
-    unreachable(tenantId, agentId) {
+    unreachable(_tenantId, agentId) {
       const familyId = s.families.known(agentId);
       if (familyId !== undefined) s.targets.delete(familyId);
     },

@@ -6,10 +6,10 @@
 // must then be given (DSH_SECRETS_KEY) — said at start.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import type { EventFence } from './event-log-port.ts';
 import { type OpenStoreOptions, openStore } from './index.ts';
 import { isPostgresUrl } from './pg/url.ts';
 import { keyFileSecret } from './sealed.ts';
-import type { EventFence } from './event-log-port.ts';
 import type { Store } from './store.ts';
 
 export interface ConnectStoreOptions
@@ -28,6 +28,26 @@ export interface ConnectStoreOptions
 
 export const SECRETS_KEY_FILE = 'secrets.key';
 
+/**
+ * The key a PostgreSQL store seals secrets with: DSH_SECRETS_KEY, else the key file in the data
+ * directory (made on first use, and the operator told once that every replica needs the same
+ * key). Undefined for a libsql store, which keeps its own key file next to its database. Replicas
+ * also derive the key they sign forwarded requests with from it (host/api/forward/sign.ts).
+ */
+export const storeSecretsKey = (
+  options: Pick<ConnectStoreOptions, 'database' | 'dataDir' | 'secretsKey' | 'log'>,
+): Buffer | undefined => {
+  if (!isPostgresUrl(options.database)) return options.secretsKey;
+  if (options.secretsKey !== undefined) return options.secretsKey;
+  mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
+  const file = join(options.dataDir, SECRETS_KEY_FILE);
+  const key = keyFileSecret(file);
+  options.log?.(
+    `secrets are sealed with the key in ${file}: give every replica on this database the same key (DSH_SECRETS_KEY)`,
+  );
+  return key;
+};
+
 export const connectStore = async (options: ConnectStoreOptions): Promise<Store> => {
   const { database, secretsKey, now, onError, logBudgetBytes, pluginLimitsOf } = options;
   const shared = {
@@ -39,18 +59,9 @@ export const connectStore = async (options: ConnectStoreOptions): Promise<Store>
   if (!isPostgresUrl(database))
     return openStore({ path: database, ...shared, ...(secretsKey === undefined ? {} : { secretsKey }) });
   const { openPgStore } = await import('./pg/index.ts');
-  let key = secretsKey;
-  if (key === undefined) {
-    mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
-    const file = join(options.dataDir, SECRETS_KEY_FILE);
-    key = keyFileSecret(file);
-    options.log?.(
-      `secrets are sealed with the key in ${file}: give every replica on this database the same key (DSH_SECRETS_KEY)`,
-    );
-  }
   return openPgStore({
     url: database,
-    secretsKey: key,
+    secretsKey: storeSecretsKey(options) as Buffer,
     ...shared,
     ...(options.poolSize === undefined ? {} : { poolSize: options.poolSize }),
     ...(options.fence === undefined ? {} : { fence: options.fence }),

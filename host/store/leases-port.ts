@@ -26,9 +26,7 @@ export interface FamilyLease {
 }
 
 /** The answer of acquire(). */
-export type Acquired =
-  | { held: true; epoch: number }
-  | { held: false; lease: FamilyLease };
+export type Acquired = { held: true; epoch: number } | { held: false; lease: FamilyLease };
 
 /** A family this replica still holds after a renewal, with its epoch. */
 export interface HeldFamily {

@@ -19,7 +19,7 @@
 // hold, input queue and output).
 
 import { upgradeWebSocket } from '@hono/node-server';
-import { Hono } from 'hono';
+import { Hono, type MiddlewareHandler } from 'hono';
 import { describeRoute } from 'hono-openapi';
 import type { AgentService } from '../../agents/service.ts';
 import type { TenantStore } from '../../store/index.ts';
@@ -49,6 +49,8 @@ export interface TerminalRouteOptions {
   metrics?: Metrics;
   /** The server's connection admission: an authenticated upgrade claims its connection. */
   connections?: ConnectionGuard;
+  /** Sends an upgrade for another replica's agent there, after its key is checked (../forward/route.ts). */
+  forward?: MiddlewareHandler<ApiEnv>;
 }
 
 /** The terminal socket in /openapi.json: a GET that switches protocols (101) to a WebSocket. */
@@ -132,6 +134,9 @@ export const terminalRoutes = (
       claimConnection(options.connections, c, tenant.id);
       c.set('tenant', tenant);
       await next();
+    },
+    async function terminalRoute(c, next) {
+      return options.forward === undefined ? next() : options.forward(c, next);
     },
     loadAgent(agents),
     upgradeWebSocket((c) => upgradeTerminal(state, c)),

@@ -15,8 +15,9 @@
 // flush() resolves, not when append() does; subscribers hear about events only once committed.
 // With synchronous_commit off a server crash may lose the last commits it answered, which the
 // seqs survive as on libsql (the next write renumbers after what was really stored).
-import { createEventLog } from '../event-log-core.ts';
+
 import { SandboxError } from '../../errors.ts';
+import { createEventLog } from '../event-log-core.ts';
 import type {
   ClosableEventLog,
   EventBackend,

@@ -28,7 +28,13 @@ export interface Cluster {
   replicas: Replica[];
   /** Starts one more replica (or the same id again, after it died). */
   start(id: string): Promise<Replica>;
-  request(replica: Replica, method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; json: Loose; headers: Headers }>;
+  request(
+    replica: Replica,
+    method: string,
+    path: string,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ): Promise<{ status: number; json: Loose; headers: Headers }>;
   close(): Promise<void>;
 }
 
@@ -47,8 +53,17 @@ export async function startCluster(ids: readonly string[], leaseMs: number): Pro
   async function start(id: string): Promise<Replica> {
     const dataDir = mkdtempSync(join(tmpdir(), `dsh-replica-${id}-`));
     dirs.push(dataDir);
-    const options = { dataDir, runId: fixture.runId, database: database.url, replicaId: id, secretsKey, leaseMs };
-    const child = spawn(process.execPath, [CHILD, JSON.stringify(options)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const options = {
+      dataDir,
+      runId: fixture.runId,
+      database: database.url,
+      replicaId: id,
+      secretsKey,
+      leaseMs,
+    };
+    const child = spawn(process.execPath, [CHILD, JSON.stringify(options)], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     children.push(child);
     const lines: string[] = [];
     let stderr = '';
@@ -67,7 +82,11 @@ export async function startCluster(ids: readonly string[], leaseMs: number): Pro
         }
       });
       child.once('exit', (code, signal) =>
-        reject(new Error(`replica ${id} exited (${code ?? signal}) before serving:\n${lines.join('\n')}\n${stderr}`)),
+        reject(
+          new Error(
+            `replica ${id} exited (${code ?? signal}) before serving:\n${lines.join('\n')}\n${stderr}`,
+          ),
+        ),
       );
     });
     return { id, child, url, lines };

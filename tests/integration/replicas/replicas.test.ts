@@ -30,7 +30,11 @@ suite(`replicas on one PostgreSQL database${missing === undefined ? '' : ` [skip
     await cluster?.close();
   });
 
-  const bash = (id: string, command: string) => ({ id, name: 'bash', arguments: { command, description: id } });
+  const bash = (id: string, command: string) => ({
+    id,
+    name: 'bash',
+    arguments: { command, description: id },
+  });
   const events = async (via: Replica, agentId: string): Promise<Loose[]> =>
     (await cluster.request(via, 'GET', `/v1/agents/${agentId}/events?limit=5000`)).json.events as Loose[];
 
@@ -38,7 +42,9 @@ suite(`replicas on one PostgreSQL database${missing === undefined ? '' : ` [skip
   const expectWholeLog = (log: Loose[]) => {
     expect(log.map((e) => e.seq)).toEqual(log.map((_, i) => i + 1));
     const calls = log.filter((e) => e.type === 'tool.call').map((e) => `${e.parentCallId ?? ''}/${e.callId}`);
-    const results = log.filter((e) => e.type === 'tool.result').map((e) => `${e.parentCallId ?? ''}/${e.callId}`);
+    const results = log
+      .filter((e) => e.type === 'tool.result')
+      .map((e) => `${e.parentCallId ?? ''}/${e.callId}`);
     expect(new Set(calls).size).toBe(calls.length);
     expect([...results].sort()).toEqual([...calls].sort());
   };
@@ -94,7 +100,13 @@ suite(`replicas on one PostgreSQL database${missing === undefined ? '' : ` [skip
     // The client retries with the same key until B has taken the family over.
     const retried = await until(
       async () => {
-        const r = await cluster.request(b, 'POST', `/v1/agents/${agent.id}/calls`, { calls }, { 'Idempotency-Key': key });
+        const r = await cluster.request(
+          b,
+          'POST',
+          `/v1/agents/${agent.id}/calls`,
+          { calls },
+          { 'Idempotency-Key': key },
+        );
         return r.status === 200 ? r : undefined;
       },
       { what: 'B answering the retried batch', timeoutMs: 60_000, intervalMs: 250 },
@@ -111,10 +123,7 @@ suite(`replicas on one PostgreSQL database${missing === undefined ? '' : ` [skip
     const ran = await cluster.request(b, 'POST', `/v1/agents/${agent.id}/calls`, {
       calls: [bash('count', 'sort /workspace/ran.txt | uniq -d | wc -l; wc -l < /workspace/ran.txt')],
     });
-    const [dupes, lines] = String(ran.json.results[0].content[0].text)
-      .trim()
-      .split(/\s+/)
-      .map(Number);
+    const [dupes, lines] = String(ran.json.results[0].content[0].text).trim().split(/\s+/).map(Number);
     expect(dupes).toBe(0);
     expect(lines).toBeGreaterThanOrEqual(ok);
     expect(lines).toBeLessThanOrEqual(200);
@@ -154,7 +163,9 @@ suite(`replicas on one PostgreSQL database${missing === undefined ? '' : ` [skip
       what: 'A telling it lost the family',
       timeoutMs: 30_000,
     });
-    const after = await cluster.request(b, 'POST', `/v1/agents/${agent.id}/calls`, { calls: [bash('after', 'true')] });
+    const after = await cluster.request(b, 'POST', `/v1/agents/${agent.id}/calls`, {
+      calls: [bash('after', 'true')],
+    });
     expect(after.json.results[0]).toMatchObject({ ok: true });
     const log = await events(b, agent.id);
     expectWholeLog(log);

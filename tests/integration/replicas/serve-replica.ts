@@ -15,7 +15,14 @@ const options = JSON.parse(process.argv[2] ?? '{}') as {
   leaseMs: number;
 };
 const config = loadConfig(
-  { host: '127.0.0.1', port: 0, dataDir: options.dataDir, poolSize: 0, isolateWorkers: 1, database: options.database },
+  {
+    host: '127.0.0.1',
+    port: 0,
+    dataDir: options.dataDir,
+    poolSize: 0,
+    isolateWorkers: 1,
+    database: options.database,
+  },
   {
     DSH_SECRETS_KEY: options.secretsKey,
     DSH_REPLICA_ID: options.replicaId,

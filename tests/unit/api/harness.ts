@@ -32,7 +32,14 @@ export const makeApi = async (
     /** More of the app's dependencies (the pool and disk readers of /metrics). */
     app?: Pick<
       AppDeps,
-      'pool' | 'workspaceDisk' | 'fair' | 'connections' | 'authThrottle' | 'trustedProxies' | 'metricsKey'
+      | 'pool'
+      | 'workspaceDisk'
+      | 'fair'
+      | 'connections'
+      | 'authThrottle'
+      | 'trustedProxies'
+      | 'metricsKey'
+      | 'replicas'
     >;
   } = {},
 ) => {

@@ -63,7 +63,12 @@ describePostgres('replicas on one PostgreSQL database', () => {
   /** A tenant with a lead agent and its child: one family. */
   const family = async (store: Store) => {
     const tenant = await store.tenants.createTenant('t');
-    const lead = await store.agents.create({ tenantId: tenant.id, preset: 'default', mode: 'native', config: {} });
+    const lead = await store.agents.create({
+      tenantId: tenant.id,
+      preset: 'default',
+      mode: 'native',
+      config: {},
+    });
     const child = await store.agents.create({
       tenantId: tenant.id,
       preset: 'default',
@@ -140,7 +145,10 @@ describePostgres('replicas on one PostgreSQL database', () => {
     await a.ownership.route(f.tenantId, f.lead);
     // Renewed every 50 ms, A keeps the family past its 1.5 s lease.
     await new Promise((resolve) => setTimeout(resolve, 2000));
-    expect(await b.ownership.route(f.tenantId, f.lead)).toMatchObject({ kind: 'forward', replicaId: 'replicaa' });
+    expect(await b.ownership.route(f.tenantId, f.lead)).toMatchObject({
+      kind: 'forward',
+      replicaId: 'replicaa',
+    });
     // Taken behind A's back (an operator, or A paused long enough): A's next renewal finds it gone.
     await b.store.leases!.release(f.lead, 'replicaa');
     expect(await b.ownership.claim(f.tenantId, f.lead)).toBe(true);
