@@ -1,0 +1,24 @@
+import { createCallBatchStore } from '../../../host/store/call-batches.ts';
+import { runCallBatchContract } from './call-batches.contract.ts';
+import { tempDatabase } from './harness.ts';
+
+runCallBatchContract('libsql', async () => {
+  const temp = tempDatabase();
+  let at = 1_000_000;
+  const now = () => at;
+  const db = temp.connect();
+  return {
+    store: createCallBatchStore(db, now),
+    reopen: async () => createCallBatchStore(temp.connect(), now),
+    advance: (ms) => {
+      at += ms;
+    },
+    async logUpTo(id, seq) {
+      db.prepare('INSERT INTO sessions (id, created_at) VALUES (?, 0)').run(id);
+      db.prepare(
+        "INSERT INTO events (session_id, seq, type, surface, data, at) VALUES (?, ?, 'x', 'log-only', '{}', 0)",
+      ).run(id, seq);
+    },
+    close: temp.cleanup,
+  };
+});
