@@ -3,15 +3,31 @@
 // events: calls, inner calls, host requests, results, with their seq as id) and then one `results`
 // event. A client that disconnects cancels the batch (cooperatively; the log records it); a batch
 // that outlives `callTimeoutMs` is cancelled the same way.
-import { Hono } from 'hono';
+// With an `Idempotency-Key` header (../idempotency.ts decides, docs/api.md tells), the batch runs
+// at most once per key: a retry gets the first answer, marked `Idempotent-Replayed: true` (over
+// SSE: its `results` or `error` event only). Without the header nothing of that runs.
+import { type Context, Hono } from 'hono';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { describeRoute } from 'hono-openapi';
 import type * as v from 'valibot';
 import type { AgentService } from '../../agents/service.ts';
-import { isSandboxError } from '../../errors.ts';
-import type { SessionEvent } from '../../store/types.ts';
+import { isSandboxError, SandboxError } from '../../errors.ts';
+import type { CallBatchStore } from '../../store/call-batches-port.ts';
+import type { EventLog, SessionEvent } from '../../store/types.ts';
+import type { ToolResult } from '../../tools/types.ts';
 import { jsonBody, jsonRequest, jsonResponse, sseAlternative } from '../body.ts';
 import type { ApiEnv } from '../env.ts';
 import { errorBodyOf } from '../errors.ts';
+import {
+  bodyHashOf,
+  createIdempotency,
+  IDEMPOTENCY_HEADER,
+  type Idempotency,
+  keyOf,
+  MAX_KEY_LENGTH,
+  REPLAYED_HEADER,
+  type Ticket,
+} from '../idempotency.ts';
 import { Calls, ErrorBody, Event, Results } from '../schemas.ts';
 import { countedSSE } from '../sse.ts';
 import { loadAgent } from './agents.ts';
@@ -55,8 +71,28 @@ export const batchSignal = (request: AbortSignal, ms: number): { signal: AbortSi
   };
 };
 
-export const callRoutes = (agents: AgentService, callTimeoutMs: number): Hono<ApiEnv> => {
+/** A stored answer sent again: as it was (JSON), or as the one event that ends a stream (SSE). */
+const replay = (c: Context<ApiEnv>, outcome: { status: number; body: string }, sse: boolean): Response => {
+  const headers = { [REPLAYED_HEADER]: 'true' };
+  if (!sse)
+    return c.newResponse(outcome.body, outcome.status as ContentfulStatusCode, {
+      ...headers,
+      'Content-Type': 'application/json',
+    });
+  for (const [name, value] of Object.entries(headers)) c.header(name, value);
+  return countedSSE(c, 'calls', (stream) =>
+    stream.writeSSE({ event: outcome.status === 200 ? 'results' : 'error', data: outcome.body }),
+  );
+};
+
+export const callRoutes = (
+  agents: AgentService,
+  callTimeoutMs: number,
+  /** Where keyed batches are kept (store.callBatches); without it the header is refused. */
+  keyed?: Idempotency | { batches: CallBatchStore; events: EventLog },
+): Hono<ApiEnv> => {
   const app = new Hono<ApiEnv>();
+  const idempotency = keyed === undefined || 'begin' in keyed ? keyed : createIdempotency(keyed);
   app.post(
     '/v1/agents/:id/calls',
     describeRoute({
@@ -64,6 +100,16 @@ export const callRoutes = (agents: AgentService, callTimeoutMs: number): Hono<Ap
       tags: ['calls'],
       description:
         'Runs a batch of tool calls. With Accept: text/event-stream: `progress` events, then one `results` event.',
+      parameters: [
+        {
+          name: IDEMPOTENCY_HEADER,
+          in: 'header',
+          required: false,
+          schema: { type: 'string', minLength: 1, maxLength: MAX_KEY_LENGTH },
+          description:
+            'Runs the batch at most once per key (per agent, kept 24 h): a retry with the same key and body gets the first answer, marked Idempotent-Replayed: true.',
+        },
+      ],
       requestBody: jsonRequest(Calls),
       responses: {
         200: {
@@ -73,20 +119,45 @@ export const callRoutes = (agents: AgentService, callTimeoutMs: number): Hono<Ap
             'With Accept: text/event-stream: `progress` events (each a session event as JSON, its seq as id), then one `results` event, or an `error` event.',
           ),
         },
+        400: jsonResponse('A malformed body or Idempotency-Key (IDEMPOTENCY_KEY_INVALID)', ErrorBody),
         404: jsonResponse('No such agent', ErrorBody),
+        422: jsonResponse(
+          'The Idempotency-Key was used for another batch (IDEMPOTENCY_KEY_REUSED)',
+          ErrorBody,
+        ),
       },
     }),
     loadAgent(agents),
     jsonBody(Calls),
     async (c) => {
-      const { calls, step } = c.get('body') as v.InferOutput<typeof Calls>;
+      const body = c.get('body') as v.InferOutput<typeof Calls>;
+      const { calls, step } = body;
       const agent = c.get('agent');
+      const sse = wantsSse(c.req.header('accept'));
+      const key = keyOf(c.req.header(IDEMPOTENCY_HEADER));
+      let ticket: Extract<Ticket, { kind: 'run' }> | undefined;
+      if (key !== undefined) {
+        if (idempotency === undefined)
+          throw new SandboxError('IDEMPOTENCY_KEY_INVALID', `This service keeps no ${IDEMPOTENCY_HEADER}s.`);
+        const begun = await idempotency.begin({
+          tenantId: agent.tenantId,
+          agentId: agent.id,
+          key,
+          sessionId: agent.sessionId,
+          bodyHash: bodyHashOf(body),
+          calls,
+        });
+        if (begun.kind === 'replay') return replay(c, begun.outcome, sse);
+        ticket = begun;
+      }
       const deadline = batchSignal(c.req.raw.signal, callTimeoutMs);
       const { signal } = deadline;
       const onStep = step === undefined ? {} : { step };
-      if (!wantsSse(c.req.header('accept'))) {
+      if (!sse) {
         try {
-          return c.json({ results: await agents.call(agent, calls, { signal, ...onStep }) });
+          if (ticket === undefined)
+            return c.json({ results: await agents.call(agent, calls, { signal, ...onStep }) });
+          return await keyedJson(c, ticket, () => agents.call(agent, calls, { signal, ...onStep }));
         } finally {
           deadline.done();
         }
@@ -108,9 +179,16 @@ export const callRoutes = (agents: AgentService, callTimeoutMs: number): Hono<Ap
             );
           };
           try {
-            const results = await agents.call(agent, calls, { signal, onProgress, ...onStep });
+            let results: ToolResult[];
+            try {
+              results = await agents.call(agent, calls, { signal, onProgress, ...onStep });
+            } catch (error) {
+              await ticket?.failed(error);
+              throw error;
+            }
+            const text = ticket === undefined ? JSON.stringify({ results }) : await ticket.done(results);
             await Promise.all(queue);
-            await stream.writeSSE({ event: 'results', data: JSON.stringify({ results }) });
+            await stream.writeSSE({ event: 'results', data: text });
           } finally {
             deadline.done();
           }
@@ -126,3 +204,19 @@ export const callRoutes = (agents: AgentService, callTimeoutMs: number): Hono<Ap
   );
   return app;
 };
+
+/** A keyed JSON batch: its answer (results or error) stored through the ticket, then sent. */
+async function keyedJson(
+  c: Context<ApiEnv>,
+  ticket: Extract<Ticket, { kind: 'run' }>,
+  run: () => Promise<ToolResult[]>,
+): Promise<Response> {
+  let results: ToolResult[];
+  try {
+    results = await run();
+  } catch (error) {
+    await ticket.failed(error);
+    throw error;
+  }
+  return c.newResponse(await ticket.done(results), 200, { 'Content-Type': 'application/json' });
+}
