@@ -143,7 +143,11 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
 
     let claim: Awaited<ReturnType<CallBatchStore['claim']>>;
     try {
-      claim = await batches.claim({ ...batch, bootId });
+      // Where the batch's events will start: after every event appended so far, queued ones too
+      // (an earlier batch's, with the same call ids: the client numbers calls c1, c2, …). A log
+      // that cannot tell (a test double) gives 0: the reader then starts at the first event.
+      const afterSeq = (await events.lastSeq?.(batch.sessionId)) ?? 0;
+      claim = await batches.claim({ ...batch, afterSeq, bootId });
     } catch (error) {
       finish(undefined, error);
       throw error;

@@ -15,8 +15,11 @@ export interface CallBatchKey {
 
 /** What a request claims a key with. */
 export interface CallBatchClaim extends CallBatchKey {
-  /** The agent's session: the claim records its last stored seq (the batch's events come after). */
-  sessionId: string;
+  /**
+   * The session's last seq before the batch (EventLog.lastSeq): its events come after it, and the
+   * log reader starts there when the batch's process died.
+   */
+  afterSeq: number;
   /** Hash of the canonical request body: the same key with another body is a different request. */
   bodyHash: string;
   /** The boot id of the process that runs the batch. */
@@ -34,7 +37,7 @@ export type CallBatchRecord = {
   bodyHash: string;
   /** The boot id of the process that claimed it. */
   startedBy: string;
-  /** The session's last stored seq when it was claimed. */
+  /** The session's last seq when it was claimed. */
   afterSeq: number;
   createdAt: number;
 } & (

@@ -3,9 +3,7 @@
 // Invariants (call-batches-port.ts): the claim is ONE upsert (INSERT … ON CONFLICT DO UPDATE
 // only over an expired row … RETURNING), so of two processes racing on one key exactly one gets
 // a row back; settle and release are conditional on the row still running under its claimer.
-// The claim records the session's last stored seq in the same statement (events queued in this
-// process and not yet written are not counted: they belong to earlier batches, and the log reader
-// skips them by call id where it can). Expired rows are deleted at most once a minute, at most
+// Expired rows are deleted at most once a minute, at most
 // PRUNE_LIMIT at a time, on a claim. The port is asynchronous; libsql answers from synchronous
 // prepared statements.
 import type { CallBatchKey, CallBatchOutcome, CallBatchRecord, CallBatchStore } from './call-batches-port.ts';
@@ -24,7 +22,7 @@ export type { CallBatchStore } from './call-batches-port.ts';
 export const createCallBatchStore = (db: Database, now: () => number = Date.now): CallBatchStore => {
   const claim = db.prepare(
     `INSERT INTO call_batches (tenant_id, agent_id, key, body_hash, state, after_seq, started_by, created_at)
-     VALUES (?, ?, ?, ?, 'running', (SELECT coalesce(max(seq), 0) FROM events WHERE session_id = ?), ?, ?)
+     VALUES (?, ?, ?, ?, 'running', ?, ?, ?)
      ON CONFLICT (tenant_id, agent_id, key) DO UPDATE SET
        body_hash = excluded.body_hash, state = 'running', status = NULL, body = NULL,
        after_seq = excluded.after_seq, started_by = excluded.started_by, created_at = excluded.created_at
@@ -65,8 +63,8 @@ export const createCallBatchStore = (db: Database, now: () => number = Date.now)
           prunedAt = at;
           prune.run(expired);
         }
-        const { tenantId, agentId, key, bodyHash, sessionId, bootId } = input;
-        const won = claim.all(tenantId, agentId, key, bodyHash, sessionId, bootId, at, expired)[0] as
+        const { tenantId, agentId, key, bodyHash, afterSeq, bootId } = input;
+        const won = claim.all(tenantId, agentId, key, bodyHash, afterSeq, bootId, at, expired)[0] as
           | { after_seq: number }
           | undefined;
         if (won !== undefined) return { kind: 'claimed', afterSeq: Number(won.after_seq) };
@@ -89,8 +87,7 @@ export const createCallBatchStore = (db: Database, now: () => number = Date.now)
 };
 
 export interface MemoryCallBatchOptions {
-  /** The session's last seq a claim records. Default: 0 (no log beside it). */
-  lastSeq?: (sessionId: string) => number;
+  /** Default Date.now. */
   now?: () => number;
 }
 
@@ -109,7 +106,7 @@ export const createMemoryCallBatchStore = (options: MemoryCallBatchOptions = {})
       for (const [id, row] of rows) if (row.createdAt <= now() - CALL_BATCH_TTL_MS) rows.delete(id);
       const held = live(input);
       if (held !== undefined) return { kind: 'held', batch: held };
-      const afterSeq = options.lastSeq?.(input.sessionId) ?? 0;
+      const { afterSeq } = input;
       rows.set(idOf(input), {
         bodyHash: input.bodyHash,
         startedBy: input.bootId,

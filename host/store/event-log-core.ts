@@ -13,7 +13,7 @@
 // included; event-log-rows.ts converts between events and rows.
 // Invariants: one process writes a given session; rows are written in append order; a failed
 // batch stays queued (flush() rejects, the next tick retries) instead of being dropped.
-import { append } from './event-log-append.ts';
+import { append, lastSeqOf } from './event-log-append.ts';
 import { admits, DEFAULT_LOG_BUDGET_BYTES, usageOf } from './event-log-budget.ts';
 import { settled } from './event-log-load.ts';
 import type {
@@ -74,6 +74,7 @@ export function createEventLog(
     payload: (sessionId, seq, pointer) => payload(s, sessionId, seq, pointer),
     usage: () => settled(s, () => usageOf(s)),
     subscribe: (sessionId, listener) => subscribe(s, sessionId, listener),
+    lastSeq: (sessionId) => lastSeqOf(s, sessionId),
     close: () => close(s),
   };
 }

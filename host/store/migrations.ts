@@ -485,7 +485,7 @@ export const MIGRATIONS: readonly Migration[] = [
     // POST /v1/agents/:id/calls with an Idempotency-Key (host/store/call-batches-port.ts): one row
     // per key and agent, claimed before the batch runs, its answer stored when it settles.
     // Versions 16 and 18 belong to other changes.
-    // after_seq: the session's last stored seq at the claim (the batch's events come after it).
+    // after_seq: the session's last seq at the claim (the batch's events come after it).
     // status and body: the answer the client got, once the batch is done.
     sql: `
       CREATE TABLE call_batches (

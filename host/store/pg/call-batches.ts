@@ -41,16 +41,16 @@ export const createPgCallBatchStore = (db: PgDatabase, now: () => number = Date.
             [expired],
           );
         }
-        const { tenantId, agentId, key, bodyHash, sessionId, bootId } = input;
+        const { tenantId, agentId, key, bodyHash, afterSeq, bootId } = input;
         const won = await db.one<{ after_seq: number }>(
           `INSERT INTO call_batches (tenant_id, agent_id, key, body_hash, state, after_seq, started_by, created_at)
-           VALUES ($1, $2, $3, $4, 'running', (SELECT coalesce(max(seq), 0) FROM events WHERE session_id = $5), $6, $7)
+           VALUES ($1, $2, $3, $4, 'running', $5, $6, $7)
            ON CONFLICT (tenant_id, agent_id, key) DO UPDATE SET
              body_hash = excluded.body_hash, state = 'running', status = NULL, body = NULL,
              after_seq = excluded.after_seq, started_by = excluded.started_by, created_at = excluded.created_at
            WHERE call_batches.created_at <= $8
            RETURNING after_seq`,
-          [tenantId, agentId, key, bodyHash, sessionId, bootId, at, expired],
+          [tenantId, agentId, key, bodyHash, afterSeq, bootId, at, expired],
         );
         if (won !== undefined) return { kind: 'claimed', afterSeq: Number(won.after_seq) };
         const batch = await get(input, at);

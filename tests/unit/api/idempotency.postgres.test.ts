@@ -79,7 +79,7 @@ describePostgres('Idempotency-Key on PostgreSQL', () => {
       tenantId,
       agentId,
       key: 'key-1',
-      sessionId: agentId,
+      afterSeq: (await store.events.lastSeq?.(agentId)) ?? 0,
       bodyHash: bodyHashOf(body),
       bootId: 'gone',
     });

@@ -38,6 +38,7 @@ afterEach(async () => {
   await api.close();
 });
 
+const lastSeq = async (sessionId: string) => (await api.store.events.lastSeq?.(sessionId)) ?? 0;
 const makeAgent = () => api.createAgent(api.keyA, { preset: 'creator' });
 const batch = (tag = 'a') => ({ calls: [{ id: 'c1', name: 'count', arguments: { tag } }] });
 const keyed = (agentId: string, key: string, body: unknown = batch(), headers: Record<string, string> = {}) =>
@@ -157,7 +158,6 @@ describe('Idempotency-Key on POST /v1/agents/:id/calls', () => {
     const tenantId = ((await api.store.tenants.verifyKey(api.keyA)) as { id: string }).id;
     // An earlier batch that used the same call id: logged before the claim, never taken for this one.
     await api.call(api.keyA, agent.id, [{ id: 'c3', name: 'count', arguments: { tag: 'earlier' } }]);
-    await api.store.events.flush();
     const body = {
       calls: [
         { id: 'c1', name: 'count', arguments: { tag: 'x' } },
@@ -170,7 +170,7 @@ describe('Idempotency-Key on POST /v1/agents/:id/calls', () => {
       tenantId,
       agentId: agent.id,
       key: 'key-1',
-      sessionId,
+      afterSeq: await lastSeq(agent.id),
       bodyHash: bodyHashOf(body),
       bootId: 'a-process-that-is-gone',
     });
@@ -234,7 +234,7 @@ describe('Idempotency-Key on POST /v1/agents/:id/calls', () => {
       tenantId,
       agentId: agent.id,
       key: 'key-1',
-      sessionId: agent.id,
+      afterSeq: await lastSeq(agent.id),
       bodyHash: bodyHashOf(body),
       bootId: 'gone',
     });

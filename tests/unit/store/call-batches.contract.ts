@@ -2,7 +2,7 @@
 // (libsql, memory, postgres). Its cases are what host/api/idempotency.ts relies on: a claim is
 // first-writer-wins (also between two stores on one database: two replicas), a batch settles
 // once and only by its claimer, a release frees the key, an expired key is claimed afresh, and
-// the claim records where the session's log stood.
+// the claim keeps where the session's log stood.
 import { describe, expect, it } from 'vitest';
 import { CALL_BATCH_TTL_MS, type CallBatchStore } from '../../../host/store/call-batches-port.ts';
 import { closedAfterEach } from '../../helpers/per-test.ts';
@@ -13,13 +13,11 @@ export interface CallBatchInstance {
   reopen?: () => Promise<CallBatchStore>;
   /** Moves the stores' clock on. */
   advance(ms: number): void;
-  /** Makes the session's log end at `seq` (a claim then records it). */
-  logUpTo(sessionId: string, seq: number): Promise<void>;
   close(): Promise<void> | void;
 }
 
 const key = { tenantId: 'ten_a', agentId: 'agt_1', key: 'k-1' };
-const claimOf = (bootId: string, bodyHash = 'h1') => ({ ...key, sessionId: 'agt_1', bodyHash, bootId });
+const claimOf = (bootId: string, bodyHash = 'h1', afterSeq = 0) => ({ ...key, afterSeq, bodyHash, bootId });
 const outcome = { status: 200, body: '{"results":[]}' };
 
 export const runCallBatchContract = (name: string, open: () => Promise<CallBatchInstance>) => {
@@ -85,11 +83,14 @@ export const runCallBatchContract = (name: string, open: () => Promise<CallBatch
       expect(await store.settle(key, 'boot-a', outcome)).toBe(false);
     });
 
-    it("records the session's last logged seq at the claim", async () => {
-      const instance = await start();
-      await instance.logUpTo('agt_1', 7);
-      expect(await instance.store.claim(claimOf('boot-a'))).toEqual({ kind: 'claimed', afterSeq: 7 });
-      expect(await instance.store.get(key)).toMatchObject({ afterSeq: 7 });
+    it('keeps where the log stood at the claim', async () => {
+      const { store } = await start();
+      expect(await store.claim(claimOf('boot-a', 'h1', 7))).toEqual({ kind: 'claimed', afterSeq: 7 });
+      expect(await store.claim(claimOf('boot-b', 'h1', 9))).toMatchObject({
+        kind: 'held',
+        batch: { afterSeq: 7 },
+      });
+      expect(await store.get(key)).toMatchObject({ afterSeq: 7 });
     });
 
     it('of many claims racing on one key, from two stores on one database, exactly one wins', async (ctx) => {

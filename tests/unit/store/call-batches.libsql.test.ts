@@ -13,12 +13,6 @@ runCallBatchContract('libsql', async () => {
     advance: (ms) => {
       at += ms;
     },
-    async logUpTo(id, seq) {
-      db.prepare('INSERT INTO sessions (id, created_at) VALUES (?, 0)').run(id);
-      db.prepare(
-        "INSERT INTO events (session_id, seq, type, surface, data, at) VALUES (?, ?, 'x', 'log-only', '{}', 0)",
-      ).run(id, seq);
-    },
     close: temp.cleanup,
   };
 });

@@ -17,13 +17,6 @@ describePostgres('CallBatchStore on PostgreSQL', () => {
       advance: (ms) => {
         at += ms;
       },
-      async logUpTo(id, seq) {
-        await db.query('INSERT INTO sessions (id, created_at) VALUES ($1, 0)', [id]);
-        await db.query(
-          "INSERT INTO events (session_id, seq, type, surface, data, at) VALUES ($1, $2, 'x', 'log-only', '{}', 0)",
-          [id, seq],
-        );
-      },
       close: () => database.drop(),
     };
   });
