@@ -9,8 +9,10 @@
 // - the stored row has another body hash: IDEMPOTENCY_KEY_REUSED (422);
 // - the stored row is done: its answer, at once, as a replay;
 // - the stored row is running under another boot id (or an earlier failure of this one's store
-//   write): its process is gone (a crash, a fail-over): the batch's results are read from the
-//   session log (idempotency-log.ts), stored as its answer (first settle wins), and replayed.
+//   write): its process is gone (a crash, a fail-over; with replicas a keyed request reaches the
+//   agent's owner, so another boot id's running claim is a former owner's): the batch's results
+//   are read from the session log after the seq the claim kept (EventLog.lastSeq at the claim;
+//   idempotency-log.ts), stored as its answer (first settle wins), and replayed.
 // Invariants: without the header nothing here runs (no store write on the hot path); a batch of
 // one key runs at most once across processes (the claim is first-writer-wins in the store); one
 // process asks the store once per key while a batch of it runs here (the in-flight map is filled

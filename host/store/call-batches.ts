@@ -2,10 +2,10 @@
 // means to a request is host/api/idempotency.ts's business; this module keeps the rows.
 // Invariants (call-batches-port.ts): the claim is ONE upsert (INSERT … ON CONFLICT DO UPDATE
 // only over an expired row … RETURNING), so of two processes racing on one key exactly one gets
-// a row back; settle and release are conditional on the row still running under its claimer.
-// Expired rows are deleted at most once a minute, at most
-// PRUNE_LIMIT at a time, on a claim. The port is asynchronous; libsql answers from synchronous
-// prepared statements.
+// a row back; settle and release are conditional on the row still running under its claimer; a
+// row released between a lost claim and its read is claimed again. Expired rows are deleted at
+// most once a minute, at most PRUNE_LIMIT at a time, on a claim. The port is asynchronous; libsql
+// answers from synchronous prepared statements.
 import type { CallBatchKey, CallBatchOutcome, CallBatchRecord, CallBatchStore } from './call-batches-port.ts';
 import { CALL_BATCH_TTL_MS } from './call-batches-port.ts';
 import {
@@ -64,14 +64,16 @@ export const createCallBatchStore = (db: Database, now: () => number = Date.now)
           prune.run(expired);
         }
         const { tenantId, agentId, key, bodyHash, afterSeq, bootId } = input;
-        const won = claim.all(tenantId, agentId, key, bodyHash, afterSeq, bootId, at, expired)[0] as
-          | { after_seq: number }
-          | undefined;
-        if (won !== undefined) return { kind: 'claimed', afterSeq: Number(won.after_seq) };
-        const batch = get(input, at);
-        // Only a row that expired between the two statements reads as absent: claim it afresh.
-        if (batch === undefined) throw new Error('the claimed row vanished; retry the request');
-        return { kind: 'held', batch };
+        for (let attempt = 0; ; attempt++) {
+          const won = claim.all(tenantId, agentId, key, bodyHash, afterSeq, bootId, at, expired)[0] as
+            | { after_seq: number }
+            | undefined;
+          if (won !== undefined) return { kind: 'claimed', afterSeq: Number(won.after_seq) };
+          const batch = get(input, at);
+          if (batch !== undefined) return { kind: 'held', batch };
+          // Released by its claimer (another process) between the two statements: claim it again.
+          if (attempt === 2) throw new Error('the key was claimed and released three times in a row; retry');
+        }
       }),
     get: async (k) => guarded('read a call batch', () => get(k, now())),
     settle: async (k, startedBy, outcome) =>

@@ -3,7 +3,8 @@
 // upsert that takes over only an expired row (INSERT … ON CONFLICT DO UPDATE … WHERE … RETURNING),
 // so of two replicas racing on one key exactly one gets a row back (the loser's statement waits
 // on the winner's row lock and then finds a live row); settle and release are conditional on the
-// row still running under its claimer. Expired rows are deleted at most once a minute per
+// row still running under its claimer; a row released between a lost claim and its read is
+// claimed again. Expired rows are deleted at most once a minute per
 // process, at most PRUNE_LIMIT at a time, on a claim.
 import type { CallBatchKey, CallBatchRecord, CallBatchStore } from '../call-batches-port.ts';
 import { CALL_BATCH_TTL_MS } from '../call-batches-port.ts';
@@ -42,20 +43,23 @@ export const createPgCallBatchStore = (db: PgDatabase, now: () => number = Date.
           );
         }
         const { tenantId, agentId, key, bodyHash, afterSeq, bootId } = input;
-        const won = await db.one<{ after_seq: number }>(
-          `INSERT INTO call_batches (tenant_id, agent_id, key, body_hash, state, after_seq, started_by, created_at)
-           VALUES ($1, $2, $3, $4, 'running', $5, $6, $7)
-           ON CONFLICT (tenant_id, agent_id, key) DO UPDATE SET
-             body_hash = excluded.body_hash, state = 'running', status = NULL, body = NULL,
-             after_seq = excluded.after_seq, started_by = excluded.started_by, created_at = excluded.created_at
-           WHERE call_batches.created_at <= $8
-           RETURNING after_seq`,
-          [tenantId, agentId, key, bodyHash, afterSeq, bootId, at, expired],
-        );
-        if (won !== undefined) return { kind: 'claimed', afterSeq: Number(won.after_seq) };
-        const batch = await get(input, at);
-        if (batch === undefined) throw new Error('the claimed row vanished; retry the request');
-        return { kind: 'held', batch };
+        for (let attempt = 0; ; attempt++) {
+          const won = await db.one<{ after_seq: number }>(
+            `INSERT INTO call_batches (tenant_id, agent_id, key, body_hash, state, after_seq, started_by, created_at)
+             VALUES ($1, $2, $3, $4, 'running', $5, $6, $7)
+             ON CONFLICT (tenant_id, agent_id, key) DO UPDATE SET
+               body_hash = excluded.body_hash, state = 'running', status = NULL, body = NULL,
+               after_seq = excluded.after_seq, started_by = excluded.started_by, created_at = excluded.created_at
+             WHERE call_batches.created_at <= $8
+             RETURNING after_seq`,
+            [tenantId, agentId, key, bodyHash, afterSeq, bootId, at, expired],
+          );
+          if (won !== undefined) return { kind: 'claimed', afterSeq: Number(won.after_seq) };
+          const batch = await get(input, at);
+          if (batch !== undefined) return { kind: 'held', batch };
+          // Released by its claimer (another replica) between the two statements: claim it again.
+          if (attempt === 2) throw new Error('the key was claimed and released three times in a row; retry');
+        }
       }),
     get: (k) => pgGuarded('read a call batch', () => get(k, now())),
     settle: (k, startedBy, outcome) =>
