@@ -144,6 +144,25 @@ describe('Idempotency-Key on POST /v1/agents/:id/calls', () => {
     expect(runs).toEqual(['a']);
   });
 
+  it('stores an error answer too; an error the client retries (503) frees the key instead', async () => {
+    const agent = await makeAgent();
+    const tenantId = ((await api.store.tenants.verifyKey(api.keyA)) as { id: string }).id;
+    const stepless = { ...batch(), step: 'stp_unknown' };
+    const first = await keyed(agent.id, 'key-1', stepless);
+    expect(first.status).toBe(404);
+    expect(first.json.error.code).toBe('STEP_NOT_FOUND');
+    const again = await keyed(agent.id, 'key-1', stepless);
+    expect(again.status).toBe(404);
+    expect(again.headers.get('Idempotent-Replayed')).toBe('true');
+    expect(again.json).toEqual(first.json);
+
+    await api.agents.close(0); // the service is shutting down: 503, nothing ran
+    const refused = await keyed(agent.id, 'key-2');
+    expect(refused.status).toBe(503);
+    expect(await api.store.callBatches.get({ tenantId, agentId: agent.id, key: 'key-2' })).toBeUndefined();
+    expect(runs).toEqual([]);
+  });
+
   it('writes nothing to the store without the header', async () => {
     const agent = await makeAgent();
     await api.call(api.keyA, agent.id, batch().calls);
