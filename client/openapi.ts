@@ -1579,6 +1579,8 @@ export interface operations {
             /** @description Results in call order */
             200: {
                 headers: {
+                    /** @description On an answer to a retried Idempotency-Key: the batch was not run for this request (its first answer, stored or awaited). */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {

@@ -114,6 +114,13 @@ export const callRoutes = (
       responses: {
         200: {
           ...jsonResponse('Results in call order', Results),
+          headers: {
+            [REPLAYED_HEADER]: {
+              description:
+                'On an answer to a retried Idempotency-Key: the batch was not run for this request (its first answer, stored or awaited).',
+              schema: { type: 'string', enum: ['true'] },
+            },
+          },
           ...sseAlternative(
             { progress: Event, results: Results, error: ErrorBody },
             'With Accept: text/event-stream: `progress` events (each a session event as JSON, its seq as id), then one `results` event, or an `error` event.',
