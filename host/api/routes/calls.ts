@@ -11,6 +11,7 @@ import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { describeRoute } from 'hono-openapi';
 import type * as v from 'valibot';
 import type { AgentService } from '../../agents/service.ts';
+import type { Agent } from '../../agents/types.ts';
 import { isSandboxError, SandboxError } from '../../errors.ts';
 import type { CallBatchStore } from '../../store/call-batches-port.ts';
 import type { EventLog, SessionEvent } from '../../store/types.ts';
@@ -142,21 +143,9 @@ export const callRoutes = (
       const agent = c.get('agent');
       const sse = wantsSse(c.req.header('accept'));
       const key = keyOf(c.req.header(IDEMPOTENCY_HEADER));
-      let ticket: Extract<Ticket, { kind: 'run' }> | undefined;
-      if (key !== undefined) {
-        if (idempotency === undefined)
-          throw new SandboxError('IDEMPOTENCY_KEY_INVALID', `This service keeps no ${IDEMPOTENCY_HEADER}s.`);
-        const begun = await idempotency.begin({
-          tenantId: agent.tenantId,
-          agentId: agent.id,
-          key,
-          sessionId: agent.sessionId,
-          bodyHash: bodyHashOf(body),
-          calls,
-        });
-        if (begun.kind === 'replay') return replay(c, begun.outcome, sse);
-        ticket = begun;
-      }
+      const begun = key === undefined ? undefined : await beginKeyed(idempotency, agent, key, body);
+      if (begun?.kind === 'replay') return replay(c, begun.outcome, sse);
+      const ticket = begun;
       const deadline = batchSignal(c.req.raw.signal, callTimeoutMs);
       const { signal } = deadline;
       const onStep = step === undefined ? {} : { step };
@@ -211,6 +200,26 @@ export const callRoutes = (
   );
   return app;
 };
+
+/** Begins a keyed batch: this request runs it, or the answer is there already. */
+function beginKeyed(
+  idempotency: Idempotency | undefined,
+  agent: Agent,
+  key: string,
+  body: v.InferOutput<typeof Calls>,
+): Promise<Ticket> {
+  if (idempotency === undefined)
+    throw new SandboxError('IDEMPOTENCY_KEY_INVALID', `This service keeps no ${IDEMPOTENCY_HEADER}s.`);
+  const { tenantId, id: agentId, sessionId } = agent;
+  return idempotency.begin({
+    tenantId,
+    agentId,
+    key,
+    sessionId,
+    bodyHash: bodyHashOf(body),
+    calls: body.calls,
+  });
+}
 
 /** A keyed JSON batch: its answer (results or error) stored through the ticket, then sent. */
 async function keyedJson(
