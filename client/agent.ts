@@ -46,8 +46,9 @@ export interface CallOptions {
   onProgress?: (event: AgentEvent) => void;
   /**
    * The batch's Idempotency-Key: the service runs a key's batch at most once, and the client
-   * retries the batch with it (network errors, 502, 503, 429 with Retry-After). Default: a random
-   * one per batch. Pass your own to retry across processes (the same key with the same calls).
+   * retries the batch with it (network errors, 502, 503, 429 with Retry-After, a batch still in
+   * progress on another replica). Default: a random one per batch. Pass your own to retry across
+   * processes (the same key with the same calls).
    */
   idempotencyKey?: string;
 }

@@ -2,8 +2,9 @@
 // answers a retry with the first answer (docs/api.md, "Idempotency keys"), so a batch whose answer
 // was lost can be sent again safely. What is retried: a failure to reach the service or a
 // connection cut before the answer was read (fetch's TypeError), a stream that ended before its
-// results, and the answers a service sends when it cannot take the request now: 502, 503, and 429
-// when it says when to come back (Retry-After). Nothing else: a 4xx or 500 is the answer.
+// results, and the answers a service sends when it cannot take the request now: 502, 503, 429
+// when it says when to come back (Retry-After), and 409 IDEMPOTENCY_KEY_IN_PROGRESS (the batch
+// still runs on another replica). Nothing else: any other 4xx, or a 500, is the answer.
 // Invariants: the caller's AbortSignal ends the waiting and the attempts at once (its reason is
 // thrown); delays grow exponentially with jitter up to `maxDelayMs`, a Retry-After wins over them.
 import { DshError } from './errors.ts';
@@ -35,6 +36,11 @@ export function retryDelayOf(
   if (error instanceof DshError) {
     if ((error as { [STREAM_CUT]?: true })[STREAM_CUT]) return backoff();
     if (error.status === 502 || error.status === 503)
+      return error.retryAfterS === undefined
+        ? backoff()
+        : Math.min(options.maxDelayMs, error.retryAfterS * 1000);
+    // The batch still runs on another replica: its answer comes once it settles.
+    if (error.code === 'IDEMPOTENCY_KEY_IN_PROGRESS')
       return error.retryAfterS === undefined
         ? backoff()
         : Math.min(options.maxDelayMs, error.retryAfterS * 1000);

@@ -93,6 +93,8 @@ export const ERROR_CODES = {
   IDEMPOTENCY_KEY_INVALID: 400,
   /** An Idempotency-Key sent again with a different batch (another body) for the same agent. */
   IDEMPOTENCY_KEY_REUSED: 422,
+  /** The Idempotency-Key's batch still runs on another replica: retry after Retry-After for its answer. */
+  IDEMPOTENCY_KEY_IN_PROGRESS: 409,
   /**
    * A call the service stopped under (a crash, a fail-over) whose result was never recorded: it is
    * not run again, and whether it ran is unknown.

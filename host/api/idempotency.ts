@@ -8,6 +8,8 @@
 //   client is told to retry, 429/502/503: those free the key, since nothing was run);
 // - the stored row has another body hash: IDEMPOTENCY_KEY_REUSED (422);
 // - the stored row is done: its answer, at once, as a replay;
+// - the stored row is running under another boot id whose process still runs (holderAlive):
+//   IDEMPOTENCY_KEY_IN_PROGRESS (409, Retry-After: 1), the client comes back for the answer;
 // - the stored row is running under another boot id (or an earlier failure of this one's store
 //   write): its process is gone (a crash, a fail-over; with replicas a keyed request reaches the
 //   agent's owner, so another boot id's running claim is a former owner's): the batch's results
@@ -84,6 +86,13 @@ export interface IdempotencyOptions {
   events: EventLog;
   /** This process's boot id (who claims). Default: a fresh random one per instance. */
   bootId?: string;
+  /**
+   * Whether the process of another boot id still runs (with replicas: its heartbeat or lease).
+   * While it does, a retry of a batch it claimed and has not settled answers
+   * IDEMPOTENCY_KEY_IN_PROGRESS (409, Retry-After) instead of reading the log. Default: no other
+   * process does (one service per database).
+   */
+  holderAlive?: (bootId: string) => Promise<boolean>;
 }
 
 export interface Idempotency {
@@ -100,6 +109,13 @@ const reused = (key: string) =>
   new SandboxError(
     'IDEMPOTENCY_KEY_REUSED',
     `${IDEMPOTENCY_HEADER} ${JSON.stringify(key)} was used for a different batch of this agent; use a new key for a new batch.`,
+  );
+
+const inProgress = (key: string) =>
+  new SandboxError(
+    'IDEMPOTENCY_KEY_IN_PROGRESS',
+    `The batch of ${IDEMPOTENCY_HEADER} ${JSON.stringify(key)} still runs on another replica; retry after Retry-After for its answer.`,
+    { data: { retryAfterS: 1 } },
   );
 
 const outcomeOfError = (error: unknown): CallBatchOutcome => ({
@@ -175,6 +191,12 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
     try {
       const held = claim.batch;
       if (held.bodyHash !== batch.bodyHash) throw reused(batch.key);
+      if (
+        held.state === 'running' &&
+        held.startedBy !== bootId &&
+        (await options.holderAlive?.(held.startedBy))
+      )
+        throw inProgress(batch.key);
       const answer =
         held.state === 'done' ? held.outcome : await recover(batch, held.startedBy, held.afterSeq);
       finish(answer);

@@ -13,8 +13,7 @@ import type * as v from 'valibot';
 import type { AgentService } from '../../agents/service.ts';
 import type { Agent } from '../../agents/types.ts';
 import { isSandboxError, SandboxError } from '../../errors.ts';
-import type { CallBatchStore } from '../../store/call-batches-port.ts';
-import type { EventLog, SessionEvent } from '../../store/types.ts';
+import type { SessionEvent } from '../../store/types.ts';
 import type { ToolResult } from '../../tools/types.ts';
 import { jsonBody, jsonRequest, jsonResponse, sseAlternative } from '../body.ts';
 import type { ApiEnv } from '../env.ts';
@@ -24,6 +23,7 @@ import {
   createIdempotency,
   IDEMPOTENCY_HEADER,
   type Idempotency,
+  type IdempotencyOptions,
   keyOf,
   MAX_KEY_LENGTH,
   REPLAYED_HEADER,
@@ -90,7 +90,7 @@ export const callRoutes = (
   agents: AgentService,
   callTimeoutMs: number,
   /** Where keyed batches are kept (store.callBatches); without it the header is refused. */
-  keyed?: Idempotency | { batches: CallBatchStore; events: EventLog },
+  keyed?: Idempotency | IdempotencyOptions,
 ): Hono<ApiEnv> => {
   const app = new Hono<ApiEnv>();
   const idempotency = keyed === undefined || 'begin' in keyed ? keyed : createIdempotency(keyed);
@@ -129,6 +129,10 @@ export const callRoutes = (
         },
         400: jsonResponse('A malformed body or Idempotency-Key (IDEMPOTENCY_KEY_INVALID)', ErrorBody),
         404: jsonResponse('No such agent', ErrorBody),
+        409: jsonResponse(
+          "The Idempotency-Key's batch still runs on another replica (IDEMPOTENCY_KEY_IN_PROGRESS; retry after Retry-After)",
+          ErrorBody,
+        ),
         422: jsonResponse(
           'The Idempotency-Key was used for another batch (IDEMPOTENCY_KEY_REUSED)',
           ErrorBody,

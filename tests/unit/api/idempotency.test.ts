@@ -5,7 +5,7 @@
 // INTERRUPTED for the rest) without running anything.
 import * as v from 'valibot';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { bodyHashOf } from '../../../host/api/idempotency.ts';
+import { bodyHashOf, createIdempotency } from '../../../host/api/idempotency.ts';
 import { defineTool } from '../../../host/tools/index.ts';
 import { until } from '../../helpers/until.ts';
 import { type Api, type Loose, makeApi } from './harness.ts';
@@ -273,5 +273,64 @@ describe('Idempotency-Key on POST /v1/agents/:id/calls', () => {
       { id: 'c1', name: 'count', ok: false, content: [], durationMs: 0, error: repaired },
     ]);
     expect(runs).toEqual([]);
+  });
+});
+
+describe('Idempotency-Key between two replicas on one store', () => {
+  const replicas = (alive: boolean) => {
+    const shared = { batches: api.store.callBatches, events: api.store.events };
+    return [
+      createIdempotency({ ...shared, bootId: 'replica-a' }),
+      createIdempotency({
+        ...shared,
+        bootId: 'replica-b',
+        holderAlive: async (id) => alive && id === 'replica-a',
+      }),
+    ] as const;
+  };
+  const keyedBatch = async (agentId: string) => ({
+    tenantId: ((await api.store.tenants.verifyKey(api.keyA)) as { id: string }).id,
+    agentId,
+    key: 'key-1',
+    sessionId: agentId,
+    bodyHash: bodyHashOf(batch()),
+    calls: batch().calls,
+  });
+
+  it('of two replicas claiming one key at once, one runs it', async () => {
+    const agent = await makeAgent();
+    const [a, b] = replicas(true);
+    const request = await keyedBatch(agent.id);
+    const tickets = await Promise.allSettled([a.begin(request), b.begin(request)]);
+    const running = tickets.filter((t) => t.status === 'fulfilled' && t.value.kind === 'run');
+    expect(running).toHaveLength(1);
+    const other = tickets.find((t) => t !== running[0]);
+    expect(other).toMatchObject({ status: 'rejected', reason: { code: 'IDEMPOTENCY_KEY_IN_PROGRESS' } });
+  });
+
+  it('while the claiming replica runs the batch, another answers IN_PROGRESS; once done, its answer', async () => {
+    const agent = await makeAgent();
+    const [a, b] = replicas(true);
+    const request = await keyedBatch(agent.id);
+    const ticket = await a.begin(request);
+    if (ticket.kind !== 'run') throw new Error('replica a should run the batch');
+    const busy = await b.begin(request).catch((error: unknown) => error);
+    expect(busy).toMatchObject({ code: 'IDEMPOTENCY_KEY_IN_PROGRESS', data: { retryAfterS: 1 } });
+    const results = [{ id: 'c1', name: 'count', ok: true, content: [], durationMs: 1 }];
+    const text = await ticket.done(results);
+    expect(await b.begin(request)).toEqual({ kind: 'replay', outcome: { status: 200, body: text } });
+  });
+
+  it('once the claiming replica is gone, another answers from the log', async () => {
+    const agent = await makeAgent();
+    const [a, b] = replicas(false);
+    const request = await keyedBatch(agent.id);
+    expect((await a.begin(request)).kind).toBe('run');
+    const answer = await b.begin(request);
+    expect(answer.kind).toBe('replay');
+    const { results } = JSON.parse((answer as { outcome: { body: string } }).outcome.body);
+    expect(results).toMatchObject([
+      { id: 'c1', ok: false, error: { code: 'INTERRUPTED', data: { logged: false } } },
+    ]);
   });
 });

@@ -199,12 +199,15 @@ describe('call batches retried with their Idempotency-Key', () => {
     expect(sent).toBe(1);
   });
 
-  it('retries network errors, 502, 503 and 429 with Retry-After; nothing else', () => {
+  it('retries network errors, 502, 503, 429 with Retry-After and a batch in progress elsewhere; nothing else', () => {
     const d = DEFAULT_RETRY;
     expect(retryDelayOf(new TypeError('fetch failed'), 0, d)).toBeGreaterThan(0);
     expect(retryDelayOf(new DshError('INTERNAL', 'x', { status: 502 }), 0, d)).toBeGreaterThan(0);
     expect(retryDelayOf(new DshError('RATE_LIMITED', 'x', { status: 429, retryAfterS: 2 }), 0, d)).toBe(2000);
     expect(retryDelayOf(new DshError('RATE_LIMITED', 'x', { status: 429 }), 0, d)).toBeUndefined();
+    const busy = new DshError('IDEMPOTENCY_KEY_IN_PROGRESS', 'x', { status: 409, retryAfterS: 1 });
+    expect(retryDelayOf(busy, 0, d)).toBe(1000);
+    expect(retryDelayOf(new DshError('CONFLICT', 'x', { status: 409 }), 0, d)).toBeUndefined();
     expect(retryDelayOf(new DshError('INTERNAL', 'x', { status: 500 }), 0, d)).toBeUndefined();
     expect(retryDelayOf(new DshError('IDEMPOTENCY_KEY_REUSED', 'x', { status: 422 }), 0, d)).toBeUndefined();
     expect(retryDelayOf(new Error('x'), 0, d)).toBeUndefined();
