@@ -32,7 +32,7 @@ export const IDEMPOTENCY_HEADER = 'Idempotency-Key';
 export const REPLAYED_HEADER = 'Idempotent-Replayed';
 export const MAX_KEY_LENGTH = 255;
 
-/** Statuses a client retries on (client/http.ts): such an answer frees its key instead of being stored. */
+/** Statuses a client retries on (client/retry.ts): such an answer frees its key instead of being stored. */
 const RETRYABLE = new Set([429, 502, 503]);
 
 /** The key of a header value; undefined without one. IDEMPOTENCY_KEY_INVALID when malformed. */
