@@ -23,6 +23,12 @@ export const ERROR_CODES = {
   NO_EXECUTOR: 500,
   /** The agent is in plan mode and the call would change something; it was not run. */
   PLAN_MODE: 403,
+  /**
+   * The call was running when its service stopped (a crash, a restart, a fail-over): logged at the
+   * next start (host/tools/interrupted.ts); it may or may not have taken effect. Check before
+   * running it again.
+   */
+  INTERRUPTED: 503,
   // sandbox
   SANDBOX_UNAVAILABLE: 503,
   SANDBOX_PROTOCOL: 502,
@@ -95,11 +101,6 @@ export const ERROR_CODES = {
   IDEMPOTENCY_KEY_REUSED: 422,
   /** The Idempotency-Key's batch still runs on another replica: retry after Retry-After for its answer. */
   IDEMPOTENCY_KEY_IN_PROGRESS: 409,
-  /**
-   * A call the service stopped under (a crash, a fail-over) whose result was never recorded: it is
-   * not run again, and whether it ran is unknown.
-   */
-  INTERRUPTED: 409,
   /** A call batch named a step that is unknown or expired (POST /v1/agents/:id/steps opens one). */
   STEP_NOT_FOUND: 404,
   SHUTTING_DOWN: 503,

@@ -71,10 +71,10 @@ export function createEventLog(
     admits: (sessionId, bytes) => settled(s, () => admits(s, sessionId, bytes)),
     flush: () => flush(s),
     list: (sessionId, query) => list(s, sessionId, query),
+    lastSeq: (sessionId) => lastSeqOf(s, sessionId),
     payload: (sessionId, seq, pointer) => payload(s, sessionId, seq, pointer),
     usage: () => settled(s, () => usageOf(s)),
     subscribe: (sessionId, listener) => subscribe(s, sessionId, listener),
-    lastSeq: (sessionId) => lastSeqOf(s, sessionId),
     close: () => close(s),
   };
 }
