@@ -14,7 +14,7 @@
 // event-log-rows.ts converts between events and rows.
 // Invariants: one process writes a given session; rows are written in append order; a failed
 // batch stays queued (flush() rejects, the next tick retries) instead of being dropped.
-import { append } from './event-log-append.ts';
+import { append, lastSeqOf } from './event-log-append.ts';
 import { admits, DEFAULT_LOG_BUDGET_BYTES, usageOf } from './event-log-budget.ts';
 import { unfinishedCalls } from './event-log-calls.ts';
 import { settled } from './event-log-load.ts';
@@ -73,6 +73,7 @@ export function createEventLog(
     admits: (sessionId, bytes) => settled(s, () => admits(s, sessionId, bytes)),
     flush: () => flush(s),
     list: (sessionId, query) => list(s, sessionId, query),
+    lastSeq: (sessionId) => lastSeqOf(s, sessionId),
     payload: (sessionId, seq, pointer) => payload(s, sessionId, seq, pointer),
     usage: () => settled(s, () => usageOf(s)),
     subscribe: (sessionId, listener) => subscribe(s, sessionId, listener),

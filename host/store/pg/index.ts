@@ -12,6 +12,7 @@ import type { PluginStoreOptions } from '../plugins-core.ts';
 import { createSealer } from '../sealed.ts';
 import type { Store } from '../store.ts';
 import { createPgAgentStore } from './agents.ts';
+import { createPgCallBatchStore } from './call-batches.ts';
 import { openPgDatabase, type PgDatabase, pgGuarded, pgStoreError } from './db.ts';
 import { createPgEgressSettingsStore } from './egress.ts';
 import { createPgEventLog } from './event-log.ts';
@@ -121,6 +122,7 @@ export const openPgStore = async (options: OpenPgStoreOptions): Promise<Store> =
       egress: createPgEgressSettingsStore(db, now, sealer),
       teamBoards: createPgTeamBoardStore(db),
       teams: createPgTeamStore(db, now),
+      callBatches: createPgCallBatchStore(db, now),
       close() {
         closing ??= (async () => {
           try {
