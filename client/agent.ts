@@ -13,6 +13,7 @@ import {
   type RequestHandler,
   type RequestListener,
 } from './requests.ts';
+import { STREAM_CUT, withRetries } from './retry.ts';
 import { readSse } from './sse.ts';
 import { type DshTerminal, openTerminal, type TerminalOptions } from './terminal.ts';
 import type {
@@ -38,8 +39,18 @@ export interface CallOptions {
   signal?: AbortSignal;
   /** Run against the tool set of this step (POST /v1/agents/{id}/steps). */
   step?: string;
-  /** Told each event of the batch as it happens (calls, inner calls, host requests, results). */
+  /**
+   * Told each event of the batch as it happens (calls, inner calls, host requests, results). A
+   * retry that the service answers from the first attempt's stored answer tells no more events.
+   */
   onProgress?: (event: AgentEvent) => void;
+  /**
+   * The batch's Idempotency-Key: the service runs a key's batch at most once, and the client
+   * retries the batch with it (network errors, 502, 503, 429 with Retry-After, a batch still in
+   * progress on another replica). Default: a random one per batch. Pass your own to retry across
+   * processes (the same key with the same calls).
+   */
+  idempotencyKey?: string;
 }
 
 export class DshAgent {
@@ -131,6 +142,8 @@ export class DshAgent {
   /**
    * Runs calls as one batch (the service runs concurrency-safe ones together) and returns every
    * result in call order, failed ones included (`ok: false`). Calls without an id are numbered.
+   * The batch carries an Idempotency-Key and is retried with it when its answer is lost (see
+   * CallOptions.idempotencyKey): it runs once however often it is sent.
    */
   async batch(calls: readonly ToolCall[], options: CallOptions = {}): Promise<ToolResult[]> {
     const body = {
@@ -141,21 +154,38 @@ export class DshAgent {
       })),
       ...(options.step === undefined ? {} : { step: options.step }),
     };
-    const params = { path: { id: this.id } };
-    if (options.onProgress === undefined) {
-      return (
-        await ok(this.#transport.api.POST('/v1/agents/{id}/calls', { params, body, signal: options.signal }))
-      ).results;
-    }
-    // Progress needs the event-stream form of the same route: `progress`…, then `results` or `error`.
+    const key = options.idempotencyKey ?? globalThis.crypto.randomUUID();
+    const { onProgress } = options;
+    const send =
+      onProgress === undefined
+        ? async () => {
+            const params = { path: { id: this.id }, header: { 'Idempotency-Key': key } };
+            const call = this.#transport.api.POST('/v1/agents/{id}/calls', {
+              params,
+              body,
+              signal: options.signal,
+            });
+            return (await ok(call)).results;
+          }
+        : () => this.#stream(body, key, onProgress, options.signal);
+    return withRetries(send, this.#transport.retry, options.signal);
+  }
+
+  /** The event-stream form of the batch route: `progress`…, then `results` or `error`. */
+  async #stream(
+    body: unknown,
+    key: string,
+    onProgress: (event: AgentEvent) => void,
+    signal: AbortSignal | undefined,
+  ): Promise<ToolResult[]> {
     const response = await this.#transport.request(pathOf('/v1/agents/{id}/calls', { id: this.id }), {
       method: 'POST',
-      headers: { Accept: 'text/event-stream', 'Content-Type': 'application/json' },
+      headers: { Accept: 'text/event-stream', 'Content-Type': 'application/json', 'Idempotency-Key': key },
       body: JSON.stringify(body),
-      ...(options.signal === undefined ? {} : { signal: options.signal }),
+      ...(signal === undefined ? {} : { signal }),
     });
     for await (const message of readSse(response.body ?? new ReadableStream())) {
-      if (message.event === 'progress') options.onProgress(JSON.parse(message.data) as AgentEvent);
+      if (message.event === 'progress') onProgress(JSON.parse(message.data) as AgentEvent);
       else if (message.event === 'results')
         return (JSON.parse(message.data) as { results: ToolResult[] }).results;
       else if (message.event === 'error') {
@@ -164,9 +194,13 @@ export class DshAgent {
         throw new DshError(code, text, { body, ...(data === undefined ? {} : { data }) });
       }
     }
-    throw new DshError(
-      'SANDBOX_UNAVAILABLE',
-      'The call stream ended before its results; the batch may have run.',
+    // Retried with the same key (retry.ts): the service answers with the batch's results.
+    throw Object.assign(
+      new DshError(
+        'SANDBOX_UNAVAILABLE',
+        'The call stream ended before its results; the batch may have run.',
+      ),
+      { [STREAM_CUT]: true },
     );
   }
 

@@ -5,6 +5,7 @@
 import createClient, { type Client } from 'openapi-fetch';
 import { DshError, errorFromBody, errorFromResponse } from './errors.ts';
 import type { paths } from './openapi.ts';
+import { DEFAULT_RETRY, type RetryOptions } from './retry.ts';
 
 export interface DshClientOptions {
   /** Where the service listens, e.g. `http://127.0.0.1:7070`. */
@@ -15,6 +16,12 @@ export interface DshClientOptions {
   fetch?: (request: Request) => Promise<Response>;
   /** The WebSocket class terminals use. Default: the global WebSocket (Node 22+, browsers). */
   WebSocket?: typeof WebSocket;
+  /**
+   * How call batches are retried with their Idempotency-Key (client/retry.ts: network errors, a
+   * cut stream, 502, 503, 429 with Retry-After). Default: 4 attempts, 250 ms doubling to 5 s;
+   * `false` sends each batch once.
+   */
+  retry?: RetryOptions | false;
 }
 
 export interface Transport {
@@ -23,6 +30,8 @@ export interface Transport {
   readonly baseUrl: string;
   readonly apiKey: string;
   readonly WebSocket: typeof WebSocket;
+  /** How call batches are retried (attempts 1: never). */
+  readonly retry: Required<RetryOptions>;
   /** One request to `path` (already encoded) with the key; a DshError unless the answer is ok. */
   request(path: string, init?: RequestInit): Promise<Response>;
 }
@@ -36,6 +45,8 @@ export function createTransport(options: DshClientOptions): Transport {
     baseUrl,
     apiKey: options.apiKey,
     WebSocket: options.WebSocket ?? globalThis.WebSocket,
+    retry:
+      options.retry === false ? { ...DEFAULT_RETRY, attempts: 1 } : { ...DEFAULT_RETRY, ...options.retry },
     async request(path, init = {}) {
       const headers = new Headers(init.headers);
       headers.set('Authorization', authorization);

@@ -9,6 +9,7 @@ export { AgentFiles, type UploadBody } from './files.ts';
 export type { DshClientOptions } from './http.ts';
 export type { components, operations, paths } from './openapi.ts';
 export type { OnRequestOptions, RequestHandler, RequestListener } from './requests.ts';
+export type { RetryOptions } from './retry.ts';
 export { createSseParser, readSse, type SseMessage } from './sse.ts';
 export { type DshTerminal, TERMINAL_PROTOCOL, type TerminalOptions } from './terminal.ts';
 export type * from './types.ts';

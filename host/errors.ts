@@ -95,6 +95,12 @@ export const ERROR_CODES = {
   /** Too many failed key attempts from the request's address: refused unchecked until Retry-After. */
   AUTH_THROTTLED: 429,
   REQUEST_EXPIRED: 410,
+  /** An Idempotency-Key header that is not 1 to 255 printable ASCII characters. */
+  IDEMPOTENCY_KEY_INVALID: 400,
+  /** An Idempotency-Key sent again with a different batch (another body) for the same agent. */
+  IDEMPOTENCY_KEY_REUSED: 422,
+  /** The Idempotency-Key's batch still runs on another replica: retry after Retry-After for its answer. */
+  IDEMPOTENCY_KEY_IN_PROGRESS: 409,
   /** A call batch named a step that is unknown or expired (POST /v1/agents/:id/steps opens one). */
   STEP_NOT_FOUND: 404,
   SHUTTING_DOWN: 503,

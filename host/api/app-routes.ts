@@ -61,7 +61,14 @@ export function mountV1Routes(app: Hono<ApiEnv>, state: AppState): void {
   // `/v1/agents/*` matches `/v1/agents` itself too: one registration, so one slot per request.
   tenantScoped('/v1/agents/*');
   app.route('/', agentRoutes(deps.agents));
-  app.route('/', callRoutes(deps.agents, limits.callTimeoutMs));
+  app.route(
+    '/',
+    callRoutes(
+      deps.agents,
+      limits.callTimeoutMs,
+      deps.store.callBatches && { batches: deps.store.callBatches, events: deps.store.events },
+    ),
+  );
   app.route('/', eventRoutes(deps.agents, deps.store.events, lifecycle, limits.eventPageBytes));
   // What the client does to a sandbox beside the tools (uploads, a command, a delete, a terminal) is
   // in the agent's log (./audit.ts).

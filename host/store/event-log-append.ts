@@ -7,12 +7,26 @@
 // nothing: a bad or refused event rejects the whole append before any seq or byte is used.
 import { SandboxError } from '../errors.ts';
 import { admit, budgetOf } from './event-log-budget.ts';
-import { answer, gather, isPromise, Loading, loaded, settle } from './event-log-load.ts';
+import { answer, gather, isPromise, Loading, loaded, settle, settled } from './event-log-load.ts';
 import type { QueuedRow } from './event-log-port.ts';
 import { enqueue, schedule } from './event-log-queue.ts';
 import { validate } from './event-log-rows.ts';
 import { type Budget, type LogState, type SessionState, sessionOf } from './event-log-state.ts';
 import type { SessionEvent, SessionEventInput } from './types.ts';
+
+/**
+ * A session's last assigned seq (queued events included), after the appends of it still loading:
+ * what an append made now would follow (EventLog.lastSeq).
+ */
+export async function lastSeqOf(s: LogState, sessionId: string): Promise<number> {
+  const chain = s.chains.get(sessionId);
+  if (chain !== undefined) await chain.catch(() => undefined);
+  return settled(s, () => {
+    const session = sessionOf(s, sessionId);
+    loadSeq(s, sessionId, session);
+    return session.seq;
+  });
+}
 
 /** A session's last seq, read from the backend before its first append. */
 function loadSeq(s: LogState, sessionId: string, session: SessionState): void {

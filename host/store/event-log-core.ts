@@ -15,7 +15,7 @@
 // Invariants: one process writes a given session (with replicas, the family's owner: a fence
 // drops what a former owner still appends, event-log-queue.ts); rows are written in append order; a failed
 // batch stays queued (flush() rejects, the next tick retries) instead of being dropped.
-import { append } from './event-log-append.ts';
+import { append, lastSeqOf } from './event-log-append.ts';
 import { admits, DEFAULT_LOG_BUDGET_BYTES, usageOf } from './event-log-budget.ts';
 import { unfinishedCalls } from './event-log-calls.ts';
 import { settled } from './event-log-load.ts';
@@ -74,6 +74,7 @@ export function createEventLog(
     admits: (sessionId, bytes) => settled(s, () => admits(s, sessionId, bytes)),
     flush: () => flush(s),
     list: (sessionId, query) => list(s, sessionId, query),
+    lastSeq: (sessionId) => lastSeqOf(s, sessionId),
     payload: (sessionId, seq, pointer) => payload(s, sessionId, seq, pointer),
     usage: () => settled(s, () => usageOf(s)),
     subscribe: (sessionId, listener) => subscribe(s, sessionId, listener),

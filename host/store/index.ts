@@ -4,6 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { createAgentStore } from './agents.ts';
+import { createCallBatchStore } from './call-batches.ts';
 import { type Database, openDatabase, resolveLocation } from './db.ts';
 import { createEgressSettingsStore } from './egress.ts';
 import { createLibsqlEventLog } from './event-log.ts';
@@ -110,6 +111,7 @@ export const openStore = (options: OpenStoreOptions): LibsqlStore => {
       egress: createEgressSettingsStore(db, now, sealer),
       teamBoards: createTeamBoardStore(db),
       teams: createTeamStore(db, now),
+      callBatches: createCallBatchStore(db, now),
       // Synchronous work behind a promise: the database is closed when close() returns.
       async close() {
         if (closed) return;
@@ -135,6 +137,16 @@ export {
   type CreateAgentInput,
   createAgentStore,
 } from './agents.ts';
+export { createCallBatchStore, createMemoryCallBatchStore } from './call-batches.ts';
+export {
+  CALL_BATCH_TTL_MS,
+  type CallBatchClaim,
+  type CallBatchKey,
+  type CallBatchOutcome,
+  type CallBatchRecord,
+  type CallBatchStore,
+  type ClaimResult,
+} from './call-batches-port.ts';
 export {
   type Database,
   guarded,

@@ -499,6 +499,49 @@ export const MIGRATIONS: readonly Migration[] = [
     pg: { sql: OPEN_CALLS('integer') },
   },
   {
+    version: 17,
+    name: 'call batches by idempotency key',
+    // POST /v1/agents/:id/calls with an Idempotency-Key (host/store/call-batches-port.ts): one row
+    // per key and agent, claimed before the batch runs, its answer stored when it settles.
+    // Versions 16 and 18 belong to other changes.
+    // after_seq: the session's last seq at the claim (the batch's events come after it).
+    // status and body: the answer the client got, once the batch is done.
+    sql: `
+      CREATE TABLE call_batches (
+        tenant_id TEXT NOT NULL,
+        agent_id TEXT NOT NULL,
+        key TEXT NOT NULL,
+        body_hash TEXT NOT NULL,
+        state TEXT NOT NULL,
+        status INTEGER,
+        body TEXT,
+        after_seq INTEGER NOT NULL,
+        started_by TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (tenant_id, agent_id, key)
+      );
+      CREATE INDEX call_batches_created ON call_batches(created_at);
+    `,
+    pg: {
+      sql: `
+        CREATE TABLE call_batches (
+          tenant_id text NOT NULL,
+          agent_id text NOT NULL,
+          key text NOT NULL,
+          body_hash text NOT NULL,
+          state text NOT NULL,
+          status integer,
+          body text,
+          after_seq bigint NOT NULL,
+          started_by text NOT NULL,
+          created_at bigint NOT NULL,
+          PRIMARY KEY (tenant_id, agent_id, key)
+        );
+        CREATE INDEX call_batches_created ON call_batches(created_at);
+      `,
+    },
+  },
+  {
     version: 18,
     name: 'replicas and family leases',
     // Who runs on one PostgreSQL database and who owns each agent family (host/replicas,

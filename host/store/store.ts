@@ -2,6 +2,7 @@
 // (libsql: ./index.ts openStore; PostgreSQL: ./pg/index.ts openPgStore; ./connect.ts picks one
 // from DSH_DB). Types only.
 import type { AgentStore } from './agents-port.ts';
+import type { CallBatchStore } from './call-batches-port.ts';
 import type { EgressSettingsStore } from './egress.ts';
 import type { ClosableEventLog } from './event-log-port.ts';
 import type { LeaseStore } from './leases-port.ts';
@@ -48,6 +49,8 @@ export interface Store {
    * PostgreSQL keeps it; the embedded libsql store serves one process, which owns every family.
    */
   leases?: LeaseStore;
+  /** Call batches by idempotency key (POST /v1/agents/:id/calls with an Idempotency-Key). */
+  callBatches: CallBatchStore;
   /** Flushes events, stops timers, closes the database. Idempotent. */
   close(): Promise<void>;
 }

@@ -87,6 +87,11 @@ export interface EventLog {
    * Returns an unsubscribe.
    */
   subscribe(sessionId: string, listener: (event: SessionEvent) => void): () => void;
+  /**
+   * The session's last seq as this process assigned it, events still queued included (what its
+   * next append follows); 0 for a session without events. Absent on logs that cannot tell.
+   */
+  lastSeq?(sessionId: string): Promise<number>;
 }
 
 /** Log bytes one tenant's sessions hold: event rows plus the payloads stored for them. */

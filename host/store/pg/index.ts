@@ -13,6 +13,7 @@ import type { PluginStoreOptions } from '../plugins-core.ts';
 import { createSealer } from '../sealed.ts';
 import type { Store } from '../store.ts';
 import { createPgAgentStore } from './agents.ts';
+import { createPgCallBatchStore } from './call-batches.ts';
 import { openPgDatabase } from './db.ts';
 import { createPgEgressSettingsStore } from './egress.ts';
 import { createPgEventLog } from './event-log.ts';
@@ -89,6 +90,7 @@ export const openPgStore = async (options: OpenPgStoreOptions): Promise<Store> =
       teamBoards: createPgTeamBoardStore(db),
       teams: createPgTeamStore(db, now),
       leases: createPgLeaseStore(db),
+      callBatches: createPgCallBatchStore(db, now),
       close() {
         closing ??= (async () => {
           try {

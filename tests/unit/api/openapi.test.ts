@@ -40,7 +40,7 @@ describe('/openapi.json', () => {
     const codes = (path: string, method: string) =>
       Object.keys(document.paths[path][method].responses).sort();
     expect(codes('/v1/agents/{id}/calls', 'post')).toEqual(
-      ['200', '400', '401', '404', '413', '429', '503'].sort(),
+      ['200', '400', '401', '404', '409', '413', '422', '429', '503'].sort(),
     );
     expect(codes('/v1/agents/{id}', 'get')).toEqual(['200', '401', '404', '429', '503', '504']);
     expect(codes('/v1/agents/{id}/files', 'put')).toEqual(['200', '400', '401', '404', '413', '429', '503']);

@@ -62,6 +62,17 @@ export const runEventLogContract = (factory: EventLogFactory) => {
       expect((await log.list('s')).map((e) => e.type)).toEqual(['one', 'two', 'three']);
     });
 
+    it("tells a session's last seq, queued events and appends not awaited included", async () => {
+      const { log } = await open({ batchWindowMs: 50 });
+      expect(await log.lastSeq?.('s')).toBe(0);
+      void log.append([ev('s'), ev('s')]);
+      void log.append([ev('s')]);
+      expect(await log.lastSeq?.('s')).toBe(3);
+      expect(await log.lastSeq?.('t')).toBe(0);
+      await log.flush();
+      expect(await log.lastSeq?.('s')).toBe(3);
+    });
+
     it('lets readers see appended events before and after they are flushed', async () => {
       const { log } = await open();
       await log.append([{ ...ev('s', 'tool.call'), callId: 'c1' }]);
@@ -204,6 +215,7 @@ export const runEventLogContract = (factory: EventLogFactory) => {
         for (let i = 0; i < 10; i++) void log.append([ev('s'), ev('t')]);
         await log.close(); // close writes what is queued
         const again = await reopen();
+        expect(await again.lastSeq?.('s')).toBe(10);
         expect((await again.append([ev('s')]))[0]!.seq).toBe(11);
         await again.flush();
         await again.close();
