@@ -22,6 +22,7 @@ import type { Store } from './store.ts';
 import { createTeamBoardStore } from './team-board.ts';
 import { createTeamStore } from './teams.ts';
 import { createTenantStore } from './tenants.ts';
+import { createLocalWakeBus } from './wake-port.ts';
 
 export interface OpenStoreOptions {
   /** Directory for the database file `store.db` (created with mode 0700). */
@@ -92,7 +93,8 @@ export const openStore = (options: OpenStoreOptions): LibsqlStore => {
       batchWindowMs: options.eventBatchWindowMs ?? 2,
       ...(options.logBudgetBytes === undefined ? {} : { budgetBytes: options.logBudgetBytes }),
     });
-    const requests = createLibsqlRequestStore(db, { events, now, onError: options.onError });
+    const wake = createLocalWakeBus(options.onError);
+    const requests = createLibsqlRequestStore(db, { events, now, onError: options.onError, wake });
     let closed = false;
     return {
       backend: 'libsql',
@@ -100,7 +102,7 @@ export const openStore = (options: OpenStoreOptions): LibsqlStore => {
       instanceId,
       events,
       requests,
-      tenants: createTenantStore(db, now),
+      tenants: createTenantStore(db, now, { wake }),
       agents: createAgentStore(db, now, sealer),
       plugins: createLibsqlPluginStore(db, { now, limitsOf: options.pluginLimitsOf }),
       sessionState: createSessionStateStore(db, now),
@@ -110,6 +112,7 @@ export const openStore = (options: OpenStoreOptions): LibsqlStore => {
       egress: createEgressSettingsStore(db, now, sealer),
       teamBoards: createTeamBoardStore(db),
       teams: createTeamStore(db, now),
+      wake,
       // Synchronous work behind a promise: the database is closed when close() returns.
       async close() {
         if (closed) return;
@@ -234,3 +237,11 @@ export {
   type TenantStore,
 } from './tenants.ts';
 export type * from './types.ts';
+export {
+  createLocalWakeBus,
+  createWakeFanOut,
+  WAKE_TOPICS,
+  type WakeBus,
+  type WakeFanOut,
+  type WakeTopic,
+} from './wake-port.ts';

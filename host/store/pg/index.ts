@@ -11,6 +11,7 @@ import type { EventLogOptions } from '../event-log-port.ts';
 import type { PluginStoreOptions } from '../plugins-core.ts';
 import { createSealer } from '../sealed.ts';
 import type { Store } from '../store.ts';
+import type { WakeBus } from '../wake-port.ts';
 import { createPgAgentStore } from './agents.ts';
 import { openPgDatabase, type PgDatabase, pgGuarded, pgStoreError } from './db.ts';
 import { createPgEgressSettingsStore } from './egress.ts';
@@ -18,6 +19,7 @@ import { createPgEventLog } from './event-log.ts';
 import { createPgEventSearch } from './event-search.ts';
 import { pgInstanceIdOf } from './instance.ts';
 import { migratePg } from './migrate.ts';
+import { startPgWakeBus } from './notify.ts';
 import { createPgPluginStore } from './plugins.ts';
 import { createPgRequestStore } from './requests.ts';
 import { createPgScheduleStore } from './schedules.ts';
@@ -45,6 +47,8 @@ export interface OpenPgStoreOptions {
   logBudgetBytes?: number;
   /** The creator-plugin maxima of a tenant. */
   pluginLimitsOf?: PluginStoreOptions['limitsOf'];
+  /** Internal (tests): false skips the one-service lock, so two stores share one database. Default true. */
+  exclusive?: boolean;
 }
 
 /** The advisory lock one service holds on its database for as long as it runs (`dsh-svc!`). */
@@ -92,9 +96,11 @@ export const openPgStore = async (options: OpenPgStoreOptions): Promise<Store> =
     ...(onError === undefined ? {} : { onError }),
   });
   let owner: pg.PoolClient | undefined;
+  let wake: WakeBus | undefined;
   try {
-    owner = await holdDatabase(db, options.url, onError);
+    if (options.exclusive !== false) owner = await holdDatabase(db, options.url, onError);
     await migratePg(db);
+    wake = await startPgWakeBus(db, { ...(onError === undefined ? {} : { onError }) });
     const instanceId = await pgInstanceIdOf(db);
     const now = options.now ?? Date.now;
     const sealer = createSealer(options.secretsKey);
@@ -104,14 +110,14 @@ export const openPgStore = async (options: OpenPgStoreOptions): Promise<Store> =
       batchWindowMs: options.eventBatchWindowMs ?? 2,
       ...(options.logBudgetBytes === undefined ? {} : { budgetBytes: options.logBudgetBytes }),
     });
-    const requests = createPgRequestStore(db, { events, now, onError });
+    const requests = createPgRequestStore(db, { events, now, onError, wake });
     let closing: Promise<void> | undefined;
     return {
       backend: 'postgres',
       instanceId,
       events,
       requests,
-      tenants: createPgTenantStore(db, now),
+      tenants: createPgTenantStore(db, now, { wake }),
       agents: createPgAgentStore(db, now, sealer),
       plugins: createPgPluginStore(db, { now, limitsOf: options.pluginLimitsOf }),
       sessionState: createPgSessionStateStore(db, now),
@@ -121,12 +127,14 @@ export const openPgStore = async (options: OpenPgStoreOptions): Promise<Store> =
       egress: createPgEgressSettingsStore(db, now, sealer),
       teamBoards: createPgTeamBoardStore(db),
       teams: createPgTeamStore(db, now),
+      wake,
       close() {
         closing ??= (async () => {
           try {
             requests.close();
             await events.close();
           } finally {
+            await wake?.close();
             owner?.release(true); // ends the session, and with it the lock
             await db.close();
           }
@@ -135,6 +143,7 @@ export const openPgStore = async (options: OpenPgStoreOptions): Promise<Store> =
       },
     };
   } catch (error) {
+    await wake?.close();
     owner?.release(true);
     await db.close();
     if (error instanceof SandboxError && error.code === 'STORE_FAILED')

@@ -1,0 +1,138 @@
+// The wake-up bus on PostgreSQL (../wake-port.ts): LISTEN/NOTIFY between the processes (replicas)
+// sharing one database. One connection per process listens, taken from the pool and kept out of it
+// until close (as pg/index.ts holds its lock), on one channel per topic (`dsh_wake_<topic>`); a
+// wake-up is `SELECT pg_notify(channel, '<origin>:<id>')` on the pool, sent right after the write it
+// announces has committed (a NOTIFY inside the write's own transaction would be delivered with its
+// COMMIT, but would need the bus in every port's transaction: after the commit, a process that
+// dies between the two loses one wake-up, which the subscribers' backstops cover).
+// Invariants: this process's subscribers hear a publish synchronously (the fan-out), and never
+// again from the database: `origin` is this bus's random tag, and its own notifications are
+// skipped, so each process hears each wake-up once. When the listening connection dies (the
+// server restarted, the backend was terminated, the network failed) the bus says so at once
+// (listening() false: the subscribers' backstops take over), reconnects with backoff, LISTENs
+// again, and only then runs the resync listeners, so whatever they re-read is read after the
+// LISTEN is back and nothing falls between the two. A failure is told to onError, never thrown
+// into the event loop (an unheard 'error' of a connection out of the pool ends the process).
+import { randomBytes } from 'node:crypto';
+import type pg from 'pg';
+import type { SandboxError } from '../../errors.ts';
+import { createWakeFanOut, WAKE_TOPICS, type WakeBus, type WakeTopic } from '../wake-port.ts';
+import { type PgDatabase, pgGuarded, pgStoreError } from './db.ts';
+
+/** The channel of a topic. */
+const channelOf = (topic: WakeTopic): string => `dsh_wake_${topic}`;
+const TOPIC_OF = new Map(WAKE_TOPICS.map((topic) => [channelOf(topic), topic]));
+/** A NOTIFY payload must stay under 8000 bytes; ids are a few dozen. */
+const MAX_ID_BYTES = 7000;
+
+export interface PgWakeBusOptions {
+  /** Told about a lost listening connection, a failed reconnect or send, a subscriber that threw. */
+  onError?: (error: SandboxError | unknown) => void;
+  /** First wait before reconnecting, doubled per failure up to maxBackoffMs. Default 100 ms. */
+  backoffMs?: number;
+  /** Default 5000 ms. */
+  maxBackoffMs?: number;
+}
+
+/** A started bus: resolves once the first LISTEN is up (STORE_FAILED when it cannot be). */
+export const startPgWakeBus = async (db: PgDatabase, options: PgWakeBusOptions = {}): Promise<WakeBus> => {
+  const onError = options.onError ?? (() => undefined);
+  const fanOut = createWakeFanOut(onError);
+  const origin = randomBytes(6).toString('base64url');
+  const backoffMs = options.backoffMs ?? 100;
+  const maxBackoffMs = options.maxBackoffMs ?? 5000;
+  /** The listening connection while it is up. */
+  let current: { client: pg.PoolClient; drop: () => void } | undefined;
+  let closed = false;
+  let retry: NodeJS.Timeout | undefined;
+  let failures = 0;
+
+  const onNotification = (message: pg.Notification): void => {
+    const topic = TOPIC_OF.get(message.channel);
+    const payload = message.payload ?? '';
+    const colon = payload.indexOf(':');
+    if (topic === undefined || colon < 0 || payload.slice(0, colon) === origin) return;
+    fanOut.deliver(topic, payload.slice(colon + 1));
+  };
+
+  /** Connects and LISTENs on every channel; the connection's death schedules the next try. */
+  const listen = async (): Promise<void> => {
+    const next = await pgGuarded('connect the wake-up listener', () => db.pool.connect());
+    let dropped = false;
+    /** Ends the connection once, whoever notices first (its death, a failed LISTEN, close). */
+    const drop = (): void => {
+      if (dropped) return;
+      dropped = true;
+      if (current?.client === next) current = undefined;
+      next.removeListener('notification', onNotification);
+      next.release(true);
+    };
+    const onLost = (cause?: unknown): void => {
+      if (dropped) return;
+      drop();
+      if (closed) return;
+      onError(pgStoreError('listen for wake-ups (its connection ended; reconnecting)', cause ?? 'ended'));
+      reconnect();
+    };
+    next.on('error', onLost);
+    next.on('end', () => onLost());
+    next.on('notification', onNotification);
+    try {
+      await next.query(WAKE_TOPICS.map((topic) => `LISTEN ${channelOf(topic)}`).join('; '));
+    } catch (error) {
+      drop();
+      throw pgStoreError('listen for wake-ups', error);
+    }
+    if (dropped) throw pgStoreError('listen for wake-ups', 'its connection ended');
+    if (closed) return drop();
+    current = { client: next, drop };
+  };
+
+  const reconnect = (): void => {
+    if (closed || retry !== undefined) return;
+    const wait = Math.min(maxBackoffMs, backoffMs * 2 ** failures);
+    retry = setTimeout(() => {
+      retry = undefined;
+      listen().then(
+        () => {
+          failures = 0;
+          // Only now: what the resync re-reads is read while wake-ups arrive again.
+          if (!closed) fanOut.resync();
+        },
+        (error: unknown) => {
+          failures++;
+          onError(error);
+          reconnect();
+        },
+      );
+    }, wait);
+    retry.unref();
+  };
+
+  await listen();
+
+  return {
+    reach: 'database',
+    listening: () => current !== undefined,
+    async publish(topic, id) {
+      fanOut.deliver(topic, id);
+      if (Buffer.byteLength(id) > MAX_ID_BYTES) {
+        onError(pgStoreError(`announce ${topic} (an id of ${Buffer.byteLength(id)} bytes)`, 'id too long'));
+        return;
+      }
+      try {
+        await db.query('SELECT pg_notify($1, $2)', [channelOf(topic), `${origin}:${id}`]);
+      } catch (error) {
+        onError(error);
+      }
+    },
+    subscribe: fanOut.subscribe,
+    onResync: fanOut.onResync,
+    async close() {
+      closed = true;
+      clearTimeout(retry);
+      retry = undefined;
+      current?.drop();
+    },
+  };
+};
