@@ -10,8 +10,11 @@
 // reports have a room of their own (REPORTS_PER_SENDER unread), so a teammate that floods the lead
 // with messages cannot make another teammate's report disappear, and the reports a mailbox holds
 // are bounded by the recipient's children times that room.
+// Across processes sharing the store (replicas): a post is published as a `mail` wake-up with the
+// recipient's id (the store's wake-up bus), and every process wakes its own waits on that mailbox
+// when it hears one; when the bus resyncs (it may have missed some) every wait reads again.
 import { SandboxError } from '../errors.ts';
-import type { EventLog, MailItem, NewMailItem, TeamStore } from '../store/index.ts';
+import type { EventLog, MailItem, NewMailItem, TeamStore, WakeBus } from '../store/index.ts';
 import type { ChildLimits } from './limits.ts';
 
 /** Unread reports one sender may leave in one mailbox (apart from the mailbox's messages). */
@@ -41,6 +44,8 @@ export interface MailboxesOptions {
   teams: TeamStore;
   events: Pick<EventLog, 'append'>;
   limitsOf(tenantId: string): ChildLimits;
+  /** Where posts are announced to other processes and heard from them. Default: this process only. */
+  wake?: Pick<WakeBus, 'publish' | 'subscribe' | 'onResync'>;
 }
 
 /** `run`, with the calls for one key run one after the other (each after the last settled). */
@@ -70,6 +75,13 @@ export function createMailboxes(options: MailboxesOptions): Mailboxes {
     notices++;
     for (const wake of waiters.get(agentId) ?? []) wake();
   }
+  // A post here woke its waits already; hearing it again only bumps `notices` (one extra read at most).
+  const unsubscribe = [
+    options.wake?.subscribe('mail', notify),
+    options.wake?.onResync(() => {
+      for (const agentId of [...waiters.keys()]) notify(agentId);
+    }),
+  ];
 
   async function post(item: NewMailItem, fromName?: string, how: { clip?: boolean } = {}): Promise<MailItem> {
     const limits = options.limitsOf(item.tenantId);
@@ -106,6 +118,7 @@ export function createMailboxes(options: MailboxesOptions): Mailboxes {
         // The mailbox holds the message; a log over its budget only misses the timeline entry.
       });
     notify(item.agentId);
+    await options.wake?.publish('mail', item.agentId);
     return stored;
   }
 
@@ -165,6 +178,7 @@ export function createMailboxes(options: MailboxesOptions): Mailboxes {
   }
 
   function close(): void {
+    for (const off of unsubscribe) off?.();
     for (const end of [...closers]) end();
   }
 
