@@ -1,6 +1,7 @@
 // The store on PostgreSQL (DSH_DB=postgres://…): openPgStore() opens a pool, brings the schema up
 // to date (pg/migrate.ts, under an advisory lock, so replicas starting together migrate once),
-// and wires every port's Postgres backend into the same Store the libsql backend makes.
+// and wires every port's Postgres backend into the same Store the libsql backend makes, with the
+// wake-up bus between replicas (pg/notify.ts: one LISTEN connection of its own, outside the pool).
 // Invariants: the same ports, rows, error codes and limits as libsql (each port's contract suite
 // runs on both); the event log keeps its shared core (seqs assigned in this process, group
 // commit, byte budgets) over a backend that writes one batch per transaction; close() stops the

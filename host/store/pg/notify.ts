@@ -1,6 +1,7 @@
 // The wake-up bus on PostgreSQL (../wake-port.ts): LISTEN/NOTIFY between the processes (replicas)
-// sharing one database. One connection per process listens, taken from the pool and kept out of it
-// until close (as pg/index.ts holds its lock), on one channel per topic (`dsh_wake_<topic>`); a
+// sharing one database. One connection per process listens, made with the pool's own settings (URL,
+// TLS, application_name) but outside it, so it takes none of the pool's slots and the pool's end()
+// does not wait for it, on one channel per topic (`dsh_wake_<topic>`); a
 // wake-up is `SELECT pg_notify(channel, '<origin>:<id>')` on the pool, sent right after the write it
 // announces has committed (a NOTIFY inside the write's own transaction would be delivered with its
 // COMMIT, but would need the bus in every port's transaction: after the commit, a process that
@@ -14,10 +15,10 @@
 // LISTEN is back and nothing falls between the two. A failure is told to onError, never thrown
 // into the event loop (an unheard 'error' of a connection out of the pool ends the process).
 import { randomBytes } from 'node:crypto';
-import type pg from 'pg';
+import pg from 'pg';
 import type { SandboxError } from '../../errors.ts';
 import { createWakeFanOut, WAKE_TOPICS, type WakeBus, type WakeTopic } from '../wake-port.ts';
-import { type PgDatabase, pgGuarded, pgStoreError } from './db.ts';
+import { type PgDatabase, pgStoreError } from './db.ts';
 
 /** The channel of a topic. */
 const channelOf = (topic: WakeTopic): string => `dsh_wake_${topic}`;
@@ -42,7 +43,7 @@ export const startPgWakeBus = async (db: PgDatabase, options: PgWakeBusOptions =
   const backoffMs = options.backoffMs ?? 100;
   const maxBackoffMs = options.maxBackoffMs ?? 5000;
   /** The listening connection while it is up. */
-  let current: { client: pg.PoolClient; drop: () => void } | undefined;
+  let current: { client: pg.Client; drop: () => Promise<void> } | undefined;
   let closed = false;
   let retry: NodeJS.Timeout | undefined;
   let failures = 0;
@@ -57,20 +58,22 @@ export const startPgWakeBus = async (db: PgDatabase, options: PgWakeBusOptions =
 
   /** Connects and LISTENs on every channel; the connection's death schedules the next try. */
   const listen = async (): Promise<void> => {
-    const next = await pgGuarded('connect the wake-up listener', () => db.pool.connect());
-    let dropped = false;
+    // As the pool would make it (pg-pool hands its options to each new Client).
+    const next = new pg.Client(db.pool.options);
+    let ended: Promise<void> | undefined;
     /** Ends the connection once, whoever notices first (its death, a failed LISTEN, close). */
-    const drop = (): void => {
-      if (dropped) return;
-      dropped = true;
+    const drop = (): Promise<void> => {
+      if (ended !== undefined) return ended;
       if (current?.client === next) current = undefined;
       next.removeListener('notification', onNotification);
-      next.release(true);
+      ended = next.end().catch(() => undefined); // already dead, or ending: nothing more to hear from it
+      return ended;
     };
     const onLost = (cause?: unknown): void => {
-      if (dropped) return;
-      drop();
-      if (closed) return;
+      const wasUp = current?.client === next;
+      void drop();
+      // Lost before it listened: listen() rejects, and its caller retries (or fails the start).
+      if (closed || !wasUp) return;
       onError(pgStoreError('listen for wake-ups (its connection ended; reconnecting)', cause ?? 'ended'));
       reconnect();
     };
@@ -78,12 +81,13 @@ export const startPgWakeBus = async (db: PgDatabase, options: PgWakeBusOptions =
     next.on('end', () => onLost());
     next.on('notification', onNotification);
     try {
+      await next.connect();
       await next.query(WAKE_TOPICS.map((topic) => `LISTEN ${channelOf(topic)}`).join('; '));
     } catch (error) {
-      drop();
+      await drop();
       throw pgStoreError('listen for wake-ups', error);
     }
-    if (dropped) throw pgStoreError('listen for wake-ups', 'its connection ended');
+    if (ended !== undefined) throw pgStoreError('listen for wake-ups', 'its connection ended');
     if (closed) return drop();
     current = { client: next, drop };
   };
@@ -132,7 +136,7 @@ export const startPgWakeBus = async (db: PgDatabase, options: PgWakeBusOptions =
       closed = true;
       clearTimeout(retry);
       retry = undefined;
-      current?.drop();
+      await current?.drop();
     },
   };
 };

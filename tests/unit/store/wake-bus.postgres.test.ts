@@ -54,7 +54,7 @@ describePostgres('the wake-up bus between processes (postgres)', () => {
   const processNamed = async (name: string): Promise<{ db: PgDatabase; bus: WakeBus }> => {
     const db = openPgDatabase({ url: database.url, poolSize: 3, applicationName: name });
     const bus = await startPgWakeBus(db, { onError: (e) => errors.push(e), backoffMs: 20 });
-    // Run in reverse: the bus gives its connection back before the pool ends (end() waits for it).
+    // Run in reverse: the bus stops listening, then the pool ends.
     cleanups.push(
       () => db.close(),
       () => bus.close(),
