@@ -62,6 +62,27 @@ function queuedPerKey<T>(run: (key: string) => Promise<T>): (key: string) => Pro
   };
 }
 
+/**
+ * Wakes the waits on a mailbox another process posted to, and every wait after a resync; a post
+ * made here woke its waits already, and hearing it again only bumps `notices` (one more read at
+ * most). Returns the unsubscribe.
+ */
+function hearOtherProcesses(
+  wake: MailboxesOptions['wake'],
+  notify: (agentId: string) => void,
+  waited: () => string[],
+): () => void {
+  const offs = [
+    wake?.subscribe('mail', notify),
+    wake?.onResync(() => {
+      for (const agentId of waited()) notify(agentId);
+    }),
+  ];
+  return () => {
+    for (const off of offs) off?.();
+  };
+}
+
 export function createMailboxes(options: MailboxesOptions): Mailboxes {
   const { teams, events } = options;
   const waiters = new Map<string, Set<() => void>>();
@@ -75,13 +96,7 @@ export function createMailboxes(options: MailboxesOptions): Mailboxes {
     notices++;
     for (const wake of waiters.get(agentId) ?? []) wake();
   }
-  // A post here woke its waits already; hearing it again only bumps `notices` (one extra read at most).
-  const unsubscribe = [
-    options.wake?.subscribe('mail', notify),
-    options.wake?.onResync(() => {
-      for (const agentId of [...waiters.keys()]) notify(agentId);
-    }),
-  ];
+  const unsubscribe = hearOtherProcesses(options.wake, notify, () => [...waiters.keys()]);
 
   async function post(item: NewMailItem, fromName?: string, how: { clip?: boolean } = {}): Promise<MailItem> {
     const limits = options.limitsOf(item.tenantId);
@@ -178,7 +193,7 @@ export function createMailboxes(options: MailboxesOptions): Mailboxes {
   }
 
   function close(): void {
-    for (const off of unsubscribe) off?.();
+    unsubscribe();
     for (const end of [...closers]) end();
   }
 

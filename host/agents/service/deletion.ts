@@ -82,8 +82,7 @@ export function createDeletion(options: DeletionOptions): Deletion {
     }
     if (!stamped) throw deletedError(id);
     try {
-      // Other processes stop its work now (this one holds the mark: its own subscriber does nothing).
-      const told = options.wake?.publish('agent', id);
+      const told = options.wake?.publish('agent', id); // other processes stop its work (stopHere)
       options.live.retire(id);
       // Started here, awaited below: its store work must not hold back the abort, and its failure
       // (the team's run and mail of the agent) must not keep the sandbox.
@@ -110,19 +109,8 @@ export function createDeletion(options: DeletionOptions): Deletion {
     for (const request of await requests.list(sessionId, 'pending')) await requests.cancel(request.id);
   }
 
-  function deletedElsewhere(id: string): void {
-    options.forget?.(id);
-    if (marks.deleting.has(id)) return; // deleted here: remove() does all of it
-    options.live.retire(id);
-    notify(id);
-    // Settled within the grace or not, the batches were aborted; nothing awaits them here.
-    void options.batches.abortAgent(id, options.graceMs);
-  }
-
-  const unsubscribe = [
-    options.wake?.subscribe('agent', deletedElsewhere),
-    options.wake?.onResync(() => options.forgetAll?.()),
-  ];
+  const deletedElsewhere = (id: string) => stopHere(options, notify, id);
+  const unsubscribe = hearOtherProcesses(options, deletedElsewhere);
 
   function notify(id: string): void {
     const set = listeners.get(id);
@@ -189,7 +177,28 @@ export function createDeletion(options: DeletionOptions): Deletion {
     deletedElsewhere,
     stopRetrying() {
       clearTimeout(retry);
-      for (const off of unsubscribe) off?.();
+      unsubscribe();
     },
+  };
+}
+
+/** An agent deleted by another process: what runs for it here stops (Deletion.deletedElsewhere). */
+function stopHere(options: DeletionOptions, notify: (id: string) => void, id: string): void {
+  options.forget?.(id);
+  if (options.marks.deleting.has(id)) return; // deleted here: remove() does all of it
+  options.live.retire(id);
+  notify(id);
+  // Settled within the grace or not, the batches were aborted; nothing awaits them here.
+  void options.batches.abortAgent(id, options.graceMs);
+}
+
+/** Hears other processes' deletions and the bus's resyncs; returns the unsubscribe. */
+function hearOtherProcesses(options: DeletionOptions, deletedElsewhere: (id: string) => void): () => void {
+  const offs = [
+    options.wake?.subscribe('agent', deletedElsewhere),
+    options.wake?.onResync(() => options.forgetAll?.()),
+  ];
+  return () => {
+    for (const off of offs) off?.();
   };
 }
