@@ -11,7 +11,8 @@
 // hears it stops what runs for that agent there (deletedElsewhere: its lookup entry forgotten, its
 // scope retired, its deletion listeners told, its batches aborted); the deleting process finishes
 // the rest (requests, plugins, sandbox). After a resync every remembered agent is forgotten (a
-// call of an agent deleted meanwhile is refused all the same: `gone` asks the store).
+// call of an agent deleted meanwhile is refused all the same: `gone` asks the store) and the
+// agents running batches here are read again: those deleted meanwhile are stopped as above.
 
 import type { RequestStore } from '../../requests/index.ts';
 import type { SandboxProvider } from '../../sandbox/types.ts';
@@ -192,11 +193,22 @@ function stopHere(options: DeletionOptions, notify: (id: string) => void, id: st
   void options.batches.abortAgent(id, options.graceMs);
 }
 
-/** Hears other processes' deletions and the bus's resyncs; returns the unsubscribe. */
+/**
+ * Hears other processes' deletions, and after a resync (deletions may have been missed) forgets
+ * every remembered agent and stops those of the agents running batches here that the store no
+ * longer has. Returns the unsubscribe.
+ */
 function hearOtherProcesses(options: DeletionOptions, deletedElsewhere: (id: string) => void): () => void {
+  const recheck = async (id: string) => {
+    if ((await options.agents.byId(id)) === undefined) deletedElsewhere(id);
+  };
   const offs = [
     options.wake?.subscribe('agent', deletedElsewhere),
-    options.wake?.onResync(() => options.forgetAll?.()),
+    options.wake?.onResync(() => {
+      options.forgetAll?.();
+      // A failed read leaves the batch running: its next call asks the store all the same.
+      for (const id of options.batches.agents()) recheck(id).catch(() => undefined);
+    }),
   ];
   return () => {
     for (const off of offs) off?.();

@@ -4,10 +4,12 @@
 // A's backstops (the request poll, the mailbox wait's timeout, the key and agent TTLs) are made an
 // hour long, or A's clock is frozen, so only the wake-up can be what ends each wait. Then the
 // listening connection is terminated from a third connection: the bus reconnects, resyncs, and
-// still hears wake-ups, and a request answered without any wake-up is picked up by the resync.
+// still hears wake-ups, and what changed without any wake-up (a request answered, an agent
+// deleted) is picked up by the resync.
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { createDeletion } from '../../../host/agents/service/deletion.ts';
 import { createAgentLookup, createDeletionMarks } from '../../../host/agents/service/records.ts';
+import type { AgentStore } from '../../../host/store/agents-port.ts';
 import { createMemoryEventLog } from '../../../host/store/memory.ts';
 import { createPgAgentStore } from '../../../host/store/pg/agents.ts';
 import { openPgDatabase, type PgDatabase } from '../../../host/store/pg/db.ts';
@@ -71,6 +73,35 @@ describePostgres('the wake-up bus between processes (postgres)', () => {
     );
     expect(rows).toHaveLength(1);
     await admin.query('SELECT pg_terminate_backend($1)', [rows[0]?.pid]);
+  };
+
+  /** A process's deletion over `agents`, with its live agents and batches as records of what they were told. */
+  const deletionOn = (
+    agents: AgentStore,
+    bus: WakeBus | undefined,
+    forget: (id: string) => void = () => undefined,
+    running: string[] = [],
+  ) => {
+    const stopped: string[] = [];
+    const deletion = createDeletion({
+      agents,
+      forget,
+      ...(bus === undefined ? {} : { wake: bus }),
+      requests: { list: async () => [], cancel: async () => false } as never,
+      provider: { destroy: async () => undefined } as never,
+      marks: createDeletionMarks(agents),
+      live: { retire: (agentId: string) => stopped.push(`retire ${agentId}`) } as never,
+      batches: {
+        abortAgent: async (agentId: string) => void stopped.push(`abort ${agentId}`),
+        agents: () => running,
+      } as never,
+      sandboxes: { release: async () => undefined } as never,
+      graceMs: 10,
+      reapRetryMs: HOUR,
+      isClosing: () => false,
+    });
+    cleanups.push(() => deletion.stopRetrying());
+    return { deletion, stopped };
   };
 
   beforeEach(async () => {
@@ -191,31 +222,10 @@ describePostgres('the wake-up bus between processes (postgres)', () => {
     const agentsB = createPgAgentStore(b.db, Date.now, sealer);
     const { id: tenantId } = await createPgTenantStore(a.db).createTenant('acme');
     const record = await agentsA.create({ tenantId, preset: 'standard', mode: 'direct', config: {} });
-    const deletionOn = (agents: typeof agentsA, bus: WakeBus, forget: (id: string) => void) => {
-      const stopped: string[] = [];
-      const deletion = createDeletion({
-        agents,
-        forget,
-        wake: bus,
-        requests: createMemoryRequestStoreStub(),
-        provider: { destroy: async () => undefined } as never,
-        marks: createDeletionMarks(agents),
-        live: { retire: (agentId: string) => stopped.push(`retire ${agentId}`) } as never,
-        batches: {
-          abortAgent: async (agentId: string) => void stopped.push(`abort ${agentId}`),
-        } as never,
-        sandboxes: { release: async () => undefined } as never,
-        graceMs: 10,
-        reapRetryMs: HOUR,
-        isClosing: () => false,
-      });
-      cleanups.push(() => deletion.stopRetrying());
-      return { deletion, stopped };
-    };
     const marksA = createDeletionMarks(agentsA);
     const lookupA = createAgentLookup(agentsA, marksA, { now: frozen, ttlMs: HOUR });
     const onA = deletionOn(agentsA, a.bus, lookupA.forget);
-    const onB = deletionOn(agentsB, b.bus, () => undefined);
+    const onB = deletionOn(agentsB, b.bus);
     const agent = await lookupA.get(tenantId, record.id); // remembered on A, for an hour
     let toldA = false;
     onA.deletion.onDeleted(agent, () => {
@@ -227,6 +237,24 @@ describePostgres('the wake-up bus between processes (postgres)', () => {
     await expect(lookupA.get(tenantId, record.id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
     expect(onA.stopped).toEqual([`retire ${record.id}`, `abort ${record.id}`]);
     expect(toldA).toBe(true);
+  });
+
+  it('stops, at the resync, the batches of an agent whose deletion no wake-up announced', async () => {
+    const a = await processNamed('proc-a');
+    const sealer = createSealer(Buffer.alloc(32, 7));
+    const agents = createPgAgentStore(a.db, Date.now, sealer);
+    const { id: tenantId } = await createPgTenantStore(a.db).createTenant('acme');
+    const gone = await agents.create({ tenantId, preset: 'standard', mode: 'direct', config: {} });
+    const kept = await agents.create({ tenantId, preset: 'standard', mode: 'direct', config: {} });
+    const onA = deletionOn(agents, a.bus, undefined, [gone.id, kept.id]);
+    // Deleted by a process without a bus: what A sees of a wake-up lost while its listener was down.
+    await deletionOn(createPgAgentStore(database.open(), Date.now, sealer), undefined).deletion.delete(
+      tenantId,
+      gone.id,
+    );
+    await killListener('proc-a');
+    await until(() => onA.stopped.length === 2, { what: 'the deleted agent stopped' });
+    expect(onA.stopped).toEqual([`retire ${gone.id}`, `abort ${gone.id}`]);
   });
 
   it('reconnects after its LISTEN connection is terminated, resyncs, and hears wake-ups again', async () => {
@@ -294,6 +322,3 @@ describePostgres('the wake-up bus between processes (postgres)', () => {
     expect(await storeA.tenants.verifyKey(apiKey)).toBeUndefined();
   });
 });
-
-/** A RequestStore with nothing pending: the deletion's cancel pass finds nothing to cancel. */
-const createMemoryRequestStoreStub = () => ({ list: async () => [], cancel: async () => false }) as never;
