@@ -1,15 +1,16 @@
 // The wake-up bus on PostgreSQL (../wake-port.ts): LISTEN/NOTIFY between the processes (replicas)
 // sharing one database. One connection per process listens, made with the pool's own settings (URL,
 // TLS, application_name) but outside it, so it takes none of the pool's slots and the pool's end()
-// does not wait for it, on one channel per topic (`dsh_wake_<topic>`); a
-// wake-up is `SELECT pg_notify(channel, '<origin>:<id>')` on the pool, sent right after the write it
+// does not wait for it, on one channel per topic (`dsh_wake_<topic>`); a wake-up is
+// `SELECT pg_notify(channel, '<origin>:<id>')` on the pool, sent right after the write it
 // announces has committed (a NOTIFY inside the write's own transaction would be delivered with its
 // COMMIT, but would need the bus in every port's transaction: after the commit, a process that
 // dies between the two loses one wake-up, which the subscribers' backstops cover).
 // Invariants: this process's subscribers hear a publish synchronously (the fan-out), and never
 // again from the database: `origin` is this bus's random tag, and its own notifications are
 // skipped, so each process hears each wake-up once. When the listening connection dies (the
-// server restarted, the backend was terminated, the network failed) the bus says so at once
+// server restarted, the backend was terminated, the network failed, or a heartbeat went
+// unanswered: a socket can look open and hear nothing) the bus says so at once
 // (listening() false: the subscribers' backstops take over), reconnects with backoff, LISTENs
 // again, and only then runs the resync listeners, so whatever they re-read is read after the
 // LISTEN is back and nothing falls between the two. A failure is told to onError, never thrown
@@ -33,6 +34,13 @@ export interface PgWakeBusOptions {
   backoffMs?: number;
   /** Default 5000 ms. */
   maxBackoffMs?: number;
+  /**
+   * How often the listening connection is asked `SELECT 1`, and how long it may take to answer
+   * before it counts as lost (a server that hangs, or a network that drops packets without a
+   * reset, leaves a socket that looks open and hears nothing). Default 10000 and 5000 ms.
+   */
+  heartbeatMs?: number;
+  heartbeatTimeoutMs?: number;
 }
 
 /** A started bus: resolves once the first LISTEN is up (STORE_FAILED when it cannot be). */
@@ -42,8 +50,12 @@ export const startPgWakeBus = async (db: PgDatabase, options: PgWakeBusOptions =
   const origin = randomBytes(6).toString('base64url');
   const backoffMs = options.backoffMs ?? 100;
   const maxBackoffMs = options.maxBackoffMs ?? 5000;
+  const heartbeatMs = options.heartbeatMs ?? 10_000;
+  const heartbeatTimeoutMs = options.heartbeatTimeoutMs ?? 5000;
   /** The listening connection while it is up. */
-  let current: { client: pg.Client; drop: () => Promise<void> } | undefined;
+  let current:
+    | { client: pg.Client; drop: () => Promise<void>; lost: (cause: unknown) => void; probing: boolean }
+    | undefined;
   let closed = false;
   let retry: NodeJS.Timeout | undefined;
   let failures = 0;
@@ -89,7 +101,28 @@ export const startPgWakeBus = async (db: PgDatabase, options: PgWakeBusOptions =
     }
     if (ended !== undefined) throw pgStoreError('listen for wake-ups', 'its connection ended');
     if (closed) return drop();
-    current = { client: next, drop };
+    current = { client: next, drop, lost: onLost, probing: false };
+  };
+
+  /** Asks the listening connection for an answer; one that does not come in time is lost. */
+  const probe = (): void => {
+    const up = current;
+    if (up === undefined || up.probing) return;
+    up.probing = true;
+    const late = setTimeout(
+      () => up.lost(`no answer to a heartbeat in ${heartbeatTimeoutMs} ms`),
+      heartbeatTimeoutMs,
+    );
+    up.client.query('SELECT 1').then(
+      () => {
+        clearTimeout(late);
+        up.probing = false;
+      },
+      (error: unknown) => {
+        clearTimeout(late);
+        up.lost(error);
+      },
+    );
   };
 
   const reconnect = (): void => {
@@ -114,6 +147,7 @@ export const startPgWakeBus = async (db: PgDatabase, options: PgWakeBusOptions =
   };
 
   await listen();
+  const heartbeat = setInterval(probe, heartbeatMs).unref();
 
   return {
     reach: 'database',
@@ -134,6 +168,7 @@ export const startPgWakeBus = async (db: PgDatabase, options: PgWakeBusOptions =
     onResync: fanOut.onResync,
     async close() {
       closed = true;
+      clearInterval(heartbeat);
       clearTimeout(retry);
       retry = undefined;
       await current?.drop();

@@ -14,7 +14,7 @@ import { createMemoryEventLog } from '../../../host/store/memory.ts';
 import { createPgAgentStore } from '../../../host/store/pg/agents.ts';
 import { openPgDatabase, type PgDatabase } from '../../../host/store/pg/db.ts';
 import { openPgStore } from '../../../host/store/pg/index.ts';
-import { startPgWakeBus } from '../../../host/store/pg/notify.ts';
+import { type PgWakeBusOptions, startPgWakeBus } from '../../../host/store/pg/notify.ts';
 import { createPgRequestBackend, createPgRequestStore } from '../../../host/store/pg/requests.ts';
 import { createPgTeamStore } from '../../../host/store/pg/teams.ts';
 import { createPgTenantStore } from '../../../host/store/pg/tenants.ts';
@@ -53,9 +53,12 @@ describePostgres('the wake-up bus between processes (postgres)', () => {
   const errors: unknown[] = [];
 
   /** One process: its own pool (named, so its LISTEN connection can be found) and bus. */
-  const processNamed = async (name: string): Promise<{ db: PgDatabase; bus: WakeBus }> => {
+  const processNamed = async (
+    name: string,
+    options: PgWakeBusOptions = {},
+  ): Promise<{ db: PgDatabase; bus: WakeBus }> => {
     const db = openPgDatabase({ url: database.url, poolSize: 3, applicationName: name });
-    const bus = await startPgWakeBus(db, { onError: (e) => errors.push(e), backoffMs: 20 });
+    const bus = await startPgWakeBus(db, { onError: (e) => errors.push(e), backoffMs: 20, ...options });
     // Run in reverse: the bus stops listening, then the pool ends.
     cleanups.push(
       () => db.close(),
@@ -64,15 +67,21 @@ describePostgres('the wake-up bus between processes (postgres)', () => {
     return { db, bus };
   };
 
-  /** Terminates the LISTEN connection of the process named `name` from a third connection. */
-  const killListener = async (name: string): Promise<void> => {
+  /** The server process of the LISTEN connection of the process named `name`, from a third connection. */
+  const listenerPid = async (name: string): Promise<number> => {
     const admin = database.open({ poolSize: 1 });
     const { rows } = await admin.query<{ pid: number }>(
       `SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = $2 AND query LIKE 'LISTEN %'`,
       [database.name, name],
     );
     expect(rows).toHaveLength(1);
-    await admin.query('SELECT pg_terminate_backend($1)', [rows[0]?.pid]);
+    return rows[0]?.pid as number;
+  };
+
+  /** Terminates the LISTEN connection of the process named `name` from a third connection. */
+  const killListener = async (name: string): Promise<void> => {
+    const pid = await listenerPid(name);
+    await database.open({ poolSize: 1 }).query('SELECT pg_terminate_backend($1)', [pid]);
   };
 
   /** A process's deletion over `agents`, with its live agents and batches as records of what they were told. */
@@ -268,6 +277,23 @@ describePostgres('the wake-up bus between processes (postgres)', () => {
     const arrived = heard(a.bus, 'request');
     await b.bus.publish('request', 'req_after');
     expect(await arrived).toBe('req_after');
+  });
+
+  it('counts a listening connection that stops answering as lost, and listens again', async () => {
+    const a = await processNamed('proc-a', { heartbeatMs: 50, heartbeatTimeoutMs: 500 });
+    const b = await processNamed('proc-b');
+    const pid = await listenerPid('proc-a');
+    // Its server process stops (a hung server, or a network that drops packets): the socket stays open.
+    process.kill(pid, 'SIGSTOP');
+    try {
+      await resynced(a.bus);
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    expect(errors.some((e) => String(e).includes('heartbeat'))).toBe(true);
+    const arrived = heard(a.bus, 'mail');
+    await b.bus.publish('mail', 'agt_2');
+    expect(await arrived).toBe('agt_2');
   });
 
   it('picks up, at the resync, an answer no wake-up announced', async () => {
