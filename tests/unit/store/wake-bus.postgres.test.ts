@@ -6,7 +6,7 @@
 // listening connection is terminated from a third connection: the bus reconnects, resyncs, and
 // still hears wake-ups, and what changed without any wake-up (a request answered, an agent
 // deleted) is picked up by the resync.
-import { afterEach, beforeEach, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
 import { createDeletion } from '../../../host/agents/service/deletion.ts';
 import { createAgentLookup, createDeletionMarks } from '../../../host/agents/service/records.ts';
 import type { AgentStore } from '../../../host/store/agents-port.ts';
@@ -26,6 +26,7 @@ import { DEFAULT_CHILD_LIMITS } from '../../../host/teams/limits.ts';
 import { createMailboxes } from '../../../host/teams/mailboxes.ts';
 import { createStoreDatabase, describePostgres, type StoreDatabase } from '../../helpers/postgres.ts';
 import { until } from '../../helpers/until.ts';
+import { runWakeBusContract } from './wake-bus.contract.ts';
 
 const HOUR = 3_600_000;
 const never = new AbortController().signal;
@@ -46,6 +47,25 @@ const resynced = (bus: WakeBus): Promise<void> =>
       resolve();
     });
   });
+
+describePostgres('WakeBus (postgres)', () => {
+  let database: StoreDatabase;
+  beforeAll(async () => {
+    database = await createStoreDatabase();
+  });
+  afterAll(() => database?.drop());
+  runWakeBusContract('postgres', async (onError) => {
+    const db = database.open();
+    const bus = await startPgWakeBus(db, { onError });
+    return {
+      bus,
+      async close() {
+        await bus.close();
+        await db.close();
+      },
+    };
+  });
+});
 
 describePostgres('the wake-up bus between processes (postgres)', () => {
   let database: StoreDatabase;

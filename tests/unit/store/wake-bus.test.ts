@@ -1,27 +1,18 @@
-// The in-process wake-up bus of the libsql and memory stores (host/store/wake-port.ts): a publish
-// reaches this process's subscribers synchronously, once each; a subscriber that throws is told to
-// onError and the others still hear it; unsubscribing ends it; nothing reaches other processes.
+// The in-process wake-up bus of the libsql and memory stores (host/store/wake-port.ts): the WakeBus
+// contract, nothing reaches other processes, and the libsql store publishes on it.
 import { describe, expect, it } from 'vitest';
 import { openStore } from '../../../host/store/index.ts';
 import { createLocalWakeBus } from '../../../host/store/wake-port.ts';
+import { runWakeBusContract } from './wake-bus.contract.ts';
+
+runWakeBusContract('in-process', async (onError) => {
+  const bus = createLocalWakeBus(onError);
+  return { bus, close: () => bus.close() };
+});
 
 describe('the in-process wake-up bus', () => {
-  it('tells every subscriber of the topic synchronously, and a throwing one is reported', () => {
-    const errors: unknown[] = [];
-    const bus = createLocalWakeBus((e) => errors.push(e));
-    const heard: string[] = [];
-    bus.subscribe('mail', () => {
-      throw new Error('boom');
-    });
-    const off = bus.subscribe('mail', (id) => heard.push(`mail ${id}`));
-    bus.subscribe('key', (id) => heard.push(`key ${id}`));
-    void bus.publish('mail', 'agt_1');
-    expect(heard).toEqual(['mail agt_1']);
-    expect(errors).toHaveLength(1);
-    off();
-    void bus.publish('mail', 'agt_2');
-    void bus.publish('key', 'key_1');
-    expect(heard).toEqual(['mail agt_1', 'key key_1']);
+  it('reaches this process only', () => {
+    const bus = createLocalWakeBus();
     expect(bus.reach).toBe('process');
     expect(bus.listening()).toBe(false);
   });
