@@ -111,7 +111,7 @@ export const openStore = (options: OpenStoreOptions): LibsqlStore => {
       skills: createSkillStore(db, now),
       egress: createEgressSettingsStore(db, now, sealer),
       teamBoards: createTeamBoardStore(db),
-      teams: createTeamStore(db, now),
+      teams: createTeamStore(db, now, wake),
       wake,
       // Synchronous work behind a promise: the database is closed when close() returns.
       async close() {

@@ -10,9 +10,10 @@
 // reports have a room of their own (REPORTS_PER_SENDER unread), so a teammate that floods the lead
 // with messages cannot make another teammate's report disappear, and the reports a mailbox holds
 // are bounded by the recipient's children times that room.
-// Across processes sharing the store (replicas): a post is published as a `mail` wake-up with the
-// recipient's id (the store's wake-up bus), and every process wakes its own waits on that mailbox
-// when it hears one; when the bus resyncs (it may have missed some) every wait reads again.
+// Across processes sharing the store (replicas): the store announces a post as a `mail` wake-up with
+// the recipient's id (TeamStore.post, on the store's wake-up bus; PostgreSQL within the post's own
+// transaction), and every process wakes its own waits on that mailbox when it hears one; when the
+// bus resyncs (it may have missed some) every wait reads again.
 import { SandboxError } from '../errors.ts';
 import type { EventLog, MailItem, NewMailItem, TeamStore, WakeBus } from '../store/index.ts';
 import type { ChildLimits } from './limits.ts';
@@ -44,8 +45,8 @@ export interface MailboxesOptions {
   teams: TeamStore;
   events: Pick<EventLog, 'append'>;
   limitsOf(tenantId: string): ChildLimits;
-  /** Where posts are announced to other processes and heard from them. Default: this process only. */
-  wake?: Pick<WakeBus, 'publish' | 'subscribe' | 'onResync'>;
+  /** Where other processes' posts are heard (the store's bus; `teams` announces them). Default: this process only. */
+  wake?: Pick<WakeBus, 'subscribe' | 'onResync'>;
 }
 
 /** `run`, with the calls for one key run one after the other (each after the last settled). */
@@ -133,7 +134,6 @@ export function createMailboxes(options: MailboxesOptions): Mailboxes {
         // The mailbox holds the message; a log over its budget only misses the timeline entry.
       });
     notify(item.agentId);
-    await options.wake?.publish('mail', item.agentId);
     return stored;
   }
 

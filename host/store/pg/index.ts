@@ -12,7 +12,6 @@ import type { EventLogOptions } from '../event-log-port.ts';
 import type { PluginStoreOptions } from '../plugins-core.ts';
 import { createSealer } from '../sealed.ts';
 import type { Store } from '../store.ts';
-import type { WakeBus } from '../wake-port.ts';
 import { createPgAgentStore } from './agents.ts';
 import { openPgDatabase, type PgDatabase, pgGuarded, pgStoreError } from './db.ts';
 import { createPgEgressSettingsStore } from './egress.ts';
@@ -20,7 +19,7 @@ import { createPgEventLog } from './event-log.ts';
 import { createPgEventSearch } from './event-search.ts';
 import { pgInstanceIdOf } from './instance.ts';
 import { migratePg } from './migrate.ts';
-import { startPgWakeBus } from './notify.ts';
+import { type PgWakeBus, startPgWakeBus } from './notify.ts';
 import { createPgPluginStore } from './plugins.ts';
 import { createPgRequestStore } from './requests.ts';
 import { createPgScheduleStore } from './schedules.ts';
@@ -97,7 +96,7 @@ export const openPgStore = async (options: OpenPgStoreOptions): Promise<Store> =
     ...(onError === undefined ? {} : { onError }),
   });
   let owner: pg.PoolClient | undefined;
-  let wake: WakeBus | undefined;
+  let wake: PgWakeBus | undefined;
   try {
     if (options.exclusive !== false) owner = await holdDatabase(db, options.url, onError);
     await migratePg(db);
@@ -127,7 +126,7 @@ export const openPgStore = async (options: OpenPgStoreOptions): Promise<Store> =
       skills: createPgSkillStore(db, now),
       egress: createPgEgressSettingsStore(db, now, sealer),
       teamBoards: createPgTeamBoardStore(db),
-      teams: createPgTeamStore(db, now),
+      teams: createPgTeamStore(db, now, wake),
       wake,
       close() {
         closing ??= (async () => {

@@ -2,10 +2,10 @@
 // sharing one database. One connection per process listens, made with the pool's own settings (URL,
 // TLS, application_name) but outside it, so it takes none of the pool's slots and the pool's end()
 // does not wait for it, on one channel per topic (`dsh_wake_<topic>`); a wake-up is
-// `SELECT pg_notify(channel, '<origin>:<id>')` on the pool, sent right after the write it
-// announces has committed (a NOTIFY inside the write's own transaction would be delivered with its
-// COMMIT, but would need the bus in every port's transaction: after the commit, a process that
-// dies between the two loses one wake-up, which the subscribers' backstops cover).
+// `SELECT pg_notify(channel, '<origin>:<id>')`: inside the write's own transaction where the port
+// that writes announces it (a mailbox post: `within`, delivered with the COMMIT, never after a
+// ROLLBACK), else on the pool right after the write (publish: a process that dies between its
+// commit and the NOTIFY loses that one wake-up, which the subscribers' backstops cover).
 // Invariants: this process's subscribers hear a publish synchronously (the fan-out), and never
 // again from the database: `origin` is this bus's random tag, and its own notifications are
 // skipped, so each process hears each wake-up once. When the listening connection dies (the
@@ -19,13 +19,23 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { SandboxError } from '../../errors.ts';
 import { createWakeFanOut, WAKE_TOPICS, type WakeBus, type WakeTopic } from '../wake-port.ts';
-import { type PgDatabase, pgStoreError } from './db.ts';
+import { type PgDatabase, type PgQueries, pgStoreError } from './db.ts';
 
 /** The channel of a topic. */
 const channelOf = (topic: WakeTopic): string => `dsh_wake_${topic}`;
 const TOPIC_OF = new Map(WAKE_TOPICS.map((topic) => [channelOf(topic), topic]));
 /** A NOTIFY payload must stay under 8000 bytes; ids are a few dozen. */
 const MAX_ID_BYTES = 7000;
+
+/**
+ * The PostgreSQL bus, with the two halves of a publish apart for a write that is a transaction:
+ * `within` sends the NOTIFY on the transaction's connection (PostgreSQL delivers it with COMMIT,
+ * and never after a ROLLBACK), `here` tells this process's subscribers once it committed.
+ */
+export interface PgWakeBus extends WakeBus {
+  within(q: PgQueries, topic: WakeTopic, id: string): Promise<void>;
+  here(topic: WakeTopic, id: string): void;
+}
 
 export interface PgWakeBusOptions {
   /** Told about a lost listening connection, a failed reconnect or send, a subscriber that threw. */
@@ -44,7 +54,7 @@ export interface PgWakeBusOptions {
 }
 
 /** A started bus: resolves once the first LISTEN is up (STORE_FAILED when it cannot be). */
-export const startPgWakeBus = async (db: PgDatabase, options: PgWakeBusOptions = {}): Promise<WakeBus> => {
+export const startPgWakeBus = async (db: PgDatabase, options: PgWakeBusOptions = {}): Promise<PgWakeBus> => {
   const onError = options.onError ?? (() => undefined);
   const fanOut = createWakeFanOut(onError);
   const origin = randomBytes(6).toString('base64url');
@@ -146,6 +156,15 @@ export const startPgWakeBus = async (db: PgDatabase, options: PgWakeBusOptions =
     retry.unref();
   };
 
+  /** Sends the NOTIFY on `q` (the pool, or a transaction: then it is delivered with its COMMIT). */
+  const notify = async (q: PgQueries, topic: WakeTopic, id: string): Promise<void> => {
+    const bytes = Buffer.byteLength(id);
+    // Never an id of ours; told, and the write goes on without its wake-up (the backstops cover it).
+    if (bytes > MAX_ID_BYTES)
+      return onError(pgStoreError(`announce ${topic} (an id of ${bytes} bytes)`, 'id too long'));
+    await q.query('SELECT pg_notify($1, $2)', [channelOf(topic), `${origin}:${id}`]);
+  };
+
   await listen();
   const heartbeat = setInterval(probe, heartbeatMs).unref();
 
@@ -154,16 +173,14 @@ export const startPgWakeBus = async (db: PgDatabase, options: PgWakeBusOptions =
     listening: () => current !== undefined,
     async publish(topic, id) {
       fanOut.deliver(topic, id);
-      if (Buffer.byteLength(id) > MAX_ID_BYTES) {
-        onError(pgStoreError(`announce ${topic} (an id of ${Buffer.byteLength(id)} bytes)`, 'id too long'));
-        return;
-      }
       try {
-        await db.query('SELECT pg_notify($1, $2)', [channelOf(topic), `${origin}:${id}`]);
+        await notify(db, topic, id);
       } catch (error) {
         onError(error);
       }
     },
+    within: (q, topic, id) => notify(q, topic, id),
+    here: fanOut.deliver,
     subscribe: fanOut.subscribe,
     onResync: fanOut.onResync,
     async close() {

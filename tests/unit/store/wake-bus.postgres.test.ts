@@ -14,7 +14,7 @@ import { createMemoryEventLog } from '../../../host/store/memory.ts';
 import { createPgAgentStore } from '../../../host/store/pg/agents.ts';
 import { openPgDatabase, type PgDatabase } from '../../../host/store/pg/db.ts';
 import { openPgStore } from '../../../host/store/pg/index.ts';
-import { type PgWakeBusOptions, startPgWakeBus } from '../../../host/store/pg/notify.ts';
+import { type PgWakeBus, type PgWakeBusOptions, startPgWakeBus } from '../../../host/store/pg/notify.ts';
 import { createPgRequestBackend, createPgRequestStore } from '../../../host/store/pg/requests.ts';
 import { createPgTeamStore } from '../../../host/store/pg/teams.ts';
 import { createPgTenantStore } from '../../../host/store/pg/tenants.ts';
@@ -76,7 +76,7 @@ describePostgres('the wake-up bus between processes (postgres)', () => {
   const processNamed = async (
     name: string,
     options: PgWakeBusOptions = {},
-  ): Promise<{ db: PgDatabase; bus: WakeBus }> => {
+  ): Promise<{ db: PgDatabase; bus: PgWakeBus }> => {
     const db = openPgDatabase({ url: database.url, poolSize: 3, applicationName: name });
     const bus = await startPgWakeBus(db, { onError: (e) => errors.push(e), backoffMs: 20, ...options });
     // Run in reverse: the bus stops listening, then the pool ends.
@@ -201,7 +201,7 @@ describePostgres('the wake-up bus between processes (postgres)', () => {
   it("wakes a mailbox wait on A when B posts to it, with the wait's timeout an hour away", async () => {
     const a = await processNamed('proc-a');
     const b = await processNamed('proc-b');
-    const teamsA = createPgTeamStore(a.db);
+    const teamsA = createPgTeamStore(a.db, Date.now, a.bus);
     let reads = 0;
     const countedA = {
       ...teamsA,
@@ -214,7 +214,7 @@ describePostgres('the wake-up bus between processes (postgres)', () => {
     const limitsOf = () => DEFAULT_CHILD_LIMITS;
     const mailA = createMailboxes({ teams: countedA, events: createMemoryEventLog(), limitsOf, wake: a.bus });
     const mailB = createMailboxes({
-      teams: createPgTeamStore(b.db),
+      teams: createPgTeamStore(b.db, Date.now, b.bus), // announces the post inside its transaction
       events: createMemoryEventLog(),
       limitsOf,
       wake: b.bus,

@@ -17,12 +17,13 @@ describe('the in-process wake-up bus', () => {
     expect(bus.listening()).toBe(false);
   });
 
-  it("is the libsql store's: a revoked key and a settled request are published on it", async () => {
+  it("is the libsql store's: a revoked key, a settled request and a mailbox post are published on it", async () => {
     const store = openStore({ path: ':memory:' });
     try {
       const heard: string[] = [];
       store.wake.subscribe('key', (id) => heard.push(`key ${id}`));
       store.wake.subscribe('request', (id) => heard.push(`request ${id}`));
+      store.wake.subscribe('mail', (id) => heard.push(`mail ${id}`));
       const { keyId } = await store.tenants.createTenant('acme');
       await store.tenants.revokeKey(keyId);
       const request = await store.requests.create({
@@ -33,7 +34,11 @@ describe('the in-process wake-up bus', () => {
         expiresAt: Date.now() + 60_000,
       });
       await store.requests.answer(request.id, true);
-      expect(heard).toEqual([`key ${keyId}`, `request ${request.id}`]);
+      await store.teams.post(
+        { tenantId: 't', agentId: 'agt_to', fromId: 'agt_from', kind: 'message', body: 'hi' },
+        10,
+      );
+      expect(heard).toEqual([`key ${keyId}`, `request ${request.id}`, 'mail agt_to']);
     } finally {
       await store.close();
     }
