@@ -53,6 +53,60 @@ export interface PgWakeBusOptions {
   heartbeatTimeoutMs?: number;
 }
 
+/** A listening connection while it is up. */
+interface Listening {
+  client: pg.Client;
+  /** Ends it (idempotent). */
+  drop: () => Promise<void>;
+  /** Counts it as lost: dropped, and replaced. */
+  lost: (cause: unknown) => void;
+  /** A heartbeat is in flight. */
+  probing: boolean;
+}
+
+/** The notification handler: this bus's own wake-ups (its origin) are skipped, it heard them at publish. */
+const receiver =
+  (origin: string, deliver: (topic: WakeTopic, id: string) => void) =>
+  (message: pg.Notification): void => {
+    const topic = TOPIC_OF.get(message.channel);
+    const payload = message.payload ?? '';
+    const colon = payload.indexOf(':');
+    if (topic === undefined || colon < 0 || payload.slice(0, colon) === origin) return;
+    deliver(topic, payload.slice(colon + 1));
+  };
+
+/** Sends the NOTIFY on `q` (the pool, or a transaction: then it is delivered with its COMMIT). */
+async function notify(
+  q: PgQueries,
+  origin: string,
+  topic: WakeTopic,
+  id: string,
+  onError: (error: unknown) => void,
+): Promise<void> {
+  const bytes = Buffer.byteLength(id);
+  // Never an id of ours; told, and the write goes on without its wake-up (the backstops cover it).
+  if (bytes > MAX_ID_BYTES)
+    return onError(pgStoreError(`announce ${topic} (an id of ${bytes} bytes)`, 'id too long'));
+  await q.query('SELECT pg_notify($1, $2)', [channelOf(topic), `${origin}:${id}`]);
+}
+
+/** Asks the listening connection for an answer; one that does not come in time is lost. */
+function probe(up: Listening | undefined, timeoutMs: number): void {
+  if (up === undefined || up.probing) return;
+  up.probing = true;
+  const late = setTimeout(() => up.lost(`no answer to a heartbeat in ${timeoutMs} ms`), timeoutMs);
+  up.client.query('SELECT 1').then(
+    () => {
+      clearTimeout(late);
+      up.probing = false;
+    },
+    (error: unknown) => {
+      clearTimeout(late);
+      up.lost(error);
+    },
+  );
+}
+
 /** A started bus: resolves once the first LISTEN is up (STORE_FAILED when it cannot be). */
 export const startPgWakeBus = async (db: PgDatabase, options: PgWakeBusOptions = {}): Promise<PgWakeBus> => {
   const onError = options.onError ?? (() => undefined);
@@ -63,20 +117,12 @@ export const startPgWakeBus = async (db: PgDatabase, options: PgWakeBusOptions =
   const heartbeatMs = options.heartbeatMs ?? 10_000;
   const heartbeatTimeoutMs = options.heartbeatTimeoutMs ?? 5000;
   /** The listening connection while it is up. */
-  let current:
-    | { client: pg.Client; drop: () => Promise<void>; lost: (cause: unknown) => void; probing: boolean }
-    | undefined;
+  let current: Listening | undefined;
   let closed = false;
   let retry: NodeJS.Timeout | undefined;
   let failures = 0;
 
-  const onNotification = (message: pg.Notification): void => {
-    const topic = TOPIC_OF.get(message.channel);
-    const payload = message.payload ?? '';
-    const colon = payload.indexOf(':');
-    if (topic === undefined || colon < 0 || payload.slice(0, colon) === origin) return;
-    fanOut.deliver(topic, payload.slice(colon + 1));
-  };
+  const onNotification = receiver(origin, fanOut.deliver);
 
   /** Connects and LISTENs on every channel; the connection's death schedules the next try. */
   const listen = async (): Promise<void> => {
@@ -114,27 +160,6 @@ export const startPgWakeBus = async (db: PgDatabase, options: PgWakeBusOptions =
     current = { client: next, drop, lost: onLost, probing: false };
   };
 
-  /** Asks the listening connection for an answer; one that does not come in time is lost. */
-  const probe = (): void => {
-    const up = current;
-    if (up === undefined || up.probing) return;
-    up.probing = true;
-    const late = setTimeout(
-      () => up.lost(`no answer to a heartbeat in ${heartbeatTimeoutMs} ms`),
-      heartbeatTimeoutMs,
-    );
-    up.client.query('SELECT 1').then(
-      () => {
-        clearTimeout(late);
-        up.probing = false;
-      },
-      (error: unknown) => {
-        clearTimeout(late);
-        up.lost(error);
-      },
-    );
-  };
-
   const reconnect = (): void => {
     if (closed || retry !== undefined) return;
     const wait = Math.min(maxBackoffMs, backoffMs * 2 ** failures);
@@ -156,17 +181,8 @@ export const startPgWakeBus = async (db: PgDatabase, options: PgWakeBusOptions =
     retry.unref();
   };
 
-  /** Sends the NOTIFY on `q` (the pool, or a transaction: then it is delivered with its COMMIT). */
-  const notify = async (q: PgQueries, topic: WakeTopic, id: string): Promise<void> => {
-    const bytes = Buffer.byteLength(id);
-    // Never an id of ours; told, and the write goes on without its wake-up (the backstops cover it).
-    if (bytes > MAX_ID_BYTES)
-      return onError(pgStoreError(`announce ${topic} (an id of ${bytes} bytes)`, 'id too long'));
-    await q.query('SELECT pg_notify($1, $2)', [channelOf(topic), `${origin}:${id}`]);
-  };
-
   await listen();
-  const heartbeat = setInterval(probe, heartbeatMs).unref();
+  const heartbeat = setInterval(() => probe(current, heartbeatTimeoutMs), heartbeatMs).unref();
 
   return {
     reach: 'database',
@@ -174,12 +190,12 @@ export const startPgWakeBus = async (db: PgDatabase, options: PgWakeBusOptions =
     async publish(topic, id) {
       fanOut.deliver(topic, id);
       try {
-        await notify(db, topic, id);
+        await notify(db, origin, topic, id, onError);
       } catch (error) {
         onError(error);
       }
     },
-    within: (q, topic, id) => notify(q, topic, id),
+    within: (q, topic, id) => notify(q, origin, topic, id, onError),
     here: fanOut.deliver,
     subscribe: fanOut.subscribe,
     onResync: fanOut.onResync,
