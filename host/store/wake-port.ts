@@ -25,7 +25,7 @@ export type WakeTopic =
   | 'key'
   /** An agent was deleted: the agent's id. */
   | 'agent'
-  /** A tenant's egress settings, skills or plugins changed: the tenant's id. */
+  /** A tenant's configuration changed (egress settings, skill catalog): the tenant's id. */
   | 'config';
 
 export const WAKE_TOPICS: readonly WakeTopic[] = ['request', 'mail', 'key', 'agent', 'config'];
