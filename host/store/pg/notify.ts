@@ -1,7 +1,7 @@
 // The wake-up bus on PostgreSQL (../wake-port.ts): LISTEN/NOTIFY between the processes (replicas)
 // sharing one database. One connection per process listens, made with the pool's own settings (URL,
-// TLS, application_name) but outside it, so it takes none of the pool's slots and the pool's end()
-// does not wait for it, on one channel per topic (`dsh_wake_<topic>`); a wake-up is
+// TLS; its application_name + " wake-ups") but outside it, so it takes none of the pool's slots and
+// the pool's end() does not wait for it, on one channel per topic (`dsh_wake_<topic>`); a wake-up is
 // `SELECT pg_notify(channel, '<origin>:<id>')`: inside the write's own transaction where the port
 // that writes announces it (a mailbox post: `within`, delivered with the COMMIT, never after a
 // ROLLBACK), else on the pool right after the write (publish: a process that dies between its
@@ -51,6 +51,20 @@ export interface PgWakeBusOptions {
    */
   heartbeatMs?: number;
   heartbeatTimeoutMs?: number;
+}
+
+/**
+ * The pool's own client settings (pg-pool hands them to each new Client; copied with their
+ * descriptors, as the password and a TLS key are kept unenumerable there), named apart so an
+ * operator tells the listener from the pool's connections in pg_stat_activity.
+ */
+function listenerConfig(db: PgDatabase): pg.ClientConfig {
+  const config = Object.defineProperties(
+    {},
+    Object.getOwnPropertyDescriptors(db.pool.options),
+  ) as pg.ClientConfig;
+  config.application_name = `${config.application_name ?? 'dsh-sandbox'} wake-ups`;
+  return config;
 }
 
 /** A listening connection while it is up. */
@@ -126,8 +140,7 @@ export const startPgWakeBus = async (db: PgDatabase, options: PgWakeBusOptions =
 
   /** Connects and LISTENs on every channel; the connection's death schedules the next try. */
   const listen = async (): Promise<void> => {
-    // As the pool would make it (pg-pool hands its options to each new Client).
-    const next = new pg.Client(db.pool.options);
+    const next = new pg.Client(listenerConfig(db));
     let ended: Promise<void> | undefined;
     /** Ends the connection once, whoever notices first (its death, a failed LISTEN, close). */
     const drop = (): Promise<void> => {

@@ -91,8 +91,9 @@ describePostgres('the wake-up bus between processes (postgres)', () => {
   const listenerPid = async (name: string): Promise<number> => {
     const admin = database.open({ poolSize: 1 });
     const { rows } = await admin.query<{ pid: number }>(
-      `SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = $2 AND query LIKE 'LISTEN %'`,
-      [database.name, name],
+      // Named apart from the pool's connections (pg/notify.ts); its last query may be a heartbeat.
+      'SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = $2',
+      [database.name, `${name} wake-ups`],
     );
     expect(rows).toHaveLength(1);
     return rows[0]?.pid as number;
