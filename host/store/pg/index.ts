@@ -1,6 +1,7 @@
 // The store on PostgreSQL (DSH_DB=postgres://…): openPgStore() opens a pool, brings the schema up
 // to date (pg/migrate.ts, under an advisory lock, so replicas starting together migrate once),
-// and wires every port's Postgres backend into the same Store the libsql backend makes.
+// and wires every port's Postgres backend into the same Store the libsql backend makes, with the
+// wake-up bus between replicas (pg/notify.ts: one LISTEN connection of its own, outside the pool).
 // Invariants: the same ports, rows, error codes and limits as libsql (each port's contract suite
 // runs on both); the event log keeps its shared core (seqs assigned in this process, group
 // commit, byte budgets) over a backend that writes one batch per transaction; close() stops the
@@ -19,6 +20,7 @@ import { createPgEventLog } from './event-log.ts';
 import { createPgEventSearch } from './event-search.ts';
 import { pgInstanceIdOf } from './instance.ts';
 import { migratePg } from './migrate.ts';
+import { type PgWakeBus, startPgWakeBus } from './notify.ts';
 import { createPgPluginStore } from './plugins.ts';
 import { createPgRequestStore } from './requests.ts';
 import { createPgScheduleStore } from './schedules.ts';
@@ -46,6 +48,8 @@ export interface OpenPgStoreOptions {
   logBudgetBytes?: number;
   /** The creator-plugin maxima of a tenant. */
   pluginLimitsOf?: PluginStoreOptions['limitsOf'];
+  /** Internal (tests): false skips the one-service lock, so two stores share one database. Default true. */
+  exclusive?: boolean;
 }
 
 /** The advisory lock one service holds on its database for as long as it runs (`dsh-svc!`). */
@@ -93,9 +97,11 @@ export const openPgStore = async (options: OpenPgStoreOptions): Promise<Store> =
     ...(onError === undefined ? {} : { onError }),
   });
   let owner: pg.PoolClient | undefined;
+  let wake: PgWakeBus | undefined;
   try {
-    owner = await holdDatabase(db, options.url, onError);
+    if (options.exclusive !== false) owner = await holdDatabase(db, options.url, onError);
     await migratePg(db);
+    wake = await startPgWakeBus(db, { ...(onError === undefined ? {} : { onError }) });
     const instanceId = await pgInstanceIdOf(db);
     const now = options.now ?? Date.now;
     const sealer = createSealer(options.secretsKey);
@@ -105,14 +111,14 @@ export const openPgStore = async (options: OpenPgStoreOptions): Promise<Store> =
       batchWindowMs: options.eventBatchWindowMs ?? 2,
       ...(options.logBudgetBytes === undefined ? {} : { budgetBytes: options.logBudgetBytes }),
     });
-    const requests = createPgRequestStore(db, { events, now, onError });
+    const requests = createPgRequestStore(db, { events, now, onError, wake });
     let closing: Promise<void> | undefined;
     return {
       backend: 'postgres',
       instanceId,
       events,
       requests,
-      tenants: createPgTenantStore(db, now),
+      tenants: createPgTenantStore(db, now, { wake }),
       agents: createPgAgentStore(db, now, sealer),
       plugins: createPgPluginStore(db, { now, limitsOf: options.pluginLimitsOf }),
       sessionState: createPgSessionStateStore(db, now),
@@ -121,7 +127,8 @@ export const openPgStore = async (options: OpenPgStoreOptions): Promise<Store> =
       skills: createPgSkillStore(db, now),
       egress: createPgEgressSettingsStore(db, now, sealer),
       teamBoards: createPgTeamBoardStore(db),
-      teams: createPgTeamStore(db, now),
+      teams: createPgTeamStore(db, now, wake),
+      wake,
       callBatches: createPgCallBatchStore(db, now),
       close() {
         closing ??= (async () => {
@@ -129,6 +136,7 @@ export const openPgStore = async (options: OpenPgStoreOptions): Promise<Store> =
             requests.close();
             await events.close();
           } finally {
+            await wake?.close();
             owner?.release(true); // ends the session, and with it the lock
             await db.close();
           }
@@ -137,6 +145,7 @@ export const openPgStore = async (options: OpenPgStoreOptions): Promise<Store> =
       },
     };
   } catch (error) {
+    await wake?.close();
     owner?.release(true);
     await db.close();
     if (error instanceof SandboxError && error.code === 'STORE_FAILED')
