@@ -117,6 +117,7 @@ export function startEgress(
 ): { egress: Egress; sandboxEgress: SandboxEgress } {
   const egress = createEgress({
     store: store.egress,
+    wake: store.wake,
     events: store.events,
     agentRulesOf: agentEgressRules(store.agents),
     maxBudget: { connections: config.egressConnections, bytesPerHour: config.egressBytesPerHour },

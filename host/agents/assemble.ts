@@ -47,7 +47,7 @@ import { registerWebTools } from './web.ts';
 export interface AssembleOptions {
   /** With `search` the session_* tools are installed, with `schedules` the schedule_* tools. */
   store: Pick<Store, 'agents' | 'events' | 'requests'> &
-    Partial<Pick<Store, 'plugins' | 'search' | 'schedules' | 'skills' | 'teamBoards' | 'teams'>>;
+    Partial<Pick<Store, 'plugins' | 'search' | 'schedules' | 'skills' | 'teamBoards' | 'teams' | 'wake'>>;
   sandboxes: SandboxProvider;
   /** Options of the creator-plugin runtime, used with an isolate host and `store.plugins`. Default {}. */
   plugins?: PluginHostOptions;
@@ -213,5 +213,14 @@ function skillsOf(
       (await store.agents.list(tenantId)).map((agent) => ({ sessionId: agent.id })),
   });
   catalog.onChange(layers.refresh);
+  // Other processes sharing the store reload the tenant's listing (a `config` wake-up); the
+  // subscriptions last as long as the store's bus. A failed reload leaves the last listing: the
+  // next change or resync loads again.
+  const { wake } = store;
+  if (wake !== undefined) {
+    catalog.onChange((tenantId) => wake.publish('config', tenantId));
+    wake.subscribe('config', (tenantId) => void layers.reload(tenantId).catch(() => undefined));
+    wake.onResync(() => void layers.reloadAll().catch(() => undefined));
+  }
   return { catalog, layers };
 }

@@ -10,6 +10,8 @@
 // settles only then, and the runtime awaits it before every resolve, so no step sees a tenant
 // layer without its `skill`. A listing older than the one applied is never applied over it.
 // The `tools.change` events follow when the store has listed the tenant's agents.
+// A change made by another process sharing the store (its `config` wake-up) only reloads the
+// listing here (reload): that process appended the `tools.change` events already.
 import type { EventLog } from '../store/types.ts';
 import { type SkillEntry, type SkillPort, skillTool } from '../tools/builtin/skill.ts';
 import type { Disposer, ToolScope } from '../tools/index.ts';
@@ -22,6 +24,10 @@ export interface SkillLayers {
   ready(agent: AgentScope): Promise<void>;
   /** Re-makes the tenant's `skill` tools from its catalog and tells its agents' clients. */
   refresh(tenantId: string): Promise<void>;
+  /** Re-makes them only (the catalog changed in another process, which told the clients). */
+  reload(tenantId: string): Promise<void>;
+  /** reload() for every tenant held here (wake-ups may have been missed). */
+  reloadAll(): Promise<void>;
 }
 
 interface TenantLayer {
@@ -131,5 +137,15 @@ export function createSkillLayers(options: SkillLayersOptions): SkillLayers {
     }
   }
 
-  return { parentOf, ready, refresh };
+  async function reload(tenantId: string): Promise<void> {
+    const tenant = tenants.get(tenantId);
+    // Never loaded here: its first layer loads the listing as it is then.
+    if (tenant !== undefined && tenant.loaded !== undefined) await load(tenant, tenantId);
+  }
+
+  async function reloadAll(): Promise<void> {
+    await Promise.all([...tenants.keys()].map((tenantId) => reload(tenantId)));
+  }
+
+  return { parentOf, ready, refresh, reload, reloadAll };
 }

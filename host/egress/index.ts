@@ -3,6 +3,7 @@
 // serve.ts makes one from the Config; tests make one with a resolver and test hosts of their own.
 import type { EgressSettingsStore } from '../store/egress.ts';
 import type { EventLog } from '../store/types.ts';
+import type { WakeBus } from '../store/wake-port.ts';
 import type { EgressBudget } from './budget.ts';
 import { createEgressGateway, type EgressGateway, type Lookup, type TestHost } from './gateway.ts';
 import { createReadablePool, type ReadablePool, type ReadablePoolOptions } from './readable/pool.ts';
@@ -24,6 +25,8 @@ export interface EgressOptions {
   web?: Partial<WebLimits>;
   readable?: ReadablePoolOptions;
   onAuditError?: (error: unknown) => void;
+  /** Tells other processes sharing the store about settings changes, and hears theirs (Store.wake). */
+  wake?: WakeBus;
 }
 
 export interface Egress {
@@ -35,7 +38,11 @@ export interface Egress {
 }
 
 export function createEgress(options: EgressOptions): Egress {
-  const settings = createEgressSettings({ store: options.store, maxBudget: options.maxBudget });
+  const settings = createEgressSettings({
+    store: options.store,
+    maxBudget: options.maxBudget,
+    ...(options.wake === undefined ? {} : { wake: options.wake }),
+  });
   const gateway = createEgressGateway({
     settingsOf: settings.get,
     agentRulesOf: options.agentRulesOf,

@@ -5,9 +5,12 @@
 // Invariants: `view` never holds a credential value; `get` is what the gateway enforces. Each
 // method reads the store once, awaited (put: inside the store's update, the read and the write one
 // transaction).
+// Across processes sharing the store: put() publishes a `config` wake-up with the tenant's id, and
+// every process that hears it forgets its hasSearch memo of that tenant (all of them after a resync).
 import { SandboxError } from '../errors.ts';
 import type { JsonValue } from '../json.ts';
 import type { EgressSettingsStore } from '../store/egress.ts';
+import type { WakeBus } from '../store/wake-port.ts';
 import type { EgressBudget } from './budget.ts';
 import { canonicalPattern } from './hosts.ts';
 import { canonicalRules, type EgressRule } from './rules.ts';
@@ -35,9 +38,9 @@ export interface EgressSettings {
   get(tenantId: string): Promise<TenantEgress | undefined>;
   /**
    * Whether the tenant set a search provider of its own: asked for every batch (is web_search
-   * offered?), so remembered for SEARCH_MEMO_MS after a read; put() here forgets it at once, a
-   * change by another process sharing the store shows within that time. A search itself reads the
-   * settings afresh (get).
+   * offered?), so remembered for SEARCH_MEMO_MS after a read; put() forgets it at once here and,
+   * through the wake-up bus, in every other process that hears it (else within that time). A
+   * search itself reads the settings afresh (get).
    */
   hasSearch(tenantId: string): Promise<boolean>;
   view(tenantId: string): Promise<EgressSettingsView>;
@@ -85,10 +88,15 @@ export function createEgressSettings(options: {
   maxBudget: EgressBudget;
   /** Default Date.now. */
   now?: () => number;
+  /** Where changes are announced to, and heard from, other processes (Store.wake). Default: none. */
+  wake?: Pick<WakeBus, 'publish' | 'subscribe' | 'onResync'>;
 }): EgressSettings {
-  const { store, maxBudget } = options;
+  const { store, maxBudget, wake } = options;
   const now = options.now ?? Date.now;
   const searchMemo = new Map<string, { search: boolean; until: number }>();
+  // For as long as the store's bus: the memo is all they hold.
+  wake?.subscribe('config', (tenantId) => searchMemo.delete(tenantId));
+  wake?.onResync(() => searchMemo.clear());
 
   async function hasSearch(tenantId: string): Promise<boolean> {
     const known = searchMemo.get(tenantId);
@@ -183,6 +191,7 @@ export function createEgressSettings(options: {
       return JSON.parse(JSON.stringify(written)) as JsonValue;
     });
     searchMemo.delete(tenantId);
+    await wake?.publish('config', tenantId);
     return viewOf(written);
   }
 

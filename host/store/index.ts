@@ -23,6 +23,7 @@ import type { Store } from './store.ts';
 import { createTeamBoardStore } from './team-board.ts';
 import { createTeamStore } from './teams.ts';
 import { createTenantStore } from './tenants.ts';
+import { createLocalWakeBus } from './wake-port.ts';
 
 export interface OpenStoreOptions {
   /** Directory for the database file `store.db` (created with mode 0700). */
@@ -93,7 +94,8 @@ export const openStore = (options: OpenStoreOptions): LibsqlStore => {
       batchWindowMs: options.eventBatchWindowMs ?? 2,
       ...(options.logBudgetBytes === undefined ? {} : { budgetBytes: options.logBudgetBytes }),
     });
-    const requests = createLibsqlRequestStore(db, { events, now, onError: options.onError });
+    const wake = createLocalWakeBus(options.onError);
+    const requests = createLibsqlRequestStore(db, { events, now, onError: options.onError, wake });
     let closed = false;
     return {
       backend: 'libsql',
@@ -101,7 +103,7 @@ export const openStore = (options: OpenStoreOptions): LibsqlStore => {
       instanceId,
       events,
       requests,
-      tenants: createTenantStore(db, now),
+      tenants: createTenantStore(db, now, { wake }),
       agents: createAgentStore(db, now, sealer),
       plugins: createLibsqlPluginStore(db, { now, limitsOf: options.pluginLimitsOf }),
       sessionState: createSessionStateStore(db, now),
@@ -110,7 +112,8 @@ export const openStore = (options: OpenStoreOptions): LibsqlStore => {
       skills: createSkillStore(db, now),
       egress: createEgressSettingsStore(db, now, sealer),
       teamBoards: createTeamBoardStore(db),
-      teams: createTeamStore(db, now),
+      teams: createTeamStore(db, now, wake),
+      wake,
       callBatches: createCallBatchStore(db, now),
       // Synchronous work behind a promise: the database is closed when close() returns.
       async close() {
@@ -246,3 +249,11 @@ export {
   type TenantStore,
 } from './tenants.ts';
 export type * from './types.ts';
+export {
+  createLocalWakeBus,
+  createWakeFanOut,
+  WAKE_TOPICS,
+  type WakeBus,
+  type WakeFanOut,
+  type WakeTopic,
+} from './wake-port.ts';

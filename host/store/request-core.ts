@@ -9,7 +9,7 @@
 // This module wires the parts and holds create, draft/adopt, list, answer and cancel:
 // request-state.ts holds what the parts share (the backend, timers, waiters, poller), request.*
 // events and wake-up; request-expiry.ts settles, expires and arms timers; request-waiting.ts holds
-// waiters, the cross-process poller and close.
+// waiters, what wakes them from other processes (the wake-up bus, the backstop poller) and close.
 import { nanoid } from 'nanoid';
 import { SandboxError } from '../errors.ts';
 import type { HostRequest, NewHostRequest, RequestStore } from '../requests/port.ts';
@@ -21,7 +21,7 @@ import {
   type RequestStoreOptions,
   report,
 } from './request-state.ts';
-import { closeRequests, waitFor } from './request-waiting.ts';
+import { closeRequests, listenForWakeUps, waitFor } from './request-waiting.ts';
 
 export type { RequestBackend, RequestStoreOptions, SettledState } from './request-state.ts';
 
@@ -47,6 +47,7 @@ export const createRequestStore = (
   };
   const { now } = state;
   const expire = (request: HostRequest) => expireIfDue(state, request);
+  const unlisten = listenForWakeUps(state);
 
   // Arming what is pending is not awaited by anyone: a read meanwhile still expires what is due.
   report(
@@ -111,7 +112,7 @@ export const createRequestStore = (
     async answer(id, answer) {
       const request = await backend.settle(id, 'answered', now(), answer);
       if (request !== undefined) {
-        settled(state, request);
+        await settled(state, request);
         return true;
       }
       const current = await backend.get(id);
@@ -122,12 +123,15 @@ export const createRequestStore = (
     async cancel(id) {
       const request = await backend.settle(id, 'cancelled', now());
       if (request === undefined) return false;
-      settled(state, request);
+      await settled(state, request);
       return true;
     },
 
     wait: (id, signal) => waitFor(state, id, signal),
 
-    close: () => closeRequests(state),
+    close() {
+      unlisten();
+      closeRequests(state);
+    },
   };
 };

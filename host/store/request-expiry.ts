@@ -4,19 +4,24 @@
 // read goes through expireIfDue); a timer that fires early, or for an expiry beyond what
 // setTimeout can hold, re-arms; a request another process settled wakes its waiters here too; a
 // timer's store work is asynchronous and reports its failures (report), never leaving a rejection
-// unhandled.
+// unhandled. Every settle made here is published on the wake-up bus (`request` and the id), so a
+// waiter in another process wakes at once rather than at its next poll.
 import type { HostRequest } from '../requests/port.ts';
 import { emit, type RequestCoreState, report, wake } from './request-state.ts';
 
 // setTimeout fires at most 2^31-1 ms ahead; longer expiries re-arm.
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
-/** This process settled the request: log it, then wake waiters. */
-export function settled(state: RequestCoreState, request: HostRequest): void {
+/**
+ * This process settled the request: log it, wake waiters here, then tell other processes (the
+ * wake-up bus); resolves once they are told (the bus never rejects).
+ */
+export function settled(state: RequestCoreState, request: HostRequest): Promise<void> {
   if (request.state === 'answered')
     emit(state, request, 'request.answered', { answer: request.answer ?? null });
   else emit(state, request, `request.${request.state}`, {});
   wake(state, request);
+  return state.options.wake?.publish('request', request.id) ?? Promise.resolve();
 }
 
 export async function expireIfDue(state: RequestCoreState, request: HostRequest): Promise<HostRequest> {
@@ -24,7 +29,7 @@ export async function expireIfDue(state: RequestCoreState, request: HostRequest)
   if (request.state !== 'pending' || request.expiresAt > now()) return request;
   const expired = await backend.settle(request.id, 'expired', now());
   if (expired !== undefined) {
-    settled(state, expired);
+    void settled(state, expired);
     return expired;
   }
   return (await backend.get(request.id)) ?? request;

@@ -8,6 +8,7 @@
 import type { JsonValue } from '../json.ts';
 import type { HostRequest, HostRequestState } from '../requests/port.ts';
 import type { EventLog } from './types.ts';
+import type { WakeBus } from './wake-port.ts';
 
 export type SettledState = Exclude<HostRequestState, 'pending'>;
 
@@ -34,10 +35,21 @@ export interface RequestStoreOptions {
   /** Clock. Default Date.now. */
   now?: () => number;
   /**
-   * While someone waits, how often to re-read waited requests, so an answer written by another
-   * process sharing the database still wakes them. Default 1000 ms.
+   * Where settles are announced to other processes, and heard from them (`request` wake-ups wake
+   * this process's waiters at once). Default: none (the poll alone sees other processes' settles).
+   */
+  wake?: WakeBus;
+  /**
+   * While someone waits and no wake-up bus listens to other processes, how often to re-read waited
+   * requests, so an answer written by another process sharing the database still wakes them.
+   * Default 1000 ms.
    */
   pollMs?: number;
+  /**
+   * The same re-read while the bus listens (a backstop for a wake-up lost between a write and its
+   * NOTIFY). Default 5000 ms.
+   */
+  backstopPollMs?: number;
   /**
    * Told about store failures nobody awaits (an expiry timer, the poller, arming at start); the
    * store carries on and the next read retries. Default: nowhere.

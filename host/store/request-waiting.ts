@@ -1,6 +1,7 @@
-// Waiting on a request in the shared RequestStore core (request-core.ts): in-process waiters, the
-// poller that re-reads waited requests so an answer written by another process sharing the
-// database still wakes them, and close.
+// Waiting on a request in the shared RequestStore core (request-core.ts): in-process waiters, what
+// wakes them when another process sharing the database settles their request (the wake-up bus's
+// `request` wake-ups, a re-read of every waited request when the bus resyncs, and the poller: every
+// pollMs without a listening bus, every backstopPollMs with one), and close.
 // Invariants: a waiter settles exactly once (its request settles, its signal aborts, or the store
 // closes with SHUTTING_DOWN) and leaves `waiters` and drops its abort listener when it does; a
 // waiter joins `waiters` before the request is read, so a settle landing while the read is in
@@ -11,25 +12,51 @@ import type { HostRequest } from '../requests/port.ts';
 import { getRequest } from './request-expiry.ts';
 import { type RequestCoreState, report, stopPolling, wake } from './request-state.ts';
 
+/** Re-reads one waited request and wakes its waiters when it settled (anywhere). */
+async function reread(state: RequestCoreState, id: string): Promise<void> {
+  if (!state.waiters.has(id)) return;
+  const current = await getRequest(state, id);
+  if (current !== undefined && current.state !== 'pending') wake(state, current);
+}
+
+/** Hears other processes' settles and resyncs on the bus (when there is one). Returns the unsubscribe. */
+export function listenForWakeUps(state: RequestCoreState): () => void {
+  const bus = state.options.wake;
+  if (bus === undefined) return () => undefined;
+  // A settle made here already woke its waiters (wake() emptied the set): nothing is read again.
+  const off = bus.subscribe('request', (id) => report(state, reread(state, id)));
+  const offResync = bus.onResync(() => {
+    for (const id of [...state.waiters.keys()]) report(state, reread(state, id));
+  });
+  return () => {
+    off();
+    offResync();
+  };
+}
+
 function startPolling(state: RequestCoreState): void {
   if (state.poller !== undefined) return;
+  const { options } = state;
+  const pollMs = options.pollMs ?? 1000;
+  const backstopMs = Math.max(pollMs, options.backstopPollMs ?? 5000);
   let busy = false; // a slow store: one round at a time
+  let last = Date.now();
   const poll = async () => {
-    for (const id of [...state.waiters.keys()]) {
-      const current = await getRequest(state, id);
-      if (current !== undefined && current.state !== 'pending') wake(state, current);
-    }
+    for (const id of [...state.waiters.keys()]) await reread(state, id);
   };
   state.poller = setInterval(() => {
     if (busy) return;
+    // With the bus listening, wake-ups do the work: the poll is only a backstop.
+    if (options.wake?.listening() === true && Date.now() - last < backstopMs) return;
     busy = true;
+    last = Date.now();
     report(
       state,
       poll().finally(() => {
         busy = false;
       }),
     );
-  }, state.options.pollMs ?? 1000).unref();
+  }, pollMs).unref();
 }
 
 export function waitFor(

@@ -15,6 +15,7 @@ import type { TeamBoardStore } from './team-board.ts';
 import type { TeamStore } from './teams.ts';
 import type { TenantStore } from './tenants.ts';
 import type { EventSearch } from './types.ts';
+import type { WakeBus } from './wake-port.ts';
 
 export interface Store {
   /** Which backend keeps the ports. */
@@ -51,6 +52,12 @@ export interface Store {
   leases?: LeaseStore;
   /** Call batches by idempotency key (POST /v1/agents/:id/calls with an Idempotency-Key). */
   callBatches: CallBatchStore;
+  /**
+   * Wake-ups for the rare events other processes on the same database must hear at once (request
+   * settles, mailbox posts, key revocations, agent deletions, configuration changes): in-process on
+   * libsql, LISTEN/NOTIFY on PostgreSQL (wake-port.ts).
+   */
+  wake: WakeBus;
   /** Flushes events, stops timers, closes the database. Idempotent. */
   close(): Promise<void>;
 }

@@ -74,7 +74,8 @@ export interface TeamStore {
   /**
    * Queues an item; MAILBOX_FULL when the recipient already holds `max` undelivered ones of its
    * room. Messages and followups share one room; reports count apart, per sender (a report's room
-   * is its sender's unread reports in this mailbox), so no message can crowd a report out.
+   * is its sender's unread reports in this mailbox), so no message can crowd a report out. A store
+   * with a wake-up bus announces the post on it (`mail`, the recipient's id).
    */
   post(item: NewMailItem, max: number): Promise<MailItem>;
   /** The recipient's undelivered items, oldest first. */

@@ -3,6 +3,7 @@
 // (agents.ts). Invariants: a mailbox keeps its order (ids increase); an item is delivered at most
 // once and a cancelled one never; a run is settled by the host request that runs it only while it
 // still names that request (a later wake-up or a report wins over a stale answer).
+// A post is announced on the store's wake-up bus (`mail`, the recipient's id) once it is stored.
 // The port's types are in teams-port.ts (re-exported here); the rows both backends share in teams-rows.ts.
 import { type Database, guarded, immediate } from './db.ts';
 import type { ChildRun, TeamStore } from './teams-port.ts';
@@ -16,13 +17,18 @@ import {
   runParams,
   storableText,
 } from './teams-rows.ts';
+import type { WakeBus } from './wake-port.ts';
 
 export type { ChildRun, ChildStatus, MailItem, MailKind, NewMailItem, TeamStore } from './teams-port.ts';
 
 /** Where a child's work stands, as its parent sees it. */
 
 /** The libsql TeamStore: each method runs its statements synchronously and resolves with the result. */
-export const createTeamStore = (db: Database, now: () => number = Date.now): TeamStore => {
+export const createTeamStore = (
+  db: Database,
+  now: () => number = Date.now,
+  wake?: Pick<WakeBus, 'publish'>,
+): TeamStore => {
   const putRun = db.prepare(
     `INSERT INTO child_runs (agent_id, tenant_id, parent_id, description, status, output, request_id, updated_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (agent_id) DO UPDATE SET description = excluded.description,
@@ -83,7 +89,7 @@ export const createTeamStore = (db: Database, now: () => number = Date.now): Tea
           ).changes > 0,
       ),
     async post(item, max) {
-      return guarded('queue a message', () =>
+      const posted = guarded('queue a message', () =>
         immediate(db, () => {
           const report = item.kind === 'report';
           const { n } = (
@@ -104,6 +110,8 @@ export const createTeamStore = (db: Database, now: () => number = Date.now): Tea
           return { ...item, id, createdAt };
         }),
       );
+      await wake?.publish('mail', item.agentId);
+      return posted;
     },
     undelivered: async (agentId) =>
       guarded('read a mailbox', () => (undelivered.all(agentId) as MailRow[]).map(mailOf)),

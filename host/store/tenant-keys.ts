@@ -6,10 +6,14 @@
 // Invariants (the cache): only keys that verified are remembered, by their SHA-256, for
 // `keyCacheMs`, at most KEY_CACHE_MAX of them (the oldest is forgotten first); forget() drops a
 // revoked key at once, and a check whose read overlapped a revocation is not remembered. Every candidate row is compared, so timing does not say which one matched.
+// Across processes (the wake-up bus, wake-port.ts): a revocation is published as a `key` wake-up
+// and every process's verifier forgets that key when it hears it (at once while the bus listens,
+// else within `keyCacheMs`); after the bus lost its connection every remembered key is forgotten.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { nanoid } from 'nanoid';
 import { SandboxError } from '../errors.ts';
 import type { ApiKeyInfo, Tenant } from './tenants-port.ts';
+import type { WakeBus } from './wake-port.ts';
 
 export const API_KEY_PREFIX = 'dsk_';
 /** Characters of a key kept in clear to find its candidate rows (every backend the same). */
@@ -84,9 +88,11 @@ export interface KeyVerifier {
    * on a backend whose reads are not synchronous).
    */
   revoked(keyId: string): void;
+  /** A revocation was stored: tells the other processes (the bus), so they forget it too. */
+  announce(keyId: string): Promise<void>;
 }
 
-export const createKeyVerifier = (now: () => number, keyCacheMs: number): KeyVerifier => {
+export const createKeyVerifier = (now: () => number, keyCacheMs: number, wake?: WakeBus): KeyVerifier => {
   /** sha256 hex → the key's tenant, its id (for forget) and until when it is trusted. */
   const verified = new Map<string, { tenant: Tenant; keyId: string; until: number }>();
   /** Bumped when a revocation ends: a check that read before it is not remembered. */
@@ -94,6 +100,17 @@ export const createKeyVerifier = (now: () => number, keyCacheMs: number): KeyVer
   const forget = (keyId: string): void => {
     for (const [hex, entry] of verified) if (entry.keyId === keyId) verified.delete(hex);
   };
+  const revoked = (keyId: string): void => {
+    revocations++;
+    forget(keyId);
+  };
+  // Revoked elsewhere: as a revocation here ended (a check reading meanwhile is not remembered).
+  // The subscriptions last as long as the store's bus (they hold no more than this verifier).
+  wake?.subscribe('key', revoked);
+  wake?.onResync(() => {
+    revocations++;
+    verified.clear();
+  });
   return {
     async verify(apiKey, read) {
       if (typeof apiKey !== 'string' || !KEY_SHAPE.test(apiKey)) return undefined;
@@ -125,9 +142,7 @@ export const createKeyVerifier = (now: () => number, keyCacheMs: number): KeyVer
       return tenant;
     },
     forget,
-    revoked(keyId) {
-      revocations++;
-      forget(keyId);
-    },
+    revoked,
+    announce: (keyId) => wake?.publish('key', keyId) ?? Promise.resolve(),
   };
 };

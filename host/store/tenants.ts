@@ -8,7 +8,8 @@
 // tenant). Verified keys are remembered by their SHA-256 for `keyCacheMs` (2 s), so a request costs
 // a hash and no read. Revocation: revokeKey() through this store forgets the key at once (this
 // process answers 401 from the next request); a key revoked by another process on the same
-// database stops working here within keyCacheMs. Only valid keys are remembered, at most
+// database stops working here at once when both hear the same wake-up bus (PostgreSQL, tenant-keys.ts),
+// else within keyCacheMs. Only valid keys are remembered, at most
 // KEY_CACHE_MAX of them. What both backends share (key shape, hashing, the cache, the errors)
 // lives in tenant-keys.ts; this module keeps the libsql statements.
 // The port's types are in tenants-port.ts (re-exported here).
@@ -24,6 +25,7 @@ import {
   noTenant,
 } from './tenant-keys.ts';
 import type { CreatedKey, Tenant, TenantStore } from './tenants-port.ts';
+import type { WakeBus } from './wake-port.ts';
 
 export { API_KEY_PREFIX, KEY_CACHE_MAX, KEY_SHAPE, PREFIX_LENGTH } from './tenant-keys.ts';
 export type { ApiKeyInfo, CreatedKey, Tenant, TenantStore } from './tenants-port.ts';
@@ -31,6 +33,8 @@ export type { ApiKeyInfo, CreatedKey, Tenant, TenantStore } from './tenants-port
 export interface TenantStoreOptions {
   /** How long a verified key is trusted without reading the database again. Default 2000; 0 reads every time. */
   keyCacheMs?: number;
+  /** Where revocations are announced to, and heard from, other processes (tenant-keys.ts). Default: none. */
+  wake?: WakeBus;
 }
 
 export const createTenantStore = (
@@ -39,7 +43,7 @@ export const createTenantStore = (
   options: TenantStoreOptions = {},
 ): TenantStore => {
   const keyCacheMs = options.keyCacheMs ?? 2000;
-  const verifier = createKeyVerifier(now, keyCacheMs);
+  const verifier = createKeyVerifier(now, keyCacheMs, options.wake);
   const insertTenant = db.prepare('INSERT INTO tenants (id, name, created_at) VALUES (?, ?, ?)');
   const insertKey = db.prepare(
     'INSERT INTO api_keys (id, tenant_id, hash, prefix, created_at) VALUES (?, ?, ?, ?, ?)',
@@ -96,7 +100,9 @@ export const createTenantStore = (
 
     async revokeKey(keyId) {
       verifier.forget(keyId);
-      return guarded('revoke api key', () => revoke.run(now(), keyId).changes > 0);
+      const revoked = guarded('revoke api key', () => revoke.run(now(), keyId).changes > 0);
+      if (revoked) await verifier.announce(keyId);
+      return revoked;
     },
   };
 };

@@ -10,8 +10,12 @@
 // reports have a room of their own (REPORTS_PER_SENDER unread), so a teammate that floods the lead
 // with messages cannot make another teammate's report disappear, and the reports a mailbox holds
 // are bounded by the recipient's children times that room.
+// Across processes sharing the store (replicas): the store announces a post as a `mail` wake-up with
+// the recipient's id (TeamStore.post, on the store's wake-up bus; PostgreSQL within the post's own
+// transaction), and every process wakes its own waits on that mailbox when it hears one; when the
+// bus resyncs (it may have missed some) every wait reads again.
 import { SandboxError } from '../errors.ts';
-import type { EventLog, MailItem, NewMailItem, TeamStore } from '../store/index.ts';
+import type { EventLog, MailItem, NewMailItem, TeamStore, WakeBus } from '../store/index.ts';
 import type { ChildLimits } from './limits.ts';
 
 /** Unread reports one sender may leave in one mailbox (apart from the mailbox's messages). */
@@ -41,6 +45,8 @@ export interface MailboxesOptions {
   teams: TeamStore;
   events: Pick<EventLog, 'append'>;
   limitsOf(tenantId: string): ChildLimits;
+  /** Where other processes' posts are heard (the store's bus; `teams` announces them). Default: this process only. */
+  wake?: Pick<WakeBus, 'subscribe' | 'onResync'>;
 }
 
 /** `run`, with the calls for one key run one after the other (each after the last settled). */
@@ -57,6 +63,27 @@ function queuedPerKey<T>(run: (key: string) => Promise<T>): (key: string) => Pro
   };
 }
 
+/**
+ * Wakes the waits on a mailbox another process posted to, and every wait after a resync; a post
+ * made here woke its waits already, and hearing it again only bumps `notices` (one more read at
+ * most). Returns the unsubscribe.
+ */
+function hearOtherProcesses(
+  wake: MailboxesOptions['wake'],
+  notify: (agentId: string) => void,
+  waited: () => string[],
+): () => void {
+  const offs = [
+    wake?.subscribe('mail', notify),
+    wake?.onResync(() => {
+      for (const agentId of waited()) notify(agentId);
+    }),
+  ];
+  return () => {
+    for (const off of offs) off?.();
+  };
+}
+
 export function createMailboxes(options: MailboxesOptions): Mailboxes {
   const { teams, events } = options;
   const waiters = new Map<string, Set<() => void>>();
@@ -70,6 +97,7 @@ export function createMailboxes(options: MailboxesOptions): Mailboxes {
     notices++;
     for (const wake of waiters.get(agentId) ?? []) wake();
   }
+  const unsubscribe = hearOtherProcesses(options.wake, notify, () => [...waiters.keys()]);
 
   async function post(item: NewMailItem, fromName?: string, how: { clip?: boolean } = {}): Promise<MailItem> {
     const limits = options.limitsOf(item.tenantId);
@@ -165,6 +193,7 @@ export function createMailboxes(options: MailboxesOptions): Mailboxes {
   }
 
   function close(): void {
+    unsubscribe();
     for (const end of [...closers]) end();
   }
 

@@ -33,9 +33,9 @@ export type {
 } from './service/types.ts';
 
 export function createTeamService(options: TeamServiceOptions): TeamService {
-  const { agents, events, requests, teams } = options.store;
+  const { agents, events, requests, teams, wake } = options.store;
   const limits = (tenantId: string) => childLimitsFor(options.limits, options.limitsOf, tenantId);
-  const mailboxes = createMailboxes({ teams, events, limitsOf: limits });
+  const mailboxes = createMailboxes({ teams, events, limitsOf: limits, ...(wake ? { wake } : {}) });
   const state: TeamState = {
     options,
     agents,

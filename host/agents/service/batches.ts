@@ -21,6 +21,8 @@ export interface Batches {
   interrupt(agentId: string, by: string): number;
   /** Whether a batch of the agent runs now. */
   busy(agentId: string): boolean;
+  /** The agents with a batch running now (deletion.ts re-checks them after missed wake-ups). */
+  agents(): string[];
   /** The agent's batches running now and when its last batch started or ended here (epoch ms). */
   activity(agentId: string): { batches: number; lastCallAt?: number };
   /** Aborts the agent's batches now; resolves when they settled or after `graceMs`. */
@@ -164,6 +166,7 @@ export function createBatches(options: BatchesOptions): Batches {
     call,
     interrupt,
     busy: (agentId) => perAgent.has(agentId),
+    agents: () => [...perAgent.keys()],
     activity(agentId) {
       const at = lastCall.get(agentId);
       return { batches: perAgent.get(agentId) ?? 0, ...(at === undefined ? {} : { lastCallAt: at }) };

@@ -6,10 +6,17 @@
 // sandbox is destroyed last. A removal
 // that failed (an engine error, a crash before it) leaves the sandbox id in the record for
 // reapDeleted(), run at start and again `reapRetryMs` after a failure.
+// Across processes sharing the store (replicas), with the store's wake-up bus: a deletion is
+// published as an `agent` wake-up once the store took the stamp, and every other process that
+// hears it stops what runs for that agent there (deletedElsewhere: its lookup entry forgotten, its
+// scope retired, its deletion listeners told, its batches aborted); the deleting process finishes
+// the rest (requests, plugins, sandbox). After a resync every remembered agent is forgotten (a
+// call of an agent deleted meanwhile is refused all the same: `gone` asks the store) and the
+// agents running batches here are read again: those deleted meanwhile are stopped as above.
 
 import type { RequestStore } from '../../requests/index.ts';
 import type { SandboxProvider } from '../../sandbox/types.ts';
-import type { AgentStore } from '../../store/index.ts';
+import type { AgentStore, WakeBus } from '../../store/index.ts';
 import type { Agent } from '../types.ts';
 import type { Batches } from './batches.ts';
 import type { LiveAgents } from './live.ts';
@@ -20,7 +27,13 @@ export interface Deletion {
   delete(tenantId: string, id: string): Promise<void>;
   reapDeleted(onError?: (agentId: string, error: unknown) => void): Promise<number>;
   onDeleted(agent: Agent, listener: () => void): () => void;
-  /** Cancels the pending retry of reapDeleted() (the service is closing). */
+  /**
+   * Stops what runs for an agent deleted by another process sharing the store (the `agent`
+   * wake-up calls it; exported for a caller that learns of a deletion another way). Idempotent;
+   * nothing when its delete runs here.
+   */
+  deletedElsewhere(id: string): void;
+  /** Cancels the pending retry of reapDeleted() and stops hearing other processes (the service is closing). */
   stopRetrying(): void;
 }
 
@@ -28,6 +41,10 @@ export interface DeletionOptions {
   agents: AgentStore;
   /** Forgets a remembered agent (records.ts AgentLookup) the moment it is marked deleted. */
   forget?: (id: string) => void;
+  /** Forgets every remembered agent (the wake-up bus resynced). */
+  forgetAll?: () => void;
+  /** Where deletions are announced to, and heard from, other processes (Store.wake). Default: none. */
+  wake?: Pick<WakeBus, 'publish' | 'subscribe' | 'onResync'>;
   requests: RequestStore;
   provider: SandboxProvider;
   marks: DeletionMarks;
@@ -66,6 +83,7 @@ export function createDeletion(options: DeletionOptions): Deletion {
     }
     if (!stamped) throw deletedError(id);
     try {
+      const told = options.wake?.publish('agent', id); // other processes stop its work (stopHere)
       options.live.retire(id);
       // Started here, awaited below: its store work must not hold back the abort, and its failure
       // (the team's run and mail of the agent) must not keep the sandbox.
@@ -73,7 +91,7 @@ export function createDeletion(options: DeletionOptions): Deletion {
       notify(id);
       const stopped = options.batches.abortAgent(id, options.graceMs);
       const cancelled = cancelRequests(agent.sessionId);
-      await Promise.all([stopped, ended, cancelled]);
+      await Promise.all([stopped, ended, cancelled, told]);
       await options.plugins?.removeAgent(agent);
       await cancelRequests(agent.sessionId); // made by a body between the abort and its end
       await options.sandboxes.release(id);
@@ -91,6 +109,9 @@ export function createDeletion(options: DeletionOptions): Deletion {
   async function cancelRequests(sessionId: string): Promise<void> {
     for (const request of await requests.list(sessionId, 'pending')) await requests.cancel(request.id);
   }
+
+  const deletedElsewhere = (id: string) => stopHere(options, notify, id);
+  const unsubscribe = hearOtherProcesses(options, deletedElsewhere);
 
   function notify(id: string): void {
     const set = listeners.get(id);
@@ -154,6 +175,42 @@ export function createDeletion(options: DeletionOptions): Deletion {
     delete: remove,
     reapDeleted,
     onDeleted,
-    stopRetrying: () => clearTimeout(retry),
+    deletedElsewhere,
+    stopRetrying() {
+      clearTimeout(retry);
+      unsubscribe();
+    },
+  };
+}
+
+/** An agent deleted by another process: what runs for it here stops (Deletion.deletedElsewhere). */
+function stopHere(options: DeletionOptions, notify: (id: string) => void, id: string): void {
+  options.forget?.(id);
+  if (options.marks.deleting.has(id)) return; // deleted here: remove() does all of it
+  options.live.retire(id);
+  notify(id);
+  // Settled within the grace or not, the batches were aborted; nothing awaits them here.
+  void options.batches.abortAgent(id, options.graceMs);
+}
+
+/**
+ * Hears other processes' deletions, and after a resync (deletions may have been missed) forgets
+ * every remembered agent and stops those of the agents running batches here that the store no
+ * longer has. Returns the unsubscribe.
+ */
+function hearOtherProcesses(options: DeletionOptions, deletedElsewhere: (id: string) => void): () => void {
+  const recheck = async (id: string) => {
+    if ((await options.agents.byId(id)) === undefined) deletedElsewhere(id);
+  };
+  const offs = [
+    options.wake?.subscribe('agent', deletedElsewhere),
+    options.wake?.onResync(() => {
+      options.forgetAll?.();
+      // A failed read leaves the batch running: its next call asks the store all the same.
+      for (const id of options.batches.agents()) recheck(id).catch(() => undefined);
+    }),
+  ];
+  return () => {
+    for (const off of offs) off?.();
   };
 }

@@ -70,6 +70,8 @@ export function deletionFor(state: AgentServiceState): Deletion {
   return createDeletion({
     agents: store.agents,
     forget: state.lookup.forget,
+    forgetAll: state.lookup.forgetAll,
+    ...(store.wake ? { wake: store.wake } : {}),
     requests: store.requests,
     provider: state.provider,
     marks: state.marks,
@@ -95,7 +97,13 @@ export function teamServiceFor(state: AgentServiceState): TeamService | undefine
   const { options, store, live, batches } = state;
   if (store.teams === undefined) return undefined;
   return createTeamService({
-    store: { agents: store.agents, events: store.events, requests: store.requests, teams: store.teams },
+    store: {
+      agents: store.agents,
+      events: store.events,
+      requests: store.requests,
+      teams: store.teams,
+      ...(store.wake ? { wake: store.wake } : {}),
+    },
     // A child asks for nothing but a teammate's team mode; create() narrows it to its parent.
     createChild: (parent, links) =>
       state.create(parent.tenantId, links.role === 'teammate' ? { teams: true } : {}, links),

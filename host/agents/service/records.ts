@@ -5,7 +5,8 @@
 // `gone` always asks the store, so no call of an agent deleted anywhere runs. The lookup answers from memory for AGENT_LOOKUP_MS after a read (an
 // Agent never changes: its config, preset, mode and links are fixed at creation); an agent
 // deleted in this process is forgotten at once, one deleted by another process sharing the
-// database reads as absent here within AGENT_LOOKUP_MS (as a revoked key does).
+// database too when this process hears its `agent` wake-up (deletion.ts), else within
+// AGENT_LOOKUP_MS (as a revoked key does); after the wake-up bus resynced, all are forgotten.
 import { SandboxError } from '../../errors.ts';
 import type { AgentRecord, AgentStore } from '../../store/index.ts';
 import type { Agent, AgentConfig, PresentationMode, Preset, RemoteToolSpec } from '../types.ts';
@@ -47,8 +48,10 @@ const AGENT_LOOKUP_MAX = 1024;
 export interface AgentLookup {
   /** getAgent, from memory when the agent was read in the last AGENT_LOOKUP_MS (else one store read). */
   get(tenantId: string, id: string): Promise<Agent>;
-  /** Forgets the agent (deleted here, or refused at creation): the next get reads the store. */
+  /** Forgets the agent (deleted here or elsewhere, or refused at creation): the next get reads the store. */
   forget(id: string): void;
+  /** Forgets every agent (wake-ups may have been missed). */
+  forgetAll(): void;
 }
 
 export function createAgentLookup(
@@ -80,6 +83,7 @@ export function createAgentLookup(
     forget: (id) => {
       known.delete(id);
     },
+    forgetAll: () => known.clear(),
   };
 }
 

@@ -1,6 +1,7 @@
 // The store on PostgreSQL (DSH_DB=postgres://…): openPgStore() opens a pool, brings the schema up
 // to date (pg/migrate.ts, under an advisory lock, so replicas starting together migrate once),
-// and wires every port's Postgres backend into the same Store the libsql backend makes.
+// and wires every port's Postgres backend into the same Store the libsql backend makes, with the
+// wake-up bus between replicas (pg/notify.ts: one LISTEN connection of its own, outside the pool).
 // Invariants: the same ports, rows, error codes and limits as libsql (each port's contract suite
 // runs on both); the event log keeps its shared core (seqs assigned in the process that owns the
 // session's family, group commit, byte budgets) over a backend that writes one batch per
@@ -21,6 +22,7 @@ import { createPgEventSearch } from './event-search.ts';
 import { pgInstanceIdOf } from './instance.ts';
 import { createPgLeaseStore } from './leases.ts';
 import { migratePg } from './migrate.ts';
+import { type PgWakeBus, startPgWakeBus } from './notify.ts';
 import { createPgPluginStore } from './plugins.ts';
 import { createPgRequestStore } from './requests.ts';
 import { createPgScheduleStore } from './schedules.ts';
@@ -60,8 +62,10 @@ export const openPgStore = async (options: OpenPgStoreOptions): Promise<Store> =
     ...(options.poolSize === undefined ? {} : { poolSize: options.poolSize }),
     ...(onError === undefined ? {} : { onError }),
   });
+  let wake: PgWakeBus | undefined;
   try {
     await migratePg(db);
+    wake = await startPgWakeBus(db, { ...(onError === undefined ? {} : { onError }) });
     const instanceId = await pgInstanceIdOf(db);
     const now = options.now ?? Date.now;
     const sealer = createSealer(options.secretsKey);
@@ -72,14 +76,14 @@ export const openPgStore = async (options: OpenPgStoreOptions): Promise<Store> =
       ...(options.logBudgetBytes === undefined ? {} : { budgetBytes: options.logBudgetBytes }),
       ...(options.fence === undefined ? {} : { fence: options.fence }),
     });
-    const requests = createPgRequestStore(db, { events, now, onError });
+    const requests = createPgRequestStore(db, { events, now, onError, wake });
     let closing: Promise<void> | undefined;
     return {
       backend: 'postgres',
       instanceId,
       events,
       requests,
-      tenants: createPgTenantStore(db, now),
+      tenants: createPgTenantStore(db, now, { wake }),
       agents: createPgAgentStore(db, now, sealer),
       plugins: createPgPluginStore(db, { now, limitsOf: options.pluginLimitsOf }),
       sessionState: createPgSessionStateStore(db, now),
@@ -88,7 +92,8 @@ export const openPgStore = async (options: OpenPgStoreOptions): Promise<Store> =
       skills: createPgSkillStore(db, now),
       egress: createPgEgressSettingsStore(db, now, sealer),
       teamBoards: createPgTeamBoardStore(db),
-      teams: createPgTeamStore(db, now),
+      teams: createPgTeamStore(db, now, wake),
+      wake,
       leases: createPgLeaseStore(db),
       callBatches: createPgCallBatchStore(db, now),
       close() {
@@ -97,6 +102,7 @@ export const openPgStore = async (options: OpenPgStoreOptions): Promise<Store> =
             requests.close();
             await events.close();
           } finally {
+            await wake?.close();
             await db.close();
           }
         })();
@@ -104,6 +110,7 @@ export const openPgStore = async (options: OpenPgStoreOptions): Promise<Store> =
       },
     };
   } catch (error) {
+    await wake?.close();
     await db.close();
     if (error instanceof SandboxError && error.code === 'STORE_FAILED')
       error.message = `${error.message} (database ${redactUrl(options.url)})`;

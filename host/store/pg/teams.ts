@@ -13,6 +13,8 @@
 // mailbox's ids in commit order: an identity value is drawn at INSERT, and without it a post that
 // drew a lower id could commit after a reader had delivered up to a higher one, and be marked
 // delivered unseen.
+// A post is announced (a `mail` wake-up with the recipient's id, pg/notify.ts) inside its own
+// transaction, so every replica hears it with the COMMIT and none of a post rolled back.
 import type { ChildRun, TeamStore } from '../teams-port.ts';
 import {
   checkMailboxRoom,
@@ -25,12 +27,17 @@ import {
   storableText,
 } from '../teams-rows.ts';
 import { type PgDatabase, pgGuarded } from './db.ts';
+import type { PgWakeBus } from './notify.ts';
 
 const MAIL = 'id, tenant_id, agent_id, from_id, kind, body, created_at, delivered_at';
 const RUN = 'agent_id, tenant_id, parent_id, description, status, output, request_id, updated_at';
 const UNREAD = 'agent_id = $1 AND delivered_at IS NULL AND cancelled_at IS NULL';
 
-export const createPgTeamStore = (db: PgDatabase, now: () => number = Date.now): TeamStore => ({
+export const createPgTeamStore = (
+  db: PgDatabase,
+  now: () => number = Date.now,
+  wake?: Pick<PgWakeBus, 'within' | 'here'>,
+): TeamStore => ({
   async putRun(run) {
     const stored: ChildRun = { ...run, updatedAt: now() };
     await pgGuarded('store a child run', () =>
@@ -74,8 +81,8 @@ export const createPgTeamStore = (db: PgDatabase, now: () => number = Date.now):
       return rowCount > 0;
     }),
 
-  post: (item, max) =>
-    pgGuarded('queue a message', () =>
+  post: async (item, max) => {
+    const posted = await pgGuarded('queue a message', () =>
       db.tx(async (tx) => {
         // The recipient's posts one at a time (see the header): the count below stays true until COMMIT.
         await tx.query("SELECT pg_advisory_xact_lock(hashtextextended('mailbox:' || $1, 0))", [item.agentId]);
@@ -97,9 +104,13 @@ export const createPgTeamStore = (db: PgDatabase, now: () => number = Date.now):
            VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
           [item.tenantId, item.agentId, item.fromId, item.kind, storableText(item.body), createdAt],
         );
+        await wake?.within(tx, 'mail', item.agentId); // other replicas hear it with the COMMIT
         return { ...item, id: inserted!.id, createdAt };
       }),
-    ),
+    );
+    wake?.here('mail', item.agentId);
+    return posted;
+  },
 
   undelivered: (agentId) =>
     pgGuarded('read a mailbox', async () =>

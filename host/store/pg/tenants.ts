@@ -5,7 +5,8 @@
 // remembered costs one read (the key joined with its tenant); a verified key is remembered by its
 // SHA-256 for `keyCacheMs` (2 s). Revocation through this store forgets the key at once, also
 // against a check whose read was in flight during it (it is not remembered); a key
-// revoked by another replica on the same database stops working here within keyCacheMs. Only
+// revoked by another replica on the same database stops working here at once (the `key` wake-up,
+// ../tenant-keys.ts), or within keyCacheMs while this replica's bus is not listening. Only
 // valid keys are remembered, at most KEY_CACHE_MAX of them. A tenant and its first key are made in
 // one transaction.
 // The key's shape, prefix and hash, the key cache and the errors are ../tenant-keys.ts's, shared
@@ -32,7 +33,7 @@ export const createPgTenantStore = (
   options: TenantStoreOptions = {},
 ): TenantStore => {
   const keyCacheMs = options.keyCacheMs ?? 2000;
-  const verifier = createKeyVerifier(now, keyCacheMs);
+  const verifier = createKeyVerifier(now, keyCacheMs, options.wake);
 
   const getTenant = (id: string): Promise<Tenant | undefined> =>
     pgGuarded('read tenant', () => db.one<Tenant>(`SELECT ${TENANT} FROM tenants WHERE id = $1`, [id]));
@@ -105,6 +106,7 @@ export const createPgTenantStore = (
             keyId,
           ]),
         );
+        if (rowCount > 0) await verifier.announce(keyId);
         return rowCount > 0;
       } finally {
         // A check that read the key while the UPDATE ran may have remembered it since.

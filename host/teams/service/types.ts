@@ -10,6 +10,7 @@ import type {
   EventLog,
   MailKind,
   TeamStore,
+  WakeBus,
 } from '../../store/index.ts';
 import type { TeamDirectory } from '../directory.ts';
 import type { ChildLimits } from '../limits.ts';
@@ -70,6 +71,8 @@ export interface TeamServiceOptions {
     events: EventLog;
     requests: RequestStore;
     teams: TeamStore;
+    /** Wakes mailbox waits in other processes sharing the store (Store.wake). Default: none. */
+    wake?: WakeBus;
   };
   /** Makes the child agent (its record, its tools loaded) as AgentService.create does. */
   createChild(parent: Agent, links: AgentLinks): Promise<Agent>;

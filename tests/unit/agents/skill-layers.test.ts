@@ -1,6 +1,7 @@
 // The tenant layer of `skill` over an asynchronous catalog (host/agents/skill-layers.ts): the
 // first listing of a tenant is read once, and no describe or step resolves before it is in its
-// layer; a change re-reads it, and a slower older read never replaces a newer one.
+// layer; a change re-reads it, and a slower older read never replaces a newer one; a change made in
+// another process (reload) re-reads it without telling the clients again.
 import { describe, expect, it } from 'vitest';
 import { createRegistryRuntime } from '../../../host/agents/runtime.ts';
 import { createSkillLayers } from '../../../host/agents/skill-layers.ts';
@@ -68,5 +69,18 @@ describe('skill layers over an async catalog', () => {
     const description = await skillDescription();
     expect(description).toContain('- new-skill: after the change');
     expect(description).not.toContain('old-skill');
+  });
+
+  it('reloads a listing changed in another process, and reads nothing for a tenant never loaded', async () => {
+    const { catalog, layers, skillDescription } = setup();
+    catalog.reads[0]?.answer([{ name: 'debugging', description: 'Find the cause' }]);
+    expect(await skillDescription()).toContain('- debugging');
+    await layers.reload('t_elsewhere');
+    expect(catalog.reads).toHaveLength(1);
+    const reloaded = layers.reload('t1');
+    await until(() => catalog.reads.length === 2);
+    catalog.reads[1]?.answer([{ name: 'profiling', description: 'Find the slow part' }]);
+    await reloaded;
+    expect(await skillDescription()).toContain('- profiling: Find the slow part');
   });
 });

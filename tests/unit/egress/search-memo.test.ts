@@ -1,10 +1,12 @@
 // Whether a tenant has a search provider is asked for every call batch (is web_search offered?), so
 // the settings remember the answer for a moment (settings.ts hasSearch): a put through this service
-// is seen at once, a change written by another process sharing the store within SEARCH_MEMO_MS.
+// is seen at once, a change written by another process sharing the store at once when both hear
+// the store's wake-up bus, else within SEARCH_MEMO_MS.
 import { describe, expect, it } from 'vitest';
 import { createEgressSettings, SEARCH_MEMO_MS } from '../../../host/egress/settings.ts';
 import type { JsonValue } from '../../../host/json.ts';
 import type { EgressSettingsStore } from '../../../host/store/egress.ts';
+import { createLocalWakeBus } from '../../../host/store/wake-port.ts';
 
 const memoryStore = () => {
   const docs = new Map<string, JsonValue>();
@@ -48,5 +50,16 @@ describe('egress settings: hasSearch', () => {
     now += SEARCH_MEMO_MS;
     expect(await settings.hasSearch('t')).toBe(true);
     expect(await settings.hasSearch('other')).toBe(false);
+  });
+
+  it("sees another process's change at once when both hear the wake-up bus", async () => {
+    const { store } = memoryStore();
+    const wake = createLocalWakeBus(); // stands in for the database's: each process hears the other
+    const frozen = () => 0; // the memo never expires by itself
+    const here = createEgressSettings({ store, maxBudget, now: frozen, wake });
+    const there = createEgressSettings({ store, maxBudget, now: frozen, wake });
+    expect(await here.hasSearch('t')).toBe(false);
+    await there.put('t', { allow: [], search });
+    expect(await here.hasSearch('t')).toBe(true);
   });
 });
