@@ -567,14 +567,14 @@ export const MIGRATIONS: readonly Migration[] = [
         CREATE TABLE replicas (
           id text PRIMARY KEY,
           url text NOT NULL,
-          started_at timestamptz NOT NULL,
-          heartbeat_at timestamptz NOT NULL
+          started_at bigint NOT NULL,
+          heartbeat_at bigint NOT NULL
         );
         CREATE TABLE family_leases (
           family_id text PRIMARY KEY,
           replica_id text NOT NULL,
           epoch bigint NOT NULL,
-          expires_at timestamptz NOT NULL
+          expires_at bigint NOT NULL
         );
         CREATE INDEX family_leases_replica ON family_leases(replica_id);
       `,

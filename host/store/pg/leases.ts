@@ -23,15 +23,18 @@ const toLease = (r: LeaseRow): FamilyLease => ({
   expired: r.expired,
 });
 
-const LEASE = `SELECT l.family_id, l.replica_id, l.epoch, r.url, l.expires_at <= clock_timestamp() AS expired
+/** The database's clock in milliseconds since the epoch (every lease time is one of these). */
+const NOW_MS = '(extract(epoch from clock_timestamp()) * 1000)::bigint';
+
+const LEASE = `SELECT l.family_id, l.replica_id, l.epoch, r.url, l.expires_at <= ${NOW_MS} AS expired
   FROM family_leases l LEFT JOIN replicas r ON r.id = l.replica_id WHERE l.family_id = $1`;
 
 export const createPgLeaseStore = (db: PgDatabase): LeaseStore => ({
   register: (replica: ReplicaInfo) =>
     pgGuarded('register the replica', async () => {
       await db.query(
-        `INSERT INTO replicas (id, url, started_at, heartbeat_at) VALUES ($1, $2, clock_timestamp(), clock_timestamp())
-         ON CONFLICT (id) DO UPDATE SET url = excluded.url, heartbeat_at = clock_timestamp()`,
+        `INSERT INTO replicas (id, url, started_at, heartbeat_at) VALUES ($1, $2, ${NOW_MS}, ${NOW_MS})
+         ON CONFLICT (id) DO UPDATE SET url = excluded.url, heartbeat_at = ${NOW_MS}`,
         [replica.id, replica.url],
       );
     }),
@@ -40,7 +43,7 @@ export const createPgLeaseStore = (db: PgDatabase): LeaseStore => ({
     pgGuarded('retire the replica', async () => {
       await db.tx(async (q) => {
         await q.query(
-          `UPDATE family_leases SET expires_at = clock_timestamp() - interval '1 millisecond'
+          `UPDATE family_leases SET expires_at = ${NOW_MS} - 1
            WHERE replica_id = $1`,
           [replicaId],
         );
@@ -52,13 +55,13 @@ export const createPgLeaseStore = (db: PgDatabase): LeaseStore => ({
     pgGuarded('take a family lease', async (): Promise<Acquired> => {
       const taken = await db.one<{ epoch: string | number }>(
         `INSERT INTO family_leases AS l (family_id, replica_id, epoch, expires_at)
-         VALUES ($1, $2, 1, clock_timestamp() + $3 * interval '1 millisecond')
+         VALUES ($1, $2, 1, ${NOW_MS} + $3)
          ON CONFLICT (family_id) DO UPDATE SET
-           epoch = CASE WHEN l.replica_id = excluded.replica_id AND l.expires_at > clock_timestamp()
+           epoch = CASE WHEN l.replica_id = excluded.replica_id AND l.expires_at > ${NOW_MS}
                         THEN l.epoch ELSE l.epoch + 1 END,
            replica_id = excluded.replica_id,
            expires_at = excluded.expires_at
-         WHERE l.replica_id = excluded.replica_id OR l.expires_at <= clock_timestamp()
+         WHERE l.replica_id = excluded.replica_id OR l.expires_at <= ${NOW_MS}
          RETURNING l.epoch`,
         [familyId, replicaId, ttlMs],
       );
@@ -76,9 +79,9 @@ export const createPgLeaseStore = (db: PgDatabase): LeaseStore => ({
   renew: (replicaId, ttlMs) =>
     pgGuarded('renew the family leases', async (): Promise<HeldFamily[]> => {
       const rows = await db.many<{ family_id: string; epoch: string | number }>(
-        `WITH beat AS (UPDATE replicas SET heartbeat_at = clock_timestamp() WHERE id = $1)
-         UPDATE family_leases SET expires_at = clock_timestamp() + $2 * interval '1 millisecond'
-         WHERE replica_id = $1 AND expires_at > clock_timestamp()
+        `WITH beat AS (UPDATE replicas SET heartbeat_at = ${NOW_MS} WHERE id = $1)
+         UPDATE family_leases SET expires_at = ${NOW_MS} + $2
+         WHERE replica_id = $1 AND expires_at > ${NOW_MS}
          RETURNING family_id, epoch`,
         [replicaId, ttlMs],
       );
@@ -88,8 +91,8 @@ export const createPgLeaseStore = (db: PgDatabase): LeaseStore => ({
   release: (familyId, replicaId) =>
     pgGuarded('release a family lease', async () => {
       const { rowCount } = await db.query(
-        `UPDATE family_leases SET expires_at = clock_timestamp() - interval '1 millisecond'
-         WHERE family_id = $1 AND replica_id = $2 AND expires_at > clock_timestamp()`,
+        `UPDATE family_leases SET expires_at = ${NOW_MS} - 1
+         WHERE family_id = $1 AND replica_id = $2 AND expires_at > ${NOW_MS}`,
         [familyId, replicaId],
       );
       return rowCount > 0;
@@ -115,7 +118,7 @@ export const heldFamilies = async (
 ): Promise<Set<string>> => {
   const rows = await q.many<{ family_id: string }>(
     `SELECT family_id FROM family_leases
-     WHERE replica_id = $1 AND expires_at > clock_timestamp()
+     WHERE replica_id = $1 AND expires_at > ${NOW_MS}
        AND (family_id, epoch) IN (SELECT * FROM unnest($2::text[], $3::bigint[]))
      ORDER BY family_id FOR SHARE`,
     [replicaId, tokens.map((t) => t.familyId), tokens.map((t) => t.epoch)],
