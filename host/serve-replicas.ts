@@ -79,12 +79,23 @@ export const ownershipOf = (
 export const replicaDeps = (
   ownership: Ownership,
   identity: ReplicaIdentity,
-  secretsKey: Buffer,
-  proxies: readonly string[],
+  store: Store,
+  settings: { secretsKey: Buffer; proxies: readonly string[]; leaseMs: number },
 ): ReplicaDeps => {
-  const key = replicaKey(secretsKey);
+  const key = replicaKey(settings.secretsKey);
+  const proxies = settings.proxies;
+  const leases = store.leases;
   return {
     key,
+    // Keyed batches are claimed under the lease holder; one whose holder renewed within a lease still runs.
+    ...(leases === undefined
+      ? {}
+      : {
+          holder: {
+            id: identity.holder,
+            alive: (holder: string) => leases.alive(holder, settings.leaseMs),
+          },
+        }),
     route: (c, { forwarded, agentId }) =>
       agentId === undefined ? LOCAL : ownership.route(c.get('tenant').id, agentId, { forwarded }),
     forwarder: createForwarder({

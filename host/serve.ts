@@ -177,7 +177,13 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
     fair,
     ...(ownership === undefined || secretsKey === undefined
       ? {}
-      : { replicas: replicaDeps(ownership, identity, secretsKey, config.trustedProxies) }),
+      : {
+          replicas: replicaDeps(ownership, identity, store, {
+            secretsKey,
+            proxies: config.trustedProxies,
+            leaseMs: config.replicaLeaseMs,
+          }),
+        }),
   });
   // Terminal WebSockets (/v1/agents/:id/terminals/:tid) upgrade through this ws server.
   const wss = createWebSocketServer();

@@ -66,7 +66,13 @@ export function mountV1Routes(app: Hono<ApiEnv>, state: AppState): void {
     callRoutes(
       deps.agents,
       limits.callTimeoutMs,
-      deps.store.callBatches && { batches: deps.store.callBatches, events: deps.store.events },
+      deps.store.callBatches && {
+        batches: deps.store.callBatches,
+        events: deps.store.events,
+        ...(deps.replicas?.holder === undefined
+          ? {}
+          : { bootId: deps.replicas.holder.id, holderAlive: deps.replicas.holder.alive }),
+      },
     ),
   );
   app.route('/', eventRoutes(deps.agents, deps.store.events, lifecycle, limits.eventPageBytes));

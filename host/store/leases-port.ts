@@ -51,6 +51,8 @@ export interface LeaseStore {
   renew(replicaId: string, ttlMs: number): Promise<HeldFamily[]>;
   /** Ends one family's lease now (a clean hand-off); false when the replica did not hold it. */
   release(familyId: string, replicaId: string): Promise<boolean>;
+  /** Whether the replica is registered and renewed within the last `withinMs` (it still runs). */
+  alive(replicaId: string, withinMs: number): Promise<boolean>;
   /** The family's lease, undefined when it has none. */
   lease(familyId: string): Promise<FamilyLease | undefined>;
 }

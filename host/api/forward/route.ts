@@ -141,6 +141,11 @@ export interface ReplicaDeps {
   route?: RouteOf;
   /** How requests are forwarded (createForwarder); needed with `route`. */
   forwarder?: Forwarder;
+  /**
+   * Who this process is among the replicas (what its keyed batches are claimed under), and whether
+   * another holder still runs: a retry of a batch a live replica runs waits for it (api/idempotency.ts).
+   */
+  holder?: { id: string; alive(holder: string): Promise<boolean> };
 }
 
 /** The routing middleware for the app's slot; undefined (no slot) without a route. */

@@ -98,6 +98,15 @@ export const createPgLeaseStore = (db: PgDatabase): LeaseStore => ({
       return rowCount > 0;
     }),
 
+  alive: (replicaId, withinMs) =>
+    pgGuarded('read a replica', async () => {
+      const row = await db.one(
+        `SELECT 1 AS x FROM replicas WHERE id = $1 AND heartbeat_at > ${NOW_MS} - $2`,
+        [replicaId, withinMs],
+      );
+      return row !== undefined;
+    }),
+
   lease: (familyId) =>
     pgGuarded('read a family lease', async () => {
       const row = await db.one<LeaseRow>(LEASE, [familyId]);
