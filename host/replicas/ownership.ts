@@ -23,7 +23,10 @@ export const LEASE_RENEW_MS = 3_000;
 /** How long a forward target is remembered before the lease is read again. */
 const TARGET_MS = 1_000;
 
-export type Route = { kind: 'local' } | { kind: 'forward'; url: string; replicaId: string };
+/** Where a request goes; a forward's signal aborts once its owner is found gone (see watch()). */
+export type Route =
+  | { kind: 'local' }
+  | { kind: 'forward'; url: string; replicaId: string; signal?: AbortSignal };
 
 /** A family this replica has just taken: its tenant and live agents (their sessions). */
 export interface Takeover {
@@ -74,6 +77,8 @@ interface OwnershipState {
   takenAt: Map<string, number>;
   /** Forward targets, remembered briefly. */
   targets: Map<string, { route: Route; until: number }>;
+  /** Families forwarded to another owner: aborted when a renewal tick finds that owner gone. */
+  watched: Map<string, { replicaId: string; controller: AbortController }>;
   takeoverHooks: ((takeover: Takeover) => Promise<void>)[];
   /** Each held family's tenant (what the lost hooks are told). */
   tenantOf: Map<string, string>;
@@ -126,7 +131,12 @@ async function take(
       'The replica running this agent is not reachable; retry once its lease has expired.',
       { data: { retryAfterMs: 1000 } },
     );
-  const route: Route = { kind: 'forward', url: lease.url, replicaId: lease.replicaId };
+  const route: Route = {
+    kind: 'forward',
+    url: lease.url,
+    replicaId: lease.replicaId,
+    signal: watch(s, familyId, lease.replicaId),
+  };
   s.targets.set(familyId, { route, until: performance.now() + TARGET_MS });
   return route;
 }
@@ -160,6 +170,41 @@ async function routeFamily(
   return route;
 }
 
+/** Most families watched at once; past it the oldest watch is dropped (not aborted). */
+const WATCHED = 10_000;
+
+/** The signal of requests forwarded to the family's owner `replicaId` (one per family and owner). */
+function watch(s: OwnershipState, familyId: string, replicaId: string): AbortSignal {
+  const known = s.watched.get(familyId);
+  if (known?.replicaId === replicaId) return known.controller.signal;
+  known?.controller.abort();
+  if (s.watched.size >= WATCHED) {
+    const oldest = s.watched.keys().next().value;
+    if (oldest !== undefined) s.watched.delete(oldest);
+  }
+  const controller = new AbortController();
+  s.watched.set(familyId, { replicaId, controller });
+  return controller.signal;
+}
+
+/**
+ * One read of the watched families' leases: a family whose owner's lease ran out (or moved on)
+ * aborts what was forwarded to that owner, so a request does not hang on a replica that stopped.
+ */
+async function checkWatched(s: OwnershipState): Promise<void> {
+  if (s.watched.size === 0) return;
+  const leases = new Map((await s.o.leases.leases([...s.watched.keys()])).map((l) => [l.familyId, l]));
+  for (const [familyId, watched] of s.watched) {
+    const lease = leases.get(familyId);
+    if (lease !== undefined && !lease.expired && lease.replicaId === watched.replicaId) continue;
+    s.watched.delete(familyId);
+    s.targets.delete(familyId);
+    watched.controller.abort(
+      new SandboxError('OWNER_UNREACHABLE', `The replica ${watched.replicaId} that ran this agent is gone.`),
+    );
+  }
+}
+
 async function renew(s: OwnershipState): Promise<void> {
   const { o } = s;
   const sentAt = performance.now();
@@ -171,6 +216,7 @@ async function renew(s: OwnershipState): Promise<void> {
       if ((s.takenAt.get(familyId) ?? 0) > sentAt) continue; // taken after the query was sent
       if (kept.get(familyId) !== o.fence.tokenOfFamily(familyId)?.epoch) o.fence.lost([familyId]);
     }
+    await checkWatched(s);
   } catch (error) {
     o.onError?.(error);
     // No renewal for a whole lease: whatever the database says, the others may have taken them.
@@ -186,6 +232,7 @@ export function createOwnership(o: OwnershipOptions): Ownership {
     taking: new Map(),
     takenAt: new Map(),
     targets: new Map(),
+    watched: new Map(),
     takeoverHooks: [],
     tenantOf: new Map(),
     lastRenewed: performance.now(),
@@ -246,6 +293,8 @@ export function createOwnership(o: OwnershipOptions): Ownership {
       if (s.closed) return;
       s.closed = true;
       clearInterval(s.timer);
+      for (const { controller } of s.watched.values()) controller.abort();
+      s.watched.clear();
       await o.leases.retire(o.replicaId);
     },
   };

@@ -55,4 +55,6 @@ export interface LeaseStore {
   alive(replicaId: string, withinMs: number): Promise<boolean>;
   /** The family's lease, undefined when it has none. */
   lease(familyId: string): Promise<FamilyLease | undefined>;
+  /** The leases of these families (those that have one), in one read. */
+  leases(familyIds: readonly string[]): Promise<FamilyLease[]>;
 }

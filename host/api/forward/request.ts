@@ -19,6 +19,12 @@ import { FORWARD_HEADERS, forwardHeaders, signedTarget } from './sign.ts';
 export interface ForwardTarget {
   url: string;
   replicaId: string;
+  /**
+   * Aborted when the owner is found gone (its lease ran out while the request was forwarded): the
+   * request, or its streaming answer, ends at once as OWNER_UNREACHABLE instead of hanging on an
+   * owner that was paused or cut off, and the client's retry reaches the family's next owner.
+   */
+  signal?: AbortSignal;
 }
 
 /** This replica, as it signs what it forwards. */
@@ -137,7 +143,7 @@ export function forwardRequest(
         path,
         headers,
         agent: options.agent,
-        signal: raw.signal,
+        signal: target.signal === undefined ? raw.signal : AbortSignal.any([raw.signal, target.signal]),
       });
       watchConnect(upstream, connectTimeoutMs);
       upstream.once('response', (res: IncomingMessage) => {

@@ -19,7 +19,7 @@ export type Route =
   /** This replica owns the agent (or the request concerns no agent): the routes answer it. */
   | { kind: 'local' }
   /** Replica `replicaId`, reachable at `url` (its DSH_REPLICA_URL), owns it: forward it there. */
-  | { kind: 'forward'; url: string; replicaId: string };
+  | { kind: 'forward'; url: string; replicaId: string; signal?: AbortSignal };
 
 /** What the route function is told beside the request's context (its tenant is set). */
 export interface RouteRequest {
@@ -120,7 +120,11 @@ export const forwardByRoute = (options: ForwardByRouteOptions): MiddlewareHandle
         'The replica this request was forwarded to no longer owns the agent; retry in a moment.',
         { data: { retryAfterS: 1 } },
       );
-    const target = { url: decided.url, replicaId: decided.replicaId };
+    const target = {
+      url: decided.url,
+      replicaId: decided.replicaId,
+      ...(decided.signal === undefined ? {} : { signal: decided.signal }),
+    };
     if (!isWebSocketUpgrade(c)) return forwarder.request(c, target);
     if (!forwarder.upgrade(c, target))
       throw new SandboxError(

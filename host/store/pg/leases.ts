@@ -107,6 +107,17 @@ export const createPgLeaseStore = (db: PgDatabase): LeaseStore => ({
       return row !== undefined;
     }),
 
+  leases: (familyIds) =>
+    pgGuarded('read family leases', async () =>
+      (
+        await db.many<LeaseRow>(
+          `SELECT l.family_id, l.replica_id, l.epoch, r.url, l.expires_at <= ${NOW_MS} AS expired
+           FROM family_leases l LEFT JOIN replicas r ON r.id = l.replica_id WHERE l.family_id = ANY($1)`,
+          [familyIds],
+        )
+      ).map(toLease),
+    ),
+
   lease: (familyId) =>
     pgGuarded('read a family lease', async () => {
       const row = await db.one<LeaseRow>(LEASE, [familyId]);

@@ -112,6 +112,8 @@ export async function startCluster(ids: readonly string[], leaseMs: number): Pro
           ...headers,
         },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        // A request must not hang a test on a replica that was stopped: it fails, and is retried.
+        signal: AbortSignal.timeout(60_000),
       });
       const text = await res.text();
       let json: Loose = {};

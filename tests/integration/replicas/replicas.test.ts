@@ -78,17 +78,20 @@ suite(`replicas on one PostgreSQL database${missing === undefined ? '' : ` [skip
     expectWholeLog(log);
   });
 
-  it('loses no call when the owner is killed in the middle of a batch, and a retry with its key runs nothing twice', async () => {
+  it('loses no call when the owner is killed in the middle of a batch, and a retry with its key runs nothing twice', {
+    timeout: 180_000,
+  }, async () => {
     const agent = (await cluster.request(a, 'POST', '/v1/agents', {})).json;
     // A runs the family (its first call went there).
     await cluster.request(a, 'POST', `/v1/agents/${agent.id}/calls`, { calls: [bash('start', 'true')] });
-    const calls = Array.from({ length: 200 }, (_, i) => bash(`c${i}`, `echo c${i} >> /workspace/ran.txt`));
-    const key = 'batch-200';
+    // A full batch (64 calls, the most one may hold).
+    const calls = Array.from({ length: 64 }, (_, i) => bash(`c${i}`, `echo c${i} >> /workspace/ran.txt`));
+    const key = 'batch-64';
     const batch = cluster
       .request(b, 'POST', `/v1/agents/${agent.id}/calls`, { calls }, { 'Idempotency-Key': key })
       .catch((error: unknown) => error);
     await until(
-      async () => (await events(a, agent.id)).filter((e) => e.type === 'tool.result').length >= 20,
+      async () => (await events(a, agent.id)).filter((e) => e.type === 'tool.result').length >= 10,
       { what: 'the batch under way on A', timeoutMs: 60_000 },
     );
     a.child.kill('SIGKILL');
@@ -112,9 +115,9 @@ suite(`replicas on one PostgreSQL database${missing === undefined ? '' : ` [skip
       { what: 'B answering the retried batch', timeoutMs: 60_000, intervalMs: 250 },
     );
     const results = retried.json.results as Loose[];
-    expect(results).toHaveLength(200);
+    expect(results).toHaveLength(64);
     const ok = results.filter((r) => r.ok).length;
-    expect(ok).toBeGreaterThanOrEqual(20);
+    expect(ok).toBeGreaterThanOrEqual(9);
     for (const r of results.filter((x) => !x.ok)) expect(r.error.code).toBe('INTERRUPTED');
 
     const log = await events(b, agent.id);
@@ -126,11 +129,13 @@ suite(`replicas on one PostgreSQL database${missing === undefined ? '' : ` [skip
     const [dupes, lines] = String(ran.json.results[0].content[0].text).trim().split(/\s+/).map(Number);
     expect(dupes).toBe(0);
     expect(lines).toBeGreaterThanOrEqual(ok);
-    expect(lines).toBeLessThanOrEqual(200);
+    expect(lines).toBeLessThanOrEqual(64);
     a = await cluster.start('replica-a');
   });
 
-  it('an owner stopped past its lease and then resumed writes nothing more to the family', async () => {
+  it('an owner stopped past its lease and then resumed writes nothing more to the family', {
+    timeout: 180_000,
+  }, async () => {
     const agent = (await cluster.request(a, 'POST', '/v1/agents', {})).json;
     await cluster.request(a, 'POST', `/v1/agents/${agent.id}/calls`, { calls: [bash('start', 'true')] });
     const stream = await fetch(`${a.url}/v1/agents/${agent.id}/events`, {
