@@ -38,7 +38,7 @@ export const parseReplicaUrl = (raw: string): string => {
   )
     throw new SandboxError(
       'CONFIG_INVALID',
-      `DSH_REPLICA_URL must be an http(s) base URL like http://10.0.0.5:7070 (no path), got "${raw.slice(0, 200)}"`,
+      `DSH_REPLICA_URL must be an http(s) base URL like http://replica-a.internal:7070 (no path), got "${raw.slice(0, 200)}"`,
     );
   return parsed.origin;
 };

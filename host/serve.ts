@@ -96,38 +96,40 @@ const storeTrouble = (log: (line: string) => void): ((error: unknown) => void) =
   };
 };
 
+/**
+ * The store the service runs on (DSH_DB, or the one given), its secrets key (resolved first: the
+ * replicas' forward signature derives from it), this process's replica identity, and, on a store
+ * that keeps replicas, the ownership of agent families (serve-replicas.ts).
+ */
+const openServiceStore = async (config: Config, given: Store | undefined, log: (line: string) => void) => {
+  const identity = replicaIdentity(config);
+  const trouble = storeTrouble(log);
+  if (given !== undefined) return { identity, secretsKey: undefined, ownership: undefined, store: given };
+  const secretsKey = storeSecretsKey({
+    database: config.database,
+    dataDir: config.dataDir,
+    secretsKey: config.secretsKey,
+    log,
+  });
+  const opened = await connectStore({
+    database: config.database,
+    dataDir: config.dataDir,
+    poolSize: config.databasePool,
+    logBudgetBytes: config.tenantLogBytes,
+    ...(secretsKey === undefined ? {} : { secretsKey }),
+    log,
+    onError: trouble,
+    fence: identity.fence,
+  });
+  // On PostgreSQL this process is one replica of many: agent families are owned.
+  return { identity, secretsKey, ...ownershipOf(opened, identity, config.replicaLeaseMs, trouble) };
+};
+
 export const startServer = async (config: Config, options: StartOptions = {}): Promise<Running> => {
   const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
   if (!options.sandboxes) sandboxImageOf(config); // refused before anything is made
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
-  const identity = replicaIdentity(config);
-  const trouble = storeTrouble(log);
-  const secretsKey =
-    options.store === undefined
-      ? storeSecretsKey({
-          database: config.database,
-          dataDir: config.dataDir,
-          secretsKey: config.secretsKey,
-          log,
-        })
-      : undefined;
-  const opened =
-    options.store ??
-    (await connectStore({
-      database: config.database,
-      dataDir: config.dataDir,
-      poolSize: config.databasePool,
-      logBudgetBytes: config.tenantLogBytes,
-      ...(secretsKey === undefined ? {} : { secretsKey }),
-      log,
-      onError: trouble,
-      fence: identity.fence,
-    }));
-  // On PostgreSQL this process is one replica of many: agent families are owned (serve-replicas.ts).
-  const { ownership, store } =
-    options.store === undefined
-      ? ownershipOf(opened, identity, config.replicaLeaseMs, trouble)
-      : { ownership: undefined, store: opened };
+  const { identity, secretsKey, ownership, store } = await openServiceStore(config, options.store, log);
   await ensureDefaultTenant(store, config, log);
   // Calls a crash left running end INTERRUPTED before anything runs or is served (tools/interrupted.ts).
   // With replicas, only the families a replica takes over, when it takes them (serve-replicas.ts).

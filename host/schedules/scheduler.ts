@@ -152,10 +152,14 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     if (mine !== arming || closed) return;
     clearTimeout(timer);
     timer = undefined;
-    if (next === undefined) return;
+    if (next === undefined && options.mayFire === undefined) return;
     timer = setTimeout(
       () => void wake(),
-      Math.min(MAX_TIMER_MS, Math.max(0, next - now(), notBefore - now())),
+      // With replicas, schedules made on another replica are not announced here: look every RETRY_MS.
+      Math.min(
+        options.mayFire === undefined ? MAX_TIMER_MS : RETRY_MS,
+        Math.max(0, (next ?? Number.POSITIVE_INFINITY) - now(), notBefore - now()),
+      ),
     );
     // The HTTP server keeps the process up; a scheduler alone must not.
     timer.unref();

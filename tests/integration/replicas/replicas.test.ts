@@ -180,4 +180,69 @@ suite(`replicas on one PostgreSQL database${missing === undefined ? '' : ` [skip
       ['after', true],
     ]);
   });
+  it('an approval answered through B wakes the call waiting on A, and a delete through B stops its work on A', {
+    timeout: 120_000,
+  }, async () => {
+    const asking = (await cluster.request(a, 'POST', '/v1/agents', { policy: { ask: ['bash'] } })).json;
+    const waiting = cluster.request(a, 'POST', `/v1/agents/${asking.id}/calls`, {
+      calls: [bash('asked', 'echo approved')],
+    });
+    const pending = await until(
+      async () =>
+        (await cluster.request(b, 'GET', `/v1/agents/${asking.id}/requests?state=pending`)).json
+          .requests?.[0],
+      { what: 'the approval, seen through B' },
+    );
+    expect(pending).toMatchObject({ kind: 'approval', callId: 'asked' });
+    expect(
+      (await cluster.request(b, 'POST', `/v1/agents/${asking.id}/requests/${pending.id}`, { allow: true }))
+        .status,
+    ).toBe(200);
+    expect(JSON.stringify((await waiting).json.results[0].content)).toContain('approved');
+
+    const doomed = (await cluster.request(a, 'POST', '/v1/agents', {})).json;
+    const sleeping = cluster.request(a, 'POST', `/v1/agents/${doomed.id}/calls`, {
+      calls: [bash('nap', 'sleep 60')],
+    });
+    await until(
+      async () => (await events(a, doomed.id)).some((e) => e.type === 'tool.call' && e.callId === 'nap'),
+      {
+        what: 'the sleep under way on A',
+      },
+    );
+    expect((await cluster.request(b, 'DELETE', `/v1/agents/${doomed.id}`)).status).toBe(204);
+    const [ended] = (await sleeping).json.results as Loose[];
+    expect(ended.ok).toBe(false);
+    expect(ended.durationMs).toBeLessThan(50_000); // stopped, not slept through
+  });
+
+  it('a schedule due while its owner is dead fires once, on the replica that took the family over', {
+    timeout: 180_000,
+  }, async () => {
+    const agent = (await cluster.request(a, 'POST', '/v1/agents', {})).json;
+    const made = await cluster.request(a, 'POST', `/v1/agents/${agent.id}/calls`, {
+      calls: [{ id: 'remind', name: 'schedule_create', arguments: { prompt: 'wake up', after_seconds: 3 } }],
+    });
+    expect(made.json.results[0]).toMatchObject({ ok: true });
+    a.child.kill('SIGKILL');
+    await exited(a.child);
+    const fired = async () =>
+      (await cluster.request(b, 'GET', `/v1/agents/${agent.id}/events?limit=5000`)).json.events?.filter(
+        (e: Loose) => e.type === 'schedule.fired',
+      ) ?? [];
+    await until(async () => (await fired()).length > 0, {
+      what: 'the schedule fired by B',
+      timeoutMs: 90_000,
+      intervalMs: 500,
+    });
+    // Another look after B's scheduler has looked again (every 5 s): still once.
+    await new Promise((resolve) => setTimeout(resolve, 6000));
+    expect(await fired()).toHaveLength(1);
+    expect(
+      (await cluster.request(b, 'GET', `/v1/agents/${agent.id}/requests?state=pending`)).json.requests.filter(
+        (r: Loose) => r.kind === 'reminder',
+      ),
+    ).toHaveLength(1);
+    a = await cluster.start('replica-a');
+  });
 });

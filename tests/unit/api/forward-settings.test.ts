@@ -7,13 +7,19 @@ import { newReplicaId, REPLICA_ID, replicaUrlOf } from '../../../host/replica.ts
 
 describe('replica settings', () => {
   it('takes DSH_REPLICA_URL as the origin it names, and refuses anything else at start', () => {
-    expect(loadConfig({}, { DSH_REPLICA_URL: 'http://10.0.0.5:7070/' }, '/srv').replicaUrl).toBe(
-      'http://10.0.0.5:7070',
+    expect(loadConfig({}, { DSH_REPLICA_URL: 'http://replica-a.internal:7070/' }, '/srv').replicaUrl).toBe(
+      'http://replica-a.internal:7070',
     );
     expect(loadConfig({}, { DSH_REPLICA_URL: 'https://a.internal' }, '/srv').replicaUrl).toBe(
       'https://a.internal',
     );
-    for (const bad of ['10.0.0.5:7070', 'ftp://a', 'http://a/prefix', 'http://a?x=1', 'http://u:p@a'])
+    for (const bad of [
+      'replica-a.internal:7070',
+      'ftp://a',
+      'http://a/prefix',
+      'http://a?x=1',
+      'http://u:p@a',
+    ])
       expect(() => loadConfig({}, { DSH_REPLICA_URL: bad }, '/srv'), bad).toThrow(
         expect.objectContaining({ code: 'CONFIG_INVALID' }),
       );
