@@ -118,9 +118,10 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
     async release(tenantId, agentIds) {
       await Promise.all(
         agentIds.map(async (id) => {
+          // Aborted first, so its calls end OWNER_FENCED rather than DENIED by the retired scope.
+          batches.abortMoved(id);
           live.retire(id);
           lookup.forget(id);
-          await batches.abortAgent(id, 0);
           await sandboxes.release(id);
           await state.plugins?.releaseAgent(tenantId, id);
         }),

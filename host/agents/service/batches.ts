@@ -14,6 +14,7 @@ import { type DeletionMarks, deletedError } from './records.ts';
 
 const SHUTDOWN = 'SHUTTING_DOWN';
 const DELETED = 'AGENT_DELETED';
+const MOVED = 'FAMILY_MOVED';
 
 export interface Batches {
   call(agent: Agent, calls: ToolCall[], options: CallOptions): Promise<ToolResult[]>;
@@ -27,6 +28,8 @@ export interface Batches {
   activity(agentId: string): { batches: number; lastCallAt?: number };
   /** Aborts the agent's batches now; resolves when they settled or after `graceMs`. */
   abortAgent(agentId: string, graceMs: number): Promise<void>;
+  /** Replicas: aborts the agent's batches now, its family being run by another replica (OWNER_FENCED). */
+  abortMoved(agentId: string): number;
   /** Lets every batch finish for `graceMs`, then aborts the rest and resolves when all settled. */
   drain(graceMs: number): Promise<void>;
   size(): number;
@@ -60,6 +63,12 @@ function abortedAs(result: ToolResult, code: ErrorCode, message: string): ToolRe
   const aborted = result.error?.code;
   if (aborted !== 'ABORTED' && aborted !== 'ABORTED_BEFORE_DISPATCH') return result;
   return { ...result, content: [{ type: 'text', text: `Error: ${message}` }], error: { code, message } };
+}
+
+function movedResult(result: ToolResult): ToolResult {
+  const message =
+    'Another replica runs this agent now; the call was stopped here and its result is not in the log. Retry the batch with the same Idempotency-Key.';
+  return abortedAs(result, 'OWNER_FENCED', message);
 }
 
 function shutdownResult(result: ToolResult): ToolResult {
@@ -128,6 +137,7 @@ export function createBatches(options: BatchesOptions): Batches {
       let results = await work;
       if (controller.signal.reason === SHUTDOWN) results = results.map(shutdownResult);
       if (controller.signal.reason === DELETED) results = results.map(deletedResult);
+      if (controller.signal.reason === MOVED) results = results.map(movedResult);
       const reason: unknown = controller.signal.reason;
       if (reason instanceof Interrupted) results = results.map((r) => interruptedResult(r, reason.by));
       for (const result of results) options.observe?.(result, state.remote.has(result.name));
@@ -147,6 +157,12 @@ export function createBatches(options: BatchesOptions): Batches {
     for (const batch of batches) batch.controller.abort(DELETED);
     lastCall.delete(agentId); // the agent is deleted
     return settledWithin(Promise.all(batches.map((b) => b.done)), graceMs);
+  }
+
+  function abortMoved(agentId: string): number {
+    const batches = [...running].filter((b) => b.agentId === agentId && !b.controller.signal.aborted);
+    for (const batch of batches) batch.controller.abort(MOVED);
+    return batches.length;
   }
 
   function interrupt(agentId: string, by: string): number {
@@ -172,6 +188,7 @@ export function createBatches(options: BatchesOptions): Batches {
       return { batches: perAgent.get(agentId) ?? 0, ...(at === undefined ? {} : { lastCallAt: at }) };
     },
     abortAgent,
+    abortMoved,
     drain,
     size: () => running.size,
   };
