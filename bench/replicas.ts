@@ -14,6 +14,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { ensureSandboxImage } from '../scripts/setup/image.ts';
 import { findPostgresBin } from '../scripts/setup/postgres.ts';
 import { postgresUrl, startPostgresCluster } from '../tests/helpers/postgres-cluster.ts';
 
@@ -26,6 +27,8 @@ if (bin === undefined)
   throw new Error('no PostgreSQL binaries: run `npm run setup` (installs postgresql-15)');
 for (const name of Object.keys(process.env)) if (name.startsWith('PG')) delete process.env[name];
 const cluster = startPostgresCluster(bin);
+// The sandbox image of this checkout (built once if missing): `serve` refuses to start without one.
+const { tag: image } = await ensureSandboxImage();
 const dirs: string[] = [];
 const children: ChildProcess[] = [];
 let databases = 0;
@@ -71,9 +74,14 @@ const startReplica = async (
       DSH_SECRETS_KEY: secretsKey,
       DSH_REPLICA_ID: id,
       DSH_REPLICA_LEASE_MS: String(leaseMs),
+      DSH_SANDBOX_IMAGE: image,
     },
   });
   children.push(child);
+  let err = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    err += chunk.toString();
+  });
   const url = await new Promise<string>((resolve, reject) => {
     let out = '';
     child.stdout?.on('data', (chunk: Buffer) => {
@@ -81,7 +89,7 @@ const startReplica = async (
       const m = /listening on (http:\/\/\S+)/.exec(out);
       if (m) resolve(m[1] as string);
     });
-    child.once('exit', (code) => reject(new Error(`replica ${id} exited (${code}):\n${out}`)));
+    child.once('exit', (code) => reject(new Error(`replica ${id} exited (${code}):\n${out}\n${err}`)));
   });
   return { child, url, dataDir };
 };
