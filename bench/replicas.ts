@@ -182,7 +182,8 @@ const failover = async (leaseMs: number) => {
 try {
   console.log(`load before: ${load()} (1, 5, 15 min); ${CLIENTS} clients, ${SECONDS} s per run`);
   const runs = [];
-  for (const n of [1, 2, 3]) runs.push(await throughput(n));
+  // One replica again at the end: how far the machine's load drifted during the run.
+  for (const n of [1, 2, 3, 1]) runs.push(await throughput(n));
   const base = runs[0]!.perSecond;
   for (const r of runs)
     console.log(
