@@ -4,10 +4,12 @@
 // families (host/replicas) with what taking one over and losing one do to the service. The embedded
 // libsql store has no replicas port: nothing here runs, and this process owns every agent.
 import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { AgentService } from './agents/service.ts';
 import { createForwarder, type ReplicaDeps } from './api/forward/route.ts';
 import { replicaKey } from './api/forward/sign.ts';
-import { newReplicaId } from './replica.ts';
+import { newReplicaId, REPLICA_ID } from './replica.ts';
 import { createFence, type ReplicaFence } from './replicas/fence.ts';
 import { createOwnership, type Ownership } from './replicas/ownership.ts';
 import type { Store } from './store/store.ts';
@@ -27,9 +29,32 @@ export interface ReplicaIdentity {
   fence: ReplicaFence;
 }
 
-/** This process's replica id (DSH_REPLICA_ID, else a fresh one), its lease holder and its event fence. */
-export const replicaIdentity = (config: { replicaId?: string | undefined }): ReplicaIdentity => {
-  const replicaId = config.replicaId ?? newReplicaId();
+/** Where a replica's id is kept when DSH_REPLICA_ID does not give one. */
+export const REPLICA_ID_FILE = 'replica-id';
+
+/**
+ * The replica id of this data directory: made once (the host name and a random part) and kept in
+ * `<data dir>/replica-id`, so a replica that restarts (a crash, an upgrade) is the same replica and
+ * takes back the families it held at once instead of waiting for their leases to run out.
+ */
+const dataDirReplicaId = (dataDir: string): string => {
+  const file = join(dataDir, REPLICA_ID_FILE);
+  if (existsSync(file)) {
+    const kept = readFileSync(file, 'utf8').trim();
+    if (REPLICA_ID.test(kept)) return kept;
+  }
+  const made = newReplicaId();
+  writeFileSync(file, `${made}\n`, { mode: 0o600 });
+  return made;
+};
+
+/** This process's replica id (DSH_REPLICA_ID, else its data directory's), its lease holder and its event fence. */
+export const replicaIdentity = (
+  config: { replicaId?: string | undefined; dataDir: string },
+  /** False where no replicas run (the embedded store): nothing is written to the data directory. */
+  replicas: boolean,
+): ReplicaIdentity => {
+  const replicaId = config.replicaId ?? (replicas ? dataDirReplicaId(config.dataDir) : newReplicaId());
   const holder = `${replicaId}:${randomBytes(4).toString('hex')}`;
   return { replicaId, holder, fence: createFence(holder) };
 };
@@ -48,6 +73,7 @@ export const ownershipOf = (
   if (store.leases === undefined) return { ownership: undefined, store };
   const ownership = createOwnership({
     replicaId: identity.holder,
+    replicaOf: identity.replicaId,
     leases: store.leases,
     agents: store.agents,
     events: store.events,

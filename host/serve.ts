@@ -29,6 +29,7 @@ import { ownershipOf, replicaDeps, replicaIdentity, wireOwnership } from './serv
 import { defaultProvider, sandboxImageOf, startEgress } from './serve-sandboxes.ts';
 import { connectStore, storeSecretsKey } from './store/connect.ts';
 import type { Store } from './store/index.ts';
+import { isPostgresUrl } from './store/pg/url.ts';
 import { repairInterruptedCalls, repairLine } from './tools/interrupted.ts';
 
 export const VERSION = '0.1.0';
@@ -102,7 +103,7 @@ const storeTrouble = (log: (line: string) => void): ((error: unknown) => void) =
  * that keeps replicas, the ownership of agent families (serve-replicas.ts).
  */
 const openServiceStore = async (config: Config, given: Store | undefined, log: (line: string) => void) => {
-  const identity = replicaIdentity(config);
+  const identity = replicaIdentity(config, given === undefined && isPostgresUrl(config.database));
   const trouble = storeTrouble(log);
   if (given !== undefined) return { identity, secretsKey: undefined, ownership: undefined, store: given };
   const secretsKey = storeSecretsKey({

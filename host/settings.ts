@@ -338,9 +338,9 @@ export const SETTINGS = {
   replicaId: {
     env: 'DSH_REPLICA_ID',
     section: 'service',
-    shown: 'the host name and a random part, new each start',
+    shown: 'made once per data directory (`<data dir>/replica-id`: the host name and a random part)',
     help: "this replica's name among the replicas on this store (letters, digits, . _ : -; at most 64)",
-    doc: "this replica's name among the replicas sharing this store: it signs the requests it forwards and names it in logs (letters, digits, `.`, `_`, `:`, `-`; at most 64). Unset, a new one each start (the host name and a random part), so a restarted replica is a new one",
+    doc: "this replica's name among the replicas sharing this store: it signs the requests it forwards and names it in logs (letters, digits, `.`, `_`, `:`, `-`; at most 64). Unset, the one made for its data directory the first time (the host name and a random part, kept in `<data dir>/replica-id`). Two running replicas must never share one: a replica that starts under an id takes the families of any earlier process under that id at once (it counts it as its own previous life, crashed or replaced)",
     parse: (raw: string): string | undefined => parseReplicaId(raw),
     fallback: (): string | undefined => undefined,
     adopt: (value: string | undefined): string | undefined =>

@@ -37,7 +37,10 @@ export interface Takeover {
 }
 
 export interface OwnershipOptions {
+  /** The lease holder: the replica id and a part new at every start (`<id>:<start>`). */
   replicaId: string;
+  /** The replica id alone: earlier holders of it are retired at start (LeaseStore.register). */
+  replicaOf?: string;
   leases: LeaseStore;
   agents: AgentStore;
   events: ClosableEventLog;
@@ -284,7 +287,7 @@ export function createOwnership(o: OwnershipOptions): Ownership {
     },
     held: () => o.fence.held(),
     async start(url) {
-      await o.leases.register({ id: o.replicaId, url });
+      await o.leases.register({ id: o.replicaId, url }, o.replicaOf);
       s.lastRenewed = performance.now();
       s.timer = setInterval(() => void renew(s), o.renewMs ?? LEASE_RENEW_MS);
       s.timer.unref();

@@ -35,8 +35,12 @@ export interface HeldFamily {
 }
 
 export interface LeaseStore {
-  /** Registers (or refreshes) this replica; the others find its URL here. */
-  register(replica: ReplicaInfo): Promise<void>;
+  /**
+   * Registers (or refreshes) this replica; the others find its URL here. Every earlier holder of the
+   * same replica id (`<id>:<start>`: a previous process of this replica, which has crashed or been
+   * replaced) is retired first, so its families can be taken back at once.
+   */
+  register(replica: ReplicaInfo, replicaId?: string): Promise<void>;
   /** Removes this replica's row and ends its leases at once, so the others take its families without waiting. */
   retire(replicaId: string): Promise<void>;
   /**

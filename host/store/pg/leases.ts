@@ -30,8 +30,22 @@ const LEASE = `SELECT l.family_id, l.replica_id, l.epoch, r.url, l.expires_at <=
   FROM family_leases l LEFT JOIN replicas r ON r.id = l.replica_id WHERE l.family_id = $1`;
 
 export const createPgLeaseStore = (db: PgDatabase): LeaseStore => ({
-  register: (replica: ReplicaInfo) =>
+  register: (replica: ReplicaInfo, replicaId?: string) =>
     pgGuarded('register the replica', async () => {
+      if (replicaId !== undefined) {
+        // Earlier processes of this replica: `<replicaId>:<start>` holders other than this one.
+        const earlier = `left(replica_id, length($1) + 1) = $1 || ':' AND replica_id <> $2`;
+        await db.tx(async (q) => {
+          await q.query(`UPDATE family_leases SET expires_at = ${NOW_MS} - 1 WHERE ${earlier}`, [
+            replicaId,
+            replica.id,
+          ]);
+          await q.query(`DELETE FROM replicas WHERE left(id, length($1) + 1) = $1 || ':' AND id <> $2`, [
+            replicaId,
+            replica.id,
+          ]);
+        });
+      }
       await db.query(
         `INSERT INTO replicas (id, url, started_at, heartbeat_at) VALUES ($1, $2, ${NOW_MS}, ${NOW_MS})
          ON CONFLICT (id) DO UPDATE SET url = excluded.url, heartbeat_at = ${NOW_MS}`,

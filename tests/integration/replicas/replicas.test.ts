@@ -4,7 +4,7 @@
 // nothing (another replica takes the family over once its lease ran out, every logged call has
 // exactly one result, the seqs have no gap, and a retry with the same Idempotency-Key runs no call
 // twice); and an owner stopped past its lease and then resumed writes nothing more.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { postgresMissing } from '../../helpers/postgres.ts';
 import { until } from '../../helpers/until.ts';
 import type { Loose } from '../../unit/api/harness.ts';
@@ -29,6 +29,11 @@ suite(`replicas on one PostgreSQL database${missing === undefined ? '' : ` [skip
   afterAll(async () => {
     await cluster?.close();
   });
+  // A test that killed A and failed before starting it again must not fail the next ones.
+  beforeEach(async () => {
+    if (a !== undefined && (a.child.exitCode !== null || a.child.signalCode !== null))
+      a = await cluster.start('replica-a');
+  }, 120_000);
 
   const bash = (id: string, command: string) => ({
     id,
@@ -91,7 +96,9 @@ suite(`replicas on one PostgreSQL database${missing === undefined ? '' : ` [skip
       .request(b, 'POST', `/v1/agents/${agent.id}/calls`, { calls }, { 'Idempotency-Key': key })
       .catch((error: unknown) => error);
     await until(
-      async () => (await events(a, agent.id)).filter((e) => e.type === 'tool.result').length >= 10,
+      async () =>
+        (await events(a, agent.id)).filter((e) => e.type === 'tool.result' && e.callId !== 'start').length >=
+        10,
       { what: 'the batch under way on A', timeoutMs: 60_000 },
     );
     a.child.kill('SIGKILL');
@@ -117,11 +124,18 @@ suite(`replicas on one PostgreSQL database${missing === undefined ? '' : ` [skip
     const results = retried.json.results as Loose[];
     expect(results).toHaveLength(64);
     const ok = results.filter((r) => r.ok).length;
-    expect(ok).toBeGreaterThanOrEqual(9);
+    // Some ran to a durable result before the kill (a list also shows events still queued, which
+    // the kill may lose: those calls end INTERRUPTED like the ones that never ran).
+    expect(ok).toBeGreaterThanOrEqual(1);
     for (const r of results.filter((x) => !x.ok)) expect(r.error.code).toBe('INTERRUPTED');
 
     const log = await events(b, agent.id);
     expectWholeLog(log);
+    // The retry's answer is the log's: each call's logged result, ok or INTERRUPTED.
+    const logged = new Map(
+      log.filter((e) => e.type === 'tool.result').map((e) => [e.callId as string, e.data.ok as boolean]),
+    );
+    expect(results.map((r) => [r.id, r.ok])).toEqual(results.map((r) => [r.id, logged.get(r.id) ?? false]));
     // No call ran twice: each line at most once in the file the calls appended to.
     const ran = await cluster.request(b, 'POST', `/v1/agents/${agent.id}/calls`, {
       calls: [bash('count', 'sort /workspace/ran.txt | uniq -d | wc -l; wc -l < /workspace/ran.txt')],
