@@ -33,6 +33,13 @@ const dirs: string[] = [];
 const children: ChildProcess[] = [];
 let databases = 0;
 
+/** CPU time (user + system, ms) a process has used, from /proc (Linux). */
+const cpuMsOf = (pid: number | undefined): number => {
+  if (pid === undefined) return 0;
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // clock ticks of 10 ms
+};
+
 const load = () =>
   loadavg()
     .map((x) => x.toFixed(2))
@@ -132,8 +139,11 @@ const stop = async (running: Running[]) => {
   }
 };
 
-/** Calls per second with N replicas, clients going round the replicas. */
-const throughput = async (n: number) => {
+/**
+ * Calls per second with N replicas, clients going round the replicas; `direct`: each client sends
+ * every batch to its agent's owner (nothing forwarded: what replicas cost without forwarding).
+ */
+const throughput = async (n: number, direct = false) => {
   const { replicas, key } = await startCluster(n, 15_000);
   const agents: string[] = [];
   for (let i = 0; i < CLIENTS; i++) {
@@ -146,18 +156,27 @@ const throughput = async (n: number) => {
   let failed = 0;
   const until = performance.now() + SECONDS * 1000;
   const cpu = process.cpuUsage();
+  const replicaCpu = replicas.map((r) => cpuMsOf(r.child.pid));
   await Promise.all(
     agents.map(async (id, i) => {
       for (let k = 0; performance.now() < until; k++) {
-        const via = replicas[(i + k) % n]!;
+        const via = replicas[direct ? i % n : (i + k) % n]!;
         if ((await call(via.url, key, id, k)) === 200) done++;
         else failed++;
       }
     }),
   );
   const clientCpuMs = (process.cpuUsage(cpu).user + process.cpuUsage(cpu).system) / 1000;
+  const usedMs = replicas.reduce((sum, r, i) => sum + cpuMsOf(r.child.pid) - (replicaCpu[i] ?? 0), 0);
   await stop(replicas);
-  return { n, perSecond: done / SECONDS, failed, clientCpuMs };
+  return {
+    n,
+    direct,
+    perSecond: done / SECONDS,
+    failed,
+    clientCpuMs,
+    replicaCpuMsPerBatch: usedMs / Math.max(1, done),
+  };
 };
 
 /** From kill -9 of an agent's owner until the agent answers through another replica. */
@@ -183,12 +202,14 @@ try {
   console.log(`load before: ${load()} (1, 5, 15 min); ${CLIENTS} clients, ${SECONDS} s per run`);
   const runs = [];
   // One replica again at the end: how far the machine's load drifted during the run.
-  for (const n of [1, 2, 3, 1]) runs.push(await throughput(n));
+  for (const [n, direct] of [[1], [2, true], [2], [3, true], [3], [1]] as [number, boolean?][])
+    runs.push(await throughput(n, direct));
   const base = runs[0]!.perSecond;
   for (const r of runs)
     console.log(
       `${r.n} replica(s): ${r.perSecond.toFixed(0)} one-call batches/s (${(r.perSecond / base).toFixed(2)}x of one), ${r.failed} failed; ` +
-        `about ${(((r.n - 1) / r.n) * 100).toFixed(0)}% forwarded`,
+        `${r.direct ? 'none' : `about ${(((r.n - 1) / r.n) * 100).toFixed(0)}%`} forwarded; the replicas' CPU per batch ${r.replicaCpuMsPerBatch.toFixed(2)} ms ` +
+        `(${(r.replicaCpuMsPerBatch / runs[0]!.replicaCpuMsPerBatch).toFixed(2)}x of one)`,
     );
   for (const leaseMs of [3000, 15_000]) {
     const f = await failover(leaseMs);
