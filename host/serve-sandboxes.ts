@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { rootCertificates } from 'node:tls';
 import { agentEgressRules } from './agents/web.ts';
 import type { Config } from './config.ts';
-import { createEgress, type Egress } from './egress/index.ts';
+import { createEgress, createSharedBudgets, type Egress } from './egress/index.ts';
 import { createAuthorities } from './egress/intercept/authority.ts';
 import { createSandboxEgress, type SandboxEgress } from './egress/proxy/index.ts';
 import { SandboxError } from './errors.ts';
@@ -125,6 +125,10 @@ export function startEgress(
     ...(config.egressCaFile === undefined ? {} : { ca: upstreamCas(config.egressCaFile) }),
     ...(config.searxngUrl === undefined ? {} : { searxngUrl: config.searxngUrl }),
     web: { maxBytes: config.webFetchMaxBytes, timeoutMs: config.webFetchTimeoutMs },
+    // On PostgreSQL the budgets hold for the tenant across replicas (central counters, leased).
+    ...(store.egressUsage === undefined
+      ? {}
+      : { budgets: createSharedBudgets({ usage: store.egressUsage, liveWithinMs: config.replicaLeaseMs }) }),
   });
   if (config.egressTestHosts.length > 0)
     log(

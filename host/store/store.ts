@@ -4,6 +4,7 @@
 import type { AgentStore } from './agents-port.ts';
 import type { CallBatchStore } from './call-batches-port.ts';
 import type { EgressSettingsStore } from './egress.ts';
+import type { EgressUsageStore } from './egress-usage-port.ts';
 import type { ClosableEventLog } from './event-log-port.ts';
 import type { LeaseStore } from './leases-port.ts';
 import type { PluginStore } from './plugins-core.ts';
@@ -50,6 +51,12 @@ export interface Store {
    * PostgreSQL keeps it; the embedded libsql store serves one process, which owns every family.
    */
   leases?: LeaseStore;
+  /**
+   * The tenants' egress bytes counted centrally, leased in chunks by each replica, and the live
+   * replicas (a connection limit's share). Only PostgreSQL keeps it; on libsql the one process's
+   * own counter is the tenant's whole count.
+   */
+  egressUsage?: EgressUsageStore;
   /** Call batches by idempotency key (POST /v1/agents/:id/calls with an Idempotency-Key). */
   callBatches: CallBatchStore;
   /**

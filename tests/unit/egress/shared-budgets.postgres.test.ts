@@ -1,0 +1,152 @@
+// Per-tenant egress budgets across replicas (host/egress/budget-shared.ts over
+// host/store/pg/egress-usage.ts), on the run's private PostgreSQL cluster: two replicas are two
+// stores (two pools) on one database, as two processes would be. What a tenant's operator relies
+// on: under one hourly budget X, both replicas together move at most X plus one chunk each, and
+// each refuses the tenant (EGRESS_BUDGET_EXCEEDED) once it is used up, whichever replica the
+// traffic went through; the connections open at once hold across both (a share each); another
+// tenant's budget is its own.
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { type Budgets, createSharedBudgets, type EgressBudget } from '../../../host/egress/index.ts';
+import { openPgStore } from '../../../host/store/pg/index.ts';
+import type { Store } from '../../../host/store/store.ts';
+import { createDatabase, describePostgres, type TestDatabase } from '../../helpers/postgres.ts';
+
+const KEY = Buffer.alloc(32, 7);
+const CHUNK = 4_096;
+
+describePostgres('egress budgets across replicas on one PostgreSQL database', () => {
+  let database: TestDatabase;
+  const stores: Store[] = [];
+
+  const replica = async (id: string): Promise<Budgets> => {
+    const store = await openPgStore({ url: database.url, secretsKey: KEY, eventBatchWindowMs: 0 });
+    stores.push(store);
+    await store.leases?.register({ id, url: `http://127.0.0.1:1/${id}` });
+    return createSharedBudgets({ usage: store.egressUsage!, liveWithinMs: 60_000, minChunk: CHUNK });
+  };
+
+  beforeEach(async () => {
+    database = await createDatabase();
+  });
+  afterEach(async () => {
+    for (const s of stores.splice(0)) await s.close().catch(() => undefined);
+    await database.drop();
+  });
+
+  /** Sends `size`-byte pieces through `budgets` until it refuses; the bytes it let through. */
+  const spendAll = async (budgets: Budgets, tenant: string, budget: EgressBudget, size: number) => {
+    let moved = 0;
+    for (;;) {
+      let lease: Awaited<ReturnType<Budgets['open']>>;
+      try {
+        lease = await budgets.open(tenant, budget);
+      } catch (error) {
+        expect(error).toMatchObject({ code: 'EGRESS_BUDGET_EXCEEDED', data: { reason: 'bytes' } });
+        return moved;
+      }
+      try {
+        // Half the bytes leave (taken before they are sent), half arrive (charged as they come).
+        if (!(await lease.take(size))) return moved;
+        moved += size;
+        if (!lease.charge(size)) return moved + size;
+        moved += size;
+      } finally {
+        lease.close();
+      }
+    }
+  };
+
+  it('holds one budget for the tenant across both: at most X plus one chunk each, then refused on both', async () => {
+    const a = await replica('a');
+    const b = await replica('b');
+    const budget = { connections: 8, bytesPerHour: 100_000 };
+    const [movedA, movedB] = await Promise.all([
+      spendAll(a, 't1', budget, 1_000),
+      spendAll(b, 't1', budget, 1_000),
+    ]);
+    expect(movedA + movedB).toBeLessThanOrEqual(budget.bytesPerHour + 2 * CHUNK);
+    // Neither stopped early by more than the chunk the other may hold unspent.
+    expect(movedA + movedB).toBeGreaterThanOrEqual(budget.bytesPerHour - 2 * CHUNK);
+    expect(movedA).toBeGreaterThan(0);
+    expect(movedB).toBeGreaterThan(0);
+    // Used up on both: what is left of the hour, less than a piece, takes no piece on either
+    // replica, and once those last bytes are spent a new connection is refused.
+    for (const r of [a, b]) {
+      const last = await Promise.resolve()
+        .then(() => r.open('t1', budget))
+        .catch(() => undefined);
+      if (last !== undefined) {
+        expect(await last.take(1_000)).toBe(false);
+        last.charge(1_000);
+        last.close();
+      }
+      await expect(Promise.resolve().then(() => r.open('t1', budget))).rejects.toMatchObject({
+        code: 'EGRESS_BUDGET_EXCEEDED',
+      });
+    }
+    // Another tenant's budget is its own.
+    const other = await a.open('t2', budget);
+    expect(await other.take(1_000)).toBe(true);
+    other.close();
+  });
+
+  it('a replica that leased first does not starve the other: what is left goes to whoever asks', async () => {
+    const a = await replica('a');
+    const b = await replica('b');
+    const budget = { connections: 8, bytesPerHour: 20_000 };
+    const movedA = await spendAll(a, 't1', budget, 500);
+    expect(movedA).toBeGreaterThanOrEqual(budget.bytesPerHour - CHUNK);
+    const movedB = await spendAll(b, 't1', budget, 500);
+    expect(movedA + movedB).toBeLessThanOrEqual(budget.bytesPerHour + 2 * CHUNK);
+  });
+
+  it('a take bigger than the chunk in hand asks the counter and is refused whole when it does not fit', async () => {
+    const a = await replica('a');
+    const budget = { connections: 8, bytesPerHour: 50_000 };
+    const lease = await a.open('t1', budget);
+    expect(await lease.take(30_000)).toBe(true);
+    expect(await lease.take(30_000)).toBe(false);
+    expect(a.usage('t1').bytes).toBe(30_000);
+    expect(await lease.take(20_000)).toBe(true);
+    lease.close();
+  });
+
+  describe('connections open at once', () => {
+    it('hold across both replicas: a share of the limit each, at most limit + N - 1 together', async () => {
+      const a = await replica('a');
+      const b = await replica('b');
+      const budget = { connections: 4, bytesPerHour: 1_000_000 };
+      const open = async (r: Budgets) => {
+        const leases = [];
+        for (;;) {
+          try {
+            leases.push(await r.open('t1', budget));
+          } catch (error) {
+            expect(error).toMatchObject({ code: 'EGRESS_BUDGET_EXCEEDED', data: { reason: 'connections' } });
+            return leases;
+          }
+        }
+      };
+      const onA = await open(a);
+      const onB = await open(b);
+      expect(onA).toHaveLength(2);
+      expect(onB).toHaveLength(2);
+      // One closed on A frees a place on A.
+      onA[0]?.close();
+      expect((await open(a)).length).toBe(1);
+    });
+
+    it('an odd limit over two replicas admits at most limit + 1 together', async () => {
+      const a = await replica('a');
+      const b = await replica('b');
+      const budget = { connections: 3, bytesPerHour: 1_000_000 };
+      let admitted = 0;
+      for (const r of [a, b, a, b, a, b])
+        await Promise.resolve(r.open('t1', budget)).then(
+          () => admitted++,
+          () => undefined,
+        );
+      expect(admitted).toBe(4);
+    });
+  });
+});
