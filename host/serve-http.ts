@@ -24,6 +24,7 @@ import type { Egress } from './egress/index.ts';
 import type { IsolateHost } from './isolates/index.ts';
 import type { DockerProvider } from './sandbox/docker/index.ts';
 import type { Store } from './store/index.ts';
+import { createReplicaShare } from './store/replica-share.ts';
 import { trustedProxies } from './trusted-proxies.ts';
 
 /** The workspaces' file system, one statfs per scrape (a per-workspace figure would be one per agent). */
@@ -76,6 +77,10 @@ export function createServerApp(config: Config, parts: ServerAppParts): Hono<Api
     fair,
     ...(scheduler === undefined ? {} : { schedules: scheduler }),
     ...(replicas === undefined ? {} : { replicas }),
+    // On PostgreSQL a tenant's request concurrency is shared over the live replicas.
+    ...(store.limits === undefined
+      ? {}
+      : { limitShare: createReplicaShare({ limits: store.limits, liveWithinMs: config.replicaLeaseMs }) }),
     ...(skills === undefined ? {} : { skills }),
     egress: egress.settings,
     isolateWorkers: () => isolates.workerPids().length,

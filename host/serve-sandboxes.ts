@@ -126,9 +126,9 @@ export function startEgress(
     ...(config.searxngUrl === undefined ? {} : { searxngUrl: config.searxngUrl }),
     web: { maxBytes: config.webFetchMaxBytes, timeoutMs: config.webFetchTimeoutMs },
     // On PostgreSQL the budgets hold for the tenant across replicas (central counters, leased).
-    ...(store.egressUsage === undefined
+    ...(store.limits === undefined
       ? {}
-      : { budgets: createSharedBudgets({ usage: store.egressUsage, liveWithinMs: config.replicaLeaseMs }) }),
+      : { budgets: createSharedBudgets({ usage: store.limits, liveWithinMs: config.replicaLeaseMs }) }),
   });
   if (config.egressTestHosts.length > 0)
     log(

@@ -1,11 +1,12 @@
 // Per-tenant egress budgets held for the tenant as a whole when replicas share a PostgreSQL
-// database (the Budgets of ./budget.ts, over the store's central counters: EgressUsageStore).
+// database (the Budgets of ./budget.ts, over the store's central counters: LimitStore).
 // Bytes: the tenant's hour window (clock hours) is a row in the database; this replica leases a
 // chunk of it at a time (a sixteenth of the budget, at least `minChunk`) with one conditional
 // statement, spends it here synchronously as bytes pass, and leases the next chunk in the
 // background when half of the one in hand is spent, so a byte costs no round trip (amortised, one
 // lease per chunk). Connections: each replica admits its share of the tenant's limit,
-// ceil(limit / live replicas), the live count read from the replicas' heartbeats every `refreshMs`.
+// ceil(limit / live replicas), the live count read from the replicas' heartbeats
+// (store/replica-share.ts).
 // Guarantees, with N live replicas: the leases of a window never pass the budget, bytes taken
 // before sending never pass this replica's leases, and bytes that arrived run at most one chunk
 // past them (the next one is being leased; past that the connection is cut), so the tenant moves
@@ -16,15 +17,18 @@
 // nothing; a failed lease (database down) refuses rather than admits: EGRESS_BUDGET_EXCEEDED is
 // never skipped because the count could not be read.
 import { SandboxError } from '../errors.ts';
-import type { EgressUsageStore } from '../store/egress-usage-port.ts';
+import type { LimitStore } from '../store/limits-port.ts';
+import { createReplicaShare, type ReplicaShare } from '../store/replica-share.ts';
 import type { BudgetLease, Budgets, EgressBudget } from './budget.ts';
 
 export interface SharedBudgetsOptions {
-  usage: EgressUsageStore;
+  usage: LimitStore;
   /** A replica is live when its heartbeat is this recent (DSH_REPLICA_LEASE_MS). */
   liveWithinMs: number;
   /** How often the live replicas are counted again. Default 5 s. */
   refreshMs?: number;
+  /** The live replicas' count, shared with the other per-replica limits. Default: its own. */
+  share?: ReplicaShare;
   /** The smallest chunk leased, in bytes (capped at the budget). Default 64 KiB. */
   minChunk?: number;
   now?: () => number;
@@ -51,10 +55,15 @@ export function createSharedBudgets(options: SharedBudgetsOptions): Budgets {
   const { usage } = options;
   const now = options.now ?? Date.now;
   const minChunk = options.minChunk ?? 65_536;
-  const refreshMs = options.refreshMs ?? 5_000;
   const accounts = new Map<string, Account>();
-  let live = { count: 1, readAt: Number.NEGATIVE_INFINITY };
-  let counting: Promise<void> | undefined;
+  const share =
+    options.share ??
+    createReplicaShare({
+      limits: usage,
+      liveWithinMs: options.liveWithinMs,
+      ...(options.refreshMs === undefined ? {} : { refreshMs: options.refreshMs }),
+      now,
+    });
 
   const chunkOf = (limit: number): number => Math.min(limit, Math.max(minChunk, Math.ceil(limit / 16)));
 
@@ -78,7 +87,7 @@ export function createSharedBudgets(options: SharedBudgetsOptions): Budgets {
     if (account.refill !== undefined) return account.refill;
     const window = account.window;
     const pending: Promise<void> = usage
-      .lease(tenantId, window, bytes, limit)
+      .leaseEgressBytes(tenantId, window, bytes, limit)
       .then((got) => {
         if (account.window !== window) return;
         account.granted += got;
@@ -102,33 +111,15 @@ export function createSharedBudgets(options: SharedBudgetsOptions): Budgets {
     );
   }
 
-  async function liveReplicas(): Promise<number> {
-    if (now() - live.readAt >= refreshMs) {
-      counting ??= usage
-        .liveReplicas(options.liveWithinMs)
-        .then(
-          (count) => {
-            live = { count, readAt: now() };
-          },
-          () => undefined, // keep the last count; the next open reads again
-        )
-        .finally(() => {
-          counting = undefined;
-        });
-      if (live.readAt === Number.NEGATIVE_INFINITY) await counting;
-    }
-    return live.count;
-  }
-
   async function open(tenantId: string, budget: EgressBudget): Promise<BudgetLease> {
     const limit = budget.bytesPerHour;
     const chunk = chunkOf(limit);
     let account = accountOf(tenantId);
     if (!account.exhausted && account.granted - account.spent < chunk / 2)
       await refill(tenantId, account, Math.max(chunk, account.spent - account.granted + chunk), limit);
-    const share = Math.ceil(budget.connections / (await liveReplicas()));
+    await share.ready;
     account = accountOf(tenantId);
-    if (account.open >= share)
+    if (account.open >= share.of(budget.connections))
       throw refused(
         `This tenant has ${account.open} egress connections open on this replica, its share of ${budget.connections} over the live replicas; try again when one has finished.`,
         'connections',

@@ -584,7 +584,7 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 19,
     name: 'egress usage per tenant and hour',
     // The tenants' egress bytes counted centrally when replicas share a PostgreSQL database
-    // (pg/egress-usage.ts): each replica leases chunks of a tenant's hourly budget here and spends
+    // (pg/limits.ts): each replica leases chunks of a tenant's hourly budget here and spends
     // them locally. window_start: hours since the epoch; granted: the last lease's amount (what the
     // upsert returns). The embedded SQLite store serves one process and counts in memory; the table
     // exists there too so both backends report one schema.

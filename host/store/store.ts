@@ -4,9 +4,9 @@
 import type { AgentStore } from './agents-port.ts';
 import type { CallBatchStore } from './call-batches-port.ts';
 import type { EgressSettingsStore } from './egress.ts';
-import type { EgressUsageStore } from './egress-usage-port.ts';
 import type { ClosableEventLog } from './event-log-port.ts';
 import type { LeaseStore } from './leases-port.ts';
+import type { LimitStore } from './limits-port.ts';
 import type { PluginStore } from './plugins-core.ts';
 import type { ClosableRequestStore } from './request-core.ts';
 import type { ScheduleStore } from './schedules.ts';
@@ -52,11 +52,11 @@ export interface Store {
    */
   leases?: LeaseStore;
   /**
-   * The tenants' egress bytes counted centrally, leased in chunks by each replica, and the live
-   * replicas (a connection limit's share). Only PostgreSQL keeps it; on libsql the one process's
+   * The per-tenant limits' central side: egress bytes leased in chunks by each replica, and the
+   * live replicas a per-replica limit is shared over (limits-port.ts). Only PostgreSQL keeps it; on libsql the one process's
    * own counter is the tenant's whole count.
    */
-  egressUsage?: EgressUsageStore;
+  limits?: LimitStore;
   /** Call batches by idempotency key (POST /v1/agents/:id/calls with an Idempotency-Key). */
   callBatches: CallBatchStore;
   /**

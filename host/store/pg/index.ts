@@ -6,7 +6,7 @@
 // runs on both); the event log keeps its shared core (seqs assigned in the process that owns the
 // session's family, group commit, byte budgets) over a backend that writes one batch per
 // transaction, fenced by the family's lease when replicas share the database (`fence`,
-// host/replicas); the replicas port (`leases`) and the central egress counters (`egressUsage`)
+// host/replicas); the replicas port (`leases`) and the limits' central side (`limits`)
 // exist on this backend only; close() stops the request timers, writes every queued event, and
 // only then ends the pool's connections.
 import { SandboxError } from '../../errors.ts';
@@ -18,11 +18,11 @@ import { createPgAgentStore } from './agents.ts';
 import { createPgCallBatchStore } from './call-batches.ts';
 import { openPgDatabase } from './db.ts';
 import { createPgEgressSettingsStore } from './egress.ts';
-import { createPgEgressUsageStore } from './egress-usage.ts';
 import { createPgEventLog } from './event-log.ts';
 import { createPgEventSearch } from './event-search.ts';
 import { pgInstanceIdOf } from './instance.ts';
 import { createPgLeaseStore } from './leases.ts';
+import { createPgLimitStore } from './limits.ts';
 import { migratePg } from './migrate.ts';
 import { type PgWakeBus, startPgWakeBus } from './notify.ts';
 import { createPgPluginStore } from './plugins.ts';
@@ -97,7 +97,7 @@ export const openPgStore = async (options: OpenPgStoreOptions): Promise<Store> =
       teams: createPgTeamStore(db, now, wake),
       wake,
       leases: createPgLeaseStore(db),
-      egressUsage: createPgEgressUsageStore(db),
+      limits: createPgLimitStore(db),
       callBatches: createPgCallBatchStore(db, now),
       close() {
         closing ??= (async () => {

@@ -1,5 +1,5 @@
 // Per-tenant egress budgets across replicas (host/egress/budget-shared.ts over
-// host/store/pg/egress-usage.ts), on the run's private PostgreSQL cluster: two replicas are two
+// host/store/pg/limits.ts), on the run's private PostgreSQL cluster: two replicas are two
 // stores (two pools) on one database, as two processes would be. What a tenant's operator relies
 // on: under one hourly budget X, both replicas together move at most X plus one chunk each, and
 // each refuses the tenant (EGRESS_BUDGET_EXCEEDED) once it is used up, whichever replica the
@@ -18,11 +18,18 @@ describePostgres('egress budgets across replicas on one PostgreSQL database', ()
   let database: TestDatabase;
   const stores: Store[] = [];
 
-  const replica = async (id: string): Promise<Budgets> => {
-    const store = await openPgStore({ url: database.url, secretsKey: KEY, eventBatchWindowMs: 0 });
-    stores.push(store);
-    await store.leases?.register({ id, url: `http://127.0.0.1:1/${id}` });
-    return createSharedBudgets({ usage: store.egressUsage!, liveWithinMs: 60_000, minChunk: CHUNK });
+  /** Replicas on the database, each registered (live) before any of them counts the others. */
+  const replicas = async (...ids: string[]): Promise<Budgets[]> => {
+    const opened: Store[] = [];
+    for (const id of ids) {
+      const store = await openPgStore({ url: database.url, secretsKey: KEY, eventBatchWindowMs: 0 });
+      stores.push(store);
+      opened.push(store);
+      await store.leases?.register({ id, url: `http://127.0.0.1:1/${id}` });
+    }
+    return opened.map((store) =>
+      createSharedBudgets({ usage: store.limits!, liveWithinMs: 60_000, minChunk: CHUNK }),
+    );
   };
 
   beforeEach(async () => {
@@ -57,8 +64,7 @@ describePostgres('egress budgets across replicas on one PostgreSQL database', ()
   };
 
   it('holds one budget for the tenant across both: at most X plus one chunk each, then refused on both', async () => {
-    const a = await replica('a');
-    const b = await replica('b');
+    const [a, b] = (await replicas('a', 'b')) as [Budgets, Budgets];
     const budget = { connections: 8, bytesPerHour: 100_000 };
     const [movedA, movedB] = await Promise.all([
       spendAll(a, 't1', budget, 1_000),
@@ -91,8 +97,7 @@ describePostgres('egress budgets across replicas on one PostgreSQL database', ()
   });
 
   it('a replica that leased first does not starve the other: what is left goes to whoever asks', async () => {
-    const a = await replica('a');
-    const b = await replica('b');
+    const [a, b] = (await replicas('a', 'b')) as [Budgets, Budgets];
     const budget = { connections: 8, bytesPerHour: 20_000 };
     const movedA = await spendAll(a, 't1', budget, 500);
     expect(movedA).toBeGreaterThanOrEqual(budget.bytesPerHour - CHUNK);
@@ -101,7 +106,7 @@ describePostgres('egress budgets across replicas on one PostgreSQL database', ()
   });
 
   it('a take bigger than the chunk in hand asks the counter and is refused whole when it does not fit', async () => {
-    const a = await replica('a');
+    const [a] = (await replicas('a')) as [Budgets];
     const budget = { connections: 8, bytesPerHour: 50_000 };
     const lease = await a.open('t1', budget);
     expect(await lease.take(30_000)).toBe(true);
@@ -113,8 +118,7 @@ describePostgres('egress budgets across replicas on one PostgreSQL database', ()
 
   describe('connections open at once', () => {
     it('hold across both replicas: a share of the limit each, at most limit + N - 1 together', async () => {
-      const a = await replica('a');
-      const b = await replica('b');
+      const [a, b] = (await replicas('a', 'b')) as [Budgets, Budgets];
       const budget = { connections: 4, bytesPerHour: 1_000_000 };
       const open = async (r: Budgets) => {
         const leases = [];
@@ -137,8 +141,7 @@ describePostgres('egress budgets across replicas on one PostgreSQL database', ()
     });
 
     it('an odd limit over two replicas admits at most limit + 1 together', async () => {
-      const a = await replica('a');
-      const b = await replica('b');
+      const [a, b] = (await replicas('a', 'b')) as [Budgets, Budgets];
       const budget = { connections: 3, bytesPerHour: 1_000_000 };
       let admitted = 0;
       for (const r of [a, b, a, b, a, b])

@@ -1,16 +1,16 @@
-// The central egress counters on PostgreSQL (../egress-usage-port.ts): `egress_usage`, one row per
+// The central egress counters on PostgreSQL (../limits-port.ts): `egress_usage`, one row per
 // tenant and hour window (migration 19), and the live replicas read from `replicas` (migration 18).
 // Invariants: a lease is one upsert on the tenant's row, so two replicas leasing at once settle it
 // on the row lock and the window's `used` never passes the limit asked; every SET expression reads
 // the row as it was, which is how `granted` is the very amount added. Rows of windows over a day
 // old go when a tenant's next window opens (one DELETE a tenant an hour).
-import type { EgressUsageStore } from '../egress-usage-port.ts';
+import type { LimitStore } from '../limits-port.ts';
 import { type PgDatabase, pgGuarded } from './db.ts';
 
 const NOW_MS = '(extract(epoch from clock_timestamp()) * 1000)::bigint';
 
-export const createPgEgressUsageStore = (db: PgDatabase): EgressUsageStore => ({
-  lease: (tenantId, window, bytes, limit) =>
+export const createPgLimitStore = (db: PgDatabase): LimitStore => ({
+  leaseEgressBytes: (tenantId, window, bytes, limit) =>
     pgGuarded('lease egress bytes', async () => {
       const row = await db.one<{ granted: string | number; fresh: boolean }>(
         `INSERT INTO egress_usage AS u (tenant_id, window_start, used, granted)
