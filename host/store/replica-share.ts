@@ -63,3 +63,24 @@ export function createReplicaShare(options: ReplicaShareOptions): ReplicaShare {
     },
   };
 }
+
+const shares = new WeakMap<LimitStore, ReplicaShare>();
+
+/**
+ * The one share of a store's replicas that every per-replica limit of this process reads (egress
+ * connections, request concurrency, plugin caps): one count, one read every 5 s. Undefined when
+ * the store keeps no central limits (libsql: one process, every limit whole).
+ */
+export function replicaShareOf(
+  store: { limits?: LimitStore | undefined },
+  liveWithinMs: number,
+): ReplicaShare | undefined {
+  const limits = store.limits;
+  if (limits === undefined) return undefined;
+  let share = shares.get(limits);
+  if (share === undefined) {
+    share = createReplicaShare({ limits, liveWithinMs });
+    shares.set(limits, share);
+  }
+  return share;
+}
