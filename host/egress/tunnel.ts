@@ -32,6 +32,7 @@ export function splice(client: Duplex, upstream: Socket, lease: BudgetLease, opt
   }
   /** Chunks from the client held while the budget asks the central counter, in order. */
   let held: Buffer[] | undefined;
+  let endAfterHeld = false;
   function toUpstream(chunk: Buffer): void {
     if (cut) return;
     if (held !== undefined) {
@@ -51,8 +52,14 @@ export function splice(client: Duplex, upstream: Socket, lease: BudgetLease, opt
         const chunks = held ?? [];
         held = undefined;
         if (!ok) return cutBoth();
+        if (upstream.destroyed) return; // closed meanwhile: its close already ended the client
         upstream.write(chunk);
         for (const next of chunks.slice(1)) toUpstream(next);
+        if (endAfterHeld && held === undefined && !cut) {
+          endAfterHeld = false;
+          upstream.end();
+          return;
+        }
         // Flowing again unless upstream is full (its drain resumes) or another answer is awaited.
         if (!cut && held === undefined && !upstream.writableNeedDrain) client.resume();
       });
@@ -71,13 +78,18 @@ export function splice(client: Duplex, upstream: Socket, lease: BudgetLease, opt
   upstream.on('close', () => client.destroy());
   client.on('drain', () => upstream.resume());
   upstream.on('drain', () => client.resume());
-  client.on('end', () => upstream.end());
+  // A client that ends while its last bytes wait on the budget's answer ends upstream after them.
+  client.on('end', () => {
+    if (held === undefined) upstream.end();
+    else endAfterHeld = true;
+  });
   upstream.on('end', () => client.end());
   if (options.head !== undefined && options.head.length > 0) toUpstream(options.head);
   client.on('data', toUpstream);
   upstream.on('data', toClient);
   // The HTTP server hands over the client paused after its CONNECT; a 'data' listener alone does
   // not start a stream that was paused explicitly.
-  client.resume();
+  // (Unless the head waits on the budget's answer: that answer resumes it.)
+  if (held === undefined) client.resume();
   upstream.resume();
 }

@@ -13,13 +13,20 @@ let server: Server | undefined;
 afterEach(() => server?.close());
 
 /** An upstream that keeps what it received; the socket the gateway would have opened to it. */
-async function upstream(): Promise<{ received: () => string; socket: Socket }> {
+async function upstream(): Promise<{ received: () => string; ended: () => boolean; socket: Socket }> {
   const chunks: Buffer[] = [];
-  server = createServer((s) => s.on('data', (c: Buffer) => chunks.push(c)));
+  let ended = false;
+  server = createServer((s) =>
+    s
+      .on('data', (c: Buffer) => chunks.push(c))
+      .on('end', () => {
+        ended = true;
+      }),
+  );
   await new Promise<void>((resolve) => server?.listen(0, '127.0.0.1', () => resolve()));
   const socket = connect((server.address() as AddressInfo).port, '127.0.0.1');
   await new Promise((resolve) => socket.once('connect', resolve));
-  return { received: () => Buffer.concat(chunks).toString(), socket };
+  return { received: () => Buffer.concat(chunks).toString(), ended: () => ended, socket };
 }
 
 /** A lease whose every take waits for the test to answer it. */
@@ -66,4 +73,16 @@ it('a refused take cuts both ends and sends nothing more', async () => {
   asked[1]?.answer(false);
   await until(() => cut === 1 && up.socket.destroyed && client.destroyed);
   expect(up.received()).toBe('one|');
+});
+
+it('a client that ends while its last bytes wait on the answer ends upstream after them', async () => {
+  const up = await upstream();
+  const { lease, asked } = askingLease();
+  const [client, far] = duplexPair();
+  splice(client, up.socket, lease, { idleMs: 0, onCut: () => {} });
+  far.end('last|');
+  await until(() => asked.length === 1);
+  asked[0]?.answer(true);
+  await until(() => up.ended());
+  expect(up.received()).toBe('last|');
 });
