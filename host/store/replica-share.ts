@@ -2,7 +2,9 @@
 // (LimitStore.liveReplicas) and cached: a limit counted in each replica admits ceil(limit / live)
 // there, so with N live replicas a tenant holds at most N * ceil(limit / N) <= limit + N - 1 at
 // once. Read at most every `refreshMs` and never on a request's path once the first read is in
-// (later reads run in the background); a replica that joins or dies is counted within refreshMs.
+// (later reads run in the background); a replica that joins or dies is counted within refreshMs
+// (this one too: it registers after its limits are made, so its first few seconds may count
+// one replica fewer and admit a little more).
 // Invariants: the count is at least 1; a failed read keeps the last count (and is read again
 // on the next use); one read in flight at a time.
 import type { LimitStore } from './limits-port.ts';

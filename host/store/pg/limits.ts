@@ -1,4 +1,4 @@
-// The central egress counters on PostgreSQL (../limits-port.ts): `egress_usage`, one row per
+// The limits' central side on PostgreSQL (../limits-port.ts): `egress_usage`, one row per
 // tenant and hour window (migration 19), and the live replicas read from `replicas` (migration 18).
 // Invariants: a lease is one upsert on the tenant's row, so two replicas leasing at once settle it
 // on the row lock and the window's `used` never passes the limit asked; every SET expression reads
