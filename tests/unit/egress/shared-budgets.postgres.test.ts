@@ -5,8 +5,12 @@
 // each refuses the tenant (EGRESS_BUDGET_EXCEEDED) once it is used up, whichever replica the
 // traffic went through; the connections open at once hold across both (a share each); another
 // tenant's budget is its own.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createEgressGateway } from '../../../host/egress/gateway.ts';
 import { type Budgets, createSharedBudgets, type EgressBudget } from '../../../host/egress/index.ts';
+import { createMemoryEventLog } from '../../../host/store/index.ts';
 import { openPgStore } from '../../../host/store/pg/index.ts';
 import type { Store } from '../../../host/store/store.ts';
 import { createDatabase, describePostgres, type TestDatabase } from '../../helpers/postgres.ts';
@@ -114,6 +118,58 @@ describePostgres('egress budgets across replicas on one PostgreSQL database', ()
     expect(a.usage('t1').bytes).toBe(30_000);
     expect(await lease.take(20_000)).toBe(true);
     lease.close();
+  });
+
+  it('two gateways fetching for one tenant through both replicas get at most X plus a chunk each, then EGRESS_BUDGET_EXCEEDED', async () => {
+    const [a, b] = (await replicas('a', 'b')) as [Budgets, Budgets];
+    const X = 1024 * 1024; // its chunk: 64 KiB
+    const piece = Buffer.alloc(16 * 1024, 'x');
+    const http: Server = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/octet-stream' });
+      for (let i = 0; i < 6; i++) res.write(piece); // 96 KiB a response
+      res.end();
+    });
+    await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', () => resolve()));
+    const port = (http.address() as AddressInfo).port;
+    try {
+      const gateway = (budgets: Budgets) =>
+        createEgressGateway({
+          settingsOf: async () => ({
+            allow: [{ host: '127.0.0.1', ports: [port] }],
+            credentials: [],
+            budget: { bytesPerHour: X },
+          }),
+          agentRulesOf: async () => undefined,
+          events: createMemoryEventLog(),
+          maxBudget: { connections: 8, bytesPerHour: 1024 * X },
+          testHosts: [{ ip: '127.0.0.1' }],
+          budgets,
+        });
+      const caller = { tenantId: 't1', agentId: 'a1', sessionId: 'a1', via: 'web_fetch' as const };
+      /** Fetches until the budget refuses; the body bytes that arrived. */
+      const fetchAll = async (g: ReturnType<typeof gateway>) => {
+        let got = 0;
+        for (;;) {
+          try {
+            const response = await g.fetch(caller, `http://127.0.0.1:${port}/`);
+            const reader = response.body!.getReader();
+            for (let r = await reader.read(); !r.done; r = await reader.read()) got += r.value.length;
+          } catch (error) {
+            expect(error).toMatchObject({ code: 'EGRESS_BUDGET_EXCEEDED' });
+            return got;
+          }
+        }
+      };
+      const [gotA, gotB] = await Promise.all([fetchAll(gateway(a)), fetchAll(gateway(b))]);
+      expect(gotA).toBeGreaterThan(0);
+      expect(gotB).toBeGreaterThan(0);
+      // Heads count too, so the bodies alone stay under the bound.
+      expect(gotA + gotB).toBeLessThanOrEqual(X + 2 * 64 * 1024);
+      expect(gotA + gotB).toBeGreaterThan(X / 2);
+    } finally {
+      http.closeAllConnections();
+      http.close();
+    }
   });
 
   describe('connections open at once', () => {
