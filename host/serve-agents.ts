@@ -12,6 +12,7 @@ import type { IsolateHost, IsolateHostEvent } from './isolates/index.ts';
 import type { Ownership } from './replicas/ownership.ts';
 import type { SandboxProvider } from './sandbox/types.ts';
 import type { ScheduleRecord, Store } from './store/index.ts';
+import { replicaShareOf } from './store/replica-share.ts';
 
 /** Counts a worker that starts again (a restart), by how its previous process ended. */
 const countRestarts = (metrics: Metrics) => {
@@ -62,6 +63,12 @@ export interface ServerAgentParts {
   ownership?: Ownership | undefined;
 }
 
+/** Replicas: this replica's part of a tenant-wide plugin cap. */
+const tenantShareOf = (store: Store, config: Config): { tenantShare?: (cap: number) => number } => {
+  const share = replicaShareOf(store, config.replicaLeaseMs);
+  return share === undefined ? {} : { tenantShare: share.of };
+};
+
 /** The agent service, its scheduler and skills, with the configured limits; starts the reaping and plugin resumption. */
 export function startAgents(config: Config, parts: ServerAgentParts, log: (line: string) => void): Assembled {
   const { egress, store, sandboxes, isolates, metrics, fair, ownership } = parts;
@@ -108,6 +115,8 @@ export function startAgents(config: Config, parts: ServerAgentParts, log: (line:
         maxWorkers: config.pluginWorkers,
         rssMb: config.pluginWorkerMb,
         idleMs: config.pluginIdleMs,
+        // On PostgreSQL a tenant's plugin caps are shared over the live replicas.
+        ...tenantShareOf(store, config),
       },
       limits: {
         maxWorkersPerTenant: config.pluginTenantWorkers,

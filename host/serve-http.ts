@@ -24,6 +24,7 @@ import type { Egress } from './egress/index.ts';
 import type { IsolateHost } from './isolates/index.ts';
 import type { DockerProvider } from './sandbox/docker/index.ts';
 import type { Store } from './store/index.ts';
+import { replicaShareOf } from './store/replica-share.ts';
 import { trustedProxies } from './trusted-proxies.ts';
 
 /** The workspaces' file system, one statfs per scrape (a per-workspace figure would be one per agent). */
@@ -48,6 +49,11 @@ export interface ServerAppParts {
   /** Replicas: forwarded requests checked, other replicas' agents forwarded (api/forward/route.ts). */
   replicas?: ReplicaDeps;
 }
+
+const shareOf = (store: Store, config: Config) => {
+  const limitShare = replicaShareOf(store, config.replicaLeaseMs);
+  return limitShare === undefined ? {} : { limitShare };
+};
 
 /** The control plane app over the parts, with the configured keys, throttle, proxies and limits. */
 export function createServerApp(config: Config, parts: ServerAppParts): Hono<ApiEnv> {
@@ -76,6 +82,8 @@ export function createServerApp(config: Config, parts: ServerAppParts): Hono<Api
     fair,
     ...(scheduler === undefined ? {} : { schedules: scheduler }),
     ...(replicas === undefined ? {} : { replicas }),
+    // On PostgreSQL a tenant's request concurrency is shared over the live replicas.
+    ...shareOf(store, config),
     ...(skills === undefined ? {} : { skills }),
     egress: egress.settings,
     isolateWorkers: () => isolates.workerPids().length,

@@ -7,12 +7,13 @@ import { readFileSync } from 'node:fs';
 import { rootCertificates } from 'node:tls';
 import { agentEgressRules } from './agents/web.ts';
 import type { Config } from './config.ts';
-import { createEgress, type Egress } from './egress/index.ts';
+import { createEgress, createSharedBudgets, type Egress } from './egress/index.ts';
 import { createAuthorities } from './egress/intercept/authority.ts';
 import { createSandboxEgress, type SandboxEgress } from './egress/proxy/index.ts';
 import { SandboxError } from './errors.ts';
 import type { DockerProvider } from './sandbox/docker/index.ts';
 import type { Store } from './store/index.ts';
+import { replicaShareOf } from './store/replica-share.ts';
 
 /** The sandbox image tag; the image is built by scripts/ (`npm start`), never from here. */
 export const sandboxImageOf = (config: Config): string => {
@@ -115,6 +116,7 @@ export function startEgress(
   store: Store,
   log: (line: string) => void,
 ): { egress: Egress; sandboxEgress: SandboxEgress } {
+  const share = replicaShareOf(store, config.replicaLeaseMs);
   const egress = createEgress({
     store: store.egress,
     wake: store.wake,
@@ -125,6 +127,12 @@ export function startEgress(
     ...(config.egressCaFile === undefined ? {} : { ca: upstreamCas(config.egressCaFile) }),
     ...(config.searxngUrl === undefined ? {} : { searxngUrl: config.searxngUrl }),
     web: { maxBytes: config.webFetchMaxBytes, timeoutMs: config.webFetchTimeoutMs },
+    // On PostgreSQL the budgets hold for the tenant across replicas (central counters, leased).
+    ...(store.limits === undefined || share === undefined
+      ? {}
+      : {
+          budgets: createSharedBudgets({ usage: store.limits, liveWithinMs: config.replicaLeaseMs, share }),
+        }),
   });
   if (config.egressTestHosts.length > 0)
     log(

@@ -8,6 +8,7 @@ import type { AgentService } from '../agents/service.ts';
 import type { EgressSettings } from '../egress/settings.ts';
 import type { SkillCatalog } from '../skills/catalog.ts';
 import type { Store } from '../store/index.ts';
+import type { ReplicaShare } from '../store/replica-share.ts';
 import type { ScheduleService } from '../tools/builtin/index.ts';
 import type { AuthThrottle } from './auth-throttle.ts';
 import type { ConnectionGuard } from './connections.ts';
@@ -83,6 +84,8 @@ export interface AppDeps {
   egress?: EgressSettings;
   /** Turns of heavy requests on the event loop. Default: one with limits.fairTurnMs. */
   fair?: FairScheduler;
+  /** Replicas: the live replicas the per-tenant request concurrency is shared over. None: all of it here. */
+  limitShare?: ReplicaShare;
   /** Replicas (./forward/): forwarded requests checked, others' agents forwarded. None: one instance. */
   replicas?: ReplicaDeps;
 }

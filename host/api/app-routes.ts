@@ -56,7 +56,7 @@ export function mountV1Routes(app: Hono<ApiEnv>, state: AppState): void {
   // except the DELETEs that work in the sandbox and stop nothing (a file tree removed, a terminal
   // closed): those are bounded like any other request. Nor does an MCP client's notification
   // stream take one, open for as long as it is connected (own cap).
-  const concurrency = tenantConcurrency(createTenantLimiter(limits.tenantConcurrency));
+  const concurrency = tenantConcurrency(createTenantLimiter(limits.tenantConcurrency, deps.limitShare));
   const tenantScoped = (path: string): void => useTenantScope(app, state, concurrency, path);
   // `/v1/agents/*` matches `/v1/agents` itself too: one registration, so one slot per request.
   tenantScoped('/v1/agents/*');

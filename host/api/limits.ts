@@ -1,8 +1,12 @@
 // Per-tenant concurrency: at most `limit` requests of one tenant in flight at once; the next one
-// answers 429 RATE_LIMITED with Retry-After, so one tenant cannot occupy the whole service.
+// answers 429 RATE_LIMITED with Retry-After, so one tenant cannot occupy the whole service. With
+// replicas on one database (a `share`: store/replica-share.ts) each admits ceil(limit / N) of the
+// N live replicas', so the tenant holds at most limit + N - 1 across them: counted here, never a
+// round trip per request. A request forwarded to its family's owner takes its slot there.
 // Invariant: a slot is released exactly once, when the handler's response (or stream) is done.
 import type { MiddlewareHandler } from 'hono';
 import { SandboxError } from '../errors.ts';
+import type { ReplicaShare } from '../store/replica-share.ts';
 import type { ApiEnv } from './env.ts';
 import { relay } from './relay.ts';
 
@@ -11,12 +15,13 @@ export interface TenantLimiter {
   inFlight(tenantId: string): number;
 }
 
-export const createTenantLimiter = (limit: number): TenantLimiter => {
+/** `limit` requests per tenant; with `share`, this replica's part of them. */
+export const createTenantLimiter = (limit: number, share?: ReplicaShare): TenantLimiter => {
   const counts = new Map<string, number>();
   return {
     tryAcquire(tenantId) {
       const n = counts.get(tenantId) ?? 0;
-      if (n >= limit) return undefined;
+      if (n >= (share === undefined ? limit : share.of(limit))) return undefined;
       counts.set(tenantId, n + 1);
       let released = false;
       return () => {

@@ -111,7 +111,7 @@ export async function authorize(
         'event log full',
       );
     const pinned = await resolve(s, host, literal, to.port);
-    const lease = budgets.open(caller.tenantId, budgetOf(s, settings));
+    const lease = await budgets.open(caller.tenantId, budgetOf(s, settings));
     // A secret goes only where nobody on the path reads it, unless its credential says otherwise.
     const credentials: EgressCredential[] = [];
     const withheld: string[] = [];

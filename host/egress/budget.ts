@@ -1,5 +1,6 @@
-// Per-tenant egress budgets, held in this process: connections open at once, and bytes (both
-// directions) per hour, counted in fixed one-hour windows. A connection takes a lease when it
+// Per-tenant egress budgets, held in this process (the embedded store's one process is the whole
+// tenant; replicas on PostgreSQL share theirs: ./budget-shared.ts): connections open at once, and
+// bytes (both directions) per hour, counted in fixed one-hour windows. A connection takes a lease when it
 // opens and gives it back when it closes; its bytes are charged as they pass, never after: bytes
 // about to leave are taken before they are sent (`take`: what does not fit is not sent, and the
 // connection is cut), bytes that arrived are charged as they arrive (`charge`: past the budget the
@@ -21,14 +22,16 @@ export interface BudgetLease {
   /**
    * Charges bytes about to be sent when they fit in what is left of the hour's budget; false, and
    * nothing charged, when they do not (do not send them: cut the connection or refuse the request).
+   * A promise when the answer needs the central counter (./budget-shared.ts: the chunk in hand is
+   * spent); the in-process counter always answers at once.
    */
-  take(bytes: number): boolean;
+  take(bytes: number): boolean | Promise<boolean>;
   close(): void;
 }
 
 export interface Budgets {
   /** A lease for one connection; EGRESS_BUDGET_EXCEEDED when the tenant is at either limit. */
-  open(tenantId: string, budget: EgressBudget): BudgetLease;
+  open(tenantId: string, budget: EgressBudget): BudgetLease | Promise<BudgetLease>;
   /** Bytes charged in the current window and connections open, for one tenant. */
   usage(tenantId: string): { bytes: number; connections: number };
 }

@@ -21,7 +21,7 @@ const pinnedLookup =
     else cb(null, grant.ip, grant.family);
   };
 
-export function send(
+export async function send(
   deps: HttpDeps,
   caller: EgressCaller,
   grant: Grant,
@@ -48,14 +48,12 @@ export function send(
   // is not sent at all.
   const path = `${url.pathname}${url.search}`;
   const outgoing = requestHeadBytes(method, path, grant.host, headers) + (payload?.length ?? 0);
-  if (!grant.lease.take(outgoing)) {
+  if (!(await grant.lease.take(outgoing))) {
     finish(hop, undefined, 'egress budget used up');
-    return Promise.reject(
-      new SandboxError(
-        'EGRESS_BUDGET_EXCEEDED',
-        `The request of ${outgoing} bytes (head and body) is more than what is left of the tenant's egress budget this hour; nothing was sent.`,
-        { data: { reason: 'bytes' } },
-      ),
+    throw new SandboxError(
+      'EGRESS_BUDGET_EXCEEDED',
+      `The request of ${outgoing} bytes (head and body) is more than what is left of the tenant's egress budget this hour; nothing was sent.`,
+      { data: { reason: 'bytes' } },
     );
   }
   hop.bytesOut = outgoing;

@@ -4,7 +4,7 @@
 import type { EgressSettingsStore } from '../store/egress.ts';
 import type { EventLog } from '../store/types.ts';
 import type { WakeBus } from '../store/wake-port.ts';
-import type { EgressBudget } from './budget.ts';
+import type { Budgets, EgressBudget } from './budget.ts';
 import { createEgressGateway, type EgressGateway, type Lookup, type TestHost } from './gateway.ts';
 import { createReadablePool, type ReadablePool, type ReadablePoolOptions } from './readable/pool.ts';
 import type { EgressRule } from './rules.ts';
@@ -27,6 +27,8 @@ export interface EgressOptions {
   onAuditError?: (error: unknown) => void;
   /** Tells other processes sharing the store about settings changes, and hears theirs (Store.wake). */
   wake?: WakeBus;
+  /** The tenants' budgets. Default: counted in this process (./budget.ts); replicas: ./budget-shared.ts. */
+  budgets?: Budgets;
 }
 
 export interface Egress {
@@ -52,6 +54,7 @@ export function createEgress(options: EgressOptions): Egress {
     ...(options.lookup === undefined ? {} : { lookup: options.lookup }),
     ...(options.ca === undefined ? {} : { ca: options.ca }),
     ...(options.onAuditError === undefined ? {} : { onAuditError: options.onAuditError }),
+    ...(options.budgets === undefined ? {} : { budgets: options.budgets }),
   });
   const readable: ReadablePool = createReadablePool(options.readable);
   const web = createWebAccess({
@@ -66,7 +69,8 @@ export function createEgress(options: EgressOptions): Egress {
 
 export { classifyAddress } from './address.ts';
 export { EGRESS_EVENT } from './audit.ts';
-export type { EgressBudget } from './budget.ts';
+export type { Budgets, EgressBudget } from './budget.ts';
+export { createSharedBudgets } from './budget-shared.ts';
 export type { EgressConnection, EgressGateway, Lookup, TestHost } from './gateway.ts';
 export type { EgressRule } from './rules.ts';
 export type { EgressSettings, EgressSettingsView } from './settings.ts';

@@ -3,7 +3,8 @@
 // tenant's worker processes within the host's, of which `reserveWorkers` stay for tenants that have
 // none. A refusal names the tenant's own cap: LIMIT_EXCEEDED with `data.limit` (the PluginLimits
 // field) and `data.max`, never another tenant's; only a host whose every worker is another tenant's
-// answers ISOLATE_UNAVAILABLE.
+// answers ISOLATE_UNAVAILABLE. With replicas on one database, the tenant-wide running and heap caps
+// are this replica's part of them (sharedCaps): at most cap + N - 1 across N live replicas.
 import { SandboxError } from '../errors.ts';
 import type { PluginOwner } from '../store/plugins-core.ts';
 import type { PluginLimits } from './types.ts';
@@ -17,6 +18,16 @@ export type PlacementCaps = Pick<
   | 'maxMemoryMbPerTenant'
   | 'maxWorkersPerTenant'
 >;
+
+/** The caps with the tenant-wide ones cut to this replica's part of them (replicas; see PluginProcessesOptions.tenantShare). */
+export function sharedCaps(caps: PlacementCaps, share: ((cap: number) => number) | undefined): PlacementCaps {
+  if (share === undefined) return caps;
+  return {
+    ...caps,
+    maxRunningPerTenant: share(caps.maxRunningPerTenant),
+    maxMemoryMbPerTenant: share(caps.maxMemoryMbPerTenant),
+  };
+}
 
 const refuse = (limit: keyof PlacementCaps, max: number, message: string) =>
   new SandboxError('LIMIT_EXCEEDED', message, { data: { limit, max } });

@@ -580,6 +580,35 @@ export const MIGRATIONS: readonly Migration[] = [
       `,
     },
   },
+  {
+    version: 19,
+    name: 'egress usage per tenant and hour',
+    // The tenants' egress bytes counted centrally when replicas share a PostgreSQL database
+    // (pg/limits.ts): each replica leases chunks of a tenant's hourly budget here and spends
+    // them locally. window_start: hours since the epoch; granted: the last lease's amount (what the
+    // upsert returns). The embedded SQLite store serves one process and counts in memory; the table
+    // exists there too so both backends report one schema.
+    sql: `
+      CREATE TABLE egress_usage (
+        tenant_id TEXT NOT NULL,
+        window_start INTEGER NOT NULL,
+        used INTEGER NOT NULL,
+        granted INTEGER NOT NULL,
+        PRIMARY KEY (tenant_id, window_start)
+      );
+    `,
+    pg: {
+      sql: `
+        CREATE TABLE egress_usage (
+          tenant_id text NOT NULL,
+          window_start bigint NOT NULL,
+          used bigint NOT NULL,
+          granted bigint NOT NULL,
+          PRIMARY KEY (tenant_id, window_start)
+        );
+      `,
+    },
+  },
 ];
 
 export const latestSchemaVersion = (migrations: readonly Migration[] = MIGRATIONS): number =>

@@ -6,6 +6,7 @@ import type { CallBatchStore } from './call-batches-port.ts';
 import type { EgressSettingsStore } from './egress.ts';
 import type { ClosableEventLog } from './event-log-port.ts';
 import type { LeaseStore } from './leases-port.ts';
+import type { LimitStore } from './limits-port.ts';
 import type { PluginStore } from './plugins-core.ts';
 import type { ClosableRequestStore } from './request-core.ts';
 import type { ScheduleStore } from './schedules.ts';
@@ -50,6 +51,12 @@ export interface Store {
    * PostgreSQL keeps it; the embedded libsql store serves one process, which owns every family.
    */
   leases?: LeaseStore;
+  /**
+   * The per-tenant limits' central side: egress bytes leased in chunks by each replica, and the
+   * live replicas a per-replica limit is shared over (limits-port.ts). Only PostgreSQL keeps it; on libsql the one process's
+   * own counter is the tenant's whole count.
+   */
+  limits?: LimitStore;
   /** Call batches by idempotency key (POST /v1/agents/:id/calls with an Idempotency-Key). */
   callBatches: CallBatchStore;
   /**

@@ -6,7 +6,7 @@
 // worker's `reservedMb` is the sum of the claims seated on it (`seatOn`, `unseat`).
 import { SandboxError } from '../../errors.ts';
 import { waitingReserveMb, workerCapacityMb } from '../../isolates/memory.ts';
-import { checkCaps, checkFork, type PlacementCaps } from '../quota.ts';
+import { checkCaps, checkFork, type PlacementCaps, sharedCaps } from '../quota.ts';
 import {
   before,
   type Claim,
@@ -108,7 +108,7 @@ export async function place(
 ): Promise<PluginPlacement> {
   if (state.closing) throw shuttingDown();
   const tenant = tenantOf(state, owner.tenantId);
-  checkCaps(tenant.placements, owner, memoryMb, caps);
+  checkCaps(tenant.placements, owner, memoryMb, sharedCaps(caps, state.options.tenantShare));
   const claim: Claim = {
     owner: { tenantId: owner.tenantId, agentId: owner.agentId },
     memoryMb,

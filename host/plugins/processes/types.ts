@@ -48,6 +48,13 @@ export interface PluginProcessesOptions {
   readyTimeoutMs?: number;
   /** Diagnostics (starts, exits, kills, stderr tails); never shown to a model. */
   onEvent?: (event: PluginProcessEvent) => void;
+  /**
+   * Replicas on one database: this replica's part of a tenant-wide cap (maxRunningPerTenant,
+   * maxMemoryMbPerTenant), ceil(cap / live replicas) (store/replica-share.ts). Default: the whole
+   * cap. Per-agent caps need none (an agent's plugins run on its family's one owner), nor do
+   * workers (maxWorkersPerTenant bounds a tenant within this host's own worker processes).
+   */
+  tenantShare?: (cap: number) => number;
 }
 
 /** Messages of every worker, and its exit (after which it never speaks again). */

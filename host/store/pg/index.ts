@@ -6,8 +6,9 @@
 // runs on both); the event log keeps its shared core (seqs assigned in the process that owns the
 // session's family, group commit, byte budgets) over a backend that writes one batch per
 // transaction, fenced by the family's lease when replicas share the database (`fence`,
-// host/replicas); the replicas port (`leases`) exists on this backend only; close() stops the
-// request timers, writes every queued event, and only then ends the pool's connections.
+// host/replicas); the replicas port (`leases`) and the limits' central side (`limits`)
+// exist on this backend only; close() stops the request timers, writes every queued event, and
+// only then ends the pool's connections.
 import { SandboxError } from '../../errors.ts';
 import type { EventFence, EventLogOptions } from '../event-log-port.ts';
 import type { PluginStoreOptions } from '../plugins-core.ts';
@@ -21,6 +22,7 @@ import { createPgEventLog } from './event-log.ts';
 import { createPgEventSearch } from './event-search.ts';
 import { pgInstanceIdOf } from './instance.ts';
 import { createPgLeaseStore } from './leases.ts';
+import { createPgLimitStore } from './limits.ts';
 import { migratePg } from './migrate.ts';
 import { type PgWakeBus, startPgWakeBus } from './notify.ts';
 import { createPgPluginStore } from './plugins.ts';
@@ -95,6 +97,7 @@ export const openPgStore = async (options: OpenPgStoreOptions): Promise<Store> =
       teams: createPgTeamStore(db, now, wake),
       wake,
       leases: createPgLeaseStore(db),
+      limits: createPgLimitStore(db),
       callBatches: createPgCallBatchStore(db, now),
       close() {
         closing ??= (async () => {

@@ -1,7 +1,7 @@
 // The caps of a tenant's plugins as decisions: each refusal names the cap it is (LIMIT_EXCEEDED,
 // data.limit and data.max), and only a host full of other tenants' workers is ISOLATE_UNAVAILABLE.
 import { describe, expect, it } from 'vitest';
-import { checkCaps, checkFork, type PlacementCaps } from '../../../host/plugins/quota.ts';
+import { checkCaps, checkFork, type PlacementCaps, sharedCaps } from '../../../host/plugins/quota.ts';
 
 const caps: PlacementCaps = {
   maxRunningPerAgent: 3,
@@ -21,6 +21,22 @@ const refusal = (fn: () => void) => {
   return undefined;
 };
 const owner = { tenantId: 't', agentId: 'a' };
+
+describe('sharedCaps (replicas: a tenant-wide cap over the live replicas)', () => {
+  const overTwo = (cap: number) => Math.ceil(cap / 2);
+
+  it("cuts the tenant's running and heap caps to this replica's part, and leaves the agent's and the workers' whole", () => {
+    expect(sharedCaps(caps, overTwo)).toEqual({ ...caps, maxRunningPerTenant: 2, maxMemoryMbPerTenant: 30 });
+    expect(sharedCaps(caps, undefined)).toBe(caps);
+  });
+
+  it('refuses a third plugin of the tenant on a replica that holds its part (two of four over two replicas)', () => {
+    expect(
+      refusal(() => checkCaps(held(['a', 1], ['b', 1]), owner, 1, sharedCaps(caps, overTwo))),
+    ).toMatchObject({ code: 'LIMIT_EXCEEDED', data: { limit: 'maxRunningPerTenant', max: 2 } });
+    expect(refusal(() => checkCaps(held(['a', 1]), owner, 1, sharedCaps(caps, overTwo)))).toBeUndefined();
+  });
+});
 
 describe('checkCaps', () => {
   it('admits under every cap', () => {
