@@ -1,16 +1,7 @@
-// A small pool stays usable after hundreds of failing operations of every kind a store makes: a
-// transaction whose fn throws, a statement the server refuses inside and outside a transaction (a
-// NUL in a text parameter among them), and a connection that dies mid-transaction. None of them
-// may keep a connection checked out, or the next query would wait for a slot that never frees;
-// and a connection dying while checked out (in a transaction, or the service's lock holder) must
-// not reach the process as an uncaught 'error' event (vitest reports those as unhandled errors).
-import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { SandboxError } from '../../../host/errors.ts';
 import type { PgDatabase } from '../../../host/store/pg/db.ts';
-import { openPgStore } from '../../../host/store/pg/index.ts';
 import { createStoreDatabase, describePostgres, type StoreDatabase } from '../../helpers/postgres.ts';
-import { until } from '../../helpers/until.ts';
 
 describePostgres('postgres pool under errors', () => {
   let database: StoreDatabase;
