@@ -97,7 +97,7 @@ export const defaultProvider = async (
     .adopt({
       claim: recorded.map(([id]) => id),
       assigned: new Map(recorded),
-      ...(pools === undefined ? {} : { alive: pools.alive }),
+      ...(pools === undefined ? {} : { replicas: { alive: pools.alive } }),
     })
     .catch((e: unknown) => {
       log(`could not list existing sandboxes: ${String(e)}`);

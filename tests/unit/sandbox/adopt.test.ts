@@ -64,31 +64,38 @@ describe('adopt() with replicas sharing an instance', () => {
         ['assigned', 'agent-c'],
         ['assigned-dead', 'agent-d'],
       ]),
-      alive: async (owner) => {
-        asked.push(owner);
-        return owner.endsWith(':1');
+      replicas: {
+        alive: async (owner) => {
+          asked.push(owner);
+          return owner.endsWith(':1');
+        },
       },
     });
     expect(asked.sort()).toEqual(['replica-a:0', 'replica-a:1', 'replica-c:1']);
     // A live replica's pool, even a container it is assigning now, is its own to finish.
     expect(removed).toEqual(['dead']);
     expect(renamed).toEqual([`assigned-dead->dsh-${INSTANCE}-agent-agent-d`]);
+    // Another replica may make an agent's container later (one this replica takes over then).
+    expect(base.adoptedNames).toBeUndefined();
   });
 
   it('keeps a pool whose owner cannot be asked (the database away), and says why', async () => {
     const { base, removed, errors } = engine([pooled('a1', 'replica-a:1')], 'replica-b:1');
     await adopt(base, {
-      alive: async () => {
-        throw new Error('connection refused');
+      replicas: {
+        alive: async () => {
+          throw new Error('connection refused');
+        },
       },
     });
     expect(removed).toEqual([]);
     expect(String(errors[0])).toMatch(/connection refused/);
   });
 
-  it('without replicas (no alive), every other owner is a previous process: its pool goes', async () => {
+  it('without replicas, every other owner is a previous process: its pool goes', async () => {
     const { base, removed } = engine([pooled('old', 'nonce-old'), pooled('now', 'nonce-now')], 'nonce-now');
     await adopt(base);
     expect(removed).toEqual(['old']);
+    expect(base.adoptedNames).toEqual(new Set());
   });
 });
