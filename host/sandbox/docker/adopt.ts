@@ -2,9 +2,10 @@
 // ownership.ts into the agents' (found again by name), legacy ones the store claims, pool
 // containers a crash left assigned but unrenamed (renamed and adopted now), and leftovers (removed);
 // then this instance's workspaces and link folders no container uses are swept.
-// Replicas share the instance: the pool containers of an owner `replicas.alive` says still runs are its
-// live warm pool, kept; a replica that registers after another's start lists its pool (its first
-// seconds) loses those containers, and its pool makes others (pool.ts watches every item).
+// Replicas share the instance: the pool containers of an owner `replicas.alive` says still runs
+// are its live warm pool, kept. A replica not yet registered (its first seconds, before it
+// listens) is not known to run: another replica starting then removes its first pool
+// containers, and its pool makes others (pool.ts replaces an item whose container went away).
 // Invariants: never touches another instance's containers, workspaces or link folders, nor the
 // pool of a process that still runs (an owner whose liveness cannot be read counts as running); a
 // workspace any container still uses (whoever's it is) is kept; adopted names only add up, so
