@@ -62,7 +62,7 @@ export interface DockerProviderOptions {
   pool?: { size: number };
   /**
    * This process's pool owner, the `dsh.pool.owner` label of its pool containers: another
-   * process's adopt() removes them only when this owner no longer runs (AdoptOptions.alive).
+   * process's adopt() removes them only when this owner no longer runs (AdoptOptions.replicas).
    * Replicas pass their lease holder. Default: a fresh random one.
    */
   owner?: string;
@@ -108,8 +108,8 @@ export type DockerProvider = SandboxProvider & {
   /**
    * Re-adoption at start: the names of this instance's agent containers on the engine (get() finds
    * each by name), after removing unassigned pool containers a previous process of this instance
-   * left behind (not those of a replica that still runs: options.alive) and sweeping its workspaces that no container uses. Never touches another
-   * instance's containers or workspaces.
+   * left behind (not those of a replica that still runs: options.replicas) and sweeping its
+   * workspaces that no container uses. Never touches another instance's containers or workspaces.
    */
   adopt(options?: AdoptOptions): Promise<string[]>;
 };
