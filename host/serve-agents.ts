@@ -108,6 +108,8 @@ export function startAgents(config: Config, parts: ServerAgentParts, log: (line:
         waitMaxMs: Math.min(600_000, config.callTimeoutMs),
       },
       providers: config.subagentProviders,
+      // With replicas, a family's pending child runs are resumed where it is taken over.
+      resumeAtStart: ownership === undefined,
     },
     // Each tenant's plugins on worker processes of its own, within its caps and the host's.
     plugins: {

@@ -1,7 +1,8 @@
 // Replicas in `serve`: on a PostgreSQL store (which keeps the replicas port) this process is one
 // replica among any number on the database: it gets an id and an event fence before the store
 // opens (every event it writes is fenced), and once the agent service runs, the ownership of agent
-// families (host/replicas) with what taking one over and losing one do to the service. The embedded
+// families (host/replicas) with what taking one over (its interrupted calls repaired, its plugins
+// and pending child runs resumed) and losing one do to the service. The embedded
 // libsql store has no replicas port: nothing here runs, and this process owns every agent.
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -151,6 +152,9 @@ export const wireOwnership = (
       new Set(agentIds),
     );
     if (started > 0) log(`family ${familyId}: started ${started} plugin(s) again`);
+    // Its child runs left pending are watched here now (settling one writes to its parent's session).
+    const watched = await agents.teams().resume(new Set(agentIds));
+    if (watched > 0) log(`family ${familyId}: watching ${watched} child run(s) again`);
   });
   ownership.onLost(({ familyId, tenantId, agentIds }) => {
     log(`family ${familyId} is run by another replica now; its work here stops`);

@@ -2,7 +2,9 @@
 // (or plain volumes when the disk quota is off), the docker provider that re-adopts this store's
 // containers, and the egress (the gateway, web access, sandboxd's proxy) attributed to agents.
 // Invariant: no image, no start (sandboxImageOf refuses before anything is made); a provider adopts
-// only its own instance's containers, so several instances may share one engine.
+// only its own instance's containers, so several instances may share one engine; replicas share
+// their store's instance, and a starting one removes only the pool containers of replicas that no
+// longer run (their heartbeat older than a lease), never the live warm pools of the others.
 import { readFileSync } from 'node:fs';
 import { rootCertificates } from 'node:tls';
 import { agentEgressRules } from './agents/web.ts';
@@ -11,7 +13,7 @@ import { createEgress, createSharedBudgets, type Egress } from './egress/index.t
 import { createAuthorities } from './egress/intercept/authority.ts';
 import { createSandboxEgress, type SandboxEgress } from './egress/proxy/index.ts';
 import { SandboxError } from './errors.ts';
-import type { DockerProvider } from './sandbox/docker/index.ts';
+import type { DockerProvider, DockerProviderOptions } from './sandbox/docker/index.ts';
 import type { Store } from './store/index.ts';
 import { replicaShareOf } from './store/replica-share.ts';
 
@@ -48,16 +50,31 @@ const workspaceStore = async (config: Config, log: (line: string) => void) => {
   });
 };
 
+/** With replicas: this replica's pool owner (its lease holder), and whether another one still runs. */
+export interface PoolOwners {
+  owner: string;
+  alive(owner: string): Promise<boolean>;
+}
+
+/** The pool owners of replicas on `store` (undefined without replicas): alive while they renew. */
+export const poolOwnersOf = (store: Store, holder: string, leaseMs: number): PoolOwners | undefined => {
+  const leases = store.leases;
+  return leases === undefined ? undefined : { owner: holder, alive: (owner) => leases.alive(owner, leaseMs) };
+};
+
 /**
  * The docker provider on the local engine, acting for this store's instance: it adopts only its own
  * containers (and those of older versions that this store's agents name as their sandbox), so
- * several instances with their own data directories can share one engine.
+ * several instances with their own data directories can share one engine; with replicas (`pools`),
+ * the live replicas' pool containers are theirs. `overrides` replace what the configuration gives
+ * (tests: a fixture's names, labels and workspaces).
  */
 export const defaultProvider = async (
   config: Config,
   store: Store,
   log: (line: string) => void,
   egress: SandboxEgress['attach'],
+  { pools, overrides }: { pools?: PoolOwners | undefined; overrides?: Partial<DockerProviderOptions> } = {},
 ): Promise<DockerProvider> => {
   const { createDockerProvider } = await import('./sandbox/docker/index.ts');
   const provider = createDockerProvider({
@@ -71,12 +88,18 @@ export const defaultProvider = async (
     spoolDir: config.spoolDir,
     egress,
     ...(linksOf(config, log) === undefined ? {} : { links: config.linksDir }),
+    ...overrides,
+    ...(pools === undefined ? {} : { owner: pools.owner }),
   });
   const recorded = (await store.agents.listAll({ includeDeleted: true })).flatMap((a) =>
     a.sandboxId === undefined ? [] : [[a.sandboxId, a.id] as const],
   );
   const adopted = await provider
-    .adopt({ claim: recorded.map(([id]) => id), assigned: new Map(recorded) })
+    .adopt({
+      claim: recorded.map(([id]) => id),
+      assigned: new Map(recorded),
+      ...(pools === undefined ? {} : { replicas: { alive: pools.alive } }),
+    })
     .catch((e: unknown) => {
       log(`could not list existing sandboxes: ${String(e)}`);
       return [];

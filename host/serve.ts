@@ -21,12 +21,12 @@ import type { Config } from './config.ts';
 import type { SandboxEgress } from './egress/proxy/index.ts';
 import type { IsolateHost } from './isolates/index.ts';
 import { replicaUrlOf } from './replica.ts';
-import type { DockerProvider } from './sandbox/docker/index.ts';
+import type { DockerProvider, DockerProviderOptions } from './sandbox/docker/index.ts';
 import type { SandboxProvider } from './sandbox/types.ts';
 import { startAgents, startIsolates } from './serve-agents.ts';
 import { createServerApp, listenHttp } from './serve-http.ts';
 import { ownershipOf, replicaDeps, replicaIdentity, wireOwnership } from './serve-replicas.ts';
-import { defaultProvider, sandboxImageOf, startEgress } from './serve-sandboxes.ts';
+import { defaultProvider, poolOwnersOf, sandboxImageOf, startEgress } from './serve-sandboxes.ts';
 import { connectStore, storeSecretsKey } from './store/connect.ts';
 import type { Store } from './store/index.ts';
 import { isPostgresUrl } from './store/pg/url.ts';
@@ -45,6 +45,11 @@ export interface StartOptions {
   isolates?: IsolateHost;
   /** Default: a libsql file in config.dataDir. */
   store?: Store;
+  /**
+   * Without `sandboxes`: options of the default docker provider over those the configuration
+   * gives (tests: a fixture's names, labels and workspaces). Default none.
+   */
+  docker?: Partial<DockerProviderOptions>;
   /** Where start-up messages go. Default stdout. */
   log?: (line: string) => void;
 }
@@ -141,7 +146,11 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
   const { egress, sandboxEgress } = startEgress(config, store, log);
   const docker =
     options.sandboxes === undefined
-      ? await defaultProvider(config, store, log, sandboxEgress.attach)
+      ? await defaultProvider(config, store, log, sandboxEgress.attach, {
+          // Replicas share the instance: each one's warm pool is its own while it runs.
+          pools: ownership && poolOwnersOf(store, identity.holder, config.replicaLeaseMs),
+          ...(options.docker === undefined ? {} : { overrides: options.docker }),
+        })
       : undefined;
   const sandboxes =
     typeof options.sandboxes === 'function'

@@ -73,8 +73,9 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
     forget: lookup.forget,
   });
   state.teams = teamServiceFor(state);
-  // In the background: a run it cannot resume now stays as stored, for the next start.
-  void state.teams?.resume().catch(() => undefined);
+  // In the background: a run it cannot resume now stays as stored, for the next start. With
+  // replicas, the replica taking a family over resumes its runs (options.children.resumeAtStart).
+  if (options.children?.resumeAtStart !== false) void state.teams?.resume().catch(() => undefined);
   const { live, batches, deletion } = state;
 
   return {

@@ -6,7 +6,9 @@
 // in its mailbox (so wait_agent wakes), and any foreground call waiting on it.
 // Invariants: a run settles once per request (the store compares the request id), so a report
 // followed by the request's own answer announces once; after a restart, resume() watches every run
-// still pending, so no outcome is lost; watches end with close() without cancelling anything.
+// still pending, so no outcome is lost (with replicas, only the families the replica takes over:
+// settling appends to the parent's session, which only its family's owner may write); watches end
+// with close() without cancelling anything.
 import * as v from 'valibot';
 import type { HostRequest, RequestStore } from '../requests/index.ts';
 import type { AgentStore, ChildRun, ChildStatus, EventLog, TeamStore } from '../store/index.ts';
@@ -29,8 +31,11 @@ export interface Runs {
   reportIdle(run: ChildRun, output: string): Promise<void>;
   /** Resolves with the run once it is no longer running; rejects when `signal` aborts. */
   outcome(childId: string, signal: AbortSignal): Promise<ChildRun>;
-  /** Watches every run left pending by the last process; resolves to how many. */
-  resume(): Promise<number>;
+  /**
+   * Watches every run left pending by the last process (with `agentIds`, only the runs of those
+   * children or parents: a family a replica takes over); resolves to how many.
+   */
+  resume(agentIds?: ReadonlySet<string>): Promise<number>;
   close(): void;
 }
 
@@ -190,11 +195,12 @@ export function createRuns(options: RunsOptions): Runs {
     await announce(run.agentId, true);
   }
 
-  async function resume(): Promise<number> {
+  async function resume(agentIds?: ReadonlySet<string>): Promise<number> {
     let watched = 0;
     let failure: { error: unknown } | undefined;
     for (const run of await teams.runsWith('running')) {
       if (run.requestId === undefined) continue;
+      if (agentIds !== undefined && !agentIds.has(run.agentId) && !agentIds.has(run.parentId)) continue;
       // One run the store fails on must not leave the runs after it unwatched; the first failure
       // is thrown once every run was tried (the run stays running, for the next start).
       try {

@@ -79,6 +79,12 @@ export interface AgentServiceOptions {
     limits?: Partial<ChildLimits>;
     limitsOf?: (tenantId: string) => Partial<ChildLimits> | undefined;
     providers?: readonly string[];
+    /**
+     * Whether the child runs a previous process left pending are watched at start. Default true.
+     * Replicas pass false: each family's runs are resumed by the replica that takes it over
+     * (teams().resume(agentIds)), since settling one writes to the parent's session.
+     */
+    resumeAtStart?: boolean;
   };
 }
 

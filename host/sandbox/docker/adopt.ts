@@ -2,10 +2,17 @@
 // ownership.ts into the agents' (found again by name), legacy ones the store claims, pool
 // containers a crash left assigned but unrenamed (renamed and adopted now), and leftovers (removed);
 // then this instance's workspaces and link folders no container uses are swept.
-// Invariants: never touches another instance's containers, workspaces or link folders; a
+// Replicas share the instance: the pool containers of an owner `replicas.alive` says still runs
+// are its live warm pool, kept. A replica not yet registered (its first seconds, before it
+// listens) is not known to run: another replica starting then removes its first pool
+// containers, and its pool makes others (pool.ts replaces an item whose container went away).
+// Invariants: never touches another instance's containers, workspaces or link folders, nor the
+// pool of a process that still runs (an owner whose liveness cannot be read counts as running); a
 // workspace any container still uses (whoever's it is) is kept; adopted names only add up, so
-// lookup.ts asks the engine about them alone from now on.
-import { LABEL_MANAGED } from './config.ts';
+// lookup.ts asks the engine about them alone from now on (one process per instance; replicas make
+// containers of the instance at any time, so with them lookup.ts asks about any name).
+import type Docker from 'dockerode';
+import { LABEL_INSTANCE, LABEL_MANAGED, LABEL_POOL_OWNER } from './config.ts';
 import { fromDocker } from './errors.ts';
 import { sweepLinkDirs } from './links.ts';
 import { classify, listedWorkspace, sweepable } from './ownership.ts';
@@ -24,6 +31,42 @@ export interface AdoptOptions {
    * it, and is adopted under the agent's name instead of being removed as a leftover.
    */
   assigned?: ReadonlyMap<string, string>;
+  /**
+   * This instance is shared by replicas (several processes on one store, each with a provider):
+   * `alive(owner)` says whether the process whose pool owner label (`dsh.pool.owner`) is `owner`
+   * still runs, and its pool containers are its warm pool, not leftovers (serve-sandboxes.ts asks
+   * the replicas table); and since another replica may make an agent's container at any time (one
+   * this replica takes over later), lookups keep asking the engine about any agent's name.
+   * Default: one process per instance: every other owner's unassigned pool containers are
+   * removed, and only the agent containers listed now can exist besides this process's own.
+   */
+  replicas?: { alive(owner: string): Promise<boolean> };
+}
+
+/** The pool owners of this instance's listed containers that still run (other than this process). */
+async function liveOwners(
+  list: readonly Docker.ContainerInfo[],
+  s: ProviderBase,
+  alive: ((owner: string) => Promise<boolean>) | undefined,
+): Promise<Set<string>> {
+  const live = new Set<string>();
+  if (alive === undefined) return live;
+  const owners = new Set<string>();
+  for (const c of list) {
+    const labels = c.Labels ?? {};
+    const owner = labels[LABEL_POOL_OWNER];
+    if (labels[LABEL_INSTANCE] === s.instance && owner !== undefined && owner !== s.owner) owners.add(owner);
+  }
+  for (const owner of owners) {
+    // Unreadable (the database away): kept, since removing a live replica's pool is worse than a
+    // leftover the next start removes.
+    const lives = await alive(owner).catch((e: unknown) => {
+      s.onError(e);
+      return true;
+    });
+    if (lives) live.add(owner);
+  }
+  return live;
 }
 
 /** The names of this instance's agent containers on the engine (see the header). */
@@ -38,6 +81,7 @@ export async function adopt(s: ProviderBase, adoptOptions: AdoptOptions = {}): P
     prefix,
     instance,
     process: s.owner,
+    live: await liveOwners(list, s, adoptOptions.replicas?.alive),
     claim: new Set(adoptOptions.claim ?? []),
     assigned: adoptOptions.assigned ?? new Map<string, string>(),
     owns: (m: WorkspaceMount) => s.workspaces.owns(m),
@@ -76,6 +120,7 @@ export async function adopt(s: ProviderBase, adoptOptions: AdoptOptions = {}): P
   await s.workspaces.sweep(inUse, false, sweepable(prefix, instance)).catch(onError);
   // Link folders no container mounts (a container removed behind our back, a crash mid-create).
   if (links !== undefined) await sweepLinkDirs(links, list).catch(onError);
-  s.adoptedNames = new Set([...(s.adoptedNames ?? []), ...adopted]);
+  // With replicas, any name may appear later: lookups ask the engine (adoptedNames stays unset).
+  if (adoptOptions.replicas === undefined) s.adoptedNames = new Set([...(s.adoptedNames ?? []), ...adopted]);
   return adopted;
 }

@@ -1,7 +1,7 @@
 // Finding an agent's container: the one this process knows, else this instance's by name, else a
-// legacy one adopt() found claimed by the store. After adopt(), the engine can only hold a
-// container for an agent this process does not know when adopt() listed it, so only those names
-// cost an engine call.
+// legacy one adopt() found claimed by the store. After adopt() (one process per instance), the
+// engine can only hold a container for an agent this process does not know when adopt() listed
+// it, so only those names cost an engine call; with replicas every name may (adopt.ts).
 // Invariants: a container found by name becomes the agent's Entry (its tenant, limits and workspace
 // read from the engine); a known entry whose container vanished stays known (its handles follow a
 // replacement) but reads as absent.

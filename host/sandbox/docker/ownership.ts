@@ -7,6 +7,11 @@
 // An instance adopts, reaps and removes only what carries its id. Another instance's containers,
 // whatever their names, are never touched.
 //
+// Replicas (several processes on one PostgreSQL store) share its instance id, so any of them can
+// reattach to any agent's container. Each labels its pool containers with its own pool owner (its
+// lease holder); an unassigned pool container is a leftover only when its owner is not a replica
+// that still runs (`live`), so a starting replica leaves the warm pools of the others alone.
+//
 // Containers made before instance ids existed (no `dsh.instance` label, names `<prefix>-agent-…` /
 // `<prefix>-pool-…`) belong to whichever instance's store recorded them, so:
 // - a legacy agent container is adopted only when its container id is an agent's sandbox id in this
@@ -56,6 +61,12 @@ export interface Owner {
   instance: string;
   /** This process's pool nonce (`dsh.pool.owner`): its own pool containers are live, not leftovers. */
   process: string;
+  /**
+   * Other pool owners known to still run: replicas on this store's database (sharing its instance
+   * id) whose warm pools are live. Default none: one process per instance, so every other owner's
+   * unassigned pool containers are leftovers.
+   */
+  live?: ReadonlySet<string>;
   /** Container ids this instance's store records as agents' sandboxes (for legacy containers). */
   claim: ReadonlySet<string>;
   /** Container id → agent id: the sandboxes this instance's store records for its agents. */
@@ -72,7 +83,7 @@ export type Verdict =
   | { kind: 'remove' }
   /** A pool container of this instance the store records as the agent's: assigned, not yet renamed. */
   | { kind: 'assign'; agentId: string }
-  /** Not this instance's to touch (another instance's, or this process's own live pool). */
+  /** Not this instance's to touch (another instance's), or a live pool (this process's, a live replica's). */
   | { kind: 'keep' };
 
 /** The /workspace mount of a listed container, named as `workspaceOf` names an inspected one. */
@@ -81,6 +92,13 @@ export const listedWorkspace = (c: Docker.ContainerInfo): WorkspaceMount | undef
   if (!m) return undefined;
   return m.Type === 'volume' ? { type: 'volume', source: m.Name ?? '' } : { type: m.Type, source: m.Source };
 };
+
+/**
+ * Whether a pool container's owner still runs: this process, or a live replica. A live replica
+ * renames a container it assigned itself, so even an assigned one is its to finish.
+ */
+const poolOwnerLives = (owner: string | undefined, o: Owner): boolean =>
+  owner !== undefined && (owner === o.process || o.live?.has(owner) === true);
 
 export const classify = (c: Docker.ContainerInfo, o: Owner): Verdict => {
   const labels = c.Labels ?? {};
@@ -91,7 +109,7 @@ export const classify = (c: Docker.ContainerInfo, o: Owner): Verdict => {
     const agent = names.find((n) => n.startsWith(`${own}-agent-`));
     if (agent) return { kind: 'adopt', name: agent, legacy: false };
     const pooled = labels[LABEL_POOL] === '1' && names.some((n) => n.startsWith(`${own}-pool-`));
-    if (!pooled || labels[LABEL_POOL_OWNER] === o.process) return { kind: 'keep' };
+    if (!pooled || poolOwnerLives(labels[LABEL_POOL_OWNER], o)) return { kind: 'keep' };
     const agentId = o.assigned.get(c.Id);
     return agentId === undefined ? { kind: 'remove' } : { kind: 'assign', agentId };
   }

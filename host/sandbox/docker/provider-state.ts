@@ -60,7 +60,7 @@ export interface ProviderBase {
   entries: Map<string, Entry>;
   /** Legacy agent container name → container id, for the ones adopt() found claimed by the store. */
   legacy: Map<string, string>;
-  /** This process's pool nonce: pool containers of this instance with another one are leftovers. */
+  /** This process's pool owner: this instance's pool containers whose owner no longer runs are leftovers. */
   owner: string;
   /** Agent container names adopt() found; undefined before adopt() (then any name may exist). */
   adoptedNames: Set<string> | undefined;

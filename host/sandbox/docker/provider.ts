@@ -61,6 +61,12 @@ export interface DockerProviderOptions {
   /** Started, unassigned containers kept ready. Default { size: 0 }. */
   pool?: { size: number };
   /**
+   * This process's pool owner, the `dsh.pool.owner` label of its pool containers: another
+   * process's adopt() removes them only when this owner no longer runs (AdoptOptions.replicas).
+   * Replicas pass their lease holder. Default: a fresh random one.
+   */
+  owner?: string;
+  /**
    * Workspaces of the default size made ahead (workspaces.ts keepSpares; loop workspaces: formatted
    * images), so that a cold create only mounts one. Default 0.
    */
@@ -102,8 +108,8 @@ export type DockerProvider = SandboxProvider & {
   /**
    * Re-adoption at start: the names of this instance's agent containers on the engine (get() finds
    * each by name), after removing unassigned pool containers a previous process of this instance
-   * left behind and sweeping its workspaces that no container uses. Never touches another
-   * instance's containers or workspaces.
+   * left behind (not those of a replica that still runs: options.replicas) and sweeping its
+   * workspaces that no container uses. Never touches another instance's containers or workspaces.
    */
   adopt(options?: AdoptOptions): Promise<string[]>;
 };
@@ -137,7 +143,7 @@ export function createDockerProvider(options: DockerProviderOptions): DockerProv
     spoolDir: options.spoolDir,
     entries: new Map(),
     legacy: new Map(),
-    owner: nanoid(10),
+    owner: options.owner ?? nanoid(10),
     adoptedNames: undefined,
     workspaces,
     links: linksFolder(options.links, onError),

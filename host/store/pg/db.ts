@@ -8,7 +8,8 @@
 // - `$n` parameters only, never SQL built from values;
 // - `tx(fn)` runs fn on ONE client between BEGIN and COMMIT (ROLLBACK when it throws); fn may
 //   await only queries on the handle it is given, never other I/O, and the handle refuses
-//   queries once the transaction has ended;
+//   queries once the transaction has ended; a transaction left idle longer than
+//   `idleInTransactionMs` (its process paused) is ended by the server, its locks released;
 // - errors are translated once, here, into SandboxError STORE_FAILED with the original as `cause`
 //   and its SQLSTATE in `data.pgCode` (SandboxErrors pass through unchanged), except a caller's
 //   text with a NUL in it (text cannot hold one): BAD_REQUEST, the client's mistake;
@@ -66,6 +67,13 @@ export interface OpenPgDatabaseOptions {
   applicationName?: string;
   /** How long to wait for a new connection, in ms. Default 10000. */
   connectTimeoutMs?: number;
+  /**
+   * How long the server lets a transaction sit idle before it ends the session, in ms. A replica
+   * paused mid-transaction (SIGSTOP, a stalled VM) otherwise holds its locks for good: the FOR
+   * SHARE of an event write's fence (pg/leases.ts heldFamilies) would block the takeover of its
+   * family forever. This process never idles that long inside a transaction. Default 10000.
+   */
+  idleInTransactionMs?: number;
   /** Told about a pooled connection that failed while idle (the pool replaces it). Default: ignored. */
   onError?: (error: SandboxError) => void;
 }
@@ -205,6 +213,7 @@ export const openPgDatabase = (options: OpenPgDatabaseOptions): PgDatabase => {
     connectionString: withoutParams(url, names),
     max: poolSize,
     connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
+    idle_in_transaction_session_timeout: options.idleInTransactionMs ?? 10_000,
     types: numberTypes(),
     ...(options.ssl === undefined ? {} : { ssl: options.ssl }),
     // pg lets the url's parameters win over these; the option's were taken out of the url above.

@@ -127,7 +127,7 @@ export interface TeamService {
   deleted(agent: Agent): Promise<void>;
   readonly directory: TeamDirectory;
   limits(tenantId: string): ChildLimits;
-  /** Watches the runs a previous process left pending; resolves to how many. */
-  resume(): Promise<number>;
+  /** Watches the runs a previous process left pending (with `agentIds`, only theirs); resolves to how many. */
+  resume(agentIds?: ReadonlySet<string>): Promise<number>;
   close(): void;
 }

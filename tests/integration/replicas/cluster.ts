@@ -1,7 +1,8 @@
 // Replicas for integration tests: several `serve` processes (serve-replica.ts) on one fresh
 // PostgreSQL database of the run's private cluster, with one secrets key, each with its own data
-// directory and replica id, and a short lease so a fail-over takes seconds. The first replica makes
-// the default tenant; the others start after it. Everything is stopped and swept in close().
+// directory and replica id, and a short lease so a fail-over takes seconds, each with a warm pool
+// of `poolSize` on the one engine. The first replica makes the default tenant; the others start
+// after it. Everything is stopped and swept in close().
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -23,6 +24,8 @@ export interface Replica {
 
 export interface Cluster {
   database: TestDatabase;
+  /** The docker fixture's run id: every container and volume of the replicas carries it (`dsh.test`). */
+  runId: string;
   /** The default tenant's key (made by the first replica). */
   key: string;
   replicas: Replica[];
@@ -43,7 +46,11 @@ export const exited = (child: ChildProcess): Promise<void> =>
     ? Promise.resolve()
     : new Promise((resolve) => child.once('exit', () => resolve()));
 
-export async function startCluster(ids: readonly string[], leaseMs: number): Promise<Cluster> {
+export async function startCluster(
+  ids: readonly string[],
+  leaseMs: number,
+  { poolSize = 0 }: { poolSize?: number } = {},
+): Promise<Cluster> {
   const fixture = dockerFixture();
   const database = await createDatabase();
   const secretsKey = randomBytes(32).toString('base64');
@@ -60,6 +67,7 @@ export async function startCluster(ids: readonly string[], leaseMs: number): Pro
       replicaId: id,
       secretsKey,
       leaseMs,
+      poolSize,
     };
     const child = spawn(process.execPath, [CHILD, JSON.stringify(options)], {
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -100,6 +108,7 @@ export async function startCluster(ids: readonly string[], leaseMs: number): Pro
 
   return {
     database,
+    runId: fixture.runId,
     key,
     replicas,
     start,

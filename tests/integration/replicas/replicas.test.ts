@@ -3,8 +3,15 @@
 // run it forwards to the one that does); a `kill -9` of the owner in the middle of a batch loses
 // nothing (another replica takes the family over once its lease ran out, every logged call has
 // exactly one result, the seqs have no gap, and a retry with the same Idempotency-Key runs no call
-// twice); and an owner stopped past its lease and then resumed writes nothing more.
+// twice), in a batch and in a run_code program; an owner stopped past its lease and then resumed
+// writes nothing more; terminals' WebSockets and the agent's MCP endpoint work through a replica
+// that does not run the agent; three replicas serve one agent; and each replica keeps its warm
+// pool on the shared engine (a starting replica removes only a dead one's).
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import Docker from 'dockerode';
+import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import { postgresMissing } from '../../helpers/postgres.ts';
 import { until } from '../../helpers/until.ts';
 import type { Loose } from '../../unit/api/harness.ts';
@@ -21,11 +28,12 @@ suite(`replicas on one PostgreSQL database${missing === undefined ? '' : ` [skip
   let cluster: Cluster;
   let a: Replica;
   let b: Replica;
+  let c: Replica;
 
   beforeAll(async () => {
-    cluster = await startCluster(['replica-a', 'replica-b'], LEASE_MS);
-    [a, b] = cluster.replicas as [Replica, Replica];
-  }, 120_000);
+    cluster = await startCluster(['replica-a', 'replica-b', 'replica-c'], LEASE_MS, { poolSize: 1 });
+    [a, b, c] = cluster.replicas as [Replica, Replica, Replica];
+  }, 180_000);
   afterAll(async () => {
     await cluster?.close();
   });
@@ -53,6 +61,64 @@ suite(`replicas on one PostgreSQL database${missing === undefined ? '' : ` [skip
     expect(new Set(calls).size).toBe(calls.length);
     expect([...results].sort()).toEqual([...calls].sort());
   };
+
+  const docker = new Docker();
+  /** The unassigned warm-pool containers of the replicas, with their owner (`<replica id>:<start>`). */
+  const pools = async () =>
+    (
+      await docker.listContainers({
+        all: true,
+        filters: { label: [`dsh.test=${cluster.runId}`, 'dsh.pool=1'] },
+      })
+    )
+      .filter((x) => x.Names.some((n) => n.includes('-pool-')))
+      .map((x) => ({ id: x.Id, owner: x.Labels['dsh.pool.owner'] ?? '' }));
+  /** How long ago the replica (lease holder) last renewed, by the database's clock; undefined: unknown. */
+  const heartbeatAge = async (holder: string): Promise<number | undefined> => {
+    const client = new pg.Client({ connectionString: cluster.database.url });
+    await client.connect();
+    try {
+      const { rows } = await client.query(
+        'SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint - heartbeat_at AS age FROM replicas WHERE id = $1',
+        [holder],
+      );
+      return rows[0] === undefined ? undefined : Number(rows[0].age);
+    } finally {
+      await client.end();
+    }
+  };
+
+  it("each replica keeps its warm pool on the shared engine; a starting replica removes only a dead one's", {
+    timeout: 180_000,
+  }, async () => {
+    const before = await until(
+      async () => {
+        const listed = await pools();
+        const owners = new Set(listed.map((x) => x.owner.split(':')[0]));
+        return listed.length === 3 && owners.size === 3 ? listed : undefined;
+      },
+      { what: 'one pool container of each replica', timeoutMs: 120_000, intervalMs: 250 },
+    );
+    const ofC = before.find((x) => x.owner.startsWith('replica-c:'));
+    if (ofC === undefined) throw new Error('no pool container of replica-c');
+    c.child.kill('SIGKILL');
+    await exited(c.child);
+    // C counts as dead once its heartbeat is older than a lease.
+    await until(async () => ((await heartbeatAge(ofC.owner)) ?? 0) > LEASE_MS, {
+      what: "C's heartbeat older than a lease",
+      timeoutMs: 30_000,
+      intervalMs: 250,
+    });
+    c = await cluster.start('replica-c');
+    // Its start (adopt, before it listens) removed its former process's pool, and only that.
+    const after = (await pools()).map((x) => x.id);
+    expect(after).not.toContain(ofC.id);
+    for (const live of before.filter((x) => x !== ofC)) expect(after).toContain(live.id);
+    await until(
+      async () => (await pools()).some((x) => x.owner.startsWith('replica-c:') && x.owner !== ofC.owner),
+      { what: "the new C's own pool", timeoutMs: 60_000, intervalMs: 250 },
+    );
+  });
 
   it('serves an agent made through one replica through the other: calls, files, events and its stream', async () => {
     const agent = (await cluster.request(a, 'POST', '/v1/agents', {})).json;
@@ -144,6 +210,85 @@ suite(`replicas on one PostgreSQL database${missing === undefined ? '' : ` [skip
     expect(dupes).toBe(0);
     expect(lines).toBeGreaterThanOrEqual(ok);
     expect(lines).toBeLessThanOrEqual(64);
+    a = await cluster.start('replica-a');
+  });
+
+  /** A workspace file's text, through `via` (GET /files answers its bytes). */
+  const fileText = async (via: Replica, agentId: string, path: string): Promise<string> => {
+    const res = await fetch(`${via.url}/v1/agents/${agentId}/files?path=${encodeURIComponent(path)}`, {
+      headers: { Authorization: `Bearer ${cluster.key}` },
+    });
+    expect(res.status).toBe(200);
+    return res.text();
+  };
+
+  it('loses no inner call when the owner is killed in the middle of a run_code program, and its retry runs nothing twice', {
+    timeout: 180_000,
+  }, async () => {
+    const agent = (await cluster.request(a, 'POST', '/v1/agents', { preset: 'code' })).json;
+    const program = (id: string, code: string) => ({
+      id,
+      name: 'run_code',
+      arguments: { code, description: id },
+    });
+    // A runs the family (its first call went there).
+    const started = await cluster.request(a, 'POST', `/v1/agents/${agent.id}/calls`, {
+      calls: [program('start', 'return 1;')],
+    });
+    expect(started.json.results[0]).toMatchObject({ ok: true });
+    // One program, many tool calls in a row, each appending its number to a file.
+    const calls = [
+      program(
+        'loop',
+        "for (let i = 0; i < 300; i++) await tools.bash({ command: 'echo ' + i + ' >> /workspace/ran.txt', description: 'step ' + i }); return 'all done';",
+      ),
+    ];
+    const key = 'program-300';
+    const batch = cluster
+      .request(b, 'POST', `/v1/agents/${agent.id}/calls`, { calls }, { 'Idempotency-Key': key })
+      .catch((error: unknown) => error);
+    const innerResults = (log: Loose[]) =>
+      log.filter((e) => e.type === 'tool.result' && e.parentCallId === 'loop');
+    await until(async () => innerResults(await events(a, agent.id)).length >= 10, {
+      what: 'the program under way on A',
+      timeoutMs: 60_000,
+      intervalMs: 100,
+    });
+    a.child.kill('SIGKILL');
+    await exited(a.child);
+    const first = await batch;
+    if (!(first instanceof Error)) expect([502, 503]).toContain((first as { status: number }).status);
+
+    const retry = () =>
+      cluster.request(b, 'POST', `/v1/agents/${agent.id}/calls`, { calls }, { 'Idempotency-Key': key });
+    const retried = await until(
+      async () => {
+        const r = await retry();
+        return r.status === 200 ? r : undefined;
+      },
+      { what: 'B answering the retried program', timeoutMs: 60_000, intervalMs: 250 },
+    );
+    const [outcome] = retried.json.results as Loose[];
+    expect(outcome.ok).toBe(false);
+    expect(outcome.error.code).toBe('INTERRUPTED');
+
+    const log = await events(b, agent.id);
+    // Every call, the program and the tools.bash calls inside it (parentCallId), has one result.
+    expectWholeLog(log);
+    const inner = log.filter((e) => e.type === 'tool.call' && e.parentCallId === 'loop');
+    const innerOk = innerResults(log).filter((e) => e.data.ok).length;
+    expect(innerOk).toBeGreaterThanOrEqual(9);
+    expect(inner.length).toBeLessThan(300);
+    // Nothing ran twice: each step at most once in the file, in order, one line per call at most.
+    const lines = (await fileText(b, agent.id, 'ran.txt')).trim().split('\n');
+    expect(lines).toEqual(lines.map((_, i) => String(i)));
+    expect(lines.length).toBeGreaterThanOrEqual(innerOk);
+    expect(lines.length).toBeLessThanOrEqual(inner.length);
+    // Once more with the key: the same answer from the log, and still nothing ran again.
+    const again = await retry();
+    expect(again.json.results).toEqual(retried.json.results);
+    expect((await fileText(b, agent.id, 'ran.txt')).trim().split('\n')).toEqual(lines);
+    expect((await events(b, agent.id)).length).toBe(log.length);
     a = await cluster.start('replica-a');
   });
 
@@ -258,5 +403,84 @@ suite(`replicas on one PostgreSQL database${missing === undefined ? '' : ` [skip
       ),
     ).toHaveLength(1);
     a = await cluster.start('replica-a');
+  });
+
+  /** A WebSocket client that collects everything the server sends. */
+  const socket = (
+    url: string,
+  ): Promise<{ ws: WebSocket; output: () => string; closed: Promise<{ code: number; reason: string }> }> =>
+    new Promise((resolve, reject) => {
+      const ws = new WebSocket(url, [], { headers: { Authorization: `Bearer ${cluster.key}` } });
+      let out = '';
+      const closed = new Promise<{ code: number; reason: string }>((r) =>
+        ws.on('close', (code, reason) => r({ code, reason: reason.toString() })),
+      );
+      ws.on('message', (data: Buffer) => {
+        out += data.toString();
+      });
+      ws.on('open', () => resolve({ ws, output: () => out, closed }));
+      ws.on('unexpected-response', (_req, res) => reject(new Error(`HTTP ${res.statusCode}`)));
+      ws.on('error', reject);
+    });
+
+  it("a terminal's WebSocket through the replica that does not run the agent", {
+    timeout: 120_000,
+  }, async () => {
+    const agent = (await cluster.request(a, 'POST', '/v1/agents', { preset: 'creator' })).json;
+    const opened = await cluster.request(a, 'POST', `/v1/agents/${agent.id}/calls`, {
+      calls: [{ id: 'open', name: 'terminal_open', arguments: { type: 'bash', name: 'shared' } }],
+    });
+    expect(opened.json.results[0]).toMatchObject({ ok: true });
+    const tid = opened.json.results[0].value.sessionId as string;
+    // A runs the family; B forwards the upgrade and the bytes both ways.
+    const term = await socket(`${b.url.replace('http', 'ws')}/v1/agents/${agent.id}/terminals/${tid}`);
+    term.ws.send(Buffer.from('echo through-$((40+2))\r'));
+    await until(() => /through-42/.test(term.output()), { what: 'the echo through B', timeoutMs: 30_000 });
+    term.ws.send(JSON.stringify({ type: 'resize', cols: 101, rows: 31 }));
+    term.ws.send(Buffer.from('stty size\r'));
+    await until(() => /[\r\n]31 101\r\n/.test(term.output()), {
+      what: 'the resize through B',
+      timeoutMs: 30_000,
+    });
+    // The terminal ends on A: the socket through B closes with it.
+    term.ws.send(Buffer.from('exit 4\r'));
+    expect((await term.closed).code).toBe(1000);
+  });
+
+  it("the agent's MCP endpoint through the replica that does not run the agent", {
+    timeout: 120_000,
+  }, async () => {
+    const agent = (await cluster.request(a, 'POST', '/v1/agents', { preset: 'standard' })).json;
+    await cluster.request(a, 'POST', `/v1/agents/${agent.id}/calls`, { calls: [bash('start', 'true')] });
+    const client = new Client({ name: 'dsh-replicas-test', version: '1.0.0' });
+    const transport = new StreamableHTTPClientTransport(new URL(`${b.url}/v1/agents/${agent.id}/mcp`), {
+      requestInit: { headers: { Authorization: `Bearer ${cluster.key}` } },
+    });
+    try {
+      await client.connect(transport); // initialize, forwarded to A
+      const listed = await client.listTools();
+      const surface = (await cluster.request(a, 'GET', `/v1/agents/${agent.id}/tools`)).json.tools as Loose[];
+      expect(listed.tools.map((t) => t.name).sort()).toEqual(surface.map((t) => t.name).sort());
+      expect(listed.tools.map((t) => t.name)).toContain('bash');
+    } finally {
+      await client.close().catch(() => undefined);
+    }
+  });
+
+  it('three replicas: an agent made through C is used through A and B', { timeout: 120_000 }, async () => {
+    const agent = (await cluster.request(c, 'POST', '/v1/agents', {})).json;
+    const viaA = await cluster.request(a, 'POST', `/v1/agents/${agent.id}/calls`, {
+      calls: [bash('one', 'echo from-a > /workspace/three.txt')],
+    });
+    expect(viaA.json.results[0]).toMatchObject({ ok: true });
+    const viaB = await cluster.request(b, 'POST', `/v1/agents/${agent.id}/calls`, {
+      calls: [bash('two', 'echo from-b >> /workspace/three.txt; cat /workspace/three.txt')],
+    });
+    expect(viaB.status).toBe(200);
+    expect(JSON.stringify(viaB.json.results[0].content)).toContain('from-a\\nfrom-b');
+    expect(await fileText(c, agent.id, 'three.txt')).toBe('from-a\nfrom-b\n');
+    const log = await events(c, agent.id);
+    expect(log.filter((e) => e.type === 'tool.result').map((e) => e.callId)).toEqual(['one', 'two']);
+    expectWholeLog(log);
   });
 });

@@ -48,6 +48,20 @@ describe('what an instance owns on a shared engine', () => {
     ).toBe('adopt');
   });
 
+  it("keeps the pools of the instance's live replicas, removes those of replicas that no longer run", () => {
+    const pool = { ...mine, 'dsh.pool': '1' };
+    const replica = { ...self, live: new Set(['replica-a:1']) };
+    const of = (owner: string, id?: string) =>
+      classify(listed(`dsh-aaaa11112222-pool-${owner}`, { ...pool, 'dsh.pool.owner': owner }, id), replica);
+    expect(of('replica-a:1')).toEqual({ kind: 'keep' });
+    // Assigning it now: the live replica renames it itself.
+    expect(of('replica-a:1', 'assigned-id')).toEqual({ kind: 'keep' });
+    expect(of('replica-a:0')).toEqual({ kind: 'remove' });
+    expect(of('replica-a:0', 'assigned-id')).toEqual({ kind: 'assign', agentId: 'agent-z' });
+    // A pool container without an owner label is nobody's live pool.
+    expect(classify(listed('dsh-aaaa11112222-pool-x', pool), replica).kind).toBe('remove');
+  });
+
   it("never touches another instance's containers, whatever their names", () => {
     const pool = { ...theirs, 'dsh.pool': '1', 'dsh.pool.owner': 'x' };
     for (const name of ['dsh-bbbb33334444-pool-1', 'dsh-bbbb33334444-agent-x', 'dsh-pool-1', 'dsh-agent-x'])

@@ -52,6 +52,31 @@ describePostgres('postgres store database', () => {
     expect(pg.types.getTypeParser(20, 'text')('5')).toBe('5');
   });
 
+  it('ends a transaction left idle (its process paused), so its locks do not block the others for good', async () => {
+    const paused = open({ idleInTransactionMs: 300 });
+    await db.query('INSERT INTO t (id) VALUES ($1)', ['locked']);
+    let locked!: () => void;
+    const lockTaken = new Promise<void>((resolve) => {
+      locked = resolve;
+    });
+    let resume!: () => void;
+    const resumed = new Promise<void>((resolve) => {
+      resume = resolve;
+    });
+    const held = paused.tx(async (tx) => {
+      await tx.query('SELECT id FROM t WHERE id = $1 FOR SHARE', ['locked']);
+      locked();
+      await resumed; // paused: no statement while the other connection waits on the lock
+      await tx.query('SELECT 1');
+    });
+    const failed = expect(held).rejects.toMatchObject({ code: 'STORE_FAILED' });
+    await lockTaken;
+    // Waits on the FOR SHARE until the server ends the idle transaction.
+    expect((await db.query('UPDATE t SET n = 1 WHERE id = $1', ['locked'])).rowCount).toBe(1);
+    resume();
+    await failed;
+  });
+
   it('commits a transaction on one client and rolls it back when fn throws (its error unchanged)', async () => {
     const pids = await db.tx(async (tx) => {
       await tx.query('INSERT INTO t (id) VALUES ($1)', ['tx1']);
