@@ -1,13 +1,14 @@
 // A crash in the middle of a call, with the real service in a process of its own: `kill -9` while a
 // `bash sleep 20` runs, a restart on the same data directory, and the log is whole again: the call
 // has exactly one result (INTERRUPTED), the seqs have no gap, and the agent's next call works.
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, expect, it } from 'vitest';
 import type { TestDatabase } from '../../helpers/postgres.ts';
+import { startServeProcess } from '../../helpers/serve-process.ts';
 import type { Loose } from '../../unit/api/harness.ts';
 import { readSse } from '../../unit/api/sse.ts';
 import { dockerFixture } from '../sandbox/fixtures.ts';
@@ -41,33 +42,11 @@ async function startChild(): Promise<{ child: ChildProcess; url: string; lines: 
     runId: fixture.runId,
     ...(database === undefined ? {} : { database: database.url }),
   };
-  const child = spawn(process.execPath, [CHILD, JSON.stringify(options)], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  const lines: string[] = [];
-  let stderr = '';
-  child.stderr?.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString();
-  });
-  const url = await new Promise<string>((resolve, reject) => {
-    let buffer = '';
-    child.stdout?.on('data', (chunk: Buffer) => {
-      buffer += chunk.toString();
-      for (let end = buffer.indexOf('\n'); end >= 0; end = buffer.indexOf('\n')) {
-        const line = buffer.slice(0, end);
-        buffer = buffer.slice(end + 1);
-        lines.push(line);
-        if (line.startsWith('listening ')) resolve(line.slice('listening '.length));
-      }
-    });
-    child.once('exit', (code, signal) =>
-      reject(
-        new Error(`the service exited (${code ?? signal}) before serving:\n${lines.join('\n')}\n${stderr}`),
-      ),
-    );
-  });
-  return { child, url, lines };
+  const started = startServeProcess(CHILD, options, 'the service');
+  started.catch((error: { child?: ChildProcess }) => error.child && children.push(error.child));
+  const running = await started;
+  children.push(running.child);
+  return running;
 }
 
 const request = async (url: string, key: string, method: string, path: string, body?: unknown) => {

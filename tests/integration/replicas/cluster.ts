@@ -3,13 +3,14 @@
 // directory and replica id, and a short lease so a fail-over takes seconds, each with a warm pool
 // of `poolSize` on the one engine. The first replica makes the default tenant; the others start
 // after it. Everything is stopped and swept in close().
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createDatabase, type TestDatabase } from '../../helpers/postgres.ts';
+import { startServeProcess } from '../../helpers/serve-process.ts';
 import type { Loose } from '../../unit/api/harness.ts';
 import { dockerFixture } from '../sandbox/fixtures.ts';
 
@@ -69,34 +70,10 @@ export async function startCluster(
       leaseMs,
       poolSize,
     };
-    const child = spawn(process.execPath, [CHILD, JSON.stringify(options)], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const started = startServeProcess(CHILD, options, `replica ${id}`);
+    started.catch((error: { child?: ChildProcess }) => error.child && children.push(error.child));
+    const { child, url, lines } = await started;
     children.push(child);
-    const lines: string[] = [];
-    let stderr = '';
-    child.stderr?.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    const url = await new Promise<string>((resolve, reject) => {
-      let buffer = '';
-      child.stdout?.on('data', (chunk: Buffer) => {
-        buffer += chunk.toString();
-        for (let end = buffer.indexOf('\n'); end >= 0; end = buffer.indexOf('\n')) {
-          const line = buffer.slice(0, end);
-          buffer = buffer.slice(end + 1);
-          lines.push(line);
-          if (line.startsWith('listening ')) resolve(line.slice('listening '.length));
-        }
-      });
-      child.once('exit', (code, signal) =>
-        reject(
-          new Error(
-            `replica ${id} exited (${code ?? signal}) before serving:\n${lines.join('\n')}\n${stderr}`,
-          ),
-        ),
-      );
-    });
     return { id, child, url, lines };
   }
 
