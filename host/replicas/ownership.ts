@@ -270,7 +270,7 @@ export function createOwnership(o: OwnershipOptions): Ownership {
     created(record) {
       const parentId = record.links?.parentId;
       const familyId = parentId === undefined ? record.id : (s.families.known(parentId) ?? parentId);
-      s.families.note(record.id, familyId);
+      s.families.note(record.tenantId, record.id, familyId);
       if (o.fence.holds(familyId)) o.fence.bind(record.id, familyId);
     },
     onTakeover(hook) {
