@@ -118,6 +118,42 @@ describePostgres('replicas against a hostile tenant', () => {
     expect([...b.takeovers[0]!.agentIds].sort()).toEqual([t.lead, t.child].sort());
   });
 
+  // A gap of family.ts's design, left for its owner: an agent's family is its topmost LIVE ancestor,
+  // so a child whose parent is deleted first (removeAgent marks a family's agents deleted
+  // concurrently, not deepest first; or a child's mark failed) is its own family to a replica that
+  // had not seen it, while the owner still runs it in its parent's family: two replicas each hold
+  // a lease that covers the child's session and both write its log (seqs collide). The fix: the
+  // family follows links alone, deleted ancestors included (a port read of a record's parent
+  // whatever its deletion), or removeAgent marks children before their parent in order.
+  it.skip('keeps a child whose parent was deleted first in the family its owner runs it in', async () => {
+    const a = await replica('replicaa');
+    const b = await replica('replicab');
+    const t = await tenants(a.store);
+    expect(await a.ownership.route(t.victim, t.child)).toEqual({ kind: 'local' });
+    await a.store.agents.markDeleted(t.victim, t.lead);
+    // A still runs the child (in the lead's family); B must send it there, not take it.
+    expect(await b.ownership.route(t.victim, t.child)).toMatchObject({
+      kind: 'forward',
+      replicaId: 'replicaa',
+    });
+    expect(b.takeovers).toEqual([]);
+  });
+
+  // A gap of ownership.ts's design, left for its owner: a family once taken is held until the
+  // replica stops, deleted or idle, and every renewal (a fifth of the lease) rewrites every row it
+  // holds: measured here, one renewal of 1,000 / 10,000 / 50,000 held families took 10 / 150 /
+  // 630 ms of the database (2 shared cores). A tenant that creates, uses and deletes agents in a
+  // loop (within its live-agent quota) grows both without bound. The fix: a deleted root's family
+  // is released (its lease row removed), and a family idle past some minutes is handed back.
+  it.skip("lets go of a family once its agents are deleted (a tenant's churn does not pile up leases)", async () => {
+    const a = await replica('replicaa');
+    const t = await tenants(a.store);
+    expect(await a.ownership.route(t.victim, t.lead)).toEqual({ kind: 'local' });
+    await a.store.agents.markDeleted(t.victim, t.child);
+    await a.store.agents.markDeleted(t.victim, t.lead);
+    expect(a.ownership.held()).toEqual([]);
+  });
+
   it('costs a garbage agent id one read and no write: no lease row, no family remembered', async () => {
     const a = await replica('replicaa');
     const t = await tenants(a.store);
