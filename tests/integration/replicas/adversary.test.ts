@@ -1,0 +1,170 @@
+// Replicas against a hostile client and bad luck, with real processes (cluster.ts: two `serve`
+// replicas on one private PostgreSQL database, the real Docker engine): forged forwarding headers
+// are refused whatever the tenant's key; another tenant's agent named through the replica that
+// does not run it is, to the intruder, exactly an agent that does not exist (404, no forward, no
+// lease taken); garbage agent ids cost no lease row; and a terminal tunnelled through the other
+// replica ends once its owner is stopped past its lease (it hung for good before).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { openPgDatabase, type PgDatabase } from '../../../host/store/pg/db.ts';
+import { createPgTenantStore } from '../../../host/store/pg/tenants.ts';
+import { postgresMissing } from '../../helpers/postgres.ts';
+import { until } from '../../helpers/until.ts';
+import { type Cluster, type Replica, startCluster } from './cluster.ts';
+
+const LEASE_MS = 3000;
+
+const missing = postgresMissing();
+const suite = missing === undefined ? describe : describe.skip;
+
+suite(`replicas against a hostile client${missing === undefined ? '' : ` [skipped: ${missing}]`}`, () => {
+  let cluster: Cluster;
+  let a: Replica;
+  let b: Replica;
+  let db: PgDatabase;
+  /** A second tenant's key: the intruder. */
+  let intruder: string;
+
+  beforeAll(async () => {
+    cluster = await startCluster(['adv-a', 'adv-b'], LEASE_MS);
+    [a, b] = cluster.replicas as [Replica, Replica];
+    db = openPgDatabase({ url: cluster.database.url, poolSize: 2 });
+    intruder = (await createPgTenantStore(db).createTenant('intruder')).apiKey;
+  }, 120_000);
+  afterAll(async () => {
+    await db?.close();
+    await cluster?.close();
+  });
+
+  const leaseOf = async (familyId: string) =>
+    db.one<{ replica_id: string; epoch: string }>(
+      'SELECT replica_id, epoch FROM family_leases WHERE family_id = $1',
+      [familyId],
+    );
+  const leaseCount = async () =>
+    Number((await db.one<{ n: string }>('SELECT count(*) AS n FROM family_leases'))?.n);
+
+  it("answers another tenant's agent through the replica that does not run it as an unknown one", async () => {
+    const agent = (await cluster.request(a, 'POST', '/v1/agents', {})).json;
+    const used = await cluster.request(a, 'POST', `/v1/agents/${agent.id}/calls`, {
+      calls: [
+        {
+          id: 'c1',
+          name: 'bash',
+          arguments: { command: 'echo secret > /workspace/s.txt', description: 'x' },
+        },
+      ],
+    });
+    expect(used.status).toBe(200);
+    // B forwarded the victim's own requests, so it knows the family (and who runs it).
+    expect((await cluster.request(b, 'GET', `/v1/agents/${agent.id}`)).status).toBe(200);
+    const before = await leaseOf(agent.id);
+    expect(before?.replica_id).toMatch(/^adv-a:/);
+
+    const as = { Authorization: `Bearer ${intruder}` };
+    for (const [method, path, body] of [
+      ['GET', `/v1/agents/${agent.id}`, undefined],
+      ['GET', `/v1/agents/${agent.id}/events`, undefined],
+      ['GET', `/v1/agents/${agent.id}/files?path=s.txt`, undefined],
+      [
+        'POST',
+        `/v1/agents/${agent.id}/calls`,
+        {
+          calls: [
+            { id: 'c', name: 'bash', arguments: { command: 'cat /workspace/s.txt', description: 'x' } },
+          ],
+        },
+      ],
+      ['DELETE', `/v1/agents/${agent.id}`, undefined],
+    ] as const) {
+      for (const via of [a, b]) {
+        const res = await cluster.request(via, method, path, body, as);
+        expect(res.status, `${method} ${path} via ${via.id}`).toBe(404);
+        expect(res.json.error.code).toBe('NOT_FOUND');
+        expect(JSON.stringify(res.json)).not.toContain('secret');
+        expect(JSON.stringify(res.json)).not.toContain('adv-a');
+      }
+    }
+    // Same answer as an id that never existed (apart from the id itself).
+    const garbage = await cluster.request(b, 'GET', '/v1/agents/agt_doesnotexist000', undefined, as);
+    const known = await cluster.request(b, 'GET', `/v1/agents/${agent.id}`, undefined, as);
+    expect(known.json.error.message.replaceAll(agent.id, 'ID')).toBe(
+      garbage.json.error.message.replaceAll('agt_doesnotexist000', 'ID'),
+    );
+    expect(await leaseOf(agent.id)).toEqual(before);
+    // The victim still has its agent and its file.
+    const still = await cluster.request(b, 'GET', `/v1/agents/${agent.id}/files?path=s.txt`);
+    expect(still.status).toBe(200);
+  });
+
+  it('costs garbage agent ids no lease row, on either replica', async () => {
+    const rows = await leaseCount();
+    for (let i = 0; i < 40; i++) {
+      const res = await cluster.request(i % 2 === 0 ? a : b, 'POST', `/v1/agents/agt_junk${i}/calls`, {
+        calls: [],
+      });
+      expect(res.status).toBe(404);
+    }
+    // Ids no agent could have (a slash, a dot segment, very long) are unknown too.
+    for (const id of ['..', '%2e%2e', 'a%2Fb', 'x'.repeat(4000)])
+      expect((await cluster.request(b, 'GET', `/v1/agents/${id}/events`)).status).toBeGreaterThanOrEqual(400);
+    expect(await leaseCount()).toBe(rows);
+  });
+
+  it("refuses a tenant's forged forwarding headers (posing as a replica), whatever its key", async () => {
+    const agent = (await cluster.request(a, 'POST', '/v1/agents', {})).json;
+    for (const headers of [
+      { 'x-dsh-forwarded-by': 'adv-a' },
+      { 'x-dsh-client-address': '203.0.113.9' },
+      {
+        'x-dsh-forwarded-by': 'adv-a',
+        'x-dsh-forward-ts': String(Date.now()),
+        'x-dsh-client-address': '203.0.113.9',
+        'x-dsh-forward-sig': Buffer.alloc(32).toString('base64url'),
+      },
+    ]) {
+      for (const via of [a, b]) {
+        const res = await cluster.request(via, 'GET', `/v1/agents/${agent.id}`, undefined, headers);
+        expect(res.status).toBe(401);
+        expect(res.json.error.code).toBe('FORWARD_UNVERIFIED');
+      }
+    }
+  });
+
+  it('ends a terminal tunnelled through the other replica once its owner is stopped past its lease', async () => {
+    const agent = (await cluster.request(a, 'POST', '/v1/agents', {})).json;
+    const terminal = await cluster.request(a, 'POST', `/v1/agents/${agent.id}/terminals`, {});
+    expect(terminal.status).toBe(201);
+    const ws = new WebSocket(
+      `${b.url.replace('http:', 'ws:')}/v1/agents/${agent.id}/terminals/${terminal.json.id}`,
+      {
+        headers: { Authorization: `Bearer ${cluster.key}` },
+      },
+    );
+    let closed = false;
+    ws.on('close', () => {
+      closed = true;
+    });
+    ws.on('error', () => undefined);
+    await new Promise<void>((resolve, reject) => {
+      ws.once('open', () => resolve());
+      ws.once('unexpected-response', (_req, res) => reject(new Error(`HTTP ${res.statusCode}`)));
+    });
+    a.child.kill('SIGSTOP');
+    try {
+      // B's renewal finds A's lease run out and ends what it forwarded there.
+      await until(() => closed, { what: 'the tunnelled terminal to end', timeoutMs: 5 * LEASE_MS });
+    } finally {
+      a.child.kill('SIGCONT');
+    }
+    // The family answers again through B (which takes it over), terminal included.
+    const listed = await until(
+      async () => {
+        const res = await cluster.request(b, 'GET', `/v1/agents/${agent.id}/terminals`);
+        return res.status === 200 ? res : undefined;
+      },
+      { what: 'the family to answer through B', timeoutMs: 5 * LEASE_MS },
+    );
+    expect(JSON.stringify(listed.json)).toContain(terminal.json.id);
+  });
+});
