@@ -4,12 +4,15 @@
 // does not run it is, to the intruder, exactly an agent that does not exist (404, no forward, no
 // lease taken); garbage agent ids cost no lease row; and a terminal tunnelled through the other
 // replica ends once its owner is stopped past its lease (it hung for good before).
+
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { openPgDatabase, type PgDatabase } from '../../../host/store/pg/db.ts';
 import { createPgTenantStore } from '../../../host/store/pg/tenants.ts';
 import { postgresMissing } from '../../helpers/postgres.ts';
 import { until } from '../../helpers/until.ts';
+import type { Loose } from '../../unit/api/harness.ts';
 import { type Cluster, type Replica, startCluster } from './cluster.ts';
 
 const LEASE_MS = 3000;
@@ -166,5 +169,65 @@ suite(`replicas against a hostile client${missing === undefined ? '' : ` [skippe
       { what: 'the family to answer through B', timeoutMs: 5 * LEASE_MS },
     );
     expect(JSON.stringify(listed.json)).toContain(terminal.json.id);
+  });
+
+  it('runs nothing for a request that reached the owner while it was stopped, once another replica took the family', async () => {
+    const agent = (await cluster.request(a, 'POST', '/v1/agents', {})).json;
+    const bash = (id: string, command: string) => ({
+      calls: [{ id, name: 'bash', arguments: { command, description: id } }],
+    });
+    expect(
+      (await cluster.request(a, 'POST', `/v1/agents/${agent.id}/calls`, bash('warm', 'true'))).status,
+    ).toBe(200);
+    a.child.kill('SIGSTOP');
+    try {
+      // B takes the family once A's lease ran out.
+      await until(
+        async () =>
+          (await cluster.request(b, 'POST', `/v1/agents/${agent.id}/calls`, bash('b1', 'true'))).status ===
+          200,
+        { what: 'B to take the family over', timeoutMs: 10 * LEASE_MS },
+      );
+      // A client (a load balancer with a stale view) sends a call straight to A while it is stopped:
+      // the kernel takes the connection and the bytes; A reads them when it resumes.
+      const body = JSON.stringify(bash('late', 'echo ran-on-a > /workspace/split-brain'));
+      const { port } = new URL(a.url);
+      const socket = connect(Number(port), '127.0.0.1');
+      socket.on('error', () => undefined);
+      let answer = '';
+      socket.on('data', (chunk: Buffer) => {
+        answer += chunk.toString();
+      });
+      await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+      await new Promise<void>((resolve) =>
+        socket.write(
+          `POST /v1/agents/${agent.id}/calls HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${cluster.key}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+          () => resolve(),
+        ),
+      );
+      a.child.kill('SIGCONT');
+      await until(() => /\r\n\r\n/.test(answer), {
+        what: "A's answer to the late request",
+        timeoutMs: 5 * LEASE_MS,
+      });
+      socket.destroy();
+      // Whatever A answered (it forwards the call to B, or refuses it), the call ran only where the
+      // family is run: its file exists exactly when the family's log has its call and result.
+      const seen = await cluster.request(
+        b,
+        'POST',
+        `/v1/agents/${agent.id}/calls`,
+        bash('look', 'ls /workspace'),
+      );
+      expect(seen.status).toBe(200);
+      const ran = JSON.stringify(seen.json.results[0].content).includes('split-brain');
+      const log = (await cluster.request(b, 'GET', `/v1/agents/${agent.id}/events?limit=5000`)).json
+        .events as Loose[];
+      const late = log.filter((e) => e.callId === 'late').map((e) => e.type);
+      expect({ ran, late }).toEqual(ran ? { ran, late: ['tool.call', 'tool.result'] } : { ran, late: [] });
+      expect(log.map((e) => e.seq)).toEqual(log.map((_, i) => i + 1));
+    } finally {
+      a.child.kill('SIGCONT');
+    }
   });
 });

@@ -9,6 +9,7 @@ import { createOwnership, type Ownership, type Takeover } from '../../../host/re
 import { openPgStore } from '../../../host/store/pg/index.ts';
 import type { Store } from '../../../host/store/store.ts';
 import { createDatabase, describePostgres, type TestDatabase } from '../../helpers/postgres.ts';
+import { until } from '../../helpers/until.ts';
 
 const KEY = Buffer.alloc(32, 7);
 
@@ -25,7 +26,7 @@ describePostgres('replicas against a hostile tenant', () => {
   let database: TestDatabase;
   const opened: Replica[] = [];
 
-  const replica = async (id: string): Promise<Replica> => {
+  const replica = async (id: string, ttlMs = 60_000): Promise<Replica> => {
     const fence = createFence(id);
     const store = await openPgStore({ url: database.url, secretsKey: KEY, fence, eventBatchWindowMs: 0 });
     const ownership = createOwnership({
@@ -34,7 +35,7 @@ describePostgres('replicas against a hostile tenant', () => {
       agents: store.agents,
       events: store.events,
       fence,
-      ttlMs: 60_000,
+      ttlMs,
       renewMs: 60_000,
     });
     const r: Replica = { id, store, fence, ownership, takeovers: [], lost: [] };
@@ -152,6 +153,25 @@ describePostgres('replicas against a hostile tenant', () => {
     await a.store.agents.markDeleted(t.victim, t.child);
     await a.store.agents.markDeleted(t.victim, t.lead);
     expect(a.ownership.held()).toEqual([]);
+  });
+
+  it('serves nothing here once its hold is stale and another replica took the family (a stopped owner resumes)', async () => {
+    // A's renewal never runs meanwhile: as a process stopped (SIGSTOP) past its lease, whose
+    // overdue renewal has not answered yet when it reads the request that waited for it.
+    const a = await replica('replicaa', 300);
+    const b = await replica('replicab', 300);
+    const t = await tenants(a.store);
+    expect(await a.ownership.route(t.victim, t.lead)).toEqual({ kind: 'local' });
+    await until(async () => (await b.ownership.route(t.victim, t.lead)).kind === 'local', {
+      what: 'B to take the family once the lease ran out',
+    });
+    // A must ask before it serves: the family is B's, so A forwards (it never runs it here).
+    expect(await a.ownership.route(t.victim, t.child)).toMatchObject({
+      kind: 'forward',
+      replicaId: 'replicab',
+    });
+    expect(a.lost.map((l) => l.familyId)).toEqual([t.lead]);
+    expect(await a.ownership.claim(t.victim, t.lead)).toBe(false);
   });
 
   it('costs a garbage agent id one read and no write: no lease row, no family remembered', async () => {
