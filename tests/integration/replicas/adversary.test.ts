@@ -114,6 +114,50 @@ suite(`replicas against a hostile client${missing === undefined ? '' : ` [skippe
     expect(await leaseCount()).toBe(rows);
   });
 
+  it('runs a keyed batch once when its key races through both replicas, and keeps the key to its body and tenant', async () => {
+    const agent = (await cluster.request(a, 'POST', '/v1/agents', {})).json;
+    const body = {
+      calls: [
+        {
+          id: 'k1',
+          name: 'bash',
+          arguments: {
+            command: 'sleep 0.5; echo $RANDOM$RANDOM >> /workspace/runs; cat /workspace/runs',
+            description: 'k1',
+          },
+        },
+      ],
+    };
+    const key = { 'Idempotency-Key': `race-${agent.id}` };
+    const answers = await Promise.all(
+      [a, b, a, b].map((via) => cluster.request(via, 'POST', `/v1/agents/${agent.id}/calls`, body, key)),
+    );
+    expect(answers.map((r) => r.status)).toEqual([200, 200, 200, 200]);
+    const texts = answers.map((r) => JSON.stringify(r.json.results));
+    expect(new Set(texts).size).toBe(1);
+    const runs = await cluster.request(b, 'POST', `/v1/agents/${agent.id}/calls`, {
+      calls: [{ id: 'n', name: 'bash', arguments: { command: 'wc -l < /workspace/runs', description: 'n' } }],
+    });
+    expect(JSON.stringify(runs.json.results[0].content)).toContain('1');
+    expect(JSON.stringify(runs.json.results[0].content)).not.toMatch(/[2-9]/);
+    // The same key with another body, through either replica: refused, nothing run.
+    const other = {
+      calls: [{ id: 'k1', name: 'bash', arguments: { command: 'echo other', description: 'k1' } }],
+    };
+    for (const via of [a, b]) {
+      const res = await cluster.request(via, 'POST', `/v1/agents/${agent.id}/calls`, other, key);
+      expect(res.status).toBe(422);
+      expect(res.json.error.code).toBe('IDEMPOTENCY_KEY_REUSED');
+    }
+    // Another tenant replaying the key on the victim's agent learns nothing: the agent is unknown to it.
+    const replay = await cluster.request(b, 'POST', `/v1/agents/${agent.id}/calls`, body, {
+      ...key,
+      Authorization: `Bearer ${intruder}`,
+    });
+    expect(replay.status).toBe(404);
+    expect(JSON.stringify(replay.json)).not.toContain('results');
+  });
+
   it("refuses a tenant's forged forwarding headers (posing as a replica), whatever its key", async () => {
     const agent = (await cluster.request(a, 'POST', '/v1/agents', {})).json;
     const forged: Record<string, string>[] = [
