@@ -8,7 +8,8 @@
 // - `$n` parameters only, never SQL built from values;
 // - `tx(fn)` runs fn on ONE client between BEGIN and COMMIT (ROLLBACK when it throws); fn may
 //   await only queries on the handle it is given, never other I/O, and the handle refuses
-//   queries once the transaction has ended;
+//   queries once the transaction has ended; the server ends a session whose transaction waits
+//   on this process longer than idleInTransactionTimeoutMs (a stopped process keeps no locks);
 // - errors are translated once, here, into SandboxError STORE_FAILED with the original as `cause`
 //   and its SQLSTATE in `data.pgCode` (SandboxErrors pass through unchanged), except a caller's
 //   text with a NUL in it (text cannot hold one): BAD_REQUEST, the client's mistake;
@@ -66,6 +67,15 @@ export interface OpenPgDatabaseOptions {
   applicationName?: string;
   /** How long to wait for a new connection, in ms. Default 10000. */
   connectTimeoutMs?: number;
+  /**
+   * How long the server lets a transaction of this pool sit idle, waiting for this process's next
+   * query, before it ends the session (PostgreSQL's idle_in_transaction_session_timeout). A `tx`
+   * awaits only its own queries, so a long idle means the process is stopped or cut off; with
+   * replicas its open transaction would otherwise keep the locks it took (the event fence's lock
+   * on a family's lease row) and block the replica taking the family over for as long as its
+   * connection lives. Default 10000 ms; 0 turns it off.
+   */
+  idleInTransactionTimeoutMs?: number;
   /** Told about a pooled connection that failed while idle (the pool replaces it). Default: ignored. */
   onError?: (error: SandboxError) => void;
 }
@@ -199,6 +209,7 @@ export const openPgDatabase = (options: OpenPgDatabaseOptions): PgDatabase => {
       },
     );
   }
+  const idleInTransaction = options.idleInTransactionTimeoutMs ?? 10_000;
   let names = options.ssl === undefined ? [] : SSL_PARAMS;
   if (options.applicationName !== undefined) names = [...names, 'application_name'];
   const pool = new pg.Pool({
@@ -206,6 +217,7 @@ export const openPgDatabase = (options: OpenPgDatabaseOptions): PgDatabase => {
     max: poolSize,
     connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
     types: numberTypes(),
+    ...(idleInTransaction === 0 ? {} : { idle_in_transaction_session_timeout: idleInTransaction }),
     ...(options.ssl === undefined ? {} : { ssl: options.ssl }),
     // pg lets the url's parameters win over these; the option's were taken out of the url above.
     application_name: options.applicationName ?? 'dsh-sandbox',

@@ -276,11 +276,14 @@ suite(`replicas against a hostile client${missing === undefined ? '' : ` [skippe
     }
   });
 
-  // Skipped: flaky for a reason not found in the time box. In 2 of 8 runs the first request
-  // through B for the family, sent just after A was stopped, hung until the client's 60 s timeout
-  // instead of ending OWNER_UNREACHABLE once A's lease ran out (as it did in 3-3.5 s in the other
-  // runs, and as the terminal test above always does); once past that, the assertion (no call of
-  // the batch ran on A after it resumed) held in every run. Worth finding: a forward that hangs.
+  // A stopped in its middle may be inside an event write (the fence's lock on the family's lease
+  // row held by its open transaction): B's takeover waits until the database ends that
+  // transaction (the pool's idle-in-transaction timeout, 10 s), not for as long as A is stopped.
+  // Skipped: a real gap, left for the owners of the batch runner and ownership.ts. On resuming, A
+  // ran one more call of the batch in the sandbox (a line more in the file; 1 run in 3) before its
+  // renewal found the family lost: the batch runner checks no hold before each call, and the
+  // route-time check (ownership's stale-hold renewal) does not cover a batch already running. The
+  // fix: before each call of a family, the same check (a renewal first when the hold is stale).
   it.skip('runs no more calls of a batch on an owner stopped in its middle, once it resumes after a takeover', async () => {
     const agent = (await cluster.request(a, 'POST', '/v1/agents', {})).json;
     const call = (id: string, command: string) => ({
@@ -319,7 +322,7 @@ suite(`replicas against a hostile client${missing === undefined ? '' : ` [skippe
           const n = await lines(b);
           return n >= 0 ? n : undefined;
         },
-        { what: 'B to take the family over', timeoutMs: 10 * LEASE_MS },
+        { what: 'B to take the family over', timeoutMs: 40_000 },
       );
       a.child.kill('SIGCONT');
       await until(() => a.lines.some((l) => l.includes(`family ${agent.id} is run by another replica`)), {

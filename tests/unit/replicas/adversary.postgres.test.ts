@@ -6,6 +6,7 @@
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { createFence, type ReplicaFence } from '../../../host/replicas/fence.ts';
 import { createOwnership, type Ownership, type Takeover } from '../../../host/replicas/ownership.ts';
+import { openPgDatabase } from '../../../host/store/pg/db.ts';
 import { openPgStore } from '../../../host/store/pg/index.ts';
 import type { Store } from '../../../host/store/store.ts';
 import { createDatabase, describePostgres, type TestDatabase } from '../../helpers/postgres.ts';
@@ -173,6 +174,43 @@ describePostgres('replicas against a hostile tenant', () => {
     expect(a.lost.map((l) => l.familyId)).toEqual([t.lead]);
     expect(await a.ownership.claim(t.victim, t.lead)).toBe(false);
   });
+
+  it('takes over a family whose stopped owner was in the middle of an event write (its lease row locked)', async () => {
+    const a = await replica('replicaa', 300);
+    const b = await replica('replicab', 300);
+    const t = await tenants(a.store);
+    expect(await a.ownership.route(t.victim, t.lead)).toEqual({ kind: 'local' });
+    // A stopped (SIGSTOP) between its fence check and its COMMIT: the fence's FOR SHARE lock on
+    // the lease row is held by a transaction whose connection stays open and says nothing.
+    const stopped = openPgDatabase({ url: database.url, poolSize: 1 });
+    let wake!: () => void;
+    const asleep = new Promise<void>((resolve) => {
+      wake = resolve;
+    });
+    let locked!: () => void;
+    const holding = new Promise<void>((resolve) => {
+      locked = resolve;
+    });
+    const writing = stopped
+      .tx(async (q) => {
+        await q.query('SELECT family_id FROM family_leases WHERE family_id = $1 FOR SHARE', [t.lead]);
+        locked();
+        await asleep;
+      })
+      .catch(() => 'ended by the server');
+    await holding;
+    try {
+      // Past A's lease, B takes the family: the database ends the stopped transaction, not B's wait.
+      await until(async () => (await b.ownership.route(t.victim, t.lead)).kind === 'local', {
+        what: 'B to take the family',
+      });
+      expect(b.takeovers).toMatchObject([{ familyId: t.lead, epoch: 2 }]);
+    } finally {
+      wake();
+      await writing;
+      await stopped.close().catch(() => undefined);
+    }
+  }, 30_000);
 
   it('costs a garbage agent id one read and no write: no lease row, no family remembered', async () => {
     const a = await replica('replicaa');
