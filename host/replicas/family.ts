@@ -3,7 +3,9 @@
 // family is one unit of ownership (one replica runs it: its mailboxes, board and waits stay in one
 // process). Links never change once made, so an agent's family is remembered for good.
 // Invariants: the family of an agent whose ancestor is gone is its topmost live ancestor (an
-// orphan leads its own family); members are found through the store's links, never guessed.
+// orphan leads its own family); members are found through the store's links, never guessed; an
+// agent is remembered with its tenant, and of() answers only that tenant (to another, whose request
+// names an id it does not own, the agent does not exist: no forward, no lease, no takeover).
 import type { AgentStore } from '../store/agents-port.ts';
 
 /** Most agents whose family is remembered (a bounded map, oldest forgotten first). */
@@ -12,8 +14,8 @@ const REMEMBERED = 100_000;
 export interface Families {
   /** The agent's family; undefined when the agent is gone (or another tenant's). */
   of(tenantId: string, agentId: string): Promise<string | undefined>;
-  /** Remembers a new agent's family (its parent's, or its own). */
-  note(agentId: string, familyId: string): void;
+  /** Remembers a new agent of `tenantId` and its family (its parent's, or its own). */
+  note(tenantId: string, agentId: string, familyId: string): void;
   /** What is remembered, without asking the store. */
   known(agentId: string): string | undefined;
   /** The family's live agents, its root first. */
@@ -21,24 +23,26 @@ export interface Families {
 }
 
 export const createFamilies = (agents: AgentStore): Families => {
-  const remembered = new Map<string, string>();
-  const note = (agentId: string, familyId: string) => {
+  /** agent id -> its tenant and family. */
+  const remembered = new Map<string, { tenantId: string; familyId: string }>();
+  const note = (tenantId: string, agentId: string, familyId: string) => {
     if (remembered.size >= REMEMBERED) {
       const oldest = remembered.keys().next().value;
       if (oldest !== undefined) remembered.delete(oldest);
     }
-    remembered.set(agentId, familyId);
+    remembered.set(agentId, { tenantId, familyId });
   };
 
   async function of(tenantId: string, agentId: string): Promise<string | undefined> {
     const known = remembered.get(agentId);
-    if (known !== undefined) return known;
+    // Another tenant's agent: the store's tenant-scoped read below says it does not exist.
+    if (known !== undefined && known.tenantId === tenantId) return known.familyId;
     const record = await agents.get(tenantId, agentId);
     if (record === undefined) return undefined;
     let familyId = record.id;
     const parentId = record.links?.parentId;
     if (parentId !== undefined) familyId = (await of(tenantId, parentId)) ?? record.id;
-    note(agentId, familyId);
+    note(tenantId, agentId, familyId);
     return familyId;
   }
 
@@ -55,11 +59,11 @@ export const createFamilies = (agents: AgentStore): Families => {
         if (seen.has(record.id)) continue;
         seen.add(record.id);
         found.push(record.id);
-        note(record.id, familyId);
+        note(tenantId, record.id, familyId);
       }
     }
     return found;
   }
 
-  return { of, note, known: (agentId) => remembered.get(agentId), members };
+  return { of, note, known: (agentId) => remembered.get(agentId)?.familyId, members };
 };

@@ -9,7 +9,9 @@
 // since), holds the new epoch, and then runs the takeover hooks (the log's interrupted calls
 // repaired, its plugins resumed) before any request of the family is served here; a family found
 // lost (renewal, or a refused write) runs the lost hooks once, which stop its work here; renewal
-// never counts a family lost that was taken after the renewal's query was sent.
+// never counts a family lost that was taken after the renewal's query was sent; a family whose
+// hold was last confirmed more than half a lease ago (the process was stopped or starved) is
+// served here only after a renewal says it is still held.
 import { SandboxError } from '../errors.ts';
 import type { AgentRecord, AgentStore } from '../store/agents-port.ts';
 import type { ClosableEventLog } from '../store/event-log-port.ts';
@@ -86,6 +88,8 @@ interface OwnershipState {
   /** Each held family's tenant (what the lost hooks are told). */
   tenantOf: Map<string, string>;
   lastRenewed: number;
+  /** The renewal a stale hold waits for (one at a time; see confirmed()). */
+  confirming: Promise<void> | undefined;
   timer: NodeJS.Timeout | undefined;
   closed: boolean;
 }
@@ -144,6 +148,31 @@ async function take(
   return route;
 }
 
+/**
+ * Whether this replica's hold on the family was confirmed by the database within half a lease
+ * (the last renewal, or the taking, was sent since). The monotonic clock runs on while the process
+ * is stopped (SIGSTOP, a VM paused), so a process that resumes after its lease ran out knows it
+ * must ask before it serves the family: else a request it read on resuming ran here (in the
+ * sandbox) while another replica owned the family, before its next renewal found the loss.
+ */
+const confirmedLately = (s: OwnershipState, familyId: string): boolean =>
+  performance.now() - Math.max(s.lastRenewed, s.takenAt.get(familyId) ?? 0) < s.ttlMs / 2;
+
+/** A renewal now (shared by every request that waits for one): the families it finds lost are dropped. */
+function confirmed(s: OwnershipState): Promise<void> {
+  s.confirming ??= renew(s).finally(() => {
+    s.confirming = undefined;
+  });
+  return s.confirming;
+}
+
+/** Whether the family is held here, asking the database first when the hold is stale. */
+async function holdsNow(s: OwnershipState, familyId: string): Promise<boolean> {
+  if (!s.o.fence.holds(familyId)) return false;
+  if (!confirmedLately(s, familyId)) await confirmed(s);
+  return s.o.fence.holds(familyId);
+}
+
 async function routeFamily(
   s: OwnershipState,
   tenantId: string,
@@ -158,7 +187,7 @@ async function routeFamily(
     if (route.kind === 'local') fence.bind(agentId, familyId);
     return route;
   }
-  if (fence.holds(familyId)) {
+  if (await holdsNow(s, familyId)) {
     fence.bind(agentId, familyId);
     return LOCAL;
   }
@@ -239,6 +268,7 @@ export function createOwnership(o: OwnershipOptions): Ownership {
     takeoverHooks: [],
     tenantOf: new Map(),
     lastRenewed: performance.now(),
+    confirming: undefined,
     timer: undefined,
     closed: false,
   };
@@ -262,7 +292,7 @@ export function createOwnership(o: OwnershipOptions): Ownership {
     async claim(tenantId, agentId) {
       const familyId = await familyOf(tenantId, agentId);
       if (familyId === undefined) return true; // gone: the caller's own check removes it
-      if (o.fence.holds(familyId)) return true;
+      if (await holdsNow(s, familyId)) return true;
       s.targets.delete(familyId);
       return (await routeFamily(s, tenantId, agentId, familyId, false)).kind === 'local';
     },
@@ -273,7 +303,7 @@ export function createOwnership(o: OwnershipOptions): Ownership {
     created(record) {
       const parentId = record.links?.parentId;
       const familyId = parentId === undefined ? record.id : (s.families.known(parentId) ?? parentId);
-      s.families.note(record.id, familyId);
+      s.families.note(record.tenantId, record.id, familyId);
       if (o.fence.holds(familyId)) o.fence.bind(record.id, familyId);
     },
     onTakeover(hook) {

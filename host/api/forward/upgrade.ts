@@ -9,7 +9,8 @@
 // keeps each upgrade's head where the middleware finds it, and makes node-server wait until a
 // forwarded tunnel is over (the socket destroyed, so it writes nothing). Invariants: a tunnel ends
 // both sockets together; an owner that cannot be reached answers 503 OWNER_UNREACHABLE with
-// Retry-After: 1 on the client's socket, as a plain HTTP answer (no WebSocket was opened).
+// Retry-After: 1 on the client's socket, as a plain HTTP answer (no WebSocket was opened); an owner
+// found gone (the target's signal: its lease ran out) ends the tunnel, or refuses it before it is made.
 import type { IncomingMessage, Server } from 'node:http';
 import { connect as netConnect, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -106,6 +107,11 @@ function tunnel(
   target: ForwardTarget,
   options: ForwardUpgradeOptions,
 ): Promise<void> {
+  // The owner was found gone before the tunnel was made: nothing to connect to.
+  if (target.signal?.aborted === true) {
+    refuseOnSocket(socket, target.replicaId);
+    return Promise.resolve();
+  }
   const base = new URL(target.url);
   const path = signedTarget(line.url);
   const host = base.hostname.replace(/^\[(.*)\]$/, '$1');
@@ -129,6 +135,14 @@ function tunnel(
     upstream.pipe(socket);
     socket.pipe(upstream);
   });
+  // The owner found gone (its lease ran out while it was silent: paused, cut off) ends the tunnel,
+  // as it ends a forwarded request: its TCP connection may stay open and say nothing for good.
+  const gone = (): void => {
+    if (!connected) return void upstream.destroy(new Error('the owner is gone'));
+    upstream.destroy();
+    socket.destroy();
+  };
+  target.signal?.addEventListener('abort', gone, { once: true });
   return new Promise<void>((resolve) => {
     upstream.once('error', () => {
       if (!connected) refuseOnSocket(socket, target.replicaId);
@@ -136,6 +150,7 @@ function tunnel(
     });
     upstream.once('close', () => {
       clearTimeout(timer);
+      target.signal?.removeEventListener('abort', gone);
       if (connected) socket.destroy();
     });
     // Errors end the tunnel through 'close'; without this listener one would be thrown.
