@@ -22,6 +22,8 @@ export interface ReplicaFence extends EventFence {
   held(): string[];
   /** Called once per lost holding, with the family's sessions. */
   onLost(listener: (familyId: string, sessionIds: readonly string[]) => void): void;
+  /** How admits() learns whether a held family's hold is confirmed lately (ownership.ts). Default: always. */
+  freshness(check: (familyId: string) => boolean): void;
 }
 
 export const createFence = (replicaId: string): ReplicaFence => {
@@ -29,6 +31,7 @@ export const createFence = (replicaId: string): ReplicaFence => {
   const familyOf = new Map<string, string>();
   const members = new Map<string, Set<string>>();
   const listeners: ((familyId: string, sessionIds: readonly string[]) => void)[] = [];
+  let fresh: (familyId: string) => boolean = () => true;
   const sessionsOf = (familyId: string) => [...(members.get(familyId) ?? [])];
 
   const lose = (familyId: string): void => {
@@ -46,6 +49,14 @@ export const createFence = (replicaId: string): ReplicaFence => {
     },
     lost(familyIds) {
       for (const familyId of familyIds) lose(familyId);
+    },
+    admits(sessionId) {
+      const familyId = familyOf.get(sessionId);
+      if (familyId === undefined) return true;
+      return held.has(familyId) && fresh(familyId);
+    },
+    freshness(check) {
+      fresh = check;
     },
     holds: (familyId) => held.has(familyId),
     tokenOfFamily: (familyId) => held.get(familyId),

@@ -273,6 +273,14 @@ export function createOwnership(o: OwnershipOptions): Ownership {
     closed: false,
   };
   // Registered first, so the hooks added later still find the family's tenant; dropped after them.
+  // An append (a call's `tool.call` first) is refused while a hold is not confirmed within 90% of a
+  // lease (the database may have let another replica take it), and a renewal is asked for at once.
+  o.fence.freshness((familyId) => {
+    if (performance.now() - Math.max(s.lastRenewed, s.takenAt.get(familyId) ?? 0) < s.ttlMs * 0.9)
+      return true;
+    void confirmed(s);
+    return false;
+  });
   o.fence.onLost((familyId) => {
     s.takenAt.delete(familyId);
     s.targets.delete(familyId);

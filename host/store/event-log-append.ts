@@ -36,9 +36,26 @@ function loadSeq(s: LogState, sessionId: string, session: SessionState): void {
   }
 }
 
+/**
+ * Replicas: refuses an append to a session of a family this process does not hold now, or whose
+ * hold it has not had confirmed lately (it was stopped or starved past its lease): a call whose
+ * `tool.call` is refused is not run (tools/call-log.ts), so a replica that resumes after losing a
+ * family runs nothing more of it, not even the next call of a batch it was in the middle of.
+ */
+function checkFence(s: LogState, sessionId: string): void {
+  const fence = s.options.fence;
+  if (fence?.admits === undefined || fence.admits(sessionId)) return;
+  throw new SandboxError(
+    'OWNER_FENCED',
+    'Another replica may run this agent now; nothing more of it runs here. Retry (with the same Idempotency-Key for calls).',
+    { data: { sessionId } },
+  );
+}
+
 /** One event (what the tool pipeline appends): the general path without its per-append maps. */
 export function appendOne(s: LogState, input: SessionEventInput): SessionEvent {
   validate(input);
+  checkFence(s, input.sessionId);
   const session = sessionOf(s, input.sessionId);
   loadSeq(s, input.sessionId, session);
   const row = admit(s, input, session, 0, undefined);
@@ -58,6 +75,7 @@ export function appendMany(s: LogState, inputs: SessionEventInput[]): SessionEve
   const loads: Promise<void>[] = [];
   for (const input of inputs) {
     validate(input);
+    checkFence(s, input.sessionId);
     const session = gather(loads, () => sessionOf(s, input.sessionId));
     if (session === undefined) continue;
     gather(loads, () => loadSeq(s, input.sessionId, session));

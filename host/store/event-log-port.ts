@@ -50,6 +50,12 @@ export interface EventFence {
   tokenOf(sessionId: string): FenceToken | 'lost' | undefined;
   /** Told which families' rows were dropped or refused: their owner moved, their work must stop here. */
   lost(familyIds: readonly string[]): void;
+  /**
+   * Whether an append to the session is admitted now: false for a session of a family this process
+   * lost, or whose hold it has not had confirmed within its lease (appends are then refused with
+   * OWNER_FENCED). Absent: every append is admitted.
+   */
+  admits?(sessionId: string): boolean;
 }
 
 /** A backend's answer: now (libsql, memory) or later (a network database). */

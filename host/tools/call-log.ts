@@ -76,6 +76,11 @@ const unrecorded = (error: unknown, name: string): ToolError => {
       data: { budget: (error.data?.budget as number | undefined) ?? null },
     };
   }
+  if (isSandboxError(error) && error.code === 'OWNER_FENCED')
+    return fail(
+      'OWNER_FENCED',
+      `The call to ${name} was not run: another replica may run this agent now. Retry the batch (with the same Idempotency-Key).`,
+    );
   return fail('STORE_FAILED', `The call to ${name} could not be recorded, so it was not run; try again.`);
 };
 

@@ -279,12 +279,11 @@ suite(`replicas against a hostile client${missing === undefined ? '' : ` [skippe
   // A stopped in its middle may be inside an event write (the fence's lock on the family's lease
   // row held by its open transaction): B's takeover waits until the database ends that
   // transaction (the pool's idle-in-transaction timeout, 10 s), not for as long as A is stopped.
-  // Skipped: a real gap, left for the owners of the batch runner and ownership.ts. On resuming, A
-  // ran one more call of the batch in the sandbox (a line more in the file; 1 run in 3) before its
-  // renewal found the family lost: the batch runner checks no hold before each call, and the
-  // route-time check (ownership's stale-hold renewal) does not cover a batch already running. The
-  // fix: before each call of a family, the same check (a renewal first when the hold is stale).
-  it.skip('runs no more calls of a batch on an owner stopped in its middle, once it resumes after a takeover', async () => {
+  // Found by this pass (1 run in 3 before the fix): on resuming, A ran one more call of the batch
+  // in the sandbox before its renewal found the family lost. Now every append of a family whose
+  // hold is not confirmed within its lease is refused (OWNER_FENCED), a call's `tool.call` first,
+  // so the call is not run (event-log-append.ts checkFence, the fence's freshness).
+  it('runs no more calls of a batch on an owner stopped in its middle, once it resumes after a takeover', async () => {
     const agent = (await cluster.request(a, 'POST', '/v1/agents', {})).json;
     const call = (id: string, command: string) => ({
       id,

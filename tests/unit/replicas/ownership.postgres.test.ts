@@ -124,7 +124,10 @@ describePostgres('replicas on one PostgreSQL database', () => {
     expect(b.takeovers).toMatchObject([{ familyId: f.lead, epoch: 2 }]);
     await b.store.events.append([{ sessionId: f.lead, type: 'note', surface: 'current', data: { n: 2 } }]);
     await b.store.events.flush();
-    // A wakes up and writes: the database refuses it, A learns it lost the family, and drops the rows.
+    // A wakes up and writes. Its own check would refuse the append (its hold is stale: the next
+    // test); here the pause falls between that check and the write, so the database decides: it
+    // refuses the write, A learns it lost the family, and drops the rows.
+    a.fence.freshness(() => true);
     await a.store.events.append([{ sessionId: f.lead, type: 'note', surface: 'current', data: { n: 99 } }]);
     await until(() => a.lost.includes(f.lead), { what: 'A told it lost the family' });
     await a.store.events.flush();
@@ -169,5 +172,20 @@ describePostgres('replicas on one PostgreSQL database', () => {
     });
     a.ownership.created(late);
     expect(a.fence.tokenOf(late.id)).toEqual({ familyId: f.lead, epoch: 1 });
+  });
+  it('refuses appends of a family whose hold was not confirmed within its lease (a stopped owner runs nothing more)', async () => {
+    const a = await replica('replicaa', 300);
+    const f = await family(a.store);
+    await a.ownership.route(f.tenantId, f.lead);
+    await a.store.events.append([{ sessionId: f.lead, type: 'note', surface: 'current', data: { n: 1 } }]);
+    // No renewal runs (its timer is a minute away): past 90% of the lease the hold is stale.
+    await until(
+      () =>
+        a.store.events.append([{ sessionId: f.lead, type: 'note', surface: 'current', data: {} }]).then(
+          () => false,
+          (error: { code?: string }) => error.code === 'OWNER_FENCED',
+        ),
+      { what: 'an append refused OWNER_FENCED' },
+    );
   });
 });
