@@ -51,135 +51,160 @@ interface Account {
 const refused = (message: string, reason: 'bytes' | 'connections'): SandboxError =>
   new SandboxError('EGRESS_BUDGET_EXCEEDED', message, { data: { reason } });
 
-export function createSharedBudgets(options: SharedBudgetsOptions): Budgets {
-  const { usage } = options;
-  const now = options.now ?? Date.now;
-  const minChunk = options.minChunk ?? 65_536;
-  const accounts = new Map<string, Account>();
-  const share =
-    options.share ??
-    createReplicaShare({
-      limits: usage,
-      liveWithinMs: options.liveWithinMs,
-      ...(options.refreshMs === undefined ? {} : { refreshMs: options.refreshMs }),
-      now,
+/** What the shared budgets' functions share: the store, the clock, the accounts, the replicas' share. */
+interface SharedState {
+  usage: SharedBudgetsOptions['usage'];
+  now: () => number;
+  minChunk: number;
+  accounts: Map<string, Account>;
+  share: ReplicaShare;
+}
+
+const chunkOf = (s: SharedState, limit: number): number =>
+  Math.min(limit, Math.max(s.minChunk, Math.ceil(limit / 16)));
+
+function accountOf(s: SharedState, tenantId: string): Account {
+  const window = Math.floor(s.now() / HOUR_MS);
+  let account = s.accounts.get(tenantId);
+  if (account === undefined) {
+    account = { window, granted: 0, spent: 0, exhausted: false, refill: undefined, open: 0 };
+    s.accounts.set(tenantId, account);
+  } else if (account.window !== window) {
+    Object.assign(account, { window, granted: 0, spent: 0, exhausted: false, refill: undefined });
+  }
+  return account;
+}
+
+/**
+ * Leases `bytes` more for the account's window; one lease in flight per account, which every
+ * caller waiting on it shares. Rejects (STORE_FAILED) when the database could not be asked.
+ */
+function refill(
+  s: SharedState,
+  tenantId: string,
+  account: Account,
+  bytes: number,
+  limit: number,
+): Promise<void> {
+  if (account.refill !== undefined) return account.refill;
+  const window = account.window;
+  const pending: Promise<void> = s.usage
+    .leaseEgressBytes(tenantId, window, bytes, limit)
+    .then((got) => {
+      if (account.window !== window) return;
+      account.granted += got;
+      if (got < bytes) account.exhausted = true;
+    })
+    .finally(() => {
+      if (account.refill === pending) account.refill = undefined;
     });
+  account.refill = pending;
+  return pending;
+}
 
-  const chunkOf = (limit: number): number => Math.min(limit, Math.max(minChunk, Math.ceil(limit / 16)));
+/** Leases the next chunk in the background once half of the one in hand is spent. */
+function topUp(s: SharedState, tenantId: string, account: Account, limit: number): void {
+  const chunk = chunkOf(s, limit);
+  if (account.exhausted || account.refill !== undefined || account.granted - account.spent >= chunk / 2)
+    return;
+  // A failed lease is asked again by the next take or open; meanwhile nothing more is spent.
+  refill(s, tenantId, account, Math.max(chunk, account.spent - account.granted + chunk), limit).catch(
+    () => undefined,
+  );
+}
 
-  function accountOf(tenantId: string): Account {
-    const window = Math.floor(now() / HOUR_MS);
-    let account = accounts.get(tenantId);
-    if (account === undefined) {
-      account = { window, granted: 0, spent: 0, exhausted: false, refill: undefined, open: 0 };
-      accounts.set(tenantId, account);
-    } else if (account.window !== window) {
-      Object.assign(account, { window, granted: 0, spent: 0, exhausted: false, refill: undefined });
+/** Spends `bytes` once the leases cover them (leasing more as needed); false when they cannot. */
+async function takeLater(s: SharedState, tenantId: string, bytes: number, limit: number): Promise<boolean> {
+  const chunk = chunkOf(s, limit);
+  for (;;) {
+    const current = accountOf(s, tenantId);
+    if (current.spent + bytes <= current.granted) {
+      current.spent += bytes;
+      topUp(s, tenantId, current, limit);
+      return true;
     }
-    return account;
-  }
-
-  /**
-   * Leases `bytes` more for the account's window; one lease in flight per account, which every
-   * caller waiting on it shares. Rejects (STORE_FAILED) when the database could not be asked.
-   */
-  function refill(tenantId: string, account: Account, bytes: number, limit: number): Promise<void> {
-    if (account.refill !== undefined) return account.refill;
-    const window = account.window;
-    const pending: Promise<void> = usage
-      .leaseEgressBytes(tenantId, window, bytes, limit)
-      .then((got) => {
-        if (account.window !== window) return;
-        account.granted += got;
-        if (got < bytes) account.exhausted = true;
-      })
-      .finally(() => {
-        if (account.refill === pending) account.refill = undefined;
-      });
-    account.refill = pending;
-    return pending;
-  }
-
-  /** Leases the next chunk in the background once half of the one in hand is spent. */
-  function topUp(tenantId: string, account: Account, limit: number): void {
-    const chunk = chunkOf(limit);
-    if (account.exhausted || account.refill !== undefined || account.granted - account.spent >= chunk / 2)
-      return;
-    // A failed lease is asked again by the next take or open; meanwhile nothing more is spent.
-    refill(tenantId, account, Math.max(chunk, account.spent - account.granted + chunk), limit).catch(
-      () => undefined,
-    );
-  }
-
-  async function open(tenantId: string, budget: EgressBudget): Promise<BudgetLease> {
-    const limit = budget.bytesPerHour;
-    const chunk = chunkOf(limit);
-    let account = accountOf(tenantId);
-    if (!account.exhausted && account.granted - account.spent < chunk / 2)
-      await refill(tenantId, account, Math.max(chunk, account.spent - account.granted + chunk), limit);
-    await share.ready;
-    account = accountOf(tenantId);
-    if (account.open >= share.of(budget.connections))
-      throw refused(
-        `This tenant has ${account.open} egress connections open on this replica, its share of ${budget.connections} over the live replicas; try again when one has finished.`,
-        'connections',
-      );
-    if (account.exhausted && account.spent >= account.granted)
-      throw refused(
-        `This tenant used its egress budget of ${limit} bytes this hour; try again later.`,
-        'bytes',
-      );
-    account.open++;
-    let closed = false;
-
-    async function takeLater(bytes: number): Promise<boolean> {
-      for (;;) {
-        const current = accountOf(tenantId);
-        if (current.spent + bytes <= current.granted) {
-          current.spent += bytes;
-          topUp(tenantId, current, limit);
-          return true;
-        }
-        if (current.exhausted) return false;
-        try {
-          await refill(tenantId, current, Math.max(chunk, current.spent + bytes - current.granted), limit);
-        } catch {
-          return false; // the budget could not be read: refused, nothing sent
-        }
-      }
+    if (current.exhausted) return false;
+    try {
+      await refill(s, tenantId, current, Math.max(chunk, current.spent + bytes - current.granted), limit);
+    } catch {
+      return false; // the budget could not be read: refused, nothing sent
     }
-
-    return {
-      charge(bytes) {
-        const current = accountOf(tenantId);
-        current.spent += bytes;
-        topUp(tenantId, current, limit);
-        if (current.spent <= current.granted) return true;
-        // Past the leases: the next chunk is being leased; beyond one chunk of credit, or with the
-        // window used up, the connection is cut.
-        return !current.exhausted && current.spent <= current.granted + chunk;
-      },
-      take(bytes) {
-        const current = accountOf(tenantId);
-        if (current.spent + bytes <= current.granted) {
-          current.spent += bytes;
-          topUp(tenantId, current, limit);
-          return true;
-        }
-        return current.exhausted ? false : takeLater(bytes);
-      },
-      close() {
-        if (closed) return;
-        closed = true;
-        accountOf(tenantId).open--;
-      },
-    };
   }
+}
 
+/** One admitted connection's lease on its tenant's account. */
+function leaseOf(s: SharedState, tenantId: string, limit: number): BudgetLease {
+  const chunk = chunkOf(s, limit);
+  let closed = false;
   return {
-    open,
+    charge(bytes) {
+      const current = accountOf(s, tenantId);
+      current.spent += bytes;
+      topUp(s, tenantId, current, limit);
+      if (current.spent <= current.granted) return true;
+      // Past the leases: the next chunk is being leased; beyond one chunk of credit, or with the
+      // window used up, the connection is cut.
+      return !current.exhausted && current.spent <= current.granted + chunk;
+    },
+    take(bytes) {
+      const current = accountOf(s, tenantId);
+      if (current.spent + bytes <= current.granted) {
+        current.spent += bytes;
+        topUp(s, tenantId, current, limit);
+        return true;
+      }
+      return current.exhausted ? false : takeLater(s, tenantId, bytes, limit);
+    },
+    close() {
+      if (closed) return;
+      closed = true;
+      accountOf(s, tenantId).open--;
+    },
+  };
+}
+
+async function open(s: SharedState, tenantId: string, budget: EgressBudget): Promise<BudgetLease> {
+  const limit = budget.bytesPerHour;
+  const chunk = chunkOf(s, limit);
+  let account = accountOf(s, tenantId);
+  if (!account.exhausted && account.granted - account.spent < chunk / 2)
+    await refill(s, tenantId, account, Math.max(chunk, account.spent - account.granted + chunk), limit);
+  await s.share.ready;
+  account = accountOf(s, tenantId);
+  if (account.open >= s.share.of(budget.connections))
+    throw refused(
+      `This tenant has ${account.open} egress connections open on this replica, its share of ${budget.connections} over the live replicas; try again when one has finished.`,
+      'connections',
+    );
+  if (account.exhausted && account.spent >= account.granted)
+    throw refused(
+      `This tenant used its egress budget of ${limit} bytes this hour; try again later.`,
+      'bytes',
+    );
+  account.open++;
+  return leaseOf(s, tenantId, limit);
+}
+
+export function createSharedBudgets(options: SharedBudgetsOptions): Budgets {
+  const now = options.now ?? Date.now;
+  const s: SharedState = {
+    usage: options.usage,
+    now,
+    minChunk: options.minChunk ?? 65_536,
+    accounts: new Map(),
+    share:
+      options.share ??
+      createReplicaShare({
+        limits: options.usage,
+        liveWithinMs: options.liveWithinMs,
+        ...(options.refreshMs === undefined ? {} : { refreshMs: options.refreshMs }),
+        now,
+      }),
+  };
+  return {
+    open: (tenantId, budget) => open(s, tenantId, budget),
     usage(tenantId) {
-      const account = accountOf(tenantId);
+      const account = accountOf(s, tenantId);
       return { bytes: account.spent, connections: account.open };
     },
   };
