@@ -111,6 +111,8 @@ export function startAgents(config: Config, parts: ServerAgentParts, log: (line:
       // With replicas, a family's pending child runs are resumed where it is taken over.
       resumeAtStart: ownership === undefined,
     },
+    // With replicas, a deleted top-level agent's family lets go of its lease (no renewal forever).
+    ...(ownership === undefined ? {} : { onRemoved: (tenantId, id) => ownership.deleted(tenantId, id) }),
     // Each tenant's plugins on worker processes of its own, within its caps and the host's.
     plugins: {
       processOptions: {

@@ -83,6 +83,8 @@ export interface AssembleOptions {
   teams?: Pick<TeamBoardOptions, 'limits' | 'limitsOf' | 'directory'>;
   /** Child agents and teams (with `store.teams`): limits and the provider bundles with aliases. */
   children?: AgentServiceOptions['children'];
+  /** Told once a delete removed an agent whole (replicas: a family's end). */
+  onRemoved?: AgentServiceOptions['onRemoved'];
 }
 
 export interface Assembled {
@@ -183,6 +185,7 @@ export const assembleAgents = (options: AssembleOptions): Assembled => {
     },
     ...(teamBoard === undefined ? {} : { teamBoard }),
     ...(options.children === undefined ? {} : { children: options.children }),
+    ...(options.onRemoved === undefined ? {} : { onRemoved: options.onRemoved }),
   });
   scheduler?.start();
   return {

@@ -20,6 +20,8 @@ export interface ReplicaFence extends EventFence {
   sessionsOf(familyId: string): string[];
   /** The families held now. */
   held(): string[];
+  /** Forgets a family that is gone (deleted whole): not held, its sessions unbound, no loss told. */
+  forget(familyId: string): void;
   /** Called once per lost holding, with the family's sessions. */
   onLost(listener: (familyId: string, sessionIds: readonly string[]) => void): void;
   /** How admits() learns whether a held family's hold is confirmed lately (ownership.ts). Default: always. */
@@ -79,6 +81,11 @@ export const createFence = (replicaId: string): ReplicaFence => {
     },
     sessionsOf,
     held: () => [...held.keys()],
+    forget(familyId) {
+      held.delete(familyId);
+      for (const sessionId of members.get(familyId) ?? []) familyOf.delete(sessionId);
+      members.delete(familyId);
+    },
     onLost(listener) {
       listeners.push(listener);
     },

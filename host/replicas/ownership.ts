@@ -62,6 +62,11 @@ export interface Ownership {
   unreachable(tenantId: string, agentId: string): void;
   /** A new agent: children and teammates join their parent's family here at once. */
   created(record: AgentRecord): void;
+  /**
+   * An agent was deleted whole (delete() is done): a top-level agent's family is gone, so its lease
+   * row is removed and this replica forgets it (renewals stay as many as the families alive).
+   */
+  deleted(tenantId: string, agentId: string): Promise<void>;
   onTakeover(hook: (takeover: Takeover) => Promise<void>): void;
   onLost(hook: (lost: { familyId: string; tenantId: string; agentIds: readonly string[] }) => void): void;
   /** Families held now. */
@@ -313,6 +318,13 @@ export function createOwnership(o: OwnershipOptions): Ownership {
       const familyId = parentId === undefined ? record.id : (s.families.known(parentId) ?? parentId);
       s.families.note(record.tenantId, record.id, familyId);
       if (o.fence.holds(familyId)) o.fence.bind(record.id, familyId);
+    },
+    async deleted(tenantId, agentId) {
+      if (!o.fence.holds(agentId) || s.tenantOf.get(agentId) !== tenantId) return;
+      o.fence.forget(agentId);
+      s.tenantOf.delete(agentId);
+      s.takenAt.delete(agentId);
+      await o.leases.drop(agentId, o.replicaId);
     },
     onTakeover(hook) {
       s.takeoverHooks.push(hook);

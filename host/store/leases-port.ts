@@ -53,6 +53,8 @@ export interface LeaseStore {
    * families it still holds. A family missing from the answer is lost (taken or expired).
    */
   renew(replicaId: string, ttlMs: number): Promise<HeldFamily[]>;
+  /** Removes the family's lease row (the family is gone: its top-level agent was deleted). */
+  drop(familyId: string, replicaId: string): Promise<void>;
   /** Ends one family's lease now (a clean hand-off); false when the replica did not hold it. */
   release(familyId: string, replicaId: string): Promise<boolean>;
   /** Whether the replica is registered and renewed within the last `withinMs` (it still runs). */

@@ -50,6 +50,7 @@ export async function removeAgent(state: AgentServiceState, tenantId: string, id
   for (const outcome of settled)
     if (outcome.status === 'rejected' && (outcome.reason as { code?: string })?.code !== 'NOT_FOUND')
       throw outcome.reason;
+  await state.options.onRemoved?.(tenantId, id);
 }
 
 export async function appendMessages(

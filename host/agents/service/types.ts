@@ -86,6 +86,11 @@ export interface AgentServiceOptions {
      */
     resumeAtStart?: boolean;
   };
+  /**
+   * Told once delete() removed an agent (and its descendants) whole: with replicas, the end of a
+   * top-level agent's family (its lease is let go). A failure is the caller's to report.
+   */
+  onRemoved?: (tenantId: string, agentId: string) => Promise<void>;
 }
 
 export interface AgentService {

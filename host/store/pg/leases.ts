@@ -102,6 +102,14 @@ export const createPgLeaseStore = (db: PgDatabase): LeaseStore => ({
       return rows.map((r) => ({ familyId: r.family_id, epoch: Number(r.epoch) }));
     }),
 
+  drop: (familyId, replicaId) =>
+    pgGuarded('drop a family lease', async () => {
+      await db.query('DELETE FROM family_leases WHERE family_id = $1 AND replica_id = $2', [
+        familyId,
+        replicaId,
+      ]);
+    }),
+
   release: (familyId, replicaId) =>
     pgGuarded('release a family lease', async () => {
       const { rowCount } = await db.query(

@@ -37,8 +37,10 @@ suite(`replicas on one PostgreSQL database${missing === undefined ? '' : ` [skip
   afterAll(async () => {
     await cluster?.close();
   });
-  // A test that killed A and failed before starting it again must not fail the next ones.
+  // A test that stopped or killed A and failed before resuming or starting it again must not fail
+  // the next ones.
   beforeEach(async () => {
+    a?.child.kill('SIGCONT');
     if (a !== undefined && (a.child.exitCode !== null || a.child.signalCode !== null))
       a = await cluster.start('replica-a');
   }, 120_000);
@@ -373,6 +375,17 @@ suite(`replicas on one PostgreSQL database${missing === undefined ? '' : ` [skip
     const [ended] = (await sleeping).json.results as Loose[];
     expect(ended.ok).toBe(false);
     expect(ended.durationMs).toBeLessThan(50_000); // stopped, not slept through
+    // The deleted agent's family let go of its lease: nobody renews it any more.
+    const db = new pg.Client({ connectionString: cluster.database.url });
+    await db.connect();
+    try {
+      const { rows } = await db.query('SELECT family_id FROM family_leases WHERE family_id = $1', [
+        doomed.id,
+      ]);
+      expect(rows).toEqual([]);
+    } finally {
+      await db.end();
+    }
   });
 
   it('a schedule due while its owner is dead fires once, on the replica that took the family over', {
