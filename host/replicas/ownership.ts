@@ -111,13 +111,34 @@ async function takeOver(s: OwnershipState, tenantId: string, familyId: string, e
   fence.hold(familyId, epoch);
   s.tenantOf.set(familyId, tenantId);
   s.takenAt.set(familyId, performance.now());
+  let failed: unknown;
   for (const hook of s.takeoverHooks) {
     try {
       await hook({ familyId, tenantId, agentIds, epoch });
     } catch (error) {
       s.o.onError?.(error);
+      failed ??= error;
     }
   }
+  if (failed !== undefined) await abandon(s, familyId, failed);
+}
+
+/**
+ * A takeover whose hooks did not all finish (the repair's appends refused, the store failing) is
+ * not kept half done: what started here is stopped (the lost hooks), the lease is ended, and the
+ * request fails retryable, so the next one takes the family again, one epoch up, hooks and all.
+ */
+async function abandon(s: OwnershipState, familyId: string, cause: unknown): Promise<never> {
+  s.o.fence.lost([familyId]);
+  await s.o.leases.release(familyId, s.o.replicaId).catch((error: unknown) => s.o.onError?.(error));
+  throw new SandboxError(
+    'OWNER_UNREACHABLE',
+    'Taking this agent over did not finish here; retry the request.',
+    {
+      data: { retryAfterMs: 1000 },
+      cause,
+    },
+  );
 }
 
 async function take(

@@ -19,7 +19,7 @@ import { readSse } from '../../unit/api/sse.ts';
 import { type Cluster, exited, type Replica, startCluster } from './cluster.ts';
 
 /** Short leases, so a fail-over takes seconds: the lease is renewed every fifth of it. */
-const LEASE_MS = 3000;
+const LEASE_MS = 5000;
 
 const missing = postgresMissing();
 const suite = missing === undefined ? describe : describe.skip;
