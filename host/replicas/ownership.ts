@@ -181,8 +181,8 @@ async function take(
  * must ask before it serves the family: else a request it read on resuming ran here (in the
  * sandbox) while another replica owned the family, before its next renewal found the loss.
  */
-const confirmedLately = (s: OwnershipState, familyId: string): boolean =>
-  performance.now() - Math.max(s.lastRenewed, s.takenAt.get(familyId) ?? 0) < s.ttlMs / 2;
+const confirmedLately = (s: OwnershipState, familyId: string, share = 0.5): boolean =>
+  performance.now() - Math.max(s.lastRenewed, s.takenAt.get(familyId) ?? 0) < s.ttlMs * share;
 
 /** A renewal now (shared by every request that waits for one): the families it finds lost are dropped. */
 function confirmed(s: OwnershipState): Promise<void> {
@@ -302,8 +302,7 @@ export function createOwnership(o: OwnershipOptions): Ownership {
   // An append (a call's `tool.call` first) is refused while a hold is not confirmed within 90% of a
   // lease (the database may have let another replica take it), and a renewal is asked for at once.
   o.fence.freshness((familyId) => {
-    if (performance.now() - Math.max(s.lastRenewed, s.takenAt.get(familyId) ?? 0) < s.ttlMs * 0.9)
-      return true;
+    if (confirmedLately(s, familyId, 0.9)) return true;
     void confirmed(s);
     return false;
   });
