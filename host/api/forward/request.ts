@@ -13,6 +13,7 @@ import { Readable } from 'node:stream';
 import type { Context } from 'hono';
 import { SandboxError } from '../../errors.ts';
 import type { ApiEnv } from '../env.ts';
+import { connectDeadline } from './deadline.ts';
 import { FORWARD_HEADERS, forwardHeaders, signedTarget } from './sign.ts';
 
 /** Where a request goes: the owner's base URL (DSH_REPLICA_URL) and its replica id. */
@@ -191,10 +192,10 @@ function bodyOf(c: Context<ApiEnv>): Readable | undefined {
 function watchConnect(upstream: ClientRequest, ms: number): void {
   upstream.once('socket', (socket) => {
     if (!socket.connecting) return;
-    const timer = setTimeout(() => {
+    const deadline = connectDeadline(ms, () => {
       upstream.destroy(Object.assign(new Error(`connect timed out after ${ms} ms`), { code: 'ETIMEDOUT' }));
-    }, ms);
-    const done = (): void => clearTimeout(timer);
+    });
+    const done = (): void => deadline.cancel();
     socket.once('connect', done);
     socket.once('close', done);
   });

@@ -15,6 +15,7 @@ import type { IncomingMessage, Server } from 'node:http';
 import { connect as netConnect, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { connect as tlsConnect } from 'node:tls';
+import { connectDeadline } from './deadline.ts';
 import { connectionNamed, type ForwardTarget, isHopHeader, type ReplicaSigner } from './request.ts';
 import { forwardHeaders, signedTarget } from './sign.ts';
 
@@ -123,12 +124,11 @@ function tunnel(
   upstream.setNoDelay(true);
   if ('setNoDelay' in socket && typeof socket.setNoDelay === 'function') (socket as Socket).setNoDelay(true);
   let connected = false;
-  const timer = setTimeout(
-    () => upstream.destroy(new Error('connect timed out')),
-    options.connectTimeoutMs ?? 2_000,
+  const deadline = connectDeadline(options.connectTimeoutMs ?? 2_000, () =>
+    upstream.destroy(new Error('connect timed out')),
   );
   upstream.once(base.protocol === 'https:' ? 'secureConnect' : 'connect', () => {
-    clearTimeout(timer);
+    deadline.cancel();
     connected = true;
     upstream.write(headOf(line, base, options, path));
     if (head.length > 0) upstream.write(head);
@@ -149,7 +149,7 @@ function tunnel(
       else socket.destroy();
     });
     upstream.once('close', () => {
-      clearTimeout(timer);
+      deadline.cancel();
       target.signal?.removeEventListener('abort', gone);
       if (connected) socket.destroy();
     });
