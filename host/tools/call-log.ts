@@ -105,7 +105,10 @@ export const recordCall = (
     // Replicas: the call runs once its record is stored, so the database's fence has admitted it.
     if (log.stored !== undefined) {
       const stored = log.stored.bind(log);
-      return appended.then((events) => stored(events[0] as SessionEvent).then(recorded, notRecorded), notRecorded);
+      return appended.then(
+        (events) => stored(events[0] as SessionEvent).then(recorded, notRecorded),
+        notRecorded,
+      );
     }
     return appended.then(recorded, notRecorded);
   } catch (error) {
