@@ -12,12 +12,12 @@
 // context, eval, dispose), with each row's ratio to them and its target.
 // Run: npm run bench http-latency   (or node --no-node-snapshot bench/http-latency.ts; the image:
 // DSH_SANDBOX_IMAGE, else the one setup builds). BENCH_RUNS (30), BENCH_READY_RUNS (10),
-// BENCH_STARTS (3). DSH_* settings in the environment reach the service (e.g. DSH_POOL_SIZE).
+// BENCH_STARTS (3), BENCH_ONLY (row names' beginnings, comma-separated). DSH_* settings in the environment reach the service (e.g. DSH_POOL_SIZE).
 // BENCH_CPU_PROF=dir starts the service under `node --cpu-prof --cpu-prof-dir=dir` (the profile is
 // written when it stops). At the end it deletes its agents, stops the service and removes whatever
 // is still labelled with its instance id (only its own containers and workspaces).
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -31,6 +31,13 @@ import { createLoopWorkspaces } from '../host/sandbox/docker/index.ts';
 const RUNS = Number(process.env.BENCH_RUNS ?? 30);
 const READY_RUNS = Number(process.env.BENCH_READY_RUNS ?? 10);
 const STARTS = Number(process.env.BENCH_STARTS ?? 3);
+/** BENCH_ONLY=a,b: only the rows whose name starts with one of these (and the baselines). */
+const ONLY = process.env.BENCH_ONLY?.split(',').filter(Boolean);
+const wanted = (row: string): boolean =>
+  ONLY === undefined ||
+  row.startsWith('docker exec') ||
+  row.startsWith('bare') ||
+  ONLY.some((o) => row.startsWith(o));
 const ROOT = join(import.meta.dirname, '..');
 const METRICS_KEY = 'bench-metrics-key-0123456789abcdef';
 const run = promisify(execFile);
@@ -71,7 +78,34 @@ interface Service {
   lines: string[];
   /** ms from spawn until /v1/health answered 200. */
   readyMs: number;
+  /** CPU ms its processes (it and its descendants) had used by then: holds up on a loaded machine. */
+  cpuMs: number;
 }
+
+/** utime + stime of `pid` and every descendant still running, in ms (USER_HZ 100). */
+const treeCpuMs = (pid: number): number => {
+  const stats = readdirSync('/proc').flatMap((entry) => {
+    if (!/^\d+$/.test(entry)) return [];
+    try {
+      const fields = readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+      return [
+        { pid: Number(entry), ppid: Number(fields[1]), ticks: Number(fields[11]) + Number(fields[12]) },
+      ];
+    } catch {
+      return [];
+    }
+  });
+  const tree = new Set([pid]);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const s of stats)
+      if (tree.has(s.ppid) && !tree.has(s.pid)) {
+        tree.add(s.pid);
+        grew = true;
+      }
+  }
+  return stats.filter((s) => tree.has(s.pid)).reduce((sum, s) => sum + s.ticks * 10, 0);
+};
 
 /** The client's one keep-alive socket (a new Agent per service start). */
 let agent = new Agent({ keepAlive: true, maxSockets: 1 });
@@ -135,7 +169,7 @@ const startService = async (how: 'npm-start' | 'cli'): Promise<Service> => {
       (r) => r.status === 200,
       () => false,
     );
-    if (ok) return { child, lines, readyMs: performance.now() - started };
+    if (ok) return { child, lines, readyMs: performance.now() - started, cpuMs: treeCpuMs(child.pid ?? 0) };
     await new Promise((r) => setTimeout(r, 2));
   }
 };
@@ -213,8 +247,9 @@ const measureCalls = async (agentId: string, container: string): Promise<void> =
     ['docker exec true (CLI)', () => run('docker', ['exec', container, 'true'])],
     ['bare isolated-vm isolate `return 1`', bareIsolate],
   ];
-  for (let i = 0; i < 3; i++) for (const [, fn] of steps) await fn();
-  for (let i = 0; i < RUNS; i++) for (const [row, fn] of steps) add(row, await timed(fn));
+  const chosen = steps.filter(([row]) => wanted(row));
+  for (let i = 0; i < 3; i++) for (const [, fn] of chosen) await fn();
+  for (let i = 0; i < RUNS; i++) for (const [row, fn] of chosen) add(row, await timed(fn));
 };
 
 /** Agent ready: create, then its first bash `true` done; the pool full before each, the agent deleted after. */
@@ -283,8 +318,9 @@ try {
   const mine = listed.find((c) => c.Names.some((n) => n.includes('-agent-')));
   if (!mine) throw new Error(`no agent container of instance ${instance}`);
   await measureCalls(agentId, mine.Id);
-  await measureReady();
+  if (wanted('agent ready')) await measureReady();
   for (const how of ['npm-start', 'cli'] as const) {
+    if (!wanted('warm start')) break;
     for (let i = 0; i < STARTS; i++) {
       await stopService(service);
       service = await startService(how);
@@ -293,6 +329,12 @@ try {
           ? 'warm start, `npm start` until /v1/health'
           : 'warm start, `host/cli.ts serve` alone until /v1/health',
         service.readyMs,
+      );
+      add(
+        how === 'npm-start'
+          ? 'warm start, `npm start`: CPU of its processes until then'
+          : 'warm start, `host/cli.ts serve` alone: CPU until then',
+        service.cpuMs,
       );
     }
   }
