@@ -9,7 +9,10 @@
 //   through scripts/run.sh as `npm start` does, and `host/cli.ts serve` alone)
 // and, measured in the same run as baselines, `docker exec <the agent's container> true` through
 // the Docker CLI and a bare isolated-vm isolate evaluating `1` in this process (new isolate, new
-// context, eval, dispose), with each row's ratio to them and its target.
+// context, eval, dispose), with each row's ratio to them and its target. Beside each call row, the
+// CPU a call used (schedstat and the container's cpuacct, which hold up on a loaded machine where
+// wall time does not): the service's main thread, all of its threads, the agent's container (the
+// isolate workers are processes of their own: not counted).
 // Run: npm run bench http-latency   (or node --no-node-snapshot bench/http-latency.ts; the image:
 // DSH_SANDBOX_IMAGE, else the one setup builds). BENCH_RUNS (30), BENCH_READY_RUNS (10),
 // BENCH_STARTS (3), BENCH_ONLY (row names' beginnings, comma-separated). DSH_* settings in the environment reach the service (e.g. DSH_POOL_SIZE).
@@ -249,7 +252,49 @@ const measureCalls = async (agentId: string, container: string): Promise<void> =
   ];
   const chosen = steps.filter(([row]) => wanted(row));
   for (let i = 0; i < 3; i++) for (const [, fn] of chosen) await fn();
-  for (let i = 0; i < RUNS; i++) for (const [row, fn] of chosen) add(row, await timed(fn));
+  const service = servicePid();
+  for (let i = 0; i < RUNS; i++)
+    for (const [row, fn] of chosen) {
+      const before = cpuNow(service, container);
+      add(row, await timed(fn));
+      const after = cpuNow(service, container);
+      const used = cpu.get(row) ?? [0, 0, 0];
+      cpu.set(
+        row,
+        [0, 1, 2].map((k) => (used[k] as number) + (after[k] as number) - (before[k] as number)),
+      );
+    }
+};
+
+/** CPU each call row used, summed over its runs: the service's main thread, its whole process, the container. */
+const cpu = new Map<string, number[]>();
+
+/** The service's own process (host/cli.ts serve) among the bench's descendants. */
+const servicePid = (): number => {
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const cmd = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
+      const env = readFileSync(`/proc/${entry}/environ`, 'utf8');
+      if (cmd.includes('host/cli.ts\0serve') && env.includes(`DSH_DATA_DIR=${dataDir}\0`))
+        return Number(entry);
+    } catch {}
+  }
+  throw new Error('the service process was not found');
+};
+
+/** Time on a CPU in ms (schedstat, ns): the service's main thread, all its threads, the agent's container (cgroup v1 cpuacct). */
+const cpuNow = (pid: number, container: string): number[] => {
+  const onCpu = (file: string): number => Number(readFileSync(file, 'utf8').split(' ')[0]) / 1e6;
+  const threads = readdirSync(`/proc/${pid}/task`).reduce(
+    (sum, tid) => sum + onCpu(`/proc/${pid}/task/${tid}/schedstat`),
+    0,
+  );
+  let box = Number.NaN;
+  try {
+    box = Number(readFileSync(`/sys/fs/cgroup/cpuacct/docker/${container}/cpuacct.usage`, 'utf8')) / 1e6;
+  } catch {}
+  return [onCpu(`/proc/${pid}/task/${pid}/schedstat`), threads, box];
 };
 
 /** Agent ready: create, then its first bash `true` done; the pool full before each, the agent deleted after. */
@@ -295,8 +340,13 @@ const report = (): void => {
           ? ` ×${(p50(row) / isolateP50).toFixed(2)} of a bare isolate`
           : '';
     const verdict = Number.isNaN(target) ? '' : ` ≤ ${target} ${p50(row) <= target ? 'met' : 'NOT met'}`;
+    const used = cpu.get(row);
+    const cpuText =
+      used === undefined || row.startsWith('bare')
+        ? ''
+        : ` | CPU a call: service main thread ${fmt((used[0] as number) / xs.length)}, all its threads ${fmt((used[1] as number) / xs.length)}, the container ${fmt((used[2] as number) / xs.length)}`;
     console.log(
-      `${row} | ${fmt(quantile(xs, 0.5))} | ${fmt(quantile(xs, 0.9))} | ${fmt(quantile(xs, 0.99))} |${ratio} |${verdict}`,
+      `${row} | ${fmt(quantile(xs, 0.5))} | ${fmt(quantile(xs, 0.9))} | ${fmt(quantile(xs, 0.99))} |${ratio} |${verdict}${cpuText}`,
     );
   }
 };
