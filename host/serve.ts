@@ -9,6 +9,7 @@
 // serve-http.ts (the app and the HTTP server); the shutdown order lives here, in close().
 
 import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { flushCompileCache } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { createConnectionGuard } from './api/connections.ts';
@@ -233,6 +234,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
 export const serve = async (config: Config): Promise<void> => {
   const running = await startServer(config);
   process.stdout.write(`dsh-sandbox listening on ${running.url}\n`);
+  flushCompileCache(); // what this start compiled, for the next one (a no-op unless cli.ts enabled it)
   await new Promise<void>((resolve) => {
     let firstAt = 0;
     const stop = () => {
