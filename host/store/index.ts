@@ -137,6 +137,7 @@ export const openStore = (options: OpenStoreOptions): LibsqlStore => {
 
 export {
   type AgentLinks,
+  type AgentPause,
   type AgentRecord,
   type AgentStore,
   type CreateAgentInput,
