@@ -64,7 +64,6 @@ export function mountV1Routes(app: Hono<ApiEnv>, state: AppState): void {
   tenantScoped('/v1/agents/*');
   app.route('/', agentRoutes(deps.agents));
   app.route('/', pauseRoutes(deps.agents));
-  app.route('/', settingsRoutes(deps.agents));
   app.route(
     '/',
     callRoutes(
@@ -118,6 +117,8 @@ export function mountV1Routes(app: Hono<ApiEnv>, state: AppState): void {
     tenantScoped('/v1/egress');
     app.route('/', egressRoutes(deps.egress));
   }
+  tenantScoped('/v1/settings');
+  app.route('/', settingsRoutes(deps.agents));
 }
 
 /** GET /openapi.json: the description of `app`, generated on first request and kept. */
