@@ -176,7 +176,9 @@ export function createPauses(options: PausesOptions): Pauses {
     const record = await agents.byId(agentId);
     if (record === undefined || record.paused !== undefined) return;
     const agent = toAgent(record);
-    if (ownsNone(agent)) return;
+    // Only an agent this process serves: with replicas, one whose family moved away is released
+    // here (its binding dropped) while its container may still be used by the new owner.
+    if (ownsNone(agent) || (await sandboxes.stateOf(agent, true)) !== 'ready') return;
     await pause(agent, 'stop', 'idle').catch((e: unknown) => {
       // A call that started meanwhile: still in use, not idle.
       if (!(e instanceof SandboxError && e.code === 'AGENT_BUSY')) throw e;

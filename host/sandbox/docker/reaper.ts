@@ -55,6 +55,7 @@ async function working(entry: Reapable): Promise<boolean> {
 /** One sweep. Exported for tests; `startReaper` runs it on a timer. */
 export const reapIdle = async (o: ReaperOptions): Promise<void> => {
   for (const entry of o.entries()) {
+    if (!entry.live) continue;
     const limit = limitOf(o, entry);
     if (limit === undefined) continue;
     const idle = (): boolean =>
