@@ -75,8 +75,21 @@ describe('pause and resume', () => {
     const file = await api.request(api.keyA, 'GET', `/v1/agents/${id}/files?path=a.txt`);
     expect(file.status).toBe(409);
     expect((await stateOf(id)).sandbox).toBe('paused');
+    // A keyed batch refused so ran nothing: after the resume the same key runs it (no stored 409).
+    const keyed = () =>
+      api.request(
+        api.keyA,
+        'POST',
+        `/v1/agents/${id}/calls`,
+        { calls: [{ id: 'k', name: 'read', arguments: { file_path: 'a.txt' } }] },
+        { 'Idempotency-Key': 'pause-key-1' },
+      );
+    expect((await keyed()).status).toBe(409);
     await post(id, 'resume');
     expect((await read(id)).json.results[0].ok).toBe(true);
+    const replay = await keyed();
+    expect(replay.status).toBe(200);
+    expect(replay.json.results[0].ok).toBe(true);
     // Tenant B's settings are its own.
     expect((await api.request(api.keyB, 'GET', '/v1/settings')).json).toEqual({
       pause: { idleSeconds: 0, onCall: 'resume' },
