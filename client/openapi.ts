@@ -204,30 +204,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v1/settings": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Get settings
-         * @description The tenant's settings, defaults filled in.
-         */
-        get: operations["getSettings"];
-        /**
-         * Put settings
-         * @description Replaces the tenant's settings whole (a field left out takes its default). Other replicas on the same database follow within 10 s.
-         */
-        put: operations["putSettings"];
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/v1/agents/{id}/calls": {
         parameters: {
             query?: never;
@@ -857,6 +833,30 @@ export interface paths {
          * @description Replaces the tenant's egress settings. Default deny: only destinations a rule admits are reached (ports default to 80 and 443), and never an internal address. A credential is added by the gateway as `header: value` to https requests for its host (to plain http ones only with `allowInsecure: true`); leave `value` out to keep the stored one. An agent's own `egress.allow` can only narrow these rules.
          */
         put: operations["putEgress"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get settings
+         * @description The tenant's settings, defaults filled in.
+         */
+        get: operations["getSettings"];
+        /**
+         * Put settings
+         * @description Replaces the tenant's settings whole (a field left out takes its default). Other replicas on the same database follow within 10 s.
+         */
+        put: operations["putSettings"];
         post?: never;
         delete?: never;
         options?: never;
@@ -1836,97 +1836,6 @@ export interface operations {
                 };
             };
             429: components["responses"]["RateLimited"];
-            503: components["responses"]["ShuttingDown"];
-            504: components["responses"]["Timeout"];
-        };
-    };
-    getSettings: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The settings */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        pause: {
-                            idleSeconds: number;
-                            /** @enum {string} */
-                            onCall: "resume" | "refuse";
-                        };
-                    };
-                };
-            };
-            401: components["responses"]["Unauthorized"];
-            503: components["responses"]["ShuttingDown"];
-            504: components["responses"]["Timeout"];
-        };
-    };
-    putSettings: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    pause?: {
-                        /** @description Seconds an agent may stay idle (no call, no running background job, no command running in a terminal) before it is paused (mode stop); 0 (default): never. Checked every 5 s; never later than the service's own idle stop (15 min). */
-                        idleSeconds?: number;
-                        /**
-                         * @description A call to a paused agent: resume (default) resumes it on the way, the call paying the start; refuse answers 409 AGENT_PAUSED until POST /v1/agents/:id/resume.
-                         * @enum {string}
-                         */
-                        onCall?: "resume" | "refuse";
-                    };
-                };
-            };
-        };
-        responses: {
-            /** @description The settings now */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        pause: {
-                            idleSeconds: number;
-                            /** @enum {string} */
-                            onCall: "resume" | "refuse";
-                        };
-                    };
-                };
-            };
-            /** @description Invalid */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        error: {
-                            /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
-                            message: string;
-                            data?: {
-                                [key: string]: unknown;
-                            };
-                        };
-                    };
-                };
-            };
-            401: components["responses"]["Unauthorized"];
-            413: components["responses"]["PayloadTooLarge"];
             503: components["responses"]["ShuttingDown"];
             504: components["responses"]["Timeout"];
         };
@@ -4953,6 +4862,97 @@ export interface operations {
                 };
             };
             /** @description Invalid (a pattern, a header, a budget over the maximum) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
+                            message: string;
+                            data?: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            503: components["responses"]["ShuttingDown"];
+            504: components["responses"]["Timeout"];
+        };
+    };
+    getSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The settings */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        pause: {
+                            idleSeconds: number;
+                            /** @enum {string} */
+                            onCall: "resume" | "refuse";
+                        };
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            503: components["responses"]["ShuttingDown"];
+            504: components["responses"]["Timeout"];
+        };
+    };
+    putSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    pause?: {
+                        /** @description Seconds an agent may stay idle (no call, no running background job, no command running in a terminal) before it is paused (mode stop); 0 (default): never. Checked every 5 s; never later than the service's own idle stop (15 min). */
+                        idleSeconds?: number;
+                        /**
+                         * @description A call to a paused agent: resume (default) resumes it on the way, the call paying the start; refuse answers 409 AGENT_PAUSED until POST /v1/agents/:id/resume.
+                         * @enum {string}
+                         */
+                        onCall?: "resume" | "refuse";
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description The settings now */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        pause: {
+                            idleSeconds: number;
+                            /** @enum {string} */
+                            onCall: "resume" | "refuse";
+                        };
+                    };
+                };
+            };
+            /** @description Invalid */
             400: {
                 headers: {
                     [name: string]: unknown;
