@@ -59,7 +59,7 @@ export interface Pauses {
   pausedOf(owner: Agent): Promise<AgentPause | undefined>;
   /** What is known of an agent's pause (from its record, in a list), remembered here. */
   learn(agentId: string, pause: AgentPause | undefined): void;
-  /** Forgets what this process knows of the agents' pauses (their family moved to another replica). */
+  /** Forgets what this process knows of the agents' pauses (deleted, or their family moved to another replica). */
   forget(agentIds: readonly string[]): void;
   /** The provider's idle sweep, told how long each tenant's agents may stay idle and how to pause one. */
   pauseWhenIdle(): void;
@@ -72,8 +72,10 @@ export interface PausesOptions {
   batches: Batches;
   settings: TenantSettingsReader;
   now?: () => number;
-  onError?: (error: unknown) => void;
 }
+
+/** The most agents whose pause is remembered at once (the oldest is forgotten first, then read again). */
+const KNOWN_MAX = 16_384;
 
 export const viewOf = (agentId: string, pause: AgentPause | undefined): PauseView =>
   pause === undefined
@@ -101,19 +103,24 @@ export function createPauses(options: PausesOptions): Pauses {
   const now = options.now ?? Date.now;
   /** Agent id → its pause (null: running), as this process last knew it. */
   const known = new Map<string, AgentPause | null>();
+  function remember(id: string, pause: AgentPause | undefined): void {
+    known.delete(id);
+    if (known.size >= KNOWN_MAX) known.delete(known.keys().next().value as string);
+    known.set(id, pause ?? null);
+  }
 
   async function pausedOf(owner: Agent): Promise<AgentPause | undefined> {
     const hit = known.get(owner.id);
     if (hit !== undefined) return hit ?? undefined;
     const record = await agents.get(owner.tenantId, owner.id);
     if (record === undefined) throw deletedError(owner.id);
-    known.set(owner.id, record.paused ?? null);
+    remember(owner.id, record.paused);
     return record.paused;
   }
 
   async function setPaused(agent: Agent, pause: AgentPause | undefined): Promise<void> {
     if (!(await agents.setPaused(agent.tenantId, agent.id, pause))) throw deletedError(agent.id);
-    known.set(agent.id, pause ?? null);
+    remember(agent.id, pause);
   }
 
   /** A use of a paused owner's sandbox: resumed (the record cleared; it starts on use) or refused. */
@@ -157,7 +164,7 @@ export function createPauses(options: PausesOptions): Pauses {
       const record = await agents.get(agent.tenantId, agent.id);
       if (record === undefined) throw deletedError(agent.id);
       if (record.paused === undefined) {
-        known.set(agent.id, null);
+        remember(agent.id, undefined);
         return viewOf(agent.id, undefined);
       }
       // Started before the record is cleared: a start that fails leaves the agent paused.
@@ -190,7 +197,7 @@ export function createPauses(options: PausesOptions): Pauses {
     resume,
     admit,
     pausedOf: async (owner) => pausedOf((ownsNone(owner) ? await sandboxes.ownerOf(owner) : owner) ?? owner),
-    learn: (agentId, p) => known.set(agentId, p ?? null),
+    learn: remember,
     forget: (agentIds) => {
       for (const id of agentIds) known.delete(id);
     },

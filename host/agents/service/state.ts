@@ -51,6 +51,7 @@ export async function removeAgent(state: AgentServiceState, tenantId: string, id
   const [own, ...settled] = await Promise.allSettled([deletion.delete(tenantId, id), ...children]);
   if (own?.status === 'rejected') throw own.reason;
   // A child deleted meanwhile by its own DELETE is gone either way.
+  state.pauses.forget([id, ...doomed.map((child) => child.id)]);
   for (const outcome of settled)
     if (outcome.status === 'rejected' && (outcome.reason as { code?: string })?.code !== 'NOT_FOUND')
       throw outcome.reason;
