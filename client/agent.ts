@@ -26,6 +26,8 @@ import type {
   ExecResult,
   HostRequest,
   OpenTerminalOptions,
+  PauseMode,
+  PauseView,
   RequestAnswer,
   RequestKind,
   TerminalInfo,
@@ -233,6 +235,26 @@ export class DshAgent {
    */
   async usage(): Promise<AgentUsage> {
     return ok(this.#transport.api.GET('/v1/agents/{id}/usage', { params: { path: { id: this.id } } }));
+  }
+
+  /**
+   * Pauses the agent: its sandbox stopped (`stop`, default: no CPU, no memory held; processes,
+   * jobs, terminals and /tmp lost) or frozen (`freeze`: processes kept, memory held), its files
+   * kept. The answer says what it keeps, lost and holds. Its next call resumes it, unless the
+   * tenant's settings refuse (`AGENT_PAUSED`). Pausing a paused agent changes nothing.
+   */
+  async pause(mode: PauseMode = 'stop'): Promise<PauseView> {
+    return ok(
+      this.#transport.api.POST('/v1/agents/{id}/pause', {
+        params: { path: { id: this.id } },
+        body: { mode },
+      }),
+    );
+  }
+
+  /** Starts a paused agent again and waits until its sandbox answers; a running agent stays as it is. */
+  async resume(): Promise<PauseView> {
+    return ok(this.#transport.api.POST('/v1/agents/{id}/resume', { params: { path: { id: this.id } } }));
   }
 
   /** Deletes the agent, its sandbox and its children. */

@@ -57,3 +57,7 @@ export type OpenTerminalOptions = BodyOf<'openTerminal'>;
 export type TerminalInfo = JsonOf<'openTerminal', 201>;
 /** One directory of the workspace as `agent.files.list` answers it: entries sorted by name, at most 1,000. */
 export type DirectoryListing = JsonOf<'listDirectory', 200>;
+/** What pausing or resuming an agent answers: whether it is paused, how, and what it keeps, lost and holds. */
+export type PauseView = JsonOf<'pauseAgent', 200>;
+/** How an agent is paused: `stop` (default) or `freeze`. */
+export type PauseMode = NonNullable<BodyOf<'pauseAgent'>['mode']>;

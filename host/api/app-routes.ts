@@ -21,10 +21,12 @@ import { fileRemoveRoutes } from './routes/file-remove.ts';
 import { fileRoutes } from './routes/files.ts';
 import { mcpRoutes } from './routes/mcp.ts';
 import { mcpServerRoutes } from './routes/mcp-servers.ts';
+import { pauseRoutes } from './routes/pause.ts';
 import { pluginRoutes } from './routes/plugins.ts';
 import { requestRoutes } from './routes/requests.ts';
 import { scheduleRoutes } from './routes/schedules.ts';
 import { sessionRoutes } from './routes/session.ts';
+import { settingsRoutes } from './routes/settings.ts';
 import { skillRoutes } from './routes/skills.ts';
 import { teamRoutes } from './routes/teams.ts';
 import { tenantRoutes } from './routes/tenants.ts';
@@ -61,6 +63,7 @@ export function mountV1Routes(app: Hono<ApiEnv>, state: AppState): void {
   // `/v1/agents/*` matches `/v1/agents` itself too: one registration, so one slot per request.
   tenantScoped('/v1/agents/*');
   app.route('/', agentRoutes(deps.agents));
+  app.route('/', pauseRoutes(deps.agents));
   app.route(
     '/',
     callRoutes(
@@ -114,6 +117,8 @@ export function mountV1Routes(app: Hono<ApiEnv>, state: AppState): void {
     tenantScoped('/v1/egress');
     app.route('/', egressRoutes(deps.egress));
   }
+  tenantScoped('/v1/settings');
+  app.route('/', settingsRoutes(deps.agents));
 }
 
 /** GET /openapi.json: the description of `app`, generated on first request and kept. */

@@ -121,14 +121,40 @@ export const CreateAgent = v.strictObject({
 
 const epochMs = (what: string) => v.pipe(v.number(), v.description(`${what} (epoch ms)`));
 
+/** An agent's pause (POST /v1/agents/:id/pause, or idle past its tenant's setting). */
+export const AgentPause = v.object({
+  mode: v.pipe(
+    v.picklist(['stop', 'freeze']),
+    v.description('stop: container stopped; freeze: processes frozen'),
+  ),
+  at: v.pipe(v.number(), v.description('When it was paused (epoch ms)')),
+  by: v.pipe(
+    v.picklist(['api', 'idle']),
+    v.description("api: POST …/pause; idle: the tenant's idle setting"),
+  ),
+});
+
+/** What POST /v1/agents/:id/pause and /resume answer. */
+export const PauseView = v.object({
+  agentId: v.string(),
+  paused: v.boolean(),
+  pause: v.optional(AgentPause),
+  kept: v.optional(v.pipe(v.array(v.string()), v.description('While paused: what it keeps'))),
+  lost: v.optional(v.pipe(v.array(v.string()), v.description('While paused: what the pause ended'))),
+  holds: v.optional(
+    v.pipe(v.array(v.string()), v.description('While paused: what it still holds on the host')),
+  ),
+});
+
 /** An agent's state as the instance that answers knows it (memory only: cheap in lists). */
 export const AgentState = v.object({
   sandbox: v.pipe(
-    v.picklist(['none', 'starting', 'ready', 'gone']),
+    v.picklist(['none', 'starting', 'ready', 'gone', 'paused']),
     v.description(
-      "none: no sandbox made yet; starting: being created or re-adopted; ready: held by this instance; gone: one was made but this instance holds none (the next use re-adopts or remakes it). A child sharing its parent's workspace shows the parent's.",
+      "none: no sandbox made yet; starting: being created or re-adopted; ready: held by this instance; gone: one was made but this instance holds none (the next use re-adopts or remakes it); paused: paused (POST /v1/agents/:id/pause, or idle past the tenant's setting). A child sharing its parent's workspace shows the parent's.",
     ),
   ),
+  pause: v.optional(v.pipe(AgentPause, v.description('While paused: how, since when, by whom'))),
   batches: v.pipe(v.number(), v.description('Call batches of the agent running now')),
   lastCallAt: v.optional(epochMs('When its last batch started or ended on this instance')),
 });

@@ -22,6 +22,7 @@ import { createSkillStore } from './skills.ts';
 import type { Store } from './store.ts';
 import { createTeamBoardStore } from './team-board.ts';
 import { createTeamStore } from './teams.ts';
+import { createTenantSettingsStore } from './tenant-settings.ts';
 import { createTenantStore } from './tenants.ts';
 import { createLocalWakeBus } from './wake-port.ts';
 
@@ -115,6 +116,7 @@ export const openStore = (options: OpenStoreOptions): LibsqlStore => {
       teams: createTeamStore(db, now, wake),
       wake,
       callBatches: createCallBatchStore(db, now),
+      tenantSettings: createTenantSettingsStore(db, now),
       // Synchronous work behind a promise: the database is closed when close() returns.
       async close() {
         if (closed) return;
@@ -135,6 +137,7 @@ export const openStore = (options: OpenStoreOptions): LibsqlStore => {
 
 export {
   type AgentLinks,
+  type AgentPause,
   type AgentRecord,
   type AgentStore,
   type CreateAgentInput,

@@ -609,6 +609,32 @@ export const MIGRATIONS: readonly Migration[] = [
       `,
     },
   },
+  {
+    version: 20,
+    name: 'paused agents and tenant settings',
+    // An agent paused (POST /v1/agents/:id/pause, or idle past its tenant's setting): JSON
+    // {mode, at, by}, NULL while it runs; kept across restarts, so a paused agent stays paused.
+    // tenant_settings: one JSON document per tenant (host/agents/tenant-settings.ts owns its
+    // meaning: today the pause settings).
+    sql: `
+      ALTER TABLE agents ADD COLUMN paused TEXT;
+      CREATE TABLE tenant_settings (
+        tenant_id TEXT PRIMARY KEY REFERENCES tenants(id),
+        settings TEXT NOT NULL,
+        updated_at INTEGER NOT NULL
+      );
+    `,
+    pg: {
+      sql: `
+        ALTER TABLE agents ADD COLUMN paused text;
+        CREATE TABLE tenant_settings (
+          tenant_id text PRIMARY KEY REFERENCES tenants(id),
+          settings text NOT NULL,
+          updated_at bigint NOT NULL
+        );
+      `,
+    },
+  },
 ];
 
 export const latestSchemaVersion = (migrations: readonly Migration[] = MIGRATIONS): number =>

@@ -14,6 +14,7 @@ import type { SessionStateStore } from './session-state.ts';
 import type { SkillStore } from './skills.ts';
 import type { TeamBoardStore } from './team-board.ts';
 import type { TeamStore } from './teams.ts';
+import type { TenantSettingsStore } from './tenant-settings.ts';
 import type { TenantStore } from './tenants.ts';
 import type { EventSearch } from './types.ts';
 import type { WakeBus } from './wake-port.ts';
@@ -59,6 +60,8 @@ export interface Store {
   limits?: LimitStore;
   /** Call batches by idempotency key (POST /v1/agents/:id/calls with an Idempotency-Key). */
   callBatches: CallBatchStore;
+  /** Each tenant's settings document (GET/PUT /v1/settings: the pause settings). */
+  tenantSettings: TenantSettingsStore;
   /**
    * Wake-ups for the rare events other processes on the same database must hear at once (request
    * settles, mailbox posts, key revocations, agent deletions, configuration changes): in-process on

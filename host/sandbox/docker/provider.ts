@@ -6,7 +6,8 @@
 // folder): provision.ts is create() (the agent's container, else a pooled one, else a new one) and
 // the pool's items (pool.ts keeps them); agent-live.ts opens, follows and reopens an agent's
 // session, replaces a vanished container, and makes the agent's Sandbox handle; lookup.ts finds an
-// agent's container; adopt.ts re-adopts at start; reaper.ts stops idle containers.
+// agent's container; adopt.ts re-adopts at start; reaper.ts stops idle containers (or
+// pauses them, where their tenant asks); pause.ts pauses and resumes one.
 // Invariants: everything it creates carries `dsh.managed=1`, `dsh.instance=<instance>` and the
 // caller's labels, and is named `<prefix>-<instance>-…` (ownership.ts): several control planes
 // may share one engine and each touches only its own. An assigned container is named
@@ -19,7 +20,7 @@ import Docker from 'dockerode';
 import { nanoid } from 'nanoid';
 import { createResolver, WORKSPACE_ROOT } from '../paths.ts';
 import { connectSandboxd, type SandboxdEgress } from '../sandboxd/client.ts';
-import type { ProviderFlags, SandboxLimits, SandboxProvider } from '../types.ts';
+import type { IdlePauses, ProviderFlags, SandboxLimits, SandboxProvider } from '../types.ts';
 import { type AdoptOptions, adopt } from './adopt.ts';
 import { detachEntry, handleOf } from './agent-live.ts';
 import {
@@ -32,6 +33,7 @@ import {
 import { linksFolder } from './links.ts';
 import { lookup } from './lookup.ts';
 import { naming } from './ownership.ts';
+import { pauseSandbox, resumeSandbox } from './pause.ts';
 import { createWarmPool, type WarmPool } from './pool.ts';
 import { type Entry, type ProviderBase, type ProviderState, removeWith } from './provider-state.ts';
 import { createSandbox, discardWarm, makeWarm } from './provision.ts';
@@ -71,7 +73,10 @@ export interface DockerProviderOptions {
    * images), so that a cold create only mounts one. Default 0.
    */
   workspaceSpares?: number;
-  /** Stop an agent's container after this long without a call (no running jobs). 0 disables. Default 900000. */
+  /**
+   * Stop an agent's container after this long without a call (no running jobs). 0 disables. Default
+   * 900000. Agents of tenants with idle pauses (pauseWhenIdle) are paused by then at the latest.
+   */
   idleMs?: number;
   /** Size of the /tmp tmpfs. Default 64 MiB. */
   tmpBytes?: number;
@@ -157,8 +162,10 @@ export function createDockerProvider(options: DockerProviderOptions): DockerProv
       discard: (item) => discardWarm(base, item),
     }),
   });
+  let idlePauses: IdlePauses | undefined;
   const stopReaper = startReaper({
     idleMs: options.idleMs ?? 900_000,
+    pauses: () => idlePauses,
     entries: () => s.entries.values(),
     detach: (entry) => detachEntry(entry as Entry),
     onError,
@@ -184,6 +191,11 @@ export function createDockerProvider(options: DockerProviderOptions): DockerProv
         usageOptions,
       ),
     adopt: (adoptOptions) => adopt(s, adoptOptions),
+    pause: (agentId, mode) => pauseSandbox(s, agentId, mode),
+    resume: (agentId) => resumeSandbox(s, agentId),
+    pauseWhenIdle(idle) {
+      idlePauses = idle;
+    },
   };
 }
 

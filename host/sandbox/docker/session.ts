@@ -143,6 +143,11 @@ const openOnce = async (
     try {
       const info = await container.inspect();
       running = info.State.Running;
+      // Frozen by a pause (pause.ts), maybe before this process started: thawed, its processes kept.
+      if (info.State.Paused)
+        await container.unpause().catch((e: unknown) => {
+          if (!isNotModified(e)) throw e;
+        });
       const found = linkDirOf(info);
       if (
         link === undefined &&

@@ -32,6 +32,7 @@ import { createPgSessionStateStore } from './session-state.ts';
 import { createPgSkillStore } from './skills.ts';
 import { createPgTeamBoardStore } from './team-board.ts';
 import { createPgTeamStore } from './teams.ts';
+import { createPgTenantSettingsStore } from './tenant-settings.ts';
 import { createPgTenantStore } from './tenants.ts';
 import { redactUrl } from './url.ts';
 
@@ -99,6 +100,7 @@ export const openPgStore = async (options: OpenPgStoreOptions): Promise<Store> =
       leases: createPgLeaseStore(db),
       limits: createPgLimitStore(db),
       callBatches: createPgCallBatchStore(db, now),
+      tenantSettings: createPgTenantSettingsStore(db, now),
       close() {
         closing ??= (async () => {
           try {
