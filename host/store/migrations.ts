@@ -609,6 +609,31 @@ export const MIGRATIONS: readonly Migration[] = [
       `,
     },
   },
+  {
+    version: 20,
+    name: 'tenant lifecycle: named keys with expiry, tenant deletion state',
+    // Several keys per tenant, each with a name and an optional expiry (tenants.ts); a tenant's
+    // deletion is durable (state 'deleting' until host/tenants/deletion.ts finished, then
+    // 'deleted'), so a service that crashed in the middle resumes it at start.
+    sql: `
+      ALTER TABLE api_keys ADD COLUMN name TEXT;
+      ALTER TABLE api_keys ADD COLUMN expires_at INTEGER;
+      ALTER TABLE tenants ADD COLUMN state TEXT NOT NULL DEFAULT 'active';
+      ALTER TABLE tenants ADD COLUMN deleting_since INTEGER;
+      ALTER TABLE tenants ADD COLUMN deleted_at INTEGER;
+      CREATE INDEX tenants_state ON tenants(state);
+    `,
+    pg: {
+      sql: `
+        ALTER TABLE api_keys ADD COLUMN name text;
+        ALTER TABLE api_keys ADD COLUMN expires_at bigint;
+        ALTER TABLE tenants ADD COLUMN state text NOT NULL DEFAULT 'active';
+        ALTER TABLE tenants ADD COLUMN deleting_since bigint;
+        ALTER TABLE tenants ADD COLUMN deleted_at bigint;
+        CREATE INDEX tenants_state ON tenants(state);
+      `,
+    },
+  },
 ];
 
 export const latestSchemaVersion = (migrations: readonly Migration[] = MIGRATIONS): number =>

@@ -1,34 +1,52 @@
 // Tenants and their API keys. Invariants: a raw key (`dsk_` + 40 base64url chars, 240 random bits)
 // exists only in the value returned at creation; the database holds its SHA-256 and a short
 // non-secret prefix used to find candidate rows; verification compares hashes in constant time
-// (crypto.timingSafeEqual) and ignores revoked keys.
+// (crypto.timingSafeEqual) and ignores revoked and expired keys and keys of a tenant that is not
+// active. A tenant's deletion (beginDeletion) revokes every key of it in the write that marks it
+// `deleting`, so no key of a deleting tenant is ever live.
 // Every method that reads or writes returns a Promise (the port a network database can implement);
 // this libsql implementation runs its prepared statements synchronously inside them, a transaction
 // never spans an await. A key that is not remembered costs one read (the key joined with its
-// tenant). Verified keys are remembered by their SHA-256 for `keyCacheMs` (2 s), so a request costs
-// a hash and no read. Revocation: revokeKey() through this store forgets the key at once (this
+// tenant). Verified keys are remembered by their SHA-256 for `keyCacheMs` (2 s, never past their
+// expiry), so a request costs a hash and no read. Revocation: revokeKey() through this store forgets the key at once (this
 // process answers 401 from the next request); a key revoked by another process on the same
 // database stops working here at once when both hear the same wake-up bus (PostgreSQL, tenant-keys.ts),
 // else within keyCacheMs. Only valid keys are remembered, at most
-// KEY_CACHE_MAX of them. What both backends share (key shape, hashing, the cache, the errors)
-// lives in tenant-keys.ts; this module keeps the libsql statements.
+// KEY_CACHE_MAX of them. What both backends share (key shape, hashing, the cache, the errors, the
+// last-key rule) lives in tenant-keys.ts; this module keeps the libsql statements.
 // The port's types are in tenants-port.ts (re-exported here).
 import { type Database, guarded, immediate } from './db.ts';
 import {
   type CandidateRow,
+  candidatesSql,
+  checkKeyOptions,
   checkTenantName,
   createKeyVerifier,
+  KEY_COLUMNS,
   type KeyRow,
   keyInfoOf,
   newApiKey,
   newTenant,
   noTenant,
+  revokeDecision,
+  TENANT_COLUMNS,
+  type TenantRow,
+  tenantInfoOf,
 } from './tenant-keys.ts';
-import type { CreatedKey, Tenant, TenantStore } from './tenants-port.ts';
+import type { CreatedKey, KeyOptions, TenantStore } from './tenants-port.ts';
 import type { WakeBus } from './wake-port.ts';
 
 export { API_KEY_PREFIX, KEY_CACHE_MAX, KEY_SHAPE, PREFIX_LENGTH } from './tenant-keys.ts';
-export type { ApiKeyInfo, CreatedKey, Tenant, TenantStore } from './tenants-port.ts';
+export type {
+  ApiKeyInfo,
+  CreatedKey,
+  KeyOptions,
+  RevokeOutcome,
+  Tenant,
+  TenantInfo,
+  TenantState,
+  TenantStore,
+} from './tenants-port.ts';
 
 export interface TenantStoreOptions {
   /** How long a verified key is trusted without reading the database again. Default 2000; 0 reads every time. */
@@ -46,48 +64,74 @@ export const createTenantStore = (
   const verifier = createKeyVerifier(now, keyCacheMs, options.wake);
   const insertTenant = db.prepare('INSERT INTO tenants (id, name, created_at) VALUES (?, ?, ?)');
   const insertKey = db.prepare(
-    'INSERT INTO api_keys (id, tenant_id, hash, prefix, created_at) VALUES (?, ?, ?, ?, ?)',
+    'INSERT INTO api_keys (id, tenant_id, hash, prefix, created_at, name, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
   );
-  const selectTenant = db.prepare('SELECT id, name, created_at AS createdAt FROM tenants WHERE id = ?');
-  const selectTenants = db.prepare(
-    'SELECT id, name, created_at AS createdAt FROM tenants ORDER BY created_at, rowid',
+  const selectTenant = db.prepare(`SELECT ${TENANT_COLUMNS} FROM tenants WHERE id = ?`);
+  const selectTenants = db.prepare(`SELECT ${TENANT_COLUMNS} FROM tenants ORDER BY created_at, rowid`);
+  const keysByPrefix = db.prepare(candidatesSql('?'));
+  const keysByTenant = db.prepare(
+    `SELECT ${KEY_COLUMNS} FROM api_keys WHERE tenant_id = ? ORDER BY created_at, rowid`,
   );
-  const keysByPrefix = db.prepare(
-    `SELECT k.id, k.hash, t.id AS tenant_id, t.name AS tenant_name, t.created_at AS tenant_created_at
-       FROM api_keys k JOIN tenants t ON t.id = k.tenant_id
-      WHERE k.prefix = ? AND k.revoked_at IS NULL`,
-  );
-  const keysByTenant = db.prepare('SELECT * FROM api_keys WHERE tenant_id = ? ORDER BY created_at, rowid');
   const revoke = db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL');
+  const revokeAll = db.prepare(
+    'UPDATE api_keys SET revoked_at = ? WHERE tenant_id = ? AND revoked_at IS NULL RETURNING id',
+  );
+  const markDeleting = db.prepare(
+    "UPDATE tenants SET state = 'deleting', deleting_since = ? WHERE id = ? AND state = 'active'",
+  );
+  const markDeleted = db.prepare(
+    "UPDATE tenants SET state = 'deleted', deleted_at = ? WHERE id = ? AND state = 'deleting'",
+  );
+  const selectDeleting = db.prepare(
+    "SELECT id FROM tenants WHERE state = 'deleting' ORDER BY deleting_since, rowid",
+  );
 
   const getTenant = (id: string) =>
-    guarded('read tenant', () => selectTenant.all(id)[0] as Tenant | undefined);
+    guarded('read tenant', () => {
+      const row = selectTenant.all(id)[0] as TenantRow | undefined;
+      return row === undefined ? undefined : tenantInfoOf(row);
+    });
 
-  const addKey = (tenantId: string): CreatedKey => {
+  const addKey = (tenantId: string, key: KeyOptions): CreatedKey => {
     const { keyId, apiKey, hash, prefix } = newApiKey();
-    insertKey.run(keyId, tenantId, hash, prefix, now());
+    insertKey.run(keyId, tenantId, hash, prefix, now(), key.name ?? null, key.expiresAt ?? null);
     return { keyId, apiKey };
   };
 
+  /** Forgets the keys here and tells the other processes (after the write that revoked them). */
+  const revoked = async (keyIds: readonly string[]): Promise<void> => {
+    for (const keyId of keyIds) {
+      verifier.revoked(keyId);
+      await verifier.announce(keyId);
+    }
+  };
+
   return {
-    async createTenant(name) {
+    async createTenant(name, key = {}) {
       checkTenantName(name);
+      checkKeyOptions(key, now());
       return guarded('create tenant', () =>
         immediate(db, () => {
           const tenant = newTenant(name, now());
           insertTenant.run(tenant.id, tenant.name, tenant.createdAt);
-          return { ...tenant, ...addKey(tenant.id) };
+          return { ...tenant, ...addKey(tenant.id, key) };
         }),
       );
     },
 
     getTenant: async (id) => getTenant(id),
 
-    listTenants: async () => guarded('list tenants', () => selectTenants.all() as Tenant[]),
+    listTenants: async () =>
+      guarded('list tenants', () => (selectTenants.all() as TenantRow[]).map(tenantInfoOf)),
 
-    async createKey(tenantId) {
-      if (getTenant(tenantId) === undefined) throw noTenant(tenantId);
-      return guarded('create api key', () => addKey(tenantId));
+    async createKey(tenantId, options = {}) {
+      checkKeyOptions(options, now());
+      return guarded('create api key', () =>
+        immediate(db, () => {
+          if (getTenant(tenantId)?.state !== 'active') throw noTenant(tenantId);
+          return addKey(tenantId, options);
+        }),
+      );
     },
 
     listKeys: async (tenantId) =>
@@ -100,9 +144,46 @@ export const createTenantStore = (
 
     async revokeKey(keyId) {
       verifier.forget(keyId);
-      const revoked = guarded('revoke api key', () => revoke.run(now(), keyId).changes > 0);
-      if (revoked) await verifier.announce(keyId);
-      return revoked;
+      const done = guarded('revoke api key', () => revoke.run(now(), keyId).changes > 0);
+      if (done) await revoked([keyId]);
+      return done;
     },
+
+    async revokeTenantKey(tenantId, keyId, options = {}) {
+      const outcome = guarded('revoke api key', () =>
+        immediate(db, () => {
+          const at = now();
+          const decision = revokeDecision(
+            keysByTenant.all(tenantId) as KeyRow[],
+            keyId,
+            at,
+            options.allowLast === true,
+          );
+          if (decision === 'revoke') revoke.run(at, keyId);
+          return decision === 'revoke' ? 'revoked' : decision;
+        }),
+      );
+      if (outcome === 'revoked') await revoked([keyId]);
+      return outcome;
+    },
+
+    async beginDeletion(tenantId) {
+      const keyIds = guarded('begin tenant deletion', () =>
+        immediate(db, () => {
+          const at = now();
+          if (markDeleting.run(at, tenantId).changes === 0) return [];
+          return (revokeAll.all(at, tenantId) as { id: string }[]).map((r) => r.id);
+        }),
+      );
+      await revoked(keyIds);
+      return getTenant(tenantId);
+    },
+
+    async finishDeletion(tenantId) {
+      guarded('finish tenant deletion', () => markDeleted.run(now(), tenantId));
+    },
+
+    listDeleting: async () =>
+      guarded('list deleting tenants', () => (selectDeleting.all() as { id: string }[]).map((r) => r.id)),
   };
 };
