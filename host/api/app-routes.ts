@@ -19,6 +19,7 @@ import { eventRoutes } from './routes/events.ts';
 import { execRoutes } from './routes/exec.ts';
 import { fileRemoveRoutes } from './routes/file-remove.ts';
 import { fileRoutes } from './routes/files.ts';
+import { adminKeyRoutes, ownKeyRoutes } from './routes/keys.ts';
 import { mcpRoutes } from './routes/mcp.ts';
 import { mcpServerRoutes } from './routes/mcp-servers.ts';
 import { pluginRoutes } from './routes/plugins.ts';
@@ -114,6 +115,9 @@ export function mountV1Routes(app: Hono<ApiEnv>, state: AppState): void {
     tenantScoped('/v1/egress');
     app.route('/', egressRoutes(deps.egress));
   }
+  app.route('/', adminKeyRoutes(deps.store.tenants, deps.adminKey));
+  tenantScoped('/v1/keys/*');
+  app.route('/', ownKeyRoutes(deps.store.tenants));
 }
 
 /** GET /openapi.json: the description of `app`, generated on first request and kept. */

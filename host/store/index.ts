@@ -245,7 +245,11 @@ export {
   type ApiKeyInfo,
   type CreatedKey,
   createTenantStore,
+  type KeyOptions,
+  type RevokeOutcome,
   type Tenant,
+  type TenantInfo,
+  type TenantState,
   type TenantStore,
 } from './tenants.ts';
 export type * from './types.ts';

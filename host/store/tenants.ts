@@ -55,13 +55,8 @@ export interface TenantStoreOptions {
   wake?: WakeBus;
 }
 
-export const createTenantStore = (
-  db: Database,
-  now: () => number = Date.now,
-  options: TenantStoreOptions = {},
-): TenantStore => {
-  const keyCacheMs = options.keyCacheMs ?? 2000;
-  const verifier = createKeyVerifier(now, keyCacheMs, options.wake);
+/** The prepared statements of the store (made once per database handle). */
+const statements = (db: Database) => {
   const insertTenant = db.prepare('INSERT INTO tenants (id, name, created_at) VALUES (?, ?, ?)');
   const insertKey = db.prepare(
     'INSERT INTO api_keys (id, tenant_id, hash, prefix, created_at, name, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
@@ -86,15 +81,39 @@ export const createTenantStore = (
     "SELECT id FROM tenants WHERE state = 'deleting' ORDER BY deleting_since, rowid",
   );
 
+  return {
+    insertTenant,
+    insertKey,
+    selectTenant,
+    selectTenants,
+    keysByPrefix,
+    keysByTenant,
+    revokeAll,
+    markDeleting,
+    markDeleted,
+    selectDeleting,
+    revoke,
+  };
+};
+
+export const createTenantStore = (
+  db: Database,
+  now: () => number = Date.now,
+  options: TenantStoreOptions = {},
+): TenantStore => {
+  const keyCacheMs = options.keyCacheMs ?? 2000;
+  const verifier = createKeyVerifier(now, keyCacheMs, options.wake);
+  const sql = statements(db);
+
   const getTenant = (id: string) =>
     guarded('read tenant', () => {
-      const row = selectTenant.all(id)[0] as TenantRow | undefined;
+      const row = sql.selectTenant.all(id)[0] as TenantRow | undefined;
       return row === undefined ? undefined : tenantInfoOf(row);
     });
 
   const addKey = (tenantId: string, key: KeyOptions): CreatedKey => {
     const { keyId, apiKey, hash, prefix } = newApiKey();
-    insertKey.run(keyId, tenantId, hash, prefix, now(), key.name ?? null, key.expiresAt ?? null);
+    sql.insertKey.run(keyId, tenantId, hash, prefix, now(), key.name ?? null, key.expiresAt ?? null);
     return { keyId, apiKey };
   };
 
@@ -113,7 +132,7 @@ export const createTenantStore = (
       return guarded('create tenant', () =>
         immediate(db, () => {
           const tenant = newTenant(name, now());
-          insertTenant.run(tenant.id, tenant.name, tenant.createdAt);
+          sql.insertTenant.run(tenant.id, tenant.name, tenant.createdAt);
           return { ...tenant, ...addKey(tenant.id, key) };
         }),
       );
@@ -122,7 +141,7 @@ export const createTenantStore = (
     getTenant: async (id) => getTenant(id),
 
     listTenants: async () =>
-      guarded('list tenants', () => (selectTenants.all() as TenantRow[]).map(tenantInfoOf)),
+      guarded('list tenants', () => (sql.selectTenants.all() as TenantRow[]).map(tenantInfoOf)),
 
     async createKey(tenantId, options = {}) {
       checkKeyOptions(options, now());
@@ -135,16 +154,16 @@ export const createTenantStore = (
     },
 
     listKeys: async (tenantId) =>
-      guarded('list api keys', () => (keysByTenant.all(tenantId) as KeyRow[]).map(keyInfoOf)),
+      guarded('list api keys', () => (sql.keysByTenant.all(tenantId) as KeyRow[]).map(keyInfoOf)),
 
     verifyKey: (apiKey) =>
       verifier.verify(apiKey, (prefix) =>
-        guarded('verify api key', () => keysByPrefix.all(prefix) as CandidateRow[]),
+        guarded('verify api key', () => sql.keysByPrefix.all(prefix) as CandidateRow[]),
       ),
 
     async revokeKey(keyId) {
       verifier.forget(keyId);
-      const done = guarded('revoke api key', () => revoke.run(now(), keyId).changes > 0);
+      const done = guarded('revoke api key', () => sql.revoke.run(now(), keyId).changes > 0);
       if (done) await revoked([keyId]);
       return done;
     },
@@ -154,12 +173,12 @@ export const createTenantStore = (
         immediate(db, () => {
           const at = now();
           const decision = revokeDecision(
-            keysByTenant.all(tenantId) as KeyRow[],
+            sql.keysByTenant.all(tenantId) as KeyRow[],
             keyId,
             at,
             options.allowLast === true,
           );
-          if (decision === 'revoke') revoke.run(at, keyId);
+          if (decision === 'revoke') sql.revoke.run(at, keyId);
           return decision === 'revoke' ? 'revoked' : decision;
         }),
       );
@@ -171,8 +190,8 @@ export const createTenantStore = (
       const keyIds = guarded('begin tenant deletion', () =>
         immediate(db, () => {
           const at = now();
-          if (markDeleting.run(at, tenantId).changes === 0) return [];
-          return (revokeAll.all(at, tenantId) as { id: string }[]).map((r) => r.id);
+          if (sql.markDeleting.run(at, tenantId).changes === 0) return [];
+          return (sql.revokeAll.all(at, tenantId) as { id: string }[]).map((r) => r.id);
         }),
       );
       await revoked(keyIds);
@@ -180,10 +199,10 @@ export const createTenantStore = (
     },
 
     async finishDeletion(tenantId) {
-      guarded('finish tenant deletion', () => markDeleted.run(now(), tenantId));
+      guarded('finish tenant deletion', () => sql.markDeleted.run(now(), tenantId));
     },
 
     listDeleting: async () =>
-      guarded('list deleting tenants', () => (selectDeleting.all() as { id: string }[]).map((r) => r.id)),
+      guarded('list deleting tenants', () => (sql.selectDeleting.all() as { id: string }[]).map((r) => r.id)),
   };
 };

@@ -1,13 +1,15 @@
 // POST /v1/tenants (admin key): creates a tenant and returns its API key, once. GET /v1/tenants
-// (admin key): every tenant's id, name and creation time (no keys), for the operator.
+// (admin key): every tenant's id, name, creation time and state (no keys), for the operator;
+// GET /v1/tenants/:id one of them. Its keys: ./keys.ts.
 import { Hono } from 'hono';
 import { describeRoute } from 'hono-openapi';
 import type * as v from 'valibot';
+import { SandboxError } from '../../errors.ts';
 import type { TenantStore } from '../../store/index.ts';
 import { adminAuth } from '../auth.ts';
 import { jsonBody, jsonRequest, jsonResponse } from '../body.ts';
 import type { ApiEnv } from '../env.ts';
-import { CreateTenant, ErrorBody, TenantCreated, TenantList } from '../schemas.ts';
+import { CreateTenant, ErrorBody, TenantCreated, TenantList, TenantView } from '../schemas.ts';
 
 export const tenantRoutes = (tenants: TenantStore, adminKey: string | undefined): Hono<ApiEnv> => {
   const app = new Hono<ApiEnv>();
@@ -29,7 +31,7 @@ export const tenantRoutes = (tenants: TenantStore, adminKey: string | undefined)
     async (c) => {
       const { name } = c.get('body') as v.InferOutput<typeof CreateTenant>;
       const tenant = await tenants.createTenant(name);
-      return c.json({ id: tenant.id, name: tenant.name, apiKey: tenant.apiKey }, 201);
+      return c.json({ id: tenant.id, name: tenant.name, apiKey: tenant.apiKey, keyId: tenant.keyId }, 201);
     },
   );
   app.get(
@@ -45,10 +47,29 @@ export const tenantRoutes = (tenants: TenantStore, adminKey: string | undefined)
       },
     }),
     adminAuth(adminKey),
-    async (c) =>
-      c.json({
-        tenants: (await tenants.listTenants()).map(({ id, name, createdAt }) => ({ id, name, createdAt })),
-      }),
+    async (c) => c.json({ tenants: await tenants.listTenants() }),
+  );
+  app.get(
+    '/v1/tenants/:id',
+    describeRoute({
+      operationId: 'getTenant',
+      tags: ['tenants'],
+      description: 'Needs the admin key. One tenant and its state (active, deleting, deleted).',
+      responses: {
+        200: jsonResponse('The tenant', TenantView),
+        401: jsonResponse('Wrong admin key', ErrorBody),
+        403: jsonResponse('No admin key configured', ErrorBody),
+        404: jsonResponse('No such tenant', ErrorBody),
+      },
+    }),
+    adminAuth(adminKey),
+    async (c) => {
+      const id = c.req.param('id');
+      const tenant = await tenants.getTenant(id);
+      if (tenant === undefined)
+        throw new SandboxError('NOT_FOUND', `No tenant ${id}.`, { data: { tenantId: id } });
+      return c.json(tenant);
+    },
   );
   return app;
 };

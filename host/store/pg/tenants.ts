@@ -24,6 +24,7 @@ import {
   createKeyVerifier,
   KEY_COLUMNS,
   type KeyRow,
+  type KeyVerifier,
   keyInfoOf,
   newApiKey,
   newTenant,
@@ -36,6 +37,69 @@ import {
 import type { CreatedKey, KeyOptions, TenantInfo, TenantStore, TenantStoreOptions } from '../tenants.ts';
 import { type PgDatabase, type PgQueries, pgGuarded } from './db.ts';
 
+const tenantOf = (q: PgQueries, id: string): Promise<TenantInfo | undefined> =>
+  pgGuarded('read tenant', async () => {
+    const row = await q.one<TenantRow>(`SELECT ${TENANT_COLUMNS} FROM tenants WHERE id = $1`, [id]);
+    return row === undefined ? undefined : tenantInfoOf(row);
+  });
+
+const insertKey = async (
+  q: PgQueries,
+  tenantId: string,
+  key: KeyOptions,
+  at: number,
+): Promise<CreatedKey> => {
+  const { keyId, apiKey, hash, prefix } = newApiKey();
+  await q.query(
+    'INSERT INTO api_keys (id, tenant_id, hash, prefix, created_at, name, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)',
+    [keyId, tenantId, hash, prefix, at, key.name ?? null, key.expiresAt ?? null],
+  );
+  return { keyId, apiKey };
+};
+
+/** The tenant's state, its row locked until the transaction ends. */
+const lockTenant = async (tx: PgQueries, id: string): Promise<string | undefined> =>
+  (await tx.one<{ state: string }>('SELECT state FROM tenants WHERE id = $1 FOR UPDATE', [id]))?.state;
+
+const keysOf = (q: PgQueries, tenantId: string): Promise<KeyRow[]> =>
+  q.many<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE tenant_id = $1 ORDER BY created_at, rowid`, [
+    tenantId,
+  ]);
+
+/** Marks an active tenant deleting and revokes its keys (in `tx`); the ids revoked. */
+const markDeleting = async (tx: PgQueries, tenantId: string, at: number): Promise<string[]> => {
+  if ((await lockTenant(tx, tenantId)) !== 'active') return [];
+  await tx.query("UPDATE tenants SET state = 'deleting', deleting_since = $1 WHERE id = $2", [at, tenantId]);
+  const rows = await tx.many<{ id: string }>(
+    'UPDATE api_keys SET revoked_at = $1 WHERE tenant_id = $2 AND revoked_at IS NULL RETURNING id',
+    [at, tenantId],
+  );
+  return rows.map((r) => r.id);
+};
+
+/**
+ * Runs a revocation of `keyIds`: they are forgotten before and after the write (a check that read
+ * one while the UPDATE ran may have remembered it since), and those it revoked (`done`) are
+ * announced to the other replicas once stored.
+ */
+const revokingWith =
+  (verifier: KeyVerifier) =>
+  async <T>(keyIds: readonly string[], write: () => Promise<{ result: T; done: string[] }>): Promise<T> => {
+    for (const keyId of keyIds) verifier.forget(keyId);
+    let done: string[] = [];
+    try {
+      const out = await write();
+      done = out.done;
+      return out.result;
+    } finally {
+      for (const keyId of keyIds) verifier.revoked(keyId);
+      for (const keyId of done) {
+        verifier.revoked(keyId);
+        await verifier.announce(keyId);
+      }
+    }
+  };
+
 export const createPgTenantStore = (
   db: PgDatabase,
   now: () => number = Date.now,
@@ -44,55 +108,9 @@ export const createPgTenantStore = (
   const keyCacheMs = options.keyCacheMs ?? 2000;
   const verifier = createKeyVerifier(now, keyCacheMs, options.wake);
 
-  const getTenant = (id: string, q: PgQueries = db): Promise<TenantInfo | undefined> =>
-    pgGuarded('read tenant', async () => {
-      const row = await q.one<TenantRow>(`SELECT ${TENANT_COLUMNS} FROM tenants WHERE id = $1`, [id]);
-      return row === undefined ? undefined : tenantInfoOf(row);
-    });
-
-  /** The tenant's state, its row locked until the transaction ends. */
-  const lockTenant = async (tx: PgQueries, id: string): Promise<string | undefined> =>
-    (await tx.one<{ state: string }>('SELECT state FROM tenants WHERE id = $1 FOR UPDATE', [id]))?.state;
-
-  const keysOf = (q: PgQueries, tenantId: string): Promise<KeyRow[]> =>
-    q.many<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE tenant_id = $1 ORDER BY created_at, rowid`, [
-      tenantId,
-    ]);
-
-  const addKey = async (q: PgQueries, tenantId: string, key: KeyOptions): Promise<CreatedKey> => {
-    const { keyId, apiKey, hash, prefix } = newApiKey();
-    await q.query(
-      'INSERT INTO api_keys (id, tenant_id, hash, prefix, created_at, name, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)',
-      [keyId, tenantId, hash, prefix, now(), key.name ?? null, key.expiresAt ?? null],
-    );
-    return { keyId, apiKey };
-  };
-
-  /** Forgets the keys here and tells the other replicas (after the write that revoked them). */
-  const revoked = async (keyIds: readonly string[]): Promise<void> => {
-    for (const keyId of keyIds) {
-      verifier.revoked(keyId);
-      await verifier.announce(keyId);
-    }
-  };
-
-  /** Runs a revocation: the keys are forgotten before and after it, announced once stored. */
-  const revoking = async <T>(
-    keyIds: readonly string[],
-    write: () => Promise<{ result: T; done: string[] }>,
-  ) => {
-    for (const keyId of keyIds) verifier.forget(keyId);
-    let done: string[] = [];
-    try {
-      const out = await write();
-      done = out.done;
-      return out.result;
-    } finally {
-      // A check that read the key while the UPDATE ran may have remembered it since.
-      for (const keyId of keyIds) verifier.revoked(keyId);
-      await revoked(done);
-    }
-  };
+  const getTenant = (id: string): Promise<TenantInfo | undefined> => tenantOf(db, id);
+  const addKey = (q: PgQueries, tenantId: string, key: KeyOptions) => insertKey(q, tenantId, key, now());
+  const revoking = revokingWith(verifier);
 
   return {
     async createTenant(name, key = {}) {
@@ -172,19 +190,7 @@ export const createPgTenantStore = (
       const live = (await keysOf(db, tenantId)).filter((k) => k.revoked_at === null).map((k) => k.id);
       await revoking(live, () =>
         pgGuarded('begin tenant deletion', () =>
-          db.tx(async (tx) => {
-            if ((await lockTenant(tx, tenantId)) !== 'active') return { result: undefined, done: [] };
-            const at = now();
-            await tx.query("UPDATE tenants SET state = 'deleting', deleting_since = $1 WHERE id = $2", [
-              at,
-              tenantId,
-            ]);
-            const rows = await tx.many<{ id: string }>(
-              'UPDATE api_keys SET revoked_at = $1 WHERE tenant_id = $2 AND revoked_at IS NULL RETURNING id',
-              [at, tenantId],
-            );
-            return { result: undefined, done: rows.map((r) => r.id) };
-          }),
+          db.tx(async (tx) => ({ result: undefined, done: await markDeleting(tx, tenantId, now()) })),
         ),
       );
       return getTenant(tenantId);
