@@ -71,7 +71,7 @@ export interface paths {
         };
         /**
          * Get tenant
-         * @description Needs the admin key. One tenant and its state (active, deleting, deleted).
+         * @description Needs the admin key. One tenant and its state (active, deleting, deleted); while deleting, `remaining` counts what is left by kind.
          */
         get: operations["getTenant"];
         put?: never;

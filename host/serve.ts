@@ -30,6 +30,7 @@ import { defaultProvider, poolOwnersOf, sandboxImageOf, startEgress } from './se
 import { connectStore, storeSecretsKey } from './store/connect.ts';
 import type { Store } from './store/index.ts';
 import { isPostgresUrl } from './store/pg/url.ts';
+import { createTenantDeletion } from './tenants/deletion.ts';
 import { repairInterruptedCalls, repairLine } from './tools/interrupted.ts';
 
 export const VERSION = '0.1.0';
@@ -167,6 +168,16 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
     log,
   );
   if (ownership !== undefined) wireOwnership(ownership, { agents, store }, log);
+  // Tenants being deleted go on in the background; one a crash left half done is resumed below.
+  const tenantDeletion = createTenantDeletion({
+    tenants: store.tenants,
+    purge: store.tenantPurge,
+    events: store.events,
+    agents: store.agents,
+    service: agents,
+    onError: (id, e) =>
+      log(`tenant ${id}: deletion failed, retried in 5 s: ${e instanceof Error ? e.message : String(e)}`),
+  });
   // Connections without a valid key cannot take the last ones, nor stay silent (api/connections.ts).
   const connections = createConnectionGuard({
     maxConnections: config.maxConnections,
@@ -187,6 +198,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
     lifecycle,
     connections,
     fair,
+    tenantDeletion,
     ...(ownership === undefined || secretsKey === undefined
       ? {}
       : {
@@ -203,6 +215,8 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
   const { address, port } = server.address() as AddressInfo;
   const host = address.includes(':') ? `[${address}]` : address;
   await ownership?.start(replicaUrlOf(config, port));
+  const resumed = await tenantDeletion.resume();
+  if (resumed > 0) log(`resuming the deletion of ${resumed} tenant(s)`);
 
   let closing: Promise<void> | undefined;
   const close = () => {
@@ -212,6 +226,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
       scheduler?.close(); // schedules stay stored; the next start fires what fell due meanwhile
       for (const ws of wss.clients) ws.close(1001, 'server shutting down');
       const idle = setInterval(() => server.closeIdleConnections(), 50);
+      await tenantDeletion.close(); // after its current step; the rest at the next start
       await agents.close(config.shutdownGraceMs);
       const hard = setTimeout(() => server.closeAllConnections(), 5000);
       await closed;

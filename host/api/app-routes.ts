@@ -38,7 +38,7 @@ import { usageRoutes } from './routes/usage.ts';
 export function mountV1Routes(app: Hono<ApiEnv>, state: AppState): void {
   const { deps, limits, metrics, lifecycle, connections } = state;
   const forward = routeSlot(deps.replicas);
-  app.route('/', tenantRoutes(deps.store.tenants, deps.adminKey));
+  app.route('/', tenantRoutes(deps.store.tenants, deps.adminKey, deps.tenantDeletion));
 
   // Terminal WebSockets authenticate themselves (browsers cannot send the header) and hold no
   // request slot while open; registered first, they answer before the header auth below.

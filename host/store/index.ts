@@ -22,6 +22,7 @@ import { createSkillStore } from './skills.ts';
 import type { Store } from './store.ts';
 import { createTeamBoardStore } from './team-board.ts';
 import { createTeamStore } from './teams.ts';
+import { createTenantPurgeStore } from './tenant-purge.ts';
 import { createTenantStore } from './tenants.ts';
 import { createLocalWakeBus } from './wake-port.ts';
 
@@ -104,6 +105,7 @@ export const openStore = (options: OpenStoreOptions): LibsqlStore => {
       events,
       requests,
       tenants: createTenantStore(db, now, { wake }),
+      tenantPurge: createTenantPurgeStore(db),
       agents: createAgentStore(db, now, sealer),
       plugins: createLibsqlPluginStore(db, { now, limitsOf: options.pluginLimitsOf }),
       sessionState: createSessionStateStore(db, now),
