@@ -35,6 +35,8 @@ import { repairInterruptedCalls, repairLine } from './tools/interrupted.ts';
 
 export const VERSION = '0.1.0';
 export const DEFAULT_KEY_FILE = 'default-tenant.key';
+/** How often the service looks for tenants whose deletion it should run (one asked through the CLI). */
+export const DELETION_POLL_MS = 10_000;
 
 export interface StartOptions {
   /**
@@ -215,7 +217,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
   const { address, port } = server.address() as AddressInfo;
   const host = address.includes(':') ? `[${address}]` : address;
   await ownership?.start(replicaUrlOf(config, port));
-  const resumed = await tenantDeletion.resume();
+  const resumed = await tenantDeletion.watch(DELETION_POLL_MS);
   if (resumed > 0) log(`resuming the deletion of ${resumed} tenant(s)`);
 
   let closing: Promise<void> | undefined;

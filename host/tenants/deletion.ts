@@ -49,6 +49,11 @@ export interface TenantDeletion {
   delete(tenantId: string): Promise<TenantInfo | undefined>;
   /** Carries on every deletion a previous run left unfinished (at start). How many it picked up. */
   resume(): Promise<number>;
+  /**
+   * resume() now and every `pollMs` after (a deletion asked through the CLI, or by a replica that
+   * stopped, is picked up); close() stops it. Resolves with the first resume()'s count.
+   */
+  watch(pollMs: number): Promise<number>;
   /** The tenant, with `remaining` (rows by kind) while it is deleting. */
   status(tenantId: string): Promise<TenantStatus | undefined>;
   /** Resolves when this process's run of the tenant's deletion ended (done, or stopped by close). */
@@ -69,6 +74,7 @@ export function createTenantDeletion(options: TenantDeletionOptions): TenantDele
   const retryMs = options.retryMs ?? 5000;
   const running = new Map<string, Promise<void>>();
   const retries = new Set<NodeJS.Timeout>();
+  let poll: NodeJS.Timeout | undefined;
   let closed = false;
 
   async function deleteAgents(tenantId: string): Promise<void> {
@@ -123,16 +129,27 @@ export function createTenantDeletion(options: TenantDeletionOptions): TenantDele
     return run;
   }
 
+  async function resume(): Promise<number> {
+    const ids = await tenants.listDeleting();
+    for (const id of ids) start(id);
+    return ids.length;
+  }
+
   return {
     async delete(tenantId) {
       const tenant = await tenants.beginDeletion(tenantId);
       if (tenant?.state === 'deleting') start(tenantId);
       return tenant;
     },
-    async resume() {
-      const ids = await tenants.listDeleting();
-      for (const id of ids) start(id);
-      return ids.length;
+    resume,
+    async watch(pollMs) {
+      if (poll === undefined && !closed) {
+        poll = setInterval(() => {
+          resume().catch((error: unknown) => options.onError?.('*', error));
+        }, pollMs);
+        poll.unref();
+      }
+      return resume();
     },
     async status(tenantId) {
       const tenant = await tenants.getTenant(tenantId);
@@ -144,6 +161,7 @@ export function createTenantDeletion(options: TenantDeletionOptions): TenantDele
     },
     async close() {
       closed = true;
+      clearInterval(poll);
       for (const timer of retries) clearTimeout(timer);
       retries.clear();
       await Promise.all(running.values());

@@ -94,6 +94,19 @@ describe('DELETE /v1/tenants/:id', () => {
     expect((await api.request(api.keyB, 'GET', '/v1/agents')).status).toBe(200);
   });
 
+  it('a deletion asked through the CLI (the store alone) is picked up by a running service', async () => {
+    const api = await open();
+    const agent = await api.createAgent(api.keyA);
+    expect(await api.tenantDeletion.watch(20)).toBe(0);
+    await api.store.tenants.beginDeletion(api.tenantA); // what `tenants delete` does
+    expect((await api.request(api.keyA, 'GET', '/v1/agents')).status).toBe(401);
+    await until(async () => (await api.store.tenants.getTenant(api.tenantA))?.state === 'deleted', {
+      what: 'the watch to run the deletion',
+    });
+    expect(await api.sandboxes.get(agent.id)).toBeUndefined();
+    expect(await api.store.tenantPurge.remaining(api.tenantA)).toEqual({});
+  });
+
   it('a deletion stopped after some agents is resumed by a new service on the same store', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'dsh-tenant-del-'));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
