@@ -12,6 +12,8 @@ export const ADMIN_USAGE = `  tenants list                       every tenant wi
   tenants get <id>                   one tenant, with what is left while it is being deleted
   tenants create <name>              a tenant and its first API key (printed once)
   tenants delete <id>                refuse the tenant at once; the service removes its things
+  tenants limits <id> [--agents N|none]
+                                     the tenant's quotas; --agents sets (none: clears) its agent quota
   keys list <tenant>                 the tenant's keys (never the keys themselves)
   keys create <tenant> [--name N] [--expires-at T]
                                      a further key (printed once); T: epoch ms or an ISO date
@@ -20,6 +22,7 @@ export const ADMIN_USAGE = `  tenants list                       every tenant wi
 export interface AdminFlags {
   name?: string;
   expiresAt?: string;
+  agents?: string;
 }
 
 /** Epoch ms from `--expires-at` (a number, or a date Date.parse reads). */
@@ -35,9 +38,16 @@ const print = (value: unknown): void => {
 };
 
 /** Runs `tenants …` against the store; the exit code (2: usage). */
-const tenants = async (store: Store, [verb, arg]: string[]): Promise<number> => {
+const tenants = async (store: Store, [verb, arg]: string[], flags: AdminFlags): Promise<number> => {
   if (verb === 'list') print(await store.tenants.listTenants());
-  else if (verb === 'create' && arg) print(await store.tenants.createTenant(arg));
+  else if (verb === 'limits' && arg) {
+    const tenant =
+      flags.agents === undefined
+        ? await store.tenants.getTenant(arg)
+        : await store.tenants.setQuotas(arg, flags.agents === 'none' ? {} : { agents: Number(flags.agents) });
+    if (tenant === undefined) throw new Error(`no tenant ${arg}`);
+    print({ id: tenant.id, quotas: tenant.quotas ?? {} });
+  } else if (verb === 'create' && arg) print(await store.tenants.createTenant(arg));
   else if ((verb === 'get' || verb === 'delete') && arg) {
     const tenant =
       verb === 'get' ? await store.tenants.getTenant(arg) : await store.tenants.beginDeletion(arg);
@@ -84,7 +94,7 @@ export const runAdmin = async (
     ...(config.secretsKey === undefined ? {} : { secretsKey: config.secretsKey }),
   });
   try {
-    const code = command === 'tenants' ? await tenants(store, args) : await keys(store, args, flags);
+    const code = command === 'tenants' ? await tenants(store, args, flags) : await keys(store, args, flags);
     if (code === 2) process.stderr.write(`usage:\n${ADMIN_USAGE}\n`);
     return code;
   } finally {

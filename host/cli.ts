@@ -21,6 +21,7 @@ options:
   --port <n>            port (env DSH_PORT, default 7070; 0 picks a free one)
   --data-dir <dir>      data directory (env DSH_DATA_DIR, default ./.data)
   --name, --expires-at  of a new key (keys create)
+  --agents <n|none>     a tenant's agent quota (tenants limits)
   -h, --help            this text
 
 settings (serve), from the environment; docs/configuration.md says more of each:
@@ -37,6 +38,7 @@ const main = async (argv: string[]): Promise<number> => {
       'data-dir': { type: 'string' },
       name: { type: 'string' },
       'expires-at': { type: 'string' },
+      agents: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -86,6 +88,7 @@ const main = async (argv: string[]): Promise<number> => {
       return runAdmin(config, command, rest, {
         ...(values.name === undefined ? {} : { name: values.name }),
         ...(values['expires-at'] === undefined ? {} : { expiresAt: values['expires-at'] }),
+        ...(values.agents === undefined ? {} : { agents: values.agents }),
       });
     default:
       process.stderr.write(`unknown command "${command}"\n${HELP}`);

@@ -47,6 +47,7 @@ export const TenantView = v.object({
   state: v.picklist(['active', 'deleting', 'deleted']),
   deletingSince: v.optional(v.number()),
   deletedAt: v.optional(v.number()),
+  quotas: v.optional(v.object({ agents: v.optional(v.number()) })),
   /** While deleting (GET /v1/tenants/:id): what is left to remove, by kind. */
   remaining: v.optional(v.record(v.string(), v.number())),
 });
@@ -74,6 +75,15 @@ export const KeyCreated = v.object({
   apiKey: v.string(),
   name: v.optional(v.string()),
   expiresAt: v.optional(v.number()),
+});
+/** A tenant's quotas as the operator sets them (the whole set; absent: no such bound). */
+export const TenantQuotasBody = v.strictObject({
+  /** Live top-level agents at once. */
+  agents: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(1_000_000))),
+});
+export const TenantLimits = v.object({
+  quotas: v.object({ agents: v.optional(v.number()) }),
+  usage: v.object({ agents: v.number() }),
 });
 export const RevokeKeyQuery = v.object({
   /** `true` to revoke the tenant's last live key (it then has no way in until the operator makes one). */

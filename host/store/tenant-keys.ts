@@ -13,7 +13,14 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { nanoid } from 'nanoid';
 import { SandboxError } from '../errors.ts';
-import type { ApiKeyInfo, KeyOptions, Tenant, TenantInfo, TenantState } from './tenants-port.ts';
+import type {
+  ApiKeyInfo,
+  KeyOptions,
+  Tenant,
+  TenantInfo,
+  TenantQuotas,
+  TenantState,
+} from './tenants-port.ts';
 import type { WakeBus } from './wake-port.ts';
 
 export const API_KEY_PREFIX = 'dsk_';
@@ -98,16 +105,42 @@ export interface TenantRow {
   state: TenantState;
   deletingSince: number | null;
   deletedAt: number | null;
+  quotas: string | null;
 }
 
 export const TENANT_COLUMNS =
-  'id, name, created_at AS "createdAt", state, deleting_since AS "deletingSince", deleted_at AS "deletedAt"';
+  'id, name, created_at AS "createdAt", state, deleting_since AS "deletingSince", deleted_at AS "deletedAt", quotas';
 
 export const tenantInfoOf = (row: TenantRow): TenantInfo => {
   const info: TenantInfo = { id: row.id, name: row.name, createdAt: Number(row.createdAt), state: row.state };
   if (row.deletingSince !== null) info.deletingSince = Number(row.deletingSince);
   if (row.deletedAt !== null) info.deletedAt = Number(row.deletedAt);
+  if (row.quotas !== null) info.quotas = JSON.parse(row.quotas) as TenantQuotas;
   return info;
+};
+
+/** The largest quota a count may have. */
+export const QUOTA_MAX = 1_000_000;
+
+/** BAD_REQUEST unless every quota is a known one with a whole value in 0..QUOTA_MAX; the JSON kept (null: none). */
+export const quotasJson = (quotas: TenantQuotas): string | null => {
+  const entries = Object.entries(quotas as Record<string, unknown>).filter(([, v]) => v !== undefined);
+  for (const [name, value] of entries) {
+    if (
+      name !== 'agents' ||
+      !Number.isSafeInteger(value) ||
+      (value as number) < 0 ||
+      (value as number) > QUOTA_MAX
+    )
+      throw new SandboxError(
+        'BAD_REQUEST',
+        `quota ${name}: a known quota (agents) is a whole number 0-${QUOTA_MAX}`,
+        {
+          data: { quota: name },
+        },
+      );
+  }
+  return entries.length === 0 ? null : JSON.stringify(Object.fromEntries(entries));
 };
 
 /**

@@ -16,6 +16,12 @@ export type TenantState =
   /** Everything of it is gone; the row stays so the operator can read what happened. */
   | 'deleted';
 
+/** What the operator allows one tenant beyond the service's own limits. Absent: no such bound. */
+export interface TenantQuotas {
+  /** Live top-level agents at once (children are bounded per parent: DSH_CHILDREN_PER_AGENT). */
+  agents?: number;
+}
+
 /** A tenant as the operator reads it. */
 export interface TenantInfo extends Tenant {
   state: TenantState;
@@ -23,6 +29,8 @@ export interface TenantInfo extends Tenant {
   deletingSince?: number;
   /** When its deletion finished (state deleted). */
   deletedAt?: number;
+  /** The operator's quotas of it (none set: absent). */
+  quotas?: TenantQuotas;
 }
 
 export interface CreatedKey {
@@ -87,6 +95,8 @@ export interface TenantStore {
   beginDeletion(tenantId: string): Promise<TenantInfo | undefined>;
   /** Marks a deleting tenant `deleted` (its things are gone). */
   finishDeletion(tenantId: string): Promise<void>;
+  /** Replaces the tenant's quotas (an empty object clears them). Undefined for an unknown or deleted tenant. */
+  setQuotas(tenantId: string, quotas: TenantQuotas): Promise<TenantInfo | undefined>;
   /** The tenants whose deletion was asked and has not finished (what a starting service resumes). */
   listDeleting(): Promise<string[]>;
 }

@@ -28,6 +28,7 @@ import {
   newApiKey,
   newTenant,
   noTenant,
+  quotasJson,
   revokeDecision,
   TENANT_COLUMNS,
   type TenantRow,
@@ -77,6 +78,7 @@ const statements = (db: Database) => {
   const markDeleted = db.prepare(
     "UPDATE tenants SET state = 'deleted', deleted_at = ? WHERE id = ? AND state = 'deleting'",
   );
+  const updateQuotas = db.prepare("UPDATE tenants SET quotas = ? WHERE id = ? AND state != 'deleted'");
   const selectDeleting = db.prepare(
     "SELECT id FROM tenants WHERE state = 'deleting' ORDER BY deleting_since, rowid",
   );
@@ -91,6 +93,7 @@ const statements = (db: Database) => {
     revokeAll,
     markDeleting,
     markDeleted,
+    updateQuotas,
     selectDeleting,
     revoke,
   };
@@ -200,6 +203,12 @@ export const createTenantStore = (
 
     async finishDeletion(tenantId) {
       guarded('finish tenant deletion', () => sql.markDeleted.run(now(), tenantId));
+    },
+
+    async setQuotas(tenantId, quotas) {
+      const json = quotasJson(quotas);
+      const changed = guarded('set tenant quotas', () => sql.updateQuotas.run(json, tenantId).changes > 0);
+      return changed ? getTenant(tenantId) : undefined;
     },
 
     listDeleting: async () =>

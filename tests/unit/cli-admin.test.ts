@@ -71,8 +71,16 @@ it('creates, lists and revokes keys and deletes a tenant, as the admin API does'
   expect((await cli('keys')).code).toBe(2);
   expect(await check(acme.apiKey)).toBe(acme.id);
 
+  expect((await cli('tenants', 'limits', acme.id, '--agents', '5')).json).toEqual({
+    id: acme.id,
+    quotas: { agents: 5 },
+  });
+  expect((await cli('tenants', 'limits', acme.id, '--agents', 'many')).code).toBe(1);
+  expect((await cli('tenants', 'limits', acme.id)).json.quotas).toEqual({ agents: 5 });
+  expect((await cli('tenants', 'limits', acme.id, '--agents', 'none')).json.quotas).toEqual({});
+
   const deleting = (await cli('tenants', 'delete', acme.id)).json;
   expect(deleting).toMatchObject({ id: acme.id, state: 'deleting', remaining: { api_keys: 2 } });
   expect(await check(acme.apiKey)).toBeUndefined();
   expect((await cli('tenants', 'list')).json.map((t: Loose) => t.state)).toEqual(['deleting']);
-});
+}, 120_000); // each command is a process of its own

@@ -29,6 +29,7 @@ import {
   newApiKey,
   newTenant,
   noTenant,
+  quotasJson,
   revokeDecision,
   TENANT_COLUMNS,
   type TenantRow,
@@ -56,6 +57,15 @@ const insertKey = async (
   );
   return { keyId, apiKey };
 };
+
+const deletingTenants = (q: PgQueries): Promise<string[]> =>
+  pgGuarded('list deleting tenants', async () =>
+    (
+      await q.many<{ id: string }>(
+        "SELECT id FROM tenants WHERE state = 'deleting' ORDER BY deleting_since, rowid",
+      )
+    ).map((r) => r.id),
+  );
 
 /** The tenant's state, its row locked until the transaction ends. */
 const lockTenant = async (tx: PgQueries, id: string): Promise<string | undefined> =>
@@ -205,13 +215,14 @@ export const createPgTenantStore = (
       );
     },
 
-    listDeleting: () =>
-      pgGuarded('list deleting tenants', async () =>
-        (
-          await db.many<{ id: string }>(
-            "SELECT id FROM tenants WHERE state = 'deleting' ORDER BY deleting_since, rowid",
-          )
-        ).map((r) => r.id),
-      ),
+    async setQuotas(tenantId, quotas) {
+      const json = quotasJson(quotas);
+      const { rowCount } = await pgGuarded('set tenant quotas', () =>
+        db.query("UPDATE tenants SET quotas = $1 WHERE id = $2 AND state != 'deleted'", [json, tenantId]),
+      );
+      return rowCount > 0 ? getTenant(tenantId) : undefined;
+    },
+
+    listDeleting: () => deletingTenants(db),
   };
 };

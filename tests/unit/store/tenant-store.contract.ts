@@ -167,6 +167,28 @@ export const runTenantStoreContract = (harness: TenantStoreHarness) => {
       expect((await tenants.listKeys(acme.id)).filter((k) => k.revokedAt === undefined)).toHaveLength(1);
     });
 
+    it("keeps the operator's quotas of a tenant, checked, across a restart", async () => {
+      const opened = await open();
+      const acme = await opened.store.createTenant('acme');
+      expect((await opened.store.getTenant(acme.id))?.quotas).toBeUndefined();
+      expect((await opened.store.setQuotas(acme.id, { agents: 3 }))?.quotas).toEqual({ agents: 3 });
+      for (const bad of [
+        { agents: -1 },
+        { agents: 1.5 },
+        { agents: 2_000_000 },
+        { disk: 1 },
+        { agents: '3' },
+      ]) {
+        await expect(opened.store.setQuotas(acme.id, bad as never)).rejects.toMatchObject({
+          code: 'BAD_REQUEST',
+        });
+      }
+      expect(await opened.store.setQuotas('ten_missing', { agents: 1 })).toBeUndefined();
+      const restarted = await opened.reopen();
+      expect((await restarted.getTenant(acme.id))?.quotas).toEqual({ agents: 3 });
+      expect((await restarted.setQuotas(acme.id, {}))?.quotas).toBeUndefined();
+    });
+
     it('a tenant being deleted is refused at once on every key, and can be resumed from a list', async () => {
       const opened = await open();
       const tenants = opened.store;
