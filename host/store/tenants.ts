@@ -122,10 +122,9 @@ export const createTenantStore = (
 
   /** Forgets the keys here and tells the other processes (after the write that revoked them). */
   const revoked = async (keyIds: readonly string[]): Promise<void> => {
-    for (const keyId of keyIds) {
-      verifier.revoked(keyId);
-      await verifier.announce(keyId);
-    }
+    // Every one forgotten before the first announcement is awaited: none is served meanwhile.
+    for (const keyId of keyIds) verifier.revoked(keyId);
+    for (const keyId of keyIds) await verifier.announce(keyId);
   };
 
   return {

@@ -78,12 +78,22 @@ export function createTenantDeletion(options: TenantDeletionOptions): TenantDele
   let closed = false;
 
   async function deleteAgents(tenantId: string): Promise<void> {
+    /** Agents this pass asked to delete that may still be listed (a delete of them under way elsewhere). */
+    const tried = new Set<string>();
     for (;;) {
       if (closed) return;
       const live = await agents.list(tenantId);
+      if (live.length === 0) return;
+      const fresh = live.filter((a) => !tried.has(a.id));
+      if (fresh.length === 0) {
+        // Each is being deleted by someone else (a request, another replica): give them a moment.
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        tried.clear();
+        continue;
+      }
       // A top-level agent first: its children and teammates go with it.
-      const next = live.find((a) => a.links === undefined) ?? live[0];
-      if (next === undefined) return;
+      const next = fresh.find((a) => a.links === undefined) ?? (fresh[0] as (typeof fresh)[number]);
+      tried.add(next.id);
       try {
         await service.delete(tenantId, next.id);
       } catch (error) {

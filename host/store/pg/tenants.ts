@@ -103,10 +103,8 @@ const revokingWith =
       return out.result;
     } finally {
       for (const keyId of keyIds) verifier.revoked(keyId);
-      for (const keyId of done) {
-        verifier.revoked(keyId);
-        await verifier.announce(keyId);
-      }
+      for (const keyId of done) verifier.revoked(keyId);
+      for (const keyId of done) await verifier.announce(keyId);
     }
   };
 
