@@ -1,5 +1,6 @@
 #!/usr/bin/env -S node --no-node-snapshot
-// The command line: `serve` (the control plane) and `tenant create`. `npm start` runs `serve` after
+// The command line: `serve` (the control plane), and the admin commands `tenants` and `keys`
+// (cli-admin.ts; `tenant create` is the older spelling of `tenants create`). `npm start` runs `serve` after
 // scripts/run.sh prepared Node 24, the Docker engine and the sandbox image (and passes its tag in
 // DSH_SANDBOX_IMAGE); the prerequisites' check is `npm run doctor` (scripts/, which may import host,
 // never the reverse).
@@ -8,6 +9,7 @@ import { mkdirSync } from 'node:fs';
 import { enableCompileCache } from 'node:module';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { ADMIN_USAGE, runAdmin } from './cli-admin.ts';
 import { loadConfig, portFrom, unknownSettings } from './config.ts';
 import { settingsHelp } from './settings-text.ts';
 
@@ -15,12 +17,14 @@ const HELP = `usage: dsh-sandbox <command> [options]
 
 commands:
   serve                 run the control plane (HTTP API on loopback by default)
-  tenant create <name>  create a tenant and print its API key once
+${ADMIN_USAGE}
 
 options:
   --host <addr>         listen address (env DSH_HOST, default 127.0.0.1)
   --port <n>            port (env DSH_PORT, default 7070; 0 picks a free one)
   --data-dir <dir>      data directory (env DSH_DATA_DIR, default ./.data)
+  --name, --expires-at  of a new key (keys create)
+  --agents <n|none>     a tenant's agent quota (tenants limits)
   -h, --help            this text
 
 settings (serve), from the environment; docs/configuration.md says more of each:
@@ -35,6 +39,9 @@ const main = async (argv: string[]): Promise<number> => {
       host: { type: 'string' },
       port: { type: 'string' },
       'data-dir': { type: 'string' },
+      name: { type: 'string' },
+      'expires-at': { type: 'string' },
+      agents: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -85,6 +92,13 @@ const main = async (argv: string[]): Promise<number> => {
       }
       return 0;
     }
+    case 'tenants':
+    case 'keys':
+      return runAdmin(config, command, rest, {
+        ...(values.name === undefined ? {} : { name: values.name }),
+        ...(values['expires-at'] === undefined ? {} : { expiresAt: values['expires-at'] }),
+        ...(values.agents === undefined ? {} : { agents: values.agents }),
+      });
     default:
       process.stderr.write(`unknown command "${command}"\n${HELP}`);
       return 2;

@@ -23,6 +23,7 @@ import type { Store } from './store.ts';
 import { createTeamBoardStore } from './team-board.ts';
 import { createTeamStore } from './teams.ts';
 import { createTenantSettingsStore } from './tenant-settings.ts';
+import { createTenantPurgeStore } from './tenant-purge.ts';
 import { createTenantStore } from './tenants.ts';
 import { createLocalWakeBus } from './wake-port.ts';
 
@@ -105,6 +106,7 @@ export const openStore = (options: OpenStoreOptions): LibsqlStore => {
       events,
       requests,
       tenants: createTenantStore(db, now, { wake }),
+      tenantPurge: createTenantPurgeStore(db),
       agents: createAgentStore(db, now, sealer),
       plugins: createLibsqlPluginStore(db, { now, limitsOf: options.pluginLimitsOf }),
       sessionState: createSessionStateStore(db, now),
@@ -248,7 +250,11 @@ export {
   type ApiKeyInfo,
   type CreatedKey,
   createTenantStore,
+  type KeyOptions,
+  type RevokeOutcome,
   type Tenant,
+  type TenantInfo,
+  type TenantState,
   type TenantStore,
 } from './tenants.ts';
 export type * from './types.ts';

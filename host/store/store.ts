@@ -15,6 +15,7 @@ import type { SkillStore } from './skills.ts';
 import type { TeamBoardStore } from './team-board.ts';
 import type { TeamStore } from './teams.ts';
 import type { TenantSettingsStore } from './tenant-settings.ts';
+import type { TenantPurgeStore } from './tenant-purge.ts';
 import type { TenantStore } from './tenants.ts';
 import type { EventSearch } from './types.ts';
 import type { WakeBus } from './wake-port.ts';
@@ -30,6 +31,8 @@ export interface Store {
   events: ClosableEventLog;
   requests: ClosableRequestStore;
   tenants: TenantStore;
+  /** What is left of a deleted tenant, removed in slices (host/tenants/deletion.ts runs it). */
+  tenantPurge: TenantPurgeStore;
   agents: AgentStore;
   /** Creator plugins and their immutable packages (cordis_define). */
   plugins: PluginStore;

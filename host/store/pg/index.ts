@@ -33,6 +33,7 @@ import { createPgSkillStore } from './skills.ts';
 import { createPgTeamBoardStore } from './team-board.ts';
 import { createPgTeamStore } from './teams.ts';
 import { createPgTenantSettingsStore } from './tenant-settings.ts';
+import { createPgTenantPurgeStore } from './tenant-purge.ts';
 import { createPgTenantStore } from './tenants.ts';
 import { redactUrl } from './url.ts';
 
@@ -87,6 +88,7 @@ export const openPgStore = async (options: OpenPgStoreOptions): Promise<Store> =
       events,
       requests,
       tenants: createPgTenantStore(db, now, { wake }),
+      tenantPurge: createPgTenantPurgeStore(db),
       agents: createPgAgentStore(db, now, sealer),
       plugins: createPgPluginStore(db, { now, limitsOf: options.pluginLimitsOf }),
       sessionState: createPgSessionStateStore(db, now),
