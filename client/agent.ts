@@ -113,7 +113,7 @@ export class DshAgent {
       this.#transport.api.POST('/v1/agents/{id}/exec', {
         params: { path: { id: this.id } },
         body: { command, ...rest },
-        ...(signal === undefined ? {} : { signal }),
+        ...this.#transport.cancelledBy(signal),
       }),
     );
   }
@@ -163,7 +163,7 @@ export class DshAgent {
             const call = this.#transport.api.POST('/v1/agents/{id}/calls', {
               params,
               body,
-              signal: options.signal,
+              ...this.#transport.cancelledBy(options.signal),
             });
             return (await ok(call)).results;
           }
