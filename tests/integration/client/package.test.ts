@@ -4,7 +4,8 @@
 // Node and under an older one on the machine (Node 20-23, when there is one), the README's Client
 // example run from the installed package, and a strict `tsc` (strict, exactOptionalPropertyTypes,
 // noUncheckedIndexedAccess, no skipLibCheck, no allowImportingTsExtensions) over a TypeScript
-// user's files, once as a Node project (nodenext, ESM and CommonJS) and once as a browser bundle's.
+// user's files and both READMEs' examples, once as a Node project (nodenext, ESM and CommonJS) and
+// once as a browser bundle's.
 import { execFile } from 'node:child_process';
 import {
   existsSync,
@@ -59,6 +60,14 @@ function readmeExample(): string {
   const section = readme.slice(readme.indexOf('\n## Client\n'));
   const block = /```ts\n([\s\S]*?)```/.exec(section.slice(0, section.indexOf('\n## ', 1)));
   if (!block?.[1]) throw new Error('README.md has no ```ts block in its Client section');
+  return block[1];
+}
+
+/** client/README.md's example (the first ```ts block of its "## Use" section). */
+function packageReadmeExample(): string {
+  const readme = readFileSync(join(ROOT, 'client', 'README.md'), 'utf8');
+  const block = /```ts\n([\s\S]*?)```/.exec(readme.slice(readme.indexOf('\n## Use\n')));
+  if (!block?.[1]) throw new Error('client/README.md has no ```ts block in its Use section');
   return block[1];
 }
 
@@ -182,9 +191,10 @@ describe('the packed client', () => {
     writeFileSync(join(project, 'user.ts'), TS_USER);
     writeFileSync(join(project, 'legacy.cts'), TS_CJS_USER);
     writeFileSync(join(project, 'readme.ts'), readmeExample());
+    writeFileSync(join(project, 'package-readme.ts'), packageReadmeExample());
     const node = {
       compilerOptions: { ...STRICT, target: 'es2022', lib: ['es2022'], module: 'nodenext', types: ['node'] },
-      files: ['user.ts', 'legacy.cts', 'readme.ts'],
+      files: ['user.ts', 'legacy.cts', 'readme.ts', 'package-readme.ts'],
     };
     const browser = {
       compilerOptions: {
