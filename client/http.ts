@@ -23,8 +23,11 @@ export interface DshClientOptions {
    * cancelling a call or a stream does not reach the connection.
    */
   fetch?: (request: Request, init?: RequestInit) => Promise<Response>;
-  /** The WebSocket class terminals use. Default: the global WebSocket (Node 22+, browsers). */
-  WebSocket?: typeof WebSocket;
+  /**
+   * The WebSocket class terminals use. Default: the global WebSocket (Node 22+, browsers); on Node
+   * 20 and 21 pass one (the `ws` package's fits).
+   */
+  WebSocket?: WebSocketClass;
   /**
    * How call batches are retried with their Idempotency-Key (client/retry.ts: network errors, a
    * cut stream, 502, 503, 429 with Retry-After). Default: 4 attempts, 250 ms doubling to 5 s;
@@ -33,12 +36,31 @@ export interface DshClientOptions {
   retry?: RetryOptions | false;
 }
 
+/**
+ * What terminals use of a WebSocket: the standard class's shape, written out so that the client's
+ * declarations do not need the global WebSocket type (Node 20's type definitions have none).
+ */
+export interface WebSocketLike {
+  binaryType: string;
+  readonly readyState: number;
+  readonly OPEN: number;
+  send(data: string | Uint8Array): void;
+  close(code?: number, reason?: string): void;
+  addEventListener(type: 'message', listener: (event: { data: unknown }) => void): void;
+  addEventListener(type: 'close', listener: (event: { code: number; reason: string }) => void): void;
+  addEventListener(type: 'open' | 'error', listener: () => void, options?: { once?: boolean }): void;
+  removeEventListener(type: 'open' | 'error', listener: () => void): void;
+}
+
+/** A WebSocket class: `new (url, protocols)`. */
+export type WebSocketClass = new (url: string | URL, protocols?: string | string[]) => WebSocketLike;
+
 export interface Transport {
   /** The typed client of every route (openapi-fetch over client/openapi.ts). */
   readonly api: Client<paths>;
   readonly baseUrl: string;
   readonly apiKey: string;
-  readonly WebSocket: typeof WebSocket;
+  readonly WebSocket: WebSocketClass;
   /** How call batches are retried (attempts 1: never). */
   readonly retry: Required<RetryOptions>;
   /** One request to `path` (already encoded) with the key; a DshError unless the answer is ok. */
