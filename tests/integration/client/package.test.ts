@@ -73,10 +73,10 @@ function packageReadmeExample(): string {
 
 const ESM_SCRIPT = `import { DshClient, DshError, isDshError, textOf } from '@dsh-sandbox/client';
 const client = new DshClient({ baseUrl: process.env.DSH_URL, apiKey: process.env.DSH_KEY });
-const agent = await client.agents.create({ preset: 'standard' });
+const agent = await client.agents.create({ preset: 'standard', mode: 'both' });
 await agent.files.write('note.txt', 'packed');
 const read = await agent.call('read', { file_path: 'note.txt' });
-const code = await agent.call('run_code', { code: 'console.log("hi"); return 6 * 7;' }).catch((e) => e);
+const code = await agent.call('run_code', { code: 'console.log("hi"); return 6 * 7;', description: 'log and answer' });
 const controller = new AbortController();
 let events = 0;
 for await (const event of agent.events({ signal: controller.signal })) {
@@ -86,7 +86,7 @@ for await (const event of agent.events({ signal: controller.signal })) {
 let missing;
 try { await client.agents.get('agt_none'); } catch (error) { missing = isDshError(error, 'NOT_FOUND') && error instanceof DshError; }
 await agent.delete();
-console.log(JSON.stringify({ read: textOf(read), code: code.value ?? code.code, events, missing, left: (await client.agents.list()).length }));
+console.log(JSON.stringify({ read: textOf(read), code: code.value, events, missing, left: (await client.agents.list()).length }));
 `;
 
 const CJS_SCRIPT = `const { DshClient, TERMINAL_PROTOCOL } = require('@dsh-sandbox/client');
@@ -100,7 +100,7 @@ import type { paths } from '@dsh-sandbox/client/openapi';
 const client = new DshClient({ baseUrl: 'http://127.0.0.1:7070', apiKey: 'key' });
 export async function main(signal?: AbortSignal): Promise<string> {
   const agent = await client.agents.create({ preset: 'standard', mode: 'code' });
-  const result = await agent.call('run_code', { code: 'return 1' }, signal ? { signal } : {});
+  const result = await agent.call('run_code', { code: 'return 1', description: 'one' }, signal ? { signal } : {});
   const value: RunCodeValue | undefined = result.value;
   const logs: string[] = value?.logs ?? [];
   const any: ToolResult = result;
@@ -166,7 +166,7 @@ describe('the packed client', () => {
       const esm = await run(node, ['user.mjs'], { cwd: project, env: userEnv, timeout: 120_000 });
       expect(JSON.parse(esm.stdout), node).toEqual({
         read: expect.stringContaining('packed'),
-        code: expect.anything(),
+        code: { logs: ['hi'], value: 42 },
         events: expect.any(Number),
         missing: true,
         left: 0,
