@@ -5,7 +5,7 @@
 // example run from the installed package, and a strict `tsc` (strict, exactOptionalPropertyTypes,
 // noUncheckedIndexedAccess, no skipLibCheck, no allowImportingTsExtensions) over a TypeScript
 // user's files and both READMEs' examples, once as a Node project (nodenext, ESM and CommonJS) and
-// once as a browser bundle's.
+// once as a browser bundle's; and the ES module it ships, unbundled, in Debian's Chromium.
 import { execFile } from 'node:child_process';
 import {
   existsSync,
@@ -20,7 +20,8 @@ import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chromium } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { DshClient } from '../../../client/index.ts';
 import type { Running } from '../../../host/serve.ts';
 import { served } from '../api/served.ts';
@@ -88,6 +89,27 @@ try { await client.agents.get('agt_none'); } catch (error) { missing = isDshErro
 await agent.delete();
 console.log(JSON.stringify({ read: textOf(read), code: code.value, events, missing, left: (await client.agents.list()).length }));
 `;
+
+/** A page on the service's origin importing the shipped module as it is; its outcome in window.outcome. */
+const BROWSER_PAGE = `<!doctype html><title>client</title><script type="module">
+import { DshClient } from './index.js';
+try {
+  const client = new DshClient({ baseUrl: location.origin, apiKey: location.hash.slice(1) });
+  const agent = await client.agents.create({ preset: 'standard' });
+  await agent.files.write('b.txt', 'from a browser');
+  const text = await agent.files.readText('b.txt');
+  const controller = new AbortController();
+  let events = 0;
+  for await (const event of agent.events({ signal: controller.signal })) {
+    events++;
+    controller.abort();
+  }
+  await agent.delete();
+  window.outcome = { text, events };
+} catch (error) {
+  window.outcome = { error: String(error) };
+}
+</script>`;
 
 const CJS_SCRIPT = `const { DshClient, TERMINAL_PROTOCOL } = require('@dsh-sandbox/client');
 const client = new DshClient({ baseUrl: process.env.DSH_URL, apiKey: process.env.DSH_KEY });
@@ -185,6 +207,35 @@ describe('the packed client', () => {
     });
     expect(stdout).toContain('hello from the sandbox');
     expect(await new DshClient({ baseUrl: server.url, apiKey: key }).agents.list()).toEqual([]);
+  });
+
+  it('runs in a browser as the ES module it ships, unbundled', async () => {
+    const executablePath = inject('chromium');
+    if (executablePath.startsWith('error: ')) throw new Error(executablePath.slice(7));
+    const bundle = readFileSync(
+      join(project, 'node_modules', '@dsh-sandbox', 'client', 'dist', 'index.js'),
+      'utf8',
+    );
+    // --no-sandbox: the tests run as root in a container, where Chromium's own sandbox cannot start.
+    const browser = await chromium.launch({ executablePath, headless: true, args: ['--no-sandbox'] });
+    try {
+      const page = await browser.newPage();
+      // The page and the module come from the service's origin (intercepted), so its calls are same-origin.
+      await page.route(`${server.url}/__client/**`, (route) =>
+        route.fulfill(
+          route.request().url().endsWith('/index.js')
+            ? { contentType: 'text/javascript', body: bundle }
+            : { contentType: 'text/html', body: BROWSER_PAGE },
+        ),
+      );
+      await page.goto(`${server.url}/__client/#${key}`);
+      const outcome = await (
+        await page.waitForFunction(() => (globalThis as { outcome?: unknown }).outcome)
+      ).jsonValue();
+      expect(outcome).toEqual({ text: 'from a browser', events: 1 });
+    } finally {
+      await browser.close();
+    }
   });
 
   it("passes a strict tsc as a Node project's and as a browser bundle's dependency", async () => {
