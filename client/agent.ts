@@ -34,6 +34,7 @@ import type {
   Tool,
   ToolCall,
   ToolResult,
+  ToolResultOf,
 } from './types.ts';
 
 export interface CallOptions {
@@ -87,8 +88,13 @@ export class DshAgent {
     const id = info.id;
     this.requests = {
       list: async (state) =>
-        (await ok(api.GET('/v1/agents/{id}/requests', { params: { path: { id }, query: { state } } })))
-          .requests,
+        (
+          await ok(
+            api.GET('/v1/agents/{id}/requests', {
+              params: { path: { id }, query: state === undefined ? {} : { state } },
+            }),
+          )
+        ).requests,
       get: (rid) => ok(api.GET('/v1/agents/{id}/requests/{rid}', { params: { path: { id, rid } } })),
       answer: (rid, body) =>
         ok(api.POST('/v1/agents/{id}/requests/{rid}', { params: { path: { id, rid } }, body })),
@@ -115,7 +121,7 @@ export class DshAgent {
       this.#transport.api.POST('/v1/agents/{id}/exec', {
         params: { path: { id: this.id } },
         body: { command, ...rest },
-        ...(signal === undefined ? {} : { signal }),
+        ...this.#transport.cancelledBy(signal),
       }),
     );
   }
@@ -128,17 +134,18 @@ export class DshAgent {
 
   /**
    * Runs one tool call and returns its result; a call that ran and failed (unknown tool, invalid
-   * arguments, denied, …) throws a DshToolError with the stable code.
+   * arguments, denied, …) throws a DshToolError with the stable code. The result's `value` is typed
+   * for the built-in tools of ToolValues (`run_code`: `{ logs, value }`).
    */
-  async call(
-    name: string,
+  async call<N extends string>(
+    name: N,
     args: Record<string, unknown> = {},
     options: CallOptions = {},
-  ): Promise<ToolResult> {
+  ): Promise<ToolResultOf<N>> {
     const [result] = await this.batch([{ name, arguments: args }], options);
     if (result === undefined) throw new DshError('INTERNAL', 'The service answered a call with no result.');
     if (!result.ok) throw new DshToolError(result);
-    return result;
+    return result as ToolResultOf<N>;
   }
 
   /**
@@ -165,7 +172,7 @@ export class DshAgent {
             const call = this.#transport.api.POST('/v1/agents/{id}/calls', {
               params,
               body,
-              signal: options.signal,
+              ...this.#transport.cancelledBy(options.signal),
             });
             return (await ok(call)).results;
           }

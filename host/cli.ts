@@ -1,13 +1,19 @@
-#!/usr/bin/env -S node --no-node-snapshot
-// The command line: `serve` (the control plane), and the admin commands `tenants` and `keys`
-// (cli-admin.ts; `tenant create` is the older spelling of `tenants create`). `npm start` runs `serve` after
-// scripts/run.sh prepared Node 24, the Docker engine and the sandbox image (and passes its tag in
-// DSH_SANDBOX_IMAGE); the prerequisites' check is `npm run doctor` (scripts/, which may import host,
+#!/bin/sh
+':' //; n=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null); [ "${n:-0}" -ge 24 ] 2>/dev/null || { echo "dsh-sandbox: needs Node.js 24 or later, and node on PATH is $(node --version 2>/dev/null || echo missing); install Node.js 24, or run npm start, which fetches it" >&2; exit 1; }; exec node --no-node-snapshot "$0" "$@"
+// The command line: `serve` (the control plane), the admin commands `tenants` and `keys`
+// (cli-admin.ts; `tenant create` is the older spelling of `tenants create`) and `doctor`.
+// `npm start` runs `serve` after scripts/run.sh prepared Node 24, the Docker engine and the sandbox
+// image (and passes its tag in DSH_SANDBOX_IMAGE). Run as a program (`./host/cli.ts`, the package's
+// bin), the file is first read by sh (line 2, a string and a comment to JavaScript): an older Node
+// on PATH gets one line saying what to do instead of a loader error on the .ts extension. `doctor`
+// runs the prerequisites' check of scripts/ in a process of its own (scripts may import host,
 // never the reverse).
 
+import { spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { enableCompileCache } from 'node:module';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ADMIN_USAGE, runAdmin } from './cli-admin.ts';
 import { loadConfig, portFrom, unknownSettings } from './config.ts';
@@ -18,6 +24,7 @@ const HELP = `usage: dsh-sandbox <command> [options]
 commands:
   serve                 run the control plane (HTTP API on loopback by default)
 ${ADMIN_USAGE}
+  doctor                             check the prerequisites (Node, Docker, the sandbox image, ...); same as npm run doctor
 
 options:
   --host <addr>         listen address (env DSH_HOST, default 127.0.0.1)
@@ -29,6 +36,15 @@ options:
 
 settings (serve), from the environment; docs/configuration.md says more of each:
 ${settingsHelp()}`;
+
+/** `npm run doctor`'s check (scripts/main.ts) under this Node; its exit code. */
+const doctor = (): Promise<number> =>
+  new Promise((resolve) => {
+    const main = fileURLToPath(new URL('../scripts/main.ts', import.meta.url));
+    const child = spawn(process.execPath, ['--no-node-snapshot', main, 'doctor'], { stdio: 'inherit' });
+    child.once('error', () => resolve(1));
+    child.once('exit', (code) => resolve(code ?? 1));
+  });
 
 const main = async (argv: string[]): Promise<number> => {
   const { values, positionals } = parseArgs({
@@ -99,6 +115,8 @@ const main = async (argv: string[]): Promise<number> => {
         ...(values['expires-at'] === undefined ? {} : { expiresAt: values['expires-at'] }),
         ...(values.agents === undefined ? {} : { agents: values.agents }),
       });
+    case 'doctor':
+      return doctor();
     default:
       process.stderr.write(`unknown command "${command}"\n${HELP}`);
       return 2;

@@ -52,7 +52,8 @@ export interface AppDeps {
   startedAt: number;
   version: string;
   /** With `search`, GET /v1/agents/:id/usage and GET /v1/admin/workspaces are served. */
-  store: Pick<Store, 'tenants' | 'events' | 'requests'> & Partial<Pick<Store, 'search' | 'callBatches'>>;
+  store: Pick<Store, 'tenants' | 'events' | 'requests'> &
+    Partial<Pick<Store, 'search' | 'callBatches' | 'agents'>>;
   agents: AgentService;
   /** Admin key for POST /v1/tenants; none turns that route off. */
   adminKey?: string;
