@@ -119,6 +119,11 @@ export const ERROR_CODES = {
   REQUEST_TIMEOUT: 504,
   CONFIG_INVALID: 500,
   INTERNAL: 500,
+  // sandbox runtimes (host/sandbox/runtimes.ts)
+  /** The agent asked for a sandbox runtime (`sandbox.runtime`) the service's engine does not offer (`data.offered`). */
+  RUNTIME_UNAVAILABLE: 400,
+  /** The agent asked for a sandbox runtime its tenant may not use (`data.allowed`). */
+  RUNTIME_NOT_ALLOWED: 403,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

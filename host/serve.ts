@@ -187,6 +187,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
     lifecycle,
     connections,
     fair,
+    sandboxes,
     ...(ownership === undefined || secretsKey === undefined
       ? {}
       : {

@@ -71,6 +71,8 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
     maxima: provider.maxima,
     isClosing: state.isClosing,
     forget: lookup.forget,
+    provider,
+    ...(options.runtimes === undefined ? {} : { runtimes: options.runtimes }),
   });
   state.teams = teamServiceFor(state);
   // In the background: a run it cannot resume now stays as stored, for the next start. With

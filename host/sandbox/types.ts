@@ -7,6 +7,7 @@
 
 import type { Readable } from 'node:stream';
 import type { TerminalInfo } from '../../sandbox-wire/terminal.ts';
+import type { SandboxRuntime } from './runtimes.ts';
 
 export type FileType = 'file' | 'directory' | 'symlink' | 'other';
 
@@ -356,6 +357,11 @@ export interface SandboxSpec {
   tenantId: string;
   agentId: string;
   limits?: Partial<SandboxLimits>;
+  /**
+   * The container runtime (./runtimes.ts). Default DEFAULT_RUNTIME. One the provider does not
+   * offer (runtimes()) fails with RUNTIME_UNAVAILABLE.
+   */
+  runtime?: SandboxRuntime;
 }
 
 /** Optional capabilities, declared as data. */
@@ -410,4 +416,9 @@ export interface SandboxProvider {
    * Optional: a provider without it reports no usage.
    */
   usage?(agentId: string, options?: SandboxUsageOptions): Promise<SandboxUsage | undefined>;
+  /**
+   * The runtimes this provider can run a sandbox under (its engine's, read when first asked and
+   * again after a failed read). Optional: a provider without it offers DEFAULT_RUNTIME alone.
+   */
+  runtimes?(): Promise<readonly SandboxRuntime[]>;
 }

@@ -119,6 +119,11 @@ export interface ContainerSpec {
   env?: Record<string, string>;
   /** A host folder of this container's own, for the link socket (read-only at LINK_MOUNT). */
   link?: string;
+  /**
+   * The engine's name of the runtime to run it under (runtimes.ts), e.g. `runsc`; absent: the
+   * engine's default. The hardening above is the same under every runtime.
+   */
+  runtime?: string;
 }
 
 export const containerConfig = (spec: ContainerSpec): Docker.ContainerCreateOptions => ({
@@ -177,5 +182,6 @@ export const containerConfig = (spec: ContainerSpec): Docker.ContainerCreateOpti
     UsernsMode: '',
     Devices: [],
     AutoRemove: false,
+    ...(spec.runtime === undefined ? {} : { Runtime: spec.runtime }),
   },
 });

@@ -54,6 +54,7 @@ export async function lookup(
       container: s.docker.getContainer(info.Id),
       limits: { ...s.defaults, ...(await limitsOf(info, s.workspaces)) },
       workspace: workspaceOf(info),
+      runtime: s.runtimes.of(info),
       lastUsed: Date.now(),
       inFlight: 0,
     };

@@ -18,6 +18,7 @@
 import Docker from 'dockerode';
 import { nanoid } from 'nanoid';
 import { createResolver, WORKSPACE_ROOT } from '../paths.ts';
+import type { SandboxRuntime } from '../runtimes.ts';
 import { connectSandboxd, type SandboxdEgress } from '../sandboxd/client.ts';
 import type { ProviderFlags, SandboxLimits, SandboxProvider } from '../types.ts';
 import { type AdoptOptions, adopt } from './adopt.ts';
@@ -36,6 +37,7 @@ import { createWarmPool, type WarmPool } from './pool.ts';
 import { type Entry, type ProviderBase, type ProviderState, removeWith } from './provider-state.ts';
 import { createSandbox, discardWarm, makeWarm } from './provision.ts';
 import { startReaper } from './reaper.ts';
+import { type EngineRuntimes, runtimeCatalog } from './runtimes.ts';
 import type { ConnectSandboxd } from './session.ts';
 import { containerUsage } from './usage.ts';
 import { createVolumeWorkspaces } from './workspaces/volume.ts';
@@ -101,6 +103,11 @@ export interface DockerProviderOptions {
    * attach stream only (an engine on another host cannot see this host's folders).
    */
   links?: string;
+  /**
+   * The engine's runtime name of each runtime but runc (host/sandbox/runtimes.ts); the engine
+   * offers a runtime when `docker info` lists that name. Default { gvisor: 'runsc' }.
+   */
+  engineRuntimes?: EngineRuntimes;
 }
 
 export type DockerProvider = SandboxProvider & {
@@ -112,6 +119,8 @@ export type DockerProvider = SandboxProvider & {
    * workspaces that no container uses. Never touches another instance's containers or workspaces.
    */
   adopt(options?: AdoptOptions): Promise<string[]>;
+  /** The runtimes the engine offers (runtimes.ts: `docker info`, read once it answers). */
+  runtimes(): Promise<readonly SandboxRuntime[]>;
 };
 
 export function createDockerProvider(options: DockerProviderOptions): DockerProvider {
@@ -147,6 +156,7 @@ export function createDockerProvider(options: DockerProviderOptions): DockerProv
     adoptedNames: undefined,
     workspaces,
     links: linksFolder(options.links, onError),
+    runtimes: runtimeCatalog(docker, options.engineRuntimes),
   };
   // The pool makes its first item at once: from the base, before the state that holds it exists.
   const s: ProviderState = Object.assign(base, {
@@ -184,6 +194,7 @@ export function createDockerProvider(options: DockerProviderOptions): DockerProv
         usageOptions,
       ),
     adopt: (adoptOptions) => adopt(s, adoptOptions),
+    runtimes: () => s.runtimes.offered(),
   };
 }
 

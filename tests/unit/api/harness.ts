@@ -26,7 +26,10 @@ export const makeApi = async (
   options: {
     sandboxes?: SandboxProvider;
     store?: Partial<OpenStoreOptions>;
-    agents?: Pick<AgentServiceOptions, 'reapRetryMs' | 'questionTtlMs' | 'mcpLimitsOf' | 'children'>;
+    agents?: Pick<
+      AgentServiceOptions,
+      'reapRetryMs' | 'questionTtlMs' | 'mcpLimitsOf' | 'children' | 'runtimes'
+    >;
     /** With it: the egress gateway (these options over its defaults), /v1/egress and the web tools. */
     egress?: Partial<EgressOptions>;
     /** More of the app's dependencies (the pool and disk readers of /metrics). */
@@ -40,6 +43,7 @@ export const makeApi = async (
       | 'trustedProxies'
       | 'metricsKey'
       | 'replicas'
+      | 'runtimes'
     >;
   } = {},
 ) => {
@@ -156,6 +160,8 @@ export const makeApi = async (
     egress,
     keyA: a.apiKey,
     keyB: b.apiKey,
+    tenantA: a.id,
+    tenantB: b.id,
     request,
     createAgent,
     call,

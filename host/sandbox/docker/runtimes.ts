@@ -1,0 +1,76 @@
+// Which runtimes (../runtimes.ts) this provider's engine offers, read from `docker info`'s
+// Runtimes, and the engine's name of each (`gvisor` is the runtime registered as `runsc` unless
+// the operator registered it under another name). The engine's default runtime serves `runc`.
+// Invariants: `runc` is always offered; a read that failed is tried again at the next ask (an
+// engine restarted with runsc registered is seen without restarting the service); a container's
+// runtime is read back from its HostConfig.Runtime, so a container made before a restart is
+// remade under the same runtime.
+import type Docker from 'dockerode';
+import { DEFAULT_RUNTIME, runtimeUnavailable, SANDBOX_RUNTIMES, type SandboxRuntime } from '../runtimes.ts';
+import { fromDocker } from './errors.ts';
+
+/** The engine's runtime name for each runtime but the default. Default { gvisor: 'runsc' }. */
+export type EngineRuntimes = Partial<Record<Exclude<SandboxRuntime, 'runc'>, string>>;
+
+export const DEFAULT_ENGINE_RUNTIMES: EngineRuntimes = { gvisor: 'runsc' };
+
+export interface RuntimeCatalog {
+  /** The runtimes the engine offers now. */
+  offered(): Promise<readonly SandboxRuntime[]>;
+  /** HostConfig.Runtime for a container under `runtime`; undefined: the engine's default. */
+  engineName(runtime: SandboxRuntime): string | undefined;
+  /** The runtime a container's inspect shows it runs under (an unknown name reads as the default). */
+  of(info: Docker.ContainerInspectInfo): SandboxRuntime;
+  /** Refuses (RUNTIME_UNAVAILABLE) a runtime the engine does not offer. */
+  require(runtime: SandboxRuntime): Promise<void>;
+}
+
+export function runtimeCatalog(
+  docker: Docker,
+  names: EngineRuntimes = DEFAULT_ENGINE_RUNTIMES,
+): RuntimeCatalog {
+  let reading: Promise<readonly SandboxRuntime[]> | undefined;
+
+  async function read(): Promise<readonly SandboxRuntime[]> {
+    let info: { Runtimes?: Record<string, unknown> };
+    try {
+      info = (await docker.info()) as typeof info;
+    } catch (e) {
+      throw fromDocker(e, 'Reading the runtimes the Docker engine offers');
+    }
+    const registered = new Set(Object.keys(info.Runtimes ?? {}));
+    return SANDBOX_RUNTIMES.filter((r) => {
+      const name = engineName(r);
+      return name === undefined || registered.has(name);
+    });
+  }
+
+  function offered(): Promise<readonly SandboxRuntime[]> {
+    if (reading === undefined) {
+      const attempt = read();
+      reading = attempt;
+      attempt.catch(() => {
+        if (reading === attempt) reading = undefined;
+      });
+    }
+    return reading;
+  }
+
+  function engineName(runtime: SandboxRuntime): string | undefined {
+    return runtime === DEFAULT_RUNTIME ? undefined : names[runtime as keyof EngineRuntimes];
+  }
+
+  return {
+    offered,
+    engineName,
+    of(info) {
+      const name = (info.HostConfig as { Runtime?: string } | undefined)?.Runtime;
+      const found = SANDBOX_RUNTIMES.find((r) => r !== DEFAULT_RUNTIME && engineName(r) === name);
+      return found ?? DEFAULT_RUNTIME;
+    },
+    async require(runtime) {
+      if (runtime === DEFAULT_RUNTIME || (await offered()).includes(runtime)) return;
+      throw runtimeUnavailable(runtime, await offered());
+    },
+  };
+}
