@@ -11,6 +11,7 @@ import { doctor } from './setup/doctor.ts';
 import { log } from './setup/exec.ts';
 import { ensureSandboxImage } from './setup/image.ts';
 import { ensurePostgres } from './setup/postgres.ts';
+import { ensureRunsc } from './setup/runsc.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 
@@ -18,11 +19,16 @@ const ROOT = join(import.meta.dirname, '..');
 const setup = async (): Promise<string> => {
   const started = Date.now();
   const config = loadConfig();
+  // Before the engine: an engine setup starts itself gets runsc registered (not fatal: runc only).
+  const runsc = await ensureRunsc().catch((e: Error) => {
+    log(`${e.message}; sandboxes run under runc only`);
+    return undefined;
+  });
   const engine = await ensureDockerEngine(config.dataDir);
   const image = await ensureSandboxImage();
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
   log(
-    `Docker ${engine.version}${engine.started ? ' (started)' : ''}; sandbox image ${image.tag}${image.built ? ' (built)' : ''}; ready in ${seconds} s`,
+    `Docker ${engine.version}${engine.started ? ' (started)' : ''}${runsc ? '; runsc there' : ''}; sandbox image ${image.tag}${image.built ? ' (built)' : ''}; ready in ${seconds} s`,
   );
   return image.tag;
 };
