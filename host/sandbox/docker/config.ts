@@ -124,6 +124,8 @@ export interface ContainerSpec {
    * engine's default. The hardening above is the same under every runtime.
    */
   runtime?: string;
+  /** The seccomp profile (seccomp.ts seccompFor). Default SECCOMP_PROFILE. */
+  seccomp?: string;
 }
 
 export const containerConfig = (spec: ContainerSpec): Docker.ContainerCreateOptions => ({
@@ -152,7 +154,7 @@ export const containerConfig = (spec: ContainerSpec): Docker.ContainerCreateOpti
     CapDrop: ['ALL'],
     // Held by sandboxd only, used once at its start (identity.ts); the agent's processes have none.
     CapAdd: ['SETUID', 'SETGID'],
-    SecurityOpt: ['no-new-privileges:true', `seccomp=${SECCOMP_PROFILE}`],
+    SecurityOpt: ['no-new-privileges:true', `seccomp=${spec.seccomp ?? SECCOMP_PROFILE}`],
     Privileged: false,
     ReadonlyRootfs: true,
     Mounts: [

@@ -31,6 +31,8 @@ export interface NewContainer {
   link?: string;
   /** The engine's runtime name (config.ts ContainerSpec.runtime); absent: the engine's default. */
   runtime?: string;
+  /** Its seccomp profile (seccomp.ts seccompFor). Default: the runc one. */
+  seccomp?: string;
 }
 
 /**

@@ -20,6 +20,7 @@ import type { Naming } from './ownership.ts';
 import type { WarmPool } from './pool.ts';
 import type { Reapable } from './reaper.ts';
 import type { RuntimeCatalog } from './runtimes.ts';
+import { seccompFor } from './seccomp.ts';
 import type { ConnectSandboxd, OpenSessionOptions } from './session.ts';
 import type { WorkspaceMount, WorkspaceStore } from './workspaces.ts';
 
@@ -108,7 +109,7 @@ export async function createContainer(
       tmpBytes: s.tmpBytes,
       ...(reuse ? { reuse } : {}),
       ...(link === undefined ? {} : { link }),
-      ...(engineRuntime === undefined ? {} : { runtime: engineRuntime }),
+      ...(engineRuntime === undefined ? {} : { runtime: engineRuntime, seccomp: seccompFor(runtime) }),
     });
     return link === undefined ? made : { ...made, link };
   } catch (e) {
