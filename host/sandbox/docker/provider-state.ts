@@ -19,7 +19,7 @@ import { makeLinkDir } from './links.ts';
 import type { Naming } from './ownership.ts';
 import type { WarmPool } from './pool.ts';
 import type { Reapable } from './reaper.ts';
-import type { RuntimeCatalog } from './runtimes.ts';
+import { engineLimits, type RuntimeCatalog } from './runtimes.ts';
 import { seccompFor } from './seccomp.ts';
 import type { ConnectSandboxd, OpenSessionOptions } from './session.ts';
 import type { WorkspaceMount, WorkspaceStore } from './workspaces.ts';
@@ -105,7 +105,7 @@ export async function createContainer(
       image: s.image,
       name,
       labels,
-      limits,
+      limits: engineLimits(runtime, limits),
       tmpBytes: s.tmpBytes,
       ...(reuse ? { reuse } : {}),
       ...(link === undefined ? {} : { link }),

@@ -4,9 +4,13 @@
 // Invariants: `runc` is always offered; a read that failed is tried again at the next ask (an
 // engine restarted with runsc registered is seen without restarting the service); a container's
 // runtime is read back from its HostConfig.Runtime, so a container made before a restart is
-// remade under the same runtime.
+// remade under the same runtime. Under gVisor the pids cgroup also counts gVisor's own kernel
+// (sentry, gofer: about 60 host threads for an idle sandboxd, against 13 under runc) and, on the
+// ptrace platform, a host thread per application thread: the container's PidsLimit is the
+// agent's `pids` plus GVISOR_PIDS_HEADROOM, and reads back without it.
 import type Docker from 'dockerode';
 import { DEFAULT_RUNTIME, runtimeUnavailable, SANDBOX_RUNTIMES, type SandboxRuntime } from '../runtimes.ts';
+import type { SandboxLimits } from '../types.ts';
 import { fromDocker } from './errors.ts';
 
 /** The engine's runtime name for each runtime but the default. Default { gvisor: 'runsc' }. */
@@ -74,3 +78,16 @@ export function runtimeCatalog(
     },
   };
 }
+
+/** Host threads of gVisor's own kernel (sentry and gofer) a gVisor container's pids cgroup carries. */
+export const GVISOR_PIDS_HEADROOM = 128;
+
+/** The limits a container under `runtime` is given for an agent's `limits`. */
+export const engineLimits = (runtime: SandboxRuntime | undefined, limits: SandboxLimits): SandboxLimits =>
+  runtime === 'gvisor' ? { ...limits, pids: limits.pids + GVISOR_PIDS_HEADROOM } : limits;
+
+/** The agent's limits of a container under `runtime` whose engine limits are `limits`. */
+export const agentLimits = <T extends Partial<SandboxLimits>>(runtime: SandboxRuntime, limits: T): T =>
+  runtime === 'gvisor' && limits.pids !== undefined
+    ? { ...limits, pids: Math.max(1, limits.pids - GVISOR_PIDS_HEADROOM) }
+    : limits;

@@ -32,7 +32,8 @@ const GVISOR_PROFILE = JSON.stringify({
       : rule,
   ),
 });
-if (GVISOR_PROFILE === SECCOMP_PROFILE) throw new Error('seccomp.json has no clone3 rule to adapt for gVisor');
+if (GVISOR_PROFILE === SECCOMP_PROFILE)
+  throw new Error('seccomp.json has no clone3 rule to adapt for gVisor');
 
 /** The profile a container under `runtime` runs with. */
 export const seccompFor = (runtime: SandboxRuntime | undefined): string =>

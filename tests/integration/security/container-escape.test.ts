@@ -4,7 +4,8 @@
 // a seccomp profile without io_uring, memfd_secret or message queues, and resource abuse (fork bomb,
 // memory hog, /tmp or /dev/shm filler) ends inside the agent's own limits while the service and
 // other tenants keep working.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { describeRuntimes } from '../runtimes.ts';
 import { type Harness, type Loose, startHarness, text } from './harness.ts';
 
 let h: Harness;
@@ -22,26 +23,26 @@ const serviceAndNeighbourStillWork = async () => {
   expect(await sh('echo neighbour-ok', agentB, h.keyB)).toBe('neighbour-ok');
 };
 
-beforeAll(async () => {
-  h = await startHarness();
-  agentA = await h.agent(h.keyA, { sandbox: { memoryMb: 128, pids: 64 } });
-  agentB = await h.agent(h.keyB);
-  // B runs a recognisable process that A must not see.
-  await h.calls(h.keyB, agentB, [
-    [
-      'bg',
-      'bash',
-      { command: 'exec sleep 3600 # tenant-b-marker', description: 'bg', run_in_background: true },
-    ],
-  ]);
-  expect(await sh('id -u')).toBe('1000');
-});
+describeRuntimes('container escape and abuse from bash', (engine) => {
+  beforeAll(async () => {
+    h = await startHarness({ docker: engine().docker, config: { gvisorTenants: '*' } });
+    agentA = await h.agent(h.keyA, { sandbox: { memoryMb: 128, pids: 64, ...engine().sandbox } });
+    agentB = await h.agent(h.keyB, { sandbox: engine().sandbox });
+    // B runs a recognisable process that A must not see.
+    await h.calls(h.keyB, agentB, [
+      [
+        'bg',
+        'bash',
+        { command: 'exec sleep 3600 # tenant-b-marker', description: 'bg', run_in_background: true },
+      ],
+    ]);
+    expect(await sh('id -u')).toBe('1000');
+  });
 
-afterAll(async () => {
-  await h?.close();
-});
+  afterAll(async () => {
+    await h?.close();
+  });
 
-describe('container escape and abuse from bash', () => {
   it('has no network: only loopback, no routes, connecting out fails at once', async () => {
     const out = await sh(
       [

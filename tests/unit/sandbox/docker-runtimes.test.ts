@@ -4,7 +4,12 @@
 import type Docker from 'dockerode';
 import { describe, expect, it } from 'vitest';
 import { containerConfig } from '../../../host/sandbox/docker/config.ts';
-import { runtimeCatalog } from '../../../host/sandbox/docker/runtimes.ts';
+import {
+  agentLimits,
+  engineLimits,
+  GVISOR_PIDS_HEADROOM,
+  runtimeCatalog,
+} from '../../../host/sandbox/docker/runtimes.ts';
 import { codeOf } from '../../contract/sandbox/suite.ts';
 
 const engine = (answers: Array<Record<string, unknown> | Error>) => {
@@ -54,6 +59,14 @@ describe('the runtimes a Docker engine offers', () => {
     expect(catalog.of(inspect('kata'))).toBe('runc');
     expect(catalog.engineName('gvisor')).toBe('runsc');
     expect(catalog.engineName('runc')).toBeUndefined();
+  });
+
+  it("a gVisor container's pids limit carries gVisor's own threads, and reads back without them", () => {
+    const limits = { memoryBytes: 1, nanoCpus: 1, pids: 64, maxReadBytes: 1, maxOutputBytes: 1 };
+    expect(engineLimits('gvisor', limits).pids).toBe(64 + GVISOR_PIDS_HEADROOM);
+    expect(engineLimits('runc', limits)).toBe(limits);
+    expect(agentLimits('gvisor', { pids: 64 + GVISOR_PIDS_HEADROOM }).pids).toBe(64);
+    expect(agentLimits('runc', { pids: 64 }).pids).toBe(64);
   });
 
   it('a container under runsc keeps every hardening setting; without a runtime none is named', () => {
