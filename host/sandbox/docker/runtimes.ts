@@ -7,7 +7,8 @@
 // remade under the same runtime. Under gVisor the pids cgroup also counts gVisor's own kernel
 // (sentry, gofer: about 60 host threads for an idle sandboxd, against 13 under runc) and, on the
 // ptrace platform, a host thread per application thread: the container's PidsLimit is the
-// agent's `pids` plus GVISOR_PIDS_HEADROOM, and reads back without it.
+// agent's `pids` plus GVISOR_PIDS_HEADROOM, and reads back without it; likewise the memory
+// cgroup carries the sentry's own memory (GVISOR_MEMORY_HEADROOM on top of the agent's).
 import type Docker from 'dockerode';
 import { DEFAULT_RUNTIME, runtimeUnavailable, SANDBOX_RUNTIMES, type SandboxRuntime } from '../runtimes.ts';
 import type { SandboxLimits } from '../types.ts';
@@ -80,14 +81,26 @@ export function runtimeCatalog(
 }
 
 /** Host threads of gVisor's own kernel (sentry and gofer) a gVisor container's pids cgroup carries. */
-export const GVISOR_PIDS_HEADROOM = 128;
+export const GVISOR_PIDS_HEADROOM = 256;
+
+/** Memory of gVisor's own kernel a gVisor container's memory cgroup carries (an idle sandboxd's sentry: tens of MiB). */
+export const GVISOR_MEMORY_HEADROOM = 128 * 1024 * 1024;
 
 /** The limits a container under `runtime` is given for an agent's `limits`. */
 export const engineLimits = (runtime: SandboxRuntime | undefined, limits: SandboxLimits): SandboxLimits =>
-  runtime === 'gvisor' ? { ...limits, pids: limits.pids + GVISOR_PIDS_HEADROOM } : limits;
+  runtime === 'gvisor'
+    ? {
+        ...limits,
+        pids: limits.pids + GVISOR_PIDS_HEADROOM,
+        memoryBytes: limits.memoryBytes + GVISOR_MEMORY_HEADROOM,
+      }
+    : limits;
 
 /** The agent's limits of a container under `runtime` whose engine limits are `limits`. */
-export const agentLimits = <T extends Partial<SandboxLimits>>(runtime: SandboxRuntime, limits: T): T =>
-  runtime === 'gvisor' && limits.pids !== undefined
-    ? { ...limits, pids: Math.max(1, limits.pids - GVISOR_PIDS_HEADROOM) }
-    : limits;
+export const agentLimits = <T extends Partial<SandboxLimits>>(runtime: SandboxRuntime, limits: T): T => {
+  if (runtime !== 'gvisor') return limits;
+  const out = { ...limits };
+  if (out.pids !== undefined) out.pids = Math.max(1, out.pids - GVISOR_PIDS_HEADROOM);
+  if (out.memoryBytes !== undefined) out.memoryBytes = Math.max(1, out.memoryBytes - GVISOR_MEMORY_HEADROOM);
+  return out;
+};

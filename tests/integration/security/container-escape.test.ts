@@ -26,7 +26,10 @@ const serviceAndNeighbourStillWork = async () => {
 describeRuntimes('container escape and abuse from bash', (engine) => {
   beforeAll(async () => {
     h = await startHarness({ docker: engine().docker, config: { gvisorTenants: '*' } });
-    agentA = await h.agent(h.keyA, { sandbox: { memoryMb: 128, pids: 64, ...engine().sandbox } });
+    // gVisor's kernel keeps its file system caches in the container's memory too: 128 MiB on top
+    // of the headroom (runtimes.ts) is not enough for `find /` there, 256 is.
+    const memoryMb = engine().runtime === 'gvisor' ? 256 : 128;
+    agentA = await h.agent(h.keyA, { sandbox: { memoryMb, pids: 64, ...engine().sandbox } });
     agentB = await h.agent(h.keyB, { sandbox: engine().sandbox });
     // B runs a recognisable process that A must not see.
     await h.calls(h.keyB, agentB, [
@@ -56,7 +59,8 @@ describeRuntimes('container escape and abuse from bash', (engine) => {
     const [ifaces, routes, bashConnect, pyConnect] = out.split('\n');
     expect(ifaces?.trim()).toBe('lo');
     expect(routes).toBe('routes=0');
-    expect(bashConnect).toMatch(/unreachable/i);
+    // runc: "Network is unreachable"; gVisor's own empty network: "No route to host". At once, both.
+    expect(bashConnect).toMatch(/unreachable|no route to host/i);
     expect(pyConnect).toMatch(/unreachable|OSError/i);
   });
 
@@ -93,7 +97,7 @@ describeRuntimes('container escape and abuse from bash', (engine) => {
     const out = await sh(
       [
         'find / -xdev \\( -name "docker.sock" -o -name "containerd.sock" -o -name "*.sock" \\) 2>/dev/null | grep -v "^/proc" | head',
-        'ls /var/run/docker.sock /run/docker.sock 2>&1 | grep -c "No such file"',
+        'for s in /var/run/docker.sock /run/docker.sock; do [ -e $s ] || echo gone; done | grep -c gone',
         'grep -c docker.sock /proc/self/mountinfo',
         'env | grep -ci docker || true',
       ].join('; '),
@@ -177,7 +181,11 @@ describeRuntimes('container escape and abuse from bash', (engine) => {
       60_000,
     );
     expect(text(r)).not.toContain('ALLOCATED');
-    expect(text(r)).toMatch(/exit=(137|1)\b/);
+    // runc: the kernel kills the hog alone. gVisor: the host's OOM killer ends gVisor's kernel,
+    // which holds the hog's memory, so the whole sandbox goes (the call says so) and is remade
+    // at the next call on its workspace (docs/security.md, "gVisor").
+    if (engine().runtime === 'runc') expect(text(r)).toMatch(/exit=(137|1)\b/);
+    else expect(text(r)).toMatch(/exit=(137|1)\b|connection to sandboxd was lost/);
     await serviceAndNeighbourStillWork();
     expect(await sh('echo still-here')).toBe('still-here');
   });
@@ -207,7 +215,10 @@ describeRuntimes('container escape and abuse from bash', (engine) => {
     expect(out.split('\n')).toEqual([
       '1',
       '1',
-      'environ-refused',
+      // KNOWN GAP under gVisor (docs/security.md, "gVisor"): its procfs lets the agent's uid read
+      // sandboxd's environment (SANDBOXD_* settings only: the link token comes over stdin). Kept
+      // visible here so that a runsc that closes it fails this line and the docs are updated.
+      engine().runtime === 'gvisor' ? 'ENVIRON' : 'environ-refused',
       'stdin-refused',
       'ptrace -1 Operation not permitted',
       'Uid: 0 1000 0 1000',
@@ -238,11 +249,13 @@ describeRuntimes('container escape and abuse from bash', (engine) => {
         "node -e \"require('fs').writeFileSync('/tmp/x', '1'); console.log('node ok')\"",
       ].join('; '),
     );
+    // gVisor answers our profile's ENOSYS rules with EPERM (host/sandbox/docker/seccomp.ts).
+    const errno = engine().runtime === 'gvisor' ? 'Operation not permitted' : 'Function not implemented';
     expect(out.split('\n')).toEqual([
-      'io_uring_setup refused Function not implemented',
-      'memfd_secret refused Function not implemented',
-      'userfaultfd refused Function not implemented',
-      'mq_open refused Function not implemented',
+      `io_uring_setup refused ${errno}`,
+      `memfd_secret refused ${errno}`,
+      `userfaultfd refused ${errno}`,
+      `mq_open refused ${errno}`,
       'keyctl refused Operation not permitted',
       'lock ok',
       'git ok',
@@ -260,7 +273,8 @@ describeRuntimes('container escape and abuse from bash', (engine) => {
     const [msg, mb, flags] = out.split('\n');
     expect(msg).toBe('No space left');
     expect(Number(mb)).toBeLessThanOrEqual(64);
-    expect(flags).toBe('nosuid,nodev,noexec');
+    // gVisor's /proc/mounts does not list Docker's /dev/shm mount: the bound above is what holds there.
+    if (engine().runtime === 'runc') expect(flags).toBe('nosuid,nodev,noexec');
   });
 
   it('/tmp is size-limited', async () => {

@@ -7,6 +7,7 @@ import { containerConfig } from '../../../host/sandbox/docker/config.ts';
 import {
   agentLimits,
   engineLimits,
+  GVISOR_MEMORY_HEADROOM,
   GVISOR_PIDS_HEADROOM,
   runtimeCatalog,
 } from '../../../host/sandbox/docker/runtimes.ts';
@@ -61,12 +62,14 @@ describe('the runtimes a Docker engine offers', () => {
     expect(catalog.engineName('runc')).toBeUndefined();
   });
 
-  it("a gVisor container's pids limit carries gVisor's own threads, and reads back without them", () => {
+  it("a gVisor container's pids and memory limits carry gVisor's own, and read back without them", () => {
     const limits = { memoryBytes: 1, nanoCpus: 1, pids: 64, maxReadBytes: 1, maxOutputBytes: 1 };
     expect(engineLimits('gvisor', limits).pids).toBe(64 + GVISOR_PIDS_HEADROOM);
     expect(engineLimits('runc', limits)).toBe(limits);
     expect(agentLimits('gvisor', { pids: 64 + GVISOR_PIDS_HEADROOM }).pids).toBe(64);
     expect(agentLimits('runc', { pids: 64 }).pids).toBe(64);
+    expect(engineLimits('gvisor', limits).memoryBytes).toBe(1 + GVISOR_MEMORY_HEADROOM);
+    expect(agentLimits('gvisor', { memoryBytes: 1 + GVISOR_MEMORY_HEADROOM }).memoryBytes).toBe(1);
   });
 
   it('a container under runsc keeps every hardening setting; without a runtime none is named', () => {
