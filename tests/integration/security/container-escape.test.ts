@@ -5,6 +5,7 @@
 // memory hog, /tmp or /dev/shm filler) ends inside the agent's own limits while the service and
 // other tenants keep working.
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { until } from '../../helpers/until.ts';
 import { describeRuntimes } from '../runtimes.ts';
 import { type Harness, type Loose, startHarness, text } from './harness.ts';
 
@@ -131,7 +132,8 @@ describeRuntimes('container escape and abuse from bash', (engine) => {
     );
     expect(out.split('\n')).toEqual([
       'su-refused',
-      '1',
+      // gVisor's /proc/<pid>/status has no NoNewPrivs line; su's refusal above is what holds there.
+      ...(engine().runtime === 'gvisor' ? [] : ['1']),
       'has-setuid-files',
       'setuid-mount-refused',
       'sysctl-refused',
@@ -187,7 +189,12 @@ describeRuntimes('container escape and abuse from bash', (engine) => {
     if (engine().runtime === 'runc') expect(text(r)).toMatch(/exit=(137|1)\b/);
     else expect(text(r)).toMatch(/exit=(137|1)\b|connection to sandboxd was lost/);
     await serviceAndNeighbourStillWork();
-    expect(await sh('echo still-here')).toBe('still-here');
+    // gVisor: the calls fail until the sandbox is remade (a generous guard, not a speed claim).
+    await until(async () => (await sh('echo still-here')) === 'still-here', {
+      what: "agent A's sandbox back",
+      timeoutMs: engine().runtime === 'gvisor' ? 120_000 : 10_000,
+      intervalMs: 1000,
+    });
   });
 
   it('a tenant cannot raise its sandbox limits above the service maxima', async () => {
