@@ -80,7 +80,11 @@ export function runtimeCatalog(
   };
 }
 
-/** Host threads of gVisor's own kernel (sentry and gofer) a gVisor container's pids cgroup carries. */
+/**
+ * Host threads of gVisor's own kernel (sentry and gofer) a gVisor container's pids cgroup carries.
+ * At 128, ordinary probes of an agent with `pids` 64 ran the cgroup out, and a gVisor kernel that
+ * cannot make a thread dies with the whole sandbox (tests/integration/security, `[gvisor]`).
+ */
 export const GVISOR_PIDS_HEADROOM = 256;
 
 /** Memory of gVisor's own kernel a gVisor container's memory cgroup carries (an idle sandboxd's sentry: tens of MiB). */
