@@ -4,10 +4,11 @@
 // arguments setup gives it (scripts/setup/runsc.ts). The sandbox image is built locally, so it is
 // copied in from the main engine (docker save | docker load). The machine's main engine is never
 // stopped or reconfigured.
-// Invariants: stop() ends only the dockerd this started (by its pid), waits for it, unmounts what
-// it left under its folder and removes the folder; a start that fails stops what it started.
+// Invariants: stop() ends only the dockerd this started (by its pid), waits for it, then the
+// processes it left that name its folder (a failed start's shim), unmounts what it left under its
+// folder and removes the folder; a start that fails stops what it started.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Docker from 'dockerode';
 import { RUNSC_ARGS } from '../../scripts/setup/runsc.ts';
@@ -114,6 +115,13 @@ async function stop(child: ChildProcess, dir: string): Promise<void> {
     await exited;
     clearTimeout(late);
   }
+  // A container whose start failed can leave its shim (and runsc's processes) behind dockerd:
+  // every process whose command line names this folder is this engine's.
+  for (const pid of processesUnder(dir)) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {}
+  }
   const mounts = readFileSync('/proc/self/mounts', 'utf8')
     .split('\n')
     .map((line) => line.split(' ')[1] ?? '')
@@ -122,4 +130,18 @@ async function stop(child: ChildProcess, dir: string): Promise<void> {
   for (const target of mounts)
     await new Promise((resolve) => spawn('umount', ['-l', target], { stdio: 'ignore' }).on('exit', resolve));
   rmSync(dir, { recursive: true, force: true });
+}
+
+/** Pids of the processes whose command line names a path in `dir`. */
+function processesUnder(dir: string): number[] {
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(`${dir}/`);
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
 }
