@@ -87,6 +87,7 @@ export const defaultProvider = async (
     workspaces: await workspaceStore(config, log),
     spoolDir: config.spoolDir,
     egress,
+    engineRuntimes: { gvisor: config.gvisorRuntime },
     ...(linksOf(config, log) === undefined ? {} : { links: config.linksDir }),
     ...overrides,
     ...(pools === undefined ? {} : { owner: pools.owner }),
@@ -105,6 +106,10 @@ export const defaultProvider = async (
       return [];
     });
   log(`instance ${store.instanceId}: re-adopted ${adopted.length} agent sandbox(es)`);
+  await provider.runtimes().then(
+    (offered) => log(`sandbox runtimes the engine offers: ${offered.join(', ')}`),
+    (e: unknown) => log(`could not read the engine's runtimes: ${String(e)}`),
+  );
   return provider;
 };
 

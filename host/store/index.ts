@@ -22,8 +22,8 @@ import { createSkillStore } from './skills.ts';
 import type { Store } from './store.ts';
 import { createTeamBoardStore } from './team-board.ts';
 import { createTeamStore } from './teams.ts';
-import { createTenantSettingsStore } from './tenant-settings.ts';
 import { createTenantPurgeStore } from './tenant-purge.ts';
+import { createTenantSettingsStore } from './tenant-settings.ts';
 import { createTenantStore } from './tenants.ts';
 import { createLocalWakeBus } from './wake-port.ts';
 

@@ -10,6 +10,7 @@
 import { rm } from 'node:fs/promises';
 import type Docker from 'dockerode';
 import { SandboxError } from '../../errors.ts';
+import type { SandboxRuntime } from '../runtimes.ts';
 import type { SandboxdEgress } from '../sandboxd/client.ts';
 import type { SandboxLimits } from '../types.ts';
 import { LABEL_AGENT, LABEL_TENANT } from './config.ts';
@@ -18,6 +19,8 @@ import { makeLinkDir } from './links.ts';
 import type { Naming } from './ownership.ts';
 import type { WarmPool } from './pool.ts';
 import type { Reapable } from './reaper.ts';
+import { engineLimits, type RuntimeCatalog } from './runtimes.ts';
+import { seccompFor } from './seccomp.ts';
 import type { ConnectSandboxd, OpenSessionOptions } from './session.ts';
 import type { WorkspaceMount, WorkspaceStore } from './workspaces.ts';
 
@@ -37,6 +40,8 @@ export interface Entry extends Reapable {
   created?: boolean;
   /** Its link folder, when this process made the container (else read from its inspect). */
   link?: string;
+  /** The runtime its container runs under (a replacement is made under the same one). */
+  runtime: SandboxRuntime;
 }
 
 /** Everything but the warm pool, which is made from it (its first make() runs at once). */
@@ -67,6 +72,8 @@ export interface ProviderBase {
   workspaces: WorkspaceStore;
   /** The folder of the containers' link folders; undefined: the attach stream only. */
   links: string | undefined;
+  /** The runtimes the engine offers and their engine names. */
+  runtimes: RuntimeCatalog;
 }
 
 export interface ProviderState extends ProviderBase {
@@ -79,24 +86,30 @@ export interface MadeContainer {
   link?: string;
 }
 
-/** A new container with its workspace (a new one, or `reuse`) and, when links are on, its link folder. */
+/**
+ * A new container with its workspace (a new one, or `reuse`) and, when links are on, its link
+ * folder, under `runtime` (default: the engine's default runtime).
+ */
 export async function createContainer(
   s: ProviderBase,
   name: string,
   labels: Record<string, string>,
   limits: SandboxLimits,
   reuse?: WorkspaceMount,
+  runtime?: SandboxRuntime,
 ): Promise<MadeContainer> {
+  const engineRuntime = runtime === undefined ? undefined : s.runtimes.engineName(runtime);
   const link = s.links === undefined ? undefined : await makeLinkDir(s.links);
   try {
     const made = await createSandboxContainer(s.docker, s.workspaces, {
       image: s.image,
       name,
       labels,
-      limits,
+      limits: engineLimits(runtime, limits),
       tmpBytes: s.tmpBytes,
       ...(reuse ? { reuse } : {}),
       ...(link === undefined ? {} : { link }),
+      ...(engineRuntime === undefined ? {} : { runtime: engineRuntime, seccomp: seccompFor(runtime) }),
     });
     return link === undefined ? made : { ...made, link };
   } catch (e) {

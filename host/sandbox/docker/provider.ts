@@ -19,6 +19,7 @@
 import Docker from 'dockerode';
 import { nanoid } from 'nanoid';
 import { createResolver, WORKSPACE_ROOT } from '../paths.ts';
+import type { SandboxRuntime } from '../runtimes.ts';
 import { connectSandboxd, type SandboxdEgress } from '../sandboxd/client.ts';
 import type { IdlePauses, ProviderFlags, SandboxLimits, SandboxProvider } from '../types.ts';
 import { type AdoptOptions, adopt } from './adopt.ts';
@@ -38,6 +39,7 @@ import { createWarmPool, type WarmPool } from './pool.ts';
 import { type Entry, type ProviderBase, type ProviderState, removeWith } from './provider-state.ts';
 import { createSandbox, discardWarm, makeWarm } from './provision.ts';
 import { startReaper } from './reaper.ts';
+import { type EngineRuntimes, runtimeCatalog } from './runtimes.ts';
 import type { ConnectSandboxd } from './session.ts';
 import { containerUsage } from './usage.ts';
 import { createVolumeWorkspaces } from './workspaces/volume.ts';
@@ -106,6 +108,11 @@ export interface DockerProviderOptions {
    * attach stream only (an engine on another host cannot see this host's folders).
    */
   links?: string;
+  /**
+   * The engine's runtime name of each runtime but runc (host/sandbox/runtimes.ts); the engine
+   * offers a runtime when `docker info` lists that name. Default { gvisor: 'runsc' }.
+   */
+  engineRuntimes?: EngineRuntimes;
 }
 
 export type DockerProvider = SandboxProvider & {
@@ -117,6 +124,8 @@ export type DockerProvider = SandboxProvider & {
    * workspaces that no container uses. Never touches another instance's containers or workspaces.
    */
   adopt(options?: AdoptOptions): Promise<string[]>;
+  /** The runtimes the engine offers (runtimes.ts: `docker info`, read once it answers). */
+  runtimes(): Promise<readonly SandboxRuntime[]>;
 };
 
 export function createDockerProvider(options: DockerProviderOptions): DockerProvider {
@@ -152,6 +161,7 @@ export function createDockerProvider(options: DockerProviderOptions): DockerProv
     adoptedNames: undefined,
     workspaces,
     links: linksFolder(options.links, onError),
+    runtimes: runtimeCatalog(docker, options.engineRuntimes),
   };
   // The pool makes its first item at once: from the base, before the state that holds it exists.
   const s: ProviderState = Object.assign(base, {
@@ -196,6 +206,7 @@ export function createDockerProvider(options: DockerProviderOptions): DockerProv
     pauseWhenIdle(idle) {
       idlePauses = idle;
     },
+    runtimes: () => s.runtimes.offered(),
   };
 }
 

@@ -7,6 +7,7 @@
 // and skipped; a pooled session opened with other read and output caps than the agent's is closed
 // and opened again with the agent's.
 import { nanoid } from 'nanoid';
+import { DEFAULT_RUNTIME, type SandboxRuntime } from '../runtimes.ts';
 import type { Sandbox, SandboxLimits, SandboxSpec } from '../types.ts';
 import { detachEntry, handleOf, live, track } from './agent-live.ts';
 import { LABEL_POOL, LABEL_POOL_OWNER, resolveLimits, resourceConfig } from './config.ts';
@@ -62,13 +63,15 @@ export async function discardWarm(s: ProviderBase, item: PoolItem): Promise<void
  */
 async function provision(
   s: ProviderState,
-  agentId: string,
-  tenantId: string,
+  spec: SandboxSpec & { runtime: SandboxRuntime },
   limits: SandboxLimits,
 ): Promise<MadeContainer & { opened?: Live; renaming?: Promise<void> }> {
+  const { agentId, tenantId, runtime } = spec;
   const name = s.names.agent(agentId);
-  // A pooled workspace has the default size; a file system is not resized on assignment.
-  const attempts = limits.diskBytes === s.defaults.diskBytes ? s.pool.ready : 0;
+  // A pooled workspace has the default size (a file system is not resized on assignment), and a
+  // pooled container the default runtime.
+  const attempts =
+    limits.diskBytes === s.defaults.diskBytes && runtime === DEFAULT_RUNTIME ? s.pool.ready : 0;
   for (let i = 0; i < attempts; i++) {
     const warm = s.pool.take();
     if (!warm) break;
@@ -86,7 +89,7 @@ async function provision(
       void discardWarm(s, warm).catch(s.onError);
     }
   }
-  return createContainer(s, name, agentLabels(s, agentId, tenantId), limits);
+  return createContainer(s, name, agentLabels(s, agentId, tenantId), limits, undefined, runtime);
 }
 
 /** The provider's create(): the agent's sandbox, ready (its session open). */
@@ -95,18 +98,16 @@ export async function createSandbox(s: ProviderState, spec: SandboxSpec): Promis
   const limits = resolveLimits(defaults, s.maxima, spec.limits);
   const existing = await lookup(s, spec.agentId);
   if (existing) return handleOf(s, existing.entry, existing.id);
-  const { container, workspace, opened, renaming, link } = await provision(
-    s,
-    spec.agentId,
-    spec.tenantId,
-    limits,
-  );
+  const runtime = spec.runtime ?? DEFAULT_RUNTIME;
+  await s.runtimes.require(runtime);
+  const { container, workspace, opened, renaming, link } = await provision(s, { ...spec, runtime }, limits);
   const fresh = {
     container,
     limits,
     workspace,
     link,
     tenantId: spec.tenantId,
+    runtime,
     lastUsed: Date.now(),
     created: opened === undefined,
     ...(renaming === undefined ? {} : { renaming }),

@@ -32,8 +32,8 @@ import { createPgSessionStateStore } from './session-state.ts';
 import { createPgSkillStore } from './skills.ts';
 import { createPgTeamBoardStore } from './team-board.ts';
 import { createPgTeamStore } from './teams.ts';
-import { createPgTenantSettingsStore } from './tenant-settings.ts';
 import { createPgTenantPurgeStore } from './tenant-purge.ts';
+import { createPgTenantSettingsStore } from './tenant-settings.ts';
 import { createPgTenantStore } from './tenants.ts';
 import { redactUrl } from './url.ts';
 
