@@ -257,6 +257,13 @@ export function whenStored(s: LogState, event: SessionEvent): Promise<void> {
   const stored = new Promise<void>((resolve, reject) => {
     s.storedWaits.set(row, { resolve, reject });
   });
+  // A call waits for this row before it runs: written at the next turn, not after the batch window
+  // (what is appended in the same turn, a batch's other calls, still goes in the same write).
+  if (s.timeout !== undefined && s.failures === 0 && s.inFlight.length === 0) {
+    clearTimeout(s.timeout);
+    s.timeout = undefined;
+    s.immediate = setImmediate(runScheduled, s);
+  }
   // Asked of a log closing or closed: what it did not store by then, it never will.
   if (s.closing !== undefined) void s.closing.then(...twice(() => refuseStoredWaits(s)));
   return stored;

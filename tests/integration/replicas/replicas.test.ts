@@ -163,12 +163,21 @@ suite(`replicas on one PostgreSQL database${missing === undefined ? '' : ` [skip
     const batch = cluster
       .request(b, 'POST', `/v1/agents/${agent.id}/calls`, { calls }, { 'Idempotency-Key': key })
       .catch((error: unknown) => error);
+    let settled: unknown;
+    void batch.then((outcome) => {
+      settled = outcome;
+    });
     await until(
       async () =>
         (await events(a, agent.id)).filter((e) => e.type === 'tool.result' && e.callId !== 'start').length >=
         10,
       { what: 'the batch under way on A', timeoutMs: 60_000 },
-    );
+    ).catch((error: unknown) => {
+      // How the batch ended, if it did, and what both replicas printed.
+      throw new Error(
+        `${String(error)}\nbatch: ${JSON.stringify(settled)?.slice(0, 3000)}\nA:\n${a.lines.slice(-40).join('\n')}\nB:\n${b.lines.slice(-40).join('\n')}`,
+      );
+    });
     a.child.kill('SIGKILL');
     await exited(a.child);
     const first = await batch;
