@@ -9,11 +9,11 @@ import type Docker from 'dockerode';
 import { LABEL_TENANT } from './config.ts';
 import { limitsOf } from './containers.ts';
 import { fromDocker, isNotFound } from './errors.ts';
-import type { Entry, ProviderBase } from './provider-state.ts';
+import type { Entry, NodeBase } from './node-state.ts';
 import { workspaceOf } from './workspaces.ts';
 
 /** Whether the engine may hold a container for an agent this process does not know. */
-function mayExist(s: ProviderBase, agentId: string): boolean {
+function mayExist(s: NodeBase, agentId: string): boolean {
   return (
     s.adoptedNames === undefined ||
     s.adoptedNames.has(s.names.agent(agentId)) ||
@@ -35,7 +35,7 @@ async function inspect(
 
 /** The agent's entry and its container's id, or undefined (see the header). */
 export async function lookup(
-  s: ProviderBase,
+  s: NodeBase,
   agentId: string,
 ): Promise<{ entry: Entry; id: string } | undefined> {
   const known = s.entries.get(agentId);
@@ -54,8 +54,6 @@ export async function lookup(
       container: s.docker.getContainer(info.Id),
       limits: { ...s.defaults, ...(await limitsOf(info, s.workspaces)) },
       workspace: workspaceOf(info),
-      lastUsed: Date.now(),
-      inFlight: 0,
     };
     s.entries.set(agentId, entry);
     return { entry, id: info.Id };

@@ -1,16 +1,16 @@
-// The idle reaper: stops the containers of agents idle longer than idleMs that have no call in flight
+// The idle reaper: stops the sandboxes of agents idle longer than idleMs that have no call in flight
 // (a person attached to a terminal is one), no running job and no command running in a terminal.
 // The next call restarts them (the provider waits for a stop in progress first).
 // Invariants: at most one sweep at a time; an agent is stopped at most once per sweep, and never
-// while `inFlight > 0`.
+// while `inFlight > 0`. It runs on the control plane's side of a node: whether an agent is busy is
+// read from its sandboxd session (jobs, terminals), which only the control plane speaks to; the node
+// does the stop.
 
-import type Docker from 'dockerode';
-import { isNotModified } from './errors.ts';
 import type { Live } from './session.ts';
 
 /** The per-agent state the reaper reads and writes (the provider's entry). */
 export interface Reapable {
-  container: Docker.Container;
+  agentId: string;
   live?: Promise<Live>;
   lastUsed: number;
   /** Calls in flight. */
@@ -23,6 +23,8 @@ export interface ReaperOptions {
   idleMs: number;
   entries: () => Iterable<Reapable>;
   detach: (entry: Reapable) => Promise<void>;
+  /** Stops the agent's sandbox (the node's stop()). */
+  stop: (agentId: string) => Promise<void>;
   onError: (error: unknown) => void;
 }
 
@@ -41,9 +43,7 @@ export const reapIdle = async (o: ReaperOptions): Promise<void> => {
       if (!idle()) continue;
       entry.stopping = (async () => {
         await o.detach(entry);
-        await entry.container.stop({ t: 2 }).catch((e) => {
-          if (!isNotModified(e)) throw e;
-        });
+        await o.stop(entry.agentId);
       })().finally(() => {
         entry.stopping = undefined;
       });
