@@ -1,5 +1,5 @@
 #!/usr/bin/env -S node --no-node-snapshot
-// The command line: `serve` (the control plane) and `tenant create`. `npm start` runs `serve` after
+// The command line: `serve` (the control plane), `node` (a node agent: serve-node.ts) and `tenant create`. `npm start` runs `serve` after
 // scripts/run.sh prepared Node 24, the Docker engine and the sandbox image (and passes its tag in
 // DSH_SANDBOX_IMAGE); the prerequisites' check is `npm run doctor` (scripts/, which may import host,
 // never the reverse).
@@ -13,6 +13,8 @@ const HELP = `usage: dsh-sandbox <command> [options]
 commands:
   serve                 run the control plane (HTTP API on loopback by default)
   tenant create <name>  create a tenant and print its API key once
+  node                  run a node agent: this machine's sandboxes, served to control planes
+                        (DSH_NODE_LISTEN, DSH_NODE_CERT/KEY/CA; docs/nodes.md)
 
 options:
   --host <addr>         listen address (env DSH_HOST, default 127.0.0.1)
@@ -54,6 +56,18 @@ const main = async (argv: string[]): Promise<number> => {
         );
       const { serve } = await import('./serve.ts');
       await serve(config);
+      return 0;
+    }
+    case 'node': {
+      const { serveNodeAgent } = await import('./serve-node.ts');
+      const agent = await serveNodeAgent(config);
+      await new Promise<void>((resolve) => {
+        const stop = (): void => {
+          void agent.close().finally(resolve);
+        };
+        process.once('SIGTERM', stop);
+        process.once('SIGINT', stop);
+      });
       return 0;
     }
     case 'tenant': {

@@ -1,0 +1,236 @@
+// A remote node (docs/nodes.md): a second, private Docker engine (./engine.ts), a node agent on it
+// (`host/cli.ts node`, on loopback, mutual TLS with certificates the `openssl` command made through
+// scripts/node-certs.ts), and a control plane whose DSH_NODES names it. An agent's bash, write and
+// read calls through the control plane's API run in a container on the second engine (none on the
+// main one), over the node's spliced streams (the link socket too), and deleting the agent removes
+// its container there; a connection to the node
+// without a certificate of the cluster's CA is refused.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { request } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Docker from 'dockerode';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { loadConfig } from '../../../host/config.ts';
+import { LINK_MOUNT } from '../../../host/sandbox/docker/config.ts';
+import { createDockerProvider, LABEL_INSTANCE } from '../../../host/sandbox/docker/index.ts';
+import { connectRemoteNode } from '../../../host/sandbox/nodes/remote/client.ts';
+import type { SandboxNode } from '../../../host/sandbox/nodes/types.ts';
+import { type Running, startServer } from '../../../host/serve.ts';
+import { makeCa, makeCert } from '../../../scripts/node-certs.ts';
+import type { Loose } from '../../unit/api/harness.ts';
+import { json } from '../api/served.ts';
+import { sandboxImage } from '../sandbox/fixtures.ts';
+import { type Engine, startEngine } from './engine.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'dsh-nodes-'));
+const ca = join(dir, 'ca');
+const rogue = join(dir, 'rogue');
+let engine: Engine | undefined;
+let agent: ChildProcess | undefined;
+let server: Running | undefined;
+let url = '';
+/** The control plane's log: a link that could not be made through the node is reported there. */
+const logged: string[] = [];
+
+/** Starts `host/cli.ts node` on the second engine; resolves with the URL it prints. */
+const startNodeAgent = (host: string): Promise<string> =>
+  new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--no-node-snapshot', 'host/cli.ts', 'node'], {
+      env: {
+        ...process.env,
+        DOCKER_HOST: host,
+        DSH_NODE_LISTEN: '127.0.0.1:0',
+        DSH_NODE_CERT: join(ca, 'node-two.pem'),
+        DSH_NODE_KEY: join(ca, 'node-two.key'),
+        DSH_NODE_CA: join(ca, 'ca.pem'),
+        DSH_DATA_DIR: join(engine?.dir ?? dir, 'node-data'),
+        DSH_SANDBOX_IMAGE: sandboxImage(),
+        DSH_DISK_QUOTA: 'off',
+        DSH_POOL_SIZE: '1',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    agent = child;
+    let out = '';
+    let err = '';
+    child.stderr?.on('data', (c: Buffer) => {
+      err += c.toString();
+    });
+    child.stdout?.on('data', (c: Buffer) => {
+      out += c.toString();
+      const m = /^listening (https:\/\/\S+)$/m.exec(out);
+      if (m?.[1]) resolve(m[1]);
+    });
+    child.once('exit', (code) => reject(new Error(`the node agent exited (${code}):\n${out}\n${err}`)));
+  });
+
+/** GET-less probe of the node: POST /v1/info with `tls`; the status, or the connection's error. */
+const probe = (tls: { cert?: string; key?: string }): Promise<number | string> =>
+  new Promise((resolve) => {
+    const u = new URL(url);
+    const req = request({
+      host: u.hostname,
+      port: Number(u.port),
+      path: '/v1/info',
+      method: 'POST',
+      ca: readFileSync(join(ca, 'ca.pem')),
+      ...tls,
+      agent: false,
+      headers: { 'x-dsh-instance': 'probe' },
+    });
+    req.once('response', (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.once('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? e.message));
+    req.end('{}');
+  });
+
+beforeAll(async () => {
+  makeCa(ca);
+  makeCert(ca, ca, 'node-two', ['127.0.0.1']);
+  makeCert(ca, ca, 'control');
+  makeCa(rogue, '/CN=not-the-cluster');
+  makeCert(rogue, rogue, 'control');
+  engine = await startEngine(sandboxImage());
+  url = await startNodeAgent(engine.host);
+  const config = loadConfig(
+    {
+      host: '127.0.0.1',
+      port: 0,
+      dataDir: join(dir, 'control'),
+      poolSize: 0,
+      isolateWorkers: 1,
+      sandboxImage: sandboxImage(),
+      nodes: [{ name: 'two', url }],
+      nodeCert: join(ca, 'control.pem'),
+      nodeKey: join(ca, 'control.key'),
+      nodeCa: join(ca, 'ca.pem'),
+    },
+    {},
+  );
+  server = await startServer(config, { log: (line) => logged.push(line) });
+}, 300_000);
+
+afterAll(async () => {
+  await server?.close();
+  if (agent?.pid !== undefined && agent.exitCode === null) {
+    const exited = new Promise((r) => agent?.once('exit', r));
+    process.kill(agent.pid, 'SIGTERM');
+    await exited;
+  }
+  await engine?.stop();
+  rmSync(dir, { recursive: true, force: true });
+}, 120_000);
+
+it('runs an agent on the remote node: bash, write and read through the API, its container on the second engine only', async () => {
+  const running = server as Running;
+  const key = (await running.store.tenants.createTenant('nodes')).apiKey;
+  const http = async (path: string, body?: unknown): Promise<Loose> => {
+    const res = await json(running, key, body === undefined ? 'GET' : 'POST', path, body);
+    expect(res.status, `${path}: ${JSON.stringify(res.json)}`).toBeLessThan(300);
+    return res.json;
+  };
+  const created = await http('/v1/agents', { preset: 'standard' });
+  const call = async (name: string, args: Record<string, unknown>): Promise<Loose> => {
+    const r = await http(`/v1/agents/${created.id}/calls`, { calls: [{ id: name, name, arguments: args }] });
+    expect(r.results[0].ok, JSON.stringify(r.results[0])).toBe(true);
+    return r.results[0];
+  };
+  const text = (r: Loose): string => (r.content ?? []).map((p: Loose) => p.text ?? '').join('');
+
+  await call('write', { file_path: 'notes/hello.txt', content: 'from the control plane\n' });
+  expect(
+    text(await call('bash', { command: 'cat notes/hello.txt; echo ran-here', description: 'read it' })),
+  ).toMatch(/from the control plane\s+ran-here/);
+  await call('bash', {
+    command: 'head -c 300000 /dev/zero | tr "\\0" x > big.txt',
+    description: 'a bigger file',
+  });
+  expect(text(await call('read', { file_path: 'notes/hello.txt' }))).toContain('from the control plane');
+  expect(text(await call('bash', { command: 'wc -c < big.txt', description: 'its size' }))).toContain(
+    '300000',
+  );
+
+  const mine = { filters: { label: [`${LABEL_INSTANCE}=${running.store.instanceId}`] } };
+  const there = await (engine as Engine).docker.listContainers(mine);
+  const placed = there.find((c) => c.Names.some((n) => n.includes('-agent-')));
+  // It has a link folder: the session was offered the link through the node.
+  expect(placed?.Mounts.map((m) => m.Destination)).toContain(LINK_MOUNT);
+  expect(await new Docker().listContainers({ all: true, ...mine })).toEqual([]);
+  // The sessions ran over the sandbox's link socket, spliced by the node (none fell back).
+  expect(logged.filter((line) => /attach stream serves instead|link was not made/.test(line))).toEqual([]);
+  expect(logged).toContain(`sandboxes: on node two (${url})`);
+
+  // Deleting the agent removes its container on the node.
+  expect((await json(running, key, 'DELETE', `/v1/agents/${created.id}`)).status).toBe(204);
+  const left = await (engine as Engine).docker.listContainers({ all: true, ...mine });
+  expect(left.filter((c) => c.Id === placed?.Id)).toEqual([]);
+});
+
+it('refuses connections without a certificate of the cluster CA, and serves one with it', async () => {
+  expect(await probe({})).not.toBe(200);
+  expect(
+    await probe({
+      cert: readFileSync(join(rogue, 'control.pem'), 'utf8'),
+      key: readFileSync(join(rogue, 'control.key'), 'utf8'),
+    }),
+  ).not.toBe(200);
+  expect(
+    await probe({
+      cert: readFileSync(join(ca, 'control.pem'), 'utf8'),
+      key: readFileSync(join(ca, 'control.key'), 'utf8'),
+    }),
+  ).toBe(200);
+});
+
+it('moves the session to the link through the node: the channel offers it and sandboxd dials it', async () => {
+  const pem = (name: string): string => readFileSync(join(ca, name), 'utf8');
+  const node = await connectRemoteNode({
+    name: 'two',
+    url,
+    instance: 'linkcheck',
+    cert: pem('control.pem'),
+    key: pem('control.key'),
+    ca: pem('ca.pem'),
+  });
+  let linked = 0;
+  const spied: SandboxNode<never> = {
+    ...node,
+    async open(agentId, options) {
+      const channel = await node.open(agentId, options);
+      const link = channel.link;
+      if (!link) return channel;
+      return {
+        ...channel,
+        async link() {
+          const offer = await link();
+          void offer.accepted.then(
+            () => linked++,
+            () => {},
+          );
+          return offer;
+        },
+      };
+    },
+  };
+  const errors: unknown[] = [];
+  const provider = createDockerProvider({
+    image: sandboxImage(),
+    instance: 'linkcheck',
+    node: spied,
+    onError: (e) => errors.push(e),
+  });
+  try {
+    const sandbox = await provider.create({ agentId: 'a1', tenantId: 't1' });
+    expect((await sandbox.exec('echo over-the-link')).stdout).toBe('over-the-link\n');
+    expect(linked).toBe(1);
+    expect(errors).toEqual([]);
+    await provider.destroy('a1');
+    expect(await node.find('a1')).toBeUndefined();
+  } finally {
+    await provider.close();
+  }
+});
