@@ -41,6 +41,13 @@ export async function openAgent(
       data: { agentId },
     });
   if (entry.stopping) await entry.stopping;
+  const pending = entry.pending;
+  entry.pending = undefined;
+  if (pending !== undefined) {
+    // A pooled container's channel, open since the pool made it: no attach on the way to ready.
+    if (!options.restart && !(await settled(pending.closed))) return pending;
+    pending.close();
+  }
   const created = entry.created === true && !options.restart;
   entry.created = false;
   try {
@@ -54,6 +61,10 @@ export async function openAgent(
   if (entry.workspace) await s.workspaces.ready(entry.workspace);
   return channelOf(s, entry, true);
 }
+
+/** Whether `p` has settled (a closed channel), looked at without waiting for it. */
+const settled = (p: Promise<void>): Promise<boolean> =>
+  Promise.race([p.then(() => true), new Promise<boolean>((r) => setImmediate(() => r(false)))]);
 
 /** Whether `e` (or, when it says something else, an inspect now) shows the container is gone. */
 async function vanished(entry: Entry, e: unknown): Promise<boolean> {

@@ -37,6 +37,8 @@ export interface Entry {
   link?: string;
   /** A stop in progress (open() waits for it). */
   stopping?: Promise<void>;
+  /** A pooled container's open channel, nobody's yet (no warm hook): the next open() takes it. */
+  pending?: SandboxdChannel;
 }
 
 /**

@@ -148,7 +148,10 @@ export function createDockerNode(options: DockerNodeOptions): DockerNode {
     async close() {
       await s.pool.close();
       await s.workspaces.dropSpares?.(s.names.own);
-      for (const entry of s.entries.values()) await entry.renaming;
+      for (const entry of s.entries.values()) {
+        entry.pending?.close();
+        await entry.renaming;
+      }
       s.entries.clear();
     },
   };

@@ -7,7 +7,7 @@
 // (a file system is not resized); a pooled one that fails to be assigned is discarded, reported
 // and skipped; what the warm hook made for a pooled one goes to the caller with it.
 import { nanoid } from 'nanoid';
-import type { NodeSandboxSpec, Placed } from '../nodes/types.ts';
+import type { NodeSandboxSpec, Placed, SandboxdChannel } from '../nodes/types.ts';
 import type { SandboxLimits } from '../types.ts';
 import { openChannel } from './channel.ts';
 import { LABEL_POOL, LABEL_POOL_OWNER, resourceConfig } from './config.ts';
@@ -65,7 +65,7 @@ async function provision(
   agentId: string,
   tenantId: string,
   limits: SandboxLimits,
-): Promise<MadeContainer & { warm?: unknown; renaming?: Promise<void> }> {
+): Promise<MadeContainer & { warm?: unknown; renaming?: Promise<void>; pending?: SandboxdChannel }> {
   const name = s.names.agent(agentId);
   // A pooled workspace has the default size; a file system is not resized on assignment.
   const attempts = limits.diskBytes === s.defaults.diskBytes ? s.pool.ready : 0;
@@ -80,9 +80,9 @@ async function provision(
       const renaming = item.container.rename({ name }).catch((e: unknown) => {
         s.onError(fromDocker(e, 'Naming an assigned pooled sandbox', { agentId }));
       });
-      // Nothing made on its channel (no warm hook): nobody holds the channel any more.
-      if (item.warm === undefined) item.channel.close();
-      return { container: item.container, workspace: item.workspace, warm: item.warm, renaming };
+      // Nothing made on its channel (no warm hook): the agent's first open() takes the channel.
+      const pending = item.warm === undefined ? item.channel : undefined;
+      return { container: item.container, workspace: item.workspace, warm: item.warm, renaming, pending };
     } catch (e) {
       s.onError(fromDocker(e, 'Assigning a pooled sandbox (a new one is made instead)', { agentId }));
       void discardWarm(s, item).catch(s.onError);
@@ -96,7 +96,7 @@ export async function ensureSandbox(s: NodeState, spec: NodeSandboxSpec): Promis
   const existing = await lookup(s, spec.agentId);
   if (existing) return { id: existing.id, limits: existing.entry.limits, found: true };
   const { limits } = spec;
-  const { container, workspace, warm, renaming, link } = await provision(
+  const { container, workspace, warm, renaming, link, pending } = await provision(
     s,
     spec.agentId,
     spec.tenantId,
@@ -110,10 +110,12 @@ export async function ensureSandbox(s: NodeState, spec: NodeSandboxSpec): Promis
     tenantId: spec.tenantId,
     created: renaming === undefined, // a pooled container runs already
     destroyed: false,
+    pending,
     ...(renaming === undefined ? {} : { renaming }),
   };
   // A known entry whose container vanished takes the new one.
   const entry: Entry | undefined = s.entries.get(spec.agentId);
+  entry?.pending?.close();
   if (entry) Object.assign(entry, fresh);
   else s.entries.set(spec.agentId, { agentId: spec.agentId, ...fresh });
   return { id: container.id, limits, ...(warm === undefined ? {} : { warm }) };
