@@ -26,12 +26,15 @@ import type {
   ExecResult,
   HostRequest,
   OpenTerminalOptions,
+  PauseMode,
+  PauseView,
   RequestAnswer,
   RequestKind,
   TerminalInfo,
   Tool,
   ToolCall,
   ToolResult,
+  ToolResultOf,
 } from './types.ts';
 
 export interface CallOptions {
@@ -85,8 +88,13 @@ export class DshAgent {
     const id = info.id;
     this.requests = {
       list: async (state) =>
-        (await ok(api.GET('/v1/agents/{id}/requests', { params: { path: { id }, query: { state } } })))
-          .requests,
+        (
+          await ok(
+            api.GET('/v1/agents/{id}/requests', {
+              params: { path: { id }, query: state === undefined ? {} : { state } },
+            }),
+          )
+        ).requests,
       get: (rid) => ok(api.GET('/v1/agents/{id}/requests/{rid}', { params: { path: { id, rid } } })),
       answer: (rid, body) =>
         ok(api.POST('/v1/agents/{id}/requests/{rid}', { params: { path: { id, rid } }, body })),
@@ -113,7 +121,7 @@ export class DshAgent {
       this.#transport.api.POST('/v1/agents/{id}/exec', {
         params: { path: { id: this.id } },
         body: { command, ...rest },
-        ...(signal === undefined ? {} : { signal }),
+        ...this.#transport.cancelledBy(signal),
       }),
     );
   }
@@ -126,17 +134,18 @@ export class DshAgent {
 
   /**
    * Runs one tool call and returns its result; a call that ran and failed (unknown tool, invalid
-   * arguments, denied, …) throws a DshToolError with the stable code.
+   * arguments, denied, …) throws a DshToolError with the stable code. The result's `value` is typed
+   * for the built-in tools of ToolValues (`run_code`: `{ logs, value }`).
    */
-  async call(
-    name: string,
+  async call<N extends string>(
+    name: N,
     args: Record<string, unknown> = {},
     options: CallOptions = {},
-  ): Promise<ToolResult> {
+  ): Promise<ToolResultOf<N>> {
     const [result] = await this.batch([{ name, arguments: args }], options);
     if (result === undefined) throw new DshError('INTERNAL', 'The service answered a call with no result.');
     if (!result.ok) throw new DshToolError(result);
-    return result;
+    return result as ToolResultOf<N>;
   }
 
   /**
@@ -163,7 +172,7 @@ export class DshAgent {
             const call = this.#transport.api.POST('/v1/agents/{id}/calls', {
               params,
               body,
-              signal: options.signal,
+              ...this.#transport.cancelledBy(options.signal),
             });
             return (await ok(call)).results;
           }
@@ -233,6 +242,26 @@ export class DshAgent {
    */
   async usage(): Promise<AgentUsage> {
     return ok(this.#transport.api.GET('/v1/agents/{id}/usage', { params: { path: { id: this.id } } }));
+  }
+
+  /**
+   * Pauses the agent: its sandbox stopped (`stop`, default: no CPU, no memory held; processes,
+   * jobs, terminals and /tmp lost) or frozen (`freeze`: processes kept, memory held), its files
+   * kept. The answer says what it keeps, lost and holds. Its next call resumes it, unless the
+   * tenant's settings refuse (`AGENT_PAUSED`). Pausing a paused agent changes nothing.
+   */
+  async pause(mode: PauseMode = 'stop'): Promise<PauseView> {
+    return ok(
+      this.#transport.api.POST('/v1/agents/{id}/pause', {
+        params: { path: { id: this.id } },
+        body: { mode },
+      }),
+    );
+  }
+
+  /** Starts a paused agent again and waits until its sandbox answers; a running agent stays as it is. */
+  async resume(): Promise<PauseView> {
+    return ok(this.#transport.api.POST('/v1/agents/{id}/resume', { params: { path: { id: this.id } } }));
   }
 
   /** Deletes the agent, its sandbox and its children. */

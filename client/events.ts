@@ -1,9 +1,10 @@
 // Following an agent's durable log over server-sent events, with resume: every event's seq is its
 // SSE id, so after a broken connection, a `shutdown` of the service or a refused reconnect (503)
 // the next request says `Last-Event-ID: <last seq seen>` and the service replays exactly what
-// came after (without reconnecting, the iteration just ends where the stream did). Invariants: events come in seq order, none twice (a seq at or below the last one
-// seen is dropped), none skipped; the iteration ends when the agent is deleted, when `signal`
-// aborts or when the consumer stops (which closes the connection).
+// came after (without reconnecting, the iteration just ends where the stream did). Invariants:
+// events come in seq order, none twice (a seq at or below the last one seen is dropped), none
+// skipped; the iteration ends when the agent is deleted, when `signal` aborts (no event is yielded
+// after that) or when the consumer stops (which closes the connection).
 import { isDshError } from './errors.ts';
 import { pathOf, type Transport } from './http.ts';
 import { readSse } from './sse.ts';
@@ -44,6 +45,8 @@ export async function* followEvents(
           signal,
         });
         for await (const message of readSse(response.body ?? new ReadableStream())) {
+          // Messages already read arrive together: none is handed out once the signal aborted.
+          if (signal.aborted) return;
           if (message.event === 'event') {
             const event = JSON.parse(message.data) as AgentEvent;
             retry = firstRetry;

@@ -86,7 +86,7 @@ export class AgentFiles {
     const response = await this.#transport.request(this.#url(route, path), {
       method: 'PUT',
       headers: { 'Content-Type': type },
-      body: body as RequestInit['body'],
+      body: body as NonNullable<RequestInit['body']>,
     });
     return (await response.json()) as R;
   }

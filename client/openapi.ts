@@ -62,6 +62,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tenants/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get tenant
+         * @description Needs the admin key. One tenant and its state (active, deleting, deleted); while deleting, `remaining` counts what is left by kind.
+         */
+        get: operations["getTenant"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/agents/{id}/terminals/{tid}": {
         parameters: {
             query?: never;
@@ -158,6 +178,46 @@ export interface paths {
          * @description Resolves the tools the model sees once and keeps them as a step: POST /calls naming `step` runs against exactly this set (a tool added, replaced or removed since is UNKNOWN_TOOL). Steps expire (`expiresAt`; then STEP_NOT_FOUND); an agent keeps its 16 newest.
          */
         post: operations["openStep"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/{id}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pause agent
+         * @description Pauses the agent: its sandbox stopped (or frozen), its workspace kept, the pause kept across restarts. The answer says what it keeps, what it lost and what it still holds. Its next call resumes it (the call pays the start), or answers 409 AGENT_PAUSED where the tenant's settings say `pause.onCall: "refuse"` (GET/PUT /v1/settings). Pausing a paused agent changes nothing and answers its pause.
+         */
+        post: operations["pauseAgent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/{id}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume agent
+         * @description Starts (or thaws) a paused agent and waits until its sandbox answers, so its next call pays nothing more. Resuming a running agent changes nothing.
+         */
+        post: operations["resumeAgent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -800,6 +860,158 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get settings
+         * @description The tenant's settings, defaults filled in.
+         */
+        get: operations["getSettings"];
+        /**
+         * Put settings
+         * @description Replaces the tenant's settings whole (a field left out takes its default). Other replicas on the same database follow within 10 s.
+         */
+        put: operations["putSettings"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tenants/{id}/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List tenant keys
+         * @description Needs the admin key. The tenant's API keys, revoked and expired ones included.
+         */
+        get: operations["listTenantKeys"];
+        put?: never;
+        /**
+         * Create tenant key
+         * @description Needs the admin key. A further key for an active tenant.
+         */
+        post: operations["createTenantKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tenants/{id}/keys/{keyId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke tenant key
+         * @description Needs the admin key. Revokes one of the tenant's keys (its last one too); refused from the next request.
+         */
+        delete: operations["revokeTenantKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List own keys
+         * @description The calling tenant's API keys, revoked and expired ones included (never a key itself).
+         */
+        get: operations["listOwnKeys"];
+        put?: never;
+        /**
+         * Create own key
+         * @description A further key for the calling tenant (rotation: create, move clients, revoke the old one).
+         */
+        post: operations["createOwnKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/keys/{keyId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke own key
+         * @description Revokes one of the calling tenant's keys; it is refused from the next request. The last live key only with ?lastKey=true.
+         */
+        delete: operations["revokeOwnKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tenants/{id}/limits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Set tenant limits
+         * @description Needs the admin key. Replaces the tenant's quotas: `agents` bounds its live top-level agents (a create past it answers LIMIT_EXCEEDED; agents it has already stay). `{}` clears them.
+         */
+        put: operations["setTenantLimits"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/limits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get own limits
+         * @description The calling tenant's quotas as the operator set them (absent: no such bound) and what it uses of them.
+         */
+        get: operations["getOwnLimits"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -808,7 +1020,7 @@ export interface components {
         ErrorBody: {
             error: {
                 /** @enum {string} */
-                code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                 message: string;
                 /** @description The error's structured detail, on client errors (4xx) that have one: e.g. `currentRevision` of REVISION_CONFLICT, `limit` and `max` of CHILD_LIMIT_EXCEEDED, `issues` of BAD_REQUEST, `retryAfterS` of RATE_LIMITED. Never sent with 5xx errors. */
                 data?: {
@@ -951,7 +1163,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -969,7 +1181,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -1000,6 +1212,16 @@ export interface operations {
                             id: string;
                             name: string;
                             createdAt: number;
+                            /** @enum {string} */
+                            state: "active" | "deleting" | "deleted";
+                            deletingSince?: number;
+                            deletedAt?: number;
+                            quotas?: {
+                                agents?: number;
+                            };
+                            remaining?: {
+                                [key: string]: number;
+                            };
                         }[];
                     };
                 };
@@ -1013,7 +1235,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -1031,7 +1253,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -1069,6 +1291,7 @@ export interface operations {
                         id: string;
                         name: string;
                         apiKey: string;
+                        keyId?: string;
                     };
                 };
             };
@@ -1082,7 +1305,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -1100,7 +1323,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -1110,6 +1333,98 @@ export interface operations {
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
+            503: components["responses"]["ShuttingDown"];
+            504: components["responses"]["Timeout"];
+        };
+    };
+    getTenant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tenant */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        createdAt: number;
+                        /** @enum {string} */
+                        state: "active" | "deleting" | "deleted";
+                        deletingSince?: number;
+                        deletedAt?: number;
+                        quotas?: {
+                            agents?: number;
+                        };
+                        remaining?: {
+                            [key: string]: number;
+                        };
+                    };
+                };
+            };
+            /** @description Wrong admin key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
+                            message: string;
+                            data?: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description No admin key configured */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
+                            message: string;
+                            data?: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description No such tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
+                            message: string;
+                            data?: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
             503: components["responses"]["ShuttingDown"];
             504: components["responses"]["Timeout"];
         };
@@ -1175,10 +1490,25 @@ export interface operations {
                             createdAt: number;
                             state?: {
                                 /**
-                                 * @description none: no sandbox made yet; starting: being created or re-adopted; ready: held by this instance; gone: one was made but this instance holds none (the next use re-adopts or remakes it). A child sharing its parent's workspace shows the parent's.
+                                 * @description none: no sandbox made yet; starting: being created or re-adopted; ready: held by this instance; gone: one was made but this instance holds none (the next use re-adopts or remakes it); paused: paused (POST /v1/agents/:id/pause, or idle past the tenant's setting). A child sharing its parent's workspace shows the parent's.
                                  * @enum {string}
                                  */
-                                sandbox: "none" | "starting" | "ready" | "gone";
+                                sandbox: "none" | "starting" | "ready" | "gone" | "paused";
+                                /** @description While paused: how, since when, by whom */
+                                pause?: {
+                                    /**
+                                     * @description stop: container stopped; freeze: processes frozen
+                                     * @enum {string}
+                                     */
+                                    mode: "stop" | "freeze";
+                                    /** @description When it was paused (epoch ms) */
+                                    at: number;
+                                    /**
+                                     * @description api: POST …/pause; idle: the tenant's idle setting
+                                     * @enum {string}
+                                     */
+                                    by: "api" | "idle";
+                                };
                                 /** @description Call batches of the agent running now */
                                 batches: number;
                                 /** @description When its last batch started or ended on this instance (epoch ms) */
@@ -1286,10 +1616,25 @@ export interface operations {
                         createdAt: number;
                         state?: {
                             /**
-                             * @description none: no sandbox made yet; starting: being created or re-adopted; ready: held by this instance; gone: one was made but this instance holds none (the next use re-adopts or remakes it). A child sharing its parent's workspace shows the parent's.
+                             * @description none: no sandbox made yet; starting: being created or re-adopted; ready: held by this instance; gone: one was made but this instance holds none (the next use re-adopts or remakes it); paused: paused (POST /v1/agents/:id/pause, or idle past the tenant's setting). A child sharing its parent's workspace shows the parent's.
                              * @enum {string}
                              */
-                            sandbox: "none" | "starting" | "ready" | "gone";
+                            sandbox: "none" | "starting" | "ready" | "gone" | "paused";
+                            /** @description While paused: how, since when, by whom */
+                            pause?: {
+                                /**
+                                 * @description stop: container stopped; freeze: processes frozen
+                                 * @enum {string}
+                                 */
+                                mode: "stop" | "freeze";
+                                /** @description When it was paused (epoch ms) */
+                                at: number;
+                                /**
+                                 * @description api: POST …/pause; idle: the tenant's idle setting
+                                 * @enum {string}
+                                 */
+                                by: "api" | "idle";
+                            };
                             /** @description Call batches of the agent running now */
                             batches: number;
                             /** @description When its last batch started or ended on this instance (epoch ms) */
@@ -1307,7 +1652,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -1359,10 +1704,25 @@ export interface operations {
                         createdAt: number;
                         state?: {
                             /**
-                             * @description none: no sandbox made yet; starting: being created or re-adopted; ready: held by this instance; gone: one was made but this instance holds none (the next use re-adopts or remakes it). A child sharing its parent's workspace shows the parent's.
+                             * @description none: no sandbox made yet; starting: being created or re-adopted; ready: held by this instance; gone: one was made but this instance holds none (the next use re-adopts or remakes it); paused: paused (POST /v1/agents/:id/pause, or idle past the tenant's setting). A child sharing its parent's workspace shows the parent's.
                              * @enum {string}
                              */
-                            sandbox: "none" | "starting" | "ready" | "gone";
+                            sandbox: "none" | "starting" | "ready" | "gone" | "paused";
+                            /** @description While paused: how, since when, by whom */
+                            pause?: {
+                                /**
+                                 * @description stop: container stopped; freeze: processes frozen
+                                 * @enum {string}
+                                 */
+                                mode: "stop" | "freeze";
+                                /** @description When it was paused (epoch ms) */
+                                at: number;
+                                /**
+                                 * @description api: POST …/pause; idle: the tenant's idle setting
+                                 * @enum {string}
+                                 */
+                                by: "api" | "idle";
+                            };
                             /** @description Call batches of the agent running now */
                             batches: number;
                             /** @description When its last batch started or ended on this instance (epoch ms) */
@@ -1381,7 +1741,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -1423,7 +1783,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -1477,7 +1837,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -1535,7 +1895,189 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
+                            message: string;
+                            data?: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ShuttingDown"];
+            504: components["responses"]["Timeout"];
+        };
+    };
+    pauseAgent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description stop (default): the container stopped, no CPU and no memory held; its processes, background jobs, terminals and /tmp end. freeze: its processes frozen in place (the engine's freezer), no CPU but their memory held; they carry on at resume.
+                     * @enum {string}
+                     */
+                    mode?: "stop" | "freeze";
+                };
+            };
+        };
+        responses: {
+            /** @description The pause */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        agentId: string;
+                        paused: boolean;
+                        pause?: {
+                            /**
+                             * @description stop: container stopped; freeze: processes frozen
+                             * @enum {string}
+                             */
+                            mode: "stop" | "freeze";
+                            /** @description When it was paused (epoch ms) */
+                            at: number;
+                            /**
+                             * @description api: POST …/pause; idle: the tenant's idle setting
+                             * @enum {string}
+                             */
+                            by: "api" | "idle";
+                        };
+                        /** @description While paused: what it keeps */
+                        kept?: string[];
+                        /** @description While paused: what the pause ended */
+                        lost?: string[];
+                        /** @description While paused: what it still holds on the host */
+                        holds?: string[];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description No such agent for this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
+                            message: string;
+                            data?: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description AGENT_BUSY: a call, transfer or terminal of the agent is in flight; AGENT_SHARES_WORKSPACE: a child working in its parent's workspace (pause the parent) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
+                            message: string;
+                            data?: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ShuttingDown"];
+            504: components["responses"]["Timeout"];
+        };
+    };
+    resumeAgent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The agent, running */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        agentId: string;
+                        paused: boolean;
+                        pause?: {
+                            /**
+                             * @description stop: container stopped; freeze: processes frozen
+                             * @enum {string}
+                             */
+                            mode: "stop" | "freeze";
+                            /** @description When it was paused (epoch ms) */
+                            at: number;
+                            /**
+                             * @description api: POST …/pause; idle: the tenant's idle setting
+                             * @enum {string}
+                             */
+                            by: "api" | "idle";
+                        };
+                        /** @description While paused: what it keeps */
+                        kept?: string[];
+                        /** @description While paused: what the pause ended */
+                        lost?: string[];
+                        /** @description While paused: what it still holds on the host */
+                        holds?: string[];
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description No such agent for this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
+                            message: string;
+                            data?: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description AGENT_BUSY: a call, transfer or terminal of the agent is in flight; AGENT_SHARES_WORKSPACE: a child working in its parent's workspace (pause the parent) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -1602,7 +2144,7 @@ export interface operations {
                             value?: unknown;
                             error?: {
                                 /** @enum {string} */
-                                code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                                code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                                 message: string;
                             };
                             durationMs: number;
@@ -1626,7 +2168,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -1645,7 +2187,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -1663,7 +2205,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -1682,7 +2224,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -1757,7 +2299,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -1804,7 +2346,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -1921,7 +2463,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -1941,7 +2483,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -1998,7 +2540,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -2140,7 +2682,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -2163,7 +2705,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -2285,7 +2827,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -2305,7 +2847,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -2366,7 +2908,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -2742,7 +3284,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -2811,7 +3353,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -2829,7 +3371,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -2879,7 +3421,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -2927,7 +3469,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -2975,7 +3517,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -3038,7 +3580,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -3118,7 +3660,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -3175,7 +3717,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -3226,7 +3768,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -3285,7 +3827,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -3332,7 +3874,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -3384,7 +3926,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -3403,7 +3945,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -3439,10 +3981,25 @@ export interface operations {
                         id: string;
                         state: {
                             /**
-                             * @description none: no sandbox made yet; starting: being created or re-adopted; ready: held by this instance; gone: one was made but this instance holds none (the next use re-adopts or remakes it). A child sharing its parent's workspace shows the parent's.
+                             * @description none: no sandbox made yet; starting: being created or re-adopted; ready: held by this instance; gone: one was made but this instance holds none (the next use re-adopts or remakes it); paused: paused (POST /v1/agents/:id/pause, or idle past the tenant's setting). A child sharing its parent's workspace shows the parent's.
                              * @enum {string}
                              */
-                            sandbox: "none" | "starting" | "ready" | "gone";
+                            sandbox: "none" | "starting" | "ready" | "gone" | "paused";
+                            /** @description While paused: how, since when, by whom */
+                            pause?: {
+                                /**
+                                 * @description stop: container stopped; freeze: processes frozen
+                                 * @enum {string}
+                                 */
+                                mode: "stop" | "freeze";
+                                /** @description When it was paused (epoch ms) */
+                                at: number;
+                                /**
+                                 * @description api: POST …/pause; idle: the tenant's idle setting
+                                 * @enum {string}
+                                 */
+                                by: "api" | "idle";
+                            };
                             /** @description Call batches of the agent running now */
                             batches: number;
                             /** @description When its last batch started or ended on this instance (epoch ms) */
@@ -3481,7 +4038,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -3536,7 +4093,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -3554,7 +4111,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -3572,7 +4129,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -3633,7 +4190,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -3652,7 +4209,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -3712,7 +4269,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -3766,7 +4323,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -3820,7 +4377,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -3902,7 +4459,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -3972,7 +4529,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -4066,7 +4623,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -4085,7 +4642,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -4105,7 +4662,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -4173,7 +4730,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -4216,7 +4773,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -4305,7 +4862,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -4384,7 +4941,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -4429,7 +4986,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -4564,7 +5121,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL";
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
                             message: string;
                             data?: {
                                 [key: string]: unknown;
@@ -4575,6 +5132,650 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             413: components["responses"]["PayloadTooLarge"];
+            503: components["responses"]["ShuttingDown"];
+            504: components["responses"]["Timeout"];
+        };
+    };
+    getSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The settings */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        pause: {
+                            idleSeconds: number;
+                            /** @enum {string} */
+                            onCall: "resume" | "refuse";
+                        };
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            503: components["responses"]["ShuttingDown"];
+            504: components["responses"]["Timeout"];
+        };
+    };
+    putSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    pause?: {
+                        /** @description Seconds an agent may stay idle (no call, no running background job, no command running in a terminal) before it is paused (mode stop); 0 (default): never. Checked every 5 s; never later than the service's own idle stop (15 min). */
+                        idleSeconds?: number;
+                        /**
+                         * @description A call to a paused agent: resume (default) resumes it on the way, the call paying the start; refuse answers 409 AGENT_PAUSED until POST /v1/agents/:id/resume.
+                         * @enum {string}
+                         */
+                        onCall?: "resume" | "refuse";
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description The settings now */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        pause: {
+                            idleSeconds: number;
+                            /** @enum {string} */
+                            onCall: "resume" | "refuse";
+                        };
+                    };
+                };
+            };
+            /** @description Invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
+                            message: string;
+                            data?: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            503: components["responses"]["ShuttingDown"];
+            504: components["responses"]["Timeout"];
+        };
+    };
+    listTenantKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Its keys, oldest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        keys: {
+                            id: string;
+                            tenantId: string;
+                            prefix: string;
+                            createdAt: number;
+                            name?: string;
+                            expiresAt?: number;
+                            revokedAt?: number;
+                        }[];
+                    };
+                };
+            };
+            /** @description Wrong admin key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
+                            message: string;
+                            data?: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description No admin key configured */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
+                            message: string;
+                            data?: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description No such tenant (or key of it) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
+                            message: string;
+                            data?: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            503: components["responses"]["ShuttingDown"];
+            504: components["responses"]["Timeout"];
+        };
+    };
+    createTenantKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name?: string;
+                    expiresAt?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Created; `apiKey` is shown this once */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        apiKey: string;
+                        name?: string;
+                        expiresAt?: number;
+                    };
+                };
+            };
+            /** @description A name that is empty or too long, or an expiry not in the future */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
+                            message: string;
+                            data?: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description Wrong admin key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
+                            message: string;
+                            data?: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description No admin key configured */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
+                            message: string;
+                            data?: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description No such tenant (or key of it) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
+                            message: string;
+                            data?: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            503: components["responses"]["ShuttingDown"];
+            504: components["responses"]["Timeout"];
+        };
+    };
+    revokeTenantKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                keyId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Wrong admin key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
+                            message: string;
+                            data?: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description No admin key configured */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
+                            message: string;
+                            data?: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description No such tenant (or key of it) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
+                            message: string;
+                            data?: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            503: components["responses"]["ShuttingDown"];
+            504: components["responses"]["Timeout"];
+        };
+    };
+    listOwnKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Its keys, oldest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        keys: {
+                            id: string;
+                            tenantId: string;
+                            prefix: string;
+                            createdAt: number;
+                            name?: string;
+                            expiresAt?: number;
+                            revokedAt?: number;
+                        }[];
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            503: components["responses"]["ShuttingDown"];
+            504: components["responses"]["Timeout"];
+        };
+    };
+    createOwnKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name?: string;
+                    expiresAt?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Created; `apiKey` is shown this once */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        apiKey: string;
+                        name?: string;
+                        expiresAt?: number;
+                    };
+                };
+            };
+            /** @description A name that is empty or too long, or an expiry not in the future */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
+                            message: string;
+                            data?: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            503: components["responses"]["ShuttingDown"];
+            504: components["responses"]["Timeout"];
+        };
+    };
+    revokeOwnKey: {
+        parameters: {
+            query?: {
+                lastKey?: "true" | "false";
+            };
+            header?: never;
+            path: {
+                keyId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description No such live key for this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
+                            message: string;
+                            data?: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description The tenant's last live key, and lastKey=true was not given */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
+                            message: string;
+                            data?: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            503: components["responses"]["ShuttingDown"];
+            504: components["responses"]["Timeout"];
+        };
+    };
+    setTenantLimits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    agents?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description The tenant, with its quotas */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        createdAt: number;
+                        /** @enum {string} */
+                        state: "active" | "deleting" | "deleted";
+                        deletingSince?: number;
+                        deletedAt?: number;
+                        quotas?: {
+                            agents?: number;
+                        };
+                        remaining?: {
+                            [key: string]: number;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Wrong admin key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
+                            message: string;
+                            data?: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description No admin key configured */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
+                            message: string;
+                            data?: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description No such tenant, or it was deleted */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE";
+                            message: string;
+                            data?: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            503: components["responses"]["ShuttingDown"];
+            504: components["responses"]["Timeout"];
+        };
+    };
+    getOwnLimits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Its quotas and usage */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        quotas: {
+                            agents?: number;
+                        };
+                        usage: {
+                            agents: number;
+                        };
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
             503: components["responses"]["ShuttingDown"];
             504: components["responses"]["Timeout"];
         };

@@ -1,6 +1,9 @@
 // Answering host requests (approvals of `ask` calls, remote tool calls, subagents, user questions,
-// …) with a handler: onRequest lists what is pending, then follows the agent's events and, for each
-// `request.created` of the kinds asked for, reads the request and posts the handler's answer.
+// …) with a handler: onRequest notes where the agent's log ends (or starts from the caller's
+// `after`), lists what is pending, then follows the log's events from that point and, for each
+// `request.created` of the kinds asked for, reads the request and posts the handler's answer. The
+// end is read before the list, so a request made meanwhile is in the list or in the events (once,
+// by `seen`); a listener never reads the log from its beginning.
 // Invariants: each request reaches the handler at most once per listener; one settled meanwhile
 // (answered elsewhere, expired, cancelled) is skipped, and losing the race to another answer
 // (CONFLICT, REQUEST_EXPIRED) is not an error; a handler that throws leaves the request pending
@@ -12,6 +15,8 @@ import type { AgentEvent, HostRequest, RequestAnswer, RequestKind, RequestOf } f
 /** What a listener needs of the agent (DshAgent implements it). */
 export interface RequestSource {
   events(options?: EventsOptions): AsyncIterable<AgentEvent>;
+  /** The agent's usage; its `log.events` is the seq of the log's last event. */
+  usage(): Promise<{ log: { events: number } }>;
   requests: {
     list(state?: HostRequest['state']): Promise<HostRequest[]>;
     get(requestId: string): Promise<HostRequest>;
@@ -27,6 +32,11 @@ export type RequestHandler<K extends RequestKind> = (
 export interface OnRequestOptions {
   /** Stops the listener when it aborts. */
   signal?: AbortSignal;
+  /**
+   * Follow the log's events after this seq (requests pending now are answered whatever it is).
+   * Default: the log's end when the listener starts, so the log before it is never read.
+   */
+  after?: number;
   /** Told about a handler that threw or an answer that failed. Default: console.error. */
   onError?: (error: unknown, request?: HostRequest) => void;
 }
@@ -70,12 +80,13 @@ export function listenForRequests<K extends RequestKind>(
   }
 
   async function follow(): Promise<void> {
-    // Settled requests are marked seen so that replaying the log does not fetch each one.
+    const after = options.after ?? (await source.usage()).log.events;
+    // Settled requests are marked seen so that the events after `after` do not fetch each one.
     for (const request of await source.requests.list()) {
       if (request.state === 'pending') dispatch(request);
       else seen.add(request.id);
     }
-    for await (const event of source.events({ signal })) {
+    for await (const event of source.events({ signal, after })) {
       if (event.type !== 'request.created') continue;
       const data = event.data as { requestId?: unknown; kind?: unknown };
       if (typeof data.requestId !== 'string' || seen.has(data.requestId)) continue;

@@ -57,3 +57,40 @@ export type OpenTerminalOptions = BodyOf<'openTerminal'>;
 export type TerminalInfo = JsonOf<'openTerminal', 201>;
 /** One directory of the workspace as `agent.files.list` answers it: entries sorted by name, at most 1,000. */
 export type DirectoryListing = JsonOf<'listDirectory', 200>;
+/** What pausing or resuming an agent answers: whether it is paused, how, and what it keeps, lost and holds. */
+export type PauseView = JsonOf<'pauseAgent', 200>;
+/** How an agent is paused: `stop` (default) or `freeze`. */
+export type PauseMode = NonNullable<BodyOf<'pauseAgent'>['mode']>;
+
+// Written here rather than read off the document: /openapi.json types every result's `value` as
+// any JSON, since it depends on the tool. tests/unit/client/tool-values.test.ts pins each of these
+// to the value type of the service's own tool definition.
+
+/** A JSON value. */
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+
+/** run_code's `value`: the lines the program logged (console.log, …) and what it returned (absent for undefined). */
+export interface RunCodeValue {
+  logs: string[];
+  value?: JsonValue;
+}
+
+/**
+ * The `value` of the built-in tools whose result has a fixed shape, by tool name. A result whose
+ * value a policy withheld (`redacted`) or a failed call has none.
+ */
+export interface ToolValues {
+  run_code: RunCodeValue;
+  /** A finished command, or the job a `run_in_background` call started. */
+  bash:
+    | { stdout: string; stderr: string; exitCode: number | null; timedOut: boolean; truncated: boolean }
+    | { jobId: string; status: string };
+  read: { file_path: string; content: string; startLine: number; lineCount: number; totalLines: number };
+  write: { file_path: string; bytes: number; created: boolean };
+  ask_user_question: { answers: { id: string; question: string; answer: string[] }[] };
+}
+
+/** The result of a call of tool `N`: its `value` typed when `N` is one of ToolValues, else ToolResult. */
+export type ToolResultOf<N extends string> = N extends keyof ToolValues
+  ? Omit<ToolResult, 'value'> & { value?: ToolValues[N] }
+  : ToolResult;

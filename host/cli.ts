@@ -1,10 +1,22 @@
-#!/usr/bin/env -S node --no-node-snapshot
-// The command line: `serve` (the control plane), `node` (a node agent: serve-node.ts) and `tenant create`. `npm start` runs `serve` after
-// scripts/run.sh prepared Node 24, the Docker engine and the sandbox image (and passes its tag in
-// DSH_SANDBOX_IMAGE); the prerequisites' check is `npm run doctor` (scripts/, which may import host,
+#!/bin/sh
+':' //; n=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null); [ "${n:-0}" -ge 24 ] 2>/dev/null || { echo "dsh-sandbox: needs Node.js 24 or later, and node on PATH is $(node --version 2>/dev/null || echo missing); install Node.js 24, or run npm start, which fetches it" >&2; exit 1; }; exec node --no-node-snapshot "$0" "$@"
+// The command line: `serve` (the control plane), `node` (a node agent: serve-node.ts), the admin
+// commands `tenants` and `keys` (cli-admin.ts; `tenant create` is the older spelling of
+// `tenants create`) and `doctor`.
+// `npm start` runs `serve` after scripts/run.sh prepared Node 24, the Docker engine and the sandbox
+// image (and passes its tag in DSH_SANDBOX_IMAGE). Run as a program (`./host/cli.ts`, the package's
+// bin), the file is first read by sh (line 2, a string and a comment to JavaScript): an older Node
+// on PATH gets one line saying what to do instead of a loader error on the .ts extension. `doctor`
+// runs the prerequisites' check of scripts/ in a process of its own (scripts may import host,
 // never the reverse).
 
+import { spawn } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { enableCompileCache } from 'node:module';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { ADMIN_USAGE, runAdmin } from './cli-admin.ts';
 import { loadConfig, portFrom, unknownSettings } from './config.ts';
 import { settingsHelp } from './settings-text.ts';
 
@@ -12,18 +24,30 @@ const HELP = `usage: dsh-sandbox <command> [options]
 
 commands:
   serve                 run the control plane (HTTP API on loopback by default)
-  tenant create <name>  create a tenant and print its API key once
   node                  run a node agent: this machine's sandboxes, served to control planes
                         (DSH_NODE_LISTEN, DSH_NODE_CERT/KEY/CA; docs/nodes.md)
+${ADMIN_USAGE}
+  doctor                             check the prerequisites (Node, Docker, the sandbox image, ...); same as npm run doctor
 
 options:
   --host <addr>         listen address (env DSH_HOST, default 127.0.0.1)
   --port <n>            port (env DSH_PORT, default 7070; 0 picks a free one)
   --data-dir <dir>      data directory (env DSH_DATA_DIR, default ./.data)
+  --name, --expires-at  of a new key (keys create)
+  --agents <n|none>     a tenant's agent quota (tenants limits)
   -h, --help            this text
 
 settings (serve), from the environment; docs/configuration.md says more of each:
 ${settingsHelp()}`;
+
+/** `npm run doctor`'s check (scripts/main.ts) under this Node; its exit code. */
+const doctor = (): Promise<number> =>
+  new Promise((resolve) => {
+    const main = fileURLToPath(new URL('../scripts/main.ts', import.meta.url));
+    const child = spawn(process.execPath, ['--no-node-snapshot', main, 'doctor'], { stdio: 'inherit' });
+    child.once('error', () => resolve(1));
+    child.once('exit', (code) => resolve(code ?? 1));
+  });
 
 const main = async (argv: string[]): Promise<number> => {
   const { values, positionals } = parseArgs({
@@ -34,6 +58,9 @@ const main = async (argv: string[]): Promise<number> => {
       host: { type: 'string' },
       port: { type: 'string' },
       'data-dir': { type: 'string' },
+      name: { type: 'string' },
+      'expires-at': { type: 'string' },
+      agents: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -54,6 +81,12 @@ const main = async (argv: string[]): Promise<number> => {
         process.stderr.write(
           `dsh-sandbox: warning: ${unknown.join(', ')} ${unknown.length === 1 ? 'is' : 'are'} set but no setting of the service (a typo?); see docs/configuration.md\n`,
         );
+      // Node's compile cache, in the data directory (mode 0700, the operator's; made first so that
+      // the cache does not make it with looser bits): a warm start reads the modules' type-stripped
+      // source and V8 code from it instead of stripping and compiling them all again (about half the
+      // CPU of loading the service). serve.ts flushes it once listening.
+      mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+      enableCompileCache(join(config.dataDir, 'compile-cache'));
       const { serve } = await import('./serve.ts');
       await serve(config);
       return 0;
@@ -90,6 +123,15 @@ const main = async (argv: string[]): Promise<number> => {
       }
       return 0;
     }
+    case 'tenants':
+    case 'keys':
+      return runAdmin(config, command, rest, {
+        ...(values.name === undefined ? {} : { name: values.name }),
+        ...(values['expires-at'] === undefined ? {} : { expiresAt: values['expires-at'] }),
+        ...(values.agents === undefined ? {} : { agents: values.agents }),
+      });
+    case 'doctor':
+      return doctor();
     default:
       process.stderr.write(`unknown command "${command}"\n${HELP}`);
       return 2;

@@ -119,6 +119,13 @@ export const ERROR_CODES = {
   REQUEST_TIMEOUT: 504,
   CONFIG_INVALID: 500,
   INTERNAL: 500,
+  // pause and resume (host/agents/service/pause.ts)
+  /** The agent is paused and its tenant's settings say calls do not resume it: POST …/resume first. */
+  AGENT_PAUSED: 409,
+  /** The agent has a call, transfer or terminal in flight: pause it once that is done. */
+  AGENT_BUSY: 409,
+  /** A child that works in its parent's workspace has no sandbox of its own to pause: pause the parent. */
+  AGENT_SHARES_WORKSPACE: 409,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

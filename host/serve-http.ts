@@ -25,6 +25,7 @@ import type { IsolateHost } from './isolates/index.ts';
 import type { DockerProvider } from './sandbox/docker/index.ts';
 import type { Store } from './store/index.ts';
 import { replicaShareOf } from './store/replica-share.ts';
+import type { TenantDeletion } from './tenants/deletion.ts';
 import { trustedProxies } from './trusted-proxies.ts';
 
 /** The workspaces' file system, one statfs per scrape (a per-workspace figure would be one per agent). */
@@ -48,6 +49,8 @@ export interface ServerAppParts {
   fair: FairScheduler;
   /** Replicas: forwarded requests checked, other replicas' agents forwarded (api/forward/route.ts). */
   replicas?: ReplicaDeps;
+  /** DELETE /v1/tenants/:id (tenants/deletion.ts). */
+  tenantDeletion?: TenantDeletion;
 }
 
 const shareOf = (store: Store, config: Config) => {
@@ -94,6 +97,7 @@ export function createServerApp(config: Config, parts: ServerAppParts): Hono<Api
           workspaceDisk: () => diskOf(config.workspacesDir),
         }),
     mcpOrigins: config.mcpOrigins,
+    ...(parts.tenantDeletion === undefined ? {} : { tenantDeletion: parts.tenantDeletion }),
     ...(config.adminKey === undefined ? {} : { adminKey: config.adminKey }),
     ...(config.metricsKey === undefined ? {} : { metricsKey: config.metricsKey }),
     authThrottle: createAuthThrottle({

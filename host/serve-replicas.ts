@@ -140,7 +140,8 @@ export const wireOwnership = (
   { agents, store }: { agents: AgentService; store: Store },
   log: (line: string) => void,
 ): void => {
-  ownership.onTakeover(async ({ familyId, agentIds }) => {
+  ownership.onTakeover(async ({ familyId, agentIds, epoch }) => {
+    log(`family ${familyId}: taken at epoch ${epoch}`);
     // The calls its former owner left running end INTERRUPTED, before anything of it runs here.
     const repaired = repairLine(
       await repairInterruptedCalls(store.events, { sessionIds: agentIds, requests: store.requests }),

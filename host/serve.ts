@@ -9,6 +9,7 @@
 // serve-http.ts (the app and the HTTP server); the shutdown order lives here, in close().
 
 import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { flushCompileCache } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { createConnectionGuard } from './api/connections.ts';
@@ -30,10 +31,13 @@ import { defaultProvider, poolOwnersOf, sandboxImageOf, startEgress } from './se
 import { connectStore, storeSecretsKey } from './store/connect.ts';
 import type { Store } from './store/index.ts';
 import { isPostgresUrl } from './store/pg/url.ts';
+import { createTenantDeletion } from './tenants/deletion.ts';
 import { repairInterruptedCalls, repairLine } from './tools/interrupted.ts';
 
 export const VERSION = '0.1.0';
 export const DEFAULT_KEY_FILE = 'default-tenant.key';
+/** How often the service looks for tenants whose deletion it should run (one asked through the CLI). */
+export const DELETION_POLL_MS = 10_000;
 
 export interface StartOptions {
   /**
@@ -167,6 +171,16 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
     log,
   );
   if (ownership !== undefined) wireOwnership(ownership, { agents, store }, log);
+  // Tenants being deleted go on in the background; one a crash left half done is resumed below.
+  const tenantDeletion = createTenantDeletion({
+    tenants: store.tenants,
+    purge: store.tenantPurge,
+    events: store.events,
+    agents: store.agents,
+    service: agents,
+    onError: (id, e) =>
+      log(`tenant ${id}: deletion failed, retried in 5 s: ${e instanceof Error ? e.message : String(e)}`),
+  });
   // Connections without a valid key cannot take the last ones, nor stay silent (api/connections.ts).
   const connections = createConnectionGuard({
     maxConnections: config.maxConnections,
@@ -187,6 +201,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
     lifecycle,
     connections,
     fair,
+    tenantDeletion,
     ...(ownership === undefined || secretsKey === undefined
       ? {}
       : {
@@ -203,6 +218,8 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
   const { address, port } = server.address() as AddressInfo;
   const host = address.includes(':') ? `[${address}]` : address;
   await ownership?.start(replicaUrlOf(config, port));
+  const resumed = await tenantDeletion.watch(DELETION_POLL_MS);
+  if (resumed > 0) log(`resuming the deletion of ${resumed} tenant(s)`);
 
   let closing: Promise<void> | undefined;
   const close = () => {
@@ -212,6 +229,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
       scheduler?.close(); // schedules stay stored; the next start fires what fell due meanwhile
       for (const ws of wss.clients) ws.close(1001, 'server shutting down');
       const idle = setInterval(() => server.closeIdleConnections(), 50);
+      await tenantDeletion.close(); // after its current step; the rest at the next start
       await agents.close(config.shutdownGraceMs);
       const hard = setTimeout(() => server.closeAllConnections(), 5000);
       await closed;
@@ -233,6 +251,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
 export const serve = async (config: Config): Promise<void> => {
   const running = await startServer(config);
   process.stdout.write(`dsh-sandbox listening on ${running.url}\n`);
+  flushCompileCache(); // what this start compiled, for the next one (a no-op unless cli.ts enabled it)
   await new Promise<void>((resolve) => {
     let firstAt = 0;
     const stop = () => {

@@ -307,7 +307,7 @@ export const SETTINGS = {
     section: 'service',
     shown: '`./.data`',
     default: () => '.data',
-    help: "store (with this instance's id), default tenant key, dockerd log",
+    help: "store (with this instance's id), default tenant key, dockerd log, Node's compile cache (`compile-cache/`: the service's modules stripped and compiled, for a quicker next start)",
   }),
   database: text({
     env: 'DSH_DB',

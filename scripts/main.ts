@@ -3,16 +3,29 @@
 // tests), test, serve, doctor, bench.
 
 import { spawn } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { enableCompileCache } from 'node:module';
 import { join } from 'node:path';
 import { loadConfig } from '../host/config.ts';
-import { ensureDockerEngine } from './setup/docker-engine.ts';
-import { doctor } from './setup/doctor.ts';
 import { log } from './setup/exec.ts';
-import { ensureSandboxImage } from './setup/image.ts';
-import { ensurePostgres } from './setup/postgres.ts';
 
 const ROOT = join(import.meta.dirname, '..');
+
+// Node's compile cache for this launcher's own modules (the setup steps, dockerode, esbuild's API),
+// in the data directory beside the service's (host/cli.ts), before they load: every `npm start`
+// runs through here. Only this process: its children (tests, benches) do not inherit it. A
+// configuration the service would refuse leaves it off (the command reports it).
+try {
+  const { dataDir } = loadConfig();
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  enableCompileCache(join(dataDir, 'compile-cache'));
+} catch {
+  // an invalid setting: the command that reads it says so
+}
+const { ensureDockerEngine } = await import('./setup/docker-engine.ts');
+const { doctor } = await import('./setup/doctor.ts');
+const { ensureSandboxImage } = await import('./setup/image.ts');
+const { ensurePostgres } = await import('./setup/postgres.ts');
 
 /** Docker engine and sandbox image; returns the image tag. */
 const setup = async (): Promise<string> => {

@@ -16,6 +16,8 @@
 // outlives its parent, none keeps working in a workspace about to be destroyed).
 // The parts are wired from service/parts.ts (those that reach each other late) over one state
 // (service/state.ts, which also deletes, appends messages and closes); service/types.ts holds the shapes.
+// Pauses (service/pause.ts): an agent's sandbox stopped or frozen with its workspace kept, the pause
+// in its record; a call resumes it or is refused (AGENT_PAUSED) as its tenant's settings say.
 // Invariants: another tenant's agent reads as NOT_FOUND; results come back in call order; once
 // delete() has marked an agent deleted nothing runs for it any more (service/deletion.ts).
 
@@ -24,13 +26,15 @@ import { createRegistryRuntime } from './runtime.ts';
 import { createBatches } from './service/batches.ts';
 import { createAgentCreation } from './service/create.ts';
 import { createMcpServerService } from './service/mcp.ts';
-import { deletionFor, liveAgentsFor, pluginHostFor, teamServiceFor } from './service/parts.ts';
+import { deletionFor, liveAgentsFor, pausesFor, pluginHostFor, teamServiceFor } from './service/parts.ts';
 import { createAgentLookup, createDeletionMarks, toAgent } from './service/records.ts';
 import { createRemoteRegistration } from './service/remote.ts';
 import { createSandboxBinding } from './service/sandbox.ts';
 import { type AgentServiceState, appendMessages, closeService, removeAgent } from './service/state.ts';
 import type { AgentService, AgentServiceOptions } from './service/types.ts';
 import { createAgentUsage } from './service/usage.ts';
+import { createTenantSettings } from './tenant-settings.ts';
+import type { Agent } from './types.ts';
 
 export type { AgentService, AgentServiceOptions } from './service/types.ts';
 
@@ -41,7 +45,8 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
     throw new SandboxError('CONFIG_INVALID', 'createAgentService needs a registry (or a runtime).');
   const marks = createDeletionMarks(store.agents);
   const lookup = createAgentLookup(store.agents, marks);
-  const sandboxes = createSandboxBinding({ provider, agents: store.agents, marks });
+  const beforeBind = (agent: Agent) => state.pauses.admit(agent);
+  const sandboxes = createSandboxBinding({ provider, agents: store.agents, marks, beforeBind });
   // The parts below are filled in, in this order, before anything reads them (service/state.ts).
   const state = {
     options,
@@ -65,6 +70,8 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
     ...(options.observe ? { observe: options.observe } : {}),
   });
   state.deletion = deletionFor(state);
+  state.settings = createTenantSettings(store.tenantSettings);
+  state.pauses = pausesFor(state);
   state.create = createAgentCreation({
     agents: store.agents,
     live: state.live,
@@ -76,7 +83,7 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
   // In the background: a run it cannot resume now stays as stored, for the next start. With
   // replicas, the replica taking a family over resumes its runs (options.children.resumeAtStart).
   if (options.children?.resumeAtStart !== false) void state.teams?.resume().catch(() => undefined);
-  const { live, batches, deletion } = state;
+  const { live, batches, deletion, pauses } = state;
 
   return {
     create: (tenantId, input) => state.create(tenantId, input),
@@ -105,6 +112,7 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
     async call(agent, calls, callOptions) {
       // After a restart, an agent's calls wait until its running plugins are back (their tools with them).
       await state.plugins?.ready(agent.id);
+      await pauses.admit(agent);
       return batches.call(agent, calls, callOptions);
     },
     sandbox: sandboxes.of,
@@ -123,6 +131,7 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
           batches.abortMoved(id);
           live.retire(id);
           lookup.forget(id);
+          pauses.forget([id]);
           await sandboxes.release(id);
           await state.plugins?.releaseAgent(tenantId, id);
         }),
@@ -139,7 +148,10 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
       ...(options.mcpLimitsOf ? { limitsOf: options.mcpLimitsOf } : {}),
       remote: options.egress !== undefined,
     }),
-    usage: createAgentUsage({ agents: store.agents, provider, sandboxes, batches }),
+    usage: createAgentUsage({ agents: store.agents, provider, sandboxes, batches, pauses }),
+    pause: async (tenantId, id, mode) => pauses.pause(await lookup.get(tenantId, id), mode),
+    resume: async (tenantId, id) => pauses.resume(await lookup.get(tenantId, id)),
+    settings: state.settings,
     liveSandboxes: sandboxes.size,
     inFlight: batches.size,
     close: (graceMs) => closeService(state, graceMs),

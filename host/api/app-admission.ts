@@ -127,9 +127,9 @@ export function useV1Limits(app: Hono<ApiEnv>, state: AppState): void {
   });
   app.use('/v1/*', async function jsonLimit(c, next) {
     const method = c.req.method;
-    // Uploads are PUTs bounded by their own limit; PUT /v1/egress is JSON like any other body.
-    if ((method === 'PUT' && c.req.path !== '/v1/egress') || method === 'GET' || method === 'HEAD')
-      return next();
+    // Uploads are PUTs bounded by their own limit; PUT /v1/egress and /v1/settings are JSON like any other body.
+    const jsonPut = c.req.path === '/v1/egress' || c.req.path === '/v1/settings';
+    if ((method === 'PUT' && !jsonPut) || method === 'GET' || method === 'HEAD') return next();
     // A declared length settles it without the body: hono's bodyLimit would ask for the body
     // first, which turns @hono/node-server's request into a whole web Request over a stream.
     const length = c.req.header('content-length');

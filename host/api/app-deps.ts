@@ -9,6 +9,7 @@ import type { EgressSettings } from '../egress/settings.ts';
 import type { SkillCatalog } from '../skills/catalog.ts';
 import type { Store } from '../store/index.ts';
 import type { ReplicaShare } from '../store/replica-share.ts';
+import type { TenantDeletion } from '../tenants/deletion.ts';
 import type { ScheduleService } from '../tools/builtin/index.ts';
 import type { AuthThrottle } from './auth-throttle.ts';
 import type { ConnectionGuard } from './connections.ts';
@@ -51,7 +52,8 @@ export interface AppDeps {
   startedAt: number;
   version: string;
   /** With `search`, GET /v1/agents/:id/usage and GET /v1/admin/workspaces are served. */
-  store: Pick<Store, 'tenants' | 'events' | 'requests'> & Partial<Pick<Store, 'search' | 'callBatches'>>;
+  store: Pick<Store, 'tenants' | 'events' | 'requests'> &
+    Partial<Pick<Store, 'search' | 'callBatches' | 'agents'>>;
   agents: AgentService;
   /** Admin key for POST /v1/tenants; none turns that route off. */
   adminKey?: string;
@@ -76,6 +78,8 @@ export interface AppDeps {
   connections?: ConnectionGuard;
   /** The agents' schedules (GET and DELETE /v1/agents/:id/schedules); none leaves those routes out. */
   schedules?: ScheduleService;
+  /** Tenant deletion in the background (DELETE /v1/tenants/:id); none leaves that route out. */
+  tenantDeletion?: TenantDeletion;
   /** Browser origins admitted to the MCP endpoints besides this machine's own (DSH_MCP_ORIGINS). */
   mcpOrigins?: readonly string[];
   /** The tenants' skill catalogs (/v1/skills); none leaves those routes out. */

@@ -1,6 +1,6 @@
 // The gauges of the control plane's /metrics that createApp (./app.ts) registers: sandboxes, call
-// batches, isolate workers, the warm pool, pending host requests, workspace disk, HTTP connections
-// and failed key attempts. Each reads its source when /metrics is scraped; none holds state here.
+// batches, isolate workers, the warm pool, pending host requests, workspace disk, HTTP connections,
+// failed key attempts and agents per tenant. Each reads its source when /metrics is scraped; none holds state here.
 
 import type { AppState } from './app-deps.ts';
 import type { ConnectionGuard } from './connections.ts';
@@ -67,4 +67,12 @@ export function registerAppGauges(state: AppState): void {
     'Key attempts refused unchecked since start: their address had failed too often (AUTH_THROTTLED).',
     () => throttle.stats().refused,
   );
+  const agentStore = deps.store.agents;
+  if (agentStore !== undefined) {
+    metrics.labelledGauge('dsh_agents', 'Live agents per tenant (children included).', 'tenant', async () => {
+      const counts: Record<string, number> = {};
+      for (const { tenantId } of await agentStore.listAll()) counts[tenantId] = (counts[tenantId] ?? 0) + 1;
+      return counts;
+    });
+  }
 }

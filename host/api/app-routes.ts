@@ -12,6 +12,7 @@ import type { ApiEnv } from './env.ts';
 import { routeSlot } from './forward/route.ts';
 import { createTenantLimiter, tenantConcurrency } from './limits.ts';
 import { finishDocument, type OpenApiDocument } from './openapi.ts';
+import { agentQuota } from './quotas.ts';
 import { agentRoutes } from './routes/agents.ts';
 import { callRoutes } from './routes/calls.ts';
 import { egressRoutes } from './routes/egress.ts';
@@ -19,12 +20,16 @@ import { eventRoutes } from './routes/events.ts';
 import { execRoutes } from './routes/exec.ts';
 import { fileRemoveRoutes } from './routes/file-remove.ts';
 import { fileRoutes } from './routes/files.ts';
+import { adminKeyRoutes, ownKeyRoutes } from './routes/keys.ts';
+import { adminLimitRoutes, ownLimitRoutes } from './routes/limits.ts';
 import { mcpRoutes } from './routes/mcp.ts';
 import { mcpServerRoutes } from './routes/mcp-servers.ts';
+import { pauseRoutes } from './routes/pause.ts';
 import { pluginRoutes } from './routes/plugins.ts';
 import { requestRoutes } from './routes/requests.ts';
 import { scheduleRoutes } from './routes/schedules.ts';
 import { sessionRoutes } from './routes/session.ts';
+import { settingsRoutes } from './routes/settings.ts';
 import { skillRoutes } from './routes/skills.ts';
 import { teamRoutes } from './routes/teams.ts';
 import { tenantRoutes } from './routes/tenants.ts';
@@ -37,7 +42,7 @@ import { usageRoutes } from './routes/usage.ts';
 export function mountV1Routes(app: Hono<ApiEnv>, state: AppState): void {
   const { deps, limits, metrics, lifecycle, connections } = state;
   const forward = routeSlot(deps.replicas);
-  app.route('/', tenantRoutes(deps.store.tenants, deps.adminKey));
+  app.route('/', tenantRoutes(deps.store.tenants, deps.adminKey, deps.tenantDeletion));
 
   // Terminal WebSockets authenticate themselves (browsers cannot send the header) and hold no
   // request slot while open; registered first, they answer before the header auth below.
@@ -60,7 +65,9 @@ export function mountV1Routes(app: Hono<ApiEnv>, state: AppState): void {
   const tenantScoped = (path: string): void => useTenantScope(app, state, concurrency, path);
   // `/v1/agents/*` matches `/v1/agents` itself too: one registration, so one slot per request.
   tenantScoped('/v1/agents/*');
+  app.use('/v1/agents', agentQuota(deps.store.tenants, deps.agents));
   app.route('/', agentRoutes(deps.agents));
+  app.route('/', pauseRoutes(deps.agents));
   app.route(
     '/',
     callRoutes(
@@ -114,6 +121,14 @@ export function mountV1Routes(app: Hono<ApiEnv>, state: AppState): void {
     tenantScoped('/v1/egress');
     app.route('/', egressRoutes(deps.egress));
   }
+  tenantScoped('/v1/settings');
+  app.route('/', settingsRoutes(deps.agents));
+  app.route('/', adminKeyRoutes(deps.store.tenants, deps.adminKey));
+  tenantScoped('/v1/keys/*');
+  app.route('/', ownKeyRoutes(deps.store.tenants));
+  app.route('/', adminLimitRoutes(deps.store.tenants, deps.adminKey));
+  tenantScoped('/v1/limits');
+  app.route('/', ownLimitRoutes(deps.store.tenants, deps.agents));
 }
 
 /** GET /openapi.json: the description of `app`, generated on first request and kept. */

@@ -5,7 +5,7 @@
 // Decisions on a key, in order:
 // - held by a batch running in THIS process (same key, same body): wait for it, answer the same;
 // - the store's claim wins: run the batch, then store its answer (an error too, except the ones a
-//   client is told to retry, 429/502/503: those free the key, since nothing was run);
+//   client is told to retry, 429/502/503, and AGENT_PAUSED: those free the key, since nothing was run);
 // - the stored row has another body hash: IDEMPOTENCY_KEY_REUSED (422);
 // - the stored row is done: its answer, at once, as a replay;
 // - the stored row is running under another boot id whose process still runs (holderAlive):
@@ -182,7 +182,10 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
         },
         async failed(error) {
           const answer = outcomeOfError(error);
-          if (RETRYABLE.has(answer.status)) await batches.release(batch, bootId).catch(() => undefined);
+          // A paused agent that refused the batch ran nothing of it either: after a resume the same key runs it.
+          const unrun =
+            RETRYABLE.has(answer.status) || (error as { code?: unknown })?.code === 'AGENT_PAUSED';
+          if (unrun) await batches.release(batch, bootId).catch(() => undefined);
           else await batches.settle(batch, bootId, answer).catch(() => false);
           finish(answer);
         },

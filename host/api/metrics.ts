@@ -6,7 +6,10 @@
 // the app's parts read at every scrape (sandboxes, pool, host requests, terminals, disk, the log).
 // Invariants: label values are bounded (route patterns, not paths; tool names collapse client
 // ones); a gauge whose reader throws reads NaN for that scrape; registering a gauge name again
-// replaces the earlier reader (an app made twice over one registry keeps one family).
+// replaces the earlier reader (an app made twice over one registry keeps one family). Names follow
+// Prometheus' rules (`promtool check metrics`): a counter's ends in `_total`, nothing else's does
+// (prom-client's `nodejs_active_*_total` gauges are left out: `nodejs_active_*` says the same by
+// type), pinned by tests/unit/api/metrics-names.test.ts.
 import {
   Counter,
   collectDefaultMetrics,
@@ -33,6 +36,16 @@ export interface Metrics {
   workerRestart(reason: string): void;
   /** Registers a gauge read at every scrape (a reader that answers with a promise is awaited). */
   gauge(name: string, help: string, read: () => number | Promise<number>): void;
+  /**
+   * Registers a counter with one label, read at every scrape from a count kept elsewhere (the
+   * store): `{ labelValue: count }`, each count only growing. `name` ends in `_total`.
+   */
+  labelledCount(
+    name: string,
+    help: string,
+    label: string,
+    read: () => Record<string, number> | Promise<Record<string, number>>,
+  ): void;
   /** Registers a gauge with one label read at every scrape: `{ labelValue: value }`. */
   labelledGauge(
     name: string,
@@ -115,9 +128,19 @@ function createInstruments(registers: Registry[], options: MetricsOptions) {
   return { calls, callSeconds, errors, requests, requestSeconds, rateLimited, streams, restarts };
 }
 
+/** prom-client's default gauges named like counters; each has a `nodejs_active_*` twin by type. */
+const GAUGES_NAMED_TOTAL = [
+  'nodejs_active_handles_total',
+  'nodejs_active_requests_total',
+  'nodejs_active_resources_total',
+];
+
 export const createMetrics = (options: MetricsOptions = {}): Metrics => {
   const registry = new Registry();
-  if (options.process ?? true) collectDefaultMetrics({ register: registry });
+  if (options.process ?? true) {
+    collectDefaultMetrics({ register: registry });
+    for (const name of GAUGES_NAMED_TOTAL) registry.removeSingleMetric(name);
+  }
   const registers = [registry];
   const { calls, callSeconds, errors, requests, requestSeconds, rateLimited, streams, restarts } =
     createInstruments(registers, options);
@@ -162,6 +185,26 @@ export const createMetrics = (options: MetricsOptions = {}): Metrics => {
             value = Number.NaN;
           }
           this.set(value);
+        },
+      });
+    },
+    labelledCount(name, help, label, read) {
+      replacing(name);
+      new Counter({
+        name,
+        help,
+        labelNames: [label],
+        registers,
+        async collect() {
+          let values: Record<string, number>;
+          try {
+            values = await read();
+          } catch {
+            this.reset();
+            return;
+          }
+          this.reset();
+          for (const [value, n] of Object.entries(values)) this.inc({ [label]: value }, n);
         },
       });
     },
@@ -217,13 +260,13 @@ export const withLogUsage = (metrics: Metrics, usage: () => Promise<TenantLogUsa
     if (first === undefined) throw new Error('no tenant yet');
     return first.budget;
   });
-  metrics.labelledGauge(
+  metrics.labelledCount(
     'dsh_store_payloads_dropped_total',
     'Large values not kept because their tenant was over budget (a count since the tenant was made).',
     'tenant',
     perTenant((u) => u.dropped),
   );
-  metrics.labelledGauge(
+  metrics.labelledCount(
     'dsh_store_appends_refused_total',
     'Events refused (calls not run) because their tenant was over budget (a count since the tenant was made).',
     'tenant',

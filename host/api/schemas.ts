@@ -32,9 +32,62 @@ export const Health = v.object({ ok: v.boolean(), version: v.string(), uptimeMs:
 export const CreateTenant = v.strictObject({
   name: v.pipe(v.string(), v.trim(), v.minLength(1), v.maxLength(200)),
 });
-export const TenantCreated = v.object({ id: v.string(), name: v.string(), apiKey: v.string() });
-export const TenantList = v.object({
-  tenants: v.array(v.object({ id: v.string(), name: v.string(), createdAt: v.number() })),
+export const TenantCreated = v.object({
+  id: v.string(),
+  name: v.string(),
+  apiKey: v.string(),
+  /** The id of the key above (to list or revoke it later). */
+  keyId: v.optional(v.string()),
+});
+/** A tenant as the operator reads it: `state` says where its life is (active, deleting, deleted). */
+export const TenantView = v.object({
+  id: v.string(),
+  name: v.string(),
+  createdAt: v.number(),
+  state: v.picklist(['active', 'deleting', 'deleted']),
+  deletingSince: v.optional(v.number()),
+  deletedAt: v.optional(v.number()),
+  quotas: v.optional(v.object({ agents: v.optional(v.number()) })),
+  /** While deleting (GET /v1/tenants/:id): what is left to remove, by kind. */
+  remaining: v.optional(v.record(v.string(), v.number())),
+});
+export const TenantList = v.object({ tenants: v.array(TenantView) });
+
+/** A new API key: a name for people and an optional expiry (epoch ms, in the future). */
+export const CreateKey = v.strictObject({
+  name: v.optional(v.pipe(v.string(), v.trim(), v.minLength(1), v.maxLength(100))),
+  expiresAt: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
+});
+export const ApiKeyView = v.object({
+  id: v.string(),
+  tenantId: v.string(),
+  /** The key's first characters, in clear, to tell keys apart. */
+  prefix: v.string(),
+  createdAt: v.number(),
+  name: v.optional(v.string()),
+  expiresAt: v.optional(v.number()),
+  revokedAt: v.optional(v.number()),
+});
+export const ApiKeyList = v.object({ keys: v.array(ApiKeyView) });
+export const KeyCreated = v.object({
+  id: v.string(),
+  /** The raw key: shown once, never again. */
+  apiKey: v.string(),
+  name: v.optional(v.string()),
+  expiresAt: v.optional(v.number()),
+});
+/** A tenant's quotas as the operator sets them (the whole set; absent: no such bound). */
+export const TenantQuotasBody = v.strictObject({
+  /** Live top-level agents at once. */
+  agents: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(1_000_000))),
+});
+export const TenantLimits = v.object({
+  quotas: v.object({ agents: v.optional(v.number()) }),
+  usage: v.object({ agents: v.number() }),
+});
+export const RevokeKeyQuery = v.object({
+  /** `true` to revoke the tenant's last live key (it then has no way in until the operator makes one). */
+  lastKey: v.optional(v.picklist(['true', 'false'])),
 });
 
 export const Restrict = v.union([v.strictObject({ allow: names }), v.strictObject({ deny: names })]);
@@ -121,14 +174,40 @@ export const CreateAgent = v.strictObject({
 
 const epochMs = (what: string) => v.pipe(v.number(), v.description(`${what} (epoch ms)`));
 
+/** An agent's pause (POST /v1/agents/:id/pause, or idle past its tenant's setting). */
+export const AgentPause = v.object({
+  mode: v.pipe(
+    v.picklist(['stop', 'freeze']),
+    v.description('stop: container stopped; freeze: processes frozen'),
+  ),
+  at: v.pipe(v.number(), v.description('When it was paused (epoch ms)')),
+  by: v.pipe(
+    v.picklist(['api', 'idle']),
+    v.description("api: POST …/pause; idle: the tenant's idle setting"),
+  ),
+});
+
+/** What POST /v1/agents/:id/pause and /resume answer. */
+export const PauseView = v.object({
+  agentId: v.string(),
+  paused: v.boolean(),
+  pause: v.optional(AgentPause),
+  kept: v.optional(v.pipe(v.array(v.string()), v.description('While paused: what it keeps'))),
+  lost: v.optional(v.pipe(v.array(v.string()), v.description('While paused: what the pause ended'))),
+  holds: v.optional(
+    v.pipe(v.array(v.string()), v.description('While paused: what it still holds on the host')),
+  ),
+});
+
 /** An agent's state as the instance that answers knows it (memory only: cheap in lists). */
 export const AgentState = v.object({
   sandbox: v.pipe(
-    v.picklist(['none', 'starting', 'ready', 'gone']),
+    v.picklist(['none', 'starting', 'ready', 'gone', 'paused']),
     v.description(
-      "none: no sandbox made yet; starting: being created or re-adopted; ready: held by this instance; gone: one was made but this instance holds none (the next use re-adopts or remakes it). A child sharing its parent's workspace shows the parent's.",
+      "none: no sandbox made yet; starting: being created or re-adopted; ready: held by this instance; gone: one was made but this instance holds none (the next use re-adopts or remakes it); paused: paused (POST /v1/agents/:id/pause, or idle past the tenant's setting). A child sharing its parent's workspace shows the parent's.",
     ),
   ),
+  pause: v.optional(v.pipe(AgentPause, v.description('While paused: how, since when, by whom'))),
   batches: v.pipe(v.number(), v.description('Call batches of the agent running now')),
   lastCallAt: v.optional(epochMs('When its last batch started or ended on this instance')),
 });

@@ -410,4 +410,30 @@ export interface SandboxProvider {
    * Optional: a provider without it reports no usage.
    */
   usage?(agentId: string, options?: SandboxUsageOptions): Promise<SandboxUsage | undefined>;
+  /**
+   * Pauses the agent's sandbox, its workspace kept: `stop` stops it (no CPU, no memory held;
+   * processes, /tmp, terminals and jobs end), `freeze` freezes its processes in place (no CPU, memory
+   * kept). Resolves to what was done: `stop` when a freeze found the sandbox not running, `none`
+   * when the agent has no sandbox. AGENT_BUSY while one of its calls is in flight. The next use
+   * starts (or thaws) it. Optional: a provider without it cannot pause.
+   */
+  pause?(agentId: string, mode: PauseMode): Promise<PauseMode | 'none'>;
+  /** Starts (or thaws) a paused sandbox and waits until it answers. Optional, with pause(). */
+  resume?(agentId: string): Promise<void>;
+  /**
+   * Lets the provider's idle sweep pause the agents of tenants that ask for it (`afterMs`: the
+   * tenant's idle time, undefined when it sets none), through `pause` (the agent service's, which
+   * records the pause). Optional, with pause(); set once by the agent service.
+   */
+  pauseWhenIdle?(idle: IdlePauses): void;
+}
+
+/** How a sandbox is paused (SandboxProvider.pause). */
+export type PauseMode = 'stop' | 'freeze';
+
+/** What the idle sweep asks before it pauses an agent (SandboxProvider.pauseWhenIdle). */
+export interface IdlePauses {
+  /** How long the tenant's agents may stay idle before they are paused; undefined: not paused. */
+  afterMs(tenantId: string): number | undefined;
+  pause(agentId: string): Promise<void>;
 }

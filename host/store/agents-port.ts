@@ -23,6 +23,18 @@ export interface AgentRecord {
   links?: AgentLinks;
   createdAt: number;
   deletedAt?: number;
+  /** Set while the agent is paused (its sandbox stopped or frozen, its workspace kept). */
+  paused?: AgentPause;
+}
+
+/** An agent's pause, as kept in its record (host/agents/service/pause.ts owns its meaning). */
+export interface AgentPause {
+  /** `stop`: its container stopped; `freeze`: its processes frozen in place (the engine's freezer). */
+  mode: 'stop' | 'freeze';
+  /** When it was paused (epoch ms). */
+  at: number;
+  /** `api`: POST /v1/agents/:id/pause; `idle`: its tenant's idle setting. */
+  by: 'api' | 'idle';
 }
 
 /** How a child or teammate hangs off the agent that made it. */
@@ -65,6 +77,8 @@ export interface AgentStore {
   /** Replaces the agent's MCP servers; false when there is no live agent of that tenant with that id. */
   setMcpServers(tenantId: string, id: string, servers: JsonValue[]): Promise<boolean>;
   setSandboxId(id: string, sandboxId: string | undefined): Promise<void>;
+  /** Sets (or with undefined, clears) the agent's pause; false when there is no live agent of that tenant with that id. */
+  setPaused(tenantId: string, id: string, paused: AgentPause | undefined): Promise<boolean>;
   /** Every agent of every tenant, for re-adoption at start; deleted ones only when asked. */
   listAll(options?: { includeDeleted?: boolean }): Promise<AgentRecord[]>;
   /** Live agents of any tenant whose record names a sandbox, by id after `after`, at most `limit`. */

@@ -5,7 +5,7 @@
 // refuse with the same words; each keeps only its SQL. Imports no backend.
 import { nanoid } from 'nanoid';
 import { SandboxError } from '../errors.ts';
-import type { AgentLinks, AgentRecord, CreateAgentInput } from './agents-port.ts';
+import type { AgentLinks, AgentPause, AgentRecord, CreateAgentInput } from './agents-port.ts';
 
 export interface AgentRow {
   id: string;
@@ -16,6 +16,7 @@ export interface AgentRow {
   remote_tools: string;
   mcp_servers: string;
   sandbox_id: string | null;
+  paused?: string | null;
   created_at: number;
   deleted_at: number | null;
   parent_id?: string | null;
@@ -48,6 +49,7 @@ export function toRecord(r: AgentRow, open: (stored: string) => string): AgentRe
     record.links = links;
   }
   if (r.deleted_at !== null) record.deletedAt = r.deleted_at;
+  if (typeof r.paused === 'string') record.paused = JSON.parse(r.paused);
   return record;
 }
 
@@ -79,3 +81,7 @@ export const newAgent = (
 /** The agent's tenant does not exist (the foreign key refused the row). */
 export const noAgentTenant = (tenantId: string, cause: unknown): SandboxError =>
   new SandboxError('NOT_FOUND', `no tenant ${tenantId}`, { cause, data: { tenantId } });
+
+/** The text the `paused` column keeps: the pause's fields in a fixed order, or NULL while it runs. */
+export const pausedText = (paused: AgentPause | undefined): string | null =>
+  paused === undefined ? null : JSON.stringify({ mode: paused.mode, at: paused.at, by: paused.by });

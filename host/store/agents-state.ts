@@ -25,6 +25,7 @@ export interface AgentsState {
   readonly remove: LibsqlDatabase.Statement;
   readonly setRemote: LibsqlDatabase.Statement;
   readonly setSandbox: LibsqlDatabase.Statement;
+  readonly setPaused: LibsqlDatabase.Statement;
   // Prepared at first use (see the header).
   insertLinked: LibsqlDatabase.Statement | undefined;
   selectChildren: LibsqlDatabase.Statement | undefined;
@@ -60,6 +61,9 @@ export function prepareAgents(db: Database, now: () => number, sealer: Sealer | 
       'UPDATE agents SET remote_tools = ? WHERE id = ? AND tenant_id = ? AND deleted_at IS NULL',
     ),
     setSandbox: db.prepare('UPDATE agents SET sandbox_id = ? WHERE id = ?'),
+    setPaused: db.prepare(
+      'UPDATE agents SET paused = ? WHERE id = ? AND tenant_id = ? AND deleted_at IS NULL',
+    ),
     insertLinked: undefined,
     selectChildren: undefined,
     selectTeam: undefined,

@@ -5,8 +5,8 @@
 // re-adoption can still find and remove the agent's sandbox; every update skips a deleted agent
 // and another tenant's.
 import type { JsonValue } from '../json.ts';
-import type { AgentRecord, CreateAgentInput } from './agents-port.ts';
-import { newAgent, noAgentTenant } from './agents-rows.ts';
+import type { AgentPause, AgentRecord, CreateAgentInput } from './agents-port.ts';
+import { newAgent, noAgentTenant, pausedText } from './agents-rows.ts';
 import type { AgentsState } from './agents-state.ts';
 import { guarded, storeError } from './db.ts';
 
@@ -80,4 +80,13 @@ export function setMcpServers(
 
 export function setSandboxId(state: AgentsState, id: string, sandboxId: string | undefined): void {
   guarded('set agent sandbox', () => state.setSandbox.run(sandboxId ?? null, id));
+}
+
+export function setPaused(
+  state: AgentsState,
+  tenantId: string,
+  id: string,
+  paused: AgentPause | undefined,
+): boolean {
+  return guarded('set agent paused', () => state.setPaused.run(pausedText(paused), id, tenantId).changes > 0);
 }

@@ -24,11 +24,18 @@ import {
   withSandbox,
 } from './agents-read.ts';
 import { prepareAgents } from './agents-state.ts';
-import { createAgent, markDeleted, setMcpServers, setRemoteTools, setSandboxId } from './agents-write.ts';
+import {
+  createAgent,
+  markDeleted,
+  setMcpServers,
+  setPaused,
+  setRemoteTools,
+  setSandboxId,
+} from './agents-write.ts';
 import type { Database } from './db.ts';
 import type { Sealer } from './sealed.ts';
 
-export type { AgentLinks, AgentRecord, AgentStore, CreateAgentInput } from './agents-port.ts';
+export type { AgentLinks, AgentPause, AgentRecord, AgentStore, CreateAgentInput } from './agents-port.ts';
 
 export const createAgentStore = (db: Database, now: () => number = Date.now, sealer?: Sealer): AgentStore => {
   const state = prepareAgents(db, now, sealer);
@@ -41,6 +48,7 @@ export const createAgentStore = (db: Database, now: () => number = Date.now, sea
     setRemoteTools: async (tenantId, id, tools) => setRemoteTools(state, tenantId, id, tools),
     setMcpServers: async (tenantId, id, servers) => setMcpServers(state, tenantId, id, servers),
     setSandboxId: async (id, sandboxId) => setSandboxId(state, id, sandboxId),
+    setPaused: async (tenantId, id, paused) => setPaused(state, tenantId, id, paused),
     listAll: async (options) => listAllAgents(state, options),
     withSandbox: async (after, limit) => withSandbox(state, after, limit),
     byId: async (id) => agentById(state, id),

@@ -26,10 +26,11 @@ import type {
   EventLogOptions,
   SyncEventBackend,
 } from './event-log-port.ts';
-import { close, flush, subscribe } from './event-log-queue.ts';
+import { close, flush, subscribe, whenStored } from './event-log-queue.ts';
 import { list, payload } from './event-log-read.ts';
 import type { LogState } from './event-log-state.ts';
 import { DEFAULT_INLINE_BYTES } from './payloads.ts';
+import type { SessionEvent } from './types.ts';
 
 /** A writer thread only with a synchronous backend: the thread writes with the backend's own rows. */
 export function createEventLog(
@@ -61,6 +62,7 @@ export function createEventLog(
     appended: 0,
     stored: 0,
     answerWaiters: new Set(),
+    storedWaits: new Map(),
     immediate: undefined,
     timeout: undefined,
     failures: 0,
@@ -80,6 +82,7 @@ export function createEventLog(
     subscribe: (sessionId, listener) => subscribe(s, sessionId, listener),
     unfinishedCalls: (query) => unfinishedCalls(s, query),
     close: () => close(s),
+    ...(options.fence === undefined ? {} : { stored: (event: SessionEvent) => whenStored(s, event) }),
     forget: (sessionId) => {
       const session = s.sessions.get(sessionId);
       if (session !== undefined) session.seq = -1;

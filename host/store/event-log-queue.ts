@@ -11,6 +11,7 @@
 // appended meanwhile goes into the next one (group commit), and the rows in flight count as queued
 // for readers until the answer says they are stored; once the thread is lost, the rest is written
 // on the caller's thread.
+import { SandboxError } from '../errors.ts';
 import { isPromise } from './event-log-load.ts';
 import type { AsyncEventWriter, EventFence, QueuedRow, SyncEventBackend } from './event-log-port.ts';
 import { NO_BLOBS, toEvent } from './event-log-rows.ts';
@@ -132,6 +133,7 @@ function dropFenced(s: LogState, fence: EventFence): void {
     lost ??= new Set();
     if (token !== 'lost') lost.add(token.familyId);
     for (const blob of row.blobs) s.queuedBlobs.delete(blobKey(row.tenantId, blob.sha256));
+    settleStored(s, row, fencedOut(row.sessionId));
     return false;
   });
   if (lost === undefined) return;
@@ -213,8 +215,51 @@ function committed(s: LogState, batch: QueuedRow[]): void {
     blobs = true;
     for (const blob of row.blobs) s.queuedBlobs.delete(blobKey(row.tenantId, blob.sha256));
   }
+  if (s.storedWaits.size > 0) for (const row of batch) settleStored(s, row);
   if (s.listeners.size > 0) notify(s, batch);
   if (blobs) for (const row of batch) row.blobs = NO_BLOBS;
+}
+
+const fencedOut = (sessionId: string): SandboxError =>
+  new SandboxError(
+    'OWNER_FENCED',
+    'Another replica runs this agent now; this event was not written here. Retry (with the same Idempotency-Key for calls).',
+    { data: { sessionId } },
+  );
+
+/** Tells whoever waits for the row's storing (EventLog.stored): stored, or dropped with `error`. */
+function settleStored(s: LogState, row: QueuedRow, error?: unknown): void {
+  const waiting = s.storedWaits.get(row);
+  if (waiting === undefined) return;
+  s.storedWaits.delete(row);
+  if (error === undefined) waiting.resolve();
+  else waiting.reject(error);
+}
+
+/**
+ * Resolves once an appended event is stored (EventLog.stored), rejecting OWNER_FENCED when its row
+ * is dropped as fenced. Asked right after the append (its row still queued or in flight); a row no
+ * longer pending was stored, unless its family was lost here meanwhile.
+ */
+export function whenStored(s: LogState, event: SessionEvent): Promise<void> {
+  const pending = (rows: readonly QueuedRow[]) => {
+    for (let i = rows.length - 1; i >= 0; i--) {
+      const row = rows[i] as QueuedRow;
+      if (row.seq === event.seq && row.sessionId === event.sessionId) return row;
+    }
+    return undefined;
+  };
+  const row = pending(s.queue) ?? pending(s.inFlight);
+  if (row === undefined) {
+    const token = s.options.fence?.tokenOf(event.sessionId);
+    return token === 'lost' ? Promise.reject(fencedOut(event.sessionId)) : Promise.resolve();
+  }
+  const stored = new Promise<void>((resolve, reject) => {
+    s.storedWaits.set(row, { resolve, reject });
+  });
+  // Asked of a log closing or closed: what it did not store by then, it never will.
+  if (s.closing !== undefined) void s.closing.then(...twice(() => refuseStoredWaits(s)));
+  return stored;
 }
 
 function notify(s: LogState, rows: QueuedRow[]): void {
@@ -288,5 +333,14 @@ export function close(s: LogState): Promise<void> {
   // Only an asynchronous backend leaves rows unstored here (schedule() and the write's answer
   // write the rest at once on a closed log): wait for them as flush() does.
   s.closing = s.stored === s.appended && s.chains.size === 0 ? Promise.resolve() : flush(s);
+  // Rows the log closed without storing are never stored: whoever waits for one is told so.
+  void s.closing.then(...twice(() => refuseStoredWaits(s)));
   return s.closing;
+}
+
+const twice = (f: () => void): [() => void, () => void] => [f, f];
+
+function refuseStoredWaits(s: LogState): void {
+  const error = new SandboxError('SHUTTING_DOWN', 'the event log closed before this event was stored');
+  for (const row of [...s.storedWaits.keys()]) settleStored(s, row, error);
 }

@@ -1,6 +1,7 @@
 // Reading the log: a page of a session's events (bounded in count and in bytes, large values
 // inlined or left as markers) and one payload of one event. Readers see the rows still queued or
-// in flight merged after the durable ones, so an append is readable at once, before it is durable.
+// in flight merged after the durable ones, so an append is readable at once, before it is durable;
+// a `durable` read leaves them out (what clients are shown: a seq they saw is never handed out again).
 // Both take the backend's answers now or later (event-log-load.ts); the queued rows are taken when
 // the read is called, so a batch stored while an asynchronous backend reads is in one or the other.
 // Invariants: queued and in-flight rows always have higher seqs than the stored rows of their
@@ -30,7 +31,7 @@ export function list(s: LogState, sessionId: string, query: EventQuery = {}): Pr
   if (limit === 0) return Promise.resolve([]);
   // Taken now, not copied: a batch taken for writing replaces the queue array instead of emptying
   // it, so what is queued now stays in `pending` (rows appended later join it, all newer).
-  const pending = pendingRows(s);
+  const pending = query.durable === true ? [] : pendingRows(s);
   return settled(s, () => page(s, sessionId, pending, afterSeq, limit, maxBytes, inline));
 }
 

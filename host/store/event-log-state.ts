@@ -57,6 +57,8 @@ export interface LogState extends Answering {
   appended: number;
   stored: number;
   answerWaiters: Set<{ resolve: () => void; reject: (error: unknown) => void }>;
+  /** Rows whose storing someone waits for (EventLog.stored): settled when stored or dropped. */
+  storedWaits: Map<QueuedRow, { resolve: () => void; reject: (error: unknown) => void }>;
   /** The pending background write (one of the two, or neither). */
   immediate: NodeJS.Immediate | undefined;
   timeout: NodeJS.Timeout | undefined;

@@ -22,6 +22,8 @@ import { createSkillStore } from './skills.ts';
 import type { Store } from './store.ts';
 import { createTeamBoardStore } from './team-board.ts';
 import { createTeamStore } from './teams.ts';
+import { createTenantPurgeStore } from './tenant-purge.ts';
+import { createTenantSettingsStore } from './tenant-settings.ts';
 import { createTenantStore } from './tenants.ts';
 import { createLocalWakeBus } from './wake-port.ts';
 
@@ -104,6 +106,7 @@ export const openStore = (options: OpenStoreOptions): LibsqlStore => {
       events,
       requests,
       tenants: createTenantStore(db, now, { wake }),
+      tenantPurge: createTenantPurgeStore(db),
       agents: createAgentStore(db, now, sealer),
       plugins: createLibsqlPluginStore(db, { now, limitsOf: options.pluginLimitsOf }),
       sessionState: createSessionStateStore(db, now),
@@ -115,6 +118,7 @@ export const openStore = (options: OpenStoreOptions): LibsqlStore => {
       teams: createTeamStore(db, now, wake),
       wake,
       callBatches: createCallBatchStore(db, now),
+      tenantSettings: createTenantSettingsStore(db, now),
       // Synchronous work behind a promise: the database is closed when close() returns.
       async close() {
         if (closed) return;
@@ -135,6 +139,7 @@ export const openStore = (options: OpenStoreOptions): LibsqlStore => {
 
 export {
   type AgentLinks,
+  type AgentPause,
   type AgentRecord,
   type AgentStore,
   type CreateAgentInput,
@@ -245,7 +250,11 @@ export {
   type ApiKeyInfo,
   type CreatedKey,
   createTenantStore,
+  type KeyOptions,
+  type RevokeOutcome,
   type Tenant,
+  type TenantInfo,
+  type TenantState,
   type TenantStore,
 } from './tenants.ts';
 export type * from './types.ts';

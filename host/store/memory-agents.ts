@@ -80,6 +80,14 @@ export const createMemoryAgentStore = (options: MemoryAgentStoreOptions = {}): A
       return record !== undefined;
     },
 
+    async setPaused(tenantId, id, paused) {
+      const record = live(tenantId, id);
+      if (record === undefined) return false;
+      if (paused === undefined) delete record.paused;
+      else record.paused = { mode: paused.mode, at: paused.at, by: paused.by };
+      return true;
+    },
+
     async setSandboxId(id, sandboxId) {
       const record = records.get(id);
       if (record === undefined) return;

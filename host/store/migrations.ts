@@ -609,6 +609,60 @@ export const MIGRATIONS: readonly Migration[] = [
       `,
     },
   },
+  {
+    version: 20,
+    name: 'paused agents and tenant settings',
+    // An agent paused (POST /v1/agents/:id/pause, or idle past its tenant's setting): JSON
+    // {mode, at, by}, NULL while it runs; kept across restarts, so a paused agent stays paused.
+    // tenant_settings: one JSON document per tenant (host/agents/tenant-settings.ts owns its
+    // meaning: today the pause settings).
+    sql: `
+      ALTER TABLE agents ADD COLUMN paused TEXT;
+      CREATE TABLE tenant_settings (
+        tenant_id TEXT PRIMARY KEY REFERENCES tenants(id),
+        settings TEXT NOT NULL,
+        updated_at INTEGER NOT NULL
+      );
+    `,
+    pg: {
+      sql: `
+        ALTER TABLE agents ADD COLUMN paused text;
+        CREATE TABLE tenant_settings (
+          tenant_id text PRIMARY KEY REFERENCES tenants(id),
+          settings text NOT NULL,
+          updated_at bigint NOT NULL
+        );
+      `,
+    },
+  },
+  {
+    version: 21,
+    name: 'tenant lifecycle: named keys with expiry, tenant deletion state, quotas',
+    // Several keys per tenant, each with a name and an optional expiry (tenants.ts); a tenant's
+    // deletion is durable (state 'deleting' until host/tenants/deletion.ts finished, then
+    // 'deleted'), so a service that crashed in the middle resumes it at start; the operator's
+    // quotas of a tenant (JSON, tenants-port.ts TenantQuotas; NULL: the service's defaults).
+    sql: `
+      ALTER TABLE api_keys ADD COLUMN name TEXT;
+      ALTER TABLE api_keys ADD COLUMN expires_at INTEGER;
+      ALTER TABLE tenants ADD COLUMN state TEXT NOT NULL DEFAULT 'active';
+      ALTER TABLE tenants ADD COLUMN deleting_since INTEGER;
+      ALTER TABLE tenants ADD COLUMN deleted_at INTEGER;
+      ALTER TABLE tenants ADD COLUMN quotas TEXT;
+      CREATE INDEX tenants_state ON tenants(state);
+    `,
+    pg: {
+      sql: `
+        ALTER TABLE api_keys ADD COLUMN name text;
+        ALTER TABLE api_keys ADD COLUMN expires_at bigint;
+        ALTER TABLE tenants ADD COLUMN state text NOT NULL DEFAULT 'active';
+        ALTER TABLE tenants ADD COLUMN deleting_since bigint;
+        ALTER TABLE tenants ADD COLUMN deleted_at bigint;
+        ALTER TABLE tenants ADD COLUMN quotas text;
+        CREATE INDEX tenants_state ON tenants(state);
+      `,
+    },
+  },
 ];
 
 export const latestSchemaVersion = (migrations: readonly Migration[] = MIGRATIONS): number =>

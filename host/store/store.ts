@@ -14,6 +14,8 @@ import type { SessionStateStore } from './session-state.ts';
 import type { SkillStore } from './skills.ts';
 import type { TeamBoardStore } from './team-board.ts';
 import type { TeamStore } from './teams.ts';
+import type { TenantPurgeStore } from './tenant-purge.ts';
+import type { TenantSettingsStore } from './tenant-settings.ts';
 import type { TenantStore } from './tenants.ts';
 import type { EventSearch } from './types.ts';
 import type { WakeBus } from './wake-port.ts';
@@ -29,6 +31,8 @@ export interface Store {
   events: ClosableEventLog;
   requests: ClosableRequestStore;
   tenants: TenantStore;
+  /** What is left of a deleted tenant, removed in slices (host/tenants/deletion.ts runs it). */
+  tenantPurge: TenantPurgeStore;
   agents: AgentStore;
   /** Creator plugins and their immutable packages (cordis_define). */
   plugins: PluginStore;
@@ -59,6 +63,8 @@ export interface Store {
   limits?: LimitStore;
   /** Call batches by idempotency key (POST /v1/agents/:id/calls with an Idempotency-Key). */
   callBatches: CallBatchStore;
+  /** Each tenant's settings document (GET/PUT /v1/settings: the pause settings). */
+  tenantSettings: TenantSettingsStore;
   /**
    * Wake-ups for the rare events other processes on the same database must hear at once (request
    * settles, mailbox posts, key revocations, agent deletions, configuration changes): in-process on

@@ -4,7 +4,8 @@
 // other and both refuse with the same words; the libsql (tenants.ts) and PostgreSQL
 // (pg/tenants.ts) backends keep only their SQL and transactions. Imports no backend.
 // Invariants (the cache): only keys that verified are remembered, by their SHA-256, for
-// `keyCacheMs`, at most KEY_CACHE_MAX of them (the oldest is forgotten first); forget() drops a
+// `keyCacheMs`, at most KEY_CACHE_MAX of them (the oldest is forgotten first), and never past
+// their expiry (an expired key is refused like an unknown one, cached or not); forget() drops a
 // revoked key at once, and a check whose read overlapped a revocation is not remembered. Every candidate row is compared, so timing does not say which one matched.
 // Across processes (the wake-up bus, wake-port.ts): a revocation is published as a `key` wake-up
 // and every process's verifier forgets that key when it hears it (at once while the bus listens,
@@ -12,7 +13,14 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { nanoid } from 'nanoid';
 import { SandboxError } from '../errors.ts';
-import type { ApiKeyInfo, Tenant } from './tenants-port.ts';
+import type {
+  ApiKeyInfo,
+  KeyOptions,
+  Tenant,
+  TenantInfo,
+  TenantQuotas,
+  TenantState,
+} from './tenants-port.ts';
 import type { WakeBus } from './wake-port.ts';
 
 export const API_KEY_PREFIX = 'dsk_';
@@ -29,6 +37,26 @@ const sha256 = (key: string): Buffer => createHash('sha256').update(key, 'utf8')
 export const checkTenantName = (name: unknown): void => {
   if (typeof name !== 'string' || name.trim() === '') {
     throw new SandboxError('BAD_REQUEST', 'a tenant needs a non-empty name');
+  }
+};
+
+/** The longest key name. */
+export const KEY_NAME_MAX = 100;
+
+/** BAD_REQUEST unless the name is 1-KEY_NAME_MAX characters and the expiry an integer in the future. */
+export const checkKeyOptions = (options: KeyOptions, now: number): void => {
+  const { name, expiresAt } = options;
+  if (name !== undefined && (typeof name !== 'string' || name.trim() === '' || name.length > KEY_NAME_MAX)) {
+    throw new SandboxError('BAD_REQUEST', `a key's name is 1 to ${KEY_NAME_MAX} characters`);
+  }
+  if (expiresAt !== undefined && (!Number.isSafeInteger(expiresAt) || expiresAt <= now)) {
+    throw new SandboxError(
+      'BAD_REQUEST',
+      "a key's expiresAt is a time in the future, in epoch milliseconds",
+      {
+        data: { expiresAt, now },
+      },
+    );
   }
 };
 
@@ -53,14 +81,88 @@ export interface KeyRow {
   tenant_id: string;
   prefix: string;
   created_at: number;
+  name: string | null;
+  expires_at: number | null;
   revoked_at: number | null;
 }
 
 export const keyInfoOf = (k: KeyRow): ApiKeyInfo => {
   const info: ApiKeyInfo = { id: k.id, tenantId: k.tenant_id, prefix: k.prefix, createdAt: k.created_at };
+  if (k.name !== null) info.name = k.name;
+  if (k.expires_at !== null) info.expiresAt = Number(k.expires_at);
   if (k.revoked_at !== null) info.revokedAt = k.revoked_at;
   return info;
 };
+
+/** The columns every backend selects as a KeyRow. */
+export const KEY_COLUMNS = 'id, tenant_id, prefix, created_at, name, expires_at, revoked_at';
+
+/** A `tenants` row as the backends select it (TENANT_COLUMNS). */
+export interface TenantRow {
+  id: string;
+  name: string;
+  createdAt: number;
+  state: TenantState;
+  deletingSince: number | null;
+  deletedAt: number | null;
+  quotas: string | null;
+}
+
+export const TENANT_COLUMNS =
+  'id, name, created_at AS "createdAt", state, deleting_since AS "deletingSince", deleted_at AS "deletedAt", quotas';
+
+export const tenantInfoOf = (row: TenantRow): TenantInfo => {
+  const info: TenantInfo = { id: row.id, name: row.name, createdAt: Number(row.createdAt), state: row.state };
+  if (row.deletingSince !== null) info.deletingSince = Number(row.deletingSince);
+  if (row.deletedAt !== null) info.deletedAt = Number(row.deletedAt);
+  if (row.quotas !== null) info.quotas = JSON.parse(row.quotas) as TenantQuotas;
+  return info;
+};
+
+/** The largest quota a count may have. */
+export const QUOTA_MAX = 1_000_000;
+
+/** BAD_REQUEST unless every quota is a known one with a whole value in 0..QUOTA_MAX; the JSON kept (null: none). */
+export const quotasJson = (quotas: TenantQuotas): string | null => {
+  const entries = Object.entries(quotas as Record<string, unknown>).filter(([, v]) => v !== undefined);
+  for (const [name, value] of entries) {
+    if (
+      name !== 'agents' ||
+      !Number.isSafeInteger(value) ||
+      (value as number) < 0 ||
+      (value as number) > QUOTA_MAX
+    )
+      throw new SandboxError(
+        'BAD_REQUEST',
+        `quota ${name}: a known quota (agents) is a whole number 0-${QUOTA_MAX}`,
+        {
+          data: { quota: name },
+        },
+      );
+  }
+  return entries.length === 0 ? null : JSON.stringify(Object.fromEntries(entries));
+};
+
+/**
+ * Whether `keyId` may be revoked among `keys` (all of one tenant's, read in the revoking
+ * transaction): 'unknown' when it is not one of them or not live, 'last' when it is the last live
+ * one and `allowLast` is not set.
+ */
+export const revokeDecision = (
+  keys: readonly KeyRow[],
+  keyId: string,
+  now: number,
+  allowLast: boolean,
+): 'revoke' | 'unknown' | 'last' => {
+  const key = keys.find((k) => k.id === keyId);
+  if (key === undefined || key.revoked_at !== null) return 'unknown';
+  if (allowLast) return 'revoke';
+  return keys.some((k) => k.id !== keyId && isLive(k, now)) ? 'revoke' : 'last';
+};
+
+/** Whether a key row counts as live at `now` (not revoked, not expired). */
+export const isLive = (k: Pick<KeyRow, 'revoked_at' | 'expires_at'>, now: number): boolean =>
+  k.revoked_at === null && (k.expires_at === null || Number(k.expires_at) > now);
 
 /** A live key that could be the one presented, with its tenant (verifyKey's one read). */
 export interface CandidateRow {
@@ -69,7 +171,17 @@ export interface CandidateRow {
   tenant_id: string;
   tenant_name: string;
   tenant_created_at: number;
+  /** Epoch ms after which the key is refused; null: never. */
+  expires_at: number | null;
 }
+
+/** verifyKey's one read: the live keys with a prefix, of active tenants, joined with their tenant. */
+export const candidatesSql = (
+  param: string,
+): string => `SELECT k.id, k.hash, k.expires_at, t.id AS tenant_id, t.name AS tenant_name,
+       t.created_at AS tenant_created_at
+  FROM api_keys k JOIN tenants t ON t.id = k.tenant_id
+ WHERE k.prefix = ${param} AND k.revoked_at IS NULL AND t.state = 'active'`;
 
 export interface KeyVerifier {
   /**
@@ -118,7 +230,7 @@ export const createKeyVerifier = (now: () => number, keyCacheMs: number, wake?: 
       const hex = hash.toString('hex');
       const known = verified.get(hex);
       if (known !== undefined) {
-        if (known.until > now()) return known.tenant;
+        if (known.until > now()) return known.tenant; // until never passes the key's expiry
         verified.delete(hex);
       }
       const revoked = revocations;
@@ -130,6 +242,9 @@ export const createKeyVerifier = (now: () => number, keyCacheMs: number, wake?: 
         if (stored.length === hash.length && timingSafeEqual(stored, hash)) match = row;
       }
       if (match === undefined) return undefined;
+      const expiresAt = match.expires_at === null ? Number.POSITIVE_INFINITY : Number(match.expires_at);
+      const at = now();
+      if (expiresAt <= at) return undefined;
       const tenant: Tenant = {
         id: match.tenant_id,
         name: match.tenant_name,
@@ -137,7 +252,7 @@ export const createKeyVerifier = (now: () => number, keyCacheMs: number, wake?: 
       };
       if (keyCacheMs > 0 && revoked === revocations) {
         if (verified.size >= KEY_CACHE_MAX) verified.delete(verified.keys().next().value as string);
-        verified.set(hex, { tenant, keyId: match.id, until: now() + keyCacheMs });
+        verified.set(hex, { tenant, keyId: match.id, until: Math.min(at + keyCacheMs, expiresAt) });
       }
       return tenant;
     },

@@ -7,10 +7,44 @@ export interface Tenant {
   createdAt: number;
 }
 
+/** Where a tenant is in its life. */
+export type TenantState =
+  /** Its live keys work. */
+  | 'active'
+  /** DELETE /v1/tenants/:id was asked: every key refused, its things being removed in the background. */
+  | 'deleting'
+  /** Everything of it is gone; the row stays so the operator can read what happened. */
+  | 'deleted';
+
+/** What the operator allows one tenant beyond the service's own limits. Absent: no such bound. */
+export interface TenantQuotas {
+  /** Live top-level agents at once (children are bounded per parent: DSH_CHILDREN_PER_AGENT). */
+  agents?: number;
+}
+
+/** A tenant as the operator reads it. */
+export interface TenantInfo extends Tenant {
+  state: TenantState;
+  /** When its deletion was asked (state deleting or deleted). */
+  deletingSince?: number;
+  /** When its deletion finished (state deleted). */
+  deletedAt?: number;
+  /** The operator's quotas of it (none set: absent). */
+  quotas?: TenantQuotas;
+}
+
 export interface CreatedKey {
   keyId: string;
   /** The raw key. Shown once; the store cannot give it back. */
   apiKey: string;
+}
+
+/** What a new key may carry. */
+export interface KeyOptions {
+  /** A label for people (1-100 characters), e.g. "ci" or "laptop". Default: none. */
+  name?: string;
+  /** Epoch ms after which the key is refused like an unknown one. Must be in the future. Default: never. */
+  expiresAt?: number;
 }
 
 export interface ApiKeyInfo {
@@ -18,21 +52,51 @@ export interface ApiKeyInfo {
   tenantId: string;
   prefix: string;
   createdAt: number;
+  name?: string;
+  expiresAt?: number;
   revokedAt?: number;
 }
 
+/** What revoking one of a tenant's keys did. */
+export type RevokeOutcome =
+  /** The key was live and is refused from now on. */
+  | 'revoked'
+  /** No such key for this tenant, or it was already revoked (the two are not told apart). */
+  | 'unknown'
+  /** Refused: it is the tenant's last live key and `allowLast` was not given. */
+  | 'last';
+
 export interface TenantStore {
-  createTenant(name: string): Promise<Tenant & CreatedKey>;
-  getTenant(id: string): Promise<Tenant | undefined>;
-  listTenants(): Promise<Tenant[]>;
-  /** A further key for an existing tenant (rotation). */
-  createKey(tenantId: string): Promise<CreatedKey>;
+  /** A tenant and its first key (which `key` may name or bound). */
+  createTenant(name: string, key?: KeyOptions): Promise<Tenant & CreatedKey>;
+  getTenant(id: string): Promise<TenantInfo | undefined>;
+  listTenants(): Promise<TenantInfo[]>;
+  /** A further key for an active tenant (rotation). NOT_FOUND for a missing or deleted tenant. */
+  createKey(tenantId: string, options?: KeyOptions): Promise<CreatedKey>;
   listKeys(tenantId: string): Promise<ApiKeyInfo[]>;
   /**
-   * The key's tenant, or undefined for unknown, malformed or revoked keys. Runs on every HTTP
-   * request: a remembered key costs no read, any other one read.
+   * The key's tenant, or undefined for unknown, malformed, revoked or expired keys and keys of a
+   * tenant that is not active. Runs on every HTTP request: a remembered key costs no read, any
+   * other one read.
    */
   verifyKey(apiKey: string): Promise<Tenant | undefined>;
   /** False when the key does not exist or was already revoked. */
   revokeKey(keyId: string): Promise<boolean>;
+  /**
+   * Revokes `keyId` if it is one of `tenantId`'s live keys. Its last live (unrevoked, unexpired)
+   * key only with `allowLast` (decided against concurrent revocations in one transaction).
+   */
+  revokeTenantKey(tenantId: string, keyId: string, options?: { allowLast?: boolean }): Promise<RevokeOutcome>;
+  /**
+   * Marks the tenant `deleting` and revokes every key of it in the same write, so it is refused
+   * from the next request (in every process hearing the wake-up bus). Idempotent: a tenant
+   * already deleting or deleted is returned as it is. Undefined for an unknown tenant.
+   */
+  beginDeletion(tenantId: string): Promise<TenantInfo | undefined>;
+  /** Marks a deleting tenant `deleted` (its things are gone). */
+  finishDeletion(tenantId: string): Promise<void>;
+  /** Replaces the tenant's quotas (an empty object clears them). Undefined for an unknown or deleted tenant. */
+  setQuotas(tenantId: string, quotas: TenantQuotas): Promise<TenantInfo | undefined>;
+  /** The tenants whose deletion was asked and has not finished (what a starting service resumes). */
+  listDeleting(): Promise<string[]>;
 }

@@ -1,34 +1,53 @@
 // Tenants and their API keys. Invariants: a raw key (`dsk_` + 40 base64url chars, 240 random bits)
 // exists only in the value returned at creation; the database holds its SHA-256 and a short
 // non-secret prefix used to find candidate rows; verification compares hashes in constant time
-// (crypto.timingSafeEqual) and ignores revoked keys.
+// (crypto.timingSafeEqual) and ignores revoked and expired keys and keys of a tenant that is not
+// active. A tenant's deletion (beginDeletion) revokes every key of it in the write that marks it
+// `deleting`, so no key of a deleting tenant is ever live.
 // Every method that reads or writes returns a Promise (the port a network database can implement);
 // this libsql implementation runs its prepared statements synchronously inside them, a transaction
 // never spans an await. A key that is not remembered costs one read (the key joined with its
-// tenant). Verified keys are remembered by their SHA-256 for `keyCacheMs` (2 s), so a request costs
-// a hash and no read. Revocation: revokeKey() through this store forgets the key at once (this
+// tenant). Verified keys are remembered by their SHA-256 for `keyCacheMs` (2 s, never past their
+// expiry), so a request costs a hash and no read. Revocation: revokeKey() through this store forgets the key at once (this
 // process answers 401 from the next request); a key revoked by another process on the same
 // database stops working here at once when both hear the same wake-up bus (PostgreSQL, tenant-keys.ts),
 // else within keyCacheMs. Only valid keys are remembered, at most
-// KEY_CACHE_MAX of them. What both backends share (key shape, hashing, the cache, the errors)
-// lives in tenant-keys.ts; this module keeps the libsql statements.
+// KEY_CACHE_MAX of them. What both backends share (key shape, hashing, the cache, the errors, the
+// last-key rule) lives in tenant-keys.ts; this module keeps the libsql statements.
 // The port's types are in tenants-port.ts (re-exported here).
 import { type Database, guarded, immediate } from './db.ts';
 import {
   type CandidateRow,
+  candidatesSql,
+  checkKeyOptions,
   checkTenantName,
   createKeyVerifier,
+  KEY_COLUMNS,
   type KeyRow,
   keyInfoOf,
   newApiKey,
   newTenant,
   noTenant,
+  quotasJson,
+  revokeDecision,
+  TENANT_COLUMNS,
+  type TenantRow,
+  tenantInfoOf,
 } from './tenant-keys.ts';
-import type { CreatedKey, Tenant, TenantStore } from './tenants-port.ts';
+import type { CreatedKey, KeyOptions, TenantStore } from './tenants-port.ts';
 import type { WakeBus } from './wake-port.ts';
 
 export { API_KEY_PREFIX, KEY_CACHE_MAX, KEY_SHAPE, PREFIX_LENGTH } from './tenant-keys.ts';
-export type { ApiKeyInfo, CreatedKey, Tenant, TenantStore } from './tenants-port.ts';
+export type {
+  ApiKeyInfo,
+  CreatedKey,
+  KeyOptions,
+  RevokeOutcome,
+  Tenant,
+  TenantInfo,
+  TenantState,
+  TenantStore,
+} from './tenants-port.ts';
 
 export interface TenantStoreOptions {
   /** How long a verified key is trusted without reading the database again. Default 2000; 0 reads every time. */
@@ -37,6 +56,49 @@ export interface TenantStoreOptions {
   wake?: WakeBus;
 }
 
+/** The prepared statements of the store (made once per database handle). */
+const statements = (db: Database) => {
+  const insertTenant = db.prepare('INSERT INTO tenants (id, name, created_at) VALUES (?, ?, ?)');
+  const insertKey = db.prepare(
+    'INSERT INTO api_keys (id, tenant_id, hash, prefix, created_at, name, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+  );
+  const selectTenant = db.prepare(`SELECT ${TENANT_COLUMNS} FROM tenants WHERE id = ?`);
+  const selectTenants = db.prepare(`SELECT ${TENANT_COLUMNS} FROM tenants ORDER BY created_at, rowid`);
+  const keysByPrefix = db.prepare(candidatesSql('?'));
+  const keysByTenant = db.prepare(
+    `SELECT ${KEY_COLUMNS} FROM api_keys WHERE tenant_id = ? ORDER BY created_at, rowid`,
+  );
+  const revoke = db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL');
+  const revokeAll = db.prepare(
+    'UPDATE api_keys SET revoked_at = ? WHERE tenant_id = ? AND revoked_at IS NULL RETURNING id',
+  );
+  const markDeleting = db.prepare(
+    "UPDATE tenants SET state = 'deleting', deleting_since = ? WHERE id = ? AND state = 'active'",
+  );
+  const markDeleted = db.prepare(
+    "UPDATE tenants SET state = 'deleted', deleted_at = ? WHERE id = ? AND state = 'deleting'",
+  );
+  const updateQuotas = db.prepare("UPDATE tenants SET quotas = ? WHERE id = ? AND state != 'deleted'");
+  const selectDeleting = db.prepare(
+    "SELECT id FROM tenants WHERE state = 'deleting' ORDER BY deleting_since, rowid",
+  );
+
+  return {
+    insertTenant,
+    insertKey,
+    selectTenant,
+    selectTenants,
+    keysByPrefix,
+    keysByTenant,
+    revokeAll,
+    markDeleting,
+    markDeleted,
+    updateQuotas,
+    selectDeleting,
+    revoke,
+  };
+};
+
 export const createTenantStore = (
   db: Database,
   now: () => number = Date.now,
@@ -44,65 +106,111 @@ export const createTenantStore = (
 ): TenantStore => {
   const keyCacheMs = options.keyCacheMs ?? 2000;
   const verifier = createKeyVerifier(now, keyCacheMs, options.wake);
-  const insertTenant = db.prepare('INSERT INTO tenants (id, name, created_at) VALUES (?, ?, ?)');
-  const insertKey = db.prepare(
-    'INSERT INTO api_keys (id, tenant_id, hash, prefix, created_at) VALUES (?, ?, ?, ?, ?)',
-  );
-  const selectTenant = db.prepare('SELECT id, name, created_at AS createdAt FROM tenants WHERE id = ?');
-  const selectTenants = db.prepare(
-    'SELECT id, name, created_at AS createdAt FROM tenants ORDER BY created_at, rowid',
-  );
-  const keysByPrefix = db.prepare(
-    `SELECT k.id, k.hash, t.id AS tenant_id, t.name AS tenant_name, t.created_at AS tenant_created_at
-       FROM api_keys k JOIN tenants t ON t.id = k.tenant_id
-      WHERE k.prefix = ? AND k.revoked_at IS NULL`,
-  );
-  const keysByTenant = db.prepare('SELECT * FROM api_keys WHERE tenant_id = ? ORDER BY created_at, rowid');
-  const revoke = db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL');
+  const sql = statements(db);
 
   const getTenant = (id: string) =>
-    guarded('read tenant', () => selectTenant.all(id)[0] as Tenant | undefined);
+    guarded('read tenant', () => {
+      const row = sql.selectTenant.all(id)[0] as TenantRow | undefined;
+      return row === undefined ? undefined : tenantInfoOf(row);
+    });
 
-  const addKey = (tenantId: string): CreatedKey => {
+  const addKey = (tenantId: string, key: KeyOptions): CreatedKey => {
     const { keyId, apiKey, hash, prefix } = newApiKey();
-    insertKey.run(keyId, tenantId, hash, prefix, now());
+    sql.insertKey.run(keyId, tenantId, hash, prefix, now(), key.name ?? null, key.expiresAt ?? null);
     return { keyId, apiKey };
   };
 
+  /** Forgets the keys here and tells the other processes (after the write that revoked them). */
+  const revoked = async (keyIds: readonly string[]): Promise<void> => {
+    // Every one forgotten before the first announcement is awaited: none is served meanwhile.
+    for (const keyId of keyIds) verifier.revoked(keyId);
+    for (const keyId of keyIds) await verifier.announce(keyId);
+  };
+
   return {
-    async createTenant(name) {
+    async createTenant(name, key = {}) {
       checkTenantName(name);
+      checkKeyOptions(key, now());
       return guarded('create tenant', () =>
         immediate(db, () => {
           const tenant = newTenant(name, now());
-          insertTenant.run(tenant.id, tenant.name, tenant.createdAt);
-          return { ...tenant, ...addKey(tenant.id) };
+          sql.insertTenant.run(tenant.id, tenant.name, tenant.createdAt);
+          return { ...tenant, ...addKey(tenant.id, key) };
         }),
       );
     },
 
     getTenant: async (id) => getTenant(id),
 
-    listTenants: async () => guarded('list tenants', () => selectTenants.all() as Tenant[]),
+    listTenants: async () =>
+      guarded('list tenants', () => (sql.selectTenants.all() as TenantRow[]).map(tenantInfoOf)),
 
-    async createKey(tenantId) {
-      if (getTenant(tenantId) === undefined) throw noTenant(tenantId);
-      return guarded('create api key', () => addKey(tenantId));
+    async createKey(tenantId, options = {}) {
+      checkKeyOptions(options, now());
+      return guarded('create api key', () =>
+        immediate(db, () => {
+          if (getTenant(tenantId)?.state !== 'active') throw noTenant(tenantId);
+          return addKey(tenantId, options);
+        }),
+      );
     },
 
     listKeys: async (tenantId) =>
-      guarded('list api keys', () => (keysByTenant.all(tenantId) as KeyRow[]).map(keyInfoOf)),
+      guarded('list api keys', () => (sql.keysByTenant.all(tenantId) as KeyRow[]).map(keyInfoOf)),
 
     verifyKey: (apiKey) =>
       verifier.verify(apiKey, (prefix) =>
-        guarded('verify api key', () => keysByPrefix.all(prefix) as CandidateRow[]),
+        guarded('verify api key', () => sql.keysByPrefix.all(prefix) as CandidateRow[]),
       ),
 
     async revokeKey(keyId) {
       verifier.forget(keyId);
-      const revoked = guarded('revoke api key', () => revoke.run(now(), keyId).changes > 0);
-      if (revoked) await verifier.announce(keyId);
-      return revoked;
+      const done = guarded('revoke api key', () => sql.revoke.run(now(), keyId).changes > 0);
+      if (done) await revoked([keyId]);
+      return done;
     },
+
+    async revokeTenantKey(tenantId, keyId, options = {}) {
+      const outcome = guarded('revoke api key', () =>
+        immediate(db, () => {
+          const at = now();
+          const decision = revokeDecision(
+            sql.keysByTenant.all(tenantId) as KeyRow[],
+            keyId,
+            at,
+            options.allowLast === true,
+          );
+          if (decision === 'revoke') sql.revoke.run(at, keyId);
+          return decision === 'revoke' ? 'revoked' : decision;
+        }),
+      );
+      if (outcome === 'revoked') await revoked([keyId]);
+      return outcome;
+    },
+
+    async beginDeletion(tenantId) {
+      const keyIds = guarded('begin tenant deletion', () =>
+        immediate(db, () => {
+          const at = now();
+          if (sql.markDeleting.run(at, tenantId).changes === 0) return [];
+          return (sql.revokeAll.all(at, tenantId) as { id: string }[]).map((r) => r.id);
+        }),
+      );
+      await revoked(keyIds);
+      return getTenant(tenantId);
+    },
+
+    async finishDeletion(tenantId) {
+      guarded('finish tenant deletion', () => sql.markDeleted.run(now(), tenantId));
+    },
+
+    async setQuotas(tenantId, quotas) {
+      const json = quotasJson(quotas);
+      const changed = guarded('set tenant quotas', () => sql.updateQuotas.run(json, tenantId).changes > 0);
+      return changed ? getTenant(tenantId) : undefined;
+    },
+
+    listDeleting: async () =>
+      guarded('list deleting tenants', () => (sql.selectDeleting.all() as { id: string }[]).map((r) => r.id)),
   };
 };

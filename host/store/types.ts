@@ -63,6 +63,12 @@ export interface EventQuery {
    * `payloads`, so an event costs at most about the store's inline threshold.
    */
   payloads?: 'inline' | 'refs';
+  /**
+   * Only what is durable: the rows still queued or being written are left out. What clients read
+   * (the API's pages and streams, after a flush) is durable only, so a seq they saw is never handed
+   * out again after a crash or a fail-over. Default false: an append is readable at once.
+   */
+  durable?: boolean;
 }
 
 export interface EventLog {
@@ -92,6 +98,14 @@ export interface EventLog {
    * next append follows); 0 for a session without events. Absent on logs that cannot tell.
    */
   lastSeq?(sessionId: string): Promise<number>;
+  /**
+   * Replicas (a fenced log): resolves once the appended event is durable, and rejects
+   * OWNER_FENCED when it was dropped because another replica runs its family now. A call runs only
+   * after its `tool.call` is stored (tools/call-log.ts), so no call runs on a replica whose record
+   * of it the database refused, and no call runs unrecorded when its owner stops. Absent on logs
+   * without a fence: there an append is acknowledged once queued (one process, read-your-writes).
+   */
+  stored?(event: SessionEvent): Promise<void>;
 }
 
 /** Log bytes one tenant's sessions hold: event rows plus the payloads stored for them. */

@@ -2,13 +2,14 @@
 // `current`); inner calls of programs, workflows and plugins are `log-only` and name their parent.
 // An append is called synchronously where the call is (so events keep the order calls were made
 // in) and awaited only for its verdict; the store batches the writes (and with libsql answers at
-// once, an already settled promise). A call the store refuses to
+// once, an already settled promise). With replicas (a fenced log, EventLog.stored) the verdict is
+// the write's: a call runs only once its `tool.call` is stored. A call the store refuses to
 // record is not run (recordCall says why, as the call's error); large values and tenant budgets
 // are the store's business (host/store/event-log-budget.ts). A call with a provenance (a plugin's code
 // made it) is log-only too, even without a parent: it is no part of the model's history.
 import { isSandboxError } from '../errors.ts';
 import type { JsonValue } from '../json.ts';
-import type { EventLog, SessionEventInput } from '../store/types.ts';
+import type { EventLog, SessionEvent, SessionEventInput } from '../store/types.ts';
 import { fail } from './outcomes.ts';
 import type { CallProvenance, ToolError, ToolResult } from './types.ts';
 
@@ -98,8 +99,18 @@ export const recordCall = (
   event: SessionEventInput,
   name: string,
 ): Promise<ToolError | undefined> => {
+  const notRecorded = (error: unknown) => unrecorded(error, name);
   try {
-    return log.append([event]).then(recorded, (error: unknown) => unrecorded(error, name));
+    const appended = log.append([event]);
+    // Replicas: the call runs once its record is stored, so the database's fence has admitted it.
+    if (log.stored !== undefined) {
+      const stored = log.stored.bind(log);
+      return appended.then(
+        (events) => stored(events[0] as SessionEvent).then(recorded, notRecorded),
+        notRecorded,
+      );
+    }
+    return appended.then(recorded, notRecorded);
   } catch (error) {
     return Promise.resolve(unrecorded(error, name));
   }

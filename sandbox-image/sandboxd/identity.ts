@@ -12,11 +12,12 @@
 // - sandboxd can still signal the agent's processes (its effective uid is theirs).
 // Its helpers (spawner, PTY helper) keep the same split: execve copies the effective ids into the
 // saved ones, so each first sets its saved ids back to the real ones (PYTHON_PRELUDE). Everything
-// the agent runs gets all three ids = the agent's before exec (setpriv for the spawner's commands,
-// for jobs and for the rare exec that child_process starts; setresuid in the PTY child): a uid change
-// that leaves no id 0 clears every capability, and no-new-privileges stays on. child_process's own
-// uid/gid options must never be used here: from an effective (not real) root they change only the
-// effective ids and would leave the child real uid 0.
+// the agent runs gets all three ids = the agent's before exec (setregid(g, g) and setreuid(u, u) in
+// the spawner's child, between fork and exec: Python's Popen user/group; setpriv for jobs and for
+// the rare exec that child_process starts; setresuid in the PTY child): a uid change that leaves no
+// id 0 clears every capability, and no-new-privileges stays on. child_process's own uid/gid options
+// must never be used here: Node calls setuid/setgid, which from an effective (not real) root change
+// only the effective ids and would leave the child real uid 0.
 // Programs on pipes (stdio MCP servers, language servers: stdio.ts) run as the servers instead:
 // the agent's uid, so they read and write the workspace exactly as the agent does (its files are
 // theirs, theirs the agent's), but the servers' gid (all three). Reading another process's

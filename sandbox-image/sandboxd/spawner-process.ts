@@ -10,7 +10,6 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WireError } from '../../sandbox-wire/errors.ts';
-import { SETPRIV } from './identity.ts';
 import { onMessage } from './spawner-answers.ts';
 import { SPAWNER_SCRIPT } from './spawner-script.ts';
 import { giveUp, type Message, type SpawnerState } from './spawner-state.ts';
@@ -62,7 +61,7 @@ export function start(s: SpawnerState): void {
       s.box = mkdtempSync(join(tmpdir(), 'sandboxd-spawner-'));
       s.ownBox = true;
     }
-    proc = nodeSpawn(python, ['-I', '-S', '-c', 'exec(open(3).read())', s.box, SETPRIV], {
+    proc = nodeSpawn(python, ['-I', '-S', '-c', 'exec(open(3).read())', s.box], {
       argv0: 'sandboxd-spawner',
       cwd: '/',
       // Its own environment is not its commands' (each request carries theirs): nothing of ours.

@@ -12,6 +12,7 @@ import { createRequestSpawner } from '../../tools/workflow/index.ts';
 import type { ToolRuntime } from '../types.ts';
 import { createDeletion, type Deletion } from './deletion.ts';
 import { createLiveAgents, type LiveAgents } from './live.ts';
+import { createPauses, type Pauses } from './pause.ts';
 import { remoteDefiner } from './remote.ts';
 import { type AgentServiceState, removeAgent } from './state.ts';
 
@@ -115,4 +116,19 @@ export function teamServiceFor(state: AgentServiceState): TeamService | undefine
     ...(options.children?.limitsOf ? { limitsOf: options.children.limitsOf } : {}),
     ...(options.now ? { now: options.now } : {}),
   });
+}
+
+/** Pauses and resumes (pause.ts), and the provider's idle sweep told about the tenants' idle pauses. */
+export function pausesFor(state: AgentServiceState): Pauses {
+  const { options, store } = state;
+  const pauses = createPauses({
+    agents: store.agents,
+    provider: state.provider,
+    sandboxes: state.sandboxes,
+    batches: state.batches,
+    settings: state.settings,
+    ...(options.now ? { now: options.now } : {}),
+  });
+  pauses.pauseWhenIdle();
+  return pauses;
 }

@@ -8,6 +8,8 @@
 // with an isolated workspace), never one of its own, so deleting it leaves the workspace to its
 // owner. A child with an isolated workspace (its parent's `childWorkspace: "isolated"`) owns a
 // sandbox, which starts as a copy of its parent's workspace (when the parent has a sandbox).
+// Pauses (pause.ts) run under hold(): while one pauses or resumes an agent, uses of its sandbox
+// wait, and a binding made afterwards first asks `beforeBind` (a paused agent resumed or refused).
 import type { Sandbox, SandboxProvider } from '../../sandbox/types.ts';
 import type { AgentStore } from '../../store/index.ts';
 import { sandboxLimits } from '../sandbox-limits.ts';
@@ -36,23 +38,34 @@ export interface SandboxBinding {
   stateOf(agent: Agent, recorded?: boolean): Promise<SandboxState>;
   /** The agent whose sandbox (and workspace) `agent` uses: itself or an ancestor; undefined when gone. */
   ownerOf(agent: Agent): Promise<Agent | undefined>;
+  /**
+   * Runs `fn` (a pause or a resume of the agent) while uses of its sandbox wait; one at a time per
+   * agent. `fn` starts in the same turn as the hold, once an earlier hold has ended.
+   */
+  hold<T>(id: string, fn: () => Promise<T>): Promise<T>;
+  /** Settles when the agent's hold in progress, if any, has ended. */
+  held(id: string): Promise<void>;
 }
+
+/** A child that works in an ancestor's workspace (not an isolated one). */
+export const ownsNone = (agent: Agent): boolean =>
+  agent.links !== undefined && agent.config.isolatedWorkspace !== true;
 
 export interface SandboxBindingOptions {
   provider: SandboxProvider;
   agents: AgentStore;
   marks: DeletionMarks;
+  /** Asked before a sandbox is bound (found or made) in this process: throws to refuse it. */
+  beforeBind?: (agent: Agent) => Promise<void>;
 }
-
-/** A child that works in an ancestor's workspace (not an isolated one). */
-const ownsNone = (agent: Agent): boolean =>
-  agent.links !== undefined && agent.config.isolatedWorkspace !== true;
 
 export function createSandboxBinding(options: SandboxBindingOptions): SandboxBinding {
   const { provider, agents, marks } = options;
   const sandboxes = new Map<string, Promise<Sandbox>>();
   /** Agents whose entry in `sandboxes` has resolved. */
   const ready = new Set<string>();
+  /** Pauses and resumes in progress, by agent (they never reject). */
+  const holds = new Map<string, Promise<void>>();
 
   /** The agent whose sandbox `agent` uses: itself, or the nearest agent above it that owns one. */
   async function ownerOf(agent: Agent): Promise<Agent | undefined> {
@@ -69,6 +82,8 @@ export function createSandboxBinding(options: SandboxBindingOptions): SandboxBin
   function of(agent: Agent): Promise<Sandbox> {
     if (marks.deleting.has(agent.id)) return Promise.reject(deletedError(agent.id));
     if (ownsNone(agent)) return ownersSandbox(agent);
+    const held = holds.get(agent.id);
+    if (held !== undefined) return held.then(() => of(agent));
     let pending = sandboxes.get(agent.id);
     if (pending === undefined) {
       const binding = bind(agent);
@@ -96,6 +111,7 @@ export function createSandboxBinding(options: SandboxBindingOptions): SandboxBin
   async function bind(agent: Agent): Promise<Sandbox> {
     // Inside the registered binding, so a delete that starts meanwhile finds it and waits for it.
     if (await marks.gone(agent)) throw deletedError(agent.id);
+    await options.beforeBind?.(agent);
     const existing = await provider.get(agent.id);
     if (existing === undefined && (await marks.gone(agent))) throw deletedError(agent.id);
     const sandbox =
@@ -145,5 +161,29 @@ export function createSandboxBinding(options: SandboxBindingOptions): SandboxBin
     return named ? 'gone' : 'none';
   }
 
-  return { of, release, size: () => sandboxes.size, stateOf, ownerOf };
+  return {
+    of,
+    release,
+    size: () => sandboxes.size,
+    stateOf,
+    ownerOf,
+    hold: (id, fn) => holdOn(holds, id, fn),
+    held: async (id) => holds.get(id),
+  };
+}
+
+/** SandboxBinding.hold over the binding's holds: one at a time per agent, `fn` started in the turn its hold is set. */
+async function holdOn<T>(holds: Map<string, Promise<void>>, id: string, fn: () => Promise<T>): Promise<T> {
+  for (let held = holds.get(id); held !== undefined; held = holds.get(id)) await held;
+  const run = fn();
+  const slot = run.then(
+    () => undefined,
+    () => undefined,
+  );
+  holds.set(id, slot);
+  try {
+    return await run;
+  } finally {
+    if (holds.get(id) === slot) holds.delete(id);
+  }
 }

@@ -9,11 +9,13 @@ import type { SandboxProvider } from '../../sandbox/types.ts';
 import { type ConversationMessage, messageEvents } from '../../session/messages.ts';
 import type { SessionEvent } from '../../store/types.ts';
 import type { TeamService } from '../../teams/service.ts';
+import type { TenantSettingsReader } from '../tenant-settings.ts';
 import type { Agent } from '../types.ts';
 import type { Batches } from './batches.ts';
 import type { createAgentCreation } from './create.ts';
 import type { Deletion } from './deletion.ts';
 import type { LiveAgents } from './live.ts';
+import type { Pauses } from './pause.ts';
 import { type AgentLookup, type DeletionMarks, getAgent } from './records.ts';
 import type { SandboxBinding } from './sandbox.ts';
 import type { AgentServiceOptions } from './types.ts';
@@ -33,6 +35,8 @@ export interface AgentServiceState {
   deletion: Deletion;
   create: ReturnType<typeof createAgentCreation>;
   teams: TeamService | undefined;
+  settings: TenantSettingsReader;
+  pauses: Pauses;
 }
 
 /**
@@ -47,6 +51,7 @@ export async function removeAgent(state: AgentServiceState, tenantId: string, id
   const [own, ...settled] = await Promise.allSettled([deletion.delete(tenantId, id), ...children]);
   if (own?.status === 'rejected') throw own.reason;
   // A child deleted meanwhile by its own DELETE is gone either way.
+  state.pauses.forget([id, ...doomed.map((child) => child.id)]);
   for (const outcome of settled)
     if (outcome.status === 'rejected' && (outcome.reason as { code?: string })?.code !== 'NOT_FOUND')
       throw outcome.reason;

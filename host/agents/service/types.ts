@@ -3,7 +3,7 @@ import type { PluginHostOptions } from '../../cordis/host.ts';
 import type { AgentPlugins } from '../../cordis/view.ts';
 import type { EgressGateway } from '../../egress/index.ts';
 import type { McpLimits } from '../../mcp-servers/types.ts';
-import type { Sandbox, SandboxProvider } from '../../sandbox/types.ts';
+import type { PauseMode, Sandbox, SandboxProvider } from '../../sandbox/types.ts';
 import type { ConversationMessage } from '../../session/messages.ts';
 import type { AgentSession } from '../../session/state.ts';
 import type { Store } from '../../store/index.ts';
@@ -14,6 +14,7 @@ import type { TeamService } from '../../teams/service.ts';
 import type { ToolRegistry } from '../../tools/index.ts';
 import type { ToolCall, ToolResult } from '../../tools/types.ts';
 import type { SpawnProvider } from '../../tools/workflow/index.ts';
+import type { TenantSettingsReader } from '../tenant-settings.ts';
 import type {
   Agent,
   CallOptions,
@@ -24,12 +25,13 @@ import type {
   ToolSurface,
 } from '../types.ts';
 import type { McpServerService } from './mcp.ts';
+import type { PauseView } from './pause.ts';
 import type { AgentUsage } from './usage.ts';
 
 export interface AgentServiceOptions {
   /** Without `sessionState`, todos, goals and plan mode live in memory only (unit tests). */
   store: Pick<Store, 'agents' | 'events' | 'requests'> &
-    Partial<Pick<Store, 'plugins' | 'sessionState' | 'teams' | 'wake'>>;
+    Partial<Pick<Store, 'plugins' | 'sessionState' | 'teams' | 'wake' | 'tenantSettings'>>;
   /**
    * Runs creator plugins (the cordis_* tools' plugin host) with these runtime options; needs
    * `store.plugins`. Default: none, so no agent gets plugins.
@@ -137,6 +139,15 @@ export interface AgentService {
   readonly mcpServers: McpServerService;
   /** State and usage of agents and their workspaces, as this process knows them (service/usage.ts). */
   readonly usage: AgentUsage;
+  /**
+   * Pauses the agent (service/pause.ts): its sandbox stopped (or frozen), its workspace kept;
+   * NOT_FOUND for another tenant's agent, AGENT_BUSY while a call runs; a paused agent stays as it is.
+   */
+  pause(tenantId: string, id: string, mode: PauseMode): Promise<PauseView>;
+  /** Starts a paused agent's sandbox again and clears its pause; a running agent stays as it is. */
+  resume(tenantId: string, id: string): Promise<PauseView>;
+  /** Each tenant's settings (the pause settings), read through a short cache. */
+  readonly settings: TenantSettingsReader;
   /** Sandboxes this process holds a handle to. */
   liveSandboxes(): number;
   inFlight(): number;

@@ -4,17 +4,21 @@
 // tenant's agents with their disk for the operator (paged, a bounded number of reads at once).
 // Read-only: nothing here creates, starts or adopts a sandbox.
 import type { SandboxProvider, SandboxUsage, SandboxUsageOptions, UsedOf } from '../../sandbox/types.ts';
-import type { AgentStore } from '../../store/index.ts';
+import type { AgentPause, AgentStore } from '../../store/index.ts';
 import type { Agent } from '../types.ts';
 import type { Batches } from './batches.ts';
+import type { Pauses } from './pause.ts';
 import { toAgent } from './records.ts';
-import type { SandboxBinding, SandboxState } from './sandbox.ts';
+import { ownsNone, type SandboxBinding, type SandboxState } from './sandbox.ts';
 
 export type { SandboxState };
 
 /** An agent's state in this process. */
 export interface AgentState {
-  sandbox: SandboxState;
+  /** `paused`: the agent (or the owner of its workspace) is paused (service/pause.ts), wherever it runs. */
+  sandbox: SandboxState | 'paused';
+  /** While paused: how, since when, by whom. */
+  pause?: AgentPause;
   /** Call batches of the agent running now. */
   batches: number;
   /** When its last batch started or ended in this process (epoch ms); absent when none did. */
@@ -52,6 +56,7 @@ export interface AgentUsageOptions {
   provider: SandboxProvider;
   sandboxes: SandboxBinding;
   batches: Batches;
+  pauses: Pauses;
 }
 
 /** Runs `fn` over `items`, at most `width` at once, results in order. */
@@ -69,13 +74,15 @@ async function mapBounded<T, R>(items: T[], width: number, fn: (item: T) => Prom
 }
 
 export function createAgentUsage(options: AgentUsageOptions): AgentUsage {
-  const { agents, provider, sandboxes, batches } = options;
+  const { agents, provider, sandboxes, batches, pauses } = options;
 
   async function state(agent: Agent, recorded?: boolean): Promise<AgentState> {
-    const sandbox = await sandboxes.stateOf(agent, recorded);
+    const pause = await pauses.pausedOf(agent);
+    const sandbox = pause === undefined ? await sandboxes.stateOf(agent, recorded) : 'paused';
     const { batches: running, lastCallAt } = batches.activity(agent.id);
     return {
       sandbox,
+      ...(pause === undefined ? {} : { pause }),
       batches: running,
       ...(lastCallAt === undefined ? {} : { lastCallAt }),
     };
@@ -109,6 +116,8 @@ export function createAgentUsage(options: AgentUsageOptions): AgentUsage {
       Promise.all(
         (await agents.list(tenantId)).map(async (record) => {
           const agent = toAgent(record);
+          // The record says whether it is paused: no further read per agent for the list.
+          if (!ownsNone(agent)) pauses.learn(agent.id, record.paused);
           return { agent, state: await state(agent, record.sandboxId !== undefined) };
         }),
       ),

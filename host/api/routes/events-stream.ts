@@ -25,7 +25,15 @@ export interface EventRoutesState {
 
 /** The events after `afterSeq`: at most `limit` of them and about pageBytes bytes (at least one). */
 export function eventPage(state: EventRoutesState, sessionId: string, afterSeq: number, limit: number) {
-  return state.events.list(sessionId, { afterSeq, limit, maxBytes: state.pageBytes, payloads: 'refs' });
+  // Durable only: a seq shown to a client is never handed out again (a crash, a fail-over), and the
+  // routes flush first, so what was appended before the request is in it.
+  return state.events.list(sessionId, {
+    afterSeq,
+    limit,
+    maxBytes: state.pageBytes,
+    payloads: 'refs',
+    durable: true,
+  });
 }
 
 /** Streams the events of `sessionId` after seq `from` on `stream` until it closes, the agent is deleted or the service stops. */

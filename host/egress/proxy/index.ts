@@ -90,7 +90,9 @@ export function createSandboxEgress(options: SandboxEgressOptions): SandboxEgres
       options
         .callerOf(agentId)
         .then(async (caller) => {
-          if (caller !== undefined) egress.trust(await authorities.caOf(caller.tenantId));
+          // Awaited: a session that ends before sandboxd answers (the agent deleted right after its
+          // first call) rejects it, and that rejection must land in the catch below, not crash the process.
+          if (caller !== undefined) await egress.trust(await authorities.caOf(caller.tenantId));
         })
         .catch((e: unknown) => {
           if (!sessionEnded(e)) options.onError?.(e);

@@ -61,6 +61,12 @@ export const openChannel = async (
     try {
       const info = await container.inspect();
       running = info.State.Running;
+      // Frozen by a pause (pause.ts), maybe before this process started: thawed, its processes
+      // kept. Opening is how a paused sandbox resumes, on this node or through a remote one.
+      if (info.State.Paused)
+        await container.unpause().catch((e: unknown) => {
+          if (!isNotModified(e)) throw e;
+        });
       const found = linkDirOf(info);
       if (
         link === undefined &&

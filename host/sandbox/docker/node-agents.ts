@@ -1,11 +1,14 @@
 // The embedded node's calls on one agent's sandbox: open a channel to its sandboxd (started when
 // stopped, restarted on request, and made again on its old workspace when the container vanished
-// behind the node's back: removed by hand or by the engine), its state, stop and destroy.
+// behind the node's back: removed by hand or by the engine), its state, stop, pause and destroy.
 // Invariants: a destroyed agent's sandbox is never made again here (open fails with
-// SANDBOX_UNAVAILABLE); an open waits for a stop in progress; a replacement is reported through
-// onError (files kept, or an empty workspace when its workspace was gone too).
+// SANDBOX_UNAVAILABLE); an open waits for a stop or pause in progress (and thaws a frozen
+// container: channel.ts); a replacement is reported through onError (files kept, or an empty
+// workspace when its workspace was gone too).
+import type Docker from 'dockerode';
 import { SandboxError } from '../../errors.ts';
 import type { OpenOptions, SandboxdChannel, SandboxState } from '../nodes/types.ts';
+import type { PauseMode } from '../types.ts';
 import { openChannel, stopNow } from './channel.ts';
 import { fromDocker, isContainerGone, isNotFound, isNotModified } from './errors.ts';
 import { lookup } from './lookup.ts';
@@ -130,6 +133,55 @@ export async function stopAgent(s: NodeBase, agentId: string): Promise<void> {
       entry.stopping = undefined;
     });
   await entry.stopping;
+}
+
+/**
+ * The node's pause(): stops or freezes the container, as asked, in the entry's `stopping` slot (an
+ * open meanwhile waits, then starts or thaws it); a pause of a paused container changes nothing.
+ */
+export async function pauseAgent(s: NodeBase, agentId: string, mode: PauseMode): Promise<PauseMode | 'none'> {
+  const found = await lookup(s, agentId);
+  if (found === undefined) return 'none';
+  const { entry } = found;
+  while (entry.stopping) await entry.stopping.catch(() => undefined);
+  // A pooled container's channel nobody took: open() would hand it over without thawing.
+  entry.pending?.close();
+  entry.pending = undefined;
+  const pausing = settle(entry.container, mode, agentId);
+  // The slot never rejects: an open waiting in it starts the container whatever the pause met.
+  const slot: Promise<void> = pausing.then(
+    () => undefined,
+    () => undefined,
+  );
+  entry.stopping = slot;
+  void slot.then(() => {
+    if (entry.stopping === slot) entry.stopping = undefined;
+  });
+  return pausing;
+}
+
+/** Stops or freezes the container; what it did (`stop` when a freeze found it stopped). */
+async function settle(container: Docker.Container, mode: PauseMode, agentId: string): Promise<PauseMode> {
+  const state = await container.inspect().then(
+    (info) => info.State,
+    (e: unknown) => {
+      throw fromDocker(e, 'Pausing the sandbox', { agentId });
+    },
+  );
+  if (!state.Running) return 'stop';
+  if (mode === 'freeze') {
+    if (!state.Paused)
+      await container.pause().catch((e: unknown) => {
+        throw fromDocker(e, 'Freezing the sandbox', { agentId });
+      });
+    return 'freeze';
+  }
+  // A frozen container is thawed first, so that its processes can be told to stop.
+  if (state.Paused) await container.unpause().catch(() => undefined);
+  await container.stop({ t: 2 }).catch((e: unknown) => {
+    if (!isNotModified(e)) throw fromDocker(e, 'Stopping the sandbox', { agentId });
+  });
+  return 'stop';
 }
 
 /** The node's destroy(): the container, its workspace (also when the container vanished) and link folder. */

@@ -7,7 +7,7 @@
 // This module wires the parts, each in its own module over one NodeState (node-state.ts: the
 // settings, the known agents' containers, and making and removing a container with its workspace
 // and link folder): provision.ts is ensure() and the pool's items; node-agents.ts is open, state,
-// stop and destroy; lookup.ts finds an agent's container; adopt.ts re-adopts at start.
+// stop, pause and destroy; lookup.ts finds an agent's container; adopt.ts re-adopts at start.
 // Invariants: everything it creates carries `dsh.managed=1`, `dsh.instance=<instance>` and the
 // caller's labels, and is named `<prefix>-<instance>-…` (ownership.ts): several control planes
 // may share one engine and each touches only its own. An assigned container is named
@@ -31,7 +31,7 @@ import {
 import { fromDocker } from './errors.ts';
 import { linksFolder } from './links.ts';
 import { lookup } from './lookup.ts';
-import { destroyAgent, openAgent, stateOf, stopAgent } from './node-agents.ts';
+import { destroyAgent, openAgent, pauseAgent, stateOf, stopAgent } from './node-agents.ts';
 import type { NodeBase, NodeState, WarmHooks } from './node-state.ts';
 import { naming } from './ownership.ts';
 import { createWarmPool, type WarmPool } from './pool.ts';
@@ -130,11 +130,14 @@ export function createDockerNode(options: DockerNodeOptions): DockerNode {
     ensure: (spec) => ensureSandbox(s, spec),
     async find(agentId) {
       const found = await lookup(s, agentId);
-      return found && { id: found.id, limits: found.entry.limits };
+      if (found === undefined) return undefined;
+      const { limits, tenantId } = found.entry;
+      return { id: found.id, limits, ...(tenantId === undefined ? {} : { tenantId }) };
     },
     open: (agentId, openOptions) => openAgent(s, agentId, openOptions),
     state: (agentId) => stateOf(s, agentId),
     stop: (agentId) => stopAgent(s, agentId),
+    pause: (agentId, mode) => pauseAgent(s, agentId, mode),
     destroy: (agentId) => destroyAgent(s, agentId),
     usage: (agentId, usageOptions) =>
       containerUsage(

@@ -21,12 +21,15 @@ export interface PoolItem {
 export interface WarmPool {
   /** Ready items now. */
   readonly ready: number;
-  /** A ready item, or undefined; always triggers a refill. */
+  /** A ready item, or undefined; always triggers a refill (REFILL_AFTER_TAKE_MS later). */
   take(): PoolItem | undefined;
   /** Resolves when the pool is full (or refilling failed). */
   filled(): Promise<void>;
   close(): Promise<void>;
 }
+
+/** How long after a take the pool starts making the item that replaces it. */
+export const REFILL_AFTER_TAKE_MS = 250;
 
 export const createWarmPool = (o: {
   size: number;
@@ -79,7 +82,10 @@ export const createWarmPool = (o: {
     },
     take() {
       const item = items.shift();
-      void refill();
+      // Not at once: the refill forks mkfs and mount from this thread and boots a container's
+      // sandboxd on the same cores, just when the sandbox taken gets its first calls (agent ready:
+      // create, then its first command). A burst that empties the pool waits REFILL_AFTER_TAKE_MS more.
+      setTimeout(() => void refill(), REFILL_AFTER_TAKE_MS).unref();
       return item;
     },
     filled: () => refill(),

@@ -2,8 +2,9 @@
 // places each agent's sandbox on a node, runs the sandboxd client over the bytes the node gives
 // (session.ts: every frame validated here), and keeps the session logic: sessions opened on demand
 // and followed (agent-live.ts), reconnects and restarts when sandboxd stops answering, the idle
-// reaper's decisions (reaper.ts; the node does the stop), and the agents' Sandbox handles
-// (sandbox.ts). The machine's side (containers, workspaces, pool, link folders, adoption) is the
+// reaper's decisions (reaper.ts: stop, or pause where the agent's tenant asks; the node does the
+// stop), pause and resume (pause.ts: AGENT_BUSY and the session closed here; the node stops or
+// freezes), and the agents' Sandbox handles (sandbox.ts). The machine's side (containers, workspaces, pool, link folders, adoption) is the
 // node's: by default the embedded node over the local engine (node.ts), made from these options.
 // Invariants: at most one live session per agent here; a destroyed agent's handles never
 // recreate; a pooled sandbox's session, opened and verified by this provider's own code (the
@@ -14,7 +15,14 @@ import type Docker from 'dockerode';
 import type { AdoptOptions, SandboxNode } from '../nodes/types.ts';
 import { createResolver, WORKSPACE_ROOT } from '../paths.ts';
 import { connectSandboxd, type SandboxdEgress } from '../sandboxd/client.ts';
-import type { ProviderFlags, Sandbox, SandboxLimits, SandboxProvider, SandboxSpec } from '../types.ts';
+import type {
+  IdlePauses,
+  ProviderFlags,
+  Sandbox,
+  SandboxLimits,
+  SandboxProvider,
+  SandboxSpec,
+} from '../types.ts';
 import {
   type Agent,
   detachAgent,
@@ -26,6 +34,7 @@ import {
 } from './agent-live.ts';
 import { resolveLimits } from './config.ts';
 import { createDockerNode } from './node.ts';
+import { pauseSandbox, resumeSandbox } from './pause.ts';
 import { startReaper } from './reaper.ts';
 import { type ConnectSandboxd, closeLive, connectChannel, type Live } from './session.ts';
 import type { WorkspaceStore } from './workspaces.ts';
@@ -60,7 +69,10 @@ export interface DockerProviderOptions {
    * images), so that a cold create only mounts one. Default 0.
    */
   workspaceSpares?: number;
-  /** Stop an agent's container after this long without a call (no running jobs). 0 disables. Default 900000. */
+  /**
+   * Stop an agent's container after this long without a call (no running jobs). 0 disables. Default
+   * 900000. Agents of tenants with idle pauses (pauseWhenIdle) are paused by then at the latest.
+   */
   idleMs?: number;
   /** Size of the /tmp tmpfs. Default 64 MiB. */
   tmpBytes?: number;
@@ -124,8 +136,10 @@ export function createDockerProvider(options: DockerProviderOptions): DockerProv
   };
   s.node = options.node ?? embeddedNode(options, s);
   const node = s.node;
+  let idlePauses: IdlePauses | undefined;
   const stopReaper = startReaper({
     idleMs: options.idleMs ?? 900_000,
+    pauses: () => idlePauses,
     entries: () => s.agents.values(),
     detach: (agent) => detachAgent(agent as Agent),
     stop: (agentId) => node.stop(agentId),
@@ -141,7 +155,7 @@ export function createDockerProvider(options: DockerProviderOptions): DockerProv
     create: (spec) => createSandbox(s, spec),
     async get(agentId) {
       const found = await node.find(agentId);
-      return found && handleOf(s, agentOf(s, agentId, found.limits), found.id);
+      return found && handleOf(s, agentOf(s, agentId, found.limits, found.tenantId), found.id);
     },
     destroy: (agentId) => destroy(s, agentId),
     async close() {
@@ -152,6 +166,12 @@ export function createDockerProvider(options: DockerProviderOptions): DockerProv
     },
     usage: (agentId, usageOptions) => node.usage(agentId, usageOptions),
     adopt: (adoptOptions) => node.adopt(adoptOptions),
+    pause: (agentId, mode) => pauseSandbox(s, agentId, mode),
+    resume: (agentId) =>
+      resumeSandbox(s, agentId, (found) => agentOf(s, agentId, found.limits, found.tenantId)),
+    pauseWhenIdle(idle) {
+      idlePauses = idle;
+    },
   };
 }
 
@@ -168,12 +188,13 @@ function embeddedNode(options: DockerProviderOptions, s: Sessions): SandboxNode<
 }
 
 /** The agent's entry here, made when this process does not know it yet. */
-function agentOf(s: Sessions, agentId: string, limits: SandboxLimits): Agent {
+function agentOf(s: Sessions, agentId: string, limits: SandboxLimits, tenantId?: string): Agent {
   let agent = s.agents.get(agentId);
   if (!agent) {
-    agent = { agentId, limits, lastUsed: Date.now(), inFlight: 0 };
+    agent = { agentId, tenantId, limits, lastUsed: Date.now(), inFlight: 0 };
     s.agents.set(agentId, agent);
   }
+  agent.tenantId ??= tenantId;
   return agent;
 }
 
@@ -182,9 +203,9 @@ async function createSandbox(s: Sessions, spec: SandboxSpec): Promise<Sandbox> {
   const { node } = s;
   const limits = resolveLimits(node.defaults, node.maxima, spec.limits);
   const placed = await node.ensure({ agentId: spec.agentId, tenantId: spec.tenantId, limits });
-  if (placed.found) return handleOf(s, agentOf(s, spec.agentId, placed.limits), placed.id);
+  if (placed.found) return handleOf(s, agentOf(s, spec.agentId, placed.limits, spec.tenantId), placed.id);
   // A known agent whose sandbox vanished takes the new one, so that its handles follow.
-  const agent = agentOf(s, spec.agentId, limits);
+  const agent = agentOf(s, spec.agentId, limits, spec.tenantId);
   await detachAgent(agent);
   Object.assign(agent, { limits, lastUsed: Date.now(), destroyed: false });
   const warm = placed.warm as Live | undefined;

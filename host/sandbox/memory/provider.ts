@@ -154,6 +154,16 @@ export const createMemoryProvider = (
       if (sb) for (const j of await sb.jobs.list()) if (j.status === 'running') await sb.jobs.kill(j.id);
     },
     async close() {},
+    // A stop ends the sandbox's jobs and keeps its files, as the docker provider's does; a freeze
+    // has nothing to freeze in one process, so it changes nothing.
+    async pause(agentId, mode) {
+      const sb = sandboxes.get(agentId);
+      if (sb === undefined) return 'none';
+      if (mode === 'stop')
+        for (const j of await sb.jobs.list()) if (j.status === 'running') await sb.jobs.kill(j.id);
+      return mode;
+    },
+    async resume() {},
     async usage(agentId) {
       const sb = sandboxes.get(agentId);
       if (sb === undefined) return undefined;

@@ -11,7 +11,7 @@
 // only (the sandbox keeps running).
 
 import type { Readable, Writable } from 'node:stream';
-import type { SandboxLimits, SandboxUsage, SandboxUsageOptions } from '../types.ts';
+import type { PauseMode, SandboxLimits, SandboxUsage, SandboxUsageOptions } from '../types.ts';
 
 /** Bytes to and from one sandbox's sandboxd: its stdio (the attach stream) or its link socket. */
 export interface SandboxdPipe {
@@ -58,6 +58,8 @@ export interface NodeSandbox {
   id: string;
   /** The limits it has (read back from the node after a restart). */
   limits: SandboxLimits;
+  /** Its tenant (the control plane's idle pauses go by it); absent when the node cannot tell. */
+  tenantId?: string;
 }
 
 /** A placed sandbox; `warm` is what the node's warm hook made for a pooled one (embedded node only). */
@@ -128,14 +130,23 @@ export interface SandboxNode<W = never> {
   /** The agent's sandbox when it has one (after a restart too); never makes one. */
   find(agentId: string): Promise<NodeSandbox | undefined>;
   /**
-   * A pipe to the agent's sandboxd, its sandbox started first when stopped, and made again (on its
-   * old workspace when that remains) when it vanished behind the node's back. Fails with
-   * SANDBOX_UNAVAILABLE for an agent destroyed here or never placed here.
+   * A pipe to the agent's sandboxd, its sandbox started first when stopped, thawed when frozen (a
+   * pause: opening is how a paused sandbox resumes), and made again (on its old workspace when that
+   * remains) when it vanished behind the node's back. Fails with SANDBOX_UNAVAILABLE for an agent
+   * destroyed here or never placed here.
    */
   open(agentId: string, options?: OpenOptions): Promise<SandboxdChannel>;
   state(agentId: string): Promise<SandboxState>;
   /** Stops the agent's sandbox (the idle reaper's decision, made by the control plane). */
   stop(agentId: string): Promise<void>;
+  /**
+   * Pauses the agent's sandbox (the control plane's decision, made once its session is closed and
+   * no call of the agent is in flight): `stop` stops it (a frozen one is thawed first, so its
+   * processes can be told to stop), `freeze` freezes its processes in place. What was done: `stop`
+   * when a freeze found it not running, `none` when the agent has no sandbox here. open() resumes
+   * it (starts or thaws) and waits for a pause in progress.
+   */
+  pause(agentId: string, mode: PauseMode): Promise<PauseMode | 'none'>;
   /** Removes the agent's sandbox and its workspace; open() never makes it again. */
   destroy(agentId: string): Promise<void>;
   usage(agentId: string, options?: SandboxUsageOptions): Promise<SandboxUsage | undefined>;

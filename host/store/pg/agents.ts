@@ -19,13 +19,13 @@
 //   write is in flight changes nothing stored (libsql serialises synchronously too).
 import { isSandboxError } from '../../errors.ts';
 import type { AgentRecord, AgentStore, CreateAgentInput } from '../agents-port.ts';
-import { type AgentRow, newAgent, noAgentTenant, toRecord } from '../agents-rows.ts';
+import { type AgentRow, newAgent, noAgentTenant, pausedText, toRecord } from '../agents-rows.ts';
 import type { Sealer } from '../sealed.ts';
 import { type PgDatabase, pgGuarded } from './db.ts';
 
 /** Every column of an agent but `rowid` (which orders rows and is no part of the record). */
 const COLUMNS = `id, tenant_id, preset, mode, config, remote_tools, mcp_servers, sandbox_id, created_at,
-  deleted_at, parent_id, team_id, name, role, depth`;
+  deleted_at, parent_id, team_id, name, role, depth, paused`;
 const LIVE = 'deleted_at IS NULL';
 const OLDEST_FIRST = 'ORDER BY created_at, rowid';
 /** SQLSTATE foreign_key_violation: the only foreign key of `agents` is its tenant. */
@@ -141,6 +141,13 @@ export const createPgAgentStore = (
         [sealer?.seal(text) ?? text, id, tenantId],
       );
     },
+
+    setPaused: (tenantId, id, paused) =>
+      updated(
+        'set agent paused',
+        `UPDATE agents SET paused = $1 WHERE id = $2 AND tenant_id = $3 AND ${LIVE}`,
+        [pausedText(paused), id, tenantId],
+      ),
 
     async setSandboxId(id, sandboxId) {
       await pgGuarded('set agent sandbox', () =>

@@ -32,6 +32,8 @@ import { createPgSessionStateStore } from './session-state.ts';
 import { createPgSkillStore } from './skills.ts';
 import { createPgTeamBoardStore } from './team-board.ts';
 import { createPgTeamStore } from './teams.ts';
+import { createPgTenantPurgeStore } from './tenant-purge.ts';
+import { createPgTenantSettingsStore } from './tenant-settings.ts';
 import { createPgTenantStore } from './tenants.ts';
 import { redactUrl } from './url.ts';
 
@@ -86,6 +88,7 @@ export const openPgStore = async (options: OpenPgStoreOptions): Promise<Store> =
       events,
       requests,
       tenants: createPgTenantStore(db, now, { wake }),
+      tenantPurge: createPgTenantPurgeStore(db),
       agents: createPgAgentStore(db, now, sealer),
       plugins: createPgPluginStore(db, { now, limitsOf: options.pluginLimitsOf }),
       sessionState: createPgSessionStateStore(db, now),
@@ -99,6 +102,7 @@ export const openPgStore = async (options: OpenPgStoreOptions): Promise<Store> =
       leases: createPgLeaseStore(db),
       limits: createPgLimitStore(db),
       callBatches: createPgCallBatchStore(db, now),
+      tenantSettings: createPgTenantSettingsStore(db, now),
       close() {
         closing ??= (async () => {
           try {

@@ -132,7 +132,10 @@ suite(`replicas against a hostile client${missing === undefined ? '' : ` [skippe
     const answers = await Promise.all(
       [a, b, a, b].map((via) => cluster.request(via, 'POST', `/v1/agents/${agent.id}/calls`, body, key)),
     );
-    expect(answers.map((r) => r.status)).toEqual([200, 200, 200, 200]);
+    expect(
+      answers.map((r) => r.status),
+      `${JSON.stringify(answers.map((r) => r.json?.error))}\nA:\n${a.lines.slice(-30).join('\n')}\nB:\n${b.lines.slice(-30).join('\n')}`,
+    ).toEqual([200, 200, 200, 200]);
     const texts = answers.map((r) => JSON.stringify(r.json.results));
     expect(new Set(texts).size).toBe(1);
     const runs = await cluster.request(b, 'POST', `/v1/agents/${agent.id}/calls`, {
@@ -264,7 +267,10 @@ suite(`replicas against a hostile client${missing === undefined ? '' : ` [skippe
         `/v1/agents/${agent.id}/calls`,
         bash('look', 'ls /workspace'),
       );
-      expect(seen.status).toBe(200);
+      expect(
+        seen.status,
+        `${JSON.stringify(seen.json)}\nA:\n${a.lines.slice(-30).join('\n')}\nB:\n${b.lines.slice(-30).join('\n')}`,
+      ).toBe(200);
       const ran = JSON.stringify(seen.json.results[0].content).includes('split-brain');
       const log = (await cluster.request(b, 'GET', `/v1/agents/${agent.id}/events?limit=5000`)).json
         .events as Loose[];

@@ -11,6 +11,7 @@ import { createEgress, type EgressOptions } from '../../../host/egress/index.ts'
 import { createMemoryProvider } from '../../../host/sandbox/memory/provider.ts';
 import type { SandboxProvider } from '../../../host/sandbox/types.ts';
 import { type OpenStoreOptions, openStore } from '../../../host/store/index.ts';
+import { createTenantDeletion, type TenantDeletionOptions } from '../../../host/tenants/deletion.ts';
 import { strReplaceEditorTool } from '../../../host/tools/builtin/index.ts';
 import { createRegistry, createRequestApprovals } from '../../../host/tools/index.ts';
 import { standardSandboxTools } from '../builtin/standard-tools.ts';
@@ -27,6 +28,8 @@ export const makeApi = async (
     sandboxes?: SandboxProvider;
     store?: Partial<OpenStoreOptions>;
     agents?: Pick<AgentServiceOptions, 'reapRetryMs' | 'questionTtlMs' | 'mcpLimitsOf' | 'children'>;
+    /** Options of the tenant deletion (DELETE /v1/tenants/:id) over the harness's. */
+    deletion?: Partial<TenantDeletionOptions>;
     /** With it: the egress gateway (these options over its defaults), /v1/egress and the web tools. */
     egress?: Partial<EgressOptions>;
     /** More of the app's dependencies (the pool and disk readers of /metrics). */
@@ -68,6 +71,16 @@ export const makeApi = async (
     ...(egress === undefined ? {} : { egress: egress.gateway }),
   });
   const lifecycle = createLifecycle();
+  const tenantDeletion = createTenantDeletion({
+    tenants: store.tenants,
+    purge: store.tenantPurge,
+    events: store.events,
+    agents: store.agents,
+    service: agents,
+    sliceRows: 7, // small slices: a deletion takes several
+    retryMs: 50,
+    ...options.deletion,
+  });
   const app = createApp({
     startedAt: Date.now(),
     version: 'test',
@@ -77,6 +90,7 @@ export const makeApi = async (
     limits,
     metrics,
     lifecycle,
+    tenantDeletion,
     ...(egress === undefined ? {} : { egress: egress.settings }),
     ...options.app,
   });
@@ -140,6 +154,7 @@ export const makeApi = async (
     );
 
   const close = async () => {
+    await tenantDeletion.close();
     await agents.close(0);
     await egress?.close();
     store.close();
@@ -154,6 +169,9 @@ export const makeApi = async (
     metrics,
     lifecycle,
     egress,
+    tenantDeletion,
+    tenantA: a.id,
+    tenantB: b.id,
     keyA: a.apiKey,
     keyB: b.apiKey,
     request,

@@ -165,6 +165,51 @@ describe('the client on a live service', () => {
     }
   });
 
+  it('onRequest follows the log from its end (or the given seq), still answering what was pending', async () => {
+    const resumedFrom: (string | null)[] = [];
+    const client = new DshClient({
+      baseUrl,
+      apiKey: key,
+      fetch(request, init) {
+        if (request.headers.get('accept') === 'text/event-stream')
+          resumedFrom.push(request.headers.get('last-event-id'));
+        return fetch(request, init);
+      },
+    });
+    const remoteTools = [
+      { name: 'lookup', description: 'Answered by the client', parameters: { type: 'object' } },
+    ];
+    const agent = await client.agents.create({ preset: 'standard', remoteTools });
+    await agent.batch(
+      Array.from({ length: 20 }, (_, i) => ({
+        name: 'write',
+        arguments: { file_path: `f${i}.txt`, content: 'x' },
+      })),
+    );
+    // A call waiting for its answer before any listener runs: the listener answers it from the list.
+    const early = agent.call('lookup', { word: 'early' });
+    await until(async () => (await agent.requests.list('pending')).length === 1);
+    const end = (await agent.usage()).log.events;
+    const answered: string[] = [];
+    const listener = agent.onRequest('remote_tool', (request) => {
+      const { word } = request.payload.arguments as { word: string };
+      answered.push(word);
+      return { result: word };
+    });
+    try {
+      expect(textOf(await early)).toBe('early');
+      expect(textOf(await agent.call('lookup', { word: 'late' }))).toBe('late');
+      expect(answered).toEqual(['early', 'late']);
+      expect(resumedFrom).toEqual([String(end)]);
+    } finally {
+      await listener.stop();
+    }
+    const again = agent.onRequest('remote_tool', () => ({ result: 'x' }), { after: 3 });
+    await until(() => resumedFrom.length === 2);
+    await again.stop();
+    expect(resumedFrom[1]).toBe('3');
+  });
+
   it("agent.usage() shows the agent's sandbox, calls and disk as they change", async () => {
     const client = new DshClient({ baseUrl, apiKey: key });
     const agent = await client.agents.create({ preset: 'standard', sandbox: { diskMb: 16 } });

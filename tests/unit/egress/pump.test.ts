@@ -111,6 +111,34 @@ describe('sandbox egress pump', () => {
     egress.close();
   });
 
+  it('survives a session that ends before sandboxd took its CA: no unhandled rejection, nothing reported', async () => {
+    const sd = fakeSandboxd();
+    const ended = new SandboxError('SANDBOX_UNAVAILABLE', 'The sandboxd connection was closed by the host.');
+    let refuse: ((e: Error) => void) | undefined;
+    sd.egress.trust = () => new Promise<void>((_, reject) => (refuse = reject));
+    const unhandled: unknown[] = [];
+    const onUnhandled = (e: unknown): void => void unhandled.push(e);
+    process.on('unhandledRejection', onUnhandled);
+    const errors: unknown[] = [];
+    const egress = createSandboxEgress({
+      gateway,
+      callerOf: async () => caller,
+      onError: (e) => errors.push(e),
+      intercept: { caOf: async () => 'CA PEM', contextFor: async () => undefined as never },
+    });
+    const stop = egress.attach('a', sd.egress);
+    await until(() => sd.accepts.length === 1 && refuse !== undefined);
+    stop();
+    refuse?.(ended);
+    // Two turns of the loop: an unhandled rejection is reported after the microtasks drain.
+    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setImmediate(r));
+    process.off('unhandledRejection', onUnhandled);
+    expect(unhandled).toEqual([]);
+    expect(errors).toEqual([]);
+    egress.close();
+  });
+
   it('reports an accept sandboxd refuses once, and asks no more', async () => {
     const sd = fakeSandboxd();
     const errors: unknown[] = [];

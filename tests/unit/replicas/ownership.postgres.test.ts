@@ -122,13 +122,20 @@ describePostgres('replicas on one PostgreSQL database', () => {
     });
     expect(taken).toBe(true);
     expect(b.takeovers).toMatchObject([{ familyId: f.lead, epoch: 2 }]);
-    await b.store.events.append([{ sessionId: f.lead, type: 'note', surface: 'current', data: { n: 2 } }]);
-    await b.store.events.flush();
+    const [two] = await b.store.events.append([
+      { sessionId: f.lead, type: 'note', surface: 'current', data: { n: 2 } },
+    ]);
+    // What a call waits for before it runs (tools/call-log.ts): its record stored under B's epoch.
+    await b.store.events.stored!(two!);
     // A wakes up and writes. Its own check would refuse the append (its hold is stale: the next
     // test); here the pause falls between that check and the write, so the database decides: it
     // refuses the write, A learns it lost the family, and drops the rows.
     a.fence.freshness(() => true);
-    await a.store.events.append([{ sessionId: f.lead, type: 'note', surface: 'current', data: { n: 99 } }]);
+    const [late] = await a.store.events.append([
+      { sessionId: f.lead, type: 'note', surface: 'current', data: { n: 99 } },
+    ]);
+    // A call waiting for this record is told it was not written, so it never runs on A.
+    await expect(a.store.events.stored!(late!)).rejects.toMatchObject({ code: 'OWNER_FENCED' });
     await until(() => a.lost.includes(f.lead), { what: 'A told it lost the family' });
     await a.store.events.flush();
     await b.store.events.append([{ sessionId: f.lead, type: 'note', surface: 'current', data: { n: 3 } }]);

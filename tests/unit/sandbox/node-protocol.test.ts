@@ -2,7 +2,8 @@
 // node, the control plane's remote node against it. Calls and errors keep their meaning across the
 // wire, the two streams carry bytes both ways, and what a hostile or mistaken client sends is
 // refused before the node is asked: no certificate or another CA's, a bad instance, an agent id
-// that is too long, limits over the node's maxima, a body over 1 MiB, an unknown call.
+// that is too long, limits over the node's maxima, a pause mode it does not know, a body over
+// 1 MiB, an unknown call.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -58,6 +59,10 @@ const fake: SandboxNode<unknown> = {
   },
   state: async () => 'running',
   stop: async () => {},
+  pause: async (agentId, mode) => {
+    asked.push(`pause ${agentId} ${mode}`);
+    return agentId === 'known' ? mode : 'none';
+  },
   destroy: async (agentId) => {
     asked.push(`destroy ${agentId}`);
   },
@@ -160,8 +165,10 @@ describe('the node protocol', () => {
     expect(await node.find('other')).toBeUndefined();
     expect(await node.state('known')).toBe('running');
     expect(await node.adopt({ claim: ['x', 'y'] })).toEqual(['x', 'y']);
+    expect(await node.pause('known', 'freeze')).toBe('freeze');
+    expect(await node.pause('other', 'stop')).toBe('none');
     await node.destroy('a1');
-    expect(asked).toEqual(['ensure a1', 'destroy a1']);
+    expect(asked).toEqual(['ensure a1', 'pause known freeze', 'pause other stop', 'destroy a1']);
     await expect(node.open('other')).rejects.toMatchObject({ code: 'SANDBOX_UNAVAILABLE' });
   });
 
@@ -205,6 +212,14 @@ describe('the node protocol', () => {
       /INVALID_ARGUMENTS|EPIPE|ECONNRESET/,
     );
     expect(code(await raw('/v1/find', 'not json'))).toBe('INVALID_ARGUMENTS');
+    for (const mode of ['kill', '', null, 1, ['stop'], 'STOP'])
+      expect(code(await raw('/v1/pause', JSON.stringify({ agentId: 'known', mode })))).toBe(
+        'INVALID_ARGUMENTS',
+      );
+    expect(code(await raw('/v1/pause', JSON.stringify({ mode: 'stop' })))).toBe('INVALID_ARGUMENTS');
+    expect(code(await raw('/v1/pause', JSON.stringify({ agentId: 'a\nb', mode: 'stop' })))).toBe(
+      'INVALID_ARGUMENTS',
+    );
     expect(code(await raw('/v1/exec', '{}'))).toBe('NOT_FOUND');
     expect(asked).toEqual([]);
   });

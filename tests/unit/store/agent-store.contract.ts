@@ -92,6 +92,21 @@ export const runAgentStoreContract = (harness: AgentStoreHarness) => {
       ).not.toHaveProperty('sandboxId');
     });
 
+    it('keeps a pause until it is cleared, for its own tenant only', async () => {
+      const { agents, a, b } = await open();
+      const agent = await agents.create({ tenantId: a, preset: 'p', mode: 'native', config: {} });
+      const pause = { mode: 'freeze', at: 1234, by: 'idle' } as const;
+      expect(await agents.setPaused(b, agent.id, pause)).toBe(false);
+      expect((await agents.get(a, agent.id))?.paused).toBeUndefined();
+      expect(await agents.setPaused(a, agent.id, pause)).toBe(true);
+      expect((await agents.get(a, agent.id))?.paused).toEqual(pause);
+      expect((await agents.list(a))[0]?.paused).toEqual(pause);
+      expect(await agents.setPaused(a, agent.id, undefined)).toBe(true);
+      expect(await agents.get(a, agent.id)).not.toHaveProperty('paused');
+      await agents.markDeleted(a, agent.id);
+      expect(await agents.setPaused(a, agent.id, pause)).toBe(false);
+    });
+
     it('lists the live agents that have a sandbox by id, in pages', async () => {
       const { agents, a, b } = await open();
       const made = [];

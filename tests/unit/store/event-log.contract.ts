@@ -181,6 +181,17 @@ export const runEventLogContract = (factory: EventLogFactory) => {
       expect(got).toEqual([1, 2]);
     });
 
+    it('gives a durable read only what is stored: what a client is shown is never handed out again', async () => {
+      const { log } = await open({ batchWindowMs: 500 });
+      await log.append([ev('s')]);
+      await log.flush();
+      await log.append([ev('s')]);
+      expect(seqs(await log.list('s', { durable: true }))).toEqual([1]);
+      expect(seqs(await log.list('s'))).toEqual([1, 2]);
+      await log.flush();
+      expect(seqs(await log.list('s', { durable: true }))).toEqual([1, 2]);
+    });
+
     it('keeps notifying other subscribers when one throws', async () => {
       const { log } = await open();
       const got: number[] = [];

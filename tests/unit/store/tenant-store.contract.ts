@@ -106,5 +106,114 @@ export const runTenantStoreContract = (harness: TenantStoreHarness) => {
       expect((await tenants.listTenants()).map((t) => t.name)).toEqual(['a', 'b']);
       await expect(tenants.createTenant('  ')).rejects.toMatchObject({ code: 'BAD_REQUEST' });
     });
+
+    it('names keys, bounds them in time, and refuses an expired key like an unknown one', async () => {
+      let clock = 1_000_000;
+      const { store: tenants } = await open({ now: () => clock });
+      const acme = await tenants.createTenant('acme', { name: 'first' });
+      const ci = await tenants.createKey(acme.id, { name: 'ci', expiresAt: clock + 5_000 });
+      expect((await tenants.verifyKey(ci.apiKey))?.id).toBe(acme.id); // remembered now
+      expect(
+        (await tenants.listKeys(acme.id)).map(({ id, name, expiresAt }) => ({ id, name, expiresAt })),
+      ).toEqual([
+        { id: acme.keyId, name: 'first', expiresAt: undefined },
+        { id: ci.keyId, name: 'ci', expiresAt: 1_005_000 },
+      ]);
+      clock += 5_000; // exactly at expiry: refused, though verified a moment before
+      expect(await tenants.verifyKey(ci.apiKey)).toBeUndefined();
+      expect((await tenants.verifyKey(acme.apiKey))?.id).toBe(acme.id);
+      for (const bad of [
+        { expiresAt: clock },
+        { expiresAt: clock - 1 },
+        { expiresAt: 1.5 },
+        { name: '' },
+        { name: 'x'.repeat(101) },
+      ]) {
+        await expect(tenants.createKey(acme.id, bad)).rejects.toMatchObject({ code: 'BAD_REQUEST' });
+      }
+    });
+
+    it("revokes a tenant's own key only, and its last live key only when asked", async () => {
+      let clock = 1_000_000;
+      const { store: tenants } = await open({ now: () => clock });
+      const acme = await tenants.createTenant('acme');
+      const other = await tenants.createTenant('other');
+      expect(await tenants.revokeTenantKey(acme.id, other.keyId)).toBe('unknown');
+      expect((await tenants.verifyKey(other.apiKey))?.id).toBe(other.id);
+      expect(await tenants.revokeTenantKey(acme.id, 'key_missing')).toBe('unknown');
+      expect(await tenants.revokeTenantKey(acme.id, acme.keyId)).toBe('last');
+      expect((await tenants.verifyKey(acme.apiKey))?.id).toBe(acme.id);
+      // An expired key is no live key: the first stays the last one.
+      await tenants.createKey(acme.id, { expiresAt: clock + 10 });
+      clock += 10;
+      expect(await tenants.revokeTenantKey(acme.id, acme.keyId)).toBe('last');
+      const second = await tenants.createKey(acme.id);
+      expect(await tenants.revokeTenantKey(acme.id, acme.keyId)).toBe('revoked');
+      expect(await tenants.verifyKey(acme.apiKey)).toBeUndefined();
+      expect(await tenants.revokeTenantKey(acme.id, acme.keyId)).toBe('unknown');
+      expect(await tenants.revokeTenantKey(acme.id, second.keyId, { allowLast: true })).toBe('revoked');
+      expect(await tenants.verifyKey(second.apiKey)).toBeUndefined();
+    });
+
+    it('keeps one live key when two revocations of the last two race', async () => {
+      const { store: tenants } = await open();
+      const acme = await tenants.createTenant('acme');
+      const second = await tenants.createKey(acme.id);
+      const outcomes = await Promise.all([
+        tenants.revokeTenantKey(acme.id, acme.keyId),
+        tenants.revokeTenantKey(acme.id, second.keyId),
+      ]);
+      expect(outcomes.sort()).toEqual(['last', 'revoked']);
+      expect((await tenants.listKeys(acme.id)).filter((k) => k.revokedAt === undefined)).toHaveLength(1);
+    });
+
+    it("keeps the operator's quotas of a tenant, checked, across a restart", async () => {
+      const opened = await open();
+      const acme = await opened.store.createTenant('acme');
+      expect((await opened.store.getTenant(acme.id))?.quotas).toBeUndefined();
+      expect((await opened.store.setQuotas(acme.id, { agents: 3 }))?.quotas).toEqual({ agents: 3 });
+      for (const bad of [
+        { agents: -1 },
+        { agents: 1.5 },
+        { agents: 2_000_000 },
+        { disk: 1 },
+        { agents: '3' },
+      ]) {
+        await expect(opened.store.setQuotas(acme.id, bad as never)).rejects.toMatchObject({
+          code: 'BAD_REQUEST',
+        });
+      }
+      expect(await opened.store.setQuotas('ten_missing', { agents: 1 })).toBeUndefined();
+      const restarted = await opened.reopen();
+      expect((await restarted.getTenant(acme.id))?.quotas).toEqual({ agents: 3 });
+      expect((await restarted.setQuotas(acme.id, {}))?.quotas).toBeUndefined();
+    });
+
+    it('a tenant being deleted is refused at once on every key, and can be resumed from a list', async () => {
+      const opened = await open();
+      const tenants = opened.store;
+      const acme = await tenants.createTenant('acme');
+      const second = await tenants.createKey(acme.id, { name: 'two' });
+      const keep = await tenants.createTenant('keep');
+      expect((await tenants.verifyKey(acme.apiKey))?.id).toBe(acme.id); // remembered now
+      const deleting = await tenants.beginDeletion(acme.id);
+      expect(deleting).toMatchObject({ id: acme.id, state: 'deleting' });
+      expect(deleting?.deletingSince).toBeTypeOf('number');
+      expect(await tenants.verifyKey(acme.apiKey)).toBeUndefined();
+      expect(await tenants.verifyKey(second.apiKey)).toBeUndefined();
+      expect((await tenants.verifyKey(keep.apiKey))?.id).toBe(keep.id);
+      await expect(tenants.createKey(acme.id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+      expect((await tenants.beginDeletion(acme.id))?.state).toBe('deleting'); // idempotent
+      expect(await tenants.beginDeletion('ten_missing')).toBeUndefined();
+      const restarted = await opened.reopen();
+      expect(await restarted.listDeleting()).toEqual([acme.id]);
+      await restarted.finishDeletion(acme.id);
+      expect(await restarted.listDeleting()).toEqual([]);
+      const done = await restarted.getTenant(acme.id);
+      expect(done?.state).toBe('deleted');
+      expect(done?.deletedAt).toBeTypeOf('number');
+      expect((await restarted.getTenant(keep.id))?.state).toBe('active');
+      expect((await restarted.beginDeletion(acme.id))?.state).toBe('deleted');
+    });
   });
 };

@@ -12,7 +12,15 @@ import type { TLSSocket } from 'node:tls';
 import { SandboxError } from '../../../errors.ts';
 import type { SandboxLimits } from '../../types.ts';
 import type { LinkOffer, NodeCapacity, SandboxdChannel, SandboxdPipe, SandboxNode } from '../types.ts';
-import { ACCEPTED, HEADER_CHANNEL, HEADER_LINK, HEADER_LINK_TOKEN, PREFIX, PROTOCOL } from './protocol.ts';
+import {
+  ACCEPTED,
+  HEADER_CHANNEL,
+  HEADER_LINK,
+  HEADER_LINK_TOKEN,
+  PREFIX,
+  PROTOCOL,
+  pauseDoneOf,
+} from './protocol.ts';
 import { createTransport, type Transport, type TransportOptions } from './transport.ts';
 
 export type RemoteNodeOptions = TransportOptions;
@@ -53,8 +61,12 @@ export async function connectRemoteNode(options: RemoteNodeOptions): Promise<Rem
     },
     ensure: (spec) => call('ensure', spec, 5 * 60_000),
     find: async (agentId) =>
-      (await call<{ sandbox: null | { id: string; limits: SandboxLimits } }>('find', agent(agentId)))
-        .sandbox ?? undefined,
+      (
+        await call<{ sandbox: null | { id: string; limits: SandboxLimits; tenantId?: string } }>(
+          'find',
+          agent(agentId),
+        )
+      ).sandbox ?? undefined,
     async open(agentId, openOptions = {}): Promise<SandboxdChannel> {
       const q = `agent=${encodeURIComponent(agentId)}${openOptions.restart ? '&restart=1' : ''}`;
       const { socket, headers } = await t.upgrade(`${PREFIX}open?${q}`);
@@ -66,6 +78,8 @@ export async function connectRemoteNode(options: RemoteNodeOptions): Promise<Rem
     stop: async (agentId) => {
       await call('stop', agent(agentId));
     },
+    pause: async (agentId, mode) =>
+      pauseDoneOf((await call<{ done?: unknown }>('pause', { ...agent(agentId), mode })).done),
     destroy: async (agentId) => {
       await call('destroy', agent(agentId), 5 * 60_000);
     },

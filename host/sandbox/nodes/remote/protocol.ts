@@ -12,6 +12,7 @@
 // checked here, on the node's side, before anything is asked of the engine.
 
 import { httpStatusOf, messageOf, SandboxError } from '../../../errors.ts';
+import type { PauseMode } from '../../types.ts';
 
 export const PROTOCOL = 'dsh-node/1';
 export const PREFIX = '/v1/';
@@ -36,6 +37,7 @@ export const METHODS = [
   'adopt',
   'capacity',
   'filled',
+  'pause',
 ] as const;
 export type Method = (typeof METHODS)[number];
 
@@ -47,6 +49,19 @@ const bad = (message: string): SandboxError => new SandboxError('INVALID_ARGUMEN
 export const agentIdOf = (value: unknown): string => {
   if (typeof value !== 'string' || !AGENT_ID.test(value))
     throw bad('agentId must be 1-200 printable ASCII characters');
+  return value;
+};
+
+/** A pause's mode as the node takes it. */
+export const pauseModeOf = (value: unknown): PauseMode => {
+  if (value !== 'stop' && value !== 'freeze') throw bad('mode must be "stop" or "freeze"');
+  return value;
+};
+
+/** A pause's answer as the control plane takes it (a node answering anything else is refused). */
+export const pauseDoneOf = (value: unknown): PauseMode | 'none' => {
+  if (value !== 'stop' && value !== 'freeze' && value !== 'none')
+    throw new SandboxError('SANDBOX_UNAVAILABLE', 'The node answered a pause with no known outcome.');
   return value;
 };
 

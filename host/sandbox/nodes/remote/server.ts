@@ -29,6 +29,7 @@ import {
   objectOf,
   PREFIX,
   PROTOCOL,
+  pauseModeOf,
   stringsOf,
 } from './protocol.ts';
 
@@ -166,6 +167,8 @@ async function call(
       return node.stop(agentIdOf(a.agentId));
     case 'destroy':
       return node.destroy(agentIdOf(a.agentId));
+    case 'pause':
+      return { done: await node.pause(agentIdOf(a.agentId), pauseModeOf(a.mode)) };
     case 'usage':
       return { usage: (await node.usage(agentIdOf(a.agentId), usageOptionsOf(a.options))) ?? null };
     case 'adopt': {

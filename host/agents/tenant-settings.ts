@@ -1,0 +1,88 @@
+// Each tenant's settings as the agent service reads them (GET/PUT /v1/settings): today the pause
+// settings. The store keeps one JSON document per tenant (store/tenant-settings.ts); this module
+// owns its meaning: what a missing or partial document means (the defaults), and a cache with a
+// short lifetime, so that a call or an idle sweep costs no read.
+// Invariants: a tenant that set nothing gets DEFAULT_TENANT_SETTINGS; a document is read back
+// field by field, so one written by a later build with more fields still reads; a put is seen at
+// once in this process, by other replicas on the same database within CACHE_MS.
+import type { JsonValue } from '../json.ts';
+import type { TenantSettingsStore } from '../store/tenant-settings.ts';
+
+/** What pausing means for a tenant's agents. */
+export interface PauseSettings {
+  /** Seconds an agent may stay idle (no call, no running job) before it is paused; 0: never. */
+  idleSeconds: number;
+  /** A call to a paused agent: `resume` it on the way (the call pays the start), or `refuse` (AGENT_PAUSED). */
+  onCall: 'resume' | 'refuse';
+}
+
+export interface TenantSettings {
+  pause: PauseSettings;
+}
+
+/** Idle pauses off (the service's own idle stop still applies), calls resume a paused agent. */
+export const DEFAULT_TENANT_SETTINGS: TenantSettings = { pause: { idleSeconds: 0, onCall: 'resume' } };
+
+/** How long a tenant's settings are answered from memory (other replicas' puts show within it). */
+export const CACHE_MS = 10_000;
+
+/** A stored document read field by field, the defaults where it says nothing valid. */
+export function settingsOf(document: JsonValue | undefined): TenantSettings {
+  const pause = (document as { pause?: Partial<Record<keyof PauseSettings, unknown>> } | undefined)?.pause;
+  const idle = pause?.idleSeconds;
+  return {
+    pause: {
+      idleSeconds:
+        typeof idle === 'number' && Number.isInteger(idle) && idle >= 0
+          ? idle
+          : DEFAULT_TENANT_SETTINGS.pause.idleSeconds,
+      onCall: pause?.onCall === 'refuse' ? 'refuse' : 'resume',
+    },
+  };
+}
+
+export interface TenantSettingsReader {
+  get(tenantId: string): Promise<TenantSettings>;
+  /** From memory only (undefined when not read lately; a read then starts in the background). */
+  peek(tenantId: string): TenantSettings | undefined;
+  put(tenantId: string, settings: TenantSettings): Promise<TenantSettings>;
+}
+
+export function createTenantSettings(
+  store: TenantSettingsStore | undefined,
+  options: { now?: () => number; onError?: (error: unknown) => void } = {},
+): TenantSettingsReader {
+  const now = options.now ?? Date.now;
+  const known = new Map<string, { settings: TenantSettings; until: number }>();
+  const reading = new Map<string, Promise<TenantSettings>>();
+
+  function get(tenantId: string): Promise<TenantSettings> {
+    const hit = known.get(tenantId);
+    if (hit !== undefined && hit.until > now()) return Promise.resolve(hit.settings);
+    let pending = reading.get(tenantId);
+    if (pending === undefined) {
+      pending = (async () => {
+        const settings = settingsOf(await store?.get(tenantId));
+        known.set(tenantId, { settings, until: now() + CACHE_MS });
+        return settings;
+      })().finally(() => reading.delete(tenantId));
+      reading.set(tenantId, pending);
+    }
+    return pending;
+  }
+
+  return {
+    get,
+    peek(tenantId) {
+      const hit = known.get(tenantId);
+      if (hit === undefined || hit.until <= now()) get(tenantId).catch(options.onError ?? (() => undefined));
+      return hit?.settings;
+    },
+    async put(tenantId, settings) {
+      const kept = settingsOf(settings as unknown as JsonValue);
+      await store?.put(tenantId, kept as unknown as JsonValue);
+      known.set(tenantId, { settings: kept, until: now() + CACHE_MS });
+      return kept;
+    },
+  };
+}

@@ -1,0 +1,64 @@
+// Per-tenant quotas over HTTP: the operator sets a tenant's (PUT /v1/tenants/:id/limits, admin
+// key; the body replaces them whole), the tenant reads its own with what it uses (GET /v1/limits).
+// Enforced where a request makes what they bound (../quotas.ts).
+import { Hono } from 'hono';
+import { describeRoute } from 'hono-openapi';
+import type * as v from 'valibot';
+import type { AgentService } from '../../agents/service.ts';
+import { SandboxError } from '../../errors.ts';
+import type { TenantStore } from '../../store/index.ts';
+import { adminAuth } from '../auth.ts';
+import { jsonBody, jsonRequest, jsonResponse } from '../body.ts';
+import type { ApiEnv } from '../env.ts';
+import { topLevelAgents } from '../quotas.ts';
+import { ErrorBody, TenantLimits, TenantQuotasBody, TenantView } from '../schemas.ts';
+
+export const ownLimitRoutes = (tenants: TenantStore, agents: AgentService): Hono<ApiEnv> => {
+  const app = new Hono<ApiEnv>();
+  app.get(
+    '/v1/limits',
+    describeRoute({
+      operationId: 'getOwnLimits',
+      tags: ['keys'],
+      description:
+        "The calling tenant's quotas as the operator set them (absent: no such bound) and what it uses of them.",
+      responses: { 200: jsonResponse('Its quotas and usage', TenantLimits) },
+    }),
+    async (c) => {
+      const tenantId = c.get('tenant').id;
+      const quotas = (await tenants.getTenant(tenantId))?.quotas ?? {};
+      return c.json({ quotas, usage: { agents: await topLevelAgents(agents, tenantId) } });
+    },
+  );
+  return app;
+};
+
+export const adminLimitRoutes = (tenants: TenantStore, adminKey: string | undefined): Hono<ApiEnv> => {
+  const app = new Hono<ApiEnv>();
+  app.put(
+    '/v1/tenants/:id/limits',
+    describeRoute({
+      operationId: 'setTenantLimits',
+      tags: ['tenants'],
+      description:
+        "Needs the admin key. Replaces the tenant's quotas: `agents` bounds its live top-level agents (a create past it answers LIMIT_EXCEEDED; agents it has already stay). `{}` clears them.",
+      requestBody: jsonRequest(TenantQuotasBody),
+      responses: {
+        200: jsonResponse('The tenant, with its quotas', TenantView),
+        401: jsonResponse('Wrong admin key', ErrorBody),
+        403: jsonResponse('No admin key configured', ErrorBody),
+        404: jsonResponse('No such tenant, or it was deleted', ErrorBody),
+      },
+    }),
+    adminAuth(adminKey),
+    jsonBody(TenantQuotasBody),
+    async (c) => {
+      const id = c.req.param('id');
+      const tenant = await tenants.setQuotas(id, c.get('body') as v.InferOutput<typeof TenantQuotasBody>);
+      if (tenant === undefined)
+        throw new SandboxError('NOT_FOUND', `No tenant ${id}.`, { data: { tenantId: id } });
+      return c.json(tenant);
+    },
+  );
+  return app;
+};

@@ -1,0 +1,77 @@
+// The tenant's settings over HTTP, by its own key (host/agents/tenant-settings.ts owns their
+// meaning): GET /v1/settings shows them with their defaults filled in; PUT replaces them whole.
+// Today: `pause` (idle pauses and what a call to a paused agent does).
+import { Hono } from 'hono';
+import { describeRoute } from 'hono-openapi';
+import * as v from 'valibot';
+import type { AgentService } from '../../agents/service.ts';
+import { DEFAULT_TENANT_SETTINGS, type TenantSettings } from '../../agents/tenant-settings.ts';
+import { jsonBody, jsonRequest, jsonResponse } from '../body.ts';
+import type { ApiEnv } from '../env.ts';
+import { ErrorBody } from '../schemas.ts';
+
+/** A day: an idle time longer than that is no idle pause worth the name. */
+const MAX_IDLE_SECONDS = 86_400;
+
+const PauseSettings = v.strictObject({
+  idleSeconds: v.optional(
+    v.pipe(
+      v.number(),
+      v.integer(),
+      v.minValue(0),
+      v.maxValue(MAX_IDLE_SECONDS),
+      v.description(
+        "Seconds an agent may stay idle (no call, no running background job, no command running in a terminal) before it is paused (mode stop); 0 (default): never. Checked every 5 s; never later than the service's own idle stop (15 min).",
+      ),
+    ),
+  ),
+  onCall: v.optional(
+    v.pipe(
+      v.picklist(['resume', 'refuse']),
+      v.description(
+        'A call to a paused agent: resume (default) resumes it on the way, the call paying the start; refuse answers 409 AGENT_PAUSED until POST /v1/agents/:id/resume.',
+      ),
+    ),
+  ),
+});
+
+export const PutSettings = v.strictObject({ pause: v.optional(PauseSettings) });
+
+const SettingsView = v.object({
+  pause: v.object({ idleSeconds: v.number(), onCall: v.picklist(['resume', 'refuse']) }),
+});
+
+export const settingsRoutes = (agents: AgentService): Hono<ApiEnv> => {
+  const app = new Hono<ApiEnv>();
+  app.get(
+    '/v1/settings',
+    describeRoute({
+      operationId: 'getSettings',
+      tags: ['settings'],
+      description: "The tenant's settings, defaults filled in.",
+      responses: { 200: jsonResponse('The settings', SettingsView) },
+    }),
+    async (c) => c.json(await agents.settings.get(c.get('tenant').id)),
+  );
+  app.put(
+    '/v1/settings',
+    describeRoute({
+      operationId: 'putSettings',
+      tags: ['settings'],
+      description:
+        "Replaces the tenant's settings whole (a field left out takes its default). Other replicas on the same database follow within 10 s.",
+      requestBody: jsonRequest(PutSettings),
+      responses: {
+        200: jsonResponse('The settings now', SettingsView),
+        400: jsonResponse('Invalid', ErrorBody),
+      },
+    }),
+    jsonBody(PutSettings),
+    async (c) => {
+      const body = c.get('body' as never) as v.InferOutput<typeof PutSettings>;
+      const settings: TenantSettings = { pause: { ...DEFAULT_TENANT_SETTINGS.pause, ...body.pause } };
+      return c.json(await agents.settings.put(c.get('tenant').id, settings));
+    },
+  );
+  return app;
+};

@@ -1,0 +1,103 @@
+// The admin commands of the command line (host/cli.ts): `tenants` and `keys`, the store-side twin
+// of the admin API (/v1/tenants…): each opens the store the service uses (DSH_DB or the data
+// directory), does one thing, prints JSON and closes it, so they work whether the service runs or
+// not. A key is printed once, at creation. `tenants delete` marks the tenant deleting and revokes
+// its keys (refused at once by a service on PostgreSQL, which hears the wake-up; within 2 s by one
+// on the same SQLite file); the removal itself is run by the service (tenants/deletion.ts), which
+// picks deleting tenants up within DELETION_POLL_MS (10 s, serve.ts), or at its next start.
+import type { Config } from './config.ts';
+import type { Store } from './store/index.ts';
+
+export const ADMIN_USAGE = `  tenants list                       every tenant with its state
+  tenants get <id>                   one tenant, with what is left while it is being deleted
+  tenants create <name>              a tenant and its first API key (printed once)
+  tenants delete <id>                refuse the tenant at once; the service removes its things
+  tenants limits <id> [--agents N|none]
+                                     the tenant's quotas; --agents sets (none: clears) its agent quota
+  keys list <tenant>                 the tenant's keys (never the keys themselves)
+  keys create <tenant> [--name N] [--expires-at T]
+                                     a further key (printed once); T: epoch ms or an ISO date
+  keys revoke <tenant> <key>         refused from the next request (its last key too)`;
+
+export interface AdminFlags {
+  name?: string;
+  expiresAt?: string;
+  agents?: string;
+}
+
+/** Epoch ms from `--expires-at` (a number, or a date Date.parse reads). */
+const expiryOf = (text: string): number => {
+  const ms = /^\d+$/.test(text) ? Number(text) : Date.parse(text);
+  if (!Number.isSafeInteger(ms))
+    throw new Error(`--expires-at ${text}: give epoch milliseconds or an ISO date`);
+  return ms;
+};
+
+const print = (value: unknown): void => {
+  process.stdout.write(`${JSON.stringify(value)}\n`);
+};
+
+/** Runs `tenants …` against the store; the exit code (2: usage). */
+const tenants = async (store: Store, [verb, arg]: string[], flags: AdminFlags): Promise<number> => {
+  if (verb === 'list') print(await store.tenants.listTenants());
+  else if (verb === 'limits' && arg) {
+    const tenant =
+      flags.agents === undefined
+        ? await store.tenants.getTenant(arg)
+        : await store.tenants.setQuotas(arg, flags.agents === 'none' ? {} : { agents: Number(flags.agents) });
+    if (tenant === undefined) throw new Error(`no tenant ${arg}`);
+    print({ id: tenant.id, quotas: tenant.quotas ?? {} });
+  } else if (verb === 'create' && arg) print(await store.tenants.createTenant(arg));
+  else if ((verb === 'get' || verb === 'delete') && arg) {
+    const tenant =
+      verb === 'get' ? await store.tenants.getTenant(arg) : await store.tenants.beginDeletion(arg);
+    if (tenant === undefined) throw new Error(`no tenant ${arg}`);
+    print(
+      tenant.state === 'deleting' ? { ...tenant, remaining: await store.tenantPurge.remaining(arg) } : tenant,
+    );
+  } else return 2;
+  return 0;
+};
+
+/** Runs `keys …` against the store; the exit code (2: usage). */
+const keys = async (store: Store, [verb, tenantId, keyId]: string[], flags: AdminFlags): Promise<number> => {
+  if (!tenantId) return 2;
+  if (verb === 'list') {
+    if ((await store.tenants.getTenant(tenantId)) === undefined) throw new Error(`no tenant ${tenantId}`);
+    print(await store.tenants.listKeys(tenantId));
+  } else if (verb === 'create') {
+    const key = await store.tenants.createKey(tenantId, {
+      ...(flags.name === undefined ? {} : { name: flags.name }),
+      ...(flags.expiresAt === undefined ? {} : { expiresAt: expiryOf(flags.expiresAt) }),
+    });
+    print({ id: key.keyId, apiKey: key.apiKey });
+  } else if (verb === 'revoke' && keyId) {
+    const outcome = await store.tenants.revokeTenantKey(tenantId, keyId, { allowLast: true });
+    if (outcome !== 'revoked') throw new Error(`no live key ${keyId} of tenant ${tenantId}`);
+    print({ id: keyId, revoked: true });
+  } else return 2;
+  return 0;
+};
+
+/** `tenants …` or `keys …` on the configured store. The exit code; 2 prints the usage. */
+export const runAdmin = async (
+  config: Config,
+  command: 'tenants' | 'keys',
+  args: string[],
+  flags: AdminFlags,
+): Promise<number> => {
+  const { connectStore } = await import('./store/connect.ts');
+  const store = await connectStore({
+    database: config.database,
+    dataDir: config.dataDir,
+    poolSize: config.databasePool,
+    ...(config.secretsKey === undefined ? {} : { secretsKey: config.secretsKey }),
+  });
+  try {
+    const code = command === 'tenants' ? await tenants(store, args, flags) : await keys(store, args, flags);
+    if (code === 2) process.stderr.write(`usage:\n${ADMIN_USAGE}\n`);
+    return code;
+  } finally {
+    await store.close();
+  }
+};

@@ -1,0 +1,86 @@
+// The admin command line (`node host/cli.ts tenants|keys …`) against a data directory, as an
+// operator runs it: the same store calls as the admin API, JSON out, a key printed once, a revoked
+// key and a deleted tenant's keys refused by a store opened on the same data.
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterEach, expect, it } from 'vitest';
+import { openStore, STORE_FILE } from '../../host/store/index.ts';
+import type { Loose } from './api/harness.ts';
+
+const CLI = fileURLToPath(new URL('../../host/cli.ts', import.meta.url));
+const dirs: string[] = [];
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+const cliIn =
+  (dataDir: string) =>
+  async (...args: string[]) => {
+    try {
+      const { stdout } = await promisify(execFile)(process.execPath, ['--no-node-snapshot', CLI, ...args], {
+        encoding: 'utf8',
+        env: { PATH: process.env.PATH ?? '', DSH_DATA_DIR: dataDir },
+      });
+      return { code: 0, json: JSON.parse(stdout) as Loose, stderr: '' };
+    } catch (error) {
+      const e = error as { code: number; stderr: string };
+      return { code: e.code, json: undefined, stderr: e.stderr };
+    }
+  };
+
+it('creates, lists and revokes keys and deletes a tenant, as the admin API does', async () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'dsh-cli-'));
+  dirs.push(dataDir);
+  const cli = cliIn(dataDir);
+  const acme = (await cli('tenants', 'create', 'acme')).json;
+  expect(acme).toMatchObject({ name: 'acme', apiKey: expect.stringMatching(/^dsk_/) });
+  const ci = (await cli('keys', 'create', acme.id, '--name', 'ci', '--expires-at', '2999-01-01T00:00:00Z'))
+    .json;
+  expect(ci.apiKey).toMatch(/^dsk_/);
+  const listed = (await cli('keys', 'list', acme.id)).json;
+  expect(listed.map((k: Loose) => [k.name, k.expiresAt])).toEqual([
+    [undefined, undefined],
+    ['ci', Date.parse('2999-01-01T00:00:00Z')],
+  ]);
+  expect(JSON.stringify(listed)).not.toContain(ci.apiKey.slice(12));
+
+  const store = () => openStore({ path: join(dataDir, STORE_FILE) });
+  const check = async (key: string) => {
+    const opened = store();
+    try {
+      return (await opened.tenants.verifyKey(key))?.id;
+    } finally {
+      await opened.close();
+    }
+  };
+  expect(await check(ci.apiKey)).toBe(acme.id);
+  expect((await cli('keys', 'revoke', acme.id, ci.id)).json).toEqual({ id: ci.id, revoked: true });
+  expect(await check(ci.apiKey)).toBeUndefined();
+  expect(await check(acme.apiKey)).toBe(acme.id);
+
+  // Hostile or mistaken input: a clear failure, nothing changed.
+  expect((await cli('keys', 'revoke', acme.id, ci.id)).code).toBe(1);
+  expect((await cli('keys', 'revoke', 'ten_other', acme.keyId)).code).toBe(1);
+  expect((await cli('keys', 'create', acme.id, '--expires-at', 'yesterday')).code).toBe(1);
+  expect((await cli('keys', 'create', acme.id, '--expires-at', '1000')).code).toBe(1);
+  expect((await cli('tenants', 'get', 'ten_nope')).code).toBe(1);
+  expect((await cli('keys')).code).toBe(2);
+  expect(await check(acme.apiKey)).toBe(acme.id);
+
+  expect((await cli('tenants', 'limits', acme.id, '--agents', '5')).json).toEqual({
+    id: acme.id,
+    quotas: { agents: 5 },
+  });
+  expect((await cli('tenants', 'limits', acme.id, '--agents', 'many')).code).toBe(1);
+  expect((await cli('tenants', 'limits', acme.id)).json.quotas).toEqual({ agents: 5 });
+  expect((await cli('tenants', 'limits', acme.id, '--agents', 'none')).json.quotas).toEqual({});
+
+  const deleting = (await cli('tenants', 'delete', acme.id)).json;
+  expect(deleting).toMatchObject({ id: acme.id, state: 'deleting', remaining: { api_keys: 2 } });
+  expect(await check(acme.apiKey)).toBeUndefined();
+  expect((await cli('tenants', 'list')).json.map((t: Loose) => t.state)).toEqual(['deleting']);
+}, 120_000); // each command is a process of its own
