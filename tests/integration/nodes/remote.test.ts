@@ -3,8 +3,10 @@
 // scripts/node-certs.ts), and a control plane whose DSH_NODES names it. An agent's bash, write and
 // read calls through the control plane's API run in a container on the second engine (none on the
 // main one), over the node's spliced streams (the link socket too), and deleting the agent removes
-// its container there; a connection to the node
-// without a certificate of the cluster's CA is refused.
+// its container there; pausing it through the API freezes or stops its container on the node
+// (a freeze keeps its background job, which the next call thaws; a stop keeps its files and the
+// resume starts it there); a connection to the node without a certificate of the cluster's CA is
+// refused.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:https';
@@ -15,10 +17,12 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { loadConfig } from '../../../host/config.ts';
 import { LINK_MOUNT } from '../../../host/sandbox/docker/config.ts';
 import { createDockerProvider, LABEL_INSTANCE } from '../../../host/sandbox/docker/index.ts';
+import { naming } from '../../../host/sandbox/docker/ownership.ts';
 import { connectRemoteNode } from '../../../host/sandbox/nodes/remote/client.ts';
 import type { SandboxNode } from '../../../host/sandbox/nodes/types.ts';
 import { type Running, startServer } from '../../../host/serve.ts';
 import { makeCa, makeCert } from '../../../scripts/node-certs.ts';
+import { until } from '../../helpers/until.ts';
 import type { Loose } from '../../unit/api/harness.ts';
 import { json } from '../api/served.ts';
 import { sandboxImage } from '../sandbox/fixtures.ts';
@@ -169,6 +173,62 @@ it('runs an agent on the remote node: bash, write and read through the API, its 
   const left = await (engine as Engine).docker.listContainers({ all: true, ...mine });
   expect(left.filter((c) => c.Id === placed?.Id)).toEqual([]);
 });
+
+it('pauses and resumes an agent on the remote node: frozen and thawed, stopped and started there', async () => {
+  const running = server as Running;
+  const key = (await running.store.tenants.createTenant('paused-on-node')).apiKey;
+  const id = (await json(running, key, 'POST', '/v1/agents', {})).json.id as string;
+  const call = async (name: string, args: Record<string, unknown>): Promise<Loose> => {
+    const r = await json(running, key, 'POST', `/v1/agents/${id}/calls`, {
+      calls: [{ id: `c${Math.random().toString(36).slice(2, 8)}`, name, arguments: args }],
+    });
+    expect(r.json.results?.[0]?.ok, JSON.stringify(r.json)).toBe(true);
+    return r.json.results[0];
+  };
+  const bash = async (command: string): Promise<string> =>
+    (await call('bash', { command, description: 'test' })).value.stdout;
+  const ticks = async (): Promise<number> => Number((await bash('wc -l < ticks.txt')).trim());
+  /** The agent's container on the node's engine, by its name (a pooled one carries no agent label). */
+  const container = async (): Promise<{ Running: boolean; Paused: boolean }> => {
+    const name = naming('dsh', running.store.instanceId).agent(id);
+    const info = await (engine as Engine).docker.getContainer(name).inspect();
+    return { Running: info.State.Running, Paused: info.State.Paused };
+  };
+
+  await bash('echo kept > keep.txt');
+  const job = await call('bash', {
+    command: 'while true; do echo t >> ticks.txt; sleep 0.1; done',
+    description: 'ticks',
+    run_in_background: true,
+  });
+  await until(async () => (await ticks()) > 2, { what: 'the job to tick' });
+
+  // A freeze: the node freezes the container; the next call thaws it and the job ran on.
+  const frozen = await json(running, key, 'POST', `/v1/agents/${id}/pause`, { mode: 'freeze' });
+  expect(frozen.status, JSON.stringify(frozen.json)).toBe(200);
+  expect(frozen.json.pause).toMatchObject({ mode: 'freeze', by: 'api' });
+  expect(await container()).toEqual({ Running: true, Paused: true });
+  const before = await ticks();
+  expect(await container()).toEqual({ Running: true, Paused: false });
+  await until(async () => (await ticks()) > before, { what: 'the thawed job to tick again' });
+  const jobs = (await call('job_list', {})).value as Loose[];
+  expect(jobs.find((j) => j.id === job.value.jobId)?.status).toBe('running');
+
+  // A stop: the node stops the container; the resume starts it there, its files kept.
+  const stopped = await json(running, key, 'POST', `/v1/agents/${id}/pause`, { mode: 'stop' });
+  expect(stopped.json.pause).toMatchObject({ mode: 'stop' });
+  expect(await container()).toMatchObject({ Running: false });
+  expect((await json(running, key, 'POST', `/v1/agents/${id}/resume`)).json).toEqual({
+    agentId: id,
+    paused: false,
+  });
+  expect(await container()).toEqual({ Running: true, Paused: false });
+  expect(await bash('cat keep.txt')).toBe('kept\n');
+  // A hostile mode is refused by the API before anything reaches the node.
+  expect((await json(running, key, 'POST', `/v1/agents/${id}/pause`, { mode: 'kill' })).status).toBe(400);
+  expect(await container()).toEqual({ Running: true, Paused: false });
+  expect((await json(running, key, 'DELETE', `/v1/agents/${id}`)).status).toBe(204);
+}, 180_000);
 
 it('refuses connections without a certificate of the cluster CA, and serves one with it', async () => {
   expect(await probe({})).not.toBe(200);
