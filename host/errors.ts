@@ -126,6 +126,11 @@ export const ERROR_CODES = {
   AGENT_BUSY: 409,
   /** A child that works in its parent's workspace has no sandbox of its own to pause: pause the parent. */
   AGENT_SHARES_WORKSPACE: 409,
+  // sandbox runtimes (host/sandbox/runtimes.ts)
+  /** The agent asked for a sandbox runtime (`sandbox.runtime`) the service's engine does not offer (`data.offered`). */
+  RUNTIME_UNAVAILABLE: 400,
+  /** The agent asked for a sandbox runtime its tenant may not use (`data.allowed`). */
+  RUNTIME_NOT_ALLOWED: 403,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

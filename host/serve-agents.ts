@@ -4,6 +4,7 @@
 // Invariants: a program never outlives its batch (code-mode wall clocks and waits are capped by the
 // batch deadline); isolate work takes fair turns with the API's heavy requests (./api/fair.ts).
 import { type Assembled, assembleAgents } from './agents/assemble.ts';
+import { gvisorAccess } from './agents/sandbox-runtime.ts';
 import { type FairScheduler, takingTurns, yieldingWorkers } from './api/fair.ts';
 import { type Metrics, observeCalls } from './api/metrics.ts';
 import type { Config } from './config.ts';
@@ -111,6 +112,7 @@ export function startAgents(config: Config, parts: ServerAgentParts, log: (line:
       // With replicas, a family's pending child runs are resumed where it is taken over.
       resumeAtStart: ownership === undefined,
     },
+    runtimes: gvisorAccess(config.gvisorTenants),
     // With replicas, a deleted top-level agent's family lets go of its lease (no renewal forever).
     ...(ownership === undefined ? {} : { onRemoved: (tenantId, id) => ownership.deleted(tenantId, id) }),
     // Each tenant's plugins on worker processes of its own, within its caps and the host's.

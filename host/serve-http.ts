@@ -8,6 +8,7 @@ import type { Server } from 'node:http';
 import { serve as listen } from '@hono/node-server';
 import type { Hono } from 'hono';
 import type { Assembled } from './agents/assemble.ts';
+import { offeredBy } from './agents/sandbox-runtime.ts';
 import type { AgentService } from './agents/service.ts';
 import { createApp } from './api/app.ts';
 import { createAuthThrottle } from './api/auth-throttle.ts';
@@ -23,6 +24,7 @@ import type { Config } from './config.ts';
 import type { Egress } from './egress/index.ts';
 import type { IsolateHost } from './isolates/index.ts';
 import type { DockerProvider } from './sandbox/docker/index.ts';
+import type { SandboxProvider } from './sandbox/types.ts';
 import type { Store } from './store/index.ts';
 import { replicaShareOf } from './store/replica-share.ts';
 import type { TenantDeletion } from './tenants/deletion.ts';
@@ -51,6 +53,8 @@ export interface ServerAppParts {
   replicas?: ReplicaDeps;
   /** DELETE /v1/tenants/:id (tenants/deletion.ts). */
   tenantDeletion?: TenantDeletion;
+  /** The sandbox provider in use: /v1/health reports the runtimes it offers. */
+  sandboxes?: SandboxProvider;
 }
 
 const shareOf = (store: Store, config: Config) => {
@@ -98,6 +102,9 @@ export function createServerApp(config: Config, parts: ServerAppParts): Hono<Api
         }),
     mcpOrigins: config.mcpOrigins,
     ...(parts.tenantDeletion === undefined ? {} : { tenantDeletion: parts.tenantDeletion }),
+    ...(parts.sandboxes?.runtimes === undefined
+      ? {}
+      : { runtimes: () => offeredBy(parts.sandboxes as SandboxProvider) }),
     ...(config.adminKey === undefined ? {} : { adminKey: config.adminKey }),
     ...(config.metricsKey === undefined ? {} : { metricsKey: config.metricsKey }),
     authThrottle: createAuthThrottle({

@@ -44,6 +44,9 @@ export async function serveNodeAgent(
         onError: (e) => log(`node: ${String(e)}`),
         defaults: { diskBytes: config.workspaceMb * 1024 * 1024 },
         diskPath: config.workspacesDir,
+        // The runtimes this machine's engine offers (runsc as DSH_GVISOR_RUNTIME names it); which
+        // tenants may ask for one is the control plane's decision (DSH_GVISOR_TENANTS there).
+        engineRuntimes: { gvisor: config.gvisorRuntime },
         ...(workspaces === undefined ? {} : { workspaces }),
         ...(links === undefined ? {} : { links }),
       });

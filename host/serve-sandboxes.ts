@@ -89,6 +89,8 @@ export const defaultProvider = async (
     ...(remote === undefined ? { workspaces: await workspaceStore(config, log) } : {}),
     spoolDir: config.spoolDir,
     egress,
+    // For the embedded node (a remote node's engine is named by the node agent's own settings).
+    engineRuntimes: { gvisor: config.gvisorRuntime },
     ...(linksOf(config, log) === undefined ? {} : { links: config.linksDir }),
     ...overrides,
     ...(pools === undefined ? {} : { owner: pools.owner }),
@@ -107,6 +109,11 @@ export const defaultProvider = async (
       return [];
     });
   log(`instance ${store.instanceId}: re-adopted ${adopted.length} agent sandbox(es)`);
+  await provider.runtimes().then(
+    (offered) =>
+      log(`sandbox runtimes the ${remote === undefined ? 'engine' : 'node'} offers: ${offered.join(', ')}`),
+    (e: unknown) => log(`could not read the engine's runtimes: ${String(e)}`),
+  );
   return provider;
 };
 

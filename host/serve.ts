@@ -202,6 +202,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
     connections,
     fair,
     tenantDeletion,
+    sandboxes,
     ...(ownership === undefined || secretsKey === undefined
       ? {}
       : {

@@ -220,6 +220,23 @@ function nodeList(spec: Common): Setting<Array<{ name: string; url: string }>> {
   };
 }
 
+/** `*` (every tenant) or comma-separated tenant ids; none by default. */
+function tenantList(spec: Common): Setting<'*' | string[]> {
+  return {
+    ...spec,
+    shown: 'none',
+    parse(raw) {
+      if (raw.trim() === '*') return '*';
+      const items = [...new Set(listItems(raw))];
+      const bad = items.find((item) => !/^[A-Za-z0-9_-]{1,64}$/.test(item));
+      if (bad !== undefined)
+        throw invalid(`${spec.env} is * or a comma-separated list of tenant ids, got "${bad}"`);
+      return items;
+    },
+    fallback: () => [],
+  };
+}
+
 const listItems = (raw: string): string[] =>
   raw
     .split(',')
@@ -960,6 +977,20 @@ export const SETTINGS = {
     section: 'sandboxes',
     shown: 'none',
     help: "the cluster's CA certificate (PEM): each side of the node protocol accepts only certificates it signed",
+  }),
+  gvisorTenants: tenantList({
+    env: 'DSH_GVISOR_TENANTS',
+    section: 'sandboxes',
+    help: 'tenants whose agents may ask for sandbox.runtime "gvisor": * (every tenant) or tenant ids, comma-separated',
+    doc: 'tenants whose agents may ask for `sandbox: { runtime: "gvisor" }`: `*` (every tenant) or tenant ids, comma-separated. Unset: none (`RUNTIME_NOT_ALLOWED`); the engine must offer the runtime as well (`RUNTIME_UNAVAILABLE`). Every agent runs under runc unless it asks',
+  }),
+  gvisorRuntime: text({
+    env: 'DSH_GVISOR_RUNTIME',
+    section: 'sandboxes',
+    shown: '`runsc`',
+    default: 'runsc',
+    help: "the Docker engine's name of the gVisor runtime (its daemon.json `runtimes` key)",
+    doc: "the Docker engine's name of the gVisor runtime (the key under `runtimes` in its daemon.json, as `docker info` lists it); the engine offers `gvisor` when it lists this name",
   }),
 } as const;
 

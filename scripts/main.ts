@@ -26,16 +26,22 @@ const { ensureDockerEngine } = await import('./setup/docker-engine.ts');
 const { doctor } = await import('./setup/doctor.ts');
 const { ensureSandboxImage } = await import('./setup/image.ts');
 const { ensurePostgres } = await import('./setup/postgres.ts');
+const { ensureRunsc } = await import('./setup/runsc.ts');
 
 /** Docker engine and sandbox image; returns the image tag. */
 const setup = async (): Promise<string> => {
   const started = Date.now();
   const config = loadConfig();
+  // Before the engine: an engine setup starts itself gets runsc registered (not fatal: runc only).
+  const runsc = await ensureRunsc().catch((e: Error) => {
+    log(`${e.message}; sandboxes run under runc only`);
+    return undefined;
+  });
   const engine = await ensureDockerEngine(config.dataDir);
   const image = await ensureSandboxImage();
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
   log(
-    `Docker ${engine.version}${engine.started ? ' (started)' : ''}; sandbox image ${image.tag}${image.built ? ' (built)' : ''}; ready in ${seconds} s`,
+    `Docker ${engine.version}${engine.started ? ' (started)' : ''}${runsc ? '; runsc there' : ''}; sandbox image ${image.tag}${image.built ? ' (built)' : ''}; ready in ${seconds} s`,
   );
   return image.tag;
 };

@@ -85,6 +85,8 @@ export interface AssembleOptions {
   children?: AgentServiceOptions['children'];
   /** Told once a delete removed an agent whole (replicas: a family's end). */
   onRemoved?: AgentServiceOptions['onRemoved'];
+  /** The sandbox runtimes each tenant may ask for besides runc. Default: none. */
+  runtimes?: AgentServiceOptions['runtimes'];
 }
 
 export interface Assembled {
@@ -186,6 +188,7 @@ export const assembleAgents = (options: AssembleOptions): Assembled => {
     ...(teamBoard === undefined ? {} : { teamBoard }),
     ...(options.children === undefined ? {} : { children: options.children }),
     ...(options.onRemoved === undefined ? {} : { onRemoved: options.onRemoved }),
+    ...(options.runtimes === undefined ? {} : { runtimes: options.runtimes }),
   });
   scheduler?.start();
   return {

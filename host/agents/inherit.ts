@@ -126,7 +126,13 @@ export const INHERITANCE: { [K in keyof CreateAgentRequest]-?: Rule<K> } = {
   mode: (parent) => parent.mode,
   restrict: (parent, asked) => narrowRestrict(parent.config.restrict, asked.restrict),
   policy: (parent, asked) => narrowPolicy(parent, asked.policy),
-  sandbox: (parent, asked) => smaller(parent.config.sandbox, asked.sandbox),
+  // Limits the smaller; the runtime the parent's (a child never picks a runtime of its own).
+  sandbox: (parent, asked) => {
+    const { runtime, ...limits } = parent.config.sandbox ?? {};
+    const { runtime: _asked, ...askedLimits } = asked.sandbox ?? {};
+    const out = smaller(parent.config.sandbox === undefined ? undefined : limits, askedLimits);
+    return runtime === undefined ? out : { ...out, runtime };
+  },
   codeMode: (parent, asked) => smaller(parent.config.codeMode, asked.codeMode),
   egress: ({ config: { egress } }, asked) =>
     egress === undefined || asked.egress === undefined

@@ -38,6 +38,21 @@ import type { Agent } from './types.ts';
 
 export type { AgentService, AgentServiceOptions } from './service/types.ts';
 
+/** Replicas: this process's work for the agents stops (their family runs on another replica now). */
+async function releaseAgents(state: AgentServiceState, tenantId: string, agentIds: readonly string[]) {
+  await Promise.all(
+    agentIds.map(async (id) => {
+      // Aborted first, so its calls end OWNER_FENCED rather than DENIED by the retired scope.
+      state.batches.abortMoved(id);
+      state.live.retire(id);
+      state.lookup.forget(id);
+      state.pauses.forget([id]);
+      await state.sandboxes.release(id);
+      await state.plugins?.releaseAgent(tenantId, id);
+    }),
+  );
+}
+
 export function createAgentService(options: AgentServiceOptions): AgentService {
   const { store, sandboxes: provider } = options;
   const runtime = options.runtime ?? (options.registry ? createRegistryRuntime(options.registry) : undefined);
@@ -78,6 +93,8 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
     maxima: provider.maxima,
     isClosing: state.isClosing,
     forget: lookup.forget,
+    provider,
+    ...(options.runtimes === undefined ? {} : { runtimes: options.runtimes }),
   });
   state.teams = teamServiceFor(state);
   // In the background: a run it cannot resume now stays as stored, for the next start. With
@@ -124,19 +141,7 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
       return plugins.of(agent);
     },
     resumePlugins: (onError, agentIds) => state.plugins?.resume(onError, agentIds) ?? Promise.resolve(0),
-    async release(tenantId, agentIds) {
-      await Promise.all(
-        agentIds.map(async (id) => {
-          // Aborted first, so its calls end OWNER_FENCED rather than DENIED by the retired scope.
-          batches.abortMoved(id);
-          live.retire(id);
-          lookup.forget(id);
-          pauses.forget([id]);
-          await sandboxes.release(id);
-          await state.plugins?.releaseAgent(tenantId, id);
-        }),
-      );
-    },
+    release: (tenantId, agentIds) => releaseAgents(state, tenantId, agentIds),
     registerRemoteTools: createRemoteRegistration({
       agents: store.agents,
       events: store.events,

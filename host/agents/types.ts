@@ -6,6 +6,7 @@
 
 import type { AgentPolicy, PolicySpec } from '../../policies/index.ts';
 import type { EgressRule } from '../egress/rules.ts';
+import type { SandboxRuntime } from '../sandbox/runtimes.ts';
 import type { AgentLinks } from '../store/index.ts';
 import type { SessionEvent } from '../store/types.ts';
 import type { Disposer } from '../tools/disposer.ts';
@@ -32,6 +33,8 @@ export interface SandboxOptions {
   pids?: number;
   /** Size of the workspace file system in MiB. */
   diskMb?: number;
+  /** The container runtime (host/sandbox/runtimes.ts); default runc. Checked at creation (sandbox-runtime.ts). */
+  runtime?: SandboxRuntime;
 }
 
 /** A tool the client executes: calls become `remote_tool` host requests the client answers. */

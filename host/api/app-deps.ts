@@ -6,6 +6,7 @@
 import type { BlockList } from 'node:net';
 import type { AgentService } from '../agents/service.ts';
 import type { EgressSettings } from '../egress/settings.ts';
+import type { SandboxRuntime } from '../sandbox/runtimes.ts';
 import type { SkillCatalog } from '../skills/catalog.ts';
 import type { Store } from '../store/index.ts';
 import type { ReplicaShare } from '../store/replica-share.ts';
@@ -92,6 +93,8 @@ export interface AppDeps {
   limitShare?: ReplicaShare;
   /** Replicas (./forward/): forwarded requests checked, others' agents forwarded. None: one instance. */
   replicas?: ReplicaDeps;
+  /** The sandbox runtimes the engine offers, for /v1/health. None: not reported. */
+  runtimes?: () => Promise<readonly SandboxRuntime[]>;
 }
 
 /** What createApp builds once from AppDeps and the wiring modules share. */

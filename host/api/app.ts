@@ -43,6 +43,7 @@ export const createApp = (deps: AppDeps): Hono<ApiEnv> => {
       startedAt: deps.startedAt,
       metrics,
       lifecycle,
+      ...(deps.runtimes === undefined ? {} : { runtimes: deps.runtimes }),
       keys: {
         ...(deps.adminKey === undefined ? {} : { adminKey: deps.adminKey }),
         ...(deps.metricsKey === undefined ? {} : { metricsKey: deps.metricsKey }),

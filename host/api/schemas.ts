@@ -6,6 +6,7 @@ import { PRESETS } from '../agents/presets/index.ts';
 import { canonicalRules } from '../egress/rules.ts';
 import { ERROR_CODES, type ErrorCode } from '../errors.ts';
 import { AnswerBody, REQUEST_KINDS } from '../requests/index.ts';
+import { SANDBOX_RUNTIMES } from '../sandbox/runtimes.ts';
 import { Goal, ScheduleShown, Todo } from '../tools/builtin/index.ts';
 import { PRESENTATION_MODES, ToolName } from '../tools/index.ts';
 
@@ -27,7 +28,17 @@ export const ErrorBody = v.object({
   }),
 });
 
-export const Health = v.object({ ok: v.boolean(), version: v.string(), uptimeMs: v.number() });
+export const Health = v.object({
+  ok: v.boolean(),
+  version: v.string(),
+  uptimeMs: v.number(),
+  runtimes: v.optional(
+    v.pipe(
+      v.array(v.picklist(SANDBOX_RUNTIMES)),
+      v.description("The sandbox runtimes this service's engine offers (absent when it could not be asked)"),
+    ),
+  ),
+});
 
 export const CreateTenant = v.strictObject({
   name: v.pipe(v.string(), v.trim(), v.minLength(1), v.maxLength(200)),
@@ -97,6 +108,14 @@ export const SandboxOptions = v.strictObject({
   cpus: v.optional(v.pipe(v.number(), v.minValue(0.1), v.maxValue(64))),
   pids: v.optional(v.pipe(v.number(), v.integer(), v.minValue(16), v.maxValue(65_536))),
   diskMb: v.optional(v.pipe(v.number(), v.integer(), v.minValue(16), v.maxValue(16 * 1024 * 1024))),
+  runtime: v.optional(
+    v.pipe(
+      v.picklist(SANDBOX_RUNTIMES),
+      v.description(
+        'The container runtime: runc (default) or gvisor, where the tenant may use it (else RUNTIME_NOT_ALLOWED) and the engine offers it (else RUNTIME_UNAVAILABLE)',
+      ),
+    ),
+  ),
 });
 
 /** Budgets of an agent's run_code programs; the service's maxima are checked when it is created. */

@@ -7,6 +7,7 @@
 
 import type { Readable } from 'node:stream';
 import type { TerminalInfo } from '../../sandbox-wire/terminal.ts';
+import type { SandboxRuntime } from './runtimes.ts';
 
 export type FileType = 'file' | 'directory' | 'symlink' | 'other';
 
@@ -356,6 +357,11 @@ export interface SandboxSpec {
   tenantId: string;
   agentId: string;
   limits?: Partial<SandboxLimits>;
+  /**
+   * The container runtime (./runtimes.ts). Default DEFAULT_RUNTIME. One the provider does not
+   * offer (runtimes()) fails with RUNTIME_UNAVAILABLE.
+   */
+  runtime?: SandboxRuntime;
 }
 
 /** Optional capabilities, declared as data. */
@@ -426,6 +432,11 @@ export interface SandboxProvider {
    * records the pause). Optional, with pause(); set once by the agent service.
    */
   pauseWhenIdle?(idle: IdlePauses): void;
+  /**
+   * The runtimes this provider can run a sandbox under (its engine's, read when first asked and
+   * again after a failed read). Optional: a provider without it offers DEFAULT_RUNTIME alone.
+   */
+  runtimes?(): Promise<readonly SandboxRuntime[]>;
 }
 
 /** How a sandbox is paused (SandboxProvider.pause). */

@@ -1,13 +1,16 @@
 // Makes sure a Docker engine answers. Order: whatever DOCKER_HOST or the default socket reaches;
 // otherwise, as root on Debian, install Debian's docker.io and start
 // `dockerd --bridge=none --iptables=false` in the background with its log in the data folder;
-// otherwise stop with a message saying what to install.
+// otherwise stop with a message saying what to install. An engine it starts itself gets gVisor's
+// runsc registered (runsc.ts) when runsc is there and no /etc/docker/daemon.json says otherwise;
+// an engine that already answers is never restarted or reconfigured (others may share it).
 
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, openSync } from 'node:fs';
+import { existsSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Docker from 'dockerode';
 import { log, run, which } from './exec.ts';
+import { runscDaemonConfig } from './runsc.ts';
 
 export interface EngineInfo {
   version: string;
@@ -59,9 +62,10 @@ export const ensureDockerEngine = async (dataDir: string, docker = new Docker())
   }
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const logFile = join(dataDir, 'dockerd.log');
-  log(`starting dockerd --bridge=none --iptables=false (log: ${logFile})`);
+  const args = ['--bridge=none', '--iptables=false', ...(await runscConfig(dataDir))];
+  log(`starting dockerd ${args.join(' ')} (log: ${logFile})`);
   const out = openSync(logFile, 'a');
-  const child = spawn('dockerd', ['--bridge=none', '--iptables=false'], {
+  const child = spawn('dockerd', args, {
     detached: true,
     stdio: ['ignore', out, out],
   });
@@ -73,4 +77,21 @@ export const ensureDockerEngine = async (dataDir: string, docker = new Docker())
     await new Promise((r) => setTimeout(r, 250));
   }
   throw new Error(`dockerd did not answer within 60 s; see ${logFile}`);
+};
+
+/**
+ * `--config-file` of a daemon.json (in the data folder) that registers runsc, for an engine setup
+ * starts: none without runsc, or where /etc/docker/daemon.json exists (the operator's, which a
+ * config file of ours would replace: add runsc there, README "Deploying with gVisor").
+ */
+const runscConfig = async (dataDir: string): Promise<string[]> => {
+  const runsc = await which('runsc');
+  if (runsc === undefined) return [];
+  if (existsSync('/etc/docker/daemon.json')) {
+    log('runsc is not registered with the engine: /etc/docker/daemon.json exists; add runsc there (README)');
+    return [];
+  }
+  const file = join(dataDir, 'dockerd.json');
+  writeFileSync(file, `${JSON.stringify(runscDaemonConfig(runsc), null, 2)}\n`, { mode: 0o600 });
+  return ['--config-file', file];
 };

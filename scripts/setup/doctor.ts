@@ -3,7 +3,7 @@
 import { accessSync, constants, existsSync } from 'node:fs';
 import Docker from 'dockerode';
 import { loadConfig } from '../../host/config.ts';
-import { run } from './exec.ts';
+import { run, which } from './exec.ts';
 import { imageInputs } from './image.ts';
 import { storeCheck } from './store-check.ts';
 
@@ -77,6 +77,21 @@ const checks: Check[] = [
       const { tag } = await imageInputs();
       await docker.getImage(tag).inspect();
       return tag;
+    },
+  },
+  {
+    // Optional: runc alone is a working service; the line says why gvisor is not offered.
+    name: 'sandbox runtimes',
+    fix: 'see the docker engine line',
+    run: async () => {
+      const { gvisorRuntime } = loadConfig();
+      const { runtimeCatalog } = await import('../../host/sandbox/docker/runtimes.ts');
+      const offered = await runtimeCatalog(docker, { gvisor: gvisorRuntime }).offered();
+      if (offered.includes('gvisor')) return `${offered.join(', ')} (gvisor: the engine's ${gvisorRuntime})`;
+      const why = (await which('runsc'))
+        ? `runsc is installed but the engine has no runtime "${gvisorRuntime}" (README, "Deploying with gVisor")`
+        : 'runsc is not installed (npm run setup installs it)';
+      return `${offered.join(', ')} only; gvisor: ${why}`;
     },
   },
   {

@@ -5,11 +5,12 @@
 // what it asks for (../inherit.ts), here, whatever path made it: no child gets more than its parent.
 import { isSandboxError, SandboxError } from '../../errors.ts';
 import type { JsonValue } from '../../json.ts';
-import type { SandboxLimits } from '../../sandbox/types.ts';
+import type { SandboxLimits, SandboxProvider } from '../../sandbox/types.ts';
 import type { AgentLinks, AgentStore } from '../../store/index.ts';
 import { inheritRequest } from '../inherit.ts';
 import { DEFAULT_PRESET, defaultModeOf } from '../presets/index.ts';
 import { checkLimits, sandboxLimits } from '../sandbox-limits.ts';
+import { checkRuntime, defaultOnly, type RuntimeAccess } from '../sandbox-runtime.ts';
 import type { Agent, CreateAgentRequest } from '../types.ts';
 import type { LiveAgents } from './live.ts';
 import { deletedError, remoteToolsOf, toAgent } from './records.ts';
@@ -23,6 +24,10 @@ export interface CreationOptions {
   isClosing: () => boolean;
   /** Forgets a remembered agent (records.ts AgentLookup): a refused one is never answered. */
   forget?: (id: string) => void;
+  /** The provider, asked which runtimes its engine offers. */
+  provider: SandboxProvider;
+  /** The runtimes each tenant may ask for besides runc. Default: none. */
+  runtimes?: RuntimeAccess;
 }
 
 /** AgentService.create; with `links`, a child or teammate of another agent (teams/service.ts). */
@@ -63,6 +68,7 @@ export function createAgentCreation(
     const preset = request.preset ?? DEFAULT_PRESET;
     const { preset: _p, mode: _m, ...config } = request;
     checkLimits(sandboxLimits(request.sandbox), options.maxima);
+    await checkRuntime(request.sandbox?.runtime, tenantId, options.runtimes ?? defaultOnly, options.provider);
     const agent = toAgent(
       await agents.create({
         tenantId,

@@ -120,6 +120,7 @@ export function createSandboxBinding(options: SandboxBindingOptions): SandboxBin
         tenantId: agent.tenantId,
         agentId: agent.id,
         limits: sandboxLimits(agent.config.sandbox),
+        ...(agent.config.sandbox?.runtime === undefined ? {} : { runtime: agent.config.sandbox.runtime }),
       }));
     if (existing === undefined) await seed(agent, sandbox);
     if (await marks.gone(agent)) {

@@ -14,6 +14,7 @@ import type { TeamService } from '../../teams/service.ts';
 import type { ToolRegistry } from '../../tools/index.ts';
 import type { ToolCall, ToolResult } from '../../tools/types.ts';
 import type { SpawnProvider } from '../../tools/workflow/index.ts';
+import type { RuntimeAccess } from '../sandbox-runtime.ts';
 import type { TenantSettingsReader } from '../tenant-settings.ts';
 import type {
   Agent,
@@ -93,6 +94,8 @@ export interface AgentServiceOptions {
    * top-level agent's family (its lease is let go). A failure is the caller's to report.
    */
   onRemoved?: (tenantId: string, agentId: string) => Promise<void>;
+  /** The sandbox runtimes each tenant may ask for besides runc (../sandbox-runtime.ts). Default: none. */
+  runtimes?: RuntimeAccess;
 }
 
 export interface AgentService {

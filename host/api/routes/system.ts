@@ -2,6 +2,7 @@
 // metricsAuth). (/openapi.json is mounted by app.ts, which needs the finished app.)
 import { Hono } from 'hono';
 import { describeRoute } from 'hono-openapi';
+import type { SandboxRuntime } from '../../sandbox/runtimes.ts';
 import { metricsAuth } from '../auth.ts';
 import { jsonResponse } from '../body.ts';
 import type { ApiEnv } from '../env.ts';
@@ -16,7 +17,28 @@ export interface SystemRoutesOptions {
   lifecycle: Lifecycle;
   /** The keys that open /metrics; with none, /metrics answers 403. */
   keys: { adminKey?: string; metricsKey?: string };
+  /** The sandbox runtimes the engine offers; health leaves them out when this fails or takes over 2 s. */
+  runtimes?: () => Promise<readonly SandboxRuntime[]>;
 }
+
+/** The runtimes, or undefined when they cannot be read at once (health must answer fast). */
+const runtimesNow = async (
+  read: (() => Promise<readonly SandboxRuntime[]>) | undefined,
+): Promise<SandboxRuntime[] | undefined> => {
+  if (read === undefined) return undefined;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => {
+    timer = setTimeout(resolve, 2000, undefined);
+  });
+  try {
+    const offered = await Promise.race([read(), late]);
+    return offered === undefined ? undefined : [...offered];
+  } catch {
+    return undefined;
+  } finally {
+    clearTimeout(timer);
+  }
+};
 
 export const systemRoutes = (options: SystemRoutesOptions): Hono<ApiEnv> => {
   const app = new Hono<ApiEnv>();
@@ -28,15 +50,18 @@ export const systemRoutes = (options: SystemRoutesOptions): Hono<ApiEnv> => {
       security: [],
       responses: { 200: jsonResponse('The service is up', Health), 503: { description: 'Shutting down' } },
     }),
-    (c) =>
-      c.json(
+    async (c) => {
+      const runtimes = await runtimesNow(options.runtimes);
+      return c.json(
         {
           ok: !options.lifecycle.shuttingDown,
           version: options.version,
           uptimeMs: Date.now() - options.startedAt,
+          ...(runtimes === undefined ? {} : { runtimes }),
         },
         options.lifecycle.shuttingDown ? 503 : 200,
-      ),
+      );
+    },
   );
   app.get(
     '/metrics',

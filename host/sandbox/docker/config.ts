@@ -119,6 +119,13 @@ export interface ContainerSpec {
   env?: Record<string, string>;
   /** A host folder of this container's own, for the link socket (read-only at LINK_MOUNT). */
   link?: string;
+  /**
+   * The engine's name of the runtime to run it under (runtimes.ts), e.g. `runsc`; absent: the
+   * engine's default. The hardening above is the same under every runtime.
+   */
+  runtime?: string;
+  /** The seccomp profile (seccomp.ts seccompFor). Default SECCOMP_PROFILE. */
+  seccomp?: string;
 }
 
 export const containerConfig = (spec: ContainerSpec): Docker.ContainerCreateOptions => ({
@@ -147,7 +154,7 @@ export const containerConfig = (spec: ContainerSpec): Docker.ContainerCreateOpti
     CapDrop: ['ALL'],
     // Held by sandboxd only, used once at its start (identity.ts); the agent's processes have none.
     CapAdd: ['SETUID', 'SETGID'],
-    SecurityOpt: ['no-new-privileges:true', `seccomp=${SECCOMP_PROFILE}`],
+    SecurityOpt: ['no-new-privileges:true', `seccomp=${spec.seccomp ?? SECCOMP_PROFILE}`],
     Privileged: false,
     ReadonlyRootfs: true,
     Mounts: [
@@ -177,5 +184,6 @@ export const containerConfig = (spec: ContainerSpec): Docker.ContainerCreateOpti
     UsernsMode: '',
     Devices: [],
     AutoRemove: false,
+    ...(spec.runtime === undefined ? {} : { Runtime: spec.runtime }),
   },
 });

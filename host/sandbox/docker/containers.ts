@@ -29,6 +29,10 @@ export interface NewContainer {
   reuse?: WorkspaceMount;
   /** The container's link folder on this host (config.ts LINK_MOUNT), made before the container. */
   link?: string;
+  /** The engine's runtime name (config.ts ContainerSpec.runtime); absent: the engine's default. */
+  runtime?: string;
+  /** Its seccomp profile (seccomp.ts seccompFor). Default: the runc one. */
+  seccomp?: string;
 }
 
 /**

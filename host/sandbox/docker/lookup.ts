@@ -10,6 +10,7 @@ import { LABEL_TENANT } from './config.ts';
 import { limitsOf } from './containers.ts';
 import { fromDocker, isNotFound } from './errors.ts';
 import type { Entry, NodeBase } from './node-state.ts';
+import { agentLimits } from './runtimes.ts';
 import { workspaceOf } from './workspaces.ts';
 
 /** Whether the engine may hold a container for an agent this process does not know. */
@@ -52,8 +53,9 @@ export async function lookup(
       agentId,
       tenantId: info.Config.Labels?.[LABEL_TENANT],
       container: s.docker.getContainer(info.Id),
-      limits: { ...s.defaults, ...(await limitsOf(info, s.workspaces)) },
+      limits: { ...s.defaults, ...agentLimits(s.runtimes.of(info), await limitsOf(info, s.workspaces)) },
       workspace: workspaceOf(info),
+      runtime: s.runtimes.of(info),
     };
     s.entries.set(agentId, entry);
     return { entry, id: info.Id };

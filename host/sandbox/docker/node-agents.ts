@@ -90,6 +90,7 @@ async function replace(s: NodeBase, entry: Entry): Promise<void> {
     agentLabels(s, entry.agentId, entry.tenantId),
     entry.limits,
     kept ? old : undefined,
+    entry.runtime,
   );
   if (old && !kept) await s.workspaces.remove(old).catch(s.onError);
   entry.container = made.container;

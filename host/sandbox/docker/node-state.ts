@@ -10,12 +10,15 @@
 import { rm } from 'node:fs/promises';
 import type Docker from 'dockerode';
 import type { SandboxdChannel } from '../nodes/types.ts';
+import type { SandboxRuntime } from '../runtimes.ts';
 import type { SandboxLimits } from '../types.ts';
 import { LABEL_AGENT, LABEL_TENANT } from './config.ts';
 import { createSandboxContainer, removeSandboxContainer } from './containers.ts';
 import { makeLinkDir } from './links.ts';
 import type { Naming } from './ownership.ts';
 import type { WarmPool } from './pool.ts';
+import { engineLimits, type RuntimeCatalog } from './runtimes.ts';
+import { seccompFor } from './seccomp.ts';
 import type { WorkspaceMount, WorkspaceStore } from './workspaces.ts';
 
 /** One agent's sandbox known to this process. */
@@ -39,6 +42,8 @@ export interface Entry {
   stopping?: Promise<void>;
   /** A pooled container's open channel, nobody's yet (no warm hook): the next open() takes it. */
   pending?: SandboxdChannel;
+  /** The runtime its container runs under (a replacement is made under the same one). */
+  runtime: SandboxRuntime;
 }
 
 /**
@@ -77,6 +82,8 @@ export interface NodeBase {
   workspaces: WorkspaceStore;
   /** The folder of the containers' link folders; undefined: the attach stream only. */
   links: string | undefined;
+  /** The runtimes the engine offers and their engine names. */
+  runtimes: RuntimeCatalog;
 }
 
 export interface NodeState extends NodeBase {
@@ -89,24 +96,30 @@ export interface MadeContainer {
   link?: string;
 }
 
-/** A new container with its workspace (a new one, or `reuse`) and, when links are on, its link folder. */
+/**
+ * A new container with its workspace (a new one, or `reuse`) and, when links are on, its link
+ * folder, under `runtime` (default: the engine's default runtime).
+ */
 export async function createContainer(
   s: NodeBase,
   name: string,
   labels: Record<string, string>,
   limits: SandboxLimits,
   reuse?: WorkspaceMount,
+  runtime?: SandboxRuntime,
 ): Promise<MadeContainer> {
+  const engineRuntime = runtime === undefined ? undefined : s.runtimes.engineName(runtime);
   const link = s.links === undefined ? undefined : await makeLinkDir(s.links);
   try {
     const made = await createSandboxContainer(s.docker, s.workspaces, {
       image: s.image,
       name,
       labels,
-      limits,
+      limits: engineLimits(runtime, limits),
       tmpBytes: s.tmpBytes,
       ...(reuse ? { reuse } : {}),
       ...(link === undefined ? {} : { link }),
+      ...(engineRuntime === undefined ? {} : { runtime: engineRuntime, seccomp: seccompFor(runtime) }),
     });
     return link === undefined ? made : { ...made, link };
   } catch (e) {

@@ -36,6 +36,7 @@ import type { NodeBase, NodeState, WarmHooks } from './node-state.ts';
 import { naming } from './ownership.ts';
 import { createWarmPool, type WarmPool } from './pool.ts';
 import { discardWarm, ensureSandbox, makeWarm } from './provision.ts';
+import { type EngineRuntimes, runtimeCatalog } from './runtimes.ts';
 import { containerUsage } from './usage.ts';
 import { createVolumeWorkspaces } from './workspaces/volume.ts';
 import type { WorkspaceStore } from './workspaces.ts';
@@ -75,6 +76,11 @@ export interface DockerNodeOptions {
   warm?: WarmHooks;
   /** A folder whose file system holds the workspaces, for capacity's free bytes. Default none. */
   diskPath?: string;
+  /**
+   * The engine's runtime name of each runtime but runc (host/sandbox/runtimes.ts); the engine
+   * offers a runtime when `docker info` lists that name. Default { gvisor: 'runsc' }.
+   */
+  engineRuntimes?: EngineRuntimes;
 }
 
 export type DockerNode = SandboxNode<unknown> & { readonly pool: WarmPool };
@@ -110,6 +116,7 @@ export function createDockerNode(options: DockerNodeOptions): DockerNode {
     adoptedNames: undefined,
     workspaces,
     links: linksFolder(options.links, onError),
+    runtimes: runtimeCatalog(docker, options.engineRuntimes),
   };
   const poolSize = options.pool?.size ?? 0;
   // The pool makes its first item at once: from the base, before the state that holds it exists.
@@ -168,10 +175,11 @@ async function capacity(
   diskPath: string | undefined,
 ): Promise<NodeCapacity> {
   try {
-    const [info, list, disk] = await Promise.all([
+    const [info, list, disk, runtimes] = await Promise.all([
       s.docker.info() as Promise<{ NCPU: number; MemTotal: number }>,
       s.docker.listContainers({ all: true, filters: { label: [`${LABEL_INSTANCE}=${s.instance}`] } }),
       diskPath === undefined ? undefined : statfs(diskPath).catch(() => undefined),
+      s.runtimes.offered(),
     ]);
     return {
       node,
@@ -181,6 +189,7 @@ async function capacity(
       sandboxes: list.length,
       running: list.filter((c) => c.State === 'running').length,
       pool: { ready: s.pool.ready, size },
+      runtimes: [...runtimes],
     };
   } catch (e) {
     throw fromDocker(e, 'Reading the node capacity', { node });

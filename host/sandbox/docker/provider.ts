@@ -14,6 +14,7 @@
 import type Docker from 'dockerode';
 import type { AdoptOptions, SandboxNode } from '../nodes/types.ts';
 import { createResolver, WORKSPACE_ROOT } from '../paths.ts';
+import type { SandboxRuntime } from '../runtimes.ts';
 import { connectSandboxd, type SandboxdEgress } from '../sandboxd/client.ts';
 import type {
   IdlePauses,
@@ -36,6 +37,7 @@ import { resolveLimits } from './config.ts';
 import { createDockerNode } from './node.ts';
 import { pauseSandbox, resumeSandbox } from './pause.ts';
 import { startReaper } from './reaper.ts';
+import type { EngineRuntimes } from './runtimes.ts';
 import { type ConnectSandboxd, closeLive, connectChannel, type Live } from './session.ts';
 import type { WorkspaceStore } from './workspaces.ts';
 
@@ -107,6 +109,11 @@ export interface DockerProviderOptions {
    * attach stream only (an engine on another host cannot see this host's folders).
    */
   links?: string;
+  /**
+   * The engine's runtime name of each runtime but runc (host/sandbox/runtimes.ts), for the embedded
+   * node; the engine offers a runtime when `docker info` lists that name. Default { gvisor: 'runsc' }.
+   */
+  engineRuntimes?: EngineRuntimes;
 }
 
 export type DockerProvider = SandboxProvider & {
@@ -120,6 +127,8 @@ export type DockerProvider = SandboxProvider & {
    * workspaces that no container uses. Never touches another instance's containers or workspaces.
    */
   adopt(options?: AdoptOptions): Promise<string[]>;
+  /** The runtimes the node's engine offers (its capacity()'s, read once it answers). */
+  runtimes(): Promise<readonly SandboxRuntime[]>;
 };
 
 export function createDockerProvider(options: DockerProviderOptions): DockerProvider {
@@ -172,6 +181,22 @@ export function createDockerProvider(options: DockerProviderOptions): DockerProv
     pauseWhenIdle(idle) {
       idlePauses = idle;
     },
+    runtimes: runtimesOf(node),
+  };
+}
+
+/** The runtimes the node offers: asked once, and again after a failed ask (health asks often). */
+function runtimesOf(node: SandboxNode<unknown>): () => Promise<readonly SandboxRuntime[]> {
+  let reading: Promise<readonly SandboxRuntime[]> | undefined;
+  return () => {
+    if (reading === undefined) {
+      const attempt = node.capacity().then((c) => c.runtimes);
+      reading = attempt;
+      attempt.catch(() => {
+        if (reading === attempt) reading = undefined;
+      });
+    }
+    return reading;
   };
 }
 
@@ -202,7 +227,12 @@ function agentOf(s: Sessions, agentId: string, limits: SandboxLimits, tenantId?:
 async function createSandbox(s: Sessions, spec: SandboxSpec): Promise<Sandbox> {
   const { node } = s;
   const limits = resolveLimits(node.defaults, node.maxima, spec.limits);
-  const placed = await node.ensure({ agentId: spec.agentId, tenantId: spec.tenantId, limits });
+  const placed = await node.ensure({
+    agentId: spec.agentId,
+    tenantId: spec.tenantId,
+    limits,
+    ...(spec.runtime === undefined ? {} : { runtime: spec.runtime }),
+  });
   if (placed.found) return handleOf(s, agentOf(s, spec.agentId, placed.limits, spec.tenantId), placed.id);
   // A known agent whose sandbox vanished takes the new one, so that its handles follow.
   const agent = agentOf(s, spec.agentId, limits, spec.tenantId);

@@ -4,10 +4,13 @@
 // rename to the agent's name follows in the background (destroy waits for it), and adopt()
 // finishes one a crash interrupted.
 // Invariants: a pooled container is assigned only when the agent asks for the default disk size
-// (a file system is not resized); a pooled one that fails to be assigned is discarded, reported
+// (a file system is not resized) and the default runtime (the pool's containers run under runc); a
+// runtime the engine does not offer is refused (RUNTIME_UNAVAILABLE) before anything is made; a
+// pooled one that fails to be assigned is discarded, reported
 // and skipped; what the warm hook made for a pooled one goes to the caller with it.
 import { nanoid } from 'nanoid';
 import type { NodeSandboxSpec, Placed, SandboxdChannel } from '../nodes/types.ts';
+import { DEFAULT_RUNTIME, type SandboxRuntime } from '../runtimes.ts';
 import type { SandboxLimits } from '../types.ts';
 import { openChannel } from './channel.ts';
 import { LABEL_POOL, LABEL_POOL_OWNER, resourceConfig } from './config.ts';
@@ -62,13 +65,15 @@ export async function discardWarm(s: NodeBase, item: PoolItem): Promise<void> {
  */
 async function provision(
   s: NodeState,
-  agentId: string,
-  tenantId: string,
+  spec: NodeSandboxSpec & { runtime: SandboxRuntime },
   limits: SandboxLimits,
 ): Promise<MadeContainer & { warm?: unknown; renaming?: Promise<void>; pending?: SandboxdChannel }> {
+  const { agentId, tenantId, runtime } = spec;
   const name = s.names.agent(agentId);
-  // A pooled workspace has the default size; a file system is not resized on assignment.
-  const attempts = limits.diskBytes === s.defaults.diskBytes ? s.pool.ready : 0;
+  // A pooled workspace has the default size (a file system is not resized on assignment), and a
+  // pooled container the default runtime.
+  const attempts =
+    limits.diskBytes === s.defaults.diskBytes && runtime === DEFAULT_RUNTIME ? s.pool.ready : 0;
   for (let i = 0; i < attempts; i++) {
     const item = s.pool.take();
     if (!item) break;
@@ -88,7 +93,7 @@ async function provision(
       void discardWarm(s, item).catch(s.onError);
     }
   }
-  return createContainer(s, name, agentLabels(s, agentId, tenantId), limits);
+  return createContainer(s, name, agentLabels(s, agentId, tenantId), limits, undefined, runtime);
 }
 
 /** The node's ensure(): the agent's sandbox, found or placed (see the header). */
@@ -96,10 +101,11 @@ export async function ensureSandbox(s: NodeState, spec: NodeSandboxSpec): Promis
   const existing = await lookup(s, spec.agentId);
   if (existing) return { id: existing.id, limits: existing.entry.limits, found: true };
   const { limits } = spec;
+  const runtime = spec.runtime ?? DEFAULT_RUNTIME;
+  await s.runtimes.require(runtime);
   const { container, workspace, warm, renaming, link, pending } = await provision(
     s,
-    spec.agentId,
-    spec.tenantId,
+    { ...spec, runtime },
     limits,
   );
   const fresh = {
@@ -108,6 +114,7 @@ export async function ensureSandbox(s: NodeState, spec: NodeSandboxSpec): Promis
     workspace,
     link,
     tenantId: spec.tenantId,
+    runtime,
     created: renaming === undefined, // a pooled container runs already
     destroyed: false,
     pending,

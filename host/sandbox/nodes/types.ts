@@ -11,6 +11,7 @@
 // only (the sandbox keeps running).
 
 import type { Readable, Writable } from 'node:stream';
+import type { SandboxRuntime } from '../runtimes.ts';
 import type { PauseMode, SandboxLimits, SandboxUsage, SandboxUsageOptions } from '../types.ts';
 
 /** Bytes to and from one sandbox's sandboxd: its stdio (the attach stream) or its link socket. */
@@ -50,6 +51,12 @@ export interface NodeSandboxSpec {
   tenantId: string;
   /** Resolved by the control plane against the node's defaults and maxima. */
   limits: SandboxLimits;
+  /**
+   * The container runtime (../runtimes.ts). Default DEFAULT_RUNTIME. One the node's engine does
+   * not offer (capacity().runtimes) fails with RUNTIME_UNAVAILABLE; the control plane decides
+   * which tenants may ask for one (host/agents/sandbox-runtime.ts).
+   */
+  runtime?: SandboxRuntime;
 }
 
 /** An agent's sandbox on a node. */
@@ -88,6 +95,8 @@ export interface NodeCapacity {
   sandboxes: number;
   running: number;
   pool: { ready: number; size: number };
+  /** The runtimes the node's engine offers (`runc` always). */
+  runtimes: SandboxRuntime[];
 }
 
 export interface AdoptOptions {

@@ -1,28 +1,36 @@
 // CIS Docker Benchmark v1.6.0 section 5 (container runtime) checks that apply to an agent sandbox,
-// read back from `docker inspect` of a container the provider made (docker-bench-security's fields).
+// read back from `docker inspect` of a container the provider made (docker-bench-security's fields),
+// under every sandbox runtime (../runtimes.ts: runc on the main engine, gvisor on a private one).
 
 import type Docker from 'dockerode';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dockerFixture, pingOnlyConnect } from './fixtures.ts';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { GVISOR_MEMORY_HEADROOM, GVISOR_PIDS_HEADROOM } from '../../../host/sandbox/docker/runtimes.ts';
+import { describeRuntimes } from '../runtimes.ts';
+import { dockerFixture, type Fixture, pingOnlyConnect } from './fixtures.ts';
 
-const fx = dockerFixture();
-let info: Docker.ContainerInspectInfo;
-let host: Record<string, unknown>;
+describeRuntimes('CIS 5.x container runtime checks on an agent sandbox', (engine) => {
+  let fx: Fixture;
+  let info: Docker.ContainerInspectInfo;
+  let host: Record<string, unknown>;
 
-beforeAll(async () => {
-  const provider = fx.provider({ connect: pingOnlyConnect });
-  const sb = await provider.create({
-    tenantId: 't1',
-    agentId: 'cis-agent',
-    limits: { memoryBytes: 256 * 1024 * 1024, pids: 128 },
+  beforeAll(async () => {
+    fx = dockerFixture(undefined, engine().docker);
+    const provider = fx.provider({ connect: pingOnlyConnect });
+    const sb = await provider.create({
+      tenantId: 't1',
+      agentId: 'cis-agent',
+      limits: { memoryBytes: 256 * 1024 * 1024, pids: 128 },
+      ...engine().sandbox,
+    });
+    await provider.close();
+    info = await fx.docker.getContainer(sb.id).inspect();
+    host = info.HostConfig as unknown as Record<string, unknown>;
   });
-  await provider.close();
-  info = await fx.docker.getContainer(sb.id).inspect();
-  host = info.HostConfig as unknown as Record<string, unknown>;
-});
-afterAll(() => fx.sweep());
+  afterAll(() => fx?.sweep());
 
-describe('CIS 5.x container runtime checks on an agent sandbox', () => {
+  it('runs under the runtime asked for', () => {
+    expect(host.Runtime).toBe(engine().runtime === 'gvisor' ? 'runsc' : 'runc');
+  });
   it('is running, labelled with tenant and agent, and managed', () => {
     expect(info.State.Running).toBe(true);
     expect(info.Config.Labels).toMatchObject({
@@ -61,10 +69,12 @@ describe('CIS 5.x container runtime checks on an agent sandbox', () => {
     expect(Object.keys(info.NetworkSettings.Networks ?? {}).filter((n) => n !== 'none')).toEqual([]);
   });
   it('5.11/5.12/5.29: memory (swap equal), CPU and pids limits as asked', () => {
-    expect(host.Memory).toBe(256 * 1024 * 1024);
-    expect(host.MemorySwap).toBe(256 * 1024 * 1024);
+    const memory = 256 * 1024 * 1024 + (engine().runtime === 'gvisor' ? GVISOR_MEMORY_HEADROOM : 0);
+    expect(host.Memory).toBe(memory);
+    expect(host.MemorySwap).toBe(memory);
     expect(host.NanoCpus).toBeGreaterThan(0);
-    expect(host.PidsLimit).toBe(128);
+    // Under gVisor the cgroup also carries gVisor's own kernel threads (runtimes.ts).
+    expect(host.PidsLimit).toBe(128 + (engine().runtime === 'gvisor' ? GVISOR_PIDS_HEADROOM : 0));
   });
   it('5.13: read-only root with a size-limited /tmp tmpfs and a /dev/shm of the same size', () => {
     expect(host.ReadonlyRootfs).toBe(true);
@@ -98,7 +108,7 @@ describe('CIS 5.x container runtime checks on an agent sandbox', () => {
       Cmd: [
         'sh',
         '-c',
-        'id -u; grep CapEff /proc/self/status; touch /etc/x 2>&1 || echo ro; echo net: $(ls /sys/class/net); for i in $(seq 100); do grep -qE "^Uid:.*1000" /proc/$(pgrep -x node)/status && break; sleep 0.1; done; grep -E "^(Uid|CapEff)" /proc/$(pgrep -x node)/status | tr -s "\t " " "',
+        'id -u; grep CapEff /proc/self/status; touch /etc/x 2>&1 || echo ro; echo net: $(awk "NR>2{print \\$1}" /proc/net/dev | tr -d :); for i in $(seq 100); do grep -qE "^Uid:.*1000" /proc/$(pgrep -x node)/status && break; sleep 0.1; done; grep -E "^(Uid|CapEff)" /proc/$(pgrep -x node)/status | tr -s "\t " " "',
       ],
       User: '1000:1000',
       AttachStdout: true,

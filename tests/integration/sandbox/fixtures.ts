@@ -63,13 +63,16 @@ export const removeLabelled = async (docker: Docker, label: string): Promise<voi
       .catch(() => {});
 };
 
-/** `runId`: another process's fixture, to make sandboxes it sweeps (a service run as a child). */
+/**
+ * `runId`: another process's fixture, to make sandboxes it sweeps (a service run as a child).
+ * `docker`: the engine (default the main one; tests/helpers/gvisor-engine.ts: a private one).
+ */
 export const dockerFixture = (
   runId = nanoid(8)
     .toLowerCase()
     .replace(/[^a-z0-9]/g, 'x'),
+  docker = new Docker(),
 ): Fixture => {
-  const docker = new Docker();
   const workspacesDir = loopWorkspaces ? join(tmpdir(), `dsh-ws-${runId}`) : undefined;
   const workspaces = workspacesDir ? createLoopWorkspaces(workspacesDir) : createVolumeWorkspaces(docker);
   const linksDir = join(tmpdir(), `dsh-ln-${runId}`);

@@ -4,7 +4,9 @@
 // a seccomp profile without io_uring, memfd_secret or message queues, and resource abuse (fork bomb,
 // memory hog, /tmp or /dev/shm filler) ends inside the agent's own limits while the service and
 // other tenants keep working.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { until } from '../../helpers/until.ts';
+import { describeRuntimes } from '../runtimes.ts';
 import { type Harness, type Loose, startHarness, text } from './harness.ts';
 
 let h: Harness;
@@ -22,26 +24,29 @@ const serviceAndNeighbourStillWork = async () => {
   expect(await sh('echo neighbour-ok', agentB, h.keyB)).toBe('neighbour-ok');
 };
 
-beforeAll(async () => {
-  h = await startHarness();
-  agentA = await h.agent(h.keyA, { sandbox: { memoryMb: 128, pids: 64 } });
-  agentB = await h.agent(h.keyB);
-  // B runs a recognisable process that A must not see.
-  await h.calls(h.keyB, agentB, [
-    [
-      'bg',
-      'bash',
-      { command: 'exec sleep 3600 # tenant-b-marker', description: 'bg', run_in_background: true },
-    ],
-  ]);
-  expect(await sh('id -u')).toBe('1000');
-});
+describeRuntimes('container escape and abuse from bash', (engine) => {
+  beforeAll(async () => {
+    h = await startHarness({ docker: engine().docker, config: { gvisorTenants: '*' } });
+    // gVisor's kernel keeps its file system caches in the container's memory too: 128 MiB on top
+    // of the headroom (runtimes.ts) is not enough for `find /` there, 256 is.
+    const memoryMb = engine().runtime === 'gvisor' ? 256 : 128;
+    agentA = await h.agent(h.keyA, { sandbox: { memoryMb, pids: 64, ...engine().sandbox } });
+    agentB = await h.agent(h.keyB, { sandbox: engine().sandbox });
+    // B runs a recognisable process that A must not see.
+    await h.calls(h.keyB, agentB, [
+      [
+        'bg',
+        'bash',
+        { command: 'exec sleep 3600 # tenant-b-marker', description: 'bg', run_in_background: true },
+      ],
+    ]);
+    expect(await sh('id -u')).toBe('1000');
+  });
 
-afterAll(async () => {
-  await h?.close();
-});
+  afterAll(async () => {
+    await h?.close();
+  });
 
-describe('container escape and abuse from bash', () => {
   it('has no network: only loopback, no routes, connecting out fails at once', async () => {
     const out = await sh(
       [
@@ -55,7 +60,8 @@ describe('container escape and abuse from bash', () => {
     const [ifaces, routes, bashConnect, pyConnect] = out.split('\n');
     expect(ifaces?.trim()).toBe('lo');
     expect(routes).toBe('routes=0');
-    expect(bashConnect).toMatch(/unreachable/i);
+    // runc: "Network is unreachable"; gVisor's own empty network: "No route to host". At once, both.
+    expect(bashConnect).toMatch(/unreachable|no route to host/i);
     expect(pyConnect).toMatch(/unreachable|OSError/i);
   });
 
@@ -92,7 +98,7 @@ describe('container escape and abuse from bash', () => {
     const out = await sh(
       [
         'find / -xdev \\( -name "docker.sock" -o -name "containerd.sock" -o -name "*.sock" \\) 2>/dev/null | grep -v "^/proc" | head',
-        'ls /var/run/docker.sock /run/docker.sock 2>&1 | grep -c "No such file"',
+        'for s in /var/run/docker.sock /run/docker.sock; do [ -e $s ] || echo gone; done | grep -c gone',
         'grep -c docker.sock /proc/self/mountinfo',
         'env | grep -ci docker || true',
       ].join('; '),
@@ -126,7 +132,8 @@ describe('container escape and abuse from bash', () => {
     );
     expect(out.split('\n')).toEqual([
       'su-refused',
-      '1',
+      // gVisor's /proc/<pid>/status has no NoNewPrivs line; su's refusal above is what holds there.
+      ...(engine().runtime === 'gvisor' ? [] : ['1']),
       'has-setuid-files',
       'setuid-mount-refused',
       'sysctl-refused',
@@ -176,9 +183,18 @@ describe('container escape and abuse from bash', () => {
       60_000,
     );
     expect(text(r)).not.toContain('ALLOCATED');
-    expect(text(r)).toMatch(/exit=(137|1)\b/);
+    // runc: the kernel kills the hog alone. gVisor: the host's OOM killer ends gVisor's kernel,
+    // which holds the hog's memory, so the whole sandbox goes (the call says so) and is remade
+    // at the next call on its workspace (docs/security.md, "gVisor").
+    if (engine().runtime === 'runc') expect(text(r)).toMatch(/exit=(137|1)\b/);
+    else expect(text(r)).toMatch(/exit=(137|1)\b|connection to sandboxd was lost/);
     await serviceAndNeighbourStillWork();
-    expect(await sh('echo still-here')).toBe('still-here');
+    // gVisor: the calls fail until the sandbox is remade (a generous guard, not a speed claim).
+    await until(async () => (await sh('echo still-here')) === 'still-here', {
+      what: "agent A's sandbox back",
+      timeoutMs: engine().runtime === 'gvisor' ? 120_000 : 10_000,
+      intervalMs: 1000,
+    });
   });
 
   it('a tenant cannot raise its sandbox limits above the service maxima', async () => {
@@ -206,7 +222,10 @@ describe('container escape and abuse from bash', () => {
     expect(out.split('\n')).toEqual([
       '1',
       '1',
-      'environ-refused',
+      // KNOWN GAP under gVisor (docs/security.md, "gVisor"): its procfs lets the agent's uid read
+      // sandboxd's environment (SANDBOXD_* settings only: the link token comes over stdin). Kept
+      // visible here so that a runsc that closes it fails this line and the docs are updated.
+      engine().runtime === 'gvisor' ? 'ENVIRON' : 'environ-refused',
       'stdin-refused',
       'ptrace -1 Operation not permitted',
       'Uid: 0 1000 0 1000',
@@ -237,11 +256,13 @@ describe('container escape and abuse from bash', () => {
         "node -e \"require('fs').writeFileSync('/tmp/x', '1'); console.log('node ok')\"",
       ].join('; '),
     );
+    // gVisor answers our profile's ENOSYS rules with EPERM (host/sandbox/docker/seccomp.ts).
+    const errno = engine().runtime === 'gvisor' ? 'Operation not permitted' : 'Function not implemented';
     expect(out.split('\n')).toEqual([
-      'io_uring_setup refused Function not implemented',
-      'memfd_secret refused Function not implemented',
-      'userfaultfd refused Function not implemented',
-      'mq_open refused Function not implemented',
+      `io_uring_setup refused ${errno}`,
+      `memfd_secret refused ${errno}`,
+      `userfaultfd refused ${errno}`,
+      `mq_open refused ${errno}`,
       'keyctl refused Operation not permitted',
       'lock ok',
       'git ok',
@@ -259,7 +280,8 @@ describe('container escape and abuse from bash', () => {
     const [msg, mb, flags] = out.split('\n');
     expect(msg).toBe('No space left');
     expect(Number(mb)).toBeLessThanOrEqual(64);
-    expect(flags).toBe('nosuid,nodev,noexec');
+    // gVisor's /proc/mounts does not list Docker's /dev/shm mount: the bound above is what holds there.
+    if (engine().runtime === 'runc') expect(flags).toBe('nosuid,nodev,noexec');
   });
 
   it('/tmp is size-limited', async () => {

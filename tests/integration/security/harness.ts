@@ -5,6 +5,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type Docker from 'dockerode';
 import { extract, pack } from 'tar-stream';
 import { type Config, loadConfig } from '../../../host/config.ts';
 import type { DockerProviderOptions } from '../../../host/sandbox/docker/provider.ts';
@@ -58,9 +59,11 @@ export const startHarness = async (
     provider?: Partial<DockerProviderOptions>;
     /** Serve the sandboxes' egress proxy, as `serve` does. Default off: sandboxd answers 503. */
     egress?: boolean;
+    /** The Docker engine. Default the main one (tests/helpers/gvisor-engine.ts: a private one). */
+    docker?: Docker;
   } = {},
 ): Promise<Harness> => {
-  const fixture = dockerFixture();
+  const fixture = dockerFixture(undefined, options.docker);
   const dataDir = mkdtempSync(join(tmpdir(), 'dsh-sec-'));
   const database = await storeDatabase();
   const logs: string[] = [];

@@ -27,7 +27,10 @@ export const makeApi = async (
   options: {
     sandboxes?: SandboxProvider;
     store?: Partial<OpenStoreOptions>;
-    agents?: Pick<AgentServiceOptions, 'reapRetryMs' | 'questionTtlMs' | 'mcpLimitsOf' | 'children'>;
+    agents?: Pick<
+      AgentServiceOptions,
+      'reapRetryMs' | 'questionTtlMs' | 'mcpLimitsOf' | 'children' | 'runtimes'
+    >;
     /** Options of the tenant deletion (DELETE /v1/tenants/:id) over the harness's. */
     deletion?: Partial<TenantDeletionOptions>;
     /** With it: the egress gateway (these options over its defaults), /v1/egress and the web tools. */
@@ -43,6 +46,7 @@ export const makeApi = async (
       | 'trustedProxies'
       | 'metricsKey'
       | 'replicas'
+      | 'runtimes'
     >;
   } = {},
 ) => {

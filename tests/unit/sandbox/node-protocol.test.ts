@@ -2,8 +2,8 @@
 // node, the control plane's remote node against it. Calls and errors keep their meaning across the
 // wire, the two streams carry bytes both ways, and what a hostile or mistaken client sends is
 // refused before the node is asked: no certificate or another CA's, a bad instance, an agent id
-// that is too long, limits over the node's maxima, a pause mode it does not know, a body over
-// 1 MiB, an unknown call.
+// that is too long, limits over the node's maxima, a pause mode or a runtime it does not know, a
+// body over 1 MiB, an unknown call. The runtime of a spec and those a node offers cross too.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -45,7 +45,7 @@ const fake: SandboxNode<unknown> = {
   maxima: DOCKER_DEFAULT_MAXIMA,
   pool: { ready: 0, filled: async () => {} },
   ensure: async (spec) => {
-    asked.push(`ensure ${spec.agentId}`);
+    asked.push(`ensure ${spec.agentId}${spec.runtime === undefined ? '' : ` ${spec.runtime}`}`);
     return { id: `c-${spec.agentId}`, limits: spec.limits };
   },
   find: async (agentId) =>
@@ -75,6 +75,7 @@ const fake: SandboxNode<unknown> = {
     sandboxes: 0,
     running: 0,
     pool: { ready: 0, size: 0 },
+    runtimes: ['runc', 'gvisor'],
   }),
   close: async () => {},
 };
@@ -165,10 +166,20 @@ describe('the node protocol', () => {
     expect(await node.find('other')).toBeUndefined();
     expect(await node.state('known')).toBe('running');
     expect(await node.adopt({ claim: ['x', 'y'] })).toEqual(['x', 'y']);
+    expect(
+      await node.ensure({ agentId: 'g1', tenantId: 't1', limits: DOCKER_DEFAULT_LIMITS, runtime: 'gvisor' }),
+    ).toMatchObject({ id: 'c-g1' });
+    expect((await node.capacity()).runtimes).toEqual(['runc', 'gvisor']);
     expect(await node.pause('known', 'freeze')).toBe('freeze');
     expect(await node.pause('other', 'stop')).toBe('none');
     await node.destroy('a1');
-    expect(asked).toEqual(['ensure a1', 'pause known freeze', 'pause other stop', 'destroy a1']);
+    expect(asked).toEqual([
+      'ensure a1',
+      'ensure g1 gvisor',
+      'pause known freeze',
+      'pause other stop',
+      'destroy a1',
+    ]);
     await expect(node.open('other')).rejects.toMatchObject({ code: 'SANDBOX_UNAVAILABLE' });
   });
 
@@ -217,6 +228,15 @@ describe('the node protocol', () => {
         'INVALID_ARGUMENTS',
       );
     expect(code(await raw('/v1/pause', JSON.stringify({ mode: 'stop' })))).toBe('INVALID_ARGUMENTS');
+    for (const runtime of ['runsc', 'kata', '', null, ['gvisor'], 'GVISOR'])
+      expect(
+        code(
+          await raw(
+            '/v1/ensure',
+            JSON.stringify({ agentId: 'a', tenantId: 't', limits: DOCKER_DEFAULT_LIMITS, runtime }),
+          ),
+        ),
+      ).toBe('INVALID_ARGUMENTS');
     expect(code(await raw('/v1/pause', JSON.stringify({ agentId: 'a\nb', mode: 'stop' })))).toBe(
       'INVALID_ARGUMENTS',
     );

@@ -196,6 +196,12 @@ const CASES: Record<string, Case> = {
   'sandbox.cpus': limitCase('sandbox', 'cpus', 0.5, 8),
   'sandbox.pids': limitCase('sandbox', 'pids', 64, 4096),
   'sandbox.diskMb': limitCase('sandbox', 'diskMb', 64, 8192),
+  // The runtime is the parent's: a child never picks another (its sandbox may be the parent's).
+  'sandbox.runtime': {
+    parent: { sandbox: { runtime: 'runc' } },
+    wider: { sandbox: { runtime: 'gvisor', memoryMb: 128 } },
+    holds: (c, p) => expect(c.config.sandbox?.runtime).toBe(p.config.sandbox?.runtime),
+  },
   'codeMode.cpuMs': limitCase('codeMode', 'cpuMs', 100, 60_000),
   'codeMode.wallMs': limitCase('codeMode', 'wallMs', 1000, 600_000),
   remoteTools: {

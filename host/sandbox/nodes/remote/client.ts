@@ -20,6 +20,7 @@ import {
   PREFIX,
   PROTOCOL,
   pauseDoneOf,
+  runtimesOf,
 } from './protocol.ts';
 import { createTransport, type Transport, type TransportOptions } from './transport.ts';
 
@@ -101,7 +102,7 @@ export async function connectRemoteNode(options: RemoteNodeOptions): Promise<Rem
     capacity: async () => {
       const c = await call<NodeCapacity>('capacity');
       ready = c.pool.ready;
-      return c;
+      return { ...c, runtimes: runtimesOf(c.runtimes) };
     },
     close: async () => {},
   };

@@ -12,6 +12,7 @@
 // checked here, on the node's side, before anything is asked of the engine.
 
 import { httpStatusOf, messageOf, SandboxError } from '../../../errors.ts';
+import { SANDBOX_RUNTIMES, type SandboxRuntime } from '../../runtimes.ts';
 import type { PauseMode } from '../../types.ts';
 
 export const PROTOCOL = 'dsh-node/1';
@@ -50,6 +51,19 @@ export const agentIdOf = (value: unknown): string => {
   if (typeof value !== 'string' || !AGENT_ID.test(value))
     throw bad('agentId must be 1-200 printable ASCII characters');
   return value;
+};
+
+/** A runtime as the node takes it: one of SANDBOX_RUNTIMES (whether its engine offers it is ensure's). */
+export const runtimeOf = (value: unknown): SandboxRuntime => {
+  if (!(SANDBOX_RUNTIMES as readonly unknown[]).includes(value))
+    throw bad(`runtime must be one of ${SANDBOX_RUNTIMES.join(', ')}`);
+  return value as SandboxRuntime;
+};
+
+/** The runtimes a node's capacity lists, as the control plane takes them: known ones only, runc always. */
+export const runtimesOf = (value: unknown): SandboxRuntime[] => {
+  const listed = Array.isArray(value) ? value : [];
+  return SANDBOX_RUNTIMES.filter((r) => r === 'runc' || listed.includes(r));
 };
 
 /** A pause's mode as the node takes it. */

@@ -30,6 +30,7 @@ import {
   PREFIX,
   PROTOCOL,
   pauseModeOf,
+  runtimeOf,
   stringsOf,
 } from './protocol.ts';
 
@@ -156,6 +157,7 @@ async function call(
         agentId: agentIdOf(a.agentId),
         tenantId: agentIdOf(a.tenantId),
         limits,
+        ...(a.runtime === undefined ? {} : { runtime: runtimeOf(a.runtime) }),
       });
       return placed;
     }
