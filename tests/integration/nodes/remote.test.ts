@@ -5,12 +5,14 @@
 // main one), over the node's spliced streams (the link socket too), and deleting the agent removes
 // its container there; pausing it through the API freezes or stops its container on the node
 // (a freeze keeps its background job, which the next call thaws; a stop keeps its files and the
-// resume starts it there); a connection to the node without a certificate of the cluster's CA is
-// refused.
+// resume starts it there); an agent asking for gVisor runs under runsc on the node's engine (the
+// spec carries the runtime; the engine is started with runsc registered where this machine has
+// runsc, tests/helpers/gvisor-engine.ts), or is refused with RUNTIME_UNAVAILABLE by a node whose
+// engine lacks it; a connection to the node without a certificate of the cluster's CA is refused.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:https';
-import { tmpdir } from 'node:os';
+import { release, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -22,6 +24,7 @@ import { connectRemoteNode } from '../../../host/sandbox/nodes/remote/client.ts'
 import type { SandboxNode } from '../../../host/sandbox/nodes/types.ts';
 import { type Running, startServer } from '../../../host/serve.ts';
 import { makeCa, makeCert } from '../../../scripts/node-certs.ts';
+import { gvisorEngineUnavailable, startGvisorEngine } from '../../helpers/gvisor-engine.ts';
 import { until } from '../../helpers/until.ts';
 import type { Loose } from '../../unit/api/harness.ts';
 import { json } from '../api/served.ts';
@@ -98,7 +101,11 @@ beforeAll(async () => {
   makeCert(ca, ca, 'control');
   makeCa(rogue, '/CN=not-the-cluster');
   makeCert(rogue, rogue, 'control');
-  engine = await startEngine(sandboxImage());
+  // With runsc on this machine the node's engine offers gvisor too (else runc alone).
+  engine =
+    gvisorEngineUnavailable() === undefined
+      ? await startGvisorEngine(sandboxImage())
+      : await startEngine(sandboxImage());
   url = await startNodeAgent(engine.host);
   const config = loadConfig(
     {
@@ -112,6 +119,7 @@ beforeAll(async () => {
       nodeCert: join(ca, 'control.pem'),
       nodeKey: join(ca, 'control.key'),
       nodeCa: join(ca, 'ca.pem'),
+      gvisorTenants: '*',
     },
     {},
   );
@@ -227,6 +235,36 @@ it('pauses and resumes an agent on the remote node: frozen and thawed, stopped a
   // A hostile mode is refused by the API before anything reaches the node.
   expect((await json(running, key, 'POST', `/v1/agents/${id}/pause`, { mode: 'kill' })).status).toBe(400);
   expect(await container()).toEqual({ Running: true, Paused: false });
+  expect((await json(running, key, 'DELETE', `/v1/agents/${id}`)).status).toBe(204);
+}, 180_000);
+
+it('runs an agent under gVisor on the node when its engine offers it, else refuses it with RUNTIME_UNAVAILABLE', async () => {
+  const running = server as Running;
+  const key = (await running.store.tenants.createTenant('gvisor-on-node')).apiKey;
+  // The runtimes come from the node's capacity, across the wire.
+  const offered = (await json(running, key, 'GET', '/v1/health')).json.runtimes as string[];
+  const gvisor = gvisorEngineUnavailable() === undefined;
+  expect(offered).toEqual(gvisor ? ['runc', 'gvisor'] : ['runc']);
+  const created = await json(running, key, 'POST', '/v1/agents', {
+    preset: 'standard',
+    sandbox: { runtime: 'gvisor' },
+  });
+  if (!gvisor) {
+    expect(created.status).toBe(400);
+    expect(created.json.error.code).toBe('RUNTIME_UNAVAILABLE');
+    return;
+  }
+  expect(created.status, JSON.stringify(created.json)).toBeLessThan(300);
+  const id = created.json.id as string;
+  const r = await json(running, key, 'POST', `/v1/agents/${id}/calls`, {
+    calls: [{ id: 'k', name: 'bash', arguments: { command: 'uname -r', description: 'kernel' } }],
+  });
+  expect(r.json.results[0].ok, JSON.stringify(r.json)).toBe(true);
+  // gVisor's kernel answers uname itself, never with the host's release.
+  expect(r.json.results[0].value.stdout.trim()).not.toBe(release());
+  const name = naming('dsh', running.store.instanceId).agent(id);
+  const info = await (engine as Engine).docker.getContainer(name).inspect();
+  expect(info.HostConfig.Runtime).toBe('runsc');
   expect((await json(running, key, 'DELETE', `/v1/agents/${id}`)).status).toBe(204);
 }, 180_000);
 
