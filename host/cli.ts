@@ -1,7 +1,8 @@
 #!/bin/sh
 ':' //; n=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null); [ "${n:-0}" -ge 24 ] 2>/dev/null || { echo "dsh-sandbox: needs Node.js 24 or later, and node on PATH is $(node --version 2>/dev/null || echo missing); install Node.js 24, or run npm start, which fetches it" >&2; exit 1; }; exec node --no-node-snapshot "$0" "$@"
-// The command line: `serve` (the control plane), the admin commands `tenants` and `keys`
-// (cli-admin.ts; `tenant create` is the older spelling of `tenants create`) and `doctor`.
+// The command line: `serve` (the control plane), `node` (a node agent: serve-node.ts), the admin
+// commands `tenants` and `keys` (cli-admin.ts; `tenant create` is the older spelling of
+// `tenants create`) and `doctor`.
 // `npm start` runs `serve` after scripts/run.sh prepared Node 24, the Docker engine and the sandbox
 // image (and passes its tag in DSH_SANDBOX_IMAGE). Run as a program (`./host/cli.ts`, the package's
 // bin), the file is first read by sh (line 2, a string and a comment to JavaScript): an older Node
@@ -23,6 +24,8 @@ const HELP = `usage: dsh-sandbox <command> [options]
 
 commands:
   serve                 run the control plane (HTTP API on loopback by default)
+  node                  run a node agent: this machine's sandboxes, served to control planes
+                        (DSH_NODE_LISTEN, DSH_NODE_CERT/KEY/CA; docs/nodes.md)
 ${ADMIN_USAGE}
   doctor                             check the prerequisites (Node, Docker, the sandbox image, ...); same as npm run doctor
 
@@ -86,6 +89,18 @@ const main = async (argv: string[]): Promise<number> => {
       enableCompileCache(join(config.dataDir, 'compile-cache'));
       const { serve } = await import('./serve.ts');
       await serve(config);
+      return 0;
+    }
+    case 'node': {
+      const { serveNodeAgent } = await import('./serve-node.ts');
+      const agent = await serveNodeAgent(config);
+      await new Promise<void>((resolve) => {
+        const stop = (): void => {
+          void agent.close().finally(resolve);
+        };
+        process.once('SIGTERM', stop);
+        process.once('SIGINT', stop);
+      });
       return 0;
     }
     case 'tenant': {

@@ -30,7 +30,7 @@ export const sandboxImageOf = (config: Config): string => {
  * Loop workspaces (a size-limited file system each); undefined when the operator turned the quota
  * off, which leaves the provider its default, plain Docker volumes.
  */
-const workspaceStore = async (config: Config, log: (line: string) => void) => {
+export const workspaceStore = async (config: Config, log: (line: string) => void) => {
   if (!config.diskQuota) {
     log('workspaces: Docker volumes WITHOUT a disk limit (DSH_DISK_QUOTA=off)');
     return undefined;
@@ -77,16 +77,19 @@ export const defaultProvider = async (
   { pools, overrides }: { pools?: PoolOwners | undefined; overrides?: Partial<DockerProviderOptions> } = {},
 ): Promise<DockerProvider> => {
   const { createDockerProvider } = await import('./sandbox/docker/index.ts');
+  const remote = await remoteNode(config, store, log);
   const provider = createDockerProvider({
+    ...(remote === undefined ? {} : { node: remote }),
     image: sandboxImageOf(config),
     instance: store.instanceId,
     pool: { size: config.poolSize },
     workspaceSpares: config.workspaceSpares,
     onError: (e) => log(`sandbox: ${String(e)}`),
     defaults: { diskBytes: config.workspaceMb * 1024 * 1024 },
-    workspaces: await workspaceStore(config, log),
+    ...(remote === undefined ? { workspaces: await workspaceStore(config, log) } : {}),
     spoolDir: config.spoolDir,
     egress,
+    // For the embedded node (a remote node's engine is named by the node agent's own settings).
     engineRuntimes: { gvisor: config.gvisorRuntime },
     ...(linksOf(config, log) === undefined ? {} : { links: config.linksDir }),
     ...overrides,
@@ -107,14 +110,51 @@ export const defaultProvider = async (
     });
   log(`instance ${store.instanceId}: re-adopted ${adopted.length} agent sandbox(es)`);
   await provider.runtimes().then(
-    (offered) => log(`sandbox runtimes the engine offers: ${offered.join(', ')}`),
+    (offered) =>
+      log(`sandbox runtimes the ${remote === undefined ? 'engine' : 'node'} offers: ${offered.join(', ')}`),
     (e: unknown) => log(`could not read the engine's runtimes: ${String(e)}`),
   );
   return provider;
 };
 
+/** The PEM files of the node protocol (DSH_NODE_CERT, DSH_NODE_KEY, DSH_NODE_CA), read; CONFIG_INVALID when one is missing. */
+export const nodeTls = (config: Config): { cert: string; key: string; ca: string } => {
+  const read = (file: string | undefined, env: string): string => {
+    if (file === undefined)
+      throw new SandboxError(
+        'CONFIG_INVALID',
+        `${env} is not set: the node protocol needs a certificate, its key and the cluster's CA (docs/nodes.md).`,
+      );
+    try {
+      return readFileSync(file, 'utf8');
+    } catch (e) {
+      throw new SandboxError('CONFIG_INVALID', `${env}: cannot read ${file} (${(e as Error).message}).`);
+    }
+  };
+  return {
+    cert: read(config.nodeCert, 'DSH_NODE_CERT'),
+    key: read(config.nodeKey, 'DSH_NODE_KEY'),
+    ca: read(config.nodeCa, 'DSH_NODE_CA'),
+  };
+};
+
+/** The remote node DSH_NODES names (docs/nodes.md), connected; undefined: the embedded node. */
+const remoteNode = async (config: Config, store: Store, log: (line: string) => void) => {
+  if (config.nodes.length === 0) return undefined;
+  const [first, ...more] = config.nodes;
+  if (first === undefined || more.length > 0)
+    throw new SandboxError(
+      'CONFIG_INVALID',
+      'DSH_NODES lists more than one node; placement among several is not built yet (docs/nodes.md).',
+    );
+  const { connectRemoteNode } = await import('./sandbox/nodes/remote/client.ts');
+  const node = await connectRemoteNode({ ...first, instance: store.instanceId, ...nodeTls(config) });
+  log(`sandboxes: on node ${first.name} (${first.url})`);
+  return node;
+};
+
 /** The links folder, when sessions may use links: on, and an engine on this machine. */
-const linksOf = (config: Config, log: (line: string) => void): string | undefined => {
+export const linksOf = (config: Config, log: (line: string) => void): string | undefined => {
   if (!config.sandboxLinks) return undefined;
   const host = config.dockerHost;
   if (host && !host.startsWith('unix://')) {

@@ -190,6 +190,36 @@ export function names(spec: Common): Setting<string[]> {
   };
 }
 
+/** `name=https://host:port` entries (a node's name: lower-case letters, digits, "-"), each name once. */
+function nodeList(spec: Common): Setting<Array<{ name: string; url: string }>> {
+  return {
+    ...spec,
+    shown: 'none',
+    parse(raw) {
+      const out: Array<{ name: string; url: string }> = [];
+      for (const item of listItems(raw)) {
+        const at = item.indexOf('=');
+        const name = item.slice(0, at);
+        let parsed: URL | undefined;
+        try {
+          parsed = new URL(item.slice(at + 1));
+        } catch {}
+        if (
+          at < 0 ||
+          !/^[a-z][a-z0-9-]{0,31}$/.test(name) ||
+          parsed?.protocol !== 'https:' ||
+          parsed.port === ''
+        )
+          throw invalid(`${spec.env} lists nodes as name=https://host:port, got "${item}"`);
+        if (out.some((n) => n.name === name)) throw invalid(`${spec.env} names node "${name}" twice`);
+        out.push({ name, url: parsed.origin });
+      }
+      return out;
+    },
+    fallback: () => [],
+  };
+}
+
 /** `*` (every tenant) or comma-separated tenant ids; none by default. */
 function tenantList(spec: Common): Setting<'*' | string[]> {
   return {
@@ -915,6 +945,38 @@ export const SETTINGS = {
     min: 1000,
     max: 600_000,
     help: 'deadline of one web_fetch, redirects included',
+  }),
+  nodes: nodeList({
+    env: 'DSH_NODES',
+    section: 'sandboxes',
+    help: 'remote node agents to run sandboxes on (`name=https://host:port`), instead of the local engine',
+    doc: 'remote node agents (`dsh-node`, docs/nodes.md) to run sandboxes on instead of the local engine: `name=https://host:port`. One node for now (placement among several is not built yet). Needs `DSH_NODE_CERT`, `DSH_NODE_KEY` and `DSH_NODE_CA`',
+  }),
+  nodeListen: text({
+    env: 'DSH_NODE_LISTEN',
+    section: 'sandboxes',
+    shown: '127.0.0.1:7443',
+    default: '127.0.0.1:7443',
+    help: 'where a node agent (`host/cli.ts node`) serves control planes (`host:port`)',
+  }),
+  nodeCert: path({
+    env: 'DSH_NODE_CERT',
+    section: 'sandboxes',
+    shown: 'none',
+    help: "this process's certificate (PEM) on the node protocol: the node agent's, or the control plane's",
+    doc: "this process's certificate (PEM file) on the node protocol (docs/nodes.md): the node agent's server certificate, or the control plane's client certificate; signed by `DSH_NODE_CA`",
+  }),
+  nodeKey: path({
+    env: 'DSH_NODE_KEY',
+    section: 'sandboxes',
+    shown: 'none',
+    help: 'the private key (PEM) of DSH_NODE_CERT',
+  }),
+  nodeCa: path({
+    env: 'DSH_NODE_CA',
+    section: 'sandboxes',
+    shown: 'none',
+    help: "the cluster's CA certificate (PEM): each side of the node protocol accepts only certificates it signed",
   }),
   gvisorTenants: tenantList({
     env: 'DSH_GVISOR_TENANTS',

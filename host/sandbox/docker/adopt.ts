@@ -1,4 +1,4 @@
-// Re-adoption at start (the provider's adopt()): this instance's containers on the engine sorted by
+// Re-adoption at start (the node's adopt()): this instance's containers on the engine sorted by
 // ownership.ts into the agents' (found again by name), legacy ones the store claims, pool
 // containers a crash left assigned but unrenamed (renamed and adopted now), and leftovers (removed);
 // then this instance's workspaces and link folders no container uses are swept.
@@ -12,41 +12,20 @@
 // lookup.ts asks the engine about them alone from now on (one process per instance; replicas make
 // containers of the instance at any time, so with them lookup.ts asks about any name).
 import type Docker from 'dockerode';
+import type { AdoptOptions } from '../nodes/types.ts';
 import { LABEL_INSTANCE, LABEL_MANAGED, LABEL_POOL_OWNER } from './config.ts';
 import { fromDocker } from './errors.ts';
 import { sweepLinkDirs } from './links.ts';
+import { type NodeBase, removeContainer } from './node-state.ts';
 import { classify, listedWorkspace, sweepable } from './ownership.ts';
-import { type ProviderBase, removeContainer } from './provider-state.ts';
 import type { WorkspaceMount } from './workspaces.ts';
 
-export interface AdoptOptions {
-  /**
-   * Container ids this instance's store records as its agents' sandboxes (`sandboxId`). Only a
-   * container made before instance ids existed and listed here is adopted (ownership.ts).
-   */
-  claim?: Iterable<string>;
-  /**
-   * Container id → agent id for every agent of this instance's store that records a sandbox: a
-   * pool container listed here was assigned to that agent by a process that ended before renaming
-   * it, and is adopted under the agent's name instead of being removed as a leftover.
-   */
-  assigned?: ReadonlyMap<string, string>;
-  /**
-   * This instance is shared by replicas (several processes on one store, each with a provider):
-   * `alive(owner)` says whether the process whose pool owner label (`dsh.pool.owner`) is `owner`
-   * still runs, and its pool containers are its warm pool, not leftovers (serve-sandboxes.ts asks
-   * the replicas table); and since another replica may make an agent's container at any time (one
-   * this replica takes over later), lookups keep asking the engine about any agent's name.
-   * Default: one process per instance: every other owner's unassigned pool containers are
-   * removed, and only the agent containers listed now can exist besides this process's own.
-   */
-  replicas?: { alive(owner: string): Promise<boolean> };
-}
+export type { AdoptOptions };
 
 /** The pool owners of this instance's listed containers that still run (other than this process). */
 async function liveOwners(
   list: readonly Docker.ContainerInfo[],
-  s: ProviderBase,
+  s: NodeBase,
   alive: ((owner: string) => Promise<boolean>) | undefined,
 ): Promise<Set<string>> {
   const live = new Set<string>();
@@ -70,7 +49,7 @@ async function liveOwners(
 }
 
 /** The names of this instance's agent containers on the engine (see the header). */
-export async function adopt(s: ProviderBase, adoptOptions: AdoptOptions = {}): Promise<string[]> {
+export async function adopt(s: NodeBase, adoptOptions: AdoptOptions = {}): Promise<string[]> {
   const { docker, names, prefix, instance, onError, links } = s;
   const list = await docker
     .listContainers({ all: true, filters: { label: [`${LABEL_MANAGED}=1`] } })

@@ -1,4 +1,4 @@
-// Entry point of the docker provider and of its workspace stores (workspaces.ts: loop file systems
+// Entry point of the docker provider, its embedded node (node.ts), and of its workspace stores (workspaces.ts: loop file systems
 // with a size limit, plain volumes, and the probe that says whether loops work here). Loads
 // dockerode: import it only where Docker is wanted (the memory provider and the ports never pull
 // it in).
@@ -15,6 +15,8 @@ export {
   LABEL_TENANT,
   resolveLimits,
 } from './config.ts';
+export type { DockerNode, DockerNodeOptions } from './node.ts';
+export { createDockerNode } from './node.ts';
 export type { DockerProvider, DockerProviderOptions } from './provider.ts';
 export { createDockerProvider } from './provider.ts';
 export type { ConnectSandboxd, SandboxdSession } from './session.ts';

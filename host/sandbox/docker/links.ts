@@ -1,5 +1,5 @@
-// The containers' link folders on this host (session.ts): the provider's folder of them (mode 0700,
-// only the control plane looks inside) and one per container (mode 0755: sandboxd dials as the
+// The containers' link folders on this host (channel.ts): the node's folder of them (mode 0700,
+// only the node looks inside) and one per container (mode 0755: sandboxd dials as the
 // agent's uid), bind-mounted read-only at config.ts LINK_MOUNT. A folder goes with its container;
 // one a vanished container or a crash left behind goes at the next adopt(), once it is old enough
 // that no create in flight can still be about to use it.
@@ -18,7 +18,7 @@ const SWEEP_AGE_MS = 10 * 60 * 1000;
 const NAME = /^[A-Za-z0-9_-]{12}$/;
 
 /**
- * The provider's folder of link folders (made, mode 0700), or undefined when there is none or its
+ * The node's folder of link folders (made, mode 0700), or undefined when there is none or its
  * sockets' paths would be too long for a unix socket.
  */
 export const linksFolder = (dir: string | undefined, onError: (e: unknown) => void): string | undefined => {

@@ -9,12 +9,12 @@ import type Docker from 'dockerode';
 import { LABEL_TENANT } from './config.ts';
 import { limitsOf } from './containers.ts';
 import { fromDocker, isNotFound } from './errors.ts';
-import type { Entry, ProviderBase } from './provider-state.ts';
+import type { Entry, NodeBase } from './node-state.ts';
 import { agentLimits } from './runtimes.ts';
 import { workspaceOf } from './workspaces.ts';
 
 /** Whether the engine may hold a container for an agent this process does not know. */
-function mayExist(s: ProviderBase, agentId: string): boolean {
+function mayExist(s: NodeBase, agentId: string): boolean {
   return (
     s.adoptedNames === undefined ||
     s.adoptedNames.has(s.names.agent(agentId)) ||
@@ -36,7 +36,7 @@ async function inspect(
 
 /** The agent's entry and its container's id, or undefined (see the header). */
 export async function lookup(
-  s: ProviderBase,
+  s: NodeBase,
   agentId: string,
 ): Promise<{ entry: Entry; id: string } | undefined> {
   const known = s.entries.get(agentId);
@@ -56,8 +56,6 @@ export async function lookup(
       limits: { ...s.defaults, ...agentLimits(s.runtimes.of(info), await limitsOf(info, s.workspaces)) },
       workspace: workspaceOf(info),
       runtime: s.runtimes.of(info),
-      lastUsed: Date.now(),
-      inFlight: 0,
     };
     s.entries.set(agentId, entry);
     return { entry, id: info.Id };

@@ -1,4 +1,4 @@
-// The warm pool: started, attached, sandboxd-verified containers that no agent owns yet, so that
+// The warm pool: started, attached containers (verified by the node's warm hook) that no agent owns yet, so that
 // create() assigns one in milliseconds. Invariants: never more than `size` ready + in flight;
 // refill is single-flight and runs in the background; close() discards ready items and stops
 // refilling (a container being made when close() runs is discarded when it arrives); a ready item
@@ -6,12 +6,15 @@
 // at once, is discarded, and a fresh one is made in its place.
 
 import type Docker from 'dockerode';
-import type { Live } from './session.ts';
+import type { SandboxdChannel } from '../nodes/types.ts';
 import type { WorkspaceMount } from './workspaces.ts';
 
 export interface PoolItem {
   container: Docker.Container;
-  live: Live;
+  /** The open channel to its sandboxd (its close is how a removed or stopped container is noticed). */
+  channel: SandboxdChannel;
+  /** What the node's warm hook made on the channel (node-state.ts WarmHooks). */
+  warm: unknown;
   workspace: WorkspaceMount;
 }
 
@@ -40,7 +43,7 @@ export const createWarmPool = (o: {
 
   /** Drops a ready item whose container went away, and makes another. */
   const watch = (item: PoolItem): void => {
-    void item.live.attachment.closed.then(() => {
+    void item.channel.closed.then(() => {
       const at = items.indexOf(item);
       if (at < 0) return; // taken or being discarded: not the pool's any more
       items.splice(at, 1);

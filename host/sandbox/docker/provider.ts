@@ -1,48 +1,44 @@
-// The docker provider: one hardened container per agent (config.ts), reached only through sandboxd
-// over the container's attach stream or its link socket. Owns the agent → container mapping, the
-// warm pool, the idle reaper, re-adoption, and replacing containers that vanished behind its back.
-// This module wires the parts, each in its own module over one ProviderState (provider-state.ts:
-// the settings, the known agents, and making and removing a container with its workspace and link
-// folder): provision.ts is create() (the agent's container, else a pooled one, else a new one) and
-// the pool's items (pool.ts keeps them); agent-live.ts opens, follows and reopens an agent's
-// session, replaces a vanished container, and makes the agent's Sandbox handle; lookup.ts finds an
-// agent's container; adopt.ts re-adopts at start; reaper.ts stops idle containers (or
-// pauses them, where their tenant asks); pause.ts pauses and resumes one.
-// Invariants: everything it creates carries `dsh.managed=1`, `dsh.instance=<instance>` and the
-// caller's labels, and is named `<prefix>-<instance>-…` (ownership.ts): several control planes
-// may share one engine and each touches only its own. An assigned container is named
-// `<prefix>-<instance>-agent-<slug(agentId)>` (Docker cannot relabel, but it can rename), so
-// `get(agentId)` finds it after a restart by name alone; pooled containers are named
-// `<prefix>-<instance>-pool-<id>` and carry `dsh.pool=1`; at most one live session per agent here;
-// a destroyed agent's handles never recreate.
+// The docker provider on the control plane's side of a node (nodes/types.ts, docs/nodes.md): it
+// places each agent's sandbox on a node, runs the sandboxd client over the bytes the node gives
+// (session.ts: every frame validated here), and keeps the session logic: sessions opened on demand
+// and followed (agent-live.ts), reconnects and restarts when sandboxd stops answering, the idle
+// reaper's decisions (reaper.ts: stop, or pause where the agent's tenant asks; the node does the
+// stop), pause and resume (pause.ts: AGENT_BUSY and the session closed here; the node stops or
+// freezes), and the agents' Sandbox handles (sandbox.ts). The machine's side (containers, workspaces, pool, link folders, adoption) is the
+// node's: by default the embedded node over the local engine (node.ts), made from these options.
+// Invariants: at most one live session per agent here; a destroyed agent's handles never
+// recreate; a pooled sandbox's session, opened and verified by this provider's own code (the
+// embedded node's warm hook), is used as is only when the agent's read and output caps are the
+// defaults (else it is closed and opened again with the agent's).
 
-import Docker from 'dockerode';
-import { nanoid } from 'nanoid';
+import type Docker from 'dockerode';
+import type { AdoptOptions, SandboxNode } from '../nodes/types.ts';
 import { createResolver, WORKSPACE_ROOT } from '../paths.ts';
 import type { SandboxRuntime } from '../runtimes.ts';
 import { connectSandboxd, type SandboxdEgress } from '../sandboxd/client.ts';
-import type { IdlePauses, ProviderFlags, SandboxLimits, SandboxProvider } from '../types.ts';
-import { type AdoptOptions, adopt } from './adopt.ts';
-import { detachEntry, handleOf } from './agent-live.ts';
+import type {
+  IdlePauses,
+  ProviderFlags,
+  Sandbox,
+  SandboxLimits,
+  SandboxProvider,
+  SandboxSpec,
+} from '../types.ts';
 import {
-  DOCKER_DEFAULT_LIMITS,
-  DOCKER_DEFAULT_MAXIMA,
-  LABEL_INSTANCE,
-  LABEL_MANAGED,
-  resolveLimits,
-} from './config.ts';
-import { linksFolder } from './links.ts';
-import { lookup } from './lookup.ts';
-import { naming } from './ownership.ts';
+  type Agent,
+  detachAgent,
+  handleOf,
+  live,
+  type Sessions,
+  sessionOptions,
+  track,
+} from './agent-live.ts';
+import { resolveLimits } from './config.ts';
+import { createDockerNode } from './node.ts';
 import { pauseSandbox, resumeSandbox } from './pause.ts';
-import { createWarmPool, type WarmPool } from './pool.ts';
-import { type Entry, type ProviderBase, type ProviderState, removeWith } from './provider-state.ts';
-import { createSandbox, discardWarm, makeWarm } from './provision.ts';
 import { startReaper } from './reaper.ts';
-import { type EngineRuntimes, runtimeCatalog } from './runtimes.ts';
-import type { ConnectSandboxd } from './session.ts';
-import { containerUsage } from './usage.ts';
-import { createVolumeWorkspaces } from './workspaces/volume.ts';
+import type { EngineRuntimes } from './runtimes.ts';
+import { type ConnectSandboxd, closeLive, connectChannel, type Live } from './session.ts';
 import type { WorkspaceStore } from './workspaces.ts';
 
 export interface DockerProviderOptions {
@@ -102,6 +98,11 @@ export interface DockerProviderOptions {
    */
   egress?: (agentId: string, egress: SandboxdEgress) => () => void;
   /**
+   * The node the sandboxes live on. Default: the embedded node over `docker` (node.ts), made from
+   * the options above and below (with it given, those the node owns are ignored).
+   */
+  node?: SandboxNode<unknown>;
+  /**
    * A folder on this host (the engine's host) for the containers' link folders: each container
    * gets one, bind-mounted read-only, and its sessions run over a unix socket there instead of the
    * attach stream (session.ts), with no dockerd or containerd-shim in between. Default none: the
@@ -109,125 +110,149 @@ export interface DockerProviderOptions {
    */
   links?: string;
   /**
-   * The engine's runtime name of each runtime but runc (host/sandbox/runtimes.ts); the engine
-   * offers a runtime when `docker info` lists that name. Default { gvisor: 'runsc' }.
+   * The engine's runtime name of each runtime but runc (host/sandbox/runtimes.ts), for the embedded
+   * node; the engine offers a runtime when `docker info` lists that name. Default { gvisor: 'runsc' }.
    */
   engineRuntimes?: EngineRuntimes;
 }
 
 export type DockerProvider = SandboxProvider & {
-  readonly pool: WarmPool;
+  readonly pool: SandboxNode<unknown>['pool'];
+  /** The node this provider places sandboxes on. */
+  readonly node: SandboxNode<unknown>;
   /**
-   * Re-adoption at start: the names of this instance's agent containers on the engine (get() finds
+   * Re-adoption at start: the names of this instance's agent containers on the node (get() finds
    * each by name), after removing unassigned pool containers a previous process of this instance
    * left behind (not those of a replica that still runs: options.replicas) and sweeping its
    * workspaces that no container uses. Never touches another instance's containers or workspaces.
    */
   adopt(options?: AdoptOptions): Promise<string[]>;
-  /** The runtimes the engine offers (runtimes.ts: `docker info`, read once it answers). */
+  /** The runtimes the node's engine offers (its capacity()'s, read once it answers). */
   runtimes(): Promise<readonly SandboxRuntime[]>;
 };
 
 export function createDockerProvider(options: DockerProviderOptions): DockerProvider {
-  const docker = options.docker ?? new Docker();
-  const prefix = options.prefix ?? 'dsh';
-  const instance = options.instance;
-  const names = naming(prefix, instance);
-  const maxima = { ...DOCKER_DEFAULT_MAXIMA, ...options.maxima };
-  const defaults = resolveLimits(DOCKER_DEFAULT_LIMITS, maxima, options.defaults);
   const onError = options.onError ?? (() => {});
   const flags: ProviderFlags = { durableJobs: true, isolated: true, terminals: true, stdio: true };
-  const workspaces = options.workspaces ?? createVolumeWorkspaces(docker);
-  if (defaults.diskBytes !== undefined)
-    workspaces.keepSpares?.(names.own, defaults.diskBytes, options.workspaceSpares ?? 0, onError);
-  const base: ProviderBase = {
-    docker,
-    image: options.image,
-    prefix,
-    instance,
-    names,
-    ownLabels: { ...options.labels, [LABEL_MANAGED]: '1', [LABEL_INSTANCE]: instance },
-    defaults,
-    maxima,
-    tmpBytes: options.tmpBytes ?? 64 * 1024 * 1024,
+  const s: Sessions = {
+    node: undefined as unknown as SandboxNode<unknown>, // set below: the node's warm hook needs s
     connect: options.connect ?? ((o) => connectSandboxd(o)),
+    agents: new Map(),
     onError,
     resolve: createResolver(WORKSPACE_ROOT),
     egress: options.egress,
     spoolDir: options.spoolDir,
-    entries: new Map(),
-    legacy: new Map(),
-    owner: options.owner ?? nanoid(10),
-    adoptedNames: undefined,
-    workspaces,
-    links: linksFolder(options.links, onError),
-    runtimes: runtimeCatalog(docker, options.engineRuntimes),
   };
-  // The pool makes its first item at once: from the base, before the state that holds it exists.
-  const s: ProviderState = Object.assign(base, {
-    pool: createWarmPool({
-      size: options.pool?.size ?? 0,
-      onError,
-      make: () => makeWarm(base),
-      discard: (item) => discardWarm(base, item),
-    }),
-  });
+  s.node = options.node ?? embeddedNode(options, s);
+  const node = s.node;
   let idlePauses: IdlePauses | undefined;
   const stopReaper = startReaper({
     idleMs: options.idleMs ?? 900_000,
     pauses: () => idlePauses,
-    entries: () => s.entries.values(),
-    detach: (entry) => detachEntry(entry as Entry),
+    entries: () => s.agents.values(),
+    detach: (agent) => detachAgent(agent as Agent),
+    stop: (agentId) => node.stop(agentId),
     onError,
   });
 
   return {
     name: 'docker',
     flags,
-    maxima,
-    pool: s.pool,
+    maxima: node.maxima,
+    pool: node.pool,
+    node,
     create: (spec) => createSandbox(s, spec),
     async get(agentId) {
-      const found = await lookup(s, agentId);
-      return found && handleOf(s, found.entry, found.id);
+      const found = await node.find(agentId);
+      return found && handleOf(s, agentOf(s, agentId, found.limits, found.tenantId), found.id);
     },
     destroy: (agentId) => destroy(s, agentId),
-    close: () => close(s, stopReaper),
-    usage: (agentId, usageOptions) =>
-      containerUsage(
-        s.entries.get(agentId)?.container ?? docker.getContainer(names.agent(agentId)),
-        workspaces,
-        agentId,
-        usageOptions,
-      ),
-    adopt: (adoptOptions) => adopt(s, adoptOptions),
+    async close() {
+      stopReaper();
+      await node.close();
+      for (const agent of s.agents.values()) await detachAgent(agent);
+      s.agents.clear();
+    },
+    usage: (agentId, usageOptions) => node.usage(agentId, usageOptions),
+    adopt: (adoptOptions) => node.adopt(adoptOptions),
     pause: (agentId, mode) => pauseSandbox(s, agentId, mode),
-    resume: (agentId) => resumeSandbox(s, agentId),
+    resume: (agentId) =>
+      resumeSandbox(s, agentId, (found) => agentOf(s, agentId, found.limits, found.tenantId)),
     pauseWhenIdle(idle) {
       idlePauses = idle;
     },
-    runtimes: () => s.runtimes.offered(),
+    runtimes: runtimesOf(node),
   };
 }
 
-async function destroy(s: ProviderState, agentId: string): Promise<void> {
-  const entry = (await lookup(s, agentId))?.entry ?? s.entries.get(agentId);
-  if (!entry) return;
-  entry.destroyed = true;
-  await entry.renaming;
-  await detachEntry(entry);
-  s.entries.delete(agentId);
-  // The workspace too when the container vanished without it.
-  await removeWith(s, entry.container, entry.workspace);
+/** The runtimes the node offers: asked once, and again after a failed ask (health asks often). */
+function runtimesOf(node: SandboxNode<unknown>): () => Promise<readonly SandboxRuntime[]> {
+  let reading: Promise<readonly SandboxRuntime[]> | undefined;
+  return () => {
+    if (reading === undefined) {
+      const attempt = node.capacity().then((c) => c.runtimes);
+      reading = attempt;
+      attempt.catch(() => {
+        if (reading === attempt) reading = undefined;
+      });
+    }
+    return reading;
+  };
 }
 
-async function close(s: ProviderState, stopReaper: () => void): Promise<void> {
-  stopReaper();
-  await s.pool.close();
-  await s.workspaces.dropSpares?.(s.names.own);
-  for (const entry of s.entries.values()) {
-    await entry.renaming;
-    await detachEntry(entry);
+/** The embedded node over the local engine, its pooled sandboxes verified by this provider's sessions. */
+function embeddedNode(options: DockerProviderOptions, s: Sessions): SandboxNode<unknown> {
+  return createDockerNode({
+    ...options,
+    onError: s.onError,
+    warm: {
+      make: (channel, limits) => connectChannel(channel, sessionOptions(s, limits)),
+      drop: (warm) => closeLive(warm as Live | undefined),
+    },
+  });
+}
+
+/** The agent's entry here, made when this process does not know it yet. */
+function agentOf(s: Sessions, agentId: string, limits: SandboxLimits, tenantId?: string): Agent {
+  let agent = s.agents.get(agentId);
+  if (!agent) {
+    agent = { agentId, tenantId, limits, lastUsed: Date.now(), inFlight: 0 };
+    s.agents.set(agentId, agent);
   }
-  s.entries.clear();
+  agent.tenantId ??= tenantId;
+  return agent;
+}
+
+/** The provider's create(): the agent's sandbox, ready (its session open). */
+async function createSandbox(s: Sessions, spec: SandboxSpec): Promise<Sandbox> {
+  const { node } = s;
+  const limits = resolveLimits(node.defaults, node.maxima, spec.limits);
+  const placed = await node.ensure({
+    agentId: spec.agentId,
+    tenantId: spec.tenantId,
+    limits,
+    ...(spec.runtime === undefined ? {} : { runtime: spec.runtime }),
+  });
+  if (placed.found) return handleOf(s, agentOf(s, spec.agentId, placed.limits, spec.tenantId), placed.id);
+  // A known agent whose sandbox vanished takes the new one, so that its handles follow.
+  const agent = agentOf(s, spec.agentId, limits, spec.tenantId);
+  await detachAgent(agent);
+  Object.assign(agent, { limits, lastUsed: Date.now(), destroyed: false });
+  const warm = placed.warm as Live | undefined;
+  const d = node.defaults;
+  if (warm && limits.maxReadBytes === d.maxReadBytes && limits.maxOutputBytes === d.maxOutputBytes)
+    track(s, agent, Promise.resolve(warm));
+  else await closeLive(warm); // the client's caps differ: reconnect with this agent's
+  await live(s, agent);
+  return handleOf(s, agent, placed.id);
+}
+
+async function destroy(s: Sessions, agentId: string): Promise<void> {
+  const agent = s.agents.get(agentId);
+  if (agent) {
+    agent.destroyed = true;
+    await detachAgent(agent);
+    s.agents.delete(agentId);
+  }
+  await s.node.destroy(agentId);
 }

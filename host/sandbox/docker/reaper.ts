@@ -1,33 +1,35 @@
-// The idle reaper: stops the containers of agents idle longer than idleMs that have no call in flight
+// The idle reaper: stops the sandboxes of agents idle longer than idleMs that have no call in flight
 // (a person attached to a terminal is one), no running job and no command running in a terminal.
 // The next call restarts them (the provider waits for a stop in progress first). An agent whose
 // tenant asks for idle pauses (IdlePauses.afterMs) is paused after that tenant's idle time instead,
 // through IdlePauses.pause (the agent service's, which records the pause), on the same conditions.
 // Invariants: at most one sweep at a time; an agent is stopped or paused at most once per sweep,
-// and never while `inFlight > 0`.
+// and never while `inFlight > 0`. It runs on the control plane's side of a node: whether an agent
+// is busy is read from its sandboxd session (jobs, terminals), which only the control plane speaks
+// to, and so is the idle-pause policy; the node does the stop (or the pause).
 
-import type Dockerode from 'dockerode';
 import type { IdlePauses } from '../types.ts';
-import { isNotModified } from './errors.ts';
 import type { Live } from './session.ts';
 
 /** The per-agent state the reaper reads and writes (the provider's entry). */
 export interface Reapable {
-  container: Dockerode.Container;
+  agentId: string;
+  /** Its tenant, for the tenant's idle pauses; unknown for a sandbox the node could not tell. */
+  tenantId?: string | undefined;
   live?: Promise<Live>;
   lastUsed: number;
   /** Calls in flight. */
   inFlight: number;
   /** Set while the container is being stopped. */
   stopping?: Promise<void>;
-  agentId?: string;
-  tenantId?: string | undefined;
 }
 
 export interface ReaperOptions {
   idleMs: number;
   entries: () => Iterable<Reapable>;
   detach: (entry: Reapable) => Promise<void>;
+  /** Stops the agent's sandbox (the node's stop()). */
+  stop: (agentId: string) => Promise<void>;
   onError: (error: unknown) => void;
   /** The tenants' idle pauses, once the agent service has set them (read at every sweep). */
   pauses?: () => IdlePauses | undefined;
@@ -38,7 +40,7 @@ function limitOf(o: ReaperOptions, entry: Reapable): { ms: number; pause: boolea
   const pauses = o.pauses?.();
   const tenantMs = entry.tenantId === undefined ? undefined : pauses?.afterMs(entry.tenantId);
   // Never later than the service's own idle stop: a tenant cannot keep containers running longer.
-  if (tenantMs !== undefined && entry.agentId !== undefined)
+  if (tenantMs !== undefined)
     return { ms: o.idleMs > 0 ? Math.min(tenantMs, o.idleMs) : tenantMs, pause: true };
   return o.idleMs > 0 ? { ms: o.idleMs, pause: false } : undefined;
 }
@@ -65,14 +67,12 @@ export const reapIdle = async (o: ReaperOptions): Promise<void> => {
       if ((await working(entry)) || !idle()) continue;
       const pauses = o.pauses?.();
       if (limit.pause && pauses !== undefined) {
-        await pauses.pause(entry.agentId as string);
+        await pauses.pause(entry.agentId);
         continue;
       }
       entry.stopping = (async () => {
         await o.detach(entry);
-        await entry.container.stop({ t: 2 }).catch((e) => {
-          if (!isNotModified(e)) throw e;
-        });
+        await o.stop(entry.agentId);
       })().finally(() => {
         entry.stopping = undefined;
       });

@@ -1,33 +1,30 @@
-// One agent container's live connection: attach (before start when the container is not running),
-// hand the demuxed streams to the sandboxd client, verify with a ping. Invariant: at most one
-// attachment per container from this process; when the socket closes the session is forgotten and
-// the next call re-attaches, which resumes the same sandboxd process; when the session fails first
-// (a protocol error), its socket is destroyed with it.
-// Recovery: a sandboxd that does not answer while its container runs (stopped, or stuck) is
-// restarted with its container (SIGKILL, start: the workspace is kept, /tmp, jobs and terminals are
-// not) and connected once more; one that still does not answer is reported broken. The client's
-// liveness watchdog (sandboxd/client.ts) finds one that stops answering mid-session; the provider
-// then reopens with `restart` at once, so no call waits for a hello that cannot come.
-// The link: when the container has a link folder (config.ts LINK_MOUNT) and its sandboxd can dial,
-// the session moves from the attach stream to a unix socket (sandboxd/link.ts): no dockerd or
-// containerd-shim between the control plane and sandboxd. The attach socket stays open beside it
-// (its end is how a stopped container is noticed) and goes when the link's session does. A link
-// that cannot be made is reported and the session stays on the attach stream.
+// One agent's live sandboxd session, on the control plane's side of a node (nodes/types.ts): the
+// node gives a channel (bytes to and from sandboxd), and this module runs the sandboxd client over
+// it, verifies it with a ping, and moves it to the sandbox's link socket when the node offers one.
+// Every frame is parsed and validated here, never by the node.
+// Invariant: at most one channel per agent from this process; when the channel closes the session
+// is forgotten and the next call opens another, which resumes the same sandboxd process; when the
+// session fails first (a protocol error), its channel is closed with it.
+// Recovery: a sandboxd that does not answer while its sandbox runs (stopped, or stuck) is
+// restarted by the node (SIGKILL, start: the workspace is kept, /tmp, jobs and terminals are not)
+// and connected once more; one that still does not answer is reported broken; a sandbox that
+// vanished is made again by the node's next open. The client's liveness watchdog
+// (sandboxd/client.ts) finds one that stops answering mid-session; the provider then reopens with
+// `restart` at once, so no call waits for a hello that cannot come.
+// The link: when the channel offers one and sandboxd can dial, the session moves from the channel
+// to the link (sandboxd/link.ts): no dockerd or containerd-shim between the control plane and
+// sandboxd. The channel stays open beside it (its end is how a stopped sandbox is noticed) and goes
+// when the link's session does. A link that cannot be made is reported and the session stays on
+// the channel.
 
-import { dirname, join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
-import type Docker from 'dockerode';
 import { SandboxError } from '../../errors.ts';
+import type { SandboxdChannel, SandboxdPipe, SandboxNode } from '../nodes/types.ts';
 import { WORKSPACE_ROOT } from '../paths.ts';
 import type { SandboxdEgress, SandboxdFs } from '../sandboxd/client.ts';
-import { listenLink } from '../sandboxd/link.ts';
 import type { Sandbox, SandboxJobs, SandboxLimits, SandboxStdio, SandboxTerminals } from '../types.ts';
-import { type Attachment, attach } from './attach.ts';
-import { LINK_SOCKET, linkDirOf } from './config.ts';
-import { fromDocker, isNotModified } from './errors.ts';
-import { ensureLinkDir } from './links.ts';
 
-/** What the docker provider needs from host/sandbox/sandboxd/client.ts (`connectSandboxd`). */
+/** What the provider needs from host/sandbox/sandboxd/client.ts (`connectSandboxd`). */
 export interface SandboxdSession {
   fs: SandboxdFs;
   exec: Sandbox['exec'];
@@ -58,128 +55,68 @@ export type ConnectSandboxd = (options: ConnectOptions) => Promise<SandboxdSessi
 
 export interface Live {
   session: SandboxdSession;
-  attachment: Attachment;
+  /** The node's channel the session started on (the link's session, when there is one, runs beside it). */
+  channel: SandboxdChannel;
 }
 
-export interface OpenSessionOptions {
-  /** Restart first (sandboxd is known to be unresponsive). */
-  restart?: boolean;
-  /** The container was just created and never started: the first try asks the engine nothing before attaching. */
-  created?: boolean;
-  /** The container's link folder on this host (config.ts); default: read from its inspect (none when `created`). */
-  link?: string;
-  /**
-   * The provider's folder of link folders: a folder read from an inspect is used only when it lies
-   * there (so links off, or moved, means no link for older containers too). Default none: no link.
-   */
-  links?: string;
-  /** A link that could not be made (the session stays on the attach stream). */
+export interface SessionOptions {
+  connect: ConnectSandboxd;
+  limits: SandboxLimits;
+  /** How long sandboxd has to answer. Default 15 s. */
+  readyMs?: number;
+  /** A link that could not be made (the session stays on the channel). */
   onLinkError?: (error: unknown) => void;
 }
 
-/** SIGKILL the container (a stopped sandboxd included) and wait until it has stopped. */
-const stopNow = async (container: Docker.Container): Promise<void> => {
-  try {
-    await container.stop({ t: 0 });
-  } catch (e) {
-    if (!isNotModified(e)) throw fromDocker(e, 'Restarting the sandbox', { container: container.id });
-  }
-};
+const unavailable = (e: unknown): boolean => e instanceof SandboxError && e.code === 'SANDBOX_UNAVAILABLE';
 
 /**
- * Attach, start if needed, connect and ping; when sandboxd does not answer although its container
- * runs, restart the container and try once more. `restart`: restart first (sandboxd is known to
- * be unresponsive). `created`: the container was just created and never started, so the first try
- * asks the engine nothing before attaching. Fails with SANDBOX_UNAVAILABLE, detaching on failure.
+ * The agent's session on `node`: open a channel, connect and ping; when sandboxd does not answer
+ * although its sandbox runs, have the node restart it and try once more (a vanished one the node
+ * makes again). `restart`: restart first (sandboxd is known to be unresponsive). Fails with
+ * SANDBOX_UNAVAILABLE, closing what it opened.
  */
 export const openSession = async (
-  container: Docker.Container,
-  connect: ConnectSandboxd,
-  limits: SandboxLimits,
-  readyMs = 15_000,
-  options: OpenSessionOptions = {},
+  node: Pick<SandboxNode<unknown>, 'open' | 'state'>,
+  agentId: string,
+  options: SessionOptions,
+  restart = false,
 ): Promise<Live> => {
-  if (options.restart) await stopNow(container);
   try {
-    return await openOnce(
-      container,
-      connect,
-      limits,
-      readyMs,
-      options,
-      options.created === true && !options.restart,
-    );
+    return await connectChannel(await node.open(agentId, { restart }), options);
   } catch (e) {
-    if (options.restart || !(e instanceof SandboxError) || e.code !== 'SANDBOX_UNAVAILABLE') throw e;
-    const running = await container.inspect().then(
-      (i) => i.State.Running,
-      () => false,
-    );
-    if (!running) throw e;
-    await stopNow(container);
+    if (restart || !unavailable(e)) throw e;
+    const state = await node.state(agentId).catch(() => 'stopped' as const);
+    if (state === 'stopped') throw e;
     try {
-      return await openOnce(container, connect, limits, readyMs, options);
+      return await connectChannel(await node.open(agentId, { restart: state === 'running' }), options);
     } catch (again) {
       throw new SandboxError(
         'SANDBOX_UNAVAILABLE',
         `sandboxd did not answer, even after its sandbox was restarted (${(again as Error).message}); the sandbox is broken: delete the agent and create it again.`,
-        { cause: again, data: { container: container.id } },
+        { cause: again, data: { agentId } },
       );
     }
   }
 };
 
-const openOnce = async (
-  container: Docker.Container,
-  connect: ConnectSandboxd,
-  limits: SandboxLimits,
-  readyMs: number,
-  options: OpenSessionOptions,
-  created = false,
-): Promise<Live> => {
-  let running = false;
-  let link = options.link;
-  if (!created) {
-    try {
-      const info = await container.inspect();
-      running = info.State.Running;
-      // Frozen by a pause (pause.ts), maybe before this process started: thawed, its processes kept.
-      if (info.State.Paused)
-        await container.unpause().catch((e: unknown) => {
-          if (!isNotModified(e)) throw e;
-        });
-      const found = linkDirOf(info);
-      if (
-        link === undefined &&
-        found !== undefined &&
-        options.links !== undefined &&
-        dirname(found) === options.links
-      )
-        link = found;
-    } catch (e) {
-      throw fromDocker(e, 'Inspecting the sandbox', { container: container.id });
-    }
-  }
-  // A folder that went away (a wiped data folder) would fail the start: Docker needs the bind's source.
-  if (link !== undefined && !running) await ensureLinkDir(link);
-  const attachment = await attach(container);
+/**
+ * Connect over `channel`, verify with a ping (racing the channel's end and `readyMs`), and move to
+ * the link when the channel offers one. Closes the channel when it fails.
+ */
+export const connectChannel = async (channel: SandboxdChannel, options: SessionOptions): Promise<Live> => {
+  const { connect, limits } = options;
+  const readyMs = options.readyMs ?? 15_000;
   try {
-    if (!running) {
-      try {
-        await container.start();
-      } catch (e) {
-        if (!isNotModified(e)) throw fromDocker(e, 'Starting the sandbox', { container: container.id });
-      }
-    }
-    const overAttach = (): Promise<SandboxdSession> | SandboxdSession =>
+    const overChannel = (): Promise<SandboxdSession> | SandboxdSession =>
       connect({
-        input: attachment.stdout,
-        output: attachment.stdin,
+        input: channel.input,
+        output: channel.output,
         root: WORKSPACE_ROOT,
         maxReadBytes: limits.maxReadBytes,
         maxOutputBytes: limits.maxOutputBytes,
       });
-    let session = await overAttach();
+    let session = await overChannel();
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
       session.ping(),
@@ -195,32 +132,32 @@ const openOnce = async (
           readyMs,
         );
       }),
-      attachment.closed.then(() => {
+      channel.closed.then(() => {
         throw new SandboxError(
           'SANDBOX_UNAVAILABLE',
           'The sandbox container closed its stdio before sandboxd answered (did it exit?).',
         );
       }),
     ]).finally(() => clearTimeout(timer));
-    if (link !== undefined && session.dial) {
+    if (channel.link && session.dial) {
       try {
-        session = await within(overLink(session, link, connect, limits), readyMs, 'the link took too long');
+        session = await within(overLink(session, channel, options), readyMs, 'the link took too long');
       } catch (e) {
         options.onLinkError?.(e);
         // sandboxd may have moved its session to the link already: a new hello brings it back.
         await session.close();
-        session = await overAttach();
+        session = await overChannel();
         await session.ping();
       }
     }
     // A connection that failed (a protocol error: anything in the container can write garbage to
-    // sandboxd's stdout) is never used again, so its socket goes with it: the next call attaches
-    // afresh, and there is never more than one attach socket per container.
-    const release = (): void => attachment.close();
+    // sandboxd's stdout) is never used again, so its channel goes with it: the next call opens
+    // afresh, and there is never more than one channel per sandbox.
+    const release = (): void => channel.close();
     void session.closed?.then(release, release);
-    return { session, attachment };
+    return { session, channel };
   } catch (e) {
-    attachment.close();
+    channel.close();
     throw e;
   }
 };
@@ -247,47 +184,44 @@ const within = async (p: Promise<SandboxdSession>, ms: number, why: string): Pro
 };
 
 /**
- * The session over the container's link socket: listen in its link folder, have sandboxd dial it
- * (over `attached`, which is then closed), and open a session on the socket. Fails, leaving nothing
- * open but `attached`, when any step does.
+ * The session over the sandbox's link: the node listens for sandboxd's dial, sandboxd dials (told
+ * the token over `attached`, which is then closed), and a session opens on the link. Fails, leaving
+ * nothing open but `attached`, when any step does.
  */
 const overLink = async (
   attached: SandboxdSession,
-  dir: string,
-  connect: ConnectSandboxd,
-  limits: SandboxLimits,
+  channel: SandboxdChannel,
+  options: SessionOptions,
 ): Promise<SandboxdSession> => {
-  const listener = await listenLink(join(dir, LINK_SOCKET));
-  let socket: import('node:net').Socket;
+  const offer = await (channel.link as NonNullable<SandboxdChannel['link']>)();
+  let pipe: SandboxdPipe;
   try {
-    [socket] = await Promise.all([listener.accepted, attached.dial?.(listener.token)]);
+    [pipe] = await Promise.all([offer.accepted, attached.dial?.(offer.token)]);
   } catch (e) {
     // The token's connection may have come although the dial's answer failed: it goes too.
-    void listener.accepted.then(
-      (s) => s.destroy(),
+    void offer.accepted.then(
+      (p) => p.close(),
       () => {},
     );
     throw e;
   } finally {
-    listener.close();
+    offer.close();
   }
   try {
-    const session = await connect({
-      input: socket,
-      output: socket,
+    const session = await options.connect({
+      input: pipe.input,
+      output: pipe.output,
       root: WORKSPACE_ROOT,
-      maxReadBytes: limits.maxReadBytes,
-      maxOutputBytes: limits.maxOutputBytes,
+      maxReadBytes: options.limits.maxReadBytes,
+      maxOutputBytes: options.limits.maxOutputBytes,
     });
-    const end = (): void => {
-      socket.destroy();
-    };
+    const end = (): void => pipe.close();
     void session.closed?.then(end, end);
     await session.ping();
     await attached.close();
     return session;
   } catch (e) {
-    socket.destroy();
+    pipe.close();
     throw e;
   }
 };
@@ -299,5 +233,5 @@ export const closeLive = async (live: Live | undefined): Promise<void> => {
   } catch {
     // Detaching must never fail; the socket is destroyed below either way.
   }
-  live.attachment.close();
+  live.channel.close();
 };

@@ -3,8 +3,8 @@
 import type Docker from 'dockerode';
 import { describe, expect, it } from 'vitest';
 import { adopt } from '../../../host/sandbox/docker/adopt.ts';
+import type { NodeBase } from '../../../host/sandbox/docker/node-state.ts';
 import { naming } from '../../../host/sandbox/docker/ownership.ts';
-import type { ProviderBase } from '../../../host/sandbox/docker/provider-state.ts';
 import type { WorkspaceStore } from '../../../host/sandbox/docker/workspaces.ts';
 
 const INSTANCE = 'aaaa11112222';
@@ -43,7 +43,7 @@ const engine = (list: Docker.ContainerInfo[], owner: string) => {
     workspaces,
     links: undefined,
     onError: (e: unknown) => void errors.push(e),
-  } as unknown as ProviderBase;
+  } as unknown as NodeBase;
   return { base, removed, renamed, errors };
 };
 

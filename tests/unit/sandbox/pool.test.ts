@@ -7,7 +7,7 @@ const item = (n: number): PoolItem => {
   const closed = new Promise<void>((resolve) => {
     gone[`c${n}`] = resolve;
   });
-  return { container: { id: `c${n}` }, live: { attachment: { closed } } } as unknown as PoolItem;
+  return { container: { id: `c${n}` }, channel: { closed } } as unknown as PoolItem;
 };
 
 describe('warm pool', () => {

@@ -1,32 +1,30 @@
-// What one docker provider holds, in one object its parts (provision.ts, agent-live.ts, lookup.ts,
-// adopt.ts) take as their first argument: the engine and settings, the agents this process knows
-// (Entry), what adopt() found, and the container plumbing every part shares (a container made
-// with its workspace and link folder, removed with them, the labels and session options of an
-// agent's container).
+// What one embedded node holds (node.ts), in one object its parts (provision.ts, channel.ts,
+// lookup.ts, adopt.ts) take as their first argument: the engine and settings, the agents' sandboxes
+// this process knows (Entry), what adopt() found, and the container plumbing every part shares (a
+// container made with its workspace and link folder, removed with them, the labels of an agent's
+// container).
 // Invariants: a container made here carries `ownLabels` (dsh.managed=1, dsh.instance=<instance>
 // and the caller's labels) and a name from `names` (ownership.ts); a link folder made for a
 // container that failed to be created is removed again; `entries` holds at most one Entry per
-// agent, and an Entry keeps its identity while its container is replaced (its handles follow).
+// agent, and an Entry keeps its identity while its container is replaced.
 import { rm } from 'node:fs/promises';
 import type Docker from 'dockerode';
-import { SandboxError } from '../../errors.ts';
+import type { SandboxdChannel } from '../nodes/types.ts';
 import type { SandboxRuntime } from '../runtimes.ts';
-import type { SandboxdEgress } from '../sandboxd/client.ts';
 import type { SandboxLimits } from '../types.ts';
 import { LABEL_AGENT, LABEL_TENANT } from './config.ts';
 import { createSandboxContainer, removeSandboxContainer } from './containers.ts';
 import { makeLinkDir } from './links.ts';
 import type { Naming } from './ownership.ts';
 import type { WarmPool } from './pool.ts';
-import type { Reapable } from './reaper.ts';
 import { engineLimits, type RuntimeCatalog } from './runtimes.ts';
 import { seccompFor } from './seccomp.ts';
-import type { ConnectSandboxd, OpenSessionOptions } from './session.ts';
 import type { WorkspaceMount, WorkspaceStore } from './workspaces.ts';
 
-/** One agent known to this process; the reaper reads and writes its Reapable part. */
-export interface Entry extends Reapable {
+/** One agent's sandbox known to this process. */
+export interface Entry {
   agentId: string;
+  container: Docker.Container;
   /** For the labels of a replacement container; unknown for a pooled container adopted after a restart. */
   tenantId: string | undefined;
   limits: SandboxLimits;
@@ -40,28 +38,40 @@ export interface Entry extends Reapable {
   created?: boolean;
   /** Its link folder, when this process made the container (else read from its inspect). */
   link?: string;
+  /** A stop in progress (open() waits for it). */
+  stopping?: Promise<void>;
+  /** A pooled container's open channel, nobody's yet (no warm hook): the next open() takes it. */
+  pending?: SandboxdChannel;
   /** The runtime its container runs under (a replacement is made under the same one). */
   runtime: SandboxRuntime;
 }
 
+/**
+ * What the node's user keeps with a pooled sandbox: `make` runs on each new pool item's channel (the
+ * embedded node's control plane opens and verifies its session there), `drop` when the item is
+ * discarded. Default: the channel is kept as it is.
+ */
+export interface WarmHooks {
+  /** `limits`: the pooled sandbox's (the node's defaults). */
+  make(channel: SandboxdChannel, limits: SandboxLimits): Promise<unknown>;
+  drop(warm: unknown): Promise<void>;
+}
+
 /** Everything but the warm pool, which is made from it (its first make() runs at once). */
-export interface ProviderBase {
+export interface NodeBase {
   docker: Docker;
   image: string;
   prefix: string;
   instance: string;
   names: Naming;
-  /** dsh.managed, dsh.instance and the caller's labels: on everything this provider makes. */
+  /** dsh.managed, dsh.instance and the caller's labels: on everything this node makes. */
   ownLabels: Record<string, string>;
   defaults: SandboxLimits;
   /** The most a spec may ask for. */
   maxima: SandboxLimits;
   tmpBytes: number;
-  connect: ConnectSandboxd;
+  warm: WarmHooks;
   onError: (error: unknown) => void;
-  resolve: (path: string) => string;
-  egress: ((agentId: string, egress: SandboxdEgress) => () => void) | undefined;
-  spoolDir: string | undefined;
   entries: Map<string, Entry>;
   /** Legacy agent container name → container id, for the ones adopt() found claimed by the store. */
   legacy: Map<string, string>;
@@ -76,7 +86,7 @@ export interface ProviderBase {
   runtimes: RuntimeCatalog;
 }
 
-export interface ProviderState extends ProviderBase {
+export interface NodeState extends NodeBase {
   pool: WarmPool;
 }
 
@@ -91,7 +101,7 @@ export interface MadeContainer {
  * folder, under `runtime` (default: the engine's default runtime).
  */
 export async function createContainer(
-  s: ProviderBase,
+  s: NodeBase,
   name: string,
   labels: Record<string, string>,
   limits: SandboxLimits,
@@ -120,7 +130,7 @@ export async function createContainer(
 
 /** Removes a container with its workspace and link folder; the workspace it had, when it had one. */
 export function removeContainer(
-  s: ProviderBase,
+  s: NodeBase,
   container: Docker.Container,
 ): Promise<WorkspaceMount | undefined> {
   return removeSandboxContainer(s.workspaces, container, s.links);
@@ -128,7 +138,7 @@ export function removeContainer(
 
 /** Removes a container and its workspace; the workspace also when the container is already gone. */
 export async function removeWith(
-  s: ProviderBase,
+  s: NodeBase,
   container: Docker.Container,
   workspace: WorkspaceMount | undefined,
 ): Promise<void> {
@@ -137,7 +147,7 @@ export async function removeWith(
 }
 
 export function agentLabels(
-  s: ProviderBase,
+  s: NodeBase,
   agentId: string,
   tenantId: string | undefined,
 ): Record<string, string> {
@@ -146,19 +156,4 @@ export function agentLabels(
     [LABEL_AGENT]: agentId,
     ...(tenantId === undefined ? {} : { [LABEL_TENANT]: tenantId }),
   };
-}
-
-/** How sessions are opened: over the link when the container has one. */
-export function sessionOptions(s: ProviderBase, extra: OpenSessionOptions): OpenSessionOptions {
-  return {
-    ...extra,
-    ...(s.links === undefined ? {} : { links: s.links }),
-    onLinkError: (e) =>
-      s.onError(new SandboxError('SANDBOX_UNAVAILABLE', `${String(e)} (the attach stream serves instead)`)),
-  };
-}
-
-/** Session options for an entry: its link folder when this process made its container. */
-export function linkOf(s: ProviderBase, entry: Entry, extra: OpenSessionOptions): OpenSessionOptions {
-  return sessionOptions(s, { ...extra, ...(entry.link === undefined ? {} : { link: entry.link }) });
 }

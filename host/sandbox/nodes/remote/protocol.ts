@@ -1,0 +1,111 @@
+// The node protocol, version 1 (docs/nodes.md): what a control plane and a node agent (`dsh-node`)
+// say to each other over HTTPS with mutual TLS. Every call is `POST /v1/<method>` with a JSON body
+// and the header `x-dsh-instance` (the control plane's instance: the node keeps each instance's
+// sandboxes apart, as one engine shared by several control planes always did); the answer is JSON,
+// or `{ error: { code, message, data } }` with the code's HTTP status. The two byte streams are
+// HTTP upgrades (`Upgrade: dsh-node/1`): `GET /v1/open?agent=<id>[&restart=1]` answers 101 with the
+// channel's id (`x-dsh-channel`) and whether it offers a link (`x-dsh-link`), then carries
+// sandboxd's stdio; `GET /v1/link?channel=<id>` answers 101 with the link's token
+// (`x-dsh-link-token`), then one byte (ACCEPTED once sandboxd dialled with the token, else the
+// stream closes), then carries the link's bytes. The node reads none of those bytes.
+// Invariant: a body is at most MAX_BODY_BYTES; every string an argument carries is bounded and
+// checked here, on the node's side, before anything is asked of the engine.
+
+import { httpStatusOf, messageOf, SandboxError } from '../../../errors.ts';
+import { SANDBOX_RUNTIMES, type SandboxRuntime } from '../../runtimes.ts';
+import type { PauseMode } from '../../types.ts';
+
+export const PROTOCOL = 'dsh-node/1';
+export const PREFIX = '/v1/';
+export const MAX_BODY_BYTES = 1024 * 1024;
+/** The byte the node sends on a link stream once sandboxd dialled. */
+export const ACCEPTED = 0x01;
+
+export const HEADER_INSTANCE = 'x-dsh-instance';
+export const HEADER_CHANNEL = 'x-dsh-channel';
+export const HEADER_LINK = 'x-dsh-link';
+export const HEADER_LINK_TOKEN = 'x-dsh-link-token';
+
+/** The calls (each a `SandboxNode` method but open and link, which are upgrades). */
+export const METHODS = [
+  'info',
+  'ensure',
+  'find',
+  'state',
+  'stop',
+  'destroy',
+  'usage',
+  'adopt',
+  'capacity',
+  'filled',
+  'pause',
+] as const;
+export type Method = (typeof METHODS)[number];
+
+const AGENT_ID = /^[\x21-\x7e]{1,200}$/;
+
+const bad = (message: string): SandboxError => new SandboxError('INVALID_ARGUMENTS', message);
+
+/** An agent id as the node takes it: 1-200 printable ASCII characters. */
+export const agentIdOf = (value: unknown): string => {
+  if (typeof value !== 'string' || !AGENT_ID.test(value))
+    throw bad('agentId must be 1-200 printable ASCII characters');
+  return value;
+};
+
+/** A runtime as the node takes it: one of SANDBOX_RUNTIMES (whether its engine offers it is ensure's). */
+export const runtimeOf = (value: unknown): SandboxRuntime => {
+  if (!(SANDBOX_RUNTIMES as readonly unknown[]).includes(value))
+    throw bad(`runtime must be one of ${SANDBOX_RUNTIMES.join(', ')}`);
+  return value as SandboxRuntime;
+};
+
+/** The runtimes a node's capacity lists, as the control plane takes them: known ones only, runc always. */
+export const runtimesOf = (value: unknown): SandboxRuntime[] => {
+  const listed = Array.isArray(value) ? value : [];
+  return SANDBOX_RUNTIMES.filter((r) => r === 'runc' || listed.includes(r));
+};
+
+/** A pause's mode as the node takes it. */
+export const pauseModeOf = (value: unknown): PauseMode => {
+  if (value !== 'stop' && value !== 'freeze') throw bad('mode must be "stop" or "freeze"');
+  return value;
+};
+
+/** A pause's answer as the control plane takes it (a node answering anything else is refused). */
+export const pauseDoneOf = (value: unknown): PauseMode | 'none' => {
+  if (value !== 'stop' && value !== 'freeze' && value !== 'none')
+    throw new SandboxError('SANDBOX_UNAVAILABLE', 'The node answered a pause with no known outcome.');
+  return value;
+};
+
+export const stringsOf = (value: unknown, what: string, max = 100_000): string[] => {
+  if (value === undefined) return [];
+  if (
+    !Array.isArray(value) ||
+    value.length > max ||
+    value.some((v) => typeof v !== 'string' || v.length > 200)
+  )
+    throw bad(`${what} must be a list of short strings`);
+  return value as string[];
+};
+
+export const objectOf = (value: unknown, what: string): Record<string, unknown> => {
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw bad(`${what} must be an object`);
+  return value as Record<string, unknown>;
+};
+
+/** The JSON an error travels as. */
+export const errorBody = (
+  e: unknown,
+): { status: number; body: { error: { code: string; message: string; data?: unknown } } } => {
+  if (e instanceof SandboxError)
+    return {
+      status: httpStatusOf(e.code),
+      body: {
+        error: { code: e.code, message: e.message, ...(e.data === undefined ? {} : { data: e.data }) },
+      },
+    };
+  return { status: 500, body: { error: { code: 'INTERNAL', message: messageOf(e) } } };
+};

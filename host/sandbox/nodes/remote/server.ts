@@ -1,0 +1,283 @@
+// The node agent's server (`dsh-node`, docs/nodes.md): the node protocol (protocol.ts) over HTTPS
+// with mutual TLS, in front of one SandboxNode per control-plane instance (the embedded node over
+// this machine's engine). The two byte streams are spliced: the upgraded TLS socket to the
+// sandbox's attach stream or to its link socket; the node never reads them.
+// Invariants: a connection whose client certificate the cluster's CA did not sign is refused during
+// the TLS handshake, before any request is read; a channel is known by its id only while it is
+// open, and a link is offered only on a channel this server opened; the TLS socket's end never ends
+// the sandbox's stdin (a control plane going away detaches, it does not close sandboxd's input).
+
+import { randomBytes } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createServer, type Server } from 'node:https';
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { SandboxError } from '../../../errors.ts';
+import { resolveLimits } from '../../docker/config.ts';
+import type { SandboxdChannel, SandboxdPipe, SandboxNode } from '../types.ts';
+import {
+  ACCEPTED,
+  agentIdOf,
+  errorBody,
+  HEADER_CHANNEL,
+  HEADER_INSTANCE,
+  HEADER_LINK,
+  HEADER_LINK_TOKEN,
+  MAX_BODY_BYTES,
+  METHODS,
+  type Method,
+  objectOf,
+  PREFIX,
+  PROTOCOL,
+  pauseModeOf,
+  runtimeOf,
+  stringsOf,
+} from './protocol.ts';
+
+export interface NodeServerOptions {
+  host: string;
+  port: number;
+  /** PEM: this node's certificate and key, and the cluster's CA (which signs control planes' certificates). */
+  cert: string;
+  key: string;
+  ca: string;
+  /** The node for a control-plane instance (made on first use; the instance is checked there). */
+  nodeFor: (instance: string) => SandboxNode<unknown>;
+  onError?: (error: unknown) => void;
+}
+
+export interface NodeServer {
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+const INSTANCE = /^[a-z0-9]{1,16}$/;
+
+export async function serveNode(options: NodeServerOptions): Promise<NodeServer> {
+  const onError = options.onError ?? (() => {});
+  const channels = new Map<string, SandboxdChannel>();
+  const nodeOf = (req: IncomingMessage): SandboxNode<unknown> => {
+    const instance = req.headers[HEADER_INSTANCE];
+    if (typeof instance !== 'string' || !INSTANCE.test(instance))
+      throw new SandboxError(
+        'INVALID_ARGUMENTS',
+        `${HEADER_INSTANCE} must be 1-16 lowercase letters or digits`,
+      );
+    return options.nodeFor(instance);
+  };
+  const server: Server = createServer({
+    cert: options.cert,
+    key: options.key,
+    ca: options.ca,
+    requestCert: true,
+    rejectUnauthorized: true,
+  });
+  server.on('request', (req, res) => {
+    void answer(req, res, nodeOf).catch(onError);
+  });
+  server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
+    void upgrade(req, socket, head, nodeOf, channels).catch((e: unknown) => {
+      refuse(socket, e);
+      onError(e);
+    });
+  });
+  server.on('tlsClientError', () => {}); // a refused certificate: nothing to serve
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  server.on('error', onError);
+  return {
+    port: (server.address() as { port: number }).port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const channel of channels.values()) channel.close();
+        channels.clear();
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/** One call: its body read (bounded), the method run, the answer or the error written. */
+async function answer(
+  req: IncomingMessage,
+  res: ServerResponse,
+  nodeOf: (req: IncomingMessage) => SandboxNode<unknown>,
+): Promise<void> {
+  try {
+    const method = req.url?.startsWith(PREFIX) ? req.url.slice(PREFIX.length) : '';
+    if (req.method !== 'POST' || !(METHODS as readonly string[]).includes(method))
+      throw new SandboxError('NOT_FOUND', `No such node call: ${req.method} ${req.url}`);
+    const args = objectOf(JSON.parse((await bodyOf(req)) || '{}'), 'the body');
+    const result = await call(nodeOf(req), method as Method, args);
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(result ?? {}));
+  } catch (e) {
+    const { status, body } = errorBody(
+      e instanceof SyntaxError ? new SandboxError('INVALID_ARGUMENTS', 'The body is not JSON.') : e,
+    );
+    res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+  }
+}
+
+const bodyOf = async (req: IncomingMessage): Promise<string> => {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_BODY_BYTES)
+      throw new SandboxError('INVALID_ARGUMENTS', `The body is over ${MAX_BODY_BYTES} bytes.`);
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+};
+
+/** The node's answer to one call (the arguments checked first). */
+async function call(
+  node: SandboxNode<unknown>,
+  method: Method,
+  a: Record<string, unknown>,
+): Promise<unknown> {
+  switch (method) {
+    case 'info':
+      return {
+        protocol: PROTOCOL,
+        name: node.name,
+        defaults: node.defaults,
+        maxima: node.maxima,
+        ready: node.pool.ready,
+      };
+    case 'ensure': {
+      // Checked again here: only known limits, positive integers, within this node's maxima.
+      const limits = resolveLimits(node.defaults, node.maxima, objectOf(a.limits, 'limits'));
+      const { warm: _warm, ...placed } = await node.ensure({
+        agentId: agentIdOf(a.agentId),
+        tenantId: agentIdOf(a.tenantId),
+        limits,
+        ...(a.runtime === undefined ? {} : { runtime: runtimeOf(a.runtime) }),
+      });
+      return placed;
+    }
+    case 'find':
+      return { sandbox: (await node.find(agentIdOf(a.agentId))) ?? null };
+    case 'state':
+      return { state: await node.state(agentIdOf(a.agentId)) };
+    case 'stop':
+      return node.stop(agentIdOf(a.agentId));
+    case 'destroy':
+      return node.destroy(agentIdOf(a.agentId));
+    case 'pause':
+      return { done: await node.pause(agentIdOf(a.agentId), pauseModeOf(a.mode)) };
+    case 'usage':
+      return { usage: (await node.usage(agentIdOf(a.agentId), usageOptionsOf(a.options))) ?? null };
+    case 'adopt': {
+      const assigned = stringsOf(a.assigned, 'assigned');
+      const pairs: Array<[string, string]> = [];
+      for (let i = 0; i + 1 < assigned.length; i += 2)
+        pairs.push([assigned[i] as string, assigned[i + 1] as string]);
+      // Whether another replica's pool still runs cannot be asked across: its pools are kept.
+      return {
+        names: await node.adopt({
+          claim: stringsOf(a.claim, 'claim'),
+          assigned: new Map(pairs),
+          ...(a.replicas === true ? { replicas: { alive: async () => true } } : {}),
+        }),
+      };
+    }
+    case 'capacity':
+      return node.capacity();
+    case 'filled':
+      await node.pool.filled();
+      return { ready: node.pool.ready };
+  }
+}
+
+const usageOptionsOf = (value: unknown): { stats?: boolean; statsTimeoutMs?: number } => {
+  if (value === undefined) return {};
+  const o = objectOf(value, 'options');
+  return {
+    ...(o.stats === true ? { stats: true } : {}),
+    ...(typeof o.statsTimeoutMs === 'number' && o.statsTimeoutMs > 0 && o.statsTimeoutMs <= 60_000
+      ? { statsTimeoutMs: o.statsTimeoutMs }
+      : {}),
+  };
+};
+
+/** A refused upgrade: the error as an HTTP answer on the raw socket, then closed. */
+function refuse(socket: Duplex, e: unknown): void {
+  if (socket.destroyed) return;
+  const { status, body } = errorBody(e);
+  const text = JSON.stringify(body);
+  socket.end(
+    `HTTP/1.1 ${status} Refused\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`,
+  );
+}
+
+const switching = (headers: Record<string, string>): string =>
+  `HTTP/1.1 101 Switching Protocols\r\nupgrade: ${PROTOCOL}\r\nconnection: Upgrade\r\n${Object.entries(
+    headers,
+  )
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('')}\r\n`;
+
+/** `open` and `link` (protocol.ts): the upgraded socket spliced to the channel or the link. */
+async function upgrade(
+  req: IncomingMessage,
+  socket: Socket,
+  head: Buffer,
+  nodeOf: (req: IncomingMessage) => SandboxNode<unknown>,
+  channels: Map<string, SandboxdChannel>,
+): Promise<void> {
+  if (req.headers.upgrade !== PROTOCOL)
+    throw new SandboxError('INVALID_ARGUMENTS', `Upgrade must be ${PROTOCOL}.`);
+  const url = new URL(req.url ?? '/', 'https://node');
+  const node = nodeOf(req);
+  socket.on('error', () => {});
+  if (url.pathname === `${PREFIX}open`) {
+    const channel = await node.open(agentIdOf(url.searchParams.get('agent') ?? undefined), {
+      restart: url.searchParams.get('restart') === '1',
+    });
+    const id = randomBytes(16).toString('hex');
+    channels.set(id, channel);
+    void channel.closed.then(() => channels.delete(id));
+    socket.write(switching({ [HEADER_CHANNEL]: id, [HEADER_LINK]: channel.link ? '1' : '0' }));
+    splice(socket, head, channel);
+    return;
+  }
+  if (url.pathname === `${PREFIX}link`) {
+    const channel = channels.get(url.searchParams.get('channel') ?? '');
+    if (!channel?.link)
+      throw new SandboxError('SANDBOX_UNAVAILABLE', 'No open channel with a link has that id.');
+    const offer = await channel.link();
+    socket.write(switching({ [HEADER_LINK_TOKEN]: offer.token }));
+    socket.once('close', () => offer.close());
+    let pipe: SandboxdPipe;
+    try {
+      pipe = await offer.accepted;
+    } catch {
+      socket.destroy();
+      return;
+    }
+    if (socket.destroyed) {
+      pipe.close();
+      return;
+    }
+    socket.write(Buffer.of(ACCEPTED));
+    splice(socket, head, pipe);
+    return;
+  }
+  throw new SandboxError('NOT_FOUND', `No such node stream: ${url.pathname}`);
+}
+
+/** Bytes both ways until either side goes; the socket's end detaches, it never ends sandboxd's input. */
+function splice(socket: Socket, head: Buffer, pipe: SandboxdPipe): void {
+  if (head.length > 0) pipe.output.write(head);
+  socket.pipe(pipe.output, { end: false });
+  pipe.input.pipe(socket);
+  socket.setNoDelay(true);
+  socket.once('close', () => pipe.close());
+  void pipe.closed.then(() => socket.destroy());
+}

@@ -1,0 +1,68 @@
+// The node agent (`host/cli.ts node`, docs/nodes.md): this machine's Docker engine, workspaces, warm
+// pool and link folders, served to control planes over the node protocol with mutual TLS
+// (sandbox/nodes/remote/server.ts). One embedded node per control-plane instance that calls, made
+// on its first call with this process's settings (the sandbox image, pool size, workspaces, links).
+// Invariants: it does not start without its certificate, key and the cluster's CA; it never
+// listens in plain HTTP; each instance's sandboxes are apart (names and labels carry the instance).
+
+import type { Config } from './config.ts';
+import { SandboxError } from './errors.ts';
+import type { DockerNode } from './sandbox/docker/index.ts';
+import { type NodeServer, serveNode } from './sandbox/nodes/remote/server.ts';
+import { linksOf, nodeTls, sandboxImageOf, workspaceStore } from './serve-sandboxes.ts';
+
+/** `host:port` (an IPv6 host in brackets). */
+const listenOf = (raw: string): { host: string; port: number } => {
+  const m = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(raw);
+  const port = Number(m?.[3]);
+  if (!m || port > 65535)
+    throw new SandboxError('CONFIG_INVALID', `DSH_NODE_LISTEN must be host:port, got "${raw}".`);
+  return { host: (m[1] ?? m[2]) as string, port };
+};
+
+/** Starts the node agent; prints `listening https://host:port` once it serves. */
+export async function serveNodeAgent(
+  config: Config,
+  log: (line: string) => void = (line) => process.stdout.write(`${line}\n`),
+): Promise<NodeServer & { nodes: Map<string, DockerNode> }> {
+  const tls = nodeTls(config);
+  const { host, port } = listenOf(config.nodeListen);
+  const image = sandboxImageOf(config);
+  const { createDockerNode } = await import('./sandbox/docker/index.ts');
+  const workspaces = await workspaceStore(config, log);
+  const links = linksOf(config, log);
+  const nodes = new Map<string, DockerNode>();
+  const nodeFor = (instance: string): DockerNode => {
+    let node = nodes.get(instance);
+    if (!node) {
+      node = createDockerNode({
+        name: config.nodeListen,
+        image,
+        instance,
+        pool: { size: config.poolSize },
+        workspaceSpares: config.workspaceSpares,
+        onError: (e) => log(`node: ${String(e)}`),
+        defaults: { diskBytes: config.workspaceMb * 1024 * 1024 },
+        diskPath: config.workspacesDir,
+        // The runtimes this machine's engine offers (runsc as DSH_GVISOR_RUNTIME names it); which
+        // tenants may ask for one is the control plane's decision (DSH_GVISOR_TENANTS there).
+        engineRuntimes: { gvisor: config.gvisorRuntime },
+        ...(workspaces === undefined ? {} : { workspaces }),
+        ...(links === undefined ? {} : { links }),
+      });
+      nodes.set(instance, node);
+      log(`node: serving instance ${instance}`);
+    }
+    return node;
+  };
+  const server = await serveNode({ host, port, ...tls, nodeFor, onError: (e) => log(`node: ${String(e)}`) });
+  log(`listening https://${host.includes(':') ? `[${host}]` : host}:${server.port}`);
+  return {
+    port: server.port,
+    nodes,
+    async close() {
+      await server.close();
+      for (const node of nodes.values()) await node.close();
+    },
+  };
+}

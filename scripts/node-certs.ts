@@ -1,0 +1,100 @@
+// Certificates for the node protocol (docs/nodes.md), made with the `openssl` command: a cluster
+// CA, and certificates it signs for node agents (server: the names and addresses control planes
+// dial) and control planes (client). The tests make theirs with the same functions.
+// Usage:
+//   node scripts/node-certs.ts ca <dir>                         → <dir>/ca.pem, <dir>/ca.key
+//   node scripts/node-certs.ts node <dir> <name> <host>[,<host>…] → <dir>/<name>.pem, .key (server)
+//   node scripts/node-certs.ts control <dir> <name>              → <dir>/<name>.pem, .key (client)
+// Invariant: keys are written mode 0600; the CA's key never leaves <dir> (keep it offline).
+
+import { execFileSync } from 'node:child_process';
+import { chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { isIP } from 'node:net';
+import { join } from 'node:path';
+
+const DAYS = '825';
+const openssl = (args: string[]): void => {
+  execFileSync('openssl', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+};
+
+/** A new CA in `dir` (ca.pem, ca.key). */
+export function makeCa(dir: string, subject = '/CN=dsh-nodes-ca'): { cert: string; key: string } {
+  mkdirSync(dir, { recursive: true });
+  const cert = join(dir, 'ca.pem');
+  const key = join(dir, 'ca.key');
+  openssl(
+    ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes']
+      .concat(['-keyout', key, '-out', cert, '-days', DAYS, '-subj', subject])
+      .concat([
+        '-addext',
+        'basicConstraints=critical,CA:TRUE',
+        '-addext',
+        'keyUsage=critical,keyCertSign,cRLSign',
+      ]),
+  );
+  chmodSync(key, 0o600);
+  return { cert, key };
+}
+
+/**
+ * A certificate `name` signed by the CA in `caDir`: a server's for `hosts` (DNS names or IP
+ * addresses), else a client's. Written to `dir`/<name>.pem and .key.
+ */
+export function makeCert(
+  caDir: string,
+  dir: string,
+  name: string,
+  hosts?: readonly string[],
+): { cert: string; key: string } {
+  mkdirSync(dir, { recursive: true });
+  const key = join(dir, `${name}.key`);
+  const cert = join(dir, `${name}.pem`);
+  const csr = join(dir, `${name}.csr`);
+  const ext = join(dir, `${name}.ext`);
+  openssl(
+    ['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key].concat([
+      '-out',
+      csr,
+      '-subj',
+      `/CN=${name}`,
+    ]),
+  );
+  const san = (hosts ?? []).map((h) => (isIP(h) ? `IP:${h}` : `DNS:${h}`)).join(',');
+  writeFileSync(
+    ext,
+    hosts === undefined
+      ? 'extendedKeyUsage=clientAuth\nkeyUsage=digitalSignature\n'
+      : `extendedKeyUsage=serverAuth\nkeyUsage=digitalSignature\nsubjectAltName=${san}\n`,
+  );
+  openssl(
+    ['x509', '-req', '-in', csr, '-CA', join(caDir, 'ca.pem'), '-CAkey', join(caDir, 'ca.key')].concat([
+      '-CAcreateserial',
+      '-out',
+      cert,
+      '-days',
+      DAYS,
+      '-extfile',
+      ext,
+    ]),
+  );
+  rmSync(csr, { force: true });
+  rmSync(ext, { force: true });
+  chmodSync(key, 0o600);
+  return { cert, key };
+}
+
+const main = (argv: string[]): number => {
+  const [kind, dir, name, hosts] = argv;
+  if (kind === 'ca' && dir) makeCa(dir);
+  else if (kind === 'node' && dir && name && hosts) makeCert(dir, dir, name, hosts.split(','));
+  else if (kind === 'control' && dir && name) makeCert(dir, dir, name);
+  else {
+    process.stderr.write(
+      'usage: node scripts/node-certs.ts ca <dir> | node <dir> <name> <host>[,…] | control <dir> <name>\n',
+    );
+    return 2;
+  }
+  return 0;
+};
+
+if (import.meta.main) process.exitCode = main(process.argv.slice(2));

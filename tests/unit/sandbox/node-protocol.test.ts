@@ -1,0 +1,246 @@
+// The node protocol (host/sandbox/nodes/remote/) without an engine: the server in front of a fake
+// node, the control plane's remote node against it. Calls and errors keep their meaning across the
+// wire, the two streams carry bytes both ways, and what a hostile or mistaken client sends is
+// refused before the node is asked: no certificate or another CA's, a bad instance, an agent id
+// that is too long, limits over the node's maxima, a pause mode or a runtime it does not know, a
+// body over 1 MiB, an unknown call. The runtime of a spec and those a node offers cross too.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { request } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SandboxError } from '../../../host/errors.ts';
+import { DOCKER_DEFAULT_LIMITS, DOCKER_DEFAULT_MAXIMA } from '../../../host/sandbox/docker/config.ts';
+import { connectRemoteNode, type RemoteNode } from '../../../host/sandbox/nodes/remote/client.ts';
+import { type NodeServer, serveNode } from '../../../host/sandbox/nodes/remote/server.ts';
+import type { SandboxdChannel, SandboxdPipe, SandboxNode } from '../../../host/sandbox/nodes/types.ts';
+import { makeCa, makeCert } from '../../../scripts/node-certs.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'dsh-node-protocol-'));
+const pem = (...p: string[]): string => readFileSync(join(dir, ...p), 'utf8');
+
+/** A pipe that answers every byte written with the same byte (sandboxd stands in as an echo). */
+const echo = (): SandboxdPipe => {
+  const p = new PassThrough();
+  let close = (): void => {};
+  const closed = new Promise<void>((resolve) => {
+    close = resolve;
+  });
+  return {
+    input: p,
+    output: p,
+    closed,
+    close: () => {
+      p.destroy();
+      close();
+    },
+  };
+};
+
+const asked: string[] = [];
+const fake: SandboxNode<unknown> = {
+  name: 'fake',
+  defaults: DOCKER_DEFAULT_LIMITS,
+  maxima: DOCKER_DEFAULT_MAXIMA,
+  pool: { ready: 0, filled: async () => {} },
+  ensure: async (spec) => {
+    asked.push(`ensure ${spec.agentId}${spec.runtime === undefined ? '' : ` ${spec.runtime}`}`);
+    return { id: `c-${spec.agentId}`, limits: spec.limits };
+  },
+  find: async (agentId) =>
+    agentId === 'known' ? { id: 'c-known', limits: DOCKER_DEFAULT_LIMITS } : undefined,
+  open: async (agentId): Promise<SandboxdChannel> => {
+    if (agentId !== 'known') throw new SandboxError('SANDBOX_UNAVAILABLE', `no sandbox for ${agentId}`);
+    return {
+      ...echo(),
+      link: async () => ({ token: 'a'.repeat(64), accepted: Promise.resolve(echo()), close: () => {} }),
+    };
+  },
+  state: async () => 'running',
+  stop: async () => {},
+  pause: async (agentId, mode) => {
+    asked.push(`pause ${agentId} ${mode}`);
+    return agentId === 'known' ? mode : 'none';
+  },
+  destroy: async (agentId) => {
+    asked.push(`destroy ${agentId}`);
+  },
+  usage: async () => undefined,
+  adopt: async (o) => [...(o?.claim ?? [])],
+  capacity: async () => ({
+    node: 'fake',
+    cpus: 2,
+    memoryBytes: 1,
+    sandboxes: 0,
+    running: 0,
+    pool: { ready: 0, size: 0 },
+    runtimes: ['runc', 'gvisor'],
+  }),
+  close: async () => {},
+};
+
+let server: NodeServer;
+let node: RemoteNode;
+
+beforeAll(async () => {
+  makeCa(join(dir, 'ca'));
+  makeCert(join(dir, 'ca'), join(dir, 'ca'), 'node', ['127.0.0.1']);
+  makeCert(join(dir, 'ca'), join(dir, 'ca'), 'control');
+  makeCa(join(dir, 'rogue'));
+  makeCert(join(dir, 'rogue'), join(dir, 'rogue'), 'control');
+  server = await serveNode({
+    host: '127.0.0.1',
+    port: 0,
+    cert: pem('ca', 'node.pem'),
+    key: pem('ca', 'node.key'),
+    ca: pem('ca', 'ca.pem'),
+    nodeFor: () => fake,
+  });
+  node = await connectRemoteNode({
+    name: 'one',
+    url: `https://127.0.0.1:${server.port}`,
+    instance: 'test',
+    cert: pem('ca', 'control.pem'),
+    key: pem('ca', 'control.key'),
+    ca: pem('ca', 'ca.pem'),
+    timeoutMs: 5000,
+  });
+});
+
+afterAll(async () => {
+  await server?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** One raw call: status and body, or the connection's error code. */
+const raw = (
+  path: string,
+  body: string,
+  options: { instance?: string; client?: 'ca' | 'rogue' | 'none' } = {},
+): Promise<{ status: number; body: string } | string> =>
+  new Promise((resolve) => {
+    const client = options.client ?? 'ca';
+    const req = request({
+      host: '127.0.0.1',
+      port: server.port,
+      path,
+      method: 'POST',
+      ca: pem('ca', 'ca.pem'),
+      ...(client === 'none' ? {} : { cert: pem(client, 'control.pem'), key: pem(client, 'control.key') }),
+      agent: false,
+      headers: { 'x-dsh-instance': options.instance ?? 'test' },
+    });
+    req.once('response', (res) => {
+      let text = '';
+      res.on('data', (c: Buffer) => {
+        text += c.toString();
+      });
+      res.once('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+    });
+    req.once('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? e.message));
+    req.end(body);
+  });
+
+const readSome = (pipe: SandboxdPipe, bytes: number): Promise<string> =>
+  new Promise((resolve) => {
+    let got = '';
+    const on = (c: Buffer): void => {
+      got += c.toString();
+      if (got.length >= bytes) {
+        pipe.input.off('data', on);
+        resolve(got);
+      }
+    };
+    pipe.input.on('data', on);
+  });
+
+describe('the node protocol', () => {
+  it('carries calls and their errors, with their codes', async () => {
+    expect(node.defaults).toEqual(DOCKER_DEFAULT_LIMITS);
+    expect(await node.ensure({ agentId: 'a1', tenantId: 't1', limits: DOCKER_DEFAULT_LIMITS })).toEqual({
+      id: 'c-a1',
+      limits: DOCKER_DEFAULT_LIMITS,
+    });
+    expect(await node.find('known')).toEqual({ id: 'c-known', limits: DOCKER_DEFAULT_LIMITS });
+    expect(await node.find('other')).toBeUndefined();
+    expect(await node.state('known')).toBe('running');
+    expect(await node.adopt({ claim: ['x', 'y'] })).toEqual(['x', 'y']);
+    expect(
+      await node.ensure({ agentId: 'g1', tenantId: 't1', limits: DOCKER_DEFAULT_LIMITS, runtime: 'gvisor' }),
+    ).toMatchObject({ id: 'c-g1' });
+    expect((await node.capacity()).runtimes).toEqual(['runc', 'gvisor']);
+    expect(await node.pause('known', 'freeze')).toBe('freeze');
+    expect(await node.pause('other', 'stop')).toBe('none');
+    await node.destroy('a1');
+    expect(asked).toEqual([
+      'ensure a1',
+      'ensure g1 gvisor',
+      'pause known freeze',
+      'pause other stop',
+      'destroy a1',
+    ]);
+    await expect(node.open('other')).rejects.toMatchObject({ code: 'SANDBOX_UNAVAILABLE' });
+  });
+
+  it('carries bytes both ways on the channel and on the link', async () => {
+    const channel = await node.open('known');
+    channel.output.write('hello over the channel');
+    expect(await readSome(channel, 22)).toBe('hello over the channel');
+    const offer = await channel.link?.();
+    expect(offer?.token).toBe('a'.repeat(64));
+    const link = (await offer?.accepted) as SandboxdPipe;
+    link.output.write('and over the link');
+    expect(await readSome(link, 17)).toBe('and over the link');
+    link.close();
+    channel.close();
+    await channel.closed;
+  });
+
+  it('refuses a connection without a certificate of the cluster CA', async () => {
+    expect(await raw('/v1/info', '{}', { client: 'none' })).toEqual(expect.any(String));
+    expect(await raw('/v1/info', '{}', { client: 'rogue' })).toEqual(expect.any(String));
+    expect(await raw('/v1/info', '{}')).toMatchObject({ status: 200 });
+  });
+
+  it('refuses what a hostile client sends before the node is asked', async () => {
+    asked.length = 0;
+    const code = (r: { status: number; body: string } | string): string =>
+      typeof r === 'string' ? r : (JSON.parse(r.body) as { error: { code: string } }).error.code;
+    expect(code(await raw('/v1/info', '{}', { instance: 'Not-An-Instance' }))).toBe('INVALID_ARGUMENTS');
+    expect(code(await raw('/v1/find', JSON.stringify({ agentId: 'x'.repeat(201) })))).toBe(
+      'INVALID_ARGUMENTS',
+    );
+    expect(code(await raw('/v1/find', JSON.stringify({ agentId: 'with space' })))).toBe('INVALID_ARGUMENTS');
+    const over = { ...DOCKER_DEFAULT_LIMITS, memoryBytes: DOCKER_DEFAULT_MAXIMA.memoryBytes * 2 };
+    expect(code(await raw('/v1/ensure', JSON.stringify({ agentId: 'a', tenantId: 't', limits: over })))).toBe(
+      'LIMIT_EXCEEDED',
+    );
+    expect(
+      code(await raw('/v1/ensure', JSON.stringify({ agentId: 'a', tenantId: 't', limits: { pids: -1 } }))),
+    ).toBe('LIMIT_EXCEEDED');
+    expect(code(await raw('/v1/find', 'x'.repeat(2 * 1024 * 1024)))).toMatch(
+      /INVALID_ARGUMENTS|EPIPE|ECONNRESET/,
+    );
+    expect(code(await raw('/v1/find', 'not json'))).toBe('INVALID_ARGUMENTS');
+    for (const mode of ['kill', '', null, 1, ['stop'], 'STOP'])
+      expect(code(await raw('/v1/pause', JSON.stringify({ agentId: 'known', mode })))).toBe(
+        'INVALID_ARGUMENTS',
+      );
+    expect(code(await raw('/v1/pause', JSON.stringify({ mode: 'stop' })))).toBe('INVALID_ARGUMENTS');
+    for (const runtime of ['runsc', 'kata', '', null, ['gvisor'], 'GVISOR'])
+      expect(
+        code(
+          await raw(
+            '/v1/ensure',
+            JSON.stringify({ agentId: 'a', tenantId: 't', limits: DOCKER_DEFAULT_LIMITS, runtime }),
+          ),
+        ),
+      ).toBe('INVALID_ARGUMENTS');
+    expect(code(await raw('/v1/pause', JSON.stringify({ agentId: 'a\nb', mode: 'stop' })))).toBe(
+      'INVALID_ARGUMENTS',
+    );
+    expect(code(await raw('/v1/exec', '{}'))).toBe('NOT_FOUND');
+    expect(asked).toEqual([]);
+  });
+});
