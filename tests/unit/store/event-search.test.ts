@@ -2,13 +2,11 @@
 // before the index existed are indexed by the migration; a query is words, never FTS5 syntax; a
 // large value is indexed once, with the event that first stored it; tenants never cross.
 import { afterEach, describe, expect, it } from 'vitest';
-import { createAgentStore } from '../../../host/store/agents.ts';
 import { openDatabase } from '../../../host/store/db.ts';
 import { createLibsqlEventLog } from '../../../host/store/event-log.ts';
 import { createEventSearch } from '../../../host/store/event-search.ts';
 import { MIGRATIONS, migrate } from '../../../host/store/migrations.ts';
 import { ftsExpression, indexText } from '../../../host/store/search-text.ts';
-import { createTenantStore } from '../../../host/store/tenants.ts';
 import { asOlderCode, tempDatabase } from './harness.ts';
 
 let temp: ReturnType<typeof tempDatabase> | undefined;
@@ -30,13 +28,14 @@ describe('the index', () => {
       db,
       MIGRATIONS.filter((m) => m.version < 7),
     );
-    const tenant = (await createTenantStore(db).createTenant('a')).id;
-    const agent = await createAgentStore(db).create({
-      tenantId: tenant,
-      preset: 'standard',
-      mode: 'native',
-      config: {},
-    });
+    // The tenant and agent rows as the schema before migration 7 has them (today's stores write
+    // columns later migrations added).
+    const tenant = 'tnt_before7';
+    const agent = { id: 'agt_before7' };
+    db.prepare('INSERT INTO tenants (id, name, created_at) VALUES (?, ?, ?)').run(tenant, 'a', Date.now());
+    db.prepare(
+      "INSERT INTO agents (id, tenant_id, preset, mode, config, created_at) VALUES (?, ?, 'standard', 'native', '{}', ?)",
+    ).run(agent.id, tenant, Date.now());
     await asOlderCode(db, async () => {
       const old = createLibsqlEventLog(db, { index: false }); // as the code before the index wrote it
       await old.append([result(agent.id, 'written before the index: walrus-1234')]);
