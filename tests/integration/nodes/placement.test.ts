@@ -2,14 +2,15 @@
 // (./engine.ts), a node agent on each (`host/cli.ts node`, mutual TLS), and a control plane whose
 // DSH_NODES names both: agents created through the API spread over both engines and each works
 // there (bash, write, read); a second control plane with DSH_NODES_CORDONED=b places every new
-// agent on a while the first one's agents on b keep working.
+// agent on a; when b's node agent is killed, b's agents' calls fail with SANDBOX_UNAVAILABLE naming b
+// while a's agents carry on.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type Config, loadConfig } from '../../../host/config.ts';
-import { LABEL_INSTANCE } from '../../../host/sandbox/docker/index.ts';
+import { LABEL_AGENT, LABEL_INSTANCE } from '../../../host/sandbox/docker/index.ts';
 import { type Running, startServer } from '../../../host/serve.ts';
 import { makeCa, makeCert } from '../../../scripts/node-certs.ts';
 import type { Loose } from '../../unit/api/harness.ts';
@@ -23,6 +24,8 @@ const engines: Record<string, Engine> = {};
 const agents: ChildProcess[] = [];
 const servers: Running[] = [];
 const urls: Record<string, string> = {};
+/** The node agents' processes by node name. */
+const nodeAgents: Record<string, ChildProcess> = {};
 
 /** Starts `host/cli.ts node` on an engine; resolves with the URL it prints. */
 const startNodeAgent = (name: string, engine: Engine): Promise<string> =>
@@ -43,6 +46,7 @@ const startNodeAgent = (name: string, engine: Engine): Promise<string> =>
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     agents.push(child);
+    nodeAgents[name] = child;
     let out = '';
     let err = '';
     child.stderr?.on('data', (c: Buffer) => {
@@ -95,7 +99,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const s of servers) await s.close();
   for (const child of agents)
-    if (child.pid !== undefined && child.exitCode === null) {
+    if (child.pid !== undefined && child.exitCode === null && child.signalCode === null) {
       const exited = new Promise((r) => child.once('exit', r));
       process.kill(child.pid, 'SIGTERM');
       await exited;
@@ -108,17 +112,20 @@ afterAll(async () => {
 const agentOn = async (running: Running, tenant: string) => {
   const key = (await running.store.tenants.createTenant(tenant)).apiKey;
   const id = (await json(running, key, 'POST', '/v1/agents', {})).json.id as string;
+  const raw = (name: string, args: Record<string, unknown>) =>
+    json(running, key, 'POST', `/v1/agents/${id}/calls`, { calls: [{ id: 'c1', name, arguments: args }] });
   const call = async (name: string, args: Record<string, unknown>): Promise<Loose> => {
-    const r = await json(running, key, 'POST', `/v1/agents/${id}/calls`, {
-      calls: [{ id: 'c1', name, arguments: args }],
-    });
+    const r = await raw(name, args);
     expect(r.json.results?.[0]?.ok, JSON.stringify(r.json)).toBe(true);
     return r.json.results[0];
   };
-  return { id, call };
+  return { id, call, raw };
 };
 
-/** The agent containers of `running`'s instance on each engine: node name → agent ids. */
+/** Agents of the first control plane, kept for the fault test. */
+let spread: { running: Running; made: Array<Awaited<ReturnType<typeof agentOn>>> } | undefined;
+
+/** How many agent containers of `running`'s instance each engine holds, by node name. */
 const placed = async (running: Running): Promise<Record<string, number>> => {
   const out: Record<string, number> = {};
   for (const [name, e] of Object.entries(engines)) {
@@ -143,6 +150,7 @@ it('spreads agents over both nodes, and each works where it landed', async () =>
     const out = await agent.call('bash', { command: 'cat mine.txt', description: 'read back' });
     expect(out.value.stdout).toBe(`agent ${i}\n`);
   }
+  spread = { running, made };
   const counts = await placed(running);
   expect(counts.a, JSON.stringify(counts)).toBeGreaterThanOrEqual(1);
   expect(counts.b, JSON.stringify(counts)).toBeGreaterThanOrEqual(1);
@@ -157,3 +165,30 @@ it('gives a cordoned node no new agents', async () => {
   }
   expect(await placed(running)).toEqual({ a: 3, b: 0 });
 }, 300_000);
+
+it("fails a stopped node's agents with SANDBOX_UNAVAILABLE naming it, while the other node's agents carry on", async () => {
+  const { running, made } = spread as NonNullable<typeof spread>;
+  const onB = new Set(
+    (
+      await (engines.b as Engine).docker.listContainers({
+        all: true,
+        filters: { label: [`${LABEL_INSTANCE}=${running.store.instanceId}`] },
+      })
+    ).map((c) => c.Labels[LABEL_AGENT]),
+  );
+  const b = made.find((m) => onB.has(m.id));
+  const a = made.find((m) => !onB.has(m.id));
+  const child = nodeAgents.b as ChildProcess;
+  const exited = new Promise((r) => child.once('exit', r));
+  // The node's machine gone: the agent is killed, its sockets reset.
+  process.kill(child.pid as number, 'SIGKILL');
+  await exited;
+  const failed = await (b as NonNullable<typeof b>).raw('bash', { command: 'true', description: 'on b' });
+  expect(JSON.stringify(failed.json)).toMatch(/SANDBOX_UNAVAILABLE/);
+  expect(JSON.stringify(failed.json)).toMatch(/[Nn]ode b/);
+  const out = await (a as NonNullable<typeof a>).call('bash', {
+    command: 'cat mine.txt',
+    description: 'on a',
+  });
+  expect(out.value.stdout).toMatch(/^agent \d\n$/);
+}, 150_000);
