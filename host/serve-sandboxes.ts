@@ -138,19 +138,27 @@ export const nodeTls = (config: Config): { cert: string; key: string; ca: string
   };
 };
 
-/** The remote node DSH_NODES names (docs/nodes.md), connected; undefined: the embedded node. */
+/**
+ * The remote node(s) DSH_NODES names (docs/nodes.md), connected; undefined: the embedded node. One
+ * node is used as it is; several (or one cordoned) go behind placement (sandbox/nodes/placement.ts).
+ */
 const remoteNode = async (config: Config, store: Store, log: (line: string) => void) => {
   if (config.nodes.length === 0) return undefined;
-  const [first, ...more] = config.nodes;
-  if (first === undefined || more.length > 0)
-    throw new SandboxError(
-      'CONFIG_INVALID',
-      'DSH_NODES lists more than one node; placement among several is not built yet (docs/nodes.md).',
-    );
   const { connectRemoteNode } = await import('./sandbox/nodes/remote/client.ts');
-  const node = await connectRemoteNode({ ...first, instance: store.instanceId, ...nodeTls(config) });
-  log(`sandboxes: on node ${first.name} (${first.url})`);
-  return node;
+  const tls = nodeTls(config);
+  const nodes = await Promise.all(
+    config.nodes.map((n) => connectRemoteNode({ ...n, instance: store.instanceId, ...tls })),
+  );
+  for (const n of config.nodes) log(`sandboxes: on node ${n.name} (${n.url})`);
+  const [only] = nodes;
+  if (nodes.length === 1 && only !== undefined && config.nodesCordoned.length === 0) return only;
+  const { createPlacement } = await import('./sandbox/nodes/placement.ts');
+  if (config.nodesCordoned.length > 0)
+    log(`nodes cordoned (no new agents): ${config.nodesCordoned.join(', ')}`);
+  return createPlacement(nodes, {
+    cordoned: config.nodesCordoned,
+    onError: (e) => log(`placement: ${String(e)}`),
+  });
 };
 
 /** The links folder, when sessions may use links: on, and an engine on this machine. */

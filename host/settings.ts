@@ -237,6 +237,22 @@ function tenantList(spec: Common): Setting<'*' | string[]> {
   };
 }
 
+/** Comma-separated node names (as DSH_NODES spells them); none by default. */
+function nameList(spec: Common): Setting<string[]> {
+  return {
+    ...spec,
+    shown: 'none',
+    parse(raw) {
+      const items = [...new Set(listItems(raw))];
+      const bad = items.find((item) => !/^[a-z][a-z0-9-]{0,31}$/.test(item));
+      if (bad !== undefined)
+        throw invalid(`${spec.env} is a comma-separated list of node names, got "${bad}"`);
+      return items;
+    },
+    fallback: () => [],
+  };
+}
+
 const listItems = (raw: string): string[] =>
   raw
     .split(',')
@@ -950,7 +966,7 @@ export const SETTINGS = {
     env: 'DSH_NODES',
     section: 'sandboxes',
     help: 'remote node agents to run sandboxes on (`name=https://host:port`), instead of the local engine',
-    doc: 'remote node agents (`dsh-node`, docs/nodes.md) to run sandboxes on instead of the local engine: `name=https://host:port`. One node for now (placement among several is not built yet). Needs `DSH_NODE_CERT`, `DSH_NODE_KEY` and `DSH_NODE_CA`',
+    doc: 'remote node agents (`dsh-node`, docs/nodes.md) to run sandboxes on instead of the local engine: `name=https://host:port`, comma-separated; with several, each new agent is placed on the freest of up to 3 sampled nodes (an isolated child beside its parent). Needs `DSH_NODE_CERT`, `DSH_NODE_KEY` and `DSH_NODE_CA`',
   }),
   nodeListen: text({
     env: 'DSH_NODE_LISTEN',
@@ -991,6 +1007,12 @@ export const SETTINGS = {
     default: 'runsc',
     help: "the Docker engine's name of the gVisor runtime (its daemon.json `runtimes` key)",
     doc: "the Docker engine's name of the gVisor runtime (the key under `runtimes` in its daemon.json, as `docker info` lists it); the engine offers `gvisor` when it lists this name",
+  }),
+  nodesCordoned: nameList({
+    env: 'DSH_NODES_CORDONED',
+    section: 'sandboxes',
+    help: 'nodes of DSH_NODES that take no new agents (their agents keep working), comma-separated',
+    doc: 'names of `DSH_NODES` nodes that get no new agents (cordoned, e.g. before draining one); agents already on them keep working there. A name not in `DSH_NODES` is refused at start',
   }),
 } as const;
 

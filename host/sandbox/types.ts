@@ -362,6 +362,8 @@ export interface SandboxSpec {
    * offer (runtimes()) fails with RUNTIME_UNAVAILABLE.
    */
   runtime?: SandboxRuntime;
+  /** The agent whose workspace this one starts from: where nodes are several, it lands beside it. */
+  near?: string;
 }
 
 /** Optional capabilities, declared as data. */

@@ -114,6 +114,7 @@ export function createSandboxBinding(options: SandboxBindingOptions): SandboxBin
     await options.beforeBind?.(agent);
     const existing = await provider.get(agent.id);
     if (existing === undefined && (await marks.gone(agent))) throw deletedError(agent.id);
+    const above = existing === undefined ? await ownerAbove(agent) : undefined;
     const sandbox =
       existing ??
       (await provider.create({
@@ -121,8 +122,9 @@ export function createSandboxBinding(options: SandboxBindingOptions): SandboxBin
         agentId: agent.id,
         limits: sandboxLimits(agent.config.sandbox),
         ...(agent.config.sandbox?.runtime === undefined ? {} : { runtime: agent.config.sandbox.runtime }),
+        ...(above === undefined ? {} : { near: above.id }),
       }));
-    if (existing === undefined) await seed(agent, sandbox);
+    if (existing === undefined) await seed(above, sandbox);
     if (await marks.gone(agent)) {
       if (!marks.deleting.has(agent.id)) await provider.destroy(agent.id).catch(() => undefined);
       throw deletedError(agent.id);
@@ -131,11 +133,14 @@ export function createSandboxBinding(options: SandboxBindingOptions): SandboxBin
     return sandbox;
   }
 
-  /** An isolated child's new sandbox gets a copy of its parent's workspace, if that exists. */
-  async function seed(agent: Agent, sandbox: Sandbox): Promise<void> {
-    if (agent.links === undefined) return;
-    const parent = await agents.get(agent.tenantId, agent.links.parentId);
-    const owner = parent === undefined ? undefined : await ownerOf(toAgent(parent));
+  /** The agent whose sandbox an isolated child's workspace comes from (placement puts it beside). */
+  async function ownerAbove(agent: Agent): Promise<Agent | undefined> {
+    const parent = agent.links && (await agents.get(agent.tenantId, agent.links.parentId));
+    return parent ? await ownerOf(toAgent(parent)) : undefined;
+  }
+
+  /** An isolated child's new sandbox gets a copy of its parent's workspace (`owner`'s), if that exists. */
+  async function seed(owner: Agent | undefined, sandbox: Sandbox): Promise<void> {
     // A parent that never had a sandbox has nothing to copy (and gets none for it).
     if (owner === undefined || (await agents.get(owner.tenantId, owner.id))?.sandboxId === undefined) return;
     const source = await of(owner);

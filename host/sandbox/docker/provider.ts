@@ -232,6 +232,7 @@ async function createSandbox(s: Sessions, spec: SandboxSpec): Promise<Sandbox> {
     tenantId: spec.tenantId,
     limits,
     ...(spec.runtime === undefined ? {} : { runtime: spec.runtime }),
+    ...(spec.near === undefined ? {} : { near: spec.near }),
   });
   if (placed.found) return handleOf(s, agentOf(s, spec.agentId, placed.limits, spec.tenantId), placed.id);
   // A known agent whose sandbox vanished takes the new one, so that its handles follow.

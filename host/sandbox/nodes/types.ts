@@ -57,6 +57,11 @@ export interface NodeSandboxSpec {
    * which tenants may ask for one (host/agents/sandbox-runtime.ts).
    */
   runtime?: SandboxRuntime;
+  /**
+   * The agent whose workspace this one starts from (an isolated child's parent's owner): placement
+   * among several nodes puts it on that agent's node (nodes/placement.ts). A node ignores it.
+   */
+  near?: string;
 }
 
 /** An agent's sandbox on a node. */

@@ -1,0 +1,228 @@
+// Placement among several nodes (host/sandbox/nodes/placement.ts) over fake nodes: a new agent
+// goes to the freest sampled node, a burst spreads, an isolated child lands beside its parent, a
+// cordoned node gets no new agent (its agents keep working), a node without the runtime asked for
+// is passed over, a node that does not answer fails only its own agents' calls (at once, with
+// SANDBOX_UNAVAILABLE naming it) while agents elsewhere carry on, and a node's hostile capacity
+// answer (negative, NaN, Infinity, strings, missing) never wins a placement.
+import { describe, expect, it } from 'vitest';
+import { SandboxError } from '../../../host/errors.ts';
+import { DOCKER_DEFAULT_LIMITS, DOCKER_DEFAULT_MAXIMA } from '../../../host/sandbox/docker/config.ts';
+import { createPlacement, saneCapacity } from '../../../host/sandbox/nodes/placement.ts';
+import type { NodeCapacity, SandboxdChannel, SandboxNode } from '../../../host/sandbox/nodes/types.ts';
+
+const GIB = 1024 ** 3;
+
+interface Fake extends SandboxNode<never> {
+  agents: Set<string>;
+  down: boolean;
+  cap: Partial<NodeCapacity> | Record<string, unknown>;
+  capacityAsked: number;
+}
+
+/** A node that keeps its agents in a set; `down` makes every call fail as the remote client does. */
+function fake(name: string, cap: Partial<NodeCapacity> | Record<string, unknown> = {}): Fake {
+  const f = {
+    name,
+    agents: new Set<string>(),
+    down: false,
+    cap,
+    capacityAsked: 0,
+  } as Fake;
+  const up = async (): Promise<void> => {
+    if (f.down) throw new SandboxError('SANDBOX_UNAVAILABLE', `Node ${name} cannot be reached.`);
+  };
+  const sandbox = (agentId: string) => ({ id: `${name}:${agentId}`, limits: DOCKER_DEFAULT_LIMITS });
+  Object.assign(f, {
+    defaults: DOCKER_DEFAULT_LIMITS,
+    maxima: DOCKER_DEFAULT_MAXIMA,
+    pool: { ready: 0, filled: async () => {} },
+    async ensure(spec: { agentId: string }) {
+      await up();
+      const found = f.agents.has(spec.agentId);
+      f.agents.add(spec.agentId);
+      return { ...sandbox(spec.agentId), ...(found ? { found } : {}) };
+    },
+    async find(agentId: string) {
+      await up();
+      return f.agents.has(agentId) ? sandbox(agentId) : undefined;
+    },
+    async open(agentId: string) {
+      await up();
+      if (!f.agents.has(agentId)) throw new SandboxError('SANDBOX_UNAVAILABLE', 'never placed here');
+      return { name } as unknown as SandboxdChannel;
+    },
+    async state(agentId: string) {
+      await up();
+      return f.agents.has(agentId) ? 'running' : 'absent';
+    },
+    stop: up,
+    async pause() {
+      await up();
+      return 'stop';
+    },
+    async destroy(agentId: string) {
+      await up();
+      f.agents.delete(agentId);
+    },
+    usage: async () => undefined,
+    async adopt() {
+      await up();
+      return [...f.agents];
+    },
+    async capacity() {
+      f.capacityAsked++;
+      await up();
+      return {
+        node: name,
+        cpus: 4,
+        memoryBytes: 8 * GIB,
+        sandboxes: f.agents.size,
+        running: f.agents.size,
+        pool: { ready: 0, size: 0 },
+        runtimes: ['runc'],
+        ...f.cap,
+      };
+    },
+    close: async () => {},
+  });
+  return f;
+}
+
+const spec = (agentId: string, extra: object = {}) => ({
+  agentId,
+  tenantId: 't',
+  limits: DOCKER_DEFAULT_LIMITS,
+  ...extra,
+});
+
+describe('placement', () => {
+  it('places a new agent on the freest of the sampled nodes, and routes its calls there', async () => {
+    const small = fake('small', { cpus: 1, memoryBytes: 2 * GIB });
+    const big = fake('big', { cpus: 16, memoryBytes: 64 * GIB });
+    const p = createPlacement([small, big]);
+    await p.ensure(spec('a1'));
+    expect(big.agents.has('a1')).toBe(true);
+    expect(p.nodeOf('a1')).toBe('big');
+    expect(await p.open('a1')).toEqual({ name: 'big' });
+    expect(await p.state('a1')).toBe('running');
+    await p.destroy('a1');
+    expect(big.agents.size).toBe(0);
+    expect(await p.state('a1')).toBe('absent');
+  });
+
+  it('spreads a burst over equal nodes within one capacity reading', async () => {
+    const a = fake('a');
+    const b = fake('b');
+    const p = createPlacement([a, b], { capacityTtlMs: 60_000 });
+    for (let i = 0; i < 6; i++) await p.ensure(spec(`x${i}`));
+    expect([a.agents.size, b.agents.size]).toEqual([3, 3]);
+  });
+
+  it('samples at most K nodes per placement', async () => {
+    const nodes = ['a', 'b', 'c', 'd', 'e'].map((n) => fake(n));
+    const p = createPlacement(nodes, { sample: 2, capacityTtlMs: 0 });
+    await p.ensure(spec('one'));
+    expect(nodes.reduce((s, n) => s + n.capacityAsked, 0)).toBe(2);
+  });
+
+  it('finds an agent already on a node (after a restart) instead of placing it again', async () => {
+    const a = fake('a', { cpus: 64, memoryBytes: 256 * GIB });
+    const b = fake('b');
+    b.agents.add('old');
+    const p = createPlacement([a, b]);
+    const placed = await p.ensure(spec('old'));
+    expect(placed.found).toBe(true);
+    expect(a.agents.has('old')).toBe(false);
+    expect(p.nodeOf('old')).toBe('b');
+  });
+
+  it('puts an isolated child beside its parent, unless the parent’s node is cordoned', async () => {
+    const a = fake('a');
+    const b = fake('b', { cpus: 64, memoryBytes: 256 * GIB });
+    a.agents.add('parent');
+    const p = createPlacement([a, b]);
+    await p.ensure(spec('child', { near: 'parent' }));
+    expect(a.agents.has('child')).toBe(true);
+    p.cordon('a', true);
+    await p.ensure(spec('child2', { near: 'parent' }));
+    expect(b.agents.has('child2')).toBe(true);
+  });
+
+  it('gives a cordoned node no new agents while its agents keep working; uncordoned, it takes them again', async () => {
+    const a = fake('a', { cpus: 64, memoryBytes: 256 * GIB });
+    const b = fake('b');
+    a.agents.add('staying');
+    const p = createPlacement([a, b], { cordoned: ['a'], capacityTtlMs: 0 });
+    for (let i = 0; i < 4; i++) await p.ensure(spec(`n${i}`));
+    expect(b.agents.size).toBe(4);
+    expect(await p.open('staying')).toEqual({ name: 'a' });
+    expect((await p.nodes()).map((n) => [n.name, n.cordoned])).toEqual([
+      ['a', true],
+      ['b', false],
+    ]);
+    p.cordon('a', false);
+    await p.ensure(spec('back'));
+    expect(a.agents.has('back')).toBe(true);
+    expect(() => p.cordon('nope', true)).toThrow(expect.objectContaining({ code: 'NOT_FOUND' }));
+  });
+
+  it('refuses a new agent when every node is cordoned, and a cordon of an unknown node at start', async () => {
+    const p = createPlacement([fake('a')], { cordoned: ['a'] });
+    await expect(p.ensure(spec('z'))).rejects.toMatchObject({ code: 'SANDBOX_UNAVAILABLE' });
+    expect(() => createPlacement([fake('a')], { cordoned: ['b'] })).toThrow(
+      expect.objectContaining({ code: 'CONFIG_INVALID' }),
+    );
+  });
+
+  it('passes over a node without the runtime asked for', async () => {
+    const plain = fake('plain', { cpus: 64, memoryBytes: 256 * GIB });
+    const gv = fake('gv', { runtimes: ['runc', 'gvisor'] });
+    const p = createPlacement([plain, gv]);
+    await p.ensure(spec('g', { runtime: 'gvisor' }));
+    expect(gv.agents.has('g')).toBe(true);
+  });
+
+  it('fails only a silent node’s agents, at once and naming it; the others carry on and new agents go elsewhere', async () => {
+    const a = fake('a');
+    const b = fake('b');
+    a.agents.add('on-a');
+    b.agents.add('on-b');
+    const p = createPlacement([a, b], { capacityTtlMs: 0 });
+    await p.adopt();
+    a.down = true;
+    await expect(p.open('on-a')).rejects.toMatchObject({ code: 'SANDBOX_UNAVAILABLE', message: /Node a/ });
+    await expect(p.state('on-a')).rejects.toMatchObject({ code: 'SANDBOX_UNAVAILABLE' });
+    expect(await p.open('on-b')).toEqual({ name: 'b' });
+    await p.ensure(spec('fresh'));
+    expect(b.agents.has('fresh')).toBe(true);
+    // An agent this process never saw, maybe on the silent node: its calls fail naming that node.
+    await expect(p.open('unknown')).rejects.toMatchObject({ code: 'SANDBOX_UNAVAILABLE', message: /Node a/ });
+  });
+
+  it('does not wait on a node that never answers its capacity', async () => {
+    const hung = fake('hung', { cpus: 64, memoryBytes: 256 * GIB });
+    hung.capacity = () => new Promise<never>(() => {});
+    hung.find = () => new Promise<never>(() => {});
+    const ok = fake('ok');
+    const p = createPlacement([hung, ok], { answerMs: 50 });
+    await p.ensure(spec('q'));
+    expect(ok.agents.has('q')).toBe(true);
+  });
+
+  it('never picks a node by a hostile capacity answer', async () => {
+    const honest = fake('honest');
+    const liars = [
+      fake('negative', { sandboxes: -100 }),
+      fake('nan', { cpus: Number.NaN }),
+      fake('infinite', { memoryBytes: Number.POSITIVE_INFINITY }),
+      fake('string', { cpus: '999' }),
+      fake('missing', { pool: undefined }),
+      fake('disk', { diskFreeBytes: -1 }),
+      fake('runtimes', { runtimes: 'runc' }),
+    ];
+    const p = createPlacement([honest, ...liars], { sample: 8 });
+    for (let i = 0; i < 3; i++) await p.ensure(spec(`h${i}`));
+    expect(honest.agents.size).toBe(3);
+    expect(saneCapacity(null as unknown as NodeCapacity)).toBeUndefined();
+  });
+});
