@@ -135,6 +135,26 @@ const GAUGES_NAMED_TOTAL = [
   'nodejs_active_resources_total',
 ];
 
+/**
+ * Fills a labelled family from `read` at a scrape: emptied after the read (an awaited read must
+ * not leave the family empty meanwhile), and left empty when the read fails.
+ */
+async function refill(
+  family: { reset(): void },
+  read: () => Record<string, number> | Promise<Record<string, number>>,
+  put: (value: string, n: number) => void,
+): Promise<void> {
+  let values: Record<string, number>;
+  try {
+    values = await read();
+  } catch {
+    family.reset();
+    return;
+  }
+  family.reset();
+  for (const [value, n] of Object.entries(values)) put(value, n);
+}
+
 export const createMetrics = (options: MetricsOptions = {}): Metrics => {
   const registry = new Registry();
   if (options.process ?? true) {
@@ -196,15 +216,7 @@ export const createMetrics = (options: MetricsOptions = {}): Metrics => {
         labelNames: [label],
         registers,
         async collect() {
-          let values: Record<string, number>;
-          try {
-            values = await read();
-          } catch {
-            this.reset();
-            return;
-          }
-          this.reset();
-          for (const [value, n] of Object.entries(values)) this.inc({ [label]: value }, n);
+          await refill(this, read, (value, n) => this.inc({ [label]: value }, n));
         },
       });
     },
@@ -216,16 +228,7 @@ export const createMetrics = (options: MetricsOptions = {}): Metrics => {
         labelNames: [label],
         registers,
         async collect() {
-          let values: Record<string, number>;
-          try {
-            values = await read();
-          } catch {
-            this.reset();
-            return;
-          }
-          // Reset after the read: an awaited read must not leave the family empty meanwhile.
-          this.reset();
-          for (const [value, n] of Object.entries(values)) this.set({ [label]: value }, n);
+          await refill(this, read, (value, n) => this.set({ [label]: value }, n));
         },
       });
     },
