@@ -60,6 +60,7 @@ const answering: IsolateHost = {
   }),
   limits: isolates.limits,
   workerPids: () => [],
+  readyWorkers: () => 0,
   close: async () => undefined,
 };
 const { runCode, direct } = codeModeScope(isolates);

@@ -149,6 +149,7 @@ export const takingTurns = (isolates: IsolateHost, fair: FairScheduler): Isolate
     return isolates.limits;
   },
   workerPids: () => isolates.workerPids(),
+  readyWorkers: () => isolates.readyWorkers(),
   close: () => isolates.close(),
 });
 

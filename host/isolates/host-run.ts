@@ -90,6 +90,7 @@ export function finishRun(state: HostState, run: HostRun, outcome: Settled): voi
   const { worker } = run;
   if (worker?.runs.delete(run.id)) worker.reservedMb -= waitingReserveMb(run.limits.memoryMb);
   if (worker?.inlineRun === run.id) worker.inlineRun = undefined;
+  if (worker?.retiring && worker.runs.size === 0) state.supervisor.send(worker, { t: 'shutdown' });
   if (run.counted) uncount(state.byOwner, run.request.owner as string);
   const index = state.queue.indexOf(run);
   if (index >= 0) state.queue.splice(index, 1);

@@ -66,6 +66,7 @@ export function createIsolateHost(options: IsolateHostOptions = {}): IsolateHost
     run: (request) => admitRun(state, request),
     limits: config.defaults,
     workerPids: () => state.supervisor.handles().map((h) => h.pid),
+    readyWorkers: () => state.supervisor.handles().filter((h) => h.ready && !h.retiring).length,
     async close() {
       state.closed = true;
       stopWatchdog();
@@ -93,8 +94,12 @@ function onWorkerMessage(state: HostState, handle: WorkerHandle, message: Worker
   if (message.t === 'released') {
     if (handle.inlineRun === run.id) handle.inlineRun = undefined;
     pump(state);
-  } else if (message.t === 'done') finishRun(state, run, settledOf(message.outcome, run.map));
-  else if (message.t === 'call') onProgramCall(state, run, handle, message);
+  } else if (message.t === 'done') {
+    // What an isolate that ran out of memory grew may stay in the worker's resident set, where
+    // the memory governor would charge it to the next runs (another tenant's): the worker retires.
+    if (!message.outcome.ok && message.outcome.kind === 'memory') handle.retiring = true;
+    finishRun(state, run, settledOf(message.outcome, run.map));
+  } else if (message.t === 'call') onProgramCall(state, run, handle, message);
 }
 
 /** A worker died: the runs it had are lost (crash); the supervisor starts another. */

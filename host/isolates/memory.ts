@@ -18,7 +18,9 @@
 // memory) end instead. What no poll can stop is one
 // allocation already under way (a single object is at most ~1 GB in V8): the supervisor's resident
 // cap stays the last resort, and the host sizes a worker's concurrency so that every run's
-// reservation fits its budget (`runsPerWorker`).
+// reservation fits its budget (`runsPerWorker`). Since the watch sees the process and not whose
+// heap grew, the host keeps owners in separate workers where it can (placement.ts) and retires a
+// worker once a run of it ran out of memory (host.ts); runs ended together are told so (`beside`).
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 
@@ -155,8 +157,11 @@ export interface Governed {
    * process holds for a moment is still its own, not the next runs'.
    */
   check(): number | undefined;
-  /** Ends it as `memory`. */
-  outOfMemory(): void;
+  /**
+   * Ends it as `memory`. `beside`: it was ended with others that ran in the same window (or while
+   * others were spared), so the memory may not have been its own; its message says so.
+   */
+  outOfMemory(beside: boolean): void;
   /** The isolate's V8 heap plus its external memory, in bytes; undefined once it is gone. */
   heapBytes(): Promise<number | undefined>;
 }
@@ -182,7 +187,7 @@ export const createMemoryWatch = (
     heapChecks.add(item.id);
     void item.heapBytes().then((bytes) => {
       heapChecks.delete(item.id);
-      if (bytes !== undefined && bytes > item.memoryMb * 1024 * 1024) item.outOfMemory();
+      if (bytes !== undefined && bytes > item.memoryMb * 1024 * 1024) item.outOfMemory(false);
     });
   };
   return (live) => {
@@ -199,7 +204,10 @@ export const createMemoryWatch = (
     if (over) governor.ended(now);
     seen = ids;
     const verdict = governor.poll(now, sampled);
-    for (const { item } of verdict.end) item.outOfMemory();
+    // With several candidates the blame is shared: a running isolate's heap cannot be read, so
+    // all that ran enough end (the host keeps owners apart where it can: placement.ts).
+    const beside = verdict.end.length > 1 || verdict.spared.length > 0;
+    for (const { item } of verdict.end) item.outOfMemory(beside);
     for (const { item } of verdict.spared) checkHeap(item);
     const ran = new Set<number>();
     for (const sample of sampled) {

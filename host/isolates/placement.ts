@@ -1,8 +1,9 @@
 // Which queued run goes to which worker, and when. The queue is served in order, skipping the runs
 // of owners at their share, so one tenant's queue of long-computing programs never keeps another
-// tenant's run waiting (fairness). A run goes to the worker that can start it soonest (preferred),
-// among the ready ones with a free slot and room in their memory budget (fits); it may have an
-// idle worker to itself (inline) while another worker stays open to everybody else.
+// tenant's run waiting (fairness). A run goes to a worker that holds no other owner's runs where
+// there is one (apart), else to the worker that can start it soonest (preferred), among the ready
+// ones with a free slot and room in their memory budget (fits); it may have an idle worker to
+// itself (inline) while another worker stays open to everybody else.
 // Invariants: a dispatched run is counted against its worker (runs, reservedMb, slots) and its
 // owner until finishRun gives that back; a worker dedicated to an inline run takes nothing else;
 // every dispatched run's deadline has a host-side backstop that kills a worker gone silent.
@@ -31,12 +32,13 @@ export function pump(state: HostState): void {
       .filter(
         (h) =>
           h.ready &&
+          !h.retiring &&
           h.runs.size < config.maxRunsPerWorker &&
           h.inlineRun === undefined &&
           fits(state, h, next),
       );
     if (candidates.length === 0) return;
-    const handle = candidates.reduce((a, b) => (preferred(b, a) ? b : a));
+    const handle = candidates.reduce((a, b) => (better(state, owner, b, a) ? b : a));
     queue.splice(i, 1);
     dispatch(state, next, handle);
   }
@@ -58,6 +60,29 @@ function fits(state: HostState, handle: WorkerHandle, run: HostRun): boolean {
     handle.runs.size === 0 ||
     handle.reservedMb + waitingReserveMb(run.limits.memoryMb) <= state.config.capacityMb
   );
+}
+
+/**
+ * Owners apart: a worker's memory is governed as a whole (memory.ts: what the process holds, not
+ * whose heap grew, since a running isolate's heap cannot be read), and a worker past its resident
+ * cap is killed with every run in it. A run of one owner in a worker with another owner's runs can
+ * therefore be ended for the other's allocation. So a worker holding only this owner's runs (or
+ * none) beats one that holds somebody else's, whatever else; owners share a worker only when every
+ * worker that can take the run holds others' runs.
+ */
+function better(state: HostState, owner: string | undefined, a: WorkerHandle, b: WorkerHandle): boolean {
+  const aMixes = holdsOthers(state, a, owner);
+  if (aMixes !== holdsOthers(state, b, owner)) return !aMixes;
+  return preferred(a, b);
+}
+
+/** Whether the worker holds a run of an owner other than `owner` (runs without one count as others). */
+function holdsOthers(state: HostState, handle: WorkerHandle, owner: string | undefined): boolean {
+  for (const id of handle.runs) {
+    const other = state.runs.get(id)?.request.owner;
+    if (other === undefined || other !== owner) return true;
+  }
+  return false;
 }
 
 /**
@@ -83,7 +108,7 @@ function dispatch(state: HostState, run: HostRun, handle: WorkerHandle): void {
     config.inline &&
     run.request.inline !== false &&
     handle.runs.size === 0 &&
-    supervisor.handles().some((h) => h !== handle && h.inlineRun === undefined);
+    supervisor.handles().some((h) => h !== handle && h.inlineRun === undefined && !h.retiring);
   if (run.inline) {
     handle.inlineRun = run.id;
     handle.aliveAt = performance.now();

@@ -31,6 +31,11 @@ export interface WorkerHandle {
   inlineRun: number | undefined;
   /** When the worker's event loop last said it was alive, or the inline run was dispatched. */
   aliveAt: number;
+  /**
+   * A run of it ran out of memory: it takes no more runs and is shut down (and replaced) once its
+   * runs are over, since what the isolate grew may not be given back and would be the next run's.
+   */
+  retiring: boolean;
 }
 
 export interface SupervisorOptions {
@@ -83,6 +88,7 @@ export const createSupervisor = (options: SupervisorOptions): Supervisor => {
       reservedMb: 0,
       inlineRun: undefined,
       aliveAt: performance.now(),
+      retiring: false,
     };
     const entry: Entry = { handle, child, startedAt: Date.now(), forked };
     entries[index] = entry;

@@ -179,6 +179,8 @@ export interface IsolateHost {
   readonly limits: Readonly<RunLimits>;
   /** Live worker pids (for diagnostics and tests). */
   workerPids(): number[];
+  /** Workers that take runs now (started and ready; for diagnostics and tests). */
+  readyWorkers(): number;
   /** Ends every worker (kill after grace); pending runs fail as aborted. */
   close(): Promise<void>;
 }

@@ -92,6 +92,13 @@ export const lostIsolate = (limits: Limits): Failure => ({
   kind: 'memory',
   message: `the program ran out of memory (limit ${limits.memoryMb} MB)`,
 });
+/** Ended with other programs when their worker ran out of memory: the memory may be theirs. */
+export const memoryBeside = (limits: Limits): Failure => ({
+  kind: 'memory',
+  message:
+    `the program was ended when its isolate worker ran out of memory while it and other programs ` +
+    `ran; it may not have used that memory itself (its limit: ${limits.memoryMb} MB): run it again`,
+});
 export const stalled = (): Failure => ({
   kind: 'stalled',
   message:

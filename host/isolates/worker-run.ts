@@ -11,7 +11,7 @@ import type { Metered } from './cpu.ts';
 import { deliverResults, onCall, onDone, onLog } from './worker-bridge.ts';
 import { enter, queuedReturned } from './worker-entry.ts';
 import type { RunIo, RunMessage, RunState } from './worker-run-state.ts';
-import { cpuTimeout, finish, lostIsolate, spend, wallTimeout } from './worker-run-state.ts';
+import { cpuTimeout, finish, lostIsolate, memoryBeside, spend, wallTimeout } from './worker-run-state.ts';
 import type { Slot } from './worker-slot.ts';
 
 export type { RunIo } from './worker-run-state.ts';
@@ -36,7 +36,7 @@ export interface ActiveRun extends Metered {
    */
   check(): number | undefined;
   /** Ends the run as `memory`: the worker saw it hold more than its limit allows (memory.ts). */
-  outOfMemory(): void;
+  outOfMemory(beside: boolean): void;
   /** The isolate's V8 heap plus its external memory, in bytes; undefined once it is gone. */
   heapBytes(): Promise<number | undefined>;
 }
@@ -124,7 +124,7 @@ export const startRun = (slot: Slot, msg: RunMessage, io: RunIo): ActiveRun => {
       s.ranNs = 0;
       return ran;
     },
-    outOfMemory: () => finish(s, lostIsolate(limits)),
+    outOfMemory: (beside) => finish(s, beside ? memoryBeside(limits) : lostIsolate(limits)),
     heapBytes: async () => {
       if (s.finished || slot.isolate.isDisposed) return undefined;
       try {

@@ -31,7 +31,7 @@ export interface PluginIsolate extends Metered {
    */
   check(): number | undefined;
   /** The worker saw it hold more memory than its limit allows (memory.ts). */
-  outOfMemory(): void;
+  outOfMemory(beside: boolean): void;
   heapBytes(): Promise<number | undefined>;
   /** Ends without a message (the worker is shutting down). */
   dispose(): void;

@@ -207,6 +207,7 @@ describe('takingTurns', () => {
       run: async () => outcome,
       limits: DEFAULT_LIMITS,
       workerPids: () => [7],
+      readyWorkers: () => 1,
       close: async () => undefined,
     };
     const taking = takingTurns(isolates, fair);
@@ -240,6 +241,7 @@ describe('takingTurns: tool calls', () => {
       },
       limits: DEFAULT_LIMITS,
       workerPids: () => [],
+      readyWorkers: () => 0,
       close: async () => undefined,
     };
     const request = {

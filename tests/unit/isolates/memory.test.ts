@@ -46,7 +46,12 @@ describe('the memory limit holds for what isolated-vm does not count', () => {
     release();
     expect(failure(attack)).toEqual(outOfMemory);
     expect((await Promise.all(neighbours)).map(value)).toEqual([1, 2, 3]);
-    expect(host.workerPids()).toEqual([pid]);
+    // Once its runs are over, the worker retires (what the attack grew may not be given back) and
+    // a new one takes the next run.
+    await until(() => host.workerPids().length === 1 && host.workerPids()[0] !== pid, {
+      what: 'the worker replaced',
+    });
+    expect(value(await run({ code: 'return 2' }))).toBe(2);
   }, 30_000);
 
   it('memory kept while waiting on a tool counts against the limit', async () => {
