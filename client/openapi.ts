@@ -982,7 +982,7 @@ export interface paths {
         get?: never;
         /**
          * Set tenant limits
-         * @description Needs the admin key. Replaces the tenant's quotas: `agents` bounds its live top-level agents (a create past it answers LIMIT_EXCEEDED; agents it has already stay). `{}` clears them.
+         * @description Needs the admin key. Replaces the tenant's quotas: `agents` bounds its live top-level agents, `diskMb` the MiB of workspace its live agents hold (the sum of their workspaces' sizes); a create past one answers LIMIT_EXCEEDED, and what it has already stays. `{}` clears them.
          */
         put: operations["setTenantLimits"];
         post?: never;
@@ -5670,6 +5670,7 @@ export interface operations {
             content: {
                 "application/json": {
                     agents?: number;
+                    diskMb?: number;
                 };
             };
         };
@@ -5775,9 +5776,11 @@ export interface operations {
                     "application/json": {
                         quotas: {
                             agents?: number;
+                            diskMb?: number;
                         };
                         usage: {
                             agents: number;
+                            diskMb: number;
                         };
                     };
                 };

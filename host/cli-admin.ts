@@ -7,13 +7,15 @@
 // picks deleting tenants up within DELETION_POLL_MS (10 s, serve.ts), or at its next start.
 import type { Config } from './config.ts';
 import type { Store } from './store/index.ts';
+import type { TenantQuotas } from './store/tenants-port.ts';
 
 export const ADMIN_USAGE = `  tenants list                       every tenant with its state
   tenants get <id>                   one tenant, with what is left while it is being deleted
   tenants create <name>              a tenant and its first API key (printed once)
   tenants delete <id>                refuse the tenant at once; the service removes its things
-  tenants limits <id> [--agents N|none]
-                                     the tenant's quotas; --agents sets (none: clears) its agent quota
+  tenants limits <id> [--agents N|none] [--disk-mb N|none]
+                                     the tenant's quotas; --agents sets (none: clears) its agent
+                                     quota, --disk-mb its workspace quota in MiB; others are kept
   keys list <tenant>                 the tenant's keys (never the keys themselves)
   keys create <tenant> [--name N] [--expires-at T]
                                      a further key (printed once); T: epoch ms or an ISO date
@@ -23,7 +25,19 @@ export interface AdminFlags {
   name?: string;
   expiresAt?: string;
   agents?: string;
+  diskMb?: string;
 }
+
+/** The tenant's quotas with the flags' changes: a number sets one, `none` clears it, an absent flag keeps it. */
+const quotasWith = (quotas: TenantQuotas, flags: AdminFlags): TenantQuotas => {
+  const next: Record<string, number | undefined> = { ...quotas };
+  for (const [name, flag] of [
+    ['agents', flags.agents],
+    ['diskMb', flags.diskMb],
+  ] as const)
+    if (flag !== undefined) next[name] = flag === 'none' ? undefined : Number(flag);
+  return next as TenantQuotas;
+};
 
 /** Epoch ms from `--expires-at` (a number, or a date Date.parse reads). */
 const expiryOf = (text: string): number => {
@@ -41,10 +55,12 @@ const print = (value: unknown): void => {
 const tenants = async (store: Store, [verb, arg]: string[], flags: AdminFlags): Promise<number> => {
   if (verb === 'list') print(await store.tenants.listTenants());
   else if (verb === 'limits' && arg) {
+    const current = await store.tenants.getTenant(arg);
+    if (current === undefined) throw new Error(`no tenant ${arg}`);
     const tenant =
-      flags.agents === undefined
-        ? await store.tenants.getTenant(arg)
-        : await store.tenants.setQuotas(arg, flags.agents === 'none' ? {} : { agents: Number(flags.agents) });
+      flags.agents === undefined && flags.diskMb === undefined
+        ? current
+        : await store.tenants.setQuotas(arg, quotasWith(current.quotas ?? {}, flags));
     if (tenant === undefined) throw new Error(`no tenant ${arg}`);
     print({ id: tenant.id, quotas: tenant.quotas ?? {} });
   } else if (verb === 'create' && arg) print(await store.tenants.createTenant(arg));

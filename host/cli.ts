@@ -35,6 +35,7 @@ options:
   --data-dir <dir>      data directory (env DSH_DATA_DIR, default ./.data)
   --name, --expires-at  of a new key (keys create)
   --agents <n|none>     a tenant's agent quota (tenants limits)
+  --disk-mb <n|none>    a tenant's workspace quota in MiB (tenants limits)
   -h, --help            this text
 
 settings (serve), from the environment; docs/configuration.md says more of each:
@@ -61,6 +62,7 @@ const main = async (argv: string[]): Promise<number> => {
       name: { type: 'string' },
       'expires-at': { type: 'string' },
       agents: { type: 'string' },
+      'disk-mb': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -129,6 +131,7 @@ const main = async (argv: string[]): Promise<number> => {
         ...(values.name === undefined ? {} : { name: values.name }),
         ...(values['expires-at'] === undefined ? {} : { expiresAt: values['expires-at'] }),
         ...(values.agents === undefined ? {} : { agents: values.agents }),
+        ...(values['disk-mb'] === undefined ? {} : { diskMb: values['disk-mb'] }),
       });
     case 'doctor':
       return doctor();

@@ -118,6 +118,7 @@ export function createServerApp(config: Config, parts: ServerAppParts): Hono<Api
       callTimeoutMs: config.callTimeoutMs,
       tenantTerminals: config.tenantTerminals,
       eventPageBytes: config.eventPageBytes,
+      workspaceMb: config.workspaceMb,
     },
   });
 }

@@ -34,6 +34,8 @@ export interface ApiLimits {
   tenantTerminals: number;
   /** Largest page of events (and step of an event stream) in bytes of event JSON. Default 1 MiB. */
   eventPageBytes: number;
+  /** The workspace size an agent gets when it asks for none (DSH_WORKSPACE_MB), in MiB: what the `diskMb` quota counts for it. */
+  workspaceMb: number;
   /** Main-thread time heavy requests may use per event-loop turn before they wait (./fair.ts); 0: off. Default 4 ms. */
   fairTurnMs: number;
 }
@@ -47,6 +49,7 @@ export const DEFAULT_LIMITS: ApiLimits = {
   tenantTerminals: 32,
   eventPageBytes: 1024 * 1024,
   fairTurnMs: 4,
+  workspaceMb: 1024,
 };
 
 export interface AppDeps {

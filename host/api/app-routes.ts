@@ -65,7 +65,7 @@ export function mountV1Routes(app: Hono<ApiEnv>, state: AppState): void {
   const tenantScoped = (path: string): void => useTenantScope(app, state, concurrency, path);
   // `/v1/agents/*` matches `/v1/agents` itself too: one registration, so one slot per request.
   tenantScoped('/v1/agents/*');
-  app.use('/v1/agents', agentQuota(deps.store.tenants, deps.agents));
+  app.use('/v1/agents', agentQuota(deps.store.tenants, deps.agents, limits.workspaceMb));
   app.route('/', agentRoutes(deps.agents));
   app.route('/', pauseRoutes(deps.agents));
   app.route(
@@ -128,7 +128,7 @@ export function mountV1Routes(app: Hono<ApiEnv>, state: AppState): void {
   app.route('/', ownKeyRoutes(deps.store.tenants));
   app.route('/', adminLimitRoutes(deps.store.tenants, deps.adminKey));
   tenantScoped('/v1/limits');
-  app.route('/', ownLimitRoutes(deps.store.tenants, deps.agents));
+  app.route('/', ownLimitRoutes(deps.store.tenants, deps.agents, limits.workspaceMb));
 }
 
 /** GET /openapi.json: the description of `app`, generated on first request and kept. */

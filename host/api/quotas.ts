@@ -1,39 +1,85 @@
 // The operator's per-tenant quotas where a request makes something they bound (TenantQuotas,
-// host/store/tenants-port.ts): POST /v1/agents past the tenant's `agents` quota answers
-// LIMIT_EXCEEDED (data: limit "agents", max), with nothing made. Invariant: in one process the
-// count and the create of one tenant's agents run one at a time, so concurrent creates cannot
-// pass the quota together; several replicas each hold it against what they count (a tenant
-// creating on two at once may pass it by one per replica, like the other per-tenant limits).
+// host/store/tenants-port.ts): POST /v1/agents past the tenant's `agents` quota, or with a
+// workspace that would take its workspaces past its `diskMb` quota, answers LIMIT_EXCEEDED (data:
+// limit "agents" or "diskMb", max), with nothing made. Invariant: in one process the count and the
+// create of one tenant's agents run one at a time, so concurrent creates cannot pass a quota
+// together; several replicas each hold it against what they count (a tenant creating on two at
+// once may pass it by one agent per replica, like the other per-tenant limits).
 import type { MiddlewareHandler } from 'hono';
 import type { AgentService } from '../agents/service.ts';
+import type { Agent } from '../agents/types.ts';
 import { SandboxError } from '../errors.ts';
 import type { TenantStore } from '../store/index.ts';
+import type { TenantQuotas } from '../store/tenants-port.ts';
 import type { ApiEnv } from './env.ts';
 
-/** The tenant's live top-level agents (what the `agents` quota counts). */
-export const topLevelAgents = async (agents: Pick<AgentService, 'list'>, tenantId: string): Promise<number> =>
-  (await agents.list(tenantId)).filter((a) => a.links === undefined).length;
+/** What a tenant uses of what its quotas bound. */
+export interface QuotaUsage {
+  /** Live top-level agents. */
+  agents: number;
+  /** MiB of workspace its live agents hold: top-level agents and children with a workspace of their own. */
+  diskMb: number;
+}
+
+/** The size of an agent's own workspace in MiB, or 0 when it works in another's (a shared-workspace child). */
+const workspaceOf = (agent: Agent, workspaceMb: number): number =>
+  agent.links === undefined || agent.config.isolatedWorkspace === true
+    ? (agent.config.sandbox?.diskMb ?? workspaceMb)
+    : 0;
+
+export const quotaUsage = async (
+  agents: Pick<AgentService, 'list'>,
+  tenantId: string,
+  workspaceMb: number,
+): Promise<QuotaUsage> => {
+  const live = await agents.list(tenantId);
+  let diskMb = 0;
+  for (const agent of live) diskMb += workspaceOf(agent, workspaceMb);
+  return { agents: live.filter((a) => a.links === undefined).length, diskMb };
+};
+
+/** The workspace a create asks for (MiB): `sandbox.diskMb`, else the default; the route validates the body. */
+const askedDiskMb = async (raw: Request, workspaceMb: number): Promise<number> => {
+  try {
+    const body = (await raw.clone().json()) as { sandbox?: { diskMb?: unknown } } | null;
+    const asked = body?.sandbox?.diskMb;
+    return typeof asked === 'number' && Number.isFinite(asked) ? asked : workspaceMb;
+  } catch {
+    return workspaceMb;
+  }
+};
+
+function check(quotas: TenantQuotas, used: QuotaUsage, asked: number): void {
+  if (quotas.agents !== undefined && used.agents >= quotas.agents)
+    throw new SandboxError(
+      'LIMIT_EXCEEDED',
+      `This tenant has ${used.agents} agents, its quota (${quotas.agents}); delete one first, or ask the operator for more.`,
+      { data: { limit: 'agents', max: quotas.agents } },
+    );
+  if (quotas.diskMb !== undefined && used.diskMb + asked > quotas.diskMb)
+    throw new SandboxError(
+      'LIMIT_EXCEEDED',
+      `This tenant's workspaces hold ${used.diskMb} MiB of its ${quotas.diskMb} MiB quota; a workspace of ${asked} MiB does not fit. Ask for a smaller one (sandbox.diskMb), delete an agent, or ask the operator for more.`,
+      { data: { limit: 'diskMb', max: quotas.diskMb } },
+    );
+}
 
 export const agentQuota = (
   tenants: Pick<TenantStore, 'getTenant'>,
   agents: Pick<AgentService, 'list'>,
+  workspaceMb: number,
 ): MiddlewareHandler<ApiEnv> => {
   /** Per tenant: the end of the last create admitted here. */
   const turns = new Map<string, Promise<unknown>>();
   return async function agentQuota(c, next) {
     if (c.req.method !== 'POST' || c.req.path !== '/v1/agents') return next();
     const tenantId = c.get('tenant').id;
-    const max = (await tenants.getTenant(tenantId))?.quotas?.agents;
-    if (max === undefined) return next();
+    const quotas = (await tenants.getTenant(tenantId))?.quotas;
+    if (quotas?.agents === undefined && quotas?.diskMb === undefined) return next();
+    const asked = quotas.diskMb === undefined ? 0 : await askedDiskMb(c.req.raw, workspaceMb);
     const before = turns.get(tenantId) ?? Promise.resolve();
     const mine = before.then(async () => {
-      const used = await topLevelAgents(agents, tenantId);
-      if (used >= max)
-        throw new SandboxError(
-          'LIMIT_EXCEEDED',
-          `This tenant has ${used} agents, its quota (${max}); delete one first, or ask the operator for more.`,
-          { data: { limit: 'agents', max } },
-        );
+      check(quotas, await quotaUsage(agents, tenantId, workspaceMb), asked);
       await next();
     });
     const settled = mine.catch(() => undefined);

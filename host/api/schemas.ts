@@ -91,10 +91,12 @@ export const KeyCreated = v.object({
 export const TenantQuotasBody = v.strictObject({
   /** Live top-level agents at once. */
   agents: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(1_000_000))),
+  /** MiB of workspace its live agents hold at once (the sum of their workspaces' sizes). */
+  diskMb: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(1024 * 1024 * 1024))),
 });
 export const TenantLimits = v.object({
-  quotas: v.object({ agents: v.optional(v.number()) }),
-  usage: v.object({ agents: v.number() }),
+  quotas: v.object({ agents: v.optional(v.number()), diskMb: v.optional(v.number()) }),
+  usage: v.object({ agents: v.number(), diskMb: v.number() }),
 });
 export const RevokeKeyQuery = v.object({
   /** `true` to revoke the tenant's last live key (it then has no way in until the operator makes one). */

@@ -20,6 +20,12 @@ export type TenantState =
 export interface TenantQuotas {
   /** Live top-level agents at once (children are bounded per parent: DSH_CHILDREN_PER_AGENT). */
   agents?: number;
+  /**
+   * MiB of workspace its live agents may hold at once: the sum of their workspaces' sizes
+   * (`sandbox.diskMb`, else the service's default), top-level agents and children with a workspace
+   * of their own.
+   */
+  diskMb?: number;
 }
 
 /** A tenant as the operator reads it. */

@@ -77,7 +77,14 @@ it('creates, lists and revokes keys and deletes a tenant, as the admin API does'
   });
   expect((await cli('tenants', 'limits', acme.id, '--agents', 'many')).code).toBe(1);
   expect((await cli('tenants', 'limits', acme.id)).json.quotas).toEqual({ agents: 5 });
-  expect((await cli('tenants', 'limits', acme.id, '--agents', 'none')).json.quotas).toEqual({});
+  // One flag changes its quota and keeps the others.
+  expect((await cli('tenants', 'limits', acme.id, '--disk-mb', '4096')).json.quotas).toEqual({
+    agents: 5,
+    diskMb: 4096,
+  });
+  expect((await cli('tenants', 'limits', acme.id, '--disk-mb', '-1')).code).toBe(1);
+  expect((await cli('tenants', 'limits', acme.id, '--agents', 'none')).json.quotas).toEqual({ diskMb: 4096 });
+  expect((await cli('tenants', 'limits', acme.id, '--disk-mb', 'none')).json.quotas).toEqual({});
 
   const deleting = (await cli('tenants', 'delete', acme.id)).json;
   expect(deleting).toMatchObject({ id: acme.id, state: 'deleting', remaining: { api_keys: 2 } });

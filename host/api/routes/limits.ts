@@ -10,10 +10,14 @@ import type { TenantStore } from '../../store/index.ts';
 import { adminAuth } from '../auth.ts';
 import { jsonBody, jsonRequest, jsonResponse } from '../body.ts';
 import type { ApiEnv } from '../env.ts';
-import { topLevelAgents } from '../quotas.ts';
+import { quotaUsage } from '../quotas.ts';
 import { ErrorBody, TenantLimits, TenantQuotasBody, TenantView } from '../schemas.ts';
 
-export const ownLimitRoutes = (tenants: TenantStore, agents: AgentService): Hono<ApiEnv> => {
+export const ownLimitRoutes = (
+  tenants: TenantStore,
+  agents: AgentService,
+  workspaceMb: number,
+): Hono<ApiEnv> => {
   const app = new Hono<ApiEnv>();
   app.get(
     '/v1/limits',
@@ -27,7 +31,7 @@ export const ownLimitRoutes = (tenants: TenantStore, agents: AgentService): Hono
     async (c) => {
       const tenantId = c.get('tenant').id;
       const quotas = (await tenants.getTenant(tenantId))?.quotas ?? {};
-      return c.json({ quotas, usage: { agents: await topLevelAgents(agents, tenantId) } });
+      return c.json({ quotas, usage: await quotaUsage(agents, tenantId, workspaceMb) });
     },
   );
   return app;
@@ -41,7 +45,7 @@ export const adminLimitRoutes = (tenants: TenantStore, adminKey: string | undefi
       operationId: 'setTenantLimits',
       tags: ['tenants'],
       description:
-        "Needs the admin key. Replaces the tenant's quotas: `agents` bounds its live top-level agents (a create past it answers LIMIT_EXCEEDED; agents it has already stay). `{}` clears them.",
+        "Needs the admin key. Replaces the tenant's quotas: `agents` bounds its live top-level agents, `diskMb` the MiB of workspace its live agents hold (the sum of their workspaces' sizes); a create past one answers LIMIT_EXCEEDED, and what it has already stays. `{}` clears them.",
       requestBody: jsonRequest(TenantQuotasBody),
       responses: {
         200: jsonResponse('The tenant, with its quotas', TenantView),

@@ -15,7 +15,7 @@ afterEach(async () => {
 const limits = (key: string) => api.request(key, 'GET', '/v1/limits');
 
 it("bounds a tenant's agents at the quota the operator set, and shows it to the tenant", async () => {
-  expect((await limits(api.keyA)).json).toEqual({ quotas: {}, usage: { agents: 0 } });
+  expect((await limits(api.keyA)).json).toEqual({ quotas: {}, usage: { agents: 0, diskMb: 0 } });
   const set = await api.request(ADMIN_KEY, 'PUT', `/v1/tenants/${api.tenantA}/limits`, { agents: 2 });
   expect(set.status).toBe(200);
   expect(set.json).toMatchObject({ id: api.tenantA, quotas: { agents: 2 } });
@@ -25,11 +25,11 @@ it("bounds a tenant's agents at the quota the operator set, and shows it to the 
   expect(raced.map((r) => r.status).sort()).toEqual([201, 400, 400]);
   const refused = raced.find((r) => r.status === 400);
   expect(refused?.json.error).toMatchObject({ code: 'LIMIT_EXCEEDED', data: { limit: 'agents', max: 2 } });
-  expect((await limits(api.keyA)).json).toEqual({ quotas: { agents: 2 }, usage: { agents: 2 } });
+  expect((await limits(api.keyA)).json).toEqual({ quotas: { agents: 2 }, usage: { agents: 2, diskMb: 2048 } });
   expect((await api.request(api.keyA, 'GET', '/v1/agents')).json.agents).toHaveLength(2);
   // The other tenant is not bound by it.
   for (let i = 0; i < 3; i++) await api.createAgent(api.keyB);
-  expect((await limits(api.keyB)).json).toEqual({ quotas: {}, usage: { agents: 3 } });
+  expect((await limits(api.keyB)).json).toEqual({ quotas: {}, usage: { agents: 3, diskMb: 3072 } });
   // Deleting one makes room; clearing the quota lifts it.
   const [first] = (await api.request(api.keyA, 'GET', '/v1/agents')).json.agents;
   expect((await api.request(api.keyA, 'DELETE', `/v1/agents/${first.id}`)).status).toBe(204);
@@ -46,7 +46,7 @@ it('refuses hostile quota requests', async () => {
       (await api.request(key, 'PUT', `/v1/tenants/${api.tenantA}/limits`, { agents: 1000 })).status,
     ).toBe(401);
   }
-  for (const body of [{ agents: -1 }, { agents: 1.5 }, { agents: '2' }, { disk: 1 }, { agents: 1e9 }]) {
+  for (const body of [{ agents: -1 }, { agents: 1.5 }, { agents: '2' }, { disk: 1 }, { agents: 1e9 }, { diskMb: -1 }, { diskMb: 2.5 }, { diskMb: '64' }]) {
     const res = await api.request(ADMIN_KEY, 'PUT', `/v1/tenants/${api.tenantA}/limits`, body);
     expect(res.status, JSON.stringify(body)).toBe(400);
   }
@@ -55,4 +55,32 @@ it('refuses hostile quota requests', async () => {
   );
   expect((await limits(api.keyA)).json.quotas).toEqual({});
   expect((await api.request(undefined, 'GET', '/v1/limits')).status).toBe(401);
+});
+
+it("bounds a tenant's workspaces at its disk quota, counting each agent's own size", async () => {
+  const set = await api.request(ADMIN_KEY, 'PUT', `/v1/tenants/${api.tenantA}/limits`, { diskMb: 1500 });
+  expect(set.json, JSON.stringify(set.json)).toMatchObject({ quotas: { diskMb: 1500 } });
+  // 1024 MiB (the default size) fits; another 1024 does not, 256 does, and a third of 256 too.
+  await api.createAgent(api.keyA);
+  const refused = await api.request(api.keyA, 'POST', '/v1/agents', {});
+  expect(refused.status).toBe(400);
+  expect(refused.json.error).toMatchObject({ code: 'LIMIT_EXCEEDED', data: { limit: 'diskMb', max: 1500 } });
+  expect(refused.json.error.message).toMatch(/1024 MiB of its 1500 MiB quota; a workspace of 1024 MiB does not fit/);
+  const small = await api.request(api.keyA, 'POST', '/v1/agents', { sandbox: { diskMb: 256 } });
+  expect(small.status).toBe(201);
+  // Two at once for the last 220 MiB: one is made.
+  const raced = await Promise.all(
+    [1, 2].map(() => api.request(api.keyA, 'POST', '/v1/agents', { sandbox: { diskMb: 200 } })),
+  );
+  expect(raced.map((r) => r.status).sort()).toEqual([201, 400]);
+  expect((await limits(api.keyA)).json).toEqual({
+    quotas: { diskMb: 1500 },
+    usage: { agents: 3, diskMb: 1480 },
+  });
+  // Hostile sizes are the route's to refuse, not the quota's to count.
+  expect((await api.request(api.keyA, 'POST', '/v1/agents', { sandbox: { diskMb: 'x' } })).status).toBe(400);
+  // The other tenant is not bound by it; deleting an agent gives its workspace back.
+  expect((await api.request(api.keyB, 'POST', '/v1/agents', { sandbox: { diskMb: 4096 } })).status).toBe(201);
+  expect((await api.request(api.keyA, 'DELETE', `/v1/agents/${small.json.id}`)).status).toBe(204);
+  expect((await api.request(api.keyA, 'POST', '/v1/agents', { sandbox: { diskMb: 256 } })).status).toBe(201);
 });
