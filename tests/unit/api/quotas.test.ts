@@ -25,7 +25,10 @@ it("bounds a tenant's agents at the quota the operator set, and shows it to the 
   expect(raced.map((r) => r.status).sort()).toEqual([201, 400, 400]);
   const refused = raced.find((r) => r.status === 400);
   expect(refused?.json.error).toMatchObject({ code: 'LIMIT_EXCEEDED', data: { limit: 'agents', max: 2 } });
-  expect((await limits(api.keyA)).json).toEqual({ quotas: { agents: 2 }, usage: { agents: 2, diskMb: 2048 } });
+  expect((await limits(api.keyA)).json).toEqual({
+    quotas: { agents: 2 },
+    usage: { agents: 2, diskMb: 2048 },
+  });
   expect((await api.request(api.keyA, 'GET', '/v1/agents')).json.agents).toHaveLength(2);
   // The other tenant is not bound by it.
   for (let i = 0; i < 3; i++) await api.createAgent(api.keyB);
@@ -46,7 +49,16 @@ it('refuses hostile quota requests', async () => {
       (await api.request(key, 'PUT', `/v1/tenants/${api.tenantA}/limits`, { agents: 1000 })).status,
     ).toBe(401);
   }
-  for (const body of [{ agents: -1 }, { agents: 1.5 }, { agents: '2' }, { disk: 1 }, { agents: 1e9 }, { diskMb: -1 }, { diskMb: 2.5 }, { diskMb: '64' }]) {
+  for (const body of [
+    { agents: -1 },
+    { agents: 1.5 },
+    { agents: '2' },
+    { disk: 1 },
+    { agents: 1e9 },
+    { diskMb: -1 },
+    { diskMb: 2.5 },
+    { diskMb: '64' },
+  ]) {
     const res = await api.request(ADMIN_KEY, 'PUT', `/v1/tenants/${api.tenantA}/limits`, body);
     expect(res.status, JSON.stringify(body)).toBe(400);
   }
@@ -65,7 +77,9 @@ it("bounds a tenant's workspaces at its disk quota, counting each agent's own si
   const refused = await api.request(api.keyA, 'POST', '/v1/agents', {});
   expect(refused.status).toBe(400);
   expect(refused.json.error).toMatchObject({ code: 'LIMIT_EXCEEDED', data: { limit: 'diskMb', max: 1500 } });
-  expect(refused.json.error.message).toMatch(/1024 MiB of its 1500 MiB quota; a workspace of 1024 MiB does not fit/);
+  expect(refused.json.error.message).toMatch(
+    /1024 MiB of its 1500 MiB quota; a workspace of 1024 MiB does not fit/,
+  );
   const small = await api.request(api.keyA, 'POST', '/v1/agents', { sandbox: { diskMb: 256 } });
   expect(small.status).toBe(201);
   // Two at once for the last 220 MiB: one is made.
