@@ -1,0 +1,94 @@
+"""A person's attachment to one of the agent's terminals over the terminal WebSocket (asyncio).
+
+Uses the ``websockets`` package (Debian: python3-websockets; pip: the ``terminals`` extra); the
+rest of the client works without it. The key travels in the Authorization header, never in the
+URL. Input is always sent as binary frames, so typed text that happens to be JSON is never read
+as a control; resize and signal are the text controls. Output arrives as bytes: the buffered
+output first (from ``offset`` when given), then live.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import AsyncIterator, Awaitable, Callable, Optional, Union
+
+from .errors import DshError
+
+PROTOCOL = "dsh.terminal.v1"
+
+
+class AsyncTerminal:
+    """An open terminal socket: ``send``, ``resize``, ``signal``, iterate the output, ``close``."""
+
+    def __init__(self, socket: object) -> None:
+        self._socket = socket
+
+    async def send(self, data: Union[str, bytes]) -> None:
+        """Input as typed (``\\r`` is Enter)."""
+        await self._socket.send(data.encode() if isinstance(data, str) else bytes(data))  # type: ignore[attr-defined]
+
+    async def resize(self, cols: int, rows: int) -> None:
+        await self._socket.send(json.dumps({"type": "resize", "cols": cols, "rows": rows}))  # type: ignore[attr-defined]
+
+    async def signal(self, name: str) -> None:
+        """Sends a signal (SIGINT, SIGTERM, SIGKILL, …) to the terminal's foreground program."""
+        await self._socket.send(json.dumps({"type": "signal", "signal": name}))  # type: ignore[attr-defined]
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        """The output until the socket closes (see ``close_code`` for why)."""
+        import websockets
+
+        try:
+            async for message in self._socket:  # type: ignore[attr-defined]
+                yield message if isinstance(message, bytes) else message.encode()
+        except websockets.ConnectionClosed:
+            return
+
+    async def read_until(self, text: str, timeout_s: float = 30.0) -> str:
+        """The output (decoded) up to and including the first ``text``; TimeoutError past ``timeout_s``."""
+        seen = b""
+        needle = text.encode()
+
+        async def read() -> str:
+            nonlocal seen
+            async for chunk in self:
+                seen += chunk
+                if needle in seen:
+                    return seen.decode(errors="replace")
+            raise DshError("CONFLICT", f"The terminal closed before {text!r} appeared.")
+
+        return await asyncio.wait_for(read(), timeout_s)
+
+    @property
+    def close_code(self) -> Optional[int]:
+        """1000 when the terminal's program exited or on close(); None while open."""
+        return self._socket.close_code  # type: ignore[attr-defined]
+
+    async def close(self) -> None:
+        """Detaches (the terminal keeps running in the sandbox)."""
+        await self._socket.close(1000)  # type: ignore[attr-defined]
+
+    async def __aenter__(self) -> "AsyncTerminal":
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.close()
+
+
+async def connect_terminal(url: str, api_key: str, why_refused: Callable[[], Awaitable[DshError]]) -> AsyncTerminal:
+    try:
+        import websockets
+    except ImportError as error:
+        raise DshError("BAD_REQUEST", "Terminals need the websockets package (apt-get install python3-websockets, "
+                                      "or pip install 'dsh-sandbox[terminals]').") from error
+    # websockets 14 renamed the header argument and the refusal (the legacy names stay before it).
+    major = int(websockets.__version__.split(".")[0])
+    headers = {"additional_headers" if major >= 14 else "extra_headers": {"Authorization": f"Bearer {api_key}"}}
+    refusals = tuple(getattr(websockets, name) for name in ("InvalidStatusCode", "InvalidStatus")
+                     if hasattr(websockets, name))
+    try:
+        socket = await websockets.connect(url, subprotocols=[PROTOCOL], max_size=None, **headers)
+    except refusals as refused:
+        raise await why_refused() from refused
+    return AsyncTerminal(socket)
