@@ -58,7 +58,10 @@ class Emitter {
     if (Array.isArray(schema.enum)) return `Literal[${schema.enum.map(literal).join(', ')}]`;
     const union = (schema.oneOf ?? schema.anyOf) as Schema[] | undefined;
     if (Array.isArray(union))
-      return this.#named(name, this.#union(union.map((item, i) => this.typeOf(item, variantName(name, item, i)))));
+      return this.#named(
+        name,
+        this.#union(union.map((item, i) => this.typeOf(item, variantName(name, item, i)))),
+      );
     const all = schema.allOf as Schema[] | undefined;
     if (Array.isArray(all)) return all.length === 1 ? this.typeOf(all[0], name) : 'Dict[str, Any]';
     const type = schema.type;
@@ -158,7 +161,9 @@ export async function generatePython(): Promise<string> {
     for (const [method, operation] of Object.entries(item)) {
       if (typeof operation !== 'object' || operation.operationId === undefined) continue;
       const name = pascal(operation.operationId);
-      operations.push(`    ${JSON.stringify(operation.operationId)}: (${JSON.stringify(method.toUpperCase())}, ${JSON.stringify(path)}),`);
+      operations.push(
+        `    ${JSON.stringify(operation.operationId)}: (${JSON.stringify(method.toUpperCase())}, ${JSON.stringify(path)}),`,
+      );
       const body = jsonSchema(operation.requestBody?.content);
       if (body !== undefined) emitter.alias(`${name}Body`, body);
       const success = Object.entries(operation.responses ?? {}).find(([status]) => status.startsWith('2'));

@@ -7,7 +7,13 @@
 import { existsSync } from 'node:fs';
 import { log, run, which } from './exec.ts';
 
-export const PYTHON_PACKAGES = ['python3', 'python3-httpx', 'python3-websockets', 'python3-pip', 'python3-setuptools'];
+export const PYTHON_PACKAGES = [
+  'python3',
+  'python3-httpx',
+  'python3-websockets',
+  'python3-pip',
+  'python3-setuptools',
+];
 
 // pip and setuptools are looked up, not imported: importing both in one process trips setuptools'
 // distutils check on Debian.
@@ -35,13 +41,19 @@ export const ensurePython = async (): Promise<string> => {
   const want = `Python 3.11+ with httpx and websockets (Debian: apt-get install ${PYTHON_PACKAGES.join(' ')})`;
   if (process.getuid?.() !== 0 || !existsSync('/etc/debian_version'))
     throw new Error(`no ${want}, for the Python client's tests; or set DSH_PYTHON`);
-  log(`no Python with httpx: installing Debian ${PYTHON_PACKAGES.join(' ')} for the Python client (one time) ...`);
+  log(
+    `no Python with httpx: installing Debian ${PYTHON_PACKAGES.join(' ')} for the Python client (one time) ...`,
+  );
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
   await run('apt-get', ['update', '-qq'], { env, inherit: true });
-  const install = await run('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...PYTHON_PACKAGES], {
-    env,
-    inherit: true,
-  });
+  const install = await run(
+    'apt-get',
+    ['install', '-y', '-qq', '--no-install-recommends', ...PYTHON_PACKAGES],
+    {
+      env,
+      inherit: true,
+    },
+  );
   if (install.code === 0) for (const python of await candidates()) if (await fits(python)) return python;
   throw new Error(`apt-get install ${PYTHON_PACKAGES.join(' ')} failed; install ${want} by hand`);
 };
