@@ -3,7 +3,7 @@
 ``Client`` (synchronous) and ``AsyncClient`` (asyncio) reach the same API with the same methods:
 agents (create, get, list, delete), tool calls and batches (with live progress, retried safely
 with an Idempotency-Key), workspace files, exec, the event log followed live with resume, host
-requests, terminals (attached over a WebSocket with AsyncClient), and every other route by its
+requests, terminals (attached over a WebSocket), and every other route by its
 operationId (``client.api``). Failures raise DshError with the service's stable ``code``.
 Types: dsh_sandbox.types (names people use) over dsh_sandbox.openapi (generated from /openapi.json).
 """
@@ -12,7 +12,7 @@ from ._async import AsyncAgent, AsyncAgents, AsyncClient, AsyncFiles, AsyncReque
 from ._common import Retry, text_of
 from ._sync import Agent, Agents, Client, Files, Requests, Terminals
 from .errors import DshError, DshToolError
-from .terminal import AsyncTerminal
+from .terminal import AsyncTerminal, Terminal
 
 __version__ = "0.1.0"
 
@@ -32,6 +32,7 @@ __all__ = [
     "Files",
     "Requests",
     "Retry",
+    "Terminal",
     "Terminals",
     "text_of",
 ]

@@ -1,8 +1,9 @@
 """The synchronous client: ``Client`` and its agent handles, over httpx.Client.
 
 Written from _async.py by replacing its awaits (the same names, arguments and answers), so the two
-behave alike; keep them so when changing either. Terminal attachment is async only (AsyncClient):
-Debian's websockets 10 has no synchronous client. Invariants: every request carries the tenant's
+behave alike; keep them so when changing either (tests/test_parity.py checks the methods). A
+terminal is attached on an event loop of its own (terminal.Terminal): Debian's websockets 10 has
+no synchronous client. Invariants: every request carries the tenant's
 key; an answer that is not ok raises a DshError (errors.py) before any caller sees it; a call batch
 keeps one Idempotency-Key across its retries; an event stream yields events in seq order, none
 twice, resuming after breaks with Last-Event-ID; leaving a ``for`` over a stream (break, or closing
@@ -20,6 +21,7 @@ import httpx
 from . import _common as c
 from .errors import DshError, DshToolError, error_from_body
 from .sse import SseParser
+from .terminal import Terminal
 
 Progress = Callable[[Dict[str, Any]], Any]
 
@@ -323,7 +325,7 @@ class Requests:
 
 
 class Terminals:
-    """The agent's terminals (PTYs in its sandbox): open, list, close (attach with AsyncClient)."""
+    """The agent's terminals (PTYs in its sandbox): open, list, close, and attach to one."""
 
     def __init__(self, http: _Http, agent_id: str, agent_path: str) -> None:
         self._http, self._agent_id, self._path = http, agent_id, agent_path
@@ -339,3 +341,17 @@ class Terminals:
 
     def close(self, terminal_id: str) -> None:
         self._http.json("DELETE", f"{self._path}/terminals/{c.path_of('{t}', t=terminal_id)}")
+
+    def attach(self, terminal_id: str, *, offset: Optional[int] = None) -> Terminal:
+        """Attaches to the terminal over its WebSocket (needs the ``websockets`` package)."""
+        url = c.websocket_url(self._http.base_url, self._agent_id, terminal_id, offset)
+
+        def why_refused() -> DshError:
+            try:
+                self._http.json("GET", self._path)
+            except DshError as error:
+                return error
+            return DshError("NOT_FOUND", f"The terminal {terminal_id!r} refused the connection: no such terminal, "
+                                         "or the tenant has its most terminal sockets open.")
+
+        return Terminal(url, self._http.api_key, why_refused)

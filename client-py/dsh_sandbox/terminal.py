@@ -1,17 +1,18 @@
-"""A person's attachment to one of the agent's terminals over the terminal WebSocket (asyncio).
+"""A person's attachment to one of the agent's terminals over the terminal WebSocket.
 
 Uses the ``websockets`` package (Debian: python3-websockets; pip: the ``terminals`` extra); the
 rest of the client works without it. The key travels in the Authorization header, never in the
 URL. Input is always sent as binary frames, so typed text that happens to be JSON is never read
 as a control; resize and signal are the text controls. Output arrives as bytes: the buffered
-output first (from ``offset`` when given), then live.
+output first (from ``offset`` when given), then live. AsyncTerminal is the asyncio one; Terminal
+drives the same on a loop of its own for the synchronous client.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from typing import AsyncIterator, Awaitable, Callable, Optional, Union
+from typing import AsyncIterator, Awaitable, Callable, Iterator, Optional, Union
 
 from .errors import DshError
 
@@ -92,3 +93,78 @@ async def connect_terminal(url: str, api_key: str, why_refused: Callable[[], Awa
     except refusals as refused:
         raise await why_refused() from refused
     return AsyncTerminal(socket)
+
+
+class Terminal:
+    """The synchronous twin of AsyncTerminal: the same socket, driven on an event loop of its own.
+
+    websockets 10 (Debian's) has only an asyncio client, so the socket lives on a private loop in a
+    daemon thread and each method waits for its step there; ``close`` ends the socket, then the loop.
+    """
+
+    def __init__(self, url: str, api_key: str, why_refused: Callable[[], DshError]) -> None:
+        import threading
+
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="dsh-terminal", daemon=True)
+        self._thread.start()
+
+        async def refused() -> DshError:
+            return why_refused()
+
+        try:
+            self._terminal = self._run(connect_terminal(url, api_key, refused))
+        except BaseException:
+            self._stop()
+            raise
+
+    def _run(self, step: Awaitable, timeout_s: Optional[float] = None):
+        return asyncio.run_coroutine_threadsafe(step, self._loop).result(timeout_s)  # type: ignore[arg-type]
+
+    def _stop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        if not self._thread.is_alive():
+            self._loop.close()
+
+    def send(self, data: Union[str, bytes]) -> None:
+        """Input as typed (``\\r`` is Enter)."""
+        self._run(self._terminal.send(data))
+
+    def resize(self, cols: int, rows: int) -> None:
+        self._run(self._terminal.resize(cols, rows))
+
+    def signal(self, name: str) -> None:
+        """Sends a signal (SIGINT, SIGTERM, SIGKILL, …) to the terminal's foreground program."""
+        self._run(self._terminal.signal(name))
+
+    def read_until(self, text: str, timeout_s: float = 30.0) -> str:
+        """The output (decoded) up to and including the first ``text``; TimeoutError past ``timeout_s``."""
+        return self._run(self._terminal.read_until(text, timeout_s))
+
+    def __iter__(self) -> Iterator[bytes]:
+        """The output until the socket closes (see ``close_code`` for why)."""
+        chunks = self._terminal.__aiter__()
+        while True:
+            try:
+                yield self._run(chunks.__anext__())
+            except StopAsyncIteration:
+                return
+
+    @property
+    def close_code(self) -> Optional[int]:
+        return self._terminal.close_code
+
+    def close(self) -> None:
+        """Detaches (the terminal keeps running in the sandbox)."""
+        if self._thread.is_alive():
+            try:
+                self._run(self._terminal.close(), 10)
+            finally:
+                self._stop()
+
+    def __enter__(self) -> "Terminal":
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()

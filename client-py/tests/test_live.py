@@ -226,6 +226,24 @@ class SyncClientTest(unittest.TestCase):
         with self.assertRaises(DshError):
             agent.requests.answer(request["id"], {"allow": False})
 
+    def test_a_terminal_attached_synchronously_runs_until_its_program_exits(self) -> None:
+        agent = self.agent()
+        opened = agent.terminals.open(command=["bash"])
+        with agent.terminals.attach(opened["id"]) as term:
+            term.send("echo sync-$((40 + 2))\r")
+            self.assertIn("sync-42", term.read_until("sync-42"))
+            term.send("exit\r")
+            rest = b"".join(term)
+            self.assertIsInstance(rest, bytes)
+            self.assertEqual(term.close_code, 1000)
+        with self.assertRaises(DshError) as refused:
+            agent.terminals.attach("terminal-none")
+        self.assertEqual(refused.exception.code, "NOT_FOUND")
+        self.client.agents.delete(agent.id)
+        with self.assertRaises(DshError) as gone:
+            agent.terminals.attach(opened["id"])
+        self.assertEqual((gone.exception.code, gone.exception.status), ("NOT_FOUND", 404))
+
     def test_every_route_by_its_operation(self) -> None:
         agent = self.agent()
         tools = self.client.api("listTools", path={"id": agent.id})["tools"]

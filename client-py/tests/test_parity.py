@@ -7,8 +7,8 @@ import dsh_sandbox as d
 
 PAIRS = [(d.Client, d.AsyncClient), (d.Agents, d.AsyncAgents), (d.Agent, d.AsyncAgent), (d.Files, d.AsyncFiles),
          (d.Requests, d.AsyncRequests), (d.Terminals, d.AsyncTerminals)]
-# What only one side has: closing (close / aclose), and attaching to a terminal (async only).
-ONE_SIDED = {"close", "aclose", "attach", "__enter__", "__exit__", "__aenter__", "__aexit__"}
+# What only one side has: closing (close / aclose, and the context managers).
+ONE_SIDED = {"close", "aclose", "__enter__", "__exit__", "__aenter__", "__aexit__"}
 
 
 def public(cls: type) -> dict:
@@ -29,7 +29,9 @@ class ParityTest(unittest.TestCase):
 
     def test_closing_and_terminals(self) -> None:
         self.assertTrue(callable(d.Client.close) and inspect.iscoroutinefunction(d.AsyncClient.aclose))
-        self.assertTrue(inspect.iscoroutinefunction(d.AsyncTerminals.attach))
+        for name in ("send", "resize", "signal", "read_until"):
+            self.assertEqual(list(inspect.signature(getattr(d.Terminal, name)).parameters),
+                             list(inspect.signature(getattr(d.AsyncTerminal, name)).parameters), name)
         self.assertTrue(callable(d.Terminals.close) and inspect.iscoroutinefunction(d.AsyncTerminals.close))
 
 
