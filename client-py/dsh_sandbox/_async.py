@@ -19,9 +19,12 @@ import httpx
 from . import _common as c
 from .errors import DshError, DshToolError, error_from_body
 from .sse import SseParser
+from .types import Agent as AgentInfo
+from .types import (AgentEvent, AgentUsage, Answered, ArchiveUploaded, CreateAgentOptions, DirectoryListing, ExecResult,
+                    HostRequest, PauseView, RequestAnswer, TerminalInfo, Tool, ToolResult, Uploaded)
 from .terminal import AsyncTerminal, connect_terminal
 
-Progress = Callable[[Dict[str, Any]], Any]
+Progress = Callable[[AgentEvent], Any]
 
 
 class _Http:
@@ -82,7 +85,7 @@ class AsyncAgents:
     def __init__(self, http: _Http, retry: c.Retry) -> None:
         self._http, self._retry = http, retry
 
-    async def create(self, options: Optional[Mapping[str, Any]] = None, **fields: Any) -> "AsyncAgent":
+    async def create(self, options: Optional[CreateAgentOptions] = None, **fields: Any) -> "AsyncAgent":
         """Creates an agent (CreateAgentBody: preset, mode, policy, sandbox limits, …; its sandbox starts on first use)."""
         return self._handle(await self._http.json("POST", "/v1/agents", body={**(options or {}), **fields}))
 
@@ -97,14 +100,14 @@ class AsyncAgents:
         """Deletes the agent, its sandbox and its children."""
         await self._http.json("DELETE", c.path_of("/v1/agents/{id}", id=agent_id))
 
-    def _handle(self, info: Dict[str, Any]) -> "AsyncAgent":
+    def _handle(self, info: AgentInfo) -> "AsyncAgent":
         return AsyncAgent(self._http, self._retry, info)
 
 
 class AsyncAgent:
     """One agent: calls and batches, files, exec, events, host requests, terminals, usage, pause."""
 
-    def __init__(self, http: _Http, retry: c.Retry, info: Dict[str, Any]) -> None:
+    def __init__(self, http: _Http, retry: c.Retry, info: AgentInfo) -> None:
         self._http, self._retry = http, retry
         self.id: str = info["id"]
         self.info = info
@@ -114,17 +117,17 @@ class AsyncAgent:
         self.terminals = AsyncTerminals(http, self.id, self._path)
 
     async def exec(self, command: str, *, cwd: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
-                   timeout_ms: Optional[int] = None, stdin: Optional[str] = None) -> Dict[str, Any]:
+                   timeout_ms: Optional[int] = None, stdin: Optional[str] = None) -> ExecResult:
         """Runs ``bash -c command`` in the sandbox as the agent: exit code and output (a failing one too)."""
         return await self._http.json("POST", f"{self._path}/exec", body=c.exec_body(command, cwd, env, timeout_ms, stdin),
                                      timeout=c.exec_timeout(timeout_ms))
 
-    async def tools(self) -> List[Dict[str, Any]]:
+    async def tools(self) -> List[Tool]:
         """The tools the agent's model sees, exactly."""
         return (await self._http.json("GET", f"{self._path}/tools"))["tools"]
 
     async def call(self, name: str, arguments: Optional[Mapping[str, Any]] = None, *, step: Optional[str] = None,
-                   on_progress: Optional[Progress] = None, idempotency_key: Optional[str] = None) -> Dict[str, Any]:
+                   on_progress: Optional[Progress] = None, idempotency_key: Optional[str] = None) -> ToolResult:
         """Runs one tool call; a call that ran and failed raises DshToolError with its stable code."""
         results = await self.batch([{"name": name, "arguments": dict(arguments or {})}], step=step,
                                    on_progress=on_progress, idempotency_key=idempotency_key)
@@ -135,7 +138,7 @@ class AsyncAgent:
         return results[0]
 
     async def batch(self, calls: Iterable[Mapping[str, Any]], *, step: Optional[str] = None,
-                    on_progress: Optional[Progress] = None, idempotency_key: Optional[str] = None) -> List[Dict[str, Any]]:
+                    on_progress: Optional[Progress] = None, idempotency_key: Optional[str] = None) -> List[ToolResult]:
         """Runs calls as one batch and returns every result in call order (failed ones: ``ok`` False).
 
         ``on_progress`` is told each event of the batch as it happens. The batch's Idempotency-Key
@@ -157,7 +160,7 @@ class AsyncAgent:
                 await asyncio.sleep(delay)
         raise AssertionError("unreachable")
 
-    async def _stream(self, body: Any, key: str, on_progress: Progress) -> List[Dict[str, Any]]:
+    async def _stream(self, body: Any, key: str, on_progress: Progress) -> List[ToolResult]:
         headers = {"Accept": "text/event-stream", "Idempotency-Key": key}
         async with self._http.client.stream("POST", f"{self._path}/calls", json=body, headers=headers,
                                             timeout=c.CALL_TIMEOUT) as response:
@@ -175,7 +178,7 @@ class AsyncAgent:
                         raise _stream_error(message.data)
         raise c.StreamCut()
 
-    async def events(self, *, after: int = 0, reconnect: bool = True, retry_s: float = 0.25) -> AsyncIterator[Dict[str, Any]]:
+    async def events(self, *, after: int = 0, reconnect: bool = True, retry_s: float = 0.25) -> AsyncIterator[AgentEvent]:
         """The agent's events after seq ``after``, then live ones, resumed after breaks (Last-Event-ID).
 
         Ends when the agent is deleted; leaving the ``async for`` closes the connection.
@@ -211,15 +214,15 @@ class AsyncAgent:
             await asyncio.sleep(wait)
             wait = min(wait * 2, c.MAX_RECONNECT_S)
 
-    async def usage(self) -> Dict[str, Any]:
+    async def usage(self) -> AgentUsage:
         """State (sandbox, batches running, last call) and usage (log, disk, memory, CPU); never starts the sandbox."""
         return await self._http.json("GET", f"{self._path}/usage")
 
-    async def pause(self, mode: str = "stop") -> Dict[str, Any]:
+    async def pause(self, mode: str = "stop") -> PauseView:
         """Pauses the agent (``stop``: nothing held; ``freeze``: processes kept); its next call resumes it."""
         return await self._http.json("POST", f"{self._path}/pause", body={"mode": mode})
 
-    async def resume(self) -> Dict[str, Any]:
+    async def resume(self) -> PauseView:
         return await self._http.json("POST", f"{self._path}/resume")
 
     async def delete(self) -> None:
@@ -243,7 +246,7 @@ class AsyncFiles:
     def __init__(self, http: _Http, agent_path: str) -> None:
         self._http, self._path = http, agent_path
 
-    async def write(self, path: str, content: Union[str, bytes]) -> Dict[str, Any]:
+    async def write(self, path: str, content: Union[str, bytes]) -> Uploaded:
         """Creates or replaces the file; it changes only once all of it arrived."""
         data = content.encode() if isinstance(content, str) else content
         return await self._put("files", path, data, "application/octet-stream")
@@ -256,7 +259,7 @@ class AsyncFiles:
     async def read_text(self, path: str) -> str:
         return (await self.read(path)).decode()
 
-    async def upload(self, path: str, local: str) -> Dict[str, Any]:
+    async def upload(self, path: str, local: str) -> Uploaded:
         """Uploads the local file ``local`` to ``path``, streamed in chunks."""
         return await self._put("files", path, _chunks_of(local), "application/octet-stream")
 
@@ -264,7 +267,7 @@ class AsyncFiles:
         """Downloads ``path`` into the local file ``local``, streamed; returns the bytes written."""
         return await self._save("files", path, local)
 
-    async def upload_archive(self, path: str, tar: Union[bytes, str]) -> Dict[str, Any]:
+    async def upload_archive(self, path: str, tar: Union[bytes, str]) -> ArchiveUploaded:
         """Extracts an uncompressed tar (bytes, or a local file's name) into directory ``path``."""
         content = tar if isinstance(tar, bytes) else _chunks_of(tar)
         return await self._put("archive", path, content, "application/x-tar")
@@ -273,7 +276,7 @@ class AsyncFiles:
         """The file or directory ``path`` as an uncompressed tar, saved to ``local``."""
         return await self._save("archive", path, local)
 
-    async def list(self, path: str = ".") -> Dict[str, Any]:
+    async def list(self, path: str = ".") -> DirectoryListing:
         """The entries of directory ``path``, sorted by name, at most 1,000 (``truncated`` says when more)."""
         return await self._http.json("GET", f"{self._path}/directory", params={"path": path})
 
@@ -282,7 +285,7 @@ class AsyncFiles:
         params = {"path": path, **({"recursive": "true"} if recursive else {})}
         await self._http.json("DELETE", f"{self._path}/files", params=params)
 
-    async def _put(self, route: str, path: str, content: Any, kind: str) -> Dict[str, Any]:
+    async def _put(self, route: str, path: str, content: Any, kind: str) -> Any:
         response = await self._http.client.put(f"{self._path}/{route}", params={"path": path}, content=content,
                                                headers={"Content-Type": kind}, timeout=c.CALL_TIMEOUT)
         await self._http.check(response)
@@ -312,14 +315,14 @@ class AsyncRequests:
     def __init__(self, http: _Http, agent_path: str) -> None:
         self._http, self._path = http, agent_path
 
-    async def list(self, state: Optional[str] = None) -> List[Dict[str, Any]]:
+    async def list(self, state: Optional[str] = None) -> List[HostRequest]:
         answer = await self._http.json("GET", f"{self._path}/requests", params=c.compact({"state": state}))
         return answer["requests"]
 
-    async def get(self, request_id: str) -> Dict[str, Any]:
+    async def get(self, request_id: str) -> HostRequest:
         return await self._http.json("GET", f"{self._path}/requests/{c.path_of('{r}', r=request_id)}")
 
-    async def answer(self, request_id: str, answer: Mapping[str, Any]) -> Dict[str, Any]:
+    async def answer(self, request_id: str, answer: RequestAnswer) -> Answered:
         """Answers a pending request (``{"allow": True}`` for an approval; the kind decides the shape)."""
         return await self._http.json("POST", f"{self._path}/requests/{c.path_of('{r}', r=request_id)}", body=dict(answer))
 
@@ -331,12 +334,12 @@ class AsyncTerminals:
         self._http, self._agent_id, self._path = http, agent_id, agent_path
 
     async def open(self, *, command: Optional[List[str]] = None, cols: Optional[int] = None, rows: Optional[int] = None,
-                   cwd: Optional[str] = None, name: Optional[str] = None) -> Dict[str, Any]:
+                   cwd: Optional[str] = None, name: Optional[str] = None) -> TerminalInfo:
         """Opens a terminal running ``command`` (default ``["bash"]``)."""
         body = c.compact({"command": command, "cols": cols, "rows": rows, "cwd": cwd, "name": name})
         return await self._http.json("POST", f"{self._path}/terminals", body=body)
 
-    async def list(self) -> List[Dict[str, Any]]:
+    async def list(self) -> List[TerminalInfo]:
         return (await self._http.json("GET", f"{self._path}/terminals"))["terminals"]
 
     async def close(self, terminal_id: str) -> None:

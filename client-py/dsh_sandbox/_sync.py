@@ -21,9 +21,12 @@ import httpx
 from . import _common as c
 from .errors import DshError, DshToolError, error_from_body
 from .sse import SseParser
+from .types import Agent as AgentInfo
+from .types import (AgentEvent, AgentUsage, Answered, ArchiveUploaded, CreateAgentOptions, DirectoryListing, ExecResult,
+                    HostRequest, PauseView, RequestAnswer, TerminalInfo, Tool, ToolResult, Uploaded)
 from .terminal import Terminal
 
-Progress = Callable[[Dict[str, Any]], Any]
+Progress = Callable[[AgentEvent], Any]
 
 
 class _Http:
@@ -84,7 +87,7 @@ class Agents:
     def __init__(self, http: _Http, retry: c.Retry) -> None:
         self._http, self._retry = http, retry
 
-    def create(self, options: Optional[Mapping[str, Any]] = None, **fields: Any) -> "Agent":
+    def create(self, options: Optional[CreateAgentOptions] = None, **fields: Any) -> "Agent":
         """Creates an agent (CreateAgentBody: preset, mode, policy, sandbox limits, …; its sandbox starts on first use)."""
         return self._handle(self._http.json("POST", "/v1/agents", body={**(options or {}), **fields}))
 
@@ -99,14 +102,14 @@ class Agents:
         """Deletes the agent, its sandbox and its children."""
         self._http.json("DELETE", c.path_of("/v1/agents/{id}", id=agent_id))
 
-    def _handle(self, info: Dict[str, Any]) -> "Agent":
+    def _handle(self, info: AgentInfo) -> "Agent":
         return Agent(self._http, self._retry, info)
 
 
 class Agent:
     """One agent: calls and batches, files, exec, events, host requests, terminals, usage, pause."""
 
-    def __init__(self, http: _Http, retry: c.Retry, info: Dict[str, Any]) -> None:
+    def __init__(self, http: _Http, retry: c.Retry, info: AgentInfo) -> None:
         self._http, self._retry = http, retry
         self.id: str = info["id"]
         self.info = info
@@ -116,17 +119,17 @@ class Agent:
         self.terminals = Terminals(http, self.id, self._path)
 
     def exec(self, command: str, *, cwd: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
-                   timeout_ms: Optional[int] = None, stdin: Optional[str] = None) -> Dict[str, Any]:
+                   timeout_ms: Optional[int] = None, stdin: Optional[str] = None) -> ExecResult:
         """Runs ``bash -c command`` in the sandbox as the agent: exit code and output (a failing one too)."""
         return self._http.json("POST", f"{self._path}/exec", body=c.exec_body(command, cwd, env, timeout_ms, stdin),
                                      timeout=c.exec_timeout(timeout_ms))
 
-    def tools(self) -> List[Dict[str, Any]]:
+    def tools(self) -> List[Tool]:
         """The tools the agent's model sees, exactly."""
         return (self._http.json("GET", f"{self._path}/tools"))["tools"]
 
     def call(self, name: str, arguments: Optional[Mapping[str, Any]] = None, *, step: Optional[str] = None,
-                   on_progress: Optional[Progress] = None, idempotency_key: Optional[str] = None) -> Dict[str, Any]:
+                   on_progress: Optional[Progress] = None, idempotency_key: Optional[str] = None) -> ToolResult:
         """Runs one tool call; a call that ran and failed raises DshToolError with its stable code."""
         results = self.batch([{"name": name, "arguments": dict(arguments or {})}], step=step,
                                    on_progress=on_progress, idempotency_key=idempotency_key)
@@ -137,7 +140,7 @@ class Agent:
         return results[0]
 
     def batch(self, calls: Iterable[Mapping[str, Any]], *, step: Optional[str] = None,
-                    on_progress: Optional[Progress] = None, idempotency_key: Optional[str] = None) -> List[Dict[str, Any]]:
+                    on_progress: Optional[Progress] = None, idempotency_key: Optional[str] = None) -> List[ToolResult]:
         """Runs calls as one batch and returns every result in call order (failed ones: ``ok`` False).
 
         ``on_progress`` is told each event of the batch as it happens. The batch's Idempotency-Key
@@ -159,7 +162,7 @@ class Agent:
                 time.sleep(delay)
         raise AssertionError("unreachable")
 
-    def _stream(self, body: Any, key: str, on_progress: Progress) -> List[Dict[str, Any]]:
+    def _stream(self, body: Any, key: str, on_progress: Progress) -> List[ToolResult]:
         headers = {"Accept": "text/event-stream", "Idempotency-Key": key}
         with self._http.client.stream("POST", f"{self._path}/calls", json=body, headers=headers,
                                             timeout=c.CALL_TIMEOUT) as response:
@@ -175,7 +178,7 @@ class Agent:
                         raise _stream_error(message.data)
         raise c.StreamCut()
 
-    def events(self, *, after: int = 0, reconnect: bool = True, retry_s: float = 0.25) -> Iterator[Dict[str, Any]]:
+    def events(self, *, after: int = 0, reconnect: bool = True, retry_s: float = 0.25) -> Iterator[AgentEvent]:
         """The agent's events after seq ``after``, then live ones, resumed after breaks (Last-Event-ID).
 
         Ends when the agent is deleted; leaving the ``for`` closes the connection.
@@ -211,15 +214,15 @@ class Agent:
             time.sleep(wait)
             wait = min(wait * 2, c.MAX_RECONNECT_S)
 
-    def usage(self) -> Dict[str, Any]:
+    def usage(self) -> AgentUsage:
         """State (sandbox, batches running, last call) and usage (log, disk, memory, CPU); never starts the sandbox."""
         return self._http.json("GET", f"{self._path}/usage")
 
-    def pause(self, mode: str = "stop") -> Dict[str, Any]:
+    def pause(self, mode: str = "stop") -> PauseView:
         """Pauses the agent (``stop``: nothing held; ``freeze``: processes kept); its next call resumes it."""
         return self._http.json("POST", f"{self._path}/pause", body={"mode": mode})
 
-    def resume(self) -> Dict[str, Any]:
+    def resume(self) -> PauseView:
         return self._http.json("POST", f"{self._path}/resume")
 
     def delete(self) -> None:
@@ -243,7 +246,7 @@ class Files:
     def __init__(self, http: _Http, agent_path: str) -> None:
         self._http, self._path = http, agent_path
 
-    def write(self, path: str, content: Union[str, bytes]) -> Dict[str, Any]:
+    def write(self, path: str, content: Union[str, bytes]) -> Uploaded:
         """Creates or replaces the file; it changes only once all of it arrived."""
         data = content.encode() if isinstance(content, str) else content
         return self._put("files", path, data, "application/octet-stream")
@@ -256,7 +259,7 @@ class Files:
     def read_text(self, path: str) -> str:
         return (self.read(path)).decode()
 
-    def upload(self, path: str, local: str) -> Dict[str, Any]:
+    def upload(self, path: str, local: str) -> Uploaded:
         """Uploads the local file ``local`` to ``path``, streamed in chunks."""
         return self._put("files", path, _chunks_of(local), "application/octet-stream")
 
@@ -264,7 +267,7 @@ class Files:
         """Downloads ``path`` into the local file ``local``, streamed; returns the bytes written."""
         return self._save("files", path, local)
 
-    def upload_archive(self, path: str, tar: Union[bytes, str]) -> Dict[str, Any]:
+    def upload_archive(self, path: str, tar: Union[bytes, str]) -> ArchiveUploaded:
         """Extracts an uncompressed tar (bytes, or a local file's name) into directory ``path``."""
         content = tar if isinstance(tar, bytes) else _chunks_of(tar)
         return self._put("archive", path, content, "application/x-tar")
@@ -273,7 +276,7 @@ class Files:
         """The file or directory ``path`` as an uncompressed tar, saved to ``local``."""
         return self._save("archive", path, local)
 
-    def list(self, path: str = ".") -> Dict[str, Any]:
+    def list(self, path: str = ".") -> DirectoryListing:
         """The entries of directory ``path``, sorted by name, at most 1,000 (``truncated`` says when more)."""
         return self._http.json("GET", f"{self._path}/directory", params={"path": path})
 
@@ -282,7 +285,7 @@ class Files:
         params = {"path": path, **({"recursive": "true"} if recursive else {})}
         self._http.json("DELETE", f"{self._path}/files", params=params)
 
-    def _put(self, route: str, path: str, content: Any, kind: str) -> Dict[str, Any]:
+    def _put(self, route: str, path: str, content: Any, kind: str) -> Any:
         response = self._http.client.put(f"{self._path}/{route}", params={"path": path}, content=content,
                                                headers={"Content-Type": kind}, timeout=c.CALL_TIMEOUT)
         self._http.check(response)
@@ -312,14 +315,14 @@ class Requests:
     def __init__(self, http: _Http, agent_path: str) -> None:
         self._http, self._path = http, agent_path
 
-    def list(self, state: Optional[str] = None) -> List[Dict[str, Any]]:
+    def list(self, state: Optional[str] = None) -> List[HostRequest]:
         answer = self._http.json("GET", f"{self._path}/requests", params=c.compact({"state": state}))
         return answer["requests"]
 
-    def get(self, request_id: str) -> Dict[str, Any]:
+    def get(self, request_id: str) -> HostRequest:
         return self._http.json("GET", f"{self._path}/requests/{c.path_of('{r}', r=request_id)}")
 
-    def answer(self, request_id: str, answer: Mapping[str, Any]) -> Dict[str, Any]:
+    def answer(self, request_id: str, answer: RequestAnswer) -> Answered:
         """Answers a pending request (``{"allow": True}`` for an approval; the kind decides the shape)."""
         return self._http.json("POST", f"{self._path}/requests/{c.path_of('{r}', r=request_id)}", body=dict(answer))
 
@@ -331,12 +334,12 @@ class Terminals:
         self._http, self._agent_id, self._path = http, agent_id, agent_path
 
     def open(self, *, command: Optional[List[str]] = None, cols: Optional[int] = None, rows: Optional[int] = None,
-                   cwd: Optional[str] = None, name: Optional[str] = None) -> Dict[str, Any]:
+                   cwd: Optional[str] = None, name: Optional[str] = None) -> TerminalInfo:
         """Opens a terminal running ``command`` (default ``["bash"]``)."""
         body = c.compact({"command": command, "cols": cols, "rows": rows, "cwd": cwd, "name": name})
         return self._http.json("POST", f"{self._path}/terminals", body=body)
 
-    def list(self) -> List[Dict[str, Any]]:
+    def list(self) -> List[TerminalInfo]:
         return (self._http.json("GET", f"{self._path}/terminals"))["terminals"]
 
     def close(self, terminal_id: str) -> None:

@@ -10,7 +10,7 @@ module makes. Switch on ``code``, never on the message.
 from __future__ import annotations
 
 import json
-from typing import Any, Optional
+from typing import Any, Optional, cast
 
 from .openapi import ErrorCode
 
@@ -59,12 +59,12 @@ class DshToolError(DshError):
         self.result = result
 
 
-def _code_of_status(status: int) -> str:
+def _code_of_status(status: int) -> ErrorCode:
     """The code of a response whose body says none (a proxy's page, an empty body)."""
     known = {401: "UNAUTHORIZED", 403: "FORBIDDEN", 404: "NOT_FOUND", 413: "PAYLOAD_TOO_LARGE",
              429: "RATE_LIMITED", 503: "SHUTTING_DOWN", 504: "REQUEST_TIMEOUT"}
     if status in known:
-        return known[status]
+        return cast(ErrorCode, known[status])
     return "INTERNAL" if status >= 500 else "BAD_REQUEST"
 
 
@@ -77,7 +77,8 @@ def error_from_body(status: int, text: str, retry_after: Optional[str] = None) -
         pass
     error = body.get("error") if isinstance(body, dict) else None
     error = error if isinstance(error, dict) else {}
-    code = error.get("code") if isinstance(error.get("code"), str) else _code_of_status(status)
+    # A code this version does not know yet still comes through as the service sent it.
+    code = cast(ErrorCode, error["code"]) if isinstance(error.get("code"), str) else _code_of_status(status)
     message = error.get("message")
     if not isinstance(message, str):
         shown = f": {text[:200]}" if isinstance(body, str) and body else ""

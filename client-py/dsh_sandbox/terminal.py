@@ -43,7 +43,7 @@ class AsyncTerminal:
         try:
             async for message in self._socket:  # type: ignore[attr-defined]
                 yield message if isinstance(message, bytes) else message.encode()
-        except websockets.ConnectionClosed:
+        except websockets.ConnectionClosed:  # type: ignore[attr-defined]  # a lazy export
             return
 
     async def read_until(self, text: str, timeout_s: float = 30.0) -> str:
@@ -89,7 +89,8 @@ async def connect_terminal(url: str, api_key: str, why_refused: Callable[[], Awa
     refusals = tuple(getattr(websockets, name) for name in ("InvalidStatusCode", "InvalidStatus")
                      if hasattr(websockets, name))
     try:
-        socket = await websockets.connect(url, subprotocols=[PROTOCOL], max_size=None, **headers)
+        socket = await websockets.connect(  # type: ignore[attr-defined]  # a lazy export
+            url, subprotocols=[PROTOCOL], max_size=None, **headers)
     except refusals as refused:
         raise await why_refused() from refused
     return AsyncTerminal(socket)

@@ -6,8 +6,6 @@ Nothing here is written by hand but the names: a change of a route's schema chan
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
-
 from . import openapi as o
 
 ErrorCode = o.ErrorCode
@@ -32,5 +30,13 @@ TerminalInfo = o.OpenTerminalResponse
 DirectoryListing = o.ListDirectoryResponse
 #: An agent's state and usage.
 AgentUsage = o.GetAgentUsageResponse
-#: The tools the agent's model sees.
-Tools = List[Any]
+#: A tool the agent's model sees.
+Tool = o.ListToolsResponseToolsItem
+#: What a file upload answers: the confined path and the bytes written.
+Uploaded = o.WriteFileResponse
+#: What an archive upload answers: how many files and bytes were extracted.
+ArchiveUploaded = o.UploadArchiveResponse
+#: What answering a host request answers.
+Answered = o.AnswerRequestResponse
+#: What pausing or resuming answers: whether it is paused, how, and what it keeps, lost and holds.
+PauseView = o.PauseAgentResponse
