@@ -298,6 +298,11 @@ class AsyncClientTest(unittest.IsolatedAsyncioTestCase):
             await term.send("stty size\r")
             await term.read_until("40 120")
             await term.send("sleep 600\r")
+            # The signal goes to the terminal's foreground program: once sleep is that program.
+            for _ in range(200):
+                if (await self.agent.exec("pgrep -x sleep"))["exitCode"] == 0:
+                    break
+                await asyncio.sleep(0.05)
             await term.signal("SIGINT")
             await term.send("echo after-$((6 * 7))\r")
             await term.read_until("after-42")

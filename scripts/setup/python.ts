@@ -1,8 +1,8 @@
 // Makes sure of a Python for the Python client's tests (client-py/): Python 3.11 or newer that
 // imports httpx and websockets, and has pip and setuptools (the test installs the package with pip,
-// offline). Order: DSH_PYTHON when set; python3 on PATH, then /usr/bin/python3 (a pyenv python
+// offline) and mypy (the test type-checks the package and its README example, as a user's would be). Order: DSH_PYTHON when set; python3 on PATH, then /usr/bin/python3 (a pyenv python
 // first on PATH may lack Debian's packages); otherwise, as root on Debian, install Debian's
-// python3-httpx, python3-websockets, python3-pip and python3-setuptools (once, as chromium.ts
+// python3-httpx, python3-websockets, python3-pip, python3-setuptools and mypy (once, as chromium.ts
 // installs chromium); otherwise stop with a message saying what to install.
 import { existsSync } from 'node:fs';
 import { log, run, which } from './exec.ts';
@@ -15,11 +15,11 @@ export const PYTHON_PACKAGES = [
   'python3-setuptools',
 ];
 
-// pip and setuptools are looked up, not imported: importing both in one process trips setuptools'
+// pip, setuptools and mypy are looked up, not imported: importing both in one process trips setuptools'
 // distutils check on Debian.
 const CHECK = [
   'import sys, importlib.util, httpx, websockets',
-  "found = all(importlib.util.find_spec(m) for m in ('pip', 'setuptools'))",
+  "found = all(importlib.util.find_spec(m) for m in ('pip', 'setuptools', 'mypy'))",
   'sys.exit(0 if found and sys.version_info >= (3, 11) else 1)',
 ].join('; ');
 
@@ -34,7 +34,9 @@ export const ensurePython = async (): Promise<string> => {
   const given = process.env.DSH_PYTHON;
   if (given) {
     if (!(await fits(given)))
-      throw new Error(`DSH_PYTHON=${given} is not Python 3.11+ with httpx, websockets, pip and setuptools`);
+      throw new Error(
+        `DSH_PYTHON=${given} is not Python 3.11+ with httpx, websockets, pip, setuptools and mypy`,
+      );
     return given;
   }
   for (const python of await candidates()) if (await fits(python)) return python;

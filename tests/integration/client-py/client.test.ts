@@ -2,7 +2,8 @@
 // build isolation, into a folder of its own, from a copy so the checkout gets no build files), then,
 // against a service started here, the package's unittest suites (sync and async clients: agents,
 // batches with progress and idempotent retries, files, exec, events resumed after a cut, approvals,
-// terminals, errors) and its README's example, each line it promises in a comment printed in order.
+// terminals, errors) and its README's example, each line it promises in a comment printed in order;
+// and mypy over the installed package and the example, as a user's type checker would see them.
 // The Python comes from scripts/setup/python.ts (inject('python')): Debian's python3-httpx and
 // python3-websockets, installed by the integration setup when missing.
 import { execFile } from 'node:child_process';
@@ -22,6 +23,14 @@ const service = served('client-py');
 const dir = mkdtempSync(join(tmpdir(), 'dsh-client-py-'));
 const site = join(dir, 'site');
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** The ```python block of client-py/README.md. */
+const readmeExample = (): string => {
+  const readme = readFileSync(join(ROOT, 'client-py', 'README.md'), 'utf8');
+  const code = /```python\n([\s\S]*?)```/.exec(readme)?.[1];
+  if (code === undefined) throw new Error('client-py/README.md has no ```python block');
+  return code;
+};
 
 let python: string;
 let server: Running;
@@ -63,6 +72,19 @@ it('pip installs the package with its generated types and its type marker', () =
     expect(existsSync(join(site, 'dsh_sandbox', file)), file).toBe(true);
 });
 
+it('mypy finds no error in the installed package nor in code written against it', async () => {
+  const example = join(site, 'readme_example.py');
+  writeFileSync(example, readmeExample());
+  const { stdout } = await run(
+    python,
+    ['-m', 'mypy', '--no-incremental', '--cache-dir', join(dir, 'mypy-cache'), 'dsh_sandbox', example],
+    { cwd: site, env, timeout: 240_000 },
+  ).catch((error: { stdout?: string; stderr?: string }) => {
+    throw new Error(`mypy failed:\n${error.stdout ?? ''}${error.stderr ?? ''}`);
+  });
+  expect(stdout).toMatch(/^Success: no issues found/m);
+}, 250_000);
+
 it("the package's unittest suites pass against the service, none skipped", async () => {
   const { stderr } = await run(
     python,
@@ -84,9 +106,7 @@ it("the package's unittest suites pass against the service, none skipped", async
 }, 320_000);
 
 it("the README's example runs against the service and prints what its comments say", async () => {
-  const readme = readFileSync(join(ROOT, 'client-py', 'README.md'), 'utf8');
-  const code = /```python\n([\s\S]*?)```/.exec(readme)?.[1];
-  if (code === undefined) throw new Error('client-py/README.md has no ```python block');
+  const code = readmeExample();
   const file = join(dir, 'example.py');
   writeFileSync(file, code);
   const { stdout } = await run(python, [file], { cwd: dir, env, timeout: 180_000 });
