@@ -206,6 +206,27 @@ class SyncClientTest(unittest.TestCase):
         later = next(iter(agent.events(after=last - 1)))
         self.assertEqual(later["seq"], last)
 
+    def test_leaving_an_event_stream_closes_it(self) -> None:
+        # The service holds a bounded number of a tenant's requests at once (16 by default): a
+        # stream left open would hold one of them, and one past the bound is refused (RATE_LIMITED).
+        agent = self.agent()
+        agent.files.write("x.txt", "x")
+        for _ in range(24):
+            for event in agent.events(after=0):
+                self.assertEqual(event["seq"], 1)
+                break
+        held = []
+        with self.assertRaises(DshError) as refused:
+            for _ in range(24):
+                stream = agent.events(after=0, reconnect=False)
+                next(stream)
+                held.append(stream)
+        self.assertEqual(refused.exception.code, "RATE_LIMITED")
+        self.assertLess(len(held), 24)  # so the 24 streams left above were closed, or this had failed there
+        for stream in held:
+            stream.close()
+        self.assertEqual(next(agent.events(after=0))["seq"], 1)
+
     def test_approvals_are_answered_from_here(self) -> None:
         agent = self.agent(policy={"ask": ["bash"]})
         outcome = {}
@@ -287,6 +308,13 @@ class AsyncClientTest(unittest.IsolatedAsyncioTestCase):
         with self.assertRaises(DshError) as gone:
             await self.client.agents.get("agt_gone")
         self.assertEqual(gone.exception.code, "NOT_FOUND")
+
+    async def test_leaving_an_event_stream_closes_it(self) -> None:
+        await self.agent.files.write("x.txt", "x")
+        for _ in range(24):
+            async for event in self.agent.events(after=0):
+                self.assertEqual(event["seq"], 1)
+                break
 
     async def test_a_terminal_is_typed_into_resized_and_interrupted(self) -> None:
         opened = await self.agent.terminals.open(command=["bash"], cols=80, rows=24)
