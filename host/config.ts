@@ -40,7 +40,7 @@ export const portFrom = (name: string, raw: string): number => {
 };
 
 /** DSH_ names read by setup, tests and benchmarks, and by clients (DSH_URL, DSH_KEY, DSH_KEY_FILE), not by the service. */
-const NOT_SERVICE_SETTINGS = /^DSH_(BASE_IMAGE|NODE|VERBOSE|FUZZ_[A-Z_]+|URL|KEY|KEY_FILE)$/;
+const NOT_SERVICE_SETTINGS = /^DSH_(BASE_IMAGE|NODE|VERBOSE|FUZZ_[A-Z_]+|URL|KEY|KEY_FILE|PYTHON)$/;
 const SERVICE_SETTINGS = new Set(ROWS.map(([, setting]) => setting.env));
 
 /**
