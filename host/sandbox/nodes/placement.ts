@@ -178,9 +178,11 @@ export function createPlacement(members: SandboxNode<never>[], options: Placemen
     },
     async cordon(name, cordon) {
       if (!s.byName.has(name)) throw new SandboxError('NOT_FOUND', `No node is named "${name}".`);
+      // With a store, it is the cordons' record (the admin command and other replicas write it
+      // too); memory keeps the configuration's, which an uncordon here lifts as well.
       await s.store?.setCordon(name, cordon);
-      if (cordon) s.cordoned.add(name);
-      else s.cordoned.delete(name);
+      if (!cordon) s.cordoned.delete(name);
+      else if (s.store === undefined) s.cordoned.add(name);
     },
     nodes: () => statuses(s),
   };
