@@ -149,10 +149,26 @@ const NODE_PROBE_MS = 2000;
 const remoteNode = async (config: Config, store: Store, log: (line: string) => void) => {
   if (config.nodes.length === 0) return undefined;
   const { connectRemoteNode } = await import('./sandbox/nodes/remote/client.ts');
+  const { lateRemoteNode } = await import('./sandbox/nodes/remote/late.ts');
   const tls = nodeTls(config);
-  const nodes = await Promise.all(
-    config.nodes.map((n) => connectRemoteNode({ ...n, instance: store.instanceId, ...tls })),
-  );
+  const options = config.nodes.map((n) => ({ ...n, instance: store.instanceId, ...tls }));
+  const settled = await Promise.allSettled(options.map((o) => connectRemoteNode(o)));
+  // A node that does not answer now is connected later (its agents fail with NODE_UNREACHABLE
+  // meanwhile); any other failure (a certificate, another protocol) stops the start, as does no
+  // node answering at all.
+  const answered = settled.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+  for (const r of settled)
+    if (r.status === 'rejected' && (r.reason as { code?: string }).code !== 'NODE_UNREACHABLE')
+      throw r.reason;
+  const [like] = answered;
+  if (like === undefined) throw (settled[0] as PromiseRejectedResult).reason;
+  const nodes = settled.map((r, i) => {
+    if (r.status === 'fulfilled') return r.value;
+    log(
+      `node ${config.nodes[i]?.name}: does not answer at start (${String(r.reason)}); connected when it does`,
+    );
+    return lateRemoteNode(options[i] as (typeof options)[number], like);
+  });
   for (const n of config.nodes) log(`sandboxes: on node ${n.name} (${n.url})`);
   const { createPlacement } = await import('./sandbox/nodes/placement.ts');
   if (config.nodesCordoned.length > 0)

@@ -5,7 +5,9 @@
 // calls fail at once with NODE_UNREACHABLE naming b, GET /v1/agents/:id reads `unreachable`, GET
 // /v1/nodes shows b unreachable, a's agents carry on, and no agent of b is made again on a; the
 // node agent started again on the same port, engine and data brings b's agents back with their
-// files, without a control-plane restart; b's engine stopped and started again does the same. A
+// files, without a control-plane restart; b's engine stopped and started again does the same; a
+// control plane started while b is down starts, fails b's agents the same way and takes b in when
+// it answers. A
 // cordon through the admin API (tenant keys refused) sends new agents elsewhere and holds across a
 // restart; uncordoned, b takes agents again.
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -172,7 +174,11 @@ it("fails a killed node agent's agents at once with NODE_UNREACHABLE, reads them
   expect(JSON.stringify(second.json)).toMatch(/NODE_UNREACHABLE/);
   expect(await nodeOf('b')).toMatchObject({ reachable: false });
   expect((await nodeOf('b')).error).toBeTypeOf('string');
+  const live = performance.now();
   await readsBack(a);
+  console.log(
+    `baseline: a call of an agent on the live node took ${(performance.now() - live).toFixed(0)} ms`,
+  );
   // A new agent goes to a; b's agents are not made again there.
   const key = (await server().store.tenants.createTenant('fault-new')).apiKey;
   const fresh = {
@@ -220,6 +226,28 @@ it("fails a stopped engine's agents with NODE_UNREACHABLE and brings them back w
     `engine started again: its agent read reachable after ${(performance.now() - back).toFixed(0)} ms`,
   );
   for (const agent of made) await readsBack(agent);
+}, 300_000);
+
+it('starts while a node is down: its agents fail with NODE_UNREACHABLE, none is made again elsewhere, and they work when it is back', async () => {
+  const b = onB();
+  await server().close();
+  await (nodeAgents.b as NodeAgent).kill();
+  await controlPlane();
+  const before = await onEngines();
+  const failed = await raw(b, 'read', { file_path: 'mine.txt' });
+  expect(JSON.stringify(failed.json)).toMatch(/NODE_UNREACHABLE/);
+  expect(JSON.stringify(failed.json)).toMatch(/Node b/);
+  expect(await agentState(b)).toMatchObject({ sandbox: 'unreachable', node: 'b' });
+  expect(await onEngines()).toEqual(before);
+  await readsBack(onA());
+  await (nodeAgents.b as NodeAgent).restart();
+  await until(async () => (await agentState(b)).sandbox !== 'unreachable', {
+    what: "b's agent to read reachable again",
+    timeoutMs: 60_000,
+    intervalMs: 200,
+  });
+  for (const agent of made) await readsBack(agent);
+  expect(await onEngines()).toEqual(before);
 }, 300_000);
 
 it('cordons and uncordons a node through the admin API only; a cordon holds across a restart', async () => {
