@@ -72,10 +72,11 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await running?.close();
-  for (const agent of Object.values(nodeAgents)) await agent.stop();
+  await Promise.all(Object.values(nodeAgents).map((agent) => agent.stop()));
   await Promise.all(Object.values(engines).map((e) => e.stop()));
   rmSync(dir, { recursive: true, force: true });
-}, 120_000);
+  // Each engine stops its containers first (up to 30 s before SIGKILL): generous on a loaded machine.
+}, 240_000);
 
 interface Made {
   id: string;
