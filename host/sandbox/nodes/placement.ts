@@ -1,20 +1,20 @@
 // Placement among several nodes (docs/nodes.md, "Placement"): one SandboxNode over many, so the
 // provider above it is the same as over one node. An agent already on a node is routed there (its
 // node as the store records it, else the answer of each node's `find` or `adopt`, remembered in
-// memory and recorded in the store); a new agent goes beside its
-// family (spec.near: the agent whose workspace it starts from) when that node takes new agents,
-// else to the best of up to K sampled nodes by free capacity (E2B's best-of-K; capacities cached a
-// few seconds, each placement counted into the cache so a burst spreads), skipping cordoned nodes
-// and nodes without the runtime asked for. Which nodes answer is ./health.ts's.
+// memory and recorded in the store); a new agent goes beside its family (spec.near: the agent
+// whose workspace it starts from) when that node takes new agents, else to the best of up to K
+// sampled nodes by free capacity (E2B's best-of-K; capacities cached a few seconds, each placement
+// counted into the cache so a burst spreads), skipping cordoned and unreachable nodes and nodes
+// without the runtime asked for. Which nodes answer is ./health.ts's.
 // Invariants: an agent the store places on a node is only ever sent there (never placed again
-// elsewhere while that node is down: its files are there); a node marked unreachable fails its
-// agents' calls at once with NODE_UNREACHABLE naming it, and gets no new agents; a node's capacity answer is used only when every figure is a finite, non-negative
-// number (a hostile or broken node is not picked by a lie); a node that does not answer fails only
-// its own agents' calls (SANDBOX_UNAVAILABLE naming it, from the remote client), within
-// `answerMs` for the questions placement asks itself (capacity, find); agents on other nodes carry
-// on. `find` and `ensure` pass over a node that does not answer (a new agent is placed elsewhere);
-// every other call on an agent this process cannot place on a node fails with NODE_UNREACHABLE
-// naming the nodes that did not answer.
+// elsewhere while that node is down or its container is gone: its files are there); a node that
+// does not answer fails only its own agents' calls, with NODE_UNREACHABLE naming it (at once, with
+// no call to it, once it is marked unreachable), and gets no new agents; agents on other nodes
+// carry on; the questions placement asks itself (capacity, find) give up after `answerMs`; a node's
+// capacity answer is used only when every figure is a finite, non-negative number (a hostile or
+// broken node is not picked by a lie); an agent with no record, while some node is silent, is
+// placed afresh by `ensure` but fails every other call with NODE_UNREACHABLE naming the silent
+// nodes (it may be there).
 
 import { SandboxError } from '../../errors.ts';
 import type { NodeStore } from '../../store/nodes.ts';
