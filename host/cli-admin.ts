@@ -1,10 +1,12 @@
-// The admin commands of the command line (host/cli.ts): `tenants` and `keys`, the store-side twin
-// of the admin API (/v1/tenants…): each opens the store the service uses (DSH_DB or the data
+// The admin commands of the command line (host/cli.ts): `tenants`, `keys` and `nodes`, the
+// store-side twin of the admin API (/v1/tenants…, /v1/nodes…): each opens the store the service uses (DSH_DB or the data
 // directory), does one thing, prints JSON and closes it, so they work whether the service runs or
 // not. A key is printed once, at creation. `tenants delete` marks the tenant deleting and revokes
 // its keys (refused at once by a service on PostgreSQL, which hears the wake-up; within 2 s by one
 // on the same SQLite file); the removal itself is run by the service (tenants/deletion.ts), which
 // picks deleting tenants up within DELETION_POLL_MS (10 s, serve.ts), or at its next start.
+// `nodes cordon` writes the cordon the service's placement reads at its next placement (every
+// replica's); whether a node answers only the running service knows (GET /v1/nodes).
 import type { Config } from './config.ts';
 import type { Store } from './store/index.ts';
 import type { TenantQuotas } from './store/tenants-port.ts';
@@ -19,7 +21,9 @@ export const ADMIN_USAGE = `  tenants list                       every tenant wi
   keys list <tenant>                 the tenant's keys (never the keys themselves)
   keys create <tenant> [--name N] [--expires-at T]
                                      a further key (printed once); T: epoch ms or an ISO date
-  keys revoke <tenant> <key>         refused from the next request (its last key too)`;
+  keys revoke <tenant> <key>         refused from the next request (its last key too)
+  nodes list                         the nodes of DSH_NODES: cordoned, agents on each
+  nodes cordon|uncordon <name>       no new agents on the node (its agents keep working) / again`;
 
 export interface AdminFlags {
   name?: string;
@@ -95,10 +99,31 @@ const keys = async (store: Store, [verb, tenantId, keyId]: string[], flags: Admi
   return 0;
 };
 
-/** `tenants …` or `keys …` on the configured store. The exit code; 2 prints the usage. */
+/** Runs `nodes …` against the store, for the nodes DSH_NODES names; the exit code (2: usage). */
+const nodes = async (store: Store, config: Config, [verb, name]: string[]): Promise<number> => {
+  const known = new Map(config.nodes.map((n) => [n.name, n.url]));
+  const list = async () => {
+    const [cordoned, counts] = await Promise.all([store.nodes.cordoned(), store.nodes.agentCounts()]);
+    return [...known].map(([node, url]) => ({
+      name: node,
+      url,
+      cordoned: cordoned.includes(node) || config.nodesCordoned.includes(node),
+      agents: counts.get(node) ?? 0,
+    }));
+  };
+  if (verb === 'list') print(await list());
+  else if ((verb === 'cordon' || verb === 'uncordon') && name) {
+    if (!known.has(name)) throw new Error(`no node ${name} in DSH_NODES`);
+    await store.nodes.setCordon(name, verb === 'cordon');
+    print((await list()).find((n) => n.name === name));
+  } else return 2;
+  return 0;
+};
+
+/** `tenants …`, `keys …` or `nodes …` on the configured store. The exit code; 2 prints the usage. */
 export const runAdmin = async (
   config: Config,
-  command: 'tenants' | 'keys',
+  command: 'tenants' | 'keys' | 'nodes',
   args: string[],
   flags: AdminFlags,
 ): Promise<number> => {
@@ -110,7 +135,12 @@ export const runAdmin = async (
     ...(config.secretsKey === undefined ? {} : { secretsKey: config.secretsKey }),
   });
   try {
-    const code = command === 'tenants' ? await tenants(store, args, flags) : await keys(store, args, flags);
+    const code =
+      command === 'tenants'
+        ? await tenants(store, args, flags)
+        : command === 'nodes'
+          ? await nodes(store, config, args)
+          : await keys(store, args, flags);
     if (code === 2) process.stderr.write(`usage:\n${ADMIN_USAGE}\n`);
     return code;
   } finally {

@@ -131,6 +131,12 @@ export const ERROR_CODES = {
   RUNTIME_UNAVAILABLE: 400,
   /** The agent asked for a sandbox runtime its tenant may not use (`data.allowed`). */
   RUNTIME_NOT_ALLOWED: 403,
+  // nodes (host/sandbox/nodes/placement.ts)
+  /**
+   * The node that holds the agent's sandbox and workspace does not answer (`data.node`): its node
+   * agent or engine is down. Retry later: the agent works again, with its files, once it is back.
+   */
+  NODE_UNREACHABLE: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -19,6 +19,7 @@ import type { ReplicaDeps } from './api/forward/route.ts';
 import { upgradeTunnels } from './api/forward/upgrade.ts';
 import type { Lifecycle } from './api/lifecycle.ts';
 import type { Metrics } from './api/metrics.ts';
+import type { NodeAdmin } from './api/routes/nodes.ts';
 import type { createWebSocketServer } from './api/routes/terminals.ts';
 import type { Config } from './config.ts';
 import type { Egress } from './egress/index.ts';
@@ -55,6 +56,8 @@ export interface ServerAppParts {
   tenantDeletion?: TenantDeletion;
   /** The sandbox provider in use: /v1/health reports the runtimes it offers. */
   sandboxes?: SandboxProvider;
+  /** The nodes of DSH_NODES (GET /v1/nodes, cordons). */
+  nodes?: NodeAdmin;
 }
 
 const shareOf = (store: Store, config: Config) => {
@@ -102,6 +105,7 @@ export function createServerApp(config: Config, parts: ServerAppParts): Hono<Api
         }),
     mcpOrigins: config.mcpOrigins,
     ...(parts.tenantDeletion === undefined ? {} : { tenantDeletion: parts.tenantDeletion }),
+    ...(parts.nodes === undefined ? {} : { nodes: parts.nodes }),
     ...(parts.sandboxes?.runtimes === undefined
       ? {}
       : { runtimes: () => offeredBy(parts.sandboxes as SandboxProvider) }),

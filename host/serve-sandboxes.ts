@@ -8,6 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { rootCertificates } from 'node:tls';
 import { agentEgressRules } from './agents/web.ts';
+import type { NodeAdmin } from './api/routes/nodes.ts';
 import type { Config } from './config.ts';
 import { createEgress, createSharedBudgets, type Egress } from './egress/index.ts';
 import { createAuthorities } from './egress/intercept/authority.ts';
@@ -138,27 +139,71 @@ export const nodeTls = (config: Config): { cert: string; key: string; ca: string
   };
 };
 
+/** How often each node is probed (its capacity), so a silent one fails its agents' calls at once. */
+const NODE_PROBE_MS = 2000;
+
 /**
  * The remote node(s) DSH_NODES names (docs/nodes.md), connected; undefined: the embedded node. One
- * node is used as it is; several (or one cordoned) go behind placement (sandbox/nodes/placement.ts).
+ * node or several go behind placement (sandbox/nodes/placement.ts).
  */
 const remoteNode = async (config: Config, store: Store, log: (line: string) => void) => {
   if (config.nodes.length === 0) return undefined;
   const { connectRemoteNode } = await import('./sandbox/nodes/remote/client.ts');
+  const { lateRemoteNode } = await import('./sandbox/nodes/remote/late.ts');
   const tls = nodeTls(config);
-  const nodes = await Promise.all(
-    config.nodes.map((n) => connectRemoteNode({ ...n, instance: store.instanceId, ...tls })),
-  );
+  const options = config.nodes.map((n) => ({ ...n, instance: store.instanceId, ...tls }));
+  const settled = await Promise.allSettled(options.map((o) => connectRemoteNode(o)));
+  // A node that does not answer now is connected later (its agents fail with NODE_UNREACHABLE
+  // meanwhile); any other failure (a certificate, another protocol) stops the start, as does no
+  // node answering at all.
+  const answered = settled.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+  for (const r of settled)
+    if (r.status === 'rejected' && (r.reason as { code?: string }).code !== 'NODE_UNREACHABLE')
+      throw r.reason;
+  const [like] = answered;
+  if (like === undefined) throw (settled[0] as PromiseRejectedResult).reason;
+  const nodes = settled.map((r, i) => {
+    if (r.status === 'fulfilled') return r.value;
+    log(
+      `node ${config.nodes[i]?.name}: does not answer at start (${String(r.reason)}); connected when it does`,
+    );
+    return lateRemoteNode(options[i] as (typeof options)[number], like);
+  });
   for (const n of config.nodes) log(`sandboxes: on node ${n.name} (${n.url})`);
-  const [only] = nodes;
-  if (nodes.length === 1 && only !== undefined && config.nodesCordoned.length === 0) return only;
   const { createPlacement } = await import('./sandbox/nodes/placement.ts');
   if (config.nodesCordoned.length > 0)
     log(`nodes cordoned (no new agents): ${config.nodesCordoned.join(', ')}`);
+  // Even one node goes behind placement: its agents' node is recorded, its health probed, and it
+  // can be cordoned at run time.
   return createPlacement(nodes, {
     cordoned: config.nodesCordoned,
+    store: store.nodes,
+    probeMs: NODE_PROBE_MS,
     onError: (e) => log(`placement: ${String(e)}`),
+    onHealth: (name, reachable, error) =>
+      log(reachable ? `node ${name}: answers again` : `node ${name}: unreachable (${error ?? 'no answer'})`),
   });
+};
+
+/** The nodes of DSH_NODES for the admin routes (GET /v1/nodes, cordons), with their URLs; undefined on the embedded node. */
+export const nodeAdminOf = async (
+  config: Config,
+  docker: DockerProvider | undefined,
+): Promise<NodeAdmin | undefined> => {
+  if (docker === undefined || config.nodes.length === 0) return undefined;
+  const { isPlacement } = await import('./sandbox/nodes/placement.ts');
+  const placed = docker.node;
+  if (!isPlacement(placed)) return undefined;
+  const urls = new Map(config.nodes.map((n) => [n.name, n.url]));
+  return {
+    list: async () =>
+      (await placed.nodes()).map(({ name, ...rest }) => ({
+        name,
+        ...(urls.has(name) ? { url: urls.get(name) as string } : {}),
+        ...rest,
+      })),
+    cordon: (name, cordoned) => placed.cordon(name, cordoned),
+  };
 };
 
 /** The links folder, when sessions may use links: on, and an engine on this machine. */

@@ -27,7 +27,13 @@ import type { SandboxProvider } from './sandbox/types.ts';
 import { startAgents, startIsolates } from './serve-agents.ts';
 import { createServerApp, listenHttp } from './serve-http.ts';
 import { ownershipOf, replicaDeps, replicaIdentity, wireOwnership } from './serve-replicas.ts';
-import { defaultProvider, poolOwnersOf, sandboxImageOf, startEgress } from './serve-sandboxes.ts';
+import {
+  defaultProvider,
+  nodeAdminOf,
+  poolOwnersOf,
+  sandboxImageOf,
+  startEgress,
+} from './serve-sandboxes.ts';
 import { connectStore, storeSecretsKey } from './store/connect.ts';
 import type { Store } from './store/index.ts';
 import { isPostgresUrl } from './store/pg/url.ts';
@@ -188,6 +194,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
     firstByteMs: config.firstByteTimeoutMs,
     perTenant: config.tenantConnections,
   });
+  const nodes = await nodeAdminOf(config, docker);
   const app = createServerApp(config, {
     version: VERSION,
     store,
@@ -203,6 +210,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
     fair,
     tenantDeletion,
     sandboxes,
+    ...(nodes === undefined ? {} : { nodes }),
     ...(ownership === undefined || secretsKey === undefined
       ? {}
       : {

@@ -1012,7 +1012,7 @@ export const SETTINGS = {
     env: 'DSH_NODES_CORDONED',
     section: 'sandboxes',
     help: 'nodes of DSH_NODES that take no new agents (their agents keep working), comma-separated',
-    doc: 'names of `DSH_NODES` nodes that get no new agents (cordoned, e.g. before draining one); agents already on them keep working there. A name not in `DSH_NODES` is refused at start',
+    doc: 'names of `DSH_NODES` nodes that get no new agents (cordoned, e.g. before draining one); agents already on them keep working there. A name not in `DSH_NODES` is refused at start. Cordons at run time, kept in the store: `POST /v1/nodes/:name/cordon` or `dsh-sandbox nodes cordon <name>` (docs/nodes.md)',
   }),
 } as const;
 

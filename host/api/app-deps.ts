@@ -18,6 +18,7 @@ import type { FairScheduler } from './fair.ts';
 import type { ReplicaDeps } from './forward/route.ts';
 import type { Lifecycle } from './lifecycle.ts';
 import type { Metrics } from './metrics.ts';
+import type { NodeAdmin } from './routes/nodes.ts';
 
 export interface ApiLimits {
   /** Largest JSON request body. Default 1 MiB. */
@@ -98,6 +99,8 @@ export interface AppDeps {
   replicas?: ReplicaDeps;
   /** The sandbox runtimes the engine offers, for /v1/health. None: not reported. */
   runtimes?: () => Promise<readonly SandboxRuntime[]>;
+  /** The nodes of DSH_NODES for the operator (GET /v1/nodes, cordons). None: the service's own engine. */
+  nodes?: NodeAdmin;
 }
 
 /** What createApp builds once from AppDeps and the wiring modules share. */

@@ -24,6 +24,7 @@ import { adminKeyRoutes, ownKeyRoutes } from './routes/keys.ts';
 import { adminLimitRoutes, ownLimitRoutes } from './routes/limits.ts';
 import { mcpRoutes } from './routes/mcp.ts';
 import { mcpServerRoutes } from './routes/mcp-servers.ts';
+import { nodeRoutes } from './routes/nodes.ts';
 import { pauseRoutes } from './routes/pause.ts';
 import { pluginRoutes } from './routes/plugins.ts';
 import { requestRoutes } from './routes/requests.ts';
@@ -129,6 +130,7 @@ export function mountV1Routes(app: Hono<ApiEnv>, state: AppState): void {
   app.route('/', adminLimitRoutes(deps.store.tenants, deps.adminKey));
   tenantScoped('/v1/limits');
   app.route('/', ownLimitRoutes(deps.store.tenants, deps.agents, limits.workspaceMb));
+  app.route('/', nodeRoutes(deps.nodes, deps.adminKey));
 }
 
 /** GET /openapi.json: the description of `app`, generated on first request and kept. */

@@ -223,11 +223,12 @@ export const PauseView = v.object({
 /** An agent's state as the instance that answers knows it (memory only: cheap in lists). */
 export const AgentState = v.object({
   sandbox: v.pipe(
-    v.picklist(['none', 'starting', 'ready', 'gone', 'paused']),
+    v.picklist(['none', 'starting', 'ready', 'gone', 'paused', 'unreachable']),
     v.description(
-      "none: no sandbox made yet; starting: being created or re-adopted; ready: held by this instance; gone: one was made but this instance holds none (the next use re-adopts or remakes it); paused: paused (POST /v1/agents/:id/pause, or idle past the tenant's setting). A child sharing its parent's workspace shows the parent's.",
+      "none: no sandbox made yet; starting: being created or re-adopted; ready: held by this instance; gone: one was made but this instance holds none (the next use re-adopts or remakes it); paused: paused (POST /v1/agents/:id/pause, or idle past the tenant's setting); unreachable: the node that holds its sandbox and files does not answer now (`node` names it; its calls fail with NODE_UNREACHABLE until the node is back). A child sharing its parent's workspace shows the parent's.",
     ),
   ),
+  node: v.optional(v.pipe(v.string(), v.description('With `unreachable`: the node that does not answer'))),
   pause: v.optional(v.pipe(AgentPause, v.description('While paused: how, since when, by whom'))),
   batches: v.pipe(v.number(), v.description('Call batches of the agent running now')),
   lastCallAt: v.optional(epochMs('When its last batch started or ended on this instance')),
@@ -611,3 +612,28 @@ export const MailboxQuery = v.object({
     ),
   ),
 });
+
+/** A node of DSH_NODES as the operator sees it (GET /v1/nodes). */
+export const NodeView = v.object({
+  name: v.string(),
+  url: v.optional(v.string()),
+  reachable: v.pipe(v.boolean(), v.description('Whether it answered its last probe or call')),
+  unreachableSince: v.optional(epochMs('While unreachable: since when')),
+  error: v.optional(
+    v.pipe(v.string(), v.description('While unreachable: what the failing probe or call said')),
+  ),
+  cordoned: v.pipe(v.boolean(), v.description('Cordoned: it gets no new agents; its agents keep working')),
+  agents: v.pipe(v.number(), v.description('Agents whose sandbox and files are on it (as recorded)')),
+  capacity: v.optional(
+    v.object({
+      cpus: v.number(),
+      memoryBytes: v.number(),
+      diskFreeBytes: v.optional(v.number()),
+      sandboxes: v.number(),
+      running: v.number(),
+      pool: v.object({ ready: v.number(), size: v.number() }),
+      runtimes: v.array(v.string()),
+    }),
+  ),
+});
+export const NodeList = v.object({ nodes: v.array(NodeView) });

@@ -419,6 +419,11 @@ export interface SandboxProvider {
    */
   usage?(agentId: string, options?: SandboxUsageOptions): Promise<SandboxUsage | undefined>;
   /**
+   * The node holding the agent's sandbox when that node is known not to answer now (memory only,
+   * cheap in lists); undefined otherwise. Optional: a provider on one engine has none.
+   */
+  unreachable?(agentId: string): string | undefined;
+  /**
    * Pauses the agent's sandbox, its workspace kept: `stop` stops it (no CPU, no memory held;
    * processes, /tmp, terminals and jobs end), `freeze` freezes its processes in place (no CPU, memory
    * kept). Resolves to what was done: `stop` when a freeze found the sandbox not running, `none`

@@ -12,6 +12,7 @@ import type { EventLogOptions } from './event-log-port.ts';
 import { createEventSearch } from './event-search.ts';
 import { instanceIdOf } from './instance.ts';
 import { migrate } from './migrations.ts';
+import { createNodeStore } from './nodes.ts';
 import { createLibsqlPluginStore } from './plugins.ts';
 import type { PluginStoreOptions } from './plugins-core.ts';
 import { createLibsqlRequestStore } from './requests.ts';
@@ -119,6 +120,7 @@ export const openStore = (options: OpenStoreOptions): LibsqlStore => {
       wake,
       callBatches: createCallBatchStore(db, now),
       tenantSettings: createTenantSettingsStore(db, now),
+      nodes: createNodeStore(db, now),
       // Synchronous work behind a promise: the database is closed when close() returns.
       async close() {
         if (closed) return;

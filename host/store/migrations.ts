@@ -663,6 +663,40 @@ export const MIGRATIONS: readonly Migration[] = [
       `,
     },
   },
+  {
+    version: 22,
+    name: 'nodes: the node of each agent, runtime cordons',
+    // Which node holds each agent's sandbox and workspace (host/sandbox/nodes/placement.ts), so a
+    // restarted control plane, or another replica, sends the agent back to the node with its files
+    // even when that node is down or its container is gone; nodes an operator cordoned at run time
+    // (POST /v1/nodes/:name/cordon, `dsh-sandbox nodes cordon`), kept across restarts.
+    sql: `
+      CREATE TABLE agent_nodes (
+        agent_id TEXT PRIMARY KEY,
+        node TEXT NOT NULL,
+        placed_at INTEGER NOT NULL
+      );
+      CREATE INDEX agent_nodes_node ON agent_nodes(node);
+      CREATE TABLE node_cordons (
+        node TEXT PRIMARY KEY,
+        cordoned_at INTEGER NOT NULL
+      );
+    `,
+    pg: {
+      sql: `
+        CREATE TABLE agent_nodes (
+          agent_id text PRIMARY KEY,
+          node text NOT NULL,
+          placed_at bigint NOT NULL
+        );
+        CREATE INDEX agent_nodes_node ON agent_nodes(node);
+        CREATE TABLE node_cordons (
+          node text PRIMARY KEY,
+          cordoned_at bigint NOT NULL
+        );
+      `,
+    },
+  },
 ];
 
 export const latestSchemaVersion = (migrations: readonly Migration[] = MIGRATIONS): number =>

@@ -7,6 +7,7 @@ import type { EgressSettingsStore } from './egress.ts';
 import type { ClosableEventLog } from './event-log-port.ts';
 import type { LeaseStore } from './leases-port.ts';
 import type { LimitStore } from './limits-port.ts';
+import type { NodeStore } from './nodes.ts';
 import type { PluginStore } from './plugins-core.ts';
 import type { ClosableRequestStore } from './request-core.ts';
 import type { ScheduleStore } from './schedules.ts';
@@ -71,6 +72,8 @@ export interface Store {
    * libsql, LISTEN/NOTIFY on PostgreSQL (wake-port.ts).
    */
   wake: WakeBus;
+  /** Each agent's node and the nodes cordoned at run time (host/sandbox/nodes/placement.ts). */
+  nodes: NodeStore;
   /** Flushes events, stops timers, closes the database. Idempotent. */
   close(): Promise<void>;
 }

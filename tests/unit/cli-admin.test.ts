@@ -1,6 +1,7 @@
 // The admin command line (`node host/cli.ts tenants|keys …`) against a data directory, as an
 // operator runs it: the same store calls as the admin API, JSON out, a key printed once, a revoked
-// key and a deleted tenant's keys refused by a store opened on the same data.
+// key and a deleted tenant's keys refused by a store opened on the same data; nodes cordoned and
+// uncordoned in the store the service's placement reads.
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,12 +19,12 @@ afterEach(() => {
 });
 
 const cliIn =
-  (dataDir: string) =>
+  (dataDir: string, env: Record<string, string> = {}) =>
   async (...args: string[]) => {
     try {
       const { stdout } = await promisify(execFile)(process.execPath, ['--no-node-snapshot', CLI, ...args], {
         encoding: 'utf8',
-        env: { PATH: process.env.PATH ?? '', DSH_DATA_DIR: dataDir },
+        env: { PATH: process.env.PATH ?? '', DSH_DATA_DIR: dataDir, ...env },
       });
       return { code: 0, json: JSON.parse(stdout) as Loose, stderr: '' };
     } catch (error) {
@@ -91,3 +92,28 @@ it('creates, lists and revokes keys and deletes a tenant, as the admin API does'
   expect(await check(acme.apiKey)).toBeUndefined();
   expect((await cli('tenants', 'list')).json.map((t: Loose) => t.state)).toEqual(['deleting']);
 }, 120_000); // each command is a process of its own
+
+it('lists the nodes of DSH_NODES and cordons one in the store, refusing a name it does not know', async () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'dsh-cli-'));
+  dirs.push(dataDir);
+  const cli = cliIn(dataDir, {
+    DSH_NODES: 'a=https://127.0.0.1:7443,b=https://127.0.0.1:7444',
+    DSH_NODES_CORDONED: 'a',
+  });
+  expect((await cli('nodes', 'list')).json).toEqual([
+    { name: 'a', url: 'https://127.0.0.1:7443', cordoned: true, agents: 0 },
+    { name: 'b', url: 'https://127.0.0.1:7444', cordoned: false, agents: 0 },
+  ]);
+  expect((await cli('nodes', 'cordon', 'b')).json).toMatchObject({ name: 'b', cordoned: true });
+  const opened = openStore({ path: join(dataDir, STORE_FILE) });
+  try {
+    expect(await opened.nodes.cordoned()).toEqual(['b']);
+  } finally {
+    await opened.close();
+  }
+  expect((await cli('nodes', 'uncordon', 'b')).json).toMatchObject({ name: 'b', cordoned: false });
+  const unknown = await cli('nodes', 'cordon', 'c');
+  expect(unknown.code).toBe(1);
+  expect(unknown.stderr).toMatch(/no node c in DSH_NODES/);
+  expect((await cli('nodes', 'cordon')).code).toBe(2);
+});

@@ -15,8 +15,13 @@ export type { SandboxState };
 
 /** An agent's state in this process. */
 export interface AgentState {
-  /** `paused`: the agent (or the owner of its workspace) is paused (service/pause.ts), wherever it runs. */
-  sandbox: SandboxState | 'paused';
+  /**
+   * `paused`: the agent (or the owner of its workspace) is paused (service/pause.ts), wherever it
+   * runs; `unreachable`: its sandbox's node does not answer now (`node` names it).
+   */
+  sandbox: SandboxState | 'paused' | 'unreachable';
+  /** With `unreachable`: the node that does not answer. */
+  node?: string;
   /** While paused: how, since when, by whom. */
   pause?: AgentPause;
   /** Call batches of the agent running now. */
@@ -76,12 +81,26 @@ async function mapBounded<T, R>(items: T[], width: number, fn: (item: T) => Prom
 export function createAgentUsage(options: AgentUsageOptions): AgentUsage {
   const { agents, provider, sandboxes, batches, pauses } = options;
 
+  /** The silent node of the agent's sandbox (a shared workspace: its owner's), from memory. */
+  async function unreachableOf(agent: Agent): Promise<string | undefined> {
+    if (provider.unreachable === undefined) return undefined;
+    const owner = ownsNone(agent) ? await sandboxes.ownerOf(agent) : agent;
+    return owner === undefined ? undefined : provider.unreachable(owner.id);
+  }
+
   async function state(agent: Agent, recorded?: boolean): Promise<AgentState> {
     const pause = await pauses.pausedOf(agent);
-    const sandbox = pause === undefined ? await sandboxes.stateOf(agent, recorded) : 'paused';
+    const node = await unreachableOf(agent);
+    const sandbox =
+      pause !== undefined
+        ? 'paused'
+        : node !== undefined
+          ? 'unreachable'
+          : await sandboxes.stateOf(agent, recorded);
     const { batches: running, lastCallAt } = batches.activity(agent.id);
     return {
       sandbox,
+      ...(node === undefined ? {} : { node }),
       ...(pause === undefined ? {} : { pause }),
       batches: running,
       ...(lastCallAt === undefined ? {} : { lastCallAt }),

@@ -174,6 +174,7 @@ export function createDockerProvider(options: DockerProviderOptions): DockerProv
       s.agents.clear();
     },
     usage: (agentId, usageOptions) => node.usage(agentId, usageOptions),
+    unreachable: (agentId) => node.unreachable?.(agentId),
     adopt: (adoptOptions) => node.adopt(adoptOptions),
     pause: (agentId, mode) => pauseSandbox(s, agentId, mode),
     resume: (agentId) =>

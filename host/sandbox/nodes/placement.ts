@@ -1,20 +1,26 @@
 // Placement among several nodes (docs/nodes.md, "Placement"): one SandboxNode over many, so the
-// provider above it is the same as over one node. An agent already on a node is routed there (the
-// answer of each node's `find` or `adopt` is remembered in memory); a new agent goes beside its
-// family (spec.near: the agent whose workspace it starts from) when that node takes new agents,
-// else to the best of up to K sampled nodes by free capacity (E2B's best-of-K; capacities cached a
-// few seconds, each placement counted into the cache so a burst spreads), skipping cordoned nodes
-// and nodes without the runtime asked for.
-// Invariants: a node's capacity answer is used only when every figure is a finite, non-negative
-// number (a hostile or broken node is not picked by a lie); a node that does not answer fails only
-// its own agents' calls (SANDBOX_UNAVAILABLE naming it, from the remote client), within
-// `answerMs` for the questions placement asks itself (capacity, find); agents on other nodes carry
-// on. `find` and `ensure` pass over a node that does not answer (a new agent is placed elsewhere);
-// every other call on an agent this process cannot place on a node fails with SANDBOX_UNAVAILABLE.
+// provider above it is the same as over one node. An agent already on a node is routed there (its
+// node as the store records it, else the answer of each node's `find` or `adopt`, remembered in
+// memory and recorded in the store); a new agent goes beside its family (spec.near: the agent
+// whose workspace it starts from) when that node takes new agents, else to the best of up to K
+// sampled nodes by free capacity (E2B's best-of-K; capacities cached a few seconds, each placement
+// counted into the cache so a burst spreads), skipping cordoned and unreachable nodes and nodes
+// without the runtime asked for. Which nodes answer is ./health.ts's.
+// Invariants: an agent the store places on a node is only ever sent there (never placed again
+// elsewhere while that node is down or its container is gone: its files are there); a node that
+// does not answer fails only its own agents' calls, with NODE_UNREACHABLE naming it (at once, with
+// no call to it, once it is marked unreachable), and gets no new agents; agents on other nodes
+// carry on; the questions placement asks itself (capacity, find) give up after `answerMs`; a node's
+// capacity answer is used only when every figure is a finite, non-negative number (a hostile or
+// broken node is not picked by a lie); an agent with no record, while some node is silent, is
+// placed afresh by `ensure` but fails every other call with NODE_UNREACHABLE naming the silent
+// nodes (it may be there).
 
 import { SandboxError } from '../../errors.ts';
+import type { NodeStore } from '../../store/nodes.ts';
 import { DEFAULT_RUNTIME } from '../runtimes.ts';
 import type { SandboxLimits } from '../types.ts';
+import { createNodeHealth, type NodeHealth } from './health.ts';
 import type { NodeCapacity, NodeSandbox, NodeSandboxSpec, SandboxNode } from './types.ts';
 
 export interface PlacementOptions {
@@ -29,12 +35,24 @@ export interface PlacementOptions {
   /** [0, 1) (tests pass their own). Default Math.random. */
   random?: () => number;
   onError?: (error: unknown) => void;
+  /** Where each agent is and the runtime cordons, kept across restarts (the store's). Default: memory only. */
+  store?: NodeStore;
+  /** Probe every node's capacity this often, to find silent ones (./health.ts); 0: only after failed calls. Default 0. */
+  probeMs?: number;
+  /** Told when a node stops or starts answering. */
+  onHealth?: (name: string, reachable: boolean, error?: string) => void;
 }
 
 /** What GET /v1/nodes and the admin say about a node. */
 export interface NodeStatus {
   name: string;
   cordoned: boolean;
+  reachable: boolean;
+  /** While unreachable: since when (epoch ms), and what the failing probe or call said. */
+  unreachableSince?: number;
+  error?: string;
+  /** Agents whose sandbox is on it (as recorded). */
+  agents: number;
   /** Its capacity as last read (undefined: it did not answer, or answered nonsense). */
   capacity?: NodeCapacity;
 }
@@ -42,10 +60,14 @@ export interface NodeStatus {
 export interface PlacedNodes extends SandboxNode<never> {
   /** The node the agent's sandbox is on, when this process knows. */
   nodeOf(agentId: string): string | undefined;
-  /** Marks a node as taking (false) or not taking (true) new agents. NOT_FOUND for an unknown name. */
-  cordon(name: string, cordoned: boolean): void;
+  /** Marks a node as taking (false) or not taking (true) new agents, in the store too. NOT_FOUND for an unknown name. */
+  cordon(name: string, cordoned: boolean): Promise<void>;
   nodes(): Promise<NodeStatus[]>;
 }
+
+/** Whether a node is placement's (the provider's node when DSH_NODES is set). */
+export const isPlacement = (node: SandboxNode<unknown>): node is PlacedNodes =>
+  node.name === 'placement' && typeof (node as Partial<PlacedNodes>).cordon === 'function';
 
 interface Cached {
   at: number;
@@ -65,6 +87,8 @@ interface State {
   /** Agent id → node name: where its sandbox is (find, adopt, ensure). */
   where: Map<string, string>;
   cache: Map<string, Cached>;
+  store: NodeStore | undefined;
+  health: NodeHealth;
 }
 
 export function createPlacement(members: SandboxNode<never>[], options: PlacementOptions = {}): PlacedNodes {
@@ -80,13 +104,24 @@ export function createPlacement(members: SandboxNode<never>[], options: Placemen
     onError: options.onError ?? (() => {}),
     where: new Map(),
     cache: new Map(),
+    store: options.store,
+    health: undefined as unknown as NodeHealth,
   };
+  s.health = createNodeHealth(members, {
+    probeMs: options.probeMs ?? 0,
+    answerMs: s.answerMs,
+    onCapacity: (name, c) => {
+      const capacity = saneCapacity(c);
+      s.cache.set(name, { at: Date.now(), capacity });
+    },
+    onChange: (name, down) => options.onHealth?.(name, down === undefined, down?.error),
+  });
   for (const name of s.cordoned)
     if (!s.byName.has(name))
       throw new SandboxError('CONFIG_INVALID', `No node is named "${name}" to cordon.`);
   const on = async <T>(agentId: string, none: T, fn: (n: SandboxNode<never>) => Promise<T>): Promise<T> => {
     const node = await route(s, agentId);
-    return node === undefined ? none : fn(node);
+    return node === undefined ? none : guarded(s, node, fn);
   };
   const first = members[0] as SandboxNode<never>;
   return {
@@ -104,20 +139,21 @@ export function createPlacement(members: SandboxNode<never>[], options: Placemen
     async ensure(spec) {
       const { node: at } = await locate(s, spec.agentId);
       const node = at ?? (await place(s, spec));
-      const placed = await node.ensure(spec);
+      const placed = await guarded(s, node, (n) => n.ensure(spec));
       if (s.where.get(spec.agentId) !== node.name) counted(s, node.name);
-      s.where.set(spec.agentId, node.name);
+      await remember(s, spec.agentId, node.name);
       return placed;
     },
     find: async (agentId) => {
       const { node, found } = await locate(s, agentId);
-      return found ?? (await node?.find(agentId));
+      if (found !== undefined || node === undefined) return found;
+      return guarded(s, node, (n) => n.find(agentId));
     },
     async open(agentId, openOptions) {
       const node = await route(s, agentId);
       if (node === undefined)
         throw new SandboxError('SANDBOX_UNAVAILABLE', `Agent ${agentId} has no sandbox on any node.`);
-      return node.open(agentId, openOptions);
+      return guarded(s, node, (n) => n.open(agentId, openOptions));
     },
     state: (agentId) => on(agentId, 'absent' as const, (n) => n.state(agentId)),
     stop: (agentId) => on(agentId, undefined, (n) => n.stop(agentId)),
@@ -126,31 +162,80 @@ export function createPlacement(members: SandboxNode<never>[], options: Placemen
     async destroy(agentId) {
       await on(agentId, undefined, (n) => n.destroy(agentId));
       s.where.delete(agentId);
+      await s.store?.forget(agentId);
     },
     adopt: (adoptOptions) => adoptAll(s, adoptOptions),
     capacity: async () =>
       sumOf((await Promise.all(members.map((n) => capacityOf(s, n)))).filter((c) => c !== undefined)),
     close: async () => {
+      s.health.close();
       await Promise.all(members.map((n) => n.close()));
     },
     nodeOf: (agentId) => s.where.get(agentId),
-    cordon(name, cordon) {
-      if (!s.byName.has(name)) throw new SandboxError('NOT_FOUND', `No node is named "${name}".`);
-      if (cordon) s.cordoned.add(name);
-      else s.cordoned.delete(name);
+    unreachable(agentId) {
+      const name = s.where.get(agentId);
+      return name !== undefined && s.health.down(name) !== undefined ? name : undefined;
     },
-    nodes: () =>
-      Promise.all(
-        members.map(async (n) => {
-          const capacity = await capacityOf(s, n);
-          return {
-            name: n.name,
-            cordoned: s.cordoned.has(n.name),
-            ...(capacity === undefined ? {} : { capacity }),
-          };
-        }),
-      ),
+    async cordon(name, cordon) {
+      if (!s.byName.has(name)) throw new SandboxError('NOT_FOUND', `No node is named "${name}".`);
+      // With a store, it is the cordons' record (the admin command and other replicas write it
+      // too); memory keeps the configuration's, which an uncordon here lifts as well.
+      await s.store?.setCordon(name, cordon);
+      if (!cordon) s.cordoned.delete(name);
+      else if (s.store === undefined) s.cordoned.add(name);
+    },
+    nodes: () => statuses(s),
   };
+}
+
+/** Every node as GET /v1/nodes shows it. */
+async function statuses(s: State): Promise<NodeStatus[]> {
+  const cordoned = await cordonedNow(s);
+  const counts = s.store === undefined ? undefined : await s.store.agentCounts();
+  const held = (name: string): number =>
+    counts?.get(name) ?? [...s.where.values()].filter((n) => n === name).length;
+  return Promise.all(
+    s.members.map(async (n) => {
+      // A silent node is probed, not asked twice: its last reading stands.
+      const capacity = s.health.down(n.name) === undefined ? await capacityOf(s, n) : undefined;
+      const down = s.health.down(n.name);
+      return {
+        name: n.name,
+        cordoned: cordoned.has(n.name),
+        reachable: down === undefined,
+        ...(down === undefined ? {} : { unreachableSince: down.since, error: down.error }),
+        agents: held(n.name),
+        ...(capacity === undefined ? {} : { capacity }),
+      };
+    }),
+  );
+}
+
+/** The cordons now: the configuration's and this process's, and those the store keeps (set through any replica or the admin command). */
+async function cordonedNow(s: State): Promise<Set<string>> {
+  const stored = (await s.store?.cordoned()) ?? [];
+  return new Set([...s.cordoned, ...stored.filter((name) => s.byName.has(name))]);
+}
+
+/** A call of an agent on its node: at once NODE_UNREACHABLE when the node is known silent; a failure that may be the node's probes it. */
+async function guarded<T>(
+  s: State,
+  node: SandboxNode<never>,
+  fn: (n: SandboxNode<never>) => Promise<T>,
+): Promise<T> {
+  s.health.check(node.name);
+  try {
+    return await fn(node);
+  } catch (e) {
+    throw await s.health.failed(node, e);
+  }
+}
+
+/** Remembers the agent's node, in the store too when it changed. */
+async function remember(s: State, agentId: string, name: string): Promise<void> {
+  if (s.where.get(agentId) === name) return;
+  s.where.set(agentId, name);
+  await s.store?.place(agentId, name);
 }
 
 const answer = <T>(s: State, node: SandboxNode<never>, what: string, p: Promise<T>): Promise<T> =>
@@ -160,6 +245,7 @@ const answer = <T>(s: State, node: SandboxNode<never>, what: string, p: Promise<
 async function capacityOf(s: State, node: SandboxNode<never>): Promise<NodeCapacity | undefined> {
   const hit = s.cache.get(node.name);
   if (hit !== undefined && Date.now() - hit.at < s.ttl) return hit.capacity;
+  if (s.health.down(node.name) !== undefined) return undefined;
   const capacity = await answer(s, node, 'capacity', node.capacity()).then(saneCapacity, (e: unknown) => {
     s.onError(e);
     return undefined;
@@ -175,47 +261,62 @@ interface Located {
   silent: string[];
 }
 
-/** Where the agent is: memory, else every node's find. */
+/** Where the agent is: memory, else the store, else every node's find (a silent node's answer is not waited for). */
 async function locate(s: State, agentId: string): Promise<Located> {
-  const known = s.where.get(agentId);
-  const node = known === undefined ? undefined : s.byName.get(known);
-  if (node !== undefined) return { node, silent: [] };
-  const silent: string[] = [];
+  const known = s.where.get(agentId) ?? (await s.store?.nodeOf(agentId));
+  if (known !== undefined) {
+    const node = s.byName.get(known);
+    if (node === undefined)
+      throw new SandboxError(
+        'NODE_UNREACHABLE',
+        `Agent ${agentId}'s sandbox and files are on node ${known}, which is not among this control plane's nodes (DSH_NODES).`,
+        { data: { node: known } },
+      );
+    s.where.set(agentId, known);
+    return { node, silent: [] };
+  }
+  const silent = s.members.filter((n) => s.health.down(n.name) !== undefined).map((n) => n.name);
   const answers = await Promise.all(
-    s.members.map((n) =>
-      answer(s, n, 'find', n.find(agentId)).then(
-        (found) => ({ n, found }),
-        (e: unknown) => {
-          s.onError(e);
-          silent.push(n.name);
-          return { n, found: undefined };
-        },
+    s.members
+      .filter((n) => s.health.down(n.name) === undefined)
+      .map((n) =>
+        answer(s, n, 'find', n.find(agentId)).then(
+          (found) => ({ n, found }),
+          (e: unknown) => {
+            s.onError(e);
+            silent.push(n.name);
+            return { n, found: undefined };
+          },
+        ),
       ),
-    ),
   );
   const hit = answers.find((a) => a.found !== undefined);
   if (hit === undefined) return { silent };
-  s.where.set(agentId, hit.n.name);
+  await remember(s, agentId, hit.n.name);
   return { node: hit.n, ...(hit.found === undefined ? {} : { found: hit.found }), silent };
 }
 
-/** The agent's node for a call on it; SANDBOX_UNAVAILABLE naming the nodes that might have it and do not answer. */
+/** The agent's node for a call on it; NODE_UNREACHABLE naming the nodes that might have it and do not answer. */
 async function route(s: State, agentId: string): Promise<SandboxNode<never> | undefined> {
   const { node, silent } = await locate(s, agentId);
   if (node === undefined && silent.length > 0)
-    throw unavailable(silent.join(', '), `does not answer; agent ${agentId} may be there`);
+    throw new SandboxError(
+      'NODE_UNREACHABLE',
+      `Node ${silent.join(', ')} does not answer; agent ${agentId} may be there.`,
+      { data: { node: silent.join(',') } },
+    );
   return node;
 }
 
 /** A new agent's node: its family's when that takes new agents, else the freest of K sampled. */
 async function place(s: State, spec: NodeSandboxSpec): Promise<SandboxNode<never>> {
   const runtime = spec.runtime ?? DEFAULT_RUNTIME;
+  const cordoned = await cordonedNow(s);
+  const takes = (n: SandboxNode<never>): boolean =>
+    !cordoned.has(n.name) && s.health.down(n.name) === undefined;
   const family = spec.near === undefined ? undefined : (await locate(s, spec.near)).node;
-  if (family !== undefined && !s.cordoned.has(family.name)) return family;
-  const open = shuffle(
-    s.members.filter((n) => !s.cordoned.has(n.name)),
-    s.random,
-  ).slice(0, s.sample);
+  if (family !== undefined && takes(family)) return family;
+  const open = shuffle(s.members.filter(takes), s.random).slice(0, s.sample);
   const scored = await Promise.all(open.map(async (n) => ({ n, c: await capacityOf(s, n) })));
   let best: { n: SandboxNode<never>; score: number } | undefined;
   for (const { n, c } of scored) {
@@ -226,7 +327,7 @@ async function place(s: State, spec: NodeSandboxSpec): Promise<SandboxNode<never
   if (best === undefined)
     throw new SandboxError(
       'SANDBOX_UNAVAILABLE',
-      `No node can take a new sandbox (${open.length === 0 ? 'every node is cordoned' : `asked ${open.map((n) => n.name).join(', ')}`}).`,
+      `No node can take a new sandbox (${open.length === 0 ? 'every node is cordoned or unreachable' : `asked ${open.map((n) => n.name).join(', ')}`}).`,
     );
   return best.n;
 }
@@ -245,8 +346,8 @@ async function adoptAll(s: State, options: Parameters<SandboxNode<never>['adopt'
   const names = await Promise.all(
     s.members.map((n) =>
       n.adopt(options).then(
-        (found) => {
-          for (const agentId of found) s.where.set(agentId, n.name);
+        async (found) => {
+          for (const agentId of found) await remember(s, agentId, n.name);
           return found;
         },
         (e: unknown) => {
@@ -260,7 +361,7 @@ async function adoptAll(s: State, options: Parameters<SandboxNode<never>['adopt'
 }
 
 const unavailable = (node: string, what: string) =>
-  new SandboxError('SANDBOX_UNAVAILABLE', `Node ${node} ${what}.`);
+  new SandboxError('NODE_UNREACHABLE', `Node ${node} ${what}.`, { data: { node } });
 
 function withDeadline<T>(p: Promise<T>, ms: number, error: () => Error): Promise<T> {
   let timer: NodeJS.Timeout | undefined;

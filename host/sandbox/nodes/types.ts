@@ -167,6 +167,11 @@ export interface SandboxNode<W = never> {
   /** At start: finds this instance's sandboxes again, removes leftovers; the agents' names found. */
   adopt(options?: AdoptOptions): Promise<string[]>;
   capacity(): Promise<NodeCapacity>;
+  /**
+   * The name of the node that holds the agent's sandbox when that node is known not to answer now
+   * (placement's health, memory only); undefined otherwise. Optional: a single node has none.
+   */
+  unreachable?(agentId: string): string | undefined;
   /** Stops the pool and background work; sandboxes stay for adoption. */
   close(): Promise<void>;
 }

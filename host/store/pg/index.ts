@@ -24,6 +24,7 @@ import { pgInstanceIdOf } from './instance.ts';
 import { createPgLeaseStore } from './leases.ts';
 import { createPgLimitStore } from './limits.ts';
 import { migratePg } from './migrate.ts';
+import { createPgNodeStore } from './nodes.ts';
 import { type PgWakeBus, startPgWakeBus } from './notify.ts';
 import { createPgPluginStore } from './plugins.ts';
 import { createPgRequestStore } from './requests.ts';
@@ -103,6 +104,7 @@ export const openPgStore = async (options: OpenPgStoreOptions): Promise<Store> =
       limits: createPgLimitStore(db),
       callBatches: createPgCallBatchStore(db, now),
       tenantSettings: createPgTenantSettingsStore(db, now),
+      nodes: createPgNodeStore(db, now),
       close() {
         closing ??= (async () => {
           try {

@@ -2,9 +2,8 @@
 // (./engine.ts), a node agent on each (`host/cli.ts node`, mutual TLS), and a control plane whose
 // DSH_NODES names both: agents created through the API spread over both engines and each works
 // there (bash, write, read); a second control plane with DSH_NODES_CORDONED=b places every new
-// agent on a; when b's node agent is killed, b's agents' calls fail with SANDBOX_UNAVAILABLE naming b
+// agent on a; when b's node agent is killed, b's agents' calls fail with NODE_UNREACHABLE naming b
 // while a's agents carry on.
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,49 +15,16 @@ import { makeCa, makeCert } from '../../../scripts/node-certs.ts';
 import type { Loose } from '../../unit/api/harness.ts';
 import { json } from '../api/served.ts';
 import { sandboxImage } from '../sandbox/fixtures.ts';
+import { type NodeAgent, startNodeAgent } from './cluster.ts';
 import { type Engine, startEngine } from './engine.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'dsh-placement-'));
 const ca = join(dir, 'ca');
 const engines: Record<string, Engine> = {};
-const agents: ChildProcess[] = [];
 const servers: Running[] = [];
 const urls: Record<string, string> = {};
-/** The node agents' processes by node name. */
-const nodeAgents: Record<string, ChildProcess> = {};
-
-/** Starts `host/cli.ts node` on an engine; resolves with the URL it prints. */
-const startNodeAgent = (name: string, engine: Engine): Promise<string> =>
-  new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--no-node-snapshot', 'host/cli.ts', 'node'], {
-      env: {
-        ...process.env,
-        DOCKER_HOST: engine.host,
-        DSH_NODE_LISTEN: '127.0.0.1:0',
-        DSH_NODE_CERT: join(ca, `${name}.pem`),
-        DSH_NODE_KEY: join(ca, `${name}.key`),
-        DSH_NODE_CA: join(ca, 'ca.pem'),
-        DSH_DATA_DIR: join(engine.dir, 'node-data'),
-        DSH_SANDBOX_IMAGE: sandboxImage(),
-        DSH_DISK_QUOTA: 'off',
-        DSH_POOL_SIZE: '0',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    agents.push(child);
-    nodeAgents[name] = child;
-    let out = '';
-    let err = '';
-    child.stderr?.on('data', (c: Buffer) => {
-      err += c.toString();
-    });
-    child.stdout?.on('data', (c: Buffer) => {
-      out += c.toString();
-      const m = /^listening (https:\/\/\S+)$/m.exec(out);
-      if (m?.[1]) resolve(m[1]);
-    });
-    child.once('exit', (code) => reject(new Error(`the node agent exited (${code}):\n${out}\n${err}`)));
-  });
+/** The node agents by node name. */
+const nodeAgents: Record<string, NodeAgent> = {};
 
 const controlPlane = async (name: string, more: Partial<Config> = {}): Promise<Running> => {
   const config = loadConfig(
@@ -92,18 +58,14 @@ beforeAll(async () => {
   makeCert(ca, ca, 'control');
   const [a, b] = await Promise.all([startEngine(sandboxImage()), startEngine(sandboxImage())]);
   Object.assign(engines, { a, b });
-  const [ua, ub] = await Promise.all([startNodeAgent('a', a), startNodeAgent('b', b)]);
-  Object.assign(urls, { a: ua, b: ub });
+  const [na, nb] = await Promise.all([startNodeAgent(ca, 'a', a), startNodeAgent(ca, 'b', b)]);
+  Object.assign(nodeAgents, { a: na, b: nb });
+  Object.assign(urls, { a: na.url, b: nb.url });
 }, 300_000);
 
 afterAll(async () => {
   for (const s of servers) await s.close();
-  for (const child of agents)
-    if (child.pid !== undefined && child.exitCode === null && child.signalCode === null) {
-      const exited = new Promise((r) => child.once('exit', r));
-      process.kill(child.pid, 'SIGTERM');
-      await exited;
-    }
+  for (const agent of Object.values(nodeAgents)) await agent.stop();
   await Promise.all(Object.values(engines).map((e) => e.stop()));
   rmSync(dir, { recursive: true, force: true });
 }, 120_000);
@@ -166,7 +128,7 @@ it('gives a cordoned node no new agents', async () => {
   expect(await placed(running)).toEqual({ a: 3, b: 0 });
 }, 300_000);
 
-it("fails a stopped node's agents with SANDBOX_UNAVAILABLE naming it, while the other node's agents carry on", async () => {
+it("fails a stopped node's agents with NODE_UNREACHABLE naming it, while the other node's agents carry on", async () => {
   const { running, made } = spread as NonNullable<typeof spread>;
   const onB = new Set(
     (
@@ -178,13 +140,10 @@ it("fails a stopped node's agents with SANDBOX_UNAVAILABLE naming it, while the 
   );
   const b = made.find((m) => onB.has(m.id));
   const a = made.find((m) => !onB.has(m.id));
-  const child = nodeAgents.b as ChildProcess;
-  const exited = new Promise((r) => child.once('exit', r));
   // The node's machine gone: the agent is killed, its sockets reset.
-  process.kill(child.pid as number, 'SIGKILL');
-  await exited;
+  await (nodeAgents.b as NodeAgent).kill();
   const failed = await (b as NonNullable<typeof b>).raw('bash', { command: 'true', description: 'on b' });
-  expect(JSON.stringify(failed.json)).toMatch(/SANDBOX_UNAVAILABLE/);
+  expect(JSON.stringify(failed.json)).toMatch(/NODE_UNREACHABLE/);
   expect(JSON.stringify(failed.json)).toMatch(/[Nn]ode b/);
   const out = await (a as NonNullable<typeof a>).call('bash', {
     command: 'cat mine.txt',

@@ -47,6 +47,7 @@ export const makeApi = async (
       | 'metricsKey'
       | 'replicas'
       | 'runtimes'
+      | 'nodes'
     >;
   } = {},
 ) => {

@@ -3,7 +3,9 @@
 // wire, the two streams carry bytes both ways, and what a hostile or mistaken client sends is
 // refused before the node is asked: no certificate or another CA's, a bad instance, an agent id
 // that is too long, limits over the node's maxima, a pause mode or a runtime it does not know, a
-// body over 1 MiB, an unknown call. The runtime of a spec and those a node offers cross too.
+// body over 1 MiB, an unknown call. The runtime of a spec and those a node offers cross too. A
+// node that is down fails calls with NODE_UNREACHABLE naming it, and one that did not answer at
+// the control plane's start (lateRemoteNode) is connected once it does.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -13,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SandboxError } from '../../../host/errors.ts';
 import { DOCKER_DEFAULT_LIMITS, DOCKER_DEFAULT_MAXIMA } from '../../../host/sandbox/docker/config.ts';
 import { connectRemoteNode, type RemoteNode } from '../../../host/sandbox/nodes/remote/client.ts';
+import { lateRemoteNode } from '../../../host/sandbox/nodes/remote/late.ts';
 import { type NodeServer, serveNode } from '../../../host/sandbox/nodes/remote/server.ts';
 import type { SandboxdChannel, SandboxdPipe, SandboxNode } from '../../../host/sandbox/nodes/types.ts';
 import { makeCa, makeCert } from '../../../scripts/node-certs.ts';
@@ -243,4 +246,43 @@ describe('the node protocol', () => {
     expect(code(await raw('/v1/exec', '{}'))).toBe('NOT_FOUND');
     expect(asked).toEqual([]);
   });
+});
+
+it('fails calls on a node that is down with NODE_UNREACHABLE naming it, and connects a late node once it answers', async () => {
+  const serve = (port: number) =>
+    serveNode({
+      host: '127.0.0.1',
+      port,
+      cert: pem('ca', 'node.pem'),
+      key: pem('ca', 'node.key'),
+      ca: pem('ca', 'ca.pem'),
+      nodeFor: () => fake,
+    });
+  const first = await serve(0);
+  const port = first.port;
+  await first.close();
+  const options = {
+    name: 'late',
+    url: `https://127.0.0.1:${port}`,
+    instance: 'test',
+    cert: pem('ca', 'control.pem'),
+    key: pem('ca', 'control.key'),
+    ca: pem('ca', 'ca.pem'),
+    timeoutMs: 5000,
+  };
+  await expect(connectRemoteNode(options)).rejects.toMatchObject({
+    code: 'NODE_UNREACHABLE',
+    data: { node: 'late' },
+  });
+  const like = { defaults: { ...DOCKER_DEFAULT_LIMITS, pids: 7 }, maxima: DOCKER_DEFAULT_MAXIMA };
+  const late = lateRemoteNode(options, like);
+  expect(late.defaults.pids).toBe(7);
+  await expect(late.capacity()).rejects.toMatchObject({ code: 'NODE_UNREACHABLE', message: /Node late/ });
+  const back = await serve(port);
+  try {
+    expect((await late.capacity()).cpus).toBe(2);
+    expect(late.defaults).toEqual(DOCKER_DEFAULT_LIMITS);
+  } finally {
+    await back.close();
+  }
 });

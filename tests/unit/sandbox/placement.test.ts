@@ -2,13 +2,19 @@
 // goes to the freest sampled node, a burst spreads, an isolated child lands beside its parent, a
 // cordoned node gets no new agent (its agents keep working), a node without the runtime asked for
 // is passed over, a node that does not answer fails only its own agents' calls (at once, with
-// SANDBOX_UNAVAILABLE naming it) while agents elsewhere carry on, and a node's hostile capacity
-// answer (negative, NaN, Infinity, strings, missing) never wins a placement.
-import { describe, expect, it } from 'vitest';
+// NODE_UNREACHABLE naming it) while agents elsewhere carry on, and a node's hostile capacity
+// answer (negative, NaN, Infinity, strings, missing) never wins a placement. With the store: an
+// agent goes back to the node the store records (also after a restart, when that node is down or
+// its container is gone: never placed again elsewhere), a silent node is found by the probe and
+// comes back with it, and cordons set through the store hold.
+import { describe, expect, it, vi } from 'vitest';
 import { SandboxError } from '../../../host/errors.ts';
 import { DOCKER_DEFAULT_LIMITS, DOCKER_DEFAULT_MAXIMA } from '../../../host/sandbox/docker/config.ts';
 import { createPlacement, saneCapacity } from '../../../host/sandbox/nodes/placement.ts';
 import type { NodeCapacity, SandboxdChannel, SandboxNode } from '../../../host/sandbox/nodes/types.ts';
+import { createNodeStore } from '../../../host/store/nodes.ts';
+import { until } from '../../helpers/until.ts';
+import { tempDatabase } from '../store/harness.ts';
 
 const GIB = 1024 ** 3;
 
@@ -143,7 +149,7 @@ describe('placement', () => {
     const p = createPlacement([a, b]);
     await p.ensure(spec('child', { near: 'parent' }));
     expect(a.agents.has('child')).toBe(true);
-    p.cordon('a', true);
+    await p.cordon('a', true);
     await p.ensure(spec('child2', { near: 'parent' }));
     expect(b.agents.has('child2')).toBe(true);
   });
@@ -160,10 +166,10 @@ describe('placement', () => {
       ['a', true],
       ['b', false],
     ]);
-    p.cordon('a', false);
+    await p.cordon('a', false);
     await p.ensure(spec('back'));
     expect(a.agents.has('back')).toBe(true);
-    expect(() => p.cordon('nope', true)).toThrow(expect.objectContaining({ code: 'NOT_FOUND' }));
+    await expect(p.cordon('nope', true)).rejects.toMatchObject({ code: 'NOT_FOUND' });
   });
 
   it('refuses a new agent when every node is cordoned, and a cordon of an unknown node at start', async () => {
@@ -190,13 +196,17 @@ describe('placement', () => {
     const p = createPlacement([a, b], { capacityTtlMs: 0 });
     await p.adopt();
     a.down = true;
-    await expect(p.open('on-a')).rejects.toMatchObject({ code: 'SANDBOX_UNAVAILABLE', message: /Node a/ });
-    await expect(p.state('on-a')).rejects.toMatchObject({ code: 'SANDBOX_UNAVAILABLE' });
+    await expect(p.open('on-a')).rejects.toMatchObject({
+      code: 'NODE_UNREACHABLE',
+      message: /Node a/,
+      data: { node: 'a' },
+    });
+    await expect(p.state('on-a')).rejects.toMatchObject({ code: 'NODE_UNREACHABLE' });
     expect(await p.open('on-b')).toEqual({ name: 'b' });
     await p.ensure(spec('fresh'));
     expect(b.agents.has('fresh')).toBe(true);
     // An agent this process never saw, maybe on the silent node: its calls fail naming that node.
-    await expect(p.open('unknown')).rejects.toMatchObject({ code: 'SANDBOX_UNAVAILABLE', message: /Node a/ });
+    await expect(p.open('unknown')).rejects.toMatchObject({ code: 'NODE_UNREACHABLE', message: /Node a/ });
   });
 
   it('does not wait on a node that never answers its capacity', async () => {
@@ -224,5 +234,98 @@ describe('placement', () => {
     for (let i = 0; i < 3; i++) await p.ensure(spec(`h${i}`));
     expect(honest.agents.size).toBe(3);
     expect(saneCapacity(null as unknown as NodeCapacity)).toBeUndefined();
+  });
+
+  it('sends an agent back to the node the store records, after a restart too, never elsewhere while that node is down', async () => {
+    const temp = tempDatabase();
+    try {
+      const store = createNodeStore(temp.connect());
+      const a = fake('a');
+      const b = fake('b', { cpus: 64, memoryBytes: 256 * GIB });
+      const first = createPlacement([a, b], { store });
+      await first.ensure(spec('kept'));
+      expect(b.agents.has('kept')).toBe(true);
+      expect(await store.nodeOf('kept')).toBe('b');
+      // A restart with b down: the agent is not placed on a (its files are on b).
+      const bigA = fake('a', { cpus: 64 * 64, memoryBytes: 1024 * GIB });
+      b.down = true;
+      const again = createPlacement([bigA, b], { store: createNodeStore(temp.connect()) });
+      await expect(again.find('kept')).rejects.toMatchObject({
+        code: 'NODE_UNREACHABLE',
+        data: { node: 'b' },
+      });
+      await expect(again.ensure(spec('kept'))).rejects.toMatchObject({ code: 'NODE_UNREACHABLE' });
+      expect(bigA.agents.has('kept')).toBe(false);
+      // b back but its container gone: made again on b (its workspace), not on the freer a.
+      b.down = false;
+      b.agents.clear();
+      await again.ensure(spec('kept'));
+      expect([bigA.agents.has('kept'), b.agents.has('kept')]).toEqual([false, true]);
+      expect((await again.nodes()).map((n) => [n.name, n.agents])).toEqual([
+        ['a', 0],
+        ['b', 1],
+      ]);
+      await again.destroy('kept');
+      expect(await store.nodeOf('kept')).toBeUndefined();
+    } finally {
+      temp.cleanup();
+    }
+  });
+
+  it('finds a silent node by its probe: its agents read unreachable and fail without a call to it; it comes back', async () => {
+    const a = fake('a');
+    const b = fake('b');
+    a.agents.add('on-a');
+    b.agents.add('on-b');
+    const health: string[] = [];
+    const p = createPlacement([a, b], {
+      probeMs: 5,
+      onHealth: (name, reachable) => health.push(`${name}:${reachable}`),
+    });
+    try {
+      await p.adopt();
+      b.down = true;
+      await until(() => p.unreachable?.('on-b') === 'b', { what: 'the probe to find b silent' });
+      const opened = vi.spyOn(b, 'open');
+      await expect(p.open('on-b')).rejects.toMatchObject({ code: 'NODE_UNREACHABLE', data: { node: 'b' } });
+      expect(opened).not.toHaveBeenCalled();
+      const down = (await p.nodes()).find((n) => n.name === 'b');
+      expect(down).toMatchObject({ reachable: false, agents: 1 });
+      expect(down?.unreachableSince).toBeTypeOf('number');
+      // New agents go to a; a's agents carry on.
+      await p.ensure(spec('fresh'));
+      expect(a.agents.has('fresh')).toBe(true);
+      expect(await p.open('on-a')).toEqual({ name: 'a' });
+      b.down = false;
+      await until(() => p.unreachable?.('on-b') === undefined, { what: 'the probe to find b back' });
+      expect(await p.open('on-b')).toEqual({ name: 'b' });
+      expect(health).toEqual(['b:false', 'b:true']);
+    } finally {
+      await p.close();
+    }
+  });
+
+  it('honours cordons set through the store (another replica, the admin command), and keeps its own there', async () => {
+    const temp = tempDatabase();
+    try {
+      const store = createNodeStore(temp.connect());
+      const a = fake('a', { cpus: 64, memoryBytes: 256 * GIB });
+      const b = fake('b');
+      const p = createPlacement([a, b], { store, capacityTtlMs: 0 });
+      await createNodeStore(temp.connect()).setCordon('a', true);
+      await p.ensure(spec('one'));
+      expect(b.agents.has('one')).toBe(true);
+      expect((await p.nodes()).map((n) => [n.name, n.cordoned])).toEqual([
+        ['a', true],
+        ['b', false],
+      ]);
+      await p.cordon('a', false);
+      await p.cordon('b', true);
+      expect(await store.cordoned()).toEqual(['b']);
+      await p.ensure(spec('two'));
+      expect(a.agents.has('two')).toBe(true);
+    } finally {
+      temp.cleanup();
+    }
   });
 });

@@ -3,7 +3,7 @@
 // node's certificate must be signed by the cluster's CA and name the URL's host. `open` and `link`
 // give the upgraded TLS socket itself as the pipe, so the sandboxd client (the control plane's own)
 // speaks to sandboxd through it and validates every frame as it does locally.
-// Invariants: a node that cannot be reached fails the call with SANDBOX_UNAVAILABLE naming the node
+// Invariants: a node that cannot be reached fails the call with NODE_UNREACHABLE naming the node
 // (no call waits past its deadline); an error the node answers keeps its code; a remote node has no
 // warm sessions (its pool's sandboxes are connected after `ensure`, like any other).
 

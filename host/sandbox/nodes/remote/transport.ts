@@ -2,7 +2,7 @@
 // upgraded stream, to a node at an https URL with this control plane's client certificate; the
 // node's certificate must be signed by the cluster's CA and name the URL's host.
 // Invariants: a node that cannot be reached, or does not answer within the deadline, fails the
-// call with SANDBOX_UNAVAILABLE naming the node; an error the node answers keeps its code; an
+// call with NODE_UNREACHABLE naming the node (`data.node`); an error the node answers keeps its code; an
 // answer that is not the protocol's is SANDBOX_UNAVAILABLE too.
 
 import type { IncomingMessage } from 'node:http';
@@ -40,14 +40,10 @@ export function createTransport(options: TransportOptions): Transport {
   const unreachable = (e: unknown): SandboxError =>
     e instanceof SandboxError
       ? e
-      : new SandboxError(
-          'SANDBOX_UNAVAILABLE',
-          `Node ${options.name} is unreachable: ${(e as Error).message}`,
-          {
-            cause: e,
-            data: { node: options.name },
-          },
-        );
+      : new SandboxError('NODE_UNREACHABLE', `Node ${options.name} is unreachable: ${(e as Error).message}`, {
+          cause: e,
+          data: { node: options.name },
+        });
   const target = (path: string, method: string, ms: number, headers: Record<string, string>) => ({
     host: base.hostname,
     port: Number(base.port || 443),

@@ -1,0 +1,78 @@
+// Node agents for the node tests: `host/cli.ts node` started on a private engine (./engine.ts) with
+// a certificate of the test's CA, on loopback; kill() ends it as a lost machine would (SIGKILL:
+// its sockets reset), restart() starts it again on the same port, engine and data folder (a node
+// agent that comes back), stop() ends it for good (SIGTERM).
+// Invariant: only processes started here are signalled, by their pid.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { sandboxImage } from '../sandbox/fixtures.ts';
+import type { Engine } from './engine.ts';
+
+export interface NodeAgent {
+  /** `https://127.0.0.1:<port>`, the same across restarts. */
+  url: string;
+  kill(): Promise<void>;
+  restart(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** One `host/cli.ts node` process; resolves with it and the URL it prints. */
+const spawnAgent = (
+  ca: string,
+  name: string,
+  engine: Engine,
+  listen: string,
+): Promise<{ child: ChildProcess; url: string }> =>
+  new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--no-node-snapshot', 'host/cli.ts', 'node'], {
+      env: {
+        ...process.env,
+        DOCKER_HOST: engine.host,
+        DSH_NODE_LISTEN: listen,
+        DSH_NODE_CERT: join(ca, `${name}.pem`),
+        DSH_NODE_KEY: join(ca, `${name}.key`),
+        DSH_NODE_CA: join(ca, 'ca.pem'),
+        DSH_DATA_DIR: join(engine.dir, 'node-data'),
+        DSH_SANDBOX_IMAGE: sandboxImage(),
+        DSH_DISK_QUOTA: 'off',
+        DSH_POOL_SIZE: '0',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stderr?.on('data', (c: Buffer) => {
+      err += c.toString();
+    });
+    child.stdout?.on('data', (c: Buffer) => {
+      out += c.toString();
+      const m = /^listening (https:\/\/\S+)$/m.exec(out);
+      if (m?.[1]) resolve({ child, url: m[1] });
+    });
+    child.once('exit', (code) => reject(new Error(`the node agent exited (${code}):\n${out}\n${err}`)));
+  });
+
+const alive = (child: ChildProcess): boolean =>
+  child.pid !== undefined && child.exitCode === null && child.signalCode === null;
+
+const end = async (child: ChildProcess, signal: NodeJS.Signals): Promise<void> => {
+  if (!alive(child)) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  process.kill(child.pid as number, signal);
+  await exited;
+};
+
+/** A node agent named `name` (its certificate `<ca>/<name>.pem`) on `engine`. */
+export async function startNodeAgent(ca: string, name: string, engine: Engine): Promise<NodeAgent> {
+  let { child, url } = await spawnAgent(ca, name, engine, '127.0.0.1:0');
+  const port = new URL(url).port;
+  return {
+    url,
+    kill: () => end(child, 'SIGKILL'),
+    async restart() {
+      await end(child, 'SIGKILL');
+      ({ child, url } = await spawnAgent(ca, name, engine, `127.0.0.1:${port}`));
+    },
+    stop: () => end(child, 'SIGTERM'),
+  };
+}
