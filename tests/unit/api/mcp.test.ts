@@ -95,8 +95,34 @@ describe.each(ERAS)('an agent as an MCP server (%s protocol revision)', (era) =>
     const listed = await client.listTools();
     const surface = await http(keyA, 'GET', `/v1/agents/${agentId}/tools`);
     expect(
-      listed.tools.map((t) => ({ name: t.name, description: t.description, parameters: t.inputSchema })),
+      listed.tools.map((t) => ({
+        name: t.name,
+        description: t.description,
+        parameters: t.inputSchema,
+        annotations: t.annotations,
+      })),
     ).toEqual(surface.json.tools);
+    // Hints from the tool definitions: reading changes nothing, writing overwrites the same way
+    // twice, a shell may do anything anywhere.
+    const hints = Object.fromEntries(listed.tools.map((t) => [t.name, t.annotations]));
+    expect(hints.read).toEqual({
+      readOnlyHint: true,
+      destructiveHint: false,
+      idempotentHint: true,
+      openWorldHint: false,
+    });
+    expect(hints.write).toEqual({
+      readOnlyHint: false,
+      destructiveHint: true,
+      idempotentHint: true,
+      openWorldHint: false,
+    });
+    expect(hints.bash).toEqual({
+      readOnlyHint: false,
+      destructiveHint: true,
+      idempotentHint: false,
+      openWorldHint: true,
+    });
 
     const wrote = await client.callTool({
       name: 'write',
@@ -105,12 +131,21 @@ describe.each(ERAS)('an agent as an MCP server (%s protocol revision)', (era) =>
     expect(wrote.isError).toBeFalsy();
     const read = await client.callTool({ name: 'read', arguments: { file_path: 'notes/a.txt' } });
     expect(textOf(read)).toContain('hello from mcp');
+    // The JSON value is there as structuredContent too, as POST /calls returns it.
+    const viaHttp = await http(keyA, 'POST', `/v1/agents/${agentId}/calls`, {
+      calls: [{ id: 'r1', name: 'read', arguments: { file_path: 'notes/a.txt' } }],
+    });
+    expect(read.structuredContent).toEqual(viaHttp.json.results[0].value);
+    expect(JSON.stringify(read.structuredContent)).toContain('hello from mcp');
 
     const invalid = await client.callTool({ name: 'read', arguments: { file_path: 42 } });
     expect(invalid.isError).toBe(true);
     expect(textOf(invalid)).toMatch(/^Error \[INVALID_ARGUMENTS\]: .*file_path/);
-    const unknown = await client.callTool({ name: 'no_such_tool', arguments: {} });
-    expect(textOf(unknown)).toMatch(/^Error \[UNKNOWN_TOOL\]/);
+    // An unknown tool is the request's fault: JSON-RPC -32602, not a tool result.
+    await expect(client.callTool({ name: 'no_such_tool', arguments: {} })).rejects.toMatchObject({
+      code: -32602,
+      message: expect.stringContaining('no_such_tool'),
+    });
 
     // The durable log has the MCP calls like any other.
     const log = await http(keyA, 'GET', `/v1/agents/${agentId}/events`);
@@ -126,6 +161,13 @@ describe.each(ERAS)('an agent as an MCP server (%s protocol revision)', (era) =>
     const surface = await http(keyA, 'GET', `/v1/agents/${agentId}/tools`);
     expect(tools[0]?.description).toBe(surface.json.tools[0].description);
     expect(tools[0]?.description).toContain('tools.');
+    // A program is whatever its calls do.
+    expect(tools[0]?.annotations).toEqual({
+      readOnlyHint: false,
+      destructiveHint: true,
+      idempotentHint: false,
+      openWorldHint: true,
+    });
 
     const ran = await client.callTool({
       name: 'run_code',
@@ -136,6 +178,8 @@ describe.each(ERAS)('an agent as an MCP server (%s protocol revision)', (era) =>
     });
     expect(ran.isError, textOf(ran)).toBeFalsy();
     expect(textOf(ran)).toContain('from code mode');
+    // run_code's value, { logs, value }, as structuredContent.
+    expect(ran.structuredContent).toMatchObject({ logs: [expect.stringContaining('from code mode')] });
   });
 
   it('a policy denial comes back as an isError result with its code; an ask waits for the answer', async () => {
