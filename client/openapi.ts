@@ -455,18 +455,18 @@ export interface paths {
         };
         /**
          * Mcp (GET)
-         * @description The agent as an MCP server (Streamable HTTP; protocol 2026-07-28 and the 2025 revisions): tools/list is the agent's model-facing set, tools/call runs through the same pipeline as POST /calls. GET opens the 2025-era notification stream (tools/list_changed).
+         * @description The agent as an MCP server (Streamable HTTP; protocol 2026-07-28 and the 2025 revisions): tools/list is the agent's model-facing set, tools/call runs through the same pipeline as POST /calls. GET opens the 2025-era notification stream (tools/list_changed), or with Last-Event-ID resumes a 2025-era POST's answer after that event.
          */
         get: operations["mcpGet"];
         put?: never;
         /**
          * Mcp (POST)
-         * @description The agent as an MCP server (Streamable HTTP; protocol 2026-07-28 and the 2025 revisions): tools/list is the agent's model-facing set, tools/call runs through the same pipeline as POST /calls. GET opens the 2025-era notification stream (tools/list_changed).
+         * @description The agent as an MCP server (Streamable HTTP; protocol 2026-07-28 and the 2025 revisions): tools/list is the agent's model-facing set, tools/call runs through the same pipeline as POST /calls. GET opens the 2025-era notification stream (tools/list_changed), or with Last-Event-ID resumes a 2025-era POST's answer after that event.
          */
         post: operations["mcpPost"];
         /**
          * Mcp (DELETE)
-         * @description The agent as an MCP server (Streamable HTTP; protocol 2026-07-28 and the 2025 revisions): tools/list is the agent's model-facing set, tools/call runs through the same pipeline as POST /calls. GET opens the 2025-era notification stream (tools/list_changed).
+         * @description The agent as an MCP server (Streamable HTTP; protocol 2026-07-28 and the 2025 revisions): tools/list is the agent's model-facing set, tools/call runs through the same pipeline as POST /calls. GET opens the 2025-era notification stream (tools/list_changed), or with Last-Event-ID resumes a 2025-era POST's answer after that event.
          */
         delete: operations["mcpDelete"];
         options?: never;
@@ -3449,7 +3449,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description No such agent */
+            /** @description No such agent (or, for a GET with Last-Event-ID, no such stream of it: a JSON-RPC error) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3497,7 +3497,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description No such agent */
+            /** @description No such agent (or, for a GET with Last-Event-ID, no such stream of it: a JSON-RPC error) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3545,7 +3545,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description No such agent */
+            /** @description No such agent (or, for a GET with Last-Event-ID, no such stream of it: a JSON-RPC error) */
             404: {
                 headers: {
                     [name: string]: unknown;

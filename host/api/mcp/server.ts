@@ -5,9 +5,10 @@
 // requests the tenant answers over HTTP), guards and the durable log all happen there, once. The
 // low-level Server is a pass-through on purpose: McpServer.registerTool would validate arguments a
 // second time, with other wording than the pipeline's INVALID_ARGUMENTS.
-// A call stops when the client cancels it: closing its HTTP request (2026-era clients; any client
-// that drops the connection), or a 2025-era `notifications/cancelled`, which arrives in a POST of
-// its own and reaches the call through InflightCalls. The batch deadline (callTimeoutMs) applies.
+// A call stops when the client cancels it: closing its HTTP request (2026-era clients), or a
+// 2025-era `notifications/cancelled`, which arrives in a POST of its own and reaches the call
+// through InflightCalls (a 2025-era connection that drops does not: its answer is kept for a
+// resume, ../routes/mcp.ts gives this server a signal only shutdown aborts). The batch deadline (callTimeoutMs) applies.
 // An unknown tool name is a JSON-RPC error (-32602, data.code UNKNOWN_TOOL), not a tool result.
 import { randomUUID } from 'node:crypto';
 import { type CallToolResult, ProtocolError, ProtocolErrorCode, Server } from '@modelcontextprotocol/server';

@@ -284,6 +284,130 @@ describe.each(ERAS)('an agent as an MCP server (%s protocol revision)', (era) =>
   });
 });
 
+// A 2025-era answer outlives its connection: its SSE events carry ids, a client that lost the
+// stream resumes it with Last-Event-ID and gets the answer the call produced meanwhile, and only the
+// agent's own tenant can (MCP Streamable HTTP, "Resumability and Redelivery").
+describe('resumable answers (2025 revisions)', () => {
+  const waitingAgent = async () => {
+    const agentId = await createAgent();
+    const reg = await http(keyA, 'POST', `/v1/agents/${agentId}/remote-tools`, {
+      tools: [{ name: 'wait_for_me', description: 'Waits for the client.', parameters: { type: 'object' } }],
+    });
+    expect(reg.status).toBe(200);
+    return agentId;
+  };
+  const pendingRequest = async (agentId: string) =>
+    (
+      await until(async () => {
+        const res = await http(keyA, 'GET', `/v1/agents/${agentId}/requests?state=pending`);
+        return res.json.requests.length > 0 && res.json.requests;
+      })
+    )[0];
+  const rpc = (agentId: string, body: unknown, headers: Record<string, string> = {}, signal?: AbortSignal) =>
+    fetch(`${base}/v1/agents/${agentId}/mcp`, {
+      method: 'POST',
+      headers: {
+        Authorization: `Bearer ${keyA}`,
+        'Content-Type': 'application/json',
+        Accept: 'application/json, text/event-stream',
+        'MCP-Protocol-Version': '2025-11-25',
+        ...headers,
+      },
+      body: JSON.stringify(body),
+      ...(signal === undefined ? {} : { signal }),
+    });
+  const resume = (agentId: string, lastEventId: string, key = keyA) =>
+    fetch(`${base}/v1/agents/${agentId}/mcp`, {
+      headers: {
+        Authorization: `Bearer ${key}`,
+        Accept: 'text/event-stream',
+        'MCP-Protocol-Version': '2025-11-25',
+        'Last-Event-ID': lastEventId,
+      },
+    });
+
+  it('a dropped stream is resumed with Last-Event-ID: the call ran on and its answer comes', async () => {
+    const agentId = await waitingAgent();
+    const dropped = new AbortController();
+    const res = await rpc(
+      agentId,
+      { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'wait_for_me', arguments: {} } },
+      {},
+      dropped.signal,
+    );
+    expect(res.headers.get('content-type')).toContain('text/event-stream');
+    const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+    const priming = new TextDecoder().decode((await reader.read()).value);
+    const [, primingId = ''] = /^id: (\S+)$/m.exec(priming) ?? [];
+    expect(primingId).toMatch(/_0$/);
+    expect(priming).toMatch(/^retry: \d+$/m);
+    // The connection goes before the answer; the call is not cancelled by it.
+    dropped.abort();
+    const request = await pendingRequest(agentId);
+    await http(keyA, 'POST', `/v1/agents/${agentId}/requests/${request.id}`, { result: 'answered late' });
+
+    // Nobody else resumes it: another agent of the tenant, another tenant, a made-up id.
+    const other = await createAgent();
+    for (const [agent, id, key] of [
+      [other, primingId, keyA],
+      [agentId, primingId, keyB],
+      [agentId, `${primingId.slice(0, -2)}_x`, keyA],
+      [agentId, '../../etc/passwd', keyA],
+    ] as const) {
+      const refused = await resume(agent, id, key);
+      expect(refused.status).toBe(404);
+      await refused.body?.cancel();
+    }
+
+    const resumed = await resume(agentId, primingId);
+    expect(resumed.status).toBe(200);
+    const text = await resumed.text();
+    const [, answerId = ''] = /^id: (\S+)$/m.exec(text) ?? [];
+    expect(answerId).toBe(primingId.replace(/_0$/, '_1'));
+    const answer = JSON.parse(/^data: (.*)$/m.exec(text)?.[1] ?? 'null');
+    expect(answer).toMatchObject({ id: 7, result: { content: [{ type: 'text', text: 'answered late' }] } });
+    // Resumed after the last event: nothing more, the stream ends.
+    expect(await (await resume(agentId, answerId)).text()).not.toContain('data:');
+    const log = await http(keyA, 'GET', `/v1/agents/${agentId}/requests?state=cancelled`);
+    expect(log.json.requests).toEqual([]);
+  });
+
+  it('the official client resumes on its own when the call stream breaks', async () => {
+    const agentId = await waitingAgent();
+    // Cuts the tools/call answer after its first chunk (the priming event), like a dropped connection.
+    const cutting: typeof fetch = async (input, init) => {
+      const response = await fetch(input, init);
+      if (init?.method !== 'POST' || !String(init.body).includes('"tools/call"') || !response.body)
+        return response;
+      const reader = response.body.getReader();
+      const first = await reader.read();
+      void reader.cancel();
+      let sent = false;
+      const body = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          if (!sent && first.value !== undefined) {
+            sent = true;
+            controller.enqueue(first.value);
+          } else controller.error(new TypeError('connection reset'));
+        },
+      });
+      return new Response(body, response);
+    };
+    const client = new Client({ name: 'resuming', version: '1.0.0' });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${base}/v1/agents/${agentId}/mcp`), {
+        requestInit: { headers: { Authorization: `Bearer ${keyA}` } },
+        fetch: cutting,
+      }),
+    );
+    clients.push(client);
+    const call = client.callTool({ name: 'wait_for_me', arguments: {} });
+    const request = await pendingRequest(agentId);
+    await http(keyA, 'POST', `/v1/agents/${agentId}/requests/${request.id}`, { result: 'worth the wait' });
+    expect(textOf(await call)).toBe('worth the wait');
+  });
+});
+
 // MCP clients hold notification streams open for as long as they are connected. A 2026-era
 // `subscriptions/listen` POST, like the 2025-era GET, takes none of the tenant's request slots (a
 // few connected clients must not lock the tenant out of its own API) and ends with the agent.
