@@ -30,11 +30,15 @@ interface Stream {
   /** The client reading the stream now, if any. */
   live?: ReadableStreamDefaultController<Uint8Array>;
   timer?: ReturnType<typeof setTimeout>;
+  onEnd?: () => void;
 }
 
 export interface ResumableStreams {
-  /** The SSE answer `response` of a POST with ids on its events, kept for resuming (see the header). */
-  record(owner: string, response: Response, options: { priming: boolean }): Response;
+  /**
+   * The SSE answer `response` of a POST with ids on its events, kept for resuming (see the header);
+   * `onEnd` runs once the answer ended (not when its reader goes).
+   */
+  record(owner: string, response: Response, options: { priming: boolean; onEnd?: () => void }): Response;
   /** The events after `lastEventId` and the rest live, or undefined when there is no such stream of `owner`'s. */
   resume(owner: string, lastEventId: string): Response | undefined;
   /** Streams kept now (for tests and gauges). */
@@ -117,6 +121,7 @@ export function createResumableStreams(): ResumableStreams {
 
   const finish = (id: string, stream: Stream) => {
     stream.done = true;
+    stream.onEnd?.();
     try {
       stream.live?.close();
     } catch {
@@ -156,11 +161,19 @@ export function createResumableStreams(): ResumableStreams {
     }
   }
 
-  function record(owner: string, response: Response, options: { priming: boolean }): Response {
+  function record(
+    owner: string,
+    response: Response,
+    options: { priming: boolean; onEnd?: () => void },
+  ): Response {
     const body = response.body;
-    if (body === null) return response;
+    if (body === null) {
+      options.onEnd?.();
+      return response;
+    }
     const id = randomUUID();
     const stream: Stream = { owner, frames: [], base: 0, bytes: 0, done: false };
+    if (options.onEnd !== undefined) stream.onEnd = options.onEnd;
     streams.set(id, stream);
     const client = new ReadableStream<Uint8Array>({
       start(controller) {

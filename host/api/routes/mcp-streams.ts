@@ -32,6 +32,8 @@ export interface McpRoutesState {
   streamsPerTenant: number | undefined;
   inflight: ReturnType<typeof createInflightCalls>;
   resumable: ResumableStreams;
+  /** 2025-era answers running per tenant, whether their client is still connected or not. */
+  answers: TenantLimiter;
   streams: TenantLimiter;
   origins: Set<string>;
 }
@@ -102,6 +104,21 @@ export function listenStream(
   });
   if (!ended) undo = endings(state, c, agent, () => relayed.close());
   return relayed.response;
+}
+
+/** How many 2025-era answers one tenant may have running at once (connected or not). */
+export const ANSWERS_PER_TENANT = 64;
+
+/** One of the tenant's running-answer places; RATE_LIMITED when all are taken. */
+export function answerPlace(state: McpRoutesState, agent: Agent): () => void {
+  const release = state.answers.tryAcquire(agent.tenantId);
+  if (release === undefined)
+    throw new SandboxError(
+      'RATE_LIMITED',
+      `This tenant has ${ANSWERS_PER_TENANT} MCP answers running (some may be for clients that went and have not resumed); wait for them, or cancel them with notifications/cancelled.`,
+      { data: { retryAfterS: 1 } },
+    );
+  return release;
 }
 
 /** One of the tenant's notification-stream places; RATE_LIMITED when all are taken. */

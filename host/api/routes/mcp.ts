@@ -46,6 +46,8 @@ import { agentMcpServer } from '../mcp/server.ts';
 import { ErrorBody } from '../schemas.ts';
 import { loadAgent } from './agents.ts';
 import {
+  ANSWERS_PER_TENANT,
+  answerPlace,
   changeStream,
   listenStream,
   type McpRoutesState,
@@ -92,6 +94,10 @@ const primes = (header: string | undefined, body: unknown): boolean => {
   return typeof version === 'string' && version >= '2025-11-25' && version < '2026';
 };
 
+/** A single JSON-RPC notification (a method and no id). */
+const isNotification = (body: unknown): boolean =>
+  typeof body === 'object' && body !== null && !Array.isArray(body) && !('id' in body) && 'method' in body;
+
 /** The handler's change-event bus, fed by this agent's tool-set changes; nothing publishes on it. */
 const agentBus = (events: EventLog, agent: Agent): ServerEventBus => ({
   publish() {},
@@ -130,6 +136,10 @@ async function serveMcp(state: McpRoutesState, c: Context<ApiEnv>): Promise<Resp
   // only the service's shutdown aborts, and so does the call.
   const legacy =
     c.req.method === 'POST' && place === undefined && (await isLegacyRequest(c.req.raw, parsedBody));
+  // An answer that runs on after its client went still counts: a tenant has at most
+  // ANSWERS_PER_TENANT of them running, connected or not (a 2026-era request ends with its client).
+  // Notifications (a cancel among them) answer at once and always get through.
+  const answering = legacy && !isNotification(parsedBody) ? answerPlace(state, agent) : undefined;
   const request = legacy
     ? new Request(c.req.raw.url, {
         method: 'POST',
@@ -155,13 +165,16 @@ async function serveMcp(state: McpRoutesState, c: Context<ApiEnv>): Promise<Resp
     response = await handler.fetch(request, parsedBody === undefined ? {} : { parsedBody });
   } catch (error) {
     place?.();
+    answering?.();
     throw error;
   }
   if (place !== undefined) return listenStream(state, c, agent, response, place);
   if (legacy && (response.headers.get('content-type') ?? '').startsWith('text/event-stream'))
     response = state.resumable.record(ownerOf(agent), response, {
       priming: primes(c.req.header('mcp-protocol-version'), parsedBody),
+      ...(answering === undefined ? {} : { onEnd: answering }),
     });
+  else answering?.();
   if (session !== undefined || !response.ok || !isInitializeRequest(parsedBody)) return response;
   const stamped = new Response(response.body, response);
   stamped.headers.set('mcp-session-id', randomUUID());
@@ -179,6 +192,7 @@ export const mcpRoutes = (options: McpRouteOptions): Hono<ApiEnv> => {
     streamsPerTenant: options.streamsPerTenant,
     inflight: createInflightCalls(),
     resumable: createResumableStreams(),
+    answers: createTenantLimiter(ANSWERS_PER_TENANT),
     streams: createTenantLimiter(options.streamsPerTenant ?? 32),
     origins: new Set(options.origins ?? []),
   };

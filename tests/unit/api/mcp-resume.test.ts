@@ -28,7 +28,8 @@ describe('resumable MCP answers', () => {
   it('numbers the events after a priming event and replays what came after a reader went', async () => {
     const streams = createResumableStreams();
     const answer = source();
-    const recorded = streams.record('t/a', answer.response, { priming: true });
+    let ended = 0;
+    const recorded = streams.record('t/a', answer.response, { priming: true, onEnd: () => ended++ });
     const reader = (recorded.body as ReadableStream<Uint8Array>).getReader();
     const first = new TextDecoder().decode((await reader.read()).value);
     const [priming = ''] = ids(first);
@@ -37,10 +38,14 @@ describe('resumable MCP answers', () => {
     answer.event('"one"');
     expect(new TextDecoder().decode((await reader.read()).value)).toContain('data: "one"');
     await reader.cancel(); // the connection drops
+    // The answer is not over for that: what holds a place for it keeps holding it.
+    await settle();
+    expect(ended).toBe(0);
     answer.event('"two"');
     answer.event('"three"');
     answer.end();
     await settle();
+    expect(ended).toBe(1);
 
     const stream = priming.slice(0, -2);
     // Only the owner, only a well-formed id of a stream it has.
