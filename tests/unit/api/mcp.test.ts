@@ -14,6 +14,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { assembleAgents } from '../../../host/agents/assemble.ts';
 import { createApp } from '../../../host/api/app.ts';
+import { ANSWERS_PER_TENANT } from '../../../host/api/routes/mcp-streams.ts';
 import { createIsolateHost } from '../../../host/isolates/index.ts';
 import { createMemoryProvider } from '../../../host/sandbox/memory/provider.ts';
 import { openStore } from '../../../host/store/index.ts';
@@ -370,6 +371,49 @@ describe('resumable answers (2025 revisions)', () => {
     expect(await (await resume(agentId, answerId)).text()).not.toContain('data:');
     const log = await http(keyA, 'GET', `/v1/agents/${agentId}/requests?state=cancelled`);
     expect(log.json.requests).toEqual([]);
+  });
+
+  it('answers whose clients went still count: 64 running per tenant, and a cancel always gets through', async () => {
+    const agentId = await waitingAgent();
+    const call = (id: number) => ({
+      jsonrpc: '2.0',
+      id,
+      method: 'tools/call',
+      params: { name: 'wait_for_me', arguments: {} },
+    });
+    // Each call's client reads the priming event and goes; the call runs on.
+    for (let id = 1; id <= ANSWERS_PER_TENANT; id++) {
+      const dropped = new AbortController();
+      const res = await rpc(agentId, call(id), {}, dropped.signal);
+      expect(res.status).toBe(200);
+      await (res.body as ReadableStream<Uint8Array>).getReader().read();
+      dropped.abort();
+    }
+    const refused = await rpc(agentId, call(999));
+    expect(refused.status).toBe(429);
+    expect(((await refused.json()) as Loose).error.code).toBe('RATE_LIMITED');
+    // A cancel is a notification: it gets through, and the cancelled call gives its place back.
+    const cancel = await rpc(agentId, {
+      jsonrpc: '2.0',
+      method: 'notifications/cancelled',
+      params: { requestId: 1, reason: 'not needed' },
+    });
+    expect(cancel.status).toBe(202);
+    const again = await until(async () => {
+      const res = await rpc(agentId, call(1000));
+      if (res.status === 200) return res;
+      await res.body?.cancel();
+      return undefined;
+    });
+    await again.body?.cancel();
+    // The rest go with the agent, and give their places back.
+    expect((await http(keyA, 'DELETE', `/v1/agents/${agentId}`)).status).toBe(204);
+    const other = await createAgent();
+    await until(async () => {
+      const res = await rpc(other, { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} });
+      await res.body?.cancel();
+      return res.status === 200;
+    });
   });
 
   it('the official client resumes on its own when the call stream breaks', async () => {
