@@ -1,11 +1,14 @@
 // One agent, as a handle: its tool calls (one, or a batch, with live progress), its workspace
 // files, commands run in its sandbox (exec), its event log followed live with resume, the host
-// requests it makes of the client, and its terminals (opened, listed, closed, attached to). The
+// requests it makes of the client, and its terminals (opened, listed, closed, attached to); its
+// remote tools, steps, messages, MCP servers, plan mode, todos and goal, schedules, children,
+// mailbox and plugins are small handles from handles.ts. The
 // handle holds the agent's id and what the service said about it when the handle was made
 // (`info`); every method asks the service again.
 import { DshError, DshToolError } from './errors.ts';
 import { type EventsOptions, followEvents } from './events.ts';
 import { AgentFiles } from './files.ts';
+import { type AgentHandles, agentHandles } from './handles.ts';
 import { ok, pathOf, type Transport } from './http.ts';
 import {
   listenForRequests,
@@ -21,16 +24,21 @@ import type {
   AgentEvent,
   AgentUsage,
   Answered,
+  ChildAgent,
+  ChildrenScope,
   ErrorBody,
   ExecOptions,
   ExecResult,
+  Goal,
   HostRequest,
   OpenTerminalOptions,
   PauseMode,
   PauseView,
   RequestAnswer,
   RequestKind,
+  Step,
   TerminalInfo,
+  Todos,
   Tool,
   ToolCall,
   ToolResult,
@@ -77,13 +85,37 @@ export class DshAgent {
     list(): Promise<TerminalInfo[]>;
     close(terminalId: string): Promise<void>;
   };
+  /** Client-executed tools: register them; their calls come as `remote_tool` requests (onRequest). */
+  readonly remoteTools: AgentHandles['remoteTools'];
+  /** The client's conversation, appended to the agent's log. */
+  readonly messages: AgentHandles['messages'];
+  /** The agent's MCP servers (tool sources): list, get, register, remove. */
+  readonly mcpServers: AgentHandles['mcpServers'];
+  /** Plan mode: while on, only read-only tools run. */
+  readonly planMode: AgentHandles['planMode'];
+  /** The agent's schedules: list, delete. */
+  readonly schedules: AgentHandles['schedules'];
+  /** The agent's mailbox: list (after a message id), take the unread messages once. */
+  readonly mailbox: AgentHandles['mailbox'];
+  /** The agent's creator plugins: list, get, one package's code. */
+  readonly plugins: AgentHandles['plugins'];
   readonly #transport: Transport;
+  readonly #handles: AgentHandles;
 
   constructor(transport: Transport, info: Agent) {
     this.#transport = transport;
     this.id = info.id;
     this.info = info;
     this.files = new AgentFiles(transport, info.id);
+    const handles = agentHandles(transport, info.id);
+    this.#handles = handles;
+    this.remoteTools = handles.remoteTools;
+    this.messages = handles.messages;
+    this.mcpServers = handles.mcpServers;
+    this.planMode = handles.planMode;
+    this.schedules = handles.schedules;
+    this.mailbox = handles.mailbox;
+    this.plugins = handles.plugins;
     const { api } = transport;
     const id = info.id;
     this.requests = {
@@ -124,6 +156,26 @@ export class DshAgent {
         ...this.#transport.cancelledBy(signal),
       }),
     );
+  }
+
+  /** Opens a step: the tools the model sees, resolved once; pass its `stepId` as CallOptions.step. */
+  step(): Promise<Step> {
+    return this.#handles.step();
+  }
+
+  /** The session's task list, as the agent's `todo_write` last replaced it. */
+  todos(): Promise<Todos['todos']> {
+    return this.#handles.todos();
+  }
+
+  /** The session's current goal; null before the agent's `create_goal`. */
+  goal(): Promise<Goal['goal']> {
+    return this.#handles.goal();
+  }
+
+  /** The agents this agent made (`children`, default), all its descendants, or its team. */
+  children(scope?: ChildrenScope): Promise<ChildAgent[]> {
+    return this.#handles.children(scope);
   }
 
   /** The tools the agent's model sees, exactly. */

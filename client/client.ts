@@ -1,8 +1,9 @@
 // The entry object: `new DshClient({ baseUrl, apiKey })`, its agents (create, get, list, delete)
-// as DshAgent handles, and `api`, the typed openapi-fetch client of every route for what the
+// as DshAgent handles, the tenant's skills and egress settings (handles.ts), and `api`, the typed openapi-fetch client of every route for what the
 // ergonomic layer does not cover.
 import type { Client } from 'openapi-fetch';
 import { DshAgent } from './agent.ts';
+import { type TenantHandles, tenantHandles } from './handles.ts';
 import { createTransport, type DshClientOptions, ok, type Transport } from './http.ts';
 import type { paths } from './openapi.ts';
 import type { CreateAgentOptions } from './types.ts';
@@ -11,11 +12,18 @@ export class DshClient {
   /** The typed client of every route (openapi-fetch), for what the handles do not cover. */
   readonly api: Client<paths>;
   readonly agents: Agents;
+  /** The tenant's skill catalog: list, get, put (an uncompressed tar), delete. */
+  readonly skills: TenantHandles['skills'];
+  /** The tenant's egress settings: get, put. */
+  readonly egress: TenantHandles['egress'];
 
   constructor(options: DshClientOptions) {
     const transport = createTransport(options);
     this.api = transport.api;
     this.agents = new Agents(transport);
+    const handles = tenantHandles(transport);
+    this.skills = handles.skills;
+    this.egress = handles.egress;
   }
 }
 

@@ -7,6 +7,7 @@ export { Agents, DshClient } from './client.ts';
 export { DshError, type DshErrorOptions, DshToolError, isDshError } from './errors.ts';
 export type { EventsOptions } from './events.ts';
 export { AgentFiles, type UploadBody } from './files.ts';
+export type { AgentHandles, TenantHandles } from './handles.ts';
 export type { DshClientOptions, WebSocketClass, WebSocketLike } from './http.ts';
 export type { components, operations, paths } from './openapi.ts';
 export type { OnRequestOptions, RequestHandler, RequestListener } from './requests.ts';

@@ -455,18 +455,18 @@ export interface paths {
         };
         /**
          * Mcp (GET)
-         * @description The agent as an MCP server (Streamable HTTP; protocol 2026-07-28 and the 2025 revisions): tools/list is the agent's model-facing set, tools/call runs through the same pipeline as POST /calls. GET opens the 2025-era notification stream (tools/list_changed).
+         * @description The agent as an MCP server (Streamable HTTP; protocol 2026-07-28 and the 2025 revisions): tools/list is the agent's model-facing set, tools/call runs through the same pipeline as POST /calls. GET opens the 2025-era notification stream (tools/list_changed), or with Last-Event-ID resumes a 2025-era POST's answer after that event.
          */
         get: operations["mcpGet"];
         put?: never;
         /**
          * Mcp (POST)
-         * @description The agent as an MCP server (Streamable HTTP; protocol 2026-07-28 and the 2025 revisions): tools/list is the agent's model-facing set, tools/call runs through the same pipeline as POST /calls. GET opens the 2025-era notification stream (tools/list_changed).
+         * @description The agent as an MCP server (Streamable HTTP; protocol 2026-07-28 and the 2025 revisions): tools/list is the agent's model-facing set, tools/call runs through the same pipeline as POST /calls. GET opens the 2025-era notification stream (tools/list_changed), or with Last-Event-ID resumes a 2025-era POST's answer after that event.
          */
         post: operations["mcpPost"];
         /**
          * Mcp (DELETE)
-         * @description The agent as an MCP server (Streamable HTTP; protocol 2026-07-28 and the 2025 revisions): tools/list is the agent's model-facing set, tools/call runs through the same pipeline as POST /calls. GET opens the 2025-era notification stream (tools/list_changed).
+         * @description The agent as an MCP server (Streamable HTTP; protocol 2026-07-28 and the 2025 revisions): tools/list is the agent's model-facing set, tools/call runs through the same pipeline as POST /calls. GET opens the 2025-era notification stream (tools/list_changed), or with Last-Event-ID resumes a 2025-era POST's answer after that event.
          */
         delete: operations["mcpDelete"];
         options?: never;
@@ -1196,6 +1196,24 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description Not a GET (404 NOT_FOUND), or refused before the service */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE" | "RUNTIME_UNAVAILABLE" | "RUNTIME_NOT_ALLOWED";
+                            message: string;
+                            data?: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
         };
     };
     metrics: {
@@ -1896,6 +1914,12 @@ export interface operations {
                             parameters: {
                                 [key: string]: unknown;
                             };
+                            annotations?: {
+                                readOnlyHint?: boolean;
+                                destructiveHint?: boolean;
+                                idempotentHint?: boolean;
+                                openWorldHint?: boolean;
+                            };
                         }[];
                     };
                 };
@@ -1953,6 +1977,12 @@ export interface operations {
                             description: string;
                             parameters: {
                                 [key: string]: unknown;
+                            };
+                            annotations?: {
+                                readOnlyHint?: boolean;
+                                destructiveHint?: boolean;
+                                idempotentHint?: boolean;
+                                openWorldHint?: boolean;
                             };
                         }[];
                     };
@@ -3485,7 +3515,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description No such agent */
+            /** @description No such agent (or, for a GET with Last-Event-ID, no such stream of it: a JSON-RPC error) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3533,7 +3563,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description No such agent */
+            /** @description No such agent (or, for a GET with Last-Event-ID, no such stream of it: a JSON-RPC error) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3581,7 +3611,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description No such agent */
+            /** @description No such agent (or, for a GET with Last-Event-ID, no such stream of it: a JSON-RPC error) */
             404: {
                 headers: {
                     [name: string]: unknown;

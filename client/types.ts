@@ -94,3 +94,44 @@ export interface ToolValues {
 export type ToolResultOf<N extends string> = N extends keyof ToolValues
   ? Omit<ToolResult, 'value'> & { value?: ToolValues[N] }
   : ToolResult;
+
+/** A step: the tools the model sees, resolved once; name its `stepId` as CallOptions.step. */
+export type Step = JsonOf<'openStep', 201>;
+/** What `agent.remoteTools.register` takes: client-executed tools with JSON Schema parameters. */
+export type RemoteToolsRegistration = BodyOf<'registerRemoteTools'>;
+/** What registering remote tools answers. */
+export type RemoteToolsRegistered = JsonOf<'registerRemoteTools', 200>;
+/** One message of the client's conversation (`role`, text content) for `agent.messages.append`. */
+export type ConversationMessage = BodyOf<'appendMessages'>['messages'][number];
+/** What appending messages answers: the log events they became. */
+export type MessagesAppended = JsonOf<'appendMessages', 201>;
+/** What `agent.mcpServers.register` takes: a stdio server run in the sandbox, or a remote one. */
+export type McpServerSpec = BodyOf<'registerMcpServer'>;
+/** One of the agent's MCP servers: its state, tools, skipped tools, last error, restarts. */
+export type McpServerInfo = JsonOf<'getMcpServer', 200>;
+/** The agent's session task list, as `todo_write` last replaced it. */
+export type Todos = JsonOf<'getTodos', 200>;
+/** The agent's current goal (`goal: null` before `create_goal`). */
+export type Goal = JsonOf<'getGoal', 200>;
+/** One of the agent's schedules, with when it fires next. */
+export type Schedule = JsonOf<'listSchedules', 200>['schedules'][number];
+/** One agent this agent made, or a member of its team, as `list_agents` shows it. */
+export type ChildAgent = JsonOf<'listChildren', 200>['agents'][number];
+/** Which agents `agent.children` lists: its children (default), all its descendants, or its team. */
+export type ChildrenScope = 'children' | 'descendants' | 'team';
+/** One message of the agent's mailbox. */
+export type MailboxMessage = JsonOf<'getMailbox', 200>['messages'][number];
+/** One of the agent's creator plugins (state, current package, tools, last error). */
+export type PluginInfo = JsonOf<'listPlugins', 200>['plugins'][number];
+/** One plugin with its package list and recent logs. */
+export type PluginDetail = JsonOf<'getPlugin', 200>;
+/** One immutable plugin package, with its code. */
+export type PluginPackage = JsonOf<'getPluginPackage', 200>;
+/** One skill of the tenant's catalog. */
+export type SkillInfo = JsonOf<'listSkills', 200>['skills'][number];
+/** One skill with its file list (what putting a skill answers too). */
+export type SkillDetail = JsonOf<'getSkill', 200>;
+/** The tenant's egress settings as GET /v1/egress shows them (credentials by name only). */
+export type EgressSettings = JsonOf<'getEgress', 200>;
+/** What `client.egress.put` takes: the allowlist, credentials, budget and search provider. */
+export type EgressUpdate = BodyOf<'putEgress'>;

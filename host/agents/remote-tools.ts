@@ -26,6 +26,8 @@ export const defineRemoteTool = (
     parameters: validationSchemaOf(spec.parameters, `remote tool ${spec.name}`),
     isConcurrencySafe: () => spec.concurrencySafe === true,
     isReadOnly: () => spec.readOnly === true,
+    // The client runs it, wherever it likes.
+    annotations: { openWorldHint: true },
     // The request's expiry answers first; the backstop ends a call whose expiry never fires.
     timeoutMs: backstopTimeout(spec.timeoutMs ?? REMOTE_TOOL_TIMEOUT_MS),
     execute: (args, exec) =>

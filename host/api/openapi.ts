@@ -6,7 +6,7 @@
 // 504. The errors are shared components (`ErrorBody`, `responses`), operations without a summary
 // get one from their operationId (a route for several methods gets an id per method), a WebSocket
 // route (answered 101) moves to `x-websockets` beside the paths, and the document names its
-// server, so that it lints
+// server and licence, so that it lints
 // clean with Redocly's recommended rules (tests/unit/api/openapi.test.ts) and generates a typed
 // client (client/).
 // Invariant: a route's own response for a status wins over the shared one.
@@ -78,6 +78,13 @@ const RESPONSES = {
 
 type Shared = keyof typeof RESPONSES;
 
+/**
+ * The licence the document states, as package.json states it: UNLICENSED, npm's word for "no
+ * licence is granted" (the project has not chosen one; this names that, it does not invent one).
+ * LicenseRef- is SPDX's form for an identifier outside its list (OpenAPI 3.1 `identifier`).
+ */
+const LICENSE = { name: 'UNLICENSED (no licence granted yet)', identifier: 'LicenseRef-UNLICENSED' };
+
 /** The shared error responses an operation answers, by status. */
 const sharedOf = (
   method: string,
@@ -112,6 +119,10 @@ export const finishDocument = (
   options: { isDeadlineFree: (method: string, path: string) => boolean },
 ): OpenApiDocument => {
   document.servers ??= [{ url: '/', description: 'This service (the host and port it listens on)' }];
+  document.info = {
+    ...document.info,
+    license: { ...LICENSE, ...(document.info?.license as object | undefined) },
+  };
   document.components ??= {};
   const components = document.components;
   components.schemas = { ...components.schemas, ErrorBody };

@@ -296,7 +296,19 @@ export const Agent = v.object({
 });
 export const AgentList = v.object({ agents: v.array(Agent) });
 
-export const ToolSchema = v.object({ name: v.string(), description: v.string(), parameters: jsonObject });
+/** MCP's tool hints (host/tools/annotations.ts): what a client may assume, never enforced. */
+export const ToolAnnotations = v.object({
+  readOnlyHint: v.optional(v.boolean()),
+  destructiveHint: v.optional(v.boolean()),
+  idempotentHint: v.optional(v.boolean()),
+  openWorldHint: v.optional(v.boolean()),
+});
+export const ToolSchema = v.object({
+  name: v.string(),
+  description: v.string(),
+  parameters: jsonObject,
+  annotations: v.optional(ToolAnnotations),
+});
 export const ToolList = v.object({ mode: v.picklist(PRESENTATION_MODES), tools: v.array(ToolSchema) });
 
 export const Step = v.object({

@@ -9,6 +9,7 @@ import type {
   ContentPart,
   ExecContext,
   JsonSchema,
+  ToolAnnotations,
   ToolDefinition,
   ToolResult,
   Validation,
@@ -68,6 +69,8 @@ export interface ToolOptions<P extends ObjectSchema, O extends AnySchema> {
   presentCall?: (args: v.InferOutput<P>) => unknown;
   presentResult?: (args: v.InferOutput<P>, result: ToolResult) => unknown;
   deferLoading?: boolean;
+  /** MCP's hints (ToolDefinition.annotations); what is left out is derived. */
+  annotations?: ToolAnnotations;
 }
 
 const NAME = /^[A-Za-z0-9_-]{1,128}$/;
@@ -165,5 +168,6 @@ export const defineTool = <P extends ObjectSchema, O extends AnySchema>(
     presentCall: options.presentCall,
     presentResult: options.presentResult,
     deferLoading: options.deferLoading,
+    annotations: options.annotations,
   });
 };

@@ -2,6 +2,7 @@
 // tools. One interface for both kinds; `native` exposes each visible tool directly, `ptc` exposes
 // the single `run_code` tool whose description embeds the generated `tools.*` SDK. Executors are
 // mounted per scope (nearest wins) and looked up when a description or a batch runs.
+import { toolAnnotations } from './annotations.ts';
 import type { ResolvedToolSet } from './resolved-set.ts';
 import type { AgentScope, ToolCall, ToolDefinition, ToolResult, ToolSchema } from './types.ts';
 
@@ -44,12 +45,13 @@ export interface PtcExecutor extends Executor {
   readonly kind: 'ptc';
 }
 
-/** The model-facing projection: name, description, parameters (and deferLoading when set). */
+/** The model-facing projection: name, description, parameters, hints (and deferLoading when set). */
 export const toToolSchema = (definition: ToolDefinition): ToolSchema => {
   const schema: ToolSchema = {
     name: definition.name,
     description: definition.description,
     parameters: definition.parameters,
+    annotations: toolAnnotations(definition),
   };
   if (definition.deferLoading === true) schema.deferLoading = true;
   return schema;

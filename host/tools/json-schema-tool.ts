@@ -12,6 +12,7 @@ import type {
   ExecContext,
   JsonSchema,
   JsonValue,
+  ToolAnnotations,
   ToolDefinition,
   ToolResult,
   Validation,
@@ -47,6 +48,8 @@ export interface JsonSchemaToolOptions {
   presentCall?: (args: Record<string, unknown>) => unknown;
   presentResult?: (args: Record<string, unknown>, result: ToolResult) => unknown;
   deferLoading?: boolean;
+  /** MCP's hints (ToolDefinition.annotations); what is left out is derived. */
+  annotations?: ToolAnnotations;
 }
 
 /** The validator draft named by a schema's `$schema`; 2020-12 when absent or unrecognised. */
@@ -154,5 +157,6 @@ export const defineJsonSchemaTool = (
     presentCall: options.presentCall,
     presentResult: options.presentResult,
     deferLoading: options.deferLoading,
+    annotations: options.annotations,
   });
 };

@@ -19,6 +19,21 @@ export interface ToolSchema {
   parameters: JsonSchema;
   /** Preserved from the definition so prompt assembly can defer loading; present only when true. */
   deferLoading?: true;
+  /** What a client may assume about the tool (annotations.ts derives them); hints, never enforced. */
+  annotations?: ToolAnnotations;
+}
+
+/**
+ * MCP's tool hints, by MCP's names: readOnly (changes nothing a caller could notice outside the
+ * agent's session state), destructive (may overwrite or delete, meaningful when not read-only),
+ * idempotent (a repeat with the same arguments has no further effect), openWorld (reaches beyond
+ * the agent's sandbox and session: the network, the client).
+ */
+export interface ToolAnnotations {
+  readOnlyHint?: boolean;
+  destructiveHint?: boolean;
+  idempotentHint?: boolean;
+  openWorldHint?: boolean;
 }
 
 /** A raw call as the model (or a client) emitted it. */
@@ -159,6 +174,8 @@ export interface ToolDefinition<Args = any, Value = any> {
   presentCall?(args: Args): unknown;
   presentResult?(args: Args, result: ToolResult): unknown;
   readonly deferLoading?: boolean;
+  /** Declared hints; what is not declared annotations.ts derives (isReadOnly and defaults). */
+  readonly annotations?: ToolAnnotations;
 }
 
 /** Presentation mode: which surface the model sees and calls. */

@@ -5,11 +5,13 @@
 // requests the tenant answers over HTTP), guards and the durable log all happen there, once. The
 // low-level Server is a pass-through on purpose: McpServer.registerTool would validate arguments a
 // second time, with other wording than the pipeline's INVALID_ARGUMENTS.
-// A call stops when the client cancels it: closing its HTTP request (2026-era clients; any client
-// that drops the connection), or a 2025-era `notifications/cancelled`, which arrives in a POST of
-// its own and reaches the call through InflightCalls. The batch deadline (callTimeoutMs) applies.
+// A call stops when the client cancels it: closing its HTTP request (2026-era clients), or a
+// 2025-era `notifications/cancelled`, which arrives in a POST of its own and reaches the call
+// through InflightCalls (a 2025-era connection that drops does not: its answer is kept for a
+// resume, ../routes/mcp.ts gives this server a signal only shutdown aborts). The batch deadline (callTimeoutMs) applies.
+// An unknown tool name is a JSON-RPC error (-32602, data.code UNKNOWN_TOOL), not a tool result.
 import { randomUUID } from 'node:crypto';
-import { type CallToolResult, Server } from '@modelcontextprotocol/server';
+import { type CallToolResult, ProtocolError, ProtocolErrorCode, Server } from '@modelcontextprotocol/server';
 import type { AgentService } from '../../agents/service.ts';
 import type { Agent } from '../../agents/types.ts';
 import { isSandboxError } from '../../errors.ts';
@@ -66,6 +68,12 @@ export function agentMcpServer(options: AgentMcpServerOptions): Server {
       };
       const [result] = await agents.call(agent, [call], { signal });
       if (result === undefined) throw new Error('The batch of one call returned no result.');
+      // A name the agent has no tool of is the request's fault, not the tool's: JSON-RPC -32602,
+      // as MCP's tools spec has it for unknown tools (the log still has the refused call).
+      if (result.error?.code === 'UNKNOWN_TOOL')
+        throw new ProtocolError(ProtocolErrorCode.InvalidParams, result.error.message, {
+          code: 'UNKNOWN_TOOL',
+        });
       return mcpResult(result);
     } catch (error) {
       // Refusals before the call ran (the service shutting down, the agent deleted) are results too.

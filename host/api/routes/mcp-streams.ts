@@ -1,6 +1,7 @@
 // The notification streams of the agent's MCP endpoint (./mcp.ts): the 2025-era GET stream of
-// `notifications/tools/list_changed` fed by the agent's log (changeStream), and the SDK's 2026-era
-// `subscriptions/listen` stream forwarded (listenStream).
+// `notifications/tools/list_changed` fed by the agent's log (changeStream), the SDK's 2026-era
+// `subscriptions/listen` stream forwarded (listenStream), and a 2025-era GET with Last-Event-ID
+// resuming a POST's answer (resumeStream, ../mcp/resume.ts).
 // Invariants: a stream holds no tenant request slot but one of the tenant's `streamsPerTenant`
 // places (streamPlace, RATE_LIMITED when all are taken), given back exactly once when it ends; it
 // ends when its client goes, the agent is deleted or the service shuts down (endings).
@@ -14,6 +15,7 @@ import type { Lifecycle } from '../lifecycle.ts';
 import type { TenantLimiter } from '../limits.ts';
 import type { createInflightCalls } from '../mcp/cancels.ts';
 import { onToolsChanged } from '../mcp/changes.ts';
+import { RETAIN_MS, type ResumableStreams } from '../mcp/resume.ts';
 import { relay } from '../relay.ts';
 import { countedSSE } from '../sse.ts';
 
@@ -29,6 +31,9 @@ export interface McpRoutesState {
   callTimeoutMs: number;
   streamsPerTenant: number | undefined;
   inflight: ReturnType<typeof createInflightCalls>;
+  resumable: ResumableStreams;
+  /** 2025-era answers running per tenant, whether their client is still connected or not. */
+  answers: TenantLimiter;
   streams: TenantLimiter;
   origins: Set<string>;
 }
@@ -64,6 +69,24 @@ export function changeStream(state: McpRoutesState, c: Context<ApiEnv>, agent: A
   });
 }
 
+/** Who may resume a stream: the agent's tenant, on that agent's endpoint. */
+export const ownerOf = (agent: Agent): string => `${agent.tenantId}/${agent.id}`;
+
+/** A POST's answer from after `lastEventId`; 404 when the agent has no such stream (any more). */
+export function resumeStream(state: McpRoutesState, c: Context<ApiEnv>, agent: Agent, lastEventId: string) {
+  const resumed = state.resumable.resume(ownerOf(agent), lastEventId);
+  if (resumed === undefined)
+    return c.json(
+      rpcError(
+        -32000,
+        `No stream of this agent to resume after Last-Event-ID ${JSON.stringify(lastEventId.slice(0, 80))}: it is unknown, or its answer ended more than ${RETAIN_MS / 1000} s ago; send the request again.`,
+      ),
+      404,
+    );
+  const release = streamPlace(state, agent);
+  return relay(resumed, release).response;
+}
+
 /** The SDK's listen stream, forwarded until its client goes, the agent is deleted or the service stops. */
 export function listenStream(
   state: McpRoutesState,
@@ -81,6 +104,21 @@ export function listenStream(
   });
   if (!ended) undo = endings(state, c, agent, () => relayed.close());
   return relayed.response;
+}
+
+/** How many 2025-era answers one tenant may have running at once (connected or not). */
+export const ANSWERS_PER_TENANT = 64;
+
+/** One of the tenant's running-answer places; RATE_LIMITED when all are taken. */
+export function answerPlace(state: McpRoutesState, agent: Agent): () => void {
+  const release = state.answers.tryAcquire(agent.tenantId);
+  if (release === undefined)
+    throw new SandboxError(
+      'RATE_LIMITED',
+      `This tenant has ${ANSWERS_PER_TENANT} MCP answers running (some may be for clients that went and have not resumed); wait for them, or cancel them with notifications/cancelled.`,
+      { data: { retryAfterS: 1 } },
+    );
+  return release;
 }
 
 /** One of the tenant's notification-stream places; RATE_LIMITED when all are taken. */

@@ -48,7 +48,13 @@ export const systemRoutes = (options: SystemRoutesOptions): Hono<ApiEnv> => {
       operationId: 'health',
       tags: ['system'],
       security: [],
-      responses: { 200: jsonResponse('The service is up', Health), 503: { description: 'Shutting down' } },
+      responses: {
+        200: jsonResponse('The service is up', Health),
+        // Health takes no key, body or parameter, so GET itself has no client error; another method
+        // on the path is answered 404 with the error body, and a proxy in front may answer others.
+        '4XX': jsonResponse('Not a GET (404 NOT_FOUND), or refused before the service', ErrorBody),
+        503: { description: 'Shutting down' },
+      },
     }),
     async (c) => {
       const runtimes = await runtimesNow(options.runtimes);

@@ -26,6 +26,7 @@ export const checkEditable = (stat: { type: string; size: number; path: string }
 
 export const editTool = defineTool({
   name: 'edit',
+  annotations: { destructiveHint: true, openWorldHint: false },
   description:
     'Replace literal text in a file. old_string must appear exactly once (include surrounding lines to make it unique) unless replace_all is true.',
   parameters: v.object({

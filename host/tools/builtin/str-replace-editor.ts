@@ -84,6 +84,7 @@ const edited = async (data: Buffer, path: string, first: number, last: number, s
 
 export const strReplaceEditorTool = defineTool({
   name: 'str_replace_editor',
+  annotations: { destructiveHint: true, openWorldHint: false },
   description:
     'View, create and edit text files. view: path (+ view_range [start, end], 1-based, end -1 = to the end) shows numbered lines, or lists a directory two levels deep (hidden entries left out); create: path, file_text makes a new file (never overwrites one); str_replace: path, old_str (must match exactly once, whitespace included), new_str; insert: path, insert_line (0 = before the first line), new_str. Edits answer with a numbered snippet of the result.',
   parameters: v.object({

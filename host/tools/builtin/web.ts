@@ -92,6 +92,7 @@ export const webFetchTool = (web: WebPort): ToolDefinition =>
     execute: (args, exec) => web.fetchPage(callerOf(exec), args.url, exec.signal),
     isConcurrencySafe: () => true,
     isReadOnly: () => true,
+    annotations: { openWorldHint: true },
   });
 
 export const webSearchTool = (web: WebPort): ToolDefinition =>
@@ -138,4 +139,5 @@ export const webSearchTool = (web: WebPort): ToolDefinition =>
     execute: async (args, exec) => ({ results: await web.search(callerOf(exec), args.queries, exec.signal) }),
     isConcurrencySafe: () => true,
     isReadOnly: () => true,
+    annotations: { openWorldHint: true },
   });

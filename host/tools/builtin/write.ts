@@ -6,6 +6,8 @@ import { sandboxOf } from './services.ts';
 
 export const writeTool = defineTool({
   name: 'write',
+  // Replaces a file in the agent's own workspace: the same call twice leaves the same file.
+  annotations: { destructiveHint: true, idempotentHint: true, openWorldHint: false },
   description:
     'Create a file or replace its whole content. Parent directories are created. Prefer edit for changing part of an existing file.',
   parameters: v.object({

@@ -6,6 +6,7 @@
 import * as v from 'valibot';
 import { SandboxError } from '../../errors.ts';
 import { type FailureKind, renderOutcome } from '../../isolates/index.ts';
+import { toolAnnotations } from '../annotations.ts';
 import { defineTool } from '../define.ts';
 import { jsonText } from '../json-text.ts';
 import { RESERVED_NAME } from '../layers.ts';
@@ -53,6 +54,8 @@ const base = defineTool({
   // The program itself touches nothing: each of its tools.* calls passes the pipeline (and plan
   // mode's guard) on its own.
   isReadOnly: () => true,
+  // To a client, though, a program is whatever its calls do: it may write, delete and reach out.
+  annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
   execute: () => {
     throw new SandboxError('INTERNAL', 'run_code runs only through the PTC executor.');
   },
@@ -63,6 +66,7 @@ export const runCodeSchema = (description: string): ToolSchema => ({
   name: RESERVED_NAME,
   description,
   parameters: base.parameters,
+  annotations: toolAnnotations(base),
 });
 
 /** The message a failed run throws; the pipeline prefixes it with `Error: `. */

@@ -105,7 +105,6 @@ describe('the MCP conformance suite against an agent', () => {
       for (const scenario of [
         'server-initialize',
         'tools-list',
-        'tools-call-error',
         'dns-rebinding-protection',
         'http-header-validation',
       ])

@@ -14,6 +14,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { assembleAgents } from '../../../host/agents/assemble.ts';
 import { createApp } from '../../../host/api/app.ts';
+import { ANSWERS_PER_TENANT } from '../../../host/api/routes/mcp-streams.ts';
 import { createIsolateHost } from '../../../host/isolates/index.ts';
 import { createMemoryProvider } from '../../../host/sandbox/memory/provider.ts';
 import { openStore } from '../../../host/store/index.ts';
@@ -95,8 +96,34 @@ describe.each(ERAS)('an agent as an MCP server (%s protocol revision)', (era) =>
     const listed = await client.listTools();
     const surface = await http(keyA, 'GET', `/v1/agents/${agentId}/tools`);
     expect(
-      listed.tools.map((t) => ({ name: t.name, description: t.description, parameters: t.inputSchema })),
+      listed.tools.map((t) => ({
+        name: t.name,
+        description: t.description,
+        parameters: t.inputSchema,
+        annotations: t.annotations,
+      })),
     ).toEqual(surface.json.tools);
+    // Hints from the tool definitions: reading changes nothing, writing overwrites the same way
+    // twice, a shell may do anything anywhere.
+    const hints = Object.fromEntries(listed.tools.map((t) => [t.name, t.annotations]));
+    expect(hints.read).toEqual({
+      readOnlyHint: true,
+      destructiveHint: false,
+      idempotentHint: true,
+      openWorldHint: false,
+    });
+    expect(hints.write).toEqual({
+      readOnlyHint: false,
+      destructiveHint: true,
+      idempotentHint: true,
+      openWorldHint: false,
+    });
+    expect(hints.bash).toEqual({
+      readOnlyHint: false,
+      destructiveHint: true,
+      idempotentHint: false,
+      openWorldHint: true,
+    });
 
     const wrote = await client.callTool({
       name: 'write',
@@ -105,12 +132,21 @@ describe.each(ERAS)('an agent as an MCP server (%s protocol revision)', (era) =>
     expect(wrote.isError).toBeFalsy();
     const read = await client.callTool({ name: 'read', arguments: { file_path: 'notes/a.txt' } });
     expect(textOf(read)).toContain('hello from mcp');
+    // The JSON value is there as structuredContent too, as POST /calls returns it.
+    const viaHttp = await http(keyA, 'POST', `/v1/agents/${agentId}/calls`, {
+      calls: [{ id: 'r1', name: 'read', arguments: { file_path: 'notes/a.txt' } }],
+    });
+    expect(read.structuredContent).toEqual(viaHttp.json.results[0].value);
+    expect(JSON.stringify(read.structuredContent)).toContain('hello from mcp');
 
     const invalid = await client.callTool({ name: 'read', arguments: { file_path: 42 } });
     expect(invalid.isError).toBe(true);
     expect(textOf(invalid)).toMatch(/^Error \[INVALID_ARGUMENTS\]: .*file_path/);
-    const unknown = await client.callTool({ name: 'no_such_tool', arguments: {} });
-    expect(textOf(unknown)).toMatch(/^Error \[UNKNOWN_TOOL\]/);
+    // An unknown tool is the request's fault: JSON-RPC -32602, not a tool result.
+    await expect(client.callTool({ name: 'no_such_tool', arguments: {} })).rejects.toMatchObject({
+      code: -32602,
+      message: expect.stringContaining('no_such_tool'),
+    });
 
     // The durable log has the MCP calls like any other.
     const log = await http(keyA, 'GET', `/v1/agents/${agentId}/events`);
@@ -126,6 +162,13 @@ describe.each(ERAS)('an agent as an MCP server (%s protocol revision)', (era) =>
     const surface = await http(keyA, 'GET', `/v1/agents/${agentId}/tools`);
     expect(tools[0]?.description).toBe(surface.json.tools[0].description);
     expect(tools[0]?.description).toContain('tools.');
+    // A program is whatever its calls do.
+    expect(tools[0]?.annotations).toEqual({
+      readOnlyHint: false,
+      destructiveHint: true,
+      idempotentHint: false,
+      openWorldHint: true,
+    });
 
     const ran = await client.callTool({
       name: 'run_code',
@@ -136,6 +179,8 @@ describe.each(ERAS)('an agent as an MCP server (%s protocol revision)', (era) =>
     });
     expect(ran.isError, textOf(ran)).toBeFalsy();
     expect(textOf(ran)).toContain('from code mode');
+    // run_code's value, { logs, value }, as structuredContent.
+    expect(ran.structuredContent).toMatchObject({ logs: [expect.stringContaining('from code mode')] });
   });
 
   it('a policy denial comes back as an isError result with its code; an ask waits for the answer', async () => {
@@ -237,6 +282,173 @@ describe.each(ERAS)('an agent as an MCP server (%s protocol revision)', (era) =>
       { what: 'tools/list_changed' },
     );
     expect((await client.listTools()).tools.map((t) => t.name)).toContain('late_tool');
+  });
+});
+
+// A 2025-era answer outlives its connection: its SSE events carry ids, a client that lost the
+// stream resumes it with Last-Event-ID and gets the answer the call produced meanwhile, and only the
+// agent's own tenant can (MCP Streamable HTTP, "Resumability and Redelivery").
+describe('resumable answers (2025 revisions)', () => {
+  const waitingAgent = async () => {
+    const agentId = await createAgent();
+    const reg = await http(keyA, 'POST', `/v1/agents/${agentId}/remote-tools`, {
+      tools: [{ name: 'wait_for_me', description: 'Waits for the client.', parameters: { type: 'object' } }],
+    });
+    expect(reg.status).toBe(200);
+    return agentId;
+  };
+  const pendingRequest = async (agentId: string) =>
+    (
+      await until(async () => {
+        const res = await http(keyA, 'GET', `/v1/agents/${agentId}/requests?state=pending`);
+        return res.json.requests.length > 0 && res.json.requests;
+      })
+    )[0];
+  const rpc = (agentId: string, body: unknown, headers: Record<string, string> = {}, signal?: AbortSignal) =>
+    fetch(`${base}/v1/agents/${agentId}/mcp`, {
+      method: 'POST',
+      headers: {
+        Authorization: `Bearer ${keyA}`,
+        'Content-Type': 'application/json',
+        Accept: 'application/json, text/event-stream',
+        'MCP-Protocol-Version': '2025-11-25',
+        ...headers,
+      },
+      body: JSON.stringify(body),
+      ...(signal === undefined ? {} : { signal }),
+    });
+  const resume = (agentId: string, lastEventId: string, key = keyA) =>
+    fetch(`${base}/v1/agents/${agentId}/mcp`, {
+      headers: {
+        Authorization: `Bearer ${key}`,
+        Accept: 'text/event-stream',
+        'MCP-Protocol-Version': '2025-11-25',
+        'Last-Event-ID': lastEventId,
+      },
+    });
+
+  it('a dropped stream is resumed with Last-Event-ID: the call ran on and its answer comes', async () => {
+    const agentId = await waitingAgent();
+    const dropped = new AbortController();
+    const res = await rpc(
+      agentId,
+      { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'wait_for_me', arguments: {} } },
+      {},
+      dropped.signal,
+    );
+    expect(res.headers.get('content-type')).toContain('text/event-stream');
+    const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+    const priming = new TextDecoder().decode((await reader.read()).value);
+    const [, primingId = ''] = /^id: (\S+)$/m.exec(priming) ?? [];
+    expect(primingId).toMatch(/_0$/);
+    expect(priming).toMatch(/^retry: \d+$/m);
+    // The connection goes before the answer; the call is not cancelled by it.
+    dropped.abort();
+    const request = await pendingRequest(agentId);
+    await http(keyA, 'POST', `/v1/agents/${agentId}/requests/${request.id}`, { result: 'answered late' });
+
+    // Nobody else resumes it: another agent of the tenant, another tenant, a made-up id.
+    const other = await createAgent();
+    for (const [agent, id, key] of [
+      [other, primingId, keyA],
+      [agentId, primingId, keyB],
+      [agentId, `${primingId.slice(0, -2)}_x`, keyA],
+      [agentId, '../../etc/passwd', keyA],
+    ] as const) {
+      const refused = await resume(agent, id, key);
+      expect(refused.status).toBe(404);
+      await refused.body?.cancel();
+    }
+
+    const resumed = await resume(agentId, primingId);
+    expect(resumed.status).toBe(200);
+    const text = await resumed.text();
+    const [, answerId = ''] = /^id: (\S+)$/m.exec(text) ?? [];
+    expect(answerId).toBe(primingId.replace(/_0$/, '_1'));
+    const answer = JSON.parse(/^data: (.*)$/m.exec(text)?.[1] ?? 'null');
+    expect(answer).toMatchObject({ id: 7, result: { content: [{ type: 'text', text: 'answered late' }] } });
+    // Resumed after the last event: nothing more, the stream ends.
+    expect(await (await resume(agentId, answerId)).text()).not.toContain('data:');
+    const log = await http(keyA, 'GET', `/v1/agents/${agentId}/requests?state=cancelled`);
+    expect(log.json.requests).toEqual([]);
+  });
+
+  it('answers whose clients went still count: 64 running per tenant, and a cancel always gets through', async () => {
+    const agentId = await waitingAgent();
+    const call = (id: number) => ({
+      jsonrpc: '2.0',
+      id,
+      method: 'tools/call',
+      params: { name: 'wait_for_me', arguments: {} },
+    });
+    // Each call's client reads the priming event and goes; the call runs on.
+    for (let id = 1; id <= ANSWERS_PER_TENANT; id++) {
+      const dropped = new AbortController();
+      const res = await rpc(agentId, call(id), {}, dropped.signal);
+      expect(res.status).toBe(200);
+      await (res.body as ReadableStream<Uint8Array>).getReader().read();
+      dropped.abort();
+    }
+    const refused = await rpc(agentId, call(999));
+    expect(refused.status).toBe(429);
+    expect(((await refused.json()) as Loose).error.code).toBe('RATE_LIMITED');
+    // A cancel is a notification: it gets through, and the cancelled call gives its place back.
+    const cancel = await rpc(agentId, {
+      jsonrpc: '2.0',
+      method: 'notifications/cancelled',
+      params: { requestId: 1, reason: 'not needed' },
+    });
+    expect(cancel.status).toBe(202);
+    const again = await until(async () => {
+      const res = await rpc(agentId, call(1000));
+      if (res.status === 200) return res;
+      await res.body?.cancel();
+      return undefined;
+    });
+    await again.body?.cancel();
+    // The rest go with the agent, and give their places back.
+    expect((await http(keyA, 'DELETE', `/v1/agents/${agentId}`)).status).toBe(204);
+    const other = await createAgent();
+    await until(async () => {
+      const res = await rpc(other, { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} });
+      await res.body?.cancel();
+      return res.status === 200;
+    });
+  });
+
+  it('the official client resumes on its own when the call stream breaks', async () => {
+    const agentId = await waitingAgent();
+    // Cuts the tools/call answer after its first chunk (the priming event), like a dropped connection.
+    const cutting: typeof fetch = async (input, init) => {
+      const response = await fetch(input, init);
+      if (init?.method !== 'POST' || !String(init.body).includes('"tools/call"') || !response.body)
+        return response;
+      const reader = response.body.getReader();
+      const first = await reader.read();
+      void reader.cancel();
+      let sent = false;
+      const body = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          if (!sent && first.value !== undefined) {
+            sent = true;
+            controller.enqueue(first.value);
+          } else controller.error(new TypeError('connection reset'));
+        },
+      });
+      return new Response(body, response);
+    };
+    const client = new Client({ name: 'resuming', version: '1.0.0' });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${base}/v1/agents/${agentId}/mcp`), {
+        requestInit: { headers: { Authorization: `Bearer ${keyA}` } },
+        fetch: cutting,
+      }),
+    );
+    clients.push(client);
+    const call = client.callTool({ name: 'wait_for_me', arguments: {} });
+    const request = await pendingRequest(agentId);
+    await http(keyA, 'POST', `/v1/agents/${agentId}/requests/${request.id}`, { result: 'worth the wait' });
+    expect(textOf(await call)).toBe('worth the wait');
   });
 });
 

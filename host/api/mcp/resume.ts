@@ -1,0 +1,204 @@
+// Resumable answers of the agents' MCP endpoint, for the 2025 revisions (MCP Streamable HTTP,
+// "Resumability and Redelivery"): a POST answered as an SSE stream gets an id on every event
+// (`<stream>_<n>`, a cursor within that one stream), and, for clients of 2025-11-25 on, a first
+// priming event (an id, a `retry` hint and empty data) so a client that loses the stream before the
+// answer knows where to resume. The answer is read from the SDK's response here, whatever becomes
+// of the client's connection, and kept; a GET with `Last-Event-ID` gets the events after that id
+// and then the rest as they come. 2026-era clients are not served here: closing their request is
+// how they cancel a call, so there is nothing to resume.
+// Invariants: a stream is resumed only by its owner (tenant and agent; anything else is "unknown");
+// events are never replayed from another stream; at most one client reads a stream at a time (a
+// newer one takes it over); a stream is kept RETAIN_MS after its answer ended, at most MAX_BYTES of
+// events each (the oldest go first: resuming before them is "unknown") and MAX_STREAMS streams and
+// TOTAL_BYTES in all, the oldest finished ones dropped first.
+import { randomUUID } from 'node:crypto';
+
+export const RETAIN_MS = 60_000;
+const MAX_BYTES = 8 * 1024 * 1024;
+const MAX_STREAMS = 512;
+const TOTAL_BYTES = 64 * 1024 * 1024;
+/** The reconnect delay told to clients in the priming event. */
+export const RETRY_MS = 500;
+
+interface Stream {
+  owner: string;
+  /** Event frames with their ids; frames[i] is event number `base + i + 1`. */
+  frames: string[];
+  base: number;
+  bytes: number;
+  done: boolean;
+  /** The client reading the stream now, if any. */
+  live?: ReadableStreamDefaultController<Uint8Array>;
+  timer?: ReturnType<typeof setTimeout>;
+  onEnd?: () => void;
+}
+
+export interface ResumableStreams {
+  /**
+   * The SSE answer `response` of a POST with ids on its events, kept for resuming (see the header);
+   * `onEnd` runs once the answer ended (not when its reader goes).
+   */
+  record(owner: string, response: Response, options: { priming: boolean; onEnd?: () => void }): Response;
+  /** The events after `lastEventId` and the rest live, or undefined when there is no such stream of `owner`'s. */
+  resume(owner: string, lastEventId: string): Response | undefined;
+  /** Streams kept now (for tests and gauges). */
+  size(): number;
+}
+
+const encoder = new TextEncoder();
+const SSE_HEADERS = { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache, no-transform' };
+
+/** Frames of an SSE text that ends at a frame boundary, and the unfinished rest. */
+const splitFrames = (text: string): { frames: string[]; rest: string } => {
+  const parts = text.split(/\r?\n\r?\n/);
+  const rest = parts.pop() ?? '';
+  return { frames: parts.filter((part) => part.trim() !== ''), rest };
+};
+
+/** Sends a frame to the stream's reader, if it has one. */
+const send = (stream: Stream, frame: string) => {
+  try {
+    stream.live?.enqueue(encoder.encode(frame));
+  } catch {
+    stream.live = undefined; // its reader went
+  }
+};
+
+/** The events of `stream` after number `after`, then (while it runs) the rest as they come. */
+function resumedBody(stream: Stream, after: number): ReadableStream<Uint8Array> {
+  let mine: ReadableStreamDefaultController<Uint8Array> | undefined;
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      mine = controller;
+      // A newer reader takes the stream over; the older one ends.
+      try {
+        stream.live?.close();
+      } catch {
+        // its reader went already
+      }
+      stream.live = undefined;
+      for (const frame of stream.frames.slice(after - stream.base)) controller.enqueue(encoder.encode(frame));
+      if (stream.done) controller.close();
+      else stream.live = controller;
+    },
+    cancel() {
+      if (stream.live === mine) stream.live = undefined;
+    },
+  });
+}
+
+export function createResumableStreams(): ResumableStreams {
+  const streams = new Map<string, Stream>();
+  let totalBytes = 0;
+
+  const drop = (id: string) => {
+    const stream = streams.get(id);
+    if (stream === undefined) return;
+    clearTimeout(stream.timer);
+    totalBytes -= stream.bytes;
+    streams.delete(id);
+  };
+
+  /** Drops the oldest finished streams while over the bounds (running ones end with their call). */
+  const evict = () => {
+    for (const [id, stream] of streams) {
+      if (streams.size <= MAX_STREAMS && totalBytes <= TOTAL_BYTES) return;
+      if (stream.done) drop(id);
+    }
+  };
+
+  const keep = (stream: Stream, frame: string) => {
+    stream.frames.push(frame);
+    stream.bytes += frame.length;
+    totalBytes += frame.length;
+    while (stream.bytes > MAX_BYTES && stream.frames.length > 1) {
+      const oldest = stream.frames.shift() ?? '';
+      stream.base += 1;
+      stream.bytes -= oldest.length;
+      totalBytes -= oldest.length;
+    }
+  };
+
+  const finish = (id: string, stream: Stream) => {
+    stream.done = true;
+    stream.onEnd?.();
+    try {
+      stream.live?.close();
+    } catch {
+      // already closed by its reader
+    }
+    stream.live = undefined;
+    stream.timer = setTimeout(() => drop(id), RETAIN_MS);
+    stream.timer.unref?.();
+    evict();
+  };
+
+  /** Reads the SDK's answer to its end, numbering its events, whether or not a client listens. */
+  async function pump(id: string, stream: Stream, body: ReadableStream<Uint8Array>) {
+    const decoder = new TextDecoder();
+    let pending = '';
+    let n = 0;
+    try {
+      for await (const chunk of body) {
+        const { frames, rest } = splitFrames(pending + decoder.decode(chunk, { stream: true }));
+        pending = rest;
+        for (const block of frames) {
+          // Comments (keep-alives) go to whoever listens and are not kept.
+          if (!/^data:/m.test(block)) {
+            send(stream, `${block}\n\n`);
+            continue;
+          }
+          n += 1;
+          const frame = `id: ${id}_${n}\n${block}\n\n`;
+          keep(stream, frame);
+          send(stream, frame);
+        }
+      }
+    } catch {
+      // The answer broke off: what came is kept, and the stream ends there.
+    } finally {
+      finish(id, stream);
+    }
+  }
+
+  function record(
+    owner: string,
+    response: Response,
+    options: { priming: boolean; onEnd?: () => void },
+  ): Response {
+    const body = response.body;
+    if (body === null) {
+      options.onEnd?.();
+      return response;
+    }
+    const id = randomUUID();
+    const stream: Stream = { owner, frames: [], base: 0, bytes: 0, done: false };
+    if (options.onEnd !== undefined) stream.onEnd = options.onEnd;
+    streams.set(id, stream);
+    const client = new ReadableStream<Uint8Array>({
+      start(controller) {
+        stream.live = controller;
+        if (options.priming)
+          controller.enqueue(encoder.encode(`id: ${id}_0\nretry: ${RETRY_MS}\ndata: \n\n`));
+      },
+      cancel() {
+        // The client went: the answer is still read and kept for its reconnect.
+        stream.live = undefined;
+      },
+    });
+    void pump(id, stream, body);
+    return new Response(client, { status: response.status, headers: response.headers });
+  }
+
+  function resume(owner: string, lastEventId: string): Response | undefined {
+    const match = /^([0-9a-f-]{36})_(\d{1,9})$/.exec(lastEventId.trim());
+    if (match === null) return undefined;
+    const [, id = '', seen = ''] = match;
+    const stream = streams.get(id);
+    const after = Number(seen);
+    if (stream === undefined || stream.owner !== owner || after < stream.base) return undefined;
+    return new Response(resumedBody(stream, after), { status: 200, headers: SSE_HEADERS });
+  }
+
+  return { record, resume, size: () => streams.size };
+}
