@@ -161,10 +161,18 @@ ListAgentsResponse = TypedDict("ListAgentsResponse", {
 
 GetAgentResponse = CreateAgentResponse
 
+ListToolsResponseToolsItemAnnotations = TypedDict("ListToolsResponseToolsItemAnnotations", {
+    "readOnlyHint": NotRequired[bool],
+    "destructiveHint": NotRequired[bool],
+    "idempotentHint": NotRequired[bool],
+    "openWorldHint": NotRequired[bool],
+})
+
 ListToolsResponseToolsItem = TypedDict("ListToolsResponseToolsItem", {
     "name": str,
     "description": str,
     "parameters": Dict[str, Any],
+    "annotations": NotRequired[ListToolsResponseToolsItemAnnotations],
 })
 
 ListToolsResponse = TypedDict("ListToolsResponse", {
