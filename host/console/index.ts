@@ -2,11 +2,13 @@
 // with a tenant key (or the admin key, for the operator view). Mount with
 // `app.route('/', consoleRoutes({ fetch: (r, env) => app.fetch(r, env) }))`.
 // Invariants: every response under /console carries the security headers (guard.ts); only the
-// sign-in page answers without a session; the console reads and changes nothing but through v1.
+// sign-in page, its stylesheet and the icon answer without a session; the console reads and
+// changes nothing but through v1.
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { ApiFailure, type ApiFetch } from './api.ts';
-import { assetOf } from './assets.ts';
+import { assetOf, PUBLIC_ASSETS } from './assets.ts';
+import { favicon } from './favicon.ts';
 import {
   type ConsoleEnv,
   CsrfRefusal,
@@ -46,6 +48,7 @@ const formLimit = (maxSize: number) =>
 export const consoleRoutes = (options: ConsoleOptions): Hono<ConsoleEnv> => {
   const sessions = options.sessions ?? createSessions();
   const app = new Hono<ConsoleEnv>();
+  app.use('/favicon.ico', securityHeaders);
   app.use('/console', securityHeaders);
   app.use('/console/*', securityHeaders);
   app.use('/console', refuseForeignRequests);
@@ -79,7 +82,20 @@ export const consoleRoutes = (options: ConsoleOptions): Hono<ConsoleEnv> => {
   app.route('/', tenantRoutes(options.fetch, sessions));
   app.route('/', timelineRoutes(options.fetch, sessions, options.timelinePollBytes));
   app.route('/', operatorRoutes(options.fetch, sessions));
-  app.get('/console/assets/:name', requireSession(sessions), (c) => {
+  // The icon browsers ask every origin for, and the pages link to.
+  app.get('/favicon.ico', (c) =>
+    c.body(favicon() as Uint8Array<ArrayBuffer>, 200, {
+      'Content-Type': 'image/x-icon',
+      'Cache-Control': 'public, max-age=86400',
+    }),
+  );
+  const assetGate = requireSession(sessions);
+  app.get('/console/assets/:name', async (c, next) => {
+    // The sign-in page's stylesheet is public (it holds nothing of anybody's); the rest needs a session.
+    if (PUBLIC_ASSETS.has(c.req.param('name'))) return next();
+    return assetGate(c, next);
+  });
+  app.get('/console/assets/:name', (c) => {
     const asset = assetOf(c.req.param('name'));
     if (asset === undefined) return c.text('No such asset.', 404);
     return c.body(asset.body as Uint8Array<ArrayBuffer>, 200, {

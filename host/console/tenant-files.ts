@@ -6,7 +6,7 @@
 // the session, not the tab.
 import { Hono } from 'hono';
 import { type ApiFetch, apiJson, apiRequest, failureOf } from './api.ts';
-import { type ConsoleEnv, endSocketOn, sameOrigin, sessionEnd } from './guard.ts';
+import { type ConsoleEnv, endSocketOn, newNonce, sameOrigin, sessionEnd } from './guard.ts';
 import { agentPath, downloadName, key } from './tenant-agents.ts';
 import type { AgentView } from './views/agents.ts';
 import { type DirEntryView, directoryView, fileView } from './views/files.ts';
@@ -76,6 +76,10 @@ export const filePages = (fetch: ApiFetch): Hono<ConsoleEnv> => {
     const id = c.req.param('id');
     const tid = c.req.query('tid') ?? '';
     await apiJson<AgentView>(fetch, c, key(c), agentPath(id));
+    // xterm.js writes its theme, cell metrics and cursor as <style> elements: this response's CSP
+    // admits those that carry its nonce (assets/xterm-csp.js gives it to them).
+    const styleNonce = newNonce();
+    c.set('styleNonce', styleNonce);
     const socket = `/console/agents/${encodeURIComponent(id)}/terminals/${encodeURIComponent(tid)}/socket`;
     return c.html(
       await page(
@@ -84,6 +88,7 @@ export const filePages = (fetch: ApiFetch): Hono<ConsoleEnv> => {
           session: c.get('session'),
           scripts: ['terminal.js'],
           styles: ['xterm.css'],
+          styleNonce,
         },
         h('div', { id: 'terminal', 'data-socket': socket }),
         h('p', { id: 'terminal-state', class: 'muted' }, 'connecting…'),
