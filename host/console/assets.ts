@@ -22,6 +22,7 @@ const FILES: Record<string, [string, string]> = {
   'xterm.mjs': [join(XTERM, 'lib', 'xterm.mjs'), 'text/javascript; charset=utf-8'],
   'xterm.css': [join(XTERM, 'css', 'xterm.css'), 'text/css; charset=utf-8'],
   'xterm-csp.js': [join(OWN, 'xterm-csp.js'), 'text/javascript; charset=utf-8'],
+  'refresh.js': [join(OWN, 'refresh.js'), 'text/javascript; charset=utf-8'],
 };
 
 /** Assets served without a session: the sign-in page's stylesheet. */

@@ -21,6 +21,7 @@ import { operatorRoutes } from './operator.ts';
 import { createSessions, type Sessions } from './sessions.ts';
 import { signinRoutes } from './signin.ts';
 import { tenantRoutes } from './tenant.ts';
+import { UPLOAD_BYTES } from './tenant-files.ts';
 import { timelineRoutes } from './timeline.ts';
 import { h, page } from './views/layout.ts';
 
@@ -38,6 +39,9 @@ const SIGNIN_BYTES = 8 * 1024;
 /** Any other form: an answer's JSON (the API takes 1 MiB of it) with its form encoding. */
 const FORM_BYTES = 2 * 1024 * 1024;
 
+/** The one form that carries a file: bounded by the file's limit (and its form fields). */
+const UPLOAD_PATH = /^\/console\/agents\/[^/]+\/files\/upload$/;
+
 /**
  * Bounds a request body before anything parses it: /console is outside the API's body limit, and
  * the sign-in form is parsed with no session, so without this anyone could make it buffer gigabytes.
@@ -54,7 +58,9 @@ export const consoleRoutes = (options: ConsoleOptions): Hono<ConsoleEnv> => {
   app.use('/console', refuseForeignRequests);
   app.use('/console/*', refuseForeignRequests);
   app.use('/console/signin', formLimit(SIGNIN_BYTES));
-  app.use('/console/*', formLimit(FORM_BYTES));
+  const forms = formLimit(FORM_BYTES);
+  const uploads = formLimit(UPLOAD_BYTES + FORM_BYTES);
+  app.use('/console/*', (c, next) => (UPLOAD_PATH.test(c.req.path) ? uploads(c, next) : forms(c, next)));
   app.onError(async (error, c) => {
     if (error instanceof CsrfRefusal) return c.text(error.message, 403);
     if (error instanceof ApiFailure) {

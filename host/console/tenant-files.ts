@@ -12,6 +12,9 @@ import type { AgentView } from './views/agents.ts';
 import { type DirEntryView, directoryView, fileView } from './views/files.ts';
 import { h, page } from './views/layout.ts';
 
+/** A file the console uploads at most this large (larger ones: PUT /v1/agents/:id/files). */
+export const UPLOAD_BYTES = 16 * 1024 * 1024;
+
 /** A file shown inline at most this large; larger ones are offered as a download. */
 const VIEW_BYTES = 256 * 1024;
 
@@ -34,7 +37,9 @@ export const filePages = (fetch: ApiFetch): Hono<ConsoleEnv> => {
         entries: DirEntryView[];
         truncated: boolean;
       };
-      return c.html(await page({ title, session }, ...directoryView(id, path, entries, truncated)));
+      return c.html(
+        await page({ title, session }, ...directoryView(session, id, path, entries, truncated, UPLOAD_BYTES)),
+      );
     }
     await listing.body?.cancel();
     // Not a directory (or not there): read it as a file, whose failure then says what is wrong.
@@ -51,7 +56,7 @@ export const filePages = (fetch: ApiFetch): Hono<ConsoleEnv> => {
       const bytes = new Uint8Array(await file.arrayBuffer());
       text = bytes.includes(0) ? undefined : new TextDecoder().decode(bytes);
     } else await file.body?.cancel();
-    return c.html(await page({ title, session }, ...fileView(id, path, text, size)));
+    return c.html(await page({ title, session }, ...fileView(session, id, path, text, size)));
   });
 
   app.get('/console/agents/:id/files/download', async (c) => {
