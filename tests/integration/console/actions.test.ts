@@ -46,10 +46,11 @@ describe('console actions in a browser', () => {
 
   it('shows a styled sign-in page with the icon, and signs in', async () => {
     await page.goto(`${server.url}/console/signin`);
-    const card = await page.evaluate(() => {
-      const main = getComputedStyle(document.querySelector('main') as Element);
+    // In the page (the tests' TypeScript has no DOM types, so the page's code is a string).
+    const card = await page.evaluate<{ background: string; border: string }>(`(() => {
+      const main = getComputedStyle(document.querySelector('main'));
       return { background: main.backgroundColor, border: main.borderTopStyle };
-    });
+    })()`);
     expect(card).toEqual({ background: 'rgb(255, 255, 255)', border: 'solid' });
     const icon = await page.request.get(`${server.url}/favicon.ico`);
     expect([icon.status(), icon.headers()['content-type']]).toEqual([200, 'image/x-icon']);
@@ -134,9 +135,9 @@ describe('console actions in a browser', () => {
     await page.keyboard.type("printf '\\e[38;5;196mred256\\e[0m \\e[38;2;0;128;255mtruecolor\\e[0m\\n'\n");
     // The output's cells (the typed line echoes the same words inside one longer cell).
     const drawnNow = () =>
-      page.evaluate(() => {
+      page.evaluate<{ red: string; truecolor: string; cursor: string }>(`(() => {
         const spans = [...document.querySelectorAll('#terminal .xterm-rows span')];
-        const colour = (text: string) => {
+        const colour = (text) => {
           const span = spans.find((s) => s.textContent === text);
           return span === undefined ? 'missing' : getComputedStyle(span).color;
         };
@@ -146,7 +147,7 @@ describe('console actions in a browser', () => {
           truecolor: colour('truecolor'),
           cursor: cursor === null ? 'missing' : getComputedStyle(cursor).backgroundColor,
         };
-      });
+      })()`);
     await expect.poll(async () => (await drawnNow()).truecolor, { timeout: 20_000 }).not.toBe('missing');
     const drawn = await drawnNow();
     expect(drawn.red).toBe('rgb(255, 0, 0)');
