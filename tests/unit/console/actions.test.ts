@@ -5,7 +5,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { answerOf } from '../../../host/console/views/requests.ts';
 import { until } from '../../helpers/until.ts';
-import { type Api, type Loose, makeApi } from '../api/harness.ts';
+import { ADMIN_KEY, type Api, type Loose, makeApi } from '../api/harness.ts';
 
 const ORIGIN = 'http://localhost';
 let api: Api;
@@ -253,5 +253,72 @@ describe('console actions', () => {
     for (const kind of ['subagent', 'reminder', 'agent_wakeup'])
       expect(answerOf(kind, { result: '42', outcome: 'result' })).toEqual({ result: '42' });
     expect(answerOf('agent_wakeup', { result: 'no', outcome: 'error' })).toEqual({ error: 'no' });
+  });
+});
+
+describe('operator actions', () => {
+  const operator = async (): Promise<{ cookie: string; csrf: string }> => {
+    const res = await api.app.request('/console/signin', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: ORIGIN },
+      body: new URLSearchParams({ key: ADMIN_KEY, role: 'operator' }).toString(),
+    });
+    const cookie = (res.headers.get('set-cookie') ?? '').split(';')[0] as string;
+    const page = await (await api.app.request('/console/operator', { headers: { cookie } })).text();
+    return { cookie, csrf: /name="csrf-token" content="([^"]+)"/.exec(page)?.[1] ?? '' };
+  };
+
+  it('creates a tenant, shows its key once, issues and revokes keys, and lists its agents', async () => {
+    const { cookie, csrf } = await operator();
+    expect(await (await get('/console/operator', cookie)).text()).toContain('id="create-tenant"');
+    const created = await post('/console/operator/tenants', cookie, { csrf, name: 'made <here>' });
+    expect(created.status).toBe(200);
+    expect(created.headers.get('cache-control')).toBe('no-store');
+    const page = await created.text();
+    expect(page).toContain('Tenant made &lt;here&gt;');
+    const apiKey = /<p class="secret">([^<]+)<\/p>/.exec(page)?.[1] as string;
+    // The key shown works, and its tenant is the new one.
+    const agent = await api.createAgent(apiKey);
+    const tenantId = /<tr data-tenant="([^"]+)"/.exec(await (await get('/console/operator', cookie)).text());
+    expect(tenantId).not.toBeNull();
+    const tenants = (await api.request(ADMIN_KEY, 'GET', '/v1/tenants')).json.tenants as Loose[];
+    const id = tenants.find((t) => t.name === 'made <here>').id as string;
+    await api.call(apiKey, agent.id, [
+      { id: 'w', name: 'write', arguments: { file_path: 'a', content: 'b' } },
+    ]);
+
+    const tenantPage = await (await get(`/console/operator/tenants/${id}`, cookie)).text();
+    expect(tenantPage).toContain(`<tr data-agent="${agent.id}">`);
+    // Another tenant's agents are not listed there.
+    const other = await api.createAgent(api.keyA);
+    await api.call(api.keyA, other.id, [
+      { id: 'w', name: 'write', arguments: { file_path: 'a', content: 'b' } },
+    ]);
+    expect(await (await get(`/console/operator/tenants/${id}`, cookie)).text()).not.toContain(other.id);
+
+    const issued = await (
+      await post(`/console/operator/tenants/${id}/keys`, cookie, { csrf, name: 'ci', days: '30' })
+    ).text();
+    const second = /<p class="secret">([^<]+)<\/p>/.exec(issued)?.[1] as string;
+    expect(second).not.toBe(apiKey);
+    expect(issued).toContain('live until');
+    expect((await api.request(second, 'GET', '/v1/agents')).status).toBe(200);
+    const keys = (await api.request(ADMIN_KEY, 'GET', `/v1/tenants/${id}/keys`)).json.keys as Loose[];
+    const ci = keys.find((k) => k.name === 'ci');
+    expect(ci.expiresAt).toBeGreaterThan(Date.now() + 29 * 86_400_000);
+    const revoked = await post(`/console/operator/tenants/${id}/keys/${ci.id}/revoke`, cookie, { csrf });
+    expect([revoked.status, revoked.headers.get('location')]).toEqual([
+      303,
+      `/console/operator/tenants/${id}`,
+    ]);
+    expect((await api.request(second, 'GET', '/v1/agents')).status).toBe(401);
+    expect((await api.request(apiKey, 'GET', '/v1/agents')).status).toBe(200);
+    // Without the token nothing changes; a tenant's session cannot reach these pages at all.
+    expect((await post('/console/operator/tenants', cookie, { name: 'forged' })).status).toBe(403);
+    const tenant = await signIn(api.keyA);
+    expect(
+      (await post('/console/operator/tenants', tenant.cookie, { csrf: tenant.csrf, name: 'x' })).status,
+    ).toBe(401);
+    expect((await get(`/console/operator/tenants/${id}`, tenant.cookie)).status).toBe(303);
   });
 });
