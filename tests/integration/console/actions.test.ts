@@ -2,7 +2,8 @@
 // styled sign-in page and the icon; create an agent from the form and watch its usage refresh;
 // run a command and a tool call; upload and delete a file; open a terminal with a button, where
 // 256-colour and truecolor output and the cursor draw with no CSP violation, and close it; answer
-// a remote tool's request with a result; delete the agent. Screenshots go to
+// a remote tool's request with a result; delete the agent. As the operator: create a tenant (its
+// key shown once), issue and revoke a key, see the tenant's agents. Screenshots go to
 // tests/artifacts/console/ (gitignored), kept for a person to look at.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,7 +14,8 @@ import type { Running } from '../../../host/serve.ts';
 import { json, served } from '../api/served.ts';
 
 const ARTIFACTS = join(import.meta.dirname, '../../artifacts/console');
-const s = served('console-actions');
+const ADMIN = 'console-actions-admin-key-0123456789';
+const s = served('console-actions', { adminKey: ADMIN });
 let server: Running;
 let key: string;
 let browser: Browser;
@@ -189,5 +191,40 @@ describe('console actions in a browser', () => {
     await page.waitForURL('**/console/agents');
     expect((await json(server, key, 'GET', `/v1/agents/${id}`)).status).toBe(404);
     expect(violations).toEqual([]);
+  });
+});
+
+describe('operator actions in a browser', () => {
+  it("creates a tenant, issues and revokes a key, and sees the tenant's agents", async () => {
+    const operator = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    await operator.goto(`${server.url}/console/signin`);
+    await operator.fill('input[name=key]', ADMIN);
+    await operator.check('input[name=role][value=operator]');
+    await operator.click('button[type=submit]');
+    await operator.waitForURL('**/console/operator');
+    await operator.fill('#create-tenant input[name=name]', 'from the console');
+    await operator.click('#create-tenant button[type=submit]');
+    const first = (await operator.textContent('#new-key .secret')) as string;
+    // The key works: the tenant makes an agent with it, which its page then lists.
+    const agent = await json(server, first, 'POST', '/v1/agents', {});
+    const wrote = await json(server, first, 'POST', `/v1/agents/${agent.json.id}/calls`, {
+      calls: [{ id: 'w', name: 'write', arguments: { file_path: 'a.txt', content: 'a' } }],
+    });
+    expect(wrote.json.results[0].ok, JSON.stringify(wrote.json)).toBe(true);
+    await operator.goto(`${server.url}/console/operator`);
+    await operator.locator('tr[data-tenant]', { hasText: 'from the console' }).locator('a').click();
+    await operator.waitForSelector(`tr[data-agent="${agent.json.id}"]`);
+    await operator.fill('#issue-key input[name=name]', 'ci');
+    await operator.fill('#issue-key input[name=days]', '7');
+    await operator.click('#issue-key button[type=submit]');
+    const second = (await operator.textContent('#new-key .secret')) as string;
+    expect((await json(server, second, 'GET', '/v1/agents')).status).toBe(200);
+    await operator.locator('tr[data-key]', { hasText: 'ci' }).locator('button.danger').click();
+    await operator.locator('tr[data-key]', { hasText: 'revoked' }).waitFor();
+    expect((await json(server, second, 'GET', '/v1/agents')).status).toBe(401);
+    expect((await json(server, first, 'GET', '/v1/agents')).status).toBe(200);
+    await operator.screenshot({ path: join(ARTIFACTS, 'a6-operator-tenant.png'), fullPage: true });
+    expect(violations).toEqual([]);
+    await operator.close();
   });
 });
