@@ -1,6 +1,6 @@
 // The tenant's agents: one row each with preset, mode, links, sandbox limits and budgets, and its
 // state on the instance that answered (sandbox, batches running, last call).
-import { bytesText } from './format.ts';
+import { bytesText, durationText } from './format.ts';
 import { h, type Node, table, when } from './layout.ts';
 
 /** An agent as GET /v1/agents shows it (the fields the console reads). */
@@ -36,11 +36,33 @@ export const usedText = (used: { usedBytes: number; limitBytes: number } | undef
     : `${bytesText(used.usedBytes)} of ${bytesText(used.limitBytes)}` +
       (used.limitBytes > 0 ? ` (${Math.round((used.usedBytes / used.limitBytes) * 100)}%)` : '');
 
-/** "memoryMb 512 · cpus 1" from an object of limits; "defaults" when none were asked for. */
+/** "memory 512 MiB · 1 CPU" from an object of limits; "defaults" when none were asked for. */
 export const limitsText = (value: unknown): string => {
   if (value === null || typeof value !== 'object') return 'defaults';
-  const parts = Object.entries(value as Record<string, unknown>).map(([k, v]) => `${k} ${String(v)}`);
+  const parts = Object.entries(value as Record<string, unknown>).map(([k, v]) => limitText(k, v));
   return parts.length === 0 ? 'defaults' : parts.join(' · ');
+};
+
+/** One limit as people read it ("memory 256 MiB", "CPU 2000 ms"); an unknown one as it is named. */
+const limitText = (name: string, value: unknown): string => {
+  const n = typeof value === 'number' ? value : Number.NaN;
+  if (Number.isNaN(n)) return `${name} ${String(value)}`;
+  switch (name) {
+    case 'memoryMb':
+      return `memory ${bytesText(n * 1024 * 1024)}`;
+    case 'diskMb':
+      return `disk ${bytesText(n * 1024 * 1024)}`;
+    case 'cpus':
+      return `${n} CPU${n === 1 ? '' : 's'}`;
+    case 'pids':
+      return `${n} processes`;
+    case 'cpuMs':
+      return `CPU ${durationText(n)}`;
+    case 'wallMs':
+      return `wall ${durationText(n)}`;
+    default:
+      return `${name} ${n}`;
+  }
 };
 
 export const agentLink = (id: string): Node =>

@@ -57,6 +57,9 @@ describe('console actions', () => {
     expect(created.status, await created.clone().text()).toBe(303);
     const id = decodeURIComponent((created.headers.get('location') ?? '').split('/').pop() ?? '');
     const agent = await api.request(api.keyA, 'GET', `/v1/agents/${id}`);
+    expect(await (await get(`/console/agents/${id}`, cookie)).text()).toContain(
+      '<td>memory 256 MiB · 0.5 CPUs</td><td>CPU 2000 ms</td>',
+    );
     expect(agent.json).toMatchObject({
       preset: 'minimal',
       mode: 'native',

@@ -167,7 +167,7 @@ describe('the console signed in', () => {
     const { cookie } = await signIn(api.keyA);
     const list = await (await get('/console/agents', cookie)).text();
     expect(list).toContain(mine.id);
-    expect(list).toContain('memoryMb 256');
+    expect(list).toContain('memory 256 MiB');
     expect(list).not.toContain(theirs.id);
     for (const path of [
       `/console/agents/${theirs.id}`,
