@@ -76,7 +76,8 @@ export const consoleRoutes = (options: ConsoleOptions): Hono<ConsoleEnv> => {
       return c.html(
         await page(
           { title: error.status === 404 ? 'Not found' : 'Refused', session: c.get('session') },
-          h('p', null, `${error.code}: ${error.message}`),
+          h('p', { role: 'alert' }, `${error.code}: ${error.message}`),
+          h('p', null, h('a', { href: '/console' }, 'Back to the console')),
         ),
         status,
       );
