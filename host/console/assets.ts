@@ -1,6 +1,7 @@
 // The console's static assets: its own stylesheet and scripts (host/console/assets/) and xterm.js
 // with its stylesheet from node_modules (@xterm/xterm), read once and served from memory by name.
-// Only these names answer; nothing else on disk is reachable through this route.
+// Only these names answer; nothing else on disk is reachable through this route, and only
+// PUBLIC_ASSETS without a session.
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -20,7 +21,12 @@ const FILES: Record<string, [string, string]> = {
   'terminal.js': [join(OWN, 'terminal.js'), 'text/javascript; charset=utf-8'],
   'xterm.mjs': [join(XTERM, 'lib', 'xterm.mjs'), 'text/javascript; charset=utf-8'],
   'xterm.css': [join(XTERM, 'css', 'xterm.css'), 'text/css; charset=utf-8'],
+  'xterm-csp.js': [join(OWN, 'xterm-csp.js'), 'text/javascript; charset=utf-8'],
+  'refresh.js': [join(OWN, 'refresh.js'), 'text/javascript; charset=utf-8'],
 };
+
+/** Assets served without a session: the sign-in page's stylesheet. */
+export const PUBLIC_ASSETS: ReadonlySet<string> = new Set(['console.css']);
 
 let loaded: Map<string, Asset> | undefined;
 

@@ -1,40 +1,52 @@
 // The console's gate: security headers on every console response, the session cookie, and CSRF.
 // Invariants: every response under /console carries the strict CSP (no inline script, nothing
-// framed) whatever answered it, errors and redirects included; no page, asset or socket but the
-// sign-in page answers without a live session; a mutating request passes only when it comes from
+// framed) whatever answered it, errors and redirects included; inline style only on a page that
+// set a fresh nonce for it (the terminal page, for xterm.js's own <style> elements); no page,
+// asset or socket but the sign-in page, its stylesheet and the icon answers without a live session; a mutating request passes only when it comes from
 // this origin (Origin / Sec-Fetch-Site) and, once signed in, carries the session's CSRF token.
-import { timingSafeEqual } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Context, MiddlewareHandler } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import type { ConsoleSession, Sessions } from './sessions.ts';
 
 export interface ConsoleEnv {
-  Variables: { session: ConsoleSession };
+  /** `styleNonce`: set by a page whose <style> elements carry it (see cspOf). */
+  Variables: { session: ConsoleSession; styleNonce?: string };
 }
 
 export const COOKIE = 'dsh_console';
 
-/** Scripts, styles, sockets and images only from this origin; nothing inline, no framing. */
-export const CSP = [
-  "default-src 'self'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data:",
-  "connect-src 'self'",
-  "object-src 'none'",
-  "base-uri 'none'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-].join('; ');
+/**
+ * Scripts, styles, sockets and images only from this origin; nothing inline, no framing. With a
+ * `styleNonce`, <style> elements carrying that nonce too (never style attributes, never scripts).
+ */
+export const cspOf = (styleNonce?: string): string =>
+  [
+    "default-src 'self'",
+    "script-src 'self'",
+    styleNonce === undefined ? "style-src 'self'" : `style-src 'self' 'nonce-${styleNonce}'`,
+    "img-src 'self' data:",
+    "connect-src 'self'",
+    "object-src 'none'",
+    "base-uri 'none'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+  ].join('; ');
 
-export const securityHeaders: MiddlewareHandler = async function consoleHeaders(c, next) {
+/** The policy of every console response that set no nonce. */
+export const CSP = cspOf();
+
+/** A fresh nonce for one response's inline styles (128 bits). */
+export const newNonce = (): string => randomBytes(16).toString('base64url');
+
+export const securityHeaders: MiddlewareHandler<ConsoleEnv> = async function consoleHeaders(c, next) {
   await next();
   const headers = c.res.headers;
   // A WebSocket's 101 comes back as a response without writable headers: nothing to add there.
   if (c.res.status === 101) return;
   try {
-    headers.set('Content-Security-Policy', CSP);
+    headers.set('Content-Security-Policy', cspOf(c.get('styleNonce')));
     headers.set('X-Content-Type-Options', 'nosniff');
     // same-origin, not no-referrer: under no-referrer a browser sends `Origin: null` with forms,
     // which the CSRF check could not tell from a forged post.

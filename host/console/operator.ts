@@ -1,12 +1,15 @@
 // The operator view (admin key): tenants (GET /v1/tenants), the service's totals, warm pool,
 // isolate workers and workspace disk as /metrics exposes them, and disk per workspace
-// (GET /v1/admin/workspaces, a page at a time: `?after=` follows the API's `next`).
+// (GET /v1/admin/workspaces, a page at a time: `?after=` follows the API's `next`); its actions
+// (create tenants, keys, one tenant's agents) are in ./operator-actions.ts.
 import { Hono } from 'hono';
 import { type ApiFetch, apiJson, apiRequest } from './api.ts';
 import { type ConsoleEnv, requireSession } from './guard.ts';
+import { operatorActionRoutes } from './operator-actions.ts';
 import type { Sessions } from './sessions.ts';
 import { usedText } from './views/agents.ts';
 import { h, page, table, when } from './views/layout.ts';
+import { createTenantForm } from './views/tenants.ts';
 
 /** The gauges shown, by their Prometheus sample (name with labels). */
 const GAUGES: [string, string][] = [
@@ -49,6 +52,8 @@ const WORKSPACE_PAGE = 50;
 
 export const operatorRoutes = (fetch: ApiFetch, sessions: Sessions): Hono<ConsoleEnv> => {
   const app = new Hono<ConsoleEnv>();
+  app.use('/console/operator/*', requireSession(sessions, 'operator'));
+  app.route('/', operatorActionRoutes(fetch));
   app.get('/console/operator', requireSession(sessions, 'operator'), async (c) => {
     const key = c.get('session').key;
     const { tenants } = await apiJson<{ tenants: TenantRow[] }>(fetch, c, key, '/v1/tenants');
@@ -68,13 +73,14 @@ export const operatorRoutes = (fetch: ApiFetch, sessions: Sessions): Hono<Consol
           ),
         ),
         h('h2', null, 'Tenants'),
+        createTenantForm(c.get('session')),
         table(
           ['tenant', 'name', 'log bytes', 'created'],
           tenants.map((t) =>
             h(
               'tr',
-              null,
-              h('td', null, t.id),
+              { 'data-tenant': t.id },
+              h('td', null, h('a', { href: `/console/operator/tenants/${encodeURIComponent(t.id)}` }, t.id)),
               h('td', null, t.name),
               h('td', null, logBytes(t.id)),
               h('td', null, when(t.createdAt)),

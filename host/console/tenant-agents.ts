@@ -4,11 +4,13 @@
 // Invariants: the event stream ends with the session, not the tab; the export holds one page of
 // events in memory at a time.
 import { Hono } from 'hono';
+import { agentChoices } from './agent-choices.ts';
 import { type ApiFetch, apiJson, apiPost, apiRequest, failureOf } from './api.ts';
 import { type ConsoleEnv, checkCsrf, endBodyOn, sessionEnd } from './guard.ts';
+import { createAgentForm } from './views/actions.ts';
 import { agentPage, type UsageView } from './views/agent.ts';
 import { type AgentView, agentsTable } from './views/agents.ts';
-import { page } from './views/layout.ts';
+import { h, page } from './views/layout.ts';
 import { answerOf, type RequestView } from './views/requests.ts';
 
 interface EventView {
@@ -39,7 +41,16 @@ export const agentPages = (fetch: ApiFetch): Hono<ConsoleEnv> => {
   const app = new Hono<ConsoleEnv>();
   app.get('/console/agents', async (c) => {
     const { agents } = await apiJson<{ agents: AgentView[] }>(fetch, c, key(c), '/v1/agents');
-    return c.html(await page({ title: 'Agents', session: c.get('session') }, agentsTable(agents)));
+    const session = c.get('session');
+    return c.html(
+      await page(
+        { title: 'Agents', session, scripts: ['refresh.js'] },
+        createAgentForm(session, await agentChoices(fetch, c, key(c))),
+        h('p', { class: 'muted' }, h('span', { id: 'refresh-state' }, 'state refreshes every 5 s')),
+        h('p', { id: 'new-agents', class: 'notice', hidden: true }),
+        agentsTable(agents),
+      ),
+    );
   });
 
   app.get('/console/agents/:id', async (c) => {
@@ -55,7 +66,7 @@ export const agentPages = (fetch: ApiFetch): Hono<ConsoleEnv> => {
     const session = c.get('session');
     return c.html(
       await page(
-        { title: `Agent ${agent.id}`, session, scripts: ['timeline.js'] },
+        { title: `Agent ${agent.id}`, session, scripts: ['timeline.js', 'refresh.js'] },
         ...agentPage(agent, requests, session, usage),
       ),
     );

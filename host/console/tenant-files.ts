@@ -6,11 +6,14 @@
 // the session, not the tab.
 import { Hono } from 'hono';
 import { type ApiFetch, apiJson, apiRequest, failureOf } from './api.ts';
-import { type ConsoleEnv, endSocketOn, sameOrigin, sessionEnd } from './guard.ts';
+import { type ConsoleEnv, endSocketOn, newNonce, sameOrigin, sessionEnd } from './guard.ts';
 import { agentPath, downloadName, key } from './tenant-agents.ts';
 import type { AgentView } from './views/agents.ts';
 import { type DirEntryView, directoryView, fileView } from './views/files.ts';
 import { h, page } from './views/layout.ts';
+
+/** A file the console uploads at most this large (larger ones: PUT /v1/agents/:id/files). */
+export const UPLOAD_BYTES = 16 * 1024 * 1024;
 
 /** A file shown inline at most this large; larger ones are offered as a download. */
 const VIEW_BYTES = 256 * 1024;
@@ -34,7 +37,9 @@ export const filePages = (fetch: ApiFetch): Hono<ConsoleEnv> => {
         entries: DirEntryView[];
         truncated: boolean;
       };
-      return c.html(await page({ title, session }, ...directoryView(id, path, entries, truncated)));
+      return c.html(
+        await page({ title, session }, ...directoryView(session, id, path, entries, truncated, UPLOAD_BYTES)),
+      );
     }
     await listing.body?.cancel();
     // Not a directory (or not there): read it as a file, whose failure then says what is wrong.
@@ -51,7 +56,7 @@ export const filePages = (fetch: ApiFetch): Hono<ConsoleEnv> => {
       const bytes = new Uint8Array(await file.arrayBuffer());
       text = bytes.includes(0) ? undefined : new TextDecoder().decode(bytes);
     } else await file.body?.cancel();
-    return c.html(await page({ title, session }, ...fileView(id, path, text, size)));
+    return c.html(await page({ title, session }, ...fileView(session, id, path, text, size)));
   });
 
   app.get('/console/agents/:id/files/download', async (c) => {
@@ -76,6 +81,10 @@ export const filePages = (fetch: ApiFetch): Hono<ConsoleEnv> => {
     const id = c.req.param('id');
     const tid = c.req.query('tid') ?? '';
     await apiJson<AgentView>(fetch, c, key(c), agentPath(id));
+    // xterm.js writes its theme, cell metrics and cursor as <style> elements: this response's CSP
+    // admits those that carry its nonce (assets/xterm-csp.js gives it to them).
+    const styleNonce = newNonce();
+    c.set('styleNonce', styleNonce);
     const socket = `/console/agents/${encodeURIComponent(id)}/terminals/${encodeURIComponent(tid)}/socket`;
     return c.html(
       await page(
@@ -84,6 +93,7 @@ export const filePages = (fetch: ApiFetch): Hono<ConsoleEnv> => {
           session: c.get('session'),
           scripts: ['terminal.js'],
           styles: ['xterm.css'],
+          styleNonce,
         },
         h('div', { id: 'terminal', 'data-socket': socket }),
         h('p', { id: 'terminal-state', class: 'muted' }, 'connecting…'),

@@ -22,12 +22,22 @@ function el(tag, attrs = {}, ...children) {
 const clip = (text, max = 400) => (text.length > max ? `${text.slice(0, max)}…` : text);
 const json = (value) => clip(JSON.stringify(value) ?? 'undefined');
 
+/** Milliseconds with the precision people read (the twin of views/format.ts durationText). */
+function ms(value) {
+  const n = Number(value);
+  if (!Number.isFinite(n)) return '';
+  if (n < 1) return `${n.toFixed(2)} ms`;
+  if (n < 100) return `${n.toFixed(1)} ms`;
+  if (n < 10_000) return `${Math.round(n)} ms`;
+  return `${(n / 1000).toFixed(1)} s`;
+}
+
 /** One line about an event's data, by type. */
 function summary(e) {
   const d = e.data ?? {};
   if (e.type === 'tool.call') return `${d.name}(${json(d.arguments)})`;
   if (e.type === 'tool.result')
-    return `${d.name} ${d.ok ? 'ok' : `failed ${d.error?.code ?? ''}`} ${d.durationMs ?? ''} ms ${d.ok ? json(d.value ?? d.content) : clip(String(d.error?.message ?? ''))}`;
+    return `${d.name} ${d.ok ? 'ok' : `failed ${d.error?.code ?? ''}`} ${ms(d.durationMs)} ${d.ok ? json(d.value ?? d.content) : clip(String(d.error?.message ?? ''))}`;
   if (e.type.startsWith('request.'))
     return `${d.kind ?? ''} ${d.requestId ?? ''} ${json(d.payload ?? d.answer ?? d)}`;
   return json(d);
@@ -91,8 +101,29 @@ function addRow(e) {
   return true;
 }
 
-// Answer forms for requests that arrive while the page is open (the server renders the others).
+// Answer forms for requests that arrive while the page is open (the server renders the others,
+// in views/requests.ts: the two must offer the same fields).
 const QUESTION_KINDS = new Set(['approval', 'plan_review']);
+const TEXT_RESULT = new Set(['subagent', 'reminder', 'agent_wakeup']);
+
+/** What a request asks, by kind, as text (the twin of views/requests.ts summary). */
+function asks(kind, p) {
+  const s = (v) => String(v);
+  switch (kind) {
+    case 'remote_tool':
+      return clip(`${s(p?.toolName)}(${JSON.stringify(p?.arguments ?? null)})`, 2000);
+    case 'subagent':
+      return clip(`${p?.description ? `${s(p.description)}: ` : ''}${s(p?.prompt)}`, 2000);
+    case 'plugin_client_query':
+      return clip(`${s(p?.provider)}.${s(p?.method)}(${JSON.stringify(p?.input ?? null)})`, 2000);
+    case 'reminder':
+      return clip(`reminder: ${s(p?.prompt)}`, 2000);
+    case 'agent_wakeup':
+      return clip(`from ${s(p?.fromName ?? p?.from)} (${s(p?.reason)}): ${s(p?.message)}`, 2000);
+    default:
+      return clip(JSON.stringify(p) ?? '', 2000);
+  }
+}
 function requestForm(agentId, requestId, kind, payload) {
   const form = el('form', {
     method: 'post',
@@ -139,9 +170,15 @@ function requestForm(agentId, requestId, kind, payload) {
     form.append(el('button', { type: 'submit' }, 'Answer'));
   } else {
     form.append(
-      el('pre', {}, json(payload)),
-      el('textarea', { name: 'answer', rows: 3 }),
-      el('button', { type: 'submit' }, 'Answer'),
+      el('pre', {}, asks(kind, payload)),
+      el('textarea', {
+        name: 'result',
+        rows: 3,
+        cols: 60,
+        placeholder: TEXT_RESULT.has(kind) ? 'the final text' : 'the result: JSON, or text',
+      }),
+      el('button', { type: 'submit', name: 'outcome', value: 'result' }, 'Send result'),
+      el('button', { type: 'submit', name: 'outcome', value: 'error', class: 'danger' }, 'Send error'),
     );
   }
   return form;

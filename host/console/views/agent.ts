@@ -2,7 +2,9 @@
 // its filters and export, and the ways to its files and terminals. The timeline's rows are added
 // by assets/timeline.js from the event stream, as text.
 import type { ConsoleSession } from '../sessions.ts';
+import { deleteAgentForm } from './actions.ts';
 import { type AgentStateView, type AgentView, limitsText, stateText, usedText } from './agents.ts';
+import { percentText } from './format.ts';
 import { h, type Node, table, when } from './layout.ts';
 import { type RequestView, requestForm } from './requests.ts';
 
@@ -79,30 +81,59 @@ export interface UsageView {
   cpuPercent?: number;
 }
 
-/** The agent's state and usage: one row, each measure in its own cell. */
-export const usageTable = (usage: UsageView): Node =>
-  h(
+/** The usage table's cells by name, as text: the page renders them and usage.json refreshes them. */
+export const usageCells = (usage: UsageView): Record<string, string> => ({
+  state: stateText(usage.state),
+  lastCall: usage.state.lastCallAt === undefined ? '' : when(usage.state.lastCallAt),
+  events: String(usage.log.events),
+  calls: String(usage.log.calls),
+  lastEvent: usage.log.lastEventAt === undefined ? '' : when(usage.log.lastEventAt),
+  disk: usedText(usage.disk),
+  memory: usedText(usage.memory),
+  cpu: usage.cpuPercent === undefined ? 'not measured' : percentText(usage.cpuPercent),
+});
+
+const USAGE_HEAD: [string, string][] = [
+  ['state', 'state'],
+  ['lastCall', 'last call'],
+  ['events', 'events'],
+  ['calls', 'tool calls'],
+  ['lastEvent', 'last event'],
+  ['disk', 'disk'],
+  ['memory', 'memory'],
+  ['cpu', 'CPU'],
+];
+
+/**
+ * The agent's state and usage: one row, each measure in its own cell, refreshed in place every few
+ * seconds by assets/refresh.js from `data-refresh` (the usage.json of this agent).
+ */
+export const usageTable = (usage: UsageView, refresh?: string): Node => {
+  const cells = usageCells(usage);
+  return h(
     'section',
-    { id: 'usage' },
+    { id: 'usage', ...(refresh === undefined ? {} : { 'data-refresh': refresh }) },
     h('h2', null, 'State and usage'),
     table(
-      ['state', 'last call', 'events', 'tool calls', 'last event', 'disk', 'memory', 'CPU'],
+      USAGE_HEAD.map(([, label]) => label),
       [
         h(
           'tr',
           null,
-          h('td', { 'data-state': usage.state.sandbox }, stateText(usage.state)),
-          h('td', null, usage.state.lastCallAt === undefined ? '' : when(usage.state.lastCallAt)),
-          h('td', { 'data-usage': 'events' }, String(usage.log.events)),
-          h('td', { 'data-usage': 'calls' }, String(usage.log.calls)),
-          h('td', null, usage.log.lastEventAt === undefined ? '' : when(usage.log.lastEventAt)),
-          h('td', { 'data-usage': 'disk' }, usedText(usage.disk)),
-          h('td', { 'data-usage': 'memory' }, usedText(usage.memory)),
-          h('td', null, usage.cpuPercent === undefined ? 'not measured' : `${usage.cpuPercent}%`),
+          ...USAGE_HEAD.map(([name]) =>
+            h(
+              'td',
+              name === 'state'
+                ? { 'data-state': usage.state.sandbox, 'data-usage': name }
+                : { 'data-usage': name },
+              cells[name],
+            ),
+          ),
         ),
       ],
     ),
   );
+};
 
 export const agentPage = (
   agent: AgentView,
@@ -126,11 +157,13 @@ export const agentPage = (
         ),
       ],
     ),
-    ...(usage === undefined ? [] : [usageTable(usage)]),
+    ...(usage === undefined ? [] : [usageTable(usage, `${base}/usage.json`)]),
     h(
       'div',
       { class: 'links' },
-      h('a', { href: `${base}/files?path=.` }, 'Files'),
+      h('a', { href: `${base}/files?path=.`, id: 'files-link' }, 'Files'),
+      h('a', { href: `${base}/run`, id: 'run-link' }, 'Run a command or a call'),
+      h('a', { href: `${base}/terminals`, id: 'terminals-link' }, 'Terminals'),
       h(
         'form',
         { method: 'get', action: `${base}/terminal`, class: 'inline' },
@@ -152,5 +185,7 @@ export const agentPage = (
       ...requests.map((r) => requestForm(agent.id, r, session)),
     ),
     timeline({ stream: `${base}/events/stream` }, `${base}/events.ndjson`),
+    h('h2', null, 'Delete'),
+    deleteAgentForm(session, agent.id),
   ];
 };

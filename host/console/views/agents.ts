@@ -1,5 +1,6 @@
 // The tenant's agents: one row each with preset, mode, links, sandbox limits and budgets, and its
 // state on the instance that answered (sandbox, batches running, last call).
+import { bytesText, durationText } from './format.ts';
 import { h, type Node, table, when } from './layout.ts';
 
 /** An agent as GET /v1/agents shows it (the fields the console reads). */
@@ -28,30 +29,40 @@ export interface AgentStateView {
 export const stateText = (state: AgentStateView | undefined): string =>
   state === undefined ? '' : `${state.sandbox}${state.batches > 0 ? ` · ${state.batches} running` : ''}`;
 
-/** Bytes as people read them: "5.0 MiB". */
-export const bytesText = (bytes: number): string => {
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let value = bytes;
-  let unit = 0;
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit++;
-  }
-  return unit === 0 ? `${value} B` : `${value.toFixed(1)} ${units[unit]}`;
-};
-
-/** "5.0 MiB of 64.0 MiB (8%)" */
+/** "5.03 MiB of 64.0 MiB (8%)" */
 export const usedText = (used: { usedBytes: number; limitBytes: number } | undefined): string =>
   used === undefined
     ? 'not measured'
     : `${bytesText(used.usedBytes)} of ${bytesText(used.limitBytes)}` +
       (used.limitBytes > 0 ? ` (${Math.round((used.usedBytes / used.limitBytes) * 100)}%)` : '');
 
-/** "memoryMb 512 · cpus 1" from an object of limits; "defaults" when none were asked for. */
+/** "memory 512 MiB · 1 CPU" from an object of limits; "defaults" when none were asked for. */
 export const limitsText = (value: unknown): string => {
   if (value === null || typeof value !== 'object') return 'defaults';
-  const parts = Object.entries(value as Record<string, unknown>).map(([k, v]) => `${k} ${String(v)}`);
+  const parts = Object.entries(value as Record<string, unknown>).map(([k, v]) => limitText(k, v));
   return parts.length === 0 ? 'defaults' : parts.join(' · ');
+};
+
+/** One limit as people read it ("memory 256 MiB", "CPU 2000 ms"); an unknown one as it is named. */
+const limitText = (name: string, value: unknown): string => {
+  const n = typeof value === 'number' ? value : Number.NaN;
+  if (Number.isNaN(n)) return `${name} ${String(value)}`;
+  switch (name) {
+    case 'memoryMb':
+      return `memory ${bytesText(n * 1024 * 1024)}`;
+    case 'diskMb':
+      return `disk ${bytesText(n * 1024 * 1024)}`;
+    case 'cpus':
+      return `${n} CPU${n === 1 ? '' : 's'}`;
+    case 'pids':
+      return `${n} processes`;
+    case 'cpuMs':
+      return `CPU ${durationText(n)}`;
+    case 'wallMs':
+      return `wall ${durationText(n)}`;
+    default:
+      return `${name} ${n}`;
+  }
 };
 
 export const agentLink = (id: string): Node =>
@@ -75,15 +86,24 @@ export const agentRows = (agents: AgentView[]): Node[] =>
       h('td', null, limitsText(a.config.sandbox)),
       h('td', null, limitsText(a.config.codeMode)),
       h('td', { 'data-state': a.state?.sandbox ?? '' }, stateText(a.state)),
-      h('td', null, a.state?.lastCallAt === undefined ? '' : when(a.state.lastCallAt)),
+      h('td', { 'data-last-call': '' }, lastCallText(a.state)),
       h('td', null, when(a.createdAt)),
     ),
   );
 
-export const agentsTable = (agents: AgentView[]): Node =>
+/** When the agent's last call was ('' before its first). */
+export const lastCallText = (state: AgentStateView | undefined): string =>
+  state?.lastCallAt === undefined ? '' : when(state.lastCallAt);
+
+/** The list, whose state cells assets/refresh.js refreshes from `refresh` (agents.json). */
+export const agentsTable = (agents: AgentView[], refresh = '/console/agents.json'): Node =>
   agents.length === 0
-    ? h('p', null, 'No agents yet. Create one with POST /v1/agents.')
-    : table(
-        ['agent', 'preset', 'mode', 'role', 'sandbox', 'code budgets', 'state', 'last call', 'created'],
-        agentRows(agents),
+    ? h('p', { id: 'no-agents' }, 'No agents yet: create one above, or with POST /v1/agents.')
+    : h(
+        'section',
+        { id: 'agents', 'data-refresh': refresh },
+        table(
+          ['agent', 'preset', 'mode', 'role', 'sandbox', 'code budgets', 'state', 'last call', 'created'],
+          agentRows(agents),
+        ),
       );

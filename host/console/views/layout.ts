@@ -16,6 +16,11 @@ export interface PageOptions {
   scripts?: string[];
   /** Stylesheets under /console/assets/ besides console.css. */
   styles?: string[];
+  /**
+   * The response's style nonce (guard.ts cspOf): the page loads assets/xterm-csp.js first, which
+   * gives xterm.js's <style> elements this nonce.
+   */
+  styleNonce?: string;
 }
 
 /** A hidden field with the session's CSRF token, for every mutating form. */
@@ -55,20 +60,23 @@ export const page = async (options: PageOptions, ...content: Child[]): Promise<s
       h('meta', { name: 'viewport', content: 'width=device-width, initial-scale=1' }),
       session === undefined ? null : h('meta', { name: 'csrf-token', content: session.csrf }),
       h('title', null, `${options.title} · dsh-sandbox`),
-      session === undefined
-        ? null
-        : [
-            h('link', { rel: 'stylesheet', href: '/console/assets/console.css' }),
-            ...(options.styles ?? []).map((s) =>
-              h('link', { rel: 'stylesheet', href: `/console/assets/${s}` }),
-            ),
-          ],
+      h('link', { rel: 'icon', href: '/favicon.ico' }),
+      h('link', { rel: 'stylesheet', href: '/console/assets/console.css' }),
+      ...(options.styles ?? []).map((s) => h('link', { rel: 'stylesheet', href: `/console/assets/${s}` })),
     ),
     h(
       'body',
-      null,
+      session === undefined ? { class: 'bare' } : null,
       session === undefined ? null : nav(session),
       h('main', null, h('h1', null, options.title), ...content),
+      options.styleNonce === undefined
+        ? null
+        : h('script', {
+            type: 'module',
+            src: '/console/assets/xterm-csp.js',
+            nonce: options.styleNonce,
+            'data-style-nonce': '',
+          }),
       ...(options.scripts ?? []).map((s) => h('script', { type: 'module', src: `/console/assets/${s}` })),
     ),
   );

@@ -1,6 +1,7 @@
 // Pending host requests as forms: approvals and plan reviews as allow / deny, questions as their
-// options or free text, any other kind as a JSON answer. The browser script builds the same forms
-// for requests that arrive while the page is open (assets/timeline.js).
+// options or free text, and the kinds the client does work for (remote_tool, subagent,
+// plugin_client_query, reminder, agent_wakeup) as a result or an error. The browser script builds
+// the same forms for requests that arrive while the page is open (assets/timeline.js).
 import type { ConsoleSession } from '../sessions.ts';
 import { csrfField, h, type Node } from './layout.ts';
 
@@ -53,16 +54,44 @@ const answerFields = (r: RequestView): Node[] => {
       h('button', { type: 'submit' }, 'Answer'),
     ];
   return [
-    h('textarea', { name: 'answer', rows: 3, placeholder: '{ "result": … }' }),
-    h('button', { type: 'submit' }, 'Answer'),
+    h('textarea', {
+      name: 'result',
+      rows: 3,
+      cols: 60,
+      placeholder: TEXT_RESULT.has(r.kind) ? 'the final text' : 'the result: JSON, or text',
+    }),
+    // Result first: the form's default button sends what was typed as the result.
+    h('button', { type: 'submit', name: 'outcome', value: 'result' }, 'Send result'),
+    h('button', { type: 'submit', name: 'outcome', value: 'error', class: 'danger' }, 'Send error'),
   ];
 };
 
-const summary = (r: RequestView): string => {
+/** Kinds whose result is the text typed, never parsed as JSON (a subagent's is its final text). */
+const TEXT_RESULT = new Set(['subagent', 'reminder', 'agent_wakeup']);
+
+const clip = (text: string): string => (text.length > 2000 ? `${text.slice(0, 2000)}…` : text);
+
+/** What the request asks, by kind, as text. */
+export const summary = (r: RequestView): string => {
   const p = asRecord(r.payload);
-  if (r.kind === 'approval') return `${String(p.toolName)}: ${String(p.reason)}`;
-  if (r.kind === 'plan_review') return String(p.plan);
-  return JSON.stringify(r.payload).slice(0, 2000);
+  switch (r.kind) {
+    case 'approval':
+      return `${String(p.toolName)}: ${String(p.reason)}`;
+    case 'plan_review':
+      return String(p.plan);
+    case 'remote_tool':
+      return clip(`${String(p.toolName)}(${JSON.stringify(p.arguments ?? null)})`);
+    case 'subagent':
+      return clip(`${p.description ? `${String(p.description)}: ` : ''}${String(p.prompt)}`);
+    case 'plugin_client_query':
+      return clip(`${String(p.provider)}.${String(p.method)}(${JSON.stringify(p.input ?? null)})`);
+    case 'reminder':
+      return clip(`reminder: ${String(p.prompt)}`);
+    case 'agent_wakeup':
+      return clip(`from ${String(p.fromName ?? p.from)} (${String(p.reason)}): ${String(p.message)}`);
+    default:
+      return clip(JSON.stringify(r.payload));
+  }
 };
 
 export const requestForm = (agentId: string, r: RequestView, session: ConsoleSession): Node =>
@@ -102,9 +131,20 @@ export const answerOf = (kind: string, form: Record<string, string | File | (str
     }
     return { answers };
   }
+  if (typeof form.answer === 'string') {
+    // A JSON answer as a whole (what a form of an earlier page sends).
+    try {
+      return JSON.parse(form.answer);
+    } catch {
+      return null;
+    }
+  }
+  const text = typeof form.result === 'string' ? form.result : '';
+  if (form.outcome === 'error') return { error: text.trim() || 'refused from the console' };
+  if (TEXT_RESULT.has(kind)) return { result: text };
   try {
-    return JSON.parse(typeof form.answer === 'string' ? form.answer : '');
+    return { result: JSON.parse(text) };
   } catch {
-    return null;
+    return { result: text };
   }
 };

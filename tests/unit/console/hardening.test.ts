@@ -48,6 +48,18 @@ describe('the console against hostile callers', () => {
       body: form({ csrf, kind: 'other', answer: 'x'.repeat(3 * 1024 * 1024) }),
     });
     expect(answer.status).toBe(413);
+    // The upload takes a file of up to 16 MiB (with its form), and not a byte past its bound; its
+    // path's larger bound is not any other form's.
+    const upload = (bytes: number, path = `/console/agents/${id}/files/upload`) => {
+      const body = new FormData();
+      body.set('csrf', csrf);
+      body.set('dir', '.');
+      body.set('file', new File([new Uint8Array(bytes)], 'big.bin'));
+      return api.app.request(path, { method: 'POST', headers: { origin: ORIGIN, cookie }, body });
+    };
+    expect((await upload(16 * 1024 * 1024)).status).toBe(303);
+    expect((await upload(19 * 1024 * 1024)).status).toBe(413);
+    expect((await upload(3 * 1024 * 1024, `/console/agents/${id}/files/delete`)).status).toBe(413);
     // A sign-in of ordinary size still works.
     expect((await signIn(api.app, api.keyA)).cookie).toMatch(/^dsh_console=/);
   });

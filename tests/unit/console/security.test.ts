@@ -48,7 +48,6 @@ describe('the console without a session', () => {
       '/console/operator',
       '/console/timeline',
       '/console/timeline/events',
-      '/console/assets/console.css',
       '/console/assets/timeline.js',
       '/console/assets/xterm.mjs',
       '/console/nothing-here',
@@ -70,6 +69,30 @@ describe('the console without a session', () => {
       body: form({ kind: 'approval', decision: 'allow' }),
     });
     expect(answer.status).toBe(401);
+  });
+
+  it('serves the sign-in page styled, its stylesheet and the icon, and nothing else of the assets', async () => {
+    const signin = await (await get('/console/signin')).text();
+    expect(signin).toContain('<link rel="stylesheet" href="/console/assets/console.css"/>');
+    expect(signin).toContain('<link rel="icon" href="/favicon.ico"/>');
+    const css = await get('/console/assets/console.css');
+    expect([css.status, css.headers.get('content-type')]).toEqual([200, 'text/css; charset=utf-8']);
+    expect(await css.text()).toContain('body.bare main');
+    const icon = await get('/favicon.ico');
+    expect([icon.status, icon.headers.get('content-type')]).toEqual([200, 'image/x-icon']);
+    const bytes = Buffer.from(await icon.arrayBuffer());
+    // An ICO header with one 16×16 32-bit image whose bytes are all there.
+    expect([
+      bytes.readUInt16LE(2),
+      bytes.readUInt16LE(4),
+      bytes[6],
+      bytes[7],
+      bytes.readUInt16LE(12),
+    ]).toEqual([1, 1, 16, 16, 32]);
+    expect(bytes.length).toBe(bytes.readUInt32LE(18) + bytes.readUInt32LE(14));
+    expect(icon.headers.get('content-security-policy')).toBe(CSP);
+    for (const name of ['xterm.mjs', 'xterm-csp.js', 'terminal.js', 'xterm.css'])
+      expect((await get(`/console/assets/${name}`)).status, name).toBe(303);
   });
 
   it('refuses a wrong key and signs in with a tenant key into an httpOnly, SameSite=Strict cookie holding no key', async () => {
@@ -144,7 +167,7 @@ describe('the console signed in', () => {
     const { cookie } = await signIn(api.keyA);
     const list = await (await get('/console/agents', cookie)).text();
     expect(list).toContain(mine.id);
-    expect(list).toContain('memoryMb 256');
+    expect(list).toContain('memory 256 MiB');
     expect(list).not.toContain(theirs.id);
     for (const path of [
       `/console/agents/${theirs.id}`,
@@ -257,5 +280,27 @@ describe('the console signed in', () => {
     const page = await (await get(`/console/agents/${id}`, cookie)).text();
     // No inline script: every script element has a src.
     expect(page.match(/<script(?![^>]*\ssrc=)[^>]*>/g)).toBeNull();
+  });
+
+  it("admits the terminal page's own <style> elements by a nonce new on every response, and nothing more", async () => {
+    const { id } = await api.createAgent(api.keyA);
+    const { cookie } = await signIn(api.keyA);
+    const nonces: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const res = await get(`/console/agents/${id}/terminal?tid=t1`, cookie);
+      const csp = res.headers.get('content-security-policy') ?? '';
+      const nonce = /style-src 'self' 'nonce-([A-Za-z0-9_-]{22})'/.exec(csp)?.[1] as string;
+      expect(nonce, csp).toBeDefined();
+      expect(csp).toBe(CSP.replace("style-src 'self'", `style-src 'self' 'nonce-${nonce}'`));
+      expect(csp).not.toContain('unsafe');
+      // The page hands the nonce only to the script that gives it to xterm's <style> elements.
+      const page = await res.text();
+      expect(page).toContain(`<script type="module" src="/console/assets/xterm-csp.js" nonce="${nonce}"`);
+      expect(page.split(nonce).length).toBe(2);
+      nonces.push(nonce);
+    }
+    expect(nonces[0]).not.toBe(nonces[1]);
+    // Any other page keeps the policy without a nonce.
+    expect((await get(`/console/agents/${id}`, cookie)).headers.get('content-security-policy')).toBe(CSP);
   });
 });

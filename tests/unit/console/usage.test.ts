@@ -27,7 +27,9 @@ it('shows the state of each agent, and the usage of one, as calls change them', 
   const idle = await api.createAgent(api.keyA);
   const used = await api.createAgent(api.keyA, { sandbox: { diskMb: 16 } });
   const cookie = await signIn(api.keyA);
-  expect(await page(`/console/agents/${used.id}`, cookie)).toContain('<td data-state="none">none</td>');
+  expect(await page(`/console/agents/${used.id}`, cookie)).toContain(
+    '<td data-state="none" data-usage="state">none</td>',
+  );
 
   await api.call(api.keyA, used.id, [
     { id: 'w', name: 'write', arguments: { file_path: 'a.txt', content: 'x'.repeat(2048) } },
@@ -39,7 +41,7 @@ it('shows the state of each agent, and the usage of one, as calls change them', 
 
   const agentPage = await page(`/console/agents/${used.id}`, cookie);
   expect(cell(agentPage, 'data-usage="calls"')).toBe('1');
-  expect(cell(agentPage, 'data-usage="disk"')).toBe('2.0 KiB of 16.0 MiB (0%)');
+  expect(cell(agentPage, 'data-usage="disk"')).toBe('2 KiB of 16 MiB (0%)');
   expect(cell(agentPage, 'data-usage="memory"')).toBe('not measured');
 });
 
@@ -53,7 +55,7 @@ it("gives the operator every tenant's workspaces with their disk", async () => {
   const html = await page('/console/operator', await signIn(ADMIN_KEY, 'operator'));
   expect(html).toContain('Disk per workspace');
   const row = (id: string) => new RegExp(`<tr data-workspace="${id}">.*?</tr>`).exec(html)?.[0] ?? '';
-  expect(row(a.id)).toContain('4.0 KiB of 16.0 MiB');
+  expect(row(a.id)).toContain('4 KiB of 16 MiB');
   // The memory provider measures no disk without a size (as docker volumes): said, not guessed.
   expect(row(b.id)).toContain('not measured');
 });

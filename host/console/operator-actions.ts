@@ -1,0 +1,100 @@
+// The operator's actions (admin key; mounted by ./operator.ts): create a tenant, one tenant's page
+// (its keys and its agents that have a sandbox), issue and revoke its keys. Every change is a v1
+// request with the admin key after the CSRF check.
+// Invariants: a new key is shown once, in the answer to the POST that made it (never in a URL or a
+// redirect, and the response is no-store like every console page); the agents are read from
+// GET /v1/admin/workspaces, at most WORKSPACE_PAGES pages of it per view.
+import { type Context, Hono } from 'hono';
+import { type ApiFetch, apiJson, apiPost, apiRequest, failureOf } from './api.ts';
+import { type ConsoleEnv, checkCsrf } from './guard.ts';
+import { fieldOf } from './views/actions.ts';
+import { h, page } from './views/layout.ts';
+import { type KeyView, keyOnce, keysView, tenantAgentsView, type WorkspaceView } from './views/tenants.ts';
+
+/** Pages of 100 workspaces a tenant's page reads at most (each is measured, 4 at a time). */
+const WORKSPACE_PAGES = 10;
+
+const tenantPath = (id: string) => `/v1/tenants/${encodeURIComponent(id)}`;
+
+export const operatorActionRoutes = (fetch: ApiFetch): Hono<ConsoleEnv> => {
+  const app = new Hono<ConsoleEnv>();
+  const key = (c: { get(k: 'session'): { key: string } }) => c.get('session').key;
+
+  const tenantPage = async (c: Context<ConsoleEnv>, id: string, shown?: ReturnType<typeof keyOnce>) => {
+    const tenant = await apiJson<{ id: string; name: string; state: string }>(
+      fetch,
+      c,
+      key(c),
+      tenantPath(id),
+    );
+    const { keys } = await apiJson<{ keys: KeyView[] }>(fetch, c, key(c), `${tenantPath(id)}/keys`);
+    const workspaces: WorkspaceView[] = [];
+    let after: string | undefined;
+    let pages = 0;
+    do {
+      const query = new URLSearchParams({ limit: '100', ...(after ? { after } : {}) });
+      const got = await apiJson<{ workspaces: WorkspaceView[]; next?: string }>(
+        fetch,
+        c,
+        key(c),
+        `/v1/admin/workspaces?${query}`,
+      );
+      workspaces.push(...got.workspaces.filter((w) => w.tenantId === id));
+      after = got.next;
+      pages++;
+    } while (after !== undefined && pages < WORKSPACE_PAGES);
+    return c.html(
+      await page(
+        { title: `Tenant ${tenant.name}`, session: c.get('session') },
+        h(
+          'p',
+          null,
+          h('a', { href: '/console/operator' }, 'all tenants'),
+          ` · ${tenant.id} · ${tenant.state}`,
+        ),
+        shown ?? null,
+        ...keysView(c.get('session'), id, keys, Date.now()),
+        ...tenantAgentsView(workspaces, after === undefined),
+      ),
+    );
+  };
+
+  app.post('/console/operator/tenants', async (c) => {
+    const form = await checkCsrf(c);
+    const tenant = await apiPost<{ id: string; apiKey: string }>(fetch, c, key(c), '/v1/tenants', {
+      name: fieldOf(form, 'name'),
+    });
+    return tenantPage(c, tenant.id, keyOnce(tenant.apiKey, 'The tenant was created with its first key.'));
+  });
+
+  app.get('/console/operator/tenants/:id', (c) => tenantPage(c, c.req.param('id')));
+
+  app.post('/console/operator/tenants/:id/keys', async (c) => {
+    const form = await checkCsrf(c);
+    const id = c.req.param('id');
+    const name = fieldOf(form, 'name');
+    const days = fieldOf(form, 'days');
+    const issued = await apiPost<{ apiKey: string }>(fetch, c, key(c), `${tenantPath(id)}/keys`, {
+      ...(name === '' ? {} : { name }),
+      // A number of days the API checks (a word goes as typed, and the API says what is wrong).
+      ...(days === '' ? {} : { expiresAt: Date.now() + Math.round(Number(days) * 86_400_000) || days }),
+    });
+    return tenantPage(c, id, keyOnce(issued.apiKey, 'The key was issued.'));
+  });
+
+  app.post('/console/operator/tenants/:id/keys/:keyId/revoke', async (c) => {
+    await checkCsrf(c);
+    const id = c.req.param('id');
+    const res = await apiRequest(
+      fetch,
+      c,
+      key(c),
+      `${tenantPath(id)}/keys/${encodeURIComponent(c.req.param('keyId'))}`,
+      { method: 'DELETE' },
+    );
+    if (!res.ok) throw await failureOf(res);
+    await res.body?.cancel();
+    return c.redirect(`/console/operator/tenants/${encodeURIComponent(id)}`, 303);
+  });
+  return app;
+};
