@@ -5,9 +5,12 @@ import type { Context } from 'hono';
 import { type ApiFetch, apiRequest } from './api.ts';
 import type { AgentChoices } from './views/actions.ts';
 
-/** What the create form offers when the API's description cannot be read. */
+/**
+ * What the create form offers when the API's description cannot be read: no preset to choose (the
+ * API's default is taken; preset names live only in their entries, host/agents/presets/).
+ */
 const FALLBACK: AgentChoices = {
-  presets: ['standard', 'code', 'minimal', 'creator'],
+  presets: [],
   modes: ['native', 'code', 'both'],
 };
 

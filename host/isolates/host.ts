@@ -82,6 +82,11 @@ function onWorkerMessage(state: HostState, handle: WorkerHandle, message: Worker
     handle.aliveAt = performance.now();
     return;
   }
+  if (message.t === 'bloated') {
+    handle.retiring = true;
+    if (handle.runs.size === 0) state.supervisor.send(handle, { t: 'shutdown' });
+    return;
+  }
   if (message.t === 'pool') {
     handle.slots = Number.isSafeInteger(message.ready) ? Math.max(0, message.ready) : 0;
     const warming = message.warming === true;

@@ -101,6 +101,9 @@ export interface MemoryGovernor {
   ended(rss: number): void;
 }
 
+/** Resident memory a quiet worker may hold past what it held at start before it is replaced (MB). */
+export const BLOAT_MB = 128;
+
 /** How long the memory of ended runs may take to be given back before it counts again (ms). */
 export const DRAIN_MS = 1_000;
 
@@ -176,8 +179,11 @@ export interface Governed {
 export const createMemoryWatch = (
   budgetMb: number,
   rss: () => number = residentBytes,
+  onBloated?: () => void,
 ): ((live: Iterable<Governed>) => void) => {
-  const governor = createMemoryGovernor(budgetMb, rss());
+  const startRss = rss();
+  const governor = createMemoryGovernor(budgetMb, startRss);
+  let bloated = false;
   let ranBefore = new Set<number>();
   /** The runs of the previous poll: one gone since has ended, and its memory is still being given back. */
   let seen = new Set<number>();
@@ -203,6 +209,13 @@ export const createMemoryWatch = (
     for (const id of seen) if (!ids.has(id)) over = true;
     if (over) governor.ended(now);
     seen = ids;
+    // Quiet and still holding much more than at start: what runs left behind (a heap V8 keeps,
+    // pages malloc does not give back) would count as the next runs' own allowance (and let one
+    // pass its limit) or against them; the worker asks to be replaced, once.
+    if (sampled.length === 0 && !over && !bloated && now > startRss + BLOAT_MB * 1024 * 1024) {
+      bloated = true;
+      onBloated?.();
+    }
     const verdict = governor.poll(now, sampled);
     // With several candidates the blame is shared: a running isolate's heap cannot be read, so
     // all that ran enough end (the host keeps owners apart where it can: placement.ts).

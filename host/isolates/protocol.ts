@@ -75,6 +75,8 @@ export type WorkerToHost =
    * timeout reaches it can still make them).
    */
   | { t: 'alive' }
+  /** Quiet, the worker holds much more memory than at start (memory.ts BLOAT_MB): retire it. */
+  | { t: 'bloated' }
   | Batch<'call' | 'done' | 'released' | 'pool' | 'alive'>;
 
 /** How often a worker with an inline run says it is alive. */

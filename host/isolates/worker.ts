@@ -152,7 +152,12 @@ process.on('message', (raw: unknown) => {
 });
 // Every poll: CPU as the process really used it on queued entries (cpu.ts; inline entries are
 // measured around themselves, worker-run.ts), which ends runs past their budgets, then memory.
-startWorkerUpkeep({ budgetMb: args.budgetMb, pollMs: 20, live: () => runs.values() });
+startWorkerUpkeep({
+  budgetMb: args.budgetMb,
+  pollMs: 20,
+  live: () => runs.values(),
+  onBloated: () => outbox.send({ t: 'bloated' }),
+});
 // Inline entries hold this thread; the host kills a worker that goes quiet for longer than an
 // entry may legitimately take (protocol.ts `alive`).
 setInterval(() => {

@@ -6,7 +6,7 @@
 // says that the memory may not have been its own.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IsolateHost, RunOutcome } from '../../../host/isolates/index.ts';
-import { createMemoryWatch, type Governed } from '../../../host/isolates/memory.ts';
+import { BLOAT_MB, createMemoryWatch, type Governed } from '../../../host/isolates/memory.ts';
 import { until } from '../../helpers/until.ts';
 import { echo, failure, runner, startHost, value } from './helpers.ts';
 
@@ -79,5 +79,36 @@ describe('when owners must share a worker', () => {
     rss = 900 * MB;
     alone([item(3, 50e6)]);
     expect(ended.at(-1)).toEqual([3, false]);
+  });
+});
+
+describe('a worker that stays bloated when quiet', () => {
+  it('asks once to be replaced, and not while runs are live', () => {
+    const MB = 1024 * 1024;
+    let rss = 100 * MB;
+    let asked = 0;
+    const watch = createMemoryWatch(
+      1024,
+      () => rss,
+      () => asked++,
+    );
+    const live: Governed = {
+      id: 1,
+      memoryMb: 32,
+      check: () => 0,
+      outOfMemory: () => undefined,
+      heapBytes: async () => 1 * MB,
+    };
+    rss = 100 * MB + (BLOAT_MB + 10) * MB;
+    watch([live]);
+    expect(asked).toBe(0);
+    watch([]); // the run just went: its memory is still being given back
+    rss = 100 * MB + (BLOAT_MB - 10) * MB;
+    watch([]);
+    expect(asked).toBe(0);
+    rss = 100 * MB + (BLOAT_MB + 10) * MB;
+    watch([]);
+    watch([]);
+    expect(asked).toBe(1);
   });
 });
