@@ -18,6 +18,9 @@ import { viewOf } from './types.ts';
 /** How many dropped call ids an index remembers (to answer CHECKPOINT_DROPPED, not NOT_FOUND). */
 export const DROPPED_KEPT = 1000;
 
+/** Indexes kept in memory (the most recently used agents'), so a tracked call reads none from disk. */
+const CACHED_INDEXES = 256;
+
 export interface TrackedCall {
   callId: string;
   tool: string;
@@ -107,6 +110,21 @@ export function createCheckpointTracker(options: TrackerOptions): CheckpointTrac
   const { store, boundsOf } = options;
   const now = options.now ?? Date.now;
   const queues = new Map<string, Promise<unknown>>();
+  // Only this process writes an agent's folder (its owner), so what it wrote last is what is there.
+  const cached = new Map<string, CheckpointIndex>();
+
+  async function load(agentId: string): Promise<CheckpointIndex> {
+    const hit = cached.get(agentId);
+    if (hit !== undefined) {
+      cached.delete(agentId);
+      cached.set(agentId, hit);
+      return hit;
+    }
+    const index = await store.read(agentId);
+    cached.set(agentId, index);
+    if (cached.size > CACHED_INDEXES) cached.delete(cached.keys().next().value as string);
+    return index;
+  }
 
   function locked<T>(
     agentId: string,
@@ -114,8 +132,12 @@ export function createCheckpointTracker(options: TrackerOptions): CheckpointTrac
   ): Promise<T> {
     const previous = queues.get(agentId) ?? Promise.resolve();
     const turn = previous.then(async () => {
-      const { index, value } = await work(await store.read(agentId));
-      if (index !== undefined) await store.write(agentId, index);
+      // A copy: a work that throws halfway leaves the cached index as it was on disk.
+      const { index, value } = await work(structuredClone(await load(agentId)));
+      if (index !== undefined) {
+        await store.write(agentId, index);
+        cached.set(agentId, index);
+      }
       return value;
     });
     const tail = turn.catch(() => undefined);
@@ -201,9 +223,10 @@ export function createCheckpointTracker(options: TrackerOptions): CheckpointTrac
       );
       return viewOf(entry);
     },
-    list: async (agentId) => (await store.read(agentId)).entries.map(viewOf),
+    list: (agentId) => locked(agentId, async (index) => ({ value: index.entries.map(viewOf) })),
     async forget(agentId) {
       await locked(agentId, async () => ({ value: undefined }));
+      cached.delete(agentId);
       await store.remove(agentId);
     },
   };
