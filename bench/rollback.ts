@@ -112,7 +112,7 @@ try {
     const editsTracked = await timed(async () => {
       ids = await edits(tracked);
     });
-    const rollback = await timed(() => checkpoints.rollback(ids[0] as string, 'api'));
+    const rollback = await timed(() => checkpoints.rollback({ callId: ids[0] as string }, 'api'));
     if ((await sandbox.fs.readFile('src.ts')).toString() !== source)
       throw new Error('the rollback was not exact');
     if (round < 0) continue; // the first round warms the engine and the caches

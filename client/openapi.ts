@@ -2157,6 +2157,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         checkpoints: {
+                            seq: number;
                             callId: string;
                             tool: string;
                             at: string;
@@ -2205,6 +2206,9 @@ export interface operations {
                 "application/json": {
                     /** @description The call to roll back to: a write, edit or str_replace_editor call, an upload (its client.* events' callId), or a checkpoint mark. A call id used twice names the newest. */
                     callId: string;
+                } | {
+                    /** @description The checkpoint to roll back to, by its `seq` (GET …/checkpoints): never reused, so it names one call where call ids repeat. */
+                    seq: number;
                 };
             };
         };
@@ -2217,6 +2221,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         callId: string;
+                        seq: number;
                         /** @description The tracked calls undone, newest first */
                         undone: string[];
                         /** @description Files written back as they were */

@@ -6,7 +6,7 @@ import type { Sandbox } from '../../sandbox/types.ts';
 import type { EventLog } from '../../store/types.ts';
 import { rollback } from './rollback.ts';
 import type { CheckpointTracker, TrackedCall } from './tracker.ts';
-import type { CheckpointView, RollbackView } from './types.ts';
+import type { CheckpointView, RollbackTarget, RollbackView } from './types.ts';
 
 declare module '../../tools/types.ts' {
   interface ToolServices {
@@ -22,7 +22,7 @@ export interface AgentCheckpoints {
   mark(callId: string, label?: string): Promise<CheckpointView>;
   list(): Promise<CheckpointView[]>;
   /** `via`: who asked (the API's client, or the model's `rollback` tool), as the event says. */
-  rollback(callId: string, via: 'api' | 'tool'): Promise<RollbackView>;
+  rollback(target: RollbackTarget, via: 'api' | 'tool'): Promise<RollbackView>;
 }
 
 export interface CheckpointAgent {
@@ -44,8 +44,8 @@ export function agentCheckpoints(
     begin: (sandbox, call) => tracker.begin(agent.tenantId, agent.id, sandbox, call),
     mark: (callId, label) => tracker.mark(agent.tenantId, agent.id, callId, label),
     list: () => tracker.list(agent.id),
-    async rollback(callId, via) {
-      const view = await rollback(tracker, agent.id, await sandboxOf(), callId);
+    async rollback(target, via) {
+      const view = await rollback(tracker, agent.id, await sandboxOf(), target);
       await events.append([
         {
           sessionId: agent.sessionId,

@@ -11,7 +11,7 @@ import { isSandboxError, SandboxError } from '../../errors.ts';
 import type { Sandbox } from '../../sandbox/types.ts';
 import { stateOf } from './files.ts';
 import type { CheckpointTracker } from './tracker.ts';
-import type { Checkpoint, CheckpointIndex, PreImage, RollbackView } from './types.ts';
+import type { Checkpoint, CheckpointIndex, PreImage, RollbackTarget, RollbackView } from './types.ts';
 
 interface Plan {
   /** The pre-image each path gets back (that of the oldest undone call that touched it). */
@@ -20,19 +20,26 @@ interface Plan {
   expected: Map<string, string | undefined>;
 }
 
-/** The position of `callId`'s newest checkpoint, or the refusal. */
-function positionOf(index: CheckpointIndex, callId: string): number {
-  for (let i = index.entries.length - 1; i >= 0; i--) if (index.entries[i]?.callId === callId) return i;
-  if (index.dropped.includes(callId))
+/** The position of the target's checkpoint (a call id's newest), or the refusal. */
+function positionOf(index: CheckpointIndex, target: RollbackTarget): number {
+  const matches = (e: Checkpoint | undefined) =>
+    'seq' in target ? e?.seq === target.seq : e?.callId === target.callId;
+  for (let i = index.entries.length - 1; i >= 0; i--) if (matches(index.entries[i])) return i;
+  const named = 'seq' in target ? `checkpoint ${target.seq}` : `call ${target.callId}`;
+  const dropped =
+    'seq' in target
+      ? target.seq >= 1 && target.seq <= (index.droppedThrough ?? 0)
+      : index.dropped.includes(target.callId);
+  if (dropped)
     throw new SandboxError(
       'CHECKPOINT_DROPPED',
-      `The checkpoint of call ${callId} was dropped (the agent keeps its newest checkpoints within its tenant's bounds); roll back to a later call.`,
-      { data: { callId } },
+      `The checkpoint of ${named} was dropped (the agent keeps its newest checkpoints within its tenant's bounds); roll back to a later call.`,
+      { data: { ...target } },
     );
   throw new SandboxError(
     'CHECKPOINT_NOT_FOUND',
-    `No checkpoint of call ${callId}: only write, edit, str_replace_editor's changes, client uploads and checkpoint marks are tracked, and a call rolled back is gone. GET /v1/agents/:id/checkpoints lists them.`,
-    { data: { callId } },
+    `No checkpoint of ${named}: only write, edit, str_replace_editor's changes, client uploads and checkpoint marks are tracked, and a call rolled back is gone. GET /v1/agents/:id/checkpoints lists them.`,
+    { data: { ...target } },
   );
 }
 
@@ -88,16 +95,16 @@ async function restore(tracker: CheckpointTracker, agentId: string, sandbox: San
   return { restored, removed };
 }
 
-/** Restores the agent's tracked files to just before `callId`; its checkpoints from there on are gone. */
+/** Restores the agent's tracked files to just before the target; its checkpoints from there on are gone. */
 export async function rollback(
   tracker: CheckpointTracker,
   agentId: string,
   sandbox: Sandbox,
-  callId: string,
+  target: RollbackTarget,
 ): Promise<RollbackView> {
   let released: Set<string> = new Set();
   const view = await tracker.locked(agentId, async (index) => {
-    const at = positionOf(index, callId);
+    const at = positionOf(index, target);
     const undone = index.entries.slice(at);
     const plan = planOf(undone);
     await checkUntouched(sandbox, plan);
@@ -113,7 +120,14 @@ export async function rollback(
         ),
       ),
     );
-    const value: RollbackView = { callId, undone: undone.map((e) => e.callId).reverse(), restored, removed };
+    const { callId, seq } = undone[0] as Checkpoint;
+    const value: RollbackView = {
+      callId,
+      seq,
+      undone: undone.map((e) => e.callId).reverse(),
+      restored,
+      removed,
+    };
     return { index: { ...index, entries: kept }, value };
   });
   await tracker.store.removeBlobs(agentId, released);

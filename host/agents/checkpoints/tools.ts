@@ -67,7 +67,7 @@ export const rollbackTool = defineTool({
     ],
   },
   async execute(args, exec) {
-    const view = await serviceOf(exec).rollback(args.checkpoint, 'tool');
+    const view = await serviceOf(exec).rollback({ callId: args.checkpoint }, 'tool');
     return { undone: view.undone.length, restored: view.restored, removed: view.removed };
   },
 });

@@ -79,6 +79,7 @@ export function trim(index: CheckpointIndex, bounds: CheckpointBounds, keep?: Ch
     bytes -= oldest.bytes;
     dropped.push(oldest);
     index.dropped.push(oldest.callId);
+    index.droppedThrough = oldest.seq;
   }
   if (index.dropped.length > DROPPED_KEPT) index.dropped.splice(0, index.dropped.length - DROPPED_KEPT);
   const kept = blobsOf(index.entries);

@@ -44,7 +44,12 @@ export interface CheckpointIndex {
   entries: Checkpoint[];
   /** Call ids whose checkpoints the bounds dropped (the most recent DROPPED_KEPT), to answer CHECKPOINT_DROPPED. */
   dropped: string[];
+  /** The highest seq the bounds dropped (0: none). */
+  droppedThrough?: number;
 }
+
+/** What a rollback goes back to: a call by its id (the newest call of that id), or a checkpoint by its seq. */
+export type RollbackTarget = { callId: string } | { seq: number };
 
 /** The bounds of one agent's checkpoints (its tenant's settings, defaults in ../tenant-settings.ts). */
 export interface CheckpointBounds {
@@ -56,6 +61,8 @@ export interface CheckpointBounds {
 
 /** A checkpoint as the API and the tools show it (no bytes). */
 export interface CheckpointView {
+  /** Increasing per agent, never reused: names this checkpoint even where call ids repeat. */
+  seq: number;
   callId: string;
   tool: string;
   at: string;
@@ -67,6 +74,7 @@ export interface CheckpointView {
 export interface RollbackView {
   /** The call rolled back to: the workspace's tracked files are as they were just before it. */
   callId: string;
+  seq: number;
   /** The tracked calls undone, newest first. */
   undone: string[];
   /** Files written back, and files removed (they did not exist before). */
@@ -77,6 +85,7 @@ export interface RollbackView {
 export const emptyIndex = (): CheckpointIndex => ({ seq: 0, entries: [], dropped: [] });
 
 export const viewOf = (entry: Checkpoint): CheckpointView => ({
+  seq: entry.seq,
   callId: entry.callId,
   tool: entry.tool,
   at: new Date(entry.at).toISOString(),

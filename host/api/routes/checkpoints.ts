@@ -1,6 +1,6 @@
 // An agent's checkpoints over HTTP (host/agents/checkpoints/ keeps them): GET
 // /v1/agents/:id/checkpoints lists them, oldest first; POST /v1/agents/:id/rollback `{ callId }`
-// restores the workspace's tracked files to just before that call, undoing it and every later
+// (or `{ seq }`, where call ids repeat) restores the workspace's tracked files to just before that call, undoing it and every later
 // tracked call, and logs `agent.rollback`. Refusals keep the workspace as it was: 404
 // CHECKPOINT_NOT_FOUND, 409 CHECKPOINT_DROPPED, 409 ROLLBACK_UNSAFE. Another tenant's agent
 // answers 404 like an unknown one; with replicas the family's owner serves both.
@@ -16,18 +16,31 @@ import type { ApiEnv } from '../env.ts';
 import { ErrorBody } from '../schemas.ts';
 import { loadAgent, notFound } from './agents.ts';
 
-const RollbackRequest = v.strictObject({
-  callId: v.pipe(
-    v.string(),
-    v.minLength(1),
-    v.maxLength(500),
-    v.description(
-      "The call to roll back to: a write, edit or str_replace_editor call, an upload (its client.* events' callId), or a checkpoint mark. A call id used twice names the newest.",
+const RollbackRequest = v.union([
+  v.strictObject({
+    callId: v.pipe(
+      v.string(),
+      v.minLength(1),
+      v.maxLength(500),
+      v.description(
+        "The call to roll back to: a write, edit or str_replace_editor call, an upload (its client.* events' callId), or a checkpoint mark. A call id used twice names the newest.",
+      ),
     ),
-  ),
-});
+  }),
+  v.strictObject({
+    seq: v.pipe(
+      v.number(),
+      v.integer(),
+      v.minValue(1),
+      v.description(
+        'The checkpoint to roll back to, by its `seq` (GET …/checkpoints): never reused, so it names one call where call ids repeat.',
+      ),
+    ),
+  }),
+]);
 
 const CheckpointItem = v.object({
+  seq: v.number(),
   callId: v.string(),
   tool: v.string(),
   at: v.string(),
@@ -40,6 +53,7 @@ const CheckpointList = v.object({ checkpoints: v.array(CheckpointItem) });
 
 const RollbackView = v.object({
   callId: v.string(),
+  seq: v.number(),
   undone: v.pipe(v.array(v.string()), v.description('The tracked calls undone, newest first')),
   restored: v.pipe(v.array(v.string()), v.description('Files written back as they were')),
   removed: v.pipe(v.array(v.string()), v.description('Files removed: they did not exist before')),
@@ -92,8 +106,8 @@ export const checkpointRoutes = (agents: AgentService): Hono<ApiEnv> => {
     loadAgent(agents),
     jsonBody(RollbackRequest),
     async (c) => {
-      const { callId } = c.get('body' as never) as v.InferOutput<typeof RollbackRequest>;
-      return c.json(await serviceOf(agents, c.get('agent')).rollback(callId, 'api'));
+      const target = c.get('body' as never) as v.InferOutput<typeof RollbackRequest>;
+      return c.json(await serviceOf(agents, c.get('agent')).rollback(target, 'api'));
     },
   );
   return app;

@@ -204,7 +204,16 @@ describe('checkpoints and rollback (memory provider)', () => {
     expect(other.status).toBe(404);
     expect(other.json.error.code).toBe('NOT_FOUND');
     expect((await api.request(api.keyB, 'GET', `/v1/agents/${id}/checkpoints`)).status).toBe(404);
-    for (const body of [{}, { callId: '' }, { callId: 7 }, { callId: 'x', more: 1 }]) {
+    for (const body of [
+      {},
+      { callId: '' },
+      { callId: 7 },
+      { callId: 'x', more: 1 },
+      { callId: 'x', seq: 1 },
+      { seq: 0 },
+      { seq: 1.5 },
+      { seq: '1' },
+    ]) {
       expect((await api.request(api.keyA, 'POST', `/v1/agents/${id}/rollback`, body)).status).toBe(400);
     }
     expect((await rollback(id, '../../etc/passwd')).json.error.code).toBe('CHECKPOINT_NOT_FOUND');
