@@ -3,8 +3,10 @@
 // before the call named (every file hashed by the sandbox itself); a file bash changed after the
 // last tracked call refuses it with ROLLBACK_UNSAFE and nothing changes; the tenant's bounds drop
 // the oldest checkpoints (CHECKPOINT_DROPPED); the model's checkpoint and rollback tools appear only
-// once the tenant turns them on and undo what the model wrote; another tenant's agent is unknown.
+// once the tenant turns them on and undo what the model wrote; another tenant's agent is unknown;
+// checkpoints outlive a restart of the service and go with their agent.
 import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { buffer } from 'node:stream/consumers';
 import { pack } from 'tar-stream';
 import { expect, it } from 'vitest';
@@ -168,4 +170,28 @@ it("keeps the tenant's bounds (oldest dropped) and offers the model tools only o
   expect(back.result.value).toMatchObject({ undone: 3, removed: ['/workspace/scratch.txt'] });
   const cat = await call(server, key, id, 'bash', { command: 'cat a.txt; ls', description: 'look' });
   expect(cat.result.value.stdout).toBe('v4a.txt\n');
+});
+
+it('keeps checkpoints across a restart, and drops them with the agent', async () => {
+  const first = await service.current();
+  const key = await tenant(first, 'restart');
+  const id = await agentOf(first, key);
+  const before = await tree(first, key, id);
+  const w = await call(first, key, id, 'write', { file_path: 'kept.txt', content: 'before the restart' });
+  await call(first, key, id, 'edit', { file_path: 'kept.txt', old_string: 'before', new_string: 'after' });
+  await service.stop(first);
+
+  const second = await service.start();
+  const listed = (await json(second, key, 'GET', `/v1/agents/${id}/checkpoints`)).json.checkpoints as Loose[];
+  expect(listed.map((c) => c.tool)).toEqual(['write', 'edit']);
+  const back = await rollback(second, key, id, w.callId);
+  expect(back.status).toBe(200);
+  expect(await tree(second, key, id)).toBe(before);
+
+  const again = await call(second, key, id, 'write', { file_path: 'x.txt', content: 'x' });
+  expect(again.result.ok).toBe(true);
+  const folder = `${service.config.dataDir}/checkpoints/${id}`;
+  expect(existsSync(folder)).toBe(true);
+  expect((await json(second, key, 'DELETE', `/v1/agents/${id}`)).status).toBeLessThan(300);
+  expect(existsSync(folder)).toBe(false);
 });
