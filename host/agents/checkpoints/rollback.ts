@@ -5,8 +5,10 @@
 // CHECKPOINT_DROPPED (it, or a pre-image a later call needs, was dropped or never kept),
 // ROLLBACK_UNSAFE (a file to restore is not what the last tracked call left: something untracked,
 // bash, a job, a client or a terminal, changed it since, and restoring would lose that change).
-// Not covered: what untracked tools did (bash) to other files stays; directories a tracked call
-// created stay (empty once their files are removed). A call id used twice names its newest call.
+// A file that already is what the rollback restores passes the check, so a rollback that failed
+// partway (the sandbox went away) can be asked again. Not covered: what untracked tools did (bash)
+// to other files stays; directories a tracked call created stay (empty once their files are
+// removed). A call id used twice names its newest call.
 import { isSandboxError, SandboxError } from '../../errors.ts';
 import type { Sandbox } from '../../sandbox/types.ts';
 import { stateOf } from './files.ts';
@@ -66,7 +68,11 @@ async function checkUntouched(sandbox: Sandbox, plan: Plan): Promise<void> {
   for (const [path, expected] of plan.expected) {
     if (expected === undefined) continue; // the call never finished: what it left is unknown
     const now = await stateOf(sandbox.fs, path);
-    if (now !== expected)
+    // Already what the rollback restores (a rollback that failed partway, retried): nothing is lost.
+    const target = plan.targets.get(path);
+    const restored =
+      target?.kind === 'absent' ? 'absent' : target?.kind === 'file' ? target.sha256 : undefined;
+    if (now !== expected && now !== restored)
       throw new SandboxError(
         'ROLLBACK_UNSAFE',
         `${path} changed after the last tracked call that wrote it (by bash, a job, a terminal or a client), so a rollback would lose that change. Undo it first, or write the file with a tracked tool.`,
@@ -102,8 +108,7 @@ export async function rollback(
   sandbox: Sandbox,
   target: RollbackTarget,
 ): Promise<RollbackView> {
-  let released: Set<string> = new Set();
-  const view = await tracker.locked(agentId, async (index) => {
+  return tracker.turn(agentId, async (index) => {
     const at = positionOf(index, target);
     const undone = index.entries.slice(at);
     const plan = planOf(undone);
@@ -113,7 +118,7 @@ export async function rollback(
     const keptBlobs = new Set(
       kept.flatMap((e) => e.files.flatMap((f) => (f.before.kind === 'file' ? [f.before.sha256] : []))),
     );
-    released = new Set(
+    const release = new Set(
       undone.flatMap((e) =>
         e.files.flatMap((f) =>
           f.before.kind === 'file' && !keptBlobs.has(f.before.sha256) ? [f.before.sha256] : [],
@@ -128,8 +133,6 @@ export async function rollback(
       restored,
       removed,
     };
-    return { index: { ...index, entries: kept }, value };
+    return { index: { ...index, entries: kept }, value, release };
   });
-  await tracker.store.removeBlobs(agentId, released);
-  return view;
 }

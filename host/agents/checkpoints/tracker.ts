@@ -5,21 +5,19 @@
 // pre-images and count), the oldest dropped first. `checkpoint` marks (an entry with no files)
 // give the model a place to return to. Rollback is ./rollback.ts.
 // Invariants: an entry is written (with its blobs) before its call runs, so a pre-image is durable
-// before the file changes; every change of an agent's index happens under that agent's lock in this
-// process (one process owns an agent: with replicas, its family's owner); a call whose pre-images
+// before the file changes; every change of an agent's index happens in one of that agent's turns
+// (./index-queue.ts; one process owns an agent: with replicas, its family's owner); a call whose pre-images
 // cannot be read is not run untracked: the error is the call's. A pre-image that does not fit the
 // byte bound is recorded as unkept, so a rollback through it refuses instead of restoring half.
 import type { Sandbox } from '../../sandbox/types.ts';
 import { type Captured, capture, stateOf } from './files.ts';
+import { createIndexQueue, type Turn } from './index-queue.ts';
 import type { CheckpointStore } from './store.ts';
 import type { Checkpoint, CheckpointBounds, CheckpointIndex, CheckpointView } from './types.ts';
 import { viewOf } from './types.ts';
 
 /** How many dropped call ids an index remembers (to answer CHECKPOINT_DROPPED, not NOT_FOUND). */
 export const DROPPED_KEPT = 1000;
-
-/** Indexes kept in memory (the most recently used agents'), so a tracked call reads none from disk. */
-const CACHED_INDEXES = 256;
 
 export interface TrackedCall {
   callId: string;
@@ -43,11 +41,8 @@ export interface CheckpointTracker {
   mark(tenantId: string, agentId: string, callId: string, label?: string): Promise<CheckpointView>;
   /** The agent's checkpoints, oldest first. */
   list(agentId: string): Promise<CheckpointView[]>;
-  /** Runs `work` with the agent's index under its lock; what `work` returns as `index` is written. */
-  locked<T>(
-    agentId: string,
-    work: (index: CheckpointIndex) => Promise<{ index?: CheckpointIndex; value: T }>,
-  ): Promise<T>;
+  /** Runs `work` in the agent's next turn (./index-queue.ts): its index written, its blobs released. */
+  turn<T>(agentId: string, work: (index: CheckpointIndex) => Promise<Turn<T>>): Promise<T>;
   readonly store: CheckpointStore;
   /** Drops everything of the agent (its deletion). */
   forget(agentId: string): Promise<void>;
@@ -110,44 +105,7 @@ async function captureAll(sandbox: Sandbox, paths: readonly string[], maxBytes: 
 export function createCheckpointTracker(options: TrackerOptions): CheckpointTracker {
   const { store, boundsOf } = options;
   const now = options.now ?? Date.now;
-  const queues = new Map<string, Promise<unknown>>();
-  // Only this process writes an agent's folder (its owner), so what it wrote last is what is there.
-  const cached = new Map<string, CheckpointIndex>();
-
-  async function load(agentId: string): Promise<CheckpointIndex> {
-    const hit = cached.get(agentId);
-    if (hit !== undefined) {
-      cached.delete(agentId);
-      cached.set(agentId, hit);
-      return hit;
-    }
-    const index = await store.read(agentId);
-    cached.set(agentId, index);
-    if (cached.size > CACHED_INDEXES) cached.delete(cached.keys().next().value as string);
-    return index;
-  }
-
-  function locked<T>(
-    agentId: string,
-    work: (index: CheckpointIndex) => Promise<{ index?: CheckpointIndex; value: T }>,
-  ): Promise<T> {
-    const previous = queues.get(agentId) ?? Promise.resolve();
-    const turn = previous.then(async () => {
-      // A copy: a work that throws halfway leaves the cached index as it was on disk.
-      const { index, value } = await work(structuredClone(await load(agentId)));
-      if (index !== undefined) {
-        await store.write(agentId, index);
-        cached.set(agentId, index);
-      }
-      return value;
-    });
-    const tail = turn.catch(() => undefined);
-    queues.set(agentId, tail);
-    void tail.then(() => {
-      if (queues.get(agentId) === tail) queues.delete(agentId);
-    });
-    return turn;
-  }
+  const queue = createIndexQueue(store);
 
   /** Appends `entry` (its blobs first), trims to the bounds, removes the blobs it let go. */
   async function append(
@@ -156,22 +114,18 @@ export function createCheckpointTracker(options: TrackerOptions): CheckpointTrac
     captured: Captured[],
     bounds: CheckpointBounds,
   ) {
-    let gone = new Set<string>();
-    const added = await locked(agentId, async (index) => {
+    return queue.turn(agentId, async (index) => {
       for (const c of captured) if (c.bytes !== undefined) await store.putBlob(agentId, c.bytes);
       const full: Checkpoint = { ...entry, seq: ++index.seq };
       index.entries.push(full);
-      gone = trim(index, bounds, full);
-      return { index, value: full };
+      return { index, value: full, release: trim(index, bounds, full) };
     });
-    await store.removeBlobs(agentId, gone);
-    return added;
   }
 
   async function finish(agentId: string, entry: Checkpoint, sandbox: Sandbox) {
     const after = new Map<string, string>();
     for (const f of entry.files) after.set(f.path, await stateOf(sandbox.fs, f.path));
-    await locked(agentId, async (index) => {
+    await queue.turn(agentId, async (index) => {
       const kept = index.entries.find((e) => e.seq === entry.seq);
       if (kept === undefined) return { value: undefined }; // dropped (or rolled back) meanwhile
       for (const f of kept.files) f.after = after.get(f.path);
@@ -197,7 +151,7 @@ export function createCheckpointTracker(options: TrackerOptions): CheckpointTrac
 
   return {
     store,
-    locked,
+    turn: queue.turn,
     begin,
     async track(tenantId, agentId, sandbox, call, run) {
       const end = await begin(tenantId, agentId, sandbox, call);
@@ -224,11 +178,12 @@ export function createCheckpointTracker(options: TrackerOptions): CheckpointTrac
       );
       return viewOf(entry);
     },
-    list: (agentId) => locked(agentId, async (index) => ({ value: index.entries.map(viewOf) })),
-    async forget(agentId) {
-      await locked(agentId, async () => ({ value: undefined }));
-      cached.delete(agentId);
-      await store.remove(agentId);
-    },
+    list: (agentId) => queue.turn(agentId, async (index) => ({ value: index.entries.map(viewOf) })),
+    forget: (agentId) =>
+      queue.turn(agentId, async () => {
+        queue.forget(agentId);
+        await store.remove(agentId);
+        return { value: undefined };
+      }),
   };
 }

@@ -1,7 +1,8 @@
 // Checkpoints per mutating call through the API over the memory provider (issue 36): a rollback
 // across writes, edits, str_replace_editor changes and uploads restores every tracked file
-// byte-exact to just before the call named, and later calls' too; a file changed by an untracked
-// client action since refuses it (ROLLBACK_UNSAFE) and leaves everything as it was; the bounds drop
+// byte-exact to just before the call named, and later calls' too; a file changed outside the tools
+// since refuses it (ROLLBACK_UNSAFE) and leaves everything as it was, unless it already is what the
+// rollback restores; the bounds drop
 // the oldest (CHECKPOINT_DROPPED); unknown ids and another tenant's agent answer 404.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -160,17 +161,18 @@ describe('checkpoints and rollback (memory provider)', () => {
     const { id } = await api.createAgent(api.keyA);
     const w = await call(id, 'write', { file_path: 'a.txt', content: 'tracked' });
     await call(id, 'write', { file_path: 'b.txt', content: 'tracked too' });
-    // The client deletes a.txt outside the tools: untracked.
-    expect((await api.request(api.keyA, 'DELETE', `/v1/agents/${id}/files?path=a.txt`)).status).toBe(204);
+    // Changed outside the tools (as bash would): untracked.
+    const sandbox = await api.agents.sandbox(await api.agents.get(api.tenantA, id));
+    await sandbox.fs.writeFile('a.txt', 'changed outside');
     const before = await files(id);
     const refused = await rollback(id, w.callId);
     expect(refused.status).toBe(409);
     expect(refused.json.error).toMatchObject({ code: 'ROLLBACK_UNSAFE', data: { path: '/workspace/a.txt' } });
     expect(await files(id)).toEqual(before);
     expect((await checkpoints(id)).length).toBe(2);
-    // Put back as the last tracked call left it, the rollback goes through.
-    const sandbox = await api.agents.sandbox(await api.agents.get(api.tenantA, id));
-    await sandbox.fs.writeFile('a.txt', 'tracked');
+    // Already as the rollback leaves it (the client deleted the file the write created): nothing
+    // would be lost, so it goes through.
+    expect((await api.request(api.keyA, 'DELETE', `/v1/agents/${id}/files?path=a.txt`)).status).toBe(204);
     expect((await rollback(id, w.callId)).status).toBe(200);
     expect(await files(id)).toEqual({});
   });
