@@ -170,6 +170,19 @@ it("keeps the tenant's bounds (oldest dropped) and offers the model tools only o
   expect(back.result.value).toMatchObject({ undone: 3, removed: ['/workspace/scratch.txt'] });
   const cat = await call(server, key, id, 'bash', { command: 'cat a.txt; ls', description: 'look' });
   expect(cat.result.value.stdout).toBe('v4a.txt\n');
+
+  // A program's tools.* calls are tracked as well (the wrapper sits in the agent's own scope).
+  const coder = (await json(server, key, 'POST', '/v1/agents', { preset: 'code' })).json.id;
+  const program = await call(server, key, coder, 'run_code', {
+    description: 'write from a program',
+    code: 'await tools.write({ file_path: "from-code.txt", content: "written by a program" }); return 1;',
+  });
+  expect(program.result.error).toBeUndefined();
+  const last = (await json(server, key, 'GET', `/v1/agents/${coder}/checkpoints`)).json.checkpoints.at(-1);
+  expect(last).toMatchObject({ tool: 'write', paths: ['/workspace/from-code.txt'] });
+  expect((await rollback(server, key, coder, last.callId)).json.removed).toEqual([
+    '/workspace/from-code.txt',
+  ]);
 });
 
 it('keeps checkpoints across a restart, and drops them with the agent', async () => {
