@@ -5,7 +5,8 @@
 // plugin workers of its own) beside it, approvals as host requests, the session log tools and the
 // schedules (when the store has search and schedules), the tenants' skill catalogs and their
 // `skill` tools (when it has skills), the team task boards and their team_task_* tools (when it
-// has teamBoards), and the agent service.
+// has teamBoards), the checkpoints of the file calls and the model's checkpoint and rollback tools
+// (with a checkpoint folder), and the agent service.
 // The sandbox provider and the isolate host are injected, so this module loads neither dockerode
 // nor isolated-vm; serve.ts, the integration tests and the bench pass the real ones.
 import { timeoutPolicy } from '../../policies/index.ts';
@@ -193,7 +194,7 @@ export const assembleAgents = (options: AssembleOptions): Assembled => {
     ...(options.egress === undefined ? {} : { egress: options.egress.gateway }),
     ...(plugins ? { plugins: options.plugins ?? {} } : {}),
     ...(options.observe ? { observe: options.observe } : {}),
-    // Neither rejects (their failures go to onError): a delete does not fail for them.
+    // None rejects (their failures go to onError, or are dropped): a delete does not fail for them.
     onAgentDeleted: async (id: string) => {
       await Promise.all([
         scheduler?.removeAgent(id),
