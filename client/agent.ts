@@ -24,6 +24,7 @@ import type {
   AgentEvent,
   AgentUsage,
   Answered,
+  Checkpoint,
   ChildAgent,
   ChildrenScope,
   ErrorBody,
@@ -36,6 +37,7 @@ import type {
   PauseView,
   RequestAnswer,
   RequestKind,
+  RollbackView,
   Step,
   TerminalInfo,
   Todos,
@@ -314,6 +316,32 @@ export class DshAgent {
   /** Starts a paused agent again and waits until its sandbox answers; a running agent stays as it is. */
   async resume(): Promise<PauseView> {
     return ok(this.#transport.api.POST('/v1/agents/{id}/resume', { params: { path: { id: this.id } } }));
+  }
+
+  /**
+   * The agent's checkpoints, oldest first: one per tracked file call (write, edit,
+   * str_replace_editor's changes, file and archive uploads) and per `checkpoint` mark.
+   */
+  async checkpoints(): Promise<Checkpoint[]> {
+    const listed = await ok(
+      this.#transport.api.GET('/v1/agents/{id}/checkpoints', { params: { path: { id: this.id } } }),
+    );
+    return listed.checkpoints;
+  }
+
+  /**
+   * Restores the files the tracked calls changed to what they were just before call `to` (or the
+   * checkpoint of that `seq`, which names one call where call ids repeat, as the client's default
+   * ids `c1`… do across batches), it and every later tracked call undone. Refused, with nothing changed: CHECKPOINT_NOT_FOUND,
+   * CHECKPOINT_DROPPED, or ROLLBACK_UNSAFE where bash or anything untracked changed one of them since.
+   */
+  async rollback(to: string | { seq: number }): Promise<RollbackView> {
+    return ok(
+      this.#transport.api.POST('/v1/agents/{id}/rollback', {
+        params: { path: { id: this.id } },
+        body: typeof to === 'string' ? { callId: to } : to,
+      }),
+    );
   }
 
   /** Deletes the agent, its sandbox and its children. */

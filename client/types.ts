@@ -61,6 +61,10 @@ export type DirectoryListing = JsonOf<'listDirectory', 200>;
 export type PauseView = JsonOf<'pauseAgent', 200>;
 /** How an agent is paused: `stop` (default) or `freeze`. */
 export type PauseMode = NonNullable<BodyOf<'pauseAgent'>['mode']>;
+/** One checkpoint of an agent: the tracked call (or mark), when, the files it named, the bytes kept. */
+export type Checkpoint = JsonOf<'listCheckpoints', 200>['checkpoints'][number];
+/** What a rollback did: the calls undone (newest first), the files written back and removed. */
+export type RollbackView = JsonOf<'rollbackAgent', 200>;
 
 // Written here rather than read off the document: /openapi.json types every result's `value` as
 // any JSON, since it depends on the tool. tests/unit/client/tool-values.test.ts pins each of these

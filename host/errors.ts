@@ -137,6 +137,13 @@ export const ERROR_CODES = {
    * agent or engine is down. Retry later: the agent works again, with its files, once it is back.
    */
   NODE_UNREACHABLE: 503,
+  // checkpoints and rollback (host/agents/checkpoints/)
+  /** No checkpoint of that call id: it was not a tracked file call of this agent, or it was rolled back. */
+  CHECKPOINT_NOT_FOUND: 404,
+  /** The call's checkpoint, or a later one the rollback needs, was dropped (the agent's bounds, or a file too large to keep). */
+  CHECKPOINT_DROPPED: 409,
+  /** A file the rollback would restore changed after the last tracked call (bash, a job, a client): restoring would lose that change. */
+  ROLLBACK_UNSAFE: 409,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

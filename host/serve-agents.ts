@@ -3,6 +3,7 @@
 // the sandboxes of deleted agents are reaped and the plugins that were running start again.
 // Invariants: a program never outlives its batch (code-mode wall clocks and waits are capped by the
 // batch deadline); isolate work takes fair turns with the API's heavy requests (./api/fair.ts).
+import { join } from 'node:path';
 import { type Assembled, assembleAgents } from './agents/assemble.ts';
 import { gvisorAccess } from './agents/sandbox-runtime.ts';
 import { type FairScheduler, takingTurns, yieldingWorkers } from './api/fair.ts';
@@ -93,6 +94,7 @@ export function startAgents(config: Config, parts: ServerAgentParts, log: (line:
         maxScopesPerTask: config.teamTaskScopes,
       },
     },
+    checkpointDir: join(config.dataDir, 'checkpoints'),
     skills: {
       maxPerTenant: config.skillsPerTenant,
       maxBytes: config.skillMaxBytes,

@@ -5,7 +5,8 @@
 // plugin workers of its own) beside it, approvals as host requests, the session log tools and the
 // schedules (when the store has search and schedules), the tenants' skill catalogs and their
 // `skill` tools (when it has skills), the team task boards and their team_task_* tools (when it
-// has teamBoards), and the agent service.
+// has teamBoards), the checkpoints of the file calls and the model's checkpoint and rollback tools
+// (with a checkpoint folder), and the agent service.
 // The sandbox provider and the isolate host are injected, so this module loads neither dockerode
 // nor isolated-vm; serve.ts, the integration tests and the bench pass the real ones.
 import { timeoutPolicy } from '../../policies/index.ts';
@@ -38,6 +39,9 @@ import {
 import { type CodeModeBudget, createPtcExecutor } from '../tools/ptc/index.ts';
 import type { AgentScope } from '../tools/types.ts';
 import { registerWorkflowTools } from '../tools/workflow/index.ts';
+import { createCheckpointStore } from './checkpoints/store.ts';
+import { registerCheckpointTools } from './checkpoints/tools.ts';
+import { type CheckpointTracker, createCheckpointTracker } from './checkpoints/tracker.ts';
 import { configOf } from './configs.ts';
 import { createRegistryRuntime } from './runtime.ts';
 import { type AgentService, type AgentServiceOptions, createAgentService } from './service.ts';
@@ -87,6 +91,11 @@ export interface AssembleOptions {
   onRemoved?: AgentServiceOptions['onRemoved'];
   /** The sandbox runtimes each tenant may ask for besides runc. Default: none. */
   runtimes?: AgentServiceOptions['runtimes'];
+  /**
+   * Where the agents' checkpoints are kept (a folder per agent); `serve` passes
+   * `<dataDir>/checkpoints`. Default: none, nothing tracked and no rollback.
+   */
+  checkpointDir?: string;
 }
 
 export interface Assembled {
@@ -164,6 +173,10 @@ export const assembleAgents = (options: AssembleOptions): Assembled => {
   if (teamBoard !== undefined) registerTeamTaskTools(registry.global);
   const skills = skillsOf(store, options.skills);
   if (options.egress !== undefined) registerWebTools(registry.global, { web: options.egress.web, configOf });
+  // Read late: the tenants' settings belong to the agent service made below.
+  let settingsOf: () => AgentService['settings'] | undefined = () => undefined;
+  const checkpoints = checkpointsOf(options.checkpointDir, () => settingsOf());
+  if (checkpoints !== undefined) registerCheckpointTools(registry.global, () => settingsOf());
   // Installed last: each tenant's layer shadows it (keeping its place at the end of the list).
   if (skills !== undefined) registry.global.register(skillTool(skills.catalog));
   const agents = createAgentService({
@@ -181,15 +194,21 @@ export const assembleAgents = (options: AssembleOptions): Assembled => {
     ...(options.egress === undefined ? {} : { egress: options.egress.gateway }),
     ...(plugins ? { plugins: options.plugins ?? {} } : {}),
     ...(options.observe ? { observe: options.observe } : {}),
-    // Neither rejects (their failures go to onError): a delete does not fail for them.
+    // None rejects (their failures go to onError, or are dropped): a delete does not fail for them.
     onAgentDeleted: async (id: string) => {
-      await Promise.all([scheduler?.removeAgent(id), teamBoard?.releaseOwner(id)]);
+      await Promise.all([
+        scheduler?.removeAgent(id),
+        teamBoard?.releaseOwner(id),
+        checkpoints?.forget(id).catch(() => undefined),
+      ]);
     },
+    ...(checkpoints === undefined ? {} : { checkpoints }),
     ...(teamBoard === undefined ? {} : { teamBoard }),
     ...(options.children === undefined ? {} : { children: options.children }),
     ...(options.onRemoved === undefined ? {} : { onRemoved: options.onRemoved }),
     ...(options.runtimes === undefined ? {} : { runtimes: options.runtimes }),
   });
+  settingsOf = () => agents.settings;
   scheduler?.start();
   return {
     registry,
@@ -229,4 +248,19 @@ function skillsOf(
     wake.onResync(() => void layers.reloadAll().catch(() => undefined));
   }
   return { catalog, layers };
+}
+
+/** The tracker over files under `dir`, each tenant's bounds from its settings; none without a dir. */
+function checkpointsOf(
+  dir: string | undefined,
+  settings: () => AgentService['settings'] | undefined,
+): CheckpointTracker | undefined {
+  if (dir === undefined) return undefined;
+  return createCheckpointTracker({
+    store: createCheckpointStore(dir),
+    boundsOf: async (tenantId) => {
+      const reader = settings();
+      return (await reader?.get(tenantId))?.checkpoints ?? { maxBytes: 0, maxCount: 0 };
+    },
+  });
 }

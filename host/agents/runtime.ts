@@ -16,6 +16,7 @@ import { messageOf, SandboxError } from '../errors.ts';
 import { installWriteScopes } from '../teams/board/guard.ts';
 import type { Disposer, ToolRegistry, ToolScope } from '../tools/index.ts';
 import type { AgentScope } from '../tools/types.ts';
+import { installCheckpoints } from './checkpoints/wrapper.ts';
 import { type Preset, presetEntry } from './presets/index.ts';
 import { createSteps, type StepOptions } from './steps.ts';
 import type { AgentTools, AgentToolsSpec, ToolRuntime } from './types.ts';
@@ -79,6 +80,8 @@ export const createRegistryRuntime = (
       planModePolicy().install(scope);
       // While it holds team tasks with write scopes, its file writes stay inside them.
       installWriteScopes(scope);
+      // Its file calls that name what they write are checkpointed (./checkpoints/), inner ones too.
+      installCheckpoints(scope);
       const steps = createSteps(options.steps);
       const disposers: Disposer[] = [];
       try {

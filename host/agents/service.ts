@@ -26,7 +26,14 @@ import { createRegistryRuntime } from './runtime.ts';
 import { createBatches } from './service/batches.ts';
 import { createAgentCreation } from './service/create.ts';
 import { createMcpServerService } from './service/mcp.ts';
-import { deletionFor, liveAgentsFor, pausesFor, pluginHostFor, teamServiceFor } from './service/parts.ts';
+import {
+  checkpointsOf,
+  deletionFor,
+  liveAgentsFor,
+  pausesFor,
+  pluginHostFor,
+  teamServiceFor,
+} from './service/parts.ts';
 import { createAgentLookup, createDeletionMarks, toAgent } from './service/records.ts';
 import { createRemoteRegistration } from './service/remote.ts';
 import { createSandboxBinding } from './service/sandbox.ts';
@@ -157,6 +164,7 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
     pause: async (tenantId, id, mode) => pauses.pause(await lookup.get(tenantId, id), mode),
     resume: async (tenantId, id) => pauses.resume(await lookup.get(tenantId, id)),
     settings: state.settings,
+    checkpoints: (agent) => checkpointsOf(state, agent),
     liveSandboxes: sandboxes.size,
     inFlight: batches.size,
     close: (graceMs) => closeService(state, graceMs),

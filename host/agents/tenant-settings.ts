@@ -1,5 +1,5 @@
-// Each tenant's settings as the agent service reads them (GET/PUT /v1/settings): today the pause
-// settings. The store keeps one JSON document per tenant (store/tenant-settings.ts); this module
+// Each tenant's settings as the agent service reads them (GET/PUT /v1/settings): the pause
+// settings and the checkpoint bounds. The store keeps one JSON document per tenant (store/tenant-settings.ts); this module
 // owns its meaning: what a missing or partial document means (the defaults), and a cache with a
 // short lifetime, so that a call or an idle sweep costs no read.
 // Invariants: a tenant that set nothing gets DEFAULT_TENANT_SETTINGS; a document is read back
@@ -16,12 +16,29 @@ export interface PauseSettings {
   onCall: 'resume' | 'refuse';
 }
 
+/** What each agent keeps to roll its file calls back (host/agents/checkpoints/). */
+export interface CheckpointSettings {
+  /** Bytes of pre-images an agent keeps; its oldest checkpoints are dropped past it. */
+  maxBytes: number;
+  /** Checkpoints an agent keeps; the oldest are dropped past it. 0: no tracking. */
+  maxCount: number;
+  /** Whether its agents' models are offered the `checkpoint` and `rollback` tools. */
+  tools: boolean;
+}
+
 export interface TenantSettings {
   pause: PauseSettings;
+  checkpoints: CheckpointSettings;
 }
 
 /** Idle pauses off (the service's own idle stop still applies), calls resume a paused agent. */
-export const DEFAULT_TENANT_SETTINGS: TenantSettings = { pause: { idleSeconds: 0, onCall: 'resume' } };
+export const DEFAULT_TENANT_SETTINGS: TenantSettings = {
+  pause: { idleSeconds: 0, onCall: 'resume' },
+  checkpoints: { maxBytes: 64 * 1024 * 1024, maxCount: 256, tools: false },
+};
+
+const countOr = (value: unknown, fallback: number): number =>
+  typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : fallback;
 
 /** How long a tenant's settings are answered from memory (other replicas' puts show within it). */
 export const CACHE_MS = 10_000;
@@ -30,6 +47,10 @@ export const CACHE_MS = 10_000;
 export function settingsOf(document: JsonValue | undefined): TenantSettings {
   const pause = (document as { pause?: Partial<Record<keyof PauseSettings, unknown>> } | undefined)?.pause;
   const idle = pause?.idleSeconds;
+  const checkpoints = (
+    document as { checkpoints?: Partial<Record<keyof CheckpointSettings, unknown>> } | undefined
+  )?.checkpoints;
+  const fallback = DEFAULT_TENANT_SETTINGS.checkpoints;
   return {
     pause: {
       idleSeconds:
@@ -37,6 +58,11 @@ export function settingsOf(document: JsonValue | undefined): TenantSettings {
           ? idle
           : DEFAULT_TENANT_SETTINGS.pause.idleSeconds,
       onCall: pause?.onCall === 'refuse' ? 'refuse' : 'resume',
+    },
+    checkpoints: {
+      maxBytes: countOr(checkpoints?.maxBytes, fallback.maxBytes),
+      maxCount: countOr(checkpoints?.maxCount, fallback.maxCount),
+      tools: checkpoints?.tools === true,
     },
   };
 }

@@ -15,6 +15,7 @@ import { finishDocument, type OpenApiDocument } from './openapi.ts';
 import { agentQuota } from './quotas.ts';
 import { agentRoutes } from './routes/agents.ts';
 import { callRoutes } from './routes/calls.ts';
+import { checkpointRoutes } from './routes/checkpoints.ts';
 import { egressRoutes } from './routes/egress.ts';
 import { eventRoutes } from './routes/events.ts';
 import { execRoutes } from './routes/exec.ts';
@@ -69,6 +70,7 @@ export function mountV1Routes(app: Hono<ApiEnv>, state: AppState): void {
   app.use('/v1/agents', agentQuota(deps.store.tenants, deps.agents, limits.workspaceMb));
   app.route('/', agentRoutes(deps.agents));
   app.route('/', pauseRoutes(deps.agents));
+  app.route('/', checkpointRoutes(deps.agents));
   app.route(
     '/',
     callRoutes(

@@ -25,6 +25,9 @@ export type ClientAction =
 
 export type AuditFacts = Record<string, JsonValue>;
 
+/** Records how an action ended; `callId` is the one both its events share (a checkpoint's too). */
+export type AuditEnd = ((outcome: AuditOutcome) => Promise<void>) & { readonly callId: string };
+
 /** How an action ended: done (with its facts), or failed with an error. */
 export type AuditOutcome = { ok: true; facts?: AuditFacts } | { ok: false; error: unknown };
 
@@ -33,11 +36,7 @@ export interface ClientAudit {
    * Records that the client starts `action` (durable once this resolves; rejects, and the action
    * must not run, when the log refuses it) and returns the function that records its end.
    */
-  begin(
-    agent: Agent,
-    action: ClientAction,
-    facts: AuditFacts,
-  ): Promise<(outcome: AuditOutcome) => Promise<void>>;
+  begin(agent: Agent, action: ClientAction, facts: AuditFacts): Promise<AuditEnd>;
   /** begin, `work`, and its end recorded from what `work` resolved to (via `facts`) or threw. */
   run<T>(
     agent: Agent,
@@ -59,13 +58,14 @@ export function createClientAudit(events: EventLog): ClientAudit {
     const base = { sessionId: agent.sessionId, surface: 'log-only' as const, callId };
     await events.append([{ ...base, type: `client.${action}`, data: facts }]);
     await events.flush();
-    return async (outcome: AuditOutcome): Promise<void> => {
+    const end = async (outcome: AuditOutcome): Promise<void> => {
       const data: AuditFacts = outcome.ok
         ? { action, ok: true, ...outcome.facts }
         : { action, ok: false, error: errorFacts(outcome.error) };
       await events.append([{ ...base, type: 'client.result', data }]);
       await events.flush();
     };
+    return Object.assign(end, { callId });
   }
 
   async function run<T>(

@@ -20,5 +20,7 @@ export interface ApiEnv {
     keyAttempts: KeyAttempts;
     /** The replica that forwarded this request, its signature checked (./forward/verify.ts); unset when direct. */
     forwardedBy: string | undefined;
+    /** The call id of the client action being audited (set by ./routes/upload-audit.ts; an upload's checkpoint). */
+    auditCallId: string | undefined;
   };
 }

@@ -209,3 +209,7 @@ export const receiveUpload = async <T>(
     return apply(entriesOf(replay, limits), plan);
   });
 };
+
+/** The files `plan` writes under `dir`, as extractEntries names them (before confinement). */
+export const plannedFiles = (dir: string, plan: readonly PlannedEntry[]): string[] =>
+  plan.filter((entry) => entry.type === 'file').map((entry) => `${dir}/${entry.name}`);

@@ -299,7 +299,15 @@ export interface SandboxArchive {
   upload(
     path: string,
     tar: Readable,
-    options?: { maxBytes?: number },
+    options?: {
+      maxBytes?: number;
+      /**
+       * Told the files the archive will write (absolute, confined), once it was checked in full
+       * and before anything is written (checkpoints keep their pre-images); a rejection stops the
+       * upload with nothing written.
+       */
+      beforeWrite?: (files: string[]) => Promise<void>;
+    },
   ): Promise<{ files: number; bytes: number }>;
   /**
    * Write one file from a stream of bytes. The old file is replaced only once all bytes arrived (a

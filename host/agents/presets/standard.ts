@@ -59,6 +59,10 @@ export const standard = definePreset({
       'followup_task',
       'wait_agent',
       'report',
+      // Installed with the data directory, and offered only where the tenant's settings say
+      // `checkpoints.tools: true` (host/agents/checkpoints/tools.ts).
+      'checkpoint',
+      'rollback',
     ],
   },
   adds: [],

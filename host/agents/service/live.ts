@@ -6,6 +6,7 @@
 // every call still made through it, inner ones included, is DENIED); the record and session state
 // are awaited first and the scope is then built synchronously from them, once per agent even when
 // calls race to load it; a load the agent's retirement overtook is thrown away, never kept.
+
 import { agentPolicies } from '../../../policies/index.ts';
 import type { AgentPlugins } from '../../cordis/view.ts';
 import type { EgressGateway } from '../../egress/index.ts';
@@ -19,6 +20,7 @@ import type { EventLog } from '../../store/types.ts';
 import type { TeamBoard } from '../../teams/board/board.ts';
 import type { AgentScope, ToolDefinition } from '../../tools/types.ts';
 import type { SpawnProvider } from '../../tools/workflow/index.ts';
+import type { AgentCheckpoints } from '../checkpoints/agent.ts';
 import type { Agent, AgentTools, RemoteToolSpec, ToolRuntime } from '../types.ts';
 import { mcpLimitsFor, mcpPersister, mcpServersOf } from './mcp.ts';
 import { type DeletionMarks, deletedError, remoteToolsOf } from './records.ts';
@@ -53,6 +55,8 @@ export interface LiveAgentsOptions {
   spawn: SpawnProvider;
   /** The agent's creator plugins (`services.plugins`); undefined when the service runs none. */
   pluginsOf?: (agent: Agent) => AgentPlugins | undefined;
+  /** The agent's checkpoints (`services.checkpoints`); absent when the service keeps none. */
+  checkpointsOf?: (agent: Agent) => AgentCheckpoints;
   /** The agent's session service (its stored state read first), made once per load. */
   sessionOf: (agent: Agent) => Promise<AgentSession>;
   /** Persists and logs MCP server changes; told nothing else. */
@@ -86,6 +90,7 @@ function scopeOf(options: LiveAgentsOptions, agent: Agent, session: AgentSession
       ...(agent.config.subagents === true ? { spawn: options.spawn } : {}),
       // Only with a plugin host does the agent see cordis_* (and only its preset's list admits them).
       ...(plugins === undefined ? {} : { plugins }),
+      ...(options.checkpointsOf === undefined ? {} : { checkpoints: options.checkpointsOf(agent) }),
       ...teamServicesOf(options, agent),
     },
   };

@@ -2,6 +2,7 @@
 // agents reach the plugin host and the team service, deletion tells the team service, the team
 // service creates and removes agents. Each such reach reads the state (state.ts) when it is
 // called, never when it is built, so the order of building is service.ts's alone.
+
 import { createPluginHost, type PluginHost } from '../../cordis/host.ts';
 import { SandboxError } from '../../errors.ts';
 import { createAgentSession } from '../../session/state.ts';
@@ -9,7 +10,8 @@ import { createMemorySessionStateStore } from '../../store/index.ts';
 import { createTeamService, type TeamService } from '../../teams/service.ts';
 import { teamToolsFor } from '../../teams/tools.ts';
 import { createRequestSpawner } from '../../tools/workflow/index.ts';
-import type { ToolRuntime } from '../types.ts';
+import { type AgentCheckpoints, agentCheckpoints } from '../checkpoints/agent.ts';
+import type { Agent, ToolRuntime } from '../types.ts';
 import { createDeletion, type Deletion } from './deletion.ts';
 import { createLiveAgents, type LiveAgents } from './live.ts';
 import { createPauses, type Pauses } from './pause.ts';
@@ -29,6 +31,9 @@ export function liveAgentsFor(state: AgentServiceState, runtime: ToolRuntime): L
     sandboxOf: state.sandboxes.of,
     spawn,
     pluginsOf: (agent) => state.plugins?.of(agent),
+    ...(options.checkpoints === undefined
+      ? {}
+      : { checkpointsOf: (agent: Agent) => checkpointsOf(state, agent) as AgentCheckpoints }),
     sessionOf: (agent) =>
       createAgentSession({
         sessionId: agent.sessionId,
@@ -131,4 +136,11 @@ export function pausesFor(state: AgentServiceState): Pauses {
   });
   pauses.pauseWhenIdle();
   return pauses;
+}
+
+/** The agent's checkpoints over the service's tracker; undefined when it keeps none. */
+export function checkpointsOf(state: AgentServiceState, agent: Agent): AgentCheckpoints | undefined {
+  const tracker = state.options.checkpoints;
+  if (tracker === undefined) return undefined;
+  return agentCheckpoints(tracker, state.store.events, agent, () => state.sandboxes.of(agent));
 }

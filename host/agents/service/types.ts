@@ -1,4 +1,5 @@
 // The agent service's shapes (service.ts re-exports them): its options and what it offers.
+
 import type { PluginHostOptions } from '../../cordis/host.ts';
 import type { AgentPlugins } from '../../cordis/view.ts';
 import type { EgressGateway } from '../../egress/index.ts';
@@ -14,6 +15,8 @@ import type { TeamService } from '../../teams/service.ts';
 import type { ToolRegistry } from '../../tools/index.ts';
 import type { ToolCall, ToolResult } from '../../tools/types.ts';
 import type { SpawnProvider } from '../../tools/workflow/index.ts';
+import type { AgentCheckpoints } from '../checkpoints/agent.ts';
+import type { CheckpointTracker } from '../checkpoints/tracker.ts';
 import type { RuntimeAccess } from '../sandbox-runtime.ts';
 import type { TenantSettingsReader } from '../tenant-settings.ts';
 import type {
@@ -96,6 +99,8 @@ export interface AgentServiceOptions {
   onRemoved?: (tenantId: string, agentId: string) => Promise<void>;
   /** The sandbox runtimes each tenant may ask for besides runc (../sandbox-runtime.ts). Default: none. */
   runtimes?: RuntimeAccess;
+  /** Keeps checkpoints of the agents' file calls (../checkpoints/); default none: nothing tracked, no rollback. */
+  checkpoints?: CheckpointTracker;
 }
 
 export interface AgentService {
@@ -149,8 +154,10 @@ export interface AgentService {
   pause(tenantId: string, id: string, mode: PauseMode): Promise<PauseView>;
   /** Starts a paused agent's sandbox again and clears its pause; a running agent stays as it is. */
   resume(tenantId: string, id: string): Promise<PauseView>;
-  /** Each tenant's settings (the pause settings), read through a short cache. */
+  /** Each tenant's settings (pauses, checkpoint bounds), read through a short cache. */
   readonly settings: TenantSettingsReader;
+  /** The agent's checkpoints (list, rollback, uploads' tracking); undefined when the service keeps none. */
+  checkpoints(agent: Agent): AgentCheckpoints | undefined;
   /** Sandboxes this process holds a handle to. */
   liveSandboxes(): number;
   inFlight(): number;

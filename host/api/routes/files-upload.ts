@@ -3,6 +3,8 @@
 // Invariants: an upload is capped (PAYLOAD_TOO_LARGE) as it streams in and never held whole in
 // memory: a file goes to the sandbox piece by piece, an archive is spooled and checked in full
 // first (host/sandbox/tar.ts); a failed upload's body is drained, so the client reads the answer.
+// Both are checkpointed (host/agents/checkpoints/) under the call id of their audit events, so
+// POST /v1/agents/:id/rollback can undo them.
 import { Readable } from 'node:stream';
 import { Hono } from 'hono';
 import { describeRoute } from 'hono-openapi';
@@ -45,8 +47,13 @@ export const uploadRoutes = (agents: AgentService, maxUploadBytes: number): Hono
       const { path } = queryOf(PathQuery, c.req.query());
       const body = uploadBody(c.req.raw, maxUploadBytes);
       try {
-        const sandbox = await agents.sandbox(c.get('agent'));
-        return c.json(await sandbox.archive.uploadFile(path, body, { maxBytes: maxUploadBytes }));
+        const agent = c.get('agent');
+        const sandbox = await agents.sandbox(agent);
+        const upload = () => sandbox.archive.uploadFile(path, body, { maxBytes: maxUploadBytes });
+        const checkpoints = agents.checkpoints(agent);
+        const callId = c.get('auditCallId');
+        if (checkpoints === undefined || callId === undefined) return c.json(await upload());
+        return c.json(await checkpoints.track({ callId, tool: 'file_upload', paths: [path] }, upload));
       } catch (error) {
         await body.drain();
         throw error;
@@ -72,9 +79,29 @@ export const uploadRoutes = (agents: AgentService, maxUploadBytes: number): Hono
       if (c.req.raw.body === null) throw new SandboxError('BAD_REQUEST', 'Send the tar as the request body.');
       const body = uploadBody(c.req.raw, maxUploadBytes);
       try {
-        const sandbox = await agents.sandbox(c.get('agent'));
+        const agent = c.get('agent');
+        const sandbox = await agents.sandbox(agent);
         const tar = Readable.from(body, { objectMode: false });
-        return c.json(await sandbox.archive.upload(path, tar, { maxBytes: maxUploadBytes }));
+        // Checkpointed once checked in full: its files' pre-images are kept before any is written.
+        const checkpoints = agents.checkpoints(agent);
+        const callId = c.get('auditCallId');
+        let end: (() => Promise<void>) | undefined;
+        const beforeWrite =
+          checkpoints === undefined || callId === undefined
+            ? undefined
+            : async (files: string[]) => {
+                end = await checkpoints.begin(sandbox, { callId, tool: 'archive_upload', paths: files });
+              };
+        try {
+          return c.json(
+            await sandbox.archive.upload(path, tar, {
+              maxBytes: maxUploadBytes,
+              ...(beforeWrite === undefined ? {} : { beforeWrite }),
+            }),
+          );
+        } finally {
+          await end?.();
+        }
       } catch (error) {
         await body.drain();
         throw error;

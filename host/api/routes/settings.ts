@@ -1,6 +1,7 @@
 // The tenant's settings over HTTP, by its own key (host/agents/tenant-settings.ts owns their
 // meaning): GET /v1/settings shows them with their defaults filled in; PUT replaces them whole.
-// Today: `pause` (idle pauses and what a call to a paused agent does).
+// Today: `pause` (idle pauses and what a call to a paused agent does) and `checkpoints` (what each
+// agent keeps to roll its file calls back, and whether its model gets checkpoint and rollback).
 import { Hono } from 'hono';
 import { describeRoute } from 'hono-openapi';
 import * as v from 'valibot';
@@ -35,10 +36,51 @@ const PauseSettings = v.strictObject({
   ),
 });
 
-export const PutSettings = v.strictObject({ pause: v.optional(PauseSettings) });
+/** The most a tenant may let one agent keep: 1 GiB of pre-images, 10000 checkpoints. */
+const MAX_CHECKPOINT_BYTES = 1024 * 1024 * 1024;
+const MAX_CHECKPOINTS = 10_000;
+
+const CheckpointSettings = v.strictObject({
+  maxBytes: v.optional(
+    v.pipe(
+      v.number(),
+      v.integer(),
+      v.minValue(0),
+      v.maxValue(MAX_CHECKPOINT_BYTES),
+      v.description(
+        "Bytes of pre-images (the files' content before each tracked call) each agent keeps; its oldest checkpoints are dropped past it. Default 67108864 (64 MiB), at most 1 GiB.",
+      ),
+    ),
+  ),
+  maxCount: v.optional(
+    v.pipe(
+      v.number(),
+      v.integer(),
+      v.minValue(0),
+      v.maxValue(MAX_CHECKPOINTS),
+      v.description(
+        'Checkpoints each agent keeps, the oldest dropped past it; 0: no tracking. Default 256, at most 10000.',
+      ),
+    ),
+  ),
+  tools: v.optional(
+    v.pipe(
+      v.boolean(),
+      v.description(
+        "Offer the agents' models the checkpoint and rollback tools (where their preset names them). Default false.",
+      ),
+    ),
+  ),
+});
+
+export const PutSettings = v.strictObject({
+  pause: v.optional(PauseSettings),
+  checkpoints: v.optional(CheckpointSettings),
+});
 
 const SettingsView = v.object({
   pause: v.object({ idleSeconds: v.number(), onCall: v.picklist(['resume', 'refuse']) }),
+  checkpoints: v.object({ maxBytes: v.number(), maxCount: v.number(), tools: v.boolean() }),
 });
 
 export const settingsRoutes = (agents: AgentService): Hono<ApiEnv> => {
@@ -69,7 +111,10 @@ export const settingsRoutes = (agents: AgentService): Hono<ApiEnv> => {
     jsonBody(PutSettings),
     async (c) => {
       const body = c.get('body' as never) as v.InferOutput<typeof PutSettings>;
-      const settings: TenantSettings = { pause: { ...DEFAULT_TENANT_SETTINGS.pause, ...body.pause } };
+      const settings: TenantSettings = {
+        pause: { ...DEFAULT_TENANT_SETTINGS.pause, ...body.pause },
+        checkpoints: { ...DEFAULT_TENANT_SETTINGS.checkpoints, ...body.checkpoints },
+      };
       return c.json(await agents.settings.put(c.get('tenant').id, settings));
     },
   );

@@ -28,6 +28,7 @@ export const auditUploads = (
       path: (c.req.query('path') ?? '').slice(0, 4096),
       ...(Number.isSafeInteger(declared) ? { declaredBytes: declared } : {}),
     });
+    c.set('auditCallId', end.callId);
     await next();
     if (c.error !== undefined || c.res.status >= 300) {
       const error = c.error ?? new SandboxError('INTERNAL', `The upload answered HTTP ${c.res.status}.`);

@@ -12,7 +12,7 @@
 
 import { capUpload } from '../chunks.ts';
 import { DEFAULT_MAX_DOWNLOAD_BYTES } from '../download.ts';
-import { receiveUpload } from '../tar.ts';
+import { plannedFiles, receiveUpload } from '../tar.ts';
 import { extractEntries } from '../tar-extract.ts';
 import type { SandboxArchive } from '../types.ts';
 import { download, downloadFile } from './archive-download.ts';
@@ -35,13 +35,14 @@ export const createContainerArchive = (options: ArchiveOptions): SandboxArchive 
         ...(options.spoolDir === undefined ? {} : { spoolDir: options.spoolDir }),
       };
       // Validated in full before apply runs: a hostile archive writes nothing.
-      return receiveUpload(tar, limits, (entries, plan) =>
-        options.use(({ fs }) =>
+      return receiveUpload(tar, limits, async (entries, plan) => {
+        await opts.beforeWrite?.(plannedFiles(dir, plan));
+        return options.use(({ fs }) =>
           extractEntries(fs, dir, plan, entries, async (target, content, mode) => {
             await writeStream(fs, target, content, { mode });
           }),
-        ),
-      );
+        );
+      });
     },
     async uploadFile(path, data, opts = {}) {
       const target = options.resolve(path);

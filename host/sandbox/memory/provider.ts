@@ -9,7 +9,7 @@ import { SandboxError } from '../../errors.ts';
 import { capUpload, collect } from '../chunks.ts';
 import { fileDownload, type ReadAt, readPieces } from '../download.ts';
 import { relativeTo } from '../paths.ts';
-import { receiveUpload } from '../tar.ts';
+import { plannedFiles, receiveUpload } from '../tar.ts';
 import { extractEntries } from '../tar-extract.ts';
 import { packEntries } from '../tar-pack.ts';
 import type { ProviderFlags, Sandbox, SandboxArchive, SandboxLimits, SandboxProvider } from '../types.ts';
@@ -55,11 +55,12 @@ const createArchive = (fs: MemoryFs): SandboxArchive => ({
   async upload(path, tar: Readable, options = {}) {
     const dir = fs.resolve(path);
     const limits = options.maxBytes === undefined ? {} : { maxBytes: options.maxBytes };
-    return receiveUpload(tar, limits, (entries, plan) =>
-      extractEntries(fs, dir, plan, entries, async (target, content, mode) =>
+    return receiveUpload(tar, limits, async (entries, plan) => {
+      await options.beforeWrite?.(plannedFiles(dir, plan));
+      return extractEntries(fs, dir, plan, entries, async (target, content, mode) =>
         fs.writeFile(target, await collect(content), { mode }),
-      ),
-    );
+      );
+    });
   },
   async uploadFile(path, data, options = {}) {
     const target = fs.resolve(path);

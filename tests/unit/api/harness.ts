@@ -29,7 +29,7 @@ export const makeApi = async (
     store?: Partial<OpenStoreOptions>;
     agents?: Pick<
       AgentServiceOptions,
-      'reapRetryMs' | 'questionTtlMs' | 'mcpLimitsOf' | 'children' | 'runtimes'
+      'reapRetryMs' | 'questionTtlMs' | 'mcpLimitsOf' | 'children' | 'runtimes' | 'checkpoints'
     >;
     /** Options of the tenant deletion (DELETE /v1/tenants/:id) over the harness's. */
     deletion?: Partial<TenantDeletionOptions>;

@@ -1,0 +1,66 @@
+// One agent's checkpoint index, changed one turn at a time: each turn reads the index (from memory
+// for the most recently used agents, else from the store), may write it back, and then removes the
+// blobs it let go, all before the next turn of that agent starts.
+// Invariants: turns of one agent never overlap in this process (the only one that writes the
+// agent's folder: its owner), so the index in memory is what is on disk; a turn works on a copy, so
+// one that throws halfway changes nothing; a blob is removed only after an index that no longer
+// names it was written, and inside the turn, so a later turn that keeps the same bytes again
+// (content-addressed: the same name) cannot lose them to an earlier turn's removal.
+import type { CheckpointStore } from './store.ts';
+import type { CheckpointIndex } from './types.ts';
+
+/** Indexes kept in memory (the most recently used agents'), so a tracked call reads none from disk. */
+const CACHED_INDEXES = 256;
+
+/** What a turn did: the index to write (none: unchanged), its answer, and the blobs no entry names any more. */
+export interface Turn<T> {
+  index?: CheckpointIndex;
+  value: T;
+  release?: Iterable<string>;
+}
+
+export type IndexQueue = {
+  turn<T>(agentId: string, work: (index: CheckpointIndex) => Promise<Turn<T>>): Promise<T>;
+  /** Forgets the agent's index in memory (its folder is being removed). */
+  forget(agentId: string): void;
+};
+
+export function createIndexQueue(store: CheckpointStore): IndexQueue {
+  const queues = new Map<string, Promise<unknown>>();
+  const cached = new Map<string, CheckpointIndex>();
+
+  async function load(agentId: string): Promise<CheckpointIndex> {
+    const hit = cached.get(agentId);
+    if (hit !== undefined) {
+      cached.delete(agentId); // re-inserted: the Map's order is the recency
+      cached.set(agentId, hit);
+      return hit;
+    }
+    const index = await store.read(agentId);
+    cached.set(agentId, index);
+    if (cached.size > CACHED_INDEXES) cached.delete(cached.keys().next().value as string);
+    return index;
+  }
+
+  return {
+    turn(agentId, work) {
+      const previous = queues.get(agentId) ?? Promise.resolve();
+      const turn = previous.then(async () => {
+        const { index, value, release } = await work(structuredClone(await load(agentId)));
+        if (index !== undefined) {
+          await store.write(agentId, index);
+          cached.set(agentId, index);
+        }
+        if (release !== undefined) await store.removeBlobs(agentId, release);
+        return value;
+      });
+      const tail = turn.catch(() => undefined);
+      queues.set(agentId, tail);
+      void tail.then(() => {
+        if (queues.get(agentId) === tail) queues.delete(agentId);
+      });
+      return turn;
+    },
+    forget: (agentId) => cached.delete(agentId),
+  };
+}

@@ -1,0 +1,73 @@
+// Where checkpoints are kept: files under the service's data directory, one folder per agent
+// (`<dir>/<agent>/index.json` and `<dir>/<agent>/blobs/<sha256>`), not store rows. Why: pre-images
+// are bulk bytes (up to the agent's byte bound, 64 MiB by default) with a short, bounded life;
+// in the store they would grow the session database, its backups and replication traffic, and
+// compete with the event log's writer for every edit. Blobs are content-addressed, so the same
+// bytes kept by several calls (a file edited back and forth) are stored once, and dropping the
+// oldest checkpoint is an unlink. The cost, said in docs/api.md: with replicas, checkpoints live on
+// the replica that owns the agent's family; after a takeover the new owner has none (a rollback to an
+// older call answers CHECKPOINT_NOT_FOUND), never wrong ones.
+// Invariants: the index is replaced whole by rename (a crash leaves the old or the new one, never
+// half of one); a blob is written (by rename) before an index that names it; a blob no entry names
+// is removed after the index that dropped it was written.
+import { createHash, randomUUID } from 'node:crypto';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { type CheckpointIndex, emptyIndex } from './types.ts';
+
+export interface CheckpointStore {
+  read(agentId: string): Promise<CheckpointIndex>;
+  write(agentId: string, index: CheckpointIndex): Promise<void>;
+  /** Keeps `bytes` (once per content); resolves to their sha256. */
+  putBlob(agentId: string, bytes: Uint8Array): Promise<string>;
+  getBlob(agentId: string, sha256: string): Promise<Buffer>;
+  removeBlobs(agentId: string, sha256s: Iterable<string>): Promise<void>;
+  /** Everything of the agent (its deletion). */
+  remove(agentId: string): Promise<void>;
+}
+
+export const sha256Of = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
+
+const SAFE_ID = /^[A-Za-z0-9_-]{1,128}$/;
+const HEX = /^[0-9a-f]{64}$/;
+
+/** The checkpoints of each agent under `dir` (created on first write, mode 0700). */
+export function createCheckpointStore(dir: string): CheckpointStore {
+  // An id that is not a plain name cannot reach outside `dir`: it is hashed instead.
+  const folder = (agentId: string) =>
+    join(dir, SAFE_ID.test(agentId) ? agentId : sha256Of(Buffer.from(agentId)));
+  const blob = (agentId: string, sha: string) => {
+    if (!HEX.test(sha)) throw new Error(`not a blob name: ${sha}`);
+    return join(folder(agentId), 'blobs', sha);
+  };
+  async function replace(path: string, data: Uint8Array | string): Promise<void> {
+    const temporary = `${path}.${randomUUID()}.tmp`;
+    await writeFile(temporary, data, { mode: 0o600 });
+    await rename(temporary, path);
+  }
+  return {
+    async read(agentId) {
+      try {
+        return JSON.parse(await readFile(join(folder(agentId), 'index.json'), 'utf8')) as CheckpointIndex;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') return emptyIndex();
+        throw error;
+      }
+    },
+    async write(agentId, index) {
+      await mkdir(folder(agentId), { recursive: true, mode: 0o700 });
+      await replace(join(folder(agentId), 'index.json'), JSON.stringify(index));
+    },
+    async putBlob(agentId, bytes) {
+      const sha = sha256Of(bytes);
+      await mkdir(join(folder(agentId), 'blobs'), { recursive: true, mode: 0o700 });
+      await replace(blob(agentId, sha), bytes);
+      return sha;
+    },
+    getBlob: (agentId, sha) => readFile(blob(agentId, sha)),
+    async removeBlobs(agentId, shas) {
+      for (const sha of shas) await rm(blob(agentId, sha), { force: true });
+    },
+    remove: (agentId) => rm(folder(agentId), { recursive: true, force: true }),
+  };
+}

@@ -1,0 +1,189 @@
+// Checkpoints per mutating call: before a tracked call (write, edit, str_replace_editor's
+// mutating commands, a client's file or archive upload) runs, the pre-image of every file it names
+// is read through the agent's ctx.fs and kept (./store.ts); once it ran, what it left is hashed
+// into the same entry. Each agent's checkpoints are bounded by its tenant's settings (bytes of
+// pre-images and count), the oldest dropped first. `checkpoint` marks (an entry with no files)
+// give the model a place to return to. Rollback is ./rollback.ts.
+// Invariants: an entry is written (with its blobs) before its call runs, so a pre-image is durable
+// before the file changes; every change of an agent's index happens in one of that agent's turns
+// (./index-queue.ts; one process owns an agent: with replicas, its family's owner); a call whose pre-images
+// cannot be read is not run untracked: the error is the call's. A pre-image that does not fit the
+// byte bound is recorded as unkept, so a rollback through it refuses instead of restoring half.
+import type { Sandbox } from '../../sandbox/types.ts';
+import { type Captured, capture, stateOf } from './files.ts';
+import { createIndexQueue, type Turn } from './index-queue.ts';
+import type { CheckpointStore } from './store.ts';
+import type { Checkpoint, CheckpointBounds, CheckpointIndex, CheckpointView } from './types.ts';
+import { viewOf } from './types.ts';
+
+/** How many dropped call ids an index remembers (to answer CHECKPOINT_DROPPED, not NOT_FOUND). */
+export const DROPPED_KEPT = 1000;
+
+export interface TrackedCall {
+  callId: string;
+  tool: string;
+  /** The paths it writes, as the call named them (resolved and confined here; ones outside are skipped). */
+  paths: readonly string[];
+}
+
+export interface CheckpointTracker {
+  /** Runs `run` with the files of `call` checkpointed around it. */
+  track<T>(
+    tenantId: string,
+    agentId: string,
+    sandbox: Sandbox,
+    call: TrackedCall,
+    run: () => Promise<T>,
+  ): Promise<T>;
+  /** track() in two halves: keeps the pre-images now, resolves to what records what the call left. */
+  begin(tenantId: string, agentId: string, sandbox: Sandbox, call: TrackedCall): Promise<() => Promise<void>>;
+  /** A mark with no files (the `checkpoint` tool): rolling back to it undoes every tracked call after it. */
+  mark(tenantId: string, agentId: string, callId: string, label?: string): Promise<CheckpointView>;
+  /** The agent's checkpoints, oldest first. */
+  list(agentId: string): Promise<CheckpointView[]>;
+  /** Runs `work` in the agent's next turn (./index-queue.ts): its index written, its blobs released. */
+  turn<T>(agentId: string, work: (index: CheckpointIndex) => Promise<Turn<T>>): Promise<T>;
+  readonly store: CheckpointStore;
+  /** Drops everything of the agent (its deletion). */
+  forget(agentId: string): Promise<void>;
+}
+
+export interface TrackerOptions {
+  store: CheckpointStore;
+  boundsOf: (tenantId: string) => Promise<CheckpointBounds>;
+  now?: () => number;
+}
+
+const blobsOf = (entries: readonly Checkpoint[]): Set<string> => {
+  const shas = new Set<string>();
+  for (const entry of entries)
+    for (const f of entry.files) if (f.before.kind === 'file') shas.add(f.before.sha256);
+  return shas;
+};
+
+/** Drops the oldest entries past the bounds (never `keep`); resolves to the blobs no entry names any more. */
+export function trim(index: CheckpointIndex, bounds: CheckpointBounds, keep?: Checkpoint): Set<string> {
+  const dropped: Checkpoint[] = [];
+  let bytes = index.entries.reduce((sum, e) => sum + e.bytes, 0);
+  while (
+    index.entries.length > 0 &&
+    index.entries[0] !== keep &&
+    (index.entries.length > bounds.maxCount || bytes > bounds.maxBytes)
+  ) {
+    const oldest = index.entries.shift() as Checkpoint;
+    bytes -= oldest.bytes;
+    dropped.push(oldest);
+    index.dropped.push(oldest.callId);
+    index.droppedThrough = oldest.seq;
+  }
+  if (index.dropped.length > DROPPED_KEPT) index.dropped.splice(0, index.dropped.length - DROPPED_KEPT);
+  const kept = blobsOf(index.entries);
+  return new Set([...blobsOf(dropped)].filter((sha) => !kept.has(sha)));
+}
+
+/** The pre-images of `paths`, all of them together within `maxBytes` (past it: unkept). */
+async function captureAll(sandbox: Sandbox, paths: readonly string[], maxBytes: number): Promise<Captured[]> {
+  const out: Captured[] = [];
+  const seen = new Set<string>();
+  let left = maxBytes;
+  for (const raw of paths) {
+    let path: string;
+    try {
+      path = sandbox.fs.resolve(raw);
+    } catch {
+      continue; // outside the workspace: the call itself fails on it
+    }
+    if (seen.has(path)) continue;
+    seen.add(path);
+    const taken = await capture(sandbox.fs, path, Math.max(0, left));
+    if (taken.bytes !== undefined) left -= taken.bytes.length;
+    out.push(taken);
+  }
+  return out;
+}
+
+export function createCheckpointTracker(options: TrackerOptions): CheckpointTracker {
+  const { store, boundsOf } = options;
+  const now = options.now ?? Date.now;
+  const queue = createIndexQueue(store);
+
+  /** Appends `entry` (its blobs first), trims to the bounds, removes the blobs it let go. */
+  async function append(
+    agentId: string,
+    entry: Omit<Checkpoint, 'seq'>,
+    captured: Captured[],
+    bounds: CheckpointBounds,
+  ) {
+    return queue.turn(agentId, async (index) => {
+      for (const c of captured) if (c.bytes !== undefined) await store.putBlob(agentId, c.bytes);
+      const full: Checkpoint = { ...entry, seq: ++index.seq };
+      index.entries.push(full);
+      return { index, value: full, release: trim(index, bounds, full) };
+    });
+  }
+
+  async function finish(agentId: string, entry: Checkpoint, sandbox: Sandbox) {
+    const after = new Map<string, string>();
+    for (const f of entry.files) after.set(f.path, await stateOf(sandbox.fs, f.path));
+    await queue.turn(agentId, async (index) => {
+      const kept = index.entries.find((e) => e.seq === entry.seq);
+      if (kept === undefined) return { value: undefined }; // dropped (or rolled back) meanwhile
+      for (const f of kept.files) f.after = after.get(f.path);
+      return { index, value: undefined };
+    });
+  }
+
+  async function begin(tenantId: string, agentId: string, sandbox: Sandbox, call: TrackedCall) {
+    const bounds = await boundsOf(tenantId);
+    if (bounds.maxCount <= 0 || call.paths.length === 0) return async () => undefined;
+    const captured = await captureAll(sandbox, call.paths, bounds.maxBytes);
+    const bytes = captured.reduce((sum, c) => sum + (c.bytes?.length ?? 0), 0);
+    const files = captured.map((c) => ({ path: c.path, before: c.before }));
+    const entry = await append(
+      agentId,
+      { callId: call.callId, tool: call.tool, at: now(), files, bytes },
+      captured,
+      bounds,
+    );
+    // What the call left, even when it failed (a failed call may have written part of it).
+    return () => finish(agentId, entry, sandbox).catch(() => undefined);
+  }
+
+  return {
+    store,
+    turn: queue.turn,
+    begin,
+    async track(tenantId, agentId, sandbox, call, run) {
+      const end = await begin(tenantId, agentId, sandbox, call);
+      try {
+        return await run();
+      } finally {
+        await end();
+      }
+    },
+    async mark(tenantId, agentId, callId, label) {
+      const bounds = await boundsOf(tenantId);
+      const entry = await append(
+        agentId,
+        {
+          callId,
+          tool: 'checkpoint',
+          at: now(),
+          files: [],
+          bytes: 0,
+          ...(label === undefined ? {} : { label }),
+        },
+        [],
+        { ...bounds, maxCount: Math.max(1, bounds.maxCount) },
+      );
+      return viewOf(entry);
+    },
+    list: (agentId) => queue.turn(agentId, async (index) => ({ value: index.entries.map(viewOf) })),
+    forget: (agentId) =>
+      queue.turn(agentId, async () => {
+        queue.forget(agentId);
+        await store.remove(agentId);
+        return { value: undefined };
+      }),
+  };
+}

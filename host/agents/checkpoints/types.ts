@@ -1,0 +1,95 @@
+// The shapes of checkpoints per mutating call (./tracker.ts keeps them, ./rollback.ts uses them):
+// before a tracked file call runs, each file it names is kept as it was (its bytes and mode, or
+// "absent"); once it ran, what it left (a sha256, or "absent"), so a rollback can tell a later
+// untracked change (bash, a job, a client) from the call's own.
+
+/** A file as a tracked call found it, before it ran. */
+export type PreImage =
+  /** There was no file at the path. */
+  | { kind: 'absent' }
+  /** A regular file: its bytes are the blob `sha256` of the agent's store. */
+  | { kind: 'file'; sha256: string; mode: number; size: number }
+  /** Not kept: a directory, or a file larger than the agent's byte bound (the rollback refuses past it). */
+  | { kind: 'unkept'; reason: string };
+
+/** What a file's state hashes to: the sha256 of its bytes, or 'absent'. */
+export type StateHash = string;
+
+export interface FileChange {
+  /** Absolute, confined path in the sandbox. */
+  path: string;
+  before: PreImage;
+  /** What the call left; undefined while it runs (or when the service stopped before it ended). */
+  after?: StateHash;
+}
+
+export interface Checkpoint {
+  callId: string;
+  /** The tool (write, edit, str_replace_editor), `archive_upload`, `file_upload` or `checkpoint` (a mark). */
+  tool: string;
+  /** Increasing per agent: the order calls ran in. */
+  seq: number;
+  /** ms since the epoch. */
+  at: number;
+  files: FileChange[];
+  /** Bytes of the pre-images this entry holds (counted against the agent's byte bound). */
+  bytes: number;
+  /** A mark's label (the `checkpoint` tool). */
+  label?: string;
+}
+
+/** One agent's index: its checkpoints oldest first, and the call ids dropped lately. */
+export interface CheckpointIndex {
+  seq: number;
+  entries: Checkpoint[];
+  /** Call ids whose checkpoints the bounds dropped (the most recent DROPPED_KEPT), to answer CHECKPOINT_DROPPED. */
+  dropped: string[];
+  /** The highest seq the bounds dropped (0: none). */
+  droppedThrough?: number;
+}
+
+/** What a rollback goes back to: a call by its id (the newest call of that id), or a checkpoint by its seq. */
+export type RollbackTarget = { callId: string } | { seq: number };
+
+/** The bounds of one agent's checkpoints (its tenant's settings, defaults in ../tenant-settings.ts). */
+export interface CheckpointBounds {
+  /** Bytes of pre-images kept; the oldest checkpoints are dropped past it. */
+  maxBytes: number;
+  /** Checkpoints kept; the oldest are dropped past it. 0: no tracking. */
+  maxCount: number;
+}
+
+/** A checkpoint as the API and the tools show it (no bytes). */
+export interface CheckpointView {
+  /** Increasing per agent, never reused: names this checkpoint even where call ids repeat. */
+  seq: number;
+  callId: string;
+  tool: string;
+  at: string;
+  paths: string[];
+  bytes: number;
+  label?: string;
+}
+
+export interface RollbackView {
+  /** The call rolled back to: the workspace's tracked files are as they were just before it. */
+  callId: string;
+  seq: number;
+  /** The tracked calls undone, newest first. */
+  undone: string[];
+  /** Files written back, and files removed (they did not exist before). */
+  restored: string[];
+  removed: string[];
+}
+
+export const emptyIndex = (): CheckpointIndex => ({ seq: 0, entries: [], dropped: [] });
+
+export const viewOf = (entry: Checkpoint): CheckpointView => ({
+  seq: entry.seq,
+  callId: entry.callId,
+  tool: entry.tool,
+  at: new Date(entry.at).toISOString(),
+  paths: entry.files.map((f) => f.path),
+  bytes: entry.bytes,
+  ...(entry.label === undefined ? {} : { label: entry.label }),
+});

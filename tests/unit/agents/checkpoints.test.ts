@@ -1,0 +1,224 @@
+// Checkpoints per mutating call through the API over the memory provider (issue 36): a rollback
+// across writes, edits, str_replace_editor changes and uploads restores every tracked file
+// byte-exact to just before the call named, and later calls' too; a file changed outside the tools
+// since refuses it (ROLLBACK_UNSAFE) and leaves everything as it was, unless it already is what the
+// rollback restores; the bounds drop
+// the oldest (CHECKPOINT_DROPPED); unknown ids and another tenant's agent answer 404.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { buffer } from 'node:stream/consumers';
+import { pack } from 'tar-stream';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createCheckpointStore } from '../../../host/agents/checkpoints/store.ts';
+import { createCheckpointTracker } from '../../../host/agents/checkpoints/tracker.ts';
+import type { CheckpointBounds } from '../../../host/agents/checkpoints/types.ts';
+import { type Loose, makeApi } from '../api/harness.ts';
+
+const tarOf = async (files: Array<[name: string, body: string]>): Promise<Uint8Array> => {
+  const p = pack();
+  for (const [name, body] of files) p.entry({ name, mode: 0o644 }, body);
+  p.finalize();
+  return new Uint8Array(await buffer(p as never));
+};
+
+describe('checkpoints and rollback (memory provider)', () => {
+  let dir: string;
+  let api: Awaited<ReturnType<typeof makeApi>>;
+  const bounds: CheckpointBounds = { maxBytes: 1024 * 1024, maxCount: 100 };
+
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'dsh-ckpt-'));
+    bounds.maxBytes = 1024 * 1024;
+    bounds.maxCount = 100;
+    const checkpoints = createCheckpointTracker({
+      store: createCheckpointStore(dir),
+      boundsOf: async () => ({ ...bounds }),
+    });
+    api = await makeApi({}, { agents: { checkpoints } });
+  });
+  afterEach(async () => {
+    await api.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  let n = 0;
+  /** One call; its id and result. */
+  async function call(id: string, name: string, args: Loose): Promise<{ callId: string; result: Loose }> {
+    const callId = `c${++n}`;
+    const res = await api.call(api.keyA, id, [{ id: callId, name, arguments: args }]);
+    expect(res.status).toBe(200);
+    return { callId, result: res.json.results[0] };
+  }
+  const files = async (id: string): Promise<Record<string, string>> => {
+    const sandbox = await api.agents.sandbox(await api.agents.get(api.tenantA, id));
+    const out: Record<string, string> = {};
+    const { paths } = await sandbox.fs.glob('**');
+    for (const path of paths) out[path] = (await sandbox.fs.readFile(path)).toString('base64');
+    return out;
+  };
+  const rollback = (id: string, callId: string, key = api.keyA) =>
+    api.request(key, 'POST', `/v1/agents/${id}/rollback`, { callId });
+  const checkpoints = async (id: string): Promise<Loose[]> =>
+    (await api.request(api.keyA, 'GET', `/v1/agents/${id}/checkpoints`)).json.checkpoints;
+
+  it('rolls back writes, edits, str_replace_editor and uploads byte-exact, newest first', async () => {
+    const { id } = await api.createAgent(api.keyA);
+    const states: Array<{ callId: string; before: Record<string, string> }> = [];
+    const step = async (run: () => Promise<string>) => {
+      const before = await files(id);
+      states.push({ callId: await run(), before });
+    };
+    await step(async () => (await call(id, 'write', { file_path: 'a.txt', content: 'one\ntwo\n' })).callId);
+    await step(
+      async () =>
+        (await call(id, 'edit', { file_path: 'a.txt', old_string: 'two', new_string: 'deux' })).callId,
+    );
+    await step(
+      async () => (await call(id, 'write', { file_path: 'src/b.bin', content: '\u0000\u00ff bytes' })).callId,
+    );
+    await step(async () => {
+      const tar = await tarOf([
+        ['a.txt', 'from the archive'],
+        ['src/c.txt', 'new in the archive'],
+      ]);
+      const res = await api.request(api.keyA, 'PUT', `/v1/agents/${id}/archive?path=.`, tar, {
+        'Content-Type': 'application/x-tar',
+      });
+      expect(res.status).toBe(200);
+      const list = await checkpoints(id);
+      return list[list.length - 1].callId;
+    });
+    await step(
+      async () =>
+        (await call(id, 'edit', { file_path: 'src/c.txt', old_string: 'new', new_string: 'changed' })).callId,
+    );
+    await step(async () => {
+      const res = await api.request(api.keyA, 'PUT', `/v1/agents/${id}/files?path=src/b.bin`, 'replaced', {
+        'Content-Type': 'application/octet-stream',
+      });
+      expect(res.status).toBe(200);
+      const list = await checkpoints(id);
+      return list[list.length - 1].callId;
+    });
+    expect((await checkpoints(id)).map((c) => c.tool)).toEqual([
+      'write',
+      'edit',
+      'write',
+      'archive_upload',
+      'edit',
+      'file_upload',
+    ]);
+    expect((await checkpoints(id))[3].callId).toMatch(/^client:/);
+
+    // Back to just before the archive upload: the upload and the two calls after it undone.
+    const mid = states[3] as { callId: string; before: Record<string, string> };
+    const back = await rollback(id, mid.callId);
+    expect(back.status).toBe(200);
+    expect(back.json.undone).toEqual(
+      states
+        .slice(3)
+        .map((s) => s.callId)
+        .reverse(),
+    );
+    expect(await files(id)).toEqual(mid.before);
+    expect((await checkpoints(id)).length).toBe(3);
+    // And to before the very first call: nothing of it left.
+    const first = states[0] as { callId: string; before: Record<string, string> };
+    expect((await rollback(id, first.callId)).status).toBe(200);
+    expect(await files(id)).toEqual(first.before);
+    expect(await checkpoints(id)).toEqual([]);
+    // Rolled back: gone.
+    const again = await rollback(id, first.callId);
+    expect(again.status).toBe(404);
+    expect(again.json.error.code).toBe('CHECKPOINT_NOT_FOUND');
+  });
+
+  it("str_replace_editor's create, str_replace and insert are tracked; view is not", async () => {
+    const { id } = await api.createAgent(api.keyA, { preset: 'minimal' });
+    const edit = (args: Loose) => call(id, 'str_replace_editor', args);
+    const created = await edit({ command: 'create', path: 'notes.md', file_text: 'alpha\nbeta\n' });
+    expect(created.result.ok).toBe(true);
+    const replaced = await edit({
+      command: 'str_replace',
+      path: 'notes.md',
+      old_str: 'beta',
+      new_str: 'gamma',
+    });
+    const afterReplace = await files(id);
+    await edit({ command: 'insert', path: 'notes.md', insert_line: 1, new_str: 'inserted' });
+    await edit({ command: 'view', path: 'notes.md' });
+    expect((await checkpoints(id)).map((c) => c.callId)).toHaveLength(3);
+    const before = await rollback(id, replaced.callId);
+    expect(before.status).toBe(200);
+    expect((await files(id))['/workspace/notes.md']).toBe(Buffer.from('alpha\nbeta\n').toString('base64'));
+    expect(afterReplace['/workspace/notes.md']).not.toBe((await files(id))['/workspace/notes.md']);
+    expect((await rollback(id, created.callId)).json.removed).toEqual(['/workspace/notes.md']);
+    expect(await files(id)).toEqual({});
+  });
+
+  it('refuses when a tracked file changed since by something untracked, and changes nothing', async () => {
+    const { id } = await api.createAgent(api.keyA);
+    const w = await call(id, 'write', { file_path: 'a.txt', content: 'tracked' });
+    await call(id, 'write', { file_path: 'b.txt', content: 'tracked too' });
+    // Changed outside the tools (as bash would): untracked.
+    const sandbox = await api.agents.sandbox(await api.agents.get(api.tenantA, id));
+    await sandbox.fs.writeFile('a.txt', 'changed outside');
+    const before = await files(id);
+    const refused = await rollback(id, w.callId);
+    expect(refused.status).toBe(409);
+    expect(refused.json.error).toMatchObject({ code: 'ROLLBACK_UNSAFE', data: { path: '/workspace/a.txt' } });
+    expect(await files(id)).toEqual(before);
+    expect((await checkpoints(id)).length).toBe(2);
+    // Already as the rollback leaves it (the client deleted the file the write created): nothing
+    // would be lost, so it goes through.
+    expect((await api.request(api.keyA, 'DELETE', `/v1/agents/${id}/files?path=a.txt`)).status).toBe(204);
+    expect((await rollback(id, w.callId)).status).toBe(200);
+    expect(await files(id)).toEqual({});
+  });
+
+  it('keeps the newest within the bounds: the oldest dropped, a rollback through them refused', async () => {
+    bounds.maxCount = 3;
+    const { id } = await api.createAgent(api.keyA);
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++)
+      ids.push((await call(id, 'write', { file_path: 'a.txt', content: `v${i}` })).callId);
+    expect((await checkpoints(id)).map((c) => c.callId)).toEqual(ids.slice(2));
+    const dropped = await rollback(id, ids[0] as string);
+    expect(dropped.status).toBe(409);
+    expect(dropped.json.error.code).toBe('CHECKPOINT_DROPPED');
+    expect((await rollback(id, ids[2] as string)).status).toBe(200);
+    expect((await files(id))['/workspace/a.txt']).toBe(Buffer.from('v1').toString('base64'));
+
+    // Bytes: a pre-image larger than the bound is not kept, and a rollback through it is refused.
+    bounds.maxBytes = 4;
+    const big = await call(id, 'write', { file_path: 'a.txt', content: 'a longer text' });
+    const bigger = await call(id, 'write', { file_path: 'a.txt', content: 'longer still' });
+    expect((await rollback(id, bigger.callId)).json.error.code).toBe('CHECKPOINT_DROPPED');
+    expect((await rollback(id, big.callId)).status).toBe(200);
+    expect((await files(id))['/workspace/a.txt']).toBe(Buffer.from('v1').toString('base64'));
+  });
+
+  it("another tenant's agent is unknown; hostile bodies are refused", async () => {
+    const { id } = await api.createAgent(api.keyA);
+    const w = await call(id, 'write', { file_path: 'a.txt', content: 'x' });
+    const other = await rollback(id, w.callId, api.keyB);
+    expect(other.status).toBe(404);
+    expect(other.json.error.code).toBe('NOT_FOUND');
+    expect((await api.request(api.keyB, 'GET', `/v1/agents/${id}/checkpoints`)).status).toBe(404);
+    for (const body of [
+      {},
+      { callId: '' },
+      { callId: 7 },
+      { callId: 'x', more: 1 },
+      { callId: 'x', seq: 1 },
+      { seq: 0 },
+      { seq: 1.5 },
+      { seq: '1' },
+    ]) {
+      expect((await api.request(api.keyA, 'POST', `/v1/agents/${id}/rollback`, body)).status).toBe(400);
+    }
+    expect((await rollback(id, '../../etc/passwd')).json.error.code).toBe('CHECKPOINT_NOT_FOUND');
+    expect((await files(id))['/workspace/a.txt']).toBe(Buffer.from('x').toString('base64'));
+  });
+});
