@@ -131,6 +131,12 @@ export const ERROR_CODES = {
   RUNTIME_UNAVAILABLE: 400,
   /** The agent asked for a sandbox runtime its tenant may not use (`data.allowed`). */
   RUNTIME_NOT_ALLOWED: 403,
+  // workspace snapshots (host/agents/service/snapshots.ts)
+  /**
+   * The agent's workspace cannot be snapshotted (or an agent made from a snapshot) here: Docker
+   * volumes without a size limit (DSH_DISK_QUOTA=off), a remote node, or the memory provider.
+   */
+  SNAPSHOT_UNSUPPORTED: 501,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

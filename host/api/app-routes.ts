@@ -31,6 +31,7 @@ import { scheduleRoutes } from './routes/schedules.ts';
 import { sessionRoutes } from './routes/session.ts';
 import { settingsRoutes } from './routes/settings.ts';
 import { skillRoutes } from './routes/skills.ts';
+import { snapshotRoutes } from './routes/snapshots.ts';
 import { teamRoutes } from './routes/teams.ts';
 import { tenantRoutes } from './routes/tenants.ts';
 import { terminalControlRoutes } from './routes/terminal-control.ts';
@@ -68,6 +69,8 @@ export function mountV1Routes(app: Hono<ApiEnv>, state: AppState): void {
   app.use('/v1/agents', agentQuota(deps.store.tenants, deps.agents));
   app.route('/', agentRoutes(deps.agents));
   app.route('/', pauseRoutes(deps.agents));
+  tenantScoped('/v1/snapshots/*');
+  app.route('/', snapshotRoutes(deps.agents, deps.store.tenants));
   app.route(
     '/',
     callRoutes(

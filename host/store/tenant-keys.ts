@@ -122,19 +122,18 @@ export const tenantInfoOf = (row: TenantRow): TenantInfo => {
 /** The largest quota a count may have. */
 export const QUOTA_MAX = 1_000_000;
 
-/** BAD_REQUEST unless every quota is a known one with a whole value in 0..QUOTA_MAX; the JSON kept (null: none). */
+/** The most each known quota may be: a count, or bytes (snapshotBytes). */
+const QUOTA_MAXIMA: Record<string, number> = { agents: QUOTA_MAX, snapshotBytes: Number.MAX_SAFE_INTEGER };
+
+/** BAD_REQUEST unless every quota is a known one with a whole value in 0..its maximum; the JSON kept (null: none). */
 export const quotasJson = (quotas: TenantQuotas): string | null => {
   const entries = Object.entries(quotas as Record<string, unknown>).filter(([, v]) => v !== undefined);
   for (const [name, value] of entries) {
-    if (
-      name !== 'agents' ||
-      !Number.isSafeInteger(value) ||
-      (value as number) < 0 ||
-      (value as number) > QUOTA_MAX
-    )
+    const max = Object.hasOwn(QUOTA_MAXIMA, name) ? QUOTA_MAXIMA[name] : undefined;
+    if (max === undefined || !Number.isSafeInteger(value) || (value as number) < 0 || (value as number) > max)
       throw new SandboxError(
         'BAD_REQUEST',
-        `quota ${name}: a known quota (agents) is a whole number 0-${QUOTA_MAX}`,
+        `quota ${name}: a known quota (agents: 0-${QUOTA_MAX}; snapshotBytes: bytes) is a whole number`,
         {
           data: { quota: name },
         },

@@ -20,6 +20,8 @@ export type TenantState =
 export interface TenantQuotas {
   /** Live top-level agents at once (children are bounded per parent: DSH_CHILDREN_PER_AGENT). */
   agents?: number;
+  /** Host disk the tenant's workspace snapshots may take together, in bytes (host/agents/service/snapshots.ts). */
+  snapshotBytes?: number;
 }
 
 /** A tenant as the operator reads it. */

@@ -115,6 +115,7 @@ export function createSandboxBinding(options: SandboxBindingOptions): SandboxBin
     const existing = await provider.get(agent.id);
     if (existing === undefined && (await marks.gone(agent))) throw deletedError(agent.id);
     const above = existing === undefined ? await ownerAbove(agent) : undefined;
+    const snapshot = existing === undefined ? await firstSnapshot(agents, agent) : undefined;
     const sandbox =
       existing ??
       (await provider.create({
@@ -123,6 +124,7 @@ export function createSandboxBinding(options: SandboxBindingOptions): SandboxBin
         limits: sandboxLimits(agent.config.sandbox),
         ...(agent.config.sandbox?.runtime === undefined ? {} : { runtime: agent.config.sandbox.runtime }),
         ...(above === undefined ? {} : { near: above.id }),
+        ...(snapshot === undefined ? {} : { fromSnapshot: snapshot }),
       }));
     if (existing === undefined) await seed(above, sandbox);
     if (await marks.gone(agent)) {
@@ -176,6 +178,13 @@ export function createSandboxBinding(options: SandboxBindingOptions): SandboxBin
     hold: (id, fn) => holdOn(holds, id, fn),
     held: async (id) => holds.get(id),
   };
+}
+
+/** The snapshot a top-level agent's first sandbox is a copy of (never one it had already). */
+async function firstSnapshot(agents: AgentStore, agent: Agent): Promise<string | undefined> {
+  const id = agent.config.fromSnapshot;
+  if (id === undefined || agent.links !== undefined) return undefined;
+  return (await agents.get(agent.tenantId, agent.id))?.sandboxId === undefined ? id : undefined;
 }
 
 /** SandboxBinding.hold over the binding's holds: one at a time per agent, `fn` started in the turn its hold is set. */

@@ -27,7 +27,14 @@ export const ownLimitRoutes = (tenants: TenantStore, agents: AgentService): Hono
     async (c) => {
       const tenantId = c.get('tenant').id;
       const quotas = (await tenants.getTenant(tenantId))?.quotas ?? {};
-      return c.json({ quotas, usage: { agents: await topLevelAgents(agents, tenantId) } });
+      const snapshotBytes = await agents.snapshots.usedBytes(tenantId).catch(() => undefined);
+      return c.json({
+        quotas,
+        usage: {
+          agents: await topLevelAgents(agents, tenantId),
+          ...(snapshotBytes === undefined ? {} : { snapshotBytes }),
+        },
+      });
     },
   );
   return app;
@@ -41,7 +48,7 @@ export const adminLimitRoutes = (tenants: TenantStore, adminKey: string | undefi
       operationId: 'setTenantLimits',
       tags: ['tenants'],
       description:
-        "Needs the admin key. Replaces the tenant's quotas: `agents` bounds its live top-level agents (a create past it answers LIMIT_EXCEEDED; agents it has already stay). `{}` clears them.",
+        "Needs the admin key. Replaces the tenant's quotas: `agents` bounds its live top-level agents (a create past it answers LIMIT_EXCEEDED; agents it has already stay); `snapshotBytes` the host disk its workspace snapshots take together (a snapshot past it answers LIMIT_EXCEEDED, data.limit `snapshotBytes`; snapshots it has already stay). `{}` clears them.",
       requestBody: jsonRequest(TenantQuotasBody),
       responses: {
         200: jsonResponse('The tenant, with its quotas', TenantView),
