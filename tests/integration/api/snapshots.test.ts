@@ -30,26 +30,22 @@ async function agentOf(server: Running, key: string, body: Loose = {}): Promise<
   return res.json.id;
 }
 
-async function bash(
-  server: Running,
-  key: string,
-  id: string,
-  command: string,
-  background = false,
-): Promise<Loose> {
+/** One tool call of the agent through POST /calls; its value (the call must succeed). */
+async function tool(server: Running, key: string, id: string, name: string, args: Loose): Promise<Loose> {
   const res = await json(server, key, 'POST', `/v1/agents/${id}/calls`, {
-    calls: [
-      {
-        id: `c${Math.random().toString(36).slice(2, 8)}`,
-        name: 'bash',
-        arguments: { command, description: 'test', ...(background ? { run_in_background: true } : {}) },
-      },
-    ],
+    calls: [{ id: `c${Math.random().toString(36).slice(2, 8)}`, name, arguments: args }],
   });
   const result = res.json?.results?.[0];
   expect(result?.ok, JSON.stringify(res.json)).toBe(true);
   return result.value;
 }
+
+const bash = (server: Running, key: string, id: string, command: string, background = false) =>
+  tool(server, key, id, 'bash', {
+    command,
+    description: 'test',
+    ...(background ? { run_in_background: true } : {}),
+  });
 
 const out = async (server: Running, key: string, id: string, command: string): Promise<string> =>
   String((await bash(server, key, id, command)).stdout).trim();
@@ -185,6 +181,25 @@ describe.skipIf(!loopWorkspaces)('snapshots of loop workspaces', () => {
     expect((await json(second, key, 'GET', `/v1/snapshots/${snap.id}`)).json).toEqual(snap);
     const b = await agentOf(second, key, { fromSnapshot: snap.id });
     expect(await out(second, key, b, 'cat s.txt')).toBe('survived');
+  });
+
+  it('subagent_fork with childWorkspace "isolated": the child works in a fork of its parent\'s workspace (a symlink kept, which the tar copy drops)', async () => {
+    const server = await service.current();
+    const { key } = await tenant(server, 'subagent-fork');
+    const parent = await agentOf(server, key, { subagents: true, childWorkspace: 'isolated' });
+    await out(server, key, parent, 'echo v1 > app.txt && ln -s app.txt link.txt');
+    const before = await files();
+    const { agent_id: child } = await tool(server, key, parent, 'subagent_fork', {
+      description: 'try another way',
+      prompt: 'Change app.txt.',
+      run_in_background: true,
+    });
+    expect(await out(server, key, child, 'readlink link.txt && cat link.txt')).toBe('app.txt\nv1');
+    await out(server, key, child, 'echo v2 > app.txt');
+    expect(await out(server, key, parent, 'cat app.txt')).toBe('v1');
+    // The snapshot it was forked from was the service's own: gone, never listed or counted.
+    expect(await files()).toEqual(before);
+    expect((await json(server, key, 'GET', '/v1/snapshots')).json.snapshots).toEqual([]);
   });
 
   it('a paused agent is snapshotted where it is and stays paused', async () => {
