@@ -13,7 +13,8 @@ import type { Loose } from '../../unit/api/harness.ts';
 import { loopWorkspaces } from '../sandbox/fixtures.ts';
 import { json, served } from './served.ts';
 
-const service = served('snapshots', { shutdownGraceMs: 300 });
+const ADMIN = 'admin-key-for-the-snapshots-test-0123456789';
+const service = served('snapshots', { shutdownGraceMs: 300, adminKey: ADMIN });
 
 /** The snapshot files on the node's disk (loop workspaces: `<workspaces>/.snapshots`). */
 const files = async (): Promise<string[]> =>
@@ -200,6 +201,27 @@ describe.skipIf(!loopWorkspaces)('snapshots of loop workspaces', () => {
     // The snapshot it was forked from was the service's own: gone, never listed or counted.
     expect(await files()).toEqual(before);
     expect((await json(server, key, 'GET', '/v1/snapshots')).json.snapshots).toEqual([]);
+  });
+
+  it("a tenant's deletion deletes its snapshots and their files", async () => {
+    const server = await service.current();
+    const gone = await tenant(server, 'gone');
+    const a = await agentOf(server, gone.key);
+    const snaps = [
+      (await snapshot(server, gone.key, a)).json.id,
+      (await snapshot(server, gone.key, a)).json.id,
+    ];
+    expect(await files()).toEqual(expect.arrayContaining(snaps.map((id) => `${id}.img`)));
+    expect((await json(server, ADMIN, 'DELETE', `/v1/tenants/${gone.id}`)).status).toBe(202);
+    await until(
+      async () => (await json(server, ADMIN, 'GET', `/v1/tenants/${gone.id}`)).json.state === 'deleted',
+      {
+        what: 'the tenant deleted',
+        timeoutMs: 60_000,
+      },
+    );
+    for (const id of snaps) expect(await files()).not.toContain(`${id}.img`);
+    expect(await server.store.snapshots.list(gone.id)).toEqual([]);
   });
 
   it('a paused agent is snapshotted where it is and stays paused', async () => {
