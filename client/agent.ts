@@ -30,6 +30,7 @@ import type {
   PauseView,
   RequestAnswer,
   RequestKind,
+  SnapshotView,
   TerminalInfo,
   Tool,
   ToolCall,
@@ -262,6 +263,22 @@ export class DshAgent {
   /** Starts a paused agent again and waits until its sandbox answers; a running agent stays as it is. */
   async resume(): Promise<PauseView> {
     return ok(this.#transport.api.POST('/v1/agents/{id}/resume', { params: { path: { id: this.id } } }));
+  }
+
+  /**
+   * Takes a snapshot of the agent's workspace (consistent: its writes wait while it is copied);
+   * `client.agents.create({ fromSnapshot: snapshot.id })` makes an agent from it.
+   */
+  async snapshot(): Promise<SnapshotView> {
+    return ok(this.#transport.api.POST('/v1/agents/{id}/snapshots', { params: { path: { id: this.id } } }));
+  }
+
+  /** The agent's snapshots, oldest first. */
+  async snapshots(): Promise<SnapshotView[]> {
+    const { snapshots } = await ok(
+      this.#transport.api.GET('/v1/agents/{id}/snapshots', { params: { path: { id: this.id } } }),
+    );
+    return snapshots;
   }
 
   /** Deletes the agent, its sandbox and its children. */

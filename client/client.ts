@@ -5,17 +5,43 @@ import type { Client } from 'openapi-fetch';
 import { DshAgent } from './agent.ts';
 import { createTransport, type DshClientOptions, ok, type Transport } from './http.ts';
 import type { paths } from './openapi.ts';
-import type { CreateAgentOptions } from './types.ts';
+import type { CreateAgentOptions, SnapshotView } from './types.ts';
 
 export class DshClient {
   /** The typed client of every route (openapi-fetch), for what the handles do not cover. */
   readonly api: Client<paths>;
   readonly agents: Agents;
+  readonly snapshots: Snapshots;
 
   constructor(options: DshClientOptions) {
     const transport = createTransport(options);
     this.api = transport.api;
     this.agents = new Agents(transport);
+    this.snapshots = new Snapshots(transport);
+  }
+}
+
+/** The tenant's workspace snapshots (an agent takes one: `agent.snapshot()`). */
+export class Snapshots {
+  readonly #transport: Transport;
+
+  constructor(transport: Transport) {
+    this.#transport = transport;
+  }
+
+  /** The tenant's snapshots (of agents deleted since too), oldest first. */
+  async list(): Promise<SnapshotView[]> {
+    return (await ok(this.#transport.api.GET('/v1/snapshots'))).snapshots;
+  }
+
+  /** Snapshot `id`; NOT_FOUND when the tenant has none of that id. */
+  async get(id: string): Promise<SnapshotView> {
+    return ok(this.#transport.api.GET('/v1/snapshots/{id}', { params: { path: { id } } }));
+  }
+
+  /** Deletes snapshot `id` (agents made from it keep their copies). */
+  async delete(id: string): Promise<void> {
+    await ok(this.#transport.api.DELETE('/v1/snapshots/{id}', { params: { path: { id } } }));
   }
 }
 

@@ -94,3 +94,5 @@ export interface ToolValues {
 export type ToolResultOf<N extends string> = N extends keyof ToolValues
   ? Omit<ToolResult, 'value'> & { value?: ToolValues[N] }
   : ToolResult;
+/** A snapshot of an agent's workspace (docs/api.md, "Snapshots and forks"). */
+export type SnapshotView = JsonOf<'snapshotAgent', 201>;

@@ -7,6 +7,7 @@
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { DshClient, isDshError } from '../../../client/index.ts';
 import type { Running } from '../../../host/serve.ts';
 import { until } from '../../helpers/until.ts';
 import type { Loose } from '../../unit/api/harness.ts';
@@ -222,6 +223,23 @@ describe.skipIf(!loopWorkspaces)('snapshots of loop workspaces', () => {
     );
     for (const id of snaps) expect(await files()).not.toContain(`${id}.img`);
     expect(await server.store.snapshots.list(gone.id)).toEqual([]);
+  });
+
+  it('through the typed client: agent.snapshot(), an agent from it, client.snapshots list, get, delete', async () => {
+    const server = await service.current();
+    const { key } = await tenant(server, 'client');
+    const client = new DshClient({ baseUrl: server.url, apiKey: key });
+    const a = await client.agents.create();
+    await a.call('write', { file_path: 'c.txt', content: 'client' });
+    const snap = await a.snapshot();
+    expect(await a.snapshots()).toEqual([snap]);
+    const b = await client.agents.create({ fromSnapshot: snap.id });
+    expect(await b.files.readText('c.txt')).toBe('client');
+    expect(await client.snapshots.list()).toEqual([snap]);
+    expect(await client.snapshots.get(snap.id)).toEqual(snap);
+    await client.snapshots.delete(snap.id);
+    const error = await client.snapshots.get(snap.id).catch((e: unknown) => e);
+    expect(isDshError(error) && error.code).toBe('NOT_FOUND');
   });
 
   it('a paused agent is snapshotted where it is and stays paused', async () => {
