@@ -187,7 +187,7 @@ export function createDockerProvider(options: DockerProviderOptions): DockerProv
   };
 }
 
-/** The node's snapshots, where it has them (a remote node and several nodes have none yet). */
+/** The node's snapshots, where it has them (placement among several nodes has none yet). */
 function snapshotsOf(node: SandboxNode<unknown>): Pick<SandboxProvider, 'snapshot' | 'dropSnapshot'> {
   const { snapshot, dropSnapshot } = node;
   if (snapshot === undefined || dropSnapshot === undefined) return {};
@@ -244,7 +244,7 @@ async function createSandbox(s: Sessions, spec: SandboxSpec): Promise<Sandbox> {
   const { node } = s;
   const limits = resolveLimits(node.defaults, node.maxima, spec.limits);
   if (spec.fromSnapshot !== undefined && node.snapshot === undefined)
-    throw new SandboxError('SNAPSHOT_UNSUPPORTED', 'The sandboxes here have no snapshots (a remote node).');
+    throw new SandboxError('SNAPSHOT_UNSUPPORTED', 'The sandboxes here have no snapshots (several nodes).');
   const placed = await node.ensure({
     agentId: spec.agentId,
     tenantId: spec.tenantId,
