@@ -74,6 +74,26 @@ const GONE: readonly ErrorCode[] = ['NOT_FOUND'];
 const stillRunning = (count: number): Error =>
   new Error(`${count} deleted agent(s) of the tenant still hold a sandbox; the reaper retries`);
 
+/** The tenant's snapshots and their files (a service that keeps none has none to delete). */
+async function deleteSnapshots(
+  service: TenantDeletionOptions['service'],
+  tenantId: string,
+  closed: () => boolean,
+): Promise<void> {
+  const { snapshots } = service;
+  if (snapshots === undefined) return;
+  const listed = await snapshots.list(tenantId).catch((error: unknown) => {
+    if (isSandboxError(error) && error.code === 'SNAPSHOT_UNSUPPORTED') return [];
+    throw error;
+  });
+  for (const { id } of listed) {
+    if (closed()) return;
+    await snapshots.delete(tenantId, id).catch((error: unknown) => {
+      if (!isSandboxError(error) || !GONE.includes(error.code)) throw error;
+    });
+  }
+}
+
 export function createTenantDeletion(options: TenantDeletionOptions): TenantDeletion {
   const { tenants, purge, agents, service } = options;
   const sliceRows = options.sliceRows ?? 500;
@@ -109,26 +129,10 @@ export function createTenantDeletion(options: TenantDeletionOptions): TenantDele
     }
   }
 
-  /** The tenant's snapshots and their files (a service that keeps none has none to delete). */
-  async function deleteSnapshots(tenantId: string): Promise<void> {
-    const { snapshots } = service;
-    if (snapshots === undefined) return;
-    const listed = await snapshots.list(tenantId).catch((error: unknown) => {
-      if (isSandboxError(error) && error.code === 'SNAPSHOT_UNSUPPORTED') return [];
-      throw error;
-    });
-    for (const { id } of listed) {
-      if (closed) return;
-      await snapshots.delete(tenantId, id).catch((error: unknown) => {
-        if (!isSandboxError(error) || !GONE.includes(error.code)) throw error;
-      });
-    }
-  }
-
   async function runOnce(tenantId: string): Promise<void> {
     await deleteAgents(tenantId);
     if (closed) return;
-    await deleteSnapshots(tenantId);
+    await deleteSnapshots(service, tenantId, () => closed);
     if (closed) return;
     await options.events.flush(); // no row of theirs is written after the slices below
     while (!closed && (await purge.purgeSlice(tenantId, sliceRows)) > 0) {
