@@ -133,7 +133,7 @@ export function createAgentSnapshots(options: SnapshotOptions): AgentSnapshots {
       await (provider.dropSnapshot as NonNullable<SandboxProvider['dropSnapshot']>)(id, found.node);
     },
     source: record,
-    usedBytes: (tenantId) => storeOf().totalBytes(tenantId),
+    usedBytes: async (tenantId) => storeOf().totalBytes(tenantId),
   };
 }
 
