@@ -7,7 +7,8 @@
 // the image is a clean file system, and every write inside the sandbox waits in the kernel until
 // the thaw (reads go on). A snapshot is what a crash at that instant would have left on disk,
 // cleanly unmountable: a file written whole before it is whole, one being written may be partial.
-// Invariants: the thaw runs whatever the copy met; a snapshot's file is whole before it has its
+// Invariants: the thaw runs whatever the copy met (and, should the process end in between, at the
+// next adoption: thawAll); a snapshot's file is whole before it has its
 // name (copied to `<id>.tmp`, then renamed); `.snapshots` starts with a dot, so it is never a
 // workspace name (loop-state.ts NAME) and no sweep of workspaces reads it.
 import { mkdir, rename, rm, stat } from 'node:fs/promises';
@@ -76,6 +77,15 @@ export async function snapshotSizes(s: LoopState, id: string): Promise<SnapshotF
 /** Deletes a snapshot's file; one already gone is done. */
 export async function dropSnapshot(s: LoopState, id: string): Promise<void> {
   await rm(snapshotPath(s, id), { force: true });
+}
+
+/** Thaws the mounted workspaces of `names` that a snapshot left frozen; one that is not frozen is left as it is. */
+export async function thawAll(s: LoopState, names: Iterable<string>): Promise<void> {
+  const mounted = await mountedUnder(s.root);
+  for (const name of names) {
+    const { dir } = paths(s, name);
+    if (mounted.has(dir)) await runSystemTool('fsfreeze', ['--unfreeze', dir]).catch(() => undefined);
+  }
 }
 
 /** Every snapshot's file (tests tearing down a run). */

@@ -35,6 +35,7 @@ import {
   snapshotSizes,
   sparseCopy,
   takeSnapshot,
+  thawAll,
 } from './loop-snapshots.ts';
 import { dropSpares, keepSpares, sparesFilled, takeSpare } from './loop-spares.ts';
 import { type LoopState, MIN_WORKSPACE_BYTES, NAME, nameOf, paths, prepare } from './loop-state.ts';
@@ -195,6 +196,9 @@ async function sweep(
     const name = nameOf(s, m);
     if (name !== undefined) kept.add(name);
   }
+  // A process that ended while it froze a workspace for a snapshot left it frozen: thawed here (at
+  // adoption), so that its agent's writes do not wait for good.
+  if (!all) await thawAll(s, kept);
   let removed = 0;
   const files = await readdir(s.root).catch(() => [] as string[]);
   for (const file of files) {
