@@ -38,6 +38,7 @@ import type {
   RequestAnswer,
   RequestKind,
   RollbackView,
+  SnapshotView,
   Step,
   TerminalInfo,
   Todos,
@@ -342,6 +343,22 @@ export class DshAgent {
         body: typeof to === 'string' ? { callId: to } : to,
       }),
     );
+  }
+
+  /**
+   * Takes a snapshot of the agent's workspace (consistent: its writes wait while it is copied);
+   * `client.agents.create({ fromSnapshot: snapshot.id })` makes an agent from it.
+   */
+  async snapshot(): Promise<SnapshotView> {
+    return ok(this.#transport.api.POST('/v1/agents/{id}/snapshots', { params: { path: { id: this.id } } }));
+  }
+
+  /** The agent's snapshots, oldest first. */
+  async snapshots(): Promise<SnapshotView[]> {
+    const { snapshots } = await ok(
+      this.#transport.api.GET('/v1/agents/{id}/snapshots', { params: { path: { id: this.id } } }),
+    );
+    return snapshots;
   }
 
   /** Deletes the agent, its sandbox and its children. */

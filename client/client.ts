@@ -6,7 +6,7 @@ import { DshAgent } from './agent.ts';
 import { type TenantHandles, tenantHandles } from './handles.ts';
 import { createTransport, type DshClientOptions, ok, type Transport } from './http.ts';
 import type { paths } from './openapi.ts';
-import type { CreateAgentOptions } from './types.ts';
+import type { CreateAgentOptions, SnapshotView } from './types.ts';
 
 export class DshClient {
   /** The typed client of every route (openapi-fetch), for what the handles do not cover. */
@@ -16,6 +16,7 @@ export class DshClient {
   readonly skills: TenantHandles['skills'];
   /** The tenant's egress settings: get, put. */
   readonly egress: TenantHandles['egress'];
+  readonly snapshots: Snapshots;
 
   constructor(options: DshClientOptions) {
     const transport = createTransport(options);
@@ -24,6 +25,31 @@ export class DshClient {
     const handles = tenantHandles(transport);
     this.skills = handles.skills;
     this.egress = handles.egress;
+    this.snapshots = new Snapshots(transport);
+  }
+}
+
+/** The tenant's workspace snapshots (an agent takes one: `agent.snapshot()`). */
+export class Snapshots {
+  readonly #transport: Transport;
+
+  constructor(transport: Transport) {
+    this.#transport = transport;
+  }
+
+  /** The tenant's snapshots (of agents deleted since too), oldest first. */
+  async list(): Promise<SnapshotView[]> {
+    return (await ok(this.#transport.api.GET('/v1/snapshots'))).snapshots;
+  }
+
+  /** Snapshot `id`; NOT_FOUND when the tenant has none of that id. */
+  async get(id: string): Promise<SnapshotView> {
+    return ok(this.#transport.api.GET('/v1/snapshots/{id}', { params: { path: { id } } }));
+  }
+
+  /** Deletes snapshot `id` (agents made from it keep their copies). */
+  async delete(id: string): Promise<void> {
+    await ok(this.#transport.api.DELETE('/v1/snapshots/{id}', { params: { path: { id } } }));
   }
 }
 

@@ -3,7 +3,7 @@
 // (bundled into the published build, ./build.ts) and what Node 20+ and browsers have (fetch, web
 // streams, AbortSignal.any; WebSocket for terminals, global from Node 22).
 export { type CallOptions, DshAgent, textOf } from './agent.ts';
-export { Agents, DshClient } from './client.ts';
+export { Agents, DshClient, Snapshots } from './client.ts';
 export { DshError, type DshErrorOptions, DshToolError, isDshError } from './errors.ts';
 export type { EventsOptions } from './events.ts';
 export { AgentFiles, type UploadBody } from './files.ts';

@@ -139,3 +139,5 @@ export type SkillDetail = JsonOf<'getSkill', 200>;
 export type EgressSettings = JsonOf<'getEgress', 200>;
 /** What `client.egress.put` takes: the allowlist, credentials, budget and search provider. */
 export type EgressUpdate = BodyOf<'putEgress'>;
+/** A snapshot of an agent's workspace (docs/api.md, "Snapshots and forks"). */
+export type SnapshotView = JsonOf<'snapshotAgent', 201>;

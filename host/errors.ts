@@ -144,6 +144,12 @@ export const ERROR_CODES = {
   CHECKPOINT_DROPPED: 409,
   /** A file the rollback would restore changed after the last tracked call (bash, a job, a client): restoring would lose that change. */
   ROLLBACK_UNSAFE: 409,
+  // workspace snapshots (host/agents/service/snapshots.ts)
+  /**
+   * The agent's workspace cannot be snapshotted (or an agent made from a snapshot) here: Docker
+   * volumes without a size limit (DSH_DISK_QUOTA=off), a remote node, or the memory provider.
+   */
+  SNAPSHOT_UNSUPPORTED: 501,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

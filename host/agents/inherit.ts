@@ -149,6 +149,8 @@ export const INHERITANCE: { [K in keyof CreateAgentRequest]-?: Rule<K> } = {
   teams: (parent, asked) => (parent.config.teams === true && asked.teams === true ? true : undefined),
   childWorkspace: (parent) => parent.config.childWorkspace,
   isolatedWorkspace: (parent) => (parent.config.childWorkspace === 'isolated' ? true : undefined),
+  // A child's workspace is its parent's (or a copy of it), never a snapshot's.
+  fromSnapshot: () => undefined,
 };
 
 /** What a child of `parent` is created from: `asked` narrowed to what the parent has. */

@@ -37,11 +37,12 @@ import {
 import { createAgentLookup, createDeletionMarks, toAgent } from './service/records.ts';
 import { createRemoteRegistration } from './service/remote.ts';
 import { createSandboxBinding } from './service/sandbox.ts';
+import { createAgentSnapshots } from './service/snapshots.ts';
 import { type AgentServiceState, appendMessages, closeService, removeAgent } from './service/state.ts';
 import type { AgentService, AgentServiceOptions } from './service/types.ts';
 import { createAgentUsage } from './service/usage.ts';
 import { createTenantSettings } from './tenant-settings.ts';
-import type { Agent } from './types.ts';
+import type { Agent, CreateAgentRequest } from './types.ts';
 
 export type { AgentService, AgentServiceOptions } from './service/types.ts';
 
@@ -58,6 +59,21 @@ async function releaseAgents(state: AgentServiceState, tenantId: string, agentId
       await state.plugins?.releaseAgent(tenantId, id);
     }),
   );
+}
+
+/** AgentService.create: from a snapshot, the copy is made now, so a snapshot deleted later changes nothing. */
+async function createAgent(
+  state: AgentServiceState,
+  tenantId: string,
+  input: CreateAgentRequest,
+): Promise<Agent> {
+  const agent = await state.create(tenantId, input);
+  if (agent.config.fromSnapshot !== undefined)
+    await state.sandboxes.of(agent).catch(async (e: unknown) => {
+      await removeAgent(state, tenantId, agent.id).catch(() => undefined);
+      throw e;
+    });
+  return agent;
 }
 
 export function createAgentService(options: AgentServiceOptions): AgentService {
@@ -94,6 +110,13 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
   state.deletion = deletionFor(state);
   state.settings = createTenantSettings(store.tenantSettings);
   state.pauses = pausesFor(state);
+  const snapshots = createAgentSnapshots({
+    store: store.snapshots,
+    agents: store.agents,
+    provider,
+    lookup,
+    sandboxes,
+  });
   state.create = createAgentCreation({
     agents: store.agents,
     live: state.live,
@@ -102,6 +125,7 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
     forget: lookup.forget,
     provider,
     ...(options.runtimes === undefined ? {} : { runtimes: options.runtimes }),
+    snapshots,
   });
   state.teams = teamServiceFor(state);
   // In the background: a run it cannot resume now stays as stored, for the next start. With
@@ -110,7 +134,7 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
   const { live, batches, deletion, pauses } = state;
 
   return {
-    create: (tenantId, input) => state.create(tenantId, input),
+    create: (tenantId, input) => createAgent(state, tenantId, input),
     get: lookup.get,
     list: async (tenantId) => (await store.agents.list(tenantId)).map(toAgent),
     delete: (tenantId, id) => removeAgent(state, tenantId, id),
@@ -165,6 +189,7 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
     resume: async (tenantId, id) => pauses.resume(await lookup.get(tenantId, id)),
     settings: state.settings,
     checkpoints: (agent) => checkpointsOf(state, agent),
+    snapshots,
     liveSandboxes: sandboxes.size,
     inFlight: batches.size,
     close: (graceMs) => closeService(state, graceMs),

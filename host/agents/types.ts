@@ -98,6 +98,11 @@ export interface AgentConfig {
    * of its own, seeded from its parent's. Not accepted from clients.
    */
   isolatedWorkspace?: boolean;
+  /**
+   * The snapshot (POST /v1/agents/:id/snapshots) whose copy the agent's workspace starts as, made
+   * at creation; its disk limit is the snapshot's. Top-level agents only (a child never has one).
+   */
+  fromSnapshot?: string;
   /** Budgets of its run_code programs (code and both modes). */
   codeMode?: CodeModeOptions;
   /**

@@ -33,6 +33,7 @@ import { scheduleRoutes } from './routes/schedules.ts';
 import { sessionRoutes } from './routes/session.ts';
 import { settingsRoutes } from './routes/settings.ts';
 import { skillRoutes } from './routes/skills.ts';
+import { snapshotRoutes } from './routes/snapshots.ts';
 import { teamRoutes } from './routes/teams.ts';
 import { tenantRoutes } from './routes/tenants.ts';
 import { terminalControlRoutes } from './routes/terminal-control.ts';
@@ -71,6 +72,8 @@ export function mountV1Routes(app: Hono<ApiEnv>, state: AppState): void {
   app.route('/', agentRoutes(deps.agents));
   app.route('/', pauseRoutes(deps.agents));
   app.route('/', checkpointRoutes(deps.agents));
+  tenantScoped('/v1/snapshots/*');
+  app.route('/', snapshotRoutes(deps.agents, deps.store.tenants));
   app.route(
     '/',
     callRoutes(

@@ -93,10 +93,24 @@ export const TenantQuotasBody = v.strictObject({
   agents: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(1_000_000))),
   /** MiB of workspace its live agents hold at once (the sum of their workspaces' sizes). */
   diskMb: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(1024 * 1024 * 1024))),
+  /** Host disk its workspace snapshots may take together (bytes). */
+  snapshotBytes: v.optional(
+    v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(Number.MAX_SAFE_INTEGER)),
+  ),
 });
 export const TenantLimits = v.object({
-  quotas: v.object({ agents: v.optional(v.number()), diskMb: v.optional(v.number()) }),
-  usage: v.object({ agents: v.number(), diskMb: v.number() }),
+  quotas: v.object({
+    agents: v.optional(v.number()),
+    diskMb: v.optional(v.number()),
+    snapshotBytes: v.optional(v.number()),
+  }),
+  usage: v.object({
+    agents: v.number(),
+    diskMb: v.number(),
+    snapshotBytes: v.optional(
+      v.pipe(v.number(), v.description('Host disk its snapshots take; absent where the service keeps none')),
+    ),
+  }),
 });
 export const RevokeKeyQuery = v.object({
   /** `true` to revoke the tenant's last live key (it then has no way in until the operator makes one). */
@@ -172,6 +186,15 @@ export const CreateAgent = v.strictObject({
   teams: v.optional(v.boolean()),
   /** Where the agent's children work: `shared` (its workspace, default) or `isolated` (a copy each). */
   childWorkspace: v.optional(v.picklist(['shared', 'isolated'])),
+  fromSnapshot: v.optional(
+    v.pipe(
+      v.string(),
+      v.regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,120}$/),
+      v.description(
+        "A snapshot of the tenant's (POST /v1/agents/:id/snapshots) the agent's workspace starts as a copy of, made at creation; the disk size is the snapshot's (sandbox.diskMb left out). Another tenant's, or a deleted one: 404",
+      ),
+    ),
+  ),
   codeMode: v.optional(CodeModeOptions),
   /** Offers web_fetch. Default false (the standard preset's `fetch: false`). */
   fetch: v.optional(v.boolean()),
@@ -209,6 +232,20 @@ export const AgentPause = v.object({
 });
 
 /** What POST /v1/agents/:id/pause and /resume answer. */
+/** A workspace snapshot (host/agents/service/snapshots.ts). */
+export const SnapshotView = v.object({
+  id: v.string(),
+  agentId: v.pipe(v.string(), v.description('The agent whose workspace it copies (it may be deleted since)')),
+  node: v.pipe(v.string(), v.description('The node whose disk holds it')),
+  sizeBytes: v.pipe(v.number(), v.description("The workspace's disk limit: an agent made from it gets it")),
+  bytes: v.pipe(
+    v.number(),
+    v.description("Host disk it takes (a sparse copy): what the tenant's quota counts"),
+  ),
+  createdAt: v.number(),
+});
+export const SnapshotList = v.object({ snapshots: v.array(SnapshotView) });
+
 export const PauseView = v.object({
   agentId: v.string(),
   paused: v.boolean(),

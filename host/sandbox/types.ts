@@ -372,6 +372,21 @@ export interface SandboxSpec {
   runtime?: SandboxRuntime;
   /** The agent whose workspace this one starts from: where nodes are several, it lands beside it. */
   near?: string;
+  /**
+   * A snapshot (SandboxProvider.snapshot) the workspace starts as a copy of; `limits.diskBytes`
+   * must be its size. A provider without snapshots refuses it (SNAPSHOT_UNSUPPORTED).
+   */
+  fromSnapshot?: string;
+}
+
+/** A snapshot a provider took of an agent's workspace. */
+export interface WorkspaceSnapshot {
+  /** The node whose disk holds it. */
+  node: string;
+  /** The workspace's size limit: an agent made from it gets that limit. */
+  sizeBytes: number;
+  /** The host disk it takes (a sparse copy). */
+  bytes: number;
 }
 
 /** Optional capabilities, declared as data. */
@@ -441,6 +456,14 @@ export interface SandboxProvider {
   pause?(agentId: string, mode: PauseMode): Promise<PauseMode | 'none'>;
   /** Starts (or thaws) a paused sandbox and waits until it answers. Optional, with pause(). */
   resume?(agentId: string): Promise<void>;
+  /**
+   * Copies the agent's workspace (its sandbox made first when it has none) into the snapshot `id`,
+   * consistent: the workspace's writes are held while the copy is made. Optional: a provider
+   * without it has no snapshots (SNAPSHOT_UNSUPPORTED).
+   */
+  snapshot?(agentId: string, id: string): Promise<WorkspaceSnapshot>;
+  /** Deletes a snapshot on the node that holds it (gone already: done). With snapshot(). */
+  dropSnapshot?(id: string, node: string): Promise<void>;
   /**
    * Lets the provider's idle sweep pause the agents of tenants that ask for it (`afterMs`: the
    * tenant's idle time, undefined when it sets none), through `pause` (the agent service's, which

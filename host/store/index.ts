@@ -20,6 +20,7 @@ import { createScheduleStore } from './schedules.ts';
 import { createSealer, keyFileSecret } from './sealed.ts';
 import { createSessionStateStore } from './session-state.ts';
 import { createSkillStore } from './skills.ts';
+import { createSnapshotStore } from './snapshots.ts';
 import type { Store } from './store.ts';
 import { createTeamBoardStore } from './team-board.ts';
 import { createTeamStore } from './teams.ts';
@@ -121,6 +122,7 @@ export const openStore = (options: OpenStoreOptions): LibsqlStore => {
       callBatches: createCallBatchStore(db, now),
       tenantSettings: createTenantSettingsStore(db, now),
       nodes: createNodeStore(db, now),
+      snapshots: createSnapshotStore(db),
       // Synchronous work behind a promise: the database is closed when close() returns.
       async close() {
         if (closed) return;

@@ -697,6 +697,39 @@ export const MIGRATIONS: readonly Migration[] = [
       `,
     },
   },
+  {
+    version: 23,
+    name: 'workspace snapshots',
+    // A snapshot of an agent's workspace (host/store/snapshots.ts): its file lives on `node`
+    // (host/sandbox/docker/workspaces/loop-snapshots.ts); `bytes` is the host disk it takes, which
+    // the tenant's `snapshotBytes` quota counts. Kept when its agent is deleted.
+    sql: `
+      CREATE TABLE snapshots (
+        id TEXT PRIMARY KEY,
+        tenant_id TEXT NOT NULL REFERENCES tenants(id),
+        agent_id TEXT NOT NULL,
+        node TEXT NOT NULL,
+        size_bytes INTEGER NOT NULL,
+        bytes INTEGER NOT NULL,
+        created_at INTEGER NOT NULL
+      );
+      CREATE INDEX snapshots_tenant_agent ON snapshots(tenant_id, agent_id);
+    `,
+    pg: {
+      sql: `
+        CREATE TABLE snapshots (
+          id text PRIMARY KEY,
+          tenant_id text NOT NULL REFERENCES tenants(id),
+          agent_id text NOT NULL,
+          node text NOT NULL,
+          size_bytes bigint NOT NULL,
+          bytes bigint NOT NULL,
+          created_at bigint NOT NULL
+        );
+        CREATE INDEX snapshots_tenant_agent ON snapshots(tenant_id, agent_id);
+      `,
+    },
+  },
 ];
 
 export const latestSchemaVersion = (migrations: readonly Migration[] = MIGRATIONS): number =>

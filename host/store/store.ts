@@ -13,6 +13,7 @@ import type { ClosableRequestStore } from './request-core.ts';
 import type { ScheduleStore } from './schedules.ts';
 import type { SessionStateStore } from './session-state.ts';
 import type { SkillStore } from './skills.ts';
+import type { SnapshotStore } from './snapshots.ts';
 import type { TeamBoardStore } from './team-board.ts';
 import type { TeamStore } from './teams.ts';
 import type { TenantPurgeStore } from './tenant-purge.ts';
@@ -66,6 +67,8 @@ export interface Store {
   callBatches: CallBatchStore;
   /** Each tenant's settings document (GET/PUT /v1/settings: the pause settings). */
   tenantSettings: TenantSettingsStore;
+  /** Workspace snapshots (POST /v1/agents/:id/snapshots): their rows; their files are the nodes'. */
+  snapshots: SnapshotStore;
   /**
    * Wake-ups for the rare events other processes on the same database must hear at once (request
    * settles, mailbox posts, key revocations, agent deletions, configuration changes): in-process on

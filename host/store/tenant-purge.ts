@@ -48,6 +48,8 @@ export const PURGE_KINDS: readonly PurgeKind[] = [
   { kind: 'tenant_egress_ca', where: 'tenant_id = ?' },
   { kind: 'egress_usage', where: 'tenant_id = ?' },
   { kind: 'tenant_settings', where: 'tenant_id = ?' },
+  // Their files went with the agent service's deletion of them first (host/tenants/deletion.ts).
+  { kind: 'snapshots', where: 'tenant_id = ?' },
   { kind: 'jobs', where: 'agent_id IN (SELECT a.id FROM agents a WHERE a.tenant_id = ?)' },
   { kind: 'sessions', where: `id IN (${SESSIONS_OF_TENANT})` },
   { kind: 'agents', where: 'tenant_id = ? AND deleted_at IS NOT NULL AND sandbox_id IS NULL' },

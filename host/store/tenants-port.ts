@@ -26,6 +26,8 @@ export interface TenantQuotas {
    * of their own.
    */
   diskMb?: number;
+  /** Host disk the tenant's workspace snapshots may take together, in bytes (host/agents/service/snapshots.ts). */
+  snapshotBytes?: number;
 }
 
 /** A tenant as the operator reads it. */

@@ -3,7 +3,8 @@
 // one write (TenantStore.beginDeletion: refused from the next request, in every process hearing
 // the wake-up bus); then each live agent goes through the agent service's own deletion (its
 // batches stopped, requests cancelled, plugins removed, container and workspace destroyed; a
-// top-level agent takes its children and teammates with it); then what is left in the store goes
+// top-level agent takes its children and teammates with it); then its workspace snapshots with their
+// files (the agent service's); then what is left in the store goes
 // in bounded slices (TenantPurgeStore: logs, payloads, plugins, skills, schedules, egress settings
 // and their sealed credentials, team boards, mail, sessions, the agent rows, the keys); last the
 // tenant is marked `deleted` (its row stays, so the operator can read what happened).
@@ -30,6 +31,11 @@ export interface TenantDeletionOptions {
   service: {
     delete(tenantId: string, id: string): Promise<void>;
     reapDeleted(onError?: (agentId: string, error: unknown) => void): Promise<number>;
+    /** Its workspace snapshots, deleted with their files after its agents (absent: none kept). */
+    snapshots?: {
+      list(tenantId: string): Promise<{ id: string }[]>;
+      delete(tenantId: string, id: string): Promise<void>;
+    };
   };
   /** Rows removed per slice (one transaction each). Default 500. */
   sliceRows?: number;
@@ -68,6 +74,26 @@ const GONE: readonly ErrorCode[] = ['NOT_FOUND'];
 const stillRunning = (count: number): Error =>
   new Error(`${count} deleted agent(s) of the tenant still hold a sandbox; the reaper retries`);
 
+/** The tenant's snapshots and their files (a service that keeps none has none to delete). */
+async function deleteSnapshots(
+  service: TenantDeletionOptions['service'],
+  tenantId: string,
+  closed: () => boolean,
+): Promise<void> {
+  const { snapshots } = service;
+  if (snapshots === undefined) return;
+  const listed = await snapshots.list(tenantId).catch((error: unknown) => {
+    if (isSandboxError(error) && error.code === 'SNAPSHOT_UNSUPPORTED') return [];
+    throw error;
+  });
+  for (const { id } of listed) {
+    if (closed()) return;
+    await snapshots.delete(tenantId, id).catch((error: unknown) => {
+      if (!isSandboxError(error) || !GONE.includes(error.code)) throw error;
+    });
+  }
+}
+
 export function createTenantDeletion(options: TenantDeletionOptions): TenantDeletion {
   const { tenants, purge, agents, service } = options;
   const sliceRows = options.sliceRows ?? 500;
@@ -105,6 +131,8 @@ export function createTenantDeletion(options: TenantDeletionOptions): TenantDele
 
   async function runOnce(tenantId: string): Promise<void> {
     await deleteAgents(tenantId);
+    if (closed) return;
+    await deleteSnapshots(service, tenantId, () => closed);
     if (closed) return;
     await options.events.flush(); // no row of theirs is written after the slices below
     while (!closed && (await purge.purgeSlice(tenantId, sliceRows)) > 0) {

@@ -15,6 +15,7 @@ import type { Agent, CreateAgentRequest } from '../types.ts';
 import type { LiveAgents } from './live.ts';
 import { deletedError, remoteToolsOf, toAgent } from './records.ts';
 import { latestByName } from './remote.ts';
+import type { AgentSnapshots } from './snapshots.ts';
 
 export interface CreationOptions {
   agents: AgentStore;
@@ -28,6 +29,31 @@ export interface CreationOptions {
   provider: SandboxProvider;
   /** The runtimes each tenant may ask for besides runc. Default: none. */
   runtimes?: RuntimeAccess;
+  /** The tenant's snapshots an agent may start from (`fromSnapshot`). */
+  snapshots?: Pick<AgentSnapshots, 'source'>;
+}
+
+const MIB = 1024 * 1024;
+
+/** A request that starts from a snapshot, its disk limit the snapshot's (another one asked: refused). */
+async function fromSnapshot(
+  snapshots: Pick<AgentSnapshots, 'source'> | undefined,
+  tenantId: string,
+  request: CreateAgentRequest,
+): Promise<CreateAgentRequest> {
+  const id = request.fromSnapshot as string;
+  if (snapshots === undefined)
+    throw new SandboxError('SNAPSHOT_UNSUPPORTED', 'This service keeps no snapshots.');
+  const { sizeBytes } = await snapshots.source(tenantId, id);
+  const diskMb = Math.ceil(sizeBytes / MIB);
+  const asked = request.sandbox?.diskMb;
+  if (asked !== undefined && asked !== diskMb)
+    throw new SandboxError(
+      'INVALID_ARGUMENTS',
+      `An agent made from snapshot ${id} has its disk size (${diskMb} MiB); leave sandbox.diskMb out.`,
+      { data: { snapshotId: id, diskMb } },
+    );
+  return { ...request, sandbox: { ...request.sandbox, diskMb } };
 }
 
 /** AgentService.create; with `links`, a child or teammate of another agent (teams/service.ts). */
@@ -64,7 +90,9 @@ export function createAgentCreation(
         'SHUTTING_DOWN',
         'The service is shutting down; create the agent after it restarts.',
       );
-    const request = links === undefined ? input : await inherited(tenantId, input, links);
+    const asked = links === undefined ? input : await inherited(tenantId, input, links);
+    const request =
+      asked.fromSnapshot === undefined ? asked : await fromSnapshot(options.snapshots, tenantId, asked);
     const preset = request.preset ?? DEFAULT_PRESET;
     const { preset: _p, mode: _m, ...config } = request;
     checkLimits(sandboxLimits(request.sandbox), options.maxima);

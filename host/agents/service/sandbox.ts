@@ -7,13 +7,15 @@
 // sandbox is the one of the nearest agent above it that owns one (a top-level agent, or a child
 // with an isolated workspace), never one of its own, so deleting it leaves the workspace to its
 // owner. A child with an isolated workspace (its parent's `childWorkspace: "isolated"`) owns a
-// sandbox, which starts as a copy of its parent's workspace (when the parent has a sandbox).
+// sandbox, which starts as a copy of its parent's workspace (when the parent has a sandbox): a fork
+// of a snapshot of it where the provider has snapshots (fork.ts), else a tar copy of its files.
 // Pauses (pause.ts) run under hold(): while one pauses or resumes an agent, uses of its sandbox
 // wait, and a binding made afterwards first asks `beforeBind` (a paused agent resumed or refused).
-import type { Sandbox, SandboxProvider } from '../../sandbox/types.ts';
+import type { Sandbox, SandboxProvider, SandboxSpec } from '../../sandbox/types.ts';
 import type { AgentStore } from '../../store/index.ts';
 import { sandboxLimits } from '../sandbox-limits.ts';
 import type { Agent } from '../types.ts';
+import { forkedSandbox } from './fork.ts';
 import { type DeletionMarks, deletedError, toAgent } from './records.ts';
 
 /**
@@ -114,17 +116,7 @@ export function createSandboxBinding(options: SandboxBindingOptions): SandboxBin
     await options.beforeBind?.(agent);
     const existing = await provider.get(agent.id);
     if (existing === undefined && (await marks.gone(agent))) throw deletedError(agent.id);
-    const above = existing === undefined ? await ownerAbove(agent) : undefined;
-    const sandbox =
-      existing ??
-      (await provider.create({
-        tenantId: agent.tenantId,
-        agentId: agent.id,
-        limits: sandboxLimits(agent.config.sandbox),
-        ...(agent.config.sandbox?.runtime === undefined ? {} : { runtime: agent.config.sandbox.runtime }),
-        ...(above === undefined ? {} : { near: above.id }),
-      }));
-    if (existing === undefined) await seed(above, sandbox);
+    const sandbox = existing ?? (await newSandbox({ provider, agents, of }, agent, await ownerAbove(agent)));
     if (await marks.gone(agent)) {
       if (!marks.deleting.has(agent.id)) await provider.destroy(agent.id).catch(() => undefined);
       throw deletedError(agent.id);
@@ -137,14 +129,6 @@ export function createSandboxBinding(options: SandboxBindingOptions): SandboxBin
   async function ownerAbove(agent: Agent): Promise<Agent | undefined> {
     const parent = agent.links && (await agents.get(agent.tenantId, agent.links.parentId));
     return parent ? await ownerOf(toAgent(parent)) : undefined;
-  }
-
-  /** An isolated child's new sandbox gets a copy of its parent's workspace (`owner`'s), if that exists. */
-  async function seed(owner: Agent | undefined, sandbox: Sandbox): Promise<void> {
-    // A parent that never had a sandbox has nothing to copy (and gets none for it).
-    if (owner === undefined || (await agents.get(owner.tenantId, owner.id))?.sandboxId === undefined) return;
-    const source = await of(owner);
-    await sandbox.archive.upload('.', await source.archive.download('.'));
   }
 
   async function release(id: string): Promise<void> {
@@ -176,6 +160,46 @@ export function createSandboxBinding(options: SandboxBindingOptions): SandboxBin
     hold: (id, fn) => holdOn(holds, id, fn),
     held: async (id) => holds.get(id),
   };
+}
+
+/**
+ * A new sandbox for the agent: from its snapshot (`fromSnapshot`), or for an isolated child (`above`:
+ * the agent whose workspace it copies) a fork of that workspace (fork.ts) or, where that cannot be,
+ * a new one seeded by a tar copy of its files (none when `above` never had a sandbox).
+ */
+async function newSandbox(
+  deps: { provider: SandboxProvider; agents: AgentStore; of: (agent: Agent) => Promise<Sandbox> },
+  agent: Agent,
+  above: Agent | undefined,
+): Promise<Sandbox> {
+  const { provider, agents } = deps;
+  const snapshot = await firstSnapshot(agents, agent);
+  const spec: SandboxSpec = {
+    tenantId: agent.tenantId,
+    agentId: agent.id,
+    limits: sandboxLimits(agent.config.sandbox),
+    ...(agent.config.sandbox?.runtime === undefined ? {} : { runtime: agent.config.sandbox.runtime }),
+    ...(above === undefined ? {} : { near: above.id }),
+    ...(snapshot === undefined ? {} : { fromSnapshot: snapshot }),
+  };
+  // A parent that never had a sandbox has nothing to copy (and gets none for it).
+  const source =
+    above !== undefined && (await agents.get(above.tenantId, above.id))?.sandboxId !== undefined
+      ? above
+      : undefined;
+  const forked = source === undefined ? undefined : await forkedSandbox(provider, spec, source.id);
+  if (forked !== undefined) return forked;
+  const sandbox = await provider.create(spec);
+  if (source !== undefined)
+    await sandbox.archive.upload('.', await (await deps.of(source)).archive.download('.'));
+  return sandbox;
+}
+
+/** The snapshot a top-level agent's first sandbox is a copy of (never one it had already). */
+async function firstSnapshot(agents: AgentStore, agent: Agent): Promise<string | undefined> {
+  const id = agent.config.fromSnapshot;
+  if (id === undefined || agent.links !== undefined) return undefined;
+  return (await agents.get(agent.tenantId, agent.id))?.sandboxId === undefined ? id : undefined;
 }
 
 /** SandboxBinding.hold over the binding's holds: one at a time per agent, `fn` started in the turn its hold is set. */

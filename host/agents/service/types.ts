@@ -30,12 +30,13 @@ import type {
 } from '../types.ts';
 import type { McpServerService } from './mcp.ts';
 import type { PauseView } from './pause.ts';
+import type { AgentSnapshots } from './snapshots.ts';
 import type { AgentUsage } from './usage.ts';
 
 export interface AgentServiceOptions {
   /** Without `sessionState`, todos, goals and plan mode live in memory only (unit tests). */
   store: Pick<Store, 'agents' | 'events' | 'requests'> &
-    Partial<Pick<Store, 'plugins' | 'sessionState' | 'teams' | 'wake' | 'tenantSettings'>>;
+    Partial<Pick<Store, 'plugins' | 'sessionState' | 'teams' | 'wake' | 'tenantSettings' | 'snapshots'>>;
   /**
    * Runs creator plugins (the cordis_* tools' plugin host) with these runtime options; needs
    * `store.plugins`. Default: none, so no agent gets plugins.
@@ -158,6 +159,8 @@ export interface AgentService {
   readonly settings: TenantSettingsReader;
   /** The agent's checkpoints (list, rollback, uploads' tracking); undefined when the service keeps none. */
   checkpoints(agent: Agent): AgentCheckpoints | undefined;
+  /** Workspace snapshots of the tenant's agents (service/snapshots.ts). */
+  readonly snapshots: AgentSnapshots;
   /** Sandboxes this process holds a handle to. */
   liveSandboxes(): number;
   inFlight(): number;

@@ -31,7 +31,14 @@ export const ownLimitRoutes = (
     async (c) => {
       const tenantId = c.get('tenant').id;
       const quotas = (await tenants.getTenant(tenantId))?.quotas ?? {};
-      return c.json({ quotas, usage: await quotaUsage(agents, tenantId, workspaceMb) });
+      const snapshotBytes = await agents.snapshots.usedBytes(tenantId).catch(() => undefined);
+      return c.json({
+        quotas,
+        usage: {
+          ...(await quotaUsage(agents, tenantId, workspaceMb)),
+          ...(snapshotBytes === undefined ? {} : { snapshotBytes }),
+        },
+      });
     },
   );
   return app;
@@ -45,7 +52,7 @@ export const adminLimitRoutes = (tenants: TenantStore, adminKey: string | undefi
       operationId: 'setTenantLimits',
       tags: ['tenants'],
       description:
-        "Needs the admin key. Replaces the tenant's quotas: `agents` bounds its live top-level agents, `diskMb` the MiB of workspace its live agents hold (the sum of their workspaces' sizes); a create past one answers LIMIT_EXCEEDED, and what it has already stays. `{}` clears them.",
+        "Needs the admin key. Replaces the tenant's quotas: `agents` bounds its live top-level agents, `diskMb` the MiB of workspace its live agents hold (the sum of their workspaces' sizes), `snapshotBytes` the host disk its workspace snapshots take together; a create past one answers LIMIT_EXCEEDED, and what it has already stays. `{}` clears them.",
       requestBody: jsonRequest(TenantQuotasBody),
       responses: {
         200: jsonResponse('The tenant, with its quotas', TenantView),

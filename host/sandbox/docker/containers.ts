@@ -33,6 +33,8 @@ export interface NewContainer {
   runtime?: string;
   /** Its seccomp profile (seccomp.ts seccompFor). Default: the runc one. */
   seccomp?: string;
+  /** A snapshot of `workspaces` the new workspace starts as a copy of (WorkspaceStore.create `from`). */
+  fromSnapshot?: string;
 }
 
 /**
@@ -69,7 +71,7 @@ export const createSandboxContainer = async (
   }
   let mount: Docker.MountSettings;
   try {
-    mount = await workspaces.create(name, bytes, spec.labels, createContainer);
+    mount = await workspaces.create(name, bytes, spec.labels, createContainer, spec.fromSnapshot);
   } catch (e) {
     // The workspace failed (and is removed) after its container was made: that goes too.
     await made.container?.remove({ force: true }).catch(() => {});

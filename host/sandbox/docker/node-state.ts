@@ -97,8 +97,8 @@ export interface MadeContainer {
 }
 
 /**
- * A new container with its workspace (a new one, or `reuse`) and, when links are on, its link
- * folder, under `runtime` (default: the engine's default runtime).
+ * A new container with its workspace (a new one, a copy of the snapshot `fromSnapshot`, or `reuse`)
+ * and, when links are on, its link folder, under `runtime` (default: the engine's default runtime).
  */
 export async function createContainer(
   s: NodeBase,
@@ -107,6 +107,7 @@ export async function createContainer(
   limits: SandboxLimits,
   reuse?: WorkspaceMount,
   runtime?: SandboxRuntime,
+  fromSnapshot?: string,
 ): Promise<MadeContainer> {
   const engineRuntime = runtime === undefined ? undefined : s.runtimes.engineName(runtime);
   const link = s.links === undefined ? undefined : await makeLinkDir(s.links);
@@ -118,6 +119,7 @@ export async function createContainer(
       limits: engineLimits(runtime, limits),
       tmpBytes: s.tmpBytes,
       ...(reuse ? { reuse } : {}),
+      ...(fromSnapshot === undefined ? {} : { fromSnapshot }),
       ...(link === undefined ? {} : { link }),
       ...(engineRuntime === undefined ? {} : { runtime: engineRuntime, seccomp: seccompFor(runtime) }),
     });

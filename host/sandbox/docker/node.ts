@@ -7,7 +7,8 @@
 // This module wires the parts, each in its own module over one NodeState (node-state.ts: the
 // settings, the known agents' containers, and making and removing a container with its workspace
 // and link folder): provision.ts is ensure() and the pool's items; node-agents.ts is open, state,
-// stop, pause and destroy; lookup.ts finds an agent's container; adopt.ts re-adopts at start.
+// stop, pause and destroy; node-snapshots.ts copies a workspace into a snapshot; lookup.ts finds
+// an agent's container; adopt.ts re-adopts at start.
 // Invariants: everything it creates carries `dsh.managed=1`, `dsh.instance=<instance>` and the
 // caller's labels, and is named `<prefix>-<instance>-…` (ownership.ts): several control planes
 // may share one engine and each touches only its own. An assigned container is named
@@ -32,6 +33,7 @@ import { fromDocker } from './errors.ts';
 import { linksFolder } from './links.ts';
 import { lookup } from './lookup.ts';
 import { destroyAgent, openAgent, pauseAgent, stateOf, stopAgent } from './node-agents.ts';
+import { dropSnapshotOf, snapshotAgent } from './node-snapshots.ts';
 import type { NodeBase, NodeState, WarmHooks } from './node-state.ts';
 import { naming } from './ownership.ts';
 import { createWarmPool, type WarmPool } from './pool.ts';
@@ -146,6 +148,8 @@ export function createDockerNode(options: DockerNodeOptions): DockerNode {
     stop: (agentId) => stopAgent(s, agentId),
     pause: (agentId, mode) => pauseAgent(s, agentId, mode),
     destroy: (agentId) => destroyAgent(s, agentId),
+    snapshot: (agentId, id) => snapshotAgent(s, agentId, id),
+    dropSnapshot: (id) => dropSnapshotOf(s, id),
     usage: (agentId, usageOptions) =>
       containerUsage(
         s.entries.get(agentId)?.container ?? docker.getContainer(names.agent(agentId)),

@@ -12,6 +12,7 @@
 // defaults (else it is closed and opened again with the agent's).
 
 import type Docker from 'dockerode';
+import { SandboxError } from '../../errors.ts';
 import type { AdoptOptions, SandboxNode } from '../nodes/types.ts';
 import { createResolver, WORKSPACE_ROOT } from '../paths.ts';
 import type { SandboxRuntime } from '../runtimes.ts';
@@ -183,6 +184,21 @@ export function createDockerProvider(options: DockerProviderOptions): DockerProv
       idlePauses = idle;
     },
     runtimes: runtimesOf(node),
+    ...snapshotsOf(node),
+  };
+}
+
+/** The node's snapshots, where it has them (placement among several nodes has none yet). */
+function snapshotsOf(node: SandboxNode<unknown>): Pick<SandboxProvider, 'snapshot' | 'dropSnapshot'> {
+  const { snapshot, dropSnapshot } = node;
+  if (snapshot === undefined || dropSnapshot === undefined) return {};
+  return {
+    snapshot: async (agentId, id) => ({ node: node.name, ...(await snapshot(agentId, id)) }),
+    async dropSnapshot(id, at) {
+      if (at !== node.name)
+        throw new SandboxError('SANDBOX_UNAVAILABLE', `Snapshot ${id} is on node ${at}, not served here.`);
+      await dropSnapshot(id);
+    },
   };
 }
 
@@ -228,12 +244,15 @@ function agentOf(s: Sessions, agentId: string, limits: SandboxLimits, tenantId?:
 async function createSandbox(s: Sessions, spec: SandboxSpec): Promise<Sandbox> {
   const { node } = s;
   const limits = resolveLimits(node.defaults, node.maxima, spec.limits);
+  if (spec.fromSnapshot !== undefined && node.snapshot === undefined)
+    throw new SandboxError('SNAPSHOT_UNSUPPORTED', 'The sandboxes here have no snapshots (several nodes).');
   const placed = await node.ensure({
     agentId: spec.agentId,
     tenantId: spec.tenantId,
     limits,
     ...(spec.runtime === undefined ? {} : { runtime: spec.runtime }),
     ...(spec.near === undefined ? {} : { near: spec.near }),
+    ...(spec.fromSnapshot === undefined ? {} : { fromSnapshot: spec.fromSnapshot }),
   });
   if (placed.found) return handleOf(s, agentOf(s, spec.agentId, placed.limits, spec.tenantId), placed.id);
   // A known agent whose sandbox vanished takes the new one, so that its handles follow.

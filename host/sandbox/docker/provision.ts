@@ -4,7 +4,8 @@
 // rename to the agent's name follows in the background (destroy waits for it), and adopt()
 // finishes one a crash interrupted.
 // Invariants: a pooled container is assigned only when the agent asks for the default disk size
-// (a file system is not resized) and the default runtime (the pool's containers run under runc); a
+// (a file system is not resized) and the default runtime (the pool's containers run under runc),
+// and never to an agent whose workspace starts from a snapshot; a
 // runtime the engine does not offer is refused (RUNTIME_UNAVAILABLE) before anything is made; a
 // pooled one that fails to be assigned is discarded, reported
 // and skipped; what the warm hook made for a pooled one goes to the caller with it.
@@ -73,7 +74,11 @@ async function provision(
   // A pooled workspace has the default size (a file system is not resized on assignment), and a
   // pooled container the default runtime.
   const attempts =
-    limits.diskBytes === s.defaults.diskBytes && runtime === DEFAULT_RUNTIME ? s.pool.ready : 0;
+    limits.diskBytes === s.defaults.diskBytes &&
+    runtime === DEFAULT_RUNTIME &&
+    spec.fromSnapshot === undefined
+      ? s.pool.ready
+      : 0;
   for (let i = 0; i < attempts; i++) {
     const item = s.pool.take();
     if (!item) break;
@@ -93,7 +98,15 @@ async function provision(
       void discardWarm(s, item).catch(s.onError);
     }
   }
-  return createContainer(s, name, agentLabels(s, agentId, tenantId), limits, undefined, runtime);
+  return createContainer(
+    s,
+    name,
+    agentLabels(s, agentId, tenantId),
+    limits,
+    undefined,
+    runtime,
+    spec.fromSnapshot,
+  );
 }
 
 /** The node's ensure(): the agent's sandbox, found or placed (see the header). */

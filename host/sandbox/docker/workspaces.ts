@@ -20,6 +20,12 @@ export interface WorkspaceMount {
   source: string;
 }
 
+/** What a snapshot of a workspace holds: the workspace's size limit and the host disk it takes. */
+export interface SnapshotFile {
+  sizeBytes: number;
+  bytes: number;
+}
+
 export interface WorkspaceStore {
   readonly kind: 'loop' | 'volume';
   /**
@@ -27,13 +33,23 @@ export interface WorkspaceStore {
    * `alongside`, when given, is started as soon as that mount's source exists (a loop store: while
    * the file system is still being made or mounted), so that the container can be created
    * meanwhile; create() waits for it and fails with its failure, having removed the workspace.
+   * `from`: a snapshot of this store (snapshot()) the workspace starts as a copy of; `bytes` must be
+   * its size. A store without snapshots refuses it (SNAPSHOT_UNSUPPORTED).
    */
   create(
     name: string,
     bytes: number,
     labels: Record<string, string>,
     alongside?: (mount: Docker.MountSettings) => Promise<unknown>,
+    from?: string,
   ): Promise<Docker.MountSettings>;
+  /**
+   * Copies the workspace into the snapshot `id` (a plain name), consistent: writes are held while
+   * the copy is made (loop-snapshots.ts). Absent: this store cannot snapshot.
+   */
+  snapshot?(mount: WorkspaceMount, id: string): Promise<SnapshotFile>;
+  /** Deletes a snapshot's file (gone already: done). With snapshot(). */
+  dropSnapshot?(id: string): Promise<void>;
   /**
    * Keeps `count` workspaces of `bytes` made ahead for the names that start with `${prefix}-`, so
    * that create() of such a name and size only takes one (a loop store: formatted images, named

@@ -62,6 +62,20 @@ export interface NodeSandboxSpec {
    * among several nodes puts it on that agent's node (nodes/placement.ts). A node ignores it.
    */
   near?: string;
+  /**
+   * A snapshot on this node (snapshot()) the new sandbox's workspace starts as a copy of;
+   * `limits.diskBytes` must be its size. Never a pooled sandbox. A node without snapshots refuses
+   * it (SNAPSHOT_UNSUPPORTED).
+   */
+  fromSnapshot?: string;
+}
+
+/** A snapshot a node took of a workspace. */
+export interface NodeSnapshot {
+  /** The workspace's size limit: an agent made from it gets that limit. */
+  sizeBytes: number;
+  /** The host disk it takes on the node (a sparse copy). */
+  bytes: number;
 }
 
 /** An agent's sandbox on a node. */
@@ -163,6 +177,15 @@ export interface SandboxNode<W = never> {
   pause(agentId: string, mode: PauseMode): Promise<PauseMode | 'none'>;
   /** Removes the agent's sandbox and its workspace; open() never makes it again. */
   destroy(agentId: string): Promise<void>;
+  /**
+   * Copies the agent's workspace into the snapshot `id` (a plain name the control plane chose),
+   * consistent: its writes held while the copy is made. SANDBOX_UNAVAILABLE for an agent without a
+   * sandbox here; SNAPSHOT_UNSUPPORTED where its workspace cannot be copied. Optional: a node
+   * without it has no snapshots.
+   */
+  snapshot?(agentId: string, id: string): Promise<NodeSnapshot>;
+  /** Deletes a snapshot (gone already: done). With snapshot(). */
+  dropSnapshot?(id: string): Promise<void>;
   usage(agentId: string, options?: SandboxUsageOptions): Promise<SandboxUsage | undefined>;
   /** At start: finds this instance's sandboxes again, removes leftovers; the agents' names found. */
   adopt(options?: AdoptOptions): Promise<string[]>;

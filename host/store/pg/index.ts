@@ -31,6 +31,7 @@ import { createPgRequestStore } from './requests.ts';
 import { createPgScheduleStore } from './schedules.ts';
 import { createPgSessionStateStore } from './session-state.ts';
 import { createPgSkillStore } from './skills.ts';
+import { createPgSnapshotStore } from './snapshots.ts';
 import { createPgTeamBoardStore } from './team-board.ts';
 import { createPgTeamStore } from './teams.ts';
 import { createPgTenantPurgeStore } from './tenant-purge.ts';
@@ -105,6 +106,7 @@ export const openPgStore = async (options: OpenPgStoreOptions): Promise<Store> =
       callBatches: createPgCallBatchStore(db, now),
       tenantSettings: createPgTenantSettingsStore(db, now),
       nodes: createPgNodeStore(db, now),
+      snapshots: createPgSnapshotStore(db),
       close() {
         closing ??= (async () => {
           try {

@@ -332,3 +332,38 @@ it('moves the session to the link through the node: the channel offers it and sa
     await provider.close();
   }
 });
+
+it('snapshots an agent on the remote node and makes another from it there, or carries the node refusing', async () => {
+  const running = server as Running;
+  const key = (await running.store.tenants.createTenant('snapshot-on-node')).apiKey;
+  const agentOf = async (body: Loose): Promise<string> => {
+    const made = await json(running, key, 'POST', '/v1/agents', body);
+    expect(made.status, JSON.stringify(made.json)).toBe(201);
+    return made.json.id;
+  };
+  const bash = async (id: string, command: string): Promise<string> => {
+    const r = await json(running, key, 'POST', `/v1/agents/${id}/calls`, {
+      calls: [{ id: 'c1', name: 'bash', arguments: { command, description: 'test' } }],
+    });
+    expect(r.json.results?.[0]?.ok, JSON.stringify(r.json)).toBe(true);
+    return r.json.results[0].value.stdout;
+  };
+  const a = await agentOf({});
+  await bash(a, 'echo on-the-node > n.txt');
+  const taken = await json(running, key, 'POST', `/v1/agents/${a}/snapshots`);
+  // The node's own answer crosses: a node whose workspaces are Docker volumes (its engine not one
+  // it can mount loop images for) has no snapshots, and says so.
+  if (taken.status === 501) {
+    expect(taken.json.error.code).toBe('SNAPSHOT_UNSUPPORTED');
+    expect((await json(running, key, 'DELETE', `/v1/agents/${a}`)).status).toBe(204);
+    return;
+  }
+  expect(taken.status, JSON.stringify(taken.json)).toBe(201);
+  expect(taken.json).toMatchObject({ agentId: a, node: 'two' });
+  const b = await agentOf({ fromSnapshot: taken.json.id });
+  expect(await bash(b, 'cat n.txt')).toBe('on-the-node\n');
+  const name = naming('dsh', running.store.instanceId).agent(b);
+  expect((await (engine as Engine).docker.getContainer(name).inspect()).State.Running).toBe(true);
+  expect((await json(running, key, 'DELETE', `/v1/snapshots/${taken.json.id}`)).status).toBe(204);
+  for (const id of [a, b]) expect((await json(running, key, 'DELETE', `/v1/agents/${id}`)).status).toBe(204);
+}, 180_000);

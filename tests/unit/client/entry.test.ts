@@ -20,6 +20,7 @@ describe('client entry', () => {
       'DshClient',
       'DshError',
       'DshToolError',
+      'Snapshots',
       'TERMINAL_PROTOCOL',
       'createSseParser',
       'isDshError',

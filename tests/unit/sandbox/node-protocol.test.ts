@@ -48,7 +48,9 @@ const fake: SandboxNode<unknown> = {
   maxima: DOCKER_DEFAULT_MAXIMA,
   pool: { ready: 0, filled: async () => {} },
   ensure: async (spec) => {
-    asked.push(`ensure ${spec.agentId}${spec.runtime === undefined ? '' : ` ${spec.runtime}`}`);
+    asked.push(
+      `ensure ${spec.agentId}${spec.runtime === undefined ? '' : ` ${spec.runtime}`}${spec.fromSnapshot === undefined ? '' : ` from ${spec.fromSnapshot}`}`,
+    );
     return { id: `c-${spec.agentId}`, limits: spec.limits };
   },
   find: async (agentId) =>
@@ -68,6 +70,14 @@ const fake: SandboxNode<unknown> = {
   },
   destroy: async (agentId) => {
     asked.push(`destroy ${agentId}`);
+  },
+  snapshot: async (agentId, id) => {
+    asked.push(`snapshot ${agentId} ${id}`);
+    if (agentId !== 'known') throw new SandboxError('SANDBOX_UNAVAILABLE', `no sandbox for ${agentId}`);
+    return { sizeBytes: 2 ** 40, bytes: 4096 };
+  },
+  dropSnapshot: async (id) => {
+    asked.push(`drop ${id}`);
   },
   usage: async () => undefined,
   adopt: async (o) => [...(o?.claim ?? [])],
@@ -186,6 +196,25 @@ describe('the node protocol', () => {
     await expect(node.open('other')).rejects.toMatchObject({ code: 'SANDBOX_UNAVAILABLE' });
   });
 
+  it('carries snapshots: taken, made from, dropped, and their errors', async () => {
+    asked.length = 0;
+    expect(await node.snapshot?.('known', 'snap_1')).toEqual({ sizeBytes: 2 ** 40, bytes: 4096 });
+    await expect(node.snapshot?.('other', 'snap_2')).rejects.toMatchObject({ code: 'SANDBOX_UNAVAILABLE' });
+    await node.ensure({
+      agentId: 'f1',
+      tenantId: 't1',
+      limits: DOCKER_DEFAULT_LIMITS,
+      fromSnapshot: 'snap_1',
+    });
+    await node.dropSnapshot?.('snap_1');
+    expect(asked).toEqual([
+      'snapshot known snap_1',
+      'snapshot other snap_2',
+      'ensure f1 from snap_1',
+      'drop snap_1',
+    ]);
+  });
+
   it('carries bytes both ways on the channel and on the link', async () => {
     const channel = await node.open('known');
     channel.output.write('hello over the channel');
@@ -243,6 +272,20 @@ describe('the node protocol', () => {
     expect(code(await raw('/v1/pause', JSON.stringify({ agentId: 'a\nb', mode: 'stop' })))).toBe(
       'INVALID_ARGUMENTS',
     );
+    for (const id of ['../x', '.snapshots', '', 'a/b', 'x'.repeat(200), 7, null]) {
+      expect(code(await raw('/v1/snapshot', JSON.stringify({ agentId: 'known', id })))).toBe(
+        'INVALID_ARGUMENTS',
+      );
+      expect(code(await raw('/v1/dropSnapshot', JSON.stringify({ id })))).toBe('INVALID_ARGUMENTS');
+      expect(
+        code(
+          await raw(
+            '/v1/ensure',
+            JSON.stringify({ agentId: 'a', tenantId: 't', limits: DOCKER_DEFAULT_LIMITS, fromSnapshot: id }),
+          ),
+        ),
+      ).toBe('INVALID_ARGUMENTS');
+    }
     expect(code(await raw('/v1/exec', '{}'))).toBe('NOT_FOUND');
     expect(asked).toEqual([]);
   });

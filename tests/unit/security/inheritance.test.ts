@@ -229,6 +229,12 @@ const CASES: Record<string, Case> = {
       expect(c.config.isolatedWorkspace).toBe(true);
     },
   },
+  // A child's workspace is its parent's (or a copy of it), never a snapshot's it names.
+  fromSnapshot: {
+    parent: {},
+    wider: { fromSnapshot: 'snap_elsewhere' },
+    holds: (c) => expect(c.config.fromSnapshot).toBeUndefined(),
+  },
   'egress.allow': {
     parent: { egress: { allow: [{ host: '127.0.0.2', ports: [8080], methods: ['GET'] }] } },
     wider: { egress: { allow: ANYWHERE } },

@@ -8,7 +8,8 @@
 // This module wires the parts, each in its own module over one LoopState (loop-state.ts: names,
 // paths, the root): loop-mount.ts formats, mounts, unmounts and removes a workspace's file system;
 // loop-admission.ts admits a new image only when the host disk can hold it; loop-spares.ts keeps
-// formatted spare images ready; create() and the store's small queries are here.
+// formatted spare images ready; loop-snapshots.ts copies a workspace into a snapshot and a snapshot
+// into a new workspace; create() and the store's small queries are here.
 //
 // Invariants: the mount point directory is root-owned mode 0000, so a container started while its
 // workspace is not mounted (after a reboot) sees an unusable directory instead of writing to the
@@ -27,6 +28,15 @@ import { WORKSPACE_ROOT } from '../../paths.ts';
 import type { WorkspaceMount, WorkspaceStore, WorkspaceUsage } from '../workspaces.ts';
 import { admitted } from './loop-admission.ts';
 import { failed, format, mountedUnder, mountOne, removeOne } from './loop-mount.ts';
+import {
+  dropAllSnapshots,
+  dropSnapshot,
+  snapshotPath,
+  snapshotSizes,
+  sparseCopy,
+  takeSnapshot,
+  thawAll,
+} from './loop-snapshots.ts';
 import { dropSpares, keepSpares, sparesFilled, takeSpare } from './loop-spares.ts';
 import { type LoopState, MIN_WORKSPACE_BYTES, NAME, nameOf, paths, prepare } from './loop-state.ts';
 
@@ -62,7 +72,7 @@ export function createLoopWorkspaces(rootDir: string, options: LoopOptions = {})
   };
   return {
     kind: 'loop',
-    create: (name, bytes, labels, alongside) => create(s, name, bytes, labels, alongside),
+    create: (name, bytes, labels, alongside, from) => create(s, name, bytes, labels, alongside, from),
     ready: (mount) => ready(s, mount),
     remove: (mount) => remove(s, mount),
     limitOf: (mount) => limitOf(s, mount),
@@ -73,6 +83,16 @@ export function createLoopWorkspaces(rootDir: string, options: LoopOptions = {})
     keepSpares: (prefix, bytes, count, onError) => keepSpares(s, prefix, bytes, count, onError),
     sparesFilled: (prefix) => sparesFilled(s, prefix),
     dropSpares: (prefix) => dropSpares(s, prefix),
+    async snapshot(mount, id) {
+      const name = nameOf(s, mount);
+      if (name === undefined)
+        throw new SandboxError(
+          'SNAPSHOT_UNSUPPORTED',
+          'This workspace is not a loop workspace of this node.',
+        );
+      return takeSnapshot(s, name, id);
+    },
+    dropSnapshot: (id) => dropSnapshot(s, id),
   };
 }
 
@@ -82,7 +102,12 @@ async function create(
   bytes: number,
   _labels: Record<string, string>,
   alongside?: (mount: Docker.MountSettings) => Promise<unknown>,
+  from?: string,
 ): Promise<Docker.MountSettings> {
+  if (from !== undefined && (await snapshotSizes(s, from)).sizeBytes !== bytes)
+    throw new SandboxError('INVALID_ARGUMENTS', `A workspace made from snapshot ${from} has its size.`, {
+      data: { snapshot: from, bytes },
+    });
   if (!Number.isSafeInteger(bytes) || bytes < MIN_WORKSPACE_BYTES)
     throw new SandboxError('LIMIT_EXCEEDED', `A workspace needs at least ${MIN_WORKSPACE_BYTES} bytes.`, {
       data: { bytes },
@@ -100,7 +125,7 @@ async function create(
   try {
     // A spare is renamed to this name (taken from the list first: never two takers). One that a
     // sweep removed meanwhile is made afresh instead.
-    const spare = takeSpare(s, name, bytes);
+    const spare = from === undefined ? takeSpare(s, name, bytes) : undefined;
     const fromSpare =
       spare !== undefined &&
       (await rename(paths(s, spare).image, image).then(
@@ -115,7 +140,9 @@ async function create(
     await chmod(dir, 0o000);
     beside = alongside?.(mount);
     beside?.catch(() => {});
-    if (!fromSpare) await format(image);
+    // From a snapshot: its sparse copy (over the admitted image), a file system made already.
+    if (from !== undefined) await sparseCopy(snapshotPath(s, from), image);
+    else if (!fromSpare) await format(image);
     await mountOne(s, name);
     // mkfs makes lost+found; the agent's workspace starts empty.
     await rmdir(join(dir, 'lost+found')).catch(() => {});
@@ -169,6 +196,9 @@ async function sweep(
     const name = nameOf(s, m);
     if (name !== undefined) kept.add(name);
   }
+  // A process that ended while it froze a workspace for a snapshot left it frozen: thawed here (at
+  // adoption), so that its agent's writes do not wait for good.
+  if (!all) await thawAll(s, kept);
   let removed = 0;
   const files = await readdir(s.root).catch(() => [] as string[]);
   for (const file of files) {
@@ -178,5 +208,6 @@ async function sweep(
     await removeOne(s, name);
     removed++;
   }
+  if (all) await dropAllSnapshots(s);
   return removed;
 }

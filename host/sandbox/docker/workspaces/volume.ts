@@ -4,6 +4,7 @@
 // of whose it is, so this store owns and sweeps none (the provider removes volumes by label).
 
 import type Docker from 'dockerode';
+import { SandboxError } from '../../../errors.ts';
 import { WORKSPACE_ROOT } from '../../paths.ts';
 import { fromDocker, isNotFound } from '../errors.ts';
 import type { WorkspaceMount, WorkspaceStore } from '../workspaces.ts';
@@ -13,7 +14,14 @@ export function createVolumeWorkspaces(docker: Docker): WorkspaceStore {
     name: string,
     _bytes: number,
     labels: Record<string, string>,
+    _alongside?: unknown,
+    from?: string,
   ): Promise<Docker.MountSettings> {
+    if (from !== undefined)
+      throw new SandboxError(
+        'SNAPSHOT_UNSUPPORTED',
+        'Workspaces here are Docker volumes without a size limit (DSH_DISK_QUOTA=off): they have no snapshots.',
+      );
     await docker.createVolume({ Name: name, Labels: labels }).catch((e) => {
       throw fromDocker(e, 'Creating the sandbox volume', { volume: name });
     });

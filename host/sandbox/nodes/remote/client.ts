@@ -21,6 +21,7 @@ import {
   PROTOCOL,
   pauseDoneOf,
   runtimesOf,
+  snapshotDoneOf,
 } from './protocol.ts';
 import { createTransport, type Transport, type TransportOptions } from './transport.ts';
 
@@ -83,6 +84,12 @@ export async function connectRemoteNode(options: RemoteNodeOptions): Promise<Rem
       pauseDoneOf((await call<{ done?: unknown }>('pause', { ...agent(agentId), mode })).done),
     destroy: async (agentId) => {
       await call('destroy', agent(agentId), 5 * 60_000);
+    },
+    // A copy of a whole workspace image: minutes at worst on a slow disk.
+    snapshot: async (agentId, id) =>
+      snapshotDoneOf(await call('snapshot', { ...agent(agentId), id }, 10 * 60_000)),
+    dropSnapshot: async (id) => {
+      await call('dropSnapshot', { id });
     },
     usage: async (agentId, usageOptions) =>
       (await call<{ usage: null | never }>('usage', { ...agent(agentId), options: usageOptions ?? {} }))

@@ -39,6 +39,8 @@ export const METHODS = [
   'capacity',
   'filled',
   'pause',
+  'snapshot',
+  'dropSnapshot',
 ] as const;
 export type Method = (typeof METHODS)[number];
 
@@ -64,6 +66,29 @@ export const runtimeOf = (value: unknown): SandboxRuntime => {
 export const runtimesOf = (value: unknown): SandboxRuntime[] => {
   const listed = Array.isArray(value) ? value : [];
   return SANDBOX_RUNTIMES.filter((r) => r === 'runc' || listed.includes(r));
+};
+
+const SNAPSHOT_ID = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,120}$/;
+
+/** A snapshot id as the node takes it: a plain name (it becomes a file name on the node). */
+export const snapshotIdOf = (value: unknown): string => {
+  if (typeof value !== 'string' || !SNAPSHOT_ID.test(value))
+    throw bad('a snapshot id is 1-121 letters, digits, `_`, `.` or `-`, starting with a letter or digit');
+  return value;
+};
+
+/** A snapshot's answer as the control plane takes it: two whole, non-negative byte counts. */
+export const snapshotDoneOf = (value: unknown): { sizeBytes: number; bytes: number } => {
+  const o = (typeof value === 'object' && value !== null ? value : {}) as Record<string, unknown>;
+  const { sizeBytes, bytes } = o;
+  if (
+    !Number.isSafeInteger(sizeBytes) ||
+    !Number.isSafeInteger(bytes) ||
+    (sizeBytes as number) < 0 ||
+    (bytes as number) < 0
+  )
+    throw new SandboxError('SANDBOX_UNAVAILABLE', 'The node answered a snapshot without its sizes.');
+  return { sizeBytes: sizeBytes as number, bytes: bytes as number };
 };
 
 /** A pause's mode as the node takes it. */

@@ -31,6 +31,7 @@ import {
   PROTOCOL,
   pauseModeOf,
   runtimeOf,
+  snapshotIdOf,
   stringsOf,
 } from './protocol.ts';
 
@@ -158,9 +159,14 @@ async function call(
         tenantId: agentIdOf(a.tenantId),
         limits,
         ...(a.runtime === undefined ? {} : { runtime: runtimeOf(a.runtime) }),
+        ...(a.fromSnapshot === undefined ? {} : { fromSnapshot: snapshotIdOf(a.fromSnapshot) }),
       });
       return placed;
     }
+    case 'snapshot':
+      return snapshotsOf(node).snapshot(agentIdOf(a.agentId), snapshotIdOf(a.id));
+    case 'dropSnapshot':
+      return snapshotsOf(node).dropSnapshot(snapshotIdOf(a.id));
     case 'find':
       return { sandbox: (await node.find(agentIdOf(a.agentId))) ?? null };
     case 'state':
@@ -193,6 +199,16 @@ async function call(
       await node.pool.filled();
       return { ready: node.pool.ready };
   }
+}
+
+/** The node's snapshot calls; SNAPSHOT_UNSUPPORTED where its workspaces have none. */
+function snapshotsOf(
+  node: SandboxNode<unknown>,
+): Required<Pick<SandboxNode<unknown>, 'snapshot' | 'dropSnapshot'>> {
+  const { snapshot, dropSnapshot } = node;
+  if (snapshot === undefined || dropSnapshot === undefined)
+    throw new SandboxError('SNAPSHOT_UNSUPPORTED', 'This node keeps no workspace snapshots.');
+  return { snapshot, dropSnapshot };
 }
 
 const usageOptionsOf = (value: unknown): { stats?: boolean; statsTimeoutMs?: number } => {

@@ -1,0 +1,70 @@
+// Snapshots of loop workspaces at the store (host/sandbox/docker/workspaces/loop-snapshots.ts),
+// as root with real loop devices (skipped where the service could not use them either): a
+// snapshot of a mounted workspace is a sparse copy that a new workspace starts from, with its
+// files and none written after; a size other than the snapshot's and hostile ids are refused;
+// a workspace a dead process left frozen is thawed by the next adoption's sweep.
+import { execFile } from 'node:child_process';
+import { readFile, rmdir, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { nanoid } from 'nanoid';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createLoopWorkspaces } from '../../../host/sandbox/docker/index.ts';
+import { loopWorkspaces } from './fixtures.ts';
+
+const sh = promisify(execFile);
+const dir = join(
+  tmpdir(),
+  `dsh-ws-snap-${nanoid(8)
+    .toLowerCase()
+    .replace(/[^a-z0-9]/g, 'x')}`,
+);
+const MiB = 1024 * 1024;
+
+afterAll(async () => {
+  // Never leave a frozen file system behind (its writers could not even be killed).
+  await sh('fsfreeze', ['--unfreeze', join(dir, 'ws-frozen')]).catch(() => undefined);
+  await createLoopWorkspaces(dir).sweep([], true);
+  await rmdir(dir).catch(() => {});
+});
+
+describe.skipIf(!loopWorkspaces)('loop workspace snapshots', () => {
+  it('copies a workspace sparse; a workspace made from it has its files and none written after', async () => {
+    const store = createLoopWorkspaces(dir);
+    const made = await store.create('ws-a', 64 * MiB, {});
+    const mount = { type: 'bind', source: made.Source as string };
+    await writeFile(join(mount.source, 'a.txt'), 'before');
+    const taken = await store.snapshot?.(mount, 'snap_a');
+    expect(taken?.sizeBytes).toBe(64 * MiB);
+    expect(taken?.bytes).toBeLessThan(64 * MiB);
+    expect((await stat(join(dir, '.snapshots', 'snap_a.img'))).size).toBe(64 * MiB);
+    await writeFile(join(mount.source, 'a.txt'), 'after');
+    const forked = await store.create('ws-b', 64 * MiB, {}, undefined, 'snap_a');
+    expect(await readFile(join(forked.Source as string, 'a.txt'), 'utf8')).toBe('before');
+    await expect(store.create('ws-c', 128 * MiB, {}, undefined, 'snap_a')).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENTS',
+    });
+    for (const id of ['../x', '.snapshots', 'a/b', ''])
+      await expect(store.snapshot?.(mount, id)).rejects.toMatchObject({ code: 'INVALID_ARGUMENTS' });
+    await store.dropSnapshot?.('snap_a');
+    await expect(store.create('ws-d', 64 * MiB, {}, undefined, 'snap_a')).rejects.toMatchObject({
+      code: 'NOT_FOUND',
+    });
+  });
+
+  it('thaws at adoption a workspace a dead process left frozen', async () => {
+    const store = createLoopWorkspaces(dir);
+    const made = await store.create('ws-frozen', 32 * MiB, {});
+    const mount = { type: 'bind', source: made.Source as string };
+    await sh('fsfreeze', ['--freeze', mount.source]);
+    // Frozen: freezing again is refused (a write would wait in the kernel, unkillable, until a thaw).
+    await expect(sh('fsfreeze', ['--freeze', mount.source])).rejects.toThrow();
+    await createLoopWorkspaces(dir).sweep([mount]);
+    // Thawed: it freezes again (and is thawed at once) before anything writes to it here.
+    await sh('fsfreeze', ['--freeze', mount.source]);
+    await sh('fsfreeze', ['--unfreeze', mount.source]);
+    await writeFile(join(mount.source, 'g'), 'y');
+    expect(await readFile(join(mount.source, 'g'), 'utf8')).toBe('y');
+  });
+});
