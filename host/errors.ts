@@ -131,6 +131,9 @@ export const ERROR_CODES = {
   RUNTIME_UNAVAILABLE: 400,
   /** The agent asked for a sandbox runtime its tenant may not use (`data.allowed`). */
   RUNTIME_NOT_ALLOWED: 403,
+  // log retention (host/tenants/retention.ts)
+  /** The events asked for (`after=` older than the kept log) were removed by retention: resume from `data.firstSeq` - 1. */
+  LOG_TRUNCATED: 410,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -1,5 +1,5 @@
-// Each tenant's settings as the agent service reads them (GET/PUT /v1/settings): today the pause
-// settings. The store keeps one JSON document per tenant (store/tenant-settings.ts); this module
+// Each tenant's settings as the agent service reads them (GET/PUT /v1/settings): the pause
+// settings and the log's retention. The store keeps one JSON document per tenant (store/tenant-settings.ts); this module
 // owns its meaning: what a missing or partial document means (the defaults), and a cache with a
 // short lifetime, so that a call or an idle sweep costs no read.
 // Invariants: a tenant that set nothing gets DEFAULT_TENANT_SETTINGS; a document is read back
@@ -16,19 +16,47 @@ export interface PauseSettings {
   onCall: 'resume' | 'refuse';
 }
 
-export interface TenantSettings {
-  pause: PauseSettings;
+/** How long the tenant's durable log is kept (host/tenants/retention.ts applies it). */
+export interface LogSettings {
+  /** Days an event is kept; 0: no limit of the tenant's own (the operator's maximum still applies). */
+  retentionDays: number;
+  /** Bytes the log is cut down to, oldest events first; 0: no limit of its own (the budget still refuses). */
+  retentionBytes: number;
+  /** Hours a deleted agent's log is kept after its deletion (then it goes whole). */
+  deletedAgentHours: number;
 }
 
-/** Idle pauses off (the service's own idle stop still applies), calls resume a paused agent. */
-export const DEFAULT_TENANT_SETTINGS: TenantSettings = { pause: { idleSeconds: 0, onCall: 'resume' } };
+export interface TenantSettings {
+  pause: PauseSettings;
+  log: LogSettings;
+}
+
+/**
+ * Idle pauses off (the service's own idle stop still applies), calls resume a paused agent; the
+ * log kept without limit of its own, a deleted agent's for a week.
+ */
+export const DEFAULT_TENANT_SETTINGS: TenantSettings = {
+  pause: { idleSeconds: 0, onCall: 'resume' },
+  log: { retentionDays: 0, retentionBytes: 0, deletedAgentHours: 168 },
+};
+
+/** A whole number >= 0, else the default. */
+const count = (value: unknown, fallback: number): number =>
+  typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : fallback;
 
 /** How long a tenant's settings are answered from memory (other replicas' puts show within it). */
 export const CACHE_MS = 10_000;
 
 /** A stored document read field by field, the defaults where it says nothing valid. */
 export function settingsOf(document: JsonValue | undefined): TenantSettings {
-  const pause = (document as { pause?: Partial<Record<keyof PauseSettings, unknown>> } | undefined)?.pause;
+  const doc = document as
+    | {
+        pause?: Partial<Record<keyof PauseSettings, unknown>>;
+        log?: Partial<Record<keyof LogSettings, unknown>>;
+      }
+    | undefined;
+  const pause = doc?.pause;
+  const log = DEFAULT_TENANT_SETTINGS.log;
   const idle = pause?.idleSeconds;
   return {
     pause: {
@@ -37,6 +65,11 @@ export function settingsOf(document: JsonValue | undefined): TenantSettings {
           ? idle
           : DEFAULT_TENANT_SETTINGS.pause.idleSeconds,
       onCall: pause?.onCall === 'refuse' ? 'refuse' : 'resume',
+    },
+    log: {
+      retentionDays: count(doc?.log?.retentionDays, log.retentionDays),
+      retentionBytes: count(doc?.log?.retentionBytes, log.retentionBytes),
+      deletedAgentHours: count(doc?.log?.deletedAgentHours, log.deletedAgentHours),
     },
   };
 }

@@ -1,6 +1,6 @@
 // The tenant's settings over HTTP, by its own key (host/agents/tenant-settings.ts owns their
 // meaning): GET /v1/settings shows them with their defaults filled in; PUT replaces them whole.
-// Today: `pause` (idle pauses and what a call to a paused agent does).
+// Today: `pause` (idle pauses and what a call to a paused agent does) and `log` (its retention).
 import { Hono } from 'hono';
 import { describeRoute } from 'hono-openapi';
 import * as v from 'valibot';
@@ -35,10 +35,33 @@ const PauseSettings = v.strictObject({
   ),
 });
 
-export const PutSettings = v.strictObject({ pause: v.optional(PauseSettings) });
+/** A hundred years, and 1 PiB: bounds that only refuse nonsense. */
+const MAX_RETENTION_DAYS = 36_500;
+const MAX_RETENTION_BYTES = 2 ** 50;
+
+const whole = (max: number, description: string) =>
+  v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(max), v.description(description)));
+
+const LogSettings = v.strictObject({
+  retentionDays: whole(
+    MAX_RETENTION_DAYS,
+    "Days an event of the durable log is kept; 0 (default): no limit of the tenant's own (the operator's DSH_LOG_RETENTION_MAX_DAYS still applies). Older events are removed in the background.",
+  ),
+  retentionBytes: whole(
+    MAX_RETENTION_BYTES,
+    "Bytes the log is cut down to, oldest events first; 0 (default): no limit of its own (the operator's budget DSH_TENANT_LOG_BYTES still refuses new calls when full).",
+  ),
+  deletedAgentHours: whole(
+    MAX_RETENTION_DAYS * 24,
+    "Hours a deleted agent's log is kept (then it goes whole); default 168.",
+  ),
+});
+
+export const PutSettings = v.strictObject({ pause: v.optional(PauseSettings), log: v.optional(LogSettings) });
 
 const SettingsView = v.object({
   pause: v.object({ idleSeconds: v.number(), onCall: v.picklist(['resume', 'refuse']) }),
+  log: v.object({ retentionDays: v.number(), retentionBytes: v.number(), deletedAgentHours: v.number() }),
 });
 
 export const settingsRoutes = (agents: AgentService): Hono<ApiEnv> => {
@@ -69,7 +92,10 @@ export const settingsRoutes = (agents: AgentService): Hono<ApiEnv> => {
     jsonBody(PutSettings),
     async (c) => {
       const body = c.get('body' as never) as v.InferOutput<typeof PutSettings>;
-      const settings: TenantSettings = { pause: { ...DEFAULT_TENANT_SETTINGS.pause, ...body.pause } };
+      const settings: TenantSettings = {
+        pause: { ...DEFAULT_TENANT_SETTINGS.pause, ...body.pause },
+        log: { ...DEFAULT_TENANT_SETTINGS.log, ...body.log },
+      };
       return c.json(await agents.settings.put(c.get('tenant').id, settings));
     },
   );
