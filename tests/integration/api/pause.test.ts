@@ -160,11 +160,13 @@ it("a call to a paused agent resumes it, or answers 409 AGENT_PAUSED where the t
   expect(transparent.result.value.stdout).toBe('one\n');
   expect((await stateOf(server, key, id)).sandbox).not.toBe('paused');
 
+  const log = { retentionDays: 0, retentionBytes: 0, deletedAgentHours: 168 };
   expect((await json(server, key, 'GET', '/v1/settings')).json).toEqual({
     pause: { idleSeconds: 0, onCall: 'resume' },
+    log,
   });
   const put = await json(server, key, 'PUT', '/v1/settings', { pause: { onCall: 'refuse' } });
-  expect(put.json).toEqual({ pause: { idleSeconds: 0, onCall: 'refuse' } });
+  expect(put.json).toEqual({ pause: { idleSeconds: 0, onCall: 'refuse' }, log });
   await json(server, key, 'POST', `/v1/agents/${id}/pause`);
   const refused = await bash(server, key, id, 'cat f.txt');
   expect(refused.status).toBe(409);

@@ -67,7 +67,7 @@ describe('pause and resume', () => {
     const put = await api.request(api.keyA, 'PUT', '/v1/settings', {
       pause: { onCall: 'refuse', idleSeconds: 60 },
     });
-    expect(put.json).toEqual({ pause: { onCall: 'refuse', idleSeconds: 60 } });
+    expect(put.json).toMatchObject({ pause: { onCall: 'refuse', idleSeconds: 60 } });
     await post(id, 'pause');
     const refused = await read(id);
     expect(refused.status).toBe(409);
@@ -93,6 +93,7 @@ describe('pause and resume', () => {
     // Tenant B's settings are its own.
     expect((await api.request(api.keyB, 'GET', '/v1/settings')).json).toEqual({
       pause: { idleSeconds: 0, onCall: 'resume' },
+      log: { retentionDays: 0, retentionBytes: 0, deletedAgentHours: 168 },
     });
   });
 
