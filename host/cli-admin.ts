@@ -1,12 +1,14 @@
 // The admin commands of the command line (host/cli.ts): `tenants` and `keys`, the store-side twin
-// of the admin API (/v1/tenants…): each opens the store the service uses (DSH_DB or the data
+// of the admin API (/v1/tenants…), and `retention` (the log's retention pass, its space): each opens the store the service uses (DSH_DB or the data
 // directory), does one thing, prints JSON and closes it, so they work whether the service runs or
 // not. A key is printed once, at creation. `tenants delete` marks the tenant deleting and revokes
 // its keys (refused at once by a service on PostgreSQL, which hears the wake-up; within 2 s by one
 // on the same SQLite file); the removal itself is run by the service (tenants/deletion.ts), which
 // picks deleting tenants up within DELETION_POLL_MS (10 s, serve.ts), or at its next start.
+import { settingsOf } from './agents/tenant-settings.ts';
 import type { Config } from './config.ts';
 import type { Store } from './store/index.ts';
+import { createLogRetention } from './tenants/retention.ts';
 
 export const ADMIN_USAGE = `  tenants list                       every tenant with its state
   tenants get <id>                   one tenant, with what is left while it is being deleted
@@ -17,7 +19,10 @@ export const ADMIN_USAGE = `  tenants list                       every tenant wi
   keys list <tenant>                 the tenant's keys (never the keys themselves)
   keys create <tenant> [--name N] [--expires-at T]
                                      a further key (printed once); T: epoch ms or an ISO date
-  keys revoke <tenant> <key>         refused from the next request (its last key too)`;
+  keys revoke <tenant> <key>         refused from the next request (its last key too)
+  retention status                   each tenant's log bytes, and the store's free pages
+  retention run                      one retention pass now (each tenant's log settings, DSH_LOG_RETENTION_MAX_DAYS)
+  retention vacuum                   libsql, service stopped: rebuild the file so freed space can be given back`;
 
 export interface AdminFlags {
   name?: string;
@@ -79,10 +84,57 @@ const keys = async (store: Store, [verb, tenantId, keyId]: string[], flags: Admi
   return 0;
 };
 
+/**
+ * Runs `retention …` against the store; the exit code (2: usage). `run` is the service's pass
+ * (tenants/retention.ts) in this process: a running service's own count of each tenant's bytes
+ * learns of it at its next pass. `vacuum` rebuilds a libsql file made before retention
+ * (auto_vacuum NONE) as INCREMENTAL, so compact() can give pages back: it needs the file to itself.
+ */
+const retention = async (store: Store, [verb]: string[], config: Config): Promise<number> => {
+  const db = (store as { db?: { pragma(source: string): unknown; exec(sql: string): void } }).db;
+  const pragma = (name: string) =>
+    Number((((db?.pragma(name) ?? []) as Record<string, unknown>[])[0] ?? {})[name] ?? 0);
+  if (verb === 'status') {
+    print({
+      backend: store.backend,
+      tenants: await store.logRetention.tenants(),
+      ...(db === undefined
+        ? {}
+        : {
+            autoVacuum: ['none', 'full', 'incremental'][pragma('auto_vacuum')],
+            pages: pragma('page_count'),
+            freePages: pragma('freelist_count'),
+          }),
+    });
+  } else if (verb === 'run') {
+    const pass = await createLogRetention({
+      store: store.logRetention,
+      settings: { get: async (tenantId) => settingsOf(await store.tenantSettings.get(tenantId)) },
+      events: store.events,
+      maxDays: config.logRetentionMaxDays,
+      onError: (tenantId, error) =>
+        process.stderr.write(
+          `tenant ${tenantId}: ${error instanceof Error ? error.message : String(error)}\n`,
+        ),
+    }).run();
+    print(pass);
+  } else if (verb === 'vacuum') {
+    if (db === undefined)
+      throw new Error('PostgreSQL: run VACUUM FULL on the events and payloads tables (docs/operations.md)');
+    db.exec('PRAGMA auto_vacuum = INCREMENTAL');
+    db.exec('VACUUM');
+    print({
+      autoVacuum: ['none', 'full', 'incremental'][pragma('auto_vacuum')],
+      pages: pragma('page_count'),
+    });
+  } else return 2;
+  return 0;
+};
+
 /** `tenants …` or `keys …` on the configured store. The exit code; 2 prints the usage. */
 export const runAdmin = async (
   config: Config,
-  command: 'tenants' | 'keys',
+  command: 'tenants' | 'keys' | 'retention',
   args: string[],
   flags: AdminFlags,
 ): Promise<number> => {
@@ -94,7 +146,12 @@ export const runAdmin = async (
     ...(config.secretsKey === undefined ? {} : { secretsKey: config.secretsKey }),
   });
   try {
-    const code = command === 'tenants' ? await tenants(store, args, flags) : await keys(store, args, flags);
+    const code =
+      command === 'tenants'
+        ? await tenants(store, args, flags)
+        : command === 'keys'
+          ? await keys(store, args, flags)
+          : await retention(store, args, config);
     if (code === 2) process.stderr.write(`usage:\n${ADMIN_USAGE}\n`);
     return code;
   } finally {

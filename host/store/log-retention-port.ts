@@ -48,7 +48,7 @@ export interface LogRetentionStore {
   sweepSlice(tenantId: string, rule: RetentionRule, limit: number): Promise<SweptSlice>;
   /**
    * Gives at most `pages` free pages of the database file back to the file system (libsql with
-   * auto_vacuum=INCREMENTAL); `left`: free pages still in the file. PostgreSQL: nothing to do
+   * auto_vacuum=INCREMENTAL; none when `pages` < 1); `left`: free pages still in the file. PostgreSQL: nothing to do
    * (its autovacuum makes the space reusable), both 0.
    */
   compact(pages: number): Promise<{ freed: number; left: number }>;

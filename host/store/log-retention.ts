@@ -105,6 +105,10 @@ function sweep(st: Statements, tenantId: string, rule: RetentionRule, limit: num
   return { events: taken, bytes, payloads, sessionId: cut.sessionId, firstSeq: last + 1, reason: cut.reason };
 }
 
+/** A numeric pragma's value (libsql answers rows, `{ simple: true }` included). */
+const pragmaValue = (db: Database, name: string): number =>
+  Number((db.pragma(name) as Record<string, unknown>[])[0]?.[name] ?? 0);
+
 export const createLogRetentionStore = (db: Database): LogRetentionStore => {
   let st: Statements | undefined;
   const statements = () => (st ??= prepare(db));
@@ -120,12 +124,13 @@ export const createLogRetentionStore = (db: Database): LogRetentionStore => {
       guarded('remove expired events', () => immediate(db, () => sweep(statements(), tenantId, rule, limit))),
     compact: async (pages) =>
       guarded('give free pages back', () => {
-        const mode = Number(db.pragma('auto_vacuum', { simple: true }));
-        const free = () => Number(db.pragma('freelist_count', { simple: true }));
+        const mode = pragmaValue(db, 'auto_vacuum');
+        const free = () => pragmaValue(db, 'freelist_count');
         // 2 = INCREMENTAL; a store made before retention (0, NONE) reuses its free pages instead.
-        if (mode !== 2) return { freed: 0, left: free() };
+        if (mode !== 2 || pages < 1) return { freed: 0, left: free() };
         const before = free();
-        db.exec(`PRAGMA incremental_vacuum(${Math.max(0, Math.trunc(pages))})`);
+        // Never 0 here: incremental_vacuum(0) would free the whole list in one step.
+        db.exec(`PRAGMA incremental_vacuum(${Math.max(1, Math.trunc(pages))})`);
         const left = free();
         return { freed: before - left, left };
       }),

@@ -25,7 +25,7 @@ export interface LogRetentionOptions {
   maxDays: number;
   /** Events removed per slice (one transaction). Default 500. */
   sliceRows?: number;
-  /** Free pages given back per compact step. Default 512 (2 MiB of 4 KiB pages). */
+  /** Free pages given back per compact step. Default 512 (2 MiB of 4 KiB pages); 0: none are. */
   compactPages?: number;
   now?: () => number;
   /** Told after each slice that removed something, with how long it took (ms). */
@@ -99,7 +99,7 @@ export function createLogRetention(options: LogRetentionOptions): LogRetention {
       if (closed) break;
       await sweepTenant(tenantId, done).catch((error: unknown) => options.onError?.(tenantId, error));
     }
-    while (!closed && done.events > 0) {
+    while (!closed && done.events > 0 && compactPages > 0) {
       const { freed, left } = await store.compact(compactPages);
       done.pages += freed;
       if (freed === 0 || left === 0) break;

@@ -28,7 +28,7 @@ const retention = (maxDays = 0) =>
     now: () => clock,
   });
 
-const say = (sessionId: string, texts: unknown[]) =>
+const say = (sessionId: string, texts: string[]) =>
   api.store.events.append(
     texts.map((text) => ({ sessionId, type: 'message.user', surface: 'current' as const, data: { text } })),
   );

@@ -20,7 +20,7 @@ const BIG_Q = 'q'.repeat(40_000);
 const agentOf = async (store: Store, tenantId: string) =>
   store.agents.create({ tenantId, preset: 'standard', mode: 'direct', config: {} });
 
-const say = (store: Store, sessionId: string, texts: unknown[]) =>
+const say = (store: Store, sessionId: string, texts: string[]) =>
   store.events.append(
     texts.map((text) => ({ sessionId, type: 'message.user', surface: 'current' as const, data: { text } })),
   );
