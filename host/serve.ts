@@ -32,7 +32,7 @@ import { connectStore, storeSecretsKey } from './store/connect.ts';
 import type { Store } from './store/index.ts';
 import { isPostgresUrl } from './store/pg/url.ts';
 import { createTenantDeletion } from './tenants/deletion.ts';
-import { createLogRetention } from './tenants/retention.ts';
+import { createLogRetention, type LogRetentionOptions } from './tenants/retention.ts';
 import { repairInterruptedCalls, repairLine } from './tools/interrupted.ts';
 
 export const VERSION = '0.1.0';
@@ -136,6 +136,24 @@ const openServiceStore = async (config: Config, given: Store | undefined, log: (
   return { identity, secretsKey, ...ownershipOf(opened, identity, config.replicaLeaseMs, trouble) };
 };
 
+/** The durable log's retention: a background pass in bounded slices (tenants/retention.ts). */
+const logRetentionOf = (
+  config: Config,
+  store: Store,
+  settings: LogRetentionOptions['settings'],
+  log: (line: string) => void,
+) =>
+  createLogRetention({
+    store: store.logRetention,
+    settings,
+    events: store.events,
+    maxDays: config.logRetentionMaxDays,
+    onError: (id, e) =>
+      log(
+        `log retention${id === '' ? '' : ` of tenant ${id}`}: ${e instanceof Error ? e.message : String(e)}`,
+      ),
+  });
+
 export const startServer = async (config: Config, options: StartOptions = {}): Promise<Running> => {
   const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
   if (!options.sandboxes) sandboxImageOf(config); // refused before anything is made
@@ -182,17 +200,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
     onError: (id, e) =>
       log(`tenant ${id}: deletion failed, retried in 5 s: ${e instanceof Error ? e.message : String(e)}`),
   });
-  // The durable log's retention: a background pass in bounded slices (tenants/retention.ts).
-  const retention = createLogRetention({
-    store: store.logRetention,
-    settings: agents.settings,
-    events: store.events,
-    maxDays: config.logRetentionMaxDays,
-    onError: (id, e) =>
-      log(
-        `log retention${id === '' ? '' : ` of tenant ${id}`}: ${e instanceof Error ? e.message : String(e)}`,
-      ),
-  });
+  const retention = logRetentionOf(config, store, agents.settings, log);
   // Connections without a valid key cannot take the last ones, nor stay silent (api/connections.ts).
   const connections = createConnectionGuard({
     maxConnections: config.maxConnections,

@@ -6,7 +6,7 @@ import { openDatabase } from '../../../host/store/db.ts';
 import { createLibsqlEventLog } from '../../../host/store/event-log.ts';
 import { createLogRetentionStore } from '../../../host/store/log-retention.ts';
 import { MIGRATIONS, migrate } from '../../../host/store/migrations.ts';
-import { tempDatabase } from './harness.ts';
+import { asOlderCode, tempDatabase } from './harness.ts';
 
 let temp: ReturnType<typeof tempDatabase> | undefined;
 afterEach(() => temp?.cleanup());
@@ -27,23 +27,21 @@ it('counts the uses of payloads stored before it as the writes count them', asyn
   agent.run('agt_1', 'tn_a');
   agent.run('agt_2', 'tn_a');
   agent.run('agt_3', 'tn_b');
-  // The writes of this build count uses as they store; the column is taken away again after, so the
-  // migration finds the log as the code before it left it, and must count the same.
-  db.exec('ALTER TABLE payloads ADD COLUMN uses INTEGER NOT NULL DEFAULT 0');
-  db.exec('ALTER TABLE sessions ADD COLUMN first_seq INTEGER NOT NULL DEFAULT 1');
-  const log = createLibsqlEventLog(db);
-  const say = (sessionId: string, data: Record<string, string>) =>
-    log.append([{ sessionId, type: 'message.user', surface: 'current', data }]);
-  await say('agt_1', { text: big('p') });
-  await say('agt_1', { a: big('p'), b: big('p'), c: big('q') });
-  await say('agt_2', { text: big('p') });
-  await say('agt_3', { text: big('p') });
-  await say('agt_3', { text: 'small' });
-  await log.close();
-  const counted = db.prepare('SELECT tenant_id, sha256, uses FROM payloads ORDER BY tenant_id, sha256').all();
+  // The writes of this build count uses as they store; asOlderCode takes the column away again
+  // after, so the migration finds the log as the code before it left it, and must count the same.
+  const counted = await asOlderCode(db, async () => {
+    const log = createLibsqlEventLog(db);
+    const say = (sessionId: string, data: Record<string, string>) =>
+      log.append([{ sessionId, type: 'message.user', surface: 'current', data }]);
+    await say('agt_1', { text: big('p') });
+    await say('agt_1', { a: big('p'), b: big('p'), c: big('q') });
+    await say('agt_2', { text: big('p') });
+    await say('agt_3', { text: big('p') });
+    await say('agt_3', { text: 'small' });
+    await log.close();
+    return db.prepare('SELECT tenant_id, sha256, uses FROM payloads ORDER BY tenant_id, sha256').all();
+  });
   expect(counted.map((r) => (r as { uses: number }).uses).sort()).toEqual([1, 1, 3]);
-  db.exec('ALTER TABLE payloads DROP COLUMN uses');
-  db.exec('ALTER TABLE sessions DROP COLUMN first_seq');
 
   migrate(db);
   expect(db.prepare('SELECT tenant_id, sha256, uses FROM payloads ORDER BY tenant_id, sha256').all()).toEqual(
