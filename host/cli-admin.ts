@@ -93,7 +93,7 @@ const keys = async (store: Store, [verb, tenantId, keyId]: string[], flags: Admi
 const retention = async (store: Store, [verb]: string[], config: Config): Promise<number> => {
   const db = (store as { db?: { pragma(source: string): unknown; exec(sql: string): void } }).db;
   const pragma = (name: string) =>
-    Number((((db?.pragma(name) ?? []) as Record<string, unknown>[])[0] ?? {})[name] ?? 0);
+    Number(((db?.pragma(name) ?? []) as Record<string, unknown>[])[0]?.[name] ?? 0);
   if (verb === 'status') {
     print({
       backend: store.backend,
