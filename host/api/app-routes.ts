@@ -17,6 +17,7 @@ import { agentRoutes } from './routes/agents.ts';
 import { callRoutes } from './routes/calls.ts';
 import { egressRoutes } from './routes/egress.ts';
 import { eventRoutes } from './routes/events.ts';
+import { tenantExportRoutes } from './routes/events-export-tenant.ts';
 import { execRoutes } from './routes/exec.ts';
 import { fileRemoveRoutes } from './routes/file-remove.ts';
 import { fileRoutes } from './routes/files.ts';
@@ -129,6 +130,16 @@ export function mountV1Routes(app: Hono<ApiEnv>, state: AppState): void {
   app.route('/', adminLimitRoutes(deps.store.tenants, deps.adminKey));
   tenantScoped('/v1/limits');
   app.route('/', ownLimitRoutes(deps.store.tenants, deps.agents));
+  tenantScoped('/v1/events/*');
+  app.route(
+    '/',
+    tenantExportRoutes({
+      agents: deps.agents,
+      events: deps.store.events,
+      lifecycle,
+      pageBytes: limits.eventPageBytes,
+    }),
+  );
 }
 
 /** GET /openapi.json: the description of `app`, generated on first request and kept. */

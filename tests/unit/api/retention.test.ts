@@ -126,6 +126,36 @@ describe('log retention', () => {
     expect(stale.json.error.code).toBe('LOG_TRUNCATED');
   });
 
+  it("exports the whole tenant's log, agent by agent, resumable at any line, and never another tenant's", async () => {
+    const first = await api.createAgent(api.keyA);
+    clock += 1000; // agents are listed oldest first
+    const second = await api.createAgent(api.keyA);
+    const theirs = await api.createAgent(api.keyB);
+    const big = 'y'.repeat(50_000);
+    await say(first.id, ['a1', big]);
+    await say(second.id, ['b1', 'b2']);
+    await say(theirs.id, ['secret']);
+    const all = ndjson((await api.request(api.keyA, 'GET', '/v1/events/export')).text);
+    const ours = (agentId: string) => all.filter((e) => e.agentId === agentId);
+    expect(new Set(all.map((e) => e.agentId))).toEqual(new Set([first.id, second.id]));
+    expect(all.findIndex((e) => e.agentId === second.id)).toBe(ours(first.id).length);
+    expect(ours(first.id).some((e) => e.data?.text === big)).toBe(true);
+    expect(JSON.stringify(all)).not.toContain('secret');
+    // Resumed after any whole line: the rest, exactly.
+    for (const [i, line] of all.entries()) {
+      const rest = await api.request(
+        api.keyA,
+        'GET',
+        `/v1/events/export?agent=${line.agentId}&after=${line.seq}`,
+      );
+      expect(ndjson(rest.text)).toEqual(all.slice(i + 1));
+    }
+    expect((await api.request(api.keyA, 'GET', `/v1/events/export?agent=${theirs.id}`)).status).toBe(404);
+    expect((await api.request(api.keyA, 'GET', '/v1/events/export?after=3')).status).toBe(400);
+    expect((await api.request(api.keyA, 'GET', '/v1/events/export?agent=../x')).status).toBe(400);
+    expect((await api.request(undefined, 'GET', '/v1/events/export')).status).toBe(401);
+  });
+
   it("another tenant's agent, and hostile queries and settings, are refused", async () => {
     const { id } = await api.createAgent(api.keyA);
     expect((await api.request(api.keyB, 'GET', `/v1/agents/${id}/events/export`)).status).toBe(404);
