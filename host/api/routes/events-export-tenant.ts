@@ -15,9 +15,8 @@ import { jsonResponse, queryOf } from '../body.ts';
 import type { ApiEnv } from '../env.ts';
 import { ErrorBody } from '../schemas.ts';
 import { eventView } from './calls.ts';
+import { EXPORT_PAGE, truncated } from './events-export.ts';
 import { type EventRoutesState, keptFrom } from './events-stream.ts';
-
-const EXPORT_PAGE = 500;
 
 const TenantExportQuery = v.object({
   agent: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{1,128}$/, 'agent is an agent id'))),
@@ -83,6 +82,7 @@ export const tenantExportRoutes = (state: EventRoutesState): Hono<ApiEnv> => {
               durable: true,
             });
             if (page.length === 0) continue;
+            if (after > 0 && page[0]!.seq !== after + 1) return controller.error(truncated(after));
             after = page.at(-1)!.seq;
             const lines = page.map((e) => JSON.stringify({ agentId: agent.id, ...eventView(e) }));
             return controller.enqueue(encoder.encode(`${lines.join('\n')}\n`));

@@ -5,9 +5,11 @@
 // LOG_TRUNCATED (events.ts keptFrom), and `X-First-Seq` says where the kept log starts.
 // Invariants: one page (bounded in count and in bytes, at least one event) is read per pull, so a
 // slow client holds one page in memory, never the whole log; only durable events are exported (a
-// seq a client saw is never handed out again); lines are whole JSON texts in seq order, no gaps.
+// seq a client saw is never handed out again); lines are whole JSON texts in seq order, no gaps
+// (an export that retention overtakes ends with an error instead of skipping).
 import type { Hono } from 'hono';
 import { describeRoute } from 'hono-openapi';
+import { SandboxError } from '../../errors.ts';
 import { jsonResponse, queryOf } from '../body.ts';
 import type { ApiEnv } from '../env.ts';
 import { ErrorBody, EventsQuery } from '../schemas.ts';
@@ -16,7 +18,13 @@ import { eventView } from './calls.ts';
 import { type EventRoutesState, keptFrom } from './events-stream.ts';
 
 /** Events read per page of an export. */
-const EXPORT_PAGE = 500;
+export const EXPORT_PAGE = 500;
+
+/** What ends an export whose next events retention removed while it ran. */
+export const truncated = (after: number): SandboxError =>
+  new SandboxError('LOG_TRUNCATED', `Events after ${after} were removed by retention during the export.`, {
+    data: { after },
+  });
 
 export function exportRoute(app: Hono<ApiEnv>, state: EventRoutesState): void {
   const { agents, events, pageBytes } = state;
@@ -61,6 +69,9 @@ export function exportRoute(app: Hono<ApiEnv>, state: EventRoutesState): void {
             durable: true,
           });
           if (page.length === 0) return controller.close();
+          // Retention cut the log past this export while it ran: stop rather than skip (the
+          // client's resume from its last line then answers 410 LOG_TRUNCATED).
+          if (cursor > 0 && page[0]!.seq !== cursor + 1) return controller.error(truncated(cursor));
           cursor = page.at(-1)!.seq;
           controller.enqueue(encoder.encode(`${page.map((e) => JSON.stringify(eventView(e))).join('\n')}\n`));
         },

@@ -126,6 +126,31 @@ describe('log retention', () => {
     expect(stale.json.error.code).toBe('LOG_TRUNCATED');
   });
 
+  it('an export that retention overtakes ends with an error instead of skipping', async () => {
+    const { id } = await api.createAgent(api.keyA);
+    await say(
+      id,
+      Array.from({ length: 1200 }, (_, i) => `old ${i}`),
+    );
+    clock += 3 * DAY;
+    await say(id, ['new']);
+    await api.request(api.keyA, 'PUT', '/v1/settings', { log: { retentionDays: 1 } });
+    const res = await api.app.request(`/v1/agents/${id}/events/export`, {
+      headers: { Authorization: `Bearer ${api.keyA}` },
+    });
+    const reader = res.body!.getReader();
+    const first = await reader.read();
+    const lines = ndjson(new TextDecoder().decode(first.value));
+    expect(lines.length).toBeGreaterThan(0);
+    expect(lines.length).toBeLessThan(1200);
+    await retention().run();
+    await expect(
+      (async () => {
+        for (;;) if ((await reader.read()).done) return 'done';
+      })(),
+    ).rejects.toMatchObject({ code: 'LOG_TRUNCATED' });
+  });
+
   it("exports the whole tenant's log, agent by agent, resumable at any line, and never another tenant's", async () => {
     const first = await api.createAgent(api.keyA);
     clock += 1000; // agents are listed oldest first
