@@ -83,12 +83,23 @@ export async function followEvents(
       finish();
     });
   });
-  const closed = () => stream.aborted || c.req.raw.signal.aborted || lifecycle.shuttingDown || deleted;
+  /** Set when retention removed events this stream had not sent yet: it ends, never skipping them. */
+  let overtaken: number | undefined;
+  const closed = () =>
+    stream.aborted ||
+    c.req.raw.signal.aborted ||
+    lifecycle.shuttingDown ||
+    deleted ||
+    overtaken !== undefined;
   /** Sends every event after `last` up to `upTo`, one bounded page at a time. */
   const catchUp = async (upTo: number) => {
     while (!closed()) {
       const batch = (await eventPage(state, sessionId, last, 1000)).filter((e) => e.seq <= upTo);
       if (batch.length === 0) return;
+      if (last > 0 && batch[0]!.seq !== last + 1) {
+        overtaken = batch[0]!.seq;
+        return;
+      }
       for (const event of batch) {
         last = event.seq;
         await stream.writeSSE({
@@ -118,6 +129,16 @@ export async function followEvents(
         data: JSON.stringify({
           lastEventId: last,
           message: 'The service is shutting down; reconnect with Last-Event-ID.',
+        }),
+      });
+    }
+    if (overtaken !== undefined && !stream.aborted) {
+      await stream.writeSSE({
+        event: 'truncated',
+        data: JSON.stringify({
+          lastEventId: last,
+          firstSeq: overtaken,
+          message: `Retention removed events ${last + 1} to ${overtaken - 1} before they were sent; the kept log goes on at ${overtaken}.`,
         }),
       });
     }

@@ -27,6 +27,8 @@ import { type EventRoutesState, eventPage, followEvents, keptFrom } from './even
 
 /** The data of the last event of a stream that ends (`deleted`, `shutdown`). */
 const StreamEnd = v.object({ lastEventId: v.number(), message: v.string() });
+/** The data of `truncated`: retention overtook the stream. */
+const StreamTruncated = v.object({ lastEventId: v.number(), firstSeq: v.number(), message: v.string() });
 
 export const eventRoutes = (
   agents: AgentService,
@@ -65,8 +67,8 @@ export const eventRoutes = (
         200: {
           ...jsonResponse('A page of events', EventPage),
           ...sseAlternative(
-            { event: Event, deleted: StreamEnd, shutdown: StreamEnd },
-            'With Accept: text/event-stream: `event` events (each a session event as JSON, its seq as id; resume with Last-Event-ID), `: ping` comments, then `deleted` when the agent is deleted or `shutdown` when the service stops.',
+            { event: Event, deleted: StreamEnd, shutdown: StreamEnd, truncated: StreamTruncated },
+            "With Accept: text/event-stream: `event` events (each a session event as JSON, its seq as id; resume with Last-Event-ID), `: ping` comments, then `deleted` when the agent is deleted, `shutdown` when the service stops, or `truncated` when the tenant's retention removed events before the stream sent them (it ends rather than skip them; `firstSeq` says where the kept log goes on).",
           ),
         },
         404: jsonResponse('No such agent', ErrorBody),

@@ -151,6 +151,36 @@ describe('log retention', () => {
     ).rejects.toMatchObject({ code: 'LOG_TRUNCATED' });
   });
 
+  it('a live stream that retention overtakes ends with `truncated` instead of skipping', async () => {
+    const { id } = await api.createAgent(api.keyA);
+    await say(
+      id,
+      Array.from({ length: 2500 }, (_, i) => `old ${i}`),
+    );
+    clock += 3 * DAY;
+    await say(id, ['new']);
+    await api.request(api.keyA, 'PUT', '/v1/settings', { log: { retentionDays: 1 } });
+    const res = await api.app.request(`/v1/agents/${id}/events`, {
+      headers: { Authorization: `Bearer ${api.keyA}`, Accept: 'text/event-stream' },
+    });
+    const reader = res.body!.getReader();
+    const decoder = new TextDecoder();
+    let text = decoder.decode((await reader.read()).value);
+    await retention().run();
+    while (!text.includes('event: truncated')) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value);
+    }
+    await reader.cancel();
+    const ids = [...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
+    expect(ids).toEqual(Array.from({ length: ids.length }, (_, i) => i + 1));
+    expect(ids.length).toBeLessThan(2500);
+    const end = text.slice(text.indexOf('event: truncated'));
+    const data = JSON.parse(/^data: (.*)$/m.exec(end)![1]!);
+    expect(data).toMatchObject({ lastEventId: ids.at(-1), firstSeq: 2501 });
+  });
+
   it("exports the whole tenant's log, agent by agent, resumable at any line, and never another tenant's", async () => {
     const first = await api.createAgent(api.keyA);
     clock += 1000; // agents are listed oldest first
