@@ -28,11 +28,11 @@ export interface Harness<T> {
 /**
  * Runs `fn`, which opens today's event log, on a database migrated only part of the way (as older
  * code left it): the columns today's log reads and writes that later migrations add
- * (sessions.open_calls, version 16; sessions.first_seq and payloads.uses, version 22) are there
+ * (sessions.open_calls, version 16; sessions.first_seq and payloads.uses, the log retention migration) are there
  * while `fn` runs and gone after, so those migrations then find what older code wrote and count it.
  */
 export async function asOlderCode<T>(db: Database, fn: () => Promise<T>): Promise<T> {
-  // Version 22 (log retention): where a session's kept log starts, and each payload's uses.
+  // The log retention migration: where a session's kept log starts, and each payload's uses.
   const later = [
     ['sessions', 'open_calls'],
     ['sessions', 'first_seq'],

@@ -1,4 +1,4 @@
-// Migration 22 on a log written before it: every payload's `uses` is counted from the events that
+// The log retention migration (22 when written) on a log written before it: every payload's `uses` is counted from the events that
 // name it (once per event, whatever the session or how often the event names it), the same count
 // the event writes keep from then on, so retention never removes a payload a kept event still uses.
 import { afterEach, expect, it } from 'vitest';
@@ -12,13 +12,15 @@ let temp: ReturnType<typeof tempDatabase> | undefined;
 afterEach(() => temp?.cleanup());
 
 const big = (c: string) => c.repeat(40 * 1024);
+/** The log retention migration's version (found by name: a merge may renumber it). */
+const RETENTION_VERSION = MIGRATIONS.find((m) => m.name.startsWith('log retention'))!.version;
 
 it('counts the uses of payloads stored before it as the writes count them', async () => {
   temp = tempDatabase();
   const db = openDatabase({ path: temp.path });
   migrate(
     db,
-    MIGRATIONS.filter((m) => m.version < 22),
+    MIGRATIONS.filter((m) => m.version < RETENTION_VERSION),
   );
   db.exec(`INSERT INTO tenants (id, name, created_at) VALUES ('tn_a', 'a', 0), ('tn_b', 'b', 0)`);
   const agent = db.prepare(
