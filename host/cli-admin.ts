@@ -1,5 +1,5 @@
 // The admin commands of the command line (host/cli.ts): `tenants`, `keys` and `nodes`, the
-// store-side twin of the admin API (/v1/tenants…, /v1/nodes…): each opens the store the service uses (DSH_DB or the data
+// store-side twin of the admin API (/v1/tenants…, /v1/nodes…), and `retention` (the log's retention pass, its space): each opens the store the service uses (DSH_DB or the data
 // directory), does one thing, prints JSON and closes it, so they work whether the service runs or
 // not. A key is printed once, at creation. `tenants delete` marks the tenant deleting and revokes
 // its keys (refused at once by a service on PostgreSQL, which hears the wake-up; within 2 s by one
@@ -7,9 +7,11 @@
 // picks deleting tenants up within DELETION_POLL_MS (10 s, serve.ts), or at its next start.
 // `nodes cordon` writes the cordon the service's placement reads at its next placement (every
 // replica's); whether a node answers only the running service knows (GET /v1/nodes).
+import { settingsOf } from './agents/tenant-settings.ts';
 import type { Config } from './config.ts';
 import type { Store } from './store/index.ts';
 import type { TenantQuotas } from './store/tenants-port.ts';
+import { createLogRetention } from './tenants/retention.ts';
 
 export const ADMIN_USAGE = `  tenants list                       every tenant with its state
   tenants get <id>                   one tenant, with what is left while it is being deleted
@@ -23,7 +25,10 @@ export const ADMIN_USAGE = `  tenants list                       every tenant wi
                                      a further key (printed once); T: epoch ms or an ISO date
   keys revoke <tenant> <key>         refused from the next request (its last key too)
   nodes list                         the nodes of DSH_NODES: cordoned, agents on each
-  nodes cordon|uncordon <name>       no new agents on the node (its agents keep working) / again`;
+  nodes cordon|uncordon <name>       no new agents on the node (its agents keep working) / again
+  retention status                   each tenant's log bytes, and the store's free pages
+  retention run                      one retention pass now (each tenant's log settings, DSH_LOG_RETENTION_MAX_DAYS)
+  retention vacuum                   libsql, service stopped: rebuild the file so freed space can be given back`;
 
 export interface AdminFlags {
   name?: string;
@@ -120,10 +125,57 @@ const nodes = async (store: Store, config: Config, [verb, name]: string[]): Prom
   return 0;
 };
 
-/** `tenants …`, `keys …` or `nodes …` on the configured store. The exit code; 2 prints the usage. */
+/**
+ * Runs `retention …` against the store; the exit code (2: usage). `run` is the service's pass
+ * (tenants/retention.ts) in this process: a running service's own count of each tenant's bytes
+ * learns of it at its next pass. `vacuum` rebuilds a libsql file made before retention
+ * (auto_vacuum NONE) as INCREMENTAL, so compact() can give pages back: it needs the file to itself.
+ */
+const retention = async (store: Store, [verb]: string[], config: Config): Promise<number> => {
+  const db = (store as { db?: { pragma(source: string): unknown; exec(sql: string): void } }).db;
+  const pragma = (name: string) =>
+    Number(((db?.pragma(name) ?? []) as Record<string, unknown>[])[0]?.[name] ?? 0);
+  if (verb === 'status') {
+    print({
+      backend: store.backend,
+      tenants: await store.logRetention.tenants(),
+      ...(db === undefined
+        ? {}
+        : {
+            autoVacuum: ['none', 'full', 'incremental'][pragma('auto_vacuum')],
+            pages: pragma('page_count'),
+            freePages: pragma('freelist_count'),
+          }),
+    });
+  } else if (verb === 'run') {
+    const pass = await createLogRetention({
+      store: store.logRetention,
+      settings: { get: async (tenantId) => settingsOf(await store.tenantSettings.get(tenantId)) },
+      events: store.events,
+      maxDays: config.logRetentionMaxDays,
+      onError: (tenantId, error) =>
+        process.stderr.write(
+          `tenant ${tenantId}: ${error instanceof Error ? error.message : String(error)}\n`,
+        ),
+    }).run();
+    print(pass);
+  } else if (verb === 'vacuum') {
+    if (db === undefined)
+      throw new Error('PostgreSQL: run VACUUM FULL on the events and payloads tables (docs/operations.md)');
+    db.exec('PRAGMA auto_vacuum = INCREMENTAL');
+    db.exec('VACUUM');
+    print({
+      autoVacuum: ['none', 'full', 'incremental'][pragma('auto_vacuum')],
+      pages: pragma('page_count'),
+    });
+  } else return 2;
+  return 0;
+};
+
+/** `tenants …`, `keys …`, `nodes …` or `retention …` on the configured store. The exit code; 2 prints the usage. */
 export const runAdmin = async (
   config: Config,
-  command: 'tenants' | 'keys' | 'nodes',
+  command: 'tenants' | 'keys' | 'nodes' | 'retention',
   args: string[],
   flags: AdminFlags,
 ): Promise<number> => {
@@ -140,7 +192,9 @@ export const runAdmin = async (
         ? await tenants(store, args, flags)
         : command === 'nodes'
           ? await nodes(store, config, args)
-          : await keys(store, args, flags);
+          : command === 'keys'
+            ? await keys(store, args, flags)
+            : await retention(store, args, config);
     if (code === 2) process.stderr.write(`usage:\n${ADMIN_USAGE}\n`);
     return code;
   } finally {

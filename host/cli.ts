@@ -1,7 +1,7 @@
 #!/bin/sh
 ':' //; n=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null); [ "${n:-0}" -ge 24 ] 2>/dev/null || { echo "dsh-sandbox: needs Node.js 24 or later, and node on PATH is $(node --version 2>/dev/null || echo missing); install Node.js 24, or run npm start, which fetches it" >&2; exit 1; }; exec node --no-node-snapshot "$0" "$@"
 // The command line: `serve` (the control plane), `node` (a node agent: serve-node.ts), the admin
-// commands `tenants`, `keys` and `nodes` (cli-admin.ts; `tenant create` is the older spelling of
+// commands `tenants`, `keys`, `nodes` and `retention` (cli-admin.ts; `tenant create` is the older spelling of
 // `tenants create`) and `doctor`.
 // `npm start` runs `serve` after scripts/run.sh prepared Node 24, the Docker engine and the sandbox
 // image (and passes its tag in DSH_SANDBOX_IMAGE). Run as a program (`./host/cli.ts`, the package's
@@ -128,6 +128,7 @@ const main = async (argv: string[]): Promise<number> => {
     case 'tenants':
     case 'keys':
     case 'nodes':
+    case 'retention':
       return runAdmin(config, command, rest, {
         ...(values.name === undefined ? {} : { name: values.name }),
         ...(values['expires-at'] === undefined ? {} : { expiresAt: values['expires-at'] }),

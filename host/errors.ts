@@ -150,6 +150,9 @@ export const ERROR_CODES = {
    * volumes without a size limit (DSH_DISK_QUOTA=off), a remote node, or the memory provider.
    */
   SNAPSHOT_UNSUPPORTED: 501,
+  // log retention (host/tenants/retention.ts)
+  /** The events asked for (`after=` older than the kept log) were removed by retention: resume from `data.firstSeq` - 1. */
+  LOG_TRUNCATED: 410,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

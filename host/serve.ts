@@ -38,6 +38,7 @@ import { connectStore, storeSecretsKey } from './store/connect.ts';
 import type { Store } from './store/index.ts';
 import { isPostgresUrl } from './store/pg/url.ts';
 import { createTenantDeletion } from './tenants/deletion.ts';
+import { createLogRetention, type LogRetentionOptions } from './tenants/retention.ts';
 import { repairInterruptedCalls, repairLine } from './tools/interrupted.ts';
 
 export const VERSION = '0.1.0';
@@ -141,6 +142,24 @@ const openServiceStore = async (config: Config, given: Store | undefined, log: (
   return { identity, secretsKey, ...ownershipOf(opened, identity, config.replicaLeaseMs, trouble) };
 };
 
+/** The durable log's retention: a background pass in bounded slices (tenants/retention.ts). */
+const logRetentionOf = (
+  config: Config,
+  store: Store,
+  settings: LogRetentionOptions['settings'],
+  log: (line: string) => void,
+) =>
+  createLogRetention({
+    store: store.logRetention,
+    settings,
+    events: store.events,
+    maxDays: config.logRetentionMaxDays,
+    onError: (id, e) =>
+      log(
+        `log retention${id === '' ? '' : ` of tenant ${id}`}: ${e instanceof Error ? e.message : String(e)}`,
+      ),
+  });
+
 export const startServer = async (config: Config, options: StartOptions = {}): Promise<Running> => {
   const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
   if (!options.sandboxes) sandboxImageOf(config); // refused before anything is made
@@ -187,6 +206,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
     onError: (id, e) =>
       log(`tenant ${id}: deletion failed, retried in 5 s: ${e instanceof Error ? e.message : String(e)}`),
   });
+  const retention = logRetentionOf(config, store, agents.settings, log);
   // Connections without a valid key cannot take the last ones, nor stay silent (api/connections.ts).
   const connections = createConnectionGuard({
     maxConnections: config.maxConnections,
@@ -229,6 +249,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
   await ownership?.start(replicaUrlOf(config, port));
   const resumed = await tenantDeletion.watch(DELETION_POLL_MS);
   if (resumed > 0) log(`resuming the deletion of ${resumed} tenant(s)`);
+  retention.start(config.logRetentionEverySeconds * 1000);
 
   let closing: Promise<void> | undefined;
   const close = () => {
@@ -239,6 +260,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
       for (const ws of wss.clients) ws.close(1001, 'server shutting down');
       const idle = setInterval(() => server.closeIdleConnections(), 50);
       await tenantDeletion.close(); // after its current step; the rest at the next start
+      await retention.close(); // after its current slice
       await agents.close(config.shutdownGraceMs);
       const hard = setTimeout(() => server.closeAllConnections(), 5000);
       await closed;

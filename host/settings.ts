@@ -1014,6 +1014,24 @@ export const SETTINGS = {
     help: 'nodes of DSH_NODES that take no new agents (their agents keep working), comma-separated',
     doc: 'names of `DSH_NODES` nodes that get no new agents (cordoned, e.g. before draining one); agents already on them keep working there. A name not in `DSH_NODES` is refused at start. Cordons at run time, kept in the store: `POST /v1/nodes/:name/cordon` or `dsh-sandbox nodes cordon <name>` (docs/nodes.md)',
   }),
+  logRetentionMaxDays: int({
+    env: 'DSH_LOG_RETENTION_MAX_DAYS',
+    section: 'tenants and agents',
+    default: 0,
+    min: 0,
+    max: 36_500,
+    help: 'longest a durable log event is kept, whatever the tenant asks (0: no maximum)',
+    doc: "operator's maximum age of durable log events in days, over every tenant's own `log.retentionDays` (`PUT /v1/settings`); older events go in the background retention pass (docs/operations.md). 0 (default): no maximum, each tenant's setting alone applies",
+  }),
+  logRetentionEverySeconds: int({
+    env: 'DSH_LOG_RETENTION_EVERY_SECONDS',
+    section: 'tenants and agents',
+    default: 3600,
+    min: 10,
+    max: 86_400,
+    help: 'how often the log retention pass runs',
+    doc: "how often the background log retention pass runs (seconds; also once a minute after start): each pass removes what every tenant's retention lets go, in bounded slices, and gives the space back",
+  }),
 } as const;
 
 /** The service's configuration: one value per setting of the table. */

@@ -1,5 +1,6 @@
 // Each tenant's settings as the agent service reads them (GET/PUT /v1/settings): the pause
-// settings and the checkpoint bounds. The store keeps one JSON document per tenant (store/tenant-settings.ts); this module
+// settings, the checkpoint bounds and the log's retention. The store keeps one JSON document per
+// tenant (store/tenant-settings.ts); this module
 // owns its meaning: what a missing or partial document means (the defaults), and a cache with a
 // short lifetime, so that a call or an idle sweep costs no read.
 // Invariants: a tenant that set nothing gets DEFAULT_TENANT_SETTINGS; a document is read back
@@ -26,18 +27,35 @@ export interface CheckpointSettings {
   tools: boolean;
 }
 
+/** How long the tenant's durable log is kept (host/tenants/retention.ts applies it). */
+export interface LogSettings {
+  /** Days an event is kept; 0: no limit of the tenant's own (the operator's maximum still applies). */
+  retentionDays: number;
+  /** Bytes the log is cut down to, oldest events first; 0: no limit of its own (the budget still refuses). */
+  retentionBytes: number;
+  /** Hours a deleted agent's log is kept after its deletion (then it goes whole). */
+  deletedAgentHours: number;
+}
+
 export interface TenantSettings {
   pause: PauseSettings;
   checkpoints: CheckpointSettings;
+  log: LogSettings;
 }
 
-/** Idle pauses off (the service's own idle stop still applies), calls resume a paused agent. */
+/**
+ * Idle pauses off (the service's own idle stop still applies), calls resume a paused agent; 256
+ * checkpoints or 64 MiB per agent, no checkpoint tools; the log kept without limit of its own, a
+ * deleted agent's for a week.
+ */
 export const DEFAULT_TENANT_SETTINGS: TenantSettings = {
   pause: { idleSeconds: 0, onCall: 'resume' },
   checkpoints: { maxBytes: 64 * 1024 * 1024, maxCount: 256, tools: false },
+  log: { retentionDays: 0, retentionBytes: 0, deletedAgentHours: 168 },
 };
 
-const countOr = (value: unknown, fallback: number): number =>
+/** A whole number >= 0, else the default. */
+const count = (value: unknown, fallback: number): number =>
   typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : fallback;
 
 /** How long a tenant's settings are answered from memory (other replicas' puts show within it). */
@@ -45,7 +63,14 @@ export const CACHE_MS = 10_000;
 
 /** A stored document read field by field, the defaults where it says nothing valid. */
 export function settingsOf(document: JsonValue | undefined): TenantSettings {
-  const pause = (document as { pause?: Partial<Record<keyof PauseSettings, unknown>> } | undefined)?.pause;
+  const doc = document as
+    | {
+        pause?: Partial<Record<keyof PauseSettings, unknown>>;
+        log?: Partial<Record<keyof LogSettings, unknown>>;
+      }
+    | undefined;
+  const pause = doc?.pause;
+  const log = DEFAULT_TENANT_SETTINGS.log;
   const idle = pause?.idleSeconds;
   const checkpoints = (
     document as { checkpoints?: Partial<Record<keyof CheckpointSettings, unknown>> } | undefined
@@ -60,9 +85,14 @@ export function settingsOf(document: JsonValue | undefined): TenantSettings {
       onCall: pause?.onCall === 'refuse' ? 'refuse' : 'resume',
     },
     checkpoints: {
-      maxBytes: countOr(checkpoints?.maxBytes, fallback.maxBytes),
-      maxCount: countOr(checkpoints?.maxCount, fallback.maxCount),
+      maxBytes: count(checkpoints?.maxBytes, fallback.maxBytes),
+      maxCount: count(checkpoints?.maxCount, fallback.maxCount),
       tools: checkpoints?.tools === true,
+    },
+    log: {
+      retentionDays: count(doc?.log?.retentionDays, log.retentionDays),
+      retentionBytes: count(doc?.log?.retentionBytes, log.retentionBytes),
+      deletedAgentHours: count(doc?.log?.deletedAgentHours, log.deletedAgentHours),
     },
   };
 }

@@ -18,6 +18,7 @@ import { callRoutes } from './routes/calls.ts';
 import { checkpointRoutes } from './routes/checkpoints.ts';
 import { egressRoutes } from './routes/egress.ts';
 import { eventRoutes } from './routes/events.ts';
+import { tenantExportRoutes } from './routes/events-export-tenant.ts';
 import { execRoutes } from './routes/exec.ts';
 import { fileRemoveRoutes } from './routes/file-remove.ts';
 import { fileRoutes } from './routes/files.ts';
@@ -136,6 +137,16 @@ export function mountV1Routes(app: Hono<ApiEnv>, state: AppState): void {
   tenantScoped('/v1/limits');
   app.route('/', ownLimitRoutes(deps.store.tenants, deps.agents, limits.workspaceMb));
   app.route('/', nodeRoutes(deps.nodes, deps.adminKey));
+  tenantScoped('/v1/events/*');
+  app.route(
+    '/',
+    tenantExportRoutes({
+      agents: deps.agents,
+      events: deps.store.events,
+      lifecycle,
+      pageBytes: limits.eventPageBytes,
+    }),
+  );
 }
 
 /** GET /openapi.json: the description of `app`, generated on first request and kept. */

@@ -469,6 +469,12 @@ export const EventPage = v.pipe(
       v.number(),
       v.description('The last seq in this page: pass it as `after` for the next page'),
     ),
+    firstSeq: v.pipe(
+      v.number(),
+      v.description(
+        "Where the kept log starts: 1 until the tenant's retention removed older events (an `after` below firstSeq - 1 answers 410 LOG_TRUNCATED)",
+      ),
+    ),
   }),
   v.description("At most `limit` events and about the server's page byte bound (at least one event)"),
 );

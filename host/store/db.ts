@@ -56,6 +56,10 @@ export const openDatabase = (options: OpenDatabaseOptions): Database => {
   }
   try {
     if (!memory) {
+      // Takes effect only in a database that has no table yet: a new store can give the pages
+      // retention frees back to the file system (incremental_vacuum, host/store/log-retention.ts).
+      // An older store keeps reusing them until `retention vacuum` rebuilds it (docs/operations.md).
+      db.pragma('auto_vacuum = INCREMENTAL');
       db.pragma('journal_mode = WAL');
       chmodSync(path, 0o600);
     }

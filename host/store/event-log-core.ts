@@ -18,7 +18,7 @@
 import { append, lastSeqOf } from './event-log-append.ts';
 import { admits, DEFAULT_LOG_BUDGET_BYTES, usageOf } from './event-log-budget.ts';
 import { unfinishedCalls } from './event-log-calls.ts';
-import { settled } from './event-log-load.ts';
+import { answer, settled } from './event-log-load.ts';
 import type {
   AsyncEventWriter,
   ClosableEventLog,
@@ -83,6 +83,12 @@ export function createEventLog(
     unfinishedCalls: (query) => unfinishedCalls(s, query),
     close: () => close(s),
     ...(options.fence === undefined ? {} : { stored: (event: SessionEvent) => whenStored(s, event) }),
+    firstSeq: (sessionId) =>
+      settled(s, () => answer(s, `first\0${sessionId}`, () => backend.firstSeq?.(sessionId) ?? 1)),
+    release: (tenantId, bytes) => {
+      const budget = s.budgets.get(tenantId);
+      if (budget !== undefined) budget.used = Math.max(0, budget.used - bytes);
+    },
     forget: (sessionId) => {
       const session = s.sessions.get(sessionId);
       if (session !== undefined) session.seq = -1;

@@ -20,6 +20,7 @@ export interface EventReads {
   readonly openSessions: LibsqlDatabase.Statement;
   readonly openSession: LibsqlDatabase.Statement;
   readonly callRows: LibsqlDatabase.Statement;
+  readonly firstSeq: LibsqlDatabase.Statement;
 }
 
 export function prepareReads(db: Database): EventReads {
@@ -46,6 +47,7 @@ export function prepareReads(db: Database): EventReads {
               CASE type WHEN 'tool.call' THEN data ELSE '{}' END AS data, NULL AS refs, at
        FROM events WHERE session_id = ? AND type IN ('tool.call', 'tool.result') ORDER BY seq`,
     ),
+    firstSeq: db.prepare('SELECT first_seq FROM sessions WHERE id = ?'),
   };
 }
 
@@ -92,6 +94,14 @@ export function readEvents(
 ): EventRow[] {
   return guarded('read events', () =>
     (reads.read.all(sessionId, afterSeq, limit) as StoredEvent[]).map(toEventRow),
+  );
+}
+
+/** Where the session's kept log starts (1 until retention removed some: migration 24). */
+export function firstSeqOf(reads: EventReads, sessionId: string): number {
+  return guarded(
+    'read first kept seq',
+    () => (reads.firstSeq.all(sessionId)[0] as { first_seq: number } | undefined)?.first_seq ?? 1,
   );
 }
 

@@ -5,13 +5,13 @@
 // the common path reads nothing (a read costs as much as two inserts); if a second process wrote
 // the session meanwhile, the insert hits the primary key and the batch is retried once, renumbered
 // after the stored rows, so stored seqs stay unique and gap-free. Payloads live in `payloads` (one
-// row per tenant and sha256, INSERT OR IGNORE), and the same transaction adds what the batch really
+// row per tenant and sha256, INSERT OR IGNORE; `uses` raised once per row naming it), and the same transaction adds what the batch really
 // stored to `tenant_log_usage` and indexes every row for full-text search (search-text.ts): an
 // `event_index` entry and its tokens in `events_fts`, the payloads the row newly stored included.
 import type LibsqlDatabase from 'libsql';
 import { type Database, guarded, immediate } from './db.ts';
 import type { QueuedRow } from './event-log-port.ts';
-import { groupBySession, openedBy, renumberAfter } from './event-log-rows.ts';
+import { groupBySession, openedBy, renumberAfter, usedShas } from './event-log-rows.ts';
 import { indexText, ownerTokens, payloadIndexText } from './search-text.ts';
 
 const prepareIndex = (db: Database) => ({
@@ -33,6 +33,7 @@ export interface EventWrites {
   readonly insert: LibsqlDatabase.Statement;
   readonly addUsage: LibsqlDatabase.Statement;
   readonly insertBlob: LibsqlDatabase.Statement;
+  readonly addUse: LibsqlDatabase.Statement;
 }
 
 export function prepareWrites(db: Database, indexing: boolean): EventWrites {
@@ -57,6 +58,7 @@ export function prepareWrites(db: Database, indexing: boolean): EventWrites {
     insertBlob: db.prepare(
       'INSERT OR IGNORE INTO payloads (tenant_id, sha256, bytes, data, created_at) VALUES (?, ?, ?, ?, ?)',
     ),
+    addUse: db.prepare('UPDATE payloads SET uses = uses + 1 WHERE tenant_id = ? AND sha256 = ?'),
   };
 }
 
@@ -74,7 +76,7 @@ export function writeEvents(state: EventWrites, rows: QueuedRow[]): void {
 
 /** One transaction; `renumber` checks each session's stored last seq first (the rare retry path). */
 function writeBatch(state: EventWrites, rows: QueuedRow[], renumber: boolean): void {
-  const { db, indexing, storedSeq, upsertSession, insert, addUsage, insertBlob } = state;
+  const { db, indexing, storedSeq, upsertSession, insert, addUsage, insertBlob, addUse } = state;
   immediate(db, () => {
     for (const [sessionId, group] of groupBySession(rows)) {
       if (renumber) {
@@ -95,6 +97,8 @@ function writeBatch(state: EventWrites, rows: QueuedRow[], renumber: boolean): v
           bytes -= blob.bytes;
         else if (indexing) text += ` ${payloadIndexText(blob.json)}`;
       }
+      // One use of each payload the row names (retention removes a payload with its last use).
+      if (r.refs !== undefined) for (const sha of usedShas(r.refs)) addUse.run(r.tenantId, sha);
       usage.set(r.tenantId, (usage.get(r.tenantId) ?? 0) + bytes);
       insert.run(
         r.sessionId,

@@ -88,6 +88,8 @@ export interface EventBackend {
    * given; by session, then seq. Reads only those sessions' rows, never the whole log.
    */
   callRows(sessionIds: readonly string[] | undefined): Answer<EventRow[]>;
+  /** Where the session's kept log starts: 1 until retention removed a prefix (log-retention-port.ts). Absent: 1. */
+  firstSeq?(sessionId: string): Answer<number>;
 }
 
 /** A backend that answers at once (libsql, memory; the writer thread calls its `write` directly). */
@@ -101,6 +103,7 @@ export interface SyncEventBackend extends EventBackend {
   write(rows: QueuedRow[]): void;
   read(sessionId: string, afterSeq: number, limit: number): EventRow[];
   callRows(sessionIds: readonly string[] | undefined): EventRow[];
+  firstSeq?(sessionId: string): number;
 }
 
 export interface EventLogOptions {
@@ -150,6 +153,11 @@ export interface ClosableEventLog extends EventLog, EventPayloads, EventRepairs 
    * last seq again: a replica taking a family over calls it, another replica having written since.
    */
   forget(sessionId: string): void;
+  /**
+   * Takes `bytes` off what this process counts as the tenant's log usage: retention removed them
+   * (host/tenants/retention.ts), so appends refused for the budget are admitted again at once.
+   */
+  release(tenantId: string, bytes: number): void;
   /**
    * Refuses appends from now on, writes what is queued and stops the background writer. Resolves
    * once everything appended before it is stored: with a synchronous backend (libsql, memory)

@@ -177,3 +177,14 @@ export function sizeOf(row: EventRow, refs: PayloadRef[], inline: boolean): numb
         : JSON.stringify(refs).length + 14)
   );
 }
+
+/**
+ * The payloads a row uses (migration 24 `payloads.uses`): the distinct sha256 of its refs that
+ * were stored, not dropped. Every backend's write adds one use of each, retention takes it back.
+ */
+export function usedShas(refs: string | undefined | null): string[] {
+  if (refs == null) return [];
+  const shas = new Set<string>();
+  for (const ref of JSON.parse(refs) as PayloadRef[]) if (!ref.dropped) shas.add(ref.sha256);
+  return [...shas];
+}

@@ -17,6 +17,7 @@ import type { Database } from './db.ts';
 import { createEventLog } from './event-log-core.ts';
 import {
   callRowsOf,
+  firstSeqOf,
   hasBlob,
   lastSeqOf,
   prepareReads,
@@ -60,6 +61,7 @@ export const createLibsqlEventBackend = (
     write: (rows) => writeEvents(writes, rows),
     read: (sessionId, afterSeq, limit) => readEvents(reads, sessionId, afterSeq, limit),
     callRows: (sessionIds) => callRowsOf(reads, sessionIds),
+    firstSeq: (sessionId) => firstSeqOf(reads, sessionId),
   };
 };
 

@@ -11,6 +11,7 @@ import { createLibsqlEventLog } from './event-log.ts';
 import type { EventLogOptions } from './event-log-port.ts';
 import { createEventSearch } from './event-search.ts';
 import { instanceIdOf } from './instance.ts';
+import { createLogRetentionStore } from './log-retention.ts';
 import { migrate } from './migrations.ts';
 import { createNodeStore } from './nodes.ts';
 import { createLibsqlPluginStore } from './plugins.ts';
@@ -109,6 +110,7 @@ export const openStore = (options: OpenStoreOptions): LibsqlStore => {
       requests,
       tenants: createTenantStore(db, now, { wake }),
       tenantPurge: createTenantPurgeStore(db),
+      logRetention: createLogRetentionStore(db),
       agents: createAgentStore(db, now, sealer),
       plugins: createLibsqlPluginStore(db, { now, limitsOf: options.pluginLimitsOf }),
       sessionState: createSessionStateStore(db, now),

@@ -730,6 +730,41 @@ export const MIGRATIONS: readonly Migration[] = [
       `,
     },
   },
+  {
+    version: 24,
+    name: 'log retention: where a session log starts, how many events use each payload',
+    // Retention (host/tenants/retention.ts) removes a prefix of a session's events: first_seq is
+    // the first seq kept (1 until something was removed). A payload is used by the events whose
+    // refs name it (once per event; a dropped ref names no stored payload): `uses` counts them, kept
+    // by the event writes, so the payload goes with the last event that used it. The index finds a
+    // session's oldest index entries without reading the rest.
+    sql: `
+      ALTER TABLE sessions ADD COLUMN first_seq INTEGER NOT NULL DEFAULT 1;
+      ALTER TABLE payloads ADD COLUMN uses INTEGER NOT NULL DEFAULT 0;
+      CREATE INDEX event_index_session_seq ON event_index(session_id, seq);
+      UPDATE payloads SET uses = c.n FROM (
+        SELECT coalesce(a.tenant_id, '') AS tenant_id, r.sha AS sha256, count(*) AS n FROM (
+          SELECT DISTINCT e.session_id AS session_id, e.seq AS seq, json_extract(j.value, '$.sha256') AS sha
+          FROM events e, json_each(e.refs) j
+          WHERE e.refs IS NOT NULL AND coalesce(json_extract(j.value, '$.dropped'), 0) = 0) r
+        LEFT JOIN agents a ON a.id = r.session_id GROUP BY 1, 2) AS c
+      WHERE c.tenant_id = payloads.tenant_id AND c.sha256 = payloads.sha256;
+    `,
+    pg: {
+      sql: `
+        ALTER TABLE sessions ADD COLUMN first_seq bigint NOT NULL DEFAULT 1;
+        ALTER TABLE payloads ADD COLUMN uses bigint NOT NULL DEFAULT 0;
+        CREATE INDEX event_index_session_seq ON event_index(session_id, seq);
+        UPDATE payloads p SET uses = c.n FROM (
+          SELECT coalesce(a.tenant_id, '') AS tenant_id, r.sha, count(*) AS n FROM (
+            SELECT DISTINCT e.session_id, e.seq, j->>'sha256' AS sha
+            FROM events e, jsonb_array_elements(e.refs::jsonb) j
+            WHERE e.refs IS NOT NULL AND coalesce((j->>'dropped')::boolean, false) = false) r
+          LEFT JOIN agents a ON a.id = r.session_id GROUP BY 1, 2) c
+        WHERE c.tenant_id = p.tenant_id AND c.sha = p.sha256;
+      `,
+    },
+  },
 ];
 
 export const latestSchemaVersion = (migrations: readonly Migration[] = MIGRATIONS): number =>

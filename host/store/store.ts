@@ -7,6 +7,7 @@ import type { EgressSettingsStore } from './egress.ts';
 import type { ClosableEventLog } from './event-log-port.ts';
 import type { LeaseStore } from './leases-port.ts';
 import type { LimitStore } from './limits-port.ts';
+import type { LogRetentionStore } from './log-retention-port.ts';
 import type { NodeStore } from './nodes.ts';
 import type { PluginStore } from './plugins-core.ts';
 import type { ClosableRequestStore } from './request-core.ts';
@@ -35,6 +36,8 @@ export interface Store {
   tenants: TenantStore;
   /** What is left of a deleted tenant, removed in slices (host/tenants/deletion.ts runs it). */
   tenantPurge: TenantPurgeStore;
+  /** The durable log's retention, in slices (host/tenants/retention.ts runs it). */
+  logRetention: LogRetentionStore;
   agents: AgentStore;
   /** Creator plugins and their immutable packages (cordis_define). */
   plugins: PluginStore;

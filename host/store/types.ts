@@ -99,6 +99,11 @@ export interface EventLog {
    */
   lastSeq?(sessionId: string): Promise<number>;
   /**
+   * Where the session's kept log starts: its first seq still stored, 1 until retention removed
+   * older events (events before it are gone for good; pages say so). Absent on logs that keep all.
+   */
+  firstSeq?(sessionId: string): Promise<number>;
+  /**
    * Replicas (a fenced log): resolves once the appended event is durable, and rejects
    * OWNER_FENCED when it was dropped because another replica runs its family now. A call runs only
    * after its `tool.call` is stored (tools/call-log.ts), so no call runs on a replica whose record

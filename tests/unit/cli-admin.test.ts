@@ -117,3 +117,37 @@ it('lists the nodes of DSH_NODES and cordons one in the store, refusing a name i
   expect(unknown.stderr).toMatch(/no node c in DSH_NODES/);
   expect((await cli('nodes', 'cordon')).code).toBe(2);
 });
+it('retention status and run: a pass removes what the tenant lets go, as the service does', async () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'dsh-cli-'));
+  dirs.push(dataDir);
+  const cli = cliIn(dataDir);
+  const acme = (await cli('tenants', 'create', 'acme')).json;
+  const old = openStore({ path: join(dataDir, STORE_FILE), now: () => Date.now() - 10 * 86_400_000 });
+  try {
+    const agent = await old.agents.create({
+      tenantId: acme.id,
+      preset: 'standard',
+      mode: 'direct',
+      config: {},
+    });
+    await old.events.append(
+      ['one', 'two', 'three'].map((text) => ({
+        sessionId: agent.id,
+        type: 'message.user',
+        surface: 'current' as const,
+        data: { text },
+      })),
+    );
+    await old.tenantSettings.put(acme.id, { log: { retentionDays: 5 } });
+  } finally {
+    await old.close();
+  }
+  const before = (await cli('retention', 'status')).json;
+  expect(before).toMatchObject({ backend: 'libsql', autoVacuum: 'incremental' });
+  expect(before.tenants).toEqual([{ tenantId: acme.id, bytes: expect.any(Number) }]);
+  expect((await cli('retention', 'run')).json).toMatchObject({ tenants: 1, events: 3 });
+  expect((await cli('retention', 'status')).json.tenants).toEqual([]);
+  expect((await cli('retention', 'run')).json).toMatchObject({ events: 0 });
+  expect((await cli('retention', 'vacuum')).json).toMatchObject({ autoVacuum: 'incremental' });
+  expect((await cli('retention', 'sweep')).code).toBe(2);
+}, 120_000);

@@ -7,6 +7,7 @@
 import type { Context } from 'hono';
 import type { SSEStreamingApi } from 'hono/streaming';
 import type { AgentService } from '../../agents/service.ts';
+import { SandboxError } from '../../errors.ts';
 import type { EventLog, EventPayloads } from '../../store/types.ts';
 import type { ApiEnv } from '../env.ts';
 import type { Lifecycle } from '../lifecycle.ts';
@@ -21,6 +22,22 @@ export interface EventRoutesState {
   lifecycle: Lifecycle;
   /** Byte bound of a page and of every read of a stream (ApiLimits.eventPageBytes). */
   pageBytes: number;
+}
+
+/**
+ * Where the session's kept log starts (1 until retention removed events). A resume point older
+ * than that (`after` > 0 and below firstSeq - 1) answers LOG_TRUNCATED instead of skipping the
+ * removed events silently; `after=0` reads from the first kept event.
+ */
+export async function keptFrom(state: EventRoutesState, sessionId: string, after: number): Promise<number> {
+  const firstSeq = (await state.events.firstSeq?.(sessionId)) ?? 1;
+  if (after > 0 && after < firstSeq - 1)
+    throw new SandboxError(
+      'LOG_TRUNCATED',
+      `Events ${after + 1} to ${firstSeq - 1} of this log were removed by its retention; the kept log starts at seq ${firstSeq}: resume with after=${firstSeq - 1}.`,
+      { data: { after, firstSeq } },
+    );
+  return firstSeq;
 }
 
 /** The events after `afterSeq`: at most `limit` of them and about pageBytes bytes (at least one). */
@@ -66,12 +83,23 @@ export async function followEvents(
       finish();
     });
   });
-  const closed = () => stream.aborted || c.req.raw.signal.aborted || lifecycle.shuttingDown || deleted;
+  /** Set when retention removed events this stream had not sent yet: it ends, never skipping them. */
+  let overtaken: number | undefined;
+  const closed = () =>
+    stream.aborted ||
+    c.req.raw.signal.aborted ||
+    lifecycle.shuttingDown ||
+    deleted ||
+    overtaken !== undefined;
   /** Sends every event after `last` up to `upTo`, one bounded page at a time. */
   const catchUp = async (upTo: number) => {
     while (!closed()) {
       const batch = (await eventPage(state, sessionId, last, 1000)).filter((e) => e.seq <= upTo);
       if (batch.length === 0) return;
+      if (last > 0 && batch[0]!.seq !== last + 1) {
+        overtaken = batch[0]!.seq;
+        return;
+      }
       for (const event of batch) {
         last = event.seq;
         await stream.writeSSE({
@@ -101,6 +129,16 @@ export async function followEvents(
         data: JSON.stringify({
           lastEventId: last,
           message: 'The service is shutting down; reconnect with Last-Event-ID.',
+        }),
+      });
+    }
+    if (overtaken !== undefined && !stream.aborted) {
+      await stream.writeSSE({
+        event: 'truncated',
+        data: JSON.stringify({
+          lastEventId: last,
+          firstSeq: overtaken,
+          message: `Retention removed events ${last + 1} to ${overtaken - 1} before they were sent; the kept log goes on at ${overtaken}.`,
         }),
       });
     }

@@ -22,10 +22,13 @@ import { ErrorBody, Event, EventPage, EventsQuery, PayloadQuery } from '../schem
 import { countedSSE } from '../sse.ts';
 import { loadAgent } from './agents.ts';
 import { eventView, wantsSse } from './calls.ts';
-import { type EventRoutesState, eventPage, followEvents } from './events-stream.ts';
+import { exportRoute } from './events-export.ts';
+import { type EventRoutesState, eventPage, followEvents, keptFrom } from './events-stream.ts';
 
 /** The data of the last event of a stream that ends (`deleted`, `shutdown`). */
 const StreamEnd = v.object({ lastEventId: v.number(), message: v.string() });
+/** The data of `truncated`: retention overtook the stream. */
+const StreamTruncated = v.object({ lastEventId: v.number(), firstSeq: v.number(), message: v.string() });
 
 export const eventRoutes = (
   agents: AgentService,
@@ -64,11 +67,12 @@ export const eventRoutes = (
         200: {
           ...jsonResponse('A page of events', EventPage),
           ...sseAlternative(
-            { event: Event, deleted: StreamEnd, shutdown: StreamEnd },
-            'With Accept: text/event-stream: `event` events (each a session event as JSON, its seq as id; resume with Last-Event-ID), `: ping` comments, then `deleted` when the agent is deleted or `shutdown` when the service stops.',
+            { event: Event, deleted: StreamEnd, shutdown: StreamEnd, truncated: StreamTruncated },
+            "With Accept: text/event-stream: `event` events (each a session event as JSON, its seq as id; resume with Last-Event-ID), `: ping` comments, then `deleted` when the agent is deleted, `shutdown` when the service stops, or `truncated` when the tenant's retention removed events before the stream sent them (it ends rather than skip them; `firstSeq` says where the kept log goes on).",
           ),
         },
         404: jsonResponse('No such agent', ErrorBody),
+        410: jsonResponse('`after` (or Last-Event-ID) is older than the kept log (LOG_TRUNCATED)', ErrorBody),
       },
     }),
     loadAgent(agents),
@@ -77,16 +81,22 @@ export const eventRoutes = (
       const sessionId = c.get('agent').sessionId;
       await events.flush();
       if (!wantsSse(c.req.header('accept'))) {
-        const events = await eventPage(state, sessionId, query.after ?? 0, query.limit ?? 500);
-        return c.json({ events: events.map(eventView), next: events.at(-1)?.seq ?? query.after ?? 0 });
+        const after = query.after ?? 0;
+        const firstSeq = await keptFrom(state, sessionId, after);
+        const events = await eventPage(state, sessionId, after, query.limit ?? 500);
+        const next = events.at(-1)?.seq ?? Math.max(after, firstSeq - 1);
+        return c.json({ events: events.map(eventView), next, firstSeq });
       }
       const header = c.req.header('last-event-id');
       if (header !== undefined && !/^\d{1,15}$/.test(header))
         throw new SandboxError('BAD_REQUEST', 'Last-Event-ID must be an event seq.');
       const last = header === undefined ? (query.after ?? 0) : Number(header);
+      await keptFrom(state, sessionId, last);
       return countedSSE(c, 'events', (stream) => followEvents(state, c, stream, sessionId, last));
     },
   );
+
+  exportRoute(app, state);
 
   app.get(
     '/v1/agents/:id/events/:seq/payload',

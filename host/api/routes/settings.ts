@@ -1,7 +1,8 @@
 // The tenant's settings over HTTP, by its own key (host/agents/tenant-settings.ts owns their
 // meaning): GET /v1/settings shows them with their defaults filled in; PUT replaces them whole.
-// Today: `pause` (idle pauses and what a call to a paused agent does) and `checkpoints` (what each
-// agent keeps to roll its file calls back, and whether its model gets checkpoint and rollback).
+// Today: `pause` (idle pauses and what a call to a paused agent does), `checkpoints` (what each
+// agent keeps to roll its file calls back, and whether its model gets checkpoint and rollback)
+// and `log` (its retention).
 import { Hono } from 'hono';
 import { describeRoute } from 'hono-openapi';
 import * as v from 'valibot';
@@ -73,14 +74,38 @@ const CheckpointSettings = v.strictObject({
   ),
 });
 
+/** A hundred years, and 1 PiB: bounds that only refuse nonsense. */
+const MAX_RETENTION_DAYS = 36_500;
+const MAX_RETENTION_BYTES = 2 ** 50;
+
+const whole = (max: number, description: string) =>
+  v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(max), v.description(description)));
+
+const LogSettings = v.strictObject({
+  retentionDays: whole(
+    MAX_RETENTION_DAYS,
+    "Days an event of the durable log is kept; 0 (default): no limit of the tenant's own (the operator's DSH_LOG_RETENTION_MAX_DAYS still applies). Older events are removed in the background.",
+  ),
+  retentionBytes: whole(
+    MAX_RETENTION_BYTES,
+    "Bytes the log is cut down to, oldest events first; 0 (default): no limit of its own (the operator's budget DSH_TENANT_LOG_BYTES still refuses new calls when full).",
+  ),
+  deletedAgentHours: whole(
+    MAX_RETENTION_DAYS * 24,
+    "Hours a deleted agent's log is kept (then it goes whole); default 168.",
+  ),
+});
+
 export const PutSettings = v.strictObject({
   pause: v.optional(PauseSettings),
   checkpoints: v.optional(CheckpointSettings),
+  log: v.optional(LogSettings),
 });
 
 const SettingsView = v.object({
   pause: v.object({ idleSeconds: v.number(), onCall: v.picklist(['resume', 'refuse']) }),
   checkpoints: v.object({ maxBytes: v.number(), maxCount: v.number(), tools: v.boolean() }),
+  log: v.object({ retentionDays: v.number(), retentionBytes: v.number(), deletedAgentHours: v.number() }),
 });
 
 export const settingsRoutes = (agents: AgentService): Hono<ApiEnv> => {
@@ -114,6 +139,7 @@ export const settingsRoutes = (agents: AgentService): Hono<ApiEnv> => {
       const settings: TenantSettings = {
         pause: { ...DEFAULT_TENANT_SETTINGS.pause, ...body.pause },
         checkpoints: { ...DEFAULT_TENANT_SETTINGS.checkpoints, ...body.checkpoints },
+        log: { ...DEFAULT_TENANT_SETTINGS.log, ...body.log },
       };
       return c.json(await agents.settings.put(c.get('tenant').id, settings));
     },

@@ -13,7 +13,8 @@
 // seq this one stored. When that stored seq has reached a batch's first row of the session, the
 // session's rows are renumbered after it in place (libsql does the same on a primary-key clash),
 // so stored seqs stay unique and gap-free. Payloads are inserted ON CONFLICT DO NOTHING (one row
-// per tenant and sha256; sorted, so concurrent writers take their index entries in one order): only
+// per tenant and sha256; sorted, so concurrent writers take their index entries in one order; their
+// `uses` raised once per row naming them, in the same order): only
 // those this write really stored count towards `tenant_log_usage` and are indexed with the row that
 // stored them. Usage is added last, in tenant order. The `search` tsvector is filled as
 // baseline.ts's header says (owner tokens weight A, indexed text weight D, 'simple' config), over
@@ -27,7 +28,7 @@
 // (libsql indexes the first 16 KiB of every payload a row newly stores, however many): a tsvector
 // holds at most 1 MiB, and a row whose tsvector would not fit would fail its batch on every retry.
 import type { QueuedRow } from '../event-log-port.ts';
-import { groupBySession, openedBy, renumberAfter } from '../event-log-rows.ts';
+import { groupBySession, openedBy, renumberAfter, usedShas } from '../event-log-rows.ts';
 import {
   INDEX_PAYLOAD_MAX,
   INDEX_TEXT_MAX,
@@ -126,6 +127,31 @@ async function insertPayloads(q: PgQueries, rows: QueuedRow[]): Promise<Set<stri
   return stored;
 }
 
+/** Adds one use to each payload per row naming it (migration 24; retention takes them back). */
+async function addUses(q: PgQueries, rows: QueuedRow[]): Promise<void> {
+  const uses = new Map<string, { tenantId: string; sha256: string; n: number }>();
+  for (const row of rows) {
+    if (row.refs === undefined) continue;
+    for (const sha256 of usedShas(row.refs)) {
+      const key = `${row.tenantId}\0${sha256}`;
+      const use = uses.get(key);
+      if (use === undefined) uses.set(key, { tenantId: row.tenantId, sha256, n: 1 });
+      else use.n++;
+    }
+  }
+  if (uses.size === 0) return;
+  // In key order, as insertPayloads takes its rows: two writers never wait on each other in a cycle.
+  const sorted = [...uses.values()].sort((a, b) =>
+    a.tenantId === b.tenantId ? (a.sha256 < b.sha256 ? -1 : 1) : a.tenantId < b.tenantId ? -1 : 1,
+  );
+  await q.query(
+    `UPDATE payloads p SET uses = p.uses + x.n
+     FROM unnest($1::text[], $2::text[], $3::bigint[]) AS x(tenant_id, sha256, n)
+     WHERE p.tenant_id = x.tenant_id AND p.sha256 = x.sha256`,
+    [sorted.map((u) => u.tenantId), sorted.map((u) => u.sha256), sorted.map((u) => u.n)],
+  );
+}
+
 /** What the caller learns of a write that may fail: its transaction's id, once it has one. */
 export interface WriteAttempt {
   xid: number | undefined;
@@ -143,6 +169,7 @@ export async function writePgEvents(
 ): Promise<void> {
   const lastSeqs = await lockSessions(q, rows, written);
   const newBlobs = await insertPayloads(q, rows);
+  await addUses(q, rows);
   const usage = new Map<string, number>();
   const bodies: string[] = [];
   for (const r of rows) {

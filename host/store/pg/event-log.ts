@@ -112,6 +112,14 @@ export const createPgEventBackend = (
           )
         ).map(toEventRow),
       ),
+    firstSeq: (sessionId) =>
+      pgGuarded('read first kept seq', async () => {
+        const row = await db.one<{ first_seq: number | string }>(
+          'SELECT first_seq FROM sessions WHERE id = $1',
+          [sessionId],
+        );
+        return Number(row?.first_seq ?? 1);
+      }),
     callRows: (sessionIds) =>
       pgGuarded('read open calls', async () => {
         // The candidate sessions first (one row per session), then their rows by the primary key:

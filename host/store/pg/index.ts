@@ -23,6 +23,7 @@ import { createPgEventSearch } from './event-search.ts';
 import { pgInstanceIdOf } from './instance.ts';
 import { createPgLeaseStore } from './leases.ts';
 import { createPgLimitStore } from './limits.ts';
+import { createPgLogRetentionStore } from './log-retention.ts';
 import { migratePg } from './migrate.ts';
 import { createPgNodeStore } from './nodes.ts';
 import { type PgWakeBus, startPgWakeBus } from './notify.ts';
@@ -91,6 +92,7 @@ export const openPgStore = async (options: OpenPgStoreOptions): Promise<Store> =
       requests,
       tenants: createPgTenantStore(db, now, { wake }),
       tenantPurge: createPgTenantPurgeStore(db),
+      logRetention: createPgLogRetentionStore(db),
       agents: createPgAgentStore(db, now, sealer),
       plugins: createPgPluginStore(db, { now, limitsOf: options.pluginLimitsOf }),
       sessionState: createPgSessionStateStore(db, now),

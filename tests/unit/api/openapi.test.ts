@@ -64,6 +64,11 @@ describe('/openapi.json', () => {
     expect(Object.keys(calls.content)).toEqual(['application/json']);
     expect(Object.keys(calls['x-event-stream'].events)).toEqual(['progress', 'results', 'error']);
     const events = document.paths['/v1/agents/{id}/events'].get.responses['200'];
-    expect(Object.keys(events['x-event-stream'].events)).toEqual(['event', 'deleted', 'shutdown']);
+    expect(Object.keys(events['x-event-stream'].events)).toEqual([
+      'event',
+      'deleted',
+      'shutdown',
+      'truncated',
+    ]);
   });
 });

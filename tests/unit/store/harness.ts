@@ -27,16 +27,33 @@ export interface Harness<T> {
 /** A temp dir with a migrated database file; `connect()` opens another connection to it. */
 /**
  * Runs `fn`, which opens today's event log, on a database migrated only part of the way (as older
- * code left it): the column today's writes keep that a later migration adds (sessions.open_calls,
- * version 16) is there while `fn` runs and gone after, so that migration then finds what older code
- * wrote and counts it.
+ * code left it): the columns today's log reads and writes that later migrations add
+ * (sessions.open_calls, version 16; sessions.first_seq and payloads.uses, the log retention migration) are there
+ * while `fn` runs and gone after, so those migrations then find what older code wrote and count it.
  */
 export async function asOlderCode<T>(db: Database, fn: () => Promise<T>): Promise<T> {
-  db.exec('ALTER TABLE sessions ADD COLUMN open_calls INTEGER NOT NULL DEFAULT 0');
+  // The log retention migration: where a session's kept log starts, and each payload's uses.
+  const later = [
+    ['sessions', 'open_calls'],
+    ['sessions', 'first_seq'],
+    ['payloads', 'uses'],
+  ] as const;
+  // Only what the database lacks: the version it was migrated to may have some of them already.
+  const lacks = (table: string, column: string) => {
+    const columns = (
+      db.prepare(`SELECT name FROM pragma_table_info('${table}')`).all() as { name: string }[]
+    ).map((c) => c.name);
+    return columns.length > 0 && !columns.includes(column);
+  };
+  const added = later.filter(([table, column]) => lacks(table, column));
+  for (const [table, column] of added)
+    db.exec(
+      `ALTER TABLE ${table} ADD COLUMN ${column} INTEGER NOT NULL DEFAULT ${column === 'first_seq' ? 1 : 0}`,
+    );
   try {
     return await fn();
   } finally {
-    db.exec('ALTER TABLE sessions DROP COLUMN open_calls');
+    for (const [table, column] of added) db.exec(`ALTER TABLE ${table} DROP COLUMN ${column}`);
   }
 }
 

@@ -100,6 +100,9 @@ const pgIndexes = async (db: PgDatabase): Promise<string[]> =>
     )
   ).map((r) => r.indexname);
 
+/** The log retention migration's version (found by name: a merge may renumber it). */
+const RETENTION_VERSION = MIGRATIONS.find((m) => m.name.startsWith('log retention'))!.version;
+
 describePostgres('one migration list for libsql and PostgreSQL', () => {
   const databases: TestDatabase[] = [];
   const pools: PgDatabase[] = [];
@@ -338,6 +341,69 @@ describePostgres('one migration list for libsql and PostgreSQL', () => {
     ];
     expect(counted).toEqual(expected);
     expect(await db.many('SELECT id, open_calls FROM sessions ORDER BY id')).toEqual(expected);
+  });
+
+  it('counts the uses of each payload of a log written before the log retention migration (once per event naming it, dropped refs not)', async () => {
+    const before = MIGRATIONS.filter((m) => m.version < RETENTION_VERSION);
+    const ref = (pointer: string, sha256: string, dropped = false) => ({
+      pointer,
+      sha256,
+      bytes: 5,
+      ...(dropped ? { dropped } : {}),
+    });
+    const events: [string, number, string][] = [
+      ['agt_1', 1, JSON.stringify([ref('/a', 'p')])],
+      ['agt_1', 2, JSON.stringify([ref('/a', 'p'), ref('/b', 'p'), ref('/c', 'q')])],
+      ['agt_1', 3, JSON.stringify([ref('/a', 'r', true)])],
+      ['agt_2', 1, JSON.stringify([ref('/a', 'p')])],
+    ];
+    const payloads = [
+      ['tn_a', 'p'],
+      ['tn_a', 'q'],
+      ['tn_a', 'r'],
+      ['tn_b', 'p'],
+    ];
+    const setup = [
+      "INSERT INTO tenants (id, name, created_at) VALUES ('tn_a', 'a', 1), ('tn_b', 'b', 1)",
+      `INSERT INTO agents (id, tenant_id, preset, mode, config, created_at)
+       VALUES ('agt_1', 'tn_a', 'standard', 'direct', '{}', 1), ('agt_2', 'tn_b', 'standard', 'direct', '{}', 1)`,
+      "INSERT INTO sessions (id, created_at, last_seq) VALUES ('agt_1', 1, 3), ('agt_2', 1, 1)",
+    ];
+    const eventSql = (n: (i: number) => string) =>
+      `INSERT INTO events (session_id, seq, type, surface, data, refs, at) VALUES (${n(1)}, ${n(2)}, 'message.user', 'current', '{}', ${n(3)}, 1)`;
+    const payloadSql = (n: (i: number) => string) =>
+      `INSERT INTO payloads (tenant_id, sha256, bytes, data, created_at) VALUES (${n(1)}, ${n(2)}, 5, '"x"', 1)`;
+    const query = 'SELECT tenant_id, sha256, uses FROM payloads ORDER BY tenant_id, sha256';
+    const sqlite = openDatabase({ path: ':memory:' });
+    migrate(sqlite, before);
+    for (const sql of setup) sqlite.exec(sql);
+    for (const row of events) sqlite.prepare(eventSql(() => '?')).run(...row);
+    for (const row of payloads) sqlite.prepare(payloadSql(() => '?')).run(...row);
+    migrate(sqlite);
+    const counted = sqlite.prepare(query).all();
+    sqlite.close();
+    const db = await freshPg();
+    await migratePg(db, before);
+    for (const sql of setup) await db.query(sql);
+    for (const row of events)
+      await db.query(
+        eventSql((i) => `$${i}`),
+        row,
+      );
+    for (const row of payloads)
+      await db.query(
+        payloadSql((i) => `$${i}`),
+        row,
+      );
+    await migratePg(db);
+    const expected = [
+      { tenant_id: 'tn_a', sha256: 'p', uses: 2 },
+      { tenant_id: 'tn_a', sha256: 'q', uses: 1 },
+      { tenant_id: 'tn_a', sha256: 'r', uses: 0 },
+      { tenant_id: 'tn_b', sha256: 'p', uses: 1 },
+    ];
+    expect(counted).toEqual(expected);
+    expect((await db.many(query)).map((r) => ({ ...r, uses: Number(r.uses) }))).toEqual(expected);
   });
 
   it('has its baseline at the latest version of the list it was written for, and nothing before it', () => {
