@@ -95,13 +95,16 @@ export const defaultProvider = async (
     ...overrides,
     ...(pools === undefined ? {} : { owner: pools.owner }),
   });
-  const recorded = (await store.agents.listAll({ includeDeleted: true })).flatMap((a) =>
-    a.sandboxId === undefined ? [] : [[a.sandboxId, a.id] as const],
-  );
+  const knownAt = Date.now();
+  const agents = await store.agents.listAll({ includeDeleted: true });
+  const recorded = agents.flatMap((a) => (a.sandboxId === undefined ? [] : [[a.sandboxId, a.id] as const]));
   const adopted = await provider
     .adopt({
       claim: recorded.map(([id]) => id),
       assigned: new Map(recorded),
+      // A store restored to an older point: the containers of agents it does not know are reclaimed.
+      known: agents.map((a) => a.id),
+      knownAt,
       ...(pools === undefined ? {} : { replicas: { alive: pools.alive } }),
     })
     .catch((e: unknown) => {
