@@ -91,6 +91,7 @@ export const defaultProvider = async (
     egress,
     // For the embedded node (a remote node's engine is named by the node agent's own settings).
     engineRuntimes: { gvisor: config.gvisorRuntime },
+    rollImage: config.sandboxImageRoll,
     ...(linksOf(config, log) === undefined ? {} : { links: config.linksDir }),
     ...overrides,
     ...(pools === undefined ? {} : { owner: pools.owner }),
