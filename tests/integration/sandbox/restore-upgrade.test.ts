@@ -4,6 +4,7 @@
 // whose stopped container was made from the previous image gets one from the new image on its
 // workspace at its next use, while a running container keeps its image.
 import { afterAll, describe, expect, it } from 'vitest';
+import { createLoopWorkspaces } from '../../../host/sandbox/docker/index.ts';
 import type { Sandbox } from '../../../host/sandbox/types.ts';
 import { dockerFixture, sandboxImage } from './fixtures.ts';
 
@@ -26,15 +27,27 @@ describe('sandboxes after a restore and an image upgrade', () => {
     const before = fx.provider();
     const known = await before.create({ tenantId: 't', agentId: 'known' });
     const later = await before.create({ tenantId: 't', agentId: 'made-after-backup' });
+    const lost = await before.create({ tenantId: 't', agentId: 'container-lost' });
     await known.fs.writeFile('k.txt', 'kept');
     await before.close(); // containers stay for re-adoption, as at a restart
+    // A known agent whose container went while the service was down (another engine, by hand).
+    await fx.docker.getContainer(lost.id).remove({ force: true });
 
-    const after = fx.provider();
+    // A new process: its own workspace store on the same folder (it did not make the old ones).
+    const after = fx.provider(
+      fx.workspacesDir === undefined ? {} : { workspaces: createLoopWorkspaces(fx.workspacesDir) },
+    );
     // The store was read now: both containers are older than that read (Created is in seconds).
-    const adopted = await after.adopt({ known: ['known'], knownAt: Date.now() + 2_000 });
+    const adopted = await after.adopt({ known: ['known', 'container-lost'], knownAt: Date.now() + 2_000 });
     expect(adopted).toEqual([expect.stringContaining('agent-known')]);
     await expect(fx.docker.getContainer(later.id).inspect()).rejects.toMatchObject({ statusCode: 404 });
     expect(await read(await after.get('known'), 'k.txt')).toBe('kept');
+    // It gets a fresh container at its next use (a loop workspace was swept at start: empty).
+    expect(await after.get('container-lost')).toBeUndefined();
+    const fresh = await after.create({ tenantId: 't', agentId: 'container-lost' });
+    expect((await fresh.exec('echo up')).stdout).toBe('up\n');
+    if (fx.workspacesDir !== undefined)
+      expect((await fresh.exec('ls -A /workspace | wc -l')).stdout.trim()).toBe('0');
     await after.close();
   });
 
