@@ -23,10 +23,11 @@
 // A store restored to an older point (a backup, docs/operations.md) does not know the agents made
 // after it: their containers carry the instance's id and names, yet no agent of its leads to them.
 // Given the agents the store knows (`known`, read at `knownAt`), an agent container of this
-// instance whose name is none of theirs and that was created before that read is reclaimed
-// (removed with its workspace): agents are written to the store before their container is made
-// (agents/service/create.ts), so a container older than the read whose agent the read did not
-// see has no agent; a younger one may be a replica's new agent and is kept.
+// instance whose name is none of theirs and that was created a minute or more before that read
+// is reclaimed (removed with its workspace): agents are written to the store before their
+// container is made (agents/service/create.ts), so a container older than the read whose agent
+// the read did not see has no agent; a younger one may be a replica's new agent and is kept (it
+// is judged again at the next start).
 
 import type Docker from 'dockerode';
 import { SandboxError } from '../../errors.ts';
@@ -114,13 +115,19 @@ export const listedWorkspace = (c: Docker.ContainerInfo): WorkspaceMount | undef
 const poolOwnerLives = (owner: string | undefined, o: Owner): boolean =>
   owner !== undefined && (owner === o.process || o.live?.has(owner) === true);
 
+/**
+ * How much older than the store's read a container must be to be judged by it: Created is in whole
+ * seconds, and on a remote node by another machine's clock. A leftover of a restore is far older.
+ */
+const SKEW_MS = 60_000;
+
 /** Whether an agent container was made before the store's read of its agents, none of them its. */
 const unknownAgent = (c: Docker.ContainerInfo, name: string, o: Owner): boolean =>
   o.known !== undefined &&
   o.knownAt !== undefined &&
   !o.known.has(name) &&
   typeof c.Created === 'number' &&
-  c.Created * 1000 < o.knownAt - 1000; // Created is in whole seconds
+  c.Created * 1000 < o.knownAt - SKEW_MS;
 
 export const classify = (c: Docker.ContainerInfo, o: Owner): Verdict => {
   const labels = c.Labels ?? {};

@@ -37,8 +37,9 @@ describe('sandboxes after a restore and an image upgrade', () => {
     const after = fx.provider(
       fx.workspacesDir === undefined ? {} : { workspaces: createLoopWorkspaces(fx.workspacesDir) },
     );
-    // The store was read now: both containers are older than that read (Created is in seconds).
-    const adopted = await after.adopt({ known: ['known', 'container-lost'], knownAt: Date.now() + 2_000 });
+    // As if the store was read two minutes from now: the containers are older than the read by more
+    // than the minute ownership.ts allows for clocks.
+    const adopted = await after.adopt({ known: ['known', 'container-lost'], knownAt: Date.now() + 120_000 });
     expect(adopted).toEqual([expect.stringContaining('agent-known')]);
     await expect(fx.docker.getContainer(later.id).inspect()).rejects.toMatchObject({ statusCode: 404 });
     expect(await read(await after.get('known'), 'k.txt')).toBe('kept');

@@ -114,8 +114,8 @@ describe('adopt() on a store restored to an older point', () => {
     const knownAt = Date.now();
     const { base, removed, errors } = engine(
       [
-        agentContainer('c-kept', 'agt_kept', knownAt - 60_000),
-        agentContainer('c-later', 'agt_later', knownAt - 60_000),
+        agentContainer('c-kept', 'agt_kept', knownAt - 120_000),
+        agentContainer('c-later', 'agt_later', knownAt - 120_000),
         agentContainer('c-new', 'agt_new', knownAt + 10_000),
       ],
       'proc-now',

@@ -98,7 +98,7 @@ describe('what an instance owns on a shared engine', () => {
     const restored: Owner = { ...self, known: new Set(['dsh-aaaa11112222-agent-kept']), knownAt };
     const made = (name: string, ms: number, labels = mine) =>
       ({ ...listed(name, labels), Created: Math.floor(ms / 1000) }) as Docker.ContainerInfo;
-    const old = knownAt - 60_000;
+    const old = knownAt - 120_000;
     expect(classify(made('dsh-aaaa11112222-agent-kept', old), restored).kind).toBe('adopt');
     expect(classify(made('dsh-aaaa11112222-agent-later', old), restored)).toEqual({
       kind: 'reclaim',
