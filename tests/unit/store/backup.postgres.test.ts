@@ -6,6 +6,7 @@ import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { expect, it } from 'vitest';
 import { openPgStore } from '../../../host/store/pg/index.ts';
@@ -14,6 +15,7 @@ import { findPostgresBin } from '../../../scripts/setup/postgres.ts';
 import { createDatabase, describePostgres } from '../../helpers/postgres.ts';
 
 const run = promisify(execFile);
+const CLI = fileURLToPath(new URL('../../../host/cli.ts', import.meta.url));
 const SECRET = { credentials: [{ host: 'api.example.com', headers: { authorization: 'Bearer kept' } }] };
 
 describePostgres('backup and restore (postgres)', () => {
@@ -54,6 +56,27 @@ describePostgres('backup and restore (postgres)', () => {
         instanceId: store.instanceId,
         sealedValues: 1,
       });
+      // The same through the command line, as the operator runs it.
+      const cli = (args: string[], secretsKey: Buffer) =>
+        run(process.execPath, ['--no-node-snapshot', CLI, ...args], {
+          encoding: 'utf8',
+          env: {
+            PATH: process.env.PATH ?? '',
+            DSH_DATA_DIR: dir,
+            DSH_DB: fresh.url,
+            DSH_SECRETS_KEY: secretsKey.toString('base64'),
+          },
+        }).then(
+          ({ stdout }) => ({ code: 0, out: stdout }),
+          (e: { code: number; stderr: string }) => ({ code: e.code, out: e.stderr }),
+        );
+      expect(JSON.parse((await cli(['verify'], key)).out)).toMatchObject({ sealedValues: 1 });
+      const wrong = await cli(['verify'], Buffer.alloc(32, 4));
+      expect(wrong).toMatchObject({
+        code: 1,
+        out: expect.stringContaining('CONFIG_INVALID: 1 of the store'),
+      });
+      expect((await cli(['backup', join(dir, 'x.db')], key)).out).toContain('pg_dump');
 
       const restored = await openPgStore({ url: fresh.url, secretsKey: key, eventBatchWindowMs: 0 });
       try {
