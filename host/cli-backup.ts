@@ -20,10 +20,6 @@ const print = (value: unknown): void => {
   process.stdout.write(`${JSON.stringify(value)}\n`);
 };
 
-/** The libsql file DSH_DB names (a path or a `file:` URL). */
-const libsqlPath = (database: string): string =>
-  database.startsWith('file:') ? new URL(database, 'file:///').pathname : resolve(database);
-
 /** PostgreSQL's key when none is set: the data directory's key file, when there (never made here). */
 const pgKey = (config: Config): Buffer | undefined => {
   if (config.secretsKey !== undefined) return config.secretsKey;
@@ -50,6 +46,9 @@ export const runBackup = async (
         : 'the store is on PostgreSQL: restore the dump with pg_restore, then run `verify` (docs/operations.md)',
     );
   const store = await import('./store/backup.ts');
+  // The libsql file DSH_DB names (a path or a `file:` URL), as the service opens it.
+  const { libsqlPath: pathOf } = await import('./store/connect.ts');
+  const libsqlPath = (database: string): string => resolve(pathOf(database));
   if (command === 'backup') print(store.backupLibsql(libsqlPath(config.database), resolve(file as string)));
   else if (command === 'restore')
     print(store.restoreLibsql(resolve(file as string), libsqlPath(config.database), config.secretsKey));
