@@ -62,7 +62,9 @@ it('backs up a service under load and restores it on a fresh data directory with
   // A backup holds what is committed: wait until the writer thread (slow to start on a loaded
   // machine) has stored the first call, as a service that has run a while has.
   const durable = openDatabase({ path: join(old, 'store.db') });
-  await until(() => (durable.prepare('SELECT count(*) AS n FROM events').all()[0] as { n: number }).n >= 2);
+  await until(() => (durable.prepare('SELECT count(*) AS n FROM events').all()[0] as { n: number }).n >= 2, {
+    timeoutMs: 60_000,
+  });
   durable.close();
   await api.store.egress.put(api.tenantA, { credentials: [{ host: 'api.example.com', ...SECRET }] });
   // Sealed beside the egress credentials: an (unused) agent's MCP server headers.
