@@ -1,8 +1,8 @@
 #!/bin/sh
 ':' //; n=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null); [ "${n:-0}" -ge 24 ] 2>/dev/null || { echo "dsh-sandbox: needs Node.js 24 or later, and node on PATH is $(node --version 2>/dev/null || echo missing); install Node.js 24, or run npm start, which fetches it" >&2; exit 1; }; exec node --no-node-snapshot "$0" "$@"
 // The command line: `serve` (the control plane), `node` (a node agent: serve-node.ts), the admin
-// commands `tenants`, `keys`, `nodes` and `retention` (cli-admin.ts; `tenant create` is the older spelling of
-// `tenants create`) and `doctor`.
+// commands `tenants`, `keys`, `nodes` and `retention` (cli-admin.ts; `tenant create` is the older
+// spelling of `tenants create`), `backup`, `restore` and `verify` (cli-backup.ts) and `doctor`.
 // `npm start` runs `serve` after scripts/run.sh prepared Node 24, the Docker engine and the sandbox
 // image (and passes its tag in DSH_SANDBOX_IMAGE). Run as a program (`./host/cli.ts`, the package's
 // bin), the file is first read by sh (line 2, a string and a comment to JavaScript): an older Node
@@ -17,7 +17,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ADMIN_USAGE, runAdmin } from './cli-admin.ts';
+import { BACKUP_USAGE, runBackup } from './cli-backup.ts';
 import { loadConfig, portFrom, unknownSettings } from './config.ts';
+import { isSandboxError } from './errors.ts';
 import { settingsHelp } from './settings-text.ts';
 
 const HELP = `usage: dsh-sandbox <command> [options]
@@ -27,6 +29,7 @@ commands:
   node                  run a node agent: this machine's sandboxes, served to control planes
                         (DSH_NODE_LISTEN, DSH_NODE_CERT/KEY/CA; docs/nodes.md)
 ${ADMIN_USAGE}
+${BACKUP_USAGE}
   doctor                             check the prerequisites (Node, Docker, the sandbox image, ...); same as npm run doctor
 
 options:
@@ -135,6 +138,10 @@ const main = async (argv: string[]): Promise<number> => {
         ...(values.agents === undefined ? {} : { agents: values.agents }),
         ...(values['disk-mb'] === undefined ? {} : { diskMb: values['disk-mb'] }),
       });
+    case 'backup':
+    case 'restore':
+    case 'verify':
+      return runBackup(config, command, rest);
     case 'doctor':
       return doctor();
     default:
@@ -146,6 +153,8 @@ const main = async (argv: string[]): Promise<number> => {
 try {
   process.exitCode = await main(process.argv.slice(2));
 } catch (error) {
-  process.stderr.write(`dsh-sandbox: ${error instanceof Error ? error.message : String(error)}\n`);
+  // A SandboxError's stable code first, so that scripts can tell failures apart.
+  const code = isSandboxError(error) ? `${error.code}: ` : '';
+  process.stderr.write(`dsh-sandbox: ${code}${error instanceof Error ? error.message : String(error)}\n`);
   process.exitCode = 1;
 }

@@ -47,6 +47,7 @@ export async function serveNodeAgent(
         // The runtimes this machine's engine offers (runsc as DSH_GVISOR_RUNTIME names it); which
         // tenants may ask for one is the control plane's decision (DSH_GVISOR_TENANTS there).
         engineRuntimes: { gvisor: config.gvisorRuntime },
+        rollImage: config.sandboxImageRoll,
         ...(workspaces === undefined ? {} : { workspaces }),
         ...(links === undefined ? {} : { links }),
       });

@@ -92,17 +92,21 @@ export const defaultProvider = async (
     egress,
     // For the embedded node (a remote node's engine is named by the node agent's own settings).
     engineRuntimes: { gvisor: config.gvisorRuntime },
+    rollImage: config.sandboxImageRoll,
     ...(linksOf(config, log) === undefined ? {} : { links: config.linksDir }),
     ...overrides,
     ...(pools === undefined ? {} : { owner: pools.owner }),
   });
-  const recorded = (await store.agents.listAll({ includeDeleted: true })).flatMap((a) =>
-    a.sandboxId === undefined ? [] : [[a.sandboxId, a.id] as const],
-  );
+  const knownAt = Date.now();
+  const agents = await store.agents.listAll({ includeDeleted: true });
+  const recorded = agents.flatMap((a) => (a.sandboxId === undefined ? [] : [[a.sandboxId, a.id] as const]));
   const adopted = await provider
     .adopt({
       claim: recorded.map(([id]) => id),
       assigned: new Map(recorded),
+      // A store restored to an older point: the containers of agents it does not know are reclaimed.
+      known: agents.map((a) => a.id),
+      knownAt,
       ...(pools === undefined ? {} : { replicas: { alive: pools.alive } }),
     })
     .catch((e: unknown) => {

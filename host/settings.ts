@@ -454,6 +454,13 @@ export const SETTINGS = {
     help: "on: talk to each sandboxd over a unix socket of its container's own, not the engine's attach stream",
     doc: "`on`: the control plane talks to each sandboxd over a unix socket in a folder of that container's own (bind-mounted read-only at `/run/dsh-link`) instead of the engine's attach stream, so no dockerd or containerd-shim sits between them; the attach stream stays the bootstrap and the fallback. Off by itself with an engine on another host (`DOCKER_HOST` not `unix://`)",
   }),
+  sandboxImageRoll: toggle({
+    env: 'DSH_SANDBOX_IMAGE_ROLL',
+    section: 'sandboxes',
+    default: false,
+    help: "on: an agent's stopped container made from another image is made again from DSH_SANDBOX_IMAGE, on its workspace, at its next use",
+    doc: "`on`: after an image upgrade, an agent's container made from another image than `DSH_SANDBOX_IMAGE` is made again from it, on the same workspace (files kept), the next time the agent is used after its container stopped (the service's idle stop after 15 minutes, or a tenant's idle pause): every agent moves to the new image at its next idle moment, never under a running process. `off`: containers keep their image until they are gone (docs/operations.md, \"Sandbox image upgrades\")",
+  }),
   linksDir: path({
     env: 'DSH_LINKS_DIR',
     section: 'sandboxes',

@@ -6,6 +6,7 @@
 // must then be given (DSH_SECRETS_KEY) — said at start.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { EventFence } from './event-log-port.ts';
 import { type OpenStoreOptions, openStore } from './index.ts';
 import { isPostgresUrl } from './pg/url.ts';
@@ -27,6 +28,13 @@ export interface ConnectStoreOptions
 }
 
 export const SECRETS_KEY_FILE = 'secrets.key';
+
+/**
+ * The file a libsql DSH_DB names: a path, or a `file:` URL made a path here (given to openStore as
+ * a path it would be read as a relative file named `file:…`, and a `url` gets no key file).
+ */
+export const libsqlPath = (database: string): string =>
+  database.startsWith('file:') ? fileURLToPath(new URL(database, 'file:///')) : database;
 
 /**
  * The key a PostgreSQL store seals secrets with: DSH_SECRETS_KEY, else the key file in the data
@@ -57,7 +65,11 @@ export const connectStore = async (options: ConnectStoreOptions): Promise<Store>
     ...(pluginLimitsOf === undefined ? {} : { pluginLimitsOf }),
   };
   if (!isPostgresUrl(database))
-    return openStore({ path: database, ...shared, ...(secretsKey === undefined ? {} : { secretsKey }) });
+    return openStore({
+      path: libsqlPath(database),
+      ...shared,
+      ...(secretsKey === undefined ? {} : { secretsKey }),
+    });
   const { openPgStore } = await import('./pg/index.ts');
   return openPgStore({
     url: database,

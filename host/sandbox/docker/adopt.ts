@@ -1,6 +1,7 @@
 // Re-adoption at start (the node's adopt()): this instance's containers on the engine sorted by
 // ownership.ts into the agents' (found again by name), legacy ones the store claims, pool
-// containers a crash left assigned but unrenamed (renamed and adopted now), and leftovers (removed);
+// containers a crash left assigned but unrenamed (renamed and adopted now), leftovers (removed),
+// and agent containers of agents the store does not know (a restore to an older point: reclaimed);
 // then this instance's workspaces and link folders no container uses are swept.
 // Replicas share the instance: the pool containers of an owner `replicas.alive` says still runs
 // are its live warm pool, kept. A replica not yet registered (its first seconds, before it
@@ -12,6 +13,7 @@
 // lookup.ts asks the engine about them alone from now on (one process per instance; replicas make
 // containers of the instance at any time, so with them lookup.ts asks about any name).
 import type Docker from 'dockerode';
+import { SandboxError } from '../../errors.ts';
 import type { AdoptOptions } from '../nodes/types.ts';
 import { LABEL_INSTANCE, LABEL_MANAGED, LABEL_POOL_OWNER } from './config.ts';
 import { fromDocker } from './errors.ts';
@@ -64,6 +66,12 @@ export async function adopt(s: NodeBase, adoptOptions: AdoptOptions = {}): Promi
     claim: new Set(adoptOptions.claim ?? []),
     assigned: adoptOptions.assigned ?? new Map<string, string>(),
     owns: (m: WorkspaceMount) => s.workspaces.owns(m),
+    ...(adoptOptions.known === undefined
+      ? {}
+      : {
+          known: new Set([...adoptOptions.known].map((id) => names.agent(id))),
+          knownAt: adoptOptions.knownAt,
+        }),
   };
   const adopted: string[] = [];
   // Workspaces any container still uses, whoever's it is: the sweep keeps them.
@@ -71,6 +79,18 @@ export async function adopt(s: NodeBase, adoptOptions: AdoptOptions = {}): Promi
   for (const c of list) {
     const verdict = classify(c, self);
     if (verdict.kind === 'remove') {
+      await removeContainer(s, docker.getContainer(c.Id)).catch(onError);
+      continue;
+    }
+    if (verdict.kind === 'reclaim') {
+      // Its workspace goes with the sweep below (no container uses it any more).
+      onError(
+        new SandboxError(
+          'SANDBOX_UNAVAILABLE',
+          `Removed sandbox ${verdict.name}: its agent is not in the store (restored to an older point?).`,
+          { data: { container: c.Id } },
+        ),
+      );
       await removeContainer(s, docker.getContainer(c.Id)).catch(onError);
       continue;
     }

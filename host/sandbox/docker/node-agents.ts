@@ -4,7 +4,10 @@
 // Invariants: a destroyed agent's sandbox is never made again here (open fails with
 // SANDBOX_UNAVAILABLE); an open waits for a stop or pause in progress (and thaws a frozen
 // container: channel.ts); a replacement is reported through onError (files kept, or an empty
-// workspace when its workspace was gone too).
+// workspace when its workspace was gone too). With `rollImage`, a container the idle reaper (or
+// anyone) stopped that was made from another image than the node's is made again from the node's
+// image on its workspace at the next open: an image upgrade reaches each agent at its next idle
+// moment, never under a running process (a running or frozen container is left as it is).
 import type Docker from 'dockerode';
 import { SandboxError } from '../../errors.ts';
 import type { OpenOptions, SandboxdChannel, SandboxState } from '../nodes/types.ts';
@@ -53,6 +56,10 @@ export async function openAgent(
   }
   const created = entry.created === true && !options.restart;
   entry.created = false;
+  if (s.rollImage && !created && (await rolled(s, entry))) {
+    if (entry.workspace) await s.workspaces.ready(entry.workspace);
+    return channelOf(s, entry, true);
+  }
   try {
     if (entry.workspace) await s.workspaces.ready(entry.workspace);
     if (options.restart) await stopNow(entry.container);
@@ -80,8 +87,24 @@ async function vanished(entry: Entry, e: unknown): Promise<boolean> {
   );
 }
 
-/** A new container for an agent whose container vanished: on its old workspace when that remains. */
-async function replace(s: NodeBase, entry: Entry): Promise<void> {
+/** Whether the agent's stopped container, made from another image, was made again from the node's. */
+async function rolled(s: NodeBase, entry: Entry): Promise<boolean> {
+  const info = await entry.container.inspect().catch(() => undefined);
+  if (info === undefined || info.State.Running || info.Config.Image === s.image) return false;
+  // The container alone: its workspace (a loop image or a named volume) stays for the new one.
+  await entry.container.remove({ force: true }).catch((e: unknown) => {
+    if (!isNotFound(e))
+      throw fromDocker(e, 'Removing the sandbox for a new image', { agentId: entry.agentId });
+  });
+  await replace(s, entry, `was made from ${info.Config.Image}, not ${s.image} (DSH_SANDBOX_IMAGE_ROLL)`);
+  return true;
+}
+
+/**
+ * A new container for an agent whose container vanished (or was rolled to a new image: `why`): on
+ * its old workspace when that remains.
+ */
+async function replace(s: NodeBase, entry: Entry, why?: string): Promise<void> {
   const old = entry.workspace;
   const kept = old !== undefined && (await s.workspaces.exists(old));
   const made = await createContainer(
@@ -99,7 +122,7 @@ async function replace(s: NodeBase, entry: Entry): Promise<void> {
   s.onError(
     new SandboxError(
       'SANDBOX_UNAVAILABLE',
-      `The sandbox container of agent ${entry.agentId} was gone (removed outside this control plane); ` +
+      `The sandbox container of agent ${entry.agentId} ${why ?? 'was gone (removed outside this control plane)'}; ` +
         (kept
           ? 'made a new one on its workspace (files kept, processes and jobs lost).'
           : 'made a new one with an empty workspace (its workspace was gone too).'),

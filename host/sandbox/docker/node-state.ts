@@ -84,6 +84,8 @@ export interface NodeBase {
   links: string | undefined;
   /** The runtimes the engine offers and their engine names. */
   runtimes: RuntimeCatalog;
+  /** A stopped agent container of another image is made again from `image` at its next open. */
+  rollImage: boolean;
 }
 
 export interface NodeState extends NodeBase {

@@ -83,6 +83,8 @@ export interface DockerNodeOptions {
    * offers a runtime when `docker info` lists that name. Default { gvisor: 'runsc' }.
    */
   engineRuntimes?: EngineRuntimes;
+  /** Roll stopped agent containers of another image to `image` at their next open (node-agents.ts). Default false. */
+  rollImage?: boolean;
 }
 
 export type DockerNode = SandboxNode<unknown> & { readonly pool: WarmPool };
@@ -119,6 +121,7 @@ export function createDockerNode(options: DockerNodeOptions): DockerNode {
     workspaces,
     links: linksFolder(options.links, onError),
     runtimes: runtimeCatalog(docker, options.engineRuntimes),
+    rollImage: options.rollImage === true,
   };
   const poolSize = options.pool?.size ?? 0;
   // The pool makes its first item at once: from the base, before the state that holds it exists.

@@ -19,6 +19,15 @@
 // - a legacy unassigned pool container is removed only when its workspace provably lives in this
 //   instance's workspace store (a loop image under its root); with plain volumes that cannot be
 //   proven, so those are left for the operator (`docker rm -f`, they are unassigned and empty).
+//
+// A store restored to an older point (a backup, docs/operations.md) does not know the agents made
+// after it: their containers carry the instance's id and names, yet no agent of its leads to them.
+// Given the agents the store knows (`known`, read at `knownAt`), an agent container of this
+// instance whose name is none of theirs and that was created a minute or more before that read
+// is reclaimed (removed with its workspace): agents are written to the store before their
+// container is made (agents/service/create.ts), so a container older than the read whose agent
+// the read did not see has no agent; a younger one may be a replica's new agent and is kept (it
+// is judged again at the next start).
 
 import type Docker from 'dockerode';
 import { SandboxError } from '../../errors.ts';
@@ -73,6 +82,10 @@ export interface Owner {
   assigned: ReadonlyMap<string, string>;
   /** Whether a workspace provably lives in this instance's workspace store. */
   owns(mount: WorkspaceMount): boolean;
+  /** The container names (`Naming.agent`) of every agent the store knows, deleted ones included. */
+  known?: ReadonlySet<string>;
+  /** When `known` was read (epoch ms): only containers created before it are judged by it. */
+  knownAt?: number;
 }
 
 /** What adopt() does with one listed container. */
@@ -81,6 +94,8 @@ export type Verdict =
   | { kind: 'adopt'; name: string; legacy: boolean }
   /** An unassigned pool container a previous process of this instance left behind. */
   | { kind: 'remove' }
+  /** An agent container of this instance whose agent the store does not know (see the header). */
+  | { kind: 'reclaim'; name: string }
   /** A pool container of this instance the store records as the agent's: assigned, not yet renamed. */
   | { kind: 'assign'; agentId: string }
   /** Not this instance's to touch (another instance's), or a live pool (this process's, a live replica's). */
@@ -100,6 +115,20 @@ export const listedWorkspace = (c: Docker.ContainerInfo): WorkspaceMount | undef
 const poolOwnerLives = (owner: string | undefined, o: Owner): boolean =>
   owner !== undefined && (owner === o.process || o.live?.has(owner) === true);
 
+/**
+ * How much older than the store's read a container must be to be judged by it: Created is in whole
+ * seconds, and on a remote node by another machine's clock. A leftover of a restore is far older.
+ */
+const SKEW_MS = 60_000;
+
+/** Whether an agent container was made before the store's read of its agents, none of them its. */
+const unknownAgent = (c: Docker.ContainerInfo, name: string, o: Owner): boolean =>
+  o.known !== undefined &&
+  o.knownAt !== undefined &&
+  !o.known.has(name) &&
+  typeof c.Created === 'number' &&
+  c.Created * 1000 < o.knownAt - SKEW_MS;
+
 export const classify = (c: Docker.ContainerInfo, o: Owner): Verdict => {
   const labels = c.Labels ?? {};
   const names = c.Names.map((n) => n.replace(/^\//, ''));
@@ -107,7 +136,10 @@ export const classify = (c: Docker.ContainerInfo, o: Owner): Verdict => {
   if (instance === o.instance) {
     const own = `${o.prefix}-${o.instance}`;
     const agent = names.find((n) => n.startsWith(`${own}-agent-`));
-    if (agent) return { kind: 'adopt', name: agent, legacy: false };
+    if (agent)
+      return unknownAgent(c, agent, o)
+        ? { kind: 'reclaim', name: agent }
+        : { kind: 'adopt', name: agent, legacy: false };
     const pooled = labels[LABEL_POOL] === '1' && names.some((n) => n.startsWith(`${own}-pool-`));
     if (!pooled || poolOwnerLives(labels[LABEL_POOL_OWNER], o)) return { kind: 'keep' };
     const agentId = o.assigned.get(c.Id);

@@ -115,6 +115,11 @@ export interface DockerProviderOptions {
    * node; the engine offers a runtime when `docker info` lists that name. Default { gvisor: 'runsc' }.
    */
   engineRuntimes?: EngineRuntimes;
+  /**
+   * A stopped agent container made from another image than `image` is made again from `image`
+   * on its workspace when the agent is next opened (node-agents.ts). Default false.
+   */
+  rollImage?: boolean;
 }
 
 export type DockerProvider = SandboxProvider & {

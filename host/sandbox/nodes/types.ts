@@ -140,6 +140,14 @@ export interface AdoptOptions {
    * removed, and only the agent containers listed now can exist besides this process's own.
    */
   replicas?: { alive(owner: string): Promise<boolean> };
+  /**
+   * Every agent id the store knows (deleted ones included), read at `knownAt` (epoch ms): an agent
+   * container of this instance created before then whose agent is not among them is reclaimed,
+   * with its workspace (a store restored to an older point; docker/ownership.ts). Unset: every
+   * agent container of the instance is adopted.
+   */
+  known?: Iterable<string>;
+  knownAt?: number;
 }
 
 /**

@@ -99,3 +99,30 @@ describe('adopt() with replicas sharing an instance', () => {
     expect(base.adoptedNames).toEqual(new Set());
   });
 });
+
+describe('adopt() on a store restored to an older point', () => {
+  const agentContainer = (id: string, agentId: string, createdMs: number) =>
+    ({
+      Id: id,
+      Names: [`/dsh-${INSTANCE}-agent-${agentId}`],
+      Labels: { 'dsh.managed': '1', 'dsh.instance': INSTANCE },
+      Mounts: [],
+      Created: Math.floor(createdMs / 1000),
+    }) as unknown as Docker.ContainerInfo;
+
+  it("removes the containers of agents the store does not know and adopts the others'", async () => {
+    const knownAt = Date.now();
+    const { base, removed, errors } = engine(
+      [
+        agentContainer('c-kept', 'agt_kept', knownAt - 120_000),
+        agentContainer('c-later', 'agt_later', knownAt - 120_000),
+        agentContainer('c-new', 'agt_new', knownAt + 10_000),
+      ],
+      'proc-now',
+    );
+    const adopted = await adopt(base, { claim: [], known: ['agt_kept', 'agt_gone'], knownAt });
+    expect(removed).toEqual(['c-later']);
+    expect(adopted).toEqual([`dsh-${INSTANCE}-agent-agt_kept`, `dsh-${INSTANCE}-agent-agt_new`]);
+    expect(String((errors[0] as Error).message)).toContain('its agent is not in the store');
+  });
+});

@@ -92,4 +92,22 @@ describe('what an instance owns on a shared engine', () => {
     expect(only('dsh-bbbb33334444-agent-x-ws')).toBe(false);
     expect(() => naming('dsh', 'Not Valid')).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID' }));
   });
+
+  it('reclaims agent containers the store (restored to an older point) does not know, made before its read', () => {
+    const knownAt = Date.UTC(2026, 0, 1);
+    const restored: Owner = { ...self, known: new Set(['dsh-aaaa11112222-agent-kept']), knownAt };
+    const made = (name: string, ms: number, labels = mine) =>
+      ({ ...listed(name, labels), Created: Math.floor(ms / 1000) }) as Docker.ContainerInfo;
+    const old = knownAt - 120_000;
+    expect(classify(made('dsh-aaaa11112222-agent-kept', old), restored).kind).toBe('adopt');
+    expect(classify(made('dsh-aaaa11112222-agent-later', old), restored)).toEqual({
+      kind: 'reclaim',
+      name: 'dsh-aaaa11112222-agent-later',
+    });
+    // Made after the store was read: maybe a replica's new agent, kept.
+    expect(classify(made('dsh-aaaa11112222-agent-new', knownAt + 5_000), restored).kind).toBe('adopt');
+    // Never another instance's, and nothing is judged without the store's list.
+    expect(classify(made('dsh-bbbb33334444-agent-later', old, theirs), restored).kind).toBe('keep');
+    expect(classify(made('dsh-aaaa11112222-agent-later', old), self).kind).toBe('adopt');
+  });
 });

@@ -4,6 +4,7 @@
 import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { connectStore, SECRETS_KEY_FILE } from '../../../host/store/connect.ts';
 import type { Store } from '../../../host/store/index.ts';
@@ -31,6 +32,14 @@ describe('connectStore on libsql', () => {
     expect(store.backend).toBe('libsql');
     expect(existsSync(join(dir, 'store.db'))).toBe(true);
     expect(existsSync(join(dir, SECRETS_KEY_FILE))).toBe(false); // its key sits beside the file
+  });
+
+  it('opens the file a file: URL names, its key file beside it (the same file backup reads)', async () => {
+    const dir = dataDir();
+    const store = await connectStore({ database: pathToFileURL(join(dir, 'url.db')).href, dataDir: dir });
+    opened.push(store);
+    expect(existsSync(join(dir, 'url.db'))).toBe(true);
+    expect(existsSync(join(dir, 'url.db.key'))).toBe(true);
   });
 });
 

@@ -102,6 +102,9 @@ export async function connectRemoteNode(options: RemoteNodeOptions): Promise<Rem
             claim: [...(adoptOptions.claim ?? [])],
             assigned: [...(adoptOptions.assigned ?? new Map<string, string>())].flat(),
             replicas: adoptOptions.replicas !== undefined,
+            ...(adoptOptions.known === undefined
+              ? {}
+              : { known: [...adoptOptions.known], knownAt: adoptOptions.knownAt ?? 0 }),
           },
           5 * 60_000,
         )

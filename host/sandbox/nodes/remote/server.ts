@@ -190,6 +190,9 @@ async function call(
           claim: stringsOf(a.claim, 'claim'),
           assigned: new Map(pairs),
           ...(a.replicas === true ? { replicas: { alive: async () => true } } : {}),
+          ...(a.known === undefined
+            ? {}
+            : { known: stringsOf(a.known, 'known'), knownAt: typeof a.knownAt === 'number' ? a.knownAt : 0 }),
         }),
       };
     }
