@@ -59,6 +59,40 @@ ListTenantsResponse = TypedDict("ListTenantsResponse", {
 
 GetTenantResponse = ListTenantsResponseTenantsItem
 
+# While paused: how, since when, by whom
+ListTenantAgentsResponseAgentsItemStatePause = TypedDict("ListTenantAgentsResponseAgentsItemStatePause", {
+    "mode": Literal["stop", "freeze"],
+    "at": float,
+    "by": Literal["api", "idle"],
+})
+
+ListTenantAgentsResponseAgentsItemState = TypedDict("ListTenantAgentsResponseAgentsItemState", {
+    "sandbox": Literal["none", "starting", "ready", "gone", "paused", "unreachable"],
+    "node": NotRequired[str],
+    "pause": NotRequired[ListTenantAgentsResponseAgentsItemStatePause],
+    "batches": float,
+    "lastCallAt": NotRequired[float],
+})
+
+ListTenantAgentsResponseAgentsItem = TypedDict("ListTenantAgentsResponseAgentsItem", {
+    "id": str,
+    "preset": Literal["standard", "code", "minimal", "creator"],
+    "mode": Literal["native", "code", "both"],
+    "sessionId": str,
+    "config": Dict[str, Any],
+    "parentId": NotRequired[str],
+    "role": NotRequired[Literal["child", "teammate"]],
+    "depth": NotRequired[float],
+    "teamId": NotRequired[str],
+    "name": NotRequired[str],
+    "createdAt": float,
+    "state": NotRequired[ListTenantAgentsResponseAgentsItemState],
+})
+
+ListTenantAgentsResponse = TypedDict("ListTenantAgentsResponse", {
+    "agents": List[ListTenantAgentsResponseAgentsItem],
+})
+
 CreateAgentBodyRestrict1 = TypedDict("CreateAgentBodyRestrict1", {
     "allow": List[str],
 })
@@ -126,41 +160,11 @@ CreateAgentBody = TypedDict("CreateAgentBody", {
     "egress": NotRequired[CreateAgentBodyEgress],
 })
 
-# While paused: how, since when, by whom
-CreateAgentResponseStatePause = TypedDict("CreateAgentResponseStatePause", {
-    "mode": Literal["stop", "freeze"],
-    "at": float,
-    "by": Literal["api", "idle"],
-})
+CreateAgentResponse = ListTenantAgentsResponseAgentsItem
 
-CreateAgentResponseState = TypedDict("CreateAgentResponseState", {
-    "sandbox": Literal["none", "starting", "ready", "gone", "paused", "unreachable"],
-    "node": NotRequired[str],
-    "pause": NotRequired[CreateAgentResponseStatePause],
-    "batches": float,
-    "lastCallAt": NotRequired[float],
-})
+ListAgentsResponse = ListTenantAgentsResponse
 
-CreateAgentResponse = TypedDict("CreateAgentResponse", {
-    "id": str,
-    "preset": Literal["standard", "code", "minimal", "creator"],
-    "mode": Literal["native", "code", "both"],
-    "sessionId": str,
-    "config": Dict[str, Any],
-    "parentId": NotRequired[str],
-    "role": NotRequired[Literal["child", "teammate"]],
-    "depth": NotRequired[float],
-    "teamId": NotRequired[str],
-    "name": NotRequired[str],
-    "createdAt": float,
-    "state": NotRequired[CreateAgentResponseState],
-})
-
-ListAgentsResponse = TypedDict("ListAgentsResponse", {
-    "agents": List[CreateAgentResponse],
-})
-
-GetAgentResponse = CreateAgentResponse
+GetAgentResponse = ListTenantAgentsResponseAgentsItem
 
 ListToolsResponseToolsItemAnnotations = TypedDict("ListToolsResponseToolsItemAnnotations", {
     "readOnlyHint": NotRequired[bool],
@@ -195,7 +199,7 @@ PauseAgentBody = TypedDict("PauseAgentBody", {
 PauseAgentResponse = TypedDict("PauseAgentResponse", {
     "agentId": str,
     "paused": bool,
-    "pause": NotRequired[CreateAgentResponseStatePause],
+    "pause": NotRequired[ListTenantAgentsResponseAgentsItemStatePause],
     "kept": NotRequired[List[str]],
     "lost": NotRequired[List[str]],
     "holds": NotRequired[List[str]],
@@ -734,7 +738,7 @@ GetAgentUsageResponseDisk = TypedDict("GetAgentUsageResponseDisk", {
 
 GetAgentUsageResponse = TypedDict("GetAgentUsageResponse", {
     "id": str,
-    "state": CreateAgentResponseState,
+    "state": ListTenantAgentsResponseAgentsItemState,
     "log": GetAgentUsageResponseLog,
     "disk": NotRequired[GetAgentUsageResponseDisk],
     "memory": NotRequired[GetAgentUsageResponseDisk],
@@ -1088,6 +1092,7 @@ OPERATIONS: Dict[str, tuple] = {
     "createTenant": ("POST", "/v1/tenants"),
     "listTenants": ("GET", "/v1/tenants"),
     "getTenant": ("GET", "/v1/tenants/{id}"),
+    "listTenantAgents": ("GET", "/v1/tenants/{id}/agents"),
     "closeTerminal": ("DELETE", "/v1/agents/{id}/terminals/{tid}"),
     "createAgent": ("POST", "/v1/agents"),
     "listAgents": ("GET", "/v1/agents"),

@@ -36,6 +36,7 @@ import { settingsRoutes } from './routes/settings.ts';
 import { skillRoutes } from './routes/skills.ts';
 import { snapshotRoutes } from './routes/snapshots.ts';
 import { teamRoutes } from './routes/teams.ts';
+import { tenantAgentRoutes } from './routes/tenant-agents.ts';
 import { tenantRoutes } from './routes/tenants.ts';
 import { terminalControlRoutes } from './routes/terminal-control.ts';
 import { terminalRoutes } from './routes/terminals.ts';
@@ -47,6 +48,7 @@ export function mountV1Routes(app: Hono<ApiEnv>, state: AppState): void {
   const { deps, limits, metrics, lifecycle, connections } = state;
   const forward = routeSlot(deps.replicas);
   app.route('/', tenantRoutes(deps.store.tenants, deps.adminKey, deps.tenantDeletion));
+  app.route('/', tenantAgentRoutes(deps.store.tenants, deps.agents, deps.adminKey));
 
   // Terminal WebSockets authenticate themselves (browsers cannot send the header) and hold no
   // request slot while open; registered first, they answer before the header auth below.

@@ -1,15 +1,23 @@
 // The operator's actions (admin key; mounted by ./operator.ts): create a tenant, one tenant's page
-// (its keys and its agents that have a sandbox), issue and revoke its keys. Every change is a v1
+// (its keys and its agents), issue and revoke its keys. Every change is a v1
 // request with the admin key after the CSRF check.
 // Invariants: a new key is shown once, in the answer to the POST that made it (never in a URL or a
 // redirect, and the response is no-store like every console page); the agents are read from
-// GET /v1/admin/workspaces, at most WORKSPACE_PAGES pages of it per view.
+// GET /v1/tenants/:id/agents, their disk from GET /v1/admin/workspaces, at most WORKSPACE_PAGES
+// pages of it per view.
 import { type Context, Hono } from 'hono';
 import { type ApiFetch, apiJson, apiPost, apiRequest, failureOf } from './api.ts';
 import { type ConsoleEnv, checkCsrf } from './guard.ts';
 import { fieldOf } from './views/actions.ts';
 import { h, page } from './views/layout.ts';
-import { type KeyView, keyOnce, keysView, tenantAgentsView, type WorkspaceView } from './views/tenants.ts';
+import {
+  type KeyView,
+  keyOnce,
+  keysView,
+  type TenantAgentView,
+  tenantAgentsView,
+  type WorkspaceView,
+} from './views/tenants.ts';
 
 /** Pages of 100 workspaces a tenant's page reads at most (each is measured, 4 at a time). */
 const WORKSPACE_PAGES = 10;
@@ -28,6 +36,12 @@ export const operatorActionRoutes = (fetch: ApiFetch): Hono<ConsoleEnv> => {
       tenantPath(id),
     );
     const { keys } = await apiJson<{ keys: KeyView[] }>(fetch, c, key(c), `${tenantPath(id)}/keys`);
+    const { agents } = await apiJson<{ agents: TenantAgentView[] }>(
+      fetch,
+      c,
+      key(c),
+      `${tenantPath(id)}/agents`,
+    );
     const workspaces: WorkspaceView[] = [];
     let after: string | undefined;
     let pages = 0;
@@ -54,7 +68,7 @@ export const operatorActionRoutes = (fetch: ApiFetch): Hono<ConsoleEnv> => {
         ),
         shown ?? null,
         ...keysView(c.get('session'), id, keys, Date.now()),
-        ...tenantAgentsView(workspaces, after === undefined),
+        ...tenantAgentsView(agents, workspaces, after === undefined),
       ),
     );
   };

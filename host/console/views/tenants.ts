@@ -93,15 +93,43 @@ export const keysView = (session: ConsoleSession, tenantId: string, keys: KeyVie
   ];
 };
 
-export const tenantAgentsView = (workspaces: WorkspaceView[], complete: boolean): (Node | null)[] => [
-  h('h2', null, 'Agents with a sandbox'),
-  workspaces.length === 0
-    ? h('p', { class: 'muted', id: 'no-tenant-agents' }, 'None.')
-    : table(
-        ['agent', 'disk'],
-        workspaces.map((w) =>
-          h('tr', { 'data-agent': w.agentId }, h('td', null, w.agentId), h('td', null, usedText(w.disk))),
+/** One agent of a tenant as GET /v1/tenants/:id/agents lists it (what the page shows of it). */
+export interface TenantAgentView {
+  id: string;
+  preset: string;
+  mode: string;
+  parentId?: string;
+  state?: { sandbox?: string };
+}
+
+/** Every agent of the tenant, with the disk of those whose workspace the page read. */
+export const tenantAgentsView = (
+  agents: TenantAgentView[],
+  workspaces: WorkspaceView[],
+  complete: boolean,
+): (Node | null)[] => {
+  const disk = new Map(workspaces.map((w) => [w.agentId, w.disk]));
+  return [
+    h('h2', null, `Agents (${agents.length})`),
+    agents.length === 0
+      ? h('p', { class: 'muted', id: 'no-tenant-agents' }, 'None.')
+      : table(
+          ['agent', 'preset', 'mode', 'parent', 'sandbox', 'disk'],
+          agents.map((a) =>
+            h(
+              'tr',
+              { 'data-agent': a.id },
+              h('td', null, a.id),
+              h('td', null, a.preset),
+              h('td', null, a.mode),
+              h('td', null, a.parentId ?? ''),
+              h('td', null, a.state?.sandbox ?? ''),
+              h('td', null, disk.has(a.id) ? usedText(disk.get(a.id)) : ''),
+            ),
+          ),
         ),
-      ),
-  complete ? null : h('p', { class: 'muted' }, 'Only the first of the service’s workspaces were read.'),
-];
+    complete
+      ? null
+      : h('p', { class: 'muted' }, 'Disk: only the first of the service’s workspaces were read.'),
+  ];
+};

@@ -290,8 +290,12 @@ describe('operator actions', () => {
       { id: 'w', name: 'write', arguments: { file_path: 'a', content: 'b' } },
     ]);
 
+    // An agent with no sandbox yet is listed too.
+    const idle = await api.createAgent(apiKey);
     const tenantPage = await (await get(`/console/operator/tenants/${id}`, cookie)).text();
     expect(tenantPage).toContain(`<tr data-agent="${agent.id}">`);
+    expect(tenantPage).toContain(`<tr data-agent="${idle.id}">`);
+    expect(tenantPage).toContain('Agents (2)');
     // Another tenant's agents are not listed there.
     const other = await api.createAgent(api.keyA);
     await api.call(api.keyA, other.id, [
