@@ -33,6 +33,8 @@ export function checkpointWorkspace(deps: WorkspaceDeps, agent: Agent): Checkpoi
       return { snapshot: { id, node: taken.node, sizeBytes: taken.sizeBytes }, bytes: taken.bytes };
     },
     async restore(held): Promise<Sandbox> {
+      // A paused agent is resumed (or AGENT_PAUSED refuses, as its tenant says) before anything goes.
+      await sandboxes.of(agent);
       await sandboxes.hold(agent.id, async () => {
         await sandboxes.release(agent.id);
         await provider.destroy(agent.id);
