@@ -2515,6 +2515,11 @@ export interface operations {
                             paths: string[];
                             bytes: number;
                             label?: string;
+                            /**
+                             * @description snapshot: a whole-workspace snapshot taken before the call (bash, checkpoints.snapshotBash)
+                             * @enum {string}
+                             */
+                            kind?: "snapshot";
                         }[];
                     };
                 };
@@ -2579,6 +2584,11 @@ export interface operations {
                         restored: string[];
                         /** @description Files removed: they did not exist before */
                         removed: string[];
+                        /** @description Present when the rollback crossed a snapshot checkpoint: the whole workspace was restored from the snapshot taken before call `fromCall` (then the files of tracked calls before it), its sandbox made again; `lost`: what that restart lost (processes, /tmp, terminals, jobs). */
+                        workspace?: {
+                            fromCall: string;
+                            lost: string[];
+                        };
                     };
                 };
             };
@@ -6081,6 +6091,7 @@ export interface operations {
                             maxBytes: number;
                             maxCount: number;
                             tools: boolean;
+                            snapshotBash: boolean;
                         };
                         log: {
                             retentionDays: number;
@@ -6121,6 +6132,8 @@ export interface operations {
                         maxCount?: number;
                         /** @description Offer the agents' models the checkpoint and rollback tools (where their preset names them). Default false. */
                         tools?: boolean;
+                        /** @description Take a snapshot of the whole workspace before each bash call, kept as its checkpoint (its host disk counted in maxBytes), so a rollback across it restores the whole workspace (the sandbox restarted: processes, /tmp, terminals and jobs lost). Only where workspaces can be snapshotted (else 501 SNAPSHOT_UNSUPPORTED). Default false. */
+                        snapshotBash?: boolean;
                     };
                     log?: {
                         /** @description Days an event of the durable log is kept; 0 (default): no limit of the tenant's own (the operator's DSH_LOG_RETENTION_MAX_DAYS still applies). Older events are removed in the background. */
@@ -6150,6 +6163,7 @@ export interface operations {
                             maxBytes: number;
                             maxCount: number;
                             tools: boolean;
+                            snapshotBash: boolean;
                         };
                         log: {
                             retentionDays: number;
@@ -6179,6 +6193,24 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             413: components["responses"]["PayloadTooLarge"];
+            /** @description checkpoints.snapshotBash where workspaces cannot be snapshotted */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE" | "RUNTIME_UNAVAILABLE" | "RUNTIME_NOT_ALLOWED" | "NODE_UNREACHABLE" | "CHECKPOINT_NOT_FOUND" | "CHECKPOINT_DROPPED" | "ROLLBACK_UNSAFE" | "SNAPSHOT_UNSUPPORTED" | "LOG_TRUNCATED";
+                            message: string;
+                            data?: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
             503: components["responses"]["ShuttingDown"];
             504: components["responses"]["Timeout"];
         };

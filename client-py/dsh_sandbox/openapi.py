@@ -215,6 +215,7 @@ ListCheckpointsResponseCheckpointsItem = TypedDict("ListCheckpointsResponseCheck
     "paths": List[str],
     "bytes": float,
     "label": NotRequired[str],
+    "kind": NotRequired[Literal["snapshot"]],
 })
 
 ListCheckpointsResponse = TypedDict("ListCheckpointsResponse", {
@@ -231,12 +232,19 @@ RollbackAgentBody2 = TypedDict("RollbackAgentBody2", {
 
 RollbackAgentBody = Union[RollbackAgentBody1, RollbackAgentBody2]
 
+# Present when the rollback crossed a snapshot checkpoint: the whole workspace was restored from the snapshot taken before call `fromCall` (then the files of tracked calls before it), its sandbox made again; `lost`: what that restart lost (processes, /tmp, terminals, jobs).
+RollbackAgentResponseWorkspace = TypedDict("RollbackAgentResponseWorkspace", {
+    "fromCall": str,
+    "lost": List[str],
+})
+
 RollbackAgentResponse = TypedDict("RollbackAgentResponse", {
     "callId": str,
     "seq": float,
     "undone": List[str],
     "restored": List[str],
     "removed": List[str],
+    "workspace": NotRequired[RollbackAgentResponseWorkspace],
 })
 
 SnapshotAgentResponse = TypedDict("SnapshotAgentResponse", {
@@ -955,6 +963,7 @@ GetSettingsResponseCheckpoints = TypedDict("GetSettingsResponseCheckpoints", {
     "maxBytes": float,
     "maxCount": float,
     "tools": bool,
+    "snapshotBash": bool,
 })
 
 GetSettingsResponseLog = TypedDict("GetSettingsResponseLog", {
@@ -978,6 +987,7 @@ PutSettingsBodyCheckpoints = TypedDict("PutSettingsBodyCheckpoints", {
     "maxBytes": NotRequired[int],
     "maxCount": NotRequired[int],
     "tools": NotRequired[bool],
+    "snapshotBash": NotRequired[bool],
 })
 
 PutSettingsBodyLog = TypedDict("PutSettingsBodyLog", {

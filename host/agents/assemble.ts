@@ -175,7 +175,7 @@ export const assembleAgents = (options: AssembleOptions): Assembled => {
   if (options.egress !== undefined) registerWebTools(registry.global, { web: options.egress.web, configOf });
   // Read late: the tenants' settings belong to the agent service made below.
   let settingsOf: () => AgentService['settings'] | undefined = () => undefined;
-  const checkpoints = checkpointsOf(options.checkpointDir, () => settingsOf());
+  const checkpoints = checkpointsOf(options.checkpointDir, () => settingsOf(), options.sandboxes);
   if (checkpoints !== undefined) registerCheckpointTools(registry.global, () => settingsOf());
   // Installed last: each tenant's layer shadows it (keeping its place at the end of the list).
   if (skills !== undefined) registry.global.register(skillTool(skills.catalog));
@@ -254,10 +254,13 @@ function skillsOf(
 function checkpointsOf(
   dir: string | undefined,
   settings: () => AgentService['settings'] | undefined,
+  provider: SandboxProvider,
 ): CheckpointTracker | undefined {
   if (dir === undefined) return undefined;
   return createCheckpointTracker({
     store: createCheckpointStore(dir),
+    // Snapshot checkpoints (bash, `checkpoints.snapshotBash`): their files deleted when dropped.
+    dropSnapshot: async ({ id, node }) => provider.dropSnapshot?.(id, node),
     boundsOf: async (tenantId) => {
       const reader = settings();
       return (await reader?.get(tenantId))?.checkpoints ?? { maxBytes: 0, maxCount: 0 };

@@ -25,6 +25,8 @@ export interface CheckpointSettings {
   maxCount: number;
   /** Whether its agents' models are offered the `checkpoint` and `rollback` tools. */
   tools: boolean;
+  /** A workspace snapshot before each `bash` call, kept as its checkpoint (loop workspaces only). */
+  snapshotBash: boolean;
 }
 
 /** How long the tenant's durable log is kept (host/tenants/retention.ts applies it). */
@@ -50,7 +52,7 @@ export interface TenantSettings {
  */
 export const DEFAULT_TENANT_SETTINGS: TenantSettings = {
   pause: { idleSeconds: 0, onCall: 'resume' },
-  checkpoints: { maxBytes: 64 * 1024 * 1024, maxCount: 256, tools: false },
+  checkpoints: { maxBytes: 64 * 1024 * 1024, maxCount: 256, tools: false, snapshotBash: false },
   log: { retentionDays: 0, retentionBytes: 0, deletedAgentHours: 168 },
 };
 
@@ -88,6 +90,7 @@ export function settingsOf(document: JsonValue | undefined): TenantSettings {
       maxBytes: count(checkpoints?.maxBytes, fallback.maxBytes),
       maxCount: count(checkpoints?.maxCount, fallback.maxCount),
       tools: checkpoints?.tools === true,
+      snapshotBash: checkpoints?.snapshotBash === true,
     },
     log: {
       retentionDays: count(doc?.log?.retentionDays, log.retentionDays),

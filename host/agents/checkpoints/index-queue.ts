@@ -7,7 +7,10 @@
 // names it was written, and inside the turn, so a later turn that keeps the same bytes again
 // (content-addressed: the same name) cannot lose them to an earlier turn's removal.
 import type { CheckpointStore } from './store.ts';
-import type { CheckpointIndex } from './types.ts';
+import type { Checkpoint, CheckpointIndex } from './types.ts';
+
+/** A snapshot checkpoint's workspace snapshot (Checkpoint.snapshot). */
+export type HeldSnapshot = NonNullable<Checkpoint['snapshot']>;
 
 /** Indexes kept in memory (the most recently used agents'), so a tracked call reads none from disk. */
 const CACHED_INDEXES = 256;
@@ -17,6 +20,8 @@ export interface Turn<T> {
   index?: CheckpointIndex;
   value: T;
   release?: Iterable<string>;
+  /** Workspace snapshots no entry names any more: deleted once the index is written, like blobs. */
+  drop?: Iterable<HeldSnapshot>;
 }
 
 export type IndexQueue = {
@@ -25,7 +30,10 @@ export type IndexQueue = {
   forget(agentId: string): void;
 };
 
-export function createIndexQueue(store: CheckpointStore): IndexQueue {
+export function createIndexQueue(
+  store: CheckpointStore,
+  dropSnapshot: (snapshot: HeldSnapshot) => Promise<void> = async () => undefined,
+): IndexQueue {
   const queues = new Map<string, Promise<unknown>>();
   const cached = new Map<string, CheckpointIndex>();
 
@@ -46,12 +54,14 @@ export function createIndexQueue(store: CheckpointStore): IndexQueue {
     turn(agentId, work) {
       const previous = queues.get(agentId) ?? Promise.resolve();
       const turn = previous.then(async () => {
-        const { index, value, release } = await work(structuredClone(await load(agentId)));
+        const { index, value, release, drop } = await work(structuredClone(await load(agentId)));
         if (index !== undefined) {
           await store.write(agentId, index);
           cached.set(agentId, index);
         }
         if (release !== undefined) await store.removeBlobs(agentId, release);
+        // A snapshot that cannot be deleted now (its node away) is left, never named again.
+        for (const held of drop ?? []) await dropSnapshot(held).catch(() => undefined);
         return value;
       });
       const tail = turn.catch(() => undefined);

@@ -9,10 +9,16 @@
 // partway (the sandbox went away) can be asked again. Not covered: what untracked tools did (bash)
 // to other files stays; directories a tracked call created stay (empty once their files are
 // removed). A call id used twice names its newest call.
+// Across a snapshot checkpoint (a bash call the tenant had snapshotted, `checkpoints.snapshotBash`)
+// the whole workspace goes back: it is replaced by the oldest undone snapshot (its sandbox stopped
+// and made again from a copy of it: processes, /tmp, terminals and jobs are lost, as for a pause),
+// then the pre-images of the tracked calls undone before that snapshot are written over it; no
+// ROLLBACK_UNSAFE check applies there (nothing untracked survives a whole-workspace restore).
 import { isSandboxError, SandboxError } from '../../errors.ts';
 import type { Sandbox } from '../../sandbox/types.ts';
 import { stateOf } from './files.ts';
-import type { CheckpointTracker } from './tracker.ts';
+import type { HeldSnapshot } from './index-queue.ts';
+import { type CheckpointTracker, snapshotsOf } from './tracker.ts';
 import type { Checkpoint, CheckpointIndex, PreImage, RollbackTarget, RollbackView } from './types.ts';
 
 interface Plan {
@@ -101,18 +107,31 @@ async function restore(tracker: CheckpointTracker, agentId: string, sandbox: San
   return { restored, removed };
 }
 
+/** What is lost when a rollback replaces the whole workspace (said in its answer). */
+export const LOST_ON_RESTORE = ['processes', '/tmp', 'terminals', 'jobs'];
+
+/** Replaces the agent's workspace by a copy of a snapshot; resolves to its new sandbox. */
+export type RestoreWorkspace = (snapshot: HeldSnapshot) => Promise<Sandbox>;
+
 /** Restores the agent's tracked files to just before the target; its checkpoints from there on are gone. */
 export async function rollback(
   tracker: CheckpointTracker,
   agentId: string,
-  sandbox: Sandbox,
+  sandboxOf: () => Promise<Sandbox>,
   target: RollbackTarget,
+  restoreWorkspace?: RestoreWorkspace,
 ): Promise<RollbackView> {
   return tracker.turn(agentId, async (index) => {
     const at = positionOf(index, target);
     const undone = index.entries.slice(at);
-    const plan = planOf(undone);
-    await checkUntouched(sandbox, plan);
+    const s = undone.findIndex((e) => e.snapshot !== undefined);
+    const whole = s >= 0 && restoreWorkspace !== undefined ? (undone[s] as Checkpoint) : undefined;
+    const plan = planOf(whole === undefined ? undone : undone.slice(0, s));
+    let sandbox: Sandbox;
+    if (whole === undefined) {
+      sandbox = await sandboxOf();
+      await checkUntouched(sandbox, plan);
+    } else sandbox = await (restoreWorkspace as RestoreWorkspace)(whole.snapshot as HeldSnapshot);
     const { restored, removed } = await restore(tracker, agentId, sandbox, plan);
     const kept = index.entries.slice(0, at);
     const keptBlobs = new Set(
@@ -132,7 +151,8 @@ export async function rollback(
       undone: undone.map((e) => e.callId).reverse(),
       restored,
       removed,
+      ...(whole === undefined ? {} : { workspace: { fromCall: whole.callId, lost: LOST_ON_RESTORE } }),
     };
-    return { index: { ...index, entries: kept }, value, release };
+    return { index: { ...index, entries: kept }, value, release, drop: snapshotsOf(undone) };
   });
 }

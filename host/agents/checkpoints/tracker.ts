@@ -11,7 +11,7 @@
 // byte bound is recorded as unkept, so a rollback through it refuses instead of restoring half.
 import type { Sandbox } from '../../sandbox/types.ts';
 import { type Captured, capture, stateOf } from './files.ts';
-import { createIndexQueue, type Turn } from './index-queue.ts';
+import { createIndexQueue, type HeldSnapshot, type Turn } from './index-queue.ts';
 import type { CheckpointStore } from './store.ts';
 import type { Checkpoint, CheckpointBounds, CheckpointIndex, CheckpointView } from './types.ts';
 import { viewOf } from './types.ts';
@@ -37,6 +37,17 @@ export interface CheckpointTracker {
   ): Promise<T>;
   /** track() in two halves: keeps the pre-images now, resolves to what records what the call left. */
   begin(tenantId: string, agentId: string, sandbox: Sandbox, call: TrackedCall): Promise<() => Promise<void>>;
+  /**
+   * A snapshot checkpoint of an untracked call (bash), where the tenant's bounds ask for one
+   * (`snapshotBash`): `take` copies the workspace; one larger than the byte bound is deleted and
+   * not kept (a rollback across the call then refuses as without the setting).
+   */
+  snapshot(
+    tenantId: string,
+    agentId: string,
+    call: Omit<TrackedCall, 'paths'>,
+    take: TakeSnapshot,
+  ): Promise<void>;
   /** A mark with no files (the `checkpoint` tool): rolling back to it undoes every tracked call after it. */
   mark(tenantId: string, agentId: string, callId: string, label?: string): Promise<CheckpointView>;
   /** The agent's checkpoints, oldest first. */
@@ -48,8 +59,13 @@ export interface CheckpointTracker {
   forget(agentId: string): Promise<void>;
 }
 
+/** Copies the agent's workspace into a new snapshot: the snapshot and the host disk it takes. */
+export type TakeSnapshot = () => Promise<{ snapshot: HeldSnapshot; bytes: number }>;
+
 export interface TrackerOptions {
   store: CheckpointStore;
+  /** Deletes a snapshot checkpoint's workspace snapshot (dropped, rolled back, or its agent gone). */
+  dropSnapshot?: (snapshot: HeldSnapshot) => Promise<void>;
   boundsOf: (tenantId: string) => Promise<CheckpointBounds>;
   now?: () => number;
 }
@@ -61,8 +77,12 @@ const blobsOf = (entries: readonly Checkpoint[]): Set<string> => {
   return shas;
 };
 
-/** Drops the oldest entries past the bounds (never `keep`); resolves to the blobs no entry names any more. */
-export function trim(index: CheckpointIndex, bounds: CheckpointBounds, keep?: Checkpoint): Set<string> {
+/** Drops the oldest entries past the bounds (never `keep`); the blobs and snapshots no entry names any more. */
+export function trim(
+  index: CheckpointIndex,
+  bounds: CheckpointBounds,
+  keep?: Checkpoint,
+): { release: Set<string>; drop: HeldSnapshot[] } {
   const dropped: Checkpoint[] = [];
   let bytes = index.entries.reduce((sum, e) => sum + e.bytes, 0);
   while (
@@ -78,8 +98,14 @@ export function trim(index: CheckpointIndex, bounds: CheckpointBounds, keep?: Ch
   }
   if (index.dropped.length > DROPPED_KEPT) index.dropped.splice(0, index.dropped.length - DROPPED_KEPT);
   const kept = blobsOf(index.entries);
-  return new Set([...blobsOf(dropped)].filter((sha) => !kept.has(sha)));
+  return {
+    release: new Set([...blobsOf(dropped)].filter((sha) => !kept.has(sha))),
+    drop: snapshotsOf(dropped),
+  };
 }
+
+export const snapshotsOf = (entries: readonly Checkpoint[]): HeldSnapshot[] =>
+  entries.flatMap((e) => (e.snapshot === undefined ? [] : [e.snapshot]));
 
 /** The pre-images of `paths`, all of them together within `maxBytes` (past it: unkept). */
 async function captureAll(sandbox: Sandbox, paths: readonly string[], maxBytes: number): Promise<Captured[]> {
@@ -105,7 +131,7 @@ async function captureAll(sandbox: Sandbox, paths: readonly string[], maxBytes: 
 export function createCheckpointTracker(options: TrackerOptions): CheckpointTracker {
   const { store, boundsOf } = options;
   const now = options.now ?? Date.now;
-  const queue = createIndexQueue(store);
+  const queue = createIndexQueue(store, options.dropSnapshot);
 
   /** Appends `entry` (its blobs first), trims to the bounds, removes the blobs it let go. */
   async function append(
@@ -118,7 +144,7 @@ export function createCheckpointTracker(options: TrackerOptions): CheckpointTrac
       for (const c of captured) if (c.bytes !== undefined) await store.putBlob(agentId, c.bytes);
       const full: Checkpoint = { ...entry, seq: ++index.seq };
       index.entries.push(full);
-      return { index, value: full, release: trim(index, bounds, full) };
+      return { index, value: full, ...trim(index, bounds, full) };
     });
   }
 
@@ -161,6 +187,17 @@ export function createCheckpointTracker(options: TrackerOptions): CheckpointTrac
         await end();
       }
     },
+    async snapshot(tenantId, agentId, call, take) {
+      const bounds = await boundsOf(tenantId);
+      if (bounds.snapshotBash !== true || bounds.maxCount <= 0) return;
+      const { snapshot, bytes } = await take();
+      if (bytes > bounds.maxBytes) {
+        await options.dropSnapshot?.(snapshot).catch(() => undefined);
+        return;
+      }
+      const entry = { callId: call.callId, tool: call.tool, at: now(), files: [], bytes, snapshot };
+      await append(agentId, entry, [], bounds);
+    },
     async mark(tenantId, agentId, callId, label) {
       const bounds = await boundsOf(tenantId);
       const entry = await append(
@@ -180,10 +217,10 @@ export function createCheckpointTracker(options: TrackerOptions): CheckpointTrac
     },
     list: (agentId) => queue.turn(agentId, async (index) => ({ value: index.entries.map(viewOf) })),
     forget: (agentId) =>
-      queue.turn(agentId, async () => {
+      queue.turn(agentId, async (index) => {
         queue.forget(agentId);
         await store.remove(agentId);
-        return { value: undefined };
+        return { value: undefined, drop: snapshotsOf(index.entries) };
       }),
   };
 }

@@ -36,6 +36,12 @@ export interface Checkpoint {
   bytes: number;
   /** A mark's label (the `checkpoint` tool). */
   label?: string;
+  /**
+   * A workspace snapshot taken just before the call (`bash` and the other untracked mutating tools
+   * where the tenant sets `checkpoints.snapshotBash`): its provider id and node, and the workspace's
+   * size limit; `bytes` above is its host disk. A rollback across it restores the whole workspace.
+   */
+  snapshot?: { id: string; node: string; sizeBytes: number };
 }
 
 /** One agent's index: its checkpoints oldest first, and the call ids dropped lately. */
@@ -57,6 +63,8 @@ export interface CheckpointBounds {
   maxBytes: number;
   /** Checkpoints kept; the oldest are dropped past it. 0: no tracking. */
   maxCount: number;
+  /** A workspace snapshot before each `bash` (and other untracked mutating) call. */
+  snapshotBash?: boolean;
 }
 
 /** A checkpoint as the API and the tools show it (no bytes). */
@@ -69,6 +77,8 @@ export interface CheckpointView {
   paths: string[];
   bytes: number;
   label?: string;
+  /** `snapshot`: a workspace snapshot taken before the call (a rollback across it restores the whole workspace). */
+  kind?: 'snapshot';
 }
 
 export interface RollbackView {
@@ -80,6 +90,11 @@ export interface RollbackView {
   /** Files written back, and files removed (they did not exist before). */
   restored: string[];
   removed: string[];
+  /**
+   * Where the rollback crossed a snapshot checkpoint: the whole workspace was replaced by that
+   * snapshot (its sandbox restarted: processes, /tmp, terminals and jobs gone, as for a pause).
+   */
+  workspace?: { fromCall: string; lost: string[] };
 }
 
 export const emptyIndex = (): CheckpointIndex => ({ seq: 0, entries: [], dropped: [] });
@@ -92,4 +107,5 @@ export const viewOf = (entry: Checkpoint): CheckpointView => ({
   paths: entry.files.map((f) => f.path),
   bytes: entry.bytes,
   ...(entry.label === undefined ? {} : { label: entry.label }),
+  ...(entry.snapshot === undefined ? {} : { kind: 'snapshot' as const }),
 });

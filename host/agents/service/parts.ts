@@ -12,6 +12,7 @@ import { teamToolsFor } from '../../teams/tools.ts';
 import { createRequestSpawner } from '../../tools/workflow/index.ts';
 import { type AgentCheckpoints, agentCheckpoints } from '../checkpoints/agent.ts';
 import type { Agent, ToolRuntime } from '../types.ts';
+import { checkpointWorkspace } from './checkpoint-workspace.ts';
 import { createDeletion, type Deletion } from './deletion.ts';
 import { createLiveAgents, type LiveAgents } from './live.ts';
 import { createPauses, type Pauses } from './pause.ts';
@@ -142,5 +143,9 @@ export function pausesFor(state: AgentServiceState): Pauses {
 export function checkpointsOf(state: AgentServiceState, agent: Agent): AgentCheckpoints | undefined {
   const tracker = state.options.checkpoints;
   if (tracker === undefined) return undefined;
-  return agentCheckpoints(tracker, state.store.events, agent, () => state.sandboxes.of(agent));
+  const workspace = checkpointWorkspace(
+    { provider: state.provider, sandboxes: state.sandboxes, agents: state.store.agents },
+    agent,
+  );
+  return agentCheckpoints(tracker, state.store.events, agent, () => state.sandboxes.of(agent), workspace);
 }

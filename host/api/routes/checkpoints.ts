@@ -3,7 +3,9 @@
 // (or `{ seq }`, where call ids repeat) restores the workspace's tracked files to just before that call, undoing it and every later
 // tracked call, and logs `agent.rollback`. Refusals keep the workspace as it was: 404
 // CHECKPOINT_NOT_FOUND, 409 CHECKPOINT_DROPPED, 409 ROLLBACK_UNSAFE. Another tenant's agent
-// answers 404 like an unknown one; with replicas the family's owner serves both.
+// answers 404 like an unknown one; with replicas the family's owner serves both. A rollback across a
+// bash call the tenant had snapshotted (`checkpoints.snapshotBash`) restores the whole workspace
+// from that snapshot, its answer's `workspace` saying so and what the sandbox's restart lost.
 import { Hono } from 'hono';
 import { describeRoute } from 'hono-openapi';
 import * as v from 'valibot';
@@ -47,6 +49,14 @@ const CheckpointItem = v.object({
   paths: v.array(v.string()),
   bytes: v.number(),
   label: v.optional(v.string()),
+  kind: v.optional(
+    v.pipe(
+      v.picklist(['snapshot']),
+      v.description(
+        'snapshot: a whole-workspace snapshot taken before the call (bash, checkpoints.snapshotBash)',
+      ),
+    ),
+  ),
 });
 
 const CheckpointList = v.object({ checkpoints: v.array(CheckpointItem) });
@@ -57,6 +67,14 @@ const RollbackView = v.object({
   undone: v.pipe(v.array(v.string()), v.description('The tracked calls undone, newest first')),
   restored: v.pipe(v.array(v.string()), v.description('Files written back as they were')),
   removed: v.pipe(v.array(v.string()), v.description('Files removed: they did not exist before')),
+  workspace: v.optional(
+    v.pipe(
+      v.object({ fromCall: v.string(), lost: v.array(v.string()) }),
+      v.description(
+        'Present when the rollback crossed a snapshot checkpoint: the whole workspace was restored from the snapshot taken before call `fromCall` (then the files of tracked calls before it), its sandbox made again; `lost`: what that restart lost (processes, /tmp, terminals, jobs).',
+      ),
+    ),
+  ),
 });
 
 const serviceOf = (agents: AgentService, agent: Agent): AgentCheckpoints => {

@@ -72,6 +72,14 @@ const CheckpointSettings = v.strictObject({
       ),
     ),
   ),
+  snapshotBash: v.optional(
+    v.pipe(
+      v.boolean(),
+      v.description(
+        'Take a snapshot of the whole workspace before each bash call, kept as its checkpoint (its host disk counted in maxBytes), so a rollback across it restores the whole workspace (the sandbox restarted: processes, /tmp, terminals and jobs lost). Only where workspaces can be snapshotted (else 501 SNAPSHOT_UNSUPPORTED). Default false.',
+      ),
+    ),
+  ),
 });
 
 /** A hundred years, and 1 PiB: bounds that only refuse nonsense. */
@@ -104,7 +112,12 @@ export const PutSettings = v.strictObject({
 
 const SettingsView = v.object({
   pause: v.object({ idleSeconds: v.number(), onCall: v.picklist(['resume', 'refuse']) }),
-  checkpoints: v.object({ maxBytes: v.number(), maxCount: v.number(), tools: v.boolean() }),
+  checkpoints: v.object({
+    maxBytes: v.number(),
+    maxCount: v.number(),
+    tools: v.boolean(),
+    snapshotBash: v.boolean(),
+  }),
   log: v.object({ retentionDays: v.number(), retentionBytes: v.number(), deletedAgentHours: v.number() }),
 });
 
@@ -131,6 +144,7 @@ export const settingsRoutes = (agents: AgentService): Hono<ApiEnv> => {
       responses: {
         200: jsonResponse('The settings now', SettingsView),
         400: jsonResponse('Invalid', ErrorBody),
+        501: jsonResponse('checkpoints.snapshotBash where workspaces cannot be snapshotted', ErrorBody),
       },
     }),
     jsonBody(PutSettings),
@@ -141,6 +155,8 @@ export const settingsRoutes = (agents: AgentService): Hono<ApiEnv> => {
         checkpoints: { ...DEFAULT_TENANT_SETTINGS.checkpoints, ...body.checkpoints },
         log: { ...DEFAULT_TENANT_SETTINGS.log, ...body.log },
       };
+      // Refused rather than kept and ignored: bash calls would run with no snapshot to roll back to.
+      if (settings.checkpoints.snapshotBash) await agents.snapshots.usedBytes(c.get('tenant').id);
       return c.json(await agents.settings.put(c.get('tenant').id, settings));
     },
   );

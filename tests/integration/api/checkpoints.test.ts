@@ -150,7 +150,12 @@ it("keeps the tenant's bounds (oldest dropped) and offers the model tools only o
     ((await json(server, key, 'GET', `/v1/agents/${id}/tools`)).json.tools as Loose[]).map((t) => t.name);
   expect(await tools()).not.toContain('checkpoint');
   const put = await json(server, key, 'PUT', '/v1/settings', { checkpoints: { maxCount: 3, tools: true } });
-  expect(put.json.checkpoints).toEqual({ maxBytes: 64 * 1024 * 1024, maxCount: 3, tools: true });
+  expect(put.json.checkpoints).toEqual({
+    maxBytes: 64 * 1024 * 1024,
+    maxCount: 3,
+    tools: true,
+    snapshotBash: false,
+  });
   expect(await tools()).toEqual(expect.arrayContaining(['checkpoint', 'rollback']));
 
   const ids: string[] = [];
