@@ -147,7 +147,7 @@ export const ERROR_CODES = {
   // workspace snapshots (host/agents/service/snapshots.ts)
   /**
    * The agent's workspace cannot be snapshotted (or an agent made from a snapshot) here: Docker
-   * volumes without a size limit (DSH_DISK_QUOTA=off), a remote node, or the memory provider.
+   * volumes without a size limit (DSH_DISK_QUOTA=off, here or on a remote node), or the memory provider.
    */
   SNAPSHOT_UNSUPPORTED: 501,
   // log retention (host/tenants/retention.ts)
