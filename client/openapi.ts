@@ -1954,7 +1954,7 @@ export interface operations {
                     teams?: boolean;
                     /** @enum {string} */
                     childWorkspace?: "shared" | "isolated";
-                    /** @description A snapshot of the tenant's (POST /v1/agents/:id/snapshots) the agent's workspace starts as a copy of, made at creation; the disk size is the snapshot's (sandbox.diskMb left out). Another tenant's, or a deleted one: 404. With several nodes the agent goes on the snapshot's node: 503 NODE_CORDONED or NODE_UNREACHABLE (data.node) while that node is cordoned or does not answer */
+                    /** @description A snapshot of the tenant's (POST /v1/agents/:id/snapshots) the agent's workspace starts as a copy of, made at creation; the disk size is the snapshot's (sandbox.diskMb left out). Another tenant's, or a deleted one: 404. With several nodes the agent goes on the snapshot's node: 503 NODE_CORDONED or NODE_UNREACHABLE (naming the node) while that node is cordoned or does not answer */
                     fromSnapshot?: string;
                     codeMode?: {
                         cpuMs?: number;

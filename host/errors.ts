@@ -154,7 +154,7 @@ export const ERROR_CODES = {
   /** The events asked for (`after=` older than the kept log) were removed by retention: resume from `data.firstSeq` - 1. */
   LOG_TRUNCATED: 410,
   // snapshots on several nodes (host/sandbox/nodes/placement.ts)
-  /** An agent made from a snapshot goes on the snapshot's node (`data.node`), which is cordoned: uncordon it, or wait. */
+  /** An agent made from a snapshot goes on the snapshot's node (named in the message), which is cordoned: uncordon it, or wait. */
   NODE_CORDONED: 503,
 } as const;
 
