@@ -38,7 +38,7 @@ const spawnAgent = (
         DSH_DATA_DIR: join(engine.dir, 'node-data'),
         DSH_SANDBOX_IMAGE: sandboxImage(),
         DSH_DISK_QUOTA: loop ? 'on' : 'off',
-        DSH_WORKSPACE_SPARES: '0',
+        ...(loop ? { DSH_WORKSPACE_SPARES: '0' } : {}),
         DSH_POOL_SIZE: '0',
       },
       stdio: ['ignore', 'pipe', 'pipe'],
