@@ -147,12 +147,15 @@ export const ERROR_CODES = {
   // workspace snapshots (host/agents/service/snapshots.ts)
   /**
    * The agent's workspace cannot be snapshotted (or an agent made from a snapshot) here: Docker
-   * volumes without a size limit (DSH_DISK_QUOTA=off), a remote node, or the memory provider.
+   * volumes without a size limit (DSH_DISK_QUOTA=off, here or on a remote node), or the memory provider.
    */
   SNAPSHOT_UNSUPPORTED: 501,
   // log retention (host/tenants/retention.ts)
   /** The events asked for (`after=` older than the kept log) were removed by retention: resume from `data.firstSeq` - 1. */
   LOG_TRUNCATED: 410,
+  // snapshots on several nodes (host/sandbox/nodes/placement.ts)
+  /** An agent made from a snapshot goes on the snapshot's node (named in the message), which is cordoned: uncordon it, or wait. */
+  NODE_CORDONED: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

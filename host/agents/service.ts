@@ -83,8 +83,8 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
     throw new SandboxError('CONFIG_INVALID', 'createAgentService needs a registry (or a runtime).');
   const marks = createDeletionMarks(store.agents);
   const lookup = createAgentLookup(store.agents, marks);
-  const beforeBind = (agent: Agent) => state.pauses.admit(agent);
-  const sandboxes = createSandboxBinding({ provider, agents: store.agents, marks, beforeBind });
+  const binding = { provider, agents: store.agents, snapshots: store.snapshots, marks };
+  const sandboxes = createSandboxBinding({ ...binding, beforeBind: (agent) => state.pauses.admit(agent) });
   // The parts below are filled in, in this order, before anything reads them (service/state.ts).
   const state = {
     options,

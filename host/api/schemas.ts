@@ -191,7 +191,7 @@ export const CreateAgent = v.strictObject({
       v.string(),
       v.regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,120}$/),
       v.description(
-        "A snapshot of the tenant's (POST /v1/agents/:id/snapshots) the agent's workspace starts as a copy of, made at creation; the disk size is the snapshot's (sandbox.diskMb left out). Another tenant's, or a deleted one: 404",
+        "A snapshot of the tenant's (POST /v1/agents/:id/snapshots) the agent's workspace starts as a copy of, made at creation; the disk size is the snapshot's (sandbox.diskMb left out). Another tenant's, or a deleted one: 404. With several nodes the agent goes on the snapshot's node: 503 NODE_CORDONED or NODE_UNREACHABLE (naming the node) while that node is cordoned or does not answer",
       ),
     ),
   ),

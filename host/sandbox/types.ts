@@ -377,6 +377,8 @@ export interface SandboxSpec {
    * must be its size. A provider without snapshots refuses it (SNAPSHOT_UNSUPPORTED).
    */
   fromSnapshot?: string;
+  /** The node that holds `fromSnapshot` (WorkspaceSnapshot.node): where nodes are several, the agent goes there. */
+  snapshotNode?: string;
 }
 
 /** A snapshot a provider took of an agent's workspace. */

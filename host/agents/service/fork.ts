@@ -5,6 +5,8 @@
 // through the control plane (bench/snapshot.ts). Elsewhere (no snapshots: Docker volumes, a remote
 // node, the memory provider), or when the child asks for another disk size than its parent's
 // workspace has (a file system is not resized), the caller seeds it with the tar copy as before.
+// Where nodes are several, the snapshot is on the parent's node and the child is placed there with
+// it; while that node is cordoned (NODE_CORDONED) the child goes elsewhere with the tar copy.
 // Invariants: the transient snapshot is never in the store (it is nobody's to list or count) and
 // is deleted whatever the create met; a crash between the two leaves its file under the node's
 // snapshots folder.
@@ -29,11 +31,17 @@ export async function forkedSandbox(
   try {
     const asked = spec.limits?.diskBytes;
     if (asked !== undefined && asked !== taken.sizeBytes) return undefined;
-    return await provider.create({
-      ...spec,
-      limits: { ...spec.limits, diskBytes: taken.sizeBytes },
-      fromSnapshot: id,
-    });
+    return await provider
+      .create({
+        ...spec,
+        limits: { ...spec.limits, diskBytes: taken.sizeBytes },
+        fromSnapshot: id,
+        snapshotNode: taken.node,
+      })
+      .catch((e: unknown) => {
+        if (isSandboxError(e) && e.code === 'NODE_CORDONED') return undefined;
+        throw e;
+      });
   } finally {
     await dropSnapshot(id, taken.node).catch(() => undefined);
   }

@@ -13,6 +13,7 @@
 // wait, and a binding made afterwards first asks `beforeBind` (a paused agent resumed or refused).
 import type { Sandbox, SandboxProvider, SandboxSpec } from '../../sandbox/types.ts';
 import type { AgentStore } from '../../store/index.ts';
+import type { SnapshotStore } from '../../store/snapshots.ts';
 import { sandboxLimits } from '../sandbox-limits.ts';
 import type { Agent } from '../types.ts';
 import { forkedSandbox } from './fork.ts';
@@ -59,6 +60,8 @@ export interface SandboxBindingOptions {
   marks: DeletionMarks;
   /** Asked before a sandbox is bound (found or made) in this process: throws to refuse it. */
   beforeBind?: (agent: Agent) => Promise<void>;
+  /** The snapshots' records: an agent made from one is placed on the node its record names. */
+  snapshots?: Pick<SnapshotStore, 'get'>;
 }
 
 export function createSandboxBinding(options: SandboxBindingOptions): SandboxBinding {
@@ -116,7 +119,13 @@ export function createSandboxBinding(options: SandboxBindingOptions): SandboxBin
     await options.beforeBind?.(agent);
     const existing = await provider.get(agent.id);
     if (existing === undefined && (await marks.gone(agent))) throw deletedError(agent.id);
-    const sandbox = existing ?? (await newSandbox({ provider, agents, of }, agent, await ownerAbove(agent)));
+    const sandbox =
+      existing ??
+      (await newSandbox(
+        { provider, agents, of, snapshots: options.snapshots },
+        agent,
+        await ownerAbove(agent),
+      ));
     if (await marks.gone(agent)) {
       if (!marks.deleting.has(agent.id)) await provider.destroy(agent.id).catch(() => undefined);
       throw deletedError(agent.id);
@@ -168,12 +177,19 @@ export function createSandboxBinding(options: SandboxBindingOptions): SandboxBin
  * a new one seeded by a tar copy of its files (none when `above` never had a sandbox).
  */
 async function newSandbox(
-  deps: { provider: SandboxProvider; agents: AgentStore; of: (agent: Agent) => Promise<Sandbox> },
+  deps: {
+    provider: SandboxProvider;
+    agents: AgentStore;
+    of: (agent: Agent) => Promise<Sandbox>;
+    snapshots: Pick<SnapshotStore, 'get'> | undefined;
+  },
   agent: Agent,
   above: Agent | undefined,
 ): Promise<Sandbox> {
   const { provider, agents } = deps;
   const snapshot = await firstSnapshot(agents, agent);
+  const snapshotNode =
+    snapshot === undefined ? undefined : (await deps.snapshots?.get(agent.tenantId, snapshot))?.node;
   const spec: SandboxSpec = {
     tenantId: agent.tenantId,
     agentId: agent.id,
@@ -181,6 +197,7 @@ async function newSandbox(
     ...(agent.config.sandbox?.runtime === undefined ? {} : { runtime: agent.config.sandbox.runtime }),
     ...(above === undefined ? {} : { near: above.id }),
     ...(snapshot === undefined ? {} : { fromSnapshot: snapshot }),
+    ...(snapshotNode === undefined ? {} : { snapshotNode }),
   };
   // A parent that never had a sandbox has nothing to copy (and gets none for it).
   const source =

@@ -27,7 +27,7 @@ const refused = {
     ErrorBody,
   ),
   501: jsonResponse(
-    'SNAPSHOT_UNSUPPORTED: workspaces here cannot be snapshotted (volumes, a remote node)',
+    'SNAPSHOT_UNSUPPORTED: workspaces here cannot be snapshotted (volumes without a size limit, the memory provider)',
     ErrorBody,
   ),
 };

@@ -13,6 +13,7 @@
 
 import type Docker from 'dockerode';
 import { SandboxError } from '../../errors.ts';
+import { isPlacement } from '../nodes/placement.ts';
 import type { AdoptOptions, SandboxNode } from '../nodes/types.ts';
 import { createResolver, WORKSPACE_ROOT } from '../paths.ts';
 import type { SandboxRuntime } from '../runtimes.ts';
@@ -193,13 +194,18 @@ export function createDockerProvider(options: DockerProviderOptions): DockerProv
   };
 }
 
-/** The node's snapshots, where it has them (placement among several nodes has none yet). */
+/** The node's snapshots, where it has them; placement names which of its nodes holds each one. */
 function snapshotsOf(node: SandboxNode<unknown>): Pick<SandboxProvider, 'snapshot' | 'dropSnapshot'> {
   const { snapshot, dropSnapshot } = node;
   if (snapshot === undefined || dropSnapshot === undefined) return {};
+  const several = isPlacement(node);
   return {
-    snapshot: async (agentId, id) => ({ node: node.name, ...(await snapshot(agentId, id)) }),
+    snapshot: async (agentId, id) => {
+      const { node: at, ...taken } = await snapshot(agentId, id);
+      return { node: several && at !== undefined ? at : node.name, ...taken };
+    },
     async dropSnapshot(id, at) {
+      if (several) return dropSnapshot(id, at);
       if (at !== node.name)
         throw new SandboxError('SANDBOX_UNAVAILABLE', `Snapshot ${id} is on node ${at}, not served here.`);
       await dropSnapshot(id);
@@ -250,7 +256,7 @@ async function createSandbox(s: Sessions, spec: SandboxSpec): Promise<Sandbox> {
   const { node } = s;
   const limits = resolveLimits(node.defaults, node.maxima, spec.limits);
   if (spec.fromSnapshot !== undefined && node.snapshot === undefined)
-    throw new SandboxError('SNAPSHOT_UNSUPPORTED', 'The sandboxes here have no snapshots (several nodes).');
+    throw new SandboxError('SNAPSHOT_UNSUPPORTED', 'The sandboxes here have no snapshots.');
   const placed = await node.ensure({
     agentId: spec.agentId,
     tenantId: spec.tenantId,
@@ -258,6 +264,7 @@ async function createSandbox(s: Sessions, spec: SandboxSpec): Promise<Sandbox> {
     ...(spec.runtime === undefined ? {} : { runtime: spec.runtime }),
     ...(spec.near === undefined ? {} : { near: spec.near }),
     ...(spec.fromSnapshot === undefined ? {} : { fromSnapshot: spec.fromSnapshot }),
+    ...(spec.snapshotNode === undefined ? {} : { snapshotNode: spec.snapshotNode }),
   });
   if (placed.found) return handleOf(s, agentOf(s, spec.agentId, placed.limits, spec.tenantId), placed.id);
   // A known agent whose sandbox vanished takes the new one, so that its handles follow.

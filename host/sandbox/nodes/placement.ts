@@ -15,6 +15,11 @@
 // broken node is not picked by a lie); an agent with no record, while some node is silent, is
 // placed afresh by `ensure` but fails every other call with NODE_UNREACHABLE naming the silent
 // nodes (it may be there).
+// Snapshots: one is taken on its agent's node and named by it (the snapshot row's `node`); it is
+// deleted on that node, and an agent made from it is placed on that node and nowhere else (its
+// file is there), refused with NODE_CORDONED or NODE_UNREACHABLE naming the node while that node
+// takes no new agents or does not answer. Where the caller does not name the snapshot's node,
+// the one this process saw take it is used; a snapshot no node is known to hold is NOT_FOUND.
 
 import { SandboxError } from '../../errors.ts';
 import type { NodeStore } from '../../store/nodes.ts';
@@ -89,6 +94,8 @@ interface State {
   cache: Map<string, Cached>;
   store: NodeStore | undefined;
   health: NodeHealth;
+  /** Snapshot id → node name, for those taken in this process (the caller's record names it otherwise). */
+  snapshots: Map<string, string>;
 }
 
 export function createPlacement(members: SandboxNode<never>[], options: PlacementOptions = {}): PlacedNodes {
@@ -106,6 +113,7 @@ export function createPlacement(members: SandboxNode<never>[], options: Placemen
     cache: new Map(),
     store: options.store,
     health: undefined as unknown as NodeHealth,
+    snapshots: new Map(),
   };
   s.health = createNodeHealth(members, {
     probeMs: options.probeMs ?? 0,
@@ -138,7 +146,7 @@ export function createPlacement(members: SandboxNode<never>[], options: Placemen
     },
     async ensure(spec) {
       const { node: at } = await locate(s, spec.agentId);
-      const node = at ?? (await place(s, spec));
+      const node = at ?? (spec.fromSnapshot === undefined ? await place(s, spec) : await holder(s, spec));
       const placed = await guarded(s, node, (n) => n.ensure(spec));
       if (s.where.get(spec.agentId) !== node.name) counted(s, node.name);
       await remember(s, spec.agentId, node.name);
@@ -163,6 +171,20 @@ export function createPlacement(members: SandboxNode<never>[], options: Placemen
       await on(agentId, undefined, (n) => n.destroy(agentId));
       s.where.delete(agentId);
       await s.store?.forget(agentId);
+    },
+    async snapshot(agentId, id) {
+      const node = await route(s, agentId);
+      if (node === undefined)
+        throw new SandboxError('SANDBOX_UNAVAILABLE', `Agent ${agentId} has no sandbox on any node.`);
+      const taken = await guarded(s, node, (n) => snapshotsOf(n).snapshot(agentId, id));
+      s.snapshots.set(id, node.name);
+      return { ...taken, node: node.name };
+    },
+    async dropSnapshot(id, at) {
+      const name = at ?? s.snapshots.get(id);
+      if (name === undefined) throw snapshotNowhere(id);
+      await guarded(s, memberOf(s, name, `Snapshot ${id}`), (n) => snapshotsOf(n).dropSnapshot(id));
+      s.snapshots.delete(id);
     },
     adopt: (adoptOptions) => adoptAll(s, adoptOptions),
     capacity: async () =>
@@ -330,6 +352,55 @@ async function place(s: State, spec: NodeSandboxSpec): Promise<SandboxNode<never
       `No node can take a new sandbox (${open.length === 0 ? 'every node is cordoned or unreachable' : `asked ${open.map((n) => n.name).join(', ')}`}).`,
     );
   return best.n;
+}
+
+/** The node an agent made from a snapshot goes on: the snapshot's, refused while it takes no new agents. */
+async function holder(s: State, spec: NodeSandboxSpec): Promise<SandboxNode<never>> {
+  const id = spec.fromSnapshot as string;
+  const name = spec.snapshotNode ?? s.snapshots.get(id);
+  if (name === undefined) throw snapshotNowhere(id);
+  const node = memberOf(s, name, `Snapshot ${id}`);
+  if ((await cordonedNow(s)).has(name))
+    throw new SandboxError(
+      'NODE_CORDONED',
+      `Snapshot ${id} is on node ${name}, which is cordoned: an agent made from it can only go there. Uncordon the node, or wait.`,
+      { data: { node: name, snapshotId: id } },
+    );
+  const down = s.health.down(name);
+  if (down !== undefined)
+    throw new SandboxError(
+      'NODE_UNREACHABLE',
+      `Snapshot ${id} is on node ${name}, which does not answer (${down.error}); an agent made from it can only go there.`,
+      { data: { node: name, snapshotId: id } },
+    );
+  return node;
+}
+
+/** The member named `name`; NODE_UNREACHABLE when no node of this control plane has that name (`what` is there). */
+function memberOf(s: State, name: string, what: string): SandboxNode<never> {
+  const node = s.byName.get(name);
+  if (node === undefined)
+    throw new SandboxError(
+      'NODE_UNREACHABLE',
+      `${what} is on node ${name}, which is not among this control plane's nodes (DSH_NODES).`,
+      { data: { node: name } },
+    );
+  return node;
+}
+
+const snapshotNowhere = (id: string): SandboxError =>
+  new SandboxError('NOT_FOUND', `No node is known to hold snapshot ${id}.`, { data: { snapshotId: id } });
+
+/** A member's snapshot calls; SNAPSHOT_UNSUPPORTED where it keeps none. */
+function snapshotsOf(
+  node: SandboxNode<never>,
+): Required<Pick<SandboxNode<never>, 'snapshot' | 'dropSnapshot'>> {
+  const { snapshot, dropSnapshot } = node;
+  if (snapshot === undefined || dropSnapshot === undefined)
+    throw new SandboxError('SNAPSHOT_UNSUPPORTED', `Node ${node.name} keeps no workspace snapshots.`, {
+      data: { node: node.name },
+    });
+  return { snapshot: snapshot.bind(node), dropSnapshot: dropSnapshot.bind(node) };
 }
 
 /** Counts a placement into the cached capacity, so the next placements within the TTL spread. */

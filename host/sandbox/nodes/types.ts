@@ -68,6 +68,11 @@ export interface NodeSandboxSpec {
    * it (SNAPSHOT_UNSUPPORTED).
    */
   fromSnapshot?: string;
+  /**
+   * The node that holds `fromSnapshot` (its record's `node`): placement among several nodes puts
+   * the agent there, and nowhere else. A node ignores it.
+   */
+  snapshotNode?: string;
 }
 
 /** A snapshot a node took of a workspace. */
@@ -76,6 +81,8 @@ export interface NodeSnapshot {
   sizeBytes: number;
   /** The host disk it takes on the node (a sparse copy). */
   bytes: number;
+  /** The node whose disk holds it, where that is not this node's name (placement: one of its nodes). */
+  node?: string;
 }
 
 /** An agent's sandbox on a node. */
@@ -192,8 +199,11 @@ export interface SandboxNode<W = never> {
    * without it has no snapshots.
    */
   snapshot?(agentId: string, id: string): Promise<NodeSnapshot>;
-  /** Deletes a snapshot (gone already: done). With snapshot(). */
-  dropSnapshot?(id: string): Promise<void>;
+  /**
+   * Deletes a snapshot (gone already: done). With snapshot(). `node`: the node that holds it, as
+   * snapshot() answered (placement routes by it; a single node ignores it).
+   */
+  dropSnapshot?(id: string, node?: string): Promise<void>;
   usage(agentId: string, options?: SandboxUsageOptions): Promise<SandboxUsage | undefined>;
   /** At start: finds this instance's sandboxes again, removes leftovers; the agents' names found. */
   adopt(options?: AdoptOptions): Promise<string[]>;

@@ -1,7 +1,9 @@
 // Node agents for the node tests: `host/cli.ts node` started on a private engine (./engine.ts) with
 // a certificate of the test's CA, on loopback; kill() ends it as a lost machine would (SIGKILL:
 // its sockets reset), restart() starts it again on the same port, engine and data folder (a node
-// agent that comes back), stop() ends it for good (SIGTERM).
+// agent that comes back), stop() ends it for good (SIGTERM). Its workspaces are Docker volumes
+// unless `loop` is asked (loop workspaces under its data folder: root, loop devices and a local
+// engine, as ../sandbox/fixtures.ts `loopWorkspaces` says).
 // Invariant: only processes started here are signalled, by their pid.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
@@ -22,6 +24,7 @@ const spawnAgent = (
   name: string,
   engine: Engine,
   listen: string,
+  loop: boolean,
 ): Promise<{ child: ChildProcess; url: string }> =>
   new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--no-node-snapshot', 'host/cli.ts', 'node'], {
@@ -34,7 +37,8 @@ const spawnAgent = (
         DSH_NODE_CA: join(ca, 'ca.pem'),
         DSH_DATA_DIR: join(engine.dir, 'node-data'),
         DSH_SANDBOX_IMAGE: sandboxImage(),
-        DSH_DISK_QUOTA: 'off',
+        DSH_DISK_QUOTA: loop ? 'on' : 'off',
+        ...(loop ? { DSH_WORKSPACE_SPARES: '0' } : {}),
         DSH_POOL_SIZE: '0',
       },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -63,15 +67,21 @@ const end = async (child: ChildProcess, signal: NodeJS.Signals): Promise<void> =
 };
 
 /** A node agent named `name` (its certificate `<ca>/<name>.pem`) on `engine`. */
-export async function startNodeAgent(ca: string, name: string, engine: Engine): Promise<NodeAgent> {
-  let { child, url } = await spawnAgent(ca, name, engine, '127.0.0.1:0');
+export async function startNodeAgent(
+  ca: string,
+  name: string,
+  engine: Engine,
+  options: { loop?: boolean } = {},
+): Promise<NodeAgent> {
+  const loop = options.loop === true;
+  let { child, url } = await spawnAgent(ca, name, engine, '127.0.0.1:0', loop);
   const port = new URL(url).port;
   return {
     url,
     kill: () => end(child, 'SIGKILL'),
     async restart() {
       await end(child, 'SIGKILL');
-      ({ child, url } = await spawnAgent(ca, name, engine, `127.0.0.1:${port}`));
+      ({ child, url } = await spawnAgent(ca, name, engine, `127.0.0.1:${port}`, loop));
     },
     stop: () => end(child, 'SIGTERM'),
   };

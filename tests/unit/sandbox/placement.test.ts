@@ -6,10 +6,15 @@
 // answer (negative, NaN, Infinity, strings, missing) never wins a placement. With the store: an
 // agent goes back to the node the store records (also after a restart, when that node is down or
 // its container is gone: never placed again elsewhere), a silent node is found by the probe and
-// comes back with it, and cordons set through the store hold.
+// comes back with it, and cordons set through the store hold. Snapshots: taken on the agent's node
+// and named by it, deleted there, and an agent made from one placed on that node however free the
+// others are (after a restart too, by the node its record names); refused with NODE_CORDONED or
+// NODE_UNREACHABLE naming the node while it takes no new agents or does not answer, NOT_FOUND for a
+// snapshot no node is known to hold, SNAPSHOT_UNSUPPORTED from a node that keeps none.
 import { describe, expect, it, vi } from 'vitest';
 import { SandboxError } from '../../../host/errors.ts';
 import { DOCKER_DEFAULT_LIMITS, DOCKER_DEFAULT_MAXIMA } from '../../../host/sandbox/docker/config.ts';
+import { createDockerProvider } from '../../../host/sandbox/docker/provider.ts';
 import { createPlacement, saneCapacity } from '../../../host/sandbox/nodes/placement.ts';
 import type { NodeCapacity, SandboxdChannel, SandboxNode } from '../../../host/sandbox/nodes/types.ts';
 import { createNodeStore } from '../../../host/store/nodes.ts';
@@ -20,6 +25,8 @@ const GIB = 1024 ** 3;
 
 interface Fake extends SandboxNode<never> {
   agents: Set<string>;
+  /** Snapshot ids on this node's disk. */
+  snaps: Set<string>;
   down: boolean;
   cap: Partial<NodeCapacity> | Record<string, unknown>;
   capacityAsked: number;
@@ -30,6 +37,7 @@ function fake(name: string, cap: Partial<NodeCapacity> | Record<string, unknown>
   const f = {
     name,
     agents: new Set<string>(),
+    snaps: new Set<string>(),
     down: false,
     cap,
     capacityAsked: 0,
@@ -42,8 +50,10 @@ function fake(name: string, cap: Partial<NodeCapacity> | Record<string, unknown>
     defaults: DOCKER_DEFAULT_LIMITS,
     maxima: DOCKER_DEFAULT_MAXIMA,
     pool: { ready: 0, filled: async () => {} },
-    async ensure(spec: { agentId: string }) {
+    async ensure(spec: { agentId: string; fromSnapshot?: string }) {
       await up();
+      if (spec.fromSnapshot !== undefined && !f.snaps.has(spec.fromSnapshot))
+        throw new SandboxError('NOT_FOUND', `This node has no snapshot ${spec.fromSnapshot}.`);
       const found = f.agents.has(spec.agentId);
       f.agents.add(spec.agentId);
       return { ...sandbox(spec.agentId), ...(found ? { found } : {}) };
@@ -69,6 +79,16 @@ function fake(name: string, cap: Partial<NodeCapacity> | Record<string, unknown>
     async destroy(agentId: string) {
       await up();
       f.agents.delete(agentId);
+    },
+    async snapshot(agentId: string, id: string) {
+      await up();
+      if (!f.agents.has(agentId)) throw new SandboxError('SANDBOX_UNAVAILABLE', 'never placed here');
+      f.snaps.add(id);
+      return { sizeBytes: GIB, bytes: 4096 };
+    },
+    async dropSnapshot(id: string) {
+      await up();
+      f.snaps.delete(id);
     },
     usage: async () => undefined,
     async adopt() {
@@ -326,6 +346,131 @@ describe('placement', () => {
       expect(a.agents.has('two')).toBe(true);
     } finally {
       temp.cleanup();
+    }
+  });
+});
+
+describe('placement of snapshots', () => {
+  it('takes a snapshot on the agent’s node, names it, makes an agent from it there however free the others are, and drops it there', async () => {
+    const a = fake('a');
+    const b = fake('b', { cpus: 64, memoryBytes: 256 * GIB });
+    a.agents.add('src');
+    const p = createPlacement([a, b]);
+    expect(await p.snapshot?.('src', 'snap_1')).toEqual({ sizeBytes: GIB, bytes: 4096, node: 'a' });
+    expect([a.snaps.has('snap_1'), b.snaps.has('snap_1')]).toEqual([true, false]);
+    await p.ensure(spec('copy', { fromSnapshot: 'snap_1', snapshotNode: 'a' }));
+    expect([a.agents.has('copy'), b.agents.has('copy')]).toEqual([true, false]);
+    expect(p.nodeOf('copy')).toBe('a');
+    // Without the node named, the one this process saw take it.
+    await p.ensure(spec('copy2', { fromSnapshot: 'snap_1' }));
+    expect(a.agents.has('copy2')).toBe(true);
+    const dropped = vi.spyOn(b, 'dropSnapshot');
+    await p.dropSnapshot?.('snap_1', 'a');
+    expect(a.snaps.size).toBe(0);
+    expect(dropped).not.toHaveBeenCalled();
+    // Gone already: done.
+    await p.dropSnapshot?.('snap_1', 'a');
+  });
+
+  it('finds a snapshot’s node by its record after a restart (not by memory), and never places the agent elsewhere', async () => {
+    const a = fake('a');
+    const b = fake('b', { cpus: 64, memoryBytes: 256 * GIB });
+    b.snaps.add('snap_old');
+    const p = createPlacement([a, b]);
+    await expect(p.ensure(spec('x', { fromSnapshot: 'snap_old' }))).rejects.toMatchObject({
+      code: 'NOT_FOUND',
+      data: { snapshotId: 'snap_old' },
+    });
+    expect(a.agents.size + b.agents.size).toBe(0);
+    await expect(p.dropSnapshot?.('snap_old')).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    const small = fake('small');
+    small.snaps.add('snap_small');
+    const q = createPlacement([small, b]);
+    await q.ensure(spec('y', { fromSnapshot: 'snap_small', snapshotNode: 'small' }));
+    expect([small.agents.has('y'), b.agents.has('y')]).toEqual([true, false]);
+    await q.dropSnapshot?.('snap_small', 'small');
+    expect(small.snaps.size).toBe(0);
+  });
+
+  it('refuses an agent from a snapshot whose node is cordoned, silent or not among its nodes, naming the node, and places nothing', async () => {
+    const a = fake('a');
+    const b = fake('b');
+    a.snaps.add('snap_a');
+    a.agents.add('on-a');
+    const p = createPlacement([a, b], { cordoned: ['a'], probeMs: 5 });
+    try {
+      await p.adopt();
+      await expect(p.ensure(spec('c1', { fromSnapshot: 'snap_a', snapshotNode: 'a' }))).rejects.toMatchObject(
+        {
+          code: 'NODE_CORDONED',
+          message: /node a/,
+          data: { node: 'a', snapshotId: 'snap_a' },
+        },
+      );
+      await p.cordon('a', false);
+      a.down = true;
+      await until(() => p.unreachable?.('on-a') === 'a', { what: 'the probe to find a silent' });
+      const ensured = vi.spyOn(a, 'ensure');
+      await expect(p.ensure(spec('c2', { fromSnapshot: 'snap_a', snapshotNode: 'a' }))).rejects.toMatchObject(
+        {
+          code: 'NODE_UNREACHABLE',
+          data: { node: 'a', snapshotId: 'snap_a' },
+        },
+      );
+      expect(ensured).not.toHaveBeenCalled();
+      await expect(p.snapshot?.('on-a', 'snap_z')).rejects.toMatchObject({ code: 'NODE_UNREACHABLE' });
+      await expect(
+        p.ensure(spec('c3', { fromSnapshot: 'snap_a', snapshotNode: 'gone' })),
+      ).rejects.toMatchObject({
+        code: 'NODE_UNREACHABLE',
+        data: { node: 'gone' },
+      });
+      await expect(p.dropSnapshot?.('snap_a', 'gone')).rejects.toMatchObject({ code: 'NODE_UNREACHABLE' });
+      expect(b.agents.size).toBe(0);
+      // Back: the agent is made there from it.
+      a.down = false;
+      await until(() => p.unreachable?.('on-a') === undefined, { what: 'the probe to find a back' });
+      await p.ensure(spec('c4', { fromSnapshot: 'snap_a', snapshotNode: 'a' }));
+      expect(a.agents.has('c4')).toBe(true);
+    } finally {
+      await p.close();
+    }
+  });
+
+  it('answers SNAPSHOT_UNSUPPORTED from a node that keeps no snapshots', async () => {
+    const plain = fake('plain');
+    plain.agents.add('p1');
+    plain.snapshot = undefined;
+    plain.dropSnapshot = undefined;
+    const p = createPlacement([plain, fake('other')]);
+    await expect(p.snapshot?.('p1', 'snap_p')).rejects.toMatchObject({
+      code: 'SNAPSHOT_UNSUPPORTED',
+      data: { node: 'plain' },
+    });
+    await expect(p.dropSnapshot?.('snap_p', 'plain')).rejects.toMatchObject({ code: 'SNAPSHOT_UNSUPPORTED' });
+  });
+
+  it('gives the provider each snapshot’s own node, and deletes it there; a single node keeps refusing another node’s', async () => {
+    const a = fake('a');
+    const b = fake('b');
+    b.agents.add('src');
+    const provider = createDockerProvider({
+      image: 'unused',
+      instance: 'test',
+      idleMs: 0,
+      node: createPlacement([a, b]),
+    });
+    const one = createDockerProvider({ image: 'unused', instance: 'test', idleMs: 0, node: b });
+    try {
+      expect(await provider.snapshot?.('src', 'snap_p')).toEqual({ node: 'b', sizeBytes: GIB, bytes: 4096 });
+      await provider.dropSnapshot?.('snap_p', 'b');
+      expect(b.snaps.size).toBe(0);
+      expect(await one.snapshot?.('src', 'snap_q')).toEqual({ node: 'b', sizeBytes: GIB, bytes: 4096 });
+      await expect(one.dropSnapshot?.('snap_q', 'a')).rejects.toMatchObject({ code: 'SANDBOX_UNAVAILABLE' });
+      expect(b.snaps.has('snap_q')).toBe(true);
+    } finally {
+      await provider.close();
+      await one.close();
     }
   });
 });

@@ -1,0 +1,153 @@
+// Snapshots across two remote nodes (docs/nodes.md, "Snapshots on several nodes"): two private
+// Docker engines (./engine.ts), a node agent on each with loop workspaces under its own data folder
+// (./cluster.ts `loop`), and a control plane whose DSH_NODES names both. A snapshot is taken on its
+// agent's node (its file on that node's disk, its `node` that node's name); an agent made from it
+// lands on that node although the other is emptier, with the snapshot's files byte for byte; while
+// that node is cordoned, POST /v1/agents with `fromSnapshot` answers 503 NODE_CORDONED naming it
+// and makes nothing; a deleted snapshot's file leaves that node's disk.
+// Skipped where loop workspaces cannot be made (not root, no loop devices: fixtures.ts).
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../../host/config.ts';
+import { LABEL_AGENT, LABEL_INSTANCE } from '../../../host/sandbox/docker/index.ts';
+import { type Running, startServer } from '../../../host/serve.ts';
+import { makeCa, makeCert } from '../../../scripts/node-certs.ts';
+import type { Loose } from '../../unit/api/harness.ts';
+import { json } from '../api/served.ts';
+import { loopWorkspaces, sandboxImage } from '../sandbox/fixtures.ts';
+import { type NodeAgent, startNodeAgent } from './cluster.ts';
+import { type Engine, startEngine } from './engine.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'dsh-nodesnap-'));
+const ca = join(dir, 'ca');
+const engines: Record<string, Engine> = {};
+const nodeAgents: Record<string, NodeAgent> = {};
+let running: Running | undefined;
+let key = '';
+const ADMIN = 'admin-key-of-the-node-snapshot-test';
+
+/** The snapshot's file on the node agent's disk (its loop workspaces' `.snapshots`). */
+const snapshotFile = (node: string, id: string): string =>
+  join((engines[node] as Engine).dir, 'node-data', 'workspaces', '.snapshots', `${id}.img`);
+
+/** The node whose engine holds the agent's container. */
+const nodeOf = async (agentId: string): Promise<string | undefined> => {
+  for (const [name, e] of Object.entries(engines)) {
+    const list = await e.docker.listContainers({
+      all: true,
+      filters: { label: [`${LABEL_AGENT}=${agentId}`, `${LABEL_INSTANCE}=${running?.store.instanceId}`] },
+    });
+    if (list.length > 0) return name;
+  }
+  return undefined;
+};
+
+const api = (method: string, path: string, body?: unknown) =>
+  json(running as Running, key, method, path, body) as Promise<{ status: number; json: Loose }>;
+
+const call = async (id: string, name: string, args: Record<string, unknown>): Promise<Loose> => {
+  const r = await api('POST', `/v1/agents/${id}/calls`, { calls: [{ id: 'c1', name, arguments: args }] });
+  expect(r.json.results?.[0]?.ok, JSON.stringify(r.json)).toBe(true);
+  return r.json.results[0];
+};
+
+/** Unmounts what a node agent left mounted under a folder about to be removed (loop workspaces). */
+function unmountUnder(folder: string): void {
+  const mounts = readFileSync('/proc/mounts', 'utf8')
+    .split('\n')
+    .map((line) => line.split(' ')[1] ?? '')
+    .filter((at) => at.startsWith(folder));
+  for (const at of mounts.reverse()) {
+    try {
+      execFileSync('umount', ['--lazy', at]);
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+}
+
+describe.skipIf(!loopWorkspaces)('snapshots on several nodes', () => {
+  beforeAll(async () => {
+    makeCa(ca);
+    makeCert(ca, ca, 'a', ['127.0.0.1']);
+    makeCert(ca, ca, 'b', ['127.0.0.1']);
+    makeCert(ca, ca, 'control');
+    const [a, b] = await Promise.all([startEngine(sandboxImage()), startEngine(sandboxImage())]);
+    Object.assign(engines, { a, b });
+    const [na, nb] = await Promise.all([
+      startNodeAgent(ca, 'a', a, { loop: true }),
+      startNodeAgent(ca, 'b', b, { loop: true }),
+    ]);
+    Object.assign(nodeAgents, { a: na, b: nb });
+    const config = loadConfig(
+      {
+        host: '127.0.0.1',
+        port: 0,
+        dataDir: join(dir, 'control'),
+        poolSize: 0,
+        isolateWorkers: 1,
+        sandboxImage: sandboxImage(),
+        nodes: [
+          { name: 'a', url: na.url },
+          { name: 'b', url: nb.url },
+        ],
+        nodeCert: join(ca, 'control.pem'),
+        nodeKey: join(ca, 'control.key'),
+        nodeCa: join(ca, 'ca.pem'),
+        adminKey: ADMIN,
+      },
+      {},
+    );
+    running = await startServer(config, { log: () => {} });
+    key = (await running.store.tenants.createTenant('snaps')).apiKey;
+  }, 300_000);
+
+  afterAll(async () => {
+    if (running !== undefined) {
+      for (const agent of (await api('GET', '/v1/agents')).json.agents ?? [])
+        await api('DELETE', `/v1/agents/${agent.id}`);
+      for (const snap of (await api('GET', '/v1/snapshots')).json.snapshots ?? [])
+        await api('DELETE', `/v1/snapshots/${snap.id}`);
+      await running.close();
+    }
+    for (const agent of Object.values(nodeAgents)) await agent.stop();
+    for (const e of Object.values(engines)) unmountUnder(e.dir);
+    await Promise.all(Object.values(engines).map((e) => e.stop()));
+    rmSync(dir, { recursive: true, force: true });
+  }, 120_000);
+
+  it('takes a snapshot on its agent’s node, makes an agent from it there, refuses while that node is cordoned, and deletes it there', async () => {
+    const src = (await api('POST', '/v1/agents', {})).json.id as string;
+    await call(src, 'write', { file_path: 'kept.txt', content: 'from the snapshot\n' });
+    const home = (await nodeOf(src)) as string;
+    expect(['a', 'b']).toContain(home);
+    const other = home === 'a' ? 'b' : 'a';
+    const snap = await api('POST', `/v1/agents/${src}/snapshots`);
+    expect(snap.status, JSON.stringify(snap.json)).toBe(201);
+    expect(snap.json.node).toBe(home);
+    expect(existsSync(snapshotFile(home, snap.json.id))).toBe(true);
+    expect(existsSync(snapshotFile(other, snap.json.id))).toBe(false);
+    // The other node is emptier; the copy still goes where the snapshot is.
+    const copy = await api('POST', '/v1/agents', { fromSnapshot: snap.json.id });
+    expect(copy.status, JSON.stringify(copy.json)).toBe(201);
+    expect(await nodeOf(copy.json.id)).toBe(home);
+    const read = await call(copy.json.id, 'bash', { command: 'cat kept.txt', description: 'read' });
+    expect(read.value.stdout).toBe('from the snapshot\n');
+    // Cordoned: refused, naming the node, nothing made.
+    const agentsBefore = (await api('GET', '/v1/agents')).json.agents.length;
+    expect((await json(running as Running, ADMIN, 'POST', `/v1/nodes/${home}/cordon`)).status).toBe(200);
+    const refused = await api('POST', '/v1/agents', { fromSnapshot: snap.json.id });
+    expect(refused.status).toBe(503);
+    expect(refused.json.error).toMatchObject({
+      code: 'NODE_CORDONED',
+      message: new RegExp(`node ${home}\\b`),
+    });
+    expect((await api('GET', '/v1/agents')).json.agents.length).toBe(agentsBefore);
+    expect((await json(running as Running, ADMIN, 'POST', `/v1/nodes/${home}/uncordon`)).status).toBe(200);
+    expect((await api('DELETE', `/v1/snapshots/${snap.json.id}`)).status).toBe(204);
+    expect(existsSync(snapshotFile(home, snap.json.id))).toBe(false);
+  }, 300_000);
+});
