@@ -60,7 +60,7 @@ export function createAgentSnapshots(options: SnapshotOptions): AgentSnapshots {
     if (options.store === undefined || provider.snapshot === undefined || provider.dropSnapshot === undefined)
       throw new SandboxError(
         'SNAPSHOT_UNSUPPORTED',
-        'This service keeps no workspace snapshots (its workspaces are Docker volumes without a size limit, on a remote node, or in memory).',
+        'This service keeps no workspace snapshots (its workspaces, here or on its nodes, are Docker volumes without a size limit, or in memory).',
       );
     return options.store;
   }
