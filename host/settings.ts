@@ -796,7 +796,7 @@ export const SETTINGS = {
     min: MiB,
     max: 2 ** 50,
     help: 'durable log each tenant may hold',
-    doc: 'durable log each tenant may hold (events plus large values, each stored once); a call whose event does not fit answers `STORE_BUDGET_EXCEEDED` and is not run; results of calls already running are still logged, past it with large values as hash and size only; a tenant\'s `logBytes` quota (`PUT /v1/tenants/:id/limits`) replaces it for that tenant',
+    doc: "durable log each tenant may hold (events plus large values, each stored once); a call whose event does not fit answers `STORE_BUDGET_EXCEEDED` and is not run; results of calls already running are still logged, past it with large values as hash and size only; a tenant's `logBytes` quota (`PUT /v1/tenants/:id/limits`) replaces it for that tenant",
   }),
   schedulesPerAgent: int({
     env: 'DSH_SCHEDULES_PER_AGENT',
