@@ -1030,6 +1030,8 @@ SetTenantLimitsBody = TypedDict("SetTenantLimitsBody", {
     "agents": NotRequired[int],
     "diskMb": NotRequired[int],
     "snapshotBytes": NotRequired[int],
+    "logBytes": NotRequired[int],
+    "plugins": NotRequired[int],
 })
 
 SetTenantLimitsResponse = ListTenantsResponseTenantsItem
@@ -1038,12 +1040,15 @@ GetOwnLimitsResponseQuotas = TypedDict("GetOwnLimitsResponseQuotas", {
     "agents": NotRequired[float],
     "diskMb": NotRequired[float],
     "snapshotBytes": NotRequired[float],
+    "logBytes": NotRequired[float],
+    "plugins": NotRequired[float],
 })
 
 GetOwnLimitsResponseUsage = TypedDict("GetOwnLimitsResponseUsage", {
     "agents": float,
     "diskMb": float,
     "snapshotBytes": NotRequired[float],
+    "logBytes": float,
 })
 
 GetOwnLimitsResponse = TypedDict("GetOwnLimitsResponse", {
