@@ -1130,7 +1130,7 @@ export interface paths {
         get?: never;
         /**
          * Set tenant limits
-         * @description Needs the admin key. Replaces the tenant's quotas: `agents` bounds its live top-level agents, `diskMb` the MiB of workspace its live agents hold (the sum of their workspaces' sizes), `snapshotBytes` the host disk its workspace snapshots take together; a create past one answers LIMIT_EXCEEDED, and what it has already stays. `{}` clears them.
+         * @description Needs the admin key. Replaces the tenant's quotas: `agents` bounds its live top-level agents, `diskMb` the MiB of workspace its live agents hold (the sum of their workspaces' sizes), `snapshotBytes` the host disk its workspace snapshots take together, `plugins` the plugins its agents run at once (in place of DSH_PLUGINS_PER_TENANT); a create or start past one answers LIMIT_EXCEEDED, and what it has already stays. `logBytes` is its durable log's budget (in place of DSH_TENANT_LOG_BYTES): past it, calls are refused with STORE_BUDGET_EXCEEDED. Effective at once on this replica, within a few seconds on the others. `{}` clears them.
          */
         put: operations["setTenantLimits"];
         post?: never;
@@ -6653,6 +6653,8 @@ export interface operations {
                     agents?: number;
                     diskMb?: number;
                     snapshotBytes?: number;
+                    logBytes?: number;
+                    plugins?: number;
                 };
             };
         };
@@ -6760,12 +6762,16 @@ export interface operations {
                             agents?: number;
                             diskMb?: number;
                             snapshotBytes?: number;
+                            logBytes?: number;
+                            plugins?: number;
                         };
                         usage: {
                             agents: number;
                             diskMb: number;
                             /** @description Host disk its snapshots take; absent where the service keeps none */
                             snapshotBytes?: number;
+                            /** @description Bytes its durable log holds (events plus payloads) */
+                            logBytes: number;
                         };
                     };
                 };

@@ -17,9 +17,10 @@ export const ADMIN_USAGE = `  tenants list                       every tenant wi
   tenants get <id>                   one tenant, with what is left while it is being deleted
   tenants create <name>              a tenant and its first API key (printed once)
   tenants delete <id>                refuse the tenant at once; the service removes its things
-  tenants limits <id> [--agents N|none] [--disk-mb N|none]
+  tenants limits <id> [--agents N|none] [--disk-mb N|none] [--log-bytes N|none] [--plugins N|none]
                                      the tenant's quotas; --agents sets (none: clears) its agent
-                                     quota, --disk-mb its workspace quota in MiB; others are kept
+                                     quota, --disk-mb its workspace quota in MiB, --log-bytes its
+                                     log budget, --plugins its running plugins; others are kept
   keys list <tenant>                 the tenant's keys (never the keys themselves)
   keys create <tenant> [--name N] [--expires-at T]
                                      a further key (printed once); T: epoch ms or an ISO date
@@ -35,6 +36,8 @@ export interface AdminFlags {
   expiresAt?: string;
   agents?: string;
   diskMb?: string;
+  logBytes?: string;
+  plugins?: string;
 }
 
 /** The tenant's quotas with the flags' changes: a number sets one, `none` clears it, an absent flag keeps it. */
@@ -43,6 +46,8 @@ const quotasWith = (quotas: TenantQuotas, flags: AdminFlags): TenantQuotas => {
   for (const [name, flag] of [
     ['agents', flags.agents],
     ['diskMb', flags.diskMb],
+    ['logBytes', flags.logBytes],
+    ['plugins', flags.plugins],
   ] as const)
     if (flag !== undefined) next[name] = flag === 'none' ? undefined : Number(flag);
   return next as TenantQuotas;
@@ -66,10 +71,9 @@ const tenants = async (store: Store, [verb, arg]: string[], flags: AdminFlags): 
   else if (verb === 'limits' && arg) {
     const current = await store.tenants.getTenant(arg);
     if (current === undefined) throw new Error(`no tenant ${arg}`);
-    const tenant =
-      flags.agents === undefined && flags.diskMb === undefined
-        ? current
-        : await store.tenants.setQuotas(arg, quotasWith(current.quotas ?? {}, flags));
+    const tenant = [flags.agents, flags.diskMb, flags.logBytes, flags.plugins].every((f) => f === undefined)
+      ? current
+      : await store.tenants.setQuotas(arg, quotasWith(current.quotas ?? {}, flags));
     if (tenant === undefined) throw new Error(`no tenant ${arg}`);
     print({ id: tenant.id, quotas: tenant.quotas ?? {} });
   } else if (verb === 'create' && arg) print(await store.tenants.createTenant(arg));

@@ -39,6 +39,8 @@ options:
   --name, --expires-at  of a new key (keys create)
   --agents <n|none>     a tenant's agent quota (tenants limits)
   --disk-mb <n|none>    a tenant's workspace quota in MiB (tenants limits)
+  --log-bytes <n|none>  a tenant's durable-log budget in bytes (tenants limits)
+  --plugins <n|none>    a tenant's running-plugin cap (tenants limits)
   -h, --help            this text
 
 settings (serve), from the environment; docs/configuration.md says more of each:
@@ -66,6 +68,8 @@ const main = async (argv: string[]): Promise<number> => {
       'expires-at': { type: 'string' },
       agents: { type: 'string' },
       'disk-mb': { type: 'string' },
+      'log-bytes': { type: 'string' },
+      plugins: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -137,6 +141,8 @@ const main = async (argv: string[]): Promise<number> => {
         ...(values['expires-at'] === undefined ? {} : { expiresAt: values['expires-at'] }),
         ...(values.agents === undefined ? {} : { agents: values.agents }),
         ...(values['disk-mb'] === undefined ? {} : { diskMb: values['disk-mb'] }),
+        ...(values['log-bytes'] === undefined ? {} : { logBytes: values['log-bytes'] }),
+        ...(values.plugins === undefined ? {} : { plugins: values.plugins }),
       });
     case 'backup':
     case 'restore':

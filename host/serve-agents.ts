@@ -15,6 +15,7 @@ import type { Ownership } from './replicas/ownership.ts';
 import type { SandboxProvider } from './sandbox/types.ts';
 import type { ScheduleRecord, Store } from './store/index.ts';
 import { replicaShareOf } from './store/replica-share.ts';
+import { createTenantQuotaCache, pluginLimitsOf, type TenantQuotaCache } from './tenants/quota-cache.ts';
 
 /** Counts a worker that starts again (a restart), by how its previous process ended. */
 const countRestarts = (metrics: Metrics) => {
@@ -71,9 +72,20 @@ const tenantShareOf = (store: Store, config: Config): { tenantShare?: (cap: numb
   return share === undefined ? {} : { tenantShare: share.of };
 };
 
-/** The agent service, its scheduler and skills, with the configured limits; starts the reaping and plugin resumption. */
-export function startAgents(config: Config, parts: ServerAgentParts, log: (line: string) => void): Assembled {
+/**
+ * The agent service, its scheduler and skills, with the configured limits, and the tenants' quotas
+ * its plugin runtime reads (closed by the caller); starts the reaping and plugin resumption.
+ */
+export function startAgents(
+  config: Config,
+  parts: ServerAgentParts,
+  log: (line: string) => void,
+): Assembled & { quotas: TenantQuotaCache } {
   const { egress, store, sandboxes, isolates, metrics, fair, ownership } = parts;
+  // The tenants' quotas at hand for the plugin runtime's synchronous start (tenants/quota-cache.ts).
+  const quotas = createTenantQuotaCache(store.tenants, {
+    onError: (e) => log(`could not read the tenants' quotas: ${String(e)}`),
+  });
   const assembled = assembleAgents({
     egress,
     store,
@@ -133,6 +145,8 @@ export function startAgents(config: Config, parts: ServerAgentParts, log: (line:
         maxMemoryMbPerAgent: config.pluginAgentMb,
         maxMemoryMbPerTenant: config.pluginTenantMb,
       },
+      // The operator's `plugins` quota of a tenant in place of DSH_PLUGINS_PER_TENANT.
+      limitsOf: pluginLimitsOf(quotas),
     },
     codeMode: {
       defaults: { cpuMs: config.codeCpuMs, wallMs: Math.min(config.codeWallMs, config.callTimeoutMs) },
@@ -149,10 +163,11 @@ export function startAgents(config: Config, parts: ServerAgentParts, log: (line:
     .catch((e: unknown) => log(`could not reap the sandboxes of deleted agents: ${String(e)}`));
   // Plugins that were running when the service stopped run again (their tools come back with them).
   // With replicas, each family's plugins run where the family does: taking it over resumes them.
-  if (ownership !== undefined) return assembled;
-  void agents
-    .resumePlugins((id, e) => log(`could not start plugin ${id} again: ${String(e)}`))
+  if (ownership !== undefined) return { ...assembled, quotas };
+  // After the quotas' first load, so a resumed plugin counts against its tenant's own cap.
+  void quotas.ready
+    .then(() => agents.resumePlugins((id, e) => log(`could not start plugin ${id} again: ${String(e)}`)))
     .then((n) => n > 0 && log(`started ${n} plugin(s) again`))
     .catch((e: unknown) => log(`could not list the plugins to start again: ${String(e)}`));
-  return assembled;
+  return { ...assembled, quotas };
 }

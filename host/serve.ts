@@ -190,7 +190,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
   const loop = startLoopMonitor({ metrics, log });
   const fair = createFairScheduler({ budgetMs: config.fairTurnMs });
   const lifecycle = createLifecycle();
-  const { agents, scheduler, skills } = startAgents(
+  const { agents, scheduler, skills, quotas } = startAgents(
     config,
     { egress, store, sandboxes, isolates, metrics, fair, ownership },
     log,
@@ -261,6 +261,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
       const idle = setInterval(() => server.closeIdleConnections(), 50);
       await tenantDeletion.close(); // after its current step; the rest at the next start
       await retention.close(); // after its current slice
+      quotas.close(); // the tenants' quotas the plugins' caps read
       await agents.close(config.shutdownGraceMs);
       const hard = setTimeout(() => server.closeAllConnections(), 5000);
       await closed;

@@ -642,7 +642,7 @@ export const SETTINGS = {
     min: 1,
     max: 100_000,
     help: "plugins one tenant's agents may run at once",
-    doc: 'plugins one tenant\'s agents may run at once (`data.limit: "maxRunningPerTenant"`)',
+    doc: 'plugins one tenant\'s agents may run at once (`data.limit: "maxRunningPerTenant"`); a tenant\'s `plugins` quota (`PUT /v1/tenants/:id/limits`) replaces it for that tenant',
   }),
   pluginAgentMb: int({
     env: 'DSH_PLUGIN_AGENT_MB',
@@ -796,7 +796,7 @@ export const SETTINGS = {
     min: MiB,
     max: 2 ** 50,
     help: 'durable log each tenant may hold',
-    doc: 'durable log each tenant may hold (events plus large values, each stored once); a call whose event does not fit answers `STORE_BUDGET_EXCEEDED` and is not run; results of calls already running are still logged, past it with large values as hash and size only',
+    doc: "durable log each tenant may hold (events plus large values, each stored once); a call whose event does not fit answers `STORE_BUDGET_EXCEEDED` and is not run; results of calls already running are still logged, past it with large values as hash and size only; a tenant's `logBytes` quota (`PUT /v1/tenants/:id/limits`) replaces it for that tenant",
   }),
   schedulesPerAgent: int({
     env: 'DSH_SCHEDULES_PER_AGENT',

@@ -1040,6 +1040,8 @@ SetTenantLimitsBody = TypedDict("SetTenantLimitsBody", {
     "agents": NotRequired[int],
     "diskMb": NotRequired[int],
     "snapshotBytes": NotRequired[int],
+    "logBytes": NotRequired[int],
+    "plugins": NotRequired[int],
 })
 
 SetTenantLimitsResponse = ListTenantsResponseTenantsItem
@@ -1048,12 +1050,15 @@ GetOwnLimitsResponseQuotas = TypedDict("GetOwnLimitsResponseQuotas", {
     "agents": NotRequired[float],
     "diskMb": NotRequired[float],
     "snapshotBytes": NotRequired[float],
+    "logBytes": NotRequired[float],
+    "plugins": NotRequired[float],
 })
 
 GetOwnLimitsResponseUsage = TypedDict("GetOwnLimitsResponseUsage", {
     "agents": float,
     "diskMb": float,
     "snapshotBytes": NotRequired[float],
+    "logBytes": float,
 })
 
 GetOwnLimitsResponse = TypedDict("GetOwnLimitsResponse", {

@@ -137,7 +137,7 @@ export function mountV1Routes(app: Hono<ApiEnv>, state: AppState): void {
   app.route('/', ownKeyRoutes(deps.store.tenants));
   app.route('/', adminLimitRoutes(deps.store.tenants, deps.adminKey));
   tenantScoped('/v1/limits');
-  app.route('/', ownLimitRoutes(deps.store.tenants, deps.agents, limits.workspaceMb));
+  app.route('/', ownLimitRoutes(deps.store.tenants, deps.agents, limits.workspaceMb, deps.store.events));
   app.route('/', nodeRoutes(deps.nodes, deps.adminKey));
   tenantScoped('/v1/events/*');
   app.route(

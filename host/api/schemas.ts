@@ -97,12 +97,18 @@ export const TenantQuotasBody = v.strictObject({
   snapshotBytes: v.optional(
     v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(Number.MAX_SAFE_INTEGER)),
   ),
+  /** Bytes its durable log may hold (its budget in place of DSH_TENANT_LOG_BYTES). */
+  logBytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(Number.MAX_SAFE_INTEGER))),
+  /** Plugins its agents may run at once (its cap in place of DSH_PLUGINS_PER_TENANT). */
+  plugins: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(1_000_000))),
 });
 export const TenantLimits = v.object({
   quotas: v.object({
     agents: v.optional(v.number()),
     diskMb: v.optional(v.number()),
     snapshotBytes: v.optional(v.number()),
+    logBytes: v.optional(v.number()),
+    plugins: v.optional(v.number()),
   }),
   usage: v.object({
     agents: v.number(),
@@ -110,6 +116,7 @@ export const TenantLimits = v.object({
     snapshotBytes: v.optional(
       v.pipe(v.number(), v.description('Host disk its snapshots take; absent where the service keeps none')),
     ),
+    logBytes: v.pipe(v.number(), v.description('Bytes its durable log holds (events plus payloads)')),
   }),
 });
 export const RevokeKeyQuery = v.object({

@@ -107,7 +107,7 @@ export async function authorize(
     // still admits the agent's events.
     if ((await options.events.admits?.(caller.sessionId)) === false)
       throw denied(
-        `Egress to ${host}:${to.port} is denied: this tenant's event log is full, so it could not be recorded (an operator can raise DSH_TENANT_LOG_BYTES).`,
+        `Egress to ${host}:${to.port} is denied: this tenant's event log is full, so it could not be recorded (an operator can raise this tenant's logBytes quota, or DSH_TENANT_LOG_BYTES for every tenant).`,
         'event log full',
       );
     const pinned = await resolve(s, host, literal, to.port);

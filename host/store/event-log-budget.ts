@@ -3,7 +3,11 @@
 // (payloads.ts), so the same 1 MiB argument sent a thousand times costs one copy, and a row costs
 // at most about `inlineBytes`. Every tenant (the tenant of the session's agent) has a byte budget
 // for its log: event rows plus the payloads they brought. The rules, decided here and checked
-// at append (synchronously, once the backend's answers are loaded: event-log-load.ts):
+// at append (synchronously, once the backend's answers are loaded: event-log-load.ts). A tenant's
+// budget is its `logBytes` quota (tenants.quotas, read through the backend with its usage on its
+// first append), else the service's (DSH_TENANT_LOG_BYTES). The operator's change is seen at once
+// in the process that made it (setBudget); other processes read the quota again on the tenant's
+// first append past BUDGET_REFRESH_MS after they last read it, so they follow within that time.
 // - An event that fits in what is left of its tenant's budget is stored whole.
 // - An event that does not fit is refused with STORE_BUDGET_EXCEEDED, so the pipeline does not
 //   run a call it cannot record whole: every call that ran has its arguments in the log.
@@ -68,29 +72,50 @@ function rowBytes(row: EventRow): number {
   );
 }
 
-/** The tenant's budget, its usage loaded from the backend on its first append. */
+/** How long a tenant's budget read from the store holds before its next append reads it again. */
+export const BUDGET_REFRESH_MS = 5000;
+
+/** The tenant's own budget (its `logBytes` quota) from the backend: undefined when it has none. */
+const quotaOf = (s: LogState, tenantId: string): number | undefined =>
+  answer(s, `quota\0${tenantId}`, () => s.backend.quotaOf?.(tenantId));
+
+/** The tenant's budget, its usage and quota loaded from the backend (in one round) on its first append. */
 export function budgetOf(s: LogState, session: SessionState): Budget {
-  if (session.budget !== undefined) return session.budget;
   const tenantId = session.tenantId;
-  let entry = s.budgets.get(tenantId);
+  let entry = session.budget ?? s.budgets.get(tenantId);
   if (entry === undefined) {
-    const used = answer(s, `usage\0${tenantId}`, () => s.backend.usage(tenantId));
-    entry = { tenantId, used, dropped: 0, refused: 0 };
+    const loads: Promise<void>[] = [];
+    const used = gather(loads, () => answer(s, `usage\0${tenantId}`, () => s.backend.usage(tenantId)));
+    const quota = gather(loads, () => quotaOf(s, tenantId));
+    loaded(loads);
+    entry = { tenantId, used: used ?? 0, max: quota ?? s.budget, readAt: s.now(), dropped: 0, refused: 0 };
     s.budgets.set(tenantId, entry);
+  } else if (s.now() - entry.readAt >= BUDGET_REFRESH_MS) {
+    // Another process's operator may have changed it: read again (setting it twice is harmless
+    // when the operation runs again after a later load).
+    entry.max = quotaOf(s, tenantId) ?? s.budget;
+    entry.readAt = s.now();
   }
   session.budget = entry;
   return entry;
 }
 
-function refuse(s: LogState, tenant: Budget, bytes: number, adding: number): SandboxError {
-  const { tenantId } = tenant;
-  const { budget } = s;
+/** The operator set the tenant's budget in this process (undefined: the service's): effective at once. */
+export function setBudget(s: LogState, tenantId: string, bytes: number | undefined): void {
+  const entry = s.budgets.get(tenantId);
+  if (entry === undefined) return; // read with its usage on its first append
+  entry.max = bytes ?? s.budget;
+  entry.readAt = s.now();
+}
+
+function refuse(tenant: Budget, bytes: number, adding: number): SandboxError {
+  const { tenantId, max: budget } = tenant;
   tenant.refused++;
   return new SandboxError(
     'STORE_BUDGET_EXCEEDED',
     `This tenant's event log holds ${bytes} of its ${budget} bytes; ` +
       (adding === 0 ? 'it is full' : `an event of ${adding} bytes does not fit`) +
-      ', so the call was not run. An operator can raise the budget (DSH_TENANT_LOG_BYTES).',
+      ", so the call was not run. An operator can raise this tenant's budget (PUT /v1/tenants/:id/limits, logBytes) or every tenant's (DSH_TENANT_LOG_BYTES).",
     { data: { tenantId, bytes, budget } },
   );
 }
@@ -112,7 +137,7 @@ export function admit(
   const before = tenant.used + pending;
   const settling = settles(input);
   // Spent budgets refuse before any serializing or hashing.
-  if (!settling && before >= s.budget) throw refuse(s, tenant, before, 0);
+  if (!settling && before >= tenant.max) throw refuse(tenant, before, 0);
   const split = shape(input, s.inlineBytes);
   const simple = typeof split === 'string';
   // Every payload's "stored already?" asked together (an asynchronous backend answers them in one round).
@@ -144,8 +169,8 @@ export function admit(
   };
   let bytes = rowBytes(row);
   for (const b of blobs) bytes += b.bytes;
-  if (before + bytes > s.budget) {
-    if (!settling) throw refuse(s, tenant, before, bytes);
+  if (before + bytes > tenant.max) {
+    if (!settling) throw refuse(tenant, before, bytes);
     if (!simple && blobs.length > 0) {
       const lost = new Set(blobs.map((b) => b.sha256));
       const refs = split.refs.map((r) => (lost.has(r.sha256) ? { ...r, dropped: true as const } : r));
@@ -165,16 +190,20 @@ export function admit(
 export function admits(s: LogState, sessionId: string, bytes = ADMIT_BYTES): boolean {
   if (s.closed) return false;
   try {
-    return budgetOf(s, sessionOf(s, sessionId)).used + bytes <= s.budget;
+    const tenant = budgetOf(s, sessionOf(s, sessionId));
+    return tenant.used + bytes <= tenant.max;
   } catch (error) {
     if (error instanceof Loading) throw error;
     return false;
   }
 }
 
-/** Every tenant's usage: stored figures, replaced by this process's count where it has one. */
+/**
+ * Every tenant's usage: stored figures, replaced by this process's count where it has one; the
+ * budget of a tenant that did not append since open is the service's (its quota is read at append).
+ */
 export function usageOf(s: LogState): TenantLogUsage[] {
-  const { budget, budgets } = s;
+  const { budgets } = s;
   const all = new Map<string, number>();
   for (const { tenantId, bytes } of answer(s, 'usageAll', () => s.backend.usageAll()))
     all.set(tenantId, bytes);
@@ -183,7 +212,7 @@ export function usageOf(s: LogState): TenantLogUsage[] {
     ([tenantId, bytes]): TenantLogUsage => ({
       tenantId,
       bytes,
-      budget,
+      budget: budgets.get(tenantId)?.max ?? s.budget,
       dropped: budgets.get(tenantId)?.dropped ?? 0,
       refused: budgets.get(tenantId)?.refused ?? 0,
     }),

@@ -16,7 +16,7 @@
 // drops what a former owner still appends, event-log-queue.ts); rows are written in append order; a failed
 // batch stays queued (flush() rejects, the next tick retries) instead of being dropped.
 import { append, lastSeqOf } from './event-log-append.ts';
-import { admits, DEFAULT_LOG_BUDGET_BYTES, usageOf } from './event-log-budget.ts';
+import { admits, DEFAULT_LOG_BUDGET_BYTES, setBudget, usageOf } from './event-log-budget.ts';
 import { unfinishedCalls } from './event-log-calls.ts';
 import { answer, settled } from './event-log-load.ts';
 import type {
@@ -89,6 +89,7 @@ export function createEventLog(
       const budget = s.budgets.get(tenantId);
       if (budget !== undefined) budget.used = Math.max(0, budget.used - bytes);
     },
+    setBudget: (tenantId, bytes) => setBudget(s, tenantId, bytes),
     forget: (sessionId) => {
       const session = s.sessions.get(sessionId);
       if (session !== undefined) session.seq = -1;

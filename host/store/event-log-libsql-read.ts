@@ -1,5 +1,5 @@
 // The libsql event backend's reads (event-log.ts): a session's last seq and tenant, tenants' stored
-// log bytes, payloads by tenant and sha256, a page of a session's events, and the call and result
+// log bytes and log budgets (their `logBytes` quota), payloads by tenant and sha256, a page of a session's events, and the call and result
 // rows of the sessions with open calls (sessions.open_calls > 0: the repair after a crash).
 // Invariants: a session's last seq is max(sessions.last_seq, max(events.seq)), so a reopened log
 // continues without gaps; a session's tenant is its agent's ('' when none is known); a page is in
@@ -7,7 +7,7 @@
 import type LibsqlDatabase from 'libsql';
 import { type Database, guarded } from './db.ts';
 import type { EventRow } from './event-log-port.ts';
-import { EVENT_COLUMNS, type StoredEvent, toEventRow, toUsage } from './event-log-rows.ts';
+import { EVENT_COLUMNS, logBytesOf, type StoredEvent, toEventRow, toUsage } from './event-log-rows.ts';
 
 export interface EventReads {
   readonly lastSeq: LibsqlDatabase.Statement;
@@ -67,6 +67,28 @@ export function usageOf(reads: EventReads, tenantId: string): number {
     'read log usage',
     () => (reads.usageOf.all(tenantId)[0] as { bytes: number } | undefined)?.bytes ?? 0,
   );
+}
+
+/**
+ * Reads a tenant's own log budget (its `logBytes` quota), undefined when it has none. Prepared at
+ * its first read; a store migrated only up to before tenants had quotas (the migration tests
+ * append there) has none.
+ */
+export function logQuotaReader(db: Database): (tenantId: string) => number | undefined {
+  let read: LibsqlDatabase.Statement | null | undefined;
+  return (tenantId) =>
+    guarded('read log quota', () => {
+      if (read === undefined) {
+        const columns = db.prepare('SELECT name FROM pragma_table_info(?)').all('tenants') as {
+          name: string;
+        }[];
+        read = columns.some((c) => c.name === 'quotas')
+          ? db.prepare('SELECT quotas FROM tenants WHERE id = ?')
+          : null;
+      }
+      if (read === null) return undefined;
+      return logBytesOf((read.all(tenantId)[0] as { quotas: string | null } | undefined)?.quotas);
+    });
 }
 
 export function usageOfAll(reads: EventReads): { tenantId: string; bytes: number }[] {

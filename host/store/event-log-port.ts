@@ -78,6 +78,11 @@ export interface EventBackend {
   usage(tenantId: string): Answer<number>;
   /** Stored log bytes of every tenant. */
   usageAll(): Answer<{ tenantId: string; bytes: number }[]>;
+  /**
+   * The tenant's own log budget (its `logBytes` quota in `tenants.quotas`), undefined when it has
+   * none (then `budgetBytes` holds). Read on the tenant's first append and again when stale. Absent: none.
+   */
+  quotaOf?(tenantId: string): Answer<number | undefined>;
   readBlob(tenantId: string, sha256: string): Answer<string | undefined>;
   hasBlob(tenantId: string, sha256: string): Answer<boolean>;
   write(rows: QueuedRow[]): Answer<void>;
@@ -98,6 +103,7 @@ export interface SyncEventBackend extends EventBackend {
   tenantOf(sessionId: string): string;
   usage(tenantId: string): number;
   usageAll(): { tenantId: string; bytes: number }[];
+  quotaOf?(tenantId: string): number | undefined;
   readBlob(tenantId: string, sha256: string): string | undefined;
   hasBlob(tenantId: string, sha256: string): boolean;
   write(rows: QueuedRow[]): void;
@@ -158,6 +164,11 @@ export interface ClosableEventLog extends EventLog, EventPayloads, EventRepairs 
    * (host/tenants/retention.ts), so appends refused for the budget are admitted again at once.
    */
   release(tenantId: string, bytes: number): void;
+  /**
+   * The tenant's log budget is now `bytes` (its `logBytes` quota; undefined: the service's), at once
+   * in this process: the operator set it here (host/store/tenant-quota-watch.ts).
+   */
+  setBudget(tenantId: string, bytes: number | undefined): void;
   /**
    * Refuses appends from now on, writes what is queued and stops the background writer. Resolves
    * once everything appended before it is stored: with a synchronous backend (libsql, memory)

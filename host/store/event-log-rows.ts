@@ -49,6 +49,13 @@ export const toUsage = (r: { tenant_id: string; bytes: number }): { tenantId: st
   bytes: r.bytes,
 });
 
+/** The `logBytes` of a `tenants.quotas` JSON (validated when set: tenant-keys.ts), undefined when it has none. */
+export const logBytesOf = (quotas: string | null | undefined): number | undefined => {
+  if (quotas === null || quotas === undefined) return undefined;
+  const bytes = (JSON.parse(quotas) as { logBytes?: unknown }).logBytes;
+  return typeof bytes === 'number' ? bytes : undefined;
+};
+
 /**
  * How many calls a session's rows leave open: its `tool.call` rows minus its `tool.result` rows
  * (what the writes add to `sessions.open_calls`, in the transaction that stores the rows).

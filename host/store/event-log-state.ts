@@ -18,6 +18,10 @@ export interface Budget {
   tenantId: string;
   /** Log bytes stored plus queued: loaded from the backend on the tenant's first append. */
   used: number;
+  /** Log bytes it may hold: its `logBytes` quota, else the service's budget. */
+  max: number;
+  /** When `max` was read from the store (now()): read again past BUDGET_REFRESH_MS. */
+  readAt: number;
   dropped: number;
   refused: number;
 }
@@ -36,7 +40,7 @@ export interface LogState extends Answering {
   options: EventLogOptions;
   now: () => number;
   batchWindowMs: number;
-  /** Log bytes each tenant may hold. */
+  /** Log bytes a tenant without a `logBytes` quota may hold. */
   budget: number;
   inlineBytes: number;
   /** Per session: its tenant, its budget and its last seq, loaded as first needed. */

@@ -20,6 +20,7 @@ import {
   firstSeqOf,
   hasBlob,
   lastSeqOf,
+  logQuotaReader,
   prepareReads,
   readBlob,
   readEvents,
@@ -51,11 +52,13 @@ export const createLibsqlEventBackend = (
 ): SyncEventBackend => {
   const reads = prepareReads(db);
   const writes = prepareWrites(db, options.index ?? true);
+  const quotaOf = logQuotaReader(db);
   return {
     lastSeq: (sessionId) => lastSeqOf(reads, sessionId),
     tenantOf: (sessionId) => tenantOfSession(reads, sessionId),
     usage: (tenantId) => usageOf(reads, tenantId),
     usageAll: () => usageOfAll(reads),
+    quotaOf,
     readBlob: (tenantId, sha256) => readBlob(reads, tenantId, sha256),
     hasBlob: (tenantId, sha256) => hasBlob(reads, tenantId, sha256),
     write: (rows) => writeEvents(writes, rows),

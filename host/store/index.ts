@@ -26,6 +26,7 @@ import type { Store } from './store.ts';
 import { createTeamBoardStore } from './team-board.ts';
 import { createTeamStore } from './teams.ts';
 import { createTenantPurgeStore } from './tenant-purge.ts';
+import { watchQuotas } from './tenant-quota-watch.ts';
 import { createTenantSettingsStore } from './tenant-settings.ts';
 import { createTenantStore } from './tenants.ts';
 import { createLocalWakeBus } from './wake-port.ts';
@@ -108,7 +109,7 @@ export const openStore = (options: OpenStoreOptions): LibsqlStore => {
       instanceId,
       events,
       requests,
-      tenants: createTenantStore(db, now, { wake }),
+      tenants: watchQuotas(createTenantStore(db, now, { wake }), events),
       tenantPurge: createTenantPurgeStore(db),
       logRetention: createLogRetentionStore(db),
       agents: createAgentStore(db, now, sealer),

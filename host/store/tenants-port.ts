@@ -28,6 +28,13 @@ export interface TenantQuotas {
   diskMb?: number;
   /** Host disk the tenant's workspace snapshots may take together, in bytes (host/agents/service/snapshots.ts). */
   snapshotBytes?: number;
+  /**
+   * Bytes its durable log may hold (events plus payloads): its budget in place of the service's
+   * (DSH_TENANT_LOG_BYTES), host/store/event-log-budget.ts.
+   */
+  logBytes?: number;
+  /** Plugins its agents may run at once: its cap in place of the service's (DSH_PLUGINS_PER_TENANT). */
+  plugins?: number;
 }
 
 /** A tenant as the operator reads it. */

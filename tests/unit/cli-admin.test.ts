@@ -86,6 +86,14 @@ it('creates, lists and revokes keys and deletes a tenant, as the admin API does'
   expect((await cli('tenants', 'limits', acme.id, '--disk-mb', '-1')).code).toBe(1);
   expect((await cli('tenants', 'limits', acme.id, '--agents', 'none')).json.quotas).toEqual({ diskMb: 4096 });
   expect((await cli('tenants', 'limits', acme.id, '--disk-mb', 'none')).json.quotas).toEqual({});
+  // The log budget and the running-plugin cap, together.
+  expect(
+    (await cli('tenants', 'limits', acme.id, '--log-bytes', '1048576', '--plugins', '4')).json.quotas,
+  ).toEqual({ logBytes: 1048576, plugins: 4 });
+  expect((await cli('tenants', 'limits', acme.id, '--plugins', '1.5')).code).toBe(1);
+  expect(
+    (await cli('tenants', 'limits', acme.id, '--log-bytes', 'none', '--plugins', 'none')).json.quotas,
+  ).toEqual({});
 
   const deleting = (await cli('tenants', 'delete', acme.id)).json;
   expect(deleting).toMatchObject({ id: acme.id, state: 'deleting', remaining: { api_keys: 2 } });

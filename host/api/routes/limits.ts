@@ -7,6 +7,7 @@ import type * as v from 'valibot';
 import type { AgentService } from '../../agents/service.ts';
 import { SandboxError } from '../../errors.ts';
 import type { TenantStore } from '../../store/index.ts';
+import type { EventPayloads } from '../../store/types.ts';
 import { adminAuth } from '../auth.ts';
 import { jsonBody, jsonRequest, jsonResponse } from '../body.ts';
 import type { ApiEnv } from '../env.ts';
@@ -17,6 +18,7 @@ export const ownLimitRoutes = (
   tenants: TenantStore,
   agents: AgentService,
   workspaceMb: number,
+  events: Pick<EventPayloads, 'usage'>,
 ): Hono<ApiEnv> => {
   const app = new Hono<ApiEnv>();
   app.get(
@@ -32,11 +34,14 @@ export const ownLimitRoutes = (
       const tenantId = c.get('tenant').id;
       const quotas = (await tenants.getTenant(tenantId))?.quotas ?? {};
       const snapshotBytes = await agents.snapshots.usedBytes(tenantId).catch(() => undefined);
+      // What its log holds as its budget counts it (queued events included).
+      const logBytes = (await events.usage()).find((u) => u.tenantId === tenantId)?.bytes ?? 0;
       return c.json({
         quotas,
         usage: {
           ...(await quotaUsage(agents, tenantId, workspaceMb)),
           ...(snapshotBytes === undefined ? {} : { snapshotBytes }),
+          logBytes,
         },
       });
     },
@@ -52,7 +57,7 @@ export const adminLimitRoutes = (tenants: TenantStore, adminKey: string | undefi
       operationId: 'setTenantLimits',
       tags: ['tenants'],
       description:
-        "Needs the admin key. Replaces the tenant's quotas: `agents` bounds its live top-level agents, `diskMb` the MiB of workspace its live agents hold (the sum of their workspaces' sizes), `snapshotBytes` the host disk its workspace snapshots take together; a create past one answers LIMIT_EXCEEDED, and what it has already stays. `{}` clears them.",
+        "Needs the admin key. Replaces the tenant's quotas: `agents` bounds its live top-level agents, `diskMb` the MiB of workspace its live agents hold (the sum of their workspaces' sizes), `snapshotBytes` the host disk its workspace snapshots take together, `plugins` the plugins its agents run at once (in place of DSH_PLUGINS_PER_TENANT); a create or start past one answers LIMIT_EXCEEDED, and what it has already stays. `logBytes` is its durable log's budget (in place of DSH_TENANT_LOG_BYTES): past it, calls are refused with STORE_BUDGET_EXCEEDED. Effective at once on this replica, within a few seconds on the others. `{}` clears them.",
       requestBody: jsonRequest(TenantQuotasBody),
       responses: {
         200: jsonResponse('The tenant, with its quotas', TenantView),

@@ -26,7 +26,7 @@ import type {
   FenceToken,
   QueuedRow,
 } from '../event-log-port.ts';
-import { EVENT_COLUMNS, type StoredEvent, toEventRow, toUsage } from '../event-log-rows.ts';
+import { EVENT_COLUMNS, logBytesOf, type StoredEvent, toEventRow, toUsage } from '../event-log-rows.ts';
 import { type PgDatabase, type PgQueries, pgGuarded } from './db.ts';
 import { committed, type WriteAttempt, writePgEvents } from './event-log-write.ts';
 import { heldFamilies } from './leases.ts';
@@ -72,6 +72,13 @@ export const createPgEventBackend = (
         (
           await db.many<{ tenant_id: string; bytes: number }>('SELECT tenant_id, bytes FROM tenant_log_usage')
         ).map(toUsage),
+      ),
+    quotaOf: (tenantId) =>
+      pgGuarded('read log quota', async () =>
+        logBytesOf(
+          (await db.one<{ quotas: string | null }>('SELECT quotas FROM tenants WHERE id = $1', [tenantId]))
+            ?.quotas,
+        ),
       ),
     readBlob: (tenantId, sha256) =>
       pgGuarded('read payload', async () => {

@@ -14,6 +14,7 @@ import type { EventFence, EventLogOptions } from '../event-log-port.ts';
 import type { PluginStoreOptions } from '../plugins-core.ts';
 import { createSealer } from '../sealed.ts';
 import type { Store } from '../store.ts';
+import { watchQuotas } from '../tenant-quota-watch.ts';
 import { createPgAgentStore } from './agents.ts';
 import { createPgCallBatchStore } from './call-batches.ts';
 import { openPgDatabase } from './db.ts';
@@ -90,7 +91,7 @@ export const openPgStore = async (options: OpenPgStoreOptions): Promise<Store> =
       instanceId,
       events,
       requests,
-      tenants: createPgTenantStore(db, now, { wake }),
+      tenants: watchQuotas(createPgTenantStore(db, now, { wake }), events),
       tenantPurge: createPgTenantPurgeStore(db),
       logRetention: createPgLogRetentionStore(db),
       agents: createPgAgentStore(db, now, sealer),

@@ -42,7 +42,7 @@ describe('startAgents', () => {
     }
     const isolates = { close: async () => {}, workerPids: () => [], limits: {} } as unknown as IsolateHost;
     const lines: string[] = [];
-    const { agents } = startAgents(
+    const { agents, quotas } = startAgents(
       loadConfig({}, {}),
       {
         egress: undefined as unknown as Egress,
@@ -55,6 +55,7 @@ describe('startAgents', () => {
       (line) => lines.push(line),
     );
     closers.unshift(() => agents.close(0));
+    closers.unshift(() => quotas.close());
     await until(() => reads >= 2);
     // Node reports a rejection still unheard once the microtasks of its turn have run.
     for (let turn = 0; turn < 3; turn++) await new Promise((resolve) => setImmediate(resolve));

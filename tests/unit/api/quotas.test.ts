@@ -15,7 +15,10 @@ afterEach(async () => {
 const limits = (key: string) => api.request(key, 'GET', '/v1/limits');
 
 it("bounds a tenant's agents at the quota the operator set, and shows it to the tenant", async () => {
-  expect((await limits(api.keyA)).json).toEqual({ quotas: {}, usage: { agents: 0, diskMb: 0 } });
+  expect((await limits(api.keyA)).json).toEqual({
+    quotas: {},
+    usage: { agents: 0, diskMb: 0, logBytes: 0 },
+  });
   const set = await api.request(ADMIN_KEY, 'PUT', `/v1/tenants/${api.tenantA}/limits`, { agents: 2 });
   expect(set.status).toBe(200);
   expect(set.json).toMatchObject({ id: api.tenantA, quotas: { agents: 2 } });
@@ -27,12 +30,15 @@ it("bounds a tenant's agents at the quota the operator set, and shows it to the 
   expect(refused?.json.error).toMatchObject({ code: 'LIMIT_EXCEEDED', data: { limit: 'agents', max: 2 } });
   expect((await limits(api.keyA)).json).toEqual({
     quotas: { agents: 2 },
-    usage: { agents: 2, diskMb: 2048 },
+    usage: { agents: 2, diskMb: 2048, logBytes: expect.any(Number) },
   });
   expect((await api.request(api.keyA, 'GET', '/v1/agents')).json.agents).toHaveLength(2);
   // The other tenant is not bound by it.
   for (let i = 0; i < 3; i++) await api.createAgent(api.keyB);
-  expect((await limits(api.keyB)).json).toEqual({ quotas: {}, usage: { agents: 3, diskMb: 3072 } });
+  expect((await limits(api.keyB)).json).toEqual({
+    quotas: {},
+    usage: { agents: 3, diskMb: 3072, logBytes: expect.any(Number) },
+  });
   // Deleting one makes room; clearing the quota lifts it.
   const [first] = (await api.request(api.keyA, 'GET', '/v1/agents')).json.agents;
   expect((await api.request(api.keyA, 'DELETE', `/v1/agents/${first.id}`)).status).toBe(204);
@@ -58,6 +64,12 @@ it('refuses hostile quota requests', async () => {
     { diskMb: -1 },
     { diskMb: 2.5 },
     { diskMb: '64' },
+    { logBytes: -1 },
+    { logBytes: 1.5 },
+    { logBytes: '1000' },
+    { plugins: -1 },
+    { plugins: 2e6 },
+    { plugins: true },
   ]) {
     const res = await api.request(ADMIN_KEY, 'PUT', `/v1/tenants/${api.tenantA}/limits`, body);
     expect(res.status, JSON.stringify(body)).toBe(400);
@@ -89,7 +101,7 @@ it("bounds a tenant's workspaces at its disk quota, counting each agent's own si
   expect(raced.map((r) => r.status).sort()).toEqual([201, 400]);
   expect((await limits(api.keyA)).json).toEqual({
     quotas: { diskMb: 1500 },
-    usage: { agents: 3, diskMb: 1480 },
+    usage: { agents: 3, diskMb: 1480, logBytes: expect.any(Number) },
   });
   // Hostile sizes are the route's to refuse, not the quota's to count.
   expect((await api.request(api.keyA, 'POST', '/v1/agents', { sandbox: { diskMb: 'x' } })).status).toBe(400);
@@ -97,4 +109,61 @@ it("bounds a tenant's workspaces at its disk quota, counting each agent's own si
   expect((await api.request(api.keyB, 'POST', '/v1/agents', { sandbox: { diskMb: 4096 } })).status).toBe(201);
   expect((await api.request(api.keyA, 'DELETE', `/v1/agents/${small.json.id}`)).status).toBe(204);
   expect((await api.request(api.keyA, 'POST', '/v1/agents', { sandbox: { diskMb: 256 } })).status).toBe(201);
+});
+
+const KiB = 1024;
+const write = (i: number) => ({
+  id: `w${i}`,
+  name: 'write',
+  arguments: { file_path: `f${i}.txt`, content: `${i}:`.padEnd(8 * KiB, 'x') },
+});
+
+it("holds a tenant's log at its logBytes quota, shows its usage, and follows a change at once", async () => {
+  // Set before the tenant's first event: its budget is read from the store with its usage.
+  const set = await api.request(ADMIN_KEY, 'PUT', `/v1/tenants/${api.tenantA}/limits`, {
+    logBytes: 64 * KiB,
+  });
+  expect(set.json).toMatchObject({ quotas: { logBytes: 64 * KiB } });
+  const a = await api.createAgent(api.keyA);
+  const b = await api.createAgent(api.keyB);
+  let refused: { error?: { code?: string } } | undefined;
+  for (let i = 0; i < 40 && refused === undefined; i++) {
+    const res = await api.call(api.keyA, a.id, [write(i)]);
+    expect(res.status).toBe(200);
+    if (res.json.results[0].ok !== true) refused = res.json.results[0];
+  }
+  expect(refused?.error?.code).toBe('STORE_BUDGET_EXCEEDED');
+  const full = (await limits(api.keyA)).json;
+  expect(full.quotas).toEqual({ logBytes: 64 * KiB });
+  expect(full.usage.logBytes).toBeGreaterThan(48 * KiB);
+  expect(full.usage.logBytes).toBeLessThanOrEqual(64 * KiB + 2 * KiB); // results past it are kept small
+  // The store's own refusal names the tenant's budget, not the service's.
+  const refusal = await api.store.events
+    .append([
+      {
+        sessionId: a.id,
+        surface: 'current',
+        type: 'tool.call',
+        callId: 'x',
+        data: { name: 'write', content: 'x'.repeat(16 * KiB) },
+      },
+    ])
+    .then(
+      () => undefined,
+      (e: unknown) => e as { code: string; data: unknown; message: string },
+    );
+  expect(refusal).toMatchObject({ code: 'STORE_BUDGET_EXCEEDED', data: { budget: 64 * KiB } });
+  expect(refusal?.message).toMatch(`of its ${64 * KiB} bytes; an event of`);
+  // The other tenant has the service's budget.
+  for (let i = 0; i < 12; i++)
+    expect((await api.call(api.keyB, b.id, [write(i)])).json.results[0].ok).toBe(true);
+  // Raised: admitted again at once, no restart.
+  await api.request(ADMIN_KEY, 'PUT', `/v1/tenants/${api.tenantA}/limits`, { logBytes: 256 * KiB });
+  expect((await api.call(api.keyA, a.id, [write(100)])).json.results[0].ok).toBe(true);
+  // Cleared: the service's budget again.
+  await api.request(ADMIN_KEY, 'PUT', `/v1/tenants/${api.tenantA}/limits`, {});
+  expect((await api.store.events.usage()).find((u) => u.tenantId === api.tenantA)?.budget).toBeGreaterThan(
+    256 * KiB,
+  );
+  expect((await limits(api.keyB)).json.usage.logBytes).toBeGreaterThan(12 * 8 * KiB);
 });

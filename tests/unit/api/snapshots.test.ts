@@ -31,7 +31,7 @@ it('answers 501 SNAPSHOT_UNSUPPORTED where the sandboxes have no snapshots, and 
   expect((await api.request(api.keyA, 'GET', '/v1/agents')).json.agents).toHaveLength(1);
   expect((await api.request(api.keyA, 'GET', '/v1/limits')).json).toEqual({
     quotas: {},
-    usage: { agents: 1, diskMb: 1024 },
+    usage: { agents: 1, diskMb: 1024, logBytes: expect.any(Number) },
   });
 });
 

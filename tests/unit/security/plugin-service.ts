@@ -8,6 +8,7 @@ import { createIsolateHost } from '../../../host/isolates/index.ts';
 import type { PluginLimits, PluginProcesses, PluginProcessesOptions } from '../../../host/plugins/index.ts';
 import { createMemoryProvider } from '../../../host/sandbox/memory/provider.ts';
 import { openStore } from '../../../host/store/index.ts';
+import { createTenantQuotaCache, pluginLimitsOf } from '../../../host/tenants/quota-cache.ts';
 import type { Loose } from '../api/harness.ts';
 
 export const pluginService = async (
@@ -16,10 +17,14 @@ export const pluginService = async (
     /** The plugin worker processes (the caller closes them); default: made from `processOptions`. */
     processes?: PluginProcesses;
     processOptions?: PluginProcessesOptions;
+    /** With it: the admin key, and each tenant's `plugins` quota caps its running plugins (as serve-agents wires it). */
+    adminKey?: string;
   } = {},
 ) => {
   const isolates = createIsolateHost({ workers: 1, prewarm: 1 });
   const store = openStore({ path: ':memory:' });
+  const quotas = options.adminKey === undefined ? undefined : createTenantQuotaCache(store.tenants);
+  const quotaOf = quotas === undefined ? () => undefined : pluginLimitsOf(quotas);
   const { agents } = assembleAgents({
     store,
     sandboxes: createMemoryProvider(),
@@ -28,10 +33,22 @@ export const pluginService = async (
       ...(options.processes
         ? { processes: options.processes }
         : { processOptions: options.processOptions ?? {} }),
-      limitsOf: () => ({ cpuMsPerCallback: 300, callWallMs: 3_000, startWallMs: 3_000, ...options.limits }),
+      limitsOf: (tenantId) => ({
+        cpuMsPerCallback: 300,
+        callWallMs: 3_000,
+        startWallMs: 3_000,
+        ...options.limits,
+        ...quotaOf(tenantId),
+      }),
     },
   });
-  const app = createApp({ startedAt: Date.now(), version: 'test', store, agents });
+  const app = createApp({
+    startedAt: Date.now(),
+    version: 'test',
+    store,
+    agents,
+    ...(options.adminKey === undefined ? {} : { adminKey: options.adminKey }),
+  });
   const tenantA = await store.tenants.createTenant('a');
   const tenantB = await store.tenants.createTenant('b');
   const keyA = tenantA.apiKey;
@@ -92,6 +109,7 @@ export const pluginService = async (
     expect((await request(keyB, 'GET', '/v1/health')).status).toBe(200);
   };
   const close = async () => {
+    quotas?.close();
     await agents.close(0);
     await isolates.close();
     store.close();

@@ -171,13 +171,18 @@ export const runTenantStoreContract = (harness: TenantStoreHarness) => {
       const opened = await open();
       const acme = await opened.store.createTenant('acme');
       expect((await opened.store.getTenant(acme.id))?.quotas).toBeUndefined();
-      expect((await opened.store.setQuotas(acme.id, { agents: 3 }))?.quotas).toEqual({ agents: 3 });
+      const quotas = { agents: 3, logBytes: 1 << 20, plugins: 4 };
+      expect((await opened.store.setQuotas(acme.id, quotas))?.quotas).toEqual(quotas);
       for (const bad of [
         { agents: -1 },
         { agents: 1.5 },
         { agents: 2_000_000 },
         { disk: 1 },
         { agents: '3' },
+        { logBytes: -1 },
+        { logBytes: 2 ** 60 },
+        { plugins: 0.5 },
+        { plugins: 2_000_000 },
       ]) {
         await expect(opened.store.setQuotas(acme.id, bad as never)).rejects.toMatchObject({
           code: 'BAD_REQUEST',
@@ -185,7 +190,7 @@ export const runTenantStoreContract = (harness: TenantStoreHarness) => {
       }
       expect(await opened.store.setQuotas('ten_missing', { agents: 1 })).toBeUndefined();
       const restarted = await opened.reopen();
-      expect((await restarted.getTenant(acme.id))?.quotas).toEqual({ agents: 3 });
+      expect((await restarted.getTenant(acme.id))?.quotas).toEqual(quotas);
       expect((await restarted.setQuotas(acme.id, {}))?.quotas).toBeUndefined();
     });
 
