@@ -6,21 +6,25 @@
 // its output, write, edit, read, glob, grep, a listing, a terminal opened, typed into and read,
 // run_code calling tools.read) plus a file upload and download through /files and a tar through
 // /archive, each result asserted, the same on both nodes; the same batch (the terminal left out)
-// under gVisor on both nodes where their engines offer runsc (else skipped, saying why). Then node
-// a's engine is stopped while a long bash call of its agent is in flight: that call fails at once
-// (SANDBOX_UNAVAILABLE: its session ended), the next with NODE_UNREACHABLE naming a, b's agent
-// answers meanwhile, and once the engine is started again a's agent works with its files. Each
-// timing is printed.
+// under gVisor on both nodes where their engines offer runsc (else skipped, saying why). Two
+// replicas on a private PostgreSQL database with the same two nodes: an agent made through one is
+// served through the other (forwarded), and by the other itself once the first stopped (its
+// container where it was, its files with it). Then node a's engine is stopped while a long bash
+// call of its agent is in flight: that call fails at once (SANDBOX_UNAVAILABLE: its session ended),
+// the next with NODE_UNREACHABLE naming a, b's agent answers meanwhile, and once the engine is
+// started again a's agent works with its files; the timings are printed.
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { release, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { loadConfig } from '../../../host/config.ts';
+import { LABEL_AGENT, LABEL_INSTANCE } from '../../../host/sandbox/docker/index.ts';
 import { naming } from '../../../host/sandbox/docker/ownership.ts';
 import { type Running, startServer } from '../../../host/serve.ts';
 import { makeCa, makeCert } from '../../../scripts/node-certs.ts';
 import { gvisorEngineUnavailable } from '../../helpers/gvisor-engine.ts';
+import { createDatabase, postgresMissing } from '../../helpers/postgres.ts';
 import { until } from '../../helpers/until.ts';
 import type { Loose } from '../../unit/api/harness.ts';
 import { json } from '../api/served.ts';
@@ -40,6 +44,8 @@ const server = (): Running => running as Running;
 
 /** Why gVisor cannot run here, or undefined when both engines register runsc. */
 const noGvisor = gvisorEngineUnavailable();
+/** Why no PostgreSQL cluster runs here (the replicas test), or undefined. */
+const pgMissing = postgresMissing();
 const runscPath = (process.env.PATH ?? '')
   .split(':')
   .map((d) => join(d, 'runsc'))
@@ -251,6 +257,82 @@ it(`runs every tool family under gVisor on each node where its engine offers run
     made.splice(made.indexOf(m), 1);
   }
 }, 900_000);
+
+it(`serves an agent made through one replica through another, both on PostgreSQL with the same two nodes${pgMissing === undefined ? '' : ` [skipped: ${pgMissing}]`}`, async (ctx) => {
+  if (pgMissing !== undefined) {
+    ctx.skip();
+    return;
+  }
+  const database = await createDatabase();
+  const secretsKey = randomBytes(32).toString('base64');
+  const replicas: Running[] = [];
+  const replica = async (id: string): Promise<Running> => {
+    const config = loadConfig(
+      {
+        host: '127.0.0.1',
+        port: 0,
+        dataDir: join(dir, `replica-${id}`),
+        poolSize: 0,
+        isolateWorkers: 1,
+        sandboxImage: sandboxImage(),
+        database: database.url,
+        nodes: NODES.map((name) => ({ name, url: (nodeAgents[name] as NodeAgent).url })),
+        nodeCert: join(ca, 'control.pem'),
+        nodeKey: join(ca, 'control.key'),
+        nodeCa: join(ca, 'ca.pem'),
+      },
+      { DSH_SECRETS_KEY: secretsKey, DSH_REPLICA_ID: id, DSH_REPLICA_LEASE_MS: '5000' },
+    );
+    const r = await startServer(config, { log: () => {} });
+    replicas.push(r);
+    return r;
+  };
+  try {
+    const one = await replica('one');
+    const two = await replica('two');
+    const key = (await one.store.tenants.createTenant('replicated')).apiKey;
+    const created = await json(one, key, 'POST', '/v1/agents', {});
+    expect(created.status, JSON.stringify(created.json)).toBe(201);
+    const id = created.json.id as string;
+    const on = (r: Running, name: string, args: Record<string, unknown>) =>
+      json(r, key, 'POST', `/v1/agents/${id}/calls`, { calls: [{ id: 'c1', name, arguments: args }] });
+    const wrote = await on(one, 'write', { file_path: 'r.txt', content: 'through one\n' });
+    expect(wrote.json.results?.[0]?.ok, JSON.stringify(wrote.json)).toBe(true);
+    /** The engines holding this store's containers of the agent. */
+    const where = async (): Promise<string[]> => {
+      const out: string[] = [];
+      for (const n of NODES) {
+        const list = await (engines[n] as RestartableEngine).docker.listContainers({
+          all: true,
+          filters: { label: [`${LABEL_INSTANCE}=${one.store.instanceId}`, `${LABEL_AGENT}=${id}`] },
+        });
+        for (const _ of list) out.push(n);
+      }
+      return out;
+    };
+    const placed = await where();
+    expect(placed).toHaveLength(1);
+    // Through the replica that does not own it (forwarded to the owner).
+    const forwarded = await on(two, 'bash', { command: 'cat r.txt', description: 'via two' });
+    expect(forwarded.json.results?.[0]?.value?.stdout, JSON.stringify(forwarded.json)).toBe('through one\n');
+    // The owner stopped cleanly: two takes the family over and reaches the sandbox on its node itself.
+    await one.close();
+    replicas.splice(replicas.indexOf(one), 1);
+    const taken = await until(
+      async () => {
+        const r = await on(two, 'bash', { command: 'cat r.txt; echo taken', description: 'taken over' });
+        return r.json.results?.[0]?.ok === true && r.json.results[0];
+      },
+      { what: 'replica two to serve the agent after one stopped', timeoutMs: 60_000, intervalMs: 500 },
+    );
+    expect(taken.value.stdout).toBe('through one\ntaken\n');
+    expect(await where()).toEqual(placed);
+    expect((await json(two, key, 'DELETE', `/v1/agents/${id}`)).status).toBe(204);
+  } finally {
+    for (const r of replicas) await r.close();
+    await database.drop();
+  }
+}, 300_000);
 
 it("fails a long call in flight when its node's engine stops, while the other node answers; the agent works with its files once the engine is back", async () => {
   const [a, b] = NODES.map((n) => made.find((m) => m.node === n) as Made) as [Made, Made];
