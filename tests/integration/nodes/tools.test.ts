@@ -221,8 +221,9 @@ const transfers = async (m: Made): Promise<void> => {
 
 /**
  * Every sandbox tool family on `m`, asserted. Under gVisor the terminal is left out: with this
- * machine's runsc (Debian's, 2022-12) a terminal's bash exits with code 1 at once, no output
- * (README, "Deploying with gVisor"), while a PTY opened by a plain program there works.
+ * machine's runsc (Debian's, 2022-12) the PTY helper's select(2) fails with EPERM once the seccomp
+ * profile applies, so a terminal's program ends at once with code 1 (README, "Deploying with
+ * gVisor"); poll(2) works there, but with it the typed input still got no output (not fixed yet).
  */
 const everyTool = async (m: Made, options: { terminal: boolean }): Promise<void> => {
   await fileAndJobTools(m);
