@@ -3,6 +3,8 @@
 // sandbox image copied in from the main engine (docker save | docker load). stop() ends that
 // dockerd by its pid (its containers with it) and removes its folder; halt() ends it keeping the
 // folder, and resume() starts it again on the same data (an engine stopped and started again).
+// Given `runsc` (its path), the engine registers gVisor's runsc with the arguments setup gives it
+// (scripts/setup/runsc.ts), so a node on it offers the gvisor runtime.
 // Invariant: nothing of the main engine is touched but reading its copy of the image.
 
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
@@ -10,6 +12,7 @@ import { mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import Docker from 'dockerode';
+import { RUNSC_ARGS } from '../../../scripts/setup/runsc.ts';
 import { until } from '../../helpers/until.ts';
 
 const run = promisify(execFile);
@@ -65,11 +68,18 @@ function spawnDockerd(
   return { child, gone, exited: () => exited };
 }
 
-export async function startEngine(image: string): Promise<RestartableEngine> {
+export async function startEngine(
+  image: string,
+  options: { runsc?: string } = {},
+): Promise<RestartableEngine> {
   // Short: the exec root holds containerd's socket, and a unix socket path has 107 bytes.
   const dir = mkdtempSync('/tmp/dshe-');
   const socket = join(dir, 'd.sock');
-  writeFileSync(join(dir, 'daemon.json'), '{}');
+  const runtimes =
+    options.runsc === undefined
+      ? {}
+      : { runtimes: { runsc: { path: options.runsc, runtimeArgs: RUNSC_ARGS } } };
+  writeFileSync(join(dir, 'daemon.json'), JSON.stringify(runtimes));
   let daemon = spawnDockerd(dir, socket);
   const host = `unix://${socket}`;
   const docker = new Docker({ socketPath: socket });
