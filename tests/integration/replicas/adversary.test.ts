@@ -261,11 +261,19 @@ suite(`replicas against a hostile client${missing === undefined ? '' : ` [skippe
       socket.destroy();
       // Whatever A answered (it forwards the call to B, or refuses it), the call ran only where the
       // family is run: its file exists exactly when the family's log has its call and result.
-      const seen = await cluster.request(
-        b,
-        'POST',
-        `/v1/agents/${agent.id}/calls`,
-        bash('look', 'ls /workspace'),
+      // A resumed replica may take the family back for a moment (its renewal and B's race on a
+      // loaded machine): the client is told OWNER_UNREACHABLE, "retry the request", and does.
+      const seen = await until(
+        async () => {
+          const res = await cluster.request(
+            b,
+            'POST',
+            `/v1/agents/${agent.id}/calls`,
+            bash('look', 'ls /workspace'),
+          );
+          return res.status === 503 && res.json.error?.code === 'OWNER_UNREACHABLE' ? undefined : res;
+        },
+        { what: 'the family to answer through B', timeoutMs: 10 * LEASE_MS },
       );
       expect(
         seen.status,
