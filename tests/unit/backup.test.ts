@@ -26,10 +26,12 @@ import { type Api, type Loose, makeApi } from './api/harness.ts';
 const CLI = fileURLToPath(new URL('../../host/cli.ts', import.meta.url));
 const root = mkdtempSync(join(tmpdir(), 'dsh-backup-'));
 const apis: Api[] = [];
+// Closing the services (their stores' writer threads included) took over the default 10 s once in
+// a CI run on a loaded machine; they close in parallel, with a minute for all.
 afterAll(async () => {
-  for (const api of apis) await api.close();
+  await Promise.all(apis.map((api) => api.close()));
   rmSync(root, { recursive: true, force: true });
-});
+}, 60_000);
 
 const cli = async (dataDir: string, args: string[], env: Record<string, string> = {}) => {
   try {
