@@ -20,6 +20,7 @@ import type { Sandbox } from '../host/sandbox/types.ts';
 import { bashTool } from '../host/tools/builtin/index.ts';
 import { type AgentScope, createRegistry } from '../host/tools/index.ts';
 import { benchImage, benchRunId, removeBenchResources } from './lib/sweep.ts';
+import { median, timed } from './lib/timing.ts';
 
 const ROUNDS = Number(process.argv[2] ?? 3);
 const CALLS = 20;
@@ -34,17 +35,6 @@ const workspacesDir = join(tmpdir(), `dsh-bench-bashsnap-${run}`);
 const workspaces = createLoopWorkspaces(workspacesDir);
 const image = await benchImage();
 const dataDir = await mkdtemp(join(tmpdir(), `dsh-bench-bashsnap-${run}-`));
-
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
-};
-const timed = async (fn: () => Promise<unknown>): Promise<number> => {
-  const t = performance.now();
-  await fn();
-  return performance.now() - t;
-};
 
 const provider = createDockerProvider({
   docker,

@@ -24,6 +24,7 @@ import {
 import { editTool, writeTool } from '../host/tools/builtin/index.ts';
 import { type AgentScope, createRegistry } from '../host/tools/index.ts';
 import { benchImage, benchRunId, removeBenchResources } from './lib/sweep.ts';
+import { median, timed } from './lib/timing.ts';
 
 const ROUNDS = Number(process.argv[2] ?? 5);
 const EDITS = 100;
@@ -34,17 +35,6 @@ const loop = (await loopUnavailable()) === undefined;
 const workspaces = loop ? createLoopWorkspaces(workspacesDir) : createVolumeWorkspaces(docker);
 const image = await benchImage();
 const dataDir = await mkdtemp(join(tmpdir(), `dsh-bench-ckpt-${run}-`));
-
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
-};
-const timed = async (fn: () => Promise<unknown>): Promise<number> => {
-  const t = performance.now();
-  await fn();
-  return performance.now() - t;
-};
 
 const provider = createDockerProvider({
   docker,

@@ -16,6 +16,7 @@ import { promisify } from 'node:util';
 import Docker from 'dockerode';
 import { createDockerProvider, createLoopWorkspaces, loopUnavailable } from '../host/sandbox/docker/index.ts';
 import { benchImage, benchRunId, removeBenchResources } from './lib/sweep.ts';
+import { median, timed } from './lib/timing.ts';
 
 const REPS = Number(process.argv[2] ?? 3);
 const MiB = 1024 * 1024;
@@ -32,17 +33,6 @@ const workspacesDir = join(tmpdir(), `dsh-bench-snap-${run}`);
 const scratch = join(tmpdir(), `dsh-bench-snap-${run}-copies`);
 const workspaces = createLoopWorkspaces(workspacesDir);
 const image = await benchImage();
-
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
-};
-const timed = async (fn: () => Promise<unknown>): Promise<number> => {
-  const t = performance.now();
-  await fn();
-  return performance.now() - t;
-};
 
 const provider = createDockerProvider({
   docker,
