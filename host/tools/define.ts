@@ -118,7 +118,12 @@ const validator =
 
 const modelSchema = (schema: AnySchema, name: string, strict = true): JsonSchema => {
   try {
-    const json = toJsonSchema(schema, { errorMode: strict ? 'throw' : 'ignore' }) as JsonSchema;
+    const json = toJsonSchema(schema, {
+      errorMode: strict ? 'throw' : 'ignore',
+      // A transform (./whole-number.ts) changes an accepted value; it does not narrow what is accepted.
+      overrideAction: ({ valibotAction, jsonSchema }) =>
+        valibotAction.type === 'transform' ? jsonSchema : undefined,
+    }) as JsonSchema;
     delete json.$schema;
     return json;
   } catch (error) {

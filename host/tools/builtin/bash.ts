@@ -3,6 +3,7 @@
 
 import * as v from 'valibot';
 import { backstopTimeout, defineTool } from '../define.ts';
+import { toWhole } from '../whole-number.ts';
 import { capText, LIMITS, sandboxOf } from './services.ts';
 
 const DEFAULT_TIMEOUT_MS = 120_000;
@@ -29,7 +30,7 @@ export const bashTool = defineTool({
     timeoutMs: v.optional(
       v.pipe(
         v.number(),
-        v.integer(),
+        toWhole,
         v.minValue(1),
         v.maxValue(MAX_TIMEOUT_MS),
         v.description(

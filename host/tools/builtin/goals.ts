@@ -6,6 +6,7 @@
 import * as v from 'valibot';
 import { defineTool } from '../define.ts';
 import type { ContentPart } from '../types.ts';
+import { toWhole } from '../whole-number.ts';
 import { GOAL_ACTIONS, Goal, sessionOf } from './session.ts';
 
 const ROUNDS =
@@ -19,7 +20,7 @@ const objective = v.pipe(
 );
 const maxRounds = v.pipe(
   v.number(),
-  v.integer(),
+  toWhole,
   v.minValue(1),
   v.maxValue(100_000),
   v.description('Most rounds to spend on the goal. Default: no limit'),
@@ -61,7 +62,7 @@ export const updateGoalTool = defineTool({
     'Change the current goal using optimistic revision control: pass the revision you last read (a stale one is refused with the current revision). edit changes objective and/or max_goal_rounds; pause, resume, complete; blocked needs blocked_reason.',
   parameters: v.object({
     goal_id: v.pipe(v.string(), v.minLength(1), v.maxLength(64)),
-    revision: v.pipe(v.number(), v.integer(), v.minValue(1), v.description('The revision you last read')),
+    revision: v.pipe(v.number(), v.minValue(1), v.description('The revision you last read')),
     action: v.picklist(GOAL_ACTIONS),
     objective: v.optional(objective),
     max_goal_rounds: v.optional(maxRounds),

@@ -3,6 +3,7 @@
 
 import * as v from 'valibot';
 import { backstopTimeout, defineTool } from '../define.ts';
+import { toWhole } from '../whole-number.ts';
 import { LIMITS, sandboxOf } from './services.ts';
 
 const Job = v.object({
@@ -59,7 +60,7 @@ export const jobOutputTool = defineTool({
     timeout_ms: v.optional(
       v.pipe(
         v.number(),
-        v.integer(),
+        toWhole,
         v.minValue(0),
         v.maxValue(MAX_WAIT_MS),
         v.description('How long to wait, in ms'),

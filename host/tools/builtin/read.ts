@@ -10,6 +10,7 @@
 import * as v from 'valibot';
 import { SandboxError } from '../../errors.ts';
 import { defineTool } from '../define.ts';
+import { toWhole } from '../whole-number.ts';
 import { LIMITS, sandboxOf } from './services.ts';
 import { scanLines, shownPath, slicer } from './text.ts';
 
@@ -34,12 +35,12 @@ export const readTool = defineTool({
       v.description('Path of the file, absolute or relative to the workspace'),
     ),
     offset: v.optional(
-      v.pipe(v.number(), v.integer(), v.minValue(1), v.description('First line to read, 1-based')),
+      v.pipe(v.number(), toWhole, v.minValue(1), v.description('First line to read, 1-based')),
     ),
     limit: v.optional(
       v.pipe(
         v.number(),
-        v.integer(),
+        toWhole,
         v.minValue(1),
         v.maxValue(LIMITS.readLines),
         v.description('How many lines to read'),

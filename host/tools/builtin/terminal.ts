@@ -9,6 +9,7 @@ import { SandboxError } from '../../errors.ts';
 import type { SandboxTerminals, TerminalInfo } from '../../sandbox/types.ts';
 import { backstopTimeout, defineTool } from '../define.ts';
 import type { ExecContext, ToolDefinition } from '../types.ts';
+import { toWhole } from '../whole-number.ts';
 import { terminalsOf } from './persistent-bash.ts';
 import { LIMITS, sandboxOf } from './services.ts';
 import { capMiddle, cleanTerminalText } from './terminal-text.ts';
@@ -125,12 +126,12 @@ export const terminalReadTool = defineTool({
   parameters: v.object({
     sessionId,
     offset: v.optional(
-      v.pipe(v.number(), v.integer(), v.minValue(0), v.description('Absolute byte offset to read from')),
+      v.pipe(v.number(), toWhole, v.minValue(0), v.description('Absolute byte offset to read from')),
     ),
     count: v.optional(
       v.pipe(
         v.number(),
-        v.integer(),
+        toWhole,
         v.minValue(1),
         v.maxValue(MAX_READ),
         v.description('At most this many bytes'),

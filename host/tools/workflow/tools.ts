@@ -8,6 +8,7 @@ import { type Disposer, disposer } from '../disposer.ts';
 import { jsonText } from '../json-text.ts';
 import type { ToolScope } from '../registry.ts';
 import type { ContentPart, JsonValue, ToolDefinition } from '../types.ts';
+import { toWhole } from '../whole-number.ts';
 import { RALPH_DEFAULT_ROUNDS, RALPH_MAX_ROUNDS, RALPH_META, RALPH_SCRIPT } from './ralph.ts';
 import {
   createWorkflowRunner,
@@ -88,7 +89,7 @@ export const ralphTool = (run: WorkflowRunner): ToolDefinition =>
     parameters: v.object({
       objective: text(1, 20_000),
       maxRounds: v.optional(
-        v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(RALPH_MAX_ROUNDS)),
+        v.pipe(v.number(), toWhole, v.minValue(1), v.maxValue(RALPH_MAX_ROUNDS)),
         RALPH_DEFAULT_ROUNDS,
       ),
     }),

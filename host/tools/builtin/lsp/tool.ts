@@ -10,6 +10,7 @@ import { relativeTo, WORKSPACE_ROOT } from '../../../../sandbox-wire/paths.ts';
 import { SandboxError } from '../../../errors.ts';
 import type { Sandbox } from '../../../sandbox/types.ts';
 import { defineTool } from '../../define.ts';
+import { toWhole } from '../../whole-number.ts';
 import { looksBinary } from '../read.ts';
 import { sandboxOf } from '../services.ts';
 import { KNOWN_EXTENSIONS, languageOf } from './languages.ts';
@@ -54,10 +55,10 @@ export function lspTool(limits: LspLimits = DEFAULT_LSP_LIMITS) {
         v.minLength(1),
         v.description('Path of the file, absolute or relative to the workspace'),
       ),
-      line: v.pipe(v.number(), v.integer(), v.minValue(1), v.description('1-based line of the position')),
+      line: v.pipe(v.number(), toWhole, v.minValue(1), v.description('1-based line of the position')),
       character: v.pipe(
         v.number(),
-        v.integer(),
+        toWhole,
         v.minValue(1),
         v.description('1-based column of the position within the line'),
       ),
