@@ -15,9 +15,14 @@ import { lspTool } from '../../../host/tools/builtin/lsp/tool.ts';
 import type { ToolDefinition } from '../../../host/tools/types.ts';
 import { ralphTool } from '../../../host/tools/workflow/tools.ts';
 
-const ralph = ralphTool(async () => {
-  throw new Error('not run');
-});
+const ralph = ralphTool(
+  Object.assign(
+    async () => {
+      throw new Error('not run');
+    },
+    { maxAgents: 1, maxConcurrentAgents: 1 },
+  ),
+);
 const lsp = lspTool();
 
 const typeOf = (tool: ToolDefinition, field: string): unknown =>
