@@ -114,7 +114,7 @@ export async function connectRemoteNode(options: RemoteNodeOptions): Promise<Rem
       ready = c.pool.ready;
       return { ...c, runtimes: runtimesOf(c.runtimes) };
     },
-    close: async () => {},
+    close: async () => t.close(),
   };
 }
 

@@ -53,6 +53,8 @@ export interface NodeServer {
 }
 
 const INSTANCE = /^[a-z0-9]{1,16}$/;
+/** How long an idle control-plane connection is kept (longer than the client keeps it: transport.ts). */
+const KEEP_ALIVE_MS = 65_000;
 
 export async function serveNode(options: NodeServerOptions): Promise<NodeServer> {
   const onError = options.onError ?? (() => {});
@@ -72,6 +74,7 @@ export async function serveNode(options: NodeServerOptions): Promise<NodeServer>
     ca: options.ca,
     requestCert: true,
     rejectUnauthorized: true,
+    keepAliveTimeout: KEEP_ALIVE_MS,
   });
   server.on('request', (req, res) => {
     void answer(req, res, nodeOf).catch(onError);

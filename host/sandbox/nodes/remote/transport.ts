@@ -4,9 +4,14 @@
 // Invariants: a node that cannot be reached, or does not answer within the deadline, fails the
 // call with NODE_UNREACHABLE naming the node (`data.node`); an error the node answers keeps its code; an
 // answer that is not the protocol's is SANDBOX_UNAVAILABLE too.
+// Connections: calls go over kept-alive TLS connections (one agent per node), and every new
+// connection, an upgrade's included, resumes a cached TLS session, so the health probe every 2 s
+// and an agent's ensure/open/link do not each pay a full handshake (bench/nodes.ts). The client
+// lets an idle connection go (IDLE_MS) before the node does (server.ts KEEP_ALIVE_MS); a call that
+// still meets a reused connection closed under it is sent once more on a new one.
 
 import type { IncomingMessage } from 'node:http';
-import { request } from 'node:https';
+import { Agent, request } from 'node:https';
 import type { TLSSocket } from 'node:tls';
 import { isErrorCode, SandboxError } from '../../../errors.ts';
 import { HEADER_INSTANCE, type Method, PREFIX, PROTOCOL } from './protocol.ts';
@@ -30,6 +35,8 @@ export interface Transport {
   call<T>(method: Method, args?: object, ms?: number): Promise<T>;
   /** An upgraded stream (the socket, its 101 headers). */
   upgrade(path: string): Promise<{ socket: TLSSocket; headers: IncomingMessage['headers'] }>;
+  /** Closes the kept-alive connections (streams already upgraded stay). */
+  close(): void;
 }
 
 export function createTransport(options: TransportOptions): Transport {
@@ -44,6 +51,14 @@ export function createTransport(options: TransportOptions): Transport {
           cause: e,
           data: { node: options.name },
         });
+  const agent = new Agent({
+    keepAlive: true,
+    maxFreeSockets: 4,
+    timeout: IDLE_MS,
+    ca: options.ca,
+    cert: options.cert,
+    key: options.key,
+  });
   const target = (path: string, method: string, ms: number, headers: Record<string, string>) => ({
     host: base.hostname,
     port: Number(base.port || 443),
@@ -53,7 +68,7 @@ export function createTransport(options: TransportOptions): Transport {
     ca: options.ca,
     cert: options.cert,
     key: options.key,
-    agent: false as const,
+    agent,
     headers: { [HEADER_INSTANCE]: options.instance, ...headers },
   });
   const errorOf = (text: string): SandboxError => {
@@ -66,16 +81,18 @@ export function createTransport(options: TransportOptions): Transport {
 
   return {
     async call<T>(method: Method, args: object = {}, ms = timeoutMs): Promise<T> {
-      try {
-        const res = await new Promise<IncomingMessage>((resolve, reject) => {
+      const send = (): Promise<IncomingMessage> =>
+        new Promise<IncomingMessage>((resolve, reject) => {
           const req = request(
             target(`${PREFIX}${method}`, 'POST', ms, { 'content-type': 'application/json' }),
           );
           req.once('response', resolve);
-          req.once('error', reject);
+          req.once('error', (e) => reject(Object.assign(e, { reused: req.reusedSocket })));
           req.once('timeout', () => req.destroy(new Error(`no answer within ${ms} ms`)));
           req.end(JSON.stringify(args));
         });
+      try {
+        const res = await send().catch((e: unknown) => (closedUnder(e) ? send() : Promise.reject(e)));
         const chunks: Buffer[] = [];
         for await (const chunk of res as AsyncIterable<Buffer>) chunks.push(chunk);
         const text = Buffer.concat(chunks).toString('utf8');
@@ -85,26 +102,44 @@ export function createTransport(options: TransportOptions): Transport {
         throw unreachable(e);
       }
     },
-    upgrade: (path) =>
-      new Promise((resolve, reject) => {
-        const req = request(target(path, 'GET', timeoutMs, { connection: 'Upgrade', upgrade: PROTOCOL }));
-        req.once('upgrade', (res: IncomingMessage, socket: TLSSocket, head: Buffer) => {
-          socket.setTimeout(0);
-          socket.setNoDelay(true);
-          if (head.length > 0) socket.unshift(head);
-          resolve({ socket, headers: res.headers });
+    upgrade(path) {
+      const once = (): Promise<{ socket: TLSSocket; headers: IncomingMessage['headers'] }> =>
+        new Promise((resolve, reject) => {
+          const req = request(target(path, 'GET', timeoutMs, { connection: 'Upgrade', upgrade: PROTOCOL }));
+          req.once('upgrade', (res: IncomingMessage, socket: TLSSocket, head: Buffer) => {
+            socket.setTimeout(0);
+            socket.setNoDelay(true);
+            if (head.length > 0) socket.unshift(head);
+            resolve({ socket, headers: res.headers });
+          });
+          req.once('response', (res: IncomingMessage) => {
+            const chunks: Buffer[] = [];
+            res.on('data', (c: Buffer) => chunks.push(c));
+            res.once('end', () => reject(errorOf(Buffer.concat(chunks).toString('utf8'))));
+          });
+          req.once('error', (e) => reject(Object.assign(e, { reused: req.reusedSocket })));
+          req.once('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
+          req.end();
         });
-        req.once('response', (res: IncomingMessage) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.once('end', () => reject(errorOf(Buffer.concat(chunks).toString('utf8'))));
-        });
-        req.once('error', (e) => reject(unreachable(e)));
-        req.once('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
-        req.end();
-      }),
+      return once()
+        .catch((e: unknown) => (closedUnder(e) ? once() : Promise.reject(e)))
+        .catch((e: unknown) => Promise.reject(unreachable(e)));
+    },
+    close: () => agent.destroy(),
   };
 }
+
+/** How long an idle kept-alive connection to a node stays open (below the node's KEEP_ALIVE_MS). */
+const IDLE_MS = 30_000;
+
+/**
+ * A reused kept-alive connection the node had closed as the call went out (nothing of the call
+ * was answered): safe to send again, once, on a new connection.
+ */
+const closedUnder = (e: unknown): boolean => {
+  const { reused, code } = e as { reused?: boolean; code?: string };
+  return reused === true && (code === 'ECONNRESET' || code === 'EPIPE');
+};
 
 /** The node's error with its code, or SANDBOX_UNAVAILABLE when the answer is not one. */
 export const remoteError = (
