@@ -14,7 +14,8 @@
 // host/agents/checkpoints/): before it runs, the pre-image of every file it writes or removes (the
 // files under `.skills/<name>/` now and the package's) is kept under the call's id, so a rollback
 // across the load puts back the files it replaced and removes the ones it added. Links under
-// `.skills/<name>/` are not followed by the listing and not restored by a rollback.
+// `.skills/<name>/` (or that folder itself a link) are not followed by the listing and not
+// restored by a rollback.
 import * as v from 'valibot';
 import { isSandboxError, SandboxError } from '../../errors.ts';
 import type { Sandbox, SandboxFs } from '../../sandbox/types.ts';
@@ -117,8 +118,16 @@ async function copyInto(
 /** The most files of an earlier copy a load lists to keep their pre-images (a package holds far fewer). */
 const LISTED_MAX = 10_000;
 
-/** The regular files under `dir` (relative to the workspace as `dir` is), links not followed; [] when absent. */
-async function filesUnder(fs: SandboxFs, dir: string): Promise<string[]> {
+/**
+ * The regular files under `SKILLS_DIR/<name>` (relative to the workspace), links not followed (the
+ * folder itself a link: none, since the load replaces the link, not what it points to); [] when absent.
+ */
+async function filesUnder(fs: SandboxFs, name: string): Promise<string[]> {
+  const listed = await fs.list(SKILLS_DIR).catch((error: unknown) => {
+    if (isSandboxError(error)) return []; // no .skills yet (or not a directory: the load refuses it)
+    throw error;
+  });
+  if (listed.find((entry) => entry.name === name)?.type !== 'directory') return [];
   const out: string[] = [];
   const walk = async (at: string): Promise<void> => {
     let entries: Awaited<ReturnType<SandboxFs['list']>>;
@@ -134,7 +143,7 @@ async function filesUnder(fs: SandboxFs, dir: string): Promise<string[]> {
       else if (entry.type === 'directory') await walk(`${at}/${entry.name}`);
     }
   };
-  await walk(dir);
+  await walk(`${SKILLS_DIR}/${name}`);
   return out;
 }
 
@@ -150,12 +159,13 @@ interface CopyTracker {
 async function trackedCopy(
   exec: ExecContext,
   sandbox: Sandbox,
-  dir: string,
+  name: string,
   files: readonly { path: string; mode: number; content: Uint8Array }[],
 ): Promise<void> {
+  const dir = `${SKILLS_DIR}/${name}`;
   const tracker = exec.agent.services.checkpoints as CopyTracker | undefined;
   if (tracker === undefined) return copyInto(sandbox.fs, dir, files, exec.signal);
-  const paths = [...(await filesUnder(sandbox.fs, dir)), ...files.map((f) => `${dir}/${f.path}`)];
+  const paths = [...(await filesUnder(sandbox.fs, name)), ...files.map((f) => `${dir}/${f.path}`)];
   const end = await tracker.begin(sandbox, { callId: exec.callId, tool: 'skill', paths });
   try {
     await copyInto(sandbox.fs, dir, files, exec.signal);
@@ -201,7 +211,7 @@ export function skillTool(port: SkillPort, skills?: readonly SkillEntry[]): Tool
       const sandbox = await sandboxOf(exec);
       const dir = `${SKILLS_DIR}/${skill.name}`;
       const copied = exec.agent.services.session?.planMode() !== true;
-      if (copied) await trackedCopy(exec, sandbox, dir, skill.files);
+      if (copied) await trackedCopy(exec, sandbox, skill.name, skill.files);
       return {
         name: skill.name,
         description: skill.description,
