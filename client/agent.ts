@@ -321,7 +321,7 @@ export class DshAgent {
 
   /**
    * The agent's checkpoints, oldest first: one per tracked file call (write, edit,
-   * str_replace_editor's changes, file and archive uploads) and per `checkpoint` mark.
+   * str_replace_editor's changes, skill loads, file and archive uploads) and per `checkpoint` mark.
    */
   async checkpoints(): Promise<Checkpoint[]> {
     const listed = await ok(
@@ -334,7 +334,8 @@ export class DshAgent {
    * Restores the files the tracked calls changed to what they were just before call `to` (or the
    * checkpoint of that `seq`, which names one call where call ids repeat, as the client's default
    * ids `c1`… do across batches), it and every later tracked call undone. Refused, with nothing changed: CHECKPOINT_NOT_FOUND,
-   * CHECKPOINT_DROPPED, or ROLLBACK_UNSAFE where bash or anything untracked changed one of them since.
+   * CHECKPOINT_DROPPED, ROLLBACK_UNSAFE where bash or anything untracked changed one of them since, or
+   * ROLLBACK_BUSY while a call batch of the agent still runs (ask again once it ended).
    */
   async rollback(to: string | { seq: number }): Promise<RollbackView> {
     return ok(

@@ -156,6 +156,9 @@ export const ERROR_CODES = {
   // snapshots on several nodes (host/sandbox/nodes/placement.ts)
   /** An agent made from a snapshot goes on the snapshot's node (named in the message), which is cordoned: uncordon it, or wait. */
   NODE_CORDONED: 503,
+  // rollback while the agent works (host/agents/checkpoints/agent.ts)
+  /** A call batch of the agent runs now (`data.running`): roll back once it ended, or interrupt it first. */
+  ROLLBACK_BUSY: 409,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -21,7 +21,8 @@ from .errors import DshError, DshToolError, error_from_body
 from .sse import SseParser
 from .types import Agent as AgentInfo
 from .types import (AgentEvent, AgentUsage, Answered, ArchiveUploaded, CreateAgentOptions, DirectoryListing, ExecResult,
-                    HostRequest, PauseView, RequestAnswer, TerminalInfo, Tool, ToolResult, Uploaded)
+                    Checkpoint, HostRequest, PauseView, RequestAnswer, RollbackView, SnapshotView,
+                    TerminalInfo, Tool, ToolResult, Uploaded)
 from .terminal import AsyncTerminal, connect_terminal
 
 Progress = Callable[[AgentEvent], Any]
@@ -64,6 +65,7 @@ class AsyncClient:
         self._http = _Http(base_url, api_key, transport)
         self._retry = c.retry_of(retry)
         self.agents = AsyncAgents(self._http, self._retry)
+        self.snapshots = AsyncSnapshots(self._http)
 
     async def api(self, operation_id: str, *, path: Optional[Mapping[str, str]] = None,
                   query: Optional[Mapping[str, Any]] = None, body: Any = None) -> Any:
@@ -81,13 +83,37 @@ class AsyncClient:
         await self.aclose()
 
 
+class AsyncSnapshots:
+    """The tenant's workspace snapshots (of agents deleted since too): listed, read and deleted."""
+
+    def __init__(self, http: _Http) -> None:
+        self._http = http
+
+    async def list(self) -> List[SnapshotView]:
+        """The tenant's snapshots, oldest first."""
+        return (await self._http.json("GET", "/v1/snapshots"))["snapshots"]
+
+    async def get(self, snapshot_id: str) -> SnapshotView:
+        """Snapshot ``snapshot_id``; DshError NOT_FOUND when the tenant has none of that id."""
+        return await self._http.json("GET", c.path_of("/v1/snapshots/{id}", id=snapshot_id))
+
+    async def delete(self, snapshot_id: str) -> None:
+        """Deletes the snapshot (agents made from it keep their copies)."""
+        await self._http.json("DELETE", c.path_of("/v1/snapshots/{id}", id=snapshot_id))
+
+
 class AsyncAgents:
     def __init__(self, http: _Http, retry: c.Retry) -> None:
         self._http, self._retry = http, retry
 
-    async def create(self, options: Optional[CreateAgentOptions] = None, **fields: Any) -> "AsyncAgent":
-        """Creates an agent (CreateAgentBody: preset, mode, policy, sandbox limits, …; its sandbox starts on first use)."""
-        return self._handle(await self._http.json("POST", "/v1/agents", body={**(options or {}), **fields}))
+    async def create(self, options: Optional[CreateAgentOptions] = None, *, from_snapshot: Optional[str] = None,
+                     **fields: Any) -> "AsyncAgent":
+        """Creates an agent (CreateAgentBody: preset, mode, policy, sandbox limits, …; its sandbox starts on first use).
+
+        ``from_snapshot``: a snapshot's id (``agent.snapshot()``); the agent starts with a copy of that workspace.
+        """
+        body = {**(options or {}), **fields, **({} if from_snapshot is None else {"fromSnapshot": from_snapshot})}
+        return self._handle(await self._http.json("POST", "/v1/agents", body=body))
 
     async def get(self, agent_id: str) -> "AsyncAgent":
         """The tenant's agent; DshError NOT_FOUND when there is none (another tenant's too)."""
@@ -224,6 +250,29 @@ class AsyncAgent:
 
     async def resume(self) -> PauseView:
         return await self._http.json("POST", f"{self._path}/resume")
+
+    async def checkpoints(self) -> List[Checkpoint]:
+        """The agent's checkpoints, oldest first: one per tracked file call (write, edit, str_replace_editor,
+        skill loads, file and archive uploads) and per ``checkpoint`` mark."""
+        return (await self._http.json("GET", f"{self._path}/checkpoints"))["checkpoints"]
+
+    async def rollback(self, call_id: Optional[str] = None, *, seq: Optional[int] = None) -> RollbackView:
+        """Restores the files the tracked calls changed to what they were just before call ``call_id`` (or the
+        checkpoint ``seq``, which names one call where ids repeat, as this client's ``c1``… do across batches).
+
+        Refused with nothing changed (DshError): CHECKPOINT_NOT_FOUND, CHECKPOINT_DROPPED, ROLLBACK_UNSAFE
+        (bash or anything untracked changed one of the files since), ROLLBACK_BUSY (a batch still runs).
+        """
+        return await self._http.json("POST", f"{self._path}/rollback", body=c.rollback_body(call_id, seq))
+
+    async def snapshot(self) -> SnapshotView:
+        """Takes a snapshot of the agent's workspace (consistent: its writes wait while it is copied);
+        ``client.agents.create(from_snapshot=snapshot["id"])`` makes an agent from it."""
+        return await self._http.json("POST", f"{self._path}/snapshots")
+
+    async def snapshots(self) -> List[SnapshotView]:
+        """The agent's snapshots, oldest first."""
+        return (await self._http.json("GET", f"{self._path}/snapshots"))["snapshots"]
 
     async def delete(self) -> None:
         await self._http.json("DELETE", self._path)

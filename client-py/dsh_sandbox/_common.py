@@ -107,6 +107,13 @@ def batch_body(calls: Iterable[Mapping[str, Any]], step: Optional[str]) -> Dict[
     return body
 
 
+def rollback_body(call_id: Optional[str], seq: Optional[int]) -> Dict[str, Any]:
+    """The body of POST /rollback: a call id or a checkpoint's seq, exactly one of them."""
+    if (call_id is None) == (seq is None):
+        raise ValueError("rollback takes a call id or seq=, one of them")
+    return {"callId": call_id} if call_id is not None else {"seq": seq}
+
+
 def new_key() -> str:
     return str(uuid.uuid4())
 

@@ -23,7 +23,8 @@ from .errors import DshError, DshToolError, error_from_body
 from .sse import SseParser
 from .types import Agent as AgentInfo
 from .types import (AgentEvent, AgentUsage, Answered, ArchiveUploaded, CreateAgentOptions, DirectoryListing, ExecResult,
-                    HostRequest, PauseView, RequestAnswer, TerminalInfo, Tool, ToolResult, Uploaded)
+                    Checkpoint, HostRequest, PauseView, RequestAnswer, RollbackView, SnapshotView,
+                    TerminalInfo, Tool, ToolResult, Uploaded)
 from .terminal import Terminal
 
 Progress = Callable[[AgentEvent], Any]
@@ -66,6 +67,7 @@ class Client:
         self._http = _Http(base_url, api_key, transport)
         self._retry = c.retry_of(retry)
         self.agents = Agents(self._http, self._retry)
+        self.snapshots = Snapshots(self._http)
 
     def api(self, operation_id: str, *, path: Optional[Mapping[str, str]] = None,
                   query: Optional[Mapping[str, Any]] = None, body: Any = None) -> Any:
@@ -83,13 +85,37 @@ class Client:
         self.close()
 
 
+class Snapshots:
+    """The tenant's workspace snapshots (of agents deleted since too): listed, read and deleted."""
+
+    def __init__(self, http: _Http) -> None:
+        self._http = http
+
+    def list(self) -> List[SnapshotView]:
+        """The tenant's snapshots, oldest first."""
+        return (self._http.json("GET", "/v1/snapshots"))["snapshots"]
+
+    def get(self, snapshot_id: str) -> SnapshotView:
+        """Snapshot ``snapshot_id``; DshError NOT_FOUND when the tenant has none of that id."""
+        return self._http.json("GET", c.path_of("/v1/snapshots/{id}", id=snapshot_id))
+
+    def delete(self, snapshot_id: str) -> None:
+        """Deletes the snapshot (agents made from it keep their copies)."""
+        self._http.json("DELETE", c.path_of("/v1/snapshots/{id}", id=snapshot_id))
+
+
 class Agents:
     def __init__(self, http: _Http, retry: c.Retry) -> None:
         self._http, self._retry = http, retry
 
-    def create(self, options: Optional[CreateAgentOptions] = None, **fields: Any) -> "Agent":
-        """Creates an agent (CreateAgentBody: preset, mode, policy, sandbox limits, …; its sandbox starts on first use)."""
-        return self._handle(self._http.json("POST", "/v1/agents", body={**(options or {}), **fields}))
+    def create(self, options: Optional[CreateAgentOptions] = None, *, from_snapshot: Optional[str] = None,
+                     **fields: Any) -> "Agent":
+        """Creates an agent (CreateAgentBody: preset, mode, policy, sandbox limits, …; its sandbox starts on first use).
+
+        ``from_snapshot``: a snapshot's id (``agent.snapshot()``); the agent starts with a copy of that workspace.
+        """
+        body = {**(options or {}), **fields, **({} if from_snapshot is None else {"fromSnapshot": from_snapshot})}
+        return self._handle(self._http.json("POST", "/v1/agents", body=body))
 
     def get(self, agent_id: str) -> "Agent":
         """The tenant's agent; DshError NOT_FOUND when there is none (another tenant's too)."""
@@ -224,6 +250,29 @@ class Agent:
 
     def resume(self) -> PauseView:
         return self._http.json("POST", f"{self._path}/resume")
+
+    def checkpoints(self) -> List[Checkpoint]:
+        """The agent's checkpoints, oldest first: one per tracked file call (write, edit, str_replace_editor,
+        skill loads, file and archive uploads) and per ``checkpoint`` mark."""
+        return (self._http.json("GET", f"{self._path}/checkpoints"))["checkpoints"]
+
+    def rollback(self, call_id: Optional[str] = None, *, seq: Optional[int] = None) -> RollbackView:
+        """Restores the files the tracked calls changed to what they were just before call ``call_id`` (or the
+        checkpoint ``seq``, which names one call where ids repeat, as this client's ``c1``… do across batches).
+
+        Refused with nothing changed (DshError): CHECKPOINT_NOT_FOUND, CHECKPOINT_DROPPED, ROLLBACK_UNSAFE
+        (bash or anything untracked changed one of the files since), ROLLBACK_BUSY (a batch still runs).
+        """
+        return self._http.json("POST", f"{self._path}/rollback", body=c.rollback_body(call_id, seq))
+
+    def snapshot(self) -> SnapshotView:
+        """Takes a snapshot of the agent's workspace (consistent: its writes wait while it is copied);
+        ``client.agents.create(from_snapshot=snapshot["id"])`` makes an agent from it."""
+        return self._http.json("POST", f"{self._path}/snapshots")
+
+    def snapshots(self) -> List[SnapshotView]:
+        """The agent's snapshots, oldest first."""
+        return (self._http.json("GET", f"{self._path}/snapshots"))["snapshots"]
 
     def delete(self) -> None:
         self._http.json("DELETE", self._path)

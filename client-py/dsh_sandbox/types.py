@@ -40,3 +40,9 @@ ArchiveUploaded = o.UploadArchiveResponse
 Answered = o.AnswerRequestResponse
 #: What pausing or resuming answers: whether it is paused, how, and what it keeps, lost and holds.
 PauseView = o.PauseAgentResponse
+#: A checkpoint of the agent: a tracked call's (its files' pre-images) or a ``checkpoint`` mark.
+Checkpoint = o.ListCheckpointsResponseCheckpointsItem
+#: What a rollback answers: the calls undone, the files restored and removed.
+RollbackView = o.RollbackAgentResponse
+#: A workspace snapshot: its id, agent, node, size limit and host disk.
+SnapshotView = o.SnapshotAgentResponse

@@ -3,8 +3,8 @@
 What a user notices: agents made, found and gone; batches that report progress and run once
 however often a lost answer makes the client send them; files that come back byte for byte and
 stay inside the workspace; exec's exit codes and timeouts; event streams that resume after a cut
-without losing or repeating an event; approvals answered from here; terminals typed into; errors
-with their stable codes.
+without losing or repeating an event; approvals answered from here; terminals typed into; pause and resume, checkpoints rolled back
+and workspace snapshots an agent is made from; errors with their stable codes.
 """
 
 import asyncio
@@ -265,6 +265,44 @@ class SyncClientTest(unittest.TestCase):
             agent.terminals.attach(opened["id"])
         self.assertEqual((gone.exception.code, gone.exception.status), ("NOT_FOUND", 404))
 
+    def test_pause_checkpoints_rollback_and_snapshots(self) -> None:
+        agent = self.agent()
+        agent.files.write("a.txt", "one")
+        agent.call("write", {"file_path": "a.txt", "content": "two"})
+        checkpoints = agent.checkpoints()
+        self.assertEqual([cp["tool"] for cp in checkpoints], ["file_upload", "write"])
+        back = agent.rollback(seq=checkpoints[1]["seq"])
+        self.assertEqual((back["undone"], back["restored"]), ([checkpoints[1]["callId"]], ["/workspace/a.txt"]))
+        self.assertEqual(agent.files.read_text("a.txt"), "one")
+        with self.assertRaises(DshError) as unknown:
+            agent.rollback("never-ran")
+        self.assertEqual((unknown.exception.code, unknown.exception.status), ("CHECKPOINT_NOT_FOUND", 404))
+        with self.assertRaises(ValueError):
+            agent.rollback("c1", seq=1)
+
+        paused = agent.pause()
+        self.assertTrue(paused["paused"])
+        self.assertIn("processes", paused.get("lost", []))
+        self.assertFalse(agent.resume()["paused"])
+        self.assertEqual(agent.files.read_text("a.txt"), "one")
+
+        try:
+            snap = agent.snapshot()
+        except DshError as error:  # workspaces that cannot be snapshotted here (Docker volumes)
+            self.assertEqual((error.code, error.status), ("SNAPSHOT_UNSUPPORTED", 501))
+            return
+        self.assertEqual(agent.snapshots(), [snap])
+        self.assertIn(snap, self.client.snapshots.list())
+        self.assertEqual(self.client.snapshots.get(snap["id"]), snap)
+        agent.files.write("a.txt", "after the snapshot")
+        fork = self.agent(from_snapshot=snap["id"])
+        self.assertEqual(fork.files.read_text("a.txt"), "one")
+        self.client.snapshots.delete(snap["id"])
+        with self.assertRaises(DshError) as gone:
+            self.client.snapshots.get(snap["id"])
+        self.assertEqual((gone.exception.code, gone.exception.status), ("NOT_FOUND", 404))
+        self.assertEqual(fork.files.read_text("a.txt"), "one")
+
     def test_every_route_by_its_operation(self) -> None:
         agent = self.agent()
         tools = self.client.api("listTools", path={"id": agent.id})["tools"]
@@ -308,6 +346,30 @@ class AsyncClientTest(unittest.IsolatedAsyncioTestCase):
         with self.assertRaises(DshError) as gone:
             await self.client.agents.get("agt_gone")
         self.assertEqual(gone.exception.code, "NOT_FOUND")
+
+    async def test_lifecycle_awaited(self) -> None:
+        await self.agent.files.write("a.txt", "one")
+        await self.agent.files.write("a.txt", "two")
+        checkpoints = await self.agent.checkpoints()
+        self.assertEqual(len(checkpoints), 2)
+        back = await self.agent.rollback(seq=checkpoints[1]["seq"])
+        self.assertEqual(back["restored"], ["/workspace/a.txt"])
+        self.assertEqual(await self.agent.files.read_text("a.txt"), "one")
+        self.assertTrue((await self.agent.pause("stop"))["paused"])
+        self.assertFalse((await self.agent.resume())["paused"])
+        try:
+            snap = await self.agent.snapshot()
+        except DshError as error:
+            self.assertEqual(error.code, "SNAPSHOT_UNSUPPORTED")
+            return
+        self.assertEqual(await self.agent.snapshots(), [snap])
+        fork = await self.client.agents.create(preset="standard", from_snapshot=snap["id"])
+        try:
+            self.assertEqual(await fork.files.read_text("a.txt"), "one")
+        finally:
+            await fork.delete()
+            await self.client.snapshots.delete(snap["id"])
+        self.assertNotIn(snap["id"], [s["id"] for s in await self.client.snapshots.list()])
 
     async def test_leaving_an_event_stream_closes_it(self) -> None:
         await self.agent.files.write("x.txt", "x")

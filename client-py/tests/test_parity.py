@@ -6,7 +6,7 @@ import unittest
 import dsh_sandbox as d
 
 PAIRS = [(d.Client, d.AsyncClient), (d.Agents, d.AsyncAgents), (d.Agent, d.AsyncAgent), (d.Files, d.AsyncFiles),
-         (d.Requests, d.AsyncRequests), (d.Terminals, d.AsyncTerminals)]
+         (d.Requests, d.AsyncRequests), (d.Terminals, d.AsyncTerminals), (d.Snapshots, d.AsyncSnapshots)]
 # What only one side has: closing (close / aclose, and the context managers).
 ONE_SIDED = {"close", "aclose", "__enter__", "__exit__", "__aenter__", "__aexit__"}
 

@@ -57,6 +57,10 @@ async function releaseAgents(state: AgentServiceState, tenantId: string, agentId
       state.pauses.forget([id]);
       await state.sandboxes.release(id);
       await state.plugins?.releaseAgent(tenantId, id);
+      // Checkpoints stay with the replica that took them (their index and blobs are files of its
+      // data directory): the new owner starts with none, and this copy, which the new owner's
+      // calls no longer keep true, is dropped (snapshot checkpoints' files with it).
+      await state.options.checkpoints?.forget(id).catch(() => undefined);
     }),
   );
 }

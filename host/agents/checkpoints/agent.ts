@@ -2,6 +2,14 @@
 // /v1/agents/:id/rollback reach them: the tracker and rollback bound to the agent and its sandbox,
 // and every rollback logged in its session (`agent.rollback`, log-only: the audit timeline shows
 // it, the model's history does not; the model's own rollback is its tool result besides).
+// A rollback while a call batch of the agent runs is refused (ROLLBACK_BUSY), not queued behind it:
+// the running call (a long bash, a job's start, a program) may change the very files the rollback
+// restores, after the rollback checked them; waiting for it could hold the request for as long as
+// the call's timeout, and what the client decided to undo would no longer be what it sees once
+// the call ended. The client waits for its batch (or interrupts it) and asks again. The model's
+// own `rollback` runs inside a batch of the agent: that one batch is allowed (its other calls run
+// beside it as the model asked).
+import { SandboxError } from '../../errors.ts';
 import type { Sandbox } from '../../sandbox/types.ts';
 import type { EventLog } from '../../store/types.ts';
 import { type RestoreWorkspace, rollback } from './rollback.ts';
@@ -39,12 +47,24 @@ export interface CheckpointWorkspace {
   restore: RestoreWorkspace;
 }
 
+/** The agent's call batches running now in this process (its family's owner with replicas). */
+export type RunningBatches = () => number;
+
+function refuseBusy(agent: CheckpointAgent, running: number): void {
+  throw new SandboxError(
+    'ROLLBACK_BUSY',
+    `Agent ${agent.id} has ${running} call batch${running === 1 ? '' : 'es'} running; roll back once ${running === 1 ? 'it has' : 'they have'} ended (or interrupt ${running === 1 ? 'it' : 'them'} first): a call still running could change the files the rollback restores.`,
+    { data: { agentId: agent.id, running } },
+  );
+}
+
 export function agentCheckpoints(
   tracker: CheckpointTracker,
   events: Pick<EventLog, 'append'>,
   agent: CheckpointAgent,
   sandboxOf: () => Promise<Sandbox>,
   workspace?: CheckpointWorkspace,
+  running: RunningBatches = () => 0,
 ): AgentCheckpoints {
   return {
     async track(call, run) {
@@ -57,6 +77,9 @@ export function agentCheckpoints(
     mark: (callId, label) => tracker.mark(agent.tenantId, agent.id, callId, label),
     list: () => tracker.list(agent.id),
     async rollback(target, via) {
+      // The model's rollback tool runs in a batch of its own agent: that batch is not a reason to refuse.
+      const others = running() - (via === 'tool' ? 1 : 0);
+      if (others > 0) refuseBusy(agent, others);
       const view = await rollback(tracker, agent.id, sandboxOf, target, workspace?.restore);
       await events.append([
         {

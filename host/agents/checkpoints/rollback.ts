@@ -46,7 +46,7 @@ function positionOf(index: CheckpointIndex, target: RollbackTarget): number {
     );
   throw new SandboxError(
     'CHECKPOINT_NOT_FOUND',
-    `No checkpoint of ${named}: only write, edit, str_replace_editor's changes, client uploads and checkpoint marks are tracked, and a call rolled back is gone. GET /v1/agents/:id/checkpoints lists them.`,
+    `No checkpoint of ${named}: only write, edit, str_replace_editor's changes, skill loads, client uploads and checkpoint marks are tracked, and a call rolled back is gone. With several replicas, checkpoints stay with the replica that took them: those taken before the agent moved to this one are not here. GET /v1/agents/:id/checkpoints lists them.`,
     { data: { ...target } },
   );
 }

@@ -6,7 +6,11 @@
 // bytes kept by several calls (a file edited back and forth) are stored once, and dropping the
 // oldest checkpoint is an unlink. The cost, said in docs/api.md: with replicas, checkpoints live on
 // the replica that owns the agent's family; after a takeover the new owner has none (a rollback to an
-// older call answers CHECKPOINT_NOT_FOUND), never wrong ones.
+// older call answers CHECKPOINT_NOT_FOUND, its message saying so), and the former owner drops its
+// copy once it learns the family moved (the agent service's release), so a later move back finds
+// none either. Left: a former owner that stopped before it learned keeps its copy, and uses it
+// again should the family come back to it (a rollback then still refuses over any file changed
+// since: ROLLBACK_UNSAFE).
 // Invariants: the index is replaced whole by rename (a crash leaves the old or the new one, never
 // half of one); a blob is written (by rename) before an index that names it; a blob no entry names
 // is removed after the index that dropped it was written.

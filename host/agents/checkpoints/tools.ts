@@ -25,7 +25,7 @@ const serviceOf = (exec: ExecContext): AgentCheckpoints => {
 export const checkpointTool = defineTool({
   name: 'checkpoint',
   description:
-    'Mark the workspace as it is now, to return to it later with rollback. Only changes made with write, edit and str_replace_editor (and uploads) are undone by a rollback; those of bash only where each bash call is snapshotted (then the whole workspace returns, running processes ended).',
+    'Mark the workspace as it is now, to return to it later with rollback. Only changes made with write, edit, str_replace_editor and skill (and uploads) are undone by a rollback; those of bash only where each bash call is snapshotted (then the whole workspace returns, running processes ended).',
   parameters: v.object({
     label: v.optional(v.pipe(v.string(), v.maxLength(200), v.description('What this point is, for you'))),
   }),

@@ -147,5 +147,12 @@ export function checkpointsOf(state: AgentServiceState, agent: Agent): AgentChec
     { provider: state.provider, sandboxes: state.sandboxes, agents: state.store.agents },
     agent,
   );
-  return agentCheckpoints(tracker, state.store.events, agent, () => state.sandboxes.of(agent), workspace);
+  return agentCheckpoints(
+    tracker,
+    state.store.events,
+    agent,
+    () => state.sandboxes.of(agent),
+    workspace,
+    () => state.batches.activity(agent.id).batches,
+  );
 }

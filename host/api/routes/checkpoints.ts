@@ -2,7 +2,8 @@
 // /v1/agents/:id/checkpoints lists them, oldest first; POST /v1/agents/:id/rollback `{ callId }`
 // (or `{ seq }`, where call ids repeat) restores the workspace's tracked files to just before that call, undoing it and every later
 // tracked call, and logs `agent.rollback`. Refusals keep the workspace as it was: 404
-// CHECKPOINT_NOT_FOUND, 409 CHECKPOINT_DROPPED, 409 ROLLBACK_UNSAFE. Another tenant's agent
+// CHECKPOINT_NOT_FOUND, 409 CHECKPOINT_DROPPED, 409 ROLLBACK_UNSAFE, 409 ROLLBACK_BUSY (a call
+// batch of the agent still runs: refused, not queued; ../../agents/checkpoints/agent.ts says why). Another tenant's agent
 // answers 404 like an unknown one; with replicas the family's owner serves both. A rollback across a
 // bash call the tenant had snapshotted (`checkpoints.snapshotBash`) restores the whole workspace
 // from that snapshot, its answer's `workspace` saying so and what the sandbox's restart lost.
@@ -25,7 +26,7 @@ const RollbackRequest = v.union([
       v.minLength(1),
       v.maxLength(500),
       v.description(
-        "The call to roll back to: a write, edit or str_replace_editor call, an upload (its client.* events' callId), or a checkpoint mark. A call id used twice names the newest.",
+        "The call to roll back to: a write, edit, str_replace_editor or skill call, an upload (its client.* events' callId), or a checkpoint mark. A call id used twice names the newest.",
       ),
     ),
   }),
@@ -95,7 +96,7 @@ export const checkpointRoutes = (agents: AgentService): Hono<ApiEnv> => {
       operationId: 'listCheckpoints',
       tags: ['agents'],
       description:
-        "The agent's checkpoints, oldest first: one per tracked call (write, edit, str_replace_editor's changes, file and archive uploads) and per checkpoint mark, within its tenant's bounds (PUT /v1/settings `checkpoints`).",
+        "The agent's checkpoints, oldest first: one per tracked call (write, edit, str_replace_editor's changes, skill loads, file and archive uploads) and per checkpoint mark, within its tenant's bounds (PUT /v1/settings `checkpoints`).",
       responses: { 200: jsonResponse('The checkpoints', CheckpointList), ...notFound },
     }),
     loadAgent(agents),
@@ -116,7 +117,7 @@ export const checkpointRoutes = (agents: AgentService): Hono<ApiEnv> => {
           ErrorBody,
         ),
         409: jsonResponse(
-          "CHECKPOINT_DROPPED: a checkpoint the rollback needs was dropped by the agent's bounds or never kept; ROLLBACK_UNSAFE: a file changed after the last tracked call (`data.path`)",
+          "CHECKPOINT_DROPPED: a checkpoint the rollback needs was dropped by the agent's bounds or never kept; ROLLBACK_UNSAFE: a file changed after the last tracked call (`data.path`); ROLLBACK_BUSY: a call batch of the agent is running (`data.running`): ask again once it ended, or interrupt it",
           ErrorBody,
         ),
       },

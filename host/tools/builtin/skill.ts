@@ -10,9 +10,15 @@
 // `.skills` or `.skills/<name>` link planted in the workspace (`.skills -> src`) refuses the load
 // (FORBIDDEN naming the link) instead of redirecting the removal and the writes elsewhere; a link
 // at `.skills/<name>` itself is removed, not followed.
+// The copy is a tracked mutating call where the agent keeps checkpoints (`services.checkpoints`,
+// host/agents/checkpoints/): before it runs, the pre-image of every file it writes or removes (the
+// files under `.skills/<name>/` now and the package's) is kept under the call's id, so a rollback
+// across the load puts back the files it replaced and removes the ones it added. Links under
+// `.skills/<name>/` (or that folder itself a link) are not followed by the listing and not
+// restored by a rollback.
 import * as v from 'valibot';
 import { isSandboxError, SandboxError } from '../../errors.ts';
-import type { SandboxFs } from '../../sandbox/types.ts';
+import type { Sandbox, SandboxFs } from '../../sandbox/types.ts';
 import { defineTool } from '../define.ts';
 import type { ExecContext, ToolDefinition } from '../types.ts';
 import { capText, sandboxOf } from './services.ts';
@@ -109,6 +115,65 @@ async function copyInto(
   }
 }
 
+/** The most files of an earlier copy a load lists to keep their pre-images (a package holds far fewer). */
+const LISTED_MAX = 10_000;
+
+/**
+ * The regular files under `SKILLS_DIR/<name>` (relative to the workspace), links not followed (the
+ * folder itself a link: none, since the load replaces the link, not what it points to); [] when absent.
+ */
+async function filesUnder(fs: SandboxFs, name: string): Promise<string[]> {
+  const listed = await fs.list(SKILLS_DIR).catch((error: unknown) => {
+    if (isSandboxError(error)) return []; // no .skills yet (or not a directory: the load refuses it)
+    throw error;
+  });
+  if (listed.find((entry) => entry.name === name)?.type !== 'directory') return [];
+  const out: string[] = [];
+  const walk = async (at: string): Promise<void> => {
+    let entries: Awaited<ReturnType<SandboxFs['list']>>;
+    try {
+      entries = await fs.list(at);
+    } catch (error) {
+      if (isSandboxError(error)) return; // absent, or not a directory: nothing of it to keep
+      throw error;
+    }
+    for (const entry of entries) {
+      if (out.length >= LISTED_MAX) return;
+      if (entry.type === 'file') out.push(`${at}/${entry.name}`);
+      else if (entry.type === 'directory') await walk(`${at}/${entry.name}`);
+    }
+  };
+  await walk(`${SKILLS_DIR}/${name}`);
+  return out;
+}
+
+/** What the skill's copy needs of the agent's checkpoints (host/agents/checkpoints/agent.ts). */
+interface CopyTracker {
+  begin(
+    sandbox: Sandbox,
+    call: { callId: string; tool: string; paths: readonly string[] },
+  ): Promise<() => Promise<void>>;
+}
+
+/** copyInto(), its files checkpointed under the call's id where the agent keeps checkpoints. */
+async function trackedCopy(
+  exec: ExecContext,
+  sandbox: Sandbox,
+  name: string,
+  files: readonly { path: string; mode: number; content: Uint8Array }[],
+): Promise<void> {
+  const dir = `${SKILLS_DIR}/${name}`;
+  const tracker = exec.agent.services.checkpoints as CopyTracker | undefined;
+  if (tracker === undefined) return copyInto(sandbox.fs, dir, files, exec.signal);
+  const paths = [...(await filesUnder(sandbox.fs, name)), ...files.map((f) => `${dir}/${f.path}`)];
+  const end = await tracker.begin(sandbox, { callId: exec.callId, tool: 'skill', paths });
+  try {
+    await copyInto(sandbox.fs, dir, files, exec.signal);
+  } finally {
+    await end();
+  }
+}
+
 /**
  * The `skill` tool over `port`; its description lists `skills` (none given: it lists nothing, for a
  * registry without a tenant's catalog).
@@ -146,7 +211,7 @@ export function skillTool(port: SkillPort, skills?: readonly SkillEntry[]): Tool
       const sandbox = await sandboxOf(exec);
       const dir = `${SKILLS_DIR}/${skill.name}`;
       const copied = exec.agent.services.session?.planMode() !== true;
-      if (copied) await copyInto(sandbox.fs, dir, skill.files, exec.signal);
+      if (copied) await trackedCopy(exec, sandbox, skill.name, skill.files);
       return {
         name: skill.name,
         description: skill.description,

@@ -21,6 +21,8 @@ export interface Replica {
   child: ChildProcess;
   url: string;
   lines: string[];
+  /** Its data directory (its checkpoints live under it). */
+  dataDir: string;
 }
 
 export interface Cluster {
@@ -74,7 +76,7 @@ export async function startCluster(
     started.catch((error: { child?: ChildProcess }) => error.child && children.push(error.child));
     const { child, url, lines } = await started;
     children.push(child);
-    return { id, child, url, lines };
+    return { id, child, url, lines, dataDir };
   }
 
   const replicas: Replica[] = [];

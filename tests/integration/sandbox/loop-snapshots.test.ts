@@ -2,9 +2,10 @@
 // as root with real loop devices (skipped where the service could not use them either): a
 // snapshot of a mounted workspace is a sparse copy that a new workspace starts from, with its
 // files and none written after; a size other than the snapshot's and hostile ids are refused;
-// a workspace a dead process left frozen is thawed by the next adoption's sweep.
+// a workspace a dead process left frozen is thawed by the next adoption's sweep, and the temporary
+// file of a copy a dead process left half made is removed by it (one written lately is not).
 import { execFile } from 'node:child_process';
-import { readFile, rmdir, stat, writeFile } from 'node:fs/promises';
+import { readdir, readFile, rm, rmdir, stat, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -66,5 +67,32 @@ describe.skipIf(!loopWorkspaces)('loop workspace snapshots', () => {
     await sh('fsfreeze', ['--unfreeze', mount.source]);
     await writeFile(join(mount.source, 'g'), 'y');
     expect(await readFile(join(mount.source, 'g'), 'utf8')).toBe('y');
+  });
+
+  it("removes at adoption the temporary file of a snapshot a dead process was copying, not a fresh one's", async () => {
+    const store = createLoopWorkspaces(dir);
+    const made = await store.create('ws-temp', 32 * MiB, {});
+    const mount = { type: 'bind', source: made.Source as string };
+    await store.snapshot?.(mount, 'snap_kept');
+    // What a process killed mid-copy leaves: `<id>.tmp`, untouched since; and a copy being made now.
+    const crashed = join(dir, '.snapshots', 'snap_crashed.tmp');
+    const fresh = join(dir, '.snapshots', 'snap_fresh.tmp');
+    await writeFile(crashed, Buffer.alloc(64 * 1024, 1));
+    const anHourAgo = new Date(Date.now() - 3_600_000);
+    await utimes(crashed, anHourAgo, anHourAgo);
+    await writeFile(fresh, Buffer.alloc(64 * 1024, 2));
+    // A hostile name in the folder is not a snapshot's: left as it is.
+    const odd = join(dir, '.snapshots', '..odd.tmp');
+    await writeFile(odd, 'x');
+    await utimes(odd, anHourAgo, anHourAgo);
+    // The next process's adoption.
+    await createLoopWorkspaces(dir).sweep([mount]);
+    expect((await readdir(join(dir, '.snapshots'))).sort()).toEqual([
+      '..odd.tmp',
+      'snap_fresh.tmp',
+      'snap_kept.img',
+    ]);
+    for (const file of [fresh, odd]) await rm(file);
+    await store.dropSnapshot?.('snap_kept');
   });
 });

@@ -2,7 +2,8 @@
 // follows a symlink and it respects plan mode (issue 28), over real HTTP and a real container's
 // sandboxd. A `.skills -> src` link planted by the agent once made a load delete src/<name>/ and
 // write the package there; now the load is refused (FORBIDDEN naming the link) and src is intact.
-// A link at `.skills/<name>` is replaced, never followed. In plan mode nothing is copied at all.
+// A link at `.skills/<name>` is replaced, never followed (nor by a rollback across that load). In
+// plan mode nothing is copied at all.
 import { Readable } from 'node:stream';
 import { pack } from 'tar-stream';
 import { expect, it } from 'vitest';
@@ -63,11 +64,17 @@ it('never writes through a link planted in the workspace, and copies nothing in 
   // `.skills/lint -> ../src/lint`: the link itself is replaced by the package, src stays as it was.
   await sh(agent, 'rm .skills && mkdir .skills && ln -s ../src/lint .skills/lint && echo ok');
   const loaded = await call(agent, 'skill', { name: 'lint' });
+  const loadId = `c${n}`;
   expect(loaded.ok, JSON.stringify(loaded.error)).toBe(true);
   expect(loaded.value).toMatchObject({ copied: true, files: ['SKILL.md', 'rules.md'] });
   expect(await sh(agent, 'ls src/lint; test -L .skills/lint || ls .skills/lint')).toBe(
     'keep.txt\nSKILL.md\nrules.md',
   );
+  // A rollback across that load (it is a tracked call) removes what it wrote, never through the
+  // link it replaced: src/lint stays as it was.
+  const undone = await http('POST', `/v1/agents/${agent}/rollback`, { callId: loadId });
+  expect(undone.removed).toEqual(['/workspace/.skills/lint/SKILL.md', '/workspace/.skills/lint/rules.md']);
+  expect(await sh(agent, 'ls src/lint; ls -A .skills/lint; echo end')).toBe('keep.txt\nend');
 
   // Plan mode: the instructions, and no write at all.
   await sh(agent, 'rm -r .skills && echo ok');

@@ -11,7 +11,11 @@
 // next adoption: thawAll); a snapshot's file is whole before it has its
 // name (copied to `<id>.tmp`, then renamed); `.snapshots` starts with a dot, so it is never a
 // workspace name (loop-state.ts NAME) and no sweep of workspaces reads it.
-import { mkdir, rename, rm, stat } from 'node:fs/promises';
+// A process that ended mid-copy leaves its `<id>.tmp`, which no snapshot row or checkpoint ever
+// names: the adoption's sweep removes such files (sweepTemps) once untouched for TEMP_GRACE_MS. A
+// copy in progress writes its file all along, so one written lately may be another process's
+// (several instances may share a root) and is left alone.
+import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SandboxError } from '../../../errors.ts';
 import type { SnapshotFile } from '../workspaces.ts';
@@ -86,6 +90,24 @@ export async function thawAll(s: LoopState, names: Iterable<string>): Promise<vo
     const { dir } = paths(s, name);
     if (mounted.has(dir)) await runSystemTool('fsfreeze', ['--unfreeze', dir]).catch(() => undefined);
   }
+}
+
+/** How long a snapshot's temporary file must be untouched before a sweep takes it for a crash's. */
+export const TEMP_GRACE_MS = 10 * 60_000;
+
+/** Removes the temporary files of copies that ended with their process (see the header); how many. */
+export async function sweepTemps(s: LoopState, now: number = Date.now()): Promise<number> {
+  const folder = folderOf(s);
+  const files = await readdir(folder).catch(() => [] as string[]);
+  let removed = 0;
+  for (const file of files) {
+    if (!file.endsWith('.tmp') || !NAME.test(file.slice(0, -4))) continue;
+    const at = (await stat(join(folder, file)).catch(() => undefined))?.mtimeMs;
+    if (at === undefined || now - at < TEMP_GRACE_MS) continue;
+    await rm(join(folder, file), { force: true });
+    removed++;
+  }
+  return removed;
 }
 
 /** Every snapshot's file (tests tearing down a run). */

@@ -34,6 +34,7 @@ import {
   snapshotPath,
   snapshotSizes,
   sparseCopy,
+  sweepTemps,
   takeSnapshot,
   thawAll,
 } from './loop-snapshots.ts';
@@ -199,6 +200,8 @@ async function sweep(
   // A process that ended while it froze a workspace for a snapshot left it frozen: thawed here (at
   // adoption), so that its agent's writes do not wait for good.
   if (!all) await thawAll(s, kept);
+  // And the temporary file of a snapshot it was copying (loop-snapshots.ts sweepTemps).
+  if (!all) await sweepTemps(s).catch(() => 0);
   let removed = 0;
   const files = await readdir(s.root).catch(() => [] as string[]);
   for (const file of files) {
