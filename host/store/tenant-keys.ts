@@ -18,6 +18,7 @@ import type {
   KeyOptions,
   Tenant,
   TenantInfo,
+  TenantQuotaRow,
   TenantQuotas,
   TenantState,
 } from './tenants-port.ts';
@@ -110,6 +111,18 @@ export interface TenantRow {
 
 export const TENANT_COLUMNS =
   'id, name, created_at AS "createdAt", state, deleting_since AS "deletingSince", deleted_at AS "deletedAt", quotas';
+
+/**
+ * What listQuotas() selects: the active tenants with quotas, by id. Its WHERE is the partial
+ * index's (migration 25, tenants_with_quotas), so both databases read that index alone.
+ */
+export const QUOTAS_SQL =
+  "SELECT id, quotas FROM tenants WHERE quotas IS NOT NULL AND state = 'active' ORDER BY id";
+
+export const quotaRowOf = (row: { id: string; quotas: string }): TenantQuotaRow => ({
+  tenantId: row.id,
+  quotas: JSON.parse(row.quotas) as TenantQuotas,
+});
 
 export const tenantInfoOf = (row: TenantRow): TenantInfo => {
   const info: TenantInfo = { id: row.id, name: row.name, createdAt: Number(row.createdAt), state: row.state };

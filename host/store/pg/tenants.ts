@@ -29,6 +29,8 @@ import {
   newApiKey,
   newTenant,
   noTenant,
+  QUOTAS_SQL,
+  quotaRowOf,
   quotasJson,
   revokeDecision,
   TENANT_COLUMNS,
@@ -222,5 +224,10 @@ export const createPgTenantStore = (
     },
 
     listDeleting: () => deletingTenants(db),
+
+    listQuotas: () =>
+      pgGuarded('list tenant quotas', async () =>
+        (await db.many<{ id: string; quotas: string }>(QUOTAS_SQL)).map(quotaRowOf),
+      ),
   };
 };
