@@ -113,8 +113,9 @@ export const TENANT_COLUMNS =
   'id, name, created_at AS "createdAt", state, deleting_since AS "deletingSince", deleted_at AS "deletedAt", quotas';
 
 /**
- * What listQuotas() selects: the active tenants with quotas, by id. Its WHERE is the partial
- * index's (migration 25, tenants_with_quotas), so both databases read that index alone.
+ * What listQuotas() selects: the active tenants with quotas, by id. The partial index of the
+ * tenants with quotas (migration 25, tenants_with_quotas: state, id) answers it in order, so it
+ * reads those rows alone (the index of every tenant's state would scan all the active ones).
  */
 export const QUOTAS_SQL =
   "SELECT id, quotas FROM tenants WHERE quotas IS NOT NULL AND state = 'active' ORDER BY id";
