@@ -194,10 +194,15 @@ function confirmed(s: OwnershipState): Promise<void> {
   return s.confirming;
 }
 
-/** Whether the family is held here, asking the database first when the hold is stale. */
+/**
+ * Whether the family is held here, asking the database first when the hold is stale. A renewal
+ * under way may have been sent before the process was stopped: its answer is the database's word
+ * for then (it leaves the hold stale), so one more renewal, sent now, is asked for. A renewal that
+ * fails leaves it as it was (appends stay refused until one answers: the fence's freshness).
+ */
 async function holdsNow(s: OwnershipState, familyId: string): Promise<boolean> {
-  if (!s.o.fence.holds(familyId)) return false;
-  if (!confirmedLately(s, familyId)) await confirmed(s);
+  for (let asked = 0; asked < 2 && s.o.fence.holds(familyId) && !confirmedLately(s, familyId); asked++)
+    await confirmed(s);
   return s.o.fence.holds(familyId);
 }
 
