@@ -11,7 +11,9 @@
 // lost (renewal, or a refused write) runs the lost hooks once, which stop its work here; renewal
 // never counts a family lost that was taken after the renewal's query was sent; a family whose
 // hold was last confirmed more than half a lease ago (the process was stopped or starved) is
-// served here only after a renewal says it is still held.
+// served here only after a renewal says it is still held. A family stays with its live holder: a
+// late renewal keeps what nobody took meanwhile (in its epoch), and a replica that resumes after
+// another took its family finds it lost before it serves anything and forwards to the holder.
 import { SandboxError } from '../errors.ts';
 import type { AgentRecord, AgentStore } from '../store/agents-port.ts';
 import type { ClosableEventLog } from '../store/event-log-port.ts';
@@ -192,10 +194,15 @@ function confirmed(s: OwnershipState): Promise<void> {
   return s.confirming;
 }
 
-/** Whether the family is held here, asking the database first when the hold is stale. */
+/**
+ * Whether the family is held here, asking the database first when the hold is stale. A renewal
+ * under way may have been sent before the process was stopped: its answer is the database's word
+ * for then (it leaves the hold stale), so one more renewal, sent now, is asked for. A renewal that
+ * fails leaves it as it was (appends stay refused until one answers: the fence's freshness).
+ */
 async function holdsNow(s: OwnershipState, familyId: string): Promise<boolean> {
-  if (!s.o.fence.holds(familyId)) return false;
-  if (!confirmedLately(s, familyId)) await confirmed(s);
+  for (let asked = 0; asked < 2 && s.o.fence.holds(familyId) && !confirmedLately(s, familyId); asked++)
+    await confirmed(s);
   return s.o.fence.holds(familyId);
 }
 
@@ -266,8 +273,15 @@ async function checkWatched(s: OwnershipState): Promise<void> {
 async function renew(s: OwnershipState): Promise<void> {
   const { o } = s;
   const sentAt = performance.now();
+  // What it holds, in which epoch: a renewal that comes late (this process starved or stopped past
+  // the lease) keeps those nobody took meanwhile, instead of losing them and taking them again one
+  // epoch up, while a replica that resumed meanwhile could take them back (leases-port.ts).
+  const holding = o.fence.held().flatMap((familyId) => {
+    const token = o.fence.tokenOfFamily(familyId);
+    return token === undefined ? [] : [{ familyId, epoch: token.epoch }];
+  });
   try {
-    const still = await o.leases.renew(o.replicaId, s.ttlMs);
+    const still = await o.leases.renew(o.replicaId, s.ttlMs, holding);
     s.lastRenewed = sentAt;
     const kept = new Map(still.map((f) => [f.familyId, f.epoch]));
     for (const familyId of o.fence.held()) {

@@ -203,18 +203,30 @@ export function admits(s: LogState, sessionId: string, bytes = ADMIT_BYTES): boo
  * budget of a tenant that did not append since open is the service's (its quota is read at append).
  */
 export function usageOf(s: LogState): TenantLogUsage[] {
-  const { budgets } = s;
   const all = new Map<string, number>();
   for (const { tenantId, bytes } of answer(s, 'usageAll', () => s.backend.usageAll()))
     all.set(tenantId, bytes);
-  for (const { tenantId, used } of budgets.values()) all.set(tenantId, used);
-  return [...all].map(
-    ([tenantId, bytes]): TenantLogUsage => ({
-      tenantId,
-      bytes,
-      budget: budgets.get(tenantId)?.max ?? s.budget,
-      dropped: budgets.get(tenantId)?.dropped ?? 0,
-      refused: budgets.get(tenantId)?.refused ?? 0,
-    }),
-  );
+  for (const { tenantId, used } of s.budgets.values()) all.set(tenantId, used);
+  return [...all].map(([tenantId, bytes]) => usageEntry(s, tenantId, bytes));
+}
+
+/**
+ * One tenant's entry of usageOf: this process's count when it has one (no read), else its one
+ * stored row (the backend's usage(tenantId)), never every tenant's.
+ */
+export function tenantUsageOf(s: LogState, tenantId: string): TenantLogUsage {
+  const bytes =
+    s.budgets.get(tenantId)?.used ?? answer(s, `usage\0${tenantId}`, () => s.backend.usage(tenantId));
+  return usageEntry(s, tenantId, bytes);
+}
+
+function usageEntry(s: LogState, tenantId: string, bytes: number): TenantLogUsage {
+  const budget = s.budgets.get(tenantId);
+  return {
+    tenantId,
+    bytes,
+    budget: budget?.max ?? s.budget,
+    dropped: budget?.dropped ?? 0,
+    refused: budget?.refused ?? 0,
+  };
 }

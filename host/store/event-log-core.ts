@@ -16,7 +16,7 @@
 // drops what a former owner still appends, event-log-queue.ts); rows are written in append order; a failed
 // batch stays queued (flush() rejects, the next tick retries) instead of being dropped.
 import { append, lastSeqOf } from './event-log-append.ts';
-import { admits, DEFAULT_LOG_BUDGET_BYTES, setBudget, usageOf } from './event-log-budget.ts';
+import { admits, DEFAULT_LOG_BUDGET_BYTES, setBudget, tenantUsageOf, usageOf } from './event-log-budget.ts';
 import { unfinishedCalls } from './event-log-calls.ts';
 import { answer, settled } from './event-log-load.ts';
 import type {
@@ -79,6 +79,7 @@ export function createEventLog(
     lastSeq: (sessionId) => lastSeqOf(s, sessionId),
     payload: (sessionId, seq, pointer) => payload(s, sessionId, seq, pointer),
     usage: () => settled(s, () => usageOf(s)),
+    usageOf: (tenantId) => settled(s, () => tenantUsageOf(s, tenantId)),
     subscribe: (sessionId, listener) => subscribe(s, sessionId, listener),
     unfinishedCalls: (query) => unfinishedCalls(s, query),
     close: () => close(s),

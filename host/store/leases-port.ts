@@ -5,7 +5,11 @@
 // Invariants every backend keeps: time is the database's clock alone (a replica's clock never
 // decides whether a lease has expired); a family has at most one lease row; its epoch only grows,
 // and grows whenever the family changes hands or is taken again after its lease expired, so a
-// write fenced by (family, epoch) can never be made by an owner that has since lost it.
+// write fenced by (family, epoch) can never be made by an owner that has since lost it. A family
+// stays with its live holder: a holder's renewal that comes late (it was starved or stopped past
+// its lease) keeps, in their epoch, the families it still holds that nobody took meanwhile, so a
+// late renewal is no hand-over and a replica that resumes cannot take the family back from a
+// holder that renews; a lease ended on purpose (released, retired) is never kept that way.
 
 /** A replica as the others see it. */
 export interface ReplicaInfo {
@@ -50,9 +54,12 @@ export interface LeaseStore {
   acquire(familyId: string, replicaId: string, ttlMs: number): Promise<Acquired>;
   /**
    * Extends every unexpired lease of `replicaId` by `ttlMs` and refreshes its registration; the
-   * families it still holds. A family missing from the answer is lost (taken or expired).
+   * families it still holds. Of `holding` (what the replica still holds, in which epoch), a lease
+   * that ran out is extended too when it is still the replica's in that epoch (nobody took it
+   * since) and was not ended on purpose (release, retire). A family missing from the answer is
+   * lost (taken, or ran out and not named).
    */
-  renew(replicaId: string, ttlMs: number): Promise<HeldFamily[]>;
+  renew(replicaId: string, ttlMs: number, holding?: readonly HeldFamily[]): Promise<HeldFamily[]>;
   /** Removes the family's lease row (the family is gone: its top-level agent was deleted). */
   drop(familyId: string, replicaId: string): Promise<void>;
   /** Ends one family's lease now (a clean hand-off); false when the replica did not hold it. */

@@ -18,6 +18,7 @@ import type {
   KeyOptions,
   Tenant,
   TenantInfo,
+  TenantQuotaRow,
   TenantQuotas,
   TenantState,
 } from './tenants-port.ts';
@@ -110,6 +111,19 @@ export interface TenantRow {
 
 export const TENANT_COLUMNS =
   'id, name, created_at AS "createdAt", state, deleting_since AS "deletingSince", deleted_at AS "deletedAt", quotas';
+
+/**
+ * What listQuotas() selects: the active tenants with quotas, by id. The partial index of the
+ * tenants with quotas (migration 25, tenants_with_quotas: state, id) answers it in order, so it
+ * reads those rows alone (the index of every tenant's state would scan all the active ones).
+ */
+export const QUOTAS_SQL =
+  "SELECT id, quotas FROM tenants WHERE quotas IS NOT NULL AND state = 'active' ORDER BY id";
+
+export const quotaRowOf = (row: { id: string; quotas: string }): TenantQuotaRow => ({
+  tenantId: row.id,
+  quotas: JSON.parse(row.quotas) as TenantQuotas,
+});
 
 export const tenantInfoOf = (row: TenantRow): TenantInfo => {
   const info: TenantInfo = { id: row.id, name: row.name, createdAt: Number(row.createdAt), state: row.state };

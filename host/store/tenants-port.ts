@@ -114,4 +114,16 @@ export interface TenantStore {
   setQuotas(tenantId: string, quotas: TenantQuotas): Promise<TenantInfo | undefined>;
   /** The tenants whose deletion was asked and has not finished (what a starting service resumes). */
   listDeleting(): Promise<string[]>;
+  /**
+   * The quotas of every active tenant that has some set (by id), and no other tenant: what a
+   * process keeping them at hand reads again (host/tenants/quota-cache.ts). Costs the tenants with
+   * quotas, not all tenants (an index holds only those rows).
+   */
+  listQuotas(): Promise<TenantQuotaRow[]>;
+}
+
+/** An active tenant's quotas as listQuotas() answers them. */
+export interface TenantQuotaRow {
+  tenantId: string;
+  quotas: TenantQuotas;
 }

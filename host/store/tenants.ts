@@ -28,6 +28,8 @@ import {
   newApiKey,
   newTenant,
   noTenant,
+  QUOTAS_SQL,
+  quotaRowOf,
   quotasJson,
   revokeDecision,
   TENANT_COLUMNS,
@@ -82,6 +84,7 @@ const statements = (db: Database) => {
   const selectDeleting = db.prepare(
     "SELECT id FROM tenants WHERE state = 'deleting' ORDER BY deleting_since, rowid",
   );
+  const selectQuotas = db.prepare(QUOTAS_SQL);
 
   return {
     insertTenant,
@@ -96,6 +99,7 @@ const statements = (db: Database) => {
     updateQuotas,
     selectDeleting,
     revoke,
+    selectQuotas,
   };
 };
 
@@ -212,5 +216,10 @@ export const createTenantStore = (
 
     listDeleting: async () =>
       guarded('list deleting tenants', () => (sql.selectDeleting.all() as { id: string }[]).map((r) => r.id)),
+
+    listQuotas: async () =>
+      guarded('list tenant quotas', () =>
+        (sql.selectQuotas.all() as { id: string; quotas: string }[]).map(quotaRowOf),
+      ),
   };
 };

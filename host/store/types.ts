@@ -134,6 +134,11 @@ export interface EventPayloads {
   payload(sessionId: string, seq: number, pointer: string): Promise<string>;
   /** Every tenant with log usage (stored and queued). */
   usage(): Promise<TenantLogUsage[]>;
+  /**
+   * One tenant's log usage as usage() would list it (0 bytes when it has none): one row read at
+   * most, whatever the number of tenants (GET /v1/limits asks it on every call).
+   */
+  usageOf(tenantId: string): Promise<TenantLogUsage>;
 }
 
 /** A `tool.call` in the log with no `tool.result` after it (its process stopped while it ran). */

@@ -2,7 +2,9 @@
 // runtime's start: host/plugins/runtime/state.ts limitsOf). Loaded at start, set at once when the
 // operator changes a tenant's in this process (the store tells it: store/tenant-quota-watch.ts),
 // and read again every `refreshMs` in the background, so a change made through another replica
-// is seen here within that time.
+// is seen here within that time. Each read is the active tenants that have quotas
+// (TenantStore.listQuotas, over an index of those alone), never every tenant: a platform of
+// thousands of tenants, few with quotas, pays for the few.
 // Invariants: get() never waits nor throws (before the first load, and for a tenant it does not
 // know, it answers undefined: the service's limits hold); a read that began before a change made
 // here never overwrites that change; close() stops the timer and any later read.
@@ -38,10 +40,10 @@ export const createTenantQuotaCache = (
   const read = async (): Promise<void> => {
     const began = clock++;
     try {
-      const all = await tenants.listTenants();
+      const rows = await tenants.listQuotas();
       if (closed) return;
       const next = new Map<string, TenantQuotas>();
-      for (const t of all) if (t.quotas !== undefined && t.state === 'active') next.set(t.id, t.quotas);
+      for (const { tenantId, quotas } of rows) next.set(tenantId, quotas);
       // A change made here after the read began is newer than what it read.
       for (const [id, at] of setAt)
         if (at > began) {

@@ -18,7 +18,7 @@ export const ownLimitRoutes = (
   tenants: TenantStore,
   agents: AgentService,
   workspaceMb: number,
-  events: Pick<EventPayloads, 'usage'>,
+  events: Pick<EventPayloads, 'usageOf'>,
 ): Hono<ApiEnv> => {
   const app = new Hono<ApiEnv>();
   app.get(
@@ -34,8 +34,8 @@ export const ownLimitRoutes = (
       const tenantId = c.get('tenant').id;
       const quotas = (await tenants.getTenant(tenantId))?.quotas ?? {};
       const snapshotBytes = await agents.snapshots.usedBytes(tenantId).catch(() => undefined);
-      // What its log holds as its budget counts it (queued events included).
-      const logBytes = (await events.usage()).find((u) => u.tenantId === tenantId)?.bytes ?? 0;
+      // What its log holds as its budget counts it (queued events included): its own row only.
+      const logBytes = (await events.usageOf(tenantId)).bytes;
       return c.json({
         quotas,
         usage: {

@@ -3,7 +3,9 @@
 // Invariants: every decision is one statement, so two replicas racing for a family settle it on the
 // row lock (the second sees the first's lease); expiry is judged by the database's clock
 // (clock_timestamp(), not a replica's); the epoch grows whenever the family changes hands or is
-// taken again after its lease ran out, never on the holder's renewal.
+// taken again after its lease ran out, never on the holder's renewal. A lease ended on purpose
+// (release, retire, a restart retiring the earlier process) has expires_at 0, one that ran out a
+// time of the clock: a late renewal keeps the second kind only (leases-port.ts).
 import type { Acquired, FamilyLease, HeldFamily, LeaseStore, ReplicaInfo } from '../leases-port.ts';
 import { type PgDatabase, pgGuarded } from './db.ts';
 
@@ -25,6 +27,8 @@ const toLease = (r: LeaseRow): FamilyLease => ({
 
 /** The database's clock in milliseconds since the epoch (every lease time is one of these). */
 const NOW_MS = '(extract(epoch from clock_timestamp()) * 1000)::bigint';
+/** The expiry of a lease ended on purpose: expired, and never kept by a late renewal. */
+const ENDED = '0';
 
 const LEASE = `SELECT l.family_id, l.replica_id, l.epoch, r.url, l.expires_at <= ${NOW_MS} AS expired
   FROM family_leases l LEFT JOIN replicas r ON r.id = l.replica_id WHERE l.family_id = $1`;
@@ -36,7 +40,7 @@ export const createPgLeaseStore = (db: PgDatabase): LeaseStore => ({
         // Earlier processes of this replica: `<replicaId>:<start>` holders other than this one.
         const earlier = `left(replica_id, length($1) + 1) = $1 || ':' AND replica_id <> $2`;
         await db.tx(async (q) => {
-          await q.query(`UPDATE family_leases SET expires_at = ${NOW_MS} - 1 WHERE ${earlier}`, [
+          await q.query(`UPDATE family_leases SET expires_at = ${ENDED} WHERE ${earlier}`, [
             replicaId,
             replica.id,
           ]);
@@ -57,7 +61,7 @@ export const createPgLeaseStore = (db: PgDatabase): LeaseStore => ({
     pgGuarded('retire the replica', async () => {
       await db.tx(async (q) => {
         await q.query(
-          `UPDATE family_leases SET expires_at = ${NOW_MS} - 1
+          `UPDATE family_leases SET expires_at = ${ENDED}
            WHERE replica_id = $1`,
           [replicaId],
         );
@@ -90,14 +94,16 @@ export const createPgLeaseStore = (db: PgDatabase): LeaseStore => ({
       return { held: false, lease: toLease(row) };
     }),
 
-  renew: (replicaId, ttlMs) =>
+  renew: (replicaId, ttlMs, holding = []) =>
     pgGuarded('renew the family leases', async (): Promise<HeldFamily[]> => {
+      // Still its own in the epoch it holds means nobody took it since: a late renewal keeps it.
       const rows = await db.many<{ family_id: string; epoch: string | number }>(
         `WITH beat AS (UPDATE replicas SET heartbeat_at = ${NOW_MS} WHERE id = $1)
          UPDATE family_leases SET expires_at = ${NOW_MS} + $2
-         WHERE replica_id = $1 AND expires_at > ${NOW_MS}
+         WHERE replica_id = $1 AND (expires_at > ${NOW_MS} OR (expires_at <> ${ENDED}
+           AND (family_id, epoch) IN (SELECT * FROM unnest($3::text[], $4::bigint[]))))
          RETURNING family_id, epoch`,
-        [replicaId, ttlMs],
+        [replicaId, ttlMs, holding.map((h) => h.familyId), holding.map((h) => h.epoch)],
       );
       return rows.map((r) => ({ familyId: r.family_id, epoch: Number(r.epoch) }));
     }),
@@ -113,7 +119,7 @@ export const createPgLeaseStore = (db: PgDatabase): LeaseStore => ({
   release: (familyId, replicaId) =>
     pgGuarded('release a family lease', async () => {
       const { rowCount } = await db.query(
-        `UPDATE family_leases SET expires_at = ${NOW_MS} - 1
+        `UPDATE family_leases SET expires_at = ${ENDED}
          WHERE family_id = $1 AND replica_id = $2 AND expires_at > ${NOW_MS}`,
         [familyId, replicaId],
       );

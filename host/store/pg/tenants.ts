@@ -29,6 +29,8 @@ import {
   newApiKey,
   newTenant,
   noTenant,
+  QUOTAS_SQL,
+  quotaRowOf,
   quotasJson,
   revokeDecision,
   TENANT_COLUMNS,
@@ -36,6 +38,7 @@ import {
   tenantInfoOf,
 } from '../tenant-keys.ts';
 import type { CreatedKey, KeyOptions, TenantInfo, TenantStore, TenantStoreOptions } from '../tenants.ts';
+import type { TenantQuotaRow } from '../tenants-port.ts';
 import { type PgDatabase, type PgQueries, pgGuarded } from './db.ts';
 
 const tenantOf = (q: PgQueries, id: string): Promise<TenantInfo | undefined> =>
@@ -57,6 +60,11 @@ const insertKey = async (
   );
   return { keyId, apiKey };
 };
+
+const tenantQuotas = (q: PgQueries): Promise<TenantQuotaRow[]> =>
+  pgGuarded('list tenant quotas', async () =>
+    (await q.many<{ id: string; quotas: string }>(QUOTAS_SQL)).map(quotaRowOf),
+  );
 
 const deletingTenants = (q: PgQueries): Promise<string[]> =>
   pgGuarded('list deleting tenants', async () =>
@@ -222,5 +230,7 @@ export const createPgTenantStore = (
     },
 
     listDeleting: () => deletingTenants(db),
+
+    listQuotas: () => tenantQuotas(db),
   };
 };

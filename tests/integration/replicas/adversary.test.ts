@@ -261,8 +261,9 @@ suite(`replicas against a hostile client${missing === undefined ? '' : ` [skippe
       socket.destroy();
       // Whatever A answered (it forwards the call to B, or refuses it), the call ran only where the
       // family is run: its file exists exactly when the family's log has its call and result.
-      // A resumed replica may take the family back for a moment (its renewal and B's race on a
-      // loaded machine): the client is told OWNER_UNREACHABLE, "retry the request", and does.
+      // A resumed replica forwards to B while B renews (a late renewal of B's keeps the family
+      // too); only if B missed renewing for a whole lease and A asked first may A take it (B was
+      // not a live holder then): the client is told OWNER_UNREACHABLE, "retry the request", and does.
       const seen = await until(
         async () => {
           const res = await cluster.request(

@@ -3,9 +3,12 @@
 // replica do with another tenant's agent ids, and what garbage ids cost.
 // What a tenant relies on: an agent of another tenant is, to it, exactly an agent that does not
 // exist (no forward, no lease taken, no takeover run in its name), whatever a replica remembers.
+// And bad luck: a stopped owner that resumes serves nothing of a family another replica took,
+// and a starved owner's late renewal keeps its family rather than handing it to the one resuming.
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { createFence, type ReplicaFence } from '../../../host/replicas/fence.ts';
 import { createOwnership, type Ownership, type Takeover } from '../../../host/replicas/ownership.ts';
+import type { LeaseStore } from '../../../host/store/leases-port.ts';
 import { openPgDatabase } from '../../../host/store/pg/db.ts';
 import { openPgStore } from '../../../host/store/pg/index.ts';
 import type { Store } from '../../../host/store/store.ts';
@@ -27,12 +30,16 @@ describePostgres('replicas against a hostile tenant', () => {
   let database: TestDatabase;
   const opened: Replica[] = [];
 
-  const replica = async (id: string, ttlMs = 60_000): Promise<Replica> => {
+  const replica = async (
+    id: string,
+    ttlMs = 60_000,
+    wrap: (leases: LeaseStore) => LeaseStore = (leases) => leases,
+  ): Promise<Replica> => {
     const fence = createFence(id);
     const store = await openPgStore({ url: database.url, secretsKey: KEY, fence, eventBatchWindowMs: 0 });
     const ownership = createOwnership({
       replicaId: id,
-      leases: store.leases!,
+      leases: wrap(store.leases!),
       agents: store.agents,
       events: store.events,
       fence,
@@ -177,6 +184,72 @@ describePostgres('replicas against a hostile tenant', () => {
     expect(a.lost.map((l) => l.familyId)).toEqual([t.lead]);
     expect(await a.ownership.claim(t.victim, t.lead)).toBe(false);
   });
+
+  it('keeps a family with its live holder: its late renewal keeps it, and a replica that resumed forwards to it instead of taking it back', async () => {
+    // Neither renews on its own (renewMs is a minute): each renews when a request finds its hold
+    // stale, as a process starved or stopped past its lease does on its next request.
+    const a = await replica('replicaa', 2000);
+    const b = await replica('replicab', 2000);
+    const t = await tenants(a.store);
+    expect(await a.ownership.route(t.victim, t.lead)).toEqual({ kind: 'local' });
+    await until(async () => (await b.ownership.route(t.victim, t.lead)).kind === 'local', {
+      what: "B to take the family once A's lease ran out",
+    });
+    // B is starved past its own lease; nobody takes the family meanwhile.
+    await until(async () => (await b.store.leases!.lease(t.lead))?.expired === true, {
+      what: "B's lease to run out",
+    });
+    // B's next request renews first: the late renewal keeps the family, in its epoch, with no loss
+    // and no second takeover (before: B lost its own family and took it again, epoch 3).
+    expect(await b.ownership.route(t.victim, t.child)).toEqual({ kind: 'local' });
+    expect(b.lost).toEqual([]);
+    expect(b.takeovers.map((x) => x.epoch)).toEqual([2]);
+    // A resumes: it finds the family lost before it serves anything and forwards to B.
+    expect(await a.ownership.route(t.victim, t.child)).toMatchObject({
+      kind: 'forward',
+      replicaId: 'replicab',
+    });
+    expect(a.lost.map((l) => l.familyId)).toEqual([t.lead]);
+    expect(a.takeovers.map((x) => x.epoch)).toEqual([1]);
+    expect(await a.store.leases!.lease(t.lead)).toMatchObject({ replicaId: 'replicab', epoch: 2 });
+  }, 30_000);
+
+  it('serves nothing here on the word of a renewal sent before it was stopped (its answer read on resuming)', async () => {
+    // A's renewal runs in the database at once, but its answer reaches A only when the test says:
+    // as a process stopped (SIGSTOP) between sending a renewal and reading its answer.
+    let gate: Promise<void> | undefined;
+    let open!: () => void;
+    let answered = 0;
+    const a = await replica('replicaa', 300, (leases) => ({
+      ...leases,
+      renew: async (...args) => {
+        const answer = await leases.renew(...args);
+        answered++;
+        await gate;
+        return answer;
+      },
+    }));
+    const b = await replica('replicab', 300);
+    const t = await tenants(a.store);
+    expect(await a.ownership.route(t.victim, t.lead)).toEqual({ kind: 'local' });
+    await until(async () => (await a.store.leases!.lease(t.lead))?.expired === true, {
+      what: "A's lease to run out",
+    });
+    gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    // A request finds A's hold stale and asks: the renewal says "held" (nobody took it yet), and A stops.
+    const asked = a.ownership.route(t.victim, t.child);
+    await until(() => answered === 1, { what: "A's renewal to run in the database" });
+    // Meanwhile its lease runs out again and B takes the family.
+    await until(async () => (await b.ownership.route(t.victim, t.lead)).kind === 'local', {
+      what: "B to take the family once A's lease ran out",
+    });
+    // A resumes and reads the old answer: it must ask again, find the family lost, and forward.
+    open();
+    expect(await asked).toMatchObject({ kind: 'forward', replicaId: 'replicab' });
+    expect(a.lost.map((l) => l.familyId)).toEqual([t.lead]);
+  }, 30_000);
 
   it('takes over a family whose stopped owner was in the middle of an event write (its lease row locked)', async () => {
     const a = await replica('replicaa', 300);

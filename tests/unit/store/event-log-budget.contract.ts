@@ -74,6 +74,32 @@ export const runEventBudgetContract = (factory: EventLogFactory) => {
       }
     }, 180_000); // hashing 1 GiB takes a few seconds, more on a loaded machine
 
+    it("answers one tenant's usage as the list of all has it, before and after a restart", async () => {
+      const budget = 64 * KiB;
+      instance = await factory.open({ tenantOf: (s) => s.split(':')[0]!, budgetBytes: budget });
+      const { log } = instance;
+      for (let t = 0; t < 5; t++) await log.append([call(`t${t}:s`, 'c1', 'x'.repeat(100 * (t + 1)))]);
+      // Queued rows count before they are written, as in usage().
+      const queued = await log.usageOf('t3');
+      expect(queued).toEqual((await log.usage()).find((u) => u.tenantId === 't3'));
+      expect(queued.bytes).toBeGreaterThan(400);
+      await log.flush();
+      for (let t = 0; t < 5; t++)
+        expect(await log.usageOf(`t${t}`)).toEqual((await log.usage()).find((u) => u.tenantId === `t${t}`));
+      // A tenant without a log, or an id nobody has: nothing used, the service's budget.
+      expect(await log.usageOf("t9' OR 1=1 --")).toEqual({
+        tenantId: "t9' OR 1=1 --",
+        bytes: 0,
+        budget,
+        dropped: 0,
+        refused: 0,
+      });
+      if (instance.reopen !== undefined) {
+        const again = await instance.reopen();
+        expect((await again.usageOf('t2')).bytes).toBe((await log.usageOf('t2')).bytes);
+      }
+    });
+
     it('keeps data that only looks like a marker as data', async () => {
       instance = await factory.open();
       const { log } = instance;

@@ -194,6 +194,35 @@ export const runTenantStoreContract = (harness: TenantStoreHarness) => {
       expect((await restarted.setQuotas(acme.id, {}))?.quotas).toBeUndefined();
     });
 
+    it('lists the quotas of the active tenants that have some, and of no other tenant', async () => {
+      const opened = await open();
+      const tenants = opened.store;
+      const made = [];
+      for (let i = 0; i < 30; i++) made.push(await tenants.createTenant(`t${i}`));
+      const [a, b, gone, cleared] = made as [
+        (typeof made)[0],
+        (typeof made)[0],
+        (typeof made)[0],
+        (typeof made)[0],
+      ];
+      expect(await tenants.listQuotas()).toEqual([]);
+      await tenants.setQuotas(a.id, { plugins: 2 });
+      await tenants.setQuotas(b.id, { agents: 1, logBytes: 4096 });
+      await tenants.setQuotas(gone.id, { agents: 5 });
+      await tenants.setQuotas(cleared.id, { agents: 5 });
+      await tenants.setQuotas(cleared.id, {});
+      await tenants.beginDeletion(gone.id);
+      const byId = <T extends { tenantId: string }>(rows: T[]) =>
+        [...rows].sort((x, y) => x.tenantId.localeCompare(y.tenantId));
+      const expected = byId([
+        { tenantId: a.id, quotas: { plugins: 2 } },
+        { tenantId: b.id, quotas: { agents: 1, logBytes: 4096 } },
+      ]);
+      expect(byId(await tenants.listQuotas())).toEqual(expected);
+      // Another process on the same database reads the same.
+      expect(byId(await (await opened.second()).listQuotas())).toEqual(expected);
+    });
+
     it('a tenant being deleted is refused at once on every key, and can be resumed from a list', async () => {
       const opened = await open();
       const tenants = opened.store;

@@ -3,7 +3,7 @@
 // not put the old quotas back; a failing read keeps the last known ones.
 import { afterEach, expect, it } from 'vitest';
 import { openStore, type Store } from '../../../host/store/index.ts';
-import type { TenantInfo } from '../../../host/store/tenants-port.ts';
+import type { TenantQuotaRow } from '../../../host/store/tenants-port.ts';
 import {
   createTenantQuotaCache,
   pluginLimitsOf,
@@ -25,13 +25,13 @@ it('keeps a change made here over a read that began before it, and the last quot
   await tenants.setQuotas(acme.id, { plugins: 1 });
   // Every read is held until the test lets it answer (with what was stored when it began).
   const held: Array<() => void> = [];
-  const list = tenants.listTenants.bind(tenants);
+  const list = tenants.listQuotas.bind(tenants);
   let failing = false;
-  tenants.listTenants = async () => {
+  tenants.listQuotas = async () => {
     const answer = await list();
     await new Promise<void>((resolve) => held.push(resolve));
     if (failing) throw new Error('store: the server is restarting');
-    return answer as TenantInfo[];
+    return answer as TenantQuotaRow[];
   };
   const errors: unknown[] = [];
   cache = createTenantQuotaCache(tenants, { refreshMs: 1, onError: (e) => errors.push(e) });
