@@ -11,8 +11,8 @@
 // the Docker CLI and a bare isolated-vm isolate evaluating `1` in this process (new isolate, new
 // context, eval, dispose), with each row's ratio to them and its target. Beside each call row, the
 // CPU a call used (schedstat and the container's cpuacct, which hold up on a loaded machine where
-// wall time does not): the service's main thread, all of its threads, the agent's container (the
-// isolate workers are processes of their own: not counted).
+// wall time does not): the service's main thread, all of its threads, the agent's container, and
+// the run_code isolate workers (processes of their own, all their threads).
 // Run: npm run bench http-latency   (or node --no-node-snapshot bench/http-latency.ts; the image:
 // DSH_SANDBOX_IMAGE, else the one setup builds). BENCH_RUNS (30), BENCH_READY_RUNS (10),
 // BENCH_STARTS (3), BENCH_ONLY (row names' beginnings, comma-separated). DSH_* settings in the environment reach the service (e.g. DSH_POOL_SIZE).
@@ -259,15 +259,15 @@ const measureCalls = async (agentId: string, container: string): Promise<void> =
       const before = cpuNow(service, container);
       add(row, await timed(fn));
       const after = cpuNow(service, container);
-      const used = cpu.get(row) ?? [0, 0, 0];
+      const used = cpu.get(row) ?? [0, 0, 0, 0];
       cpu.set(
         row,
-        [0, 1, 2].map((k) => (used[k] as number) + (after[k] as number) - (before[k] as number)),
+        [0, 1, 2, 3].map((k) => (used[k] as number) + (after[k] as number) - (before[k] as number)),
       );
     }
 };
 
-/** CPU each call row used, summed over its runs: the service's main thread, its whole process, the container. */
+/** CPU each call row used, summed over its runs: the service's main thread, its whole process, the container, the isolate workers. */
 const cpu = new Map<string, number[]>();
 
 /** The service's own process (host/cli.ts serve) among the bench's descendants. */
@@ -284,19 +284,41 @@ const servicePid = (): number => {
   throw new Error('the service process was not found');
 };
 
-/** Time on a CPU in ms (schedstat, ns): the service's main thread, all its threads, the agent's container (cgroup v1 cpuacct). */
+/** Time on a CPU in ms (schedstat, ns): the service's main thread, all its threads, the agent's container (cgroup v1 cpuacct), the isolate workers (all their threads). */
 const cpuNow = (pid: number, container: string): number[] => {
   const onCpu = (file: string): number => Number(readFileSync(file, 'utf8').split(' ')[0]) / 1e6;
-  const threads = readdirSync(`/proc/${pid}/task`).reduce(
-    (sum, tid) => sum + onCpu(`/proc/${pid}/task/${tid}/schedstat`),
-    0,
-  );
+  const threadsOf = (p: number): number =>
+    readdirSync(`/proc/${p}/task`).reduce((sum, tid) => sum + onCpu(`/proc/${p}/task/${tid}/schedstat`), 0);
+  const threads = threadsOf(pid);
   let box = Number.NaN;
   try {
     box = Number(readFileSync(`/sys/fs/cgroup/cpuacct/docker/${container}/cpuacct.usage`, 'utf8')) / 1e6;
   } catch {}
-  return [onCpu(`/proc/${pid}/task/${pid}/schedstat`), threads, box];
+  let workers = 0;
+  if (workerPids.length === 0) workerPids = isolateWorkers(pid);
+  for (const worker of workerPids) {
+    try {
+      workers += threadsOf(worker);
+    } catch {
+      workerPids = []; // one restarted: looked up again next time, this call's figure is short
+    }
+  }
+  return [onCpu(`/proc/${pid}/task/${pid}/schedstat`), threads, box, workers];
 };
+
+let workerPids: number[] = [];
+/** The service's run_code isolate workers (processes of their own: host/isolates/worker.ts). */
+const isolateWorkers = (pid: number): number[] =>
+  readdirSync('/proc').flatMap((entry) => {
+    if (!/^\d+$/.test(entry)) return [];
+    try {
+      const ppid = Number(readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]?.split(' ')[1]);
+      const cmd = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
+      return ppid === pid && cmd.includes('isolates/worker.ts') ? [Number(entry)] : [];
+    } catch {
+      return [];
+    }
+  });
 
 /** Agent ready: create, then its first bash `true` done; the pool full before each, the agent deleted after. */
 const measureReady = async (): Promise<void> => {
@@ -345,7 +367,7 @@ const report = (): void => {
     const cpuText =
       used === undefined || row.startsWith('bare')
         ? ''
-        : ` | CPU a call: service main thread ${fmt((used[0] as number) / xs.length)}, all its threads ${fmt((used[1] as number) / xs.length)}, the container ${fmt((used[2] as number) / xs.length)}`;
+        : ` | CPU a call: service main thread ${fmt((used[0] as number) / xs.length)}, all its threads ${fmt((used[1] as number) / xs.length)}, the container ${fmt((used[2] as number) / xs.length)}, the isolate workers ${fmt((used[3] as number) / xs.length)}`;
     console.log(
       `${row} | ${fmt(quantile(xs, 0.5))} | ${fmt(quantile(xs, 0.9))} | ${fmt(quantile(xs, 0.99))} |${ratio} |${verdict}${cpuText}`,
     );

@@ -100,6 +100,7 @@ const onRun = async (msg: Extract<HostToWorker, { t: 'run' }>): Promise<void> =>
     inline: () => inline && !released.has(msg.id) && runs.size === 1 && starting === 0,
   });
   runs.set(msg.id, run);
+  upkeep.wake();
   run.begin();
 };
 
@@ -152,9 +153,13 @@ process.on('message', (raw: unknown) => {
 });
 // Every poll: CPU as the process really used it on queued entries (cpu.ts; inline entries are
 // measured around themselves, worker-run.ts), which ends runs past their budgets, then memory.
-startWorkerUpkeep({
+// With no run, every IDLE_POLL_MS only (an idle worker polled 50 times a second, ~10 ms of CPU a
+// second at load); a run wakes it before its first entry.
+const IDLE_POLL_MS = 200;
+const upkeep = startWorkerUpkeep({
   budgetMb: args.budgetMb,
   pollMs: 20,
+  idlePollMs: IDLE_POLL_MS,
   live: () => runs.values(),
   onBloated: () => outbox.send({ t: 'bloated' }),
 });
