@@ -73,6 +73,12 @@ suite(`agents under gVisor (runsc on a private engine)${title}`, () => {
     expect(uid).toBe('1000');
     // gVisor's kernel answers uname itself, with a release of its own, never the host's.
     expect(kernel).not.toBe(release());
+    // All of the agent's ids and no capability (gVisor's execve hands a real-root process its real
+    // ids back: sandboxd gives up a spawner that is not apart, and commands start through setpriv).
+    const status: Loose = await h.bash(h.keyA, agent, "grep -E '^(Uid|Gid|CapPrm|CapEff)' /proc/self/status");
+    expect(text(status).replace(/[\t ]+/g, ' ')).toBe(
+      'Uid: 1000 1000 1000 1000\nGid: 1000 1000 1000 1000\nCapPrm: 0000000000000000\nCapEff: 0000000000000000',
+    );
     const [container] = await engine.docker.listContainers({ filters: { name: [`agent-${agent}`] } });
     const info = await engine.docker.getContainer(container?.Id as string).inspect();
     expect(info.HostConfig.Runtime).toBe('runsc');
