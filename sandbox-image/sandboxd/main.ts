@@ -11,13 +11,16 @@
 // (the deadline of a call that does not wait by design, default 30000: server.ts),
 // SANDBOXD_PROXY_PORT (the egress proxy's port on 127.0.0.1: egress.ts; default 3128 in the image,
 // any free port in local runs), SANDBOXD_LINK (the host's link socket, which `dial` connects:
-// link.ts; set by the host when it bind-mounts one, unset otherwise).
+// link.ts; set by the host when it bind-mounts one, unset otherwise), SANDBOXD_RUNTIME (the container
+// runtime, set by the host under gVisor only: `gvisor` puts the image's tools for it first on PATH,
+// runtime-path.ts).
 // Invariant: no request, frame or stray error ends this process.
 
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { agentIds, makeDropBox, nonDumpable, runApart, serverGid } from './identity.ts';
 import { configureSharedSpawner, sharedSpawner } from './launch.ts';
+import { runtimePath } from './runtime-path.ts';
 import { startServer } from './server.ts';
 
 const log = (line: string): void => {
@@ -33,6 +36,9 @@ process.on('unhandledRejection', (e) =>
 process.stdout.on('error', (e) => log(`stdout: ${e.message}`));
 
 const main = async (): Promise<void> => {
+  // Before anything is spawned: every program inherits PATH (runtime-path.ts).
+  const path = runtimePath(process.env.SANDBOXD_RUNTIME, process.env.PATH);
+  if (path !== undefined) process.env.PATH = path;
   const agent = process.env.SANDBOXD_AGENT;
   // The spawner's FIFO box must be made as root, before sandboxd takes the agent's effective ids.
   const box = agent ? makeDropBox('/tmp/.sandboxd-fifos') : undefined;

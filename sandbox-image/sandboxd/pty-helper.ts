@@ -11,7 +11,14 @@
 // background process still holds the terminal open; the first size is set before the program
 // exists, so a resize that follows the open at once is never undone.
 // Identity (identity.ts): the helper keeps real/saved uid 0 so that the agent cannot signal or
-// trace it (PYTHON_PRELUDE); the program gets all three of the agent's ids before exec.
+// trace it (PYTHON_PRELUDE); the program gets all three of the agent's ids from sandboxd, which
+// runs it through setpriv with the ids named (terminal-process.ts, identity.ts asAgent). They are
+// not derived from the helper's own effective ids: gVisor's execve (runsc release 20221219) resets
+// the effective and saved ids of a process whose real uid is 0 to the real ones, so under gVisor
+// the helper runs as uid 0 (gid the servers') and a program given the helper's effective ids ran
+// as root with CAP_SETUID and CAP_SETGID. Under runc the child also takes all three of its
+// effective ids itself before the exec (as it always did); under gVisor that step finds nothing to
+// do and setpriv alone drops to the agent.
 // Run as `python3 -c PTY_HELPER ROWS COLS ECHO(0|1) PROGRAM ARGS…`.
 
 import { PYTHON_PRELUDE } from './identity.ts';

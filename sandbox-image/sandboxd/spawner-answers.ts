@@ -1,12 +1,18 @@
 // What the spawner says, read: `ready` (its hello, checked by reading its probe FIFO through our
 // own open), `got` (it read a request), `spawned` (a command's pid and FIFO names: opened here and
 // handed out as sockets), `exit` (a command's status) and spawn failures.
-// Invariants: nothing the spawner sends can throw out of here; a malformed answer rejects its
-// request and gives up on the spawner; a command whose pipes cannot be opened is killed with its
-// group and its request rejected; the spawner is told to `release` every FIFO it reported.
+// Invariants: nothing the spawner sends can throw out of here; a spawner that does not run apart
+// from the agent the way sandboxd does (real and saved uid 0, effective the agent's), when sandboxd
+// does, is given up before any use: it gives its commands its own effective ids, and gVisor's
+// execve (runsc 20221219) hands a process whose real uid is 0 its real ids back, so there it
+// would start them as root (commands then start through setpriv: launch.ts); a malformed answer
+// rejects its request and gives up on the spawner; a command whose pipes cannot be opened is
+// killed with its group and its request rejected; the spawner is told to `release` every FIFO it
+// reported.
 import { closeSync, constants, readSync } from 'node:fs';
 import { Socket } from 'node:net';
 import { WireError } from '../../sandbox-wire/errors.ts';
+import { agentIds, uidsOf } from './identity.ts';
 import {
   giveUp,
   isFifo,
@@ -71,6 +77,13 @@ function onReady(s: SpawnerState, m: Message): void {
     return;
   }
   s.spawnerPid = m.pid;
+  const ids = agentIds();
+  const pid = s.child?.pid;
+  const uids = pid === undefined ? undefined : uidsOf(pid);
+  if (ids && uids?.join(' ') !== `0 ${ids.uid} 0`) {
+    giveUp(s, `not apart from the agent (uids ${uids?.join(' ') ?? 'unknown'}, not 0 ${ids.uid} 0)`);
+    return;
+  }
   try {
     const r = openFifo(m.probe, constants.O_RDONLY);
     const buf = Buffer.alloc(2);

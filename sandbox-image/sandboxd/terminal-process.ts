@@ -13,7 +13,9 @@
 // is xterm-256color unless the caller sets it. So an interactive `bash` here reads /etc/bash.bashrc
 // and the agent's ~/.bashrc, as a user's login terminal would; the persistent shell of the minimal
 // preset asks for `bash --noprofile --norc` and reads none. The program runs with all three of the
-// agent's ids (pty-helper.ts), the helper itself apart from the agent (identity.ts).
+// agent's ids, taken by setpriv with the ids named (identity.ts asAgent, as jobs take them), never
+// derived from the helper's own ids (pty-helper.ts says why); the helper itself runs apart from
+// the agent (identity.ts).
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -21,6 +23,7 @@ import { constants } from 'node:os';
 import type { Writable } from 'node:stream';
 import { WireError } from '../../sandbox-wire/errors.ts';
 import { childEnv, workdir } from './exec.ts';
+import { asAgent } from './identity.ts';
 import { PTY_HELPER } from './pty-helper.ts';
 import { ByteRing } from './ring.ts';
 import { notify, type Terminal, type TerminalsState } from './terminal-state.ts';
@@ -96,12 +99,17 @@ export async function start(s: TerminalsState, args: Args): Promise<Terminal> {
   const { abs, real } = await workdir(s.ws, optStr(args, 'cwd'));
   const echo = args.echo !== false;
   makeRoom(s);
-  const helper = spawn(PYTHON, ['-c', PTY_HELPER, String(rows), String(cols), echo ? '1' : '0', ...command], {
-    cwd: real,
-    env: { TERM: 'xterm-256color', ...childEnv(env(args, 'env')) },
-    detached: true,
-    stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
-  });
+  const program = asAgent(command[0] as string, command.slice(1));
+  const helper = spawn(
+    PYTHON,
+    ['-c', PTY_HELPER, String(rows), String(cols), echo ? '1' : '0', program.file, ...program.args],
+    {
+      cwd: real,
+      env: { TERM: 'xterm-256color', ...childEnv(env(args, 'env')) },
+      detached: true,
+      stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
+    },
+  );
   const control = helper.stdio[3] as Writable;
   const t: Terminal = {
     id: `terminal-${randomBytes(5).toString('hex')}`,

@@ -124,6 +124,9 @@ export async function createContainer(
       ...(fromSnapshot === undefined ? {} : { fromSnapshot }),
       ...(link === undefined ? {} : { link }),
       ...(engineRuntime === undefined ? {} : { runtime: engineRuntime, seccomp: seccompFor(runtime) }),
+      // sandboxd puts the image's busybox ls and stat first on PATH under gVisor, whose statx
+      // refuses GNU coreutils' flags (sandbox-image/sandboxd/runtime-path.ts); runc: no change.
+      ...(runtime === 'gvisor' ? { env: { SANDBOXD_RUNTIME: 'gvisor' } } : {}),
     });
     return link === undefined ? made : { ...made, link };
   } catch (e) {

@@ -6,6 +6,8 @@ import {
   DOCKER_DEFAULT_MAXIMA,
   resolveLimits,
 } from '../../../host/sandbox/docker/config.ts';
+import { SECCOMP_PROFILE, seccompFor } from '../../../host/sandbox/docker/seccomp.ts';
+import { GVISOR_BIN, runtimePath } from '../../../sandbox-image/sandboxd/runtime-path.ts';
 import { codeOf } from '../../contract/sandbox/suite.ts';
 
 describe('docker sandbox limits', () => {
@@ -78,6 +80,37 @@ describe('docker container config', () => {
       expect(allowed.has(name), name).toBe(true);
     const enosys = profile.syscalls.find((r) => r.names.includes('io_uring_setup'));
     expect(enosys).toMatchObject({ action: 'SCMP_ACT_ERRNO', errnoRet: 38 });
+  });
+});
+
+describe('the gVisor variant', () => {
+  type Profile = { syscalls: Array<{ names: string[]; action: string; errnoRet?: number }> };
+  const gvisor = JSON.parse(seccompFor('gvisor')) as Profile;
+  const runc = JSON.parse(SECCOMP_PROFILE) as Profile;
+  const allowedIn = (p: Profile): Set<string> =>
+    new Set(p.syscalls.filter((r) => r.action === 'SCMP_ACT_ALLOW').flatMap((r) => r.names));
+
+  it('leaves the runc profile as it is', () => {
+    expect(seccompFor('runc')).toBe(SECCOMP_PROFILE);
+    expect(seccompFor(undefined)).toBe(SECCOMP_PROFILE);
+    expect(allowedIn(runc).has('pselect')).toBe(false);
+  });
+  it("names pselect6 by gVisor's name too, and adds nothing else but clone3", () => {
+    const added = [...allowedIn(gvisor)].filter((name) => !allowedIn(runc).has(name));
+    expect(added).toEqual(['pselect']);
+    expect(gvisor.syscalls.find((r) => r.names.includes('pselect'))?.names).toContain('pselect6');
+    // clone3 goes to gVisor (ENOSYS there), not to an errno rule gVisor would answer with EPERM.
+    expect(
+      gvisor.syscalls.filter((r) => r.names.includes('clone3') && r.action !== 'SCMP_ACT_ALLOW'),
+    ).toEqual([]);
+  });
+  it("puts the image's busybox ls and stat first on PATH under gVisor only", () => {
+    const path = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+    expect(runtimePath('gvisor', path)).toBe(`${GVISOR_BIN}:${path}`);
+    expect(runtimePath('gvisor', `${GVISOR_BIN}:${path}`)).toBe(`${GVISOR_BIN}:${path}`);
+    expect(runtimePath(undefined, path)).toBe(path);
+    expect(runtimePath('runc', path)).toBe(path);
+    expect(runtimePath('gVisor; rm -rf /', path)).toBe(path);
   });
 });
 
