@@ -13,6 +13,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createCheckpointStore } from '../../../host/agents/checkpoints/store.ts';
 import { createCheckpointTracker } from '../../../host/agents/checkpoints/tracker.ts';
 import type { CheckpointBounds } from '../../../host/agents/checkpoints/types.ts';
+import { SandboxError } from '../../../host/errors.ts';
 import { type Loose, makeApi } from '../api/harness.ts';
 
 const tarOf = async (files: Array<[name: string, body: string]>): Promise<Uint8Array> => {
@@ -175,6 +176,26 @@ describe('checkpoints and rollback (memory provider)', () => {
     expect((await api.request(api.keyA, 'DELETE', `/v1/agents/${id}/files?path=a.txt`)).status).toBe(204);
     expect((await rollback(id, w.callId)).status).toBe(200);
     expect(await files(id)).toEqual({});
+  });
+
+  it('a path made a link out of the workspace between the check and the write answers ROLLBACK_UNSAFE', async () => {
+    const { id } = await api.createAgent(api.keyA);
+    await call(id, 'write', { file_path: 'a.txt', content: 'one' });
+    const w = await call(id, 'write', { file_path: 'a.txt', content: 'two' });
+    // The sandbox refuses the write as a link planted meanwhile makes it (docker: sandboxd).
+    const sandbox = await api.agents.sandbox(await api.agents.get(api.tenantA, id));
+    const writeFile = sandbox.fs.writeFile.bind(sandbox.fs);
+    sandbox.fs.writeFile = async () => {
+      throw new SandboxError('PATH_OUTSIDE_WORKSPACE', 'a link out of the workspace');
+    };
+    const refused = await rollback(id, w.callId);
+    sandbox.fs.writeFile = writeFile;
+    expect(refused.status).toBe(409);
+    expect(refused.json.error).toMatchObject({ code: 'ROLLBACK_UNSAFE', data: { path: '/workspace/a.txt' } });
+    // Nothing was dropped: asked again, it goes through.
+    expect((await checkpoints(id)).length).toBe(2);
+    expect((await rollback(id, w.callId)).status).toBe(200);
+    expect(Buffer.from((await files(id))['/workspace/a.txt'] ?? '', 'base64').toString()).toBe('one');
   });
 
   it('keeps the newest within the bounds: the oldest dropped, a rollback through them refused', async () => {
