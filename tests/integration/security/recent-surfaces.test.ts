@@ -15,7 +15,7 @@ const ADMIN = 'admin-key-for-the-adversarial-surfaces-0123456789';
 let h: Harness;
 beforeAll(async () => {
   // Wrong keys are part of the probes: the per-address throttle of failed keys is raised for them.
-  h = await startHarness({ config: { adminKey: ADMIN, authFailures: 1000 } });
+  h = await startHarness({ config: { adminKey: ADMIN, authFailures: 1000, workspaceMb: 64 } });
 });
 afterAll(() => h?.close());
 
@@ -217,6 +217,23 @@ describe.skipIf(!loopWorkspaces)('snapshots (loop workspaces)', () => {
     expect(listed.length).toBe(1 + flood.filter((r) => r.status === 201).length);
     const mine = new Set(listed.map((s) => `${s.id}.img`));
     expect((await snapshotFiles()).filter((f) => mine.has(f)).length).toBe(listed.length);
+  });
+
+  it("an agent made from a snapshot counts the snapshot's size against the disk quota, not the default's", async () => {
+    // The default workspace is 64 MiB; the quota 128. A 96 MiB agent's snapshot, the agent gone.
+    const t = await tenant('snap-disk');
+    expect((await h.http(ADMIN, 'PUT', `/v1/tenants/${t.id}/limits`, { diskMb: 128 })).status).toBe(200);
+    const big = await h.agent(t.key, { sandbox: { diskMb: 96 } });
+    const snap = await h.http(t.key, 'POST', `/v1/agents/${big}/snapshots`);
+    expect(snap.status, snap.text).toBe(201);
+    expect((await h.http(t.key, 'DELETE', `/v1/agents/${big}`)).status).toBe(204);
+    await h.agent(t.key); // 64 MiB: 64 of 128 used
+    // 64 + 96 > 128: refused, as a request for 96 MiB would be.
+    const refused = await h.http(t.key, 'POST', '/v1/agents', { fromSnapshot: snap.json.id });
+    expect(refused.status, refused.text).toBe(400);
+    expect(refused.json.error).toMatchObject({ code: 'LIMIT_EXCEEDED', data: { limit: 'diskMb', max: 128 } });
+    const limits = (await h.http(t.key, 'GET', '/v1/limits')).json;
+    expect(limits.usage.diskMb).toBeLessThanOrEqual(limits.quotas.diskMb);
   });
 
   it("a deleted agent's snapshot stays its tenant's only; one deleted while agents are made from it leaves none broken", async () => {
