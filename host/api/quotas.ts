@@ -92,6 +92,25 @@ function check(quotas: TenantQuotas, used: QuotaUsage, asked: number): void {
     );
 }
 
+/**
+ * The check of a child with a workspace of its own (AgentServiceOptions.admitWorkspace): its
+ * `diskMb` (undefined: the default) against its tenant's disk quota, like a create through the API.
+ * Children are made inside calls, so they do not take the API's turns: two made at once may pass
+ * the quota by one workspace, as on two replicas.
+ */
+export const childWorkspaceQuota =
+  (
+    tenants: Pick<TenantStore, 'getTenant'>,
+    agents: () => Pick<AgentService, 'list'>,
+    workspaceMb: number,
+  ): ((tenantId: string, diskMb: number | undefined) => Promise<void>) =>
+  async (tenantId, diskMb) => {
+    const quotas = (await tenants.getTenant(tenantId))?.quotas;
+    if (quotas?.diskMb === undefined) return;
+    const used = await quotaUsage(agents(), tenantId, workspaceMb);
+    check({ diskMb: quotas.diskMb }, used, diskMb ?? workspaceMb);
+  };
+
 export const agentQuota = (
   tenants: Pick<TenantStore, 'getTenant'>,
   agents: Pick<AgentService, 'list' | 'snapshots'>,

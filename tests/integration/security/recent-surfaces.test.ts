@@ -236,6 +236,23 @@ describe.skipIf(!loopWorkspaces)('snapshots (loop workspaces)', () => {
     expect(limits.usage.diskMb).toBeLessThanOrEqual(limits.quotas.diskMb);
   });
 
+  it('children forked with workspaces of their own are held to the disk quota too', async () => {
+    const t = await tenant('fork-disk');
+    expect((await h.http(ADMIN, 'PUT', `/v1/tenants/${t.id}/limits`, { diskMb: 128 })).status).toBe(200);
+    const parent = await h.agent(t.key, { subagents: true, childWorkspace: 'isolated' }); // 64 of 128
+    const fork = () =>
+      h.calls(t.key, parent, [
+        ['f', 'subagent_fork', { description: 'fork', prompt: 'Go on.', run_in_background: true }],
+      ]);
+    const [first] = await fork(); // 128 of 128
+    expect(first?.ok, text(first)).toBe(true);
+    const [second] = await fork();
+    expect(second?.ok, text(second)).toBe(false);
+    expect(second?.error?.code, text(second)).toBe('LIMIT_EXCEEDED');
+    const limits = (await h.http(t.key, 'GET', '/v1/limits')).json;
+    expect(limits.usage.diskMb).toBeLessThanOrEqual(limits.quotas.diskMb);
+  });
+
   it("a deleted agent's snapshot stays its tenant's only; one deleted while agents are made from it leaves none broken", async () => {
     const a = await h.agent(h.keyA);
     expect((await h.bash(h.keyA, a, 'echo from-a > a.txt')).ok).toBe(true);
