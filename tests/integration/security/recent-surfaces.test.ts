@@ -121,6 +121,39 @@ it("exports never carry another tenant's events, and name A's agents to B like u
     expect((await h.http(h.keyB, 'GET', `/v1/events/export?${q}`)).status, q).toBe(400);
 });
 
+it('exports left unread or broken off hold nothing: calls and other exports go on, and they end with their client', async () => {
+  const id = await h.agent(h.keyA);
+  const messages = Array.from({ length: 256 }, (_, i) => ({ role: 'user', content: `m${i} ${'x'.repeat(200)}` }));
+  for (let i = 0; i < 6; i++)
+    expect((await h.http(h.keyA, 'POST', `/v1/agents/${id}/messages`, { messages })).status).toBe(201);
+  const url = `${h.server.url}/v1/agents/${id}/events/export`;
+  const headers = { Authorization: `Bearer ${h.keyA}` };
+  // Three exports whose client never reads past the headers, three broken off after a first chunk.
+  const held = await Promise.all(
+    Array.from({ length: 3 }, async () => {
+      const controller = new AbortController();
+      const res = await fetch(url, { headers, signal: controller.signal });
+      expect(res.status).toBe(200);
+      return controller;
+    }),
+  );
+  for (let i = 0; i < 3; i++) {
+    const controller = new AbortController();
+    const res = await fetch(`${h.server.url}/v1/events/export`, { headers, signal: controller.signal });
+    await res.body?.getReader().read();
+    controller.abort();
+  }
+  // Meanwhile: a call, and a whole export of every line.
+  expect((await h.bash(h.keyA, id, 'echo still-served')).ok).toBe(true);
+  const whole = await h.http(h.keyA, 'GET', `/v1/agents/${id}/events/export`);
+  const lines = whole.text.trim().split('\n');
+  expect(lines.length).toBeGreaterThanOrEqual(6 * 256);
+  const seqs = lines.map((l) => JSON.parse(l).seq as number);
+  expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
+  for (const c of held) c.abort();
+  expect((await h.http(h.keyA, 'GET', '/v1/health')).status).toBe(200);
+});
+
 it('hostile settings are refused and change nothing', async () => {
   const before = (await h.http(h.keyA, 'GET', '/v1/settings')).json;
   for (const body of [
