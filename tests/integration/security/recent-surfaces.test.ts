@@ -123,7 +123,10 @@ it("exports never carry another tenant's events, and name A's agents to B like u
 
 it('exports left unread or broken off hold nothing: calls and other exports go on, and they end with their client', async () => {
   const id = await h.agent(h.keyA);
-  const messages = Array.from({ length: 256 }, (_, i) => ({ role: 'user', content: `m${i} ${'x'.repeat(200)}` }));
+  const messages = Array.from({ length: 256 }, (_, i) => ({
+    role: 'user',
+    content: `m${i} ${'x'.repeat(200)}`,
+  }));
   for (let i = 0; i < 6; i++)
     expect((await h.http(h.keyA, 'POST', `/v1/agents/${id}/messages`, { messages })).status).toBe(201);
   const url = `${h.server.url}/v1/agents/${id}/events/export`;
@@ -284,6 +287,35 @@ describe.skipIf(!loopWorkspaces)('snapshots (loop workspaces)', () => {
     expect(second?.error?.code, text(second)).toBe('LIMIT_EXCEEDED');
     const limits = (await h.http(t.key, 'GET', '/v1/limits')).json;
     expect(limits.usage.diskMb).toBeLessThanOrEqual(limits.quotas.diskMb);
+  });
+
+  it("a snapshot racing its agent's deletion answers a stable code and leaves no file without its row", async () => {
+    const t = await tenant('snap-race');
+    const before = new Set(await snapshotFiles());
+    const outcomes: string[] = [];
+    for (let round = 0; round < 4; round++) {
+      const id = await h.agent(t.key);
+      expect((await h.bash(t.key, id, 'head -c 1000000 /dev/urandom > f.bin')).ok).toBe(true);
+      // Even rounds: the snapshot asked first; odd rounds: the deletion, the snapshot just after it.
+      const del = () => h.http(t.key, 'DELETE', `/v1/agents/${id}`);
+      const snap = () => h.http(t.key, 'POST', `/v1/agents/${id}/snapshots`);
+      const [taken, deleted] =
+        round % 2 === 0
+          ? await Promise.all([snap(), del()])
+          : await (async () => {
+              const d = del();
+              await new Promise((r) => setTimeout(r, 5 * round));
+              return [await snap(), await d];
+            })();
+      expect(deleted.status, deleted.text).toBe(204);
+      outcomes.push(taken.status === 201 ? '201' : `${taken.status} ${taken.json?.error?.code}`);
+    }
+    for (const outcome of outcomes) expect(['201', '404 NOT_FOUND', '409 AGENT_DELETING']).toContain(outcome);
+    const rows = new Set(
+      ((await h.http(t.key, 'GET', '/v1/snapshots')).json.snapshots as Loose[]).map((s) => `${s.id}.img`),
+    );
+    expect(rows.size).toBe(outcomes.filter((o) => o === '201').length);
+    expect((await snapshotFiles()).filter((f) => !before.has(f)).sort()).toEqual([...rows].sort());
   });
 
   it("a deleted agent's snapshot stays its tenant's only; one deleted while agents are made from it leaves none broken", async () => {

@@ -97,6 +97,28 @@ it('links swapped in and out while rollbacks run never lead a write outside the 
   expect(await sh(id, 'cat /tmp/out.txt; echo; cat /tmp/od/a.txt')).toBe('OUT\nOUT');
 });
 
+it('a tracked path that is a FIFO, a device link or a directory is not read into a checkpoint, and nothing hangs', async () => {
+  const id = await h.agent(h.keyA);
+  await sh(id, 'mkfifo pipe && ln -s /dev/zero zero && mkdir dir');
+  const results = await h.calls(h.keyA, id, [
+    ['p', 'write', { file_path: 'pipe', content: 'x' }],
+    ['z', 'write', { file_path: 'zero', content: 'x' }],
+    ['d', 'write', { file_path: 'dir', content: 'x' }],
+  ]);
+  // The FIFO is replaced by the file (never opened for its pre-image: that read would block); the
+  // link out and the directory are refused.
+  expect(results.map((r) => (r.ok ? 'ok' : r.error?.code))).toEqual([
+    'ok',
+    'PATH_OUTSIDE_WORKSPACE',
+    'NOT_A_FILE',
+  ]);
+  expect(await sh(id, 'cat pipe; test -d dir && echo " dir"')).toBe('x dir\n');
+  // What the FIFO was is not kept: a rollback to that write is refused, not made of a read of it.
+  const back = await rollback(h.keyA, id, { callId: 'p' });
+  expect(back.status, back.text).toBe(409);
+  expect(back.json.error.code).toBe('CHECKPOINT_DROPPED');
+});
+
 it('hostile rollback targets and another tenant are refused before anything is read', async () => {
   const id = await h.agent(h.keyA);
   await h.calls(h.keyA, id, [['w', 'write', { file_path: 'keep.txt', content: 'kept' }]]);
