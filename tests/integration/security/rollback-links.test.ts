@@ -3,7 +3,8 @@
 // directory above it), once before the rollback and, in a race, over and over while rollbacks run
 // (a swap between the check and the write). Guarantee: a rollback never writes outside the
 // workspace, never reads a file from outside into it, and either restores or refuses
-// (ROLLBACK_UNSAFE, CHECKPOINT_DROPPED) with a stable code. Hostile targets (seq, callId) and
+// (ROLLBACK_UNSAFE, CHECKPOINT_DROPPED) with a stable code. A tracked FIFO, device link or
+// directory is never read into a checkpoint (nothing hangs). Hostile targets (seq, callId) and
 // another tenant's agent are refused before anything is read.
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type Harness, type Loose, startHarness, text } from './harness.ts';
