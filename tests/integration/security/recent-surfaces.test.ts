@@ -1,6 +1,6 @@
 // The surfaces of issues 32, 34 and 36 against a hostile tenant with a valid key (tenant A; tenant
 // B exists), through the public HTTP API with real containers: pause and resume storms (with calls
-// and another tenant among them), snapshots (another tenant's, of a deleted agent, many in
+// and another tenant among them), a frozen agent's other surfaces, snapshots (another tenant's, of a deleted agent, many in
 // parallel against the byte quota, deleted while an agent is made from it), log exports of another
 // tenant's agents, hostile settings, and every admin route (limits, nodes and cordons, a tenant's
 // agents and keys, workspaces) asked with a tenant key. Guarantee: nothing of B is reachable, the
@@ -8,6 +8,7 @@
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { until } from '../../helpers/until.ts';
 import { loopWorkspaces } from '../sandbox/fixtures.ts';
 import { type Harness, type Loose, startHarness, text } from './harness.ts';
 
@@ -95,6 +96,28 @@ it('a storm of pauses, resumes and calls (and another tenant among them) leaves 
   expect((await h.http(h.keyA, 'GET', `/v1/agents/${id}`)).json.state.paused ?? false).toBe(false);
   // B's pauses and resumes changed nothing of A's: B's own agent is untouched and listed alone.
   expect((await h.http(h.keyB, 'GET', '/v1/agents')).text).not.toContain(id);
+});
+
+it('a frozen agent answers every other surface (files, rollback, export, delete) instead of hanging', async () => {
+  const id = await h.agent(h.keyA);
+  const [w] = await h.calls(h.keyA, id, [['w', 'write', { file_path: 'a.txt', content: 'one' }]]);
+  expect(w?.ok, text(w)).toBe(true);
+  await h.calls(h.keyA, id, [['w2', 'write', { file_path: 'a.txt', content: 'two' }]]);
+  const frozen = await h.http(h.keyA, 'POST', `/v1/agents/${id}/pause`, { mode: 'freeze' });
+  expect(frozen.json).toMatchObject({ paused: true, pause: { mode: 'freeze' } });
+  expect((await h.http(h.keyA, 'GET', `/v1/agents/${id}/events/export`)).status).toBe(200);
+  // A rollback and a read are uses of the sandbox: they resume it (onCall: resume), then run.
+  const back = await h.http(h.keyA, 'POST', `/v1/agents/${id}/rollback`, { callId: 'w2' });
+  expect(back.status, back.text).toBe(200);
+  expect((await h.http(h.keyA, 'GET', `/v1/agents/${id}/files?path=a.txt`)).text).toBe('one');
+  await h.http(h.keyA, 'POST', `/v1/agents/${id}/pause`, { mode: 'freeze' });
+  expect((await h.http(h.keyA, 'DELETE', `/v1/agents/${id}`)).status).toBe(204);
+  await until(
+    async () =>
+      (await h.fixture.docker.listContainers({ all: true, filters: { label: [`dsh.agent=${id}`] } }))
+        .length === 0,
+    { what: 'the frozen agent container removed', timeoutMs: 30_000 },
+  );
 });
 
 it("exports never carry another tenant's events, and name A's agents to B like unknown ones", async () => {
