@@ -1,10 +1,12 @@
 // The surfaces of issues 32, 34 and 36 against a hostile tenant with a valid key (tenant A; tenant
 // B exists), through the public HTTP API with real containers: pause and resume storms (with calls
-// and another tenant among them), a frozen agent's other surfaces, snapshots (another tenant's, of a deleted agent, many in
-// parallel against the byte quota, deleted while an agent is made from it), log exports of another
-// tenant's agents, hostile settings, and every admin route (limits, nodes and cordons, a tenant's
-// agents and keys, workspaces) asked with a tenant key. Guarantee: nothing of B is reachable, the
-// quota holds, every answer is a stable code, the agent and the service stay consistent.
+// and another tenant among them), a frozen agent's other surfaces, snapshots (another tenant's, of
+// a deleted agent, many in parallel against the byte quota, racing their agent's deletion, deleted
+// while an agent is made from one), the disk quota of agents from snapshots and of forked children,
+// log exports (another tenant's agents, exports left unread), hostile settings and bodies, and every
+// admin route (limits, nodes and cordons, a tenant's agents and keys, workspaces) asked with a
+// tenant key. Guarantee: nothing of B is reachable, the quotas hold, every answer is a stable code,
+// the agent and the service stay consistent.
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
