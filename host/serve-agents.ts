@@ -8,6 +8,7 @@ import { type Assembled, assembleAgents } from './agents/assemble.ts';
 import { gvisorAccess } from './agents/sandbox-runtime.ts';
 import { type FairScheduler, takingTurns, yieldingWorkers } from './api/fair.ts';
 import { type Metrics, observeCalls } from './api/metrics.ts';
+import { childWorkspaceQuota } from './api/quotas.ts';
 import type { Config } from './config.ts';
 import type { Egress } from './egress/index.ts';
 import type { IsolateHost, IsolateHostEvent } from './isolates/index.ts';
@@ -127,6 +128,8 @@ export function startAgents(
       resumeAtStart: ownership === undefined,
     },
     runtimes: gvisorAccess(config.gvisorTenants),
+    // A child with a workspace of its own is held to its tenant's disk quota, as POST /v1/agents is.
+    admitWorkspace: childWorkspaceQuota(store.tenants, () => assembled.agents, config.workspaceMb),
     // With replicas, a deleted top-level agent's family lets go of its lease (no renewal forever).
     ...(ownership === undefined ? {} : { onRemoved: (tenantId, id) => ownership.deleted(tenantId, id) }),
     // Each tenant's plugins on worker processes of its own, within its caps and the host's.

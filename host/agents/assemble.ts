@@ -91,6 +91,8 @@ export interface AssembleOptions {
   onRemoved?: AgentServiceOptions['onRemoved'];
   /** The sandbox runtimes each tenant may ask for besides runc. Default: none. */
   runtimes?: AgentServiceOptions['runtimes'];
+  /** A child with a workspace of its own, held to its tenant's disk quota. Default: none. */
+  admitWorkspace?: AgentServiceOptions['admitWorkspace'];
   /**
    * Where the agents' checkpoints are kept (a folder per agent); `serve` passes
    * `<dataDir>/checkpoints`. Default: none, nothing tracked and no rollback.
@@ -207,6 +209,7 @@ export const assembleAgents = (options: AssembleOptions): Assembled => {
     ...(options.children === undefined ? {} : { children: options.children }),
     ...(options.onRemoved === undefined ? {} : { onRemoved: options.onRemoved }),
     ...(options.runtimes === undefined ? {} : { runtimes: options.runtimes }),
+    ...(options.admitWorkspace === undefined ? {} : { admitWorkspace: options.admitWorkspace }),
   });
   settingsOf = () => agents.settings;
   scheduler?.start();

@@ -130,6 +130,7 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
     provider,
     ...(options.runtimes === undefined ? {} : { runtimes: options.runtimes }),
     snapshots,
+    ...(options.admitWorkspace === undefined ? {} : { admitWorkspace: options.admitWorkspace }),
   });
   state.teams = teamServiceFor(state);
   // In the background: a run it cannot resume now stays as stored, for the next start. With

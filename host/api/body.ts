@@ -182,7 +182,11 @@ export const readJson = async (req: Request, empty?: () => unknown): Promise<unk
 export const jsonBody =
   <S extends v.GenericSchema>(schema: S, options: { empty?: () => unknown } = {}): MiddlewareHandler =>
   async (c, next) => {
-    const result = v.safeParse(schema, await readJson(c.req.raw, options.empty));
+    const json = await readJson(c.req.raw, options.empty);
+    // Every body is a JSON object; valibot's object schemas take an array as one (`[]` read as `{}`).
+    if (Array.isArray(json))
+      throw new SandboxError('BAD_REQUEST', 'The request body is a JSON object, not an array.');
+    const result = v.safeParse(schema, json);
     if (!result.success) throw invalid('request body', result.issues);
     c.set('body' as never, result.output as never);
     await next();

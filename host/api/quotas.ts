@@ -1,7 +1,8 @@
 // The operator's per-tenant quotas where a request makes something they bound (TenantQuotas,
 // host/store/tenants-port.ts): POST /v1/agents past the tenant's `agents` quota, or with a
-// workspace that would take its workspaces past its `diskMb` quota, answers LIMIT_EXCEEDED (data:
-// limit "agents" or "diskMb", max), with nothing made. Invariant: in one process the count and the
+// workspace that would take its workspaces past its `diskMb` quota (one made `fromSnapshot` counts
+// the snapshot's size, which it gets whatever the default), answers LIMIT_EXCEEDED (data: limit
+// "agents" or "diskMb", max), with nothing made. Invariant: in one process the count and the
 // create of one tenant's agents run one at a time, so concurrent creates cannot pass a quota
 // together; several replicas each hold it against what they count (a tenant creating on two at
 // once may pass it by one agent per replica, like the other per-tenant limits).
@@ -38,10 +39,37 @@ export const quotaUsage = async (
   return { agents: live.filter((a) => a.links === undefined).length, diskMb };
 };
 
-/** The workspace a create asks for (MiB): `sandbox.diskMb`, else the default; the route validates the body. */
-const askedDiskMb = async (raw: Request, workspaceMb: number): Promise<number> => {
+/** The MiB of the tenant's snapshot `id` (an agent made from it has its size); undefined: none such. */
+type SnapshotMb = (tenantId: string, id: string) => Promise<number | undefined>;
+
+const snapshotMbOf =
+  (agents: Pick<AgentService, 'snapshots'>): SnapshotMb =>
+  async (tenantId, id) => {
+    try {
+      return Math.ceil((await agents.snapshots.source(tenantId, id)).sizeBytes / (1024 * 1024));
+    } catch {
+      return undefined; // unknown, another tenant's, or no snapshots here: the route answers that
+    }
+  };
+
+/**
+ * The workspace a create asks for (MiB): a snapshot's size with `fromSnapshot` (the agent gets it,
+ * whatever the default), else `sandbox.diskMb`, else the default; the route validates the body.
+ */
+const askedDiskMb = async (
+  raw: Request,
+  workspaceMb: number,
+  snapshotMb: (id: string) => Promise<number | undefined>,
+): Promise<number> => {
   try {
-    const body = (await raw.clone().json()) as { sandbox?: { diskMb?: unknown } } | null;
+    const body = (await raw.clone().json()) as {
+      sandbox?: { diskMb?: unknown };
+      fromSnapshot?: unknown;
+    } | null;
+    if (typeof body?.fromSnapshot === 'string') {
+      const size = await snapshotMb(body.fromSnapshot);
+      if (size !== undefined) return size;
+    }
     const asked = body?.sandbox?.diskMb;
     return typeof asked === 'number' && Number.isFinite(asked) ? asked : workspaceMb;
   } catch {
@@ -64,19 +92,42 @@ function check(quotas: TenantQuotas, used: QuotaUsage, asked: number): void {
     );
 }
 
+/**
+ * The check of a child with a workspace of its own (AgentServiceOptions.admitWorkspace): its
+ * `diskMb` (undefined: the default) against its tenant's disk quota, like a create through the API.
+ * Children are made inside calls, so they do not take the API's turns: two made at once may pass
+ * the quota by one workspace, as on two replicas.
+ */
+export const childWorkspaceQuota =
+  (
+    tenants: Pick<TenantStore, 'getTenant'>,
+    agents: () => Pick<AgentService, 'list'>,
+    workspaceMb: number,
+  ): ((tenantId: string, diskMb: number | undefined) => Promise<void>) =>
+  async (tenantId, diskMb) => {
+    const quotas = (await tenants.getTenant(tenantId))?.quotas;
+    if (quotas?.diskMb === undefined) return;
+    const used = await quotaUsage(agents(), tenantId, workspaceMb);
+    check({ diskMb: quotas.diskMb }, used, diskMb ?? workspaceMb);
+  };
+
 export const agentQuota = (
   tenants: Pick<TenantStore, 'getTenant'>,
-  agents: Pick<AgentService, 'list'>,
+  agents: Pick<AgentService, 'list' | 'snapshots'>,
   workspaceMb: number,
 ): MiddlewareHandler<ApiEnv> => {
   /** Per tenant: the end of the last create admitted here. */
   const turns = new Map<string, Promise<unknown>>();
+  const snapshotMb = snapshotMbOf(agents);
   return async function agentQuota(c, next) {
     if (c.req.method !== 'POST' || c.req.path !== '/v1/agents') return next();
     const tenantId = c.get('tenant').id;
     const quotas = (await tenants.getTenant(tenantId))?.quotas;
     if (quotas?.agents === undefined && quotas?.diskMb === undefined) return next();
-    const asked = quotas.diskMb === undefined ? 0 : await askedDiskMb(c.req.raw, workspaceMb);
+    const asked =
+      quotas.diskMb === undefined
+        ? 0
+        : await askedDiskMb(c.req.raw, workspaceMb, (id) => snapshotMb(tenantId, id));
     const before = turns.get(tenantId) ?? Promise.resolve();
     const mine = before.then(async () => {
       check(quotas, await quotaUsage(agents, tenantId, workspaceMb), asked);

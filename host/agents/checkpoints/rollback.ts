@@ -5,6 +5,9 @@
 // CHECKPOINT_DROPPED (it, or a pre-image a later call needs, was dropped or never kept),
 // ROLLBACK_UNSAFE (a file to restore is not what the last tracked call left: something untracked,
 // bash, a job, a client or a terminal, changed it since, and restoring would lose that change).
+// One refusal comes only at the write: ROLLBACK_UNSAFE too for a path something in the sandbox made
+// a link out of the workspace while the rollback ran (the sandbox never follows it; files before
+// it may be restored already, and asked again the check refuses before writing).
 // A file that already is what the rollback restores passes the check, so a rollback that failed
 // partway (the sandbox went away) can be asked again. Not covered: what untracked tools did (bash)
 // to other files stays; directories a tracked call created stay (empty once their files are
@@ -87,21 +90,37 @@ async function checkUntouched(sandbox: Sandbox, plan: Plan): Promise<void> {
   }
 }
 
+/**
+ * A write the sandbox refused because the path now leads out of the workspace: something in the
+ * sandbox made it (or a directory above it) a link out between the check and the write. The
+ * sandbox never follows it; the client is told the workspace changed (409), not that it asked for
+ * a path outside (400): retried, the check then refuses with the same code before writing.
+ */
+function changedMeanwhile(error: unknown, path: string): unknown {
+  if (!isSandboxError(error) || error.code !== 'PATH_OUTSIDE_WORKSPACE') return error;
+  return new SandboxError(
+    'ROLLBACK_UNSAFE',
+    `${path} changed while the rollback ran (it now leads out of the workspace, through a link made by bash, a job or a terminal); nothing was written there. Files listed before it may be restored already.`,
+    { data: { path }, cause: error },
+  );
+}
+
 async function restore(tracker: CheckpointTracker, agentId: string, sandbox: Sandbox, plan: Plan) {
   const restored: string[] = [];
   const removed: string[] = [];
   for (const [path, before] of plan.targets) {
-    if (before.kind === 'file') {
-      const bytes = await tracker.store.getBlob(agentId, before.sha256);
-      await sandbox.fs.writeFile(path, bytes, { mode: before.mode });
-      restored.push(path);
-    } else if (before.kind === 'absent') {
-      try {
+    try {
+      if (before.kind === 'file') {
+        const bytes = await tracker.store.getBlob(agentId, before.sha256);
+        await sandbox.fs.writeFile(path, bytes, { mode: before.mode });
+        restored.push(path);
+      } else if (before.kind === 'absent') {
         await sandbox.fs.remove(path);
         removed.push(path);
-      } catch (error) {
-        if (!isSandboxError(error) || error.code !== 'FILE_NOT_FOUND') throw error;
       }
+    } catch (error) {
+      if (before.kind === 'absent' && isSandboxError(error) && error.code === 'FILE_NOT_FOUND') continue;
+      throw changedMeanwhile(error, path);
     }
   }
   return { restored, removed };

@@ -8,7 +8,9 @@
 // before the file changes; every change of an agent's index happens in one of that agent's turns
 // (./index-queue.ts; one process owns an agent: with replicas, its family's owner); a call whose pre-images
 // cannot be read is not run untracked: the error is the call's. A pre-image that does not fit the
-// byte bound is recorded as unkept, so a rollback through it refuses instead of restoring half.
+// byte bound is recorded as unkept, so a rollback through it refuses instead of restoring half; so
+// is a call naming more files than one checkpoint holds (CALL_MAX_WEIGHT), and the index as a whole
+// stays within INDEX_MAX_WEIGHT (the oldest entries dropped), whatever the tenant's bounds.
 import type { Sandbox } from '../../sandbox/types.ts';
 import { type Captured, capture, stateOf } from './files.ts';
 import { createIndexQueue, type HeldSnapshot, type Turn } from './index-queue.ts';
@@ -18,6 +20,24 @@ import { viewOf } from './types.ts';
 
 /** How many dropped call ids an index remembers (to answer CHECKPOINT_DROPPED, not NOT_FOUND). */
 export const DROPPED_KEPT = 1000;
+
+/**
+ * The most an agent's index may weigh (weightOf: its call ids, labels and paths), past which its
+ * oldest entries are dropped as past the byte bound. Why: every tracked call clones and writes the
+ * whole index on the service's event loop, and the most recent ones stay in memory; unbounded, an
+ * archive of 100,000 long paths made an index of hundreds of MB, each later call a stall of every
+ * tenant's requests.
+ */
+export const INDEX_MAX_WEIGHT = 2 * 1024 * 1024;
+/** One call's share of it: a call naming more (an archive of thousands of files) keeps no pre-image. */
+export const CALL_MAX_WEIGHT = 1024 * 1024;
+
+const RECORD_WEIGHT = 256;
+const pathsWeight = (paths: readonly string[]): number =>
+  paths.reduce((sum, path) => sum + path.length + RECORD_WEIGHT, 0);
+/** What an entry adds to its index's JSON, about (paths, hashes and modes of each file, its ids). */
+const weightOf = (e: Pick<Checkpoint, 'callId' | 'files' | 'label'>): number =>
+  RECORD_WEIGHT + e.callId.length + (e.label?.length ?? 0) + pathsWeight(e.files.map((f) => f.path));
 
 export interface TrackedCall {
   callId: string;
@@ -85,13 +105,15 @@ export function trim(
 ): { release: Set<string>; drop: HeldSnapshot[] } {
   const dropped: Checkpoint[] = [];
   let bytes = index.entries.reduce((sum, e) => sum + e.bytes, 0);
+  let weight = index.entries.reduce((sum, e) => sum + weightOf(e), 0);
   while (
     index.entries.length > 0 &&
     index.entries[0] !== keep &&
-    (index.entries.length > bounds.maxCount || bytes > bounds.maxBytes)
+    (index.entries.length > bounds.maxCount || bytes > bounds.maxBytes || weight > INDEX_MAX_WEIGHT)
   ) {
     const oldest = index.entries.shift() as Checkpoint;
     bytes -= oldest.bytes;
+    weight -= weightOf(oldest);
     dropped.push(oldest);
     index.dropped.push(oldest.callId);
     index.droppedThrough = oldest.seq;
@@ -106,6 +128,20 @@ export function trim(
 
 export const snapshotsOf = (entries: readonly Checkpoint[]): HeldSnapshot[] =>
   entries.flatMap((e) => (e.snapshot === undefined ? [] : [e.snapshot]));
+
+/**
+ * A call naming more files than one checkpoint holds: none is read, the entry names the first as
+ * unkept, so a rollback to it or across it refuses (CHECKPOINT_DROPPED) and later calls still roll back.
+ */
+function tooMany(sandbox: Sandbox, paths: readonly string[]): Captured[] {
+  for (const raw of paths) {
+    try {
+      const reason = `${paths.length} files, more than one checkpoint keeps`;
+      return [{ path: sandbox.fs.resolve(raw), before: { kind: 'unkept', reason } }];
+    } catch {}
+  }
+  return [];
+}
 
 /** The pre-images of `paths`, all of them together within `maxBytes` (past it: unkept). */
 async function captureAll(sandbox: Sandbox, paths: readonly string[], maxBytes: number): Promise<Captured[]> {
@@ -162,7 +198,10 @@ export function createCheckpointTracker(options: TrackerOptions): CheckpointTrac
   async function begin(tenantId: string, agentId: string, sandbox: Sandbox, call: TrackedCall) {
     const bounds = await boundsOf(tenantId);
     if (bounds.maxCount <= 0 || call.paths.length === 0) return async () => undefined;
-    const captured = await captureAll(sandbox, call.paths, bounds.maxBytes);
+    const captured =
+      pathsWeight(call.paths) > CALL_MAX_WEIGHT
+        ? tooMany(sandbox, call.paths)
+        : await captureAll(sandbox, call.paths, bounds.maxBytes);
     const bytes = captured.reduce((sum, c) => sum + (c.bytes?.length ?? 0), 0);
     const files = captured.map((c) => ({ path: c.path, before: c.before }));
     const entry = await append(

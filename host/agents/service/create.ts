@@ -31,6 +31,8 @@ export interface CreationOptions {
   runtimes?: RuntimeAccess;
   /** The tenant's snapshots an agent may start from (`fromSnapshot`). */
   snapshots?: Pick<AgentSnapshots, 'source'>;
+  /** A child with a workspace of its own, held to its tenant's disk quota (AgentServiceOptions). */
+  admitWorkspace?: (tenantId: string, diskMb: number | undefined) => Promise<void>;
 }
 
 const MIB = 1024 * 1024;
@@ -96,6 +98,9 @@ export function createAgentCreation(
     const preset = request.preset ?? DEFAULT_PRESET;
     const { preset: _p, mode: _m, ...config } = request;
     checkLimits(sandboxLimits(request.sandbox), options.maxima);
+    // A top-level agent's workspace is admitted by the API's quota (POST /v1/agents); a child's here.
+    if (links !== undefined && request.isolatedWorkspace === true)
+      await options.admitWorkspace?.(tenantId, request.sandbox?.diskMb);
     await checkRuntime(request.sandbox?.runtime, tenantId, options.runtimes ?? defaultOnly, options.provider);
     const agent = toAgent(
       await agents.create({

@@ -102,6 +102,12 @@ export interface AgentServiceOptions {
   runtimes?: RuntimeAccess;
   /** Keeps checkpoints of the agents' file calls (../checkpoints/); default none: nothing tracked, no rollback. */
   checkpoints?: CheckpointTracker;
+  /**
+   * Before a child or teammate with a workspace of its own (`childWorkspace: "isolated"`) is made:
+   * refuses it (LIMIT_EXCEEDED) where its workspace (`diskMb`, undefined: the default) would take
+   * its tenant past its disk quota (host/api/quotas.ts). Default: none.
+   */
+  admitWorkspace?: (tenantId: string, diskMb: number | undefined) => Promise<void>;
 }
 
 export interface AgentService {

@@ -4,15 +4,16 @@
 // since refuses it (ROLLBACK_UNSAFE) and leaves everything as it was, unless it already is what the
 // rollback restores; the bounds drop
 // the oldest (CHECKPOINT_DROPPED); unknown ids and another tenant's agent answer 404.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buffer } from 'node:stream/consumers';
 import { pack } from 'tar-stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createCheckpointStore } from '../../../host/agents/checkpoints/store.ts';
-import { createCheckpointTracker } from '../../../host/agents/checkpoints/tracker.ts';
+import { createCheckpointTracker, INDEX_MAX_WEIGHT } from '../../../host/agents/checkpoints/tracker.ts';
 import type { CheckpointBounds } from '../../../host/agents/checkpoints/types.ts';
+import { SandboxError } from '../../../host/errors.ts';
 import { type Loose, makeApi } from '../api/harness.ts';
 
 const tarOf = async (files: Array<[name: string, body: string]>): Promise<Uint8Array> => {
@@ -177,6 +178,26 @@ describe('checkpoints and rollback (memory provider)', () => {
     expect(await files(id)).toEqual({});
   });
 
+  it('a path made a link out of the workspace between the check and the write answers ROLLBACK_UNSAFE', async () => {
+    const { id } = await api.createAgent(api.keyA);
+    await call(id, 'write', { file_path: 'a.txt', content: 'one' });
+    const w = await call(id, 'write', { file_path: 'a.txt', content: 'two' });
+    // The sandbox refuses the write as a link planted meanwhile makes it (docker: sandboxd).
+    const sandbox = await api.agents.sandbox(await api.agents.get(api.tenantA, id));
+    const writeFile = sandbox.fs.writeFile.bind(sandbox.fs);
+    sandbox.fs.writeFile = async () => {
+      throw new SandboxError('PATH_OUTSIDE_WORKSPACE', 'a link out of the workspace');
+    };
+    const refused = await rollback(id, w.callId);
+    sandbox.fs.writeFile = writeFile;
+    expect(refused.status).toBe(409);
+    expect(refused.json.error).toMatchObject({ code: 'ROLLBACK_UNSAFE', data: { path: '/workspace/a.txt' } });
+    // Nothing was dropped: asked again, it goes through.
+    expect((await checkpoints(id)).length).toBe(2);
+    expect((await rollback(id, w.callId)).status).toBe(200);
+    expect(Buffer.from((await files(id))['/workspace/a.txt'] ?? '', 'base64').toString()).toBe('one');
+  });
+
   it('keeps the newest within the bounds: the oldest dropped, a rollback through them refused', async () => {
     bounds.maxCount = 3;
     const { id } = await api.createAgent(api.keyA);
@@ -197,6 +218,35 @@ describe('checkpoints and rollback (memory provider)', () => {
     expect((await rollback(id, bigger.callId)).json.error.code).toBe('CHECKPOINT_DROPPED');
     expect((await rollback(id, big.callId)).status).toBe(200);
     expect((await files(id))['/workspace/a.txt']).toBe(Buffer.from('v1').toString('base64'));
+  });
+
+  it('an archive of more files than a checkpoint holds keeps none, and the index stays small', async () => {
+    const { id } = await api.createAgent(api.keyA);
+    const deep = Array.from({ length: 15 }, (_, i) => `${i}${'d'.repeat(199)}`).join('/');
+    const upload = async (prefix: string, count: number) => {
+      const tar = await tarOf(Array.from({ length: count }, (_, i) => [`${prefix}/${deep}/f${i}`, 'x']));
+      const res = await api.request(api.keyA, 'PUT', `/v1/agents/${id}/archive?path=.`, tar, {
+        'Content-Type': 'application/x-tar',
+      });
+      expect(res.status, res.text).toBe(200);
+      return (await checkpoints(id)).at(-1) as Loose;
+    };
+    // 400 paths of 3 KB: over one call's share (CALL_MAX_WEIGHT), so nothing of it is read or kept.
+    const many = await upload('many', 400);
+    expect(many).toMatchObject({ tool: 'archive_upload', bytes: 0 });
+    expect(many.paths).toHaveLength(1);
+    const after = await call(id, 'write', { file_path: 'a.txt', content: 'later' });
+    const refused = await rollback(id, many.callId);
+    expect(refused.status).toBe(409);
+    expect(refused.json.error).toMatchObject({ code: 'CHECKPOINT_DROPPED' });
+    expect((await rollback(id, after.callId)).status).toBe(200);
+    // Three of 250 such paths each (within a call's share) weigh more than an index holds together:
+    // the oldest goes, as past the byte bound.
+    const kept = [await upload('a', 250), await upload('b', 250), await upload('c', 250)];
+    const left = (await checkpoints(id)).map((c) => c.callId);
+    expect(left).not.toContain(kept[0]?.callId);
+    expect(left).toContain(kept[2]?.callId);
+    expect(statSync(join(dir, id, 'index.json')).size).toBeLessThanOrEqual(INDEX_MAX_WEIGHT);
   });
 
   it("another tenant's agent is unknown; hostile bodies are refused", async () => {
