@@ -16,11 +16,17 @@ export interface NodeStore {
   forget(agentId: string): Promise<void>;
   /** How many agents each node holds, by node name (nodes with none are absent). */
   agentCounts(): Promise<Map<string, number>>;
+  /** How many of the tenant's live (not deleted) agents each node holds (nodes with none are absent). */
+  tenantCounts(tenantId: string): Promise<Map<string, number>>;
   /** The nodes cordoned at run time, by name. */
   cordoned(): Promise<string[]>;
   /** Cordons (true) or uncordons (false) the node; idempotent. */
   setCordon(node: string, cordoned: boolean): Promise<void>;
 }
+
+/** One tenant's live agents per node (both backends; `$1` the tenant): the tenant's agents by its index. */
+export const TENANT_COUNTS = `SELECT n.node AS node, count(*) AS n FROM agents a JOIN agent_nodes n ON n.agent_id = a.id
+  WHERE a.tenant_id = $1 AND a.deleted_at IS NULL GROUP BY n.node`;
 
 export const createNodeStore = (db: Database, now: () => number = Date.now): NodeStore => {
   const select = db.prepare('SELECT node FROM agent_nodes WHERE agent_id = ?');
@@ -30,6 +36,7 @@ export const createNodeStore = (db: Database, now: () => number = Date.now): Nod
   );
   const remove = db.prepare('DELETE FROM agent_nodes WHERE agent_id = ?');
   const counts = db.prepare('SELECT node, count(*) AS n FROM agent_nodes GROUP BY node');
+  const ofTenant = db.prepare(TENANT_COUNTS.replace('$1', '?'));
   const cordons = db.prepare('SELECT node FROM node_cordons ORDER BY node');
   const cordon = db.prepare(
     'INSERT INTO node_cordons (node, cordoned_at) VALUES (?, ?) ON CONFLICT(node) DO NOTHING',
@@ -50,6 +57,14 @@ export const createNodeStore = (db: Database, now: () => number = Date.now): Nod
       guarded(
         'count agents per node',
         () => new Map((counts.all() as { node: string; n: number }[]).map((r) => [r.node, Number(r.n)])),
+      ),
+    tenantCounts: async (tenantId) =>
+      guarded(
+        "count a tenant's agents per node",
+        () =>
+          new Map(
+            (ofTenant.all(tenantId) as { node: string; n: number }[]).map((r) => [r.node, Number(r.n)]),
+          ),
       ),
     cordoned: async () =>
       guarded('read node cordons', () => (cordons.all() as { node: string }[]).map((r) => r.node)),

@@ -5,7 +5,11 @@
 // whose workspace it starts from) when that node takes new agents, else to the best of up to K
 // sampled nodes by free capacity (E2B's best-of-K; capacities cached a few seconds, each placement
 // counted into the cache so a burst spreads), skipping cordoned and unreachable nodes and nodes
-// without the runtime asked for. Which nodes answer is ./health.ts's.
+// without the runtime asked for, and spread per tenant: a node's free capacity is divided by one
+// more than the tenant's live agents there (the store's count, which every replica shares; else
+// this process's), so one tenant's agents are not heaped on one machine (what one machine's loss
+// or one noisy tenant costs stays spread) unless the others are that much fuller. Which nodes
+// answer is ./health.ts's.
 // Invariants: an agent the store places on a node is only ever sent there (never placed again
 // elsewhere while that node is down or its container is gone: its files are there); a node that
 // does not answer fails only its own agents' calls, with NODE_UNREACHABLE naming it (at once, with
@@ -96,6 +100,8 @@ interface State {
   health: NodeHealth;
   /** Snapshot id → node name, for those taken in this process (the caller's record names it otherwise). */
   snapshots: Map<string, string>;
+  /** Agent id → tenant id, for agents placed by this process (the tenant spread without a store). */
+  tenants: Map<string, string>;
 }
 
 export function createPlacement(members: SandboxNode<never>[], options: PlacementOptions = {}): PlacedNodes {
@@ -114,6 +120,7 @@ export function createPlacement(members: SandboxNode<never>[], options: Placemen
     store: options.store,
     health: undefined as unknown as NodeHealth,
     snapshots: new Map(),
+    tenants: new Map(),
   };
   s.health = createNodeHealth(members, {
     probeMs: options.probeMs ?? 0,
@@ -149,6 +156,7 @@ export function createPlacement(members: SandboxNode<never>[], options: Placemen
       const node = at ?? (spec.fromSnapshot === undefined ? await place(s, spec) : await holder(s, spec));
       const placed = await guarded(s, node, (n) => n.ensure(spec));
       if (s.where.get(spec.agentId) !== node.name) counted(s, node.name);
+      s.tenants.set(spec.agentId, spec.tenantId);
       await remember(s, spec.agentId, node.name);
       return placed;
     },
@@ -170,6 +178,7 @@ export function createPlacement(members: SandboxNode<never>[], options: Placemen
     async destroy(agentId) {
       await on(agentId, undefined, (n) => n.destroy(agentId));
       s.where.delete(agentId);
+      s.tenants.delete(agentId);
       await s.store?.forget(agentId);
     },
     async snapshot(agentId, id) {
@@ -339,11 +348,14 @@ async function place(s: State, spec: NodeSandboxSpec): Promise<SandboxNode<never
   const family = spec.near === undefined ? undefined : (await locate(s, spec.near)).node;
   if (family !== undefined && takes(family)) return family;
   const open = shuffle(s.members.filter(takes), s.random).slice(0, s.sample);
-  const scored = await Promise.all(open.map(async (n) => ({ n, c: await capacityOf(s, n) })));
+  const [scored, mine] = await Promise.all([
+    Promise.all(open.map(async (n) => ({ n, c: await capacityOf(s, n) }))),
+    tenantCounts(s, spec.tenantId),
+  ]);
   let best: { n: SandboxNode<never>; score: number } | undefined;
   for (const { n, c } of scored) {
     if (c === undefined || !c.runtimes.includes(runtime)) continue;
-    const score = freeOf(c);
+    const score = freeOf(c) / (1 + (mine.get(n.name) ?? 0));
     if (best === undefined || score > best.score) best = { n, score };
   }
   if (best === undefined)
@@ -352,6 +364,21 @@ async function place(s: State, spec: NodeSandboxSpec): Promise<SandboxNode<never
       `No node can take a new sandbox (${open.length === 0 ? 'every node is cordoned or unreachable' : `asked ${open.map((n) => n.name).join(', ')}`}).`,
     );
   return best.n;
+}
+
+/** The tenant's agents per node: the store's count (every replica's placements), else this process's. */
+async function tenantCounts(s: State, tenantId: string): Promise<Map<string, number>> {
+  if (s.store !== undefined)
+    return s.store.tenantCounts(tenantId).catch((e: unknown) => {
+      s.onError(e);
+      return new Map<string, number>();
+    });
+  const counts = new Map<string, number>();
+  for (const [agentId, tenant] of s.tenants) {
+    const node = tenant === tenantId ? s.where.get(agentId) : undefined;
+    if (node !== undefined) counts.set(node, (counts.get(node) ?? 0) + 1);
+  }
+  return counts;
 }
 
 /** The node an agent made from a snapshot goes on: the snapshot's, refused while it takes no new agents. */

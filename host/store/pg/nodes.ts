@@ -3,7 +3,7 @@
 // an agent whose family moves to another replica is still sent to its node, and a cordon set
 // through one replica holds for all. Invariants as on libsql: one node row per agent (an upsert),
 // cordons set and cleared idempotently.
-import type { NodeStore } from '../nodes.ts';
+import { type NodeStore, TENANT_COUNTS } from '../nodes.ts';
 import { type PgDatabase, pgGuarded } from './db.ts';
 
 export const createPgNodeStore = (db: PgDatabase, now: () => number = Date.now): NodeStore => ({
@@ -31,6 +31,11 @@ export const createPgNodeStore = (db: PgDatabase, now: () => number = Date.now):
       const rows = await db.many<{ node: string; n: string }>(
         'SELECT node, count(*) AS n FROM agent_nodes GROUP BY node',
       );
+      return new Map(rows.map((r) => [r.node, Number(r.n)]));
+    }),
+  tenantCounts: (tenantId) =>
+    pgGuarded("count a tenant's agents per node", async () => {
+      const rows = await db.many<{ node: string; n: string }>(TENANT_COUNTS, [tenantId]);
       return new Map(rows.map((r) => [r.node, Number(r.n)]));
     }),
   cordoned: () =>

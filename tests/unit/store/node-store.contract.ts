@@ -7,6 +7,8 @@ import { closedAfterEach } from '../../helpers/per-test.ts';
 
 export interface NodeStoreInstance {
   store: NodeStore;
+  /** An agent row of `tenant` (its tenant made when new); `deleted` marks it deleted. */
+  addAgent(id: string, tenant: string, deleted?: boolean): Promise<void>;
   reopen(): Promise<NodeStore>;
   close(): Promise<void> | void;
 }
@@ -39,6 +41,31 @@ export const runNodeStoreContract = (harness: { name: string; open(): Promise<No
           ['b', 1],
         ]),
       );
+    });
+
+    it("counts one tenant's live agents per node, not other tenants' nor deleted ones", async () => {
+      const { store, addAgent } = await open();
+      await addAgent('ag_1', 'tn_a');
+      await addAgent('ag_2', 'tn_a');
+      await addAgent('ag_3', 'tn_a');
+      await addAgent('ag_4', 'tn_b');
+      await addAgent('ag_5', 'tn_a', true);
+      for (const [agent, node] of [
+        ['ag_1', 'a'],
+        ['ag_2', 'b'],
+        ['ag_3', 'b'],
+        ['ag_4', 'a'],
+        ['ag_5', 'a'],
+      ] as const)
+        await store.place(agent, node);
+      expect(await store.tenantCounts('tn_a')).toEqual(
+        new Map([
+          ['a', 1],
+          ['b', 2],
+        ]),
+      );
+      expect(await store.tenantCounts('tn_b')).toEqual(new Map([['a', 1]]));
+      expect(await store.tenantCounts("tn_x' OR '1'='1")).toEqual(new Map());
     });
 
     it('cordons and uncordons idempotently, by name, hostile names kept as text', async () => {
