@@ -152,9 +152,11 @@ export function createCheckpointTracker(options: TrackerOptions): CheckpointTrac
     const after = new Map<string, string>();
     for (const f of entry.files) after.set(f.path, await stateOf(sandbox.fs, f.path));
     await queue.turn(agentId, async (index) => {
-      const kept = index.entries.find((e) => e.seq === entry.seq);
+      const at = index.entries.findIndex((e) => e.seq === entry.seq);
+      const kept = index.entries[at];
       if (kept === undefined) return { value: undefined }; // dropped (or rolled back) meanwhile
-      for (const f of kept.files) f.after = after.get(f.path);
+      // Entries held by the queue are frozen: the entry is replaced, not edited (./index-queue.ts).
+      index.entries[at] = { ...kept, files: kept.files.map((f) => ({ ...f, after: after.get(f.path) })) };
       return { index, value: undefined };
     });
   }
