@@ -81,7 +81,10 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
   const runtime = options.runtime ?? (options.registry ? createRegistryRuntime(options.registry) : undefined);
   if (runtime === undefined)
     throw new SandboxError('CONFIG_INVALID', 'createAgentService needs a registry (or a runtime).');
-  const marks = createDeletionMarks(store.agents);
+  const { wake } = store;
+  const marks = createDeletionMarks(store.agents, {
+    heard: () => wake !== undefined && (wake.reach === 'process' || wake.listening()),
+  });
   const lookup = createAgentLookup(store.agents, marks);
   const binding = { provider, agents: store.agents, snapshots: store.snapshots, marks };
   const sandboxes = createSandboxBinding({ ...binding, beforeBind: (agent) => state.pauses.admit(agent) });
