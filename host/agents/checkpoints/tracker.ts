@@ -141,7 +141,13 @@ export function createCheckpointTracker(options: TrackerOptions): CheckpointTrac
     bounds: CheckpointBounds,
   ) {
     return queue.turn(agentId, async (index) => {
-      for (const c of captured) if (c.bytes !== undefined) await store.putBlob(agentId, c.bytes);
+      // A blob an entry of the index names is on disk (written before that index, removed only
+      // once no entry names it): the same pre-image again (a file written or edited back to what
+      // it was) is not written again.
+      const named = blobsOf(index.entries);
+      for (const c of captured)
+        if (c.bytes !== undefined && !(c.before.kind === 'file' && named.has(c.before.sha256)))
+          await store.putBlob(agentId, c.bytes);
       const full: Checkpoint = { ...entry, seq: ++index.seq };
       index.entries.push(full);
       return { index, value: full, ...trim(index, bounds, full) };
