@@ -10,7 +10,10 @@
 // Invariants: the index is replaced whole by rename (a crash leaves the old or the new one, never
 // half of one); a blob is written (by rename) before an index that names it; a blob no entry names
 // is removed after the index that dropped it was written. The folders this store made are
-// remembered (no mkdir per write) until it removes them (remove()).
+// remembered (no mkdir per write) until it removes them (remove()). A frozen entry (./index-queue.ts
+// freezes every entry it holds) never changes, so its JSON is made once and reused by every later
+// write of the index (a full index is ~85 KB: JSON.stringify of it whole cost 0.23 ms, twice per
+// tracked call).
 import { createHash, randomUUID } from 'node:crypto';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -28,6 +31,24 @@ export interface CheckpointStore {
 }
 
 export const sha256Of = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
+
+/** The JSON of frozen entries, by identity (made at a write, reused while the entry is held). */
+const entryJson = new WeakMap<object, string>();
+
+/** JSON.stringify(index), reusing each frozen entry's JSON. */
+export function indexJson(index: CheckpointIndex): string {
+  const entries = index.entries.map((entry) => {
+    let json = entryJson.get(entry);
+    if (json === undefined) {
+      json = JSON.stringify(entry);
+      if (Object.isFrozen(entry)) entryJson.set(entry, json);
+    }
+    return json;
+  });
+  const { entries: _, ...rest } = index;
+  const head = JSON.stringify(rest);
+  return `${head.slice(0, -1)}${head === '{}' ? '' : ','}"entries":[${entries.join(',')}]}`;
+}
 
 const SAFE_ID = /^[A-Za-z0-9_-]{1,128}$/;
 const HEX = /^[0-9a-f]{64}$/;
@@ -75,7 +96,7 @@ export function createCheckpointStore(dir: string): CheckpointStore {
       }
     },
     async write(agentId, index) {
-      await replaceIn(folder(agentId), join(folder(agentId), 'index.json'), JSON.stringify(index));
+      await replaceIn(folder(agentId), join(folder(agentId), 'index.json'), indexJson(index));
     },
     async putBlob(agentId, bytes) {
       const sha = sha256Of(bytes);

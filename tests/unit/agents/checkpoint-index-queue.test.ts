@@ -8,7 +8,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createIndexQueue } from '../../../host/agents/checkpoints/index-queue.ts';
-import { type CheckpointStore, createCheckpointStore } from '../../../host/agents/checkpoints/store.ts';
+import {
+  type CheckpointStore,
+  createCheckpointStore,
+  indexJson,
+} from '../../../host/agents/checkpoints/store.ts';
 import { createCheckpointTracker } from '../../../host/agents/checkpoints/tracker.ts';
 import type { Checkpoint } from '../../../host/agents/checkpoints/types.ts';
 import { createMemoryProvider } from '../../../host/sandbox/memory/provider.ts';
@@ -131,5 +135,27 @@ describe('checkpoint tracker and store', () => {
     const sha = await store.putBlob('a1', Buffer.from('y'));
     expect((await store.read('a1')).seq).toBe(2);
     expect((await store.getBlob('a1', sha)).toString()).toBe('y');
+  });
+
+  it('writes the JSON of an index whole, frozen entries reused and changed ones made again', () => {
+    const held = Object.freeze({ ...entry(1), files: Object.freeze([...entry(1).files]) }) as Checkpoint;
+    const index = {
+      seq: 2,
+      entries: [held, entry(2)],
+      dropped: ['c0', 'a "quoted" \\ id'],
+      droppedThrough: 0,
+    };
+    expect(JSON.parse(indexJson(index))).toEqual(JSON.parse(JSON.stringify(index)));
+    // The same frozen entry in a later index, beside a replaced one: the same JSON as a whole stringify.
+    const later = {
+      ...index,
+      entries: [held, { ...entry(2), files: [{ ...entry(2).files[0], after: 'absent' }] }],
+    };
+    expect(JSON.parse(indexJson(later as never))).toEqual(JSON.parse(JSON.stringify(later)));
+    expect(JSON.parse(indexJson({ seq: 0, entries: [], dropped: [] }))).toEqual({
+      seq: 0,
+      entries: [],
+      dropped: [],
+    });
   });
 });
