@@ -16,6 +16,7 @@
 // Run: npm run bench http-latency   (or node --no-node-snapshot bench/http-latency.ts; the image:
 // DSH_SANDBOX_IMAGE, else the one setup builds). BENCH_RUNS (30), BENCH_READY_RUNS (10),
 // BENCH_STARTS (3), BENCH_ONLY (row names' beginnings, comma-separated). DSH_* settings in the environment reach the service (e.g. DSH_POOL_SIZE).
+// BENCH_UNTRACKED=1: the tenant's settings turn checkpoints off (checkpoints.maxCount 0), to see what tracking costs a write.
 // BENCH_CPU_PROF=dir starts the service under `node --cpu-prof --cpu-prof-dir=dir` (the profile is
 // written when it stops). At the end it deletes its agents, stops the service and removes whatever
 // is still labelled with its instance id (only its own containers and workspaces).
@@ -384,6 +385,10 @@ try {
   );
   instance = /instance (\S+):/.exec(service.lines.join('\n'))?.[1] ?? '';
   apiKey = readFileSync(join(dataDir, 'default-tenant.key'), 'utf8').trim();
+  if (process.env.BENCH_UNTRACKED === '1') {
+    const r = await call('PUT', '/v1/settings', { checkpoints: { maxCount: 0 } });
+    if (r.status !== 200) throw new Error(`settings: ${r.status} ${JSON.stringify(r.json)}`);
+  }
   const agentId = await createAgent();
   agents.push(agentId);
   await tool(agentId, 'write', { file_path: 'bench.txt', content: KIB });

@@ -13,7 +13,11 @@
 // since: ROLLBACK_UNSAFE).
 // Invariants: the index is replaced whole by rename (a crash leaves the old or the new one, never
 // half of one); a blob is written (by rename) before an index that names it; a blob no entry names
-// is removed after the index that dropped it was written.
+// is removed after the index that dropped it was written. The folders this store made are
+// remembered (no mkdir per write) until it removes them (remove()). A frozen entry (./index-queue.ts
+// freezes every entry it holds) never changes, so its JSON is made once and reused by every later
+// write of the index (a full index is ~85 KB: JSON.stringify of it whole cost 0.23 ms, twice per
+// tracked call).
 import { createHash, randomUUID } from 'node:crypto';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -32,6 +36,24 @@ export interface CheckpointStore {
 
 export const sha256Of = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
 
+/** The JSON of frozen entries, by identity (made at a write, reused while the entry is held). */
+const entryJson = new WeakMap<object, string>();
+
+/** JSON.stringify(index), reusing each frozen entry's JSON. */
+export function indexJson(index: CheckpointIndex): string {
+  const entries = index.entries.map((entry) => {
+    let json = entryJson.get(entry);
+    if (json === undefined) {
+      json = JSON.stringify(entry);
+      if (Object.isFrozen(entry)) entryJson.set(entry, json);
+    }
+    return json;
+  });
+  const { entries: _, ...rest } = index;
+  const head = JSON.stringify(rest);
+  return `${head.slice(0, -1)}${head === '{}' ? '' : ','}"entries":[${entries.join(',')}]}`;
+}
+
 const SAFE_ID = /^[A-Za-z0-9_-]{1,128}$/;
 const HEX = /^[0-9a-f]{64}$/;
 
@@ -44,10 +66,29 @@ export function createCheckpointStore(dir: string): CheckpointStore {
     if (!HEX.test(sha)) throw new Error(`not a blob name: ${sha}`);
     return join(folder(agentId), 'blobs', sha);
   };
+  /** Folders made (or found) by this store, so a write makes none again. */
+  const made = new Set<string>();
+  async function made0700(path: string): Promise<void> {
+    if (made.has(path)) return;
+    await mkdir(path, { recursive: true, mode: 0o700 });
+    made.add(path);
+  }
   async function replace(path: string, data: Uint8Array | string): Promise<void> {
     const temporary = `${path}.${randomUUID()}.tmp`;
     await writeFile(temporary, data, { mode: 0o600 });
     await rename(temporary, path);
+  }
+  /** replace() in `parent`, made first; a folder removed behind this store's back is made again. */
+  async function replaceIn(parent: string, path: string, data: Uint8Array | string): Promise<void> {
+    await made0700(parent);
+    try {
+      await replace(path, data);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      made.delete(parent);
+      await made0700(parent);
+      await replace(path, data);
+    }
   }
   return {
     async read(agentId) {
@@ -59,19 +100,22 @@ export function createCheckpointStore(dir: string): CheckpointStore {
       }
     },
     async write(agentId, index) {
-      await mkdir(folder(agentId), { recursive: true, mode: 0o700 });
-      await replace(join(folder(agentId), 'index.json'), JSON.stringify(index));
+      await replaceIn(folder(agentId), join(folder(agentId), 'index.json'), indexJson(index));
     },
     async putBlob(agentId, bytes) {
       const sha = sha256Of(bytes);
-      await mkdir(join(folder(agentId), 'blobs'), { recursive: true, mode: 0o700 });
-      await replace(blob(agentId, sha), bytes);
+      await replaceIn(join(folder(agentId), 'blobs'), blob(agentId, sha), bytes);
       return sha;
     },
     getBlob: (agentId, sha) => readFile(blob(agentId, sha)),
     async removeBlobs(agentId, shas) {
       for (const sha of shas) await rm(blob(agentId, sha), { force: true });
     },
-    remove: (agentId) => rm(folder(agentId), { recursive: true, force: true }),
+    async remove(agentId) {
+      const path = folder(agentId);
+      made.delete(path);
+      made.delete(join(path, 'blobs'));
+      await rm(path, { recursive: true, force: true });
+    },
   };
 }

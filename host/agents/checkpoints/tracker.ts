@@ -177,7 +177,13 @@ export function createCheckpointTracker(options: TrackerOptions): CheckpointTrac
     bounds: CheckpointBounds,
   ) {
     return queue.turn(agentId, async (index) => {
-      for (const c of captured) if (c.bytes !== undefined) await store.putBlob(agentId, c.bytes);
+      // A blob an entry of the index names is on disk (written before that index, removed only
+      // once no entry names it): the same pre-image again (a file written or edited back to what
+      // it was) is not written again.
+      const named = blobsOf(index.entries);
+      for (const c of captured)
+        if (c.bytes !== undefined && !(c.before.kind === 'file' && named.has(c.before.sha256)))
+          await store.putBlob(agentId, c.bytes);
       const full: Checkpoint = { ...entry, seq: ++index.seq };
       index.entries.push(full);
       return { index, value: full, ...trim(index, bounds, full) };
@@ -188,9 +194,11 @@ export function createCheckpointTracker(options: TrackerOptions): CheckpointTrac
     const after = new Map<string, string>();
     for (const f of entry.files) after.set(f.path, await stateOf(sandbox.fs, f.path));
     await queue.turn(agentId, async (index) => {
-      const kept = index.entries.find((e) => e.seq === entry.seq);
+      const at = index.entries.findIndex((e) => e.seq === entry.seq);
+      const kept = index.entries[at];
       if (kept === undefined) return { value: undefined }; // dropped (or rolled back) meanwhile
-      for (const f of kept.files) f.after = after.get(f.path);
+      // Entries held by the queue are frozen: the entry is replaced, not edited (./index-queue.ts).
+      index.entries[at] = { ...kept, files: kept.files.map((f) => ({ ...f, after: after.get(f.path) })) };
       return { index, value: undefined };
     });
   }

@@ -2,13 +2,19 @@
 // agents, which agents are gone, and the lookup that remembers agents for a moment. Invariants: an
 // agent is gone once its delete() began in this process (marked before the store is asked to stamp
 // it; the lookup answers NOT_FOUND from then on) or the store no longer has it (deleted elsewhere);
-// `gone` always asks the store, so no call of an agent deleted anywhere runs. The lookup answers from memory for AGENT_LOOKUP_MS after a read (an
+// `gone` asks the store unless it found the agent live within AGENT_LOOKUP_MS while the bus hears
+// other processes' deletions (the service asks that only of PostgreSQL's bus while it listens: a
+// read there is a round trip; on libsql it costs ~5 µs and is always made): every deletion here and
+// every `agent` wake-up heard from another process forgets it at once (the lookup's forget), a
+// resync forgets all, and nothing is remembered while the bus does not listen. A call started
+// between another replica's deletion and its wake-up's arrival runs until the wake-up, which
+// aborts it (deletion.ts) as it aborts every call of the agent running then. The lookup answers from memory for AGENT_LOOKUP_MS after a read (an
 // Agent never changes: its config, preset, mode and links are fixed at creation); an agent
 // deleted in this process is forgotten at once, one deleted by another process sharing the
 // database too when this process hears its `agent` wake-up (deletion.ts), else within
 // AGENT_LOOKUP_MS (as a revoked key does); after the wake-up bus resynced, all are forgotten.
 import { SandboxError } from '../../errors.ts';
-import type { AgentRecord, AgentStore } from '../../store/index.ts';
+import type { AgentRecord, AgentStore, WakeBus } from '../../store/index.ts';
 import type { Agent, AgentConfig, PresentationMode, Preset, RemoteToolSpec } from '../types.ts';
 
 export function toAgent(record: AgentRecord): Agent {
@@ -82,22 +88,79 @@ export function createAgentLookup(
     },
     forget: (id) => {
       known.delete(id);
+      marks.forget?.(id);
     },
-    forgetAll: () => known.clear(),
+    forgetAll: () => {
+      known.clear();
+      marks.forgetAll?.();
+    },
   };
 }
 
 export interface DeletionMarks {
   /** Agents whose delete() is in progress in this process (the store already says deleted). */
   readonly deleting: Set<string>;
-  /** Deleted here or by another process sharing the store (one indexed read unless deleted here). */
+  /** Deleted here or by another process sharing the store (one indexed read unless remembered live or deleted here). */
   gone(agent: Agent): Promise<boolean>;
+  /** Forgets that the agent was found live (deleted here or elsewhere): its next gone() reads the store. */
+  forget?(id: string): void;
+  /** Forgets every agent found live (the wake-up bus resynced). */
+  forgetAll?(): void;
 }
 
-export function createDeletionMarks(agents: AgentStore): DeletionMarks {
+export interface DeletionMarksOptions {
+  /**
+   * Whether another process's agent deletion reaches this one at once (its `agent` wake-up, which
+   * calls forget): the service says so for PostgreSQL's bus while it listens. Live answers are
+   * remembered only while it says so; without it, gone() reads the store every time.
+   */
+  heard?: () => boolean;
+  now?: () => number;
+  /** How long a live answer is remembered at most. Default AGENT_LOOKUP_MS. */
+  ttlMs?: number;
+}
+
+/**
+ * DeletionMarksOptions.heard for the store's bus: only PostgreSQL's while it listens, where a read
+ * is a round trip and other processes' deletions arrive at once (libsql's read costs ~5 µs).
+ */
+export const deletionsHeardOn = (wake: Pick<WakeBus, 'reach' | 'listening'> | undefined) => (): boolean =>
+  wake !== undefined && wake.reach === 'database' && wake.listening();
+
+/** A store read per call (on PostgreSQL a round trip, ~0.5 ms) saved for agents called again soon. */
+export function createDeletionMarks(agents: AgentStore, options: DeletionMarksOptions = {}): DeletionMarks {
   const deleting = new Set<string>();
+  const now = options.now ?? Date.now;
+  const ttlMs = options.ttlMs ?? AGENT_LOOKUP_MS;
+  /** Agent id → until when it is known live. */
+  const live = new Map<string, number>();
+  /** Bumped by every forget: a read that began before one is not remembered. */
+  let forgets = 0;
   return {
     deleting,
-    gone: async (agent) => deleting.has(agent.id) || !(await agents.isLive(agent.tenantId, agent.id)),
+    async gone(agent) {
+      if (deleting.has(agent.id)) return true;
+      const heard = options.heard?.() === true;
+      const until = live.get(agent.id);
+      if (until !== undefined) {
+        if (heard && until > now()) return false;
+        live.delete(agent.id);
+      }
+      const began = forgets;
+      const isLive = await agents.isLive(agent.tenantId, agent.id);
+      if (isLive && heard && ttlMs > 0 && began === forgets && !deleting.has(agent.id)) {
+        if (live.size >= AGENT_LOOKUP_MAX) live.delete(live.keys().next().value as string);
+        live.set(agent.id, now() + ttlMs);
+      }
+      return deleting.has(agent.id) || !isLive;
+    },
+    forget(id) {
+      forgets++;
+      live.delete(id);
+    },
+    forgetAll() {
+      forgets++;
+      live.clear();
+    },
   };
 }
