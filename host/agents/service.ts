@@ -34,7 +34,7 @@ import {
   pluginHostFor,
   teamServiceFor,
 } from './service/parts.ts';
-import { createAgentLookup, createDeletionMarks, deletionsHeardOn, toAgent } from './service/records.ts';
+import { createAgentLookup, createDeletionMarks, toAgent } from './service/records.ts';
 import { createRemoteRegistration } from './service/remote.ts';
 import { createSandboxBinding } from './service/sandbox.ts';
 import { createAgentSnapshots } from './service/snapshots.ts';
@@ -85,7 +85,11 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
   const runtime = options.runtime ?? (options.registry ? createRegistryRuntime(options.registry) : undefined);
   if (runtime === undefined)
     throw new SandboxError('CONFIG_INVALID', 'createAgentService needs a registry (or a runtime).');
-  const marks = createDeletionMarks(store.agents, { heard: deletionsHeardOn(store.wake) });
+  const { wake } = store;
+  const marks = createDeletionMarks(store.agents, {
+    // Only where a read would cost a round trip and other processes' deletions arrive at once.
+    heard: () => wake !== undefined && wake.reach === 'database' && wake.listening(),
+  });
   const lookup = createAgentLookup(store.agents, marks);
   const binding = { provider, agents: store.agents, snapshots: store.snapshots, marks };
   const sandboxes = createSandboxBinding({ ...binding, beforeBind: (agent) => state.pauses.admit(agent) });

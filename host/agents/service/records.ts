@@ -14,7 +14,7 @@
 // database too when this process hears its `agent` wake-up (deletion.ts), else within
 // AGENT_LOOKUP_MS (as a revoked key does); after the wake-up bus resynced, all are forgotten.
 import { SandboxError } from '../../errors.ts';
-import type { AgentRecord, AgentStore, WakeBus } from '../../store/index.ts';
+import type { AgentRecord, AgentStore } from '../../store/index.ts';
 import type { Agent, AgentConfig, PresentationMode, Preset, RemoteToolSpec } from '../types.ts';
 
 export function toAgent(record: AgentRecord): Agent {
@@ -119,13 +119,6 @@ export interface DeletionMarksOptions {
   /** How long a live answer is remembered at most. Default AGENT_LOOKUP_MS. */
   ttlMs?: number;
 }
-
-/**
- * DeletionMarksOptions.heard for the store's bus: only PostgreSQL's while it listens, where a read
- * is a round trip and other processes' deletions arrive at once (libsql's read costs ~5 µs).
- */
-export const deletionsHeardOn = (wake: Pick<WakeBus, 'reach' | 'listening'> | undefined) => (): boolean =>
-  wake !== undefined && wake.reach === 'database' && wake.listening();
 
 /** A store read per call (on PostgreSQL a round trip, ~0.5 ms) saved for agents called again soon. */
 export function createDeletionMarks(agents: AgentStore, options: DeletionMarksOptions = {}): DeletionMarks {

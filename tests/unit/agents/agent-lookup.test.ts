@@ -13,7 +13,6 @@ import {
   createAgentLookup,
   createDeletionMarks,
   type DeletionMarks,
-  deletionsHeardOn,
 } from '../../../host/agents/service/records.ts';
 import type { AgentService } from '../../../host/agents/service.ts';
 import { createMemoryProvider } from '../../../host/sandbox/memory/provider.ts';
@@ -221,16 +220,5 @@ describe('the deletion marks', () => {
     await store.agents.markDeleted('t', elsewhere.id);
     await wake.publish('agent', elsewhere.id);
     await expect(service.call(elsewhere, [call], { signal })).rejects.toMatchObject({ code: 'NOT_FOUND' });
-  });
-
-  it("are heard only on a database-wide bus that listens (PostgreSQL's), not an in-process one (libsql's)", () => {
-    const local = createLocalWakeBus();
-    expect(deletionsHeardOn(local)()).toBe(false);
-    expect(deletionsHeardOn(undefined)()).toBe(false);
-    let listening = true;
-    const pg = { reach: 'database' as const, listening: () => listening };
-    expect(deletionsHeardOn(pg)()).toBe(true);
-    listening = false;
-    expect(deletionsHeardOn(pg)()).toBe(false);
   });
 });
