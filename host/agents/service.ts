@@ -87,8 +87,7 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
     throw new SandboxError('CONFIG_INVALID', 'createAgentService needs a registry (or a runtime).');
   const { wake } = store;
   const marks = createDeletionMarks(store.agents, {
-    // Only where a read would cost a round trip and other processes' deletions arrive at once.
-    heard: () => wake !== undefined && wake.reach === 'database' && wake.listening(),
+    heard: () => wake !== undefined && (wake.reach === 'process' || wake.listening()),
   });
   const lookup = createAgentLookup(store.agents, marks);
   const binding = { provider, agents: store.agents, snapshots: store.snapshots, marks };

@@ -2,13 +2,13 @@
 // agents, which agents are gone, and the lookup that remembers agents for a moment. Invariants: an
 // agent is gone once its delete() began in this process (marked before the store is asked to stamp
 // it; the lookup answers NOT_FOUND from then on) or the store no longer has it (deleted elsewhere);
-// `gone` asks the store unless it found the agent live within AGENT_LOOKUP_MS while the bus hears
-// other processes' deletions (the service asks that only of PostgreSQL's bus while it listens: a
-// read there is a round trip; on libsql it costs ~5 µs and is always made): every deletion here and
-// every `agent` wake-up heard from another process forgets it at once (the lookup's forget), a
-// resync forgets all, and nothing is remembered while the bus does not listen. A call started
-// between another replica's deletion and its wake-up's arrival runs until the wake-up, which
-// aborts it (deletion.ts) as it aborts every call of the agent running then. The lookup answers from memory for AGENT_LOOKUP_MS after a read (an
+// `gone` asks the store unless it found the agent live within AGENT_LOOKUP_MS and no deletion of it
+// could have been missed since: every deletion here and every `agent` wake-up heard from another
+// process forgets it at once (the lookup's forget), a resync forgets all, and nothing is
+// remembered while the bus does not hear other processes (PostgreSQL's listener down); on libsql
+// (the bus in-process) every agent deletion runs in this process, and the AGENT_LOOKUP_MS is the
+// backstop as it is for keys. A call already running when a deletion elsewhere is heard is
+// aborted then (deletion.ts), as before. The lookup answers from memory for AGENT_LOOKUP_MS after a read (an
 // Agent never changes: its config, preset, mode and links are fixed at creation); an agent
 // deleted in this process is forgotten at once, one deleted by another process sharing the
 // database too when this process hears its `agent` wake-up (deletion.ts), else within
@@ -111,8 +111,8 @@ export interface DeletionMarks {
 export interface DeletionMarksOptions {
   /**
    * Whether another process's agent deletion reaches this one at once (its `agent` wake-up, which
-   * calls forget): the service says so for PostgreSQL's bus while it listens. Live answers are
-   * remembered only while it says so; without it, gone() reads the store every time.
+   * calls forget): `wake.reach === 'process' || wake.listening()`. Live answers are remembered only
+   * while it says so; without it, gone() reads the store every time.
    */
   heard?: () => boolean;
   now?: () => number;
@@ -120,7 +120,7 @@ export interface DeletionMarksOptions {
   ttlMs?: number;
 }
 
-/** A store read per call (on PostgreSQL a round trip, ~0.5 ms) saved for agents called again soon. */
+/** A store read per call (~0.15 ms of the main thread on libsql) saved for agents called again soon. */
 export function createDeletionMarks(agents: AgentStore, options: DeletionMarksOptions = {}): DeletionMarks {
   const deleting = new Set<string>();
   const now = options.now ?? Date.now;
