@@ -85,10 +85,7 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
   const runtime = options.runtime ?? (options.registry ? createRegistryRuntime(options.registry) : undefined);
   if (runtime === undefined)
     throw new SandboxError('CONFIG_INVALID', 'createAgentService needs a registry (or a runtime).');
-  const { wake } = store;
-  const marks = createDeletionMarks(store.agents, {
-    heard: () => wake !== undefined && (wake.reach === 'process' || wake.listening()),
-  });
+  const marks = createDeletionMarks(store.agents);
   const lookup = createAgentLookup(store.agents, marks);
   const binding = { provider, agents: store.agents, snapshots: store.snapshots, marks };
   const sandboxes = createSandboxBinding({ ...binding, beforeBind: (agent) => state.pauses.admit(agent) });

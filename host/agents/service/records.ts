@@ -2,13 +2,7 @@
 // agents, which agents are gone, and the lookup that remembers agents for a moment. Invariants: an
 // agent is gone once its delete() began in this process (marked before the store is asked to stamp
 // it; the lookup answers NOT_FOUND from then on) or the store no longer has it (deleted elsewhere);
-// `gone` asks the store unless it found the agent live within AGENT_LOOKUP_MS and no deletion of it
-// could have been missed since: every deletion here and every `agent` wake-up heard from another
-// process forgets it at once (the lookup's forget), a resync forgets all, and nothing is
-// remembered while the bus does not hear other processes (PostgreSQL's listener down); on libsql
-// (the bus in-process) every agent deletion runs in this process, and the AGENT_LOOKUP_MS is the
-// backstop as it is for keys. A call already running when a deletion elsewhere is heard is
-// aborted then (deletion.ts), as before. The lookup answers from memory for AGENT_LOOKUP_MS after a read (an
+// `gone` always asks the store, so no call of an agent deleted anywhere runs. The lookup answers from memory for AGENT_LOOKUP_MS after a read (an
 // Agent never changes: its config, preset, mode and links are fixed at creation); an agent
 // deleted in this process is forgotten at once, one deleted by another process sharing the
 // database too when this process hears its `agent` wake-up (deletion.ts), else within
@@ -88,72 +82,22 @@ export function createAgentLookup(
     },
     forget: (id) => {
       known.delete(id);
-      marks.forget?.(id);
     },
-    forgetAll: () => {
-      known.clear();
-      marks.forgetAll?.();
-    },
+    forgetAll: () => known.clear(),
   };
 }
 
 export interface DeletionMarks {
   /** Agents whose delete() is in progress in this process (the store already says deleted). */
   readonly deleting: Set<string>;
-  /** Deleted here or by another process sharing the store (one indexed read unless remembered live or deleted here). */
+  /** Deleted here or by another process sharing the store (one indexed read unless deleted here). */
   gone(agent: Agent): Promise<boolean>;
-  /** Forgets that the agent was found live (deleted here or elsewhere): its next gone() reads the store. */
-  forget?(id: string): void;
-  /** Forgets every agent found live (the wake-up bus resynced). */
-  forgetAll?(): void;
 }
 
-export interface DeletionMarksOptions {
-  /**
-   * Whether another process's agent deletion reaches this one at once (its `agent` wake-up, which
-   * calls forget): `wake.reach === 'process' || wake.listening()`. Live answers are remembered only
-   * while it says so; without it, gone() reads the store every time.
-   */
-  heard?: () => boolean;
-  now?: () => number;
-  /** How long a live answer is remembered at most. Default AGENT_LOOKUP_MS. */
-  ttlMs?: number;
-}
-
-/** A store read per call (~0.15 ms of the main thread on libsql) saved for agents called again soon. */
-export function createDeletionMarks(agents: AgentStore, options: DeletionMarksOptions = {}): DeletionMarks {
+export function createDeletionMarks(agents: AgentStore): DeletionMarks {
   const deleting = new Set<string>();
-  const now = options.now ?? Date.now;
-  const ttlMs = options.ttlMs ?? AGENT_LOOKUP_MS;
-  /** Agent id → until when it is known live. */
-  const live = new Map<string, number>();
-  /** Bumped by every forget: a read that began before one is not remembered. */
-  let forgets = 0;
   return {
     deleting,
-    async gone(agent) {
-      if (deleting.has(agent.id)) return true;
-      const heard = options.heard?.() === true;
-      const until = live.get(agent.id);
-      if (until !== undefined) {
-        if (heard && until > now()) return false;
-        live.delete(agent.id);
-      }
-      const began = forgets;
-      const isLive = await agents.isLive(agent.tenantId, agent.id);
-      if (isLive && heard && ttlMs > 0 && began === forgets && !deleting.has(agent.id)) {
-        if (live.size >= AGENT_LOOKUP_MAX) live.delete(live.keys().next().value as string);
-        live.set(agent.id, now() + ttlMs);
-      }
-      return deleting.has(agent.id) || !isLive;
-    },
-    forget(id) {
-      forgets++;
-      live.delete(id);
-    },
-    forgetAll() {
-      forgets++;
-      live.clear();
-    },
+    gone: async (agent) => deleting.has(agent.id) || !(await agents.isLive(agent.tenantId, agent.id)),
   };
 }

@@ -2,9 +2,7 @@
 // does not read its row again: an agent deleted through the service reads as gone once its delete
 // has read it (before the store is asked to stamp it), one
 // deleted by another process on the same database within AGENT_LOOKUP_MS, and no call of a
-// deleted agent runs even while it is remembered. Another tenant's id stays NOT_FOUND. The deletion
-// marks remember a live agent only while deletions elsewhere are heard (the wake-up bus), forget it
-// when one is, and never remember a read that began before.
+// deleted agent runs even while it is remembered. Another tenant's id stays NOT_FOUND.
 // Runs on the store's in-memory doubles.
 import { afterEach, describe, expect, it } from 'vitest';
 import { assembleAgents } from '../../../host/agents/assemble.ts';
@@ -12,14 +10,12 @@ import {
   AGENT_LOOKUP_MS,
   createAgentLookup,
   createDeletionMarks,
-  type DeletionMarks,
 } from '../../../host/agents/service/records.ts';
 import type { AgentService } from '../../../host/agents/service.ts';
 import { createMemoryProvider } from '../../../host/sandbox/memory/provider.ts';
 import type { AgentStore } from '../../../host/store/index.ts';
 import { createMemoryEventLog, createMemoryRequestStore } from '../../../host/store/memory.ts';
 import { createMemoryAgentStore } from '../../../host/store/memory-agents.ts';
-import { createLocalWakeBus } from '../../../host/store/wake-port.ts';
 
 let service: AgentService | undefined;
 afterEach(async () => {
@@ -117,102 +113,5 @@ describe('the agent lookup', () => {
     marks.deleting.add(id);
     await expect(lookup.get('t', id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
     expect(reads()).toBe(2);
-  });
-});
-
-/** Counts the store's liveness reads. */
-const countingLive = (agents: AgentStore) => {
-  let reads = 0;
-  const store: AgentStore = {
-    ...agents,
-    isLive: (tenantId, id) => {
-      reads++;
-      return agents.isLive(tenantId, id);
-    },
-  };
-  return { store, reads: () => reads };
-};
-
-describe('the deletion marks', () => {
-  const agentOf = (id: string) => ({ id, tenantId: 't' }) as Parameters<DeletionMarks['gone']>[0];
-
-  it('remember a live agent while deletions elsewhere are heard, and read again once one is', async () => {
-    const base = createMemoryAgentStore();
-    const { store, reads } = countingLive(base);
-    let heard = true;
-    let now = 1_000;
-    const marks = createDeletionMarks(store, { heard: () => heard, now: () => now });
-    const lookup = createAgentLookup(store, marks, { now: () => now });
-    const { id } = await base.create({ tenantId: 't', preset: 'standard', mode: 'direct', config: {} });
-    expect(await marks.gone(agentOf(id))).toBe(false);
-    expect(await marks.gone(agentOf(id))).toBe(false);
-    expect(reads()).toBe(1);
-    // Deleted elsewhere: its wake-up forgets it here (deletion.ts, through the lookup's forget).
-    await base.markDeleted('t', id);
-    lookup.forget(id);
-    expect(await marks.gone(agentOf(id))).toBe(true);
-    expect(await marks.gone(agentOf(id))).toBe(true); // a gone agent is never remembered
-    expect(reads()).toBe(3);
-    // The bus not listening (its connection lost): every call reads the store.
-    const other = await base.create({ tenantId: 't', preset: 'standard', mode: 'direct', config: {} });
-    expect(await marks.gone(agentOf(other.id))).toBe(false);
-    heard = false;
-    expect(await marks.gone(agentOf(other.id))).toBe(false);
-    expect(reads()).toBe(5);
-    // Heard again: remembered at most AGENT_LOOKUP_MS, and all forgotten at a resync.
-    heard = true;
-    await marks.gone(agentOf(other.id));
-    await marks.gone(agentOf(other.id));
-    expect(reads()).toBe(6);
-    now += AGENT_LOOKUP_MS;
-    await marks.gone(agentOf(other.id));
-    expect(reads()).toBe(7);
-    lookup.forgetAll();
-    await marks.gone(agentOf(other.id));
-    expect(reads()).toBe(8);
-    // Being deleted here: gone without a read.
-    marks.deleting.add(other.id);
-    expect(await marks.gone(agentOf(other.id))).toBe(true);
-    expect(reads()).toBe(8);
-  });
-
-  it('do not remember a live answer read before a deletion was heard', async () => {
-    const base = createMemoryAgentStore();
-    const { id } = await base.create({ tenantId: 't', preset: 'standard', mode: 'direct', config: {} });
-    let release: () => void = () => undefined;
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    const store: AgentStore = {
-      ...base,
-      isLive: async (tenantId, agentId) => {
-        const live = await base.isLive(tenantId, agentId);
-        await held;
-        return live;
-      },
-    };
-    const marks = createDeletionMarks(store, { heard: () => true });
-    const first = marks.gone(agentOf(id)); // reads "live", answered after the deletion
-    await base.markDeleted('t', id);
-    marks.forget?.(id);
-    release();
-    expect(await first).toBe(false); // it began before the deletion, as a call in flight does
-    expect(await marks.gone(agentOf(id))).toBe(true);
-  });
-
-  it('run no call of a deleted agent with the bus in-process, once the deletion ran here', async () => {
-    const events = createMemoryEventLog();
-    const store = {
-      agents: createMemoryAgentStore(),
-      events,
-      requests: createMemoryRequestStore({ events }),
-      wake: createLocalWakeBus(),
-    };
-    service = assembleAgents({ store, sandboxes: createMemoryProvider() }).agents;
-    const agent = await service.create('t', {});
-    const signal = new AbortController().signal;
-    await service.call(agent, [call], { signal }); // remembered live
-    await service.delete('t', agent.id);
-    await expect(service.call(agent, [call], { signal })).rejects.toMatchObject({ code: 'NOT_FOUND' });
   });
 });
