@@ -206,6 +206,10 @@ export function createCheckpointTracker(options: TrackerOptions): CheckpointTrac
   async function begin(tenantId: string, agentId: string, sandbox: Sandbox, call: TrackedCall) {
     const bounds = await boundsOf(tenantId);
     if (bounds.maxCount <= 0 || call.paths.length === 0) return async () => undefined;
+    // A rollback runs in a turn and restores files there: the pre-images are read after the turns
+    // queued before this call (a rollback already under way), never from a half-restored workspace.
+    // (A rollback cannot start while a batch runs: ROLLBACK_BUSY.)
+    await queue.turn(agentId, async () => ({ value: undefined }));
     const captured =
       pathsWeight(call.paths) > CALL_MAX_WEIGHT
         ? tooMany(sandbox, call.paths)

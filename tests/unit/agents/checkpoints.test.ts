@@ -28,6 +28,8 @@ describe('checkpoints and rollback (memory provider)', () => {
   let api: Awaited<ReturnType<typeof makeApi>>;
   const bounds: CheckpointBounds = { maxBytes: 1024 * 1024, maxCount: 100 };
 
+  let tracker: ReturnType<typeof createCheckpointTracker>;
+
   beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), 'dsh-ckpt-'));
     bounds.maxBytes = 1024 * 1024;
@@ -36,6 +38,7 @@ describe('checkpoints and rollback (memory provider)', () => {
       store: createCheckpointStore(dir),
       boundsOf: async () => ({ ...bounds }),
     });
+    tracker = checkpoints;
     api = await makeApi({}, { agents: { checkpoints } });
   });
   afterEach(async () => {
@@ -156,6 +159,34 @@ describe('checkpoints and rollback (memory provider)', () => {
     expect(afterReplace['/workspace/notes.md']).not.toBe((await files(id))['/workspace/notes.md']);
     expect((await rollback(id, created.callId)).json.removed).toEqual(['/workspace/notes.md']);
     expect(await files(id)).toEqual({});
+  });
+
+  it("a tracked call begun while a rollback restores reads its pre-image after the rollback's", async () => {
+    const { id } = await api.createAgent(api.keyA);
+    await call(id, 'write', { file_path: 'a.txt', content: 'old' });
+    const sandbox = await api.agents.sandbox(await api.agents.get(api.tenantA, id));
+    let release = (): void => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    // A rollback stands in: a turn of the agent's index that restores a.txt while it holds it.
+    const rolling = tracker.turn(id, async () => {
+      await held;
+      await sandbox.fs.writeFile('a.txt', 'restored');
+      return { value: undefined };
+    });
+    const begun = tracker.begin(api.tenantA, id, sandbox, {
+      callId: 'late',
+      tool: 'write',
+      paths: ['a.txt'],
+    });
+    release();
+    await rolling;
+    const end = await begun;
+    await sandbox.fs.writeFile('a.txt', 'new');
+    await end();
+    expect((await rollback(id, 'late')).status).toBe(200);
+    expect((await sandbox.fs.readFile('a.txt')).toString()).toBe('restored');
   });
 
   it('refuses when a tracked file changed since by something untracked, and changes nothing', async () => {
