@@ -108,6 +108,7 @@ export function startAgents(
       },
     },
     checkpointDir: join(config.dataDir, 'checkpoints'),
+    checkpointMaxBytes: config.checkpointMaxBytes,
     skills: {
       maxPerTenant: config.skillsPerTenant,
       maxBytes: config.skillMaxBytes,

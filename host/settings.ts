@@ -1021,6 +1021,15 @@ export const SETTINGS = {
     help: 'nodes of DSH_NODES that take no new agents (their agents keep working), comma-separated',
     doc: 'names of `DSH_NODES` nodes that get no new agents (cordoned, e.g. before draining one); agents already on them keep working there. A name not in `DSH_NODES` is refused at start. Cordons at run time, kept in the store: `POST /v1/nodes/:name/cordon` or `dsh-sandbox nodes cordon <name>` (docs/nodes.md)',
   }),
+  checkpointMaxBytes: int({
+    env: 'DSH_CHECKPOINT_MAX_BYTES',
+    section: 'tenants and agents',
+    default: 256 * 1024 * 1024,
+    min: 0,
+    max: 1024 * 1024 * 1024,
+    help: "most bytes of checkpoint pre-images one agent keeps, whatever its tenant's settings ask",
+    doc: "operator's maximum of the bytes of pre-images each agent's checkpoints keep on the control plane's disk (`<DSH_DATA_DIR>/checkpoints`), over every tenant's own `checkpoints.maxBytes` (`PUT /v1/settings`, up to 1 GiB). The control plane's disk holds every tenant's checkpoints beside the store: its worst case is this times the agents (bound them per tenant with `tenants limits --agents`). Default 268435456 (256 MiB); 0 turns tracking off for everyone",
+  }),
   logRetentionMaxDays: int({
     env: 'DSH_LOG_RETENTION_MAX_DAYS',
     section: 'tenants and agents',

@@ -42,6 +42,7 @@ import { registerWorkflowTools } from '../tools/workflow/index.ts';
 import { createCheckpointStore } from './checkpoints/store.ts';
 import { registerCheckpointTools } from './checkpoints/tools.ts';
 import { type CheckpointTracker, createCheckpointTracker } from './checkpoints/tracker.ts';
+import { withinOperator } from './checkpoints/types.ts';
 import { configOf } from './configs.ts';
 import { createRegistryRuntime } from './runtime.ts';
 import { type AgentService, type AgentServiceOptions, createAgentService } from './service.ts';
@@ -98,6 +99,8 @@ export interface AssembleOptions {
    * `<dataDir>/checkpoints`. Default: none, nothing tracked and no rollback.
    */
   checkpointDir?: string;
+  /** The operator's maximum of an agent's checkpoint bytes, over its tenant's setting (DSH_CHECKPOINT_MAX_BYTES). */
+  checkpointMaxBytes?: number;
 }
 
 export interface Assembled {
@@ -177,7 +180,12 @@ export const assembleAgents = (options: AssembleOptions): Assembled => {
   if (options.egress !== undefined) registerWebTools(registry.global, { web: options.egress.web, configOf });
   // Read late: the tenants' settings belong to the agent service made below.
   let settingsOf: () => AgentService['settings'] | undefined = () => undefined;
-  const checkpoints = checkpointsOf(options.checkpointDir, () => settingsOf(), options.sandboxes);
+  const checkpoints = checkpointsOf(
+    options.checkpointDir,
+    () => settingsOf(),
+    options.sandboxes,
+    options.checkpointMaxBytes,
+  );
   if (checkpoints !== undefined) registerCheckpointTools(registry.global, () => settingsOf());
   // Installed last: each tenant's layer shadows it (keeping its place at the end of the list).
   if (skills !== undefined) registry.global.register(skillTool(skills.catalog));
@@ -258,6 +266,7 @@ function checkpointsOf(
   dir: string | undefined,
   settings: () => AgentService['settings'] | undefined,
   provider: SandboxProvider,
+  maxBytes = Number.POSITIVE_INFINITY,
 ): CheckpointTracker | undefined {
   if (dir === undefined) return undefined;
   return createCheckpointTracker({
@@ -266,7 +275,10 @@ function checkpointsOf(
     dropSnapshot: async ({ id, node }) => provider.dropSnapshot?.(id, node),
     boundsOf: async (tenantId) => {
       const reader = settings();
-      return (await reader?.get(tenantId))?.checkpoints ?? { maxBytes: 0, maxCount: 0 };
+      return withinOperator(
+        (await reader?.get(tenantId))?.checkpoints ?? { maxBytes: 0, maxCount: 0 },
+        maxBytes,
+      );
     },
   });
 }

@@ -109,3 +109,10 @@ export const viewOf = (entry: Checkpoint): CheckpointView => ({
   ...(entry.label === undefined ? {} : { label: entry.label }),
   ...(entry.snapshot === undefined ? {} : { kind: 'snapshot' as const }),
 });
+
+/**
+ * A tenant's bounds under the operator's maximum of bytes per agent (DSH_CHECKPOINT_MAX_BYTES; 0:
+ * nothing tracked): the control plane's disk holds every tenant's checkpoints beside the store.
+ */
+export const withinOperator = (bounds: CheckpointBounds, maxBytes: number): CheckpointBounds =>
+  maxBytes <= 0 ? { ...bounds, maxCount: 0 } : { ...bounds, maxBytes: Math.min(bounds.maxBytes, maxBytes) };

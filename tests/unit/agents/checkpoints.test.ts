@@ -12,7 +12,7 @@ import { pack } from 'tar-stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createCheckpointStore } from '../../../host/agents/checkpoints/store.ts';
 import { createCheckpointTracker, INDEX_MAX_WEIGHT } from '../../../host/agents/checkpoints/tracker.ts';
-import type { CheckpointBounds } from '../../../host/agents/checkpoints/types.ts';
+import { type CheckpointBounds, withinOperator } from '../../../host/agents/checkpoints/types.ts';
 import { SandboxError } from '../../../host/errors.ts';
 import { type Loose, makeApi } from '../api/harness.ts';
 
@@ -301,5 +301,17 @@ describe('checkpoints and rollback (memory provider)', () => {
     }
     expect((await rollback(id, '../../etc/passwd')).json.error.code).toBe('CHECKPOINT_NOT_FOUND');
     expect((await files(id))['/workspace/a.txt']).toBe(Buffer.from('x').toString('base64'));
+  });
+});
+
+describe("the operator's maximum of checkpoint bytes (DSH_CHECKPOINT_MAX_BYTES)", () => {
+  it("caps a tenant's bytes whatever it asks, and 0 tracks nothing", () => {
+    const asked = { maxBytes: 1024 ** 3, maxCount: 500, tools: true };
+    expect(withinOperator(asked, 256 * 1024 ** 2)).toEqual({ ...asked, maxBytes: 256 * 1024 ** 2 });
+    expect(withinOperator({ ...asked, maxBytes: 1024 }, 256 * 1024 ** 2)).toEqual({
+      ...asked,
+      maxBytes: 1024,
+    });
+    expect(withinOperator(asked, 0)).toMatchObject({ maxCount: 0 });
   });
 });
