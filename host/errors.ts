@@ -156,6 +156,13 @@ export const ERROR_CODES = {
   // snapshots on several nodes (host/sandbox/nodes/placement.ts)
   /** An agent made from a snapshot goes on the snapshot's node (named in the message), which is cordoned: uncordon it, or wait. */
   NODE_CORDONED: 503,
+  // certificate roles on the node protocol (host/sandbox/nodes/remote/roles.ts)
+  /**
+   * A peer on the node protocol presented a certificate of the cluster's CA but of the wrong role
+   * or name: a node agent's certificate used as a control plane's, or a node's certificate that is
+   * not the node dialled (`data.node`). An operator's fix: the right certificate (docs/nodes.md).
+   */
+  NODE_CERTIFICATE_REFUSED: 502,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -56,7 +56,14 @@ export async function serveNodeAgent(
     }
     return node;
   };
-  const server = await serveNode({ host, port, ...tls, nodeFor, onError: (e) => log(`node: ${String(e)}`) });
+  const server = await serveNode({
+    host,
+    port,
+    ...tls,
+    nodeFor,
+    onError: (e) => log(`node: ${String(e)}`),
+    onRefused: (from, reason) => log(`node: refused a connection from ${from}: ${reason}`),
+  });
   log(`listening https://${host.includes(':') ? `[${host}]` : host}:${server.port}`);
   return {
     port: server.port,

@@ -1,15 +1,19 @@
 // The node protocol's transport on the control plane's side (protocol.ts): one JSON call, and one
 // upgraded stream, to a node at an https URL with this control plane's client certificate; the
-// node's certificate must be signed by the cluster's CA and name the URL's host.
-// Invariants: a node that cannot be reached, or does not answer within the deadline, fails the
-// call with NODE_UNREACHABLE naming the node (`data.node`); an error the node answers keeps its code; an
-// answer that is not the protocol's is SANDBOX_UNAVAILABLE too.
+// node's certificate must be signed by the cluster's CA, name the URL's host, and carry the role of
+// the node dialled (roles.ts), so no other node's certificate stands in for it.
+// Invariants: a node whose certificate is not the node's fails the call with
+// NODE_CERTIFICATE_REFUSED naming the node, before a byte of the call is sent; a node that cannot
+// be reached, or does not answer within the deadline, fails the call with NODE_UNREACHABLE naming
+// the node (`data.node`); an error the node answers keeps its code; an answer that is not the
+// protocol's is SANDBOX_UNAVAILABLE too.
 
 import type { IncomingMessage } from 'node:http';
 import { request } from 'node:https';
-import type { TLSSocket } from 'node:tls';
+import { checkServerIdentity, type PeerCertificate, type TLSSocket } from 'node:tls';
 import { isErrorCode, SandboxError } from '../../../errors.ts';
 import { HEADER_INSTANCE, type Method, PREFIX, PROTOCOL } from './protocol.ts';
+import { nodeRefusal } from './roles.ts';
 
 export interface TransportOptions {
   /** The node's name (DSH_NODES `<name>=<url>`). */
@@ -54,6 +58,9 @@ export function createTransport(options: TransportOptions): Transport {
     cert: options.cert,
     key: options.key,
     agent: false as const,
+    // Called once the CA's signature was checked, before the request is sent.
+    checkServerIdentity: (host: string, cert: PeerCertificate): Error | undefined =>
+      checkServerIdentity(host, cert) ?? nodeRefusal(options.name, cert),
     headers: { [HEADER_INSTANCE]: options.instance, ...headers },
   });
   const errorOf = (text: string): SandboxError => {
