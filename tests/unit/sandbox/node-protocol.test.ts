@@ -437,3 +437,29 @@ describe('certificate roles', () => {
     }
   });
 });
+
+it('closes its open channels and links when the server closes, promptly', async () => {
+  const closing = await serveNode({
+    host: '127.0.0.1',
+    port: 0,
+    cert: pem('ca', 'one.pem'),
+    key: pem('ca', 'one.key'),
+    ca: pem('ca', 'ca.pem'),
+    nodeFor: () => fake,
+  });
+  const remote = await connectRemoteNode({
+    name: 'one',
+    url: `https://127.0.0.1:${closing.port}`,
+    instance: 'test',
+    cert: pem('ca', 'control.pem'),
+    key: pem('ca', 'control.key'),
+    ca: pem('ca', 'ca.pem'),
+    timeoutMs: 5000,
+  });
+  const channel = await remote.open('known');
+  const link = (await (await channel.link?.())?.accepted) as SandboxdPipe;
+  link.output.write('ping');
+  expect(await readSome(link, 4)).toBe('ping');
+  await closing.close();
+  await Promise.all([channel.closed, link.closed]);
+});

@@ -1,7 +1,8 @@
 // The node agent's server (`dsh-node`, docs/nodes.md): the node protocol (protocol.ts) over HTTPS
 // with mutual TLS, in front of one SandboxNode per control-plane instance (the embedded node over
 // this machine's engine). The two byte streams are spliced: the upgraded TLS socket to the
-// sandbox's attach stream or to its link socket; the node never reads them.
+// sandbox's attach stream or to its link socket; the node never reads them. close() ends every
+// channel and link at once (the node agent's SIGTERM), so it never waits on a control plane.
 // Invariants: a connection whose client certificate the cluster's CA did not sign is refused during
 // the TLS handshake, before any request is read; one whose certificate is not a control plane's
 // (roles.ts: a node agent's, or one with no role) gets NODE_CERTIFICATE_REFUSED to every request
@@ -91,7 +92,17 @@ export async function serveNode(options: NodeServerOptions): Promise<NodeServer>
   server.on('request', (req, res) => {
     void answer(req, res, checkRole, nodeOf).catch(onError);
   });
+  // Every upgraded socket (channels, links, upgrades under way): closing the server ends them, so
+  // the spliced pipes close with them and nothing holds close() open.
+  const streams = new Set<Socket>();
+  let closing = false;
   server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
+    if (closing) {
+      socket.destroy();
+      return;
+    }
+    streams.add(socket);
+    socket.once('close', () => streams.delete(socket));
     void upgrade(req, socket, head, nodeOf, channels).catch((e: unknown) => {
       refuse(socket, e);
       onError(e);
@@ -119,8 +130,10 @@ export async function serveNode(options: NodeServerOptions): Promise<NodeServer>
     port: (server.address() as { port: number }).port,
     close: () =>
       new Promise<void>((resolve) => {
+        closing = true;
         for (const channel of channels.values()) channel.close();
         channels.clear();
+        for (const socket of streams) socket.destroy();
         server.close(() => resolve());
         server.closeAllConnections();
       }),
@@ -289,6 +302,10 @@ async function upgrade(
     const channel = await node.open(agentIdOf(url.searchParams.get('agent') ?? undefined), {
       restart: url.searchParams.get('restart') === '1',
     });
+    if (socket.destroyed) {
+      channel.close(); // the control plane went, or the server closed, while it opened
+      return;
+    }
     const id = randomBytes(16).toString('hex');
     channels.set(id, channel);
     void channel.closed.then(() => channels.delete(id));
