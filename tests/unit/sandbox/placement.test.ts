@@ -256,6 +256,35 @@ describe('placement', () => {
     await p.close();
   });
 
+  it('does not let a probe that began before a call failed answer for it', async () => {
+    const a = fake('a');
+    a.agents.add('on-a');
+    const p = createPlacement([a], { capacityTtlMs: 0, probeMs: 60_000 });
+    await p.adopt();
+    await p.open('on-a');
+    const ended = new SandboxError('SANDBOX_UNAVAILABLE', 'session ended');
+    // A probe under way, whose answer comes from before the node went.
+    let answer = (): void => {};
+    const direct = a.capacity.bind(a);
+    a.capacity = async () => {
+      const c = await direct();
+      await new Promise<void>((resolve) => {
+        answer = resolve;
+      });
+      return c;
+    };
+    const asked = a.capacityAsked;
+    const first = p.lost?.('on-a', ended);
+    await until(() => a.capacityAsked > asked, { what: 'the first probe to ask' });
+    a.capacity = direct;
+    a.down = true;
+    const second = p.lost?.('on-a', ended);
+    answer();
+    expect(await first).toBe(ended);
+    expect(await second).toMatchObject({ code: 'NODE_UNREACHABLE', data: { node: 'a' } });
+    await p.close();
+  });
+
   it('does not wait on a node that never answers its capacity', async () => {
     const hung = fake('hung', { cpus: 64, memoryBytes: 256 * GIB });
     hung.capacity = () => new Promise<never>(() => {});
