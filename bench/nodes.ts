@@ -26,7 +26,7 @@ const docker = new Docker();
 const dir = mkdtempSync(join(tmpdir(), 'dsh-bench-nodes-'));
 const pki = join(dir, 'pki');
 makeCa(pki);
-makeCert(pki, pki, 'node', ['127.0.0.1']);
+makeCert(pki, pki, 'bench', ['127.0.0.1']);
 makeCert(pki, pki, 'control');
 const pem = (name: string): string => readFileSync(join(pki, name), 'utf8');
 
@@ -42,8 +42,8 @@ const startAgent = (): Promise<{ child: ChildProcess; url: string }> =>
       env: {
         ...process.env,
         DSH_NODE_LISTEN: '127.0.0.1:0',
-        DSH_NODE_CERT: join(pki, 'node.pem'),
-        DSH_NODE_KEY: join(pki, 'node.key'),
+        DSH_NODE_CERT: join(pki, 'bench.pem'),
+        DSH_NODE_KEY: join(pki, 'bench.key'),
         DSH_NODE_CA: join(pki, 'ca.pem'),
         DSH_DATA_DIR: join(dir, 'node'),
         DSH_SANDBOX_IMAGE: image,

@@ -101,15 +101,10 @@ const main = async (argv: string[]): Promise<number> => {
       return 0;
     }
     case 'node': {
-      const { serveNodeAgent } = await import('./serve-node.ts');
-      const agent = await serveNodeAgent(config);
-      await new Promise<void>((resolve) => {
-        const stop = (): void => {
-          void agent.close().finally(resolve);
-        };
-        process.once('SIGTERM', stop);
-        process.once('SIGINT', stop);
-      });
+      const { serveNodeAgent, untilSignalled } = await import('./serve-node.ts');
+      await untilSignalled(await serveNodeAgent(config));
+      // Whatever a close left behind (an engine call under way) holds the process a second at most.
+      setTimeout(() => process.exit(0), 1000).unref();
       return 0;
     }
     case 'tenant': {

@@ -159,6 +159,13 @@ export const ERROR_CODES = {
   // rollback while the agent works (host/agents/checkpoints/agent.ts)
   /** A call batch of the agent runs now (`data.running`): roll back once it ended, or interrupt it first. */
   ROLLBACK_BUSY: 409,
+  // certificate roles on the node protocol (host/sandbox/nodes/remote/roles.ts)
+  /**
+   * A peer on the node protocol presented a certificate of the cluster's CA but of the wrong role
+   * or name: a node agent's certificate used as a control plane's, or a node's certificate that is
+   * not the node dialled (`data.node`). An operator's fix: the right certificate (docs/nodes.md).
+   */
+  NODE_CERTIFICATE_REFUSED: 502,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

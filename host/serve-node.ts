@@ -56,7 +56,14 @@ export async function serveNodeAgent(
     }
     return node;
   };
-  const server = await serveNode({ host, port, ...tls, nodeFor, onError: (e) => log(`node: ${String(e)}`) });
+  const server = await serveNode({
+    host,
+    port,
+    ...tls,
+    nodeFor,
+    onError: (e) => log(`node: ${String(e)}`),
+    onRefused: (from, reason) => log(`node: refused a connection from ${from}: ${reason}`),
+  });
   log(`listening https://${host.includes(':') ? `[${host}]` : host}:${server.port}`);
   return {
     port: server.port,
@@ -66,4 +73,38 @@ export async function serveNodeAgent(
       for (const node of nodes.values()) await node.close();
     },
   };
+}
+
+/** How long a stopping node agent gives its close (sessions, pool) before it exits regardless. */
+const STOP_MS = 10_000;
+
+/**
+ * Serves until SIGTERM or SIGINT, then closes (every channel and link at once: the control planes
+ * see their sessions end and fail their calls with NODE_UNREACHABLE) and resolves: within
+ * STOP_MS, or at a second signal, whatever close still waits on. Containers stay for the next start.
+ */
+export async function untilSignalled(
+  agent: NodeServer,
+  log: (line: string) => void = (line) => process.stdout.write(`${line}\n`),
+): Promise<void> {
+  const signal = await new Promise<NodeJS.Signals>((resolve) => {
+    process.once('SIGTERM', resolve);
+    process.once('SIGINT', resolve);
+  });
+  log(`node: ${signal}: closing its sessions and stopping`);
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<string>((resolve) => {
+    timer = setTimeout(() => resolve(`not closed within ${STOP_MS} ms`), STOP_MS);
+    process.once('SIGTERM', () => resolve('a second signal'));
+    process.once('SIGINT', () => resolve('a second signal'));
+  });
+  const why = await Promise.race([
+    agent.close().then(
+      () => undefined,
+      (e: unknown) => `close failed: ${String(e)}`,
+    ),
+    late,
+  ]);
+  clearTimeout(timer);
+  log(why === undefined ? 'node: stopped' : `node: stopping anyway (${why})`);
 }

@@ -1,6 +1,8 @@
-// Certificates for the node protocol (docs/nodes.md), made with the `openssl` command: a cluster
-// CA, and certificates it signs for node agents (server: the names and addresses control planes
-// dial) and control planes (client). The tests make theirs with the same functions.
+// Certificates for the node protocol (docs/nodes.md, "Certificates"), made with the `openssl`
+// command: a cluster CA, and certificates it signs for node agents (server: the names and addresses
+// control planes dial, and the role `urn:dsh:node:<name>`, <name> as in DSH_NODES) and control
+// planes (client, the role `urn:dsh:control-plane`; host/sandbox/nodes/remote/roles.ts). The tests
+// make theirs with the same functions.
 // Usage:
 //   node scripts/node-certs.ts ca <dir>                         → <dir>/ca.pem, <dir>/ca.key
 //   node scripts/node-certs.ts node <dir> <name> <host>[,<host>…] → <dir>/<name>.pem, .key (server)
@@ -11,6 +13,7 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
+import { CONTROL_PLANE_ROLE, nodeRole } from '../host/sandbox/nodes/remote/roles.ts';
 
 const DAYS = '825';
 const openssl = (args: string[]): void => {
@@ -37,14 +40,32 @@ export function makeCa(dir: string, subject = '/CN=dsh-nodes-ca'): { cert: strin
 }
 
 /**
- * A certificate `name` signed by the CA in `caDir`: a server's for `hosts` (DNS names or IP
- * addresses), else a client's. Written to `dir`/<name>.pem and .key.
+ * A certificate `name` signed by the CA in `caDir`: node `name`'s (a server's) for `hosts` (DNS
+ * names or IP addresses), else a control plane's (a client's). Written to `dir`/<name>.pem and .key.
  */
 export function makeCert(
   caDir: string,
   dir: string,
   name: string,
   hosts?: readonly string[],
+): { cert: string; key: string } {
+  const san = (hosts ?? []).map((h) => (isIP(h) ? `IP:${h}` : `DNS:${h}`));
+  return signCert(
+    caDir,
+    dir,
+    name,
+    hosts === undefined
+      ? `extendedKeyUsage=clientAuth\nkeyUsage=digitalSignature\nsubjectAltName=URI:${CONTROL_PLANE_ROLE}\n`
+      : `extendedKeyUsage=serverAuth\nkeyUsage=digitalSignature\nsubjectAltName=${[`URI:${nodeRole(name)}`, ...san].join(',')}\n`,
+  );
+}
+
+/** A certificate `name` with the given `openssl x509` extensions (a file's text), signed by the CA in `caDir`. */
+export function signCert(
+  caDir: string,
+  dir: string,
+  name: string,
+  extensions: string,
 ): { cert: string; key: string } {
   mkdirSync(dir, { recursive: true });
   const key = join(dir, `${name}.key`);
@@ -59,13 +80,7 @@ export function makeCert(
       `/CN=${name}`,
     ]),
   );
-  const san = (hosts ?? []).map((h) => (isIP(h) ? `IP:${h}` : `DNS:${h}`)).join(',');
-  writeFileSync(
-    ext,
-    hosts === undefined
-      ? 'extendedKeyUsage=clientAuth\nkeyUsage=digitalSignature\n'
-      : `extendedKeyUsage=serverAuth\nkeyUsage=digitalSignature\nsubjectAltName=${san}\n`,
-  );
+  writeFileSync(ext, extensions);
   openssl(
     ['x509', '-req', '-in', csr, '-CA', join(caDir, 'ca.pem'), '-CAkey', join(caDir, 'ca.key')].concat([
       '-CAcreateserial',
@@ -83,14 +98,19 @@ export function makeCert(
   return { cert, key };
 }
 
+/** A node's name as DSH_NODES spells it: its certificate's role names it. */
+const NODE_NAME = /^[a-z][a-z0-9-]{0,31}$/;
+
 const main = (argv: string[]): number => {
   const [kind, dir, name, hosts] = argv;
   if (kind === 'ca' && dir) makeCa(dir);
-  else if (kind === 'node' && dir && name && hosts) makeCert(dir, dir, name, hosts.split(','));
+  else if (kind === 'node' && dir && name && hosts && NODE_NAME.test(name))
+    makeCert(dir, dir, name, hosts.split(','));
   else if (kind === 'control' && dir && name) makeCert(dir, dir, name);
   else {
     process.stderr.write(
-      'usage: node scripts/node-certs.ts ca <dir> | node <dir> <name> <host>[,…] | control <dir> <name>\n',
+      'usage: node scripts/node-certs.ts ca <dir> | node <dir> <name> <host>[,…] | control <dir> <name>\n' +
+        "(a node's <name> is its name in DSH_NODES: [a-z][a-z0-9-]*, at most 32)\n",
     );
     return 2;
   }

@@ -4,7 +4,9 @@
 // handle, whose every call goes through live().
 // Invariants: an entry has at most one session opening or open (`entry.live`), forgotten when it
 // ends; a destroyed entry never opens again (its old handles fail with SANDBOX_UNAVAILABLE); the
-// egress proxy served for a session stops when that session ends.
+// egress proxy served for a session stops when that session ends; a call whose session ends under
+// it fails with NODE_UNREACHABLE naming the node when the node went too (SandboxNode.lost), so it
+// reads as the calls after it do.
 import { SandboxError } from '../../errors.ts';
 import type { SandboxNode } from '../nodes/types.ts';
 import { WORKSPACE_ROOT } from '../paths.ts';
@@ -98,7 +100,13 @@ export function handleOf(s: Sessions, agent: Agent, id: string): Sandbox {
     use: async (fn) => {
       agent.inFlight++;
       try {
-        return await fn((await live(s, agent)).session);
+        const { session } = await live(s, agent);
+        try {
+          return await fn(session);
+        } catch (e) {
+          // The session ended under the call: the node says whether it went with it.
+          throw s.node.lost === undefined ? e : await s.node.lost(agent.agentId, e);
+        }
       } finally {
         agent.inFlight--;
         agent.lastUsed = Date.now();

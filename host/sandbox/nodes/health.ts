@@ -5,6 +5,7 @@
 // Invariants: a node marked unreachable is called no more for its agents (their calls fail at once
 // with NODE_UNREACHABLE naming it) until a probe sees it answer; without the periodic probe no mark
 // is kept (each call tries the node, and a failure probes it); probes of one node never overlap;
+// the probe after a failed call began after the failure (one already running does not answer for it);
 // a probe gives up after `answerMs`; the timer never holds the process open.
 
 import { SandboxError } from '../../errors.ts';
@@ -96,6 +97,16 @@ export function createNodeHealth(members: SandboxNode<never>[], options: NodeHea
     probing.set(node.name, p);
     return p;
   };
+  // A probe that begins now: one already running began before the call failed and has not seen
+  // what happened since, so its answer does not count (unless it found the node silent).
+  const probeNow = async (node: SandboxNode<never>): Promise<void> => {
+    const running = probing.get(node.name);
+    if (running !== undefined) {
+      await running;
+      if (outages.has(node.name)) return;
+    }
+    await probe(node);
+  };
   const timer =
     options.probeMs > 0
       ? setInterval(() => {
@@ -110,7 +121,7 @@ export function createNodeHealth(members: SandboxNode<never>[], options: NodeHea
     },
     async failed(node, error) {
       if (!suspicious(error)) return error;
-      await probe(node);
+      await probeNow(node);
       const down = outages.get(node.name);
       // Without the periodic probe nothing would clear the mark: each call tries the node again.
       if (options.probeMs <= 0) outages.delete(node.name);

@@ -202,6 +202,12 @@ export function createPlacement(members: SandboxNode<never>[], options: Placemen
       s.health.close();
       await Promise.all(members.map((n) => n.close()));
     },
+    async lost(agentId, error) {
+      const name = s.where.get(agentId);
+      const node = name === undefined ? undefined : s.byName.get(name);
+      const ended = error instanceof SandboxError && error.code === 'SANDBOX_UNAVAILABLE';
+      return node === undefined || !ended ? error : s.health.failed(node, error);
+    },
     nodeOf: (agentId) => s.where.get(agentId),
     unreachable(agentId) {
       const name = s.where.get(agentId);

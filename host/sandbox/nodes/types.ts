@@ -213,6 +213,13 @@ export interface SandboxNode<W = never> {
    * (placement's health, memory only); undefined otherwise. Optional: a single node has none.
    */
   unreachable?(agentId: string): string | undefined;
+  /**
+   * A call on the agent's open session failed with `error` (SANDBOX_UNAVAILABLE: the session ended
+   * under it): the agent's node is probed now, and the error to report is NODE_UNREACHABLE naming
+   * that node when it does not answer (its link or engine went), else `error` as it was (the
+   * sandbox died on a live node). Optional: a single node has none.
+   */
+  lost?(agentId: string, error: unknown): Promise<unknown>;
   /** Stops the pool and background work; sandboxes stay for adoption. */
   close(): Promise<void>;
 }

@@ -1,7 +1,8 @@
 // Node agents for the node tests: `host/cli.ts node` started on a private engine (./engine.ts) with
 // a certificate of the test's CA, on loopback; kill() ends it as a lost machine would (SIGKILL:
 // its sockets reset), restart() starts it again on the same port, engine and data folder (a node
-// agent that comes back), stop() ends it for good (SIGTERM). Its workspaces are Docker volumes
+// agent that comes back), stop() ends it with SIGTERM (restart() starts it again after), and says how
+// it exited; output() is what it printed since it last started. Its workspaces are Docker volumes
 // unless `loop` is asked (loop workspaces under its data folder: root, loop devices and a local
 // engine, as ../sandbox/fixtures.ts `loopWorkspaces` says).
 // Invariant: only processes started here are signalled, by their pid.
@@ -15,7 +16,9 @@ export interface NodeAgent {
   url: string;
   kill(): Promise<void>;
   restart(): Promise<void>;
-  stop(): Promise<void>;
+  /** SIGTERM, then its exit: the code, or the signal that ended it. */
+  stop(): Promise<number | NodeJS.Signals | null>;
+  output(): string;
 }
 
 /** One `host/cli.ts node` process; resolves with it and the URL it prints. */
@@ -25,7 +28,7 @@ const spawnAgent = (
   engine: Engine,
   listen: string,
   loop: boolean,
-): Promise<{ child: ChildProcess; url: string }> =>
+): Promise<{ child: ChildProcess; url: string; output: () => string }> =>
   new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--no-node-snapshot', 'host/cli.ts', 'node'], {
       env: {
@@ -51,7 +54,7 @@ const spawnAgent = (
     child.stdout?.on('data', (c: Buffer) => {
       out += c.toString();
       const m = /^listening (https:\/\/\S+)$/m.exec(out);
-      if (m?.[1]) resolve({ child, url: m[1] });
+      if (m?.[1]) resolve({ child, url: m[1], output: () => out });
     });
     child.once('exit', (code) => reject(new Error(`the node agent exited (${code}):\n${out}\n${err}`)));
   });
@@ -59,11 +62,13 @@ const spawnAgent = (
 const alive = (child: ChildProcess): boolean =>
   child.pid !== undefined && child.exitCode === null && child.signalCode === null;
 
-const end = async (child: ChildProcess, signal: NodeJS.Signals): Promise<void> => {
-  if (!alive(child)) return;
-  const exited = new Promise((r) => child.once('exit', r));
+const end = async (child: ChildProcess, signal: NodeJS.Signals): Promise<number | NodeJS.Signals | null> => {
+  if (!alive(child)) return child.exitCode ?? child.signalCode;
+  const exited = new Promise<number | NodeJS.Signals | null>((r) =>
+    child.once('exit', (code, by) => r(code ?? by)),
+  );
   process.kill(child.pid as number, signal);
-  await exited;
+  return exited;
 };
 
 /** A node agent named `name` (its certificate `<ca>/<name>.pem`) on `engine`. */
@@ -74,15 +79,18 @@ export async function startNodeAgent(
   options: { loop?: boolean } = {},
 ): Promise<NodeAgent> {
   const loop = options.loop === true;
-  let { child, url } = await spawnAgent(ca, name, engine, '127.0.0.1:0', loop);
+  let { child, url, output } = await spawnAgent(ca, name, engine, '127.0.0.1:0', loop);
   const port = new URL(url).port;
   return {
     url,
-    kill: () => end(child, 'SIGKILL'),
+    kill: async () => {
+      await end(child, 'SIGKILL');
+    },
     async restart() {
       await end(child, 'SIGKILL');
-      ({ child, url } = await spawnAgent(ca, name, engine, `127.0.0.1:${port}`, loop));
+      ({ child, url, output } = await spawnAgent(ca, name, engine, `127.0.0.1:${port}`, loop));
     },
     stop: () => end(child, 'SIGTERM'),
+    output: () => output(),
   };
 }

@@ -6,6 +6,10 @@
 // /v1/nodes shows b unreachable, a's agents carry on, and no agent of b is made again on a; the
 // node agent started again on the same port, engine and data brings b's agents back with their
 // files, without a control-plane restart; b's engine stopped and started again does the same; a
+// call in flight fails with NODE_UNREACHABLE naming b when b's node agent is killed under it, and
+// with SANDBOX_UNAVAILABLE when only its container is killed (b answers); b's node agent stopped
+// with SIGTERM while sessions are open (one with a call in flight) exits at once (code 0), that
+// call fails with NODE_UNREACHABLE, and the agents work once it is started again; a
 // control plane started while b is down starts, fails b's agents the same way and takes b in when
 // it answers. A
 // cordon through the admin API (tenant keys refused) sends new agents elsewhere and holds across a
@@ -16,6 +20,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { loadConfig } from '../../../host/config.ts';
 import { LABEL_AGENT, LABEL_INSTANCE } from '../../../host/sandbox/docker/index.ts';
+import { naming } from '../../../host/sandbox/docker/ownership.ts';
 import { type Running, startServer } from '../../../host/serve.ts';
 import { makeCa, makeCert } from '../../../scripts/node-certs.ts';
 import { until } from '../../helpers/until.ts';
@@ -227,6 +232,104 @@ it("fails a stopped engine's agents with NODE_UNREACHABLE and brings them back w
     `engine started again: its agent read reachable after ${(performance.now() - back).toFixed(0)} ms`,
   );
   for (const agent of made) await readsBack(agent);
+}, 300_000);
+
+/** Whether the agent's long call has begun in its container on `engine` (its marker file exists). */
+const begun = async (engine: RestartableEngine, agent: Made): Promise<boolean> => {
+  const e = await engine.docker
+    .getContainer(naming('dsh', server().store.instanceId).agent(agent.id))
+    .exec({ Cmd: ['test', '-f', '/workspace/begun'], AttachStdout: true });
+  const stream = await e.start({});
+  await new Promise((r) => stream.on('end', r).resume());
+  return (await e.inspect()).ExitCode === 0;
+};
+
+/** A 30 s bash of `agent` on b, once it has begun there; its answer and when it came (wrapped: not awaited here). */
+const longCallOnB = async (agent: Made) => {
+  const answered = raw(agent, 'bash', {
+    command: 'rm -f begun; touch begun; sleep 30; echo finished',
+    description: 'long',
+  }).then((r) => ({ r, at: performance.now() }));
+  await until(() => begun(engines.b as RestartableEngine, agent), {
+    what: 'the long call to begin on b',
+    timeoutMs: 60_000,
+    intervalMs: 200,
+  });
+  return { answered };
+};
+
+it('fails a call in flight with NODE_UNREACHABLE naming the node when its node agent goes, and with SANDBOX_UNAVAILABLE when only its sandbox dies', async () => {
+  const b = onB();
+  // The sandbox dies on a live node: the call's sandbox error stands; the next call starts it again.
+  let { answered } = await longCallOnB(b);
+  const killed = performance.now();
+  await (engines.b as RestartableEngine).docker
+    .getContainer(naming('dsh', server().store.instanceId).agent(b.id))
+    .kill();
+  let { r, at } = await answered;
+  let result = r.json.results?.[0];
+  console.log(
+    `sandbox killed mid-call: the call failed ${(at - killed).toFixed(0)} ms after the kill: ${JSON.stringify(result?.error)}`,
+  );
+  expect(result?.ok, JSON.stringify(r.json)).toBe(false);
+  expect(result?.error?.code).toBe('SANDBOX_UNAVAILABLE');
+  expect(await nodeOf('b')).toMatchObject({ reachable: true });
+  await readsBack(b);
+
+  // The node agent goes: the call fails as the calls after it do, naming the node.
+  ({ answered } = await longCallOnB(b));
+  const gone = performance.now();
+  await (nodeAgents.b as NodeAgent).kill();
+  ({ r, at } = await answered);
+  result = r.json.results?.[0];
+  console.log(
+    `node agent killed mid-call: the call failed ${(at - gone).toFixed(0)} ms after the kill began: ${JSON.stringify(result?.error)}`,
+  );
+  expect(result?.ok, JSON.stringify(r.json)).toBe(false);
+  expect(result?.error?.code).toBe('NODE_UNREACHABLE');
+  expect(JSON.stringify(result)).toMatch(/Node b/);
+  expect(JSON.stringify(result)).not.toContain('finished');
+  const next = await raw(b, 'read', { file_path: 'mine.txt' });
+  expect(next.json.results?.[0]?.error?.code).toBe('NODE_UNREACHABLE');
+  await readsBack(onA());
+
+  await (nodeAgents.b as NodeAgent).restart();
+  await until(async () => (await agentState(b)).sandbox !== 'unreachable', {
+    what: "b's agent to read reachable again",
+    timeoutMs: 60_000,
+    intervalMs: 200,
+  });
+  await readsBack(b);
+}, 300_000);
+
+it('stops a node agent promptly on SIGTERM with sessions open: their calls fail with NODE_UNREACHABLE, and they work when it is back', async () => {
+  const b = onB();
+  const other = made.find((m) => m !== b && placedAt.b?.includes(m.id));
+  // Sessions open on b: an idle one, and one with a call in flight.
+  if (other !== undefined) await readsBack(other);
+  const { answered } = await longCallOnB(b);
+  const asked = performance.now();
+  const exit = await (nodeAgents.b as NodeAgent).stop();
+  const exitedMs = performance.now() - asked;
+  const { r, at } = await answered;
+  console.log(
+    `node agent stopped (SIGTERM) with sessions open: it exited ${exitedMs.toFixed(0)} ms after the signal, ` +
+      `the call in flight failed ${(at - asked).toFixed(0)} ms after it: ${JSON.stringify(r.json.results?.[0]?.error)}`,
+  );
+  expect(exit).toBe(0);
+  expect((nodeAgents.b as NodeAgent).output()).toMatch(
+    /node: SIGTERM: closing its sessions and stopping\n(.*\n)*node: stopped\n/,
+  );
+  expect(r.json.results?.[0]?.error?.code, JSON.stringify(r.json)).toBe('NODE_UNREACHABLE');
+  expect(JSON.stringify(r.json)).toMatch(/Node b/);
+  await readsBack(onA());
+  await (nodeAgents.b as NodeAgent).restart();
+  await until(async () => (await agentState(b)).sandbox !== 'unreachable', {
+    what: "b's agent to read reachable again",
+    timeoutMs: 60_000,
+    intervalMs: 200,
+  });
+  await readsBack(b);
 }, 300_000);
 
 it('starts while a node is down: its agents fail with NODE_UNREACHABLE, none is made again elsewhere, and they work when it is back', async () => {

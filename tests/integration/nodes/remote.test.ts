@@ -49,8 +49,8 @@ const startNodeAgent = (host: string): Promise<string> =>
         ...process.env,
         DOCKER_HOST: host,
         DSH_NODE_LISTEN: '127.0.0.1:0',
-        DSH_NODE_CERT: join(ca, 'node-two.pem'),
-        DSH_NODE_KEY: join(ca, 'node-two.key'),
+        DSH_NODE_CERT: join(ca, 'two.pem'),
+        DSH_NODE_KEY: join(ca, 'two.key'),
         DSH_NODE_CA: join(ca, 'ca.pem'),
         DSH_DATA_DIR: join(engine?.dir ?? dir, 'node-data'),
         DSH_SANDBOX_IMAGE: sandboxImage(),
@@ -97,7 +97,7 @@ const probe = (tls: { cert?: string; key?: string }): Promise<number | string> =
 
 beforeAll(async () => {
   makeCa(ca);
-  makeCert(ca, ca, 'node-two', ['127.0.0.1']);
+  makeCert(ca, ca, 'two', ['127.0.0.1']);
   makeCert(ca, ca, 'control');
   makeCa(rogue, '/CN=not-the-cluster');
   makeCert(rogue, rogue, 'control');

@@ -18,7 +18,7 @@ import { connectRemoteNode, type RemoteNode } from '../../../host/sandbox/nodes/
 import { lateRemoteNode } from '../../../host/sandbox/nodes/remote/late.ts';
 import { type NodeServer, serveNode } from '../../../host/sandbox/nodes/remote/server.ts';
 import type { SandboxdChannel, SandboxdPipe, SandboxNode } from '../../../host/sandbox/nodes/types.ts';
-import { makeCa, makeCert } from '../../../scripts/node-certs.ts';
+import { makeCa, makeCert, signCert } from '../../../scripts/node-certs.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'dsh-node-protocol-'));
 const pem = (...p: string[]): string => readFileSync(join(dir, ...p), 'utf8');
@@ -94,21 +94,24 @@ const fake: SandboxNode<unknown> = {
 };
 
 let server: NodeServer;
+const refusals: string[] = [];
 let node: RemoteNode;
 
 beforeAll(async () => {
   makeCa(join(dir, 'ca'));
-  makeCert(join(dir, 'ca'), join(dir, 'ca'), 'node', ['127.0.0.1']);
+  makeCert(join(dir, 'ca'), join(dir, 'ca'), 'one', ['127.0.0.1']);
+  makeCert(join(dir, 'ca'), join(dir, 'ca'), 'late', ['127.0.0.1']);
   makeCert(join(dir, 'ca'), join(dir, 'ca'), 'control');
   makeCa(join(dir, 'rogue'));
   makeCert(join(dir, 'rogue'), join(dir, 'rogue'), 'control');
   server = await serveNode({
     host: '127.0.0.1',
     port: 0,
-    cert: pem('ca', 'node.pem'),
-    key: pem('ca', 'node.key'),
+    cert: pem('ca', 'one.pem'),
+    key: pem('ca', 'one.key'),
     ca: pem('ca', 'ca.pem'),
     nodeFor: () => fake,
+    onRefused: (from, reason) => refusals.push(`${from} ${reason}`),
   });
   node = await connectRemoteNode({
     name: 'one',
@@ -130,7 +133,7 @@ afterAll(async () => {
 const raw = (
   path: string,
   body: string,
-  options: { instance?: string; client?: 'ca' | 'rogue' | 'none' } = {},
+  options: { instance?: string; client?: 'ca' | 'rogue' | 'none'; cert?: string } = {},
 ): Promise<{ status: number; body: string } | string> =>
   new Promise((resolve) => {
     const client = options.client ?? 'ca';
@@ -140,7 +143,12 @@ const raw = (
       path,
       method: 'POST',
       ca: pem('ca', 'ca.pem'),
-      ...(client === 'none' ? {} : { cert: pem(client, 'control.pem'), key: pem(client, 'control.key') }),
+      ...(client === 'none'
+        ? {}
+        : {
+            cert: pem(client, `${options.cert ?? 'control'}.pem`),
+            key: pem(client, `${options.cert ?? 'control'}.key`),
+          }),
       agent: false,
       headers: { 'x-dsh-instance': options.instance ?? 'test' },
     });
@@ -296,8 +304,8 @@ it('fails calls on a node that is down with NODE_UNREACHABLE naming it, and conn
     serveNode({
       host: '127.0.0.1',
       port,
-      cert: pem('ca', 'node.pem'),
-      key: pem('ca', 'node.key'),
+      cert: pem('ca', 'late.pem'),
+      key: pem('ca', 'late.key'),
       ca: pem('ca', 'ca.pem'),
       nodeFor: () => fake,
     });
@@ -328,4 +336,130 @@ it('fails calls on a node that is down with NODE_UNREACHABLE naming it, and conn
   } finally {
     await back.close();
   }
+});
+
+describe('certificate roles', () => {
+  const ca = join(dir, 'ca');
+  const client = 'extendedKeyUsage=clientAuth,serverAuth\nkeyUsage=digitalSignature\n';
+  beforeAll(() => {
+    // Signed by the cluster's CA and fit for a client, but not a control plane's.
+    signCert(ca, ca, 'as-node', `${client}subjectAltName=URI:urn:dsh:node:one,IP:127.0.0.1\n`);
+    signCert(ca, ca, 'no-role', `${client}subjectAltName=IP:127.0.0.1\n`);
+    signCert(ca, ca, 'both', `${client}subjectAltName=URI:urn:dsh:control-plane,URI:urn:dsh:node:one\n`);
+  });
+  const codeOf = (r: { status: number; body: string } | string): string =>
+    typeof r === 'string' ? r : (JSON.parse(r.body) as { error: { code: string } }).error.code;
+  /** An `open` upgrade with certificate `cert`: the status of the answer, or the connection's error. */
+  const upgradeAs = (cert: string): Promise<number | string> =>
+    new Promise((resolve) => {
+      const req = request({
+        host: '127.0.0.1',
+        port: server.port,
+        path: '/v1/open?agent=known',
+        ca: pem('ca', 'ca.pem'),
+        cert: pem('ca', `${cert}.pem`),
+        key: pem('ca', `${cert}.key`),
+        agent: false,
+        headers: { 'x-dsh-instance': 'test', connection: 'Upgrade', upgrade: 'dsh-node/1' },
+      });
+      req.once('upgrade', (_res, socket) => {
+        socket.destroy();
+        resolve(101);
+      });
+      req.once('response', (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.once('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? e.message));
+      req.end();
+    });
+
+  it("refuses a node's certificate, or one with no role or two, as a client, with a stable code and a report", async () => {
+    asked.length = 0;
+    refusals.length = 0;
+    // The node certificate scripts/node-certs.ts makes is not even fit for a client: the handshake fails.
+    expect(await raw('/v1/info', '{}', { cert: 'one' })).toEqual(expect.any(String));
+    for (const cert of ['as-node', 'no-role', 'both']) {
+      const r = await raw('/v1/ensure', JSON.stringify({ agentId: 'x', tenantId: 't', limits: {} }), {
+        cert,
+      });
+      expect(r).toMatchObject({ status: 502 });
+      expect(codeOf(r)).toBe('NODE_CERTIFICATE_REFUSED');
+      expect(await upgradeAs(cert)).toBe(502);
+    }
+    expect(asked).toEqual([]);
+    // One report per connection: the handshake's, then each certificate's twice (a call, an upgrade).
+    expect(refusals).toHaveLength(7);
+    expect(refusals[0]).toMatch(/in the TLS handshake: /);
+    for (const line of refusals.slice(1)) expect(line).toMatch(/^127\.0\.0\.1:\d+ \S/);
+    expect(refusals[1]).toMatch(/Only a control plane's certificate .* CN=as-node, role urn:dsh:node:one/);
+    expect(refusals[3]).toMatch(/CN=no-role, role none/);
+    expect(refusals[5]).toMatch(/CN=both, role urn:dsh:control-plane and urn:dsh:node:one/);
+    // A control plane's certificate is served, on the same server.
+    expect(await raw('/v1/info', '{}')).toMatchObject({ status: 200 });
+    expect(await upgradeAs('control')).toBe(101);
+  });
+
+  it("refuses a node whose certificate is another node's, at the address the control plane dialled", async () => {
+    let served = 0;
+    // Node one's certificate (CA-signed, naming 127.0.0.1) presented where node two is expected.
+    const impostor = await serveNode({
+      host: '127.0.0.1',
+      port: 0,
+      cert: pem('ca', 'one.pem'),
+      key: pem('ca', 'one.key'),
+      ca: pem('ca', 'ca.pem'),
+      nodeFor: () => {
+        served += 1;
+        return fake;
+      },
+    });
+    try {
+      const options = {
+        url: `https://127.0.0.1:${impostor.port}`,
+        instance: 'test',
+        cert: pem('ca', 'control.pem'),
+        key: pem('ca', 'control.key'),
+        ca: pem('ca', 'ca.pem'),
+        timeoutMs: 5000,
+      };
+      await expect(connectRemoteNode({ ...options, name: 'two' })).rejects.toMatchObject({
+        code: 'NODE_CERTIFICATE_REFUSED',
+        data: { node: 'two' },
+        message: /Node two presented a certificate that is not node two's .*CN=one/,
+      });
+      expect(served).toBe(0); // nothing was sent
+      // The same server is node one, and is served as such.
+      const one = await connectRemoteNode({ ...options, name: 'one' });
+      expect((await one.capacity()).cpus).toBe(2);
+    } finally {
+      await impostor.close();
+    }
+  });
+});
+
+it('closes its open channels and links when the server closes, promptly', async () => {
+  const closing = await serveNode({
+    host: '127.0.0.1',
+    port: 0,
+    cert: pem('ca', 'one.pem'),
+    key: pem('ca', 'one.key'),
+    ca: pem('ca', 'ca.pem'),
+    nodeFor: () => fake,
+  });
+  const remote = await connectRemoteNode({
+    name: 'one',
+    url: `https://127.0.0.1:${closing.port}`,
+    instance: 'test',
+    cert: pem('ca', 'control.pem'),
+    key: pem('ca', 'control.key'),
+    ca: pem('ca', 'ca.pem'),
+    timeoutMs: 5000,
+  });
+  const channel = await remote.open('known');
+  const link = (await (await channel.link?.())?.accepted) as SandboxdPipe;
+  link.output.write('ping');
+  expect(await readSome(link, 4)).toBe('ping');
+  await closing.close();
+  await Promise.all([channel.closed, link.closed]);
 });

@@ -33,13 +33,13 @@ let made = 0;
 
 beforeAll(async () => {
   makeCa(dir);
-  makeCert(dir, dir, 'node', ['127.0.0.1']);
+  makeCert(dir, dir, 'one', ['127.0.0.1']);
   makeCert(dir, dir, 'control');
   server = await serveNode({
     host: '127.0.0.1',
     port: 0,
-    cert: pem('node.pem'),
-    key: pem('node.key'),
+    cert: pem('one.pem'),
+    key: pem('one.key'),
     ca: pem('ca.pem'),
     nodeFor: () => fake,
   });

@@ -229,6 +229,62 @@ describe('placement', () => {
     await expect(p.open('unknown')).rejects.toMatchObject({ code: 'NODE_UNREACHABLE', message: /Node a/ });
   });
 
+  it('names the node when a call’s session ends because the node went, and not when only the sandbox died', async () => {
+    const a = fake('a');
+    const b = fake('b');
+    a.agents.add('on-a');
+    b.agents.add('on-b');
+    const p = createPlacement([a, b], { capacityTtlMs: 0, probeMs: 60_000 });
+    await p.adopt();
+    await p.open('on-a');
+    await p.open('on-b');
+    const ended = new SandboxError('SANDBOX_UNAVAILABLE', 'The sandboxd connection was closed.');
+    // b answers its probe: the sandbox died on a live node, the error stands.
+    expect(await p.lost?.('on-b', ended)).toBe(ended);
+    // a went with the session: the call reads as the calls after it will.
+    a.down = true;
+    expect(await p.lost?.('on-a', ended)).toMatchObject({
+      code: 'NODE_UNREACHABLE',
+      message: /Node a/,
+      data: { node: 'a' },
+      cause: ended,
+    });
+    await expect(p.open('on-a')).rejects.toMatchObject({ code: 'NODE_UNREACHABLE' });
+    // Another failure of a call is the call's own, whatever the node's state.
+    const timeout = new SandboxError('TOOL_TIMEOUT', 'too long');
+    expect(await p.lost?.('on-a', timeout)).toBe(timeout);
+    await p.close();
+  });
+
+  it('does not let a probe that began before a call failed answer for it', async () => {
+    const a = fake('a');
+    a.agents.add('on-a');
+    const p = createPlacement([a], { capacityTtlMs: 0, probeMs: 60_000 });
+    await p.adopt();
+    await p.open('on-a');
+    const ended = new SandboxError('SANDBOX_UNAVAILABLE', 'session ended');
+    // A probe under way, whose answer comes from before the node went.
+    let answer = (): void => {};
+    const direct = a.capacity.bind(a);
+    a.capacity = async () => {
+      const c = await direct();
+      await new Promise<void>((resolve) => {
+        answer = resolve;
+      });
+      return c;
+    };
+    const asked = a.capacityAsked;
+    const first = p.lost?.('on-a', ended);
+    await until(() => a.capacityAsked > asked, { what: 'the first probe to ask' });
+    a.capacity = direct;
+    a.down = true;
+    const second = p.lost?.('on-a', ended);
+    answer();
+    expect(await first).toBe(ended);
+    expect(await second).toMatchObject({ code: 'NODE_UNREACHABLE', data: { node: 'a' } });
+    await p.close();
+  });
+
   it('does not wait on a node that never answers its capacity', async () => {
     const hung = fake('hung', { cpus: 64, memoryBytes: 256 * GIB });
     hung.capacity = () => new Promise<never>(() => {});

@@ -1,9 +1,12 @@
 // The node agent's server (`dsh-node`, docs/nodes.md): the node protocol (protocol.ts) over HTTPS
 // with mutual TLS, in front of one SandboxNode per control-plane instance (the embedded node over
 // this machine's engine). The two byte streams are spliced: the upgraded TLS socket to the
-// sandbox's attach stream or to its link socket; the node never reads them.
+// sandbox's attach stream or to its link socket; the node never reads them. close() ends every
+// channel and link at once (the node agent's SIGTERM), so it never waits on a control plane.
 // Invariants: a connection whose client certificate the cluster's CA did not sign is refused during
-// the TLS handshake, before any request is read; a channel is known by its id only while it is
+// the TLS handshake, before any request is read; one whose certificate is not a control plane's
+// (roles.ts: a node agent's, or one with no role) gets NODE_CERTIFICATE_REFUSED to every request
+// and upgrade, and the node is never asked; each refusal is reported (`onRefused`); a channel is known by its id only while it is
 // open, and a link is offered only on a channel this server opened; the TLS socket's end never ends
 // the sandbox's stdin (a control plane going away detaches, it does not close sandboxd's input).
 
@@ -12,6 +15,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import type { TLSSocket } from 'node:tls';
 import { SandboxError } from '../../../errors.ts';
 import { resolveLimits } from '../../docker/config.ts';
 import type { SandboxdChannel, SandboxdPipe, SandboxNode } from '../types.ts';
@@ -34,6 +38,7 @@ import {
   snapshotIdOf,
   stringsOf,
 } from './protocol.ts';
+import { controlPlaneRefusal } from './roles.ts';
 
 export interface NodeServerOptions {
   host: string;
@@ -45,6 +50,8 @@ export interface NodeServerOptions {
   /** The node for a control-plane instance (made on first use; the instance is checked there). */
   nodeFor: (instance: string) => SandboxNode<unknown>;
   onError?: (error: unknown) => void;
+  /** A connection refused: its certificate's role (NODE_CERTIFICATE_REFUSED) or its TLS handshake. */
+  onRefused?: (from: string, reason: string) => void;
 }
 
 export interface NodeServer {
@@ -59,7 +66,16 @@ const KEEP_ALIVE_MS = 65_000;
 export async function serveNode(options: NodeServerOptions): Promise<NodeServer> {
   const onError = options.onError ?? (() => {});
   const channels = new Map<string, SandboxdChannel>();
+  const onRefused = options.onRefused ?? (() => {});
+  // The role is checked once per connection, when its handshake is done (the CA's signature and
+  // the certificate's purpose were checked in it); a refused connection is answered, not served.
+  const refusals = new WeakMap<object, SandboxError>();
+  const checkRole = (req: IncomingMessage): void => {
+    const refusal = refusals.get(req.socket);
+    if (refusal !== undefined) throw refusal;
+  };
   const nodeOf = (req: IncomingMessage): SandboxNode<unknown> => {
+    checkRole(req);
     const instance = req.headers[HEADER_INSTANCE];
     if (typeof instance !== 'string' || !INSTANCE.test(instance))
       throw new SandboxError(
@@ -77,15 +93,34 @@ export async function serveNode(options: NodeServerOptions): Promise<NodeServer>
     keepAliveTimeout: KEEP_ALIVE_MS,
   });
   server.on('request', (req, res) => {
-    void answer(req, res, nodeOf).catch(onError);
+    void answer(req, res, checkRole, nodeOf).catch(onError);
   });
+  // Every upgraded socket (channels, links, upgrades under way): closing the server ends them, so
+  // the spliced pipes close with them and nothing holds close() open.
+  const streams = new Set<Socket>();
+  let closing = false;
   server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
+    if (closing) {
+      socket.destroy();
+      return;
+    }
+    streams.add(socket);
+    socket.once('close', () => streams.delete(socket));
     void upgrade(req, socket, head, nodeOf, channels).catch((e: unknown) => {
       refuse(socket, e);
       onError(e);
     });
   });
-  server.on('tlsClientError', () => {}); // a refused certificate: nothing to serve
+  server.on('secureConnection', (socket: TLSSocket) => {
+    const refusal = controlPlaneRefusal(socket.getPeerCertificate());
+    if (refusal === undefined) return;
+    refusals.set(socket, refusal);
+    onRefused(addressOf(socket), refusal.message);
+  });
+  // No certificate, another CA's, or one not made for a client: refused in the handshake.
+  server.on('tlsClientError', (e: Error, socket: TLSSocket) =>
+    onRefused(addressOf(socket), `in the TLS handshake: ${e.message.trim()}`),
+  );
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, options.host, () => {
@@ -98,21 +133,29 @@ export async function serveNode(options: NodeServerOptions): Promise<NodeServer>
     port: (server.address() as { port: number }).port,
     close: () =>
       new Promise<void>((resolve) => {
+        closing = true;
         for (const channel of channels.values()) channel.close();
         channels.clear();
+        for (const socket of streams) socket.destroy();
         server.close(() => resolve());
         server.closeAllConnections();
       }),
   };
 }
 
+// A socket reset during its handshake has forgotten its peer.
+const addressOf = (socket: Socket): string =>
+  socket.remoteAddress === undefined ? 'an unknown address' : `${socket.remoteAddress}:${socket.remotePort}`;
+
 /** One call: its body read (bounded), the method run, the answer or the error written. */
 async function answer(
   req: IncomingMessage,
   res: ServerResponse,
+  checkRole: (req: IncomingMessage) => void,
   nodeOf: (req: IncomingMessage) => SandboxNode<unknown>,
 ): Promise<void> {
   try {
+    checkRole(req); // before its body is read
     const method = req.url?.startsWith(PREFIX) ? req.url.slice(PREFIX.length) : '';
     if (req.method !== 'POST' || !(METHODS as readonly string[]).includes(method))
       throw new SandboxError('NOT_FOUND', `No such node call: ${req.method} ${req.url}`);
@@ -253,15 +296,19 @@ async function upgrade(
   nodeOf: (req: IncomingMessage) => SandboxNode<unknown>,
   channels: Map<string, SandboxdChannel>,
 ): Promise<void> {
+  const node = nodeOf(req); // the certificate's role first
   if (req.headers.upgrade !== PROTOCOL)
     throw new SandboxError('INVALID_ARGUMENTS', `Upgrade must be ${PROTOCOL}.`);
   const url = new URL(req.url ?? '/', 'https://node');
-  const node = nodeOf(req);
   socket.on('error', () => {});
   if (url.pathname === `${PREFIX}open`) {
     const channel = await node.open(agentIdOf(url.searchParams.get('agent') ?? undefined), {
       restart: url.searchParams.get('restart') === '1',
     });
+    if (socket.destroyed) {
+      channel.close(); // the control plane went, or the server closed, while it opened
+      return;
+    }
     const id = randomBytes(16).toString('hex');
     channels.set(id, channel);
     void channel.closed.then(() => channels.delete(id));

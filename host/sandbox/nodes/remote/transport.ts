@@ -1,20 +1,26 @@
 // The node protocol's transport on the control plane's side (protocol.ts): one JSON call, and one
 // upgraded stream, to a node at an https URL with this control plane's client certificate; the
-// node's certificate must be signed by the cluster's CA and name the URL's host.
-// Invariants: a node that cannot be reached, or does not answer within the deadline, fails the
-// call with NODE_UNREACHABLE naming the node (`data.node`); an error the node answers keeps its code; an
-// answer that is not the protocol's is SANDBOX_UNAVAILABLE too.
+// node's certificate must be signed by the cluster's CA, name the URL's host, and carry the role of
+// the node dialled (roles.ts), so no other node's certificate stands in for it.
+// Invariants: a node whose certificate is not the node's fails the call with
+// NODE_CERTIFICATE_REFUSED naming the node, before a byte of the call is sent; a node that cannot
+// be reached, or does not answer within the deadline, fails the call with NODE_UNREACHABLE naming
+// the node (`data.node`); an error the node answers keeps its code; an answer that is not the
+// protocol's is SANDBOX_UNAVAILABLE too.
 // Connections: calls go over kept-alive TLS connections (one agent per node), and every new
 // connection, an upgrade's included, resumes a cached TLS session, so the health probe every 2 s
-// and an agent's ensure/open/link do not each pay a full handshake (bench/nodes.ts). The client
-// lets an idle connection go (IDLE_MS) before the node does (server.ts KEEP_ALIVE_MS); a call that
-// still meets a reused connection closed under it is sent once more on a new one.
+// and an agent's ensure/open/link do not each pay a full handshake (bench/nodes.ts). A resumed
+// session skips the certificate checks, which is sound: only the server that was checked in full
+// holds the session it resumes. The client lets an idle connection go (IDLE_MS) before the node
+// does (server.ts KEEP_ALIVE_MS); a call that still meets a reused connection closed under it is
+// sent once more on a new one.
 
 import type { IncomingMessage } from 'node:http';
 import { Agent, request } from 'node:https';
-import type { TLSSocket } from 'node:tls';
+import { checkServerIdentity, type PeerCertificate, type TLSSocket } from 'node:tls';
 import { isErrorCode, SandboxError } from '../../../errors.ts';
 import { HEADER_INSTANCE, type Method, PREFIX, PROTOCOL } from './protocol.ts';
+import { nodeRefusal } from './roles.ts';
 
 export interface TransportOptions {
   /** The node's name (DSH_NODES `<name>=<url>`). */
@@ -58,6 +64,10 @@ export function createTransport(options: TransportOptions): Transport {
     ca: options.ca,
     cert: options.cert,
     key: options.key,
+    // Called once the CA's signature was checked, before a request is sent. Given to the agent,
+    // not to each request: a request's own checkServerIdentity keeps its socket out of the pool.
+    checkServerIdentity: (host: string, cert: PeerCertificate): Error | undefined =>
+      checkServerIdentity(host, cert) ?? nodeRefusal(options.name, cert),
   });
   const target = (path: string, method: string, ms: number, headers: Record<string, string>) => ({
     host: base.hostname,
@@ -69,6 +79,7 @@ export function createTransport(options: TransportOptions): Transport {
     cert: options.cert,
     key: options.key,
     agent,
+    // Called once the CA's signature was checked, before the request is sent.
     headers: { [HEADER_INSTANCE]: options.instance, ...headers },
   });
   const errorOf = (text: string): SandboxError => {

@@ -1,0 +1,56 @@
+// Certificate roles on the node protocol (docs/nodes.md, "Certificates"): the cluster's CA signs
+// certificates for two roles, named by a URI in the subject alternative names: a control plane's
+// (`urn:dsh:control-plane`) and a node agent's (`urn:dsh:node:<name>`, the node's name in
+// DSH_NODES). The CA's signature says a certificate is the cluster's; the role says what it may do.
+// Invariants: a node agent serves only a peer whose certificate names the control-plane role; a
+// control plane speaks to a node only when the node's certificate names that very node (so one
+// node's certificate cannot stand in for another's, even at the same host); a certificate with
+// no role, or with more than one, is refused; a refusal is NODE_CERTIFICATE_REFUSED.
+
+import type { PeerCertificate } from 'node:tls';
+import { SandboxError } from '../../../errors.ts';
+
+export const CONTROL_PLANE_ROLE = 'urn:dsh:control-plane';
+const NODE_ROLE_PREFIX = 'urn:dsh:node:';
+const ROLE_PREFIX = 'urn:dsh:';
+
+/** The role URI of node `name`'s certificate. */
+export const nodeRole = (name: string): string => `${NODE_ROLE_PREFIX}${name}`;
+
+/** The dsh role URIs a certificate names (its `URI:urn:dsh:…` alternative names). */
+export const rolesOf = (cert: Pick<PeerCertificate, 'subjectaltname'> | undefined): string[] =>
+  (cert?.subjectaltname ?? '')
+    .split(', ')
+    .flatMap((entry) => (entry.startsWith(`URI:${ROLE_PREFIX}`) ? [entry.slice(4)] : []));
+
+/** What names the certificate for a refusal's message: its subject's CN and its roles. */
+export const describeCert = (
+  cert: Partial<Pick<PeerCertificate, 'subject' | 'subjectaltname'>> | undefined,
+): string => {
+  const cn = cert?.subject?.CN;
+  const roles = rolesOf(cert as PeerCertificate | undefined);
+  return `CN=${typeof cn === 'string' ? cn : '?'}, role ${roles.length === 0 ? 'none' : roles.join(' and ')}`;
+};
+
+const refused = (message: string, data: Record<string, unknown>): SandboxError =>
+  new SandboxError('NODE_CERTIFICATE_REFUSED', message, { data });
+
+/** Undefined when `cert` is a control plane's, else the refusal (a node agent's check of its client). */
+export function controlPlaneRefusal(cert: PeerCertificate | undefined): SandboxError | undefined {
+  const roles = rolesOf(cert);
+  if (roles.length === 1 && roles[0] === CONTROL_PLANE_ROLE) return undefined;
+  return refused(
+    `Only a control plane's certificate (${CONTROL_PLANE_ROLE}) may call a node; this one is ${describeCert(cert)}.`,
+    { roles },
+  );
+}
+
+/** Undefined when `cert` is node `name`'s, else the refusal (the control plane's check of the node it dialled). */
+export function nodeRefusal(name: string, cert: PeerCertificate | undefined): SandboxError | undefined {
+  const roles = rolesOf(cert);
+  if (roles.length === 1 && roles[0] === nodeRole(name)) return undefined;
+  return refused(
+    `Node ${name} presented a certificate that is not node ${name}'s (${nodeRole(name)}): ${describeCert(cert)}.`,
+    { node: name, roles },
+  );
+}
