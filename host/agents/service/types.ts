@@ -105,9 +105,10 @@ export interface AgentServiceOptions {
   /**
    * Before a child or teammate with a workspace of its own (`childWorkspace: "isolated"`) is made:
    * refuses it (LIMIT_EXCEEDED) where its workspace (`diskMb`, undefined: the default) would take
-   * its tenant past its disk quota (host/api/quotas.ts). Default: none.
+   * its tenant past its disk quota (host/api/quotas.ts), else runs `make` (the child's store
+   * write), the check and the write in one turn of the tenant's creates. Default: none.
    */
-  admitWorkspace?: (tenantId: string, diskMb: number | undefined) => Promise<void>;
+  admitWorkspace?: <T>(tenantId: string, diskMb: number | undefined, make: () => Promise<T>) => Promise<T>;
 }
 
 export interface AgentService {
