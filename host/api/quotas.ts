@@ -6,8 +6,8 @@
 // `diskMb` the same way (childWorkspaceQuota). Invariant: in one process the count and the create
 // of one tenant's agents run one at a time, the API's and children's in one queue per store
 // (tenantTurn), so concurrent creates cannot pass a quota together; several replicas each hold it
-// against what they count (a tenant creating on two at once may pass it by one agent per replica,
-// like the other per-tenant limits).
+// against the database's count but admits only its own creates in turn, so a tenant creating on N
+// at once may hold up to N - 1 agents (or workspaces) past a quota (docs/security.md, "Replicas").
 import type { MiddlewareHandler } from 'hono';
 import type { AgentService } from '../agents/service.ts';
 import type { Agent } from '../agents/types.ts';

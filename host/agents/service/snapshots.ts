@@ -7,7 +7,8 @@
 // child working in its parent's workspace has none of its own (AGENT_SHARES_WORKSPACE); a paused
 // agent is snapshotted where it is and stays paused; a tenant's snapshots are taken one at a time
 // in this process, so two cannot pass its byte quota together (`maxBytes`: checked before the copy
-// and again with its size, a copy past it deleted); a row is written only once its file is whole,
+// and again with its size, a copy past it deleted; N replicas taking a tenant's snapshots at once
+// may pass it by up to N - 1 snapshots, docs/security.md "Replicas"); a row is written only once its file is whole,
 // and a snapshot's row goes before its file.
 import { nanoid } from 'nanoid';
 import { SandboxError } from '../../errors.ts';
