@@ -134,6 +134,7 @@ export function pausesFor(state: AgentServiceState): Pauses {
     batches: state.batches,
     settings: state.settings,
     ...(options.now ? { now: options.now } : {}),
+    ...(options.freeze === undefined ? {} : { freeze: options.freeze }),
   });
   pauses.pauseWhenIdle();
   return pauses;

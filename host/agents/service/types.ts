@@ -28,6 +28,7 @@ import type {
   ToolRuntime,
   ToolSurface,
 } from '../types.ts';
+import type { FreezeBoundOptions } from './freeze-bound.ts';
 import type { McpServerService } from './mcp.ts';
 import type { PauseView } from './pause.ts';
 import type { AgentSnapshots } from './snapshots.ts';
@@ -109,6 +110,12 @@ export interface AgentServiceOptions {
    * write), the check and the write in one turn of the tenant's creates. Default: none.
    */
   admitWorkspace?: <T>(tenantId: string, diskMb: number | undefined, make: () => Promise<T>) => Promise<T>;
+  /**
+   * The operator's bound on a frozen pause (DSH_FREEZE_MAX_SECONDS, in ms; 0: none): an agent
+   * frozen longer is stopped (service/freeze-bound.ts); with replicas `mayStop` says which agents
+   * this one runs. Default: none.
+   */
+  freeze?: Pick<FreezeBoundOptions, 'maxMs' | 'mayStop' | 'onError'>;
 }
 
 export interface AgentService {

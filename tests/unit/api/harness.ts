@@ -30,7 +30,14 @@ export const makeApi = async (
     store?: Partial<OpenStoreOptions>;
     agents?: Pick<
       AgentServiceOptions,
-      'reapRetryMs' | 'questionTtlMs' | 'mcpLimitsOf' | 'children' | 'runtimes' | 'checkpoints'
+      | 'reapRetryMs'
+      | 'questionTtlMs'
+      | 'mcpLimitsOf'
+      | 'children'
+      | 'runtimes'
+      | 'checkpoints'
+      | 'freeze'
+      | 'now'
     >;
     /** Options of the tenant deletion (DELETE /v1/tenants/:id) over the harness's. */
     deletion?: Partial<TenantDeletionOptions>;
