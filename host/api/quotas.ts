@@ -5,9 +5,9 @@
 // "agents" or "diskMb", max), with nothing made; a child with a workspace of its own is held to
 // `diskMb` the same way (childWorkspaceQuota). Invariant: in one process the count and the create
 // of one tenant's agents run one at a time, the API's and children's in one queue per store
-// (tenantTurn), so concurrent creates cannot pass a quota together; several replicas each hold it
-// against the database's count but admits only its own creates in turn, so a tenant creating on N
-// at once may hold up to N - 1 agents (or workspaces) past a quota (docs/security.md, "Replicas").
+// (tenantTurn), so concurrent creates cannot pass a quota together; on PostgreSQL each turn is
+// also the tenant's turn across the replicas (a per-tenant advisory lock, TenantStore.quotaTurn),
+// so replicas cannot either.
 import type { MiddlewareHandler } from 'hono';
 import type { AgentService } from '../agents/service.ts';
 import type { Agent } from '../agents/types.ts';
@@ -99,14 +99,19 @@ const turnsByStore = new WeakMap<object, Map<string, Promise<unknown>>>();
 
 /**
  * Runs `work` (a quota's check and the create it admits) after every create of the tenant admitted
- * before it on this store, the API's and children's alike: a check then counts every agent made
- * before it. Its rejection is the caller's; the queue goes on.
+ * before it on this store, the API's and children's alike, and on PostgreSQL in the tenant's turn
+ * across replicas too (TenantStore.quotaTurn): a check then counts every agent made before it.
+ * Its rejection is the caller's; the queue goes on.
  */
-export function tenantTurn<T>(store: object, tenantId: string, work: () => Promise<T>): Promise<T> {
-  const turns = turnsByStore.get(store) ?? new Map<string, Promise<unknown>>();
-  turnsByStore.set(store, turns);
+export function tenantTurn<T>(
+  tenants: Pick<TenantStore, 'quotaTurn'>,
+  tenantId: string,
+  work: () => Promise<T>,
+): Promise<T> {
+  const turns = turnsByStore.get(tenants) ?? new Map<string, Promise<unknown>>();
+  turnsByStore.set(tenants, turns);
   const before = turns.get(tenantId) ?? Promise.resolve();
-  const mine = before.then(work);
+  const mine = before.then(() => tenants.quotaTurn?.('agents', tenantId, work) ?? work());
   const settled = mine.catch(() => undefined);
   turns.set(tenantId, settled);
   void settled.then(() => {
@@ -130,7 +135,7 @@ export type AdmitWorkspace = <T>(
  */
 export const childWorkspaceQuota =
   (
-    tenants: Pick<TenantStore, 'getTenant'>,
+    tenants: Pick<TenantStore, 'getTenant' | 'quotaTurn'>,
     agents: () => Pick<AgentService, 'list'>,
     workspaceMb: number,
   ): AdmitWorkspace =>
@@ -145,7 +150,7 @@ export const childWorkspaceQuota =
   };
 
 export const agentQuota = (
-  tenants: Pick<TenantStore, 'getTenant'>,
+  tenants: Pick<TenantStore, 'getTenant' | 'quotaTurn'>,
   agents: Pick<AgentService, 'list' | 'snapshots'>,
   workspaceMb: number,
 ): MiddlewareHandler<ApiEnv> => {

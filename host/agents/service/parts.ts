@@ -17,6 +17,7 @@ import { createDeletion, type Deletion } from './deletion.ts';
 import { createLiveAgents, type LiveAgents } from './live.ts';
 import { createPauses, type Pauses } from './pause.ts';
 import { remoteDefiner } from './remote.ts';
+import { type AgentSnapshots, createAgentSnapshots } from './snapshots.ts';
 import { type AgentServiceState, removeAgent } from './state.ts';
 
 export function liveAgentsFor(state: AgentServiceState, runtime: ToolRuntime): LiveAgents {
@@ -156,4 +157,17 @@ export function checkpointsOf(state: AgentServiceState, agent: Agent): AgentChec
     workspace,
     () => state.batches.activity(agent.id).batches,
   );
+}
+
+/** The agents' workspace snapshots; on PostgreSQL a tenant's are taken in its turn across replicas (its quota's count). */
+export function snapshotsFor(state: AgentServiceState): AgentSnapshots {
+  const { store, provider, lookup, sandboxes } = state;
+  return createAgentSnapshots({
+    store: store.snapshots,
+    agents: store.agents,
+    provider,
+    lookup,
+    sandboxes,
+    ...(store.tenants?.quotaTurn === undefined ? {} : { quotaTurn: store.tenants.quotaTurn }),
+  });
 }

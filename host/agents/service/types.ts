@@ -37,7 +37,9 @@ import type { AgentUsage } from './usage.ts';
 export interface AgentServiceOptions {
   /** Without `sessionState`, todos, goals and plan mode live in memory only (unit tests). */
   store: Pick<Store, 'agents' | 'events' | 'requests'> &
-    Partial<Pick<Store, 'plugins' | 'sessionState' | 'teams' | 'wake' | 'tenantSettings' | 'snapshots'>>;
+    Partial<
+      Pick<Store, 'plugins' | 'sessionState' | 'teams' | 'wake' | 'tenantSettings' | 'snapshots' | 'tenants'>
+    >;
   /**
    * Runs creator plugins (the cordis_* tools' plugin host) with these runtime options; needs
    * `store.plugins`. Default: none, so no agent gets plugins.
