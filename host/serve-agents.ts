@@ -131,6 +131,12 @@ export function startAgents(
     runtimes: gvisorAccess(config.gvisorTenants),
     // A child with a workspace of its own is held to its tenant's disk quota, as POST /v1/agents is.
     admitWorkspace: childWorkspaceQuota(store.tenants, () => assembled.agents, config.workspaceMb),
+    // A freeze holds the agent's memory: past the operator's bound it is stopped (by its family's owner).
+    freeze: {
+      maxMs: config.freezeMaxSeconds * 1000,
+      ...(ownership === undefined ? {} : { mayStop: (tenantId, id) => ownership.claim(tenantId, id) }),
+      onError: (e) => log(`could not stop a frozen agent past DSH_FREEZE_MAX_SECONDS: ${String(e)}`),
+    },
     // With replicas, a deleted top-level agent's family lets go of its lease (no renewal forever).
     ...(ownership === undefined ? {} : { onRemoved: (tenantId, id) => ownership.deleted(tenantId, id) }),
     // Each tenant's plugins on worker processes of its own, within its caps and the host's.

@@ -1048,6 +1048,15 @@ export const SETTINGS = {
     help: 'how often the log retention pass runs',
     doc: "how often the background log retention pass runs (seconds; also once a minute after start): each pass removes what every tenant's retention lets go, in bounded slices, and gives the space back",
   }),
+  freezeMaxSeconds: int({
+    env: 'DSH_FREEZE_MAX_SECONDS',
+    section: 'tenants and agents',
+    default: 4 * 3600,
+    min: 0,
+    max: 30 * 86_400,
+    help: 'longest an agent stays frozen (a freeze pause) before it is stopped instead (0: no bound)',
+    doc: 'longest an agent stays paused with `mode: "freeze"` (its processes and their memory kept on its node) before it is stopped instead (seconds): its pause becomes a `stop` one since the same moment, its processes, background jobs, terminals and `/tmp` lost, its workspace kept (docs/api.md, "Pause and resume"). Checked every quarter of it (at most every minute). 0: no bound, a freeze holds its memory until resumed or deleted',
+  }),
 } as const;
 
 /** The service's configuration: one value per setting of the table. */

@@ -94,6 +94,8 @@ export interface AssembleOptions {
   runtimes?: AgentServiceOptions['runtimes'];
   /** A child with a workspace of its own, held to its tenant's disk quota. Default: none. */
   admitWorkspace?: AgentServiceOptions['admitWorkspace'];
+  /** The operator's bound on a frozen pause. Default: none. */
+  freeze?: AgentServiceOptions['freeze'];
   /**
    * Where the agents' checkpoints are kept (a folder per agent); `serve` passes
    * `<dataDir>/checkpoints`. Default: none, nothing tracked and no rollback.
@@ -218,6 +220,7 @@ export const assembleAgents = (options: AssembleOptions): Assembled => {
     ...(options.onRemoved === undefined ? {} : { onRemoved: options.onRemoved }),
     ...(options.runtimes === undefined ? {} : { runtimes: options.runtimes }),
     ...(options.admitWorkspace === undefined ? {} : { admitWorkspace: options.admitWorkspace }),
+    ...(options.freeze === undefined ? {} : { freeze: options.freeze }),
   });
   settingsOf = () => agents.settings;
   scheduler?.start();

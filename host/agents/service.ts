@@ -32,12 +32,12 @@ import {
   liveAgentsFor,
   pausesFor,
   pluginHostFor,
+  snapshotsFor,
   teamServiceFor,
 } from './service/parts.ts';
 import { createAgentLookup, createDeletionMarks, toAgent } from './service/records.ts';
 import { createRemoteRegistration } from './service/remote.ts';
 import { createSandboxBinding } from './service/sandbox.ts';
-import { createAgentSnapshots } from './service/snapshots.ts';
 import { type AgentServiceState, appendMessages, closeService, removeAgent } from './service/state.ts';
 import type { AgentService, AgentServiceOptions } from './service/types.ts';
 import { createAgentUsage } from './service/usage.ts';
@@ -114,13 +114,7 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
   state.deletion = deletionFor(state);
   state.settings = createTenantSettings(store.tenantSettings);
   state.pauses = pausesFor(state);
-  const snapshots = createAgentSnapshots({
-    store: store.snapshots,
-    agents: store.agents,
-    provider,
-    lookup,
-    sandboxes,
-  });
+  const snapshots = snapshotsFor(state);
   state.create = createAgentCreation({
     agents: store.agents,
     live: state.live,

@@ -2,10 +2,12 @@
 // host/store/tenants-port.ts): POST /v1/agents past the tenant's `agents` quota, or with a
 // workspace that would take its workspaces past its `diskMb` quota (one made `fromSnapshot` counts
 // the snapshot's size, which it gets whatever the default), answers LIMIT_EXCEEDED (data: limit
-// "agents" or "diskMb", max), with nothing made. Invariant: in one process the count and the
-// create of one tenant's agents run one at a time, so concurrent creates cannot pass a quota
-// together; several replicas each hold it against what they count (a tenant creating on two at
-// once may pass it by one agent per replica, like the other per-tenant limits).
+// "agents" or "diskMb", max), with nothing made; a child with a workspace of its own is held to
+// `diskMb` the same way (childWorkspaceQuota). Invariant: in one process the count and the create
+// of one tenant's agents run one at a time, the API's and children's in one queue per store
+// (tenantTurn), so concurrent creates cannot pass a quota together; on PostgreSQL each turn is
+// also the tenant's turn across the replicas (a per-tenant advisory lock, TenantStore.quotaTurn),
+// so replicas cannot either.
 import type { MiddlewareHandler } from 'hono';
 import type { AgentService } from '../agents/service.ts';
 import type { Agent } from '../agents/types.ts';
@@ -92,32 +94,66 @@ function check(quotas: TenantQuotas, used: QuotaUsage, asked: number): void {
     );
 }
 
+/** Per store (keyed by its tenant port, which both admissions are given), per tenant: the end of the last create admitted. */
+const turnsByStore = new WeakMap<object, Map<string, Promise<unknown>>>();
+
+/**
+ * Runs `work` (a quota's check and the create it admits) after every create of the tenant admitted
+ * before it on this store, the API's and children's alike, and on PostgreSQL in the tenant's turn
+ * across replicas too (TenantStore.quotaTurn): a check then counts every agent made before it.
+ * Its rejection is the caller's; the queue goes on.
+ */
+export function tenantTurn<T>(
+  tenants: Pick<TenantStore, 'quotaTurn'>,
+  tenantId: string,
+  work: () => Promise<T>,
+): Promise<T> {
+  const turns = turnsByStore.get(tenants) ?? new Map<string, Promise<unknown>>();
+  turnsByStore.set(tenants, turns);
+  const before = turns.get(tenantId) ?? Promise.resolve();
+  const mine = before.then(() => tenants.quotaTurn?.('agents', tenantId, work) ?? work());
+  const settled = mine.catch(() => undefined);
+  turns.set(tenantId, settled);
+  void settled.then(() => {
+    if (turns.get(tenantId) === settled) turns.delete(tenantId);
+  });
+  return mine;
+}
+
+/** AgentServiceOptions.admitWorkspace: checks a child's workspace, then runs `make` (its create) in the same turn. */
+export type AdmitWorkspace = <T>(
+  tenantId: string,
+  diskMb: number | undefined,
+  make: () => Promise<T>,
+) => Promise<T>;
+
 /**
  * The check of a child with a workspace of its own (AgentServiceOptions.admitWorkspace): its
- * `diskMb` (undefined: the default) against its tenant's disk quota, like a create through the API.
- * Children are made inside calls, so they do not take the API's turns: two made at once may pass
- * the quota by one workspace, as on two replicas.
+ * `diskMb` (undefined: the default) against its tenant's disk quota, like a create through the API,
+ * and in the same per-tenant turns: children made at once (a batch of forks, teammates) and API
+ * creates each count those made before them.
  */
 export const childWorkspaceQuota =
   (
-    tenants: Pick<TenantStore, 'getTenant'>,
+    tenants: Pick<TenantStore, 'getTenant' | 'quotaTurn'>,
     agents: () => Pick<AgentService, 'list'>,
     workspaceMb: number,
-  ): ((tenantId: string, diskMb: number | undefined) => Promise<void>) =>
-  async (tenantId, diskMb) => {
+  ): AdmitWorkspace =>
+  async (tenantId, diskMb, make) => {
     const quotas = (await tenants.getTenant(tenantId))?.quotas;
-    if (quotas?.diskMb === undefined) return;
-    const used = await quotaUsage(agents(), tenantId, workspaceMb);
-    check({ diskMb: quotas.diskMb }, used, diskMb ?? workspaceMb);
+    if (quotas?.diskMb === undefined) return make();
+    const max = quotas.diskMb;
+    return tenantTurn(tenants, tenantId, async () => {
+      check({ diskMb: max }, await quotaUsage(agents(), tenantId, workspaceMb), diskMb ?? workspaceMb);
+      return make();
+    });
   };
 
 export const agentQuota = (
-  tenants: Pick<TenantStore, 'getTenant'>,
+  tenants: Pick<TenantStore, 'getTenant' | 'quotaTurn'>,
   agents: Pick<AgentService, 'list' | 'snapshots'>,
   workspaceMb: number,
 ): MiddlewareHandler<ApiEnv> => {
-  /** Per tenant: the end of the last create admitted here. */
-  const turns = new Map<string, Promise<unknown>>();
   const snapshotMb = snapshotMbOf(agents);
   return async function agentQuota(c, next) {
     if (c.req.method !== 'POST' || c.req.path !== '/v1/agents') return next();
@@ -128,16 +164,9 @@ export const agentQuota = (
       quotas.diskMb === undefined
         ? 0
         : await askedDiskMb(c.req.raw, workspaceMb, (id) => snapshotMb(tenantId, id));
-    const before = turns.get(tenantId) ?? Promise.resolve();
-    const mine = before.then(async () => {
+    await tenantTurn(tenants, tenantId, async () => {
       check(quotas, await quotaUsage(agents, tenantId, workspaceMb), asked);
       await next();
     });
-    const settled = mine.catch(() => undefined);
-    turns.set(tenantId, settled);
-    void settled.then(() => {
-      if (turns.get(tenantId) === settled) turns.delete(tenantId);
-    });
-    await mine;
   };
 };

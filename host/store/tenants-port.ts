@@ -120,7 +120,16 @@ export interface TenantStore {
    * quotas, not all tenants (an index holds only those rows).
    */
   listQuotas(): Promise<TenantQuotaRow[]>;
+  /**
+   * Runs `work` (a quota's check and what it admits) in the tenant's turn of `scope` across every
+   * process on the database, so replicas cannot pass a quota together. PostgreSQL only
+   * (pg/quota-turns.ts): the embedded libsql store serves one process, whose own turns suffice.
+   */
+  quotaTurn?<T>(scope: QuotaScope, tenantId: string, work: () => Promise<T>): Promise<T>;
 }
+
+/** What a quota turn admits: agents and their workspaces (`agents`, `diskMb`), or snapshots. */
+export type QuotaScope = 'agents' | 'snapshots';
 
 /** An active tenant's quotas as listQuotas() answers them. */
 export interface TenantQuotaRow {

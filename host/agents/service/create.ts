@@ -16,6 +16,7 @@ import type { LiveAgents } from './live.ts';
 import { deletedError, remoteToolsOf, toAgent } from './records.ts';
 import { latestByName } from './remote.ts';
 import type { AgentSnapshots } from './snapshots.ts';
+import type { AgentServiceOptions } from './types.ts';
 
 export interface CreationOptions {
   agents: AgentStore;
@@ -32,7 +33,7 @@ export interface CreationOptions {
   /** The tenant's snapshots an agent may start from (`fromSnapshot`). */
   snapshots?: Pick<AgentSnapshots, 'source'>;
   /** A child with a workspace of its own, held to its tenant's disk quota (AgentServiceOptions). */
-  admitWorkspace?: (tenantId: string, diskMb: number | undefined) => Promise<void>;
+  admitWorkspace?: AgentServiceOptions['admitWorkspace'];
 }
 
 const MIB = 1024 * 1024;
@@ -98,19 +99,22 @@ export function createAgentCreation(
     const preset = request.preset ?? DEFAULT_PRESET;
     const { preset: _p, mode: _m, ...config } = request;
     checkLimits(sandboxLimits(request.sandbox), options.maxima);
-    // A top-level agent's workspace is admitted by the API's quota (POST /v1/agents); a child's here.
-    if (links !== undefined && request.isolatedWorkspace === true)
-      await options.admitWorkspace?.(tenantId, request.sandbox?.diskMb);
     await checkRuntime(request.sandbox?.runtime, tenantId, options.runtimes ?? defaultOnly, options.provider);
-    const agent = toAgent(
-      await agents.create({
+    const store = () =>
+      agents.create({
         tenantId,
         preset,
         mode: request.mode ?? defaultModeOf(preset),
         config: config as JsonValue,
         remoteTools: latestByName(request.remoteTools ?? []) as unknown as JsonValue[],
         ...(links === undefined ? {} : { links }),
-      }),
+      });
+    // A top-level agent's workspace is admitted by the API's quota (POST /v1/agents); a child's
+    // here, its check and its row in one turn of its tenant's creates (so none made at once passes it).
+    const admit =
+      links !== undefined && request.isolatedWorkspace === true ? options.admitWorkspace : undefined;
+    const agent = toAgent(
+      await (admit === undefined ? store() : admit(tenantId, request.sandbox?.diskMb, store)),
     );
     try {
       await (await live.of(agent)).tools.describe();

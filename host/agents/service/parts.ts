@@ -17,6 +17,7 @@ import { createDeletion, type Deletion } from './deletion.ts';
 import { createLiveAgents, type LiveAgents } from './live.ts';
 import { createPauses, type Pauses } from './pause.ts';
 import { remoteDefiner } from './remote.ts';
+import { type AgentSnapshots, createAgentSnapshots } from './snapshots.ts';
 import { type AgentServiceState, removeAgent } from './state.ts';
 
 export function liveAgentsFor(state: AgentServiceState, runtime: ToolRuntime): LiveAgents {
@@ -134,6 +135,7 @@ export function pausesFor(state: AgentServiceState): Pauses {
     batches: state.batches,
     settings: state.settings,
     ...(options.now ? { now: options.now } : {}),
+    ...(options.freeze === undefined ? {} : { freeze: options.freeze }),
   });
   pauses.pauseWhenIdle();
   return pauses;
@@ -155,4 +157,17 @@ export function checkpointsOf(state: AgentServiceState, agent: Agent): AgentChec
     workspace,
     () => state.batches.activity(agent.id).batches,
   );
+}
+
+/** The agents' workspace snapshots; on PostgreSQL a tenant's are taken in its turn across replicas (its quota's count). */
+export function snapshotsFor(state: AgentServiceState): AgentSnapshots {
+  const { store, provider, lookup, sandboxes } = state;
+  return createAgentSnapshots({
+    store: store.snapshots,
+    agents: store.agents,
+    provider,
+    lookup,
+    sandboxes,
+    ...(store.tenants?.quotaTurn === undefined ? {} : { quotaTurn: store.tenants.quotaTurn }),
+  });
 }

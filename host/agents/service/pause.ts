@@ -11,13 +11,15 @@
 // that owns its workspace pauses (a child sharing its parent's answers AGENT_SHARES_WORKSPACE).
 // What this process knows of each agent's pause is remembered (`known`), read from the store
 // the first time; with replicas only the family's owner pauses and resumes it, and a family
-// released to another replica is forgotten here (forget()).
+// released to another replica is forgotten here (forget()). A freeze lasts at most the operator's
+// bound (`freeze.maxMs`, ./freeze-bound.ts): then the agent is stopped, its pause a `stop` one.
 import { SandboxError } from '../../errors.ts';
 import type { PauseMode, SandboxProvider } from '../../sandbox/types.ts';
-import type { AgentPause, AgentStore } from '../../store/index.ts';
+import type { AgentPause, AgentRecord, AgentStore } from '../../store/index.ts';
 import type { TenantSettingsReader } from '../tenant-settings.ts';
 import type { Agent } from '../types.ts';
 import type { Batches } from './batches.ts';
+import { type FreezeBoundOptions, startFreezeBound } from './freeze-bound.ts';
 import { deletedError, toAgent } from './records.ts';
 import { ownsNone, type SandboxBinding } from './sandbox.ts';
 
@@ -63,6 +65,8 @@ export interface Pauses {
   forget(agentIds: readonly string[]): void;
   /** The provider's idle sweep, told how long each tenant's agents may stay idle and how to pause one. */
   pauseWhenIdle(): void;
+  /** Stops the sweep of the freeze bound. */
+  close(): void;
 }
 
 export interface PausesOptions {
@@ -72,6 +76,8 @@ export interface PausesOptions {
   batches: Batches;
   settings: TenantSettingsReader;
   now?: () => number;
+  /** The operator's bound on a freeze (ms; 0 or absent: none) and, with replicas, which agents this one may stop. */
+  freeze?: Pick<FreezeBoundOptions, 'maxMs' | 'mayStop' | 'onError'>;
 }
 
 /** The most agents whose pause is remembered at once (the oldest is forgotten first, then read again). */
@@ -97,6 +103,23 @@ const pausedError = (agent: Agent, pause: AgentPause): SandboxError =>
     `Agent ${agent.id} is paused (since ${new Date(pause.at).toISOString()}); POST /v1/agents/${agent.id}/resume first (its tenant's settings do not let calls resume it).`,
     { data: { agentId: agent.id, pause } },
   );
+
+/** An agent frozen since `at` past the bound: stopped, its pause a stop since then (unless it changed meanwhile). */
+async function stopFrozen(
+  { agents, provider, sandboxes }: PausesOptions,
+  setPaused: (agent: Agent, pause: AgentPause) => Promise<void>,
+  record: AgentRecord,
+  at: number,
+): Promise<void> {
+  const agent = toAgent(record);
+  await sandboxes.hold(agent.id, async () => {
+    const now = await agents.get(agent.tenantId, agent.id);
+    if (now?.paused?.mode !== 'freeze' || now.paused.at !== at) return;
+    // The engine thaws a frozen container to stop it; a sandbox already gone stops nothing.
+    await provider.pause?.(agent.id, 'stop');
+    await setPaused(agent, { ...now.paused, mode: 'stop' });
+  });
+}
 
 export function createPauses(options: PausesOptions): Pauses {
   const { agents, provider, sandboxes, batches, settings } = options;
@@ -179,6 +202,10 @@ export function createPauses(options: PausesOptions): Pauses {
     if (owner !== undefined) await onUse(owner);
   }
 
+  // No bound (maxMs 0): nothing started.
+  const stop = (record: AgentRecord, at: number) => stopFrozen(options, setPaused, record, at);
+  const stopBound = startFreezeBound({ maxMs: 0, ...options.freeze, agents, now, stopFrozen: stop });
+
   async function pauseIdle(agentId: string): Promise<void> {
     const record = await agents.byId(agentId);
     if (record === undefined || record.paused !== undefined) return;
@@ -201,6 +228,7 @@ export function createPauses(options: PausesOptions): Pauses {
     forget: (agentIds) => {
       for (const id of agentIds) known.delete(id);
     },
+    close: stopBound,
     pauseWhenIdle() {
       provider.pauseWhenIdle?.({
         afterMs(tenantId) {

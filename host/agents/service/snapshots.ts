@@ -6,13 +6,14 @@
 // Invariants: another tenant's snapshot, or one of another tenant's agent, reads as NOT_FOUND; a
 // child working in its parent's workspace has none of its own (AGENT_SHARES_WORKSPACE); a paused
 // agent is snapshotted where it is and stays paused; a tenant's snapshots are taken one at a time
-// in this process, so two cannot pass its byte quota together (`maxBytes`: checked before the copy
-// and again with its size, a copy past it deleted); a row is written only once its file is whole,
+// in this process, and on PostgreSQL in the tenant's turn across replicas too (quotaTurn), so two
+// cannot pass its byte quota together (`maxBytes`: checked before the copy and again with its
+// size, a copy past it deleted); a row is written only once its file is whole,
 // and a snapshot's row goes before its file.
 import { nanoid } from 'nanoid';
 import { SandboxError } from '../../errors.ts';
 import type { SandboxProvider } from '../../sandbox/types.ts';
-import type { AgentStore } from '../../store/index.ts';
+import type { AgentStore, TenantStore } from '../../store/index.ts';
 import type { SnapshotRecord, SnapshotStore } from '../../store/snapshots.ts';
 import type { Agent } from '../types.ts';
 import type { AgentLookup } from './records.ts';
@@ -44,6 +45,8 @@ export interface SnapshotOptions {
   provider: SandboxProvider;
   lookup: AgentLookup;
   sandboxes: SandboxBinding;
+  /** On PostgreSQL: the tenant's turn of snapshots across replicas (TenantStore.quotaTurn). */
+  quotaTurn?: TenantStore['quotaTurn'];
 }
 
 const view = ({ tenantId: _t, ...rest }: SnapshotRecord): SnapshotView => rest;
@@ -112,8 +115,12 @@ export function createAgentSnapshots(options: SnapshotOptions): AgentSnapshots {
           `Agent ${agentId} works in its parent's workspace; snapshot the parent.`,
           { data: { agentId, parentId: agent.links?.parentId } },
         );
+      const now = () => takeNow(agent, takeOptions.maxBytes);
       const mine = (turns.get(tenantId) ?? Promise.resolve()).then(() =>
-        takeNow(agent, takeOptions.maxBytes),
+        // Without a quota nothing is counted: no turn across replicas to wait for.
+        takeOptions.maxBytes === undefined || options.quotaTurn === undefined
+          ? now()
+          : options.quotaTurn('snapshots', tenantId, now),
       );
       const settled = mine.catch(() => undefined);
       turns.set(tenantId, settled);

@@ -73,6 +73,7 @@ export async function closeService(state: AgentServiceState, graceMs = 10_000): 
   state.closing = true;
   state.deletion.stopRetrying();
   state.teams?.close();
+  state.pauses.close();
   await state.batches.drain(graceMs);
   await state.plugins?.close();
   state.live.retireAll();

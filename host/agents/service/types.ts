@@ -28,6 +28,7 @@ import type {
   ToolRuntime,
   ToolSurface,
 } from '../types.ts';
+import type { FreezeBoundOptions } from './freeze-bound.ts';
 import type { McpServerService } from './mcp.ts';
 import type { PauseView } from './pause.ts';
 import type { AgentSnapshots } from './snapshots.ts';
@@ -36,7 +37,9 @@ import type { AgentUsage } from './usage.ts';
 export interface AgentServiceOptions {
   /** Without `sessionState`, todos, goals and plan mode live in memory only (unit tests). */
   store: Pick<Store, 'agents' | 'events' | 'requests'> &
-    Partial<Pick<Store, 'plugins' | 'sessionState' | 'teams' | 'wake' | 'tenantSettings' | 'snapshots'>>;
+    Partial<
+      Pick<Store, 'plugins' | 'sessionState' | 'teams' | 'wake' | 'tenantSettings' | 'snapshots' | 'tenants'>
+    >;
   /**
    * Runs creator plugins (the cordis_* tools' plugin host) with these runtime options; needs
    * `store.plugins`. Default: none, so no agent gets plugins.
@@ -105,9 +108,16 @@ export interface AgentServiceOptions {
   /**
    * Before a child or teammate with a workspace of its own (`childWorkspace: "isolated"`) is made:
    * refuses it (LIMIT_EXCEEDED) where its workspace (`diskMb`, undefined: the default) would take
-   * its tenant past its disk quota (host/api/quotas.ts). Default: none.
+   * its tenant past its disk quota (host/api/quotas.ts), else runs `make` (the child's store
+   * write), the check and the write in one turn of the tenant's creates. Default: none.
    */
-  admitWorkspace?: (tenantId: string, diskMb: number | undefined) => Promise<void>;
+  admitWorkspace?: <T>(tenantId: string, diskMb: number | undefined, make: () => Promise<T>) => Promise<T>;
+  /**
+   * The operator's bound on a frozen pause (DSH_FREEZE_MAX_SECONDS, in ms; 0: none): an agent
+   * frozen longer is stopped (service/freeze-bound.ts); with replicas `mayStop` says which agents
+   * this one runs. Default: none.
+   */
+  freeze?: Pick<FreezeBoundOptions, 'maxMs' | 'mayStop' | 'onError'>;
 }
 
 export interface AgentService {

@@ -29,6 +29,7 @@ import { migratePg } from './migrate.ts';
 import { createPgNodeStore } from './nodes.ts';
 import { type PgWakeBus, startPgWakeBus } from './notify.ts';
 import { createPgPluginStore } from './plugins.ts';
+import { createPgQuotaTurn } from './quota-turns.ts';
 import { createPgRequestStore } from './requests.ts';
 import { createPgScheduleStore } from './schedules.ts';
 import { createPgSessionStateStore } from './session-state.ts';
@@ -91,7 +92,10 @@ export const openPgStore = async (options: OpenPgStoreOptions): Promise<Store> =
       instanceId,
       events,
       requests,
-      tenants: watchQuotas(createPgTenantStore(db, now, { wake }), events),
+      tenants: watchQuotas(
+        { ...createPgTenantStore(db, now, { wake }), quotaTurn: createPgQuotaTurn(db) },
+        events,
+      ),
       tenantPurge: createPgTenantPurgeStore(db),
       logRetention: createPgLogRetentionStore(db),
       agents: createPgAgentStore(db, now, sealer),

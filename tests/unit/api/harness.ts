@@ -4,9 +4,10 @@
 import { configOf } from '../../../host/agents/configs.ts';
 import { type AgentServiceOptions, createAgentService } from '../../../host/agents/index.ts';
 import { agentEgressRules, registerWebTools } from '../../../host/agents/web.ts';
-import { type ApiLimits, type AppDeps, createApp } from '../../../host/api/app.ts';
+import { type ApiLimits, type AppDeps, createApp, DEFAULT_LIMITS } from '../../../host/api/app.ts';
 import { createLifecycle } from '../../../host/api/lifecycle.ts';
 import { createMetrics, observeCalls } from '../../../host/api/metrics.ts';
+import { childWorkspaceQuota } from '../../../host/api/quotas.ts';
 import { createEgress, type EgressOptions } from '../../../host/egress/index.ts';
 import { createMemoryProvider } from '../../../host/sandbox/memory/provider.ts';
 import type { SandboxProvider } from '../../../host/sandbox/types.ts';
@@ -29,7 +30,14 @@ export const makeApi = async (
     store?: Partial<OpenStoreOptions>;
     agents?: Pick<
       AgentServiceOptions,
-      'reapRetryMs' | 'questionTtlMs' | 'mcpLimitsOf' | 'children' | 'runtimes' | 'checkpoints'
+      | 'reapRetryMs'
+      | 'questionTtlMs'
+      | 'mcpLimitsOf'
+      | 'children'
+      | 'runtimes'
+      | 'checkpoints'
+      | 'freeze'
+      | 'now'
     >;
     /** Options of the tenant deletion (DELETE /v1/tenants/:id) over the harness's. */
     deletion?: Partial<TenantDeletionOptions>;
@@ -72,6 +80,12 @@ export const makeApi = async (
     registry,
     sandboxes,
     observe: observeCalls(metrics),
+    // As serve-agents wires it: a child with a workspace of its own is held to the disk quota.
+    admitWorkspace: childWorkspaceQuota(
+      store.tenants,
+      () => agents,
+      limits.workspaceMb ?? DEFAULT_LIMITS.workspaceMb,
+    ),
     ...options.agents,
     ...(egress === undefined ? {} : { egress: egress.gateway }),
   });

@@ -3,6 +3,7 @@
 // resumes or is refused as the tenant's settings say, a child sharing its parent's workspace,
 // another tenant's agent, and hostile bodies.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { until } from '../../helpers/until.ts';
 import { type Api, makeApi } from './harness.ts';
 
 let api: Api;
@@ -55,6 +56,40 @@ describe('pause and resume', () => {
       kept: ['workspace files', 'processes', 'background jobs', 'terminals', '/tmp'],
       holds: ['memory'],
     });
+  });
+
+  it("a freeze past the operator's bound becomes a stop, its workspace kept; a younger one stays frozen", async () => {
+    await api.close();
+    let clock = 1_000_000;
+    api = await makeApi({}, { agents: { freeze: { maxMs: 400 }, now: () => clock } });
+    const [old, young, stopped] = [
+      await api.createAgent(api.keyA),
+      await api.createAgent(api.keyA),
+      await api.createAgent(api.keyA),
+    ];
+    for (const { id } of [old, young, stopped]) await write(id, `in ${id}`);
+    const frozenAt = clock;
+    expect((await post(old.id, 'pause', { mode: 'freeze' })).json.pause.mode).toBe('freeze');
+    expect((await post(stopped.id, 'pause')).json.pause.mode).toBe('stop');
+    clock += 300;
+    expect((await post(young.id, 'pause', { mode: 'freeze' })).json.pause.mode).toBe('freeze');
+    // 500 ms after the first freeze (the bound 400), 200 after the second: the clock stays there.
+    clock += 200;
+    const state = await until(
+      async () => {
+        const s = await stateOf(old.id);
+        return s.pause?.mode === 'stop' && s;
+      },
+      { what: 'the old freeze stopped' },
+    );
+    expect(state.pause).toEqual({ mode: 'stop', at: frozenAt, by: 'api' });
+    // Pausing a paused agent answers its pause: it no longer holds memory.
+    const shown = (await post(old.id, 'pause', { mode: 'freeze' })).json;
+    expect(shown).toMatchObject({ lost: ['processes', 'background jobs', 'terminals', '/tmp'], holds: [] });
+    expect((await stateOf(young.id)).pause).toEqual({ mode: 'freeze', at: frozenAt + 300, by: 'api' });
+    expect((await stateOf(stopped.id)).pause).toEqual({ mode: 'stop', at: frozenAt, by: 'api' });
+    // Its workspace is kept: a call resumes it and reads its file.
+    expect((await read(old.id)).json.results[0].content[0].text).toContain(`in ${old.id}`);
   });
 
   it('a call resumes a paused agent by default, or answers 409 AGENT_PAUSED where the tenant says refuse', async () => {

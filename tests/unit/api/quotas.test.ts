@@ -111,6 +111,42 @@ it("bounds a tenant's workspaces at its disk quota, counting each agent's own si
   expect((await api.request(api.keyA, 'POST', '/v1/agents', { sandbox: { diskMb: 256 } })).status).toBe(201);
 });
 
+it('holds children made at once, on several parents and racing API creates, to the disk quota', async () => {
+  // Six parents of 100 MiB whose children get a copy of their workspace (100 MiB each), then a
+  // quota with room for two more workspaces: each parent forks at once, and the API creates too.
+  const parents = [];
+  for (let i = 0; i < 6; i++)
+    parents.push(
+      await api.createAgent(api.keyA, {
+        subagents: true,
+        childWorkspace: 'isolated',
+        sandbox: { diskMb: 100 },
+      }),
+    );
+  await api.request(ADMIN_KEY, 'PUT', `/v1/tenants/${api.tenantA}/limits`, { diskMb: 850 });
+  const spawn = { description: 'd', prompt: 'p', run_in_background: true };
+  const fork = async (id: string) => {
+    const res = await api.call(api.keyA, id, [{ id: 's', name: 'subagent', arguments: spawn }]);
+    const [result] = res.json.results;
+    if (result.ok) return 'made';
+    expect(result.error.data).toEqual({ limit: 'diskMb', max: 850 });
+    return result.error.code;
+  };
+  const create = async () => {
+    const res = await api.request(api.keyA, 'POST', '/v1/agents', { sandbox: { diskMb: 100 } });
+    return res.status === 201 ? 'made' : res.json.error.code;
+  };
+  const outcomes = await Promise.all([...parents.map((p) => fork(p.id)), create(), create()]);
+  expect(outcomes.filter((o) => o === 'made')).toHaveLength(2);
+  expect(outcomes.filter((o) => o === 'LIMIT_EXCEEDED')).toHaveLength(6);
+  expect((await limits(api.keyA)).json.usage.diskMb).toBe(800);
+  // A child in its parent's workspace takes none of the quota: still made.
+  const sharing = await api.createAgent(api.keyB, { subagents: true });
+  await api.request(ADMIN_KEY, 'PUT', `/v1/tenants/${api.tenantB}/limits`, { diskMb: 1024 });
+  const child = await api.call(api.keyB, sharing.id, [{ id: 's', name: 'subagent', arguments: spawn }]);
+  expect(child.json.results[0].ok).toBe(true);
+});
+
 const KiB = 1024;
 const write = (i: number) => ({
   id: `w${i}`,
