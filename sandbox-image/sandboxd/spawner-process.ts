@@ -10,6 +10,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WireError } from '../../sandbox-wire/errors.ts';
+import { agentIds } from './identity.ts';
 import { onMessage } from './spawner-answers.ts';
 import { SPAWNER_SCRIPT } from './spawner-script.ts';
 import { giveUp, type Message, type SpawnerState } from './spawner-state.ts';
@@ -61,7 +62,10 @@ export function start(s: SpawnerState): void {
       s.box = mkdtempSync(join(tmpdir(), 'sandboxd-spawner-'));
       s.ownBox = true;
     }
-    proc = nodeSpawn(python, ['-I', '-S', '-c', 'exec(open(3).read())', s.box], {
+    // The agent's ids, for a spawner that arrives without sandboxd's split (gVisor's execve).
+    const ids = agentIds();
+    const apart = ids ? [`${ids.uid}:${ids.gid}`] : [];
+    proc = nodeSpawn(python, ['-I', '-S', '-c', 'exec(open(3).read())', s.box, ...apart], {
       argv0: 'sandboxd-spawner',
       cwd: '/',
       // Its own environment is not its commands' (each request carries theirs): nothing of ours.

@@ -19,6 +19,9 @@
 // The command runs in a session of its own (pid = process group id) with all three of the agent's
 // ids when sandboxd runs apart from the agent, or with `server` the agent's uid and the servers' gid
 // (identity.ts), taken in the child between fork and exec; sandboxd kills the group.
+// Run as `python3 -c SCRIPT BOX [UID:GID]`: UID:GID, the agent's ids, is given when sandboxd runs
+// apart from the agent, so that the spawner can take its split identity again where the runtime's
+// execve did not keep it (gVisor: apart_again).
 // When stdin closes (sandboxd is gone) the spawner kills the groups it started and exits.
 
 import { PYTHON_PRELUDE } from './identity.ts';
@@ -29,12 +32,47 @@ import base64, ctypes, errno, json, os, secrets, select, signal, subprocess, sys
 def b(s):
     return base64.b64decode(s)
 
+def caps(effective_from_permitted):
+    # capget/capset (version 3: two 32-bit words of each set): effective = permitted, or none.
+    libc = ctypes.CDLL(None, use_errno=True)
+    head = (ctypes.c_uint32 * 2)(0x20080522, 0)
+    data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable; twice
+    if libc.capget(head, data) != 0:
+        raise OSError(ctypes.get_errno(), 'capget')
+    data[0], data[3] = (data[1], data[4]) if effective_from_permitted else (0, 0)
+    if libc.capset(head, data) != 0:
+        raise OSError(ctypes.get_errno(), 'capset')
+
+def apart_again(spec):
+    # gVisor's execve (runsc 20221219) gives a process whose real uid is 0 its real ids back: we
+    # arrive as root (0 0 0, gid the servers' three times) with CAP_SETUID and CAP_SETGID permitted
+    # but not in effect, not with sandboxd's split. sandboxd names the agent's
+    # ids (argv[2]) and we take the split again: the two capabilities into effect for the two
+    # calls, effective uid and gid the agent's, real and saved the ones we have (0, the servers'
+    # gid), then no capability in effect (leaving effective uid 0 clears them; we make sure), as
+    # the spawner is under runc. Any other state is left alone, and a step that fails leaves uid 0
+    # (the uid goes last): sandboxd checks the uids we end with and gives a spawner not apart up.
+    if not spec or os.getresuid() != (0, 0, 0):
+        return
+    uid, gid = (int(x) for x in spec.split(':'))
+    if uid == 0 or gid == 0:
+        return
+    try:
+        rg = os.getresgid()[0]
+        caps(True)
+        os.setresgid(rg, gid, rg)
+        os.setresuid(0, uid, 0)
+        caps(False)
+    except OSError as e:
+        sys.stderr.write('sandboxd: spawner: cannot run apart again: %s\n' % e)
+
 def main():
     try:
         ctypes.CDLL(None).prctl(15, b'sandboxd-spawn', 0, 0, 0)  # PR_SET_NAME: comm, for ps
     except Exception:
         pass
     box = sys.argv[1]
+    apart_again(sys.argv[2] if len(sys.argv) > 2 else '')
     os.chdir('/')
     r, e, _s = os.getresuid()
     # Apart from the agent (real uid 0, effective the agent's), a command takes all three of the
