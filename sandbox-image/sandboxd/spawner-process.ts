@@ -12,7 +12,6 @@ import { join } from 'node:path';
 import { WireError } from '../../sandbox-wire/errors.ts';
 import { agentIds } from './identity.ts';
 import { onMessage } from './spawner-answers.ts';
-import { SPAWNER_SCRIPT } from './spawner-script.ts';
 import { giveUp, type Message, type SpawnerState } from './spawner-state.ts';
 import { SpawnNotTaken } from './spawner-types.ts';
 import { alive } from './spawner-watch.ts';
@@ -87,7 +86,7 @@ export function start(s: SpawnerState): void {
   proc.on('close', (code, sig) => onDeath(s, proc, sig ?? `exit code ${code}`));
   for (const pipe of proc.stdio) pipe?.on('error', () => {}); // EPIPE once it is gone: 'exit' handles it
   const script = proc.stdio[3] as NodeJS.WritableStream | null;
-  script?.end(SPAWNER_SCRIPT);
+  script?.end(s.script);
   let buf = '';
   proc.stdout?.setEncoding('utf8');
   proc.stdout?.on('data', (chunk: string) => {

@@ -154,7 +154,9 @@ describe('sandboxd in the sandbox image', () => {
       }
       return 'never';
     };
-    expect(await parent()).toBe('sandboxd-spawner -I -S -c exec(open(3).read()) /tmp/.sandboxd-fifos');
+    expect(await parent()).toBe(
+      'sandboxd-spawner -I -S -c exec(open(3).read()) /tmp/.sandboxd-fifos 1000:1000',
+    );
     expect((await c.exec('pgrep -f pyth[o]n || echo none')).stdout).toBe('none\n');
     expect((await c.exec('kill -9 $PPID 2>&1; echo rc=$?')).stdout).toMatch(
       /Operation not permitted\nrc=1\n$/,
