@@ -11,7 +11,9 @@
 //   effective-uid change made it non-dumpable as well);
 // - sandboxd can still signal the agent's processes (its effective uid is theirs).
 // Its helpers (spawner, PTY helper) keep the same split: execve copies the effective ids into the
-// saved ones, so each first sets its saved ids back to the real ones (PYTHON_PRELUDE). Everything
+// saved ones, so each first sets its saved ids back to the real ones (PYTHON_PRELUDE); gVisor's
+// execve resets the effective ids to the real ones instead, so the spawner, told the agent's ids,
+// takes them as its effective ids again (spawner-script.ts apart_again). Everything
 // the agent runs gets all three ids = the agent's before exec (setregid(g, g) and setreuid(u, u) in
 // the spawner's child, between fork and exec: Python's Popen user/group; setpriv for jobs and for
 // the rare exec that child_process starts; setresuid in the PTY child): a uid change that leaves no

@@ -3,9 +3,11 @@
 // handed out as sockets), `exit` (a command's status) and spawn failures.
 // Invariants: nothing the spawner sends can throw out of here; a spawner that does not run apart
 // from the agent the way sandboxd does (real and saved uid 0, effective the agent's), when sandboxd
-// does, is given up before any use: it gives its commands its own effective ids, and gVisor's
-// execve (runsc 20221219) hands a process whose real uid is 0 its real ids back, so there it
-// would start them as root (commands then start through setpriv: launch.ts); a malformed answer
+// does, is given up before any use: it gives its commands its own effective ids (gVisor's execve,
+// runsc 20221219, hands a process whose real uid is 0 its real ids back: the spawner then takes
+// the split again itself from the agent's ids sandboxd names, spawner-script.ts apart_again; one
+// that could not would start commands as root, so it is given up and commands start through
+// setpriv: launch.ts); a malformed answer
 // rejects its request and gives up on the spawner; a command whose pipes cannot be opened is
 // killed with its group and its request rejected; the spawner is told to `release` every FIFO it
 // reported.

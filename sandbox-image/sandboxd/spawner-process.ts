@@ -10,8 +10,8 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WireError } from '../../sandbox-wire/errors.ts';
+import { agentIds } from './identity.ts';
 import { onMessage } from './spawner-answers.ts';
-import { SPAWNER_SCRIPT } from './spawner-script.ts';
 import { giveUp, type Message, type SpawnerState } from './spawner-state.ts';
 import { SpawnNotTaken } from './spawner-types.ts';
 import { alive } from './spawner-watch.ts';
@@ -61,7 +61,10 @@ export function start(s: SpawnerState): void {
       s.box = mkdtempSync(join(tmpdir(), 'sandboxd-spawner-'));
       s.ownBox = true;
     }
-    proc = nodeSpawn(python, ['-I', '-S', '-c', 'exec(open(3).read())', s.box], {
+    // The agent's ids, for a spawner that arrives without sandboxd's split (gVisor's execve).
+    const ids = agentIds();
+    const apart = ids ? [`${ids.uid}:${ids.gid}`] : [];
+    proc = nodeSpawn(python, ['-I', '-S', '-c', 'exec(open(3).read())', s.box, ...apart], {
       argv0: 'sandboxd-spawner',
       cwd: '/',
       // Its own environment is not its commands' (each request carries theirs): nothing of ours.
@@ -83,7 +86,7 @@ export function start(s: SpawnerState): void {
   proc.on('close', (code, sig) => onDeath(s, proc, sig ?? `exit code ${code}`));
   for (const pipe of proc.stdio) pipe?.on('error', () => {}); // EPIPE once it is gone: 'exit' handles it
   const script = proc.stdio[3] as NodeJS.WritableStream | null;
-  script?.end(SPAWNER_SCRIPT);
+  script?.end(s.script);
   let buf = '';
   proc.stdout?.setEncoding('utf8');
   proc.stdout?.on('data', (chunk: string) => {

@@ -18,7 +18,10 @@
 // UTF-8 bytes so that what reaches the command is byte for byte what child_process.spawn would pass.
 // The command runs in a session of its own (pid = process group id) with all three of the agent's
 // ids when sandboxd runs apart from the agent, or with `server` the agent's uid and the servers' gid
-// (identity.ts), taken in the child between fork and exec; sandboxd kills the group.
+// (identity.ts), taken from the spawner's at its exec (popen); sandboxd kills the group.
+// Run as `python3 -c SCRIPT BOX [UID:GID]`: UID:GID, the agent's ids, is given when sandboxd runs
+// apart from the agent, so that the spawner can take its split identity again where the runtime's
+// execve did not keep it (gVisor: apart_again).
 // When stdin closes (sandboxd is gone) the spawner kills the groups it started and exits.
 
 import { PYTHON_PRELUDE } from './identity.ts';
@@ -29,25 +32,78 @@ import base64, ctypes, errno, json, os, secrets, select, signal, subprocess, sys
 def b(s):
     return base64.b64decode(s)
 
+def caps(effective_from_permitted):
+    # capget/capset (version 3: two 32-bit words of each set): effective = permitted, or none.
+    libc = ctypes.CDLL(None, use_errno=True)
+    head = (ctypes.c_uint32 * 2)(0x20080522, 0)
+    data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable; twice
+    if libc.capget(head, data) != 0:
+        raise OSError(ctypes.get_errno(), 'capget')
+    data[0], data[3] = (data[1], data[4]) if effective_from_permitted else (0, 0)
+    if libc.capset(head, data) != 0:
+        raise OSError(ctypes.get_errno(), 'capset')
+
+def apart_again(spec):
+    # gVisor's execve (runsc 20221219) gives a process whose real uid is 0 its real ids back: we
+    # arrive as root (0 0 0, gid the servers' three times) with CAP_SETUID and CAP_SETGID permitted
+    # but not in effect, not with sandboxd's split. sandboxd names the agent's
+    # ids (argv[2]) and we take the split again: the two capabilities into effect for the two
+    # calls, effective uid and gid the agent's, real and saved the ones we have (0, the servers'
+    # gid), then no capability in effect (leaving effective uid 0 clears them; we make sure), as
+    # the spawner is under runc. Any other state is left alone, and a step that fails leaves uid 0
+    # (the uid goes last): sandboxd checks the uids we end with and gives a spawner not apart up.
+    if not spec or os.getresuid() != (0, 0, 0):
+        return
+    uid, gid = (int(x) for x in spec.split(':'))
+    if uid == 0 or gid == 0:
+        return
+    try:
+        rg = os.getresgid()[0]
+        caps(True)
+        os.setresgid(rg, gid, rg)
+        os.setresuid(0, uid, 0)
+        caps(False)
+    except OSError as e:
+        sys.stderr.write('sandboxd: spawner: cannot run apart again: %s\n' % e)
+
 def main():
     try:
         ctypes.CDLL(None).prctl(15, b'sandboxd-spawn', 0, 0, 0)  # PR_SET_NAME: comm, for ps
     except Exception:
         pass
     box = sys.argv[1]
+    apart_again(sys.argv[2] if len(sys.argv) > 2 else '')
     os.chdir('/')
     r, e, _s = os.getresuid()
-    # Apart from the agent (real uid 0, effective the agent's), a command takes all three of the
-    # agent's ids in the child, between fork and exec: Popen's group and user call setregid(g, g),
-    # then setreuid(e, e), which need no capability (e is our effective uid; g our effective gid, or
-    # for a server, a program on pipes, the servers' gid, our real one) and, leaving no id 0, clear
-    # every capability; no-new-privileges stays on. Changing ids makes Popen fork instead of vfork,
-    # and a fork of this small process costs less CPU than the setpriv exec it replaced (about 0.6 ms
-    # more than a vfork where setpriv took 1.3 ms, issue 33). Groups: none (sandboxd dropped them).
-    def apart_as(gid):
-        return {'user': e, 'group': gid} if r != e else {}
-    apart = apart_as(os.getegid())
-    apart_server = apart_as(os.getresgid()[0])
+    rg, eg, _sg = os.getresgid()
+    # Apart from the agent (uids 0, the agent's, 0; gids the servers', the agent's, the servers'), a
+    # command takes all three of the agent's ids (for a server, a program on pipes: the agent's uid,
+    # the servers' gid) from ours at its exec: for the start alone we become real and effective the
+    # command's ids, saved still 0 and our other gid, and Popen starts it with vfork (it forks when
+    # asked to change ids in the child: a fork marks this process's pages copy-on-write, and its
+    # next writes fault them back in: 0.6 ms of CPU a command in bench/sandboxd-spawn.ts, more as
+    # the heap grows; issue 33). execve makes the saved
+    # ids the effective ones: the command has all three, no id 0, so no capability (and
+    # no-new-privileges stays on). Each switch stays within our real, effective and saved ids: no
+    # capability is used, and a saved uid of 0 keeps ours (the way back). Groups: none (sandboxd
+    # dropped them). While our real uid is the agent's (the start of one command, well under a
+    # millisecond), the agent's processes may signal us (not trace us or read our /proc: the saved
+    # uid 0 and our being non-dumpable keep that closed): a kill or stop in that window ends or
+    # stops only this sandbox's spawner, which sandboxd restarts, or kills when stuck
+    # (spawner-watch.ts); the call being started fails or falls back to child_process.
+    def popen(server, argv, **kw):
+        if r == e:
+            return subprocess.Popen(argv, **kw)
+        gid, other = (rg, eg) if server else (eg, rg)
+        os.setresgid(gid, gid, other)
+        try:
+            os.setresuid(e, e, r)
+            try:
+                return subprocess.Popen(argv, **kw)
+            finally:
+                os.setresuid(r, e, r)
+        finally:
+            os.setresgid(rg, eg, rg)
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
     os.set_blocking(wake_w, False)
@@ -101,9 +157,8 @@ def main():
             err_name, err_w = fifo(fds, names, os.O_WRONLY)
             ends = [in_r, out_w, err_w]
             env = {b(k): b(v) for k, v in m['env']}
-            ids = apart_server if m.get('server') is True else apart
-            p = subprocess.Popen([b(a) for a in m['argv']], cwd=b(m['cwd']), env=env, stdin=in_r,
-                                 stdout=out_w, stderr=err_w, start_new_session=True, close_fds=True, **ids)
+            p = popen(m.get('server') is True, [b(a) for a in m['argv']], cwd=b(m['cwd']), env=env,
+                      stdin=in_r, stdout=out_w, stderr=err_w, start_new_session=True, close_fds=True)
         except Exception as e:
             close_all(fds)
             unlink_all(names)

@@ -23,6 +23,8 @@ export type Message = Record<string, unknown>;
 
 export interface SpawnerState {
   python: string;
+  /** The python program it runs (spawner-script.ts). */
+  script: string;
   answerTimeoutMs: number;
   maxRestarts: number;
   log: (line: string) => void;

@@ -19,6 +19,7 @@
 import { existsSync, rmSync } from 'node:fs';
 import { WireError } from '../../sandbox-wire/errors.ts';
 import { start } from './spawner-process.ts';
+import { SPAWNER_SCRIPT } from './spawner-script.ts';
 import { type SpawnerState, write } from './spawner-state.ts';
 import { type Spawned, SpawnNotTaken, type SpawnRequest } from './spawner-types.ts';
 
@@ -37,6 +38,8 @@ export interface SpawnerOptions {
    */
   box?: string;
   log?: (line: string) => void;
+  /** The spawner's program; default SPAWNER_SCRIPT (a bench compares another version with it). */
+  script?: string;
 }
 
 /** Not a version manager's shim on PATH: a shim is often a bash script that sources BASH_ENV. */
@@ -50,6 +53,7 @@ export function createSpawner(options: SpawnerOptions = {}) {
   const { python = SYSTEM_PYTHON, answerTimeoutMs = 10_000, maxRestarts = 10 } = options;
   const s: SpawnerState = {
     python,
+    script: options.script ?? SPAWNER_SCRIPT,
     answerTimeoutMs,
     maxRestarts,
     log: options.log ?? ((line: string) => process.stderr.write(`sandboxd: spawner: ${line}\n`)),

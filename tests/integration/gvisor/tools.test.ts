@@ -73,11 +73,16 @@ suite(`agents under gVisor (runsc on a private engine)${title}`, () => {
     expect(uid).toBe('1000');
     // gVisor's kernel answers uname itself, with a release of its own, never the host's.
     expect(kernel).not.toBe(release());
-    // All of the agent's ids and no capability (gVisor's execve hands a real-root process its real
-    // ids back: sandboxd gives up a spawner that is not apart, and commands start through setpriv).
-    const status: Loose = await h.bash(h.keyA, agent, "grep -E '^(Uid|Gid|CapPrm|CapEff)' /proc/self/status");
+    // All of the agent's ids and no capability, started by the spawner (its child, not setpriv's
+    // exec from sandboxd): gVisor's execve hands the real-root spawner its real ids back, and the
+    // spawner takes sandboxd's split again from the agent's ids before it starts anything.
+    const status: Loose = await h.bash(
+      h.keyA,
+      agent,
+      "grep -E '^(Uid|Gid|CapPrm|CapEff)' /proc/self/status; cat /proc/$PPID/comm",
+    );
     expect(text(status).replace(/[\t ]+/g, ' ')).toBe(
-      'Uid: 1000 1000 1000 1000\nGid: 1000 1000 1000 1000\nCapPrm: 0000000000000000\nCapEff: 0000000000000000',
+      'Uid: 1000 1000 1000 1000\nGid: 1000 1000 1000 1000\nCapPrm: 0000000000000000\nCapEff: 0000000000000000\nsandboxd-spawn',
     );
     const [container] = await engine.docker.listContainers({ filters: { name: [`agent-${agent}`] } });
     const info = await engine.docker.getContainer(container?.Id as string).inspect();

@@ -154,7 +154,9 @@ describe('sandboxd in the sandbox image', () => {
       }
       return 'never';
     };
-    expect(await parent()).toBe('sandboxd-spawner -I -S -c exec(open(3).read()) /tmp/.sandboxd-fifos');
+    expect(await parent()).toBe(
+      'sandboxd-spawner -I -S -c exec(open(3).read()) /tmp/.sandboxd-fifos 1000:1000',
+    );
     expect((await c.exec('pgrep -f pyth[o]n || echo none')).stdout).toBe('none\n');
     expect((await c.exec('kill -9 $PPID 2>&1; echo rc=$?')).stdout).toMatch(
       /Operation not permitted\nrc=1\n$/,
@@ -247,6 +249,39 @@ describe('sandboxd in the sandbox image', () => {
     expect((await c.exec('stat -c %u:%g owned owned/by owned/by/agent.txt')).stdout).toBe(
       '1000:1000\n1000:1000\n1000:1000\n',
     );
+  });
+
+  it('an agent signalling the spawner while it starts commands gets no id but its own, and the spawner comes back', async () => {
+    // The spawner's real uid is the agent's while it starts a command (spawner-script.ts popen),
+    // so a loop of kills may land in that window: at worst it ends the spawner (restarted).
+    const spawner = (await c.exec('echo $PPID')).stdout.trim();
+    const hammer = await c.jobs.start(
+      `while [ ! -e stop ] && [ $SECONDS -lt 60 ]; do kill -KILL ${spawner} 2>/dev/null && echo hit; done; echo done`,
+    );
+    const ids = new Set<string>();
+    for (let i = 0; i < 40; i++) {
+      const r = await c
+        .exec("grep -E '^(Uid|Gid|CapPrm)' /proc/self/status | tr -s '\\t ' ' '")
+        .catch((e: { code?: string }) => ({ stdout: `failed: ${e.code}` }));
+      ids.add(r.stdout);
+    }
+    await c.fs.writeFile('stop', '');
+    await c.jobs.output(hammer.id, { wait: true, timeoutMs: 60_000 });
+    await c.fs.remove('stop').catch(() => {});
+    for (const out of ids)
+      expect([
+        'Uid: 1000 1000 1000 1000\nGid: 1000 1000 1000 1000\nCapPrm: 0000000000000000\n',
+        'failed: TOOL_FAILED',
+      ]).toContain(out);
+    // Commands run as the agent again, through a spawner.
+    const back = await until(
+      async () => {
+        const r = await c.exec('ps -o args= -p $PPID; grep ^Uid /proc/self/status | tr -s "\\t " " "');
+        return r.stdout.startsWith('sandboxd-spawner') ? r.stdout : undefined;
+      },
+      { what: 'commands through a spawner again' },
+    );
+    expect(back).toMatch(/\nUid: 1000 1000 1000 1000\n$/);
   });
 
   it('takes nothing from job records the agent forged: no signal to itself, no read of its own /proc', async () => {
