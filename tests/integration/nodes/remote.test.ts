@@ -295,7 +295,7 @@ it('moves the session to the link through the node: the channel offers it and sa
     ca: pem('ca.pem'),
   });
   let linked = 0;
-  const spied: SandboxNode<never> = {
+  const spied: SandboxNode<unknown> = {
     ...node,
     async open(agentId, options) {
       const channel = await node.open(agentId, options);
