@@ -297,6 +297,7 @@ it('moves the session to the link through the node: the channel offers it and sa
   let linked = 0;
   const spied: SandboxNode<unknown> = {
     ...node,
+    warmWith: undefined, // the agent's own open, not a warm session (the next test)
     async open(agentId, options) {
       const channel = await node.open(agentId, options);
       const link = channel.link;
