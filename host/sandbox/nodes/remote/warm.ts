@@ -71,7 +71,9 @@ export function createWarmSessions(o: WarmSessionsOptions): WarmSessions {
   const refresh = (): Promise<void> => {
     const h = hooks;
     if (h === undefined || closed) return Promise.resolve();
-    refreshing ??= (async () => {
+    // One under way may have listed before the caller's pooled sandbox existed: another after it.
+    if (refreshing !== undefined) return refreshing.then(refresh, refresh);
+    refreshing = (async () => {
       for (const id of await o.list()) {
         if (closed) return;
         if (held.has(id)) continue;
@@ -90,7 +92,10 @@ export function createWarmSessions(o: WarmSessionsOptions): WarmSessions {
     start(h) {
       if (hooks !== undefined || closed) return;
       hooks = h;
-      timer = setInterval(() => void refresh().catch(() => {}), o.everyMs);
+      // A tick while one is under way is skipped (callers of refresh() wait for a fresh list instead).
+      timer = setInterval(() => {
+        if (refreshing === undefined) void refresh().catch(() => {});
+      }, o.everyMs);
       timer.unref();
       void refresh().catch(() => {});
     },
