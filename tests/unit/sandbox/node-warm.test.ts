@@ -5,7 +5,7 @@
 // of the pooled sandbox it got; two control planes on one node's pool never hold the same pooled
 // channel, and one never gets a pooled sandbox whose channel the other holds; a claim the node did
 // not hand out takes nothing; a session whose pooled sandbox the node dropped is dropped; a node
-// without pooled channels (an older one) is served as before.
+// without pooled channels (an older one) is served as before; a node connected late gets the hooks.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -15,6 +15,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DOCKER_DEFAULT_LIMITS, DOCKER_DEFAULT_MAXIMA } from '../../../host/sandbox/docker/config.ts';
 import { createWarmPool, type PoolItem, type WarmPool } from '../../../host/sandbox/docker/pool.ts';
 import { connectRemoteNode, type RemoteNode } from '../../../host/sandbox/nodes/remote/client.ts';
+import { lateRemoteNode } from '../../../host/sandbox/nodes/remote/late.ts';
 import { type NodeServer, serveNode } from '../../../host/sandbox/nodes/remote/server.ts';
 import type {
   PooledChannels,
@@ -141,17 +142,19 @@ const serve = async (node: SandboxNode<unknown>): Promise<string> => {
   return `https://127.0.0.1:${server.port}`;
 };
 
+const remoteOptions = (url: string) => ({
+  name: 'one',
+  url,
+  instance: 'test',
+  cert: pem('ca', 'control.pem'),
+  key: pem('ca', 'control.key'),
+  ca: pem('ca', 'ca.pem'),
+  timeoutMs: 5000,
+  warmEveryMs: 20,
+});
+
 const connect = async (url: string): Promise<RemoteNode> => {
-  const n = await connectRemoteNode({
-    name: 'one',
-    url,
-    instance: 'test',
-    cert: pem('ca', 'control.pem'),
-    key: pem('ca', 'control.key'),
-    ca: pem('ca', 'ca.pem'),
-    timeoutMs: 5000,
-    warmEveryMs: 20,
-  });
+  const n = await connectRemoteNode(remoteOptions(url));
   opened.push(n);
   return n;
 };
@@ -290,5 +293,16 @@ describe('warm sessions on a remote node', () => {
     const placed = await node.ensure(spec('old'));
     expect(placed.id).toMatch(/^[0-9a-f]{12}$/);
     expect([placed.warm, made]).toEqual([undefined, []]);
+  });
+
+  it('gives the hooks to a node connected after they were given (one that answered late)', async () => {
+    const fake = pooledNode(1);
+    const late = lateRemoteNode(remoteOptions(await serve(fake)), fake);
+    opened.push(late);
+    const { h, made } = hooks('late');
+    late.warmWith?.(h);
+    await late.pool.filled(); // connects, then warms
+    expect(made).toEqual(['late']);
+    expect((await late.ensure(spec('l1'))).warm).toEqual({ by: 'late' });
   });
 });
