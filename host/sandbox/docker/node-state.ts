@@ -9,7 +9,7 @@
 // agent, and an Entry keeps its identity while its container is replaced.
 import { rm } from 'node:fs/promises';
 import type Docker from 'dockerode';
-import type { SandboxdChannel } from '../nodes/types.ts';
+import type { SandboxdChannel, WarmHooks } from '../nodes/types.ts';
 import type { SandboxRuntime } from '../runtimes.ts';
 import type { SandboxLimits } from '../types.ts';
 import { LABEL_AGENT, LABEL_TENANT } from './config.ts';
@@ -46,16 +46,8 @@ export interface Entry {
   runtime: SandboxRuntime;
 }
 
-/**
- * What the node's user keeps with a pooled sandbox: `make` runs on each new pool item's channel (the
- * embedded node's control plane opens and verifies its session there), `drop` when the item is
- * discarded. Default: the channel is kept as it is.
- */
-export interface WarmHooks {
-  /** `limits`: the pooled sandbox's (the node's defaults). */
-  make(channel: SandboxdChannel, limits: SandboxLimits): Promise<unknown>;
-  drop(warm: unknown): Promise<void>;
-}
+/** What the node's user keeps with a pooled sandbox (nodes/types.ts); default: its channel alone. */
+export type { WarmHooks };
 
 /** Everything but the warm pool, which is made from it (its first make() runs at once). */
 export interface NodeBase {

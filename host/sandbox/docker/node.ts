@@ -19,7 +19,7 @@
 import { statfs } from 'node:fs/promises';
 import Docker from 'dockerode';
 import { nanoid } from 'nanoid';
-import type { NodeCapacity, SandboxNode } from '../nodes/types.ts';
+import type { NodeCapacity, PooledChannels, SandboxNode } from '../nodes/types.ts';
 import type { SandboxLimits } from '../types.ts';
 import { adopt } from './adopt.ts';
 import {
@@ -87,7 +87,7 @@ export interface DockerNodeOptions {
   rollImage?: boolean;
 }
 
-export type DockerNode = SandboxNode<unknown> & { readonly pool: WarmPool };
+export type DockerNode = SandboxNode<unknown> & PooledChannels & { readonly pool: WarmPool };
 
 const NO_WARM: WarmHooks = { make: async () => undefined, drop: async () => {} };
 
@@ -162,6 +162,8 @@ export function createDockerNode(options: DockerNodeOptions): DockerNode {
       ),
     adopt: (adoptOptions) => adopt(s, adoptOptions),
     capacity: () => capacity(s, name, poolSize, options.diskPath),
+    unclaimed: () => s.pool.unclaimed(),
+    claim: (id) => s.pool.claim(id),
     async close() {
       await s.pool.close();
       await s.workspaces.dropSpares?.(s.names.own);

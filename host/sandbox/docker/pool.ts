@@ -3,8 +3,11 @@
 // refill is single-flight and runs in the background; close() discards ready items and stops
 // refilling (a container being made when close() runs is discarded when it arrives); a ready item
 // whose attachment closes (its container was removed or stopped behind our back) leaves the pool
-// at once, is discarded, and a fresh one is made in its place.
+// at once, is discarded, and a fresh one is made in its place. A remote control plane may claim a
+// ready item's channel (claim(): its warm session there, nodes/remote/warm.ts): a claimed item goes
+// to no other claim and to no take() but one that presents its claim's token.
 
+import { randomBytes } from 'node:crypto';
 import type Docker from 'dockerode';
 import type { SandboxdChannel } from '../nodes/types.ts';
 import type { WorkspaceMount } from './workspaces.ts';
@@ -16,13 +19,28 @@ export interface PoolItem {
   /** What the node's warm hook made on the channel (node-state.ts WarmHooks). */
   warm: unknown;
   workspace: WorkspaceMount;
+  /** The token of the claim on its channel, once a control plane claimed it (claim()). */
+  claim?: string;
+}
+
+/** A claim a take() presents: the pooled item's id (its container's) and the claim's token. */
+export interface PoolClaim {
+  id: string;
+  claim: string;
 }
 
 export interface WarmPool {
   /** Ready items now. */
   readonly ready: number;
-  /** A ready item, or undefined; always triggers a refill (REFILL_AFTER_TAKE_MS later). */
-  take(): PoolItem | undefined;
+  /**
+   * A ready item, or undefined; always triggers a refill (REFILL_AFTER_TAKE_MS later). One of
+   * `claims` (id and token both match) first, else one nobody claimed.
+   */
+  take(claims?: readonly PoolClaim[]): PoolItem | undefined;
+  /** The ids of the ready items nobody claimed. */
+  unclaimed(): string[];
+  /** Claims the ready, unclaimed item `id`: its channel and the claim's token; undefined if none. */
+  claim(id: string): { channel: PoolItem['channel']; claim: string } | undefined;
   /** Resolves when the pool is full (or refilling failed). */
   filled(): Promise<void>;
   close(): Promise<void>;
@@ -80,13 +98,24 @@ export const createWarmPool = (o: {
     get ready() {
       return items.length;
     },
-    take() {
-      const item = items.shift();
+    take(claims = []) {
+      const claimed = (i: PoolItem): boolean =>
+        claims.some((c) => i.claim !== undefined && c.claim === i.claim && c.id === i.container.id);
+      const at = items.findIndex(claimed);
+      const index = at >= 0 ? at : items.findIndex((i) => i.claim === undefined);
+      const [item] = index >= 0 ? items.splice(index, 1) : [];
       // Not at once: the refill forks mkfs and mount from this thread and boots a container's
       // sandboxd on the same cores, just when the sandbox taken gets its first calls (agent ready:
       // create, then its first command). A burst that empties the pool waits REFILL_AFTER_TAKE_MS more.
       setTimeout(() => void refill(), REFILL_AFTER_TAKE_MS).unref();
       return item;
+    },
+    unclaimed: () => items.filter((i) => i.claim === undefined).map((i) => i.container.id),
+    claim(id) {
+      const item = items.find((i) => i.container.id === id && i.claim === undefined);
+      if (item === undefined) return undefined;
+      item.claim = randomBytes(16).toString('hex');
+      return { channel: item.channel, claim: item.claim };
     },
     filled: () => refill(),
     async close() {

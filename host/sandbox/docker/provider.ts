@@ -8,13 +8,13 @@
 // node's: by default the embedded node over the local engine (node.ts), made from these options.
 // Invariants: at most one live session per agent here; a destroyed agent's handles never
 // recreate; a pooled sandbox's session, opened and verified by this provider's own code (the
-// embedded node's warm hook), is used as is only when the agent's read and output caps are the
+// warm hook, on the embedded node and on remote ones: their warm sessions), is used as is only when the agent's read and output caps are the
 // defaults (else it is closed and opened again with the agent's).
 
 import type Docker from 'dockerode';
 import { SandboxError } from '../../errors.ts';
 import { isPlacement } from '../nodes/placement.ts';
-import type { AdoptOptions, SandboxNode } from '../nodes/types.ts';
+import type { AdoptOptions, SandboxNode, WarmHooks } from '../nodes/types.ts';
 import { createResolver, WORKSPACE_ROOT } from '../paths.ts';
 import type { SandboxRuntime } from '../runtimes.ts';
 import { connectSandboxd, type SandboxdEgress } from '../sandboxd/client.ts';
@@ -152,6 +152,8 @@ export function createDockerProvider(options: DockerProviderOptions): DockerProv
   };
   s.node = options.node ?? embeddedNode(options, s);
   const node = s.node;
+  // A given node (remote ones, behind placement) keeps its pooled sandboxes' sessions with the same hooks.
+  if (options.node !== undefined) node.warmWith?.(warmHooks(s));
   let idlePauses: IdlePauses | undefined;
   const stopReaper = startReaper({
     idleMs: options.idleMs ?? 900_000,
@@ -233,12 +235,15 @@ function embeddedNode(options: DockerProviderOptions, s: Sessions): SandboxNode<
   return createDockerNode({
     ...options,
     onError: s.onError,
-    warm: {
-      make: (channel, limits) => connectChannel(channel, sessionOptions(s, limits)),
-      drop: (warm) => closeLive(warm as Live | undefined),
-    },
+    warm: warmHooks(s),
   });
 }
+
+/** This provider's warm hooks: a pooled sandbox's session opened and verified by its own code. */
+const warmHooks = (s: Sessions): WarmHooks => ({
+  make: (channel, limits) => connectChannel(channel, sessionOptions(s, limits)),
+  drop: (warm) => closeLive(warm as Live | undefined),
+});
 
 /** The agent's entry here, made when this process does not know it yet. */
 function agentOf(s: Sessions, agentId: string, limits: SandboxLimits, tenantId?: string): Agent {

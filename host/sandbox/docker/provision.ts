@@ -5,7 +5,8 @@
 // finishes one a crash interrupted.
 // Invariants: a pooled container is assigned only when the agent asks for the default disk size
 // (a file system is not resized) and the default runtime (the pool's containers run under runc),
-// and never to an agent whose workspace starts from a snapshot; a
+// and never to an agent whose workspace starts from a snapshot; one a control plane claimed (pool.ts)
+// only to an ensure that presents its claim (`spec.pooled`); a
 // runtime the engine does not offer is refused (RUNTIME_UNAVAILABLE) before anything is made; a
 // pooled one that fails to be assigned is discarded, reported
 // and skipped; what the warm hook made for a pooled one goes to the caller with it.
@@ -80,7 +81,7 @@ async function provision(
       ? s.pool.ready
       : 0;
   for (let i = 0; i < attempts; i++) {
-    const item = s.pool.take();
+    const item = s.pool.take(spec.pooled);
     if (!item) break;
     try {
       if (JSON.stringify(limits) !== JSON.stringify(s.defaults))
@@ -90,8 +91,9 @@ async function provision(
       const renaming = item.container.rename({ name }).catch((e: unknown) => {
         s.onError(fromDocker(e, 'Naming an assigned pooled sandbox', { agentId }));
       });
-      // Nothing made on its channel (no warm hook): the agent's first open() takes the channel.
-      const pending = item.warm === undefined ? item.channel : undefined;
+      // Nothing made on its channel (no warm hook) and nobody holds it (no claim): the agent's
+      // first open() takes the channel. A claimed one is the claiming control plane's session.
+      const pending = item.warm === undefined && item.claim === undefined ? item.channel : undefined;
       return { container: item.container, workspace: item.workspace, warm: item.warm, renaming, pending };
     } catch (e) {
       s.onError(fromDocker(e, 'Assigning a pooled sandbox (a new one is made instead)', { agentId }));

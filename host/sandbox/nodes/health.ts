@@ -27,9 +27,9 @@ export interface NodeHealth {
    * After a call on the node failed with `error`: probes it now; when it does not answer, marks it
    * unreachable and gives NODE_UNREACHABLE (its cause the error), else the error as it was.
    */
-  failed(node: SandboxNode<never>, error: unknown): Promise<unknown>;
+  failed(node: SandboxNode<unknown>, error: unknown): Promise<unknown>;
   /** Probes the node (its capacity, or undefined when it did not answer). */
-  probe(node: SandboxNode<never>): Promise<NodeCapacity | undefined>;
+  probe(node: SandboxNode<unknown>): Promise<NodeCapacity | undefined>;
   close(): void;
 }
 
@@ -53,7 +53,7 @@ export const unreachableError = (name: string, down: NodeDown, cause?: unknown):
 const suspicious = (e: unknown): boolean =>
   e instanceof SandboxError && (e.code === 'NODE_UNREACHABLE' || e.code === 'SANDBOX_UNAVAILABLE');
 
-export function createNodeHealth(members: SandboxNode<never>[], options: NodeHealthOptions): NodeHealth {
+export function createNodeHealth(members: SandboxNode<unknown>[], options: NodeHealthOptions): NodeHealth {
   const outages = new Map<string, NodeDown>();
   const probing = new Map<string, Promise<NodeCapacity | undefined>>();
   const mark = (name: string, error: string | undefined): void => {
@@ -68,7 +68,7 @@ export function createNodeHealth(members: SandboxNode<never>[], options: NodeHea
       options.onChange?.(name, down);
     }
   };
-  const probe = (node: SandboxNode<never>): Promise<NodeCapacity | undefined> => {
+  const probe = (node: SandboxNode<unknown>): Promise<NodeCapacity | undefined> => {
     const running = probing.get(node.name);
     if (running !== undefined) return running;
     let timer: NodeJS.Timeout | undefined;
@@ -99,7 +99,7 @@ export function createNodeHealth(members: SandboxNode<never>[], options: NodeHea
   };
   // A probe that begins now: one already running began before the call failed and has not seen
   // what happened since, so its answer does not count (unless it found the node silent).
-  const probeNow = async (node: SandboxNode<never>): Promise<void> => {
+  const probeNow = async (node: SandboxNode<unknown>): Promise<void> => {
     const running = probing.get(node.name);
     if (running !== undefined) {
       await running;

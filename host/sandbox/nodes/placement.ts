@@ -30,7 +30,7 @@ import type { NodeStore } from '../../store/nodes.ts';
 import { DEFAULT_RUNTIME } from '../runtimes.ts';
 import type { SandboxLimits } from '../types.ts';
 import { createNodeHealth, type NodeHealth } from './health.ts';
-import type { NodeCapacity, NodeSandbox, NodeSandboxSpec, SandboxNode } from './types.ts';
+import type { NodeCapacity, NodeSandbox, NodeSandboxSpec, SandboxNode, WarmHooks } from './types.ts';
 
 export interface PlacementOptions {
   /** Nodes that take no new agents (their agents keep working). Changed at run time by cordon(). */
@@ -66,7 +66,7 @@ export interface NodeStatus {
   capacity?: NodeCapacity;
 }
 
-export interface PlacedNodes extends SandboxNode<never> {
+export interface PlacedNodes extends SandboxNode<unknown> {
   /** The node the agent's sandbox is on, when this process knows. */
   nodeOf(agentId: string): string | undefined;
   /** Marks a node as taking (false) or not taking (true) new agents, in the store too. NOT_FOUND for an unknown name. */
@@ -85,8 +85,8 @@ interface Cached {
 
 /** What placement keeps: its nodes, the cordons, where each known agent is, capacities read. */
 interface State {
-  members: SandboxNode<never>[];
-  byName: Map<string, SandboxNode<never>>;
+  members: SandboxNode<unknown>[];
+  byName: Map<string, SandboxNode<unknown>>;
   cordoned: Set<string>;
   sample: number;
   ttl: number;
@@ -104,7 +104,10 @@ interface State {
   tenants: Map<string, string>;
 }
 
-export function createPlacement(members: SandboxNode<never>[], options: PlacementOptions = {}): PlacedNodes {
+/** A node placement places on (a remote one keeps warm sessions: remote/warm.ts). */
+type Member = SandboxNode<unknown>;
+
+export function createPlacement(members: Member[], options: PlacementOptions = {}): PlacedNodes {
   if (members.length === 0) throw new SandboxError('CONFIG_INVALID', 'Placement needs at least one node.');
   const s: State = {
     members,
@@ -134,14 +137,13 @@ export function createPlacement(members: SandboxNode<never>[], options: Placemen
   for (const name of s.cordoned)
     if (!s.byName.has(name))
       throw new SandboxError('CONFIG_INVALID', `No node is named "${name}" to cordon.`);
-  const on = async <T>(agentId: string, none: T, fn: (n: SandboxNode<never>) => Promise<T>): Promise<T> => {
+  const on = async <T>(agentId: string, none: T, fn: (n: SandboxNode<unknown>) => Promise<T>): Promise<T> => {
     const node = await route(s, agentId);
     return node === undefined ? none : guarded(s, node, fn);
   };
-  const first = members[0] as SandboxNode<never>;
   return {
     name: 'placement',
-    defaults: first.defaults,
+    defaults: (members[0] as Member).defaults,
     maxima: leastOf(members.map((n) => n.maxima)),
     pool: {
       get ready() {
@@ -198,6 +200,7 @@ export function createPlacement(members: SandboxNode<never>[], options: Placemen
     adopt: (adoptOptions) => adoptAll(s, adoptOptions),
     capacity: async () =>
       sumOf((await Promise.all(members.map((n) => capacityOf(s, n)))).filter((c) => c !== undefined)),
+    warmWith: (hooks) => warmEach(members, hooks),
     close: async () => {
       s.health.close();
       await Promise.all(members.map((n) => n.close()));
@@ -254,11 +257,16 @@ async function cordonedNow(s: State): Promise<Set<string>> {
   return new Set([...s.cordoned, ...stored.filter((name) => s.byName.has(name))]);
 }
 
+/** Each node keeps its own pooled sandboxes' sessions, with the provider's hooks. */
+function warmEach(members: Member[], hooks: WarmHooks): void {
+  for (const n of members) n.warmWith?.(hooks);
+}
+
 /** A call of an agent on its node: at once NODE_UNREACHABLE when the node is known silent; a failure that may be the node's probes it. */
 async function guarded<T>(
   s: State,
-  node: SandboxNode<never>,
-  fn: (n: SandboxNode<never>) => Promise<T>,
+  node: SandboxNode<unknown>,
+  fn: (n: SandboxNode<unknown>) => Promise<T>,
 ): Promise<T> {
   s.health.check(node.name);
   try {
@@ -275,11 +283,11 @@ async function remember(s: State, agentId: string, name: string): Promise<void> 
   await s.store?.place(agentId, name);
 }
 
-const answer = <T>(s: State, node: SandboxNode<never>, what: string, p: Promise<T>): Promise<T> =>
+const answer = <T>(s: State, node: SandboxNode<unknown>, what: string, p: Promise<T>): Promise<T> =>
   withDeadline(p, s.answerMs, () => unavailable(node.name, `did not answer ${what} in ${s.answerMs} ms`));
 
 /** The node's capacity, read at most once per TTL; undefined when it does not answer or answers nonsense. */
-async function capacityOf(s: State, node: SandboxNode<never>): Promise<NodeCapacity | undefined> {
+async function capacityOf(s: State, node: SandboxNode<unknown>): Promise<NodeCapacity | undefined> {
   const hit = s.cache.get(node.name);
   if (hit !== undefined && Date.now() - hit.at < s.ttl) return hit.capacity;
   if (s.health.down(node.name) !== undefined) return undefined;
@@ -292,7 +300,7 @@ async function capacityOf(s: State, node: SandboxNode<never>): Promise<NodeCapac
 }
 
 interface Located {
-  node?: SandboxNode<never>;
+  node?: SandboxNode<unknown>;
   found?: NodeSandbox;
   /** Nodes that did not answer `find`. */
   silent: string[];
@@ -334,7 +342,7 @@ async function locate(s: State, agentId: string): Promise<Located> {
 }
 
 /** The agent's node for a call on it; NODE_UNREACHABLE naming the nodes that might have it and do not answer. */
-async function route(s: State, agentId: string): Promise<SandboxNode<never> | undefined> {
+async function route(s: State, agentId: string): Promise<SandboxNode<unknown> | undefined> {
   const { node, silent } = await locate(s, agentId);
   if (node === undefined && silent.length > 0)
     throw new SandboxError(
@@ -346,10 +354,10 @@ async function route(s: State, agentId: string): Promise<SandboxNode<never> | un
 }
 
 /** A new agent's node: its family's when that takes new agents, else the freest of K sampled. */
-async function place(s: State, spec: NodeSandboxSpec): Promise<SandboxNode<never>> {
+async function place(s: State, spec: NodeSandboxSpec): Promise<SandboxNode<unknown>> {
   const runtime = spec.runtime ?? DEFAULT_RUNTIME;
   const cordoned = await cordonedNow(s);
-  const takes = (n: SandboxNode<never>): boolean =>
+  const takes = (n: SandboxNode<unknown>): boolean =>
     !cordoned.has(n.name) && s.health.down(n.name) === undefined;
   const family = spec.near === undefined ? undefined : (await locate(s, spec.near)).node;
   if (family !== undefined && takes(family)) return family;
@@ -358,7 +366,7 @@ async function place(s: State, spec: NodeSandboxSpec): Promise<SandboxNode<never
     Promise.all(open.map(async (n) => ({ n, c: await capacityOf(s, n) }))),
     tenantCounts(s, spec.tenantId),
   ]);
-  let best: { n: SandboxNode<never>; score: number } | undefined;
+  let best: { n: SandboxNode<unknown>; score: number } | undefined;
   for (const { n, c } of scored) {
     if (c === undefined || !c.runtimes.includes(runtime)) continue;
     const score = freeOf(c) / (1 + (mine.get(n.name) ?? 0));
@@ -388,7 +396,7 @@ async function tenantCounts(s: State, tenantId: string): Promise<Map<string, num
 }
 
 /** The node an agent made from a snapshot goes on: the snapshot's, refused while it takes no new agents. */
-async function holder(s: State, spec: NodeSandboxSpec): Promise<SandboxNode<never>> {
+async function holder(s: State, spec: NodeSandboxSpec): Promise<SandboxNode<unknown>> {
   const id = spec.fromSnapshot as string;
   const name = spec.snapshotNode ?? s.snapshots.get(id);
   if (name === undefined) throw snapshotNowhere(id);
@@ -410,7 +418,7 @@ async function holder(s: State, spec: NodeSandboxSpec): Promise<SandboxNode<neve
 }
 
 /** The member named `name`; NODE_UNREACHABLE when no node of this control plane has that name (`what` is there). */
-function memberOf(s: State, name: string, what: string): SandboxNode<never> {
+function memberOf(s: State, name: string, what: string): SandboxNode<unknown> {
   const node = s.byName.get(name);
   if (node === undefined)
     throw new SandboxError(
@@ -426,8 +434,8 @@ const snapshotNowhere = (id: string): SandboxError =>
 
 /** A member's snapshot calls; SNAPSHOT_UNSUPPORTED where it keeps none. */
 function snapshotsOf(
-  node: SandboxNode<never>,
-): Required<Pick<SandboxNode<never>, 'snapshot' | 'dropSnapshot'>> {
+  node: SandboxNode<unknown>,
+): Required<Pick<SandboxNode<unknown>, 'snapshot' | 'dropSnapshot'>> {
   const { snapshot, dropSnapshot } = node;
   if (snapshot === undefined || dropSnapshot === undefined)
     throw new SandboxError('SNAPSHOT_UNSUPPORTED', `Node ${node.name} keeps no workspace snapshots.`, {
@@ -446,7 +454,7 @@ function counted(s: State, name: string): void {
 }
 
 /** Every node's adopt; the agents found are remembered on their node. A node that fails is passed over. */
-async function adoptAll(s: State, options: Parameters<SandboxNode<never>['adopt']>[0]): Promise<string[]> {
+async function adoptAll(s: State, options: Parameters<SandboxNode<unknown>['adopt']>[0]): Promise<string[]> {
   const names = await Promise.all(
     s.members.map((n) =>
       n.adopt(options).then(

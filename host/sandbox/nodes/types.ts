@@ -45,6 +45,28 @@ export interface LinkOffer {
   close(): void;
 }
 
+/**
+ * What the control plane keeps with a pooled sandbox, made ahead on its channel (its session,
+ * opened and verified) and dropped when the pooled sandbox goes; the provider gives them to its node.
+ */
+export interface WarmHooks {
+  /** `limits`: the pooled sandbox's (the node's defaults). */
+  make(channel: SandboxdChannel, limits: SandboxLimits): Promise<unknown>;
+  drop(warm: unknown): Promise<void>;
+}
+
+/**
+ * A node's pooled sandboxes' channels, for a remote control plane's warm sessions (the node agent's
+ * server serves them): each channel is handed to one claim only, and a claimed sandbox goes to no
+ * ensure but one presenting the claim (NodeSandboxSpec.pooled).
+ */
+export interface PooledChannels {
+  /** The ready pooled sandboxes' ids that nobody claimed. */
+  unclaimed(): string[];
+  /** The channel of the ready, unclaimed pooled sandbox `id` and the claim's token; undefined if none. */
+  claim(id: string): { channel: SandboxdChannel; claim: string } | undefined;
+}
+
 /** What the control plane asks a node to place. */
 export interface NodeSandboxSpec {
   agentId: string;
@@ -73,6 +95,12 @@ export interface NodeSandboxSpec {
    * the agent there, and nowhere else. A node ignores it.
    */
   snapshotNode?: string;
+  /**
+   * Pooled sandboxes whose channels the caller claimed (PooledChannels.claim): one of them is
+   * taken first when the agent may have a pooled one. Set by a remote node's client for its warm
+   * sessions (remote/warm.ts); the node takes none it did not hand to that claim.
+   */
+  pooled?: ReadonlyArray<{ id: string; claim: string }>;
 }
 
 /** A snapshot a node took of a workspace. */
@@ -220,6 +248,12 @@ export interface SandboxNode<W = never> {
    * sandbox died on a live node). Optional: a single node has none.
    */
   lost?(agentId: string, error: unknown): Promise<unknown>;
+  /**
+   * Gives the node the provider's warm hooks (a remote node then keeps a verified session with each
+   * of its pooled sandboxes, and ensure hands one over as `warm`). Optional: the embedded node takes
+   * its hooks when made.
+   */
+  warmWith?(hooks: WarmHooks): void;
   /** Stops the pool and background work; sandboxes stay for adoption. */
   close(): Promise<void>;
 }

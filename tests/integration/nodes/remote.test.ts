@@ -295,8 +295,9 @@ it('moves the session to the link through the node: the channel offers it and sa
     ca: pem('ca.pem'),
   });
   let linked = 0;
-  const spied: SandboxNode<never> = {
+  const spied: SandboxNode<unknown> = {
     ...node,
+    warmWith: undefined, // the agent's own open, not a warm session (the next test)
     async open(agentId, options) {
       const channel = await node.open(agentId, options);
       const link = channel.link;
@@ -332,6 +333,52 @@ it('moves the session to the link through the node: the channel offers it and sa
     await provider.close();
   }
 });
+
+it("hands an agent from the remote node's pool the session made ahead on it: no open on its way to ready", async () => {
+  const pem = (name: string): string => readFileSync(join(ca, name), 'utf8');
+  const node = await connectRemoteNode({
+    name: 'two',
+    url,
+    instance: 'warmcheck',
+    cert: pem('control.pem'),
+    key: pem('control.key'),
+    ca: pem('ca.pem'),
+  });
+  const opened: string[] = [];
+  const spied: SandboxNode<unknown> = {
+    ...node,
+    async open(agentId, options) {
+      opened.push(agentId);
+      return node.open(agentId, options);
+    },
+  };
+  const errors: unknown[] = [];
+  const provider = createDockerProvider({
+    image: sandboxImage(),
+    instance: 'warmcheck',
+    node: spied,
+    onError: (e) => errors.push(e),
+  });
+  try {
+    await provider.pool.filled(); // the node's pool, and this control plane's session on it
+    const pooled = (
+      await (engine as Engine).docker.listContainers({
+        filters: { label: [`${LABEL_INSTANCE}=warmcheck`, 'dsh.pool=1'] },
+      })
+    ).map((c) => c.Id);
+    expect(pooled).toHaveLength(1);
+    const sandbox = await provider.create({ agentId: 'w1', tenantId: 't1' });
+    expect(await node.find('w1')).toMatchObject({ id: pooled[0] });
+    await sandbox.fs.writeFile('warm.txt', Buffer.from('from the pool'));
+    expect((await sandbox.exec('cat warm.txt')).stdout).toBe('from the pool');
+    expect((await sandbox.fs.readFile('warm.txt')).toString()).toBe('from the pool');
+    expect(opened).toEqual([]); // the warm session served every call
+    expect(errors).toEqual([]);
+    await provider.destroy('w1');
+  } finally {
+    await provider.close();
+  }
+}, 180_000);
 
 it('snapshots an agent on the remote node and makes another from it there, or carries the node refusing', async () => {
   const running = server as Running;

@@ -80,4 +80,25 @@ describe('warm pool', () => {
     expect([pool.take()?.container.id, pool.take()?.container.id]).toEqual(['c2', 'c3']);
     await pool.close();
   });
+
+  it('hands a claimed item to its claim only: a second claim, a plain take, a forged token get nothing', async () => {
+    let made = 0;
+    const pool = createWarmPool({
+      size: 2,
+      make: async () => item(100 + made++),
+      discard: async () => {},
+      onError: () => {},
+    });
+    await pool.filled();
+    expect(pool.unclaimed()).toEqual(['c100', 'c101']);
+    const first = pool.claim('c100');
+    expect(first?.claim).toMatch(/^[0-9a-f]{32}$/);
+    expect(pool.claim('c100')).toBeUndefined();
+    expect(pool.claim('nope')).toBeUndefined();
+    expect(pool.unclaimed()).toEqual(['c101']);
+    expect(pool.take([{ id: 'c100', claim: '0'.repeat(32) }])?.container.id).toBe('c101');
+    expect(pool.take()).toBeUndefined();
+    expect(pool.take([{ id: 'c100', claim: first?.claim ?? '' }])?.container.id).toBe('c100');
+    await pool.close();
+  });
 });

@@ -4,36 +4,57 @@
 // give the upgraded TLS socket itself as the pipe, so the sandboxd client (the control plane's own)
 // speaks to sandboxd through it and validates every frame as it does locally.
 // Invariants: a node that cannot be reached fails the call with NODE_UNREACHABLE naming the node
-// (no call waits past its deadline); an error the node answers keeps its code; a remote node has no
-// warm sessions (its pool's sandboxes are connected after `ensure`, like any other).
+// (no call waits past its deadline); an error the node answers keeps its code. Warm sessions
+// (warm.ts): once the provider gives its warm hooks (warmWith) and the node serves pooled channels
+// (`info` lists `pooled`), this control plane keeps a verified session with each pooled sandbox it
+// claimed, and ensure hands the agent the one the node placed; a node without them (an older one)
+// is served as before: its pool's sandboxes are connected after `ensure`, like any other.
 
 import { PassThrough } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import { SandboxError } from '../../../errors.ts';
+import { DEFAULT_RUNTIME } from '../../runtimes.ts';
 import type { SandboxLimits } from '../../types.ts';
-import type { LinkOffer, NodeCapacity, SandboxdChannel, SandboxdPipe, SandboxNode } from '../types.ts';
+import type {
+  LinkOffer,
+  NodeCapacity,
+  NodeSandboxSpec,
+  Placed,
+  SandboxdChannel,
+  SandboxdPipe,
+  SandboxNode,
+} from '../types.ts';
 import {
   ACCEPTED,
+  FEATURE_POOLED,
   HEADER_CHANNEL,
+  HEADER_CLAIM,
   HEADER_LINK,
   HEADER_LINK_TOKEN,
   PREFIX,
   PROTOCOL,
   pauseDoneOf,
+  pooledIdsOf,
   runtimesOf,
   snapshotDoneOf,
 } from './protocol.ts';
 import { createTransport, type Transport, type TransportOptions } from './transport.ts';
+import { createWarmSessions, type WarmSessions } from './warm.ts';
 
-export type RemoteNodeOptions = TransportOptions;
+export type RemoteNodeOptions = TransportOptions & {
+  /** How often the node is asked for pooled sandboxes to warm (warm.ts). Default 1000 ms. */
+  warmEveryMs?: number;
+};
 
-export type RemoteNode = SandboxNode<never>;
+export type RemoteNode = SandboxNode<unknown>;
 
 interface Info {
   protocol: string;
   defaults: SandboxLimits;
   maxima: SandboxLimits;
   ready: number;
+  /** What the node serves beyond protocol 1's calls (an older node lists none). */
+  features?: unknown;
 }
 
 /** Connects (asks the node's info, which checks both certificates and the protocol) and gives the node. */
@@ -49,6 +70,19 @@ export async function connectRemoteNode(options: RemoteNodeOptions): Promise<Rem
     );
   let ready = info.ready;
   const agent = (agentId: string) => ({ agentId });
+  const warm =
+    Array.isArray(info.features) && info.features.includes(FEATURE_POOLED)
+      ? warmSessionsOf(t, info.defaults, options)
+      : undefined;
+  const upgradeOpen = async (q: string): Promise<SandboxdChannel & { claim: string }> => {
+    const { socket, headers } = await t.upgrade(`${PREFIX}open?${q}`);
+    const id = String(headers[HEADER_CHANNEL] ?? '');
+    return {
+      ...socketPipe(socket),
+      ...(headers[HEADER_LINK] === '1' ? { link: () => link(id) } : {}),
+      claim: String(headers[HEADER_CLAIM] ?? ''),
+    };
+  };
   return {
     name: options.name,
     defaults: info.defaults,
@@ -59,9 +93,12 @@ export async function connectRemoteNode(options: RemoteNodeOptions): Promise<Rem
       },
       async filled() {
         ready = (await call<{ ready: number }>('filled', {}, 10 * 60_000)).ready;
+        await warm?.refresh();
       },
     },
-    ensure: (spec) => call('ensure', spec, 5 * 60_000),
+    ensure: (spec) =>
+      warm === undefined ? call('ensure', spec, 5 * 60_000) : ensureWarm(t, warm, info.defaults, spec),
+    warmWith: (hooks) => warm?.start(hooks),
     find: async (agentId) =>
       (
         await call<{ sandbox: null | { id: string; limits: SandboxLimits; tenantId?: string } }>(
@@ -70,10 +107,10 @@ export async function connectRemoteNode(options: RemoteNodeOptions): Promise<Rem
         )
       ).sandbox ?? undefined,
     async open(agentId, openOptions = {}): Promise<SandboxdChannel> {
-      const q = `agent=${encodeURIComponent(agentId)}${openOptions.restart ? '&restart=1' : ''}`;
-      const { socket, headers } = await t.upgrade(`${PREFIX}open?${q}`);
-      const id = String(headers[HEADER_CHANNEL] ?? '');
-      return { ...socketPipe(socket), ...(headers[HEADER_LINK] === '1' ? { link: () => link(id) } : {}) };
+      const { claim: _, ...channel } = await upgradeOpen(
+        `agent=${encodeURIComponent(agentId)}${openOptions.restart ? '&restart=1' : ''}`,
+      );
+      return channel;
     },
     state: async (agentId) =>
       (await call<{ state: 'running' | 'stopped' | 'absent' }>('state', agent(agentId))).state,
@@ -114,8 +151,55 @@ export async function connectRemoteNode(options: RemoteNodeOptions): Promise<Rem
       ready = c.pool.ready;
       return { ...c, runtimes: runtimesOf(c.runtimes) };
     },
-    close: async () => t.close(),
+    close: async () => {
+      await warm?.close();
+      t.close();
+    },
   };
+
+  /** The node's warm sessions (warm.ts), claimed through `open?pooled=`. */
+  function warmSessionsOf(tr: Transport, limits: SandboxLimits, o: RemoteNodeOptions): WarmSessions {
+    return createWarmSessions({
+      list: async () => pooledIdsOf((await tr.call<{ ids?: unknown }>('pooled')).ids),
+      claim: async (id) => {
+        const { claim, ...channel } = await upgradeOpen(`pooled=${encodeURIComponent(id)}`);
+        if (!/^[0-9a-f]{32}$/.test(claim)) {
+          channel.close();
+          throw new SandboxError('SANDBOX_UNAVAILABLE', `Node ${o.name} answered a claim without its token.`);
+        }
+        return { channel, claim };
+      },
+      limits,
+      everyMs: o.warmEveryMs ?? 1000,
+      onError: () => {},
+    });
+  }
+}
+
+/**
+ * ensure with the warm sessions' claims, where the agent may have a pooled sandbox (the node's
+ * default disk and runtime, no snapshot); the session of the pooled sandbox the node placed goes
+ * with the answer. A claim the node no longer honours is skipped there (another sandbox is placed).
+ */
+async function ensureWarm(
+  t: Transport,
+  warm: WarmSessions,
+  defaults: SandboxLimits,
+  spec: NodeSandboxSpec,
+): Promise<Placed<unknown>> {
+  const pooled =
+    spec.fromSnapshot === undefined &&
+    (spec.runtime ?? DEFAULT_RUNTIME) === DEFAULT_RUNTIME &&
+    spec.limits.diskBytes === defaults.diskBytes
+      ? warm.claims()
+      : [];
+  const placed = await t.call<Placed<unknown>>(
+    'ensure',
+    { ...spec, ...(pooled.length === 0 ? {} : { pooled }) },
+    5 * 60_000,
+  );
+  const session = placed.found ? undefined : warm.take(placed.id);
+  return session === undefined ? placed : { ...placed, warm: session };
 }
 
 /** The TLS socket as a pipe. */

@@ -4,7 +4,7 @@
 // it answers. Until then every call fails with the connection's NODE_UNREACHABLE naming the node.
 // Invariants: the node's limits are those of a node that answered (`like`) until it is connected;
 // the node itself still checks every spec against its own maxima; one connection attempt at a time.
-import type { SandboxNode } from '../types.ts';
+import type { SandboxNode, WarmHooks } from '../types.ts';
 import { connectRemoteNode, type RemoteNode, type RemoteNodeOptions } from './client.ts';
 
 export function lateRemoteNode(
@@ -13,11 +13,13 @@ export function lateRemoteNode(
 ): RemoteNode {
   let node: RemoteNode | undefined;
   let connecting: Promise<RemoteNode> | undefined;
+  let hooks: WarmHooks | undefined; // given to the node once it is connected
   const connected = async (): Promise<RemoteNode> => {
     if (node !== undefined) return node;
     connecting ??= connectRemoteNode(options).then(
       (n) => {
         node = n;
+        if (hooks !== undefined) n.warmWith?.(hooks);
         return n;
       },
       (e: unknown) => {
@@ -51,6 +53,10 @@ export function lateRemoteNode(
     usage: async (agentId, usageOptions) => (await connected()).usage(agentId, usageOptions),
     adopt: async (adoptOptions) => (await connected()).adopt(adoptOptions),
     capacity: async () => (await connected()).capacity(),
+    warmWith(h) {
+      hooks = h;
+      node?.warmWith?.(h);
+    },
     close: async () => node?.close(),
   };
 }

@@ -8,6 +8,11 @@
 // sandboxd's stdio; `GET /v1/link?channel=<id>` answers 101 with the link's token
 // (`x-dsh-link-token`), then one byte (ACCEPTED once sandboxd dialled with the token, else the
 // stream closes), then carries the link's bytes. The node reads none of those bytes.
+// Pooled channels (a node whose `info` lists the feature `pooled`; a control plane falls back to
+// the calls above without it): `pooled` answers the ids of the node's ready pooled sandboxes nobody
+// claimed; `GET /v1/open?pooled=<id>` claims one (the node hands its channel to this one stream only)
+// and answers, besides the channel's headers, the claim's token (`x-dsh-claim`); `ensure` with
+// `pooled: [{ id, claim }]` takes one of those first, and no ensure without its claim takes it.
 // Invariant: a body is at most MAX_BODY_BYTES; every string an argument carries is bounded and
 // checked here, on the node's side, before anything is asked of the engine.
 
@@ -25,6 +30,9 @@ export const HEADER_INSTANCE = 'x-dsh-instance';
 export const HEADER_CHANNEL = 'x-dsh-channel';
 export const HEADER_LINK = 'x-dsh-link';
 export const HEADER_LINK_TOKEN = 'x-dsh-link-token';
+export const HEADER_CLAIM = 'x-dsh-claim';
+/** What `info` lists (`features`) when the node serves pooled channels. */
+export const FEATURE_POOLED = 'pooled';
 
 /** The calls (each a `SandboxNode` method but open and link, which are upgrades). */
 export const METHODS = [
@@ -41,6 +49,7 @@ export const METHODS = [
   'pause',
   'snapshot',
   'dropSnapshot',
+  'pooled',
 ] as const;
 export type Method = (typeof METHODS)[number];
 
@@ -67,6 +76,30 @@ export const runtimesOf = (value: unknown): SandboxRuntime[] => {
   const listed = Array.isArray(value) ? value : [];
   return SANDBOX_RUNTIMES.filter((r) => r === 'runc' || listed.includes(r));
 };
+
+const POOLED_ID = /^[0-9a-f]{1,64}$/;
+const CLAIM = /^[0-9a-f]{32}$/;
+
+/** A pooled sandbox's id as the node takes it (its container's id). */
+export const pooledIdOf = (value: unknown): string => {
+  if (typeof value !== 'string' || !POOLED_ID.test(value))
+    throw bad('a pooled id is 1-64 lowercase hex digits');
+  return value;
+};
+
+/** An ensure's claims as the node takes them: at most 64 `{ id, claim }`. */
+export const pooledOf = (value: unknown): Array<{ id: string; claim: string }> => {
+  if (!Array.isArray(value) || value.length > 64) throw bad('pooled must be a list of at most 64 claims');
+  return value.map((v) => {
+    const o = objectOf(v, 'a pooled claim');
+    if (typeof o.claim !== 'string' || !CLAIM.test(o.claim)) throw bad('a claim is 32 lowercase hex digits');
+    return { id: pooledIdOf(o.id), claim: o.claim };
+  });
+};
+
+/** The pooled ids a node answered, as the control plane takes them (anything else is dropped). */
+export const pooledIdsOf = (value: unknown): string[] =>
+  (Array.isArray(value) ? value : []).filter((v): v is string => typeof v === 'string' && POOLED_ID.test(v));
 
 const SNAPSHOT_ID = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,120}$/;
 

@@ -7,7 +7,9 @@
 // the TLS handshake, before any request is read; one whose certificate is not a control plane's
 // (roles.ts: a node agent's, or one with no role) gets NODE_CERTIFICATE_REFUSED to every request
 // and upgrade, and the node is never asked; each refusal is reported (`onRefused`); a channel is known by its id only while it is
-// open, and a link is offered only on a channel this server opened; the TLS socket's end never ends
+// open, and a link is offered only on a channel this server opened; a pooled sandbox's channel goes
+// to one claiming stream only (the pool keeps the claim: docker/pool.ts), and its end discards the
+// pooled sandbox (the pool makes another); the TLS socket's end never ends
 // the sandbox's stdin (a control plane going away detaches, it does not close sandboxd's input).
 
 import { randomBytes } from 'node:crypto';
@@ -18,12 +20,14 @@ import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import { SandboxError } from '../../../errors.ts';
 import { resolveLimits } from '../../docker/config.ts';
-import type { SandboxdChannel, SandboxdPipe, SandboxNode } from '../types.ts';
+import type { PooledChannels, SandboxdChannel, SandboxdPipe, SandboxNode } from '../types.ts';
 import {
   ACCEPTED,
   agentIdOf,
   errorBody,
+  FEATURE_POOLED,
   HEADER_CHANNEL,
+  HEADER_CLAIM,
   HEADER_INSTANCE,
   HEADER_LINK,
   HEADER_LINK_TOKEN,
@@ -34,6 +38,8 @@ import {
   PREFIX,
   PROTOCOL,
   pauseModeOf,
+  pooledIdOf,
+  pooledOf,
   runtimeOf,
   snapshotIdOf,
   stringsOf,
@@ -48,7 +54,7 @@ export interface NodeServerOptions {
   key: string;
   ca: string;
   /** The node for a control-plane instance (made on first use; the instance is checked there). */
-  nodeFor: (instance: string) => SandboxNode<unknown>;
+  nodeFor: (instance: string) => Served;
   onError?: (error: unknown) => void;
   /** A connection refused: its certificate's role (NODE_CERTIFICATE_REFUSED) or its TLS handshake. */
   onRefused?: (from: string, reason: string) => void;
@@ -58,6 +64,9 @@ export interface NodeServer {
   readonly port: number;
   close(): Promise<void>;
 }
+
+/** A node as served: pooled channels where it has them (the embedded node over the engine does). */
+type Served = SandboxNode<unknown> & Partial<PooledChannels>;
 
 const INSTANCE = /^[a-z0-9]{1,16}$/;
 /** How long an idle control-plane connection is kept (longer than the client keeps it: transport.ts). */
@@ -74,7 +83,7 @@ export async function serveNode(options: NodeServerOptions): Promise<NodeServer>
     const refusal = refusals.get(req.socket);
     if (refusal !== undefined) throw refusal;
   };
-  const nodeOf = (req: IncomingMessage): SandboxNode<unknown> => {
+  const nodeOf = (req: IncomingMessage): Served => {
     checkRole(req);
     const instance = req.headers[HEADER_INSTANCE];
     if (typeof instance !== 'string' || !INSTANCE.test(instance))
@@ -152,7 +161,7 @@ async function answer(
   req: IncomingMessage,
   res: ServerResponse,
   checkRole: (req: IncomingMessage) => void,
-  nodeOf: (req: IncomingMessage) => SandboxNode<unknown>,
+  nodeOf: (req: IncomingMessage) => Served,
 ): Promise<void> {
   try {
     checkRole(req); // before its body is read
@@ -183,11 +192,7 @@ const bodyOf = async (req: IncomingMessage): Promise<string> => {
 };
 
 /** The node's answer to one call (the arguments checked first). */
-async function call(
-  node: SandboxNode<unknown>,
-  method: Method,
-  a: Record<string, unknown>,
-): Promise<unknown> {
+async function call(node: Served, method: Method, a: Record<string, unknown>): Promise<unknown> {
   switch (method) {
     case 'info':
       return {
@@ -196,7 +201,10 @@ async function call(
         defaults: node.defaults,
         maxima: node.maxima,
         ready: node.pool.ready,
+        ...(node.claim === undefined ? {} : { features: [FEATURE_POOLED] }),
       };
+    case 'pooled':
+      return { ids: node.unclaimed?.() ?? [] };
     case 'ensure': {
       // Checked again here: only known limits, positive integers, within this node's maxima.
       const limits = resolveLimits(node.defaults, node.maxima, objectOf(a.limits, 'limits'));
@@ -206,6 +214,7 @@ async function call(
         limits,
         ...(a.runtime === undefined ? {} : { runtime: runtimeOf(a.runtime) }),
         ...(a.fromSnapshot === undefined ? {} : { fromSnapshot: snapshotIdOf(a.fromSnapshot) }),
+        ...(a.pooled === undefined ? {} : { pooled: pooledOf(a.pooled) }),
       });
       return placed;
     }
@@ -293,7 +302,7 @@ async function upgrade(
   req: IncomingMessage,
   socket: Socket,
   head: Buffer,
-  nodeOf: (req: IncomingMessage) => SandboxNode<unknown>,
+  nodeOf: (req: IncomingMessage) => Served,
   channels: Map<string, SandboxdChannel>,
 ): Promise<void> {
   const node = nodeOf(req); // the certificate's role first
@@ -301,19 +310,20 @@ async function upgrade(
     throw new SandboxError('INVALID_ARGUMENTS', `Upgrade must be ${PROTOCOL}.`);
   const url = new URL(req.url ?? '/', 'https://node');
   socket.on('error', () => {});
+  const pooled = url.searchParams.get('pooled');
+  if (url.pathname === `${PREFIX}open` && pooled !== null) {
+    // One stream only: the pool hands a claimed channel to no other claim (pool.ts).
+    const claimed = node.claim?.(pooledIdOf(pooled));
+    if (claimed === undefined)
+      throw new SandboxError('SANDBOX_UNAVAILABLE', 'No unclaimed pooled sandbox has that id.');
+    opened(socket, head, channels, claimed.channel, { [HEADER_CLAIM]: claimed.claim });
+    return;
+  }
   if (url.pathname === `${PREFIX}open`) {
     const channel = await node.open(agentIdOf(url.searchParams.get('agent') ?? undefined), {
       restart: url.searchParams.get('restart') === '1',
     });
-    if (socket.destroyed) {
-      channel.close(); // the control plane went, or the server closed, while it opened
-      return;
-    }
-    const id = randomBytes(16).toString('hex');
-    channels.set(id, channel);
-    void channel.closed.then(() => channels.delete(id));
-    socket.write(switching({ [HEADER_CHANNEL]: id, [HEADER_LINK]: channel.link ? '1' : '0' }));
-    splice(socket, head, channel);
+    opened(socket, head, channels, channel);
     return;
   }
   if (url.pathname === `${PREFIX}link`) {
@@ -339,6 +349,25 @@ async function upgrade(
     return;
   }
   throw new SandboxError('NOT_FOUND', `No such node stream: ${url.pathname}`);
+}
+
+/** An opened channel: known by a fresh id while it is open, answered, spliced to the socket. */
+function opened(
+  socket: Socket,
+  head: Buffer,
+  channels: Map<string, SandboxdChannel>,
+  channel: SandboxdChannel,
+  headers: Record<string, string> = {},
+): void {
+  if (socket.destroyed) {
+    channel.close(); // the control plane went, or the server closed, while it opened
+    return;
+  }
+  const id = randomBytes(16).toString('hex');
+  channels.set(id, channel);
+  void channel.closed.then(() => channels.delete(id));
+  socket.write(switching({ [HEADER_CHANNEL]: id, [HEADER_LINK]: channel.link ? '1' : '0', ...headers }));
+  splice(socket, head, channel);
 }
 
 /** Bytes both ways until either side goes; the socket's end detaches, it never ends sandboxd's input. */

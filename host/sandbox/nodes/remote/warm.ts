@@ -1,0 +1,119 @@
+// A remote node's warm sessions, on the control plane's side (docs/nodes.md, "warm sessions"): for
+// each of the node's pooled sandboxes nobody claimed, this control plane claims its channel
+// (`open?pooled=`) and runs the provider's warm hook on it (its own sandboxd client: the session
+// opened, verified and moved to the link ahead), so that ensure can hand an agent a session that is
+// ready. Invariants: at most one claim per pooled id here, made one at a time in the background; a
+// session leaves when its channel closes (the node dropped the pooled sandbox, or went away) and is
+// then dropped by the hook; take() hands a session over once, and only for the id the node placed;
+// close() drops every session held and makes no more.
+
+import type { SandboxLimits } from '../../types.ts';
+import type { SandboxdChannel, WarmHooks } from '../types.ts';
+
+export interface WarmSessionsOptions {
+  /** The node's pooled ids nobody claimed. */
+  list(): Promise<string[]>;
+  /** Claims one: its channel and the claim's token (fails when another claimed it first). */
+  claim(id: string): Promise<{ channel: SandboxdChannel; claim: string }>;
+  /** The pooled sandboxes' limits (the node's defaults). */
+  limits: SandboxLimits;
+  /** How often the node is asked for new pooled ids. */
+  everyMs: number;
+  onError: (error: unknown) => void;
+}
+
+export interface WarmSessions {
+  /** Starts keeping sessions with the provider's hooks (once; later calls are ignored). */
+  start(hooks: WarmHooks): void;
+  /** Claims and warms every pooled sandbox the node lists now; resolves when done. */
+  refresh(): Promise<void>;
+  /** The claims held, for an ensure (NodeSandboxSpec.pooled). */
+  claims(): Array<{ id: string; claim: string }>;
+  /** The session made for pooled sandbox `id`, handed over (gone from here); undefined if none. */
+  take(id: string): unknown;
+  close(): Promise<void>;
+}
+
+interface Held {
+  claim: string;
+  warm: unknown;
+}
+
+export function createWarmSessions(o: WarmSessionsOptions): WarmSessions {
+  const held = new Map<string, Held>();
+  let hooks: WarmHooks | undefined;
+  let refreshing: Promise<void> | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let closed = false;
+
+  const warmOne = async (h: WarmHooks, id: string): Promise<void> => {
+    const { channel, claim } = await o.claim(id);
+    let warm: unknown;
+    try {
+      warm = await h.make(channel, o.limits);
+    } catch (e) {
+      channel.close(); // the node discards the pooled sandbox and makes another
+      throw e;
+    }
+    if (closed) {
+      await h.drop(warm);
+      return;
+    }
+    held.set(id, { claim, warm });
+    void channel.closed.then(() => {
+      const entry = held.get(id);
+      if (entry?.warm !== warm) return; // taken by an agent: its session now
+      held.delete(id);
+      void h.drop(warm).catch(o.onError);
+    });
+  };
+
+  const refresh = (): Promise<void> => {
+    const h = hooks;
+    if (h === undefined || closed) return Promise.resolve();
+    // One under way may have listed before the caller's pooled sandbox existed: another after it.
+    if (refreshing !== undefined) return refreshing.then(refresh, refresh);
+    refreshing = (async () => {
+      for (const id of await o.list()) {
+        if (closed) return;
+        if (held.has(id)) continue;
+        // Another control plane may claim it first: that one is its own, not a failure here.
+        await warmOne(h, id).catch((e: unknown) => {
+          if ((e as { code?: string }).code !== 'SANDBOX_UNAVAILABLE') o.onError(e);
+        });
+      }
+    })().finally(() => {
+      refreshing = undefined;
+    });
+    return refreshing;
+  };
+
+  return {
+    start(h) {
+      if (hooks !== undefined || closed) return;
+      hooks = h;
+      // A tick while one is under way is skipped (callers of refresh() wait for a fresh list instead).
+      timer = setInterval(() => {
+        if (refreshing === undefined) void refresh().catch(() => {});
+      }, o.everyMs);
+      timer.unref();
+      void refresh().catch(() => {});
+    },
+    refresh,
+    claims: () => [...held].map(([id, { claim }]) => ({ id, claim })),
+    take(id) {
+      const entry = held.get(id);
+      if (entry === undefined) return undefined;
+      held.delete(id);
+      return entry.warm;
+    },
+    async close() {
+      closed = true;
+      clearInterval(timer);
+      await refreshing?.catch(() => {});
+      const h = hooks;
+      for (const { warm } of held.values()) await h?.drop(warm).catch(() => {});
+      held.clear();
+    },
+  };
+}

@@ -1,0 +1,308 @@
+// Warm sessions on a remote node (host/sandbox/nodes/remote/warm.ts) without an engine: the node
+// server in front of a fake node with a real warm pool (docker/pool.ts) whose sandboxd stands in as
+// an echo, and control planes connected to it with warm hooks. A control plane's hook runs on each
+// pooled sandbox's channel ahead (the bytes cross the node), and ensure hands the agent the session
+// of the pooled sandbox it got; two control planes on one node's pool never hold the same pooled
+// channel, and one never gets a pooled sandbox whose channel the other holds; a claim the node did
+// not hand out takes nothing; a session whose pooled sandbox the node dropped is dropped; a node
+// without pooled channels (an older one) is served as before; a node connected late gets the hooks.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { request } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { DOCKER_DEFAULT_LIMITS, DOCKER_DEFAULT_MAXIMA } from '../../../host/sandbox/docker/config.ts';
+import { createWarmPool, type PoolItem, type WarmPool } from '../../../host/sandbox/docker/pool.ts';
+import { connectRemoteNode, type RemoteNode } from '../../../host/sandbox/nodes/remote/client.ts';
+import { lateRemoteNode } from '../../../host/sandbox/nodes/remote/late.ts';
+import { type NodeServer, serveNode } from '../../../host/sandbox/nodes/remote/server.ts';
+import type {
+  PooledChannels,
+  SandboxdChannel,
+  SandboxNode,
+  WarmHooks,
+} from '../../../host/sandbox/nodes/types.ts';
+import { makeCa, makeCert } from '../../../scripts/node-certs.ts';
+import { until } from '../../helpers/until.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'dsh-node-warm-'));
+const pem = (...p: string[]): string => readFileSync(join(dir, ...p), 'utf8');
+
+/** A channel that answers every byte written with the same byte (sandboxd stands in as an echo). */
+const echo = (): SandboxdChannel => {
+  const p = new PassThrough();
+  let close = (): void => {};
+  const closed = new Promise<void>((resolve) => {
+    close = resolve;
+  });
+  return {
+    input: p,
+    output: p,
+    closed,
+    close: () => {
+      p.destroy();
+      close();
+    },
+  };
+};
+
+type PooledNode = SandboxNode<unknown> & PooledChannels & { pool: WarmPool; items: PoolItem[] };
+
+/** A node whose pool holds `size` echo sandboxes; ensure takes a pooled one as the engine's node does. */
+const pooledNode = (size: number, withChannels = true): PooledNode => {
+  let made = 0;
+  const items: PoolItem[] = [];
+  const pool = createWarmPool({
+    size,
+    make: async () => {
+      made++;
+      const item = {
+        container: { id: made.toString(16).padStart(12, '0') },
+        channel: echo(),
+        warm: undefined,
+      } as unknown as PoolItem;
+      items.push(item);
+      return item;
+    },
+    discard: async (i) => i.channel.close(),
+    onError: () => {},
+  });
+  const node: PooledNode = {
+    name: 'fake',
+    defaults: DOCKER_DEFAULT_LIMITS,
+    maxima: DOCKER_DEFAULT_MAXIMA,
+    pool,
+    items,
+    ensure: async (spec) => {
+      const item = pool.take(spec.pooled);
+      return { id: item?.container.id ?? `new-${spec.agentId}`, limits: spec.limits };
+    },
+    find: async () => undefined,
+    open: async () => echo(),
+    state: async () => 'running',
+    stop: async () => {},
+    pause: async () => 'none',
+    destroy: async () => {},
+    usage: async () => undefined,
+    adopt: async () => [],
+    capacity: async () => ({
+      node: 'fake',
+      cpus: 2,
+      memoryBytes: 1,
+      sandboxes: 0,
+      running: 0,
+      pool: { ready: pool.ready, size },
+      runtimes: ['runc'],
+    }),
+    close: () => pool.close(),
+    unclaimed: () => pool.unclaimed(),
+    claim: (id) => pool.claim(id),
+  };
+  if (!withChannels) {
+    const { unclaimed: _u, claim: _c, ...older } = node;
+    return older as PooledNode;
+  }
+  return node;
+};
+
+/** Warm hooks that verify each channel with an echo of `by`, and note what they made and dropped. */
+const hooks = (by: string) => {
+  const made: string[] = [];
+  const dropped: string[] = [];
+  const h: WarmHooks = {
+    async make(channel) {
+      const said = new Promise<string>((resolve) =>
+        channel.input.once('data', (c: Buffer) => resolve(c.toString())),
+      );
+      channel.output.write(by);
+      const answer = await said;
+      made.push(answer);
+      return { by: answer };
+    },
+    async drop(warm) {
+      dropped.push((warm as { by: string }).by);
+    },
+  };
+  return { h, made, dropped };
+};
+
+let server: NodeServer | undefined;
+const opened: RemoteNode[] = [];
+
+const serve = async (node: SandboxNode<unknown>): Promise<string> => {
+  server = await serveNode({
+    host: '127.0.0.1',
+    port: 0,
+    cert: pem('ca', 'one.pem'),
+    key: pem('ca', 'one.key'),
+    ca: pem('ca', 'ca.pem'),
+    nodeFor: () => node,
+  });
+  return `https://127.0.0.1:${server.port}`;
+};
+
+const remoteOptions = (url: string) => ({
+  name: 'one',
+  url,
+  instance: 'test',
+  cert: pem('ca', 'control.pem'),
+  key: pem('ca', 'control.key'),
+  ca: pem('ca', 'ca.pem'),
+  timeoutMs: 5000,
+  warmEveryMs: 20,
+});
+
+const connect = async (url: string): Promise<RemoteNode> => {
+  const n = await connectRemoteNode(remoteOptions(url));
+  opened.push(n);
+  return n;
+};
+
+const spec = (agentId: string) => ({ agentId, tenantId: 't', limits: DOCKER_DEFAULT_LIMITS });
+
+/** One raw upgrade or call on the node: its status line's code. */
+const rawStatus = (path: string, method: 'GET' | 'POST', body?: string): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const req = request({
+      host: '127.0.0.1',
+      port: server?.port,
+      path,
+      method,
+      ca: pem('ca', 'ca.pem'),
+      cert: pem('ca', 'control.pem'),
+      key: pem('ca', 'control.key'),
+      agent: false,
+      headers: {
+        'x-dsh-instance': 'test',
+        ...(method === 'GET' ? { connection: 'Upgrade', upgrade: 'dsh-node/1' } : {}),
+      },
+    });
+    req.once('upgrade', (res, socket) => {
+      socket.destroy();
+      resolve(res.statusCode ?? 0);
+    });
+    req.once('response', (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.once('error', reject);
+    req.end(body);
+  });
+
+beforeAll(() => {
+  makeCa(join(dir, 'ca'));
+  makeCert(join(dir, 'ca'), join(dir, 'ca'), 'one', ['127.0.0.1']);
+  makeCert(join(dir, 'ca'), join(dir, 'ca'), 'control');
+});
+
+afterEach(async () => {
+  for (const n of opened.splice(0)) await n.close();
+  await server?.close();
+  server = undefined;
+});
+
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('warm sessions on a remote node', () => {
+  it("hands the agent the session made ahead on its pooled sandbox's channel", async () => {
+    const fake = pooledNode(2);
+    const node = await connect(await serve(fake));
+    const { h, made } = hooks('cp-a');
+    node.warmWith?.(h);
+    await node.pool.filled();
+    // The hook's bytes crossed the node and came back from the pooled sandbox's sandboxd.
+    expect(made).toEqual(['cp-a', 'cp-a']);
+    const placed = await node.ensure(spec('a1'));
+    expect(fake.items.map((i) => i.container.id)).toContain(placed.id);
+    expect(placed.warm).toEqual({ by: 'cp-a' });
+    // An agent that asks for another disk gets no pooled sandbox, and no session from here.
+    const other = await node.ensure({
+      ...spec('a2'),
+      limits: { ...DOCKER_DEFAULT_LIMITS, diskBytes: 2 * (DOCKER_DEFAULT_LIMITS.diskBytes ?? 2 ** 30) },
+    });
+    expect(other.warm).toBeUndefined();
+  });
+
+  it('never lets two control planes hold one pooled channel, nor one take a sandbox the other holds', async () => {
+    const fake = pooledNode(3);
+    const url = await serve(fake);
+    const [a, b] = [await connect(url), await connect(url)];
+    const [ha, hb] = [hooks('A'), hooks('B')];
+    a?.warmWith?.(ha.h);
+    b?.warmWith?.(hb.h);
+    await Promise.all([a?.pool.filled(), b?.pool.filled()]);
+    await until(() => ha.made.length + hb.made.length === 3);
+    expect(fake.unclaimed()).toEqual([]);
+    // Every pooled sandbox is held by one of them: B's agents get B's, then fresh ones.
+    const held = new Set(fake.items.map((i) => i.claim));
+    expect(held.size).toBe(3);
+    const heldByA = ha.made.length;
+    const takenByB: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const placed = await (b as RemoteNode).ensure(spec(`b${i}`));
+      if (placed.warm !== undefined) expect(placed.warm).toEqual({ by: 'B' });
+      takenByB.push(placed.id);
+    }
+    // Each of A's sessions is still A's to hand over, on a sandbox B did not get.
+    for (let i = 0; i < heldByA; i++) {
+      const placed = await (a as RemoteNode).ensure(spec(`a${i}`));
+      expect(placed.warm).toEqual({ by: 'A' });
+      expect(takenByB).not.toContain(placed.id);
+    }
+  });
+
+  it('refuses claims it did not hand out: a second claim of one channel, a forged token, a bad id', async () => {
+    const fake = pooledNode(1);
+    await serve(fake);
+    await fake.pool.filled();
+    const [id] = fake.unclaimed();
+    expect(await rawStatus(`/v1/open?pooled=${id}`, 'GET')).toBe(101);
+    expect(await rawStatus(`/v1/open?pooled=${id}`, 'GET')).toBe(503);
+    expect(await rawStatus('/v1/open?pooled=../../etc', 'GET')).toBe(400);
+    // A forged claim takes nothing the node handed to another (the fresh sandbox instead).
+    await until(() => fake.unclaimed().length === 1); // the first stream's close replaced the item
+    const [next] = fake.unclaimed();
+    const claimed = fake.claim(next as string);
+    expect(claimed).toBeDefined();
+    const forged = JSON.stringify({ ...spec('x'), pooled: [{ id: next, claim: '0'.repeat(32) }] });
+    expect(await rawStatus('/v1/ensure', 'POST', forged)).toBe(200);
+    expect(fake.pool.ready).toBe(1);
+    const hostile = JSON.stringify({ ...spec('y'), pooled: [{ id: next, claim: 'not hex' }] });
+    expect(await rawStatus('/v1/ensure', 'POST', hostile)).toBe(400);
+  });
+
+  it('drops a session whose pooled sandbox the node dropped', async () => {
+    const fake = pooledNode(1);
+    const node = await connect(await serve(fake));
+    const { h, made, dropped } = hooks('cp');
+    node.warmWith?.(h);
+    await node.pool.filled();
+    expect(made).toEqual(['cp']);
+    fake.items[0]?.channel.close(); // its container went away behind the node's back
+    await until(() => dropped.length === 1);
+    await until(() => made.length === 2); // the node's new pooled sandbox is warmed in turn
+  });
+
+  it('serves a node without pooled channels as before', async () => {
+    const fake = pooledNode(1, false);
+    const node = await connect(await serve(fake));
+    const { h, made } = hooks('cp');
+    node.warmWith?.(h);
+    await node.pool.filled();
+    const placed = await node.ensure(spec('old'));
+    expect(placed.id).toMatch(/^[0-9a-f]{12}$/);
+    expect([placed.warm, made]).toEqual([undefined, []]);
+  });
+
+  it('gives the hooks to a node connected after they were given (one that answered late)', async () => {
+    const fake = pooledNode(1);
+    const late = lateRemoteNode(remoteOptions(await serve(fake)), fake);
+    opened.push(late);
+    const { h, made } = hooks('late');
+    late.warmWith?.(h);
+    await late.pool.filled(); // connects, then warms
+    expect(made).toEqual(['late']);
+    expect((await late.ensure(spec('l1'))).warm).toEqual({ by: 'late' });
+  });
+});
