@@ -10,7 +10,6 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SandboxError } from '../../../host/errors.ts';
 import { DOCKER_DEFAULT_LIMITS, DOCKER_DEFAULT_MAXIMA } from '../../../host/sandbox/docker/config.ts';
@@ -19,27 +18,10 @@ import { lateRemoteNode } from '../../../host/sandbox/nodes/remote/late.ts';
 import { type NodeServer, serveNode } from '../../../host/sandbox/nodes/remote/server.ts';
 import type { SandboxdChannel, SandboxdPipe, SandboxNode } from '../../../host/sandbox/nodes/types.ts';
 import { makeCa, makeCert, signCert } from '../../../scripts/node-certs.ts';
+import { echoPipe as echo } from '../../helpers/echo-pipe.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'dsh-node-protocol-'));
 const pem = (...p: string[]): string => readFileSync(join(dir, ...p), 'utf8');
-
-/** A pipe that answers every byte written with the same byte (sandboxd stands in as an echo). */
-const echo = (): SandboxdPipe => {
-  const p = new PassThrough();
-  let close = (): void => {};
-  const closed = new Promise<void>((resolve) => {
-    close = resolve;
-  });
-  return {
-    input: p,
-    output: p,
-    closed,
-    close: () => {
-      p.destroy();
-      close();
-    },
-  };
-};
 
 const asked: string[] = [];
 const fake: SandboxNode<unknown> = {

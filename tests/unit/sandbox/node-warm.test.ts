@@ -10,42 +10,19 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DOCKER_DEFAULT_LIMITS, DOCKER_DEFAULT_MAXIMA } from '../../../host/sandbox/docker/config.ts';
 import { createWarmPool, type PoolItem, type WarmPool } from '../../../host/sandbox/docker/pool.ts';
 import { connectRemoteNode, type RemoteNode } from '../../../host/sandbox/nodes/remote/client.ts';
 import { lateRemoteNode } from '../../../host/sandbox/nodes/remote/late.ts';
 import { type NodeServer, serveNode } from '../../../host/sandbox/nodes/remote/server.ts';
-import type {
-  PooledChannels,
-  SandboxdChannel,
-  SandboxNode,
-  WarmHooks,
-} from '../../../host/sandbox/nodes/types.ts';
+import type { PooledChannels, SandboxNode, WarmHooks } from '../../../host/sandbox/nodes/types.ts';
 import { makeCa, makeCert } from '../../../scripts/node-certs.ts';
+import { echoPipe as echo } from '../../helpers/echo-pipe.ts';
 import { until } from '../../helpers/until.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'dsh-node-warm-'));
 const pem = (...p: string[]): string => readFileSync(join(dir, ...p), 'utf8');
-
-/** A channel that answers every byte written with the same byte (sandboxd stands in as an echo). */
-const echo = (): SandboxdChannel => {
-  const p = new PassThrough();
-  let close = (): void => {};
-  const closed = new Promise<void>((resolve) => {
-    close = resolve;
-  });
-  return {
-    input: p,
-    output: p,
-    closed,
-    close: () => {
-      p.destroy();
-      close();
-    },
-  };
-};
 
 type PooledNode = SandboxNode<unknown> & PooledChannels & { pool: WarmPool; items: PoolItem[] };
 
