@@ -6,8 +6,9 @@
 // ROLLBACK_UNSAFE (a file to restore is not what the last tracked call left: something untracked,
 // bash, a job, a client or a terminal, changed it since, and restoring would lose that change).
 // One refusal comes only at the write: ROLLBACK_UNSAFE too for a path something in the sandbox made
-// a link out of the workspace while the rollback ran (the sandbox never follows it; files before
-// it may be restored already, and asked again the check refuses before writing).
+// a link out of the workspace, moved away or replaced while the rollback ran (the sandbox never
+// follows a link; files before it may be restored already, and asked again the check refuses
+// before writing).
 // A file that already is what the rollback restores passes the check, so a rollback that failed
 // partway (the sandbox went away) can be asked again. Not covered: what untracked tools did (bash)
 // to other files stays; directories a tracked call created stay (empty once their files are
@@ -90,17 +91,25 @@ async function checkUntouched(sandbox: Sandbox, plan: Plan): Promise<void> {
   }
 }
 
+/** Codes a write answers when its path changed under it: a link out, a directory gone or swapped. */
+const RACED = new Set(['PATH_OUTSIDE_WORKSPACE', 'FILE_NOT_FOUND', 'NOT_A_FILE', 'NOT_A_DIRECTORY']);
+
 /**
- * A write the sandbox refused because the path now leads out of the workspace: something in the
- * sandbox made it (or a directory above it) a link out between the check and the write. The
- * sandbox never follows it; the client is told the workspace changed (409), not that it asked for
- * a path outside (400): retried, the check then refuses with the same code before writing.
+ * A write the sandbox refused because something in the sandbox changed the path (or a directory
+ * above it) between the check and the write: made it a link out of the workspace (the sandbox never
+ * follows it), moved its directory away, or put a directory or a file in its way. The client is told
+ * the workspace changed (409), not that it asked for a path outside (400) or a missing one (404):
+ * retried, the check then refuses with the same code before writing, or the rollback goes through.
  */
 function changedMeanwhile(error: unknown, path: string): unknown {
-  if (!isSandboxError(error) || error.code !== 'PATH_OUTSIDE_WORKSPACE') return error;
+  if (!isSandboxError(error) || !RACED.has(error.code)) return error;
+  const how =
+    error.code === 'PATH_OUTSIDE_WORKSPACE'
+      ? 'it now leads out of the workspace, through a link made by bash, a job or a terminal'
+      : 'bash, a job or a terminal moved or replaced it or a directory above it';
   return new SandboxError(
     'ROLLBACK_UNSAFE',
-    `${path} changed while the rollback ran (it now leads out of the workspace, through a link made by bash, a job or a terminal); nothing was written there. Files listed before it may be restored already.`,
+    `${path} changed while the rollback ran (${how}); nothing was written there. Files listed before it may be restored already.`,
     { data: { path }, cause: error },
   );
 }

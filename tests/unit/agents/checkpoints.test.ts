@@ -209,15 +209,19 @@ describe('checkpoints and rollback (memory provider)', () => {
     expect(await files(id)).toEqual({});
   });
 
-  it('a path made a link out of the workspace between the check and the write answers ROLLBACK_UNSAFE', async () => {
+  it.each([
+    ['made a link out of the workspace', 'PATH_OUTSIDE_WORKSPACE'],
+    ['moved away with its directory', 'FILE_NOT_FOUND'],
+    ['under a directory replaced by a file', 'NOT_A_DIRECTORY'],
+  ] as const)('a path %s between the check and the write answers ROLLBACK_UNSAFE', async (_, code) => {
     const { id } = await api.createAgent(api.keyA);
     await call(id, 'write', { file_path: 'a.txt', content: 'one' });
     const w = await call(id, 'write', { file_path: 'a.txt', content: 'two' });
-    // The sandbox refuses the write as a link planted meanwhile makes it (docker: sandboxd).
+    // The sandbox refuses the write as the path changed meanwhile makes it (docker: sandboxd).
     const sandbox = await api.agents.sandbox(await api.agents.get(api.tenantA, id));
     const writeFile = sandbox.fs.writeFile.bind(sandbox.fs);
     sandbox.fs.writeFile = async () => {
-      throw new SandboxError('PATH_OUTSIDE_WORKSPACE', 'a link out of the workspace');
+      throw new SandboxError(code, 'the path changed');
     };
     const refused = await rollback(id, w.callId);
     sandbox.fs.writeFile = writeFile;
