@@ -6,8 +6,29 @@
 // opened file is fstat'ed. Writes replace atomically (a fresh temporary file, renamed over).
 // Invariants: errno errors leave here as wire errors naming the lexical path (at()); whatever a
 // helper opened is closed when it returns or throws; a failed replace leaves the old file as it was.
+// System calls on a file sandboxd opened are synchronous up to SYNC_IO_BYTES a call (opens, fstat,
+// small reads and writes, rename): on the workspace's local file system each takes microseconds,
+// where Node's thread pool costs two thread wake-ups a call (~0.1-0.3 ms wall on a 2-core VM,
+// several a request: bench/sandboxd-fs.ts). Bigger pieces go through the pool, so one large file
+// never holds sandboxd's loop for long. A file is opened O_NONBLOCK, so no open waits on a FIFO.
 import { randomBytes } from 'node:crypto';
-import { constants, promises as fsp, type Stats } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  fchmodSync,
+  promises as fsp,
+  fstatSync,
+  lstatSync,
+  openSync,
+  read,
+  readSync,
+  renameSync,
+  type Stats,
+  unlinkSync,
+  write,
+  writeSync,
+} from 'node:fs';
+import { promisify } from 'node:util';
 import { WireError } from '../../sandbox-wire/errors.ts';
 import { atFd, openSubdir, type Resolved, type ResolveOptions } from './beneath.ts';
 import { type Args, optInt, str, toWireError } from './util.ts';
@@ -52,6 +73,11 @@ export const APPEND_FLAGS =
 /** A write's temporary file: always new, never through a symlink. */
 const CREATE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
 
+/** The largest piece read or written with one synchronous call; larger ones go through the thread pool. */
+export const SYNC_IO_BYTES = 1024 * 1024;
+const readPooled = promisify(read);
+const writePooled = promisify(write);
+
 /** Run `fn`, translating errno errors with the lexical path in the message. */
 export const at = async <T>(path: string, fn: () => Promise<T>): Promise<T> => {
   try {
@@ -94,42 +120,47 @@ const openRegular = async (
   ws: Workspace,
   abs: string,
   directories: boolean,
-): Promise<{ fh: fsp.FileHandle; st: Stats }> => {
+): Promise<{ fd: number; st: Stats }> => {
   // A final name swapped to a symlink between the walk and the open fails with ELOOP: walk again.
   for (let attempt = 0; ; attempt++) {
-    const fh = await within(ws, abs, { followLast: true }, (r) => fsp.open(r.path, READ_FLAGS)).catch(
-      (e: NodeJS.ErrnoException) => {
-        if (e.code === 'ELOOP' && attempt < 3) return undefined;
-        if (e.code === 'ENXIO') throw notFile(abs, 'a socket or device');
-        throw e;
-      },
-    );
-    if (!fh) continue;
+    let fd: number;
     try {
-      const st = await fh.stat();
+      fd = await within(ws, abs, { followLast: true }, async (r) => openSync(r.path, READ_FLAGS));
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'ELOOP' && attempt < 3) continue;
+      if (code === 'ENXIO') throw notFile(abs, 'a socket or device');
+      throw e;
+    }
+    try {
+      const st = fstatSync(fd);
       if (st.isDirectory() && !directories) throw notFile(abs, 'a directory');
       if (!st.isFile() && !st.isDirectory()) throw notFile(abs, 'not a regular file');
-      return { fh, st };
+      return { fd, st };
     } catch (e) {
-      await fh.close();
+      closeSync(fd);
       throw e;
     }
   }
 };
 
-/** Runs `fn` on the regular file at lexical `abs` (or a directory, with `directories`), opened for reading (openRegular). */
+/**
+ * Runs `fn` on the regular file at lexical `abs` (or a directory, with `directories`), opened for
+ * reading (openRegular), and closes it when `fn` settles: `fn` must not leave a read of the fd
+ * running then (a closed fd's number is soon another file's).
+ */
 export const withReadable = <T>(
   ws: Workspace,
   abs: string,
-  fn: (fh: fsp.FileHandle, st: Stats) => Promise<T>,
+  fn: (fd: number, st: Stats) => Promise<T>,
   directories = false,
 ): Promise<T> =>
   at(abs, async () => {
-    const { fh, st } = await openRegular(ws, abs, directories);
+    const { fd, st } = await openRegular(ws, abs, directories);
     try {
-      return await fn(fh, st);
+      return await fn(fd, st);
     } finally {
-      await fh.close();
+      closeSync(fd);
     }
   });
 
@@ -157,15 +188,43 @@ const inTheWay = (abs: string): WireError =>
   });
 
 /** Up to `want` bytes at `offset`; fewer only at the end of the file. */
-export const readAt = async (fh: fsp.FileHandle, offset: number, want: number): Promise<Buffer> => {
+export const readAt = async (fd: number, offset: number, want: number): Promise<Buffer> => {
   const buf = Buffer.alloc(want);
+  const got = await readInto(fd, buf, 0, want, offset);
+  return buf.subarray(0, got);
+};
+
+/** Reads up to `want` bytes at `position` into `buf` at `at`; fewer only at the end of the file. */
+export const readInto = async (
+  fd: number,
+  buf: Buffer,
+  at: number,
+  want: number,
+  position: number,
+): Promise<number> => {
   let got = 0;
   while (got < want) {
-    const { bytesRead } = await fh.read(buf, got, want - got, offset + got);
-    if (bytesRead === 0) break;
-    got += bytesRead;
+    const piece = want - got;
+    const n =
+      piece <= SYNC_IO_BYTES
+        ? readSync(fd, buf, at + got, piece, position + got)
+        : (await readPooled(fd, buf, at + got, piece, position + got)).bytesRead;
+    if (n === 0) break;
+    got += n;
   }
-  return buf.subarray(0, got);
+  return got;
+};
+
+/** Writes all of `data` at the fd's offset (the end, for a file opened O_APPEND). */
+export const writeAll = async (fd: number, data: Uint8Array): Promise<void> => {
+  let done = 0;
+  while (done < data.length) {
+    const piece = data.subarray(done);
+    done +=
+      piece.length <= SYNC_IO_BYTES
+        ? writeSync(fd, piece)
+        : (await writePooled(fd, piece, 0, piece.length, null)).bytesWritten;
+  }
 };
 
 /**
@@ -179,7 +238,7 @@ export const replaceFile = (
   ws: Workspace,
   abs: string,
   mode: number | undefined,
-  fill: (fh: fsp.FileHandle) => Promise<unknown>,
+  fill: (fd: number) => Promise<unknown>,
   noSymlinks = false,
 ): Promise<void> =>
   at(abs, async () => {
@@ -190,7 +249,12 @@ export const replaceFile = (
         throw e;
       });
     try {
-      const existing = await fsp.lstat(r.path).catch(() => undefined);
+      let existing: Stats | undefined;
+      try {
+        existing = lstatSync(r.path);
+      } catch {
+        existing = undefined;
+      }
       if (existing?.isDirectory()) throw notFile(abs, 'a directory');
       const tmp = atFd(
         r.dir.fd,
@@ -200,15 +264,21 @@ export const replaceFile = (
           Buffer.from(`.${randomBytes(6).toString('hex')}.sandboxd-tmp`),
         ]),
       );
-      const fh = await fsp.open(tmp, CREATE_FLAGS, 0o600);
+      const fd = openSync(tmp, CREATE_FLAGS, 0o600);
+      let open = true;
       try {
-        await fill(fh);
-        await fh.chmod(mode ?? (existing?.isFile() ? existing.mode & 0o7777 : 0o644));
-        await fh.close();
-        await fsp.rename(tmp, r.path);
+        await fill(fd);
+        fchmodSync(fd, mode ?? (existing?.isFile() ? existing.mode & 0o7777 : 0o644));
+        open = false;
+        closeSync(fd);
+        renameSync(tmp, r.path);
       } catch (e) {
-        await fh.close().catch(() => {});
-        await fsp.unlink(tmp).catch(() => {});
+        if (open) closeSync(fd);
+        try {
+          unlinkSync(tmp);
+        } catch {
+          // already gone
+        }
         throw e;
       }
     } finally {

@@ -5,7 +5,7 @@
 // (host/sandbox/download.ts): one piece at an offset plus the file's size, confined exactly as
 // readFile is, not bound by the model-facing read limit, and strict about its arguments (a length
 // over one frame is INVALID_ARGUMENTS, not silently cut). Names travel in byte-names.ts form.
-import { promises as fsp } from 'node:fs';
+import { promises as fsp, lstatSync } from 'node:fs';
 import { fromBytes } from '../../sandbox-wire/byte-names.ts';
 import { WireError } from '../../sandbox-wire/errors.ts';
 import { MAX_BINARY_BYTES } from '../../sandbox-wire/protocol.ts';
@@ -26,7 +26,7 @@ export async function readFile(ws: Workspace, args: Args) {
   return withReadable(
     ws,
     abs,
-    async (fh, st) => {
+    async (fd, st) => {
       const size = st.size;
       const stat = withStat ? statAnswer(abs, st) : undefined;
       const tooLarge = length === undefined && size - offset > maxBytes;
@@ -41,7 +41,7 @@ export async function readFile(ws: Workspace, args: Args) {
         );
       }
       const want = Math.max(0, Math.min(length ?? maxBytes, size - offset));
-      const data = (await readAt(fh, offset, want)).toString('base64');
+      const data = (await readAt(fd, offset, want)).toString('base64');
       return stat ? { data, stat } : { data };
     },
     withStat,
@@ -53,8 +53,8 @@ export async function readRange(ws: Workspace, args: Args) {
   const abs = ws.resolve(str(args, 'path'));
   const offset = intIn(args, 'offset', Number.MAX_SAFE_INTEGER);
   const length = intIn(args, 'length', MAX_BINARY_BYTES);
-  return withReadable(ws, abs, async (fh, { size }) => {
-    const data = await readAt(fh, offset, Math.max(0, Math.min(length, size - offset)));
+  return withReadable(ws, abs, async (fd, { size }) => {
+    const data = await readAt(fd, offset, Math.max(0, Math.min(length, size - offset)));
     return { data: data.toString('base64'), size };
   });
 }
@@ -62,7 +62,7 @@ export async function readRange(ws: Workspace, args: Args) {
 export async function stat(ws: Workspace, args: Args) {
   const abs = ws.resolve(str(args, 'path'));
   return at(abs, async () => {
-    const st = await within(ws, abs, { followLast: false }, (r) => fsp.lstat(r.path));
+    const st = await within(ws, abs, { followLast: false }, async (r) => lstatSync(r.path));
     return statAnswer(abs, st);
   });
 }

@@ -7,7 +7,17 @@
 // writeFile, mkdir and remove take `noSymlinks` (protocol.ts NO_SYMLINKS_VERSION): then no
 // component below the root may be a symlink (beneath.ts refuses it with FORBIDDEN), for the writes
 // the service makes on its own, which a link planted in the workspace must not redirect.
-import { promises as fsp } from 'node:fs';
+import {
+  closeSync,
+  fchmodSync,
+  fstatSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  renameSync,
+  rmdirSync,
+  unlinkSync,
+} from 'node:fs';
 import { WireError } from '../../sandbox-wire/errors.ts';
 import {
   APPEND_FLAGS,
@@ -17,6 +27,7 @@ import {
   removeTree,
   replaceFile,
   within,
+  writeAll,
   writeArgs,
 } from './fs-access.ts';
 import { type Args, bool, str, toWireError } from './util.ts';
@@ -24,7 +35,7 @@ import type { Workspace } from './workspace.ts';
 
 export async function writeFile(ws: Workspace, args: Args) {
   const { abs, data, mode } = writeArgs(ws, args);
-  await replaceFile(ws, abs, mode, (fh) => fh.writeFile(data), bool(args, 'noSymlinks'));
+  await replaceFile(ws, abs, mode, (fd) => writeAll(fd, data), bool(args, 'noSymlinks'));
   return {};
 }
 
@@ -32,19 +43,19 @@ export async function writeFile(ws: Workspace, args: Args) {
 export async function appendFile(ws: Workspace, args: Args) {
   const { abs, data, mode } = writeArgs(ws, args);
   return at(abs, async () => {
-    const fh = await within(ws, abs, { followLast: false }, (r) => fsp.open(r.path, APPEND_FLAGS)).catch(
-      (e: NodeJS.ErrnoException) => {
-        if (e.code === 'ELOOP') throw notFile(abs, 'a symlink');
-        if (e.code === 'ENXIO') throw notFile(abs, 'a FIFO or socket');
-        throw e;
-      },
-    );
+    const fd = await within(ws, abs, { followLast: false }, async (r) =>
+      openSync(r.path, APPEND_FLAGS),
+    ).catch((e: NodeJS.ErrnoException) => {
+      if (e.code === 'ELOOP') throw notFile(abs, 'a symlink');
+      if (e.code === 'ENXIO') throw notFile(abs, 'a FIFO or socket');
+      throw e;
+    });
     try {
-      if (!(await fh.stat()).isFile()) throw notFile(abs, 'not a regular file');
-      if (data.length > 0) await fh.appendFile(data);
-      if (mode !== undefined) await fh.chmod(mode);
+      if (!fstatSync(fd).isFile()) throw notFile(abs, 'not a regular file');
+      if (data.length > 0) await writeAll(fd, data);
+      if (mode !== undefined) fchmodSync(fd, mode);
     } finally {
-      await fh.close();
+      closeSync(fd);
     }
     return {};
   });
@@ -64,10 +75,10 @@ export async function mkdir(ws: Workspace, args: Args) {
         throw e;
       });
     try {
-      await fsp.mkdir(r.path, 0o755);
+      mkdirSync(r.path, 0o755);
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
-      if (code === 'EEXIST' && (await fsp.lstat(r.path)).isDirectory()) return {};
+      if (code === 'EEXIST' && lstatSync(r.path).isDirectory()) return {};
       if (code === 'EEXIST' || code === 'ENOTDIR')
         throw new WireError('NOT_A_DIRECTORY', `Not a directory: ${abs} (a file is in the way)`, {
           data: { path: abs },
@@ -88,12 +99,12 @@ export async function remove(ws: Workspace, args: Args) {
   const options = { followLast: false, noSymlinks: bool(args, 'noSymlinks') };
   return at(abs, () =>
     within(ws, abs, options, async (r) => {
-      const st = await fsp.lstat(r.path);
-      if (!st.isDirectory()) await fsp.unlink(r.path);
+      const st = lstatSync(r.path);
+      if (!st.isDirectory()) unlinkSync(r.path);
       else if (bool(args, 'recursive')) await removeTree(r.dir.fd, r.name);
       else {
         try {
-          await fsp.rmdir(r.path);
+          rmdirSync(r.path);
         } catch (e) {
           const code = (e as NodeJS.ErrnoException).code;
           if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw e;
@@ -116,10 +127,10 @@ export async function rename(ws: Workspace, args: Args) {
   if (to.startsWith(`${from}/`)) throw conflict(`Cannot move ${from} into itself (${to}).`);
   return at(from, () =>
     within(ws, from, { followLast: false }, async (src) => {
-      await fsp.lstat(src.path);
+      lstatSync(src.path);
       return within(ws, to, { followLast: false }, async (dst) => {
         try {
-          await fsp.rename(src.path, dst.path);
+          renameSync(src.path, dst.path);
         } catch (e) {
           const code = (e as NodeJS.ErrnoException).code;
           if (code === 'ENOTEMPTY' || code === 'EEXIST')

@@ -5,6 +5,8 @@
 // Confinement is readRange's and writeFile's: the same openers, the same checks; no deadline of
 // their own (they take as long as the host's consumer), but a cancel or a new session stops them.
 
+import { constants, promises as fsp, writev } from 'node:fs';
+import { promisify } from 'node:util';
 import { WireError } from '../../sandbox-wire/errors.ts';
 import { DATA_HEADER_BYTES } from '../../sandbox-wire/protocol.ts';
 import { intIn, replaceFile, withReadable } from './fs-access.ts';
@@ -19,7 +21,7 @@ export interface TransferIo {
 
 /** Reads up to `want` bytes at `position` into `buf` at `at`; fewer only at the end of the file. */
 const readInto = async (
-  fh: import('node:fs').promises.FileHandle,
+  fh: fsp.FileHandle,
   buf: Buffer,
   at: number,
   want: number,
@@ -34,13 +36,25 @@ const readInto = async (
   return got;
 };
 
+const writevPooled = promisify(writev);
+
 export const createTransfers = (ws: Workspace) => ({
   /** Up to `length` bytes from `offset` (fewer at the end of the file); answers the bytes sent and the size. */
   readStream(args: Args, io: TransferIo) {
     const abs = ws.resolve(str(args, 'path'));
     const offset = intIn(args, 'offset', Number.MAX_SAFE_INTEGER);
     const length = intIn(args, 'length', Number.MAX_SAFE_INTEGER);
-    return withReadable(ws, abs, async (fh, { size }) => {
+    return withReadable(ws, abs, async (fd, { size }) => {
+      // A handle of the stream's own on the same open file (/proc's link to the fd, not the path
+      // again): the read-ahead below may still run when this settles, and withReadable closes fd.
+      const fh = await fsp.open(`/proc/self/fd/${fd}`, constants.O_RDONLY);
+      try {
+        return await sendRange(fh, size);
+      } finally {
+        await fh.close();
+      }
+    });
+    async function sendRange(fh: fsp.FileHandle, size: number) {
       const out = io.sender;
       let ahead = 0; // bytes of the range already asked of the file
       /** The next piece, read into its own frame within the credit. */
@@ -63,7 +77,7 @@ export const createTransfers = (ws: Workspace) => ({
       }
       out.end();
       return { bytes: sent, size };
-    });
+    }
   },
 
   /** Replaces the file at `path` with the bytes the host sends until its end; answers how many. */
@@ -73,7 +87,7 @@ export const createTransfers = (ws: Workspace) => ({
     const mode =
       args.mode === undefined || args.mode === null ? undefined : optInt(args, 'mode', 0o644, 0o7777);
     let bytes = 0;
-    await replaceFile(ws, abs, mode, async (fh) => {
+    await replaceFile(ws, abs, mode, async (fd) => {
       const rx = io.receiver;
       for (;;) {
         const parts = await rx.next();
@@ -83,7 +97,7 @@ export const createTransfers = (ws: Workspace) => ({
         let written = 0;
         while (written < n) {
           const rest = written === 0 ? parts : [Buffer.concat(parts).subarray(written)];
-          written += (await fh.writev(rest)).bytesWritten;
+          written += (await writevPooled(fd, rest)).bytesWritten;
         }
         bytes += n;
         rx.consumed(n);

@@ -75,15 +75,32 @@ suite(`agents under gVisor (runsc on a private engine)${title}`, () => {
     expect(kernel).not.toBe(release());
     // All of the agent's ids and no capability, started by the spawner (its child, not setpriv's
     // exec from sandboxd): gVisor's execve hands the real-root spawner its real ids back, and the
-    // spawner takes sandboxd's split again from the agent's ids before it starts anything.
-    const status: Loose = await h.bash(
-      h.keyA,
-      agent,
-      "grep -E '^(Uid|Gid|CapPrm|CapEff)' /proc/self/status; cat /proc/$PPID/comm",
+    // spawner takes sandboxd's split again from the agent's ids before it starts anything. A
+    // command that comes before the spawner is ready starts through setpriv (same ids, parent
+    // `node`): asked again until the spawner answers.
+    const ids =
+      'Uid: 1000 1000 1000 1000\nGid: 1000 1000 1000 1000\nCapPrm: 0000000000000000\nCapEff: 0000000000000000';
+    const parents: string[] = [];
+    await until(
+      async () => {
+        const status: Loose = await h.bash(
+          h.keyA,
+          agent,
+          "grep -E '^(Uid|Gid|CapPrm|CapEff)' /proc/self/status; cat /proc/$PPID/comm",
+        );
+        const lines = text(status)
+          .replace(/[\t ]+/g, ' ')
+          .split('\n');
+        expect(lines.slice(0, 4).join('\n')).toBe(ids);
+        parents.push(lines[4] ?? '');
+        return lines[4] === 'sandboxd-spawn';
+      },
+      { what: 'a command started by the spawner', timeoutMs: 30_000, intervalMs: 200 },
     );
-    expect(text(status).replace(/[\t ]+/g, ' ')).toBe(
-      'Uid: 1000 1000 1000 1000\nGid: 1000 1000 1000 1000\nCapPrm: 0000000000000000\nCapEff: 0000000000000000\nsandboxd-spawn',
-    );
+    expect(
+      parents.every((p) => p === 'node' || p === 'sandboxd-spawn'),
+      parents.join(),
+    ).toBe(true);
     const [container] = await engine.docker.listContainers({ filters: { name: [`agent-${agent}`] } });
     const info = await engine.docker.getContainer(container?.Id as string).inspect();
     expect(info.HostConfig.Runtime).toBe('runsc');
