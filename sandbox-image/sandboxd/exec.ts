@@ -7,7 +7,7 @@
 // is slow to read the child's pipes are paused until the writer drains, and after the exit they are
 // read to their end (output.ts, the rule exec and stdio programs share).
 
-import { promises as fsp } from 'node:fs';
+import { type Stats, statSync } from 'node:fs';
 import { WireError } from '../../sandbox-wire/errors.ts';
 import { proxyEnv } from './egress.ts';
 import { launch, type Proc, sharedSpawner } from './launch.ts';
@@ -47,7 +47,12 @@ export const workdir = async (
 ): Promise<{ abs: string; real: string }> => {
   const abs = ws.resolve(cwdArg ?? '.');
   const real = await ws.real(abs, true);
-  const st = await fsp.stat(real).catch(() => undefined);
+  let st: Stats | undefined;
+  try {
+    st = statSync(real); // synchronous, as sandboxd's path calls are (fs-access.ts)
+  } catch {
+    st = undefined;
+  }
   if (!st)
     throw new WireError('FILE_NOT_FOUND', `Working directory does not exist: ${abs}`, {
       data: { path: abs },

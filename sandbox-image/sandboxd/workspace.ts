@@ -9,7 +9,7 @@
 // real boundary, and sandboxd may run as another uid than the agent); run locally it is the only
 // boundary.
 
-import { constants, promises as fsp } from 'node:fs';
+import { constants, promises as fsp, realpathSync } from 'node:fs';
 import { posix } from 'node:path';
 import { WireError } from '../../sandbox-wire/errors.ts';
 import { confine, isInside, normaliseRoot } from '../../sandbox-wire/paths.ts';
@@ -53,7 +53,8 @@ export const openWorkspace = async (rootPath: string): Promise<Workspace> => {
     let tail = '';
     for (;;) {
       try {
-        const r = await fsp.realpath(head);
+        // Synchronous, as every path call of sandboxd's (fs-access.ts): a cached lookup, no pool trip.
+        const r = realpathSync.native(head);
         return tail ? posix.join(r, tail) : r;
       } catch (e) {
         const code = (e as NodeJS.ErrnoException).code;
