@@ -6,10 +6,11 @@
 // that dies lets go of it too); a lock another replica holds is tried again shortly, the connection
 // given back meanwhile, so a waiting tenant holds none. The wait is bounded (waitMs): a replica
 // that holds the lock and hangs (a stalled create, a paused process whose session lives on) makes
-// the others answer STORE_BUSY (503, Retry-After) instead of hanging their requests. Invariants: at most poolSize - 1 locks are
-// held here at once (the work's own queries always find a connection: no pool deadlock); each
-// process calls it inside its own per-tenant turn (host/api/quotas.ts), so it asks at most one
-// lock per tenant and scope at a time; a lock is released on the connection that took it.
+// the others answer STORE_BUSY (503, Retry-After) instead of hanging their requests.
+// Invariants: at most poolSize - 1 locks are held here at once (the work's own queries always find
+// a connection: no pool deadlock); each process calls it inside its own per-tenant turn
+// (host/api/quotas.ts), so it asks at most one lock per tenant and scope at a time; a lock is
+// released on the connection that took it; a turn that gave up did none of its work.
 import type pg from 'pg';
 import { SandboxError } from '../../errors.ts';
 import type { QuotaScope } from '../tenants-port.ts';
