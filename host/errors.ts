@@ -166,6 +166,12 @@ export const ERROR_CODES = {
    * not the node dialled (`data.node`). An operator's fix: the right certificate (docs/nodes.md).
    */
   NODE_CERTIFICATE_REFUSED: 502,
+  // quota turns across replicas (host/store/pg/quota-turns.ts)
+  /**
+   * A lock in the store that another replica holds (a tenant's quota check on PostgreSQL) was not
+   * let go within its bound: nothing was done. Retry after Retry-After.
+   */
+  STORE_BUSY: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

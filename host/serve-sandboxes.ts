@@ -6,7 +6,9 @@
 // their store's instance, and a starting one removes only the pool containers of replicas that no
 // longer run (their heartbeat older than a lease), never the live warm pools of the others.
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { rootCertificates } from 'node:tls';
+import { sweepOrphanSnapshots } from './agents/service/snapshot-sweep.ts';
 import { agentEgressRules } from './agents/web.ts';
 import type { NodeAdmin } from './api/routes/nodes.ts';
 import type { Config } from './config.ts';
@@ -79,7 +81,7 @@ export const defaultProvider = async (
 ): Promise<DockerProvider> => {
   const { createDockerProvider } = await import('./sandbox/docker/index.ts');
   const remote = await remoteNode(config, store, log);
-  const provider = createDockerProvider({
+  const options: DockerProviderOptions = {
     ...(remote === undefined ? {} : { node: remote }),
     image: sandboxImageOf(config),
     instance: store.instanceId,
@@ -96,7 +98,8 @@ export const defaultProvider = async (
     ...(linksOf(config, log) === undefined ? {} : { links: config.linksDir }),
     ...overrides,
     ...(pools === undefined ? {} : { owner: pools.owner }),
-  });
+  };
+  const provider = createDockerProvider(options);
   const knownAt = Date.now();
   const agents = await store.agents.listAll({ includeDeleted: true });
   const recorded = agents.flatMap((a) => (a.sandboxId === undefined ? [] : [[a.sandboxId, a.id] as const]));
@@ -114,6 +117,23 @@ export const defaultProvider = async (
       return [];
     });
   log(`instance ${store.instanceId}: re-adopted ${adopted.length} agent sandbox(es)`);
+  // Before anything is served: snapshot files a crash left without a record (agents/service/snapshot-sweep.ts).
+  await sweepOrphanSnapshots({
+    sweep: options.workspaces?.sweepSnapshots,
+    snapshots: store.snapshots,
+    dataDir: config.dataDir,
+    workspacesDir: config.workspacesDir,
+    checkpointDir: join(config.dataDir, 'checkpoints'),
+  }).then(
+    (done) => {
+      if (done.kind === 'skipped') log(`snapshot files not swept: ${done.reason}`);
+      else if (done.removed.length > 0)
+        log(
+          `removed ${done.removed.length} snapshot file(s) no snapshot or checkpoint names (left by a crash)`,
+        );
+    },
+    (e: unknown) => log(`could not sweep the snapshot files no record names: ${String(e)}`),
+  );
   await provider.runtimes().then(
     (offered) =>
       log(`sandbox runtimes the ${remote === undefined ? 'engine' : 'node'} offers: ${offered.join(', ')}`),

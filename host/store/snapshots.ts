@@ -32,6 +32,8 @@ export interface SnapshotStore {
   remove(tenantId: string, id: string): Promise<boolean>;
   /** The host disk all of the tenant's snapshots take. */
   totalBytes(tenantId: string): Promise<number>;
+  /** Of `ids`, those with a row, whichever tenant's (the start's sweep of files no row names). */
+  recorded(ids: readonly string[]): Promise<Set<string>>;
 }
 
 export interface SnapshotRow {
@@ -68,6 +70,7 @@ export const createSnapshotStore = (db: Database): SnapshotStore => {
   );
   const del = db.prepare('DELETE FROM snapshots WHERE tenant_id = ? AND id = ?');
   const total = db.prepare('SELECT coalesce(sum(bytes), 0) AS n FROM snapshots WHERE tenant_id = ?');
+  const byId = db.prepare('SELECT id FROM snapshots WHERE id = ?');
   return {
     add: async (r) =>
       guarded('add a snapshot', () => {
@@ -87,5 +90,7 @@ export const createSnapshotStore = (db: Database): SnapshotStore => {
     remove: async (tenantId, id) => guarded('remove a snapshot', () => del.run(tenantId, id).changes > 0),
     totalBytes: async (tenantId) =>
       guarded('count snapshot bytes', () => Number((total.all(tenantId)[0] as { n: number }).n)),
+    recorded: async (ids) =>
+      guarded('look snapshots up', () => new Set(ids.filter((id) => byId.all(id).length > 0))),
   };
 };

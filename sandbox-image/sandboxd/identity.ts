@@ -129,6 +129,47 @@ export const uidsOf = (pid: number): [number, number, number] | undefined => {
   }
 };
 
+/** A process's ids as /proc/<pid>/status lists them: real, effective, saved (and filesystem) ids, groups. */
+export interface ProcIds {
+  uids: number[];
+  gids: number[];
+  groups: number[];
+}
+
+/** The ids in a /proc/<pid>/status text; undefined when a line is missing or malformed. */
+export const procIdsIn = (status: string): ProcIds | undefined => {
+  const ids = (name: string, min: number): number[] | undefined => {
+    const text = new RegExp(`^${name}:[ \t]*([0-9 \t]*)$`, 'm').exec(status)?.[1]?.trim();
+    if (text === undefined) return undefined;
+    const list = text === '' ? [] : text.split(/[ \t]+/).map(Number);
+    return list.length >= min && list.every(Number.isSafeInteger) ? list : undefined;
+  };
+  const [uids, gids, groups] = [ids('Uid', 3), ids('Gid', 3), ids('Groups', 0)];
+  return uids && gids && groups ? { uids, gids, groups } : undefined;
+};
+
+/** The ids of `pid` (undefined when it is gone or unreadable). */
+export const procIdsOf = (pid: number): ProcIds | undefined => {
+  try {
+    return procIdsIn(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  } catch {
+    return undefined;
+  }
+};
+
+/**
+ * Why a helper with these ids does not run apart from the agent the way sandboxd does (see the
+ * header: uids 0, the agent's, 0; gids the servers', the agent's, the servers'; no supplementary
+ * group), or undefined when it does. A gid off the split would give the helper's commands, or the
+ * agent, a group they must not have (the servers' group holds the stdio servers' environments).
+ */
+export const notApart = (ids: ProcIds | undefined, agent: AgentIds, servers: number): string | undefined => {
+  if (ids === undefined) return 'its ids cannot be read';
+  const said = `uids ${ids.uids.slice(0, 3).join(' ')}, gids ${ids.gids.slice(0, 3).join(' ')}, groups [${ids.groups.join(' ')}]`;
+  const want = `uids 0 ${agent.uid} 0, gids ${servers} ${agent.gid} ${servers}, groups []`;
+  return said === want ? undefined : `${said}, not ${want}`;
+};
+
 /**
  * Whether sandboxd may signal `pid` on the agent's behalf (a pid read from a record the agent can
  * write): always when not running apart; else only a process whose real uid is the agent's, so a

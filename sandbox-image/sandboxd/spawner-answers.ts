@@ -2,7 +2,8 @@
 // own open), `got` (it read a request), `spawned` (a command's pid and FIFO names: opened here and
 // handed out as sockets), `exit` (a command's status) and spawn failures.
 // Invariants: nothing the spawner sends can throw out of here; a spawner that does not run apart
-// from the agent the way sandboxd does (real and saved uid 0, effective the agent's), when sandboxd
+// from the agent the way sandboxd does (real and saved uid 0, effective the agent's; real and saved
+// gid the servers', effective the agent's; no supplementary group), when sandboxd
 // does, is given up before any use: it gives its commands its own effective ids (gVisor's execve,
 // runsc 20221219, hands a process whose real uid is 0 its real ids back: the spawner then takes
 // the split again itself from the agent's ids sandboxd names, spawner-script.ts apart_again; one
@@ -14,7 +15,7 @@
 import { closeSync, constants, readSync } from 'node:fs';
 import { Socket } from 'node:net';
 import { WireError } from '../../sandbox-wire/errors.ts';
-import { agentIds, uidsOf } from './identity.ts';
+import { agentIds, notApart, procIdsOf, serverGid } from './identity.ts';
 import {
   giveUp,
   isFifo,
@@ -81,9 +82,10 @@ function onReady(s: SpawnerState, m: Message): void {
   s.spawnerPid = m.pid;
   const ids = agentIds();
   const pid = s.child?.pid;
-  const uids = pid === undefined ? undefined : uidsOf(pid);
-  if (ids && uids?.join(' ') !== `0 ${ids.uid} 0`) {
-    giveUp(s, `not apart from the agent (uids ${uids?.join(' ') ?? 'unknown'}, not 0 ${ids.uid} 0)`);
+  // Its uids, gids and groups all as sandboxd's (identity.ts), else it is not used.
+  const why = ids && notApart(pid === undefined ? undefined : procIdsOf(pid), ids, serverGid() ?? -1);
+  if (why) {
+    giveUp(s, `not apart from the agent (${why})`);
     return;
   }
   try {

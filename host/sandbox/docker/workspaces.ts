@@ -51,6 +51,12 @@ export interface WorkspaceStore {
   /** Deletes a snapshot's file (gone already: done). With snapshot(). */
   dropSnapshot?(id: string): Promise<void>;
   /**
+   * Deletes the snapshot files (not written lately) whose id `recorded` does not return: those a
+   * process that ended left behind. Resolves to the ids removed. With snapshot(); only for a store
+   * whose root no other instance shares (host/agents/service/snapshot-sweep.ts decides).
+   */
+  sweepSnapshots?(recorded: (ids: string[]) => Promise<ReadonlySet<string>>): Promise<string[]>;
+  /**
    * Keeps `count` workspaces of `bytes` made ahead for the names that start with `${prefix}-`, so
    * that create() of such a name and size only takes one (a loop store: formatted images, named
    * `${prefix}-spare-…`, counted by disk admission like any workspace, and given up when a create

@@ -61,6 +61,8 @@ export interface OpenPgStoreOptions {
   pluginLimitsOf?: PluginStoreOptions['limitsOf'];
   /** Replicas: the fence every event is written under (host/replicas). */
   fence?: EventFence;
+  /** How long a tenant's quota turn waits for a lock another replica holds before STORE_BUSY (ms). Default 5000. */
+  quotaWaitMs?: number;
 }
 
 /** Opens the PostgreSQL store. Throws CONFIG_INVALID or STORE_FAILED, naming the URL without its password. */
@@ -93,7 +95,10 @@ export const openPgStore = async (options: OpenPgStoreOptions): Promise<Store> =
       events,
       requests,
       tenants: watchQuotas(
-        { ...createPgTenantStore(db, now, { wake }), quotaTurn: createPgQuotaTurn(db) },
+        {
+          ...createPgTenantStore(db, now, { wake }),
+          quotaTurn: createPgQuotaTurn(db, { waitMs: options.quotaWaitMs }),
+        },
         events,
       ),
       tenantPurge: createPgTenantPurgeStore(db),

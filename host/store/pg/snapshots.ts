@@ -54,4 +54,11 @@ export const createPgSnapshotStore = (db: PgDatabase): SnapshotStore => ({
       );
       return Number(row?.n ?? 0);
     }),
+  recorded: (ids) =>
+    pgGuarded('look snapshots up', async () => {
+      const rows = await db.many<{ id: string }>('SELECT id FROM snapshots WHERE id = ANY($1::text[])', [
+        [...ids],
+      ]);
+      return new Set(rows.map((r) => r.id));
+    }),
 });

@@ -215,6 +215,23 @@ describe('sandboxd in the sandbox image', () => {
       ]);
     }
     expect(stderr).toMatch(/apart from the agent: uid 0\/1000\/0, non-dumpable/);
+    // The spawner in use has sandboxd's split of uids, gids and groups (spawner-answers.ts checks
+    // all three before using it), read from outside (docker exec), not through the spawner.
+    const servers = /servers' gid (\d+)/.exec(stderr)?.[1];
+    expect(servers).not.toBe('1000');
+    const ids = execFileSync('docker', [
+      'exec',
+      '-u',
+      '0',
+      container.id,
+      'grep',
+      '-E',
+      '^(Uid|Gid|Groups)',
+      `/proc/${spawner}/status`,
+    ])
+      .toString()
+      .replace(/[\t ]+/g, ' ');
+    expect(ids).toBe(`Uid: 0 1000 0 1000\nGid: ${servers} 1000 ${servers} 1000\nGroups: \n`);
     // The agent: uid 1000 only, no capability, cannot become anyone else; the spawner's FIFOs are hidden.
     const me = await c.exec(
       [

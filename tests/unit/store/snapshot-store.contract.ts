@@ -49,6 +49,18 @@ export const runSnapshotStoreContract = (harness: {
       expect(await store.totalBytes(await tenant('c'))).toBe(0);
     });
 
+    it("tells which ids have a row, whichever tenant's", async () => {
+      const { store, tenant } = await open();
+      const [a, b] = [await tenant('a'), await tenant('b')];
+      await store.add(record({ id: 'snap_a', tenantId: a }));
+      await store.add(record({ id: 'snap_b', tenantId: b }));
+      await store.add(record({ id: 'snap_gone', tenantId: b }));
+      await store.remove(b, 'snap_gone');
+      const asked = ['snap_a', 'snap_b', 'snap_gone', 'ckpt_x', "x' OR '1'='1", ''];
+      expect(await store.recorded(asked)).toEqual(new Set(['snap_a', 'snap_b']));
+      expect(await store.recorded([])).toEqual(new Set());
+    });
+
     it('keeps snapshots across a reopen', async () => {
       const { store, tenant, reopen } = await open();
       const a = await tenant('a');

@@ -14,7 +14,10 @@
 // A process that ended mid-copy leaves its `<id>.tmp`, which no snapshot row or checkpoint ever
 // names: the adoption's sweep removes such files (sweepTemps) once untouched for TEMP_GRACE_MS. A
 // copy in progress writes its file all along, so one written lately may be another process's
-// (several instances may share a root) and is left alone.
+// (several instances may share a root) and is left alone. A whole `<id>.img` that no record names
+// (its process ended before its snapshot row or checkpoint was written, or after the record was
+// dropped but before the file was) is removed by sweepSnapshots, which the start runs over a root
+// of its own data directory only (host/agents/service/snapshot-sweep.ts), past the same grace.
 import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SandboxError } from '../../../errors.ts';
@@ -107,6 +110,32 @@ export async function sweepTemps(s: LoopState, now: number = Date.now()): Promis
     await rm(join(folder, file), { force: true });
     removed++;
   }
+  return removed;
+}
+
+/**
+ * Removes the snapshot files untouched for TEMP_GRACE_MS whose id `recorded` does not keep (see the
+ * header); the ids removed. A failure of `recorded` removes nothing.
+ */
+export async function sweepSnapshots(
+  s: LoopState,
+  recorded: (ids: string[]) => Promise<ReadonlySet<string>>,
+  now: number = Date.now(),
+): Promise<string[]> {
+  const folder = folderOf(s);
+  const files = await readdir(folder).catch(() => [] as string[]);
+  const old: string[] = [];
+  for (const file of files) {
+    const id = file.slice(0, -4);
+    if (!file.endsWith('.img') || !NAME.test(id)) continue;
+    // Written lately: maybe one being made, its record not written yet.
+    const at = (await stat(join(folder, file)).catch(() => undefined))?.mtimeMs;
+    if (at !== undefined && now - at >= TEMP_GRACE_MS) old.push(id);
+  }
+  if (old.length === 0) return [];
+  const kept = await recorded(old);
+  const removed = old.filter((id) => !kept.has(id));
+  for (const id of removed) await dropSnapshot(s, id);
   return removed;
 }
 

@@ -34,6 +34,7 @@ import {
   snapshotPath,
   snapshotSizes,
   sparseCopy,
+  sweepSnapshots,
   sweepTemps,
   takeSnapshot,
   thawAll,
@@ -94,6 +95,7 @@ export function createLoopWorkspaces(rootDir: string, options: LoopOptions = {})
       return takeSnapshot(s, name, id);
     },
     dropSnapshot: (id) => dropSnapshot(s, id),
+    sweepSnapshots: (recorded) => sweepSnapshots(s, recorded),
   };
 }
 
