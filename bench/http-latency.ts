@@ -31,6 +31,7 @@ import Docker from 'dockerode';
 import ivm from 'isolated-vm';
 import { loadConfig } from '../host/config.ts';
 import { createLoopWorkspaces } from '../host/sandbox/docker/index.ts';
+import { type FloorServer, startFloorServer } from './lib/http-floor.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 30);
 const READY_RUNS = Number(process.env.BENCH_READY_RUNS ?? 10);
@@ -41,6 +42,7 @@ const wanted = (row: string): boolean =>
   ONLY === undefined ||
   row.startsWith('docker exec') ||
   row.startsWith('bare') ||
+  row.startsWith('floor') ||
   ONLY.some((o) => row.startsWith(o));
 const ROOT = join(import.meta.dirname, '..');
 const METRICS_KEY = 'bench-metrics-key-0123456789abcdef';
@@ -231,6 +233,11 @@ const bareIsolate = async (): Promise<void> => {
   fresh.dispose();
 };
 
+/** The floors (bench/lib/http-floor.ts): a bare node:http server's answer, and with one hop to another process. */
+const FLOOR_DIRECT = 'floor: a bare node:http server answers the same bytes';
+const FLOOR_HOP = 'floor: the same, after a round trip to another process (a call that needs its sandbox)';
+let floor: FloorServer | undefined;
+
 const rows = new Map<string, number[]>();
 const add = (row: string, ms: number): void => {
   rows.set(row, [...(rows.get(row) ?? []), ms]);
@@ -251,6 +258,8 @@ const measureCalls = async (agentId: string, container: string): Promise<void> =
     ],
     ['docker exec true (CLI)', () => run('docker', ['exec', container, 'true'])],
     ['bare isolated-vm isolate `return 1`', bareIsolate],
+    [FLOOR_DIRECT, () => (floor as FloorServer).post(false)],
+    [FLOOR_HOP, () => (floor as FloorServer).post(true)],
   ];
   const chosen = steps.filter(([row]) => wanted(row));
   for (let i = 0; i < 3; i++) for (const [, fn] of chosen) await fn();
@@ -350,6 +359,7 @@ const report = (): void => {
   const p50 = (row: string) => quantile(rows.get(row) ?? [], 0.5);
   const dockerP50 = p50('docker exec true (CLI)');
   const isolateP50 = p50('bare isolated-vm isolate `return 1`');
+  const hopP50 = p50(FLOOR_HOP);
   const fmt = (ms: number) => (ms >= 100 ? ms.toFixed(0) : ms >= 10 ? ms.toFixed(1) : ms.toFixed(2));
   console.log(
     `\nhttp-latency: ${RUNS} runs per call row (${READY_RUNS} agent-ready, ${STARTS} warm starts), ms`,
@@ -363,14 +373,18 @@ const report = (): void => {
         : against === 'isolate'
           ? ` ×${(p50(row) / isolateP50).toFixed(2)} of a bare isolate`
           : '';
+    const overFloor =
+      rows.has(FLOOR_HOP) && (against === 'docker' || row.startsWith('run_code')) && !row.startsWith('agent')
+        ? `, ×${(p50(row) / hopP50).toFixed(2)} of the floor with a hop`
+        : '';
     const verdict = Number.isNaN(target) ? '' : ` ≤ ${target} ${p50(row) <= target ? 'met' : 'NOT met'}`;
     const used = cpu.get(row);
     const cpuText =
-      used === undefined || row.startsWith('bare')
+      used === undefined || row.startsWith('bare') || row.startsWith('floor')
         ? ''
         : ` | CPU a call: service main thread ${fmt((used[0] as number) / xs.length)}, all its threads ${fmt((used[1] as number) / xs.length)}, the container ${fmt((used[2] as number) / xs.length)}, the isolate workers ${fmt((used[3] as number) / xs.length)}`;
     console.log(
-      `${row} | ${fmt(quantile(xs, 0.5))} | ${fmt(quantile(xs, 0.9))} | ${fmt(quantile(xs, 0.99))} |${ratio} |${verdict}${cpuText}`,
+      `${row} | ${fmt(quantile(xs, 0.5))} | ${fmt(quantile(xs, 0.9))} | ${fmt(quantile(xs, 0.99))} |${ratio}${overFloor} |${verdict}${cpuText}`,
     );
   }
 };
@@ -395,7 +409,9 @@ try {
   const listed = await docker.listContainers({ filters: { label: [`dsh.instance=${instance}`] } });
   const mine = listed.find((c) => c.Names.some((n) => n.includes('-agent-')));
   if (!mine) throw new Error(`no agent container of instance ${instance}`);
+  floor = await startFloorServer();
   await measureCalls(agentId, mine.Id);
+  await floor.stop();
   if (wanted('agent ready')) await measureReady();
   for (const how of ['npm-start', 'cli'] as const) {
     if (!wanted('warm start')) break;
