@@ -5,7 +5,7 @@
 // lists come oldest first (created_at, then rowid), withSandbox by id.
 import type { AgentRecord } from './agents-port.ts';
 import type { AgentRow } from './agents-rows.ts';
-import type { AgentsState } from './agents-state.ts';
+import { type AgentsState, LIVE_REMEMBERED } from './agents-state.ts';
 import { guarded } from './db.ts';
 
 export function getAgent(state: AgentsState, tenantId: string, id: string): AgentRecord | undefined {
@@ -15,9 +15,17 @@ export function getAgent(state: AgentsState, tenantId: string, id: string): Agen
   });
 }
 
-// .get, not .all: all() goes through libsql's row iterator (a batch of 100 rows per step).
+/** Whether the agent exists and is not deleted: remembered once a read found it live (agents-state.ts). */
 export function isLive(state: AgentsState, tenantId: string, id: string): boolean {
-  return guarded('read agent', () => state.selectLiveOne.get(id, tenantId) !== undefined);
+  const key = `${tenantId}\0${id}`;
+  if (state.live.has(key)) return true;
+  // .get, not .all: all() goes through libsql's row iterator (a batch of 100 rows per step).
+  const live = guarded('read agent', () => state.selectLiveOne.get(id, tenantId) !== undefined);
+  if (live) {
+    if (state.live.size >= LIVE_REMEMBERED) state.live.delete(state.live.values().next().value as string);
+    state.live.add(key);
+  }
+  return live;
 }
 
 export function listAgents(state: AgentsState, tenantId: string): AgentRecord[] {

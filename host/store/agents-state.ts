@@ -3,7 +3,12 @@
 // Invariants: statements for columns a later migration added (mcp_servers: migration 8; links:
 // migration 10) are prepared at first use, so a store on an older schema (migration tests) still
 // opens; the mcp_servers column is sealed (sealed.ts), since MCP servers' environments and headers
-// are secrets.
+// are secrets. `live` remembers agents a read found live (isLive, agents-read.ts): on libsql the
+// agents table is one process's (replicas need PostgreSQL; the command line never deletes an
+// agent), and an agent stops being live only through markDeleted here, which forgets it first, so
+// a remembered answer is the table's. It saves every batch a read on the service's thread whose
+// first statement after the log's writer thread committed costs ~0.16 ms of waiting
+// (bench/http-latency.ts, issue 33); at most LIVE_REMEMBERED are kept, the oldest forgotten.
 import type LibsqlDatabase from 'libsql';
 import type { AgentRecord } from './agents-port.ts';
 import { type AgentRow, toRecord } from './agents-rows.ts';
@@ -32,7 +37,12 @@ export interface AgentsState {
   selectTeam: LibsqlDatabase.Statement | undefined;
   setMcp: LibsqlDatabase.Statement | undefined;
   selectWithSandbox: LibsqlDatabase.Statement | undefined;
+  /** Agents a read found live, `tenant\0id`, oldest first (see the header). */
+  readonly live: Set<string>;
 }
+
+/** How many live agents the state remembers (a Set's insertion order: the oldest goes first). */
+export const LIVE_REMEMBERED = 10_000;
 
 export function prepareAgents(db: Database, now: () => number, sealer: Sealer | undefined): AgentsState {
   const open = (stored: string) => sealer?.open(stored) ?? stored;
@@ -69,5 +79,6 @@ export function prepareAgents(db: Database, now: () => number, sealer: Sealer | 
     selectTeam: undefined,
     setMcp: undefined,
     selectWithSandbox: undefined,
+    live: new Set(),
   };
 }

@@ -48,6 +48,7 @@ export function createAgent(state: AgentsState, input: CreateAgentInput): AgentR
 }
 
 export function markDeleted(state: AgentsState, tenantId: string, id: string): boolean {
+  state.live.delete(`${tenantId}\0${id}`); // before the write: never remembered live once deleted
   return guarded('delete agent', () => state.remove.run(state.now(), id, tenantId).changes > 0);
 }
 

@@ -90,7 +90,7 @@ export function createAgentLookup(
 export interface DeletionMarks {
   /** Agents whose delete() is in progress in this process (the store already says deleted). */
   readonly deleting: Set<string>;
-  /** Deleted here or by another process sharing the store (one indexed read unless deleted here). */
+  /** Deleted here or by another process sharing the store (one indexed read unless deleted here; on libsql, remembered once live: agents-state.ts). */
   gone(agent: Agent): Promise<boolean>;
 }
 
