@@ -151,8 +151,7 @@ export async function connectRemoteNode(options: RemoteNodeOptions): Promise<Rem
         )
       ).names,
     capacity: async () => {
-      // With this control plane's claims: the pool's ready count is what it can use (protocol.ts).
-      const c = await call<NodeCapacity>('capacity', claimsOf(warm));
+      const c = await call<NodeCapacity>('capacity', claimsOf(warm)); // the pool's ready: what it can use
       ready = c.pool.ready;
       warm?.sized(poolSizeOf(c.pool?.size));
       return { ...c, runtimes: runtimesOf(c.runtimes) };
@@ -166,10 +165,7 @@ export async function connectRemoteNode(options: RemoteNodeOptions): Promise<Rem
   /** The node's warm sessions (warm.ts), claimed through `open?pooled=`. */
   function warmSessionsOf(tr: Transport, limits: SandboxLimits, o: RemoteNodeOptions): WarmSessions {
     return createWarmSessions({
-      list: async () => {
-        const { ids, size } = await tr.call<{ ids?: unknown; size?: unknown }>('pooled');
-        return { ids: pooledIdsOf(ids), size: poolSizeOf(size) };
-      },
+      list: () => pooledOn(tr),
       claim: async (id) => {
         const { claim, ...channel } = await upgradeOpen(`pooled=${encodeURIComponent(id)}`);
         if (!/^[0-9a-f]{32}$/.test(claim)) {
@@ -209,6 +205,13 @@ async function ensureWarm(
   );
   const session = placed.found ? undefined : warm.take(placed.id);
   return session === undefined ? placed : { ...placed, warm: session };
+}
+
+/** The node's unclaimed pooled ids, and its pool's size when it says (`pooled`). */
+async function pooledOn(t: Transport): Promise<{ ids: string[]; size?: number }> {
+  const { ids, size } = await t.call<{ ids?: unknown; size?: unknown }>('pooled');
+  const sized = poolSizeOf(size);
+  return { ids: pooledIdsOf(ids), ...(sized === undefined ? {} : { size: sized }) };
 }
 
 /** A call's body with the claims the warm sessions hold (none without them; an older node ignores them). */

@@ -206,7 +206,10 @@ async function call(node: Served, method: Method, a: Record<string, unknown>): P
       };
     case 'pooled':
       // The size too: a control plane stops asking a node whose pool holds none (remote/warm.ts).
-      return { ids: node.unclaimed?.() ?? [], size: node.poolFor?.([]).size ?? 0 };
+      return {
+        ids: node.unclaimed?.() ?? [],
+        ...(node.poolFor === undefined ? {} : { size: node.poolFor([]).size }),
+      };
     case 'ensure': {
       // Checked again here: only known limits, positive integers, within this node's maxima.
       const limits = resolveLimits(node.defaults, node.maxima, objectOf(a.limits, 'limits'));
