@@ -323,14 +323,15 @@ it('moves the session to the link through the node: the channel offers it and sa
 
 it("hands an agent from the remote node's pool the session made ahead on it: no open on its way to ready", async () => {
   const pem = (name: string): string => readFileSync(join(ca, name), 'utf8');
-  const node = await connectRemoteNode({
+  const options = {
     name: 'two',
     url,
     instance: 'warmcheck',
     cert: pem('control.pem'),
     key: pem('control.key'),
     ca: pem('ca.pem'),
-  });
+  };
+  const node = await connectRemoteNode(options);
   const opened: string[] = [];
   const spied: SandboxNode<unknown> = {
     ...node,
@@ -354,6 +355,16 @@ it("hands an agent from the remote node's pool the session made ahead on it: no 
       })
     ).map((c) => c.Id);
     expect(pooled).toHaveLength(1);
+    // Another replica of the instance on the node: the pooled sandbox this one claimed is not its.
+    const other = await connectRemoteNode(options);
+    try {
+      expect([(await node.capacity()).pool, (await other.capacity()).pool]).toEqual([
+        { ready: 1, size: 1 },
+        { ready: 0, size: 1 },
+      ]);
+    } finally {
+      await other.close();
+    }
     const sandbox = await provider.create({ agentId: 'w1', tenantId: 't1' });
     expect(await node.find('w1')).toMatchObject({ id: pooled[0] });
     await sandbox.fs.writeFile('warm.txt', Buffer.from('from the pool'));
