@@ -164,6 +164,7 @@ export function createDockerNode(options: DockerNodeOptions): DockerNode {
     capacity: () => capacity(s, name, poolSize, options.diskPath),
     unclaimed: () => s.pool.unclaimed(),
     claim: (id) => s.pool.claim(id),
+    poolFor: (claims) => ({ ready: s.pool.readyFor(claims), size: poolSize }),
     async close() {
       await s.pool.close();
       await s.workspaces.dropSpares?.(s.names.own);

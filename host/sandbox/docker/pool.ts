@@ -39,6 +39,8 @@ export interface WarmPool {
   take(claims?: readonly PoolClaim[]): PoolItem | undefined;
   /** The ids of the ready items nobody claimed. */
   unclaimed(): string[];
+  /** Ready items the holder of `claims` can be given: those nobody claimed, and its own (id and token both match). */
+  readyFor(claims: readonly PoolClaim[]): number;
   /** Claims the ready, unclaimed item `id`: its channel and the claim's token; undefined if none. */
   claim(id: string): { channel: PoolItem['channel']; claim: string } | undefined;
   /** Resolves when the pool is full (or refilling failed). */
@@ -99,9 +101,7 @@ export const createWarmPool = (o: {
       return items.length;
     },
     take(claims = []) {
-      const claimed = (i: PoolItem): boolean =>
-        claims.some((c) => i.claim !== undefined && c.claim === i.claim && c.id === i.container.id);
-      const at = items.findIndex(claimed);
+      const at = items.findIndex((i) => heldBy(i, claims));
       const index = at >= 0 ? at : items.findIndex((i) => i.claim === undefined);
       const [item] = index >= 0 ? items.splice(index, 1) : [];
       // Not at once: the refill forks mkfs and mount from this thread and boots a container's
@@ -111,6 +111,7 @@ export const createWarmPool = (o: {
       return item;
     },
     unclaimed: () => items.filter((i) => i.claim === undefined).map((i) => i.container.id),
+    readyFor: (claims) => items.filter((i) => i.claim === undefined || heldBy(i, claims)).length,
     claim(id) {
       const item = items.find((i) => i.container.id === id && i.claim === undefined);
       if (item === undefined) return undefined;
@@ -125,3 +126,7 @@ export const createWarmPool = (o: {
     },
   };
 };
+
+/** Whether `item` was claimed with one of `claims` (its id and the claim's token both match). */
+const heldBy = (item: PoolItem, claims: readonly PoolClaim[]): boolean =>
+  item.claim !== undefined && claims.some((c) => c.claim === item.claim && c.id === item.container.id);

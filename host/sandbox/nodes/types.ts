@@ -65,6 +65,11 @@ export interface PooledChannels {
   unclaimed(): string[];
   /** The channel of the ready, unclaimed pooled sandbox `id` and the claim's token; undefined if none. */
   claim(id: string): { channel: SandboxdChannel; claim: string } | undefined;
+  /**
+   * The pool as the holder of `claims` sees it: its size, and the ready pooled sandboxes it can be
+   * given (those nobody claimed and its own; another control plane's claimed ones are not its).
+   */
+  poolFor(claims: ReadonlyArray<{ id: string; claim: string }>): { ready: number; size: number };
 }
 
 /** What the control plane asks a node to place. */

@@ -4,10 +4,12 @@
 // agent that comes back), stop() ends it with SIGTERM (restart() starts it again after), and says how
 // it exited; output() is what it printed since it last started. Its workspaces are Docker volumes
 // unless `loop` is asked (loop workspaces under its data folder: root, loop devices and a local
-// engine, as ../sandbox/fixtures.ts `loopWorkspaces` says).
+// engine, as ../sandbox/fixtures.ts `loopWorkspaces` says). controlPlaneConfig() is the
+// configuration every node test starts its control planes with.
 // Invariant: only processes started here are signalled, by their pid.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
+import { type Config, loadConfig } from '../../../host/config.ts';
 import { sandboxImage } from '../sandbox/fixtures.ts';
 import type { Engine } from './engine.ts';
 
@@ -94,3 +96,33 @@ export async function startNodeAgent(
     output: () => output(),
   };
 }
+
+/**
+ * A control plane's configuration for the node tests: on loopback (any port), its data in
+ * `dataDir`, no local pool, one isolate worker, the test's sandbox image, its sandboxes on `nodes`
+ * with the control certificate of `ca` (`<ca>/control.pem`, `control.key`, `ca.pem`); `more` on
+ * top, and `env` as the environment loadConfig reads (none of the process's).
+ */
+export const controlPlaneConfig = (
+  ca: string,
+  dataDir: string,
+  nodes: Array<{ name: string; url: string }>,
+  more: Partial<Config> = {},
+  env: NodeJS.ProcessEnv = {},
+): Config =>
+  loadConfig(
+    {
+      host: '127.0.0.1',
+      port: 0,
+      dataDir,
+      poolSize: 0,
+      isolateWorkers: 1,
+      sandboxImage: sandboxImage(),
+      nodes,
+      nodeCert: join(ca, 'control.pem'),
+      nodeKey: join(ca, 'control.key'),
+      nodeCa: join(ca, 'ca.pem'),
+      ...more,
+    },
+    env,
+  );

@@ -18,7 +18,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { loadConfig } from '../../../host/config.ts';
 import { LABEL_AGENT, LABEL_INSTANCE } from '../../../host/sandbox/docker/index.ts';
 import { naming } from '../../../host/sandbox/docker/ownership.ts';
 import { type Running, startServer } from '../../../host/serve.ts';
@@ -27,7 +26,7 @@ import { until } from '../../helpers/until.ts';
 import type { Loose } from '../../unit/api/harness.ts';
 import { json } from '../api/served.ts';
 import { sandboxImage } from '../sandbox/fixtures.ts';
-import { type NodeAgent, startNodeAgent } from './cluster.ts';
+import { controlPlaneConfig, type NodeAgent, startNodeAgent } from './cluster.ts';
 import { type RestartableEngine, startEngine } from './engine.ts';
 
 const ADMIN = 'admin-key-of-the-node-fault-test';
@@ -38,24 +37,14 @@ const nodeAgents: Record<string, NodeAgent> = {};
 let running: Running | undefined;
 
 const controlPlane = async (): Promise<Running> => {
-  const config = loadConfig(
-    {
-      host: '127.0.0.1',
-      port: 0,
-      dataDir: join(dir, 'control'),
-      poolSize: 0,
-      isolateWorkers: 1,
-      sandboxImage: sandboxImage(),
-      adminKey: ADMIN,
-      nodes: [
-        { name: 'a', url: (nodeAgents.a as NodeAgent).url },
-        { name: 'b', url: (nodeAgents.b as NodeAgent).url },
-      ],
-      nodeCert: join(ca, 'control.pem'),
-      nodeKey: join(ca, 'control.key'),
-      nodeCa: join(ca, 'ca.pem'),
-    },
-    {},
+  const config = controlPlaneConfig(
+    ca,
+    join(dir, 'control'),
+    [
+      { name: 'a', url: (nodeAgents.a as NodeAgent).url },
+      { name: 'b', url: (nodeAgents.b as NodeAgent).url },
+    ],
+    { adminKey: ADMIN },
   );
   running = await startServer(config, { log: () => {} });
   return running;

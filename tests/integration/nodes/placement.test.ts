@@ -8,14 +8,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { type Config, loadConfig } from '../../../host/config.ts';
+import type { Config } from '../../../host/config.ts';
 import { LABEL_AGENT, LABEL_INSTANCE } from '../../../host/sandbox/docker/index.ts';
 import { type Running, startServer } from '../../../host/serve.ts';
 import { makeCa, makeCert } from '../../../scripts/node-certs.ts';
 import type { Loose } from '../../unit/api/harness.ts';
 import { json } from '../api/served.ts';
 import { sandboxImage } from '../sandbox/fixtures.ts';
-import { type NodeAgent, startNodeAgent } from './cluster.ts';
+import { controlPlaneConfig, type NodeAgent, startNodeAgent } from './cluster.ts';
 import { type Engine, startEngine } from './engine.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'dsh-placement-'));
@@ -27,24 +27,14 @@ const urls: Record<string, string> = {};
 const nodeAgents: Record<string, NodeAgent> = {};
 
 const controlPlane = async (name: string, more: Partial<Config> = {}): Promise<Running> => {
-  const config = loadConfig(
-    {
-      host: '127.0.0.1',
-      port: 0,
-      dataDir: join(dir, name),
-      poolSize: 0,
-      isolateWorkers: 1,
-      sandboxImage: sandboxImage(),
-      nodes: [
-        { name: 'a', url: urls.a as string },
-        { name: 'b', url: urls.b as string },
-      ],
-      nodeCert: join(ca, 'control.pem'),
-      nodeKey: join(ca, 'control.key'),
-      nodeCa: join(ca, 'ca.pem'),
-      ...more,
-    },
-    {},
+  const config = controlPlaneConfig(
+    ca,
+    join(dir, name),
+    [
+      { name: 'a', url: urls.a as string },
+      { name: 'b', url: urls.b as string },
+    ],
+    more,
   );
   const running = await startServer(config, { log: () => {} });
   servers.push(running);

@@ -16,7 +16,6 @@ import { release, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { loadConfig } from '../../../host/config.ts';
 import { LINK_MOUNT } from '../../../host/sandbox/docker/config.ts';
 import { createDockerProvider, LABEL_INSTANCE } from '../../../host/sandbox/docker/index.ts';
 import { naming } from '../../../host/sandbox/docker/ownership.ts';
@@ -29,6 +28,7 @@ import { until } from '../../helpers/until.ts';
 import type { Loose } from '../../unit/api/harness.ts';
 import { json } from '../api/served.ts';
 import { sandboxImage } from '../sandbox/fixtures.ts';
+import { controlPlaneConfig } from './cluster.ts';
 import { type Engine, startEngine } from './engine.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'dsh-nodes-'));
@@ -107,22 +107,9 @@ beforeAll(async () => {
       ? await startGvisorEngine(sandboxImage())
       : await startEngine(sandboxImage());
   url = await startNodeAgent(engine.host);
-  const config = loadConfig(
-    {
-      host: '127.0.0.1',
-      port: 0,
-      dataDir: join(dir, 'control'),
-      poolSize: 0,
-      isolateWorkers: 1,
-      sandboxImage: sandboxImage(),
-      nodes: [{ name: 'two', url }],
-      nodeCert: join(ca, 'control.pem'),
-      nodeKey: join(ca, 'control.key'),
-      nodeCa: join(ca, 'ca.pem'),
-      gvisorTenants: '*',
-    },
-    {},
-  );
+  const config = controlPlaneConfig(ca, join(dir, 'control'), [{ name: 'two', url }], {
+    gvisorTenants: '*',
+  });
   server = await startServer(config, { log: (line) => logged.push(line) });
 }, 300_000);
 
@@ -336,14 +323,15 @@ it('moves the session to the link through the node: the channel offers it and sa
 
 it("hands an agent from the remote node's pool the session made ahead on it: no open on its way to ready", async () => {
   const pem = (name: string): string => readFileSync(join(ca, name), 'utf8');
-  const node = await connectRemoteNode({
+  const options = {
     name: 'two',
     url,
     instance: 'warmcheck',
     cert: pem('control.pem'),
     key: pem('control.key'),
     ca: pem('ca.pem'),
-  });
+  };
+  const node = await connectRemoteNode(options);
   const opened: string[] = [];
   const spied: SandboxNode<unknown> = {
     ...node,
@@ -367,6 +355,16 @@ it("hands an agent from the remote node's pool the session made ahead on it: no 
       })
     ).map((c) => c.Id);
     expect(pooled).toHaveLength(1);
+    // Another replica of the instance on the node: the pooled sandbox this one claimed is not its.
+    const other = await connectRemoteNode(options);
+    try {
+      expect([(await node.capacity()).pool, (await other.capacity()).pool]).toEqual([
+        { ready: 1, size: 1 },
+        { ready: 0, size: 1 },
+      ]);
+    } finally {
+      await other.close();
+    }
     const sandbox = await provider.create({ agentId: 'w1', tenantId: 't1' });
     expect(await node.find('w1')).toMatchObject({ id: pooled[0] });
     await sandbox.fs.writeFile('warm.txt', Buffer.from('from the pool'));

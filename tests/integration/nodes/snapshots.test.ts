@@ -11,14 +11,13 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../../host/config.ts';
 import { LABEL_AGENT, LABEL_INSTANCE } from '../../../host/sandbox/docker/index.ts';
 import { type Running, startServer } from '../../../host/serve.ts';
 import { makeCa, makeCert } from '../../../scripts/node-certs.ts';
 import type { Loose } from '../../unit/api/harness.ts';
 import { json } from '../api/served.ts';
 import { loopWorkspaces, sandboxImage } from '../sandbox/fixtures.ts';
-import { type NodeAgent, startNodeAgent } from './cluster.ts';
+import { controlPlaneConfig, type NodeAgent, startNodeAgent } from './cluster.ts';
 import { type Engine, startEngine } from './engine.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'dsh-nodesnap-'));
@@ -82,24 +81,14 @@ describe.skipIf(!loopWorkspaces)('snapshots on several nodes', () => {
       startNodeAgent(ca, 'b', b, { loop: true }),
     ]);
     Object.assign(nodeAgents, { a: na, b: nb });
-    const config = loadConfig(
-      {
-        host: '127.0.0.1',
-        port: 0,
-        dataDir: join(dir, 'control'),
-        poolSize: 0,
-        isolateWorkers: 1,
-        sandboxImage: sandboxImage(),
-        nodes: [
-          { name: 'a', url: na.url },
-          { name: 'b', url: nb.url },
-        ],
-        nodeCert: join(ca, 'control.pem'),
-        nodeKey: join(ca, 'control.key'),
-        nodeCa: join(ca, 'ca.pem'),
-        adminKey: ADMIN,
-      },
-      {},
+    const config = controlPlaneConfig(
+      ca,
+      join(dir, 'control'),
+      [
+        { name: 'a', url: na.url },
+        { name: 'b', url: nb.url },
+      ],
+      { adminKey: ADMIN },
     );
     running = await startServer(config, { log: () => {} });
     key = (await running.store.tenants.createTenant('snaps')).apiKey;

@@ -19,7 +19,6 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { release, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { loadConfig } from '../../../host/config.ts';
 import { LABEL_AGENT, LABEL_INSTANCE } from '../../../host/sandbox/docker/index.ts';
 import { naming } from '../../../host/sandbox/docker/ownership.ts';
 import { type Running, startServer } from '../../../host/serve.ts';
@@ -30,7 +29,7 @@ import { until } from '../../helpers/until.ts';
 import type { Loose } from '../../unit/api/harness.ts';
 import { json } from '../api/served.ts';
 import { sandboxImage } from '../sandbox/fixtures.ts';
-import { type NodeAgent, startNodeAgent } from './cluster.ts';
+import { controlPlaneConfig, type NodeAgent, startNodeAgent } from './cluster.ts';
 import { type RestartableEngine, startEngine } from './engine.ts';
 
 const ADMIN = 'admin-key-of-the-node-tools-test';
@@ -40,6 +39,8 @@ const dir = mkdtempSync(join(tmpdir(), 'dsh-nodetools-'));
 const ca = join(dir, 'ca');
 const engines: Partial<Record<NodeName, RestartableEngine>> = {};
 const nodeAgents: Partial<Record<NodeName, NodeAgent>> = {};
+/** DSH_NODES: both node agents. */
+const nodesOf = () => NODES.map((name) => ({ name, url: (nodeAgents[name] as NodeAgent).url }));
 let running: Running | undefined;
 const server = (): Running => running as Running;
 
@@ -72,23 +73,10 @@ beforeAll(async () => {
   Object.assign(engines, { a, b });
   const [na, nb] = await Promise.all([startNodeAgent(ca, 'a', a), startNodeAgent(ca, 'b', b)]);
   Object.assign(nodeAgents, { a: na, b: nb });
-  const config = loadConfig(
-    {
-      host: '127.0.0.1',
-      port: 0,
-      dataDir: join(dir, 'control'),
-      poolSize: 0,
-      isolateWorkers: 1,
-      sandboxImage: sandboxImage(),
-      adminKey: ADMIN,
-      gvisorTenants: '*',
-      nodes: NODES.map((name) => ({ name, url: (nodeAgents[name] as NodeAgent).url })),
-      nodeCert: join(ca, 'control.pem'),
-      nodeKey: join(ca, 'control.key'),
-      nodeCa: join(ca, 'ca.pem'),
-    },
-    {},
-  );
+  const config = controlPlaneConfig(ca, join(dir, 'control'), nodesOf(), {
+    adminKey: ADMIN,
+    gvisorTenants: '*',
+  });
   running = await startServer(config, { log: () => {} });
 }, 300_000);
 
@@ -263,20 +251,11 @@ it(`serves an agent made through one replica through another, both on PostgreSQL
   const secretsKey = randomBytes(32).toString('base64');
   const replicas: Running[] = [];
   const replica = async (id: string): Promise<Running> => {
-    const config = loadConfig(
-      {
-        host: '127.0.0.1',
-        port: 0,
-        dataDir: join(dir, `replica-${id}`),
-        poolSize: 0,
-        isolateWorkers: 1,
-        sandboxImage: sandboxImage(),
-        database: database.url,
-        nodes: NODES.map((name) => ({ name, url: (nodeAgents[name] as NodeAgent).url })),
-        nodeCert: join(ca, 'control.pem'),
-        nodeKey: join(ca, 'control.key'),
-        nodeCa: join(ca, 'ca.pem'),
-      },
+    const config = controlPlaneConfig(
+      ca,
+      join(dir, `replica-${id}`),
+      nodesOf(),
+      { database: database.url },
       { DSH_SECRETS_KEY: secretsKey, DSH_REPLICA_ID: id, DSH_REPLICA_LEASE_MS: '5000' },
     );
     const r = await startServer(config, { log: () => {} });

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DOCKER_DEFAULT_LIMITS, DOCKER_DEFAULT_MAXIMA } from '../../../host/sandbox/docker/config.ts';
 import { createWarmPool, type PoolItem, type WarmPool } from '../../../host/sandbox/docker/pool.ts';
+import { createPlacement } from '../../../host/sandbox/nodes/placement.ts';
 import { connectRemoteNode, type RemoteNode } from '../../../host/sandbox/nodes/remote/client.ts';
 import { lateRemoteNode } from '../../../host/sandbox/nodes/remote/late.ts';
 import { type NodeServer, serveNode } from '../../../host/sandbox/nodes/remote/server.ts';
@@ -75,9 +76,10 @@ const pooledNode = (size: number, withChannels = true): PooledNode => {
     close: () => pool.close(),
     unclaimed: () => pool.unclaimed(),
     claim: (id) => pool.claim(id),
+    poolFor: (claims) => ({ ready: pool.readyFor(claims), size }),
   };
   if (!withChannels) {
-    const { unclaimed: _u, claim: _c, ...older } = node;
+    const { unclaimed: _u, claim: _c, poolFor: _p, ...older } = node;
     return older as PooledNode;
   }
   return node;
@@ -107,22 +109,25 @@ const hooks = (by: string) => {
 let server: NodeServer | undefined;
 const opened: RemoteNode[] = [];
 
-const serve = async (node: SandboxNode<unknown>): Promise<string> => {
+/** Serves `node` to every instance, or each instance its own node. */
+const serve = async (
+  node: SandboxNode<unknown> | ((instance: string) => SandboxNode<unknown>),
+): Promise<string> => {
   server = await serveNode({
     host: '127.0.0.1',
     port: 0,
     cert: pem('ca', 'one.pem'),
     key: pem('ca', 'one.key'),
     ca: pem('ca', 'ca.pem'),
-    nodeFor: () => node,
+    nodeFor: typeof node === 'function' ? node : () => node,
   });
   return `https://127.0.0.1:${server.port}`;
 };
 
-const remoteOptions = (url: string) => ({
+const remoteOptions = (url: string, instance = 'test') => ({
   name: 'one',
   url,
-  instance: 'test',
+  instance,
   cert: pem('ca', 'control.pem'),
   key: pem('ca', 'control.key'),
   ca: pem('ca', 'ca.pem'),
@@ -130,8 +135,8 @@ const remoteOptions = (url: string) => ({
   warmEveryMs: 20,
 });
 
-const connect = async (url: string): Promise<RemoteNode> => {
-  const n = await connectRemoteNode(remoteOptions(url));
+const connect = async (url: string, instance?: string): Promise<RemoteNode> => {
+  const n = await connectRemoteNode(remoteOptions(url, instance));
   opened.push(n);
   return n;
 };
@@ -166,6 +171,42 @@ const rawStatus = (path: string, method: 'GET' | 'POST', body?: string): Promise
     req.once('error', reject);
     req.end(body);
   });
+
+/** One raw call on the node (as another control plane of the instance would make it): its status and JSON. */
+const rawCall = (method: string, body: unknown): Promise<{ status: number; json: Record<string, unknown> }> =>
+  new Promise((resolve, reject) => {
+    const req = request({
+      host: '127.0.0.1',
+      port: server?.port,
+      path: `/v1/${method}`,
+      method: 'POST',
+      ca: pem('ca', 'ca.pem'),
+      cert: pem('ca', 'control.pem'),
+      key: pem('ca', 'control.key'),
+      agent: false,
+      headers: { 'x-dsh-instance': 'test', 'content-type': 'application/json' },
+    });
+    req.once('response', (res) => {
+      let text = '';
+      res.on('data', (c: Buffer) => {
+        text += c.toString();
+      });
+      res.once('end', () => resolve({ status: res.statusCode ?? 0, json: JSON.parse(text) }));
+    });
+    req.once('error', reject);
+    req.end(JSON.stringify(body));
+  });
+
+/** `node` with its `pooled` calls counted (the server answers each from unclaimed()). */
+const counted = (node: PooledNode): { node: PooledNode; asked: () => number } => {
+  let asked = 0;
+  const unclaimed = node.unclaimed.bind(node);
+  node.unclaimed = () => {
+    asked++;
+    return unclaimed();
+  };
+  return { node, asked: () => asked };
+};
 
 beforeAll(() => {
   makeCa(join(dir, 'ca'));
@@ -227,6 +268,63 @@ describe('warm sessions on a remote node', () => {
       expect(placed.warm).toEqual({ by: 'A' });
       expect(takenByB).not.toContain(placed.id);
     }
+  });
+
+  it("counts in each control plane's capacity only the pooled sandboxes it can be given: its own and unclaimed ones", async () => {
+    const fake = pooledNode(3);
+    const url = await serve(fake);
+    const [a, b] = [await connect(url), await connect(url)] as [RemoteNode, RemoteNode];
+    const [ha, hb] = [hooks('A'), hooks('B')];
+    a.warmWith?.(ha.h);
+    b.warmWith?.(hb.h);
+    await Promise.all([a.pool.filled(), b.pool.filled()]);
+    await until(() => ha.made.length + hb.made.length === 3);
+    expect(fake.pool.ready).toBe(3); // the node's pool is full, every one of them claimed
+    const [ca, cb] = [await a.capacity(), await b.capacity()];
+    expect([ca.pool, cb.pool]).toEqual([
+      { ready: ha.made.length, size: 3 },
+      { ready: hb.made.length, size: 3 },
+    ]);
+    expect([a.pool.ready, b.pool.ready]).toEqual([ha.made.length, hb.made.length]);
+    // Placement's view of the node (GET /v1/nodes, the pool gauge) is the replica's too.
+    const placed = createPlacement([a]);
+    expect((await placed.nodes())[0]?.capacity?.pool.ready).toBe(ha.made.length);
+    expect(placed.pool.ready).toBe(ha.made.length);
+    // A third that holds no claim can use none of them.
+    const c = await connect(url);
+    expect((await c.capacity()).pool).toEqual({ ready: 0, size: 3 });
+  });
+
+  it('counts no pooled sandbox for claims it did not hand out, and refuses hostile ones', async () => {
+    const fake = pooledNode(1);
+    await serve(fake);
+    await fake.pool.filled();
+    const [id] = fake.unclaimed();
+    expect((await rawCall('capacity', {})).json.pool).toEqual({ ready: 1, size: 1 });
+    fake.claim(id as string);
+    const forged = { pooled: [{ id, claim: '0'.repeat(32) }] };
+    expect((await rawCall('capacity', forged)).json.pool).toEqual({ ready: 0, size: 1 });
+    expect((await rawCall('filled', forged)).json).toEqual({ ready: 0 });
+    for (const pooled of ['all', [{ id, claim: 'not hex' }], Array(65).fill({ id, claim: '0'.repeat(32) })])
+      expect((await rawCall('capacity', { pooled })).status).toBe(400);
+    expect((await rawCall('info', {})).json.ready).toBe(0);
+  });
+
+  it('stops asking a node whose pool holds none, and asks again once it says it has one', async () => {
+    const empty = counted(pooledNode(0));
+    const full = counted(pooledNode(1));
+    const url = await serve((instance) => (instance === 'empty' ? empty.node : full.node));
+    const [e, f] = [await connect(url, 'empty'), await connect(url, 'full')];
+    e.warmWith?.(hooks('E').h);
+    f.warmWith?.(hooks('F').h);
+    // The node with a pool is asked every 20 ms (its next pooled sandbox is claimed as it comes);
+    // over the same time, the one without was asked once, at the start.
+    await until(() => full.asked() >= 10);
+    expect(empty.asked()).toBe(1);
+    // The node says a pool again (a restart with DSH_POOL_SIZE above 0): asked every 20 ms again.
+    empty.node.poolFor = () => ({ ready: 0, size: 1 });
+    expect((await e.capacity()).pool.size).toBe(1);
+    await until(() => empty.asked() >= 5);
   });
 
   it('refuses claims it did not hand out: a second claim of one channel, a forged token, a bad id', async () => {

@@ -96,6 +96,12 @@ describe('warm pool', () => {
     expect(pool.claim('c100')).toBeUndefined();
     expect(pool.claim('nope')).toBeUndefined();
     expect(pool.unclaimed()).toEqual(['c101']);
+    // Ready for a holder: the unclaimed ones and its own; a forged token or another's id counts nothing.
+    const own = { id: 'c100', claim: first?.claim ?? '' };
+    expect(pool.readyFor([])).toBe(1);
+    expect(pool.readyFor([own])).toBe(2);
+    expect(pool.readyFor([{ id: 'c100', claim: '0'.repeat(32) }])).toBe(1);
+    expect(pool.readyFor([{ ...own, id: 'c101' }])).toBe(1);
     expect(pool.take([{ id: 'c100', claim: '0'.repeat(32) }])?.container.id).toBe('c101');
     expect(pool.take()).toBeUndefined();
     expect(pool.take([{ id: 'c100', claim: first?.claim ?? '' }])?.container.id).toBe('c100');

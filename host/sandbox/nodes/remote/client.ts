@@ -8,7 +8,9 @@
 // (warm.ts): once the provider gives its warm hooks (warmWith) and the node serves pooled channels
 // (`info` lists `pooled`), this control plane keeps a verified session with each pooled sandbox it
 // claimed, and ensure hands the agent the one the node placed; a node without them (an older one)
-// is served as before: its pool's sandboxes are connected after `ensure`, like any other.
+// is served as before: its pool's sandboxes are connected after `ensure`, like any other. The
+// pool's ready count this side reads (capacity, pool.ready) is what this control plane can use:
+// `capacity` and `filled` present its claims, and the node counts those and the unclaimed ones.
 
 import { PassThrough } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
@@ -31,10 +33,12 @@ import {
   HEADER_CLAIM,
   HEADER_LINK,
   HEADER_LINK_TOKEN,
+  MAX_CLAIMS,
   PREFIX,
   PROTOCOL,
   pauseDoneOf,
   pooledIdsOf,
+  poolSizeOf,
   runtimesOf,
   snapshotDoneOf,
 } from './protocol.ts';
@@ -92,7 +96,7 @@ export async function connectRemoteNode(options: RemoteNodeOptions): Promise<Rem
         return ready;
       },
       async filled() {
-        ready = (await call<{ ready: number }>('filled', {}, 10 * 60_000)).ready;
+        ready = (await call<{ ready: number }>('filled', claimsOf(warm), 10 * 60_000)).ready;
         await warm?.refresh();
       },
     },
@@ -147,8 +151,9 @@ export async function connectRemoteNode(options: RemoteNodeOptions): Promise<Rem
         )
       ).names,
     capacity: async () => {
-      const c = await call<NodeCapacity>('capacity');
+      const c = await call<NodeCapacity>('capacity', claimsOf(warm)); // the pool's ready: what it can use
       ready = c.pool.ready;
+      warm?.sized(poolSizeOf(c.pool?.size));
       return { ...c, runtimes: runtimesOf(c.runtimes) };
     },
     close: async () => {
@@ -160,7 +165,7 @@ export async function connectRemoteNode(options: RemoteNodeOptions): Promise<Rem
   /** The node's warm sessions (warm.ts), claimed through `open?pooled=`. */
   function warmSessionsOf(tr: Transport, limits: SandboxLimits, o: RemoteNodeOptions): WarmSessions {
     return createWarmSessions({
-      list: async () => pooledIdsOf((await tr.call<{ ids?: unknown }>('pooled')).ids),
+      list: () => pooledOn(tr),
       claim: async (id) => {
         const { claim, ...channel } = await upgradeOpen(`pooled=${encodeURIComponent(id)}`);
         if (!/^[0-9a-f]{32}$/.test(claim)) {
@@ -201,6 +206,19 @@ async function ensureWarm(
   const session = placed.found ? undefined : warm.take(placed.id);
   return session === undefined ? placed : { ...placed, warm: session };
 }
+
+/** The node's unclaimed pooled ids, and its pool's size when it says (`pooled`). */
+async function pooledOn(t: Transport): Promise<{ ids: string[]; size?: number }> {
+  const { ids, size } = await t.call<{ ids?: unknown; size?: unknown }>('pooled');
+  const sized = poolSizeOf(size);
+  return { ids: pooledIdsOf(ids), ...(sized === undefined ? {} : { size: sized }) };
+}
+
+/** A call's body with the claims the warm sessions hold (none without them; an older node ignores them). */
+const claimsOf = (warm: WarmSessions | undefined): { pooled?: Array<{ id: string; claim: string }> } => {
+  const pooled = warm?.claims().slice(0, MAX_CLAIMS) ?? [];
+  return pooled.length === 0 ? {} : { pooled };
+};
 
 /** The TLS socket as a pipe. */
 const socketPipe = (socket: TLSSocket): SandboxdPipe => {

@@ -13,6 +13,9 @@
 // claimed; `GET /v1/open?pooled=<id>` claims one (the node hands its channel to this one stream only)
 // and answers, besides the channel's headers, the claim's token (`x-dsh-claim`); `ensure` with
 // `pooled: [{ id, claim }]` takes one of those first, and no ensure without its claim takes it.
+// `pooled` also answers the pool's `size`; `capacity` and `filled` take the caller's claims
+// (`pooled`, as ensure) and answer the pool's ready count as the caller can use it: the pooled
+// sandboxes nobody claimed and its own, not another control plane's (`info` answers the unclaimed).
 // Invariant: a body is at most MAX_BODY_BYTES; every string an argument carries is bounded and
 // checked here, on the node's side, before anything is asked of the engine.
 
@@ -87,9 +90,13 @@ export const pooledIdOf = (value: unknown): string => {
   return value;
 };
 
-/** An ensure's claims as the node takes them: at most 64 `{ id, claim }`. */
+/** The most claims a call carries (a node's pool holds at most 64: DSH_POOL_SIZE). */
+export const MAX_CLAIMS = 64;
+
+/** The claims an ensure, capacity or filled carries, as the node takes them: at most MAX_CLAIMS `{ id, claim }`. */
 export const pooledOf = (value: unknown): Array<{ id: string; claim: string }> => {
-  if (!Array.isArray(value) || value.length > 64) throw bad('pooled must be a list of at most 64 claims');
+  if (!Array.isArray(value) || value.length > MAX_CLAIMS)
+    throw bad(`pooled must be a list of at most ${MAX_CLAIMS} claims`);
   return value.map((v) => {
     const o = objectOf(v, 'a pooled claim');
     if (typeof o.claim !== 'string' || !CLAIM.test(o.claim)) throw bad('a claim is 32 lowercase hex digits');
@@ -100,6 +107,10 @@ export const pooledOf = (value: unknown): Array<{ id: string; claim: string }> =
 /** The pooled ids a node answered, as the control plane takes them (anything else is dropped). */
 export const pooledIdsOf = (value: unknown): string[] =>
   (Array.isArray(value) ? value : []).filter((v): v is string => typeof v === 'string' && POOLED_ID.test(v));
+
+/** A pool size a node answered, as the control plane takes it: a whole, non-negative number, else unknown. */
+export const poolSizeOf = (value: unknown): number | undefined =>
+  Number.isSafeInteger(value) && (value as number) >= 0 ? (value as number) : undefined;
 
 const SNAPSHOT_ID = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,120}$/;
 

@@ -9,7 +9,8 @@
 // and upgrade, and the node is never asked; each refusal is reported (`onRefused`); a channel is known by its id only while it is
 // open, and a link is offered only on a channel this server opened; a pooled sandbox's channel goes
 // to one claiming stream only (the pool keeps the claim: docker/pool.ts), and its end discards the
-// pooled sandbox (the pool makes another); the TLS socket's end never ends
+// pooled sandbox (the pool makes another); a pool's ready count is answered as the caller can use
+// it (unclaimed and its own claims: PooledChannels.poolFor); the TLS socket's end never ends
 // the sandbox's stdin (a control plane going away detaches, it does not close sandboxd's input).
 
 import { randomBytes } from 'node:crypto';
@@ -200,11 +201,15 @@ async function call(node: Served, method: Method, a: Record<string, unknown>): P
         name: node.name,
         defaults: node.defaults,
         maxima: node.maxima,
-        ready: node.pool.ready,
+        ready: node.poolFor?.([]).ready ?? node.pool.ready,
         ...(node.claim === undefined ? {} : { features: [FEATURE_POOLED] }),
       };
     case 'pooled':
-      return { ids: node.unclaimed?.() ?? [] };
+      // The size too: a control plane stops asking a node whose pool holds none (remote/warm.ts).
+      return {
+        ids: node.unclaimed?.() ?? [],
+        ...(node.poolFor === undefined ? {} : { size: node.poolFor([]).size }),
+      };
     case 'ensure': {
       // Checked again here: only known limits, positive integers, within this node's maxima.
       const limits = resolveLimits(node.defaults, node.maxima, objectOf(a.limits, 'limits'));
@@ -251,13 +256,26 @@ async function call(node: Served, method: Method, a: Record<string, unknown>): P
         }),
       };
     }
-    case 'capacity':
-      return node.capacity();
-    case 'filled':
+    case 'capacity': {
+      const claims = claimsOf(a); // checked before the engine is asked
+      const c = await node.capacity();
+      return node.poolFor === undefined ? c : { ...c, pool: node.poolFor(claims) };
+    }
+    case 'filled': {
+      const claims = claimsOf(a);
       await node.pool.filled();
-      return { ready: node.pool.ready };
+      return { ready: node.poolFor?.(claims).ready ?? node.pool.ready };
+    }
   }
 }
+
+/**
+ * The pooled claims the caller holds (`pooled`, as ensure takes them): its pool's ready count is
+ * those nobody claimed and its own, never another control plane's claimed ones (a claim the node
+ * did not hand out counts nothing).
+ */
+const claimsOf = (a: Record<string, unknown>): Array<{ id: string; claim: string }> =>
+  a.pooled === undefined ? [] : pooledOf(a.pooled);
 
 /** The node's snapshot calls; SNAPSHOT_UNSUPPORTED where its workspaces have none. */
 function snapshotsOf(
