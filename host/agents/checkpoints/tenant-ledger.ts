@@ -4,9 +4,10 @@
 // first, whichever of its agents holds them: checkpoints are short-lived undo, and the oldest is
 // the least likely to be rolled back to, so an agent busy now does not lose its last minutes to
 // an idle agent's hour-old pre-images (the per-agent bound still drops an agent's own oldest first).
-// Counted from each index as written (./index-queue.ts tells every write), and at the first use
-// from the indexes on disk (each names its tenant since this count exists; an older index is counted
-// once its agent next writes). With replicas, each control plane counts and bounds what its own disk
+// Counted from each index as written (./index-queue.ts tells every write), and from the indexes on
+// disk, read once in the background from the tracker's creation (a start), which a check awaits
+// (each index names its tenant since this count exists; an older one is counted once its agent next
+// writes). With replicas, each control plane counts and bounds what its own disk
 // holds (the agents whose families it owns): the quota bounds a tenant on every disk alike.
 // Invariants: a count from a write is never replaced by the start's read of an older index; each
 // drop is a turn of the victim agent (its index written, its blobs released in it), one at a time,
