@@ -1029,7 +1029,7 @@ export const SETTINGS = {
     min: 0,
     max: 1024 * 1024 * 1024,
     help: "most bytes of checkpoint pre-images one agent keeps, whatever its tenant's settings ask",
-    doc: "operator's maximum of the bytes of pre-images each agent's checkpoints keep on the control plane's disk (`<DSH_DATA_DIR>/checkpoints`), over every tenant's own `checkpoints.maxBytes` (`PUT /v1/settings`, up to 1 GiB). The control plane's disk holds every tenant's checkpoints beside the store: its worst case is this times the agents (bound them per tenant with `tenants limits --agents`). Default 268435456 (256 MiB); 0 turns tracking off for everyone",
+    doc: "operator's maximum of the bytes of pre-images each agent's checkpoints keep on the control plane's disk (`<DSH_DATA_DIR>/checkpoints`), over every tenant's own `checkpoints.maxBytes` (`PUT /v1/settings`, up to 1 GiB). The control plane's disk holds every tenant's checkpoints beside the store: its worst case is this times the agents, and per tenant `DSH_TENANT_CHECKPOINT_MAX_BYTES` (or its `checkpointBytes` quota) over all its agents together. Default 268435456 (256 MiB); 0 turns tracking off for everyone",
   }),
   tenantCheckpointMaxBytes: int({
     env: 'DSH_TENANT_CHECKPOINT_MAX_BYTES',
