@@ -1130,7 +1130,7 @@ export interface paths {
         get?: never;
         /**
          * Set tenant limits
-         * @description Needs the admin key. Replaces the tenant's quotas: `agents` bounds its live top-level agents, `diskMb` the MiB of workspace its live agents hold (the sum of their workspaces' sizes), `snapshotBytes` the host disk its workspace snapshots take together, `plugins` the plugins its agents run at once (in place of DSH_PLUGINS_PER_TENANT); a create or start past one answers LIMIT_EXCEEDED, and what it has already stays. `logBytes` is its durable log's budget (in place of DSH_TENANT_LOG_BYTES): past it, calls are refused with STORE_BUDGET_EXCEEDED. Effective at once on this replica, within a few seconds on the others. `{}` clears them.
+         * @description Needs the admin key. Replaces the tenant's quotas: `agents` bounds its live top-level agents, `diskMb` the MiB of workspace its live agents hold (the sum of their workspaces' sizes), `snapshotBytes` the host disk its workspace snapshots take together, `plugins` the plugins its agents run at once (in place of DSH_PLUGINS_PER_TENANT); a create or start past one answers LIMIT_EXCEEDED, and what it has already stays. `logBytes` is its durable log's budget (in place of DSH_TENANT_LOG_BYTES): past it, calls are refused with STORE_BUDGET_EXCEEDED. `checkpointBytes` bounds the bytes its agents' checkpoints keep together on a control plane's disk (in place of DSH_TENANT_CHECKPOINT_MAX_BYTES): past it its oldest checkpoints are dropped, whichever agent holds them, and no call fails for it. Effective at once on this replica, within a few seconds on the others. `{}` clears them.
          */
         put: operations["setTenantLimits"];
         post?: never;
@@ -6655,6 +6655,7 @@ export interface operations {
                     snapshotBytes?: number;
                     logBytes?: number;
                     plugins?: number;
+                    checkpointBytes?: number;
                 };
             };
         };
@@ -6764,6 +6765,7 @@ export interface operations {
                             snapshotBytes?: number;
                             logBytes?: number;
                             plugins?: number;
+                            checkpointBytes?: number;
                         };
                         usage: {
                             agents: number;
@@ -6772,6 +6774,8 @@ export interface operations {
                             snapshotBytes?: number;
                             /** @description Bytes its durable log holds (events plus payloads) */
                             logBytes: number;
+                            /** @description Bytes its agents' checkpoints hold on this control plane; absent where the service keeps none */
+                            checkpointBytes?: number;
                         };
                     };
                 };

@@ -18,9 +18,11 @@ export const ADMIN_USAGE = `  tenants list                       every tenant wi
   tenants create <name>              a tenant and its first API key (printed once)
   tenants delete <id>                refuse the tenant at once; the service removes its things
   tenants limits <id> [--agents N|none] [--disk-mb N|none] [--log-bytes N|none] [--plugins N|none]
+                 [--checkpoint-bytes N|none]
                                      the tenant's quotas; --agents sets (none: clears) its agent
                                      quota, --disk-mb its workspace quota in MiB, --log-bytes its
-                                     log budget, --plugins its running plugins; others are kept
+                                     log budget, --plugins its running plugins, --checkpoint-bytes
+                                     its agents' checkpoint bytes together; others are kept
   keys list <tenant>                 the tenant's keys (never the keys themselves)
   keys create <tenant> [--name N] [--expires-at T]
                                      a further key (printed once); T: epoch ms or an ISO date
@@ -38,6 +40,7 @@ export interface AdminFlags {
   diskMb?: string;
   logBytes?: string;
   plugins?: string;
+  checkpointBytes?: string;
 }
 
 /** The tenant's quotas with the flags' changes: a number sets one, `none` clears it, an absent flag keeps it. */
@@ -48,6 +51,7 @@ const quotasWith = (quotas: TenantQuotas, flags: AdminFlags): TenantQuotas => {
     ['diskMb', flags.diskMb],
     ['logBytes', flags.logBytes],
     ['plugins', flags.plugins],
+    ['checkpointBytes', flags.checkpointBytes],
   ] as const)
     if (flag !== undefined) next[name] = flag === 'none' ? undefined : Number(flag);
   return next as TenantQuotas;
@@ -71,7 +75,9 @@ const tenants = async (store: Store, [verb, arg]: string[], flags: AdminFlags): 
   else if (verb === 'limits' && arg) {
     const current = await store.tenants.getTenant(arg);
     if (current === undefined) throw new Error(`no tenant ${arg}`);
-    const tenant = [flags.agents, flags.diskMb, flags.logBytes, flags.plugins].every((f) => f === undefined)
+    const tenant = [flags.agents, flags.diskMb, flags.logBytes, flags.plugins, flags.checkpointBytes].every(
+      (f) => f === undefined,
+    )
       ? current
       : await store.tenants.setQuotas(arg, quotasWith(current.quotas ?? {}, flags));
     if (tenant === undefined) throw new Error(`no tenant ${arg}`);

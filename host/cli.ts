@@ -41,6 +41,7 @@ options:
   --disk-mb <n|none>    a tenant's workspace quota in MiB (tenants limits)
   --log-bytes <n|none>  a tenant's durable-log budget in bytes (tenants limits)
   --plugins <n|none>    a tenant's running-plugin cap (tenants limits)
+  --checkpoint-bytes <n|none>  a tenant's checkpoint bytes, all its agents together (tenants limits)
   -h, --help            this text
 
 settings (serve), from the environment; docs/configuration.md says more of each:
@@ -70,6 +71,7 @@ const main = async (argv: string[]): Promise<number> => {
       'disk-mb': { type: 'string' },
       'log-bytes': { type: 'string' },
       plugins: { type: 'string' },
+      'checkpoint-bytes': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -138,6 +140,7 @@ const main = async (argv: string[]): Promise<number> => {
         ...(values['disk-mb'] === undefined ? {} : { diskMb: values['disk-mb'] }),
         ...(values['log-bytes'] === undefined ? {} : { logBytes: values['log-bytes'] }),
         ...(values.plugins === undefined ? {} : { plugins: values.plugins }),
+        ...(values['checkpoint-bytes'] === undefined ? {} : { checkpointBytes: values['checkpoint-bytes'] }),
       });
     case 'backup':
     case 'restore':

@@ -109,6 +109,8 @@ export function startAgents(
     },
     checkpointDir: join(config.dataDir, 'checkpoints'),
     checkpointMaxBytes: config.checkpointMaxBytes,
+    checkpointTenantMaxBytes: (tenantId) =>
+      quotas.get(tenantId)?.checkpointBytes ?? config.tenantCheckpointMaxBytes,
     skills: {
       maxPerTenant: config.skillsPerTenant,
       maxBytes: config.skillMaxBytes,

@@ -1029,7 +1029,16 @@ export const SETTINGS = {
     min: 0,
     max: 1024 * 1024 * 1024,
     help: "most bytes of checkpoint pre-images one agent keeps, whatever its tenant's settings ask",
-    doc: "operator's maximum of the bytes of pre-images each agent's checkpoints keep on the control plane's disk (`<DSH_DATA_DIR>/checkpoints`), over every tenant's own `checkpoints.maxBytes` (`PUT /v1/settings`, up to 1 GiB). The control plane's disk holds every tenant's checkpoints beside the store: its worst case is this times the agents (bound them per tenant with `tenants limits --agents`). Default 268435456 (256 MiB); 0 turns tracking off for everyone",
+    doc: "operator's maximum of the bytes of pre-images each agent's checkpoints keep on the control plane's disk (`<DSH_DATA_DIR>/checkpoints`), over every tenant's own `checkpoints.maxBytes` (`PUT /v1/settings`, up to 1 GiB). The control plane's disk holds every tenant's checkpoints beside the store: its worst case is this times the agents, and per tenant `DSH_TENANT_CHECKPOINT_MAX_BYTES` (or its `checkpointBytes` quota) over all its agents together. Default 268435456 (256 MiB); 0 turns tracking off for everyone",
+  }),
+  tenantCheckpointMaxBytes: int({
+    env: 'DSH_TENANT_CHECKPOINT_MAX_BYTES',
+    section: 'tenants and agents',
+    default: 1024 * 1024 * 1024,
+    min: 0,
+    max: 2 ** 50,
+    help: "most bytes of checkpoint pre-images all of one tenant's agents keep together",
+    doc: "bytes of checkpoint pre-images (and bash snapshot checkpoints, as each agent's bound counts them) all of one tenant's agents keep together on this control plane's disk; past it the tenant's oldest checkpoints are dropped first, whichever agent holds them (a rollback to one answers `CHECKPOINT_DROPPED`), and no call fails for it. A tenant's `checkpointBytes` quota (`PUT /v1/tenants/:id/limits`) replaces it for that tenant. With replicas each control plane bounds what its own disk holds. Default 1073741824 (1 GiB); 0 keeps no checkpoints for tenants without a quota",
   }),
   logRetentionMaxDays: int({
     env: 'DSH_LOG_RETENTION_MAX_DAYS',

@@ -1042,6 +1042,7 @@ SetTenantLimitsBody = TypedDict("SetTenantLimitsBody", {
     "snapshotBytes": NotRequired[int],
     "logBytes": NotRequired[int],
     "plugins": NotRequired[int],
+    "checkpointBytes": NotRequired[int],
 })
 
 SetTenantLimitsResponse = ListTenantsResponseTenantsItem
@@ -1052,6 +1053,7 @@ GetOwnLimitsResponseQuotas = TypedDict("GetOwnLimitsResponseQuotas", {
     "snapshotBytes": NotRequired[float],
     "logBytes": NotRequired[float],
     "plugins": NotRequired[float],
+    "checkpointBytes": NotRequired[float],
 })
 
 GetOwnLimitsResponseUsage = TypedDict("GetOwnLimitsResponseUsage", {
@@ -1059,6 +1061,7 @@ GetOwnLimitsResponseUsage = TypedDict("GetOwnLimitsResponseUsage", {
     "diskMb": float,
     "snapshotBytes": NotRequired[float],
     "logBytes": float,
+    "checkpointBytes": NotRequired[float],
 })
 
 GetOwnLimitsResponse = TypedDict("GetOwnLimitsResponse", {

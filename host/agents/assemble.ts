@@ -42,7 +42,7 @@ import { registerWorkflowTools } from '../tools/workflow/index.ts';
 import { createCheckpointStore } from './checkpoints/store.ts';
 import { registerCheckpointTools } from './checkpoints/tools.ts';
 import { type CheckpointTracker, createCheckpointTracker } from './checkpoints/tracker.ts';
-import { withinOperator } from './checkpoints/types.ts';
+import { withinOperator, withinTenant } from './checkpoints/types.ts';
 import { configOf } from './configs.ts';
 import { createRegistryRuntime } from './runtime.ts';
 import { type AgentService, type AgentServiceOptions, createAgentService } from './service.ts';
@@ -103,6 +103,11 @@ export interface AssembleOptions {
   checkpointDir?: string;
   /** The operator's maximum of an agent's checkpoint bytes, over its tenant's setting (DSH_CHECKPOINT_MAX_BYTES). */
   checkpointMaxBytes?: number;
+  /**
+   * Bytes all of a tenant's agents' checkpoints may keep together (its `checkpointBytes` quota, else
+   * DSH_TENANT_CHECKPOINT_MAX_BYTES). Default: no such bound.
+   */
+  checkpointTenantMaxBytes?: (tenantId: string) => number | undefined;
 }
 
 export interface Assembled {
@@ -187,6 +192,7 @@ export const assembleAgents = (options: AssembleOptions): Assembled => {
     () => settingsOf(),
     options.sandboxes,
     options.checkpointMaxBytes,
+    options.checkpointTenantMaxBytes,
   );
   if (checkpoints !== undefined) registerCheckpointTools(registry.global, () => settingsOf());
   // Installed last: each tenant's layer shadows it (keeping its place at the end of the list).
@@ -270,6 +276,7 @@ function checkpointsOf(
   settings: () => AgentService['settings'] | undefined,
   provider: SandboxProvider,
   maxBytes = Number.POSITIVE_INFINITY,
+  tenantMaxBytes: (tenantId: string) => number | undefined = () => undefined,
 ): CheckpointTracker | undefined {
   if (dir === undefined) return undefined;
   return createCheckpointTracker({
@@ -278,9 +285,9 @@ function checkpointsOf(
     dropSnapshot: async ({ id, node }) => provider.dropSnapshot?.(id, node),
     boundsOf: async (tenantId) => {
       const reader = settings();
-      return withinOperator(
-        (await reader?.get(tenantId))?.checkpoints ?? { maxBytes: 0, maxCount: 0 },
-        maxBytes,
+      return withinTenant(
+        withinOperator((await reader?.get(tenantId))?.checkpoints ?? { maxBytes: 0, maxCount: 0 }, maxBytes),
+        tenantMaxBytes(tenantId),
       );
     },
   });

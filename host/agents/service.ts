@@ -188,6 +188,7 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
     resume: async (tenantId, id) => pauses.resume(await lookup.get(tenantId, id)),
     settings: state.settings,
     checkpoints: (agent) => checkpointsOf(state, agent),
+    checkpointBytes: async (tenantId) => state.options.checkpoints?.tenantBytes(tenantId),
     snapshots,
     liveSandboxes: sandboxes.size,
     inFlight: batches.size,

@@ -101,6 +101,10 @@ export const TenantQuotasBody = v.strictObject({
   logBytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(Number.MAX_SAFE_INTEGER))),
   /** Plugins its agents may run at once (its cap in place of DSH_PLUGINS_PER_TENANT). */
   plugins: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(1_000_000))),
+  /** Bytes its agents' checkpoints keep together, its oldest dropped past it (in place of DSH_TENANT_CHECKPOINT_MAX_BYTES). */
+  checkpointBytes: v.optional(
+    v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(Number.MAX_SAFE_INTEGER)),
+  ),
 });
 export const TenantLimits = v.object({
   quotas: v.object({
@@ -109,6 +113,7 @@ export const TenantLimits = v.object({
     snapshotBytes: v.optional(v.number()),
     logBytes: v.optional(v.number()),
     plugins: v.optional(v.number()),
+    checkpointBytes: v.optional(v.number()),
   }),
   usage: v.object({
     agents: v.number(),
@@ -117,6 +122,14 @@ export const TenantLimits = v.object({
       v.pipe(v.number(), v.description('Host disk its snapshots take; absent where the service keeps none')),
     ),
     logBytes: v.pipe(v.number(), v.description('Bytes its durable log holds (events plus payloads)')),
+    checkpointBytes: v.optional(
+      v.pipe(
+        v.number(),
+        v.description(
+          "Bytes its agents' checkpoints hold on this control plane; absent where the service keeps none",
+        ),
+      ),
+    ),
   }),
 });
 export const RevokeKeyQuery = v.object({

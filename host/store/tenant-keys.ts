@@ -135,13 +135,14 @@ export const tenantInfoOf = (row: TenantRow): TenantInfo => {
 
 /** The largest quota a count may have. */
 export const QUOTA_MAX = 1_000_000;
-/** The largest value of each known quota (agents, plugins: counts; diskMb: MiB, 1 PiB; snapshotBytes, logBytes: bytes). */
+/** The largest value of each known quota (agents, plugins: counts; diskMb: MiB, 1 PiB; snapshotBytes, logBytes, checkpointBytes: bytes). */
 const QUOTA_MAXIMA: Readonly<Record<string, number>> = {
   agents: QUOTA_MAX,
   diskMb: 1024 * 1024 * 1024,
   snapshotBytes: Number.MAX_SAFE_INTEGER,
   logBytes: Number.MAX_SAFE_INTEGER,
   plugins: QUOTA_MAX,
+  checkpointBytes: Number.MAX_SAFE_INTEGER,
 };
 
 /** BAD_REQUEST unless every quota is a known one with a whole value in 0..its maximum; the JSON kept (null: none). */
@@ -152,7 +153,7 @@ export const quotasJson = (quotas: TenantQuotas): string | null => {
     if (max === undefined || !Number.isSafeInteger(value) || (value as number) < 0 || (value as number) > max)
       throw new SandboxError(
         'BAD_REQUEST',
-        `quota ${name}: the known quotas are agents (a whole number 0-${QUOTA_MAX}), diskMb (MiB, 0-${QUOTA_MAXIMA.diskMb}), snapshotBytes and logBytes (bytes), plugins (0-${QUOTA_MAX})`,
+        `quota ${name}: the known quotas are agents (a whole number 0-${QUOTA_MAX}), diskMb (MiB, 0-${QUOTA_MAXIMA.diskMb}), snapshotBytes, logBytes and checkpointBytes (bytes), plugins (0-${QUOTA_MAX})`,
         {
           data: { quota: name },
         },

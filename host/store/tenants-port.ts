@@ -35,6 +35,11 @@ export interface TenantQuotas {
   logBytes?: number;
   /** Plugins its agents may run at once: its cap in place of the service's (DSH_PLUGINS_PER_TENANT). */
   plugins?: number;
+  /**
+   * Bytes its agents' checkpoints may keep together on a control plane's disk, its oldest dropped
+   * past it (in place of DSH_TENANT_CHECKPOINT_MAX_BYTES), host/agents/checkpoints/tenant-ledger.ts.
+   */
+  checkpointBytes?: number;
 }
 
 /** A tenant as the operator reads it. */

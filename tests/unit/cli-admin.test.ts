@@ -91,8 +91,27 @@ it('creates, lists and revokes keys and deletes a tenant, as the admin API does'
     (await cli('tenants', 'limits', acme.id, '--log-bytes', '1048576', '--plugins', '4')).json.quotas,
   ).toEqual({ logBytes: 1048576, plugins: 4 });
   expect((await cli('tenants', 'limits', acme.id, '--plugins', '1.5')).code).toBe(1);
+  // The checkpoint bytes of all its agents together, kept beside the others.
+  expect((await cli('tenants', 'limits', acme.id, '--checkpoint-bytes', '3000')).json.quotas).toEqual({
+    logBytes: 1048576,
+    plugins: 4,
+    checkpointBytes: 3000,
+  });
+  expect((await cli('tenants', 'limits', acme.id, '--checkpoint-bytes', '-1')).code).toBe(1);
   expect(
-    (await cli('tenants', 'limits', acme.id, '--log-bytes', 'none', '--plugins', 'none')).json.quotas,
+    (
+      await cli(
+        'tenants',
+        'limits',
+        acme.id,
+        '--log-bytes',
+        'none',
+        '--plugins',
+        'none',
+        '--checkpoint-bytes',
+        'none',
+      )
+    ).json.quotas,
   ).toEqual({});
 
   const deleting = (await cli('tenants', 'delete', acme.id)).json;

@@ -60,6 +60,8 @@ function held(index: CheckpointIndex): CheckpointIndex {
 export function createIndexQueue(
   store: CheckpointStore,
   dropSnapshot: (snapshot: HeldSnapshot) => Promise<void> = async () => undefined,
+  /** Told of every index written, once it is on disk (the tenant ledger's count). */
+  written: (agentId: string, index: CheckpointIndex) => void = () => undefined,
 ): IndexQueue {
   const queues = new Map<string, Promise<unknown>>();
   const cached = new Map<string, CheckpointIndex>();
@@ -85,6 +87,7 @@ export function createIndexQueue(
         if (index !== undefined) {
           await store.write(agentId, index);
           cached.set(agentId, held(index));
+          written(agentId, index);
         }
         if (release !== undefined) await store.removeBlobs(agentId, release);
         // A snapshot that cannot be deleted now (its node away) is left, never named again.

@@ -22,7 +22,8 @@ import { isSandboxError, SandboxError } from '../../errors.ts';
 import type { Sandbox } from '../../sandbox/types.ts';
 import { stateOf } from './files.ts';
 import type { HeldSnapshot } from './index-queue.ts';
-import { type CheckpointTracker, snapshotsOf } from './tracker.ts';
+import type { CheckpointTracker } from './tracker.ts';
+import { snapshotsOf } from './trim.ts';
 import type { Checkpoint, CheckpointIndex, PreImage, RollbackTarget, RollbackView } from './types.ts';
 
 interface Plan {

@@ -32,6 +32,8 @@ export interface CheckpointStore {
   removeBlobs(agentId: string, sha256s: Iterable<string>): Promise<void>;
   /** Everything of the agent (its deletion). */
   remove(agentId: string): Promise<void>;
+  /** The agents with a folder here (an id that is not a plain name: its hash), for ./tenant-ledger.ts's count at start. */
+  agents?(): Promise<string[]>;
 }
 
 export const sha256Of = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
@@ -117,8 +119,16 @@ export function createCheckpointStore(dir: string): CheckpointStore {
       made.delete(join(path, 'blobs'));
       await rm(path, { recursive: true, force: true });
     },
+    agents: () => foldersIn(dir),
   };
 }
+
+/** The folders under `dir` (none when it does not exist yet). */
+const foldersIn = (dir: string): Promise<string[]> =>
+  readdir(dir).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'ENOENT') return [] as string[];
+    throw error;
+  });
 
 /**
  * The workspace snapshots every agent's index under `dir` holds (Checkpoint.snapshot), for the
@@ -127,11 +137,7 @@ export function createCheckpointStore(dir: string): CheckpointStore {
  */
 export async function snapshotsHeld(dir: string): Promise<Set<string>> {
   const held = new Set<string>();
-  const folders = await readdir(dir).catch((error: NodeJS.ErrnoException) => {
-    if (error.code === 'ENOENT') return [] as string[];
-    throw error;
-  });
-  for (const folder of folders) {
+  for (const folder of await foldersIn(dir)) {
     let text: string;
     try {
       text = await readFile(join(dir, folder, 'index.json'), 'utf8');

@@ -10,34 +10,19 @@
 // cannot be read is not run untracked: the error is the call's. A pre-image that does not fit the
 // byte bound is recorded as unkept, so a rollback through it refuses instead of restoring half; so
 // is a call naming more files than one checkpoint holds (CALL_MAX_WEIGHT), and the index as a whole
-// stays within INDEX_MAX_WEIGHT (the oldest entries dropped), whatever the tenant's bounds.
+// stays within INDEX_MAX_WEIGHT (the oldest entries dropped), whatever the tenant's bounds. Past
+// the tenant's quota of bytes over all its agents (CheckpointBounds.tenantMaxBytes), the tenant's
+// oldest are dropped once the entry is written (./tenant-ledger.ts); that never fails the call.
 import type { Sandbox } from '../../sandbox/types.ts';
 import { type Captured, capture, stateOf } from './files.ts';
-import { createIndexQueue, type HeldSnapshot, type Turn } from './index-queue.ts';
+import { createIndexQueue, type HeldSnapshot, type IndexQueue, type Turn } from './index-queue.ts';
 import type { CheckpointStore } from './store.ts';
+import { createTenantLedger, type TenantLedger } from './tenant-ledger.ts';
+import { blobsOf, CALL_MAX_WEIGHT, pathsWeight, snapshotsOf, trim } from './trim.ts';
 import type { Checkpoint, CheckpointBounds, CheckpointIndex, CheckpointView } from './types.ts';
 import { viewOf } from './types.ts';
 
-/** How many dropped call ids an index remembers (to answer CHECKPOINT_DROPPED, not NOT_FOUND). */
-export const DROPPED_KEPT = 1000;
-
-/**
- * The most an agent's index may weigh (weightOf: its call ids, labels and paths), past which its
- * oldest entries are dropped as past the byte bound. Why: every tracked call clones and writes the
- * whole index on the service's event loop, and the most recent ones stay in memory; unbounded, an
- * archive of 100,000 long paths made an index of hundreds of MB, each later call a stall of every
- * tenant's requests.
- */
-export const INDEX_MAX_WEIGHT = 2 * 1024 * 1024;
-/** One call's share of it: a call naming more (an archive of thousands of files) keeps no pre-image. */
-export const CALL_MAX_WEIGHT = 1024 * 1024;
-
-const RECORD_WEIGHT = 256;
-const pathsWeight = (paths: readonly string[]): number =>
-  paths.reduce((sum, path) => sum + path.length + RECORD_WEIGHT, 0);
-/** What an entry adds to its index's JSON, about (paths, hashes and modes of each file, its ids). */
-const weightOf = (e: Pick<Checkpoint, 'callId' | 'files' | 'label'>): number =>
-  RECORD_WEIGHT + e.callId.length + (e.label?.length ?? 0) + pathsWeight(e.files.map((f) => f.path));
+export { CALL_MAX_WEIGHT, DROPPED_KEPT, INDEX_MAX_WEIGHT, trim } from './trim.ts';
 
 export interface TrackedCall {
   callId: string;
@@ -77,6 +62,8 @@ export interface CheckpointTracker {
   readonly store: CheckpointStore;
   /** Drops everything of the agent (its deletion). */
   forget(agentId: string): Promise<void>;
+  /** Bytes the tenant's agents' checkpoints hold on this control plane (its `checkpointBytes` quota's usage). */
+  tenantBytes(tenantId: string): Promise<number>;
 }
 
 /** Copies the agent's workspace into a new snapshot: the snapshot and the host disk it takes. */
@@ -89,45 +76,6 @@ export interface TrackerOptions {
   boundsOf: (tenantId: string) => Promise<CheckpointBounds>;
   now?: () => number;
 }
-
-const blobsOf = (entries: readonly Checkpoint[]): Set<string> => {
-  const shas = new Set<string>();
-  for (const entry of entries)
-    for (const f of entry.files) if (f.before.kind === 'file') shas.add(f.before.sha256);
-  return shas;
-};
-
-/** Drops the oldest entries past the bounds (never `keep`); the blobs and snapshots no entry names any more. */
-export function trim(
-  index: CheckpointIndex,
-  bounds: CheckpointBounds,
-  keep?: Checkpoint,
-): { release: Set<string>; drop: HeldSnapshot[] } {
-  const dropped: Checkpoint[] = [];
-  let bytes = index.entries.reduce((sum, e) => sum + e.bytes, 0);
-  let weight = index.entries.reduce((sum, e) => sum + weightOf(e), 0);
-  while (
-    index.entries.length > 0 &&
-    index.entries[0] !== keep &&
-    (index.entries.length > bounds.maxCount || bytes > bounds.maxBytes || weight > INDEX_MAX_WEIGHT)
-  ) {
-    const oldest = index.entries.shift() as Checkpoint;
-    bytes -= oldest.bytes;
-    weight -= weightOf(oldest);
-    dropped.push(oldest);
-    index.dropped.push(oldest.callId);
-    index.droppedThrough = oldest.seq;
-  }
-  if (index.dropped.length > DROPPED_KEPT) index.dropped.splice(0, index.dropped.length - DROPPED_KEPT);
-  const kept = blobsOf(index.entries);
-  return {
-    release: new Set([...blobsOf(dropped)].filter((sha) => !kept.has(sha))),
-    drop: snapshotsOf(dropped),
-  };
-}
-
-export const snapshotsOf = (entries: readonly Checkpoint[]): HeldSnapshot[] =>
-  entries.flatMap((e) => (e.snapshot === undefined ? [] : [e.snapshot]));
 
 /**
  * A call naming more files than one checkpoint holds: none is read, the entry names the first as
@@ -164,19 +112,36 @@ async function captureAll(sandbox: Sandbox, paths: readonly string[], maxBytes: 
   return out;
 }
 
+/**
+ * The tenant's quota, after the agent's turn (a drop is a turn of the agent holding it): a failure
+ * to drop leaves the tenant over it until its next call, and never fails this one.
+ */
+async function withinQuota(
+  ledger: TenantLedger,
+  queue: IndexQueue,
+  at: { tenantId: string; agentId: string; made: Checkpoint; bounds: CheckpointBounds },
+): Promise<void> {
+  const { tenantMaxBytes } = at.bounds;
+  if (tenantMaxBytes === undefined || at.made.bytes === 0) return;
+  const keep = { agentId: at.agentId, seq: at.made.seq };
+  await ledger.fit(at.tenantId, tenantMaxBytes, keep, queue.turn).catch(() => undefined);
+}
+
 export function createCheckpointTracker(options: TrackerOptions): CheckpointTracker {
   const { store, boundsOf } = options;
   const now = options.now ?? Date.now;
-  const queue = createIndexQueue(store, options.dropSnapshot);
+  const ledger = createTenantLedger(store);
+  const queue = createIndexQueue(store, options.dropSnapshot, ledger.written);
 
   /** Appends `entry` (its blobs first), trims to the bounds, removes the blobs it let go. */
   async function append(
+    tenantId: string,
     agentId: string,
     entry: Omit<Checkpoint, 'seq'>,
     captured: Captured[],
     bounds: CheckpointBounds,
-  ) {
-    return queue.turn(agentId, async (index) => {
+  ): Promise<Checkpoint> {
+    const made = await queue.turn(agentId, async (index) => {
       // A blob an entry of the index names is on disk (written before that index, removed only
       // once no entry names it): the same pre-image again (a file written or edited back to what
       // it was) is not written again.
@@ -186,8 +151,11 @@ export function createCheckpointTracker(options: TrackerOptions): CheckpointTrac
           await store.putBlob(agentId, c.bytes);
       const full: Checkpoint = { ...entry, seq: ++index.seq };
       index.entries.push(full);
+      index.tenantId = tenantId;
       return { index, value: full, ...trim(index, bounds, full) };
     });
+    await withinQuota(ledger, queue, { tenantId, agentId, made, bounds });
+    return made;
   }
 
   async function finish(agentId: string, entry: Checkpoint, sandbox: Sandbox) {
@@ -217,6 +185,7 @@ export function createCheckpointTracker(options: TrackerOptions): CheckpointTrac
     const bytes = captured.reduce((sum, c) => sum + (c.bytes?.length ?? 0), 0);
     const files = captured.map((c) => ({ path: c.path, before: c.before }));
     const entry = await append(
+      tenantId,
       agentId,
       { callId: call.callId, tool: call.tool, at: now(), files, bytes },
       captured,
@@ -247,11 +216,12 @@ export function createCheckpointTracker(options: TrackerOptions): CheckpointTrac
         return;
       }
       const entry = { callId: call.callId, tool: call.tool, at: now(), files: [], bytes, snapshot };
-      await append(agentId, entry, [], bounds);
+      await append(tenantId, agentId, entry, [], bounds);
     },
     async mark(tenantId, agentId, callId, label) {
       const bounds = await boundsOf(tenantId);
       const entry = await append(
+        tenantId,
         agentId,
         {
           callId,
@@ -270,8 +240,10 @@ export function createCheckpointTracker(options: TrackerOptions): CheckpointTrac
     forget: (agentId) =>
       queue.turn(agentId, async (index) => {
         queue.forget(agentId);
+        ledger.forget(agentId);
         await store.remove(agentId);
         return { value: undefined, drop: snapshotsOf(index.entries) };
       }),
+    tenantBytes: (tenantId) => ledger.bytes(tenantId),
   };
 }

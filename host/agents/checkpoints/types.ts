@@ -52,6 +52,8 @@ export interface CheckpointIndex {
   dropped: string[];
   /** The highest seq the bounds dropped (0: none). */
   droppedThrough?: number;
+  /** The agent's tenant (written since the tenant quota: ./tenant-ledger.ts counts its bytes by it). */
+  tenantId?: string;
 }
 
 /** What a rollback goes back to: a call by its id (the newest call of that id), or a checkpoint by its seq. */
@@ -65,6 +67,12 @@ export interface CheckpointBounds {
   maxCount: number;
   /** A workspace snapshot before each `bash` (and other untracked mutating) call. */
   snapshotBash?: boolean;
+  /**
+   * Bytes all the tenant's agents' checkpoints keep together on this control plane (its
+   * `checkpointBytes` quota, else DSH_TENANT_CHECKPOINT_MAX_BYTES): past it the tenant's oldest
+   * are dropped (./tenant-ledger.ts). Undefined: no such bound.
+   */
+  tenantMaxBytes?: number;
 }
 
 /** A checkpoint as the API and the tools show it (no bytes). */
@@ -116,3 +124,16 @@ export const viewOf = (entry: Checkpoint): CheckpointView => ({
  */
 export const withinOperator = (bounds: CheckpointBounds, maxBytes: number): CheckpointBounds =>
   maxBytes <= 0 ? { ...bounds, maxCount: 0 } : { ...bounds, maxBytes: Math.min(bounds.maxBytes, maxBytes) };
+
+/**
+ * Bounds under the tenant's quota of checkpoint bytes over all its agents (undefined: none; 0:
+ * nothing tracked, as the operator's 0): one call's pre-images never take more than all of it.
+ */
+export const withinTenant = (
+  bounds: CheckpointBounds,
+  tenantMaxBytes: number | undefined,
+): CheckpointBounds => {
+  if (tenantMaxBytes === undefined) return bounds;
+  if (tenantMaxBytes <= 0) return { ...bounds, maxCount: 0 };
+  return { ...bounds, maxBytes: Math.min(bounds.maxBytes, tenantMaxBytes), tenantMaxBytes };
+};

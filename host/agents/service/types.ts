@@ -175,6 +175,8 @@ export interface AgentService {
   readonly settings: TenantSettingsReader;
   /** The agent's checkpoints (list, rollback, uploads' tracking); undefined when the service keeps none. */
   checkpoints(agent: Agent): AgentCheckpoints | undefined;
+  /** Bytes the tenant's agents' checkpoints hold here (its `checkpointBytes` quota's usage); undefined when the service keeps none. */
+  checkpointBytes(tenantId: string): Promise<number | undefined>;
   /** Workspace snapshots of the tenant's agents (service/snapshots.ts). */
   readonly snapshots: AgentSnapshots;
   /** Sandboxes this process holds a handle to. */

@@ -36,12 +36,14 @@ export const ownLimitRoutes = (
       const snapshotBytes = await agents.snapshots.usedBytes(tenantId).catch(() => undefined);
       // What its log holds as its budget counts it (queued events included): its own row only.
       const logBytes = (await events.usageOf(tenantId)).bytes;
+      const checkpointBytes = await agents.checkpointBytes(tenantId);
       return c.json({
         quotas,
         usage: {
           ...(await quotaUsage(agents, tenantId, workspaceMb)),
           ...(snapshotBytes === undefined ? {} : { snapshotBytes }),
           logBytes,
+          ...(checkpointBytes === undefined ? {} : { checkpointBytes }),
         },
       });
     },
@@ -57,7 +59,7 @@ export const adminLimitRoutes = (tenants: TenantStore, adminKey: string | undefi
       operationId: 'setTenantLimits',
       tags: ['tenants'],
       description:
-        "Needs the admin key. Replaces the tenant's quotas: `agents` bounds its live top-level agents, `diskMb` the MiB of workspace its live agents hold (the sum of their workspaces' sizes), `snapshotBytes` the host disk its workspace snapshots take together, `plugins` the plugins its agents run at once (in place of DSH_PLUGINS_PER_TENANT); a create or start past one answers LIMIT_EXCEEDED, and what it has already stays. `logBytes` is its durable log's budget (in place of DSH_TENANT_LOG_BYTES): past it, calls are refused with STORE_BUDGET_EXCEEDED. Effective at once on this replica, within a few seconds on the others. `{}` clears them.",
+        "Needs the admin key. Replaces the tenant's quotas: `agents` bounds its live top-level agents, `diskMb` the MiB of workspace its live agents hold (the sum of their workspaces' sizes), `snapshotBytes` the host disk its workspace snapshots take together, `plugins` the plugins its agents run at once (in place of DSH_PLUGINS_PER_TENANT); a create or start past one answers LIMIT_EXCEEDED, and what it has already stays. `logBytes` is its durable log's budget (in place of DSH_TENANT_LOG_BYTES): past it, calls are refused with STORE_BUDGET_EXCEEDED. `checkpointBytes` bounds the bytes its agents' checkpoints keep together on a control plane's disk (in place of DSH_TENANT_CHECKPOINT_MAX_BYTES): past it its oldest checkpoints are dropped, whichever agent holds them, and no call fails for it. Effective at once on this replica, within a few seconds on the others. `{}` clears them.",
       requestBody: jsonRequest(TenantQuotasBody),
       responses: {
         200: jsonResponse('The tenant, with its quotas', TenantView),

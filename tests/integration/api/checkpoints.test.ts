@@ -4,7 +4,8 @@
 // last tracked call refuses it with ROLLBACK_UNSAFE and nothing changes; the tenant's bounds drop
 // the oldest checkpoints (CHECKPOINT_DROPPED); the model's checkpoint and rollback tools appear only
 // once the tenant turns them on and undo what the model wrote; another tenant's agent is unknown;
-// checkpoints outlive a restart of the service and go with their agent.
+// checkpoints outlive a restart of the service and go with their agent; a tenant's agents together
+// are held to its checkpointBytes quota (its oldest dropped), counted again after a restart.
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { buffer } from 'node:stream/consumers';
@@ -14,7 +15,8 @@ import type { Running } from '../../../host/serve.ts';
 import type { Loose } from '../../unit/api/harness.ts';
 import { json, served } from './served.ts';
 
-const service = served('checkpoints', { shutdownGraceMs: 300 });
+const ADMIN = 'admin-key-for-the-checkpoints-test-0123456789';
+const service = served('checkpoints', { shutdownGraceMs: 300, adminKey: ADMIN });
 
 const tenant = async (server: Running, name: string): Promise<string> =>
   (await server.store.tenants.createTenant(name)).apiKey;
@@ -212,4 +214,38 @@ it('keeps checkpoints across a restart, and drops them with the agent', async ()
   expect(existsSync(folder)).toBe(true);
   expect((await json(second, key, 'DELETE', `/v1/agents/${id}`)).status).toBeLessThan(300);
   expect(existsSync(folder)).toBe(false);
+});
+
+it("holds a tenant's agents together to its checkpointBytes quota, oldest dropped first, across a restart", async () => {
+  const first = await service.current();
+  const made = await first.store.tenants.createTenant('quota');
+  const key = made.apiKey;
+  const limits = (server: Running) => json(server, key, 'GET', '/v1/limits');
+  const set = await json(first, ADMIN, 'PUT', `/v1/tenants/${made.id}/limits`, { checkpointBytes: 2500 });
+  expect(set.status).toBe(200);
+  /** Two writes of 1000 bytes: the second keeps the first's as its pre-image. */
+  const twice = async (server: Running, id: string) => {
+    for (const fill of ['a', 'b']) {
+      const { result } = await call(server, key, id, 'write', {
+        file_path: 'f.txt',
+        content: fill.repeat(1000),
+      });
+      expect(result.ok).toBe(true);
+    }
+    return lastCheckpoint(server, key, id);
+  };
+  const one = await agentOf(first, key);
+  const oldest = await twice(first, one);
+  await twice(first, await agentOf(first, key));
+  expect((await limits(first)).json.usage.checkpointBytes).toBe(2000);
+  await service.stop(first);
+
+  const second = await service.start();
+  expect((await limits(second)).json).toMatchObject({
+    quotas: { checkpointBytes: 2500 },
+    usage: { checkpointBytes: 2000 },
+  });
+  await twice(second, await agentOf(second, key)); // 3000: past the quota, agent one's went
+  expect((await limits(second)).json.usage.checkpointBytes).toBe(2000);
+  expect((await rollback(second, key, one, oldest)).json.error.code).toBe('CHECKPOINT_DROPPED');
 });

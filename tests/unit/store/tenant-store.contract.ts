@@ -171,7 +171,7 @@ export const runTenantStoreContract = (harness: TenantStoreHarness) => {
       const opened = await open();
       const acme = await opened.store.createTenant('acme');
       expect((await opened.store.getTenant(acme.id))?.quotas).toBeUndefined();
-      const quotas = { agents: 3, logBytes: 1 << 20, plugins: 4 };
+      const quotas = { agents: 3, logBytes: 1 << 20, plugins: 4, checkpointBytes: 3 * 2 ** 30 };
       expect((await opened.store.setQuotas(acme.id, quotas))?.quotas).toEqual(quotas);
       for (const bad of [
         { agents: -1 },
@@ -183,6 +183,10 @@ export const runTenantStoreContract = (harness: TenantStoreHarness) => {
         { logBytes: 2 ** 60 },
         { plugins: 0.5 },
         { plugins: 2_000_000 },
+        { checkpointBytes: -1 },
+        { checkpointBytes: 0.5 },
+        { checkpointBytes: 2 ** 60 },
+        { checkpointBytes: '1024' },
       ]) {
         await expect(opened.store.setQuotas(acme.id, bad as never)).rejects.toMatchObject({
           code: 'BAD_REQUEST',
@@ -207,7 +211,7 @@ export const runTenantStoreContract = (harness: TenantStoreHarness) => {
       ];
       expect(await tenants.listQuotas()).toEqual([]);
       await tenants.setQuotas(a.id, { plugins: 2 });
-      await tenants.setQuotas(b.id, { agents: 1, logBytes: 4096 });
+      await tenants.setQuotas(b.id, { agents: 1, logBytes: 4096, checkpointBytes: 0 });
       await tenants.setQuotas(gone.id, { agents: 5 });
       await tenants.setQuotas(cleared.id, { agents: 5 });
       await tenants.setQuotas(cleared.id, {});
@@ -216,7 +220,7 @@ export const runTenantStoreContract = (harness: TenantStoreHarness) => {
         [...rows].sort((x, y) => x.tenantId.localeCompare(y.tenantId));
       const expected = byId([
         { tenantId: a.id, quotas: { plugins: 2 } },
-        { tenantId: b.id, quotas: { agents: 1, logBytes: 4096 } },
+        { tenantId: b.id, quotas: { agents: 1, logBytes: 4096, checkpointBytes: 0 } },
       ]);
       expect(byId(await tenants.listQuotas())).toEqual(expected);
       // Another process on the same database reads the same.
