@@ -42,7 +42,7 @@ export const createEgressProxy = (options: {
     async listen(): Promise<void> {
       const port = options.port ?? PROXY_PORT;
       try {
-        await writeBundle(options.stateDir, bundle, systemBundle());
+        writeBundle(options.stateDir, bundle, systemBundle());
         setTrustEnv(bundle);
       } catch (e) {
         options.log(`egress proxy: cannot write ${bundle}: ${(e as Error).message}`);
@@ -72,7 +72,7 @@ export const createEgressProxy = (options: {
         !/^-----BEGIN CERTIFICATE-----\n[A-Za-z0-9+/=\n]+-----END CERTIFICATE-----\n?$/.test(pem)
       )
         throw new WireError('INVALID_ARGUMENTS', 'pem must be one PEM certificate.');
-      await writeBundle(
+      writeBundle(
         options.stateDir,
         bundle,
         `${systemBundle()}\n# dsh-sandbox egress interception CA\n${pem}`,

@@ -65,8 +65,10 @@ const main = async (): Promise<void> => {
     ...(process.env.SANDBOXD_LINK ? { linkPath: process.env.SANDBOXD_LINK } : {}),
     // Start the command spawner once the host's first call is answered (its ping: the sandbox is
     // ready from there), so that the agent's first exec is as fast as the rest without the spawn
-    // delaying that answer. An exec before then starts it too (launch.ts).
+    // delaying that answer, and run a first command of our own through it (warm-up.ts). An exec
+    // before then starts the spawner too (launch.ts).
     onFirstAnswer: () => sharedSpawner().start(),
+    warmUp: sharedSpawner(),
   });
   // Keep running whatever happens to stdin (a container's stdin only closes if the host asks).
   const keepAlive = setInterval(() => {}, 1 << 30);

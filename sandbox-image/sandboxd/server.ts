@@ -31,10 +31,12 @@ import { createSearchOps } from './search.ts';
 import { createHandlers } from './server-handlers.ts';
 import { serve } from './server-links.ts';
 import type { Handler, ServerState } from './server-state.ts';
+import type { Spawner } from './spawner.ts';
 import { createStdio } from './stdio.ts';
 import { createStreams } from './streams.ts';
 import { createTerminals } from './terminals.ts';
 import { createTransfers } from './transfer.ts';
+import { warmUp } from './warm-up.ts';
 import { openWorkspace } from './workspace.ts';
 
 export interface ServerOptions {
@@ -55,6 +57,8 @@ export interface ServerOptions {
    * command spawner there, off that path.
    */
   onFirstAnswer?: () => void;
+  /** Runs a first command of its own after the first answer (warm-up.ts): for the warm pool's sandboxes. */
+  warmUp?: Spawner;
 }
 
 export async function startServer(options: ServerOptions) {
@@ -74,7 +78,10 @@ export async function startServer(options: ServerOptions) {
     root: ws.root,
     linkPath: options.linkPath,
     opDeadlineMs: options.opDeadlineMs ?? 30_000,
-    onFirstAnswer: options.onFirstAnswer,
+    onFirstAnswer: () => {
+      options.onFirstAnswer?.();
+      if (options.warmUp) void warmUp(ws, options.warmUp, log);
+    },
     startProxy: () => egress.listen(),
     listening: undefined,
     streams: createStreams({ log }),
