@@ -5,7 +5,7 @@
 // interleaved round by round so a noisy minute hits them all alike:
 //   bash `true`, read 1 KiB, write 1 KiB, run_code `return 1` back to back, a program of 20
 //   sequential tools.read, agent ready (create, then the first bash `true` done; the warm pool
-//   refilled before each), warm start (a stopped service started again until /v1/health answers,
+//   refilled before each; with its parts, and the agent's second bash beside them), warm start (a stopped service started again until /v1/health answers,
 //   through scripts/run.sh as `npm start` does, and `host/cli.ts serve` alone)
 // and, measured in the same run as baselines, `docker exec <the agent's container> true` through
 // the Docker CLI and a bare isolated-vm isolate evaluating `1` in this process (new isolate, new
@@ -335,11 +335,20 @@ const measureReady = async (): Promise<void> => {
   for (let i = 0; i < READY_RUNS + 1; i++) {
     await poolFull();
     let id = '';
+    let created = 0;
     const ms = await timed(async () => {
       id = await createAgent();
+      created = performance.now();
       await tool(id, 'bash', { command: 'true', description: 'bench' });
     });
-    if (i > 0) add('agent ready (create, first bash `true`)', ms);
+    const firstBash = performance.now() - created;
+    const second = await timed(() => tool(id, 'bash', { command: 'true', description: 'bench' }));
+    if (i > 0) {
+      add('agent ready (create, first bash `true`)', ms);
+      add('  of it: create', ms - firstBash);
+      add('  of it: the first bash `true`', firstBash);
+      add("  the agent's second bash `true` (not part of ready)", second);
+    }
     await call('DELETE', `/v1/agents/${id}`);
   }
 };
