@@ -4,13 +4,14 @@
 // CHECKPOINT_DROPPED), no call fails for it, another tenant keeps its own, GET /v1/limits shows what
 // it holds; a call's pre-images larger than the whole quota are not kept; a restarted tracker counts
 // what is on disk; a hostile quota is refused.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createCheckpointStore } from '../../../host/agents/checkpoints/store.ts';
 import { createCheckpointTracker } from '../../../host/agents/checkpoints/tracker.ts';
 import { withinTenant } from '../../../host/agents/checkpoints/types.ts';
+import type { Sandbox } from '../../../host/sandbox/types.ts';
 import { createTenantQuotaCache, type TenantQuotaCache } from '../../../host/tenants/quota-cache.ts';
 import { ADMIN_KEY, type Loose, makeApi } from '../api/harness.ts';
 
@@ -191,5 +192,47 @@ describe("a tenant's quota of checkpoint bytes across a restart", () => {
     await snap(third, 'two', 's5');
     expect(await ids(third, 'two')).toEqual(['s3', 's4', 's5']);
     expect(await third.tenantBytes('ten_a')).toBe(3000);
+  });
+
+  it('writes nothing for an agent forgotten (deleted) while a call of it kept its pre-images', async () => {
+    const tracker = trackerOver(dir);
+    let release = (): void => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let reading = (): void => {};
+    const read = new Promise<void>((resolve) => {
+      reading = resolve;
+    });
+    // The call's pre-image read and its bash snapshot are under way when the agent's delete forgets it.
+    const sandbox = {
+      fs: {
+        resolve: (path: string) => `/workspace/${path}`,
+        readWithStat: async () => {
+          reading();
+          await held;
+          return {
+            stat: { type: 'file', size: 1000, mode: 0o644, mtimeMs: 0 },
+            data: Buffer.alloc(1000, 'a'),
+          };
+        },
+      },
+    } as unknown as Sandbox;
+    const begun = tracker.begin('ten_a', 'gone', sandbox, { callId: 'w1', tool: 'write', paths: ['a.txt'] });
+    const snapped = tracker.snapshot('ten_a', 'gone', { callId: 's1', tool: 'bash' }, async () => {
+      await held;
+      return { snapshot: { id: 'snap-late', node: 'local', sizeBytes: 1000 }, bytes: 1000 };
+    });
+    await read;
+    await tracker.forget('gone');
+    release();
+    await expect(begun).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await snapped;
+    expect(existsSync(join(dir, 'gone'))).toBe(false);
+    expect(await tracker.tenantBytes('ten_a')).toBe(0);
+    expect(dropped).toContain('snap-late'); // its workspace snapshot deleted, not kept by nothing
+    // The agent's next calls (a family moved back) are tracked again.
+    await snap(tracker, 'gone', 's2');
+    expect(await ids(tracker, 'gone')).toEqual(['s2']);
   });
 });
