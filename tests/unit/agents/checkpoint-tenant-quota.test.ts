@@ -3,14 +3,22 @@
 // checkpoints are dropped first, whichever of its agents holds them (a rollback to one answers
 // CHECKPOINT_DROPPED), no call fails for it, another tenant keeps its own, GET /v1/limits shows what
 // it holds; a call's pre-images larger than the whole quota are not kept; a restarted tracker counts
-// what is on disk; a hostile quota is refused.
+// what is on disk; a hostile quota is refused; a drop waiting for its victim's turn drops nothing
+// once the tenant is within the quota by then, and an agent deleted while a call of it kept its
+// pre-images or a snapshot keeps nothing on disk.
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { Turn } from '../../../host/agents/checkpoints/index-queue.ts';
 import { createCheckpointStore } from '../../../host/agents/checkpoints/store.ts';
+import { createTenantLedger } from '../../../host/agents/checkpoints/tenant-ledger.ts';
 import { createCheckpointTracker } from '../../../host/agents/checkpoints/tracker.ts';
-import { withinTenant } from '../../../host/agents/checkpoints/types.ts';
+import {
+  type Checkpoint,
+  type CheckpointIndex,
+  withinTenant,
+} from '../../../host/agents/checkpoints/types.ts';
 import type { Sandbox } from '../../../host/sandbox/types.ts';
 import { createTenantQuotaCache, type TenantQuotaCache } from '../../../host/tenants/quota-cache.ts';
 import { ADMIN_KEY, type Loose, makeApi } from '../api/harness.ts';
@@ -234,5 +242,41 @@ describe("a tenant's quota of checkpoint bytes across a restart", () => {
     // The agent's next calls (a family moved back) are tracked again.
     await snap(tracker, 'gone', 's2');
     expect(await ids(tracker, 'gone')).toEqual(['s2']);
+  });
+
+  it("drops nothing once the tenant is within its quota by the time the victim's turn comes", async () => {
+    const ledger = createTenantLedger(createCheckpointStore(dir));
+    const entry = (seq: number, at: number): Checkpoint => ({
+      callId: `c${at}`,
+      tool: 'write',
+      seq,
+      at,
+      files: [],
+      bytes: 1000,
+    });
+    const indexOf = (...entries: Checkpoint[]): CheckpointIndex => ({
+      seq: entries.length,
+      entries,
+      dropped: [],
+      tenantId: 'ten_a',
+    });
+    ledger.written('v', indexOf(entry(1, 1)));
+    ledger.written('x', indexOf(entry(1, 2), entry(2, 3)));
+    ledger.written('y', indexOf(entry(1, 4))); // 4000 bytes against a quota of 3000
+    const asked: string[] = [];
+    const dropped = await ledger.fit('ten_a', 3000, { agentId: 'y', seq: 1 }, (async (
+      agentId: string,
+      work: (index: CheckpointIndex) => Promise<Turn<number>>,
+    ) => {
+      asked.push(agentId);
+      // Agent x deleted while this drop waited for v's turn (a rollback of v's under way).
+      ledger.forget('x');
+      const turn = await work(indexOf(entry(1, 1)));
+      if (turn.index) ledger.written(agentId, turn.index);
+      return turn.value;
+    }) as never);
+    expect(asked).toEqual(['v']);
+    expect(dropped).toBe(0);
+    expect(await ledger.bytes('ten_a')).toBe(2000); // v's checkpoint and y's, both kept
   });
 });
