@@ -12,7 +12,9 @@
 // a lookup in the kernel's dentry cache taking microseconds, never a wait (O_PATH opens nothing,
 // so no FIFO or device blocks it), and through Node's thread pool each cost a round trip of two
 // thread wake-ups instead (~0.1-0.3 ms wall a call on a 2-core VM, several a path:
-// bench/sandboxd-fs.ts).
+// bench/sandboxd-fs.ts). So a walk is bounded in steps too (MAX_STEPS), not only in symlinks: 40
+// links whose targets each hold 800 `d/..` made 32,000 opens, one call holding sandboxd's loop
+// for 100-200 ms (every other call waiting), from links any program in the sandbox can make.
 
 import { closeSync, constants, promises as fsp, mkdirSync, openSync, readlinkSync } from 'node:fs';
 import { posix } from 'node:path';
@@ -25,6 +27,11 @@ export const O_PATH = 0o10000000;
 const DIR = O_PATH | constants.O_DIRECTORY | constants.O_NOFOLLOW;
 /** What Linux allows (MAXSYMLINKS). */
 const MAX_HOPS = 40;
+/**
+ * The most components one walk opens or leaves (`..`): twice what a PATH_MAX path holds (2048), so
+ * no path a program means reaches it; past it the walk fails as a symlink loop does (ELOOP).
+ */
+export const MAX_STEPS = 4096;
 const DOT = Buffer.from('.');
 
 export interface Resolved {
@@ -143,6 +150,7 @@ export const createBeneath = (realRoot: string, roots: string[], escapes: (path:
       };
     };
     let hops = 0;
+    let steps = 0;
     /** Continue the walk at the target of the symlink `name`. */
     const follow = (name: Buffer, target: Buffer): void => {
       if (options.noSymlinks)
@@ -163,6 +171,7 @@ export const createBeneath = (realRoot: string, roots: string[], escapes: (path:
       while (queue.length > 0) {
         const name = queue.shift() as Buffer;
         if (isName(name, '.')) continue;
+        if (++steps > MAX_STEPS) throw errno('ELOOP', 'too many path components to walk');
         if (isName(name, '..')) {
           if (stack.length === 1) throw escapes(abs);
           release(stack.pop() as number);

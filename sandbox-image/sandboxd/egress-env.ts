@@ -1,8 +1,12 @@
 // sandboxd's egress environment: the proxy variables every process of the agent gets (proxyEnv,
 // read by exec.ts childEnv) and the CA bundle every TLS client of the agent is pointed at.
 // Invariants: proxyEnv names the proxy only once it listens, and the bundle only once it was
-// written; the bundle is replaced atomically (a process reading it sees the old one or the new one).
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+// written; the bundle is replaced atomically (a process reading it sees the old one or the new one);
+// its temporary file is a fresh one (O_EXCL), never a name the agent planted: the state directory is
+// writable by the agent's uid, and a FIFO or symlink there must neither block sandboxd's loop (the
+// write is synchronous) nor redirect the write.
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 
 /** Where the proxy listens inside the container. */
 export const PROXY_HOST = '127.0.0.1';
@@ -70,7 +74,18 @@ export const systemBundle = (): string => {
  */
 export const writeBundle = (stateDir: string, bundle: string, text: string): void => {
   mkdirSync(stateDir, { recursive: true });
-  const tmp = `${bundle}.${process.pid}.tmp`;
-  writeFileSync(tmp, text, { mode: 0o644 });
-  renameSync(tmp, bundle);
+  // A random name created exclusively ('wx': O_CREAT | O_EXCL): whatever is already there, a FIFO
+  // or a symlink the agent made included, fails the open at once instead of being opened.
+  const tmp = `${bundle}.${randomBytes(6).toString('hex')}.tmp`;
+  writeFileSync(tmp, text, { mode: 0o644, flag: 'wx' });
+  try {
+    renameSync(tmp, bundle);
+  } catch (e) {
+    try {
+      unlinkSync(tmp);
+    } catch {
+      // already gone
+    }
+    throw e;
+  }
 };

@@ -11,8 +11,9 @@
 // holds (the agents whose families it owns): the quota bounds a tenant on every disk alike.
 // Invariants: a count from a write is never replaced by the start's read of an older index; each
 // drop is a turn of the victim agent (its index written, its blobs released in it), one at a time,
-// never inside another agent's turn (no turn waits on another agent's); dropping never fails the
-// call that asked for it (the caller catches), and never drops the checkpoint it is making room for.
+// never inside another agent's turn (no turn waits on another agent's), and only while the tenant is
+// still over its quota when that turn comes; dropping never fails the call that asked for it (the
+// caller catches), and never drops the checkpoint it is making room for.
 import type { IndexQueue } from './index-queue.ts';
 import type { CheckpointStore } from './store.ts';
 import { trim } from './trim.ts';
@@ -119,6 +120,9 @@ export function createTenantLedger(store: CheckpointStore): TenantLedger {
         const victim = oldestHolder(tenantId);
         if (victim === undefined) break;
         const made = await turn(victim, async (index) => {
+          // Within it by now (another fit dropped, an agent was deleted while this waited for the
+          // victim's turn): nothing more goes.
+          if (total(tenantId) <= maxBytes) return { value: 0 };
           const entry = index.entries.find((e) => e.bytes > 0);
           if (entry !== undefined && victim === keep.agentId && entry.seq === keep.seq) return { value: 0 };
           if (entry === undefined) {
@@ -133,7 +137,7 @@ export function createTenantLedger(store: CheckpointStore): TenantLedger {
           const freed = trim(index, { maxCount: Number.MAX_SAFE_INTEGER, maxBytes: bytes - entry.bytes });
           return { index, value: before - index.entries.length, ...freed };
         });
-        if (made === 0) break; // its oldest is the checkpoint made room for: nothing older to drop
+        if (made === 0) break; // within the quota, or its oldest is the checkpoint made room for
         if (made > 0) dropped += made;
       }
       return dropped;

@@ -13,6 +13,10 @@
 // stays within INDEX_MAX_WEIGHT (the oldest entries dropped), whatever the tenant's bounds. Past
 // the tenant's quota of bytes over all its agents (CheckpointBounds.tenantMaxBytes), the tenant's
 // oldest are dropped once the entry is written (./tenant-ledger.ts); that never fails the call.
+// An agent forgotten (deleted, or its family moved) while a call of it was keeping its pre-images
+// gets no entry from that call: it would write the index and blobs of an agent whose folder was
+// just removed, kept on disk (and counted in its tenant's bytes) with no deletion left to remove it.
+import { SandboxError } from '../../errors.ts';
 import type { Sandbox } from '../../sandbox/types.ts';
 import { type Captured, capture, stateOf } from './files.ts';
 import { createIndexQueue, type HeldSnapshot, type IndexQueue, type Turn } from './index-queue.ts';
@@ -127,21 +131,68 @@ async function withinQuota(
   await ledger.fit(at.tenantId, tenantMaxBytes, keep, queue.turn).catch(() => undefined);
 }
 
+/**
+ * The agents forgotten while calls of theirs were between their start and their entry's write:
+ * `during` counts such a call, `forgot` marks its agent, `stale` says its entry must not be written.
+ */
+function createForgetMarks() {
+  const pending = new Map<string, number>();
+  const forgotten = new Set<string>();
+  return {
+    async during<T>(agentId: string, work: () => Promise<T>): Promise<T> {
+      pending.set(agentId, (pending.get(agentId) ?? 0) + 1);
+      try {
+        return await work();
+      } finally {
+        const left = (pending.get(agentId) ?? 1) - 1;
+        if (left > 0) pending.set(agentId, left);
+        else {
+          pending.delete(agentId);
+          forgotten.delete(agentId); // kept only while one of its calls may still write
+        }
+      }
+    },
+    forgot(agentId: string): void {
+      if (pending.has(agentId)) forgotten.add(agentId);
+    },
+    stale: (agentId: string): boolean => forgotten.has(agentId),
+  };
+}
+
+/** Records in the call's entry what the call left (none once the entry was dropped or rolled back). */
+async function finish(queue: IndexQueue, agentId: string, entry: Checkpoint, sandbox: Sandbox) {
+  const after = new Map<string, string>();
+  for (const f of entry.files) after.set(f.path, await stateOf(sandbox.fs, f.path));
+  await queue.turn(agentId, async (index) => {
+    const at = index.entries.findIndex((e) => e.seq === entry.seq);
+    const kept = index.entries[at];
+    if (kept === undefined) return { value: undefined }; // dropped (or rolled back) meanwhile
+    // Entries held by the queue are frozen: the entry is replaced, not edited (./index-queue.ts).
+    index.entries[at] = { ...kept, files: kept.files.map((f) => ({ ...f, after: after.get(f.path) })) };
+    return { index, value: undefined };
+  });
+}
+
+const goneError = (agentId: string): SandboxError =>
+  new SandboxError('NOT_FOUND', `Agent ${agentId} was deleted.`, { data: { agentId } });
+
 export function createCheckpointTracker(options: TrackerOptions): CheckpointTracker {
   const { store, boundsOf } = options;
   const now = options.now ?? Date.now;
   const ledger = createTenantLedger(store);
   const queue = createIndexQueue(store, options.dropSnapshot, ledger.written);
+  const marks = createForgetMarks();
 
-  /** Appends `entry` (its blobs first), trims to the bounds, removes the blobs it let go. */
+  /** Appends `entry` (its blobs first), trims to the bounds, removes the blobs it let go; none once its agent was forgotten. */
   async function append(
     tenantId: string,
     agentId: string,
     entry: Omit<Checkpoint, 'seq'>,
     captured: Captured[],
     bounds: CheckpointBounds,
-  ): Promise<Checkpoint> {
-    const made = await queue.turn(agentId, async (index) => {
+  ): Promise<Checkpoint | undefined> {
+    const made = await queue.turn(agentId, async (index): Promise<Turn<Checkpoint | undefined>> => {
+      if (marks.stale(agentId)) return { value: undefined };
       // A blob an entry of the index names is on disk (written before that index, removed only
       // once no entry names it): the same pre-image again (a file written or edited back to what
       // it was) is not written again.
@@ -154,21 +205,8 @@ export function createCheckpointTracker(options: TrackerOptions): CheckpointTrac
       index.tenantId = tenantId;
       return { index, value: full, ...trim(index, bounds, full) };
     });
-    await withinQuota(ledger, queue, { tenantId, agentId, made, bounds });
+    if (made !== undefined) await withinQuota(ledger, queue, { tenantId, agentId, made, bounds });
     return made;
-  }
-
-  async function finish(agentId: string, entry: Checkpoint, sandbox: Sandbox) {
-    const after = new Map<string, string>();
-    for (const f of entry.files) after.set(f.path, await stateOf(sandbox.fs, f.path));
-    await queue.turn(agentId, async (index) => {
-      const at = index.entries.findIndex((e) => e.seq === entry.seq);
-      const kept = index.entries[at];
-      if (kept === undefined) return { value: undefined }; // dropped (or rolled back) meanwhile
-      // Entries held by the queue are frozen: the entry is replaced, not edited (./index-queue.ts).
-      index.entries[at] = { ...kept, files: kept.files.map((f) => ({ ...f, after: after.get(f.path) })) };
-      return { index, value: undefined };
-    });
   }
 
   async function begin(tenantId: string, agentId: string, sandbox: Sandbox, call: TrackedCall) {
@@ -191,54 +229,58 @@ export function createCheckpointTracker(options: TrackerOptions): CheckpointTrac
       captured,
       bounds,
     );
+    if (entry === undefined) throw goneError(agentId);
     // What the call left, even when it failed (a failed call may have written part of it).
-    return () => finish(agentId, entry, sandbox).catch(() => undefined);
+    return () => finish(queue, agentId, entry, sandbox).catch(() => undefined);
   }
 
   return {
     store,
     turn: queue.turn,
-    begin,
+    begin: (tenantId, agentId, sandbox, call) =>
+      marks.during(agentId, () => begin(tenantId, agentId, sandbox, call)),
     async track(tenantId, agentId, sandbox, call, run) {
-      const end = await begin(tenantId, agentId, sandbox, call);
+      const end = await marks.during(agentId, () => begin(tenantId, agentId, sandbox, call));
       try {
         return await run();
       } finally {
         await end();
       }
     },
-    async snapshot(tenantId, agentId, call, take) {
-      const bounds = await boundsOf(tenantId);
-      if (bounds.snapshotBash !== true || bounds.maxCount <= 0) return;
-      const { snapshot, bytes } = await take();
-      if (bytes > bounds.maxBytes) {
-        await options.dropSnapshot?.(snapshot).catch(() => undefined);
-        return;
-      }
-      const entry = { callId: call.callId, tool: call.tool, at: now(), files: [], bytes, snapshot };
-      await append(tenantId, agentId, entry, [], bounds);
-    },
-    async mark(tenantId, agentId, callId, label) {
-      const bounds = await boundsOf(tenantId);
-      const entry = await append(
-        tenantId,
-        agentId,
-        {
-          callId,
-          tool: 'checkpoint',
-          at: now(),
-          files: [],
-          bytes: 0,
-          ...(label === undefined ? {} : { label }),
-        },
-        [],
-        { ...bounds, maxCount: Math.max(1, bounds.maxCount) },
-      );
-      return viewOf(entry);
-    },
+    snapshot: (tenantId, agentId, call, take) =>
+      marks.during(agentId, async () => {
+        const bounds = await boundsOf(tenantId);
+        if (bounds.snapshotBash !== true || bounds.maxCount <= 0) return;
+        const { snapshot, bytes } = await take();
+        const entry = { callId: call.callId, tool: call.tool, at: now(), files: [], bytes, snapshot };
+        // One larger than the byte bound, or of an agent forgotten meanwhile, is not kept.
+        if (bytes > bounds.maxBytes || (await append(tenantId, agentId, entry, [], bounds)) === undefined)
+          await options.dropSnapshot?.(snapshot).catch(() => undefined);
+      }),
+    mark: (tenantId, agentId, callId, label) =>
+      marks.during(agentId, async () => {
+        const bounds = await boundsOf(tenantId);
+        const entry = await append(
+          tenantId,
+          agentId,
+          {
+            callId,
+            tool: 'checkpoint',
+            at: now(),
+            files: [],
+            bytes: 0,
+            ...(label === undefined ? {} : { label }),
+          },
+          [],
+          { ...bounds, maxCount: Math.max(1, bounds.maxCount) },
+        );
+        if (entry === undefined) throw goneError(agentId);
+        return viewOf(entry);
+      }),
     list: (agentId) => queue.turn(agentId, async (index) => ({ value: index.entries.map(viewOf) })),
     forget: (agentId) =>
       queue.turn(agentId, async (index) => {
+        marks.forgot(agentId);
         queue.forget(agentId);
         ledger.forget(agentId);
         await store.remove(agentId);

@@ -3,14 +3,23 @@
 // checkpoints are dropped first, whichever of its agents holds them (a rollback to one answers
 // CHECKPOINT_DROPPED), no call fails for it, another tenant keeps its own, GET /v1/limits shows what
 // it holds; a call's pre-images larger than the whole quota are not kept; a restarted tracker counts
-// what is on disk; a hostile quota is refused.
-import { mkdtempSync, rmSync } from 'node:fs';
+// what is on disk; a hostile quota is refused; a drop waiting for its victim's turn drops nothing
+// once the tenant is within the quota by then, and an agent deleted while a call of it kept its
+// pre-images or a snapshot keeps nothing on disk.
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { Turn } from '../../../host/agents/checkpoints/index-queue.ts';
 import { createCheckpointStore } from '../../../host/agents/checkpoints/store.ts';
+import { createTenantLedger } from '../../../host/agents/checkpoints/tenant-ledger.ts';
 import { createCheckpointTracker } from '../../../host/agents/checkpoints/tracker.ts';
-import { withinTenant } from '../../../host/agents/checkpoints/types.ts';
+import {
+  type Checkpoint,
+  type CheckpointIndex,
+  withinTenant,
+} from '../../../host/agents/checkpoints/types.ts';
+import type { Sandbox } from '../../../host/sandbox/types.ts';
 import { createTenantQuotaCache, type TenantQuotaCache } from '../../../host/tenants/quota-cache.ts';
 import { ADMIN_KEY, type Loose, makeApi } from '../api/harness.ts';
 
@@ -191,5 +200,83 @@ describe("a tenant's quota of checkpoint bytes across a restart", () => {
     await snap(third, 'two', 's5');
     expect(await ids(third, 'two')).toEqual(['s3', 's4', 's5']);
     expect(await third.tenantBytes('ten_a')).toBe(3000);
+  });
+
+  it('writes nothing for an agent forgotten (deleted) while a call of it kept its pre-images', async () => {
+    const tracker = trackerOver(dir);
+    let release = (): void => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let reading = (): void => {};
+    const read = new Promise<void>((resolve) => {
+      reading = resolve;
+    });
+    // The call's pre-image read and its bash snapshot are under way when the agent's delete forgets it.
+    const sandbox = {
+      fs: {
+        resolve: (path: string) => `/workspace/${path}`,
+        readWithStat: async () => {
+          reading();
+          await held;
+          return {
+            stat: { type: 'file', size: 1000, mode: 0o644, mtimeMs: 0 },
+            data: Buffer.alloc(1000, 'a'),
+          };
+        },
+      },
+    } as unknown as Sandbox;
+    const begun = tracker.begin('ten_a', 'gone', sandbox, { callId: 'w1', tool: 'write', paths: ['a.txt'] });
+    const snapped = tracker.snapshot('ten_a', 'gone', { callId: 's1', tool: 'bash' }, async () => {
+      await held;
+      return { snapshot: { id: 'snap-late', node: 'local', sizeBytes: 1000 }, bytes: 1000 };
+    });
+    await read;
+    await tracker.forget('gone');
+    release();
+    await expect(begun).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await snapped;
+    expect(existsSync(join(dir, 'gone'))).toBe(false);
+    expect(await tracker.tenantBytes('ten_a')).toBe(0);
+    expect(dropped).toContain('snap-late'); // its workspace snapshot deleted, not kept by nothing
+    // The agent's next calls (a family moved back) are tracked again.
+    await snap(tracker, 'gone', 's2');
+    expect(await ids(tracker, 'gone')).toEqual(['s2']);
+  });
+
+  it("drops nothing once the tenant is within its quota by the time the victim's turn comes", async () => {
+    const ledger = createTenantLedger(createCheckpointStore(dir));
+    const entry = (seq: number, at: number): Checkpoint => ({
+      callId: `c${at}`,
+      tool: 'write',
+      seq,
+      at,
+      files: [],
+      bytes: 1000,
+    });
+    const indexOf = (...entries: Checkpoint[]): CheckpointIndex => ({
+      seq: entries.length,
+      entries,
+      dropped: [],
+      tenantId: 'ten_a',
+    });
+    ledger.written('v', indexOf(entry(1, 1)));
+    ledger.written('x', indexOf(entry(1, 2), entry(2, 3)));
+    ledger.written('y', indexOf(entry(1, 4))); // 4000 bytes against a quota of 3000
+    const asked: string[] = [];
+    const dropped = await ledger.fit('ten_a', 3000, { agentId: 'y', seq: 1 }, (async (
+      agentId: string,
+      work: (index: CheckpointIndex) => Promise<Turn<number>>,
+    ) => {
+      asked.push(agentId);
+      // Agent x deleted while this drop waited for v's turn (a rollback of v's under way).
+      ledger.forget('x');
+      const turn = await work(indexOf(entry(1, 1)));
+      if (turn.index) ledger.written(agentId, turn.index);
+      return turn.value;
+    }) as never);
+    expect(asked).toEqual(['v']);
+    expect(dropped).toBe(0);
+    expect(await ledger.bytes('ten_a')).toBe(2000); // v's checkpoint and y's, both kept
   });
 });

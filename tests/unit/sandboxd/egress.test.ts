@@ -3,9 +3,22 @@
 // is answered 503 at once (never a hang); a taken connection is said at once (an empty piece,
 // before its client sent anything) and carries bytes both ways and both ends over an egressAccept
 // stream; a cancelled accept lets the next one take the connection; the tenant's CA joins the
-// bundle that SSL_CERT_FILE and friends name, and nothing but one PEM certificate is accepted for it.
-import { readFileSync } from 'node:fs';
+// bundle that SSL_CERT_FILE and friends name, and nothing but one PEM certificate is accepted for it;
+// a FIFO or symlink the agent planted at the bundle's old temporary name (its state directory is the
+// agent's to write) neither blocks sandboxd nor takes the write elsewhere.
+import { execFileSync } from 'node:child_process';
+import {
+  closeSync,
+  constants,
+  lstatSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { connect, type Socket } from 'node:net';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { mintCa } from '../../../host/egress/intercept/x509.ts';
 import { useLocalSandboxd } from './harness.ts';
@@ -93,5 +106,34 @@ describe('sandboxd egress proxy', () => {
     expect(readFileSync(bundle as string, 'utf8')).toContain(certPem);
     for (const pem of ['not a certificate', `${certPem}${certPem}`, `${certPem}\n; rm -rf /`])
       await expect(egress.trust(pem)).rejects.toMatchObject({ code: 'INVALID_ARGUMENTS' });
+  });
+
+  it('writes the bundle through no FIFO or symlink planted at a temporary name', async () => {
+    const egress = local.c.egress;
+    if (!egress) throw new Error('sandboxd offers no egress');
+    const { stdout } = await local.c.exec('printf %s "$SSL_CERT_FILE"');
+    const victim = join(local.sd.outside, 'victim');
+    writeFileSync(victim, 'untouched');
+    // The names a bundle write once used (pid-named): a symlink out and a FIFO with a reader, whose
+    // pipe fills long before a system bundle's ~0.2 MB are written.
+    const planted = `${stdout}.${local.sd.child.pid}.tmp`;
+    symlinkSync(victim, planted);
+    const { certPem } = mintCa('planted names CA');
+    await egress.trust(certPem);
+    expect(readFileSync(victim, 'utf8')).toBe('untouched');
+    expect(lstatSync(stdout).isFile()).toBe(true);
+    expect(readFileSync(stdout, 'utf8')).toContain(certPem);
+    rmSync(planted, { force: true });
+    execFileSync('mkfifo', [planted]);
+    const reader = openSync(planted, constants.O_RDONLY | constants.O_NONBLOCK);
+    try {
+      const second = mintCa('planted FIFO CA').certPem;
+      await egress.trust(second);
+      expect(lstatSync(stdout).isFile()).toBe(true);
+      expect(readFileSync(stdout, 'utf8')).toContain(second);
+      expect(await local.c.ping()).toBeGreaterThanOrEqual(0);
+    } finally {
+      closeSync(reader);
+    }
   });
 });

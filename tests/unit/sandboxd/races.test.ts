@@ -1,6 +1,7 @@
 // sandboxd against a workspace that changes under it: a directory swapped for a symlink to outside
 // the root while calls run (check-then-use races), FIFOs and other non-regular files where a regular
-// file is expected, and names that are not UTF-8. Run locally, where sandboxd's own confinement is
+// file is expected, names that are not UTF-8, and links that would make one walk take tens of
+// thousands of steps. Run locally, where sandboxd's own confinement is
 // the only boundary.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import {
@@ -217,5 +218,20 @@ describe('symlinks resolved beneath the root', () => {
     expect((await c.fs.stat('sl/l1')).type).toBe('symlink');
     await c.fs.remove('sl/l1');
     expect((await c.fs.readFile('sl/real/t.txt')).toString()).toBe('target');
+  });
+
+  it('refuses a walk of more steps than any meant path takes, as a loop, and serves on', async () => {
+    const { c, sd } = local;
+    mkdirSync(join(sd.root, 'st', 'd'), { recursive: true });
+    writeFileSync(join(sd.root, 'st', 'f'), 'far');
+    // 40 links (what Linux follows), each target 800 `d/..` then the next: 64,000 steps in all, each
+    // a system call on sandboxd's loop. One such link alone is a path a program may mean.
+    const body = 'd/../'.repeat(800);
+    for (let i = 0; i < 39; i++) symlinkSync(`${body}l${i + 1}`, join(sd.root, 'st', `l${i}`));
+    symlinkSync(`${body}f`, join(sd.root, 'st', 'l39'));
+    expect((await c.fs.readFile('st/l39')).toString()).toBe('far');
+    expect(await codeOf(c.fs.readFile('st/l0'))).toBe('INVALID_ARGUMENTS');
+    expect(await codeOf(c.fs.writeFile('st/l0/x', 'x'))).toBe('INVALID_ARGUMENTS');
+    expect((await c.fs.readFile('st/f')).toString()).toBe('far');
   });
 });
