@@ -30,7 +30,7 @@ const write = (fill: string): ToolCall => ({
 it("drops the tenant's oldest checkpoint past its quota, every call running", async () => {
   const made: Awaited<ReturnType<typeof agents.create>>[] = [];
   for (let i = 0; i < 3; i++) made.push(await agents.create(tenant, { preset: 'standard' }));
-  for (const [i, agent] of made.entries()) {
+  for (const agent of made) {
     for (const fill of ['a', 'b']) {
       const [result] = await agents.call(agent, [write(fill)], {
         signal: new AbortController().signal,
