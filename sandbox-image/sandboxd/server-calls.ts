@@ -55,6 +55,7 @@ export const deadlineOf = (op: Op, args: Args, base: number): number | undefined
 /** Runs one request of the current session and answers it (see the header). */
 export async function onRequest(s: ServerState, id: number, op: Op, args: Args): Promise<void> {
   const mine = s.session;
+  if (op !== 'ping' && op !== 'dial') s.used = true;
   const ac = new AbortController();
   s.inflight.set(id, ac);
   let answered = false;

@@ -43,6 +43,8 @@ export interface ServerState {
   /** The socket link, while one is open. */
   socketLink: Link | undefined;
   firstAnswer: boolean;
+  /** A call other than the handshake's (ping, dial) came: the sandbox is in use (warm-up.ts skips). */
+  used: boolean;
   inflight: Map<number, AbortController>;
   drainWaiters: Array<() => void>;
 }

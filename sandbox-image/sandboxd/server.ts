@@ -80,7 +80,7 @@ export async function startServer(options: ServerOptions) {
     opDeadlineMs: options.opDeadlineMs ?? 30_000,
     onFirstAnswer: () => {
       options.onFirstAnswer?.();
-      if (options.warmUp) void warmUp(ws, options.warmUp, log);
+      if (options.warmUp) void warmUp(ws, options.warmUp, log, () => s.used);
     },
     startProxy: () => egress.listen(),
     listening: undefined,
@@ -91,6 +91,7 @@ export async function startServer(options: ServerOptions) {
     current: undefined,
     socketLink: undefined,
     firstAnswer: true,
+    used: false,
     inflight: new Map(),
     drainWaiters: [],
   };
