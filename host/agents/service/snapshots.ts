@@ -2,7 +2,8 @@
 // a copy of an agent's workspace on the node that holds it (the provider's snapshot(): consistent,
 // its writes held while the copy is made), with a row in the store (store.snapshots) that keeps it
 // across restarts; an agent created with `fromSnapshot` starts with a copy of one (create.ts
-// checks it, sandbox.ts makes the sandbox from it). Snapshots outlive their agent.
+// checks it, sandbox.ts makes the sandbox from it). Snapshots outlive their agent; one asked while
+// its agent is being deleted answers NOT_FOUND, whichever step the deletion reached.
 // Invariants: another tenant's snapshot, or one of another tenant's agent, reads as NOT_FOUND; a
 // child working in its parent's workspace has none of its own (AGENT_SHARES_WORKSPACE); a paused
 // agent is snapshotted where it is and stays paused; a tenant's snapshots are taken one at a time
@@ -16,7 +17,7 @@ import type { SandboxProvider } from '../../sandbox/types.ts';
 import type { AgentStore, TenantStore } from '../../store/index.ts';
 import type { SnapshotRecord, SnapshotStore } from '../../store/snapshots.ts';
 import type { Agent } from '../types.ts';
-import type { AgentLookup } from './records.ts';
+import { type AgentLookup, deletedError } from './records.ts';
 import { ownsNone, type SandboxBinding } from './sandbox.ts';
 
 /** A snapshot as the API shows it. */
@@ -115,7 +116,14 @@ export function createAgentSnapshots(options: SnapshotOptions): AgentSnapshots {
           `Agent ${agentId} works in its parent's workspace; snapshot the parent.`,
           { data: { agentId, parentId: agent.links?.parentId } },
         );
-      const now = () => takeNow(agent, takeOptions.maxBytes);
+      const now = () =>
+        takeNow(agent, takeOptions.maxBytes).catch(async (e: unknown) => {
+          // Deleted meanwhile (its sandbox destroyed under the copy): that is the answer, not the
+          // sandbox's SANDBOX_UNAVAILABLE. The store says so once the delete began (deletion.ts).
+          const still = await options.agents.get(tenantId, agentId).catch(() => null);
+          if (still === undefined) throw deletedError(agentId);
+          throw e;
+        });
       const mine = (turns.get(tenantId) ?? Promise.resolve()).then(() =>
         // Without a quota nothing is counted: no turn across replicas to wait for.
         takeOptions.maxBytes === undefined || options.quotaTurn === undefined
