@@ -190,29 +190,17 @@ const inTheWay = (abs: string): WireError =>
 /** Up to `want` bytes at `offset`; fewer only at the end of the file. */
 export const readAt = async (fd: number, offset: number, want: number): Promise<Buffer> => {
   const buf = Buffer.alloc(want);
-  const got = await readInto(fd, buf, 0, want, offset);
-  return buf.subarray(0, got);
-};
-
-/** Reads up to `want` bytes at `position` into `buf` at `at`; fewer only at the end of the file. */
-export const readInto = async (
-  fd: number,
-  buf: Buffer,
-  at: number,
-  want: number,
-  position: number,
-): Promise<number> => {
   let got = 0;
   while (got < want) {
     const piece = want - got;
     const n =
       piece <= SYNC_IO_BYTES
-        ? readSync(fd, buf, at + got, piece, position + got)
-        : (await readPooled(fd, buf, at + got, piece, position + got)).bytesRead;
+        ? readSync(fd, buf, got, piece, offset + got)
+        : (await readPooled(fd, buf, got, piece, offset + got)).bytesRead;
     if (n === 0) break;
     got += n;
   }
-  return got;
+  return buf.subarray(0, got);
 };
 
 /** Writes all of `data` at the fd's offset (the end, for a file opened O_APPEND). */
