@@ -1,11 +1,13 @@
 // The latency a client sees over HTTP (issue 33): this process is the client, speaking HTTP/1.1
 // with keep-alive (node:http, one socket, sequential calls) to a service started the way `npm start`
 // starts it (`bash scripts/run.sh serve`, its own data directory, a loopback port), in a process
-// of its own. For each row it prints p50/p90/p99 over BENCH_RUNS sequential calls, the rows
-// interleaved round by round so a noisy minute hits them all alike:
+// of its own. For each row it prints p50/p90/p99 over BENCH_RUNS sequential calls, made in blocks of
+// BENCH_BLOCK (10) calls of one row, the rows' blocks taking turns so a noisy minute hits them all
+// alike, and the p50 of each block's first call (which follows another row's work: the docker CLI,
+// an isolate made in this process) apart:
 //   bash `true`, read 1 KiB, write 1 KiB, run_code `return 1` back to back, a program of 20
 //   sequential tools.read, agent ready (create, then the first bash `true` done; the warm pool
-//   refilled before each; with its parts, and the agent's second bash beside them), warm start (a stopped service started again until /v1/health answers,
+//   refilled before each; with its parts, and the agent's second bash, and a third after 2 s idle, beside them), warm start (a stopped service started again until /v1/health answers,
 //   through scripts/run.sh as `npm start` does, and `host/cli.ts serve` alone)
 // and, measured in the same run as baselines, `docker exec <the agent's container> true` through
 // the Docker CLI and a bare isolated-vm isolate evaluating `1` in this process (new isolate, new
@@ -14,7 +16,7 @@
 // wall time does not): the service's main thread, all of its threads, the agent's container, and
 // the run_code isolate workers (processes of their own, all their threads).
 // Run: npm run bench http-latency   (or node --no-node-snapshot bench/http-latency.ts; the image:
-// DSH_SANDBOX_IMAGE, else the one setup builds). BENCH_RUNS (30), BENCH_READY_RUNS (10),
+// DSH_SANDBOX_IMAGE, else the one setup builds). BENCH_RUNS (30), BENCH_BLOCK (10; 1 interleaves call by call), BENCH_READY_RUNS (10),
 // BENCH_STARTS (3), BENCH_ONLY (row names' beginnings, comma-separated). DSH_* settings in the environment reach the service (e.g. DSH_POOL_SIZE).
 // BENCH_UNTRACKED=1: the tenant's settings turn checkpoints off (checkpoints.maxCount 0), to see what tracking costs a write.
 // BENCH_CPU_PROF=dir starts the service under `node --cpu-prof --cpu-prof-dir=dir` (the profile is
@@ -35,6 +37,8 @@ import { type FloorServer, startFloorServer } from './lib/http-floor.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 30);
 const READY_RUNS = Number(process.env.BENCH_READY_RUNS ?? 10);
+/** Sequential calls of one row before the next row's: a client's calls, one after another. */
+const BLOCK = Math.max(1, Number(process.env.BENCH_BLOCK ?? 10));
 const STARTS = Number(process.env.BENCH_STARTS ?? 3);
 /** BENCH_ONLY=a,b: only the rows whose name starts with one of these (and the baselines). */
 const ONLY = process.env.BENCH_ONLY?.split(',').filter(Boolean);
@@ -245,7 +249,7 @@ const add = (row: string, ms: number): void => {
 const KIB = 'x'.repeat(1024);
 const TWENTY = `for (let i = 0; i < 20; i++) await tools.read({ file_path: 'bench.txt' });\nreturn 1;`;
 
-/** The per-call rows, interleaved round by round with the two baselines. */
+/** The per-call rows: BLOCK sequential calls of each row in turn, round by round, the baselines among them. */
 const measureCalls = async (agentId: string, container: string): Promise<void> => {
   const steps: Array<[string, () => Promise<unknown>]> = [
     ['bash `true`', () => tool(agentId, 'bash', { command: 'true', description: 'bench' })],
@@ -264,10 +268,15 @@ const measureCalls = async (agentId: string, container: string): Promise<void> =
   const chosen = steps.filter(([row]) => wanted(row));
   for (let i = 0; i < 3; i++) for (const [, fn] of chosen) await fn();
   const service = servicePid();
-  for (let i = 0; i < RUNS; i++)
+  for (let done = 0; done < RUNS; done += BLOCK)
     for (const [row, fn] of chosen) {
+      const n = Math.min(BLOCK, RUNS - done);
       const before = cpuNow(service, container);
-      add(row, await timed(fn));
+      for (let k = 0; k < n; k++) {
+        const ms = await timed(fn);
+        add(row, ms);
+        if (k === 0) firsts.set(row, [...(firsts.get(row) ?? []), ms]);
+      }
       const after = cpuNow(service, container);
       const used = cpu.get(row) ?? [0, 0, 0, 0];
       cpu.set(
@@ -276,6 +285,9 @@ const measureCalls = async (agentId: string, container: string): Promise<void> =
       );
     }
 };
+
+/** Each row's first call of a block (after another row's calls): what a call costs when it follows other work. */
+const firsts = new Map<string, number[]>();
 
 /** CPU each call row used, summed over its runs: the service's main thread, its whole process, the container, the isolate workers. */
 const cpu = new Map<string, number[]>();
@@ -330,6 +342,9 @@ const isolateWorkers = (pid: number): number[] =>
     }
   });
 
+/** How long the agent-ready rounds leave the machine idle before an agent's third call. */
+const IDLE_MS = 2000;
+
 /** Agent ready: create, then its first bash `true` done; the pool full before each, the agent deleted after. */
 const measureReady = async (): Promise<void> => {
   for (let i = 0; i < READY_RUNS + 1; i++) {
@@ -343,11 +358,15 @@ const measureReady = async (): Promise<void> => {
     });
     const firstBash = performance.now() - created;
     const second = await timed(() => tool(id, 'bash', { command: 'true', description: 'bench' }));
+    // The same call after the machine sat idle as long as a pooled sandbox waits for its agent.
+    await new Promise((r) => setTimeout(r, IDLE_MS));
+    const idle = await timed(() => tool(id, 'bash', { command: 'true', description: 'bench' }));
     if (i > 0) {
       add('agent ready (create, first bash `true`)', ms);
       add('  of it: create', ms - firstBash);
       add('  of it: the first bash `true`', firstBash);
       add("  the agent's second bash `true` (not part of ready)", second);
+      add(`  its third, after ${IDLE_MS / 1000} s idle (not part of ready)`, idle);
     }
     await call('DELETE', `/v1/agents/${id}`);
   }
@@ -371,7 +390,7 @@ const report = (): void => {
   const hopP50 = p50(FLOOR_HOP);
   const fmt = (ms: number) => (ms >= 100 ? ms.toFixed(0) : ms >= 10 ? ms.toFixed(1) : ms.toFixed(2));
   console.log(
-    `\nhttp-latency: ${RUNS} runs per call row (${READY_RUNS} agent-ready, ${STARTS} warm starts), ms`,
+    `\nhttp-latency: ${RUNS} runs per call row in blocks of ${BLOCK} (${READY_RUNS} agent-ready, ${STARTS} warm starts), ms`,
   );
   console.log('row | p50 | p90 | p99 | ratio | target');
   for (const [row, xs] of rows) {
@@ -392,8 +411,11 @@ const report = (): void => {
       used === undefined || row.startsWith('bare') || row.startsWith('floor')
         ? ''
         : ` | CPU a call: service main thread ${fmt((used[0] as number) / xs.length)}, all its threads ${fmt((used[1] as number) / xs.length)}, the container ${fmt((used[2] as number) / xs.length)}, the isolate workers ${fmt((used[3] as number) / xs.length)}`;
+    const first = firsts.get(row);
+    const firstText =
+      first === undefined || BLOCK === 1 ? '' : ` | the first of a block: p50 ${fmt(quantile(first, 0.5))}`;
     console.log(
-      `${row} | ${fmt(quantile(xs, 0.5))} | ${fmt(quantile(xs, 0.9))} | ${fmt(quantile(xs, 0.99))} |${ratio}${overFloor} |${verdict}${cpuText}`,
+      `${row} | ${fmt(quantile(xs, 0.5))} | ${fmt(quantile(xs, 0.9))} | ${fmt(quantile(xs, 0.99))} |${ratio}${overFloor} |${verdict}${firstText}${cpuText}`,
     );
   }
 };
