@@ -367,12 +367,16 @@ const measureReady = async (): Promise<void> => {
     // The same call after the machine sat idle as long as a pooled sandbox waits for its agent.
     await new Promise((r) => setTimeout(r, IDLE_MS));
     const idle = await timed(() => tool(id, 'bash', { command: 'true', description: 'bench' }));
+    // And the floor's server after as long idle: what any server on this machine pays for it.
+    await new Promise((r) => setTimeout(r, IDLE_MS));
+    const idleFloor = floor === undefined ? undefined : await timed(() => (floor as FloorServer).post(true));
     if (i > 0) {
       add('agent ready (create, first bash `true`)', ms);
       add('  of it: create', ms - firstBash);
       add('  of it: the first bash `true`', firstBash);
       add("  the agent's second bash `true` (not part of ready)", second);
       add(`  its third, after ${IDLE_MS / 1000} s idle (not part of ready)`, idle);
+      if (idleFloor !== undefined) add(`  the floor with a hop, after ${IDLE_MS / 1000} s idle`, idleFloor);
     }
     await call('DELETE', `/v1/agents/${id}`);
   }
@@ -448,8 +452,8 @@ try {
   if (!mine) throw new Error(`no agent container of instance ${instance}`);
   floor = await startFloorServer();
   await measureCalls(agentId, mine.Id);
-  await floor.stop();
   if (wanted('agent ready')) await measureReady();
+  await floor.stop();
   for (const how of ['npm-start', 'cli'] as const) {
     if (!wanted('warm start')) break;
     for (let i = 0; i < STARTS; i++) {
@@ -475,6 +479,7 @@ try {
   console.error(service?.lines.slice(-30).join('\n'));
   throw error;
 } finally {
+  await floor?.stop();
   if (service) {
     for (const id of agents) await call('DELETE', `/v1/agents/${id}`).catch(() => undefined);
     await stopService(service);

@@ -75,6 +75,7 @@ export const startFloorServer = async (): Promise<FloorServer> => {
     post,
     stop: async () => {
       agent.destroy();
+      if (child.exitCode !== null || child.signalCode !== null) return; // stopped already
       const exited = new Promise((r) => child.once('exit', r));
       child.kill('SIGTERM');
       await exited;
