@@ -156,3 +156,23 @@ it('tunnels curl, npm, pip and git to allowlisted hosts only, with credentials k
   expect(audit.some((a) => a.decision === 'deny' && a.reason === 'no allowlist')).toBe(true);
   expect(JSON.stringify(audit)).not.toContain('upstream-secret');
 });
+
+it("trusts the tenant's CA from an agent's very first command: its HTTPS to a credentialed host goes through at once", async () => {
+  // The sandbox is handed over, and the tenant's CA (made at the tenant's first use) sent to
+  // sandboxd, at the agent's first call: that call's command must not start before the bundle
+  // holds the CA, or its TLS to an intercepted host fails. Each round is a new tenant (its CA made
+  // then) and a new agent whose first call is the HTTPS request.
+  const server = await service.start();
+  const { api } = internet;
+  for (let round = 0; round < 3; round++) {
+    const key = (await server.store.tenants.createTenant(`egress-first-${round}`)).apiKey;
+    const put = await json(server, key, 'PUT', '/v1/egress', {
+      allow: [{ host: '127.0.0.4', ports: [api.port] }],
+      credentials: [{ name: 'api', host: '127.0.0.4', header: 'Authorization', value: SECRET }],
+    });
+    expect(put.status).toBe(200);
+    const agentId = (await json(server, key, 'POST', '/v1/agents', {})).json.id as string;
+    const first = await bash(server, key, agentId, `curl -sS ${api.url}/hello 2>&1`);
+    expect(first.stdout, `round ${round}`).toContain('hello from api');
+  }
+});
