@@ -121,6 +121,7 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
     maxima: provider.maxima,
     isClosing: state.isClosing,
     forget: lookup.forget,
+    deleting: marks.deleting,
     provider,
     ...(options.runtimes === undefined ? {} : { runtimes: options.runtimes }),
     snapshots,

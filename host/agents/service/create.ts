@@ -34,6 +34,8 @@ export interface CreationOptions {
   snapshots?: Pick<AgentSnapshots, 'source'>;
   /** A child with a workspace of its own, held to its tenant's disk quota (AgentServiceOptions). */
   admitWorkspace?: AgentServiceOptions['admitWorkspace'];
+  /** The agents being deleted in this process (records.ts DeletionMarks). */
+  deleting?: ReadonlySet<string>;
 }
 
 const MIB = 1024 * 1024;
@@ -116,16 +118,30 @@ export function createAgentCreation(
     const agent = toAgent(
       await (admit === undefined ? store() : admit(tenantId, request.sandbox?.diskMb, store)),
     );
-    try {
-      await (await live.of(agent)).tools.describe();
-    } catch (error) {
+    const undo = async (): Promise<void> => {
       await agents.markDeleted(tenantId, agent.id);
       options.forget?.(agent.id);
       live.retire(agent.id);
+    };
+    try {
+      await (await live.of(agent)).tools.describe();
+    } catch (error) {
+      await undo();
       throw modeError(agent, error);
+    }
+    // A parent deleted while its child was being made: its deletion may have listed the family
+    // before this row was stored, so the child goes again here (state.ts removeAgent lists the
+    // family once more after the parent's stamp: whichever comes second sees the other).
+    if (links !== undefined && (await parentGone(tenantId, links.parentId))) {
+      await undo();
+      throw deletedError(links.parentId);
     }
     return agent;
   };
+
+  async function parentGone(tenantId: string, parentId: string): Promise<boolean> {
+    return options.deleting?.has(parentId) === true || (await agents.get(tenantId, parentId)) === undefined;
+  }
 }
 
 /** A mode that needs code mode, on a service started without it, is the client's mistake. */

@@ -7,6 +7,7 @@
 import type { PluginHost } from '../../cordis/host.ts';
 import type { SandboxProvider } from '../../sandbox/types.ts';
 import { type ConversationMessage, messageEvents } from '../../session/messages.ts';
+import type { AgentRecord } from '../../store/index.ts';
 import type { SessionEvent } from '../../store/types.ts';
 import type { TeamService } from '../../teams/service.ts';
 import type { TenantSettingsReader } from '../tenant-settings.ts';
@@ -50,8 +51,20 @@ export async function removeAgent(state: AgentServiceState, tenantId: string, id
   const children = doomed.map((child) => deletion.delete(tenantId, child.id));
   const [own, ...settled] = await Promise.allSettled([deletion.delete(tenantId, id), ...children]);
   if (own?.status === 'rejected') throw own.reason;
+  // A child stored after the listing above (its spawn was under way), under the agent or under
+  // one of its descendants: listed now, after their stamps; one stored later still sees its
+  // parent's stamp and removes itself (create.ts).
+  const listed = new Set([id, ...doomed.map((child) => child.id)]);
+  const late: AgentRecord[] = [];
+  for (const from of [id, ...doomed.map((child) => child.id)])
+    for (const child of (await teams?.descendants({ id: from, tenantId })) ?? [])
+      if (!listed.has(child.id)) {
+        listed.add(child.id);
+        late.push(child);
+      }
+  settled.push(...(await Promise.allSettled(late.map((child) => deletion.delete(tenantId, child.id)))));
   // A child deleted meanwhile by its own DELETE is gone either way.
-  state.pauses.forget([id, ...doomed.map((child) => child.id)]);
+  state.pauses.forget([id, ...doomed.map((child) => child.id), ...late.map((child) => child.id)]);
   for (const outcome of settled)
     if (outcome.status === 'rejected' && (outcome.reason as { code?: string })?.code !== 'NOT_FOUND')
       throw outcome.reason;

@@ -122,7 +122,7 @@ export interface TeamService {
   /** Takes (delivers) the agent's unread messages. */
   take(agent: Agent): Promise<MessageView[]>;
   /** The agent's live descendants, deepest first (deleted before it). */
-  descendants(agent: Agent): Promise<AgentRecord[]>;
+  descendants(agent: Pick<Agent, 'id' | 'tenantId'>): Promise<AgentRecord[]>;
   /** The agent was deleted: its run is cancelled (its parent told), its unread mail cancelled. */
   deleted(agent: Agent): Promise<void>;
   readonly directory: TeamDirectory;

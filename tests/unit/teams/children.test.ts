@@ -387,3 +387,49 @@ describe('workspaces', () => {
     expect(await read(isolating.id, 'plan.md')).toContain('isolated plan');
   });
 });
+
+describe('a child made while its parent is deleted', () => {
+  // The child's row is held back until the parent's deletion has listed its family (the row then
+  // races the parent's stamp), or until the stamp is taken: either way the child goes with it.
+  for (const until_ of ['listed', 'stamped'] as const)
+    it(`does not outlive the parent (its row stored once the family was ${until_})`, async () => {
+      api = await makeApi();
+      const parent = await api.createAgent(api.keyA, { subagents: true });
+      const agents = api.store.agents;
+      const create = agents.create.bind(agents);
+      const children = agents.children.bind(agents);
+      let reached!: () => void;
+      const creating = new Promise<void>((resolve) => (reached = resolve));
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      agents.create = async (input) => {
+        if (input.links?.parentId === parent.id) {
+          reached();
+          await released;
+        }
+        return create(input);
+      };
+      agents.children = async (tenantId, id) => {
+        const listed = await children(tenantId, id);
+        if (until_ === 'listed' && id === parent.id) release();
+        return listed;
+      };
+      const spawned = call(parent.id, 'subagent', { description: 'd', prompt: 'p', run_in_background: true });
+      await creating;
+      const deleted = api.request(api.keyA, 'DELETE', `/v1/agents/${parent.id}`);
+      if (until_ === 'stamped') {
+        await until(async () => (await agents.get(api.tenantA, parent.id)) === undefined, {
+          what: 'the parent stamped deleted',
+        });
+        release();
+      }
+      expect((await deleted).status).toBe(204);
+      expect((await spawned).ok).toBe(false);
+      const made = (await agents.listAll({ includeDeleted: true })).filter(
+        (record) => record.links?.parentId === parent.id,
+      );
+      expect(made.length).toBe(1);
+      expect(made[0]?.deletedAt).toBeDefined();
+      expect((await get('/v1/agents')).agents.map((a: Loose) => a.id)).not.toContain(made[0]?.id);
+    });
+});
