@@ -7,10 +7,13 @@
 // periods fires once and then keeps its period from now.
 // Invariants: a fire removes a one-shot schedule (or advances a recurring one) in the same
 // transaction that makes its request, so it fires at most once per due time even across restarts;
-// a schedule whose agent is gone never fires and is removed; the count per agent and the shortest
-// period are enforced at create; a failed read or fire is tried again after RETRY_MS, never at once.
+// a schedule whose agent is gone never fires and is removed, and one stored after its agent's
+// deletion swept the agent's schedules removes itself at create (read after the write); the count
+// per agent and the shortest period are enforced at create; a failed read or fire is tried again
+// after RETRY_MS, never at once.
 // With replicas each one arms its timer from the same store, and only the owner of an agent's
 // family fires its schedules (`mayFire`); the due-time fence makes a fire during a fail-over once.
+import { SandboxError } from '../errors.ts';
 import type { RequestStore } from '../requests/index.ts';
 import type { AgentStore, EventLog, ScheduleRecord, ScheduleStore } from '../store/index.ts';
 import type {
@@ -105,6 +108,15 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       },
       maxPerAgent,
     );
+    // The agent's deletion may have swept its schedules (after its stamp) before this row was
+    // stored: read after the write, so whichever comes second sees the other, and a schedule of
+    // an agent already stamped goes again (were this delete to fail, its fire removes it).
+    if ((await options.agents.get(owner.tenantId, owner.agentId)) === undefined) {
+      await schedules.delete(owner.tenantId, owner.agentId, record.id);
+      throw new SandboxError('NOT_FOUND', `Agent ${owner.agentId} was deleted.`, {
+        data: { agentId: owner.agentId },
+      });
+    }
     await arm();
     return scheduleView(record);
   }
