@@ -433,3 +433,42 @@ describe('a child made while its parent is deleted', () => {
       expect((await get('/v1/agents')).agents.map((a: Loose) => a.id)).not.toContain(made[0]?.id);
     });
 });
+
+describe("a child's run recorded while its parent is deleted", () => {
+  // The spawn made the child (stored before the parent's deletion listed the family, so deleted
+  // with it), then its run request is held back until the parent's DELETE answered: the request
+  // and the run land after the deletion's sweep.
+  it('leaves no run request pending and no run running', async () => {
+    api = await makeApi();
+    const parent = await api.createAgent(api.keyA, { subagents: true });
+    const requests = api.store.requests;
+    const create = requests.create.bind(requests);
+    let reached!: () => void;
+    const creating = new Promise<void>((resolve) => (reached = resolve));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let stored: Promise<unknown> | undefined;
+    requests.create = (input) => {
+      if (input.sessionId !== parent.id || input.kind !== 'subagent') return create(input);
+      reached();
+      stored = released.then(() => create(input));
+      return stored as ReturnType<typeof create>;
+    };
+    const spawned = call(parent.id, 'subagent', { description: 'd', prompt: 'p', run_in_background: true });
+    await creating;
+    expect((await api.request(api.keyA, 'DELETE', `/v1/agents/${parent.id}`)).status).toBe(204);
+    release();
+    expect((await spawned).ok).toBe(false);
+    await stored;
+    const [child] = (await api.store.agents.listAll({ includeDeleted: true })).filter(
+      (record) => record.links?.parentId === parent.id,
+    );
+    expect(child?.deletedAt).toBeDefined();
+    await until(
+      async () =>
+        (await requests.list(parent.id, 'pending')).length === 0 &&
+        (await api.store.teams?.run(child?.id ?? ''))?.status !== 'running',
+      { what: "the late run request cancelled and the child's run ended" },
+    );
+  });
+});
