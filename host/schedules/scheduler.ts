@@ -81,6 +81,19 @@ export const scheduleView = (record: ScheduleRecord): ScheduleView => {
   return view;
 };
 
+/**
+ * The agent's deletion may have swept its schedules (after its stamp) before the schedule was
+ * stored: read after the write, so whichever comes second sees the other, and a schedule of an
+ * agent already stamped goes again (were this delete to fail, its fire removes it).
+ */
+async function dropIfOrphaned(options: SchedulerOptions, owner: ScheduleOwner, id: string): Promise<void> {
+  if ((await options.agents.get(owner.tenantId, owner.agentId)) !== undefined) return;
+  await options.schedules.delete(owner.tenantId, owner.agentId, id);
+  throw new SandboxError('NOT_FOUND', `Agent ${owner.agentId} was deleted.`, {
+    data: { agentId: owner.agentId },
+  });
+}
+
 export function createScheduler(options: SchedulerOptions): Scheduler {
   const { schedules } = options;
   const now = options.now ?? Date.now;
@@ -108,15 +121,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       },
       maxPerAgent,
     );
-    // The agent's deletion may have swept its schedules (after its stamp) before this row was
-    // stored: read after the write, so whichever comes second sees the other, and a schedule of
-    // an agent already stamped goes again (were this delete to fail, its fire removes it).
-    if ((await options.agents.get(owner.tenantId, owner.agentId)) === undefined) {
-      await schedules.delete(owner.tenantId, owner.agentId, record.id);
-      throw new SandboxError('NOT_FOUND', `Agent ${owner.agentId} was deleted.`, {
-        data: { agentId: owner.agentId },
-      });
-    }
+    await dropIfOrphaned(options, owner, record.id);
     await arm();
     return scheduleView(record);
   }
