@@ -472,3 +472,36 @@ describe("a child's run recorded while its parent is deleted", () => {
     );
   });
 });
+
+describe('a message sent while its target is deleted', () => {
+  // The message is held back until the target's DELETE answered: the mail, the wake-up request
+  // and the run it restarts land after the deletion's sweep.
+  it('leaves no mail unread, no wake-up pending and no run running', async () => {
+    api = await makeApi();
+    const parent = await api.createAgent(api.keyA, { subagents: true });
+    const child = await ok(parent.id, 'subagent', { description: 'd', prompt: 'p', run_in_background: true });
+    const teams = api.store.teams!;
+    const post = teams.post.bind(teams);
+    let reached!: () => void;
+    const posting = new Promise<void>((resolve) => (reached = resolve));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    teams.post = async (item, max) => {
+      if (item.agentId === child.agent_id) {
+        reached();
+        await released;
+      }
+      return post(item, max);
+    };
+    const sent = call(parent.id, 'send_message', { subagent_id: child.agent_id, message: 'continue' });
+    await posting;
+    expect((await api.request(api.keyA, 'DELETE', `/v1/agents/${child.agent_id}`)).status).toBe(204);
+    release();
+    const result = await sent;
+    expect(result.ok).toBe(false);
+    expect(result.error.code).toBe('NOT_FOUND');
+    expect(await teams.undelivered(child.agent_id)).toEqual([]);
+    expect(await api.store.requests.list(child.agent_id, 'pending')).toEqual([]);
+    expect((await teams.run(child.agent_id))?.status).not.toBe('running');
+  });
+});
