@@ -102,6 +102,35 @@ describe('deleting an agent', () => {
     expect(answer.status).toBe(404);
   });
 
+  it('cancels a host request stored only after the delete answered (its call was aborted first)', async () => {
+    const agent = await api.createAgent(api.keyA, {
+      remoteTools: [{ name: 'ask_client', description: 'client side', parameters: { type: 'object' } }],
+    });
+    const requests = api.store.requests;
+    const create = requests.create.bind(requests);
+    let reached!: () => void;
+    const creating = new Promise<void>((resolve) => (reached = resolve));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let stored: ReturnType<typeof create> | undefined;
+    requests.create = (input) => {
+      if (input.sessionId !== agent.id) return create(input);
+      reached();
+      stored = released.then(() => create(input));
+      return stored;
+    };
+    const batch = api.call(api.keyA, agent.id, [{ id: 'r', name: 'ask_client', arguments: {} }]);
+    await creating;
+    expect((await api.request(api.keyA, 'DELETE', `/v1/agents/${agent.id}`)).status).toBe(204);
+    release();
+    expect((await batch).json.results[0].ok).toBe(false);
+    // The body's wait sees its call's signal aborted and cancels what it made (requests/await.ts).
+    const late = await stored!;
+    await until(async () => (await requests.get(late.id))?.state === 'cancelled', {
+      what: 'the late request cancelled',
+    });
+  });
+
   it('refuses its files, archive, tools and calls, and never creates a sandbox for it again', async () => {
     const agent = await api.createAgent(api.keyA);
     const loaded = await api.agents.get((await api.store.tenants.verifyKey(api.keyA))!.id, agent.id);
