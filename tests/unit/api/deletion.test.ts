@@ -4,6 +4,7 @@
 // delete, a sandbox creation racing the delete) leaves a sandbox behind for it.
 import * as v from 'valibot';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { registerCordisTools } from '../../../host/cordis/cordis-tools.ts';
 import { createMemoryProvider } from '../../../host/sandbox/memory/provider.ts';
 import type { Sandbox, SandboxProvider } from '../../../host/sandbox/types.ts';
 import { defineTool } from '../../../host/tools/index.ts';
@@ -129,6 +130,50 @@ describe('deleting an agent', () => {
     await until(async () => (await requests.get(late.id))?.state === 'cancelled', {
       what: 'the late request cancelled',
     });
+  });
+
+  it('removes a plugin stored only after the delete answered (its cordis_define call was aborted first)', async () => {
+    await api.close();
+    // The plugin host without an isolate host: cordis_define only stores a package.
+    api = await makeApi({}, { agents: { plugins: {} } });
+    registerCordisTools(api.registry.global);
+    const agent = await api.createAgent(api.keyA, { preset: 'creator' });
+    const plugins = api.store.plugins!;
+    const define = plugins.define.bind(plugins);
+    let reached!: () => void;
+    const defining = new Promise<void>((resolve) => (reached = resolve));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let stored: ReturnType<typeof define> | undefined;
+    plugins.define = (owner, input) => {
+      if (owner.agentId !== agent.id) return define(owner, input);
+      reached();
+      stored = released.then(() => define(owner, input));
+      return stored;
+    };
+    const batch = api.call(api.keyA, agent.id, [
+      {
+        id: 'd',
+        name: 'cordis_define',
+        arguments: {
+          plugin: { kind: 'new', idPrefix: 'late' },
+          name: 'late',
+          purpose: 'stored after its agent was deleted',
+          code: { host: 'return { name: "late", apply() {} }' },
+        },
+      },
+    ]);
+    await defining;
+    expect((await api.request(api.keyA, 'DELETE', `/v1/agents/${agent.id}`)).status).toBe(204);
+    release();
+    expect((await batch).json.results[0].ok).toBe(false);
+    await stored;
+    await until(
+      async () => (await plugins.listPlugins({ tenantId: api.tenantA, agentId: agent.id })).length === 0,
+      {
+        what: 'the late plugin removed',
+      },
+    );
   });
 
   it('refuses its files, archive, tools and calls, and never creates a sandbox for it again', async () => {
