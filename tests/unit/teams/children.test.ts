@@ -505,3 +505,40 @@ describe('a message sent while its target is deleted', () => {
     expect((await teams.run(child.agent_id))?.status).not.toBe('running');
   });
 });
+
+describe("a child's report posted while its parent is deleted", () => {
+  // The child's report read its parent live; its post into the parent's mailbox is held back
+  // until the parent's deletion cancelled the parent's unread mail.
+  it('leaves no unread mail in the deleted parent', async () => {
+    api = await makeApi();
+    const parent = await api.createAgent(api.keyA, { subagents: true });
+    const child = await ok(parent.id, 'subagent', { description: 'd', prompt: 'p', run_in_background: true });
+    const teams = api.store.teams!;
+    const post = teams.post.bind(teams);
+    const cancelPending = teams.cancelPending.bind(teams);
+    let reached!: () => void;
+    const posting = new Promise<void>((resolve) => (reached = resolve));
+    let swept!: () => void;
+    const sweep = new Promise<void>((resolve) => (swept = resolve));
+    let stored: Promise<unknown> | undefined;
+    teams.post = (item, max) => {
+      if (item.agentId !== parent.id || item.kind !== 'report') return post(item, max);
+      reached();
+      stored = sweep.then(() => post(item, max));
+      return stored as ReturnType<typeof post>;
+    };
+    teams.cancelPending = async (agentId) => {
+      const cancelled = await cancelPending(agentId);
+      if (agentId === parent.id) swept();
+      return cancelled;
+    };
+    const reported = call(child.agent_id, 'report', { output: 'done' });
+    await posting;
+    expect((await api.request(api.keyA, 'DELETE', `/v1/agents/${parent.id}`)).status).toBe(204);
+    await reported;
+    await stored;
+    await until(async () => (await teams.undelivered(parent.id)).length === 0, {
+      what: 'the late report cancelled',
+    });
+  });
+});
