@@ -153,7 +153,7 @@ async function updateTask(
     return viewOf(next, new Map([...board, [next.id, next]]));
   });
   told(s, { tenantId, teamId, action: input.action, by: agentId, task: view });
-  await releaseIfGone(s, teamId, view.owner);
+  await releaseIfGone(s, teamId, view);
   return view;
 }
 
@@ -162,8 +162,11 @@ async function updateTask(
  * tasks before this write stored it as the owner. Read after the write (the directory lists live
  * members only), so whichever comes second sees the other; the task goes back to the team.
  */
-async function releaseIfGone(s: BoardState, teamId: string, owner: string | null): Promise<void> {
-  if (owner === null || (await s.directory.members(teamId)).some((m) => m.id === owner)) return;
+async function releaseIfGone(s: BoardState, teamId: string, view: TaskView): Promise<void> {
+  const { owner } = view;
+  // A completed (or deleted) task keeps its owner as history: the deletion releases neither.
+  if (owner === null || view.status === 'completed' || view.deleted === true) return;
+  if ((await s.directory.members(teamId)).some((m) => m.id === owner)) return;
   await releaseOwner(s, owner);
   throw new SandboxError('NOT_FOUND', `Agent ${owner} was deleted; the task went back to the team.`, {
     data: { agentId: owner },
