@@ -6,9 +6,11 @@
 // under host/: state.ts holds the runtime, the per-agent tools and providers and the pending
 // tool-set changes; launch.ts starts, updates, stops, undefines and removes plugins (with the
 // store's `running` flag and its invariants); resume.ts starts again what ran before a restart.
-// Invariant: every operation takes the agent it runs for and reads another agent's plugins as absent.
+// Invariants: every operation takes the agent it runs for and reads another agent's plugins as
+// absent; a plugin defined or started while its agent was deleted does not outlive it (afterWrite).
 
 import type { Agent } from '../agents/types.ts';
+import { SandboxError } from '../errors.ts';
 import type { JsonValue } from '../json.ts';
 import type { DefineInput } from '../store/plugins-core.ts';
 import { launch, releaseAgent, removeAgent, stop, undefine } from './host/launch.ts';
@@ -84,10 +86,23 @@ function of(state: HostState, agent: Agent): AgentPlugins {
       plugin: async (pluginId) => (await plugins.get(pluginId)) as unknown as JsonValue,
       provided: () => [...(state.providers.get(agent.id)?.values() ?? [])],
     }),
-    define: (input: DefineInput) => deps.store.define(ownerOf(agent), input),
-    launch: (pluginId, packageId, mode) => launch(state, agent, pluginId, packageId, mode),
+    define: async (input: DefineInput) =>
+      afterWrite(state, agent, await deps.store.define(ownerOf(agent), input)),
+    launch: async (pluginId, packageId, mode) =>
+      afterWrite(state, agent, await launch(state, agent, pluginId, packageId, mode)),
     stop: (pluginId) => stop(state, agent, pluginId),
     undefine: (pluginId) => undefine(state, agent, pluginId),
   });
   return plugins;
+}
+
+/**
+ * The agent deleted while a plugin of it was being stored or started: its deletion may have
+ * removed its plugins before that write. Read after the write, so whichever comes second sees the
+ * other; what came late is stopped and removed as the deletion does.
+ */
+async function afterWrite<T>(state: HostState, agent: Agent, result: T): Promise<T> {
+  if ((await state.deps.agents.get(agent.tenantId, agent.id)) !== undefined) return result;
+  await removeAgent(state, agent);
+  throw new SandboxError('NOT_FOUND', `Agent ${agent.id} was deleted.`, { data: { agentId: agent.id } });
 }

@@ -7,10 +7,13 @@
 // periods fires once and then keeps its period from now.
 // Invariants: a fire removes a one-shot schedule (or advances a recurring one) in the same
 // transaction that makes its request, so it fires at most once per due time even across restarts;
-// a schedule whose agent is gone never fires and is removed; the count per agent and the shortest
-// period are enforced at create; a failed read or fire is tried again after RETRY_MS, never at once.
+// a schedule whose agent is gone never fires and is removed, and one stored after its agent's
+// deletion swept the agent's schedules removes itself at create (read after the write); the count
+// per agent and the shortest period are enforced at create; a failed read or fire is tried again
+// after RETRY_MS, never at once.
 // With replicas each one arms its timer from the same store, and only the owner of an agent's
 // family fires its schedules (`mayFire`); the due-time fence makes a fire during a fail-over once.
+import { SandboxError } from '../errors.ts';
 import type { RequestStore } from '../requests/index.ts';
 import type { AgentStore, EventLog, ScheduleRecord, ScheduleStore } from '../store/index.ts';
 import type {
@@ -78,6 +81,19 @@ export const scheduleView = (record: ScheduleRecord): ScheduleView => {
   return view;
 };
 
+/**
+ * The agent's deletion may have swept its schedules (after its stamp) before the schedule was
+ * stored: read after the write, so whichever comes second sees the other, and a schedule of an
+ * agent already stamped goes again (were this delete to fail, its fire removes it).
+ */
+async function dropIfOrphaned(options: SchedulerOptions, owner: ScheduleOwner, id: string): Promise<void> {
+  if ((await options.agents.get(owner.tenantId, owner.agentId)) !== undefined) return;
+  await options.schedules.delete(owner.tenantId, owner.agentId, id);
+  throw new SandboxError('NOT_FOUND', `Agent ${owner.agentId} was deleted.`, {
+    data: { agentId: owner.agentId },
+  });
+}
+
 export function createScheduler(options: SchedulerOptions): Scheduler {
   const { schedules } = options;
   const now = options.now ?? Date.now;
@@ -105,6 +121,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       },
       maxPerAgent,
     );
+    await dropIfOrphaned(options, owner, record.id);
     await arm();
     return scheduleView(record);
   }

@@ -8,7 +8,8 @@
 // followed by the request's own answer announces once; after a restart, resume() watches every run
 // still pending, so no outcome is lost (with replicas, only the families the replica takes over:
 // settling appends to the parent's session, which only its family's owner may write); watches end
-// with close() without cancelling anything.
+// with close() without cancelling anything; a report posted while the parent was deleted is
+// cancelled (no unread mail outlives its recipient).
 import * as v from 'valibot';
 import type { HostRequest, RequestStore } from '../requests/index.ts';
 import type { AgentStore, ChildRun, ChildStatus, EventLog, TeamStore } from '../store/index.ts';
@@ -146,6 +147,9 @@ export function createRuns(options: RunsOptions): Runs {
       name,
       { clip: true },
     );
+    // The parent was read live before the post, but its deletion may have cancelled its mail
+    // since: read after the write, so whichever comes second sees the other.
+    if ((await agents.byId(run.parentId)) === undefined) await teams.cancelPending(run.parentId);
   }
 
   /** Tells waiters, the parent's log and (unless `posted` already) its mailbox how the run stands. */

@@ -2,9 +2,11 @@
 // what the team_task_* tools call. The rules of rules.ts run inside one store transaction per
 // change. Invariants: an agent only ever reaches its own team's board (the directory decides, per
 // call); owners are agent ids of the team (names given to reassign or list are resolved to ids
-// first); a change and the write grant it gives (grants.ts) commit in the same transaction.
+// first); a change and the write grant it gives (grants.ts) commit in the same transaction; a
+// task stored as owned by an agent deleted meanwhile goes back to the team (releaseIfGone).
 import { SandboxError } from '../../errors.ts';
 import { grantAfter } from './grants.ts';
+import { releaseOwner } from './release.ts';
 import {
   type Actor,
   applyUpdate,
@@ -151,5 +153,22 @@ async function updateTask(
     return viewOf(next, new Map([...board, [next.id, next]]));
   });
   told(s, { tenantId, teamId, action: input.action, by: agentId, task: view });
+  await releaseIfGone(s, teamId, view);
   return view;
+}
+
+/**
+ * The task's owner deleted while the write was under way: its deletion may have released its
+ * tasks before this write stored it as the owner. Read after the write (the directory lists live
+ * members only), so whichever comes second sees the other; the task goes back to the team.
+ */
+async function releaseIfGone(s: BoardState, teamId: string, view: TaskView): Promise<void> {
+  const { owner } = view;
+  // A completed (or deleted) task keeps its owner as history: the deletion releases neither.
+  if (owner === null || view.status === 'completed' || view.deleted === true) return;
+  if ((await s.directory.members(teamId)).some((m) => m.id === owner)) return;
+  await releaseOwner(s, owner);
+  throw new SandboxError('NOT_FOUND', `Agent ${owner} was deleted; the task went back to the team.`, {
+    data: { agentId: owner },
+  });
 }

@@ -2,13 +2,13 @@
 // found through the TeamDirectory port, and every change told after it committed. This module
 // wires the parts: state.ts holds what they share (limits, telling a change, naming a member);
 // agent-board.ts is one agent's view, the rules of rules.ts run inside one store transaction per
-// change; here, an agent's deletion releasing its tasks, and the bounds of its writes.
+// change; release.ts an agent's deletion releasing its tasks; here, the bounds of its writes.
 // What bounds an agent's writes (writeBounds, for the guard): the scoped tasks it holds, its own
 // grant, and the grant of every agent above it (a child writes only where its parents may).
 import { type AgentBoard, forAgent } from './agent-board.ts';
 import { soloDirectory } from './directory.ts';
-import { boardOf, ownerGone, viewOf } from './rules.ts';
-import { type BoardState, type TeamBoardOptions, told } from './state.ts';
+import { releaseOwner } from './release.ts';
+import type { BoardState, TeamBoardOptions } from './state.ts';
 import type { BoardChange, WriteBounds } from './types.ts';
 
 export type { AgentBoard, ListQuery, TaskPage } from './agent-board.ts';
@@ -46,29 +46,6 @@ export function createTeamBoard(options: TeamBoardOptions): TeamBoard {
     releaseOwner: (agentId) => releaseOwner(s, agentId),
     writeBounds: (tenantId, agentId) => writeBounds(s, tenantId, agentId),
   };
-}
-
-async function releaseOwner(s: BoardState, agentId: string): Promise<void> {
-  const { store, now } = s;
-  // Called from a delete, which must not fail for it: failures go to onError.
-  try {
-    for (const { tenantId, teamId } of await store.boardsOwning(agentId)) {
-      const released = await store.write(tenantId, teamId, (tx) => {
-        const before = tx.tasks();
-        const gone = new Set(
-          before.filter((t) => t.owner === agentId && t.status !== 'completed').map((t) => t.id),
-        );
-        const after = before.map((t) => (gone.has(t.id) ? ownerGone(t, now()) : t));
-        const board = boardOf(after);
-        const changed = after.filter((t) => gone.has(t.id));
-        for (const task of changed) tx.update(task);
-        return changed.map((t) => viewOf(t, board));
-      });
-      for (const task of released) told(s, { tenantId, teamId, action: 'release', by: agentId, task });
-    }
-  } catch (error) {
-    s.options.onError?.(error);
-  }
 }
 
 async function writeBounds(s: BoardState, tenantId: string, agentId: string): Promise<WriteBounds> {

@@ -34,7 +34,7 @@ export async function report(
 }
 
 /** The agent was deleted: its run is cancelled (its parent told), its unread mail cancelled. */
-export async function deleted(state: TeamState, agent: Agent): Promise<void> {
+export async function deleted(state: TeamState, agent: Pick<Agent, 'id'>): Promise<void> {
   const { requests, teams, runs } = state;
   await teams.cancelPending(agent.id);
   const run = await teams.run(agent.id);

@@ -4,9 +4,12 @@
 // Invariants: a message is posted before any wake-up is created for it; a wake-up is created only
 // for an idle target (no calls running, no run or wake-up pending), so one message never starts two
 // turns (the idle check and the wake-up run one at a time per target: the reads are asynchronous);
-// waking a child marks its run as running again and watches the new request (runs.ts).
+// waking a child marks its run as running again and watches the new request (runs.ts); a target
+// deleted meanwhile keeps none of it (read after the writes: dropIfDeleted).
 import type { Agent } from '../../agents/types.ts';
+import { SandboxError } from '../../errors.ts';
 import type { AgentRecord, MailItem } from '../../store/index.ts';
+import { deleted } from './endings.ts';
 import { resolve } from './reach.ts';
 import { exclusive, messageViews, nameOf, type TeamState } from './state.ts';
 import type { MessageView, Reach } from './types.ts';
@@ -67,7 +70,20 @@ export async function send(
       await wake(state, to, item, how.callId);
       return true;
     }));
+  await dropIfDeleted(state, to);
   return { message_id: item.id, agent_id: to.id, woke };
+}
+
+/**
+ * The target deleted while the message was under way: its deletion may have cancelled its mail
+ * and ended its run before the message, its wake-up and its run were stored. Read after the
+ * writes, so whichever comes second sees the other; what came late goes as the deletion's would.
+ */
+async function dropIfDeleted(state: TeamState, to: AgentRecord): Promise<void> {
+  if ((await state.agents.get(to.tenantId, to.id)) !== undefined) return;
+  await deleted(state, to);
+  for (const request of await state.requests.list(to.id, 'pending')) await state.requests.cancel(request.id);
+  throw new SandboxError('NOT_FOUND', `Agent ${to.id} was deleted.`, { data: { agentId: to.id } });
 }
 
 /** Takes the agent's unread messages, waiting for one up to `timeoutMs` (cut to the tenant's most). */

@@ -4,7 +4,8 @@
 // Invariants: a child never gets more than its parent (same preset, mode, restrictions, policy and
 // sandbox options, depth one deeper: createChild gets only the links); every bound is checked before
 // anything is made; spawns of one parent run one at a time up to the point where the child's run
-// counts (`exclusive`); a child that cannot be started is removed again.
+// counts (`exclusive`); a child that cannot be started is removed again; a child deleted while its
+// run was being recorded leaves no run running nor run request pending.
 import type { Agent } from '../../agents/types.ts';
 import { SandboxError } from '../../errors.ts';
 import type { JsonValue } from '../../json.ts';
@@ -119,6 +120,13 @@ export async function spawn(
     requestId = request.id;
     await teams.putRun({ ...run, status: 'running', requestId });
     runs.watch(child.id, request);
+    // The child deleted meanwhile (its parent's deletion lists it once made): its deletion may
+    // have ended its run before the request and the run above were stored. Read after the writes,
+    // so whichever comes second sees the other; cancelling the request ends the run (its watch).
+    if ((await state.agents.get(child.tenantId, child.id)) === undefined) {
+      await requests.cancel(request.id);
+      throw new SandboxError('NOT_FOUND', `Agent ${child.id} was deleted.`, { data: { agentId: child.id } });
+    }
   } catch (error) {
     await options.removeChild(child).catch(() => undefined);
     throw error;

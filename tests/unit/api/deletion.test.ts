@@ -4,6 +4,7 @@
 // delete, a sandbox creation racing the delete) leaves a sandbox behind for it.
 import * as v from 'valibot';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { registerCordisTools } from '../../../host/cordis/cordis-tools.ts';
 import { createMemoryProvider } from '../../../host/sandbox/memory/provider.ts';
 import type { Sandbox, SandboxProvider } from '../../../host/sandbox/types.ts';
 import { defineTool } from '../../../host/tools/index.ts';
@@ -100,6 +101,79 @@ describe('deleting an agent', () => {
       result: 1,
     });
     expect(answer.status).toBe(404);
+  });
+
+  it('cancels a host request stored only after the delete answered (its call was aborted first)', async () => {
+    const agent = await api.createAgent(api.keyA, {
+      remoteTools: [{ name: 'ask_client', description: 'client side', parameters: { type: 'object' } }],
+    });
+    const requests = api.store.requests;
+    const create = requests.create.bind(requests);
+    let reached!: () => void;
+    const creating = new Promise<void>((resolve) => (reached = resolve));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let stored: ReturnType<typeof create> | undefined;
+    requests.create = (input) => {
+      if (input.sessionId !== agent.id) return create(input);
+      reached();
+      stored = released.then(() => create(input));
+      return stored;
+    };
+    const batch = api.call(api.keyA, agent.id, [{ id: 'r', name: 'ask_client', arguments: {} }]);
+    await creating;
+    expect((await api.request(api.keyA, 'DELETE', `/v1/agents/${agent.id}`)).status).toBe(204);
+    release();
+    expect((await batch).json.results[0].ok).toBe(false);
+    // The body's wait sees its call's signal aborted and cancels what it made (requests/await.ts).
+    const late = await stored!;
+    await until(async () => (await requests.get(late.id))?.state === 'cancelled', {
+      what: 'the late request cancelled',
+    });
+  });
+
+  it('removes a plugin stored only after the delete answered (its cordis_define call was aborted first)', async () => {
+    await api.close();
+    // The plugin host without an isolate host: cordis_define only stores a package.
+    api = await makeApi({}, { agents: { plugins: {} } });
+    registerCordisTools(api.registry.global);
+    const agent = await api.createAgent(api.keyA, { preset: 'creator' });
+    const plugins = api.store.plugins!;
+    const define = plugins.define.bind(plugins);
+    let reached!: () => void;
+    const defining = new Promise<void>((resolve) => (reached = resolve));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let stored: ReturnType<typeof define> | undefined;
+    plugins.define = (owner, input) => {
+      if (owner.agentId !== agent.id) return define(owner, input);
+      reached();
+      stored = released.then(() => define(owner, input));
+      return stored;
+    };
+    const batch = api.call(api.keyA, agent.id, [
+      {
+        id: 'd',
+        name: 'cordis_define',
+        arguments: {
+          plugin: { kind: 'new', idPrefix: 'late' },
+          name: 'late',
+          purpose: 'stored after its agent was deleted',
+          code: { host: 'return { name: "late", apply() {} }' },
+        },
+      },
+    ]);
+    await defining;
+    expect((await api.request(api.keyA, 'DELETE', `/v1/agents/${agent.id}`)).status).toBe(204);
+    release();
+    expect((await batch).json.results[0].ok).toBe(false);
+    await stored;
+    await until(
+      async () => (await plugins.listPlugins({ tenantId: api.tenantA, agentId: agent.id })).length === 0,
+      {
+        what: 'the late plugin removed',
+      },
+    );
   });
 
   it('refuses its files, archive, tools and calls, and never creates a sandbox for it again', async () => {

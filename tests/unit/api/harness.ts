@@ -38,6 +38,7 @@ export const makeApi = async (
       | 'checkpoints'
       | 'freeze'
       | 'now'
+      | 'plugins'
     >;
     /** Options of the tenant deletion (DELETE /v1/tenants/:id) over the harness's. */
     deletion?: Partial<TenantDeletionOptions>;

@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { until } from '../../helpers/until.ts';
 import type { Loose } from '../api/harness.ts';
 import { startService, waitFor } from './helpers.ts';
 
@@ -207,5 +208,44 @@ describe('ownership', () => {
     await s.call(agent, 'schedule_create', { prompt: 'q', after_seconds: 3600 });
     await s.agents.delete(a.id, agent.id);
     expect(await s.store.schedules.list(a.id, agent.id)).toEqual([]);
+  });
+});
+
+describe('a schedule made while its agent is deleted', () => {
+  // schedule_create's row is held back until the agent's deletion has swept its schedules (the
+  // agent stamped deleted, its schedules removed): the row lands after the sweep.
+  it('does not outlive the agent', async () => {
+    const s = start();
+    const tenant = (await s.store.tenants.createTenant('t')).id;
+    const agent = await s.agents.create(tenant, { preset: 'standard' });
+    const schedules = s.store.schedules;
+    const create = schedules.create.bind(schedules);
+    const deleteAgent = schedules.deleteAgent.bind(schedules);
+    let reached!: () => void;
+    const creating = new Promise<void>((resolve) => (reached = resolve));
+    let swept!: () => void;
+    const sweep = new Promise<void>((resolve) => (swept = resolve));
+    let stored: Promise<unknown> | undefined;
+    schedules.create = (input, max) => {
+      if (input.agentId !== agent.id) return create(input, max);
+      reached();
+      stored = sweep.then(() => create(input, max));
+      return stored as ReturnType<typeof create>;
+    };
+    schedules.deleteAgent = async (agentId) => {
+      const removed = await deleteAgent(agentId);
+      if (agentId === agent.id) swept();
+      return removed;
+    };
+    const made = s.call(agent, 'schedule_create', { prompt: 'p', after_seconds: 3600 });
+    await creating;
+    await s.agents.delete(tenant, agent.id);
+    // The call was aborted with its agent; its body goes on and stores the row after the sweep.
+    expect((await made).ok).toBe(false);
+    await stored;
+    // Nothing of the agent's is left to fire (the scheduler's own store read, every agent's).
+    await until(async () => (await schedules.due(Number.MAX_SAFE_INTEGER, 100)).length === 0, {
+      what: 'the late schedule removed',
+    });
   });
 });

@@ -5,6 +5,7 @@ import { afterAll, expect, it } from 'vitest';
 import type { Agent } from '../../../host/agents/types.ts';
 import type { ToolResult } from '../../../host/tools/types.ts';
 import { composedService } from '../../helpers/composed.ts';
+import { until } from '../../helpers/until.ts';
 
 const service = await composedService();
 afterAll(() => service.close());
@@ -42,4 +43,43 @@ it("a teammate works on its lead's board; an outsider has its own", async () => 
 
   const outsider = await agents.create(tenant, { teams: true });
   expect(JSON.stringify(await value(outsider, 'team_task_list', {}))).not.toContain('Write docs');
+});
+
+it('a task claimed by a teammate while it is deleted goes back to the team', async () => {
+  // The claim's write is held back until the teammate's deletion answered (its tasks released).
+  const { agents, tenant, store } = service;
+  const lead = await agents.create(tenant, { teams: true });
+  const spawned = await value(lead, 'spawn_teammate', { name: 'bo', description: 'd', prompt: 'p' });
+  const bo = await agents.get(tenant, spawned.agent_id as string);
+  const task = await value(lead, 'team_task_create', { subject: 'Fix it', description: 'All of it' });
+  const boards = store.teamBoards!;
+  const write = boards.write.bind(boards);
+  let reached!: () => void;
+  const writing = new Promise<void>((resolve) => (reached = resolve));
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  let stored: Promise<unknown> | undefined;
+  boards.write = ((tenantId, teamId, fn) => {
+    if (stored !== undefined || teamId !== lead.id) return write(tenantId, teamId, fn);
+    reached();
+    stored = released.then(() => write(tenantId, teamId, fn));
+    return stored;
+  }) as typeof boards.write;
+  const claimed = call(bo, 'team_task_update', {
+    task_id: task.task_id,
+    expected_revision: 1,
+    action: 'claim',
+  });
+  await writing;
+  await agents.delete(tenant, bo.id);
+  release();
+  expect((await claimed).ok).toBe(false);
+  await stored;
+  await until(
+    async () => {
+      const listed = (await value(lead, 'team_task_get', { task_id: task.task_id })) as { owner?: unknown };
+      return listed.owner === null;
+    },
+    { what: 'the late claim released' },
+  );
 });

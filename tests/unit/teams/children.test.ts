@@ -433,3 +433,112 @@ describe('a child made while its parent is deleted', () => {
       expect((await get('/v1/agents')).agents.map((a: Loose) => a.id)).not.toContain(made[0]?.id);
     });
 });
+
+describe("a child's run recorded while its parent is deleted", () => {
+  // The spawn made the child (stored before the parent's deletion listed the family, so deleted
+  // with it), then its run request is held back until the parent's DELETE answered: the request
+  // and the run land after the deletion's sweep.
+  it('leaves no run request pending and no run running', async () => {
+    api = await makeApi();
+    const parent = await api.createAgent(api.keyA, { subagents: true });
+    const requests = api.store.requests;
+    const create = requests.create.bind(requests);
+    let reached!: () => void;
+    const creating = new Promise<void>((resolve) => (reached = resolve));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let stored: Promise<unknown> | undefined;
+    requests.create = (input) => {
+      if (input.sessionId !== parent.id || input.kind !== 'subagent') return create(input);
+      reached();
+      stored = released.then(() => create(input));
+      return stored as ReturnType<typeof create>;
+    };
+    const spawned = call(parent.id, 'subagent', { description: 'd', prompt: 'p', run_in_background: true });
+    await creating;
+    expect((await api.request(api.keyA, 'DELETE', `/v1/agents/${parent.id}`)).status).toBe(204);
+    release();
+    expect((await spawned).ok).toBe(false);
+    await stored;
+    const [child] = (await api.store.agents.listAll({ includeDeleted: true })).filter(
+      (record) => record.links?.parentId === parent.id,
+    );
+    expect(child?.deletedAt).toBeDefined();
+    await until(
+      async () =>
+        (await requests.list(parent.id, 'pending')).length === 0 &&
+        (await api.store.teams?.run(child?.id ?? ''))?.status !== 'running',
+      { what: "the late run request cancelled and the child's run ended" },
+    );
+  });
+});
+
+describe('a message sent while its target is deleted', () => {
+  // The message is held back until the target's DELETE answered: the mail, the wake-up request
+  // and the run it restarts land after the deletion's sweep.
+  it('leaves no mail unread, no wake-up pending and no run running', async () => {
+    api = await makeApi();
+    const parent = await api.createAgent(api.keyA, { subagents: true });
+    const child = await ok(parent.id, 'subagent', { description: 'd', prompt: 'p', run_in_background: true });
+    const teams = api.store.teams!;
+    const post = teams.post.bind(teams);
+    let reached!: () => void;
+    const posting = new Promise<void>((resolve) => (reached = resolve));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    teams.post = async (item, max) => {
+      if (item.agentId === child.agent_id) {
+        reached();
+        await released;
+      }
+      return post(item, max);
+    };
+    const sent = call(parent.id, 'send_message', { subagent_id: child.agent_id, message: 'continue' });
+    await posting;
+    expect((await api.request(api.keyA, 'DELETE', `/v1/agents/${child.agent_id}`)).status).toBe(204);
+    release();
+    const result = await sent;
+    expect(result.ok).toBe(false);
+    expect(result.error.code).toBe('NOT_FOUND');
+    expect(await teams.undelivered(child.agent_id)).toEqual([]);
+    expect(await api.store.requests.list(child.agent_id, 'pending')).toEqual([]);
+    expect((await teams.run(child.agent_id))?.status).not.toBe('running');
+  });
+});
+
+describe("a child's report posted while its parent is deleted", () => {
+  // The child's report read its parent live; its post into the parent's mailbox is held back
+  // until the parent's deletion cancelled the parent's unread mail.
+  it('leaves no unread mail in the deleted parent', async () => {
+    api = await makeApi();
+    const parent = await api.createAgent(api.keyA, { subagents: true });
+    const child = await ok(parent.id, 'subagent', { description: 'd', prompt: 'p', run_in_background: true });
+    const teams = api.store.teams!;
+    const post = teams.post.bind(teams);
+    const cancelPending = teams.cancelPending.bind(teams);
+    let reached!: () => void;
+    const posting = new Promise<void>((resolve) => (reached = resolve));
+    let swept!: () => void;
+    const sweep = new Promise<void>((resolve) => (swept = resolve));
+    let stored: Promise<unknown> | undefined;
+    teams.post = (item, max) => {
+      if (item.agentId !== parent.id || item.kind !== 'report') return post(item, max);
+      reached();
+      stored = sweep.then(() => post(item, max));
+      return stored as ReturnType<typeof post>;
+    };
+    teams.cancelPending = async (agentId) => {
+      const cancelled = await cancelPending(agentId);
+      if (agentId === parent.id) swept();
+      return cancelled;
+    };
+    const reported = call(child.agent_id, 'report', { output: 'done' });
+    await posting;
+    expect((await api.request(api.keyA, 'DELETE', `/v1/agents/${parent.id}`)).status).toBe(204);
+    await reported;
+    await stored;
+    await until(async () => (await teams.undelivered(parent.id)).length === 0, {
+      what: 'the late report cancelled',
+    });
+  });
+});
