@@ -104,6 +104,9 @@ describe('deleting an agent', () => {
   });
 
   it('cancels a host request stored only after the delete answered (its call was aborted first)', async () => {
+    await api.close();
+    // The DELETE answers once its grace for the held call is over: a short one.
+    api = await makeApi({}, { agents: { deleteGraceMs: 100 } });
     const agent = await api.createAgent(api.keyA, {
       remoteTools: [{ name: 'ask_client', description: 'client side', parameters: { type: 'object' } }],
     });
@@ -135,7 +138,7 @@ describe('deleting an agent', () => {
   it('removes a plugin stored only after the delete answered (its cordis_define call was aborted first)', async () => {
     await api.close();
     // The plugin host without an isolate host: cordis_define only stores a package.
-    api = await makeApi({}, { agents: { plugins: {} } });
+    api = await makeApi({}, { agents: { plugins: {}, deleteGraceMs: 100 } });
     registerCordisTools(api.registry.global);
     const agent = await api.createAgent(api.keyA, { preset: 'creator' });
     const plugins = api.store.plugins!;

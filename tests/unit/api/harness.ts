@@ -39,6 +39,7 @@ export const makeApi = async (
       | 'freeze'
       | 'now'
       | 'plugins'
+      | 'deleteGraceMs'
     >;
     /** Options of the tenant deletion (DELETE /v1/tenants/:id) over the harness's. */
     deletion?: Partial<TenantDeletionOptions>;

@@ -439,7 +439,7 @@ describe("a child's run recorded while its parent is deleted", () => {
   // with it), then its run request is held back until the parent's DELETE answered: the request
   // and the run land after the deletion's sweep.
   it('leaves no run request pending and no run running', async () => {
-    api = await makeApi();
+    api = await makeApi({}, { agents: { deleteGraceMs: 100 } });
     const parent = await api.createAgent(api.keyA, { subagents: true });
     const requests = api.store.requests;
     const create = requests.create.bind(requests);
