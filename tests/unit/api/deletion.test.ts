@@ -112,10 +112,8 @@ describe('deleting an agent', () => {
     });
     const requests = api.store.requests;
     const create = requests.create.bind(requests);
-    let reached!: () => void;
-    const creating = new Promise<void>((resolve) => (reached = resolve));
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
+    const { promise: creating, resolve: reached } = Promise.withResolvers<void>();
+    const { promise: released, resolve: release } = Promise.withResolvers<void>();
     let stored: ReturnType<typeof create> | undefined;
     requests.create = (input) => {
       if (input.sessionId !== agent.id) return create(input);
@@ -143,10 +141,8 @@ describe('deleting an agent', () => {
     const agent = await api.createAgent(api.keyA, { preset: 'creator' });
     const plugins = api.store.plugins!;
     const define = plugins.define.bind(plugins);
-    let reached!: () => void;
-    const defining = new Promise<void>((resolve) => (reached = resolve));
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
+    const { promise: defining, resolve: reached } = Promise.withResolvers<void>();
+    const { promise: released, resolve: release } = Promise.withResolvers<void>();
     let stored: ReturnType<typeof define> | undefined;
     plugins.define = (owner, input) => {
       if (owner.agentId !== agent.id) return define(owner, input);

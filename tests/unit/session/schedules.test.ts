@@ -221,10 +221,8 @@ describe('a schedule made while its agent is deleted', () => {
     const schedules = s.store.schedules;
     const create = schedules.create.bind(schedules);
     const deleteAgent = schedules.deleteAgent.bind(schedules);
-    let reached!: () => void;
-    const creating = new Promise<void>((resolve) => (reached = resolve));
-    let swept!: () => void;
-    const sweep = new Promise<void>((resolve) => (swept = resolve));
+    const { promise: creating, resolve: reached } = Promise.withResolvers<void>();
+    const { promise: sweep, resolve: swept } = Promise.withResolvers<void>();
     let stored: Promise<unknown> | undefined;
     schedules.create = (input, max) => {
       if (input.agentId !== agent.id) return create(input, max);

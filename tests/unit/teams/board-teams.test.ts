@@ -54,10 +54,8 @@ it('a task claimed by a teammate while it is deleted goes back to the team', asy
   const task = await value(lead, 'team_task_create', { subject: 'Fix it', description: 'All of it' });
   const boards = store.teamBoards!;
   const write = boards.write.bind(boards);
-  let reached!: () => void;
-  const writing = new Promise<void>((resolve) => (reached = resolve));
-  let release!: () => void;
-  const released = new Promise<void>((resolve) => (release = resolve));
+  const { promise: writing, resolve: reached } = Promise.withResolvers<void>();
+  const { promise: released, resolve: release } = Promise.withResolvers<void>();
   let stored: Promise<unknown> | undefined;
   boards.write = ((tenantId, teamId, fn) => {
     if (stored !== undefined || teamId !== lead.id) return write(tenantId, teamId, fn);

@@ -398,10 +398,8 @@ describe('a child made while its parent is deleted', () => {
       const agents = api.store.agents;
       const create = agents.create.bind(agents);
       const children = agents.children.bind(agents);
-      let reached!: () => void;
-      const creating = new Promise<void>((resolve) => (reached = resolve));
-      let release!: () => void;
-      const released = new Promise<void>((resolve) => (release = resolve));
+      const { promise: creating, resolve: reached } = Promise.withResolvers<void>();
+      const { promise: released, resolve: release } = Promise.withResolvers<void>();
       agents.create = async (input) => {
         if (input.links?.parentId === parent.id) {
           reached();
@@ -443,10 +441,8 @@ describe("a child's run recorded while its parent is deleted", () => {
     const parent = await api.createAgent(api.keyA, { subagents: true });
     const requests = api.store.requests;
     const create = requests.create.bind(requests);
-    let reached!: () => void;
-    const creating = new Promise<void>((resolve) => (reached = resolve));
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
+    const { promise: creating, resolve: reached } = Promise.withResolvers<void>();
+    const { promise: released, resolve: release } = Promise.withResolvers<void>();
     let stored: Promise<unknown> | undefined;
     requests.create = (input) => {
       if (input.sessionId !== parent.id || input.kind !== 'subagent') return create(input);
@@ -482,10 +478,8 @@ describe('a message sent while its target is deleted', () => {
     const child = await ok(parent.id, 'subagent', { description: 'd', prompt: 'p', run_in_background: true });
     const teams = api.store.teams!;
     const post = teams.post.bind(teams);
-    let reached!: () => void;
-    const posting = new Promise<void>((resolve) => (reached = resolve));
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
+    const { promise: posting, resolve: reached } = Promise.withResolvers<void>();
+    const { promise: released, resolve: release } = Promise.withResolvers<void>();
     teams.post = async (item, max) => {
       if (item.agentId === child.agent_id) {
         reached();
@@ -516,10 +510,8 @@ describe("a child's report posted while its parent is deleted", () => {
     const teams = api.store.teams!;
     const post = teams.post.bind(teams);
     const cancelPending = teams.cancelPending.bind(teams);
-    let reached!: () => void;
-    const posting = new Promise<void>((resolve) => (reached = resolve));
-    let swept!: () => void;
-    const sweep = new Promise<void>((resolve) => (swept = resolve));
+    const { promise: posting, resolve: reached } = Promise.withResolvers<void>();
+    const { promise: sweep, resolve: swept } = Promise.withResolvers<void>();
     let stored: Promise<unknown> | undefined;
     teams.post = (item, max) => {
       if (item.agentId !== parent.id || item.kind !== 'report') return post(item, max);
