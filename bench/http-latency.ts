@@ -9,6 +9,8 @@
 //   sequential tools.read, agent ready (create, then the first bash `true` done; the warm pool
 //   refilled before each; with its parts, and the agent's second bash, and a third after 2 s idle, beside them), warm start (a stopped service started again until /v1/health answers,
 //   through scripts/run.sh as `npm start` does, and `host/cli.ts serve` alone)
+// two rows of the request path's depth without a tool (GET /v1/health, no key; GET /v1/agents/:id, its
+// key checked and the agent looked up), for the main thread's CPU a call beside the floor server's,
 // and, measured in the same run as baselines, `docker exec <the agent's container> true` through
 // the Docker CLI and a bare isolated-vm isolate evaluating `1` in this process (new isolate, new
 // context, eval, dispose), with each row's ratio to them and its target. Beside each call row, the
@@ -21,7 +23,7 @@
 // BENCH_STARTS (3), BENCH_ONLY (row names' beginnings, comma-separated). DSH_* settings in the environment reach the service (e.g. DSH_POOL_SIZE).
 // BENCH_UNTRACKED=1: the tenant's settings turn checkpoints off (checkpoints.maxCount 0), to see what tracking costs a write.
 // BENCH_CPU_PROF=dir starts the service under `node --cpu-prof --cpu-prof-dir=dir` (the profile is
-// written when it stops). At the end it deletes its agents, stops the service and removes whatever
+// written when it stops; BENCH_CPU_PROF_INTERVAL its sampling interval in µs, 1000 unless set). At the end it deletes its agents, stops the service and removes whatever
 // is still labelled with its instance id (only its own containers and workspaces).
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -50,6 +52,7 @@ const wanted = (row: string): boolean =>
   row.startsWith('docker exec') ||
   row.startsWith('bare') ||
   row.startsWith('floor') ||
+  row.startsWith('request path') ||
   ONLY.some((o) => row.startsWith(o));
 const ROOT = join(import.meta.dirname, '..');
 const METRICS_KEY = 'bench-metrics-key-0123456789abcdef';
@@ -83,7 +86,11 @@ const serviceEnv = {
   DSH_METRICS_KEY: METRICS_KEY,
 };
 const profileArgs = process.env.BENCH_CPU_PROF
-  ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
+  ? [
+      '--cpu-prof',
+      `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`,
+      `--cpu-prof-interval=${process.env.BENCH_CPU_PROF_INTERVAL ?? 1000}`,
+    ]
   : [];
 
 interface Service {
@@ -243,6 +250,8 @@ const bareIsolate = async (): Promise<void> => {
 /** The floors (bench/lib/http-floor.ts): a bare node:http server's answer, and with one hop to another process. */
 const FLOOR_DIRECT = 'floor: a bare node:http server answers the same bytes';
 const FLOOR_HOP = 'floor: the same, after a round trip to another process (a call that needs its sandbox)';
+const REQUEST_HEALTH = 'request path: GET /v1/health (no key)';
+const REQUEST_AGENT = 'request path: GET /v1/agents/:id (its key checked, the agent looked up)';
 let floor: FloorServer | undefined;
 
 const rows = new Map<string, number[]>();
@@ -263,6 +272,10 @@ const measureCalls = async (agentId: string, container: string): Promise<void> =
       '20 sequential tools.read in one program',
       () => tool(agentId, 'run_code', { code: TWENTY, description: 'bench' }),
     ],
+    // The request path's depth, for the main thread's CPU beside the floor server's: no key, a key
+    // and the agent looked up, then the rows above (a body, the pipeline, the sandbox, the log).
+    [REQUEST_HEALTH, () => call('GET', '/v1/health', undefined, '')],
+    [REQUEST_AGENT, () => call('GET', `/v1/agents/${agentId}`)],
     ['docker exec true (CLI)', () => run('docker', ['exec', container, 'true'])],
     ['bare isolated-vm isolate `return 1`', bareIsolate],
     [FLOOR_DIRECT, () => (floor as FloorServer).post(false)],
@@ -284,10 +297,10 @@ const measureCalls = async (agentId: string, container: string): Promise<void> =
         if (k === 0) firsts.set(row, [...(firsts.get(row) ?? []), ms]);
       }
       const after = cpuNow(service, container);
-      const used = cpu.get(row) ?? [0, 0, 0, 0];
+      const used = cpu.get(row) ?? [0, 0, 0, 0, 0];
       cpu.set(
         row,
-        [0, 1, 2, 3].map((k) => (used[k] as number) + (after[k] as number) - (before[k] as number)),
+        [0, 1, 2, 3, 4].map((k) => (used[k] as number) + (after[k] as number) - (before[k] as number)),
       );
     }
 };
@@ -295,7 +308,7 @@ const measureCalls = async (agentId: string, container: string): Promise<void> =
 /** Each row's first call of a block (after another row's calls): what a call costs when it follows other work. */
 const firsts = new Map<string, number[]>();
 
-/** CPU each call row used, summed over its runs: the service's main thread, its whole process, the container, the isolate workers. */
+/** CPU each call row used, summed over its runs: the service's main thread, its whole process, the container, the isolate workers, the floor server's main thread. */
 const cpu = new Map<string, number[]>();
 
 /** The service's own process (host/cli.ts serve) among the bench's descendants. */
@@ -312,7 +325,7 @@ const servicePid = (): number => {
   throw new Error('the service process was not found');
 };
 
-/** Time on a CPU in ms (schedstat, ns): the service's main thread, all its threads, the agent's container (cgroup v1 cpuacct), the isolate workers (all their threads). */
+/** Time on a CPU in ms (schedstat, ns): the service's main thread, all its threads, the agent's container (cgroup v1 cpuacct), the isolate workers (all their threads), the floor server's main thread. */
 const cpuNow = (pid: number, container: string): number[] => {
   const onCpu = (file: string): number => Number(readFileSync(file, 'utf8').split(' ')[0]) / 1e6;
   const threadsOf = (p: number): number =>
@@ -331,7 +344,11 @@ const cpuNow = (pid: number, container: string): number[] => {
       workerPids = []; // one restarted: looked up again next time, this call's figure is short
     }
   }
-  return [onCpu(`/proc/${pid}/task/${pid}/schedstat`), threads, box, workers];
+  let floorThread = Number.NaN;
+  try {
+    if (floor !== undefined) floorThread = onCpu(`/proc/${floor.pid}/task/${floor.pid}/schedstat`);
+  } catch {}
+  return [onCpu(`/proc/${pid}/task/${pid}/schedstat`), threads, box, workers, floorThread];
 };
 
 let workerPids: number[] = [];
@@ -418,9 +435,11 @@ const report = (): void => {
     const verdict = Number.isNaN(target) ? '' : ` ≤ ${target} ${p50(row) <= target ? 'met' : 'NOT met'}`;
     const used = cpu.get(row);
     const cpuText =
-      used === undefined || row.startsWith('bare') || row.startsWith('floor')
+      used === undefined || row.startsWith('bare')
         ? ''
-        : ` | CPU a call: service main thread ${fmt((used[0] as number) / xs.length)}, all its threads ${fmt((used[1] as number) / xs.length)}, the container ${fmt((used[2] as number) / xs.length)}, the isolate workers ${fmt((used[3] as number) / xs.length)}`;
+        : row.startsWith('floor')
+          ? ` | CPU a call: its server's main thread ${fmt((used[4] as number) / xs.length)}`
+          : ` | CPU a call: service main thread ${fmt((used[0] as number) / xs.length)}, all its threads ${fmt((used[1] as number) / xs.length)}, the container ${fmt((used[2] as number) / xs.length)}, the isolate workers ${fmt((used[3] as number) / xs.length)}`;
     const first = firsts.get(row);
     const firstText =
       first === undefined || BLOCK === 1 ? '' : ` | the first of a block: p50 ${fmt(quantile(first, 0.5))}`;

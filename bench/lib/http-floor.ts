@@ -37,6 +37,8 @@ process.on('SIGTERM', () => { echo.kill(); process.exit(0); });
 export interface FloorServer {
   /** One POST of a one-call batch's bytes: `hop` waits for a round trip to another process first. */
   post(hop: boolean): Promise<void>;
+  /** The floor server's process id (its main thread's CPU is read beside the service's). */
+  pid: number;
   stop(): Promise<void>;
 }
 
@@ -73,6 +75,7 @@ export const startFloorServer = async (): Promise<FloorServer> => {
     });
   return {
     post,
+    pid: child.pid ?? 0,
     stop: async () => {
       agent.destroy();
       if (child.exitCode !== null || child.signalCode !== null) return; // stopped already
