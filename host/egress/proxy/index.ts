@@ -2,7 +2,8 @@
 // of an agent, a pump that keeps one `egressAccept` waiting (sandbox-image/sandboxd/egress.ts), plus
 // one per open tunnel up to `maxTunnels`, and hands each connection that arrives to the proxy server
 // (./server.ts) as its agent, after handing sandboxd the tenant's interception CA to trust. The
-// docker provider calls `attach` for each session it opens and the returned stop when it ends.
+// docker provider calls `attach` for each session it opens, holds the session's calls until the CA
+// is sent (`trusted`), and calls the returned stop when it ends.
 // Invariants: at most `maxTunnels` connections of one sandbox are open here at once (more wait in
 // sandboxd, which answers 503 when none frees up in time); an accept's first piece says that a
 // connection arrived (sandboxd sends an empty one at once; an older one's first piece is the
@@ -25,9 +26,22 @@ export interface SandboxEgressOptions extends ProxyServerOptions {
   onError?: (error: unknown) => void;
 }
 
+/** The proxy served on one sandboxd session. */
+export interface AttachedEgress {
+  /** Stops serving it (the session ended). */
+  stop: () => void;
+  /**
+   * Settles once the tenant's interception CA is on its way to sandboxd (its frame written on the
+   * session's link, which sandboxd takes in order), or nothing is to be trusted (no interception,
+   * a deleted agent, a failure reported through onError). A call sent after it settles reaches
+   * sandboxd after the CA: a command started then finds it in the bundle it reads at its start.
+   */
+  trusted: Promise<void>;
+}
+
 export interface SandboxEgress {
-  /** Serves the proxy of `agentId`'s sandbox on one sandboxd session; returns its stop. */
-  attach(agentId: string, egress: SandboxdEgress): () => void;
+  /** Serves the proxy of `agentId`'s sandbox on one sandboxd session. */
+  attach(agentId: string, egress: SandboxdEgress): AttachedEgress;
   close(): void;
 }
 
@@ -40,7 +54,7 @@ export function createSandboxEgress(options: SandboxEgressOptions): SandboxEgres
   const maxTunnels = options.maxTunnels ?? 32;
   const stops = new Set<() => void>();
 
-  function attach(agentId: string, egress: SandboxdEgress): () => void {
+  function attach(agentId: string, egress: SandboxdEgress): AttachedEgress {
     const ac = new AbortController();
     let waiting = 0;
     let open = 0;
@@ -84,26 +98,35 @@ export function createSandboxEgress(options: SandboxEgressOptions): SandboxEgres
       more();
     }
 
-    // The sandbox trusts its tenant's interception CA (sandboxd adds it to the bundle its processes use).
+    // The sandbox trusts its tenant's interception CA (sandboxd adds it to the bundle its processes
+    // use). `trusted` settles when the frame is written, not when sandboxd answers: the session's
+    // calls wait for it (agent-live.ts), and a round trip more on every session's first call would
+    // be waste, since sandboxd takes a session's frames in order.
+    const sent = Promise.withResolvers<void>();
     const authorities = options.intercept;
     if (authorities)
       options
         .callerOf(agentId)
         .then(async (caller) => {
+          if (caller === undefined) return;
+          const answered = egress.trust(await authorities.caOf(caller.tenantId));
+          sent.resolve();
           // Awaited: a session that ends before sandboxd answers (the agent deleted right after its
           // first call) rejects it, and that rejection must land in the catch below, not crash the process.
-          if (caller !== undefined) await egress.trust(await authorities.caOf(caller.tenantId));
+          await answered;
         })
         .catch((e: unknown) => {
           if (!sessionEnded(e)) options.onError?.(e);
-        });
+        })
+        .finally(() => sent.resolve());
+    else sent.resolve();
     more();
     const stop = (): void => {
       stops.delete(stop);
       ac.abort();
     };
     stops.add(stop);
-    return stop;
+    return { stop, trusted: sent.promise };
   }
 
   return {

@@ -7,6 +7,8 @@
 // egress proxy served for a session stops when that session ends; a call whose session ends under
 // it fails with NODE_UNREACHABLE naming the node when the node went too (SandboxNode.lost), so it
 // reads as the calls after it do.
+
+import type { AttachedEgress } from '../../egress/proxy/index.ts';
 import { SandboxError } from '../../errors.ts';
 import type { SandboxNode } from '../nodes/types.ts';
 import { WORKSPACE_ROOT } from '../paths.ts';
@@ -32,7 +34,7 @@ export interface Sessions {
   agents: Map<string, Agent>;
   onError: (error: unknown) => void;
   resolve: (path: string) => string;
-  egress: ((agentId: string, egress: SandboxdEgress) => () => void) | undefined;
+  egress: ((agentId: string, egress: SandboxdEgress) => AttachedEgress) | undefined;
   spoolDir: string | undefined;
 }
 
@@ -44,18 +46,20 @@ export const sessionOptions = (s: Sessions, limits: SandboxLimits) => ({
     s.onError(new SandboxError('SANDBOX_UNAVAILABLE', `${String(e)} (the attach stream serves instead)`)),
 });
 
-/** Makes `opening` the agent's session and follows it: egress served, forgotten (or restarted) when it ends. */
+/**
+ * Makes `opening` the agent's session and follows it: egress served, forgotten (or restarted) when
+ * it ends. The session is handed to calls once the tenant's interception CA is on its way to
+ * sandboxd (AttachedEgress.trusted), so no command of the session starts before its bundle has it.
+ */
 export function track(s: Sessions, agent: Agent, opening: Promise<Live>): Promise<Live> {
-  agent.live = opening;
-  const forget = (): void => {
-    if (agent.live === opening) agent.live = undefined;
-  };
-  opening.then((l) => {
+  const ready = opening.then((l) => {
     const egress = l.session.egress;
+    let trusted: Promise<void> | undefined;
     if (egress && s.egress) {
-      const stop = s.egress(agent.agentId, egress);
-      void l.channel.closed.then(stop);
-      void l.session.closed?.then(stop, stop);
+      const attached = s.egress(agent.agentId, egress);
+      trusted = attached.trusted;
+      void l.channel.closed.then(attached.stop);
+      void l.session.closed?.then(attached.stop, attached.stop);
     }
     void l.channel.closed.then(forget);
     void l.session.closed?.then((reason) => {
@@ -64,8 +68,14 @@ export function track(s: Sessions, agent: Agent, opening: Promise<Live>): Promis
       if (isUnresponsive(reason) && !agent.live && !agent.destroyed && s.agents.get(agent.agentId) === agent)
         track(s, agent, openAgent(s, agent, true)).catch(s.onError);
     }, forget);
-  }, forget);
-  return opening;
+    return trusted === undefined ? l : trusted.then(() => l);
+  });
+  agent.live = ready;
+  const forget = (): void => {
+    if (agent.live === ready) agent.live = undefined;
+  };
+  ready.catch(forget);
+  return ready;
 }
 
 /** The agent's session, opened when it has none (after a stop in progress). */

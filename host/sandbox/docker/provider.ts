@@ -12,6 +12,7 @@
 // defaults (else it is closed and opened again with the agent's).
 
 import type Docker from 'dockerode';
+import type { AttachedEgress } from '../../egress/proxy/index.ts';
 import { SandboxError } from '../../errors.ts';
 import { isPlacement } from '../nodes/placement.ts';
 import type { AdoptOptions, SandboxNode, WarmHooks } from '../nodes/types.ts';
@@ -95,10 +96,10 @@ export interface DockerProviderOptions {
   spoolDir?: string;
   /**
    * Serves the egress proxy of an agent's sandbox on each session opened for it (host/egress/proxy:
-   * createSandboxEgress().attach); the returned stop runs when that session ends. Default none:
-   * sandboxd's proxy answers every connection 503.
+   * createSandboxEgress().attach); the session's calls wait for its `trusted`, its `stop` runs when
+   * that session ends. Default none: sandboxd's proxy answers every connection 503.
    */
-  egress?: (agentId: string, egress: SandboxdEgress) => () => void;
+  egress?: (agentId: string, egress: SandboxdEgress) => AttachedEgress;
   /**
    * The node the sandboxes live on. Default: the embedded node over `docker` (node.ts), made from
    * the options above and below (with it given, those the node owns are ignored).

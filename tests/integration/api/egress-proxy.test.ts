@@ -176,3 +176,25 @@ it("trusts the tenant's CA from an agent's very first command: its HTTPS to a cr
     expect(first.stdout, `round ${round}`).toContain('hello from api');
   }
 });
+
+it("has the tenant's CA in the bundle before an agent's very first command starts", async () => {
+  // What a program that loads its trust store when it starts (Python's ssl, Node's
+  // NODE_EXTRA_CA_CERTS, pip) sees: the bundle as the command found it, read at once. The CA of a
+  // new tenant is made at the agent's first call, beside that call: the call waits for it to be
+  // sent to sandboxd (egress/proxy attach's `trusted`), and sandboxd takes it before the command.
+  const server = await service.start();
+  for (let round = 0; round < 3; round++) {
+    const key = (await server.store.tenants.createTenant(`egress-bundle-${round}`)).apiKey;
+    const agentId = (await json(server, key, 'POST', '/v1/agents', {})).json.id as string;
+    const first = await bash(
+      server,
+      key,
+      agentId,
+      'grep -c "dsh-sandbox egress interception CA" "$SSL_CERT_FILE" "$NODE_EXTRA_CA_CERTS"',
+    );
+    expect(first.stdout.trim().split('\n'), `round ${round}`).toEqual([
+      expect.stringMatching(/:1$/),
+      expect.stringMatching(/:1$/),
+    ]);
+  }
+});

@@ -95,7 +95,7 @@ describe('sandbox egress pump', () => {
       maxTunnels: 2,
       intercept: { caOf: async () => 'CA PEM', contextFor: async () => undefined as never },
     });
-    const stop = egress.attach('a', sd.egress);
+    const { stop } = egress.attach('a', sd.egress);
     await until(() => sd.accepts.length === 1);
     await until(() => sd.trusted.length === 1);
     expect(sd.trusted).toEqual(['CA PEM']);
@@ -109,6 +109,73 @@ describe('sandbox egress pump', () => {
     stop();
     await until(() => sd.accepts[2]?.aborted() === true);
     egress.close();
+  });
+
+  it('settles `trusted` once the CA is on its way to sandboxd, not before, and not after its answer', async () => {
+    const sd = fakeSandboxd();
+    let answer: (() => void) | undefined;
+    sd.egress.trust = (pem) => {
+      sd.trusted.push(pem);
+      return new Promise<void>((resolve) => (answer = resolve));
+    };
+    const ca = Promise.withResolvers<string>();
+    const egress = createSandboxEgress({
+      gateway,
+      callerOf: async () => caller,
+      intercept: { caOf: () => ca.promise, contextFor: async () => undefined as never },
+    });
+    const { stop, trusted } = egress.attach('a', sd.egress);
+    let settled = false;
+    void trusted.then(() => (settled = true));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(settled).toBe(false); // the tenant's CA is still being made: a command now would miss it
+    ca.resolve('CA PEM');
+    await trusted;
+    expect(sd.trusted).toEqual(['CA PEM']);
+    expect(answer).toBeDefined(); // sent, and sandboxd has not answered yet: no round trip waited for
+    answer?.();
+    stop();
+    egress.close();
+  });
+
+  it('settles `trusted` at once without interception, and after a failure (reported) or a deleted agent', async () => {
+    const plain = createSandboxEgress({ gateway, callerOf: async () => caller });
+    const sd = fakeSandboxd();
+    const a = plain.attach('a', sd.egress);
+    await a.trusted;
+    expect(sd.trusted).toEqual([]);
+    a.stop();
+    plain.close();
+
+    const errors: unknown[] = [];
+    const failing = createSandboxEgress({
+      gateway,
+      callerOf: async () => caller,
+      onError: (e) => errors.push(e),
+      intercept: {
+        caOf: async () => {
+          throw new Error('no CA');
+        },
+        contextFor: async () => undefined as never,
+      },
+    });
+    const b = failing.attach('a', fakeSandboxd().egress);
+    await b.trusted;
+    expect(errors).toHaveLength(1);
+    b.stop();
+    failing.close();
+
+    const gone = createSandboxEgress({
+      gateway,
+      callerOf: async () => undefined,
+      intercept: { caOf: async () => 'CA PEM', contextFor: async () => undefined as never },
+    });
+    const sd3 = fakeSandboxd();
+    const c = gone.attach('a', sd3.egress);
+    await c.trusted;
+    expect(sd3.trusted).toEqual([]);
+    c.stop();
+    gone.close();
   });
 
   it('survives a session that ends before sandboxd took its CA: no unhandled rejection, nothing reported', async () => {
@@ -126,7 +193,7 @@ describe('sandbox egress pump', () => {
       onError: (e) => errors.push(e),
       intercept: { caOf: async () => 'CA PEM', contextFor: async () => undefined as never },
     });
-    const stop = egress.attach('a', sd.egress);
+    const { stop } = egress.attach('a', sd.egress);
     await until(() => sd.accepts.length === 1 && refuse !== undefined);
     stop();
     refuse?.(ended);
@@ -147,7 +214,7 @@ describe('sandbox egress pump', () => {
       callerOf: async () => caller,
       onError: (e) => errors.push(e),
     });
-    const stop = egress.attach('a', sd.egress);
+    const { stop } = egress.attach('a', sd.egress);
     await until(() => sd.accepts.length === 1);
     sd.accepts[0]?.fail(
       new SandboxError('INVALID_ARGUMENTS', 'Unknown operation egressAccept or malformed args.'),

@@ -54,7 +54,7 @@ describe("one idle connection does not stall the sandbox's egress", () => {
   it('serves other connections while one sends nothing, and closes the idle one on its own deadline', async () => {
     const sandboxd = local.c.egress;
     if (!sandboxd) throw new Error('sandboxd offers no egress');
-    const stop = egress.attach('agent', sandboxd);
+    const { stop } = egress.attach('agent', sandboxd);
     const idle = await client();
     // Requests while the idle connection is open: each is answered, none waits for it (before,
     // each waited out sandboxd's queue and got its 503).
@@ -81,7 +81,7 @@ describe("one idle connection does not stall the sandbox's egress", () => {
       headersTimeoutMs: HEAD_MS,
       keepAliveMs: HEAD_MS,
     });
-    const stop = quiet.attach('agent', sandboxd);
+    const { stop } = quiet.attach('agent', sandboxd);
     const kept = await client();
     kept.socket.write('GET http://a.test/kept HTTP/1.1\r\nHost: a.test\r\n\r\n');
     await until(() => kept.state.text.includes('fetched http://a.test/kept'), { what: 'the answer' });
