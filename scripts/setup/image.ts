@@ -11,8 +11,9 @@ import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import Docker from 'dockerode';
-import tarStream from 'tar-stream';
+import type Docker from 'dockerode';
+import { dockerClient } from './docker-engine.ts';
+import { socketImageExists } from './engine-socket.ts';
 import { log, run, which } from './exec.ts';
 import { IMAGE_PACKAGES, installImagePackage, packageLock, packTree } from './image-packages.ts';
 import { sandboxdBundle } from './sandboxd-bundle.ts';
@@ -135,7 +136,9 @@ export const resolveBase = async (docker: Docker, wanted: string): Promise<strin
   return makeBaseWithMmdebstrap(docker);
 };
 
-const contextTar = (inputs: ImageInputs, installed: string[]): NodeJS.ReadableStream => {
+const contextTar = async (inputs: ImageInputs, installed: string[]): Promise<NodeJS.ReadableStream> => {
+  // Imported for a build only: a warm start finds the image and never packs.
+  const { default: tarStream } = await import('tar-stream');
   const pack = tarStream.pack();
   pack.entry({ name: 'Dockerfile', mode: 0o644 }, inputs.dockerfile);
   pack.entry({ name: 'sandboxd.cjs', mode: 0o644 }, inputs.sandboxd);
@@ -145,14 +148,18 @@ const contextTar = (inputs: ImageInputs, installed: string[]): NodeJS.ReadableSt
 };
 
 /** Returns the tag of an up-to-date sandbox image, building it when its inputs changed. */
-export const ensureSandboxImage = async (docker = new Docker()): Promise<{ tag: string; built: boolean }> => {
+export const ensureSandboxImage = async (client?: Docker): Promise<{ tag: string; built: boolean }> => {
   const inputs = await imageInputs();
+  // Present (every warm start): asked on the engine's socket, without dockerode.
+  if (client === undefined && (await socketImageExists(inputs.tag)) === true)
+    return { tag: inputs.tag, built: false };
+  const docker = client ?? (await dockerClient());
   if (await imageExists(docker, inputs.tag)) return { tag: inputs.tag, built: false };
   const base = await resolveBase(docker, inputs.base);
   const installed: string[] = [];
   for (const pkg of IMAGE_PACKAGES) installed.push(await installImagePackage(pkg));
   log(`building sandbox image ${inputs.tag} from ${base} ...`);
-  const stream = await docker.buildImage(contextTar(inputs, installed), {
+  const stream = await docker.buildImage(await contextTar(inputs, installed), {
     t: inputs.tag,
     networkmode: 'host',
     buildargs: { BASE_IMAGE: base },
