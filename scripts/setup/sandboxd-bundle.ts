@@ -65,22 +65,26 @@ export const bundleSandboxd = async (): Promise<Buffer> => {
   return Buffer.from(file.contents);
 };
 
-/** Every file under `dir` (relative to ROOT, `/`-separated), sorted. */
-const filesUnder = (dir: string): string[] =>
-  readdirSync(join(ROOT, dir), { recursive: true, withFileTypes: true })
+/** Every file under `dir` (relative to `root`, `/`-separated), sorted. */
+const filesUnder = (root: string, dir: string): string[] =>
+  readdirSync(join(root, dir), { recursive: true, withFileTypes: true })
     .filter((entry) => entry.isFile())
-    .map((entry) => relative(ROOT, join(entry.parentPath, entry.name)).split('\\').join('/'))
+    .map((entry) => relative(root, join(entry.parentPath, entry.name)).split('\\').join('/'))
     .sort();
 
-/** The key of the bundle the current sources make: a hash of everything the build reads. */
-export const sandboxdKey = (): string => {
+/** The key of the bundle the sources under `root` make: a hash of everything the build reads. */
+export const sandboxdKey = (root = ROOT): string => {
   const esbuild = createRequire(import.meta.url)('esbuild/package.json') as { version: string };
   const hash = createHash('sha256').update(
     `sandboxd-bundle v1\0esbuild ${esbuild.version}\0${JSON.stringify(BUILD_OPTIONS)}\0`,
   );
-  const files = [...SANDBOXD_SOURCES.flatMap(filesUnder), 'tsconfig.json', 'package.json'];
+  const files = [
+    ...SANDBOXD_SOURCES.flatMap((dir) => filesUnder(root, dir)),
+    'tsconfig.json',
+    'package.json',
+  ];
   for (const file of files) {
-    const path = join(ROOT, file);
+    const path = join(root, file);
     hash.update(`${file}\0`);
     hash.update(existsSync(path) ? readFileSync(path) : '(none)');
     hash.update('\0');
