@@ -86,7 +86,7 @@ export async function serveMcp(state: McpRoutesState, c: Context<ApiEnv>): Promi
   const place = isListen(parsedBody) ? streamPlace(state, agent) : undefined;
   if (place !== undefined) c.get('releaseSlot')?.();
   const session = c.req.header('mcp-session-id');
-  // A 2025-era request outlives its connection (see the header): the SDK gets a copy of it that
+  // A 2025-era request outlives its connection (./mcp.ts's header): the SDK gets a copy of it that
   // only the service's shutdown aborts, and so does the call.
   const legacy =
     c.req.method === 'POST' && place === undefined && (await isLegacyRequest(c.req.raw, parsedBody));
