@@ -340,7 +340,7 @@ export const SETTINGS = {
     section: 'service',
     shown: '`./.data`',
     default: () => '.data',
-    help: "store (with this instance's id), default tenant key, dockerd log, Node's compile cache (`compile-cache/`: the service's modules stripped and compiled, for a quicker next start)",
+    help: "store (with this instance's id), default tenant key, dockerd log, Node's compile cache (`compile-cache/`: the service's modules stripped and compiled, for a quicker next start), sandboxd's bundle (`sandboxd-bundle/`, kept under a hash of its sources: `npm start` finds the image's tag without rebuilding it)",
   }),
   database: text({
     env: 'DSH_DB',

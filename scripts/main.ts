@@ -22,10 +22,9 @@ try {
 } catch {
   // an invalid setting: the command that reads it says so
 }
+// What every command but doctor needs; doctor's and PostgreSQL's steps load with their commands.
 const { ensureDockerEngine } = await import('./setup/docker-engine.ts');
-const { doctor } = await import('./setup/doctor.ts');
 const { ensureSandboxImage } = await import('./setup/image.ts');
-const { ensurePostgres } = await import('./setup/postgres.ts');
 const { ensureRunsc } = await import('./setup/runsc.ts');
 
 /** Docker engine and sandbox image; returns the image tag. */
@@ -52,6 +51,7 @@ const setup = async (): Promise<string> => {
  */
 const setupPostgres = async (): Promise<void> => {
   try {
+    const { ensurePostgres } = await import('./setup/postgres.ts');
     const { bin, installed } = await ensurePostgres();
     if (installed) log(`PostgreSQL installed (${bin})`);
   } catch (error) {
@@ -137,6 +137,7 @@ const commands: Record<string, (args: string[]) => Promise<number>> = {
     });
   },
   async doctor() {
+    const { doctor } = await import('./setup/doctor.ts');
     return (await doctor()) ? 0 : 1;
   },
   async bench(args) {

@@ -4,9 +4,9 @@
 // return/await), types are stripped (no type checking), and the sourcemap is kept so that compile
 // errors and runtime stack frames point at the model's own lines. Invariant: the wrapper adds
 // exactly WRAPPER_LINES line before the body, so "wrapped line - 1" is the model's line.
+// esbuild's JavaScript side loads at the first compile, not with the service.
 
 import type { TransformFailure } from 'esbuild';
-import { transform } from 'esbuild';
 
 const WRAPPER_HEAD = 'async function __main(tools, console) {\n';
 export const WRAPPER_LINES = 1;
@@ -27,6 +27,9 @@ const CACHE_SIZE = 256;
 // promise is cached, so identical code compiled concurrently goes to esbuild once; transformBody
 // never rejects.
 const cache = new Map<string, Promise<CompileResult>>();
+let esbuild: Promise<typeof import('esbuild')> | undefined;
+/** esbuild, imported once for every compile (concurrent first compiles share the one import). */
+const loadEsbuild = (): Promise<typeof import('esbuild')> => (esbuild ??= import('esbuild'));
 
 export const compileProgram = (code: string, language: 'ts' | 'js' = 'ts'): Promise<CompileResult> => {
   const key = `${language}\0${code}`;
@@ -43,6 +46,7 @@ const transformBody = async (code: string, language: 'ts' | 'js'): Promise<Compi
   const userLines = lines.length;
   const lastLineLength = lines[userLines - 1]?.length ?? 0;
   try {
+    const { transform } = await loadEsbuild();
     const out = await transform(`${WRAPPER_HEAD}${code}\n}`, {
       loader: language,
       target: 'es2022',

@@ -19,6 +19,9 @@ import { failedError, type RunnerState, type Session, STDERR_TAIL } from './runn
 import { SandboxStdioTransport } from './transport.ts';
 import type { McpToolInfo } from './types.ts';
 
+// The SDK's errors, for runner-start.ts's calls: it imports this module (and the SDK) lazily.
+export { ProtocolError, SdkError, SdkErrorCode } from '@modelcontextprotocol/client';
+
 /** A page of tools/list, its tools checked one by one afterwards (listing.ts). */
 const ToolsPageShape = v.looseObject({
   tools: v.array(v.unknown()),

@@ -6,10 +6,16 @@
 // hit, with the reason and the end of its stderr, never an exception anywhere else; a call that
 // times out stops the program (it starts afresh at the next call); a crash of a running server
 // counts as a failure.
-import { type CallToolResult, ProtocolError, SdkError, SdkErrorCode } from '@modelcontextprotocol/client';
+// The MCP SDK's client (runner-open.ts and all it imports, zod among them: ~100 ms of imports) is
+// loaded at the first start of any runner, not with the service, which may never start one.
+import type { CallToolResult } from '@modelcontextprotocol/client';
 import { messageOf, SandboxError } from '../errors.ts';
-import { listTools, open } from './runner-open.ts';
 import { armIdle, failedError, failure, type RunnerState, type Session } from './runner-state.ts';
+
+let opening: Promise<typeof import('./runner-open.ts')> | undefined;
+/** runner-open.ts, imported once for every runner (concurrent first starts share the one import). */
+export const loadOpen = (): Promise<typeof import('./runner-open.ts')> =>
+  (opening ??= import('./runner-open.ts'));
 
 export function connect(s: RunnerState): Promise<Session> {
   const { spec, limits } = s;
@@ -30,6 +36,8 @@ export function connect(s: RunnerState): Promise<Session> {
   const deadline = Date.now() + limits.startTimeoutMs;
   const started = (async () => {
     try {
+      // Within the start's deadline and its error handling: a failed import fails this start.
+      const { listTools, open } = await loadOpen();
       mine = await open(
         s,
         (why) => {
@@ -79,6 +87,8 @@ export async function callOn(
     return result as CallToolResult;
   } catch (error) {
     if (signal.aborted) throw error;
+    // Loaded already: `active` came from a start.
+    const { ProtocolError, SdkError, SdkErrorCode } = await loadOpen();
     if (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout) {
       // A server that does not answer in time may never answer: it starts afresh next time.
       if (s.live === active) {

@@ -4,14 +4,17 @@
 // says what to fix. Front matter is read with the `yaml` library (real packages use quoted, folded
 // and multi-line descriptions and keys of their own, which a two-key parser would refuse), with
 // aliases off; only `name` and `description` are read, other keys are kept in SKILL.md untouched.
+// `yaml` (72 modules) loads at the first package read, not with the service.
 import { createHash } from 'node:crypto';
-import { parse } from 'yaml';
 import { messageOf, SandboxError } from '../errors.ts';
+import { lazyRequire } from '../lazy.ts';
 import type { UploadEntry } from '../sandbox/tar.ts';
 import type { SkillFile, SkillPackage } from '../store/skills.ts';
 import { SKILL_NAME } from '../tools/builtin/skill.ts';
 
 export const SKILL_FILE = 'SKILL.md';
+
+const yaml = lazyRequire<typeof import('yaml')>('yaml');
 
 export interface SkillLimits {
   /** Bytes of all files of one package. Default 4 MiB. */
@@ -58,7 +61,7 @@ export function parseSkillMd(
   if (match === null) throw invalid(`${SKILL_FILE} does not start with front matter between --- lines`);
   let data: unknown;
   try {
-    data = parse(match[1] as string, { maxAliasCount: 0, uniqueKeys: true });
+    data = yaml().parse(match[1] as string, { maxAliasCount: 0, uniqueKeys: true });
   } catch (error) {
     throw invalid(`its front matter is not valid YAML (${messageOf(error).split('\n')[0]})`);
   }

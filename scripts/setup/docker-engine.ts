@@ -8,7 +8,8 @@
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import Docker from 'dockerode';
+import type Docker from 'dockerode';
+import { socketVersion } from './engine-socket.ts';
 import { log, run, which } from './exec.ts';
 import { runscDaemonConfig } from './runsc.ts';
 
@@ -28,15 +29,28 @@ const ping = async (docker: Docker): Promise<boolean> => {
   }
 };
 
-const describe = async (docker: Docker, started: boolean): Promise<EngineInfo> => {
-  const version = await docker.version();
+const infoOf = (
+  version: { Version: string; ApiVersion: string; Components?: Array<{ Name: string; Version: string }> },
+  started: boolean,
+): EngineInfo => {
   const runc = version.Components?.find((c) => c.Name === 'runc')?.Version;
   return { version: version.Version, apiVersion: version.ApiVersion, runc, started };
 };
 
-export const engineAnswers = async (docker = new Docker()): Promise<boolean> => ping(docker);
+const describe = async (docker: Docker, started: boolean): Promise<EngineInfo> =>
+  infoOf(await docker.version(), started);
 
-export const ensureDockerEngine = async (dataDir: string, docker = new Docker()): Promise<EngineInfo> => {
+/** dockerode's client for DOCKER_HOST, imported when first needed (engine-socket.ts says why). */
+export const dockerClient = async (): Promise<Docker> => new (await import('dockerode')).default();
+
+export const engineAnswers = async (docker?: Docker): Promise<boolean> =>
+  ping(docker ?? (await dockerClient()));
+
+export const ensureDockerEngine = async (dataDir: string, client?: Docker): Promise<EngineInfo> => {
+  // An engine that answers on its socket (every warm start): no dockerode.
+  const answered = client === undefined ? await socketVersion() : undefined;
+  if (answered !== undefined) return infoOf(answered, false);
+  const docker = client ?? (await dockerClient());
   if (await ping(docker)) return describe(docker, false);
   if (process.env.DOCKER_HOST) {
     throw new Error(

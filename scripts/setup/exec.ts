@@ -1,6 +1,8 @@
 // Small helpers for the setup scripts: run a command and capture or stream its output.
 
 import { spawn } from 'node:child_process';
+import { accessSync, constants, statSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
 
 export interface RunResult {
   code: number;
@@ -37,9 +39,27 @@ export const run = (
     if (options.input !== undefined) child.stdin?.end(options.input);
   });
 
+const isExecutable = (path: string): boolean => {
+  try {
+    accessSync(path, constants.X_OK);
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
+};
+
+/**
+ * The program `name` as `command -v` finds it (a name with a slash as it is, else the first
+ * executable file of that name along PATH), looked up here: a shell started for it cost every
+ * `npm start` a process.
+ */
 export const which = async (name: string): Promise<string | undefined> => {
-  const result = await run('sh', ['-c', `command -v ${name}`]);
-  return result.code === 0 ? result.stdout.trim() : undefined;
+  if (name.includes('/')) return isExecutable(name) ? name : undefined;
+  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
+    const path = dir === '' ? `./${name}` : join(dir, name);
+    if (isExecutable(path)) return path;
+  }
+  return undefined;
 };
 
 export const log = (message: string): void => {

@@ -1,7 +1,8 @@
 // Builds the sandbox image from Dockerfile.sandbox, tagged by a hash of its inputs (the Dockerfile,
 // the sandboxd bundle, the lockfiles of its third-party programs (image-packages.ts) and the base image name) so that it is rebuilt only when they change. The
 // bundle is built from sandbox-image/ and sandbox-wire/ only (SANDBOXD_SOURCES), never from host/,
-// so a change to the control plane never changes the image or its tag.
+// so a change to the control plane never changes the image or its tag; it is kept between starts
+// under a hash of its sources (sandboxd-bundle.ts), so a warm start does not run esbuild.
 // The base defaults to debian:bookworm-slim, as a user with a registry would build it; when that
 // base is neither present nor pullable, one is made with mmdebstrap from the machine's own apt
 // sources and imported with `docker import`.
@@ -10,11 +11,14 @@ import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import Docker from 'dockerode';
-import { build } from 'esbuild';
-import tarStream from 'tar-stream';
+import type Docker from 'dockerode';
+import { dockerClient } from './docker-engine.ts';
+import { socketImageExists } from './engine-socket.ts';
 import { log, run, which } from './exec.ts';
 import { IMAGE_PACKAGES, installImagePackage, packageLock, packTree } from './image-packages.ts';
+import { sandboxdBundle } from './sandboxd-bundle.ts';
+
+export { bundleSandboxd, SANDBOXD_SOURCES } from './sandboxd-bundle.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 export const DEFAULT_BASE = 'debian:bookworm-slim';
@@ -27,38 +31,6 @@ const imageExists = async (docker: Docker, name: string): Promise<boolean> => {
   } catch {
     return false;
   }
-};
-
-/** The folders sandboxd's bundle may be built from: its own, and the wire it shares with the host. */
-export const SANDBOXD_SOURCES = ['sandbox-image/', 'sandbox-wire/'] as const;
-
-/** Bundles sandboxd for the image's sandboxd runtime (Node 22) into one CommonJS file; refuses any other source. */
-export const bundleSandboxd = async (): Promise<Buffer> => {
-  const entry = join(ROOT, 'sandbox-image', 'sandboxd', 'main.ts');
-  if (!existsSync(entry)) throw new Error(`sandboxd entry ${entry} is missing`);
-  const result = await build({
-    entryPoints: [entry],
-    absWorkingDir: ROOT,
-    metafile: true,
-    bundle: true,
-    platform: 'node',
-    format: 'cjs',
-    target: 'node22',
-    write: false,
-    minify: false,
-    legalComments: 'none',
-    logLevel: 'silent',
-  });
-  const file = result.outputFiles[0];
-  if (!file) throw new Error('esbuild produced no sandboxd bundle');
-  const strays = Object.keys(result.metafile.inputs).filter(
-    (input) => !SANDBOXD_SOURCES.some((dir) => input.startsWith(dir)),
-  );
-  if (strays.length > 0)
-    throw new Error(
-      `sandboxd may only be built from ${SANDBOXD_SOURCES.join(' and ')}, but it imports ${strays.join(', ')}`,
-    );
-  return Buffer.from(file.contents);
 };
 
 export interface ImageInputs {
@@ -74,7 +46,7 @@ export const imageInputs = async (
   base = process.env.DSH_BASE_IMAGE ?? DEFAULT_BASE,
 ): Promise<ImageInputs> => {
   const dockerfile = readFileSync(join(ROOT, 'Dockerfile.sandbox'));
-  const sandboxd = await bundleSandboxd();
+  const sandboxd = await sandboxdBundle();
   const locks = IMAGE_PACKAGES.map(packageLock);
   const hash = createHash('sha256').update(dockerfile).update('\0').update(sandboxd).update('\0');
   for (const lock of locks) hash.update(lock).update('\0');
@@ -164,7 +136,9 @@ export const resolveBase = async (docker: Docker, wanted: string): Promise<strin
   return makeBaseWithMmdebstrap(docker);
 };
 
-const contextTar = (inputs: ImageInputs, installed: string[]): NodeJS.ReadableStream => {
+const contextTar = async (inputs: ImageInputs, installed: string[]): Promise<NodeJS.ReadableStream> => {
+  // Imported for a build only: a warm start finds the image and never packs.
+  const { default: tarStream } = await import('tar-stream');
   const pack = tarStream.pack();
   pack.entry({ name: 'Dockerfile', mode: 0o644 }, inputs.dockerfile);
   pack.entry({ name: 'sandboxd.cjs', mode: 0o644 }, inputs.sandboxd);
@@ -174,14 +148,18 @@ const contextTar = (inputs: ImageInputs, installed: string[]): NodeJS.ReadableSt
 };
 
 /** Returns the tag of an up-to-date sandbox image, building it when its inputs changed. */
-export const ensureSandboxImage = async (docker = new Docker()): Promise<{ tag: string; built: boolean }> => {
+export const ensureSandboxImage = async (client?: Docker): Promise<{ tag: string; built: boolean }> => {
   const inputs = await imageInputs();
+  // Present (every warm start): asked on the engine's socket, without dockerode.
+  if (client === undefined && (await socketImageExists(inputs.tag)) === true)
+    return { tag: inputs.tag, built: false };
+  const docker = client ?? (await dockerClient());
   if (await imageExists(docker, inputs.tag)) return { tag: inputs.tag, built: false };
   const base = await resolveBase(docker, inputs.base);
   const installed: string[] = [];
   for (const pkg of IMAGE_PACKAGES) installed.push(await installImagePackage(pkg));
   log(`building sandbox image ${inputs.tag} from ${base} ...`);
-  const stream = await docker.buildImage(contextTar(inputs, installed), {
+  const stream = await docker.buildImage(await contextTar(inputs, installed), {
     t: inputs.tag,
     networkmode: 'host',
     buildargs: { BASE_IMAGE: base },

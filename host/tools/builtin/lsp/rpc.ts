@@ -6,20 +6,19 @@
 // JSON-RPC reader sees it (frames.ts: header and body sizes capped), its requests to us get empty
 // answers; a query that outlives queryTimeoutMs ends with TOOL_TIMEOUT and the program; after the
 // program's end every request fails at once, with why it ended and the end of its stderr.
+// vscode-jsonrpc loads at the first language server's start, not with the service.
 import { PassThrough, Writable } from 'node:stream';
-import {
-  createMessageConnection,
-  type MessageConnection,
-  StreamMessageReader,
-  StreamMessageWriter,
-} from 'vscode-jsonrpc/node';
+import type { MessageConnection } from 'vscode-jsonrpc/node';
 import { messageOf, SandboxError } from '../../../errors.ts';
+import { lazyRequire } from '../../../lazy.ts';
 import type { SandboxStdio, StdioProgram } from '../../../sandbox/types.ts';
 import { watchFrames } from './frames.ts';
 import type { Language } from './languages.ts';
 import { type LspLimits, WORKSPACE } from './limits.ts';
 
 const STDERR_TAIL = 2048;
+
+const jsonrpc = lazyRequire<typeof import('vscode-jsonrpc/node')>('vscode-jsonrpc/node');
 
 /** One language server's program and connection, shared by the session's parts. */
 export interface RpcState {
@@ -35,6 +34,8 @@ export interface RpcState {
 
 /** Starts the program and listens to it. */
 export function openRpc(stdio: SandboxStdio, language: Language, limits: LspLimits): RpcState {
+  // Before the program starts: a library that fails to load leaves nothing running.
+  const { createMessageConnection, StreamMessageReader, StreamMessageWriter } = jsonrpc();
   const abort = new AbortController();
   // Made first, its program and connection set below: the callbacks may use it as soon as they run.
   const s = { language, limits, abort, stderr: '', why: undefined, ended: false } as RpcState;
