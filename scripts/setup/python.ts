@@ -13,6 +13,8 @@ export const PYTHON_PACKAGES = [
   'python3-websockets',
   'python3-pip',
   'python3-setuptools',
+  // The test type-checks the installed package and its README example (the check below asks for it).
+  'mypy',
 ];
 
 // pip, setuptools and mypy are looked up, not imported: importing both in one process trips setuptools'
@@ -40,7 +42,7 @@ export const ensurePython = async (): Promise<string> => {
     return given;
   }
   for (const python of await candidates()) if (await fits(python)) return python;
-  const want = `Python 3.11+ with httpx and websockets (Debian: apt-get install ${PYTHON_PACKAGES.join(' ')})`;
+  const want = `Python 3.11+ with httpx, websockets, pip, setuptools and mypy (Debian: apt-get install ${PYTHON_PACKAGES.join(' ')})`;
   if (process.getuid?.() !== 0 || !existsSync('/etc/debian_version'))
     throw new Error(`no ${want}, for the Python client's tests; or set DSH_PYTHON`);
   log(
