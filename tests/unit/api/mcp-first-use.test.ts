@@ -10,8 +10,9 @@ import { createIsolateHost } from '../../../host/isolates/index.ts';
 import { createMcpRunner } from '../../../host/mcp-servers/runner.ts';
 import { DEFAULT_MCP_LIMITS } from '../../../host/mcp-servers/types.ts';
 import { createMemoryProvider } from '../../../host/sandbox/memory/provider.ts';
-import type { Sandbox, StdioEnd, StdioOpenOptions } from '../../../host/sandbox/types.ts';
+import type { Sandbox } from '../../../host/sandbox/types.ts';
 import { openStore } from '../../../host/store/index.ts';
+import { inProcessMcpServer } from '../mcp-servers/in-process-server.ts';
 
 const store = openStore({ path: ':memory:' });
 const isolates = createIsolateHost({ workers: 1 });
@@ -24,42 +25,12 @@ afterAll(async () => {
 });
 
 /** An MCP server in this process with one tool, `echo`; `opened` counts its programs. */
-const echoServer = () => {
-  const server = {
-    opened: 0,
-    open(options: StdioOpenOptions) {
-      server.opened++;
-      let end: (e: StdioEnd) => void = () => {};
-      const ended = new Promise<StdioEnd>((resolve) => {
-        end = resolve;
-      });
-      options.signal?.addEventListener('abort', () => end({ exitCode: null, signal: 'SIGKILL' }));
-      const answer = (id: unknown, result: unknown) =>
-        queueMicrotask(() =>
-          options.onStdout(Buffer.from(`${JSON.stringify({ jsonrpc: '2.0', id, result })}\n`)),
-        );
-      return {
-        async write(data: Uint8Array) {
-          for (const line of Buffer.from(data).toString().split('\n').filter(Boolean)) {
-            const m = JSON.parse(line);
-            if (m.method === 'initialize')
-              answer(m.id, {
-                protocolVersion: m.params.protocolVersion,
-                capabilities: { tools: {} },
-                serverInfo: { name: 'echo', version: '1' },
-              });
-            else if (m.method === 'tools/list')
-              answer(m.id, { tools: [{ name: 'echo', inputSchema: { type: 'object' } }] });
-            else if (m.method === 'tools/call')
-              answer(m.id, { content: [{ type: 'text', text: m.params.arguments.message }] });
-          }
-        },
-        ended,
-      };
-    },
-  };
-  return server;
-};
+const echoServer = () =>
+  inProcessMcpServer({
+    name: 'echo',
+    page: { tools: [{ name: 'echo', inputSchema: { type: 'object' } }] },
+    call: (params) => ({ content: [{ type: 'text', text: params.arguments.message }] }),
+  });
 
 it("a fresh runner's first starts and call share one import and one program", async () => {
   const server = echoServer();

@@ -9,8 +9,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMcpRunner } from '../../../host/mcp-servers/runner.ts';
 import { DEFAULT_MCP_LIMITS, type McpLimits } from '../../../host/mcp-servers/types.ts';
 import { createMemoryProvider } from '../../../host/sandbox/memory/provider.ts';
-import type { Sandbox, SandboxProvider, StdioEnd, StdioOpenOptions } from '../../../host/sandbox/types.ts';
+import type { Sandbox, SandboxProvider } from '../../../host/sandbox/types.ts';
 import { type Api, makeApi } from '../api/harness.ts';
+import { inProcessMcpServer } from '../mcp-servers/in-process-server.ts';
 import { type LocalSandboxd, startLocalSandboxd } from '../sandboxd/harness.ts';
 
 const LIAR = join(import.meta.dirname, '..', '..', 'fixtures', 'mcp', 'lying-server.mjs');
@@ -160,34 +161,7 @@ describe('checking a listing', () => {
    * no I/O): the start takes no turn of the event loop of its own, so every turn while it runs is
    * one the listing gave back.
    */
-  const inProcessServer = (page: unknown) => ({
-    open(options: StdioOpenOptions) {
-      let end: (e: StdioEnd) => void = () => {};
-      const ended = new Promise<StdioEnd>((resolve) => {
-        end = resolve;
-      });
-      options.signal?.addEventListener('abort', () => end({ exitCode: null, signal: 'SIGKILL' }));
-      const answer = (id: unknown, result: unknown) =>
-        queueMicrotask(() =>
-          options.onStdout(Buffer.from(`${JSON.stringify({ jsonrpc: '2.0', id, result })}\n`)),
-        );
-      return {
-        async write(data: Uint8Array) {
-          for (const line of Buffer.from(data).toString().split('\n').filter(Boolean)) {
-            const m = JSON.parse(line);
-            if (m.method === 'initialize')
-              answer(m.id, {
-                protocolVersion: m.params.protocolVersion,
-                capabilities: { tools: {} },
-                serverInfo: { name: 'inproc', version: '1' },
-              });
-            else if (m.method === 'tools/list') answer(m.id, page);
-          }
-        },
-        ended,
-      };
-    },
-  });
+  const inProcessServer = (page: unknown) => inProcessMcpServer({ name: 'inproc', page });
 
   it('yields to the event loop while it checks one page of 20,000 tools, never holding it for the whole page', async () => {
     const tools = Array.from({ length: 20_000 }, (_, i) => ({
