@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type Docker from 'dockerode';
-import { socketVersion } from './engine-socket.ts';
+import { type EngineVersion, socketVersion } from './engine-socket.ts';
 import { log, run, which } from './exec.ts';
 import { runscDaemonConfig } from './runsc.ts';
 
@@ -29,10 +29,7 @@ const ping = async (docker: Docker): Promise<boolean> => {
   }
 };
 
-const infoOf = (
-  version: { Version: string; ApiVersion: string; Components?: Array<{ Name: string; Version: string }> },
-  started: boolean,
-): EngineInfo => {
+const infoOf = (version: EngineVersion, started: boolean): EngineInfo => {
   const runc = version.Components?.find((c) => c.Name === 'runc')?.Version;
   return { version: version.Version, apiVersion: version.ApiVersion, runc, started };
 };
