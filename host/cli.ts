@@ -19,6 +19,7 @@ import { parseArgs } from 'node:util';
 import { ADMIN_USAGE, runAdmin } from './cli-admin.ts';
 import { BACKUP_USAGE, runBackup } from './cli-backup.ts';
 import { loadConfig, portFrom, unknownSettings } from './config.ts';
+import { deferRarelyUsedModules } from './deferred-modules.ts';
 import { isSandboxError } from './errors.ts';
 import { settingsHelp } from './settings-text.ts';
 
@@ -98,11 +99,13 @@ const main = async (argv: string[]): Promise<number> => {
       // CPU of loading the service). serve.ts flushes it once listening.
       mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
       enableCompileCache(join(config.dataDir, 'compile-cache'));
+      deferRarelyUsedModules();
       const { serve } = await import('./serve.ts');
       await serve(config);
       return 0;
     }
     case 'node': {
+      deferRarelyUsedModules();
       const { serveNodeAgent, untilSignalled } = await import('./serve-node.ts');
       await untilSignalled(await serveNodeAgent(config));
       // Whatever a close left behind (an engine call under way) holds the process a second at most.

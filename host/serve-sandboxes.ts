@@ -100,6 +100,12 @@ export const defaultProvider = async (
     ...(pools === undefined ? {} : { owner: pools.owner }),
   };
   const provider = createDockerProvider(options);
+  // The engine's runtimes are read while the sandboxes are adopted (one engine round trip less before listening).
+  const runtimes = provider.runtimes().then(
+    (offered) =>
+      log(`sandbox runtimes the ${remote === undefined ? 'engine' : 'node'} offers: ${offered.join(', ')}`),
+    (e: unknown) => log(`could not read the engine's runtimes: ${String(e)}`),
+  );
   const knownAt = Date.now();
   const agents = await store.agents.listAll({ includeDeleted: true });
   const recorded = agents.flatMap((a) => (a.sandboxId === undefined ? [] : [[a.sandboxId, a.id] as const]));
@@ -134,11 +140,7 @@ export const defaultProvider = async (
     },
     (e: unknown) => log(`could not sweep the snapshot files no record names: ${String(e)}`),
   );
-  await provider.runtimes().then(
-    (offered) =>
-      log(`sandbox runtimes the ${remote === undefined ? 'engine' : 'node'} offers: ${offered.join(', ')}`),
-    (e: unknown) => log(`could not read the engine's runtimes: ${String(e)}`),
-  );
+  await runtimes;
   return provider;
 };
 
