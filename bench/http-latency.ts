@@ -19,7 +19,8 @@
 // the run_code isolate workers (processes of their own, all their threads).
 // Run: npm run bench http-latency   (or node --no-node-snapshot bench/http-latency.ts; the image:
 // DSH_SANDBOX_IMAGE, else the one setup builds). BENCH_RUNS (30), BENCH_BLOCK (10; 1 interleaves call by call),
-// BENCH_WARMUP (200 unmeasured calls of each row first; 3 for the docker CLI), BENCH_READY_RUNS (10),
+// BENCH_WARMUP (200: the fewest unmeasured calls of each row first; more until V8's background
+// threads settle, at most BENCH_WARMUP_MAX, 3000: see warmUp; 3 for the docker CLI), BENCH_READY_RUNS (10),
 // BENCH_STARTS (3), BENCH_ONLY (row names' beginnings, comma-separated). DSH_* settings in the environment reach the service (e.g. DSH_POOL_SIZE).
 // BENCH_UNTRACKED=1: the tenant's settings turn checkpoints off (checkpoints.maxCount 0), to see what tracking costs a write.
 // BENCH_CPU_PROF=dir starts the service under `node --cpu-prof --cpu-prof-dir=dir` (the profile is
@@ -44,6 +45,9 @@ const READY_RUNS = Number(process.env.BENCH_READY_RUNS ?? 10);
 const BLOCK = Math.max(1, Number(process.env.BENCH_BLOCK ?? 10));
 /** Calls of each row made and not measured first (a service that has run a while). */
 const WARMUP = Math.max(1, Number(process.env.BENCH_WARMUP ?? 200));
+const WARMUP_MAX = Math.max(WARMUP, Number(process.env.BENCH_WARMUP_MAX ?? 3000));
+/** V8's background threads' CPU over a warm-up chunk, as a share of the main thread's, that counts as settled. */
+const SETTLED = 0.03;
 const STARTS = Number(process.env.BENCH_STARTS ?? 3);
 /** BENCH_ONLY=a,b: only the rows whose name starts with one of these (and the baselines). */
 const ONLY = process.env.BENCH_ONLY?.split(',').filter(Boolean);
@@ -282,11 +286,8 @@ const measureCalls = async (agentId: string, container: string): Promise<void> =
     [FLOOR_HOP, () => (floor as FloorServer).post(true)],
   ];
   const chosen = steps.filter(([row]) => wanted(row));
-  // Warm-up: the service's code tiered up by V8 as in a service that has run a while (and the
-  // floors' servers alike); the docker CLI gains nothing from it.
-  for (const [row, fn] of chosen)
-    for (let i = 0; i < (row.startsWith('docker exec') ? 3 : WARMUP); i++) await fn();
   const service = servicePid();
+  for (const [row, fn] of chosen) warmedWith.set(row, await warmUp(row, fn, service, container));
   for (let done = 0; done < RUNS; done += BLOCK)
     for (const [row, fn] of chosen) {
       const n = Math.min(BLOCK, RUNS - done);
@@ -297,12 +298,48 @@ const measureCalls = async (agentId: string, container: string): Promise<void> =
         if (k === 0) firsts.set(row, [...(firsts.get(row) ?? []), ms]);
       }
       const after = cpuNow(service, container);
-      const used = cpu.get(row) ?? [0, 0, 0, 0, 0];
+      const used = cpu.get(row) ?? [0, 0, 0, 0, 0, 0];
       cpu.set(
         row,
-        [0, 1, 2, 3, 4].map((k) => (used[k] as number) + (after[k] as number) - (before[k] as number)),
+        [0, 1, 2, 3, 4, 5].map((k) => (used[k] as number) + (after[k] as number) - (before[k] as number)),
       );
     }
+};
+
+/** Calls each row made before it was measured. */
+const warmedWith = new Map<string, number>();
+
+/**
+ * Warm-up: the service's code tiered up by V8 as in a service that has run a while. A row's calls
+ * are made in chunks until V8's background threads in the service and its isolate workers (its
+ * optimising compilers, Maglev and TurboFan, and GC helpers) used at most SETTLED of the main
+ * thread's CPU over a chunk: 200 calls a row left them compiling ~3 functions a call
+ * (--trace-opt), at ~0.4 ms of their CPU a read on this 2-core machine, which competes with the
+ * call. At least WARMUP calls, at most WARMUP_MAX; rows off the service (the floors, the bare
+ * isolate) make WARMUP_MAX calls, as much as any service row may have had; the docker CLI 3.
+ */
+const warmUp = async (
+  row: string,
+  fn: () => Promise<unknown>,
+  service: number,
+  container: string,
+): Promise<number> => {
+  if (row.startsWith('docker exec')) {
+    for (let i = 0; i < 3; i++) await fn();
+    return 3;
+  }
+  const own = !row.startsWith('floor') && !row.startsWith('bare');
+  const chunk = row.startsWith('20 sequential') ? 10 : 100;
+  let calls = 0;
+  for (;;) {
+    const before = cpuNow(service, container);
+    for (let i = 0; i < chunk; i++) await fn();
+    calls += chunk;
+    const after = cpuNow(service, container);
+    const background = (after[5] as number) - (before[5] as number);
+    const main = (after[0] as number) - (before[0] as number);
+    if (calls >= WARMUP_MAX || (own && calls >= WARMUP && background <= SETTLED * main)) return calls;
+  }
 };
 
 /** Each row's first call of a block (after another row's calls): what a call costs when it follows other work. */
@@ -348,8 +385,21 @@ const cpuNow = (pid: number, container: string): number[] => {
   try {
     if (floor !== undefined) floorThread = onCpu(`/proc/${floor.pid}/task/${floor.pid}/schedstat`);
   } catch {}
-  return [onCpu(`/proc/${pid}/task/${pid}/schedstat`), threads, box, workers, floorThread];
+  let background = 0;
+  for (const p of [pid, ...workerPids]) {
+    try {
+      background += v8BackgroundOf(p);
+    } catch {}
+  }
+  return [onCpu(`/proc/${pid}/task/${pid}/schedstat`), threads, box, workers, floorThread, background];
 };
+
+/** CPU ms of a process's V8 platform threads (named V8Worker: concurrent compilation, GC helpers). */
+const v8BackgroundOf = (p: number): number =>
+  readdirSync(`/proc/${p}/task`).reduce((sum, tid) => {
+    if (readFileSync(`/proc/${p}/task/${tid}/comm`, 'utf8').trim() !== 'V8Worker') return sum;
+    return sum + Number(readFileSync(`/proc/${p}/task/${tid}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
+  }, 0);
 
 let workerPids: number[] = [];
 /** The service's run_code isolate workers (processes of their own: host/isolates/worker.ts). */
@@ -439,12 +489,14 @@ const report = (): void => {
         ? ''
         : row.startsWith('floor')
           ? ` | CPU a call: its server's main thread ${fmt((used[4] as number) / xs.length)}`
-          : ` | CPU a call: service main thread ${fmt((used[0] as number) / xs.length)}, all its threads ${fmt((used[1] as number) / xs.length)}, the container ${fmt((used[2] as number) / xs.length)}, the isolate workers ${fmt((used[3] as number) / xs.length)}`;
+          : ` | CPU a call: service main thread ${fmt((used[0] as number) / xs.length)}, all its threads ${fmt((used[1] as number) / xs.length)}, the container ${fmt((used[2] as number) / xs.length)}, the isolate workers ${fmt((used[3] as number) / xs.length)}, V8's background threads ${fmt((used[5] as number) / xs.length)}`;
     const first = firsts.get(row);
     const firstText =
       first === undefined || BLOCK === 1 ? '' : ` | the first of a block: p50 ${fmt(quantile(first, 0.5))}`;
+    const warmed = warmedWith.get(row);
+    const warmText = warmed === undefined ? '' : ` | after ${warmed} unmeasured calls`;
     console.log(
-      `${row} | ${fmt(quantile(xs, 0.5))} | ${fmt(quantile(xs, 0.9))} | ${fmt(quantile(xs, 0.99))} |${ratio}${overFloor} |${verdict}${firstText}${cpuText}`,
+      `${row} | ${fmt(quantile(xs, 0.5))} | ${fmt(quantile(xs, 0.9))} | ${fmt(quantile(xs, 0.99))} |${ratio}${overFloor} |${verdict}${firstText}${cpuText}${warmText}`,
     );
   }
 };
