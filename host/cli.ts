@@ -1,5 +1,5 @@
 #!/bin/sh
-':' //; n=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null); [ "${n:-0}" -ge 24 ] 2>/dev/null || { echo "dsh-sandbox: needs Node.js 24 or later, and node on PATH is $(node --version 2>/dev/null || echo missing); install Node.js 24, or run npm start, which fetches it" >&2; exit 1; }; exec node --no-node-snapshot "$0" "$@"
+':' //; n=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null); [ "${n:-0}" -ge 24 ] 2>/dev/null || { echo "dsh-sandbox: needs Node.js 24 or later, and node on PATH is $(node --version 2>/dev/null || echo missing); install Node.js 24, or run npm start, which fetches it" >&2; exit 1; }; exec node "$0" "$@"
 // The command line: `serve` (the control plane), `node` (a node agent: serve-node.ts), the admin
 // commands `tenants`, `keys`, `nodes` and `retention` (cli-admin.ts; `tenant create` is the older
 // spelling of `tenants create`), `backup`, `restore` and `verify` (cli-backup.ts) and `doctor`.

@@ -190,3 +190,37 @@ describe('the rooms around the agent service', () => {
     }
   });
 });
+
+describe('the service process and isolated-vm', () => {
+  // The service runs with Node's startup snapshot (scripts/main.ts), which isolated-vm cannot run
+  // under: only the isolate and plugin workers load it, processes of their own forked with
+  // --no-node-snapshot (host/isolates/fork.ts). So nothing the service process imports, from
+  // host/cli.ts on, statically or dynamically, may import isolated-vm (type imports aside: erased).
+  const runtimeSpecifiers = (source: string): string[] =>
+    specifiersOf(
+      source.replace(/^\s*import\s+type\b[^;]*;/gm, '').replace(/^\s*export\s+type\b[^;]*;/gm, ''),
+    );
+
+  it('nothing reachable from host/cli.ts imports isolated-vm', () => {
+    const reached = new Set<string>();
+    const visit = (file: string): void => {
+      if (reached.has(file)) return;
+      reached.add(file);
+      for (const specifier of runtimeSpecifiers(readFileSync(join(REPO, file), 'utf8')))
+        if (specifier.startsWith('.'))
+          visit(
+            relative(REPO, join(REPO, dirname(file), specifier))
+              .split(sep)
+              .join('/'),
+          );
+    };
+    visit('host/cli.ts');
+    expect(reached.size).toBeGreaterThan(300);
+    const loaders = [...reached].filter((file) =>
+      runtimeSpecifiers(readFileSync(join(REPO, file), 'utf8')).includes('isolated-vm'),
+    );
+    expect(loaders).toEqual([]);
+    // The workers themselves do load it (the wall above is about the service alone).
+    expect(reached.has('host/isolates/worker.ts')).toBe(false);
+  });
+});
