@@ -175,7 +175,8 @@ const startService = async (how: 'npm-start' | 'cli'): Promise<Service> => {
         })
       : spawn(
           process.execPath,
-          ['--no-node-snapshot', ...profileArgs, join(ROOT, 'host', 'cli.ts'), 'serve'],
+          // As npm start runs it: with Node's startup snapshot (scripts/main.ts).
+          [...profileArgs, join(ROOT, 'host', 'cli.ts'), 'serve'],
           {
             cwd: ROOT,
             env: serviceEnv,
