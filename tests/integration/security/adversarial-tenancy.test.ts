@@ -4,7 +4,9 @@
 // requests can both pass, or a row that outlives its tenant, is a defect.
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import { until } from '../../helpers/until.ts';
+import { readSse } from '../../unit/api/sse.ts';
 import { type Harness, type Loose, startHarness, tarOf, text } from './harness.ts';
 
 const ADMIN = 'admin-key-for-the-adversarial-tenancy-0123456789';
@@ -130,6 +132,29 @@ const slowRequest = (
   };
 };
 
+describe('children under concurrency', () => {
+  it('concurrent batches of background subagents never pass the per-agent bounds', async () => {
+    const t = await tenant('children');
+    const parent = await h.agent(t.key, { preset: 'standard', subagents: true });
+    const batch = (n: number, tag: string) =>
+      h.http(t.key, 'POST', `/v1/agents/${parent}/calls`, {
+        calls: Array.from({ length: n }, (_, i) => ({
+          id: `${tag}${i}`,
+          name: 'subagent',
+          arguments: { description: 'd', prompt: 'p', run_in_background: true },
+        })),
+      });
+    const answers = await Promise.all([batch(12, 'a'), batch(12, 'b'), batch(12, 'c')]);
+    const results = answers.flatMap((r) => r.json.results as Loose[]);
+    const made = results.filter((r) => r.ok);
+    const refused = results.filter((r) => !r.ok);
+    for (const r of refused) expect(r.error.code, JSON.stringify(r)).toBe('CHILD_LIMIT_EXCEEDED');
+    const children = await h.http(t.key, 'GET', `/v1/agents/${parent}/children`);
+    expect(made.length).toBeLessThanOrEqual(8); // DSH_CONCURRENT_CHILDREN's default
+    expect(children.json.agents.length).toBe(made.length);
+  });
+});
+
 describe('a tenant deleted while its requests are in flight', () => {
   it('a create authenticated before the delete leaves no live agent once the tenant is deleted', async () => {
     const t = await tenant('deleting-creates');
@@ -190,12 +215,51 @@ describe('a tenant deleted while its requests are in flight', () => {
 describe('keys', () => {
   it('a revoked key is refused at once, also on a stream it had opened', async () => {
     const t = await tenant('revoke');
+    const agent = await h.agent(t.key, { preset: 'standard' });
     const second = await h.http(t.key, 'POST', '/v1/keys', { name: 'second' });
     expect(second.status).toBe(201);
+    // A stream opened with the key before its revocation.
+    const stream = await fetch(`${h.server.url}/v1/agents/${agent}/events`, {
+      headers: { Authorization: `Bearer ${second.json.apiKey}`, Accept: 'text/event-stream' },
+    });
+    expect(stream.status).toBe(200);
+    const reading = readSse(stream.body as ReadableStream<Uint8Array>, (m) =>
+      JSON.stringify(m).includes('after-revocation-secret'),
+    );
     const del = await h.http(t.key, 'DELETE', `/v1/keys/${second.json.id}`);
     expect(del.status).toBe(204);
-    const res = await h.http(second.json.apiKey, 'GET', '/v1/agents');
-    expect(res.status).toBe(401);
+    expect((await h.http(second.json.apiKey, 'GET', '/v1/agents')).status).toBe(401);
+    // The stream it had open ends too (within its recheck), before anything else is logged.
+    const ended = await Promise.race([
+      reading.then(() => 'ended'),
+      new Promise((r) => setTimeout(() => r('still open'), 5000)),
+    ]);
+    expect(ended).toBe('ended');
+    await h.bash(t.key, agent, 'echo after-revocation-secret');
+    expect(JSON.stringify(await reading)).not.toContain('after-revocation-secret');
+    await stream.body?.cancel().catch(() => undefined);
+  });
+
+  it('a terminal socket attached with a key is closed when the key is revoked', async () => {
+    const t = await tenant('revoke-terminal');
+    const agent = await h.agent(t.key, { preset: 'standard' });
+    const second = await h.http(t.key, 'POST', '/v1/keys', {});
+    const opened = await h.http(t.key, 'POST', `/v1/agents/${agent}/terminals`, {});
+    expect(opened.status, opened.text).toBe(201);
+    const url = `${h.server.url.replace('http', 'ws')}/v1/agents/${agent}/terminals/${opened.json.id}`;
+    const ws = new WebSocket(url, [], { headers: { Authorization: `Bearer ${second.json.apiKey}` } });
+    const closed = new Promise<number>((r) => ws.on('close', (code) => r(code)));
+    await new Promise((resolve, reject) => {
+      ws.on('open', resolve);
+      ws.on('error', reject);
+    });
+    expect((await h.http(t.key, 'DELETE', `/v1/keys/${second.json.id}`)).status).toBe(204);
+    const code = await Promise.race([closed, new Promise((r) => setTimeout(() => r('still open'), 5000))]);
+    expect(code).toBe(1008);
+    // Nothing typed after the revocation reaches the shell.
+    ws.send(Buffer.from('touch typed-after-revocation\n'));
+    const ls = await h.http(t.key, 'POST', `/v1/agents/${agent}/exec`, { command: 'sleep 1; ls' });
+    expect(ls.json.stdout).not.toContain('typed-after-revocation');
   });
 
   it("another tenant's key id answers like an unknown one, and is not revoked", async () => {
@@ -220,5 +284,167 @@ describe('keys', () => {
       h.http(second.json.apiKey, 'DELETE', `/v1/keys/${ids[1]}`),
     ]);
     expect([r1.status, r2.status].sort()).toEqual([204, 409]);
+  });
+});
+
+/** Values a picky client sends where a number, a string or an object is expected (raw JSON). */
+const ODD = [
+  '1e400',
+  '-1e400',
+  '-1',
+  '-0',
+  '1.5',
+  '9007199254740993',
+  '"12"',
+  'null',
+  '[]',
+  '{}',
+  'true',
+  '"\\u0000"',
+  '"a\\u0000b"',
+  '"\\ud800"',
+  '"../../etc"',
+  `"${'x'.repeat(100_000)}"`,
+];
+
+describe('odd values in every field answer a clear 4xx, never a 500', () => {
+  it('bodies and queries across the tenant and admin routes', async () => {
+    const t = await tenant('odd-values');
+    const agent = await h.agent(t.key, { preset: 'creator' });
+    const bodies: [string, string, (v: string) => string, string?][] = [
+      ['POST', '/v1/agents', (v) => `{"sandbox":{"memoryMb":${v}}}`],
+      ['POST', '/v1/agents', (v) => `{"sandbox":{"cpus":${v}}}`],
+      ['POST', '/v1/agents', (v) => `{"sandbox":{"pids":${v}}}`],
+      ['POST', '/v1/agents', (v) => `{"sandbox":{"diskMb":${v}}}`],
+      ['POST', '/v1/agents', (v) => `{"sandbox":{"runtime":${v}}}`],
+      ['POST', '/v1/agents', (v) => `{"codeMode":{"cpuMs":${v}}}`],
+      ['POST', '/v1/agents', (v) => `{"codeMode":{"wallMs":${v}}}`],
+      ['POST', '/v1/agents', (v) => `{"preset":${v}}`],
+      ['POST', '/v1/agents', (v) => `{"mode":${v}}`],
+      ['POST', '/v1/agents', (v) => `{"fromSnapshot":${v}}`],
+      ['POST', '/v1/agents', (v) => `{"egress":{"allow":[{"host":${v}}]}}`],
+      ['POST', '/v1/agents', (v) => `{"egress":{"allow":[{"host":"a.test","ports":[${v}]}]}}`],
+      ['POST', '/v1/agents', (v) => `{"policy":${v}}`],
+      ['POST', '/v1/agents', (v) => `{"restrict":{"allow":[${v}]}}`],
+      ['POST', `/v1/agents/${agent}/exec`, (v) => `{"command":"true","timeoutMs":${v}}`],
+      ['POST', `/v1/agents/${agent}/exec`, (v) => `{"command":${v}}`],
+      ['POST', `/v1/agents/${agent}/exec`, (v) => `{"command":"true","cwd":${v}}`],
+      ['POST', `/v1/agents/${agent}/exec`, (v) => `{"command":"true","env":{"A":${v}}}`],
+      [
+        'POST',
+        `/v1/agents/${agent}/exec`,
+        (v) => `{"command":"true","env":{${v === '{}' ? '"":1' : `${JSON.stringify(v)}:"x"`}}}`,
+      ],
+      ['POST', `/v1/agents/${agent}/exec`, (v) => `{"command":"cat","stdin":${v}}`],
+      ['POST', `/v1/agents/${agent}/terminals`, (v) => `{"cols":${v}}`],
+      ['POST', `/v1/agents/${agent}/terminals`, (v) => `{"rows":${v}}`],
+      ['POST', `/v1/agents/${agent}/terminals`, (v) => `{"name":${v},"command":["true"]}`],
+      ['POST', `/v1/agents/${agent}/terminals`, (v) => `{"command":[${v}]}`],
+      ['POST', `/v1/agents/${agent}/terminals`, (v) => `{"cwd":${v},"command":["true"]}`],
+      ['POST', `/v1/agents/${agent}/messages`, (v) => `{"messages":[{"role":"user","content":${v}}]}`],
+      ['POST', `/v1/agents/${agent}/pause`, (v) => `{"mode":${v}}`],
+      ['POST', `/v1/agents/${agent}/rollback`, (v) => `{"seq":${v}}`],
+      ['POST', `/v1/agents/${agent}/rollback`, (v) => `{"callId":${v}}`],
+      ['PUT', `/v1/agents/${agent}/plan-mode`, (v) => `{"planMode":${v}}`],
+      ['POST', `/v1/agents/${agent}/calls`, (v) => `{"calls":[{"id":${v},"name":"bash","arguments":{}}]}`],
+      ['POST', `/v1/agents/${agent}/calls`, (v) => `{"calls":[{"id":"a","name":${v},"arguments":{}}]}`],
+      ['POST', `/v1/agents/${agent}/calls`, (v) => `{"calls":[{"id":"a","name":"bash","arguments":${v}}]}`],
+      [
+        'POST',
+        `/v1/agents/${agent}/calls`,
+        (v) => `{"calls":[{"id":"a","name":"read","arguments":{"file_path":${v}}}]}`,
+      ],
+      ['POST', `/v1/agents/${agent}/calls`, (v) => `{"calls":[],"step":${v}}`],
+      [
+        'POST',
+        `/v1/agents/${agent}/remote-tools`,
+        (v) => `{"tools":[{"name":${v},"description":"d","parameters":{}}]}`,
+      ],
+      ['POST', `/v1/agents/${agent}/mcp-servers`, (v) => `{"name":${v},"command":["true"]}`],
+      ['POST', `/v1/agents/${agent}/mcp-servers`, (v) => `{"name":"m","command":${v},"timeoutMs":1}`],
+      ['POST', `/v1/agents/${agent}/mcp-servers`, (v) => `{"name":"m","transport":"http","url":${v}}`],
+      ['POST', `/v1/agents/${agent}/snapshots`, (v) => v],
+      ['POST', '/v1/keys', (v) => `{"expiresAt":${v}}`],
+      ['POST', '/v1/keys', (v) => `{"name":${v}}`],
+      ['PUT', '/v1/settings', (v) => `{"pause":{"idleSeconds":${v}}}`],
+      ['PUT', '/v1/settings', (v) => `{"pause":{"onCall":${v}}}`],
+      ['PUT', '/v1/settings', (v) => `{"log":{"retentionDays":${v}}}`],
+      ['PUT', '/v1/settings', (v) => `{"log":{"retentionBytes":${v}}}`],
+      ['PUT', '/v1/settings', (v) => `{"log":{"deletedAgentHours":${v}}}`],
+      ['PUT', '/v1/settings', (v) => `{"checkpoints":{"maxBytes":${v}}}`],
+      ['PUT', '/v1/settings', (v) => `{"checkpoints":{"maxCount":${v}}}`],
+      ['PUT', '/v1/egress', (v) => `{"allow":[{"host":${v}}]}`],
+      ['PUT', '/v1/egress', (v) => `{"allow":[],"budget":{"connections":${v}}}`],
+      ['PUT', '/v1/egress', (v) => `{"allow":[],"budget":{"bytesPerHour":${v}}}`],
+      [
+        'PUT',
+        '/v1/egress',
+        (v) => `{"allow":[],"credentials":[{"name":${v},"host":"a.test","header":"X","value":"v"}]}`,
+      ],
+      ['PUT', '/v1/egress', (v) => `{"allow":[],"search":{"provider":"searxng","url":${v}}}`],
+      ['PUT', `/v1/tenants/${t.id}/limits`, (v) => `{"agents":${v}}`, ADMIN],
+      ['PUT', `/v1/tenants/${t.id}/limits`, (v) => `{"diskMb":${v}}`, ADMIN],
+      ['PUT', `/v1/tenants/${t.id}/limits`, (v) => `{"snapshotBytes":${v}}`, ADMIN],
+      ['PUT', `/v1/tenants/${t.id}/limits`, (v) => `{"logBytes":${v}}`, ADMIN],
+      ['PUT', `/v1/tenants/${t.id}/limits`, (v) => `{"plugins":${v}}`, ADMIN],
+      ['PUT', `/v1/tenants/${t.id}/limits`, (v) => `{"checkpointBytes":${v}}`, ADMIN],
+      ['POST', '/v1/tenants', (v) => `{"name":${v}}`, ADMIN],
+      ['POST', `/v1/tenants/${t.id}/keys`, (v) => `{"expiresAt":${v}}`, ADMIN],
+    ];
+    const failures: string[] = [];
+    const look = (what: string, res: { status: number; json: Loose; text: string }) => {
+      // A stdio server that exits (a valid odd name starts `true`) is the documented 502.
+      if (res.json?.error?.code === 'MCP_SERVER_FAILED') return;
+      if (res.status >= 500 || (res.status >= 400 && typeof res.json?.error?.code !== 'string'))
+        failures.push(`${what} -> ${res.status} ${res.text.slice(0, 200)}`);
+    };
+    for (const [method, path, body, key] of bodies) {
+      for (const v of ODD) {
+        const res = await h.http(key ?? t.key, method, path, body(v), { 'Content-Type': 'application/json' });
+        look(`${method} ${path} ${body(v).slice(0, 80)}`, res);
+        // Whatever a valid odd value made, undo: the quotas of the next ones stay the tenant's.
+        if (path.endsWith('/limits')) await h.http(ADMIN, 'PUT', path, {});
+      }
+    }
+    const queries: string[] = [
+      `/v1/agents/${agent}/events?after=`,
+      `/v1/agents/${agent}/events/export?after=`,
+      `/v1/agents/${agent}/events/1/payload?pointer=`,
+      `/v1/agents/${agent}/directory?path=`,
+      `/v1/agents/${agent}/files?path=`,
+      `/v1/agents/${agent}/archive?path=`,
+      `/v1/agents/${agent}/mailbox?after=`,
+      `/v1/agents/${agent}/children?scope=`,
+      `/v1/agents/${agent}/requests?state=`,
+      `/v1/agents/${agent}/terminals/x?offset=`,
+      `/v1/events/export?after=1&agent=`,
+      `/v1/events/export?agent=${agent}&after=`,
+      '/v1/admin/workspaces?limit=',
+      '/v1/admin/workspaces?after=',
+    ];
+    const QUERY_ODD = [
+      '-1',
+      '1e400',
+      'NaN',
+      '1.5',
+      '%00',
+      '%ED%A0%80',
+      'x'.repeat(10_000),
+      '..%2F..',
+      '99999999999999999999',
+    ];
+    for (const q of queries)
+      for (const v of QUERY_ODD)
+        look(
+          `GET ${q}${v.slice(0, 40)}`,
+          await h.http(q.startsWith('/v1/admin') ? ADMIN : t.key, 'GET', `${q}${v}`),
+        );
+    for (const v of QUERY_ODD)
+      look(
+        `DELETE files ${v.slice(0, 40)}`,
+        await h.http(t.key, 'DELETE', `/v1/agents/${agent}/files?path=${v}&recursive=true`),
+      );
+    expect(failures).toEqual([]);
+    expect((await h.http(h.keyB, 'GET', '/v1/agents')).status).toBe(200);
   });
 });
