@@ -212,6 +212,62 @@ describe('a tenant deleted while its requests are in flight', () => {
   });
 });
 
+describe('an agent deleted while requests to it are in flight', () => {
+  it('uploads, commands, terminals and servers whose bodies arrive after the delete touch nothing and leave no container', async () => {
+    const t = await tenant('agent-late');
+    const agent = await h.agent(t.key, { preset: 'standard' });
+    expect((await h.bash(t.key, agent, 'echo warm')).ok).toBe(true); // a container exists
+    const tar = await tarOf([{ header: { name: 'late-archive.txt' }, body: 'x' }]);
+    const base = `/v1/agents/${agent}`;
+    const pending = [
+      slowRequest('PUT', `${base}/files?path=late.txt`, t.key, 'late bytes', 'application/octet-stream'),
+      slowRequest('PUT', `${base}/archive?path=.`, t.key, tar, 'application/x-tar'),
+      slowRequest('POST', `${base}/exec`, t.key, JSON.stringify({ command: 'echo ran > late-exec.txt' })),
+      slowRequest('POST', `${base}/terminals`, t.key, JSON.stringify({ command: ['sleep', '600'] })),
+      slowRequest(
+        'POST',
+        `${base}/mcp-servers`,
+        t.key,
+        JSON.stringify({ name: 'late', command: ['sleep', '600'] }),
+      ),
+      slowRequest(
+        'POST',
+        `${base}/calls`,
+        t.key,
+        JSON.stringify({
+          calls: [{ id: 'c', name: 'bash', arguments: { command: 'touch late-call', description: 'late' } }],
+        }),
+      ),
+      slowRequest(
+        'POST',
+        `${base}/messages`,
+        t.key,
+        JSON.stringify({ messages: [{ role: 'user', content: 'late' }] }),
+      ),
+      slowRequest(
+        'POST',
+        `${base}/remote-tools`,
+        t.key,
+        JSON.stringify({ tools: [{ name: 'late', description: 'd', parameters: { type: 'object' } }] }),
+      ),
+      slowRequest('PUT', `${base}/plan-mode`, t.key, JSON.stringify({ planMode: true })),
+      slowRequest('POST', `${base}/pause`, t.key, JSON.stringify({})),
+    ];
+    await new Promise((r) => setTimeout(r, 300));
+    expect((await h.http(t.key, 'DELETE', base)).status).toBe(204);
+    const answers = await Promise.all(pending.map((p) => p.finish()));
+    const summary = answers.map((r, i) => `${i}: ${r.status} ${r.text.slice(0, 160)}`);
+    for (const r of answers) expect(r.status, summary.join('\n')).toBeLessThan(500);
+    for (const r of answers) expect([404, 409], summary.join('\n')).toContain(r.status);
+    await new Promise((r) => setTimeout(r, 1000));
+    const left = await h.fixture.docker.listContainers({
+      all: true,
+      filters: { label: [`dsh.agent=${agent}`] },
+    });
+    expect(left).toEqual([]);
+  });
+});
+
 describe('keys', () => {
   it('a revoked key is refused at once, also on a stream it had opened', async () => {
     const t = await tenant('revoke');
