@@ -268,6 +268,79 @@ describe('an agent deleted while requests to it are in flight', () => {
   });
 });
 
+describe("another tenant's ids in tool arguments and nested paths", () => {
+  it('session, schedule, team and child tools of B never reach A, and nested ids answer like unknown ones', async () => {
+    const a = await tenant('ids-a');
+    const b = await tenant('ids-b');
+    const agentA = await h.agent(a.key, { preset: 'standard', subagents: true, teams: true });
+    const agentB = await h.agent(b.key, { preset: 'standard', subagents: true, teams: true });
+    const [sched, child, task] = await h.calls(a.key, agentA, [
+      ['s', 'schedule_create', { prompt: 'tenant-a-secret-prompt', after_seconds: 3600 }],
+      ['c', 'subagent', { description: 'd', prompt: 'tenant-a-secret-child', run_in_background: true }],
+      ['t', 'team_task_create', { subject: 'tenant-a-secret-task', description: 'x' }],
+    ]);
+    expect(sched.ok && child.ok && task.ok, JSON.stringify([sched, child, task])).toBe(true);
+    const scheduleId = sched.value.id as string;
+    const childId = child.value.agent_id as string;
+    await h.server.store.events.flush();
+    const probes = await h.calls(b.key, agentB, [
+      ['1', 'session_event_read', { session_id: agentA, seq: 1 }],
+      ['2', 'session_event_search', { session_id: agentA, query: 'secret' }],
+      ['3', 'session_event_trace', { session_id: agentA, seq: 1 }],
+      ['4', 'session_search', { query: 'secret', session_ids: [agentA, childId] }],
+      ['5', 'session_search', { query: 'secret', parent_session_ids: [agentA] }],
+      ['6', 'session_trace', { session_id: agentA }],
+      ['7', 'schedule_delete', { id: scheduleId }],
+      ['8', 'send_message', { target: childId, message: 'from b' }],
+      ['9', 'interrupt_agent', { target: childId }],
+      ['10', 'followup_task', { target: agentA, message: 'from b' }],
+      ['11', 'team_task_get', { task_id: '1' }],
+      ['12', 'list_agents', {}],
+    ]);
+    const all = JSON.stringify(probes);
+    expect(all).not.toContain('tenant-a-secret');
+    // Refused like unknown ids (the answers name only what B sent), found nothing in searches.
+    for (const i of [0, 1, 2, 5, 6, 7, 8, 9, 10]) expect(probes[i].ok, JSON.stringify(probes[i])).toBe(false);
+    expect(probes[3].value.sessions).toEqual([]);
+    expect(probes[4].value.sessions).toEqual([]);
+    expect(probes[11].value.agents.map((x: Loose) => x.agent_id)).toEqual([agentB]);
+    // Nested ids through B's own agent: A's schedule, child and task stay A's.
+    for (const [method, path] of [
+      ['DELETE', `/v1/agents/${agentB}/schedules/${scheduleId}`],
+      ['GET', `/v1/agents/${childId}/children`],
+      ['POST', `/v1/agents/${childId}/mailbox/take`],
+      ['GET', `/v1/agents/${childId}/mailbox`],
+      ['GET', `/v1/agents/${agentA}/schedules`],
+      ['GET', `/v1/agents/${agentA}/todos`],
+      ['GET', `/v1/agents/${agentA}/goal`],
+      ['GET', `/v1/agents/${agentA}/checkpoints`],
+      ['POST', `/v1/agents/${agentA}/rollback`],
+      ['GET', `/v1/agents/${agentA}/usage`],
+      ['GET', `/v1/agents/${agentA}/snapshots`],
+      ['POST', `/v1/agents/${agentA}/steps`],
+      ['GET', `/v1/agents/${agentA}/plugins`],
+      ['GET', `/v1/agents/${agentA}/mcp-servers`],
+      ['GET', `/v1/agents/${agentA}/plan-mode`],
+      ['POST', `/v1/agents/${agentA}/pause`],
+      ['POST', `/v1/agents/${agentA}/resume`],
+      ['GET', `/v1/agents/${agentA}/events/export`],
+      ['GET', `/v1/events/export?agent=${agentA}`],
+      ['GET', `/v1/agents/${agentA}/mcp`],
+    ] as const) {
+      const res = await h.http(b.key, method, path, method === 'POST' ? {} : undefined);
+      expect(res.status, `${method} ${path}: ${res.text}`).toBeGreaterThanOrEqual(400);
+      expect(res.status, `${method} ${path}: ${res.text}`).toBeLessThan(500);
+      expect(res.text, path).not.toContain('tenant-a-secret');
+    }
+    const left = await h.calls(a.key, agentA, [
+      ['l', 'schedule_list', {}],
+      ['g', 'team_task_get', { task_id: '1' }],
+    ]);
+    expect(JSON.stringify(left[0].value)).toContain(scheduleId);
+    expect(left[1].ok, JSON.stringify(left[1])).toBe(true);
+  });
+});
+
 describe('keys', () => {
   it('a revoked key is refused at once, also on a stream it had opened', async () => {
     const t = await tenant('revoke');
