@@ -90,6 +90,33 @@ describe('quotas under concurrency', () => {
     expect(text(ran).trim()).toBe('1');
     expect(new Set(answers.map((r) => JSON.stringify(r.json.results)))).toHaveProperty('size', 1);
   });
+
+  it('one idempotency key with different bodies at once runs one of them; the others are 422', async () => {
+    const t = await tenant('idem-bodies');
+    const id = await h.agent(t.key, { preset: 'standard' });
+    const body = (i: number) => ({
+      calls: [
+        { id: 'c', name: 'bash', arguments: { command: `echo ${i} >> runs.txt`, description: 'count' } },
+      ],
+    });
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        h.http(t.key, 'POST', `/v1/agents/${id}/calls`, body(i), { 'Idempotency-Key': 'k-bodies' }),
+      ),
+    );
+    const statuses = answers.map((r) => r.status).sort();
+    expect(statuses, answers.map((r) => r.text).join('\n')).toEqual([200, 422, 422, 422, 422, 422]);
+    for (const r of answers.filter((x) => x.status === 422))
+      expect(r.json.error.code).toBe('IDEMPOTENCY_KEY_REUSED');
+    expect(text(await h.bash(t.key, id, 'wc -l < runs.txt')).trim()).toBe('1');
+    // Scoped to the agent: another agent of the tenant runs its own batch under the same key.
+    const other = await h.agent(t.key, { preset: 'standard' });
+    const again = await h.http(t.key, 'POST', `/v1/agents/${other}/calls`, body(0), {
+      'Idempotency-Key': 'k-bodies',
+    });
+    expect(again.status).toBe(200);
+    expect(again.headers.get('idempotent-replayed')).toBeNull();
+  });
 });
 
 /** A request whose headers go now and whose body only when `finish` is called (it is authenticated meanwhile). */
@@ -338,6 +365,53 @@ describe("another tenant's ids in tool arguments and nested paths", () => {
     ]);
     expect(JSON.stringify(left[0].value)).toContain(scheduleId);
     expect(left[1].ok, JSON.stringify(left[1])).toBe(true);
+  });
+});
+
+describe('a snapshot racing deletions', () => {
+  it('a snapshot whose copy is under way when its agent is deleted is not kept', async () => {
+    const t = await tenant('snap-race');
+    const agent = await h.agent(t.key, { preset: 'standard', sandbox: { diskMb: 512 } });
+    const fill = await h.bash(
+      t.key,
+      agent,
+      'head -c 300000000 /dev/urandom > big.bin && sync && echo ok',
+      120_000,
+    );
+    expect(text(fill)).toContain('ok');
+    const snap = h.http(t.key, 'POST', `/v1/agents/${agent}/snapshots`);
+    await new Promise((r) => setTimeout(r, 150));
+    expect((await h.http(t.key, 'DELETE', `/v1/agents/${agent}`)).status).toBe(204);
+    const res = await snap;
+    const listed = (await h.http(t.key, 'GET', '/v1/snapshots')).json.snapshots as Loose[];
+    // Either it was taken before the delete (kept: snapshots outlive their agent) or refused.
+    if (res.status === 201) expect(listed.map((x) => x.id)).toEqual([res.json.id]);
+    else {
+      expect(res.status, res.text).toBe(404);
+      expect(listed).toEqual([]);
+    }
+  });
+
+  it('a snapshot under way when its tenant is deleted is not left behind', async () => {
+    const t = await tenant('snap-tenant-race');
+    const agent = await h.agent(t.key, { preset: 'standard', sandbox: { diskMb: 512 } });
+    const fill = await h.bash(
+      t.key,
+      agent,
+      'head -c 300000000 /dev/urandom > big.bin && sync && echo ok',
+      120_000,
+    );
+    expect(text(fill)).toContain('ok');
+    const snap = h.http(t.key, 'POST', `/v1/agents/${agent}/snapshots`);
+    await new Promise((r) => setTimeout(r, 150));
+    expect((await h.http(ADMIN, 'DELETE', `/v1/tenants/${t.id}`)).status).toBe(202);
+    const res = await snap;
+    expect(res.status, res.text).toBeLessThan(500);
+    await until(async () => (await h.http(ADMIN, 'GET', `/v1/tenants/${t.id}`)).json.state === 'deleted', {
+      what: 'the tenant to be deleted',
+      timeoutMs: 60_000,
+    });
+    expect(await h.server.store.snapshots?.list(t.id)).toEqual([]);
   });
 });
 
