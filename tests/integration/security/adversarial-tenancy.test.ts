@@ -647,6 +647,49 @@ describe('odd values in every field answer a clear 4xx, never a 500', () => {
         `DELETE files ${v.slice(0, 40)}`,
         await h.http(t.key, 'DELETE', `/v1/agents/${agent}/files?path=${v}&recursive=true`),
       );
+    // Odd ids in every path position (percent-encoded bytes, traversal, huge, non-ASCII).
+    const IDS = [
+      '%00',
+      '%2F',
+      '..%2F..%2Fetc',
+      'x'.repeat(10_000),
+      '%F0%9F%92%A9',
+      '%ED%A0%80',
+      '%25',
+      'a%0Ab',
+      '.',
+      '..',
+    ];
+    const paths: [string, string, string?][] = [
+      ['GET', '/v1/agents/ID'],
+      ['DELETE', '/v1/agents/ID'],
+      ['PUT', '/v1/skills/ID'],
+      ['GET', '/v1/skills/ID'],
+      ['DELETE', '/v1/skills/ID'],
+      ['GET', '/v1/snapshots/ID'],
+      ['DELETE', '/v1/snapshots/ID'],
+      ['DELETE', '/v1/keys/ID'],
+      ['GET', `/v1/agents/${agent}/terminals/ID`],
+      ['DELETE', `/v1/agents/${agent}/terminals/ID`],
+      ['GET', `/v1/agents/${agent}/requests/ID`],
+      ['POST', `/v1/agents/${agent}/requests/ID`],
+      ['DELETE', `/v1/agents/${agent}/schedules/ID`],
+      ['GET', `/v1/agents/${agent}/mcp-servers/ID`],
+      ['DELETE', `/v1/agents/${agent}/mcp-servers/ID`],
+      ['GET', `/v1/agents/${agent}/plugins/ID`],
+      ['GET', `/v1/agents/${agent}/events/ID/payload?pointer=/x`],
+      ['GET', '/v1/tenants/ID', ADMIN],
+      ['DELETE', '/v1/tenants/ID', ADMIN],
+      ['GET', '/v1/tenants/ID/agents', ADMIN],
+      ['PUT', '/v1/tenants/ID/limits', ADMIN],
+      ['POST', '/v1/nodes/ID/cordon', ADMIN],
+    ];
+    for (const [method, template, key] of paths)
+      for (const id of IDS) {
+        const path = template.replace('ID', id);
+        const body = method === 'PUT' || method === 'POST' ? {} : undefined;
+        look(`${method} ${path.slice(0, 120)}`, await h.http(key ?? t.key, method, path, body));
+      }
     expect(failures).toEqual([]);
     expect((await h.http(h.keyB, 'GET', '/v1/agents')).status).toBe(200);
   });
