@@ -443,6 +443,24 @@ describe('keys', () => {
     await stream.body?.cancel().catch(() => undefined);
   });
 
+  it('a stream opened with a key that expires ends when it expires', async () => {
+    const t = await tenant('expiry');
+    const agent = await h.agent(t.key, { preset: 'standard' });
+    const short = await h.http(t.key, 'POST', '/v1/keys', { expiresAt: Date.now() + 1500 });
+    expect(short.status, short.text).toBe(201);
+    const stream = await fetch(`${h.server.url}/v1/agents/${agent}/events`, {
+      headers: { Authorization: `Bearer ${short.json.apiKey}`, Accept: 'text/event-stream' },
+    });
+    expect(stream.status).toBe(200);
+    const reading = readSse(stream.body as ReadableStream<Uint8Array>);
+    const ended = await Promise.race([
+      reading.then(() => 'ended'),
+      new Promise((r) => setTimeout(() => r('still open'), 6000)),
+    ]);
+    expect(ended).toBe('ended');
+    expect((await h.http(short.json.apiKey, 'GET', '/v1/agents')).status).toBe(401);
+  });
+
   it('a terminal socket attached with a key is closed when the key is revoked', async () => {
     const t = await tenant('revoke-terminal');
     const agent = await h.agent(t.key, { preset: 'standard' });
