@@ -239,6 +239,73 @@ describe('a tenant deleted while its requests are in flight', () => {
   });
 });
 
+describe('a tenant deleted while its agents are busy', () => {
+  it('ends its calls, commands, streams and sockets with stable answers; another tenant carries on', async () => {
+    const t = await tenant('busy');
+    const other = await tenant('busy-other');
+    const agent = await h.agent(t.key, { preset: 'standard' });
+    const otherAgent = await h.agent(other.key, { preset: 'standard' });
+    const [job] = await h.calls(t.key, agent, [
+      ['j', 'bash', { command: 'sleep 600', description: 'job', run_in_background: true }],
+    ]);
+    expect(job.ok, JSON.stringify(job)).toBe(true);
+    const term = await h.http(t.key, 'POST', `/v1/agents/${agent}/terminals`, { command: ['sleep', '600'] });
+    expect(term.status, term.text).toBe(201);
+    const ws = new WebSocket(
+      `${h.server.url.replace('http', 'ws')}/v1/agents/${agent}/terminals/${term.json.id}`,
+      [],
+      {
+        headers: { Authorization: `Bearer ${t.key}` },
+      },
+    );
+    const wsClosed = new Promise<number>((r) => ws.on('close', (code) => r(code)));
+    const stream = await fetch(`${h.server.url}/v1/agents/${agent}/events`, {
+      headers: { Authorization: `Bearer ${t.key}`, Accept: 'text/event-stream' },
+    });
+    const streamEnded = readSse(stream.body as ReadableStream<Uint8Array>);
+    const call = h.http(t.key, 'POST', `/v1/agents/${agent}/calls`, {
+      calls: [{ id: 'long', name: 'bash', arguments: { command: 'sleep 600', description: 'long' } }],
+    });
+    const exec = h.http(t.key, 'POST', `/v1/agents/${agent}/exec`, { command: 'sleep 600' });
+    const otherCall = h.http(other.key, 'POST', `/v1/agents/${otherAgent}/calls`, {
+      calls: [
+        { id: 'o', name: 'bash', arguments: { command: 'sleep 3; echo other-done', description: 'other' } },
+      ],
+    });
+    await new Promise((r) => setTimeout(r, 1000));
+    expect((await h.http(ADMIN, 'DELETE', `/v1/tenants/${t.id}`)).status).toBe(202);
+    const guard = <T>(p: Promise<T>) =>
+      Promise.race([p, new Promise<'hung'>((r) => setTimeout(() => r('hung'), 30_000))]);
+    const [callRes, execRes, wsCode, streamDone] = await Promise.all([
+      guard(call),
+      guard(exec),
+      guard(wsClosed),
+      guard(streamEnded.then(() => 'ended')),
+    ]);
+    expect(callRes).not.toBe('hung');
+    expect(execRes).not.toBe('hung');
+    expect(wsCode).not.toBe('hung');
+    expect(streamDone).toBe('ended');
+    const c = callRes as Awaited<typeof call>;
+    expect(c.status, c.text).toBeLessThan(500);
+    if (c.status === 200) expect(typeof c.json.results[0].error?.code).toBe('string');
+    const e = execRes as Awaited<typeof exec>;
+    expect(e.status, e.text).toBe(404);
+    await until(async () => (await h.http(ADMIN, 'GET', `/v1/tenants/${t.id}`)).json.state === 'deleted', {
+      what: 'the tenant to be deleted',
+      timeoutMs: 60_000,
+    });
+    const left = await h.fixture.docker.listContainers({
+      all: true,
+      filters: { label: [`dsh.agent=${agent}`] },
+    });
+    expect(left).toEqual([]);
+    const o = await otherCall;
+    expect(o.json.results[0].ok, o.text).toBe(true);
+    expect(text(o.json.results[0])).toContain('other-done');
+  });
+});
+
 describe('an agent deleted while requests to it are in flight', () => {
   it('uploads, commands, terminals and servers whose bodies arrive after the delete touch nothing and leave no container', async () => {
     const t = await tenant('agent-late');
