@@ -20,6 +20,7 @@ import {
   type CandidateRow,
   candidatesSql,
   checkKeyOptions,
+  checkKeyRoom,
   checkTenantName,
   createKeyVerifier,
   KEY_COLUMNS,
@@ -154,6 +155,7 @@ export const createTenantStore = (
       return guarded('create api key', () =>
         immediate(db, () => {
           if (getTenant(tenantId)?.state !== 'active') throw noTenant(tenantId);
+          checkKeyRoom(sql.keysByTenant.all(tenantId) as KeyRow[], now());
           return addKey(tenantId, options);
         }),
       );

@@ -550,6 +550,26 @@ describe('keys', () => {
     expect(ls.json.stdout).not.toContain('typed-after-revocation');
   });
 
+  it('a tenant cannot make live keys without bound, not even all at once', async () => {
+    const t = await tenant('key-flood');
+    const answers = await Promise.all(
+      Array.from({ length: 120 }, () => h.http(t.key, 'POST', '/v1/keys', {})),
+    );
+    const made = answers.filter((r) => r.status === 201).length;
+    expect(made).toBe(99); // 100 live keys with the first
+    for (const r of answers.filter((x) => x.status !== 201)) {
+      expect(r.status).toBe(400);
+      expect(r.json.error.code).toBe('LIMIT_EXCEEDED');
+      expect(r.json.error.data).toEqual({ limit: 'keys', max: 100 });
+    }
+    // Revoking one makes room for one.
+    const list = (await h.http(t.key, 'GET', '/v1/keys')).json.keys as Loose[];
+    const other = list.find((k) => !k.revokedAt && k.prefix !== t.key.slice(0, 12));
+    expect((await h.http(t.key, 'DELETE', `/v1/keys/${other?.id}`)).status).toBe(204);
+    expect((await h.http(t.key, 'POST', '/v1/keys', {})).status).toBe(201);
+    expect((await h.http(t.key, 'POST', '/v1/keys', {})).status).toBe(400);
+  });
+
   it("another tenant's key id answers like an unknown one, and is not revoked", async () => {
     const a = await tenant('keys-a');
     const b = await tenant('keys-b');
