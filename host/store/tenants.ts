@@ -119,7 +119,9 @@ export const createTenantStore = (
       return row === undefined ? undefined : tenantInfoOf(row);
     });
 
+  /** Inside its caller's transaction, so the bound on live keys counts every key made before. */
   const addKey = (tenantId: string, key: KeyOptions): CreatedKey => {
+    checkKeyRoom(sql.keysByTenant.all(tenantId) as KeyRow[], now());
     const { keyId, apiKey, hash, prefix } = newApiKey();
     sql.insertKey.run(keyId, tenantId, hash, prefix, now(), key.name ?? null, key.expiresAt ?? null);
     return { keyId, apiKey };
@@ -155,7 +157,6 @@ export const createTenantStore = (
       return guarded('create api key', () =>
         immediate(db, () => {
           if (getTenant(tenantId)?.state !== 'active') throw noTenant(tenantId);
-          checkKeyRoom(sql.keysByTenant.all(tenantId) as KeyRow[], now());
           return addKey(tenantId, options);
         }),
       );
