@@ -104,6 +104,19 @@ const statements = (db: Database) => {
   };
 };
 
+/** Makes a key inside its caller's transaction, so the bound on live keys counts every key made before. */
+function addKeyIn(
+  sql: ReturnType<typeof statements>,
+  at: number,
+  tenantId: string,
+  key: KeyOptions,
+): CreatedKey {
+  checkKeyRoom(sql.keysByTenant.all(tenantId) as KeyRow[], at);
+  const { keyId, apiKey, hash, prefix } = newApiKey();
+  sql.insertKey.run(keyId, tenantId, hash, prefix, at, key.name ?? null, key.expiresAt ?? null);
+  return { keyId, apiKey };
+}
+
 export const createTenantStore = (
   db: Database,
   now: () => number = Date.now,
@@ -119,13 +132,7 @@ export const createTenantStore = (
       return row === undefined ? undefined : tenantInfoOf(row);
     });
 
-  /** Inside its caller's transaction, so the bound on live keys counts every key made before. */
-  const addKey = (tenantId: string, key: KeyOptions): CreatedKey => {
-    checkKeyRoom(sql.keysByTenant.all(tenantId) as KeyRow[], now());
-    const { keyId, apiKey, hash, prefix } = newApiKey();
-    sql.insertKey.run(keyId, tenantId, hash, prefix, now(), key.name ?? null, key.expiresAt ?? null);
-    return { keyId, apiKey };
-  };
+  const addKey = (tenantId: string, key: KeyOptions): CreatedKey => addKeyIn(sql, now(), tenantId, key);
 
   /** Forgets the keys here and tells the other processes (after the write that revoked them). */
   const revoked = async (keyIds: readonly string[]): Promise<void> => {
