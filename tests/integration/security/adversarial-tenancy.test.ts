@@ -91,6 +91,45 @@ describe('quotas under concurrency', () => {
     expect(new Set(answers.map((r) => JSON.stringify(r.json.results)))).toHaveProperty('size', 1);
   });
 
+  it('concurrent batches never take the durable log past its byte budget by more than their results', async () => {
+    const t = await tenant('log-budget');
+    const id = await h.agent(t.key, { preset: 'standard' });
+    const budget = 200_000;
+    expect((await h.http(ADMIN, 'PUT', `/v1/tenants/${t.id}/limits`, { logBytes: budget })).status).toBe(200);
+    const arg = 'y'.repeat(12_000); // under the 16 KiB of a stored payload: inline in each event
+    const answers = await Promise.all(
+      // 16 at once (the tenant's request slots), 3 calls each: about 580 KB of arguments.
+      Array.from({ length: 16 }, (_, i) =>
+        h.http(t.key, 'POST', `/v1/agents/${id}/calls`, {
+          calls: [0, 1, 2].map((j) => ({
+            id: `c${i}-${j}`,
+            name: 'bash',
+            arguments: { command: `true ${arg}`, description: 'fill' },
+          })),
+        }),
+      ),
+    );
+    for (const r of answers) expect(r.status, r.text).toBeLessThan(500);
+    const results = answers.flatMap((r) => (r.status === 200 ? (r.json.results as Loose[]) : []));
+    const ran = results.filter((r) => r.ok).length;
+    const refused = answers.filter(
+      (r) =>
+        r.json?.error?.code === 'STORE_BUDGET_EXCEEDED' ||
+        (r.json?.results ?? []).some((x: Loose) => x.error?.code === 'STORE_BUDGET_EXCEEDED'),
+    ).length;
+    expect(ran).toBeGreaterThan(0);
+    expect(refused).toBeGreaterThan(0);
+    await h.server.store.events.flush();
+    const used = (await h.http(t.key, 'GET', '/v1/limits')).json.usage.logBytes as number;
+    // Every call that ran is in the log with its arguments.
+    const logged = (await h.server.store.events.list(id, { limit: 5000 })).filter(
+      (e) => e.type === 'tool.call',
+    );
+    expect(logged).toHaveLength(ran);
+    // Calls admitted fit the budget; only results of calls already admitted may go past it (small here).
+    expect(used, `ran ${ran}, refused ${refused}`).toBeLessThanOrEqual(budget + ran * 2_000);
+  });
+
   it('one idempotency key with different bodies at once runs one of them; the others are 422', async () => {
     const t = await tenant('idem-bodies');
     const id = await h.agent(t.key, { preset: 'standard' });
