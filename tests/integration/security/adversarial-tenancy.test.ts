@@ -221,6 +221,63 @@ describe('children under concurrency', () => {
   });
 });
 
+describe('per-agent bounds under concurrency', () => {
+  it('schedules made by concurrent batches never pass DSH_SCHEDULES_PER_AGENT', async () => {
+    const t = await tenant('schedules');
+    const id = await h.agent(t.key, { preset: 'standard' });
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        h.http(t.key, 'POST', `/v1/agents/${id}/calls`, {
+          calls: [0, 1, 2, 3].map((j) => ({
+            id: `s${i}-${j}`,
+            name: 'schedule_create',
+            arguments: { prompt: `p${i}-${j}`, after_seconds: 3600 },
+          })),
+        }),
+      ),
+    );
+    const results = answers.flatMap((r) => r.json.results as Loose[]);
+    const made = results.filter((r) => r.ok).length;
+    for (const r of results.filter((x) => !x.ok))
+      expect(r.error.code, JSON.stringify(r)).toBe('LIMIT_EXCEEDED');
+    const listed = (await h.http(t.key, 'GET', `/v1/agents/${id}/schedules`)).json.schedules as Loose[];
+    expect(listed.length).toBe(made);
+    expect(made).toBe(32);
+  });
+
+  it('remote tools registered by concurrent requests never pass 128 per agent', async () => {
+    const t = await tenant('remote-tools');
+    const id = await h.agent(t.key, { preset: 'standard' });
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        h.http(t.key, 'POST', `/v1/agents/${id}/remote-tools`, {
+          tools: Array.from({ length: 40 }, (_, j) => ({
+            name: `rt_${i}_${j}`,
+            description: 'd',
+            parameters: { type: 'object' },
+          })),
+        }),
+      ),
+    );
+    // Three fit (120 tools); the others are refused whole.
+    expect(answers.filter((r) => r.status === 200)).toHaveLength(3);
+    for (const r of answers.filter((x) => x.status !== 200)) {
+      expect(r.status).toBe(400);
+      expect(r.json.error.code).toBe('LIMIT_EXCEEDED');
+      expect(r.json.error.data).toEqual({ limit: 'remoteTools', max: 128 });
+    }
+    const tools = (await h.http(t.key, 'GET', `/v1/agents/${id}/tools`)).json.tools as Loose[];
+    expect(tools.filter((x) => String(x.name).startsWith('rt_'))).toHaveLength(120);
+    // Re-registering names it has replaces them: room is needed only for new ones.
+    const again = await h.http(t.key, 'POST', `/v1/agents/${id}/remote-tools`, {
+      tools: tools
+        .filter((x) => String(x.name).startsWith('rt_'))
+        .map((x) => ({ name: x.name, description: 'again', parameters: { type: 'object' } })),
+    });
+    expect(again.status, again.text).toBe(200);
+  });
+});
+
 describe('a tenant deleted while its requests are in flight', () => {
   it('a create authenticated before the delete leaves no live agent once the tenant is deleted', async () => {
     const t = await tenant('deleting-creates');
