@@ -245,6 +245,27 @@ describe('per-agent bounds under concurrency', () => {
     expect(made).toBe(32);
   });
 
+  it('tasks made on one team board by concurrent batches never pass DSH_TEAM_BOARD_TASKS', async () => {
+    const t = await tenant('board');
+    const id = await h.agent(t.key, { preset: 'standard', teams: true });
+    const answers = await Promise.all(
+      Array.from({ length: 16 }, (_, i) =>
+        h.http(t.key, 'POST', `/v1/agents/${id}/calls`, {
+          calls: Array.from({ length: 34 }, (_, j) => ({
+            id: `t${i}-${j}`,
+            name: 'team_task_create',
+            arguments: { subject: `s${i}-${j}`, description: 'd' },
+          })),
+        }),
+      ),
+    );
+    const results = answers.flatMap((r) => r.json.results as Loose[]);
+    const made = results.filter((r) => r.ok).length;
+    for (const r of results.filter((x) => !x.ok))
+      expect(r.error.code, JSON.stringify(r)).toBe('LIMIT_EXCEEDED');
+    expect(made).toBe(500);
+  });
+
   it('remote tools registered by concurrent requests never pass 128 per agent', async () => {
     const t = await tenant('remote-tools');
     const id = await h.agent(t.key, { preset: 'standard' });
