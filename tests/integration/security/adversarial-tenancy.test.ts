@@ -424,6 +424,41 @@ describe('a tenant deleted while its agents are busy', () => {
 });
 
 describe('an agent deleted while requests to it are in flight', () => {
+  it('a download read slowly ends (it never hangs) once its agent is deleted, and the agent leaves nothing', async () => {
+    const t = await tenant('download-delete');
+    const agent = await h.agent(t.key, { preset: 'standard', sandbox: { diskMb: 512 } });
+    const fill = await h.bash(t.key, agent, 'head -c 200000000 /dev/urandom > big.bin && echo ok', 120_000);
+    expect(text(fill)).toContain('ok');
+    for (const path of ['/archive?path=.', '/files?path=big.bin']) {
+      const res = await fetch(`${h.server.url}/v1/agents/${agent}${path}`, {
+        headers: { Authorization: `Bearer ${t.key}` },
+      });
+      expect(res.status).toBe(200);
+      const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+      await reader.read(); // started, then left unread while the agent goes
+      if (path.startsWith('/files')) {
+        expect((await h.http(t.key, 'DELETE', `/v1/agents/${agent}`)).status).toBe(204);
+      }
+      const drained = (async () => {
+        for (;;) {
+          const { done } = await reader.read().catch(() => ({ done: true }));
+          if (done) return 'ended';
+        }
+      })();
+      if (path.startsWith('/archive')) {
+        // The archive is read to its end meanwhile: another request works beside it.
+        expect((await h.http(t.key, 'GET', `/v1/agents/${agent}`)).status).toBe(200);
+      }
+      const outcome = await Promise.race([drained, new Promise((r) => setTimeout(() => r('hung'), 30_000))]);
+      expect(outcome, path).toBe('ended');
+    }
+    const left = await h.fixture.docker.listContainers({
+      all: true,
+      filters: { label: [`dsh.agent=${agent}`] },
+    });
+    expect(left).toEqual([]);
+  });
+
   it('uploads, commands, terminals and servers whose bodies arrive after the delete touch nothing and leave no container', async () => {
     const t = await tenant('agent-late');
     const agent = await h.agent(t.key, { preset: 'standard' });
