@@ -299,6 +299,52 @@ describe('per-agent bounds under concurrency', () => {
   });
 });
 
+describe('the same thing changed by concurrent requests', () => {
+  it('concurrent uploads of one skill leave one whole version, never a mix', async () => {
+    const t = await tenant('skill-race');
+    const versions = await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        tarOf([
+          { header: { name: 'SKILL.md' }, body: `---\nname: racy\ndescription: version ${i}\n---\nv${i}\n` },
+          ...Array.from({ length: 5 }, (_, j) => ({ header: { name: `v${i}/f${j}.txt` }, body: `${i}` })),
+        ]),
+      ),
+    );
+    const answers = await Promise.all(
+      versions.map((tar) =>
+        h.http(t.key, 'PUT', '/v1/skills/racy', tar, { 'Content-Type': 'application/x-tar' }),
+      ),
+    );
+    for (const r of answers) expect([200, 201], r.text).toContain(r.status);
+    const skill = (await h.http(t.key, 'GET', '/v1/skills/racy')).json;
+    const version = /version (\d)/.exec(skill.description)?.[1];
+    const paths = (skill.files as Loose[]).map((f) => f.path as string).filter((p) => p !== 'SKILL.md');
+    expect(paths.sort()).toEqual(Array.from({ length: 5 }, (_, j) => `v${version}/f${j}.txt`));
+  });
+
+  it('an agent or a tenant deleted twice at once answers each delete cleanly', async () => {
+    const t = await tenant('double-delete');
+    const agent = await h.agent(t.key, { preset: 'standard' });
+    expect((await h.bash(t.key, agent, 'echo warm')).ok).toBe(true);
+    const twice = await Promise.all([
+      h.http(t.key, 'DELETE', `/v1/agents/${agent}`),
+      h.http(t.key, 'DELETE', `/v1/agents/${agent}`),
+    ]);
+    const statuses = twice.map((r) => r.status).sort();
+    expect(statuses[0]).toBe(204);
+    expect([204, 404]).toContain(statuses[1]);
+    const tenantTwice = await Promise.all([
+      h.http(ADMIN, 'DELETE', `/v1/tenants/${t.id}`),
+      h.http(ADMIN, 'DELETE', `/v1/tenants/${t.id}`),
+    ]);
+    for (const r of tenantTwice) expect(r.status, r.text).toBe(202);
+    await until(async () => (await h.http(ADMIN, 'GET', `/v1/tenants/${t.id}`)).json.state === 'deleted', {
+      what: 'the tenant to be deleted',
+      timeoutMs: 30_000,
+    });
+  });
+});
+
 describe('a tenant deleted while its requests are in flight', () => {
   it('a create authenticated before the delete leaves no live agent once the tenant is deleted', async () => {
     const t = await tenant('deleting-creates');
