@@ -708,6 +708,23 @@ describe('keys', () => {
     await stream.body?.cancel().catch(() => undefined);
   });
 
+  it("an MCP client's notification stream ends when its key is revoked", async () => {
+    const t = await tenant('revoke-mcp');
+    const agent = await h.agent(t.key, { preset: 'standard' });
+    const second = await h.http(t.key, 'POST', '/v1/keys', {});
+    const stream = await fetch(`${h.server.url}/v1/agents/${agent}/mcp`, {
+      headers: { Authorization: `Bearer ${second.json.apiKey}`, Accept: 'text/event-stream' },
+    });
+    expect(stream.status).toBe(200);
+    const reading = readSse(stream.body as ReadableStream<Uint8Array>);
+    expect((await h.http(t.key, 'DELETE', `/v1/keys/${second.json.id}`)).status).toBe(204);
+    const ended = await Promise.race([
+      reading.then(() => 'ended'),
+      new Promise((r) => setTimeout(() => r('still open'), 5000)),
+    ]);
+    expect(ended).toBe('ended');
+  });
+
   it('a stream opened with a key that expires ends when it expires', async () => {
     const t = await tenant('expiry');
     const agent = await h.agent(t.key, { preset: 'standard' });
