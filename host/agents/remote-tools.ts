@@ -14,6 +14,8 @@ import type { ToolDefinition } from '../tools/types.ts';
 import type { RemoteToolSpec } from './types.ts';
 
 export const REMOTE_TOOL_TIMEOUT_MS = 300_000;
+/** Remote tools one agent holds at once: in its create request, and after every registration. */
+export const MAX_REMOTE_TOOLS = 128;
 
 export const defineRemoteTool = (
   spec: RemoteToolSpec,

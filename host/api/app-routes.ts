@@ -10,6 +10,7 @@ import { createClientAudit } from './audit.ts';
 import { refuseStrayUpgrade } from './connections.ts';
 import type { ApiEnv } from './env.ts';
 import { routeSlot } from './forward/route.ts';
+import { refuseLateWrites } from './late-writes.ts';
 import { createTenantLimiter, tenantConcurrency } from './limits.ts';
 import { finishDocument, type OpenApiDocument } from './openapi.ts';
 import { agentQuota } from './quotas.ts';
@@ -72,6 +73,9 @@ export function mountV1Routes(app: Hono<ApiEnv>, state: AppState): void {
   // `/v1/agents/*` matches `/v1/agents` itself too: one registration, so one slot per request.
   tenantScoped('/v1/agents/*');
   app.use('/v1/agents', agentQuota(deps.store.tenants, deps.agents, limits.workspaceMb));
+  // After the quota's turn: a create it admitted is checked against its tenant's state once made.
+  const lateWrites = refuseLateWrites(deps.store.tenants, deps.tenantDeletion);
+  app.use('/v1/agents', lateWrites);
   app.route('/', agentRoutes(deps.agents));
   app.route('/', pauseRoutes(deps.agents));
   app.route('/', checkpointRoutes(deps.agents));
@@ -124,13 +128,16 @@ export function mountV1Routes(app: Hono<ApiEnv>, state: AppState): void {
   app.route('/', mcpServerRoutes(deps.agents));
   if (deps.skills !== undefined) {
     tenantScoped('/v1/skills/*');
+    app.use('/v1/skills/*', lateWrites);
     app.route('/', skillRoutes(deps.skills));
   }
   if (deps.egress !== undefined) {
     tenantScoped('/v1/egress');
+    app.use('/v1/egress', lateWrites);
     app.route('/', egressRoutes(deps.egress));
   }
   tenantScoped('/v1/settings');
+  app.use('/v1/settings', lateWrites);
   app.route('/', settingsRoutes(deps.agents));
   app.route('/', adminKeyRoutes(deps.store.tenants, deps.adminKey));
   tenantScoped('/v1/keys/*');

@@ -60,7 +60,9 @@ export const tenantOfKey = async (
 
 export const tenantAuth = (tenants: TenantStore): MiddlewareHandler<ApiEnv> =>
   async function tenantAuth(c, next) {
-    c.set('tenant', await tenantOfKey(c, tenants, bearerToken(c.req.header('authorization'))));
+    const token = bearerToken(c.req.header('authorization'));
+    c.set('tenant', await tenantOfKey(c, tenants, token));
+    c.set('keyLive', async () => (await tenants.verifyKey(token)) !== undefined);
     await next();
   };
 

@@ -8,6 +8,8 @@ export interface ApiEnv {
   Variables: RequestIdVariables & {
     /** The caller's tenant (set by auth). */
     tenant: Tenant;
+    /** Whether the request's key is still accepted now (set by tenant auth; ./key-watch.ts). */
+    keyLive: (() => Promise<boolean>) | undefined;
     /** The addressed agent, already checked to belong to `tenant` (set by the agent loader). */
     agent: Agent;
     /** The validated JSON body (set by jsonBody). */

@@ -3,6 +3,7 @@
 import * as v from 'valibot';
 import { AgentPolicy } from '../../policies/index.ts';
 import { PRESETS } from '../agents/presets/index.ts';
+import { MAX_REMOTE_TOOLS } from '../agents/remote-tools.ts';
 import { canonicalRules } from '../egress/rules.ts';
 import { ERROR_CODES, type ErrorCode } from '../errors.ts';
 import { AnswerBody, REQUEST_KINDS } from '../requests/index.ts';
@@ -169,7 +170,7 @@ export const RemoteTool = v.strictObject({
   /** The tool changes nothing (files, processes, the outside world): plan mode lets it run. Default false. */
   readOnly: v.optional(v.boolean()),
 });
-const remoteTools = v.pipe(v.array(RemoteTool), v.maxLength(128));
+const remoteTools = v.pipe(v.array(RemoteTool), v.maxLength(MAX_REMOTE_TOOLS));
 
 const egressHost = v.pipe(v.string(), v.minLength(1), v.maxLength(260));
 

@@ -1,9 +1,15 @@
 // Server-sent event streams that /metrics counts while they are open (dsh_sse_streams_open by
 // kind): hono's streamSSE, with the app's stream counter (set on the context by the metrics
-// middleware) taken when the stream starts and given back when its callback ends.
+// middleware) taken when the stream starts and given back when its callback ends. An event stream
+// also ends once the key that opened it is refused (./key-watch.ts; MCP streams watch their key
+// with their other endings, routes/mcp-streams.ts).
 import type { Context } from 'hono';
 import { type SSEStreamingApi, streamSSE } from 'hono/streaming';
 import type { ApiEnv } from './env.ts';
+import { onKeyRefused } from './key-watch.ts';
+
+/** Kinds that stay open for as long as the client listens, watched here; a call stream ends with its batch. */
+const FOLLOWING = new Set(['events']);
 
 export const countedSSE = (
   c: Context<ApiEnv>,
@@ -15,9 +21,11 @@ export const countedSSE = (
     c,
     async (stream) => {
       const close = c.get('openStream')?.(kind);
+      const unwatch = FOLLOWING.has(kind) ? onKeyRefused(c, () => stream.abort()) : undefined;
       try {
         await run(stream);
       } finally {
+        unwatch?.();
         close?.();
       }
     },

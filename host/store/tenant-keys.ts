@@ -179,6 +179,23 @@ export const revokeDecision = (
   return keys.some((k) => k.id !== keyId && isLive(k, now)) ? 'revoke' : 'last';
 };
 
+/**
+ * The most live keys a tenant holds at once (rotation needs two; a fleet of clients a few dozen).
+ * Without it a tenant could make keys without end: rows, and a GET /v1/keys answer, that only grow.
+ */
+export const MAX_LIVE_KEYS = 100;
+
+/** LIMIT_EXCEEDED when `keys` (all of one tenant's, read in the creating transaction) hold MAX_LIVE_KEYS live ones. */
+export const checkKeyRoom = (keys: readonly KeyRow[], now: number): void => {
+  const live = keys.filter((k) => isLive(k, now)).length;
+  if (live >= MAX_LIVE_KEYS)
+    throw new SandboxError(
+      'LIMIT_EXCEEDED',
+      `This tenant has ${live} live API keys, the most it may hold; revoke one it no longer uses first.`,
+      { data: { limit: 'keys', max: MAX_LIVE_KEYS } },
+    );
+};
+
 /** Whether a key row counts as live at `now` (not revoked, not expired). */
 export const isLive = (k: Pick<KeyRow, 'revoked_at' | 'expires_at'>, now: number): boolean =>
   k.revoked_at === null && (k.expires_at === null || Number(k.expires_at) > now);

@@ -20,6 +20,7 @@ import {
   type CandidateRow,
   candidatesSql,
   checkKeyOptions,
+  checkKeyRoom,
   checkTenantName,
   createKeyVerifier,
   KEY_COLUMNS,
@@ -103,6 +104,19 @@ const statements = (db: Database) => {
   };
 };
 
+/** Makes a key inside its caller's transaction, so the bound on live keys counts every key made before. */
+function addKeyIn(
+  sql: ReturnType<typeof statements>,
+  at: number,
+  tenantId: string,
+  key: KeyOptions,
+): CreatedKey {
+  checkKeyRoom(sql.keysByTenant.all(tenantId) as KeyRow[], at);
+  const { keyId, apiKey, hash, prefix } = newApiKey();
+  sql.insertKey.run(keyId, tenantId, hash, prefix, at, key.name ?? null, key.expiresAt ?? null);
+  return { keyId, apiKey };
+}
+
 export const createTenantStore = (
   db: Database,
   now: () => number = Date.now,
@@ -118,11 +132,7 @@ export const createTenantStore = (
       return row === undefined ? undefined : tenantInfoOf(row);
     });
 
-  const addKey = (tenantId: string, key: KeyOptions): CreatedKey => {
-    const { keyId, apiKey, hash, prefix } = newApiKey();
-    sql.insertKey.run(keyId, tenantId, hash, prefix, now(), key.name ?? null, key.expiresAt ?? null);
-    return { keyId, apiKey };
-  };
+  const addKey = (tenantId: string, key: KeyOptions): CreatedKey => addKeyIn(sql, now(), tenantId, key);
 
   /** Forgets the keys here and tells the other processes (after the write that revoked them). */
   const revoked = async (keyIds: readonly string[]): Promise<void> => {

@@ -53,6 +53,11 @@ export type TenantStatus = TenantInfo & { remaining?: Record<string, number> };
 export interface TenantDeletion {
   /** Marks the tenant deleting (refused at once) and removes its things in the background. Undefined: no such tenant. */
   delete(tenantId: string): Promise<TenantInfo | undefined>;
+  /**
+   * Runs the tenant's deletion once more after the current run (if any): a request authenticated
+   * before the deletion began may write after that run passed what it wrote (late-writes.ts).
+   */
+  again(tenantId: string): Promise<void>;
   /** Carries on every deletion a previous run left unfinished (at start). How many it picked up. */
   resume(): Promise<number>;
   /**
@@ -179,6 +184,8 @@ export function createTenantDeletion(options: TenantDeletionOptions): TenantDele
       if (tenant?.state === 'deleting') start(tenantId);
       return tenant;
     },
+    again: (tenantId) =>
+      (running.get(tenantId) ?? Promise.resolve()).then(() => (closed ? undefined : start(tenantId))),
     resume,
     async watch(pollMs) {
       if (poll === undefined && !closed) {

@@ -2,7 +2,9 @@
 // registrations (POST /v1/agents/:id/remote-tools), which the agents table keeps and the log records.
 // Invariants: the scope holds exactly the list last stored for the agent; a registration is all or
 // nothing (a spec the scope refuses, a log append its tenant's budget refuses, or an agent deleted
-// meanwhile leaves the old tools in place); a replaced name moves to the end of the list.
+// meanwhile leaves the old tools in place); a replaced name moves to the end of the list; an agent
+// holds at most MAX_REMOTE_TOOLS (a registration past it is LIMIT_EXCEEDED, checked with the swap,
+// so concurrent ones cannot pass it together).
 import { messageOf, SandboxError } from '../../errors.ts';
 import type { JsonValue } from '../../json.ts';
 import type { RequestStore } from '../../requests/index.ts';
@@ -10,7 +12,7 @@ import type { AgentStore } from '../../store/index.ts';
 import type { EventLog } from '../../store/types.ts';
 import type { Disposer } from '../../tools/disposer.ts';
 import type { ToolDefinition } from '../../tools/types.ts';
-import { defineRemoteTool } from '../remote-tools.ts';
+import { defineRemoteTool, MAX_REMOTE_TOOLS } from '../remote-tools.ts';
 import type { Agent, AgentTools, RemoteToolSpec } from '../types.ts';
 import { deletedError } from './records.ts';
 
@@ -77,6 +79,17 @@ export function installRemoteTools(
     for (const { spec, definition } of previous) put(spec, definition);
   }
 
+  /** LIMIT_EXCEEDED when `specs` would leave more than MAX_REMOTE_TOOLS (each registration adds to the list). */
+  function checkRoom(specs: readonly RemoteToolSpec[]): void {
+    const added = specs.filter((spec) => !entries.has(spec.name)).length;
+    if (entries.size + added > MAX_REMOTE_TOOLS)
+      throw new SandboxError(
+        'LIMIT_EXCEEDED',
+        `This agent has ${entries.size} remote tools and this registration adds ${added}; it may hold ${MAX_REMOTE_TOOLS}. Re-register existing names to replace them.`,
+        { data: { limit: 'remoteTools', max: MAX_REMOTE_TOOLS } },
+      );
+  }
+
   /** Puts `specs` in place of their namesakes; returns what was there before (restore() takes it). */
   function swap(specs: readonly RemoteToolSpec[]): Entry[] {
     const definitions = specs.map((spec) => ({ spec, definition: define(spec) }));
@@ -94,6 +107,7 @@ export function installRemoteTools(
     specs: readonly RemoteToolSpec[],
     persist: (all: RemoteToolSpec[]) => Promise<void>,
   ): Promise<string[]> {
+    checkRoom(specs);
     const previous = swap(specs);
     try {
       await persist([...entries.values()].map((entry) => entry.spec));

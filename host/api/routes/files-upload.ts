@@ -4,11 +4,13 @@
 // memory: a file goes to the sandbox piece by piece, an archive is spooled and checked in full
 // first (host/sandbox/tar.ts); a failed upload's body is drained, so the client reads the answer.
 // Both are checkpointed (host/agents/checkpoints/) under the call id of their audit events, so
-// POST /v1/agents/:id/rollback can undo them.
+// POST /v1/agents/:id/rollback can undo them. An upload its agent's deletion cuts short answers
+// NOT_FOUND (whileLive).
 import { Readable } from 'node:stream';
 import { Hono } from 'hono';
 import { describeRoute } from 'hono-openapi';
 import type { AgentService } from '../../agents/service.ts';
+import type { Agent } from '../../agents/types.ts';
 import { SandboxError } from '../../errors.ts';
 import { jsonResponse, queryOf, uploadBody } from '../body.ts';
 import type { ApiEnv } from '../env.ts';
@@ -25,6 +27,28 @@ export const pathParam = {
   schema: { type: 'string' as const },
   description: 'Path inside the workspace',
 };
+
+/**
+ * Runs an upload of `agent`; one its deletion cut short answers NOT_FOUND, as the agent now does,
+ * not the SANDBOX_UNAVAILABLE of the sandbox removed under it (a 503 clients retry).
+ */
+async function whileLive<T>(agents: AgentService, agent: Agent, run: () => Promise<T>): Promise<T> {
+  let deleted = false;
+  const stopWatching = agents.onDeleted(agent, () => {
+    deleted = true;
+  });
+  try {
+    return await run();
+  } catch (error) {
+    if (!deleted) throw error;
+    throw new SandboxError('NOT_FOUND', `Agent ${agent.id} was deleted during the upload.`, {
+      data: { agentId: agent.id },
+      cause: error,
+    });
+  } finally {
+    stopWatching();
+  }
+}
 
 /** PUT /v1/agents/:id/files and /v1/agents/:id/archive, each at most maxUploadBytes. */
 export const uploadRoutes = (agents: AgentService, maxUploadBytes: number): Hono<ApiEnv> => {
@@ -46,14 +70,17 @@ export const uploadRoutes = (agents: AgentService, maxUploadBytes: number): Hono
     async (c) => {
       const { path } = queryOf(PathQuery, c.req.query());
       const body = uploadBody(c.req.raw, maxUploadBytes);
+      const agent = c.get('agent');
       try {
-        const agent = c.get('agent');
-        const sandbox = await agents.sandbox(agent);
-        const upload = () => sandbox.archive.uploadFile(path, body, { maxBytes: maxUploadBytes });
-        const checkpoints = agents.checkpoints(agent);
-        const callId = c.get('auditCallId');
-        if (checkpoints === undefined || callId === undefined) return c.json(await upload());
-        return c.json(await checkpoints.track({ callId, tool: 'file_upload', paths: [path] }, upload));
+        const written = await whileLive(agents, agent, async () => {
+          const sandbox = await agents.sandbox(agent);
+          const upload = () => sandbox.archive.uploadFile(path, body, { maxBytes: maxUploadBytes });
+          const checkpoints = agents.checkpoints(agent);
+          const callId = c.get('auditCallId');
+          if (checkpoints === undefined || callId === undefined) return upload();
+          return checkpoints.track({ callId, tool: 'file_upload', paths: [path] }, upload);
+        });
+        return c.json(written);
       } catch (error) {
         await body.drain();
         throw error;
@@ -78,30 +105,31 @@ export const uploadRoutes = (agents: AgentService, maxUploadBytes: number): Hono
       const { path } = queryOf(PathQuery, c.req.query());
       if (c.req.raw.body === null) throw new SandboxError('BAD_REQUEST', 'Send the tar as the request body.');
       const body = uploadBody(c.req.raw, maxUploadBytes);
+      const agent = c.get('agent');
       try {
-        const agent = c.get('agent');
-        const sandbox = await agents.sandbox(agent);
-        const tar = Readable.from(body, { objectMode: false });
-        // Checkpointed once checked in full: its files' pre-images are kept before any is written.
-        const checkpoints = agents.checkpoints(agent);
-        const callId = c.get('auditCallId');
-        let end: (() => Promise<void>) | undefined;
-        const beforeWrite =
-          checkpoints === undefined || callId === undefined
-            ? undefined
-            : async (files: string[]) => {
-                end = await checkpoints.begin(sandbox, { callId, tool: 'archive_upload', paths: files });
-              };
-        try {
-          return c.json(
-            await sandbox.archive.upload(path, tar, {
+        const extracted = await whileLive(agents, agent, async () => {
+          const sandbox = await agents.sandbox(agent);
+          const tar = Readable.from(body, { objectMode: false });
+          // Checkpointed once checked in full: its files' pre-images are kept before any is written.
+          const checkpoints = agents.checkpoints(agent);
+          const callId = c.get('auditCallId');
+          let end: (() => Promise<void>) | undefined;
+          const beforeWrite =
+            checkpoints === undefined || callId === undefined
+              ? undefined
+              : async (files: string[]) => {
+                  end = await checkpoints.begin(sandbox, { callId, tool: 'archive_upload', paths: files });
+                };
+          try {
+            return await sandbox.archive.upload(path, tar, {
               maxBytes: maxUploadBytes,
               ...(beforeWrite === undefined ? {} : { beforeWrite }),
-            }),
-          );
-        } finally {
-          await end?.();
-        }
+            });
+          } finally {
+            await end?.();
+          }
+        });
+        return c.json(extracted);
       } catch (error) {
         await body.drain();
         throw error;

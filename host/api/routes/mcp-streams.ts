@@ -11,6 +11,7 @@ import type { Agent } from '../../agents/types.ts';
 import { SandboxError } from '../../errors.ts';
 import type { EventLog } from '../../store/types.ts';
 import type { ApiEnv } from '../env.ts';
+import { onKeyRefused } from '../key-watch.ts';
 import type { Lifecycle } from '../lifecycle.ts';
 import type { TenantLimiter } from '../limits.ts';
 import type { createInflightCalls } from '../mcp/cancels.ts';
@@ -133,17 +134,22 @@ export function streamPlace(state: McpRoutesState, agent: Agent): () => void {
   return release;
 }
 
-/** Calls `end` when the client goes, the agent is deleted or the service shuts down; returns the undo. */
+/**
+ * Calls `end` when the client goes, the agent is deleted, the service shuts down or the key that
+ * opened the stream is refused (revoked, expired: ../key-watch.ts); returns the undo.
+ */
 function endings(state: McpRoutesState, c: Context<ApiEnv>, agent: Agent, end: () => void): () => void {
   const { agents, lifecycle } = state;
   const signal = c.req.raw.signal;
   signal.addEventListener('abort', end, { once: true });
   lifecycle.signal.addEventListener('abort', end, { once: true });
   const offDeleted = agents.onDeleted(agent, end);
+  const offKey = onKeyRefused(c, end);
   if (lifecycle.shuttingDown || signal.aborted) queueMicrotask(end);
   return () => {
     signal.removeEventListener('abort', end);
     lifecycle.signal.removeEventListener('abort', end);
     offDeleted();
+    offKey();
   };
 }

@@ -3,7 +3,8 @@
 // (./terminal-socket.ts). Invariants: the slot is taken synchronously, before any await, and held
 // until the connection is gone (its TCP socket's close releases it too, as an upgrade whose
 // handshake never completes gets neither onOpen nor onClose); every refusal happens before the
-// upgrade, so it is a plain JSON error; a deleted agent's sockets close 1000 `agent deleted`.
+// upgrade, so it is a plain JSON error; a deleted agent's sockets close 1000 `agent deleted`, and a
+// socket whose key is revoked meanwhile closes 1008 (../key-watch.ts).
 import type { IncomingMessage } from 'node:http';
 import type { Context } from 'hono';
 import type { WSEvents } from 'hono/ws';
@@ -11,6 +12,7 @@ import type { AgentService } from '../../agents/service.ts';
 import { SandboxError } from '../../errors.ts';
 import type { SandboxTerminals } from '../../sandbox/types.ts';
 import type { ApiEnv } from '../env.ts';
+import { onKeyRefused } from '../key-watch.ts';
 import type { TenantLimiter } from '../limits.ts';
 import {
   closeWith,
@@ -73,11 +75,20 @@ export async function upgradeTerminal(state: TerminalRoutesState, c: Context<Api
     pending: 0,
     paused: false,
   };
-  hold.stopWatching = agents.onDeleted(agent, () => {
+  const stopDeleted = agents.onDeleted(agent, () => {
     s.deleted = true;
     closeWith(s.ws, 1000, 'agent deleted');
     release();
   });
+  // A key revoked (or its tenant deleting) while the socket is open ends it: 1008, like a refusal.
+  const stopKey = onKeyRefused(c, () => {
+    closeWith(s.ws, 1008, 'API key revoked');
+    release();
+  });
+  hold.stopWatching = () => {
+    stopDeleted();
+    stopKey();
+  };
   return {
     onOpen(_event, socket) {
       openSocket(s, socket);

@@ -133,6 +133,7 @@ export const terminalRoutes = (
       const tenant = await tenantOfKey(c, tenants, token);
       claimConnection(options.connections, c, tenant.id);
       c.set('tenant', tenant);
+      c.set('keyLive', async () => (await tenants.verifyKey(token)) !== undefined);
       await next();
     },
     async function terminalRoute(c, next) {

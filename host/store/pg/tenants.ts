@@ -20,6 +20,7 @@ import {
   type CandidateRow,
   candidatesSql,
   checkKeyOptions,
+  checkKeyRoom,
   checkTenantName,
   createKeyVerifier,
   KEY_COLUMNS,
@@ -159,6 +160,7 @@ export const createPgTenantStore = (
       return pgGuarded('create api key', () =>
         db.tx(async (tx) => {
           if ((await lockTenant(tx, tenantId)) !== 'active') throw noTenant(tenantId);
+          checkKeyRoom(await keysOf(tx, tenantId), now());
           return addKey(tx, tenantId, options);
         }),
       );

@@ -2,6 +2,7 @@
 // test file. `open` is async so a network database can make its schema first; `second` opens
 // another store on the same database (the CLI or another replica), `reopen` one after a restart.
 import { describe, expect, it } from 'vitest';
+import { MAX_LIVE_KEYS } from '../../../host/store/tenant-keys.ts';
 import type { TenantStore } from '../../../host/store/tenants.ts';
 import { closedAfterEach } from '../../helpers/per-test.ts';
 
@@ -165,6 +166,23 @@ export const runTenantStoreContract = (harness: TenantStoreHarness) => {
       ]);
       expect(outcomes.sort()).toEqual(['last', 'revoked']);
       expect((await tenants.listKeys(acme.id)).filter((k) => k.revokedAt === undefined)).toHaveLength(1);
+    });
+
+    it('holds at most MAX_LIVE_KEYS live keys per tenant, even made at once; a revoked one makes room', async () => {
+      const { store: tenants } = await open();
+      const acme = await tenants.createTenant('acme');
+      const made = await Promise.allSettled(
+        Array.from({ length: MAX_LIVE_KEYS + 5 }, () => tenants.createKey(acme.id)),
+      );
+      expect(made.filter((m) => m.status === 'fulfilled')).toHaveLength(MAX_LIVE_KEYS - 1);
+      for (const m of made.filter((x) => x.status === 'rejected'))
+        expect((m as PromiseRejectedResult).reason).toMatchObject({
+          code: 'LIMIT_EXCEEDED',
+          data: { limit: 'keys', max: MAX_LIVE_KEYS },
+        });
+      expect(await tenants.revokeTenantKey(acme.id, acme.keyId)).toBe('revoked');
+      await tenants.createKey(acme.id);
+      await expect(tenants.createKey(acme.id)).rejects.toMatchObject({ code: 'LIMIT_EXCEEDED' });
     });
 
     it("keeps the operator's quotas of a tenant, checked, across a restart", async () => {
