@@ -8,6 +8,96 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Harness, type Loose, startHarness, text } from './harness.ts';
 
+/** A hostile stdio MCP server: each of its tools misbehaves one way (its name says which). */
+const EVIL_SERVER = String.raw`// A hostile stdio MCP server (runs in the agent's sandbox as the agent).
+const out = (m) => process.stdout.write(JSON.stringify(m) + '\n');
+let buf = '';
+const tools = ['wrongid', 'twice', 'hostile', 'nullblock', 'huge', 'pingflood', 'notifyflood', 'junkflood', 'bigflood', 'progress', 'garbage', 'ok'].map((name) => ({
+  name, description: name, inputSchema: { type: 'object', properties: {} },
+}));
+const handle = (msg) => {
+  if (msg.method === 'initialize')
+    return out({ jsonrpc: '2.0', id: msg.id, result: { protocolVersion: msg.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'evil', version: '1' } } });
+  if (msg.method === 'tools/list') return out({ jsonrpc: '2.0', id: msg.id, result: { tools } });
+  if (msg.method !== 'tools/call') return;
+  const name = msg.params.name;
+  const ok = (result) => out({ jsonrpc: '2.0', id: msg.id, result });
+  switch (name) {
+    case 'ok': return ok({ content: [{ type: 'text', text: 'fine' }] });
+    case 'progress':
+      // A well-behaved chatty server: 300 log notifications, then the answer.
+      for (let i = 0; i < 300; i++) out({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'step ' + i } });
+      return ok({ content: [{ type: 'text', text: 'progressed' }] });
+    case 'wrongid':
+      out({ jsonrpc: '2.0', id: msg.id + 1000, result: { content: [{ type: 'text', text: 'stray' }] } });
+      out({ jsonrpc: '2.0', id: 'x' + msg.id, result: { content: [] } });
+      out({ jsonrpc: '2.0', id: null, error: { code: -1, message: 'nothing' } });
+      return; // never the right id
+    case 'twice':
+      ok({ content: [{ type: 'text', text: 'first' }] });
+      return ok({ content: [{ type: 'text', text: 'second' }] });
+    case 'hostile':
+      return ok({ content: 'not-an-array', structuredContent: 'str', isError: 'yes', __proto__: { polluted: 1 } });
+    case 'nullblock':
+      return ok({ content: [null, { type: 'resource', resource: null }, { type: 'text' }] });
+    case 'garbage':
+      process.stdout.write('not json at all\n{"jsonrpc":"2.0"}\n[1,2,3]\n' + '{'.repeat(5000) + '\n');
+      return ok({ content: [{ type: 'text', text: 'after garbage' }] });
+    case 'huge':
+      return ok({ content: [{ type: 'text', text: 'x'.repeat(3 * 1024 * 1024) }] });
+    case 'pingflood': {
+      // Requests to the client, as fast as stdout takes them; the server reads no more input.
+      process.stdin.pause();
+      let n = 0;
+      const more = () => {
+        let chunk = '';
+        for (let i = 0; i < 2000; i++) chunk += JSON.stringify({ jsonrpc: '2.0', id: 'p' + n++, method: 'ping' }) + '\n';
+        if (n >= Number(process.env.EVIL_PINGS ?? 400000)) return ok({ content: [{ type: 'text', text: 'pinged ' + n } ] });
+        if (process.stdout.write(chunk)) setImmediate(more); else process.stdout.once('drain', more);
+      };
+      return more();
+    }
+    case 'junkflood': {
+      let n = 0;
+      const more = () => {
+        const chunk = 'not json, a line a server logs\n'.repeat(2000);
+        n += 2000;
+        if (n >= 400000) return ok({ content: [{ type: 'text', text: 'junked ' + n }] });
+        if (process.stdout.write(chunk)) setImmediate(more); else process.stdout.once('drain', more);
+      };
+      return more();
+    }
+    case 'bigflood': {
+      const line = JSON.stringify({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'y'.repeat(1000000) } }) + '\n';
+      let n = 0;
+      const more = () => {
+        if (n++ >= 400) return ok({ content: [{ type: 'text', text: 'big ' + n }] });
+        if (process.stdout.write(line)) setImmediate(more); else process.stdout.once('drain', more);
+      };
+      return more();
+    }
+    case 'notifyflood': {
+      let n = 0;
+      const more = () => {
+        let chunk = '';
+        for (let i = 0; i < 2000; i++) chunk += JSON.stringify({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'n' + n++ } }) + '\n';
+        if (n >= Number(process.env.EVIL_NOTES ?? 400000)) return ok({ content: [{ type: 'text', text: 'noted ' + n }] });
+        if (process.stdout.write(chunk)) setImmediate(more); else process.stdout.once('drain', more);
+      };
+      return more();
+    }
+  }
+};
+process.stdin.on('data', (d) => {
+  buf += d;
+  let i;
+  while ((i = buf.indexOf('\n')) >= 0) {
+    const line = buf.slice(0, i); buf = buf.slice(i + 1);
+    try { handle(JSON.parse(line)); } catch (e) { process.stderr.write(String(e) + '\n'); }
+  }
+});
+`;
+
 let h: Harness;
 let codeA: string;
 let codeB: string;
@@ -51,4 +141,90 @@ describe('run_code: prototypes the prelude relies on', () => {
       expect(text(r), code).toMatch(expected);
     }
   });
+});
+
+describe('a hostile stdio MCP server', () => {
+  /** A fresh agent with the server registered (a server cut off often enough is marked failed). */
+  const withServer = async (): Promise<string> => {
+    const agent = await h.agent(h.keyA, { mode: 'both' });
+    const [w] = await h.calls(h.keyA, agent, [
+      ['w', 'write', { file_path: 'evil.js', content: EVIL_SERVER }],
+    ]);
+    expect(w?.ok, text(w)).toBe(true);
+    const registered = await h.http(h.keyA, 'POST', `/v1/agents/${agent}/mcp-servers`, {
+      name: 'evil',
+      command: ['node', 'evil.js'],
+      timeoutMs: 5000,
+    });
+    expect(registered.status, registered.text).toBe(201);
+    return agent;
+  };
+  const call = async (agent: string, tool: string, id = tool): Promise<Loose> => {
+    const [r] = await h.calls(h.keyA, agent, [[id, `mcp__evil__${tool}`, {}]]);
+    return r;
+  };
+  /** The longest GET /v1/health took while `work` ran (asked every 50 ms). */
+  const healthDuring = async <T>(work: Promise<T>): Promise<{ value: T; worstMs: number }> => {
+    let worstMs = 0;
+    let over = false;
+    const poll = (async () => {
+      while (!over) {
+        const t = performance.now();
+        await h.http(undefined, 'GET', '/v1/health');
+        worstMs = Math.max(worstMs, performance.now() - t);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    })();
+    const value = await work.finally(() => {
+      over = true;
+    });
+    await poll;
+    return { value, worstMs };
+  };
+
+  it('answers with wrong ids, twice, in hostile shapes or garbage: each a stable error of that call', async () => {
+    const agent = await withServer();
+    expect(text(await call(agent, 'ok'))).toBe('fine');
+    const wrong = await call(agent, 'wrongid');
+    expect(wrong.error?.code, text(wrong)).toBe('TOOL_TIMEOUT');
+    expect(text(await call(agent, 'twice'))).toBe('first');
+    expect(text(await call(agent, 'ok', 'ok2'))).toBe('fine');
+    for (const tool of ['hostile', 'nullblock']) {
+      const r = await call(agent, tool);
+      expect(r.ok, `${tool}: ${text(r)}`).toBe(false);
+      expect(['MCP_SERVER_FAILED', 'TOOL_FAILED'], `${tool}: ${text(r)}`).toContain(r.error?.code);
+    }
+    expect(text(await call(agent, 'garbage'))).toBe('after garbage');
+    expect(text(await call(agent, 'progress'))).toBe('progressed');
+    const huge = await call(agent, 'huge');
+    expect(huge.error?.code, text(huge)).toBe('MCP_SERVER_FAILED');
+    expect(text(huge)).toMatch(/over \d+ bytes/);
+    expect(text(await call(agent, 'ok', 'ok3'))).toBe('fine');
+  });
+
+  // WAS A BUG: every line a stdio server writes is parsed and handled on the API process's event
+  // loop, unbounded: 5 s of notifications (or of pings it never read the answers of) held GET
+  // /v1/health for 1.8-2.2 s and grew the process by 76-265 MiB. Now each is cut off at its budget.
+  it('floods of notifications, requests, junk lines or big lines are cut off without holding the API', async () => {
+    for (const tool of ['notifyflood', 'pingflood', 'junkflood', 'bigflood']) {
+      const agent = await withServer();
+      const before = process.memoryUsage().rss;
+      const { value: r, worstMs } = await healthDuring(call(agent, tool));
+      const grownMiB = (process.memoryUsage().rss - before) / 2 ** 20;
+      // 1 MB lines come slower than their byte budget refills: they may meet the call's deadline first.
+      if (tool === 'bigflood') expect(['MCP_SERVER_FAILED', 'TOOL_TIMEOUT']).toContain(r.error?.code);
+      else {
+        expect(r.error?.code, `${tool}: ${text(r)}`).toBe('MCP_SERVER_FAILED');
+        expect(text(r), tool).toMatch(/budget/);
+      }
+      // Bounds with room for a loaded machine; before the budget: 1.8-2.2 s, and up to 265 MiB of
+      // resident growth (after: 10-180 ms; the memory is mostly garbage not yet collected).
+      expect(worstMs, tool).toBeLessThan(1000);
+      expect(grownMiB, tool).toBeLessThan(160);
+      const other = await run(h.keyB, codeB, 'return "b-served";', `b-${tool}`);
+      expect(text(other)).toBe('b-served');
+      // The next call starts the server afresh.
+      expect(text(await call(agent, 'ok', `after-${tool}`))).toBe('fine');
+    }
+  }, 300_000);
 });
