@@ -228,3 +228,39 @@ describe('a hostile stdio MCP server', () => {
     }
   }, 300_000);
 });
+
+describe('run_code: programs that hold their isolate while they wait', () => {
+  it("a tenant's many programs waiting on slow tools keep no other tenant's program waiting, and end with their agents", async () => {
+    const agents = await Promise.all(Array.from({ length: 3 }, () => h.agent(h.keyA, { preset: 'code' })));
+    const slow = `await Promise.all(Array.from({ length: 64 }, () => tools.bash({ command: 'sleep 20', description: 'hold' })));
+      return 'held';`;
+    const holds = agents.flatMap((agent, a) =>
+      Array.from({ length: 4 }, (_, k) =>
+        h
+          .http(h.keyA, 'POST', `/v1/agents/${agent}/calls`, {
+            calls: [
+              { id: `hold${a}-${k}`, name: 'run_code', arguments: { code: slow, description: 'hold' } },
+            ],
+          })
+          .then((r) => r.json?.results?.[0] as Loose),
+      ),
+    );
+    await new Promise((r) => setTimeout(r, 3000));
+    const t = Date.now();
+    const other = await run(
+      h.keyB,
+      codeB,
+      'return await tools.bash({ command: "echo b-ran", description: "b" });',
+      'bwait',
+    );
+    expect(text(other)).toContain('b-ran');
+    // A starvation guard, not a speed claim (measured: 0.3-0.5 s).
+    expect(Date.now() - t).toBeLessThan(10_000);
+    // 12 programs of 64 twenty-second commands each would take minutes: deleting the agents ends them.
+    const deletedAt = Date.now();
+    for (const agent of agents)
+      expect((await h.http(h.keyA, 'DELETE', `/v1/agents/${agent}`)).status).toBe(204);
+    for (const r of await Promise.all(holds)) expect(r?.error?.code, text(r ?? {})).toBe('CODE_RUN_FAILED');
+    expect(Date.now() - deletedAt).toBeLessThan(30_000);
+  }, 120_000);
+});
