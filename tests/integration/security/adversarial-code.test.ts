@@ -264,3 +264,57 @@ describe('run_code: programs that hold their isolate while they wait', () => {
     expect(Date.now() - deletedAt).toBeLessThan(30_000);
   }, 120_000);
 });
+
+describe('run_code: hostile arguments to every kind of tool', () => {
+  it('each ends as a stable code the program can read, without host paths or frames', async () => {
+    const r = await run(
+      h.keyA,
+      codeA,
+      `const probes = {
+        nulPath: () => tools.write({ file_path: 'a\\u0000b.txt', content: 'x' }),
+        loneSurrogate: () => tools.write({ file_path: '\\ud800.txt', content: '\\udfff' }),
+        hugeOffset: () => tools.read({ file_path: 'x.txt', offset: 1e308, limit: -1 }),
+        negative: () => tools.read({ file_path: 'x.txt', offset: -5 }),
+        protoKeys: () => tools.glob(JSON.parse('{"pattern":"*","__proto__":{"polluted":1},"constructor":{"prototype":{"polluted":1}}}')),
+        deepArgs: () => { let o = {}; const root = o; for (let i = 0; i < 5000; i++) { o.a = {}; o = o.a; } return tools.glob({ pattern: '*', extra: root }); },
+        globBomb: () => tools.glob({ pattern: '{a,b}'.repeat(40) }),
+        globDeep: () => tools.glob({ pattern: '**/'.repeat(2000) + '*' }),
+        grepRedos: () => tools.grep({ pattern: '(a+)+$', path: '.' }),
+        editWeird: () => tools.edit({ file_path: 'x.txt', old_string: '', new_string: 'y' }),
+        bashNul: () => tools.bash({ command: 'echo \\u0000', description: 'x' }),
+        bashArray: () => tools.bash({ command: ['echo', 'hi'], description: 'x' }),
+        numberName: () => tools.read({ file_path: 12 }),
+        dotdot: () => tools.read({ file_path: '../../../../proc/self/environ' }),
+        procSelf: () => tools.read({ file_path: '/proc/1/environ' }),
+      };
+      const out = {};
+      for (const [name, f] of Object.entries(probes)) {
+        try { const v = await f(); out[name] = 'ok ' + JSON.stringify(v).slice(0, 200); }
+        catch (e) { out[name] = String(e.code) + ' ' + String(e.message).slice(0, 400); }
+      }
+      return out;`,
+      'hostile-args',
+    );
+    expect(r.ok, text(r)).toBe(true);
+    const out = JSON.parse(text(r).slice(text(r).indexOf('{'))) as Record<string, string>;
+    for (const [name, line] of Object.entries(out)) {
+      for (const leak of [
+        /\/work\//,
+        /node_modules/,
+        /host\/(tools|sandbox|isolates)/,
+        /\.ts:\d+/,
+        /at .*\(node:/,
+      ])
+        expect(line, name).not.toMatch(leak);
+      if (!line.startsWith('ok ')) expect(line, name).toMatch(/^[A-Z_]+ /);
+      expect(line, name).not.toMatch(/^undefined /);
+    }
+    // WAS A BUG: code mode's bridge let through what the HTTP surface refuses or drops (body.ts):
+    // 5,000 levels of nesting overflowed the stack where the log serialised the call
+    // (STORE_FAILED, "try again"), and prototype keys reached the pipeline.
+    expect(out.deepArgs).toMatch(/^INVALID_ARGUMENTS .*more than 64 levels deep/);
+    expect(out.protoKeys).toBe('ok []');
+    expect((await h.http(undefined, 'GET', '/v1/health')).status).toBe(200);
+    expect(Object.prototype).not.toHaveProperty('polluted');
+  }, 120_000);
+});
