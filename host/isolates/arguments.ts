@@ -40,3 +40,23 @@ export function cleanArguments(value: unknown, json: string): boolean {
   }
   return true;
 }
+
+/**
+ * Deepest nesting of a value coming back from untrusted code (a program's return value, an MCP
+ * server's structured content, a plugin tool's result). Looser than arguments' (nothing walks it
+ * by schema), but far from where the host's own recursive JSON.stringify overflows (measured: a
+ * run_code value 5,000 levels deep made POST /calls answer 500 INTERNAL; 3,000 passed).
+ */
+export const MAX_VALUE_DEPTH = 256;
+
+/** True when `value` nests arrays or objects more than `limit` levels deep (iterative). */
+export function nestedDeeperThan(value: unknown, limit: number): boolean {
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length > 0) {
+    const [node, depth] = stack.pop() as [unknown, number];
+    if (!isContainer(node)) continue;
+    if (depth >= limit) return true;
+    for (const child of Object.values(node)) if (isContainer(child)) stack.push([child, depth + 1]);
+  }
+  return false;
+}

@@ -12,7 +12,7 @@ import { type Harness, type Loose, startHarness, text } from './harness.ts';
 const EVIL_SERVER = String.raw`// A hostile stdio MCP server (runs in the agent's sandbox as the agent).
 const out = (m) => process.stdout.write(JSON.stringify(m) + '\n');
 let buf = '';
-const tools = ['wrongid', 'twice', 'hostile', 'nullblock', 'huge', 'pingflood', 'notifyflood', 'junkflood', 'bigflood', 'progress', 'garbage', 'ok'].map((name) => ({
+const tools = ['wrongid', 'twice', 'hostile', 'nullblock', 'huge', 'pingflood', 'notifyflood', 'junkflood', 'bigflood', 'progress', 'deepstruct', 'garbage', 'ok'].map((name) => ({
   name, description: name, inputSchema: { type: 'object', properties: {} },
 }));
 const handle = (msg) => {
@@ -38,6 +38,8 @@ const handle = (msg) => {
       return ok({ content: [{ type: 'text', text: 'second' }] });
     case 'hostile':
       return ok({ content: 'not-an-array', structuredContent: 'str', isError: 'yes', __proto__: { polluted: 1 } });
+    case 'deepstruct':
+      return ok({ content: [], structuredContent: JSON.parse('{"a":'.repeat(6000) + '1' + '}'.repeat(6000)) });
     case 'nullblock':
       return ok({ content: [null, { type: 'resource', resource: null }, { type: 'text' }] });
     case 'garbage':
@@ -194,6 +196,10 @@ describe('a hostile stdio MCP server', () => {
       expect(r.ok, `${tool}: ${text(r)}`).toBe(false);
       expect(['MCP_SERVER_FAILED', 'TOOL_FAILED'], `${tool}: ${text(r)}`).toContain(r.error?.code);
     }
+    // WAS A BUG: structured content 6,000 levels deep overflowed the stack answering POST /calls (500).
+    const deep = await call(agent, 'deepstruct');
+    expect(deep.error?.code, text(deep)).toBe('TOOL_FAILED');
+    expect(text(deep)).toMatch(/nests more than 256 levels deep/);
     expect(text(await call(agent, 'garbage'))).toBe('after garbage');
     expect(text(await call(agent, 'progress'))).toBe('progressed');
     const huge = await call(agent, 'huge');
@@ -227,6 +233,42 @@ describe('a hostile stdio MCP server', () => {
       expect(text(await call(agent, 'ok', `after-${tool}`))).toBe('fine');
     }
   }, 300_000);
+});
+
+describe('run_code: values nested past what the host can serialise', () => {
+  // WAS A BUG: a program returning 5,000 levels of nesting made POST /calls answer 500 INTERNAL (a
+  // stack overflow serialising the response; 3,000 passed). How deep the isolate itself can
+  // serialise depends on the thread it runs on: past that, the program's own RangeError.
+  it('a deeply nested return value ends the run with a stable error; the batch answers 200', async () => {
+    for (const depth of [300, 5000]) {
+      const res = await h.http(h.keyA, 'POST', `/v1/agents/${codeA}/calls`, {
+        calls: [
+          {
+            id: `deep-return-${depth}`,
+            name: 'run_code',
+            arguments: {
+              description: 'x',
+              code: `let o = {}; const root = o; for (let i = 0; i < ${depth}; i++) { o.a = {}; o = o.a; } return root;`,
+            },
+          },
+        ],
+      });
+      expect(res.status, res.text.slice(0, 300)).toBe(200);
+      const [r] = res.json.results as Loose[];
+      expect(r.error?.code, text(r)).toBe('CODE_RUN_FAILED');
+      if (depth === 300) {
+        expect(r.error.data.kind).toBe('limit');
+        expect(text(r)).toMatch(/return value nests arrays or objects more than 256 levels deep/);
+      } else expect(['limit', 'runtime']).toContain(r.error.data.kind);
+    }
+    const shallow = await run(
+      h.keyA,
+      codeA,
+      'let o = 1; for (let i = 0; i < 200; i++) o = [o]; return o;',
+      'ok-200',
+    );
+    expect(shallow.ok, text(shallow)).toBe(true);
+  });
 });
 
 describe('run_code: programs that hold their isolate while they wait', () => {

@@ -1,6 +1,11 @@
 // A program's call arguments as the HTTP surface would take them (host/isolates/arguments.ts).
 import { describe, expect, it } from 'vitest';
-import { cleanArguments, MAX_ARGUMENT_DEPTH } from '../../../host/isolates/arguments.ts';
+import {
+  cleanArguments,
+  MAX_ARGUMENT_DEPTH,
+  MAX_VALUE_DEPTH,
+  nestedDeeperThan,
+} from '../../../host/isolates/arguments.ts';
 
 const parsed = (json: string): [unknown, string] => [JSON.parse(json), json];
 const nested = (depth: number): string => `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`;
@@ -20,5 +25,16 @@ describe('cleanArguments', () => {
     expect(cleanArguments(...parsed(nested(MAX_ARGUMENT_DEPTH + 1)))).toBe(false);
     expect(cleanArguments(...parsed(nested(200_000)))).toBe(false);
     expect(cleanArguments(...parsed('[1,"constructor",{"a":"prototype"}]'))).toBe(true);
+  });
+});
+
+describe('nestedDeeperThan', () => {
+  it('takes values up to the bound and refuses deeper ones, arrays and objects alike, without recursing', () => {
+    expect(nestedDeeperThan(JSON.parse(nested(MAX_VALUE_DEPTH)), MAX_VALUE_DEPTH)).toBe(false);
+    expect(nestedDeeperThan(JSON.parse(nested(MAX_VALUE_DEPTH + 1)), MAX_VALUE_DEPTH)).toBe(true);
+    expect(
+      nestedDeeperThan(JSON.parse(`${'['.repeat(200_000)}${']'.repeat(200_000)}`), MAX_VALUE_DEPTH),
+    ).toBe(true);
+    expect(nestedDeeperThan('x', 0)).toBe(false);
   });
 });
