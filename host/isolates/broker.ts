@@ -1,5 +1,6 @@
 // The call broker: a program's `tools.<name>(args)` arrives as its worker's `call` message and goes
-// to the run's onCall. The broker checks the frame (a binding of the run, JSON text, a call id),
+// to the run's onCall. The broker checks the frame (a binding of the run, JSON text, a call id) and
+// the arguments as the HTTP surface would (arguments.ts: no prototype keys, bounded nesting),
 // counts calls against maxCalls and sizes against maxCallBytes, keeps at most maxInFlight calls
 // pending in onCall (later ones wait in the order the program made them), and sends each
 // settlement back as a size-capped envelope. Which pending calls may overlap is not decided here:
@@ -7,6 +8,7 @@
 // While a run with a worker of its own waits on its calls, the broker gives that worker back to
 // everybody (releaseWhileWaiting).
 import { isSandboxError, messageOf } from '../errors.ts';
+import { cleanArguments, MAX_ARGUMENT_DEPTH } from './arguments.ts';
 import {
   failed,
   finishRun,
@@ -44,6 +46,11 @@ export function onProgramCall(
     args = JSON.parse(argsJson) as JsonValue;
   } catch {
     reply(state, run, handle, callId, errorEnvelope('INVALID_ARGUMENTS', 'the arguments are not valid JSON'));
+    return;
+  }
+  if (!cleanArguments(args, argsJson)) {
+    const message = `Invalid arguments for tools.${name}: they nest arrays or objects more than ${MAX_ARGUMENT_DEPTH} levels deep. Flatten them and call again.`;
+    reply(state, run, handle, callId, errorEnvelope('INVALID_ARGUMENTS', message));
     return;
   }
   if (run.pending >= run.limits.maxInFlight) run.waitingCalls.push({ name, args, callId });

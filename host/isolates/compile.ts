@@ -23,10 +23,20 @@ export interface CompiledProgram {
 export type CompileResult = { ok: true; program: CompiledProgram } | { ok: false; message: string };
 
 const CACHE_SIZE = 256;
+/**
+ * What the cache may hold, counted as code characters × CACHE_WEIGHT (the key, the JavaScript and
+ * the sourcemap: ~3.2× the code). The cache is the API process's, shared by every tenant: by count
+ * alone, 256 distinct programs at the 256 KiB code limit kept 184 MiB of heap until other programs
+ * pushed them out.
+ */
+const CACHE_BYTES = 16 * 1024 * 1024;
+const CACHE_WEIGHT = 4;
 // Workflow and plugin scripts are compiled again and again; model programs rarely repeat. The
 // promise is cached, so identical code compiled concurrently goes to esbuild once; transformBody
 // never rejects.
 const cache = new Map<string, Promise<CompileResult>>();
+let cachedBytes = 0;
+const weightOf = (key: string): number => key.length * CACHE_WEIGHT;
 let esbuild: Promise<typeof import('esbuild')> | undefined;
 /** esbuild, imported once for every compile (concurrent first compiles share the one import). */
 const loadEsbuild = (): Promise<typeof import('esbuild')> => (esbuild ??= import('esbuild'));
@@ -35,9 +45,16 @@ export const compileProgram = (code: string, language: 'ts' | 'js' = 'ts'): Prom
   const key = `${language}\0${code}`;
   let result = cache.get(key);
   if (result !== undefined) cache.delete(key);
-  else result = transformBody(code, language);
+  else {
+    result = transformBody(code, language);
+    cachedBytes += weightOf(key);
+  }
   cache.set(key, result);
-  if (cache.size > CACHE_SIZE) cache.delete(cache.keys().next().value as string);
+  while (cache.size > CACHE_SIZE || cachedBytes > CACHE_BYTES) {
+    const oldest = cache.keys().next().value as string;
+    cache.delete(oldest);
+    cachedBytes -= weightOf(oldest);
+  }
   return result;
 };
 

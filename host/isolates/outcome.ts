@@ -1,6 +1,8 @@
 // A worker's report of how a run ended, turned into the caller's outcome: shape-checked (the worker
 // may have crashed or be hostile), capped, and with a runtime error's stack mapped to the model's
-// own lines. Nothing of the worker's text reaches the caller without a size cap.
+// own lines. Nothing of the worker's text reaches the caller without a size cap, and no value nested
+// past MAX_VALUE_DEPTH (arguments.ts).
+import { MAX_VALUE_DEPTH, nestedDeeperThan } from './arguments.ts';
 import type { Settled } from './host-run.ts';
 import type { WorkerOutcome } from './protocol.ts';
 import { clip, MAX_ERROR_CHARS } from './protocol.ts';
@@ -28,11 +30,17 @@ export function settledOf(outcome: WorkerOutcome, map: string): Settled {
     : [];
   if (raw.ok === true) {
     if (raw.valueJson === undefined) return { ok: true, value: undefined, logs };
+    let value: JsonValue;
     try {
-      return { ok: true, value: JSON.parse(String(raw.valueJson)) as JsonValue, logs };
+      value = JSON.parse(String(raw.valueJson)) as JsonValue;
     } catch {
       return { ok: false, kind: 'runtime', message: 'the program returned an unreadable value', logs };
     }
+    if (nestedDeeperThan(value, MAX_VALUE_DEPTH)) {
+      const message = `the return value nests arrays or objects more than ${MAX_VALUE_DEPTH} levels deep`;
+      return { ok: false, kind: 'limit', message, logs };
+    }
+    return { ok: true, value, logs };
   }
   const kind = FAILURE_KINDS.has(raw.kind as FailureKind) ? (raw.kind as FailureKind) : 'crash';
   let message = clip(typeof raw.message === 'string' ? raw.message : 'the run failed', MAX_ERROR_CHARS);

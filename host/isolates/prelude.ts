@@ -97,7 +97,15 @@ ${PRELUDE_KIT}  let limits = { maxOutputBytes: 0, maxCallBytes: 0, maxResultByte
     for (const name of names) defineProperty(tools, name, { value: freeze(binding(name)), enumerable: true });
     return freeze(tools);
   });
-  const describe = (kind, e) => 'E' + stringify(describeError(kind, e));
+  // Built from stringified strings only: JSON.stringify looks up toJSON on objects (an
+  // Object.prototype.toJSON of the program's), never on a string, so the description is the one
+  // describeError made, not whatever the program's toJSON returns or throws (a throw here left
+  // start() without done(), and a thrown error ended as "stalled").
+  const describe = (kind, e) => {
+    const d = describeError(kind, e);
+    return 'E{"kind":' + stringify(d.kind) + ',"name":' + stringify(d.name) + ',"message":' +
+      stringify(d.message) + ',"stack":' + stringify(d.stack) + '}';
+  };
 
   const settle = (id, envelope) => {
     const resolve = waiting[id];

@@ -8,6 +8,7 @@
 // model can read. Everything here comes from the server: hostile, bounded, never trusted.
 import type { CallToolResult } from '@modelcontextprotocol/client';
 import { messageOf, SandboxError } from '../errors.ts';
+import { MAX_VALUE_DEPTH, nestedDeeperThan } from '../isolates/arguments.ts';
 import type { JsonValue } from '../json.ts';
 import { backstopTimeout } from '../tools/define.ts';
 import { defineJsonSchemaTool } from '../tools/json-schema-tool.ts';
@@ -84,8 +85,14 @@ export function mcpValue(result: CallToolResult): JsonValue {
   }
   const content = blocks.map(partOf);
   const value: Record<string, JsonValue> = { content: content as unknown as JsonValue };
-  if (result.structuredContent !== undefined)
+  if (result.structuredContent !== undefined) {
+    if (nestedDeeperThan(result.structuredContent, MAX_VALUE_DEPTH))
+      throw new SandboxError(
+        'TOOL_FAILED',
+        `The MCP tool's structured content nests more than ${MAX_VALUE_DEPTH} levels deep.`,
+      );
     value.structuredContent = result.structuredContent as unknown as JsonValue;
+  }
   return value;
 }
 

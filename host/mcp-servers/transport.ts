@@ -4,8 +4,13 @@
 // Everything the program writes is hostile input: the read buffer is capped (a line longer than
 // maxMessageBytes ends the program, and the reason is kept for the calls that fail with it); lines
 // that are not JSON are skipped (servers that log to stdout), other malformed messages are reported
-// through onerror and skipped. Invariants: onclose fires exactly once, whether the program ended,
-// the host closed it or it was cut off; nothing is delivered after it.
+// through onerror and skipped. What it sends is also charged to budgets (a burst, refilled at a
+// steady rate; `OUTPUT_BUDGET`): the API process parses and handles each line on its one event
+// loop, so a server flooding notifications, requests or junk lines held that loop (GET /v1/health
+// took 1.8-2.2 s, the process grew by up to 265 MiB in 5 s: adversarial-code.test.ts); past a
+// budget the program is cut off like an oversize line, before what overdraws it is handled.
+// Invariants: onclose fires exactly once, whether the program ended, the host closed it or it was
+// cut off; nothing is delivered after it.
 import {
   type JSONRPCMessage,
   ReadBuffer,
@@ -13,6 +18,46 @@ import {
   type Transport,
 } from '@modelcontextprotocol/client';
 import type { SandboxStdio, StdioEnd } from '../sandbox/types.ts';
+
+/**
+ * What a server may send, at once (the burst) and per second after it: lines (JSON or not, each
+ * parsed: ~20 µs) and bytes, and messages nobody asked for (notifications, requests to us, stray or
+ * repeated answers), which the SDK's client then handles at ~250 µs each (measured here: 10,000
+ * notifications took 2.7 s of the event loop). The first answer to each of our requests is free, so
+ * a program's many calls never count; log and progress notifications fit at any sensible rate.
+ */
+export const OUTPUT_BUDGET = {
+  burstLines: 10_000,
+  linesPerSecond: 2_000,
+  burstBytes: 32 * 1024 * 1024,
+  bytesPerSecond: 16 * 1024 * 1024,
+  burstUnasked: 1_000,
+  unaskedPerSecond: 100,
+};
+
+/** Our requests remembered as unanswered at most (aborted ones are never answered). */
+const MAX_ASKED = 10_000;
+
+/** A token bucket: `take(n)` is false when n is more than what is left (nothing is taken then). */
+export class Budget {
+  readonly #burst: number;
+  readonly #perSecond: number;
+  #left: number;
+  #at = performance.now();
+  constructor(burst: number, perSecond: number) {
+    this.#burst = burst;
+    this.#perSecond = perSecond;
+    this.#left = burst;
+  }
+  take(n: number): boolean {
+    const now = performance.now();
+    this.#left = Math.min(this.#burst, this.#left + ((now - this.#at) * this.#perSecond) / 1000);
+    this.#at = now;
+    if (n > this.#left) return false;
+    this.#left -= n;
+    return true;
+  }
+}
 
 export interface SandboxTransportOptions {
   stdio: SandboxStdio;
@@ -25,6 +70,8 @@ export interface SandboxTransportOptions {
   onStderr?: (chunk: Buffer) => void;
   /** How the program ended (after onclose's cause is known). */
   onEnd?: (end: StdioEnd, why: string | undefined) => void;
+  /** Default OUTPUT_BUDGET. */
+  budget?: typeof OUTPUT_BUDGET;
 }
 
 export class SandboxStdioTransport implements Transport {
@@ -39,10 +86,20 @@ export class SandboxStdioTransport implements Transport {
   #closed = false;
   /** Why we cut the program off, when we did. */
   #why: string | undefined;
+  readonly #budget: typeof OUTPUT_BUDGET;
+  readonly #lines: Budget;
+  readonly #bytes: Budget;
+  readonly #unasked: Budget;
+  /** Ids of our requests not answered yet: their first answer is not charged to #unasked. */
+  readonly #asked = new Set<string | number>();
 
   constructor(options: SandboxTransportOptions) {
     this.#options = options;
     this.#buffer = new ReadBuffer({ maxBufferSize: options.maxMessageBytes });
+    this.#budget = options.budget ?? OUTPUT_BUDGET;
+    this.#lines = new Budget(this.#budget.burstLines, this.#budget.linesPerSecond);
+    this.#bytes = new Budget(this.#budget.burstBytes, this.#budget.bytesPerSecond);
+    this.#unasked = new Budget(this.#budget.burstUnasked, this.#budget.unaskedPerSecond);
   }
 
   async start(): Promise<void> {
@@ -63,7 +120,16 @@ export class SandboxStdioTransport implements Transport {
   }
 
   #onStdout(chunk: Buffer): void {
-    if (this.#closed) return;
+    if (this.#closed || this.#why !== undefined) return;
+    // Charged before anything of the chunk is parsed: every line, JSON or not, and every byte.
+    if (!this.#bytes.take(chunk.length) || !this.#lines.take(linesIn(chunk))) {
+      const b = this.#budget;
+      this.#cut(
+        `it sent more than its output budget (${b.burstLines} lines or ${b.burstBytes} bytes at once, ` +
+          `then ${b.linesPerSecond} lines and ${b.bytesPerSecond} bytes a second)`,
+      );
+      return;
+    }
     try {
       this.#buffer.append(chunk);
     } catch {
@@ -80,6 +146,14 @@ export class SandboxStdioTransport implements Transport {
         continue;
       }
       if (message === null || this.#closed) return;
+      if (!this.#answers(message) && !this.#unasked.take(1)) {
+        const b = this.#budget;
+        this.#cut(
+          `it sent more messages nobody asked for than its budget (${b.burstUnasked} at once, ` +
+            `then ${b.unaskedPerSecond} a second)`,
+        );
+        return;
+      }
       this.onmessage?.(message);
     }
   }
@@ -98,8 +172,15 @@ export class SandboxStdioTransport implements Transport {
     this.onclose?.();
   }
 
+  /** True for the first answer to a request we sent (it is free); its id is then forgotten. */
+  #answers(message: JSONRPCMessage): boolean {
+    if ('method' in message || !('id' in message)) return false;
+    return this.#asked.delete(message.id as string | number);
+  }
+
   async send(message: JSONRPCMessage): Promise<void> {
     if (this.#closed || this.#write === undefined) throw new Error('The MCP server is not running.');
+    if ('method' in message && 'id' in message && this.#asked.size < MAX_ASKED) this.#asked.add(message.id);
     await this.#write(Buffer.from(serializeMessage(message), 'utf8'));
   }
 
@@ -107,4 +188,11 @@ export class SandboxStdioTransport implements Transport {
     this.#cut('the service stopped it');
     this.#finish();
   }
+}
+
+/** Newlines in a chunk (each ends a line the read buffer parses). */
+function linesIn(chunk: Buffer): number {
+  let n = 0;
+  for (let at = chunk.indexOf(10); at !== -1; at = chunk.indexOf(10, at + 1)) n++;
+  return n;
 }

@@ -3,9 +3,16 @@
 // calls out through the capabilities, answered with a result envelope.
 // Invariants: a call into the plugin settles exactly once — answered, timed out after the limits'
 // callWallMs, cancelled by its caller, or rejected when the instance ends (state.ts `finish`); its
-// arguments and the plugin's results are capped at maxValueBytes of JSON; the plugin's own calls are
-// aborted with the instance, or with the call into it that made them.
+// arguments and the plugin's results are capped at maxValueBytes of JSON and in nesting (its calls'
+// arguments held to what the HTTP surface lets through: host/isolates/arguments.ts); the plugin's
+// own calls are aborted with the instance, or with the call into it that made them.
 import { isSandboxError, messageOf, SandboxError } from '../../errors.ts';
+import {
+  cleanArguments,
+  MAX_ARGUMENT_DEPTH,
+  MAX_VALUE_DEPTH,
+  nestedDeeperThan,
+} from '../../isolates/arguments.ts';
 import type { PluginWorkerToHost } from '../protocol.ts';
 import { clip, MAX_ERROR_CHARS } from '../protocol.ts';
 import type { JsonValue } from '../types.ts';
@@ -80,7 +87,16 @@ export function onDone(state: InstanceState, message: Extract<PluginWorkerToHost
       new SandboxError('TOOL_FAILED', 'The plugin tool returned an unreadable result.'),
     );
   }
-  if (parsed.ok === true) return void pending.resolve(parsed.value ?? null);
+  if (parsed.ok === true) {
+    if (nestedDeeperThan(parsed.value, MAX_VALUE_DEPTH))
+      return void pending.reject(
+        new SandboxError(
+          'TOOL_FAILED',
+          `The plugin tool returned a value nested more than ${MAX_VALUE_DEPTH} levels deep.`,
+        ),
+      );
+    return void pending.resolve(parsed.value ?? null);
+  }
   const name = typeof parsed.error?.name === 'string' ? parsed.error.name : 'Error';
   const text = typeof parsed.error?.message === 'string' ? parsed.error.message : '';
   pending.reject(
@@ -99,6 +115,11 @@ export async function onCall(
   let envelope: string;
   try {
     const args = JSON.parse(message.argsJson) as JsonValue;
+    if (!cleanArguments(args, message.argsJson))
+      throw new SandboxError(
+        'INVALID_ARGUMENTS',
+        `Invalid arguments for ${message.name}: they nest arrays or objects more than ${MAX_ARGUMENT_DEPTH} levels deep. Flatten them and call again.`,
+      );
     const request = { name: message.name, args, ...(parent ? { parentCallId: parent.callId } : {}) };
     const value = await capabilities.callTool(request, signal);
     envelope = JSON.stringify({ ok: true, value: value ?? null });

@@ -3,6 +3,7 @@
 // name, description and schemas (in order), and by the run limits the description states, so a
 // re-registered tool with the same schemas hits and a changed schema misses. Invariant: a hit
 // returns exactly what generateSdk and runCodeDescription would return for the list and limits.
+import { createHash } from 'node:crypto';
 import {
   generateSdk,
   type NameBinding,
@@ -29,6 +30,9 @@ export interface SdkCache {
 // same content gets the same number while it is remembered, so a batch's lookup joins a few digits
 // per tool instead of every schema's JSON (~60 µs per call over the default catalog). Numbers are
 // never reused: forgetting the contents (past MAX_CONTENTS) only costs misses, never a wrong hit.
+// The contents are remembered by their SHA-256, not their text: the map is the API process's,
+// and an MCP server (the agent's own program) that lists new tools with ~1 MiB schemas again and
+// again made it keep every one (400 distinct 200 KB tools: 73 MiB, up to MAX_CONTENTS of them).
 const MAX_CONTENTS = 4096;
 const contents = new Map<string, number>();
 let nextContent = 0;
@@ -43,11 +47,12 @@ const keyOf = (definition: ToolDefinition): number => {
       definition.parameters,
       definition.outputSchema ?? null,
     ]);
-    key = contents.get(content);
+    const digest = createHash('sha256').update(content).digest('base64');
+    key = contents.get(digest);
     if (key === undefined) {
       if (contents.size >= MAX_CONTENTS) contents.clear();
       key = nextContent++;
-      contents.set(content, key);
+      contents.set(digest, key);
     }
     keys.set(definition, key);
   }
@@ -58,9 +63,16 @@ const keyOf = (definition: ToolDefinition): number => {
 export const bindableOf = (definitions: readonly ToolDefinition[]): ToolDefinition[] =>
   definitions.filter((definition) => definition.name !== RESERVED_NAME);
 
+/**
+ * The descriptions' characters the cache keeps at most: a description carries every tool's
+ * declarations, and an MCP server's schemas may be large, so 32 of them alone are no bound.
+ */
+const MAX_DESCRIPTION_CHARS = 16 * 1024 * 1024;
+
 /** @param size distinct tool lists kept (least recently used goes first). Default 32. */
 export const createSdkCache = (size = 32): SdkCache => {
   const entries = new Map<string, CodeModeSdk>();
+  let chars = 0;
   return {
     get(definitions, limits) {
       const tools = bindableOf(definitions);
@@ -84,7 +96,12 @@ export const createSdkCache = (size = 32): SdkCache => {
         names: Object.freeze(sdk.names.map((n) => Object.freeze({ ...n }))),
       });
       entries.set(key, entry);
-      if (entries.size > size) entries.delete(entries.keys().next().value as string);
+      chars += entry.description.length;
+      while (entries.size > 1 && (entries.size > size || chars > MAX_DESCRIPTION_CHARS)) {
+        const oldest = entries.keys().next().value as string;
+        chars -= entries.get(oldest)?.description.length ?? 0;
+        entries.delete(oldest);
+      }
       return entry;
     },
   };

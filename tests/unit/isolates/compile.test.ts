@@ -25,4 +25,16 @@ describe('compileProgram', () => {
     expect(first).toMatchObject({ ok: false });
     expect(await compileProgram('return (')).toBe(first);
   });
+
+  // WAS A BUG: the API process's cache, shared by every tenant, was bounded by count only: 256
+  // programs at the 256 KiB code limit kept 184 MiB of heap. Now it is bounded by size as well.
+  it('lets big programs go once they pass its size bound, and keeps small recent ones', async () => {
+    const big = (n: number) => `return ${n};\n${'// padding to the code limit\n'.repeat(8_000)}`;
+    const first = compileProgram(big(-1));
+    await first;
+    for (let n = 0; n < 20; n++) await compileProgram(big(n)); // 20 × ~240 KB × 4 > 16 MiB
+    const small = compileProgram('return "small";');
+    expect(compileProgram(big(-1))).not.toBe(first);
+    expect(compileProgram('return "small";')).toBe(small);
+  });
 });

@@ -71,4 +71,26 @@ describe('code-mode surface', () => {
     });
     expect(cache.get([a, changed]).description).toContain('Read a file, differently.');
   });
+
+  // WAS A BUG: bounded by count only, the cache (the API process's) kept 32 descriptions however
+  // big, and every distinct tool's content text: an MCP server listing new big schemas again and
+  // again grew it (400 distinct 200 KB tools: 73 MiB; after: 8 MiB).
+  it('lets descriptions go past its size bound, however few', () => {
+    const cache = createSdkCache();
+    const words = Array.from({ length: 3_000 }, (_, i) => `word-${i}-${'w'.repeat(1000)}`).join(' ');
+    const big = (n: number) =>
+      defineTool({
+        name: `big-${n}`,
+        description: words,
+        parameters: v.object({ path: v.string() }),
+        output: { schema: v.string() },
+        execute: () => '',
+      });
+    const first = cache.get([big(0)]);
+    expect(first.description.length).toBeGreaterThan(3_000_000);
+    expect(cache.get([big(0)])).toBe(first);
+    for (let n = 1; n <= 5; n++) cache.get([big(n)]); // 6 × 3 MB > 16 MiB
+    expect(cache.get([big(0)])).not.toBe(first);
+    expect(cache.get([readFile])).toBe(cache.get([readFile]));
+  });
 });
