@@ -5,9 +5,9 @@
 // thousand levels deep overflowed the stack where the durable log serialised it (STORE_FAILED,
 // "try again", instead of the program's own mistake), and workflow steps walk arguments too.
 // Iterative (no recursion, whatever the depth) and skipped for text that cannot need it.
+import { MAX_ARGUMENT_DEPTH, nestedDeeperThan } from '../json.ts';
 
-/** As the pipeline's MAX_ARGUMENT_DEPTH (host/tools/json-walk.ts), which isolates/ does not import. */
-export const MAX_ARGUMENT_DEPTH = 64;
+export { MAX_ARGUMENT_DEPTH, nestedDeeperThan };
 
 const POISON = new Set(['__proto__', 'constructor', 'prototype']);
 /** Text that may spell a POISON key (or escape one with \u); as host/api/body.ts's. */
@@ -48,15 +48,3 @@ export function cleanArguments(value: unknown, json: string): boolean {
  * run_code value 5,000 levels deep made POST /calls answer 500 INTERNAL; 3,000 passed).
  */
 export const MAX_VALUE_DEPTH = 256;
-
-/** True when `value` nests arrays or objects more than `limit` levels deep (iterative). */
-export function nestedDeeperThan(value: unknown, limit: number): boolean {
-  const stack: [unknown, number][] = [[value, 0]];
-  while (stack.length > 0) {
-    const [node, depth] = stack.pop() as [unknown, number];
-    if (!isContainer(node)) continue;
-    if (depth >= limit) return true;
-    for (const child of Object.values(node)) if (isContainer(child)) stack.push([child, depth + 1]);
-  }
-  return false;
-}

@@ -3,22 +3,11 @@
 // use. Both are iterative (no recursion, so no stack overflow on `[[[…]]]` 100,000 deep) and stop
 // as soon as a bound is crossed, so their cost is linear in the part of the value they visit.
 
-/** Deepest nesting of arrays and objects a tool call's arguments may have. */
-export const MAX_ARGUMENT_DEPTH = 64;
+import { MAX_ARGUMENT_DEPTH, nestedDeeperThan } from '../json.ts';
+
+export { MAX_ARGUMENT_DEPTH, nestedDeeperThan };
 
 const isContainer = (value: unknown): value is object => typeof value === 'object' && value !== null;
-
-/** True when `value` nests arrays or objects more than `limit` levels deep. */
-export const nestedDeeperThan = (value: unknown, limit: number): boolean => {
-  const stack: [unknown, number][] = [[value, 0]];
-  while (stack.length > 0) {
-    const [node, depth] = stack.pop() as [unknown, number];
-    if (!isContainer(node)) continue;
-    if (depth >= limit) return true;
-    for (const child of Object.values(node)) if (isContainer(child)) stack.push([child, depth + 1]);
-  }
-  return false;
-};
 
 export interface ScalarWalkLimits {
   /** Deepest nesting visited; deeper values make the walk incomplete. */
