@@ -6,7 +6,7 @@
 // clear 403 naming the reason; a redirect to a refused host is refused; a credential the tenant set
 // reaches the upstream over TLS (never plain HTTP) but never the sandbox; the container still has
 // only `lo`; every connection is an audit event in the agent's log.
-import { writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -25,6 +25,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await internet?.close();
+  rmSync(caFile, { force: true });
 });
 
 const service = served('egress-proxy', {
