@@ -318,7 +318,7 @@ describe('run_code: hostile arguments to every kind of tool', () => {
         hugeOffset: () => tools.read({ file_path: 'x.txt', offset: 1e308, limit: -1 }),
         negative: () => tools.read({ file_path: 'x.txt', offset: -5 }),
         protoKeys: () => tools.glob(JSON.parse('{"pattern":"*","__proto__":{"polluted":1},"constructor":{"prototype":{"polluted":1}}}')),
-        deepArgs: () => { let o = {}; const root = o; for (let i = 0; i < 5000; i++) { o.a = {}; o = o.a; } return tools.glob({ pattern: '*', extra: root }); },
+        deepArgs: () => { let o = {}; const root = o; for (let i = 0; i < 1000; i++) { o.a = {}; o = o.a; } return tools.glob({ pattern: '*', extra: root }); },
         globBomb: () => tools.glob({ pattern: '{a,b}'.repeat(40) }),
         globDeep: () => tools.glob({ pattern: '**/'.repeat(2000) + '*' }),
         grepRedos: () => tools.grep({ pattern: '(a+)+$', path: '.' }),
