@@ -22,8 +22,8 @@ const isContainer = (value: unknown): value is Record<string, unknown> =>
  */
 export function cleanArguments(value: unknown, json: string): boolean {
   // Text that opens fewer containers than the depth and names no POISON key needs no walk.
-  if (json.length <= MAX_ARGUMENT_DEPTH && !MAYBE_POISONED.test(json)) return true;
   const poisoned = MAYBE_POISONED.test(json);
+  if (json.length <= MAX_ARGUMENT_DEPTH && !poisoned) return true;
   const stack: [unknown, number][] = [[value, 0]];
   while (stack.length > 0) {
     const [node, depth] = stack.pop() as [unknown, number];
