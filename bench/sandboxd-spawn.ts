@@ -1,6 +1,8 @@
 // Micro-benchmark inside a sandbox container: how long sandboxd takes to run `bash -c true` (start,
 // exit, pipes closed) through the spawner vs child_process.spawn, interleaved in the same process,
-// without the RPC or the host; and, as the floor, python3 running it in a loop of its own. The
+// without the RPC or the host (row `static`: the spawner running Debian's bash-static in bash's
+// stead, as exec does where the image has it); and, as the floor, python3 running it in a loop of
+// its own (dynamically linked bash). The
 // container runs as sandboxd's does (root with only CAP_SETUID and CAP_SETGID, no-new-privileges,
 // apart from the agent: identity.ts runApart), so commands take the agent's ids as they do in a
 // sandbox; each row also gives the container's CPU per call (the cgroup's cpuacct, all processes).
@@ -44,7 +46,7 @@ if (BASE)
 const inner = `
 import { execFileSync } from 'node:child_process';
 const FLOOR = ${JSON.stringify(FLOOR)};
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { makeDropBox, runApart } from './sandbox-image/sandboxd/identity.ts';
 import { launch, spawnWithNode } from './sandbox-image/sandboxd/launch.ts';
 import { createSpawner } from './sandbox-image/sandboxd/spawner.ts';
@@ -54,6 +56,8 @@ const box = makeDropBox('/tmp/.sandboxd-fifos');
 runApart('1000:1000', '1001');
 const env = { PATH: process.env.PATH, HOME: '/home/agent', LANG: 'C.UTF-8' };
 const req = { file: 'bash', args: ['-c', 'true'], cwd: '/workspace', env, stdin: false };
+// As exec starts a command where the image has Debian's bash-static (exec.ts): argv[0] bash, the static binary run.
+const staticBash = existsSync('/usr/bin/bash-static') ? { ...req, fasterFile: '/usr/bin/bash-static' } : undefined;
 const run = async (p) => { const proc = await p; proc.stdout.resume(); proc.stderr.resume(); await proc.exited; await proc.closed; };
 // The container's CPU so far (ns): every process in it, the kernel's work for them included.
 const CG = ['/sys/fs/cgroup/cpuacct/cpuacct.usage', '/sys/fs/cgroup/cpu,cpuacct/cpuacct.usage'];
@@ -63,15 +67,15 @@ const ready = async (options) => { const sp = createSpawner({ ...(box ? { box } 
 const spawner = await ready({});
 if (!spawner) throw new Error('sandboxd gave our spawner up');
 const base = BASE_SCRIPT ? await ready({ script: BASE_SCRIPT }) : undefined;
-const out = { spawner: [], ...(base ? { base: [] } : {}), node: [] };
-const cpuOf = { spawner: 0, base: 0, node: 0 };
+const out = { spawner: [], ...(staticBash ? { static: [] } : {}), ...(base ? { base: [] } : {}), node: [] };
+const cpuOf = { spawner: 0, static: 0, base: 0, node: 0 };
 // Of it: sandboxd's own (this process) and the spawner's (its /proc stat, in clock ticks of 10 ms:
 // summed over every call, the ticks average out).
 const own = () => { const u = process.cpuUsage(); return (u.user + u.system) * 1000; };
 const ticks = (pid) => { try { const f = readFileSync('/proc/' + pid + '/stat', 'utf8'); const xs = f.slice(f.lastIndexOf(')') + 2).split(' '); return (Number(xs[11]) + Number(xs[12])) * 1e7; } catch { return 0; } };
-const part = { spawner: { sandboxd: 0, spawner: 0 }, base: { sandboxd: 0, spawner: 0 }, node: { sandboxd: 0, spawner: 0 } };
+const part = { spawner: { sandboxd: 0, spawner: 0 }, static: { sandboxd: 0, spawner: 0 }, base: { sandboxd: 0, spawner: 0 }, node: { sandboxd: 0, spawner: 0 } };
 const one = async (p, sp) => { const c = cpu(); const o = own(); const k = ticks(sp?.pid); const t = performance.now(); await run(p()); return [performance.now() - t, cpu() - c, own() - o, ticks(sp?.pid) - k]; };
-const ways = [['spawner', () => launch(req, spawner), spawner], ...(base ? [['base', () => launch(req, base), base]] : []), ['node', () => spawnWithNode(req)]];
+const ways = [['spawner', () => launch(req, spawner), spawner], ...(staticBash ? [['static', () => launch(staticBash, spawner), spawner]] : []), ...(base ? [['base', () => launch(req, base), base]] : []), ['node', () => spawnWithNode(req)]];
 for (let i = 0; i < reps + 3; i++) {
   for (const [k, p, sp] of ways) {
     const [ms, ns, mine, its] = await one(p, sp);
@@ -88,9 +92,9 @@ try { floor = execFileSync('python3', ['-c', FLOOR, String(reps)], { encoding: '
 const floorCpu = cpu() - c0;
 if (floor) out.python = JSON.parse(floor);
 const ms = (ns) => ns / reps / 1e6;
-const perCall = { spawner: ms(cpuOf.spawner), base: ms(cpuOf.base), node: ms(cpuOf.node), python: floorCpu / (reps + 3) / 1e6 };
+const perCall = { spawner: ms(cpuOf.spawner), static: ms(cpuOf.static), base: ms(cpuOf.base), node: ms(cpuOf.node), python: floorCpu / (reps + 3) / 1e6 };
 const both = (k) => 'sandboxd ' + ms(part[k].sandboxd).toFixed(2) + ', spawner ' + ms(part[k].spawner).toFixed(2);
-const parts = { spawner: both('spawner'), base: both('base'), node: 'sandboxd ' + ms(part.node.sandboxd).toFixed(2) };
+const parts = { spawner: both('spawner'), static: both('static'), base: both('base'), node: 'sandboxd ' + ms(part.node.sandboxd).toFixed(2) };
 console.log(JSON.stringify({ samples: out, cpu: perCall, parts }));
 `;
 

@@ -7,7 +7,7 @@
 // is slow to read the child's pipes are paused until the writer drains, and after the exit they are
 // read to their end (output.ts, the rule exec and stdio programs share).
 
-import { type Stats, statSync } from 'node:fs';
+import { existsSync, type Stats, statSync } from 'node:fs';
 import { WireError } from '../../sandbox-wire/errors.ts';
 import { proxyEnv } from './egress.ts';
 import { launch, type Proc, sharedSpawner } from './launch.ts';
@@ -19,6 +19,15 @@ import type { Workspace } from './workspace.ts';
 export type ExecIo = OutputIo;
 
 const MAX_TIMEOUT_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * Debian's bash-static (the image's; the same bash release, linked statically) starts a command in
+ * 0.3-0.8 ms less CPU than the dynamically linked bash (no dynamic loader, no relocations: its start
+ * is most of a `bash -c true`). The spawner runs it with argv[0] `bash`, so $0 and $BASH read as with
+ * /usr/bin/bash; all it lacks is `enable -f` (loadable builtins). Where it is missing, or when a
+ * command starts without the spawner, it is /usr/bin/bash.
+ */
+const STATIC_BASH = existsSync('/usr/bin/bash-static') ? '/usr/bin/bash-static' : undefined;
 
 /** Variables of sandboxd's own environment that never reach a command: shell hooks and terminal. */
 const NOT_INHERITED = new Set(['BASH_ENV', 'ENV', 'PROMPT_COMMAND', 'TERM', 'LC_ALL']);
@@ -84,6 +93,7 @@ export const runExec = async (
       {
         file: 'bash',
         args: ['-c', command],
+        fasterFile: STATIC_BASH,
         cwd: real,
         env: childEnv(env(args, 'env')),
         stdin: stdin !== undefined,

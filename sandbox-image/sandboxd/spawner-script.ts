@@ -1,7 +1,8 @@
 // The spawner's program: a small python3 loop that sandboxd starts once and asks to start commands,
 // because a fork of sandboxd's large Node process costs 10-20 ms and a vfork from python about 1 ms.
 // Protocol: one JSON object per line, requests on the spawner's stdin, events on its stdout.
-//   → {"t":"spawn","id":N,"argv":[b64..],"cwd":b64,"env":[[b64,b64]..],"stdin":bool,"server":bool}
+//   → {"t":"spawn","id":N,"argv":[b64..],"exe"?:b64,"cwd":b64,"env":[[b64,b64]..],"stdin":bool,"server":bool}
+//     (exe: the binary to run in argv[0]'s stead, argv[0] unchanged)
 //   ← {"t":"got","id":N}  (read, about to start it: a request without it was never started)
 //   ← {"t":"spawned","id":N,"pid":P,"fifos":[stdin|"",stdout,stderr]}  or  {"t":"error","id":N,...}
 //   → {"t":"release","id":N}  (sandboxd has opened each of the FIFOs)
@@ -157,8 +158,10 @@ def main():
             err_name, err_w = fifo(fds, names, os.O_WRONLY)
             ends = [in_r, out_w, err_w]
             env = {b(k): b(v) for k, v in m['env']}
-            p = popen(m.get('server') is True, [b(a) for a in m['argv']], cwd=b(m['cwd']), env=env,
-                      stdin=in_r, stdout=out_w, stderr=err_w, start_new_session=True, close_fds=True)
+            exe = b(m['exe']) if m.get('exe') else None
+            p = popen(m.get('server') is True, [b(a) for a in m['argv']], executable=exe,
+                      cwd=b(m['cwd']), env=env, stdin=in_r, stdout=out_w, stderr=err_w,
+                      start_new_session=True, close_fds=True)
         except Exception as e:
             close_all(fds)
             unlink_all(names)

@@ -14,6 +14,11 @@ export interface SpawnRequest {
   stdin: boolean;
   /** Who it runs as (identity.ts). Default the agent. */
   as?: RunAs;
+  /**
+   * Another binary of the same program that starts faster, run in `file`'s stead (argv[0] stays
+   * `file`) by the spawner only: child_process's path goes through setpriv, which cannot keep argv[0].
+   */
+  fasterFile?: string;
 }
 export interface Exit {
   code: number | null;

@@ -125,6 +125,7 @@ function spawnThrough(s: SpawnerState, req: SpawnRequest): Promise<Spawned> | un
       t: 'spawn',
       id,
       argv: [req.file, ...req.args].map(b64),
+      ...(req.fasterFile ? { exe: b64(req.fasterFile) } : {}),
       cwd: b64(req.cwd),
       env: Object.entries(req.env).flatMap(([k, v]) => (v === undefined ? [] : [[b64(k), b64(v)]])),
       stdin: req.stdin,

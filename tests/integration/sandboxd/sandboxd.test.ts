@@ -158,6 +158,11 @@ describe('sandboxd in the sandbox image', () => {
       'sandboxd-spawner -I -S -c exec(open(3).read()) /tmp/.sandboxd-fifos 1000:1000',
     );
     expect((await c.exec('pgrep -f pyth[o]n || echo none')).stdout).toBe('none\n');
+    // Through the spawner a command's bash is Debian's bash-static (exec.ts), which reads as bash.
+    const same = `[ "$BASH_VERSION" = "$(/usr/bin/bash -c 'echo $BASH_VERSION')" ] && echo same release`;
+    expect((await c.exec(`echo "$0 $BASH"; readlink /proc/$$/exe; ${same}; echo é`)).stdout).toBe(
+      'bash /usr/bin/bash\n/usr/bin/bash-static\nsame release\né\n',
+    );
     // Past the window in which the spawner starts a command (the next test's subject).
     const pastStart = `while [ "$(awk '/^Uid:/{print $2}' /proc/$PPID/status)" = 1000 ]; do :; done`;
     expect((await c.exec(`${pastStart}; kill -9 $PPID 2>&1; echo rc=$?`)).stdout).toMatch(

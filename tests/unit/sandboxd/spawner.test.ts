@@ -55,6 +55,13 @@ describe('spawner', () => {
     expect(r).toEqual({ code: 3, signal: null, stdout: `this ${cwd}\n${p.pid}\nin\n`, stderr: 'e\n' });
   });
 
+  it('runs a faster binary in its stead when asked, argv[0] kept (exec: bash-static for bash)', async () => {
+    const r = await collect(
+      await launch({ ...bash('echo "$0"; readlink /proc/$$/exe'), fasterFile: realpathSync('/bin/dash') }, s),
+    );
+    expect(r).toEqual({ code: 0, signal: null, stdout: `bash\n${realpathSync('/bin/dash')}\n`, stderr: '' });
+  });
+
   it('keeps the output of a command that ends before its pipes are opened, and gives EOF without stdin', async () => {
     const r = await collect(await launch(bash('head -c 200000 /dev/zero | tr "\\0" a; cat'), s));
     expect(r.stdout.length).toBe(200_000);
