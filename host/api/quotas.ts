@@ -140,11 +140,12 @@ export const childWorkspaceQuota =
     workspaceMb: number,
   ): AdmitWorkspace =>
   async (tenantId, diskMb, make) => {
-    const quotas = (await tenants.getTenant(tenantId))?.quotas;
-    if (quotas?.diskMb === undefined) return make();
-    const max = quotas.diskMb;
+    if ((await tenants.getTenant(tenantId))?.quotas?.diskMb === undefined) return make();
     return tenantTurn(tenants, tenantId, async () => {
-      check({ diskMb: max }, await quotaUsage(agents(), tenantId, workspaceMb), diskMb ?? workspaceMb);
+      // Read again in the turn: a quota the operator lowered meanwhile holds for this create.
+      const max = (await tenants.getTenant(tenantId))?.quotas?.diskMb;
+      if (max !== undefined)
+        check({ diskMb: max }, await quotaUsage(agents(), tenantId, workspaceMb), diskMb ?? workspaceMb);
       return make();
     });
   };
@@ -158,14 +159,15 @@ export const agentQuota = (
   return async function agentQuota(c, next) {
     if (c.req.method !== 'POST' || c.req.path !== '/v1/agents') return next();
     const tenantId = c.get('tenant').id;
-    const quotas = (await tenants.getTenant(tenantId))?.quotas;
-    if (quotas?.agents === undefined && quotas?.diskMb === undefined) return next();
-    const asked =
-      quotas.diskMb === undefined
-        ? 0
-        : await askedDiskMb(c.req.raw, workspaceMb, (id) => snapshotMb(tenantId, id));
+    const quotasOf = async () => (await tenants.getTenant(tenantId))?.quotas ?? {};
+    const bounded = (q: TenantQuotas): boolean => q.agents !== undefined || q.diskMb !== undefined;
+    if (!bounded(await quotasOf())) return next();
+    // The body's size is read before the turn (it may read a snapshot); the quotas again in it, so
+    // a quota the operator lowered or set meanwhile holds for this create.
+    const asked = await askedDiskMb(c.req.raw, workspaceMb, (id) => snapshotMb(tenantId, id));
     await tenantTurn(tenants, tenantId, async () => {
-      check(quotas, await quotaUsage(agents, tenantId, workspaceMb), asked);
+      const quotas = await quotasOf();
+      if (bounded(quotas)) check(quotas, await quotaUsage(agents, tenantId, workspaceMb), asked);
       await next();
     });
   };
