@@ -1041,7 +1041,7 @@ export interface paths {
         };
         /**
          * List tenant keys
-         * @description Needs the admin key. The tenant's API keys, revoked and expired ones included.
+         * @description Needs the admin key. The tenant's API keys. Oldest first, paged: `limit` 1-100 (default 50), `after` the `next` of the page before (absent on the last page). Revoked and expired keys are listed too, the 100 that ended last (older ones are deleted when the tenant makes a key).
          */
         get: operations["listTenantKeys"];
         put?: never;
@@ -1085,7 +1085,7 @@ export interface paths {
         };
         /**
          * List own keys
-         * @description The calling tenant's API keys, revoked and expired ones included (never a key itself).
+         * @description The calling tenant's API keys (never a key itself). Oldest first, paged: `limit` 1-100 (default 50), `after` the `next` of the page before (absent on the last page). Revoked and expired keys are listed too, the 100 that ended last (older ones are deleted when the tenant makes a key).
          */
         get: operations["listOwnKeys"];
         put?: never;
@@ -6217,7 +6217,10 @@ export interface operations {
     };
     listTenantKeys: {
         parameters: {
-            query?: never;
+            query?: {
+                after?: string;
+                limit?: number;
+            };
             header?: never;
             path: {
                 id: string;
@@ -6226,7 +6229,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Its keys, oldest first */
+            /** @description A page of its keys, oldest first */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -6242,6 +6245,26 @@ export interface operations {
                             expiresAt?: number;
                             revokedAt?: number;
                         }[];
+                        /** @description Pass as `after` for the next page; absent on the last */
+                        next?: string;
+                    };
+                };
+            };
+            /** @description Invalid page */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE" | "RUNTIME_UNAVAILABLE" | "RUNTIME_NOT_ALLOWED" | "NODE_UNREACHABLE" | "CHECKPOINT_NOT_FOUND" | "CHECKPOINT_DROPPED" | "ROLLBACK_UNSAFE" | "SNAPSHOT_UNSUPPORTED" | "LOG_TRUNCATED" | "NODE_CORDONED" | "ROLLBACK_BUSY" | "NODE_CERTIFICATE_REFUSED" | "STORE_BUSY";
+                            message: string;
+                            data?: {
+                                [key: string]: unknown;
+                            };
+                        };
                     };
                 };
             };
@@ -6491,14 +6514,17 @@ export interface operations {
     };
     listOwnKeys: {
         parameters: {
-            query?: never;
+            query?: {
+                after?: string;
+                limit?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Its keys, oldest first */
+            /** @description A page of its keys, oldest first */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -6514,6 +6540,26 @@ export interface operations {
                             expiresAt?: number;
                             revokedAt?: number;
                         }[];
+                        /** @description Pass as `after` for the next page; absent on the last */
+                        next?: string;
+                    };
+                };
+            };
+            /** @description Invalid page */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "UNKNOWN_TOOL" | "INVALID_ARGUMENTS" | "DENIED" | "ABORTED_BEFORE_DISPATCH" | "ABORTED" | "TOOL_TIMEOUT" | "TOOL_FAILED" | "TOOL_ACTIVATION_FAILED" | "DUPLICATE_TOOL" | "RESERVED_TOOL_NAME" | "TOOL_NAME_TAKEN" | "MCP_SERVER_FAILED" | "DUPLICATE_EXECUTOR" | "NO_EXECUTOR" | "PLAN_MODE" | "INTERRUPTED" | "SANDBOX_UNAVAILABLE" | "SANDBOX_PROTOCOL" | "PATH_OUTSIDE_WORKSPACE" | "FILE_NOT_FOUND" | "NOT_A_FILE" | "NOT_A_DIRECTORY" | "FILE_TOO_LARGE" | "BINARY_FILE" | "ARCHIVE_REJECTED" | "JOB_NOT_FOUND" | "EXEC_TIMEOUT" | "TERMINAL_NOT_FOUND" | "DIRECTORY_NOT_EMPTY" | "LIMIT_EXCEEDED" | "DISK_FULL" | "CAPACITY_EXCEEDED" | "EGRESS_DENIED" | "EGRESS_BUDGET_EXCEEDED" | "EGRESS_FAILED" | "CHILD_LIMIT_EXCEEDED" | "MAILBOX_FULL" | "CODE_RUN_FAILED" | "ISOLATE_UNAVAILABLE" | "STORE_FAILED" | "STORE_BUDGET_EXCEEDED" | "BAD_REQUEST" | "MALFORMED_JSON" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT" | "REVISION_CONFLICT" | "DEPENDENCY_CYCLE" | "TASK_BLOCKED" | "TASK_STATE" | "NOT_TASK_OWNER" | "TASK_HAS_DEPENDENTS" | "WRITE_SCOPE" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "AUTH_THROTTLED" | "REQUEST_EXPIRED" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "STEP_NOT_FOUND" | "SHUTTING_DOWN" | "OWNER_UNREACHABLE" | "OWNER_MOVED" | "FORWARD_UNVERIFIED" | "OWNER_FENCED" | "REQUEST_TIMEOUT" | "CONFIG_INVALID" | "INTERNAL" | "AGENT_PAUSED" | "AGENT_BUSY" | "AGENT_SHARES_WORKSPACE" | "RUNTIME_UNAVAILABLE" | "RUNTIME_NOT_ALLOWED" | "NODE_UNREACHABLE" | "CHECKPOINT_NOT_FOUND" | "CHECKPOINT_DROPPED" | "ROLLBACK_UNSAFE" | "SNAPSHOT_UNSUPPORTED" | "LOG_TRUNCATED" | "NODE_CORDONED" | "ROLLBACK_BUSY" | "NODE_CERTIFICATE_REFUSED" | "STORE_BUSY";
+                            message: string;
+                            data?: {
+                                [key: string]: unknown;
+                            };
+                        };
                     };
                 };
             };

@@ -1016,6 +1016,7 @@ ListTenantKeysResponseKeysItem = TypedDict("ListTenantKeysResponseKeysItem", {
 
 ListTenantKeysResponse = TypedDict("ListTenantKeysResponse", {
     "keys": List[ListTenantKeysResponseKeysItem],
+    "next": NotRequired[str],
 })
 
 CreateTenantKeyBody = TypedDict("CreateTenantKeyBody", {

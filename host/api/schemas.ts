@@ -80,7 +80,12 @@ export const ApiKeyView = v.object({
   expiresAt: v.optional(v.number()),
   revokedAt: v.optional(v.number()),
 });
-export const ApiKeyList = v.object({ keys: v.array(ApiKeyView) });
+export const ApiKeyList = v.object({
+  keys: v.array(ApiKeyView),
+  next: v.optional(
+    v.pipe(v.string(), v.description('Pass as `after` for the next page; absent on the last')),
+  ),
+});
 export const KeyCreated = v.object({
   id: v.string(),
   /** The raw key: shown once, never again. */

@@ -4,7 +4,7 @@
 // Invariants: a new key is shown once, in the answer to the POST that made it (never in a URL or a
 // redirect, and the response is no-store like every console page); the agents are read from
 // GET /v1/tenants/:id/agents, their disk from GET /v1/admin/workspaces, at most WORKSPACE_PAGES
-// pages of it per view.
+// pages of it per view; its keys from GET /v1/tenants/:id/keys, at most KEY_PAGES pages.
 import { type Context, Hono } from 'hono';
 import { type ApiFetch, apiJson, apiPost, apiRequest, failureOf } from './api.ts';
 import { type ConsoleEnv, checkCsrf } from './guard.ts';
@@ -22,7 +22,33 @@ import {
 /** Pages of 100 workspaces a tenant's page reads at most (each is measured, 4 at a time). */
 const WORKSPACE_PAGES = 10;
 
+/**
+ * Pages of 100 keys a tenant's page reads at most: a tenant holds 100 live keys, the 100 ended
+ * last, and those ended since it last made one (host/store/tenant-keys.ts), so 3 pages hold them.
+ */
+const KEY_PAGES = 5;
+
 const tenantPath = (id: string) => `/v1/tenants/${encodeURIComponent(id)}`;
+
+/** The tenant's keys, oldest first, page after page (GET /v1/tenants/:id/keys is paged). */
+const tenantKeys = async (fetch: ApiFetch, c: Context<ConsoleEnv>, adminKey: string, id: string) => {
+  const keys: KeyView[] = [];
+  let after: string | undefined;
+  let pages = 0;
+  do {
+    const query = new URLSearchParams({ limit: '100', ...(after ? { after } : {}) });
+    const got = await apiJson<{ keys: KeyView[]; next?: string }>(
+      fetch,
+      c,
+      adminKey,
+      `${tenantPath(id)}/keys?${query}`,
+    );
+    keys.push(...got.keys);
+    after = got.next;
+    pages++;
+  } while (after !== undefined && pages < KEY_PAGES);
+  return keys;
+};
 
 export const operatorActionRoutes = (fetch: ApiFetch): Hono<ConsoleEnv> => {
   const app = new Hono<ConsoleEnv>();
@@ -35,7 +61,7 @@ export const operatorActionRoutes = (fetch: ApiFetch): Hono<ConsoleEnv> => {
       key(c),
       tenantPath(id),
     );
-    const { keys } = await apiJson<{ keys: KeyView[] }>(fetch, c, key(c), `${tenantPath(id)}/keys`);
+    const keys = await tenantKeys(fetch, c, key(c), id);
     const { agents } = await apiJson<{ agents: TenantAgentView[] }>(
       fetch,
       c,

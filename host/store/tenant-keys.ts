@@ -3,6 +3,9 @@
 // cache with its constant-time match. One module, so a key made on one backend verifies on the
 // other and both refuse with the same words; the libsql (tenants.ts) and PostgreSQL
 // (pg/tenants.ts) backends keep only their SQL and transactions. Imports no backend.
+// Invariants (the rows): a tenant holds at most MAX_LIVE_KEYS live keys, and the creating
+// transaction deletes its ended (revoked or expired) keys past the MAX_ENDED_KEYS that ended
+// last, so its rows stay under MAX_LIVE_KEYS + MAX_ENDED_KEYS plus those ended since it last made one.
 // Invariants (the cache): only keys that verified are remembered, by their SHA-256, for
 // `keyCacheMs`, at most KEY_CACHE_MAX of them (the oldest is forgotten first), and never past
 // their expiry (an expired key is refused like an unknown one, cached or not); forget() drops a
@@ -16,6 +19,8 @@ import { SandboxError } from '../errors.ts';
 import type {
   ApiKeyInfo,
   KeyOptions,
+  KeyPage,
+  KeyPageResult,
   Tenant,
   TenantInfo,
   TenantQuotaRow,
@@ -194,6 +199,79 @@ export const checkKeyRoom = (keys: readonly KeyRow[], now: number): void => {
       `This tenant has ${live} live API keys, the most it may hold; revoke one it no longer uses first.`,
       { data: { limit: 'keys', max: MAX_LIVE_KEYS } },
     );
+};
+
+/**
+ * Revoked and expired keys a tenant keeps, the most recently ended first; older ones are deleted
+ * when the tenant makes a key (keysToPrune). A bound on their number, not their age: making a key
+ * is the only thing that adds a row, so pruning there bounds a tenant's rows at MAX_LIVE_KEYS +
+ * MAX_ENDED_KEYS however fast it makes and revokes keys (an age bound would let a fast loop hold
+ * rate × age rows, and would need a timer to delete the keys that aged while none was made).
+ * A pruned key is unknown: it fails authentication as any unknown key does.
+ */
+export const MAX_ENDED_KEYS = 100;
+
+/** When a key stopped being live: its revocation or its expiry, whichever came first. */
+const endedAt = (k: KeyRow): number =>
+  Math.min(
+    Number(k.revoked_at ?? Number.POSITIVE_INFINITY),
+    Number(k.expires_at ?? Number.POSITIVE_INFINITY),
+  );
+
+/**
+ * The ids of the ended keys among `keys` (all of one tenant's, read in the creating transaction)
+ * past the MAX_ENDED_KEYS that ended last: what the creating transaction deletes.
+ */
+export const keysToPrune = (keys: readonly KeyRow[], now: number): string[] => {
+  const ended = keys.filter((k) => !isLive(k, now));
+  if (ended.length <= MAX_ENDED_KEYS) return [];
+  // Newest first, then a stable sort: among keys that ended in the same millisecond the older goes first.
+  return ended
+    .reverse()
+    .sort((a, b) => endedAt(b) - endedAt(a))
+    .slice(MAX_ENDED_KEYS)
+    .map((k) => k.id);
+};
+
+/** Most keys one page of GET /v1/keys lists, and how many without `limit`. */
+export const KEY_PAGE_MAX = 100;
+export const KEY_PAGE_DEFAULT = 50;
+
+/**
+ * One page of a tenant's keys, oldest first (created_at, then insertion), after `cursor`'s key:
+ * parameters 1 the tenant, 2 the cursor's createdAt (-1: from the start), 3 its key id, 4 the
+ * most rows. The cursor carries its createdAt, so a page goes on after a key pruned since (rows
+ * of that very millisecond are then listed again, never skipped). `p(n)` spells parameter n.
+ */
+export const keyPageSql = (p: (n: number) => string): string => `SELECT ${KEY_COLUMNS} FROM api_keys
+ WHERE tenant_id = ${p(1)}
+   AND (created_at > ${p(2)} OR (created_at = ${p(2)} AND rowid > COALESCE(
+        (SELECT rowid FROM api_keys WHERE tenant_id = ${p(1)} AND id = ${p(3)}), -1)))
+ ORDER BY created_at, rowid LIMIT ${p(4)}`;
+
+/** A page's size as the store reads it: a whole number in 1..KEY_PAGE_MAX. */
+const pageLimit = (page: KeyPage): number =>
+  Math.max(1, Math.min(KEY_PAGE_MAX, Math.trunc(page.limit) || KEY_PAGE_DEFAULT));
+
+/** keyPageSql's parameters for `page` (one row more than the page: whether a next one exists). */
+export const keyPageParams = (tenantId: string, page: KeyPage): [string, number, string, number] => [
+  tenantId,
+  page.after?.createdAt ?? -1,
+  page.after?.id ?? '',
+  pageLimit(page) + 1,
+];
+
+/** The page keyPageSql's rows (for `page`, keyPageParams) make. */
+export const keyPageOf = (rows: readonly KeyRow[], page: KeyPage): KeyPageResult => {
+  const limit = pageLimit(page);
+  const shown = rows.slice(0, limit);
+  const last = shown.at(-1);
+  return {
+    keys: shown.map(keyInfoOf),
+    ...(rows.length > limit && last !== undefined
+      ? { next: { createdAt: Number(last.created_at), id: last.id } }
+      : {}),
+  };
 };
 
 /** Whether a key row counts as live at `now` (not revoked, not expired). */

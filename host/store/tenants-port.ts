@@ -77,6 +77,24 @@ export interface ApiKeyInfo {
   revokedAt?: number;
 }
 
+/** Where a page of a tenant's keys starts: after this key (its createdAt and id). */
+export interface KeyCursor {
+  createdAt: number;
+  id: string;
+}
+
+/** A page of a tenant's keys: at most `limit`, after `after` (absent: from the oldest). */
+export interface KeyPage {
+  after?: KeyCursor;
+  limit: number;
+}
+
+export interface KeyPageResult {
+  keys: ApiKeyInfo[];
+  /** Where the next page starts; absent on the last page. */
+  next?: KeyCursor;
+}
+
 /** What revoking one of a tenant's keys did. */
 export type RevokeOutcome =
   /** The key was live and is refused from now on. */
@@ -93,7 +111,13 @@ export interface TenantStore {
   listTenants(): Promise<TenantInfo[]>;
   /** A further key for an active tenant (rotation). NOT_FOUND for a missing or deleted tenant. */
   createKey(tenantId: string, options?: KeyOptions): Promise<CreatedKey>;
+  /**
+   * Every key of the tenant, oldest first: its live ones and the MAX_ENDED_KEYS revoked or expired
+   * ones that ended last (older ended keys are deleted when the tenant makes a key, tenant-keys.ts).
+   */
   listKeys(tenantId: string): Promise<ApiKeyInfo[]>;
+  /** One page of listKeys() (GET /v1/keys), `page.limit` at most (1..KEY_PAGE_MAX). */
+  listKeyPage(tenantId: string, page: KeyPage): Promise<KeyPageResult>;
   /**
    * The key's tenant, or undefined for unknown, malformed, revoked or expired keys and keys of a
    * tenant that is not active. Runs on every HTTP request: a remembered key costs no read, any

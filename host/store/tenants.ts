@@ -3,7 +3,8 @@
 // non-secret prefix used to find candidate rows; verification compares hashes in constant time
 // (crypto.timingSafeEqual) and ignores revoked and expired keys and keys of a tenant that is not
 // active. A tenant's deletion (beginDeletion) revokes every key of it in the write that marks it
-// `deleting`, so no key of a deleting tenant is ever live.
+// `deleting`, so no key of a deleting tenant is ever live. Making a key deletes the tenant's ended
+// keys past MAX_ENDED_KEYS in the same transaction (tenant-keys.ts).
 // Every method that reads or writes returns a Promise (the port a network database can implement);
 // this libsql implementation runs its prepared statements synchronously inside them, a transaction
 // never spans an await. A key that is not remembered costs one read (the key joined with its
@@ -26,6 +27,10 @@ import {
   KEY_COLUMNS,
   type KeyRow,
   keyInfoOf,
+  keyPageOf,
+  keyPageParams,
+  keyPageSql,
+  keysToPrune,
   newApiKey,
   newTenant,
   noTenant,
@@ -37,14 +42,25 @@ import {
   type TenantRow,
   tenantInfoOf,
 } from './tenant-keys.ts';
-import type { CreatedKey, KeyOptions, TenantStore } from './tenants-port.ts';
+import type { CreatedKey, KeyOptions, KeyPage, TenantStore } from './tenants-port.ts';
 import type { WakeBus } from './wake-port.ts';
 
-export { API_KEY_PREFIX, KEY_CACHE_MAX, KEY_SHAPE, PREFIX_LENGTH } from './tenant-keys.ts';
+export {
+  API_KEY_PREFIX,
+  KEY_CACHE_MAX,
+  KEY_PAGE_DEFAULT,
+  KEY_PAGE_MAX,
+  KEY_SHAPE,
+  MAX_ENDED_KEYS,
+  PREFIX_LENGTH,
+} from './tenant-keys.ts';
 export type {
   ApiKeyInfo,
   CreatedKey,
+  KeyCursor,
   KeyOptions,
+  KeyPage,
+  KeyPageResult,
   RevokeOutcome,
   Tenant,
   TenantInfo,
@@ -71,6 +87,10 @@ const statements = (db: Database) => {
   const keysByTenant = db.prepare(
     `SELECT ${KEY_COLUMNS} FROM api_keys WHERE tenant_id = ? ORDER BY created_at, rowid`,
   );
+  const keyPage = db.prepare(keyPageSql((n) => `?${n}`));
+  const pruneKeys = db.prepare(
+    'DELETE FROM api_keys WHERE tenant_id = ? AND id IN (SELECT value FROM json_each(?))',
+  );
   const revoke = db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL');
   const revokeAll = db.prepare(
     'UPDATE api_keys SET revoked_at = ? WHERE tenant_id = ? AND revoked_at IS NULL RETURNING id',
@@ -94,6 +114,8 @@ const statements = (db: Database) => {
     selectTenants,
     keysByPrefix,
     keysByTenant,
+    keyPage,
+    pruneKeys,
     revokeAll,
     markDeleting,
     markDeleted,
@@ -104,18 +126,30 @@ const statements = (db: Database) => {
   };
 };
 
-/** Makes a key inside its caller's transaction, so the bound on live keys counts every key made before. */
+/**
+ * Makes a key inside its caller's transaction, so the bound on live keys counts every key made
+ * before; the ended keys past MAX_ENDED_KEYS go in the same write (tenant-keys.ts, keysToPrune).
+ */
 function addKeyIn(
   sql: ReturnType<typeof statements>,
   at: number,
   tenantId: string,
   key: KeyOptions,
 ): CreatedKey {
-  checkKeyRoom(sql.keysByTenant.all(tenantId) as KeyRow[], at);
+  const keys = sql.keysByTenant.all(tenantId) as KeyRow[];
+  checkKeyRoom(keys, at);
+  const pruned = keysToPrune(keys, at);
+  if (pruned.length > 0) sql.pruneKeys.run(tenantId, JSON.stringify(pruned));
   const { keyId, apiKey, hash, prefix } = newApiKey();
   sql.insertKey.run(keyId, tenantId, hash, prefix, at, key.name ?? null, key.expiresAt ?? null);
   return { keyId, apiKey };
 }
+
+/** One page of a tenant's keys (tenant-keys.ts, keyPageSql). */
+const keyPageIn = (sql: ReturnType<typeof statements>, tenantId: string, page: KeyPage) =>
+  guarded('list api keys', () =>
+    keyPageOf(sql.keyPage.all(...keyPageParams(tenantId, page)) as KeyRow[], page),
+  );
 
 export const createTenantStore = (
   db: Database,
@@ -171,6 +205,8 @@ export const createTenantStore = (
 
     listKeys: async (tenantId) =>
       guarded('list api keys', () => (sql.keysByTenant.all(tenantId) as KeyRow[]).map(keyInfoOf)),
+
+    listKeyPage: async (tenantId, page) => keyPageIn(sql, tenantId, page),
 
     verifyKey: (apiKey) =>
       verifier.verify(apiKey, (prefix) =>

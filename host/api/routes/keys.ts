@@ -4,12 +4,22 @@
 // Invariants: a tenant reaches only its own keys (another tenant's key id answers 404 like an unknown
 // one); a tenant revokes its last live key only with `?lastKey=true` (409 otherwise: it would lock
 // itself out), the admin always may; a revocation is refused from the very next request, in every
-// replica hearing the wake-up bus (tenant-keys.ts).
+// replica hearing the wake-up bus (tenant-keys.ts). Lists are paged like GET /v1/admin/workspaces
+// (`limit`, `after` = the `next` of the page before); a page's `next` is opaque to clients: it
+// carries the last key's createdAt and id, so paging goes on after that key was pruned.
 import { Hono } from 'hono';
 import { describeRoute } from 'hono-openapi';
-import type * as v from 'valibot';
+import * as v from 'valibot';
 import { SandboxError } from '../../errors.ts';
-import type { ApiKeyInfo, RevokeOutcome, TenantStore } from '../../store/index.ts';
+import {
+  KEY_PAGE_DEFAULT,
+  KEY_PAGE_MAX,
+  type KeyCursor,
+  type KeyPageResult,
+  MAX_ENDED_KEYS,
+  type RevokeOutcome,
+  type TenantStore,
+} from '../../store/index.ts';
 import { adminAuth } from '../auth.ts';
 import { jsonBody, jsonRequest, jsonResponse, queryOf } from '../body.ts';
 import type { ApiEnv } from '../env.ts';
@@ -36,7 +46,63 @@ const created = (key: { keyId: string; apiKey: string }, body: v.InferOutput<typ
   ...(body.expiresAt === undefined ? {} : { expiresAt: body.expiresAt }),
 });
 
-const listed = (keys: ApiKeyInfo[]) => ({ keys });
+/** A page's `next` as clients see it: base64url of `<createdAt>.<keyId>`, opaque to them. */
+export const cursorText = (cursor: KeyCursor): string =>
+  Buffer.from(`${cursor.createdAt}.${cursor.id}`, 'utf8').toString('base64url');
+
+/** The cursor `text` spells, or undefined unless it is one cursorText() made. */
+export const cursorOf = (text: string): KeyCursor | undefined => {
+  const match = /^(\d{1,15})\.(key_[A-Za-z0-9_-]{1,64})$/.exec(
+    Buffer.from(text, 'base64url').toString('utf8'),
+  );
+  if (match === null) return undefined;
+  const cursor = { createdAt: Number(match[1]), id: match[2] as string };
+  return cursorText(cursor) === text ? cursor : undefined; // one spelling per cursor
+};
+
+/** The page GET /v1/keys (and the admin's list) asks for. */
+const KeysQuery = v.object({
+  after: v.optional(
+    v.pipe(
+      v.string(),
+      v.maxLength(128, 'after is the `next` of a page before'),
+      v.transform(cursorOf),
+      v.check((c) => c !== undefined, 'after is the `next` of a page before'),
+    ),
+  ),
+  limit: v.optional(
+    v.pipe(
+      v.string(),
+      v.regex(/^\d{1,3}$/, `limit is 1-${KEY_PAGE_MAX}`),
+      v.transform(Number),
+      v.minValue(1, `limit is 1-${KEY_PAGE_MAX}`),
+      v.maxValue(KEY_PAGE_MAX, `limit is 1-${KEY_PAGE_MAX}`),
+    ),
+  ),
+});
+
+/** The store's page for the request's query (BAD_REQUEST for a hostile one). */
+const pageOf = (query: Record<string, string>) => {
+  const { after, limit } = queryOf(KeysQuery, query);
+  return { ...(after === undefined ? {} : { after }), limit: limit ?? KEY_PAGE_DEFAULT };
+};
+
+const listed = ({ keys, next }: KeyPageResult) => ({
+  keys,
+  ...(next === undefined ? {} : { next: cursorText(next) }),
+});
+
+const pageParameters = [
+  { name: 'after', in: 'query', required: false, schema: { type: 'string' } },
+  {
+    name: 'limit',
+    in: 'query',
+    required: false,
+    schema: { type: 'integer', minimum: 1, maximum: KEY_PAGE_MAX, default: KEY_PAGE_DEFAULT },
+  },
+] as const;
+
+const pageDescription = `Oldest first, paged: \`limit\` 1-${KEY_PAGE_MAX} (default ${KEY_PAGE_DEFAULT}), \`after\` the \`next\` of the page before (absent on the last page). Revoked and expired keys are listed too, the ${MAX_ENDED_KEYS} that ended last (older ones are deleted when the tenant makes a key).`;
 
 const keyResponses = {
   201: jsonResponse('Created; `apiKey` is shown this once', KeyCreated),
@@ -51,10 +117,14 @@ export const ownKeyRoutes = (tenants: TenantStore): Hono<ApiEnv> => {
     describeRoute({
       operationId: 'listOwnKeys',
       tags: ['keys'],
-      description: "The calling tenant's API keys, revoked and expired ones included (never a key itself).",
-      responses: { 200: jsonResponse('Its keys, oldest first', ApiKeyList) },
+      description: `The calling tenant's API keys (never a key itself). ${pageDescription}`,
+      parameters: [...pageParameters],
+      responses: {
+        200: jsonResponse('A page of its keys, oldest first', ApiKeyList),
+        400: jsonResponse('Invalid page', ErrorBody),
+      },
     }),
-    async (c) => c.json(listed(await tenants.listKeys(c.get('tenant').id))),
+    async (c) => c.json(listed(await tenants.listKeyPage(c.get('tenant').id, pageOf(c.req.query())))),
   );
   app.post(
     '/v1/keys',
@@ -118,11 +188,19 @@ export const adminKeyRoutes = (tenants: TenantStore, adminKey: string | undefine
     describeRoute({
       operationId: 'listTenantKeys',
       tags: ['tenants'],
-      description: "Needs the admin key. The tenant's API keys, revoked and expired ones included.",
-      responses: { 200: jsonResponse('Its keys, oldest first', ApiKeyList), ...adminResponses },
+      description: `Needs the admin key. The tenant's API keys. ${pageDescription}`,
+      parameters: [...pageParameters],
+      responses: {
+        200: jsonResponse('A page of its keys, oldest first', ApiKeyList),
+        400: jsonResponse('Invalid page', ErrorBody),
+        ...adminResponses,
+      },
     }),
     adminAuth(adminKey),
-    async (c) => c.json(listed(await tenants.listKeys(await tenantId(c.req.param('id'))))),
+    async (c) => {
+      const page = pageOf(c.req.query());
+      return c.json(listed(await tenants.listKeyPage(await tenantId(c.req.param('id')), page)));
+    },
   );
   app.post(
     '/v1/tenants/:id/keys',

@@ -11,7 +11,8 @@
 // keys are remembered, at most KEY_CACHE_MAX of them. A tenant and its first key are made in one
 // transaction; a revocation of one of a tenant's keys, a key's creation and the start of a
 // tenant's deletion lock the tenant's row, so the last-key rule holds against concurrent
-// revocations and no key is added to a tenant being deleted.
+// revocations and no key is added to a tenant being deleted. A key's creation also deletes the
+// tenant's ended keys past MAX_ENDED_KEYS (../tenant-keys.ts).
 // The key's shape, prefix and hash, the key cache, the last-key rule and the errors are
 // ../tenant-keys.ts's, shared with the libsql backend, so a key made on one backend verifies on
 // the other.
@@ -27,6 +28,10 @@ import {
   type KeyRow,
   type KeyVerifier,
   keyInfoOf,
+  keyPageOf,
+  keyPageParams,
+  keyPageSql,
+  keysToPrune,
   newApiKey,
   newTenant,
   noTenant,
@@ -39,7 +44,7 @@ import {
   tenantInfoOf,
 } from '../tenant-keys.ts';
 import type { CreatedKey, KeyOptions, TenantInfo, TenantStore, TenantStoreOptions } from '../tenants.ts';
-import type { TenantQuotaRow } from '../tenants-port.ts';
+import type { KeyPage, KeyPageResult, TenantQuotaRow } from '../tenants-port.ts';
 import { type PgDatabase, type PgQueries, pgGuarded } from './db.ts';
 
 const tenantOf = (q: PgQueries, id: string): Promise<TenantInfo | undefined> =>
@@ -84,6 +89,31 @@ const keysOf = (q: PgQueries, tenantId: string): Promise<KeyRow[]> =>
   q.many<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE tenant_id = $1 ORDER BY created_at, rowid`, [
     tenantId,
   ]);
+
+/** The page of listKeyPage() (tenant-keys.ts, keyPageSql). */
+const KEY_PAGE_SQL = keyPageSql((n) => `$${n}`);
+
+/** One page of a tenant's keys. */
+const keyPage = (q: PgQueries, tenantId: string, page: KeyPage): Promise<KeyPageResult> =>
+  pgGuarded('list api keys', async () =>
+    keyPageOf(await q.many<KeyRow>(KEY_PAGE_SQL, keyPageParams(tenantId, page)), page),
+  );
+
+/**
+ * Makes a key for an active tenant in `tx`, its row locked (the bound on live keys counts every
+ * key made before), and deletes the ended keys past MAX_ENDED_KEYS in the same transaction
+ * (tenant-keys.ts, keysToPrune).
+ */
+const addKeyIn = async (tx: PgQueries, tenantId: string, options: KeyOptions, now: () => number) => {
+  if ((await lockTenant(tx, tenantId)) !== 'active') throw noTenant(tenantId);
+  const keys = await keysOf(tx, tenantId);
+  const at = now();
+  checkKeyRoom(keys, at);
+  const pruned = keysToPrune(keys, at);
+  if (pruned.length > 0)
+    await tx.query('DELETE FROM api_keys WHERE tenant_id = $1 AND id = ANY($2::text[])', [tenantId, pruned]);
+  return insertKey(tx, tenantId, options, at);
+};
 
 /** Marks an active tenant deleting and revokes its keys (in `tx`); the ids revoked. */
 const markDeleting = async (tx: PgQueries, tenantId: string, at: number): Promise<string[]> => {
@@ -157,17 +187,13 @@ export const createPgTenantStore = (
 
     async createKey(tenantId, options = {}) {
       checkKeyOptions(options, now());
-      return pgGuarded('create api key', () =>
-        db.tx(async (tx) => {
-          if ((await lockTenant(tx, tenantId)) !== 'active') throw noTenant(tenantId);
-          checkKeyRoom(await keysOf(tx, tenantId), now());
-          return addKey(tx, tenantId, options);
-        }),
-      );
+      return pgGuarded('create api key', () => db.tx((tx) => addKeyIn(tx, tenantId, options, now)));
     },
 
     listKeys: (tenantId) =>
       pgGuarded('list api keys', async () => (await keysOf(db, tenantId)).map(keyInfoOf)),
+
+    listKeyPage: (tenantId, page) => keyPage(db, tenantId, page),
 
     verifyKey: (apiKey) =>
       verifier.verify(apiKey, (prefix) =>

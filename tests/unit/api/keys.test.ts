@@ -1,7 +1,10 @@
 // API keys through the public API: a tenant makes, lists and revokes its own keys and never
 // another's; the admin does the same for any tenant; a revoked key is refused on the very next
-// request, an expired one like an unknown one.
+// request, an expired one like an unknown one. Lists are paged (`limit`, `after` = the page's
+// `next`) and refuse a hostile page with 400 BAD_REQUEST as the other paged lists do; revoked and
+// expired keys past MAX_ENDED_KEYS are deleted when a key is made, and then fail like unknown ones.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { KEY_PAGE_MAX, MAX_ENDED_KEYS } from '../../../host/store/tenant-keys.ts';
 import { ADMIN_KEY, type Api, type Loose, makeApi } from './harness.ts';
 
 let api: Api;
@@ -110,6 +113,99 @@ describe("a tenant's own keys", () => {
       expect(res.status, JSON.stringify(body)).toBe(400);
     }
     expect(await keysOf(api.keyA)).toHaveLength(1);
+  });
+});
+
+describe('the list of keys, paged', () => {
+  it('answers the first page without paging as before, and pages that together are the whole list', async () => {
+    for (let i = 0; i < 4; i++) await api.request(api.keyA, 'POST', '/v1/keys', { name: `k${i}` });
+    const all = await api.request(api.keyA, 'GET', '/v1/keys');
+    expect(all.status).toBe(200);
+    expect(Object.keys(all.json)).toEqual(['keys']); // no `next`: one page holds them all
+    expect(all.json.keys.map((k: Loose) => k.name)).toEqual([undefined, 'k0', 'k1', 'k2', 'k3']);
+    const seen: Loose[] = [];
+    let path = '/v1/keys?limit=2';
+    for (let pages = 1; ; pages++) {
+      const page = await api.request(api.keyA, 'GET', path);
+      expect(page.status).toBe(200);
+      expect(page.json.keys.length).toBeLessThanOrEqual(2);
+      seen.push(...page.json.keys);
+      if (page.json.next === undefined) {
+        expect(pages).toBe(3);
+        break;
+      }
+      expect(page.json.next).toMatch(/^[A-Za-z0-9_-]+$/);
+      path = `/v1/keys?limit=2&after=${page.json.next}`;
+    }
+    expect(seen).toEqual(all.json.keys);
+    // The admin's list of the same tenant pages alike.
+    const admin = await api.request(ADMIN_KEY, 'GET', `/v1/tenants/${tenantA}/keys?limit=${KEY_PAGE_MAX}`);
+    expect(admin.json).toEqual(all.json);
+    const first = await api.request(ADMIN_KEY, 'GET', `/v1/tenants/${tenantA}/keys?limit=3`);
+    const rest = await api.request(ADMIN_KEY, 'GET', `/v1/tenants/${tenantA}/keys?after=${first.json.next}`);
+    expect([...first.json.keys, ...rest.json.keys]).toEqual(all.json.keys);
+    // Another tenant's cursor shows it nothing of tenant A.
+    const b = await api.request(api.keyB, 'GET', `/v1/keys?after=${first.json.next}`);
+    expect(b.status).toBe(200);
+    expect(b.json.keys.every((k: Loose) => k.tenantId === tenantB)).toBe(true);
+  });
+
+  it('refuses a hostile page with 400 BAD_REQUEST, as the other paged lists do', async () => {
+    const other = await api.request(ADMIN_KEY, 'GET', '/v1/admin/workspaces?limit=0');
+    expect(other.status).toBe(400);
+    const cursorOfNothing = Buffer.from('12.nokey').toString('base64url');
+    for (const query of [
+      'limit=0',
+      'limit=-1',
+      `limit=${KEY_PAGE_MAX + 1}`,
+      'limit=99999999999999999999',
+      'limit=1.5',
+      'limit=1e2',
+      'limit=',
+      'limit=ten',
+      'after=',
+      'after=garbage!',
+      'after=AAAA',
+      `after=${cursorOfNothing}`,
+      `after=${'A'.repeat(10_000)}`,
+      'after=%00',
+    ]) {
+      for (const key of [api.keyA, ADMIN_KEY]) {
+        const path = key === ADMIN_KEY ? `/v1/tenants/${tenantA}/keys?${query}` : `/v1/keys?${query}`;
+        const res = await api.request(key, 'GET', path);
+        expect(res.status, path).toBe(400);
+        expect(res.json.error.code, path).toBe(other.json.error.code);
+      }
+    }
+  });
+
+  it(`keeps the ${MAX_ENDED_KEYS} keys that ended last; an older one is deleted and fails like an unknown key`, async () => {
+    const made: Loose[] = [];
+    for (let i = 0; i <= MAX_ENDED_KEYS; i++) {
+      const key = await api.request(api.keyA, 'POST', '/v1/keys', { name: `churn${i}` });
+      expect(key.status).toBe(201);
+      expect((await api.request(api.keyA, 'DELETE', `/v1/keys/${key.json.id}`)).status).toBe(204);
+      made.push(key.json);
+      skew += 1; // each ends a millisecond after the one before
+    }
+    // The next key made deletes the one that ended first.
+    expect((await api.request(api.keyA, 'POST', '/v1/keys', { name: 'new' })).status).toBe(201);
+    const listed: Loose[] = [];
+    for (let after = ''; ; ) {
+      const page = await api.request(api.keyA, 'GET', `/v1/keys?limit=${KEY_PAGE_MAX}${after}`);
+      listed.push(...page.json.keys);
+      if (page.json.next === undefined) break;
+      after = `&after=${page.json.next}`;
+    }
+    expect(listed).toHaveLength(2 + MAX_ENDED_KEYS);
+    expect(listed.map((k) => k.name)).not.toContain('churn0');
+    expect(listed.filter((k) => k.revokedAt !== undefined)).toHaveLength(MAX_ENDED_KEYS);
+    const pruned = await api.request(made[0].apiKey, 'GET', '/v1/agents');
+    const unknown = await api.request(`dsk_${'A'.repeat(40)}`, 'GET', '/v1/agents');
+    expect(pruned.status).toBe(401);
+    expect(pruned.json).toEqual(unknown.json);
+    expect(pruned.headers.get('www-authenticate')).toBe(unknown.headers.get('www-authenticate'));
+    expect((await api.request(api.keyA, 'DELETE', `/v1/keys/${made[0].id}`)).status).toBe(404);
   });
 });
 

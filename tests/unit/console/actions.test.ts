@@ -328,4 +328,15 @@ describe('operator actions', () => {
     ).toBe(401);
     expect((await get(`/console/operator/tenants/${id}`, tenant.cookie)).status).toBe(303);
   });
+
+  it("lists all of a tenant's keys, more than one page of the API's", async () => {
+    const { cookie } = await operator();
+    const tenantId = (await api.store.tenants.verifyKey(api.keyA))?.id as string;
+    for (let i = 0; i < 99; i++)
+      expect((await api.request(api.keyA, 'POST', '/v1/keys', { name: `k${i}` })).status).toBe(201);
+    const rows = (await api.request(ADMIN_KEY, 'GET', `/v1/tenants/${tenantId}/keys`)).json;
+    expect(rows.next).toBeTypeOf('string'); // the API's first page does not hold them all
+    const page = await (await get(`/console/operator/tenants/${tenantId}`, cookie)).text();
+    expect(page.match(/<tr data-key="/g)).toHaveLength(100); // 100 live (the first and 99 made)
+  });
 });

@@ -2,7 +2,7 @@
 // test file. `open` is async so a network database can make its schema first; `second` opens
 // another store on the same database (the CLI or another replica), `reopen` one after a restart.
 import { describe, expect, it } from 'vitest';
-import { MAX_LIVE_KEYS } from '../../../host/store/tenant-keys.ts';
+import { MAX_ENDED_KEYS, MAX_LIVE_KEYS } from '../../../host/store/tenant-keys.ts';
 import type { TenantStore } from '../../../host/store/tenants.ts';
 import { closedAfterEach } from '../../helpers/per-test.ts';
 
@@ -183,6 +183,84 @@ export const runTenantStoreContract = (harness: TenantStoreHarness) => {
       expect(await tenants.revokeTenantKey(acme.id, acme.keyId)).toBe('revoked');
       await tenants.createKey(acme.id);
       await expect(tenants.createKey(acme.id)).rejects.toMatchObject({ code: 'LIMIT_EXCEEDED' });
+    });
+
+    it('pages the keys oldest first, the pages together the whole list, a cursor of another tenant none of its', async () => {
+      let clock = 1_000_000;
+      const { store: tenants } = await open({ now: () => clock });
+      const acme = await tenants.createTenant('acme');
+      const other = await tenants.createTenant('other');
+      await tenants.createKey(acme.id); // the same millisecond as the first: insertion orders them
+      for (let i = 0; i < 4; i++) {
+        clock += 1;
+        await tenants.createKey(acme.id, { name: `k${i}` });
+      }
+      const all = (await tenants.listKeys(acme.id)).map((k) => k.id);
+      expect(all).toHaveLength(6);
+      const seen: string[] = [];
+      let page = await tenants.listKeyPage(acme.id, { limit: 4 });
+      seen.push(...page.keys.map((k) => k.id));
+      expect(page.next).toEqual({ createdAt: 1_000_002, id: all[3] });
+      page = await tenants.listKeyPage(acme.id, { limit: 4, ...(page.next && { after: page.next }) });
+      seen.push(...page.keys.map((k) => k.id));
+      expect(page.next).toBeUndefined();
+      expect(seen).toEqual(all);
+      // A page exactly full is the last one when nothing follows it.
+      expect((await tenants.listKeyPage(acme.id, { limit: 6 })).next).toBeUndefined();
+      // After the first key (same millisecond as the second): the second on.
+      const [first] = await tenants.listKeys(acme.id);
+      const after = { createdAt: first?.createdAt ?? 0, id: first?.id ?? '' };
+      expect((await tenants.listKeyPage(acme.id, { after, limit: 10 })).keys.map((k) => k.id)).toEqual(
+        all.slice(1),
+      );
+      // Another tenant's cursor lists only that tenant's own keys.
+      expect((await tenants.listKeyPage(other.id, { after, limit: 10 })).keys.map((k) => k.id)).toEqual([
+        other.keyId,
+      ]);
+    });
+
+    it('deletes the ended keys past MAX_ENDED_KEYS when a key is made; a deleted key is unknown', async () => {
+      let clock = 1_000_000;
+      const { store: tenants } = await open({ now: () => clock });
+      const acme = await tenants.createTenant('acme');
+      const expiring = await tenants.createKey(acme.id, { expiresAt: clock + 5 }); // ends at +5
+      /** Makes a key and revokes it a millisecond later than the last: it ends at `clock`. */
+      const churn = async () => {
+        clock += 1;
+        const made = await tenants.createKey(acme.id);
+        expect(await tenants.revokeTenantKey(acme.id, made.keyId)).toBe('revoked');
+        return made;
+      };
+      const revoked = [];
+      for (let i = 0; i < MAX_ENDED_KEYS + 2; i++) revoked.push(await churn()); // revoked[i] ends at +1+i
+      const idsNow = async () => (await tenants.listKeys(acme.id)).map((k) => k.id);
+      // Each key made deleted the ended keys past the bound: the first two revoked (ended at +1,
+      // +2) are gone; one revoked since the last key was made is over it until the next.
+      let ids = await idsNow();
+      expect(ids).toHaveLength(1 + MAX_ENDED_KEYS + 1);
+      expect(ids.slice(0, 3)).toEqual([acme.keyId, expiring.keyId, revoked[2]?.keyId]);
+      expect(await tenants.verifyKey(revoked[0]?.apiKey ?? '')).toBeUndefined();
+      // A page that ends on the key deleted next.
+      const first = await tenants.listKeyPage(acme.id, { limit: 3 });
+      expect(first.next?.id).toBe(revoked[2]?.keyId);
+      const kept = await tenants.createKey(acme.id);
+      ids = await idsNow();
+      expect(ids).toHaveLength(2 + MAX_ENDED_KEYS);
+      expect(ids).not.toContain(revoked[2]?.keyId);
+      expect((await tenants.verifyKey(kept.apiKey))?.id).toBe(acme.id);
+      // The page after it goes on after it.
+      const after = await tenants.listKeyPage(acme.id, {
+        limit: 100,
+        ...(first.next && { after: first.next }),
+      });
+      expect(after.keys.map((k) => k.id)).toEqual(ids.slice(2, 102));
+      // An expired key ends at its expiry (+5): after revoked[3] (+4), before revoked[4] (+6).
+      for (let i = 0; i < 3; i++) await churn();
+      ids = await idsNow();
+      expect(ids).not.toContain(revoked[3]?.keyId);
+      expect(ids).not.toContain(expiring.keyId);
+      expect(ids).toContain(revoked[4]?.keyId);
+      expect(ids).toHaveLength(2 + MAX_ENDED_KEYS + 1);
     });
 
     it("keeps the operator's quotas of a tenant, checked, across a restart", async () => {
