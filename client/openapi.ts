@@ -1041,7 +1041,7 @@ export interface paths {
         };
         /**
          * List tenant keys
-         * @description Needs the admin key. The tenant's API keys. Oldest first, paged: `limit` 1-100 (default 50), `after` the `next` of the page before (absent on the last page). Revoked and expired keys are listed too, the 100 that ended last (older ones are deleted when the tenant makes a key).
+         * @description Needs the admin key. The tenant's API keys. Oldest first, paged: `limit` 1-100 (default 100), `after` the `next` of the page before (absent on the last page). Revoked and expired keys are listed too, the 100 that ended last (older ones are deleted when the tenant makes a key).
          */
         get: operations["listTenantKeys"];
         put?: never;
@@ -1085,7 +1085,7 @@ export interface paths {
         };
         /**
          * List own keys
-         * @description The calling tenant's API keys (never a key itself). Oldest first, paged: `limit` 1-100 (default 50), `after` the `next` of the page before (absent on the last page). Revoked and expired keys are listed too, the 100 that ended last (older ones are deleted when the tenant makes a key).
+         * @description The calling tenant's API keys (never a key itself). Oldest first, paged: `limit` 1-100 (default 100), `after` the `next` of the page before (absent on the last page). Revoked and expired keys are listed too, the 100 that ended last (older ones are deleted when the tenant makes a key).
          */
         get: operations["listOwnKeys"];
         put?: never;

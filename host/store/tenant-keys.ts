@@ -235,7 +235,7 @@ export const keysToPrune = (keys: readonly KeyRow[], now: number): string[] => {
 
 /** Most keys one page of GET /v1/keys lists, and how many without `limit`. */
 export const KEY_PAGE_MAX = 100;
-export const KEY_PAGE_DEFAULT = 50;
+export const KEY_PAGE_DEFAULT = 100;
 
 /**
  * One page of a tenant's keys, oldest first (created_at, then insertion), after `cursor`'s key:
