@@ -4,7 +4,7 @@
 // cancellation (its late result is dropped).
 import * as v from 'valibot';
 import { SandboxError } from '../host/errors.ts';
-import type { ExecuteWrapper, Outcome } from '../host/tools/index.ts';
+import { type ExecuteWrapper, followSignal, type Outcome } from '../host/tools/index.ts';
 import { type Policy, parseConfig } from './types.ts';
 
 const Config = v.strictObject({
@@ -19,8 +19,10 @@ export const timeoutWrapper =
   (view, next) => {
     const ms = view.call.definition.timeoutMs ?? defaultMs;
     if (ms === undefined) return next();
-    const controller = new AbortController();
-    view.signal = AbortSignal.any([view.signal, controller.signal]);
+    // Follows the signal it was given (the caller's cancellation still reaches the body), without a
+    // composite AbortSignal.any per call (host/follow-signal.ts).
+    const { controller, release } = followSignal(view.signal);
+    view.signal = controller.signal;
     let timer: NodeJS.Timeout | undefined;
     const expired = new Promise<Outcome>((resolve) => {
       timer = setTimeout(() => {
@@ -29,7 +31,10 @@ export const timeoutWrapper =
         resolve({ ok: false, error: { code: error.code, message: error.message } });
       }, ms);
     });
-    return Promise.race([next(), expired]).finally(() => clearTimeout(timer));
+    return Promise.race([next(), expired]).finally(() => {
+      clearTimeout(timer);
+      release();
+    });
   };
 
 export const timeoutPolicy = (config: TimeoutPolicyConfig = {}): Policy => {

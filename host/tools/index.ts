@@ -2,6 +2,7 @@
 // API needs is exported here by name; internals (layers, gate, pipeline stages) are not.
 // Nothing here loads Docker or isolated-vm.
 
+export { type Follower, followSignal, follows } from '../follow-signal.ts';
 export {
   type ApprovalAnswer,
   type ApprovalRequest,

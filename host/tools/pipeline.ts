@@ -16,6 +16,7 @@
 // `tool.result` event, which counts the attempts (`attempts`, when more than one); failed attempts
 // are not logged on their own, inner calls they made are (numbered on, so their ids stay unique).
 import { messageOf } from '../errors.ts';
+import { follows } from '../follow-signal.ts';
 import { closedArgumentNames, unknownArgumentsIssue } from './arguments.ts';
 import type { CallEnv, Prepared } from './call-env.ts';
 import { callEvent, recordCall, resultEvent, tryAppend } from './call-log.ts';
@@ -143,8 +144,11 @@ export const runBody = async (outer: ExecuteView): Promise<Outcome> => {
   const { env, prepared, callerSignal } = view;
   const definition = prepared.definition as ToolDefinition;
   const name = prepared.call.name;
-  // A wrapper may replace the signal; the caller's cancellation must still reach the body.
-  const signal = view.signal === callerSignal ? callerSignal : AbortSignal.any([callerSignal, view.signal]);
+  // A wrapper may replace the signal; the caller's cancellation must still reach the body (a
+  // signal that follows the caller's already does: ../follow-signal.ts).
+  const signal = follows(view.signal, callerSignal)
+    ? view.signal
+    : AbortSignal.any([callerSignal, view.signal]);
   // Every attempt re-checks: a retry after cancellation, disposal or replacement does not start.
   if (signal.aborted)
     return failed(callerSignal.aborted ? beforeDispatch(name) : toToolError(signal.reason, signal, name));

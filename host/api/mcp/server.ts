@@ -15,6 +15,7 @@ import { type CallToolResult, ProtocolError, ProtocolErrorCode, Server } from '@
 import type { AgentService } from '../../agents/service.ts';
 import type { Agent } from '../../agents/types.ts';
 import { isSandboxError } from '../../errors.ts';
+import { followSignal } from '../../follow-signal.ts';
 import type { InflightCalls } from './cancels.ts';
 import { mcpResult, mcpTool } from './content.ts';
 
@@ -54,12 +55,14 @@ export function agentMcpServer(options: AgentMcpServerOptions): Server {
 
   server.setRequestHandler('tools/call', async (request, ctx): Promise<CallToolResult> => {
     const entry = inflight.begin(keyOf(ctx.mcpReq.id));
-    const signal = AbortSignal.any([
-      ctx.mcpReq.signal,
-      options.signal,
-      entry.signal,
-      AbortSignal.timeout(options.callTimeoutMs),
-    ]);
+    // Ends with the request, the session, a cancel notification or the deadline (followSignal, no
+    // composite AbortSignal.any per call: host/follow-signal.ts).
+    const follower = followSignal(ctx.mcpReq.signal, options.signal, entry.signal);
+    const { signal } = follower;
+    const deadline = setTimeout(
+      () => follower.controller.abort(new DOMException('The operation timed out.', 'TimeoutError')),
+      options.callTimeoutMs,
+    );
     try {
       const call = {
         id: `mcp-${randomUUID()}`,
@@ -88,6 +91,8 @@ export function agentMcpServer(options: AgentMcpServerOptions): Server {
         durationMs: 0,
       });
     } finally {
+      clearTimeout(deadline);
+      follower.release();
       entry.done();
     }
   });

@@ -7,6 +7,7 @@
 // arguments held to what the HTTP surface lets through: host/isolates/arguments.ts); the plugin's
 // own calls are aborted with the instance, or with the call into it that made them.
 import { isSandboxError, messageOf, SandboxError } from '../../errors.ts';
+import { followSignal } from '../../follow-signal.ts';
 import {
   cleanArguments,
   MAX_ARGUMENT_DEPTH,
@@ -111,7 +112,9 @@ export async function onCall(
 ): Promise<void> {
   const { id, limits, capabilities } = state.options;
   const parent = message.entry === 0 ? undefined : state.executes.get(message.entry);
-  const signal = parent ? AbortSignal.any([state.own.signal, parent.controller.signal]) : state.own.signal;
+  // Ends with the instance, and with the call it is made inside (no composite AbortSignal.any per call).
+  const follower = parent ? followSignal(state.own.signal, parent.controller.signal) : undefined;
+  const signal = follower?.signal ?? state.own.signal;
   let envelope: string;
   try {
     const args = JSON.parse(message.argsJson) as JsonValue;
@@ -139,5 +142,6 @@ export async function onCall(
       error: { code, message: clip(messageOf(error), MAX_ERROR_CHARS) },
     });
   }
+  follower?.release();
   post(state, { t: 'result', id, callId: message.callId, envelope });
 }

@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import * as v from 'valibot';
 import { describe, expect, it, vi } from 'vitest';
 import { defineRemoteTool } from '../../../host/agents/remote-tools.ts';
@@ -115,6 +116,50 @@ describe('timeoutPolicy', () => {
       signal: controller.signal,
     });
     expect(r?.error?.code).toBe('TOOL_TIMEOUT');
+  });
+
+  it("the caller's cancellation reaches a body under a deadline, and leaves no listener on the caller's signal", async () => {
+    const registry = createRegistry();
+    const seen: { aborted?: unknown } = {};
+    const controller = new AbortController();
+    let started = (): void => undefined;
+    const running = new Promise<void>((r) => {
+      started = r;
+    });
+    registry.global.register(
+      defineTool({
+        name: 'wait',
+        description: 'd',
+        parameters: v.object({}),
+        output: { schema: v.string() },
+        timeoutMs: 60_000,
+        execute: (_args, exec) =>
+          new Promise<string>((_resolve, reject) => {
+            exec.signal.addEventListener('abort', () => {
+              seen.aborted = exec.signal.reason;
+              reject(exec.signal.reason);
+            });
+            started();
+          }),
+      }),
+    );
+    timeoutPolicy().install(registry.global);
+    const pending = registry.global.execute([call('1', 'wait')], { agent, signal: controller.signal });
+    await running;
+    controller.abort(new Error('the client went away'));
+    const [r] = await pending;
+    expect(r?.error?.code).toBe('ABORTED');
+    expect(seen.aborted).toMatchObject({ message: 'the client went away' });
+    // Fast calls under a deadline, one after another on one caller signal: none leaves a listener.
+    const caller = new AbortController();
+    registry.global.register(sleeper(60_000, true, {}));
+    for (let i = 0; i < 5; i++)
+      expect(
+        (
+          await registry.global.execute([call(`f${i}`, 'sleep', { ms: 0 })], { agent, signal: caller.signal })
+        )[0]?.ok,
+      ).toBe(true);
+    expect(getEventListeners(caller.signal, 'abort')).toHaveLength(0);
   });
 
   it('invalid config fails at install time with CONFIG_INVALID', () => {
