@@ -137,7 +137,8 @@ export class RemoteTransport implements Transport {
       throw this.#cutError();
     }
     const response = await this.#fetch(url, init);
-    if (response.body === null) return response;
+    // A body-less answer (or a status a constructed Response cannot carry a body with) has nothing to meter.
+    if (response.body === null || NULL_BODY.has(response.status)) return response;
     const type = response.headers.get('content-type') ?? '';
     const state: BodyState = { sse: /^\s*text\/event-stream\b/i.test(type), size: 0, line: 0, cr: false };
     const body = response.body.pipeThrough(
@@ -218,6 +219,9 @@ export class RemoteTransport implements Transport {
 
 /** Our requests remembered as unanswered at most (aborted ones are never answered). */
 const MAX_ASKED = 10_000;
+
+/** Statuses whose responses have no body (the Response constructor refuses one). */
+const NULL_BODY = new Set([101, 103, 204, 205, 304]);
 
 /**
  * The lines a chunk of an SSE stream ends (each one the SDK's parser handles), with `state` moved
