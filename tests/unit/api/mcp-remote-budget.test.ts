@@ -20,8 +20,6 @@ let port: number;
 let api: Api;
 /** GET streams the hostile server was asked to open, by path. */
 const streams: Record<string, number> = {};
-/** How many bytes the hostile server wrote before the service dropped it, by tool. */
-const written: Record<string, number> = {};
 
 const rpc = (id: unknown, result: unknown) => JSON.stringify({ jsonrpc: '2.0', id, result });
 const note = (i: number) =>
@@ -32,15 +30,13 @@ const note = (i: number) =>
   });
 const sse = (res: ServerResponse) => res.writeHead(200, { 'content-type': 'text/event-stream' });
 
-/** Writes `next()` until it answers undefined or the client goes; counts what was written. */
-function pump(res: ServerResponse, tool: string, next: () => string | undefined): void {
-  written[tool] = 0;
+/** Writes `next()` until it answers undefined or the client goes. */
+function pump(res: ServerResponse, next: () => string | undefined): void {
   const go = () => {
     for (;;) {
       if (res.destroyed || res.writableEnded) return;
       const chunk = next();
       if (chunk === undefined) return void res.end();
-      written[tool] = (written[tool] ?? 0) + chunk.length;
       if (!res.write(chunk)) return void res.once('drain', go);
     }
   };
@@ -53,7 +49,7 @@ function call(res: ServerResponse, id: unknown, tool: string): void {
   switch (tool) {
     case 'huge': // one JSON answer of ~200 KiB, written in 8 KiB pieces
       res.writeHead(200, { 'content-type': 'application/json' });
-      return void pump(res, tool, () =>
+      return void pump(res, () =>
         i++ === 0
           ? `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"content":[{"type":"text","text":"`
           : i < 26
@@ -64,18 +60,16 @@ function call(res: ServerResponse, id: unknown, tool: string): void {
       );
     case 'endless': // a JSON answer that never ends
       res.writeHead(200, { 'content-type': 'application/json' });
-      return void pump(res, tool, () =>
-        i++ === 0 ? '{"jsonrpc":"2.0","id":1,"result":"' : 'h'.repeat(8192),
-      );
+      return void pump(res, () => (i++ === 0 ? '{"jsonrpc":"2.0","id":1,"result":"' : 'h'.repeat(8192)));
     case 'bigevent': // one SSE event that never ends: data lines of 8 KiB, no blank line
       sse(res);
-      return void pump(res, tool, () => `data: ${'e'.repeat(8192)}\n`);
+      return void pump(res, () => `data: ${'e'.repeat(8192)}\n`);
     case 'notifyflood': // notifications, endlessly, never the answer
       sse(res);
-      return void pump(res, tool, () => `event: message\ndata: ${note(i++)}\n\n`);
+      return void pump(res, () => `event: message\ndata: ${note(i++)}\n\n`);
     case 'lineflood': // SSE comment lines, endlessly: no message at all, every line parsed
       sse(res);
-      return void pump(res, tool, () => ': x\n\n'.repeat(100));
+      return void pump(res, () => ': x\n\n'.repeat(100));
     default:
       res.writeHead(200, { 'content-type': 'application/json' });
       return void res.end(rpc(id, { content: [{ type: 'text', text: 'fine' }] }));
@@ -98,7 +92,7 @@ function getStream(req: IncomingMessage, res: ServerResponse): void {
   res.write(': hello\n\n');
   let i = 0;
   // After the start (registration answers first), a flood of notifications on the session's stream.
-  setTimeout(() => pump(res, 'getflood', () => `data: ${note(i++)}\n\n`), 500);
+  setTimeout(() => pump(res, () => `data: ${note(i++)}\n\n`), 500);
 }
 
 function handle(req: IncomingMessage, res: ServerResponse): void {
@@ -227,14 +221,12 @@ describe('a hostile remote MCP server', () => {
       expect(text(await callTool(api.keyA, agent, 'ok', `after-${tool}`))).toBe('fine');
     }
     // Read while it streamed: every answer was dropped past the message size (128 KiB and what the
-    // gateway had read ahead), before the gateway's own cap of a POST's answer (4 x 64 KiB), while
-    // the server had written up to megabytes into the socket.
+    // gateway had read ahead), before the gateway's own cap of a POST's answer (4 x 64 KiB).
     const bytesIn = (await api.request(api.keyA, 'GET', `/v1/agents/${agent}/events`)).json.events
       .filter((e: Loose) => e.type === 'egress' && e.data.method === 'POST')
       .map((e: Loose) => e.data.bytesIn as number);
     expect(Math.max(...bytesIn)).toBeGreaterThan(MAX_MESSAGE);
     expect(Math.max(...bytesIn)).toBeLessThan(4 * MAX_RESULT);
-    expect(Math.max(...Object.values(written))).toBeGreaterThan(4 * MAX_RESULT);
   }, 60_000);
 
   it('is cut off when it floods the session’s notification stream, and starts afresh at the next call', async () => {
@@ -249,7 +241,15 @@ describe('a hostile remote MCP server', () => {
     }
     expect(server?.lastError).toMatch(/was stopped: it sent more messages nobody asked for than its budget/);
     expect(server?.state).not.toBe('ready');
-    expect(written.getflood).toBeLessThan(4 * 1024 * 1024);
+    // Dropped while it streamed: the stream's hop read a bounded part of what the server wrote.
+    let hop: Loose;
+    for (let i = 0; i < 50 && hop === undefined; i++) {
+      const events = (await api.request(api.keyA, 'GET', `/v1/agents/${agent}/events`)).json
+        .events as Loose[];
+      hop = events.find((e) => e.type === 'egress' && e.data.method === 'GET' && e.data.bytesIn > 0)?.data;
+      if (hop === undefined) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(hop.bytesIn).toBeLessThan(1024 * 1024);
     expect(text(await callTool(api.keyA, agent, 'ok', 'ok2'))).toBe('fine');
   }, 30_000);
 
