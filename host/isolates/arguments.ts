@@ -5,9 +5,9 @@
 // thousand levels deep overflowed the stack where the durable log serialised it (STORE_FAILED,
 // "try again", instead of the program's own mistake), and workflow steps walk arguments too.
 // Iterative (no recursion, whatever the depth) and skipped for text that cannot need it.
-import { MAX_ARGUMENT_DEPTH, nestedDeeperThan } from '../json.ts';
+import { MAX_ARGUMENT_DEPTH, MAX_VALUE_DEPTH, nestedDeeperThan } from '../json.ts';
 
-export { MAX_ARGUMENT_DEPTH, nestedDeeperThan };
+export { MAX_ARGUMENT_DEPTH, MAX_VALUE_DEPTH, nestedDeeperThan };
 
 const POISON = new Set(['__proto__', 'constructor', 'prototype']);
 /** Text that may spell a POISON key (or escape one with \u); as host/api/body.ts's. */
@@ -40,11 +40,3 @@ export function cleanArguments(value: unknown, json: string): boolean {
   }
   return true;
 }
-
-/**
- * Deepest nesting of a value coming back from untrusted code (a program's return value, an MCP
- * server's structured content, a plugin tool's result). Looser than arguments' (nothing walks it
- * by schema), but far from where the host's own recursive JSON.stringify overflows (measured: a
- * run_code value 5,000 levels deep made POST /calls answer 500 INTERNAL; 3,000 passed).
- */
-export const MAX_VALUE_DEPTH = 256;

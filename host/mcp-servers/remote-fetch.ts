@@ -3,7 +3,7 @@
 // the server, so the agent's own narrowing (which governs where its tools reach) does not apply.
 // Redirects are the SDK's to follow (same origin only), each through here again, so re-checked.
 // A POST's answer is one request's (possibly as an SSE stream) and is capped; the GET stream of
-// server notifications lives as long as the session and is bounded by the tenant's byte budget.
+// server notifications lives as long as the session: its transport meters it (remote-transport.ts).
 import type { FetchLike } from '@modelcontextprotocol/client';
 import type { EgressCaller, EgressGateway } from '../egress/index.ts';
 

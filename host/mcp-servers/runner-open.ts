@@ -1,20 +1,16 @@
-// How a runner's program is opened: its transport (Streamable HTTP over the egress gateway's fetch
-// for a remote server, SandboxStdioTransport in the agent's sandbox for a stdio one), the official
+// How a runner's program is opened: its transport (Streamable HTTP over the egress gateway's fetch,
+// metered, for a remote server: RemoteTransport; SandboxStdioTransport in the agent's sandbox for a
+// stdio one: both cut a server past its output budget or message size), the official
 // SDK's Client connected over it, and its tools listed (listing.ts: bounded, checked in slices).
 // A server's `notifications/tools/list_changed` makes it list its tools again (debounced), and
 // onTools tells the owner.
 // Invariants: everything of one open runs within the caller's deadline; a client that failed to
 // connect has its transport closed; only the live session's list_changed is heard; output schemas
 // are never run (noOutputValidation).
-import {
-  Client,
-  type jsonSchemaValidator,
-  SdkError,
-  SdkErrorCode,
-  StreamableHTTPClientTransport,
-} from '@modelcontextprotocol/client';
+import { Client, type jsonSchemaValidator, SdkError, SdkErrorCode } from '@modelcontextprotocol/client';
 import * as v from 'valibot';
 import { readListing } from './listing.ts';
+import { RemoteTransport } from './remote-transport.ts';
 import { failedError, type RunnerState, type Session, STDERR_TAIL } from './runner-state.ts';
 import { SandboxStdioTransport } from './transport.ts';
 import type { McpToolInfo } from './types.ts';
@@ -37,13 +33,19 @@ const noOutputValidation: jsonSchemaValidator = {
   getValidator: () => (input: unknown) => ({ valid: true, data: input as never, errorMessage: undefined }),
 };
 
-/** A remote server's transport: Streamable HTTP over the gateway's fetch, its headers on every request. */
-function httpTransport(s: RunnerState): StreamableHTTPClientTransport {
+/** A message's JSON plus its framing and envelope, at most (a stdio line, a remote body or SSE event). */
+const maxMessageBytes = (s: RunnerState): number => s.limits.maxResultBytes + 64 * 1024;
+
+/**
+ * A remote server's transport: Streamable HTTP over the gateway's fetch, its headers on every
+ * request, what it sends metered; a server cut off past its budget ends like a stdio one (`ended`).
+ */
+function httpTransport(s: RunnerState, ended: (why: string) => void): RemoteTransport {
   const { spec, options } = s;
   if (spec.transport !== 'http') throw new Error('not a remote server');
   if (options.remoteFetch === undefined)
     throw failedError(spec.name, 'cannot be reached: this service has no egress gateway.');
-  return new StreamableHTTPClientTransport(new URL(spec.url), {
+  const sdk = {
     fetch: options.remoteFetch,
     requestInit: { headers: { ...spec.headers } },
     // Only redirects within the server's origin, each one re-checked by the gateway.
@@ -54,11 +56,15 @@ function httpTransport(s: RunnerState): StreamableHTTPClientTransport {
       maxReconnectionDelay: 10_000,
       reconnectionDelayGrowFactor: 2,
     },
+  } as const;
+  return new RemoteTransport(new URL(spec.url), sdk, {
+    maxMessageBytes: maxMessageBytes(s),
+    onCut: (why) => ended(`was stopped: ${why}`),
   });
 }
 
 async function stdioTransport(s: RunnerState, ended: (why: string) => void): Promise<SandboxStdioTransport> {
-  const { spec, limits } = s;
+  const { spec } = s;
   if (spec.transport !== 'stdio') throw new Error('not a stdio server');
   const sandbox = await s.options.sandbox();
   if (sandbox.stdio === undefined)
@@ -69,8 +75,7 @@ async function stdioTransport(s: RunnerState, ended: (why: string) => void): Pro
     command: spec.command,
     ...(spec.cwd === undefined ? {} : { cwd: spec.cwd }),
     ...(spec.env === undefined ? {} : { env: spec.env }),
-    // A result's JSON plus its framing and envelope.
-    maxMessageBytes: limits.maxResultBytes + 64 * 1024,
+    maxMessageBytes: maxMessageBytes(s),
     onStderr: (chunk) => {
       s.stderr = (s.stderr + chunk.toString('utf8')).slice(-STDERR_TAIL);
     },
@@ -86,7 +91,7 @@ async function stdioTransport(s: RunnerState, ended: (why: string) => void): Pro
 
 export async function open(s: RunnerState, ended: (why: string) => void, deadline: number): Promise<Session> {
   const { spec, limits } = s;
-  const transport = spec.transport === 'http' ? httpTransport(s) : await stdioTransport(s, ended);
+  const transport = spec.transport === 'http' ? httpTransport(s, ended) : await stdioTransport(s, ended);
   const client: Client = new Client(
     { name: 'dsh-sandbox', version: s.options.version ?? '0.1.0' },
     {

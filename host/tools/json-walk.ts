@@ -3,9 +3,9 @@
 // use. Both are iterative (no recursion, so no stack overflow on `[[[…]]]` 100,000 deep) and stop
 // as soon as a bound is crossed, so their cost is linear in the part of the value they visit.
 
-import { MAX_ARGUMENT_DEPTH, nestedDeeperThan } from '../json.ts';
+import { MAX_ARGUMENT_DEPTH, MAX_VALUE_DEPTH, nestedDeeperThan } from '../json.ts';
 
-export { MAX_ARGUMENT_DEPTH, nestedDeeperThan };
+export { MAX_ARGUMENT_DEPTH, MAX_VALUE_DEPTH, nestedDeeperThan };
 
 const isContainer = (value: unknown): value is object => typeof value === 'object' && value !== null;
 

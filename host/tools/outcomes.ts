@@ -2,6 +2,7 @@
 // and the mapping from anything thrown to a stable code (a SandboxError keeps its own; an abort
 // keeps its SandboxError reason, else ABORTED; anything else is TOOL_FAILED with its message).
 import { isSandboxError, messageOf } from '../errors.ts';
+import { MAX_VALUE_DEPTH } from '../json.ts';
 import type { Outcome } from './hooks.ts';
 import type { ToolError } from './types.ts';
 
@@ -20,6 +21,13 @@ const jsonData = (data: Record<string, unknown>): ToolError['data'] => {
 
 export const unknownTool = (name: string): ToolError =>
   fail('UNKNOWN_TOOL', `Unknown tool "${name}"; call one of the tools listed for this agent.`);
+
+/** A tool's result nested past MAX_VALUE_DEPTH (the pipeline's bound on every result's value). */
+export const tooDeep = (name: string): ToolError =>
+  fail(
+    'TOOL_FAILED',
+    `Tool ${name} returned a value that nests arrays or objects more than ${MAX_VALUE_DEPTH} levels deep; it was not used.`,
+  );
 
 export const beforeDispatch = (name: string): ToolError =>
   fail('ABORTED_BEFORE_DISPATCH', `The call to ${name} was cancelled before it started.`);

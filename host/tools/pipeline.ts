@@ -5,7 +5,12 @@
 //   → tools/result (observe) → durable log.
 // Arguments nested deeper than MAX_ARGUMENT_DEPTH are refused before validation (INVALID_ARGUMENTS),
 // so no later stage walks an unbounded depth; so are arguments a closed schema does not name
-// (./arguments.ts), so that no validator strips what the model asked for.
+// (./arguments.ts), so that no validator strips what the model asked for. Likewise every tool's
+// result (builtin, plugin, MCP, remote, code mode) is held to MAX_VALUE_DEPTH as it leaves the
+// body, before output validation and render walk it, and again only if a tools/execute wrapper or
+// a post-execute policy put another value in its place (TOOL_FAILED, `tooDeep`): no value nested
+// past it is validated, rendered, logged or served. Producers that know more keep their own checks
+// (their messages say what was deep).
 // Invariants: a call never throws out of `runPrepared`, it settles as a frozen ToolResult; a failed
 // call's content is exactly `Error: <message>`; cancellation before the body is
 // ABORTED_BEFORE_DISPATCH, after the body started it replaces only a successful outcome (ABORTED);
@@ -23,9 +28,9 @@ import { callEvent, recordCall, resultEvent, tryAppend } from './call-log.ts';
 import { errorContent, isContent, isWithContent } from './content.ts';
 import { createGate, type Gate } from './gate.ts';
 import type { CallView, ExecuteView, Outcome } from './hooks.ts';
-import { MAX_ARGUMENT_DEPTH, nestedDeeperThan } from './json-walk.ts';
+import { MAX_ARGUMENT_DEPTH, MAX_VALUE_DEPTH, nestedDeeperThan } from './json-walk.ts';
 import { chainsOf, dispatchOf, visibleOf } from './layers.ts';
-import { beforeDispatch, fail, failed, toToolError, unknownTool } from './outcomes.ts';
+import { beforeDispatch, fail, failed, tooDeep, toToolError, unknownTool } from './outcomes.ts';
 import type { Registration } from './resolved-set.ts';
 import { decide, postExecute } from './stages.ts';
 import type {
@@ -48,7 +53,15 @@ interface InternalView extends ExecuteView {
   attempts: number;
   /** Inner calls made so far, over every attempt, so that their ids stay unique in the log. */
   innerCalls: number;
+  /** The last value runBody held to MAX_VALUE_DEPTH (the same value is not walked again). */
+  bounded?: unknown;
 }
+
+/** An outcome whose value is not `bounded` (already walked) and nests past MAX_VALUE_DEPTH fails. */
+const withinDepth = (outcome: Outcome, name: string, bounded: unknown): Outcome =>
+  outcome.ok && outcome.value !== bounded && nestedDeeperThan(outcome.value, MAX_VALUE_DEPTH)
+    ? failed(tooDeep(name))
+    : outcome;
 
 /** The execution lookup: the set's admitted registration, or why the name cannot run now. */
 export const lookup = (env: CallEnv, name: string): Registration | ToolError => {
@@ -163,7 +176,10 @@ export const runBody = async (outer: ExecuteView): Promise<Outcome> => {
     return failed(toToolError(error, signal, name));
   }
   const own = isWithContent(value) ? value : undefined;
-  const checked = definition.validateOutput(own === undefined ? value : own.value);
+  const raw = own === undefined ? value : own.value;
+  // Before anything walks it: validators and renderers recurse, the log serialises.
+  if (nestedDeeperThan(raw, MAX_VALUE_DEPTH)) return failed(tooDeep(name));
+  const checked = definition.validateOutput(raw);
   if (!checked.ok) {
     return failed(
       fail(
@@ -183,6 +199,7 @@ export const runBody = async (outer: ExecuteView): Promise<Outcome> => {
           `Tool ${name} rendered invalid content; renderers must return text or image parts.`,
         ),
       );
+    view.bounded = checked.value; // a validator's output of a bounded value (our own schemas)
     return { ok: true, value: checked.value as JsonValue, content };
   } catch (error) {
     return failed(fail('TOOL_FAILED', `Tool ${name} could not render its result: ${messageOf(error)}`));
@@ -382,8 +399,12 @@ export const runPrepared = async (env: CallEnv, prepared: Prepared): Promise<Too
       outcome = failed(toToolError(error, execute.signal, call.name));
     }
     attempts = Math.max(1, execute.attempts);
-    outcome = cancelled(env, execute, outcome);
-    if (chains.post.length > 0) outcome = await postExecute(env, view, outcome);
+    // A wrapper may answer with a value of its own, a policy may replace it: each is bounded too.
+    outcome = cancelled(env, execute, withinDepth(outcome, call.name, execute.bounded));
+    if (chains.post.length > 0) {
+      const before = outcome.ok ? outcome.value : undefined;
+      outcome = withinDepth(await postExecute(env, view, outcome), call.name, before);
+    }
     outcome = cancelled(env, execute, outcome);
   } catch (error) {
     outcome = failed(fail('TOOL_FAILED', messageOf(error)));

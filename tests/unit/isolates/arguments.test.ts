@@ -37,4 +37,21 @@ describe('nestedDeeperThan', () => {
     ).toBe(true);
     expect(nestedDeeperThan('x', 0)).toBe(false);
   });
+
+  it('finds the deep branch among wide shallow ones, wherever it is; counts containers, not scalars', () => {
+    const deepAt = (i: number) =>
+      JSON.parse(
+        `{"rows":[${Array.from({ length: 50 }, (_, j) => (j === i ? nested(4) : '{"x":[1]}')).join(',')}]}`,
+      );
+    // rows (1) + a row (2) + 4 levels inside it: 6 containers deep.
+    for (const i of [0, 25, 49]) {
+      expect(nestedDeeperThan(deepAt(i), 5), `row ${i}`).toBe(true);
+      expect(nestedDeeperThan(deepAt(i), 6), `row ${i}`).toBe(false);
+    }
+    expect(nestedDeeperThan({}, 0)).toBe(true);
+    expect(nestedDeeperThan({}, 1)).toBe(false);
+    expect(nestedDeeperThan({ a: [] }, 1)).toBe(true);
+    expect(nestedDeeperThan({ a: 'x'.repeat(10), b: 1, c: null }, 1)).toBe(false);
+    expect(nestedDeeperThan(null, 0)).toBe(false);
+  });
 });

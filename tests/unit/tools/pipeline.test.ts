@@ -2,6 +2,7 @@ import * as v from 'valibot';
 import { describe, expect, it } from 'vitest';
 import { SandboxError } from '../../../host/errors.ts';
 import { createMemoryEventLog } from '../../../host/store/memory.ts';
+import { withContent } from '../../../host/tools/content.ts';
 import {
   type CallView,
   createRegistry,
@@ -515,5 +516,103 @@ describe('argument depth', () => {
     expect(shown).toBe(JSON.stringify(nest(63)));
     const small = await run(scope, 'take', { value: { a: [1] } });
     expect(small?.content).toEqual([{ type: 'text', text: '{\n  "a": [\n    1\n  ]\n}' }]);
+  });
+});
+
+// Every tool's result is held to MAX_VALUE_DEPTH by the pipeline, whoever produced it (a builtin,
+// a plugin, an MCP or remote server, a wrapper or a policy): before output validation and render
+// walk it, and before the log or the API serialise it (recursively: 5,000 levels overflowed).
+describe('result depth', () => {
+  const nest = (depth: number): unknown => {
+    let value: unknown = 'leaf';
+    for (let i = 0; i < depth; i++) value = i % 2 === 0 ? [value] : { k: value };
+    return value;
+  };
+  const tooDeep = (name: string) => ({
+    code: 'TOOL_FAILED',
+    message: `Tool ${name} returned a value that nests arrays or objects more than 256 levels deep; it was not used.`,
+  });
+  /** A tool returning a value `depth` levels deep; counts its validations and renders. */
+  const deepTool = (
+    name: string,
+    make: (depth: number) => unknown,
+    seen: { validated: number; rendered: number },
+  ) => {
+    const definition = defineTool({
+      name,
+      description: 'Returns a value nested as deep as asked.',
+      parameters: v.object({ depth: v.number() }),
+      output: {
+        schema: v.pipe(
+          v.unknown(),
+          v.check(() => ++seen.validated > 0),
+        ),
+        render: () => {
+          seen.rendered++;
+          return [{ type: 'text', text: 'rendered' }];
+        },
+      },
+      execute: (args) => make(args.depth),
+    });
+    return definition;
+  };
+  const setupDeep = () => {
+    const log = createMemoryEventLog();
+    const registry = createRegistry({ log });
+    const seen = { validated: 0, rendered: 0 };
+    registry.global.register(deepTool('deep', nest, seen));
+    // A body that answers with its own content (withContent) is held to the bound too.
+    registry.global.register(
+      deepTool('deep_own', (depth) => withContent(nest(depth), [{ type: 'text', text: 'own' }]), seen),
+    );
+    registry.global.register(echoTool('echo'));
+    return { registry, scope: registry.global.child('agent'), seen, log };
+  };
+
+  it('a value nested more than 256 levels fails the call with TOOL_FAILED before validation and render', async () => {
+    const { scope, seen, log } = setupDeep();
+    for (const depth of [257, 100_000]) {
+      const r = await run(scope, 'deep', { depth });
+      expect(r?.ok).toBe(false);
+      expect(r?.error).toEqual(tooDeep('deep'));
+      expect(r?.content).toEqual([{ type: 'text', text: `Error: ${tooDeep('deep').message}` }]);
+    }
+    expect(seen).toEqual({ validated: 0, rendered: 0 });
+    const ok = await run(scope, 'deep', { depth: 256 });
+    expect(ok?.ok).toBe(true);
+    expect(ok?.value).toEqual(nest(256));
+    expect(seen).toEqual({ validated: 1, rendered: 1 });
+    // The log holds the failures' errors, never the deep values.
+    const results = (await log.list(agent.sessionId)).filter((e) => e.type === 'tool.result');
+    expect(results.map((e) => (e.data as { ok: boolean }).ok)).toEqual([false, false, true]);
+  });
+
+  it('holds a body’s own-content answer (withContent) to the bound', async () => {
+    const { scope, seen } = setupDeep();
+    expect((await run(scope, 'deep_own', { depth: 300 }))?.error).toEqual(tooDeep('deep_own'));
+    expect(seen.validated).toBe(0);
+    expect((await run(scope, 'deep_own', { depth: 3 }))?.content).toEqual([{ type: 'text', text: 'own' }]);
+  });
+
+  it('holds a value a tools/execute wrapper answers with, and one a post-execute policy puts in place', async () => {
+    const { scope } = setupDeep();
+    const wrapped = scope.on('tools/execute', async () => ({
+      ok: true,
+      value: nest(1000) as never,
+      content: [{ type: 'text', text: 'cached' }],
+    }));
+    expect((await run(scope))?.error).toEqual(tooDeep('echo'));
+    wrapped();
+    let postSaw = 0;
+    const replaced = scope.on('tools/post-execute', () => {
+      postSaw++;
+      return { kind: 'replace', value: nest(257) as never };
+    });
+    expect((await run(scope))?.error).toEqual(tooDeep('echo'));
+    replaced();
+    // A policy that keeps the value (a redaction) passes: the body's check holds for it.
+    scope.on('tools/post-execute', () => ({ kind: 'replace', content: [{ type: 'text', text: 'r' }] }));
+    expect((await run(scope))?.ok).toBe(true);
+    expect(postSaw).toBe(1);
   });
 });
