@@ -41,7 +41,8 @@ export const followSignal = (...parents: AbortSignal[]): Follower => {
     release: () => {
       if (released) return;
       released = true;
-      parents.forEach((parent, i) => parent.removeEventListener('abort', listeners[i] as () => void));
+      for (const [i, parent] of parents.entries())
+        parent.removeEventListener('abort', listeners[i] as () => void);
     },
   };
 };
@@ -49,6 +50,5 @@ export const followSignal = (...parents: AbortSignal[]): Follower => {
 /** Whether `signal` is `ancestor`, or follows it (through followSignal links, however deep). */
 export const follows = (signal: AbortSignal, ancestor: AbortSignal): boolean => {
   if (signal === ancestor) return true;
-  const parents = followed.get(signal);
-  return parents !== undefined && parents.some((p) => follows(p, ancestor));
+  return followed.get(signal)?.some((p) => follows(p, ancestor)) === true;
 };

@@ -57,7 +57,11 @@ it('reads the agents quota again in the turn: a create queued behind another see
     return c.json({ ok: true }, 201);
   });
   const post = () =>
-    app.request('/v1/agents', { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
+    app.request('/v1/agents', {
+      method: 'POST',
+      body: '{}',
+      headers: { 'content-type': 'application/json' },
+    });
   const a = post();
   // Let the first create take its turn, then queue the second behind it.
   await new Promise((r) => setImmediate(r));
