@@ -26,6 +26,12 @@ import type { PauseMode } from '../../types.ts';
 export const PROTOCOL = 'dsh-node/1';
 export const PREFIX = '/v1/';
 export const MAX_BODY_BYTES = 1024 * 1024;
+/**
+ * The largest answer a control plane reads from a node (a call's JSON, an upgrade's refusal): the
+ * largest honest one is `adopt`'s list of container names, well under this. A node that sends
+ * more fails that call; the control plane never holds a hostile node's answer whole.
+ */
+export const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
 /** The byte the node sends on a link stream once sandboxd dialled. */
 export const ACCEPTED = 0x01;
 

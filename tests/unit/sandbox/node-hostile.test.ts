@@ -1,0 +1,135 @@
+// A hostile node agent (docs/nodes.md, docs/security.md "Nodes"): a machine holding a valid node
+// certificate whose agent answers the control plane with what it likes. Its reach must end at its
+// own agents: an answer too large to hold, or one trickled to outlast the call's deadline, fails
+// that call (SANDBOX_UNAVAILABLE, NODE_UNREACHABLE) and never fills the control plane's memory or
+// holds a call forever. A raw HTTPS server with the node's certificate stands in for the node agent.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import type { ServerResponse } from 'node:http';
+import { createServer, type Server } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { DOCKER_DEFAULT_LIMITS, DOCKER_DEFAULT_MAXIMA } from '../../../host/sandbox/docker/config.ts';
+import { connectRemoteNode, type RemoteNode } from '../../../host/sandbox/nodes/remote/client.ts';
+import { MAX_ANSWER_BYTES, PROTOCOL } from '../../../host/sandbox/nodes/remote/protocol.ts';
+import { makeCa, makeCert } from '../../../scripts/node-certs.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'dsh-node-hostile-'));
+const pem = (name: string): string => readFileSync(join(dir, name), 'utf8');
+
+/** How the hostile node answers the next `state` call (and the error of an upgrade). */
+let answer: (res: ServerResponse) => void = (res) => res.end('{"state":"running"}');
+/** Bytes the hostile node managed to send on its last answer. */
+let sent = 0;
+const timers = new Set<NodeJS.Timeout>();
+
+let server: Server;
+let node: RemoteNode;
+
+/** Writes `chunk` for as long as the connection takes it, up to `total` bytes. */
+const pour = (res: ServerResponse, chunk: Buffer, total: number): void => {
+  sent = 0;
+  const more = (): void => {
+    while (sent < total && !res.destroyed) {
+      sent += chunk.length;
+      if (!res.write(chunk)) return void res.once('drain', more);
+    }
+    res.end();
+  };
+  res.on('error', () => {});
+  more();
+};
+
+beforeAll(async () => {
+  makeCa(dir);
+  makeCert(dir, dir, 'one', ['127.0.0.1']);
+  makeCert(dir, dir, 'control');
+  server = createServer(
+    {
+      cert: pem('one.pem'),
+      key: pem('one.key'),
+      ca: pem('ca.pem'),
+      requestCert: true,
+      rejectUnauthorized: true,
+    },
+    (req, res) => {
+      req.resume();
+      if (req.url === '/v1/info') {
+        res.end(
+          JSON.stringify({
+            protocol: PROTOCOL,
+            defaults: DOCKER_DEFAULT_LIMITS,
+            maxima: DOCKER_DEFAULT_MAXIMA,
+            ready: 0,
+          }),
+        );
+        return;
+      }
+      res.statusCode = req.url?.startsWith('/v1/open') ? 500 : 200;
+      answer(res);
+    },
+  );
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  node = await connectRemoteNode({
+    name: 'one',
+    url: `https://127.0.0.1:${(server.address() as { port: number }).port}`,
+    instance: 'test',
+    cert: pem('control.pem'),
+    key: pem('control.key'),
+    ca: pem('ca.pem'),
+    timeoutMs: 1500,
+  });
+});
+
+afterAll(async () => {
+  for (const t of timers) clearInterval(t);
+  await node?.close();
+  server?.closeAllConnections();
+  await new Promise<void>((resolve) => server?.close(() => resolve()));
+  rmSync(dir, { recursive: true, force: true });
+});
+
+it('refuses an answer larger than the protocol allows, without reading it all', async () => {
+  const total = 64 * MAX_ANSWER_BYTES;
+  answer = (res) => pour(res, Buffer.alloc(64 * 1024, 0x20), total);
+  await expect(node.state('a')).rejects.toMatchObject({ code: 'SANDBOX_UNAVAILABLE', data: { node: 'one' } });
+  expect(sent).toBeLessThan(total);
+});
+
+it("refuses an upgrade's error answer larger than the protocol allows", async () => {
+  const total = 64 * MAX_ANSWER_BYTES;
+  answer = (res) => pour(res, Buffer.alloc(64 * 1024, 0x20), total);
+  await expect(node.open('a')).rejects.toMatchObject({ code: 'SANDBOX_UNAVAILABLE', data: { node: 'one' } });
+  expect(sent).toBeLessThan(total);
+});
+
+const trickle = (res: ServerResponse): void => {
+  res.write('{"state":"running"');
+  const t = setInterval(() => {
+    if (res.destroyed) {
+      clearInterval(t);
+      timers.delete(t);
+    } else res.write(' ');
+  }, 200);
+  timers.add(t);
+  res.on('error', () => {});
+};
+
+it('fails a call whose answer trickles past its deadline with NODE_UNREACHABLE', async () => {
+  answer = trickle;
+  const started = Date.now();
+  await expect(node.state('a')).rejects.toMatchObject({ code: 'NODE_UNREACHABLE', data: { node: 'one' } });
+  expect(Date.now() - started).toBeLessThan(4000);
+});
+
+it('fails an upgrade whose refusal trickles past the deadline with NODE_UNREACHABLE', async () => {
+  answer = trickle;
+  const started = Date.now();
+  await expect(node.open('a')).rejects.toMatchObject({ code: 'NODE_UNREACHABLE', data: { node: 'one' } });
+  expect(Date.now() - started).toBeLessThan(4000);
+});
+
+it('still serves honest answers on the same node after that', async () => {
+  answer = (res) => res.end('{"state":"running"}');
+  expect(await node.state('a')).toBe('running');
+});
