@@ -143,7 +143,7 @@ export function createPlacement(members: Member[], options: PlacementOptions = {
   };
   return {
     name: 'placement',
-    defaults: (members[0] as Member).defaults,
+    defaults: within((members[0] as Member).defaults, leastOf(members.map((n) => n.maxima))),
     maxima: leastOf(members.map((n) => n.maxima)),
     pool: {
       get ready() {
@@ -524,6 +524,20 @@ function leastOf(all: SandboxLimits[]): SandboxLimits {
     out.maxOutputBytes = Math.min(out.maxOutputBytes, m.maxOutputBytes);
     if (out.diskBytes !== undefined || m.diskBytes !== undefined)
       out.diskBytes = Math.min(out.diskBytes ?? Infinity, m.diskBytes ?? Infinity);
+  }
+  return out;
+}
+
+/**
+ * `defaults`, each limit it sets at most `maxima`'s (a limit it leaves unset stays unset). Placement's
+ * defaults are the first node's within every node's maxima: each node checks what it is asked
+ * against its own, so a default past one node's maximum would be refused there for every agent.
+ */
+function within(defaults: SandboxLimits, maxima: SandboxLimits): SandboxLimits {
+  const out: SandboxLimits = { ...defaults };
+  for (const key of Object.keys(out) as Array<keyof SandboxLimits>) {
+    const most = maxima[key];
+    if (most !== undefined && (out[key] as number) > most) out[key] = most;
   }
   return out;
 }

@@ -2,21 +2,33 @@
 // certificate whose agent answers the control plane with what it likes. Its reach must end at its
 // own agents: an answer too large to hold, or one trickled to outlast the call's deadline, fails
 // that call (SANDBOX_UNAVAILABLE, NODE_UNREACHABLE) and never fills the control plane's memory or
-// holds a call forever. A raw HTTPS server with the node's certificate stands in for the node agent.
+// holds a call forever; limits that are not positive integers refuse the node at connect, and no
+// node's defaults pass the cluster's maxima, so a first node (whose defaults placement takes) cannot
+// make every other node refuse the agents it is given. A raw HTTPS server with the node's
+// certificate stands in for the node agent.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { DOCKER_DEFAULT_LIMITS, DOCKER_DEFAULT_MAXIMA } from '../../../host/sandbox/docker/config.ts';
+import {
+  DOCKER_DEFAULT_LIMITS,
+  DOCKER_DEFAULT_MAXIMA,
+  resolveLimits,
+} from '../../../host/sandbox/docker/config.ts';
+import { createPlacement } from '../../../host/sandbox/nodes/placement.ts';
 import { connectRemoteNode, type RemoteNode } from '../../../host/sandbox/nodes/remote/client.ts';
 import { MAX_ANSWER_BYTES, PROTOCOL } from '../../../host/sandbox/nodes/remote/protocol.ts';
+import type { SandboxNode } from '../../../host/sandbox/nodes/types.ts';
 import { makeCa, makeCert } from '../../../scripts/node-certs.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'dsh-node-hostile-'));
 const pem = (name: string): string => readFileSync(join(dir, name), 'utf8');
 
+const honestInfo = { defaults: DOCKER_DEFAULT_LIMITS, maxima: DOCKER_DEFAULT_MAXIMA };
+/** The limits the hostile node's `info` answers. */
+let info: Record<string, unknown> = honestInfo;
 /** How the hostile node answers the next `state` call (and the error of an upgrade). */
 let answer: (res: ServerResponse) => void = (res) => res.end('{"state":"running"}');
 /** Bytes the hostile node managed to send on its last answer. */
@@ -55,14 +67,7 @@ beforeAll(async () => {
     (req, res) => {
       req.resume();
       if (req.url === '/v1/info') {
-        res.end(
-          JSON.stringify({
-            protocol: PROTOCOL,
-            defaults: DOCKER_DEFAULT_LIMITS,
-            maxima: DOCKER_DEFAULT_MAXIMA,
-            ready: 0,
-          }),
-        );
+        res.end(JSON.stringify({ protocol: PROTOCOL, ...info, ready: 0 }));
         return;
       }
       res.statusCode = req.url?.startsWith('/v1/open') ? 500 : 200;
@@ -70,7 +75,11 @@ beforeAll(async () => {
     },
   );
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  node = await connectRemoteNode({
+  node = await connect();
+});
+
+const connect = (): Promise<RemoteNode> =>
+  connectRemoteNode({
     name: 'one',
     url: `https://127.0.0.1:${(server.address() as { port: number }).port}`,
     instance: 'test',
@@ -79,7 +88,6 @@ beforeAll(async () => {
     ca: pem('ca.pem'),
     timeoutMs: 1500,
   });
-});
 
 afterAll(async () => {
   for (const t of timers) clearInterval(t);
@@ -132,4 +140,62 @@ it('fails an upgrade whose refusal trickles past the deadline with NODE_UNREACHA
 it('still serves honest answers on the same node after that', async () => {
   answer = (res) => res.end('{"state":"running"}');
   expect(await node.state('a')).toBe('running');
+});
+
+it('refuses a node whose limits are not positive whole numbers, at connect', async () => {
+  const junk: Array<Record<string, unknown>> = [
+    { defaults: { ...DOCKER_DEFAULT_LIMITS, memoryBytes: -1 }, maxima: DOCKER_DEFAULT_MAXIMA },
+    { defaults: { ...DOCKER_DEFAULT_LIMITS, pids: 'many' }, maxima: DOCKER_DEFAULT_MAXIMA },
+    { defaults: DOCKER_DEFAULT_LIMITS, maxima: { ...DOCKER_DEFAULT_MAXIMA, nanoCpus: 1.5 } },
+    { defaults: DOCKER_DEFAULT_LIMITS, maxima: { ...DOCKER_DEFAULT_MAXIMA, maxReadBytes: null } },
+    { defaults: DOCKER_DEFAULT_LIMITS, maxima: { ...DOCKER_DEFAULT_MAXIMA, diskBytes: 0 } },
+    { defaults: DOCKER_DEFAULT_LIMITS, maxima: 'none' },
+    { defaults: DOCKER_DEFAULT_LIMITS },
+  ];
+  try {
+    for (const limits of junk) {
+      info = limits;
+      await expect(connect(), JSON.stringify(limits)).rejects.toMatchObject({
+        code: 'CONFIG_INVALID',
+        message: expect.stringContaining('Node one'),
+      });
+    }
+  } finally {
+    info = honestInfo;
+  }
+});
+
+it("never takes a first node's defaults past the cluster's maxima (another node would refuse every agent)", () => {
+  const honest = (name: string, maxima = DOCKER_DEFAULT_MAXIMA) =>
+    ({
+      name,
+      defaults: DOCKER_DEFAULT_LIMITS,
+      maxima,
+      pool: { ready: 0, filled: async () => {} },
+      capacity: async () => ({
+        node: name,
+        cpus: 1,
+        memoryBytes: 1,
+        sandboxes: 0,
+        running: 0,
+        pool: { ready: 0 },
+      }),
+      close: async () => {},
+    }) as unknown as SandboxNode<never>;
+  const greedy = {
+    ...honest('a'),
+    defaults: {
+      memoryBytes: 2 ** 50,
+      nanoCpus: 2 ** 40,
+      pids: 2 ** 30,
+      maxReadBytes: 2 ** 40,
+      maxOutputBytes: 2 ** 40,
+      diskBytes: 2 ** 50,
+    },
+  } as unknown as SandboxNode<never>;
+  const b = honest('b', { ...DOCKER_DEFAULT_MAXIMA, diskBytes: 2 ** 30 });
+  const p = createPlacement([greedy, b]);
+  // What the control plane asks of b for an agent with no limits of its own, as b checks it.
+  const asked = resolveLimits(p.defaults, p.maxima, {});
+  expect(() => resolveLimits(b.defaults, b.maxima, asked)).not.toThrow();
 });

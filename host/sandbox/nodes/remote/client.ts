@@ -33,6 +33,7 @@ import {
   HEADER_CLAIM,
   HEADER_LINK,
   HEADER_LINK_TOKEN,
+  limitsOf,
   MAX_CLAIMS,
   PREFIX,
   PROTOCOL,
@@ -72,11 +73,12 @@ export async function connectRemoteNode(options: RemoteNodeOptions): Promise<Rem
       'CONFIG_INVALID',
       `Node ${options.name} speaks ${info.protocol}, not ${PROTOCOL}.`,
     );
+  const { defaults, maxima } = limitsIn(options.name, info);
   let ready = info.ready;
   const agent = (agentId: string) => ({ agentId });
   const warm =
     Array.isArray(info.features) && info.features.includes(FEATURE_POOLED)
-      ? warmSessionsOf(t, info.defaults, options)
+      ? warmSessionsOf(t, defaults, options)
       : undefined;
   const upgradeOpen = async (q: string): Promise<SandboxdChannel & { claim: string }> => {
     const { socket, headers } = await t.upgrade(`${PREFIX}open?${q}`);
@@ -89,8 +91,8 @@ export async function connectRemoteNode(options: RemoteNodeOptions): Promise<Rem
   };
   return {
     name: options.name,
-    defaults: info.defaults,
-    maxima: info.maxima,
+    defaults,
+    maxima,
     pool: {
       get ready() {
         return ready;
@@ -101,7 +103,7 @@ export async function connectRemoteNode(options: RemoteNodeOptions): Promise<Rem
       },
     },
     ensure: (spec) =>
-      warm === undefined ? call('ensure', spec, 5 * 60_000) : ensureWarm(t, warm, info.defaults, spec),
+      warm === undefined ? call('ensure', spec, 5 * 60_000) : ensureWarm(t, warm, defaults, spec),
     warmWith: (hooks) => warm?.start(hooks),
     find: async (agentId) =>
       (
@@ -179,6 +181,18 @@ export async function connectRemoteNode(options: RemoteNodeOptions): Promise<Rem
       onError: () => {},
     });
   }
+}
+
+/** The defaults and maxima of a node's `info`; CONFIG_INVALID unless both are limits (limitsOf). */
+function limitsIn(name: string, info: Info): { defaults: SandboxLimits; maxima: SandboxLimits } {
+  const defaults = limitsOf(info.defaults);
+  const maxima = limitsOf(info.maxima);
+  if (defaults === undefined || maxima === undefined)
+    throw new SandboxError(
+      'CONFIG_INVALID',
+      `Node ${name} answered limits that are not positive whole numbers; it is not served.`,
+    );
+  return { defaults, maxima };
 }
 
 /**
