@@ -453,24 +453,42 @@ function counted(s: State, name: string): void {
   }
 }
 
-/** Every node's adopt; the agents found are remembered on their node. A node that fails is passed over. */
+/**
+ * Every node's adopt; the agents found are remembered on their node. A node that fails is passed
+ * over. A node's list is its word only: an agent recorded on another node stays there (a node that
+ * named it would get its calls, its files written and its commands: SANDBOX_PROTOCOL, reported),
+ * and one no node was recorded for goes to the first node in DSH_NODES order that names it.
+ */
 async function adoptAll(s: State, options: Parameters<SandboxNode<unknown>['adopt']>[0]): Promise<string[]> {
-  const names = await Promise.all(
+  const answers = await Promise.all(
     s.members.map((n) =>
       n.adopt(options).then(
-        async (found) => {
-          for (const agentId of found) await remember(s, agentId, n.name);
-          return found;
-        },
+        (found) => ({ n, found }),
         (e: unknown) => {
           s.onError(e);
-          return [];
+          return { n, found: [] };
         },
       ),
     ),
   );
-  return names.flat();
+  const adopted: string[] = [];
+  for (const { n, found } of answers)
+    for (const agentId of found) {
+      const known = s.where.get(agentId) ?? (await s.store?.nodeOf(agentId));
+      if (known === undefined || known === n.name) {
+        await remember(s, agentId, n.name);
+        adopted.push(agentId);
+      } else s.onError(claimed(n.name, agentId, known));
+    }
+  return adopted;
 }
+
+const claimed = (node: string, agentId: string, known: string): SandboxError =>
+  new SandboxError(
+    'SANDBOX_PROTOCOL',
+    `Node ${node} named agent ${agentId} among its sandboxes, which is recorded on node ${known}; it stays there.`,
+    { data: { node } },
+  );
 
 const unavailable = (node: string, what: string) =>
   new SandboxError('NODE_UNREACHABLE', `Node ${node} ${what}.`, { data: { node } });
