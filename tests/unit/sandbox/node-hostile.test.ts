@@ -2,7 +2,8 @@
 // certificate whose agent answers the control plane with what it likes. Its reach must end at its
 // own agents: an answer too large to hold, or one trickled to outlast the call's deadline, fails
 // that call (SANDBOX_UNAVAILABLE, NODE_UNREACHABLE) and never fills the control plane's memory or
-// holds a call forever; limits that are not positive integers refuse the node at connect, and no
+// holds a call forever; a pool listed as thousands of pooled sandboxes is claimed and held no
+// further than a node's pool can be (MAX_CLAIMS); limits that are not positive integers refuse the node at connect, and no
 // node's defaults pass the cluster's maxima, so a first node (whose defaults placement takes) cannot
 // make every other node refuse the agents it is given. A raw HTTPS server with the node's
 // certificate stands in for the node agent.
@@ -19,8 +20,9 @@ import {
 } from '../../../host/sandbox/docker/config.ts';
 import { createPlacement } from '../../../host/sandbox/nodes/placement.ts';
 import { connectRemoteNode, type RemoteNode } from '../../../host/sandbox/nodes/remote/client.ts';
-import { MAX_ANSWER_BYTES, PROTOCOL } from '../../../host/sandbox/nodes/remote/protocol.ts';
-import type { SandboxNode } from '../../../host/sandbox/nodes/types.ts';
+import { MAX_ANSWER_BYTES, MAX_CLAIMS, PROTOCOL } from '../../../host/sandbox/nodes/remote/protocol.ts';
+import { createWarmSessions } from '../../../host/sandbox/nodes/remote/warm.ts';
+import type { SandboxdChannel, SandboxNode } from '../../../host/sandbox/nodes/types.ts';
 import { makeCa, makeCert } from '../../../scripts/node-certs.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'dsh-node-hostile-'));
@@ -198,4 +200,24 @@ it("never takes a first node's defaults past the cluster's maxima (another node 
   // What the control plane asks of b for an agent with no limits of its own, as b checks it.
   const asked = resolveLimits(p.defaults, p.maxima, {});
   expect(() => resolveLimits(b.defaults, b.maxima, asked)).not.toThrow();
+});
+
+it('claims and holds no more warm sessions than a pool can have, however many pooled ids a node lists', async () => {
+  let claimed = 0;
+  const warm = createWarmSessions({
+    list: async () => ({ ids: Array.from({ length: 10_000 }, (_, i) => i.toString(16)), size: 10_000 }),
+    claim: async () => {
+      claimed++;
+      const channel = { closed: new Promise<void>(() => {}), close: () => {} } as unknown as SandboxdChannel;
+      return { channel, claim: 'a'.repeat(32) };
+    },
+    limits: DOCKER_DEFAULT_LIMITS,
+    everyMs: 60_000,
+    onError: () => {},
+  });
+  warm.start({ make: async () => ({}), drop: async () => {} });
+  await warm.refresh();
+  expect(claimed).toBeLessThanOrEqual(MAX_CLAIMS);
+  expect(warm.claims().length).toBeLessThanOrEqual(MAX_CLAIMS);
+  await warm.close();
 });
