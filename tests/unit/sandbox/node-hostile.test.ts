@@ -69,7 +69,7 @@ beforeAll(async () => {
     (req, res) => {
       req.resume();
       if (req.url === '/v1/info') {
-        res.end(JSON.stringify({ protocol: PROTOCOL, ...info, ready: 0 }));
+        res.end(JSON.stringify({ protocol: PROTOCOL, ready: 0, ...info }));
         return;
       }
       res.statusCode = req.url?.startsWith('/v1/open') ? 500 : 200;
@@ -220,4 +220,32 @@ it('claims and holds no more warm sessions than a pool can have, however many po
   expect(claimed).toBeLessThanOrEqual(MAX_CLAIMS);
   expect(warm.claims().length).toBeLessThanOrEqual(MAX_CLAIMS);
   await warm.close();
+});
+
+it("counts a node's pool only as whole, non-negative numbers (the /metrics gauge adds them up)", async () => {
+  info = { ...honestInfo, ready: 'lots' };
+  const liar = await connect();
+  try {
+    expect(liar.pool.ready).toBe(0);
+    for (const ready of ['7', -3, 1.5, 1e300, null]) {
+      answer = (res) =>
+        res.end(
+          JSON.stringify({
+            node: 'one',
+            cpus: 1,
+            memoryBytes: 1,
+            sandboxes: 0,
+            running: 0,
+            pool: { ready, size: 2 },
+            runtimes: ['runc'],
+          }),
+        );
+      await liar.capacity().catch(() => {});
+      expect(Number.isSafeInteger(liar.pool.ready) && liar.pool.ready >= 0, String(ready)).toBe(true);
+    }
+  } finally {
+    info = honestInfo;
+    answer = (res) => res.end('{"state":"running"}');
+    await liar.close();
+  }
 });

@@ -114,7 +114,7 @@ export const pooledOf = (value: unknown): Array<{ id: string; claim: string }> =
 export const pooledIdsOf = (value: unknown): string[] =>
   (Array.isArray(value) ? value : []).filter((v): v is string => typeof v === 'string' && POOLED_ID.test(v));
 
-/** A pool size a node answered, as the control plane takes it: a whole, non-negative number, else unknown. */
+/** A pool size or ready count a node answered, as the control plane takes it: a whole, non-negative number, else unknown. */
 export const poolSizeOf = (value: unknown): number | undefined =>
   Number.isSafeInteger(value) && (value as number) >= 0 ? (value as number) : undefined;
 
