@@ -92,12 +92,12 @@ const serveHostile = async (): Promise<Server> => {
 /** The control plane, (re)started on the same data folder and store. */
 const start = async (): Promise<Running> => {
   await running?.close();
-  const port = (hostile?.address() as { port: number }).port;
+  const port = ((hostile as Server).address() as { port: number }).port;
   const config = controlPlaneConfig(
     ca,
     join(dir, 'control'),
     [
-      { name: 'a', url: nodeA?.url as string },
+      { name: 'a', url: (nodeA as NodeAgent).url },
       { name: 'h', url: `https://127.0.0.1:${port}` },
     ],
     { metricsKey: METRICS_KEY },
