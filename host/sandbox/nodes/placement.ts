@@ -154,7 +154,7 @@ export function createPlacement(members: Member[], options: PlacementOptions = {
       },
     },
     async ensure(spec) {
-      const { node: at } = await locate(s, spec.agentId);
+      const { node: at } = await locate(s, spec.agentId, spec.fresh !== true);
       const node = at ?? (spec.fromSnapshot === undefined ? await place(s, spec) : await holder(s, spec));
       const placed = await guarded(s, node, (n) => n.ensure(spec));
       if (s.where.get(spec.agentId) !== node.name) counted(s, node.name);
@@ -306,8 +306,11 @@ interface Located {
   silent: string[];
 }
 
-/** Where the agent is: memory, else the store, else every node's find (a silent node's answer is not waited for). */
-async function locate(s: State, agentId: string): Promise<Located> {
+/**
+ * Where the agent is: memory, else the store, else (when `ask`) every node's find (a silent node's
+ * answer is not waited for). An agent's first sandbox does not ask (NodeSandboxSpec.fresh).
+ */
+async function locate(s: State, agentId: string, ask = true): Promise<Located> {
   const known = s.where.get(agentId) ?? (await s.store?.nodeOf(agentId));
   if (known !== undefined) {
     const node = s.byName.get(known);
@@ -320,6 +323,7 @@ async function locate(s: State, agentId: string): Promise<Located> {
     s.where.set(agentId, known);
     return { node, silent: [] };
   }
+  if (!ask) return { silent: [] };
   const silent = s.members.filter((n) => s.health.down(n.name) !== undefined).map((n) => n.name);
   const answers = await Promise.all(
     s.members

@@ -383,6 +383,22 @@ describe('placement', () => {
     }
   });
 
+  it("places an agent's first sandbox by placement alone: a node that says it holds every agent (find) gets none, cordoned or not", async () => {
+    const a = fake('a');
+    const liar = fake('h', { cpus: 1, memoryBytes: GIB });
+    // It answers find for any agent, to be handed every new one (and to outlast its cordon).
+    liar.find = async (agentId: string) => ({ id: `h:${agentId}`, limits: DOCKER_DEFAULT_LIMITS });
+    const p = createPlacement([liar, a], { cordoned: ['h'], capacityTtlMs: 0 });
+    await p.ensure(spec('first', { fresh: true }));
+    expect(p.nodeOf('first')).toBe('a');
+    expect(liar.agents.has('first')).toBe(false);
+    // An agent that had a sandbox before and no record (a restart without a store) is still found.
+    liar.agents.add('old');
+    const again = createPlacement([liar, a], { cordoned: ['h'] });
+    expect((await again.ensure(spec('old'))).found).toBe(true);
+    expect(again.nodeOf('old')).toBe('h');
+  });
+
   it('finds a silent node by its probe: its agents read unreachable and fail without a call to it; it comes back', async () => {
     const a = fake('a');
     const b = fake('b');
