@@ -379,6 +379,8 @@ export interface SandboxSpec {
   fromSnapshot?: string;
   /** The node that holds `fromSnapshot` (WorkspaceSnapshot.node): where nodes are several, the agent goes there. */
   snapshotNode?: string;
+  /** The agent's first sandbox (it never had one): where nodes are several, no node is asked whether it holds it. */
+  fresh?: boolean;
 }
 
 /** A snapshot a provider took of an agent's workspace. */

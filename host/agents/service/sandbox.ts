@@ -187,6 +187,7 @@ async function newSandbox(
   above: Agent | undefined,
 ): Promise<Sandbox> {
   const { provider, agents } = deps;
+  const fresh = (await agents.get(agent.tenantId, agent.id))?.sandboxId === undefined;
   const snapshot = await firstSnapshot(agents, agent);
   const snapshotNode =
     snapshot === undefined ? undefined : (await deps.snapshots?.get(agent.tenantId, snapshot))?.node;
@@ -198,6 +199,7 @@ async function newSandbox(
     ...(above === undefined ? {} : { near: above.id }),
     ...(snapshot === undefined ? {} : { fromSnapshot: snapshot }),
     ...(snapshotNode === undefined ? {} : { snapshotNode }),
+    ...(fresh ? { fresh } : {}),
   };
   // A parent that never had a sandbox has nothing to copy (and gets none for it).
   const source =

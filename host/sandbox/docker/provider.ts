@@ -271,6 +271,7 @@ async function createSandbox(s: Sessions, spec: SandboxSpec): Promise<Sandbox> {
     ...(spec.near === undefined ? {} : { near: spec.near }),
     ...(spec.fromSnapshot === undefined ? {} : { fromSnapshot: spec.fromSnapshot }),
     ...(spec.snapshotNode === undefined ? {} : { snapshotNode: spec.snapshotNode }),
+    ...(spec.fresh === true ? { fresh: true } : {}),
   });
   if (placed.found) return handleOf(s, agentOf(s, spec.agentId, placed.limits, spec.tenantId), placed.id);
   // A known agent whose sandbox vanished takes the new one, so that its handles follow.

@@ -143,7 +143,7 @@ export function createPlacement(members: Member[], options: PlacementOptions = {
   };
   return {
     name: 'placement',
-    defaults: (members[0] as Member).defaults,
+    defaults: within((members[0] as Member).defaults, leastOf(members.map((n) => n.maxima))),
     maxima: leastOf(members.map((n) => n.maxima)),
     pool: {
       get ready() {
@@ -154,7 +154,7 @@ export function createPlacement(members: Member[], options: PlacementOptions = {
       },
     },
     async ensure(spec) {
-      const { node: at } = await locate(s, spec.agentId);
+      const { node: at } = await locate(s, spec.agentId, spec.fresh !== true);
       const node = at ?? (spec.fromSnapshot === undefined ? await place(s, spec) : await holder(s, spec));
       const placed = await guarded(s, node, (n) => n.ensure(spec));
       if (s.where.get(spec.agentId) !== node.name) counted(s, node.name);
@@ -306,8 +306,11 @@ interface Located {
   silent: string[];
 }
 
-/** Where the agent is: memory, else the store, else every node's find (a silent node's answer is not waited for). */
-async function locate(s: State, agentId: string): Promise<Located> {
+/**
+ * Where the agent is: memory, else the store, else (when `ask`) every node's find (a silent node's
+ * answer is not waited for). An agent's first sandbox does not ask (NodeSandboxSpec.fresh).
+ */
+async function locate(s: State, agentId: string, ask = true): Promise<Located> {
   const known = s.where.get(agentId) ?? (await s.store?.nodeOf(agentId));
   if (known !== undefined) {
     const node = s.byName.get(known);
@@ -320,6 +323,7 @@ async function locate(s: State, agentId: string): Promise<Located> {
     s.where.set(agentId, known);
     return { node, silent: [] };
   }
+  if (!ask) return { silent: [] };
   const silent = s.members.filter((n) => s.health.down(n.name) !== undefined).map((n) => n.name);
   const answers = await Promise.all(
     s.members
@@ -453,24 +457,42 @@ function counted(s: State, name: string): void {
   }
 }
 
-/** Every node's adopt; the agents found are remembered on their node. A node that fails is passed over. */
+/**
+ * Every node's adopt; the agents found are remembered on their node. A node that fails is passed
+ * over. A node's list is its word only: an agent recorded on another node stays there (a node that
+ * named it would get its calls, its files written and its commands: SANDBOX_PROTOCOL, reported),
+ * and one no node was recorded for goes to the first node in DSH_NODES order that names it.
+ */
 async function adoptAll(s: State, options: Parameters<SandboxNode<unknown>['adopt']>[0]): Promise<string[]> {
-  const names = await Promise.all(
+  const answers = await Promise.all(
     s.members.map((n) =>
       n.adopt(options).then(
-        async (found) => {
-          for (const agentId of found) await remember(s, agentId, n.name);
-          return found;
-        },
+        (found) => ({ n, found }),
         (e: unknown) => {
           s.onError(e);
-          return [];
+          return { n, found: [] };
         },
       ),
     ),
   );
-  return names.flat();
+  const adopted: string[] = [];
+  for (const { n, found } of answers)
+    for (const agentId of found) {
+      const known = s.where.get(agentId) ?? (await s.store?.nodeOf(agentId));
+      if (known === undefined || known === n.name) {
+        await remember(s, agentId, n.name);
+        adopted.push(agentId);
+      } else s.onError(claimed(n.name, agentId, known));
+    }
+  return adopted;
 }
+
+const claimed = (node: string, agentId: string, known: string): SandboxError =>
+  new SandboxError(
+    'SANDBOX_PROTOCOL',
+    `Node ${node} named agent ${agentId} among its sandboxes, which is recorded on node ${known}; it stays there.`,
+    { data: { node } },
+  );
 
 const unavailable = (node: string, what: string) =>
   new SandboxError('NODE_UNREACHABLE', `Node ${node} ${what}.`, { data: { node } });
@@ -524,6 +546,20 @@ function leastOf(all: SandboxLimits[]): SandboxLimits {
     out.maxOutputBytes = Math.min(out.maxOutputBytes, m.maxOutputBytes);
     if (out.diskBytes !== undefined || m.diskBytes !== undefined)
       out.diskBytes = Math.min(out.diskBytes ?? Infinity, m.diskBytes ?? Infinity);
+  }
+  return out;
+}
+
+/**
+ * `defaults`, each limit it sets at most `maxima`'s (a limit it leaves unset stays unset). Placement's
+ * defaults are the first node's within every node's maxima: each node checks what it is asked
+ * against its own, so a default past one node's maximum would be refused there for every agent.
+ */
+function within(defaults: SandboxLimits, maxima: SandboxLimits): SandboxLimits {
+  const out: SandboxLimits = { ...defaults };
+  for (const key of Object.keys(out) as Array<keyof SandboxLimits>) {
+    const most = maxima[key];
+    if (most !== undefined && (out[key] as number) > most) out[key] = most;
   }
   return out;
 }

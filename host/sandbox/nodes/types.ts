@@ -101,6 +101,12 @@ export interface NodeSandboxSpec {
    */
   snapshotNode?: string;
   /**
+   * The agent never had a sandbox (its first create): placement among several nodes asks no node
+   * whether it holds one (a node's `find` is only its word: one answering yes for every agent would
+   * be handed every new agent, cordoned or not) and places it itself. A node ignores it.
+   */
+  fresh?: boolean;
+  /**
    * Pooled sandboxes whose channels the caller claimed (PooledChannels.claim): one of them is
    * taken first when the agent may have a pooled one. Set by a remote node's client for its warm
    * sessions (remote/warm.ts); the node takes none it did not hand to that claim.

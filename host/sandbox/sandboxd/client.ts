@@ -23,6 +23,14 @@ import { createTerminalClient } from './terminals.ts';
 export type { ConnectSandboxdOptions, SandboxdClient, SandboxdEgress, SandboxdFs } from './client-types.ts';
 export { isUnresponsive } from './liveness.ts';
 
+/**
+ * The most output of one stream of one command the host keeps, whatever cap it is given: the limits
+ * of a sandbox on a remote node come from the node's answers (find, ensure), and a hostile node
+ * naming a cap of petabytes would have the control plane hold what its sandboxd streams. The most
+ * any node allows (DOCKER_DEFAULT_MAXIMA.maxOutputBytes).
+ */
+export const MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
+
 export const connectSandboxd = async (options: ConnectSandboxdOptions): Promise<SandboxdClient> => {
   const resolve = createResolver(options.root ?? '/workspace');
   const root = resolve('.');
@@ -43,7 +51,7 @@ export const connectSandboxd = async (options: ConnectSandboxdOptions): Promise<
     root,
     callTimeoutMs,
     maxReadBytes: Math.min(options.maxReadBytes ?? 10 * 1024 * 1024, MAX_BINARY_BYTES),
-    maxOutputBytes: options.maxOutputBytes ?? 1024 * 1024,
+    maxOutputBytes: Math.min(options.maxOutputBytes ?? 1024 * 1024, MAX_OUTPUT_BYTES),
     plain,
   };
 

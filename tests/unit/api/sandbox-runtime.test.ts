@@ -68,6 +68,8 @@ describe('sandbox runtimes at agent creation', () => {
     ]);
     expect(res.status).toBe(200);
     expect(specs.map((s) => [s.agentId, s.runtime])).toEqual([[id, 'gvisor']]);
+    // Its first sandbox: placement asks no node whether it holds it (NodeSandboxSpec.fresh).
+    expect(specs[0]?.fresh).toBe(true);
   });
 
   it('the access setting: * allows every tenant, a list only the tenants it names', async () => {

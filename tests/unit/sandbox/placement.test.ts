@@ -348,6 +348,57 @@ describe('placement', () => {
     }
   });
 
+  it("never takes another node's agent on a node's word (adopt): the store's record stands, after a restart too", async () => {
+    const temp = tempDatabase();
+    try {
+      const store = createNodeStore(temp.connect());
+      const a = fake('a', { cpus: 64, memoryBytes: 256 * GIB });
+      const hostile = fake('h');
+      // A node that claims every agent it hears of, to be sent their calls (and their secrets).
+      // It answers last, so that its word is the last one heard.
+      hostile.adopt = async () => {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        return ['victim', 'unrecorded'];
+      };
+      const errors: unknown[] = [];
+      const p = createPlacement([hostile, a], { store, onError: (e) => errors.push(e) });
+      await p.ensure(spec('victim'));
+      expect(await store.nodeOf('victim')).toBe('a');
+      await p.adopt();
+      expect(p.nodeOf('victim')).toBe('a');
+      expect(await store.nodeOf('victim')).toBe('a');
+      expect(await p.open('victim')).toEqual({ name: 'a' });
+      expect(errors).toContainEqual(
+        expect.objectContaining({ code: 'SANDBOX_PROTOCOL', data: { node: 'h' } }),
+      );
+      // A control plane started again on the same store: the hostile node's adopt comes first.
+      const again = createPlacement([hostile, a], { store: createNodeStore(temp.connect()) });
+      await again.adopt();
+      expect(await again.open('victim')).toEqual({ name: 'a' });
+      expect(await store.nodeOf('victim')).toBe('a');
+      // An agent no node was recorded for goes to the first node that claims it (adopt is that record).
+      expect(await store.nodeOf('unrecorded')).toBe('h');
+    } finally {
+      temp.cleanup();
+    }
+  });
+
+  it("places an agent's first sandbox by placement alone: a node that says it holds every agent (find) gets none, cordoned or not", async () => {
+    const a = fake('a');
+    const liar = fake('h', { cpus: 1, memoryBytes: GIB });
+    // It answers find for any agent, to be handed every new one (and to outlast its cordon).
+    liar.find = async (agentId: string) => ({ id: `h:${agentId}`, limits: DOCKER_DEFAULT_LIMITS });
+    const p = createPlacement([liar, a], { cordoned: ['h'], capacityTtlMs: 0 });
+    await p.ensure(spec('first', { fresh: true }));
+    expect(p.nodeOf('first')).toBe('a');
+    expect(liar.agents.has('first')).toBe(false);
+    // An agent that had a sandbox before and no record (a restart without a store) is still found.
+    liar.agents.add('old');
+    const again = createPlacement([liar, a], { cordoned: ['h'] });
+    expect((await again.ensure(spec('old'))).found).toBe(true);
+    expect(again.nodeOf('old')).toBe('h');
+  });
+
   it('finds a silent node by its probe: its agents read unreachable and fail without a call to it; it comes back', async () => {
     const a = fake('a');
     const b = fake('b');

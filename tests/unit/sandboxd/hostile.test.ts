@@ -3,7 +3,12 @@
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { SandboxError } from '../../../host/errors.ts';
-import { connectSandboxd, type SandboxdClient } from '../../../host/sandbox/sandboxd/client.ts';
+import { DOCKER_DEFAULT_MAXIMA } from '../../../host/sandbox/docker/config.ts';
+import {
+  connectSandboxd,
+  MAX_OUTPUT_BYTES,
+  type SandboxdClient,
+} from '../../../host/sandbox/sandboxd/client.ts';
 import { WIRE_ERROR_CODES } from '../../../sandbox-wire/errors.ts';
 import { encodeFrame, FrameDecoder, MAX_FRAME_BYTES, RESYNC_MARKER } from '../../../sandbox-wire/protocol.ts';
 import { FAKE_ROOT, fakeSandboxd } from './fake.ts';
@@ -217,6 +222,49 @@ describe('host client against a hostile sandboxd', () => {
     const r = await client.exec('yes');
     expect(r.stdout.length).toBe(2500);
     expect(r.truncated).toBe(true);
+  });
+
+  it('caps exec output at MAX_OUTPUT_BYTES whatever cap it is given (a remote node answers the limits)', async () => {
+    const toHost = new PassThrough();
+    const fromHost = new PassThrough();
+    const chunk = Buffer.alloc(1024 * 1024, 97).toString('base64');
+    const decoder = new FrameDecoder({
+      onMessage: (m) => {
+        if (m.t === 'hello')
+          toHost.write(
+            Buffer.concat([
+              RESYNC_MARKER,
+              encodeFrame({ t: 'hello', v: 1, session: m.session, pid: 1, root: ROOT, node: 'x' }),
+            ]),
+          );
+        if (m.t === 'req') {
+          for (let i = 0; i < MAX_OUTPUT_BYTES / (1024 * 1024) + 4; i++)
+            toHost.write(encodeFrame({ t: 'out', id: m.id, stream: 'stdout', data: chunk }));
+          toHost.write(
+            encodeFrame({
+              t: 'res',
+              id: m.id,
+              ok: true,
+              value: { exitCode: 0, timedOut: false, truncated: false, durationMs: 1 },
+            }),
+          );
+        }
+      },
+      onError: () => {},
+    });
+    fromHost.on('data', (b: Buffer) => decoder.push(b));
+    const client = await connectSandboxd({
+      input: toHost,
+      output: fromHost,
+      root: ROOT,
+      maxOutputBytes: 2 ** 50,
+    });
+    const r = await client.exec('yes');
+    expect(r.stdout.length).toBe(MAX_OUTPUT_BYTES);
+    expect(r.truncated).toBe(true);
+    client.close();
+    // No honest limit is cut: the most a node allows by default is within the cap.
+    expect(DOCKER_DEFAULT_MAXIMA.maxOutputBytes).toBeLessThanOrEqual(MAX_OUTPUT_BYTES);
   });
 
   it('a lost stream fails pending calls with SANDBOX_UNAVAILABLE', async () => {

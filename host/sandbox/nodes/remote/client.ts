@@ -33,6 +33,7 @@ import {
   HEADER_CLAIM,
   HEADER_LINK,
   HEADER_LINK_TOKEN,
+  limitsOf,
   MAX_CLAIMS,
   PREFIX,
   PROTOCOL,
@@ -52,11 +53,12 @@ export type RemoteNodeOptions = TransportOptions & {
 
 export type RemoteNode = SandboxNode<unknown>;
 
+/** A node's `info` as it may come: every field is checked before use. */
 interface Info {
-  protocol: string;
-  defaults: SandboxLimits;
-  maxima: SandboxLimits;
-  ready: number;
+  protocol: unknown;
+  defaults: unknown;
+  maxima: unknown;
+  ready: unknown;
   /** What the node serves beyond protocol 1's calls (an older node lists none). */
   features?: unknown;
 }
@@ -67,16 +69,13 @@ export async function connectRemoteNode(options: RemoteNodeOptions): Promise<Rem
   const call = t.call.bind(t);
   const link = (channelId: string) => linkOf(t, options.name, channelId);
   const info = await call<Info>('info');
-  if (info.protocol !== PROTOCOL)
-    throw new SandboxError(
-      'CONFIG_INVALID',
-      `Node ${options.name} speaks ${info.protocol}, not ${PROTOCOL}.`,
-    );
-  let ready = info.ready;
+  const { defaults, maxima } = checkedInfo(options.name, info);
+  // A count only (poolSizeOf): the pools' sum is a /metrics gauge, which a string or NaN breaks.
+  let ready = poolSizeOf(info.ready) ?? 0;
   const agent = (agentId: string) => ({ agentId });
   const warm =
     Array.isArray(info.features) && info.features.includes(FEATURE_POOLED)
-      ? warmSessionsOf(t, info.defaults, options)
+      ? warmSessionsOf(t, defaults, options)
       : undefined;
   const upgradeOpen = async (q: string): Promise<SandboxdChannel & { claim: string }> => {
     const { socket, headers } = await t.upgrade(`${PREFIX}open?${q}`);
@@ -89,19 +88,20 @@ export async function connectRemoteNode(options: RemoteNodeOptions): Promise<Rem
   };
   return {
     name: options.name,
-    defaults: info.defaults,
-    maxima: info.maxima,
+    defaults,
+    maxima,
     pool: {
       get ready() {
         return ready;
       },
       async filled() {
-        ready = (await call<{ ready: number }>('filled', claimsOf(warm), 10 * 60_000)).ready;
+        ready =
+          poolSizeOf((await call<{ ready?: unknown }>('filled', claimsOf(warm), 10 * 60_000)).ready) ?? 0;
         await warm?.refresh();
       },
     },
     ensure: (spec) =>
-      warm === undefined ? call('ensure', spec, 5 * 60_000) : ensureWarm(t, warm, info.defaults, spec),
+      warm === undefined ? call('ensure', spec, 5 * 60_000) : ensureWarm(t, warm, defaults, spec),
     warmWith: (hooks) => warm?.start(hooks),
     find: async (agentId) =>
       (
@@ -152,7 +152,7 @@ export async function connectRemoteNode(options: RemoteNodeOptions): Promise<Rem
       ).names,
     capacity: async () => {
       const c = await call<NodeCapacity>('capacity', claimsOf(warm)); // the pool's ready: what it can use
-      ready = c.pool.ready;
+      ready = poolSizeOf(c.pool?.ready) ?? 0;
       warm?.sized(poolSizeOf(c.pool?.size));
       return { ...c, runtimes: runtimesOf(c.runtimes) };
     },
@@ -179,6 +179,23 @@ export async function connectRemoteNode(options: RemoteNodeOptions): Promise<Rem
       onError: () => {},
     });
   }
+}
+
+/** The defaults and maxima of a node's `info`; CONFIG_INVALID for another protocol or limits that are not (limitsOf). */
+function checkedInfo(name: string, info: Info): { defaults: SandboxLimits; maxima: SandboxLimits } {
+  if (info.protocol !== PROTOCOL)
+    throw new SandboxError(
+      'CONFIG_INVALID',
+      `Node ${name} speaks ${String(info.protocol).slice(0, 100)}, not ${PROTOCOL}.`,
+    );
+  const defaults = limitsOf(info.defaults);
+  const maxima = limitsOf(info.maxima);
+  if (defaults === undefined || maxima === undefined)
+    throw new SandboxError(
+      'CONFIG_INVALID',
+      `Node ${name} answered limits that are not positive whole numbers; it is not served.`,
+    );
+  return { defaults, maxima };
 }
 
 /**

@@ -21,11 +21,17 @@
 
 import { httpStatusOf, messageOf, SandboxError } from '../../../errors.ts';
 import { SANDBOX_RUNTIMES, type SandboxRuntime } from '../../runtimes.ts';
-import type { PauseMode } from '../../types.ts';
+import type { PauseMode, SandboxLimits } from '../../types.ts';
 
 export const PROTOCOL = 'dsh-node/1';
 export const PREFIX = '/v1/';
 export const MAX_BODY_BYTES = 1024 * 1024;
+/**
+ * The largest answer a control plane reads from a node (a call's JSON, an upgrade's refusal): the
+ * largest honest one is `adopt`'s list of container names, well under this. A node that sends
+ * more fails that call; the control plane never holds a hostile node's answer whole.
+ */
+export const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
 /** The byte the node sends on a link stream once sandboxd dialled. */
 export const ACCEPTED = 0x01;
 
@@ -108,7 +114,7 @@ export const pooledOf = (value: unknown): Array<{ id: string; claim: string }> =
 export const pooledIdsOf = (value: unknown): string[] =>
   (Array.isArray(value) ? value : []).filter((v): v is string => typeof v === 'string' && POOLED_ID.test(v));
 
-/** A pool size a node answered, as the control plane takes it: a whole, non-negative number, else unknown. */
+/** A pool size or ready count a node answered, as the control plane takes it: a whole, non-negative number, else unknown. */
 export const poolSizeOf = (value: unknown): number | undefined =>
   Number.isSafeInteger(value) && (value as number) >= 0 ? (value as number) : undefined;
 
@@ -133,6 +139,23 @@ export const snapshotDoneOf = (value: unknown): { sizeBytes: number; bytes: numb
   )
     throw new SandboxError('SANDBOX_UNAVAILABLE', 'The node answered a snapshot without its sizes.');
   return { sizeBytes: sizeBytes as number, bytes: bytes as number };
+};
+
+const LIMIT_KEYS = ['memoryBytes', 'nanoCpus', 'pids', 'maxReadBytes', 'maxOutputBytes'] as const;
+const positive = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) > 0;
+
+/**
+ * A node's defaults or maxima (`info`) as the control plane takes them: every limit a positive
+ * whole number (`diskBytes` may be absent), only the known ones kept; undefined for anything else.
+ * Placement computes with them and sends them to the other nodes, so junk here would reach them.
+ */
+export const limitsOf = (value: unknown): SandboxLimits | undefined => {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const o = value as Record<string, unknown>;
+  if (!LIMIT_KEYS.every((k) => positive(o[k]))) return undefined;
+  if (o.diskBytes !== undefined && !positive(o.diskBytes)) return undefined;
+  const out = Object.fromEntries(LIMIT_KEYS.map((k) => [k, o[k]])) as unknown as SandboxLimits;
+  return o.diskBytes === undefined ? out : { ...out, diskBytes: o.diskBytes as number };
 };
 
 /** A pause's mode as the node takes it. */

@@ -19,7 +19,7 @@ import type { IncomingMessage } from 'node:http';
 import { Agent, request } from 'node:https';
 import { checkServerIdentity, type PeerCertificate, type TLSSocket } from 'node:tls';
 import { isErrorCode, SandboxError } from '../../../errors.ts';
-import { HEADER_INSTANCE, type Method, PREFIX, PROTOCOL } from './protocol.ts';
+import { HEADER_INSTANCE, MAX_ANSWER_BYTES, type Method, PREFIX, PROTOCOL } from './protocol.ts';
 import { nodeRefusal } from './roles.ts';
 
 export interface TransportOptions {
@@ -92,11 +92,16 @@ export function createTransport(options: TransportOptions): Transport {
 
   return {
     async call<T>(method: Method, args: object = {}, ms = timeoutMs): Promise<T> {
+      // The whole call, answer included, within `ms`: the socket's own timeout is an idle one,
+      // which a node that trickles its answer a byte at a time would never let run out.
+      const deadline = new AbortController();
+      const timer = setTimeout(() => deadline.abort(new Error(`no answer within ${ms} ms`)), ms);
       const send = (): Promise<IncomingMessage> =>
         new Promise<IncomingMessage>((resolve, reject) => {
-          const req = request(
-            target(`${PREFIX}${method}`, 'POST', ms, { 'content-type': 'application/json' }),
-          );
+          const req = request({
+            ...target(`${PREFIX}${method}`, 'POST', ms, { 'content-type': 'application/json' }),
+            signal: deadline.signal,
+          });
           req.once('response', resolve);
           req.once('error', (e) => reject(Object.assign(e, { reused: req.reusedSocket })));
           req.once('timeout', () => req.destroy(new Error(`no answer within ${ms} ms`)));
@@ -104,13 +109,13 @@ export function createTransport(options: TransportOptions): Transport {
         });
       try {
         const res = await send().catch((e: unknown) => (closedUnder(e) ? send() : Promise.reject(e)));
-        const chunks: Buffer[] = [];
-        for await (const chunk of res as AsyncIterable<Buffer>) chunks.push(chunk);
-        const text = Buffer.concat(chunks).toString('utf8');
+        const text = await answerOf(res, options.name);
         if (res.statusCode !== 200) throw errorOf(text);
         return JSON.parse(text || '{}') as T;
       } catch (e) {
-        throw unreachable(e);
+        throw unreachable(deadline.signal.aborted ? deadline.signal.reason : e);
+      } finally {
+        clearTimeout(timer);
       }
     },
     upgrade(path) {
@@ -124,9 +129,14 @@ export function createTransport(options: TransportOptions): Transport {
             resolve({ socket, headers: res.headers });
           });
           req.once('response', (res: IncomingMessage) => {
-            const chunks: Buffer[] = [];
-            res.on('data', (c: Buffer) => chunks.push(c));
-            res.once('end', () => reject(errorOf(Buffer.concat(chunks).toString('utf8'))));
+            // A refusal trickled a byte at a time would never trip the socket's idle timeout.
+            const late = setTimeout(
+              () => res.destroy(new Error(`no answer within ${timeoutMs} ms`)),
+              timeoutMs,
+            );
+            answerOf(res, options.name)
+              .then((text) => reject(errorOf(text)), reject)
+              .finally(() => clearTimeout(late));
           });
           req.once('error', (e) => reject(Object.assign(e, { reused: req.reusedSocket })));
           req.once('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
@@ -138,6 +148,30 @@ export function createTransport(options: TransportOptions): Transport {
     },
     close: () => agent.destroy(),
   };
+}
+
+/**
+ * A node's answer as text, at most MAX_ANSWER_BYTES: past that the answer is dropped unread (its
+ * connection closed) and the call fails with SANDBOX_UNAVAILABLE naming the node, so a hostile
+ * node cannot make the control plane hold (or fail to make a string of) an answer of any size.
+ */
+async function answerOf(res: IncomingMessage, name: string): Promise<string> {
+  const chunks: Buffer[] = [];
+  // A declared length over the bound fails before a byte is read.
+  let size = Number(res.headers['content-length'] ?? 0) > MAX_ANSWER_BYTES ? Number.POSITIVE_INFINITY : 0;
+  if (size <= MAX_ANSWER_BYTES)
+    for await (const chunk of res as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > MAX_ANSWER_BYTES) break;
+      chunks.push(chunk);
+    }
+  if (size <= MAX_ANSWER_BYTES) return Buffer.concat(chunks).toString('utf8');
+  res.destroy();
+  throw new SandboxError(
+    'SANDBOX_UNAVAILABLE',
+    `Node ${name} answered more than ${MAX_ANSWER_BYTES} bytes; the answer was dropped.`,
+    { data: { node: name } },
+  );
 }
 
 /** How long an idle kept-alive connection to a node stays open (below the node's KEEP_ALIVE_MS). */

@@ -2,7 +2,8 @@
 // each of the node's pooled sandboxes nobody claimed, this control plane claims its channel
 // (`open?pooled=`) and runs the provider's warm hook on it (its own sandboxd client: the session
 // opened, verified and moved to the link ahead), so that ensure can hand an agent a session that is
-// ready. Invariants: at most one claim per pooled id here, made one at a time in the background; a
+// ready. Invariants: at most one claim per pooled id here, made one at a time in the background, and
+// at most MAX_CLAIMS sessions held (a node's pool holds no more; a hostile node may list more); a
 // session leaves when its channel closes (the node dropped the pooled sandbox, or went away) and is
 // then dropped by the hook; take() hands a session over once, and only for the id the node placed;
 // close() drops every session held and makes no more. The node is asked every `everyMs` only
@@ -11,6 +12,7 @@
 
 import type { SandboxLimits } from '../../types.ts';
 import type { SandboxdChannel, WarmHooks } from '../types.ts';
+import { MAX_CLAIMS } from './protocol.ts';
 
 export interface WarmSessionsOptions {
   /** The node's pooled ids nobody claimed, and its pool's size when it says (an older node does not). */
@@ -106,7 +108,8 @@ export function createWarmSessions(o: WarmSessionsOptions): WarmSessions {
       const { ids, size } = await o.list();
       sized(size);
       for (const id of ids) {
-        if (closed) return;
+        // No pool holds more (DSH_POOL_SIZE): a node listing more gets no more sessions held here.
+        if (closed || held.size >= MAX_CLAIMS) return;
         if (held.has(id)) continue;
         // Another control plane may claim it first: that one is its own, not a failure here.
         await warmOne(h, id).catch((e: unknown) => {

@@ -1,0 +1,251 @@
+// A hostile node agent (docs/nodes.md, docs/security.md "Nodes"): a machine holding a valid node
+// certificate whose agent answers the control plane with what it likes. Its reach must end at its
+// own agents: an answer too large to hold, or one trickled to outlast the call's deadline, fails
+// that call (SANDBOX_UNAVAILABLE, NODE_UNREACHABLE) and never fills the control plane's memory or
+// holds a call forever; a pool listed as thousands of pooled sandboxes is claimed and held no
+// further than a node's pool can be (MAX_CLAIMS); limits that are not positive integers refuse the node at connect, and no
+// node's defaults pass the cluster's maxima, so a first node (whose defaults placement takes) cannot
+// make every other node refuse the agents it is given. A raw HTTPS server with the node's
+// certificate stands in for the node agent.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import type { ServerResponse } from 'node:http';
+import { createServer, type Server } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import {
+  DOCKER_DEFAULT_LIMITS,
+  DOCKER_DEFAULT_MAXIMA,
+  resolveLimits,
+} from '../../../host/sandbox/docker/config.ts';
+import { createPlacement } from '../../../host/sandbox/nodes/placement.ts';
+import { connectRemoteNode, type RemoteNode } from '../../../host/sandbox/nodes/remote/client.ts';
+import { MAX_ANSWER_BYTES, MAX_CLAIMS, PROTOCOL } from '../../../host/sandbox/nodes/remote/protocol.ts';
+import { createWarmSessions } from '../../../host/sandbox/nodes/remote/warm.ts';
+import type { SandboxdChannel, SandboxNode } from '../../../host/sandbox/nodes/types.ts';
+import { makeCa, makeCert } from '../../../scripts/node-certs.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'dsh-node-hostile-'));
+const pem = (name: string): string => readFileSync(join(dir, name), 'utf8');
+
+const honestInfo = { defaults: DOCKER_DEFAULT_LIMITS, maxima: DOCKER_DEFAULT_MAXIMA };
+/** The limits the hostile node's `info` answers. */
+let info: Record<string, unknown> = honestInfo;
+/** How the hostile node answers the next `state` call (and the error of an upgrade). */
+let answer: (res: ServerResponse) => void = (res) => res.end('{"state":"running"}');
+/** Bytes the hostile node managed to send on its last answer. */
+let sent = 0;
+const timers = new Set<NodeJS.Timeout>();
+
+let server: Server;
+let node: RemoteNode;
+
+/** Writes `chunk` for as long as the connection takes it, up to `total` bytes. */
+const pour = (res: ServerResponse, chunk: Buffer, total: number): void => {
+  sent = 0;
+  const more = (): void => {
+    while (sent < total && !res.destroyed) {
+      sent += chunk.length;
+      if (!res.write(chunk)) return void res.once('drain', more);
+    }
+    res.end();
+  };
+  res.on('error', () => {});
+  more();
+};
+
+beforeAll(async () => {
+  makeCa(dir);
+  makeCert(dir, dir, 'one', ['127.0.0.1']);
+  makeCert(dir, dir, 'control');
+  server = createServer(
+    {
+      cert: pem('one.pem'),
+      key: pem('one.key'),
+      ca: pem('ca.pem'),
+      requestCert: true,
+      rejectUnauthorized: true,
+    },
+    (req, res) => {
+      req.resume();
+      if (req.url === '/v1/info') {
+        res.end(JSON.stringify({ protocol: PROTOCOL, ready: 0, ...info }));
+        return;
+      }
+      res.statusCode = req.url?.startsWith('/v1/open') ? 500 : 200;
+      answer(res);
+    },
+  );
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  node = await connect();
+});
+
+const connect = (): Promise<RemoteNode> =>
+  connectRemoteNode({
+    name: 'one',
+    url: `https://127.0.0.1:${(server.address() as { port: number }).port}`,
+    instance: 'test',
+    cert: pem('control.pem'),
+    key: pem('control.key'),
+    ca: pem('ca.pem'),
+    timeoutMs: 1500,
+  });
+
+afterAll(async () => {
+  for (const t of timers) clearInterval(t);
+  await node?.close();
+  server?.closeAllConnections();
+  await new Promise<void>((resolve) => server?.close(() => resolve()));
+  rmSync(dir, { recursive: true, force: true });
+});
+
+it('refuses an answer larger than the protocol allows, without reading it all', async () => {
+  const total = 64 * MAX_ANSWER_BYTES;
+  answer = (res) => pour(res, Buffer.alloc(64 * 1024, 0x20), total);
+  await expect(node.state('a')).rejects.toMatchObject({ code: 'SANDBOX_UNAVAILABLE', data: { node: 'one' } });
+  expect(sent).toBeLessThan(total);
+});
+
+it("refuses an upgrade's error answer larger than the protocol allows", async () => {
+  const total = 64 * MAX_ANSWER_BYTES;
+  answer = (res) => pour(res, Buffer.alloc(64 * 1024, 0x20), total);
+  await expect(node.open('a')).rejects.toMatchObject({ code: 'SANDBOX_UNAVAILABLE', data: { node: 'one' } });
+  expect(sent).toBeLessThan(total);
+});
+
+const trickle = (res: ServerResponse): void => {
+  res.write('{"state":"running"');
+  const t = setInterval(() => {
+    if (res.destroyed) {
+      clearInterval(t);
+      timers.delete(t);
+    } else res.write(' ');
+  }, 200);
+  timers.add(t);
+  res.on('error', () => {});
+};
+
+it('fails a call whose answer trickles past its deadline with NODE_UNREACHABLE', async () => {
+  answer = trickle;
+  const started = Date.now();
+  await expect(node.state('a')).rejects.toMatchObject({ code: 'NODE_UNREACHABLE', data: { node: 'one' } });
+  expect(Date.now() - started).toBeLessThan(4000);
+});
+
+it('fails an upgrade whose refusal trickles past the deadline with NODE_UNREACHABLE', async () => {
+  answer = trickle;
+  const started = Date.now();
+  await expect(node.open('a')).rejects.toMatchObject({ code: 'NODE_UNREACHABLE', data: { node: 'one' } });
+  expect(Date.now() - started).toBeLessThan(4000);
+});
+
+it('still serves honest answers on the same node after that', async () => {
+  answer = (res) => res.end('{"state":"running"}');
+  expect(await node.state('a')).toBe('running');
+});
+
+it('refuses a node whose limits are not positive whole numbers, at connect', async () => {
+  const junk: Array<Record<string, unknown>> = [
+    { defaults: { ...DOCKER_DEFAULT_LIMITS, memoryBytes: -1 }, maxima: DOCKER_DEFAULT_MAXIMA },
+    { defaults: { ...DOCKER_DEFAULT_LIMITS, pids: 'many' }, maxima: DOCKER_DEFAULT_MAXIMA },
+    { defaults: DOCKER_DEFAULT_LIMITS, maxima: { ...DOCKER_DEFAULT_MAXIMA, nanoCpus: 1.5 } },
+    { defaults: DOCKER_DEFAULT_LIMITS, maxima: { ...DOCKER_DEFAULT_MAXIMA, maxReadBytes: null } },
+    { defaults: DOCKER_DEFAULT_LIMITS, maxima: { ...DOCKER_DEFAULT_MAXIMA, diskBytes: 0 } },
+    { defaults: DOCKER_DEFAULT_LIMITS, maxima: 'none' },
+    { defaults: DOCKER_DEFAULT_LIMITS },
+  ];
+  try {
+    for (const limits of junk) {
+      info = limits;
+      await expect(connect(), JSON.stringify(limits)).rejects.toMatchObject({
+        code: 'CONFIG_INVALID',
+        message: expect.stringContaining('Node one'),
+      });
+    }
+  } finally {
+    info = honestInfo;
+  }
+});
+
+it("never takes a first node's defaults past the cluster's maxima (another node would refuse every agent)", () => {
+  const honest = (name: string, maxima = DOCKER_DEFAULT_MAXIMA) =>
+    ({
+      name,
+      defaults: DOCKER_DEFAULT_LIMITS,
+      maxima,
+      pool: { ready: 0, filled: async () => {} },
+      capacity: async () => ({
+        node: name,
+        cpus: 1,
+        memoryBytes: 1,
+        sandboxes: 0,
+        running: 0,
+        pool: { ready: 0 },
+      }),
+      close: async () => {},
+    }) as unknown as SandboxNode<never>;
+  const greedy = {
+    ...honest('a'),
+    defaults: {
+      memoryBytes: 2 ** 50,
+      nanoCpus: 2 ** 40,
+      pids: 2 ** 30,
+      maxReadBytes: 2 ** 40,
+      maxOutputBytes: 2 ** 40,
+      diskBytes: 2 ** 50,
+    },
+  } as unknown as SandboxNode<never>;
+  const b = honest('b', { ...DOCKER_DEFAULT_MAXIMA, diskBytes: 2 ** 30 });
+  const p = createPlacement([greedy, b]);
+  // What the control plane asks of b for an agent with no limits of its own, as b checks it.
+  const asked = resolveLimits(p.defaults, p.maxima, {});
+  expect(() => resolveLimits(b.defaults, b.maxima, asked)).not.toThrow();
+});
+
+it('claims and holds no more warm sessions than a pool can have, however many pooled ids a node lists', async () => {
+  let claimed = 0;
+  const warm = createWarmSessions({
+    list: async () => ({ ids: Array.from({ length: 10_000 }, (_, i) => i.toString(16)), size: 10_000 }),
+    claim: async () => {
+      claimed++;
+      const channel = { closed: new Promise<void>(() => {}), close: () => {} } as unknown as SandboxdChannel;
+      return { channel, claim: 'a'.repeat(32) };
+    },
+    limits: DOCKER_DEFAULT_LIMITS,
+    everyMs: 60_000,
+    onError: () => {},
+  });
+  warm.start({ make: async () => ({}), drop: async () => {} });
+  await warm.refresh();
+  expect(claimed).toBeLessThanOrEqual(MAX_CLAIMS);
+  expect(warm.claims().length).toBeLessThanOrEqual(MAX_CLAIMS);
+  await warm.close();
+});
+
+it("counts a node's pool only as whole, non-negative numbers (the /metrics gauge adds them up)", async () => {
+  info = { ...honestInfo, ready: 'lots' };
+  const liar = await connect();
+  try {
+    expect(liar.pool.ready).toBe(0);
+    for (const ready of ['7', -3, 1.5, 1e300, null]) {
+      answer = (res) =>
+        res.end(
+          JSON.stringify({
+            node: 'one',
+            cpus: 1,
+            memoryBytes: 1,
+            sandboxes: 0,
+            running: 0,
+            pool: { ready, size: 2 },
+            runtimes: ['runc'],
+          }),
+        );
+      await liar.capacity().catch(() => {});
+      expect(Number.isSafeInteger(liar.pool.ready) && liar.pool.ready >= 0, String(ready)).toBe(true);
+    }
+  } finally {
+    info = honestInfo;
+    answer = (res) => res.end('{"state":"running"}');
+    await liar.close();
+  }
+});
