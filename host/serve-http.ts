@@ -119,6 +119,8 @@ export function createServerApp(config: Config, parts: ServerAppParts): Hono<Api
     limits: {
       tenantConcurrency: config.tenantConcurrency,
       maxUploadBytes: config.maxUploadBytes,
+      tenantArchiveUploads: config.tenantArchiveUploads,
+      archiveUploads: config.archiveUploads,
       callTimeoutMs: config.callTimeoutMs,
       tenantTerminals: config.tenantTerminals,
       eventPageBytes: config.eventPageBytes,

@@ -27,6 +27,10 @@ export interface ApiLimits {
   maxUploadBytes: number;
   /** Requests of one tenant in flight at once (streams included). Default 16. */
   tenantConcurrency: number;
+  /** Archive uploads (an agent's archive, a skill) of one tenant spooled at once (./upload-slots.ts). Default 2. */
+  tenantArchiveUploads: number;
+  /** Archive uploads spooled at once in all. Default 16. */
+  archiveUploads: number;
   /** Deadline of ordinary requests (not call batches, not streams). Default 30 s. */
   requestTimeoutMs: number;
   /** Deadline of one call batch; the batch is cancelled after it. Default 10 min. */
@@ -45,6 +49,8 @@ export const DEFAULT_LIMITS: ApiLimits = {
   maxJsonBytes: 1024 * 1024,
   maxUploadBytes: 64 * 1024 * 1024,
   tenantConcurrency: 16,
+  tenantArchiveUploads: 2,
+  archiveUploads: 16,
   requestTimeoutMs: 30_000,
   callTimeoutMs: 600_000,
   tenantTerminals: 32,

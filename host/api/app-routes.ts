@@ -43,6 +43,7 @@ import { terminalControlRoutes } from './routes/terminal-control.ts';
 import { terminalRoutes } from './routes/terminals.ts';
 import { auditUploads } from './routes/upload-audit.ts';
 import { usageRoutes } from './routes/usage.ts';
+import { createUploadSlots } from './upload-slots.ts';
 
 /** The tenant, agent, skill and egress routes under /v1, with their tenant admission. */
 export function mountV1Routes(app: Hono<ApiEnv>, state: AppState): void {
@@ -68,6 +69,11 @@ export function mountV1Routes(app: Hono<ApiEnv>, state: AppState): void {
   // except the DELETEs that work in the sandbox and stop nothing (a file tree removed, a terminal
   // closed): those are bounded like any other request. Nor does an MCP client's notification
   // stream take one, open for as long as it is connected (own cap).
+  // Archive uploads spooled at once, per tenant and in all (./upload-slots.ts).
+  const uploadSlots = createUploadSlots({
+    perTenant: limits.tenantArchiveUploads,
+    total: limits.archiveUploads,
+  });
   const concurrency = tenantConcurrency(createTenantLimiter(limits.tenantConcurrency, deps.limitShare));
   const tenantScoped = (path: string): void => useTenantScope(app, state, concurrency, path);
   // `/v1/agents/*` matches `/v1/agents` itself too: one registration, so one slot per request.
@@ -101,7 +107,7 @@ export function mountV1Routes(app: Hono<ApiEnv>, state: AppState): void {
   const audit = createClientAudit(deps.store.events);
   app.use('/v1/agents/:id/files', auditUploads(deps.agents, audit, 'file_write'));
   app.use('/v1/agents/:id/archive', auditUploads(deps.agents, audit, 'archive_upload'));
-  app.route('/', fileRoutes(deps.agents, limits.maxUploadBytes));
+  app.route('/', fileRoutes(deps.agents, limits.maxUploadBytes, uploadSlots));
   app.route('/', execRoutes(deps.agents, audit, limits.callTimeoutMs));
   app.route('/', fileRemoveRoutes(deps.agents, audit));
   app.route('/', terminalControlRoutes(deps.agents, audit));
@@ -129,7 +135,7 @@ export function mountV1Routes(app: Hono<ApiEnv>, state: AppState): void {
   if (deps.skills !== undefined) {
     tenantScoped('/v1/skills/*');
     app.use('/v1/skills/*', lateWrites);
-    app.route('/', skillRoutes(deps.skills));
+    app.route('/', skillRoutes(deps.skills, uploadSlots));
   }
   if (deps.egress !== undefined) {
     tenantScoped('/v1/egress');

@@ -5,7 +5,8 @@
 // first (host/sandbox/tar.ts); a failed upload's body is drained, so the client reads the answer.
 // Both are checkpointed (host/agents/checkpoints/) under the call id of their audit events, so
 // POST /v1/agents/:id/rollback can undo them. An upload its agent's deletion cuts short answers
-// NOT_FOUND (whileLive).
+// NOT_FOUND (whileLive). A tenant spools at most its share of archive uploads at once
+// (../upload-slots.ts: RATE_LIMITED before the body is read).
 import { Readable } from 'node:stream';
 import { Hono } from 'hono';
 import { describeRoute } from 'hono-openapi';
@@ -15,6 +16,7 @@ import { SandboxError } from '../../errors.ts';
 import { jsonResponse, queryOf, uploadBody } from '../body.ts';
 import type { ApiEnv } from '../env.ts';
 import { ArchiveUploaded, PathQuery, Uploaded } from '../schemas.ts';
+import type { UploadSlots } from '../upload-slots.ts';
 import { loadAgent } from './agents.ts';
 
 /** A raw byte body (OpenAPI 3.1: a string of any bytes; generators type it as binary). */
@@ -51,7 +53,11 @@ async function whileLive<T>(agents: AgentService, agent: Agent, run: () => Promi
 }
 
 /** PUT /v1/agents/:id/files and /v1/agents/:id/archive, each at most maxUploadBytes. */
-export const uploadRoutes = (agents: AgentService, maxUploadBytes: number): Hono<ApiEnv> => {
+export const uploadRoutes = (
+  agents: AgentService,
+  maxUploadBytes: number,
+  slots?: UploadSlots,
+): Hono<ApiEnv> => {
   const app = new Hono<ApiEnv>();
   app.put(
     '/v1/agents/:id/files',
@@ -104,6 +110,8 @@ export const uploadRoutes = (agents: AgentService, maxUploadBytes: number): Hono
     async (c) => {
       const { path } = queryOf(PathQuery, c.req.query());
       if (c.req.raw.body === null) throw new SandboxError('BAD_REQUEST', 'Send the tar as the request body.');
+      // Before the body is read: a refused upload takes no room in the spool (../upload-slots.ts).
+      const release = slots?.take(c.get('tenant').id);
       const body = uploadBody(c.req.raw, maxUploadBytes);
       const agent = c.get('agent');
       try {
@@ -133,6 +141,8 @@ export const uploadRoutes = (agents: AgentService, maxUploadBytes: number): Hono
       } catch (error) {
         await body.drain();
         throw error;
+      } finally {
+        release?.();
       }
     },
   );

@@ -15,13 +15,18 @@ import type { AgentService } from '../../agents/service.ts';
 import { jsonResponse, queryOf } from '../body.ts';
 import type { ApiEnv } from '../env.ts';
 import { DirectoryListing, ErrorBody, PathQuery } from '../schemas.ts';
+import type { UploadSlots } from '../upload-slots.ts';
 import { loadAgent } from './agents.ts';
 import { BYTES, pathParam, uploadRoutes } from './files-upload.ts';
 
 /** Entries of one directory listing at most. */
 export const DIRECTORY_LIMIT = 1000;
 
-export const fileRoutes = (agents: AgentService, maxUploadBytes: number): Hono<ApiEnv> => {
+export const fileRoutes = (
+  agents: AgentService,
+  maxUploadBytes: number,
+  slots?: UploadSlots,
+): Hono<ApiEnv> => {
   const app = new Hono<ApiEnv>();
   app.get(
     '/v1/agents/:id/files',
@@ -86,6 +91,6 @@ export const fileRoutes = (agents: AgentService, maxUploadBytes: number): Hono<A
       return c.body(ReadableStream.from(tar), 200, { 'Content-Type': 'application/x-tar' });
     },
   );
-  app.route('/', uploadRoutes(agents, maxUploadBytes));
+  app.route('/', uploadRoutes(agents, maxUploadBytes, slots));
   return app;
 };
