@@ -213,3 +213,19 @@ export const messageOf = (error: unknown): string => {
     return String(error);
   }
 };
+
+/** Longest text from outside that oneLine keeps for a log line. */
+export const LOG_TEXT_MAX = 2000;
+
+/**
+ * Text from outside the control plane (a node's error, a server's message) made fit for one log
+ * line: control characters (newlines, carriage returns, ESC and the rest) escaped as \n, \r or \xNN,
+ * so it cannot forge another line or drive an operator's terminal; cut at LOG_TEXT_MAX characters.
+ */
+export const oneLine = (text: string): string => {
+  const cut = text.length > LOG_TEXT_MAX ? `${text.slice(0, LOG_TEXT_MAX)}…` : text;
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: matching them is the point
+  return cut.replace(/[\x00-\x08\x0a-\x1f\x7f]/g, (c) =>
+    c === '\n' ? '\\n' : c === '\r' ? '\\r' : `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`,
+  );
+};

@@ -15,7 +15,7 @@ import type { Config } from './config.ts';
 import { createEgress, createSharedBudgets, type Egress } from './egress/index.ts';
 import { createAuthorities } from './egress/intercept/authority.ts';
 import { createSandboxEgress, type SandboxEgress } from './egress/proxy/index.ts';
-import { SandboxError } from './errors.ts';
+import { oneLine, SandboxError } from './errors.ts';
 import type { DockerProvider, DockerProviderOptions } from './sandbox/docker/index.ts';
 import type { Store } from './store/index.ts';
 import { replicaShareOf } from './store/replica-share.ts';
@@ -205,9 +205,14 @@ const remoteNode = async (config: Config, store: Store, log: (line: string) => v
     cordoned: config.nodesCordoned,
     store: store.nodes,
     probeMs: NODE_PROBE_MS,
-    onError: (e) => log(`placement: ${String(e)}`),
+    // A node's words are escaped: a hostile node cannot forge a line of this log (oneLine).
+    onError: (e) => log(`placement: ${oneLine(String(e))}`),
     onHealth: (name, reachable, error) =>
-      log(reachable ? `node ${name}: answers again` : `node ${name}: unreachable (${error ?? 'no answer'})`),
+      log(
+        reachable
+          ? `node ${name}: answers again`
+          : `node ${name}: unreachable (${error === undefined ? 'no answer' : oneLine(error)})`,
+      ),
   });
 };
 
