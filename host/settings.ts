@@ -540,7 +540,7 @@ export const SETTINGS = {
     min: 1,
     max: 1000,
     help: 'archive uploads of one tenant spooled at once; more answer 429',
-    doc: "archive uploads (an agent's archive, a skill) of one tenant waiting in the spool at once; one more answers 429 RATE_LIMITED before its body is read",
+    doc: 'archive uploads (PUT /v1/agents/:id/archive) of one tenant waiting in the spool at once; one more answers 429 RATE_LIMITED before its body is read',
   }),
   archiveUploads: int({
     env: 'DSH_ARCHIVE_UPLOADS',

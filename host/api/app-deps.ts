@@ -27,7 +27,7 @@ export interface ApiLimits {
   maxUploadBytes: number;
   /** Requests of one tenant in flight at once (streams included). Default 16. */
   tenantConcurrency: number;
-  /** Archive uploads (an agent's archive, a skill) of one tenant spooled at once (./upload-slots.ts). Default 2. */
+  /** Archive uploads (PUT /v1/agents/:id/archive) of one tenant spooled at once (./upload-slots.ts). Default 2. */
   tenantArchiveUploads: number;
   /** Archive uploads spooled at once in all. Default 16. */
   archiveUploads: number;

@@ -135,7 +135,7 @@ export function mountV1Routes(app: Hono<ApiEnv>, state: AppState): void {
   if (deps.skills !== undefined) {
     tenantScoped('/v1/skills/*');
     app.use('/v1/skills/*', lateWrites);
-    app.route('/', skillRoutes(deps.skills, uploadSlots));
+    app.route('/', skillRoutes(deps.skills));
   }
   if (deps.egress !== undefined) {
     tenantScoped('/v1/egress');

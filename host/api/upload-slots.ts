@@ -1,6 +1,7 @@
-// How many archive uploads wait in the spool at once: an archive (PUT /v1/agents/:id/archive, PUT
-// /v1/skills/:name) is spooled to the data disk and checked in full before anything is written
-// (host/sandbox/tar.ts), up to its tar's bound (~166 MiB at the default 64 MiB upload limit). A
+// How many archive uploads wait in the spool at once: an agent's archive (PUT /v1/agents/:id/archive)
+// is spooled to the data disk and checked in full before anything is written (host/sandbox/tar.ts),
+// up to its tar's bound (~166 MiB at the default 64 MiB upload limit; a skill's, PUT
+// /v1/skills/:name, is bounded at ~5 MiB and takes no slot). A
 // tenant that started its 16 requests' worth of uploads and stalled them held 2.6 GiB of the disk
 // every tenant's log and workspaces share. A tenant holds at most `perTenant` slots, the service
 // `total`; one more answers RATE_LIMITED (429, data: limit `archiveUploads`, max), at once and before

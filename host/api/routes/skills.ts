@@ -12,7 +12,6 @@ import { SKILL_NAME } from '../../tools/builtin/index.ts';
 import { jsonResponse, uploadBody } from '../body.ts';
 import type { ApiEnv } from '../env.ts';
 import { ErrorBody, SkillDetail, SkillList } from '../schemas.ts';
-import type { UploadSlots } from '../upload-slots.ts';
 
 const nameParam = {
   name: 'name',
@@ -25,7 +24,7 @@ const nameParam = {
 const noSkill = (name: string): SandboxError =>
   new SandboxError('NOT_FOUND', `No skill ${JSON.stringify(name.slice(0, 80))}; GET /v1/skills lists them.`);
 
-export const skillRoutes = (skills: SkillCatalog, slots?: UploadSlots): Hono<ApiEnv> => {
+export const skillRoutes = (skills: SkillCatalog): Hono<ApiEnv> => {
   const app = new Hono<ApiEnv>();
   // The tar is spooled, never held whole; a little room over the content limit is for its headers.
   const maxTarBytes = skills.limits.maxBytes + 1024 * skills.limits.maxFiles * 2 + 64 * 1024;
@@ -74,8 +73,6 @@ export const skillRoutes = (skills: SkillCatalog, slots?: UploadSlots): Hono<Api
     }),
     async (c) => {
       if (c.req.raw.body === null) throw new SandboxError('BAD_REQUEST', 'Send the tar as the request body.');
-      // Before the body is read: a refused upload takes no room in the spool (../upload-slots.ts).
-      const release = slots?.take(c.get('tenant').id);
       const body = uploadBody(c.req.raw, maxTarBytes);
       try {
         const tar = Readable.from(body, { objectMode: false });
@@ -84,8 +81,6 @@ export const skillRoutes = (skills: SkillCatalog, slots?: UploadSlots): Hono<Api
       } catch (error) {
         await body.drain();
         throw error;
-      } finally {
-        release?.();
       }
     },
   );
