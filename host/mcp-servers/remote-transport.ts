@@ -22,7 +22,7 @@ import {
   type TransportSendOptions,
 } from '@modelcontextprotocol/client';
 import { SandboxError } from '../errors.ts';
-import { Budget, OUTPUT_BUDGET } from './transport.ts';
+import { Budget, OUTPUT_BUDGET, UnaskedMessages } from './transport.ts';
 
 /**
  * A remote session's budgets: a stdio program's (bytes of every body; lines of SSE streams, each
@@ -68,10 +68,8 @@ export class RemoteTransport implements Transport {
   readonly #budget: typeof REMOTE_BUDGET;
   readonly #bytes: Budget;
   readonly #lines: Budget;
-  readonly #unasked: Budget;
+  readonly #unasked: UnaskedMessages;
   readonly #streams: Budget;
-  /** Ids of our requests not answered yet: their first answer is not charged to #unasked. */
-  readonly #asked = new Set<string | number>();
   /** Why we cut the session, when we did. */
   #why: string | undefined;
   #closed = false;
@@ -86,7 +84,7 @@ export class RemoteTransport implements Transport {
     const b = this.#budget;
     this.#bytes = new Budget(b.burstBytes, b.bytesPerSecond);
     this.#lines = new Budget(b.burstLines, b.linesPerSecond);
-    this.#unasked = new Budget(b.burstUnasked, b.unaskedPerSecond);
+    this.#unasked = new UnaskedMessages(b);
     this.#streams = new Budget(b.burstStreams, b.streamsPerSecond);
     this.#fetch = sdk.fetch;
     this.#inner = new StreamableHTTPClientTransport(url, {
@@ -116,7 +114,7 @@ export class RemoteTransport implements Transport {
 
   async send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
     if (this.#why !== undefined) throw this.#cutError();
-    if ('method' in message && 'id' in message && this.#asked.size < MAX_ASKED) this.#asked.add(message.id);
+    this.#unasked.sent(message);
     await this.#inner.send(message, options);
   }
 
@@ -180,21 +178,12 @@ export class RemoteTransport implements Transport {
 
   #onMessage(message: JSONRPCMessage): void {
     if (this.#closed || this.#why !== undefined) return;
-    if (!this.#answers(message) && !this.#unasked.take(1)) {
-      const b = this.#budget;
-      this.#cut(
-        `it sent more messages nobody asked for than its budget (${b.burstUnasked} at once, ` +
-          `then ${b.unaskedPerSecond} a second)`,
-      );
+    const over = this.#unasked.over(message);
+    if (over !== undefined) {
+      this.#cut(over);
       return;
     }
     this.onmessage?.(message);
-  }
-
-  /** True for the first answer to a request we sent (it is free); its id is then forgotten. */
-  #answers(message: JSONRPCMessage): boolean {
-    if ('method' in message || !('id' in message)) return false;
-    return this.#asked.delete(message.id as string | number);
   }
 
   /** Ends the session for a reason of ours: kept, told, then every request and stream aborted. */
@@ -212,13 +201,10 @@ export class RemoteTransport implements Transport {
   #finish(): void {
     if (this.#closed) return;
     this.#closed = true;
-    this.#asked.clear();
+    this.#unasked.clear();
     this.onclose?.();
   }
 }
-
-/** Our requests remembered as unanswered at most (aborted ones are never answered). */
-const MAX_ASKED = 10_000;
 
 /** Statuses whose responses have no body (the Response constructor refuses one). */
 const NULL_BODY = new Set([101, 103, 204, 205, 304]);

@@ -59,6 +59,36 @@ export class Budget {
   }
 }
 
+/**
+ * A server's messages nobody asked for, on their budget (burstUnasked, then unaskedPerSecond): the
+ * first answer to each request we sent is free (its id remembered until then, at most MAX_ASKED;
+ * aborted requests are never answered), anything else takes a token. Both transports use it.
+ */
+export class UnaskedMessages {
+  readonly #asked = new Set<string | number>();
+  readonly #tokens: Budget;
+  readonly #over: string;
+  constructor(budget: Pick<typeof OUTPUT_BUDGET, 'burstUnasked' | 'unaskedPerSecond'>) {
+    this.#tokens = new Budget(budget.burstUnasked, budget.unaskedPerSecond);
+    this.#over =
+      `it sent more messages nobody asked for than its budget (${budget.burstUnasked} at once, ` +
+      `then ${budget.unaskedPerSecond} a second)`;
+  }
+  /** Notes a message we send: a request's id, so that its first answer is free. */
+  sent(message: JSONRPCMessage): void {
+    if ('method' in message && 'id' in message && this.#asked.size < MAX_ASKED) this.#asked.add(message.id);
+  }
+  /** Why the server is cut for sending `message` (over budget), or undefined: pass it on. */
+  over(message: JSONRPCMessage): string | undefined {
+    const answer =
+      !('method' in message) && 'id' in message && this.#asked.delete(message.id as string | number);
+    return answer || this.#tokens.take(1) ? undefined : this.#over;
+  }
+  clear(): void {
+    this.#asked.clear();
+  }
+}
+
 export interface SandboxTransportOptions {
   stdio: SandboxStdio;
   command: string[];
@@ -89,9 +119,7 @@ export class SandboxStdioTransport implements Transport {
   readonly #budget: typeof OUTPUT_BUDGET;
   readonly #lines: Budget;
   readonly #bytes: Budget;
-  readonly #unasked: Budget;
-  /** Ids of our requests not answered yet: their first answer is not charged to #unasked. */
-  readonly #asked = new Set<string | number>();
+  readonly #unasked: UnaskedMessages;
 
   constructor(options: SandboxTransportOptions) {
     this.#options = options;
@@ -99,7 +127,7 @@ export class SandboxStdioTransport implements Transport {
     this.#budget = options.budget ?? OUTPUT_BUDGET;
     this.#lines = new Budget(this.#budget.burstLines, this.#budget.linesPerSecond);
     this.#bytes = new Budget(this.#budget.burstBytes, this.#budget.bytesPerSecond);
-    this.#unasked = new Budget(this.#budget.burstUnasked, this.#budget.unaskedPerSecond);
+    this.#unasked = new UnaskedMessages(this.#budget);
   }
 
   async start(): Promise<void> {
@@ -146,12 +174,9 @@ export class SandboxStdioTransport implements Transport {
         continue;
       }
       if (message === null || this.#closed) return;
-      if (!this.#answers(message) && !this.#unasked.take(1)) {
-        const b = this.#budget;
-        this.#cut(
-          `it sent more messages nobody asked for than its budget (${b.burstUnasked} at once, ` +
-            `then ${b.unaskedPerSecond} a second)`,
-        );
+      const over = this.#unasked.over(message);
+      if (over !== undefined) {
+        this.#cut(over);
         return;
       }
       this.onmessage?.(message);
@@ -172,15 +197,9 @@ export class SandboxStdioTransport implements Transport {
     this.onclose?.();
   }
 
-  /** True for the first answer to a request we sent (it is free); its id is then forgotten. */
-  #answers(message: JSONRPCMessage): boolean {
-    if ('method' in message || !('id' in message)) return false;
-    return this.#asked.delete(message.id as string | number);
-  }
-
   async send(message: JSONRPCMessage): Promise<void> {
     if (this.#closed || this.#write === undefined) throw new Error('The MCP server is not running.');
-    if ('method' in message && 'id' in message && this.#asked.size < MAX_ASKED) this.#asked.add(message.id);
+    this.#unasked.sent(message);
     await this.#write(Buffer.from(serializeMessage(message), 'utf8'));
   }
 
