@@ -30,24 +30,34 @@ const KEY_PAGES = 5;
 
 const tenantPath = (id: string) => `/v1/tenants/${encodeURIComponent(id)}`;
 
-/** The tenant's keys, oldest first, page after page (GET /v1/tenants/:id/keys is paged). */
-const tenantKeys = async (fetch: ApiFetch, c: Context<ConsoleEnv>, adminKey: string, id: string) => {
-  const keys: KeyView[] = [];
+/**
+ * Up to `maxPages` pages of 100 of a paged admin list (`?after=&limit=`, answered with `next` while
+ * more follow), and whether it was read to its end.
+ */
+const readPages = async <T>(
+  fetch: ApiFetch,
+  c: Context<ConsoleEnv>,
+  adminKey: string,
+  path: string,
+  field: string,
+  maxPages: number,
+): Promise<{ items: T[]; complete: boolean }> => {
+  const items: T[] = [];
   let after: string | undefined;
   let pages = 0;
   do {
     const query = new URLSearchParams({ limit: '100', ...(after ? { after } : {}) });
-    const got = await apiJson<{ keys: KeyView[]; next?: string }>(
+    const got = await apiJson<Record<string, unknown> & { next?: string }>(
       fetch,
       c,
       adminKey,
-      `${tenantPath(id)}/keys?${query}`,
+      `${path}?${query}`,
     );
-    keys.push(...got.keys);
+    items.push(...(got[field] as T[]));
     after = got.next;
     pages++;
-  } while (after !== undefined && pages < KEY_PAGES);
-  return keys;
+  } while (after !== undefined && pages < maxPages);
+  return { items, complete: after === undefined };
 };
 
 export const operatorActionRoutes = (fetch: ApiFetch): Hono<ConsoleEnv> => {
@@ -61,28 +71,29 @@ export const operatorActionRoutes = (fetch: ApiFetch): Hono<ConsoleEnv> => {
       key(c),
       tenantPath(id),
     );
-    const keys = await tenantKeys(fetch, c, key(c), id);
+    const { items: keys } = await readPages<KeyView>(
+      fetch,
+      c,
+      key(c),
+      `${tenantPath(id)}/keys`,
+      'keys',
+      KEY_PAGES,
+    );
     const { agents } = await apiJson<{ agents: TenantAgentView[] }>(
       fetch,
       c,
       key(c),
       `${tenantPath(id)}/agents`,
     );
-    const workspaces: WorkspaceView[] = [];
-    let after: string | undefined;
-    let pages = 0;
-    do {
-      const query = new URLSearchParams({ limit: '100', ...(after ? { after } : {}) });
-      const got = await apiJson<{ workspaces: WorkspaceView[]; next?: string }>(
-        fetch,
-        c,
-        key(c),
-        `/v1/admin/workspaces?${query}`,
-      );
-      workspaces.push(...got.workspaces.filter((w) => w.tenantId === id));
-      after = got.next;
-      pages++;
-    } while (after !== undefined && pages < WORKSPACE_PAGES);
+    const every = await readPages<WorkspaceView>(
+      fetch,
+      c,
+      key(c),
+      '/v1/admin/workspaces',
+      'workspaces',
+      WORKSPACE_PAGES,
+    );
+    const workspaces = every.items.filter((w) => w.tenantId === id);
     return c.html(
       await page(
         { title: `Tenant ${tenant.name}`, session: c.get('session') },
@@ -94,7 +105,7 @@ export const operatorActionRoutes = (fetch: ApiFetch): Hono<ConsoleEnv> => {
         ),
         shown ?? null,
         ...keysView(c.get('session'), id, keys, Date.now()),
-        ...tenantAgentsView(agents, workspaces, after === undefined),
+        ...tenantAgentsView(agents, workspaces, every.complete),
       ),
     );
   };
