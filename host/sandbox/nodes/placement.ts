@@ -141,10 +141,11 @@ export function createPlacement(members: Member[], options: PlacementOptions = {
     const node = await route(s, agentId);
     return node === undefined ? none : guarded(s, node, fn);
   };
+  const maxima = leastOf(members.map((n) => n.maxima));
   return {
     name: 'placement',
-    defaults: within((members[0] as Member).defaults, leastOf(members.map((n) => n.maxima))),
-    maxima: leastOf(members.map((n) => n.maxima)),
+    defaults: within((members[0] as Member).defaults, maxima),
+    maxima,
     pool: {
       get ready() {
         return members.reduce((sum, n) => sum + n.pool.ready, 0);
