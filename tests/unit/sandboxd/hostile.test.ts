@@ -178,7 +178,8 @@ describe('host client against a hostile sandboxd', () => {
     client.close();
   });
 
-  it('caps streamed exec output on the host even when sandboxd ignores the cap', async () => {
+  /** A sandboxd that answers any exec with `count` stdout frames of `chunk` (base64), ignoring its cap. */
+  const flooding = (chunk: string, count: number) => {
     const toHost = new PassThrough();
     const fromHost = new PassThrough();
     const decoder = new FrameDecoder({
@@ -191,54 +192,7 @@ describe('host client against a hostile sandboxd', () => {
             ]),
           );
         if (m.t === 'req') {
-          for (let i = 0; i < 10; i++)
-            toHost.write(
-              encodeFrame({
-                t: 'out',
-                id: m.id,
-                stream: 'stdout',
-                data: Buffer.alloc(1000, 97).toString('base64'),
-              }),
-            );
-          toHost.write(
-            encodeFrame({
-              t: 'res',
-              id: m.id,
-              ok: true,
-              value: { exitCode: 0, timedOut: false, truncated: false, durationMs: 1 },
-            }),
-          );
-        }
-      },
-      onError: () => {},
-    });
-    fromHost.on('data', (b: Buffer) => decoder.push(b));
-    const client = await connectSandboxd({
-      input: toHost,
-      output: fromHost,
-      root: ROOT,
-      maxOutputBytes: 2500,
-    });
-    const r = await client.exec('yes');
-    expect(r.stdout.length).toBe(2500);
-    expect(r.truncated).toBe(true);
-  });
-
-  it('caps exec output at MAX_OUTPUT_BYTES whatever cap it is given (a remote node answers the limits)', async () => {
-    const toHost = new PassThrough();
-    const fromHost = new PassThrough();
-    const chunk = Buffer.alloc(1024 * 1024, 97).toString('base64');
-    const decoder = new FrameDecoder({
-      onMessage: (m) => {
-        if (m.t === 'hello')
-          toHost.write(
-            Buffer.concat([
-              RESYNC_MARKER,
-              encodeFrame({ t: 'hello', v: 1, session: m.session, pid: 1, root: ROOT, node: 'x' }),
-            ]),
-          );
-        if (m.t === 'req') {
-          for (let i = 0; i < MAX_OUTPUT_BYTES / (1024 * 1024) + 4; i++)
+          for (let i = 0; i < count; i++)
             toHost.write(encodeFrame({ t: 'out', id: m.id, stream: 'stdout', data: chunk }));
           toHost.write(
             encodeFrame({
@@ -253,12 +207,21 @@ describe('host client against a hostile sandboxd', () => {
       onError: () => {},
     });
     fromHost.on('data', (b: Buffer) => decoder.push(b));
-    const client = await connectSandboxd({
-      input: toHost,
-      output: fromHost,
-      root: ROOT,
-      maxOutputBytes: 2 ** 50,
-    });
+    return { input: toHost, output: fromHost, root: ROOT };
+  };
+
+  it('caps streamed exec output on the host even when sandboxd ignores the cap', async () => {
+    const sandboxd = flooding(Buffer.alloc(1000, 97).toString('base64'), 10);
+    const client = await connectSandboxd({ ...sandboxd, maxOutputBytes: 2500 });
+    const r = await client.exec('yes');
+    expect(r.stdout.length).toBe(2500);
+    expect(r.truncated).toBe(true);
+  });
+
+  it('caps exec output at MAX_OUTPUT_BYTES whatever cap it is given (a remote node answers the limits)', async () => {
+    const chunk = Buffer.alloc(1024 * 1024, 97).toString('base64');
+    const sandboxd = flooding(chunk, MAX_OUTPUT_BYTES / (1024 * 1024) + 4);
+    const client = await connectSandboxd({ ...sandboxd, maxOutputBytes: 2 ** 50 });
     const r = await client.exec('yes');
     expect(r.stdout.length).toBe(MAX_OUTPUT_BYTES);
     expect(r.truncated).toBe(true);
