@@ -141,11 +141,9 @@ export function createPlacement(members: Member[], options: PlacementOptions = {
     const node = await route(s, agentId);
     return node === undefined ? none : guarded(s, node, fn);
   };
-  const maxima = leastOf(members.map((n) => n.maxima));
   return {
     name: 'placement',
-    defaults: within((members[0] as Member).defaults, maxima),
-    maxima,
+    ...placementLimits(members),
     pool: {
       get ready() {
         return members.reduce((sum, n) => sum + n.pool.ready, 0);
@@ -549,6 +547,12 @@ function leastOf(all: SandboxLimits[]): SandboxLimits {
       out.diskBytes = Math.min(out.diskBytes ?? Infinity, m.diskBytes ?? Infinity);
   }
   return out;
+}
+
+/** Placement's maxima (every node's least) and its defaults (the first node's, within them). */
+function placementLimits(members: Member[]): { defaults: SandboxLimits; maxima: SandboxLimits } {
+  const maxima = leastOf(members.map((n) => n.maxima));
+  return { defaults: within((members[0] as Member).defaults, maxima), maxima };
 }
 
 /**
