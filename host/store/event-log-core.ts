@@ -49,6 +49,8 @@ export function createEventLog(
     options,
     now: options.now ?? Date.now,
     batchWindowMs: options.batchWindowMs ?? 0,
+    batchIntervalMs: options.batchIntervalMs ?? 0,
+    lastWriteAt: Number.NEGATIVE_INFINITY,
     budget: options.budgetBytes ?? DEFAULT_LOG_BUDGET_BYTES,
     inlineBytes: options.inlineBytes ?? DEFAULT_INLINE_BYTES,
     sessions: new Map(),

@@ -112,6 +112,15 @@ export interface SyncEventBackend extends EventBackend {
   firstSeq?(sessionId: string): number;
 }
 
+/**
+ * The stores' group-commit interval (EventLogOptions.batchIntervalMs): under a stream of calls a
+ * store writes about one transaction per 10 ms instead of one per 2 ms window. 20 sequential reads
+ * in one program, alternated 0 / 10 / 20 ms: the writer thread's CPU 4.1-5.2 / 3.0-3.3 / 2.3-2.7 ms
+ * and the service's main thread 8.3-9.7 / 7.6-8.1 / 7.4-8.1 ms a program; subscribers see events
+ * of a busy session at most this much later.
+ */
+export const EVENT_BATCH_INTERVAL_MS = 10;
+
 export interface EventLogOptions {
   /** Clock for `at`. Default Date.now. */
   now?: () => number;
@@ -125,6 +134,14 @@ export interface EventLogOptions {
    * flush() and close() always write at once.
    */
   batchWindowMs?: number;
+  /**
+   * Group commit under load: while appends keep coming, the least time from one write's start to
+   * the next. An append after a quiet spell is written after `batchWindowMs` as before; one that
+   * arrives sooner after the last write waits until this much time has passed since that write
+   * began, so a busy log writes one transaction per interval instead of one per window. 0 (the
+   * default): no spacing. flush() and close() always write at once.
+   */
+  batchIntervalMs?: number;
   /** Log bytes each tenant may hold (events plus payloads). Default DEFAULT_LOG_BUDGET_BYTES (512 MiB). */
   budgetBytes?: number;
   /** Values of event data longer than this (JSON characters) are stored once, apart. Default 16 KiB. */

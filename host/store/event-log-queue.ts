@@ -2,8 +2,9 @@
 // in one atomic batch, on the caller's thread (backend.write), handed over to the writer thread
 // (event-writer.ts), or to an asynchronous backend's write (its promise answers as the thread
 // does); what follows a stored batch (seqs followed, payloads no longer queued, subscribers told)
-// is committed()'s. Writes run at the next setImmediate, or after the batch window; flush() and
-// close() write at once.
+// is committed()'s. Writes run at the next setImmediate, or after the batch window, and while
+// appends keep coming no sooner than the batch interval after the last write began (group commit:
+// one transaction per interval under load, not one per window); flush() and close() write at once.
 // Invariants: rows are written in append order; a failed batch stays queued (flush() rejects, the
 // next tick retries, backing off while writes keep failing) instead of being dropped; subscribers
 // are told only after their events are durable, so a client never sees a seq a crash could hand
@@ -17,6 +18,9 @@ import type { AsyncEventWriter, EventFence, QueuedRow, SyncEventBackend } from '
 import { NO_BLOBS, toEvent } from './event-log-rows.ts';
 import { blobKey, type LogState, type SessionState } from './event-log-state.ts';
 import type { SessionEvent, SessionEventInput } from './types.ts';
+
+/** Rows the writer thread puts in one transaction (event-writer-thread.ts's CHUNK). */
+const FULL_TRANSACTION = 256;
 
 type WriteAnswer = Parameters<Parameters<AsyncEventWriter['write']>[1]>[0];
 
@@ -52,9 +56,16 @@ export function schedule(s: LogState): void {
     return;
   }
   if (s.immediate !== undefined || s.timeout !== undefined) return;
-  if (s.failures > 0) later(s, 50);
-  else if (s.batchWindowMs > 0)
-    later(s, s.batchWindowMs, true); // ref'd: queued events keep the process up
+  if (s.failures > 0) {
+    later(s, 50);
+    return;
+  }
+  // A queue that fills a transaction gains nothing by waiting for the interval.
+  const spaced =
+    s.queue.length < FULL_TRANSACTION ? s.lastWriteAt + s.batchIntervalMs - performance.now() : 0;
+  const wait = Math.max(s.batchWindowMs, spaced);
+  if (wait > 0)
+    later(s, wait, true); // ref'd: queued events keep the process up
   else s.immediate = setImmediate(runScheduled, s);
 }
 
@@ -98,6 +109,7 @@ export function drain(s: LogState): void {
   if (s.inFlight.length > 0) return;
   const batch = s.queue;
   s.queue = [];
+  s.lastWriteAt = performance.now();
   let written: unknown;
   try {
     written = s.backend.write(batch);
@@ -148,6 +160,7 @@ function handOver(s: LogState, thread: AsyncEventWriter): void {
   const batch = s.queue;
   s.queue = [];
   s.inFlight = batch;
+  s.lastWriteAt = performance.now();
   thread.write(batch, (answer) => onAnswer(s, batch, answer));
 }
 

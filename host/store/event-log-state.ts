@@ -40,6 +40,9 @@ export interface LogState extends Answering {
   options: EventLogOptions;
   now: () => number;
   batchWindowMs: number;
+  batchIntervalMs: number;
+  /** When the last write began (performance.now()): the next waits for batchIntervalMs after it. */
+  lastWriteAt: number;
   /** Log bytes a tenant without a `logBytes` quota may hold. */
   budget: number;
   inlineBytes: number;

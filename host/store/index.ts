@@ -8,7 +8,7 @@ import { createCallBatchStore } from './call-batches.ts';
 import { type Database, openDatabase, resolveLocation } from './db.ts';
 import { createEgressSettingsStore } from './egress.ts';
 import { createLibsqlEventLog } from './event-log.ts';
-import type { EventLogOptions } from './event-log-port.ts';
+import { EVENT_BATCH_INTERVAL_MS, type EventLogOptions } from './event-log-port.ts';
 import { createEventSearch } from './event-search.ts';
 import { instanceIdOf } from './instance.ts';
 import { createLogRetentionStore } from './log-retention.ts';
@@ -50,6 +50,8 @@ export interface OpenStoreOptions {
    * different ticks (bench/store-log.ts); readers see queued events at once either way.
    */
   eventBatchWindowMs?: number;
+  /** Group commit under load (EventLogOptions.batchIntervalMs). Default EVENT_BATCH_INTERVAL_MS (10). */
+  eventBatchIntervalMs?: number;
   /** Log bytes each tenant may hold (events plus payloads). Default 512 MiB (event-log-budget.ts says what happens past it). */
   logBudgetBytes?: number;
   /**
@@ -98,6 +100,7 @@ export const openStore = (options: OpenStoreOptions): LibsqlStore => {
         : {}),
       onError: options.onError,
       batchWindowMs: options.eventBatchWindowMs ?? 2,
+      batchIntervalMs: options.eventBatchIntervalMs ?? EVENT_BATCH_INTERVAL_MS,
       ...(options.logBudgetBytes === undefined ? {} : { budgetBytes: options.logBudgetBytes }),
     });
     const wake = createLocalWakeBus(options.onError);

@@ -10,7 +10,7 @@
 // exist on this backend only; close() stops the request timers, writes every queued event, and
 // only then ends the pool's connections.
 import { SandboxError } from '../../errors.ts';
-import type { EventFence, EventLogOptions } from '../event-log-port.ts';
+import { EVENT_BATCH_INTERVAL_MS, type EventFence, type EventLogOptions } from '../event-log-port.ts';
 import type { PluginStoreOptions } from '../plugins-core.ts';
 import { createSealer } from '../sealed.ts';
 import type { Store } from '../store.ts';
@@ -55,6 +55,8 @@ export interface OpenPgStoreOptions {
   onError?: EventLogOptions['onError'];
   /** How long appended events may wait to share one transaction. Default 2 ms. */
   eventBatchWindowMs?: number;
+  /** Group commit under load (EventLogOptions.batchIntervalMs). Default EVENT_BATCH_INTERVAL_MS (10). */
+  eventBatchIntervalMs?: number;
   /** Log bytes each tenant may hold. Default 512 MiB. */
   logBudgetBytes?: number;
   /** The creator-plugin maxima of a tenant. */
@@ -84,6 +86,7 @@ export const openPgStore = async (options: OpenPgStoreOptions): Promise<Store> =
       now,
       onError,
       batchWindowMs: options.eventBatchWindowMs ?? 2,
+      batchIntervalMs: options.eventBatchIntervalMs ?? EVENT_BATCH_INTERVAL_MS,
       ...(options.logBudgetBytes === undefined ? {} : { budgetBytes: options.logBudgetBytes }),
       ...(options.fence === undefined ? {} : { fence: options.fence }),
     });

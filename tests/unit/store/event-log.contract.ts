@@ -24,7 +24,8 @@ const tick = () => new Promise((resolve) => setImmediate(resolve));
 export const runEventLogContract = (factory: EventLogFactory) => {
   describe(`EventLog contract (${factory.name})`, () => {
     const open = closedAfterEach(
-      (options?: { batchWindowMs?: number }): Promise<EventLogContractInstance> => factory.open(options),
+      (options?: { batchWindowMs?: number; batchIntervalMs?: number }): Promise<EventLogContractInstance> =>
+        factory.open(options),
       (opened) => opened.cleanup(),
     );
 
@@ -179,6 +180,24 @@ export const runEventLogContract = (factory: EventLogFactory) => {
       expect(got).toEqual([]);
       await until(() => got.length === 2, { what: 'the window to pass' });
       expect(got).toEqual([1, 2]);
+    });
+
+    it('with a batch interval, writes the first append at once and holds the next until the interval passes', async () => {
+      // An interval long enough that no tick of a loaded machine outlasts it before the checks below.
+      const { log } = await open({ batchIntervalMs: 500 });
+      const got: number[] = [];
+      log.subscribe('s', (e) => got.push(e.seq));
+      await log.append([ev('s')]);
+      await until(() => got.length === 1, { what: 'the first append of a quiet log to be written' });
+      await log.append([ev('s')]);
+      await tick();
+      await tick();
+      expect(seqs(await log.list('s'))).toEqual([1, 2]); // readers never wait for the interval
+      expect(got).toEqual([1]);
+      await until(() => got.length === 2, { what: 'the interval to pass' });
+      await log.append([ev('s')]);
+      await log.flush(); // flush never waits for the interval
+      expect(got).toEqual([1, 2, 3]);
     });
 
     it('gives a durable read only what is stored: what a client is shown is never handed out again', async () => {
