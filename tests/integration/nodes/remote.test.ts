@@ -22,13 +22,13 @@ import { naming } from '../../../host/sandbox/docker/ownership.ts';
 import { connectRemoteNode } from '../../../host/sandbox/nodes/remote/client.ts';
 import type { SandboxNode } from '../../../host/sandbox/nodes/types.ts';
 import { type Running, startServer } from '../../../host/serve.ts';
-import { makeCa, makeCert } from '../../../scripts/node-certs.ts';
+import { makeCa, makeCert, makeControlCert } from '../../../scripts/node-certs.ts';
 import { gvisorEngineUnavailable, startGvisorEngine } from '../../helpers/gvisor-engine.ts';
 import { until } from '../../helpers/until.ts';
 import type { Loose } from '../../unit/api/harness.ts';
 import { json } from '../api/served.ts';
 import { sandboxImage } from '../sandbox/fixtures.ts';
-import { controlPlaneConfig } from './cluster.ts';
+import { certifyControlPlane, controlPlaneConfig } from './cluster.ts';
 import { type Engine, startEngine } from './engine.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'dsh-nodes-'));
@@ -98,9 +98,8 @@ const probe = (tls: { cert?: string; key?: string }): Promise<number | string> =
 beforeAll(async () => {
   makeCa(ca);
   makeCert(ca, ca, 'two', ['127.0.0.1']);
-  makeCert(ca, ca, 'control');
   makeCa(rogue, '/CN=not-the-cluster');
-  makeCert(rogue, rogue, 'control');
+  makeControlCert(rogue, rogue, 'control', ['probe']);
   // With runsc on this machine the node's engine offers gvisor too (else runc alone).
   engine =
     gvisorEngineUnavailable() === undefined
@@ -110,6 +109,8 @@ beforeAll(async () => {
   const config = controlPlaneConfig(ca, join(dir, 'control'), [{ name: 'two', url }], {
     gvisorTenants: '*',
   });
+  // The instances the tests below act for through connectRemoteNode and the probe, too.
+  await certifyControlPlane(ca, config, ['linkcheck', 'warmcheck', 'probe']);
   server = await startServer(config, { log: (line) => logged.push(line) });
 }, 300_000);
 
