@@ -9,7 +9,7 @@
 // and upgrade, and the node is never asked; each refusal is reported (`onRefused`); a request
 // whose `x-dsh-instance` its certificate does not name (roles.ts `instanceRefusal`) gets
 // NODE_CERTIFICATE_REFUSED before its body is read and before any node is made or asked (reported
-// once per connection and instance: `onForbidden`); a channel is known by its id only while it is
+// once per connection and instance, at most REPORTED_MAX a connection: `onForbidden`); a channel is known by its id only while it is
 // open, and a link is offered only on a channel this server opened; a pooled sandbox's channel goes
 // to one claiming stream only (the pool keeps the claim: docker/pool.ts), and its end discards the
 // pooled sandbox (the pool makes another); a pool's ready count is answered as the caller can use
@@ -79,6 +79,8 @@ export interface NodeServer {
 type Served = SandboxNode<unknown> & Partial<PooledChannels>;
 
 const INSTANCE = /^[a-z0-9]{1,16}$/;
+/** The most refused instances reported on one connection. */
+const REPORTED_MAX = 16;
 /** How long an idle control-plane connection is kept (longer than the client keeps it: transport.ts). */
 const KEEP_ALIVE_MS = 65_000;
 
@@ -108,8 +110,10 @@ export async function serveNode(options: NodeServerOptions): Promise<NodeServer>
     const peer = peers.get(req.socket);
     const refusal = instanceRefusal(instance, peer?.cert);
     if (refusal === undefined) return instance;
-    if (peer !== undefined && !peer.reported.has(instance)) {
-      peer.reported.add(instance); // a control plane retrying on a kept-alive connection logs once
+    // A control plane retrying on a kept-alive connection logs once; a peer trying many instances
+    // on one connection is reported for the first few (the set stays small).
+    if (peer !== undefined && !peer.reported.has(instance) && peer.reported.size < REPORTED_MAX) {
+      peer.reported.add(instance);
       const named = instancesOf(peer.cert);
       onForbidden(
         addressOf(req.socket),
