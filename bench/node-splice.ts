@@ -19,7 +19,7 @@ import { DOCKER_DEFAULT_LIMITS, DOCKER_DEFAULT_MAXIMA } from '../host/sandbox/do
 import { connectRemoteNode } from '../host/sandbox/nodes/remote/client.ts';
 import { serveNode } from '../host/sandbox/nodes/remote/server.ts';
 import type { SandboxdPipe, SandboxNode } from '../host/sandbox/nodes/types.ts';
-import { makeCa, makeCert } from '../scripts/node-certs.ts';
+import { makeCa, makeCert, makeControlCert } from '../scripts/node-certs.ts';
 
 const MiB = 1024 * 1024;
 const TOTAL = 64 * MiB;
@@ -116,7 +116,7 @@ async function main(): Promise<void> {
   const d = mkdtempSync(join(tmpdir(), 'dsh-bench-splice-'));
   makeCa(d);
   makeCert(d, d, 'splice', ['127.0.0.1']);
-  makeCert(d, d, 'control');
+  makeControlCert(d, d, 'control', ['bench']);
   const src = await child('source', d);
   const node = await child('agent', d);
   try {

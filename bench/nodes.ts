@@ -15,7 +15,7 @@ import Docker from 'dockerode';
 import { createDockerProvider, type DockerProvider, LABEL_INSTANCE } from '../host/sandbox/docker/index.ts';
 import { connectRemoteNode } from '../host/sandbox/nodes/remote/client.ts';
 import type { Sandbox } from '../host/sandbox/types.ts';
-import { makeCa, makeCert } from '../scripts/node-certs.ts';
+import { makeCa, makeCert, makeControlCert } from '../scripts/node-certs.ts';
 import { benchImage, benchRunId } from './lib/sweep.ts';
 
 const REPS = Number(process.env.BENCH_REPS ?? 5);
@@ -27,7 +27,7 @@ const dir = mkdtempSync(join(tmpdir(), 'dsh-bench-nodes-'));
 const pki = join(dir, 'pki');
 makeCa(pki);
 makeCert(pki, pki, 'bench', ['127.0.0.1']);
-makeCert(pki, pki, 'control');
+makeControlCert(pki, pki, 'control', [`nr${run}`]); // the remote instance below
 const pem = (name: string): string => readFileSync(join(pki, name), 'utf8');
 
 const quantile = (xs: number[], q: number): number => {

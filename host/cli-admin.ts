@@ -29,6 +29,8 @@ export const ADMIN_USAGE = `  tenants list                       every tenant wi
   keys revoke <tenant> <key>         refused from the next request (its last key too)
   nodes list                         the nodes of DSH_NODES: cordoned, agents on each
   nodes cordon|uncordon <name>       no new agents on the node (its agents keep working) / again
+  nodes instance                     this store's instance id: what the control plane's node
+                                     certificate must name (scripts/node-certs.ts control)
   retention status                   each tenant's log bytes, and the store's free pages
   retention run                      one retention pass now (each tenant's log settings, DSH_LOG_RETENTION_MAX_DAYS)
   retention vacuum                   libsql, service stopped: rebuild the file so freed space can be given back`;
@@ -127,6 +129,8 @@ const nodes = async (store: Store, config: Config, [verb, name]: string[]): Prom
     }));
   };
   if (verb === 'list') print(await list());
+  // Made with the store (a new data directory gets its id here), so a certificate can name it before the first start.
+  else if (verb === 'instance' && name === undefined) print({ instance: store.instanceId });
   else if ((verb === 'cordon' || verb === 'uncordon') && name) {
     if (!known.has(name)) throw new Error(`no node ${name} in DSH_NODES`);
     await store.nodes.setCordon(name, verb === 'cordon');

@@ -162,8 +162,10 @@ export const ERROR_CODES = {
   // certificate roles on the node protocol (host/sandbox/nodes/remote/roles.ts)
   /**
    * A peer on the node protocol presented a certificate of the cluster's CA but of the wrong role
-   * or name: a node agent's certificate used as a control plane's, or a node's certificate that is
-   * not the node dialled (`data.node`). An operator's fix: the right certificate (docs/nodes.md).
+   * or name: a node agent's certificate used as a control plane's, a node's certificate that is
+   * not the node dialled (`data.node`), or a control plane's that does not name the instance it
+   * asked for (`data.instance`, `data.instances`: those it names). An operator's fix: the right
+   * certificate (docs/nodes.md, "Roles" and "Instances").
    */
   NODE_CERTIFICATE_REFUSED: 502,
   // quota turns across replicas (host/store/pg/quota-turns.ts)

@@ -3,10 +3,11 @@
 // (sandbox/nodes/remote/server.ts). One embedded node per control-plane instance that calls, made
 // on its first call with this process's settings (the sandbox image, pool size, workspaces, links).
 // Invariants: it does not start without its certificate, key and the cluster's CA; it never
-// listens in plain HTTP; each instance's sandboxes are apart (names and labels carry the instance).
+// listens in plain HTTP; each instance's sandboxes are apart (names and labels carry the instance),
+// and a control plane acts only for the instances its certificate names (server.ts).
 
 import type { Config } from './config.ts';
-import { SandboxError } from './errors.ts';
+import { oneLine, SandboxError } from './errors.ts';
 import type { DockerNode } from './sandbox/docker/index.ts';
 import { type NodeServer, serveNode } from './sandbox/nodes/remote/server.ts';
 import { linksOf, nodeTls, sandboxImageOf, workspaceStore } from './serve-sandboxes.ts';
@@ -62,7 +63,12 @@ export async function serveNodeAgent(
     ...tls,
     nodeFor,
     onError: (e) => log(`node: ${String(e)}`),
-    onRefused: (from, reason) => log(`node: refused a connection from ${from}: ${reason}`),
+    // The reasons carry the peer's certificate (its CN): escaped, so it cannot forge a log line.
+    onRefused: (from, reason) => log(`node: refused a connection from ${from}: ${oneLine(reason)}`),
+    onForbidden: (from, instance, cert) =>
+      log(
+        `node: refused instance ${instance} to ${from}: its certificate does not name it (${oneLine(cert)})`,
+      ),
   });
   log(`listening https://${host.includes(':') ? `[${host}]` : host}:${server.port}`);
   return {

@@ -1,19 +1,20 @@
 // Certificates for the node protocol (docs/nodes.md, "Certificates"), made with the `openssl`
 // command: a cluster CA, and certificates it signs for node agents (server: the names and addresses
 // control planes dial, and the role `urn:dsh:node:<name>`, <name> as in DSH_NODES) and control
-// planes (client, the role `urn:dsh:control-plane`; host/sandbox/nodes/remote/roles.ts). The tests
-// make theirs with the same functions.
+// planes (client, the role `urn:dsh:control-plane` and the instances it acts for,
+// `urn:dsh:instance:<id>`: `dsh-sandbox nodes instance` prints a control plane's;
+// host/sandbox/nodes/remote/roles.ts). The tests make theirs with the same functions.
 // Usage:
 //   node scripts/node-certs.ts ca <dir>                         → <dir>/ca.pem, <dir>/ca.key
 //   node scripts/node-certs.ts node <dir> <name> <host>[,<host>…] → <dir>/<name>.pem, .key (server)
-//   node scripts/node-certs.ts control <dir> <name>              → <dir>/<name>.pem, .key (client)
+//   node scripts/node-certs.ts control <dir> <name> <instance>[,<instance>…] → <dir>/<name>.pem, .key (client)
 // Invariant: keys are written mode 0600; the CA's key never leaves <dir> (keep it offline).
 
 import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
-import { CONTROL_PLANE_ROLE, nodeRole } from '../host/sandbox/nodes/remote/roles.ts';
+import { CONTROL_PLANE_ROLE, instanceName, nodeRole } from '../host/sandbox/nodes/remote/roles.ts';
 
 const DAYS = '825';
 const openssl = (args: string[]): void => {
@@ -40,23 +41,45 @@ export function makeCa(dir: string, subject = '/CN=dsh-nodes-ca'): { cert: strin
 }
 
 /**
- * A certificate `name` signed by the CA in `caDir`: node `name`'s (a server's) for `hosts` (DNS
- * names or IP addresses), else a control plane's (a client's). Written to `dir`/<name>.pem and .key.
+ * Node `name`'s certificate (a server's) for `hosts` (DNS names or IP addresses), signed by the CA
+ * in `caDir`; written to `dir`/<name>.pem and .key.
  */
 export function makeCert(
   caDir: string,
   dir: string,
   name: string,
-  hosts?: readonly string[],
+  hosts: readonly string[],
 ): { cert: string; key: string } {
-  const san = (hosts ?? []).map((h) => (isIP(h) ? `IP:${h}` : `DNS:${h}`));
+  const san = hosts.map((h) => (isIP(h) ? `IP:${h}` : `DNS:${h}`));
   return signCert(
     caDir,
     dir,
     name,
-    hosts === undefined
-      ? `extendedKeyUsage=clientAuth\nkeyUsage=digitalSignature\nsubjectAltName=URI:${CONTROL_PLANE_ROLE}\n`
-      : `extendedKeyUsage=serverAuth\nkeyUsage=digitalSignature\nsubjectAltName=${[`URI:${nodeRole(name)}`, ...san].join(',')}\n`,
+    `extendedKeyUsage=serverAuth\nkeyUsage=digitalSignature\nsubjectAltName=${[`URI:${nodeRole(name)}`, ...san].join(',')}\n`,
+  );
+}
+
+/**
+ * A control plane's certificate (a client's) `name`, acting for `instances` (its store's instance
+ * id; replicas of one deployment share it), signed by the CA in `caDir`; written to `dir`/<name>.pem
+ * and .key. A node serves it only for those instances.
+ */
+export function makeControlCert(
+  caDir: string,
+  dir: string,
+  name: string,
+  instances: readonly string[],
+): { cert: string; key: string } {
+  if (instances.length === 0 || !instances.every((i) => INSTANCE.test(i)))
+    throw new Error(
+      `a control plane's instances are 1-16 lowercase letters or digits, got ${instances.join(',')}`,
+    );
+  const names = [CONTROL_PLANE_ROLE, ...instances.map(instanceName)].map((uri) => `URI:${uri}`);
+  return signCert(
+    caDir,
+    dir,
+    name,
+    `extendedKeyUsage=clientAuth\nkeyUsage=digitalSignature\nsubjectAltName=${names.join(',')}\n`,
   );
 }
 
@@ -100,17 +123,21 @@ export function signCert(
 
 /** A node's name as DSH_NODES spells it: its certificate's role names it. */
 const NODE_NAME = /^[a-z][a-z0-9-]{0,31}$/;
+/** A control-plane instance id as the node takes it (server.ts). */
+const INSTANCE = /^[a-z0-9]{1,16}$/;
 
 const main = (argv: string[]): number => {
-  const [kind, dir, name, hosts] = argv;
+  const [kind, dir, name, more] = argv;
+  const list = more?.split(',') ?? [];
   if (kind === 'ca' && dir) makeCa(dir);
-  else if (kind === 'node' && dir && name && hosts && NODE_NAME.test(name))
-    makeCert(dir, dir, name, hosts.split(','));
-  else if (kind === 'control' && dir && name) makeCert(dir, dir, name);
+  else if (kind === 'node' && dir && name && more && NODE_NAME.test(name)) makeCert(dir, dir, name, list);
+  else if (kind === 'control' && dir && name && list.length > 0 && list.every((i) => INSTANCE.test(i)))
+    makeControlCert(dir, dir, name, list);
   else {
     process.stderr.write(
-      'usage: node scripts/node-certs.ts ca <dir> | node <dir> <name> <host>[,…] | control <dir> <name>\n' +
-        "(a node's <name> is its name in DSH_NODES: [a-z][a-z0-9-]*, at most 32)\n",
+      'usage: node scripts/node-certs.ts ca <dir> | node <dir> <name> <host>[,…] | control <dir> <name> <instance>[,…]\n' +
+        "(a node's <name> is its name in DSH_NODES: [a-z][a-z0-9-]*, at most 32; a control plane's\n" +
+        "<instance> is its store's instance id, which `dsh-sandbox nodes instance` prints)\n",
     );
     return 2;
   }

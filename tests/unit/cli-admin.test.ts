@@ -1,7 +1,7 @@
 // The admin command line (`node host/cli.ts tenants|keys …`) against a data directory, as an
 // operator runs it: the same store calls as the admin API, JSON out, a key printed once, a revoked
 // key and a deleted tenant's keys refused by a store opened on the same data; nodes cordoned and
-// uncordoned in the store the service's placement reads.
+// uncordoned in the store the service's placement reads; the store's instance id printed.
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -143,6 +143,14 @@ it('lists the nodes of DSH_NODES and cordons one in the store, refusing a name i
   expect(unknown.code).toBe(1);
   expect(unknown.stderr).toMatch(/no node c in DSH_NODES/);
   expect((await cli('nodes', 'cordon')).code).toBe(2);
+  // The instance a control plane's node certificate must name: the store's, the same on every ask.
+  const { instance } = (await cli('nodes', 'instance')).json;
+  const again = openStore({ path: join(dataDir, STORE_FILE) });
+  try {
+    expect(instance).toBe(again.instanceId);
+  } finally {
+    await again.close();
+  }
 });
 it('retention status and run: a pass removes what the tenant lets go, as the service does', async () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'dsh-cli-'));

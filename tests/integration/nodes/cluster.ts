@@ -5,11 +5,14 @@
 // it exited; output() is what it printed since it last started. Its workspaces are Docker volumes
 // unless `loop` is asked (loop workspaces under its data folder: root, loop devices and a local
 // engine, as ../sandbox/fixtures.ts `loopWorkspaces` says). controlPlaneConfig() is the
-// configuration every node test starts its control planes with.
+// configuration every node test starts its control planes with, and certifyControlPlane() makes the
+// control certificate naming its instance (a node serves a control plane only for those).
 // Invariant: only processes started here are signalled, by their pid.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { type Config, loadConfig } from '../../../host/config.ts';
+import { connectStore } from '../../../host/store/connect.ts';
+import { makeControlCert } from '../../../scripts/node-certs.ts';
 import { sandboxImage } from '../sandbox/fixtures.ts';
 import type { Engine } from './engine.ts';
 
@@ -126,3 +129,26 @@ export const controlPlaneConfig = (
     },
     env,
   );
+
+/** Every instance certified on each CA folder so far: a control plane started before starts again. */
+const certified = new Map<string, Set<string>>();
+
+/**
+ * Makes `<ca>/control.pem` (and `.key`) a control plane's certificate naming the instance of
+ * `config`'s store (made here when new), as an operator does with `dsh-sandbox nodes instance` and
+ * scripts/node-certs.ts, and every instance certified on `ca` before, and `also`; the instance.
+ */
+export async function certifyControlPlane(ca: string, config: Config, also: string[] = []): Promise<string> {
+  const store = await connectStore({
+    database: config.database,
+    dataDir: config.dataDir,
+    ...(config.secretsKey === undefined ? {} : { secretsKey: config.secretsKey }),
+  });
+  const instance = store.instanceId;
+  await store.close();
+  const named = certified.get(ca) ?? new Set<string>();
+  for (const i of [instance, ...also]) named.add(i);
+  certified.set(ca, named);
+  makeControlCert(ca, ca, 'control', [...named]);
+  return instance;
+}

@@ -26,7 +26,7 @@ import { until } from '../../helpers/until.ts';
 import type { Loose } from '../../unit/api/harness.ts';
 import { json } from '../api/served.ts';
 import { sandboxImage } from '../sandbox/fixtures.ts';
-import { controlPlaneConfig, type NodeAgent, startNodeAgent } from './cluster.ts';
+import { certifyControlPlane, controlPlaneConfig, type NodeAgent, startNodeAgent } from './cluster.ts';
 import { type RestartableEngine, startEngine } from './engine.ts';
 
 const ADMIN = 'admin-key-of-the-node-fault-test';
@@ -46,6 +46,7 @@ const controlPlane = async (): Promise<Running> => {
     ],
     { adminKey: ADMIN },
   );
+  await certifyControlPlane(ca, config);
   running = await startServer(config, { log: () => {} });
   return running;
 };
@@ -56,7 +57,6 @@ beforeAll(async () => {
   makeCa(ca);
   makeCert(ca, ca, 'a', ['127.0.0.1']);
   makeCert(ca, ca, 'b', ['127.0.0.1']);
-  makeCert(ca, ca, 'control');
   const [a, b] = await Promise.all([startEngine(sandboxImage()), startEngine(sandboxImage())]);
   Object.assign(engines, { a, b });
   const [na, nb] = await Promise.all([startNodeAgent(ca, 'a', a), startNodeAgent(ca, 'b', b)]);

@@ -15,7 +15,7 @@ import { makeCa, makeCert } from '../../../scripts/node-certs.ts';
 import type { Loose } from '../../unit/api/harness.ts';
 import { json } from '../api/served.ts';
 import { sandboxImage } from '../sandbox/fixtures.ts';
-import { controlPlaneConfig, type NodeAgent, startNodeAgent } from './cluster.ts';
+import { certifyControlPlane, controlPlaneConfig, type NodeAgent, startNodeAgent } from './cluster.ts';
 import { type Engine, startEngine } from './engine.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'dsh-placement-'));
@@ -36,6 +36,7 @@ const controlPlane = async (name: string, more: Partial<Config> = {}): Promise<R
     ],
     more,
   );
+  await certifyControlPlane(ca, config);
   const running = await startServer(config, { log: () => {} });
   servers.push(running);
   return running;
@@ -45,7 +46,6 @@ beforeAll(async () => {
   makeCa(ca);
   makeCert(ca, ca, 'a', ['127.0.0.1']);
   makeCert(ca, ca, 'b', ['127.0.0.1']);
-  makeCert(ca, ca, 'control');
   const [a, b] = await Promise.all([startEngine(sandboxImage()), startEngine(sandboxImage())]);
   Object.assign(engines, { a, b });
   const [na, nb] = await Promise.all([startNodeAgent(ca, 'a', a), startNodeAgent(ca, 'b', b)]);

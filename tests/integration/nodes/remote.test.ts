@@ -8,7 +8,8 @@
 // resume starts it there); an agent asking for gVisor runs under runsc on the node's engine (the
 // spec carries the runtime; the engine is started with runsc registered where this machine has
 // runsc, tests/helpers/gvisor-engine.ts), or is refused with RUNTIME_UNAVAILABLE by a node whose
-// engine lacks it; a connection to the node without a certificate of the cluster's CA is refused.
+// engine lacks it; a connection to the node without a certificate of the cluster's CA is refused,
+// and so is a request for an instance the certificate does not name (the node agent logs it).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:https';
@@ -22,13 +23,13 @@ import { naming } from '../../../host/sandbox/docker/ownership.ts';
 import { connectRemoteNode } from '../../../host/sandbox/nodes/remote/client.ts';
 import type { SandboxNode } from '../../../host/sandbox/nodes/types.ts';
 import { type Running, startServer } from '../../../host/serve.ts';
-import { makeCa, makeCert } from '../../../scripts/node-certs.ts';
+import { makeCa, makeCert, makeControlCert } from '../../../scripts/node-certs.ts';
 import { gvisorEngineUnavailable, startGvisorEngine } from '../../helpers/gvisor-engine.ts';
 import { until } from '../../helpers/until.ts';
 import type { Loose } from '../../unit/api/harness.ts';
 import { json } from '../api/served.ts';
 import { sandboxImage } from '../sandbox/fixtures.ts';
-import { controlPlaneConfig } from './cluster.ts';
+import { certifyControlPlane, controlPlaneConfig } from './cluster.ts';
 import { type Engine, startEngine } from './engine.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'dsh-nodes-'));
@@ -40,6 +41,8 @@ let server: Running | undefined;
 let url = '';
 /** The control plane's log: a link that could not be made through the node is reported there. */
 const logged: string[] = [];
+/** What the node agent printed (its log). */
+let agentOut = '';
 
 /** Starts `host/cli.ts node` on the second engine; resolves with the URL it prints. */
 const startNodeAgent = (host: string): Promise<string> =>
@@ -67,6 +70,7 @@ const startNodeAgent = (host: string): Promise<string> =>
     });
     child.stdout?.on('data', (c: Buffer) => {
       out += c.toString();
+      agentOut += c.toString();
       const m = /^listening (https:\/\/\S+)$/m.exec(out);
       if (m?.[1]) resolve(m[1]);
     });
@@ -98,9 +102,10 @@ const probe = (tls: { cert?: string; key?: string }): Promise<number | string> =
 beforeAll(async () => {
   makeCa(ca);
   makeCert(ca, ca, 'two', ['127.0.0.1']);
-  makeCert(ca, ca, 'control');
   makeCa(rogue, '/CN=not-the-cluster');
-  makeCert(rogue, rogue, 'control');
+  makeControlCert(rogue, rogue, 'control', ['probe']);
+  // The cluster's CA, but another deployment's: it names another instance.
+  makeControlCert(ca, ca, 'other', ['other']);
   // With runsc on this machine the node's engine offers gvisor too (else runc alone).
   engine =
     gvisorEngineUnavailable() === undefined
@@ -110,6 +115,8 @@ beforeAll(async () => {
   const config = controlPlaneConfig(ca, join(dir, 'control'), [{ name: 'two', url }], {
     gvisorTenants: '*',
   });
+  // The instances the tests below act for through connectRemoteNode and the probe, too.
+  await certifyControlPlane(ca, config, ['linkcheck', 'warmcheck', 'probe']);
   server = await startServer(config, { log: (line) => logged.push(line) });
 }, 300_000);
 
@@ -255,7 +262,7 @@ it('runs an agent under gVisor on the node when its engine offers it, else refus
   expect((await json(running, key, 'DELETE', `/v1/agents/${id}`)).status).toBe(204);
 }, 180_000);
 
-it('refuses connections without a certificate of the cluster CA, and serves one with it', async () => {
+it('refuses connections without a certificate of the cluster CA, or for an instance it does not name, and serves one with it', async () => {
   expect(await probe({})).not.toBe(200);
   expect(
     await probe({
@@ -269,6 +276,22 @@ it('refuses connections without a certificate of the cluster CA, and serves one 
       key: readFileSync(join(ca, 'control.key'), 'utf8'),
     }),
   ).toBe(200);
+  // Another control plane's certificate of the same CA, for this one's instance: refused, logged.
+  expect(
+    await probe({
+      cert: readFileSync(join(ca, 'other.pem'), 'utf8'),
+      key: readFileSync(join(ca, 'other.key'), 'utf8'),
+    }),
+  ).toBe(502);
+  await until(
+    async () =>
+      /node: refused instance probe to 127\.0\.0\.1:\d+: its certificate does not name it \(CN=other, role urn:dsh:control-plane, instances other\)/.test(
+        agentOut,
+      ),
+    {
+      what: "the node agent's log line",
+    },
+  );
 });
 
 it('moves the session to the link through the node: the channel offers it and sandboxd dials it', async () => {

@@ -17,7 +17,7 @@ import { makeCa, makeCert } from '../../../scripts/node-certs.ts';
 import type { Loose } from '../../unit/api/harness.ts';
 import { json } from '../api/served.ts';
 import { loopWorkspaces, sandboxImage } from '../sandbox/fixtures.ts';
-import { controlPlaneConfig, type NodeAgent, startNodeAgent } from './cluster.ts';
+import { certifyControlPlane, controlPlaneConfig, type NodeAgent, startNodeAgent } from './cluster.ts';
 import { type Engine, startEngine } from './engine.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'dsh-nodesnap-'));
@@ -73,7 +73,6 @@ describe.skipIf(!loopWorkspaces)('snapshots on several nodes', () => {
     makeCa(ca);
     makeCert(ca, ca, 'a', ['127.0.0.1']);
     makeCert(ca, ca, 'b', ['127.0.0.1']);
-    makeCert(ca, ca, 'control');
     const [a, b] = await Promise.all([startEngine(sandboxImage()), startEngine(sandboxImage())]);
     Object.assign(engines, { a, b });
     const [na, nb] = await Promise.all([
@@ -90,6 +89,7 @@ describe.skipIf(!loopWorkspaces)('snapshots on several nodes', () => {
       ],
       { adminKey: ADMIN },
     );
+    await certifyControlPlane(ca, config);
     running = await startServer(config, { log: () => {} });
     key = (await running.store.tenants.createTenant('snaps')).apiKey;
   }, 300_000);

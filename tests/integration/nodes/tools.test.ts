@@ -29,7 +29,7 @@ import { until } from '../../helpers/until.ts';
 import type { Loose } from '../../unit/api/harness.ts';
 import { json } from '../api/served.ts';
 import { sandboxImage } from '../sandbox/fixtures.ts';
-import { controlPlaneConfig, type NodeAgent, startNodeAgent } from './cluster.ts';
+import { certifyControlPlane, controlPlaneConfig, type NodeAgent, startNodeAgent } from './cluster.ts';
 import { type RestartableEngine, startEngine } from './engine.ts';
 
 const ADMIN = 'admin-key-of-the-node-tools-test';
@@ -64,7 +64,6 @@ const made: Made[] = [];
 beforeAll(async () => {
   makeCa(ca);
   for (const n of NODES) makeCert(ca, ca, n, ['127.0.0.1']);
-  makeCert(ca, ca, 'control');
   const options = noGvisor === undefined ? { runsc: runscPath } : {};
   const [a, b] = await Promise.all([
     startEngine(sandboxImage(), options),
@@ -77,6 +76,7 @@ beforeAll(async () => {
     adminKey: ADMIN,
     gvisorTenants: '*',
   });
+  await certifyControlPlane(ca, config);
   running = await startServer(config, { log: () => {} });
 }, 300_000);
 
@@ -258,6 +258,7 @@ it(`serves an agent made through one replica through another, both on PostgreSQL
       { database: database.url },
       { DSH_SECRETS_KEY: secretsKey, DSH_REPLICA_ID: id, DSH_REPLICA_LEASE_MS: '5000' },
     );
+    await certifyControlPlane(ca, config); // the replicas share the database's instance
     const r = await startServer(config, { log: () => {} });
     replicas.push(r);
     return r;

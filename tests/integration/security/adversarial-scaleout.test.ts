@@ -16,7 +16,7 @@ import { type Running, startServer } from '../../../host/serve.ts';
 import { makeCa, makeCert } from '../../../scripts/node-certs.ts';
 import type { Loose } from '../../unit/api/harness.ts';
 import { json } from '../api/served.ts';
-import { controlPlaneConfig, type NodeAgent, startNodeAgent } from '../nodes/cluster.ts';
+import { certifyControlPlane, controlPlaneConfig, type NodeAgent, startNodeAgent } from '../nodes/cluster.ts';
 import { type Engine, startEngine } from '../nodes/engine.ts';
 import { sandboxImage } from '../sandbox/fixtures.ts';
 
@@ -102,6 +102,7 @@ const start = async (): Promise<Running> => {
     ],
     { metricsKey: METRICS_KEY },
   );
+  await certifyControlPlane(ca, config);
   running = await startServer(config, { log: (line) => logs.push(line) });
   return running;
 };
@@ -110,7 +111,6 @@ beforeAll(async () => {
   makeCa(ca);
   makeCert(ca, ca, 'a', ['127.0.0.1']);
   makeCert(ca, ca, 'h', ['127.0.0.1']);
-  makeCert(ca, ca, 'control');
   engine = await startEngine(sandboxImage());
   nodeA = await startNodeAgent(ca, 'a', engine);
   hostile = await serveHostile();

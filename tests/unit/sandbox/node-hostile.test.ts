@@ -23,7 +23,7 @@ import { connectRemoteNode, type RemoteNode } from '../../../host/sandbox/nodes/
 import { MAX_ANSWER_BYTES, MAX_CLAIMS, PROTOCOL } from '../../../host/sandbox/nodes/remote/protocol.ts';
 import { createWarmSessions } from '../../../host/sandbox/nodes/remote/warm.ts';
 import type { SandboxdChannel, SandboxNode } from '../../../host/sandbox/nodes/types.ts';
-import { makeCa, makeCert } from '../../../scripts/node-certs.ts';
+import { makeCa, makeCert, makeControlCert } from '../../../scripts/node-certs.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'dsh-node-hostile-'));
 const pem = (name: string): string => readFileSync(join(dir, name), 'utf8');
@@ -57,7 +57,7 @@ const pour = (res: ServerResponse, chunk: Buffer, total: number): void => {
 beforeAll(async () => {
   makeCa(dir);
   makeCert(dir, dir, 'one', ['127.0.0.1']);
-  makeCert(dir, dir, 'control');
+  makeControlCert(dir, dir, 'control', ['test']);
   server = createServer(
     {
       cert: pem('one.pem'),

@@ -17,7 +17,7 @@ import { connectRemoteNode, type RemoteNode } from '../../../host/sandbox/nodes/
 import { lateRemoteNode } from '../../../host/sandbox/nodes/remote/late.ts';
 import { type NodeServer, serveNode } from '../../../host/sandbox/nodes/remote/server.ts';
 import type { SandboxdChannel, SandboxdPipe, SandboxNode } from '../../../host/sandbox/nodes/types.ts';
-import { makeCa, makeCert, signCert } from '../../../scripts/node-certs.ts';
+import { makeCa, makeCert, makeControlCert, signCert } from '../../../scripts/node-certs.ts';
 import { echoPipe as echo } from '../../helpers/echo-pipe.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'dsh-node-protocol-'));
@@ -83,9 +83,9 @@ beforeAll(async () => {
   makeCa(join(dir, 'ca'));
   makeCert(join(dir, 'ca'), join(dir, 'ca'), 'one', ['127.0.0.1']);
   makeCert(join(dir, 'ca'), join(dir, 'ca'), 'late', ['127.0.0.1']);
-  makeCert(join(dir, 'ca'), join(dir, 'ca'), 'control');
+  makeControlCert(join(dir, 'ca'), join(dir, 'ca'), 'control', ['test']);
   makeCa(join(dir, 'rogue'));
-  makeCert(join(dir, 'rogue'), join(dir, 'rogue'), 'control');
+  makeControlCert(join(dir, 'rogue'), join(dir, 'rogue'), 'control', ['test']);
   server = await serveNode({
     host: '127.0.0.1',
     port: 0,

@@ -11,7 +11,7 @@ import { DOCKER_DEFAULT_LIMITS, DOCKER_DEFAULT_MAXIMA } from '../../../host/sand
 import { connectRemoteNode, type RemoteNode } from '../../../host/sandbox/nodes/remote/client.ts';
 import { type NodeServer, serveNode } from '../../../host/sandbox/nodes/remote/server.ts';
 import type { SandboxNode } from '../../../host/sandbox/nodes/types.ts';
-import { makeCa, makeCert } from '../../../scripts/node-certs.ts';
+import { makeCa, makeCert, makeControlCert } from '../../../scripts/node-certs.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'dsh-node-transport-'));
 const pem = (name: string): string => readFileSync(join(dir, name), 'utf8');
@@ -34,7 +34,7 @@ let made = 0;
 beforeAll(async () => {
   makeCa(dir);
   makeCert(dir, dir, 'one', ['127.0.0.1']);
-  makeCert(dir, dir, 'control');
+  makeControlCert(dir, dir, 'control', ['test']);
   server = await serveNode({
     host: '127.0.0.1',
     port: 0,

@@ -18,7 +18,7 @@ import { connectRemoteNode, type RemoteNode } from '../../../host/sandbox/nodes/
 import { lateRemoteNode } from '../../../host/sandbox/nodes/remote/late.ts';
 import { type NodeServer, serveNode } from '../../../host/sandbox/nodes/remote/server.ts';
 import type { PooledChannels, SandboxNode, WarmHooks } from '../../../host/sandbox/nodes/types.ts';
-import { makeCa, makeCert } from '../../../scripts/node-certs.ts';
+import { makeCa, makeCert, makeControlCert } from '../../../scripts/node-certs.ts';
 import { echoPipe as echo } from '../../helpers/echo-pipe.ts';
 import { until } from '../../helpers/until.ts';
 
@@ -211,7 +211,7 @@ const counted = (node: PooledNode): { node: PooledNode; asked: () => number } =>
 beforeAll(() => {
   makeCa(join(dir, 'ca'));
   makeCert(join(dir, 'ca'), join(dir, 'ca'), 'one', ['127.0.0.1']);
-  makeCert(join(dir, 'ca'), join(dir, 'ca'), 'control');
+  makeControlCert(join(dir, 'ca'), join(dir, 'ca'), 'control', ['test', 'empty', 'full']);
 });
 
 afterEach(async () => {

@@ -6,6 +6,11 @@
 // control plane speaks to a node only when the node's certificate names that very node (so one
 // node's certificate cannot stand in for another's, even at the same host); a certificate with
 // no role, or with more than one, is refused; a refusal is NODE_CERTIFICATE_REFUSED.
+// Instances: a control plane's certificate also names the control-plane instances it may act for
+// (`urn:dsh:instance:<id>`, the store's instance id; replicas of one deployment share it), and a
+// node serves a request only for an instance its certificate names: one control plane's
+// certificate (or a stolen one) cannot see, stop, adopt or claim another instance's sandboxes on a
+// node they share. Instance names are not roles: a certificate naming some still has one role.
 
 import type { PeerCertificate } from 'node:tls';
 import { SandboxError } from '../../../errors.ts';
@@ -13,15 +18,31 @@ import { SandboxError } from '../../../errors.ts';
 export const CONTROL_PLANE_ROLE = 'urn:dsh:control-plane';
 const NODE_ROLE_PREFIX = 'urn:dsh:node:';
 const ROLE_PREFIX = 'urn:dsh:';
+const INSTANCE_PREFIX = 'urn:dsh:instance:';
 
 /** The role URI of node `name`'s certificate. */
 export const nodeRole = (name: string): string => `${NODE_ROLE_PREFIX}${name}`;
 
-/** The dsh role URIs a certificate names (its `URI:urn:dsh:…` alternative names). */
-export const rolesOf = (cert: Pick<PeerCertificate, 'subjectaltname'> | undefined): string[] =>
+/** The URI naming control-plane instance `id` in a control plane's certificate. */
+export const instanceName = (id: string): string => `${INSTANCE_PREFIX}${id}`;
+
+type Named = Pick<PeerCertificate, 'subjectaltname'> | undefined;
+
+/** The dsh URIs a certificate names (its `URI:urn:dsh:…` alternative names). */
+const dshNamesOf = (cert: Named): string[] =>
   (cert?.subjectaltname ?? '')
     .split(', ')
     .flatMap((entry) => (entry.startsWith(`URI:${ROLE_PREFIX}`) ? [entry.slice(4)] : []));
+
+/** The dsh role URIs a certificate names (every `URI:urn:dsh:…` name but the instances'). */
+export const rolesOf = (cert: Named): string[] =>
+  dshNamesOf(cert).filter((name) => !name.startsWith(INSTANCE_PREFIX));
+
+/** The control-plane instances a certificate names (`URI:urn:dsh:instance:<id>`), the ids only. */
+export const instancesOf = (cert: Named): string[] =>
+  dshNamesOf(cert).flatMap((name) =>
+    name.startsWith(INSTANCE_PREFIX) ? [name.slice(INSTANCE_PREFIX.length)] : [],
+  );
 
 /** What names the certificate for a refusal's message: its subject's CN and its roles. */
 export const describeCert = (
@@ -42,6 +63,21 @@ export function controlPlaneRefusal(cert: PeerCertificate | undefined): SandboxE
   return refused(
     `Only a control plane's certificate (${CONTROL_PLANE_ROLE}) may call a node; this one is ${describeCert(cert)}.`,
     { roles },
+  );
+}
+
+/**
+ * Undefined when `cert` (a control plane's) names `instance`, else the refusal: the node's check of
+ * every request's `x-dsh-instance`, and the control plane's of its own certificate at its start.
+ */
+export function instanceRefusal(instance: string, cert: Named): SandboxError | undefined {
+  const instances = instancesOf(cert);
+  if (instances.includes(instance)) return undefined;
+  return refused(
+    `A control plane's certificate may act only for the instances it names (${instanceName('<id>')}); this one ${
+      instances.length === 0 ? 'names none' : `names ${instances.join(', ')}`
+    }, not instance ${instance}. Make it again naming the instance: node scripts/node-certs.ts control <dir> <name> ${instance} (docs/nodes.md).`,
+    { instance, instances },
   );
 }
 

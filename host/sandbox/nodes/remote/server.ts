@@ -6,7 +6,10 @@
 // Invariants: a connection whose client certificate the cluster's CA did not sign is refused during
 // the TLS handshake, before any request is read; one whose certificate is not a control plane's
 // (roles.ts: a node agent's, or one with no role) gets NODE_CERTIFICATE_REFUSED to every request
-// and upgrade, and the node is never asked; each refusal is reported (`onRefused`); a channel is known by its id only while it is
+// and upgrade, and the node is never asked; each refusal is reported (`onRefused`); a request
+// whose `x-dsh-instance` its certificate does not name (roles.ts `instanceRefusal`) gets
+// NODE_CERTIFICATE_REFUSED before its body is read and before any node is made or asked (reported
+// once per connection and instance, at most REPORTED_MAX a connection: `onForbidden`); a channel is known by its id only while it is
 // open, and a link is offered only on a channel this server opened; a pooled sandbox's channel goes
 // to one claiming stream only (the pool keeps the claim: docker/pool.ts), and its end discards the
 // pooled sandbox (the pool makes another); a pool's ready count is answered as the caller can use
@@ -18,7 +21,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import type { TLSSocket } from 'node:tls';
+import type { PeerCertificate, TLSSocket } from 'node:tls';
 import { SandboxError } from '../../../errors.ts';
 import { resolveLimits } from '../../docker/config.ts';
 import type { PooledChannels, SandboxdChannel, SandboxdPipe, SandboxNode } from '../types.ts';
@@ -45,7 +48,7 @@ import {
   snapshotIdOf,
   stringsOf,
 } from './protocol.ts';
-import { controlPlaneRefusal } from './roles.ts';
+import { controlPlaneRefusal, describeCert, instanceRefusal, instancesOf } from './roles.ts';
 
 export interface NodeServerOptions {
   host: string;
@@ -59,6 +62,12 @@ export interface NodeServerOptions {
   onError?: (error: unknown) => void;
   /** A connection refused: its certificate's role (NODE_CERTIFICATE_REFUSED) or its TLS handshake. */
   onRefused?: (from: string, reason: string) => void;
+  /**
+   * A request refused because its certificate does not name the instance it asked for
+   * (NODE_CERTIFICATE_REFUSED): once per connection and instance. `instance` is checked (1-16
+   * lowercase letters or digits); `reason` names the certificate (its CN comes from the peer).
+   */
+  onForbidden?: (from: string, instance: string, reason: string) => void;
 }
 
 export interface NodeServer {
@@ -70,6 +79,8 @@ export interface NodeServer {
 type Served = SandboxNode<unknown> & Partial<PooledChannels>;
 
 const INSTANCE = /^[a-z0-9]{1,16}$/;
+/** The most refused instances reported on one connection. */
+const REPORTED_MAX = 16;
 /** How long an idle control-plane connection is kept (longer than the client keeps it: transport.ts). */
 const KEEP_ALIVE_MS = 65_000;
 
@@ -77,14 +88,18 @@ export async function serveNode(options: NodeServerOptions): Promise<NodeServer>
   const onError = options.onError ?? (() => {});
   const channels = new Map<string, SandboxdChannel>();
   const onRefused = options.onRefused ?? (() => {});
+  const onForbidden = options.onForbidden ?? (() => {});
   // The role is checked once per connection, when its handshake is done (the CA's signature and
   // the certificate's purpose were checked in it); a refused connection is answered, not served.
+  // An accepted one keeps its certificate, whose instances each request is checked against.
   const refusals = new WeakMap<object, SandboxError>();
+  const peers = new WeakMap<object, { cert: PeerCertificate; reported: Set<string> }>();
   const checkRole = (req: IncomingMessage): void => {
     const refusal = refusals.get(req.socket);
     if (refusal !== undefined) throw refusal;
   };
-  const nodeOf = (req: IncomingMessage): Served => {
+  /** The request's instance, once its certificate's role and its naming of the instance are checked. */
+  const instanceOf = (req: IncomingMessage): string => {
     checkRole(req);
     const instance = req.headers[HEADER_INSTANCE];
     if (typeof instance !== 'string' || !INSTANCE.test(instance))
@@ -92,8 +107,23 @@ export async function serveNode(options: NodeServerOptions): Promise<NodeServer>
         'INVALID_ARGUMENTS',
         `${HEADER_INSTANCE} must be 1-16 lowercase letters or digits`,
       );
-    return options.nodeFor(instance);
+    const peer = peers.get(req.socket);
+    const refusal = instanceRefusal(instance, peer?.cert);
+    if (refusal === undefined) return instance;
+    // A control plane retrying on a kept-alive connection logs once; a peer trying many instances
+    // on one connection is reported for the first few (the set stays small).
+    if (peer !== undefined && !peer.reported.has(instance) && peer.reported.size < REPORTED_MAX) {
+      peer.reported.add(instance);
+      const named = instancesOf(peer.cert);
+      onForbidden(
+        addressOf(req.socket),
+        instance,
+        `${describeCert(peer.cert)}, instances ${named.length === 0 ? 'none' : named.join(', ')}`,
+      );
+    }
+    throw refusal;
   };
+  const nodeOf = (req: IncomingMessage): Served => options.nodeFor(instanceOf(req));
   const server: Server = createServer({
     cert: options.cert,
     key: options.key,
@@ -103,7 +133,7 @@ export async function serveNode(options: NodeServerOptions): Promise<NodeServer>
     keepAliveTimeout: KEEP_ALIVE_MS,
   });
   server.on('request', (req, res) => {
-    void answer(req, res, checkRole, nodeOf).catch(onError);
+    void answer(req, res, instanceOf, options.nodeFor).catch(onError);
   });
   // Every upgraded socket (channels, links, upgrades under way): closing the server ends them, so
   // the spliced pipes close with them and nothing holds close() open.
@@ -122,8 +152,12 @@ export async function serveNode(options: NodeServerOptions): Promise<NodeServer>
     });
   });
   server.on('secureConnection', (socket: TLSSocket) => {
-    const refusal = controlPlaneRefusal(socket.getPeerCertificate());
-    if (refusal === undefined) return;
+    const cert = socket.getPeerCertificate();
+    const refusal = controlPlaneRefusal(cert);
+    if (refusal === undefined) {
+      peers.set(socket, { cert, reported: new Set() });
+      return;
+    }
     refusals.set(socket, refusal);
     onRefused(addressOf(socket), refusal.message);
   });
@@ -161,16 +195,16 @@ const addressOf = (socket: Socket): string =>
 async function answer(
   req: IncomingMessage,
   res: ServerResponse,
-  checkRole: (req: IncomingMessage) => void,
-  nodeOf: (req: IncomingMessage) => Served,
+  instanceOf: (req: IncomingMessage) => string,
+  nodeFor: (instance: string) => Served,
 ): Promise<void> {
   try {
-    checkRole(req); // before its body is read
+    const instance = instanceOf(req); // the certificate's role and instance, before the body is read
     const method = req.url?.startsWith(PREFIX) ? req.url.slice(PREFIX.length) : '';
     if (req.method !== 'POST' || !(METHODS as readonly string[]).includes(method))
       throw new SandboxError('NOT_FOUND', `No such node call: ${req.method} ${req.url}`);
     const args = objectOf(JSON.parse((await bodyOf(req)) || '{}'), 'the body');
-    const result = await call(nodeOf(req), method as Method, args);
+    const result = await call(nodeFor(instance), method as Method, args);
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(result ?? {}));
   } catch (e) {
     const { status, body } = errorBody(
@@ -323,7 +357,7 @@ async function upgrade(
   nodeOf: (req: IncomingMessage) => Served,
   channels: Map<string, SandboxdChannel>,
 ): Promise<void> {
-  const node = nodeOf(req); // the certificate's role first
+  const node = nodeOf(req); // the certificate's role and instance first
   if (req.headers.upgrade !== PROTOCOL)
     throw new SandboxError('INVALID_ARGUMENTS', `Upgrade must be ${PROTOCOL}.`);
   const url = new URL(req.url ?? '/', 'https://node');

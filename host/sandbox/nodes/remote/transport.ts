@@ -2,7 +2,9 @@
 // upgraded stream, to a node at an https URL with this control plane's client certificate; the
 // node's certificate must be signed by the cluster's CA, name the URL's host, and carry the role of
 // the node dialled (roles.ts), so no other node's certificate stands in for it.
-// Invariants: a node whose certificate is not the node's fails the call with
+// Invariants: this control plane's own certificate must name its instance (roles.ts: the node
+// refuses any other), checked when the transport is made, so a start with the wrong certificate
+// stops with a message that says which instance to name; a node whose certificate is not the node's fails the call with
 // NODE_CERTIFICATE_REFUSED naming the node, before a byte of the call is sent; a node that cannot
 // be reached, or does not answer within the deadline, fails the call with NODE_UNREACHABLE naming
 // the node (`data.node`); an error the node answers keeps its code; an answer that is not the
@@ -15,12 +17,13 @@
 // does (server.ts KEEP_ALIVE_MS); a call that still meets a reused connection closed under it is
 // sent once more on a new one.
 
+import { X509Certificate } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { Agent, request } from 'node:https';
 import { checkServerIdentity, type PeerCertificate, type TLSSocket } from 'node:tls';
 import { isErrorCode, SandboxError } from '../../../errors.ts';
 import { HEADER_INSTANCE, MAX_ANSWER_BYTES, type Method, PREFIX, PROTOCOL } from './protocol.ts';
-import { nodeRefusal } from './roles.ts';
+import { instanceRefusal, nodeRefusal } from './roles.ts';
 
 export interface TransportOptions {
   /** The node's name (DSH_NODES `<name>=<url>`). */
@@ -45,10 +48,29 @@ export interface Transport {
   close(): void;
 }
 
+/** CONFIG_INVALID unless this control plane's certificate names its instance (which the node checks too). */
+function ownInstanceCheck(options: TransportOptions): void {
+  let subjectaltname: string | undefined;
+  try {
+    subjectaltname = new X509Certificate(options.cert).subjectAltName;
+  } catch (e) {
+    throw new SandboxError(
+      'CONFIG_INVALID',
+      `DSH_NODE_CERT is not a PEM certificate (${(e as Error).message}).`,
+    );
+  }
+  const refusal = instanceRefusal(options.instance, { subjectaltname: subjectaltname ?? '' });
+  if (refusal !== undefined)
+    throw new SandboxError('CONFIG_INVALID', `DSH_NODE_CERT: ${refusal.message}`, {
+      data: { ...refusal.data, node: options.name },
+    });
+}
+
 export function createTransport(options: TransportOptions): Transport {
   const base = new URL(options.url);
   if (base.protocol !== 'https:')
     throw new SandboxError('CONFIG_INVALID', `Node ${options.name}: ${options.url} is not https.`);
+  ownInstanceCheck(options);
   const timeoutMs = options.timeoutMs ?? 30_000;
   const unreachable = (e: unknown): SandboxError =>
     e instanceof SandboxError
