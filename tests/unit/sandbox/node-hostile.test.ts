@@ -7,8 +7,9 @@
 // node's defaults pass the cluster's maxima, so a first node (whose defaults placement takes) cannot
 // make every other node refuse the agents it is given. A raw HTTPS server with the node's
 // certificate stands in for the node agent.
+import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -40,6 +41,22 @@ const timers = new Set<NodeJS.Timeout>();
 let server: Server;
 let node: RemoteNode;
 
+/** What the node's adopt asks (its first step), and each adopt body it received, whole. */
+let questions: { sandboxes: string[]; agents: string[] } = { sandboxes: [], agents: [] };
+const adoptBodies: string[] = [];
+
+/** The node's adopt: the questions to `ask`, the names of the claims to the second step. */
+const adoptCall = (req: IncomingMessage, res: ServerResponse): void => {
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('end', () => {
+    const body = Buffer.concat(chunks).toString('utf8');
+    adoptBodies.push(body);
+    const a = JSON.parse(body) as { ask?: boolean; claim?: string[] };
+    res.end(JSON.stringify(a.ask === true ? { questions } : { names: a.claim ?? [] }));
+  });
+};
+
 /** Writes `chunk` for as long as the connection takes it, up to `total` bytes. */
 const pour = (res: ServerResponse, chunk: Buffer, total: number): void => {
   sent = 0;
@@ -67,6 +84,7 @@ beforeAll(async () => {
       rejectUnauthorized: true,
     },
     (req, res) => {
+      if (req.url === '/v1/adopt') return void adoptCall(req, res);
       req.resume();
       if (req.url === '/v1/info') {
         res.end(JSON.stringify({ protocol: PROTOCOL, ready: 0, ...info }));
@@ -248,4 +266,52 @@ it("counts a node's pool only as whole, non-negative numbers (the /metrics gauge
     answer = (res) => res.end('{"state":"running"}');
     await liar.close();
   }
+});
+
+it('adopts among 100k agents sending the node only the answers about its own containers', async () => {
+  const agents = Array.from({ length: 100_000 }, (_, i) => `agt_${String(i).padStart(21, '0')}`);
+  const sandboxOf = (i: number): string => createHash('sha256').update(String(i)).digest('hex');
+  const knownAt = Date.now();
+  // The node holds agent 3's container, a pool container a crash left assigned to agent 7, a
+  // legacy container nobody records, and the container of an agent the store does not know.
+  questions = { sandboxes: [sandboxOf(7), 'f'.repeat(64)], agents: [agents[3] as string, 'agt_gone'] };
+  adoptBodies.length = 0;
+  await node.adopt({
+    claim: agents.map((_, i) => sandboxOf(i)),
+    assigned: new Map(agents.map((a, i) => [sandboxOf(i), a])),
+    known: agents,
+    knownAt,
+  });
+  const sent = adoptBodies.reduce((n, b) => n + Buffer.byteLength(b), 0);
+  // Before, one body of every agent id and sandbox (~17 MiB here, past the node's 1 MiB limit).
+  expect(sent).toBeLessThan(1024);
+  expect(adoptBodies.map((b) => JSON.parse(b))).toEqual([
+    { ask: true, claim: 'ask', knownAt },
+    {
+      claim: [sandboxOf(7)],
+      assigned: [sandboxOf(7), agents[7]],
+      replicas: false,
+      unknown: ['agt_gone'],
+      knownAt,
+    },
+  ]);
+  // No agent the node did not ask about is named to it.
+  expect(adoptBodies.join('')).not.toContain(agents[8]);
+  expect(adoptBodies.join('')).not.toContain(agents[3]);
+});
+
+it("adopts nothing from a node's questions that are not short strings, and sends no more for them", async () => {
+  questions = {
+    sandboxes: 'all' as unknown as string[],
+    agents: [{ every: true }, 'x'.repeat(500)] as string[],
+  };
+  adoptBodies.length = 0;
+  await node.adopt({ claim: ['c1'], assigned: new Map([['c1', 'agt_1']]), known: ['agt_1'], knownAt: 1 });
+  expect(JSON.parse(adoptBodies[1] as string)).toEqual({
+    claim: [],
+    assigned: [],
+    replicas: false,
+    unknown: [],
+    knownAt: 1,
+  });
 });
