@@ -50,6 +50,11 @@ export interface PlacementOptions {
   probeMs?: number;
   /** Told when a node stops or starts answering. */
   onHealth?: (name: string, reachable: boolean, error?: string) => void;
+  /**
+   * The tenant of a live agent, as the store knows it: a node's `find` answer for an agent with no
+   * recorded node counts only when it names that tenant. Default: none (any answer counts).
+   */
+  tenantOf?: (agentId: string) => Promise<string | undefined>;
 }
 
 /** What GET /v1/nodes and the admin say about a node. */
@@ -102,6 +107,7 @@ interface State {
   snapshots: Map<string, string>;
   /** Agent id → tenant id, for agents placed by this process (the tenant spread without a store). */
   tenants: Map<string, string>;
+  tenantOf: ((agentId: string) => Promise<string | undefined>) | undefined;
 }
 
 /** A node placement places on (a remote one keeps warm sessions: remote/warm.ts). */
@@ -124,6 +130,7 @@ export function createPlacement(members: Member[], options: PlacementOptions = {
     health: undefined as unknown as NodeHealth,
     snapshots: new Map(),
     tenants: new Map(),
+    tenantOf: options.tenantOf,
   };
   s.health = createNodeHealth(members, {
     probeMs: options.probeMs ?? 0,
@@ -153,7 +160,7 @@ export function createPlacement(members: Member[], options: PlacementOptions = {
       },
     },
     async ensure(spec) {
-      const { node: at } = await locate(s, spec.agentId, spec.fresh !== true);
+      const { node: at } = await locate(s, spec.agentId, spec.fresh !== true, spec.tenantId);
       const node = at ?? (spec.fromSnapshot === undefined ? await place(s, spec) : await holder(s, spec));
       const placed = await guarded(s, node, (n) => n.ensure(spec));
       if (s.where.get(spec.agentId) !== node.name) counted(s, node.name);
@@ -307,9 +314,10 @@ interface Located {
 
 /**
  * Where the agent is: memory, else the store, else (when `ask`) every node's find (a silent node's
- * answer is not waited for). An agent's first sandbox does not ask (NodeSandboxSpec.fresh).
+ * answer is not waited for; claims: which answer counts). An agent's first sandbox does not ask
+ * (NodeSandboxSpec.fresh). `tenant`: the agent's, when the caller knows it.
  */
-async function locate(s: State, agentId: string, ask = true): Promise<Located> {
+async function locate(s: State, agentId: string, ask = true, tenant?: string): Promise<Located> {
   const known = s.where.get(agentId) ?? (await s.store?.nodeOf(agentId));
   if (known !== undefined) {
     const node = s.byName.get(known);
@@ -338,10 +346,48 @@ async function locate(s: State, agentId: string, ask = true): Promise<Located> {
         ),
       ),
   );
-  const hit = answers.find((a) => a.found !== undefined);
+  const hit = await claimOf(s, agentId, answers, tenant);
   if (hit === undefined) return { silent };
   await remember(s, agentId, hit.n.name);
-  return { node: hit.n, ...(hit.found === undefined ? {} : { found: hit.found }), silent };
+  return { node: hit.n, found: hit.found, silent };
+}
+
+/**
+ * Which node's `find` answer for an agent with no record counts, since any node may answer "mine"
+ * for any agent id to be sent its calls (its files, commands, secrets): one naming the agent's
+ * tenant, when the store knows it (a node that was never given the agent does not know it; an
+ * answer naming another tenant, or none, is reported and not counted); and only when it is the one
+ * node that counts: two or more fail with NODE_CONFLICT naming them, and none of them gets the agent.
+ */
+async function claimOf(
+  s: State,
+  agentId: string,
+  answers: Array<{ n: SandboxNode<unknown>; found: NodeSandbox | undefined }>,
+  hint: string | undefined,
+): Promise<{ n: SandboxNode<unknown>; found: NodeSandbox } | undefined> {
+  const claims = answers.flatMap(({ n, found }) => (found === undefined ? [] : [{ n, found }]));
+  if (claims.length === 0) return undefined;
+  const tenant = hint ?? (await s.tenantOf?.(agentId));
+  const counted = claims.filter(({ n, found }) => {
+    if (tenant === undefined || found.tenantId === tenant) return true;
+    s.onError(
+      new SandboxError(
+        'SANDBOX_PROTOCOL',
+        `Node ${n.name} said it holds agent ${agentId}, with a sandbox of ${found.tenantId === undefined ? 'no tenant' : 'another tenant'}; not counted.`,
+        { data: { node: n.name } },
+      ),
+    );
+    return false;
+  });
+  if (counted.length > 1) {
+    const nodes = counted.map(({ n }) => n.name);
+    throw new SandboxError(
+      'NODE_CONFLICT',
+      `Nodes ${nodes.join(', ')} each say they hold agent ${agentId}'s sandbox, and none is recorded as its node: it is sent to neither.`,
+      { data: { nodes } },
+    );
+  }
+  return counted[0];
 }
 
 /** The agent's node for a call on it; NODE_UNREACHABLE naming the nodes that might have it and do not answer. */
@@ -457,10 +503,11 @@ function counted(s: State, name: string): void {
 }
 
 /**
- * Every node's adopt; the agents found are remembered on their node. A node that fails is passed
- * over. A node's list is its word only: an agent recorded on another node stays there (a node that
- * named it would get its calls, its files written and its commands: SANDBOX_PROTOCOL, reported),
- * and one no node was recorded for goes to the first node in DSH_NODES order that names it.
+ * Every node's adopt. A node that fails is passed over. A node's list is its word only, and moves
+ * or records nothing: an agent recorded on another node stays there (a node that named it would
+ * get its calls, its files written and its commands: SANDBOX_PROTOCOL, reported), and one with no
+ * record is found on its first call by `find`, whose answer is checked (claimOf). (What a node's
+ * adopt names are its containers' names, not agent ids: before, they were recorded as agents.)
  */
 async function adoptAll(s: State, options: Parameters<SandboxNode<unknown>['adopt']>[0]): Promise<string[]> {
   const answers = await Promise.all(
@@ -478,10 +525,8 @@ async function adoptAll(s: State, options: Parameters<SandboxNode<unknown>['adop
   for (const { n, found } of answers)
     for (const agentId of found) {
       const known = s.where.get(agentId) ?? (await s.store?.nodeOf(agentId));
-      if (known === undefined || known === n.name) {
-        await remember(s, agentId, n.name);
-        adopted.push(agentId);
-      } else s.onError(claimed(n.name, agentId, known));
+      if (known === undefined || known === n.name) adopted.push(agentId);
+      else s.onError(claimed(n.name, agentId, known));
     }
   return adopted;
 }

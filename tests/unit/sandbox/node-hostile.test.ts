@@ -23,7 +23,7 @@ import { createPlacement } from '../../../host/sandbox/nodes/placement.ts';
 import { connectRemoteNode, type RemoteNode } from '../../../host/sandbox/nodes/remote/client.ts';
 import { MAX_ANSWER_BYTES, MAX_CLAIMS, PROTOCOL } from '../../../host/sandbox/nodes/remote/protocol.ts';
 import { createWarmSessions } from '../../../host/sandbox/nodes/remote/warm.ts';
-import type { SandboxdChannel, SandboxNode } from '../../../host/sandbox/nodes/types.ts';
+import type { NodeSandbox, SandboxdChannel, SandboxNode } from '../../../host/sandbox/nodes/types.ts';
 import { makeCa, makeCert } from '../../../scripts/node-certs.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'dsh-node-hostile-'));
@@ -314,4 +314,70 @@ it("adopts nothing from a node's questions that are not short strings, and sends
     unknown: [],
     knownAt: 1,
   });
+});
+
+/** A node placement may place on: `holds` answers its find; open says which node it reached. */
+const member = (name: string, holds: (agentId: string) => NodeSandbox | undefined, adopted: string[] = []) =>
+  ({
+    name,
+    defaults: DOCKER_DEFAULT_LIMITS,
+    maxima: DOCKER_DEFAULT_MAXIMA,
+    pool: { ready: 0, filled: async () => {} },
+    find: async (agentId: string) => holds(agentId),
+    open: async () => ({ name }) as unknown as SandboxdChannel,
+    state: async () => 'running',
+    adopt: async () => adopted,
+    capacity: async () => ({
+      node: name,
+      cpus: 4,
+      memoryBytes: 8 * 1024 ** 3,
+      sandboxes: 0,
+      running: 0,
+      pool: { ready: 0, size: 0 },
+      runtimes: ['runc'],
+    }),
+    close: async () => {},
+  }) as unknown as SandboxNode<never>;
+
+const sandboxOf = (tenantId?: string): NodeSandbox => ({
+  id: 'c1',
+  limits: DOCKER_DEFAULT_LIMITS,
+  ...(tenantId === undefined ? {} : { tenantId }),
+});
+
+it('sends an agent with no recorded node to no node when two claim it (NODE_CONFLICT), and records none', async () => {
+  const honest = member('a', (id) => (id === 'agt_old' ? sandboxOf('t1') : undefined));
+  // It says it holds every agent, with the right tenant (a copied engine would): which is the agent's?
+  const copy = member('h', () => sandboxOf('t1'));
+  const p = createPlacement([copy, honest], { tenantOf: async () => 't1' });
+  await expect(p.open('agt_old')).rejects.toMatchObject({
+    code: 'NODE_CONFLICT',
+    data: { nodes: ['h', 'a'] },
+  });
+  expect(p.nodeOf('agt_old')).toBeUndefined();
+});
+
+it("counts only a node's find that names the agent's tenant, and records the node it found", async () => {
+  const honest = member('a', (id) => (id === 'agt_old' ? sandboxOf('t1') : undefined));
+  const errors: unknown[] = [];
+  for (const lie of [undefined, 'another-tenant']) {
+    // Placed first, and claiming every agent id it is asked about, without knowing their tenant.
+    const hostile = member('h', () => sandboxOf(lie));
+    const p = createPlacement([hostile, honest], {
+      tenantOf: async (id) => (id.startsWith('agt_') ? 't1' : undefined),
+      onError: (e) => errors.push(e),
+    });
+    expect(await p.open('agt_old')).toEqual({ name: 'a' });
+    expect(p.nodeOf('agt_old')).toBe('a');
+    // Alone, it gets nothing: an agent it claims is not sent to it.
+    await expect(p.open('agt_elsewhere')).rejects.toMatchObject({ code: 'SANDBOX_UNAVAILABLE' });
+    expect(p.nodeOf('agt_elsewhere')).toBeUndefined();
+    // Its adopt naming agents records nothing either.
+    const adopting = createPlacement([member('h', () => sandboxOf(lie), ['agt_x']), honest], {
+      tenantOf: async () => 't1',
+    });
+    await adopting.adopt();
+    expect(adopting.nodeOf('agt_x')).toBeUndefined();
+  }
+  expect(errors).toContainEqual(expect.objectContaining({ code: 'SANDBOX_PROTOCOL', data: { node: 'h' } }));
 });
