@@ -51,10 +51,17 @@ export interface PlacementOptions {
   /** Told when a node stops or starts answering. */
   onHealth?: (name: string, reachable: boolean, error?: string) => void;
   /**
-   * The tenant of a live agent, as the store knows it: a node's `find` answer for an agent with no
-   * recorded node counts only when it names that tenant. Default: none (any answer counts).
+   * A live agent as the store knows it: a node's `find` answer for an agent with no recorded node
+   * counts only when it matches (claimOf). Default: none (any answer counts, but two conflict).
    */
-  tenantOf?: (agentId: string) => Promise<string | undefined>;
+  agentOf?: (agentId: string) => Promise<AgentRecordOf | undefined>;
+}
+
+/** What the store says of an agent, to check a node's claim on it against. */
+export interface AgentRecordOf {
+  tenantId: string;
+  /** Its sandbox's id (the container id) as last recorded, when it had one. */
+  sandboxId?: string;
 }
 
 /** What GET /v1/nodes and the admin say about a node. */
@@ -107,7 +114,7 @@ interface State {
   snapshots: Map<string, string>;
   /** Agent id → tenant id, for agents placed by this process (the tenant spread without a store). */
   tenants: Map<string, string>;
-  tenantOf: ((agentId: string) => Promise<string | undefined>) | undefined;
+  agentOf: PlacementOptions['agentOf'];
 }
 
 /** A node placement places on (a remote one keeps warm sessions: remote/warm.ts). */
@@ -130,7 +137,7 @@ export function createPlacement(members: Member[], options: PlacementOptions = {
     health: undefined as unknown as NodeHealth,
     snapshots: new Map(),
     tenants: new Map(),
-    tenantOf: options.tenantOf,
+    agentOf: options.agentOf,
   };
   s.health = createNodeHealth(members, {
     probeMs: options.probeMs ?? 0,
@@ -354,41 +361,48 @@ async function locate(s: State, agentId: string, ask = true, tenant?: string): P
 
 /**
  * Which node's `find` answer for an agent with no record counts, since any node may answer "mine"
- * for any agent id to be sent its calls (its files, commands, secrets): one naming the agent's
- * tenant, when the store knows it (a node that was never given the agent does not know it; an
- * answer naming another tenant, or none, is reported and not counted); and only when it is the one
- * node that counts: two or more fail with NODE_CONFLICT naming them, and none of them gets the agent.
+ * for any agent id to be sent its calls (its files, commands, secrets). Only one that matches what
+ * the store says of the agent, which a node that was never given the agent does not know: the
+ * sandbox id the store recorded for it (the container id: a pooled container carries no tenant
+ * label), else its tenant. Any other claim is reported (SANDBOX_PROTOCOL); and unless exactly one
+ * answer counts, some node claimed the agent and it is sent to none: NODE_CONFLICT naming the
+ * claimants (rather than a fresh sandbox elsewhere, which would lose its files if a claim was true).
  */
 async function claimOf(
   s: State,
   agentId: string,
   answers: Array<{ n: SandboxNode<unknown>; found: NodeSandbox | undefined }>,
-  hint: string | undefined,
+  tenant: string | undefined,
 ): Promise<{ n: SandboxNode<unknown>; found: NodeSandbox } | undefined> {
   const claims = answers.flatMap(({ n, found }) => (found === undefined ? [] : [{ n, found }]));
   if (claims.length === 0) return undefined;
-  const tenant = hint ?? (await s.tenantOf?.(agentId));
+  const record = (await s.agentOf?.(agentId)) ?? (tenant === undefined ? undefined : { tenantId: tenant });
   const counted = claims.filter(({ n, found }) => {
-    if (tenant === undefined || found.tenantId === tenant) return true;
+    if (matches(found, record)) return true;
     s.onError(
       new SandboxError(
         'SANDBOX_PROTOCOL',
-        `Node ${n.name} said it holds agent ${agentId}, with a sandbox of ${found.tenantId === undefined ? 'no tenant' : 'another tenant'}; not counted.`,
+        `Node ${n.name} said it holds agent ${agentId}, with a sandbox that is not the one the store records; not counted.`,
         { data: { node: n.name } },
       ),
     );
     return false;
   });
-  if (counted.length > 1) {
-    const nodes = counted.map(({ n }) => n.name);
-    throw new SandboxError(
-      'NODE_CONFLICT',
-      `Nodes ${nodes.join(', ')} each say they hold agent ${agentId}'s sandbox, and none is recorded as its node: it is sent to neither.`,
-      { data: { nodes } },
-    );
-  }
-  return counted[0];
+  if (counted.length === 1) return counted[0];
+  const nodes = (counted.length > 1 ? counted : claims).map(({ n }) => n.name);
+  throw new SandboxError(
+    'NODE_CONFLICT',
+    counted.length > 1
+      ? `Nodes ${nodes.join(', ')} each say they hold agent ${agentId}'s sandbox, and none is recorded as its node: it is sent to neither.`
+      : `Node ${nodes.join(', ')} said it holds agent ${agentId}'s sandbox, which is not the one the store records: it is not sent there.`,
+    { data: { nodes } },
+  );
 }
+
+/** Whether a node's sandbox is the agent's as the store records it (anything, when it records nothing). */
+const matches = (found: NodeSandbox, record: AgentRecordOf | undefined): boolean =>
+  record === undefined ||
+  (record.sandboxId === undefined ? found.tenantId === record.tenantId : found.id === record.sandboxId);
 
 /** The agent's node for a call on it; NODE_UNREACHABLE naming the nodes that might have it and do not answer. */
 async function route(s: State, agentId: string): Promise<SandboxNode<unknown> | undefined> {

@@ -339,17 +339,17 @@ const member = (name: string, holds: (agentId: string) => NodeSandbox | undefine
     close: async () => {},
   }) as unknown as SandboxNode<never>;
 
-const sandboxOf = (tenantId?: string): NodeSandbox => ({
-  id: 'c1',
+const sandboxOf = (id: string, tenantId?: string): NodeSandbox => ({
+  id,
   limits: DOCKER_DEFAULT_LIMITS,
   ...(tenantId === undefined ? {} : { tenantId }),
 });
 
 it('sends an agent with no recorded node to no node when two claim it (NODE_CONFLICT), and records none', async () => {
-  const honest = member('a', (id) => (id === 'agt_old' ? sandboxOf('t1') : undefined));
-  // It says it holds every agent, with the right tenant (a copied engine would): which is the agent's?
-  const copy = member('h', () => sandboxOf('t1'));
-  const p = createPlacement([copy, honest], { tenantOf: async () => 't1' });
+  const honest = member('a', (id) => (id === 'agt_old' ? sandboxOf('c1', 't1') : undefined));
+  // It says it holds every agent, with the very sandbox (a copied engine would): which is the agent's?
+  const copy = member('h', () => sandboxOf('c1', 't1'));
+  const p = createPlacement([copy, honest], { agentOf: async () => ({ tenantId: 't1', sandboxId: 'c1' }) });
   await expect(p.open('agt_old')).rejects.toMatchObject({
     code: 'NODE_CONFLICT',
     data: { nodes: ['h', 'a'] },
@@ -357,25 +357,38 @@ it('sends an agent with no recorded node to no node when two claim it (NODE_CONF
   expect(p.nodeOf('agt_old')).toBeUndefined();
 });
 
-it("counts only a node's find that names the agent's tenant, and records the node it found", async () => {
-  const honest = member('a', (id) => (id === 'agt_old' ? sandboxOf('t1') : undefined));
+it("counts only a node's find that matches the store's record of the agent, and records the node it found", async () => {
   const errors: unknown[] = [];
-  for (const lie of [undefined, 'another-tenant']) {
-    // Placed first, and claiming every agent id it is asked about, without knowing their tenant.
-    const hostile = member('h', () => sandboxOf(lie));
-    const p = createPlacement([hostile, honest], {
-      tenantOf: async (id) => (id.startsWith('agt_') ? 't1' : undefined),
-      onError: (e) => errors.push(e),
-    });
+  // The store records agt_old's sandbox (c1, a pooled container: no tenant label) and agt_new's tenant only.
+  const records = new Map([
+    ['agt_old', { tenantId: 't1', sandboxId: 'c1' }],
+    ['agt_new', { tenantId: 't1' }],
+    ['agt_elsewhere', { tenantId: 't1', sandboxId: 'c9' }],
+  ]);
+  const honest = member('a', (id) =>
+    id === 'agt_old' ? sandboxOf('c1') : id === 'agt_new' ? sandboxOf('c2', 't1') : undefined,
+  );
+  for (const tenant of [undefined, 't1', 'another-tenant']) {
+    // Placed first, and claiming every agent id it is asked about, without knowing its sandbox.
+    const hostile = member('h', () => sandboxOf('f'.repeat(64), tenant));
+    const options = {
+      agentOf: async (id: string) => records.get(id),
+      onError: (e: unknown) => errors.push(e),
+    };
+    const p = createPlacement([hostile, honest], options);
     expect(await p.open('agt_old')).toEqual({ name: 'a' });
     expect(p.nodeOf('agt_old')).toBe('a');
-    // Alone, it gets nothing: an agent it claims is not sent to it.
-    await expect(p.open('agt_elsewhere')).rejects.toMatchObject({ code: 'SANDBOX_UNAVAILABLE' });
-    expect(p.nodeOf('agt_elsewhere')).toBeUndefined();
-    // Its adopt naming agents records nothing either.
-    const adopting = createPlacement([member('h', () => sandboxOf(lie), ['agt_x']), honest], {
-      tenantOf: async () => 't1',
+    // Alone, it gets nothing: an agent it claims is sent to no node.
+    await expect(p.open('agt_elsewhere')).rejects.toMatchObject({
+      code: 'NODE_CONFLICT',
+      data: { nodes: ['h'] },
     });
+    expect(p.nodeOf('agt_elsewhere')).toBeUndefined();
+    // With no sandbox recorded, the tenant decides (a right guess of it is a conflict, not a win).
+    if (tenant === 't1') await expect(p.open('agt_new')).rejects.toMatchObject({ code: 'NODE_CONFLICT' });
+    else expect(await p.open('agt_new')).toEqual({ name: 'a' });
+    // Its adopt naming agents records nothing either.
+    const adopting = createPlacement([member('h', () => sandboxOf('f'), ['agt_x']), honest], options);
     await adopting.adopt();
     expect(adopting.nodeOf('agt_x')).toBeUndefined();
   }
