@@ -304,7 +304,9 @@ async function capacityOf(s: State, node: SandboxNode<unknown>): Promise<NodeCap
   const hit = s.cache.get(node.name);
   if (hit !== undefined && Date.now() - hit.at < s.ttl) return hit.capacity;
   if (s.health.down(node.name) !== undefined) return undefined;
-  const capacity = await answer(s, node, 'capacity', node.capacity()).then(saneCapacity, (e: unknown) => {
+  // A node's own code may throw as it is asked (an in-process one): that is its failure, not placement's.
+  const asked = Promise.resolve().then(() => node.capacity());
+  const capacity = await answer(s, node, 'capacity', asked).then(saneCapacity, (e: unknown) => {
     s.onError(e);
     return undefined;
   });
@@ -429,11 +431,14 @@ async function place(s: State, spec: NodeSandboxSpec): Promise<SandboxNode<unkno
     Promise.all(open.map(async (n) => ({ n, c: await capacityOf(s, n) }))),
     tenantCounts(s, spec.tenantId),
   ]);
-  let best: { n: SandboxNode<unknown>; score: number } | undefined;
+  const held = heldOf(s);
+  let best: { n: SandboxNode<unknown>; score: number; held: number } | undefined;
   for (const { n, c } of scored) {
     if (c === undefined || !c.runtimes.includes(runtime)) continue;
-    const score = freeOf(c) / (1 + (mine.get(n.name) ?? 0));
-    if (best === undefined || score > best.score) best = { n, score };
+    const score = Math.min(freeOf(c), shareCap(n.maxima)) / (1 + (mine.get(n.name) ?? 0));
+    const ties = best !== undefined && score === best.score;
+    if (best === undefined || score > best.score || (ties && held(n.name) < best.held))
+      best = { n, score, held: held(n.name) };
   }
   if (best === undefined)
     throw new SandboxError(
@@ -441,6 +446,16 @@ async function place(s: State, spec: NodeSandboxSpec): Promise<SandboxNode<unkno
       `No node can take a new sandbox (${open.length === 0 ? 'every node is cordoned or unreachable' : `asked ${open.map((n) => n.name).join(', ')}`}).`,
     );
   return best.n;
+}
+
+/**
+ * The agents this process knows on each node: what a node says of itself cannot change it, so it
+ * breaks ties between nodes whose free share is capped (shareCap).
+ */
+function heldOf(s: State): (name: string) => number {
+  const counts = new Map<string, number>();
+  for (const name of s.where.values()) counts.set(name, (counts.get(name) ?? 0) + 1);
+  return (name) => counts.get(name) ?? 0;
 }
 
 /** The tenant's agents per node: the store's count (every replica's placements), else this process's. */
@@ -581,15 +596,52 @@ const GIB = 1024 ** 3;
  */
 export const freeOf = (c: NodeCapacity): number => Math.min(c.cpus, c.memoryBytes / GIB) / (c.sandboxes + 1);
 
+/**
+ * The most a node's free share counts for: what one sandbox may use at most (its maxima, in the
+ * units of freeOf). Room beyond that gives a new agent nothing, so a node that reports a huge
+ * machine (a lie, or a real one) ties with every node that has room for a sandbox at its maxima,
+ * and the tie goes to the node holding fewer of this process's agents (heldOf): one node's numbers
+ * cannot draw every new agent to it.
+ */
+export const shareCap = (maxima: SandboxLimits): number =>
+  Math.min(maxima.nanoCpus / 1e9, maxima.memoryBytes / GIB);
+
 const count = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v) && v >= 0;
 
-/** A node's capacity when every figure placement reads is sane; undefined otherwise. */
+/** Bounds on what a node may report (far above any machine): a figure past one counts as the bound. */
+export const CAPACITY_BOUNDS = {
+  cpus: 4096,
+  memoryBytes: 2 ** 50,
+  diskFreeBytes: 2 ** 60,
+  sandboxes: 1_000_000,
+  poolSize: 1024,
+} as const;
+
+const whole = (v: number, most: number): number => Math.min(Math.floor(v), most);
+
+/**
+ * A node's capacity when every figure placement reads is a finite, non-negative number (undefined
+ * otherwise), each taken as a whole number within CAPACITY_BOUNDS, with `running` at most
+ * `sandboxes` and the pool's `ready` at most its `size`.
+ */
 export function saneCapacity(c: NodeCapacity): NodeCapacity | undefined {
   if (typeof c !== 'object' || c === null) return undefined;
   const figures = [c.cpus, c.memoryBytes, c.sandboxes, c.running, c.pool?.ready, c.pool?.size];
   if (!figures.every(count) || !Array.isArray(c.runtimes)) return undefined;
   if (c.diskFreeBytes !== undefined && !count(c.diskFreeBytes)) return undefined;
-  return { ...c, pool: { ...c.pool }, runtimes: [...c.runtimes] };
+  const b = CAPACITY_BOUNDS;
+  const sandboxes = whole(c.sandboxes, b.sandboxes);
+  const size = whole(c.pool.size, b.poolSize);
+  return {
+    ...c,
+    cpus: whole(c.cpus, b.cpus),
+    memoryBytes: whole(c.memoryBytes, b.memoryBytes),
+    ...(c.diskFreeBytes === undefined ? {} : { diskFreeBytes: whole(c.diskFreeBytes, b.diskFreeBytes) }),
+    sandboxes,
+    running: whole(c.running, sandboxes),
+    pool: { ready: whole(c.pool.ready, size), size },
+    runtimes: [...c.runtimes],
+  };
 }
 
 /** The most every node allows. */

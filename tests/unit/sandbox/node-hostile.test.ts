@@ -19,7 +19,7 @@ import {
   DOCKER_DEFAULT_MAXIMA,
   resolveLimits,
 } from '../../../host/sandbox/docker/config.ts';
-import { createPlacement } from '../../../host/sandbox/nodes/placement.ts';
+import { CAPACITY_BOUNDS, createPlacement, saneCapacity } from '../../../host/sandbox/nodes/placement.ts';
 import { connectRemoteNode, type RemoteNode } from '../../../host/sandbox/nodes/remote/client.ts';
 import { MAX_ANSWER_BYTES, MAX_CLAIMS, PROTOCOL } from '../../../host/sandbox/nodes/remote/protocol.ts';
 import { createWarmSessions } from '../../../host/sandbox/nodes/remote/warm.ts';
@@ -393,4 +393,71 @@ it("counts only a node's find that matches the store's record of the agent, and 
     expect(adopting.nodeOf('agt_x')).toBeUndefined();
   }
   expect(errors).toContainEqual(expect.objectContaining({ code: 'SANDBOX_PROTOCOL', data: { node: 'h' } }));
+});
+
+it("takes a node's capacity as whole numbers within bounds, and a huge one draws no more new agents than a roomy honest node", async () => {
+  const huge = 1e300;
+  expect(
+    saneCapacity({
+      node: 'h',
+      cpus: huge,
+      memoryBytes: huge,
+      diskFreeBytes: huge,
+      sandboxes: 2.5,
+      running: 99,
+      pool: { ready: 1e9, size: 3 },
+      runtimes: ['runc'],
+    }),
+  ).toEqual({
+    node: 'h',
+    cpus: CAPACITY_BOUNDS.cpus,
+    memoryBytes: CAPACITY_BOUNDS.memoryBytes,
+    diskFreeBytes: CAPACITY_BOUNDS.diskFreeBytes,
+    sandboxes: 2,
+    running: 2,
+    pool: { ready: 3, size: 3 },
+    runtimes: ['runc'],
+  });
+  const placed = new Map<string, number>();
+  const node = (name: string, capacity: () => unknown) =>
+    ({
+      ...member(name, () => undefined),
+      ensure: async () => {
+        placed.set(name, (placed.get(name) ?? 0) + 1);
+        return sandboxOf(`${name}-${placed.get(name)}`);
+      },
+      capacity,
+    }) as unknown as SandboxNode<never>;
+  const honest = (name: string) =>
+    node(name, async () => ({
+      node: name,
+      cpus: 16,
+      memoryBytes: 64 * 1024 ** 3,
+      sandboxes: placed.get(name) ?? 0,
+      running: placed.get(name) ?? 0,
+      pool: { ready: 0, size: 0 },
+      runtimes: ['runc'],
+    }));
+  // Always empty, and the largest machine there is.
+  const liar = node('h', async () => ({
+    node: 'h',
+    cpus: huge,
+    memoryBytes: huge,
+    sandboxes: 0,
+    running: 0,
+    pool: { ready: huge, size: huge },
+    runtimes: ['runc'],
+  }));
+  // One whose code throws as it is asked: passed over, never placement's failure.
+  const broken = node('x', () => {
+    throw new Error('boom');
+  });
+  const p = createPlacement([liar, honest('a'), honest('b'), broken], { capacityTtlMs: 0, sample: 4 });
+  // Each agent another tenant's: the per-tenant spread plays no part.
+  for (let i = 0; i < 30; i++)
+    await p.ensure({ agentId: `agt_${i}`, tenantId: `t${i}`, limits: DOCKER_DEFAULT_LIMITS });
+  // Before, every one went to h (its share was 1e300); now a and b take theirs while they have
+  // room for a sandbox at its maxima (16 CPUs / 8 sandboxes: 2).
+  expect((placed.get('a') ?? 0) + (placed.get('b') ?? 0)).toBeGreaterThanOrEqual(14);
+  expect(placed.get('x')).toBeUndefined();
 });

@@ -53,7 +53,8 @@ function fake(name: string, cap: Partial<NodeCapacity> | Record<string, unknown>
   });
   Object.assign(f, {
     defaults: DOCKER_DEFAULT_LIMITS,
-    maxima: DOCKER_DEFAULT_MAXIMA,
+    // Sandboxes as large as the biggest fake machine: free shares count whole (placement's shareCap).
+    maxima: { ...DOCKER_DEFAULT_MAXIMA, nanoCpus: 4096e9, memoryBytes: 4096 * GIB },
     pool: { ready: 0, filled: async () => {} },
     async ensure(spec: { agentId: string; fromSnapshot?: string }) {
       await up();
