@@ -1,7 +1,7 @@
 // Placement among several nodes (docs/nodes.md, "Placement"): one SandboxNode over many, so the
 // provider above it is the same as over one node. An agent already on a node is routed there (its
-// node as the store records it, else the answer of each node's `find` or `adopt`, remembered in
-// memory and recorded in the store); a new agent goes beside its family (spec.near: the agent
+// node as the store records it, else the one node whose `find` answer matches the store's record
+// of the agent, remembered in memory and recorded in the store); a new agent goes beside its family (spec.near: the agent
 // whose workspace it starts from) when that node takes new agents, else to the best of up to K
 // sampled nodes by free capacity (E2B's best-of-K; capacities cached a few seconds, each placement
 // counted into the cache so a burst spreads), skipping cordoned and unreachable nodes and nodes
@@ -15,8 +15,12 @@
 // does not answer fails only its own agents' calls, with NODE_UNREACHABLE naming it (at once, with
 // no call to it, once it is marked unreachable), and gets no new agents; agents on other nodes
 // carry on; the questions placement asks itself (capacity, find) give up after `answerMs`; a node's
-// capacity answer is used only when every figure is a finite, non-negative number (a hostile or
-// broken node is not picked by a lie); an agent with no record, while some node is silent, is
+// capacity answer is used only when every figure is a finite, non-negative number, taken whole
+// within bounds, and its free share counts no more than one sandbox may use (a hostile or broken
+// node is not picked by a lie: saneCapacity, shareCap); a node's word that it holds an agent with
+// no record counts only when it matches the store's record of the agent and no other node's does
+// (claimOf: else NODE_CONFLICT, and the agent is sent to none), and what its adopt names records
+// nothing; an agent with no record, while some node is silent, is
 // placed afresh by `ensure` but fails every other call with NODE_UNREACHABLE naming the silent
 // nodes (it may be there).
 // Snapshots: one is taken on its agent's node and named by it (the snapshot row's `node`); it is
