@@ -165,6 +165,8 @@ it("keeps a tenant's agent on its node through a hostile node's pool counts, 1 G
   claims = [agent];
   r = await start();
   expect(adoptBodies.join('\n')).not.toContain(agent);
+  // a's adopt, in two steps over the real node agent, found the agent's container.
+  expect(logs.filter((l) => l.includes('re-adopted')).at(-1)).toMatch(/re-adopted 1 agent sandbox/);
   const read = await bash(r, key, agent, 'cat kept.txt');
   expect(read?.ok, JSON.stringify(read)).toBe(true);
   expect(out(read)).toContain('kept');
