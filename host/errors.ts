@@ -168,6 +168,13 @@ export const ERROR_CODES = {
    * certificate (docs/nodes.md, "Roles" and "Instances").
    */
   NODE_CERTIFICATE_REFUSED: 502,
+  // an agent no node is recorded for (host/sandbox/nodes/placement.ts)
+  /**
+   * Two or more nodes say they hold the agent's sandbox (`data.nodes`) and the store records none
+   * of them: the agent is sent to neither (one may be a hostile or copied machine). An operator's
+   * fix: remove the container that is not the agent's, then retry.
+   */
+  NODE_CONFLICT: 502,
   // quota turns across replicas (host/store/pg/quota-turns.ts)
   /**
    * A lock in the store that another replica holds (a tenant's quota check on PostgreSQL) was not

@@ -204,6 +204,11 @@ const remoteNode = async (config: Config, store: Store, log: (line: string) => v
   return createPlacement(nodes, {
     cordoned: config.nodesCordoned,
     store: store.nodes,
+    // An agent with no recorded node goes only to a node whose find matches its record.
+    agentOf: async (agentId) => {
+      const a = await store.agents.byId(agentId);
+      return a && { tenantId: a.tenantId, ...(a.sandboxId === undefined ? {} : { sandboxId: a.sandboxId }) };
+    },
     probeMs: NODE_PROBE_MS,
     // A node's words are escaped: a hostile node cannot forge a line of this log (oneLine).
     onError: (e) => log(`placement: ${oneLine(String(e))}`),

@@ -14,12 +14,12 @@
 // containers of the instance at any time, so with them lookup.ts asks about any name).
 import type Docker from 'dockerode';
 import { SandboxError } from '../../errors.ts';
-import type { AdoptOptions } from '../nodes/types.ts';
+import type { AdoptOptions, AdoptQuestions } from '../nodes/types.ts';
 import { LABEL_INSTANCE, LABEL_MANAGED, LABEL_POOL_OWNER } from './config.ts';
 import { fromDocker } from './errors.ts';
 import { sweepLinkDirs } from './links.ts';
 import { type NodeBase, removeContainer } from './node-state.ts';
-import { classify, listedWorkspace, sweepable } from './ownership.ts';
+import { classify, listedWorkspace, questionsOf, sweepable } from './ownership.ts';
 import type { WorkspaceMount } from './workspaces.ts';
 
 export type { AdoptOptions };
@@ -50,14 +50,21 @@ async function liveOwners(
   return live;
 }
 
+/** What adopt() would need the store's word on (ownership.ts questionsOf), read from the engine now. */
+export async function adoptQuestions(s: NodeBase, knownAt?: number): Promise<AdoptQuestions> {
+  const list = await listManaged(s);
+  return questionsOf(list, { prefix: s.prefix, instance: s.instance, process: s.owner }, knownAt);
+}
+
+const listManaged = (s: NodeBase): Promise<Docker.ContainerInfo[]> =>
+  s.docker.listContainers({ all: true, filters: { label: [`${LABEL_MANAGED}=1`] } }).catch((e) => {
+    throw fromDocker(e, 'Listing sandboxes');
+  });
+
 /** The names of this instance's agent containers on the engine (see the header). */
 export async function adopt(s: NodeBase, adoptOptions: AdoptOptions = {}): Promise<string[]> {
   const { docker, names, prefix, instance, onError, links } = s;
-  const list = await docker
-    .listContainers({ all: true, filters: { label: [`${LABEL_MANAGED}=1`] } })
-    .catch((e) => {
-      throw fromDocker(e, 'Listing sandboxes');
-    });
+  const list = await listManaged(s);
   const self = {
     prefix,
     instance,
@@ -68,10 +75,12 @@ export async function adopt(s: NodeBase, adoptOptions: AdoptOptions = {}): Promi
     owns: (m: WorkspaceMount) => s.workspaces.owns(m),
     ...(adoptOptions.known === undefined
       ? {}
-      : {
-          known: new Set([...adoptOptions.known].map((id) => names.agent(id))),
-          knownAt: adoptOptions.knownAt,
-        }),
+      : { known: new Set([...adoptOptions.known].map((id) => names.agent(id))) }),
+    // The node protocol's answer (AdoptOptions.unknown): slugs, named as agent ids are.
+    ...(adoptOptions.unknown === undefined
+      ? {}
+      : { unknown: new Set([...adoptOptions.unknown].map((slug) => names.agent(slug))) }),
+    ...(adoptOptions.knownAt === undefined ? {} : { knownAt: adoptOptions.knownAt }),
   };
   const adopted: string[] = [];
   // Workspaces any container still uses, whoever's it is: the sweep keeps them.

@@ -19,9 +19,9 @@
 import { statfs } from 'node:fs/promises';
 import Docker from 'dockerode';
 import { nanoid } from 'nanoid';
-import type { NodeCapacity, PooledChannels, SandboxNode } from '../nodes/types.ts';
+import type { AdoptAsking, NodeCapacity, PooledChannels, SandboxNode } from '../nodes/types.ts';
 import type { SandboxLimits } from '../types.ts';
-import { adopt } from './adopt.ts';
+import { adopt, adoptQuestions } from './adopt.ts';
 import {
   DOCKER_DEFAULT_LIMITS,
   DOCKER_DEFAULT_MAXIMA,
@@ -87,7 +87,7 @@ export interface DockerNodeOptions {
   rollImage?: boolean;
 }
 
-export type DockerNode = SandboxNode<unknown> & PooledChannels & { readonly pool: WarmPool };
+export type DockerNode = SandboxNode<unknown> & PooledChannels & AdoptAsking & { readonly pool: WarmPool };
 
 const NO_WARM: WarmHooks = { make: async () => undefined, drop: async () => {} };
 
@@ -161,6 +161,7 @@ export function createDockerNode(options: DockerNodeOptions): DockerNode {
         usageOptions,
       ),
     adopt: (adoptOptions) => adopt(s, adoptOptions),
+    adoptQuestions: (knownAt) => adoptQuestions(s, knownAt),
     capacity: () => capacity(s, name, poolSize, options.diskPath),
     unclaimed: () => s.pool.unclaimed(),
     claim: (id) => s.pool.claim(id),

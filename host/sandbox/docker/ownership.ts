@@ -86,6 +86,11 @@ export interface Owner {
   known?: ReadonlySet<string>;
   /** When `known` was read (epoch ms): only containers created before it are judged by it. */
   knownAt?: number;
+  /**
+   * Instead of `known` (the node protocol): the container names of agents the store does not know,
+   * among those asked about (questionsOf); only these are reclaimed, when created before `knownAt`.
+   */
+  unknown?: ReadonlySet<string>;
 }
 
 /** What adopt() does with one listed container. */
@@ -121,13 +126,45 @@ const poolOwnerLives = (owner: string | undefined, o: Owner): boolean =>
  */
 const SKEW_MS = 60_000;
 
+/** Whether an agent container is old enough to be judged by a read of the store's agents at `knownAt`. */
+const judged = (c: Docker.ContainerInfo, knownAt: number | undefined): boolean =>
+  knownAt !== undefined && typeof c.Created === 'number' && c.Created * 1000 < knownAt - SKEW_MS;
+
 /** Whether an agent container was made before the store's read of its agents, none of them its. */
-const unknownAgent = (c: Docker.ContainerInfo, name: string, o: Owner): boolean =>
-  o.known !== undefined &&
-  o.knownAt !== undefined &&
-  !o.known.has(name) &&
-  typeof c.Created === 'number' &&
-  c.Created * 1000 < o.knownAt - SKEW_MS;
+const unknownAgent = (c: Docker.ContainerInfo, name: string, o: Owner): boolean => {
+  if (!judged(c, o.knownAt)) return false;
+  if (o.unknown !== undefined) return o.unknown.has(name);
+  return o.known !== undefined && !o.known.has(name);
+};
+
+/**
+ * What classify() would need the store's word on (the node protocol asks it of the control plane
+ * before adopting, so the control plane answers about this engine's containers only): the
+ * containers `claim` and `assigned` decide (legacy agent containers, this instance's pool
+ * containers another process made), and the slugs of this instance's agent containers that
+ * `known` would judge (created before `knownAt`, less the clock skew).
+ */
+export const questionsOf = (
+  list: readonly Docker.ContainerInfo[],
+  o: Pick<Owner, 'prefix' | 'instance' | 'process'>,
+  knownAt: number | undefined,
+): { sandboxes: string[]; agents: string[] } => {
+  const own = `${o.prefix}-${o.instance}`;
+  const sandboxes: string[] = [];
+  const agents: string[] = [];
+  for (const c of list) {
+    const labels = c.Labels ?? {};
+    const names = c.Names.map((n) => n.replace(/^\//, ''));
+    if (labels[LABEL_INSTANCE] === o.instance) {
+      const agent = names.find((n) => n.startsWith(`${own}-agent-`));
+      if (agent !== undefined) {
+        if (judged(c, knownAt)) agents.push(agent.slice(`${own}-agent-`.length));
+      } else if (labels[LABEL_POOL] === '1' && labels[LABEL_POOL_OWNER] !== o.process) sandboxes.push(c.Id);
+    } else if (labels[LABEL_INSTANCE] === undefined && names.some((n) => n.startsWith(`${o.prefix}-agent-`)))
+      sandboxes.push(c.Id);
+  }
+  return { sandboxes, agents };
+};
 
 export const classify = (c: Docker.ContainerInfo, o: Owner): Verdict => {
   const labels = c.Labels ?? {};

@@ -1,7 +1,7 @@
 // Placement among several nodes (docs/nodes.md, "Placement"): one SandboxNode over many, so the
 // provider above it is the same as over one node. An agent already on a node is routed there (its
-// node as the store records it, else the answer of each node's `find` or `adopt`, remembered in
-// memory and recorded in the store); a new agent goes beside its family (spec.near: the agent
+// node as the store records it, else the one node whose `find` answer matches the store's record
+// of the agent, remembered in memory and recorded in the store); a new agent goes beside its family (spec.near: the agent
 // whose workspace it starts from) when that node takes new agents, else to the best of up to K
 // sampled nodes by free capacity (E2B's best-of-K; capacities cached a few seconds, each placement
 // counted into the cache so a burst spreads), skipping cordoned and unreachable nodes and nodes
@@ -15,8 +15,12 @@
 // does not answer fails only its own agents' calls, with NODE_UNREACHABLE naming it (at once, with
 // no call to it, once it is marked unreachable), and gets no new agents; agents on other nodes
 // carry on; the questions placement asks itself (capacity, find) give up after `answerMs`; a node's
-// capacity answer is used only when every figure is a finite, non-negative number (a hostile or
-// broken node is not picked by a lie); an agent with no record, while some node is silent, is
+// capacity answer is used only when every figure is a finite, non-negative number, taken whole
+// within bounds, and its free share counts no more than one sandbox may use (a hostile or broken
+// node is not picked by a lie: saneCapacity, shareCap); a node's word that it holds an agent with
+// no record counts only when it matches the store's record of the agent and no other node's does
+// (claimOf: else NODE_CONFLICT, and the agent is sent to none), and what its adopt names records
+// nothing; an agent with no record, while some node is silent, is
 // placed afresh by `ensure` but fails every other call with NODE_UNREACHABLE naming the silent
 // nodes (it may be there).
 // Snapshots: one is taken on its agent's node and named by it (the snapshot row's `node`); it is
@@ -50,6 +54,18 @@ export interface PlacementOptions {
   probeMs?: number;
   /** Told when a node stops or starts answering. */
   onHealth?: (name: string, reachable: boolean, error?: string) => void;
+  /**
+   * A live agent as the store knows it: a node's `find` answer for an agent with no recorded node
+   * counts only when it matches (claimOf). Default: none (any answer counts, but two conflict).
+   */
+  agentOf?: (agentId: string) => Promise<AgentRecordOf | undefined>;
+}
+
+/** What the store says of an agent, to check a node's claim on it against. */
+export interface AgentRecordOf {
+  tenantId: string;
+  /** Its sandbox's id (the container id) as last recorded, when it had one. */
+  sandboxId?: string;
 }
 
 /** What GET /v1/nodes and the admin say about a node. */
@@ -102,6 +118,7 @@ interface State {
   snapshots: Map<string, string>;
   /** Agent id → tenant id, for agents placed by this process (the tenant spread without a store). */
   tenants: Map<string, string>;
+  agentOf: PlacementOptions['agentOf'];
 }
 
 /** A node placement places on (a remote one keeps warm sessions: remote/warm.ts). */
@@ -124,6 +141,7 @@ export function createPlacement(members: Member[], options: PlacementOptions = {
     health: undefined as unknown as NodeHealth,
     snapshots: new Map(),
     tenants: new Map(),
+    agentOf: options.agentOf,
   };
   s.health = createNodeHealth(members, {
     probeMs: options.probeMs ?? 0,
@@ -153,7 +171,7 @@ export function createPlacement(members: Member[], options: PlacementOptions = {
       },
     },
     async ensure(spec) {
-      const { node: at } = await locate(s, spec.agentId, spec.fresh !== true);
+      const { node: at } = await locate(s, spec.agentId, spec.fresh !== true, spec.tenantId);
       const node = at ?? (spec.fromSnapshot === undefined ? await place(s, spec) : await holder(s, spec));
       const placed = await guarded(s, node, (n) => n.ensure(spec));
       if (s.where.get(spec.agentId) !== node.name) counted(s, node.name);
@@ -290,7 +308,9 @@ async function capacityOf(s: State, node: SandboxNode<unknown>): Promise<NodeCap
   const hit = s.cache.get(node.name);
   if (hit !== undefined && Date.now() - hit.at < s.ttl) return hit.capacity;
   if (s.health.down(node.name) !== undefined) return undefined;
-  const capacity = await answer(s, node, 'capacity', node.capacity()).then(saneCapacity, (e: unknown) => {
+  // A node's own code may throw as it is asked (an in-process one): that is its failure, not placement's.
+  const asked = Promise.resolve().then(() => node.capacity());
+  const capacity = await answer(s, node, 'capacity', asked).then(saneCapacity, (e: unknown) => {
     s.onError(e);
     return undefined;
   });
@@ -307,9 +327,10 @@ interface Located {
 
 /**
  * Where the agent is: memory, else the store, else (when `ask`) every node's find (a silent node's
- * answer is not waited for). An agent's first sandbox does not ask (NodeSandboxSpec.fresh).
+ * answer is not waited for; claims: which answer counts). An agent's first sandbox does not ask
+ * (NodeSandboxSpec.fresh). `tenant`: the agent's, when the caller knows it.
  */
-async function locate(s: State, agentId: string, ask = true): Promise<Located> {
+async function locate(s: State, agentId: string, ask = true, tenant?: string): Promise<Located> {
   const known = s.where.get(agentId) ?? (await s.store?.nodeOf(agentId));
   if (known !== undefined) {
     const node = s.byName.get(known);
@@ -338,11 +359,56 @@ async function locate(s: State, agentId: string, ask = true): Promise<Located> {
         ),
       ),
   );
-  const hit = answers.find((a) => a.found !== undefined);
+  const hit = await claimOf(s, agentId, answers, tenant);
   if (hit === undefined) return { silent };
   await remember(s, agentId, hit.n.name);
-  return { node: hit.n, ...(hit.found === undefined ? {} : { found: hit.found }), silent };
+  return { node: hit.n, found: hit.found, silent };
 }
+
+/**
+ * Which node's `find` answer for an agent with no record counts, since any node may answer "mine"
+ * for any agent id to be sent its calls (its files, commands, secrets). Only one that matches what
+ * the store says of the agent, which a node that was never given the agent does not know: the
+ * sandbox id the store recorded for it (the container id: a pooled container carries no tenant
+ * label), else its tenant. Any other claim is reported (SANDBOX_PROTOCOL); and unless exactly one
+ * answer counts, some node claimed the agent and it is sent to none: NODE_CONFLICT naming the
+ * claimants (rather than a fresh sandbox elsewhere, which would lose its files if a claim was true).
+ */
+async function claimOf(
+  s: State,
+  agentId: string,
+  answers: Array<{ n: SandboxNode<unknown>; found: NodeSandbox | undefined }>,
+  tenant: string | undefined,
+): Promise<{ n: SandboxNode<unknown>; found: NodeSandbox } | undefined> {
+  const claims = answers.flatMap(({ n, found }) => (found === undefined ? [] : [{ n, found }]));
+  if (claims.length === 0) return undefined;
+  const record = (await s.agentOf?.(agentId)) ?? (tenant === undefined ? undefined : { tenantId: tenant });
+  const counted = claims.filter(({ n, found }) => {
+    if (matches(found, record)) return true;
+    s.onError(
+      new SandboxError(
+        'SANDBOX_PROTOCOL',
+        `Node ${n.name} said it holds agent ${agentId}, with a sandbox that is not the one the store records; not counted.`,
+        { data: { node: n.name } },
+      ),
+    );
+    return false;
+  });
+  if (counted.length === 1) return counted[0];
+  const nodes = (counted.length > 1 ? counted : claims).map(({ n }) => n.name);
+  throw new SandboxError(
+    'NODE_CONFLICT',
+    counted.length > 1
+      ? `Nodes ${nodes.join(', ')} each say they hold agent ${agentId}'s sandbox, and none is recorded as its node: it is sent to neither.`
+      : `Node ${nodes.join(', ')} said it holds agent ${agentId}'s sandbox, which is not the one the store records: it is not sent there.`,
+    { data: { nodes } },
+  );
+}
+
+/** Whether a node's sandbox is the agent's as the store records it (anything, when it records nothing). */
+const matches = (found: NodeSandbox, record: AgentRecordOf | undefined): boolean =>
+  record === undefined ||
+  (record.sandboxId === undefined ? found.tenantId === record.tenantId : found.id === record.sandboxId);
 
 /** The agent's node for a call on it; NODE_UNREACHABLE naming the nodes that might have it and do not answer. */
 async function route(s: State, agentId: string): Promise<SandboxNode<unknown> | undefined> {
@@ -369,11 +435,14 @@ async function place(s: State, spec: NodeSandboxSpec): Promise<SandboxNode<unkno
     Promise.all(open.map(async (n) => ({ n, c: await capacityOf(s, n) }))),
     tenantCounts(s, spec.tenantId),
   ]);
-  let best: { n: SandboxNode<unknown>; score: number } | undefined;
+  const held = heldOf(s);
+  let best: { n: SandboxNode<unknown>; score: number; held: number } | undefined;
   for (const { n, c } of scored) {
     if (c === undefined || !c.runtimes.includes(runtime)) continue;
-    const score = freeOf(c) / (1 + (mine.get(n.name) ?? 0));
-    if (best === undefined || score > best.score) best = { n, score };
+    const score = Math.min(freeOf(c), shareCap(n.maxima)) / (1 + (mine.get(n.name) ?? 0));
+    const ties = best !== undefined && score === best.score;
+    if (best === undefined || score > best.score || (ties && held(n.name) < best.held))
+      best = { n, score, held: held(n.name) };
   }
   if (best === undefined)
     throw new SandboxError(
@@ -381,6 +450,16 @@ async function place(s: State, spec: NodeSandboxSpec): Promise<SandboxNode<unkno
       `No node can take a new sandbox (${open.length === 0 ? 'every node is cordoned or unreachable' : `asked ${open.map((n) => n.name).join(', ')}`}).`,
     );
   return best.n;
+}
+
+/**
+ * The agents this process knows on each node: what a node says of itself cannot change it, so it
+ * breaks ties between nodes whose free share is capped (shareCap).
+ */
+function heldOf(s: State): (name: string) => number {
+  const counts = new Map<string, number>();
+  for (const name of s.where.values()) counts.set(name, (counts.get(name) ?? 0) + 1);
+  return (name) => counts.get(name) ?? 0;
 }
 
 /** The tenant's agents per node: the store's count (every replica's placements), else this process's. */
@@ -457,10 +536,11 @@ function counted(s: State, name: string): void {
 }
 
 /**
- * Every node's adopt; the agents found are remembered on their node. A node that fails is passed
- * over. A node's list is its word only: an agent recorded on another node stays there (a node that
- * named it would get its calls, its files written and its commands: SANDBOX_PROTOCOL, reported),
- * and one no node was recorded for goes to the first node in DSH_NODES order that names it.
+ * Every node's adopt. A node that fails is passed over. A node's list is its word only, and moves
+ * or records nothing: an agent recorded on another node stays there (a node that named it would
+ * get its calls, its files written and its commands: SANDBOX_PROTOCOL, reported), and one with no
+ * record is found on its first call by `find`, whose answer is checked (claimOf). (What a node's
+ * adopt names are its containers' names, not agent ids: before, they were recorded as agents.)
  */
 async function adoptAll(s: State, options: Parameters<SandboxNode<unknown>['adopt']>[0]): Promise<string[]> {
   const answers = await Promise.all(
@@ -478,10 +558,8 @@ async function adoptAll(s: State, options: Parameters<SandboxNode<unknown>['adop
   for (const { n, found } of answers)
     for (const agentId of found) {
       const known = s.where.get(agentId) ?? (await s.store?.nodeOf(agentId));
-      if (known === undefined || known === n.name) {
-        await remember(s, agentId, n.name);
-        adopted.push(agentId);
-      } else s.onError(claimed(n.name, agentId, known));
+      if (known === undefined || known === n.name) adopted.push(agentId);
+      else s.onError(claimed(n.name, agentId, known));
     }
   return adopted;
 }
@@ -522,15 +600,52 @@ const GIB = 1024 ** 3;
  */
 export const freeOf = (c: NodeCapacity): number => Math.min(c.cpus, c.memoryBytes / GIB) / (c.sandboxes + 1);
 
+/**
+ * The most a node's free share counts for: what one sandbox may use at most (its maxima, in the
+ * units of freeOf). Room beyond that gives a new agent nothing, so a node that reports a huge
+ * machine (a lie, or a real one) ties with every node that has room for a sandbox at its maxima,
+ * and the tie goes to the node holding fewer of this process's agents (heldOf): one node's numbers
+ * cannot draw every new agent to it.
+ */
+export const shareCap = (maxima: SandboxLimits): number =>
+  Math.min(maxima.nanoCpus / 1e9, maxima.memoryBytes / GIB);
+
 const count = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v) && v >= 0;
 
-/** A node's capacity when every figure placement reads is sane; undefined otherwise. */
+/** Bounds on what a node may report (far above any machine): a figure past one counts as the bound. */
+export const CAPACITY_BOUNDS = {
+  cpus: 4096,
+  memoryBytes: 2 ** 50,
+  diskFreeBytes: 2 ** 60,
+  sandboxes: 1_000_000,
+  poolSize: 1024,
+} as const;
+
+const whole = (v: number, most: number): number => Math.min(Math.floor(v), most);
+
+/**
+ * A node's capacity when every figure placement reads is a finite, non-negative number (undefined
+ * otherwise), each taken as a whole number within CAPACITY_BOUNDS, with `running` at most
+ * `sandboxes` and the pool's `ready` at most its `size`.
+ */
 export function saneCapacity(c: NodeCapacity): NodeCapacity | undefined {
   if (typeof c !== 'object' || c === null) return undefined;
   const figures = [c.cpus, c.memoryBytes, c.sandboxes, c.running, c.pool?.ready, c.pool?.size];
   if (!figures.every(count) || !Array.isArray(c.runtimes)) return undefined;
   if (c.diskFreeBytes !== undefined && !count(c.diskFreeBytes)) return undefined;
-  return { ...c, pool: { ...c.pool }, runtimes: [...c.runtimes] };
+  const b = CAPACITY_BOUNDS;
+  const sandboxes = whole(c.sandboxes, b.sandboxes);
+  const size = whole(c.pool.size, b.poolSize);
+  return {
+    ...c,
+    cpus: whole(c.cpus, b.cpus),
+    memoryBytes: whole(c.memoryBytes, b.memoryBytes),
+    ...(c.diskFreeBytes === undefined ? {} : { diskFreeBytes: whole(c.diskFreeBytes, b.diskFreeBytes) }),
+    sandboxes,
+    running: whole(c.running, sandboxes),
+    pool: { ready: whole(c.pool.ready, size), size },
+    runtimes: [...c.runtimes],
+  };
 }
 
 /** The most every node allows. */

@@ -194,6 +194,32 @@ export interface AdoptOptions {
    */
   known?: Iterable<string>;
   knownAt?: number;
+  /**
+   * The node protocol's form of `known` (remote/client.ts): among the agents' slugs the node asked
+   * about (AdoptQuestions.agents), those the store does not know; their containers created before
+   * `knownAt` are reclaimed, every other container is judged as without `known`. So a node learns
+   * the store's answer about its own containers only, never the list of every agent.
+   */
+  unknown?: Iterable<string>;
+}
+
+/**
+ * What a node needs the store's word on before it adopts (the node protocol's first `adopt` step,
+ * docs/nodes.md "Adoption"): the containers whose verdict depends on `claim` and `assigned` (legacy
+ * agent containers, this instance's pool containers another process left), and the slugs of this
+ * instance's agent containers old enough to be judged by `known`. The control plane answers about
+ * these only, so no node is sent the ids of agents that are not on it.
+ */
+export interface AdoptQuestions {
+  /** Container ids. */
+  sandboxes: string[];
+  /** Agent slugs (the part of an agent container's name after `-agent-`). */
+  agents: string[];
+}
+
+/** A node that can say what its adopt needs to know (the embedded node over the engine can). */
+export interface AdoptAsking {
+  adoptQuestions(knownAt?: number): Promise<AdoptQuestions>;
 }
 
 /**

@@ -3,8 +3,9 @@
 // private engine: ../nodes/engine.ts) and `h`, a machine holding a valid node certificate whose
 // agent answers what it likes. A node's reach must end at the agents placed on it: its pool counts
 // never break /metrics, an answer of 1 GiB (here to `adopt`, at the control plane's start) fails
-// that call and never the process, and naming another node's agents in `adopt` never moves them to
-// it (before, the restart's adopt recorded the tenant's agent on `h`, which got its calls).
+// that call and never the process, `adopt` never names an agent to a node it is not on (before,
+// every node was sent every agent id), and naming another node's agents in `adopt` never moves
+// them to it (before, the restart's adopt recorded the tenant's agent on `h`, which got its calls).
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -29,8 +30,12 @@ let hostile: Server | undefined;
 let running: Running | undefined;
 const logs: string[] = [];
 
-/** What the hostile node answers to `adopt`: nothing, 1 GiB, or every agent id it was told of. */
+/** What the hostile node answers to `adopt`: nothing, 1 GiB, or the agent ids in `claims`. */
 let adopt: 'none' | 'bomb' | 'claim' = 'none';
+/** The agent ids the hostile node names in `adopt` (it is told none: it learnt them elsewhere). */
+let claims: string[] = [];
+/** Every adopt body the hostile node received. */
+const adoptBodies: string[] = [];
 /** Bytes the hostile node managed to send of its last 1 GiB answer. */
 let poured = 0;
 
@@ -64,7 +69,9 @@ const serveHostile = async (): Promise<Server> => {
             pool: { ready: 'lots', size: 0 },
             runtimes: ['runc'],
           });
-        if (method === 'adopt' && adopt === 'claim') return send({ names: body.known ?? [] });
+        if (method === 'adopt') adoptBodies.push(Buffer.concat(chunks).toString('utf8'));
+        if (method === 'adopt' && adopt === 'claim')
+          return send(body.ask === true ? { questions: { sandboxes: [], agents: [] } } : { names: claims });
         if (method === 'adopt' && adopt === 'bomb') {
           poured = 0;
           const chunk = Buffer.alloc(1024 * 1024, 0x20);
@@ -152,9 +159,14 @@ it("keeps a tenant's agent on its node through a hostile node's pool counts, 1 G
   expect(poured).toBeLessThan(1024 ** 3);
   expect(out(await bash(r, key, agent, 'cat kept.txt'))).toContain('kept');
 
-  // A restart while h claims every agent it is told of: the agent stays on a, with its file.
+  // A restart while h claims the agent (named to it by no one: adopt sends a node only the
+  // answers about its own containers): the agent stays on a, with its file.
   adopt = 'claim';
+  claims = [agent];
   r = await start();
+  expect(adoptBodies.join('\n')).not.toContain(agent);
+  // a's adopt, in two steps over the real node agent, found the agent's container.
+  expect(logs.filter((l) => l.includes('re-adopted')).at(-1)).toMatch(/re-adopted 1 agent sandbox/);
   const read = await bash(r, key, agent, 'cat kept.txt');
   expect(read?.ok, JSON.stringify(read)).toBe(true);
   expect(out(read)).toContain('kept');

@@ -2,7 +2,7 @@
 // pool containers of owners that no longer run (a fake engine: what was removed, what renamed).
 import type Docker from 'dockerode';
 import { describe, expect, it } from 'vitest';
-import { adopt } from '../../../host/sandbox/docker/adopt.ts';
+import { adopt, adoptQuestions } from '../../../host/sandbox/docker/adopt.ts';
 import type { NodeBase } from '../../../host/sandbox/docker/node-state.ts';
 import { naming } from '../../../host/sandbox/docker/ownership.ts';
 import type { WorkspaceStore } from '../../../host/sandbox/docker/workspaces.ts';
@@ -124,5 +124,35 @@ describe('adopt() on a store restored to an older point', () => {
     expect(removed).toEqual(['c-later']);
     expect(adopted).toEqual([`dsh-${INSTANCE}-agent-agt_kept`, `dsh-${INSTANCE}-agent-agt_new`]);
     expect(String((errors[0] as Error).message)).toContain('its agent is not in the store');
+  });
+
+  it('asks only about its own containers, and reclaims only those the answer names (the node protocol)', async () => {
+    const knownAt = Date.now();
+    const list = [
+      agentContainer('c-kept', 'agt_kept', knownAt - 120_000),
+      agentContainer('c-later', 'agt_later', knownAt - 120_000),
+      agentContainer('c-new', 'agt_new', knownAt + 10_000),
+      pooled('p-left', 'proc-gone'),
+      pooled('p-mine', 'proc-now'),
+      {
+        Id: 'c-legacy',
+        Names: ['/dsh-agent-agt_old'],
+        Labels: { 'dsh.managed': '1' },
+        Mounts: [],
+      } as unknown as Docker.ContainerInfo,
+      {
+        ...agentContainer('c-other', 'agt_other', 0),
+        Labels: { 'dsh.managed': '1', 'dsh.instance': 'other' },
+      },
+    ];
+    const { base, removed } = engine(list, 'proc-now');
+    // What the control plane is asked: not the young container's agent, not its own pool, not another instance's.
+    expect(await adoptQuestions(base, knownAt)).toEqual({
+      sandboxes: ['p-left', 'c-legacy'],
+      agents: ['agt_kept', 'agt_later'],
+    });
+    const adopted = await adopt(base, { claim: [], unknown: ['agt_later', 'agt_new'], knownAt });
+    expect(removed).toEqual(['c-later', 'p-left']);
+    expect(adopted).toEqual([`dsh-${INSTANCE}-agent-agt_kept`, `dsh-${INSTANCE}-agent-agt_new`]);
   });
 });

@@ -7,8 +7,9 @@
 // node's defaults pass the cluster's maxima, so a first node (whose defaults placement takes) cannot
 // make every other node refuse the agents it is given. A raw HTTPS server with the node's
 // certificate stands in for the node agent.
+import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,11 +19,11 @@ import {
   DOCKER_DEFAULT_MAXIMA,
   resolveLimits,
 } from '../../../host/sandbox/docker/config.ts';
-import { createPlacement } from '../../../host/sandbox/nodes/placement.ts';
+import { CAPACITY_BOUNDS, createPlacement, saneCapacity } from '../../../host/sandbox/nodes/placement.ts';
 import { connectRemoteNode, type RemoteNode } from '../../../host/sandbox/nodes/remote/client.ts';
 import { MAX_ANSWER_BYTES, MAX_CLAIMS, PROTOCOL } from '../../../host/sandbox/nodes/remote/protocol.ts';
 import { createWarmSessions } from '../../../host/sandbox/nodes/remote/warm.ts';
-import type { SandboxdChannel, SandboxNode } from '../../../host/sandbox/nodes/types.ts';
+import type { NodeSandbox, SandboxdChannel, SandboxNode } from '../../../host/sandbox/nodes/types.ts';
 import { makeCa, makeCert, makeControlCert } from '../../../scripts/node-certs.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'dsh-node-hostile-'));
@@ -39,6 +40,22 @@ const timers = new Set<NodeJS.Timeout>();
 
 let server: Server;
 let node: RemoteNode;
+
+/** What the node's adopt asks (its first step), and each adopt body it received, whole. */
+let questions: { sandboxes: string[]; agents: string[] } = { sandboxes: [], agents: [] };
+const adoptBodies: string[] = [];
+
+/** The node's adopt: the questions to `ask`, the names of the claims to the second step. */
+const adoptCall = (req: IncomingMessage, res: ServerResponse): void => {
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('end', () => {
+    const body = Buffer.concat(chunks).toString('utf8');
+    adoptBodies.push(body);
+    const a = JSON.parse(body) as { ask?: boolean; claim?: string[] };
+    res.end(JSON.stringify(a.ask === true ? { questions } : { names: a.claim ?? [] }));
+  });
+};
 
 /** Writes `chunk` for as long as the connection takes it, up to `total` bytes. */
 const pour = (res: ServerResponse, chunk: Buffer, total: number): void => {
@@ -67,6 +84,7 @@ beforeAll(async () => {
       rejectUnauthorized: true,
     },
     (req, res) => {
+      if (req.url === '/v1/adopt') return void adoptCall(req, res);
       req.resume();
       if (req.url === '/v1/info') {
         res.end(JSON.stringify({ protocol: PROTOCOL, ready: 0, ...info }));
@@ -248,4 +266,199 @@ it("counts a node's pool only as whole, non-negative numbers (the /metrics gauge
     answer = (res) => res.end('{"state":"running"}');
     await liar.close();
   }
+});
+
+it('adopts among 100k agents sending the node only the answers about its own containers', async () => {
+  const agents = Array.from({ length: 100_000 }, (_, i) => `agt_${String(i).padStart(21, '0')}`);
+  const sandboxOf = (i: number): string => createHash('sha256').update(String(i)).digest('hex');
+  const knownAt = Date.now();
+  // The node holds agent 3's container, a pool container a crash left assigned to agent 7, a
+  // legacy container nobody records, and the container of an agent the store does not know.
+  questions = { sandboxes: [sandboxOf(7), 'f'.repeat(64)], agents: [agents[3] as string, 'agt_gone'] };
+  adoptBodies.length = 0;
+  await node.adopt({
+    claim: agents.map((_, i) => sandboxOf(i)),
+    assigned: new Map(agents.map((a, i) => [sandboxOf(i), a])),
+    known: agents,
+    knownAt,
+  });
+  const sent = adoptBodies.reduce((n, b) => n + Buffer.byteLength(b), 0);
+  // Before, one body of every agent id and sandbox (19,000,075 bytes here, past the node's 1 MiB
+  // limit); now 300.
+  expect(sent).toBeLessThan(1024);
+  expect(adoptBodies.map((b) => JSON.parse(b))).toEqual([
+    { ask: true, claim: 'ask', knownAt },
+    {
+      claim: [sandboxOf(7)],
+      assigned: [sandboxOf(7), agents[7]],
+      replicas: false,
+      unknown: ['agt_gone'],
+      knownAt,
+    },
+  ]);
+  // No agent the node did not ask about is named to it.
+  expect(adoptBodies.join('')).not.toContain(agents[8]);
+  expect(adoptBodies.join('')).not.toContain(agents[3]);
+});
+
+it("adopts nothing from a node's questions that are not short strings, and sends no more for them", async () => {
+  questions = {
+    sandboxes: 'all' as unknown as string[],
+    agents: [{ every: true }, 'x'.repeat(500)] as string[],
+  };
+  adoptBodies.length = 0;
+  await node.adopt({ claim: ['c1'], assigned: new Map([['c1', 'agt_1']]), known: ['agt_1'], knownAt: 1 });
+  expect(JSON.parse(adoptBodies[1] as string)).toEqual({
+    claim: [],
+    assigned: [],
+    replicas: false,
+    unknown: [],
+    knownAt: 1,
+  });
+});
+
+/** A node placement may place on: `holds` answers its find; open says which node it reached. */
+const member = (name: string, holds: (agentId: string) => NodeSandbox | undefined, adopted: string[] = []) =>
+  ({
+    name,
+    defaults: DOCKER_DEFAULT_LIMITS,
+    maxima: DOCKER_DEFAULT_MAXIMA,
+    pool: { ready: 0, filled: async () => {} },
+    find: async (agentId: string) => holds(agentId),
+    open: async () => ({ name }) as unknown as SandboxdChannel,
+    state: async () => 'running',
+    adopt: async () => adopted,
+    capacity: async () => ({
+      node: name,
+      cpus: 4,
+      memoryBytes: 8 * 1024 ** 3,
+      sandboxes: 0,
+      running: 0,
+      pool: { ready: 0, size: 0 },
+      runtimes: ['runc'],
+    }),
+    close: async () => {},
+  }) as unknown as SandboxNode<never>;
+
+const sandboxOf = (id: string, tenantId?: string): NodeSandbox => ({
+  id,
+  limits: DOCKER_DEFAULT_LIMITS,
+  ...(tenantId === undefined ? {} : { tenantId }),
+});
+
+it('sends an agent with no recorded node to no node when two claim it (NODE_CONFLICT), and records none', async () => {
+  const honest = member('a', (id) => (id === 'agt_old' ? sandboxOf('c1', 't1') : undefined));
+  // It says it holds every agent, with the very sandbox (a copied engine would): which is the agent's?
+  const copy = member('h', () => sandboxOf('c1', 't1'));
+  const p = createPlacement([copy, honest], { agentOf: async () => ({ tenantId: 't1', sandboxId: 'c1' }) });
+  await expect(p.open('agt_old')).rejects.toMatchObject({
+    code: 'NODE_CONFLICT',
+    data: { nodes: ['h', 'a'] },
+  });
+  expect(p.nodeOf('agt_old')).toBeUndefined();
+});
+
+it("counts only a node's find that matches the store's record of the agent, and records the node it found", async () => {
+  const errors: unknown[] = [];
+  // The store records agt_old's sandbox (c1, a pooled container: no tenant label) and agt_new's tenant only.
+  const records = new Map([
+    ['agt_old', { tenantId: 't1', sandboxId: 'c1' }],
+    ['agt_new', { tenantId: 't1' }],
+    ['agt_elsewhere', { tenantId: 't1', sandboxId: 'c9' }],
+  ]);
+  const honest = member('a', (id) =>
+    id === 'agt_old' ? sandboxOf('c1') : id === 'agt_new' ? sandboxOf('c2', 't1') : undefined,
+  );
+  for (const tenant of [undefined, 't1', 'another-tenant']) {
+    // Placed first, and claiming every agent id it is asked about, without knowing its sandbox.
+    const hostile = member('h', () => sandboxOf('f'.repeat(64), tenant));
+    const options = {
+      agentOf: async (id: string) => records.get(id),
+      onError: (e: unknown) => errors.push(e),
+    };
+    const p = createPlacement([hostile, honest], options);
+    expect(await p.open('agt_old')).toEqual({ name: 'a' });
+    expect(p.nodeOf('agt_old')).toBe('a');
+    // Alone, it gets nothing: an agent it claims is sent to no node.
+    await expect(p.open('agt_elsewhere')).rejects.toMatchObject({
+      code: 'NODE_CONFLICT',
+      data: { nodes: ['h'] },
+    });
+    expect(p.nodeOf('agt_elsewhere')).toBeUndefined();
+    // With no sandbox recorded, the tenant decides (a right guess of it is a conflict, not a win).
+    if (tenant === 't1') await expect(p.open('agt_new')).rejects.toMatchObject({ code: 'NODE_CONFLICT' });
+    else expect(await p.open('agt_new')).toEqual({ name: 'a' });
+    // Its adopt naming agents records nothing either.
+    const adopting = createPlacement([member('h', () => sandboxOf('f'), ['agt_x']), honest], options);
+    await adopting.adopt();
+    expect(adopting.nodeOf('agt_x')).toBeUndefined();
+  }
+  expect(errors).toContainEqual(expect.objectContaining({ code: 'SANDBOX_PROTOCOL', data: { node: 'h' } }));
+});
+
+it("takes a node's capacity as whole numbers within bounds, and a huge one draws no more new agents than a roomy honest node", async () => {
+  const huge = 1e300;
+  expect(
+    saneCapacity({
+      node: 'h',
+      cpus: huge,
+      memoryBytes: huge,
+      diskFreeBytes: huge,
+      sandboxes: 2.5,
+      running: 99,
+      pool: { ready: 1e9, size: 3 },
+      runtimes: ['runc'],
+    }),
+  ).toEqual({
+    node: 'h',
+    cpus: CAPACITY_BOUNDS.cpus,
+    memoryBytes: CAPACITY_BOUNDS.memoryBytes,
+    diskFreeBytes: CAPACITY_BOUNDS.diskFreeBytes,
+    sandboxes: 2,
+    running: 2,
+    pool: { ready: 3, size: 3 },
+    runtimes: ['runc'],
+  });
+  const placed = new Map<string, number>();
+  const node = (name: string, capacity: () => unknown) =>
+    ({
+      ...member(name, () => undefined),
+      ensure: async () => {
+        placed.set(name, (placed.get(name) ?? 0) + 1);
+        return sandboxOf(`${name}-${placed.get(name)}`);
+      },
+      capacity,
+    }) as unknown as SandboxNode<never>;
+  const honest = (name: string) =>
+    node(name, async () => ({
+      node: name,
+      cpus: 16,
+      memoryBytes: 64 * 1024 ** 3,
+      sandboxes: placed.get(name) ?? 0,
+      running: placed.get(name) ?? 0,
+      pool: { ready: 0, size: 0 },
+      runtimes: ['runc'],
+    }));
+  // Always empty, and the largest machine there is.
+  const liar = node('h', async () => ({
+    node: 'h',
+    cpus: huge,
+    memoryBytes: huge,
+    sandboxes: 0,
+    running: 0,
+    pool: { ready: huge, size: huge },
+    runtimes: ['runc'],
+  }));
+  // One whose code throws as it is asked: passed over, never placement's failure.
+  const broken = node('x', () => {
+    throw new Error('boom');
+  });
+  const p = createPlacement([liar, honest('a'), honest('b'), broken], { capacityTtlMs: 0, sample: 4 });
+  // Each agent another tenant's: the per-tenant spread plays no part.
+  for (let i = 0; i < 30; i++)
+    await p.ensure({ agentId: `agt_${i}`, tenantId: `t${i}`, limits: DOCKER_DEFAULT_LIMITS });
+  // Before, every one went to h (its share was 1e300); now a and b take theirs while they have
+  // room for a sandbox at its maxima (16 CPUs / 8 sandboxes: 2).
+  expect((placed.get('a') ?? 0) + (placed.get('b') ?? 0)).toBeGreaterThanOrEqual(14);
+  expect(placed.get('x')).toBeUndefined();
 });

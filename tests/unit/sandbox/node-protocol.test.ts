@@ -16,7 +16,12 @@ import { DOCKER_DEFAULT_LIMITS, DOCKER_DEFAULT_MAXIMA } from '../../../host/sand
 import { connectRemoteNode, type RemoteNode } from '../../../host/sandbox/nodes/remote/client.ts';
 import { lateRemoteNode } from '../../../host/sandbox/nodes/remote/late.ts';
 import { type NodeServer, serveNode } from '../../../host/sandbox/nodes/remote/server.ts';
-import type { SandboxdChannel, SandboxdPipe, SandboxNode } from '../../../host/sandbox/nodes/types.ts';
+import type {
+  AdoptAsking,
+  SandboxdChannel,
+  SandboxdPipe,
+  SandboxNode,
+} from '../../../host/sandbox/nodes/types.ts';
 import { makeCa, makeCert, makeControlCert, signCert } from '../../../scripts/node-certs.ts';
 import { echoPipe as echo } from '../../helpers/echo-pipe.ts';
 
@@ -24,7 +29,9 @@ const dir = mkdtempSync(join(tmpdir(), 'dsh-node-protocol-'));
 const pem = (...p: string[]): string => readFileSync(join(dir, ...p), 'utf8');
 
 const asked: string[] = [];
-const fake: SandboxNode<unknown> = {
+/** The knownAt each of the fake's adopt steps was given. */
+const adoptedAt: Array<number | undefined> = [];
+const fake: SandboxNode<unknown> & AdoptAsking = {
   name: 'fake',
   defaults: DOCKER_DEFAULT_LIMITS,
   maxima: DOCKER_DEFAULT_MAXIMA,
@@ -62,7 +69,14 @@ const fake: SandboxNode<unknown> = {
     asked.push(`drop ${id}`);
   },
   usage: async () => undefined,
-  adopt: async (o) => [...(o?.claim ?? [])],
+  adopt: async (o) => {
+    adoptedAt.push(o?.knownAt);
+    return [...(o?.claim ?? []), ...[...(o?.unknown ?? [])].map((slug) => `unknown:${slug}`)];
+  },
+  adoptQuestions: async (knownAt) => {
+    adoptedAt.push(knownAt);
+    return { sandboxes: ['x', 'y', 'z'], agents: ['k1', 'gone'] };
+  },
   capacity: async () => ({
     node: 'fake',
     cpus: 2,
@@ -169,6 +183,12 @@ describe('the node protocol', () => {
     expect(await node.find('other')).toBeUndefined();
     expect(await node.state('known')).toBe('running');
     expect(await node.adopt({ claim: ['x', 'y'] })).toEqual(['x', 'y']);
+    // In two steps: the node's questions, then the answers about them (docs/nodes.md "Adoption").
+    expect(await node.adopt({ claim: ['y', 'w'], known: ['k1', 'k2'], knownAt: 5 })).toEqual([
+      'y',
+      'unknown:gone',
+    ]);
+    expect(adoptedAt).toEqual([undefined, undefined, 5, 5]);
     expect(
       await node.ensure({ agentId: 'g1', tenantId: 't1', limits: DOCKER_DEFAULT_LIMITS, runtime: 'gvisor' }),
     ).toMatchObject({ id: 'c-g1' });

@@ -20,7 +20,8 @@ function node(name: string, cpus: number): SandboxNode<never> & { agents: Set<st
     name,
     agents,
     defaults: DOCKER_DEFAULT_LIMITS,
-    maxima: DOCKER_DEFAULT_MAXIMA,
+    // Sandboxes of up to 16 CPUs: the free shares here stay under what one may use (placement's shareCap).
+    maxima: { ...DOCKER_DEFAULT_MAXIMA, nanoCpus: 16e9, memoryBytes: 64 * GIB },
     pool: { ready: 0, filled: async () => {} },
     ensure: async (spec) => {
       agents.add(spec.agentId);

@@ -45,10 +45,16 @@ function fake(name: string, cap: Partial<NodeCapacity> | Record<string, unknown>
   const up = async (): Promise<void> => {
     if (f.down) throw new SandboxError('SANDBOX_UNAVAILABLE', `Node ${name} cannot be reached.`);
   };
-  const sandbox = (agentId: string) => ({ id: `${name}:${agentId}`, limits: DOCKER_DEFAULT_LIMITS });
+  // Every agent here is tenant t's (spec's), as its container's label says.
+  const sandbox = (agentId: string) => ({
+    id: `${name}:${agentId}`,
+    limits: DOCKER_DEFAULT_LIMITS,
+    tenantId: 't',
+  });
   Object.assign(f, {
     defaults: DOCKER_DEFAULT_LIMITS,
-    maxima: DOCKER_DEFAULT_MAXIMA,
+    // Sandboxes as large as the biggest fake machine: free shares count whole (placement's shareCap).
+    maxima: { ...DOCKER_DEFAULT_MAXIMA, nanoCpus: 4096e9, memoryBytes: 4096 * GIB },
     pool: { ready: 0, filled: async () => {} },
     async ensure(spec: { agentId: string; fromSnapshot?: string }) {
       await up();
@@ -113,6 +119,11 @@ function fake(name: string, cap: Partial<NodeCapacity> | Record<string, unknown>
   });
   return f;
 }
+
+/** Has placement find every agent the fakes hold (it records what a node's adopt names no more). */
+const findAll = async (p: { find(agentId: string): Promise<unknown> }, ...nodes: Fake[]): Promise<void> => {
+  for (const n of nodes) for (const agentId of n.agents) await p.find(agentId);
+};
 
 const spec = (agentId: string, extra: object = {}) => ({
   agentId,
@@ -214,7 +225,7 @@ describe('placement', () => {
     a.agents.add('on-a');
     b.agents.add('on-b');
     const p = createPlacement([a, b], { capacityTtlMs: 0 });
-    await p.adopt();
+    await findAll(p, a, b);
     a.down = true;
     await expect(p.open('on-a')).rejects.toMatchObject({
       code: 'NODE_UNREACHABLE',
@@ -235,7 +246,7 @@ describe('placement', () => {
     a.agents.add('on-a');
     b.agents.add('on-b');
     const p = createPlacement([a, b], { capacityTtlMs: 0, probeMs: 60_000 });
-    await p.adopt();
+    await findAll(p, a, b);
     await p.open('on-a');
     await p.open('on-b');
     const ended = new SandboxError('SANDBOX_UNAVAILABLE', 'The sandboxd connection was closed.');
@@ -260,7 +271,7 @@ describe('placement', () => {
     const a = fake('a');
     a.agents.add('on-a');
     const p = createPlacement([a], { capacityTtlMs: 0, probeMs: 60_000 });
-    await p.adopt();
+    await findAll(p, a);
     await p.open('on-a');
     const ended = new SandboxError('SANDBOX_UNAVAILABLE', 'session ended');
     // A probe under way, whose answer comes from before the node went.
@@ -376,8 +387,8 @@ describe('placement', () => {
       await again.adopt();
       expect(await again.open('victim')).toEqual({ name: 'a' });
       expect(await store.nodeOf('victim')).toBe('a');
-      // An agent no node was recorded for goes to the first node that claims it (adopt is that record).
-      expect(await store.nodeOf('unrecorded')).toBe('h');
+      // An agent no node was recorded for is not recorded on a node's adopt either (its find is checked: claimOf).
+      expect(await store.nodeOf('unrecorded')).toBeUndefined();
     } finally {
       temp.cleanup();
     }
@@ -387,7 +398,11 @@ describe('placement', () => {
     const a = fake('a');
     const liar = fake('h', { cpus: 1, memoryBytes: GIB });
     // It answers find for any agent, to be handed every new one (and to outlast its cordon).
-    liar.find = async (agentId: string) => ({ id: `h:${agentId}`, limits: DOCKER_DEFAULT_LIMITS });
+    liar.find = async (agentId: string) => ({
+      id: `h:${agentId}`,
+      limits: DOCKER_DEFAULT_LIMITS,
+      tenantId: 't',
+    });
     const p = createPlacement([liar, a], { cordoned: ['h'], capacityTtlMs: 0 });
     await p.ensure(spec('first', { fresh: true }));
     expect(p.nodeOf('first')).toBe('a');
@@ -410,7 +425,7 @@ describe('placement', () => {
       onHealth: (name, reachable) => health.push(`${name}:${reachable}`),
     });
     try {
-      await p.adopt();
+      await findAll(p, a, b);
       b.down = true;
       await until(() => p.unreachable?.('on-b') === 'b', { what: 'the probe to find b silent' });
       const opened = vi.spyOn(b, 'open');
@@ -506,7 +521,7 @@ describe('placement of snapshots', () => {
     a.agents.add('on-a');
     const p = createPlacement([a, b], { cordoned: ['a'], probeMs: 5 });
     try {
-      await p.adopt();
+      await findAll(p, a, b);
       await expect(p.ensure(spec('c1', { fromSnapshot: 'snap_a', snapshotNode: 'a' }))).rejects.toMatchObject(
         {
           code: 'NODE_CORDONED',

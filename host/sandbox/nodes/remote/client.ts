@@ -15,9 +15,11 @@
 import { PassThrough } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import { SandboxError } from '../../../errors.ts';
+import { agentSlug } from '../../docker/containers.ts';
 import { DEFAULT_RUNTIME } from '../../runtimes.ts';
 import type { SandboxLimits } from '../../types.ts';
 import type {
+  AdoptOptions,
   LinkOffer,
   NodeCapacity,
   NodeSandboxSpec,
@@ -28,6 +30,7 @@ import type {
 } from '../types.ts';
 import {
   ACCEPTED,
+  adoptQuestionsOf,
   FEATURE_POOLED,
   HEADER_CHANNEL,
   HEADER_CLAIM,
@@ -135,21 +138,7 @@ export async function connectRemoteNode(options: RemoteNodeOptions): Promise<Rem
     usage: async (agentId, usageOptions) =>
       (await call<{ usage: null | never }>('usage', { ...agent(agentId), options: usageOptions ?? {} }))
         .usage ?? undefined,
-    adopt: async (adoptOptions = {}) =>
-      (
-        await call<{ names: string[] }>(
-          'adopt',
-          {
-            claim: [...(adoptOptions.claim ?? [])],
-            assigned: [...(adoptOptions.assigned ?? new Map<string, string>())].flat(),
-            replicas: adoptOptions.replicas !== undefined,
-            ...(adoptOptions.known === undefined
-              ? {}
-              : { known: [...adoptOptions.known], knownAt: adoptOptions.knownAt ?? 0 }),
-          },
-          5 * 60_000,
-        )
-      ).names,
+    adopt: (adoptOptions = {}) => adoptOver(t, adoptOptions),
     capacity: async () => {
       const c = await call<NodeCapacity>('capacity', claimsOf(warm)); // the pool's ready: what it can use
       ready = poolSizeOf(c.pool?.ready) ?? 0;
@@ -179,6 +168,45 @@ export async function connectRemoteNode(options: RemoteNodeOptions): Promise<Rem
       onError: () => {},
     });
   }
+}
+
+/** How long each step of a node's adopt may take (it lists and removes containers). */
+const ADOPT_MS = 5 * 60_000;
+
+/**
+ * A node's adopt in two steps, so that the node learns only what concerns its own containers: it
+ * says what it needs the store's word on (`ask`: its legacy and leftover pool containers' ids, the
+ * slugs of its agent containers old enough to judge), and gets the answers about those alone (the
+ * ones `claim` and `assigned` name, the agents the store does not know), never the store's every
+ * agent id and sandbox (before, every node was sent all of them, and past ~30k agents the body
+ * passed the node's 1 MiB limit, so adopt failed). The first step carries `claim: 'ask'`, which a
+ * node agent older than this refuses (INVALID_ARGUMENTS: not a list) rather than adopt with nothing
+ * claimed (it would remove the pool containers a crash left assigned); placement passes it over.
+ */
+async function adoptOver(t: Transport, o: AdoptOptions): Promise<string[]> {
+  const knownAt = o.knownAt ?? 0;
+  const asked = adoptQuestionsOf(
+    (
+      await t.call<{ questions?: unknown }>(
+        'adopt',
+        { ask: true, claim: 'ask', ...(o.known === undefined ? {} : { knownAt }) },
+        ADOPT_MS,
+      )
+    ).questions,
+  );
+  const claimed = new Set(o.claim ?? []);
+  const assigned = o.assigned ?? new Map<string, string>();
+  const known = o.known === undefined ? undefined : new Set([...o.known].map(agentSlug));
+  const body = {
+    claim: asked.sandboxes.filter((id) => claimed.has(id)),
+    assigned: asked.sandboxes.flatMap((id) => {
+      const agentId = assigned.get(id);
+      return agentId === undefined ? [] : [id, agentId];
+    }),
+    replicas: o.replicas !== undefined,
+    ...(known === undefined ? {} : { unknown: asked.agents.filter((slug) => !known.has(slug)), knownAt }),
+  };
+  return (await t.call<{ names: string[] }>('adopt', body, ADOPT_MS)).names;
 }
 
 /** The defaults and maxima of a node's `info`; CONFIG_INVALID for another protocol or limits that are not (limitsOf). */

@@ -182,6 +182,17 @@ export const stringsOf = (value: unknown, what: string, max = 100_000): string[]
   return value as string[];
 };
 
+/**
+ * A node's adopt questions (its first `adopt` step) as the control plane takes them: the short
+ * strings of each list, anything else dropped. The answers it gets back are about these only.
+ */
+export const adoptQuestionsOf = (value: unknown): { sandboxes: string[]; agents: string[] } => {
+  const o = (typeof value === 'object' && value !== null ? value : {}) as Record<string, unknown>;
+  const shortStrings = (v: unknown): string[] =>
+    (Array.isArray(v) ? v : []).filter((x): x is string => typeof x === 'string' && x.length <= 200);
+  return { sandboxes: shortStrings(o.sandboxes), agents: shortStrings(o.agents) };
+};
+
 export const objectOf = (value: unknown, what: string): Record<string, unknown> => {
   if (typeof value !== 'object' || value === null || Array.isArray(value))
     throw bad(`${what} must be an object`);

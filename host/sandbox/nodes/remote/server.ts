@@ -274,6 +274,14 @@ async function call(node: Served, method: Method, a: Record<string, unknown>): P
     case 'usage':
       return { usage: (await node.usage(agentIdOf(a.agentId), usageOptionsOf(a.options))) ?? null };
     case 'adopt': {
+      const knownAt = typeof a.knownAt === 'number' ? a.knownAt : 0;
+      // The first step (client.ts adoptOver): what this node needs the store's word on.
+      if (a.ask === true) {
+        const asking = (node as Partial<import('../types.ts').AdoptAsking>).adoptQuestions;
+        if (asking === undefined)
+          throw new SandboxError('INVALID_ARGUMENTS', 'This node cannot say what its adopt needs to know.');
+        return { questions: await asking.call(node, a.knownAt === undefined ? undefined : knownAt) };
+      }
       const assigned = stringsOf(a.assigned, 'assigned');
       const pairs: Array<[string, string]> = [];
       for (let i = 0; i + 1 < assigned.length; i += 2)
@@ -284,9 +292,8 @@ async function call(node: Served, method: Method, a: Record<string, unknown>): P
           claim: stringsOf(a.claim, 'claim'),
           assigned: new Map(pairs),
           ...(a.replicas === true ? { replicas: { alive: async () => true } } : {}),
-          ...(a.known === undefined
-            ? {}
-            : { known: stringsOf(a.known, 'known'), knownAt: typeof a.knownAt === 'number' ? a.knownAt : 0 }),
+          ...(a.known === undefined ? {} : { known: stringsOf(a.known, 'known'), knownAt }),
+          ...(a.unknown === undefined ? {} : { unknown: stringsOf(a.unknown, 'unknown'), knownAt }),
         }),
       };
     }
