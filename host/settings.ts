@@ -1006,7 +1006,7 @@ export const SETTINGS = {
     section: 'sandboxes',
     shown: 'none',
     help: "this process's certificate (PEM) on the node protocol: the node agent's, or the control plane's",
-    doc: 'this process\'s certificate (PEM file) on the node protocol (docs/nodes.md): the node agent\'s server certificate, or the control plane\'s client certificate; signed by `DSH_NODE_CA`, with its role (`urn:dsh:node:<name>` or `urn:dsh:control-plane`, as `scripts/node-certs.ts` makes them; docs/nodes.md, "Roles"); a control plane\'s also names its instance (`urn:dsh:instance:<id>`, what `dsh-sandbox nodes instance` prints; docs/nodes.md, "Instances"), else it does not start',
+    doc: 'this process\'s certificate (PEM file) on the node protocol (docs/nodes.md): the node agent\'s server certificate, or the control plane\'s client certificate; signed by `DSH_NODE_CA`, with its role (`urn:dsh:node:<name>` or `urn:dsh:control-plane`, as `scripts/node-certs.ts` makes them; docs/nodes.md, "Roles"); a control plane\'s also names its instance (`urn:dsh-instance:<id>`, what `dsh-sandbox nodes instance` prints; docs/nodes.md, "Instances"), else it does not start',
   }),
   nodeKey: path({
     env: 'DSH_NODE_KEY',

@@ -2,7 +2,7 @@
 // command: a cluster CA, and certificates it signs for node agents (server: the names and addresses
 // control planes dial, and the role `urn:dsh:node:<name>`, <name> as in DSH_NODES) and control
 // planes (client, the role `urn:dsh:control-plane` and the instances it acts for,
-// `urn:dsh:instance:<id>`: `dsh-sandbox nodes instance` prints a control plane's;
+// `urn:dsh-instance:<id>`: `dsh-sandbox nodes instance` prints a control plane's;
 // host/sandbox/nodes/remote/roles.ts). The tests make theirs with the same functions.
 // Usage:
 //   node scripts/node-certs.ts ca <dir>                         → <dir>/ca.pem, <dir>/ca.key

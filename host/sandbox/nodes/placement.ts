@@ -17,10 +17,11 @@
 // carry on; the questions placement asks itself (capacity, find) give up after `answerMs`; a node's
 // capacity answer is used only when every figure is a finite, non-negative number, taken whole
 // within bounds, and its free share counts no more than one sandbox may use (a hostile or broken
-// node is not picked by a lie: saneCapacity, shareCap); a node's word that it holds an agent with
-// no record counts only when it matches the store's record of the agent and no other node's does
-// (claimOf: else NODE_CONFLICT, and the agent is sent to none), and what its adopt names records
-// nothing; an agent with no record, while some node is silent, is
+// node is not picked by a lie: saneCapacity, shareCap over every node's least maxima, and at least
+// the agents this process placed there); a node's word that it holds an agent with no record counts
+// only when it names the sandbox id the store records for the agent and no other node's does
+// (claimOf: else NODE_CONFLICT, and the agent is sent to none; with no sandbox id recorded no claim
+// counts and the agent is not found), and what its adopt names records nothing; an agent with no record, while some node is silent, is
 // placed afresh by `ensure` but fails every other call with NODE_UNREACHABLE naming the silent
 // nodes (it may be there).
 // Snapshots: one is taken on its agent's node and named by it (the snapshot row's `node`); it is
@@ -119,6 +120,8 @@ interface State {
   /** Agent id → tenant id, for agents placed by this process (the tenant spread without a store). */
   tenants: Map<string, string>;
   agentOf: PlacementOptions['agentOf'];
+  /** Every node's least maxima: what any sandbox placement makes may use at most. */
+  maxima: SandboxLimits;
 }
 
 /** A node placement places on (a remote one keeps warm sessions: remote/warm.ts). */
@@ -142,6 +145,7 @@ export function createPlacement(members: Member[], options: PlacementOptions = {
     snapshots: new Map(),
     tenants: new Map(),
     agentOf: options.agentOf,
+    maxima: placementLimits(members).maxima,
   };
   s.health = createNodeHealth(members, {
     probeMs: options.probeMs ?? 0,
@@ -171,7 +175,7 @@ export function createPlacement(members: Member[], options: PlacementOptions = {
       },
     },
     async ensure(spec) {
-      const { node: at } = await locate(s, spec.agentId, spec.fresh !== true, spec.tenantId);
+      const { node: at } = await locate(s, spec.agentId, spec.fresh !== true);
       const node = at ?? (spec.fromSnapshot === undefined ? await place(s, spec) : await holder(s, spec));
       const placed = await guarded(s, node, (n) => n.ensure(spec));
       if (s.where.get(spec.agentId) !== node.name) counted(s, node.name);
@@ -328,9 +332,9 @@ interface Located {
 /**
  * Where the agent is: memory, else the store, else (when `ask`) every node's find (a silent node's
  * answer is not waited for; claims: which answer counts). An agent's first sandbox does not ask
- * (NodeSandboxSpec.fresh). `tenant`: the agent's, when the caller knows it.
+ * (NodeSandboxSpec.fresh).
  */
-async function locate(s: State, agentId: string, ask = true, tenant?: string): Promise<Located> {
+async function locate(s: State, agentId: string, ask = true): Promise<Located> {
   const known = s.where.get(agentId) ?? (await s.store?.nodeOf(agentId));
   if (known !== undefined) {
     const node = s.byName.get(known);
@@ -359,7 +363,7 @@ async function locate(s: State, agentId: string, ask = true, tenant?: string): P
         ),
       ),
   );
-  const hit = await claimOf(s, agentId, answers, tenant);
+  const hit = await claimOf(s, agentId, answers);
   if (hit === undefined) return { silent };
   await remember(s, agentId, hit.n.name);
   return { node: hit.n, found: hit.found, silent };
@@ -367,33 +371,48 @@ async function locate(s: State, agentId: string, ask = true, tenant?: string): P
 
 /**
  * Which node's `find` answer for an agent with no record counts, since any node may answer "mine"
- * for any agent id to be sent its calls (its files, commands, secrets). Only one that matches what
- * the store says of the agent, which a node that was never given the agent does not know: the
- * sandbox id the store recorded for it (the container id: a pooled container carries no tenant
- * label), else its tenant. Any other claim is reported (SANDBOX_PROTOCOL); and unless exactly one
- * answer counts, some node claimed the agent and it is sent to none: NODE_CONFLICT naming the
- * claimants (rather than a fresh sandbox elsewhere, which would lose its files if a claim was true).
+ * for any agent id to be sent its calls (its files, commands, secrets). Only one that names the
+ * sandbox id the store recorded for the agent (the container id, set when its sandbox was made),
+ * which a node that was never given the agent does not know; a tenant id is no proof (a node
+ * learns tenant ids from every sandbox placed on it). An agent with no sandbox id recorded has no
+ * sandbox anywhere (its first is being made: `fresh`), so no claim on it counts, and none stops it:
+ * each is reported (SANDBOX_PROTOCOL) and the agent is not found. With a sandbox id recorded, a
+ * claim that does not name it is reported, and unless exactly one names it the agent is sent to
+ * none: NODE_CONFLICT naming the claimants (rather than a fresh sandbox elsewhere, which would lose
+ * its files if a claim was true). Without a store to ask (`agentOf` unset: tests, benches) a
+ * claim counts as the node's word.
  */
 async function claimOf(
   s: State,
   agentId: string,
   answers: Array<{ n: SandboxNode<unknown>; found: NodeSandbox | undefined }>,
-  tenant: string | undefined,
 ): Promise<{ n: SandboxNode<unknown>; found: NodeSandbox } | undefined> {
   const claims = answers.flatMap(({ n, found }) => (found === undefined ? [] : [{ n, found }]));
   if (claims.length === 0) return undefined;
-  const record = (await s.agentOf?.(agentId)) ?? (tenant === undefined ? undefined : { tenantId: tenant });
+  if (s.agentOf === undefined) {
+    if (claims.length === 1) return claims[0];
+    const nodes = claims.map(({ n }) => n.name);
+    throw new SandboxError(
+      'NODE_CONFLICT',
+      `Nodes ${nodes.join(', ')} each say they hold agent ${agentId}'s sandbox, and none is recorded as its node: it is sent to neither.`,
+      { data: { nodes } },
+    );
+  }
+  const sandboxId = (await s.agentOf(agentId))?.sandboxId;
   const counted = claims.filter(({ n, found }) => {
-    if (matches(found, record)) return true;
+    if (sandboxId !== undefined && found.id === sandboxId) return true;
     s.onError(
       new SandboxError(
         'SANDBOX_PROTOCOL',
-        `Node ${n.name} said it holds agent ${agentId}, with a sandbox that is not the one the store records; not counted.`,
+        sandboxId === undefined
+          ? `Node ${n.name} said it holds agent ${agentId}, which has no sandbox yet; not counted.`
+          : `Node ${n.name} said it holds agent ${agentId}, with a sandbox that is not the one the store records; not counted.`,
         { data: { node: n.name } },
       ),
     );
     return false;
   });
+  if (sandboxId === undefined) return undefined;
   if (counted.length === 1) return counted[0];
   const nodes = (counted.length > 1 ? counted : claims).map(({ n }) => n.name);
   throw new SandboxError(
@@ -404,11 +423,6 @@ async function claimOf(
     { data: { nodes } },
   );
 }
-
-/** Whether a node's sandbox is the agent's as the store records it (anything, when it records nothing). */
-const matches = (found: NodeSandbox, record: AgentRecordOf | undefined): boolean =>
-  record === undefined ||
-  (record.sandboxId === undefined ? found.tenantId === record.tenantId : found.id === record.sandboxId);
 
 /** The agent's node for a call on it; NODE_UNREACHABLE naming the nodes that might have it and do not answer. */
 async function route(s: State, agentId: string): Promise<SandboxNode<unknown> | undefined> {
@@ -439,7 +453,10 @@ async function place(s: State, spec: NodeSandboxSpec): Promise<SandboxNode<unkno
   let best: { n: SandboxNode<unknown>; score: number; held: number } | undefined;
   for (const { n, c } of scored) {
     if (c === undefined || !c.runtimes.includes(runtime)) continue;
-    const score = Math.min(freeOf(c), shareCap(n.maxima)) / (1 + (mine.get(n.name) ?? 0));
+    // The cap is placement's (every node's least maxima), never what a node says of itself; and a
+    // node holds at least the agents this process placed there, whatever it reports.
+    const counted = { ...c, sandboxes: Math.max(c.sandboxes, held(n.name)) };
+    const score = Math.min(freeOf(counted), shareCap(s.maxima)) / (1 + (mine.get(n.name) ?? 0));
     const ties = best !== undefined && score === best.score;
     if (best === undefined || score > best.score || (ties && held(n.name) < best.held))
       best = { n, score, held: held(n.name) };
@@ -601,8 +618,8 @@ const GIB = 1024 ** 3;
 export const freeOf = (c: NodeCapacity): number => Math.min(c.cpus, c.memoryBytes / GIB) / (c.sandboxes + 1);
 
 /**
- * The most a node's free share counts for: what one sandbox may use at most (its maxima, in the
- * units of freeOf). Room beyond that gives a new agent nothing, so a node that reports a huge
+ * The most a node's free share counts for: what one sandbox may use at most (placement's maxima,
+ * every node's least, in the units of freeOf: never a node's own word, which could raise it). Room beyond that gives a new agent nothing, so a node that reports a huge
  * machine (a lie, or a real one) ties with every node that has room for a sandbox at its maxima,
  * and the tie goes to the node holding fewer of this process's agents (heldOf): one node's numbers
  * cannot draw every new agent to it.

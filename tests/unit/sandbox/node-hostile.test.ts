@@ -385,9 +385,11 @@ it("counts only a node's find that matches the store's record of the agent, and 
       data: { nodes: ['h'] },
     });
     expect(p.nodeOf('agt_elsewhere')).toBeUndefined();
-    // With no sandbox recorded, the tenant decides (a right guess of it is a conflict, not a win).
-    if (tenant === 't1') await expect(p.open('agt_new')).rejects.toMatchObject({ code: 'NODE_CONFLICT' });
-    else expect(await p.open('agt_new')).toEqual({ name: 'a' });
+    // With no sandbox recorded the agent has none yet (its first is being made): no claim on it
+    // counts, a right guess of its tenant (learnt from other agents placed there) included, and
+    // none stops it: it is not found, and its first ensure places it by capacity.
+    expect(await p.find('agt_new')).toBeUndefined();
+    expect(p.nodeOf('agt_new')).toBeUndefined();
     // Its adopt naming agents records nothing either.
     const adopting = createPlacement([member('h', () => sandboxOf('f'), ['agt_x']), honest], options);
     await adopting.adopt();
@@ -439,16 +441,24 @@ it("takes a node's capacity as whole numbers within bounds, and a huge one draws
       pool: { ready: 0, size: 0 },
       runtimes: ['runc'],
     }));
-  // Always empty, and the largest machine there is.
-  const liar = node('h', async () => ({
-    node: 'h',
-    cpus: huge,
-    memoryBytes: huge,
-    sandboxes: 0,
-    running: 0,
-    pool: { ready: huge, size: huge },
-    runtimes: ['runc'],
-  }));
+  // Always empty, the largest machine there is, and sandboxes as large as it likes (its own maxima,
+  // which it declares itself: they must not lift its cap).
+  const liar = {
+    ...node('h', async () => ({
+      node: 'h',
+      cpus: huge,
+      memoryBytes: huge,
+      sandboxes: 0,
+      running: 0,
+      pool: { ready: huge, size: huge },
+      runtimes: ['runc'],
+    })),
+    maxima: {
+      ...DOCKER_DEFAULT_MAXIMA,
+      nanoCpus: Number.MAX_SAFE_INTEGER,
+      memoryBytes: Number.MAX_SAFE_INTEGER,
+    },
+  } as unknown as SandboxNode<never>;
   // One whose code throws as it is asked: passed over, never placement's failure.
   const broken = node('x', () => {
     throw new Error('boom');

@@ -1,5 +1,5 @@
 // A control plane acts on a node only for the instances its certificate names
-// (host/sandbox/nodes/remote/roles.ts, `urn:dsh:instance:<id>`), through the real server over TLS
+// (host/sandbox/nodes/remote/roles.ts, `urn:dsh-instance:<id>`), through the real server over TLS
 // on loopback: another control plane's certificate of the same CA, and one made before instances
 // were named, are refused for every call and both upgrades (`open`, its pooled form, and `link`),
 // with NODE_CERTIFICATE_REFUSED saying what the certificate must carry, before the body is read
@@ -7,6 +7,7 @@
 // and instance. The certificate's own instance is served (calls, open, link), one naming two
 // instances serves both, and a control plane whose own certificate does not name its instance
 // stops before it sends a byte, saying which instance to name.
+import { X509Certificate } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import type { IncomingHttpHeaders } from 'node:http';
 import { Agent, request } from 'node:https';
@@ -238,7 +239,7 @@ it('refuses every call and both upgrades for an instance the certificate does no
       expect(r, `${cert} ${method}`).toMatchObject({ status: 502, code: 'NODE_CERTIFICATE_REFUSED' });
       // The error says what the certificate must carry, and how to make one that does.
       expect(r.message).toMatch(
-        /urn:dsh:instance:<id>.* not instance alpha\. .*node-certs\.ts control .* alpha/,
+        /urn:dsh-instance:<id>.* not instance alpha\. .*node-certs\.ts control .* alpha/,
       );
     }
     expect((await call(cert, 'alpha', 'info')).message).toMatch(
@@ -337,4 +338,13 @@ it('stops a control plane whose own certificate does not name its instance, befo
     });
   expect(forbidden).toEqual([]);
   expect(asked).toEqual([]);
+});
+
+it('shows a node agent from before instances one role in a new control plane certificate (nodes upgrade after control planes)', () => {
+  // Such a node agent counts every `urn:dsh:` URI among the subject alternative names as a role
+  // (roles.ts at e863e0a) and refuses a certificate with more than one.
+  const names = new X509Certificate(pem('both.pem')).subjectAltName ?? '';
+  const olderRoles = names.split(', ').filter((entry) => entry.startsWith('URI:urn:dsh:'));
+  expect(olderRoles).toEqual(['URI:urn:dsh:control-plane']);
+  expect(names).toContain('URI:urn:dsh-instance:alpha');
 });

@@ -7,10 +7,12 @@
 // node's certificate cannot stand in for another's, even at the same host); a certificate with
 // no role, or with more than one, is refused; a refusal is NODE_CERTIFICATE_REFUSED.
 // Instances: a control plane's certificate also names the control-plane instances it may act for
-// (`urn:dsh:instance:<id>`, the store's instance id; replicas of one deployment share it), and a
+// (`urn:dsh-instance:<id>`, the store's instance id; replicas of one deployment share it), and a
 // node serves a request only for an instance its certificate names: one control plane's
 // certificate (or a stolen one) cannot see, stop, adopt or claim another instance's sandboxes on a
-// node they share. Instance names are not roles: a certificate naming some still has one role.
+// node they share. Instance names are not roles, and lie outside the roles' `urn:dsh:` names so
+// that a node agent from before instances (which counts every `urn:dsh:` name as a role) still
+// sees one role in a new control plane's certificate: nodes can be upgraded after control planes.
 
 import type { PeerCertificate } from 'node:tls';
 import { SandboxError } from '../../../errors.ts';
@@ -18,7 +20,7 @@ import { SandboxError } from '../../../errors.ts';
 export const CONTROL_PLANE_ROLE = 'urn:dsh:control-plane';
 const NODE_ROLE_PREFIX = 'urn:dsh:node:';
 const ROLE_PREFIX = 'urn:dsh:';
-const INSTANCE_PREFIX = 'urn:dsh:instance:';
+const INSTANCE_PREFIX = 'urn:dsh-instance:';
 
 /** The role URI of node `name`'s certificate. */
 export const nodeRole = (name: string): string => `${NODE_ROLE_PREFIX}${name}`;
@@ -28,21 +30,18 @@ export const instanceName = (id: string): string => `${INSTANCE_PREFIX}${id}`;
 
 type Named = Pick<PeerCertificate, 'subjectaltname'> | undefined;
 
-/** The dsh URIs a certificate names (its `URI:urn:dsh:…` alternative names). */
-const dshNamesOf = (cert: Named): string[] =>
+/** The URIs a certificate names that begin with `prefix` (its `URI:<prefix>…` alternative names). */
+const urisOf = (cert: Named, prefix: string): string[] =>
   (cert?.subjectaltname ?? '')
     .split(', ')
-    .flatMap((entry) => (entry.startsWith(`URI:${ROLE_PREFIX}`) ? [entry.slice(4)] : []));
+    .flatMap((entry) => (entry.startsWith(`URI:${prefix}`) ? [entry.slice(4)] : []));
 
-/** The dsh role URIs a certificate names (every `URI:urn:dsh:…` name but the instances'). */
-export const rolesOf = (cert: Named): string[] =>
-  dshNamesOf(cert).filter((name) => !name.startsWith(INSTANCE_PREFIX));
+/** The dsh role URIs a certificate names (its `URI:urn:dsh:…` alternative names). */
+export const rolesOf = (cert: Named): string[] => urisOf(cert, ROLE_PREFIX);
 
-/** The control-plane instances a certificate names (`URI:urn:dsh:instance:<id>`), the ids only. */
+/** The control-plane instances a certificate names (`URI:urn:dsh-instance:<id>`), the ids only. */
 export const instancesOf = (cert: Named): string[] =>
-  dshNamesOf(cert).flatMap((name) =>
-    name.startsWith(INSTANCE_PREFIX) ? [name.slice(INSTANCE_PREFIX.length)] : [],
-  );
+  urisOf(cert, INSTANCE_PREFIX).map((name) => name.slice(INSTANCE_PREFIX.length));
 
 /** What names the certificate for a refusal's message: its subject's CN and its roles. */
 export const describeCert = (
