@@ -150,10 +150,7 @@ export function createPlacement(members: Member[], options: PlacementOptions = {
   s.health = createNodeHealth(members, {
     probeMs: options.probeMs ?? 0,
     answerMs: s.answerMs,
-    onCapacity: (name, c) => {
-      const capacity = saneCapacity(c);
-      s.cache.set(name, { at: Date.now(), capacity });
-    },
+    onCapacity: (name, c) => void s.cache.set(name, { at: Date.now(), capacity: saneCapacity(c) }),
     onChange: (name, down) => options.onHealth?.(name, down === undefined, down?.error),
   });
   for (const name of s.cordoned)
