@@ -348,3 +348,25 @@ it('shows a node agent from before instances one role in a new control plane cer
   expect(olderRoles).toEqual(['URI:urn:dsh:control-plane']);
   expect(names).toContain('URI:urn:dsh-instance:alpha');
 });
+
+it("links a channel only for the instance that opened it, whatever the other's certificate names", async () => {
+  const opened = await upgrade('alpha', 'alpha', '/v1/open?agent=known');
+  expect(opened.status).toBe(101);
+  const channel = String(opened.headers?.['x-dsh-channel']);
+  try {
+    asked.length = 0;
+    // Another instance's control plane that learnt the channel's id, with its own certificate and
+    // instance (which the node serves), and one whose certificate names both instances.
+    for (const cert of ['beta', 'both']) {
+      const linked = await upgrade(cert, 'beta', `/v1/link?channel=${channel}`);
+      linked.socket?.destroy();
+      expect(linked.status).toBe(503);
+    }
+    expect(asked).toEqual([]);
+    const own = await upgrade('alpha', 'alpha', `/v1/link?channel=${channel}`);
+    own.socket?.destroy();
+    expect(own.status).toBe(101);
+  } finally {
+    opened.socket?.destroy();
+  }
+});

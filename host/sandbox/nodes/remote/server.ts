@@ -10,7 +10,7 @@
 // whose `x-dsh-instance` its certificate does not name (roles.ts `instanceRefusal`) gets
 // NODE_CERTIFICATE_REFUSED before its body is read and before any node is made or asked (reported
 // once per connection and instance, at most REPORTED_MAX a connection: `onForbidden`); a channel is known by its id only while it is
-// open, and a link is offered only on a channel this server opened; a pooled sandbox's channel goes
+// open, and a link is offered only on a channel this server opened, to the instance that opened it; a pooled sandbox's channel goes
 // to one claiming stream only (the pool keeps the claim: docker/pool.ts), and its end discards the
 // pooled sandbox (the pool makes another); a pool's ready count is answered as the caller can use
 // it (unclaimed and its own claims: PooledChannels.poolFor); the TLS socket's end never ends
@@ -77,6 +77,8 @@ export interface NodeServer {
 
 /** A node as served: pooled channels where it has them (the embedded node over the engine does). */
 type Served = SandboxNode<unknown> & Partial<PooledChannels>;
+/** Open channels by id, each with the instance's node that opened it (only that instance links to it). */
+type Channels = Map<string, { channel: SandboxdChannel; owner: Served }>;
 
 const INSTANCE = /^[a-z0-9]{1,16}$/;
 /** The most refused instances reported on one connection. */
@@ -86,7 +88,7 @@ const KEEP_ALIVE_MS = 65_000;
 
 export async function serveNode(options: NodeServerOptions): Promise<NodeServer> {
   const onError = options.onError ?? (() => {});
-  const channels = new Map<string, SandboxdChannel>();
+  const channels: Channels = new Map();
   const onRefused = options.onRefused ?? (() => {});
   const onForbidden = options.onForbidden ?? (() => {});
   // The role is checked once per connection, when its handshake is done (the CA's signature and
@@ -178,7 +180,7 @@ export async function serveNode(options: NodeServerOptions): Promise<NodeServer>
     close: () =>
       new Promise<void>((resolve) => {
         closing = true;
-        for (const channel of channels.values()) channel.close();
+        for (const { channel } of channels.values()) channel.close();
         channels.clear();
         for (const socket of streams) socket.destroy();
         server.close(() => resolve());
@@ -362,7 +364,7 @@ async function upgrade(
   socket: Socket,
   head: Buffer,
   nodeOf: (req: IncomingMessage) => Served,
-  channels: Map<string, SandboxdChannel>,
+  channels: Channels,
 ): Promise<void> {
   const node = nodeOf(req); // the certificate's role and instance first
   if (req.headers.upgrade !== PROTOCOL)
@@ -375,18 +377,26 @@ async function upgrade(
     const claimed = node.claim?.(pooledIdOf(pooled));
     if (claimed === undefined)
       throw new SandboxError('SANDBOX_UNAVAILABLE', 'No unclaimed pooled sandbox has that id.');
-    opened(socket, head, channels, claimed.channel, { [HEADER_CLAIM]: claimed.claim });
+    opened(
+      socket,
+      head,
+      channels,
+      { channel: claimed.channel, owner: node },
+      { [HEADER_CLAIM]: claimed.claim },
+    );
     return;
   }
   if (url.pathname === `${PREFIX}open`) {
     const channel = await node.open(agentIdOf(url.searchParams.get('agent') ?? undefined), {
       restart: url.searchParams.get('restart') === '1',
     });
-    opened(socket, head, channels, channel);
+    opened(socket, head, channels, { channel, owner: node });
     return;
   }
   if (url.pathname === `${PREFIX}link`) {
-    const channel = channels.get(url.searchParams.get('channel') ?? '');
+    // Only the instance that opened a channel links to it (its id alone is no proof).
+    const entry = channels.get(url.searchParams.get('channel') ?? '');
+    const channel = entry?.owner === node ? entry.channel : undefined;
     if (!channel?.link)
       throw new SandboxError('SANDBOX_UNAVAILABLE', 'No open channel with a link has that id.');
     const offer = await channel.link();
@@ -414,8 +424,8 @@ async function upgrade(
 function opened(
   socket: Socket,
   head: Buffer,
-  channels: Map<string, SandboxdChannel>,
-  channel: SandboxdChannel,
+  channels: Channels,
+  { channel, owner }: { channel: SandboxdChannel; owner: Served },
   headers: Record<string, string> = {},
 ): void {
   if (socket.destroyed) {
@@ -423,7 +433,7 @@ function opened(
     return;
   }
   const id = randomBytes(16).toString('hex');
-  channels.set(id, channel);
+  channels.set(id, { channel, owner });
   void channel.closed.then(() => channels.delete(id));
   socket.write(switching({ [HEADER_CHANNEL]: id, [HEADER_LINK]: channel.link ? '1' : '0', ...headers }));
   splice(socket, head, channel);
