@@ -207,7 +207,7 @@ const remoteNode = async (config: Config, store: Store, log: (line: string) => v
     // An agent with no recorded node goes only to a node whose find matches its record.
     agentOf: async (agentId) => {
       const a = await store.agents.byId(agentId);
-      return a && { tenantId: a.tenantId, ...(a.sandboxId === undefined ? {} : { sandboxId: a.sandboxId }) };
+      return a && (a.sandboxId === undefined ? {} : { sandboxId: a.sandboxId });
     },
     probeMs: NODE_PROBE_MS,
     // A node's words are escaped: a hostile node cannot forge a line of this log (oneLine).

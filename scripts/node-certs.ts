@@ -14,7 +14,12 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
-import { CONTROL_PLANE_ROLE, instanceName, nodeRole } from '../host/sandbox/nodes/remote/roles.ts';
+import {
+  CONTROL_PLANE_ROLE,
+  INSTANCE_ID,
+  instanceName,
+  nodeRole,
+} from '../host/sandbox/nodes/remote/roles.ts';
 
 const DAYS = '825';
 const openssl = (args: string[]): void => {
@@ -70,7 +75,7 @@ export function makeControlCert(
   name: string,
   instances: readonly string[],
 ): { cert: string; key: string } {
-  if (instances.length === 0 || !instances.every((i) => INSTANCE.test(i)))
+  if (instances.length === 0 || !instances.every((i) => INSTANCE_ID.test(i)))
     throw new Error(
       `a control plane's instances are 1-16 lowercase letters or digits, got ${instances.join(',')}`,
     );
@@ -123,15 +128,13 @@ export function signCert(
 
 /** A node's name as DSH_NODES spells it: its certificate's role names it. */
 const NODE_NAME = /^[a-z][a-z0-9-]{0,31}$/;
-/** A control-plane instance id as the node takes it (server.ts). */
-const INSTANCE = /^[a-z0-9]{1,16}$/;
 
 const main = (argv: string[]): number => {
   const [kind, dir, name, more] = argv;
   const list = more?.split(',') ?? [];
   if (kind === 'ca' && dir) makeCa(dir);
   else if (kind === 'node' && dir && name && more && NODE_NAME.test(name)) makeCert(dir, dir, name, list);
-  else if (kind === 'control' && dir && name && list.length > 0 && list.every((i) => INSTANCE.test(i)))
+  else if (kind === 'control' && dir && name && list.length > 0 && list.every((i) => INSTANCE_ID.test(i)))
     makeControlCert(dir, dir, name, list);
   else {
     process.stderr.write(

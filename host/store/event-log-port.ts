@@ -121,6 +121,13 @@ export interface SyncEventBackend extends EventBackend {
  */
 export const EVENT_BATCH_INTERVAL_MS = 10;
 
+/**
+ * Rows the writer thread puts in one transaction (event-writer-thread.ts): a writer on the main
+ * connection (an agent's row, a request) waits for the database lock at most as long as one takes,
+ * not a whole 1,000-call batch. A queue that fills one does not wait for the batch interval.
+ */
+export const TRANSACTION_ROWS = 256;
+
 export interface EventLogOptions {
   /** Clock for `at`. Default Date.now. */
   now?: () => number;

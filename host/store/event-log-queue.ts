@@ -14,13 +14,16 @@
 // on the caller's thread.
 import { SandboxError } from '../errors.ts';
 import { isPromise } from './event-log-load.ts';
-import type { AsyncEventWriter, EventFence, QueuedRow, SyncEventBackend } from './event-log-port.ts';
+import {
+  type AsyncEventWriter,
+  type EventFence,
+  type QueuedRow,
+  type SyncEventBackend,
+  TRANSACTION_ROWS,
+} from './event-log-port.ts';
 import { NO_BLOBS, toEvent } from './event-log-rows.ts';
 import { blobKey, type LogState, type SessionState } from './event-log-state.ts';
 import type { SessionEvent, SessionEventInput } from './types.ts';
-
-/** Rows the writer thread puts in one transaction (event-writer-thread.ts's CHUNK). */
-const FULL_TRANSACTION = 256;
 
 type WriteAnswer = Parameters<Parameters<AsyncEventWriter['write']>[1]>[0];
 
@@ -62,7 +65,7 @@ export function schedule(s: LogState): void {
   }
   // A queue that fills a transaction gains nothing by waiting for the interval.
   const spaced =
-    s.queue.length < FULL_TRANSACTION ? s.lastWriteAt + s.batchIntervalMs - performance.now() : 0;
+    s.queue.length < TRANSACTION_ROWS ? s.lastWriteAt + s.batchIntervalMs - performance.now() : 0;
   const wait = Math.max(s.batchWindowMs, spaced);
   if (wait > 0)
     later(s, wait, true); // ref'd: queued events keep the process up

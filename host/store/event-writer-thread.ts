@@ -4,13 +4,8 @@
 import { type MessagePort, workerData } from 'node:worker_threads';
 import { openDatabase } from './db.ts';
 import { createLibsqlEventBackend } from './event-log.ts';
+import { TRANSACTION_ROWS } from './event-log-port.ts';
 import { type PackedRows, unpackRows, type WriterAnswer } from './event-writer.ts';
-
-/**
- * Rows per transaction: a writer on the main connection (an agent's row, a request) waits for the
- * database lock at most as long as one chunk takes, not a whole 1,000-call batch.
- */
-const CHUNK = 256;
 
 const { path, index, busyTimeoutMs, answered, port } = workerData as {
   path: string;
@@ -29,7 +24,8 @@ port.on('message', ({ id, rows: packed }: { id: number; rows: PackedRows }) => {
   let written = 0;
   let error: WriterAnswer['error'];
   try {
-    for (; written < rows.length; written += CHUNK) backend.write(rows.slice(written, written + CHUNK));
+    for (; written < rows.length; written += TRANSACTION_ROWS)
+      backend.write(rows.slice(written, written + TRANSACTION_ROWS));
     written = rows.length;
   } catch (cause) {
     const { message, code } = cause as { message?: string; code?: unknown };

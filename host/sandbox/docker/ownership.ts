@@ -31,6 +31,7 @@
 
 import type Docker from 'dockerode';
 import { SandboxError } from '../../errors.ts';
+import type { AdoptQuestions } from '../nodes/types.ts';
 import { WORKSPACE_ROOT } from '../paths.ts';
 import { LABEL_INSTANCE, LABEL_POOL, LABEL_POOL_OWNER } from './config.ts';
 import { agentSlug } from './containers.ts';
@@ -148,7 +149,7 @@ export const questionsOf = (
   list: readonly Docker.ContainerInfo[],
   o: Pick<Owner, 'prefix' | 'instance' | 'process'>,
   knownAt: number | undefined,
-): { sandboxes: string[]; agents: string[] } => {
+): AdoptQuestions => {
   const own = `${o.prefix}-${o.instance}`;
   const sandboxes: string[] = [];
   const agents: string[] = [];

@@ -1,8 +1,8 @@
 // Placement among several nodes (docs/nodes.md, "Placement"): one SandboxNode over many, so the
 // provider above it is the same as over one node. An agent already on a node is routed there (its
 // node as the store records it, else the one node whose `find` answer matches the store's record
-// of the agent, remembered in memory and recorded in the store); a new agent goes beside its family (spec.near: the agent
-// whose workspace it starts from) when that node takes new agents, else to the best of up to K
+// of the agent, remembered in memory and recorded in the store); a new agent goes beside its
+// family (spec.near: the agent whose workspace it starts from) when that node takes new agents, else to the best of up to K
 // sampled nodes by free capacity (E2B's best-of-K; capacities cached a few seconds, each placement
 // counted into the cache so a burst spreads), skipping cordoned and unreachable nodes and nodes
 // without the runtime asked for, and spread per tenant: a node's free capacity is divided by one
@@ -21,9 +21,9 @@
 // the agents this process placed there); a node's word that it holds an agent with no record counts
 // only when it names the sandbox id the store records for the agent and no other node's does
 // (claimOf: else NODE_CONFLICT, and the agent is sent to none; with no sandbox id recorded no claim
-// counts and the agent is not found), and what its adopt names records nothing; an agent with no record, while some node is silent, is
-// placed afresh by `ensure` but fails every other call with NODE_UNREACHABLE naming the silent
-// nodes (it may be there).
+// counts and the agent is not found), and what its adopt names records nothing; an agent with no
+// record, while some node is silent, is placed afresh by `ensure` but fails every other call with
+// NODE_UNREACHABLE naming the silent nodes (it may be there).
 // Snapshots: one is taken on its agent's node and named by it (the snapshot row's `node`); it is
 // deleted on that node, and an agent made from it is placed on that node and nowhere else (its
 // file is there), refused with NODE_CORDONED or NODE_UNREACHABLE naming the node while that node
@@ -64,7 +64,6 @@ export interface PlacementOptions {
 
 /** What the store says of an agent, to check a node's claim on it against. */
 export interface AgentRecordOf {
-  tenantId: string;
   /** Its sandbox's id (the container id) as last recorded, when it had one. */
   sandboxId?: string;
 }
@@ -120,8 +119,8 @@ interface State {
   /** Agent id → tenant id, for agents placed by this process (the tenant spread without a store). */
   tenants: Map<string, string>;
   agentOf: PlacementOptions['agentOf'];
-  /** Every node's least maxima: what any sandbox placement makes may use at most. */
-  maxima: SandboxLimits;
+  /** Every node's least maxima (what any sandbox placement makes may use at most) and its defaults. */
+  limits: { defaults: SandboxLimits; maxima: SandboxLimits };
 }
 
 /** A node placement places on (a remote one keeps warm sessions: remote/warm.ts). */
@@ -145,7 +144,7 @@ export function createPlacement(members: Member[], options: PlacementOptions = {
     snapshots: new Map(),
     tenants: new Map(),
     agentOf: options.agentOf,
-    maxima: placementLimits(members).maxima,
+    limits: placementLimits(members),
   };
   s.health = createNodeHealth(members, {
     probeMs: options.probeMs ?? 0,
@@ -162,7 +161,7 @@ export function createPlacement(members: Member[], options: PlacementOptions = {
   };
   return {
     name: 'placement',
-    ...placementLimits(members),
+    ...s.limits,
     pool: {
       get ready() {
         return members.reduce((sum, n) => sum + n.pool.ready, 0);
@@ -386,30 +385,10 @@ async function claimOf(
 ): Promise<{ n: SandboxNode<unknown>; found: NodeSandbox } | undefined> {
   const claims = answers.flatMap(({ n, found }) => (found === undefined ? [] : [{ n, found }]));
   if (claims.length === 0) return undefined;
-  if (s.agentOf === undefined) {
-    if (claims.length === 1) return claims[0];
-    const nodes = claims.map(({ n }) => n.name);
-    throw new SandboxError(
-      'NODE_CONFLICT',
-      `Nodes ${nodes.join(', ')} each say they hold agent ${agentId}'s sandbox, and none is recorded as its node: it is sent to neither.`,
-      { data: { nodes } },
-    );
-  }
-  const sandboxId = (await s.agentOf(agentId))?.sandboxId;
-  const counted = claims.filter(({ n, found }) => {
-    if (sandboxId !== undefined && found.id === sandboxId) return true;
-    s.onError(
-      new SandboxError(
-        'SANDBOX_PROTOCOL',
-        sandboxId === undefined
-          ? `Node ${n.name} said it holds agent ${agentId}, which has no sandbox yet; not counted.`
-          : `Node ${n.name} said it holds agent ${agentId}, with a sandbox that is not the one the store records; not counted.`,
-        { data: { node: n.name } },
-      ),
-    );
-    return false;
-  });
-  if (sandboxId === undefined) return undefined;
+  const checked = s.agentOf !== undefined;
+  const sandboxId = checked ? (await s.agentOf?.(agentId))?.sandboxId : undefined;
+  const counted = checked ? claims.filter((c) => namesRecorded(s, agentId, sandboxId, c)) : claims;
+  if (checked && sandboxId === undefined) return undefined;
   if (counted.length === 1) return counted[0];
   const nodes = (counted.length > 1 ? counted : claims).map(({ n }) => n.name);
   throw new SandboxError(
@@ -419,6 +398,26 @@ async function claimOf(
       : `Node ${nodes.join(', ')} said it holds agent ${agentId}'s sandbox, which is not the one the store records: it is not sent there.`,
     { data: { nodes } },
   );
+}
+
+/** Whether a node's claim names the agent's recorded sandbox; one that does not is reported. */
+function namesRecorded(
+  s: State,
+  agentId: string,
+  sandboxId: string | undefined,
+  { n, found }: { n: SandboxNode<unknown>; found: NodeSandbox },
+): boolean {
+  if (sandboxId !== undefined && found.id === sandboxId) return true;
+  s.onError(
+    new SandboxError(
+      'SANDBOX_PROTOCOL',
+      sandboxId === undefined
+        ? `Node ${n.name} said it holds agent ${agentId}, which has no sandbox yet; not counted.`
+        : `Node ${n.name} said it holds agent ${agentId}, with a sandbox that is not the one the store records; not counted.`,
+      { data: { node: n.name } },
+    ),
+  );
+  return false;
 }
 
 /** The agent's node for a call on it; NODE_UNREACHABLE naming the nodes that might have it and do not answer. */
@@ -452,11 +451,11 @@ async function place(s: State, spec: NodeSandboxSpec): Promise<SandboxNode<unkno
     if (c === undefined || !c.runtimes.includes(runtime)) continue;
     // The cap is placement's (every node's least maxima), never what a node says of itself; and a
     // node holds at least the agents this process placed there, whatever it reports.
-    const counted = { ...c, sandboxes: Math.max(c.sandboxes, held(n.name)) };
-    const score = Math.min(freeOf(counted), shareCap(s.maxima)) / (1 + (mine.get(n.name) ?? 0));
-    const ties = best !== undefined && score === best.score;
-    if (best === undefined || score > best.score || (ties && held(n.name) < best.held))
-      best = { n, score, held: held(n.name) };
+    const here = held(n.name);
+    const counted = { ...c, sandboxes: Math.max(c.sandboxes, here) };
+    const score = Math.min(freeOf(counted), shareCap(s.limits.maxima)) / (1 + (mine.get(n.name) ?? 0));
+    if (best === undefined || score > best.score || (score === best.score && here < best.held))
+      best = { n, score, held: here };
   }
   if (best === undefined)
     throw new SandboxError(
@@ -603,8 +602,8 @@ export const freeOf = (c: NodeCapacity): number => Math.min(c.cpus, c.memoryByte
 
 /**
  * The most a node's free share counts for: what one sandbox may use at most (placement's maxima,
- * every node's least, in the units of freeOf: never a node's own word, which could raise it). Room beyond that gives a new agent nothing, so a node that reports a huge
- * machine (a lie, or a real one) ties with every node that has room for a sandbox at its maxima,
+ * every node's least, in the units of freeOf: never a node's own word, which could raise it). Room
+ * beyond that gives a new agent nothing, so a node that reports a huge machine (a lie, or a real one) ties with every node that has room for a sandbox at its maxima,
  * and the tie goes to the node holding fewer of this process's agents (heldOf): one node's numbers
  * cannot draw every new agent to it.
  */

@@ -22,6 +22,7 @@
 import { httpStatusOf, messageOf, SandboxError } from '../../../errors.ts';
 import { SANDBOX_RUNTIMES, type SandboxRuntime } from '../../runtimes.ts';
 import type { PauseMode, SandboxLimits } from '../../types.ts';
+import type { AdoptQuestions } from '../types.ts';
 
 export const PROTOCOL = 'dsh-node/1';
 export const PREFIX = '/v1/';
@@ -186,7 +187,7 @@ export const stringsOf = (value: unknown, what: string, max = 100_000): string[]
  * A node's adopt questions (its first `adopt` step) as the control plane takes them: the short
  * strings of each list, anything else dropped. The answers it gets back are about these only.
  */
-export const adoptQuestionsOf = (value: unknown): { sandboxes: string[]; agents: string[] } => {
+export const adoptQuestionsOf = (value: unknown): AdoptQuestions => {
   const o = (typeof value === 'object' && value !== null ? value : {}) as Record<string, unknown>;
   const shortStrings = (v: unknown): string[] =>
     (Array.isArray(v) ? v : []).filter((x): x is string => typeof x === 'string' && x.length <= 200);

@@ -21,6 +21,8 @@ export const CONTROL_PLANE_ROLE = 'urn:dsh:control-plane';
 const NODE_ROLE_PREFIX = 'urn:dsh:node:';
 const ROLE_PREFIX = 'urn:dsh:';
 const INSTANCE_PREFIX = 'urn:dsh-instance:';
+/** A control-plane instance id as a node takes it (the store's instance id). */
+export const INSTANCE_ID = /^[a-z0-9]{1,16}$/;
 
 /** The role URI of node `name`'s certificate. */
 export const nodeRole = (name: string): string => `${NODE_ROLE_PREFIX}${name}`;

@@ -24,7 +24,7 @@ import type { Duplex } from 'node:stream';
 import type { PeerCertificate, TLSSocket } from 'node:tls';
 import { SandboxError } from '../../../errors.ts';
 import { resolveLimits } from '../../docker/config.ts';
-import type { PooledChannels, SandboxdChannel, SandboxdPipe, SandboxNode } from '../types.ts';
+import type { AdoptAsking, PooledChannels, SandboxdChannel, SandboxdPipe, SandboxNode } from '../types.ts';
 import {
   ACCEPTED,
   agentIdOf,
@@ -48,7 +48,7 @@ import {
   snapshotIdOf,
   stringsOf,
 } from './protocol.ts';
-import { controlPlaneRefusal, describeCert, instanceRefusal, instancesOf } from './roles.ts';
+import { controlPlaneRefusal, describeCert, INSTANCE_ID, instanceRefusal, instancesOf } from './roles.ts';
 
 export interface NodeServerOptions {
   host: string;
@@ -80,7 +80,6 @@ type Served = SandboxNode<unknown> & Partial<PooledChannels>;
 /** Open channels by id, each with the instance's node that opened it (only that instance links to it). */
 type Channels = Map<string, { channel: SandboxdChannel; owner: Served }>;
 
-const INSTANCE = /^[a-z0-9]{1,16}$/;
 /** The most refused instances reported on one connection. */
 const REPORTED_MAX = 16;
 /** How long an idle control-plane connection is kept (longer than the client keeps it: transport.ts). */
@@ -104,7 +103,7 @@ export async function serveNode(options: NodeServerOptions): Promise<NodeServer>
   const instanceOf = (req: IncomingMessage): string => {
     checkRole(req);
     const instance = req.headers[HEADER_INSTANCE];
-    if (typeof instance !== 'string' || !INSTANCE.test(instance))
+    if (typeof instance !== 'string' || !INSTANCE_ID.test(instance))
       throw new SandboxError(
         'INVALID_ARGUMENTS',
         `${HEADER_INSTANCE} must be 1-16 lowercase letters or digits`,
@@ -279,7 +278,7 @@ async function call(node: Served, method: Method, a: Record<string, unknown>): P
       const knownAt = typeof a.knownAt === 'number' ? a.knownAt : 0;
       // The first step (client.ts adoptOver): what this node needs the store's word on.
       if (a.ask === true) {
-        const asking = (node as Partial<import('../types.ts').AdoptAsking>).adoptQuestions;
+        const asking = (node as Partial<AdoptAsking>).adoptQuestions;
         if (asking === undefined)
           throw new SandboxError('INVALID_ARGUMENTS', 'This node cannot say what its adopt needs to know.');
         return { questions: await asking.call(node, a.knownAt === undefined ? undefined : knownAt) };
