@@ -18,6 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ADMIN_USAGE, runAdmin } from './cli-admin.ts';
 import { BACKUP_USAGE, runBackup } from './cli-backup.ts';
+import { NODE_USAGE, runNodeCommand } from './cli-node.ts';
 import { loadConfig, portFrom, unknownSettings } from './config.ts';
 import { deferRarelyUsedModules } from './deferred-modules.ts';
 import { isSandboxError } from './errors.ts';
@@ -29,6 +30,7 @@ commands:
   serve                 run the control plane (HTTP API on loopback by default)
   node                  run a node agent: this machine's sandboxes, served to control planes
                         (DSH_NODE_LISTEN, DSH_NODE_CERT/KEY/CA; docs/nodes.md)
+${NODE_USAGE}
 ${ADMIN_USAGE}
 ${BACKUP_USAGE}
   doctor                             check the prerequisites (Node, Docker, the sandbox image, ...); same as npm run doctor
@@ -105,6 +107,7 @@ const main = async (argv: string[]): Promise<number> => {
       return 0;
     }
     case 'node': {
+      if (rest.length > 0) return runNodeCommand(config, rest);
       deferRarelyUsedModules();
       const { serveNodeAgent, untilSignalled } = await import('./serve-node.ts');
       await untilSignalled(await serveNodeAgent(config));

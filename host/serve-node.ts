@@ -4,11 +4,13 @@
 // on its first call with this process's settings (the sandbox image, pool size, workspaces, links).
 // Invariants: it does not start without its certificate, key and the cluster's CA; it never
 // listens in plain HTTP; each instance's sandboxes are apart (names and labels carry the instance),
-// and a control plane acts only for the instances its certificate names (server.ts).
+// and so are its snapshots (its node's workspace store is instanceWorkspaces': a folder of
+// snapshots per instance, so another instance's ensure-from, snapshot and drop find nothing of
+// it); a control plane acts only for the instances its certificate names (server.ts).
 
 import type { Config } from './config.ts';
 import { oneLine, SandboxError } from './errors.ts';
-import type { DockerNode } from './sandbox/docker/index.ts';
+import type { DockerNode, WorkspaceStore } from './sandbox/docker/index.ts';
 import { type NodeServer, serveNode } from './sandbox/nodes/remote/server.ts';
 import { linksOf, nodeTls, sandboxImageOf, workspaceStore } from './serve-sandboxes.ts';
 
@@ -21,6 +23,30 @@ const listenOf = (raw: string): { host: string; port: number } => {
   return { host: (m[1] ?? m[2]) as string, port };
 };
 
+/**
+ * The workspace store instance `instance`'s node gets: the machine's workspaces (one admission, one
+ * set of spares) with that instance's snapshots alone (workspaces.ts forInstance). A store that
+ * snapshots but cannot keep instances apart is refused rather than shared.
+ */
+export const instanceWorkspaces = (store: WorkspaceStore, instance: string): WorkspaceStore => {
+  if (store.forInstance !== undefined) return store.forInstance(instance);
+  if (store.snapshot === undefined) return store;
+  throw new SandboxError(
+    'CONFIG_INVALID',
+    `The ${store.kind} workspaces cannot keep each instance's snapshots apart; a node agent cannot serve them.`,
+  );
+};
+
+/** Says at start how many snapshot files of an older version no instance is served (cli-node.ts). */
+async function reportUnassigned(root: string, log: (line: string) => void): Promise<void> {
+  const { unassignedSnapshots } = await import('./sandbox/docker/workspaces/loop-unassigned.ts');
+  const ids = await unassignedSnapshots(root);
+  if (ids.length > 0)
+    log(
+      `node: ${ids.length} snapshot file(s) kept before each instance had its own folder are served to no instance; \`dsh-sandbox node snapshots\` lists them, docs/nodes.md says how to give each to its instance`,
+    );
+}
+
 /** Starts the node agent; prints `listening https://host:port` once it serves. */
 export async function serveNodeAgent(
   config: Config,
@@ -31,6 +57,7 @@ export async function serveNodeAgent(
   const image = sandboxImageOf(config);
   const { createDockerNode } = await import('./sandbox/docker/index.ts');
   const workspaces = await workspaceStore(config, log);
+  if (workspaces?.kind === 'loop') await reportUnassigned(config.workspacesDir, log);
   const links = linksOf(config, log);
   const nodes = new Map<string, DockerNode>();
   const nodeFor = (instance: string): DockerNode => {
@@ -49,7 +76,7 @@ export async function serveNodeAgent(
         // tenants may ask for one is the control plane's decision (DSH_GVISOR_TENANTS there).
         engineRuntimes: { gvisor: config.gvisorRuntime },
         rollImage: config.sandboxImageRoll,
-        ...(workspaces === undefined ? {} : { workspaces }),
+        ...(workspaces === undefined ? {} : { workspaces: instanceWorkspaces(workspaces, instance) }),
         ...(links === undefined ? {} : { links }),
       });
       nodes.set(instance, node);

@@ -482,7 +482,7 @@ export const SETTINGS = {
     shown: '`<data dir>/workspaces`',
     default: (c) => resolve(c.dataDir as string, 'workspaces'),
     help: 'workspace images and their mount points',
-    doc: "workspace images and their mount points, and the snapshots' files (`.snapshots/`). Inside the data directory (the default), snapshot files no record names (left by a crash) are removed at start; elsewhere (a folder other instances may share) they are left alone",
+    doc: "workspace images and their mount points, and the snapshots' files (`.snapshots/`; on a node agent each instance's in `.snapshots/<instance>/`, docs/nodes.md). Inside the data directory (the default), snapshot files no record names (left by a crash) are removed at start; elsewhere (a folder other instances may share) they are left alone",
   }),
   workspaceMb: int({
     env: 'DSH_WORKSPACE_MB',

@@ -37,8 +37,11 @@ import { LABEL_INSTANCE, LABEL_POOL, LABEL_POOL_OWNER } from './config.ts';
 import { agentSlug } from './containers.ts';
 import type { WorkspaceMount } from './workspaces.ts';
 
-/** An instance id as the store makes it (12 hex digits); short enough for workspace names. */
-const INSTANCE = /^[a-z0-9]{1,16}$/;
+/**
+ * An instance id as the store makes it (12 hex digits); short enough for workspace names, and with
+ * no dot, so a folder named by one is never a file's name (workspaces/loop-snapshots.ts).
+ */
+export const INSTANCE = /^[a-z0-9]{1,16}$/;
 
 export interface Naming {
   /** `<prefix>-<instance>`: the start of every name this instance gives. */

@@ -57,6 +57,13 @@ export interface WorkspaceStore {
    */
   sweepSnapshots?(recorded: (ids: string[]) => Promise<ReadonlySet<string>>): Promise<string[]>;
   /**
+   * The same workspaces, with snapshots that are `instance`'s alone: its snapshot(), dropSnapshot(),
+   * create() `from` and sweeps see no other instance's snapshots, nor the store's own (loop: the
+   * folder `.snapshots/<instance>`). A node agent gives one to each control-plane instance it
+   * serves (host/serve-node.ts). With snapshot().
+   */
+  forInstance?(instance: string): WorkspaceStore;
+  /**
    * Keeps `count` workspaces of `bytes` made ahead for the names that start with `${prefix}-`, so
    * that create() of such a name and size only takes one (a loop store: formatted images, named
    * `${prefix}-spare-…`, counted by disk admission like any workspace, and given up when a create

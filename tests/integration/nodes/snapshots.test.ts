@@ -2,7 +2,8 @@
 // Docker engines (./engine.ts), a node agent on each with loop workspaces under its own data folder
 // (./cluster.ts `loop`), and a control plane whose DSH_NODES names both. A snapshot is taken on its
 // agent's node (its file on that node's disk, its `node` that node's name); an agent made from it
-// lands on that node although the other is emptier, with the snapshot's files byte for byte; while
+// lands on that node although the other is emptier, with the snapshot's files byte for byte; its
+// file is in the folder of the control plane's instance (`.snapshots/<instance>`); while
 // that node is cordoned, POST /v1/agents with `fromSnapshot` answers 503 NODE_CORDONED naming it
 // and makes nothing; a deleted snapshot's file leaves that node's disk.
 // Skipped where loop workspaces cannot be made (not root, no loop devices: fixtures.ts).
@@ -28,9 +29,16 @@ let running: Running | undefined;
 let key = '';
 const ADMIN = 'admin-key-of-the-node-snapshot-test';
 
-/** The snapshot's file on the node agent's disk (its loop workspaces' `.snapshots`). */
+/** The snapshot's file on the node agent's disk (its loop workspaces' folder of this instance's snapshots). */
 const snapshotFile = (node: string, id: string): string =>
-  join((engines[node] as Engine).dir, 'node-data', 'workspaces', '.snapshots', `${id}.img`);
+  join(
+    (engines[node] as Engine).dir,
+    'node-data',
+    'workspaces',
+    '.snapshots',
+    running?.store.instanceId ?? '',
+    `${id}.img`,
+  );
 
 /** The node whose engine holds the agent's container. */
 const nodeOf = async (agentId: string): Promise<string | undefined> => {

@@ -1,7 +1,8 @@
 // Snapshots of loop workspaces at the store (host/sandbox/docker/workspaces/loop-snapshots.ts),
 // as root with real loop devices (skipped where the service could not use them either): a
 // snapshot of a mounted workspace is a sparse copy that a new workspace starts from, with its
-// files and none written after; a size other than the snapshot's and hostile ids are refused;
+// files and none written after; a size other than the snapshot's and hostile ids are refused; an
+// instance's snapshot (a node agent's forInstance) makes a workspace for that instance alone;
 // a workspace a dead process left frozen is thawed by the next adoption's sweep, and the temporary
 // file of a copy a dead process left half made is removed by it (one written lately is not).
 import { execFile } from 'node:child_process';
@@ -52,6 +53,26 @@ describe.skipIf(!loopWorkspaces)('loop workspace snapshots', () => {
     await expect(store.create('ws-d', 64 * MiB, {}, undefined, 'snap_a')).rejects.toMatchObject({
       code: 'NOT_FOUND',
     });
+  });
+
+  it("makes a workspace from an instance's snapshot for that instance alone", async () => {
+    const store = createLoopWorkspaces(dir);
+    const [a, b] = [store.forInstance?.('insta'), store.forInstance?.('instb')];
+    const made = await store.create('ws-inst', 32 * MiB, {});
+    const mount = { type: 'bind', source: made.Source as string };
+    await writeFile(join(mount.source, 'a.txt'), 'of instance a');
+    await a?.snapshot?.(mount, 'snap_inst');
+    expect((await stat(join(dir, '.snapshots', 'insta', 'snap_inst.img'))).size).toBe(32 * MiB);
+    await expect(b?.create('ws-inst-b', 32 * MiB, {}, undefined, 'snap_inst')).rejects.toMatchObject({
+      code: 'NOT_FOUND',
+    });
+    await expect(store.create('ws-inst-e', 32 * MiB, {}, undefined, 'snap_inst')).rejects.toMatchObject({
+      code: 'NOT_FOUND',
+    });
+    const copy = await a?.create('ws-inst-a', 32 * MiB, {}, undefined, 'snap_inst');
+    expect(await readFile(join(copy?.Source as string, 'a.txt'), 'utf8')).toBe('of instance a');
+    await a?.dropSnapshot?.('snap_inst');
+    await rmdir(join(dir, '.snapshots', 'insta'));
   });
 
   it('thaws at adoption a workspace a dead process left frozen', async () => {

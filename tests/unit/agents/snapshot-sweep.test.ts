@@ -3,7 +3,8 @@
 // never recorded, a `ckpt_*` no checkpoint index holds, a `fork_*` never dropped) are removed; a
 // snapshot a row names (any tenant's), one a checkpoint holds, and one written lately (maybe being
 // made) stay. A root outside the data directory (maybe another instance's) and an index that
-// cannot be read remove nothing.
+// cannot be read remove nothing; an instance's folder within the flat one (a node agent's) is
+// never read.
 import { existsSync, mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -137,6 +138,18 @@ describe('the sweep of snapshot files no record names', () => {
     } finally {
       rmSync(shared, { recursive: true, force: true });
     }
+  });
+
+  it("never reads an instance's folder of a node agent within the flat one", async () => {
+    // What a node agent over the same root keeps for an instance (loop-snapshots.ts snapshotFolder).
+    mkdirSync(join(workspacesDir(), '.snapshots', '3f9c0a17b2e4'), { recursive: true });
+    plant('3f9c0a17b2e4/snap_of_an_instance.img');
+    plant('3f9c0a17b2e4/snap_copying.tmp');
+    utimesSync(fileOf('3f9c0a17b2e4'), HOUR_AGO, HOUR_AGO);
+    plant('snap_orphan.img');
+    expect(await sweep()).toEqual({ kind: 'swept', removed: ['snap_orphan'] });
+    expect(existsSync(fileOf('3f9c0a17b2e4/snap_of_an_instance.img'))).toBe(true);
+    expect(existsSync(fileOf('3f9c0a17b2e4/snap_copying.tmp'))).toBe(true);
   });
 
   it('has nothing to do without a snapshot folder', async () => {

@@ -1,7 +1,14 @@
-// Snapshots of loop workspaces: a snapshot is a copy of a workspace's image in
-// `<root>/.snapshots/<id>.img`, sparse (`cp --sparse=always`; a reflink where the host file system
-// offers one, `--reflink=auto`), so it takes host disk only for the blocks in use; a workspace made
-// from one starts as a copy of it, made the same way, instead of a freshly formatted image.
+// Snapshots of loop workspaces: a snapshot is a copy of a workspace's image in `<folder>/<id>.img`,
+// sparse (`cp --sparse=always`; a reflink where the host file system offers one, `--reflink=auto`),
+// so it takes host disk only for the blocks in use; a workspace made from one starts as a copy of
+// it, made the same way, instead of a freshly formatted image.
+// Folders (snapshotFolder): a store's own snapshots are in `<root>/.snapshots` (the embedded node of
+// `npm start`, as before instances had folders); a node agent serving several control-plane
+// instances gives each its own, `<root>/.snapshots/<instance>` (loop.ts forInstance), and every
+// call here takes the folder it acts in, so one instance's ensure-from, snapshot, drop and sweep
+// never name another's file (there is no id that leaves its folder: ids are plain names). Files
+// left flat in `.snapshots` on a node agent by a version before the folders are nobody's: no
+// instance's folder holds them until the operator gives each to its instance (loop-unassigned.ts).
 // Consistency: while the copy is made the workspace's file system is frozen (FIFREEZE through
 // `fsfreeze`, from the host): the kernel first writes everything dirty and commits the journal, so
 // the image is a clean file system, and every write inside the sandbox waits in the kernel until
@@ -10,29 +17,45 @@
 // Invariants: the thaw runs whatever the copy met (and, should the process end in between, at the
 // next adoption: thawAll); a snapshot's file is whole before it has its
 // name (copied to `<id>.tmp`, then renamed); `.snapshots` starts with a dot, so it is never a
-// workspace name (loop-state.ts NAME) and no sweep of workspaces reads it.
+// workspace name (loop-state.ts NAME) and no sweep of workspaces reads it; an instance's folder is
+// named by an instance id (no dot), so it is never a snapshot's or a temporary file's name either.
 // A process that ended mid-copy leaves its `<id>.tmp`, which no snapshot row or checkpoint ever
-// names: the adoption's sweep removes such files (sweepTemps) once untouched for TEMP_GRACE_MS. A
-// copy in progress writes its file all along, so one written lately may be another process's
-// (several instances may share a root) and is left alone. A whole `<id>.img` that no record names
+// names: the adoption's sweep removes such files in its own folder (sweepTemps) once untouched for
+// TEMP_GRACE_MS. A copy in progress writes its file all along, so one written lately may be another
+// process's (replicas share a folder) and is left alone. A whole `<id>.img` that no record names
 // (its process ended before its snapshot row or checkpoint was written, or after the record was
-// dropped but before the file was) is removed by sweepSnapshots, which the start runs over a root
-// of its own data directory only (host/agents/service/snapshot-sweep.ts), past the same grace.
+// dropped but before the file was) is removed by sweepSnapshots, which the start runs over the flat
+// folder of a root of its own data directory only (host/agents/service/snapshot-sweep.ts), past the
+// same grace; it reads the files of its folder alone, never an instance's folder within it.
 import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SandboxError } from '../../../errors.ts';
+import { INSTANCE } from '../ownership.ts';
 import type { SnapshotFile } from '../workspaces.ts';
 import { failed, mountedUnder } from './loop-mount.ts';
 import { type LoopState, NAME, paths, prepare } from './loop-state.ts';
 import { runSystemTool } from './system-tools.ts';
 
-const folderOf = (s: LoopState): string => join(s.root, '.snapshots');
+/**
+ * The folder of the snapshots of a store at `root`: `<root>/.snapshots`, or `instance`'s own within
+ * it (see the header); CONFIG_INVALID for an instance that is not an instance id.
+ */
+export function snapshotFolder(root: string, instance?: string): string {
+  const flat = join(root, '.snapshots');
+  if (instance === undefined) return flat;
+  if (!INSTANCE.test(instance))
+    throw new SandboxError(
+      'CONFIG_INVALID',
+      `A snapshot folder is named by an instance id (1-16 lowercase letters or digits), got ${JSON.stringify(instance).slice(0, 80)}.`,
+    );
+  return join(flat, instance);
+}
 
-/** The snapshot's file; INVALID_ARGUMENTS for an id that is not a plain name. */
-export function snapshotPath(s: LoopState, id: string): string {
+/** The snapshot's file in `folder`; INVALID_ARGUMENTS for an id that is not a plain name. */
+export function snapshotPath(folder: string, id: string): string {
   if (!NAME.test(id))
     throw new SandboxError('INVALID_ARGUMENTS', `bad snapshot id ${JSON.stringify(id).slice(0, 80)}`);
-  return join(folderOf(s), `${id}.img`);
+  return join(folder, `${id}.img`);
 }
 
 /** A sparse copy of `from` at `to` (a reflink where the file system offers one). */
@@ -46,13 +69,18 @@ async function sizes(file: string): Promise<SnapshotFile> {
   return { sizeBytes: st.size, bytes: st.blocks * 512 };
 }
 
-/** Copies the workspace `name` into the snapshot `id`, its file system frozen meanwhile (see the header). */
-export async function takeSnapshot(s: LoopState, name: string, id: string): Promise<SnapshotFile> {
+/** Copies the workspace `name` into the snapshot `id` of `folder`, its file system frozen meanwhile (see the header). */
+export async function takeSnapshot(
+  s: LoopState,
+  folder: string,
+  name: string,
+  id: string,
+): Promise<SnapshotFile> {
   await prepare(s);
   const { image, dir } = paths(s, name);
-  const target = snapshotPath(s, id);
+  const target = snapshotPath(folder, id);
   const temp = `${target.slice(0, -4)}.tmp`;
-  await mkdir(folderOf(s), { recursive: true, mode: 0o700 });
+  await mkdir(folder, { recursive: true, mode: 0o700 });
   // Not mounted (never started since the host booted): the image is a cleanly unmounted file system.
   const mounted = (await mountedUnder(s.root)).has(dir);
   try {
@@ -70,10 +98,10 @@ export async function takeSnapshot(s: LoopState, name: string, id: string): Prom
   return sizes(target);
 }
 
-/** The snapshot's sizes; NOT_FOUND when this node has no such snapshot. */
-export async function snapshotSizes(s: LoopState, id: string): Promise<SnapshotFile> {
+/** The snapshot's sizes; NOT_FOUND when `folder` has no such snapshot (another instance's folder may). */
+export async function snapshotSizes(folder: string, id: string): Promise<SnapshotFile> {
   try {
-    return await sizes(snapshotPath(s, id));
+    return await sizes(snapshotPath(folder, id));
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT')
       throw new SandboxError('NOT_FOUND', `This node has no snapshot ${id}.`, { data: { snapshot: id } });
@@ -81,9 +109,9 @@ export async function snapshotSizes(s: LoopState, id: string): Promise<SnapshotF
   }
 }
 
-/** Deletes a snapshot's file; one already gone is done. */
-export async function dropSnapshot(s: LoopState, id: string): Promise<void> {
-  await rm(snapshotPath(s, id), { force: true });
+/** Deletes a snapshot's file in `folder`; one already gone (or never there) is done. */
+export async function dropSnapshot(folder: string, id: string): Promise<void> {
+  await rm(snapshotPath(folder, id), { force: true });
 }
 
 /** Thaws the mounted workspaces of `names` that a snapshot left frozen; one that is not frozen is left as it is. */
@@ -98,9 +126,8 @@ export async function thawAll(s: LoopState, names: Iterable<string>): Promise<vo
 /** How long a snapshot's temporary file must be untouched before a sweep takes it for a crash's. */
 export const TEMP_GRACE_MS = 10 * 60_000;
 
-/** Removes the temporary files of copies that ended with their process (see the header); how many. */
-export async function sweepTemps(s: LoopState, now: number = Date.now()): Promise<number> {
-  const folder = folderOf(s);
+/** Removes the temporary files in `folder` of copies that ended with their process (see the header); how many. */
+export async function sweepTemps(folder: string, now: number = Date.now()): Promise<number> {
   const files = await readdir(folder).catch(() => [] as string[]);
   let removed = 0;
   for (const file of files) {
@@ -114,15 +141,15 @@ export async function sweepTemps(s: LoopState, now: number = Date.now()): Promis
 }
 
 /**
- * Removes the snapshot files untouched for TEMP_GRACE_MS whose id `recorded` does not keep (see the
- * header); the ids removed. A failure of `recorded` removes nothing.
+ * Removes the snapshot files of `folder` untouched for TEMP_GRACE_MS whose id `recorded` does not
+ * keep (see the header); the ids removed. A failure of `recorded` removes nothing. Folders within
+ * it (instances') are not snapshots: never read.
  */
 export async function sweepSnapshots(
-  s: LoopState,
+  folder: string,
   recorded: (ids: string[]) => Promise<ReadonlySet<string>>,
   now: number = Date.now(),
 ): Promise<string[]> {
-  const folder = folderOf(s);
   const files = await readdir(folder).catch(() => [] as string[]);
   const old: string[] = [];
   for (const file of files) {
@@ -135,11 +162,11 @@ export async function sweepSnapshots(
   if (old.length === 0) return [];
   const kept = await recorded(old);
   const removed = old.filter((id) => !kept.has(id));
-  for (const id of removed) await dropSnapshot(s, id);
+  for (const id of removed) await dropSnapshot(folder, id);
   return removed;
 }
 
-/** Every snapshot's file (tests tearing down a run). */
-export async function dropAllSnapshots(s: LoopState): Promise<void> {
-  await rm(folderOf(s), { recursive: true, force: true });
+/** `folder` and every file in it (tests tearing down a run: the flat folder takes the instances' with it). */
+export async function dropAllSnapshots(folder: string): Promise<void> {
+  await rm(folder, { recursive: true, force: true });
 }

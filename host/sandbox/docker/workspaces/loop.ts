@@ -10,6 +10,9 @@
 // loop-admission.ts admits a new image only when the host disk can hold it; loop-spares.ts keeps
 // formatted spare images ready; loop-snapshots.ts copies a workspace into a snapshot and a snapshot
 // into a new workspace; create() and the store's small queries are here.
+// One store per root: forInstance(instance) is a view of the same workspaces (one LoopState: one
+// admission queue, one set of spares) whose snapshots are in that instance's own folder, for a
+// node agent serving several control planes; the store itself keeps the flat folder of `npm start`.
 //
 // Invariants: the mount point directory is root-owned mode 0000, so a container started while its
 // workspace is not mounted (after a reboot) sees an unusable directory instead of writing to the
@@ -31,6 +34,7 @@ import { failed, format, mountedUnder, mountOne, removeOne } from './loop-mount.
 import {
   dropAllSnapshots,
   dropSnapshot,
+  snapshotFolder,
   snapshotPath,
   snapshotSizes,
   sparseCopy,
@@ -72,16 +76,21 @@ export function createLoopWorkspaces(rootDir: string, options: LoopOptions = {})
     admitting: Promise.resolve(),
     spares: new Map(),
   };
+  return storeOf(s, snapshotFolder(s.root));
+}
+
+/** The store over `s` whose snapshots are in `folder` (loop-snapshots.ts snapshotFolder). */
+function storeOf(s: LoopState, folder: string): WorkspaceStore {
   return {
     kind: 'loop',
-    create: (name, bytes, labels, alongside, from) => create(s, name, bytes, labels, alongside, from),
+    create: (name, bytes, labels, alongside, from) => create(s, folder, name, bytes, labels, alongside, from),
     ready: (mount) => ready(s, mount),
     remove: (mount) => remove(s, mount),
     limitOf: (mount) => limitOf(s, mount),
     usage: (mount) => usage(s, mount),
     exists: (mount) => exists(s, mount),
     owns: (mount) => nameOf(s, mount) !== undefined,
-    sweep: (keep, all, only) => sweep(s, keep, all, only),
+    sweep: (keep, all, only) => sweep(s, folder, keep, all, only),
     keepSpares: (prefix, bytes, count, onError) => keepSpares(s, prefix, bytes, count, onError),
     sparesFilled: (prefix) => sparesFilled(s, prefix),
     dropSpares: (prefix) => dropSpares(s, prefix),
@@ -92,22 +101,24 @@ export function createLoopWorkspaces(rootDir: string, options: LoopOptions = {})
           'SNAPSHOT_UNSUPPORTED',
           'This workspace is not a loop workspace of this node.',
         );
-      return takeSnapshot(s, name, id);
+      return takeSnapshot(s, folder, name, id);
     },
-    dropSnapshot: (id) => dropSnapshot(s, id),
-    sweepSnapshots: (recorded) => sweepSnapshots(s, recorded),
+    dropSnapshot: (id) => dropSnapshot(folder, id),
+    sweepSnapshots: (recorded) => sweepSnapshots(folder, recorded),
+    forInstance: (instance) => storeOf(s, snapshotFolder(s.root, instance)),
   };
 }
 
 async function create(
   s: LoopState,
+  folder: string,
   name: string,
   bytes: number,
   _labels: Record<string, string>,
   alongside?: (mount: Docker.MountSettings) => Promise<unknown>,
   from?: string,
 ): Promise<Docker.MountSettings> {
-  if (from !== undefined && (await snapshotSizes(s, from)).sizeBytes !== bytes)
+  if (from !== undefined && (await snapshotSizes(folder, from)).sizeBytes !== bytes)
     throw new SandboxError('INVALID_ARGUMENTS', `A workspace made from snapshot ${from} has its size.`, {
       data: { snapshot: from, bytes },
     });
@@ -144,7 +155,7 @@ async function create(
     beside = alongside?.(mount);
     beside?.catch(() => {});
     // From a snapshot: its sparse copy (over the admitted image), a file system made already.
-    if (from !== undefined) await sparseCopy(snapshotPath(s, from), image);
+    if (from !== undefined) await sparseCopy(snapshotPath(folder, from), image);
     else if (!fromSpare) await format(image);
     await mountOne(s, name);
     // mkfs makes lost+found; the agent's workspace starts empty.
@@ -190,6 +201,7 @@ async function exists(s: LoopState, mount: WorkspaceMount): Promise<boolean> {
 
 async function sweep(
   s: LoopState,
+  folder: string,
   keep: Iterable<WorkspaceMount>,
   all = false,
   only: (name: string) => boolean = () => true,
@@ -203,7 +215,7 @@ async function sweep(
   // adoption), so that its agent's writes do not wait for good.
   if (!all) await thawAll(s, kept);
   // And the temporary file of a snapshot it was copying (loop-snapshots.ts sweepTemps).
-  if (!all) await sweepTemps(s).catch(() => 0);
+  if (!all) await sweepTemps(folder).catch(() => 0);
   let removed = 0;
   const files = await readdir(s.root).catch(() => [] as string[]);
   for (const file of files) {
@@ -213,6 +225,6 @@ async function sweep(
     await removeOne(s, name);
     removed++;
   }
-  if (all) await dropAllSnapshots(s);
+  if (all) await dropAllSnapshots(folder);
   return removed;
 }
