@@ -3,18 +3,21 @@
 // (./cluster.ts `loop`), and a control plane whose DSH_NODES names both. A snapshot is taken on its
 // agent's node (its file on that node's disk, its `node` that node's name); an agent made from it
 // lands on that node although the other is emptier, with the snapshot's files byte for byte; its
-// file is in the folder of the control plane's instance (`.snapshots/<instance>`); while
+// file is in the folder of the control plane's instance (`.snapshots/<instance>`), and another
+// instance on that node (its own certificate) that knows the id can neither make a workspace from
+// it nor drop or overwrite it (the copy made after still has its files); while
 // that node is cordoned, POST /v1/agents with `fromSnapshot` answers 503 NODE_CORDONED naming it
 // and makes nothing; a deleted snapshot's file leaves that node's disk.
 // Skipped where loop workspaces cannot be made (not root, no loop devices: fixtures.ts).
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LABEL_AGENT, LABEL_INSTANCE } from '../../../host/sandbox/docker/index.ts';
+import { connectRemoteNode } from '../../../host/sandbox/nodes/remote/client.ts';
 import { type Running, startServer } from '../../../host/serve.ts';
-import { makeCa, makeCert } from '../../../scripts/node-certs.ts';
+import { makeCa, makeCert, makeControlCert } from '../../../scripts/node-certs.ts';
 import type { Loose } from '../../unit/api/harness.ts';
 import { json } from '../api/served.ts';
 import { loopWorkspaces, sandboxImage } from '../sandbox/fixtures.ts';
@@ -76,6 +79,43 @@ function unmountUnder(folder: string): void {
   }
 }
 
+/**
+ * Another control-plane instance on `node` (its own certificate, as a second deployment sharing the
+ * node has) that knows the snapshot id: it cannot make a workspace from it (NOT_FOUND, nothing
+ * made) or drop it, and its own snapshot under the same id is its own file; the owner's is as it was.
+ */
+async function intrude(node: string, id: string): Promise<void> {
+  makeControlCert(ca, ca, 'intruder', ['intruder1']);
+  const intruder = await connectRemoteNode({
+    name: node,
+    url: (nodeAgents[node] as NodeAgent).url,
+    instance: 'intruder1',
+    cert: readFileSync(join(ca, 'intruder.pem'), 'utf8'),
+    key: readFileSync(join(ca, 'intruder.key'), 'utf8'),
+    ca: readFileSync(join(ca, 'ca.pem'), 'utf8'),
+  });
+  const owners = statSync(snapshotFile(node, id));
+  const spec = { tenantId: 'intruders', limits: intruder.defaults };
+  try {
+    await expect(intruder.ensure({ ...spec, agentId: 'thief', fromSnapshot: id })).rejects.toMatchObject({
+      code: 'NOT_FOUND',
+    });
+    expect(await intruder.find('thief')).toBeUndefined();
+    await intruder.dropSnapshot?.(id);
+    await intruder.ensure({ ...spec, agentId: 'thief' });
+    await intruder.snapshot?.('thief', id);
+    const theirs = join(dirname(dirname(snapshotFile(node, id))), 'intruder1', `${id}.img`);
+    expect(existsSync(theirs)).toBe(true);
+    await intruder.dropSnapshot?.(id);
+    expect(existsSync(theirs)).toBe(false);
+    await intruder.destroy('thief');
+  } finally {
+    await intruder.close();
+  }
+  const after = statSync(snapshotFile(node, id));
+  expect([after.ino, after.mtimeMs, after.size]).toEqual([owners.ino, owners.mtimeMs, owners.size]);
+}
+
 describe.skipIf(!loopWorkspaces)('snapshots on several nodes', () => {
   beforeAll(async () => {
     makeCa(ca);
@@ -127,6 +167,7 @@ describe.skipIf(!loopWorkspaces)('snapshots on several nodes', () => {
     expect(snap.json.node).toBe(home);
     expect(existsSync(snapshotFile(home, snap.json.id))).toBe(true);
     expect(existsSync(snapshotFile(other, snap.json.id))).toBe(false);
+    await intrude(home, snap.json.id);
     // The other node is emptier; the copy still goes where the snapshot is.
     const copy = await api('POST', '/v1/agents', { fromSnapshot: snap.json.id });
     expect(copy.status, JSON.stringify(copy.json)).toBe(201);
