@@ -5,12 +5,13 @@
 // lands on that node although the other is emptier, with the snapshot's files byte for byte; its
 // file is in the folder of the control plane's instance (`.snapshots/<instance>`), and another
 // instance on that node (its own certificate) that knows the id can neither make a workspace from
-// it nor drop or overwrite it (the copy made after still has its files); while
-// that node is cordoned, POST /v1/agents with `fromSnapshot` answers 503 NODE_CORDONED naming it
-// and makes nothing; a deleted snapshot's file leaves that node's disk.
+// it nor drop or overwrite it (the copy made after still has its files); a node agent holding a
+// flat file of an older version says so at start; while that node is cordoned, POST /v1/agents
+// with `fromSnapshot` answers 503 NODE_CORDONED naming it and makes nothing; a deleted snapshot's
+// file leaves that node's disk.
 // Skipped where loop workspaces cannot be made (not root, no loop devices: fixtures.ts).
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -123,11 +124,16 @@ describe.skipIf(!loopWorkspaces)('snapshots on several nodes', () => {
     makeCert(ca, ca, 'b', ['127.0.0.1']);
     const [a, b] = await Promise.all([startEngine(sandboxImage()), startEngine(sandboxImage())]);
     Object.assign(engines, { a, b });
+    // What an older node agent left on a's disk: a flat snapshot file, whose instance is unknown.
+    mkdirSync(join(a.dir, 'node-data', 'workspaces', '.snapshots'), { recursive: true });
+    writeFileSync(join(a.dir, 'node-data', 'workspaces', '.snapshots', 'snap_legacy.img'), 'old');
     const [na, nb] = await Promise.all([
       startNodeAgent(ca, 'a', a, { loop: true }),
       startNodeAgent(ca, 'b', b, { loop: true }),
     ]);
     Object.assign(nodeAgents, { a: na, b: nb });
+    expect(na.output()).toMatch(/node: 1 snapshot file\(s\) kept before each instance had its own folder/);
+    expect(nb.output()).not.toMatch(/snapshot file/);
     const config = controlPlaneConfig(
       ca,
       join(dir, 'control'),
