@@ -88,10 +88,16 @@ export const wireError = (error: unknown): { code: WireErrorCode; message: strin
 /** Kill a whole process group, ignoring one that is already gone. */
 export const killGroup = (pid: number | undefined, signal: NodeJS.Signals): void => {
   if (pid === undefined || pid <= 1) return;
+  // ESRCH (the group is gone) is the usual answer after a command's exit: its error is made without
+  // a stack, which is most of what it costs (8-10 µs a call, 3.5 without).
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
   try {
     process.kill(-pid, signal);
   } catch {
     // ESRCH: the group is gone
+  } finally {
+    Error.stackTraceLimit = limit;
   }
 };
 
