@@ -15,14 +15,14 @@ import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, expect, it } from 'vitest';
-import { SandboxError } from '../../../host/errors.ts';
-import { DOCKER_DEFAULT_LIMITS, DOCKER_DEFAULT_MAXIMA } from '../../../host/sandbox/docker/config.ts';
+import { DOCKER_DEFAULT_LIMITS } from '../../../host/sandbox/docker/config.ts';
 import { connectRemoteNode } from '../../../host/sandbox/nodes/remote/client.ts';
 import { METHODS } from '../../../host/sandbox/nodes/remote/protocol.ts';
 import { type NodeServer, serveNode } from '../../../host/sandbox/nodes/remote/server.ts';
 import type { PooledChannels, SandboxdPipe, SandboxNode } from '../../../host/sandbox/nodes/types.ts';
 import { makeCa, makeCert, makeControlCert, signCert } from '../../../scripts/node-certs.ts';
 import { echoPipe as echo } from '../../helpers/echo-pipe.ts';
+import { fakeCapacity, fakeNode, openKnown } from '../../helpers/fake-node.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'dsh-node-instance-'));
 const ca = join(dir, 'ca');
@@ -38,14 +38,13 @@ const fakeFor = (instance: string): SandboxNode<unknown> & PooledChannels => {
   const did = (what: string): void => {
     asked.push(`${instance} ${what}`);
   };
+  const base = fakeNode('one');
   return {
-    name: 'one',
-    defaults: DOCKER_DEFAULT_LIMITS,
-    maxima: DOCKER_DEFAULT_MAXIMA,
+    ...base,
     pool: { ready: 0, filled: async () => did('filled') },
     ensure: async (spec) => {
       did(`ensure ${spec.agentId}`);
-      return { id: `c-${spec.agentId}`, limits: spec.limits };
+      return base.ensure(spec);
     },
     find: async (agentId) => {
       did(`find ${agentId}`);
@@ -53,14 +52,7 @@ const fakeFor = (instance: string): SandboxNode<unknown> & PooledChannels => {
     },
     open: async (agentId) => {
       did(`open ${agentId}`);
-      if (agentId !== 'known') throw new SandboxError('SANDBOX_UNAVAILABLE', `no sandbox for ${agentId}`);
-      return {
-        ...echo(),
-        link: async () => {
-          did('link');
-          return { token: 'a'.repeat(64), accepted: Promise.resolve(echo()), close: () => {} };
-        },
-      };
+      return openKnown(agentId, () => did('link'));
     },
     state: async () => {
       did('state');
@@ -87,15 +79,7 @@ const fakeFor = (instance: string): SandboxNode<unknown> & PooledChannels => {
     },
     capacity: async () => {
       did('capacity');
-      return {
-        node: 'one',
-        cpus: 2,
-        memoryBytes: 1,
-        sandboxes: 0,
-        running: 0,
-        pool: { ready: 1, size: 1 },
-        runtimes: ['runc'],
-      };
+      return fakeCapacity('one', { pool: { ready: 1, size: 1 } });
     },
     unclaimed: () => {
       did('unclaimed');
@@ -106,7 +90,6 @@ const fakeFor = (instance: string): SandboxNode<unknown> & PooledChannels => {
       return { channel: echo(), claim: 'c'.repeat(32) };
     },
     poolFor: () => ({ ready: 1, size: 1 }),
-    close: async () => {},
   };
 };
 

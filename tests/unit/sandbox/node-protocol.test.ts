@@ -16,14 +16,9 @@ import { DOCKER_DEFAULT_LIMITS, DOCKER_DEFAULT_MAXIMA } from '../../../host/sand
 import { connectRemoteNode, type RemoteNode } from '../../../host/sandbox/nodes/remote/client.ts';
 import { lateRemoteNode } from '../../../host/sandbox/nodes/remote/late.ts';
 import { type NodeServer, serveNode } from '../../../host/sandbox/nodes/remote/server.ts';
-import type {
-  AdoptAsking,
-  SandboxdChannel,
-  SandboxdPipe,
-  SandboxNode,
-} from '../../../host/sandbox/nodes/types.ts';
+import type { AdoptAsking, SandboxdPipe, SandboxNode } from '../../../host/sandbox/nodes/types.ts';
 import { makeCa, makeCert, makeControlCert, signCert } from '../../../scripts/node-certs.ts';
-import { echoPipe as echo } from '../../helpers/echo-pipe.ts';
+import { fakeCapacity, fakeNode } from '../../helpers/fake-node.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'dsh-node-protocol-'));
 const pem = (...p: string[]): string => readFileSync(join(dir, ...p), 'utf8');
@@ -32,10 +27,7 @@ const asked: string[] = [];
 /** The knownAt each of the fake's adopt steps was given. */
 const adoptedAt: Array<number | undefined> = [];
 const fake: SandboxNode<unknown> & AdoptAsking = {
-  name: 'fake',
-  defaults: DOCKER_DEFAULT_LIMITS,
-  maxima: DOCKER_DEFAULT_MAXIMA,
-  pool: { ready: 0, filled: async () => {} },
+  ...fakeNode('fake'),
   ensure: async (spec) => {
     asked.push(
       `ensure ${spec.agentId}${spec.runtime === undefined ? '' : ` ${spec.runtime}`}${spec.fromSnapshot === undefined ? '' : ` from ${spec.fromSnapshot}`}`,
@@ -44,15 +36,6 @@ const fake: SandboxNode<unknown> & AdoptAsking = {
   },
   find: async (agentId) =>
     agentId === 'known' ? { id: 'c-known', limits: DOCKER_DEFAULT_LIMITS } : undefined,
-  open: async (agentId): Promise<SandboxdChannel> => {
-    if (agentId !== 'known') throw new SandboxError('SANDBOX_UNAVAILABLE', `no sandbox for ${agentId}`);
-    return {
-      ...echo(),
-      link: async () => ({ token: 'a'.repeat(64), accepted: Promise.resolve(echo()), close: () => {} }),
-    };
-  },
-  state: async () => 'running',
-  stop: async () => {},
   pause: async (agentId, mode) => {
     asked.push(`pause ${agentId} ${mode}`);
     return agentId === 'known' ? mode : 'none';
@@ -68,7 +51,6 @@ const fake: SandboxNode<unknown> & AdoptAsking = {
   dropSnapshot: async (id) => {
     asked.push(`drop ${id}`);
   },
-  usage: async () => undefined,
   adopt: async (o) => {
     adoptedAt.push(o?.knownAt);
     return [...(o?.claim ?? []), ...[...(o?.unknown ?? [])].map((slug) => `unknown:${slug}`)];
@@ -77,16 +59,7 @@ const fake: SandboxNode<unknown> & AdoptAsking = {
     adoptedAt.push(knownAt);
     return { sandboxes: ['x', 'y', 'z'], agents: ['k1', 'gone'] };
   },
-  capacity: async () => ({
-    node: 'fake',
-    cpus: 2,
-    memoryBytes: 1,
-    sandboxes: 0,
-    running: 0,
-    pool: { ready: 0, size: 0 },
-    runtimes: ['runc', 'gvisor'],
-  }),
-  close: async () => {},
+  capacity: async () => fakeCapacity('fake', { runtimes: ['runc', 'gvisor'] }),
 };
 
 let server: NodeServer;

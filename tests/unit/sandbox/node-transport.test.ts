@@ -7,22 +7,15 @@ import { connect, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { DOCKER_DEFAULT_LIMITS, DOCKER_DEFAULT_MAXIMA } from '../../../host/sandbox/docker/config.ts';
 import { connectRemoteNode, type RemoteNode } from '../../../host/sandbox/nodes/remote/client.ts';
 import { type NodeServer, serveNode } from '../../../host/sandbox/nodes/remote/server.ts';
-import type { SandboxNode } from '../../../host/sandbox/nodes/types.ts';
 import { makeCa, makeCert, makeControlCert } from '../../../scripts/node-certs.ts';
+import { fakeNode } from '../../helpers/fake-node.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'dsh-node-transport-'));
 const pem = (name: string): string => readFileSync(join(dir, name), 'utf8');
 
-const fake = {
-  name: 'fake',
-  defaults: DOCKER_DEFAULT_LIMITS,
-  maxima: DOCKER_DEFAULT_MAXIMA,
-  pool: { ready: 0, filled: async () => {} },
-  state: async () => 'running',
-} as unknown as SandboxNode<unknown>;
+const fake = fakeNode('fake');
 
 let server: NodeServer;
 let relay: Server;

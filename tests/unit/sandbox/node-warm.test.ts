@@ -11,7 +11,7 @@ import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { DOCKER_DEFAULT_LIMITS, DOCKER_DEFAULT_MAXIMA } from '../../../host/sandbox/docker/config.ts';
+import { DOCKER_DEFAULT_LIMITS } from '../../../host/sandbox/docker/config.ts';
 import { createWarmPool, type PoolItem, type WarmPool } from '../../../host/sandbox/docker/pool.ts';
 import { createPlacement } from '../../../host/sandbox/nodes/placement.ts';
 import { connectRemoteNode, type RemoteNode } from '../../../host/sandbox/nodes/remote/client.ts';
@@ -20,6 +20,7 @@ import { type NodeServer, serveNode } from '../../../host/sandbox/nodes/remote/s
 import type { PooledChannels, SandboxNode, WarmHooks } from '../../../host/sandbox/nodes/types.ts';
 import { makeCa, makeCert, makeControlCert } from '../../../scripts/node-certs.ts';
 import { echoPipe as echo } from '../../helpers/echo-pipe.ts';
+import { fakeCapacity, fakeNode } from '../../helpers/fake-node.ts';
 import { until } from '../../helpers/until.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'dsh-node-warm-'));
@@ -47,32 +48,15 @@ const pooledNode = (size: number, withChannels = true): PooledNode => {
     onError: () => {},
   });
   const node: PooledNode = {
-    name: 'fake',
-    defaults: DOCKER_DEFAULT_LIMITS,
-    maxima: DOCKER_DEFAULT_MAXIMA,
+    ...fakeNode('fake'),
     pool,
     items,
     ensure: async (spec) => {
       const item = pool.take(spec.pooled);
       return { id: item?.container.id ?? `new-${spec.agentId}`, limits: spec.limits };
     },
-    find: async () => undefined,
     open: async () => echo(),
-    state: async () => 'running',
-    stop: async () => {},
-    pause: async () => 'none',
-    destroy: async () => {},
-    usage: async () => undefined,
-    adopt: async () => [],
-    capacity: async () => ({
-      node: 'fake',
-      cpus: 2,
-      memoryBytes: 1,
-      sandboxes: 0,
-      running: 0,
-      pool: { ready: pool.ready, size },
-      runtimes: ['runc'],
-    }),
+    capacity: async () => fakeCapacity('fake', { pool: { ready: pool.ready, size } }),
     close: () => pool.close(),
     unclaimed: () => pool.unclaimed(),
     claim: (id) => pool.claim(id),
