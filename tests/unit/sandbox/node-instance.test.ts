@@ -23,6 +23,7 @@ import type { PooledChannels, SandboxdPipe, SandboxNode } from '../../../host/sa
 import { makeCa, makeCert, makeControlCert, signCert } from '../../../scripts/node-certs.ts';
 import { echoPipe as echo } from '../../helpers/echo-pipe.ts';
 import { fakeCapacity, fakeNode, openKnown } from '../../helpers/fake-node.ts';
+import { servingAs, tlsOf } from '../../helpers/node-tls.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'dsh-node-instance-'));
 const ca = join(dir, 'ca');
@@ -110,11 +111,7 @@ beforeAll(async () => {
     'extendedKeyUsage=clientAuth\nkeyUsage=digitalSignature\nsubjectAltName=URI:urn:dsh:control-plane\n',
   );
   server = await serveNode({
-    host: '127.0.0.1',
-    port: 0,
-    cert: pem('one.pem'),
-    key: pem('one.key'),
-    ca: pem('ca.pem'),
+    ...servingAs(ca),
     nodeFor: (instance) => {
       let node = nodes.get(instance);
       if (node === undefined) {
@@ -138,8 +135,6 @@ beforeEach(() => {
   forbidden.length = 0;
 });
 
-const tls = (cert: string) => ({ ca: pem('ca.pem'), cert: pem(`${cert}.pem`), key: pem(`${cert}.key`) });
-
 /** One call with certificate `cert` for `instance`: its status and error code (each on a connection of its own unless `agent`). */
 const call = (
   cert: string,
@@ -154,7 +149,7 @@ const call = (
       port: server.port,
       path: `/v1/${method}`,
       method: 'POST',
-      ...tls(cert),
+      ...tlsOf(ca, cert),
       agent,
       headers: { 'x-dsh-instance': instance, 'content-type': 'application/json' },
     });
@@ -183,7 +178,7 @@ const upgrade = (
       host: '127.0.0.1',
       port: server.port,
       path,
-      ...tls(cert),
+      ...tlsOf(ca, cert),
       agent: false,
       headers: { 'x-dsh-instance': instance, connection: 'Upgrade', upgrade: 'dsh-node/1' },
     });
@@ -256,7 +251,7 @@ it('serves the instance the certificate names (calls, open, link), and each of t
       name: 'one',
       url: `https://127.0.0.1:${server.port}`,
       instance,
-      ...tls(cert),
+      ...tlsOf(ca, cert),
       timeoutMs: 5000,
     });
   const alpha = await remote('alpha', 'alpha');
@@ -309,7 +304,7 @@ it('stops a control plane whose own certificate does not name its instance, befo
         name: 'one',
         url: `https://127.0.0.1:${server.port}`,
         instance: 'alpha',
-        ...tls(cert),
+        ...tlsOf(ca, cert),
         timeoutMs: 5000,
       }),
     ).rejects.toMatchObject({

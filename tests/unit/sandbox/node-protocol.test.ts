@@ -19,9 +19,11 @@ import { type NodeServer, serveNode } from '../../../host/sandbox/nodes/remote/s
 import type { AdoptAsking, SandboxdPipe, SandboxNode } from '../../../host/sandbox/nodes/types.ts';
 import { makeCa, makeCert, makeControlCert, signCert } from '../../../scripts/node-certs.ts';
 import { fakeCapacity, fakeNode } from '../../helpers/fake-node.ts';
+import { servingAs, tlsOf } from '../../helpers/node-tls.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'dsh-node-protocol-'));
 const pem = (...p: string[]): string => readFileSync(join(dir, ...p), 'utf8');
+const ca = join(dir, 'ca');
 
 const asked: string[] = [];
 /** The knownAt each of the fake's adopt steps was given. */
@@ -67,18 +69,14 @@ const refusals: string[] = [];
 let node: RemoteNode;
 
 beforeAll(async () => {
-  makeCa(join(dir, 'ca'));
-  makeCert(join(dir, 'ca'), join(dir, 'ca'), 'one', ['127.0.0.1']);
-  makeCert(join(dir, 'ca'), join(dir, 'ca'), 'late', ['127.0.0.1']);
-  makeControlCert(join(dir, 'ca'), join(dir, 'ca'), 'control', ['test']);
+  makeCa(ca);
+  makeCert(ca, ca, 'one', ['127.0.0.1']);
+  makeCert(ca, ca, 'late', ['127.0.0.1']);
+  makeControlCert(ca, ca, 'control', ['test']);
   makeCa(join(dir, 'rogue'));
   makeControlCert(join(dir, 'rogue'), join(dir, 'rogue'), 'control', ['test']);
   server = await serveNode({
-    host: '127.0.0.1',
-    port: 0,
-    cert: pem('ca', 'one.pem'),
-    key: pem('ca', 'one.key'),
-    ca: pem('ca', 'ca.pem'),
+    ...servingAs(ca),
     nodeFor: () => fake,
     onRefused: (from, reason) => refusals.push(`${from} ${reason}`),
   });
@@ -86,9 +84,7 @@ beforeAll(async () => {
     name: 'one',
     url: `https://127.0.0.1:${server.port}`,
     instance: 'test',
-    cert: pem('ca', 'control.pem'),
-    key: pem('ca', 'control.key'),
-    ca: pem('ca', 'ca.pem'),
+    ...tlsOf(ca, 'control'),
     timeoutMs: 5000,
   });
 });
@@ -277,11 +273,7 @@ describe('the node protocol', () => {
 it('fails calls on a node that is down with NODE_UNREACHABLE naming it, and connects a late node once it answers', async () => {
   const serve = (port: number) =>
     serveNode({
-      host: '127.0.0.1',
-      port,
-      cert: pem('ca', 'late.pem'),
-      key: pem('ca', 'late.key'),
-      ca: pem('ca', 'ca.pem'),
+      ...servingAs(ca, 'late', port),
       nodeFor: () => fake,
     });
   const first = await serve(0);
@@ -291,9 +283,7 @@ it('fails calls on a node that is down with NODE_UNREACHABLE naming it, and conn
     name: 'late',
     url: `https://127.0.0.1:${port}`,
     instance: 'test',
-    cert: pem('ca', 'control.pem'),
-    key: pem('ca', 'control.key'),
-    ca: pem('ca', 'ca.pem'),
+    ...tlsOf(ca, 'control'),
     timeoutMs: 5000,
   };
   await expect(connectRemoteNode(options)).rejects.toMatchObject({
@@ -314,7 +304,6 @@ it('fails calls on a node that is down with NODE_UNREACHABLE naming it, and conn
 });
 
 describe('certificate roles', () => {
-  const ca = join(dir, 'ca');
   const client = 'extendedKeyUsage=clientAuth,serverAuth\nkeyUsage=digitalSignature\n';
   beforeAll(() => {
     // Signed by the cluster's CA and fit for a client, but not a control plane's.
@@ -331,9 +320,7 @@ describe('certificate roles', () => {
         host: '127.0.0.1',
         port: server.port,
         path: '/v1/open?agent=known',
-        ca: pem('ca', 'ca.pem'),
-        cert: pem('ca', `${cert}.pem`),
-        key: pem('ca', `${cert}.key`),
+        ...tlsOf(ca, cert),
         agent: false,
         headers: { 'x-dsh-instance': 'test', connection: 'Upgrade', upgrade: 'dsh-node/1' },
       });
@@ -379,11 +366,7 @@ describe('certificate roles', () => {
     let served = 0;
     // Node one's certificate (CA-signed, naming 127.0.0.1) presented where node two is expected.
     const impostor = await serveNode({
-      host: '127.0.0.1',
-      port: 0,
-      cert: pem('ca', 'one.pem'),
-      key: pem('ca', 'one.key'),
-      ca: pem('ca', 'ca.pem'),
+      ...servingAs(ca),
       nodeFor: () => {
         served += 1;
         return fake;
@@ -393,9 +376,7 @@ describe('certificate roles', () => {
       const options = {
         url: `https://127.0.0.1:${impostor.port}`,
         instance: 'test',
-        cert: pem('ca', 'control.pem'),
-        key: pem('ca', 'control.key'),
-        ca: pem('ca', 'ca.pem'),
+        ...tlsOf(ca, 'control'),
         timeoutMs: 5000,
       };
       await expect(connectRemoteNode({ ...options, name: 'two' })).rejects.toMatchObject({
@@ -415,20 +396,14 @@ describe('certificate roles', () => {
 
 it('closes its open channels and links when the server closes, promptly', async () => {
   const closing = await serveNode({
-    host: '127.0.0.1',
-    port: 0,
-    cert: pem('ca', 'one.pem'),
-    key: pem('ca', 'one.key'),
-    ca: pem('ca', 'ca.pem'),
+    ...servingAs(ca),
     nodeFor: () => fake,
   });
   const remote = await connectRemoteNode({
     name: 'one',
     url: `https://127.0.0.1:${closing.port}`,
     instance: 'test',
-    cert: pem('ca', 'control.pem'),
-    key: pem('ca', 'control.key'),
-    ca: pem('ca', 'ca.pem'),
+    ...tlsOf(ca, 'control'),
     timeoutMs: 5000,
   });
   const channel = await remote.open('known');

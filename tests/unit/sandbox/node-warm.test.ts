@@ -6,7 +6,7 @@
 // channel, and one never gets a pooled sandbox whose channel the other holds; a claim the node did
 // not hand out takes nothing; a session whose pooled sandbox the node dropped is dropped; a node
 // without pooled channels (an older one) is served as before; a node connected late gets the hooks.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,10 +21,11 @@ import type { PooledChannels, SandboxNode, WarmHooks } from '../../../host/sandb
 import { makeCa, makeCert, makeControlCert } from '../../../scripts/node-certs.ts';
 import { echoPipe as echo } from '../../helpers/echo-pipe.ts';
 import { fakeCapacity, fakeNode } from '../../helpers/fake-node.ts';
+import { servingAs, tlsOf } from '../../helpers/node-tls.ts';
 import { until } from '../../helpers/until.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'dsh-node-warm-'));
-const pem = (...p: string[]): string => readFileSync(join(dir, ...p), 'utf8');
+const ca = join(dir, 'ca');
 
 type PooledNode = SandboxNode<unknown> & PooledChannels & { pool: WarmPool; items: PoolItem[] };
 
@@ -98,11 +99,7 @@ const serve = async (
   node: SandboxNode<unknown> | ((instance: string) => SandboxNode<unknown>),
 ): Promise<string> => {
   server = await serveNode({
-    host: '127.0.0.1',
-    port: 0,
-    cert: pem('ca', 'one.pem'),
-    key: pem('ca', 'one.key'),
-    ca: pem('ca', 'ca.pem'),
+    ...servingAs(ca),
     nodeFor: typeof node === 'function' ? node : () => node,
   });
   return `https://127.0.0.1:${server.port}`;
@@ -112,9 +109,7 @@ const remoteOptions = (url: string, instance = 'test') => ({
   name: 'one',
   url,
   instance,
-  cert: pem('ca', 'control.pem'),
-  key: pem('ca', 'control.key'),
-  ca: pem('ca', 'ca.pem'),
+  ...tlsOf(ca, 'control'),
   timeoutMs: 5000,
   warmEveryMs: 20,
 });
@@ -135,9 +130,7 @@ const rawStatus = (path: string, method: 'GET' | 'POST', body?: string): Promise
       port: server?.port,
       path,
       method,
-      ca: pem('ca', 'ca.pem'),
-      cert: pem('ca', 'control.pem'),
-      key: pem('ca', 'control.key'),
+      ...tlsOf(ca, 'control'),
       agent: false,
       headers: {
         'x-dsh-instance': 'test',
@@ -164,9 +157,7 @@ const rawCall = (method: string, body: unknown): Promise<{ status: number; json:
       port: server?.port,
       path: `/v1/${method}`,
       method: 'POST',
-      ca: pem('ca', 'ca.pem'),
-      cert: pem('ca', 'control.pem'),
-      key: pem('ca', 'control.key'),
+      ...tlsOf(ca, 'control'),
       agent: false,
       headers: { 'x-dsh-instance': 'test', 'content-type': 'application/json' },
     });
@@ -193,9 +184,9 @@ const counted = (node: PooledNode): { node: PooledNode; asked: () => number } =>
 };
 
 beforeAll(() => {
-  makeCa(join(dir, 'ca'));
-  makeCert(join(dir, 'ca'), join(dir, 'ca'), 'one', ['127.0.0.1']);
-  makeControlCert(join(dir, 'ca'), join(dir, 'ca'), 'control', ['test', 'empty', 'full']);
+  makeCa(ca);
+  makeCert(ca, ca, 'one', ['127.0.0.1']);
+  makeControlCert(ca, ca, 'control', ['test', 'empty', 'full']);
 });
 
 afterEach(async () => {
