@@ -31,17 +31,12 @@
 
 import type Docker from 'dockerode';
 import { SandboxError } from '../../errors.ts';
+import { INSTANCE_ID } from '../nodes/remote/roles.ts';
 import type { AdoptQuestions } from '../nodes/types.ts';
 import { WORKSPACE_ROOT } from '../paths.ts';
 import { LABEL_INSTANCE, LABEL_POOL, LABEL_POOL_OWNER } from './config.ts';
 import { agentSlug } from './containers.ts';
 import type { WorkspaceMount } from './workspaces.ts';
-
-/**
- * An instance id as the store makes it (12 hex digits); short enough for workspace names, and with
- * no dot, so a folder named by one is never a file's name (workspaces/loop-snapshots.ts).
- */
-export const INSTANCE = /^[a-z0-9]{1,16}$/;
 
 export interface Naming {
   /** `<prefix>-<instance>`: the start of every name this instance gives. */
@@ -54,7 +49,7 @@ export interface Naming {
 }
 
 export const naming = (prefix: string, instance: string): Naming => {
-  if (!INSTANCE.test(instance)) {
+  if (!INSTANCE_ID.test(instance)) {
     throw new SandboxError(
       'CONFIG_INVALID',
       `The docker provider's instance id must be 1-16 lowercase letters or digits (the store's instanceId), got ${JSON.stringify(instance)}.`,

@@ -25,6 +25,7 @@ import type { SandboxNode } from '../../../host/sandbox/nodes/types.ts';
 import { type Running, startServer } from '../../../host/serve.ts';
 import { makeCa, makeCert, makeControlCert } from '../../../scripts/node-certs.ts';
 import { gvisorEngineUnavailable, startGvisorEngine } from '../../helpers/gvisor-engine.ts';
+import { tlsOf } from '../../helpers/node-tls.ts';
 import { until } from '../../helpers/until.ts';
 import type { Loose } from '../../unit/api/harness.ts';
 import { json } from '../api/served.ts';
@@ -295,14 +296,11 @@ it('refuses connections without a certificate of the cluster CA, or for an insta
 });
 
 it('moves the session to the link through the node: the channel offers it and sandboxd dials it', async () => {
-  const pem = (name: string): string => readFileSync(join(ca, name), 'utf8');
   const node = await connectRemoteNode({
     name: 'two',
     url,
     instance: 'linkcheck',
-    cert: pem('control.pem'),
-    key: pem('control.key'),
-    ca: pem('ca.pem'),
+    ...tlsOf(ca, 'control'),
   });
   let linked = 0;
   const spied: SandboxNode<unknown> = {
@@ -345,14 +343,11 @@ it('moves the session to the link through the node: the channel offers it and sa
 });
 
 it("hands an agent from the remote node's pool the session made ahead on it: no open on its way to ready", async () => {
-  const pem = (name: string): string => readFileSync(join(ca, name), 'utf8');
   const options = {
     name: 'two',
     url,
     instance: 'warmcheck',
-    cert: pem('control.pem'),
-    key: pem('control.key'),
-    ca: pem('ca.pem'),
+    ...tlsOf(ca, 'control'),
   };
   const node = await connectRemoteNode(options);
   const opened: string[] = [];

@@ -19,6 +19,7 @@ import { LABEL_AGENT, LABEL_INSTANCE } from '../../../host/sandbox/docker/index.
 import { connectRemoteNode } from '../../../host/sandbox/nodes/remote/client.ts';
 import { type Running, startServer } from '../../../host/serve.ts';
 import { makeCa, makeCert, makeControlCert } from '../../../scripts/node-certs.ts';
+import { tlsOf } from '../../helpers/node-tls.ts';
 import type { Loose } from '../../unit/api/harness.ts';
 import { json } from '../api/served.ts';
 import { loopWorkspaces, sandboxImage } from '../sandbox/fixtures.ts';
@@ -91,9 +92,7 @@ async function intrude(node: string, id: string): Promise<void> {
     name: node,
     url: (nodeAgents[node] as NodeAgent).url,
     instance: 'intruder1',
-    cert: readFileSync(join(ca, 'intruder.pem'), 'utf8'),
-    key: readFileSync(join(ca, 'intruder.key'), 'utf8'),
-    ca: readFileSync(join(ca, 'ca.pem'), 'utf8'),
+    ...tlsOf(ca, 'intruder'),
   });
   const owners = statSync(snapshotFile(node, id));
   const spec = { tenantId: 'intruders', limits: intruder.defaults };

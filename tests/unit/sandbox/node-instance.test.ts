@@ -15,14 +15,15 @@ import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, expect, it } from 'vitest';
-import { SandboxError } from '../../../host/errors.ts';
-import { DOCKER_DEFAULT_LIMITS, DOCKER_DEFAULT_MAXIMA } from '../../../host/sandbox/docker/config.ts';
+import { DOCKER_DEFAULT_LIMITS } from '../../../host/sandbox/docker/config.ts';
 import { connectRemoteNode } from '../../../host/sandbox/nodes/remote/client.ts';
 import { METHODS } from '../../../host/sandbox/nodes/remote/protocol.ts';
 import { type NodeServer, serveNode } from '../../../host/sandbox/nodes/remote/server.ts';
 import type { PooledChannels, SandboxdPipe, SandboxNode } from '../../../host/sandbox/nodes/types.ts';
 import { makeCa, makeCert, makeControlCert, signCert } from '../../../scripts/node-certs.ts';
 import { echoPipe as echo } from '../../helpers/echo-pipe.ts';
+import { fakeCapacity, fakeNode, openKnown } from '../../helpers/fake-node.ts';
+import { servingAs, tlsOf } from '../../helpers/node-tls.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'dsh-node-instance-'));
 const ca = join(dir, 'ca');
@@ -38,14 +39,13 @@ const fakeFor = (instance: string): SandboxNode<unknown> & PooledChannels => {
   const did = (what: string): void => {
     asked.push(`${instance} ${what}`);
   };
+  const base = fakeNode('one');
   return {
-    name: 'one',
-    defaults: DOCKER_DEFAULT_LIMITS,
-    maxima: DOCKER_DEFAULT_MAXIMA,
+    ...base,
     pool: { ready: 0, filled: async () => did('filled') },
     ensure: async (spec) => {
       did(`ensure ${spec.agentId}`);
-      return { id: `c-${spec.agentId}`, limits: spec.limits };
+      return base.ensure(spec);
     },
     find: async (agentId) => {
       did(`find ${agentId}`);
@@ -53,14 +53,7 @@ const fakeFor = (instance: string): SandboxNode<unknown> & PooledChannels => {
     },
     open: async (agentId) => {
       did(`open ${agentId}`);
-      if (agentId !== 'known') throw new SandboxError('SANDBOX_UNAVAILABLE', `no sandbox for ${agentId}`);
-      return {
-        ...echo(),
-        link: async () => {
-          did('link');
-          return { token: 'a'.repeat(64), accepted: Promise.resolve(echo()), close: () => {} };
-        },
-      };
+      return openKnown(agentId, () => did('link'));
     },
     state: async () => {
       did('state');
@@ -87,15 +80,7 @@ const fakeFor = (instance: string): SandboxNode<unknown> & PooledChannels => {
     },
     capacity: async () => {
       did('capacity');
-      return {
-        node: 'one',
-        cpus: 2,
-        memoryBytes: 1,
-        sandboxes: 0,
-        running: 0,
-        pool: { ready: 1, size: 1 },
-        runtimes: ['runc'],
-      };
+      return fakeCapacity('one', { pool: { ready: 1, size: 1 } });
     },
     unclaimed: () => {
       did('unclaimed');
@@ -106,7 +91,6 @@ const fakeFor = (instance: string): SandboxNode<unknown> & PooledChannels => {
       return { channel: echo(), claim: 'c'.repeat(32) };
     },
     poolFor: () => ({ ready: 1, size: 1 }),
-    close: async () => {},
   };
 };
 
@@ -127,11 +111,7 @@ beforeAll(async () => {
     'extendedKeyUsage=clientAuth\nkeyUsage=digitalSignature\nsubjectAltName=URI:urn:dsh:control-plane\n',
   );
   server = await serveNode({
-    host: '127.0.0.1',
-    port: 0,
-    cert: pem('one.pem'),
-    key: pem('one.key'),
-    ca: pem('ca.pem'),
+    ...servingAs(ca),
     nodeFor: (instance) => {
       let node = nodes.get(instance);
       if (node === undefined) {
@@ -155,8 +135,6 @@ beforeEach(() => {
   forbidden.length = 0;
 });
 
-const tls = (cert: string) => ({ ca: pem('ca.pem'), cert: pem(`${cert}.pem`), key: pem(`${cert}.key`) });
-
 /** One call with certificate `cert` for `instance`: its status and error code (each on a connection of its own unless `agent`). */
 const call = (
   cert: string,
@@ -171,7 +149,7 @@ const call = (
       port: server.port,
       path: `/v1/${method}`,
       method: 'POST',
-      ...tls(cert),
+      ...tlsOf(ca, cert),
       agent,
       headers: { 'x-dsh-instance': instance, 'content-type': 'application/json' },
     });
@@ -200,7 +178,7 @@ const upgrade = (
       host: '127.0.0.1',
       port: server.port,
       path,
-      ...tls(cert),
+      ...tlsOf(ca, cert),
       agent: false,
       headers: { 'x-dsh-instance': instance, connection: 'Upgrade', upgrade: 'dsh-node/1' },
     });
@@ -273,7 +251,7 @@ it('serves the instance the certificate names (calls, open, link), and each of t
       name: 'one',
       url: `https://127.0.0.1:${server.port}`,
       instance,
-      ...tls(cert),
+      ...tlsOf(ca, cert),
       timeoutMs: 5000,
     });
   const alpha = await remote('alpha', 'alpha');
@@ -326,7 +304,7 @@ it('stops a control plane whose own certificate does not name its instance, befo
         name: 'one',
         url: `https://127.0.0.1:${server.port}`,
         instance: 'alpha',
-        ...tls(cert),
+        ...tlsOf(ca, cert),
         timeoutMs: 5000,
       }),
     ).rejects.toMatchObject({

@@ -16,26 +16,20 @@ import { DOCKER_DEFAULT_LIMITS, DOCKER_DEFAULT_MAXIMA } from '../../../host/sand
 import { connectRemoteNode, type RemoteNode } from '../../../host/sandbox/nodes/remote/client.ts';
 import { lateRemoteNode } from '../../../host/sandbox/nodes/remote/late.ts';
 import { type NodeServer, serveNode } from '../../../host/sandbox/nodes/remote/server.ts';
-import type {
-  AdoptAsking,
-  SandboxdChannel,
-  SandboxdPipe,
-  SandboxNode,
-} from '../../../host/sandbox/nodes/types.ts';
+import type { AdoptAsking, SandboxdPipe, SandboxNode } from '../../../host/sandbox/nodes/types.ts';
 import { makeCa, makeCert, makeControlCert, signCert } from '../../../scripts/node-certs.ts';
-import { echoPipe as echo } from '../../helpers/echo-pipe.ts';
+import { fakeCapacity, fakeNode } from '../../helpers/fake-node.ts';
+import { servingAs, tlsOf } from '../../helpers/node-tls.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'dsh-node-protocol-'));
 const pem = (...p: string[]): string => readFileSync(join(dir, ...p), 'utf8');
+const ca = join(dir, 'ca');
 
 const asked: string[] = [];
 /** The knownAt each of the fake's adopt steps was given. */
 const adoptedAt: Array<number | undefined> = [];
 const fake: SandboxNode<unknown> & AdoptAsking = {
-  name: 'fake',
-  defaults: DOCKER_DEFAULT_LIMITS,
-  maxima: DOCKER_DEFAULT_MAXIMA,
-  pool: { ready: 0, filled: async () => {} },
+  ...fakeNode('fake'),
   ensure: async (spec) => {
     asked.push(
       `ensure ${spec.agentId}${spec.runtime === undefined ? '' : ` ${spec.runtime}`}${spec.fromSnapshot === undefined ? '' : ` from ${spec.fromSnapshot}`}`,
@@ -44,15 +38,6 @@ const fake: SandboxNode<unknown> & AdoptAsking = {
   },
   find: async (agentId) =>
     agentId === 'known' ? { id: 'c-known', limits: DOCKER_DEFAULT_LIMITS } : undefined,
-  open: async (agentId): Promise<SandboxdChannel> => {
-    if (agentId !== 'known') throw new SandboxError('SANDBOX_UNAVAILABLE', `no sandbox for ${agentId}`);
-    return {
-      ...echo(),
-      link: async () => ({ token: 'a'.repeat(64), accepted: Promise.resolve(echo()), close: () => {} }),
-    };
-  },
-  state: async () => 'running',
-  stop: async () => {},
   pause: async (agentId, mode) => {
     asked.push(`pause ${agentId} ${mode}`);
     return agentId === 'known' ? mode : 'none';
@@ -68,7 +53,6 @@ const fake: SandboxNode<unknown> & AdoptAsking = {
   dropSnapshot: async (id) => {
     asked.push(`drop ${id}`);
   },
-  usage: async () => undefined,
   adopt: async (o) => {
     adoptedAt.push(o?.knownAt);
     return [...(o?.claim ?? []), ...[...(o?.unknown ?? [])].map((slug) => `unknown:${slug}`)];
@@ -77,16 +61,7 @@ const fake: SandboxNode<unknown> & AdoptAsking = {
     adoptedAt.push(knownAt);
     return { sandboxes: ['x', 'y', 'z'], agents: ['k1', 'gone'] };
   },
-  capacity: async () => ({
-    node: 'fake',
-    cpus: 2,
-    memoryBytes: 1,
-    sandboxes: 0,
-    running: 0,
-    pool: { ready: 0, size: 0 },
-    runtimes: ['runc', 'gvisor'],
-  }),
-  close: async () => {},
+  capacity: async () => fakeCapacity('fake', { runtimes: ['runc', 'gvisor'] }),
 };
 
 let server: NodeServer;
@@ -94,18 +69,14 @@ const refusals: string[] = [];
 let node: RemoteNode;
 
 beforeAll(async () => {
-  makeCa(join(dir, 'ca'));
-  makeCert(join(dir, 'ca'), join(dir, 'ca'), 'one', ['127.0.0.1']);
-  makeCert(join(dir, 'ca'), join(dir, 'ca'), 'late', ['127.0.0.1']);
-  makeControlCert(join(dir, 'ca'), join(dir, 'ca'), 'control', ['test']);
+  makeCa(ca);
+  makeCert(ca, ca, 'one', ['127.0.0.1']);
+  makeCert(ca, ca, 'late', ['127.0.0.1']);
+  makeControlCert(ca, ca, 'control', ['test']);
   makeCa(join(dir, 'rogue'));
   makeControlCert(join(dir, 'rogue'), join(dir, 'rogue'), 'control', ['test']);
   server = await serveNode({
-    host: '127.0.0.1',
-    port: 0,
-    cert: pem('ca', 'one.pem'),
-    key: pem('ca', 'one.key'),
-    ca: pem('ca', 'ca.pem'),
+    ...servingAs(ca),
     nodeFor: () => fake,
     onRefused: (from, reason) => refusals.push(`${from} ${reason}`),
   });
@@ -113,9 +84,7 @@ beforeAll(async () => {
     name: 'one',
     url: `https://127.0.0.1:${server.port}`,
     instance: 'test',
-    cert: pem('ca', 'control.pem'),
-    key: pem('ca', 'control.key'),
-    ca: pem('ca', 'ca.pem'),
+    ...tlsOf(ca, 'control'),
     timeoutMs: 5000,
   });
 });
@@ -304,11 +273,7 @@ describe('the node protocol', () => {
 it('fails calls on a node that is down with NODE_UNREACHABLE naming it, and connects a late node once it answers', async () => {
   const serve = (port: number) =>
     serveNode({
-      host: '127.0.0.1',
-      port,
-      cert: pem('ca', 'late.pem'),
-      key: pem('ca', 'late.key'),
-      ca: pem('ca', 'ca.pem'),
+      ...servingAs(ca, 'late', port),
       nodeFor: () => fake,
     });
   const first = await serve(0);
@@ -318,9 +283,7 @@ it('fails calls on a node that is down with NODE_UNREACHABLE naming it, and conn
     name: 'late',
     url: `https://127.0.0.1:${port}`,
     instance: 'test',
-    cert: pem('ca', 'control.pem'),
-    key: pem('ca', 'control.key'),
-    ca: pem('ca', 'ca.pem'),
+    ...tlsOf(ca, 'control'),
     timeoutMs: 5000,
   };
   await expect(connectRemoteNode(options)).rejects.toMatchObject({
@@ -341,7 +304,6 @@ it('fails calls on a node that is down with NODE_UNREACHABLE naming it, and conn
 });
 
 describe('certificate roles', () => {
-  const ca = join(dir, 'ca');
   const client = 'extendedKeyUsage=clientAuth,serverAuth\nkeyUsage=digitalSignature\n';
   beforeAll(() => {
     // Signed by the cluster's CA and fit for a client, but not a control plane's.
@@ -358,9 +320,7 @@ describe('certificate roles', () => {
         host: '127.0.0.1',
         port: server.port,
         path: '/v1/open?agent=known',
-        ca: pem('ca', 'ca.pem'),
-        cert: pem('ca', `${cert}.pem`),
-        key: pem('ca', `${cert}.key`),
+        ...tlsOf(ca, cert),
         agent: false,
         headers: { 'x-dsh-instance': 'test', connection: 'Upgrade', upgrade: 'dsh-node/1' },
       });
@@ -406,11 +366,7 @@ describe('certificate roles', () => {
     let served = 0;
     // Node one's certificate (CA-signed, naming 127.0.0.1) presented where node two is expected.
     const impostor = await serveNode({
-      host: '127.0.0.1',
-      port: 0,
-      cert: pem('ca', 'one.pem'),
-      key: pem('ca', 'one.key'),
-      ca: pem('ca', 'ca.pem'),
+      ...servingAs(ca),
       nodeFor: () => {
         served += 1;
         return fake;
@@ -420,9 +376,7 @@ describe('certificate roles', () => {
       const options = {
         url: `https://127.0.0.1:${impostor.port}`,
         instance: 'test',
-        cert: pem('ca', 'control.pem'),
-        key: pem('ca', 'control.key'),
-        ca: pem('ca', 'ca.pem'),
+        ...tlsOf(ca, 'control'),
         timeoutMs: 5000,
       };
       await expect(connectRemoteNode({ ...options, name: 'two' })).rejects.toMatchObject({
@@ -442,20 +396,14 @@ describe('certificate roles', () => {
 
 it('closes its open channels and links when the server closes, promptly', async () => {
   const closing = await serveNode({
-    host: '127.0.0.1',
-    port: 0,
-    cert: pem('ca', 'one.pem'),
-    key: pem('ca', 'one.key'),
-    ca: pem('ca', 'ca.pem'),
+    ...servingAs(ca),
     nodeFor: () => fake,
   });
   const remote = await connectRemoteNode({
     name: 'one',
     url: `https://127.0.0.1:${closing.port}`,
     instance: 'test',
-    cert: pem('ca', 'control.pem'),
-    key: pem('ca', 'control.key'),
-    ca: pem('ca', 'ca.pem'),
+    ...tlsOf(ca, 'control'),
     timeoutMs: 5000,
   });
   const channel = await remote.open('known');

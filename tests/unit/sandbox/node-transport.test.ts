@@ -2,27 +2,20 @@
 // kept-alive TLS connection instead of a handshake each (the health probe alone asks every 2 s),
 // and a kept-alive connection the node side closed while idle never fails a call: it is dropped,
 // or the call is sent once more on a new one. A TCP relay between the two counts and cuts them.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { DOCKER_DEFAULT_LIMITS, DOCKER_DEFAULT_MAXIMA } from '../../../host/sandbox/docker/config.ts';
 import { connectRemoteNode, type RemoteNode } from '../../../host/sandbox/nodes/remote/client.ts';
 import { type NodeServer, serveNode } from '../../../host/sandbox/nodes/remote/server.ts';
-import type { SandboxNode } from '../../../host/sandbox/nodes/types.ts';
 import { makeCa, makeCert, makeControlCert } from '../../../scripts/node-certs.ts';
+import { fakeNode } from '../../helpers/fake-node.ts';
+import { servingAs, tlsOf } from '../../helpers/node-tls.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'dsh-node-transport-'));
-const pem = (name: string): string => readFileSync(join(dir, name), 'utf8');
 
-const fake = {
-  name: 'fake',
-  defaults: DOCKER_DEFAULT_LIMITS,
-  maxima: DOCKER_DEFAULT_MAXIMA,
-  pool: { ready: 0, filled: async () => {} },
-  state: async () => 'running',
-} as unknown as SandboxNode<unknown>;
+const fake = fakeNode('fake');
 
 let server: NodeServer;
 let relay: Server;
@@ -36,11 +29,7 @@ beforeAll(async () => {
   makeCert(dir, dir, 'one', ['127.0.0.1']);
   makeControlCert(dir, dir, 'control', ['test']);
   server = await serveNode({
-    host: '127.0.0.1',
-    port: 0,
-    cert: pem('one.pem'),
-    key: pem('one.key'),
-    ca: pem('ca.pem'),
+    ...servingAs(dir),
     nodeFor: () => fake,
   });
   relay = createServer((client) => {
@@ -61,9 +50,7 @@ beforeAll(async () => {
     name: 'one',
     url: `https://127.0.0.1:${(relay.address() as { port: number }).port}`,
     instance: 'test',
-    cert: pem('control.pem'),
-    key: pem('control.key'),
-    ca: pem('ca.pem'),
+    ...tlsOf(dir, 'control'),
     timeoutMs: 5000,
   });
 });

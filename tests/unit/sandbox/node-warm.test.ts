@@ -6,12 +6,12 @@
 // channel, and one never gets a pooled sandbox whose channel the other holds; a claim the node did
 // not hand out takes nothing; a session whose pooled sandbox the node dropped is dropped; a node
 // without pooled channels (an older one) is served as before; a node connected late gets the hooks.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { DOCKER_DEFAULT_LIMITS, DOCKER_DEFAULT_MAXIMA } from '../../../host/sandbox/docker/config.ts';
+import { DOCKER_DEFAULT_LIMITS } from '../../../host/sandbox/docker/config.ts';
 import { createWarmPool, type PoolItem, type WarmPool } from '../../../host/sandbox/docker/pool.ts';
 import { createPlacement } from '../../../host/sandbox/nodes/placement.ts';
 import { connectRemoteNode, type RemoteNode } from '../../../host/sandbox/nodes/remote/client.ts';
@@ -20,10 +20,12 @@ import { type NodeServer, serveNode } from '../../../host/sandbox/nodes/remote/s
 import type { PooledChannels, SandboxNode, WarmHooks } from '../../../host/sandbox/nodes/types.ts';
 import { makeCa, makeCert, makeControlCert } from '../../../scripts/node-certs.ts';
 import { echoPipe as echo } from '../../helpers/echo-pipe.ts';
+import { fakeCapacity, fakeNode } from '../../helpers/fake-node.ts';
+import { servingAs, tlsOf } from '../../helpers/node-tls.ts';
 import { until } from '../../helpers/until.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'dsh-node-warm-'));
-const pem = (...p: string[]): string => readFileSync(join(dir, ...p), 'utf8');
+const ca = join(dir, 'ca');
 
 type PooledNode = SandboxNode<unknown> & PooledChannels & { pool: WarmPool; items: PoolItem[] };
 
@@ -47,32 +49,15 @@ const pooledNode = (size: number, withChannels = true): PooledNode => {
     onError: () => {},
   });
   const node: PooledNode = {
-    name: 'fake',
-    defaults: DOCKER_DEFAULT_LIMITS,
-    maxima: DOCKER_DEFAULT_MAXIMA,
+    ...fakeNode('fake'),
     pool,
     items,
     ensure: async (spec) => {
       const item = pool.take(spec.pooled);
       return { id: item?.container.id ?? `new-${spec.agentId}`, limits: spec.limits };
     },
-    find: async () => undefined,
     open: async () => echo(),
-    state: async () => 'running',
-    stop: async () => {},
-    pause: async () => 'none',
-    destroy: async () => {},
-    usage: async () => undefined,
-    adopt: async () => [],
-    capacity: async () => ({
-      node: 'fake',
-      cpus: 2,
-      memoryBytes: 1,
-      sandboxes: 0,
-      running: 0,
-      pool: { ready: pool.ready, size },
-      runtimes: ['runc'],
-    }),
+    capacity: async () => fakeCapacity('fake', { pool: { ready: pool.ready, size } }),
     close: () => pool.close(),
     unclaimed: () => pool.unclaimed(),
     claim: (id) => pool.claim(id),
@@ -114,11 +99,7 @@ const serve = async (
   node: SandboxNode<unknown> | ((instance: string) => SandboxNode<unknown>),
 ): Promise<string> => {
   server = await serveNode({
-    host: '127.0.0.1',
-    port: 0,
-    cert: pem('ca', 'one.pem'),
-    key: pem('ca', 'one.key'),
-    ca: pem('ca', 'ca.pem'),
+    ...servingAs(ca),
     nodeFor: typeof node === 'function' ? node : () => node,
   });
   return `https://127.0.0.1:${server.port}`;
@@ -128,9 +109,7 @@ const remoteOptions = (url: string, instance = 'test') => ({
   name: 'one',
   url,
   instance,
-  cert: pem('ca', 'control.pem'),
-  key: pem('ca', 'control.key'),
-  ca: pem('ca', 'ca.pem'),
+  ...tlsOf(ca, 'control'),
   timeoutMs: 5000,
   warmEveryMs: 20,
 });
@@ -151,9 +130,7 @@ const rawStatus = (path: string, method: 'GET' | 'POST', body?: string): Promise
       port: server?.port,
       path,
       method,
-      ca: pem('ca', 'ca.pem'),
-      cert: pem('ca', 'control.pem'),
-      key: pem('ca', 'control.key'),
+      ...tlsOf(ca, 'control'),
       agent: false,
       headers: {
         'x-dsh-instance': 'test',
@@ -180,9 +157,7 @@ const rawCall = (method: string, body: unknown): Promise<{ status: number; json:
       port: server?.port,
       path: `/v1/${method}`,
       method: 'POST',
-      ca: pem('ca', 'ca.pem'),
-      cert: pem('ca', 'control.pem'),
-      key: pem('ca', 'control.key'),
+      ...tlsOf(ca, 'control'),
       agent: false,
       headers: { 'x-dsh-instance': 'test', 'content-type': 'application/json' },
     });
@@ -209,9 +184,9 @@ const counted = (node: PooledNode): { node: PooledNode; asked: () => number } =>
 };
 
 beforeAll(() => {
-  makeCa(join(dir, 'ca'));
-  makeCert(join(dir, 'ca'), join(dir, 'ca'), 'one', ['127.0.0.1']);
-  makeControlCert(join(dir, 'ca'), join(dir, 'ca'), 'control', ['test', 'empty', 'full']);
+  makeCa(ca);
+  makeCert(ca, ca, 'one', ['127.0.0.1']);
+  makeControlCert(ca, ca, 'control', ['test', 'empty', 'full']);
 });
 
 afterEach(async () => {

@@ -30,7 +30,7 @@
 import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SandboxError } from '../../../errors.ts';
-import { INSTANCE } from '../ownership.ts';
+import { INSTANCE_ID } from '../../nodes/remote/roles.ts';
 import type { SnapshotFile } from '../workspaces.ts';
 import { failed, mountedUnder } from './loop-mount.ts';
 import { type LoopState, NAME, paths, prepare } from './loop-state.ts';
@@ -43,7 +43,7 @@ import { runSystemTool } from './system-tools.ts';
 export function snapshotFolder(root: string, instance?: string): string {
   const flat = join(root, '.snapshots');
   if (instance === undefined) return flat;
-  if (!INSTANCE.test(instance))
+  if (!INSTANCE_ID.test(instance))
     throw new SandboxError(
       'CONFIG_INVALID',
       `A snapshot folder is named by an instance id (1-16 lowercase letters or digits), got ${JSON.stringify(instance).slice(0, 80)}.`,
