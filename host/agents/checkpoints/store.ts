@@ -11,17 +11,21 @@
 // none either. Left: a former owner that stopped before it learned keeps its copy, and uses it
 // again should the family come back to it (a rollback then still refuses over any file changed
 // since: ROLLBACK_UNSAFE).
-// Invariants: the index is replaced whole by rename (a crash leaves the old or the new one, never
-// half of one); a blob is written (by rename) before an index that names it; a blob no entry names
+// The index is `index.json`, written whole by rename (a crash leaves the old or the new one, never
+// half of one), plus `index.log`, the changes since, a line each (./index-log.ts: a tracked call's
+// two changes are its own entry, not two copies of the whole index); the log is written whole again
+// past LOG_MAX_LINES or the whole file's size, and after any change that is not a line's.
+// Invariants: what read() returns is the index written last; a blob is written (by rename) before an index that names it; a blob no entry names
 // is removed after the index that dropped it was written. The folders this store made are
 // remembered (no mkdir per write) until it removes them (remove()). A frozen entry (./index-queue.ts
 // freezes every entry it holds) never changes, so its JSON is made once and reused by every later
 // write of the index (a full index is ~85 KB: JSON.stringify of it whole cost 0.23 ms, twice per
 // tracked call).
-import { createHash, randomUUID } from 'node:crypto';
-import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { createHash, randomInt, randomUUID } from 'node:crypto';
+import { appendFile, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type CheckpointIndex, emptyIndex } from './types.ts';
+import { LOG_MAX_LINES, LOG_MIN_BYTES, lineOf, replay, type Written } from './index-log.ts';
+import { type Checkpoint, type CheckpointIndex, emptyIndex } from './types.ts';
 
 export interface CheckpointStore {
   read(agentId: string): Promise<CheckpointIndex>;
@@ -41,19 +45,57 @@ export const sha256Of = (bytes: Uint8Array): string => createHash('sha256').upda
 /** The JSON of frozen entries, by identity (made at a write, reused while the entry is held). */
 const entryJson = new WeakMap<object, string>();
 
+/** An entry's JSON, made once for a frozen one. */
+const jsonOf = (entry: Checkpoint): string => {
+  let json = entryJson.get(entry);
+  if (json === undefined) {
+    json = JSON.stringify(entry);
+    if (Object.isFrozen(entry)) entryJson.set(entry, json);
+  }
+  return json;
+};
+
 /** JSON.stringify(index), reusing each frozen entry's JSON. */
 export function indexJson(index: CheckpointIndex): string {
-  const entries = index.entries.map((entry) => {
-    let json = entryJson.get(entry);
-    if (json === undefined) {
-      json = JSON.stringify(entry);
-      if (Object.isFrozen(entry)) entryJson.set(entry, json);
-    }
-    return json;
-  });
+  const entries = index.entries.map(jsonOf);
   const { entries: _, ...rest } = index;
   const head = JSON.stringify(rest);
   return `${head.slice(0, -1)}${head === '{}' ? '' : ','}"entries":[${entries.join(',')}]}`;
+}
+
+/** Agents whose files this store remembers as written (./index-log.ts Written); past it, a write is whole. */
+const WRITTEN_KEPT = 256;
+
+/** Remembers what an agent's files hold as written last (the most recently written agents'); undefined forgets. */
+function rememberIn(written: Map<string, Written>, agentId: string, state: Written | undefined): void {
+  written.delete(agentId);
+  if (state === undefined) return;
+  written.set(agentId, state);
+  if (written.size > WRITTEN_KEPT) written.delete(written.keys().next().value as string);
+}
+
+/** A line is appended while the log stays within its bounds; else the index is written whole. */
+const fits = (base: Written, line: string): boolean =>
+  base.lines < LOG_MAX_LINES && base.bytes + line.length <= Math.max(LOG_MIN_BYTES, base.wholeBytes);
+
+/** The index in an agent's folder: its whole file and its log's lines (./index-log.ts). */
+async function readIndexIn(path: string): Promise<{
+  index: CheckpointIndex;
+  gen: number;
+  lines: number;
+  torn: boolean;
+  wholeBytes: number;
+  logBytes: number;
+}> {
+  const text = await readFile(join(path, 'index.json'), 'utf8');
+  const log = await readFile(join(path, 'index.log'), 'utf8').catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'ENOENT') return '';
+    throw error;
+  });
+  const whole = JSON.parse(text) as CheckpointIndex & { gen?: number };
+  if (!Array.isArray(whole.entries) || !Array.isArray(whole.dropped))
+    throw new Error(`${join(path, 'index.json')} is not a checkpoint index`);
+  return { ...replay(whole, log), wholeBytes: text.length, logBytes: log.length };
 }
 
 const SAFE_ID = /^[A-Za-z0-9_-]{1,128}$/;
@@ -68,6 +110,8 @@ export function createCheckpointStore(dir: string): CheckpointStore {
     if (!HEX.test(sha)) throw new Error(`not a blob name: ${sha}`);
     return join(folder(agentId), 'blobs', sha);
   };
+  const written = new Map<string, Written>();
+  const remember = (agentId: string, state: Written | undefined) => rememberIn(written, agentId, state);
   /** Folders made (or found) by this store, so a write makes none again. */
   const made = new Set<string>();
   async function made0700(path: string): Promise<void> {
@@ -95,14 +139,62 @@ export function createCheckpointStore(dir: string): CheckpointStore {
   return {
     async read(agentId) {
       try {
-        return JSON.parse(await readFile(join(folder(agentId), 'index.json'), 'utf8')) as CheckpointIndex;
+        const read = await readIndexIn(folder(agentId));
+        remember(
+          agentId,
+          read.torn
+            ? undefined
+            : {
+                gen: read.gen,
+                entries: [...read.index.entries],
+                dropped: [...read.index.dropped],
+                lines: read.lines,
+                bytes: read.logBytes,
+                wholeBytes: read.wholeBytes,
+              },
+        );
+        return read.index;
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code === 'ENOENT') return emptyIndex();
         throw error;
       }
     },
     async write(agentId, index) {
-      await replaceIn(folder(agentId), join(folder(agentId), 'index.json'), indexJson(index));
+      const path = folder(agentId);
+      const base = written.get(agentId);
+      const line = base === undefined ? undefined : lineOf(base, index, jsonOf);
+      if (base !== undefined && line !== undefined && fits(base, line)) {
+        try {
+          await appendFile(join(path, 'index.log'), line, { mode: 0o600 });
+          remember(agentId, {
+            ...base,
+            entries: [...index.entries],
+            dropped: [...index.dropped],
+            lines: base.lines + 1,
+            bytes: base.bytes + line.length,
+          });
+          return;
+        } catch (error) {
+          written.delete(agentId);
+          if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+        }
+      }
+      // Whole: a new generation, then the log emptied (its lines name the old one: skipped if left).
+      // Random, not the next number: the generation on disk is not known here after a torn log.
+      const gen = randomInt(1, 2 ** 47);
+      const head = indexJson(index);
+      const text = `{"gen":${gen},${head.slice(1)}`;
+      written.delete(agentId);
+      await replaceIn(path, join(path, 'index.json'), text);
+      await writeFile(join(path, 'index.log'), '', { mode: 0o600 });
+      remember(agentId, {
+        gen,
+        entries: [...index.entries],
+        dropped: [...index.dropped],
+        lines: 0,
+        bytes: 0,
+        wholeBytes: text.length,
+      });
     },
     async putBlob(agentId, bytes) {
       const sha = sha256Of(bytes);
@@ -114,6 +206,7 @@ export function createCheckpointStore(dir: string): CheckpointStore {
       for (const sha of shas) await rm(blob(agentId, sha), { force: true });
     },
     async remove(agentId) {
+      written.delete(agentId);
       const path = folder(agentId);
       made.delete(path);
       made.delete(join(path, 'blobs'));
@@ -138,16 +231,14 @@ const foldersIn = (dir: string): Promise<string[]> =>
 export async function snapshotsHeld(dir: string): Promise<Set<string>> {
   const held = new Set<string>();
   for (const folder of await foldersIn(dir)) {
-    let text: string;
+    let index: CheckpointIndex;
     try {
-      text = await readFile(join(dir, folder, 'index.json'), 'utf8');
+      index = (await readIndexIn(join(dir, folder))).index;
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
       if (code === 'ENOENT' || code === 'ENOTDIR') continue;
       throw error;
     }
-    const index = JSON.parse(text) as Partial<CheckpointIndex>;
-    if (!Array.isArray(index.entries)) throw new Error(`${join(dir, folder, 'index.json')} has no entries`);
     for (const entry of index.entries)
       if (typeof entry?.snapshot?.id === 'string') held.add(entry.snapshot.id);
   }
