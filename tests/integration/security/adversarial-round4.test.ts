@@ -1,0 +1,69 @@
+// Round four of the adversarial pass, through the public HTTP API of a real service on 127.0.0.1
+// (real Docker, real isolates, a libsql file store), as a hostile tenant with a valid key. Each
+// case was a finding of this round: it failed before its fix.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { until } from '../../helpers/until.ts';
+import { readSse } from '../../unit/api/sse.ts';
+import { adminTenant, type Harness, startHarness } from './harness.ts';
+
+const ADMIN = 'admin-key-for-the-adversarial-round4-0123456789';
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness({ config: { adminKey: ADMIN, authFailures: 1000 } });
+});
+afterAll(() => h?.close());
+
+/** Resolves 'ended' when `reading` ends, 'still open' after a guard against a hang. */
+const endsWithin = (reading: Promise<unknown>, ms: number) =>
+  Promise.race([reading.then(() => 'ended'), new Promise((r) => setTimeout(() => r('still open'), ms))]);
+
+/** A 2025-era MCP request to the agent's endpoint (its answer a resumable SSE stream). */
+const mcp = (key: string, agent: string, init: { body?: unknown; headers?: Record<string, string> }) =>
+  fetch(`${h.server.url}/v1/agents/${agent}/mcp`, {
+    method: init.body === undefined ? 'GET' : 'POST',
+    headers: {
+      Authorization: `Bearer ${key}`,
+      'Content-Type': 'application/json',
+      Accept: 'application/json, text/event-stream',
+      'MCP-Protocol-Version': '2025-11-25',
+      ...init.headers,
+    },
+    ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
+  });
+
+describe('MCP answers resumed with Last-Event-ID', () => {
+  it('a resumed answer ends when the key that resumed it is revoked, like every other stream', async () => {
+    const t = await adminTenant(h, ADMIN, 'resume-revoke');
+    const agent = await h.agent(t.key, { preset: 'standard' });
+    const reg = await h.http(t.key, 'POST', `/v1/agents/${agent}/remote-tools`, {
+      tools: [{ name: 'wait_for_me', description: 'Waits for the client.', parameters: { type: 'object' } }],
+    });
+    expect(reg.status, reg.text).toBe(200);
+    const second = await h.http(t.key, 'POST', '/v1/keys', { name: 'resumer' });
+    expect(second.status).toBe(201);
+    const key = second.json.apiKey as string;
+    // A call whose answer waits on the client; its first connection reads the priming event and goes.
+    const first = await mcp(key, agent, {
+      body: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'wait_for_me', arguments: {} } },
+    });
+    expect(first.headers.get('content-type')).toContain('text/event-stream');
+    const reader = (first.body as ReadableStream<Uint8Array>).getReader();
+    const priming = new TextDecoder().decode((await reader.read()).value);
+    const primingId = /^id: (\S+)$/m.exec(priming)?.[1] ?? '';
+    expect(primingId).toMatch(/_0$/);
+    await reader.cancel();
+    const resumed = await mcp(key, agent, { headers: { 'Last-Event-ID': primingId } });
+    expect(resumed.status).toBe(200);
+    const reading = readSse(resumed.body as ReadableStream<Uint8Array>);
+    expect((await h.http(t.key, 'DELETE', `/v1/keys/${second.json.id}`)).status).toBe(204);
+    expect((await h.http(key, 'GET', '/v1/agents')).status).toBe(401);
+    expect(await endsWithin(reading, 5000)).toBe('ended');
+    // The answer that comes after the revocation is not sent to it.
+    const pending = await until(async () => {
+      const res = await h.http(t.key, 'GET', `/v1/agents/${agent}/requests?state=pending`);
+      return res.json.requests[0]?.id as string | undefined;
+    });
+    await h.http(t.key, 'POST', `/v1/agents/${agent}/requests/${pending}`, { result: 'after-revocation' });
+    expect(JSON.stringify(await reading)).not.toContain('after-revocation');
+  });
+});
