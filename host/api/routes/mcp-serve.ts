@@ -17,6 +17,7 @@ import { readJson } from '../body.ts';
 import type { ApiEnv } from '../env.ts';
 import { batchRefusal } from '../mcp/batches.ts';
 import { onToolsChanged } from '../mcp/changes.ts';
+import { paramsRefusal } from '../mcp/params.ts';
 import { agentMcpServer } from '../mcp/server.ts';
 import {
   answerPlace,
@@ -93,6 +94,9 @@ export async function serveMcp(state: McpRoutesState, c: Context<ApiEnv>): Promi
   // An answer that runs on after its client went still counts: a tenant has at most
   // ANSWERS_PER_TENANT of them running, connected or not (a 2026-era request ends with its client).
   // Notifications (a cancel among them) answer at once and always get through.
+  // Params the SDK would answer as its own internal error are the client's: -32602 (../mcp/params.ts).
+  const invalid = legacy ? paramsRefusal(parsedBody) : undefined;
+  if (invalid !== undefined) return c.json(invalid, 400);
   const answering = legacy && !isNotification(parsedBody) ? answerPlace(state, agent) : undefined;
   const request = legacy
     ? new Request(c.req.raw.url, {

@@ -67,3 +67,47 @@ describe('MCP answers resumed with Last-Event-ID', () => {
     expect(JSON.stringify(await reading)).not.toContain('after-revocation');
   });
 });
+
+/** The JSON-RPC error of an MCP answer, whether sent as JSON or as an SSE event. */
+const rpcErrorOf = async (res: Response): Promise<{ code: number; message: string } | undefined> => {
+  const text = await res.text();
+  const json = (res.headers.get('content-type') ?? '').includes('text/event-stream')
+    ? /^data: (\{.*\})$/m.exec(text)?.[1]
+    : text;
+  return JSON.parse(json ?? 'null')?.error;
+};
+
+describe('MCP requests with invalid params', () => {
+  it('are answered -32602 Invalid params naming the field, never -32603 Internal error', async () => {
+    const agent = await h.agent(h.keyA, { preset: 'standard' });
+    const client = { name: 'x', version: '1' };
+    const bad: [string, unknown][] = [
+      ['initialize', { protocolVersion: { x: 1 }, capabilities: {}, clientInfo: client }],
+      ['initialize', { protocolVersion: '2025-06-18', capabilities: 5, clientInfo: client }],
+      ['initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: 'x' }],
+      ['initialize', {}],
+      ['tools/list', { cursor: { a: 1 } }],
+      ['tools/list', { cursor: 5 }],
+    ];
+    const wrong: string[] = [];
+    for (const era of ['2025-11-25', '2025-06-18', '2025-03-26', '2026-07-28'])
+      for (const [method, params] of bad) {
+        // 2026-07-28 has no initialize: the SDK refuses it as a handshake of another era (-32020).
+        if (era === '2026-07-28' && method === 'initialize') continue;
+        const res = await mcp(h.keyA, agent, {
+          body: { jsonrpc: '2.0', id: 3, method, params },
+          headers: { 'MCP-Protocol-Version': era },
+        });
+        const error = await rpcErrorOf(res);
+        // Refused before it ran, with what to fix (no raw validator dump).
+        if (error?.code !== -32602 || error.message.startsWith('['))
+          wrong.push(`${era} ${method} ${JSON.stringify(params)} -> ${res.status} ${JSON.stringify(error)}`);
+      }
+    expect(wrong).toEqual([]);
+    // A valid request still gets its answer.
+    const list = await mcp(h.keyA, agent, {
+      body: { jsonrpc: '2.0', id: 4, method: 'tools/list', params: {} },
+    });
+    expect(await list.text()).toContain('"tools"');
+  });
+});
