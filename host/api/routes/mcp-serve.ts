@@ -129,6 +129,7 @@ export async function serveMcp(state: McpRoutesState, c: Context<ApiEnv>): Promi
   if (place !== undefined) return listenStream(state, c, agent, response, place);
   if (legacy && (response.headers.get('content-type') ?? '').startsWith('text/event-stream'))
     response = state.resumable.record(ownerOf(agent), response, {
+      tenant: agent.tenantId,
       priming: primes(c.req.header('mcp-protocol-version'), parsedBody),
       ...(answering === undefined ? {} : { onEnd: answering }),
     });

@@ -111,3 +111,43 @@ describe('MCP requests with invalid params', () => {
     expect(await list.text()).toContain('"tools"');
   });
 });
+
+describe("another tenant's MCP answers kept for a resume", () => {
+  it('are not pushed out by a flood of short answers of one tenant', async () => {
+    const a = await adminTenant(h, ADMIN, 'resume-kept-a');
+    const b = await adminTenant(h, ADMIN, 'resume-kept-b');
+    const agentA = await h.agent(a.key, { preset: 'standard' });
+    const agentB = await h.agent(b.key, { preset: 'standard' });
+    const reg = await h.http(a.key, 'POST', `/v1/agents/${agentA}/remote-tools`, {
+      tools: [{ name: 'wait_for_me', description: 'Waits for the client.', parameters: { type: 'object' } }],
+    });
+    expect(reg.status, reg.text).toBe(200);
+    // A's call outlives its connection, and its answer comes while nobody listens.
+    const first = await mcp(a.key, agentA, {
+      body: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'wait_for_me', arguments: {} } },
+    });
+    const reader = (first.body as ReadableStream<Uint8Array>).getReader();
+    const primingId = /^id: (\S+)$/m.exec(new TextDecoder().decode((await reader.read()).value))?.[1] ?? '';
+    await reader.cancel();
+    const pending = await until(async () => {
+      const res = await h.http(a.key, 'GET', `/v1/agents/${agentA}/requests?state=pending`);
+      return res.json.requests[0]?.id as string | undefined;
+    });
+    await h.http(a.key, 'POST', `/v1/agents/${agentA}/requests/${pending}`, { result: 'kept-for-a' });
+    // B's short answers, each kept for its own resume: more of them than the service keeps in all.
+    for (let round = 0; round < 40; round++)
+      await Promise.all(
+        Array.from({ length: 16 }, async (_, i) => {
+          const res = await mcp(b.key, agentB, {
+            body: { jsonrpc: '2.0', id: round * 16 + i, method: 'ping' },
+          });
+          expect(res.status).toBe(200);
+          await res.text();
+        }),
+      );
+    // A's client comes back within the minute answers are kept: its answer is there.
+    const resumed = await mcp(a.key, agentA, { headers: { 'Last-Event-ID': primingId } });
+    expect(resumed.status).toBe(200);
+    expect(await resumed.text()).toContain('kept-for-a');
+  });
+});
