@@ -1,6 +1,7 @@
 // Round four of the adversarial pass, through the public HTTP API of a real service on 127.0.0.1
 // (real Docker, real isolates, a libsql file store), as a hostile tenant with a valid key. Each
 // case was a finding of this round: it failed before its fix.
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { until } from '../../helpers/until.ts';
 import { readSse } from '../../unit/api/sse.ts';
@@ -149,5 +150,33 @@ describe("another tenant's MCP answers kept for a resume", () => {
     const resumed = await mcp(a.key, agentA, { headers: { 'Last-Event-ID': primingId } });
     expect(resumed.status).toBe(200);
     expect(await resumed.text()).toContain('kept-for-a');
+  });
+});
+
+describe('bodies in a content coding the service does not decode', () => {
+  it('are refused with BAD_REQUEST naming Content-Encoding, never stored or parsed as they are', async () => {
+    const agent = await h.agent(h.keyA, { preset: 'standard' });
+    const zipped = gzipSync(Buffer.from('hello, plain text'));
+    const upload = await h.http(h.keyA, 'PUT', `/v1/agents/${agent}/files?path=zipped.txt`, zipped, {
+      'Content-Type': 'application/octet-stream',
+      'Content-Encoding': 'gzip',
+    });
+    expect([upload.status, upload.json?.error?.code]).toEqual([400, 'BAD_REQUEST']);
+    expect(upload.json.error.message).toContain('Content-Encoding');
+    expect((await h.http(h.keyA, 'GET', `/v1/agents/${agent}/files?path=zipped.txt`)).status).toBe(404);
+    const json = gzipSync(Buffer.from('{"calls":[{"id":"a","name":"read","arguments":{"file_path":"x"}}]}'));
+    for (const coding of ['gzip', 'br', 'deflate, gzip', 'x-unknown']) {
+      const res = await h.http(h.keyA, 'POST', `/v1/agents/${agent}/calls`, new Uint8Array(json), {
+        'Content-Type': 'application/json',
+        'Content-Encoding': coding,
+      });
+      expect([res.status, res.json?.error?.code], coding).toEqual([400, 'BAD_REQUEST']);
+    }
+    // identity is no coding at all.
+    const plain = await h.http(h.keyA, 'PUT', `/v1/agents/${agent}/files?path=plain.txt`, 'plain', {
+      'Content-Type': 'application/octet-stream',
+      'Content-Encoding': 'identity',
+    });
+    expect(plain.status, plain.text).toBe(200);
   });
 });
