@@ -5,7 +5,7 @@ import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { until } from '../../helpers/until.ts';
 import { readSse } from '../../unit/api/sse.ts';
-import { adminTenant, type Harness, startHarness } from './harness.ts';
+import { adminTenant, type Harness, type Loose, startHarness } from './harness.ts';
 
 const ADMIN = 'admin-key-for-the-adversarial-round4-0123456789';
 let h: Harness;
@@ -178,5 +178,38 @@ describe('bodies in a content coding the service does not decode', () => {
       'Content-Encoding': 'identity',
     });
     expect(plain.status, plain.text).toBe(200);
+  });
+});
+
+describe('answers kept for an Idempotency-Key', () => {
+  it("take no more room than the log's budget allows: a large answer is replayed from the log, not stored again", async () => {
+    const agent = await h.agent(h.keyA, { preset: 'standard' });
+    // One file of about 1 MiB, printed by each of 16 calls: an answer of about 16 MiB, which the log
+    // holds once (its large values are stored once per tenant).
+    await h.bash(h.keyA, agent, 'head -c 780000 /dev/urandom | base64 -w 200 > big.txt');
+    const calls = Array.from({ length: 16 }, (_, i) => ({
+      id: `c${i}`,
+      name: 'bash',
+      arguments: { command: 'cat big.txt', description: 'print' },
+    }));
+    const send = () =>
+      h.http(h.keyA, 'POST', `/v1/agents/${agent}/calls`, { calls }, { 'Idempotency-Key': 'big' });
+    const first = await send();
+    expect(first.status).toBe(200);
+    expect(first.buf.length).toBeGreaterThan(8 * 1024 * 1024);
+    const tenantId = (await h.http(h.keyA, 'GET', '/v1/keys')).json.keys[0].tenantId as string;
+    const row = await h.server.store.callBatches.get({ tenantId, agentId: agent, key: 'big' });
+    expect(row?.state).toBe('done');
+    // What the store keeps for the key is small…
+    expect(row?.state === 'done' ? row.outcome.body.length : Number.POSITIVE_INFINITY).toBeLessThan(
+      1024 * 1024,
+    );
+    // …and the retry still gets the first answer's results, marked replayed.
+    const replay = await send();
+    expect(replay.status).toBe(200);
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    const texts = (r: Loose) =>
+      (r.json.results as Loose[]).map((x) => [x.id, x.ok, JSON.stringify(x.content)]);
+    expect(texts(replay)).toEqual(texts(first));
   });
 });
