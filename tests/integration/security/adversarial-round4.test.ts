@@ -213,3 +213,36 @@ describe('answers kept for an Idempotency-Key', () => {
     expect(texts(replay)).toEqual(texts(first));
   });
 });
+
+describe("one tenant's large answers and the control plane's memory", () => {
+  // KNOWN, NOT FIXED (round 4): a batch's answer is built whole in the control plane's memory, and
+  // nothing bounds it but 64 calls x the sandbox's 1 MiB of output per call. Measured on this
+  // harness (libsql, one agent, 64 bash calls each printing 1.1 MB): one batch raised the process's
+  // heap plus external memory from 54 MB to 466 MB (a ~6x amplification of its 69 MB answer:
+  // output buffers, results, log payloads, the JSON answer, its UTF-8 bytes); 4 at once reached
+  // 1,197 MB. A tenant's 16 request slots at once would pass V8's ~4.2 GB heap limit and end the
+  // process, with every tenant's work in it. Skipped because running it would crash the test
+  // worker that hosts the service; it passes once a batch's answer (or a tenant's answers in
+  // flight) is bounded in bytes, e.g. results past a per-batch byte budget answered from the log.
+  it.skip('16 concurrent batches of 64 large outputs keep the heap under 1 GiB, and the service serves', async () => {
+    const agent = await h.agent(h.keyA, { preset: 'standard' });
+    const calls = Array.from({ length: 64 }, (_, i) => ({
+      id: `b${i}`,
+      name: 'bash',
+      arguments: { command: "head -c 1100000 /dev/zero | tr '\\0' x", description: 'print' },
+    }));
+    let peak = 0;
+    const sample = setInterval(() => {
+      const m = process.memoryUsage();
+      peak = Math.max(peak, m.heapUsed + m.external);
+    }, 20);
+    const base = process.memoryUsage();
+    const answers = await Promise.all(
+      Array.from({ length: 16 }, () => h.http(h.keyA, 'POST', `/v1/agents/${agent}/calls`, { calls })),
+    );
+    clearInterval(sample);
+    expect(answers.every((a) => a.status < 500)).toBe(true);
+    expect(peak - (base.heapUsed + base.external)).toBeLessThan(1024 * 1024 * 1024);
+    expect((await h.http(h.keyB, 'GET', '/v1/agents')).status).toBe(200);
+  });
+});
