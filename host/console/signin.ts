@@ -1,9 +1,8 @@
 // Signing in and out. A key is checked by asking the API with it (a tenant key: GET /v1/keys, whose
 // first key names the tenant that owns the session; the admin key: GET /v1/tenants) — the console
-// holds no key store of its own, and wrong keys count
-// against the browser's address like any other (api/auth-throttle.ts). The key stays in
-// the server-side session; the browser gets only the session's opaque id, in an httpOnly,
-// SameSite=Strict cookie (Secure over https).
+// holds no key store of its own, and wrong keys count against the browser's address like any other
+// (api/auth-throttle.ts). The key stays in the server-side session; the browser gets only the
+// session's opaque id, in an httpOnly, SameSite=Strict cookie (Secure over https).
 import { Hono } from 'hono';
 import { type ApiFetch, apiRequest } from './api.ts';
 import {

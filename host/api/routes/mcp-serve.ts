@@ -91,12 +91,12 @@ export async function serveMcp(state: McpRoutesState, c: Context<ApiEnv>): Promi
   // only the service's shutdown aborts, and so does the call.
   const legacy =
     c.req.method === 'POST' && place === undefined && (await isLegacyRequest(c.req.raw, parsedBody));
-  // An answer that runs on after its client went still counts: a tenant has at most
-  // ANSWERS_PER_TENANT of them running, connected or not (a 2026-era request ends with its client).
-  // Notifications (a cancel among them) answer at once and always get through.
   // Params the SDK would answer as its own internal error are the client's: -32602 (../mcp/params.ts).
   const invalid = legacy ? paramsRefusal(parsedBody) : undefined;
   if (invalid !== undefined) return c.json(invalid, 400);
+  // An answer that runs on after its client went still counts: a tenant has at most
+  // ANSWERS_PER_TENANT of them running, connected or not (a 2026-era request ends with its client).
+  // Notifications (a cancel among them) answer at once and always get through.
   const answering = legacy && !isNotification(parsedBody) ? answerPlace(state, agent) : undefined;
   const request = legacy
     ? new Request(c.req.raw.url, {
