@@ -1,9 +1,9 @@
 // The middleware of the control plane app (./app.ts) in the order createApp registers it: the error
 // and not-found answers, HTTP metrics, request id, key attempts, a heavy request's early turn
 // (useEntry, with a forwarded request's replica signature checked first: ./forward/verify.ts); the
-// shutdown gate, JSON body limit and request deadline of /v1 (useV1Limits); and a tenant-scoped
-// prefix's auth, connection claim, route to the owning replica (./forward/route.ts), request slot
-// and fair turn (useTenantScope).
+// shutdown gate, bodies without a content coding, JSON body limit and request deadline of /v1
+// (useV1Limits); and a tenant-scoped prefix's auth, connection claim, route to the owning replica
+// (./forward/route.ts), request slot and fair turn (useTenantScope).
 // Invariants: a request holds at most one tenant slot (one registration per prefix, one limiter per
 // app); heavy work (./fair.ts) waits its turn only after its key is checked; DELETEs that stop work
 // and MCP notification streams take no slot.
@@ -112,10 +112,25 @@ export function useEntry(app: Hono<ApiEnv>, state: AppState): void {
   });
 }
 
-/** The shutdown gate, the JSON body limit and the generic deadline of every /v1 route. */
+/**
+ * A body in a content coding (gzip, br…) would be parsed or stored as its coded bytes: the service
+ * decodes none, so it refuses it rather than keep a file the client never meant to send.
+ */
+const identityBodies: MiddlewareHandler = async function identityBodies(c, next) {
+  const coding = c.req.header('content-encoding')?.trim().toLowerCase();
+  if (coding !== undefined && coding !== '' && coding !== 'identity')
+    throw new SandboxError(
+      'BAD_REQUEST',
+      `Content-Encoding ${JSON.stringify(coding.slice(0, 40))} is not decoded here: send the body uncompressed, without Content-Encoding.`,
+    );
+  await next();
+};
+
+/** The shutdown gate, the content coding, the JSON body limit and the generic deadline of every /v1 route. */
 export function useV1Limits(app: Hono<ApiEnv>, state: AppState): void {
   const { limits, lifecycle } = state;
   app.use('/v1/*', refuseWhenShuttingDown(lifecycle));
+  app.use('/v1/*', identityBodies);
   const jsonBodyLimit = bodyLimit({
     maxSize: limits.maxJsonBytes,
     onError: () => {

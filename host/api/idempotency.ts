@@ -15,13 +15,21 @@
 //   agent's owner, so another boot id's running claim is a former owner's): the batch's results
 //   are read from the session log after the seq the claim kept (EventLog.lastSeq at the claim;
 //   idempotency-log.ts), stored as its answer (first settle wins), and replayed.
+// An answer larger than STORED_ANSWER_MAX is not stored: its row keeps LOG_ANSWER, and a replay
+// reads the results from the session log like the recovery above (within the tenant's log budget,
+// its large values held once), instead of the store keeping every result in full once more.
 // Invariants: without the header nothing here runs (no store write on the hot path); a batch of
 // one key runs at most once across processes (the claim is first-writer-wins in the store); one
 // process asks the store once per key while a batch of it runs here (the in-flight map is filled
 // before the claim is awaited).
 import { createHash, randomUUID } from 'node:crypto';
 import { httpStatusOf, isSandboxError, SandboxError } from '../errors.ts';
-import type { CallBatchKey, CallBatchOutcome, CallBatchStore } from '../store/call-batches-port.ts';
+import type {
+  CallBatchKey,
+  CallBatchOutcome,
+  CallBatchRecord,
+  CallBatchStore,
+} from '../store/call-batches-port.ts';
 import type { EventLog } from '../store/types.ts';
 import type { ToolCall, ToolResult } from '../tools/types.ts';
 import { errorBodyOf } from './errors.ts';
@@ -31,6 +39,15 @@ export const IDEMPOTENCY_HEADER = 'Idempotency-Key';
 /** Set on an answer that was not run for this request (stored, or shared with a running one). */
 export const REPLAYED_HEADER = 'Idempotent-Replayed';
 export const MAX_KEY_LENGTH = 255;
+
+/**
+ * Bytes of an answer stored for its key. Why a bound: an answer repeats every result in full (16
+ * calls printing the same 1 MiB file answer 16 MiB), outside the log's budget and its payload
+ * dedup, so keyed batches could fill the store's disk for 24 hours at the log's cost of ~1 MiB.
+ */
+export const STORED_ANSWER_MAX = 1024 * 1024;
+/** The stored body of an answer too large to store (not JSON, so no stored answer reads like it). */
+const LOG_ANSWER = '@log';
 
 /** Statuses a client retries on (client/retry.ts): such an answer frees its key instead of being stored. */
 const RETRYABLE = new Set([429, 502, 503]);
@@ -118,6 +135,10 @@ const inProgress = (key: string) =>
     { data: { retryAfterS: 1 } },
   );
 
+/** What is stored for an answer: itself, or LOG_ANSWER past STORED_ANSWER_MAX. */
+const storable = (answer: CallBatchOutcome): CallBatchOutcome =>
+  Buffer.byteLength(answer.body) > STORED_ANSWER_MAX ? { status: answer.status, body: LOG_ANSWER } : answer;
+
 const outcomeOfError = (error: unknown): CallBatchOutcome => ({
   status: isSandboxError(error) ? httpStatusOf(error.code) : 500,
   body: JSON.stringify(errorBodyOf(error)),
@@ -129,13 +150,22 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
   const inFlight = new Map<string, InFlight>();
   const idOf = (k: CallBatchKey) => JSON.stringify([k.tenantId, k.agentId, k.key]);
 
+  /** The batch's answer as its session log tells it, from `afterSeq` on. */
+  async function fromLog(batch: KeyedBatch, afterSeq: number): Promise<CallBatchOutcome> {
+    const results = await resultsFromLog(events, batch.sessionId, afterSeq, batch.calls);
+    return { status: 200, body: JSON.stringify({ results }) };
+  }
+
+  /** A settled row's answer: stored, or read from the log when it was too large to store. */
+  const answerOf = (batch: KeyedBatch, held: CallBatchRecord & { state: 'done' }) =>
+    held.outcome.body === LOG_ANSWER ? fromLog(batch, held.afterSeq) : Promise.resolve(held.outcome);
+
   /** The answer of a batch claimed by a process that is gone, from the log; stored first-wins. */
   async function recover(batch: KeyedBatch, startedBy: string, afterSeq: number): Promise<CallBatchOutcome> {
-    const results = await resultsFromLog(events, batch.sessionId, afterSeq, batch.calls);
-    const outcome = { status: 200, body: JSON.stringify({ results }) };
-    if (await batches.settle(batch, startedBy, outcome)) return outcome;
+    const outcome = await fromLog(batch, afterSeq);
+    if (await batches.settle(batch, startedBy, storable(outcome))) return outcome;
     const now = await batches.get(batch);
-    return now?.state === 'done' ? now.outcome : outcome;
+    return now?.state === 'done' ? answerOf(batch, now) : outcome;
   }
 
   async function begin(batch: KeyedBatch): Promise<Ticket> {
@@ -176,7 +206,7 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
         async done(results) {
           const answer = { status: 200, body: JSON.stringify({ results }) };
           // A failed write leaves the row running under this boot id: a retry then reads the log.
-          await batches.settle(batch, bootId, answer).catch(() => false);
+          await batches.settle(batch, bootId, storable(answer)).catch(() => false);
           finish(answer);
           return answer.body;
         },
@@ -201,7 +231,9 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
       )
         throw inProgress(batch.key);
       const answer =
-        held.state === 'done' ? held.outcome : await recover(batch, held.startedBy, held.afterSeq);
+        held.state === 'done'
+          ? await answerOf(batch, held)
+          : await recover(batch, held.startedBy, held.afterSeq);
       finish(answer);
       return { kind: 'replay', outcome: answer };
     } catch (error) {

@@ -2,8 +2,10 @@
 // memory, to the key it signed in with and its CSRF token. Invariants: a session ends at its
 // absolute expiry or at sign-out, whichever comes first, and is never readable after (its `ended`
 // signal aborts then, so that what it keeps open ends with it); the map holds
-// at most `max` sessions and one key at most `perKey` (the oldest ends first), so repeated sign-ins
-// cannot grow it without bound, nor one tenant's sign-ins end everybody else's sessions.
+// at most `max` sessions, one key at most `perKey` and one owner (a tenant over all its keys, or
+// the operator) at most `perOwner` (the oldest ends first), so repeated sign-ins cannot grow it
+// without bound, nor one tenant's sign-ins end everybody else's sessions: not even with ever new
+// keys, made and revoked in turn (a revoked key's sessions end only when next used).
 // A restart ends every session (people sign in again): keys are never written anywhere.
 import { randomBytes } from 'node:crypto';
 
@@ -29,11 +31,14 @@ export interface SessionOptions {
   max?: number;
   /** Sessions of one key held at once; past it that key's oldest ends. Default 32. */
   perKey?: number;
+  /** Sessions of one owner (a tenant's keys together, or the operator) at once; past it its oldest ends. Default 64. */
+  perOwner?: number;
   now?: () => number;
 }
 
 export interface Sessions {
-  open(role: SessionRole, key: string): ConsoleSession;
+  /** A new session of `key`, whose owner is its tenant's id (or `operator`). */
+  open(role: SessionRole, key: string, owner: string): ConsoleSession;
   /** The live session of this id, or undefined (unknown, ended or expired). */
   get(id: string | undefined): ConsoleSession | undefined;
   close(id: string): void;
@@ -45,19 +50,23 @@ export const createSessions = ({
   ttlMs = 8 * 3600_000,
   max = 10_000,
   perKey = 32,
+  perOwner = 64,
   now = Date.now,
 }: SessionOptions = {}): Sessions => {
   // Insertion order is sign-in order, and every session lasts ttlMs: the first entry is the oldest
   // and expires first.
   const live = new Map<string, ConsoleSession>();
+  /** Each live session's owner, in sign-in order like `live`. */
+  const owners = new Map<string, string>();
   const enders = new Map<string, AbortController>();
   function end(id: string): void {
     live.delete(id);
+    owners.delete(id);
     enders.get(id)?.abort();
     enders.delete(id);
   }
   return {
-    open(role, key) {
+    open(role, key, owner) {
       const at = now();
       for (const [id, oldest] of live) {
         if (oldest.expiresAt > at) break;
@@ -65,10 +74,13 @@ export const createSessions = ({
       }
       const same = [...live.values()].filter((s) => s.key === key);
       for (const old of same.slice(0, Math.max(0, same.length - perKey + 1))) end(old.id);
+      const owned = [...owners].filter(([, o]) => o === owner);
+      for (const [old] of owned.slice(0, Math.max(0, owned.length - perOwner + 1))) end(old);
       const ender = new AbortController();
       const id = token();
       const session = { id, role, key, csrf: token(), expiresAt: at + ttlMs, ended: ender.signal };
       live.set(id, session);
+      owners.set(id, owner);
       enders.set(id, ender);
       for (const oldest of live.keys()) {
         if (live.size <= max) break;

@@ -1,8 +1,8 @@
-// Signing in and out. A key is checked by asking the API with it (a tenant key: GET /v1/agents;
-// the admin key: GET /v1/tenants) — the console holds no key store of its own, and wrong keys count
-// against the browser's address like any other (api/auth-throttle.ts). The key stays in
-// the server-side session; the browser gets only the session's opaque id, in an httpOnly,
-// SameSite=Strict cookie (Secure over https).
+// Signing in and out. A key is checked by asking the API with it (a tenant key: GET /v1/keys, whose
+// first key names the tenant that owns the session; the admin key: GET /v1/tenants) — the console
+// holds no key store of its own, and wrong keys count against the browser's address like any other
+// (api/auth-throttle.ts). The key stays in the server-side session; the browser gets only the
+// session's opaque id, in an httpOnly, SameSite=Strict cookie (Secure over https).
 import { Hono } from 'hono';
 import { type ApiFetch, apiRequest } from './api.ts';
 import {
@@ -55,6 +55,13 @@ const signinPage = (message?: string) =>
     ),
   );
 
+/** Whose session it is: the tenant its keys' page names (every tenant key lists its own), or the operator. */
+const ownerOf = async (role: SessionRole, answer: Response): Promise<string> => {
+  if (role === 'operator') return 'operator';
+  const page = (await answer.json()) as { keys: { tenantId: string }[] };
+  return `tenant:${page.keys[0]?.tenantId}`;
+};
+
 export const homeOf = (role: SessionRole): string =>
   role === 'tenant' ? '/console/agents' : '/console/operator';
 
@@ -71,7 +78,7 @@ export const signinRoutes = (fetch: ApiFetch, sessions: Sessions): Hono<ConsoleE
     const form = await c.req.parseBody();
     const key = typeof form.key === 'string' ? form.key.trim() : '';
     const role: SessionRole = form.role === 'operator' ? 'operator' : 'tenant';
-    const probe = role === 'tenant' ? '/v1/agents' : '/v1/tenants';
+    const probe = role === 'tenant' ? '/v1/keys?limit=1' : '/v1/tenants';
     const answer = /^[A-Za-z0-9._~+/=-]{1,512}$/.test(key)
       ? await apiRequest(fetch, c, key, probe)
       : undefined;
@@ -89,7 +96,7 @@ export const signinRoutes = (fetch: ApiFetch, sessions: Sessions): Hono<ConsoleE
     // session it replaces does not live on unseen (with its streams) until it expires.
     const held = sessionOf(sessions, c);
     if (held !== undefined) sessions.close(held.id);
-    const session = sessions.open(role, key);
+    const session = sessions.open(role, key, await ownerOf(role, answer));
     setSessionCookie(c, session);
     return c.redirect(homeOf(role), 303);
   });

@@ -9,19 +9,25 @@
 // Invariants: a stream is resumed only by its owner (tenant and agent; anything else is "unknown");
 // events are never replayed from another stream; at most one client reads a stream at a time (a
 // newer one takes it over); a stream is kept RETAIN_MS after its answer ended, at most MAX_BYTES of
-// events each (the oldest go first: resuming before them is "unknown") and MAX_STREAMS streams and
-// TOTAL_BYTES in all, the oldest finished ones dropped first.
+// events each (the oldest go first: resuming before them is "unknown"), TENANT_STREAMS streams and
+// TENANT_BYTES per tenant (its own oldest finished ones dropped first, so that one tenant's flood of
+// short answers never pushes out another's kept answer) and MAX_STREAMS streams and TOTAL_BYTES in
+// all, the oldest finished ones dropped first.
 import { randomUUID } from 'node:crypto';
 
 export const RETAIN_MS = 60_000;
 const MAX_BYTES = 8 * 1024 * 1024;
 const MAX_STREAMS = 512;
 const TOTAL_BYTES = 64 * 1024 * 1024;
+/** A tenant's share: an eighth of the whole, so that it takes more than one tenant to fill it. */
+const TENANT_STREAMS = MAX_STREAMS / 8;
+const TENANT_BYTES = TOTAL_BYTES / 8;
 /** The reconnect delay told to clients in the priming event. */
 export const RETRY_MS = 500;
 
 interface Stream {
   owner: string;
+  tenant: string;
   /** Event frames with their ids; frames[i] is event number `base + i + 1`. */
   frames: string[];
   base: number;
@@ -38,7 +44,11 @@ export interface ResumableStreams {
    * The SSE answer `response` of a POST with ids on its events, kept for resuming (see the header);
    * `onEnd` runs once the answer ended (not when its reader goes).
    */
-  record(owner: string, response: Response, options: { priming: boolean; onEnd?: () => void }): Response;
+  record(
+    owner: string,
+    response: Response,
+    options: { tenant: string; priming: boolean; onEnd?: () => void },
+  ): Response;
   /** The events after `lastEventId` and the rest live, or undefined when there is no such stream of `owner`'s. */
   resume(owner: string, lastEventId: string): Response | undefined;
   /** Streams kept now (for tests and gauges). */
@@ -87,6 +97,26 @@ function resumedBody(stream: Stream, after: number): ReadableStream<Uint8Array> 
   });
 }
 
+/** The tenant's oldest finished streams to drop for it to hold no more than its share. */
+function pastShare(streams: ReadonlyMap<string, Stream>, tenant: string): string[] {
+  let count = 0;
+  let bytes = 0;
+  for (const stream of streams.values())
+    if (stream.tenant === tenant) {
+      count += 1;
+      bytes += stream.bytes;
+    }
+  const drops: string[] = [];
+  for (const [id, stream] of streams) {
+    if (count <= TENANT_STREAMS && bytes <= TENANT_BYTES) break;
+    if (stream.tenant !== tenant || !stream.done) continue;
+    count -= 1;
+    bytes -= stream.bytes;
+    drops.push(id);
+  }
+  return drops;
+}
+
 export function createResumableStreams(): ResumableStreams {
   const streams = new Map<string, Stream>();
   let totalBytes = 0;
@@ -130,6 +160,7 @@ export function createResumableStreams(): ResumableStreams {
     stream.live = undefined;
     stream.timer = setTimeout(() => drop(id), RETAIN_MS);
     stream.timer.unref?.();
+    for (const old of pastShare(streams, stream.tenant)) drop(old);
     evict();
   };
 
@@ -164,7 +195,7 @@ export function createResumableStreams(): ResumableStreams {
   function record(
     owner: string,
     response: Response,
-    options: { priming: boolean; onEnd?: () => void },
+    options: { tenant: string; priming: boolean; onEnd?: () => void },
   ): Response {
     const body = response.body;
     if (body === null) {
@@ -172,7 +203,7 @@ export function createResumableStreams(): ResumableStreams {
       return response;
     }
     const id = randomUUID();
-    const stream: Stream = { owner, frames: [], base: 0, bytes: 0, done: false };
+    const stream: Stream = { owner, tenant: options.tenant, frames: [], base: 0, bytes: 0, done: false };
     if (options.onEnd !== undefined) stream.onEnd = options.onEnd;
     streams.set(id, stream);
     const client = new ReadableStream<Uint8Array>({

@@ -17,6 +17,7 @@ import { readJson } from '../body.ts';
 import type { ApiEnv } from '../env.ts';
 import { batchRefusal } from '../mcp/batches.ts';
 import { onToolsChanged } from '../mcp/changes.ts';
+import { paramsRefusal } from '../mcp/params.ts';
 import { agentMcpServer } from '../mcp/server.ts';
 import {
   answerPlace,
@@ -90,6 +91,9 @@ export async function serveMcp(state: McpRoutesState, c: Context<ApiEnv>): Promi
   // only the service's shutdown aborts, and so does the call.
   const legacy =
     c.req.method === 'POST' && place === undefined && (await isLegacyRequest(c.req.raw, parsedBody));
+  // Params the SDK would answer as its own internal error are the client's: -32602 (../mcp/params.ts).
+  const invalid = legacy ? paramsRefusal(parsedBody) : undefined;
+  if (invalid !== undefined) return c.json(invalid, 400);
   // An answer that runs on after its client went still counts: a tenant has at most
   // ANSWERS_PER_TENANT of them running, connected or not (a 2026-era request ends with its client).
   // Notifications (a cancel among them) answer at once and always get through.
@@ -125,6 +129,7 @@ export async function serveMcp(state: McpRoutesState, c: Context<ApiEnv>): Promi
   if (place !== undefined) return listenStream(state, c, agent, response, place);
   if (legacy && (response.headers.get('content-type') ?? '').startsWith('text/event-stream'))
     response = state.resumable.record(ownerOf(agent), response, {
+      tenant: agent.tenantId,
       priming: primes(c.req.header('mcp-protocol-version'), parsedBody),
       ...(answering === undefined ? {} : { onEnd: answering }),
     });

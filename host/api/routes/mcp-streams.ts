@@ -4,7 +4,8 @@
 // resuming a POST's answer (resumeStream, ../mcp/resume.ts).
 // Invariants: a stream holds no tenant request slot but one of the tenant's `streamsPerTenant`
 // places (streamPlace, RATE_LIMITED when all are taken), given back exactly once when it ends; it
-// ends when its client goes, the agent is deleted or the service shuts down (endings).
+// ends when its client goes, the agent is deleted, the service shuts down or the key that opened it
+// is refused (endings), each kind alike.
 import type { Context } from 'hono';
 import type { AgentService } from '../../agents/service.ts';
 import type { Agent } from '../../agents/types.ts';
@@ -84,11 +85,14 @@ export function resumeStream(state: McpRoutesState, c: Context<ApiEnv>, agent: A
       ),
       404,
     );
-  const release = streamPlace(state, agent);
-  return relay(resumed, release).response;
+  // A stream like the others: it ends with the key that resumed it too, not only with its answer.
+  return listenStream(state, c, agent, resumed, streamPlace(state, agent));
 }
 
-/** The SDK's listen stream, forwarded until its client goes, the agent is deleted or the service stops. */
+/**
+ * A stream forwarded (the SDK's listen stream, a resumed answer) until its client goes, the agent
+ * is deleted, the service stops or the key that opened it is refused (endings).
+ */
 export function listenStream(
   state: McpRoutesState,
   c: Context<ApiEnv>,

@@ -150,6 +150,17 @@ export const startHarness = async (
   return harness;
 };
 
+/** A fresh tenant made through the admin route: its id and key (quotas and revocations of its own). */
+export const adminTenant = async (
+  h: Harness,
+  adminKey: string,
+  name: string,
+): Promise<{ id: string; key: string }> => {
+  const res = await h.http(adminKey, 'POST', '/v1/tenants', { name });
+  if (res.status !== 201) throw new Error(`create tenant: ${res.status} ${res.text}`);
+  return { id: res.json.id, key: res.json.apiKey };
+};
+
 /** An uncompressed tar from raw tar-stream headers (anything tar-stream can express). */
 export const tarOf = async (
   entries: { header: Record<string, unknown>; body?: string | Buffer }[],

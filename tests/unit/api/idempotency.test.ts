@@ -5,7 +5,7 @@
 // INTERRUPTED for the rest) without running anything.
 import * as v from 'valibot';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { bodyHashOf, createIdempotency } from '../../../host/api/idempotency.ts';
+import { bodyHashOf, createIdempotency, STORED_ANSWER_MAX } from '../../../host/api/idempotency.ts';
 import { defineTool } from '../../../host/tools/index.ts';
 import { until } from '../../helpers/until.ts';
 import { type Api, type Loose, makeApi } from './harness.ts';
@@ -161,6 +161,36 @@ describe('Idempotency-Key on POST /v1/agents/:id/calls', () => {
     expect(refused.status).toBe(503);
     expect(await api.store.callBatches.get({ tenantId, agentId: agent.id, key: 'key-2' })).toBeUndefined();
     expect(runs).toEqual([]);
+  });
+
+  it('keeps no answer past STORED_ANSWER_MAX: its retries are answered from the log, alike', async () => {
+    api.registry.scope('creator').register(
+      defineTool({
+        name: 'big',
+        description: 'answers a quarter of what an answer may store',
+        parameters: v.object({ tag: v.string() }),
+        output: { schema: v.string() },
+        async execute({ tag }) {
+          runs.push(tag);
+          return tag.repeat(STORED_ANSWER_MAX / 4);
+        },
+      }),
+    );
+    const agent = await makeAgent();
+    const body = {
+      calls: Array.from({ length: 6 }, (_, i) => ({ id: `c${i}`, name: 'big', arguments: { tag: `${i}` } })),
+    };
+    const first = await keyed(agent.id, 'big', body);
+    expect(first.status).toBe(200);
+    const tenantId = (await api.request(api.keyA, 'GET', '/v1/keys')).json.keys[0].tenantId;
+    const row = await api.store.callBatches.get({ tenantId, agentId: agent.id, key: 'big' });
+    expect(row?.state === 'done' && row.outcome.body.length).toBeLessThan(100);
+    const again = await keyed(agent.id, 'big', body);
+    expect(again.headers.get('Idempotent-Replayed')).toBe('true');
+    expect(again.json.results.map((r: Loose) => [r.id, r.ok, r.content])).toEqual(
+      first.json.results.map((r: Loose) => [r.id, r.ok, r.content]),
+    );
+    expect(runs).toHaveLength(6);
   });
 
   it('writes nothing to the store without the header', async () => {

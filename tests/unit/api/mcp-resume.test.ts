@@ -29,7 +29,11 @@ describe('resumable MCP answers', () => {
     const streams = createResumableStreams();
     const answer = source();
     let ended = 0;
-    const recorded = streams.record('t/a', answer.response, { priming: true, onEnd: () => ended++ });
+    const recorded = streams.record('t/a', answer.response, {
+      tenant: 't',
+      priming: true,
+      onEnd: () => ended++,
+    });
     const reader = (recorded.body as ReadableStream<Uint8Array>).getReader();
     const first = new TextDecoder().decode((await reader.read()).value);
     const [priming = ''] = ids(first);
@@ -61,7 +65,7 @@ describe('resumable MCP answers', () => {
   it('before 2025-11-25 there is no priming event; every event still has an id', async () => {
     const streams = createResumableStreams();
     const answer = source();
-    const recorded = streams.record('t/a', answer.response, { priming: false });
+    const recorded = streams.record('t/a', answer.response, { tenant: 't', priming: false });
     answer.event('{}');
     answer.end();
     const text = await recorded.text();
@@ -72,7 +76,7 @@ describe('resumable MCP answers', () => {
   it('keeps at most 8 MiB of one stream: resuming before what it dropped is unknown', async () => {
     const streams = createResumableStreams();
     const answer = source();
-    const recorded = streams.record('t/a', answer.response, { priming: true });
+    const recorded = streams.record('t/a', answer.response, { tenant: 't', priming: true });
     const big = `"${'x'.repeat(3 * 1024 * 1024)}"`;
     for (let i = 0; i < 4; i++) answer.event(big);
     answer.end();
@@ -84,5 +88,23 @@ describe('resumable MCP answers', () => {
     expect(streams.resume('t/a', `${stream}_1`)).toBeUndefined();
     const resumed = await (streams.resume('t/a', `${stream}_2`) as Response).text();
     expect(ids(resumed)).toEqual([`${stream}_3`, `${stream}_4`]);
+  });
+
+  it("keeps a tenant's share: its flood of short answers drops its own oldest, never another tenant's", async () => {
+    const streams = createResumableStreams();
+    const finished = async (owner: string, tenant: string) => {
+      const answer = source();
+      const recorded = streams.record(owner, answer.response, { tenant, priming: true });
+      answer.event('{}');
+      answer.end();
+      return ids(await recorded.text())[0] ?? '';
+    };
+    const kept = await finished('a/x', 'a');
+    const flood: string[] = [];
+    for (let i = 0; i < 600; i++) flood.push(await finished('b/y', 'b'));
+    expect(streams.resume('a/x', kept)).toBeDefined();
+    expect(streams.resume('b/y', flood[0] ?? '')).toBeUndefined();
+    expect(streams.resume('b/y', flood.at(-1) ?? '')).toBeDefined();
+    expect(streams.size()).toBe(1 + 64);
   });
 });

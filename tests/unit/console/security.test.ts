@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CSP } from '../../../host/console/guard.ts';
+import { consoleRoutes } from '../../../host/console/index.ts';
 import { createSessions } from '../../../host/console/sessions.ts';
 import { type Api, makeApi } from '../api/harness.ts';
 
@@ -136,27 +137,73 @@ describe('the console without a session', () => {
 
     let now = 0;
     const sessions = createSessions({ ttlMs: 1000, now: () => now });
-    const session = sessions.open('tenant', 'k');
+    const session = sessions.open('tenant', 'k', 't1');
     expect(sessions.get(session.id)).toBe(session);
     now = 1000;
     expect(sessions.get(session.id)).toBeUndefined();
   });
 
-  it("bounds the sessions: one key's sign-ins end only that key's oldest sessions", () => {
-    const sessions = createSessions({ perKey: 2, max: 3 });
-    const other = sessions.open('tenant', 'other');
-    const first = sessions.open('tenant', 'k');
-    const second = sessions.open('tenant', 'k');
-    const third = sessions.open('tenant', 'k');
+  it("bounds the sessions: one key's or one tenant's sign-ins end only its own oldest sessions", () => {
+    const sessions = createSessions({ perKey: 2, perOwner: 3, max: 5 });
+    const other = sessions.open('tenant', 'other', 't2');
+    const first = sessions.open('tenant', 'k', 't1');
+    const second = sessions.open('tenant', 'k', 't1');
+    const third = sessions.open('tenant', 'k', 't1');
     expect([other, first, second, third].map((s) => sessions.get(s.id) !== undefined)).toEqual([
       true,
       false,
       true,
       true,
     ]);
+    // Another key of the same tenant: past the tenant's bound its oldest session ends, no one else's.
+    const fourth = sessions.open('tenant', 'k2', 't1');
+    const fifth = sessions.open('tenant', 'k2', 't1');
+    expect([other, second, third, fourth, fifth].map((s) => sessions.get(s.id) !== undefined)).toEqual([
+      true,
+      false,
+      true,
+      true,
+      true,
+    ]);
     // Past the overall bound the oldest session of anyone ends.
-    sessions.open('tenant', 'third');
+    sessions.open('tenant', 'third', 't3');
+    sessions.open('tenant', 'fourth', 't4');
     expect(sessions.get(other.id)).toBeUndefined();
+  });
+});
+
+describe('one tenant signing in without end', () => {
+  it("ends none of another tenant's sessions, even with ever new keys (made, used, revoked)", async () => {
+    // The console over the harness's API, with a small overall bound (the default is 10,000).
+    const sessions = createSessions({ max: 80 });
+    const console = consoleRoutes({ fetch: (request, env) => api.app.fetch(request, env), sessions });
+    const signInTo = async (key: string) => {
+      const res = await console.request('/console/signin', {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', origin: ORIGIN },
+        body: form({ key, role: 'tenant' }),
+      });
+      expect(res.status).toBe(303);
+      return (res.headers.get('set-cookie') ?? '').split(';')[0] as string;
+    };
+    const victim = await signInTo(api.keyA);
+    // Tenant B's sign-ins: each key as often as one key's bound admits, then revoked for a new one.
+    for (let round = 0; round < 3; round++) {
+      const made = await api.app.request('/v1/keys', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${api.keyB}`, 'content-type': 'application/json' },
+        body: '{}',
+      });
+      const { id, apiKey } = (await made.json()) as { id: string; apiKey: string };
+      for (let i = 0; i < 32; i++) await signInTo(apiKey);
+      const revoked = await api.app.request(`/v1/keys/${id}`, {
+        method: 'DELETE',
+        headers: { authorization: `Bearer ${api.keyB}` },
+      });
+      expect(revoked.status).toBe(204);
+    }
+    const still = await console.request('/console/agents', { headers: { cookie: victim } });
+    expect(still.status).toBe(200);
   });
 });
 
