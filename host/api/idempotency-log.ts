@@ -7,6 +7,7 @@
 // batch reusing an id is never taken for this one); the answer has one result per call, in call order.
 import type { JsonValue } from '../json.ts';
 import type { EventLog } from '../store/types.ts';
+import { answerBudget } from '../tools/answer-budget.ts';
 import type { ContentPart, ToolCall, ToolResult } from '../tools/types.ts';
 
 /** Events read per page while looking for the batch's results. */
@@ -56,6 +57,10 @@ export async function resultsFromLog(
   const callOf = (id: string) => wanted.get(id) as ToolCall;
   const started = new Set<string>();
   const results = new Map<string, ToolResult>();
+  // The batch's answer budget, as its first answer had it (tools/answer-budget.ts): results are
+  // logged in call order, so a batch whose calls ran one after another answers the same again.
+  const budget = calls.length > 1 ? answerBudget() : undefined;
+  const taken = (result: ToolResult): ToolResult => (budget === undefined ? result : budget.take(result));
   let cursor = afterSeq;
   while (results.size < wanted.size) {
     const page = await events.list(sessionId, { afterSeq: cursor, limit: PAGE });
@@ -67,7 +72,7 @@ export async function resultsFromLog(
         if (started.has(e.callId)) results.set(e.callId, interrupted(callOf(e.callId), true));
         else started.add(e.callId);
       } else if (e.type === 'tool.result' && started.has(e.callId))
-        results.set(e.callId, loggedResult(e.callId, e.data as ResultData));
+        results.set(e.callId, taken(loggedResult(e.callId, e.data as ResultData)));
     }
     if (page.length < PAGE) break;
     cursor = (page.at(-1) as { seq: number }).seq;

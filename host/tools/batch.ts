@@ -3,8 +3,10 @@
 // model order, and reach the durable log in model order too (the log is the replay source: a
 // result that settles early waits in memory for the ones before it, never for a call that logs
 // no result because its call was not recorded; inner calls log as they settle). Classification
-// happens once, at preparation, from the validated arguments.
+// happens once, at preparation, from the validated arguments. A batch of several calls answers
+// with at most its budget of outputs (./answer-budget.ts); the log has every result whole.
 import type { EventLog, SessionEventInput } from '../store/types.ts';
+import { answerBudget } from './answer-budget.ts';
 import type { CallEnv, Prepared } from './call-env.ts';
 import { tryAppend } from './call-log.ts';
 import { createGate } from './gate.ts';
@@ -75,10 +77,13 @@ export const runBatch = async (
   if (calls.length === 1) return [await runPrepared(env, prepareOne(env, calls[0] as ToolCall, options))];
   const gate = createGate(env.concurrency);
   const ordered = inModelOrder(env, calls);
+  // Each result is answered whole or without its output as it finishes (./answer-budget.ts), so a
+  // batch never holds more than its budget of outputs until the last call is done.
+  const budget = answerBudget();
   const pending: Promise<ToolResult>[] = new Array(calls.length);
   for (let i = 0; i < calls.length; i++) {
     const p = prepareOne(ordered, calls[i] as ToolCall, options);
-    pending[i] = gate.run(p.safe, () => runPrepared(ordered, p));
+    pending[i] = gate.run(p.safe, () => runPrepared(ordered, p)).then(budget.take);
   }
   return Promise.all(pending);
 };
