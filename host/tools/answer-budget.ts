@@ -10,22 +10,23 @@
 // Invariants: a result is only ever replaced by a copy (the log's event holds the original);
 // results that fit are unchanged, so a batch under the budget answers exactly as before.
 import type { JsonValue } from '../json.ts';
+import { MAX_VALUE_DEPTH, walkScalars } from './json-walk.ts';
 import type { ToolResult } from './types.ts';
 
 /** Characters of content and values one batch answers with in full (~8 MiB of ASCII). */
 export const BATCH_ANSWER_MAX = 8 * 1024 * 1024;
 
-/** Characters of a JSON value's strings and numbers, counted up to `limit` (then it stops). */
+/** Characters of a value's keys, strings and numbers, counted until they pass `limit` (json-walk.ts). */
 function charsOf(value: JsonValue | undefined, limit: number): number {
   let size = 0;
-  const walk = (v: JsonValue | undefined): void => {
-    if (size > limit || v === undefined || v === null) return;
-    if (typeof v === 'string') size += v.length;
-    else if (typeof v === 'number' || typeof v === 'boolean') size += 8;
-    else if (Array.isArray(v)) for (const item of v) walk(item);
-    else for (const key in v) walk(v[key]);
-  };
-  walk(value);
+  walkScalars(
+    value,
+    (text) => {
+      size += text.length;
+      return size <= limit;
+    },
+    { maxDepth: MAX_VALUE_DEPTH, maxNodes: Number.POSITIVE_INFINITY },
+  );
   return size;
 }
 

@@ -43,20 +43,14 @@ interface Line {
   da: string[];
 }
 
-/** How many of `before`'s first items `after` no longer has, when `after` starts with the rest of them. */
-function dropFront<T>(
-  before: readonly T[],
-  after: readonly T[],
-  same: (a: T, b: T) => boolean,
-): number | undefined {
-  if (after.length === 0) return before.length;
-  for (let k = 0; k <= before.length; k++) {
-    if (k === before.length || same(before[k] as T, after[0] as T)) {
-      // From k on, before and after agree until one ends (replacements are the entries' business).
-      return k;
-    }
-  }
-  return undefined;
+/**
+ * How many of `before`'s first items `after` no longer has: the place of `after`'s first item in
+ * `before` (all of them when it is not there, or when `after` is empty). Whether the rest agrees is
+ * the caller's to check (entries: replacements; dropped ids: must be equal).
+ */
+function dropFront<T>(before: readonly T[], after: readonly T[]): number {
+  const k = after.length === 0 ? -1 : before.indexOf(after[0] as T);
+  return k < 0 ? before.length : k;
 }
 
 /**
@@ -68,8 +62,7 @@ export function lineOf(
   index: CheckpointIndex,
   json: (entry: Checkpoint) => string,
 ): string | undefined {
-  const k = dropFront(base.entries, index.entries, (a, b) => a === b);
-  if (k === undefined) return undefined;
+  const k = dropFront(base.entries, index.entries);
   const kept = base.entries.length - k;
   if (index.entries.length < kept) return undefined; // entries gone from the middle or the end
   const replaced: string[] = [];
@@ -78,8 +71,7 @@ export function lineOf(
     if (entry !== base.entries[k + i]) replaced.push(`[${i},${json(entry)}]`);
   }
   const added = index.entries.slice(kept).map(json);
-  const dk = dropFront(base.dropped, index.dropped, (a, b) => a === b);
-  if (dk === undefined) return undefined;
+  const dk = dropFront(base.dropped, index.dropped);
   const dkept = base.dropped.length - dk;
   if (index.dropped.length < dkept) return undefined;
   for (let i = 0; i < dkept; i++) if (index.dropped[i] !== base.dropped[dk + i]) return undefined;
