@@ -16,7 +16,12 @@
 // context, eval, dispose), with each row's ratio to them and its target. Beside each call row, the
 // CPU a call used (schedstat and the container's cpuacct, which hold up on a loaded machine where
 // wall time does not): the service's main thread, all of its threads, the agent's container, and
-// the run_code isolate workers (processes of their own, all their threads).
+// the run_code isolate workers (processes of their own, all their threads). And the floors under
+// the sandbox rows, in the same rounds: a bare node:http server's answer (with and without a hop,
+// lib/http-floor.ts), a read, `exec true` and 20 reads made directly over a sandboxd link in this
+// process (lib/link-floor.ts: a sandbox of the same image, no service around it), and 20 round trips
+// of a forked worker with its parent (lib/chain-floor.ts); at the end each sandbox row beside the sum
+// of its floors' p50s (reportFloors).
 // Run: npm run bench http-latency   (or node --no-node-snapshot bench/http-latency.ts; the image:
 // DSH_SANDBOX_IMAGE, else the one setup builds). BENCH_RUNS (30), BENCH_BLOCK (10; 1 interleaves call by call),
 // BENCH_WARMUP (200: the fewest unmeasured calls of each row first; more until V8's background
@@ -37,7 +42,9 @@ import Docker from 'dockerode';
 import ivm from 'isolated-vm';
 import { loadConfig } from '../host/config.ts';
 import { createLoopWorkspaces } from '../host/sandbox/docker/index.ts';
+import { type ChainFloor, startChainFloor } from './lib/chain-floor.ts';
 import { type FloorServer, startFloorServer } from './lib/http-floor.ts';
+import { type LinkFloor, startLinkFloor } from './lib/link-floor.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 30);
 const READY_RUNS = Number(process.env.BENCH_READY_RUNS ?? 10);
@@ -257,7 +264,15 @@ const FLOOR_DIRECT = 'floor: a bare node:http server answers the same bytes';
 const FLOOR_HOP = 'floor: the same, after a round trip to another process (a call that needs its sandbox)';
 const REQUEST_HEALTH = 'request path: GET /v1/health (no key)';
 const REQUEST_AGENT = 'request path: GET /v1/agents/:id (its key checked, the agent looked up)';
+/** The floors under the sandbox rows, measured in the same rounds (bench/lib/link-floor.ts, chain-floor.ts). */
+const LINK_READ = 'floor: read 1 KiB over a sandboxd link, no service around it';
+const LINK_EXEC = 'floor: exec `true` over a sandboxd link, no service around it';
+const LINK_TWENTY = 'floor: 20 sequential reads of 1 KiB over a sandboxd link, no service around it';
+const WORKER_TWENTY =
+  'floor: 20 sequential round trips between a forked worker and its parent (IPC), no work';
 let floor: FloorServer | undefined;
+let linkFloor: LinkFloor | undefined;
+let workerFloor: ChainFloor | undefined;
 
 const rows = new Map<string, number[]>();
 const add = (row: string, ms: number): void => {
@@ -285,6 +300,10 @@ const measureCalls = async (agentId: string, container: string): Promise<void> =
     ['bare isolated-vm isolate `return 1`', bareIsolate],
     [FLOOR_DIRECT, () => (floor as FloorServer).post(false)],
     [FLOOR_HOP, () => (floor as FloorServer).post(true)],
+    [LINK_READ, () => (linkFloor as LinkFloor).read()],
+    [LINK_EXEC, () => (linkFloor as LinkFloor).exec()],
+    [LINK_TWENTY, () => (linkFloor as LinkFloor).reads(20)],
+    [WORKER_TWENTY, () => (workerFloor as ChainFloor).program()],
   ];
   const chosen = steps.filter(([row]) => wanted(row));
   const service = servicePid();
@@ -330,7 +349,9 @@ const warmUp = async (
     return 3;
   }
   const own = !row.startsWith('floor') && !row.startsWith('bare');
-  const chunk = row.startsWith('20 sequential') ? 10 : 100;
+  const program = row.includes('20 sequential');
+  const chunk = program ? 10 : 100;
+  const most = program ? WARMUP_MAX / 10 : WARMUP_MAX;
   let calls = 0;
   for (;;) {
     const before = cpuNow(service, container);
@@ -339,7 +360,7 @@ const warmUp = async (
     const after = cpuNow(service, container);
     const background = (after[5] as number) - (before[5] as number);
     const main = (after[0] as number) - (before[0] as number);
-    if (calls >= WARMUP_MAX || (own && calls >= WARMUP && background <= SETTLED * main)) return calls;
+    if (calls >= most || (own && calls >= WARMUP && background <= SETTLED * main)) return calls;
   }
 };
 
@@ -486,7 +507,7 @@ const report = (): void => {
     const verdict = Number.isNaN(target) ? '' : ` ≤ ${target} ${p50(row) <= target ? 'met' : 'NOT met'}`;
     const used = cpu.get(row);
     const cpuText =
-      used === undefined || row.startsWith('bare')
+      used === undefined || row.startsWith('bare') || (row.startsWith('floor') && !row.includes('node:http'))
         ? ''
         : row.startsWith('floor')
           ? ` | CPU a call: its server's main thread ${fmt((used[4] as number) / xs.length)}`
@@ -500,6 +521,31 @@ const report = (): void => {
       `${row} | ${fmt(quantile(xs, 0.5))} | ${fmt(quantile(xs, 0.9))} | ${fmt(quantile(xs, 0.99))} |${ratio}${overFloor} |${verdict}${firstText}${cpuText}${warmText}`,
     );
   }
+  reportFloors(p50, fmt);
+};
+
+/**
+ * Each sandbox row beside the sum of its parts' floors in this run (p50s): the HTTP floor, the
+ * sandbox calls made directly over a link, and for a program the worker's round trips. What a row
+ * costs above its sum is the service's work: routing, the key, validation, policy, the log, the isolate.
+ */
+const reportFloors = (p50: (row: string) => number, fmt: (ms: number) => string): void => {
+  const sums: Array<[string, string[]]> = [
+    ['bash `true`', [FLOOR_DIRECT, LINK_EXEC]],
+    ['read 1 KiB', [FLOOR_DIRECT, LINK_READ]],
+    ['20 sequential tools.read in one program', [FLOOR_DIRECT, LINK_TWENTY, WORKER_TWENTY]],
+  ];
+  const lines = sums
+    .filter(([row, parts]) => rows.has(row) && parts.every((part) => rows.has(part)))
+    .map(([row, parts]) => {
+      const sum = parts.reduce((total, part) => total + p50(part), 0);
+      const [target] = TARGETS[row] ?? [Number.NaN];
+      const below = target !== undefined && sum > target ? '; the floor is above the target' : '';
+      return `${row}: ${fmt(p50(row))} against its floor ${fmt(sum)} (${parts.map((part) => fmt(p50(part))).join(' + ')}): ×${(p50(row) / sum).toFixed(2)}${below}`;
+    });
+  if (lines.length === 0) return;
+  console.log('\nfloors in this run (the sum of the p50s of the floor rows under each):');
+  for (const line of lines) console.log(line);
 };
 
 let service: Service | undefined;
@@ -523,7 +569,11 @@ try {
   const mine = listed.find((c) => c.Names.some((n) => n.includes('-agent-')));
   if (!mine) throw new Error(`no agent container of instance ${instance}`);
   floor = await startFloorServer();
+  linkFloor = await startLinkFloor(docker, image);
+  workerFloor = await startChainFloor(20, { daemon: false });
   await measureCalls(agentId, mine.Id);
+  workerFloor.stop();
+  await linkFloor.stop();
   if (wanted('agent ready')) await measureReady();
   await floor.stop();
   for (const how of ['npm-start', 'cli'] as const) {
@@ -552,6 +602,8 @@ try {
   throw error;
 } finally {
   await floor?.stop();
+  workerFloor?.stop();
+  await linkFloor?.stop();
   if (service) {
     for (const id of agents) await call('DELETE', `/v1/agents/${id}`).catch(() => undefined);
     await stopService(service);
