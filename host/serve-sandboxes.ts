@@ -8,7 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { rootCertificates } from 'node:tls';
-import { sweepOrphanSnapshots } from './agents/service/snapshot-sweep.ts';
+import { sweepNodeSnapshots, sweepOrphanSnapshots } from './agents/service/snapshot-sweep.ts';
 import { agentEgressRules } from './agents/web.ts';
 import type { NodeAdmin } from './api/routes/nodes.ts';
 import type { Config } from './config.ts';
@@ -17,6 +17,7 @@ import { createAuthorities } from './egress/intercept/authority.ts';
 import { createSandboxEgress, type SandboxEgress } from './egress/proxy/index.ts';
 import { oneLine, SandboxError } from './errors.ts';
 import type { DockerProvider, DockerProviderOptions } from './sandbox/docker/index.ts';
+import type { SandboxNode } from './sandbox/nodes/types.ts';
 import type { Store } from './store/index.ts';
 import { replicaShareOf } from './store/replica-share.ts';
 
@@ -140,9 +141,35 @@ export const defaultProvider = async (
     },
     (e: unknown) => log(`could not sweep the snapshot files no record names: ${String(e)}`),
   );
+  // Not waited for: a slow node would hold the start, and the grace spares the files being made.
+  if (remote !== undefined) void sweepRemoteSnapshots(remote, store, config, log);
   await runtimes;
   return provider;
 };
+
+/**
+ * The remote nodes' snapshot files no record names, swept (agents/service/snapshot-sweep.ts) once
+ * the nodes are adopted: a node that does not answer is reported by placement and swept at the
+ * next start. Its outcome is a log line; it never fails the start.
+ */
+async function sweepRemoteSnapshots(
+  remote: SandboxNode<unknown>,
+  store: Store,
+  config: Config,
+  log: (line: string) => void,
+): Promise<void> {
+  await sweepNodeSnapshots({
+    node: remote,
+    snapshots: store.snapshots,
+    checkpointDir: join(config.dataDir, 'checkpoints'),
+  }).then(
+    (removed) => {
+      if (removed.length > 0)
+        log(`removed ${removed.length} snapshot file(s) on the nodes that no snapshot or checkpoint names`);
+    },
+    (e: unknown) => log(`could not sweep the nodes' snapshot files no record names: ${String(e)}`),
+  );
+}
 
 /** The PEM files of the node protocol (DSH_NODE_CERT, DSH_NODE_KEY, DSH_NODE_CA), read; CONFIG_INVALID when one is missing. */
 export const nodeTls = (config: Config): { cert: string; key: string; ca: string } => {

@@ -8,10 +8,21 @@
 // it nor drop or overwrite it (the copy made after still has its files); a node agent holding a
 // flat file of an older version says so at start; while that node is cordoned, POST /v1/agents
 // with `fromSnapshot` answers 503 NODE_CORDONED naming it and makes nothing; a deleted snapshot's
-// file leaves that node's disk.
+// file leaves that node's disk. The control plane's start removes the old files of its own folder
+// on a node that no record names (never a young one, never another instance's), and a node agent's
+// start the temporary files an older version's crashed copies left flat.
 // Skipped where loop workspaces cannot be made (not root, no loop devices: fixtures.ts).
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -116,6 +127,27 @@ async function intrude(node: string, id: string): Promise<void> {
   expect([after.ino, after.mtimeMs, after.size]).toEqual([owners.ino, owners.mtimeMs, owners.size]);
 }
 
+/** Settles at the control plane's log line that says what its sweep of the nodes' snapshot files did. */
+let sweepSaid: (line: string) => void = () => {};
+const swept = new Promise<string>((resolve) => {
+  sweepSaid = resolve;
+});
+const startLog = (line: string): void => {
+  if (/snapshot file\(s\) on the nodes|nodes' snapshot files/.test(line)) sweepSaid(line);
+};
+
+/** A file as a process left it an hour ago (past the sweeps' grace). */
+function plantOld(file: string): void {
+  plantYoung(file);
+  const hourAgo = (Date.now() - 3_600_000) / 1000;
+  utimesSync(file, hourAgo, hourAgo);
+}
+
+function plantYoung(file: string): void {
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(file, 'image');
+}
+
 describe.skipIf(!loopWorkspaces)('snapshots on several nodes', () => {
   beforeAll(async () => {
     makeCa(ca);
@@ -126,12 +158,16 @@ describe.skipIf(!loopWorkspaces)('snapshots on several nodes', () => {
     // What an older node agent left on a's disk: a flat snapshot file, whose instance is unknown.
     mkdirSync(join(a.dir, 'node-data', 'workspaces', '.snapshots'), { recursive: true });
     writeFileSync(join(a.dir, 'node-data', 'workspaces', '.snapshots', 'snap_legacy.img'), 'old');
+    // And a temporary file of one of its copies that a crash ended: nobody's, removed at start.
+    plantOld(join(a.dir, 'node-data', 'workspaces', '.snapshots', 'snap_crashed.tmp'));
     const [na, nb] = await Promise.all([
       startNodeAgent(ca, 'a', a, { loop: true }),
       startNodeAgent(ca, 'b', b, { loop: true }),
     ]);
     Object.assign(nodeAgents, { a: na, b: nb });
     expect(na.output()).toMatch(/node: 1 snapshot file\(s\) kept before each instance had its own folder/);
+    expect(na.output()).toMatch(/node: removed 1 temporary snapshot file\(s\)/);
+    expect(existsSync(join(a.dir, 'node-data', 'workspaces', '.snapshots', 'snap_crashed.tmp'))).toBe(false);
     expect(nb.output()).not.toMatch(/snapshot file/);
     const config = controlPlaneConfig(
       ca,
@@ -142,8 +178,17 @@ describe.skipIf(!loopWorkspaces)('snapshots on several nodes', () => {
       ],
       { adminKey: ADMIN },
     );
-    await certifyControlPlane(ca, config);
-    running = await startServer(config, { log: () => {} });
+    const instance = await certifyControlPlane(ca, config);
+    // On b, in this instance's folder: a file whose record a crash dropped before the file, one being
+    // made (young), and another instance's: the start's sweep removes the first alone.
+    const folder = (i: string) => join(b.dir, 'node-data', 'workspaces', '.snapshots', i);
+    for (const [file, young] of [
+      [join(folder(instance), 'snap_dropped.img'), false],
+      [join(folder(instance), 'snap_making.img'), true],
+      [join(folder('other1'), 'snap_theirs.img'), false],
+    ] as const)
+      young ? plantYoung(file) : plantOld(file);
+    running = await startServer(config, { log: startLog });
     key = (await running.store.tenants.createTenant('snaps')).apiKey;
   }, 300_000);
 
@@ -160,6 +205,15 @@ describe.skipIf(!loopWorkspaces)('snapshots on several nodes', () => {
     await Promise.all(Object.values(engines).map((e) => e.stop()));
     rmSync(dir, { recursive: true, force: true });
   }, 120_000);
+
+  it('removes at start the files of its own folder on a node that no record names, and no other', async () => {
+    expect(await swept).toBe('removed 1 snapshot file(s) on the nodes that no snapshot or checkpoint names');
+    const folder = (i: string) => join((engines.b as Engine).dir, 'node-data', 'workspaces', '.snapshots', i);
+    const instance = running?.store.instanceId ?? '';
+    expect(existsSync(join(folder(instance), 'snap_dropped.img'))).toBe(false);
+    expect(existsSync(join(folder(instance), 'snap_making.img'))).toBe(true);
+    expect(existsSync(join(folder('other1'), 'snap_theirs.img'))).toBe(true);
+  });
 
   it('takes a snapshot on its agent’s node, makes an agent from it there, refuses while that node is cordoned, and deletes it there', async () => {
     const src = (await api('POST', '/v1/agents', {})).json.id as string;

@@ -52,6 +52,7 @@ export function lateRemoteNode(
     destroy: async (agentId) => (await connected()).destroy(agentId),
     usage: async (agentId, usageOptions) => (await connected()).usage(agentId, usageOptions),
     adopt: async (adoptOptions) => (await connected()).adopt(adoptOptions),
+    sweepSnapshots: async (recorded) => (await connected()).sweepSnapshots?.(recorded) ?? [],
     capacity: async () => (await connected()).capacity(),
     warmWith(h) {
       hooks = h;

@@ -49,6 +49,7 @@ import {
   stringsOf,
 } from './protocol.ts';
 import { controlPlaneRefusal, describeCert, INSTANCE_ID, instanceRefusal, instancesOf } from './roles.ts';
+import { answerSweep } from './snapshot-sweep.ts';
 
 export interface NodeServerOptions {
   host: string;
@@ -262,6 +263,8 @@ async function call(node: Served, method: Method, a: Record<string, unknown>): P
       return snapshotsOf(node).snapshot(agentIdOf(a.agentId), snapshotIdOf(a.id));
     case 'dropSnapshot':
       return snapshotsOf(node).dropSnapshot(snapshotIdOf(a.id));
+    case 'sweepSnapshots':
+      return answerSweep(node, a);
     case 'find':
       return { sandbox: (await node.find(agentIdOf(a.agentId))) ?? null };
     case 'state':
