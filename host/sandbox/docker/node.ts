@@ -50,7 +50,7 @@ export interface DockerNodeOptions {
   docker?: Docker;
   /** The sandbox image tag (Dockerfile.sandbox). Required. */
   image: string;
-  /** The control-plane instance this node acts for (1-16 lowercase letters or digits): labels and names. */
+  /** The control-plane instance this node acts for (4-16 lowercase letters or digits: store/instance-id.ts): labels and names. */
   instance: string;
   /** Extra labels on every container and volume (e.g. a test run id). Default {}. */
   labels?: Record<string, string>;

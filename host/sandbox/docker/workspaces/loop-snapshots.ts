@@ -32,7 +32,7 @@
 import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SandboxError } from '../../../errors.ts';
-import { INSTANCE_ID } from '../../nodes/remote/roles.ts';
+import { INSTANCE_ID, INSTANCE_ID_TEXT } from '../../nodes/remote/roles.ts';
 import type { SnapshotFile } from '../workspaces.ts';
 import { failed, mountedUnder } from './loop-mount.ts';
 import { type LoopState, NAME, paths, prepare } from './loop-state.ts';
@@ -48,7 +48,7 @@ export function snapshotFolder(root: string, instance?: string): string {
   if (!INSTANCE_ID.test(instance))
     throw new SandboxError(
       'CONFIG_INVALID',
-      `A snapshot folder is named by an instance id (1-16 lowercase letters or digits), got ${JSON.stringify(instance).slice(0, 80)}.`,
+      `A snapshot folder is named by an instance id (${INSTANCE_ID_TEXT}), got ${JSON.stringify(instance).slice(0, 80)}.`,
     );
   return join(flat, instance);
 }
