@@ -142,18 +142,19 @@ export const defaultProvider = async (
     (e: unknown) => log(`could not sweep the snapshot files no record names: ${String(e)}`),
   );
   // Not waited for: a slow node would hold the start, and the grace spares the files being made.
-  if (remote !== undefined) void sweepRemoteSnapshots(remote, store, config, log);
+  if (remote !== undefined) void sweepRemoteSnapshots(remote, 'the nodes', store, config, log);
   await runtimes;
   return provider;
 };
 
 /**
  * The remote nodes' snapshot files no record names, swept (agents/service/snapshot-sweep.ts) once
- * the nodes are adopted: a node that does not answer is reported by placement and swept at the
- * next start. Its outcome is a log line; it never fails the start.
+ * the nodes are adopted, and a node's again when it answers again (remoteNode: one that did not
+ * answer then, or was down since). Its outcome is a log line naming `where`; it never fails a call.
  */
 async function sweepRemoteSnapshots(
   remote: SandboxNode<unknown>,
+  where: string,
   store: Store,
   config: Config,
   log: (line: string) => void,
@@ -165,9 +166,10 @@ async function sweepRemoteSnapshots(
   }).then(
     (removed) => {
       if (removed.length > 0)
-        log(`removed ${removed.length} snapshot file(s) on the nodes that no snapshot or checkpoint names`);
+        log(`removed ${removed.length} snapshot file(s) on ${where} that no snapshot or checkpoint names`);
     },
-    (e: unknown) => log(`could not sweep the nodes' snapshot files no record names: ${String(e)}`),
+    (e: unknown) =>
+      log(`could not sweep the snapshot files on ${where} no record names: ${oneLine(String(e))}`),
   );
 }
 
@@ -239,12 +241,17 @@ const remoteNode = async (config: Config, store: Store, log: (line: string) => v
     probeMs: NODE_PROBE_MS,
     // A node's words are escaped: a hostile node cannot forge a line of this log (oneLine).
     onError: (e) => log(`placement: ${oneLine(String(e))}`),
-    onHealth: (name, reachable, error) =>
+    onHealth: (name, reachable, error) => {
       log(
         reachable
           ? `node ${name}: answers again`
           : `node ${name}: unreachable (${error === undefined ? 'no answer' : oneLine(error)})`,
-      ),
+      );
+      // Its snapshot files, as the start swept the others' (the start's sweep passed it over).
+      const node = nodes.find((n) => n.name === name);
+      if (reachable && node !== undefined)
+        void sweepRemoteSnapshots(node, `node ${name}`, store, config, log);
+    },
   });
 };
 

@@ -62,7 +62,8 @@ export const recordedBy =
 /**
  * The remote nodes' sweep (DSH_NODES; SandboxNode.sweepSnapshots): each node agent removes the
  * files of this instance's own folder there that no record keeps, past the same grace; a node
- * that does not answer is passed over (placement reports it) until the next start. The ids removed.
+ * that does not answer is passed over (placement reports it; serve-sandboxes.ts sweeps it again
+ * when it answers again). The ids removed.
  */
 export async function sweepNodeSnapshots(options: {
   node: Pick<SandboxNode<unknown>, 'sweepSnapshots'>;

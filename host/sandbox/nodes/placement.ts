@@ -575,7 +575,8 @@ async function adoptAll(s: State, options: Parameters<SandboxNode<unknown>['adop
 /**
  * Every node's sweep of the snapshot files no record keeps (each its own folder for this
  * instance); a node that keeps no snapshots is skipped, one that fails (it does not answer, an
- * older node agent) is passed over, reported, and swept at the next start. The ids removed.
+ * older node agent) is passed over and reported (serve-sandboxes.ts sweeps a node again when it
+ * answers again). The ids removed.
  */
 async function sweepAll(
   s: State,

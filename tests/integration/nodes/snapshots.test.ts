@@ -10,7 +10,8 @@
 // with `fromSnapshot` answers 503 NODE_CORDONED naming it and makes nothing; a deleted snapshot's
 // file leaves that node's disk. The control plane's start removes the old files of its own folder
 // on a node that no record names (never a young one, never another instance's), and a node agent's
-// start the temporary files an older version's crashed copies left flat.
+// start the temporary files an older version's crashed copies left flat; a node that answers
+// again (killed, then restarted) is swept then.
 // Skipped where loop workspaces cannot be made (not root, no loop devices: fixtures.ts).
 import { execFileSync } from 'node:child_process';
 import {
@@ -127,14 +128,20 @@ async function intrude(node: string, id: string): Promise<void> {
   expect([after.ino, after.mtimeMs, after.size]).toEqual([owners.ino, owners.mtimeMs, owners.size]);
 }
 
-/** Settles at the control plane's log line that says what its sweep of the nodes' snapshot files did. */
-let sweepSaid: (line: string) => void = () => {};
-const swept = new Promise<string>((resolve) => {
-  sweepSaid = resolve;
-});
+/** The control plane's log lines, and those awaited (said). */
+const lines: string[] = [];
+const awaited: Array<{ line: RegExp; resolve: (line: string) => void }> = [];
 const startLog = (line: string): void => {
-  if (/snapshot file\(s\) on the nodes|nodes' snapshot files/.test(line)) sweepSaid(line);
+  lines.push(line);
+  for (const w of awaited) if (w.line.test(line)) w.resolve(line);
 };
+/** Settles at the first log line (said already, or to come) that `line` matches. */
+const said = (line: RegExp): Promise<string> =>
+  new Promise((resolve) => {
+    const already = lines.find((l) => line.test(l));
+    if (already !== undefined) resolve(already);
+    else awaited.push({ line, resolve });
+  });
 
 /** A file as a process left it an hour ago (past the sweeps' grace). */
 function plantOld(file: string): void {
@@ -207,7 +214,9 @@ describe.skipIf(!loopWorkspaces)('snapshots on several nodes', () => {
   }, 120_000);
 
   it('removes at start the files of its own folder on a node that no record names, and no other', async () => {
-    expect(await swept).toBe('removed 1 snapshot file(s) on the nodes that no snapshot or checkpoint names');
+    expect(await said(/snapshot file\(s\) on the nodes|snapshot files on the nodes/)).toBe(
+      'removed 1 snapshot file(s) on the nodes that no snapshot or checkpoint names',
+    );
     const folder = (i: string) => join((engines.b as Engine).dir, 'node-data', 'workspaces', '.snapshots', i);
     const instance = running?.store.instanceId ?? '';
     expect(existsSync(join(folder(instance), 'snap_dropped.img'))).toBe(false);
@@ -246,5 +255,25 @@ describe.skipIf(!loopWorkspaces)('snapshots on several nodes', () => {
     expect((await json(running as Running, ADMIN, 'POST', `/v1/nodes/${home}/uncordon`)).status).toBe(200);
     expect((await api('DELETE', `/v1/snapshots/${snap.json.id}`)).status).toBe(204);
     expect(existsSync(snapshotFile(home, snap.json.id))).toBe(false);
+  }, 300_000);
+
+  it('sweeps a node again when it answers again, as the start swept the others', async () => {
+    const instance = running?.store.instanceId ?? '';
+    const orphan = join(
+      (engines.b as Engine).dir,
+      'node-data',
+      'workspaces',
+      '.snapshots',
+      instance,
+      'snap_late.img',
+    );
+    await (nodeAgents.b as NodeAgent).kill();
+    await said(/node b: unreachable/);
+    plantOld(orphan); // what a crash left while the node was away
+    await (nodeAgents.b as NodeAgent).restart();
+    expect(await said(/snapshot file\(s\) on node b|snapshot files on node b/)).toBe(
+      'removed 1 snapshot file(s) on node b that no snapshot or checkpoint names',
+    );
+    expect(existsSync(orphan)).toBe(false);
   }, 300_000);
 });
