@@ -163,6 +163,7 @@ async function sweepRemoteSnapshots(
     node: remote,
     snapshots: store.snapshots,
     checkpointDir: join(config.dataDir, 'checkpoints'),
+    replicas: store.leases !== undefined,
   }).then(
     (removed) => {
       if (removed.length > 0)

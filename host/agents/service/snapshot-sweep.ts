@@ -11,12 +11,16 @@
 // kept; when a record cannot be read (the store, an index), nothing is removed.
 // On remote nodes (DSH_NODES) the same judgement runs over each node agent's folder for this
 // instance (sweepNodeSnapshots; nodes/remote/snapshot-sweep.ts carries it): the node names its old
-// files, the store says which it keeps, the node removes the others.
+// files, the store says which it keeps, the node removes the others. Replicas share that folder
+// (one instance) but not their checkpoint indexes (each its own data dir): with a store replicas
+// may share, a checkpoint's file (`ckpt_*`) is kept there, since another replica's index may hold
+// it (its replica drops it: agents/checkpoints).
 import { resolve } from 'node:path';
 import type { SandboxNode } from '../../sandbox/nodes/types.ts';
 import { isInside } from '../../sandbox/paths.ts';
 import type { SnapshotStore } from '../../store/snapshots.ts';
 import { snapshotsHeld } from '../checkpoints/store.ts';
+import { CHECKPOINT_SNAPSHOT } from './checkpoint-workspace.ts';
 
 export interface SnapshotSweepOptions {
   /** The workspace store's sweep (WorkspaceStore.sweepSnapshots); undefined: it keeps no snapshot files. */
@@ -69,8 +73,16 @@ export async function sweepNodeSnapshots(options: {
   node: Pick<SandboxNode<unknown>, 'sweepSnapshots'>;
   snapshots: Pick<SnapshotStore, 'recorded'>;
   checkpointDir: string;
+  /** The store may be shared by replicas (it has leases): every checkpoint's file is kept (see the header). */
+  replicas: boolean;
 }): Promise<string[]> {
   const { node } = options;
   if (node.sweepSnapshots === undefined) return [];
-  return node.sweepSnapshots(recordedBy(options.snapshots, options.checkpointDir));
+  const recorded = recordedBy(options.snapshots, options.checkpointDir);
+  if (!options.replicas) return node.sweepSnapshots(recorded);
+  return node.sweepSnapshots(async (ids) => {
+    const kept = new Set(await recorded(ids));
+    for (const id of ids) if (id.startsWith(CHECKPOINT_SNAPSHOT)) kept.add(id);
+    return kept;
+  });
 }

@@ -6,7 +6,8 @@
 // snapshot row nor a checkpoint index names; a file a record names, one written lately (a copy in
 // progress) and every file of another instance's folder or of the flat folder stay. A node that
 // keeps no snapshots, or does not answer, removes nothing and fails no start; a control plane's
-// list removes only files its node judged old. An older node agent's flat temporary files are
+// list removes only files its node judged old; with a store replicas may share, a checkpoint's
+// file is kept (another replica's index may hold it). An older node agent's flat temporary files are
 // removed at the node agent's start past the same grace (serve-node.ts tidyFlatSnapshots).
 import { existsSync, mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -56,8 +57,9 @@ const heldEntry = (id: string) => ({
   snapshot: { id, node: 'one', sizeBytes: 1 },
 });
 
-/** A store whose snapshot rows are `rows`, and an empty checkpoint folder. */
-const records = (rows: string[]) => ({
+/** A store whose snapshot rows are `rows` (one replicas may share when `replicas`), and the test's checkpoint folder. */
+const records = (rows: string[], replicas = false) => ({
+  replicas,
   snapshots: {
     recorded: async (ids: string[]) => {
       asked.push(ids);
@@ -124,6 +126,22 @@ describe("a remote node's snapshot files", () => {
     expect(asked.map((ids) => ids.toSorted())).toEqual([['ckpt_held', 'snap_dropped', 'snap_kept']]);
   });
 
+  it("keep every checkpoint's file when replicas may share the store (another's index may hold it)", async () => {
+    // Replicas share the instance, so its folder on the node, but each has its own checkpoint
+    // indexes (its data dir): this one's sweep cannot see what the others' hold.
+    const theirs = plant('ckpt_of_another_replica.img', 'alpha');
+    const orphan = plant('snap_orphan.img', 'alpha');
+    const fork = plant('fork_orphan.img', 'alpha');
+    expect((await sweepNodeSnapshots({ node, ...records([], true) })).toSorted()).toEqual([
+      'fork_orphan',
+      'snap_orphan',
+    ]);
+    expect(existsSync(theirs)).toBe(true);
+    expect(existsSync(orphan) || existsSync(fork)).toBe(false);
+    // Without replicas the same file is this process's to judge: no index holds it, it goes.
+    expect(await sweepNodeSnapshots({ node, ...records([]) })).toEqual(['ckpt_of_another_replica']);
+  });
+
   it('are judged by the node: a list of ids it did not name as old removes nothing', async () => {
     const young = plant('snap_young.img', 'alpha', true);
     const other = plant('snap_other.img', 'beta');
@@ -143,6 +161,7 @@ describe("a remote node's snapshot files", () => {
         },
       },
       checkpointDir: join(root, 'checkpoints'),
+      replicas: false,
     };
     await expect(sweepNodeSnapshots({ node, ...failing })).rejects.toThrow('the store is down');
     expect(existsSync(dropped)).toBe(true);
