@@ -6,7 +6,8 @@
 // listens in plain HTTP; each instance's sandboxes are apart (names and labels carry the instance),
 // and so are its snapshots (its node's workspace store is instanceWorkspaces': a folder of
 // snapshots per instance, so another instance's ensure-from, snapshot and drop find nothing of
-// it); a control plane acts only for the instances its certificate names (server.ts).
+// it); a control plane acts only for the instances its certificate names (server.ts), and sweeps
+// only its own folder of snapshot files (nodes/remote/snapshot-sweep.ts).
 
 import type { Config } from './config.ts';
 import { oneLine, SandboxError } from './errors.ts';
@@ -37,9 +38,18 @@ export const instanceWorkspaces = (store: WorkspaceStore, instance: string): Wor
   );
 };
 
-/** Says at start how many snapshot files of an older version no instance is served (cli-node.ts). */
-async function reportUnassigned(root: string, log: (line: string) => void): Promise<void> {
+/**
+ * At start, the flat snapshot folder an older version wrote (loop-snapshots.ts): its copies'
+ * temporary files (`<id>.tmp`, which no version reads) are removed once past the same grace as an
+ * instance's (sweepTemps; no instance's adoption looks there), and how many snapshot files no
+ * instance is served is said (cli-node.ts).
+ */
+export async function tidyFlatSnapshots(root: string, log: (line: string) => void): Promise<void> {
   const { unassignedSnapshots } = await import('./sandbox/docker/workspaces/loop-unassigned.ts');
+  const { snapshotFolder, sweepTemps } = await import('./sandbox/docker/workspaces/loop-snapshots.ts');
+  const temps = await sweepTemps(snapshotFolder(root));
+  if (temps > 0)
+    log(`node: removed ${temps} temporary snapshot file(s) an older version's crashed copies left`);
   const ids = await unassignedSnapshots(root);
   if (ids.length > 0)
     log(
@@ -57,7 +67,7 @@ export async function serveNodeAgent(
   const image = sandboxImageOf(config);
   const { createDockerNode } = await import('./sandbox/docker/index.ts');
   const workspaces = await workspaceStore(config, log);
-  if (workspaces?.kind === 'loop') await reportUnassigned(config.workspacesDir, log);
+  if (workspaces?.kind === 'loop') await tidyFlatSnapshots(config.workspacesDir, log);
   const links = linksOf(config, log);
   const nodes = new Map<string, DockerNode>();
   const nodeFor = (instance: string): DockerNode => {

@@ -8,7 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { rootCertificates } from 'node:tls';
-import { sweepOrphanSnapshots } from './agents/service/snapshot-sweep.ts';
+import { sweepNodeSnapshots, sweepOrphanSnapshots } from './agents/service/snapshot-sweep.ts';
 import { agentEgressRules } from './agents/web.ts';
 import type { NodeAdmin } from './api/routes/nodes.ts';
 import type { Config } from './config.ts';
@@ -17,6 +17,7 @@ import { createAuthorities } from './egress/intercept/authority.ts';
 import { createSandboxEgress, type SandboxEgress } from './egress/proxy/index.ts';
 import { oneLine, SandboxError } from './errors.ts';
 import type { DockerProvider, DockerProviderOptions } from './sandbox/docker/index.ts';
+import type { SandboxNode } from './sandbox/nodes/types.ts';
 import type { Store } from './store/index.ts';
 import { replicaShareOf } from './store/replica-share.ts';
 
@@ -140,9 +141,38 @@ export const defaultProvider = async (
     },
     (e: unknown) => log(`could not sweep the snapshot files no record names: ${String(e)}`),
   );
+  // Not waited for: a slow node would hold the start, and the grace spares the files being made.
+  if (remote !== undefined) void sweepRemoteSnapshots(remote, 'the nodes', store, config, log);
   await runtimes;
   return provider;
 };
+
+/**
+ * The remote nodes' snapshot files no record names, swept (agents/service/snapshot-sweep.ts) once
+ * the nodes are adopted, and a node's again when it answers again (remoteNode: one that did not
+ * answer then, or was down since). Its outcome is a log line naming `where`; it never fails a call.
+ */
+async function sweepRemoteSnapshots(
+  remote: SandboxNode<unknown>,
+  where: string,
+  store: Store,
+  config: Config,
+  log: (line: string) => void,
+): Promise<void> {
+  await sweepNodeSnapshots({
+    node: remote,
+    snapshots: store.snapshots,
+    checkpointDir: join(config.dataDir, 'checkpoints'),
+    replicas: store.leases !== undefined,
+  }).then(
+    (removed) => {
+      if (removed.length > 0)
+        log(`removed ${removed.length} snapshot file(s) on ${where} that no snapshot or checkpoint names`);
+    },
+    (e: unknown) =>
+      log(`could not sweep the snapshot files on ${where} no record names: ${oneLine(String(e))}`),
+  );
+}
 
 /** The PEM files of the node protocol (DSH_NODE_CERT, DSH_NODE_KEY, DSH_NODE_CA), read; CONFIG_INVALID when one is missing. */
 export const nodeTls = (config: Config): { cert: string; key: string; ca: string } => {
@@ -212,12 +242,17 @@ const remoteNode = async (config: Config, store: Store, log: (line: string) => v
     probeMs: NODE_PROBE_MS,
     // A node's words are escaped: a hostile node cannot forge a line of this log (oneLine).
     onError: (e) => log(`placement: ${oneLine(String(e))}`),
-    onHealth: (name, reachable, error) =>
+    onHealth: (name, reachable, error) => {
       log(
         reachable
           ? `node ${name}: answers again`
           : `node ${name}: unreachable (${error === undefined ? 'no answer' : oneLine(error)})`,
-      ),
+      );
+      // Its snapshot files, as the start swept the others' (the start's sweep passed it over).
+      const node = nodes.find((n) => n.name === name);
+      if (reachable && node !== undefined)
+        void sweepRemoteSnapshots(node, `node ${name}`, store, config, log);
+    },
   });
 };
 

@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import {
   CONTROL_PLANE_ROLE,
   INSTANCE_ID,
+  INSTANCE_ID_TEXT,
   instanceName,
   nodeRole,
 } from '../host/sandbox/nodes/remote/roles.ts';
@@ -76,9 +77,7 @@ export function makeControlCert(
   instances: readonly string[],
 ): { cert: string; key: string } {
   if (instances.length === 0 || !instances.every((i) => INSTANCE_ID.test(i)))
-    throw new Error(
-      `a control plane's instances are 1-16 lowercase letters or digits, got ${instances.join(',')}`,
-    );
+    throw new Error(`a control plane's instances are ${INSTANCE_ID_TEXT}, got ${instances.join(',')}`);
   const names = [CONTROL_PLANE_ROLE, ...instances.map(instanceName)].map((uri) => `URI:${uri}`);
   return signCert(
     caDir,

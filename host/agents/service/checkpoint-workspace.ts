@@ -14,6 +14,9 @@ import { sandboxLimits } from '../sandbox-limits.ts';
 import type { Agent } from '../types.ts';
 import { ownsNone, type SandboxBinding } from './sandbox.ts';
 
+/** How a checkpoint's snapshot id begins (the start's sweeps tell them from other snapshots: snapshot-sweep.ts). */
+export const CHECKPOINT_SNAPSHOT = 'ckpt_';
+
 export interface WorkspaceDeps {
   provider: SandboxProvider;
   sandboxes: SandboxBinding;
@@ -28,7 +31,7 @@ export function checkpointWorkspace(deps: WorkspaceDeps, agent: Agent): Checkpoi
   return {
     async take() {
       await sandboxes.of(agent); // a workspace to copy (its first call may be this bash)
-      const id = `ckpt_${nanoid(16)}`;
+      const id = `${CHECKPOINT_SNAPSHOT}${nanoid(16)}`;
       const taken = await snapshot.call(provider, agent.id, id);
       return { snapshot: { id, node: taken.node, sizeBytes: taken.sizeBytes }, bytes: taken.bytes };
     },

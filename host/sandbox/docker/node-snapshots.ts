@@ -1,7 +1,9 @@
 // The embedded node's snapshots (nodes/types.ts snapshot, dropSnapshot): an agent's workspace
 // copied by its workspace store (workspaces/loop-snapshots.ts: the file system frozen while the
 // copy is made), and a snapshot's file deleted. An agent made from a snapshot is provision.ts's
-// (the workspace store's create `from`).
+// (the workspace store's create `from`). The sweep of files no record keeps is the workspace
+// store's (loop-snapshots.ts sweepSnapshots) over this node's folder: on a node agent, the
+// instance's own (serve-node.ts instanceWorkspaces), asked by that instance's control plane.
 // Invariants: a snapshot waits for a stop or pause of the agent in progress, so it never copies a
 // workspace while its container is being stopped; a store without snapshots (Docker volumes)
 // answers SNAPSHOT_UNSUPPORTED and copies nothing.
@@ -29,4 +31,12 @@ export async function snapshotAgent(s: NodeBase, agentId: string, id: string): P
 
 export async function dropSnapshotOf(s: NodeBase, id: string): Promise<void> {
   await s.workspaces.dropSnapshot?.(id);
+}
+
+/** The files of this node's snapshot folder no record keeps, removed (WorkspaceStore.sweepSnapshots); none without snapshots. */
+export async function sweepSnapshotsOf(
+  s: NodeBase,
+  recorded: (ids: string[]) => Promise<ReadonlySet<string>>,
+): Promise<string[]> {
+  return (await s.workspaces.sweepSnapshots?.(recorded)) ?? [];
 }

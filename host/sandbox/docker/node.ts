@@ -33,7 +33,7 @@ import { fromDocker } from './errors.ts';
 import { linksFolder } from './links.ts';
 import { lookup } from './lookup.ts';
 import { destroyAgent, openAgent, pauseAgent, stateOf, stopAgent } from './node-agents.ts';
-import { dropSnapshotOf, snapshotAgent } from './node-snapshots.ts';
+import { dropSnapshotOf, snapshotAgent, sweepSnapshotsOf } from './node-snapshots.ts';
 import type { NodeBase, NodeState, WarmHooks } from './node-state.ts';
 import { naming } from './ownership.ts';
 import { createWarmPool, type WarmPool } from './pool.ts';
@@ -50,7 +50,7 @@ export interface DockerNodeOptions {
   docker?: Docker;
   /** The sandbox image tag (Dockerfile.sandbox). Required. */
   image: string;
-  /** The control-plane instance this node acts for (1-16 lowercase letters or digits): labels and names. */
+  /** The control-plane instance this node acts for (4-16 lowercase letters or digits: store/instance-id.ts): labels and names. */
   instance: string;
   /** Extra labels on every container and volume (e.g. a test run id). Default {}. */
   labels?: Record<string, string>;
@@ -153,6 +153,7 @@ export function createDockerNode(options: DockerNodeOptions): DockerNode {
     destroy: (agentId) => destroyAgent(s, agentId),
     snapshot: (agentId, id) => snapshotAgent(s, agentId, id),
     dropSnapshot: (id) => dropSnapshotOf(s, id),
+    sweepSnapshots: (recorded) => sweepSnapshotsOf(s, recorded),
     usage: (agentId, usageOptions) =>
       containerUsage(
         s.entries.get(agentId)?.container ?? docker.getContainer(names.agent(agentId)),

@@ -31,7 +31,7 @@
 
 import type Docker from 'dockerode';
 import { SandboxError } from '../../errors.ts';
-import { INSTANCE_ID } from '../nodes/remote/roles.ts';
+import { INSTANCE_ID, INSTANCE_ID_TEXT } from '../nodes/remote/roles.ts';
 import type { AdoptQuestions } from '../nodes/types.ts';
 import { WORKSPACE_ROOT } from '../paths.ts';
 import { LABEL_INSTANCE, LABEL_POOL, LABEL_POOL_OWNER } from './config.ts';
@@ -52,7 +52,7 @@ export const naming = (prefix: string, instance: string): Naming => {
   if (!INSTANCE_ID.test(instance)) {
     throw new SandboxError(
       'CONFIG_INVALID',
-      `The docker provider's instance id must be 1-16 lowercase letters or digits (the store's instanceId), got ${JSON.stringify(instance)}.`,
+      `The docker provider's instance id must be ${INSTANCE_ID_TEXT} (the store's instanceId), got ${JSON.stringify(instance)}.`,
     );
   }
   const own = `${prefix}-${instance}`;

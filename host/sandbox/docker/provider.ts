@@ -50,7 +50,7 @@ export interface DockerProviderOptions {
   /** The sandbox image tag (Dockerfile.sandbox). Required. */
   image: string;
   /**
-   * The control-plane instance this provider acts for: its store's `instanceId` (1-16 lowercase
+   * The control-plane instance this provider acts for: its store's `instanceId` (4-16 lowercase
    * letters or digits). Required. Labels (`dsh.instance`) and names every container and volume;
    * adopt(), the reaper and removal touch only what carries it.
    */

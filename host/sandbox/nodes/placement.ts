@@ -215,6 +215,7 @@ export function createPlacement(members: Member[], options: PlacementOptions = {
       s.snapshots.delete(id);
     },
     adopt: (adoptOptions) => adoptAll(s, adoptOptions),
+    sweepSnapshots: (recorded) => sweepAll(s, recorded),
     capacity: async () =>
       sumOf((await Promise.all(members.map((n) => capacityOf(s, n)))).filter((c) => c !== undefined)),
     warmWith: (hooks) => warmEach(members, hooks),
@@ -569,6 +570,30 @@ async function adoptAll(s: State, options: Parameters<SandboxNode<unknown>['adop
   // What a node names are its containers, for the start's log line: nothing is looked up or
   // recorded by them, so an answer however long (a hostile node's) costs no store round trip.
   return answers.flatMap(({ found }) => found);
+}
+
+/**
+ * Every node's sweep of the snapshot files no record keeps (each its own folder for this
+ * instance); a node that keeps no snapshots is skipped, one that fails (it does not answer, an
+ * older node agent) is passed over and reported (serve-sandboxes.ts sweeps a node again when it
+ * answers again). The ids removed.
+ */
+async function sweepAll(
+  s: State,
+  recorded: (ids: string[]) => Promise<ReadonlySet<string>>,
+): Promise<string[]> {
+  const removed = await Promise.all(
+    s.members.map(async (n) => {
+      if (n.sweepSnapshots === undefined) return [];
+      return n.sweepSnapshots(recorded).catch((e: unknown) => {
+        // A node agent over Docker volumes keeps none: nothing to say at every start.
+        if (!(e instanceof SandboxError && e.code === 'SNAPSHOT_UNSUPPORTED'))
+          s.onError(new Error(`node ${n.name}: its snapshot files not swept (${String(e)})`, { cause: e }));
+        return [];
+      });
+    }),
+  );
+  return removed.flat();
 }
 
 const unavailable = (node: string, what: string) =>

@@ -269,6 +269,13 @@ export interface SandboxNode<W = never> {
    * snapshot() answered (placement routes by it; a single node ignores it).
    */
   dropSnapshot?(id: string, node?: string): Promise<void>;
+  /**
+   * Removes this instance's snapshot files on the node that no record keeps: those untouched for
+   * the sweep's grace (a copy in progress is younger; loop-snapshots.ts TEMP_GRACE_MS) whose ids
+   * `recorded` does not return. The ids removed; a failure of `recorded` removes nothing. With
+   * snapshot() (placement: on every node that answers, each its own files).
+   */
+  sweepSnapshots?(recorded: (ids: string[]) => Promise<ReadonlySet<string>>): Promise<string[]>;
   usage(agentId: string, options?: SandboxUsageOptions): Promise<SandboxUsage | undefined>;
   /** At start: finds this instance's sandboxes again, removes leftovers; the agents' names found. */
   adopt(options?: AdoptOptions): Promise<string[]>;

@@ -8,10 +8,22 @@
 // it nor drop or overwrite it (the copy made after still has its files); a node agent holding a
 // flat file of an older version says so at start; while that node is cordoned, POST /v1/agents
 // with `fromSnapshot` answers 503 NODE_CORDONED naming it and makes nothing; a deleted snapshot's
-// file leaves that node's disk.
+// file leaves that node's disk. The control plane's start removes the old files of its own folder
+// on a node that no record names (never a young one, never another instance's), and a node agent's
+// start the temporary files an older version's crashed copies left flat; a node that answers
+// again (killed, then restarted) is swept then.
 // Skipped where loop workspaces cannot be made (not root, no loop devices: fixtures.ts).
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -116,6 +128,33 @@ async function intrude(node: string, id: string): Promise<void> {
   expect([after.ino, after.mtimeMs, after.size]).toEqual([owners.ino, owners.mtimeMs, owners.size]);
 }
 
+/** The control plane's log lines, and those awaited (said). */
+const lines: string[] = [];
+const awaited: Array<{ line: RegExp; resolve: (line: string) => void }> = [];
+const startLog = (line: string): void => {
+  lines.push(line);
+  for (const w of awaited) if (w.line.test(line)) w.resolve(line);
+};
+/** Settles at the first log line (said already, or to come) that `line` matches. */
+const said = (line: RegExp): Promise<string> =>
+  new Promise((resolve) => {
+    const already = lines.find((l) => line.test(l));
+    if (already !== undefined) resolve(already);
+    else awaited.push({ line, resolve });
+  });
+
+/** A file as a process left it an hour ago (past the sweeps' grace). */
+function plantOld(file: string): void {
+  plantYoung(file);
+  const hourAgo = (Date.now() - 3_600_000) / 1000;
+  utimesSync(file, hourAgo, hourAgo);
+}
+
+function plantYoung(file: string): void {
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(file, 'image');
+}
+
 describe.skipIf(!loopWorkspaces)('snapshots on several nodes', () => {
   beforeAll(async () => {
     makeCa(ca);
@@ -126,12 +165,16 @@ describe.skipIf(!loopWorkspaces)('snapshots on several nodes', () => {
     // What an older node agent left on a's disk: a flat snapshot file, whose instance is unknown.
     mkdirSync(join(a.dir, 'node-data', 'workspaces', '.snapshots'), { recursive: true });
     writeFileSync(join(a.dir, 'node-data', 'workspaces', '.snapshots', 'snap_legacy.img'), 'old');
+    // And a temporary file of one of its copies that a crash ended: nobody's, removed at start.
+    plantOld(join(a.dir, 'node-data', 'workspaces', '.snapshots', 'snap_crashed.tmp'));
     const [na, nb] = await Promise.all([
       startNodeAgent(ca, 'a', a, { loop: true }),
       startNodeAgent(ca, 'b', b, { loop: true }),
     ]);
     Object.assign(nodeAgents, { a: na, b: nb });
     expect(na.output()).toMatch(/node: 1 snapshot file\(s\) kept before each instance had its own folder/);
+    expect(na.output()).toMatch(/node: removed 1 temporary snapshot file\(s\)/);
+    expect(existsSync(join(a.dir, 'node-data', 'workspaces', '.snapshots', 'snap_crashed.tmp'))).toBe(false);
     expect(nb.output()).not.toMatch(/snapshot file/);
     const config = controlPlaneConfig(
       ca,
@@ -142,8 +185,17 @@ describe.skipIf(!loopWorkspaces)('snapshots on several nodes', () => {
       ],
       { adminKey: ADMIN },
     );
-    await certifyControlPlane(ca, config);
-    running = await startServer(config, { log: () => {} });
+    const instance = await certifyControlPlane(ca, config);
+    // On b, in this instance's folder: a file whose record a crash dropped before the file, one being
+    // made (young), and another instance's: the start's sweep removes the first alone.
+    const folder = (i: string) => join(b.dir, 'node-data', 'workspaces', '.snapshots', i);
+    for (const [file, young] of [
+      [join(folder(instance), 'snap_dropped.img'), false],
+      [join(folder(instance), 'snap_making.img'), true],
+      [join(folder('other1'), 'snap_theirs.img'), false],
+    ] as const)
+      young ? plantYoung(file) : plantOld(file);
+    running = await startServer(config, { log: startLog });
     key = (await running.store.tenants.createTenant('snaps')).apiKey;
   }, 300_000);
 
@@ -160,6 +212,17 @@ describe.skipIf(!loopWorkspaces)('snapshots on several nodes', () => {
     await Promise.all(Object.values(engines).map((e) => e.stop()));
     rmSync(dir, { recursive: true, force: true });
   }, 120_000);
+
+  it('removes at start the files of its own folder on a node that no record names, and no other', async () => {
+    expect(await said(/snapshot file\(s\) on the nodes|snapshot files on the nodes/)).toBe(
+      'removed 1 snapshot file(s) on the nodes that no snapshot or checkpoint names',
+    );
+    const folder = (i: string) => join((engines.b as Engine).dir, 'node-data', 'workspaces', '.snapshots', i);
+    const instance = running?.store.instanceId ?? '';
+    expect(existsSync(join(folder(instance), 'snap_dropped.img'))).toBe(false);
+    expect(existsSync(join(folder(instance), 'snap_making.img'))).toBe(true);
+    expect(existsSync(join(folder('other1'), 'snap_theirs.img'))).toBe(true);
+  });
 
   it('takes a snapshot on its agent’s node, makes an agent from it there, refuses while that node is cordoned, and deletes it there', async () => {
     const src = (await api('POST', '/v1/agents', {})).json.id as string;
@@ -192,5 +255,25 @@ describe.skipIf(!loopWorkspaces)('snapshots on several nodes', () => {
     expect((await json(running as Running, ADMIN, 'POST', `/v1/nodes/${home}/uncordon`)).status).toBe(200);
     expect((await api('DELETE', `/v1/snapshots/${snap.json.id}`)).status).toBe(204);
     expect(existsSync(snapshotFile(home, snap.json.id))).toBe(false);
+  }, 300_000);
+
+  it('sweeps a node again when it answers again, as the start swept the others', async () => {
+    const instance = running?.store.instanceId ?? '';
+    const orphan = join(
+      (engines.b as Engine).dir,
+      'node-data',
+      'workspaces',
+      '.snapshots',
+      instance,
+      'snap_late.img',
+    );
+    await (nodeAgents.b as NodeAgent).kill();
+    await said(/node b: unreachable/);
+    plantOld(orphan); // what a crash left while the node was away
+    await (nodeAgents.b as NodeAgent).restart();
+    expect(await said(/snapshot file\(s\) on node b|snapshot files on node b/)).toBe(
+      'removed 1 snapshot file(s) on node b that no snapshot or checkpoint names',
+    );
+    expect(existsSync(orphan)).toBe(false);
   }, 300_000);
 });

@@ -287,7 +287,8 @@ it('reports a refused instance once per connection (16 at most), naming the cert
     );
     expect(forbidden[1]).toMatch(/ gamma CN=beta, /);
     // Trying instance after instance on one connection: each refused, the first 16 reported.
-    for (let i = 0; i < 30; i++) expect((await call('beta', `i${i}`, 'info', '{}', agent)).status).toBe(502);
+    for (let i = 0; i < 30; i++)
+      expect((await call('beta', `inst${i}`, 'info', '{}', agent)).status).toBe(502);
     expect(forbidden).toHaveLength(16);
   } finally {
     agent.destroy();

@@ -298,6 +298,11 @@ it('fails calls on a node that is down with NODE_UNREACHABLE naming it, and conn
   try {
     expect((await late.capacity()).cpus).toBe(2);
     expect(late.defaults).toEqual(DOCKER_DEFAULT_LIMITS);
+    // Its snapshots too, once connected (placement takes a node without these for one that keeps none).
+    asked.length = 0;
+    expect(await late.snapshot?.('known', 'snap_late')).toEqual({ sizeBytes: 2 ** 40, bytes: 4096 });
+    await late.dropSnapshot?.('snap_late');
+    expect(asked).toEqual(['snapshot known snap_late', 'drop snap_late']);
   } finally {
     await back.close();
   }

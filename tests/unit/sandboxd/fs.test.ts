@@ -95,6 +95,27 @@ describe('sandboxd file operations', () => {
     expect((await c.fs.stat('ls/link')).type).toBe('symlink');
   });
 
+  it('lists a large directory whole and sorted: a file with its size, a directory and a symlink with 0', async () => {
+    // Over 2 of list's slices (sandboxd reads 1000 entries between turns of its event loop).
+    const dir = join(sd.root, 'big');
+    spawnSync('mkdir', ['-p', `${dir}/sub`]);
+    for (let i = 0; i < 2500; i++)
+      writeFileSync(join(dir, `f${String(i).padStart(4, '0')}`), 'x'.repeat(i % 7));
+    symlinkSync('f0003', join(dir, 'link'));
+    symlinkSync('nowhere', join(dir, 'dangling'));
+    const entries = await c.fs.list('big');
+    expect(entries).toHaveLength(2503);
+    expect(entries.slice(0, 2)).toEqual([
+      { name: 'dangling', type: 'symlink', size: 0 },
+      { name: 'f0000', type: 'file', size: 0 },
+    ]);
+    expect(entries.find((e) => e.name === 'f2499')).toEqual({ name: 'f2499', type: 'file', size: 2499 % 7 });
+    expect(entries.slice(-2)).toEqual([
+      { name: 'link', type: 'symlink', size: 0 },
+      { name: 'sub', type: 'directory', size: 0 },
+    ]);
+  });
+
   it('mkdir, remove and rename', async () => {
     expect(await codeOf(c.fs.mkdir('no/parent'))).toBe('FILE_NOT_FOUND');
     await c.fs.mkdir('mk');

@@ -24,13 +24,15 @@
 // TEMP_GRACE_MS. A copy in progress writes its file all along, so one written lately may be another
 // process's (replicas share a folder) and is left alone. A whole `<id>.img` that no record names
 // (its process ended before its snapshot row or checkpoint was written, or after the record was
-// dropped but before the file was) is removed by sweepSnapshots, which the start runs over the flat
-// folder of a root of its own data directory only (host/agents/service/snapshot-sweep.ts), past the
-// same grace; it reads the files of its folder alone, never an instance's folder within it.
+// dropped but before the file was) is removed by sweepSnapshots, past the same grace: the start runs
+// it over the flat folder of a root of its own data directory (host/agents/service/snapshot-sweep.ts),
+// and a control plane on a node agent over its instance's folder there (nodes/remote/snapshot-sweep.ts);
+// it reads the files of its folder alone, never an instance's folder within it. The flat folder's
+// temporary files on a node agent (an older version's) are the node agent's start's (serve-node.ts).
 import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SandboxError } from '../../../errors.ts';
-import { INSTANCE_ID } from '../../nodes/remote/roles.ts';
+import { INSTANCE_ID, INSTANCE_ID_TEXT } from '../../nodes/remote/roles.ts';
 import type { SnapshotFile } from '../workspaces.ts';
 import { failed, mountedUnder } from './loop-mount.ts';
 import { type LoopState, NAME, paths, prepare } from './loop-state.ts';
@@ -46,7 +48,7 @@ export function snapshotFolder(root: string, instance?: string): string {
   if (!INSTANCE_ID.test(instance))
     throw new SandboxError(
       'CONFIG_INVALID',
-      `A snapshot folder is named by an instance id (1-16 lowercase letters or digits), got ${JSON.stringify(instance).slice(0, 80)}.`,
+      `A snapshot folder is named by an instance id (${INSTANCE_ID_TEXT}), got ${JSON.stringify(instance).slice(0, 80)}.`,
     );
   return join(flat, instance);
 }

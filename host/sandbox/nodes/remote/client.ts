@@ -46,6 +46,7 @@ import {
   runtimesOf,
   snapshotDoneOf,
 } from './protocol.ts';
+import { sweepOver } from './snapshot-sweep.ts';
 import { createTransport, type Transport, type TransportOptions } from './transport.ts';
 import { createWarmSessions, type WarmSessions } from './warm.ts';
 
@@ -135,6 +136,7 @@ export async function connectRemoteNode(options: RemoteNodeOptions): Promise<Rem
     dropSnapshot: async (id) => {
       await call('dropSnapshot', { id });
     },
+    sweepSnapshots: (recorded) => sweepOver(t, recorded),
     usage: async (agentId, usageOptions) =>
       (await call<{ usage: null | never }>('usage', { ...agent(agentId), options: usageOptions ?? {} }))
         .usage ?? undefined,

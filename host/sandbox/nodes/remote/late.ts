@@ -2,8 +2,11 @@
 // control plane starts anyway, and this stands in for the node, connecting (connectRemoteNode) at
 // its first call and again after each failed attempt, so placement's probe brings it in as soon as
 // it answers. Until then every call fails with the connection's NODE_UNREACHABLE naming the node.
+// Every call of a remote node's client is here, its snapshot calls included (without them, a node
+// late at start could never take or give a snapshot in this process's life).
 // Invariants: the node's limits are those of a node that answered (`like`) until it is connected;
 // the node itself still checks every spec against its own maxima; one connection attempt at a time.
+import { SandboxError } from '../../../errors.ts';
 import type { SandboxNode, WarmHooks } from '../types.ts';
 import { connectRemoteNode, type RemoteNode, type RemoteNodeOptions } from './client.ts';
 
@@ -52,6 +55,11 @@ export function lateRemoteNode(
     destroy: async (agentId) => (await connected()).destroy(agentId),
     usage: async (agentId, usageOptions) => (await connected()).usage(agentId, usageOptions),
     adopt: async (adoptOptions) => (await connected()).adopt(adoptOptions),
+    // A remote node has snapshot calls (a node without snapshots answers SNAPSHOT_UNSUPPORTED):
+    // so has its stand-in, else placement would take it for a node that keeps none for good.
+    snapshot: async (agentId, id) => snapshotsOf(await connected()).snapshot(agentId, id),
+    dropSnapshot: async (id) => snapshotsOf(await connected()).dropSnapshot(id),
+    sweepSnapshots: async (recorded) => (await connected()).sweepSnapshots?.(recorded) ?? [],
     capacity: async () => (await connected()).capacity(),
     warmWith(h) {
       hooks = h;
@@ -59,4 +67,12 @@ export function lateRemoteNode(
     },
     close: async () => node?.close(),
   };
+}
+
+/** A connected node's snapshot calls (a remote node's client always has them). */
+function snapshotsOf(node: RemoteNode): Required<Pick<RemoteNode, 'snapshot' | 'dropSnapshot'>> {
+  const { snapshot, dropSnapshot } = node;
+  if (snapshot === undefined || dropSnapshot === undefined)
+    throw new SandboxError('SNAPSHOT_UNSUPPORTED', `Node ${node.name} keeps no workspace snapshots.`);
+  return { snapshot, dropSnapshot };
 }

@@ -59,6 +59,7 @@ export const METHODS = [
   'pause',
   'snapshot',
   'dropSnapshot',
+  'sweepSnapshots',
   'pooled',
 ] as const;
 export type Method = (typeof METHODS)[number];
@@ -121,9 +122,13 @@ export const poolSizeOf = (value: unknown): number | undefined =>
 
 const SNAPSHOT_ID = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,120}$/;
 
+/** Whether `value` is a snapshot id (a plain name: it becomes a file name on the node). */
+export const isSnapshotId = (value: unknown): value is string =>
+  typeof value === 'string' && SNAPSHOT_ID.test(value);
+
 /** A snapshot id as the node takes it: a plain name (it becomes a file name on the node). */
 export const snapshotIdOf = (value: unknown): string => {
-  if (typeof value !== 'string' || !SNAPSHOT_ID.test(value))
+  if (!isSnapshotId(value))
     throw bad('a snapshot id is 1-121 letters, digits, `_`, `.` or `-`, starting with a letter or digit');
   return value;
 };

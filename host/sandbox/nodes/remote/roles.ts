@@ -21,14 +21,15 @@ export const CONTROL_PLANE_ROLE = 'urn:dsh:control-plane';
 const NODE_ROLE_PREFIX = 'urn:dsh:node:';
 const ROLE_PREFIX = 'urn:dsh:';
 const INSTANCE_PREFIX = 'urn:dsh-instance:';
+
 /**
- * A control-plane instance id (the store's, 12 hex digits as it makes them), as a node takes it and
- * as the docker provider puts it into names and folders: short enough for workspace names, and with
- * no dot, so a folder named by one is never a file's name (docker/workspaces/loop-snapshots.ts).
- * The one pattern for it in host/sandbox: this module sits below both the node protocol and the
- * docker provider (it imports only the error module).
+ * A control-plane instance id as a node takes it and as the docker provider puts it into names and
+ * folders: the store's own pattern (store/instance-id.ts says why its bounds), so an id the store
+ * keeps is one every node takes and no other is. Re-exported for host/sandbox from this module,
+ * which sits below both the node protocol and the docker provider (it imports only the error
+ * module and that one, which imports nothing else).
  */
-export const INSTANCE_ID = /^[a-z0-9]{1,16}$/;
+export { INSTANCE_ID, INSTANCE_ID_TEXT } from '../../../store/instance-id.ts';
 
 /** The role URI of node `name`'s certificate. */
 export const nodeRole = (name: string): string => `${NODE_ROLE_PREFIX}${name}`;

@@ -48,7 +48,15 @@ import {
   snapshotIdOf,
   stringsOf,
 } from './protocol.ts';
-import { controlPlaneRefusal, describeCert, INSTANCE_ID, instanceRefusal, instancesOf } from './roles.ts';
+import {
+  controlPlaneRefusal,
+  describeCert,
+  INSTANCE_ID,
+  INSTANCE_ID_TEXT,
+  instanceRefusal,
+  instancesOf,
+} from './roles.ts';
+import { answerSweep } from './snapshot-sweep.ts';
 
 export interface NodeServerOptions {
   host: string;
@@ -64,7 +72,7 @@ export interface NodeServerOptions {
   onRefused?: (from: string, reason: string) => void;
   /**
    * A request refused because its certificate does not name the instance it asked for
-   * (NODE_CERTIFICATE_REFUSED): once per connection and instance. `instance` is checked (1-16
+   * (NODE_CERTIFICATE_REFUSED): once per connection and instance. `instance` is checked (4-16
    * lowercase letters or digits); `reason` names the certificate (its CN comes from the peer).
    */
   onForbidden?: (from: string, instance: string, reason: string) => void;
@@ -104,10 +112,7 @@ export async function serveNode(options: NodeServerOptions): Promise<NodeServer>
     checkRole(req);
     const instance = req.headers[HEADER_INSTANCE];
     if (typeof instance !== 'string' || !INSTANCE_ID.test(instance))
-      throw new SandboxError(
-        'INVALID_ARGUMENTS',
-        `${HEADER_INSTANCE} must be 1-16 lowercase letters or digits`,
-      );
+      throw new SandboxError('INVALID_ARGUMENTS', `${HEADER_INSTANCE} must be ${INSTANCE_ID_TEXT}`);
     const peer = peers.get(req.socket);
     const refusal = instanceRefusal(instance, peer?.cert);
     if (refusal === undefined) return instance;
@@ -262,6 +267,8 @@ async function call(node: Served, method: Method, a: Record<string, unknown>): P
       return snapshotsOf(node).snapshot(agentIdOf(a.agentId), snapshotIdOf(a.id));
     case 'dropSnapshot':
       return snapshotsOf(node).dropSnapshot(snapshotIdOf(a.id));
+    case 'sweepSnapshots':
+      return answerSweep(node, a);
     case 'find':
       return { sandbox: (await node.find(agentIdOf(a.agentId))) ?? null };
     case 'state':
