@@ -549,7 +549,7 @@ export const SETTINGS = {
     min: 1,
     max: 100_000,
     help: 'archive uploads spooled at once in all; more answer 429',
-    doc: 'archive uploads of all tenants waiting in the spool at once (each up to its tar bound on the data disk); one more answers 429 RATE_LIMITED',
+    doc: 'archive uploads of all tenants waiting in the spool at once (each up to its tar bound on the data disk); one more answers 429 RATE_LIMITED. A tenant takes a second or later one only while a quarter of them stay free for tenants that have none',
   }),
   isolateWorkers: int({
     env: 'DSH_ISOLATE_WORKERS',
