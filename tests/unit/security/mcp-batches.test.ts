@@ -106,4 +106,30 @@ describe('JSON-RPC batches on the MCP endpoint', () => {
     // The two batches of two ran their one call each; the batches of 65 ran nothing.
     expect(await toolCalls(agent.id)).toBe(2);
   });
+
+  it('answer an item with invalid params -32602 naming the field, like the same request alone', async () => {
+    // Round 5 found: single requests were checked (-32602) but a batch's items went to the SDK
+    // unchecked, which answered them -32603 Internal error with its validator's raw issue list.
+    const agent = await api.createAgent(api.keyA);
+    const res = await post(agent.id, [
+      { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { cursor: 5 } },
+      ping(2),
+      { jsonrpc: '2.0', id: 3, method: 'tools/list', params: { cursor: { a: 1 } } },
+      { jsonrpc: '2.0', id: 4, method: 'tools/list', params: {} },
+    ]);
+    expect(res.status).toBe(200);
+    const byId = new Map((res.messages.flat() as Loose[]).map((m) => [m.id, m]));
+    expect([...byId.keys()].sort()).toEqual([1, 2, 3, 4]);
+    for (const id of [1, 3]) {
+      expect(byId.get(id)?.error?.code, String(id)).toBe(-32602);
+      expect(byId.get(id)?.error?.message).toContain('params.cursor');
+    }
+    expect(byId.get(2)?.result).toEqual({});
+    expect(byId.get(4)?.result?.tools?.length).toBeGreaterThan(0);
+    // A batch of nothing but invalid items is answered as a batch too, nothing run.
+    const only = await post(agent.id, [
+      { jsonrpc: '2.0', id: 9, method: 'tools/list', params: { cursor: 5 } },
+    ]);
+    expect((only.messages.flat() as Loose[]).map((m) => [m.id, m.error?.code])).toEqual([[9, -32602]]);
+  });
 });
