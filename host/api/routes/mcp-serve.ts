@@ -53,6 +53,12 @@ const primes = (header: string | undefined, body: unknown): boolean => {
 const isNotification = (body: unknown): boolean =>
   typeof body === 'object' && body !== null && !Array.isArray(body) && !('id' in body) && 'method' in body;
 
+/** The requests (messages with an id) of a batch, each a call it may run; 1 for a single message. */
+const requestsIn = (body: unknown): number =>
+  Array.isArray(body)
+    ? body.filter((m) => typeof m === 'object' && m !== null && 'id' in m && 'method' in m).length
+    : 1;
+
 /** The handler's change-event bus, fed by this agent's tool-set changes; nothing publishes on it. */
 const agentBus = (events: EventLog, agent: Agent): ServerEventBus => ({
   publish() {},
@@ -101,7 +107,8 @@ export async function serveMcp(state: McpRoutesState, c: Context<ApiEnv>): Promi
   // An answer that runs on after its client went still counts: a tenant has at most
   // ANSWERS_PER_TENANT of them running, connected or not (a 2026-era request ends with its client).
   // Notifications (a cancel among them) answer at once and always get through.
-  const answering = legacy && !isNotification(parsedBody) ? answerPlace(state, agent) : undefined;
+  const answering =
+    legacy && !isNotification(parsedBody) ? answerPlace(state, agent, requestsIn(parsedBody)) : undefined;
   const request = legacy
     ? new Request(c.req.raw.url, {
         method: 'POST',
