@@ -4,8 +4,8 @@
 // tests/unit/isolates/owners-share.test.ts, tests/unit/api/mcp-resume.test.ts,
 // tests/unit/api/idempotency.test.ts, tests/unit/api/empty-bodies.test.ts,
 // tests/unit/security/mcp-batches.test.ts); here each is checked end to end where the service wires it.
-import { Agent, request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { heldGet } from '../../helpers/held-get.ts';
 import { type Harness, type Loose, startHarness } from './harness.ts';
 
 let h: Harness;
@@ -65,21 +65,8 @@ describe('POSTs that take no options on the real service', () => {
   });
 });
 
-/** GET /v1/agents on a keep-alive connection of its own, left open: its status or the socket's error. */
-const held = (key: string): Promise<number | string> =>
-  new Promise((resolve) => {
-    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-    const req = request(
-      `${h.server.url}/v1/agents`,
-      { agent, headers: { Authorization: `Bearer ${key}` } },
-      (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode ?? 0));
-      },
-    );
-    req.on('error', (error) => resolve((error as NodeJS.ErrnoException).code ?? error.message));
-    req.end();
-  });
+/** GET /v1/agents with `key` on a keep-alive connection of its own, left open. */
+const held = (key: string) => heldGet(`${h.server.url}/v1/agents`, { Authorization: `Bearer ${key}` });
 
 describe('connections every one of which a tenant holds', () => {
   it("leave a further tenant its connection: the biggest holder's oldest idle one gives way", async () => {

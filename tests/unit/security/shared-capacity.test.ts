@@ -1,6 +1,5 @@
 // Capacity of the whole service that several tenants share (round 5 of the adversarial pass): a
 // tenant's first request is not refused because other tenants each sit at their own limit.
-import { Agent, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
@@ -10,6 +9,7 @@ import type { ApiEnv } from '../../../host/api/env.ts';
 import { errorHandler } from '../../../host/api/errors.ts';
 import { createUploadSlots } from '../../../host/api/upload-slots.ts';
 import { createSessions } from '../../../host/console/sessions.ts';
+import { heldGet } from '../../helpers/held-get.ts';
 
 describe('archive upload slots', () => {
   it('leave a further tenant its first upload while eight tenants sit at their two each', () => {
@@ -66,26 +66,14 @@ const start = async (limits: { maxConnections: number; reserve: number; perTenan
   return { guard, url };
 };
 
-/** One request on a keep-alive connection of its own (left open): its status, or the socket's error. */
-const get = (url: string): Promise<number | string> =>
-  new Promise((resolve) => {
-    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-    const req = request(url, { agent }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
-    req.on('error', (error) => resolve((error as NodeJS.ErrnoException).code ?? error.message));
-    req.end();
-  });
-
 describe('open connections', () => {
   it('leave a further tenant a connection while four tenants hold their four each of the 16', async () => {
     // Round 5 found: with every connection claimed by tenants at their own cap, a new one was
     // destroyed on arrival (nothing unauthenticated to evict): eight tenants of 128 held the 1024.
     const { guard, url } = await start({ maxConnections: 16, reserve: 4, perTenant: 4 });
-    for (let t = 0; t < 4; t++) for (let i = 0; i < 4; i++) expect(await get(`${url}/t/t${t}`)).toBe(200);
+    for (let t = 0; t < 4; t++) for (let i = 0; i < 4; i++) expect(await heldGet(`${url}/t/t${t}`)).toBe(200);
     expect(guard.stats().open).toBe(16);
-    expect(await get(`${url}/t/late`)).toBe(200);
+    expect(await heldGet(`${url}/t/late`)).toBe(200);
     expect(guard.stats().open).toBeLessThanOrEqual(16);
   });
 });
