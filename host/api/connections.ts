@@ -8,9 +8,9 @@
 // Invariants: at most `maxConnections` are open; unauthenticated ones hold at most
 // `maxConnections - reserve` of them, and when a new connection would pass either bound the OLDEST
 // unauthenticated connection is closed to make room (so idle attackers are displaced by newcomers,
-// never the reverse), and when there is none, the oldest connection (an idle one first) of the
-// tenant holding the most, if it holds more than one (before, eight tenants at their 128 held the
-// 1024 and a ninth tenant's connections were closed on arrival); a connection that sent no byte within `firstByteMs` is closed (the server's
+// never the reverse), and when there is none, the oldest idle connection of the tenant holding the
+// most, if it holds more than one (before, eight tenants at their 128 held the 1024 and a ninth
+// tenant's connections were closed on arrival; a busy one is never closed for a newcomer); a connection that sent no byte within `firstByteMs` is closed (the server's
 // headersTimeout closes one that sent an incomplete head); one tenant holds at most `perTenant`
 // connections, and a request past that answers 429 and closes its connection. Only terminal
 // routes take a WebSocket upgrade (refuseStrayUpgrade); a refused upgrade answers with the app's
@@ -61,19 +61,23 @@ interface State {
   busy: number;
 }
 
-/** The connection to close for a newcomer when all are claimed: see the header. */
-function biggestHoldersOldest(states: ReadonlyMap<Socket, State>, perTenant: ReadonlyMap<string, number>) {
-  let most: string | undefined;
-  for (const [tenant, held] of perTenant)
-    if (tenant !== REPLICAS && held > 1 && held > (perTenant.get(most ?? '') ?? 0)) most = tenant;
-  if (most === undefined) return undefined;
-  let oldest: Socket | undefined;
+/**
+ * The connection to close for a newcomer when all are claimed: an idle one (no request on it
+ * unanswered) of the tenant holding the most, the oldest of its; never one of a tenant holding one,
+ * nor a busy one (the newcomer may have no key: it must not cut a tenant's request or stream).
+ */
+function biggestHoldersIdle(states: ReadonlyMap<Socket, State>, perTenant: ReadonlyMap<string, number>) {
+  let pick: Socket | undefined;
+  let most = 1;
   for (const [socket, state] of states) {
-    if (state.tenant !== most) continue;
-    if (state.busy === 0) return socket;
-    oldest ??= socket;
+    if (state.tenant === undefined || state.tenant === REPLICAS || state.busy > 0) continue;
+    const held = perTenant.get(state.tenant) ?? 0;
+    if (held > most) {
+      most = held;
+      pick = socket;
+    }
   }
-  return oldest;
+  return pick;
 }
 
 export const createConnectionGuard = (limits: ConnectionLimits): ConnectionGuard => {
@@ -108,8 +112,7 @@ export const createConnectionGuard = (limits: ConnectionLimits): ConnectionGuard
    */
   const evictOldest = (claimed = false): boolean => {
     const oldest =
-      unauthenticated.values().next().value ??
-      (claimed ? biggestHoldersOldest(states, perTenant) : undefined);
+      unauthenticated.values().next().value ?? (claimed ? biggestHoldersIdle(states, perTenant) : undefined);
     if (oldest === undefined) return false;
     forget(oldest);
     evicted++;

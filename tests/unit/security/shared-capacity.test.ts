@@ -10,6 +10,7 @@ import { errorHandler } from '../../../host/api/errors.ts';
 import { createUploadSlots } from '../../../host/api/upload-slots.ts';
 import { createSessions } from '../../../host/console/sessions.ts';
 import { heldGet } from '../../helpers/held-get.ts';
+import { until } from '../../helpers/until.ts';
 
 describe('archive upload slots', () => {
   it('leave a further tenant its first upload while eight tenants sit at their two each', () => {
@@ -47,13 +48,23 @@ afterEach(() => {
   }
 });
 
-/** A server whose one route claims its connection for tenant `:tenant`, as the tenant scope does. */
+/**
+ * A server whose route claims its connection for tenant `:tenant`, as the tenant scope does, and
+ * answers at once, or with `?hold` once `release` is called.
+ */
 const start = async (limits: { maxConnections: number; reserve: number; perTenant: number }) => {
   const guard = createConnectionGuard({ ...limits, firstByteMs: 10_000 });
   const app = new Hono<ApiEnv>();
+  let release = (): void => undefined;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  let holding = 0;
   app.onError(errorHandler());
-  app.get('/t/:tenant', (c) => {
+  app.get('/t/:tenant', async (c) => {
     claimConnection(guard, c, c.req.param('tenant'));
+    if (c.req.query('hold') !== undefined) {
+      holding++;
+      await released;
+    }
     return c.text('ok');
   });
   const url = await new Promise<string>((resolve) => {
@@ -63,7 +74,7 @@ const start = async (limits: { maxConnections: number; reserve: number; perTenan
     guard.attach(s as never);
     servers.push(s as never);
   });
-  return { guard, url };
+  return { guard, url, release, holding: () => holding };
 };
 
 describe('open connections', () => {
@@ -75,6 +86,15 @@ describe('open connections', () => {
     expect(guard.stats().open).toBe(16);
     expect(await heldGet(`${url}/t/late`)).toBe(200);
     expect(guard.stats().open).toBeLessThanOrEqual(16);
+  });
+
+  it('never cut a request in flight for a newcomer: with every connection busy, the newcomer waits its turn', async () => {
+    const { url, release, holding } = await start({ maxConnections: 8, reserve: 2, perTenant: 4 });
+    const busy = Array.from({ length: 8 }, (_, i) => heldGet(`${url}/t/t${i % 2}?hold`));
+    await until(() => holding() === 8, { what: 'eight requests in flight' });
+    expect(await heldGet(`${url}/t/late`)).toBe('ECONNRESET');
+    release();
+    expect(await Promise.all(busy)).toEqual(Array(8).fill(200));
   });
 });
 
