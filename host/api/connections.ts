@@ -10,11 +10,12 @@
 // unauthenticated connection is closed to make room (so idle attackers are displaced by newcomers,
 // never the reverse), and when there is none, the oldest idle connection of the tenant holding the
 // most, if it holds more than one (before, eight tenants at their 128 held the 1024 and a ninth
-// tenant's connections were closed on arrival; a busy one is never closed for a newcomer); a connection that sent no byte within `firstByteMs` is closed (the server's
-// headersTimeout closes one that sent an incomplete head); one tenant holds at most `perTenant`
-// connections, and a request past that answers 429 and closes its connection. Only terminal
-// routes take a WebSocket upgrade (refuseStrayUpgrade); a refused upgrade answers with the app's
-// JSON error body, as its Content-Type says (keepRefusalBody).
+// tenant's connections were closed on arrival; a busy one is never closed for a newcomer); a
+// connection that sent no byte within `firstByteMs` is closed (the server's headersTimeout closes
+// one that sent an incomplete head); one tenant holds at most `perTenant` connections, and a
+// request past that answers 429 and closes its connection. Only terminal routes take a WebSocket
+// upgrade (refuseStrayUpgrade); a refused upgrade answers with the app's JSON error body, as its
+// Content-Type says (keepRefusalBody).
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Context, MiddlewareHandler } from 'hono';

@@ -2,10 +2,10 @@
 // of owners at their share, so one tenant's queue of long-computing programs never keeps another
 // tenant's run waiting (fairness), and an owner's second and later runs leave a quarter of the open
 // slots free for owners that have none: before, two owners at their halves filled every slot and a
-// third tenant's first program waited out theirs. A run goes to a worker that holds no other owner's runs where
-// there is one (apart), else to the worker that can start it soonest (preferred), among the ready
-// ones with a free slot and room in their memory budget (fits); it may have an idle worker to
-// itself (inline) while another worker stays open to everybody else.
+// third tenant's first program waited out theirs. A run goes to a worker that holds no other
+// owner's runs where there is one (apart), else to the worker that can start it soonest
+// (preferred), among the ready ones with a free slot and room in their memory budget (fits); it may
+// have an idle worker to itself (inline) while another worker stays open to everybody else.
 // Invariants: a dispatched run is counted against its worker (runs, reservedMb, slots) and its
 // owner until finishRun gives that back; a worker dedicated to an inline run takes nothing else;
 // every dispatched run's deadline has a host-side backstop that kills a worker gone silent.
