@@ -825,6 +825,15 @@ export const SETTINGS = {
     max: 10_000,
     help: 'schedules (schedule_create) one agent may have',
   }),
+  tenantSchedules: int({
+    env: 'DSH_TENANT_SCHEDULES',
+    section: 'tenants and agents',
+    default: 1024,
+    min: 1,
+    max: 10_000_000,
+    help: "schedules all of one tenant's agents may have together",
+    doc: "schedules all of one tenant's agents may have together (`LIMIT_EXCEEDED`, `data.limit: \"schedulesPerTenant\"`): every fire takes the API's thread, so a tenant with many agents could otherwise delay every other tenant's schedules",
+  }),
   scheduleMinSeconds: int({
     env: 'DSH_SCHEDULE_MIN_SECONDS',
     section: 'tenants and agents',

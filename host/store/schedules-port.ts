@@ -28,8 +28,11 @@ export type NewSchedule = Omit<ScheduleRecord, 'id' | 'fired' | 'lastFiredAt' | 
 
 /** Every method is asynchronous, so a network database can back it. */
 export interface ScheduleStore {
-  /** LIMIT_EXCEEDED when the agent already has `maxPerAgent` schedules. */
-  create(input: NewSchedule, maxPerAgent: number): Promise<ScheduleRecord>;
+  /**
+   * LIMIT_EXCEEDED when the agent already has `maxPerAgent` schedules, or its tenant (all its
+   * agents) `maxPerTenant` (default: no bound).
+   */
+  create(input: NewSchedule, maxPerAgent: number, maxPerTenant?: number): Promise<ScheduleRecord>;
   /** The agent's schedules, oldest first. */
   list(tenantId: string, agentId: string): Promise<ScheduleRecord[]>;
   /** False when the agent has no such schedule. */
