@@ -46,13 +46,13 @@ export interface ScheduleStore {
   /**
    * Records that the schedule due at `dueAt` fired at `firedAt`: a recurring one moves to `nextAt`,
    * any other is removed; `request` (drafted by the RequestStore, which adopts it afterwards) is
-   * written in the same transaction. False (and nothing written) when the schedule was gone or
+   * written in the same transaction (none: the schedule's last reminder is still pending). False (and nothing written) when the schedule was gone or
    * another process sharing the database fired that due time first.
    */
   fire(
     schedule: { id: string; dueAt: number },
     firedAt: number,
     nextAt: number | undefined,
-    request: HostRequest,
+    request: HostRequest | undefined,
   ): Promise<boolean>;
 }

@@ -72,7 +72,7 @@ export const createScheduleStore = (db: Database, now: () => number = Date.now):
               ? removeFired.run(id, dueAt).changes
               : advance.run(nextAt, firedAt, id, dueAt).changes;
           if (changed === 0) return false;
-          insertRequest(request);
+          if (request !== undefined) insertRequest(request);
           return true;
         }),
       ),

@@ -119,7 +119,7 @@ export const createPgScheduleStore = (db: PgDatabase, now: () => number = Date.n
                 [nextAt, firedAt, id, dueAt],
               );
         if (rowCount === 0) return false;
-        await insertPgRequest(tx, request);
+        if (request !== undefined) await insertPgRequest(tx, request);
         return true;
       }),
     ),
