@@ -2252,7 +2252,11 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
         responses: {
             /** @description The step and its tools */
             201: {
@@ -2283,6 +2287,7 @@ export interface operations {
                     };
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             /** @description No such agent for this tenant */
             404: {
@@ -2302,6 +2307,7 @@ export interface operations {
                     };
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["ShuttingDown"];
             504: components["responses"]["Timeout"];
@@ -2413,7 +2419,11 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
         responses: {
             /** @description The agent, running */
             200: {
@@ -2447,6 +2457,7 @@ export interface operations {
                     };
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             /** @description No such agent for this tenant */
             404: {
@@ -2484,6 +2495,7 @@ export interface operations {
                     };
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["ShuttingDown"];
             504: components["responses"]["Timeout"];
@@ -2702,7 +2714,11 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
         responses: {
             /** @description The snapshot */
             201: {
@@ -2779,6 +2795,7 @@ export interface operations {
                     };
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             /** @description SNAPSHOT_UNSUPPORTED: workspaces here cannot be snapshotted (volumes without a size limit, the memory provider) */
             501: {
@@ -5276,7 +5293,11 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
         responses: {
             /** @description The messages delivered */
             200: {
@@ -5297,6 +5318,7 @@ export interface operations {
                     };
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             /** @description No such agent for this tenant */
             404: {
@@ -5316,6 +5338,7 @@ export interface operations {
                     };
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["ShuttingDown"];
             504: components["responses"]["Timeout"];

@@ -95,6 +95,7 @@ export function startAgents(
     observe: observeCalls(metrics),
     schedules: {
       maxPerAgent: config.schedulesPerAgent,
+      maxPerTenant: config.tenantSchedules,
       minPeriodMs: config.scheduleMinSeconds * 1000,
       ...(ownership === undefined
         ? {}

@@ -549,7 +549,7 @@ export const SETTINGS = {
     min: 1,
     max: 100_000,
     help: 'archive uploads spooled at once in all; more answer 429',
-    doc: 'archive uploads of all tenants waiting in the spool at once (each up to its tar bound on the data disk); one more answers 429 RATE_LIMITED',
+    doc: 'archive uploads of all tenants waiting in the spool at once (each up to its tar bound on the data disk); one more answers 429 RATE_LIMITED. A tenant takes a second or later one only while a quarter of them stay free for tenants that have none',
   }),
   isolateWorkers: int({
     env: 'DSH_ISOLATE_WORKERS',
@@ -824,6 +824,15 @@ export const SETTINGS = {
     min: 1,
     max: 10_000,
     help: 'schedules (schedule_create) one agent may have',
+  }),
+  tenantSchedules: int({
+    env: 'DSH_TENANT_SCHEDULES',
+    section: 'tenants and agents',
+    default: 1024,
+    min: 1,
+    max: 10_000_000,
+    help: "schedules all of one tenant's agents may have together",
+    doc: "schedules all of one tenant's agents may have together (`LIMIT_EXCEEDED`, `data.limit: \"schedulesPerTenant\"`): every fire takes the API's thread, so a tenant with many agents could otherwise delay every other tenant's schedules",
   }),
   scheduleMinSeconds: int({
     env: 'DSH_SCHEDULE_MIN_SECONDS',

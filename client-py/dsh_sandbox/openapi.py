@@ -185,6 +185,8 @@ ListToolsResponse = TypedDict("ListToolsResponse", {
     "tools": List[ListToolsResponseToolsItem],
 })
 
+OpenStepBody = Dict[str, Any]
+
 OpenStepResponse = TypedDict("OpenStepResponse", {
     "stepId": str,
     "expiresAt": float,
@@ -204,6 +206,8 @@ PauseAgentResponse = TypedDict("PauseAgentResponse", {
     "lost": NotRequired[List[str]],
     "holds": NotRequired[List[str]],
 })
+
+ResumeAgentBody = Dict[str, Any]
 
 ResumeAgentResponse = PauseAgentResponse
 
@@ -246,6 +250,8 @@ RollbackAgentResponse = TypedDict("RollbackAgentResponse", {
     "removed": List[str],
     "workspace": NotRequired[RollbackAgentResponseWorkspace],
 })
+
+SnapshotAgentBody = Dict[str, Any]
 
 SnapshotAgentResponse = TypedDict("SnapshotAgentResponse", {
     "id": str,
@@ -813,6 +819,8 @@ GetMailboxResponseMessagesItem = TypedDict("GetMailboxResponseMessagesItem", {
 GetMailboxResponse = TypedDict("GetMailboxResponse", {
     "messages": List[GetMailboxResponseMessagesItem],
 })
+
+TakeMailboxBody = Dict[str, Any]
 
 TakeMailboxResponse = GetMailboxResponse
 

@@ -71,7 +71,7 @@ export interface AssembleOptions {
   /** Limits and clock of the scheduler (count per agent, shortest period, reminder expiry). */
   schedules?: Pick<
     SchedulerOptions,
-    'maxPerAgent' | 'minPeriodMs' | 'reminderTtlMs' | 'now' | 'onError' | 'mayFire'
+    'maxPerAgent' | 'maxPerTenant' | 'minPeriodMs' | 'reminderTtlMs' | 'now' | 'onError' | 'mayFire'
   >;
   /** Limits of the skill catalogs (DEFAULT_SKILL_LIMITS) and where their uploads spool (OS temp dir). */
   skills?: Partial<SkillLimits> & { spoolDir?: string };

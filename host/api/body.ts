@@ -201,6 +201,33 @@ export const queryOf = <S extends v.GenericSchema>(
   return result.output;
 };
 
+/** The body of a POST that takes no options: none, or `{}` (a field is refused, never ignored). */
+const NoOptions = v.pipe(
+  v.strictObject({}),
+  v.title('NoOptions'),
+  v.description(
+    'This request takes no options: send no body, or {}. Any field is refused (400 BAD_REQUEST).',
+  ),
+);
+
+/**
+ * A POST that acts on what its path names and takes no options: an empty body or `{}`. Anything
+ * else (a field the client expects to matter, an array, a non-JSON body) is 400 BAD_REQUEST, so a
+ * client's mistake is told, not silently dropped.
+ */
+export const noOptions = (): MiddlewareHandler => {
+  const check = jsonBody(NoOptions, { empty: () => ({}) });
+  // No body at all is no options whatever its Content-Type says (`curl -d ''` sends a form type).
+  return (c, next) =>
+    c.req.raw.body === null || c.req.header('content-length') === '0' ? next() : check(c, next);
+};
+
+/** OpenAPI requestBody of a route that takes noOptions(). */
+export const noOptionsRequest = () => ({
+  required: false,
+  content: { 'application/json': { schema: resolver(NoOptions) } },
+});
+
 /** OpenAPI requestBody for a JSON schema. */
 export const jsonRequest = (schema: v.GenericSchema) => ({
   required: true,

@@ -8,11 +8,14 @@
 // Invariants: at most `maxConnections` are open; unauthenticated ones hold at most
 // `maxConnections - reserve` of them, and when a new connection would pass either bound the OLDEST
 // unauthenticated connection is closed to make room (so idle attackers are displaced by newcomers,
-// never the reverse); a connection that sent no byte within `firstByteMs` is closed (the server's
-// headersTimeout closes one that sent an incomplete head); one tenant holds at most `perTenant`
-// connections, and a request past that answers 429 and closes its connection. Only terminal
-// routes take a WebSocket upgrade (refuseStrayUpgrade); a refused upgrade answers with the app's
-// JSON error body, as its Content-Type says (keepRefusalBody).
+// never the reverse), and when there is none, the oldest idle connection of the tenant holding the
+// most, if it holds more than one (before, eight tenants at their 128 held the 1024 and a ninth
+// tenant's connections were closed on arrival; a busy one is never closed for a newcomer); a
+// connection that sent no byte within `firstByteMs` is closed (the server's headersTimeout closes
+// one that sent an incomplete head); one tenant holds at most `perTenant` connections, and a
+// request past that answers 429 and closes its connection. Only terminal routes take a WebSocket
+// upgrade (refuseStrayUpgrade); a refused upgrade answers with the app's JSON error body, as its
+// Content-Type says (keepRefusalBody).
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Context, MiddlewareHandler } from 'hono';
@@ -55,6 +58,27 @@ const REPLICAS = '\u0000replicas';
 interface State {
   tenant: string | undefined;
   timer: NodeJS.Timeout | undefined;
+  /** Requests on it not yet answered. */
+  busy: number;
+}
+
+/**
+ * The connection to close for a newcomer when all are claimed: an idle one (no request on it
+ * unanswered) of the tenant holding the most, the oldest of its; never one of a tenant holding one,
+ * nor a busy one (the newcomer may have no key: it must not cut a tenant's request or stream).
+ */
+function biggestHoldersIdle(states: ReadonlyMap<Socket, State>, perTenant: ReadonlyMap<string, number>) {
+  let pick: Socket | undefined;
+  let most = 1;
+  for (const [socket, state] of states) {
+    if (state.tenant === undefined || state.tenant === REPLICAS || state.busy > 0) continue;
+    const held = perTenant.get(state.tenant) ?? 0;
+    if (held > most) {
+      most = held;
+      pick = socket;
+    }
+  }
+  return pick;
 }
 
 export const createConnectionGuard = (limits: ConnectionLimits): ConnectionGuard => {
@@ -83,9 +107,13 @@ export const createConnectionGuard = (limits: ConnectionLimits): ConnectionGuard
     }
   };
 
-  /** Closes the oldest unauthenticated connection; it stops counting at once, not at its 'close'. */
-  const evictOldest = (): boolean => {
-    const oldest = unauthenticated.values().next().value;
+  /**
+   * Closes the oldest unauthenticated connection (or, with `claimed`, when there is none, the
+   * biggest holder's); it stops counting at once, not at its 'close'.
+   */
+  const evictOldest = (claimed = false): boolean => {
+    const oldest =
+      unauthenticated.values().next().value ?? (claimed ? biggestHoldersIdle(states, perTenant) : undefined);
     if (oldest === undefined) return false;
     forget(oldest);
     evicted++;
@@ -94,12 +122,12 @@ export const createConnectionGuard = (limits: ConnectionLimits): ConnectionGuard
   };
 
   const admit = (socket: Socket): void => {
-    if (states.size >= limits.maxConnections && !evictOldest()) {
+    if (states.size >= limits.maxConnections && !evictOldest(true)) {
       socket.destroy();
       return;
     }
     if (unauthenticated.size >= limits.maxConnections - limits.reserve) evictOldest();
-    const state: State = { tenant: undefined, timer: undefined };
+    const state: State = { tenant: undefined, timer: undefined, busy: 0 };
     state.timer = setTimeout(() => {
       state.timer = undefined;
       if (socket.bytesRead === 0 && !socket.destroyed) {
@@ -116,6 +144,12 @@ export const createConnectionGuard = (limits: ConnectionLimits): ConnectionGuard
   return {
     attach(server) {
       server.on('connection', admit);
+      server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+        const state = states.get(req.socket);
+        if (state === undefined) return;
+        state.busy++;
+        res.once('close', () => state.busy--);
+      });
       closeRefusedUpgrades(server);
     },
     claim(socket, tenantId) {

@@ -17,18 +17,21 @@
 //   idempotency-log.ts), stored as its answer (first settle wins), and replayed.
 // An answer larger than STORED_ANSWER_MAX is not stored: its row keeps LOG_ANSWER, and a replay
 // reads the results from the session log like the recovery above (within the tenant's log budget,
-// its large values held once), instead of the store keeping every result in full once more.
+// its large values held once), instead of the store keeping every result in full once more. Nor
+// is one past the tenant's TENANT_STORED_MAX of answers stored by this process in the keys' 24
+// hours: smaller answers repeat outputs the log holds once, too.
 // Invariants: without the header nothing here runs (no store write on the hot path); a batch of
 // one key runs at most once across processes (the claim is first-writer-wins in the store); one
 // process asks the store once per key while a batch of it runs here (the in-flight map is filled
 // before the claim is awaited).
 import { createHash, randomUUID } from 'node:crypto';
 import { httpStatusOf, isSandboxError, SandboxError } from '../errors.ts';
-import type {
-  CallBatchKey,
-  CallBatchOutcome,
-  CallBatchRecord,
-  CallBatchStore,
+import {
+  CALL_BATCH_TTL_MS,
+  type CallBatchKey,
+  type CallBatchOutcome,
+  type CallBatchRecord,
+  type CallBatchStore,
 } from '../store/call-batches-port.ts';
 import type { EventLog } from '../store/types.ts';
 import type { ToolCall, ToolResult } from '../tools/types.ts';
@@ -46,6 +49,13 @@ export const MAX_KEY_LENGTH = 255;
  * dedup, so keyed batches could fill the store's disk for 24 hours at the log's cost of ~1 MiB.
  */
 export const STORED_ANSWER_MAX = 1024 * 1024;
+/**
+ * Bytes of answers one tenant has stored by this process in a window of CALL_BATCH_TTL_MS (so at
+ * most twice that live at once); past it its answers are replayed from the log. Why: 30 calls
+ * answering the same 16 KiB cost the log ~21 KB (a value is held once per tenant) and the store
+ * ~1 MB, so keyed batches under STORED_ANSWER_MAX still put ~47x their log cost on the disk.
+ */
+export const TENANT_STORED_MAX = 32 * 1024 * 1024;
 /** The stored body of an answer too large to store (not JSON, so no stored answer reads like it). */
 const LOG_ANSWER = '@log';
 
@@ -135,9 +145,26 @@ const inProgress = (key: string) =>
     { data: { retryAfterS: 1 } },
   );
 
-/** What is stored for an answer: itself, or LOG_ANSWER past STORED_ANSWER_MAX. */
-const storable = (answer: CallBatchOutcome): CallBatchOutcome =>
-  Buffer.byteLength(answer.body) > STORED_ANSWER_MAX ? { status: answer.status, body: LOG_ANSWER } : answer;
+/**
+ * What is stored for a tenant's answers: each itself, or LOG_ANSWER past STORED_ANSWER_MAX or
+ * past the tenant's TENANT_STORED_MAX in the window.
+ */
+function storedAnswers(now: () => number = Date.now) {
+  const held = new Map<string, { since: number; bytes: number }>();
+  return (tenantId: string, answer: CallBatchOutcome): CallBatchOutcome => {
+    const size = Buffer.byteLength(answer.body);
+    const at = now();
+    let mine = held.get(tenantId);
+    if (mine === undefined || mine.since <= at - CALL_BATCH_TTL_MS) {
+      mine = { since: at, bytes: 0 };
+      held.set(tenantId, mine);
+    }
+    if (size > STORED_ANSWER_MAX || mine.bytes + size > TENANT_STORED_MAX)
+      return { status: answer.status, body: LOG_ANSWER };
+    mine.bytes += size;
+    return answer;
+  };
+}
 
 const outcomeOfError = (error: unknown): CallBatchOutcome => ({
   status: isSandboxError(error) ? httpStatusOf(error.code) : 500,
@@ -149,6 +176,7 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
   const bootId = options.bootId ?? randomUUID();
   const inFlight = new Map<string, InFlight>();
   const idOf = (k: CallBatchKey) => JSON.stringify([k.tenantId, k.agentId, k.key]);
+  const storable = storedAnswers();
 
   /** The batch's answer as its session log tells it, from `afterSeq` on. */
   async function fromLog(batch: KeyedBatch, afterSeq: number): Promise<CallBatchOutcome> {
@@ -163,7 +191,7 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
   /** The answer of a batch claimed by a process that is gone, from the log; stored first-wins. */
   async function recover(batch: KeyedBatch, startedBy: string, afterSeq: number): Promise<CallBatchOutcome> {
     const outcome = await fromLog(batch, afterSeq);
-    if (await batches.settle(batch, startedBy, storable(outcome))) return outcome;
+    if (await batches.settle(batch, startedBy, storable(batch.tenantId, outcome))) return outcome;
     const now = await batches.get(batch);
     return now?.state === 'done' ? answerOf(batch, now) : outcome;
   }
@@ -206,7 +234,7 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
         async done(results) {
           const answer = { status: 200, body: JSON.stringify({ results }) };
           // A failed write leaves the row running under this boot id: a retry then reads the log.
-          await batches.settle(batch, bootId, storable(answer)).catch(() => false);
+          await batches.settle(batch, bootId, storable(batch.tenantId, answer)).catch(() => false);
           finish(answer);
           return answer.body;
         },

@@ -5,9 +5,12 @@
 // tenant that started its 16 requests' worth of uploads and stalled them held 2.6 GiB of the disk
 // every tenant's log and workspaces share. A tenant holds at most `perTenant` slots, the service
 // `total`; one more answers RATE_LIMITED (429, data: limit `archiveUploads`, max), at once and before
-// its body is read, so the client may retry later.
+// its body is read, so the client may retry later. A tenant takes a second or later slot only while
+// `reserve` more stay free (a quarter of the total): before, eight tenants at their two slots each
+// filled the 16 and a ninth tenant's first upload was refused.
 // Invariants: a slot is given back exactly once (release is idempotent); the counts never go
-// negative; a tenant's refusal takes nothing from another tenant.
+// negative; a tenant's refusal takes nothing from another tenant; a tenant holding no slot is
+// refused only when the service is full.
 import { SandboxError } from '../errors.ts';
 
 export interface UploadSlots {
@@ -18,6 +21,7 @@ export interface UploadSlots {
 export const createUploadSlots = (limits: { perTenant: number; total: number }): UploadSlots => {
   const held = new Map<string, number>();
   let total = 0;
+  const reserve = limits.total > 1 ? Math.max(1, Math.floor(limits.total / 4)) : 0;
   const refuse = (max: number, whose: string): SandboxError =>
     new SandboxError(
       'RATE_LIMITED',
@@ -29,6 +33,12 @@ export const createUploadSlots = (limits: { perTenant: number; total: number }):
       const mine = held.get(tenantId) ?? 0;
       if (mine >= limits.perTenant) throw refuse(limits.perTenant, 'This tenant');
       if (total >= limits.total) throw refuse(limits.total, 'The service');
+      if (mine > 0 && total + 1 > limits.total - reserve)
+        throw new SandboxError(
+          'RATE_LIMITED',
+          `This tenant already has ${mine === 1 ? 'an archive upload' : `${mine} archive uploads`} being checked, and the service keeps its last ${reserve} slots for tenants that have none; send this one when one of yours has finished.`,
+          { data: { limit: 'archiveUploads', max: mine } },
+        );
       held.set(tenantId, mine + 1);
       total++;
       let released = false;

@@ -5,7 +5,9 @@
 // at most `max` sessions, one key at most `perKey` and one owner (a tenant over all its keys, or
 // the operator) at most `perOwner` (the oldest ends first), so repeated sign-ins cannot grow it
 // without bound, nor one tenant's sign-ins end everybody else's sessions: not even with ever new
-// keys, made and revoked in turn (a revoked key's sessions end only when next used).
+// keys, made and revoked in turn (a revoked key's sessions end only when next used). Past `max`,
+// the oldest session of the owner holding the most ends, so that many tenants each within its
+// share cannot sign out a tenant that holds one (before: the oldest of all, whoever's).
 // A restart ends every session (people sign in again): keys are never written anywhere.
 import { randomBytes } from 'node:crypto';
 
@@ -46,6 +48,16 @@ export interface Sessions {
 
 const token = (): string => randomBytes(32).toString('base64url');
 
+/** The oldest session of the owner holding the most (`owners` is in sign-in order, never empty here). */
+function biggestOwnersOldest(owners: ReadonlyMap<string, string>): string {
+  const held = new Map<string, number>();
+  for (const owner of owners.values()) held.set(owner, (held.get(owner) ?? 0) + 1);
+  let most = '';
+  for (const [owner, count] of held) if (count > (held.get(most) ?? 0)) most = owner;
+  for (const [id, owner] of owners) if (owner === most) return id;
+  return '';
+}
+
 export const createSessions = ({
   ttlMs = 8 * 3600_000,
   max = 10_000,
@@ -82,10 +94,7 @@ export const createSessions = ({
       live.set(id, session);
       owners.set(id, owner);
       enders.set(id, ender);
-      for (const oldest of live.keys()) {
-        if (live.size <= max) break;
-        end(oldest);
-      }
+      while (live.size > max && owners.size > 0) end(biggestOwnersOldest(owners));
       return session;
     },
     get(id) {

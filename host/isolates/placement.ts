@@ -1,9 +1,11 @@
 // Which queued run goes to which worker, and when. The queue is served in order, skipping the runs
 // of owners at their share, so one tenant's queue of long-computing programs never keeps another
-// tenant's run waiting (fairness). A run goes to a worker that holds no other owner's runs where
-// there is one (apart), else to the worker that can start it soonest (preferred), among the ready
-// ones with a free slot and room in their memory budget (fits); it may have an idle worker to
-// itself (inline) while another worker stays open to everybody else.
+// tenant's run waiting (fairness), and an owner's second and later runs leave a quarter of the open
+// slots free for owners that have none: before, two owners at their halves filled every slot and a
+// third tenant's first program waited out theirs. A run goes to a worker that holds no other
+// owner's runs where there is one (apart), else to the worker that can start it soonest
+// (preferred), among the ready ones with a free slot and room in their memory budget (fits); it may
+// have an idle worker to itself (inline) while another worker stays open to everybody else.
 // Invariants: a dispatched run is counted against its worker (runs, reservedMb, slots) and its
 // owner until finishRun gives that back; a worker dedicated to an inline run takes nothing else;
 // every dispatched run's deadline has a host-side backstop that kills a worker gone silent.
@@ -44,14 +46,24 @@ export function pump(state: HostState): void {
   }
 }
 
-/** Whether the run's owner may have one more run now: under its share of the open workers' runs. */
+/**
+ * Whether the run's owner may have one more run now: under its share of the open workers' runs,
+ * and for a second or later run, with the reserve still free after it.
+ */
 function underShare(state: HostState, run: HostRun): boolean {
   const owner = run.request.owner;
   if (owner === undefined) return true;
   const { maxRunsPerWorker, ownerShare } = state.config;
-  const open = state.supervisor.handles().filter((h) => h.inlineRun === undefined).length;
-  const share = Math.max(1, Math.ceil(open * maxRunsPerWorker * ownerShare));
-  return (state.byOwner.get(owner) ?? 0) < share;
+  const open = state.supervisor.handles().filter((h) => h.inlineRun === undefined);
+  const slots = open.length * maxRunsPerWorker;
+  const share = Math.max(1, Math.ceil(slots * ownerShare));
+  const held = state.byOwner.get(owner) ?? 0;
+  if (held >= share) return false;
+  if (held === 0) return true;
+  // Kept for owners with no run: a quarter of the slots (at least one where there are two).
+  const reserve = slots > 1 ? Math.max(1, Math.floor(slots / 4)) : 0;
+  const taken = open.reduce((sum, h) => sum + h.runs.size, 0);
+  return slots - taken - 1 >= reserve;
 }
 
 /** Whether the worker's memory budget holds the run too, with every run on it keeping its whole heap. */

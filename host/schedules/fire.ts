@@ -9,6 +9,9 @@ import type { RequestStore } from '../requests/index.ts';
 import { reminderKind } from '../requests/index.ts';
 import type { AgentStore, EventLog, ScheduleRecord, ScheduleStore } from '../store/index.ts';
 
+/** The call id of a schedule's reminders and events. */
+const callIdOf = (record: ScheduleRecord): string => `schedule:${record.id}`;
+
 /** What a fire touches: the scheduler's stores. */
 export interface FireDeps {
   schedules: ScheduleStore;
@@ -42,24 +45,40 @@ export async function fireSchedule(
     firedAt: at,
     ...(record.everyMs === undefined ? {} : { everySeconds: record.everyMs / 1000 }),
   });
+  // A recurring schedule whose last reminder is still pending gets no second one: the client has
+  // that one to answer, and unanswered reminders would otherwise pile up (one a period, each kept
+  // ttlMs with an expiry timer here).
+  const unanswered =
+    next === undefined
+      ? undefined
+      : (await options.requests.list(record.agentId, 'pending')).find((r) => r.callId === callIdOf(record));
   // Drafted here, written by the schedule store in the fire's own transaction, adopted after it.
-  const reminder = options.requests.draft({
-    sessionId: record.agentId,
-    kind: reminderKind.name,
-    callId: `schedule:${record.id}`,
-    payload,
-    expiresAt: at + ttlMs,
-  });
+  const reminder =
+    unanswered === undefined
+      ? options.requests.draft({
+          sessionId: record.agentId,
+          kind: reminderKind.name,
+          callId: callIdOf(record),
+          payload,
+          expiresAt: at + ttlMs,
+        })
+      : undefined;
   const fired = await schedules.fire({ id: record.id, dueAt: record.nextAt }, at, next, reminder);
   if (!fired) return;
-  const { id: requestId } = await options.requests.adopt(reminder);
+  const requestId =
+    reminder === undefined ? (unanswered?.id ?? '') : (await options.requests.adopt(reminder)).id;
   await options.events.append([
     {
       sessionId: record.agentId,
       type: 'schedule.fired',
       surface: 'current',
-      callId: `schedule:${record.id}`,
-      data: { ...payload, requestId, ...(next === undefined ? {} : { nextAt: next }) },
+      callId: callIdOf(record),
+      data: {
+        ...payload,
+        requestId,
+        ...(next === undefined ? {} : { nextAt: next }),
+        ...(unanswered === undefined ? {} : { unanswered: true }),
+      },
     },
   ]);
 }

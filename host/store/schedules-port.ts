@@ -28,8 +28,11 @@ export type NewSchedule = Omit<ScheduleRecord, 'id' | 'fired' | 'lastFiredAt' | 
 
 /** Every method is asynchronous, so a network database can back it. */
 export interface ScheduleStore {
-  /** LIMIT_EXCEEDED when the agent already has `maxPerAgent` schedules. */
-  create(input: NewSchedule, maxPerAgent: number): Promise<ScheduleRecord>;
+  /**
+   * LIMIT_EXCEEDED when the agent already has `maxPerAgent` schedules, or its tenant (all its
+   * agents) `maxPerTenant` (default: no bound).
+   */
+  create(input: NewSchedule, maxPerAgent: number, maxPerTenant?: number): Promise<ScheduleRecord>;
   /** The agent's schedules, oldest first. */
   list(tenantId: string, agentId: string): Promise<ScheduleRecord[]>;
   /** False when the agent has no such schedule. */
@@ -43,13 +46,13 @@ export interface ScheduleStore {
   /**
    * Records that the schedule due at `dueAt` fired at `firedAt`: a recurring one moves to `nextAt`,
    * any other is removed; `request` (drafted by the RequestStore, which adopts it afterwards) is
-   * written in the same transaction. False (and nothing written) when the schedule was gone or
+   * written in the same transaction (none: the schedule's last reminder is still pending). False (and nothing written) when the schedule was gone or
    * another process sharing the database fired that due time first.
    */
   fire(
     schedule: { id: string; dueAt: number },
     firedAt: number,
     nextAt: number | undefined,
-    request: HostRequest,
+    request: HostRequest | undefined,
   ): Promise<boolean>;
 }

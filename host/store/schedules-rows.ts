@@ -47,12 +47,19 @@ export const newScheduleRecord = (
   n: number,
   maxPerAgent: number,
   createdAt: number,
+  tenant: { n: number; max: number } = { n: 0, max: Number.POSITIVE_INFINITY },
 ): ScheduleRecord => {
   if (n >= maxPerAgent)
     throw new SandboxError(
       'LIMIT_EXCEEDED',
       `This agent already has ${n} schedules, the most it may have; delete one (schedule_delete) first.`,
       { data: { limit: maxPerAgent } },
+    );
+  if (tenant.n >= tenant.max)
+    throw new SandboxError(
+      'LIMIT_EXCEEDED',
+      `This tenant's agents already have ${tenant.n} schedules together, the most they may have; delete one (schedule_delete) first.`,
+      { data: { limit: 'schedulesPerTenant', max: tenant.max } },
     );
   return { id: `sch_${nanoid(12)}`, ...input, fired: 0, createdAt };
 };

@@ -23,6 +23,7 @@ export type { NewSchedule, ScheduleKind, ScheduleRecord, ScheduleStore } from '.
 
 export const createScheduleStore = (db: Database, now: () => number = Date.now): ScheduleStore => {
   const count = db.prepare('SELECT count(*) AS n FROM schedules WHERE tenant_id = ? AND agent_id = ?');
+  const countTenant = db.prepare('SELECT count(*) AS n FROM schedules WHERE tenant_id = ?');
   const insert = db.prepare(
     `INSERT INTO schedules (id, tenant_id, agent_id, prompt, kind, spec, every_ms, next_at, created_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -41,11 +42,14 @@ export const createScheduleStore = (db: Database, now: () => number = Date.now):
   );
 
   return {
-    create: async (input, maxPerAgent) =>
+    create: async (input, maxPerAgent, maxPerTenant = Number.POSITIVE_INFINITY) =>
       guarded('create a schedule', () =>
         immediate(db, () => {
           const { n } = count.all(input.tenantId, input.agentId)[0] as { n: number };
-          const record = newScheduleRecord(input, n, maxPerAgent, now());
+          const tenant = Number.isFinite(maxPerTenant)
+            ? { n: (countTenant.all(input.tenantId)[0] as { n: number }).n, max: maxPerTenant }
+            : undefined;
+          const record = newScheduleRecord(input, n, maxPerAgent, now(), tenant);
           insert.run(...scheduleInsertParams(record));
           return record;
         }),
@@ -68,7 +72,7 @@ export const createScheduleStore = (db: Database, now: () => number = Date.now):
               ? removeFired.run(id, dueAt).changes
               : advance.run(nextAt, firedAt, id, dueAt).changes;
           if (changed === 0) return false;
-          insertRequest(request);
+          if (request !== undefined) insertRequest(request);
           return true;
         }),
       ),

@@ -3,6 +3,8 @@
 // what is the client's mistake. They are checked here first, with the SDK's own spec schemas, and
 // refused as -32602 (Invalid params) naming each field. tools/call needs no such check: the SDK
 // answers its params -32602 itself, and its arguments are the pipeline's (INVALID_ARGUMENTS).
+// The items of a 2025-03-26 batch are checked the same way (batchParamsRefusals): a refused item is
+// answered -32602 and taken out of what the SDK gets, the others are served.
 import { specTypeSchemas } from '@modelcontextprotocol/server';
 
 /** The spec type each checked method's request must be. */
@@ -19,7 +21,8 @@ const pathOf = (path: readonly (PropertyKey | { key: PropertyKey })[] | undefine
 
 /**
  * The JSON-RPC error answering `body` when it is a request of a checked method whose params are
- * not its spec type's; undefined for anything else (batches and notifications included).
+ * not its spec type's; undefined for anything else (batches and notifications included; a batch's
+ * items are batchParamsRefusals').
  */
 export function paramsRefusal(body: unknown) {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
@@ -33,4 +36,19 @@ export function paramsRefusal(body: unknown) {
     id,
     error: { code: -32602, message: `Invalid params of ${method}: ${issues.join('; ')}` },
   };
+}
+
+/** A batch's items split into the answers of those refused for their params and the rest, in order. */
+export function batchParamsRefusals(items: readonly unknown[]): {
+  refusals: NonNullable<ReturnType<typeof paramsRefusal>>[];
+  rest: unknown[];
+} {
+  const refusals: NonNullable<ReturnType<typeof paramsRefusal>>[] = [];
+  const rest: unknown[] = [];
+  for (const item of items) {
+    const refused = paramsRefusal(item);
+    if (refused === undefined) rest.push(item);
+    else refusals.push(refused);
+  }
+  return { refusals, rest };
 }

@@ -12,7 +12,8 @@
 // events each (the oldest go first: resuming before them is "unknown"), TENANT_STREAMS streams and
 // TENANT_BYTES per tenant (its own oldest finished ones dropped first, so that one tenant's flood of
 // short answers never pushes out another's kept answer) and MAX_STREAMS streams and TOTAL_BYTES in
-// all, the oldest finished ones dropped first.
+// all, the oldest finished ones of the tenant holding the most dropped first (so that several
+// tenants each at its share cannot push out a further tenant's answer either).
 import { randomUUID } from 'node:crypto';
 
 export const RETAIN_MS = 60_000;
@@ -117,6 +118,28 @@ function pastShare(streams: ReadonlyMap<string, Stream>, tenant: string): string
   return drops;
 }
 
+/**
+ * The oldest finished stream of the tenant holding the most streams (or bytes), if any is finished:
+ * what goes when the whole is over, so that several tenants each within its share cannot push out
+ * a quiet tenant's one kept answer.
+ */
+function biggestHoldersOldest(
+  streams: ReadonlyMap<string, Stream>,
+  by: 'count' | 'bytes',
+): string | undefined {
+  const held = new Map<string, number>();
+  const oldest = new Map<string, string>();
+  for (const [id, stream] of streams) {
+    if (!stream.done) continue;
+    held.set(stream.tenant, (held.get(stream.tenant) ?? 0) + (by === 'count' ? 1 : stream.bytes));
+    if (!oldest.has(stream.tenant)) oldest.set(stream.tenant, id);
+  }
+  let most: string | undefined;
+  for (const [tenant, amount] of held)
+    if (most === undefined || amount > (held.get(most) ?? 0)) most = tenant;
+  return most === undefined ? undefined : oldest.get(most);
+}
+
 export function createResumableStreams(): ResumableStreams {
   const streams = new Map<string, Stream>();
   let totalBytes = 0;
@@ -129,11 +152,12 @@ export function createResumableStreams(): ResumableStreams {
     streams.delete(id);
   };
 
-  /** Drops the oldest finished streams while over the bounds (running ones end with their call). */
+  /** Drops finished streams while over the bounds (running ones end with their call), the biggest holder's first. */
   const evict = () => {
-    for (const [id, stream] of streams) {
-      if (streams.size <= MAX_STREAMS && totalBytes <= TOTAL_BYTES) return;
-      if (stream.done) drop(id);
+    while (streams.size > MAX_STREAMS || totalBytes > TOTAL_BYTES) {
+      const id = biggestHoldersOldest(streams, totalBytes > TOTAL_BYTES ? 'bytes' : 'count');
+      if (id === undefined) return;
+      drop(id);
     }
   };
 

@@ -6,7 +6,7 @@ import * as v from 'valibot';
 import type { AgentService } from '../../agents/service.ts';
 import type { Agent as AgentModel, CreateAgentRequest } from '../../agents/types.ts';
 import { SandboxError } from '../../errors.ts';
-import { jsonBody, jsonRequest, jsonResponse } from '../body.ts';
+import { jsonBody, jsonRequest, jsonResponse, noOptions, noOptionsRequest } from '../body.ts';
 import type { ApiEnv } from '../env.ts';
 import { Agent, AgentList, CreateAgent, ErrorBody, ID, Step, ToolList } from '../schemas.ts';
 
@@ -116,9 +116,11 @@ export const agentRoutes = (agents: AgentService): Hono<ApiEnv> => {
       tags: ['agents'],
       description:
         'Resolves the tools the model sees once and keeps them as a step: POST /calls naming `step` runs against exactly this set (a tool added, replaced or removed since is UNKNOWN_TOOL). Steps expire (`expiresAt`; then STEP_NOT_FOUND); an agent keeps its 16 newest.',
+      requestBody: noOptionsRequest(),
       responses: { 201: jsonResponse('The step and its tools', Step), ...notFound },
     }),
     loadAgent(agents),
+    noOptions(),
     async (c) => c.json(await agents.step(c.get('agent')), 201),
   );
   return app;

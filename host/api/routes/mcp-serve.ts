@@ -15,9 +15,9 @@ import { isSandboxError } from '../../errors.ts';
 import type { EventLog } from '../../store/types.ts';
 import { readJson } from '../body.ts';
 import type { ApiEnv } from '../env.ts';
-import { batchRefusal } from '../mcp/batches.ts';
+import { batchRefusal, withAnswers } from '../mcp/batches.ts';
 import { onToolsChanged } from '../mcp/changes.ts';
-import { paramsRefusal } from '../mcp/params.ts';
+import { batchParamsRefusals, paramsRefusal } from '../mcp/params.ts';
 import { agentMcpServer } from '../mcp/server.ts';
 import {
   answerPlace,
@@ -52,6 +52,12 @@ const primes = (header: string | undefined, body: unknown): boolean => {
 /** A single JSON-RPC notification (a method and no id). */
 const isNotification = (body: unknown): boolean =>
   typeof body === 'object' && body !== null && !Array.isArray(body) && !('id' in body) && 'method' in body;
+
+/** The requests (messages with an id) of a batch, each a call it may run; 1 for a single message. */
+const requestsIn = (body: unknown): number =>
+  Array.isArray(body)
+    ? body.filter((m) => typeof m === 'object' && m !== null && 'id' in m && 'method' in m).length
+    : 1;
 
 /** The handler's change-event bus, fed by this agent's tool-set changes; nothing publishes on it. */
 const agentBus = (events: EventLog, agent: Agent): ServerEventBus => ({
@@ -94,10 +100,15 @@ export async function serveMcp(state: McpRoutesState, c: Context<ApiEnv>): Promi
   // Params the SDK would answer as its own internal error are the client's: -32602 (../mcp/params.ts).
   const invalid = legacy ? paramsRefusal(parsedBody) : undefined;
   if (invalid !== undefined) return c.json(invalid, 400);
+  // A batch's items are checked alike: the refused ones are answered beside the SDK's answers.
+  const batch = legacy && Array.isArray(parsedBody) ? batchParamsRefusals(parsedBody) : undefined;
+  if (batch !== undefined && batch.rest.length === 0) return withAnswers(undefined, batch.refusals);
+  if (batch !== undefined) parsedBody = batch.rest;
   // An answer that runs on after its client went still counts: a tenant has at most
   // ANSWERS_PER_TENANT of them running, connected or not (a 2026-era request ends with its client).
   // Notifications (a cancel among them) answer at once and always get through.
-  const answering = legacy && !isNotification(parsedBody) ? answerPlace(state, agent) : undefined;
+  const answering =
+    legacy && !isNotification(parsedBody) ? answerPlace(state, agent, requestsIn(parsedBody)) : undefined;
   const request = legacy
     ? new Request(c.req.raw.url, {
         method: 'POST',
@@ -121,6 +132,8 @@ export async function serveMcp(state: McpRoutesState, c: Context<ApiEnv>): Promi
   let response: Response;
   try {
     response = await handler.fetch(request, parsedBody === undefined ? {} : { parsedBody });
+    if (batch !== undefined && batch.refusals.length > 0)
+      response = await withAnswers(response, batch.refusals);
   } catch (error) {
     place?.();
     answering?.();

@@ -111,18 +111,30 @@ export function listenStream(
   return relayed.response;
 }
 
-/** How many 2025-era answers one tenant may have running at once (connected or not). */
+/**
+ * How many 2025-era answers one tenant may have running at once (connected or not), each request
+ * of a batch counted as one: a batch runs as many calls as it has requests.
+ */
 export const ANSWERS_PER_TENANT = 64;
 
-/** One of the tenant's running-answer places; RATE_LIMITED when all are taken. */
-export function answerPlace(state: McpRoutesState, agent: Agent): () => void {
-  const release = state.answers.tryAcquire(agent.tenantId);
-  if (release === undefined)
-    throw new SandboxError(
-      'RATE_LIMITED',
-      `This tenant has ${ANSWERS_PER_TENANT} MCP answers running (some may be for clients that went and have not resumed); wait for them, or cancel them with notifications/cancelled.`,
-      { data: { retryAfterS: 1 } },
-    );
+/** `count` of the tenant's running-answer places (all or none); RATE_LIMITED when they are not free. */
+export function answerPlace(state: McpRoutesState, agent: Agent, count = 1): () => void {
+  const taken: (() => void)[] = [];
+  const release = () => {
+    for (const one of taken.splice(0)) one();
+  };
+  for (let i = 0; i < Math.max(1, count); i++) {
+    const one = state.answers.tryAcquire(agent.tenantId);
+    if (one === undefined) {
+      release();
+      throw new SandboxError(
+        'RATE_LIMITED',
+        `This tenant has ${ANSWERS_PER_TENANT} MCP requests running, a batch's each counted (some may be for clients that went and have not resumed); wait for them, or cancel them with notifications/cancelled.`,
+        { data: { retryAfterS: 1 } },
+      );
+    }
+    taken.push(one);
+  }
   return release;
 }
 

@@ -7,7 +7,7 @@ import { Hono } from 'hono';
 import { describeRoute } from 'hono-openapi';
 import * as v from 'valibot';
 import type { AgentService } from '../../agents/service.ts';
-import { jsonBody, jsonRequest, jsonResponse } from '../body.ts';
+import { jsonBody, jsonRequest, jsonResponse, noOptions, noOptionsRequest } from '../body.ts';
 import type { ApiEnv } from '../env.ts';
 import { ErrorBody, PauseView } from '../schemas.ts';
 import { loadAgent, notFound } from './agents.ts';
@@ -56,9 +56,11 @@ export const pauseRoutes = (agents: AgentService): Hono<ApiEnv> => {
       tags: ['agents'],
       description:
         'Starts (or thaws) a paused agent and waits until its sandbox answers, so its next call pays nothing more. Resuming a running agent changes nothing.',
+      requestBody: noOptionsRequest(),
       responses: { 200: jsonResponse('The agent, running', PauseView), ...notFound, ...conflicts },
     }),
     loadAgent(agents),
+    noOptions(),
     async (c) => c.json(await agents.resume(c.get('tenant').id, c.get('agent').id)),
   );
   return app;

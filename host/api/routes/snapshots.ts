@@ -10,7 +10,7 @@ import * as v from 'valibot';
 import type { AgentService } from '../../agents/service.ts';
 import { SandboxError } from '../../errors.ts';
 import type { TenantStore } from '../../store/index.ts';
-import { jsonResponse } from '../body.ts';
+import { jsonResponse, noOptions, noOptionsRequest } from '../body.ts';
 import type { ApiEnv } from '../env.ts';
 import { ErrorBody, SnapshotList, SnapshotView } from '../schemas.ts';
 import { loadAgent, notFound } from './agents.ts';
@@ -52,9 +52,11 @@ export const snapshotRoutes = (
       tags: ['agents'],
       description:
         "Takes a snapshot of the agent's workspace: a sparse copy on its node, consistent (its file system is frozen while the copy is made: the sandbox's writes wait, reads go on; a file written whole before is whole, one being written may be partial). Processes, /tmp and terminals are not in it. A paused agent stays paused. Counted against the tenant's snapshotBytes quota; kept across restarts and after the agent is deleted.",
+      requestBody: noOptionsRequest(),
       responses: { 201: jsonResponse('The snapshot', SnapshotView), ...notFound, ...refused },
     }),
     loadAgent(agents),
+    noOptions(),
     async (c) => {
       const tenantId = c.get('tenant').id;
       const maxBytes = (await tenants.getTenant(tenantId))?.quotas?.snapshotBytes;

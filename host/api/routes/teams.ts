@@ -7,7 +7,7 @@ import { Hono } from 'hono';
 import { describeRoute } from 'hono-openapi';
 import type * as v from 'valibot';
 import type { AgentService } from '../../agents/service.ts';
-import { jsonBody, jsonRequest, jsonResponse, queryOf } from '../body.ts';
+import { jsonBody, jsonRequest, jsonResponse, noOptions, noOptionsRequest, queryOf } from '../body.ts';
 import type { ApiEnv } from '../env.ts';
 import {
   AgentSummaries,
@@ -81,9 +81,11 @@ export const teamRoutes = (agents: AgentService): Hono<ApiEnv> => {
       tags: ['teams'],
       description:
         "Delivers the agent's unread messages: returned here once, never again (as wait_agent does).",
+      requestBody: noOptionsRequest(),
       responses: { 200: jsonResponse('The messages delivered', Mailbox), ...notFound },
     }),
     loadAgent(agents),
+    noOptions(),
     async (c) => c.json({ messages: await agents.teams().take(c.get('agent')) }),
   );
   return app;

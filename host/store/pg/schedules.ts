@@ -29,7 +29,7 @@ const COLUMNS =
   'id, tenant_id, agent_id, prompt, kind, spec, every_ms, next_at, fired, last_fired_at, created_at';
 
 export const createPgScheduleStore = (db: PgDatabase, now: () => number = Date.now): ScheduleStore => ({
-  create: (input, maxPerAgent) =>
+  create: (input, maxPerAgent, maxPerTenant = Number.POSITIVE_INFINITY) =>
     pgGuarded('create a schedule', () =>
       db.tx(async (tx) => {
         // The owner's creates one at a time (see the header): the count stays true until COMMIT.
@@ -42,7 +42,21 @@ export const createPgScheduleStore = (db: PgDatabase, now: () => number = Date.n
           [input.tenantId, input.agentId],
         );
         const n = counted?.n ?? 0;
-        const record = newScheduleRecord(input, n, maxPerAgent, now());
+        // The tenant's count is not under that lock: concurrent creates of its several agents may
+        // pass it by as many as run at once (a bound on its fire rate, not an exact quota).
+        const tenant = Number.isFinite(maxPerTenant)
+          ? {
+              n: Number(
+                (
+                  await tx.one<{ n: number }>('SELECT count(*) AS n FROM schedules WHERE tenant_id = $1', [
+                    input.tenantId,
+                  ])
+                )?.n ?? 0,
+              ),
+              max: maxPerTenant,
+            }
+          : undefined;
+        const record = newScheduleRecord(input, n, maxPerAgent, now(), tenant);
         await tx.query(
           `INSERT INTO schedules (id, tenant_id, agent_id, prompt, kind, spec, every_ms, next_at, created_at)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
@@ -105,7 +119,7 @@ export const createPgScheduleStore = (db: PgDatabase, now: () => number = Date.n
                 [nextAt, firedAt, id, dueAt],
               );
         if (rowCount === 0) return false;
-        await insertPgRequest(tx, request);
+        if (request !== undefined) await insertPgRequest(tx, request);
         return true;
       }),
     ),

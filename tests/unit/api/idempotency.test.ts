@@ -5,7 +5,12 @@
 // INTERRUPTED for the rest) without running anything.
 import * as v from 'valibot';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { bodyHashOf, createIdempotency, STORED_ANSWER_MAX } from '../../../host/api/idempotency.ts';
+import {
+  bodyHashOf,
+  createIdempotency,
+  STORED_ANSWER_MAX,
+  TENANT_STORED_MAX,
+} from '../../../host/api/idempotency.ts';
 import { defineTool } from '../../../host/tools/index.ts';
 import { until } from '../../helpers/until.ts';
 import { type Api, type Loose, makeApi } from './harness.ts';
@@ -191,6 +196,41 @@ describe('Idempotency-Key on POST /v1/agents/:id/calls', () => {
       first.json.results.map((r: Loose) => [r.id, r.ok, r.content]),
     );
     expect(runs).toHaveLength(6);
+  });
+
+  it("holds a tenant's stored answers to its share: past it, retries are answered from the log", async () => {
+    // Round 5 found: an answer under STORED_ANSWER_MAX was stored whole for 24 hours outside the
+    // log's budget, which holds a repeated output once: 30 calls returning the same 16 KiB cost the
+    // log ~21 KB and the store ~1 MB: 39 such keyed batches took 0.8 MB of log and 38.5 MB of store.
+    api.registry.scope('creator').register(
+      defineTool({
+        name: 'same',
+        description: 'answers the same 16 KiB each time',
+        parameters: v.object({}),
+        output: { schema: v.string() },
+        async execute() {
+          return 'x'.repeat(16 * 1024);
+        },
+      }),
+    );
+    const agent = await makeAgent();
+    // 30 calls: an answer of about 1 MB (each output twice: value and text), under STORED_ANSWER_MAX.
+    const body = {
+      calls: Array.from({ length: 30 }, (_, i) => ({ id: `c${i}`, name: 'same', arguments: {} })),
+    };
+    const size = (await keyed(agent.id, 'k0', body)).text.length;
+    expect(size).toBeLessThan(STORED_ANSWER_MAX);
+    const batches = Math.ceil(TENANT_STORED_MAX / size) + 4;
+    for (let i = 1; i < batches; i++) expect((await keyed(agent.id, `k${i}`, body)).status).toBe(200);
+    const { bytes } = api.store.db
+      .prepare('SELECT coalesce(sum(length(body)), 0) AS bytes FROM call_batches')
+      .get() as { bytes: number };
+    expect(bytes).toBeLessThanOrEqual(TENANT_STORED_MAX + STORED_ANSWER_MAX);
+    // The last one is still answered whole, from the log.
+    const again = await keyed(agent.id, `k${batches - 1}`, body);
+    expect(again.headers.get('Idempotent-Replayed')).toBe('true');
+    expect(again.json.results).toHaveLength(30);
+    expect(again.json.results[29].ok).toBe(true);
   });
 
   it('writes nothing to the store without the header', async () => {

@@ -22,6 +22,15 @@ const source = () => {
 };
 
 const ids = (text: string) => [...text.matchAll(/^id: (\S+)$/gm)].map((m) => m[1] ?? '');
+/** Records one short finished answer of `owner` in `streams`: its first event id. */
+const finishedIn =
+  (streams: ReturnType<typeof createResumableStreams>) => async (owner: string, tenant: string) => {
+    const answer = source();
+    const recorded = streams.record(owner, answer.response, { tenant, priming: true });
+    answer.event('{}');
+    answer.end();
+    return ids(await recorded.text())[0] ?? '';
+  };
 const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
 
 describe('resumable MCP answers', () => {
@@ -92,13 +101,7 @@ describe('resumable MCP answers', () => {
 
   it("keeps a tenant's share: its flood of short answers drops its own oldest, never another tenant's", async () => {
     const streams = createResumableStreams();
-    const finished = async (owner: string, tenant: string) => {
-      const answer = source();
-      const recorded = streams.record(owner, answer.response, { tenant, priming: true });
-      answer.event('{}');
-      answer.end();
-      return ids(await recorded.text())[0] ?? '';
-    };
+    const finished = finishedIn(streams);
     const kept = await finished('a/x', 'a');
     const flood: string[] = [];
     for (let i = 0; i < 600; i++) flood.push(await finished('b/y', 'b'));
@@ -106,5 +109,16 @@ describe('resumable MCP answers', () => {
     expect(streams.resume('b/y', flood[0] ?? '')).toBeUndefined();
     expect(streams.resume('b/y', flood.at(-1) ?? '')).toBeDefined();
     expect(streams.size()).toBe(1 + 64);
+  });
+
+  it("keeps a quiet tenant's answer while several tenants, each within its share, fill the whole", async () => {
+    // Round 5 found: past 512 kept streams in all, the oldest finished one went whoever held it, so
+    // eight tenants of 64 short answers each pushed out the answer of a ninth that kept just one.
+    const streams = createResumableStreams();
+    const finished = finishedIn(streams);
+    const kept = await finished('quiet/x', 'quiet');
+    for (let t = 0; t < 9; t++) for (let i = 0; i < 64; i++) await finished(`t${t}/y`, `t${t}`);
+    expect(streams.resume('quiet/x', kept)).toBeDefined();
+    expect(streams.size()).toBe(512);
   });
 });

@@ -106,4 +106,68 @@ describe('JSON-RPC batches on the MCP endpoint', () => {
     // The two batches of two ran their one call each; the batches of 65 ran nothing.
     expect(await toolCalls(agent.id)).toBe(2);
   });
+
+  it('answer an item with invalid params -32602 naming the field, like the same request alone', async () => {
+    // Round 5 found: single requests were checked (-32602) but a batch's items went to the SDK
+    // unchecked, which answered them -32603 Internal error with its validator's raw issue list.
+    const agent = await api.createAgent(api.keyA);
+    const res = await post(agent.id, [
+      { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { cursor: 5 } },
+      ping(2),
+      { jsonrpc: '2.0', id: 3, method: 'tools/list', params: { cursor: { a: 1 } } },
+      { jsonrpc: '2.0', id: 4, method: 'tools/list', params: {} },
+    ]);
+    expect(res.status).toBe(200);
+    const byId = new Map((res.messages.flat() as Loose[]).map((m) => [m.id, m]));
+    expect([...byId.keys()].sort()).toEqual([1, 2, 3, 4]);
+    for (const id of [1, 3]) {
+      expect(byId.get(id)?.error?.code, String(id)).toBe(-32602);
+      expect(byId.get(id)?.error?.message).toContain('params.cursor');
+    }
+    expect(byId.get(2)?.result).toEqual({});
+    expect(byId.get(4)?.result?.tools?.length).toBeGreaterThan(0);
+    // A batch of nothing but invalid items is answered as a batch too, nothing run.
+    const only = await post(agent.id, [
+      { jsonrpc: '2.0', id: 9, method: 'tools/list', params: { cursor: 5 } },
+    ]);
+    expect((only.messages.flat() as Loose[]).map((m) => [m.id, m.error?.code])).toEqual([[9, -32602]]);
+  });
+
+  it("count each of their calls against the tenant's running MCP answers, like single requests", async () => {
+    // Round 5 found: a batch took one of the tenant's 64 running-answer places whatever it held, and
+    // a 2025-era answer runs on after its client goes (its request slot given back), so a tenant
+    // could keep 64 x 64 calls running through MCP where POST /calls holds 16 x 64.
+    const agent = await api.createAgent(api.keyA);
+    const reg = await api.request(api.keyA, 'POST', `/v1/agents/${agent.id}/remote-tools`, {
+      tools: [{ name: 'wait_for_me', description: 'Waits for the client.', parameters: { type: 'object' } }],
+    });
+    expect(reg.status, reg.text).toBe(200);
+    const waiting = (from: number) =>
+      Array.from({ length: 40 }, (_, i) => ({
+        jsonrpc: '2.0',
+        id: from + i,
+        method: 'tools/call',
+        params: { name: 'wait_for_me', arguments: {} },
+      }));
+    const open = async (from: number) => {
+      const res = await fetch(`${base}/v1/agents/${agent.id}/mcp`, {
+        method: 'POST',
+        headers: {
+          Authorization: `Bearer ${api.keyA}`,
+          'Content-Type': 'application/json',
+          Accept: 'application/json, text/event-stream',
+          'MCP-Protocol-Version': '2025-03-26',
+        },
+        body: JSON.stringify(waiting(from)),
+      });
+      // The client goes; the calls run on, waiting for their answers.
+      await res.body?.cancel();
+      return res.status;
+    };
+    expect(await open(1)).toBe(200);
+    // 40 calls running; 40 more would pass the 64.
+    expect(await open(100)).toBe(429);
+    // Deleting the agent ends its calls and gives the places back.
+    expect((await api.request(api.keyA, 'DELETE', `/v1/agents/${agent.id}`)).status).toBe(204);
+  });
 });

@@ -166,8 +166,9 @@ describe('delivery', () => {
     const agent = await s.agents.create(tenant, { preset: 'standard' });
     const created = await s.call(agent, 'schedule_create', { prompt: 'tick', every_seconds: 0.1 });
     const id = (created.value as Loose).id;
+    // Fires, not reminders: while its reminder is unanswered a recurring schedule makes no second one.
     const ticks = async () =>
-      (await reminders(s, agent.id)).filter((r) => (r.payload as Loose).prompt === 'tick').length;
+      (await fired(s, agent.id)).filter((e) => (e.data as Loose).prompt === 'tick').length;
     await waitFor('three ticks', async () => ((await ticks()) >= 3 ? true : undefined));
     expect((await s.call(agent, 'schedule_delete', { id })).ok).toBe(true);
     const after = await ticks();
