@@ -10,12 +10,12 @@
 // unauthenticated connection is closed to make room (so idle attackers are displaced by newcomers,
 // never the reverse), and when there is none, the oldest idle connection of the tenant holding the
 // most, if it holds more than one (before, eight tenants at their 128 held the 1024 and a ninth
-// tenant's connections were closed on arrival; a busy one is never closed for a newcomer); a
-// connection that sent no byte within `firstByteMs` is closed (the server's headersTimeout closes
-// one that sent an incomplete head); one tenant holds at most `perTenant` connections, and a
-// request past that answers 429 and closes its connection. Only terminal routes take a WebSocket
-// upgrade (refuseStrayUpgrade); a refused upgrade answers with the app's JSON error body, as its
-// Content-Type says (keepRefusalBody).
+// tenant's connections were closed on arrival; a busy one, or an upgraded one, is never closed for
+// a newcomer); a connection that sent no byte within `firstByteMs` is closed (the server's
+// headersTimeout closes one that sent an incomplete head); one tenant holds at most `perTenant`
+// connections, and a request past that answers 429 and closes its connection. Only terminal routes
+// take a WebSocket upgrade (refuseStrayUpgrade); a refused upgrade answers with the app's JSON
+// error body, as its Content-Type says (keepRefusalBody).
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Context, MiddlewareHandler } from 'hono';
@@ -47,8 +47,11 @@ export interface ConnectionGuard {
    * after its WebSocket support is installed, before it listens or right after.
    */
   attach(server: Server): void;
-  /** Binds the request's connection to the tenant; false when the tenant holds its cap already. */
-  claim(socket: Socket, tenantId: string): boolean;
+  /**
+   * Binds the request's connection to the tenant; false when the tenant holds its cap already.
+   * `upgraded`: the request upgrades it (a WebSocket), which then stays busy until it closes.
+   */
+  claim(socket: Socket, tenantId: string, upgraded?: boolean): boolean;
   stats(): ConnectionStats;
 }
 
@@ -152,9 +155,12 @@ export const createConnectionGuard = (limits: ConnectionLimits): ConnectionGuard
       });
       closeRefusedUpgrades(server);
     },
-    claim(socket, tenantId) {
+    claim(socket, tenantId, upgraded = false) {
       const state = states.get(socket);
       if (state === undefined) return true; // not a connection of an attached server (in-process requests)
+      // An upgraded connection (a terminal's WebSocket) carries its stream until it closes: never
+      // idle (its 'request' events ended with the upgrade), so never closed for a newcomer.
+      if (upgraded) state.busy++;
       if (state.tenant !== undefined) return true; // bound on an earlier request
       const held = perTenant.get(tenantId) ?? 0;
       if (held >= limits.perTenant && tenantId !== REPLICAS) return false;
@@ -241,7 +247,10 @@ export const claimConnection = (guard: ConnectionGuard | undefined, c: Context, 
   const socket = env?.incoming?.socket;
   if (guard === undefined || socket === undefined) return;
   const forwarded = (c.var as { forwardedBy?: string }).forwardedBy !== undefined;
-  if (guard.claim(socket, forwarded ? REPLICAS : tenantId)) return;
+  // Node's own verdict (set by its parser, not typed): an Upgrade header alone on a plain request
+  // is not an upgrade, and its connection stays evictable.
+  const upgraded = (env?.incoming as { upgrade?: boolean } | undefined)?.upgrade === true;
+  if (guard.claim(socket, forwarded ? REPLICAS : tenantId, upgraded)) return;
   if (env?.outgoing) env.outgoing.shouldKeepAlive = false;
   throw new SandboxError(
     'RATE_LIMITED',

@@ -1,10 +1,15 @@
 // Capacity of the whole service that several tenants share (round 5 of the adversarial pass): a
 // tenant's first request is not refused because other tenants each sit at their own limit.
-import type { AddressInfo } from 'node:net';
+import { request, type Server } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
 import { afterEach, describe, expect, it } from 'vitest';
-import { claimConnection, createConnectionGuard } from '../../../host/api/connections.ts';
+import {
+  type ConnectionGuard,
+  claimConnection,
+  createConnectionGuard,
+} from '../../../host/api/connections.ts';
 import type { ApiEnv } from '../../../host/api/env.ts';
 import { errorHandler } from '../../../host/api/errors.ts';
 import { createUploadSlots } from '../../../host/api/upload-slots.ts';
@@ -52,7 +57,11 @@ afterEach(() => {
  * A server whose route claims its connection for tenant `:tenant`, as the tenant scope does, and
  * answers at once, or with `?hold` once `release` is called.
  */
-const start = async (limits: { maxConnections: number; reserve: number; perTenant: number }) => {
+const start = async (
+  limits: { maxConnections: number; reserve: number; perTenant: number },
+  /** Listeners to install before the guard attaches (as the app's WebSocket support is). */
+  before?: (guard: ConnectionGuard) => (server: Server) => void,
+) => {
   const guard = createConnectionGuard({ ...limits, firstByteMs: 10_000 });
   const app = new Hono<ApiEnv>();
   let release = (): void => undefined;
@@ -71,6 +80,7 @@ const start = async (limits: { maxConnections: number; reserve: number; perTenan
     const s = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, () =>
       resolve(`http://127.0.0.1:${(s.address() as AddressInfo).port}`),
     );
+    before?.(guard)(s as Server);
     guard.attach(s as never);
     servers.push(s as never);
   });
@@ -95,6 +105,47 @@ describe('open connections', () => {
     expect(await heldGet(`${url}/t/late`)).toBe('ECONNRESET');
     release();
     expect(await Promise.all(busy)).toEqual(Array(8).fill(200));
+  });
+});
+
+describe('upgraded connections', () => {
+  it("never cut a tenant's upgraded connection (a terminal) for a newcomer", async () => {
+    // The guard counted a connection busy from its requests; an upgraded one carries none after
+    // its upgrade, so it read as idle, and being the biggest holder's oldest it went first.
+    let terminal: Socket | undefined;
+    const { guard, url } = await start(
+      { maxConnections: 4, reserve: 1, perTenant: 4 },
+      (guard) => (server) =>
+        // As the terminal route does (claimConnection of an upgrade request), then the switch.
+        server.on('upgrade', (_req, socket: Socket) => {
+          guard.claim(socket, 't0', true);
+          terminal = socket;
+          socket.write(
+            'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n',
+          );
+        }),
+    );
+    const client = await new Promise<Socket>((resolve, reject) => {
+      const req = request(`${url}/ws`, { headers: { Connection: 'Upgrade', Upgrade: 'websocket' } });
+      req.on('upgrade', (_res, socket) => resolve(socket));
+      req.on('error', reject);
+      req.end();
+    });
+    for (const tenant of ['t0', 't0', 't1']) expect(await heldGet(`${url}/t/${tenant}`)).toBe(200);
+    expect(guard.stats().open).toBe(4);
+    expect(await heldGet(`${url}/t/late`)).toBe(200);
+    // One of t0's idle keep-alive connections made room, not its terminal.
+    expect(terminal?.destroyed).toBe(false);
+    client.destroy();
+  });
+
+  it('an Upgrade header on a plain request does not make its connection one', async () => {
+    // Else a tenant could send it on every request and keep all its connections from a newcomer.
+    const { guard, url } = await start({ maxConnections: 4, reserve: 1, perTenant: 4 });
+    for (const tenant of ['t0', 't0', 't0', 't1'])
+      expect(await heldGet(`${url}/t/${tenant}`, { upgrade: 'websocket' })).toBe(200);
+    expect(guard.stats().open).toBe(4);
+    expect(await heldGet(`${url}/t/late`)).toBe(200);
   });
 });
 
