@@ -170,4 +170,16 @@ export const runScheduleStoreContract = (name: string, openStore: OpenScheduleSt
       const a = all.filter((s) => s.tenantId === 'tn_a').map((s) => s.nextAt);
       expect(a).toEqual([...a].sort((x, y) => x - y));
     });
+
+    it('with more tenants due than one read takes, a read takes one from each of the soonest', async () => {
+      const { schedules } = await open();
+      for (let t = 0; t < 5; t++)
+        for (let i = 0; i < 3; i++)
+          await schedules.create(input(`agt_${t}`, 1000 + 10 * t + i, `tn_${t}`), 10);
+      expect((await schedules.due(2000, 3)).map((s) => [s.tenantId, s.nextAt])).toEqual([
+        ['tn_0', 1000],
+        ['tn_1', 1010],
+        ['tn_2', 1020],
+      ]);
+    });
   });
