@@ -70,7 +70,10 @@ export interface Scheduler extends ScheduleService {
 const MAX_TIMER_MS = 2 ** 31 - 1;
 /** How long after a failed read or fire the store is asked again. */
 const RETRY_MS = 5000;
-/** Schedules fired per wake-up; the rest fire at the next one, right after. */
+/**
+ * Schedules fired per wake-up; the rest fire at the next one, right after. The store's due() takes
+ * them in turns across tenants, so one tenant's burst does not hold back another's schedule.
+ */
 const FIRE_BATCH = 100;
 
 export const scheduleView = (record: ScheduleRecord): ScheduleView => {

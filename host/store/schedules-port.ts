@@ -39,7 +39,11 @@ export interface ScheduleStore {
   delete(tenantId: string, agentId: string, id: string): Promise<boolean>;
   /** Removes every schedule of an agent (it was deleted); returns how many. */
   deleteAgent(agentId: string): Promise<number>;
-  /** Schedules due at `now`, soonest first, at most `limit`. */
+  /**
+   * Schedules due at `now`, at most `limit`, in turns across tenants: every tenant's soonest first
+   * (soonest first among them), then every tenant's second, and so on; so one tenant's many due
+   * schedules do not hold back another tenant's.
+   */
   due(now: number, limit: number): Promise<ScheduleRecord[]>;
   /** The soonest next_at of all schedules, undefined when there are none. */
   nextDue(): Promise<number | undefined>;

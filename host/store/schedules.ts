@@ -5,14 +5,17 @@
 // is checked in the same transaction as the insert; firing a schedule (removing a one-shot one,
 // advancing a recurring one) and the request the fire makes commit together or not at all, only
 // for the due time the firer read (so processes sharing the file fire it once), and a schedule
-// deleted meanwhile does not fire. The port is asynchronous; this libsql implementation runs its
-// statements (and BEGIN IMMEDIATE around the checked ones) synchronously inside each method.
+// deleted meanwhile does not fire; due() takes the tenants in turns, each one's soonest first. The
+// port is asynchronous; this libsql implementation runs its statements (and BEGIN IMMEDIATE around
+// the checked ones) synchronously inside each method.
 // The port's types are in schedules-port.ts (re-exported here); the rows both backends share in
 // schedules-rows.ts.
 import { type Database, guarded, immediate } from './db.ts';
 import { prepareRequestInsert } from './requests.ts';
 import type { ScheduleStore } from './schedules-port.ts';
 import {
+  dueInTurns,
+  inTurns,
   newScheduleRecord,
   type ScheduleRow,
   scheduleInsertParams,
@@ -33,7 +36,9 @@ export const createScheduleStore = (db: Database, now: () => number = Date.now):
   );
   const remove = db.prepare('DELETE FROM schedules WHERE id = ? AND tenant_id = ? AND agent_id = ?');
   const removeAgent = db.prepare('DELETE FROM schedules WHERE agent_id = ?');
-  const due = db.prepare('SELECT * FROM schedules WHERE next_at <= ? ORDER BY next_at LIMIT ?');
+  const due = db.prepare('SELECT * FROM schedules WHERE next_at <= ? ORDER BY next_at, rowid LIMIT ?');
+  // More due than one read takes: in turns across tenants (schedules-rows.ts).
+  const dueTurns = db.prepare(dueInTurns('libsql'));
   const nextDue = db.prepare('SELECT min(next_at) AS at FROM schedules');
   const removeFired = db.prepare('DELETE FROM schedules WHERE id = ? AND next_at = ?');
   const insertRequest = prepareRequestInsert(db);
@@ -60,7 +65,11 @@ export const createScheduleStore = (db: Database, now: () => number = Date.now):
       guarded('delete a schedule', () => remove.run(id, tenantId, agentId).changes > 0),
     deleteAgent: async (agentId) => guarded('delete schedules', () => removeAgent.run(agentId).changes),
     due: async (at, limit) =>
-      guarded('read due schedules', () => (due.all(at, limit) as ScheduleRow[]).map(toScheduleRecord)),
+      guarded('read due schedules', () => {
+        const soonest = due.all(at, limit + 1) as ScheduleRow[];
+        const rows = soonest.length <= limit ? inTurns(soonest) : (dueTurns.all(at, limit) as ScheduleRow[]);
+        return rows.map(toScheduleRecord);
+      }),
     nextDue: async () =>
       guarded('read due schedules', () => (nextDue.all()[0] as { at: number | null }).at ?? undefined),
     fire: async ({ id, dueAt }, firedAt, nextAt, request) =>

@@ -13,10 +13,14 @@
 //   the last place; an agent with no schedule has no row to lock, so create() first takes a
 //   transaction-scoped advisory lock on the owner (a hash of 'schedules:', the tenant and the
 //   agent). Creates for one owner queue; others do not (a hash collision only makes two queue).
+// - due() in turns across tenants (../schedules-rows.ts dueInTurns) reads each tenant's share
+//   through a LATERAL subquery; SQLite, which has none, through an IN list of rowids.
 // Reads order by (created_at, rowid), rowid being baseline.ts's identity column standing in for
 // SQLite's implicit one: schedules made in one millisecond list in insertion order on both backends.
 import type { ScheduleStore } from '../schedules-port.ts';
 import {
+  dueInTurns,
+  inTurns,
   newScheduleRecord,
   type ScheduleRow,
   scheduleInsertParams,
@@ -92,14 +96,18 @@ export const createPgScheduleStore = (db: PgDatabase, now: () => number = Date.n
     }),
 
   due: (at, limit) =>
-    pgGuarded('read due schedules', async () =>
-      (
-        await db.many<ScheduleRow>(
-          `SELECT ${COLUMNS} FROM schedules WHERE next_at <= $1 ORDER BY next_at LIMIT $2`,
-          [at, limit],
-        )
-      ).map(toScheduleRecord),
-    ),
+    pgGuarded('read due schedules', async () => {
+      const soonest = await db.many<ScheduleRow>(
+        `SELECT ${COLUMNS} FROM schedules WHERE next_at <= $1 ORDER BY next_at, rowid LIMIT $2`,
+        [at, limit + 1],
+      );
+      // More due than one read takes: in turns across tenants (../schedules-rows.ts).
+      const rows =
+        soonest.length <= limit
+          ? inTurns(soonest)
+          : await db.many<ScheduleRow>(dueInTurns('postgres', COLUMNS), [at, limit]);
+      return rows.map(toScheduleRecord);
+    }),
 
   nextDue: () =>
     pgGuarded('read due schedules', async () => {
