@@ -1,0 +1,79 @@
+// Plugin worker processes are shared fairly across tenants: an idle tenant must not hold a worker
+// another needs. Every worker holds one tenant's plugins, and the host runs at most `maxWorkers`:
+// with as many tenants as that, each with one idle plugin, a further tenant's first plugin was
+// refused ISOLATE_UNAVAILABLE until a worker was reaped, which never happened while the idle
+// plugins ran (a denial of service across tenants where accounts are cheap). Guarantee: the
+// newcomer takes the least recently used worker of the tenant holding the most, among those whose
+// plugins have no callback in flight; the plugins on it fail with ISOLATE_UNAVAILABLE saying so
+// (their tools withdrawn, never a hang) and start again on their next cordis_run. A worker with a
+// callback in flight is never taken: with every worker busy the newcomer is refused as before.
+// Real worker processes, real isolates.
+import { afterAll, describe, expect, it } from 'vitest';
+import type { PluginProcessEvent } from '../../../host/plugins/processes.ts';
+import { createPluginRuntime } from '../../../host/plugins/runtime.ts';
+import { eventually, fakeAgent, run, TEST_LIMITS } from '../plugins/helpers.ts';
+
+const PLUGIN = `return { name: 'tenant', apply(ctx) {
+  ctx.tools.register({ name: 'ping', description: 'pong', parameters: { type: 'object' }, execute: () => 'pong' });
+  ctx.tools.register({ name: 'hold', description: 'waits for the agent', parameters: { type: 'object' },
+    execute: (_args, exec) => exec.call('wait', {}) });
+} }`;
+
+const owner = (tenant: string) => ({ tenantId: tenant, agentId: `agt_${tenant}` });
+
+describe('plugin workers shared across tenants', () => {
+  const events: PluginProcessEvent[] = [];
+  // Two workers, two tenants holding them: the smallest host that shows it (a quarter of 8 is the
+  // reserve for tenants with none; first workers may take it, as here).
+  const runtime = createPluginRuntime({
+    limitsOf: () => ({ ...TEST_LIMITS, callWallMs: 60_000 }),
+    processOptions: { maxWorkers: 2, idleMs: 60_000, onEvent: (event) => events.push(event) },
+  });
+  afterAll(() => runtime.close());
+  const a = fakeAgent();
+  const b = fakeAgent();
+  const c = fakeAgent();
+
+  it("a newcomer takes an idle tenant's worker, never a busy one", async () => {
+    const pa = await run(runtime, a, PLUGIN, 'pa', owner('ten_a'));
+    const pb = await run(runtime, b, PLUGIN, 'pb', owner('ten_b'));
+    expect([pa.ok, pb.ok]).toEqual([true, true]);
+
+    // Every worker has a callback in flight: the newcomer is refused, nobody's plugin is touched.
+    const holds = [a.call('hold'), b.call('hold')];
+    await eventually(() => expect([a.calls.length, b.calls.length]).toEqual([1, 1]));
+    const refused = await run(runtime, c, PLUGIN, 'pc', owner('ten_c'));
+    expect(refused).toMatchObject({ ok: false, error: { code: 'ISOLATE_UNAVAILABLE' } });
+    a.release('done');
+    b.release('done');
+    expect(await Promise.all(holds)).toEqual(['done', 'done']);
+    expect(runtime.status(owner('ten_a'), 'pa')).toMatchObject({ state: 'running' });
+
+    // All idle now; B used its worker last, so A's is the one taken.
+    expect(await b.call('ping')).toBe('pong');
+    const placed = await run(runtime, c, PLUGIN, 'pc', owner('ten_c'));
+    expect(placed).toMatchObject({ ok: true, status: { state: 'running' } });
+    expect(await c.call('ping')).toBe('pong');
+    expect(events).toContainEqual(expect.objectContaining({ type: 'reclaimed', tenantId: 'ten_a' }));
+
+    // A's plugin failed with a clear error, its tools withdrawn; B's runs on.
+    expect(runtime.status(owner('ten_a'), 'pa')).toMatchObject({
+      state: 'failed',
+      tools: [],
+      error: {
+        kind: 'unavailable',
+        code: 'ISOLATE_UNAVAILABLE',
+        message: expect.stringContaining('given to another tenant'),
+      },
+    });
+    await expect(a.call('ping')).rejects.toThrow('no plugin tool ping');
+    expect(await b.call('ping')).toBe('pong');
+
+    // A runs it again: it takes the least recently used idle worker in turn (B's; C's loaded last).
+    const again = await run(runtime, a, PLUGIN, 'pa', owner('ten_a'));
+    expect(again).toMatchObject({ ok: true, status: { state: 'running' } });
+    expect(await a.call('ping')).toBe('pong');
+    expect(runtime.status(owner('ten_b'), 'pb')).toMatchObject({ state: 'failed' });
+    expect(await c.call('ping')).toBe('pong');
+  }, 60_000);
+});
