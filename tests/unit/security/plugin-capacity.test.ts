@@ -69,11 +69,17 @@ describe('plugin workers shared across tenants', () => {
     await expect(a.call('ping')).rejects.toThrow('no plugin tool ping');
     expect(await b.call('ping')).toBe('pong');
 
-    // A runs it again: it takes the least recently used idle worker in turn (B's; C's loaded last).
+    // A runs it again: it takes the least recently used idle worker in turn (C's: B answered last).
     const again = await run(runtime, a, PLUGIN, 'pa', owner('ten_a'));
     expect(again).toMatchObject({ ok: true, status: { state: 'running' } });
     expect(await a.call('ping')).toBe('pong');
-    expect(runtime.status(owner('ten_b'), 'pb')).toMatchObject({ state: 'failed' });
-    expect(await c.call('ping')).toBe('pong');
+    expect(runtime.status(owner('ten_c'), 'pc')).toMatchObject({
+      state: 'failed',
+      error: { code: 'ISOLATE_UNAVAILABLE' },
+    });
+    expect(await b.call('ping')).toBe('pong');
+    expect(events.filter((e) => e.type === 'reclaimed').map((e) => e.tenantId)).toEqual(['ten_a', 'ten_c']);
+    // A reclaimed worker's exit is no reap and no crash.
+    expect(events.filter((e) => e.type === 'exited' || e.type === 'reaped')).toEqual([]);
   }, 60_000);
 });
