@@ -12,6 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { PluginProcessEvent } from '../../../host/plugins/processes.ts';
 import { createPluginRuntime } from '../../../host/plugins/runtime.ts';
 import { eventually, fakeAgent, run, TEST_LIMITS } from '../plugins/helpers.ts';
+import { pluginService } from './plugin-service.ts';
 
 const PLUGIN = `return { name: 'tenant', apply(ctx) {
   ctx.tools.register({ name: 'ping', description: 'pong', parameters: { type: 'object' }, execute: () => 'pong' });
@@ -81,5 +82,40 @@ describe('plugin workers shared across tenants', () => {
     expect(events.filter((e) => e.type === 'reclaimed').map((e) => e.tenantId)).toEqual(['ten_a', 'ten_c']);
     // A reclaimed worker's exit is no reap and no crash.
     expect(events.filter((e) => e.type === 'exited' || e.type === 'reaped')).toEqual([]);
+  }, 60_000);
+});
+
+describe('a reclaimed plugin, as its agent sees it over HTTP', () => {
+  const service = pluginService({ processOptions: { maxWorkers: 2, idleMs: 60_000 } });
+  afterAll(async () => (await service).close());
+
+  it('fails ISOLATE_UNAVAILABLE with its tools gone, and cordis_run starts it again', async () => {
+    const { keyA, keyB, store, call, creator, run: runOn } = await service;
+    const keyC = (await store.tenants.createTenant('c')).apiKey;
+    const [agentA, agentB, agentC] = [await creator(keyA), await creator(keyB), await creator(keyC)];
+    const a = await runOn(keyA, agentA, PLUGIN);
+    expect(a.run.ok).toBe(true);
+    expect((await runOn(keyB, agentB, PLUGIN)).run.ok).toBe(true);
+    expect((await call(keyB, agentB, 'ping')).value).toBe('pong');
+
+    // Both workers held by idle plugins; C's first plugin takes A's (the least recently used).
+    expect((await runOn(keyC, agentC, PLUGIN)).run).toMatchObject({ ok: true });
+    expect((await call(keyC, agentC, 'ping')).value).toBe('pong');
+    const self = (await call(keyA, agentA, 'cordis_inspect_self', { pluginId: a.pluginId })).value;
+    expect(self).toMatchObject({
+      state: 'failed',
+      error: { code: 'ISOLATE_UNAVAILABLE', message: expect.stringContaining('given to another tenant') },
+    });
+    expect((await call(keyA, agentA, 'ping')).ok).toBe(false);
+    expect((await call(keyB, agentB, 'ping')).value).toBe('pong');
+
+    // cordis_run starts it again (taking C's worker, the least recently used now).
+    const again = await call(keyA, agentA, 'cordis_run', {
+      pluginId: a.pluginId,
+      packageId: a.packageId,
+      mode: 'run',
+    });
+    expect(again).toMatchObject({ ok: true });
+    expect((await call(keyA, agentA, 'ping')).value).toBe('pong');
   }, 60_000);
 });
