@@ -119,3 +119,35 @@ describe('a reclaimed plugin, as its agent sees it over HTTP', () => {
     expect((await call(keyA, agentA, 'ping')).value).toBe('pong');
   }, 60_000);
 });
+
+describe("a worker whose plugin's event listener waits on a tool", () => {
+  const runtime = createPluginRuntime({
+    limitsOf: () => TEST_LIMITS,
+    processOptions: { maxWorkers: 2, idleMs: 60_000 },
+  });
+  afterAll(() => runtime.close());
+  // An event handler's own call (no call into the plugin around it) is a callback in flight too.
+  const LISTENER = `return (ctx) => { ctx.on('tools/result', () => ctx.tools.call('wait', {})) }`;
+
+  it('is never taken; once the call is answered and a callback has passed, it is', async () => {
+    const [a, b, c] = [fakeAgent(), fakeAgent(), fakeAgent()];
+    expect((await run(runtime, a, LISTENER, 'la', owner('ten_a'))).ok).toBe(true);
+    expect((await run(runtime, b, LISTENER, 'lb', owner('ten_b'))).ok).toBe(true);
+    a.emit('tools/result', { name: 'read', ok: true });
+    b.emit('tools/result', { name: 'read', ok: true });
+    await eventually(() => expect([a.calls.length, b.calls.length]).toEqual([1, 1]));
+    const refused = await run(runtime, c, LISTENER, 'lc', owner('ten_c'));
+    expect(refused).toMatchObject({ ok: false, error: { code: 'ISOLATE_UNAVAILABLE' } });
+    expect(runtime.status(owner('ten_a'), 'la')).toMatchObject({ state: 'running' });
+    expect(runtime.status(owner('ten_b'), 'lb')).toMatchObject({ state: 'running' });
+
+    // Answered: the handler may still run for two callbacks' CPU, then the worker is idle.
+    a.release();
+    b.release();
+    await eventually(async () => {
+      expect(await run(runtime, c, LISTENER, 'lc', owner('ten_c'))).toMatchObject({ ok: true });
+    });
+    const states = ['la', 'lb'].map((id, i) => runtime.status(owner(i === 0 ? 'ten_a' : 'ten_b'), id)?.state);
+    expect(states.sort()).toEqual(['failed', 'running']);
+  }, 60_000);
+});
