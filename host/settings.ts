@@ -618,7 +618,7 @@ export const SETTINGS = {
     min: 2,
     max: 1024,
     help: "creator-plugin worker processes on the host, every tenant's together",
-    doc: "creator-plugin worker processes on the host, every tenant's together; each holds one tenant's plugins, and a quarter of them (at least one) stay for tenants that have none",
+    doc: "creator-plugin worker processes on the host, every tenant's together; each holds one tenant's plugins, and a quarter of them (at least one) stay for tenants that have none; when all are held, a tenant that has none takes the biggest holder's least recently used idle one (its plugins fail `ISOLATE_UNAVAILABLE` until run again)",
   }),
   pluginWorkerMb: int({
     env: 'DSH_PLUGIN_WORKER_MB',

@@ -9,7 +9,7 @@
 
 import { onCall, onDone } from './instance/calls.ts';
 import { listen } from './instance/events.ts';
-import { load, lost, onLoaded, onUnloaded, unload } from './instance/lifecycle.ts';
+import { busy, load, lost, onLoaded, onUnloaded, reclaimed, unload } from './instance/lifecycle.ts';
 import { provide, registerTool, withdraw } from './instance/registrations.ts';
 import { createInstanceState, fail, type InstanceOptions, type InstanceState } from './instance/state.ts';
 import type { PluginWorkerToHost } from './protocol.ts';
@@ -33,6 +33,10 @@ export interface Instance {
   handle(message: PluginWorkerToHost): void;
   /** The worker died; `excused`: another plugin on it is known to have brought it down. */
   lost(excused?: boolean): void;
+  /** True while it starts, stops, or has a callback in flight: its worker is not to be reclaimed. */
+  busy(): boolean;
+  /** Its worker was taken for another tenant: it ends now, failed ISOLATE_UNAVAILABLE. */
+  reclaimed(): void;
 }
 
 export function createInstance(options: InstanceOptions): Instance {
@@ -48,6 +52,8 @@ export function createInstance(options: InstanceOptions): Instance {
     unload: () => unload(state),
     handle: (message) => onWorkerMessage(state, message),
     lost: (excused = false) => lost(state, excused),
+    busy: () => busy(state),
+    reclaimed: () => reclaimed(state),
   };
 }
 

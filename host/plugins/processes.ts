@@ -5,7 +5,8 @@
 // never live in the API process: isolated-vm has known ways to abort a whole process
 // (ARCHITECTURE.md, "Code mode and isolates"). This module wires the parts, each in its own module
 // under processes/: state.ts holds the tenants, workers and placements; seats.ts places and
-// releases plugins within the caps (quota.ts); workers.ts forks, reaps and kills the workers.
+// releases plugins within the caps (quota.ts); workers.ts forks, reaps and kills the workers;
+// reclaim.ts takes an idle worker for a tenant that has none when the host has no worker left.
 // Invariant: the host never runs more than `maxWorkers` plugin worker processes, stopping ones
 // included.
 
@@ -58,7 +59,9 @@ export const createPluginProcesses = (options: PluginProcessesOptions = {}): Plu
     release: (placement) => release(state, placement),
     post(worker, message) {
       const slot = slots.get(worker.id);
-      return slot !== undefined && slot.worker === worker && slot.process.post(message);
+      if (slot === undefined || slot.worker !== worker) return false;
+      slot.usedAt = performance.now();
+      return slot.process.post(message);
     },
     listen(next) {
       state.handlers = next;

@@ -7,7 +7,7 @@
 // for); operations.ts runs start, update (Cordis HMR's), stop, forget and close.
 import type { PluginOwner } from '../store/plugins-core.ts';
 import { createPluginProcesses } from './processes.ts';
-import { onWorkerExit, onWorkerMessage } from './runtime/instances.ts';
+import { onWorkerExit, onWorkerMessage, onWorkerReclaimed, workerBusy } from './runtime/instances.ts';
 import { close, forget, start, stop, update } from './runtime/operations.ts';
 import {
   createRuntimeState,
@@ -44,6 +44,8 @@ export const createPluginRuntime = (options: PluginRuntimeOptions = {}): PluginR
   processes.listen({
     message: (worker, message) => onWorkerMessage(state, worker, message),
     exit: (worker) => onWorkerExit(state, worker),
+    busy: (worker) => workerBusy(state, worker),
+    reclaimed: (worker) => onWorkerReclaimed(state, worker),
   });
   return {
     start: (input) => start(state, input),

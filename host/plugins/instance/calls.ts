@@ -115,6 +115,7 @@ export async function onCall(
   // Ends with the instance, and with the call it is made inside (no composite AbortSignal.any per call).
   const follower = parent ? followSignal(state.own.signal, parent.controller.signal) : undefined;
   const signal = follower?.signal ?? state.own.signal;
+  state.callsOut++;
   let envelope: string;
   try {
     const args = JSON.parse(message.argsJson) as JsonValue;
@@ -143,5 +144,7 @@ export async function onCall(
     });
   }
   follower?.release();
+  state.callsOut--;
+  if (parent === undefined) state.looseEntryAt = performance.now();
   post(state, { t: 'result', id, callId: message.callId, envelope });
 }

@@ -37,6 +37,7 @@ function deliverEvent(state: InstanceState, name: HostEventName, data: JsonValue
     return;
   }
   const dataJson = JSON.stringify(data);
-  if (dataJson.length <= state.options.limits.maxValueBytes)
-    post(state, { t: 'event', id: state.options.id, name, dataJson });
+  if (dataJson.length > state.options.limits.maxValueBytes) return;
+  state.looseEntryAt = now;
+  post(state, { t: 'event', id: state.options.id, name, dataJson });
 }

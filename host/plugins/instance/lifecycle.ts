@@ -3,7 +3,8 @@
 // Invariants: a load settles exactly once — with the plugin's name on 'loaded', or with its failure
 // (state.ts `fail`), a timeout or a stop while it started; unload always resolves, by the worker's
 // 'unloaded' or after a grace of two callbacks' CPU plus 2 s; a lost worker ends the instance as a
-// crash, suspect (counted against this plugin) only when it was busy in or just after an entry.
+// crash, suspect (counted against this plugin) only when it was busy in or just after an entry; a
+// reclaimed one (taken idle for another tenant, never while `busy`) as unavailable, not a crash.
 import type { IsolateLimits } from '../protocol.ts';
 import type { JsonValue, PluginLimits } from '../types.ts';
 import { fail, finish, type InstanceState, post } from './state.ts';
@@ -109,4 +110,35 @@ export function lost(state: InstanceState, excused: boolean): void {
       state.loading !== undefined ||
       performance.now() - state.lastEntryAt < state.options.limits.cpuMsPerCallback * 2 + 250);
   fail(state, { kind: 'crash', message: 'the plugin process died while this plugin ran' }, suspect);
+}
+
+/**
+ * A callback may be in flight: it starts or stops, a call into it or one of its own calls is
+ * unanswered, or an entry nobody acknowledges (an event, the answer to a call made outside any
+ * call into it) went in within two callbacks' CPU.
+ */
+export function busy(state: InstanceState): boolean {
+  if (state.ended) return false;
+  return (
+    !state.loaded ||
+    state.loading !== undefined ||
+    state.unloading !== undefined ||
+    state.executes.size > 0 ||
+    state.callsOut > 0 ||
+    performance.now() - state.looseEntryAt < state.options.limits.cpuMsPerCallback * 2 + 250
+  );
+}
+
+/** Its worker was taken, idle, for another tenant (processes/reclaim.ts). */
+export function reclaimed(state: InstanceState): void {
+  fail(
+    state,
+    {
+      kind: 'unavailable',
+      code: 'ISOLATE_UNAVAILABLE',
+      message:
+        "its plugin worker process was given to another tenant: the host runs as many as it may (DSH_PLUGIN_WORKERS) and this plugin's was the idle one of the tenant holding the most; run it again (cordis_run) to start it",
+    },
+    false,
+  );
 }

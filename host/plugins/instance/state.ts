@@ -57,6 +57,10 @@ export interface InstanceState {
    * soon after it is blamed on this plugin, as one during its load or one of its executes is.
    */
   lastEntryAt: number;
+  /** When such an entry went in outside any call into the plugin (its callback may still run: `busy`). */
+  looseEntryAt: number;
+  /** The plugin's own calls out, unanswered. */
+  callsOut: number;
   eventWindow: number;
   eventsInWindow: number;
   loading: { resolve(name: string): void; reject(failure: Omit<PluginFailure, 'at'>): void } | undefined;
@@ -76,6 +80,8 @@ export function createInstanceState(options: InstanceOptions): InstanceState {
     loaded: false,
     nextEntry: 0,
     lastEntryAt: Number.NEGATIVE_INFINITY,
+    looseEntryAt: Number.NEGATIVE_INFINITY,
+    callsOut: 0,
     eventWindow: 0,
     eventsInWindow: 0,
     loading: undefined,

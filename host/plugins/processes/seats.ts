@@ -1,12 +1,14 @@
 // Placing plugins on their tenant's workers: a seat on a ready worker with room, else a fork when
 // the caps allow (quota.ts), else a wait for a leaving worker or out a tenant's backoff, all within
 // `readyTimeoutMs`. Placement is bounded per agent and per tenant by the plugin's limits and
-// host-wide by `maxWorkers`, of which `reserveWorkers` stay for tenants that have none.
+// host-wide by `maxWorkers`, of which `reserveWorkers` stay for tenants that have none; a tenant
+// that has none on a full host takes an idle worker of the biggest holder's (reclaim.ts).
 // Invariants: a claim counts against its agent and tenant from place() until release() (once); a
 // worker's `reservedMb` is the sum of the claims seated on it (`seatOn`, `unseat`).
-import { SandboxError } from '../../errors.ts';
+import { isSandboxError, SandboxError } from '../../errors.ts';
 import { waitingReserveMb, workerCapacityMb } from '../../isolates/memory.ts';
 import { checkCaps, checkFork, type PlacementCaps, sharedCaps } from '../quota.ts';
+import { reclaim } from './reclaim.ts';
 import {
   before,
   type Claim,
@@ -44,6 +46,7 @@ function seatOn(slot: Slot, claim: Claim): void {
   clearTimeout(slot.idle);
   slot.idle = undefined;
   slot.seated++;
+  slot.placedAt = performance.now();
   slot.worker.reservedMb += waitingReserveMb(claim.memoryMb);
   claim.slot = slot;
   claim.worker = slot.worker;
@@ -56,6 +59,10 @@ export function unseat(state: ProcessesState, claim: Claim): void {
   slot.worker.reservedMb = Math.max(0, slot.worker.reservedMb - waitingReserveMb(claim.memoryMb));
   if (slot.seated === 0 && slot.worker.ready) idleCheck(state, slot);
 }
+
+/** Only a tenant refused for want of any worker on the host, and not waiting out a backoff, reclaims one. */
+const mayReclaim = (tenant: Tenant, error: unknown) =>
+  isSandboxError(error) && error.code === 'ISOLATE_UNAVAILABLE' && tenant.notBefore <= performance.now();
 
 /** Seats the claim on a ready worker of its tenant, forking one when none has room. */
 async function seat(state: ProcessesState, tenant: Tenant, claim: Claim, caps: PlacementCaps): Promise<void> {
@@ -82,7 +89,10 @@ async function seat(state: ProcessesState, tenant: Tenant, claim: Claim, caps: P
       checkFork(tenant.slots.size, { running: slots.size, maxWorkers, reserveWorkers }, caps);
     } catch (error) {
       // A worker on its way out (reaped) frees its place in a moment: wait for it, then look again.
-      const leaving = [...slots.values()].find((other) => other.gone !== undefined);
+      // A tenant that has none, on a host with none left, takes an idle one of the biggest holder's.
+      const leaving =
+        [...slots.values()].find((other) => other.gone !== undefined) ??
+        (mayReclaim(tenant, error) ? reclaim(state, tenant) : undefined);
       if (leaving === undefined || (await before(state, leaving.gone as Promise<void>, deadline)) === 'late')
         throw error;
       continue;

@@ -16,8 +16,14 @@ export interface Slot {
   /** Placements seated here. */
   seated: number;
   idle: ReturnType<typeof setTimeout> | undefined;
-  /** Set once it is told to exit (reaped, or the service closes): it takes no placement, its exit is no failure. */
+  /** Set once it is told to exit (reaped, reclaimed, or the service closes): it takes no placement, its exit is no failure. */
   gone: Promise<void> | undefined;
+  /** When something was last posted to it (performance.now()): the least recently used is reclaimed first. */
+  usedAt: number;
+  /** When a placement was last seated here: until something is posted after it, its plugin is starting. */
+  placedAt: number;
+  /** Taken for another tenant (reclaim.ts); its exit is no reap either. */
+  reclaimed: boolean;
 }
 
 export interface Tenant {
@@ -72,9 +78,12 @@ export function createProcessesState(options: PluginProcessesOptions): Processes
     tenants: new Map(),
     slots: new Map(),
     sleepers: new Set(),
+    // Until someone listens, every worker counts as busy: none is reclaimed from under a plugin.
     handlers: {
       message: () => undefined,
       exit: () => undefined,
+      busy: () => true,
+      reclaimed: () => undefined,
     },
     nextId: 0,
     closing: false,

@@ -20,8 +20,11 @@ export interface PluginPlacement {
 }
 
 export interface PluginProcessEvent {
-  /** started: forked; exited: died (a crash, a kill); killed: over its resident cap; reaped: ended idle. */
-  type: 'started' | 'exited' | 'killed' | 'reaped';
+  /**
+   * started: forked; exited: died (a crash, a kill); killed: over its resident cap; reaped: ended
+   * idle; reclaimed: taken, idle, for a tenant that had none when the host had no worker left.
+   */
+  type: 'started' | 'exited' | 'killed' | 'reaped' | 'reclaimed';
   worker: number;
   tenantId: string;
   pid: number;
@@ -61,4 +64,8 @@ export interface PluginProcessesOptions {
 export interface WorkerHandlers {
   message(worker: PluginWorker, message: PluginWorkerToHost): void;
   exit(worker: PluginWorker): void;
+  /** True while a plugin on the worker has a callback in flight (or is starting): it is never reclaimed. */
+  busy(worker: PluginWorker): boolean;
+  /** The worker is taken for another tenant (and told to exit): its plugins end now, with a clear failure. */
+  reclaimed(worker: PluginWorker): void;
 }

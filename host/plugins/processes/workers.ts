@@ -25,6 +25,9 @@ export function fork(state: ProcessesState, tenant: Tenant): void {
     seated: 0,
     idle: undefined,
     gone: undefined,
+    usedAt: performance.now(),
+    placedAt: Number.NEGATIVE_INFINITY,
+    reclaimed: false,
   };
   tenant.slots.add(slot);
   state.slots.set(id, slot);
@@ -46,7 +49,8 @@ function exited(state: ProcessesState, slot: Slot, detail: string, wasReady: boo
   tenant.slots.delete(slot);
   clearTimeout(slot.idle);
   if (slot.gone !== undefined) {
-    if (!state.closing) event(state, 'reaped', slot, `held no plugin for ${state.idleMs} ms`);
+    if (!state.closing && !slot.reclaimed)
+      event(state, 'reaped', slot, `held no plugin for ${state.idleMs} ms`);
   } else {
     event(state, 'exited', slot, detail);
     const restart = nextRestart(tenant.failures, performance.now() - slot.process.startedAt);

@@ -8,7 +8,8 @@
 // anybody when a plugin on that worker had just ended by memory or CPU (isolated-vm may leave the
 // process past its cap after disposing such an isolate), else on the plugins that were running
 // something; a plugin ends as `crash` only when it was to blame for two deaths since it was last
-// started, so one agent's bomb cannot fail its neighbour that merely had a call in flight.
+// started, so one agent's bomb cannot fail its neighbour that merely had a call in flight. A worker
+// taken, idle, for another tenant (processes/reclaim.ts) ends its plugins as failed, not restarted.
 import { isSandboxError, messageOf } from '../../errors.ts';
 import { createInstance, type Instance } from '../instance.ts';
 import type { PluginPlacement, PluginWorker } from '../processes.ts';
@@ -42,6 +43,22 @@ export function onWorkerExit(state: RuntimeState, worker: PluginWorker): void {
   state.hostileEnds.delete(worker.id);
   for (const live of [...state.instances.values()])
     if (live.worker === worker.id) live.instance.lost(excused);
+}
+
+/** True while an instance on the worker starts, stops or has a callback in flight. */
+export function workerBusy(state: RuntimeState, worker: PluginWorker): boolean {
+  for (const live of state.instances.values())
+    if (live.worker === worker.id && live.instance.busy()) return true;
+  return false;
+}
+
+/**
+ * The worker was taken, idle, for another tenant: its instances end now, and their plugins fail
+ * ISOLATE_UNAVAILABLE saying so (they are not started again: each restart would take another
+ * tenant's worker in turn). cordis_run starts one again, on a worker of its tenant's.
+ */
+export function onWorkerReclaimed(state: RuntimeState, worker: PluginWorker): void {
+  for (const live of [...state.instances.values()]) if (live.worker === worker.id) live.instance.reclaimed();
 }
 
 /** Loads `pkg` into a new instance; leaves the plugin running it, or returns why not (state untouched). */
