@@ -618,7 +618,7 @@ export const SETTINGS = {
     min: 2,
     max: 1024,
     help: "creator-plugin worker processes on the host, every tenant's together",
-    doc: "creator-plugin worker processes on the host, every tenant's together; each holds one tenant's plugins, and a quarter of them (at least one) stay for tenants that have none; when all are held, a tenant that has none takes the biggest holder's least recently used idle one (its plugins fail `ISOLATE_UNAVAILABLE` until run again)",
+    doc: "creator-plugin worker processes on the host, every tenant's together; each holds one tenant's plugins, and a quarter of them (at least one) stay for tenants that have none; when all are held, a tenant that has none takes the biggest holder's least recently used one among those idle and unused for DSH_PLUGIN_IDLE_MS (its plugins fail `ISOLATE_UNAVAILABLE` until run again)",
   }),
   pluginWorkerMb: int({
     env: 'DSH_PLUGIN_WORKER_MB',
@@ -634,7 +634,7 @@ export const SETTINGS = {
     default: 30_000,
     min: 1000,
     max: 86_400_000,
-    help: 'a plugin worker that holds no plugin ends after this',
+    help: 'a plugin worker that holds no plugin ends after this; one unused this long may be taken for a tenant that has none (DSH_PLUGIN_WORKERS)',
   }),
   pluginTenantWorkers: int({
     env: 'DSH_PLUGIN_TENANT_WORKERS',

@@ -3,10 +3,13 @@
 // many tenants as `maxWorkers`, each with one idle plugin, refused every further tenant until a
 // worker was reaped, which never came (a denial of service across tenants where accounts are
 // cheap). The newcomer takes the least recently used worker of the tenant holding the most, among
-// those whose plugins have no callback in flight (the listener's `busy`); its plugins end now with
-// a failure that says why (the runtime's `reclaimed`), and the worker is told to exit.
-// Invariants: a busy, starting or stopping worker is never taken, nor one of the newcomer's own;
-// the worker taken still counts against `maxWorkers` until it exited (the newcomer waits for that).
+// those whose plugins have no callback in flight (the listener's `busy`) and were posted nothing
+// for `reclaimAfterMs` (by default as long as an empty worker lives: tenants that use their
+// plugins do not take each other's in turn); its plugins end now with a failure that says why
+// (the runtime's `reclaimed`), and the worker is told to exit.
+// Invariants: a busy, starting or stopping worker is never taken, nor one of the newcomer's own,
+// nor one used within `reclaimAfterMs`; the worker taken still counts against `maxWorkers` until it
+// exited (the newcomer waits for that).
 import { event, type ProcessesState, type Slot, type Tenant } from './state.ts';
 import { stop } from './workers.ts';
 
@@ -16,8 +19,10 @@ const held = (tenant: Tenant) => [...tenant.slots].filter((slot) => slot.gone ==
 function idlest(state: ProcessesState, newcomer: Tenant): Slot | undefined {
   let pick: Slot | undefined;
   let most = 0;
+  const usedBefore = performance.now() - state.reclaimAfterMs;
   for (const slot of state.slots.values()) {
     if (slot.tenant === newcomer || slot.gone !== undefined || !slot.worker.ready) continue;
+    if (slot.usedAt > usedBefore) continue;
     // A placement seated and not yet loaded has no instance the listener knows of yet.
     if (slot.placedAt >= slot.usedAt || state.handlers.busy(slot.worker)) continue;
     const count = held(slot.tenant);

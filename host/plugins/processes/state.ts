@@ -48,6 +48,7 @@ export interface ProcessesState {
   readonly maxWorkers: number;
   readonly reserveWorkers: number;
   readonly idleMs: number;
+  readonly reclaimAfterMs: number;
   readonly rssMb: number;
   readonly heapMb: number;
   readonly killGraceMs: number;
@@ -71,6 +72,7 @@ export function createProcessesState(options: PluginProcessesOptions): Processes
       options.reserveWorkers ?? Math.max(1, Math.floor(maxWorkers / 4)),
     ),
     idleMs: options.idleMs ?? 30_000,
+    reclaimAfterMs: options.reclaimAfterMs ?? options.idleMs ?? 30_000,
     rssMb: options.rssMb ?? 1024,
     heapMb: options.heapMb ?? 256,
     killGraceMs: options.killGraceMs ?? 1000,

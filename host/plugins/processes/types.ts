@@ -41,6 +41,11 @@ export interface PluginProcessesOptions {
   reserveWorkers?: number;
   /** How long a worker that holds no plugin lives on, in ms. Default 30 000. */
   idleMs?: number;
+  /**
+   * How long nothing must have been posted to a worker before a tenant that has none may take it
+   * (reclaim.ts), in ms. Default idleMs: no worker of a tenant using its plugins is ever taken.
+   */
+  reclaimAfterMs?: number;
   /** `--max-old-space-size` of a worker (its own heap, not the isolates'). Default 256. */
   heapMb?: number;
   /** Resident set past which a worker is killed; its plugins are governed to stay below. Default 1024. */

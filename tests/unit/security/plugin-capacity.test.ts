@@ -4,7 +4,8 @@
 // refused ISOLATE_UNAVAILABLE until a worker was reaped, which never happened while the idle
 // plugins ran (a denial of service across tenants where accounts are cheap). Guarantee: the
 // newcomer takes the least recently used worker of the tenant holding the most, among those whose
-// plugins have no callback in flight; the plugins on it fail with ISOLATE_UNAVAILABLE saying so
+// plugins have no callback in flight and were used nothing for `reclaimAfterMs` (by default
+// DSH_PLUGIN_IDLE_MS; 0 in most tests here); the plugins on it fail with ISOLATE_UNAVAILABLE saying so
 // (their tools withdrawn, never a hang) and start again on their next cordis_run. A worker with a
 // callback in flight is never taken: with every worker busy the newcomer is refused as before.
 // Real worker processes, real isolates.
@@ -28,7 +29,12 @@ describe('plugin workers shared across tenants', () => {
   // reserve for tenants with none; first workers may take it, as here).
   const runtime = createPluginRuntime({
     limitsOf: () => ({ ...TEST_LIMITS, callWallMs: 60_000 }),
-    processOptions: { maxWorkers: 2, idleMs: 60_000, onEvent: (event) => events.push(event) },
+    processOptions: {
+      maxWorkers: 2,
+      idleMs: 60_000,
+      reclaimAfterMs: 0,
+      onEvent: (event) => events.push(event),
+    },
   });
   afterAll(() => runtime.close());
   const a = fakeAgent();
@@ -86,7 +92,7 @@ describe('plugin workers shared across tenants', () => {
 });
 
 describe('a reclaimed plugin, as its agent sees it over HTTP', () => {
-  const service = pluginService({ processOptions: { maxWorkers: 2, idleMs: 60_000 } });
+  const service = pluginService({ processOptions: { maxWorkers: 2, idleMs: 60_000, reclaimAfterMs: 0 } });
   afterAll(async () => (await service).close());
 
   it('fails ISOLATE_UNAVAILABLE with its tools gone, and cordis_run starts it again', async () => {
@@ -123,7 +129,7 @@ describe('a reclaimed plugin, as its agent sees it over HTTP', () => {
 describe("a worker whose plugin's event listener waits on a tool", () => {
   const runtime = createPluginRuntime({
     limitsOf: () => TEST_LIMITS,
-    processOptions: { maxWorkers: 2, idleMs: 60_000 },
+    processOptions: { maxWorkers: 2, idleMs: 60_000, reclaimAfterMs: 0 },
   });
   afterAll(() => runtime.close());
   // An event handler's own call (no call into the plugin around it) is a callback in flight too.
@@ -149,5 +155,25 @@ describe("a worker whose plugin's event listener waits on a tool", () => {
     });
     const states = ['la', 'lb'].map((id, i) => runtime.status(owner(i === 0 ? 'ten_a' : 'ten_b'), id)?.state);
     expect(states.sort()).toEqual(['failed', 'running']);
+  }, 60_000);
+});
+
+describe('workers their tenants used lately', () => {
+  const runtime = createPluginRuntime({
+    limitsOf: () => TEST_LIMITS,
+    processOptions: { maxWorkers: 2, idleMs: 60_000 },
+  });
+  afterAll(() => runtime.close());
+
+  it('are not taken (by default, until unused as long as an empty worker lives)', async () => {
+    // Else tenants that all use their plugins would take each other's workers in turn.
+    const [a, b, c] = [fakeAgent(), fakeAgent(), fakeAgent()];
+    expect((await run(runtime, a, PLUGIN, 'ua', owner('ten_a'))).ok).toBe(true);
+    expect((await run(runtime, b, PLUGIN, 'ub', owner('ten_b'))).ok).toBe(true);
+    expect(await a.call('ping')).toBe('pong');
+    const refused = await run(runtime, c, PLUGIN, 'uc', owner('ten_c'));
+    expect(refused).toMatchObject({ ok: false, error: { code: 'ISOLATE_UNAVAILABLE' } });
+    expect(runtime.status(owner('ten_a'), 'ua')).toMatchObject({ state: 'running' });
+    expect(runtime.status(owner('ten_b'), 'ub')).toMatchObject({ state: 'running' });
   }, 60_000);
 });
