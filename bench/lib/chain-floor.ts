@@ -44,22 +44,31 @@ const ANSWER = 'x'.repeat(1024);
 const forkWorker = (calls: number): ChildProcess =>
   fork(new URL(import.meta.url).pathname, [WORKER, String(calls)], { execArgv: [] });
 
-/** The worker answered by this process at once. */
-function startWorkerOnly(calls: number): ChainFloor {
-  const worker = forkWorker(calls);
+/** Programs of `calls` calls on the worker: `answer` answers its current call; the last ends the program. */
+function programsOn(worker: ChildProcess, calls: number) {
   let left = 0;
   let programDone: (() => void) | undefined;
-  worker.on('message', () => {
-    worker.send({ t: 'answer', text: ANSWER });
-    if (--left === 0) setImmediate(() => programDone?.());
-  });
   return {
+    answer(text: string): void {
+      worker.send({ t: 'answer', text });
+      if (--left === 0) setImmediate(() => programDone?.());
+    },
     program: () =>
       new Promise<void>((resolve) => {
         programDone = resolve;
         left = calls;
         worker.send({ t: 'go' });
       }),
+  };
+}
+
+/** The worker answered by this process at once. */
+function startWorkerOnly(calls: number): ChainFloor {
+  const worker = forkWorker(calls);
+  const programs = programsOn(worker, calls);
+  worker.on('message', () => programs.answer(ANSWER));
+  return {
+    program: programs.program,
     pids: [process.pid, worker.pid as number],
     stop: () => void worker.kill(),
   };
@@ -88,20 +97,11 @@ export async function startChainFloor(calls = 20, options: { daemon?: boolean } 
   const link = createConnection(socketPath);
   await new Promise((resolve) => link.once('connect', resolve));
   const worker = forkWorker(calls);
-  let left = 0;
-  let programDone: (() => void) | undefined;
-  link.on('data', (d: Buffer) => {
-    worker.send({ t: 'answer', text: d.toString('utf8', 0, 1100) });
-    if (--left === 0) setImmediate(() => programDone?.());
-  });
+  const programs = programsOn(worker, calls);
+  link.on('data', (d: Buffer) => programs.answer(d.toString('utf8', 0, 1100)));
   worker.on('message', (m) => link.write(JSON.stringify(m)));
   return {
-    program: () =>
-      new Promise<void>((resolve) => {
-        programDone = resolve;
-        left = calls;
-        worker.send({ t: 'go' });
-      }),
+    program: programs.program,
     pids: [process.pid, worker.pid as number, daemon.pid as number],
     stop() {
       worker.kill();

@@ -12,6 +12,7 @@
 // negative; a tenant's refusal takes nothing from another tenant; a tenant holding no slot is
 // refused only when the service is full.
 import { SandboxError } from '../errors.ts';
+import { reserveFor } from '../shares.ts';
 
 export interface UploadSlots {
   /** Takes one of `tenantId`'s slots, or throws RATE_LIMITED; the returned function gives it back. */
@@ -21,7 +22,7 @@ export interface UploadSlots {
 export const createUploadSlots = (limits: { perTenant: number; total: number }): UploadSlots => {
   const held = new Map<string, number>();
   let total = 0;
-  const reserve = limits.total > 1 ? Math.max(1, Math.floor(limits.total / 4)) : 0;
+  const reserve = reserveFor(limits.total);
   const refuse = (max: number, whose: string): SandboxError =>
     new SandboxError(
       'RATE_LIMITED',

@@ -9,6 +9,7 @@
 // Invariants: a dispatched run is counted against its worker (runs, reservedMb, slots) and its
 // owner until finishRun gives that back; a worker dedicated to an inline run takes nothing else;
 // every dispatched run's deadline has a host-side backstop that kills a worker gone silent.
+import { reserveFor } from '../shares.ts';
 import { failed, finishRun, type HostRun, type HostState } from './host-run.ts';
 import { waitingReserveMb } from './memory.ts';
 import type { HostToWorker } from './protocol.ts';
@@ -60,8 +61,8 @@ function underShare(state: HostState, run: HostRun): boolean {
   const held = state.byOwner.get(owner) ?? 0;
   if (held >= share) return false;
   if (held === 0) return true;
-  // Kept for owners with no run: a quarter of the slots (at least one where there are two).
-  const reserve = slots > 1 ? Math.max(1, Math.floor(slots / 4)) : 0;
+  // Kept for owners with no run.
+  const reserve = reserveFor(slots);
   const taken = open.reduce((sum, h) => sum + h.runs.size, 0);
   return slots - taken - 1 >= reserve;
 }

@@ -35,6 +35,7 @@ import type { NodeStore } from '../../store/nodes.ts';
 import { DEFAULT_RUNTIME } from '../runtimes.ts';
 import type { SandboxLimits } from '../types.ts';
 import { createNodeHealth, type NodeHealth } from './health.ts';
+import { snapshotsOf } from './snapshots-of.ts';
 import type { NodeCapacity, NodeSandbox, NodeSandboxSpec, SandboxNode, WarmHooks } from './types.ts';
 
 export interface PlacementOptions {
@@ -527,18 +528,6 @@ function memberOf(s: State, name: string, what: string): SandboxNode<unknown> {
 
 const snapshotNowhere = (id: string): SandboxError =>
   new SandboxError('NOT_FOUND', `No node is known to hold snapshot ${id}.`, { data: { snapshotId: id } });
-
-/** A member's snapshot calls; SNAPSHOT_UNSUPPORTED where it keeps none. */
-function snapshotsOf(
-  node: SandboxNode<unknown>,
-): Required<Pick<SandboxNode<unknown>, 'snapshot' | 'dropSnapshot'>> {
-  const { snapshot, dropSnapshot } = node;
-  if (snapshot === undefined || dropSnapshot === undefined)
-    throw new SandboxError('SNAPSHOT_UNSUPPORTED', `Node ${node.name} keeps no workspace snapshots.`, {
-      data: { node: node.name },
-    });
-  return { snapshot: snapshot.bind(node), dropSnapshot: dropSnapshot.bind(node) };
-}
 
 /** Counts a placement into the cached capacity, so the next placements within the TTL spread. */
 function counted(s: State, name: string): void {

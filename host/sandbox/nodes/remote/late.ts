@@ -6,7 +6,7 @@
 // late at start could never take or give a snapshot in this process's life).
 // Invariants: the node's limits are those of a node that answered (`like`) until it is connected;
 // the node itself still checks every spec against its own maxima; one connection attempt at a time.
-import { SandboxError } from '../../../errors.ts';
+import { snapshotsOf } from '../snapshots-of.ts';
 import type { SandboxNode, WarmHooks } from '../types.ts';
 import { connectRemoteNode, type RemoteNode, type RemoteNodeOptions } from './client.ts';
 
@@ -67,12 +67,4 @@ export function lateRemoteNode(
     },
     close: async () => node?.close(),
   };
-}
-
-/** A connected node's snapshot calls (a remote node's client always has them). */
-function snapshotsOf(node: RemoteNode): Required<Pick<RemoteNode, 'snapshot' | 'dropSnapshot'>> {
-  const { snapshot, dropSnapshot } = node;
-  if (snapshot === undefined || dropSnapshot === undefined)
-    throw new SandboxError('SNAPSHOT_UNSUPPORTED', `Node ${node.name} keeps no workspace snapshots.`);
-  return { snapshot, dropSnapshot };
 }
