@@ -41,6 +41,7 @@ import { promisify } from 'node:util';
 import Docker from 'dockerode';
 import ivm from 'isolated-vm';
 import { loadConfig } from '../host/config.ts';
+import { createIdlePoll } from '../host/idle-poll.ts';
 import { createLoopWorkspaces } from '../host/sandbox/docker/index.ts';
 import { type ChainFloor, startChainFloor } from './lib/chain-floor.ts';
 import { type FloorServer, startFloorServer } from './lib/http-floor.ts';
@@ -281,6 +282,16 @@ const add = (row: string, ms: number): void => {
 const KIB = 'x'.repeat(1024);
 const TWENTY = `for (let i = 0; i < 20; i++) await tools.read({ file_path: 'bench.txt' });\nreturn 1;`;
 
+/**
+ * The rows this process measures itself (the floors, the bare isolate, the docker CLI) are measured
+ * as the service runs its calls: with idle CPUs polling while they run when the service does
+ * (DSH_IDLE_POLL read from this environment as the service reads it, host/idle-poll.ts).
+ */
+const settings = loadConfig();
+const benchPoll = createIdlePoll({ enabled: settings.idlePoll, lingerMs: settings.idlePollLingerMs });
+const ownRow = (row: string): boolean =>
+  row.startsWith('floor') || row.startsWith('bare') || row.startsWith('docker exec');
+
 /** The per-call rows: BLOCK sequential calls of each row in turn, round by round, the baselines among them. */
 const measureCalls = async (agentId: string, container: string): Promise<void> => {
   const steps: Array<[string, () => Promise<unknown>]> = [
@@ -312,8 +323,11 @@ const measureCalls = async (agentId: string, container: string): Promise<void> =
     for (const [row, fn] of chosen) {
       const n = Math.min(BLOCK, RUNS - done);
       const before = cpuNow(service, container);
+      const polled = ownRow(row);
       for (let k = 0; k < n; k++) {
+        if (polled) benchPoll.enter();
         const ms = await timed(fn);
+        if (polled) benchPoll.leave();
         add(row, ms);
         if (k === 0) firsts.set(row, [...(firsts.get(row) ?? []), ms]);
       }
@@ -489,7 +503,7 @@ const report = (): void => {
   const hopP50 = p50(FLOOR_HOP);
   const fmt = (ms: number) => (ms >= 100 ? ms.toFixed(0) : ms >= 10 ? ms.toFixed(1) : ms.toFixed(2));
   console.log(
-    `\nhttp-latency: ${RUNS} runs per call row in blocks of ${BLOCK} (${READY_RUNS} agent-ready, ${STARTS} warm starts), ms`,
+    `\nhttp-latency: ${RUNS} runs per call row in blocks of ${BLOCK} (${READY_RUNS} agent-ready, ${STARTS} warm starts), ms; idle CPUs poll while calls run (DSH_IDLE_POLL): ${settings.idlePoll ? `on, ${benchPoll.state === 'unavailable' ? 'but /dev/cpu_dma_latency refused' : `${settings.idlePollLingerMs} ms after`}` : 'off'}`,
   );
   console.log('row | p50 | p90 | p99 | ratio | target');
   for (const [row, xs] of rows) {

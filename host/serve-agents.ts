@@ -1,5 +1,5 @@
 // The execution side of `serve` (./serve.ts): the isolate host (worker restarts counted, workers
-// yielding the CPU) and the agent service assembled over it with the configured limits; at start,
+// yielding the CPU, its runs keeping idle CPUs polling: ./idle-poll.ts) and the agent service assembled over it with the configured limits; at start,
 // the sandboxes of deleted agents are reaped and the plugins that were running start again.
 // Invariants: a program never outlives its batch (code-mode wall clocks and waits are capped by the
 // batch deadline); isolate work takes fair turns with the API's heavy requests (./api/fair.ts).
@@ -11,7 +11,8 @@ import { type Metrics, observeCalls } from './api/metrics.ts';
 import { childWorkspaceQuota } from './api/quotas.ts';
 import type { Config } from './config.ts';
 import type { Egress } from './egress/index.ts';
-import type { IsolateHost, IsolateHostEvent } from './isolates/index.ts';
+import { type IdlePoll, startIdlePoll, whilePolling } from './idle-poll.ts';
+import type { IsolateHost, IsolateHostEvent, RunRequest } from './isolates/index.ts';
 import type { Ownership } from './replicas/ownership.ts';
 import type { SandboxProvider } from './sandbox/types.ts';
 import type { ScheduleRecord, Store } from './store/index.ts';
@@ -41,19 +42,33 @@ const both =
   };
 
 /** The given isolate host, or one with the configured workers that counts their restarts. */
+/**
+ * The isolate host (`given`, or one of config's workers) whose runs, scheduled workflows' too and not
+ * only requests', keep idle CPUs polling, with that poll (idle-poll.ts; serve wraps its requests in it).
+ */
 export async function startIsolates(
   config: Config,
   metrics: Metrics,
   given?: IsolateHost,
-): Promise<IsolateHost> {
-  return (
+): Promise<{ isolates: IsolateHost; idlePoll: IdlePoll }> {
+  const host =
     given ??
     (await import('./isolates/index.ts')).createIsolateHost({
       workers: config.isolateWorkers,
       workerRssMb: config.isolateWorkerMb,
       onEvent: both(countRestarts(metrics), yieldingWorkers(config.isolateNice)),
-    })
-  );
+    });
+  const idlePoll = startIdlePoll(config, metrics);
+  const isolates: IsolateHost = {
+    run: whilePolling(idlePoll, (request: RunRequest) => host.run(request)),
+    get limits() {
+      return host.limits;
+    },
+    workerPids: () => host.workerPids(),
+    readyWorkers: () => host.readyWorkers(),
+    close: () => host.close(),
+  };
+  return { isolates, idlePoll };
 }
 
 export interface ServerAgentParts {

@@ -20,6 +20,7 @@ import { createMetrics } from './api/metrics.ts';
 import { createWebSocketServer } from './api/routes/terminals.ts';
 import type { Config } from './config.ts';
 import type { SandboxEgress } from './egress/proxy/index.ts';
+import { whilePolling } from './idle-poll.ts';
 import type { IsolateHost } from './isolates/index.ts';
 import { replicaUrlOf } from './replica.ts';
 import type { DockerProvider, DockerProviderOptions } from './sandbox/docker/index.ts';
@@ -186,7 +187,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
       ? options.sandboxes(sandboxEgress.attach)
       : (options.sandboxes ?? (docker as DockerProvider));
   const metrics = createMetrics({ version: VERSION });
-  const isolates = await startIsolates(config, metrics, options.isolates);
+  const { isolates, idlePoll } = await startIsolates(config, metrics, options.isolates);
   const loop = startLoopMonitor({ metrics, log });
   const fair = createFairScheduler({ budgetMs: config.fairTurnMs });
   const lifecycle = createLifecycle();
@@ -243,7 +244,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
   });
   // Terminal WebSockets (/v1/agents/:id/terminals/:tid) upgrade through this ws server.
   const wss = createWebSocketServer();
-  const server = await listenHttp(config, app.fetch, wss, connections);
+  const server = await listenHttp(config, whilePolling(idlePoll, app.fetch), wss, connections);
   const { address, port } = server.address() as AddressInfo;
   const host = address.includes(':') ? `[${address}]` : address;
   await ownership?.start(replicaUrlOf(config, port));
@@ -273,6 +274,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
       sandboxEgress.close();
       await egress.close();
       loop.stop();
+      idlePoll.close();
       if (options.store === undefined) await store.close();
     })();
     return closing;
