@@ -325,9 +325,9 @@ const measureCalls = async (agentId: string, container: string): Promise<void> =
       const before = cpuNow(service, container);
       const polled = ownRow(row);
       for (let k = 0; k < n; k++) {
-        if (polled) benchPoll.enter();
+        if (polled) benchPoll.touch();
         const ms = await timed(fn);
-        if (polled) benchPoll.leave();
+        if (polled) benchPoll.touch();
         add(row, ms);
         if (k === 0) firsts.set(row, [...(firsts.get(row) ?? []), ms]);
       }

@@ -6,12 +6,15 @@
 // 20 relayed round trips cost 2.75 ms with halting idle CPUs and 1.02 with polling ones
 // (bench/read-chain-floor.ts, docs/performance.md "Round thirteen"). The service asks for polling
 // the way latency-sensitive Linux services do: a CPU latency request of 0 µs (PM QoS,
-// /dev/cpu_dma_latency) while anything is in flight and for `lingerMs` after. The request is lifted
-// by writing the no-constraint value, and the kernel drops it when the file closes, so a process that
-// dies leaves nothing behind. It costs the CPU time idle CPUs spend polling while the service is busy.
-// Invariants: enter/leave never throw and are counted (a leave without an enter is ignored); a device
-// that cannot be opened or written (not root, not Linux, a container without it) turns polling off
-// for the life of the process, once and quietly (state `unavailable`).
+// /dev/cpu_dma_latency) from the moment something happens (a request arrives or is answered, a
+// program calls a tool) until `lingerMs` passed with nothing happening. Activity, not what is in
+// flight: a call that waits a minute (a `sleep 60`) does not keep idle CPUs polling for that minute.
+// The request is lifted by writing the no-constraint value, and the kernel drops it when the file
+// closes, so a process that dies leaves nothing behind. It costs the CPU time idle CPUs spend
+// polling while the service is busy.
+// Invariants: touch() never throws and costs a clock read while polling; a device that cannot be
+// opened or written (not root, not Linux, a container without it) turns polling off for the life of
+// the process, once and quietly (state `unavailable`).
 import { closeSync, openSync, writeSync } from 'node:fs';
 import type { Metrics } from './api/metrics.ts';
 
@@ -47,12 +50,8 @@ export function openCpuLatency(path = CPU_LATENCY_DEVICE): LatencyRequest | unde
 export type IdlePollState = 'off' | 'unavailable' | 'idle' | 'polling';
 
 export interface IdlePoll {
-  /** Something started (a request, a program): idle CPUs poll from now until `lingerMs` after the last ends. */
-  enter(): void;
-  /** What `enter` started ended. */
-  leave(): void;
-  /** `work` counted from now until it settles; its own promise back. */
-  around<T>(work: Promise<T>): Promise<T>;
+  /** Something happened (a request arrived or was answered, a program called a tool): poll for `lingerMs` more. */
+  touch(): void;
   readonly state: IdlePollState;
   /** Lifts the request and closes the device. */
   close(): void;
@@ -60,7 +59,7 @@ export interface IdlePoll {
 
 export interface IdlePollOptions {
   enabled: boolean;
-  /** How long idle CPUs go on polling after the last thing in flight ended. */
+  /** How long idle CPUs go on polling after the last thing that happened. */
   lingerMs: number;
   /** The request to hold. Default: openCpuLatency(). */
   open?: () => LatencyRequest | undefined;
@@ -70,8 +69,7 @@ export function createIdlePoll(options: IdlePollOptions): IdlePoll {
   const open = options.open ?? openCpuLatency;
   let state: IdlePollState = options.enabled ? 'idle' : 'off';
   let request: LatencyRequest | undefined;
-  let inFlight = 0;
-  let lastLeft = 0;
+  let lastTouch = 0;
   let timer: NodeJS.Timeout | undefined;
 
   const giveUp = (): void => {
@@ -94,40 +92,26 @@ export function createIdlePoll(options: IdlePollOptions): IdlePoll {
       giveUp();
     }
   };
-  const release = (): void => {
+  // One timer while polling, armed again for what is left of the linger: a touch costs a clock read.
+  const check = (): void => {
     timer = undefined;
-    if (inFlight > 0 || state !== 'polling') return;
-    const left = options.lingerMs - (performance.now() - lastLeft);
+    if (state !== 'polling') return;
+    const left = options.lingerMs - (performance.now() - lastTouch);
     if (left >= 1) {
-      timer = setTimeout(release, left);
+      timer = setTimeout(check, left);
       timer.unref();
-      return;
-    }
-    set(NO_CONSTRAINT_US, 'idle');
-  };
-  const leave = (): void => {
-    if (inFlight === 0) return;
-    inFlight--;
-    if (inFlight > 0 || state !== 'polling') return;
-    lastLeft = performance.now();
-    if (timer !== undefined) return;
-    if (options.lingerMs <= 0) {
-      release();
-      return;
-    }
-    timer = setTimeout(release, options.lingerMs);
-    timer.unref();
-  };
-  const enter = (): void => {
-    inFlight++;
-    if (state === 'idle') set(0, 'polling');
+    } else set(NO_CONSTRAINT_US, 'idle');
   };
   return {
-    enter,
-    leave,
-    around(work) {
-      enter();
-      return work.finally(leave);
+    touch() {
+      lastTouch = performance.now();
+      if (state !== 'idle') return;
+      set(0, 'polling');
+      // set() may have given up (the device refused): `state` is read again.
+      if ((state as IdlePollState) === 'polling' && timer === undefined) {
+        timer = setTimeout(check, Math.max(1, options.lingerMs));
+        timer.unref();
+      }
     },
     get state() {
       return state;
@@ -135,8 +119,7 @@ export function createIdlePoll(options: IdlePollOptions): IdlePoll {
     close() {
       if (timer !== undefined) clearTimeout(timer);
       timer = undefined;
-      inFlight = 0;
-      if (state === 'polling' || state === 'idle') state = options.enabled ? 'idle' : 'off';
+      if (state === 'polling') state = 'idle';
       try {
         request?.close();
       } catch {}
@@ -145,22 +128,23 @@ export function createIdlePoll(options: IdlePollOptions): IdlePoll {
   };
 }
 
-/** `fn` whose every call counts as in flight until it returns, or until the promise it returns settles. */
+/** `fn` whose calls touch `poll` when they are made and when they return (or what they return settles). */
 export function whilePolling<A extends unknown[], R>(
   poll: IdlePoll,
   fn: (...args: A) => R,
 ): (...args: A) => R {
+  const touch = () => poll.touch();
   return (...args) => {
-    poll.enter();
+    poll.touch();
     let answer: R;
     try {
       answer = fn(...args);
     } catch (error) {
-      poll.leave();
+      poll.touch();
       throw error;
     }
-    if (answer instanceof Promise) return answer.finally(poll.leave) as R;
-    poll.leave();
+    if (answer instanceof Promise) return answer.finally(touch) as R;
+    poll.touch();
     return answer;
   };
 }

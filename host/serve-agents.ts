@@ -43,8 +43,9 @@ const both =
 
 /** The given isolate host, or one with the configured workers that counts their restarts. */
 /**
- * The isolate host (`given`, or one of config's workers) whose runs, scheduled workflows' too and not
- * only requests', keep idle CPUs polling, with that poll (idle-poll.ts; serve wraps its requests in it).
+ * The isolate host (`given`, or one of config's workers) whose runs and their tool calls, scheduled
+ * workflows' too and not only requests', keep idle CPUs polling, with that poll (idle-poll.ts; serve
+ * wraps its requests in it).
  */
 export async function startIsolates(
   config: Config,
@@ -60,7 +61,9 @@ export async function startIsolates(
     });
   const idlePoll = startIdlePoll(config, metrics);
   const isolates: IsolateHost = {
-    run: whilePolling(idlePoll, (request: RunRequest) => host.run(request)),
+    run: whilePolling(idlePoll, (request: RunRequest) =>
+      host.run({ ...request, onCall: whilePolling(idlePoll, request.onCall) }),
+    ),
     get limits() {
       return host.limits;
     },

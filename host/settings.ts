@@ -430,8 +430,8 @@ export const SETTINGS = {
     env: 'DSH_IDLE_POLL',
     section: 'service',
     default: true,
-    help: 'while calls are in flight, idle CPUs poll instead of halting (a CPU latency request of 0 µs; needs write access to /dev/cpu_dma_latency)',
-    doc: "while requests and programs are in flight (and `DSH_IDLE_POLL_LINGER_MS` after), the service holds a Linux CPU latency request of 0 µs (PM QoS, `/dev/cpu_dma_latency`), so idle CPUs poll instead of halting and each hop of a call (isolate worker, service, sandboxd, the log's writer) wakes its process without an interrupt through the hypervisor: on a VM guest whose idle CPUs halt at once, 20 sequential `tools.read` in a program 21-22 → 14-15 ms (docs/performance.md, round thirteen). It costs the time idle CPUs spend polling while the service is busy; `off` on hosts where that time belongs to others. Needs write access to the device (root); without it the service runs as it would with `off`. The kernel drops the request when the service exits",
+    help: 'while calls come and go, idle CPUs poll instead of halting (a CPU latency request of 0 µs; needs write access to /dev/cpu_dma_latency)',
+    doc: "from a request's arrival, its answer or a program's tool call until `DSH_IDLE_POLL_LINGER_MS` passed with none, the service holds a Linux CPU latency request of 0 µs (PM QoS, `/dev/cpu_dma_latency`), so idle CPUs poll instead of halting and each hop of a call (isolate worker, service, sandboxd, the log's writer) wakes its process without an interrupt through the hypervisor: on a VM guest whose idle CPUs halt at once, 20 sequential `tools.read` in a program 21-22 → 14-15 ms (docs/performance.md, round thirteen). It costs the time idle CPUs spend polling while the service is busy; `off` on hosts where that time belongs to others. Needs write access to the device (root); without it the service runs as it would with `off`. The kernel drops the request when the service exits",
   }),
   idlePollLingerMs: int({
     env: 'DSH_IDLE_POLL_LINGER_MS',
@@ -439,7 +439,7 @@ export const SETTINGS = {
     default: 10,
     min: 0,
     max: 60_000,
-    help: 'how long idle CPUs go on polling after the last request or program ended',
+    help: 'how long idle CPUs go on polling after the last request, answer or tool call',
     doc: "with `DSH_IDLE_POLL`: how long idle CPUs go on polling after the last request or program in flight ended (a client's next call within it wakes nothing that halted)",
   }),
   sandboxImage: text({

@@ -6,6 +6,7 @@ import {
   type LatencyRequest,
   NO_CONSTRAINT_US,
   openCpuLatency,
+  whilePolling,
 } from '../../host/idle-poll.ts';
 
 /** A latency request that records what was written to it. */
@@ -29,31 +30,28 @@ const recording = () => {
   };
 };
 
-describe('idle polling while busy', () => {
-  it('asks for 0 µs when the first thing starts and lifts it once the last has ended and the linger passed', () => {
+describe('idle polling while calls come and go', () => {
+  it('asks for 0 µs at the first touch and lifts it once the linger passed with no touch', () => {
     vi.useFakeTimers();
     try {
       const device = recording();
       const poll = createIdlePoll({ enabled: true, lingerMs: 10, open: device.open });
       expect(poll.state).toBe('idle');
       expect(device.opened).toBe(0); // nothing is opened before it is needed
-      poll.enter();
-      poll.enter();
+      poll.touch();
+      poll.touch();
       expect(poll.state).toBe('polling');
       expect(device.writes).toEqual([0]); // one request for both
-      poll.leave();
-      vi.advanceTimersByTime(50);
-      expect(poll.state).toBe('polling'); // one still in flight
-      poll.leave();
-      vi.advanceTimersByTime(9);
-      expect(poll.state).toBe('polling'); // the linger
-      vi.advanceTimersByTime(2);
+      vi.advanceTimersByTime(6);
+      poll.touch();
+      vi.advanceTimersByTime(6);
+      expect(poll.state).toBe('polling'); // 6 ms after the last touch
+      vi.advanceTimersByTime(5);
       expect(poll.state).toBe('idle');
       expect(device.writes).toEqual([0, NO_CONSTRAINT_US]);
-      poll.enter();
+      poll.touch();
       expect(device.writes).toEqual([0, NO_CONSTRAINT_US, 0]);
       expect(device.opened).toBe(1); // the same request, updated
-      poll.leave();
       poll.close();
       expect(device.closed).toBe(1);
     } finally {
@@ -61,19 +59,30 @@ describe('idle polling while busy', () => {
     }
   });
 
-  it('a call that starts within the linger keeps polling without a write', () => {
+  it('calls every few ms keep it polling with one write; a call that waits long does not', async () => {
     vi.useFakeTimers();
     try {
       const device = recording();
       const poll = createIdlePoll({ enabled: true, lingerMs: 10, open: device.open });
       for (let i = 0; i < 100; i++) {
-        poll.enter();
-        poll.leave();
+        poll.touch();
         vi.advanceTimersByTime(5);
       }
       expect(device.writes).toEqual([0]);
       vi.advanceTimersByTime(11);
       expect(device.writes).toEqual([0, NO_CONSTRAINT_US]);
+
+      // A call that takes a minute: touched when made and when it ends, idle in between.
+      let finish: (v: string) => void = () => undefined;
+      const slow = whilePolling(poll, () => new Promise<string>((resolve) => (finish = resolve)));
+      const answer = slow();
+      expect(poll.state).toBe('polling');
+      vi.advanceTimersByTime(60_000);
+      expect(poll.state).toBe('idle');
+      finish('done');
+      expect(await answer).toBe('done');
+      expect(poll.state).toBe('polling');
+      expect(device.writes).toEqual([0, NO_CONSTRAINT_US, 0, NO_CONSTRAINT_US, 0]);
     } finally {
       vi.useRealTimers();
     }
@@ -82,8 +91,7 @@ describe('idle polling while busy', () => {
   it('off writes nothing; a device that cannot be opened or written turns it off for good, quietly', async () => {
     const device = recording();
     const off = createIdlePoll({ enabled: false, lingerMs: 10, open: device.open });
-    off.enter();
-    off.leave();
+    off.touch();
     expect(off.state).toBe('off');
     expect(device.opened).toBe(0);
 
@@ -96,9 +104,8 @@ describe('idle polling while busy', () => {
         return undefined;
       },
     });
-    missing.enter();
-    missing.leave();
-    missing.enter();
+    missing.touch();
+    missing.touch();
     expect(missing.state).toBe('unavailable');
     expect(tries).toBe(1);
 
@@ -112,26 +119,16 @@ describe('idle polling while busy', () => {
         close: () => undefined,
       }),
     });
-    refusing.enter();
+    refusing.touch();
     expect(refusing.state).toBe('unavailable');
-    // A request's work still settles as it would have; leaves without enters are ignored.
-    await expect(refusing.around(Promise.reject(new Error('boom')))).rejects.toThrow('boom');
-    refusing.leave();
-    refusing.leave();
-  });
-
-  it('around counts a promise until it settles, rejected ones too', async () => {
-    const device = recording();
-    const poll = createIdlePoll({ enabled: true, lingerMs: 0, open: device.open });
-    let finish: (v: number) => void = () => undefined;
-    const work = poll.around(new Promise<number>((resolve) => (finish = resolve)));
-    expect(poll.state).toBe('polling');
-    finish(7);
-    expect(await work).toBe(7);
-    expect(poll.state).toBe('idle');
-    await poll.around(Promise.reject(new Error('x'))).catch(() => undefined);
-    expect(poll.state).toBe('idle');
-    expect(device.writes).toEqual([0, NO_CONSTRAINT_US, 0, NO_CONSTRAINT_US]);
+    // The wrapped work still answers as it would have, a throw and a rejection included.
+    const failing = whilePolling(refusing, (): Promise<never> => Promise.reject(new Error('boom')));
+    await expect(failing()).rejects.toThrow('boom');
+    const throwing = whilePolling(refusing, (): number => {
+      throw new Error('sync');
+    });
+    expect(() => throwing()).toThrow('sync');
+    expect(whilePolling(refusing, (a: number, b: number) => a + b)(2, 3)).toBe(5);
   });
 
   /** The kernel's current CPU latency target (what every request together asks for). */
