@@ -118,6 +118,7 @@ export function createDockerNode(options: DockerNodeOptions): DockerNode {
     legacy: new Map(),
     owner: options.owner ?? nanoid(10),
     adoptedNames: undefined,
+    tenants: new Set(),
     workspaces,
     links: linksFolder(options.links, onError),
     runtimes: runtimeCatalog(docker, options.engineRuntimes),

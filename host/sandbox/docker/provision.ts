@@ -9,7 +9,9 @@
 // only to an ensure that presents its claim (`spec.pooled`); a
 // runtime the engine does not offer is refused (RUNTIME_UNAVAILABLE) before anything is made; a
 // pooled one that fails to be assigned is discarded, reported
-// and skipped; what the warm hook made for a pooled one goes to the caller with it.
+// and skipped; what the warm hook made for a pooled one goes to the caller with it; a tenant's
+// further workspace (isFurther) is refused CAPACITY_EXCEEDED from the pool as a cold create would be,
+// so a pooled sandbox never goes to a tenant over its share of the disk.
 import { nanoid } from 'nanoid';
 import type { NodeSandboxSpec, Placed, SandboxdChannel } from '../nodes/types.ts';
 import { DEFAULT_RUNTIME, type SandboxRuntime } from '../runtimes.ts';
@@ -72,14 +74,16 @@ async function provision(
 ): Promise<MadeContainer & { warm?: unknown; renaming?: Promise<void>; pending?: SandboxdChannel }> {
   const { agentId, tenantId, runtime } = spec;
   const name = s.names.agent(agentId);
+  const further = isFurther(s, spec);
   // A pooled workspace has the default size (a file system is not resized on assignment), and a
   // pooled container the default runtime.
-  const attempts =
+  const fitsPool =
     limits.diskBytes === s.defaults.diskBytes &&
     runtime === DEFAULT_RUNTIME &&
-    spec.fromSnapshot === undefined
-      ? s.pool.ready
-      : 0;
+    spec.fromSnapshot === undefined;
+  // A tenant's further workspace is refused from the pool as a new one would be (the pool is refilled).
+  if (further && fitsPool && s.pool.ready > 0) await s.workspaces.admitsFurther?.(limits.diskBytes ?? 0);
+  const attempts = fitsPool ? s.pool.ready : 0;
   for (let i = 0; i < attempts; i++) {
     const item = s.pool.take(spec.pooled);
     if (!item) break;
@@ -100,15 +104,27 @@ async function provision(
       void discardWarm(s, item).catch(s.onError);
     }
   }
-  return createContainer(
-    s,
-    name,
-    agentLabels(s, agentId, tenantId),
-    limits,
-    undefined,
-    runtime,
-    spec.fromSnapshot,
-  );
+  return createContainer(s, name, agentLabels(s, agentId, tenantId), limits, undefined, runtime, {
+    ...(spec.fromSnapshot === undefined ? {} : { fromSnapshot: spec.fromSnapshot }),
+    further,
+  });
+}
+
+/**
+ * Whether the agent's new workspace is a further one of its tenant (children are their tenant's):
+ * the tenant holds a sandbox here already, and another tenant asked this node for one since start
+ * or holds one here. One tenant alone (the embedded default's) may fill the disk; once another is
+ * about, a further workspace leaves a quarter open for tenants that hold none (loop-admission.ts).
+ */
+export function isFurther(s: NodeBase, spec: { agentId: string; tenantId: string }): boolean {
+  s.tenants.add(spec.tenantId);
+  let holds = false;
+  for (const e of s.entries.values()) {
+    if (e.destroyed || e.tenantId === undefined || e.agentId === spec.agentId) continue;
+    if (e.tenantId === spec.tenantId) holds = true;
+    else s.tenants.add(e.tenantId);
+  }
+  return holds && s.tenants.size > 1;
 }
 
 /** The node's ensure(): the agent's sandbox, found or placed (see the header). */
