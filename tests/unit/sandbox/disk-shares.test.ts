@@ -220,6 +220,7 @@ describe('the workspace disk across tenants, at loop admission', () => {
     writeFileSync(join(root, `${spare}.img`), '');
     truncateSync(join(root, `${spare}.img`), WS);
     const ready = [spare];
+    s.mine.add(spare);
     s.spares.set('own', {
       prefix: 'own',
       bytes: WS,

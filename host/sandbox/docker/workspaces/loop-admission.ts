@@ -6,9 +6,9 @@
 // A tenant's further workspace (one for a tenant that holds some already, while another tenant is
 // about: the node decides, provision.ts) is admitted only while a quarter of the admissible disk
 // stays open after it (host/shares.ts): several tenants each within its own caps cannot take the
-// whole disk and refuse every other tenant's first agent (round 5 of the adversarial pass). Ready
-// spares count as open there (they give way to anyone's workspace), so removing them never
-// admits a further one.
+// whole disk and refuse every other tenant's first agent (round 5 of the adversarial pass). Spares
+// count as open there (ready ones give way to anyone's workspace, and one being made is ready
+// soon), so removing them never admits a further one.
 // Invariants: admission checks and the truncates they admit run one at a time (`admitting`), so
 // two creates cannot both take the last room (nor a tenant's two further ones the reserve); a
 // refused image is never created.
@@ -29,10 +29,12 @@ export function isFull(e: unknown): boolean {
 const isReserve = (e: unknown): boolean =>
   isFull(e) && (e as SandboxError).data?.keptForNewcomersBytes !== undefined;
 
-/** The images under `root`: what they may still grow (holes), that of the ready spares, and the size of the others. */
+/** Whether `name` is a spare this process keeps, ready or being made (one a crash left is not). */
+const isSpare = (s: LoopState, name: string): boolean =>
+  s.mine.has(name) && [...s.spares.values()].some((pool) => name.startsWith(`${pool.prefix}-spare-`));
+
+/** The images under `root`: what they may still grow (holes), that of the spares, and the size of the others. */
 async function imagesOf(s: LoopState): Promise<{ holes: number; spareHoles: number; inUse: number }> {
-  const spares = new Set<string>();
-  for (const pool of s.spares.values()) for (const name of pool.ready) spares.add(`${name}.img`);
   const sum = { holes: 0, spareHoles: 0, inUse: 0 };
   for (const file of await readdir(s.root)) {
     if (!file.endsWith('.img')) continue;
@@ -40,7 +42,7 @@ async function imagesOf(s: LoopState): Promise<{ holes: number; spareHoles: numb
     if (!st) continue;
     const hole = Math.max(0, st.size - st.blocks * 512);
     sum.holes += hole;
-    if (spares.has(file)) sum.spareHoles += hole;
+    if (isSpare(s, file.slice(0, -4))) sum.spareHoles += hole;
     else sum.inUse += st.size;
   }
   return sum;
