@@ -462,6 +462,7 @@ export const SETTINGS = {
     min: 0,
     max: 64,
     help: 'warm pool of started, unassigned sandboxes',
+    doc: 'warm pool of started, unassigned sandboxes (a create of the default size and runtime takes one); while several tenants use the node, one of the last `DSH_POOL_SIZE` takers gets none that would leave fewer than a quarter ready for the others (a cold create instead)',
   }),
   sandboxLinks: toggle({
     env: 'DSH_SANDBOX_LINKS',

@@ -84,8 +84,10 @@ async function provision(
   // A tenant's further workspace is refused from the pool as a new one would be (the pool is refilled).
   if (further && fitsPool && s.pool.ready > 0) await s.workspaces.admitsFurther?.(limits.diskBytes ?? 0);
   const attempts = fitsPool ? s.pool.ready : 0;
+  // While other tenants are about, a tenant's burst leaves them a quarter of the pool (pool.ts).
+  const taker = s.tenants.size > 1 ? tenantId : undefined;
   for (let i = 0; i < attempts; i++) {
-    const item = s.pool.take(spec.pooled);
+    const item = s.pool.take(spec.pooled, taker);
     if (!item) break;
     try {
       if (JSON.stringify(limits) !== JSON.stringify(s.defaults))

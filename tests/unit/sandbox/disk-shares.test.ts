@@ -6,6 +6,8 @@
 // - the node (provision.ts) over a fake engine and a fake disk of 256 MiB: which creates are a
 //   tenant's further ones, cold and from the warm pool (a pooled sandbox is not handed to a tenant
 //   over its share: the same refusal as a cold create);
+// - the warm pool (pool.ts) at the node: one tenant's burst leaves a quarter of the ready pool to
+//   a tenant that took none of the last takes;
 // - the loop store's admission (loop-admission.ts) over sparse images in a temporary folder with a
 //   fake free-bytes figure: the rule in bytes, atomic in the admission queue, ready spares open.
 import { mkdtempSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
@@ -42,12 +44,12 @@ const codeOf = (p: Promise<unknown>): Promise<string> =>
  * workspace may still grow to its limit): a workspace fits the open room, a further one also leaves
  * the reserve open. Records which creates were further ones.
  */
-const fakeDisk = () => {
+const fakeDisk = (disk = DISK) => {
   const held = new Map<string, number>();
   const further: string[] = [];
-  const open = () => DISK - [...held.values()].reduce((a, b) => a + b, 0);
+  const open = () => disk - [...held.values()].reduce((a, b) => a + b, 0);
   const check = (bytes: number, more: boolean) => {
-    if ((more && !leavesReserve(open(), DISK, bytes)) || bytes > open())
+    if ((more && !leavesReserve(open(), disk, bytes)) || bytes > open())
       throw new SandboxError('CAPACITY_EXCEEDED', 'no room', { data: { bytes } });
   };
   const store = {
@@ -171,6 +173,25 @@ describe('the workspace disk across tenants, at the node', () => {
     expect(s.pool.ready).toBe(1);
     const placed = await ensure(s, 'c', 'c1');
     expect(placed.id).toMatch(/^pool/);
+    await s.pool.close();
+  });
+});
+
+describe('the warm pool across tenants, at the node', () => {
+  it("leaves a quarter of the pool to a tenant that took none: a burst's last create is cold, a newcomer's warm", async () => {
+    const { store } = fakeDisk(16 * WS);
+    const s = fakeNode(store, 4);
+    await s.pool.filled();
+    await ensure(s, 'b', 'b1'); // another tenant is about
+    await s.pool.filled();
+    const burst = await Promise.all(['a1', 'a2', 'a3', 'a4'].map((id) => ensure(s, 'a', id)));
+    expect(burst.map((p) => (p.id.startsWith('pool') ? 'warm' : 'cold'))).toEqual([
+      'warm',
+      'warm',
+      'warm',
+      'cold',
+    ]);
+    expect((await ensure(s, 'c', 'c1')).id).toMatch(/^pool/);
     await s.pool.close();
   });
 });
