@@ -74,6 +74,13 @@ export interface NodeBase {
    * more, a tenant's further workspace leaves the reserve for the others (provision.ts).
    */
   tenants: Set<string>;
+  /** Creates under way per tenant (provision.ts): they count as held. */
+  creating: Map<string, number>;
+  /**
+   * The tenant of each agent container adopt() found and no lookup made an entry of yet (container
+   * name → tenant): after a restart they count as held (provision.ts isFurther).
+   */
+  dormant: Map<string, string>;
   /** Agent container names adopt() found; undefined before adopt() (then any name may exist). */
   adoptedNames: Set<string> | undefined;
   workspaces: WorkspaceStore;

@@ -119,6 +119,8 @@ export function createDockerNode(options: DockerNodeOptions): DockerNode {
     owner: options.owner ?? nanoid(10),
     adoptedNames: undefined,
     tenants: new Set(),
+    creating: new Map(),
+    dormant: new Map(),
     workspaces,
     links: linksFolder(options.links, onError),
     runtimes: runtimeCatalog(docker, options.engineRuntimes),

@@ -71,10 +71,10 @@ async function provision(
   s: NodeState,
   spec: NodeSandboxSpec & { runtime: SandboxRuntime },
   limits: SandboxLimits,
+  further: boolean,
 ): Promise<MadeContainer & { warm?: unknown; renaming?: Promise<void>; pending?: SandboxdChannel }> {
   const { agentId, tenantId, runtime } = spec;
   const name = s.names.agent(agentId);
-  const further = isFurther(s, spec);
   // A pooled workspace has the default size (a file system is not resized on assignment), and a
   // pooled container the default runtime.
   const fitsPool =
@@ -114,17 +114,22 @@ async function provision(
 
 /**
  * Whether the agent's new workspace is a further one of its tenant (children are their tenant's):
- * the tenant holds a sandbox here already, and another tenant asked this node for one since start
- * or holds one here. One tenant alone (the embedded default's) may fill the disk; once another is
- * about, a further workspace leaves a quarter open for tenants that hold none (loop-admission.ts).
+ * the tenant holds a sandbox here already (one adopt() found counts: `dormant`) or has a create
+ * under way (a burst of creates at once is one first and further ones), and another tenant asked this node for one since start or holds one
+ * here. One tenant alone (the embedded default's) may fill the disk; once another is about, a
+ * further workspace leaves a quarter open for tenants that hold none (loop-admission.ts).
  */
 export function isFurther(s: NodeBase, spec: { agentId: string; tenantId: string }): boolean {
   s.tenants.add(spec.tenantId);
-  let holds = false;
+  let holds = (s.creating.get(spec.tenantId) ?? 0) > 0;
   for (const e of s.entries.values()) {
     if (e.destroyed || e.tenantId === undefined || e.agentId === spec.agentId) continue;
     if (e.tenantId === spec.tenantId) holds = true;
     else s.tenants.add(e.tenantId);
+  }
+  for (const tenant of s.dormant.values()) {
+    if (tenant === spec.tenantId) holds = true;
+    else s.tenants.add(tenant);
   }
   return holds && s.tenants.size > 1;
 }
@@ -133,14 +138,28 @@ export function isFurther(s: NodeBase, spec: { agentId: string; tenantId: string
 export async function ensureSandbox(s: NodeState, spec: NodeSandboxSpec): Promise<Placed<unknown>> {
   const existing = await lookup(s, spec.agentId);
   if (existing) return { id: existing.id, limits: existing.entry.limits, found: true };
-  const { limits } = spec;
   const runtime = spec.runtime ?? DEFAULT_RUNTIME;
   await s.runtimes.require(runtime);
-  const { container, workspace, warm, renaming, link, pending } = await provision(
-    s,
-    { ...spec, runtime },
-    limits,
-  );
+  // Counted from the check on (no wait between): a create of the tenant's at once is a further one.
+  const further = isFurther(s, spec);
+  s.creating.set(spec.tenantId, (s.creating.get(spec.tenantId) ?? 0) + 1);
+  try {
+    return await place(s, { ...spec, runtime }, further);
+  } finally {
+    const left = (s.creating.get(spec.tenantId) ?? 1) - 1;
+    if (left > 0) s.creating.set(spec.tenantId, left);
+    else s.creating.delete(spec.tenantId);
+  }
+}
+
+/** A new container for the agent (provision), recorded as its entry. */
+async function place(
+  s: NodeState,
+  spec: NodeSandboxSpec & { runtime: SandboxRuntime },
+  further: boolean,
+): Promise<Placed<unknown>> {
+  const { limits, runtime } = spec;
+  const { container, workspace, warm, renaming, link, pending } = await provision(s, spec, limits, further);
   const fresh = {
     container,
     limits,

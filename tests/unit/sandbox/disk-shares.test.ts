@@ -99,6 +99,8 @@ const fakeNode = (store: WorkspaceStore, poolSize = 0): NodeState => {
     owner: 'me',
     adoptedNames: new Set<string>(),
     tenants: new Set<string>(),
+    creating: new Map<string, number>(),
+    dormant: new Map<string, string>(),
     workspaces: store,
     links: undefined,
     runtimes: runtimeCatalog(docker),
@@ -135,6 +137,27 @@ describe('the workspace disk across tenants, at the node', () => {
     expect(await codeOf(ensure(s, 'a', 'a3'))).toBe('CAPACITY_EXCEEDED');
     expect(await codeOf(ensure(s, 'b', 'b2'))).toBe('CAPACITY_EXCEEDED');
     // A newcomer's first agent still has its room.
+    expect(await codeOf(ensure(s, 'c', 'c1'))).toBe('ok');
+  });
+
+  it("counts a tenant's creates under way: a burst at once is one first and further ones", async () => {
+    const { store } = fakeDisk();
+    const s = fakeNode(store);
+    await ensure(s, 'b', 'b1');
+    const burst = await Promise.all(['a1', 'a2', 'a3', 'a4'].map((id) => codeOf(ensure(s, 'a', id))));
+    expect(burst).toEqual(['ok', 'ok', 'CAPACITY_EXCEEDED', 'CAPACITY_EXCEEDED']);
+    expect(await codeOf(ensure(s, 'c', 'c1'))).toBe('ok');
+  });
+
+  it('counts the agents adopt() found after a restart as held, before any lookup', async () => {
+    const { store } = fakeDisk();
+    const s = fakeNode(store);
+    for (const id of ['old1', 'old2']) {
+      await store.create(`${s.names.agent(id)}-ws`, WS, {});
+      s.dormant.set(s.names.agent(id), 'a');
+    }
+    await ensure(s, 'b', 'b1'); // 64 MiB open: the quarter
+    expect(await codeOf(ensure(s, 'a', 'a1'))).toBe('CAPACITY_EXCEEDED');
     expect(await codeOf(ensure(s, 'c', 'c1'))).toBe('ok');
   });
 
