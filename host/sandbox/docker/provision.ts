@@ -115,9 +115,10 @@ async function provision(
 /**
  * Whether the agent's new workspace is a further one of its tenant (children are their tenant's):
  * the tenant holds a sandbox here already (one adopt() found counts: `dormant`) or has a create
- * under way (a burst of creates at once is one first and further ones), and another tenant asked this node for one since start or holds one
- * here. One tenant alone (the embedded default's) may fill the disk; once another is about, a
- * further workspace leaves a quarter open for tenants that hold none (loop-admission.ts).
+ * under way (a burst of creates at once is one first and further ones), and another tenant asked
+ * this node for one since start or holds one here. One tenant alone (the embedded default's) may
+ * fill the disk; once another is about, a further workspace leaves a quarter open for tenants
+ * that hold none (loop-admission.ts).
  */
 export function isFurther(s: NodeBase, spec: { agentId: string; tenantId: string }): boolean {
   s.tenants.add(spec.tenantId);
