@@ -462,6 +462,7 @@ export const SETTINGS = {
     min: 0,
     max: 64,
     help: 'warm pool of started, unassigned sandboxes',
+    doc: 'warm pool of started, unassigned sandboxes (a create of the default size and runtime takes one); while several tenants use the node, one of the last `DSH_POOL_SIZE` takers gets none that would leave fewer than a quarter ready for the others (a cold create instead)',
   }),
   sandboxLinks: toggle({
     env: 'DSH_SANDBOX_LINKS',
@@ -523,7 +524,7 @@ export const SETTINGS = {
     section: 'workspaces',
     default: 1,
     help: "how far the workspaces' limits may exceed the free host disk (1: not at all)",
-    doc: "how far the workspaces' limits may exceed the free host disk; at 1 a workspace is made only while every workspace can still grow to its limit (`CAPACITY_EXCEEDED` otherwise)",
+    doc: "how far the workspaces' limits may exceed the free host disk; at 1 a workspace is made only while every workspace can still grow to its limit (`CAPACITY_EXCEEDED` otherwise). A tenant that holds workspaces on the node while another tenant is about gets a further one only while a quarter of what could be admitted stays open for tenants that hold none; one tenant alone may take it all",
   }),
   diskReserveMb: int({
     env: 'DSH_DISK_RESERVE_MB',

@@ -15,7 +15,7 @@
 import type Docker from 'dockerode';
 import { SandboxError } from '../../errors.ts';
 import type { AdoptOptions, AdoptQuestions } from '../nodes/types.ts';
-import { LABEL_INSTANCE, LABEL_MANAGED, LABEL_POOL_OWNER } from './config.ts';
+import { LABEL_INSTANCE, LABEL_MANAGED, LABEL_POOL_OWNER, LABEL_TENANT } from './config.ts';
 import { fromDocker } from './errors.ts';
 import { sweepLinkDirs } from './links.ts';
 import { type NodeBase, removeContainer } from './node-state.ts';
@@ -121,6 +121,8 @@ export async function adopt(s: NodeBase, adoptOptions: AdoptOptions = {}): Promi
     if (verdict.kind === 'adopt') {
       adopted.push(verdict.name);
       if (verdict.legacy) s.legacy.set(verdict.name, c.Id);
+      const tenant = c.Labels?.[LABEL_TENANT];
+      if (tenant !== undefined) s.dormant.set(verdict.name, tenant);
     }
   }
   // This instance's workspaces whose container is gone (a crash between the two creations, a

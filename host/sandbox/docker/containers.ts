@@ -37,6 +37,8 @@ export interface NewContainer {
   env?: Record<string, string>;
   /** A snapshot of `workspaces` the new workspace starts as a copy of (WorkspaceStore.create `from`). */
   fromSnapshot?: string;
+  /** A tenant's further workspace: it leaves the reserve for tenants that hold none (WorkspaceStore.create `further`). */
+  further?: boolean;
 }
 
 /**
@@ -73,7 +75,14 @@ export const createSandboxContainer = async (
   }
   let mount: Docker.MountSettings;
   try {
-    mount = await workspaces.create(name, bytes, spec.labels, createContainer, spec.fromSnapshot);
+    mount = await workspaces.create(
+      name,
+      bytes,
+      spec.labels,
+      createContainer,
+      spec.fromSnapshot,
+      spec.further === true,
+    );
   } catch (e) {
     // The workspace failed (and is removed) after its container was made: that goes too.
     await made.container?.remove({ force: true }).catch(() => {});

@@ -58,6 +58,8 @@ export async function lookup(
       runtime: s.runtimes.of(info),
     };
     s.entries.set(agentId, entry);
+    s.dormant.delete(s.names.agent(agentId));
+    s.dormant.delete(s.names.legacyAgent(agentId));
     return { entry, id: info.Id };
   }
   return undefined;

@@ -69,6 +69,18 @@ export interface NodeBase {
   legacy: Map<string, string>;
   /** This process's pool owner: this instance's pool containers whose owner no longer runs are leftovers. */
   owner: string;
+  /**
+   * The tenants that asked this node for a sandbox (since start) or hold one here: with two or
+   * more, a tenant's further workspace leaves the reserve for the others (provision.ts).
+   */
+  tenants: Set<string>;
+  /** Creates under way per tenant (provision.ts): they count as held. */
+  creating: Map<string, number>;
+  /**
+   * The tenant of each agent container adopt() found and no lookup made an entry of yet (container
+   * name → tenant): after a restart they count as held (provision.ts isFurther).
+   */
+  dormant: Map<string, string>;
   /** Agent container names adopt() found; undefined before adopt() (then any name may exist). */
   adoptedNames: Set<string> | undefined;
   workspaces: WorkspaceStore;
@@ -93,6 +105,7 @@ export interface MadeContainer {
 /**
  * A new container with its workspace (a new one, a copy of the snapshot `fromSnapshot`, or `reuse`)
  * and, when links are on, its link folder, under `runtime` (default: the engine's default runtime).
+ * `further`: a tenant's further workspace (NewContainer.further).
  */
 export async function createContainer(
   s: NodeBase,
@@ -101,7 +114,7 @@ export async function createContainer(
   limits: SandboxLimits,
   reuse?: WorkspaceMount,
   runtime?: SandboxRuntime,
-  fromSnapshot?: string,
+  { fromSnapshot, further }: { fromSnapshot?: string; further?: boolean } = {},
 ): Promise<MadeContainer> {
   const engineRuntime = runtime === undefined ? undefined : s.runtimes.engineName(runtime);
   const link = s.links === undefined ? undefined : await makeLinkDir(s.links);
@@ -114,6 +127,7 @@ export async function createContainer(
       tmpBytes: s.tmpBytes,
       ...(reuse ? { reuse } : {}),
       ...(fromSnapshot === undefined ? {} : { fromSnapshot }),
+      ...(further === true ? { further } : {}),
       ...(link === undefined ? {} : { link }),
       ...(engineRuntime === undefined ? {} : { runtime: engineRuntime, seccomp: seccompFor(runtime) }),
       // sandboxd puts the image's busybox ls and stat first on PATH under gVisor, whose statx

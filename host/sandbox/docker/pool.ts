@@ -5,10 +5,15 @@
 // whose attachment closes (its container was removed or stopped behind our back) leaves the pool
 // at once, is discarded, and a fresh one is made in its place. A remote control plane may claim a
 // ready item's channel (claim(): its warm session there, nodes/remote/warm.ts): a claimed item goes
-// to no other claim and to no take() but one that presents its claim's token.
+// to no other claim and to no take() but one that presents its claim's token. A take for a
+// tenant (`taker`, given while several tenants are about: provision.ts) that was one of the last
+// `size` takers leaves a quarter of the pool (host/shares.ts reserveFor) ready for tenants that
+// took none of them: one tenant's burst of creates gets cold ones past it, and the next tenant's
+// agent a warm one (round 5 of the adversarial pass: shared capacity keeps room for newcomers).
 
 import { randomBytes } from 'node:crypto';
 import type Docker from 'dockerode';
+import { reserveFor } from '../../shares.ts';
 import type { SandboxdChannel } from '../nodes/types.ts';
 import type { WorkspaceMount } from './workspaces.ts';
 
@@ -34,9 +39,11 @@ export interface WarmPool {
   readonly ready: number;
   /**
    * A ready item, or undefined; always triggers a refill (REFILL_AFTER_TAKE_MS later). One of
-   * `claims` (id and token both match) first, else one nobody claimed.
+   * `claims` (id and token both match) first, else one nobody claimed. `taker`: the tenant it is
+   * for, when others are about; one of the last `size` takers gets none that would leave fewer
+   * than reserveFor(size) ready for the others.
    */
-  take(claims?: readonly PoolClaim[]): PoolItem | undefined;
+  take(claims?: readonly PoolClaim[], taker?: string): PoolItem | undefined;
   /** The ids of the ready items nobody claimed. */
   unclaimed(): string[];
   /** Ready items the holder of `claims` can be given: those nobody claimed, and its own (id and token both match). */
@@ -58,6 +65,9 @@ export const createWarmPool = (o: {
   onError: (e: unknown) => void;
 }): WarmPool => {
   const items: PoolItem[] = [];
+  /** The tenants of the last `size` takes that named one, oldest first. */
+  const recent: string[] = [];
+  const keep = reserveFor(o.size);
   let closed = false;
   let filling: Promise<void> | undefined;
 
@@ -96,14 +106,23 @@ export const createWarmPool = (o: {
   };
   void refill();
 
+  const readyFor = (claims: readonly PoolClaim[]): number =>
+    items.filter((i) => i.claim === undefined || heldBy(i, claims)).length;
+  /** The ready item a take presenting `claims` gets: one of its claims, else one nobody claimed; -1: none. */
+  const indexFor = (claims: readonly PoolClaim[]): number => {
+    const at = items.findIndex((i) => heldBy(i, claims));
+    return at >= 0 ? at : items.findIndex((i) => i.claim === undefined);
+  };
+
   return {
     get ready() {
       return items.length;
     },
-    take(claims = []) {
-      const at = items.findIndex((i) => heldBy(i, claims));
-      const index = at >= 0 ? at : items.findIndex((i) => i.claim === undefined);
+    take(claims = [], taker) {
+      const kept = taker !== undefined && recent.includes(taker) && readyFor(claims) - 1 < keep;
+      const index = kept ? -1 : indexFor(claims);
       const [item] = index >= 0 ? items.splice(index, 1) : [];
+      if (item !== undefined && taker !== undefined && recent.push(taker) > o.size) recent.shift();
       // Not at once: the refill forks mkfs and mount from this thread and boots a container's
       // sandboxd on the same cores, just when the sandbox taken gets its first calls (agent ready:
       // create, then its first command). A burst that empties the pool waits REFILL_AFTER_TAKE_MS more.
@@ -111,7 +130,7 @@ export const createWarmPool = (o: {
       return item;
     },
     unclaimed: () => items.filter((i) => i.claim === undefined).map((i) => i.container.id),
-    readyFor: (claims) => items.filter((i) => i.claim === undefined || heldBy(i, claims)).length,
+    readyFor,
     claim(id) {
       const item = items.find((i) => i.container.id === id && i.claim === undefined);
       if (item === undefined) return undefined;

@@ -9,7 +9,9 @@
 // only to an ensure that presents its claim (`spec.pooled`); a
 // runtime the engine does not offer is refused (RUNTIME_UNAVAILABLE) before anything is made; a
 // pooled one that fails to be assigned is discarded, reported
-// and skipped; what the warm hook made for a pooled one goes to the caller with it.
+// and skipped; what the warm hook made for a pooled one goes to the caller with it; a tenant's
+// further workspace (isFurther) is refused CAPACITY_EXCEEDED from the pool as a cold create would be,
+// so a pooled sandbox never goes to a tenant over its share of the disk.
 import { nanoid } from 'nanoid';
 import type { NodeSandboxSpec, Placed, SandboxdChannel } from '../nodes/types.ts';
 import { DEFAULT_RUNTIME, type SandboxRuntime } from '../runtimes.ts';
@@ -69,19 +71,23 @@ async function provision(
   s: NodeState,
   spec: NodeSandboxSpec & { runtime: SandboxRuntime },
   limits: SandboxLimits,
+  further: boolean,
 ): Promise<MadeContainer & { warm?: unknown; renaming?: Promise<void>; pending?: SandboxdChannel }> {
   const { agentId, tenantId, runtime } = spec;
   const name = s.names.agent(agentId);
   // A pooled workspace has the default size (a file system is not resized on assignment), and a
   // pooled container the default runtime.
-  const attempts =
+  const fitsPool =
     limits.diskBytes === s.defaults.diskBytes &&
     runtime === DEFAULT_RUNTIME &&
-    spec.fromSnapshot === undefined
-      ? s.pool.ready
-      : 0;
+    spec.fromSnapshot === undefined;
+  // A tenant's further workspace is refused from the pool as a new one would be (the pool is refilled).
+  if (further && fitsPool && s.pool.ready > 0) await s.workspaces.admitsFurther?.(limits.diskBytes ?? 0);
+  const attempts = fitsPool ? s.pool.ready : 0;
+  // While other tenants are about, a tenant's burst leaves them a quarter of the pool (pool.ts).
+  const taker = s.tenants.size > 1 ? tenantId : undefined;
   for (let i = 0; i < attempts; i++) {
-    const item = s.pool.take(spec.pooled);
+    const item = s.pool.take(spec.pooled, taker);
     if (!item) break;
     try {
       if (JSON.stringify(limits) !== JSON.stringify(s.defaults))
@@ -100,29 +106,61 @@ async function provision(
       void discardWarm(s, item).catch(s.onError);
     }
   }
-  return createContainer(
-    s,
-    name,
-    agentLabels(s, agentId, tenantId),
-    limits,
-    undefined,
-    runtime,
-    spec.fromSnapshot,
-  );
+  return createContainer(s, name, agentLabels(s, agentId, tenantId), limits, undefined, runtime, {
+    ...(spec.fromSnapshot === undefined ? {} : { fromSnapshot: spec.fromSnapshot }),
+    further,
+  });
+}
+
+/**
+ * Whether the agent's new workspace is a further one of its tenant (children are their tenant's):
+ * the tenant holds a sandbox here already (one adopt() found counts: `dormant`) or has a create
+ * under way (a burst of creates at once is one first and further ones), and another tenant asked
+ * this node for one since start or holds one here. One tenant alone (the embedded default's) may
+ * fill the disk; once another is about, a further workspace leaves a quarter open for tenants
+ * that hold none (loop-admission.ts).
+ */
+export function isFurther(s: NodeBase, spec: { agentId: string; tenantId: string }): boolean {
+  s.tenants.add(spec.tenantId);
+  let holds = (s.creating.get(spec.tenantId) ?? 0) > 0;
+  for (const e of s.entries.values()) {
+    if (e.destroyed || e.tenantId === undefined || e.agentId === spec.agentId) continue;
+    if (e.tenantId === spec.tenantId) holds = true;
+    else s.tenants.add(e.tenantId);
+  }
+  for (const tenant of s.dormant.values()) {
+    if (tenant === spec.tenantId) holds = true;
+    else s.tenants.add(tenant);
+  }
+  return holds && s.tenants.size > 1;
 }
 
 /** The node's ensure(): the agent's sandbox, found or placed (see the header). */
 export async function ensureSandbox(s: NodeState, spec: NodeSandboxSpec): Promise<Placed<unknown>> {
   const existing = await lookup(s, spec.agentId);
   if (existing) return { id: existing.id, limits: existing.entry.limits, found: true };
-  const { limits } = spec;
   const runtime = spec.runtime ?? DEFAULT_RUNTIME;
   await s.runtimes.require(runtime);
-  const { container, workspace, warm, renaming, link, pending } = await provision(
-    s,
-    { ...spec, runtime },
-    limits,
-  );
+  // Counted from the check on (no wait between): a create of the tenant's at once is a further one.
+  const further = isFurther(s, spec);
+  s.creating.set(spec.tenantId, (s.creating.get(spec.tenantId) ?? 0) + 1);
+  try {
+    return await place(s, { ...spec, runtime }, further);
+  } finally {
+    const left = (s.creating.get(spec.tenantId) ?? 1) - 1;
+    if (left > 0) s.creating.set(spec.tenantId, left);
+    else s.creating.delete(spec.tenantId);
+  }
+}
+
+/** A new container for the agent (provision), recorded as its entry. */
+async function place(
+  s: NodeState,
+  spec: NodeSandboxSpec & { runtime: SandboxRuntime },
+  further: boolean,
+): Promise<Placed<unknown>> {
+  const { limits, runtime } = spec;
+  const { container, workspace, warm, renaming, link, pending } = await provision(s, spec, limits, further);
   const fresh = {
     container,
     limits,

@@ -35,6 +35,10 @@ export interface WorkspaceStore {
    * meanwhile; create() waits for it and fails with its failure, having removed the workspace.
    * `from`: a snapshot of this store (snapshot()) the workspace starts as a copy of; `bytes` must be
    * its size. A store without snapshots refuses it (SNAPSHOT_UNSUPPORTED).
+   * `further`: the workspace is one more of a tenant that holds some while other tenants are about
+   * (the node decides, provision.ts); a store that bounds the disk admits it only while a quarter
+   * of what it could admit stays open for tenants that hold none (host/shares.ts), else
+   * CAPACITY_EXCEEDED. A store without a disk bound ignores it.
    */
   create(
     name: string,
@@ -42,7 +46,14 @@ export interface WorkspaceStore {
     labels: Record<string, string>,
     alongside?: (mount: Docker.MountSettings) => Promise<unknown>,
     from?: string,
+    further?: boolean,
   ): Promise<Docker.MountSettings>;
+  /**
+   * Refuses (CAPACITY_EXCEEDED, as create() would) a `further` workspace of `bytes` that the
+   * reserve for tenants that hold none leaves no room for: the check before a pooled sandbox goes
+   * to such a tenant. Absent: no disk bound.
+   */
+  admitsFurther?(bytes: number): Promise<void>;
   /**
    * Copies the workspace into the snapshot `id` (a plain name), consistent: writes are held while
    * the copy is made (loop-snapshots.ts). Absent: this store cannot snapshot.

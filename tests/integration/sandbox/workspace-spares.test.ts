@@ -151,6 +151,25 @@ describe.skipIf(!loopWorkspaces)('spare workspaces (loop store)', () => {
     expect(errors).toEqual([]);
   });
 
+  it("gives a tenant's further workspaces a spare only within its share, and keeps the spares for a newcomer", async () => {
+    const { store, dir } = open({ reserveBytes: 0, freeBytes: async () => 8 * SIZE });
+    store.keepSpares?.('p', SIZE, 2, () => {});
+    await store.sparesFilled?.('p');
+    // A quarter of the 8 × SIZE stays open for tenants that hold none: 6 further ones fit, not 7.
+    for (const i of [1, 2, 3, 4, 5, 6])
+      await store.create(`p-agent-a${i}-ws`, SIZE, {}, undefined, undefined, true);
+    await store.sparesFilled?.('p');
+    expect(spareFiles(dir, 'p')).toHaveLength(2);
+    expect(await codeOf(store.create('p-agent-a7-ws', SIZE, {}, undefined, undefined, true))).toBe(
+      'CAPACITY_EXCEEDED',
+    );
+    expect(await codeOf(store.admitsFurther?.(SIZE) ?? Promise.resolve())).toBe('CAPACITY_EXCEEDED');
+    expect(spareFiles(dir, 'p')).toHaveLength(2);
+    // A newcomer's first takes a spare.
+    const mount = await store.create('p-agent-b1-ws', SIZE, {});
+    expect(inside(mount.Source ?? '').entries).toEqual([]);
+  });
+
   it('removes its ready spares when told to drop them', async () => {
     const { store, dir } = open();
     store.keepSpares?.('p', SIZE, 2, () => {});

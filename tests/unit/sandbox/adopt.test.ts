@@ -40,6 +40,7 @@ const engine = (list: Docker.ContainerInfo[], owner: string) => {
     owner,
     legacy: new Map(),
     adoptedNames: undefined,
+    dormant: new Map(),
     workspaces,
     links: undefined,
     onError: (e: unknown) => void errors.push(e),
@@ -105,7 +106,7 @@ describe('adopt() on a store restored to an older point', () => {
     ({
       Id: id,
       Names: [`/dsh-${INSTANCE}-agent-${agentId}`],
-      Labels: { 'dsh.managed': '1', 'dsh.instance': INSTANCE },
+      Labels: { 'dsh.managed': '1', 'dsh.instance': INSTANCE, 'dsh.tenant': `t-${agentId}` },
       Mounts: [],
       Created: Math.floor(createdMs / 1000),
     }) as unknown as Docker.ContainerInfo;
@@ -124,6 +125,13 @@ describe('adopt() on a store restored to an older point', () => {
     expect(removed).toEqual(['c-later']);
     expect(adopted).toEqual([`dsh-${INSTANCE}-agent-agt_kept`, `dsh-${INSTANCE}-agent-agt_new`]);
     expect(String((errors[0] as Error).message)).toContain('its agent is not in the store');
+    // Their tenants hold them until a lookup makes entries of them (the disk's share, provision.ts).
+    expect(base.dormant).toEqual(
+      new Map([
+        [`dsh-${INSTANCE}-agent-agt_kept`, 't-agt_kept'],
+        [`dsh-${INSTANCE}-agent-agt_new`, 't-agt_new'],
+      ]),
+    );
   });
 
   it('asks only about its own containers, and reclaims only those the answer names (the node protocol)', async () => {

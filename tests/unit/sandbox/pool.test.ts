@@ -30,6 +30,32 @@ describe('warm pool', () => {
     expect(pool.take()).toBeUndefined();
   });
 
+  it('keeps a quarter of the ready items for a tenant that took none of the last takes: a burst goes cold past it', async () => {
+    let made = 0;
+    const pool = createWarmPool({
+      size: 4,
+      make: async () => item(made++),
+      discard: async () => {},
+      onError: () => {},
+    });
+    await pool.filled();
+    // Tenant a's burst (no await between: no refill meanwhile) takes three and leaves the last.
+    const burst = [1, 2, 3, 4].map(() => pool.take([], 'a')?.container.id);
+    expect(burst).toEqual(['c0', 'c1', 'c2', undefined]);
+    // A newcomer gets the warm one; then it is a recent taker too.
+    expect(pool.take([], 'b')?.container.id).toBe('c3');
+    await pool.filled();
+    expect(pool.take([], 'b')?.container.id).toBe('c4');
+    // Without a taker (one tenant alone on the node): every ready item, as before.
+    expect([pool.take(), pool.take(), pool.take(), pool.take()].map((i) => i?.container.id)).toEqual([
+      'c5',
+      'c6',
+      'c7',
+      undefined,
+    ]);
+    await pool.close();
+  });
+
   it('gives up after repeated failures instead of spinning, and reports them', async () => {
     const errors: unknown[] = [];
     const pool = createWarmPool({

@@ -3,56 +3,117 @@
 // which would fail every workspace's writes at once, cannot happen. Spares are `.img` files under
 // `root`, so admission counts them like any workspace; a workspace that would not fit otherwise
 // removes ready spares first, one at a time (they are room held for later, not in use).
+// A tenant's further workspace (one for a tenant that holds some already, while another tenant is
+// about: the node decides, provision.ts) is admitted only while a quarter of the admissible disk
+// stays open after it (host/shares.ts): several tenants each within its own caps cannot take the
+// whole disk and refuse every other tenant's first agent (round 5 of the adversarial pass). Spares
+// count as open there (ready ones give way to anyone's workspace, and one being made is ready
+// soon), so removing them never admits a further one.
 // Invariants: admission checks and the truncates they admit run one at a time (`admitting`), so
-// two creates cannot both take the last room; a refused image is never created.
+// two creates cannot both take the last room (nor a tenant's two further ones the reserve); a
+// refused image is never created.
 import { open, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SandboxError } from '../../../errors.ts';
+import { leavesReserve, reserveFor } from '../../../shares.ts';
 import { removeOne } from './loop-mount.ts';
 import { type LoopState, paths } from './loop-state.ts';
+
+const MiB = 1024 ** 2;
 
 export function isFull(e: unknown): boolean {
   return e instanceof SandboxError && e.code === 'CAPACITY_EXCEEDED';
 }
 
-/** Refuses a workspace the host disk could not hold once every workspace grew to its limit. */
-async function admit(s: LoopState, name: string, bytes: number): Promise<void> {
-  let growth = bytes;
+/** A refusal of a further workspace for the reserve: removing spares would not admit it. */
+const isReserve = (e: unknown): boolean =>
+  isFull(e) && (e as SandboxError).data?.keptForNewcomersBytes !== undefined;
+
+/** Whether `name` is a spare this process keeps, ready or being made (one a crash left is not). */
+const isSpare = (s: LoopState, name: string): boolean =>
+  s.mine.has(name) && [...s.spares.values()].some((pool) => name.startsWith(`${pool.prefix}-spare-`));
+
+/** The images under `root`: what they may still grow (holes), that of the spares, and the size of the others. */
+async function imagesOf(s: LoopState): Promise<{ holes: number; spareHoles: number; inUse: number }> {
+  const sum = { holes: 0, spareHoles: 0, inUse: 0 };
   for (const file of await readdir(s.root)) {
     if (!file.endsWith('.img')) continue;
     const st = await stat(join(s.root, file)).catch(() => undefined);
-    if (st) growth += Math.max(0, st.size - st.blocks * 512);
+    if (!st) continue;
+    const hole = Math.max(0, st.size - st.blocks * 512);
+    sum.holes += hole;
+    if (isSpare(s, file.slice(0, -4))) sum.spareHoles += hole;
+    else sum.inUse += st.size;
   }
+  return sum;
+}
+
+/**
+ * Refuses a workspace the host disk could not hold once every workspace grew to its limit, and a
+ * `further` one that would leave less than the reserve open; makes the sparse image of `name`
+ * (none: a check only).
+ */
+async function admit(s: LoopState, name: string | undefined, bytes: number, further: boolean): Promise<void> {
+  const images = await imagesOf(s);
   const free = (await s.freeBytes(s.root)) - s.reserveBytes;
   const { overcommit } = s;
-  if (growth > free * overcommit) {
+  const room = free * overcommit - images.holes;
+  if (further) {
+    // What a tenant that holds none could still be given, and the whole of it with the workspaces in use.
+    const openBytes = room + images.spareHoles;
+    const wholeBytes = Math.max(0, openBytes + images.inUse);
+    if (!leavesReserve(openBytes, wholeBytes, bytes)) {
+      const kept = reserveFor(wholeBytes);
+      throw new SandboxError(
+        'CAPACITY_EXCEEDED',
+        `This host keeps its last ${Math.round(kept / MiB)} MiB of workspace disk for tenants that have no agent on it, and this tenant has some already, so there is no room for another ${Math.round(bytes / MiB)} MiB workspace; ask for a smaller one, remove an agent, or try later.`,
+        { data: { bytes, openBytes, wholeBytes, keptForNewcomersBytes: kept } },
+      );
+    }
+  }
+  const growth = images.holes + bytes;
+  if (bytes > room) {
     throw new SandboxError(
       'CAPACITY_EXCEEDED',
-      `This host has no disk left for another ${Math.round(bytes / 1024 ** 2)} MiB workspace (the existing ones may still grow into what is free); ask for a smaller one or try later.`,
+      `This host has no disk left for another ${Math.round(bytes / MiB)} MiB workspace (the existing ones may still grow into what is free); ask for a smaller one or try later.`,
       { data: { name, bytes, growthBytes: growth, freeBytes: free, overcommit } },
     );
   }
+  if (name === undefined) return;
   const file = await open(paths(s, name).image, 'w', 0o600);
   await file.truncate(bytes).finally(() => file.close());
 }
 
-/** The sparse image of `name`, admitted in its turn after every admission before it. */
-export function admitInTurn(s: LoopState, name: string, bytes: number): Promise<void> {
-  const turn = s.admitting.then(() => admit(s, name, bytes));
+/** Refuses a further workspace of `bytes` the reserve does not leave room for; only within a turn (inTurn). */
+export const checkFurther = (s: LoopState, bytes: number): Promise<void> => admit(s, undefined, bytes, true);
+
+/** `f` in its turn, after every admission before it (see the header). */
+export function inTurn<T>(s: LoopState, f: () => Promise<T>): Promise<T> {
+  const turn = s.admitting.then(f);
   s.admitting = turn.catch(() => {});
   return turn;
+}
+
+/** The sparse image of `name` (none: a check only), admitted in its turn after every admission before it. */
+export function admitInTurn(
+  s: LoopState,
+  name: string | undefined,
+  bytes: number,
+  further = false,
+): Promise<void> {
+  return inTurn(s, () => admit(s, name, bytes, further));
 }
 
 /**
  * The sparse image of `name`, admitted (serialised with every other admission). When it does not
  * fit, ready spares give way first, one at a time: they are room held for later, not in use.
  */
-export async function admitted(s: LoopState, name: string, bytes: number): Promise<void> {
+export async function admitted(s: LoopState, name: string, bytes: number, further = false): Promise<void> {
   for (;;) {
     try {
-      return await admitInTurn(s, name, bytes);
+      return await admitInTurn(s, name, bytes, further);
     } catch (e) {
-      const spare = isFull(e) ? anySpare(s) : undefined;
+      const spare = isFull(e) && !isReserve(e) ? anySpare(s) : undefined;
       if (spare === undefined) throw e;
       await removeOne(s, spare);
     }

@@ -7,7 +7,8 @@
 // (probe.ts says whether this machine can).
 // This module wires the parts, each in its own module over one LoopState (loop-state.ts: names,
 // paths, the root): loop-mount.ts formats, mounts, unmounts and removes a workspace's file system;
-// loop-admission.ts admits a new image only when the host disk can hold it; loop-spares.ts keeps
+// loop-admission.ts admits a new image only when the host disk can hold it (and a tenant's further
+// one only while a quarter stays open for tenants that hold none); loop-spares.ts keeps
 // formatted spare images ready; loop-snapshots.ts copies a workspace into a snapshot and a snapshot
 // into a new workspace; create() and the store's small queries are here.
 // One store per root: forInstance(instance) is a view of the same workspaces (one LoopState: one
@@ -29,7 +30,7 @@ import type Docker from 'dockerode';
 import { SandboxError } from '../../../errors.ts';
 import { WORKSPACE_ROOT } from '../../paths.ts';
 import type { WorkspaceMount, WorkspaceStore, WorkspaceUsage } from '../workspaces.ts';
-import { admitted } from './loop-admission.ts';
+import { admitted, checkFurther, inTurn } from './loop-admission.ts';
 import { failed, format, mountedUnder, mountOne, removeOne } from './loop-mount.ts';
 import {
   dropAllSnapshots,
@@ -83,7 +84,9 @@ export function createLoopWorkspaces(rootDir: string, options: LoopOptions = {})
 function storeOf(s: LoopState, folder: string): WorkspaceStore {
   return {
     kind: 'loop',
-    create: (name, bytes, labels, alongside, from) => create(s, folder, name, bytes, labels, alongside, from),
+    create: (name, bytes, labels, alongside, from, further) =>
+      create(s, folder, name, bytes, labels, alongside, from, further === true),
+    admitsFurther: (bytes) => inTurn(s, () => checkFurther(s, bytes)),
     ready: (mount) => ready(s, mount),
     remove: (mount) => remove(s, mount),
     limitOf: (mount) => limitOf(s, mount),
@@ -117,6 +120,7 @@ async function create(
   _labels: Record<string, string>,
   alongside?: (mount: Docker.MountSettings) => Promise<unknown>,
   from?: string,
+  further = false,
 ): Promise<Docker.MountSettings> {
   if (from !== undefined && (await snapshotSizes(folder, from)).sizeBytes !== bytes)
     throw new SandboxError('INVALID_ARGUMENTS', `A workspace made from snapshot ${from} has its size.`, {
@@ -139,7 +143,7 @@ async function create(
   try {
     // A spare is renamed to this name (taken from the list first: never two takers). One that a
     // sweep removed meanwhile is made afresh instead.
-    const spare = from === undefined ? takeSpare(s, name, bytes) : undefined;
+    const spare = from === undefined ? await spareFor(s, name, bytes, further) : undefined;
     const fromSpare =
       spare !== undefined &&
       (await rename(paths(s, spare).image, image).then(
@@ -148,7 +152,7 @@ async function create(
       ));
     if (spare !== undefined) s.mine.delete(spare);
     // Sparse: the image takes host disk only for what is written; admitted only if it fits.
-    if (!fromSpare) await admitted(s, name, bytes);
+    if (!fromSpare) await admitted(s, name, bytes, further);
     // The mount point exists from here (mode 0000 until mounted): the container can be created.
     await mkdir(dir, { recursive: true, mode: 0o000 });
     await chmod(dir, 0o000);
@@ -167,6 +171,18 @@ async function create(
     throw e instanceof SandboxError ? e : failed('Creating the workspace', e, { name });
   }
   return mount;
+}
+
+/**
+ * A ready spare for `name`, or undefined. A tenant's further workspace takes one only in its turn
+ * of admission, past the reserve's check (ready spares count as open there).
+ */
+function spareFor(s: LoopState, name: string, bytes: number, further: boolean): Promise<string | undefined> {
+  if (!further) return Promise.resolve(takeSpare(s, name, bytes));
+  return inTurn(s, async () => {
+    await checkFurther(s, bytes);
+    return takeSpare(s, name, bytes);
+  });
 }
 
 async function ready(s: LoopState, mount: WorkspaceMount): Promise<void> {
