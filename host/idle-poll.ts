@@ -7,7 +7,7 @@
 // (bench/read-chain-floor.ts, docs/performance.md "Round thirteen"). The service asks for polling
 // the way latency-sensitive Linux services do: a CPU latency request of 0 µs (PM QoS,
 // /dev/cpu_dma_latency) from the moment something happens (a request arrives or is answered, a
-// program calls a tool) until `lingerMs` passed with nothing happening. Activity, not what is in
+// program calls a tool, a terminal socket gets a keystroke) until `lingerMs` passed with nothing happening. Activity, not what is in
 // flight: a call that waits a minute (a `sleep 60`) does not keep idle CPUs polling for that minute.
 // The request is lifted by writing the no-constraint value, and the kernel drops it when the file
 // closes, so a process that dies leaves nothing behind. It costs the CPU time idle CPUs spend

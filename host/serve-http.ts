@@ -23,6 +23,7 @@ import type { NodeAdmin } from './api/routes/nodes.ts';
 import type { createWebSocketServer } from './api/routes/terminals.ts';
 import type { Config } from './config.ts';
 import type { Egress } from './egress/index.ts';
+import { type IdlePoll, whilePolling } from './idle-poll.ts';
 import type { IsolateHost } from './isolates/index.ts';
 import type { DockerProvider } from './sandbox/docker/index.ts';
 import type { SandboxProvider } from './sandbox/types.ts';
@@ -129,15 +130,24 @@ export function createServerApp(config: Config, parts: ServerAppParts): Hono<Api
   });
 }
 
-/** Listens on config.host:port with `fetch`, terminal upgrades through `wss`, and `connections` attached. */
+/**
+ * Listens on config.host:port with `fetch`, terminal upgrades through `wss`, and `connections`
+ * attached. Requests arriving and answered, and keystrokes on terminal sockets, keep idle CPUs
+ * polling (`idlePoll`, ./idle-poll.ts).
+ */
 export function listenHttp(
   config: Config,
   fetch: Hono<ApiEnv>['fetch'],
   wss: ReturnType<typeof createWebSocketServer>,
   connections: ConnectionGuard,
+  idlePoll?: IdlePoll,
 ): Promise<Server> {
+  if (idlePoll !== undefined) {
+    const touch = () => idlePoll.touch();
+    wss.on('connection', (ws) => ws.on('message', touch));
+  }
   // A terminal upgrade for another replica's agent is tunnelled there (api/forward/upgrade.ts).
-  const upgrades = upgradeTunnels(fetch);
+  const upgrades = upgradeTunnels(idlePoll === undefined ? fetch : whilePolling(idlePoll, fetch));
   return new Promise<Server>((resolve) => {
     const s = listen(
       {

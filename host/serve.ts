@@ -20,7 +20,6 @@ import { createMetrics } from './api/metrics.ts';
 import { createWebSocketServer } from './api/routes/terminals.ts';
 import type { Config } from './config.ts';
 import type { SandboxEgress } from './egress/proxy/index.ts';
-import { whilePolling } from './idle-poll.ts';
 import type { IsolateHost } from './isolates/index.ts';
 import { replicaUrlOf } from './replica.ts';
 import type { DockerProvider, DockerProviderOptions } from './sandbox/docker/index.ts';
@@ -244,7 +243,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
   });
   // Terminal WebSockets (/v1/agents/:id/terminals/:tid) upgrade through this ws server.
   const wss = createWebSocketServer();
-  const server = await listenHttp(config, whilePolling(idlePoll, app.fetch), wss, connections);
+  const server = await listenHttp(config, app.fetch, wss, connections, idlePoll);
   const { address, port } = server.address() as AddressInfo;
   const host = address.includes(':') ? `[${address}]` : address;
   await ownership?.start(replicaUrlOf(config, port));
