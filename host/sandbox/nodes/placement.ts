@@ -8,8 +8,9 @@
 // without the runtime asked for, and spread per tenant: a node's free capacity is divided by one
 // more than the tenant's live agents there (the store's count, which every replica shares; else
 // this process's), so one tenant's agents are not heaped on one machine (what one machine's loss
-// or one noisy tenant costs stays spread) unless the others are that much fuller. Which nodes
-// answer is ./health.ts's.
+// or one noisy tenant costs stays spread) unless the others are that much fuller. A node that
+// refuses the new agent CAPACITY_EXCEEDED (its disk: capacity answers count sandboxes, not bytes)
+// is passed over for the next pick (ensureFresh). Which nodes answer is ./health.ts's.
 // Invariants: an agent the store places on a node is only ever sent there (never placed again
 // elsewhere while that node is down or its container is gone: its files are there); a node that
 // does not answer fails only its own agents' calls, with NODE_UNREACHABLE naming it (at once, with
@@ -173,8 +174,10 @@ export function createPlacement(members: Member[], options: PlacementOptions = {
     },
     async ensure(spec) {
       const { node: at } = await locate(s, spec.agentId, spec.fresh !== true);
-      const node = at ?? (spec.fromSnapshot === undefined ? await place(s, spec) : await holder(s, spec));
-      const placed = await guarded(s, node, (n) => n.ensure(spec));
+      const { node, placed } =
+        at !== undefined || spec.fromSnapshot !== undefined
+          ? await ensureOn(s, at ?? (await holder(s, spec)), spec)
+          : await ensureFresh(s, spec);
       if (s.where.get(spec.agentId) !== node.name) counted(s, node.name);
       s.tenants.set(spec.agentId, spec.tenantId);
       await remember(s, spec.agentId, node.name);
@@ -434,12 +437,53 @@ async function route(s: State, agentId: string): Promise<SandboxNode<unknown> | 
   return node;
 }
 
-/** A new agent's node: its family's when that takes new agents, else the freest of K sampled. */
-async function place(s: State, spec: NodeSandboxSpec): Promise<SandboxNode<unknown>> {
+type Ensured = { node: SandboxNode<unknown>; placed: NodeSandbox };
+
+const ensureOn = async (s: State, node: SandboxNode<unknown>, spec: NodeSandboxSpec): Promise<Ensured> => ({
+  node,
+  placed: await guarded(s, node, (n) => n.ensure(spec)),
+});
+
+/**
+ * A new agent's sandbox on the node place() picks; a node that answers CAPACITY_EXCEEDED (its disk,
+ * or its tenants' shares of it, full: its capacity answer counts sandboxes, not bytes) is passed
+ * over for this agent and its cached capacity forgotten, and the next pick is tried, until no node
+ * is left to pick (then the last refusal stands).
+ */
+async function ensureFresh(s: State, spec: NodeSandboxSpec): Promise<Ensured> {
+  const full = new Set<string>();
+  let refused: SandboxError | undefined;
+  for (;;) {
+    let node: SandboxNode<unknown>;
+    try {
+      node = await place(s, spec, full);
+    } catch (error) {
+      throw refused ?? error; // no node left to ask: the last one's refusal says why
+    }
+    try {
+      return await ensureOn(s, node, spec);
+    } catch (error) {
+      if (!(error instanceof SandboxError) || error.code !== 'CAPACITY_EXCEEDED') throw error;
+      refused = error;
+      full.add(node.name);
+      s.cache.delete(node.name);
+    }
+  }
+}
+
+/**
+ * A new agent's node: its family's when that takes new agents, else the freest of K sampled; none
+ * of `full` (nodes that refused it for capacity just now).
+ */
+async function place(
+  s: State,
+  spec: NodeSandboxSpec,
+  full: ReadonlySet<string> = new Set(),
+): Promise<SandboxNode<unknown>> {
   const runtime = spec.runtime ?? DEFAULT_RUNTIME;
   const cordoned = await cordonedNow(s);
   const takes = (n: SandboxNode<unknown>): boolean =>
-    !cordoned.has(n.name) && s.health.down(n.name) === undefined;
+    !cordoned.has(n.name) && !full.has(n.name) && s.health.down(n.name) === undefined;
   const family = spec.near === undefined ? undefined : (await locate(s, spec.near)).node;
   if (family !== undefined && takes(family)) return family;
   const open = shuffle(s.members.filter(takes), s.random).slice(0, s.sample);

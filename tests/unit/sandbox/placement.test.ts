@@ -147,6 +147,32 @@ describe('placement', () => {
     expect(await p.state('a1')).toBe('absent');
   });
 
+  it('a node that refuses a new agent for capacity is passed over for the next; all full: its refusal', async () => {
+    const full = fake('full', { cpus: 64, memoryBytes: 256 * GIB });
+    const other = fake('other');
+    const refuse = (node: Fake) => {
+      node.ensure = async () => {
+        throw new SandboxError('CAPACITY_EXCEEDED', `The workspaces of ${node.name} are full.`);
+      };
+    };
+    refuse(full);
+    const p = createPlacement([full, other], { capacityTtlMs: 60_000 });
+    await p.ensure(spec('a1'));
+    expect(other.agents.has('a1')).toBe(true);
+    expect(p.nodeOf('a1')).toBe('other');
+    refuse(other);
+    await expect(p.ensure(spec('a2'))).rejects.toMatchObject({ code: 'CAPACITY_EXCEEDED' });
+    // Another failure is not a reason to try elsewhere.
+    const broken = fake('broken', { cpus: 64, memoryBytes: 256 * GIB });
+    const spare = fake('spare');
+    broken.ensure = async () => {
+      throw new SandboxError('SANDBOX_UNAVAILABLE', 'the engine stopped');
+    };
+    const q = createPlacement([broken, spare]);
+    await expect(q.ensure(spec('b1'))).rejects.toMatchObject({ code: 'SANDBOX_UNAVAILABLE' });
+    expect(spare.agents.size).toBe(0);
+  });
+
   it('spreads a burst over equal nodes within one capacity reading', async () => {
     const a = fake('a');
     const b = fake('b');
