@@ -174,10 +174,7 @@ export function createPlacement(members: Member[], options: PlacementOptions = {
     },
     async ensure(spec) {
       const { node: at } = await locate(s, spec.agentId, spec.fresh !== true);
-      const { node, placed } =
-        at !== undefined || spec.fromSnapshot !== undefined
-          ? await ensureOn(s, at ?? (await holder(s, spec)), spec)
-          : await ensureFresh(s, spec);
+      const { node, placed } = await ensureAt(s, at, spec);
       if (s.where.get(spec.agentId) !== node.name) counted(s, node.name);
       s.tenants.set(spec.agentId, spec.tenantId);
       await remember(s, spec.agentId, node.name);
@@ -443,6 +440,16 @@ const ensureOn = async (s: State, node: SandboxNode<unknown>, spec: NodeSandboxS
   node,
   placed: await guarded(s, node, (n) => n.ensure(spec)),
 });
+
+/** The sandbox on the agent's node `at`, else its snapshot's, else a node picked for it. */
+const ensureAt = async (
+  s: State,
+  at: SandboxNode<unknown> | undefined,
+  spec: NodeSandboxSpec,
+): Promise<Ensured> =>
+  at !== undefined || spec.fromSnapshot !== undefined
+    ? ensureOn(s, at ?? (await holder(s, spec)), spec)
+    : ensureFresh(s, spec);
 
 /**
  * A new agent's sandbox on the node place() picks; a node that answers CAPACITY_EXCEEDED (its disk,
