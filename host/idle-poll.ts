@@ -7,8 +7,9 @@
 // (bench/read-chain-floor.ts, docs/performance.md "Round thirteen"). The service asks for polling
 // the way latency-sensitive Linux services do: a CPU latency request of 0 µs (PM QoS,
 // /dev/cpu_dma_latency) from the moment something happens (a request arrives or is answered, a
-// program calls a tool, a terminal socket gets a keystroke) until `lingerMs` passed with nothing happening. Activity, not what is in
-// flight: a call that waits a minute (a `sleep 60`) does not keep idle CPUs polling for that minute.
+// program calls a tool, a terminal socket gets a keystroke) until `lingerMs` passed with nothing
+// happening. Activity, not what is in flight: a call that waits a minute (a `sleep 60`) does not
+// keep idle CPUs polling for that minute.
 // The request is lifted by writing the no-constraint value, and the kernel drops it when the file
 // closes, so a process that dies leaves nothing behind. It costs the CPU time idle CPUs spend
 // polling while the service is busy.
@@ -50,7 +51,7 @@ export function openCpuLatency(path = CPU_LATENCY_DEVICE): LatencyRequest | unde
 export type IdlePollState = 'off' | 'unavailable' | 'idle' | 'polling';
 
 export interface IdlePoll {
-  /** Something happened (a request arrived or was answered, a program called a tool): poll for `lingerMs` more. */
+  /** Something happened (a request arrived or was answered, a program called a tool, a keystroke): poll for `lingerMs` more. */
   touch(): void;
   readonly state: IdlePollState;
   /** Lifts the request and closes the device. */
@@ -135,16 +136,16 @@ export function whilePolling<A extends unknown[], R>(
 ): (...args: A) => R {
   const touch = () => poll.touch();
   return (...args) => {
-    poll.touch();
+    touch();
     let answer: R;
     try {
       answer = fn(...args);
     } catch (error) {
-      poll.touch();
+      touch();
       throw error;
     }
     if (answer instanceof Promise) return answer.finally(touch) as R;
-    poll.touch();
+    touch();
     return answer;
   };
 }
@@ -157,7 +158,7 @@ export function startIdlePoll(
   const poll = createIdlePoll({ enabled: config.idlePoll, lingerMs: config.idlePollLingerMs });
   metrics.labelledGauge(
     'dsh_idle_poll_state',
-    'Idle CPUs while calls are in flight (DSH_IDLE_POLL): 1 for the state now (off, unavailable: the device refused, idle, polling).',
+    'Idle CPUs while calls come and go (DSH_IDLE_POLL): 1 for the state now (off, unavailable: the device refused, idle, polling).',
     'state',
     () => ({ [poll.state]: 1 }),
   );

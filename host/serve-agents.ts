@@ -1,6 +1,7 @@
 // The execution side of `serve` (./serve.ts): the isolate host (worker restarts counted, workers
-// yielding the CPU, its runs keeping idle CPUs polling: ./idle-poll.ts) and the agent service assembled over it with the configured limits; at start,
-// the sandboxes of deleted agents are reaped and the plugins that were running start again.
+// yielding the CPU, its runs keeping idle CPUs polling: ./idle-poll.ts) and the agent service
+// assembled over it with the configured limits; at start, the sandboxes of deleted agents are reaped
+// and the plugins that were running start again.
 // Invariants: a program never outlives its batch (code-mode wall clocks and waits are capped by the
 // batch deadline); isolate work takes fair turns with the API's heavy requests (./api/fair.ts).
 import { join } from 'node:path';
@@ -41,7 +42,6 @@ const both =
     b(event);
   };
 
-/** The given isolate host, or one with the configured workers that counts their restarts. */
 /**
  * The isolate host (`given`, or one of config's workers) whose runs and their tool calls, scheduled
  * workflows' too and not only requests', keep idle CPUs polling, with that poll (idle-poll.ts; serve

@@ -22,7 +22,7 @@ import { naming } from '../../../host/sandbox/docker/ownership.ts';
 import { createWarmPool, type PoolItem } from '../../../host/sandbox/docker/pool.ts';
 import { ensureSandbox } from '../../../host/sandbox/docker/provision.ts';
 import { runtimeCatalog } from '../../../host/sandbox/docker/runtimes.ts';
-import { admitInTurn, admitted } from '../../../host/sandbox/docker/workspaces/loop-admission.ts';
+import { admitsFurther, admitted } from '../../../host/sandbox/docker/workspaces/loop-admission.ts';
 import type { LoopState } from '../../../host/sandbox/docker/workspaces/loop-state.ts';
 import type { WorkspaceStore } from '../../../host/sandbox/docker/workspaces.ts';
 import { leavesReserve } from '../../../host/shares.ts';
@@ -280,7 +280,7 @@ describe('the workspace disk across tenants, at loop admission', () => {
     expect(await codeOf(admitted(s, 'a4', WS, true))).toBe('CAPACITY_EXCEEDED');
     expect(ready).toEqual([spare]);
     // A check only (a pooled sandbox for a further agent) refuses the same and makes no image.
-    expect(await codeOf(admitInTurn(s, undefined, WS, true))).toBe('CAPACITY_EXCEEDED');
+    expect(await codeOf(admitsFurther(s, WS))).toBe('CAPACITY_EXCEEDED');
     // A newcomer's first: the spare gives way.
     await admitted(s, 'b1', WS);
     expect(ready).toEqual([]);

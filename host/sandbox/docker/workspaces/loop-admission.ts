@@ -87,6 +87,10 @@ async function admit(s: LoopState, name: string | undefined, bytes: number, furt
 /** Refuses a further workspace of `bytes` the reserve does not leave room for; only within a turn (inTurn). */
 export const checkFurther = (s: LoopState, bytes: number): Promise<void> => admit(s, undefined, bytes, true);
 
+/** checkFurther in its turn (WorkspaceStore.admitsFurther: before a pooled sandbox goes to such a tenant). */
+export const admitsFurther = (s: LoopState, bytes: number): Promise<void> =>
+  inTurn(s, () => checkFurther(s, bytes));
+
 /** `f` in its turn, after every admission before it (see the header). */
 export function inTurn<T>(s: LoopState, f: () => Promise<T>): Promise<T> {
   const turn = s.admitting.then(f);
@@ -94,13 +98,8 @@ export function inTurn<T>(s: LoopState, f: () => Promise<T>): Promise<T> {
   return turn;
 }
 
-/** The sparse image of `name` (none: a check only), admitted in its turn after every admission before it. */
-export function admitInTurn(
-  s: LoopState,
-  name: string | undefined,
-  bytes: number,
-  further = false,
-): Promise<void> {
+/** The sparse image of `name`, admitted in its turn after every admission before it. */
+export function admitInTurn(s: LoopState, name: string, bytes: number, further = false): Promise<void> {
   return inTurn(s, () => admit(s, name, bytes, further));
 }
 

@@ -30,7 +30,7 @@ import type Docker from 'dockerode';
 import { SandboxError } from '../../../errors.ts';
 import { WORKSPACE_ROOT } from '../../paths.ts';
 import type { WorkspaceMount, WorkspaceStore, WorkspaceUsage } from '../workspaces.ts';
-import { admitted, checkFurther, inTurn } from './loop-admission.ts';
+import { admitsFurther, admitted, checkFurther, inTurn } from './loop-admission.ts';
 import { failed, format, mountedUnder, mountOne, removeOne } from './loop-mount.ts';
 import {
   dropAllSnapshots,
@@ -86,7 +86,7 @@ function storeOf(s: LoopState, folder: string): WorkspaceStore {
     kind: 'loop',
     create: (name, bytes, labels, alongside, from, further) =>
       create(s, folder, name, bytes, labels, alongside, from, further === true),
-    admitsFurther: (bytes) => inTurn(s, () => checkFurther(s, bytes)),
+    admitsFurther: (bytes) => admitsFurther(s, bytes),
     ready: (mount) => ready(s, mount),
     remove: (mount) => remove(s, mount),
     limitOf: (mount) => limitOf(s, mount),
