@@ -1,4 +1,4 @@
-// A node's snapshot calls, or SNAPSHOT_UNSUPPORTED naming it (placement.ts, remote/late.ts).
+// A node's snapshot calls, or SNAPSHOT_UNSUPPORTED naming it (placement.ts, remote/late.ts, remote/server.ts).
 import { SandboxError } from '../../errors.ts';
 import type { SandboxNode } from './types.ts';
 

@@ -24,6 +24,7 @@ import type { Duplex } from 'node:stream';
 import type { PeerCertificate, TLSSocket } from 'node:tls';
 import { SandboxError } from '../../../errors.ts';
 import { resolveLimits } from '../../docker/config.ts';
+import { snapshotsOf } from '../snapshots-of.ts';
 import type { AdoptAsking, PooledChannels, SandboxdChannel, SandboxdPipe, SandboxNode } from '../types.ts';
 import {
   ACCEPTED,
@@ -325,16 +326,6 @@ async function call(node: Served, method: Method, a: Record<string, unknown>): P
  */
 const claimsOf = (a: Record<string, unknown>): Array<{ id: string; claim: string }> =>
   a.pooled === undefined ? [] : pooledOf(a.pooled);
-
-/** The node's snapshot calls; SNAPSHOT_UNSUPPORTED where its workspaces have none. */
-function snapshotsOf(
-  node: SandboxNode<unknown>,
-): Required<Pick<SandboxNode<unknown>, 'snapshot' | 'dropSnapshot'>> {
-  const { snapshot, dropSnapshot } = node;
-  if (snapshot === undefined || dropSnapshot === undefined)
-    throw new SandboxError('SNAPSHOT_UNSUPPORTED', 'This node keeps no workspace snapshots.');
-  return { snapshot, dropSnapshot };
-}
 
 const usageOptionsOf = (value: unknown): { stats?: boolean; statsTimeoutMs?: number } => {
   if (value === undefined) return {};
