@@ -13,6 +13,8 @@
 // after RETRY_MS, never at once.
 // With replicas each one arms its timer from the same store, and only the owner of an agent's
 // family fires its schedules (`mayFire`); the due-time fence makes a fire during a fail-over once.
+// A replica reads past the due schedules it may not fire (`others`), so a backlog of a dead owner's
+// (due until its lease runs out) does not hold back its own.
 import { SandboxError } from '../errors.ts';
 import type { RequestStore } from '../requests/index.ts';
 import type { AgentStore, EventLog, ScheduleRecord, ScheduleStore } from '../store/index.ts';
@@ -75,6 +77,8 @@ const RETRY_MS = 5000;
  * them in turns across tenants, so one tenant's burst does not hold back another's schedule.
  */
 const FIRE_BATCH = 100;
+/** Others' due schedules a replica reads past (each costs a row more per read); past it, it waits RETRY_MS. */
+const MAX_OTHERS = 1000;
 
 export const scheduleView = (record: ScheduleRecord): ScheduleView => {
   const view: ScheduleView = {
@@ -101,6 +105,46 @@ async function dropIfOrphaned(options: SchedulerOptions, owner: ScheduleOwner, i
   throw new SandboxError('NOT_FOUND', `Agent ${owner.agentId} was deleted.`, {
     data: { agentId: owner.agentId },
   });
+}
+
+/**
+ * Fires up to FIRE_BATCH of what is due at `at`, each on its own. `others` holds the due schedules
+ * this replica may not fire (`mayFire` said no) and when to ask about each again: the read goes
+ * past them, so they never hold back this replica's own (a dead owner's stay due until its lease
+ * runs out). `full`: the read may have left more due. Never rejects.
+ */
+async function fireDue(
+  options: SchedulerOptions,
+  ttlMs: number,
+  others: Map<string, number>,
+  at: number,
+): Promise<{ failed: boolean; full: boolean }> {
+  let failed = false;
+  let full = false;
+  try {
+    for (const [id, until] of others) if (until <= at) others.delete(id);
+    const limit = FIRE_BATCH + others.size;
+    const read = await options.schedules.due(at, limit);
+    full = read.length >= limit;
+    for (const record of read.filter((r) => !others.has(r.id)).slice(0, FIRE_BATCH)) {
+      try {
+        // Another replica's: its owner fires it; look again later in case the owner is gone.
+        if (options.mayFire !== undefined && !(await options.mayFire(record))) {
+          if (others.size < MAX_OTHERS) others.set(record.id, at + RETRY_MS);
+          else failed = true;
+          continue;
+        }
+        await fireSchedule(options, ttlMs, record, at);
+      } catch (error) {
+        failed = true;
+        options.onError?.(error);
+      }
+    }
+  } catch (error) {
+    failed = true;
+    options.onError?.(error);
+  }
+  return { failed, full };
 }
 
 export function createScheduler(options: SchedulerOptions): Scheduler {
@@ -137,32 +181,17 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     return scheduleView(record);
   }
 
+  /** Others' due schedules and when to ask about each again (fireDue). */
+  const others = new Map<string, number>();
+
   /** The timer ran out: fires what is due (each fire on its own), then re-arms. Never rejects. */
   async function wake(): Promise<void> {
     timer = undefined;
     if (closed) return;
-    let failed = false;
-    try {
-      const at = now();
-      for (const record of await schedules.due(at, FIRE_BATCH)) {
-        try {
-          // Another replica's: its owner fires it; look again later in case the owner is gone.
-          if (options.mayFire !== undefined && !(await options.mayFire(record))) {
-            failed = true;
-            continue;
-          }
-          await fireSchedule(options, ttlMs, record, at);
-        } catch (error) {
-          failed = true;
-          options.onError?.(error);
-        }
-      }
-    } catch (error) {
-      failed = true;
-      options.onError?.(error);
-    }
+    const { failed, full } = await fireDue(options, ttlMs, others, now());
     // A fire that failed left its schedule due: without a pause it would be fired again at once.
-    await arm(failed ? now() + RETRY_MS : 0);
+    // A full read may have left more due: at once. Else not before others' are asked about again.
+    await arm(failed ? now() + RETRY_MS : full || others.size === 0 ? 0 : Math.min(...others.values()));
   }
 
   /** (Re-)arms the one timer for the soonest schedule, not before `notBefore`. Never rejects. */
