@@ -35,7 +35,9 @@ const HOST_LEAKS = [
 ];
 
 beforeAll(async () => {
-  h = await startHarness({ isolateWorkers: 2 });
+  // Programs spin for 3 s of CPU, not the default 10: six of them cost the test's two cores 18 s
+  // instead of a minute, which on a loaded machine ran past the test's timeout.
+  h = await startHarness({ isolateWorkers: 2, config: { codeCpuMs: 3000 } });
   codeA = await h.agent(h.keyA, { preset: 'code' });
   codeB = await h.agent(h.keyB, { preset: 'code' });
 });
@@ -258,7 +260,7 @@ describe('code mode (run_code) as an attacker', () => {
       { what: "A's programs to be dispatched", timeoutMs: 30_000 },
     );
     expect(text(await run(h.keyB, codeB, 'return "b-served";', 'served'))).toBe('b-served');
-    // B did not wait for any of A's programs, which each spin for their whole 10 s of CPU.
+    // B did not wait for any of A's programs, which each spin for their whole 3 s of CPU.
     expect(settled).toBe(0);
     for (const r of await Promise.all(flood)) expect(text(r as Loose)).toMatch(/code run failed \(timeout\)/);
   });
