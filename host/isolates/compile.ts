@@ -97,7 +97,8 @@ export const compileProgram = (code: string, language: 'ts' | 'js' = 'ts'): Prom
 /** The answer for a program whose compile the compiler's failure ended twice (not cached). */
 const LOST: CompileResult = Object.freeze({
   ok: false,
-  message: 'the compiler stopped while compiling this code (another program broke it); run it again',
+  message:
+    'the compiler stopped twice while compiling this code: it may be nested too deeply to compile (flatten it), or another program broke the compiler (run it again)',
 });
 const TOO_SLOW: CompileResult = Object.freeze({
   ok: false,
