@@ -26,7 +26,7 @@ export function admitRun(state: HostState, request: RunRequest): Promise<RunOutc
     if (problem) return refuse(problem.kind, problem.message);
     if (request.signal?.aborted) return refuse('aborted', 'the run was aborted before it started');
     void compileProgram(request.code, request.language ?? 'ts').then((compiled) => {
-      if (!compiled.ok) return refuse('compile', compiled.message);
+      if (!compiled.ok) return refuse(compiled.kind ?? 'compile', compiled.message);
       if (state.closed) return refuse('aborted', 'the isolate host is shut down');
       const run: HostRun = {
         id: ++state.nextId,

@@ -5,6 +5,14 @@
 // errors and runtime stack frames point at the model's own lines. Invariant: the wrapper adds
 // exactly WRAPPER_LINES line before the body, so "wrapped line - 1" is the model's line.
 // esbuild's JavaScript side loads at the first compile, not with the service.
+// esbuild is one process for every tenant, and its parser, visitor and printer recurse once per
+// level of nesting: a program of a few hundred KB nested deeply without brackets (`!!!…1`,
+// `if(1)if(1)…`, labels, arrows) held it for minutes at GBs of memory, or ran its goroutine stack
+// past Go's 1 GB and ended the process, after which every compile of every tenant failed until the
+// service restarted. So a compile has a deadline (COMPILE_DEADLINE_MS, ~40× what 250 KB of ordinary
+// code takes): past it esbuild is stopped (its work and memory with it) and the program refused as
+// `limit`; a service that died or was stopped is replaced at the next compile, and a program that
+// was only caught in someone else's crash is compiled once more and never cached as failed.
 
 import type { TransformFailure } from 'esbuild';
 
@@ -20,7 +28,13 @@ export interface CompiledProgram {
   map: string;
 }
 
-export type CompileResult = { ok: true; program: CompiledProgram } | { ok: false; message: string };
+export type CompileResult =
+  | { ok: true; program: CompiledProgram }
+  /** `kind`: `limit` when the code could not be compiled within the deadline; else a compile error. */
+  | { ok: false; message: string; kind?: 'limit' };
+
+/** How long one compile may take before esbuild is stopped and the program refused. */
+export const COMPILE_DEADLINE_MS = 2_000;
 
 const CACHE_SIZE = 256;
 /**
@@ -40,13 +54,35 @@ const weightOf = (key: string): number => key.length * CACHE_WEIGHT;
 let esbuild: Promise<typeof import('esbuild')> | undefined;
 /** esbuild, imported once for every compile (concurrent first compiles share the one import). */
 const loadEsbuild = (): Promise<typeof import('esbuild')> => (esbuild ??= import('esbuild'));
+/**
+ * Which esbuild service a compile went to: stopping it bumps this, and esbuild starts a new one at
+ * the next transform. A compile stops the service only if it is still the one the compile used, so
+ * a late failure never kills the service that replaced it (and the compiles running there).
+ */
+let generation = 0;
+const restart = (esb: typeof import('esbuild'), used: number): void => {
+  if (used !== generation) return;
+  generation++;
+  void esb.stop();
+};
+/** What esbuild rejects every compile with once its process is gone (crashed, or stopped here). */
+const SERVICE_GONE = /^The service (?:was stopped|is no longer running)/;
+const serviceGone = (error: unknown): boolean => error instanceof Error && SERVICE_GONE.test(error.message);
 
 export const compileProgram = (code: string, language: 'ts' | 'js' = 'ts'): Promise<CompileResult> => {
   const key = `${language}\0${code}`;
   let result = cache.get(key);
   if (result !== undefined) cache.delete(key);
   else {
-    result = transformBody(code, language);
+    const made = transformBody(code, language);
+    result = made.then((outcome) => {
+      // A compile lost to the compiler's own failure says nothing about the code: not kept.
+      if (outcome === LOST && cache.get(key) === result) {
+        cache.delete(key);
+        cachedBytes -= weightOf(key);
+      }
+      return outcome;
+    });
     cachedBytes += weightOf(key);
   }
   cache.set(key, result);
@@ -58,22 +94,64 @@ export const compileProgram = (code: string, language: 'ts' | 'js' = 'ts'): Prom
   return result;
 };
 
-const transformBody = async (code: string, language: 'ts' | 'js'): Promise<CompileResult> => {
+/** The answer for a program whose compile the compiler's failure ended twice (not cached). */
+const LOST: CompileResult = Object.freeze({
+  ok: false,
+  message:
+    'the compiler stopped twice while compiling this code: it may be nested too deeply to compile (flatten it), or another program broke the compiler (run it again)',
+});
+const TOO_SLOW: CompileResult = Object.freeze({
+  ok: false,
+  kind: 'limit',
+  message: `the code took longer than ${COMPILE_DEADLINE_MS} ms to compile (is it nested thousands of levels deep?)`,
+});
+
+/** esbuild's transform under the deadline; undefined when the deadline passed (esbuild stopped). */
+const transformWithin = async (
+  esb: typeof import('esbuild'),
+  source: string,
+  language: 'ts' | 'js',
+): Promise<import('esbuild').TransformResult | undefined> => {
+  const used = generation;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), COMPILE_DEADLINE_MS);
+  });
+  const work = esb.transform(source, {
+    loader: language,
+    target: 'es2022',
+    sourcemap: 'external',
+    sourcefile: SOURCE_NAME,
+    sourcesContent: false,
+    logLevel: 'silent',
+  });
+  try {
+    const out = await Promise.race([work, late]);
+    if (out === undefined) {
+      work.catch(() => undefined); // rejected by the stop below
+      restart(esb, used);
+    }
+    return out;
+  } catch (error) {
+    if (serviceGone(error)) restart(esb, used);
+    throw error;
+  } finally {
+    clearTimeout(timer);
+  }
+};
+
+const transformBody = async (code: string, language: 'ts' | 'js', again = false): Promise<CompileResult> => {
   const lines = code.split('\n');
   const userLines = lines.length;
   const lastLineLength = lines[userLines - 1]?.length ?? 0;
   try {
-    const { transform } = await loadEsbuild();
-    const out = await transform(`${WRAPPER_HEAD}${code}\n}`, {
-      loader: language,
-      target: 'es2022',
-      sourcemap: 'external',
-      sourcefile: SOURCE_NAME,
-      sourcesContent: false,
-      logLevel: 'silent',
-    });
+    const esb = await loadEsbuild();
+    const out = await transformWithin(esb, `${WRAPPER_HEAD}${code}\n}`, language);
+    if (out === undefined) return TOO_SLOW;
     return { ok: true, program: { js: out.code, map: out.map } };
   } catch (error) {
+    // The service died under this compile (maybe its own doing): once more on a fresh one.
+    if (serviceGone(error)) return again ? LOST : transformBody(code, language, true);
     const errors = (error as Partial<TransformFailure>).errors;
     if (!Array.isArray(errors) || errors.length === 0) {
       return { ok: false, message: 'the code could not be compiled' };

@@ -69,7 +69,7 @@ export const createWorkflowRunner = (options: WorkflowRunnerOptions): WorkflowRu
 
   const run = async (input: WorkflowInput, exec: ExecContext): Promise<WorkflowValue> => {
     const checked = await compileProgram(input.script, 'js');
-    if (!checked.ok) throw workflowFailed('compile', checked.message, []);
+    if (!checked.ok) throw workflowFailed(checked.kind ?? 'compile', checked.message, []);
     const stop = new AbortController();
     const signal = AbortSignal.any([exec.signal, stop.signal]);
     const phases: string[] = [];

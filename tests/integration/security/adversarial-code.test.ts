@@ -360,3 +360,26 @@ describe('run_code: hostile arguments to every kind of tool', () => {
     expect(Object.prototype).not.toHaveProperty('polluted');
   }, 120_000);
 });
+
+describe('run_code: programs the compiler cannot take', () => {
+  // WAS A BUG (adversarial pass, round 6): every tenant's programs go through one esbuild process.
+  // 210 KB of functions nested 15,000 deep held it for over a minute; `!` 200,000 times ran its
+  // goroutine stack past Go's 1 GB limit and ended it, and from then on every new program of every
+  // tenant failed "the code could not be compiled" until the service restarted. Now a compile has
+  // a deadline, past which esbuild is stopped and replaced, and a dead one is replaced.
+  it("a program nested too deeply to compile ends as limit, and the other tenant's next program runs", async () => {
+    const nested = `${'function f(){'.repeat(15_000)}${'}'.repeat(15_000)}\nreturn 1`;
+    const started = performance.now();
+    const [hostile, other] = await Promise.all([
+      run(h.keyA, codeA, nested, 'nested'),
+      run(h.keyB, codeB, `return ${Math.random()} > 2`, 'beside'),
+    ]);
+    expect(hostile.error, text(hostile)).toMatchObject({ code: 'CODE_RUN_FAILED', data: { kind: 'limit' } });
+    expect(text(hostile)).toMatch(/to compile/);
+    expect(performance.now() - started).toBeLessThan(15_000);
+    expect(other.ok, text(other)).toBe(true);
+    const after = await run(h.keyB, codeB, `const n: number = ${Math.random()};\nreturn n < 2`, 'after');
+    expect(after.ok, text(after)).toBe(true);
+    expect(after.value).toMatchObject({ value: true });
+  }, 60_000);
+});

@@ -1,7 +1,9 @@
 // The compile cache: identical code is transformed by esbuild once, even when asked for concurrently,
 // and a different language is a different entry.
+
+import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { compileProgram } from '../../../host/isolates/compile.ts';
+import { COMPILE_DEADLINE_MS, compileProgram } from '../../../host/isolates/compile.ts';
 
 describe('compileProgram', () => {
   it('compiles identical code once, also when the requests overlap', async () => {
@@ -36,5 +38,46 @@ describe('compileProgram', () => {
     const small = compileProgram('return "small";');
     expect(compileProgram(big(-1))).not.toBe(first);
     expect(compileProgram('return "small";')).toBe(small);
+  });
+});
+
+// WAS A BUG (adversarial pass, code mode): esbuild is one process for every tenant. A program of
+// 210 KB nested 15,000 functions deep held it for over a minute; `!` 200,000 times (or 40,000
+// nested `if(1)`) ran its goroutine stack past Go's 1 GB and ended it, after which every compile
+// of every tenant answered "the code could not be compiled" until the service restarted.
+describe('compileProgram against hostile nesting', () => {
+  const esbuildPids = (): number[] => {
+    try {
+      return execFileSync('pgrep', ['-P', String(process.pid), '-f', 'esbuild'], { encoding: 'utf8' })
+        .split('\n')
+        .filter((line) => line !== '')
+        .map(Number);
+    } catch {
+      return []; // pgrep exits 1 when it finds none
+    }
+  };
+
+  it('refuses code that esbuild cannot compile within the deadline, as limit, and compiles the next', async () => {
+    const nested = `${'function f(){'.repeat(15_000)}${'}'.repeat(15_000)}\nreturn 1`;
+    const started = performance.now();
+    const refused = await compileProgram(nested);
+    expect(refused).toMatchObject({ ok: false, kind: 'limit' });
+    expect(performance.now() - started).toBeLessThan(COMPILE_DEADLINE_MS * 4);
+    expect(await compileProgram(nested)).toBe(refused); // kept: asking again costs nothing
+    expect(await compileProgram(`return ${Math.random()}`)).toMatchObject({ ok: true });
+  }, 30_000);
+
+  it('replaces an esbuild that died, and compiles what it was compiling then once more', async () => {
+    await compileProgram(`return ${Math.random()}`);
+    const pids = esbuildPids();
+    expect(pids.length).toBeGreaterThan(0);
+    // A crash under a compile in flight (a Go stack overflow ends the process the same way).
+    const code = `return ${Math.random()}`;
+    const inFlight = compileProgram(code);
+    for (const pid of pids) process.kill(pid, 'SIGKILL');
+    expect(await inFlight).toMatchObject({ ok: true });
+    expect(await compileProgram(`const later: number = ${Math.random()};\nreturn later`)).toMatchObject({
+      ok: true,
+    });
   });
 });
