@@ -25,7 +25,7 @@ export function admitRun(state: HostState, request: RunRequest): Promise<RunOutc
     const problem = checkRequest(request, limits);
     if (problem) return refuse(problem.kind, problem.message);
     if (request.signal?.aborted) return refuse('aborted', 'the run was aborted before it started');
-    void compileProgram(request.code, request.language ?? 'ts').then((compiled) => {
+    void compileProgram(request.code, request.language ?? 'ts', request.owner).then((compiled) => {
       if (!compiled.ok) return refuse(compiled.kind ?? 'compile', compiled.message);
       if (state.closed) return refuse('aborted', 'the isolate host is shut down');
       const run: HostRun = {

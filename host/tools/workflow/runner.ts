@@ -68,7 +68,9 @@ export const createWorkflowRunner = (options: WorkflowRunnerOptions): WorkflowRu
   };
 
   const run = async (input: WorkflowInput, exec: ExecContext): Promise<WorkflowValue> => {
-    const checked = await compileProgram(input.script, 'js');
+    const tenantId = exec.agent.services.tenantId;
+    const owner = typeof tenantId === 'string' ? tenantId : undefined;
+    const checked = await compileProgram(input.script, 'js', owner);
     if (!checked.ok) throw workflowFailed(checked.kind ?? 'compile', checked.message, []);
     const stop = new AbortController();
     const signal = AbortSignal.any([exec.signal, stop.signal]);
@@ -122,7 +124,7 @@ export const createWorkflowRunner = (options: WorkflowRunnerOptions): WorkflowRu
       signal,
       // A workflow waits on subagents for minutes: a worker of its own would sit idle for it.
       inline: false,
-      ...(typeof exec.agent.services.tenantId === 'string' ? { owner: exec.agent.services.tenantId } : {}),
+      ...(owner === undefined ? {} : { owner }),
     });
     if (stopped !== undefined) throw workflowFailed(stopped.kind, stopped.message, outcome.logs);
     if (!outcome.ok) {

@@ -81,3 +81,27 @@ describe('compileProgram against hostile nesting', () => {
     });
   });
 });
+
+describe("compileProgram: each owner's compiles one at a time", () => {
+  it("an owner's next compile waits for its slow one; another owner's does not", async () => {
+    const order: string[] = [];
+    const nested = `${'function g(){'.repeat(15_000)}${'}'.repeat(15_000)}\nreturn ${Math.random()}`;
+    const slow = compileProgram(nested, 'ts', 'tenant-a').then((r) => {
+      order.push('a-slow');
+      return r;
+    });
+    const next = compileProgram(`return ${Math.random()}`, 'ts', 'tenant-a').then((r) => {
+      order.push('a-next');
+      return r;
+    });
+    const other = compileProgram(`return ${Math.random()}`, 'ts', 'tenant-b').then((r) => {
+      order.push('b');
+      return r;
+    });
+    expect(await other).toMatchObject({ ok: true });
+    expect(order).toEqual(['b']);
+    expect(await slow).toMatchObject({ ok: false, kind: 'limit' });
+    expect(await next).toMatchObject({ ok: true });
+    expect(order).toEqual(['b', 'a-slow', 'a-next']);
+  }, 30_000);
+});
