@@ -121,6 +121,24 @@ async function provision(
  * that hold none (loop-admission.ts).
  */
 export function isFurther(s: NodeBase, spec: { agentId: string; tenantId: string }): boolean {
+  return holdsHere(s, spec) && s.tenants.size > 1;
+}
+
+/**
+ * Whether a tenant other than `tenantId` asked this node for a sandbox since start or holds one
+ * here: then a further use of `tenantId`'s (a snapshot of its agent's workspace: node-snapshots.ts)
+ * leaves the reserve open.
+ */
+export function othersAbout(s: NodeBase, tenantId: string): boolean {
+  holdsHere(s, { tenantId });
+  return s.tenants.size > 1;
+}
+
+/**
+ * Whether the tenant holds a sandbox here (but `agentId`'s), or has a create under way; notes
+ * every tenant found in `s.tenants`.
+ */
+function holdsHere(s: NodeBase, spec: { agentId?: string; tenantId: string }): boolean {
   s.tenants.add(spec.tenantId);
   let holds = (s.creating.get(spec.tenantId) ?? 0) > 0;
   for (const e of s.entries.values()) {
@@ -132,7 +150,7 @@ export function isFurther(s: NodeBase, spec: { agentId: string; tenantId: string
     if (tenant === spec.tenantId) holds = true;
     else s.tenants.add(tenant);
   }
-  return holds && s.tenants.size > 1;
+  return holds;
 }
 
 /** The node's ensure(): the agent's sandbox, found or placed (see the header). */

@@ -56,9 +56,12 @@ export interface WorkspaceStore {
   admitsFurther?(bytes: number): Promise<void>;
   /**
    * Copies the workspace into the snapshot `id` (a plain name), consistent: writes are held while
-   * the copy is made (loop-snapshots.ts). Absent: this store cannot snapshot.
+   * the copy is made (loop-snapshots.ts). The copy's host disk is admitted as a workspace's would
+   * be (CAPACITY_EXCEEDED, nothing copied, when it does not fit); `further`: another tenant is
+   * about, so it also leaves the reserve for tenants that hold none (create's `further`). Absent:
+   * this store cannot snapshot.
    */
-  snapshot?(mount: WorkspaceMount, id: string): Promise<SnapshotFile>;
+  snapshot?(mount: WorkspaceMount, id: string, further?: boolean): Promise<SnapshotFile>;
   /** Deletes a snapshot's file (gone already: done). With snapshot(). */
   dropSnapshot?(id: string): Promise<void>;
   /**

@@ -232,6 +232,7 @@ describe('the workspace disk across tenants, at loop admission', () => {
       mine: new Set(),
       prepared: undefined,
       admitting: Promise.resolve(),
+      copying: new Set(),
       spares: new Map(),
     };
   });

@@ -9,9 +9,16 @@
 // whole disk and refuse every other tenant's first agent (round 5 of the adversarial pass). Spares
 // count as open there (ready ones give way to anyone's workspace, and one being made is ready
 // soon), so removing them never admits a further one.
+// A snapshot's copy (loop-snapshots.ts) takes host disk outside every workspace's limit, its
+// blocks in use: it is admitted here too, in the same turns, as room taken for good (that many
+// bytes of free disk, times `overcommit`), and as a further use of its tenant's while another
+// tenant is about. Before, snapshots were copied whatever the disk held, so one tenant without a
+// `snapshotBytes` quota could fill the host disk under every workspace (the very state admission
+// exists to prevent) and refuse every other tenant's next agent (adversarial pass, round 6).
 // Invariants: admission checks and the truncates they admit run one at a time (`admitting`), so
 // two creates cannot both take the last room (nor a tenant's two further ones the reserve); a
-// refused image is never created.
+// refused image is never created; a copy under way counts in `copying` from its admission until it
+// is whole or gone, so neither a create nor another copy takes the room it is about to fill.
 import { open, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SandboxError } from '../../../errors.ts';
@@ -48,6 +55,36 @@ async function imagesOf(s: LoopState): Promise<{ holes: number; spareHoles: numb
   return sum;
 }
 
+/** The host disk a file takes (its blocks), or undefined when it is not there. */
+const blocksOf = (file: string): Promise<number | undefined> =>
+  stat(file).then(
+    (st) => st.blocks * 512,
+    () => undefined,
+  );
+
+/** The room the copies under way will still take: each one's charge less what it wrote already. */
+async function copiesAhead(s: LoopState): Promise<number> {
+  let ahead = 0;
+  for (const copy of s.copying) {
+    const written = (await blocksOf(copy.temp)) ?? (await blocksOf(copy.target)) ?? 0;
+    ahead += Math.max(0, copy.charge - written * s.overcommit);
+  }
+  return ahead;
+}
+
+/** The host disk the snapshot files under `root` take (`.snapshots` and its instances' folders). */
+async function snapshotsOf(s: LoopState): Promise<number> {
+  let sum = 0;
+  const walk = async (dir: string, depth: number): Promise<void> => {
+    for (const e of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
+      if (e.isDirectory() && depth > 0) await walk(join(dir, e.name), depth - 1);
+      else if (e.isFile()) sum += (await blocksOf(join(dir, e.name))) ?? 0;
+    }
+  };
+  await walk(join(s.root, '.snapshots'), 1);
+  return sum;
+}
+
 /**
  * Refuses a workspace the host disk could not hold once every workspace grew to its limit, and a
  * `further` one that would leave less than the reserve open; makes the sparse image of `name`
@@ -57,11 +94,12 @@ async function admit(s: LoopState, name: string | undefined, bytes: number, furt
   const images = await imagesOf(s);
   const free = (await s.freeBytes(s.root)) - s.reserveBytes;
   const { overcommit } = s;
-  const room = free * overcommit - images.holes;
+  const room = free * overcommit - images.holes - (await copiesAhead(s));
   if (further) {
-    // What a tenant that holds none could still be given, and the whole of it with the workspaces in use.
+    // What a tenant that holds none could still be given, and the whole of it with the workspaces
+    // and the snapshots in use (tenants hold them as they hold workspaces).
     const openBytes = room + images.spareHoles;
-    const wholeBytes = Math.max(0, openBytes + images.inUse);
+    const wholeBytes = Math.max(0, openBytes + images.inUse + (await snapshotsOf(s)) * overcommit);
     if (!leavesReserve(openBytes, wholeBytes, bytes)) {
       const kept = reserveFor(wholeBytes);
       throw new SandboxError(
@@ -96,6 +134,41 @@ export function inTurn<T>(s: LoopState, f: () => Promise<T>): Promise<T> {
   const turn = s.admitting.then(f);
   s.admitting = turn.catch(() => {});
   return turn;
+}
+
+/**
+ * Runs `copy`, a snapshot's copy into `temp` (renamed `target` once whole) that will take
+ * `usedBytes` of host disk, once admitted in its turn as room taken for good (`further`: its
+ * tenant's further use, which leaves the reserve open); CAPACITY_EXCEEDED, with nothing copied,
+ * when it does not fit. Until `copy` settles the copy counts in `copying`, less what its file holds
+ * already (the disk's free figure counts that): by then its blocks are on the disk, or gone.
+ */
+export async function admittedCopy<T>(
+  s: LoopState,
+  files: { temp: string; target: string },
+  usedBytes: number,
+  further: boolean,
+  copy: () => Promise<T>,
+): Promise<T> {
+  const pending = { ...files, charge: Math.ceil(usedBytes * s.overcommit) };
+  await inTurn(s, async () => {
+    try {
+      await admit(s, undefined, pending.charge, further);
+    } catch (e) {
+      if (!isFull(e)) throw e;
+      throw new SandboxError(
+        'CAPACITY_EXCEEDED',
+        `This host has no disk left for a snapshot of ${Math.round(usedBytes / MiB)} MiB: its workspaces may still grow into what is free${further ? ', and a part is kept for tenants that have no agent on it' : ''}. Remove snapshots or files, or try later.`,
+        { data: { ...(e as SandboxError).data, snapshotBytes: usedBytes } },
+      );
+    }
+    s.copying.add(pending);
+  });
+  try {
+    return await copy();
+  } finally {
+    s.copying.delete(pending);
+  }
 }
 
 /** The sparse image of `name`, admitted in its turn after every admission before it. */

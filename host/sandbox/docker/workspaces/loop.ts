@@ -75,6 +75,7 @@ export function createLoopWorkspaces(rootDir: string, options: LoopOptions = {})
     mine: new Set(),
     prepared: undefined,
     admitting: Promise.resolve(),
+    copying: new Set(),
     spares: new Map(),
   };
   return storeOf(s, snapshotFolder(s.root));
@@ -97,14 +98,14 @@ function storeOf(s: LoopState, folder: string): WorkspaceStore {
     keepSpares: (prefix, bytes, count, onError) => keepSpares(s, prefix, bytes, count, onError),
     sparesFilled: (prefix) => sparesFilled(s, prefix),
     dropSpares: (prefix) => dropSpares(s, prefix),
-    async snapshot(mount, id) {
+    async snapshot(mount, id, further) {
       const name = nameOf(s, mount);
       if (name === undefined)
         throw new SandboxError(
           'SNAPSHOT_UNSUPPORTED',
           'This workspace is not a loop workspace of this node.',
         );
-      return takeSnapshot(s, folder, name, id);
+      return takeSnapshot(s, folder, name, id, further === true);
     },
     dropSnapshot: (id) => dropSnapshot(folder, id),
     sweepSnapshots: (recorded) => sweepSnapshots(folder, recorded),
