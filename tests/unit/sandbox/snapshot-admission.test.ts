@@ -77,7 +77,7 @@ beforeEach(() => {
 });
 /** A snapshot of workspace `ws-a` (the image only: it is not mounted). */
 const snapshot = (id: string, further = false) =>
-  codeOf(takeSnapshot(s, snapshotFolder(root), 'ws-a', id, further));
+  codeOf(takeSnapshot(s, snapshotFolder(root), 'ws-a', id, further ? 'further' : undefined));
 /** A new workspace's image (admitted and made sparse; never formatted or mounted here). */
 const newImage = (name: string) => codeOf(admitted(s, name, WS));
 afterEach(() => rmSync(root, { recursive: true, force: true }));

@@ -78,7 +78,7 @@ export async function takeSnapshot(
   folder: string,
   name: string,
   id: string,
-  further = false,
+  share?: 'further',
 ): Promise<SnapshotFile> {
   await prepare(s);
   const { image, dir } = paths(s, name);
@@ -96,7 +96,7 @@ export async function takeSnapshot(
   );
   // Not mounted (never started since the host booted): the image is a cleanly unmounted file system.
   const mounted = (await mountedUnder(s.root)).has(dir);
-  await admittedCopy(s, { temp, target }, used, further, async () => {
+  await admittedCopy(s, { temp, target }, used, share, async () => {
     try {
       if (mounted) await runSystemTool('fsfreeze', ['--freeze', dir]);
       try {
