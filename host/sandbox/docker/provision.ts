@@ -119,15 +119,21 @@ async function provision(
  * The agent's new workspace's share of the disk (WorkspaceStore.create): undefined while its tenant
  * is alone here; else `further` when the tenant holds a sandbox here already (one adopt() found
  * counts: `dormant`) or has a create under way (a burst of creates at once is one first and further
- * ones), `first` otherwise; another tenant is about once it asked this node for one since start or
- * holds one here (children are their tenant's). One tenant alone (the embedded default's) may fill
- * the disk; once another is about, a further workspace leaves a quarter open for tenants that hold
- * none, and a first one takes at most that quarter (loop-admission.ts).
+ * ones), `first` when it is larger than the node's default size, otherwise none; another tenant is
+ * about once it asked this node for one since start or holds one here (children are their
+ * tenant's). One tenant alone (the embedded default's) may fill the disk; once another is about, a
+ * further workspace leaves a quarter open for tenants that hold none, and a large first one takes
+ * at most that quarter past what it leaves (loop-admission.ts): a newcomer's agent of the default
+ * size is what the quarter is kept for, whatever its size against the quarter's.
  */
-export function shareOf(s: NodeBase, spec: { agentId: string; tenantId: string }): DiskShare | undefined {
+export function shareOf(
+  s: NodeBase,
+  spec: { agentId: string; tenantId: string; limits: SandboxLimits },
+): DiskShare | undefined {
   const holds = holdsHere(s, spec);
   if (s.tenants.size <= 1) return undefined;
-  return holds ? 'further' : 'first';
+  if (holds) return 'further';
+  return (spec.limits.diskBytes ?? 0) > (s.defaults.diskBytes ?? 0) ? 'first' : undefined;
 }
 
 /**

@@ -175,6 +175,14 @@ describe('the workspace disk across tenants, at the node', () => {
     expect(await codeOf(ensure(s, 'd', 'd1'))).toBe('CAPACITY_EXCEEDED'); // the disk is full
   });
 
+  it("lets a newcomer's first agent of the default size have the quarter whatever their sizes", async () => {
+    const { store } = fakeDisk(3 * WS); // a quarter of 192 MiB is 48 MiB, less than one workspace
+    const s = fakeNode(store);
+    await ensure(s, 'b', 'b1');
+    await ensure(s, 'a', 'a1');
+    expect(await codeOf(ensure(s, 'c', 'c1'))).toBe('ok'); // the last 64 MiB
+  });
+
   it('lets one tenant alone fill the whole disk (the embedded default)', async () => {
     const { store, further } = fakeDisk();
     const s = fakeNode(store);

@@ -7,11 +7,11 @@
 // about: the node decides, provision.ts) is admitted only while a quarter of the admissible disk
 // stays open after it (host/shares.ts): several tenants each within its own caps cannot take the
 // whole disk and refuse every other tenant's first agent (round 5 of the adversarial pass). A
-// tenant's first workspace there may take from that quarter, but no more than all of it: before,
-// one first as large as the open disk (`sandbox.diskMb` up to 64 GiB) took it all, and every other
-// tenant's first agent was refused for as long as it lived (round 6). Spares count as open there
-// (ready ones give way to anyone's workspace, and one being made is ready soon), so removing them
-// never admits a further one.
+// tenant's first workspace there (one larger than the default: provision.ts shareOf) may take from
+// that quarter, but no more than all of it: before, one first as large as the open disk
+// (`sandbox.diskMb` up to 64 GiB) took it all, and every other tenant's first agent was refused for
+// as long as it lived (round 6). Spares count as open there (ready ones give way to anyone's
+// workspace, and one being made is ready soon), so removing them never admits a further one.
 // A snapshot's copy (loop-snapshots.ts) takes host disk outside every workspace's limit, its
 // blocks in use: it is admitted here too, in the same turns, as room taken for good (that many
 // bytes of free disk, times `overcommit`), and as a further use of its tenant's while another
