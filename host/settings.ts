@@ -524,7 +524,7 @@ export const SETTINGS = {
     section: 'workspaces',
     default: 1,
     help: "how far the workspaces' limits may exceed the free host disk (1: not at all)",
-    doc: "how far the workspaces' limits may exceed the free host disk; at 1 a workspace is made only while every workspace can still grow to its limit (`CAPACITY_EXCEEDED` otherwise). A tenant that holds workspaces on the node while another tenant is about gets a further one only while a quarter of what could be admitted stays open for tenants that hold none; one tenant alone may take it all",
+    doc: "how far the workspaces' limits may exceed the free host disk; at 1 a workspace is made only while every workspace can still grow to its limit (`CAPACITY_EXCEEDED` otherwise). A tenant that holds workspaces on the node while another tenant is about gets a further one (or a snapshot) only while a quarter of what could be admitted stays open for tenants that hold none, and a tenant's first larger than the default takes at most that quarter; one tenant alone may take it all",
   }),
   diskReserveMb: int({
     env: 'DSH_DISK_RESERVE_MB',

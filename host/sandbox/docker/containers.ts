@@ -11,7 +11,7 @@ import { WORKSPACE_ROOT } from '../paths.ts';
 import type { SandboxLimits } from '../types.ts';
 import { containerConfig, DOCKER_DEFAULT_LIMITS, linkDirOf } from './config.ts';
 import { dockerMessage, fromDocker, isConflict, isNotFound } from './errors.ts';
-import { type WorkspaceMount, type WorkspaceStore, workspaceOf } from './workspaces.ts';
+import { type DiskShare, type WorkspaceMount, type WorkspaceStore, workspaceOf } from './workspaces.ts';
 
 /** A Docker-safe name part for an agent id: the id itself when it is one, else a hash of it. */
 export const agentSlug = (agentId: string): string =>
@@ -37,8 +37,8 @@ export interface NewContainer {
   env?: Record<string, string>;
   /** A snapshot of `workspaces` the new workspace starts as a copy of (WorkspaceStore.create `from`). */
   fromSnapshot?: string;
-  /** A tenant's further workspace: it leaves the reserve for tenants that hold none (WorkspaceStore.create `further`). */
-  further?: boolean;
+  /** A tenant's first or further workspace while other tenants are about (WorkspaceStore.create `share`). */
+  share?: DiskShare;
 }
 
 /**
@@ -75,14 +75,7 @@ export const createSandboxContainer = async (
   }
   let mount: Docker.MountSettings;
   try {
-    mount = await workspaces.create(
-      name,
-      bytes,
-      spec.labels,
-      createContainer,
-      spec.fromSnapshot,
-      spec.further === true,
-    );
+    mount = await workspaces.create(name, bytes, spec.labels, createContainer, spec.fromSnapshot, spec.share);
   } catch (e) {
     // The workspace failed (and is removed) after its container was made: that goes too.
     await made.container?.remove({ force: true }).catch(() => {});

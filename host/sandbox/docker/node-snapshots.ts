@@ -5,12 +5,14 @@
 // store's (loop-snapshots.ts sweepSnapshots) over this node's folder: on a node agent, the
 // instance's own (serve-node.ts instanceWorkspaces), asked by that instance's control plane.
 // Invariants: a snapshot waits for a stop or pause of the agent in progress, so it never copies a
-// workspace while its container is being stopped; a store without snapshots (Docker volumes)
+// workspace while its container is being stopped; its copy is admitted on the host disk as a
+// workspace of its tenant's would be (CAPACITY_EXCEEDED, nothing copied, when it does not fit); a store without snapshots (Docker volumes)
 // answers SNAPSHOT_UNSUPPORTED and copies nothing.
 import { SandboxError } from '../../errors.ts';
 import type { NodeSnapshot } from '../nodes/types.ts';
 import { lookup } from './lookup.ts';
 import type { NodeBase } from './node-state.ts';
+import { othersAbout } from './provision.ts';
 
 const unsupported = (): SandboxError =>
   new SandboxError(
@@ -26,7 +28,10 @@ export async function snapshotAgent(s: NodeBase, agentId: string, id: string): P
     });
   if (s.workspaces.snapshot === undefined || entry.workspace === undefined) throw unsupported();
   while (entry.stopping) await entry.stopping.catch(() => undefined);
-  return s.workspaces.snapshot(entry.workspace, id);
+  // Its copy is admitted on the host disk like a workspace, a further use of its tenant's while
+  // another tenant is about (loop-admission.ts admittedCopy).
+  const further = entry.tenantId !== undefined && othersAbout(s, entry.tenantId);
+  return s.workspaces.snapshot(entry.workspace, id, further);
 }
 
 export async function dropSnapshotOf(s: NodeBase, id: string): Promise<void> {

@@ -19,7 +19,7 @@ import type { Naming } from './ownership.ts';
 import type { WarmPool } from './pool.ts';
 import { engineLimits, type RuntimeCatalog } from './runtimes.ts';
 import { seccompFor } from './seccomp.ts';
-import type { WorkspaceMount, WorkspaceStore } from './workspaces.ts';
+import type { DiskShare, WorkspaceMount, WorkspaceStore } from './workspaces.ts';
 
 /** One agent's sandbox known to this process. */
 export interface Entry {
@@ -105,7 +105,7 @@ export interface MadeContainer {
 /**
  * A new container with its workspace (a new one, a copy of the snapshot `fromSnapshot`, or `reuse`)
  * and, when links are on, its link folder, under `runtime` (default: the engine's default runtime).
- * `further`: a tenant's further workspace (NewContainer.further).
+ * `share`: a tenant's first or further workspace while other tenants are about (NewContainer.share).
  */
 export async function createContainer(
   s: NodeBase,
@@ -114,7 +114,7 @@ export async function createContainer(
   limits: SandboxLimits,
   reuse?: WorkspaceMount,
   runtime?: SandboxRuntime,
-  { fromSnapshot, further }: { fromSnapshot?: string; further?: boolean } = {},
+  { fromSnapshot, share }: { fromSnapshot?: string; share?: DiskShare } = {},
 ): Promise<MadeContainer> {
   const engineRuntime = runtime === undefined ? undefined : s.runtimes.engineName(runtime);
   const link = s.links === undefined ? undefined : await makeLinkDir(s.links);
@@ -127,7 +127,7 @@ export async function createContainer(
       tmpBytes: s.tmpBytes,
       ...(reuse ? { reuse } : {}),
       ...(fromSnapshot === undefined ? {} : { fromSnapshot }),
-      ...(further === true ? { further } : {}),
+      ...(share === undefined ? {} : { share }),
       ...(link === undefined ? {} : { link }),
       ...(engineRuntime === undefined ? {} : { runtime: engineRuntime, seccomp: seccompFor(runtime) }),
       // sandboxd puts the image's busybox ls and stat first on PATH under gVisor, whose statx

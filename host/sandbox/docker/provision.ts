@@ -10,7 +10,7 @@
 // runtime the engine does not offer is refused (RUNTIME_UNAVAILABLE) before anything is made; a
 // pooled one that fails to be assigned is discarded, reported
 // and skipped; what the warm hook made for a pooled one goes to the caller with it; a tenant's
-// further workspace (isFurther) is refused CAPACITY_EXCEEDED from the pool as a cold create would be,
+// further workspace (shareOf) is refused CAPACITY_EXCEEDED from the pool as a cold create would be,
 // so a pooled sandbox never goes to a tenant over its share of the disk.
 import { nanoid } from 'nanoid';
 import type { NodeSandboxSpec, Placed, SandboxdChannel } from '../nodes/types.ts';
@@ -30,6 +30,7 @@ import {
   removeWith,
 } from './node-state.ts';
 import type { PoolItem } from './pool.ts';
+import type { DiskShare } from './workspaces.ts';
 
 /** A started container with the default limits that no agent owns yet, its channel open and warmed. */
 export async function makeWarm(s: NodeBase): Promise<PoolItem> {
@@ -71,7 +72,7 @@ async function provision(
   s: NodeState,
   spec: NodeSandboxSpec & { runtime: SandboxRuntime },
   limits: SandboxLimits,
-  further: boolean,
+  share: DiskShare | undefined,
 ): Promise<MadeContainer & { warm?: unknown; renaming?: Promise<void>; pending?: SandboxdChannel }> {
   const { agentId, tenantId, runtime } = spec;
   const name = s.names.agent(agentId);
@@ -81,8 +82,10 @@ async function provision(
     limits.diskBytes === s.defaults.diskBytes &&
     runtime === DEFAULT_RUNTIME &&
     spec.fromSnapshot === undefined;
-  // A tenant's further workspace is refused from the pool as a new one would be (the pool is refilled).
-  if (further && fitsPool && s.pool.ready > 0) await s.workspaces.admitsFurther?.(limits.diskBytes ?? 0);
+  // A tenant's further workspace is refused from the pool as a new one would be (the pool is
+  // refilled). A first one takes a pooled workspace, whose room was taken when it was made.
+  if (share === 'further' && fitsPool && s.pool.ready > 0)
+    await s.workspaces.admitsFurther?.(limits.diskBytes ?? 0);
   const attempts = fitsPool ? s.pool.ready : 0;
   // While other tenants are about, a tenant's burst leaves them a quarter of the pool (pool.ts).
   const taker = s.tenants.size > 1 ? tenantId : undefined;
@@ -108,19 +111,46 @@ async function provision(
   }
   return createContainer(s, name, agentLabels(s, agentId, tenantId), limits, undefined, runtime, {
     ...(spec.fromSnapshot === undefined ? {} : { fromSnapshot: spec.fromSnapshot }),
-    further,
+    ...(share === undefined ? {} : { share }),
   });
 }
 
 /**
- * Whether the agent's new workspace is a further one of its tenant (children are their tenant's):
- * the tenant holds a sandbox here already (one adopt() found counts: `dormant`) or has a create
- * under way (a burst of creates at once is one first and further ones), and another tenant asked
- * this node for one since start or holds one here. One tenant alone (the embedded default's) may
- * fill the disk; once another is about, a further workspace leaves a quarter open for tenants
- * that hold none (loop-admission.ts).
+ * The agent's new workspace's share of the disk (WorkspaceStore.create): undefined while its tenant
+ * is alone here; else `further` when the tenant holds a sandbox here already (one adopt() found
+ * counts: `dormant`) or has a create under way (a burst of creates at once is one first and further
+ * ones), `first` when it is larger than the node's default size, otherwise none; another tenant is
+ * about once it asked this node for one since start or holds one here (children are their
+ * tenant's). One tenant alone (the embedded default's) may fill the disk; once another is about, a
+ * further workspace leaves a quarter open for tenants that hold none, and a large first one takes
+ * at most that quarter past what it leaves (loop-admission.ts): a newcomer's agent of the default
+ * size is what the quarter is kept for, whatever its size against the quarter's.
  */
-export function isFurther(s: NodeBase, spec: { agentId: string; tenantId: string }): boolean {
+export function shareOf(
+  s: NodeBase,
+  spec: { agentId: string; tenantId: string; limits: SandboxLimits },
+): DiskShare | undefined {
+  const holds = holdsHere(s, spec);
+  if (s.tenants.size <= 1) return undefined;
+  if (holds) return 'further';
+  return (spec.limits.diskBytes ?? 0) > (s.defaults.diskBytes ?? 0) ? 'first' : undefined;
+}
+
+/**
+ * Whether a tenant other than `tenantId` asked this node for a sandbox since start or holds one
+ * here: then a further use of `tenantId`'s (a snapshot of its agent's workspace: node-snapshots.ts)
+ * leaves the reserve open.
+ */
+export function othersAbout(s: NodeBase, tenantId: string): boolean {
+  holdsHere(s, { tenantId });
+  return s.tenants.size > 1;
+}
+
+/**
+ * Whether the tenant holds a sandbox here (but `agentId`'s), or has a create under way; notes
+ * every tenant found in `s.tenants`.
+ */
+function holdsHere(s: NodeBase, spec: { agentId?: string; tenantId: string }): boolean {
   s.tenants.add(spec.tenantId);
   let holds = (s.creating.get(spec.tenantId) ?? 0) > 0;
   for (const e of s.entries.values()) {
@@ -132,7 +162,7 @@ export function isFurther(s: NodeBase, spec: { agentId: string; tenantId: string
     if (tenant === spec.tenantId) holds = true;
     else s.tenants.add(tenant);
   }
-  return holds && s.tenants.size > 1;
+  return holds;
 }
 
 /** The node's ensure(): the agent's sandbox, found or placed (see the header). */
@@ -142,10 +172,10 @@ export async function ensureSandbox(s: NodeState, spec: NodeSandboxSpec): Promis
   const runtime = spec.runtime ?? DEFAULT_RUNTIME;
   await s.runtimes.require(runtime);
   // Counted from the check on (no wait between): a create of the tenant's at once is a further one.
-  const further = isFurther(s, spec);
+  const share = shareOf(s, spec);
   s.creating.set(spec.tenantId, (s.creating.get(spec.tenantId) ?? 0) + 1);
   try {
-    return await place(s, { ...spec, runtime }, further);
+    return await place(s, { ...spec, runtime }, share);
   } finally {
     const left = (s.creating.get(spec.tenantId) ?? 1) - 1;
     if (left > 0) s.creating.set(spec.tenantId, left);
@@ -157,10 +187,10 @@ export async function ensureSandbox(s: NodeState, spec: NodeSandboxSpec): Promis
 async function place(
   s: NodeState,
   spec: NodeSandboxSpec & { runtime: SandboxRuntime },
-  further: boolean,
+  share: DiskShare | undefined,
 ): Promise<Placed<unknown>> {
   const { limits, runtime } = spec;
-  const { container, workspace, warm, renaming, link, pending } = await provision(s, spec, limits, further);
+  const { container, workspace, warm, renaming, link, pending } = await provision(s, spec, limits, share);
   const fresh = {
     container,
     limits,

@@ -26,6 +26,12 @@ export interface SnapshotFile {
   bytes: number;
 }
 
+/**
+ * A new workspace of a tenant while other tenants are about on the node: its `first` there, or a
+ * `further` one (WorkspaceStore.create).
+ */
+export type DiskShare = 'first' | 'further';
+
 export interface WorkspaceStore {
   readonly kind: 'loop' | 'volume';
   /**
@@ -35,9 +41,10 @@ export interface WorkspaceStore {
    * meanwhile; create() waits for it and fails with its failure, having removed the workspace.
    * `from`: a snapshot of this store (snapshot()) the workspace starts as a copy of; `bytes` must be
    * its size. A store without snapshots refuses it (SNAPSHOT_UNSUPPORTED).
-   * `further`: the workspace is one more of a tenant that holds some while other tenants are about
-   * (the node decides, provision.ts); a store that bounds the disk admits it only while a quarter
-   * of what it could admit stays open for tenants that hold none (host/shares.ts), else
+   * `share`: other tenants are about (the node decides, provision.ts), and this is the tenant's
+   * `first` workspace on the node or a `further` one; a store that bounds the disk admits a further
+   * one only while a quarter of what it could admit stays open for tenants that hold none
+   * (host/shares.ts), and a first one only within that quarter when it would leave less open, else
    * CAPACITY_EXCEEDED. A store without a disk bound ignores it.
    */
   create(
@@ -46,7 +53,7 @@ export interface WorkspaceStore {
     labels: Record<string, string>,
     alongside?: (mount: Docker.MountSettings) => Promise<unknown>,
     from?: string,
-    further?: boolean,
+    share?: DiskShare,
   ): Promise<Docker.MountSettings>;
   /**
    * Refuses (CAPACITY_EXCEEDED, as create() would) a `further` workspace of `bytes` that the
@@ -56,9 +63,12 @@ export interface WorkspaceStore {
   admitsFurther?(bytes: number): Promise<void>;
   /**
    * Copies the workspace into the snapshot `id` (a plain name), consistent: writes are held while
-   * the copy is made (loop-snapshots.ts). Absent: this store cannot snapshot.
+   * the copy is made (loop-snapshots.ts). The copy's host disk is admitted as a workspace's would
+   * be (CAPACITY_EXCEEDED, nothing copied, when it does not fit); `further`: another tenant is
+   * about, so it also leaves the reserve for tenants that hold none (create's `further`). Absent:
+   * this store cannot snapshot.
    */
-  snapshot?(mount: WorkspaceMount, id: string): Promise<SnapshotFile>;
+  snapshot?(mount: WorkspaceMount, id: string, further?: boolean): Promise<SnapshotFile>;
   /** Deletes a snapshot's file (gone already: done). With snapshot(). */
   dropSnapshot?(id: string): Promise<void>;
   /**

@@ -157,10 +157,10 @@ describe.skipIf(!loopWorkspaces)('spare workspaces (loop store)', () => {
     await store.sparesFilled?.('p');
     // A quarter of the 8 × SIZE stays open for tenants that hold none: 6 further ones fit, not 7.
     for (const i of [1, 2, 3, 4, 5, 6])
-      await store.create(`p-agent-a${i}-ws`, SIZE, {}, undefined, undefined, true);
+      await store.create(`p-agent-a${i}-ws`, SIZE, {}, undefined, undefined, 'further');
     await store.sparesFilled?.('p');
     expect(spareFiles(dir, 'p')).toHaveLength(2);
-    expect(await codeOf(store.create('p-agent-a7-ws', SIZE, {}, undefined, undefined, true))).toBe(
+    expect(await codeOf(store.create('p-agent-a7-ws', SIZE, {}, undefined, undefined, 'further'))).toBe(
       'CAPACITY_EXCEEDED',
     );
     expect(await codeOf(store.admitsFurther?.(SIZE) ?? Promise.resolve())).toBe('CAPACITY_EXCEEDED');

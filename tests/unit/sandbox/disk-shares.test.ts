@@ -22,10 +22,13 @@ import { naming } from '../../../host/sandbox/docker/ownership.ts';
 import { createWarmPool, type PoolItem } from '../../../host/sandbox/docker/pool.ts';
 import { ensureSandbox } from '../../../host/sandbox/docker/provision.ts';
 import { runtimeCatalog } from '../../../host/sandbox/docker/runtimes.ts';
-import { admitsFurther, admitted } from '../../../host/sandbox/docker/workspaces/loop-admission.ts';
+import {
+  admitsFurther,
+  admitted,
+  sharesFairly,
+} from '../../../host/sandbox/docker/workspaces/loop-admission.ts';
 import type { LoopState } from '../../../host/sandbox/docker/workspaces/loop-state.ts';
-import type { WorkspaceStore } from '../../../host/sandbox/docker/workspaces.ts';
-import { leavesReserve } from '../../../host/shares.ts';
+import type { DiskShare, WorkspaceStore } from '../../../host/sandbox/docker/workspaces.ts';
 import { echoPipe } from '../../helpers/echo-pipe.ts';
 
 const MiB = 1024 * 1024;
@@ -42,25 +45,25 @@ const codeOf = (p: Promise<unknown>): Promise<string> =>
 /**
  * A store over a fake disk of DISK bytes with the loop store's rule (nothing is written, so every
  * workspace may still grow to its limit): a workspace fits the open room, a further one also leaves
- * the reserve open. Records which creates were further ones.
+ * the reserve open, a first one takes at most the reserve. Records which creates were further ones.
  */
 const fakeDisk = (disk = DISK) => {
   const held = new Map<string, number>();
   const further: string[] = [];
   const open = () => disk - [...held.values()].reduce((a, b) => a + b, 0);
-  const check = (bytes: number, more: boolean) => {
-    if ((more && !leavesReserve(open(), disk, bytes)) || bytes > open())
+  const check = (bytes: number, share?: DiskShare) => {
+    if ((share !== undefined && !sharesFairly(share, open(), disk, bytes)) || bytes > open())
       throw new SandboxError('CAPACITY_EXCEEDED', 'no room', { data: { bytes } });
   };
   const store = {
     kind: 'loop',
-    async create(name: string, bytes: number, _l: unknown, _a: unknown, _f: unknown, more?: boolean) {
-      check(bytes, more === true);
-      if (more) further.push(name);
+    async create(name: string, bytes: number, _l: unknown, _a: unknown, _f: unknown, share?: DiskShare) {
+      check(bytes, share);
+      if (share === 'further') further.push(name);
       held.set(name, bytes);
       return { Type: 'bind', Source: `/ws/${name}`, Target: '/workspace' };
     },
-    admitsFurther: async (bytes: number) => check(bytes, true),
+    admitsFurther: async (bytes: number) => check(bytes, 'further'),
     remove: async (m: { source: string }) => void held.delete(m.source.slice(4)),
   } as unknown as WorkspaceStore;
   return { store, held, further };
@@ -124,8 +127,8 @@ const fakeNode = (store: WorkspaceStore, poolSize = 0): NodeState => {
   return Object.assign(base, { pool }) as unknown as NodeState;
 };
 
-const ensure = (s: NodeState, tenantId: string, agentId: string) =>
-  ensureSandbox(s, { agentId, tenantId, limits: s.defaults });
+const ensure = (s: NodeState, tenantId: string, agentId: string, diskBytes = WS) =>
+  ensureSandbox(s, { agentId, tenantId, limits: { ...s.defaults, diskBytes } });
 
 describe('the workspace disk across tenants, at the node', () => {
   it("keeps a quarter open for a tenant that holds none: one tenant's further agents are refused first", async () => {
@@ -159,6 +162,25 @@ describe('the workspace disk across tenants, at the node', () => {
     await ensure(s, 'b', 'b1'); // 64 MiB open: the quarter
     expect(await codeOf(ensure(s, 'a', 'a1'))).toBe('CAPACITY_EXCEEDED');
     expect(await codeOf(ensure(s, 'c', 'c1'))).toBe('ok');
+  });
+
+  it("keeps a newcomer's room from another tenant's first agent too: a first takes at most the quarter past it", async () => {
+    const { store } = fakeDisk();
+    const s = fakeNode(store);
+    await ensure(s, 'b', 'b1'); // 192 MiB open
+    // Before, a's first as large as the open disk took it all, and c's first was refused.
+    expect(await codeOf(ensure(s, 'a', 'a1', 3 * WS))).toBe('CAPACITY_EXCEEDED');
+    expect(await codeOf(ensure(s, 'a', 'a1', 2 * WS))).toBe('ok'); // leaves the quarter
+    expect(await codeOf(ensure(s, 'c', 'c1'))).toBe('ok'); // a first within the quarter
+    expect(await codeOf(ensure(s, 'd', 'd1'))).toBe('CAPACITY_EXCEEDED'); // the disk is full
+  });
+
+  it("lets a newcomer's first agent of the default size have the quarter whatever their sizes", async () => {
+    const { store } = fakeDisk(3 * WS); // a quarter of 192 MiB is 48 MiB, less than one workspace
+    const s = fakeNode(store);
+    await ensure(s, 'b', 'b1');
+    await ensure(s, 'a', 'a1');
+    expect(await codeOf(ensure(s, 'c', 'c1'))).toBe('ok'); // the last 64 MiB
   });
 
   it('lets one tenant alone fill the whole disk (the embedded default)', async () => {
@@ -232,6 +254,7 @@ describe('the workspace disk across tenants, at loop admission', () => {
       mine: new Set(),
       prepared: undefined,
       admitting: Promise.resolve(),
+      copying: new Set(),
       spares: new Map(),
     };
   });
@@ -239,9 +262,9 @@ describe('the workspace disk across tenants, at loop admission', () => {
 
   it('admits workspaces up to the whole disk, a further one only while a quarter stays open', async () => {
     await admitted(s, 'a1', WS);
-    await admitted(s, 'a2', WS, true);
-    await admitted(s, 'a3', WS, true); // leaves the quarter
-    const refused = (await admitted(s, 'a4', WS, true).catch((e: unknown) => e)) as SandboxError;
+    await admitted(s, 'a2', WS, 'further');
+    await admitted(s, 'a3', WS, 'further'); // leaves the quarter
+    const refused = (await admitted(s, 'a4', WS, 'further').catch((e: unknown) => e)) as SandboxError;
     expect(refused.code).toBe('CAPACITY_EXCEEDED');
     expect(refused.message).toMatch(/for tenants that have no agent on it/);
     expect(refused.data).toMatchObject({ keptForNewcomersBytes: DISK / 4, openBytes: DISK / 4 });
@@ -250,15 +273,28 @@ describe('the workspace disk across tenants, at loop admission', () => {
     expect(await codeOf(admitted(s, 'c1', WS))).toBe('CAPACITY_EXCEEDED');
   });
 
+  it("admits a tenant's first workspace while others are about only within the quarter past what it leaves", async () => {
+    await admitted(s, 'b1', WS, 'first');
+    const refused = (await admitted(s, 'a1', 3 * WS, 'first').catch((e: unknown) => e)) as SandboxError;
+    expect(refused.code).toBe('CAPACITY_EXCEEDED');
+    expect(refused.message).toMatch(/a first workspace here takes at most that much/);
+    expect(refused.data).toMatchObject({ keptForNewcomersBytes: DISK / 4, openBytes: 3 * WS });
+    await admitted(s, 'a1', 2 * WS, 'first'); // leaves the quarter open
+    await admitted(s, 'c1', WS, 'first'); // takes the quarter, no more
+    expect(await codeOf(admitted(s, 'd1', WS, 'first'))).toBe('CAPACITY_EXCEEDED');
+  });
+
   it("admits a tenant's further workspaces one at a time: a burst cannot share the reserve out", async () => {
     await admitted(s, 'a1', WS);
-    const burst = await Promise.all(['a2', 'a3', 'a4', 'a5'].map((n) => codeOf(admitted(s, n, WS, true))));
+    const burst = await Promise.all(
+      ['a2', 'a3', 'a4', 'a5'].map((n) => codeOf(admitted(s, n, WS, 'further'))),
+    );
     expect(burst.sort()).toEqual(['CAPACITY_EXCEEDED', 'CAPACITY_EXCEEDED', 'ok', 'ok']);
   });
 
   it('counts ready spares as open and keeps them when the reserve refuses', async () => {
     await admitted(s, 'a1', WS);
-    await admitted(s, 'a2', WS, true);
+    await admitted(s, 'a2', WS, 'further');
     // A ready spare of 64 MiB (sparse: all of it may still grow).
     const spare = 'own-spare-x';
     writeFileSync(join(root, `${spare}.img`), '');
@@ -275,9 +311,9 @@ describe('the workspace disk across tenants, at loop admission', () => {
       dropped: false,
     });
     // Open: the free 64 MiB and the spare's, so a further one fits and leaves the quarter.
-    await admitted(s, 'a3', WS, true);
+    await admitted(s, 'a3', WS, 'further');
     // Open now: the spare's alone; the reserve refuses, and the spare stays (removing it would not admit).
-    expect(await codeOf(admitted(s, 'a4', WS, true))).toBe('CAPACITY_EXCEEDED');
+    expect(await codeOf(admitted(s, 'a4', WS, 'further'))).toBe('CAPACITY_EXCEEDED');
     expect(ready).toEqual([spare]);
     // A check only (a pooled sandbox for a further agent) refuses the same and makes no image.
     expect(await codeOf(admitsFurther(s, WS))).toBe('CAPACITY_EXCEEDED');

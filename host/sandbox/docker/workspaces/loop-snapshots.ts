@@ -34,6 +34,7 @@ import { join } from 'node:path';
 import { SandboxError } from '../../../errors.ts';
 import { INSTANCE_ID, INSTANCE_ID_TEXT } from '../../nodes/remote/roles.ts';
 import type { SnapshotFile } from '../workspaces.ts';
+import { admittedCopy } from './loop-admission.ts';
 import { failed, mountedUnder } from './loop-mount.ts';
 import { type LoopState, NAME, paths, prepare } from './loop-state.ts';
 import { runSystemTool } from './system-tools.ts';
@@ -77,26 +78,38 @@ export async function takeSnapshot(
   folder: string,
   name: string,
   id: string,
+  share?: 'further',
 ): Promise<SnapshotFile> {
   await prepare(s);
   const { image, dir } = paths(s, name);
   const target = snapshotPath(folder, id);
   const temp = `${target.slice(0, -4)}.tmp`;
   await mkdir(folder, { recursive: true, mode: 0o700 });
+  // What the copy will take: the image's blocks in use now (the few a write lands before the freeze
+  // are the margin). Admitted like a workspace (loop-admission.ts), or refused with nothing frozen
+  // or copied.
+  const used = await sizes(image).then(
+    (sz) => sz.bytes,
+    (e: unknown) => {
+      throw failed('Taking the snapshot', e, { name, snapshot: id });
+    },
+  );
   // Not mounted (never started since the host booted): the image is a cleanly unmounted file system.
   const mounted = (await mountedUnder(s.root)).has(dir);
-  try {
-    if (mounted) await runSystemTool('fsfreeze', ['--freeze', dir]);
+  await admittedCopy(s, { temp, target }, used, share, async () => {
     try {
-      await sparseCopy(image, temp);
-    } finally {
-      if (mounted) await runSystemTool('fsfreeze', ['--unfreeze', dir]);
+      if (mounted) await runSystemTool('fsfreeze', ['--freeze', dir]);
+      try {
+        await sparseCopy(image, temp);
+      } finally {
+        if (mounted) await runSystemTool('fsfreeze', ['--unfreeze', dir]);
+      }
+      await rename(temp, target);
+    } catch (e) {
+      await rm(temp, { force: true });
+      throw e instanceof SandboxError ? e : failed('Taking the snapshot', e, { name, snapshot: id });
     }
-    await rename(temp, target);
-  } catch (e) {
-    await rm(temp, { force: true });
-    throw e instanceof SandboxError ? e : failed('Taking the snapshot', e, { name, snapshot: id });
-  }
+  });
   return sizes(target);
 }
 

@@ -35,6 +35,11 @@ export interface LoopState {
   prepared: Promise<void> | undefined;
   /** Admission checks and the truncates they admit run one at a time (two creates cannot both fit). */
   admitting: Promise<unknown>;
+  /**
+   * Snapshot copies under way, admitted in their turn (loop-admission.ts admittedCopy): each one's
+   * files and the room (as admission counts it) it takes once whole; gone once whole or failed.
+   */
+  copying: Set<{ temp: string; target: string; charge: number }>;
   /** Spare pools by name prefix. */
   spares: Map<string, Spares>;
 }

@@ -29,8 +29,8 @@ import { join, resolve as resolvePath } from 'node:path';
 import type Docker from 'dockerode';
 import { SandboxError } from '../../../errors.ts';
 import { WORKSPACE_ROOT } from '../../paths.ts';
-import type { WorkspaceMount, WorkspaceStore, WorkspaceUsage } from '../workspaces.ts';
-import { admitsFurther, admitted, checkFurther, inTurn } from './loop-admission.ts';
+import type { DiskShare, WorkspaceMount, WorkspaceStore, WorkspaceUsage } from '../workspaces.ts';
+import { admitsFurther, admitted, checkShare, inTurn } from './loop-admission.ts';
 import { failed, format, mountedUnder, mountOne, removeOne } from './loop-mount.ts';
 import {
   dropAllSnapshots,
@@ -75,6 +75,7 @@ export function createLoopWorkspaces(rootDir: string, options: LoopOptions = {})
     mine: new Set(),
     prepared: undefined,
     admitting: Promise.resolve(),
+    copying: new Set(),
     spares: new Map(),
   };
   return storeOf(s, snapshotFolder(s.root));
@@ -84,8 +85,8 @@ export function createLoopWorkspaces(rootDir: string, options: LoopOptions = {})
 function storeOf(s: LoopState, folder: string): WorkspaceStore {
   return {
     kind: 'loop',
-    create: (name, bytes, labels, alongside, from, further) =>
-      create(s, folder, name, bytes, labels, alongside, from, further === true),
+    create: (name, bytes, labels, alongside, from, share) =>
+      create(s, folder, name, bytes, labels, alongside, from, share),
     admitsFurther: (bytes) => admitsFurther(s, bytes),
     ready: (mount) => ready(s, mount),
     remove: (mount) => remove(s, mount),
@@ -97,14 +98,14 @@ function storeOf(s: LoopState, folder: string): WorkspaceStore {
     keepSpares: (prefix, bytes, count, onError) => keepSpares(s, prefix, bytes, count, onError),
     sparesFilled: (prefix) => sparesFilled(s, prefix),
     dropSpares: (prefix) => dropSpares(s, prefix),
-    async snapshot(mount, id) {
+    async snapshot(mount, id, further) {
       const name = nameOf(s, mount);
       if (name === undefined)
         throw new SandboxError(
           'SNAPSHOT_UNSUPPORTED',
           'This workspace is not a loop workspace of this node.',
         );
-      return takeSnapshot(s, folder, name, id);
+      return takeSnapshot(s, folder, name, id, further === true ? 'further' : undefined);
     },
     dropSnapshot: (id) => dropSnapshot(folder, id),
     sweepSnapshots: (recorded) => sweepSnapshots(folder, recorded),
@@ -120,7 +121,7 @@ async function create(
   _labels: Record<string, string>,
   alongside?: (mount: Docker.MountSettings) => Promise<unknown>,
   from?: string,
-  further = false,
+  share?: DiskShare,
 ): Promise<Docker.MountSettings> {
   if (from !== undefined && (await snapshotSizes(folder, from)).sizeBytes !== bytes)
     throw new SandboxError('INVALID_ARGUMENTS', `A workspace made from snapshot ${from} has its size.`, {
@@ -143,7 +144,7 @@ async function create(
   try {
     // A spare is renamed to this name (taken from the list first: never two takers). One that a
     // sweep removed meanwhile is made afresh instead.
-    const spare = from === undefined ? await spareFor(s, name, bytes, further) : undefined;
+    const spare = from === undefined ? await spareFor(s, name, bytes, share) : undefined;
     const fromSpare =
       spare !== undefined &&
       (await rename(paths(s, spare).image, image).then(
@@ -152,7 +153,7 @@ async function create(
       ));
     if (spare !== undefined) s.mine.delete(spare);
     // Sparse: the image takes host disk only for what is written; admitted only if it fits.
-    if (!fromSpare) await admitted(s, name, bytes, further);
+    if (!fromSpare) await admitted(s, name, bytes, share);
     // The mount point exists from here (mode 0000 until mounted): the container can be created.
     await mkdir(dir, { recursive: true, mode: 0o000 });
     await chmod(dir, 0o000);
@@ -174,13 +175,13 @@ async function create(
 }
 
 /**
- * A ready spare for `name`, or undefined. A tenant's further workspace takes one only in its turn
- * of admission, past the reserve's check (ready spares count as open there).
+ * A ready spare for `name`, or undefined. A tenant's workspace while others are about takes one
+ * only in its turn of admission, past the reserve's check (ready spares count as open there).
  */
-function spareFor(s: LoopState, name: string, bytes: number, further: boolean): Promise<string | undefined> {
-  if (!further) return Promise.resolve(takeSpare(s, name, bytes));
+function spareFor(s: LoopState, name: string, bytes: number, share?: DiskShare): Promise<string | undefined> {
+  if (share === undefined) return Promise.resolve(takeSpare(s, name, bytes));
   return inTurn(s, async () => {
-    await checkFurther(s, bytes);
+    await checkShare(s, bytes, share);
     return takeSpare(s, name, bytes);
   });
 }
