@@ -7,9 +7,11 @@
 // (bench/read-chain-floor.ts, docs/performance.md "Round thirteen"). The service asks for polling
 // the way latency-sensitive Linux services do: a CPU latency request of 0 µs (PM QoS,
 // /dev/cpu_dma_latency) from the moment something happens (a request arrives or is answered, a
-// program calls a tool, a terminal socket gets a keystroke) until `lingerMs` passed with nothing
-// happening. Activity, not what is in flight: a call that waits a minute (a `sleep 60`) does not
-// keep idle CPUs polling for that minute.
+// program calls a tool, a terminal socket gets a keystroke, output flows to a client: an SSE
+// event, terminal output) until `lingerMs` passed with nothing happening; a node agent does the
+// same for each call it relays and each chunk it splices (sandbox/nodes/remote/server.ts).
+// Activity, not what is in flight: a call that waits a minute (a `sleep 60`) does not keep idle
+// CPUs polling for that minute, nor does a stream with nothing flowing (its heartbeats do not count).
 // The request is lifted by writing the no-constraint value, and the kernel drops it when the file
 // closes, so a process that dies leaves nothing behind. It costs the CPU time idle CPUs spend
 // polling while the service is busy.
@@ -48,10 +50,12 @@ export function openCpuLatency(path = CPU_LATENCY_DEVICE): LatencyRequest | unde
   };
 }
 
-export type IdlePollState = 'off' | 'unavailable' | 'idle' | 'polling';
+/** off: DSH_IDLE_POLL off; unavailable: the device refused; idle: CPUs may halt; polling: the request is held. */
+export const IDLE_POLL_STATES = ['off', 'unavailable', 'idle', 'polling'] as const;
+export type IdlePollState = (typeof IDLE_POLL_STATES)[number];
 
 export interface IdlePoll {
-  /** Something happened (a request arrived or was answered, a program called a tool, a keystroke): poll for `lingerMs` more. */
+  /** Something happened (a request arrived or was answered, a program called a tool, a keystroke, output sent): poll for `lingerMs` more. */
   touch(): void;
   readonly state: IdlePollState;
   /** Lifts the request and closes the device. */

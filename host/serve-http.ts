@@ -59,6 +59,8 @@ export interface ServerAppParts {
   sandboxes?: SandboxProvider;
   /** The nodes of DSH_NODES (GET /v1/nodes, cordons). */
   nodes?: NodeAdmin;
+  /** Touched by output flowing to clients (SSE events, terminal output) and terminal keystrokes. */
+  idlePoll?: IdlePoll;
 }
 
 const shareOf = (store: Store, config: Config) => {
@@ -107,6 +109,7 @@ export function createServerApp(config: Config, parts: ServerAppParts): Hono<Api
     mcpOrigins: config.mcpOrigins,
     ...(parts.tenantDeletion === undefined ? {} : { tenantDeletion: parts.tenantDeletion }),
     ...(parts.nodes === undefined ? {} : { nodes: parts.nodes }),
+    ...(parts.idlePoll === undefined ? {} : { activity: touchOf(parts.idlePoll) }),
     ...(parts.sandboxes?.runtimes === undefined
       ? {}
       : { runtimes: () => offeredBy(parts.sandboxes as SandboxProvider) }),
@@ -130,10 +133,12 @@ export function createServerApp(config: Config, parts: ServerAppParts): Hono<Api
   });
 }
 
+const touchOf = (poll: IdlePoll) => () => poll.touch();
+
 /**
  * Listens on config.host:port with `fetch`, terminal upgrades through `wss`, and `connections`
- * attached. Requests arriving and answered, and keystrokes on terminal sockets, keep idle CPUs
- * polling (`idlePoll`, ./idle-poll.ts).
+ * attached. Requests arriving and answered keep idle CPUs polling (`idlePoll`, ./idle-poll.ts;
+ * the app touches it for what flows on open streams: createServerApp's `idlePoll`).
  */
 export function listenHttp(
   config: Config,
@@ -142,10 +147,6 @@ export function listenHttp(
   connections: ConnectionGuard,
   idlePoll?: IdlePoll,
 ): Promise<Server> {
-  if (idlePoll !== undefined) {
-    const touch = () => idlePoll.touch();
-    wss.on('connection', (ws) => ws.on('message', touch));
-  }
   // A terminal upgrade for another replica's agent is tunnelled there (api/forward/upgrade.ts).
   const upgrades = upgradeTunnels(idlePoll === undefined ? fetch : whilePolling(idlePoll, fetch));
   return new Promise<Server>((resolve) => {

@@ -7,10 +7,13 @@
 // and so are its snapshots (its node's workspace store is instanceWorkspaces': a folder of
 // snapshots per instance, so another instance's ensure-from, snapshot and drop find nothing of
 // it); a control plane acts only for the instances its certificate names (server.ts), and sweeps
-// only its own folder of snapshot files (nodes/remote/snapshot-sweep.ts).
+// only its own folder of snapshot files (nodes/remote/snapshot-sweep.ts). While it relays calls
+// its idle CPUs poll (DSH_IDLE_POLL, as `serve`'s: host/idle-poll.ts; the state rides on its
+// `capacity` answers, which GET /v1/nodes shows).
 
 import type { Config } from './config.ts';
 import { oneLine, SandboxError } from './errors.ts';
+import { createIdlePoll } from './idle-poll.ts';
 import type { DockerNode, WorkspaceStore } from './sandbox/docker/index.ts';
 import { type NodeServer, serveNode } from './sandbox/nodes/remote/server.ts';
 import { linksOf, nodeTls, sandboxImageOf, workspaceStore } from './serve-sandboxes.ts';
@@ -94,11 +97,13 @@ export async function serveNodeAgent(
     }
     return node;
   };
+  const idlePoll = createIdlePoll({ enabled: config.idlePoll, lingerMs: config.idlePollLingerMs });
   const server = await serveNode({
     host,
     port,
     ...tls,
     nodeFor,
+    idlePoll,
     onError: (e) => log(`node: ${String(e)}`),
     // The reasons carry the peer's certificate (its CN): escaped, so it cannot forge a log line.
     onRefused: (from, reason) => log(`node: refused a connection from ${from}: ${oneLine(reason)}`),
@@ -113,6 +118,7 @@ export async function serveNodeAgent(
     nodes,
     async close() {
       await server.close();
+      idlePoll.close();
       for (const node of nodes.values()) await node.close();
     },
   };

@@ -160,18 +160,20 @@ const logRetentionOf = (
       ),
   });
 
+/** Calls a crash left running end INTERRUPTED before anything runs or is served (tools/interrupted.ts). */
+async function repairAtStart(store: Store, log: (line: string) => void): Promise<void> {
+  const repaired = repairLine(await repairInterruptedCalls(store.events, { requests: store.requests }));
+  if (repaired !== undefined) log(repaired);
+}
+
 export const startServer = async (config: Config, options: StartOptions = {}): Promise<Running> => {
   const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
   if (!options.sandboxes) sandboxImageOf(config); // refused before anything is made
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   const { identity, secretsKey, ownership, store } = await openServiceStore(config, options.store, log);
   await ensureDefaultTenant(store, config, log);
-  // Calls a crash left running end INTERRUPTED before anything runs or is served (tools/interrupted.ts).
   // With replicas, only the families a replica takes over, when it takes them (serve-replicas.ts).
-  if (ownership === undefined) {
-    const repaired = repairLine(await repairInterruptedCalls(store.events, { requests: store.requests }));
-    if (repaired !== undefined) log(repaired);
-  }
+  if (ownership === undefined) await repairAtStart(store, log);
   const { egress, sandboxEgress } = startEgress(config, store, log);
   const docker =
     options.sandboxes === undefined
@@ -230,6 +232,7 @@ export const startServer = async (config: Config, options: StartOptions = {}): P
     fair,
     tenantDeletion,
     sandboxes,
+    idlePoll,
     ...(nodes === undefined ? {} : { nodes }),
     ...(ownership === undefined || secretsKey === undefined
       ? {}

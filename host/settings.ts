@@ -430,8 +430,8 @@ export const SETTINGS = {
     env: 'DSH_IDLE_POLL',
     section: 'service',
     default: true,
-    help: 'while calls come and go, idle CPUs poll instead of halting (a CPU latency request of 0 µs; needs write access to /dev/cpu_dma_latency)',
-    doc: "from a request's arrival, its answer or a program's tool call until `DSH_IDLE_POLL_LINGER_MS` passed with none, the service holds a Linux CPU latency request of 0 µs (PM QoS, `/dev/cpu_dma_latency`), so idle CPUs poll instead of halting and each hop of a call (isolate worker, service, sandboxd, the log's writer) wakes its process without an interrupt through the hypervisor: on a VM guest whose idle CPUs halt at once, 20 sequential `tools.read` in a program 21-22 → 14-15 ms (docs/performance.md, round thirteen). It costs the time idle CPUs spend polling while the service is busy; `off` on hosts where that time belongs to others. Needs write access to the device (root); without it the service runs as it would with `off`. The kernel drops the request when the service exits",
+    help: 'while calls come and go, idle CPUs poll instead of halting (a CPU latency request of 0 µs; needs write access to /dev/cpu_dma_latency); a node agent too, while it relays them',
+    doc: "from a request's arrival, its answer, a program's tool call or output sent to a client (an SSE event, terminal output; not a stream's heartbeat) until `DSH_IDLE_POLL_LINGER_MS` passed with none, the service holds a Linux CPU latency request of 0 µs (PM QoS, `/dev/cpu_dma_latency`), so idle CPUs poll instead of halting and each hop of a call (isolate worker, service, sandboxd, the log's writer) wakes its process without an interrupt through the hypervisor: on a VM guest whose idle CPUs halt at once, 20 sequential `tools.read` in a program 21-22 → 14-15 ms (docs/performance.md, round thirteen). It costs the time idle CPUs spend polling while the service is busy; `off` on hosts where that time belongs to others. Needs write access to the device (root); without it the service runs as it would with `off`. The kernel drops the request when the service exits. A node agent (`dsh-node`) holds it the same way, from each call it relays and each chunk it splices between a control plane and a sandbox (not the control plane's health probes); `GET /v1/nodes` shows its state (`capacity.idlePoll`; docs/nodes.md)",
   }),
   idlePollLingerMs: int({
     env: 'DSH_IDLE_POLL_LINGER_MS',
@@ -439,8 +439,8 @@ export const SETTINGS = {
     default: 10,
     min: 0,
     max: 60_000,
-    help: 'how long idle CPUs go on polling after the last request, answer or tool call',
-    doc: "with `DSH_IDLE_POLL`: how long idle CPUs go on polling after the last request or program in flight ended (a client's next call within it wakes nothing that halted)",
+    help: 'how long idle CPUs go on polling after the last request, answer, tool call or output sent (on a node agent: relayed call or chunk)',
+    doc: "with `DSH_IDLE_POLL`: how long idle CPUs go on polling after the last thing that happened (a request, an answer, a tool call, output sent to a client; on a node agent a relayed call or chunk), so a client's next call within it wakes nothing that halted",
   }),
   sandboxImage: text({
     env: 'DSH_SANDBOX_IMAGE',

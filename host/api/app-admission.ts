@@ -77,6 +77,7 @@ export function useEntry(app: Hono<ApiEnv>, state: AppState): void {
   app.use(async function httpMetrics(c, next) {
     const start = performance.now();
     c.set('openStream', metrics.stream);
+    c.set('activity', deps.activity);
     await next();
     metrics.http({
       method: c.req.method,

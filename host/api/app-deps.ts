@@ -107,6 +107,11 @@ export interface AppDeps {
   runtimes?: () => Promise<readonly SandboxRuntime[]>;
   /** The nodes of DSH_NODES for the operator (GET /v1/nodes, cordons). None: the service's own engine. */
   nodes?: NodeAdmin;
+  /**
+   * Called when output flows to a client (an SSE event written, terminal output sent) or a
+   * keystroke arrives on a terminal socket: serve.ts touches idle polling (../idle-poll.ts). None: nothing.
+   */
+  activity?: () => void;
 }
 
 /** What createApp builds once from AppDeps and the wiring modules share. */

@@ -61,6 +61,7 @@ export function mountV1Routes(app: Hono<ApiEnv>, state: AppState): void {
       metrics,
       ...(connections === undefined ? {} : { connections }),
       ...(forward === undefined ? {} : { forward }),
+      ...(deps.activity === undefined ? {} : { activity: deps.activity }),
     }),
   );
   // Past the terminal routes nothing upgrades: a stray upgrade's answer would never be read.

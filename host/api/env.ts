@@ -18,6 +18,8 @@ export interface ApiEnv {
     releaseSlot: () => void;
     /** Counts an open SSE stream of `kind` in /metrics until the returned function is called (set by the app). */
     openStream: (kind: string) => () => void;
+    /** Output flowing to the client: each SSE event calls it (set by the app when AppDeps.activity is given). */
+    activity: (() => void) | undefined;
     /** The key-failure throttle for this request's source (set by the app; ./auth-throttle.ts). */
     keyAttempts: KeyAttempts;
     /** The replica that forwarded this request, its signature checked (./forward/verify.ts); unset when direct. */

@@ -6,6 +6,7 @@ import { PRESETS } from '../agents/presets/index.ts';
 import { MAX_REMOTE_TOOLS } from '../agents/remote-tools.ts';
 import { canonicalRules } from '../egress/rules.ts';
 import { ERROR_CODES, type ErrorCode } from '../errors.ts';
+import { IDLE_POLL_STATES } from '../idle-poll.ts';
 import { AnswerBody, REQUEST_KINDS } from '../requests/index.ts';
 import { SANDBOX_RUNTIMES } from '../sandbox/runtimes.ts';
 import { Goal, ScheduleShown, Todo } from '../tools/builtin/index.ts';
@@ -714,6 +715,14 @@ export const NodeView = v.object({
       running: v.number(),
       pool: v.object({ ready: v.number(), size: v.number() }),
       runtimes: v.array(v.string()),
+      idlePoll: v.optional(
+        v.pipe(
+          v.picklist(IDLE_POLL_STATES),
+          v.description(
+            "The node agent's idle polling (its DSH_IDLE_POLL) as calls left it: off, unavailable (its device refused), idle, polling",
+          ),
+        ),
+      ),
     }),
   ),
 });

@@ -2,7 +2,9 @@
 // kind): hono's streamSSE, with the app's stream counter (set on the context by the metrics
 // middleware) taken when the stream starts and given back when its callback ends. An event stream
 // also ends once the key that opened it is refused (./key-watch.ts; MCP streams watch their key
-// with their other endings, routes/mcp-streams.ts).
+// with their other endings, routes/mcp-streams.ts). Each event written is activity (the context's
+// `activity`: idle polling, ../idle-poll.ts), its heartbeat comments are not: a stream with nothing
+// to send keeps no CPU polling.
 import type { Context } from 'hono';
 import { type SSEStreamingApi, streamSSE } from 'hono/streaming';
 import type { ApiEnv } from './env.ts';
@@ -21,6 +23,14 @@ export const countedSSE = (
     c,
     async (stream) => {
       const close = c.get('openStream')?.(kind);
+      const activity = c.get('activity');
+      if (activity !== undefined) {
+        const writeSSE = stream.writeSSE.bind(stream);
+        stream.writeSSE = (message) => {
+          activity();
+          return writeSSE(message);
+        };
+      }
       const unwatch = FOLLOWING.has(kind) ? onKeyRefused(c, () => stream.abort()) : undefined;
       try {
         await run(stream);

@@ -1,40 +1,12 @@
-import { closeSync as closeFd, openSync, readSync } from 'node:fs';
 import { describe, expect, it, vi } from 'vitest';
-import {
-  CPU_LATENCY_DEVICE,
-  createIdlePoll,
-  type LatencyRequest,
-  NO_CONSTRAINT_US,
-  openCpuLatency,
-  whilePolling,
-} from '../../host/idle-poll.ts';
-
-/** A latency request that records what was written to it. */
-const recording = () => {
-  const writes: number[] = [];
-  let opened = 0;
-  let closed = 0;
-  const open = (): LatencyRequest => {
-    opened++;
-    return { write: (us) => void writes.push(us), close: () => void closed++ };
-  };
-  return {
-    writes,
-    open,
-    get opened() {
-      return opened;
-    },
-    get closed() {
-      return closed;
-    },
-  };
-};
+import { createIdlePoll, NO_CONSTRAINT_US, openCpuLatency, whilePolling } from '../../host/idle-poll.ts';
+import { currentTarget, recordingDevice } from '../helpers/cpu-latency.ts';
 
 describe('idle polling while calls come and go', () => {
   it('asks for 0 µs at the first touch and lifts it once the linger passed with no touch', () => {
     vi.useFakeTimers();
     try {
-      const device = recording();
+      const device = recordingDevice();
       const poll = createIdlePoll({ enabled: true, lingerMs: 10, open: device.open });
       expect(poll.state).toBe('idle');
       expect(device.opened).toBe(0); // nothing is opened before it is needed
@@ -62,7 +34,7 @@ describe('idle polling while calls come and go', () => {
   it('calls every few ms keep it polling with one write; a call that waits long does not', async () => {
     vi.useFakeTimers();
     try {
-      const device = recording();
+      const device = recordingDevice();
       const poll = createIdlePoll({ enabled: true, lingerMs: 10, open: device.open });
       for (let i = 0; i < 100; i++) {
         poll.touch();
@@ -89,7 +61,7 @@ describe('idle polling while calls come and go', () => {
   });
 
   it('off writes nothing; a device that cannot be opened or written turns it off for good, quietly', async () => {
-    const device = recording();
+    const device = recordingDevice();
     const off = createIdlePoll({ enabled: false, lingerMs: 10, open: device.open });
     off.touch();
     expect(off.state).toBe('off');
@@ -130,23 +102,6 @@ describe('idle polling while calls come and go', () => {
     expect(() => throwing()).toThrow('sync');
     expect(whilePolling(refusing, (a: number, b: number) => a + b)(2, 3)).toBe(5);
   });
-
-  /** The kernel's current CPU latency target (what every request together asks for). */
-  const currentTarget = (): number | undefined => {
-    let fd: number;
-    try {
-      fd = openSync(CPU_LATENCY_DEVICE, 'r');
-    } catch {
-      return undefined;
-    }
-    try {
-      const buffer = Buffer.alloc(4);
-      readSync(fd, buffer, 0, 4, null);
-      return buffer.readInt32LE(0);
-    } finally {
-      closeFd(fd);
-    }
-  };
 
   it.skipIf(currentTarget() === undefined)(
     'the real device: the kernel targets 0 µs while the request is held',

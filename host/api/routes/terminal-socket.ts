@@ -48,6 +48,8 @@ export interface TerminalSocket {
   input: Promise<void>;
   pending: number;
   paused: boolean;
+  /** Output sent to the client (TerminalRouteOptions.activity). */
+  activity: () => void;
 }
 
 /** Counts the socket open on a slot just taken. */
@@ -137,7 +139,9 @@ export function openSocket(s: TerminalSocket, socket: WSContext): void {
           closeWith(socket, 1013, 'client too slow; reconnect with ?offset= to resume');
           return;
         }
-        if (socket.readyState === 1) socket.send(new Uint8Array(data));
+        if (socket.readyState !== 1) return;
+        s.activity();
+        socket.send(new Uint8Array(data));
       },
     })
     .then(

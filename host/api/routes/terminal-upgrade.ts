@@ -28,6 +28,8 @@ export interface TerminalRoutesState extends TerminalGauges {
   agents: AgentService;
   maxSockets: number;
   sockets: TenantLimiter;
+  /** A frame from a client or output to it (TerminalRouteOptions.activity). */
+  activity: () => void;
 }
 
 /** The events of a socket to terminal `tid` of the request's agent; throws (before the upgrade) to refuse. */
@@ -74,6 +76,7 @@ export async function upgradeTerminal(state: TerminalRoutesState, c: Context<Api
     input: Promise.resolve(),
     pending: 0,
     paused: false,
+    activity: state.activity,
   };
   const stopDeleted = agents.onDeleted(agent, () => {
     s.deleted = true;
@@ -94,6 +97,7 @@ export async function upgradeTerminal(state: TerminalRoutesState, c: Context<Api
       openSocket(s, socket);
     },
     onMessage(event, socket) {
+      state.activity();
       socketMessage(s, event.data, socket);
     },
     onClose() {

@@ -51,6 +51,8 @@ export interface TerminalRouteOptions {
   connections?: ConnectionGuard;
   /** Sends an upgrade for another replica's agent there, after its key is checked (../forward/route.ts). */
   forward?: MiddlewareHandler<ApiEnv>;
+  /** Called on each frame from the client and each chunk of output sent to it (idle polling: ../../idle-poll.ts). Default: nothing. */
+  activity?: () => void;
 }
 
 /** The terminal socket in /openapi.json: a GET that switches protocols (101) to a WebSocket. */
@@ -100,6 +102,7 @@ export const terminalRoutes = (
     agents,
     maxSockets,
     sockets: createTenantLimiter(maxSockets),
+    activity: options.activity ?? (() => {}),
     open: 0,
     inputPending: 0,
     inputPendingMax: 0,

@@ -32,6 +32,7 @@
 // the one this process saw take it is used; a snapshot no node is known to hold is NOT_FOUND.
 
 import { SandboxError } from '../../errors.ts';
+import { IDLE_POLL_STATES } from '../../idle-poll.ts';
 import type { NodeStore } from '../../store/nodes.ts';
 import { DEFAULT_RUNTIME } from '../runtimes.ts';
 import type { SandboxLimits } from '../types.ts';
@@ -691,7 +692,8 @@ const whole = (v: number, most: number): number => Math.min(Math.floor(v), most)
 /**
  * A node's capacity when every figure placement reads is a finite, non-negative number (undefined
  * otherwise), each taken as a whole number within CAPACITY_BOUNDS, with `running` at most
- * `sandboxes` and the pool's `ready` at most its `size`.
+ * `sandboxes` and the pool's `ready` at most its `size`; its idle polling kept only when it is a
+ * state idle-poll.ts knows.
  */
 export function saneCapacity(c: NodeCapacity): NodeCapacity | undefined {
   if (typeof c !== 'object' || c === null) return undefined;
@@ -701,8 +703,11 @@ export function saneCapacity(c: NodeCapacity): NodeCapacity | undefined {
   const b = CAPACITY_BOUNDS;
   const sandboxes = whole(c.sandboxes, b.sandboxes);
   const size = whole(c.pool.size, b.poolSize);
+  const { idlePoll, ...rest } = c;
   return {
-    ...c,
+    ...rest,
+    // What the node says of its idle polling, only when it is one of the states (GET /v1/nodes shows it).
+    ...((IDLE_POLL_STATES as readonly unknown[]).includes(idlePoll) ? { idlePoll } : {}),
     cpus: whole(c.cpus, b.cpus),
     memoryBytes: whole(c.memoryBytes, b.memoryBytes),
     ...(c.diskFreeBytes === undefined ? {} : { diskFreeBytes: whole(c.diskFreeBytes, b.diskFreeBytes) }),

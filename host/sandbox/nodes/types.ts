@@ -11,6 +11,7 @@
 // only (the sandbox keeps running).
 
 import type { Readable, Writable } from 'node:stream';
+import type { IdlePollState } from '../../idle-poll.ts';
 import type { SandboxRuntime } from '../runtimes.ts';
 import type { PauseMode, SandboxLimits, SandboxUsage, SandboxUsageOptions } from '../types.ts';
 
@@ -162,6 +163,8 @@ export interface NodeCapacity {
   pool: { ready: number; size: number };
   /** The runtimes the node's engine offers (`runc` always). */
   runtimes: SandboxRuntime[];
+  /** A node agent's idle polling as its calls left it (DSH_IDLE_POLL there); absent from an embedded node or an older agent. */
+  idlePoll?: IdlePollState;
 }
 
 export interface AdoptOptions {

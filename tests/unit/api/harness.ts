@@ -58,6 +58,7 @@ export const makeApi = async (
       | 'replicas'
       | 'runtimes'
       | 'nodes'
+      | 'activity'
     >;
   } = {},
 ) => {

@@ -2,6 +2,7 @@
 // runs it), over the memory provider with a terminals double whose timing the test controls: the
 // sandbox's answers arrive in one burst (the race of issue 11: 68 sockets open against a cap of
 // 32), and its writes are slower than the client sends (unbounded input buffering, issue 11).
+// Output and keystrokes are activity for idle polling (host/idle-poll.ts); a quiet socket is not.
 // tests/integration/api/terminals.test.ts runs the same route against real sandboxes.
 import type { Server } from 'node:http';
 import net, { type AddressInfo } from 'node:net';
@@ -10,8 +11,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { createConnectionGuard } from '../../../host/api/connections.ts';
 import { createWebSocketServer, INPUT_LIMIT } from '../../../host/api/routes/terminals.ts';
+import { createIdlePoll, NO_CONSTRAINT_US } from '../../../host/idle-poll.ts';
 import { createMemoryProvider } from '../../../host/sandbox/memory/provider.ts';
 import type { SandboxProvider, SandboxTerminals, TerminalInfo } from '../../../host/sandbox/types.ts';
+import { recordingDevice } from '../../helpers/cpu-latency.ts';
 import { until } from '../../helpers/until.ts';
 import { ADMIN_KEY, type Api, makeApi } from './harness.ts';
 
@@ -41,7 +44,8 @@ const terminalsDouble = (writeMs: number) => {
   let gate = new Promise<void>((r) => {
     open = r;
   });
-  const state = { listed: 0, written: 0 };
+  /** What the sandbox sends to the socket attached last (its output). */
+  const state = { listed: 0, written: 0, attached: 0, output: (_data: Buffer, _offset: number): void => {} };
   const terms: SandboxTerminals = {
     open: async () => info,
     async list() {
@@ -57,8 +61,13 @@ const terminalsDouble = (writeMs: number) => {
     resize: async () => info,
     signal: async () => info,
     close: async () => info,
-    attach: (_id, o) =>
-      new Promise((resolve) => o.signal?.addEventListener('abort', () => resolve(info), { once: true })),
+    attach: (_id, o) => {
+      state.output = o.onData;
+      state.attached++;
+      return new Promise((resolve) =>
+        o.signal?.addEventListener('abort', () => resolve(info), { once: true }),
+      );
+    },
   };
   const release = () => open();
   const block = () => {
@@ -74,7 +83,7 @@ let server: Server;
 let base: string;
 let double: ReturnType<typeof terminalsDouble>;
 
-const start = async (writeMs: number) => {
+const start = async (writeMs: number, activity?: () => void) => {
   double = terminalsDouble(writeMs);
   const memory = createMemoryProvider();
   const withTerms = <T extends object>(s: T | undefined) => s && { ...s, terminals: double.terms };
@@ -84,7 +93,10 @@ const start = async (writeMs: number) => {
     create: async (spec) => withTerms(await memory.create(spec)) as never,
     get: async (id) => withTerms(await memory.get(id)),
   };
-  api = await makeApi({ tenantTerminals: 32 }, { sandboxes });
+  api = await makeApi(
+    { tenantTerminals: 32 },
+    { sandboxes, ...(activity === undefined ? {} : { app: { activity } }) },
+  );
   server = await new Promise<Server>((resolve) => {
     const s = serve(
       {
@@ -222,6 +234,34 @@ const rawUpgrade = (path: string, key: string): Promise<string> =>
         'Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
     );
   });
+
+describe('idle polling', () => {
+  it('output sent to the socket and its keystrokes keep idle CPUs polling; an open socket with nothing flowing does not', async () => {
+    const device = recordingDevice();
+    const poll = createIdlePoll({ enabled: true, lingerMs: 5, open: device.open });
+    await start(0, () => poll.touch());
+    double.release();
+    const agent = await api.createAgent(api.keyA);
+    const ws = await connect(`${base}/v1/agents/${agent.id}/terminals/t1`, api.keyA);
+    expect(device.writes).toEqual([]); // open, with nothing flowing yet
+
+    // Output with no keystroke (a build's log, `tail -f`).
+    const received = new Promise<string>((r) => ws.once('message', (d: Buffer) => r(d.toString())));
+    await until(() => double.state.attached === 1, { what: 'the terminal to be attached' });
+    double.state.output(Buffer.from('output nobody typed for'), 23);
+    expect(await received).toBe('output nobody typed for');
+    expect(device.writes[0]).toBe(0);
+    await device.written(NO_CONSTRAINT_US, 0);
+    expect(poll.state).toBe('idle'); // the socket is still open
+
+    const mark = device.writes.length;
+    ws.send(Buffer.from('ls\n'));
+    await device.written(0, mark);
+    await until(() => double.state.written === 3, { what: 'the keystrokes to reach the terminal' });
+    ws.close();
+    poll.close();
+  });
+});
 
 describe('refused upgrades', () => {
   it('answer with the JSON error body their content type promises', async () => {

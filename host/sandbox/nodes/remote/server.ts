@@ -15,6 +15,10 @@
 // pooled sandbox (the pool makes another); a pool's ready count is answered as the caller can use
 // it (unclaimed and its own claims: PooledChannels.poolFor); the TLS socket's end never ends
 // the sandbox's stdin (a control plane going away detaches, it does not close sandboxd's input).
+// Idle polling (`idlePoll`, host/idle-poll.ts): a call's arrival and its answer, and every chunk
+// spliced either way, touch it; the control plane's own rounds (`capacity`, `pooled`, `info`,
+// `filled`: its health probe and warm sessions) do not, so a node with nothing flowing lets its
+// CPUs halt, and `capacity` answers the state as calls left it.
 
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -23,6 +27,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { PeerCertificate, TLSSocket } from 'node:tls';
 import { SandboxError } from '../../../errors.ts';
+import type { IdlePoll, IdlePollState } from '../../../idle-poll.ts';
 import { resolveLimits } from '../../docker/config.ts';
 import { snapshotsOf } from '../snapshots-of.ts';
 import type { AdoptAsking, PooledChannels, SandboxdChannel, SandboxdPipe, SandboxNode } from '../types.ts';
@@ -77,6 +82,8 @@ export interface NodeServerOptions {
    * lowercase letters or digits); `reason` names the certificate (its CN comes from the peer).
    */
   onForbidden?: (from: string, instance: string, reason: string) => void;
+  /** Idle CPUs poll while calls are relayed (serve-node.ts makes it from DSH_IDLE_POLL); its state rides on `capacity`. Default: none. */
+  idlePoll?: Pick<IdlePoll, 'touch' | 'state'>;
 }
 
 export interface NodeServer {
@@ -93,12 +100,17 @@ type Channels = Map<string, { channel: SandboxdChannel; owner: Served }>;
 const REPORTED_MAX = 16;
 /** How long an idle control-plane connection is kept (longer than the client keeps it: transport.ts). */
 const KEEP_ALIVE_MS = 65_000;
+/** The calls a control plane makes on its own schedule (health probes, warm sessions): not activity. */
+const ROUNDS: ReadonlySet<string> = new Set<Method>(['info', 'capacity', 'pooled', 'filled']);
+const nothing = (): void => {};
 
 export async function serveNode(options: NodeServerOptions): Promise<NodeServer> {
   const onError = options.onError ?? (() => {});
   const channels: Channels = new Map();
   const onRefused = options.onRefused ?? (() => {});
   const onForbidden = options.onForbidden ?? (() => {});
+  const poll = options.idlePoll;
+  const touch = poll === undefined ? nothing : () => poll.touch();
   // The role is checked once per connection, when its handshake is done (the CA's signature and
   // the certificate's purpose were checked in it); a refused connection is answered, not served.
   // An accepted one keeps its certificate, whose instances each request is checked against.
@@ -140,7 +152,7 @@ export async function serveNode(options: NodeServerOptions): Promise<NodeServer>
     keepAliveTimeout: KEEP_ALIVE_MS,
   });
   server.on('request', (req, res) => {
-    void answer(req, res, instanceOf, options.nodeFor).catch(onError);
+    void answer(req, res, instanceOf, options.nodeFor, { touch, state: () => poll?.state }).catch(onError);
   });
   // Every upgraded socket (channels, links, upgrades under way): closing the server ends them, so
   // the spliced pipes close with them and nothing holds close() open.
@@ -153,7 +165,7 @@ export async function serveNode(options: NodeServerOptions): Promise<NodeServer>
     }
     streams.add(socket);
     socket.once('close', () => streams.delete(socket));
-    void upgrade(req, socket, head, nodeOf, channels).catch((e: unknown) => {
+    void upgrade(req, socket, head, nodeOf, channels, touch).catch((e: unknown) => {
       refuse(socket, e);
       onError(e);
     });
@@ -198,27 +210,40 @@ export async function serveNode(options: NodeServerOptions): Promise<NodeServer>
 const addressOf = (socket: Socket): string =>
   socket.remoteAddress === undefined ? 'an unknown address' : `${socket.remoteAddress}:${socket.remotePort}`;
 
+/** What a call does with idle polling: touches it (unless a round), and reads its state for `capacity`. */
+interface CallPolling {
+  touch: () => void;
+  state: () => IdlePollState | undefined;
+}
+
 /** One call: its body read (bounded), the method run, the answer or the error written. */
 async function answer(
   req: IncomingMessage,
   res: ServerResponse,
   instanceOf: (req: IncomingMessage) => string,
   nodeFor: (instance: string) => Served,
+  polling: CallPolling,
 ): Promise<void> {
+  let touch = nothing;
   try {
     const instance = instanceOf(req); // the certificate's role and instance, before the body is read
     const method = req.url?.startsWith(PREFIX) ? req.url.slice(PREFIX.length) : '';
     if (req.method !== 'POST' || !(METHODS as readonly string[]).includes(method))
       throw new SandboxError('NOT_FOUND', `No such node call: ${req.method} ${req.url}`);
+    if (!ROUNDS.has(method)) touch = polling.touch;
+    touch();
     const args = objectOf(JSON.parse((await bodyOf(req)) || '{}'), 'the body');
     const result = await call(nodeFor(instance), method as Method, args);
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(result ?? {}));
+    const state = method === 'capacity' ? polling.state() : undefined;
+    const body = state === undefined ? (result ?? {}) : { ...(result as object), idlePoll: state };
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
   } catch (e) {
     const { status, body } = errorBody(
       e instanceof SyntaxError ? new SandboxError('INVALID_ARGUMENTS', 'The body is not JSON.') : e,
     );
     res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
   }
+  touch();
 }
 
 const bodyOf = async (req: IncomingMessage): Promise<string> => {
@@ -362,8 +387,10 @@ async function upgrade(
   head: Buffer,
   nodeOf: (req: IncomingMessage) => Served,
   channels: Channels,
+  touch: () => void,
 ): Promise<void> {
   const node = nodeOf(req); // the certificate's role and instance first
+  touch();
   if (req.headers.upgrade !== PROTOCOL)
     throw new SandboxError('INVALID_ARGUMENTS', `Upgrade must be ${PROTOCOL}.`);
   const url = new URL(req.url ?? '/', 'https://node');
@@ -378,7 +405,7 @@ async function upgrade(
       socket,
       head,
       channels,
-      { channel: claimed.channel, owner: node },
+      { channel: claimed.channel, owner: node, touch },
       { [HEADER_CLAIM]: claimed.claim },
     );
     return;
@@ -387,7 +414,7 @@ async function upgrade(
     const channel = await node.open(agentIdOf(url.searchParams.get('agent') ?? undefined), {
       restart: url.searchParams.get('restart') === '1',
     });
-    opened(socket, head, channels, { channel, owner: node });
+    opened(socket, head, channels, { channel, owner: node, touch });
     return;
   }
   if (url.pathname === `${PREFIX}link`) {
@@ -411,7 +438,7 @@ async function upgrade(
       return;
     }
     socket.write(Buffer.of(ACCEPTED));
-    splice(socket, head, pipe);
+    splice(socket, head, pipe, touch);
     return;
   }
   throw new SandboxError('NOT_FOUND', `No such node stream: ${url.pathname}`);
@@ -422,7 +449,7 @@ function opened(
   socket: Socket,
   head: Buffer,
   channels: Channels,
-  { channel, owner }: { channel: SandboxdChannel; owner: Served },
+  { channel, owner, touch }: { channel: SandboxdChannel; owner: Served; touch: () => void },
   headers: Record<string, string> = {},
 ): void {
   if (socket.destroyed) {
@@ -433,14 +460,22 @@ function opened(
   channels.set(id, { channel, owner });
   void channel.closed.then(() => channels.delete(id));
   socket.write(switching({ [HEADER_CHANNEL]: id, [HEADER_LINK]: channel.link ? '1' : '0', ...headers }));
-  splice(socket, head, channel);
+  splice(socket, head, channel, touch);
 }
 
-/** Bytes both ways until either side goes; the socket's end detaches, it never ends sandboxd's input. */
-function splice(socket: Socket, head: Buffer, pipe: SandboxdPipe): void {
+/**
+ * Bytes both ways until either side goes; the socket's end detaches, it never ends sandboxd's
+ * input. Each chunk either way touches idle polling: a call, its answer, output (a clock read a
+ * chunk while polling).
+ */
+function splice(socket: Socket, head: Buffer, pipe: SandboxdPipe, touch: () => void): void {
   if (head.length > 0) pipe.output.write(head);
   socket.pipe(pipe.output, { end: false });
   pipe.input.pipe(socket);
+  if (touch !== nothing) {
+    socket.on('data', touch);
+    pipe.input.on('data', touch);
+  }
   socket.setNoDelay(true);
   socket.once('close', () => pipe.close());
   void pipe.closed.then(() => socket.destroy());
