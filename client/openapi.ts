@@ -6894,6 +6894,11 @@ export interface operations {
                                     size: number;
                                 };
                                 runtimes: string[];
+                                /**
+                                 * @description The node agent's idle polling (its DSH_IDLE_POLL) as calls left it: off, unavailable (its device refused), idle, polling
+                                 * @enum {string}
+                                 */
+                                idlePoll?: "off" | "unavailable" | "idle" | "polling";
                             };
                         }[];
                     };
@@ -6980,6 +6985,11 @@ export interface operations {
                                 size: number;
                             };
                             runtimes: string[];
+                            /**
+                             * @description The node agent's idle polling (its DSH_IDLE_POLL) as calls left it: off, unavailable (its device refused), idle, polling
+                             * @enum {string}
+                             */
+                            idlePoll?: "off" | "unavailable" | "idle" | "polling";
                         };
                     };
                 };
@@ -7083,6 +7093,11 @@ export interface operations {
                                 size: number;
                             };
                             runtimes: string[];
+                            /**
+                             * @description The node agent's idle polling (its DSH_IDLE_POLL) as calls left it: off, unavailable (its device refused), idle, polling
+                             * @enum {string}
+                             */
+                            idlePoll?: "off" | "unavailable" | "idle" | "polling";
                         };
                     };
                 };

@@ -1091,6 +1091,7 @@ ListNodesResponseNodesItemCapacity = TypedDict("ListNodesResponseNodesItemCapaci
     "running": float,
     "pool": ListNodesResponseNodesItemCapacityPool,
     "runtimes": List[str],
+    "idlePoll": NotRequired[Literal["off", "unavailable", "idle", "polling"]],
 })
 
 ListNodesResponseNodesItem = TypedDict("ListNodesResponseNodesItem", {
