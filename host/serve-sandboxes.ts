@@ -16,6 +16,7 @@ import { createEgress, createSharedBudgets, type Egress } from './egress/index.t
 import { createAuthorities } from './egress/intercept/authority.ts';
 import { createSandboxEgress, type SandboxEgress } from './egress/proxy/index.ts';
 import { oneLine, SandboxError } from './errors.ts';
+import { defaultSandboxMemory, prepareSandboxCgroup } from './sandbox/docker/cgroup.ts';
 import type { DockerProvider, DockerProviderOptions } from './sandbox/docker/index.ts';
 import type { SandboxNode } from './sandbox/nodes/types.ts';
 import type { Store } from './store/index.ts';
@@ -67,6 +68,21 @@ export const poolOwnersOf = (store: Store, holder: string, leaseMs: number): Poo
 };
 
 /**
+ * The cgroup the embedded node's sandboxes run under, when DSH_SANDBOX_CGROUP names one: made on
+ * this host with its memory limit (sandbox/docker/cgroup.ts); CONFIG_INVALID when it cannot be.
+ */
+function sandboxCgroupOf(config: Config, log: (line: string) => void): { cgroupParent?: string } {
+  if (config.sandboxCgroup === undefined || config.sandboxCgroup === '') return {};
+  const bytes =
+    config.sandboxCgroupMemoryMb > 0 ? config.sandboxCgroupMemoryMb * 1024 * 1024 : defaultSandboxMemory();
+  const cgroupParent = prepareSandboxCgroup(config.sandboxCgroup, bytes);
+  log(
+    `sandboxes run under the cgroup ${cgroupParent}, ${Math.round(bytes / 1024 / 1024)} MiB of memory for all of them`,
+  );
+  return { cgroupParent };
+}
+
+/**
  * The docker provider on the local engine, acting for this store's instance: it adopts only its own
  * containers (and those of older versions that this store's agents name as their sandbox), so
  * several instances with their own data directories can share one engine; with replicas (`pools`),
@@ -91,6 +107,7 @@ export const defaultProvider = async (
     onError: (e) => log(`sandbox: ${String(e)}`),
     defaults: { diskBytes: config.workspaceMb * 1024 * 1024 },
     ...(remote === undefined ? { workspaces: await workspaceStore(config, log) } : {}),
+    ...(remote === undefined ? sandboxCgroupOf(config, log) : {}),
     spoolDir: config.spoolDir,
     egress,
     // For the embedded node (a remote node's engine is named by the node agent's own settings).

@@ -471,6 +471,21 @@ export const SETTINGS = {
     help: "on: talk to each sandboxd over a unix socket of its container's own, not the engine's attach stream",
     doc: "`on`: the control plane talks to each sandboxd over a unix socket in a folder of that container's own (bind-mounted read-only at `/run/dsh-link`) instead of the engine's attach stream, so no dockerd or containerd-shim sits between them; the attach stream stays the bootstrap and the fallback. Off by itself with an engine on another host (`DOCKER_HOST` not `unix://`)",
   }),
+  sandboxCgroup: text({
+    env: 'DSH_SANDBOX_CGROUP',
+    section: 'sandboxes',
+    shown: 'none',
+    help: 'a cgroup every sandbox runs under, with one memory limit for all of them together (unset: none)',
+    doc: "a cgroup name (e.g. `dsh-sandboxes`) that the service makes on the engine's host with a memory limit for all its sandboxes together (`DSH_SANDBOX_CGROUP_MEMORY_MB`), and runs every sandbox under (runc; the engine's cgroupfs driver, cgroup v1 or v2; the service needs root there). However the sandboxes' own memory limits add up, past it the kernel reclaims and at worst ends the largest process inside it, never the control plane's, its isolate workers' or the engine's. A name that cannot be made or limited stops the start (`CONFIG_INVALID`). Unset: the engine's own cgroups, and the host's OOM killer picks among every process when the sandboxes' memory passes the host's (docs/security.md)",
+  }),
+  sandboxCgroupMemoryMb: int({
+    env: 'DSH_SANDBOX_CGROUP_MEMORY_MB',
+    section: 'sandboxes',
+    default: 0,
+    min: 0,
+    max: 2 ** 30,
+    help: "memory all sandboxes together may hold under DSH_SANDBOX_CGROUP, in MiB (0: the host's less a tenth, at least 1 GiB)",
+  }),
   sandboxImageRoll: toggle({
     env: 'DSH_SANDBOX_IMAGE_ROLL',
     section: 'sandboxes',

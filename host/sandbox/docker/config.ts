@@ -126,6 +126,8 @@ export interface ContainerSpec {
   runtime?: string;
   /** The seccomp profile (seccomp.ts seccompFor). Default SECCOMP_PROFILE. */
   seccomp?: string;
+  /** The cgroup every sandbox runs under (cgroup.ts), under the engine's default runtime; absent: the engine's default. */
+  cgroupParent?: string;
 }
 
 export const containerConfig = (spec: ContainerSpec): Docker.ContainerCreateOptions => ({
@@ -185,5 +187,8 @@ export const containerConfig = (spec: ContainerSpec): Docker.ContainerCreateOpti
     Devices: [],
     AutoRemove: false,
     ...(spec.runtime === undefined ? {} : { Runtime: spec.runtime }),
+    ...(spec.cgroupParent === undefined || spec.runtime !== undefined
+      ? {}
+      : { CgroupParent: spec.cgroupParent }),
   },
 });

@@ -33,6 +33,8 @@ export interface NewContainer {
   runtime?: string;
   /** Its seccomp profile (seccomp.ts seccompFor). Default: the runc one. */
   seccomp?: string;
+  /** The cgroup every sandbox runs under (config.ts ContainerSpec.cgroupParent). */
+  cgroupParent?: string;
   /** Extra environment for sandboxd (config.ts ContainerSpec.env). */
   env?: Record<string, string>;
   /** A snapshot of `workspaces` the new workspace starts as a copy of (WorkspaceStore.create `from`). */

@@ -62,6 +62,8 @@ export interface NodeBase {
   /** The most a spec may ask for. */
   maxima: SandboxLimits;
   tmpBytes: number;
+  /** The cgroup every sandbox runs under (cgroup.ts), when the operator named one. */
+  cgroupParent?: string;
   warm: WarmHooks;
   onError: (error: unknown) => void;
   entries: Map<string, Entry>;
@@ -125,6 +127,7 @@ export async function createContainer(
       labels,
       limits: engineLimits(runtime, limits),
       tmpBytes: s.tmpBytes,
+      ...(s.cgroupParent === undefined ? {} : { cgroupParent: s.cgroupParent }),
       ...(reuse ? { reuse } : {}),
       ...(fromSnapshot === undefined ? {} : { fromSnapshot }),
       ...(share === undefined ? {} : { share }),

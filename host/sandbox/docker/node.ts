@@ -66,6 +66,8 @@ export interface DockerNodeOptions {
   workspaceSpares?: number;
   /** Size of the /tmp tmpfs. Default 64 MiB. */
   tmpBytes?: number;
+  /** The cgroup every sandbox runs under (cgroup.ts prepareSandboxCgroup's answer). Default: the engine's. */
+  cgroupParent?: string;
   /** Start of every container and volume name, before the instance id. Default 'dsh'. */
   prefix?: string;
   /** Background failures (pool refill, replaced containers). Default: ignored. */
@@ -112,6 +114,7 @@ export function createDockerNode(options: DockerNodeOptions): DockerNode {
     defaults,
     maxima,
     tmpBytes: options.tmpBytes ?? 64 * 1024 * 1024,
+    ...(options.cgroupParent === undefined ? {} : { cgroupParent: options.cgroupParent }),
     warm: options.warm ?? NO_WARM,
     onError,
     entries: new Map(),

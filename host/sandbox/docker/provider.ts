@@ -81,6 +81,8 @@ export interface DockerProviderOptions {
   idleMs?: number;
   /** Size of the /tmp tmpfs. Default 64 MiB. */
   tmpBytes?: number;
+  /** The cgroup every sandbox of the embedded node runs under (cgroup.ts). Default: the engine's. */
+  cgroupParent?: string;
   /** Start of every container and volume name, before the instance id. Default 'dsh'. */
   prefix?: string;
   /** Default connectSandboxd (host/sandbox/sandboxd/client.ts). */

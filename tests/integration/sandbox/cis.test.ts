@@ -6,7 +6,7 @@ import type Docker from 'dockerode';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { GVISOR_MEMORY_HEADROOM, GVISOR_PIDS_HEADROOM } from '../../../host/sandbox/docker/runtimes.ts';
 import { describeRuntimes } from '../runtimes.ts';
-import { dockerFixture, type Fixture, pingOnlyConnect } from './fixtures.ts';
+import { dockerFixture, type Fixture, pingOnlyConnect, shellOutput } from './fixtures.ts';
 
 describeRuntimes('CIS 5.x container runtime checks on an agent sandbox', (engine) => {
   let fx: Fixture;
@@ -104,23 +104,10 @@ describeRuntimes('CIS 5.x container runtime checks on an agent sandbox', (engine
     expect((host.LogConfig as { Type: string }).Type).toBe('none');
   });
   it('its processes really run as uid 1000, with no capabilities, a read-only root and only loopback', async () => {
-    const exec = await fx.docker.getContainer(info.Id).exec({
-      Cmd: [
-        'sh',
-        '-c',
-        'id -u; grep CapEff /proc/self/status; touch /etc/x 2>&1 || echo ro; echo net: $(awk "NR>2{print \\$1}" /proc/net/dev | tr -d :); for i in $(seq 100); do grep -qE "^Uid:.*1000" /proc/$(pgrep -x node)/status && break; sleep 0.1; done; grep -E "^(Uid|CapEff)" /proc/$(pgrep -x node)/status | tr -s "\t " " "',
-      ],
-      User: '1000:1000',
-      AttachStdout: true,
-      AttachStderr: true,
-    });
-    const stream = await exec.start({});
-    const chunks: Buffer[] = [];
-    await new Promise((r) => {
-      stream.on('data', (c: Buffer) => chunks.push(c));
-      stream.on('end', r);
-    });
-    const out = Buffer.concat(chunks).toString();
+    const out = await shellOutput(
+      fx.docker.getContainer(info.Id),
+      'id -u; grep CapEff /proc/self/status; touch /etc/x 2>&1 || echo ro; echo net: $(awk "NR>2{print \\$1}" /proc/net/dev | tr -d :); for i in $(seq 100); do grep -qE "^Uid:.*1000" /proc/$(pgrep -x node)/status && break; sleep 0.1; done; grep -E "^(Uid|CapEff)" /proc/$(pgrep -x node)/status | tr -s "\t " " "',
+    );
     expect(out).toMatch(/\b1000\b/);
     expect(out).toMatch(/CapEff:\s+0000000000000000/);
     expect(out).toMatch(/Read-only file system|ro/);

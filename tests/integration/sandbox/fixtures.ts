@@ -113,6 +113,23 @@ export const dockerFixture = (
   };
 };
 
+/** What `sh -c script` printed in the container as the agent's user (Docker's stream frames included). */
+export const shellOutput = async (container: Docker.Container, script: string): Promise<string> => {
+  const exec = await container.exec({
+    Cmd: ['sh', '-c', script],
+    User: '1000:1000',
+    AttachStdout: true,
+    AttachStderr: true,
+  });
+  const stream = await exec.start({});
+  const chunks: Buffer[] = [];
+  await new Promise((r) => {
+    stream.on('data', (c: Buffer) => chunks.push(c));
+    stream.on('end', r);
+  });
+  return Buffer.concat(chunks).toString();
+};
+
 /**
  * A stand-in for sandboxd that answers ping and nothing else: for tests of the container itself
  * (its configuration, pool, lifecycle) that must not depend on sandboxd's features.
