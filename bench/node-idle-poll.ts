@@ -9,7 +9,6 @@
 // node machine's hops gain plus what this side's would; on separate machines only the node's.
 // Run: DSH_SANDBOX_IMAGE=<tag> node --no-node-snapshot bench/node-idle-poll.ts
 // Env: BENCH_ROUNDS (blocks per row and agent; default 20), BENCH_BLOCK (calls a block; default 10).
-import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readFileSync, readSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,7 +17,8 @@ import { createDockerProvider, type DockerProvider, LABEL_INSTANCE } from '../ho
 import { connectRemoteNode } from '../host/sandbox/nodes/remote/client.ts';
 import type { Sandbox } from '../host/sandbox/types.ts';
 import { makeCa, makeCert, makeControlCert } from '../scripts/node-certs.ts';
-import { benchImage, benchRunId } from './lib/sweep.ts';
+import { startNodeAgent } from './lib/node-agent.ts';
+import { benchImage, benchRunId, removeLabelled } from './lib/sweep.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 20);
 const BLOCK = Number(process.env.BENCH_BLOCK ?? 10);
@@ -53,31 +53,8 @@ const quantile = (xs: number[], q: number): number => {
 };
 
 /** A node agent on this engine with DSH_IDLE_POLL=`mode`; its URL once it serves. */
-const startAgent = (mode: Mode): Promise<{ child: ChildProcess; url: string }> =>
-  new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--no-node-snapshot', 'host/cli.ts', 'node'], {
-      env: {
-        ...process.env,
-        DSH_NODE_LISTEN: '127.0.0.1:0',
-        DSH_NODE_CERT: join(pki, 'bench.pem'),
-        DSH_NODE_KEY: join(pki, 'bench.key'),
-        DSH_NODE_CA: join(pki, 'ca.pem'),
-        DSH_DATA_DIR: join(dir, `node-${mode}`),
-        DSH_SANDBOX_IMAGE: image,
-        DSH_DISK_QUOTA: 'off',
-        DSH_POOL_SIZE: '0',
-        DSH_IDLE_POLL: mode,
-      },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    let out = '';
-    child.stdout?.on('data', (c: Buffer) => {
-      out += c.toString();
-      const m = /^listening (https:\/\/\S+)$/m.exec(out);
-      if (m?.[1]) resolve({ child, url: m[1] });
-    });
-    child.once('exit', (code) => reject(new Error(`the node agent exited (${code}):\n${out}`)));
-  });
+const startAgent = (mode: Mode) =>
+  startNodeAgent(pki, join(dir, `node-${mode}`), image, { DSH_POOL_SIZE: '0', DSH_IDLE_POLL: mode });
 
 const agents = { on: await startAgent('on'), off: await startAgent('off') };
 const providers = {} as Record<Mode, DockerProvider>;
@@ -147,17 +124,7 @@ try {
     const stopped = new Promise((r) => agents[mode].child.once('exit', r));
     if (agents[mode].child.pid !== undefined) process.kill(agents[mode].child.pid, 'SIGTERM');
     await stopped;
-    const filters = { label: [`${LABEL_INSTANCE}=${instanceOf(mode)}`] };
-    for (const c of await docker.listContainers({ all: true, filters }))
-      await docker
-        .getContainer(c.Id)
-        .remove({ force: true, v: true })
-        .catch(() => {});
-    for (const v of (await docker.listVolumes({ filters })).Volumes ?? [])
-      await docker
-        .getVolume(v.Name)
-        .remove()
-        .catch(() => {});
+    await removeLabelled(docker, `${LABEL_INSTANCE}=${instanceOf(mode)}`);
   }
   rmSync(dir, { recursive: true, force: true });
 }

@@ -7,7 +7,6 @@
 // Run: DSH_SANDBOX_IMAGE=<tag> node --no-node-snapshot bench/nodes.ts
 // Env: BENCH_REPS (small calls: ×60, pool readies: ×1, downloads: ×1; default 5).
 // Everything it makes belongs to this run's instances and is removed at the end.
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,7 +15,8 @@ import { createDockerProvider, type DockerProvider, LABEL_INSTANCE } from '../ho
 import { connectRemoteNode } from '../host/sandbox/nodes/remote/client.ts';
 import type { Sandbox } from '../host/sandbox/types.ts';
 import { makeCa, makeCert, makeControlCert } from '../scripts/node-certs.ts';
-import { benchImage, benchRunId } from './lib/sweep.ts';
+import { startNodeAgent } from './lib/node-agent.ts';
+import { benchImage, benchRunId, removeLabelled } from './lib/sweep.ts';
 
 const REPS = Number(process.env.BENCH_REPS ?? 5);
 const MiB = 1024 * 1024;
@@ -36,30 +36,7 @@ const quantile = (xs: number[], q: number): number => {
 };
 
 /** The node agent on this engine; its URL once it serves. */
-const startAgent = (): Promise<{ child: ChildProcess; url: string }> =>
-  new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--no-node-snapshot', 'host/cli.ts', 'node'], {
-      env: {
-        ...process.env,
-        DSH_NODE_LISTEN: '127.0.0.1:0',
-        DSH_NODE_CERT: join(pki, 'bench.pem'),
-        DSH_NODE_KEY: join(pki, 'bench.key'),
-        DSH_NODE_CA: join(pki, 'ca.pem'),
-        DSH_DATA_DIR: join(dir, 'node'),
-        DSH_SANDBOX_IMAGE: image,
-        DSH_DISK_QUOTA: 'off',
-        DSH_POOL_SIZE: '1',
-      },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    let out = '';
-    child.stdout?.on('data', (c: Buffer) => {
-      out += c.toString();
-      const m = /^listening (https:\/\/\S+)$/m.exec(out);
-      if (m?.[1]) resolve({ child, url: m[1] });
-    });
-    child.once('exit', (code) => reject(new Error(`the node agent exited (${code}):\n${out}`)));
-  });
+const startAgent = () => startNodeAgent(pki, join(dir, 'node'), image, { DSH_POOL_SIZE: '1' });
 
 const agent = await startAgent();
 const instances = { embedded: `ne${run}`, remote: `nr${run}` };
@@ -153,17 +130,7 @@ try {
   if (agent.child.pid !== undefined) process.kill(agent.child.pid, 'SIGTERM');
   await stopped;
   for (const instance of Object.values(instances)) {
-    const filters = { label: [`${LABEL_INSTANCE}=${instance}`] };
-    for (const c of await docker.listContainers({ all: true, filters }))
-      await docker
-        .getContainer(c.Id)
-        .remove({ force: true, v: true })
-        .catch(() => {});
-    for (const v of (await docker.listVolumes({ filters })).Volumes ?? [])
-      await docker
-        .getVolume(v.Name)
-        .remove()
-        .catch(() => {});
+    await removeLabelled(docker, `${LABEL_INSTANCE}=${instance}`);
   }
   rmSync(dir, { recursive: true, force: true });
 }

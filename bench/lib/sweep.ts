@@ -14,8 +14,12 @@ export const benchImage = async (): Promise<string> =>
   process.env.DSH_SANDBOX_IMAGE ??
   (await (await import('../../scripts/setup/image.ts')).ensureSandboxImage()).tag;
 
-export async function removeBenchResources(docker: Docker, run: string): Promise<void> {
-  const filters = { label: [`dsh.bench=${run}`] };
+export const removeBenchResources = (docker: Docker, run: string): Promise<void> =>
+  removeLabelled(docker, `dsh.bench=${run}`);
+
+/** Removes every container (with its anonymous volumes) and volume carrying `label` (`key=value`). */
+export async function removeLabelled(docker: Docker, label: string): Promise<void> {
+  const filters = { label: [label] };
   for (const c of await docker.listContainers({ all: true, filters }))
     await docker
       .getContainer(c.Id)

@@ -6,7 +6,12 @@
 // for one that keeps none of them (an older node agent) unless the test adds them.
 import { SandboxError } from '../../host/errors.ts';
 import { DOCKER_DEFAULT_LIMITS, DOCKER_DEFAULT_MAXIMA } from '../../host/sandbox/docker/config.ts';
-import type { NodeCapacity, SandboxdChannel, SandboxNode } from '../../host/sandbox/nodes/types.ts';
+import type {
+  NodeCapacity,
+  SandboxdChannel,
+  SandboxdPipe,
+  SandboxNode,
+} from '../../host/sandbox/nodes/types.ts';
 import { echoPipe as echo } from './echo-pipe.ts';
 
 /**
@@ -54,3 +59,17 @@ export const fakeNode = (name: string): SandboxNode<unknown> => ({
   capacity: async () => fakeCapacity(name),
   close: async () => {},
 });
+
+/** What `pipe` carries until at least `bytes` characters arrived. */
+export const readSome = (pipe: SandboxdPipe, bytes: number): Promise<string> =>
+  new Promise((resolve) => {
+    let got = '';
+    const on = (c: Buffer): void => {
+      got += c.toString();
+      if (got.length >= bytes) {
+        pipe.input.off('data', on);
+        resolve(got);
+      }
+    };
+    pipe.input.on('data', on);
+  });

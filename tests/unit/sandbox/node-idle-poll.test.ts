@@ -17,7 +17,7 @@ import { type NodeServer, serveNode } from '../../../host/sandbox/nodes/remote/s
 import type { SandboxdChannel, SandboxdPipe } from '../../../host/sandbox/nodes/types.ts';
 import { makeCa, makeCert, makeControlCert } from '../../../scripts/node-certs.ts';
 import { currentTarget, recordingDevice } from '../../helpers/cpu-latency.ts';
-import { fakeCapacity, fakeNode, openKnown } from '../../helpers/fake-node.ts';
+import { fakeCapacity, fakeNode, openKnown, readSome } from '../../helpers/fake-node.ts';
 import { servingAs, tlsOf } from '../../helpers/node-tls.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'dsh-node-idle-poll-'));
@@ -53,19 +53,6 @@ const serveWith = async (poll: IdlePoll): Promise<RemoteNode> => {
   started.push({ server, node, poll });
   return node;
 };
-
-const readSome = (pipe: SandboxdPipe, bytes: number): Promise<string> =>
-  new Promise((resolve) => {
-    let got = '';
-    const on = (c: Buffer): void => {
-      got += c.toString();
-      if (got.length >= bytes) {
-        pipe.input.off('data', on);
-        resolve(got);
-      }
-    };
-    pipe.input.on('data', on);
-  });
 
 beforeAll(() => {
   makeCa(ca);

@@ -18,7 +18,7 @@ import { lateRemoteNode } from '../../../host/sandbox/nodes/remote/late.ts';
 import { type NodeServer, serveNode } from '../../../host/sandbox/nodes/remote/server.ts';
 import type { AdoptAsking, SandboxdPipe, SandboxNode } from '../../../host/sandbox/nodes/types.ts';
 import { makeCa, makeCert, makeControlCert, signCert } from '../../../scripts/node-certs.ts';
-import { fakeCapacity, fakeNode } from '../../helpers/fake-node.ts';
+import { fakeCapacity, fakeNode, readSome } from '../../helpers/fake-node.ts';
 import { servingAs, tlsOf } from '../../helpers/node-tls.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'dsh-node-protocol-'));
@@ -126,19 +126,6 @@ const raw = (
     });
     req.once('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? e.message));
     req.end(body);
-  });
-
-const readSome = (pipe: SandboxdPipe, bytes: number): Promise<string> =>
-  new Promise((resolve) => {
-    let got = '';
-    const on = (c: Buffer): void => {
-      got += c.toString();
-      if (got.length >= bytes) {
-        pipe.input.off('data', on);
-        resolve(got);
-      }
-    };
-    pipe.input.on('data', on);
   });
 
 describe('the node protocol', () => {

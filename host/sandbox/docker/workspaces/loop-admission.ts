@@ -77,7 +77,7 @@ async function copiesAhead(s: LoopState): Promise<number> {
 }
 
 /** The host disk the snapshot files under `root` take (`.snapshots` and its instances' folders). */
-async function snapshotsOf(s: LoopState): Promise<number> {
+async function snapshotFilesBytes(s: LoopState): Promise<number> {
   let sum = 0;
   const walk = async (dir: string, depth: number): Promise<void> => {
     for (const e of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
@@ -126,7 +126,7 @@ async function admit(
     // What a tenant that holds none could still be given, and the whole of it with the workspaces
     // and the snapshots in use (tenants hold them as they hold workspaces).
     const openBytes = room + images.spareHoles;
-    const wholeBytes = Math.max(0, openBytes + images.inUse + (await snapshotsOf(s)) * overcommit);
+    const wholeBytes = Math.max(0, openBytes + images.inUse + (await snapshotFilesBytes(s)) * overcommit);
     if (!sharesFairly(share, openBytes, wholeBytes, bytes)) {
       const kept = reserveFor(wholeBytes);
       throw new SandboxError('CAPACITY_EXCEEDED', refusal(share, kept, bytes), {
